@@ -1,0 +1,90 @@
+"""Attention Playground's engine: load models, trace attention, read every stage lazily.
+
+Public API::
+
+    import engine
+    engine.list_models()                       # catalog, no torch import
+    model = engine.load("minilm")              # read-only, CUDA when present
+    tr = engine.trace(model, "The cat sat.")   # AttentionTrace
+    tr.pattern(layer=0, head=3)                # [q_pos, k_pos], rows sum to 1
+    tr.scores(0, 3, stage="scaled")
+
+The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and ``trace``
+in ``st.cache_data``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.registry import list_models, load
+from engine.types import (
+    STAGES,
+    AttentionTrace,
+    EmptyInputError,
+    EngineError,
+    ModelSpec,
+    ModelUnavailableError,
+    Tokens,
+)
+
+if TYPE_CHECKING:
+    from engine.model import Model
+
+DEFAULT_MAX_TOKENS = 512
+
+__all__ = [
+    "STAGES",
+    "AttentionTrace",
+    "DEFAULT_MAX_TOKENS",
+    "EmptyInputError",
+    "EngineError",
+    "ModelSpec",
+    "ModelUnavailableError",
+    "Tokens",
+    "device_name",
+    "list_models",
+    "load",
+    "set_threads",
+    "trace",
+]
+
+
+def trace(model: "Model", text: str, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> AttentionTrace:
+    """Run ``text`` through ``model`` once and capture what attention needs.
+
+    Args:
+        model: from :func:`load`.
+        text: the input sentence(s).
+        causal: force the causal mask on (True) or off (False); None keeps the model's default
+            (on for decoders, off for encoders). The shared model is never modified.
+        max_tokens: longer input is truncated, and the trace says so (``truncated``, ``notices``).
+
+    Returns:
+        An :class:`AttentionTrace` with per-layer Q/K/V; scores and patterns are computed on demand.
+
+    Raises:
+        EmptyInputError: the text is empty.
+        EngineError: a setting is out of range.
+
+    Example:
+        >>> tr = trace(load("minilm"), "The cat sat on the mat.")
+        >>> tr.pattern(0, 0).sum(axis=-1)  # all ones
+    """
+    return model.adapter.trace(model, text, causal=causal, max_tokens=max_tokens)
+
+
+def device_name() -> str:
+    """"cuda (<GPU name>)" when a GPU is used, else "cpu"."""
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda ({torch.cuda.get_device_name(0)})"
+    return "cpu"
+
+
+def set_threads(n: int) -> None:
+    """Bound torch's intra-op threads (several users on a 2-core server: 1 is best)."""
+    import torch
+
+    torch.set_num_threads(max(1, int(n)))

