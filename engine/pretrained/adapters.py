@@ -15,6 +15,7 @@ A causal toggle never edits the shared model's config: a per-call 4D additive fl
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,8 +115,9 @@ class HFTextAdapter:
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         text, cut_chars = clean_input(text)
         min_tokens = model.tokenizer.num_special_tokens_to_add() + 1
-        if not isinstance(max_tokens, int) or max_tokens < min_tokens:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral) or max_tokens < min_tokens:
             raise EngineError(f"max_tokens must be a whole number of at least {min_tokens}, got {max_tokens!r}.")
+        max_tokens = int(max_tokens)  # numpy integers (a slider value) are fine too
         notices: list[str] = []
         if max_tokens > model.max_positions:
             notices.append(f"This model reads at most {model.max_positions} tokens; the limit was lowered to that.")

@@ -17,6 +17,7 @@ from torch import nn
 
 from engine.model import Model, freeze, pick_device
 from engine.pretrained.adapters import ADAPTERS
+from engine.pretrained.hf_api import hf
 from engine.types import ModelSpec, ModelUnavailableError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
@@ -38,7 +39,11 @@ def resolve(model_id: str) -> Path:
         ModelUnavailableError: not a folder and not a valid id; offline and not cached; not on the Hub.
     """
     path = Path(model_id).expanduser()
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):  # e.g. a name too long for the file system
+        is_dir = False
+    if is_dir:
         if not (path / "config.json").is_file():
             raise ModelUnavailableError(f"The folder {path} has no config.json, so it is not a model folder.")
         return path
@@ -92,6 +97,8 @@ def load_hf(model_id: str, *, spec: ModelSpec | None = None, device: torch.devic
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError) as err:
         raise ModelUnavailableError(f"The model's config.json cannot be read: {err}") from None
+    if not isinstance(config, dict):
+        raise ModelUnavailableError("The model's config.json is not a JSON object, so it is not a model config.")
     model_type = config.get("model_type", "?")
     adapter = ADAPTERS.get(model_type)
     if adapter is None:
@@ -101,9 +108,8 @@ def load_hf(model_id: str, *, spec: ModelSpec | None = None, device: torch.devic
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ModelUnavailableError(f"'{model_id}' uses {config['position_embedding_type']!r} positions, not supported yet.")
 
-    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer  # slow import: only here
-
-    cls = AutoModelForCausalLM if adapter.family == "decoder" else AutoModel
+    api = hf()  # slow import: only here
+    cls = api.AutoModelForCausalLM if adapter.family == "decoder" else api.AutoModel
     device = device or pick_device()
 
     def build(dev: torch.device) -> nn.Module:
@@ -114,7 +120,7 @@ def load_hf(model_id: str, *, spec: ModelSpec | None = None, device: torch.devic
         return freeze(module.to(dev))
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = api.AutoTokenizer.from_pretrained(path)
     except Exception as err:
         raise ModelUnavailableError(f"The tokenizer of '{model_id}' cannot be loaded: {err}") from None
     module = build(device)

@@ -12,6 +12,7 @@ from torch import nn
 
 from engine.model import Model, freeze, pick_device
 from engine.pretrained.adapters import GPT2
+from engine.pretrained.hf_api import hf
 from engine.types import ModelSpec
 
 SEED = 0
@@ -34,7 +35,6 @@ Numbers like 1, 2, 3 and dates like 21 November 2026 appear in stories too.
 def build_tokenizer():
     """Train a byte-level BPE tokenizer on the built-in corpus (deterministic, ~10 ms)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -46,15 +46,14 @@ def build_tokenizer():
         show_progress=False,
     )
     tok.train_from_iterator(_CORPUS.splitlines(), trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, bos_token=EOS, unk_token=EOS)
+    return hf().PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, bos_token=EOS, unk_token=EOS)
 
 
 def load_tiny_random_gpt2(device: torch.device | None = None) -> Model:
     """Build the model: 4 layers, 4 heads, d_model 128, 1024 positions, seeded random weights."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
+    api = hf()
     tokenizer = build_tokenizer()
-    config = GPT2Config(
+    config = api.GPT2Config(
         vocab_size=len(tokenizer),
         n_positions=1024,
         n_embd=128,
@@ -68,7 +67,7 @@ def load_tiny_random_gpt2(device: torch.device | None = None) -> Model:
 
     def build(dev: torch.device) -> nn.Module:
         torch.manual_seed(SEED)
-        return freeze(GPT2LMHeadModel(config).to(dev))
+        return freeze(api.GPT2LMHeadModel(config).to(dev))
 
     return Model(
         spec=ModelSpec(

@@ -1,0 +1,1 @@
+"""Render-only helpers: arrays in, figures out. No engine calls, no torch."""

@@ -1,0 +1,32 @@
+"""Entry point: ``streamlit run app/streamlit_app.py`` from the repository root.
+
+Only routing lives here. ``streamlit run`` puts ``app/`` on ``sys.path``, not the repository root,
+so the root is added explicitly (tested in tests/app) and ``import engine`` works with no
+PYTHONPATH and no install step.
+"""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from app import services, state  # noqa: E402
+
+PAGES = Path(__file__).resolve().parent / "pages"
+
+st.set_page_config(page_title="Attention Playground", page_icon=":material/visibility:", layout="wide")
+state.init()
+services.warm_up()
+
+navigation = st.navigation(
+    [
+        st.Page(PAGES / "explore.py", title="Explore", icon=":material/grid_on:", default=True),
+    ]
+)
+with st.sidebar:
+    st.caption("**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head.")
+navigation.run()

@@ -1,0 +1,39 @@
+"""One locked place that imports transformers.
+
+``transformers`` is a lazy module: two threads importing names from it at the same time (the
+app's background warm-up and a first page load) can see a half-initialised module and fail with
+``ImportError: cannot import name 'AutoModel'``. Every engine import of it goes through ``hf()``.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+_lock = threading.Lock()
+_api: SimpleNamespace | None = None
+
+
+def hf() -> SimpleNamespace:
+    """The transformers names the engine uses (imported once, under a lock; ~5 s the first time)."""
+    global _api
+    with _lock:
+        if _api is None:
+            from transformers import (
+                AutoModel,
+                AutoModelForCausalLM,
+                AutoTokenizer,
+                GPT2Config,
+                GPT2LMHeadModel,
+                PreTrainedTokenizerFast,
+            )
+
+            _api = SimpleNamespace(
+                AutoModel=AutoModel,
+                AutoModelForCausalLM=AutoModelForCausalLM,
+                AutoTokenizer=AutoTokenizer,
+                GPT2Config=GPT2Config,
+                GPT2LMHeadModel=GPT2LMHeadModel,
+                PreTrainedTokenizerFast=PreTrainedTokenizerFast,
+            )
+        return _api
