@@ -87,7 +87,7 @@ class Tokens:
         return [f"{i} {s}" for i, s in enumerate(self.strings)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AttentionTrace:
     """What one forward pass showed, with lazy access to every attention stage.
 
@@ -130,18 +130,28 @@ class AttentionTrace:
 
     def __post_init__(self) -> None:
         n_layers = len(self.queries)
+        if n_layers == 0:
+            raise ValueError("AttentionTrace needs at least one layer")
         if not (len(self.keys) == len(self.values) == len(self.scales) == n_layers):
             raise ValueError("AttentionTrace: queries, keys, values and scales need one entry per layer")
         for layer in range(n_layers):
             q, k, v = self.queries[layer], self.keys[layer], self.values[layer]
             if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
                 raise ValueError(f"layer {layer}: q, k, v must be [head, pos, d_head]")
+            if not (q.shape[0] == k.shape[0] == v.shape[0] == self.queries[0].shape[0]):
+                raise ValueError(f"layer {layer}: q, k, v disagree on the number of heads")
+            if q.shape[2] != k.shape[2] or k.shape[1] != v.shape[1]:
+                raise ValueError(f"layer {layer}: q/k d_head or k/v positions disagree: {q.shape}, {k.shape}, {v.shape}")
             if q.shape[1] != len(self.tokens) or k.shape[1] != len(self.key_tokens):
                 raise ValueError(
                     f"layer {layer}: {q.shape[1]} query rows for {len(self.tokens)} tokens "
                     f"{list(self.tokens.strings)[:20]}, {k.shape[1]} key rows for "
                     f"{len(self.key_tokens)} key tokens"
                 )
+        if self.key_padding is not None and self.key_padding.shape != (len(self.key_tokens),):
+            raise ValueError(f"key_padding must have one flag per key token, got shape {self.key_padding.shape}")
+        if self.alibi_slopes is not None and self.alibi_slopes.shape != (self.queries[0].shape[0],):
+            raise ValueError(f"alibi_slopes must have one slope per head, got shape {self.alibi_slopes.shape}")
 
     # ---- shape -------------------------------------------------------------------------------
     @property
@@ -237,7 +247,8 @@ class AttentionTrace:
     def pattern(self, layer: int, head: int | None = None) -> np.ndarray:
         """Softmax attention weights ``[q_pos, k_pos]`` (one head) or ``[head, q_pos, k_pos]``.
 
-        Rows sum to 1; blocked entries are exactly 0.
+        Rows sum to 1 and blocked entries are exactly 0; a row whose keys are all blocked is all
+        zeros (as in torch's SDPA).
         """
         s = self.scores(layer, head, "masked")
         row_max = np.max(s, axis=-1, keepdims=True)

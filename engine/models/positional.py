@@ -8,8 +8,8 @@ Sinusoidal (Vaswani et al., 2017, §3.5), added to the token embeddings::
     PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
 
-Rotary (Su et al., 2021, RoFormer §3.4.2), applied to queries and keys, never to values. Each pair of
-coordinates ``(x[2i], x[2i+1])`` is rotated by the angle ``pos · θ_i`` with ``θ_i = base^(−2i / d_head)``::
+Rotary (Su et al., 2021, RoFormer §3.4.2), applied to queries and keys, never to values. Each pair
+of coordinates ``(x[2i], x[2i+1])`` is rotated by the angle ``pos · θ_i``, ``θ_i = base^(−2i / d_head)``::
 
     x'[2i]   = x[2i] · cos(pos θ_i) − x[2i+1] · sin(pos θ_i)
     x'[2i+1] = x[2i] · sin(pos θ_i) + x[2i+1] · cos(pos θ_i)

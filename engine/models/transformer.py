@@ -6,7 +6,7 @@ BERT-like): the mask is a per-call argument, never a config edit.
 
 Every step worth looking at passes through an identity :class:`~engine.capture.HookPoint` whose
 module path is its public name, in TransformerLens's vocabulary (``blocks.0.attn.hook_pattern``).
-Names new to TL say so. The list for a 2-layer model, in order::
+Names new to TL say so. The names, in module order (``{L}`` = 0 … n_layers − 1)::
 
     hook_embed                         [batch, pos, d_model]   token embeddings E[tokens]
     hook_pos_embed                     [batch, pos, d_model]   learned / sinusoidal only (absent otherwise)
@@ -18,7 +18,7 @@ Names new to TL say so. The list for a 2-layer model, in order::
     blocks.{L}.attn.hook_pattern       [batch, head, q_pos, k_pos]  softmax
     blocks.{L}.attn.hook_z             [batch, pos, head, d_head]   pattern V
     blocks.{L}.hook_attn_out           [batch, pos, d_model]
-    blocks.{L}.hook_resid_mid          [batch, pos, d_model]
+    blocks.{L}.hook_resid_mid          [batch, pos, d_model]        between attention and MLP
     blocks.{L}.mlp.hook_pre|hook_post  [batch, pos, d_mlp]          before / after the GELU
     blocks.{L}.hook_mlp_out            [batch, pos, d_model]
     blocks.{L}.hook_resid_post         [batch, pos, d_model]
@@ -60,7 +60,7 @@ class TransformerConfig:
     max_len: int = 128  # longest sequence the model accepts (rows of the position tables)
     pos_encoding: PosEncoding = "learned"  # how the model knows word order
     causal: bool = True  # default mask: True = decoder (GPT), False = encoder (BERT); overridable per call
-    norm: NormPlacement = "pre"  # LayerNorm before each sublayer (GPT-2) or after the residual add (2017 paper)
+    norm: NormPlacement = "pre"  # LayerNorm before each sublayer (GPT-2) or after the residual add (2017)
     ln_eps: float = 1e-5  # LayerNorm epsilon
     tie_embeddings: bool = False  # the unembedding reuses the token-embedding matrix
 
@@ -152,8 +152,17 @@ class Attention(nn.Module):
         rope: RopeAngles | None = None,
         attn_impl: AttnImpl = "explicit",
     ) -> torch.Tensor:
-        """Args: x ``(B, T, D)``; bias: additive ``(B|1, H|1, T, T)`` (ALiBi + mask) or None;
-        rope: ``(cos, sin)`` each ``(T, 1, dh/2)`` for RoPE models. Returns ``(B, T, D)``."""
+        """Attend from every position to every (allowed) position.
+
+        Args:
+            x: ``(B, T, D)`` the (normalised) residual stream.
+            bias: additive ``(B|1, H|1, T, T)``: ALiBi bias + mask (0 / −∞), or None.
+            rope: ``(cos, sin)``, each ``(T, 1, dh/2)``; required for RoPE models.
+            attn_impl: ``"explicit"`` (scores / pattern hooks fire) or ``"sdpa"`` (fused kernel).
+
+        Returns:
+            ``(B, T, D)``.
+        """
         B, T, D = x.shape
         H, dh = self.n_heads, self.d_head
         # Step 1: project to queries, keys and values, and split the heads
@@ -182,7 +191,8 @@ class Attention(nn.Module):
     ) -> torch.Tensor:
         """The explicit attention of one layer; q, k, v ``(B, H, T, dh)``, returns z ``(B, H, T, dh)``."""
         # Step 3: raw scores, how well each query matches each key
-        scores = self.hook_scores_raw(q @ k.transpose(-2, -1))  # (B, H, T, dh) @ (B, H, dh, T) -> (B, H, T, T)
+        scores = q @ k.transpose(-2, -1)  # (B, H, T, dh) @ (B, H, dh, T) -> (B, H, T, T)
+        scores = self.hook_scores_raw(scores)  # (B, H, T, T)
         # Step 4: scale by 1/√dh, add the ALiBi bias and the mask (−∞ where blocked)
         scores = scores * self.scale  # (B, H, T, T)
         if bias is not None:
@@ -346,7 +356,8 @@ class Transformer(nn.Module):
         if causal:
             blocked = blocked | torch.ones_like(blocked).triu(diagonal=1)  # (1, 1, T, T), True above diagonal
         if key_padding is not None:
-            blocked = blocked | key_padding.to(device=device, dtype=torch.bool)[:, None, None, :]  # (B, 1, T, T)
+            padding = key_padding.to(device=device, dtype=torch.bool)[:, None, None, :]  # (B, 1, 1, T)
+            blocked = blocked | padding  # (B, 1, T, T)
         bias = None
         if causal or key_padding is not None:
             bias = torch.zeros(blocked.shape, dtype=dtype, device=device).masked_fill(blocked, float("-inf"))
@@ -377,11 +388,11 @@ class Transformer(nn.Module):
         """
         B, T = tokens.shape
         if T > self.cfg.max_len:
-            raise ValueError(f"sequence of {T} tokens is longer than this model's max_len ({self.cfg.max_len})")
+            raise ValueError(f"{T} tokens is longer than this model's max_len ({self.cfg.max_len})")
         if attn_impl not in get_args(AttnImpl):
             raise ValueError(f"attn_impl must be 'explicit' or 'sdpa', got {attn_impl!r}")
         if key_padding is not None and tuple(key_padding.shape) != (B, T):
-            raise ValueError(f"key_padding must have shape {(B, T)} like tokens, got {tuple(key_padding.shape)}")
+            raise ValueError(f"key_padding must have shape {(B, T)}, got {tuple(key_padding.shape)}")
         causal = self.cfg.causal if causal is None else causal
         # Step 1: embed the tokens and add the position vectors (learned / sinusoidal)
         x = self.hook_embed(self.embed(tokens))  # (B, T, D)
