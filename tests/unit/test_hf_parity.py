@@ -1,0 +1,475 @@
+"""The engine's lazy attention equals the model's own eager ``output_attentions``.
+
+Every Hugging Face family the engine supports is built here as a tiny random model, saved with
+``save_pretrained`` (plus a tokenizer), loaded through ``engine.load(folder)``, and compared with a
+*separate* copy loaded by transformers with ``attn_implementation="eager"``. The engine runs its
+models on the SDPA path and recomputes patterns from captured Q/K/V, so equality here shows that the
+capture, the scale, the mask and the softmax are all the model's own.
+
+The tiny models use a large ``initializer_range`` so their patterns are far from uniform; a wrong
+scale or a mask in the wrong place would not hide inside near-uniform rows (checked per model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import engine
+
+ATOL = 1e-5
+MAX_POS = 128  # position table of the tiny models
+TRUNC_AT = 24
+
+SHORT = "The cat sat on the mat."
+ODD = "Héllo, wörld!! — naïve café… 東京 🙂 (x+y)² = z; «quotes» e\u0301 שלום <b>&amp;</b>"
+LONG = "The quick brown fox jumps over the lazy dog, and the cat watches it. " * 6
+SENTENCES = {"short": SHORT, "odd": ODD}
+
+_TRAIN_TEXT = [
+    "The cat sat on the mat.",
+    "The quick brown fox jumps over the lazy dog, and the cat watches it.",
+    "Attention is all you need, they said; queries, keys and values!",
+    "Héllo wörld, naïve café. 東京 is a big city. Numbers 1 2 3.",
+    "A teacher explains attention to the class, and the students watch.",
+]
+
+
+# ---- building the tiny models ----------------------------------------------------------------
+def _wordpiece_tokenizer():
+    """A small WordPiece (BERT-style) tokenizer trained on a few sentences."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=300, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
+    )
+    tok.train_from_iterator(_TRAIN_TEXT * 3, trainer=trainer)
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+
+
+def _build(kind: str, folder: Path) -> None:
+    from transformers import (
+        BertConfig,
+        BertModel,
+        DistilBertConfig,
+        DistilBertModel,
+        GPT2Config,
+        GPT2LMHeadModel,
+        RobertaConfig,
+        RobertaModel,
+    )
+
+    from engine.pretrained.tiny_gpt2 import build_tokenizer
+
+    init = 0.25  # peaked, non-uniform random attention
+    if kind.startswith("gpt2"):
+        tokenizer = build_tokenizer()
+        extra = {
+            "gpt2": {},
+            "gpt2-layerscale": {"scale_attn_by_inverse_layer_idx": True},
+            "gpt2-unscaled": {"scale_attn_weights": False},
+        }[kind]
+        config = GPT2Config(
+            vocab_size=len(tokenizer),
+            n_positions=MAX_POS,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            initializer_range=init,
+            bos_token_id=tokenizer.eos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            **extra,
+        )
+        cls = GPT2LMHeadModel
+    else:
+        tokenizer = _wordpiece_tokenizer()
+        common = dict(vocab_size=len(tokenizer), initializer_range=init, pad_token_id=tokenizer.pad_token_id)
+        if kind == "bert":
+            config, cls = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=MAX_POS, **common), BertModel
+        elif kind == "roberta":
+            # RoBERTa's positions start after the padding index: the table has 2 more rows.
+            config, cls = RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                        intermediate_size=64, max_position_embeddings=MAX_POS + 2,
+                                        type_vocab_size=1, **common), RobertaModel
+        elif kind == "distilbert":
+            config, cls = DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=64,
+                                           max_position_embeddings=MAX_POS, **common), DistilBertModel
+        else:
+            raise ValueError(kind)
+    torch.manual_seed(0)
+    model = cls(config).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+KINDS = ("bert", "roberta", "distilbert", "gpt2", "gpt2-layerscale", "gpt2-unscaled")
+# where the attention output projection (input = concatenated z of all heads) lives, per layer
+OUT_PROJ = {
+    "bert": "attention.output.dense",
+    "roberta": "attention.output.dense",
+    "distilbert": "attention.out_lin",
+    "gpt2": "attn.c_proj",
+}
+
+
+@dataclass
+class Pair:
+    kind: str
+    path: Path
+    model: object  # engine.model.Model (SDPA, shared)
+    ref: torch.nn.Module  # a separate eager copy
+    tok: object  # a separately loaded tokenizer
+
+    @property
+    def family(self) -> str:
+        return "gpt2" if self.kind.startswith("gpt2") else self.kind
+
+    @property
+    def decoder(self) -> bool:
+        return self.family == "gpt2"
+
+    def layers(self, module=None):
+        module = module if module is not None else self.ref
+        return {
+            "bert": lambda m: m.encoder.layer,
+            "roberta": lambda m: m.encoder.layer,
+            "distilbert": lambda m: m.transformer.layer,
+            "gpt2": lambda m: m.transformer.h,
+        }[self.family](module)
+
+    def pos_table(self) -> torch.Tensor:
+        if self.decoder:
+            return self.ref.transformer.wpe.weight
+        return self.ref.embeddings.position_embeddings.weight
+
+
+@pytest.fixture(scope="session")
+def tiny_folders(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny_hf")
+    out = {}
+    for kind in KINDS:
+        folder = root / kind
+        _build(kind, folder)
+        out[kind] = folder
+    return out
+
+
+_PAIRS: dict[str, Pair] = {}
+
+
+def _pair(kind: str, folders: dict[str, Path]) -> Pair:
+    if kind not in _PAIRS:
+        from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+        path = folders[kind]
+        cls = AutoModelForCausalLM if kind.startswith("gpt2") else AutoModel
+        ref = cls.from_pretrained(path, attn_implementation="eager").eval()
+        model = engine.load(str(path))
+        assert model.module.config is not ref.config  # never share a config with the reference
+        _PAIRS[kind] = Pair(kind, path, model, ref, AutoTokenizer.from_pretrained(path))
+    return _PAIRS[kind]
+
+
+@pytest.fixture(params=KINDS)
+def pair(request, tiny_folders) -> Pair:
+    return _pair(request.param, tiny_folders)
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_folders) -> Pair:
+    return _pair("bert", tiny_folders)
+
+
+@pytest.fixture(scope="module")
+def gpt2(tiny_folders) -> Pair:
+    return _pair("gpt2", tiny_folders)
+
+
+@pytest.fixture(scope="module")
+def minilm_ref(minilm_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    return AutoModel.from_pretrained(minilm_path, attn_implementation="eager").eval(), AutoTokenizer.from_pretrained(minilm_path)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+def reference_attentions(ref, ids, attention_mask=None) -> list[np.ndarray]:
+    with torch.no_grad():
+        out = ref(input_ids=torch.tensor([list(ids)]), attention_mask=attention_mask, output_attentions=True)
+    assert out.attentions is not None and len(out.attentions) > 0
+    return [a[0].float().numpy() for a in out.attentions]
+
+
+def assert_parity(tr, atts: list[np.ndarray]) -> None:
+    assert tr.n_layers == len(atts)
+    assert tr.n_heads == atts[0].shape[0]
+    n = len(tr.tokens)
+    for layer, att in enumerate(atts):
+        assert att.shape[-2:] == (n, n)
+        for head in range(tr.n_heads):
+            np.testing.assert_allclose(
+                tr.pattern(layer, head), att[head], atol=ATOL, rtol=0, err_msg=f"layer {layer} head {head}"
+            )
+
+
+def assert_not_uniform(atts: list[np.ndarray]) -> None:
+    """The comparison means something only if the patterns are not (close to) uniform rows."""
+    spread = max(float(np.abs(a - a.mean(axis=-1, keepdims=True)).max()) for a in atts)
+    assert spread > 0.05, f"reference patterns are nearly uniform (max deviation {spread:.3g})"
+
+
+def additive_causal_mask(n: int) -> torch.Tensor:
+    blocked = torch.ones(n, n, dtype=torch.bool).triu(1)
+    return torch.zeros(1, 1, n, n).masked_fill(blocked, torch.finfo(torch.float32).min)
+
+
+def state_checksum(module: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def no_hooks_left(module: torch.nn.Module) -> bool:
+    return all(not m._forward_hooks and not m._forward_pre_hooks for m in module.modules())
+
+
+# ---- tiny HF models: parity ------------------------------------------------------------------
+@pytest.mark.parametrize("sentence", sorted(SENTENCES))
+def test_pattern_equals_eager_output_attentions(pair: Pair, sentence: str) -> None:
+    text = SENTENCES[sentence]
+    tr = engine.trace(pair.model, text)
+    expected_ids = pair.tok(unicodedata.normalize("NFC", text))["input_ids"]  # the engine NFC-normalises
+    assert list(tr.tokens.ids) == expected_ids
+    assert not tr.truncated and tr.n_input_tokens == len(expected_ids)
+    assert tr.causal is pair.decoder
+    atts = reference_attentions(pair.ref, tr.tokens.ids)
+    assert_not_uniform(atts)
+    assert_parity(tr, atts)
+
+
+def test_truncated_at_max_tokens_matches_reference(pair: Pair) -> None:
+    full = pair.tok(LONG)["input_ids"]
+    assert len(full) > TRUNC_AT
+    tr = engine.trace(pair.model, LONG, max_tokens=TRUNC_AT)
+    assert tr.truncated
+    assert len(tr.tokens) == TRUNC_AT
+    assert tr.n_input_tokens == len(full) > TRUNC_AT
+    assert any(str(len(full)) in note and str(TRUNC_AT) in note for note in tr.notices), tr.notices
+    expected = pair.tok(LONG, truncation=True, max_length=TRUNC_AT)["input_ids"]
+    assert list(tr.tokens.ids) == expected
+    if not pair.decoder:  # the special tokens of an encoder survive truncation
+        assert tr.tokens.special[0] and tr.tokens.special[-1]
+        assert not any(tr.tokens.special[1:-1])
+    assert_parity(tr, reference_attentions(pair.ref, tr.tokens.ids))
+
+
+def test_scales_follow_the_config(pair: Pair) -> None:
+    tr = engine.trace(pair.model, SHORT)
+    d_head = 32 // 4
+    assert tr.d_head == d_head
+    base = d_head**-0.5
+    expected = {
+        "gpt2-layerscale": [base / (i + 1) for i in range(2)],
+        "gpt2-unscaled": [1.0, 1.0],
+    }.get(pair.kind, [base, base])
+    np.testing.assert_allclose(tr.scales, expected, rtol=1e-7)
+
+
+def test_qkv_shapes_and_z_is_the_real_attention_output(pair: Pair) -> None:
+    """z concatenated over heads is exactly what the model feeds its attention output projection."""
+    tr = engine.trace(pair.model, ODD)
+    n, heads, d_head = len(tr.tokens), 4, 8
+    recorded: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    handles = []
+    for i, layer in enumerate(pair.layers()):
+        proj = dict(layer.named_modules())[OUT_PROJ[pair.family]]
+
+        def hook(_m, inputs, output, i=i):
+            recorded[i] = (inputs[0].detach()[0], output.detach()[0])
+
+        handles.append(proj.register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            pair.ref(input_ids=torch.tensor([list(tr.tokens.ids)]))
+    finally:
+        for h in handles:
+            h.remove()
+    assert sorted(recorded) == list(range(tr.n_layers))
+    for layer in range(tr.n_layers):
+        for get in (tr.q, tr.k, tr.v):
+            arr = get(layer)
+            assert arr.shape == (heads, n, d_head) and arr.dtype == np.float32
+        z_all = tr.z(layer)
+        assert z_all.shape == (heads, n, d_head)
+        for head in range(heads):
+            np.testing.assert_allclose(tr.z(layer, head), tr.pattern(layer, head) @ tr.v(layer)[head], atol=1e-6)
+            np.testing.assert_allclose(z_all[head], tr.z(layer, head), atol=1e-6)
+        concat = torch.from_numpy(z_all.transpose(1, 0, 2).reshape(n, heads * d_head).copy())
+        proj_in, proj_out = recorded[layer]
+        np.testing.assert_allclose(concat.numpy(), proj_in.numpy(), atol=ATOL, err_msg=f"layer {layer} z")
+        proj = dict(pair.layers()[layer].named_modules())[OUT_PROJ[pair.family]]
+        with torch.no_grad():
+            np.testing.assert_allclose(proj(concat[None])[0].numpy(), proj_out.numpy(), atol=1e-4)
+
+
+def test_pos_encoding_is_the_position_table(pair: Pair) -> None:
+    tr = engine.trace(pair.model, SHORT)
+    n = len(tr.tokens)
+    table = pair.pos_table().detach().numpy()
+    start = pair.ref.config.pad_token_id + 1 if pair.family == "roberta" else 0
+    assert tr.pos_encoding is not None and tr.pos_encoding_kind == "learned"
+    assert tr.pos_encoding.shape == (n, table.shape[1])
+    np.testing.assert_allclose(tr.pos_encoding, table[start : start + n], atol=0)
+
+
+def test_max_positions(pair: Pair) -> None:
+    assert pair.model.max_positions == MAX_POS
+
+
+def test_stages_compose_to_the_pattern(pair: Pair) -> None:
+    tr = engine.trace(pair.model, ODD)
+    n = len(tr.tokens)
+    for layer in range(tr.n_layers):
+        mask = tr.mask(layer)
+        assert mask.shape == (n, n)
+        blocked = np.triu(np.ones((n, n), dtype=bool), 1) if pair.decoder else np.zeros((n, n), dtype=bool)
+        assert np.all(np.isneginf(mask[blocked])) and np.all(mask[~blocked] == 0)
+        stacked = []
+        for head in range(tr.n_heads):
+            raw = tr.scores(layer, head, "raw")
+            np.testing.assert_allclose(raw, tr.q(layer)[head] @ tr.k(layer)[head].T, rtol=1e-5, atol=1e-5)
+            scaled = tr.scores(layer, head, "scaled")
+            np.testing.assert_allclose(scaled, raw * tr.scales[layer], rtol=1e-6, atol=1e-6)
+            masked = tr.scores(layer, head, "masked")
+            np.testing.assert_allclose(masked, scaled + mask, rtol=1e-6, atol=1e-6)
+            p = tr.pattern(layer, head)
+            ref = torch.softmax(torch.from_numpy(masked), dim=-1).numpy()
+            np.testing.assert_allclose(p, ref, atol=1e-6)
+            np.testing.assert_allclose(p.sum(axis=-1), 1.0, atol=1e-5)
+            assert np.all(p[blocked] == 0.0)
+            stacked.append(p)
+        np.testing.assert_allclose(tr.pattern(layer), np.stack(stacked), atol=0)
+        for stage in ("raw", "scaled", "masked"):
+            all_heads = tr.scores(layer, None, stage)
+            one_by_one = np.stack([tr.scores(layer, h, stage) for h in range(tr.n_heads)])
+            np.testing.assert_array_equal(all_heads, one_by_one)
+
+
+# ---- causal toggle on GPT-2 ------------------------------------------------------------------
+def test_gpt2_causal_toggle_never_touches_the_shared_model(gpt2: Pair) -> None:
+    module = gpt2.model.module
+    impl_before = module.config._attn_implementation
+    checksum_before = state_checksum(module)
+
+    default = engine.trace(gpt2.model, ODD)
+    n = len(default.tokens)
+    assert default.causal
+    for layer in range(default.n_layers):
+        assert np.all(np.triu(default.pattern(layer), 1) == 0.0)  # exactly zero above the diagonal
+    assert_parity(default, reference_attentions(gpt2.ref, default.tokens.ids))
+
+    bidirectional = engine.trace(gpt2.model, ODD, causal=False)
+    assert not bidirectional.causal
+    atts = reference_attentions(gpt2.ref, bidirectional.tokens.ids, attention_mask=torch.zeros(1, 1, n, n))
+    assert float(np.triu(atts[0][0], 1).sum()) > 0.1  # the reference really looked ahead
+    assert_parity(bidirectional, atts)
+
+    again = engine.trace(gpt2.model, ODD, causal=True)
+    for layer in range(again.n_layers):
+        np.testing.assert_array_equal(again.pattern(layer), default.pattern(layer))
+
+    assert module.config._attn_implementation == impl_before
+    assert state_checksum(module) == checksum_before
+    assert not module.training
+    assert not any(p.requires_grad for p in module.parameters())
+    assert no_hooks_left(module)
+
+
+def test_bert_causal_true_matches_additive_mask(bert: Pair) -> None:
+    tr = engine.trace(bert.model, ODD, causal=True)
+    n = len(tr.tokens)
+    assert tr.causal
+    for layer in range(tr.n_layers):
+        assert np.all(np.triu(tr.pattern(layer), 1) == 0.0)
+    assert_parity(tr, reference_attentions(bert.ref, tr.tokens.ids, attention_mask=additive_causal_mask(n)))
+    assert no_hooks_left(bert.model.module)
+
+
+# ---- MiniLM (the real pretrained model) -------------------------------------------------------
+@pytest.mark.parametrize("sentence", sorted(SENTENCES))
+def test_minilm_parity(minilm, minilm_ref, sentence: str) -> None:
+    ref, tok = minilm_ref
+    text = SENTENCES[sentence]
+    tr = engine.trace(minilm, text)
+    assert list(tr.tokens.ids) == tok(unicodedata.normalize("NFC", text))["input_ids"]
+    assert (tr.n_layers, tr.n_heads, tr.d_head) == (6, 12, 32)
+    assert not tr.causal and not tr.truncated
+    atts = reference_attentions(ref, tr.tokens.ids)
+    assert_not_uniform(atts)
+    assert_parity(tr, atts)
+    n = len(tr.tokens)
+    np.testing.assert_allclose(tr.pos_encoding, ref.embeddings.position_embeddings.weight[:n].detach().numpy(), atol=0)
+
+
+def test_minilm_truncated_at_512(minilm, minilm_ref) -> None:
+    ref, tok = minilm_ref
+    paragraph = (
+        "Attention lets every token look at every other token. The model compares a query with each key, "
+        "scales the scores, applies a softmax, and mixes the values with the resulting weights. "
+    )
+    text = paragraph * 20
+    full = tok(text)["input_ids"]
+    assert len(full) > 512
+    tr = engine.trace(minilm, text, max_tokens=512)
+    assert tr.truncated and len(tr.tokens) == 512 and tr.n_input_tokens == len(full)
+    assert tr.notices and any("512" in note for note in tr.notices)
+    assert list(tr.tokens.ids) == tok(text, truncation=True, max_length=512)["input_ids"]
+    assert_parity(tr, reference_attentions(ref, tr.tokens.ids))
+
+
+def test_minilm_causal_matches_additive_float_mask(minilm, minilm_ref) -> None:
+    ref, _ = minilm_ref
+    module = minilm.module
+    impl_before = module.config._attn_implementation
+    tr = engine.trace(minilm, ODD, causal=True)
+    n = len(tr.tokens)
+    assert tr.causal
+    for layer in range(tr.n_layers):
+        assert np.all(np.triu(tr.pattern(layer), 1) == 0.0)
+    atts = reference_attentions(ref, tr.tokens.ids, attention_mask=additive_causal_mask(n))
+    for att in atts:
+        assert np.all(np.triu(att, 1) == 0.0)
+    assert_parity(tr, atts)
+    # and the shared model is still a bidirectional encoder
+    assert module.config._attn_implementation == impl_before
+    plain = engine.trace(minilm, ODD)
+    assert not plain.causal
+    assert float(np.triu(plain.pattern(0), 1).sum()) > 1.0
+    assert no_hooks_left(module)
