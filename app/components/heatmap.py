@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"
 GRID_MAX_CELLS = 64  # a grid thumbnail is pooled down to at most this many rows/columns
-TICK_LIMIT = 60  # above this many tokens, only every k-th tick label is printed
+LABEL_PX = 15  # vertical pixels one tick label needs; with more tokens than fit, every k-th is printed
 
 
 def safe_label(text: str) -> str:
@@ -25,8 +25,9 @@ def safe_label(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _ticks(labels: list[str]) -> tuple[list[int], list[str]]:
-    step = max(1, math.ceil(len(labels) / TICK_LIMIT))
+def _ticks(labels: list[str], plot_px: int) -> tuple[list[int], list[str]]:
+    fit = max(4, plot_px // LABEL_PX)
+    step = max(1, math.ceil(len(labels) / fit))
     idx = list(range(0, len(labels), step))
     return idx, [labels[i] for i in idx]
 
@@ -80,12 +81,12 @@ def attention_heatmap(
             colorbar=dict(title="weight", thickness=12),
         )
     )
-    xv, xt = _ticks(k_lab)
-    yv, yt = _ticks(q_lab)
-    side = max(320, min(900, 22 * max(n_q, n_k) + 140))
+    side = height or max(320, min(900, 22 * max(n_q, n_k) + 140))
+    xv, xt = _ticks(k_lab, side - 140)
+    yv, yt = _ticks(q_lab, side - 140)
     fig.update_layout(
-        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
-        height=height or side,
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15), yref="container", automargin=True),
+        height=side,
         margin=dict(l=10, r=10, t=40 if title else 10, b=10),
         plot_bgcolor=MASKED_COLOR,
         xaxis=dict(title="key (attended to)", tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, side="top"),

@@ -1,0 +1,347 @@
+"""The Explore page through Streamlit's AppTest: widgets in, chart figures out.
+
+AppTest runs the real script with no browser (no JavaScript, nothing drawn): it checks what the page
+sends to the browser. The browser itself is covered by tests/e2e. Model and trace caches are shared
+by every AppTest in one pytest process, so only the first test pays for loading MiniLM.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "app" / "streamlit_app.py"  # absolute: AppTest resolves relative paths against the caller
+TIMEOUT = 60  # seconds per run: the first run loads MiniLM (7–10 s, more on a busy 2-core machine)
+
+_DTYPES = {"f8": "<f8", "f4": "<f4", "i1": "<i1", "u1": "<u1", "i2": "<i2", "u2": "<u2", "i4": "<i4", "u4": "<u4"}
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def decode(value) -> np.ndarray:
+    """A Plotly JSON array as numpy: either a (nested) list or ``{"dtype", "bdata", "shape"}``."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=_DTYPES.get(value["dtype"], value["dtype"]))
+        shape = value.get("shape")
+        if shape is not None:
+            if isinstance(shape, str):
+                shape = [int(s) for s in shape.split(",")]
+            arr = arr.reshape(shape)
+        return arr.astype(float)
+    # plain JSON: NaN is written as null
+    return np.array(value, dtype=float)  # None → nan
+
+
+def run_app(**state) -> AppTest:
+    """A fresh session of the app, after one run (``state`` preset in session_state first)."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def main_figure(at: AppTest) -> dict:
+    figs = figures(at)
+    assert figs, "no plotly chart on the page"
+    return figs[0]
+
+
+def y_labels(fig: dict) -> list[str]:
+    return list(fig["layout"]["yaxis"]["ticktext"])
+
+
+def title(fig: dict) -> str:
+    t = fig["layout"].get("title", {})
+    return t.get("text", "") if isinstance(t, dict) else str(t)
+
+
+def z(fig: dict) -> np.ndarray:
+    return decode(fig["data"][0]["z"])
+
+
+def assert_clean(at: AppTest) -> None:
+    """No uncaught exception on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def messages(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+# ---------------------------------------------------------------- the default page
+
+
+@pytest.fixture(scope="module")
+def default_app() -> AppTest:
+    return run_app()
+
+
+def test_default_run_draws_four_charts(default_app: AppTest):
+    assert_clean(default_app)
+    assert not default_app.error, messages(default_app.error)
+    assert len(default_app.get("plotly_chart")) == 4
+
+
+def test_default_main_chart_shows_the_sentence(default_app: AppTest):
+    fig = main_figure(default_app)
+    labels = y_labels(fig)
+    assert any("animal" in label for label in labels), labels
+    assert any("tired" in label for label in labels), labels
+    assert title(fig) == "Layer 0, head 0"  # MiniLM: no causal mask by default
+
+
+def test_default_main_chart_rows_sum_to_one(default_app: AppTest):
+    fig = main_figure(default_app)
+    weights = z(fig)
+    n = len(y_labels(fig))
+    assert weights.shape == (n, n)
+    assert np.isfinite(weights).all(), "no cell is masked when the causal mask is off"
+    assert (weights >= 0).all()
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-4)
+
+
+def test_default_widgets(default_app: AppTest):
+    assert default_app.text_area(key="text").value.startswith("The animal")
+    assert default_app.selectbox(key="model").value == "minilm"
+    assert default_app.toggle(key="causal").value is False
+
+
+# ---------------------------------------------------------------- interaction
+
+
+def test_typing_a_sentence_updates_the_labels():
+    at = run_app()
+    at.text_area(key="text").input("Lily found a red ball.").run()
+    assert_clean(at)
+    labels = " ".join(y_labels(main_figure(at)))
+    assert "lily" in labels and "ball" in labels, labels
+    assert "animal" not in labels
+    # all four charts follow the new text
+    for fig in figures(at)[2:]:
+        assert any("lily" in label for label in y_labels(fig))
+
+
+def test_causal_toggle_masks_the_upper_triangle():
+    at = run_app()
+    at.toggle(key="causal").set_value(True).run()
+    assert_clean(at)
+    fig = main_figure(at)
+    assert "causal mask on" in title(fig)
+    weights = z(fig)
+    n = weights.shape[0]
+    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
+    assert np.isnan(weights[upper]).all(), "cells above the diagonal are blocked (NaN, drawn grey)"
+    assert np.isfinite(weights[~upper]).all(), "cells on and below the diagonal carry weights"
+    np.testing.assert_allclose(np.nansum(weights, axis=1), 1.0, atol=1e-4)
+    # first token can only look at itself
+    assert weights[0, 0] == pytest.approx(1.0, abs=1e-5)
+
+    # and off again: back to a full pattern
+    at.toggle(key="causal").set_value(False).run()
+    fig = main_figure(at)
+    assert "causal" not in title(fig)
+    assert np.isfinite(z(fig)).all()
+
+
+def test_mask_comparison_charts_are_off_then_on():
+    at = run_app()
+    off, on = figures(at)[2:]
+    assert "OFF" in title(off) and "ON" in title(on)
+    assert np.isfinite(z(off)).all()
+    assert np.isnan(z(on)[0, 1:]).all()
+
+
+def test_switching_to_gpt2_turns_the_causal_mask_on():
+    at = run_app()
+    assert at.toggle(key="causal").value is False
+    at.selectbox(key="model").set_value("tiny-random-gpt2").run()
+    assert_clean(at)
+    assert not at.error, messages(at.error)
+    assert at.toggle(key="causal").value is True
+    fig = main_figure(at)
+    assert "causal mask on" in title(fig)
+    assert np.isnan(z(fig)[0, 1:]).all()
+    assert len(at.get("plotly_chart")) == 4
+
+    # back to MiniLM: its own default (off) comes back
+    at.selectbox(key="model").set_value("minilm").run()
+    assert_clean(at)
+    assert at.toggle(key="causal").value is False
+
+
+def test_layer_and_head_selection_change_the_title():
+    at = run_app()
+    at.selectbox(key="layer").set_value(3).run()
+    assert_clean(at)
+    assert title(main_figure(at)) == "Layer 3, head 0"
+    at.selectbox(key="head").set_value(7).run()
+    assert_clean(at)
+    assert title(main_figure(at)) == "Layer 3, head 7"
+    assert len(at.selectbox(key="layer").options) == 6  # MiniLM: 6 layers × 12 heads
+    assert len(at.selectbox(key="head").options) == 12
+
+
+def test_layer_beyond_a_smaller_model_is_clamped():
+    """Layer 5 / head 11 on MiniLM, then the 4-layer tiny GPT-2: no exception, a valid layer."""
+    at = run_app()
+    at.selectbox(key="layer").set_value(5).run()
+    at.selectbox(key="head").set_value(11).run()
+    at.selectbox(key="model").set_value("tiny-random-gpt2").run()
+    assert_clean(at)
+    layer = at.selectbox(key="layer").value
+    head = at.selectbox(key="head").value
+    assert layer < len(at.selectbox(key="layer").options)
+    assert head < len(at.selectbox(key="head").options)
+    assert title(main_figure(at)).startswith(f"Layer {layer}, head {head}")
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_empty_text_shows_a_warning():
+    at = run_app()
+    at.text_area(key="text").input("").run()
+    assert_clean(at)
+    warnings = messages(at.warning)
+    assert warnings, "an empty text gets a message"
+    assert any("empty" in w.lower() for w in warnings), warnings
+    assert not at.get("plotly_chart")
+
+
+def test_whitespace_text_shows_a_warning():
+    at = run_app()
+    at.text_area(key="text").input("   \n\t  ").run()
+    assert_clean(at)
+    assert any("empty" in w.lower() for w in messages(at.warning))
+
+
+def test_html_and_emoji_are_escaped():
+    at = run_app()
+    at.text_area(key="text").input("<script>alert(1)</script> hello 🙂🐍 <b>bold</b>").run()
+    assert_clean(at)
+    assert not at.error, messages(at.error)
+    for fig in figures(at):
+        blob = json.dumps(fig)
+        assert "<script" not in blob and "<b>bold" not in blob
+    labels = y_labels(main_figure(at))
+    assert any("&lt;" in label for label in labels), labels
+    assert any("hello" in label for label in labels), labels
+
+
+def test_unknown_hub_id_shows_an_error_quickly():
+    at = run_app()
+    started = time.monotonic()
+    at.text_input(key="hub_id").input("definitely-not-a-model-xyz123").run()
+    elapsed = time.monotonic() - started
+    assert_clean(at)
+    errors = messages(at.error)
+    assert any("definitely-not-a-model-xyz123" in e for e in errors), errors
+    assert elapsed < 15, f"took {elapsed:.1f} s"
+    assert not at.get("plotly_chart")
+
+    # clearing the field goes back to the picked model
+    at.text_input(key="hub_id").input("").run()
+    assert_clean(at)
+    assert not at.error
+    assert len(at.get("plotly_chart")) == 4
+
+
+@pytest.mark.parametrize("hub_id", ["../../etc", "/nonexistent/folder", "a" * 300, "bad id with spaces"])
+def test_malformed_hub_ids_show_an_error(hub_id: str):
+    at = run_app()
+    at.text_input(key="hub_id").input(hub_id).run()
+    assert_clean(at)
+    assert at.error, "a malformed id gets a message"
+    assert not at.get("plotly_chart")
+
+
+def test_token_limit_truncates_with_a_warning():
+    at = run_app()
+    long_text = " ".join(["The quick brown fox jumps over the lazy dog."] * 20)
+    at.text_area(key="text").input(long_text).run()
+    at.number_input(key="max_tokens").set_value(8).run()
+    assert_clean(at)
+    warnings = messages(at.warning)
+    assert any("first 8" in w for w in warnings), warnings
+    fig = main_figure(at)
+    assert len(y_labels(fig)) == 8
+    assert len(fig["layout"]["xaxis"]["ticktext"]) == 8
+    assert z(fig).shape == (8, 8)
+
+
+HUGE = ("word " * 10_000)[:50_000]
+
+
+def _assert_cut(at: AppTest, limit: int) -> None:
+    assert_clean(at)
+    assert not at.error, messages(at.error)
+    assert len(at.get("plotly_chart")) == 4
+    assert z(main_figure(at)).shape == (limit, limit)  # tick labels thin out above 60 tokens
+    assert any(f"first {limit}" in w for w in messages(at.warning)), messages(at.warning)
+
+
+def test_longest_typed_text_is_cut_with_a_warning():
+    """The text area takes at most 20,000 characters (AppTest, like the browser, ignores longer input)."""
+    at = run_app()
+    at.number_input(key="max_tokens").set_value(64).run()
+    at.text_area(key="text").input(HUGE[:20_000]).run()
+    assert len(at.text_area(key="text").value) == 20_000
+    _assert_cut(at, 64)
+
+
+def test_huge_text_in_a_link_does_not_crash():
+    """A 50,000-character ``?text=`` deep link (the text area is bound to the URL)."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["text"] = HUGE
+    at.run()
+    _assert_cut(at, 128)
+
+
+def test_huge_text_in_session_state_does_not_crash():
+    at = run_app(text=HUGE)
+    _assert_cut(at, 128)
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def test_entry_point_puts_the_repo_root_on_sys_path(tmp_path: Path):
+    """``streamlit run app/streamlit_app.py`` puts only ``app/`` on sys.path; the entry point's path
+    setup (the lines before ``import streamlit``) must make ``import engine`` work from anywhere."""
+    source = APP.read_text(encoding="utf-8")
+    setup = source.split("import streamlit as st", 1)[0]
+    assert "sys.path" in setup, "the path setup comes before importing streamlit"
+    code = (
+        "import sys\n"
+        f"sys.path = [{str(APP.parent)!r}] + [p for p in sys.path if p not in ('', {str(ROOT)!r})]\n"
+        "try:\n"
+        "    import engine\n"
+        "    raise SystemExit('engine importable without the path setup: the check proves nothing')\n"
+        "except ImportError:\n"
+        "    pass\n"
+        f"__file__ = {str(APP)!r}\n"
+        f"exec(compile({setup!r}, __file__, 'exec'))\n"
+        "import engine, app.state\n"
+        "print(engine.__file__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert Path(result.stdout.strip()).resolve().is_relative_to(ROOT / "engine")

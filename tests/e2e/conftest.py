@@ -1,0 +1,113 @@
+"""Real-browser fixtures: the app started exactly as the README says, and Debian's Chromium.
+
+The server runs ``python -m streamlit run app/streamlit_app.py`` from the repository root with the Hub
+switched off, on a free port, for the whole session; only that process is stopped at the end, and its
+log is kept in ``test-artifacts/e2e-server.log``. Playwright never downloads a browser here: it
+launches ``/usr/bin/chromium`` (override with ``E2E_CHROMIUM``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
+START_TIMEOUT_S = 60
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+            return resp.status == 200 and resp.read().decode().strip() == "ok"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """The URL of a fresh Streamlit server running the app (started as the README says)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app/streamlit_app.py",
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    log_path = ARTIFACTS / "e2e-server.log"
+    log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 — closed after the server stops
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log_path}")
+            if _healthy(url):  # our process is alive and the port answers: it is ours
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not become healthy in {START_TIMEOUT_S} s; see {log_path}")
+            time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": ["--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-sandbox"],
+    }
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1280, "height": 1400}}
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def publish_screenshot():
+    """Copy a screenshot into docs/screenshots/ for the README."""
+
+    def publish(src: Path, name: str) -> Path:
+        dest_dir = ROOT / "docs" / "screenshots"
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        dest = dest_dir / name
+        shutil.copyfile(src, dest)
+        return dest
+
+    return publish

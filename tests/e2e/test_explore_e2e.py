@@ -1,0 +1,106 @@
+"""The Explore page in a real browser: what a person sees and does.
+
+Every wait is on a selector or a condition (Playwright ``expect`` with a timeout), never a sleep:
+the first Plotly chart takes several seconds on 2 cores (model load + plotly.js loading lazily).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+pytestmark = pytest.mark.e2e
+
+FIRST_DRAW_MS = 60_000  # fresh server: torch import + MiniLM load + plotly.js
+REDRAW_MS = 20_000
+PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
+
+
+def main_chart(page: Page) -> Locator:
+    return page.locator('[data-testid="stPlotlyChart"]').first
+
+
+def y_ticks(page: Page) -> Locator:
+    return main_chart(page).locator(".ytick text")
+
+
+def tick_texts(page: Page) -> list[str]:
+    return [t.strip() for t in y_ticks(page).all_text_contents()]
+
+
+def expect_tick(page: Page, word: str, timeout: int = REDRAW_MS) -> None:
+    """Wait until a y tick of the main chart reads "<position> <word>"."""
+    expect(y_ticks(page).filter(has_text=re.compile(rf"^\d+ {re.escape(word)}$"))).not_to_have_count(0, timeout=timeout)
+
+
+def expect_no_exception(page: Page) -> None:
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def expect_settled(page: Page) -> None:
+    """All four charts drawn and the app idle (no "Running…" status, no spinner)."""
+    expect(page.locator(PLOT)).to_have_count(4, timeout=REDRAW_MS)
+    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=REDRAW_MS)
+    expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=REDRAW_MS)
+
+
+def open_app(page: Page, url: str) -> None:
+    page.goto(url)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_tick(page, "animal")
+    expect_settled(page)
+    expect_no_exception(page)
+
+
+def test_explore_type_and_mask(page: Page, app_url: str, artifacts: Path, publish_screenshot):
+    open_app(page, app_url)
+    texts = tick_texts(page)
+    assert any(t.endswith(" animal") for t in texts), texts
+    assert not any("&#" in t or "&amp;" in t for t in texts), f"escaped entities shown raw: {texts}"
+    expect(main_chart(page).locator(".gtitle")).to_have_text("Layer 0, head 0")
+
+    default_png = artifacts / "explore-default.png"
+    page.screenshot(path=str(default_png))  # the 1280×1400 viewport: the whole first screen of the app
+    publish_screenshot(default_png, "explore.png")
+
+    # type a new sentence; Ctrl+Enter submits a text area
+    box = page.locator('[data-testid="stTextArea"] textarea')
+    box.click()
+    box.press("Control+a")
+    box.press_sequentially("Lily found a red ball. She gave it to Tom.")
+    box.press("Control+Enter")
+    expect_tick(page, "lily")
+    expect_tick(page, "tom")
+    assert not any(t.endswith(" animal") for t in tick_texts(page))
+    expect_no_exception(page)
+
+    # causal mask on: the title says so, the charts redraw
+    page.locator('[data-testid="stCheckbox"]').get_by_text("Causal mask", exact=True).click()
+    expect(page.get_by_role("switch", name="Causal mask")).to_be_checked()
+    expect(main_chart(page).locator(".gtitle")).to_contain_text("causal mask on", timeout=REDRAW_MS)
+    expect_tick(page, "tom")  # the typed text is kept
+    expect_settled(page)
+    expect_no_exception(page)
+    page.screenshot(path=str(artifacts / "explore-causal.png"))
+
+
+def test_switch_to_tiny_gpt2(page: Page, app_url: str, artifacts: Path):
+    open_app(page, app_url)
+    expect(main_chart(page).locator(".gtitle")).not_to_contain_text("causal")
+
+    page.get_by_role("combobox", name="Model").click()
+    page.get_by_role("option", name=re.compile("Tiny random GPT-2")).click()
+    expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile("Tiny random GPT-2"))
+
+    expect(main_chart(page).locator(".gtitle")).to_contain_text("causal mask on", timeout=REDRAW_MS)
+    expect(page.get_by_role("switch", name="Causal mask")).to_be_checked()
+    expect_settled(page)
+    expect_no_exception(page)
+    # the same sentence, GPT-2 tokens (no [CLS]/[SEP])
+    texts = tick_texts(page)
+    assert any("animal" in t for t in texts), texts
+    assert not any("[CLS]" in t for t in texts), texts
+    page.screenshot(path=str(artifacts / "explore-gpt2.png"))
