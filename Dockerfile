@@ -4,7 +4,9 @@ FROM python:3.11-slim
 
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    HF_HUB_OFFLINE=1
+    HF_HUB_OFFLINE=1 \
+    OMP_WAIT_POLICY=PASSIVE \
+    MALLOC_MMAP_THRESHOLD_=131072
 
 WORKDIR /app
 # CPU-only torch from PyTorch's CPU index (the default index would pull CUDA builds).

@@ -5,8 +5,13 @@ so the root is added explicitly (tested in tests/app) and ``import engine`` work
 PYTHONPATH and no install step.
 """
 
+import os
 import sys
 from pathlib import Path
+
+# Before torch loads: idle OpenMP threads sleep instead of spinning. On a shared 2-core server,
+# spinning made a 512-token MiniLM trace 4× slower (docs/BENCHMARKS.md).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

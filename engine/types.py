@@ -240,7 +240,8 @@ class AttentionTrace:
             bias = self.bias(layer)
             if bias is not None:
                 out = out + bias[heads]
-            out = out + self.mask(layer)[None]
+            if self.causal or self.key_padding is not None:
+                out = out + self.mask(layer)[None]
         out = out.astype(np.float32, copy=False)
         return out[0] if head is not None else out
 

@@ -142,7 +142,8 @@ class HFTextAdapter:
                     mask = mask.masked_fill(blocked, torch.finfo(dtype).min)
                 kwargs["attention_mask"] = mask  # 4D additive float mask, used as given
             with capture(self.targets(module)) as acts:
-                module(input_ids=input_ids, **kwargs)
+                # the base model only: an LM head would build [n, vocab] logits a trace never reads
+                self.base(module)(input_ids=input_ids, **kwargs)
             return dict(acts)
 
         acts, device, notice = model.run(forward)
