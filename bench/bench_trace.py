@@ -27,8 +27,8 @@ Everything runs on the CPU (``CUDA_VISIBLE_DEVICES=""``) with ``torch.set_num_th
 Models: the offline all-MiniLM-L6-v2 (16-512 tokens) and a randomly initialised GPT-2-small-shaped
 model (12 layers, 12 heads, d_model 768, 1024 positions, vocab 50257; 128-1024 tokens), saved to a
 temporary folder with the project's small byte-level BPE tokenizer and loaded by ``engine.load``
-from that folder. Both sides of the GPT-2 comparison use ``AutoModelForCausalLM`` (what the engine
-loads), so both compute the LM-head logits.
+from that folder. The HF side loads the base model (``AutoModel``): like the engine's trace, which
+runs the base model below the LM head, it computes no [n, vocab] logits.
 """
 
 from __future__ import annotations
@@ -148,9 +148,9 @@ def _make_case(case: str, model_name: str, path: str, text: str):
 
         return call, kept, check
 
-    from transformers import AutoModel, AutoModelForCausalLM
+    from transformers import AutoModel
 
-    cls = AutoModelForCausalLM if model_name == "gpt2" else AutoModel
+    cls = AutoModel  # base model on both sides: the engine's trace skips the LM head too
     want_attn = case == "hf_eager_attn"
     module = cls.from_pretrained(path, attn_implementation="eager" if want_attn else "sdpa", use_safetensors=True)
     module.eval()
@@ -403,15 +403,6 @@ def _reading(results: dict[str, dict], sizes: dict[str, tuple[int, ...]]) -> lis
         "small) Q/K/V are bigger than the attention maps, so at short inputs the engine may keep and peak "
         "slightly more than HF; above it HF's n² term takes over."
     )
-    if "gpt2" in results:
-        n = max(sizes["gpt2"])
-        logits_mb = n * GPT2_SHAPE["vocab_size"] * 4 / MB
-        p = results["gpt2"][(n, "hf_plain")]
-        lines.append(
-            f"- Both GPT-2 sides run the LM-head model, so every call also materialises the [n, 50257] logits "
-            f"({logits_mb:.0f} MB at {n} tokens, against the plain forward's {p['peak_mb']:.0f} MB peak) that a "
-            "trace never reads."
-        )
     return lines
 
 
@@ -556,8 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         "case of each size in a fresh subprocess (model loaded, 8-token warm-up, then one measured call): peak "
         "= resident-set high-water mark during the call minus the RSS just before it "
         f"({', '.join(sorted(peak_method))}; the mark is reset through `/proc/self/clear_refs`), "
-        f"{malloc_note}. Both GPT-2 sides use `AutoModelForCausalLM`, as the engine "
-        "does. All on the CPU.",
+        f"{malloc_note}. Both sides run the base model (no LM head, no logits). All on the CPU.",
         "",
         f"- Command: `{command}` (from the repository root)",
         f"- Date: {date}; total run time {elapsed / 60:.1f} min",
