@@ -6,9 +6,14 @@ Listing never imports torch or transformers (the first page must appear fast); l
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 from engine.types import ModelSpec, ModelUnavailableError
+
+#: where our own trained checkpoints live (``python -m engine.training.pretrain NAME`` writes them)
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"
 
 MINILM = ModelSpec(
     id="minilm",
@@ -71,9 +76,37 @@ def _cached_on_disk(hub_id: str) -> bool:
         return False
 
 
+def _checkpoint_metadata(path: Path) -> dict | None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    meta = document.get("metadata") if isinstance(document, dict) else None
+    return meta if isinstance(meta, dict) and document.get("kind") == "transformer" else None
+
+
+def own_specs(folder: Path = CHECKPOINTS) -> dict[str, ModelSpec]:
+    """Catalog entries of our text checkpoints (reads each ``NAME.json``; no torch import)."""
+    specs = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        meta = _checkpoint_metadata(path)
+        if meta is None or meta.get("family") not in {"encoder", "decoder"}:
+            continue
+        specs[path.stem] = ModelSpec(
+            id=path.stem,
+            family=meta["family"],
+            label=str(meta.get("label") or path.stem),
+            offline=True,
+            description=str(meta.get("description") or ""),
+        )
+    return specs
+
+
 def list_models() -> tuple[ModelSpec, ...]:
-    """Every model the app offers: offline ones first, then Hub suggestions (offline=True if cached)."""
-    own = tuple(spec for spec, _ in _BUILTIN.values())
+    """Every model the app offers: offline ones first (the bundled encoder, our own trained models,
+    the random GPT-2), then Hub suggestions (offline=True if cached)."""
+    builtin = [spec for spec, _ in _BUILTIN.values()]
+    own = (builtin[0], *own_specs().values(), *builtin[1:])
     hub = tuple(
         ModelSpec(s.id, s.family, s.label, offline=_cached_on_disk(s.id), description=s.description)
         for s in HUB_SUGGESTIONS
@@ -85,7 +118,8 @@ def load(model_id: str):
     """Load a model by catalog id, local folder or Hugging Face Hub id.
 
     Args:
-        model_id: ``"minilm"``, ``"tiny-random-gpt2"``, a folder saved with ``save_pretrained``,
+        model_id: ``"minilm"``, ``"tiny-random-gpt2"``, the name of a checkpoint in
+            ``assets/checkpoints`` (``"tiny-gpt-stories"``), a folder saved with ``save_pretrained``,
             or a Hub id of the BERT or GPT-2 families.
 
     Returns:
@@ -99,6 +133,11 @@ def load(model_id: str):
     model_id = model_id.strip()
     if model_id in _BUILTIN:
         return _BUILTIN[model_id][1]()
+    own = own_specs()
+    if model_id in own:
+        from engine.models.own_adapter import load_own
+
+        return load_own(own[model_id], CHECKPOINTS)
     from engine.pretrained.hub import load_hf
 
     return load_hf(model_id)

@@ -280,3 +280,53 @@ class AttentionTrace:
         if not -n <= int(head) < n:
             raise IndexError(f"head {head} out of range: this model has {n} heads (0–{n - 1})")
         return [int(head) % n]
+
+
+class CheckpointError(EngineError):
+    """A checkpoint cannot be saved or loaded: a missing, truncated, corrupt or mismatched file.
+
+    The message names the file and the problem, e.g. ``"tiny.safetensors: blocks.0.attn.w_q.weight:
+    file has (64, 32), config expects (64, 64)"``.
+    """
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingSnapshot:
+    """What a training run looks like at one moment; yielded by ``engine.training.train``.
+
+    Plain data (the probe trace holds numpy arrays), so a page can keep a list of snapshots and
+    redraw curves and heatmaps from them while the run goes on in another thread.
+
+    Attributes:
+        step: optimizer updates done so far (0 = before training).
+        total_steps: updates the run was configured for (a progress bar's maximum).
+        loss: mean training loss over the steps since the previous snapshot (at step 0, and when no
+            step ran since the previous snapshot, the loss on the fixed evaluation batch).
+        eval_loss: loss on the fixed evaluation batch.
+        metric: the task's metric on the fixed evaluation batch (``metric_name``; exact match for
+            the toy tasks: the fraction of sequences with every answer token right).
+        token_accuracy: fraction of answer tokens predicted right on the evaluation batch.
+        lr: learning rate of the last step (of the first step at step 0).
+        tokens_per_s: training throughput since the previous snapshot (0.0 at step 0).
+        elapsed_s: training wall time so far, paused time and snapshot time excluded.
+        probe_trace: attention of the current model on the task's fixed probe input.
+        device: where the model trains ("cpu", "cuda").
+        metric_name: what ``metric`` measures, for labels.
+        final: True for the last snapshot of a run.
+        stopped: True when the run ended early because it was asked to stop.
+    """
+
+    step: int
+    total_steps: int
+    loss: float
+    eval_loss: float
+    metric: float
+    token_accuracy: float
+    lr: float
+    tokens_per_s: float
+    elapsed_s: float
+    probe_trace: AttentionTrace | None
+    device: str = "cpu"
+    metric_name: str = "exact match"
+    final: bool = False
+    stopped: bool = False

@@ -1,0 +1,88 @@
+"""Training: toy tasks with known answers, a pausable training loop that yields snapshots, checkpoints.
+
+::
+
+    from engine.training import TrainConfig, make_model, make_task, train
+
+    task = make_task("reverse")                     # <bos> a c b <sep> b c a
+    model = make_model(task, seed=0)                # 2 layers, 4 heads, d_model 64
+    for snap in train(model, task, TrainConfig(steps=1500)):
+        print(snap.step, snap.loss, snap.metric)    # snap.probe_trace: an AttentionTrace
+
+- :mod:`engine.training.vocab`: the word-level :class:`Vocab` and :func:`tokenize`.
+- :mod:`engine.training.tasks`: copy, reverse, sort, previous-token, induction; :data:`TASKS`.
+- :mod:`engine.training.loop`: :class:`TrainConfig`, :class:`TrainingControl`, :func:`train`.
+- :mod:`engine.training.checkpoint`: :func:`save_checkpoint`, :func:`load_checkpoint` (safetensors only).
+"""
+
+from engine.training.checkpoint import (
+    FORMAT,
+    MODEL_KINDS,
+    CheckpointPaths,
+    checkpoint_paths,
+    load_checkpoint,
+    read_checkpoint_config,
+    register_kind,
+    save_checkpoint,
+)
+from engine.training.loop import (
+    TrainConfig,
+    TrainingControl,
+    make_model,
+    resolve_device,
+    train,
+    transformer_config_for,
+)
+from engine.training.tasks import (
+    IGNORE,
+    TASKS,
+    Batch,
+    CopyTask,
+    InductionTask,
+    PreviousTokenTask,
+    ReverseTask,
+    SortTask,
+    Task,
+    exact_match,
+    make_task,
+    pattern_score,
+    register_task,
+    token_accuracy,
+)
+from engine.training.vocab import SPECIALS, Vocab, tokenize
+from engine.types import CheckpointError, TrainingSnapshot
+
+__all__ = [
+    "FORMAT",
+    "IGNORE",
+    "MODEL_KINDS",
+    "SPECIALS",
+    "TASKS",
+    "Batch",
+    "CheckpointError",
+    "CheckpointPaths",
+    "CopyTask",
+    "InductionTask",
+    "PreviousTokenTask",
+    "ReverseTask",
+    "SortTask",
+    "Task",
+    "TrainConfig",
+    "TrainingControl",
+    "TrainingSnapshot",
+    "Vocab",
+    "checkpoint_paths",
+    "exact_match",
+    "load_checkpoint",
+    "make_model",
+    "make_task",
+    "pattern_score",
+    "read_checkpoint_config",
+    "register_task",
+    "resolve_device",
+    "save_checkpoint",
+    "token_accuracy",
+    "tokenize",
+    "train",
+    "transformer_config_for",
+]
