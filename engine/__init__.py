@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING
 from engine.registry import list_models, load
 from engine.types import (
     STAGES,
+    AlignmentTrace,
     AttentionTrace,
+    CheckpointError,
+    Seq2SeqTrace,
+    TrainingSnapshot,
+    VisionTrace,
     EmptyInputError,
     EngineError,
     ModelSpec,
@@ -35,7 +40,12 @@ DEFAULT_MAX_TOKENS = 512
 
 __all__ = [
     "STAGES",
+    "AlignmentTrace",
     "AttentionTrace",
+    "CheckpointError",
+    "Seq2SeqTrace",
+    "TrainingSnapshot",
+    "VisionTrace",
     "DEFAULT_MAX_TOKENS",
     "EmptyInputError",
     "EngineError",
@@ -50,18 +60,20 @@ __all__ = [
 ]
 
 
-def trace(model: "Model", text: str, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> AttentionTrace:
+def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS):
     """Run ``text`` through ``model`` once and capture what attention needs.
 
     Args:
         model: from :func:`load`.
-        text: the input sentence(s).
+        text: the input sentence(s); for a ViT, an image array ``[H, W]`` or ``[H, W, 3]``.
         causal: force the causal mask on (True) or off (False); None keeps the model's default
             (on for decoders, off for encoders). The shared model is never modified.
         max_tokens: longer input is truncated, and the trace says so (``truncated``, ``notices``).
 
     Returns:
-        An :class:`AttentionTrace` with per-layer Q/K/V; scores and patterns are computed on demand.
+        An :class:`AttentionTrace` with per-layer Q/K/V (scores and patterns computed on demand) for
+        encoders and decoders; a :class:`Seq2SeqTrace` for encoder-decoder transformers, an
+        :class:`AlignmentTrace` for the RNN + Bahdanau models, a :class:`VisionTrace` for ViTs.
 
     Raises:
         EmptyInputError: the text is empty.

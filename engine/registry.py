@@ -5,6 +5,7 @@ Listing never imports torch or transformers (the first page must appear fast); l
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 from collections.abc import Callable
@@ -76,30 +77,51 @@ def _cached_on_disk(hub_id: str) -> bool:
         return False
 
 
-def _checkpoint_metadata(path: Path) -> dict | None:
+#: checkpoint kind → "module:function" loading it as a Model (imported only when loading)
+KIND_LOADERS: dict[str, str] = {
+    "transformer": "engine.models.own_adapter:load_own",
+    "seq2seq": "engine.models.seq2seq:load_model",
+    "rnn-attention": "engine.models.bahdanau:load_model",
+    "vit": "engine.models.vit:load_model",
+}
+FAMILIES = {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"}
+
+
+def _checkpoint_entry(path: Path) -> tuple[str, dict] | None:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    meta = document.get("metadata") if isinstance(document, dict) else None
-    return meta if isinstance(meta, dict) and document.get("kind") == "transformer" else None
+    if not isinstance(document, dict) or document.get("kind") not in KIND_LOADERS:
+        return None
+    meta = document.get("metadata")
+    if not isinstance(meta, dict) or meta.get("family") not in FAMILIES:
+        return None
+    return document["kind"], meta
 
 
-def own_specs(folder: Path = CHECKPOINTS) -> dict[str, ModelSpec]:
-    """Catalog entries of our text checkpoints (reads each ``NAME.json``; no torch import)."""
-    specs = {}
+def own_checkpoints(folder: Path = CHECKPOINTS) -> dict[str, tuple[ModelSpec, str]]:
+    """Our checkpoints: ``{id: (catalog entry, kind)}``, read from each ``NAME.json`` (no torch import)."""
+    found = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        meta = _checkpoint_metadata(path)
-        if meta is None or meta.get("family") not in {"encoder", "decoder"}:
+        entry = _checkpoint_entry(path)
+        if entry is None:
             continue
-        specs[path.stem] = ModelSpec(
+        kind, meta = entry
+        spec = ModelSpec(
             id=path.stem,
             family=meta["family"],
             label=str(meta.get("label") or path.stem),
             offline=True,
             description=str(meta.get("description") or ""),
         )
-    return specs
+        found[path.stem] = (spec, kind)
+    return found
+
+
+def own_specs(folder: Path = CHECKPOINTS) -> dict[str, ModelSpec]:
+    """Catalog entries of our checkpoints (every family)."""
+    return {model_id: spec for model_id, (spec, _kind) in own_checkpoints(folder).items()}
 
 
 def list_models() -> tuple[ModelSpec, ...]:
@@ -133,11 +155,12 @@ def load(model_id: str):
     model_id = model_id.strip()
     if model_id in _BUILTIN:
         return _BUILTIN[model_id][1]()
-    own = own_specs()
+    own = own_checkpoints()
     if model_id in own:
-        from engine.models.own_adapter import load_own
-
-        return load_own(own[model_id], CHECKPOINTS)
+        spec, kind = own[model_id]
+        module_name, _, function = KIND_LOADERS[kind].partition(":")
+        loader = getattr(importlib.import_module(module_name), function)
+        return loader(spec, CHECKPOINTS)
     from engine.pretrained.hub import load_hf
 
     return load_hf(model_id)

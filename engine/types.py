@@ -330,3 +330,99 @@ class TrainingSnapshot:
     metric_name: str = "exact match"
     final: bool = False
     stopped: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Seq2SeqTrace:
+    """An encoder-decoder transformer translating one source sentence by greedy decoding.
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        source: source tokens (the key side of cross-attention).
+        target: generated target tokens, starting with ``<bos>`` (the query side).
+        output_text: the decoded translation, for display.
+        encoder: self-attention of the encoder over ``source`` (not causal).
+        decoder: causal self-attention of the decoder over ``target``.
+        cross: cross-attention, queries = ``target``, keys = ``source``
+            (``decoder.blocks.{L}.cross_attn.*``).
+        notices: sentences for the UI (unknown words, truncation).
+    """
+
+    model_id: str
+    source: Tokens
+    target: Tokens
+    output_text: str
+    encoder: AttentionTrace
+    decoder: AttentionTrace
+    cross: AttentionTrace
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, eq=False)
+class AlignmentTrace:
+    """An RNN encoder-decoder with Bahdanau (additive) or Luong (dot) attention, decoding greedily.
+
+    Step ``i`` (one per generated target token) computes, for every source position ``j``::
+
+        additive:  e(i, j) = vᵀ tanh(W s(i−1) + U h(j))
+        dot:       e(i, j) = s(i−1) · h(j)
+        α(i, j)   = softmax_j e(i, j)
+        c(i)      = Σ_j α(i, j) h(j)
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        variant: ``"additive"`` (Bahdanau et al., 2015) or ``"dot"`` (Luong et al., 2015).
+        source: source tokens (columns of the alignment map).
+        target: generated target tokens (rows), without ``<bos>``.
+        output_text: the decoded translation, for display.
+        encoder_states: ``[src_pos, d_enc]`` h(j) (both directions concatenated).
+        decoder_states: ``[tgt_pos, d_dec]`` s(i−1), the state each step's attention reads.
+        energies: ``[tgt_pos, src_pos]`` e(i, j) (``decoder.attn.hook_energies``).
+        alignment: ``[tgt_pos, src_pos]`` α(i, j); rows sum to 1 (``decoder.attn.hook_alignment``).
+        contexts: ``[tgt_pos, d_enc]`` c(i).
+        output_probs: ``[tgt_pos]`` probability of the chosen output word at each step.
+        notices: sentences for the UI (unknown words, truncation).
+    """
+
+    model_id: str
+    variant: str
+    source: Tokens
+    target: Tokens
+    output_text: str
+    encoder_states: np.ndarray
+    decoder_states: np.ndarray
+    energies: np.ndarray
+    alignment: np.ndarray
+    contexts: np.ndarray
+    output_probs: np.ndarray
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, eq=False)
+class VisionTrace:
+    """A Vision Transformer classifying one image, with its patch attention.
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        image: ``[H, W]`` or ``[H, W, 3]`` float32 in 0–1, as the model saw it (after resizing).
+        patch_size: pixels per patch side.
+        grid: ``(rows, cols)`` of patches.
+        attention: self-attention over ``[CLS] + patches`` (row-major patch order); ``tokens``
+            are ``"[CLS]", "p0", "p1", …``.
+        labels: class names.
+        probs: ``[n_classes]`` softmax of the logits.
+        notices: sentences for the UI (resized, converted, not a digit, …).
+    """
+
+    model_id: str
+    image: np.ndarray
+    patch_size: int
+    grid: tuple[int, int]
+    attention: AttentionTrace
+    labels: tuple[str, ...]
+    probs: np.ndarray
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def prediction(self) -> str:
+        return self.labels[int(np.argmax(self.probs))]

@@ -17,6 +17,7 @@ families (seq2seq, ViT, GRU) add a builder with :func:`register_kind`.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -47,6 +48,12 @@ def _build_transformer(config: Mapping[str, Any]) -> nn.Module:
 
 
 MODEL_KINDS: dict[str, ModelBuilder] = {"transformer": _build_transformer}
+#: kinds whose module registers its builder (``register_kind``) when imported; imported on first use
+LAZY_KINDS: dict[str, str] = {
+    "seq2seq": "engine.models.seq2seq",
+    "rnn-attention": "engine.models.bahdanau",
+    "vit": "engine.models.vit",
+}
 
 
 def register_kind(kind: str, builder: ModelBuilder) -> None:
@@ -311,6 +318,8 @@ def _read_vocab(data: Any, where: str) -> LoadedVocab:
 
 
 def _build(kind: str, config: Mapping[str, Any], *, where: str) -> nn.Module:
+    if kind not in MODEL_KINDS and kind in LAZY_KINDS:
+        importlib.import_module(LAZY_KINDS[kind])
     if kind not in MODEL_KINDS:
         raise CheckpointError(f"unknown model kind {kind!r}; known kinds: {sorted(MODEL_KINDS)}")
     try:

@@ -4,12 +4,16 @@ Each recipe fixes its data, model, seed and steps, trains with :func:`engine.tra
 evaluates on held-out data, and writes ``assets/checkpoints/NAME.{safetensors,json,md}``; the model
 card records the figures and this command.
 
-Checkpoints: ``tiny-gpt-stories`` (decoder on generated children's stories).
+Checkpoints: ``tiny-gpt-stories`` (decoder on generated children's stories), ``tiny-translator``
+(encoder-decoder transformer, toy En→Fr + dates), ``bahdanau-translator`` (GRU encoder-decoder with
+additive attention), ``tiny-vit-digits`` (ViT on scikit-learn's 8×8 digits). Recipes other than the
+first live in :mod:`engine.training.recipes`.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import platform
 import sys
 import time
@@ -84,7 +88,21 @@ def tiny_gpt_stories(out: Path, *, steps: int | None = None, seed: int = 0) -> d
     return card
 
 
-RECIPES: dict[str, Callable[..., dict]] = {"tiny-gpt-stories": tiny_gpt_stories}
+#: checkpoint name → recipe; a string "module:function" is imported only when that recipe runs
+RECIPES: dict[str, Callable[..., dict] | str] = {
+    "tiny-gpt-stories": tiny_gpt_stories,
+    "tiny-translator": "engine.training.recipes.translator:build",
+    "bahdanau-translator": "engine.training.recipes.bahdanau:build",
+    "tiny-vit-digits": "engine.training.recipes.vit:build",
+}
+
+
+def _recipe(name: str) -> Callable[..., dict]:
+    recipe = RECIPES[name]
+    if isinstance(recipe, str):
+        module, _, function = recipe.partition(":")
+        recipe = getattr(importlib.import_module(module), function)
+    return recipe
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's steps (for a quick try)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    card = RECIPES[args.name](args.out, steps=args.steps, seed=args.seed)
+    card = _recipe(args.name)(args.out, steps=args.steps, seed=args.seed)
     for key, value in card["final_metrics"].items():
         print(f"{key}: {value}")
     print(f"wrote {args.out / args.name}.safetensors/.json/.md in {card['wall_time_s']:.0f} s")
