@@ -319,7 +319,10 @@ def _read_vocab(data: Any, where: str) -> LoadedVocab:
 
 def _build(kind: str, config: Mapping[str, Any], *, where: str) -> nn.Module:
     if kind not in MODEL_KINDS and kind in LAZY_KINDS:
-        importlib.import_module(LAZY_KINDS[kind])
+        try:
+            importlib.import_module(LAZY_KINDS[kind])
+        except ModuleNotFoundError:
+            pass  # not built yet: reported as an unknown kind below
     if kind not in MODEL_KINDS:
         raise CheckpointError(f"unknown model kind {kind!r}; known kinds: {sorted(MODEL_KINDS)}")
     try:

@@ -119,7 +119,7 @@ def test_save_rejects_a_model_that_does_not_match_its_config(tmp_path):
 @pytest.mark.parametrize(
     "kw, message",
     [
-        ({"kind": "vit"}, "unknown model kind 'vit'"),
+        ({"kind": "hologram"}, "unknown model kind 'hologram'"),
         ({"card": {"when": object()}}, "not JSON-safe"),
         ({"card": {"loss": float("nan")}}, "not JSON-safe"),
         ({"name": "../escape"}, "must be letters"),
