@@ -33,7 +33,7 @@ def _bound_threads() -> None:
         _threads_set = True
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, ttl=60)
 def list_models() -> tuple[ModelSpec, ...]:
     """The model catalog (offline models first)."""
     return engine.list_models()

@@ -13,11 +13,12 @@ from app.components.heatmap import attention_heatmap, head_grid
 from app.state import PERSIST, SHARE, K, bounded, clamp
 
 MAX_TOKENS_LIMIT = 1024
+TEXT_FAMILIES = {"encoder", "decoder"}  # translators, ViTs and RNNs have pages of their own
 
 
 def pick_model() -> str:
     """The model picker (offline models first) and a field for any Hub id or local folder."""
-    specs = services.list_models()
+    specs = [s for s in services.list_models() if s.family in TEXT_FAMILIES]
     by_id = {s.id: s for s in specs}
     if st.session_state.get(K.model) not in by_id:
         st.session_state[K.model] = specs[0].id
