@@ -365,7 +365,7 @@ class AlignmentTrace:
     Step ``i`` (one per generated target token) computes, for every source position ``j``::
 
         additive:  e(i, j) = vᵀ tanh(W s(i−1) + U h(j))
-        dot:       e(i, j) = s(i−1) · h(j)
+        dot:       e(i, j) = s(i−1) · (W_h h(j))     (Luong's "general" score)
         α(i, j)   = softmax_j e(i, j)
         c(i)      = Σ_j α(i, j) h(j)
 
@@ -373,7 +373,8 @@ class AlignmentTrace:
         model_id: the id the model was loaded with.
         variant: ``"additive"`` (Bahdanau et al., 2015) or ``"dot"`` (Luong et al., 2015).
         source: source tokens (columns of the alignment map).
-        target: generated target tokens (rows), without ``<bos>``.
+        target: generated target tokens (rows), without ``<bos>``; ends with ``<eos>`` when the model
+            wrote it (that step attends too).
         output_text: the decoded translation, for display.
         encoder_states: ``[src_pos, d_enc]`` h(j) (both directions concatenated).
         decoder_states: ``[tgt_pos, d_dec]`` s(i−1), the state each step's attention reads.

@@ -140,13 +140,16 @@ def main() -> None:
 
     with controls[0]:
         clamp(K.layer, 0, trace.n_layers - 1)
-        layer = st.selectbox("Layer", range(trace.n_layers), key=K.layer, format_func=lambda i: f"Layer {i}", **SHARE)
+        layer = st.selectbox("Layer", range(trace.n_layers), key=K.layer, **SHARE)
     with controls[1]:
         clamp(K.head, 0, trace.n_heads - 1)
-        head = st.selectbox("Head", range(trace.n_heads), key=K.head, format_func=lambda i: f"Head {i}", **SHARE)
+        head = st.selectbox("Head", range(trace.n_heads), key=K.head, **SHARE)
 
     for notice in trace.notices:
-        st.warning(notice) if trace.truncated else st.info(notice)
+        if trace.truncated:
+            st.warning(notice)
+        else:
+            st.info(notice)
     st.caption(
         f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
         f"d_head {trace.d_head} · running on {services.device_label()}"

@@ -41,7 +41,7 @@ class OwnTextAdapter:
         ids_all = [BOS_ID, *vocab.encode(words)]
         notices: list[str] = []
         limit = min(max_tokens, model.max_positions)
-        if max_tokens > model.max_positions:
+        if max_tokens > model.max_positions and len(ids_all) > limit:
             notices.append(f"This model reads at most {model.max_positions} tokens; the limit was lowered to that.")
         ids = ids_all[:limit]
         unknown = list(dict.fromkeys(w for w, i in zip(words, ids_all[1:limit]) if i == UNK_ID))

@@ -121,10 +121,11 @@ class HFTextAdapter:
             raise EngineError(f"max_tokens must be a whole number of at least {min_tokens}, got {max_tokens!r}.")
         max_tokens = int(max_tokens)  # numpy integers (a slider value) are fine too
         notices: list[str] = []
-        if max_tokens > model.max_positions:
-            notices.append(f"This model reads at most {model.max_positions} tokens; the limit was lowered to that.")
-            max_tokens = model.max_positions
+        clamped = max_tokens > model.max_positions
+        max_tokens = min(max_tokens, model.max_positions)
         ids, tokens, n_total = self.tokenize(model.tokenizer, text, max_tokens)
+        if clamped and n_total > max_tokens:
+            notices.append(f"This model reads at most {model.max_positions} tokens; the limit was lowered to that.")
         default_causal = self.family == "decoder"
         causal = default_causal if causal is None else bool(causal)
         n = len(ids)

@@ -6,7 +6,7 @@ card records the figures and this command.
 
 Checkpoints: ``tiny-gpt-stories`` (decoder on generated children's stories), ``tiny-translator``
 (encoder-decoder transformer, toy En→Fr + dates), ``bahdanau-translator`` (GRU encoder-decoder with
-additive attention), ``tiny-vit-digits`` (ViT on scikit-learn's 8×8 digits). Recipes other than the
+additive attention), ``luong-translator`` (the same with dot-product attention), ``tiny-vit-digits`` (ViT on scikit-learn's 8×8 digits). Recipes other than the
 first live in :mod:`engine.training.recipes`.
 """
 
@@ -93,6 +93,7 @@ RECIPES: dict[str, Callable[..., dict] | str] = {
     "tiny-gpt-stories": tiny_gpt_stories,
     "tiny-translator": "engine.training.recipes.translator:build",
     "bahdanau-translator": "engine.training.recipes.bahdanau:build",
+    "luong-translator": "engine.training.recipes.bahdanau:build_luong",
     "tiny-vit-digits": "engine.training.recipes.vit:build",
 }
 

@@ -76,8 +76,9 @@ def z(fig: dict) -> np.ndarray:
 
 
 def assert_clean(at: AppTest) -> None:
-    """No uncaught exception on the page."""
+    """No uncaught exception on the page, and nothing written by Streamlit's "magic" by accident."""
     assert not at.exception, [e.value for e in at.exception]
+    assert not at.get("help"), "an expression statement was rendered by st.help magic"
 
 
 def messages(elements) -> list[str]:
@@ -345,3 +346,12 @@ def test_entry_point_puts_the_repo_root_on_sys_path(tmp_path: Path):
                             timeout=60)
     assert result.returncode == 0, result.stderr + result.stdout
     assert Path(result.stdout.strip()).resolve().is_relative_to(ROOT / "engine")
+
+
+def test_own_stories_model_shows_its_notices_without_stray_output():
+    """Our trained decoder: causal by default, unknown words named in a notice, nothing else written."""
+    at = run_app(model="tiny-gpt-stories", text="Lily found a quantum ball.")
+    assert_clean(at)
+    assert at.toggle(key="causal").value is True
+    assert any("quantum" in m for m in messages(at.info) + messages(at.warning))
+    assert "lily" in " ".join(y_labels(main_figure(at)))
