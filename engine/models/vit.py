@@ -1,0 +1,469 @@
+"""Our own tiny Vision Transformer, and how an image gets into it and its attention out of it.
+
+An image is cut into a grid of square patches; each patch is flattened and projected like a token::
+
+    patches  = split(image) into N = (S/p)² patches of p·p·C pixels      row-major order
+    x_0      = [CLS ; patches W_E + b_E] + P                               P: learned, one row per token
+    x_{l+1}  = Block_l(x_l)                                               pre-LN, no mask: every token sees all
+    logits   = LN_f(x_L)[CLS] W_head + b_head
+
+The blocks are :class:`engine.models.transformer.Block` itself (same attention code, same hooks), built
+from a :class:`~engine.models.transformer.TransformerConfig` with no positional scheme of its own and
+no causal mask. The public activation names (``{L}`` = 0 … n_layers − 1) are therefore::
+
+    hook_embed                    [batch, pos, d_model]   [CLS] + projected patches, pos 0 is [CLS]
+    hook_pos_embed                [batch, pos, d_model]   the learned position vectors added to them
+    blocks.{L}.…                  exactly as in engine.models.transformer (hook_q … hook_pattern, hook_z)
+
+Input size. scikit-learn's digits are 8×8 images with values 0–16: the UCI authors drew each digit as
+a 32×32 bitmap, scaled so its height fills the box, and counted the "on" pixels of each 4×4 block. The
+model reads them at their own size, 8×8 with patches of 2×2 pixels: 16 patches on a 4×4 grid + [CLS]
+= 17 tokens. Upsampling to 16×16 with 4×4 patches would give the same 16 patches with no new
+information, and bigger images would then differ from the blurred training images. :func:`preprocess`
+brings any other image to that form the way the UCI digits were made (see there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from engine.capture import HookPoint, capture
+from engine.model import Model, freeze, pick_device
+from engine.models.transformer import AttnImpl, Block, TransformerConfig
+from engine.training.checkpoint import register_kind
+from engine.types import AttentionTrace, EngineError, ModelSpec, Tokens, VisionTrace
+
+DIGITS = tuple(str(d) for d in range(10))
+UNSURE_BELOW = 0.5  # top probability under which the trace says the model is unsure
+MAX_SIDE = 1024  # bigger images are subsampled to about this size before anything is computed
+
+
+@dataclass(frozen=True)
+class ViTConfig:
+    """Hyper-parameters of :class:`ViT`; plain data, JSON round-trip via ``to_dict``/``from_dict``."""
+
+    image_size: int = 8  # side S of the square input image, in pixels
+    patch_size: int = 2  # side p of a square patch; S must be a multiple of p
+    channels: int = 1  # 1 (grayscale) or 3 (RGB)
+    d_model: int = 64  # width of the residual stream D
+    n_layers: int = 3  # number of blocks L
+    n_heads: int = 4  # attention heads per layer H; d_head = D / H
+    d_mlp: int = 128  # hidden width of each MLP
+    n_classes: int = 10  # number of classes; must equal len(labels)
+    labels: tuple[str, ...] = DIGITS  # class names, index = class id
+
+    def __post_init__(self) -> None:
+        if isinstance(self.labels, list):  # from JSON
+            object.__setattr__(self, "labels", tuple(self.labels))
+        problems = []
+        for name in ("image_size", "patch_size", "d_model", "n_layers", "n_heads", "d_mlp", "n_classes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                problems.append(f"{name} must be a positive integer, got {value!r}")
+        if self.channels not in (1, 3) or isinstance(self.channels, bool):
+            problems.append(f"channels must be 1 or 3, got {self.channels!r}")
+        if not problems and self.image_size % self.patch_size:
+            problems.append(f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})")
+        if not problems and self.d_model % self.n_heads:
+            problems.append(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if not isinstance(self.labels, tuple) or not all(isinstance(s, str) and s for s in self.labels):
+            problems.append(f"labels must be a list of non-empty strings, got {self.labels!r}")
+        elif len(set(self.labels)) != len(self.labels):
+            problems.append(f"labels must be distinct, got {list(self.labels)}")
+        elif len(self.labels) != self.n_classes:
+            problems.append(f"n_classes ({self.n_classes}) must equal the number of labels ({len(self.labels)})")
+        if problems:
+            raise ValueError("ViTConfig: " + "; ".join(problems))
+
+    @property
+    def grid(self) -> int:
+        """Patches per side, ``image_size // patch_size``."""
+        return self.image_size // self.patch_size
+
+    @property
+    def n_patches(self) -> int:
+        return self.grid**2
+
+    @property
+    def n_tokens(self) -> int:
+        """Sequence length: the patches plus [CLS]."""
+        return self.n_patches + 1
+
+    @property
+    def patch_dim(self) -> int:
+        """Pixels in one flattened patch, ``p·p·C``."""
+        return self.patch_size**2 * self.channels
+
+    def blocks_config(self) -> TransformerConfig:
+        """The config the shared transformer :class:`Block`s are built from (no mask, pre-LN)."""
+        return TransformerConfig(
+            vocab_size=1, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, d_mlp=self.d_mlp,
+            max_len=self.n_tokens, pos_encoding="none", causal=False, norm="pre",
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a JSON-ready dict (labels as a list)."""
+        data = asdict(self)
+        data["labels"] = list(self.labels)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ViTConfig:
+        """Build a config from a dict such as ``to_dict()`` wrote; missing keys take their defaults.
+
+        Raises:
+            ValueError: on a key that is not a field (listing the known ones) or an invalid value.
+        """
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"ViTConfig: unknown key(s) {unknown}; known keys are {known}")
+        return cls(**data)
+
+
+class ViT(nn.Module):
+    """Patch embedding, a learned [CLS] token and position table, pre-LN blocks and a class head.
+
+    Initialisation is normal(0, 0.02) for weights, the [CLS] vector and the position table, zeros
+    for biases; seed with ``torch.manual_seed`` before building for reproducible weights.
+
+    Example:
+        >>> model = ViT(ViTConfig())
+        >>> logits = model(torch.rand(5, 1, 8, 8))  # (5, 10)
+    """
+
+    def __init__(self, cfg: ViTConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.patch_embed = nn.Linear(cfg.patch_dim, cfg.d_model)  # W_E, b_E
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, cfg.d_model))  # (1, 1, D)
+        self.hook_embed = HookPoint()  # [batch, pos, d_model]
+        self.pos_embed = nn.Embedding(cfg.n_tokens, cfg.d_model)  # P, row 0 for [CLS]
+        self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
+        block_cfg = cfg.blocks_config()
+        self.blocks = nn.ModuleList(Block(block_cfg) for _ in range(cfg.n_layers))
+        self.ln_final = nn.LayerNorm(cfg.d_model, eps=block_cfg.ln_eps)
+        self.head = nn.Linear(cfg.d_model, cfg.n_classes)
+        self.apply(self._init_weights)
+        nn.init.normal_(self.cls_token, mean=0.0, std=0.02)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def patchify(self, images: torch.Tensor) -> torch.Tensor:
+        """Cut ``(B, C, S, S)`` images into flattened patches ``(B, N, p·p·C)``, row-major.
+
+        Patch ``n`` covers rows ``(n // g)·p …`` and columns ``(n % g)·p …`` (g = patches per side);
+        within a patch the values are ordered (row, column, channel).
+        """
+        B, C, S, _ = images.shape
+        p, g = self.cfg.patch_size, self.cfg.grid
+        x = images.reshape(B, C, g, p, g, p)  # (B, C, gr, pr, gc, pc)
+        x = x.permute(0, 2, 4, 3, 5, 1)  # (B, gr, gc, pr, pc, C)
+        return x.reshape(B, g * g, p * p * C)  # (B, N, p·p·C)
+
+    def forward(self, images: torch.Tensor, *, attn_impl: AttnImpl = "explicit") -> torch.Tensor:
+        """Classify a batch of images.
+
+        Args:
+            images: ``(B, C, S, S)`` (or ``(B, S, S)`` for one channel), values 0–1 as :func:`preprocess` makes.
+            attn_impl: ``"explicit"`` (every hook fires) or ``"sdpa"`` (fused attention; the scores and
+                pattern hooks do not fire).
+
+        Returns:
+            logits ``(B, n_classes)``.
+        """
+        cfg = self.cfg
+        if images.ndim == 3 and cfg.channels == 1:
+            images = images[:, None]  # (B, 1, S, S)
+        expected = (cfg.channels, cfg.image_size, cfg.image_size)
+        if images.ndim != 4 or tuple(images.shape[1:]) != expected:
+            shape = ", ".join(map(str, expected))
+            raise ValueError(f"ViT expects images of shape (B, {shape}), got {tuple(images.shape)}")
+        B = images.shape[0]
+        # Step 1: cut into patches, project each one, put [CLS] in front, add the position vectors
+        patches = self.patch_embed(self.patchify(images))  # (B, N, D)
+        x = torch.cat([self.cls_token.expand(B, -1, -1), patches], dim=1)  # (B, N + 1, D)
+        x = self.hook_embed(x)  # (B, T, D)
+        x = x + self.hook_pos_embed(self.pos_embed.weight.expand(B, -1, -1))  # (B, T, D)
+        # Step 2: the blocks, no mask (every patch attends to every patch)
+        for block in self.blocks:
+            x = block(x, None, None, attn_impl)  # (B, T, D)
+        # Step 3: read the class off the final [CLS] vector
+        return self.head(self.ln_final(x[:, 0]))  # (B, D) @ (D, n_classes) -> (B, n_classes)
+
+
+def _build(config: Mapping[str, Any]) -> nn.Module:
+    return ViT(ViTConfig.from_dict(config))
+
+
+register_kind("vit", _build)
+
+
+# ---- images in ---------------------------------------------------------------------------------------
+
+
+def _to_unit_range(arr: np.ndarray) -> np.ndarray:
+    """Values to 0–1: uint8 and bool as usual; other types by their range (0–1, the digits' 0–16, 0–255)."""
+    if arr.dtype == np.bool_:
+        return arr.astype(np.float64)
+    if arr.dtype == np.uint8:
+        return arr.astype(np.float64) / 255.0
+    x = arr.astype(np.float64)
+    lo, hi = float(x.min()), float(x.max())
+    if lo >= 0 and hi <= 1:
+        return x
+    if lo >= 0 and hi <= 16:
+        return x / 16.0  # scikit-learn's digits: counts 0–16
+    if lo >= 0 and hi <= 255:
+        return x / 255.0
+    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+
+
+def _to_gray(x: np.ndarray, notices: list[str]) -> np.ndarray:
+    """``[H, W]``, ``[H, W, 1|3|4]`` in 0–1 → ``[H, W]`` luminance; alpha composited over a contrasting background."""
+    if x.ndim == 2:
+        return x
+    if x.shape[2] == 1:
+        return x[:, :, 0]
+    gray = x[:, :, :3] @ np.array([0.299, 0.587, 0.114])  # ITU-R 601 luma, as PIL's "L" mode
+    notices.append("The colour image was converted to grayscale.")
+    if x.shape[2] == 4:
+        alpha = x[:, :, 3]
+        opaque = alpha > 0.5
+        # strokes drawn on a transparent canvas: put them on the background they contrast with
+        background = 1.0 if not opaque.any() or gray[opaque].mean() < 0.5 else 0.0
+        gray = alpha * gray + (1 - alpha) * background
+    return gray
+
+
+def _border(x: np.ndarray) -> np.ndarray:
+    w = max(1, round(0.05 * min(x.shape)))
+    return np.concatenate([x[:w].ravel(), x[-w:].ravel(), x[:, :w].ravel(), x[:, -w:].ravel()])
+
+
+def _fit_like_digits(x: np.ndarray, size: int, notices: list[str]) -> np.ndarray:
+    """A bigger (or smaller) image → ``size × size`` the way the UCI digits were made.
+
+    Background to 0 and the brightest stroke to 1; crop to the strokes (pixels above 0.25); pad the
+    shorter side to a square, centred; average-pool (PIL's BOX filter, the UCI 4×4 block count) to
+    ``size``; stretch so the brightest pixel is 1 (almost every training digit reaches 16/16).
+    """
+    from PIL import Image
+
+    background = float(np.median(_border(x)))
+    span = float(x.max()) - background
+    if span < 0.05:
+        notices.append("The image is blank: it has no strokes to read.")
+        return np.zeros((size, size))
+    x = np.clip((x - background) / span, 0.0, 1.0)
+    rows, cols = np.nonzero(x > 0.25)
+    x = x[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1]
+    h, w = x.shape
+    side = max(h, w)
+    square = np.zeros((side, side))
+    top, left = (side - h) // 2, (side - w) // 2
+    square[top : top + h, left : left + w] = x
+    method = Image.Resampling.BOX if side >= size else Image.Resampling.BILINEAR
+    small = np.asarray(Image.fromarray(square.astype(np.float32)).resize((size, size), method), dtype=np.float64)
+    notices.append(f"The image was cropped to its strokes, centred on a square and shrunk to {size}×{size} pixels.")
+    return small / small.max() if small.max() > 0 else small
+
+
+def preprocess(image: Any, cfg: ViTConfig | None = None) -> tuple[torch.Tensor, tuple[str, ...]]:
+    """Bring an image to what the model was trained on: white strokes on black, values 0–1, ``S × S``.
+
+    Steps:
+        1. values to 0–1: uint8 / 255; bool as 0/1; other types by range: 0–1 as is, 0–16 / 16 (the
+           digits' own scale, so ``load_digits().images`` work as they are), 0–255 / 255, else min–max.
+        2. colour to grayscale (ITU-R 601 luma); RGBA composited over white, or over black when the
+           opaque strokes are light.
+        3. dark strokes on a light background (photos, scans, drawings: the border is brighter than
+           0.5 on average) are inverted, with a notice.
+        4. an image not already ``S × S`` is cropped to its strokes, centred on a square and
+           average-pooled to ``S × S`` (how the UCI digits were made), with a notice. Images wider or
+           taller than ``MAX_SIDE`` are first read every k-th pixel (bounded memory and time).
+
+    Args:
+        image: a numpy array ``[H, W]`` or ``[H, W, 1|3|4]``, bool, integer or float.
+        cfg: the model's config (default: the digits model, 8×8 grayscale). A 3-channel model gets
+            the grayscale image in every channel.
+
+    Returns:
+        ``(tensor (C, S, S) float32 in 0–1, notices)``.
+
+    Raises:
+        EngineError: not an array, no pixels, a wrong shape, or NaN / infinite values.
+    """
+    cfg = cfg or ViTConfig()
+    if not isinstance(image, np.ndarray):
+        raise EngineError(f"A ViT reads an image (a numpy array or a PIL image), not {type(image).__name__}.")
+    if image.dtype.kind not in "biuf":
+        raise EngineError(f"The image must hold numbers, not {image.dtype} values.")
+    if image.size == 0:
+        raise EngineError(f"The image is empty (shape {image.shape}).")
+    if not (image.ndim == 2 or (image.ndim == 3 and image.shape[2] in (1, 3, 4))):
+        raise EngineError(f"Expected an image [H, W] or [H, W, 3|4] (RGB / RGBA), got shape {image.shape}.")
+    if image.dtype.kind == "f" and not np.isfinite(image).all():
+        raise EngineError("The image contains NaN or infinite values.")
+    stride = -(-max(image.shape[:2]) // MAX_SIDE)  # ceil: a 4000×3000 photo is read every 4th pixel
+    notices: list[str] = []
+    x = _to_gray(_to_unit_range(image[::stride, ::stride]), notices)
+    if _border(x).mean() > 0.5:
+        x = 1.0 - x
+        notices.append("The image was inverted so strokes are bright like the training digits.")
+    if x.shape != (cfg.image_size, cfg.image_size):
+        x = _fit_like_digits(x, cfg.image_size, notices)
+    tensor = torch.from_numpy(np.clip(x, 0.0, 1.0).astype(np.float32))[None]  # (1, S, S)
+    return tensor.expand(cfg.channels, -1, -1).contiguous(), tuple(notices)
+
+
+# ---- attention out ----------------------------------------------------------------------------------
+
+
+def _heads_first(t: torch.Tensor) -> np.ndarray:
+    """``(1, T, H, dh)`` captured activation -> float32 numpy ``[H, T, dh]`` on the CPU."""
+    return np.ascontiguousarray(t[0].permute(1, 0, 2).to(device="cpu", dtype=torch.float32).numpy())
+
+
+def patch_tokens(cfg: ViTConfig) -> Tokens:
+    """Display tokens ``"[CLS]", "p0", "p1", …`` (row-major patches); ids are the positions."""
+    strings = ("[CLS]", *(f"p{i}" for i in range(cfg.n_patches)))
+    return Tokens(strings=strings, ids=tuple(range(cfg.n_tokens)), special=(True,) + (False,) * cfg.n_patches)
+
+
+def trace_vit(model: ViT, image: Any, *, model_id: str) -> VisionTrace:
+    """Classify one image with one no-grad forward pass, capturing Q, K and V of every layer.
+
+    The model is only read; hooks are attached for the call only (callers sharing the model hold its
+    lock). The fused ``sdpa`` attention runs: patterns are computed lazily by the trace.
+
+    Args:
+        model: the ViT.
+        image: a numpy array, see :func:`preprocess`.
+        model_id: the id to record in the trace.
+
+    Returns:
+        A :class:`VisionTrace`: the image as the model saw it (``[S, S]``, or ``[S, S, 3]``), patch
+        size, grid, class probabilities and the self-attention over ``[CLS] + patches``.
+
+    Raises:
+        EngineError: the image cannot be read (see :func:`preprocess`).
+    """
+    cfg = model.cfg
+    pixels, notices = preprocess(image, cfg)  # (C, S, S)
+    names = [f"blocks.{layer}.attn.{hook}" for layer in range(cfg.n_layers) for hook in ("hook_q", "hook_k", "hook_v")]
+    device = next(model.parameters()).device
+    with torch.no_grad(), capture(model, names=names) as acts:
+        logits = model(pixels[None].to(device), attn_impl="sdpa")  # (1, n_classes)
+    probs = torch.softmax(logits[0].float(), dim=-1).cpu().numpy()  # (n_classes,)
+    tokens = patch_tokens(cfg)
+    layers = range(cfg.n_layers)
+    attention = AttentionTrace(
+        model_id=model_id,
+        family="vit",
+        tokens=tokens,
+        key_tokens=tokens,
+        queries=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_q"]) for layer in layers),
+        keys=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_k"]) for layer in layers),
+        values=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers),
+        scales=tuple(float(block.attn.scale) for block in model.blocks),
+        causal=False,
+        pos_encoding=model.pos_embed.weight.detach().to("cpu", torch.float32).numpy().copy(),
+        pos_encoding_kind="learned",
+        n_input_tokens=cfg.n_tokens,
+        device=device.type,
+    )
+    if float(probs.max()) < UNSURE_BELOW:
+        notices += (f"The model is unsure (top probability {probs.max():.0%}): it only knows "
+                    f"{', '.join(cfg.labels)}.",)  # fmt: skip
+    image_np = pixels[0].numpy() if cfg.channels == 1 else pixels.permute(1, 2, 0).numpy()
+    return VisionTrace(
+        model_id=model_id,
+        image=image_np.copy(),
+        patch_size=cfg.patch_size,
+        grid=(cfg.grid, cfg.grid),
+        attention=attention,
+        labels=cfg.labels,
+        probs=probs.astype(np.float32),
+        notices=notices,
+    )
+
+
+def _as_array(image: Any) -> np.ndarray:
+    """A PIL image → numpy (palette, 1-bit and two-channel modes converted first); arrays pass through."""
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - pillow comes with streamlit
+        Image = None
+    if Image is not None and isinstance(image, Image.Image):
+        if image.mode == "1":
+            image = image.convert("L")
+        elif image.mode in ("P", "PA", "LA", "La", "RGBa"):
+            image = image.convert("RGBA")
+        elif image.mode in ("CMYK", "YCbCr", "LAB", "HSV"):
+            image = image.convert("RGB")
+        return np.asarray(image)
+    if not isinstance(image, np.ndarray):
+        raise EngineError(
+            f"A ViT reads an image: pass a numpy array [H, W] or [H, W, 3|4], or a PIL image, "
+            f"not {type(image).__name__}."
+        )
+    return image
+
+
+@dataclass(frozen=True)
+class ViTAdapter:
+    """Tracing for our own :class:`ViT`; ``engine.trace(model, image)`` lands here.
+
+    ``causal`` and ``max_tokens`` are accepted for the common signature and ignored: a ViT's
+    attention is never masked and its sequence length is fixed by the image size.
+    """
+
+    def trace(self, model: Model, image: Any, *, causal: bool | None = None, max_tokens: int = 0) -> VisionTrace:
+        array = _as_array(image)
+        trace, device, notice = model.run(lambda module, _device: trace_vit(module, array, model_id=model.spec.id))
+        notices = trace.notices + ((notice,) if notice else ())
+        attention = dataclasses.replace(trace.attention, device=device.type)
+        return dataclasses.replace(trace, attention=attention, notices=notices)
+
+
+def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None) -> Model:
+    """Load one of our ViT checkpoints as a read-only :class:`Model` (``tokenizer`` = the class labels).
+
+    Raises:
+        CheckpointError: a missing, corrupt or mismatched file (readable message).
+    """
+    from engine.training.checkpoint import load_checkpoint
+
+    device = device or pick_device()
+
+    def build(dev: torch.device) -> nn.Module:
+        return freeze(load_checkpoint(folder, spec.id, device=dev)[0])
+
+    module, _labels, document = load_checkpoint(folder, spec.id, device=device)
+    cfg: ViTConfig = module.cfg
+    return Model(
+        spec=spec,
+        module=freeze(module),
+        tokenizer=cfg.labels,
+        adapter=ViTAdapter(),
+        device=device,
+        max_positions=cfg.n_tokens,
+        reload=build,
+        info={"source": str(folder / f"{spec.id}.safetensors"), "architecture": "own ViT",
+              "card": str(folder / f"{spec.id}.md"), "image_size": cfg.image_size,
+              "patch_size": cfg.patch_size, **document.get("metadata", {})},
+    )  # fmt: skip
