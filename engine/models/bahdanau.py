@@ -36,7 +36,7 @@ import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +45,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from engine.models.config import JsonConfig
 from engine.capture import HookPoint
 from engine.model import Model, freeze, pick_device
 from engine.text import clean_input
@@ -61,7 +62,7 @@ MAX_UNKNOWN_LISTED = 8
 
 
 @dataclass(frozen=True)
-class RNNAttentionConfig:
+class RNNAttentionConfig(JsonConfig):
     """Hyper-parameters of :class:`RNNAttentionModel`; JSON round-trip via ``to_dict``/``from_dict``."""
 
     src_vocab: int = 256  # source token ids
@@ -84,24 +85,6 @@ class RNNAttentionConfig:
             problems.append(f"variant must be one of {list(VARIANTS)}, got {self.variant!r}")
         if problems:
             raise ValueError("RNNAttentionConfig: " + "; ".join(problems))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as a JSON-ready dict (field name → value)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RNNAttentionConfig:
-        """Inverse of :meth:`to_dict`; missing keys take their defaults.
-
-        Raises:
-            ValueError: an unknown key (the known ones are listed) or an invalid value.
-        """
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"RNNAttentionConfig: unknown key(s) {unknown}; known keys are {known}")
-        return cls(**data)
-
 
 class Encoder(nn.Module):
     """Bidirectional GRU: ``h(j) = [→h(j); ←h(j)]``; padding is packed away, so ←h starts at the last word."""

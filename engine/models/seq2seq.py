@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -47,6 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.models.config import JsonConfig
 from engine.capture import HookPoint, capture
 from engine.model import Model, freeze, pick_device
 from engine.models.positional import sinusoidal
@@ -61,7 +62,7 @@ MAX_UNKNOWN_LISTED = 8
 
 
 @dataclass(frozen=True)
-class Seq2SeqConfig:
+class Seq2SeqConfig(JsonConfig):
     """Hyper-parameters of :class:`Seq2SeqTransformer`; JSON round-trip via ``to_dict``/``from_dict``."""
 
     src_vocab: int = 64  # source token ids
@@ -98,24 +99,6 @@ class Seq2SeqConfig:
             vocab_size=self.tgt_vocab, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
             d_mlp=self.d_mlp, max_len=max(self.max_src, self.max_tgt), pos_encoding="none", norm="pre",
         )  # fmt: skip
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as a JSON-ready dict."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Seq2SeqConfig:
-        """Build a validated config from ``to_dict()``'s output; missing keys take their defaults.
-
-        Raises:
-            ValueError: an unknown key (the known ones are listed) or an invalid value.
-        """
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"Seq2SeqConfig: unknown key(s) {unknown}; known keys are {known}")
-        return cls(**data)
-
 
 def padding_bias(key_padding: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Additive mask ``(B, 1, 1, S)``: 0 for real keys, −∞ for padding (blocked for every query)."""

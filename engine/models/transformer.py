@@ -30,14 +30,14 @@ kernel never materialises them); every other hook does.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.models.config import JsonConfig
 from engine.capture import HookPoint
 from engine.models.positional import alibi_bias, alibi_slopes, apply_rope, rope_cos_sin, sinusoidal
 
@@ -49,7 +49,7 @@ RopeAngles = tuple[torch.Tensor, torch.Tensor]
 
 
 @dataclass(frozen=True)
-class TransformerConfig:
+class TransformerConfig(JsonConfig):
     """Hyper-parameters of :class:`Transformer`; plain data, JSON round-trip via ``to_dict``/``from_dict``."""
 
     vocab_size: int = 64  # number of token ids V
@@ -90,30 +90,6 @@ class TransformerConfig:
     def d_head(self) -> int:
         """Width of one head, ``d_model // n_heads``."""
         return self.d_model // self.n_heads
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as a JSON-ready dict (field name → value)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TransformerConfig:
-        """Build a config from a dict such as ``to_dict()`` wrote; missing keys take their defaults.
-
-        Args:
-            data: field name → value.
-
-        Returns:
-            A validated :class:`TransformerConfig`.
-
-        Raises:
-            ValueError: on a key that is not a field (listing the known ones) or an invalid value.
-        """
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"TransformerConfig: unknown key(s) {unknown}; known keys are {known}")
-        return cls(**data)
-
 
 class Attention(nn.Module):
     """Multi-head self-attention, one named step per line of the formula::

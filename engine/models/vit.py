@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.models.config import JsonConfig
 from engine.capture import HookPoint, capture
 from engine.model import Model, freeze, pick_device
 from engine.models.transformer import AttnImpl, Block, TransformerConfig
@@ -47,7 +48,7 @@ MAX_SIDE = 1024  # bigger images are subsampled to about this size before anythi
 
 
 @dataclass(frozen=True)
-class ViTConfig:
+class ViTConfig(JsonConfig):
     """Hyper-parameters of :class:`ViT`; plain data, JSON round-trip via ``to_dict``/``from_dict``."""
 
     image_size: int = 8  # side S of the square input image, in pixels
@@ -108,26 +109,6 @@ class ViTConfig:
             vocab_size=1, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, d_mlp=self.d_mlp,
             max_len=self.n_tokens, pos_encoding="none", causal=False, norm="pre",
         )  # fmt: skip
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as a JSON-ready dict (labels as a list)."""
-        data = asdict(self)
-        data["labels"] = list(self.labels)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ViTConfig:
-        """Build a config from a dict such as ``to_dict()`` wrote; missing keys take their defaults.
-
-        Raises:
-            ValueError: on a key that is not a field (listing the known ones) or an invalid value.
-        """
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"ViTConfig: unknown key(s) {unknown}; known keys are {known}")
-        return cls(**data)
-
 
 class ViT(nn.Module):
     """Patch embedding, a learned [CLS] token and position table, pre-LN blocks and a class head.
