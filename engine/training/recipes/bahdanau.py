@@ -38,32 +38,24 @@ from engine.models.bahdanau import (
     target_text,
 )
 from engine.training.checkpoint import save_checkpoint
-from engine.training.corpora import train_test_split, translation_corpus, translation_vocab
 from engine.training.corpora.translation import alignment
 from engine.training.loop import TrainConfig, resolve_device
+from engine.training.recipes.translation_data import (  # noqa: F401  (re-exported for tests)
+    DATE_FRACTION,
+    N_PAIRS,
+    TEST_FRACTION,
+    Pair,
+    is_date,
+    split_pairs,
+    vocabularies,
+)
 from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
-Pair = tuple[list[str], list[str]]
 
-N_PAIRS = 60_000  # generated pairs before the split
-DATE_FRACTION = 0.2  # share of dates among them
-TEST_FRACTION = 0.05  # share of distinct sources held out
 NO_STOP_FRACTION = 0.25  # training sentences also shown without their final "." (people often omit it)
 SAMPLES = ("the red car is fast .", "the red car is fast", "she sees the small black dog .", "the old tree is under the bridge .",
            "i have an umbrella .", "the girls are happy and tired .", "21 November 2026",
            "Saturday, 21 November 2026", "03/07/1999")  # fmt: skip
-
-
-def vocabularies() -> dict[str, Vocab]:
-    """``{"source": …, "target": …}``: every token the corpus can produce, after the specials."""
-    src, tgt = translation_vocab()
-    return {"source": Vocab.from_words(src), "target": Vocab.from_words(tgt)}
-
-
-def split_pairs(seed: int = 0) -> tuple[list[Pair], list[Pair]]:
-    """The recipe's ``(train, held-out)`` pairs: no source sentence or date is on both sides."""
-    pairs = translation_corpus(N_PAIRS, seed, date_fraction=DATE_FRACTION)
-    return train_test_split(pairs, TEST_FRACTION, seed, key=lambda pair: tuple(pair[0]))
 
 
 def without_stop(pair: Pair) -> Pair:
@@ -81,11 +73,6 @@ def drop_some_stops(pairs: Sequence[Pair], seed: int) -> list[Pair]:
 def held_out_pairs(seed: int = 0) -> list[Pair]:
     """The held-out side of :func:`split_pairs`."""
     return split_pairs(seed)[1]
-
-
-def is_date(pair: Pair) -> bool:
-    """True for a date pair (its ISO target starts with a digit)."""
-    return pair[1][0].isdigit()
 
 
 def encode_pairs(pairs: Sequence[Pair], vocabs: dict[str, Vocab]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

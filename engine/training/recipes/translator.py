@@ -33,18 +33,16 @@ import torch.nn.functional as F
 
 from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, source_tokens, target_text, trace_seq2seq
 from engine.training.checkpoint import save_checkpoint
-from engine.training.corpora import train_test_split, translation_corpus, translation_vocab
+from engine.training.corpora import translation_corpus
 from engine.training.loop import TrainConfig, train
+from engine.training.recipes.translation_data import DATE_FRACTION, N_PAIRS, Pair, is_date, vocabularies
+from engine.training.recipes.translation_data import split_pairs as shared_split
 from engine.training.tasks import IGNORE, Batch, Task
 from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from engine.types import AttentionTrace, Tokens
 
-Pair = tuple[list[str], list[str]]
 
 NAME = "tiny-translator"
-N_PAIRS = 60_000  # generated pairs before the split (the same data as the Bahdanau translator)
-DATE_FRACTION = 0.2  # share of dates among them
-TEST_FRACTION = 0.05  # share of distinct sources held out
 MAX_SRC = 24  # source tokens the model accepts (the corpus has at most 11 + <eos>)
 MAX_TGT = 24  # decoder positions (<bos> + at most 11 target tokens in the corpus)
 PROBE = "the red car is fast ."  # traced at every snapshot: "rouge" comes after "voiture"
@@ -61,20 +59,9 @@ TOKEN_ACCURACY = "held-out token accuracy (teacher-forced)"
 # ---- data ---------------------------------------------------------------------------------------------
 
 
-def vocabularies() -> dict[str, Vocab]:
-    """``{"source": …, "target": …}``: every token the corpus can produce, after the specials."""
-    src, tgt = translation_vocab()
-    return {"source": Vocab.from_words(src), "target": Vocab.from_words(tgt)}
-
-
 def split_pairs(seed: int = 0) -> tuple[list[Pair], list[Pair]]:
-    """The recipe's ``(train, held-out)`` pairs: no source sentence or date is on both sides.
-
-    The training side keeps repeated pairs (short sentences recur); the held-out side has each
-    source once.
-    """
-    pairs = translation_corpus(N_PAIRS, seed, date_fraction=DATE_FRACTION)
-    train_pairs, test_pairs = train_test_split(pairs, TEST_FRACTION, seed, key=lambda pair: tuple(pair[0]))
+    """The shared ``(train, held-out)`` split, with each held-out source kept once."""
+    train_pairs, test_pairs = shared_split(seed)
     return train_pairs, list({tuple(s): (s, t) for s, t in test_pairs}.values())
 
 
@@ -84,11 +71,6 @@ def held_out_sample(n: int, sample_seed: int, *, date_fraction: float = DATE_FRA
     seen = {tuple(s) for s, _ in split_pairs(seed)[0]}
     fresh = {tuple(s): (s, t) for s, t in translation_corpus(n, sample_seed, date_fraction=date_fraction)}
     return [pair for key, pair in fresh.items() if key not in seen]
-
-
-def is_date(pair: Pair) -> bool:
-    """True for a date pair (its ISO target starts with a digit)."""
-    return pair[1][0].isdigit()
 
 
 def encode_pairs(
