@@ -45,9 +45,10 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.config import JsonConfig
 from engine.capture import HookPoint
-from engine.model import Model, freeze, pick_device
+from engine.model import Model
 from engine.text import clean_input
 from engine.training.checkpoint import register_kind
 from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
@@ -385,27 +386,9 @@ def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None
         CheckpointError: a missing, corrupt or mismatched file, or a checkpoint without
             ``{"source": …, "target": …}`` vocabularies (readable message).
     """
-    from engine.training.checkpoint import load_checkpoint
-    from engine.types import CheckpointError
-
-    device = device or pick_device()
-    module, vocab, document = load_checkpoint(folder, spec.id, device=device)
-    if not isinstance(vocab, dict) or set(vocab) != {"source", "target"}:
-        raise CheckpointError(f"{spec.id}.json: an rnn-attention checkpoint needs 'source' and 'target' vocabularies")
-
-    def rebuild(dev: torch.device) -> nn.Module:
-        return freeze(load_checkpoint(folder, spec.id, device=dev)[0])
-
-    return Model(
-        spec=spec,
-        module=freeze(module),
-        tokenizer=vocab,
-        adapter=AlignmentAdapter(),
-        device=device,
-        max_positions=int(module.cfg.max_src),
-        reload=rebuild,
-        info={"source": str(folder / f"{spec.id}.safetensors"), "architecture": f"GRU + {module.cfg.variant} attention",
-              "card": str(folder / f"{spec.id}.md"), **document.get("metadata", {})},
+    return checkpoint_model(
+        spec, folder, device, adapter=AlignmentAdapter(), max_positions=lambda module: module.cfg.max_src,
+        architecture="GRU encoder-decoder with attention", validate=source_target_vocab(KIND),
     )
 
 

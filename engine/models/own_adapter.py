@@ -13,7 +13,8 @@ from pathlib import Path
 
 import torch
 
-from engine.model import Model, freeze, pick_device
+from engine.model import Model
+from engine.models.loading import checkpoint_model
 from engine.models.trace_own import trace_own
 from engine.text import clean_input
 from engine.training.vocab import BOS_ID, UNK_ID, tokenize
@@ -69,28 +70,10 @@ class OwnTextAdapter:
 
 
 def load_own(spec: ModelSpec, folder: Path, device: torch.device | None = None) -> Model:
-    """Load one of our checkpoints as a read-only :class:`Model`.
+    """Load one of our text checkpoints (kind ``transformer``) as a read-only :class:`Model`.
 
     Raises:
         CheckpointError: a missing, corrupt or mismatched file (readable message).
     """
-    from engine.training.checkpoint import load_checkpoint
-
-    device = device or pick_device()
-
-    def build(dev: torch.device):
-        module, _vocab, _doc = load_checkpoint(folder, spec.id, device=dev)
-        return freeze(module)
-
-    module, vocab, document = load_checkpoint(folder, spec.id, device=device)
-    return Model(
-        spec=spec,
-        module=freeze(module),
-        tokenizer=vocab,
-        adapter=OwnTextAdapter(),
-        device=device,
-        max_positions=int(module.cfg.max_len),
-        reload=build,
-        info={"source": str(folder / f"{spec.id}.safetensors"), "architecture": "own transformer",
-              "card": str(folder / f"{spec.id}.md"), **document.get("metadata", {})},
-    )
+    return checkpoint_model(spec, folder, device, adapter=OwnTextAdapter(), architecture="own transformer",
+                            max_positions=lambda module: module.cfg.max_len)

@@ -47,15 +47,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.config import JsonConfig
 from engine.capture import HookPoint, capture
-from engine.model import Model, freeze, pick_device
+from engine.model import Model
 from engine.models.positional import sinusoidal
 from engine.models.transformer import MLP, Attention, AttnImpl, Block, TransformerConfig
 from engine.text import clean_input
 from engine.training.checkpoint import register_kind
 from engine.training.vocab import BOS_ID, EOS_ID, UNK_ID, Vocab
-from engine.types import AttentionTrace, CheckpointError, EmptyInputError, EngineError, ModelSpec, Seq2SeqTrace, Tokens
+from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelSpec, Seq2SeqTrace, Tokens
 
 Seq2SeqPosEncoding = Literal["sinusoidal", "learned"]
 MAX_UNKNOWN_LISTED = 8
@@ -498,30 +499,7 @@ def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None
     Raises:
         CheckpointError: a missing, corrupt or mismatched file, or vocabularies that do not fit.
     """
-    from engine.training.checkpoint import load_checkpoint
-
-    device = device or pick_device()
-    module, vocab, document = load_checkpoint(folder, spec.id, device=device)
-    if not isinstance(vocab, dict) or set(vocab) != {"source", "target"}:
-        raise CheckpointError(f'{spec.id}.json: a seq2seq checkpoint needs a "source" and a "target" vocabulary')
-    cfg = module.cfg
-    if len(vocab["source"]) > cfg.src_vocab or len(vocab["target"]) > cfg.tgt_vocab:
-        raise CheckpointError(
-            f"{spec.id}.json: vocabularies of {len(vocab['source'])} / {len(vocab['target'])} tokens do not fit "
-            f"the model's {cfg.src_vocab} / {cfg.tgt_vocab} ids"
-        )
-
-    def build(dev: torch.device) -> nn.Module:
-        return freeze(load_checkpoint(folder, spec.id, device=dev)[0])
-
-    return Model(
-        spec=spec,
-        module=freeze(module),
-        tokenizer=vocab,
-        adapter=Seq2SeqAdapter(),
-        device=device,
-        max_positions=int(cfg.max_src),
-        reload=build,
-        info={"source": str(folder / f"{spec.id}.safetensors"), "architecture": "own encoder-decoder transformer",
-              "card": str(folder / f"{spec.id}.md"), **document.get("metadata", {})},
-    )  # fmt: skip
+    return checkpoint_model(
+        spec, folder, device, adapter=Seq2SeqAdapter(), max_positions=lambda module: module.cfg.max_src,
+        architecture="own encoder-decoder transformer", validate=source_target_vocab("seq2seq"),
+    )

@@ -35,9 +35,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.models.loading import checkpoint_model
 from engine.models.config import JsonConfig
 from engine.capture import HookPoint, capture
-from engine.model import Model, freeze, pick_device
+from engine.model import Model
 from engine.models.transformer import AttnImpl, Block, TransformerConfig
 from engine.training.checkpoint import register_kind
 from engine.types import AttentionTrace, EngineError, ModelSpec, Tokens, VisionTrace
@@ -427,24 +428,7 @@ def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None
     Raises:
         CheckpointError: a missing, corrupt or mismatched file (readable message).
     """
-    from engine.training.checkpoint import load_checkpoint
-
-    device = device or pick_device()
-
-    def build(dev: torch.device) -> nn.Module:
-        return freeze(load_checkpoint(folder, spec.id, device=dev)[0])
-
-    module, _labels, document = load_checkpoint(folder, spec.id, device=device)
-    cfg: ViTConfig = module.cfg
-    return Model(
-        spec=spec,
-        module=freeze(module),
-        tokenizer=cfg.labels,
-        adapter=ViTAdapter(),
-        device=device,
-        max_positions=cfg.n_tokens,
-        reload=build,
-        info={"source": str(folder / f"{spec.id}.safetensors"), "architecture": "own ViT",
-              "card": str(folder / f"{spec.id}.md"), "image_size": cfg.image_size,
-              "patch_size": cfg.patch_size, **document.get("metadata", {})},
-    )  # fmt: skip
+    return checkpoint_model(
+        spec, folder, device, adapter=ViTAdapter(), architecture="own ViT",
+        max_positions=lambda module: module.cfg.n_tokens, tokenizer=lambda module, _vocab: module.cfg.labels,
+    )

@@ -1,0 +1,78 @@
+"""Turning one of our checkpoints into a read-only :class:`engine.model.Model` (every family)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from engine.model import Adapter, Model, freeze, pick_device
+from engine.types import CheckpointError, ModelSpec
+
+
+def checkpoint_model(
+    spec: ModelSpec,
+    folder: Path,
+    device: torch.device | None,
+    *,
+    adapter: Adapter,
+    architecture: str,
+    max_positions: Callable[[nn.Module], int],
+    tokenizer: Callable[[nn.Module, Any], Any] = lambda _module, vocab: vocab,
+    validate: Callable[[nn.Module, Any], str | None] | None = None,
+) -> Model:
+    """Load ``folder/spec.id.*`` and wrap it.
+
+    Args:
+        spec: the catalog entry.
+        folder: where the checkpoint files are.
+        device: defaults to CUDA when present, else CPU.
+        adapter: the family's tracing adapter.
+        architecture: a short description for the UI.
+        max_positions: the longest input the module accepts.
+        tokenizer: what ``Model.tokenizer`` holds (default: the checkpoint's vocabulary).
+        validate: ``(module, vocab) -> problem or None``, checks beyond the checkpoint loader's.
+
+    Raises:
+        CheckpointError: a missing, corrupt or mismatched file, or a failed ``validate`` (readable).
+    """
+    from engine.training.checkpoint import load_checkpoint
+
+    device = device or pick_device()
+    module, vocab, document = load_checkpoint(folder, spec.id, device=device)
+    problem = validate(module, vocab) if validate else None
+    if problem:
+        raise CheckpointError(f"{spec.id}.json: {problem}")
+
+    def rebuild(dev: torch.device) -> nn.Module:
+        return freeze(load_checkpoint(folder, spec.id, device=dev)[0])
+
+    return Model(
+        spec=spec,
+        module=freeze(module),
+        tokenizer=tokenizer(module, vocab),
+        adapter=adapter,
+        device=device,
+        max_positions=int(max_positions(module)),
+        reload=rebuild,
+        info={"source": str(folder / f"{spec.id}.safetensors"), "card": str(folder / f"{spec.id}.md"),
+              "architecture": architecture, **document.get("metadata", {})},
+    )  # fmt: skip
+
+
+def source_target_vocab(kind: str) -> Callable[[nn.Module, Any], str | None]:
+    """A ``validate`` for translators: a ``{"source", "target"}`` vocabulary pair that fits the model."""
+
+    def check(module: nn.Module, vocab: Any) -> str | None:
+        if not isinstance(vocab, dict) or set(vocab) != {"source", "target"}:
+            return f'a {kind} checkpoint needs a "source" and a "target" vocabulary'
+        cfg = module.cfg
+        if len(vocab["source"]) > cfg.src_vocab or len(vocab["target"]) > cfg.tgt_vocab:
+            return (f"vocabularies of {len(vocab['source'])} / {len(vocab['target'])} tokens do not fit the "
+                    f"model's {cfg.src_vocab} / {cfg.tgt_vocab} ids")  # fmt: skip
+        return None
+
+    return check
