@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from engine.types import EmptyInputError
+from collections.abc import Callable
+
+from engine.types import EmptyInputError, EngineError
 
 MAX_CHARS = 100_000  # text beyond this is cut before tokenizing (a 512-token window is ~3 kB)
+MAX_UNKNOWN_LISTED = 8  # unknown words named in one notice
 
 _INVISIBLE = re.compile(r"[\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\u00ad]")
 _CONTROL = {"Cc", "Cs", "Co", "Cn"}
@@ -106,3 +109,40 @@ def clean_token(piece: str, *, byte_level: bool = False) -> str:
     if "\t" in piece:
         return "⇥"
     return "␣"
+
+
+def check_max_tokens(value: object, minimum: int) -> int:
+    """``value`` as a token limit of at least ``minimum`` (numpy integers accepted, bools refused).
+
+    Raises:
+        EngineError: anything else, with a readable message.
+    """
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise EngineError(f"max_tokens must be a whole number of at least {minimum}, got {value!r}.")
+    return int(value)
+
+
+def unknown_words_notice(unknown: list[str], suggest: Callable[[str], list[str]] | None = None) -> str | None:
+    """The notice naming words a vocabulary lacks (with close known words when ``suggest`` is given)."""
+    if not unknown:
+        return None
+    shown = []
+    for word in unknown[:MAX_UNKNOWN_LISTED]:
+        close = suggest(word) if suggest else []
+        shown.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
+    more = " …" if len(unknown) > MAX_UNKNOWN_LISTED else ""
+    return f"Words this model never saw in training are shown as <unk>: {', '.join(shown)}{more}."
+
+
+def length_notices(
+    n_total: int, limit: int, *, max_tokens: int, max_positions: int, cut_chars: bool, verb: str = "traced"
+) -> list[str]:
+    """Notices about cutting the input: the model's own limit, the token limit, a very long text."""
+    if n_total > limit:
+        lowered = [f"This model reads at most {max_positions} tokens; the limit was lowered to that."]
+        return (lowered if max_tokens > max_positions else []) + [
+            f"The text has {n_total} tokens; only the first {limit} were {verb}."
+        ]
+    return ["The text was very long and was cut before tokenizing."] if cut_chars else []

@@ -49,17 +49,16 @@ from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.config import JsonConfig
 from engine.capture import HookPoint
 from engine.model import Model
-from engine.text import clean_input
+from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
 from engine.training.checkpoint import register_kind
 from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
-from engine.types import AlignmentTrace, EmptyInputError, EngineError, ModelSpec, Tokens
+from engine.types import AlignmentTrace, EmptyInputError, ModelSpec, Tokens
 
 Variant = Literal["additive", "dot"]
 VARIANTS: tuple[str, ...] = ("additive", "dot")
 KIND = "rnn-attention"
 STEP_HOOKS = ("decoder.hook_state", "decoder.attn.hook_energies", "decoder.attn.hook_alignment",
               "decoder.attn.hook_context")  # fmt: skip
-MAX_UNKNOWN_LISTED = 8
 
 
 @dataclass(frozen=True)
@@ -344,27 +343,17 @@ class AlignmentAdapter:
         from engine.training.corpora.translation import suggest
 
         text, cut_chars = clean_input(text)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise EngineError(f"max_tokens must be a whole number of at least 1, got {max_tokens!r}.")
+        max_tokens = check_max_tokens(max_tokens, 1)
         vocab: Vocab = model.tokenizer["source"]
         words = source_tokens(text)
         if not words:
             raise EmptyInputError("The text has no words this model can read.")
-        notices: list[str] = []
         limit = min(max_tokens, model.max_positions)
         ids = vocab.encode(words[:limit])
         unknown = list(dict.fromkeys(w for w, i in zip(words, ids) if i == UNK_ID))
-        if unknown:
-            parts = []
-            for w in unknown[:MAX_UNKNOWN_LISTED]:
-                hints = suggest(w)
-                parts.append(f"{w}" + (f" (did you mean {', '.join(hints)}?)" if hints else ""))
-            more = " …" if len(unknown) > MAX_UNKNOWN_LISTED else ""
-            notices.append(f"Words this model never saw in training are shown as <unk>: {'; '.join(parts)}{more}.")
-        if len(words) > limit:
-            notices.append(f"The text has {len(words)} tokens; only the first {limit} were translated.")
-        elif cut_chars:
-            notices.append("The text was very long and was cut before tokenizing.")
+        notices = [n for n in [unknown_words_notice(unknown, suggest)] if n]
+        notices += length_notices(len(words), limit, max_tokens=max_tokens, max_positions=model.max_positions,
+                                  cut_chars=cut_chars, verb="translated")  # fmt: skip
         tokens = vocab.tokens_for_display(ids)
         trace, _device, notice = model.run(
             lambda module, _dev: trace_alignment(module, ids, tokens, model.tokenizer["target"], model_id=model.spec.id)

@@ -16,11 +16,9 @@ import torch
 from engine.model import Model
 from engine.models.loading import checkpoint_model
 from engine.models.trace_own import trace_own
-from engine.text import clean_input
+from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
 from engine.training.vocab import BOS_ID, UNK_ID, tokenize
-from engine.types import AttentionTrace, EngineError, ModelSpec
-
-MAX_UNKNOWN_LISTED = 8
+from engine.types import AttentionTrace, EmptyInputError, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -33,26 +31,18 @@ class OwnTextAdapter:
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         text, cut_chars = clean_input(text)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
-            raise EngineError(f"max_tokens must be a whole number of at least 2, got {max_tokens!r}.")
+        max_tokens = check_max_tokens(max_tokens, 2)
         vocab = model.tokenizer
         words = tokenize(text)
         if not words:
-            raise EngineError("The text has no words this model can read.")
+            raise EmptyInputError("The text has no words this model can read.")
         ids_all = [BOS_ID, *vocab.encode(words)]
-        notices: list[str] = []
         limit = min(max_tokens, model.max_positions)
-        if max_tokens > model.max_positions and len(ids_all) > limit:
-            notices.append(f"This model reads at most {model.max_positions} tokens; the limit was lowered to that.")
         ids = ids_all[:limit]
-        unknown = list(dict.fromkeys(w for w, i in zip(words, ids_all[1:limit]) if i == UNK_ID))
-        if unknown:
-            shown = ", ".join(unknown[:MAX_UNKNOWN_LISTED]) + (" …" if len(unknown) > MAX_UNKNOWN_LISTED else "")
-            notices.append(f"Words this model never saw in training are shown as <unk>: {shown}.")
-        if len(ids_all) > limit:
-            notices.append(f"The text has {len(ids_all)} tokens; only the first {limit} were traced.")
-        elif cut_chars:
-            notices.append("The text was very long and was cut before tokenizing.")
+        unknown = list(dict.fromkeys(w for w, i in zip(words, ids[1:]) if i == UNK_ID))
+        notices = [n for n in [unknown_words_notice(unknown)] if n]
+        notices += length_notices(len(ids_all), limit, max_tokens=max_tokens, max_positions=model.max_positions,
+                                  cut_chars=cut_chars)  # fmt: skip
         tokens = vocab.tokens_for_display(ids)
         trace, device, notice = model.run(
             lambda module, _device: trace_own(module, ids, tokens, model_id=model.spec.id, causal=causal)

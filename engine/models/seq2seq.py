@@ -53,13 +53,12 @@ from engine.capture import HookPoint, capture
 from engine.model import Model
 from engine.models.positional import sinusoidal
 from engine.models.transformer import MLP, Attention, AttnImpl, Block, TransformerConfig
-from engine.text import clean_input
+from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
 from engine.training.checkpoint import register_kind
 from engine.training.vocab import BOS_ID, EOS_ID, UNK_ID, Vocab
-from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelSpec, Seq2SeqTrace, Tokens
+from engine.types import AttentionTrace, EmptyInputError, ModelSpec, Seq2SeqTrace, Tokens
 
 Seq2SeqPosEncoding = Literal["sinusoidal", "learned"]
-MAX_UNKNOWN_LISTED = 8
 
 
 @dataclass(frozen=True)
@@ -443,17 +442,6 @@ def source_tokens(text: str) -> list[str]:
     return to_tokens_src(text) if any(ch.isdigit() for ch in text) else tokenize(text)
 
 
-def _unknown_notice(unknown: list[str]) -> str:
-    from engine.training.corpora.translation import suggest
-
-    shown = []
-    for word in unknown[:MAX_UNKNOWN_LISTED]:
-        close = suggest(word, k=2)
-        shown.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
-    more = " …" if len(unknown) > MAX_UNKNOWN_LISTED else ""
-    return f"Words this model never saw in training are shown as <unk>: {', '.join(shown)}{more}."
-
-
 @dataclass(frozen=True)
 class Seq2SeqAdapter:
     """``engine.trace`` for the encoder-decoder translator: text → :class:`Seq2SeqTrace`.
@@ -464,26 +452,21 @@ class Seq2SeqAdapter:
     """
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> Seq2SeqTrace:
+        from engine.training.corpora.translation import suggest
+
         text, cut_chars = clean_input(text)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2:
-            raise EngineError(f"max_tokens must be a whole number of at least 2, got {max_tokens!r}.")
+        max_tokens = check_max_tokens(max_tokens, 2)
         src_vocab, tgt_vocab = model.tokenizer["source"], model.tokenizer["target"]
         words = source_tokens(text)
         if not words:
             raise EmptyInputError("The text has no words this model can read.")
-        notices: list[str] = []
         limit = min(max_tokens, model.max_positions)
-        if max_tokens > model.max_positions:
-            notices.append(f"This model reads at most {model.max_positions} tokens; the limit was lowered to that.")
         kept = words[: limit - 1]
         ids = [*src_vocab.encode(kept), EOS_ID]
         unknown = list(dict.fromkeys(w for w, i in zip(kept, ids) if i == UNK_ID))
-        if unknown:
-            notices.append(_unknown_notice(unknown))
-        if len(kept) < len(words):
-            notices.append(f"The text has {len(words) + 1} tokens; only the first {limit} were translated.")
-        elif cut_chars:
-            notices.append("The text was very long and was cut before tokenizing.")
+        notices = [n for n in [unknown_words_notice(unknown, lambda w: suggest(w, k=2))] if n]
+        notices += length_notices(len(words) + 1, limit, max_tokens=max_tokens, max_positions=model.max_positions,
+                                  cut_chars=cut_chars, verb="translated")  # fmt: skip
         tokens = src_vocab.tokens_for_display(ids)
         trace, device, notice = model.run(
             lambda module, _device: trace_seq2seq(module, ids, tokens, tgt_vocab, model_id=model.spec.id)

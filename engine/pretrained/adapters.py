@@ -15,7 +15,6 @@ A causal toggle never edits the shared model's config: a per-call 4D additive fl
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,8 +23,8 @@ from torch import nn
 
 from engine.capture import capture
 from engine.model import Model
-from engine.text import byte_level_display, clean_input, clean_token
-from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnavailableError, Tokens
+from engine.text import byte_level_display, check_max_tokens, clean_input, clean_token, length_notices
+from engine.types import AttentionTrace, EmptyInputError, ModelUnavailableError, Tokens
 
 
 def _heads(x: torch.Tensor, n_heads: int) -> np.ndarray:
@@ -116,16 +115,9 @@ class HFTextAdapter:
     # ---- trace -------------------------------------------------------------------------------
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         text, cut_chars = clean_input(text)
-        min_tokens = model.tokenizer.num_special_tokens_to_add() + 1
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral) or max_tokens < min_tokens:
-            raise EngineError(f"max_tokens must be a whole number of at least {min_tokens}, got {max_tokens!r}.")
-        max_tokens = int(max_tokens)  # numpy integers (a slider value) are fine too
-        notices: list[str] = []
-        clamped = max_tokens > model.max_positions
-        max_tokens = min(max_tokens, model.max_positions)
+        requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
+        max_tokens = min(requested, model.max_positions)
         ids, tokens, n_total = self.tokenize(model.tokenizer, text, max_tokens)
-        if clamped and n_total > max_tokens:
-            notices.append(f"This model reads at most {model.max_positions} tokens; the limit was lowered to that.")
         default_causal = self.family == "decoder"
         causal = default_causal if causal is None else bool(causal)
         n = len(ids)
@@ -148,12 +140,8 @@ class HFTextAdapter:
             return dict(acts)
 
         acts, device, notice = model.run(forward)
-        if notice:
-            notices.append(notice)
-        if n_total > n:
-            notices.append(f"The text has {n_total} tokens; only the first {n} were traced (max_tokens={max_tokens}).")
-        elif cut_chars:
-            notices.append("The text was very long and was cut before tokenizing.")
+        notices = length_notices(n_total, n, max_tokens=requested, max_positions=model.max_positions,
+                                 cut_chars=cut_chars) + ([notice] if notice else [])  # fmt: skip
 
         n_layers = len(self.layers(model.module))
         qs, ks, vs = [], [], []
