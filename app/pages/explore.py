@@ -61,8 +61,9 @@ def pattern_csv(pattern: np.ndarray, q_tokens: list[str], k_tokens: list[str]) -
 def show_head(trace, layer: int, head: int) -> None:
     """The chosen head, large, with a download button."""
     labels = trace.tokens.labels()
+    pattern = trace.pattern(layer, head)
     blocked = np.isneginf(trace.mask(layer))
-    fig = attention_heatmap(trace.pattern(layer, head), labels, labels, blocked=blocked,
+    fig = attention_heatmap(pattern, labels, labels, blocked=blocked,
                             title=f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else ""))
     st.plotly_chart(fig, key="main_heatmap")
     st.caption(
@@ -71,7 +72,7 @@ def show_head(trace, layer: int, head: int) -> None:
         + ("Grey cells are blocked by the causal mask: a token cannot look ahead." if trace.causal else
            "No mask: every token can look at every other token, ahead or behind.")
     )
-    st.download_button("Download this head as CSV", pattern_csv(trace.pattern(layer, head), labels, labels),
+    st.download_button("Download this head as CSV", pattern_csv(pattern, labels, labels),
                        file_name=f"attention_L{layer}_H{head}.csv", mime="text/csv", icon=":material/download:")
 
 
