@@ -10,45 +10,18 @@ import streamlit as st
 
 from app import services
 from app.components.heatmap import attention_heatmap, head_grid
-from app.state import PERSIST, SHARE, K, bounded, clamp
+from app.components.pickers import (
+    causal_toggle,
+    layer_head,
+    load_model,
+    max_tokens_input,
+    pick_model,
+    show_notices,
+    text_box,
+)
+from app.state import K
 
 MAX_TOKENS_LIMIT = 1024
-TEXT_FAMILIES = {"encoder", "decoder"}  # translators, ViTs and RNNs have pages of their own
-
-
-def pick_model() -> str:
-    """The model picker (offline models first) and a field for any Hub id or local folder."""
-    specs = [s for s in services.list_models() if s.family in TEXT_FAMILIES]
-    by_id = {s.id: s for s in specs}
-    if st.session_state.get(K.model) not in by_id:
-        st.session_state[K.model] = specs[0].id
-
-    def label(model_id: str) -> str:
-        spec = by_id[model_id]
-        return spec.label if spec.offline else f"{spec.label} — needs internet"
-
-    st.selectbox("Model", list(by_id), format_func=label, key=K.model, **SHARE,
-                 help="Offline models work anywhere; Hub models download the first time (internet needed).")
-    with st.expander("Another model (Hugging Face id or folder)", expanded=bool(st.session_state.get(K.hub_id))):
-        st.text_input(
-            "Hub id or local folder",
-            key=K.hub_id,
-            placeholder="e.g. gpt2, bert-base-uncased, /path/to/saved_model",
-            help="BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA) and GPT-2-family models. Leave empty to use the picker.",
-            **PERSIST,
-        )
-    custom = (st.session_state.get(K.hub_id) or "").strip()
-    return custom or st.session_state[K.model]
-
-
-def load_model(model_id: str):
-    """Load (once per server) with a spinner; None and an error message if it cannot be loaded."""
-    with st.spinner(f"Loading **{model_id}** (the first load takes a few seconds)…"):
-        try:
-            return services.get_model(model_id)
-        except Exception as err:  # noqa: BLE001 — every failure becomes a message
-            st.error(f"Could not load **{model_id}**: {services.friendly_error(err)}")
-            return None
 
 
 def pattern_csv(pattern: np.ndarray, q_tokens: list[str], k_tokens: list[str]) -> bytes:
@@ -109,29 +82,19 @@ def main() -> None:
 
     top_left, top_right = st.columns([3, 2])
     with top_left:
-        st.text_area("Your text", key=K.text, height=90, max_chars=20_000, **SHARE,
-                     help="Any text; long input is cut at the token limit (see Advanced).")
+        text_box()
     with top_right:
         model_id = pick_model()
-        with st.expander("Advanced"):
-            st.number_input("Token limit", min_value=4, max_value=MAX_TOKENS_LIMIT, step=16, key=K.max_tokens,
-                            help="Longer input is truncated; the page says when.", **PERSIST)
+        max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
 
     model = load_model(model_id)
     if model is None:
         return
-    default_causal = model.spec.family == "decoder"
-    if st.session_state.get("_causal_for") != model_id:
-        st.session_state[K.causal] = default_causal
-        st.session_state["_causal_for"] = model_id
     text = st.session_state.get(K.text) or ""
-    max_tokens = bounded(st.session_state.get(K.max_tokens), 4, MAX_TOKENS_LIMIT)
 
     controls = st.columns([1, 1, 2])
     with controls[2]:
-        causal = st.toggle("Causal mask", key=K.causal, **PERSIST,
-                           help="On: each token sees only itself and earlier tokens (as in GPT). "
-                                "Off: every token sees the whole sentence (as in BERT). Same weights either way.")
+        causal = causal_toggle(model_id, model.spec.family)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)
@@ -139,18 +102,8 @@ def main() -> None:
         st.warning(services.friendly_error(err))
         return
 
-    with controls[0]:
-        clamp(K.layer, 0, trace.n_layers - 1)
-        layer = st.selectbox("Layer", range(trace.n_layers), key=K.layer, **SHARE)
-    with controls[1]:
-        clamp(K.head, 0, trace.n_heads - 1)
-        head = st.selectbox("Head", range(trace.n_heads), key=K.head, **SHARE)
-
-    for notice in trace.notices:
-        if trace.truncated:
-            st.warning(notice)
-        else:
-            st.info(notice)
+    layer, head = layer_head(trace.n_layers, trace.n_heads, columns=controls[:2])
+    show_notices(trace)
     st.caption(
         f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
         f"d_head {trace.d_head} · running on {services.device_label()}"

@@ -1,0 +1,98 @@
+"""Widgets shared by the text pages (Explore, Step by step, Heads, …): the sentence, the model, layer/head.
+
+They all write the same session-state keys (``app.state.K``), so the sentence and model a user picked on
+one page are there on the next.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import services
+from app.state import PERSIST, SHARE, K, bounded, clamp
+
+TEXT_FAMILIES = {"encoder", "decoder"}  # translators, ViTs and RNNs have pages of their own
+
+
+def text_box(label: str = "Your text", height: int = 90) -> str:
+    """The shared sentence (bound to the URL); returns its current value."""
+    st.text_area(label, key=K.text, height=height, max_chars=20_000, **SHARE,
+                 help="Any text; long input is cut at the token limit.")
+    return st.session_state.get(K.text) or ""
+
+
+def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
+    """The model picker (offline models first) and a field for any Hub id or local folder.
+
+    Returns the id to load: the typed Hub id/folder when there is one, else the picked model.
+    """
+    specs = [s for s in services.list_models() if s.family in families]
+    by_id = {s.id: s for s in specs}
+    if st.session_state.get(K.model) not in by_id:
+        st.session_state[K.model] = specs[0].id
+
+    def label(model_id: str) -> str:
+        spec = by_id[model_id]
+        return spec.label if spec.offline else f"{spec.label} — needs internet"
+
+    st.selectbox("Model", list(by_id), format_func=label, key=K.model, **SHARE,
+                 help="Offline models work anywhere; Hub models download the first time (internet needed).")
+    with st.expander("Another model (Hugging Face id or folder)", expanded=bool(st.session_state.get(K.hub_id))):
+        st.text_input(
+            "Hub id or local folder",
+            key=K.hub_id,
+            placeholder="e.g. gpt2, bert-base-uncased, /path/to/saved_model",
+            help="BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA) and GPT-2-family models. Leave empty to use the picker.",
+            **PERSIST,
+        )
+    custom = (st.session_state.get(K.hub_id) or "").strip()
+    return custom or st.session_state[K.model]
+
+
+def load_model(model_id: str):
+    """Load (once per server) with a spinner; None and an error message if it cannot be loaded."""
+    with st.spinner(f"Loading **{model_id}** (the first load takes a few seconds)…"):
+        try:
+            return services.get_model(model_id)
+        except Exception as err:  # noqa: BLE001 — every failure becomes a message
+            st.error(f"Could not load **{model_id}**: {services.friendly_error(err)}")
+            return None
+
+
+def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
+    """Layer and head selectboxes (shared keys, clamped to this model's size first)."""
+    left, right = columns if columns is not None else st.columns(2)
+    with left:
+        clamp(K.layer, 0, n_layers - 1)
+        layer = st.selectbox("Layer", range(n_layers), key=K.layer, **SHARE)
+    with right:
+        clamp(K.head, 0, n_heads - 1)
+        head = st.selectbox("Head", range(n_heads), key=K.head, **SHARE)
+    return int(layer), int(head)
+
+
+def show_notices(trace) -> None:
+    """A trace's notices: truncation as a warning, the rest as info."""
+    for notice in trace.notices:
+        if getattr(trace, "truncated", False):
+            st.warning(notice)
+        else:
+            st.info(notice)
+
+
+def causal_toggle(model_id: str, family: str) -> bool:
+    """The causal-mask toggle; it starts on for decoders and off for encoders each time the model changes."""
+    if st.session_state.get("_causal_for") != model_id:
+        st.session_state[K.causal] = family == "decoder"
+        st.session_state["_causal_for"] = model_id
+    return bool(st.toggle("Causal mask", key=K.causal, **PERSIST,
+                          help="On: each token sees only itself and earlier tokens (as in GPT). "
+                               "Off: every token sees the whole sentence (as in BERT). Same weights either way."))
+
+
+def max_tokens_input(limit: int = 1024) -> int:
+    """The token-limit field (inside an "Advanced" expander); returns the bounded value."""
+    with st.expander("Advanced"):
+        st.number_input("Token limit", min_value=4, max_value=limit, step=16, key=K.max_tokens,
+                        help="Longer input is truncated; the page says when.", **PERSIST)
+    return bounded(st.session_state.get(K.max_tokens), 4, limit)

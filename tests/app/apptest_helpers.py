@@ -1,0 +1,86 @@
+"""Shared AppTest helpers for every page's tests (``from apptest_helpers import ...``).
+
+AppTest runs the real script with no browser (no JavaScript, nothing drawn): it checks what the page
+sends to the browser. Model and trace caches are shared by every AppTest in one pytest process.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "app" / "streamlit_app.py"  # absolute: AppTest resolves relative paths against the caller
+TIMEOUT = 60  # seconds per run: the first run loads MiniLM (7–10 s, more on a busy 2-core machine)
+
+_DTYPES = {"f8": "<f8", "f4": "<f4", "i1": "<i1", "u1": "<u1", "i2": "<i2", "u2": "<u2", "i4": "<i4", "u4": "<u4"}
+
+
+def decode(value) -> np.ndarray:
+    """A Plotly JSON array as numpy: either a (nested) list or ``{"dtype", "bdata", "shape"}``."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=_DTYPES.get(value["dtype"], value["dtype"]))
+        shape = value.get("shape")
+        if shape is not None:
+            if isinstance(shape, str):
+                shape = [int(s) for s in shape.split(",")]
+            arr = arr.reshape(shape)
+        return arr.astype(float)
+    # plain JSON: NaN is written as null
+    return np.array(value, dtype=float)  # None → nan
+
+
+def run_app(**state) -> AppTest:
+    """A fresh session of the app, after one run (``state`` preset in session_state first)."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def main_figure(at: AppTest) -> dict:
+    figs = figures(at)
+    assert figs, "no plotly chart on the page"
+    return figs[0]
+
+
+def y_labels(fig: dict) -> list[str]:
+    return list(fig["layout"]["yaxis"]["ticktext"])
+
+
+def title(fig: dict) -> str:
+    t = fig["layout"].get("title", {})
+    return t.get("text", "") if isinstance(t, dict) else str(t)
+
+
+def z(fig: dict) -> np.ndarray:
+    return decode(fig["data"][0]["z"])
+
+
+def assert_clean(at: AppTest) -> None:
+    """No uncaught exception on the page, and nothing written by Streamlit's "magic" by accident."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.get("help"), "an expression statement was rendered by st.help magic"
+
+
+def messages(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+
+
+def open_page(page: str, **state) -> AppTest:
+    """A fresh session switched to ``app/pages/<page>.py`` (state preset before the first run)."""
+    at = run_app(**state)
+    at.switch_page(str(ROOT / "app" / "pages" / f"{page}.py"))
+    at.run()
+    return at
