@@ -48,8 +48,8 @@ class AblationResult:
         n_heads_total: how many heads the model has in all (every block).
         tokens: the input tokens as the model read them (the source for the translator).
         notices: sentences for the UI (unknown words, truncation, a GPU fallback).
-        top_tokens, top_ids: the next tokens most likely before *or* after (up to ``top_k``), most
-            likely first by ``max(before, after)``.
+        top_tokens, top_ids: the next tokens most likely before *or* after (up to ``top_k``, always
+            including the most likely token of each side), ordered by ``max(before, after)``.
         top_before, top_after: their probabilities before and after.
         kl: ``KL(before ‖ after)`` in nats over the whole vocabulary (0 when nothing changed).
         tv: total variation distance between the two distributions (0 … 1).
@@ -98,7 +98,11 @@ def next_token_summary(p_log_before: np.ndarray, p_log_after: np.ndarray, top_k:
     p_b, p_a = np.exp(p_log_before), np.exp(p_log_after)
     kl = float(np.sum(p_b * (p_log_before - p_log_after)))
     tv = float(0.5 * np.abs(p_b - p_a).sum())
-    top = np.argsort(-np.maximum(p_b, p_a), kind="stable")[: max(1, int(top_k))]
+    key = np.maximum(p_b, p_a)
+    k = max(1, int(top_k))
+    must = list(dict.fromkeys([int(np.argmax(p_b)), int(np.argmax(p_a))]))[:k]  # both winners always shown
+    rest = [int(i) for i in np.argsort(-key, kind="stable")[: k + 2] if int(i) not in must]
+    top = sorted(must + rest[: k - len(must)], key=lambda i: (-key[i], i))
     return {"top_ids": tuple(int(i) for i in top), "top_before": tuple(float(p_b[i]) for i in top),
             "top_after": tuple(float(p_a[i]) for i in top), "kl": max(kl, 0.0), "tv": tv}  # fmt: skip
 

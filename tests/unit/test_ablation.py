@@ -90,6 +90,15 @@ def test_next_token_summary_hand_worked():
     assert out["top_before"] == pytest.approx((0.5, 0.2)) and out["top_after"] == pytest.approx((0.25, 0.5))
 
 
+def test_next_token_summary_keeps_both_winners():
+    p = np.log(np.array([0.3, 0.175, 0.175, 0.175, 0.175]))
+    q = np.log(np.array([0.01, 0.33, 0.33, 0.32, 0.01]))
+    # by max(before, after) the top 2 would be ids 1 and 2; id 0 is the winner before, so it stays
+    assert next_token_summary(p, q, top_k=2)["top_ids"] == (1, 0)
+    assert next_token_summary(p, q, top_k=3)["top_ids"] == (1, 2, 0)
+    assert next_token_summary(p, q, top_k=1)["top_ids"] == (0,)
+
+
 # ---------------------------------------------------------------- no heads off = the plain run
 
 
