@@ -134,9 +134,10 @@ def ablate(
         model: from :func:`engine.load` (shared, read-only: hooks are added under ``model.lock``
             and removed before this returns, also on errors; no weight or config is edited).
         text: the input sentence.
-        heads: items ``(layer, head)`` (single-stack models) or ``(block, layer, head)`` with block
-            ``"encoder"``, ``"decoder"`` or ``"cross"`` (translator); ``head=None`` switches off a
-            whole layer. An empty selection gives ``after == before`` exactly.
+        heads: items ``(layer, head)`` (single-stack models, whose one block is ``"self"``) or
+            ``(block, layer, head)`` with block ``"encoder"``, ``"decoder"`` or ``"cross"``
+            (translator); ``head=None`` switches off a whole layer. An empty selection gives
+            ``after == before`` exactly.
         causal: force the causal mask on/off (text models); None keeps the model's default.
         max_tokens: longer input is cut (and a notice says so).
         keep_only: switch off every head *except* the selected ones.

