@@ -82,3 +82,40 @@ def warm_up() -> None:
     if not getattr(warm_up, "_started", False):
         warm_up._started = True  # type: ignore[attr-defined]
         threading.Thread(target=work, name="warm-up", daemon=True).start()
+
+
+# ---------------------------------------------------------------- Heads: ablation panel
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
+def get_head_layout(model_id: str) -> dict[str, tuple[int, int]]:
+    """``{block: (n_layers, n_heads)}`` of a model that head ablation supports.
+
+    Raises:
+        EngineError: the model family has no head ablation (RNN attention, ViT).
+    """
+    from engine.analysis.ablation import head_layout
+
+    return head_layout(get_model(model_id))
+
+
+@st.cache_data(show_spinner=False, max_entries=128, ttl=3600)
+def get_ablation(
+    model_id: str,
+    text: str,
+    heads: tuple[tuple[str, int, int | None], ...],
+    causal: bool | None,
+    max_tokens: int,
+    keep_only: bool = False,
+):
+    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data).
+
+    Args:
+        heads: a sorted tuple of ``(block, layer, head)`` (``head=None``: the whole layer), hashable
+            so that the same selection hits the cache.
+    """
+    from engine.analysis.ablation import ablate
+
+    model = get_model(model_id)
+    with _jobs:
+        return ablate(model, text, heads, causal=causal, max_tokens=max_tokens, keep_only=keep_only)

@@ -1,0 +1,250 @@
+"""One runner per model family for :func:`engine.analysis.ablation.ablate`.
+
+A runner knows the family's heads (``layout``), where its output projections are, how to turn text
+into ids (the same way the family's tracing adapter does), how to compute the output that ablation
+is judged by, and how to summarise a before/after pair into :class:`AblationResult` fields.
+``run`` is called inside ``Model.run`` (under the model's lock, in inference mode) with the module
+to use, which is the shared module or its CPU copy after a GPU out-of-memory error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.analysis.ablation import next_token_summary
+from engine.analysis.ablation_heads import HF_OUT_PROJ, SELF, HeadRef, heads_off
+from engine.text import (
+    byte_level_display,
+    check_max_tokens,
+    clean_input,
+    clean_token,
+    length_notices,
+    unknown_words_notice,
+)
+from engine.types import EmptyInputError, EngineError, Tokens
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Ids and settings of one input, shared by the before and after runs."""
+
+    ids: tuple[int, ...]
+    tokens: Tokens
+    notices: tuple[str, ...]
+    causal: bool | None = None
+
+
+def _log_probs(logits: torch.Tensor) -> np.ndarray:
+    """``[vocab]`` logits → float64 numpy log-probabilities."""
+    return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
+
+
+# ---- our own decoder ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OwnDecoderRunner:
+    """:class:`~engine.models.transformer.Transformer` checkpoints: next-token probabilities."""
+
+    layout: dict
+    vocab: Any
+    output: str = "next-token"
+
+    @staticmethod
+    def projections(module: nn.Module) -> dict[tuple[str, int], nn.Module]:
+        return {(SELF, i): block.attn.w_o for i, block in enumerate(module.blocks)}
+
+    def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
+        from engine.training.vocab import BOS_ID, UNK_ID, tokenize
+
+        text, cut_chars = clean_input(text)
+        max_tokens = check_max_tokens(max_tokens, 2)
+        words = tokenize(text)
+        if not words:
+            raise EmptyInputError("The text has no words this model can read.")
+        ids_all = [BOS_ID, *model.tokenizer.encode(words)]
+        limit = min(max_tokens, model.max_positions)
+        ids = ids_all[:limit]
+        unknown = list(dict.fromkeys(w for w, i in zip(words, ids[1:]) if i == UNK_ID))
+        notices = [n for n in [unknown_words_notice(unknown)] if n]
+        notices += length_notices(len(ids_all), limit, max_tokens=max_tokens, max_positions=model.max_positions,
+                                  cut_chars=cut_chars)  # fmt: skip
+        return Prepared(tuple(ids), model.tokenizer.tokens_for_display(ids), tuple(notices), causal)
+
+    def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], _before) -> Any:
+        ids = torch.tensor([list(prep.ids)], dtype=torch.long, device=device)  # (1, T)
+        n_heads = {SELF: module.cfg.n_heads}
+        with heads_off(self.projections(module), off, n_heads):
+            logits = module(ids, causal=prep.causal)  # (1, T, V)
+        return _log_probs(logits[0, -1])
+
+    def summarise(self, prep: Prepared, before, after, top_k: int) -> dict:
+        out = next_token_summary(before, after, top_k)
+        out["top_tokens"] = tuple(self.vocab.decode(out["top_ids"]))
+        return out
+
+
+# ---- Hugging Face BERT / DistilBERT / GPT-2 families ----------------------------------------------
+def sentence_max_length(model) -> int | None:
+    """``max_seq_length`` of a sentence-transformers folder (256 for all-MiniLM-L6-v2), else None."""
+    source = model.info.get("source") if isinstance(model.info, dict) else None
+    path = Path(source) / "sentence_bert_config.json" if source else None
+    try:
+        value = json.loads(path.read_text()).get("max_seq_length") if path and path.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+@dataclass(frozen=True)
+class HFRunner:
+    """BERT-like encoders (sentence embedding) and GPT-2 decoders (next-token probabilities)."""
+
+    layout: dict
+    adapter: Any
+    tokenizer: Any
+    output: str = "next-token"
+
+    def projections(self, module: nn.Module) -> dict[tuple[str, int], nn.Module]:
+        name = HF_OUT_PROJ[self.adapter.layers_path]
+        return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
+
+    def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
+        text, cut_chars = clean_input(text)
+        requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
+        ceiling = model.max_positions
+        if self.output == "embedding":
+            ceiling = min(ceiling, sentence_max_length(model) or ceiling)
+        limit = min(requested, ceiling)
+        ids, tokens, n_total = self.adapter.tokenize(model.tokenizer, text, limit)
+        notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=ceiling, cut_chars=cut_chars)
+        return Prepared(tuple(ids), tokens, tuple(notices), causal)
+
+    def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], _before) -> Any:
+        n = len(prep.ids)
+        input_ids = torch.tensor([list(prep.ids)], device=device)  # (1, T)
+        default_causal = self.adapter.family == "decoder"
+        causal = default_causal if prep.causal is None else bool(prep.causal)
+        kwargs = {}
+        if causal != default_causal:  # a per-call 4D additive float mask, as the tracing adapter does
+            dtype = next(module.parameters()).dtype
+            mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device)
+            if causal:
+                blocked = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+                mask = mask.masked_fill(blocked, torch.finfo(dtype).min)
+            kwargs["attention_mask"] = mask
+        with heads_off(self.projections(module), off, {SELF: self.layout[SELF][1]}):
+            if self.output == "next-token":
+                return _log_probs(module(input_ids=input_ids, **kwargs).logits[0, -1])
+            hidden = self.adapter.base(module)(input_ids=input_ids, **kwargs).last_hidden_state[0]  # (T, D)
+        pooled = hidden.float().mean(dim=0)  # mean pooling; every token is real (mask all ones)
+        return F.normalize(pooled, p=2, dim=0).cpu().numpy()  # (D,) unit length
+
+    def summarise(self, prep: Prepared, before, after, top_k: int) -> dict:
+        if self.output == "embedding":
+            cosine = float(np.dot(before.astype(np.float64), after.astype(np.float64)))
+            return {"embedding_before": before, "embedding_after": after, "cosine": cosine}
+        out = next_token_summary(before, after, top_k)
+        pieces = self.tokenizer.convert_ids_to_tokens(list(out["top_ids"]))
+        show = byte_level_display if self.adapter.byte_level else clean_token
+        out["top_tokens"] = tuple(show(p) for p in pieces)
+        return out
+
+
+# ---- the encoder-decoder translator ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Seq2SeqRunner:
+    """Our encoder-decoder translator: the greedy translation and its confidence."""
+
+    layout: dict
+    tgt_vocab: Any
+    output: str = "translation"
+
+    @staticmethod
+    def projections(module: nn.Module) -> dict[tuple[str, int], nn.Module]:
+        out = {}
+        for i, block in enumerate(module.encoder.blocks):
+            out[("encoder", i)] = block.attn.w_o
+        for i, block in enumerate(module.decoder.blocks):
+            out[("decoder", i)] = block.attn.w_o
+            out[("cross", i)] = block.cross_attn.w_o
+        return out
+
+    def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
+        from engine.models.seq2seq import source_tokens
+        from engine.training.corpora.translation import suggest
+        from engine.training.vocab import EOS_ID, UNK_ID
+
+        text, cut_chars = clean_input(text)
+        max_tokens = check_max_tokens(max_tokens, 2)
+        src_vocab = model.tokenizer["source"]
+        words = source_tokens(text)
+        if not words:
+            raise EmptyInputError("The text has no words this model can read.")
+        limit = min(max_tokens, model.max_positions)
+        kept = words[: limit - 1]
+        ids = [*src_vocab.encode(kept), EOS_ID]
+        unknown = list(dict.fromkeys(w for w, i in zip(kept, ids) if i == UNK_ID))
+        notices = [n for n in [unknown_words_notice(unknown, lambda w: suggest(w, k=2))] if n]
+        notices += length_notices(len(words) + 1, limit, max_tokens=max_tokens, max_positions=model.max_positions,
+                                  cut_chars=cut_chars, verb="translated")  # fmt: skip
+        return Prepared(tuple(ids), src_vocab.tokens_for_display(ids), tuple(notices), None)
+
+    def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], before) -> Any:
+        from engine.training.vocab import BOS_ID
+
+        n_heads = {block: module.cfg.n_heads for block in self.layout}
+        with heads_off(self.projections(module), off, n_heads):
+            generated = module.greedy_decode(list(prep.ids))
+            reference = generated if before is None else before["generated"]
+            src = torch.tensor([list(prep.ids)], device=device)  # (1, S)
+            tgt_in = torch.tensor([[BOS_ID, *reference[:-1]]], device=device)  # (1, m)
+            logits = module(src, tgt_in, attn_impl="sdpa")[0]  # (m, V), teacher-forced
+        probs = torch.softmax(logits.double(), dim=-1)  # (m, V)
+        chosen = probs[torch.arange(len(reference)), torch.tensor(reference, device=device)]  # (m,)
+        return {"generated": list(generated), "confidence": float(chosen.mean()) if len(reference) else float("nan")}
+
+    def summarise(self, prep: Prepared, before, after, top_k: int) -> dict:
+        from engine.models.seq2seq import target_text
+
+        out = {}
+        for side, run in (("before", before), ("after", after)):
+            words = self.tgt_vocab.decode(run["generated"])
+            out[f"target_{side}"] = tuple(words)
+            out[f"translation_{side}"] = target_text(words)
+            out[f"confidence_{side}"] = run["confidence"]
+        return out
+
+
+def runner_for(model):
+    """The runner for a loaded :class:`~engine.model.Model`.
+
+    Raises:
+        EngineError: a family without ablation here (RNN attention, ViT, unknown).
+    """
+    from engine.models.seq2seq import Seq2SeqTransformer
+    from engine.models.transformer import Transformer
+    from engine.pretrained.adapters import HFTextAdapter
+
+    module = model.module
+    if isinstance(module, Transformer):
+        return OwnDecoderRunner(layout={SELF: (module.cfg.n_layers, module.cfg.n_heads)}, vocab=model.tokenizer)
+    if isinstance(module, Seq2SeqTransformer):
+        shape = (module.cfg.n_layers, module.cfg.n_heads)
+        return Seq2SeqRunner(layout={"encoder": shape, "decoder": shape, "cross": shape},
+                             tgt_vocab=model.tokenizer["target"])  # fmt: skip
+    adapter = model.adapter
+    if isinstance(adapter, HFTextAdapter) and adapter.layers_path in HF_OUT_PROJ:
+        layout = {SELF: (len(adapter.layers(module)), adapter.n_heads(module.config))}
+        output = "next-token" if adapter.family == "decoder" else "embedding"
+        return HFRunner(layout=layout, adapter=adapter, tokenizer=model.tokenizer, output=output)
+    raise EngineError(
+        f"Head ablation works on transformer text models and the transformer translator, not on "
+        f"{model.spec.id} ({model.spec.family})."
+    )
