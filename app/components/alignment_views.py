@@ -36,6 +36,8 @@ def alignment_map(
     meta: str,
     gold: list[tuple[int, int]] | None = None,
     height: int | None = None,
+    compact: bool = False,
+    zmax: float = 1.0,
 ) -> go.Figure:
     """Target words (rows, y) × source words (columns, x), weights in paper greyscale (white = high).
 
@@ -45,6 +47,8 @@ def alignment_map(
         title: the figure title; ``meta``: a name stored in ``layout.meta``.
         gold: ``[(source_index, target_index)]`` gold word links, drawn as orange squares.
         height: pixels (default grows with the number of rows).
+        compact: for a narrow column: no axis titles and no colour bar.
+        zmax: the weight drawn white (1.0, as in the paper; lower it for diffuse maps).
     """
     n_t, n_s = weights.shape
     if (len(target), len(source)) != (n_t, n_s):
@@ -53,8 +57,8 @@ def alignment_map(
     custom = np.stack([np.repeat(np.array(y_lab, dtype=object)[:, None], n_s, 1),
                        np.repeat(np.array(x_lab, dtype=object)[None, :], n_t, 0)], -1)  # fmt: skip
     fig = go.Figure(go.Heatmap(
-        z=weights.astype(float), x=list(range(n_s)), y=list(range(n_t)), customdata=custom, zmin=0.0, zmax=1.0,
-        colorscale=PAPER_GREYS, colorbar=dict(title="α", thickness=10),
+        z=weights.astype(float), x=list(range(n_s)), y=list(range(n_t)), customdata=custom, zmin=0.0, zmax=float(zmax),
+        colorscale=PAPER_GREYS, colorbar=dict(title="α", thickness=10), showscale=not compact,
         hovertemplate="writing %{customdata[0]} ← reading %{customdata[1]}<br>α = %{z:.3f}<extra></extra>",
     ))  # fmt: skip
     if gold:
@@ -64,13 +68,13 @@ def alignment_map(
             hovertemplate="gold link<extra></extra>",
         ))  # fmt: skip
     fig.update_layout(
-        title=dict(text=html.escape(title), font=dict(size=14)),
-        meta=meta, height=height or max(300, min(700, 34 * n_t + 150)), margin=dict(l=10, r=10, t=70, b=10),
+        title=dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top"),
+        meta=meta, height=height or max(300, min(700, 34 * n_t + 170)), margin=dict(l=10, r=45 if compact else 10, t=95, b=10),
         showlegend=bool(gold), legend=dict(orientation="h", y=-0.02, yanchor="top"),
-        xaxis=dict(title="source (English)", tickmode="array", tickvals=list(range(n_s)), ticktext=x_lab,
-                   tickangle=-45, side="top", showgrid=False, zeroline=False),
-        yaxis=dict(title="target (written)", tickmode="array", tickvals=list(range(n_t)), ticktext=y_lab,
-                   autorange="reversed", showgrid=False, zeroline=False),
+        xaxis=dict(title=None if compact else "source (English)", tickmode="array", tickvals=list(range(n_s)),
+                   ticktext=x_lab, tickangle=-45, side="top", showgrid=False, zeroline=False),
+        yaxis=dict(title=None if compact else "target (written)", tickmode="array", tickvals=list(range(n_t)),
+                   ticktext=y_lab, autorange="reversed", showgrid=False, zeroline=False),
     )  # fmt: skip
     return fig
 

@@ -112,7 +112,8 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
                "an article, say), not what a dictionary would link." if off else
                "Here every word looks most at its gold word; that is not guaranteed (see the example below).")
         )
-    found = services.bahdanau_disagreement(model_id)
+    with st.spinner("Searching the grammar for a sentence where attention and gold links differ…"):
+        found = services.bahdanau_disagreement(model_id)
     if found is None:
         st.caption("A search over generated grammar sentences found none where attention and gold links differ.")
         return
@@ -138,9 +139,9 @@ def show_compare(text: str) -> None:
     for col, variant in zip(columns[:2], ("additive", "dot")):
         with col:
             tr = services.bahdanau_trace(services.BAHDANAU_MODELS[variant], text)
-            st.plotly_chart(alignment_map(tr.alignment, list(tr.target.strings), list(tr.source.strings),
-                                          title=VARIANT_LABELS[variant], meta=f"bahdanau_cmp_{variant}", height=420),
-                            key=f"bahdanau_cmp_{variant}")  # fmt: skip
+            fig = alignment_map(tr.alignment, list(tr.target.strings), list(tr.source.strings), compact=True,
+                                title=VARIANT_LABELS[variant], meta=f"bahdanau_cmp_{variant}", height=420)
+            st.plotly_chart(fig, key=f"bahdanau_cmp_{variant}")
             st.caption(f"Output: {tr.output_text}")
     with columns[2]:
         s2s = services.bahdanau_trace(services.TRANSFORMER_TRANSLATOR, text)
@@ -155,16 +156,18 @@ def show_compare(text: str) -> None:
                                     format_func=lambda h: "average" if h < 0 else f"head {h}"))  # fmt: skip
         weights = cross.pattern(layer).mean(axis=0) if head < 0 else cross.pattern(layer, head)
         finished = not any("did not end" in n for n in s2s.notices)
+        top = float(weights.max())
         title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
-        st.plotly_chart(alignment_map(weights, transformer_rows(cross.tokens.strings, finished),
-                                      list(cross.key_tokens.strings), title=title, meta="bahdanau_cmp_transformer",
-                                      height=420), key="bahdanau_cmp_transformer")  # fmt: skip
-        st.caption(f"Output: {s2s.output_text}")
+        fig = alignment_map(weights, transformer_rows(cross.tokens.strings, finished), list(cross.key_tokens.strings),
+                            title=title, meta="bahdanau_cmp_transformer", height=420, compact=True, zmax=top)
+        st.plotly_chart(fig, key="bahdanau_cmp_transformer")
+        st.caption(f"Output: {s2s.output_text} · white = weight {top:.2f}")
     st.caption(
         "Left: Bahdanau's additive score; middle: Luong's dot (“general”) score, same RNN otherwise; right: the "
         "cross-attention of our small encoder-decoder transformer (tiny-translator), where each of its heads has its "
         "own map and a row is the decoder position that reads the previous word to write this one (its source ends "
-        "with <eos>). The RNNs have one attention and must put it on the useful word; the transformer spreads the job "
+        "with <eos>; white is its largest weight, given under it, not 1). The RNNs have one attention and must put it "
+        "on the useful word; the transformer spreads the job "
         "over heads and layers, so a single head is often far from a word alignment, and the average blurs."
     )
 
