@@ -182,3 +182,15 @@ def test_examples_dates_and_the_differs_example():
     assert at.text_input(key="bahdanau_text").value == sentence
     captions = " ".join(c.value for c in at.caption)
     assert "Where it differs" in captions, captions
+
+
+def test_a_late_step_survives_a_shorter_sentence():
+    at = open_page(PAGE, bahdanau_text="she sees the small black dog")
+    at.select_slider(key="bahdanau_step").set_value(5).run()
+    assert at.metric[0].value == "noir"
+    at.text_input(key="bahdanau_text").input("he is happy").run()
+    assert_clean(at)
+    tr = engine.trace(engine.load(ADDITIVE), "he is happy")
+    step = at.select_slider(key="bahdanau_step").value
+    assert step == len(tr.target) - 1  # clamped to the last step of the new translation
+    np.testing.assert_allclose(ys(by_meta(at)["bahdanau_energies"], 1), tr.alignment[step], atol=1e-6)
