@@ -44,6 +44,17 @@ def _overlay_trace(attention: np.ndarray, patch_size: int, *, showscale: bool, z
     )  # fmt: skip
 
 
+def _patch_markers(side: int, patch_size: int) -> go.Scatter:
+    """Invisible markers at the patch centres: hover shows the patch number, a click selects the patch."""
+    grid = side // patch_size
+    centres = (np.arange(grid) * patch_size + (patch_size - 1) / 2).tolist()
+    xs, ys = np.meshgrid(centres, centres)
+    return go.Scatter(x=xs.ravel(), y=ys.ravel(), mode="markers", customdata=np.arange(grid * grid),
+                      marker=dict(size=max(6, 240 // grid), opacity=0, symbol="square"),
+                      unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)),
+                      hovertemplate="patch %{customdata}<extra></extra>", showlegend=False, name="patches")  # fmt: skip
+
+
 def _grid_lines(fig: go.Figure, side: int, patch_size: int, row: int | None = None, col: int | None = None) -> None:
     for k in range(0, side + 1, patch_size):
         edge = k - 0.5
@@ -55,8 +66,9 @@ def _grid_lines(fig: go.Figure, side: int, patch_size: int, row: int | None = No
 
 
 def _square_axes(fig: go.Figure, side: int) -> None:
-    fig.update_xaxes(range=[-0.5, side - 0.5], showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
-    fig.update_yaxes(range=[side - 0.5, -0.5], showticklabels=False, showgrid=False, zeroline=False,
+    fig.update_xaxes(range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
+                     constrain="domain")
+    fig.update_yaxes(range=[side - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
                      scaleanchor="x", constrain="domain")  # fmt: skip
 
 
@@ -64,12 +76,7 @@ def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", heig
     """The image as the model saw it, with the patch grid drawn on top and patch numbers on hover."""
     side = image.shape[0]
     fig = go.Figure(_image_trace(image))
-    grid = side // patch_size
-    centres = (np.arange(grid) * patch_size + (patch_size - 1) / 2).tolist()
-    xs, ys = np.meshgrid(centres, centres)
-    fig.add_trace(go.Scatter(x=xs.ravel(), y=ys.ravel(), mode="markers", marker=dict(size=max(4, 200 // grid), opacity=0),
-                             customdata=np.arange(grid * grid), hovertemplate="patch %{customdata}<extra></extra>",
-                             showlegend=False, name="patches"))  # fmt: skip
+    fig.add_trace(_patch_markers(side, patch_size))
     _grid_lines(fig, side, patch_size)
     _square_axes(fig, side)
     fig.update_layout(title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=height,
@@ -78,10 +85,14 @@ def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", heig
 
 
 def overlay(image: np.ndarray, attention: np.ndarray, patch_size: int, *, title: str = "", height: int = 380,
-            mark: int | None = None) -> go.Figure:  # fmt: skip
-    """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query)."""
+            mark: int | None = None, clickable: bool = False) -> go.Figure:  # fmt: skip
+    """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
+    ``clickable`` adds invisible patch markers so a click can select a patch."""
     side = image.shape[0]
     fig = go.Figure([_image_trace(image), _overlay_trace(attention, patch_size, showscale=True)])
+    if clickable:
+        fig.add_trace(_patch_markers(side, patch_size))
+        fig.update_layout(clickmode="event+select", dragmode=False)
     if mark is not None:
         r, c = divmod(int(mark), attention.shape[1])
         fig.add_shape(type="rect", x0=c * patch_size - 0.5, x1=(c + 1) * patch_size - 0.5, y0=r * patch_size - 0.5,
@@ -105,8 +116,8 @@ def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, select
         fig.add_trace(image_trace, row=r + 1, col=c + 1)
         fig.add_trace(_overlay_trace(maps[h], patch_size, showscale=False), row=r + 1, col=c + 1)
     side = image.shape[0]
-    fig.update_xaxes(range=[-0.5, side - 0.5], showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(range=[side - 0.5, -0.5], showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_xaxes(range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    fig.update_yaxes(range=[side - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False)
     fig.update_layout(height=max(220, 200 * rows), margin=dict(l=5, r=5, t=30, b=5))
     fig.update_annotations(font_size=12)
     return fig

@@ -30,8 +30,8 @@ def _defaults() -> None:
             st.session_state[key] = value
 
 
-def pick_image() -> tuple[np.ndarray | None, str, str]:
-    """The input image, its source and a short description (None and a message when there is none)."""
+def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
+    """The input image, its source, a short description and decoding notices (None and a message when there is none)."""
     source = st.radio("Image", list(SOURCES), format_func=SOURCES.get, key="vit_source", horizontal=True, **PERSIST)
     if source not in SOURCES:
         source = "digit"
@@ -39,26 +39,25 @@ def pick_image() -> tuple[np.ndarray | None, str, str]:
         st.number_input("Digit sample number", min_value=0, max_value=N_DIGITS - 1, step=1, key="vit_digit", **PERSIST,
                         help="scikit-learn's 1,797 hand-written digits; from 899 on, the model never saw them in training.")
         index = bounded(st.session_state.get("vit_digit"), 0, N_DIGITS - 1)
-        return services.vit_sample("digit", str(index)), source, f"digit sample {index} (true label {services.vit_digit_label(index)})"
+        label = services.vit_digit_label(index)
+        return services.vit_sample("digit", str(index)), source, f"digit sample {index} (true label {label})", ()
     if source == "shape":
         name = st.selectbox("Shape", SHAPES, key="vit_shape", **PERSIST)
-        return services.vit_sample("shape", name if name in SHAPES else SHAPES[0]), source, f"a drawn {name}"
+        return services.vit_sample("shape", name if name in SHAPES else SHAPES[0]), source, f"a drawn {name}", ()
     if source == "photo":
         name = st.selectbox("Photo", PHOTOS, key="vit_photo", **PERSIST)
-        return services.vit_sample("photo", name if name in PHOTOS else PHOTOS[0]), source, f"the photo '{name}'"
+        return services.vit_sample("photo", name if name in PHOTOS else PHOTOS[0]), source, f"the photo '{name}'", ()
     upload = st.file_uploader("Your image", type=UPLOAD_TYPES, key="vit_upload",
                               help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.")
     if upload is None:
         st.info("Choose an image file to see where the model looks.")
-        return None, source, ""
+        return None, source, "", ()
     try:
         pixels, notices = services.vit_read_upload(upload.getvalue())
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         st.error(f"**{upload.name}** cannot be used: {services.friendly_error(err)}")
-        return None, source, ""
-    for notice in notices:
-        st.info(notice)
-    return pixels, source, f"your image '{upload.name}'"
+        return None, source, "", ()
+    return pixels, source, f"your image '{upload.name}'", tuple(notices)
 
 
 def pick_model_id() -> str:
@@ -82,9 +81,17 @@ def csv_bytes(grid: np.ndarray) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def show_input(trace, source: str, described: str, model_id: str) -> None:
-    left, right = st.columns(2)
+def show_input(image: np.ndarray, trace, source: str, described: str, model_id: str) -> None:
+    if model_id == DEFAULT_MODEL and source != "digit":
+        st.warning("This tiny model only learned the hand-written digits 0–9 from 8×8 images, so its answer for "
+                   f"{described} is a guess that means little. Where it looks is still worth seeing.")
     rows, cols = trace.grid
+    if source == "digit":
+        left, right = st.columns(2)
+    else:
+        original, left, right = st.columns([2, 3, 3])
+        with original:
+            st.image(image, caption="The original", clamp=True)
     with left:
         st.plotly_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key="vit_image")
         st.caption(f"{described.capitalize()}, as the model reads it: {trace.image.shape[0]}×{trace.image.shape[1]} pixels "
@@ -97,9 +104,6 @@ def show_input(trace, source: str, described: str, model_id: str) -> None:
                        "of each class (the softmax of the class head's outputs), most likely first.")
         else:
             st.info("This model has no classification head, so there is no prediction; its attention is still shown.")
-    if model_id == DEFAULT_MODEL and source != "digit":
-        st.warning("This tiny model only learned the hand-written digits 0–9 from 8×8 images, so its answer for "
-                   f"{described} is a guess that means little. Where it looks is still worth seeing.")
 
 
 def show_cls(trace, layer: int, head: int) -> np.ndarray:
@@ -119,23 +123,47 @@ def show_cls(trace, layer: int, head: int) -> np.ndarray:
     return maps
 
 
+def apply_click(trace) -> None:
+    """A click on the patch chart (its selection, kept in session state) picks the query patch, once per click."""
+    state = st.session_state.get("vit_patch_map")
+    try:
+        points = list(state["selection"]["points"]) if state else []
+    except (KeyError, TypeError):
+        points = []
+    if not points:
+        return
+    point = points[0]
+    size = trace.patch_size
+    try:
+        r, c = int((float(point["y"]) + 0.5) // size), int((float(point["x"]) + 0.5) // size)
+    except (KeyError, TypeError, ValueError):
+        return
+    rows, cols = trace.grid
+    if 0 <= r < rows and 0 <= c < cols and st.session_state.get("_vit_click") != (r, c):
+        st.session_state["_vit_click"] = (r, c)
+        st.session_state["vit_patch"] = r * cols + c
+
+
 def show_patch(trace, layer: int, head: int) -> None:
     rows, cols = trace.grid
     n = rows * cols
+    apply_click(trace)
     clamp("vit_patch", 0, n - 1)
     left, right = st.columns([1, 2])
     with left:
-        st.number_input("Patch (row-major number; hover the image above to see numbers)", min_value=0, max_value=n - 1,
+        st.number_input("Patch (click one in the chart, or type its number)", min_value=0, max_value=n - 1,
                         step=1, key="vit_patch", **PERSIST)  # fmt: skip
         patch = bounded(st.session_state.get("vit_patch"), 0, n - 1)
         r, c = divmod(patch, cols)
         st.caption(f"Patch {patch} is row {r}, column {c} of the {rows}×{cols} grid.")
     with right:
         grid = services.vit_patch_map(trace, layer, head, patch)
-        st.plotly_chart(overlay(trace.image, grid, trace.patch_size, mark=patch,
-                                title=f"Patch {patch} → patches, layer {layer}, head {head}"), key="vit_patch_map")
+        st.plotly_chart(overlay(trace.image, grid, trace.patch_size, mark=patch, clickable=True,
+                                title=f"Patch {patch} → patches, layer {layer}, head {head}"),
+                        key="vit_patch_map", on_select="rerun", selection_mode="points")
         st.caption("The outlined patch is the query: colours show how much it attends to every patch (its row of the "
-                   "attention pattern). Patches often look at neighbours or at patches with similar content.")
+                   "attention pattern). Click another patch to make it the query. Patches often look at neighbours "
+                   "or at patches with similar content.")
 
 
 def show_rollout(trace) -> tuple[str, float]:
@@ -197,7 +225,7 @@ def main() -> None:
              "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer.")
     top_left, top_right = st.columns([3, 2])
     with top_left:
-        image, source, described = pick_image()
+        image, source, described, notices = pick_image()
     with top_right:
         model_id = pick_model_id()
     if image is None:
@@ -214,9 +242,10 @@ def main() -> None:
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))
         return
-    for notice in trace.notices:
-        st.info(notice)
-    show_input(trace, source, described, model_id)
+    notices = (*notices, *trace.notices)
+    if notices:
+        st.info("\n".join(f"- {notice}" for notice in notices))
+    show_input(image, trace, source, described, model_id)
 
     n_layers, n_heads = trace.attention.n_layers, trace.attention.n_heads
     st.subheader("Where [CLS] looks")
