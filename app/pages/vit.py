@@ -213,7 +213,8 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, fusion: str, discard
     st.caption(f"With nothing hidden the model says **{result.original}** ({result.p_original:.0%}). Each row hides k "
                "patches (painted with the background/mean colour): the k that the rollout ranks highest, k random "
                "ones, or the k it ranks lowest. If the rollout points at what the model uses, hiding its top patches "
-               "should lower the probability the most.")
+               "should lower the probability the most. Try it: often it does not, because attention is not the same "
+               "as importance.")
     st.download_button("Download the table as CSV", table.to_csv(index=False).encode("utf-8"),
                        file_name="vit_occlusion.csv", mime="text/csv", icon=":material/download:")
 

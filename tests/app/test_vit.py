@@ -7,6 +7,7 @@ import io
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
@@ -160,3 +161,24 @@ def test_out_of_range_settings_are_clamped():
     assert at.selectbox(key="vit_layer").value == 2
     assert at.selectbox(key="vit_head").value == 0
     assert at.number_input(key="vit_patch").value == 15
+
+
+def test_a_local_hugging_face_deit_folder_renders(tmp_path):
+    """A tiny random distilled DeiT saved locally, typed into the Hub-id field: [CLS] and [DIST] come
+    before the 16 patches, so the overlay must skip both (checked against the engine's own trace)."""
+    from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher, ViTImageProcessor
+
+    torch.manual_seed(0)
+    config = DeiTConfig(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=48, initializer_range=0.5, num_labels=3)
+    DeiTForImageClassificationWithTeacher(config).save_pretrained(tmp_path)
+    ViTImageProcessor(size={"height": 16, "width": 16}).save_pretrained(tmp_path)
+    at = open_page("vit", vit_hub_id=str(tmp_path), vit_source="photo", vit_head=2)
+    assert_clean(at)
+    assert not at.error, messages(at.error)
+    assert len(at.get("plotly_chart")) == 7
+    assert not any(NOT_A_DIGIT in w for w in messages(at.warning))
+    reference = engine.trace(engine.load(str(tmp_path)), samples.photo("china"))
+    assert reference.attention.tokens.strings[:3] == ("[CLS]", "[DIST]", "p0")
+    expected = reference.attention.pattern(0, 2)[0, 2:].reshape(4, 4)
+    np.testing.assert_allclose(overlay_z(by_title(at, "[CLS] → patches, layer 0, head 2")), expected, atol=1e-6)

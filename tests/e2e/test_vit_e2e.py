@@ -80,6 +80,15 @@ def test_vit_default_upload_and_bad_file(page: Page, app_url: str, artifacts: Pa
     expect_settled(page)
     expect_no_exception(page)
 
+    # rollout controls: heads fused by max
+    page.get_by_role("heading", name="Attention rollout").scroll_into_view_if_needed()
+    page.locator('[data-testid="stRadio"]').filter(has_text="Head fusion").get_by_text("max", exact=True).click()
+    expect(page.get_by_text("Rollout, heads fused by max, discard 0.0")).to_be_visible(timeout=REDRAW_MS)
+    expect_settled(page)
+    expect_no_exception(page)
+    page.get_by_text("Occlusion check").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "vit-rollout.png"))
+
     # upload a real PNG photo
     page.get_by_text("Upload your own").click()
     uploader = page.locator('[data-testid="stFileUploader"] input[type="file"]')
