@@ -128,7 +128,7 @@ def vit_read_upload(data: bytes) -> tuple[np.ndarray, tuple[str, ...]]:
     return decoded.pixels, decoded.notices
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
+@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)  # ViT-B/16: ~5 MB of Q/K/V per trace
 def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace:
     """Classify ``image`` with the cached model and capture its attention."""
     model = get_model(model_id)

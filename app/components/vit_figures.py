@@ -18,11 +18,12 @@ from plotly.subplots import make_subplots
 OVERLAY_SCALE = "Inferno"
 OVERLAY_OPACITY = 0.6
 MAX_SHOWN_SIDE = 112  # images are thinned to about this many pixels per side before they go to the browser
+MAX_THUMB_SIDE = 56  # the same for each thumbnail of the all-heads grid (12 heads × a 224-px photo otherwise)
 
 
-def _image_trace(image: np.ndarray) -> go.BaseTraceType:
+def _image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTraceType:
     """The image (grey ``[S, S]`` or RGB ``[S, S, 3]``, values 0–1), thinned for the browser."""
-    step = max(1, math.ceil(max(image.shape[:2]) / MAX_SHOWN_SIDE))
+    step = max(1, math.ceil(max(image.shape[:2]) / max_side))
     small = np.asarray(image, dtype=np.float64)[::step, ::step]
     offset = (step - 1) / 2
     if small.ndim == 3:
@@ -110,7 +111,7 @@ def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, select
     rows = math.ceil(n / cols)
     titles = [f"<b>▶ head {h}</b>" if h == selected else f"head {h}" for h in range(n)]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.02, vertical_spacing=0.08)
-    image_trace = _image_trace(image)
+    image_trace = _image_trace(image, MAX_THUMB_SIDE)
     for h in range(n):
         r, c = divmod(h, cols)
         fig.add_trace(image_trace, row=r + 1, col=c + 1)

@@ -235,7 +235,7 @@ def main() -> None:
     if model is None:
         return
     if model.spec.family != "vit":
-        st.error(f"**{model_id}** is a {model.spec.family} model, not a Vision Transformer. Pick a ViT.")
+        st.error(f"**{model_id}** is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
         return
     try:
         with st.spinner("Running the model…"):

@@ -182,3 +182,10 @@ def test_a_local_hugging_face_deit_folder_renders(tmp_path):
     assert reference.attention.tokens.strings[:3] == ("[CLS]", "[DIST]", "p0")
     expected = reference.attention.pattern(0, 2)[0, 2:].reshape(4, 4)
     np.testing.assert_allclose(overlay_z(by_title(at, "[CLS] → patches, layer 0, head 2")), expected, atol=1e-6)
+
+
+def test_a_text_model_in_the_hub_field_is_refused():
+    at = open_page("vit", vit_hub_id="tiny-random-gpt2")
+    assert_clean(at)
+    assert any("not a Vision Transformer" in e for e in messages(at.error)), messages(at.error)
+    assert not at.get("plotly_chart")
