@@ -166,7 +166,7 @@ def show_patch(trace, layer: int, head: int) -> None:
                    "or at patches with similar content.")
 
 
-def show_rollout(trace) -> tuple[str, float]:
+def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float]:
     st.subheader("Attention rollout: following attention through all layers")
     c1, c2 = st.columns(2)
     with c1:
@@ -180,7 +180,7 @@ def show_rollout(trace) -> tuple[str, float]:
     left, right = st.columns(2)
     last = trace.attention.n_layers - 1
     with left:
-        st.plotly_chart(overlay(trace.image, services.vit_rollout_map(trace, fusion, discard), trace.patch_size,
+        st.plotly_chart(overlay(trace.image, services.vit_rollout_map(model_id, image, fusion, discard), trace.patch_size,
                                 title=f"Rollout, heads fused by {fusion}, discard {discard:.1f}"), key="vit_rollout")
     with right:
         st.plotly_chart(overlay(trace.image, services.vit_last_layer_map(trace, fusion), trace.patch_size,
@@ -260,7 +260,7 @@ def main() -> None:
     show_cls(trace, layer, head)
     st.subheader("Where one patch looks")
     show_patch(trace, layer, head)
-    fusion, discard = show_rollout(trace)
+    fusion, discard = show_rollout(model_id, image, trace)
     show_occlusion(model_id, image, trace, fusion, discard)
 
 
