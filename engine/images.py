@@ -8,7 +8,8 @@ What an upload must pass, in this order (nothing is written to disk; the bytes s
     header      width · height ≤ max_pixels, read from the header *before* any pixel is decoded
     bombs       Pillow's DecompressionBombWarning / DecompressionBombError become ImageError
     decode      a truncated or corrupt file becomes ImageError (never a half-grey image)
-    frames      an animated GIF/PNG/WebP keeps its first frame, with a notice
+    frames      an animated GIF/PNG/WebP (or multi-page TIFF, MPO) keeps its first frame, with a notice
+    rotation    the EXIF orientation tag is applied (phone photos come out upright)
     mode        1/L/RGB pass; P (palette) → RGB(A); CMYK, YCbCr, LAB, HSV → RGB;
                 16/32-bit grey ("I;16", "I") → 8-bit; alpha (RGBA, LA, PA) composited, with a notice;
                 anything else is refused
@@ -31,7 +32,7 @@ from engine.types import EngineError
 MAX_BYTES = 10 * 1024 * 1024  # the app's upload limit (.streamlit/config.toml: maxUploadSize = 10)
 MAX_PIXELS = 25_000_000  # a 25-megapixel photo; a header claiming more is refused before decoding
 MAX_SIDE = 1024  # longer sides are shrunk: the models read 8×8 … 384×384 pixels anyway
-ALLOWED_FORMATS = ("PNG", "JPEG", "GIF", "BMP", "WEBP", "TIFF")
+ALLOWED_FORMATS = ("PNG", "JPEG", "GIF", "BMP", "WEBP", "TIFF")  # Pillow's JPEG opener also reads phones' MPO files
 
 
 class ImageError(EngineError):
@@ -96,7 +97,7 @@ def _decode(image, notices: list[str]):
     from PIL import Image
 
     if getattr(image, "is_animated", False) or getattr(image, "n_frames", 1) > 1:
-        notices.append(f"The image is animated ({image.n_frames} frames): only the first frame is used.")
+        notices.append(f"The file holds {image.n_frames} frames (animated or multi-page): only the first frame is used.")
         image.seek(0)
     if image.format == "JPEG" and max(image.size) > 2 * MAX_SIDE:
         image.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode a JPEG at 1/2, 1/4 or 1/8 scale directly
@@ -153,6 +154,20 @@ def _to_array(image, notices: list[str]) -> np.ndarray:
     raise ImageError(f"Images in Pillow's {mode!r} mode are not supported; save it as an ordinary RGB PNG or JPEG.")
 
 
+def _upright(image, notices: list[str]):
+    """Apply the EXIF orientation tag (a phone photo taken sideways is stored sideways)."""
+    from PIL import ImageOps
+
+    try:
+        orientation = image.getexif().get(0x0112, 1)
+    except Exception:  # noqa: BLE001 — unreadable EXIF: keep the pixels as stored
+        return image
+    if orientation in (None, 1):
+        return image
+    notices.append("The photo was turned upright, as its camera orientation tag says.")
+    return ImageOps.exif_transpose(image)
+
+
 def _shrink(pixels: np.ndarray, notices: list[str]) -> np.ndarray:
     from PIL import Image
 
@@ -194,5 +209,6 @@ def read_image(data: bytes, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MA
     notices: list[str] = []
     original = (int(image.size[0]), int(image.size[1]))
     image = _decode(image, notices)
-    pixels = _shrink(_to_array(image, notices), notices)
-    return DecodedImage(pixels=pixels, format=str(image.format or ""), original_size=original, notices=tuple(notices))
+    fmt = str(image.format or "")
+    pixels = _shrink(_to_array(_upright(image, notices), notices), notices)
+    return DecodedImage(pixels=pixels, format=fmt, original_size=original, notices=tuple(notices))

@@ -179,6 +179,26 @@ def test_animated_gif_keeps_the_first_frame_with_a_notice():
     assert any("3 frames" in n and "first" in n for n in out.notices)
 
 
+def test_exif_orientation_turns_a_sideways_photo_upright():
+    stored = np.zeros((20, 40, 3), dtype=np.uint8)  # 40 wide, 20 tall, as the sensor stored it
+    stored[:, :20] = [250, 250, 250]  # left half white
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90° clockwise to display"
+    out = read_image(_save(Image.fromarray(stored), "PNG", exif=exif.tobytes()))
+    assert out.pixels.shape == (40, 20, 3)  # now tall
+    assert out.pixels[2, 10].min() > 200 and out.pixels[-3, 10].max() < 50  # the white half is on top
+    assert any("upright" in n for n in out.notices)
+
+
+def test_phone_style_mpo_jpeg_is_read():
+    frames = [Image.new("RGB", (16, 12), (200, 30, 30)), Image.new("RGB", (16, 12), (30, 200, 30))]
+    buf = io.BytesIO()
+    frames[0].save(buf, format="MPO", save_all=True, append_images=frames[1:])
+    out = read_image(buf.getvalue())
+    assert out.pixels.shape == (12, 16, 3)
+    assert abs(int(out.pixels[6, 8, 0]) - 200) < 8 and out.pixels[6, 8, 1] < 60  # the first (red) frame
+
+
 def test_big_photo_is_shrunk_with_a_notice():
     data = _save(Image.new("RGB", (3000, 1500), (10, 200, 30)), "PNG")
     out = read_image(data)
