@@ -37,6 +37,10 @@ HUB_SUGGESTIONS: tuple[ModelSpec, ...] = (
     ModelSpec("bert-base-uncased", "encoder", "BERT base (Hub)", offline=False, description="12 layers × 12 heads."),
     ModelSpec("distilbert-base-uncased", "encoder", "DistilBERT (Hub)", offline=False, description="6 layers × 12 heads."),
     ModelSpec("roberta-base", "encoder", "RoBERTa base (Hub)", offline=False, description="12 layers × 12 heads."),
+    ModelSpec("google/vit-base-patch16-224", "vit", "ViT-B/16 ImageNet (Hub)", offline=False,
+              description="12 layers × 12 heads, 14×14 patches of 16 pixels, 1000 ImageNet classes."),
+    ModelSpec("facebook/deit-tiny-patch16-224", "vit", "DeiT-tiny ImageNet (Hub)", offline=False,
+              description="12 layers × 3 heads, 14×14 patches of 16 pixels, 1000 ImageNet classes."),
 )
 
 
@@ -142,7 +146,7 @@ def load(model_id: str):
     Args:
         model_id: ``"minilm"``, ``"tiny-random-gpt2"``, the name of a checkpoint in
             ``assets/checkpoints`` (``"tiny-gpt-stories"``), a folder saved with ``save_pretrained``,
-            or a Hub id of the BERT or GPT-2 families.
+            or a Hub id of the BERT, GPT-2, ViT or DeiT families.
 
     Returns:
         A read-only :class:`engine.model.Model`.

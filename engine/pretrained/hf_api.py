@@ -20,8 +20,10 @@ def hf() -> SimpleNamespace:
     with _lock:
         if _api is None:
             from transformers import (
+                AutoImageProcessor,
                 AutoModel,
                 AutoModelForCausalLM,
+                AutoModelForImageClassification,
                 AutoTokenizer,
                 GPT2Config,
                 GPT2LMHeadModel,
@@ -29,6 +31,8 @@ def hf() -> SimpleNamespace:
             )
 
             _api = SimpleNamespace(
+                AutoImageProcessor=AutoImageProcessor,
+                AutoModelForImageClassification=AutoModelForImageClassification,
                 AutoModel=AutoModel,
                 AutoModelForCausalLM=AutoModelForCausalLM,
                 AutoTokenizer=AutoTokenizer,

@@ -20,6 +20,8 @@ from engine.pretrained.adapters import ADAPTERS
 from engine.pretrained.hf_api import hf
 from engine.types import ModelSpec, ModelUnavailableError
 
+VIT_TYPES = ("vit", "deit")  # routed to engine.pretrained.vit_hf (imported only for them)
+
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 PROBE_TIMEOUT_S = 5.0
 _FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt", "vocab.*"]
@@ -82,7 +84,7 @@ def resolve(model_id: str) -> Path:
 
 
 def load_hf(model_id: str, *, spec: ModelSpec | None = None, device: torch.device | None = None) -> Model:
-    """Load a BERT-family or GPT-2-family model with its tokenizer.
+    """Load a BERT-family or GPT-2-family model with its tokenizer, or a ViT/DeiT with its image processor.
 
     Args:
         model_id: folder or Hub id (see :func:`resolve`).
@@ -100,10 +102,14 @@ def load_hf(model_id: str, *, spec: ModelSpec | None = None, device: torch.devic
     if not isinstance(config, dict):
         raise ModelUnavailableError("The model's config.json is not a JSON object, so it is not a model config.")
     model_type = config.get("model_type", "?")
+    if model_type in VIT_TYPES:  # image models: their own adapter and loader
+        from engine.pretrained.vit_hf import load_hf_vit
+
+        return load_hf_vit(model_id, path, config, spec=spec, device=device)
     adapter = ADAPTERS.get(model_type)
     if adapter is None:
         raise ModelUnavailableError(
-            f"'{model_id}' is a {model_type!r} model; supported here: {', '.join(sorted(ADAPTERS))}."
+            f"'{model_id}' is a {model_type!r} model; supported here: {', '.join(sorted((*ADAPTERS, *VIT_TYPES)))}."
         )
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ModelUnavailableError(f"'{model_id}' uses {config['position_embedding_type']!r} positions, not supported yet.")

@@ -1,0 +1,136 @@
+"""Plotly figures for the Vision Transformer page: the image with its patch grid, attention overlays.
+
+Coordinates are the model's input pixels: pixel (row i, column j) is centred at (x = j, y = i), so
+patch (r, c) of side p covers x ∈ [c·p − ½, (c+1)·p − ½]. An attention map ``[rows, cols]`` is drawn
+as a heatmap whose cells are exactly those patches (``x0 = (p − 1)/2, dx = p``), half transparent over
+the image. Inputs are numpy arrays from the engine; nothing here computes attention.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+OVERLAY_SCALE = "Inferno"
+OVERLAY_OPACITY = 0.6
+MAX_SHOWN_SIDE = 112  # images are thinned to about this many pixels per side before they go to the browser
+MAX_THUMB_SIDE = 56  # the same for each thumbnail of the all-heads grid (12 heads × a 224-px photo otherwise)
+
+
+def _image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTraceType:
+    """The image (grey ``[S, S]`` or RGB ``[S, S, 3]``, values 0–1), thinned for the browser."""
+    step = max(1, math.ceil(max(image.shape[:2]) / max_side))
+    small = np.asarray(image, dtype=np.float64)[::step, ::step]
+    offset = (step - 1) / 2
+    if small.ndim == 3:
+        rgb = np.clip(np.rint(small * 255), 0, 255).astype(np.uint8)
+        return go.Image(z=rgb, x0=offset, dx=step, y0=offset, dy=step, hoverinfo="skip", name="image")
+    return go.Heatmap(z=small, x0=offset, dx=step, y0=offset, dy=step, colorscale="gray", zmin=0, zmax=1,
+                      showscale=False, hoverinfo="skip", name="image")  # fmt: skip
+
+
+def _overlay_trace(attention: np.ndarray, patch_size: int, *, showscale: bool, zmax: float | None = None) -> go.Heatmap:
+    rows, cols = attention.shape
+    numbers = np.arange(rows * cols).reshape(rows, cols)
+    return go.Heatmap(
+        z=attention, x0=(patch_size - 1) / 2, dx=patch_size, y0=(patch_size - 1) / 2, dy=patch_size,
+        customdata=numbers, colorscale=OVERLAY_SCALE, opacity=OVERLAY_OPACITY, zmin=0,
+        zmax=zmax if zmax is not None else (float(attention.max()) or 1.0), showscale=showscale,
+        colorbar=dict(title="weight", thickness=12), name="attention",
+        hovertemplate="patch %{customdata}<br>weight %{z:.3f}<extra></extra>",
+    )  # fmt: skip
+
+
+def _patch_markers(side: int, patch_size: int) -> go.Scatter:
+    """Invisible markers at the patch centres: hover shows the patch number, a click selects the patch."""
+    grid = side // patch_size
+    centres = (np.arange(grid) * patch_size + (patch_size - 1) / 2).tolist()
+    xs, ys = np.meshgrid(centres, centres)
+    return go.Scatter(x=xs.ravel(), y=ys.ravel(), mode="markers", customdata=np.arange(grid * grid),
+                      marker=dict(size=max(6, 240 // grid), opacity=0, symbol="square"),
+                      unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)),
+                      hovertemplate="patch %{customdata}<extra></extra>", showlegend=False, name="patches")  # fmt: skip
+
+
+def _grid_lines(fig: go.Figure, side: int, patch_size: int, row: int | None = None, col: int | None = None) -> None:
+    for k in range(0, side + 1, patch_size):
+        edge = k - 0.5
+        kwargs = dict(line=dict(color="rgba(120,200,255,0.7)", width=1), layer="above")
+        if row is not None:
+            kwargs.update(row=row, col=col)
+        fig.add_shape(type="line", x0=edge, x1=edge, y0=-0.5, y1=side - 0.5, **kwargs)
+        fig.add_shape(type="line", x0=-0.5, x1=side - 0.5, y0=edge, y1=edge, **kwargs)
+
+
+def _square_axes(fig: go.Figure, side: int) -> None:
+    fig.update_xaxes(range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
+                     constrain="domain")
+    fig.update_yaxes(range=[side - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
+                     scaleanchor="x", constrain="domain")  # fmt: skip
+
+
+def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", height: int = 360) -> go.Figure:
+    """The image as the model saw it, with the patch grid drawn on top and patch numbers on hover."""
+    side = image.shape[0]
+    fig = go.Figure(_image_trace(image))
+    fig.add_trace(_patch_markers(side, patch_size))
+    _grid_lines(fig, side, patch_size)
+    _square_axes(fig, side)
+    fig.update_layout(title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=height,
+                      margin=dict(l=5, r=5, t=40 if title else 5, b=5))  # fmt: skip
+    return fig
+
+
+def overlay(image: np.ndarray, attention: np.ndarray, patch_size: int, *, title: str = "", height: int = 380,
+            mark: int | None = None, clickable: bool = False) -> go.Figure:  # fmt: skip
+    """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
+    ``clickable`` adds invisible patch markers so a click can select a patch."""
+    side = image.shape[0]
+    fig = go.Figure([_image_trace(image), _overlay_trace(attention, patch_size, showscale=True)])
+    if clickable:
+        fig.add_trace(_patch_markers(side, patch_size))
+        fig.update_layout(clickmode="event+select", dragmode=False)
+    if mark is not None:
+        r, c = divmod(int(mark), attention.shape[1])
+        fig.add_shape(type="rect", x0=c * patch_size - 0.5, x1=(c + 1) * patch_size - 0.5, y0=r * patch_size - 0.5,
+                      y1=(r + 1) * patch_size - 0.5, line=dict(color="#00e5ff", width=3), layer="above")  # fmt: skip
+    _square_axes(fig, side)
+    fig.update_layout(title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=height,
+                      margin=dict(l=5, r=5, t=40 if title else 5, b=5))  # fmt: skip
+    return fig
+
+
+def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, selected: int | None = None) -> go.Figure:
+    """Every head's map ``[head, rows, cols]`` over the image, one thumbnail each (own colour scale)."""
+    n = maps.shape[0]
+    cols = min(n, 6)
+    rows = math.ceil(n / cols)
+    titles = [f"<b>▶ head {h}</b>" if h == selected else f"head {h}" for h in range(n)]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.02, vertical_spacing=0.08)
+    image_trace = _image_trace(image, MAX_THUMB_SIDE)
+    for h in range(n):
+        r, c = divmod(h, cols)
+        fig.add_trace(image_trace, row=r + 1, col=c + 1)
+        fig.add_trace(_overlay_trace(maps[h], patch_size, showscale=False), row=r + 1, col=c + 1)
+    side = image.shape[0]
+    fig.update_xaxes(range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    fig.update_yaxes(range=[side - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    fig.update_layout(height=max(220, 200 * rows), margin=dict(l=5, r=5, t=30, b=5))
+    fig.update_annotations(font_size=12)
+    return fig
+
+
+def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10, height: int = 320) -> go.Figure:
+    """Horizontal bars of the ``top`` most likely classes, most likely on top."""
+    order = np.argsort(-probs)[:top]
+    names = [html.escape(labels[i]) for i in order]
+    fig = go.Figure(go.Bar(x=probs[order], y=names, orientation="h", marker_color="#1f5fbf",
+                           text=[f"{p:.1%}" for p in probs[order]], textposition="auto",
+                           hovertemplate="%{y}: %{x:.3f}<extra></extra>"))  # fmt: skip
+    fig.update_layout(height=height, margin=dict(l=5, r=5, t=30, b=5), title=dict(text="Prediction", x=0.0),
+                      xaxis=dict(title="probability", range=[0, 1]), yaxis=dict(autorange="reversed", type="category"))  # fmt: skip
+    return fig

@@ -1,0 +1,267 @@
+"""Vision Transformer: an image cut into patches, where [CLS] and each patch look, rollout, occlusion."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import services
+from app.components.pickers import load_model
+from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
+from app.state import PERSIST, bounded, clamp
+
+DEFAULT_MODEL = "tiny-vit-digits"
+SOURCES = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)", "upload": "Upload your own"}
+SHAPES = ("circle", "ring", "square", "cross", "diagonal", "triangle")
+PHOTOS = ("china", "flower")
+N_DIGITS = 1797
+FUSIONS = ("mean", "max", "min")
+UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]
+
+
+def _defaults() -> None:
+    for key, value in {"vit_source": "digit", "vit_digit": 1500, "vit_shape": "circle", "vit_photo": "china",
+                       "vit_model": DEFAULT_MODEL, "vit_hub_id": "", "vit_fusion": "mean", "vit_discard": 0.0,
+                       "vit_k": 2, "vit_layer": 0, "vit_head": 0, "vit_patch": 0}.items():  # fmt: skip
+        if key not in st.session_state:
+            st.session_state[key] = value
+
+
+def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
+    """The input image, its source, a short description and decoding notices (None and a message when there is none)."""
+    source = st.radio("Image", list(SOURCES), format_func=SOURCES.get, key="vit_source", horizontal=True, **PERSIST)
+    if source not in SOURCES:
+        source = "digit"
+    if source == "digit":
+        st.number_input("Digit sample number", min_value=0, max_value=N_DIGITS - 1, step=1, key="vit_digit", **PERSIST,
+                        help="scikit-learn's 1,797 hand-written digits; from 899 on, the model never saw them in training.")
+        index = bounded(st.session_state.get("vit_digit"), 0, N_DIGITS - 1)
+        label = services.vit_digit_label(index)
+        return services.vit_sample("digit", str(index)), source, f"digit sample {index} (true label {label})", ()
+    if source == "shape":
+        name = st.selectbox("Shape", SHAPES, key="vit_shape", **PERSIST)
+        return services.vit_sample("shape", name if name in SHAPES else SHAPES[0]), source, f"a drawn {name}", ()
+    if source == "photo":
+        name = st.selectbox("Photo", PHOTOS, key="vit_photo", **PERSIST)
+        return services.vit_sample("photo", name if name in PHOTOS else PHOTOS[0]), source, f"the photo '{name}'", ()
+    upload = st.file_uploader("Your image", type=UPLOAD_TYPES, key="vit_upload",
+                              help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.")
+    if upload is None:
+        st.info("Choose an image file to see where the model looks.")
+        return None, source, "", ()
+    try:
+        pixels, notices = services.vit_read_upload(upload.getvalue())
+    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        st.error(f"**{upload.name}** cannot be used: {services.friendly_error(err)}")
+        return None, source, "", ()
+    return pixels, source, f"your image '{upload.name}'", tuple(notices)
+
+
+def pick_model_id() -> str:
+    specs = [s for s in services.list_models() if s.family == "vit"]
+    ids = [s.id for s in specs] or [DEFAULT_MODEL]
+    if st.session_state.get("vit_model") not in ids:
+        st.session_state["vit_model"] = ids[0]
+    labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
+    st.selectbox("Model", ids, format_func=lambda i: labels.get(i, i), key="vit_model", **PERSIST,
+                 help="The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT/DeiT download from the Hub.")
+    with st.expander("Another ViT (Hugging Face id or folder)", expanded=bool(st.session_state.get("vit_hub_id"))):
+        st.text_input("Hub id or local folder", key="vit_hub_id", placeholder="e.g. google/vit-base-patch16-224",
+                      help="ViT and DeiT image classifiers. Leave empty to use the picker.", **PERSIST)
+    return (st.session_state.get("vit_hub_id") or "").strip() or st.session_state["vit_model"]
+
+
+def csv_bytes(grid: np.ndarray) -> bytes:
+    buf = io.StringIO()
+    pd.DataFrame(grid, index=[f"row {r}" for r in range(grid.shape[0])],
+                 columns=[f"col {c}" for c in range(grid.shape[1])]).to_csv(buf, float_format="%.6f")
+    return buf.getvalue().encode("utf-8")
+
+
+def show_input(image: np.ndarray, trace, source: str, described: str, model_id: str) -> None:
+    if model_id == DEFAULT_MODEL and source != "digit":
+        st.warning("This tiny model only learned the hand-written digits 0–9 from 8×8 images, so its answer for "
+                   f"{described} is a guess that means little. Where it looks is still worth seeing.")
+    rows, cols = trace.grid
+    if source == "digit":
+        left, right = st.columns(2)
+    else:
+        original, left, right = st.columns([2, 3, 3])
+        with original:
+            st.image(image, caption="The original", clamp=True)
+    with left:
+        st.plotly_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key="vit_image")
+        st.caption(f"{described.capitalize()}, as the model reads it: {trace.image.shape[0]}×{trace.image.shape[1]} pixels "
+                   f"cut into {rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels "
+                   "(blue lines). Each patch becomes one token, plus a [CLS] token that collects the answer.")
+    with right:
+        if len(trace.labels):
+            st.plotly_chart(probability_bars(trace.labels, trace.probs), key="vit_probs")
+            st.caption(f"The model's answer is **{trace.prediction}** ({trace.probs.max():.0%}). Bars: the probability "
+                       "of each class (the softmax of the class head's outputs), most likely first.")
+        else:
+            st.info("This model has no classification head, so there is no prediction; its attention is still shown.")
+
+
+def show_cls(trace, layer: int, head: int) -> np.ndarray:
+    maps = services.vit_cls_maps(trace, layer)
+    left, right = st.columns([2, 3])
+    with left:
+        st.plotly_chart(overlay(trace.image, maps[head], trace.patch_size, title=f"[CLS] → patches, layer {layer}, head {head}"),
+                        key="vit_cls")
+        st.caption("Where the [CLS] token looks: the brighter a patch, the more of its information [CLS] takes in this "
+                   "head (the [CLS] row of the attention pattern; the patches' weights plus [CLS]'s own sum to 1).")
+        st.download_button("Download as CSV", csv_bytes(maps[head]), file_name=f"vit_cls_L{layer}_H{head}.csv",
+                           mime="text/csv", icon=":material/download:")
+    with right:
+        st.plotly_chart(overlay_grid(trace.image, maps, trace.patch_size, selected=head), key="vit_heads")
+        st.caption(f"All {maps.shape[0]} heads of layer {layer} (the chosen one marked ▶), each coloured from 0 to its "
+                   "own maximum: compare where they look, not how bright they are.")
+    return maps
+
+
+def apply_click(trace) -> None:
+    """A click on the patch chart (its selection, kept in session state) picks the query patch, once per click."""
+    state = st.session_state.get("vit_patch_map")
+    try:
+        points = list(state["selection"]["points"]) if state else []
+    except (KeyError, TypeError):
+        points = []
+    if not points:
+        return
+    point = points[0]
+    size = trace.patch_size
+    try:
+        r, c = int((float(point["y"]) + 0.5) // size), int((float(point["x"]) + 0.5) // size)
+    except (KeyError, TypeError, ValueError):
+        return
+    rows, cols = trace.grid
+    if 0 <= r < rows and 0 <= c < cols and st.session_state.get("_vit_click") != (r, c):
+        st.session_state["_vit_click"] = (r, c)
+        st.session_state["vit_patch"] = r * cols + c
+
+
+def show_patch(trace, layer: int, head: int) -> None:
+    rows, cols = trace.grid
+    n = rows * cols
+    apply_click(trace)
+    clamp("vit_patch", 0, n - 1)
+    left, right = st.columns([1, 2])
+    with left:
+        st.number_input("Patch (click one in the chart, or type its number)", min_value=0, max_value=n - 1,
+                        step=1, key="vit_patch", **PERSIST)  # fmt: skip
+        patch = bounded(st.session_state.get("vit_patch"), 0, n - 1)
+        r, c = divmod(patch, cols)
+        st.caption(f"Patch {patch} is row {r}, column {c} of the {rows}×{cols} grid.")
+    with right:
+        grid = services.vit_patch_map(trace, layer, head, patch)
+        st.plotly_chart(overlay(trace.image, grid, trace.patch_size, mark=patch, clickable=True,
+                                title=f"Patch {patch} → patches, layer {layer}, head {head}"),
+                        key="vit_patch_map", on_select="rerun", selection_mode="points")
+        st.caption("The outlined patch is the query: colours show how much it attends to every patch (its row of the "
+                   "attention pattern). Click another patch to make it the query. Patches often look at neighbours "
+                   "or at patches with similar content.")
+
+
+def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float]:
+    st.subheader("Attention rollout: following attention through all layers")
+    c1, c2 = st.columns(2)
+    with c1:
+        fusion = st.radio("Head fusion", FUSIONS, key="vit_fusion", horizontal=True, **PERSIST,
+                          help="How the heads of a layer become one map: their mean (the paper), max or min.")
+    with c2:
+        st.slider("Discard ratio", 0.0, 0.9, step=0.1, key="vit_discard", **PERSIST,
+                  help="Drop this share of each layer's weakest weights before multiplying: sharper maps.")
+    fusion = fusion if fusion in FUSIONS else "mean"
+    discard = min(max(float(st.session_state.get("vit_discard") or 0.0), 0.0), 0.9)
+    left, right = st.columns(2)
+    last = trace.attention.n_layers - 1
+    with left:
+        st.plotly_chart(overlay(trace.image, services.vit_rollout_map(model_id, image, fusion, discard), trace.patch_size,
+                                title=f"Rollout, heads fused by {fusion}, discard {discard:.1f}"), key="vit_rollout")
+    with right:
+        st.plotly_chart(overlay(trace.image, services.vit_last_layer_map(trace, fusion), trace.patch_size,
+                                title=f"Raw attention of the last layer ({last}), {fusion} of heads"), key="vit_last")
+    st.caption("Raw attention (right) only says where [CLS] looks in the last layer's *input*, which is already a mix "
+               "of patches. Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
+               "half-and-half with the residual connection, to estimate how much each *original* patch flows into [CLS].")
+    return fusion, discard
+
+
+def show_occlusion(model_id: str, image: np.ndarray, trace, fusion: str, discard: float) -> None:
+    st.subheader("Occlusion check: does the model need what it attends to?")
+    if not len(trace.labels):
+        st.info("This model has no classification head, so there is no prediction to test.")
+        return
+    n = trace.grid[0] * trace.grid[1]
+    clamp("vit_k", 0, n)
+    st.slider("Patches to hide (k)", 0, n, key="vit_k", **PERSIST)
+    k = bounded(st.session_state.get("vit_k"), 0, n)
+    with st.spinner("Re-classifying with patches hidden…"):
+        result = services.vit_occlusion(model_id, image, k, fusion, discard)
+    table = pd.DataFrame({
+        "hidden patches": [r.strategy for r in result.rows],
+        "which": [", ".join(map(str, r.patches)) or "none" for r in result.rows],
+        "prediction": [r.prediction for r in result.rows],
+        f"p({result.original})": [round(r.p_original, 4) for r in result.rows],
+        "change": [round(r.p_original - result.p_original, 4) for r in result.rows],
+    })  # fmt: skip
+    st.dataframe(table, hide_index=True)
+    st.caption(f"With nothing hidden the model says **{result.original}** ({result.p_original:.0%}). Each row hides k "
+               "patches (painted with the background/mean colour): the k that the rollout ranks highest, k random "
+               "ones, or the k it ranks lowest. If the rollout points at what the model uses, hiding its top patches "
+               "should lower the probability the most. Try it: often it does not, because attention is not the same "
+               "as importance.")
+    st.download_button("Download the table as CSV", table.to_csv(index=False).encode("utf-8"),
+                       file_name="vit_occlusion.csv", mime="text/csv", icon=":material/download:")
+
+
+def main() -> None:
+    _defaults()
+    st.title("Vision Transformer")
+    st.write("A Vision Transformer cuts an image into square patches and treats each one like a word. "
+             "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer.")
+    top_left, top_right = st.columns([3, 2])
+    with top_left:
+        image, source, described, notices = pick_image()
+    with top_right:
+        model_id = pick_model_id()
+    if image is None:
+        return
+    model = load_model(model_id)
+    if model is None:
+        return
+    if model.spec.family != "vit":
+        st.error(f"**{model_id}** is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
+        return
+    try:
+        with st.spinner("Running the model…"):
+            trace = services.get_vision_trace(model_id, image)
+    except Exception as err:  # noqa: BLE001
+        st.warning(services.friendly_error(err))
+        return
+    notices = (*notices, *trace.notices)
+    if notices:
+        st.info("\n".join(f"- {notice}" for notice in notices))
+    show_input(image, trace, source, described, model_id)
+
+    n_layers, n_heads = trace.attention.n_layers, trace.attention.n_heads
+    st.subheader("Where [CLS] looks")
+    c1, c2 = st.columns(2)
+    with c1:
+        clamp("vit_layer", 0, n_layers - 1)
+        layer = int(st.selectbox("Layer", range(n_layers), key="vit_layer", **PERSIST))
+    with c2:
+        clamp("vit_head", 0, n_heads - 1)
+        head = int(st.selectbox("Head", range(n_heads), key="vit_head", **PERSIST))
+    show_cls(trace, layer, head)
+    st.subheader("Where one patch looks")
+    show_patch(trace, layer, head)
+    fusion, discard = show_rollout(model_id, image, trace)
+    show_occlusion(model_id, image, trace, fusion, discard)
+
+
+main()

@@ -1,0 +1,133 @@
+"""Hugging Face ViT / DeiT through the engine's hook adapter, against the model's own eager attention.
+
+A tiny random ViT (and DeiT) is built, saved with ``save_pretrained`` next to an image-processor
+config, loaded through ``engine.load(folder)`` (SDPA path + Q/K/V hooks, patterns recomputed
+lazily), and compared with a *separate* copy loaded by transformers with
+``attn_implementation="eager"`` and ``output_attentions=True`` on the processor's own pixel values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import engine
+from engine.analysis.vision import cls_map, occlusion_check, rollout_map
+from engine.types import ModelUnavailableError, VisionTrace
+
+ATOL = 1e-5
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def _save(folder: Path, kind: str) -> Path:
+    from transformers import (DeiTConfig, DeiTForImageClassificationWithTeacher, ViTConfig,
+                              ViTForImageClassification, ViTImageProcessor, ViTModel)  # fmt: skip
+
+    common = dict(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=48, initializer_range=0.5, num_labels=3,
+                  id2label={0: "cat", 1: "dog", 2: "<b>fish</b>"}, label2id={"cat": 0, "dog": 1, "<b>fish</b>": 2})  # fmt: skip
+    torch.manual_seed(0)
+    if kind == "vit":
+        model = ViTForImageClassification(ViTConfig(**common))
+    elif kind == "vit-base":
+        model = ViTModel(ViTConfig(**common), add_pooling_layer=False)
+    else:
+        model = DeiTForImageClassificationWithTeacher(DeiTConfig(**common))
+    model.save_pretrained(folder)
+    ViTImageProcessor(size={"height": 16, "width": 16}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module", params=["vit", "deit", "vit-base"])
+def saved(request, tmp_path_factory) -> tuple[str, Path]:
+    return request.param, _save(tmp_path_factory.mktemp(request.param), request.param)
+
+
+def _photo(seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, size=(23, 31, 3), dtype=np.uint8)
+
+
+def _eager(folder: Path, kind: str):
+    from transformers import AutoImageProcessor, DeiTForImageClassificationWithTeacher, ViTForImageClassification, ViTModel
+
+    cls = {"vit": ViTForImageClassification, "deit": DeiTForImageClassificationWithTeacher, "vit-base": ViTModel}[kind]
+    model = cls.from_pretrained(folder, attn_implementation="eager").eval()
+    return model, AutoImageProcessor.from_pretrained(folder)
+
+
+def test_patterns_equal_eager_output_attentions(saved):
+    kind, folder = saved
+    model = engine.load(str(folder))
+    image = _photo()
+    tr = engine.trace(model, image)
+    assert isinstance(tr, VisionTrace)
+    reference, processor = _eager(folder, kind)
+    pixels = processor(images=image, return_tensors="pt")["pixel_values"]
+    with torch.no_grad():
+        out = reference(pixel_values=pixels, output_attentions=True)
+    assert len(out.attentions) == tr.attention.n_layers == 2
+    prefix = 2 if kind == "deit" else 1
+    assert tr.grid == (4, 4) and tr.patch_size == 4
+    assert len(tr.attention.tokens) == prefix + 16
+    assert tr.attention.tokens.strings[:prefix] == ("[CLS]", "[DIST]")[:prefix]
+    for layer, expected in enumerate(out.attentions):
+        expected = expected[0].numpy()  # [head, n, n]
+        assert expected.max() > 0.3, "patterns far from uniform: a wrong scale would show"
+        for head in range(4):
+            np.testing.assert_allclose(tr.attention.pattern(layer, head), expected[head], atol=ATOL)
+        # the overlay's map is [CLS]'s row over the patches, in row-major order
+        np.testing.assert_allclose(cls_map(tr, layer, 1), expected[1, 0, prefix:].reshape(4, 4), atol=ATOL)
+    if kind == "vit-base":
+        assert tr.labels == () and tr.probs.shape == (0,)
+        assert any("no classification head" in n for n in tr.notices)
+    else:
+        np.testing.assert_allclose(tr.probs, torch.softmax(out.logits[0], -1).numpy(), atol=1e-6)
+        assert tr.labels == ("cat", "dog", "<b>fish</b>")
+
+
+def test_seen_image_round_trips_and_occlusion_k0(saved):
+    kind, folder = saved
+    if kind == "vit-base":
+        pytest.skip("no head: nothing to classify")
+    model = engine.load(str(folder))
+    tr = engine.trace(model, _photo(1))
+    assert tr.image.shape == (16, 16, 3) and 0.0 <= tr.image.min() and tr.image.max() <= 1.0
+    np.testing.assert_allclose(model.adapter.classify(model, tr.image), tr.probs, atol=1e-5)
+    result = occlusion_check(model, tr, rollout_map(tr), k=0)
+    for row in result.rows:
+        np.testing.assert_allclose(row.probs, tr.probs, atol=1e-5)
+    hidden = occlusion_check(model, tr, rollout_map(tr), k=16)
+    # every patch hidden: the image is the processor's mean colour, whatever the order
+    assert hidden.rows[0].patches == tuple(range(16))
+    np.testing.assert_allclose(hidden.rows[0].probs, hidden.rows[1].probs, atol=1e-6)
+
+
+def test_hooks_are_removed_after_a_trace(saved):
+    _, folder = saved
+    model = engine.load(str(folder))
+    engine.trace(model, _photo(2))
+    leftover = [m for m in model.module.modules() if m._forward_hooks]
+    assert not leftover
+
+
+def test_folder_without_processor_config_is_refused(tmp_path):
+    folder = _save(tmp_path / "m", "vit")
+    (folder / "preprocessor_config.json").unlink()
+    with pytest.raises(ModelUnavailableError, match="preprocessor_config.json"):
+        engine.load(str(folder))
+
+
+def test_unknown_hub_vit_id_offline_is_a_clear_error():
+    with pytest.raises(ModelUnavailableError, match="not downloaded|Hub"):
+        engine.load("google/vit-not-a-real-model-xyz")
