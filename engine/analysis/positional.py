@@ -144,7 +144,7 @@ def rope_rotate(x: np.ndarray, positions: np.ndarray, base: float = 10000.0) -> 
     positions = np.asarray(positions, dtype=np.int64)
     d_head = int(np.asarray(x).shape[-1])
     cos, sin = pe_math.rope_cos_sin(int(positions.max(initial=0)) + 1, d_head, base)  # (P, dh/2)
-    idx = torch.from_numpy(positions)
+    idx = torch.tensor(positions)  # a copy: positions may be a read-only (cached) array
     vec = torch.as_tensor(np.asarray(x, dtype=np.float32))
     return pe_math.apply_rope(vec[None, :], cos[idx], sin[idx]).numpy()
 
