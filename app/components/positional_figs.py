@@ -51,7 +51,8 @@ def matrix_heatmap(
     z = np.asarray(z, dtype=np.float32)
     finite = z[np.isfinite(z)]
     if diverging and zmin is None and zmax is None:
-        bound = float(np.abs(finite).max()) if finite.size else 1.0
+        # 99.5th percentile of |z|: a few outlier cells (learned tables have some) must not wash out the rest
+        bound = float(np.percentile(np.abs(finite), 99.5)) if finite.size else 1.0
         zmin, zmax = -(bound or 1.0), bound or 1.0
     kwargs = {}
     if x_labels is not None or y_labels is not None:

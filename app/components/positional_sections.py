@@ -107,10 +107,11 @@ def alibi_section() -> None:
         st.multiselect("Heads to draw", list(range(n_heads)), key="pos_alibi_show", max_selections=8, **PERSIST)
     with cols[3]:
         st.session_state.setdefault("pos_alibi_causal", True)
-        causal = bool(st.toggle("Causal (as in the paper)", key="pos_alibi_causal", **PERSIST))
+        causal = bool(st.toggle("Causal mask", key="pos_alibi_causal", **PERSIST,
+                                help="On, as in the paper: a token only sees earlier tokens."))
     heads = sorted(h for h in st.session_state["pos_alibi_show"] if 0 <= h < n_heads)
     slopes, bias = services.pos_alibi(n_heads, n_pos)
-    left, right = st.columns([3, 1])
+    left, right = st.columns([5, 2])
     with left:
         if heads:
             st.plotly_chart(bias_grid(bias, heads, slopes, causal=causal), key="pos_alibi_grid")
@@ -122,7 +123,7 @@ def alibi_section() -> None:
             st.info("Pick at least one head to draw.")
     with right:
         st.dataframe(pd.DataFrame({"head": range(n_heads), "slope m_h": slopes,
-                                   "as power of 2": [f"2^{np.log2(s):.2f}" for s in slopes]}),
+                                   "log₂ slope": np.round(np.log2(slopes), 3)}),
                      hide_index=True, key="pos_alibi_slopes")  # fmt: skip
         st.caption("The slopes: a geometric sequence from 2^(−8/H). For H not a power of 2, the paper takes the "
                    "slopes of the nearest smaller power of 2 and fills up with every other slope of the next one.")  # fmt: skip
@@ -166,9 +167,9 @@ def order_section() -> None:
     labels = [f"{i} {t}" for i, t in enumerate(result.tokens)]
     shuffled_labels = [f"{i} {t}" for i, t in enumerate(result.shuffled_tokens)]
     charts = st.columns(3)
-    figures = ((run.original[layer, head], labels, "P: original order", "pos_blind_orig"),
-               (run.shuffled[layer, head], shuffled_labels, "P shuffled: model run on the shuffled words", "pos_blind_shuf"),
-               (permuted, shuffled_labels, "Π P Πᵀ: the original P, rows and columns reordered", "pos_blind_perm"))  # fmt: skip
+    figures = ((run.original[layer, head], labels, "P (original order)", "pos_blind_orig"),
+               (run.shuffled[layer, head], shuffled_labels, "P shuffled (model run)", "pos_blind_shuf"),
+               (permuted, shuffled_labels, "Π P Πᵀ (P reordered)", "pos_blind_perm"))  # fmt: skip
     for col, (matrix, axis, title, key) in zip(charts, figures):
         with col:
             st.plotly_chart(attention_heatmap(matrix, axis, axis, title=title, height=420), key=key)

@@ -132,12 +132,13 @@ def learned_section() -> None:
     n = bounded(st.session_state.get("pos_learned_n"), 2, rows)
     n_sentence = sentence_length(model_id)
     values = table.values[:n]
-    left, mid, right = st.columns(3)
+    st.plotly_chart(matrix_heatmap(values, x_title="dimension", y_title="position", value_name="value",
+                                   title=f"{model_id}: {table.source} ({n} of {rows} positions × {d_model})",
+                                   height=380), key="pos_learned_heatmap")  # fmt: skip
+    st.caption("The learned table, one row per position, one column per dimension (colours clipped at the "
+               "99.5th percentile of |value| so a few large entries do not wash out the rest).")  # fmt: skip
+    left, right = st.columns(2)
     with left:
-        st.plotly_chart(matrix_heatmap(values, x_title="dimension", y_title="position", value_name="value",
-                                       title=f"{model_id}: {table.source} ({n} of {rows} × {d_model})", height=460),
-                        key="pos_learned_heatmap")  # fmt: skip
-    with mid:
         st.plotly_chart(matrix_heatmap(cos_sim[:n, :n], x_title="position q", y_title="position p", value_name="cosine",
                                        title="Learned: cosine similarity", height=460, zmin=-1.0, zmax=1.0),
                         key="pos_learned_sim")  # fmt: skip
@@ -149,8 +150,7 @@ def learned_section() -> None:
                                        title=f"Sinusoidal (d={d_model + d_model % 2}): cosine", height=460,
                                        zmin=-1.0, zmax=1.0), key="pos_learned_vs_sin")  # fmt: skip
     st.caption(
-        "Left: the learned table, one row per position (only rows the model was trained on look structured). "
-        "Middle: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
+        "Left: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
         "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "
         "Nothing forced the learned ones to do that: training discovered it."
         + (f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}." if n_sentence else "")

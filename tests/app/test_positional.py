@@ -43,7 +43,7 @@ def test_every_tab_renders(page: AppTest):
     assert not page.warning, messages(page.warning)
     titles = [title(f) for f in figures(page)]
     for prefix in ("PE table", "Similarity PE(p)", "minilm: embeddings.position_embeddings", "Learned: cosine",
-                   "Sinusoidal (d=384)", "P: original order", "P shuffled", "Π P Πᵀ"):  # fmt: skip
+                   "Sinusoidal (d=384)", "P (original order)", "P shuffled (model run)", "Π P Πᵀ (P reordered)"):  # fmt: skip
         assert any(t.startswith(prefix) for t in titles), (prefix, titles)
     assert len(figures(page)) == 11  # + dimension curves, RoPE pair, ALiBi grid (untitled)
     assert [t.label for t in page.tabs] == ["Sinusoidal", "Learned", "RoPE", "ALiBi", "Order blindness"]
