@@ -1,6 +1,6 @@
 """Positional encodings: attention alone is blind to order; each family of encodings restores it.
 
-Five tabs: sinusoidal (formula, table, curves, similarity, the shift-as-rotation check), learned tables
+Five tabs (only the open one runs; ``?pos_tab=<label>`` in the URL opens one): sinusoidal (formula, table, curves, similarity, the shift-as-rotation check), learned tables
 of real models, RoPE (rotation of a q/k pair, scores that depend on the offset only), ALiBi (per-head
 linear biases) and the order-blindness demo on a copy of our own decoder. Every tab is a fragment:
 changing one of its controls redraws that tab only.
@@ -169,6 +169,11 @@ def sentence_length(model_id: str) -> int | None:
     return len(trace.tokens)
 
 
+TAB_KEY = "pos_tab"  # also the URL query parameter: ?pos_tab=Learned opens that tab (Explore links so)
+TABS = {"Sinusoidal": sinusoidal_section, "Learned": learned_section, "RoPE": rope_section,
+        "ALiBi": alibi_section, "Order blindness": order_section}  # fmt: skip
+
+
 def main() -> None:
     st.title("Positional encodings")
     st.write(
@@ -176,17 +181,11 @@ def main() -> None:
         "token is: shuffle the words and each one gets the same scores. Positional encodings put order back in. "
         "Each tab shows one family."
     )
-    tabs = st.tabs(["Sinusoidal", "Learned", "RoPE", "ALiBi", "Order blindness"])
-    with tabs[0]:
-        sinusoidal_section()
-    with tabs[1]:
-        learned_section()
-    with tabs[2]:
-        rope_section()
-    with tabs[3]:
-        alibi_section()
-    with tabs[4]:
-        order_section()
+    tabs = st.tabs(list(TABS), key=TAB_KEY, bind="query-params", on_change="rerun")
+    for tab, draw in zip(tabs, TABS.values()):
+        with tab:
+            if tab.open is not False:  # only the open tab runs (None: state not tracked, draw all)
+                draw()
 
 
 main()
