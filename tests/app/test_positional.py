@@ -187,6 +187,22 @@ def test_order_blindness_empty_text_is_a_warning():
     assert any("empty" in w for w in messages(at.warning)), messages(at.warning)
 
 
+@pytest.mark.parametrize("text", ["<script>alert('x')</script> lily & tom 😀", "lily", "ball " * 3000])
+def test_order_blindness_odd_input(text: str):
+    at = open_tab("Order blindness", pos_blind_text=text[:2000])
+    assert_clean(at)
+    assert not at.error, messages(at.error)
+    notes = messages(at.info) + messages(at.warning)
+    if "script" in text:
+        assert any("<unk>" in n or "know" in n or "vocabulary" in n.lower() for n in notes), notes
+        labels = figures(at)[0]["layout"]["yaxis"]["ticktext"]
+        assert not any("<script" in label for label in labels), labels
+    elif text == "lily":
+        assert any("nothing to shuffle" in n for n in notes), notes
+    else:
+        assert any("first 32 tokens" in n for n in notes), notes
+
+
 def test_explore_links_here_for_minilm():
     at = run_app()
     assert_clean(at)
@@ -205,7 +221,9 @@ def test_controls_redraw_under_a_second():
     changes = {
         "Sinusoidal": [lambda: at.select_slider(key="pos_sin_d").set_value(128),
                        lambda: at.slider(key="pos_sin_len").set_value(200),
-                       lambda: at.number_input(key="pos_sin_k").set_value(9)],
+                       lambda: at.number_input(key="pos_sin_k").set_value(9),
+                       lambda: at.select_slider(key="pos_sin_d").set_value(512),
+                       lambda: at.slider(key="pos_sin_len").set_value(512)],  # the largest: 2 × 512×512 cells
         "Learned": [lambda: at.slider(key="pos_learned_n").set_value(512)],
         "RoPE": [lambda: at.slider(key="pos_rope_pair").set_value(3),
                  lambda: at.slider(key="pos_rope_m").set_value(20),
