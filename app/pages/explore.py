@@ -110,6 +110,9 @@ def main() -> None:
         + (" · untrained weights: patterns are random" if "random" in model_id else "")
     )
 
+    if trace.pos_encoding is not None:
+        st.page_link("pages/positional.py", label="See the positional encodings this model adds to this sentence",
+                     icon=":material/timeline:", query_params={"pos_tab": "Learned"})
     show_head(trace, layer, head)
     st.subheader(f"Every head of layer {layer}")
     show_grid(trace, layer, head)
