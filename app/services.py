@@ -82,3 +82,35 @@ def warm_up() -> None:
     if not getattr(warm_up, "_started", False):
         warm_up._started = True  # type: ignore[attr-defined]
         threading.Thread(target=work, name="warm-up", daemon=True).start()
+
+
+# ---------------------------------------------------------------- Step by step
+# One query row of one head is O(n · d_head) on top of the cached trace, and the calculator's
+# tables are at most 5 × 4: neither is worth a cache entry (pickling would cost more than the math).
+
+def query_steps(trace: AttentionTrace, layer: int, head: int, query: int):
+    """Every step of attention for one query token of one head (``engine.analysis.stepwise``)."""
+    from engine.analysis import stepwise
+
+    return stepwise.query_steps(trace, layer, head, query)
+
+
+def calculator_example(n_tokens: int, width: int):
+    """Default tokens, Q, K, V for the calculator: ``(tokens, Q, K, V)``."""
+    from engine.analysis import stepwise
+
+    return stepwise.calculator_example(n_tokens, width)
+
+
+def calculator_matrix(data, name: str, shape: tuple[int, int]):
+    """A typed table as a validated float matrix; raises ``EngineError`` with a message for the user."""
+    from engine.analysis import stepwise
+
+    return stepwise.to_matrix(data, name, shape)
+
+
+def calculator_steps(q, k, v, scale: float, causal: bool):
+    """Attention on the calculator's own Q, K, V with every step kept."""
+    from engine.analysis import stepwise
+
+    return stepwise.attention_steps(q, k, v, scale, causal)
