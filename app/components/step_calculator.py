@@ -78,7 +78,7 @@ def calculator() -> None:
                   help=f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights "
                        "(low temperature); 0 = every key the same weight (infinite temperature).")
     with size[3]:
-        causal = bool(st.toggle("Causal mask", value=False, key=CAUSAL_KEY, **PERSIST,
+        causal = bool(st.toggle("Causal mask (M)", value=False, key=CAUSAL_KEY, **PERSIST,
                                 help="Each token may look only at itself and earlier tokens."))
     scale = _scale(st.session_state.get(scale_key(d)), d)
 

@@ -29,7 +29,7 @@ from app.state import PERSIST, K, clamp
 
 MAX_TOKENS_LIMIT = 1024
 QUERY_KEY = "step_query"
-TABLE_HEIGHT = 320  # px: long texts scroll inside the table
+TABLE_HEIGHT = 280  # px: long texts scroll inside the table
 
 
 def token_labels(strings) -> list[str]:
@@ -76,7 +76,7 @@ def show_qkv(trace, steps, labels: list[str], query: int) -> None:
 
 
 def show_dot_products(steps, labels: list[str], query: int) -> None:
-    step_heading(2, "Dot products: how well does each key match the query?", r"s_{ij} = q_i \cdot k_j = \sum_t q_{it}\,k_{jt}")
+    step_heading(2, "Dot products", r"s_{ij} = q_i \cdot k_j = \sum_t q_{it}\,k_{jt}")
     st.dataframe(pd.DataFrame({"q·k": rounded(steps.raw[0])}, index=labels), key="step_raw", height=TABLE_HEIGHT)
     best = int(np.argmax(steps.raw[0]))
     st.caption(
@@ -104,7 +104,7 @@ def show_scaling(trace, steps, labels: list[str]) -> None:
 def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None:
     has_bias = steps.bias is not None
     formula = r"\tilde s_{ij} = \frac{s_{ij}}{\sqrt{d_k}}" + (r" + b_{ij}" if has_bias else "") + r" + m_{ij}"
-    step_heading(4, "Add the mask" + (" and the ALiBi bias" if has_bias else ""), formula)
+    step_heading(4, "Add the mask" + (" and ALiBi bias" if has_bias else ""), formula)
     columns = {"× scale": rounded(steps.scaled[0])}
     if has_bias:
         columns["+ bias"] = rounded(steps.bias[0])
@@ -124,23 +124,27 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
     st.caption(text)
 
 
-def show_softmax(steps, labels: list[str], query: int) -> None:
-    step_heading(5, "Softmax: scores become weights that sum to 1", r"w_{ij} = \frac{e^{\tilde s_{ij}}}{\sum_{j'} e^{\tilde s_{ij'}}}")
+def show_softmax(steps, labels: list[str]) -> None:
+    step_heading(5, "Softmax", r"w_{ij} = \frac{e^{\tilde s_{ij}}}{\sum_{j'} e^{\tilde s_{ij'}}}")
     frame = pd.DataFrame(
         {"softmax input": text_column(steps.masked[0]), "exp(x − max)": rounded(steps.exp[0]),
          "weight": rounded(steps.weights[0])},
         index=labels,
     )  # fmt: skip
-    left, right = st.columns([2, 3])
-    with left:
-        st.dataframe(frame, key="step_weights", height=TABLE_HEIGHT)
-    with right:
-        fig = weights_bar(steps.weights[0], labels, steps.blocked[0], f"Where {labels[query]} looks")
-        st.plotly_chart(fig, key="step_bar")
+    st.dataframe(frame, key="step_weights", height=TABLE_HEIGHT)
     st.caption(
         "Take e to the power of each score (minus the row's largest, which changes nothing but avoids overflow) and "
-        f"divide by their total: the weights are positive and sum to {steps.weights[0].sum():.4f}. The bars show them; "
-        "grey bars are keys the mask blocks. Pick another query token to see its row."
+        f"divide by their total: the weights are positive and sum to {steps.weights[0].sum():.4f}."
+    )
+
+
+def show_weights_chart(steps, labels: list[str], query: int) -> None:
+    fig = weights_bar(steps.weights[0], labels, steps.blocked[0], f"Where {labels[query]} looks")
+    st.plotly_chart(fig, key="step_bar")
+    st.caption(
+        f"The softmax weights of query **{labels[query]}** over every key token (step 5 as bars): the taller the bar, "
+        "the more of that token's value goes into the output. Grey bars are keys the mask blocks (weight 0). "
+        "Pick another query token above to see its row."
     )
 
 
@@ -189,10 +193,17 @@ def walkthrough() -> None:
         + (" · causal mask on" if trace.causal else "")
     )
     show_qkv(trace, steps, labels, query)
-    show_dot_products(steps, labels, query)
-    show_scaling(trace, steps, labels)
-    show_masking(trace, steps, labels, query, head)
-    show_softmax(steps, labels, query)
+    left, right = st.columns(2, gap="large")
+    with left:
+        show_dot_products(steps, labels, query)
+    with right:
+        show_scaling(trace, steps, labels)
+    left, right = st.columns(2, gap="large")
+    with left:
+        show_masking(trace, steps, labels, query, head)
+    with right:
+        show_softmax(steps, labels)
+    show_weights_chart(steps, labels, query)
     show_output(trace, steps, labels, query)
     st.download_button("Download these steps as CSV", steps_csv(steps, labels), icon=":material/download:",
                        file_name=f"steps_L{layer}_H{head}_q{query}.csv", mime="text/csv")
