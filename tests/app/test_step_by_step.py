@@ -21,8 +21,12 @@ ROUND = 5.1e-5  # tables show 4 decimals
 
 
 def open_step(**state) -> AppTest:
-    """Open the page. The first run after ``switch_page`` sees the URL-bound text as empty (the switch
-    clears query params in AppTest); a second run shows the session's text. See the lead's report."""
+    """Open the page (then run once more).
+
+    Known shared-widget bug (reported to the lead): the text area is bound to ``?text=`` and gets its
+    default only from ``state.init``; on the first run of another page an untouched default sentence
+    comes up empty (the browser keeps it empty; AppTest restores it on the next run). Giving
+    ``st.text_area`` ``value=DEFAULT_TEXT`` fixed it in a browser probe."""
     at = open_page("step_by_step", **state)
     assert_clean(at)
     at.run()

@@ -95,6 +95,20 @@ def test_step_by_step_query_changes_the_weights(page: Page, app_url: str, artifa
     page.screenshot(path=str(artifacts / "step_by_step-causal.png"))
 
 
+def test_calculator_scale_slider_by_keyboard(page: Page, app_url: str):
+    """The calculator's scale slider moves with the arrow keys and step ② follows it."""
+    open_step_page(page, app_url)
+    slider = page.get_by_role("slider", name=re.compile("Scale"))
+    slider.scroll_into_view_if_needed()
+    expect(page.locator(".katex").filter(has_text="0.7071")).not_to_have_count(0)  # ② Q Kᵀ × 1/√2
+    slider.focus()
+    for _ in range(3):
+        slider.press("ArrowRight")
+    expect(page.locator(".katex").filter(has_text="0.74")).not_to_have_count(0, timeout=REDRAW_MS)
+    expect_idle(page)
+    expect_no_exception(page)
+
+
 @pytest.mark.xfail(strict=True, reason="shared text box (bind='query-params'): with the default sentence, "
                    "going to another page (sidebar or link without ?text=) shows an empty text; reported to the lead")
 def test_sidebar_from_a_fresh_session_keeps_the_default_sentence(page: Page, app_url: str):
