@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 import engine
 from app.components.step_tables import parse
 from app.state import DEFAULT_TEXT
-from apptest_helpers import assert_clean, decode, figures, messages, open_page, title  # noqa: E402
+from apptest_helpers import ROOT, assert_clean, decode, figures, messages, open_page, title  # noqa: E402
 
 ROUND = 5.1e-5  # tables show 4 decimals
 
@@ -266,3 +266,49 @@ def test_calculator_out_of_range_settings_are_bounded():
     assert not at.error, messages(at.error)
     # server-side bounds: 5 tokens, width 2
     assert any(d.key == "step_calc_q_5x2" for d in at.data_editor)
+
+
+# ---------------------------------------------------------------- ALiBi (no offline ALiBi model: an own one)
+
+
+def _alibi_script() -> None:
+    """Runs inside AppTest: an own 2-head ALiBi transformer, traced, its steps rendered by the page's sections."""
+    import sys
+
+    import streamlit as st
+    import torch
+
+    sys.path.insert(0, st.session_state["root"])
+    from app.components.step_sections import render_steps
+    from engine.analysis.stepwise import query_steps
+    from engine.models.trace_own import trace_own
+    from engine.models.transformer import Transformer, TransformerConfig
+    from engine.types import Tokens
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(vocab_size=19, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=10,
+                                          pos_encoding="alibi", causal=True))  # fmt: skip
+    ids = [3, 1, 4, 1, 5, 9]
+    tokens = Tokens(tuple(f"w{i}" for i in ids), tuple(ids), (False,) * len(ids))
+    trace = trace_own(model, ids, tokens, model_id="alibi", causal=True)
+    st.session_state["trace"] = trace
+    labels = [f"{i} · {s}" for i, s in enumerate(tokens.strings)]
+    render_steps(trace, query_steps(trace, 1, 1, 4), labels, 4, 1)
+
+
+def test_alibi_bias_row_is_shown_and_added():
+    at = AppTest.from_function(_alibi_script, default_timeout=60)
+    at.session_state["root"] = str(ROOT)
+    at.run()
+    assert_clean(at)
+    tr = at.session_state["trace"]
+    frame = table(at, "× scale", "+ bias", "+ mask")
+    np.testing.assert_allclose(frame["+ bias"], tr.bias(1)[1, 4], atol=ROUND)  # −m·|4 − j|, m = 2^-8
+    assert frame["+ bias"].iloc[0] == pytest.approx(-4 * 2.0**-8, abs=ROUND)
+    shown = numbers(frame["= softmax input"])
+    masked = tr.scores(1, 1, "masked")[4]
+    np.testing.assert_array_equal(np.isneginf(shown), np.isneginf(masked))  # key 5 is after query 4
+    np.testing.assert_allclose(shown[:5], masked[:5], atol=ROUND)
+    np.testing.assert_allclose(decode(bar(at)["data"][0]["y"]), tr.pattern(1, 1)[4], atol=1e-6)
+    captions = " ".join(c.value for c in at.caption)
+    assert "ALiBi" in captions and "0.003906" in captions  # the head's slope, 2^-8
