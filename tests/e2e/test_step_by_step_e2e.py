@@ -95,7 +95,7 @@ def test_step_by_step_query_changes_the_weights(page: Page, app_url: str, artifa
     page.screenshot(path=str(artifacts / "step_by_step-causal.png"))
 
 
-def test_calculator_scale_slider_by_keyboard(page: Page, app_url: str):
+def test_calculator_scale_slider_by_keyboard(page: Page, app_url: str, artifacts: Path):
     """The calculator's scale slider moves with the arrow keys and step ② follows it."""
     open_step_page(page, app_url)
     slider = page.get_by_role("slider", name=re.compile("Scale"))
@@ -107,6 +107,8 @@ def test_calculator_scale_slider_by_keyboard(page: Page, app_url: str):
     expect(page.locator(".katex").filter(has_text="0.74")).not_to_have_count(0, timeout=REDRAW_MS)
     expect_idle(page)
     expect_no_exception(page)
+    page.get_by_role("heading", name=re.compile("Calculator")).scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "step_by_step-calculator.png"))
 
 
 @pytest.mark.xfail(strict=True, reason="shared text box (bind='query-params'): with the default sentence, "
