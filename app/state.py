@@ -26,8 +26,10 @@ class K:
     max_tokens = "max_tokens"
 
 
+#: The sentence is not here: its text box gets ``value=DEFAULT_TEXT`` instead. A default put in session
+#: state was lost in the browser when a page opened without ``?text=`` in its URL (the bound widget
+#: fell back to its own empty default); see ``current_text``.
 DEFAULTS: dict[str, Any] = {
-    K.text: DEFAULT_TEXT,
     K.model: DEFAULT_MODEL,
     K.hub_id: "",
     K.layer: 0,
@@ -41,10 +43,18 @@ SHARE: dict[str, Any] = {"persist_state": "session", "bind": "query-params"}
 
 
 def init() -> None:
-    """Give every key its default once per session (never overwriting what the user chose)."""
+    """Run by the entry point on every rerun: defaults once per session, and shared values kept alive.
+
+    Streamlit drops a widget's value when the page that drew it is left (measured in the browser:
+    the token limit fell to the widget's minimum and the sentence came up empty on the next page).
+    Writing each shared key back to itself on every run keeps the user's choice for the next page.
+    """
     for key, value in DEFAULTS.items():
         if key not in st.session_state:
             st.session_state[key] = value
+    for key in (*DEFAULTS, K.text, K.causal):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
 
 
 def bounded(value: Any, low: int, high: int) -> int:
@@ -62,3 +72,8 @@ def clamp(key: str, low: int, high: int) -> int:
     if st.session_state.get(key) != value:
         st.session_state[key] = value
     return value
+
+
+def current_text() -> str:
+    """The shared sentence: what the user typed, or the default before any text box was drawn."""
+    return st.session_state.get(K.text, DEFAULT_TEXT) or ""

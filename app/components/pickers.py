@@ -9,16 +9,16 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
-from app.state import PERSIST, SHARE, K, bounded, clamp
+from app.state import DEFAULTS, PERSIST, SHARE, K, bounded, clamp, current_text
 
 TEXT_FAMILIES = {"encoder", "decoder"}  # translators, ViTs and RNNs have pages of their own
 
 
 def text_box(label: str = "Your text", height: int = 90) -> str:
     """The shared sentence (bound to the URL); returns its current value."""
-    st.text_area(label, key=K.text, height=height, max_chars=20_000, **SHARE,
+    st.text_area(label, value=current_text(), key=K.text, height=height, max_chars=20_000, **SHARE,
                  help="Any text; long input is cut at the token limit.")
-    return st.session_state.get(K.text) or ""
+    return current_text()
 
 
 def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
@@ -93,6 +93,8 @@ def causal_toggle(model_id: str, family: str) -> bool:
 def max_tokens_input(limit: int = 1024) -> int:
     """The token-limit field (inside an "Advanced" expander); returns the bounded value."""
     with st.expander("Advanced"):
-        st.number_input("Token limit", min_value=4, max_value=limit, step=16, key=K.max_tokens,
+        current = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
+        # value= is the current setting, not the minimum: a page opened fresh must not fall back to 4
+        st.number_input("Token limit", min_value=4, max_value=limit, value=current, step=16, key=K.max_tokens,
                         help="Longer input is truncated; the page says when.", **PERSIST)
     return bounded(st.session_state.get(K.max_tokens), 4, limit)

@@ -19,7 +19,7 @@ from app.components.pickers import (
     show_notices,
     text_box,
 )
-from app.state import K
+from app.state import current_text
 
 MAX_TOKENS_LIMIT = 1024
 
@@ -90,7 +90,7 @@ def main() -> None:
     model = load_model(model_id)
     if model is None:
         return
-    text = st.session_state.get(K.text) or ""
+    text = current_text()
 
     controls = st.columns([1, 1, 2])
     with controls[2]:

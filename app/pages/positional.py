@@ -18,7 +18,7 @@ from app import services
 from app.components.pickers import load_model, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
-from app.state import PERSIST, K, bounded
+from app.state import K, PERSIST, bounded, current_text
 
 D_MODELS = [4, 8, 16, 32, 64, 128, 256, 512]
 MAX_LEN = 512
@@ -161,7 +161,7 @@ def learned_section() -> None:
 
 def sentence_length(model_id: str) -> int | None:
     """Token count of the shared sentence for this model (from the cached trace), or None."""
-    text = st.session_state.get(K.text) or ""
+    text = current_text()
     try:
         trace = services.get_trace(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024))
     except Exception:  # noqa: BLE001 — the count is a detail; the page works without it

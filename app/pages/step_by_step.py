@@ -22,7 +22,7 @@ from app.components.pickers import (
 from app.components.step_calculator import calculator
 from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
-from app.state import PERSIST, K, clamp
+from app.state import PERSIST, clamp, current_text
 
 MAX_TOKENS_LIMIT = 1024
 QUERY_KEY = "step_query"
@@ -57,7 +57,7 @@ def walkthrough() -> None:
     model = load_model(model_id)
     if model is None:
         return
-    text = st.session_state.get(K.text) or ""
+    text = current_text()
     controls = st.columns([1, 1, 2, 2])
     with controls[3]:
         causal = causal_toggle(model_id, model.spec.family)

@@ -41,9 +41,7 @@ SENTENCE = "The cat sat on the mat because it was warm."
 
 
 def open_step_page(page: Page, app_url: str) -> None:
-    """Type a sentence on Explore, then go to Step by step through the sidebar, as a student does.
-
-    (With the untouched default sentence the next page starts empty: see the xfail test below.)"""
+    """Type a sentence on Explore, then go to Step by step through the sidebar, as a student does."""
     page.goto(app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
     box = page.locator('[data-testid="stTextArea"] textarea')
@@ -111,8 +109,6 @@ def test_calculator_scale_slider_by_keyboard(page: Page, app_url: str, artifacts
     page.screenshot(path=str(artifacts / "step_by_step-calculator.png"))
 
 
-@pytest.mark.xfail(strict=True, reason="shared text box (bind='query-params'): with the default sentence, "
-                   "going to another page (sidebar or link without ?text=) shows an empty text; reported to the lead")
 def test_sidebar_from_a_fresh_session_keeps_the_default_sentence(page: Page, app_url: str):
     page.goto(app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
