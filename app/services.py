@@ -122,11 +122,6 @@ def block_is_square(block: str) -> bool:
     return block != "cross"
 
 
-def all_patterns(att: AttentionTrace) -> np.ndarray:
-    """``[layer, head, q, k]`` float32 patterns of every head."""
-    return np.stack([att.pattern(layer) for layer in range(att.n_layers)])
-
-
 @st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
 def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> pd.DataFrame:
     """One row per head: layer, head, label, score and every metric of ``engine.analysis.metrics``."""
@@ -135,8 +130,10 @@ def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens
     att = heads_attention(model_id, text, causal, max_tokens, block)
     square = block_is_square(block)
     blocked = np.isneginf(att.mask(0))
-    values = M.head_metrics(all_patterns(att), M.sink_positions(att.key_tokens.special),
-                            blocked=blocked, square=square)
+    sinks = M.sink_positions(att.key_tokens.special)
+    per_layer = [M.head_metrics(att.pattern(layer), sinks, blocked=blocked, square=square)
+                 for layer in range(att.n_layers)]  # one layer at a time: bounded memory on long inputs
+    values = {name: np.stack([m[name] for m in per_layer]) for name in per_layer[0]}
     labels, scores = M.label_heads(values)
     layers, heads = np.meshgrid(np.arange(att.n_layers), np.arange(att.n_heads), indexing="ij")
     frame = pd.DataFrame({
@@ -173,9 +170,9 @@ def head_similarity(model_id: str, text: str, causal: bool | None, max_tokens: i
 
     att = heads_attention(model_id, text, causal, max_tokens, block)
     n_layers = min(att.n_layers, max(1, SIMILARITY_MAX_HEADS // att.n_heads))
-    flat = np.stack([att.pattern(layer) for layer in range(n_layers)])
-    flat = flat.reshape(n_layers * att.n_heads, att.n_queries, att.n_keys)
-    small, coarsened = coarsen(flat, SIMILARITY_MAX_TOKENS, SIMILARITY_MAX_TOKENS)
+    pieces = [coarsen(att.pattern(layer), SIMILARITY_MAX_TOKENS, SIMILARITY_MAX_TOKENS) for layer in range(n_layers)]
+    small = np.concatenate([piece for piece, _ in pieces])  # [n_layers · n_heads, ≤64, ≤64], layer-major
+    coarsened = pieces[0][1]
     divergence = head_divergence(small)
     return divergence, cluster_order(divergence), coarsened, n_layers
 

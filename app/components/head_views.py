@@ -13,7 +13,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from app.components.heatmap import COLORSCALE, MASKED_COLOR, safe_label
+from app.components.heatmap import COLORSCALE, MASKED_COLOR, _ticks, safe_label
 
 GAP = 1  # empty cells between tiles
 DIVERGING = "RdBu"
@@ -162,11 +162,14 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
         hovertemplate="%{customdata[0]} → %{customdata[1]}<br>B − A %{z:+.3f}<extra></extra>",
         colorbar=dict(title="B − A", thickness=12),
     ))
-    side = max(320, min(900, 22 * max(n_q, n_k) + 140))
+    side = max(360, min(760, 22 * max(n_q, n_k) + 160))
+    xv, xt = _ticks(k_lab, side - 160)
+    yv, yt = _ticks(q_lab, side - 160)
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=side,
         margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor=MASKED_COLOR,
-        xaxis=dict(title="key", tickmode="array", tickvals=list(range(n_k)), ticktext=k_lab, tickangle=-60, side="top"),
-        yaxis=dict(title="query", tickmode="array", tickvals=list(range(n_q)), ticktext=q_lab, autorange="reversed"),
+        xaxis=dict(title="key (attended to)", tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, side="top",
+                   scaleanchor="y", constrain="domain"),
+        yaxis=dict(title="query (attending)", tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed"),
     )
     return fig

@@ -12,7 +12,7 @@ import streamlit as st
 
 from app import services
 from app.components.head_views import difference_heatmap, similarity_figure
-from app.components.heads_context import HeadsContext
+from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
 from app.state import PERSIST, bounded, clamp
 from engine import AttentionTrace
@@ -36,8 +36,9 @@ def similarity_section(ctx: HeadsContext) -> None:
     st.caption(
         "How differently two heads attend: for each query token, the Jensen–Shannon divergence between the two "
         "heads' rows (natural log: 0 = identical, ln 2 ≈ 0.69 = no overlap at all), averaged over the queries. "
-        "Heads are ordered by hierarchical clustering (average linkage, optimal leaf order), so **dark squares on "
-        "the diagonal are families of heads that attend alike**, often across layers."
+        "Heads are ordered by hierarchical clustering (average linkage, optimal leaf order), so **bright (yellow) "
+        "blocks along the diagonal are families of heads that attend alike**, often across layers; dark means "
+        "different."
     )
     if coarsened:
         st.info(f"Long input: to stay fast, the comparison uses {services.SIMILARITY_MAX_TOKENS} evenly spaced query "
@@ -97,7 +98,8 @@ def compare_section(ctx: HeadsContext) -> None:
                                     title=f"{name}: layer {layer}, head {head}", height=440)
             st.plotly_chart(fig, key=f"heads_cmp_{name}")
     frame = services.head_metrics_table(*ctx.args)
-    st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key="heads_cmp_metrics")
+    st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key="heads_cmp_metrics",
+                 column_config=metric_columns(frame.columns))
     st.caption("Two heads of the same model reading the same sentence. Heads in one layer see the same input but "
                "learn different queries and keys, so they look at different tokens; the table puts their metrics "
                "side by side.")
@@ -138,19 +140,17 @@ def sentence_pair(ctx: HeadsContext) -> None:
     layer, head = ctx.layer, ctx.head
     pat_a, pat_b = att_a.pattern(layer, head), att_b.pattern(layer, head)
     same_shape = pat_a.shape == pat_b.shape
-    cols = st.columns(3 if same_shape else 2)
-    for col, (name, att, pat) in zip(cols, (("A", att_a, pat_a), ("B", att_b, pat_b))):
+    for col, (name, att, pat) in zip(st.columns(2), (("A", att_a, pat_a), ("B", att_b, pat_b))):
         with col:
             fig = attention_heatmap(pat, att.tokens.labels(), att.key_tokens.labels(),
                                     blocked=np.isneginf(att.mask(layer)), title=f"Sentence {name}", height=440)
             st.plotly_chart(fig, key=f"heads_sent_{name}")
     if same_shape:
-        with cols[2]:
-            q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
-            k_lab = _merged_labels(att_a.key_tokens.strings, att_b.key_tokens.strings)
-            st.plotly_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key="heads_diff")
+        q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
+        k_lab = _merged_labels(att_a.key_tokens.strings, att_b.key_tokens.strings)
+        st.plotly_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key="heads_diff")
         st.caption(
-            "The same head reading two sentences that differ in one place. Right: B's weights minus A's — **red** "
+            "The same head reading two sentences that differ in one place. Below them: B's weights minus A's — **red** "
             "where sentence B attends more, **blue** where A does; words that differ are shown as A→B. Watch the row "
             "of *it*: does the head move between *animal* and *street* when *tired* becomes *wide*?"
         )
@@ -166,7 +166,8 @@ def sentence_pair(ctx: HeadsContext) -> None:
     for name, text in (("A", text_a), ("B", text_b)):
         frame = services.head_metrics_table(ctx.model_id, text, ctx.causal, ctx.max_tokens, ctx.block)
         rows.append(_metric_rows(frame, {name: (layer, head)}))
-    st.dataframe(pd.concat(rows, ignore_index=True), hide_index=True, key="heads_sent_metrics")
+    both = pd.concat(rows, ignore_index=True)
+    st.dataframe(both, hide_index=True, key="heads_sent_metrics", column_config=metric_columns(both.columns))
 
 
 def _merged_labels(a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:

@@ -15,7 +15,7 @@ import streamlit as st
 
 from app import services
 from app.components.head_views import clicked_head, layer_head_heatmap, model_view_figure
-from app.components.heads_context import HeadsContext
+from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
 from app.components.heatmap import attention_heatmap
 from app.components.pickers import (
@@ -32,19 +32,6 @@ from app.state import PERSIST, K
 MAX_TOKENS_LIMIT = 1024
 FAMILIES = {"encoder", "decoder", "encoder-decoder"}
 MODEL_VIEW_KEY = "heads_model_view"
-
-#: metric column → (label for people, number format, what it means)
-METRICS: dict[str, tuple[str, str, str]] = {
-    "entropy": ("entropy (nats)", ".2f", "how spread out a row is: 0 = all on one token, ln n = even over n tokens"),
-    "entropy_bits": ("entropy (bits)", ".2f", "the same entropy in bits (nats ÷ ln 2)"),
-    "broad": ("broadness", ".2f", "entropy ÷ its maximum for the keys a row may see: 1 = perfectly even"),
-    "mean_distance": ("mean distance (tokens)", ".1f", "Σ weight × |query position − key position|, averaged over queries"),
-    "sink": ("sink share", ".2f", "weight on special tokens ([CLS], [SEP], <bos>, …) and the first token"),
-    "previous": ("previous-token share", ".2f", "weight on the token just before"),
-    "self": ("self share", ".2f", "weight on the token itself"),
-    "next": ("next-token share", ".2f", "weight on the token just after"),
-}
-
 
 # ---------------------------------------------------------------- section: model view
 
@@ -119,11 +106,7 @@ def metrics_section(ctx: HeadsContext) -> None:
         st.info("Mean distance and the previous/self/next-token shares are **n/a** for cross-attention: its queries "
                 "are target (French) tokens and its keys source (English) tokens, so positions do not line up.")
     _best_heads(frame)
-    config = {m: st.column_config.NumberColumn(METRICS[m][0], format="%.3f", help=METRICS[m][2]) for m in available}
-    config["pattern"] = st.column_config.TextColumn("best match", help="the pattern this head matches best")
-    config["score"] = st.column_config.NumberColumn("score", format="%.2f",
-                                                    help="the best match's score (its share, or broadness for 'broad')")
-    st.dataframe(frame, hide_index=True, column_config=config, key="heads_metrics_table")
+    st.dataframe(frame, hide_index=True, column_config=metric_columns(frame.columns), key="heads_metrics_table")
     st.caption(
         "One row per head; click a column header to sort. Each number is averaged over the query tokens. "
         "**Best match** is the largest of: previous-token share, sink share (special tokens and the first token: "

@@ -76,8 +76,7 @@ def _live_rows(p: np.ndarray) -> np.ndarray:
 def row_entropy(patterns: np.ndarray) -> np.ndarray:
     """Entropy of every row in nats, ``[..., q]`` (0 · ln 0 = 0)."""
     p = _as_array(patterns)
-    safe = np.where(p > 0, p, 1.0)
-    return -(p * np.log(safe)).sum(axis=-1)
+    return -np.einsum("...ij,...ij->...i", p, np.log(np.where(p > 0, p, 1.0)))
 
 
 def entropy(patterns: np.ndarray, *, bits: bool = False) -> np.ndarray:
@@ -99,7 +98,7 @@ def mean_distance(patterns: np.ndarray) -> np.ndarray:
     n = p.shape[-1]
     idx = np.arange(n)
     dist = np.abs(idx[:, None] - idx[None, :]).astype(np.float64)
-    return _row_mean((p * dist).sum(axis=-1), _live_rows(p))
+    return _row_mean(np.einsum("...ij,ij->...i", p, dist), _live_rows(p))
 
 
 def sink_share(patterns: np.ndarray, positions: Iterable[int]) -> np.ndarray:
@@ -125,19 +124,20 @@ def offset_share(patterns: np.ndarray, offset: int) -> np.ndarray:
     return _row_mean(values, _live_rows(p)[..., rows])
 
 
-def broadness(patterns: np.ndarray, blocked: np.ndarray | None = None) -> np.ndarray:
+def broadness(patterns: np.ndarray, blocked: np.ndarray | None = None, *, entropies: np.ndarray | None = None) -> np.ndarray:
     """Mean normalised entropy H(i) / ln k(i) in [0, 1]: 1 when a row spreads evenly over every key it may see.
 
     Args:
         patterns: ``[..., q, k]``.
         blocked: bool ``[q, k]``, True where the mask blocks a key (None: nothing blocked).
+        entropies: :func:`row_entropy` of ``patterns`` when already computed.
     """
     p = _as_array(patterns)
     n_q, n_k = p.shape[-2:]
     allowed = np.full(n_q, n_k) if blocked is None else (~np.asarray(blocked, dtype=bool)).sum(axis=-1)
     allowed = np.broadcast_to(allowed, p.shape[:-1])
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = row_entropy(p) / np.log(np.maximum(allowed, 2))
+        ratio = (row_entropy(p) if entropies is None else entropies) / np.log(np.maximum(allowed, 2))
     return _row_mean(ratio, _live_rows(p) & (allowed >= 2))
 
 
@@ -163,7 +163,8 @@ def head_metrics(
     """
     p = _as_array(patterns)
     nan = np.full(p.shape[:-2], np.nan)
-    ent = entropy(p)
+    rows = row_entropy(p)
+    ent = _row_mean(rows, _live_rows(p))
     out = {
         "entropy": ent,
         "entropy_bits": ent / LN2,
@@ -172,7 +173,7 @@ def head_metrics(
         "previous": offset_share(p, -1) if square else nan,
         "self": offset_share(p, 0) if square else nan,
         "next": offset_share(p, 1) if square else nan,
-        "broad": broadness(p, blocked),
+        "broad": broadness(p, blocked, entropies=rows),
     }
     return out
 
