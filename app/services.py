@@ -140,10 +140,9 @@ def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens
         "layer": layers.ravel(), "head": heads.ravel(),
         "pattern": labels.ravel().astype(str), "score": scores.ravel(),
     })
-    for name in ("entropy", "entropy_bits", "broad", "mean_distance", "sink", "previous", "self", "next"):
+    for name in ("entropy", "entropy_bits", "broad", "mean_distance", "sink", "previous", "self", "next", "alignment"):
         frame[name] = values[name].ravel()
-    if not square:
-        frame = frame.drop(columns=list(M.SQUARE_ONLY))
+    frame = frame.drop(columns=list(M.CROSS_ONLY if square else M.SQUARE_ONLY))  # n/a for this block
     return frame
 
 

@@ -17,6 +17,8 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "previous": ("previous-token share", ".2f", "weight on the token just before"),
     "self": ("self share", ".2f", "weight on the token itself"),
     "next": ("next-token share", ".2f", "weight on the token just after"),
+    "alignment": ("alignment", ".2f", "1 − broadness: how sharply each target word picks a few source words "
+                                      "(cross-attention only)"),
 }
 
 

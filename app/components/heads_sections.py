@@ -20,7 +20,7 @@ from engine import AttentionTrace
 PAIR_A = "The animal didn't cross the street because it was too tired."
 PAIR_B = "The animal didn't cross the street because it was too wide."
 FUSIONS = ("mean", "max", "min")
-COMPARED = ("pattern", "score", "entropy", "sink", "previous", "self", "next", "mean_distance")
+COMPARED = ("pattern", "score", "entropy", "sink", "previous", "self", "next", "mean_distance", "alignment")
 
 
 # ---------------------------------------------------------------- head similarity

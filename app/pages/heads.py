@@ -110,7 +110,8 @@ def metrics_section(ctx: HeadsContext) -> None:
     st.caption(
         "One row per head; click a column header to sort. Each number is averaged over the query tokens. "
         "**Best match** is the largest of: previous-token share, sink share (special tokens and the first token: "
-        "the \"attention sink\"), broadness, self share, next-token share; **score** is that value (0–1)."
+        "the \"attention sink\"), broadness, self share, next-token share (self-attention), and alignment "
+        "(cross-attention); **score** is that value (0–1)."
     )
     st.download_button("Download the metrics as CSV", frame.to_csv(index=False, float_format="%.6f").encode("utf-8"),
                        file_name="head_metrics.csv", mime="text/csv", icon=":material/download:")

@@ -10,10 +10,13 @@ quantity averaged over the query rows ``i`` (rows whose keys are all blocked are
     self            w(i, i)
     next token      N(i) = w(i, i+1)                       rows i ≤ n−2
     broadness       B(i) = H(i) / ln k(i)                  k(i): keys row i may see (rows with k(i) ≥ 2)
+    alignment       A = 1 − B                              cross-attention only
 
 Distance, previous, self and next need positions that line up (square self-attention); for
-cross-attention they are NaN ("n/a"). A head is labelled with the pattern whose score is largest:
-previous-token (P), first-token/sink (S), broad (B), self, next-token (N).
+cross-attention they are NaN ("n/a"), and alignment (sharp attention from each target token to a
+few source tokens, as in word alignment) is measured instead; for self-attention alignment is NaN.
+A head is labelled with the pattern whose score is largest: previous-token (P), first-token/sink
+(S), broad (B), self, next-token (N), alignment (A); ties go to the earlier one in that list.
 
 Every function takes ``patterns`` of shape ``[..., q, k]`` (one head, a layer, or all layers at
 once) and returns the metric with the last two axes reduced. Pure numpy.
@@ -34,8 +37,10 @@ LABELS: dict[str, str] = {
     "broad": "broad",
     "self": "self",
     "next-token": "next",
+    "alignment": "alignment",
 }
 SQUARE_ONLY: tuple[str, ...] = ("mean_distance", "previous", "self", "next")
+CROSS_ONLY: tuple[str, ...] = ("alignment",)
 
 
 def sink_positions(special: Sequence[bool]) -> tuple[int, ...]:
@@ -155,11 +160,11 @@ def head_metrics(
         sinks: key positions of special tokens and the first token (:func:`sink_positions`).
         blocked: bool ``[q, k]`` mask (True = blocked), for broadness.
         square: False for cross-attention (queries and keys are different sequences): the
-            position-based metrics are NaN.
+            position-based metrics are NaN and ``alignment`` is measured.
 
     Returns:
-        ``{"entropy", "entropy_bits", "mean_distance", "sink", "previous", "self", "next", "broad"}``,
-        each shaped like ``patterns`` without its last two axes.
+        ``{"entropy", "entropy_bits", "mean_distance", "sink", "previous", "self", "next", "broad",
+        "alignment"}``, each shaped like ``patterns`` without its last two axes.
     """
     p = _as_array(patterns)
     nan = np.full(p.shape[:-2], np.nan)
@@ -175,6 +180,7 @@ def head_metrics(
         "next": offset_share(p, 1) if square else nan,
         "broad": broadness(p, blocked, entropies=rows),
     }
+    out["alignment"] = nan if square else 1.0 - out["broad"]
     return out
 
 

@@ -169,6 +169,8 @@ def test_every_tab_renders_for_each_translator_block(block: str):
             ref = _reference_table(att, square=square)
             np.testing.assert_allclose(table["sink"].to_numpy(float), ref["sink"].ravel(), atol=1e-6)
             assert ("mean_distance" in table.columns) is square
+            assert ("alignment" in table.columns) is not square
+            assert table["pattern"].tolist() == ref["labels"].ravel().tolist()
             if not square:
                 assert any("n/a" in m for m in messages(at.info))
         if tab == "Rollout" and block == "cross":

@@ -130,7 +130,7 @@ def test_batched_metrics_match_per_head():
             single = M.head_metrics(p[layer, head], [0, 6])
             for name, value in out.items():
                 assert value.shape == (2, 3)
-                assert value[layer, head] == pytest.approx(float(single[name]))
+                assert value[layer, head] == pytest.approx(float(single[name]), nan_ok=True)
 
 
 def test_cross_attention_position_metrics_are_nan():
@@ -140,11 +140,19 @@ def test_cross_attention_position_metrics_are_nan():
     for name in M.SQUARE_ONLY:
         assert np.isnan(out[name]).all()
     assert np.isfinite(out["entropy"]).all() and np.isfinite(out["sink"]).all()
+    np.testing.assert_allclose(out["alignment"], 1.0 - out["broad"])
     labels, scores = M.label_heads(out)
-    assert set(labels.ravel()) <= {"broad", "first-token/sink"}
+    assert set(labels.ravel()) <= {"broad", "first-token/sink", "alignment"}
     assert np.isfinite(scores).all()
     with pytest.raises(ValueError):
         M.mean_distance(p)
+    # a sharp word-to-word alignment (target i → source i + 1) is an alignment head, not a sink
+    sharp = np.zeros((5, 7))
+    sharp[np.arange(5), np.arange(1, 6)] = 1.0
+    labels, scores = M.label_heads(M.head_metrics(sharp, [0, 6], square=False))
+    assert labels[()] == "alignment" and scores[()] == pytest.approx(1.0)
+    # alignment is n/a for self-attention, where the positional labels apply
+    assert np.isnan(M.head_metrics(np.eye(4), [0])["alignment"])
 
 
 def test_fully_blocked_rows_are_skipped():
