@@ -7,6 +7,8 @@ against the difference of two traces' patterns, the large view against ``trace.p
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -233,3 +235,34 @@ def test_empty_text_gives_a_message():
     assert_clean(at)
     assert any("empty" in m.lower() for m in messages(at.warning)), messages(at.warning)
     assert not figures(at)
+
+
+def test_html_in_the_text_is_escaped_on_every_tab():
+    at = heads_page(text="<script>alert(1)</script> hello <b>bold</b>")
+    for tab in TABS:
+        show_tab(at, tab)
+        for fig in figures(at):
+            blob = json.dumps(fig)
+            assert "<script" not in blob and "<b>bold" not in blob, tab
+
+
+def test_long_input_is_pooled_and_coarsened_with_notes():
+    text = " ".join(["The quick brown fox jumps over the lazy dog."] * 12)  # > 100 tokens
+    at = heads_page(text=text)
+    captions = " ".join(str(c.value) for c in at.caption)
+    assert "block maxima, 32×32 cells per head" in captions, captions  # 72 heads → 32 cells per side
+    grid = figures(at)[0]
+    assert decode(grid["data"][0]["z"]).shape == (6 * 33 - 1, 12 * 33 - 1)
+    show_tab(at, "Head similarity")
+    assert any("64 evenly spaced query rows" in m for m in messages(at.info)), messages(at.info)
+
+
+def test_out_of_range_page_settings_are_bounded():
+    at = heads_page()
+    at.session_state["heads_discard"] = 0.9
+    show_tab(at, "Rollout")
+    assert figure_titled(at, "Rollout, layers 0–0")
+    at.session_state["heads_cmp_b_layer"] = 99
+    at.session_state["heads_cmp_b_head"] = -3
+    show_tab(at, "Compare")
+    assert at.selectbox(key="heads_cmp_b_layer").value == 5 and at.selectbox(key="heads_cmp_b_head").value == 0
