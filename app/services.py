@@ -15,7 +15,6 @@ import logging
 import threading
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 import engine
@@ -123,8 +122,10 @@ def block_is_square(block: str) -> bool:
 
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
-def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> pd.DataFrame:
+def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> "pd.DataFrame":
     """One row per head: layer, head, label, score and every metric of ``engine.analysis.metrics``."""
+    import pandas as pd
+
     from engine.analysis import metrics as M
 
     att = heads_attention(model_id, text, causal, max_tokens, block)
