@@ -1,0 +1,175 @@
+"""Plotly figures for whole-model head views: the model view grid, layer × head maps, similarity, differences.
+
+The model view draws every layer × head as one heatmap of tiles (one trace, not L·H subplots: 144
+subplots are slow to build and to draw). Each tile is scaled to its own maximum, so shapes are
+comparable; an invisible marker at each tile's centre makes a click select that head. Inputs are
+numpy arrays and display strings; token text is escaped (``safe_label``).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.components.heatmap import COLORSCALE, MASKED_COLOR, _ticks, safe_label
+
+GAP = 1  # empty cells between tiles
+DIVERGING = "RdBu"
+
+
+def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """x (head) and y (layer) coordinates of every tile's centre in the model view."""
+    xs = np.arange(n_heads) * (t + GAP) + (t - 1) / 2
+    ys = np.arange(n_layers) * (s + GAP) + (s - 1) / 2
+    return xs, ys
+
+
+def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None,
+                      width_px: int = 1100) -> go.Figure:
+    """All heads at once: ``tiles`` ``[layer, head, s, t]`` (already pooled) in a layer × head grid.
+
+    Args:
+        tiles: attention (or block maxima) per head.
+        selected: ``(layer, head)`` outlined in red.
+        width_px: the width the figure is drawn for (sets the height so tiles stay square).
+
+    Returns:
+        One figure: a tiled heatmap plus one clickable marker per head (``customdata = [layer, head]``).
+    """
+    n_layers, n_heads, s, t = tiles.shape
+    rows, cols = n_layers * (s + GAP) - GAP, n_heads * (t + GAP) - GAP
+    z = np.full((rows, cols), np.nan, dtype=np.float32)
+    weight = np.full((rows, cols), np.nan, dtype=np.float32)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            tile = tiles[layer, head]
+            peak = float(tile.max()) or 1.0
+            r0, c0 = layer * (s + GAP), head * (t + GAP)
+            z[r0:r0 + s, c0:c0 + t] = tile / peak
+            weight[r0:r0 + s, c0:c0 + t] = tile
+    xs, ys = tile_centres(n_layers, n_heads, s, t)
+    fig = go.Figure(go.Heatmap(
+        z=z, customdata=weight, colorscale=COLORSCALE, zmin=0.0, zmax=1.0, showscale=False,
+        hoverongaps=False, hovertemplate="weight %{customdata:.3f} (%{z:.0%} of this head's max)<extra></extra>",
+    ))
+    grid_x, grid_y = np.meshgrid(xs, ys)
+    heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
+    fig.add_trace(go.Scatter(
+        x=grid_x.ravel(), y=grid_y.ravel(), mode="markers",
+        marker=dict(size=max(8, min(40, int(width_px / n_heads * 0.5))), color="rgba(0,0,0,0.01)", symbol="square"),
+        customdata=np.stack([layers.ravel(), heads.ravel()], axis=-1),
+        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>click to open it large<extra></extra>",
+        showlegend=False, name="heads",
+    ))
+    if selected is not None:
+        layer, head = selected
+        r0, c0 = layer * (s + GAP), head * (t + GAP)
+        fig.add_shape(type="rect", x0=c0 - 0.5, x1=c0 + t - 0.5, y0=r0 - 0.5, y1=r0 + s - 0.5,
+                      line=dict(color="#d62728", width=3))
+    tile_px = max(30, width_px // max(n_heads, 1))
+    fig.update_layout(
+        height=int(min(1400, max(260, tile_px * n_layers * s / max(t, 1) + 70))),
+        margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white", clickmode="event+select", dragmode=False,
+        xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=[f"H{h}" for h in range(n_heads)],
+                   side="top", showgrid=False, zeroline=False, title="head"),
+        yaxis=dict(tickmode="array", tickvals=ys.tolist(), ticktext=[f"L{layer}" for layer in range(n_layers)],
+                   autorange="reversed", showgrid=False, zeroline=False, title="layer"),
+    )
+    return fig
+
+
+def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, int] | None:
+    """The ``(layer, head)`` of the first clicked model-view marker, or None (a click elsewhere).
+
+    A point's ``customdata`` arrives as ``[layer, head]`` or, from the browser, as ``{"0": layer, "1": head}``.
+    """
+    for point in points or []:
+        data = point.get("customdata")
+        if isinstance(data, dict):
+            data = [data.get("0"), data.get("1")]
+        if not isinstance(data, (list, tuple)) or len(data) != 2:
+            continue
+        try:
+            layer, head = int(data[0]), int(data[1])
+        except (TypeError, ValueError):
+            continue
+        if 0 <= layer < n_layers and 0 <= head < n_heads:
+            return layer, head
+    return None
+
+
+def layer_head_heatmap(values: np.ndarray, title: str, *, selected: tuple[int, int] | None = None,
+                       fmt: str = ".2f", labels: np.ndarray | None = None) -> go.Figure:
+    """A metric per head as a ``[layer, head]`` heatmap (hover: the value and the head's pattern label)."""
+    n_layers, n_heads = values.shape
+    custom = labels if labels is not None else np.full(values.shape, "", dtype=object)
+    fig = go.Figure(go.Heatmap(
+        z=values.astype(float), x=list(range(n_heads)), y=list(range(n_layers)), customdata=custom,
+        colorscale="Viridis", colorbar=dict(title=html.escape(title), thickness=12),
+        hovertemplate="layer %{y}, head %{x}<br>" + html.escape(title) + " %{z:" + fmt + "}<br>%{customdata}<extra></extra>",
+        texttemplate="%{z:" + fmt + "}", textfont=dict(size=10),
+    ))
+    if selected is not None:
+        layer, head = selected
+        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+                      line=dict(color="#d62728", width=3))
+    fig.update_layout(
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
+        height=max(240, 34 * n_layers + 110), margin=dict(l=10, r=10, t=40, b=10),
+        xaxis=dict(title="head", dtick=1, side="top"), yaxis=dict(title="layer", dtick=1, autorange="reversed"),
+    )
+    return fig
+
+
+def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarray) -> go.Figure:
+    """The head × head JS divergence matrix, rows and columns in ``order`` (similar heads adjacent)."""
+    d = divergence[np.ix_(order, order)]
+    names = [labels[i] for i in order]
+    n = len(names)
+    fig = go.Figure(go.Heatmap(
+        z=d, x=list(range(n)), y=list(range(n)), colorscale="Viridis_r", zmin=0.0, zmax=float(np.log(2)),
+        customdata=np.stack([np.repeat(np.array(names, dtype=object)[:, None], n, 1),
+                             np.repeat(np.array(names, dtype=object)[None, :], n, 0)], -1),
+        hovertemplate="%{customdata[0]} vs %{customdata[1]}<br>JS divergence %{z:.3f} nats<extra></extra>",
+        colorbar=dict(title="JS (nats)", thickness=12),
+    ))
+    step = max(1, n // 48)
+    ticks = list(range(0, n, step))
+    side = max(360, min(900, 9 * n + 140))
+    fig.update_layout(
+        height=side, margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(tickmode="array", tickvals=ticks, ticktext=[names[i] for i in ticks], tickangle=-90, side="top",
+                   tickfont=dict(size=9)),
+        yaxis=dict(tickmode="array", tickvals=ticks, ticktext=[names[i] for i in ticks], autorange="reversed",
+                   tickfont=dict(size=9)),
+    )
+    return fig
+
+
+def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: list[str], title: str) -> go.Figure:
+    """A signed ``[q, k]`` difference (B − A): red where B attends more, blue where A does."""
+    q_lab = [safe_label(t) for t in query_tokens]
+    k_lab = [safe_label(t) for t in key_tokens]
+    n_q, n_k = diff.shape
+    bound = float(np.nanmax(np.abs(diff))) or 1e-6
+    fig = go.Figure(go.Heatmap(
+        z=diff.astype(float), x=list(range(n_k)), y=list(range(n_q)), colorscale=DIVERGING, reversescale=True,
+        zmin=-bound, zmax=bound, zmid=0.0,
+        customdata=np.stack([np.repeat(np.array(q_lab, dtype=object)[:, None], n_k, 1),
+                             np.repeat(np.array(k_lab, dtype=object)[None, :], n_q, 0)], -1),
+        hovertemplate="%{customdata[0]} → %{customdata[1]}<br>B − A %{z:+.3f}<extra></extra>",
+        colorbar=dict(title="B − A", thickness=12),
+    ))
+    side = max(360, min(760, 22 * max(n_q, n_k) + 160))
+    xv, xt = _ticks(k_lab, side - 160)
+    yv, yt = _ticks(q_lab, side - 160)
+    fig.update_layout(
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=side,
+        margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor=MASKED_COLOR,
+        xaxis=dict(title="key (attended to)", tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, side="top",
+                   scaleanchor="y", constrain="domain"),
+        yaxis=dict(title="query (attending)", tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed"),
+    )
+    return fig

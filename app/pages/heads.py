@@ -1,0 +1,210 @@
+"""Heads: every layer × head at once, what each head does (metrics), which heads are alike, comparisons, rollout.
+
+``main()`` draws the shared controls, builds a :class:`HeadsContext`, then runs each entry of
+``SECTIONS`` in its own tab (only the open tab runs). A section is a function of the context, so
+one more tab is one more ``SECTIONS`` entry.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Callable
+
+import numpy as np
+import streamlit as st
+
+from app import services
+from app.components.ablation_panel import render_ablation
+from app.components.head_views import clicked_head, layer_head_heatmap, model_view_figure
+from app.components.heads_context import METRICS, HeadsContext, metric_columns
+from app.components.heads_sections import compare_section, rollout_section, similarity_section
+from app.components.heatmap import attention_heatmap
+from app.components.pickers import (
+    causal_toggle,
+    layer_head,
+    load_model,
+    max_tokens_input,
+    pick_model,
+    show_notices,
+    text_box,
+)
+from app.state import PERSIST, K
+
+MAX_TOKENS_LIMIT = 1024
+FAMILIES = {"encoder", "decoder", "encoder-decoder"}
+MODEL_VIEW_KEY = "heads_model_view"
+
+# ---------------------------------------------------------------- section: model view
+
+
+def _select_clicked_head(n_layers: int, n_heads: int) -> None:
+    """on_select callback of the model view: a clicked tile becomes the shared layer/head."""
+    event = st.session_state.get(MODEL_VIEW_KEY)
+    points = event.get("selection", {}).get("points", []) if event else []
+    picked = clicked_head(points, n_layers, n_heads)
+    if picked is not None:
+        st.session_state[K.layer], st.session_state[K.head] = picked
+
+
+def _pattern_csv(pattern: np.ndarray, q_tokens: list[str], k_tokens: list[str]) -> bytes:
+    import pandas as pd
+
+    buf = io.StringIO()
+    pd.DataFrame(pattern, index=q_tokens, columns=k_tokens).to_csv(buf, float_format="%.6f")
+    return buf.getvalue().encode("utf-8")
+
+
+def model_view_section(ctx: HeadsContext) -> None:
+    """Every layer × head as small tiles; the chosen head large below."""
+    att = ctx.attention
+    with st.spinner("Drawing every head…"):
+        tiles, pooled = services.model_view_tiles(*ctx.args)
+    fig = model_view_figure(tiles, selected=(ctx.layer, ctx.head))
+    st.plotly_chart(fig, key=MODEL_VIEW_KEY, on_select=lambda: _select_clicked_head(att.n_layers, att.n_heads),
+                    selection_mode="points", config={"displayModeBar": False})
+    st.caption(
+        f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns). Each tile is one head's attention pattern: "
+        "rows are queries, columns are keys, as in the large view. Every tile is coloured from 0 to its own maximum, "
+        "so compare *shapes*: a line just below the diagonal is a previous-token head, the diagonal itself a self head, a dark first column "
+        "a first-token/sink head, an even wash a broad head. **Click a tile** (or use Layer/Head above) to open it "
+        "large; the red frame marks the chosen head."
+        + (f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
+           if pooled else "")
+    )
+    q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
+    pattern = att.pattern(ctx.layer, ctx.head)
+    blocked = np.isneginf(att.mask(ctx.layer))
+    title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
+    st.plotly_chart(attention_heatmap(pattern, q_labels, k_labels, blocked=blocked, title=title), key="heads_large")
+    st.caption(
+        "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at; "
+        "every row sums to 1. " + ("Grey cells are blocked by the causal mask." if blocked.any() else "")
+    )
+    st.download_button("Download this head as CSV", _pattern_csv(pattern, q_labels, k_labels),
+                       file_name=f"heads_L{ctx.layer}_H{ctx.head}.csv", mime="text/csv", icon=":material/download:")
+
+
+# ---------------------------------------------------------------- section: per-head metrics
+
+
+def metrics_section(ctx: HeadsContext) -> None:
+    """A layer × head map of one metric and the sortable table of every metric."""
+    with st.spinner("Measuring every head…"):
+        frame = services.head_metrics_table(*ctx.args)
+    available = [m for m in METRICS if m in frame.columns]
+    metric = st.selectbox("Metric on the map", available, key="heads_metric", format_func=lambda m: METRICS[m][0],
+                          **PERSIST)
+    metric = metric if metric in available else available[0]
+    label, fmt, meaning = METRICS[metric]
+    shape = (ctx.attention.n_layers, ctx.attention.n_heads)
+    values = frame[metric].to_numpy(dtype=float).reshape(shape)
+    tags = (frame["pattern"] + " (" + frame["score"].map("{:.2f}".format) + ")").to_numpy(dtype=object).reshape(shape)
+    st.plotly_chart(layer_head_heatmap(values, label, selected=(ctx.layer, ctx.head), fmt=fmt, labels=tags),
+                    key="heads_metric_map")
+    st.caption(f"**{label}** for every head: {meaning}. Rows are layers, columns heads; the red frame is the chosen "
+               "head. Hover a cell to see the pattern the head matches best.")
+    if not ctx.square:
+        st.info("Mean distance and the previous/self/next-token shares are **n/a** for cross-attention: its queries "
+                "are target (French) tokens and its keys source (English) tokens, so positions do not line up.")
+    _best_heads(frame)
+    st.dataframe(frame, hide_index=True, column_config=metric_columns(frame.columns), key="heads_metrics_table")
+    st.caption(
+        "One row per head; click a column header to sort. Each number is averaged over the query tokens. "
+        "**Best match** is the largest of: previous-token share, sink share (special tokens and the first token: "
+        "the \"attention sink\"), broadness, self share, next-token share (self-attention), and alignment "
+        "(cross-attention); **score** is that value (0–1)."
+    )
+    st.download_button("Download the metrics as CSV", frame.to_csv(index=False, float_format="%.6f").encode("utf-8"),
+                       file_name="head_metrics.csv", mime="text/csv", icon=":material/download:")
+
+
+def _best_heads(frame) -> None:
+    """One line per pattern: the head that matches it most strongly."""
+    lines = []
+    for name, group in frame.groupby("pattern", sort=False):
+        best = group.loc[group["score"].idxmax()]
+        lines.append(f"**{name}**: {len(group)} head{'s' if len(group) != 1 else ''}, strongest "
+                     f"L{int(best['layer'])} H{int(best['head'])} ({best['score']:.2f})")
+    st.markdown(" · ".join(lines))
+
+
+# ---------------------------------------------------------------- page
+
+
+def ablation_section(ctx: HeadsContext) -> None:
+    """Switch heads off and compare the model's output (the panel lives in app/components/ablation_panel.py)."""
+    render_ablation(ctx.model_id, ctx.text, bool(ctx.causal), ctx.max_tokens, ctx.attention.n_layers,
+                    ctx.attention.n_heads, ctx.family)
+
+
+SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
+    ("Model view", model_view_section),
+    ("Per-head metrics", metrics_section),
+    ("Head similarity", similarity_section),
+    ("Compare", compare_section),
+    ("Rollout", rollout_section),
+    ("Ablation", ablation_section),
+]
+
+
+def build_context() -> HeadsContext | None:
+    """The shared controls (text, model, block or causal mask, layer, head); None when nothing can be shown."""
+    top_left, top_right = st.columns([3, 2])
+    with top_left:
+        text_box()
+    with top_right:
+        model_id = pick_model(FAMILIES)
+        max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
+    model = load_model(model_id)
+    if model is None:
+        return None
+    family = model.spec.family
+    text = st.session_state.get(K.text) or ""
+    controls = st.columns([1, 1, 2])
+    with controls[2]:
+        if family == "encoder-decoder":
+            if st.session_state.get("heads_block") not in services.HEAD_BLOCKS:
+                st.session_state["heads_block"] = "encoder"
+            block = st.selectbox("Attention block", list(services.HEAD_BLOCKS), key="heads_block", **PERSIST,
+                                 format_func=services.HEAD_BLOCKS.get,
+                                 help="Encoder: English words look at English words. Decoder: French words look at "
+                                      "earlier French words. Cross: French words look at the English sentence.")
+            causal = None
+        else:
+            block, causal = "self", causal_toggle(model_id, family)
+    try:
+        with st.spinner("Running the model…"):
+            trace = services.get_trace(model_id, text, causal, max_tokens)
+            attention = services.attention_block(trace, block)
+    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        st.warning(services.friendly_error(err))
+        return None
+    layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
+    show_notices(trace)
+    ctx = HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,
+                       family=family, attention=attention, layer=layer, head=head)
+    translation = getattr(trace, "output_text", None)
+    st.caption(
+        f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
+        f"{attention.n_heads} heads · running on {services.device_label()}"
+        + (f" · translation: *{translation}*" if translation is not None else "")
+    )
+    return ctx
+
+
+def main() -> None:
+    st.title("Heads")
+    st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
+             "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
+    ctx = build_context()
+    if ctx is None:
+        return
+    tabs = st.tabs([name for name, _ in SECTIONS], key="heads_tab", on_change="rerun")
+    for tab, (_, section) in zip(tabs, SECTIONS):
+        if tab.open is False:  # only the open tab runs (None: state not tracked, run all)
+            continue
+        with tab:
+            section(ctx)
+
+
+main()
