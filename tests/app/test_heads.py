@@ -19,7 +19,7 @@ from app.components.head_views import clicked_head
 from engine.analysis import metrics as M
 
 TEXT = "The animal didn't cross the street because it was too tired."
-TABS = ("Model view", "Per-head metrics", "Head similarity", "Compare", "Rollout")
+TABS = ("Model view", "Per-head metrics", "Head similarity", "Compare", "Rollout", "Ablation")
 BASE = {"text": TEXT, "max_tokens": 128}
 
 
@@ -266,3 +266,18 @@ def test_out_of_range_page_settings_are_bounded():
     at.session_state["heads_cmp_b_head"] = -3
     show_tab(at, "Compare")
     assert at.selectbox(key="heads_cmp_b_layer").value == 5 and at.selectbox(key="heads_cmp_b_head").value == 0
+
+
+# ---------------------------------------------------------------- ablation tab (app/components/ablation_panel.py)
+
+
+def test_ablation_tab_switches_heads_off_and_matches_the_engine():
+    from engine.analysis.ablation import ablate
+
+    at = show_tab(heads_page(), "Ablation")
+    assert at.metric[0].value == "1.0000"  # nothing off yet: the embedding is unchanged
+    at.multiselect(key="ablation_heads").set_value(["L0 H0", "L2 H5"]).run()
+    assert_clean(at)
+    expected = ablate(engine.load("minilm"), TEXT, [(0, 0), (2, 5)], causal=False, max_tokens=128)
+    assert expected.cosine < 1.0
+    assert at.metric[0].value == f"{expected.cosine:.4f}"
