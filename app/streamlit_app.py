@@ -30,6 +30,7 @@ services.warm_up()
 navigation = st.navigation(
     [
         st.Page(PAGES / "explore.py", title="Explore", icon=":material/grid_on:", default=True),
+        st.Page(PAGES / "bertviz_views.py", title="bertviz views", icon=":material/hub:"),
     ]
 )
 with st.sidebar:
