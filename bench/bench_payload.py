@@ -73,7 +73,7 @@ def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
     return len(pio.to_json(fig).encode()), len(pio.to_json(grid).encode())
 
 
-def draw_seconds(documents: dict[str, str], timeout_s: float = 120) -> dict[str, float | None]:
+def draw_seconds(documents: dict[str, str], timeout_s: float = 60) -> dict[str, float | None]:
     """Seconds from ``set_content`` to drawn SVG in Chromium with every network request aborted."""
     from playwright.sync_api import sync_playwright
 
@@ -147,7 +147,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="16,64,128,256", help="token counts")
     parser.add_argument("--shape-sizes", default="16,64,128", help="token counts for the 12×12-head shape")
     parser.add_argument("--draw", action="store_true", help="also time drawing in Chromium (sizes ≤ --draw-max)")
-    parser.add_argument("--draw-max", type=int, default=128)
+    parser.add_argument("--draw-max", type=int, default=64)
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     args = parser.parse_args()
 
@@ -156,10 +156,11 @@ def main() -> None:
     engine.set_threads(1)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     shape_sizes = [int(s) for s in args.shape_sizes.split(",") if s]
-    minilm_rows = [measure(minilm_trace(n), args.draw and n <= args.draw_max) for n in sizes]
-    shape_rows = [measure(shape_trace(n), args.draw and n <= args.draw_max) for n in shape_sizes]
-    for r in minilm_rows + shape_rows:
-        print(r, flush=True)
+    minilm_rows, shape_rows = [], []
+    for rows, make, ns in ((minilm_rows, minilm_trace, sizes), (shape_rows, shape_trace, shape_sizes)):
+        for n in ns:
+            rows.append(measure(make(n), args.draw and n <= args.draw_max))
+            print(rows[-1], flush=True)
 
     libs = sum(len(bv.offline_document("", title="").encode()) for _ in range(1))
     lines = [
@@ -170,7 +171,7 @@ def main() -> None:
         "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
         "`plotly.io.to_json` of `attention_heatmap` (one head, base64 float32) and `head_grid` (one layer, "
         "pooled to ≤ 64×64 per head)." + (" Draw: Chromium (headless, network aborted), from `set_content` to "
-                                           "drawn SVG; — = not drawn within 120 s." if args.draw else ""),
+                                           "drawn SVG; — = not drawn within 60 s." if args.draw else ""),
         "",
         *table("MiniLM (6 layers × 12 heads, d_head 32)", minilm_rows, args.draw),
         *table("12 layers × 12 heads, d_head 64 (BERT-base / GPT-2-small shape, random Q/K)", shape_rows, args.draw),
