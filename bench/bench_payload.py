@@ -88,7 +88,7 @@ def draw_seconds(documents: dict[str, str], timeout_s: float = 60) -> dict[str, 
             try:
                 start = time.perf_counter()
                 page.set_content(document)
-                page.wait_for_selector("svg text")
+                page.wait_for_selector("svg text", state="attached")
                 page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
                 out[key] = time.perf_counter() - start
             except Exception:  # noqa: BLE001 — a view that never draws is recorded as such

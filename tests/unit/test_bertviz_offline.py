@@ -196,3 +196,19 @@ def test_limits_refuse_big_inputs(minilm_trace):
     with pytest.raises(EngineError):
         bv.model_view_html(long)
     assert bv.n_cells(minilm_trace, "model") == 6 * 12 * minilm_trace.n_queries ** 2
+
+
+def random_trace(n: int, layers: int, heads: int, d_head: int = 8) -> AttentionTrace:
+    rng = np.random.default_rng(0)
+    qkv = [tuple(rng.standard_normal((heads, n, d_head), dtype=np.float32) for _ in range(layers)) for _ in range(3)]
+    tokens = Tokens(tuple(f"t{i}" for i in range(n)), tuple(range(n)), (False,) * n)
+    return AttentionTrace("r", "encoder", tokens, tokens, *qkv, scales=(1.0,) * layers, causal=False)
+
+
+def test_limits_scale_with_the_number_of_heads():
+    """A 12 × 12-head model (BERT-base, GPT-2 small) stops earlier in the model view than MiniLM's 6 × 12."""
+    assert bv.too_big(random_trace(48, 6, 12), "model") is None
+    assert bv.too_big(random_trace(41, 12, 12), "model") is None
+    assert "numbers" in bv.too_big(random_trace(42, 12, 12), "model")
+    assert bv.too_big(random_trace(64, 12, 12), "head") is None
+    assert "65 tokens" in bv.too_big(random_trace(65, 1, 1), "head")
