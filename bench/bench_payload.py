@@ -111,6 +111,13 @@ def measure(trace: AttentionTrace, draw: bool) -> dict:
     return row
 
 
+def load_average() -> str:
+    try:
+        return " / ".join(f"{x:.1f}" for x in __import__("os").getloadavg()) + " (1 / 5 / 15 min)"
+    except OSError:
+        return "unknown"
+
+
 def fmt_bytes(b: float) -> str:
     return f"{b / 1e6:.2f} MB" if b >= 1e6 else f"{b / 1e3:.0f} kB"
 
@@ -171,12 +178,16 @@ def main() -> None:
         "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
         "`plotly.io.to_json` of `attention_heatmap` (one head, base64 float32) and `head_grid` (one layer, "
         "pooled to ≤ 64×64 per head)." + (" Draw: Chromium (headless, network aborted), from `set_content` to "
-                                           "drawn SVG; — = not drawn within 60 s." if args.draw else ""),
+                                           "drawn SVG; — = not timed (above `--draw-max`) or not drawn within 60 s. "
+                                           "Draw times are upper bounds on a shared machine: see the load average "
+                                           "below." if args.draw else ""),
         "",
         *table("MiniLM (6 layers × 12 heads, d_head 32)", minilm_rows, args.draw),
         *table("12 layers × 12 heads, d_head 64 (BERT-base / GPT-2-small shape, random Q/K)", shape_rows, args.draw),
         f"Limits used by the bertviz views page (engine/views/bertviz_html.py): tokens {bv.MAX_TOKENS}, "
         f"numbers per payload {bv.MAX_CELLS}.",
+        "",
+        f"Load average while measuring: {load_average()}.",
         "",
         "Reproduce (from the repository root; ~5 min on 2 cores): "
         "`OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 python -m bench.bench_payload"
