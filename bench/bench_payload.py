@@ -151,8 +151,8 @@ def write_section(lines: list[str], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sizes", default="16,64,128,256", help="token counts")
-    parser.add_argument("--shape-sizes", default="16,64,128", help="token counts for the 12×12-head shape")
+    parser.add_argument("--sizes", default="16,32,48,64,128,256", help="token counts")
+    parser.add_argument("--shape-sizes", default="16,32,64,128", help="token counts for the 12×12-head shape")
     parser.add_argument("--draw", action="store_true", help="also time drawing in Chromium (sizes ≤ --draw-max)")
     parser.add_argument("--draw-max", type=int, default=64)
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
