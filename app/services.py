@@ -475,3 +475,54 @@ def rollout_maps(model_id: str, text: str, causal: bool | None, max_tokens: int,
     maps = rollout(layers, head_fusion=head_fusion, discard_ratio=float(discard_ratio))
     fused = np.stack([fuse_heads(p, head_fusion) for p in layers]).astype(np.float32)
     return maps, fused
+
+
+# ---------------------------------------------------------------- bertviz views
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
+def get_digit_trace(model_id: str, index: int):
+    """A ViT trace of scikit-learn's bundled 8×8 digit number ``index`` (clamped to the 1,797 images)."""
+    from sklearn.datasets import load_digits
+
+    images = load_digits().images
+    model = get_model(model_id)
+    with _jobs:
+        return engine.trace(model, images[min(max(int(index), 0), len(images) - 1)])
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
+def bertviz_view(view: str, model_id: str, source: str | int, causal: bool | None, max_tokens: int,
+                 layer: int = 0, head: int = 0) -> dict:
+    """One bertviz view ("head", "model" or "neuron") of a model's trace, as an offline HTML document.
+
+    Args:
+        view: which bertviz view.
+        model_id: a model id; ``source`` is the text, or a digit index for a ViT.
+        causal, max_tokens: as for :func:`get_trace`.
+        layer, head: shown first.
+
+    Returns:
+        ``{"html": str | None, "height": int, "reason": str | None, "n_tokens": int}``; ``html`` is None
+        and ``reason`` says why when the view is too big or does not exist for this model.
+    """
+    from engine.views import bertviz_html as bv
+
+    if isinstance(source, int):
+        trace = get_digit_trace(model_id, source)
+    else:
+        trace = get_trace(model_id, source, causal, max_tokens)
+    n = bv.n_tokens(trace)
+    if view == "neuron" and isinstance(trace, engine.AlignmentTrace):
+        return {"html": None, "height": 0, "n_tokens": n, "reason": "no-qk"}
+    reason = bv.too_big(trace, view)
+    if reason:
+        return {"html": None, "height": 0, "n_tokens": n, "reason": reason}
+    if view == "head":
+        return {"html": bv.head_view_html(trace, layer), "height": bv.head_view_height(trace), "n_tokens": n,
+                "reason": None}
+    if view == "model":
+        return {"html": bv.model_view_html(trace), "height": bv.model_view_height(trace), "n_tokens": n,
+                "reason": None}
+    return {"html": bv.neuron_view_html(trace, layer, head), "height": bv.neuron_view_height(trace),
+            "n_tokens": n, "reason": None}

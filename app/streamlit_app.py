@@ -32,6 +32,7 @@ navigation = st.navigation(
         st.Page(PAGES / "explore.py", title="Explore", icon=":material/grid_on:", default=True),
         st.Page(PAGES / "step_by_step.py", title="Step by step", icon=":material/calculate:"),
         st.Page(PAGES / "heads.py", title="Heads", icon=":material/view_module:"),
+        st.Page(PAGES / "bertviz_views.py", title="bertviz views", icon=":material/hub:"),
         st.Page(PAGES / "positional.py", title="Positional encodings", icon=":material/timeline:"),
         st.Page(PAGES / "vit.py", title="Vision Transformer", icon=":material/image:"),
         st.Page(PAGES / "bahdanau.py", title="Bahdanau attention", icon=":material/translate:"),

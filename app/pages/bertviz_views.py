@@ -1,0 +1,120 @@
+"""bertviz views: Jesse Vig's head view, model view and neuron view, for every model family, offline.
+
+Each view is a self-contained HTML document built in the engine (engine/views/bertviz_html.py) with
+d3 and jQuery inlined from installed packages, shown in an iframe: nothing loads from a CDN.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from app import services
+from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
+from app.state import PERSIST, K
+
+FAMILIES = {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"}
+VIEWS = {"head": "Head view", "model": "Model view", "neuron": "Neuron view (queries · keys)"}
+PAGES = Path(__file__).resolve().parent
+MAX_TOKENS_LIMIT = 512
+N_DIGITS = 1797  # scikit-learn's bundled 8×8 digits
+
+CAPTIONS = {
+    "head": "Each line joins a token on the left (the query, *who is looking*) to a token on the right (the key, "
+            "*what it looks at*); the darker the line, the more attention. Colours are heads: click a colour square "
+            "to hide or show that head, double-click to show it alone; hover a token to see only its lines.",
+    "model": "Every layer (rows) and head (columns) at once, each thumbnail a small head view. Click a thumbnail to "
+             "enlarge it. Early layers often look at neighbours; later ones at punctuation, [CLS]/[SEP] or related "
+             "words.",
+    "neuron": "How one head computes its weights: click **+** by the heading after hovering a left token to open "
+              "the query vector q, every key vector k, their elementwise product q×k, the dot product q·k (scaled "
+              "by 1/√d) and the softmax that turns scores into the weights the lines show. Blue = positive, "
+              "orange = negative.",
+}
+
+
+def pick_source(family: str) -> str | int:
+    """The sentence (shared with the other pages), or for a ViT one of the bundled 8×8 digits."""
+    if family != "vit":
+        return text_box()
+    index = st.number_input("Digit image (scikit-learn's 8×8 digits)", min_value=0, max_value=N_DIGITS - 1,
+                            value=0, step=1, key="bertviz_digit", **PERSIST,
+                            help="The ViT cuts the image into 16 patches of 2×2 pixels and adds a [CLS] token.")
+    try:
+        return min(max(int(index), 0), N_DIGITS - 1)
+    except (TypeError, ValueError):
+        return 0
+
+
+def link_own_views(reason: str) -> None:
+    """Too big for bertviz: say so, and point to the app's own views (pages that exist)."""
+    st.warning(f"{reason} The app's own views send one head at a time and pool long inputs.")
+    st.page_link(str(PAGES / "explore.py"), label="Explore: one head large + every head of a layer",
+                 icon=":material/grid_on:")
+    if (PAGES / "heads.py").exists():
+        st.page_link(str(PAGES / "heads.py"), label="Heads: compare heads", icon=":material/view_module:")
+
+
+def show_view(view: str, model_id: str, source: str | int, causal: bool | None, max_tokens: int) -> None:
+    """One bertviz view in an iframe, with its caption and a download button."""
+    layer, head = int(st.session_state.get(K.layer) or 0), int(st.session_state.get(K.head) or 0)
+    with st.spinner(f"Building the {VIEWS[view].lower()}…"):
+        result = services.bertviz_view(view, model_id, source, causal, max_tokens, layer, head)
+    if result["reason"] == "no-qk":
+        st.info("The neuron view needs queries and keys. This RNN's attention has none: its score for each source "
+                "word comes from the decoder state and that word's encoder state (additive: vᵀ tanh(W s + U h); "
+                "dot: s · W h). The head view shows its alignment.")
+        return
+    if result["reason"]:
+        link_own_views(result["reason"])
+        return
+    st.iframe(result["html"], height=result["height"], alt=f"bertviz {view} view")
+    st.caption(CAPTIONS[view])
+    st.download_button("Download this view as HTML (works offline)", result["html"].encode("utf-8"),
+                       file_name=f"bertviz_{view}_view.html", mime="text/html", icon=":material/download:",
+                       key=f"bertviz_download_{view}")
+
+
+def main() -> None:
+    st.title("bertviz views")
+    st.write("Jesse Vig's [bertviz](https://github.com/jessevig/bertviz) pictures of attention, drawn here for "
+             "every model family of the app, offline.")
+
+    top_left, top_right = st.columns([3, 2])
+    with top_right:
+        model_id = pick_model(FAMILIES)
+    model = load_model(model_id)
+    if model is None:
+        return
+    family = model.spec.family
+    with top_left:
+        source = pick_source(family)
+    with top_right:
+        causal = causal_toggle(model_id, family) if family in {"encoder", "decoder"} else None
+        max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
+
+    if family == "rnn-attention":
+        st.info("This is an RNN with Bahdanau/Luong attention: one attention map per translation (target words "
+                "× source words), no layers, heads, queries or keys. The head view shows that map; the neuron view "
+                "has nothing to show.")
+    view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="bertviz_view", **PERSIST)
+    try:
+        trace = services.get_digit_trace(model_id, source) if isinstance(source, int) else \
+            services.get_trace(model_id, source, causal, max_tokens)
+    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        st.warning(services.friendly_error(err))
+        return
+    show_notices(trace)
+    if family == "vit":
+        st.caption(f"Prediction: **{trace.prediction}**. Tokens: [CLS] and patches p0–p15, row by row.")
+    if family == "encoder-decoder":
+        st.caption(f"Translation: **{trace.output_text}**. Pick Encoder, Decoder or Cross in the view's "
+                   "*Attention* menu; in Cross, left = French tokens written, right = English source.")
+    try:
+        show_view(view or "head", model_id, source, causal, max_tokens)
+    except Exception as err:  # noqa: BLE001
+        st.warning(services.friendly_error(err))
+
+
+main()

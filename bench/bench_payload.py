@@ -1,0 +1,201 @@
+"""Bytes sent to the browser: bertviz's views (offline HTML) vs the app's own Plotly views.
+
+bertviz ships every layer × head × n² weight as JSON text inside its HTML (the model view and the
+head view alike); Explore sends one head as a Plotly heatmap (base64 float32) plus one layer's head
+grid pooled to at most 64×64 cells per head. For MiniLM (6 × 12 heads, d_head 32) at n tokens, and
+for a 12 × 12-head, d_head 64 shape (BERT-base/GPT-2-small; random Q/K, the sizes do not depend on
+the values), this measures, in one run:
+
+- our offline bertviz documents (weights rounded to 4 decimals, q/k to 3; + ~330 kB of inlined d3
+  and jQuery), and bertviz called the usual way on float32 tensors (CDN JS, not counted);
+- Explore's one-head figure and head grid (``plotly.io.to_json``, what ``st.plotly_chart`` sends);
+- with ``--draw``, the time Chromium takes to load and draw each offline document (network off).
+
+Run from the repository root::
+
+    OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 python -m bench.bench_payload --draw
+
+It replaces the section "bertviz views: payload" at the end of docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from engine.types import AttentionTrace, Tokens
+from engine.views import bertviz_html as bv
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = "## bertviz views: payload"
+WORDS = "the cat sat on the mat while a small dog ran around the old garden and barked".split()
+
+
+def minilm_trace(n: int) -> AttentionTrace:
+    """A MiniLM trace of exactly ``n`` tokens (text repeated, cut at the limit)."""
+    import engine
+
+    model = engine.load("minilm")
+    text = " ".join(WORDS * (n // len(WORDS) + 2))
+    return engine.trace(model, text, max_tokens=n)
+
+
+def shape_trace(n: int, layers: int = 12, heads: int = 12, d_head: int = 64, seed: int = 0) -> AttentionTrace:
+    """A trace with random Q/K/V of a BERT-base / GPT-2-small shape."""
+    rng = np.random.default_rng(seed)
+    qkv = [tuple(rng.standard_normal((heads, n, d_head), dtype=np.float32) for _ in range(layers)) for _ in range(3)]
+    tokens = Tokens(tuple(f"t{i}" for i in range(n)), tuple(range(n)), (False,) * n)
+    return AttentionTrace("shape-12x12", "encoder", tokens, tokens, *qkv, scales=(d_head ** -0.5,) * layers,
+                          causal=False)
+
+
+def bertviz_default_bytes(trace: AttentionTrace) -> int:
+    """bertviz's model view called as its docs say: float32 tensors, its CDN scripts (not counted)."""
+    import torch
+    from bertviz import model_view
+
+    attention = [torch.from_numpy(trace.pattern(i))[None] for i in range(trace.n_layers)]
+    return len(model_view(attention, list(trace.tokens.strings), html_action="return").data.encode())
+
+
+def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
+    """Explore's payload: (one head's heatmap figure, one layer's head grid figure) as JSON bytes."""
+    import plotly.io as pio
+
+    from app.components.heatmap import attention_heatmap, head_grid
+
+    labels = trace.tokens.labels()
+    fig = attention_heatmap(trace.pattern(0, 0), labels, labels, blocked=np.isneginf(trace.mask(0)))
+    grid, _ = head_grid(trace.pattern(0), trace.tokens.strings, selected=0)
+    return len(pio.to_json(fig).encode()), len(pio.to_json(grid).encode())
+
+
+def draw_seconds(documents: dict[str, str], timeout_s: float = 60) -> dict[str, float | None]:
+    """Seconds from ``set_content`` to drawn SVG in Chromium with every network request aborted."""
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, float | None] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium",
+                                     args=["--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        page.route("**/*", lambda route: route.abort())
+        page.set_default_timeout(timeout_s * 1000)
+        for key, document in documents.items():
+            try:
+                start = time.perf_counter()
+                page.set_content(document)
+                page.wait_for_selector("svg text", state="attached")
+                page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
+                out[key] = time.perf_counter() - start
+            except Exception:  # noqa: BLE001 — a view that never draws is recorded as such
+                out[key] = None
+        browser.close()
+    return out
+
+
+def measure(trace: AttentionTrace, draw: bool) -> dict:
+    n = trace.n_queries
+    head = bv.head_view_html(trace, enforce_limits=False)
+    model = bv.model_view_html(trace, enforce_limits=False)
+    neuron = bv.neuron_view_html(trace, enforce_limits=False)
+    one_head, grid = own_bytes(trace)
+    row = {"n": n, "model": len(model.encode()), "head": len(head.encode()), "neuron": len(neuron.encode()),
+           "default": bertviz_default_bytes(trace), "one_head": one_head, "grid": grid}
+    if draw:
+        times = draw_seconds({"model": model, "head": head, "neuron": neuron})
+        row.update({f"t_{k}": v for k, v in times.items()})
+    return row
+
+
+def load_average() -> str:
+    try:
+        return " / ".join(f"{x:.1f}" for x in __import__("os").getloadavg()) + " (1 / 5 / 15 min)"
+    except OSError:
+        return "unknown"
+
+
+def fmt_bytes(b: float) -> str:
+    return f"{b / 1e6:.2f} MB" if b >= 1e6 else f"{b / 1e3:.0f} kB"
+
+
+def fmt_s(t) -> str:
+    return "—" if t is None else f"{t:.2f} s"
+
+
+def table(title: str, rows: list[dict], draw: bool) -> list[str]:
+    lines = [f"**{title}**", "",
+             "| tokens | bertviz model view | bertviz head view | neuron view | bertviz default (float32, CDN) "
+             "| Explore: one head | Explore: head grid | model view ÷ (head + grid) |"
+             + (" draw: model / head / neuron |" if draw else ""),
+             "|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if draw else "")]
+    for r in rows:
+        ratio = r["model"] / (r["one_head"] + r["grid"])
+        line = (f"| {r['n']} | {fmt_bytes(r['model'])} | {fmt_bytes(r['head'])} | {fmt_bytes(r['neuron'])} | "
+                f"{fmt_bytes(r['default'])} | {fmt_bytes(r['one_head'])} | {fmt_bytes(r['grid'])} | {ratio:.1f}× |")
+        if draw:
+            line += f" {fmt_s(r.get('t_model'))} / {fmt_s(r.get('t_head'))} / {fmt_s(r.get('t_neuron'))} |"
+        lines.append(line)
+    return lines + [""]
+
+
+def write_section(lines: list[str], out: Path) -> None:
+    """Replace (or append) this script's section at the end of ``out``."""
+    text = out.read_text(encoding="utf-8") if out.exists() else ""
+    before = text.split(SECTION, 1)[0].rstrip("\n")
+    out.write_text(before + "\n\n" + "\n".join(lines).rstrip("\n") + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", default="16,32,48,64,128,256", help="token counts")
+    parser.add_argument("--shape-sizes", default="16,32,64,128", help="token counts for the 12×12-head shape")
+    parser.add_argument("--draw", action="store_true", help="also time drawing in Chromium (sizes ≤ --draw-max)")
+    parser.add_argument("--draw-max", type=int, default=64)
+    parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
+    args = parser.parse_args()
+
+    import engine
+
+    engine.set_threads(1)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    shape_sizes = [int(s) for s in args.shape_sizes.split(",") if s]
+    minilm_rows, shape_rows = [], []
+    for rows, make, ns in ((minilm_rows, minilm_trace, sizes), (shape_rows, shape_trace, shape_sizes)):
+        for n in ns:
+            rows.append(measure(make(n), args.draw and n <= args.draw_max))
+            print(rows[-1], flush=True)
+
+    libs = sum(len(bv.offline_document("", title="").encode()) for _ in range(1))
+    lines = [
+        SECTION, "",
+        "Bytes one view sends to the browser (MB = 10⁶ bytes). bertviz columns are the app's offline documents: "
+        f"JSON weights rounded to 4 decimals (q/k to 3) + {fmt_bytes(libs)} of d3, jQuery and the require shim "
+        "inlined in every document. \"bertviz default\" is `bertviz.model_view` on float32 tensors as its docs "
+        "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
+        "`plotly.io.to_json` of `attention_heatmap` (one head, base64 float32) and `head_grid` (one layer, "
+        "pooled to ≤ 64×64 per head)." + (" Draw: Chromium (headless, network aborted), from `set_content` to "
+                                           "drawn SVG; — = not timed (above `--draw-max`) or not drawn within 60 s. "
+                                           "Draw times are upper bounds on a shared machine: see the load average "
+                                           "below." if args.draw else ""),
+        "",
+        *table("MiniLM (6 layers × 12 heads, d_head 32)", minilm_rows, args.draw),
+        *table("12 layers × 12 heads, d_head 64 (BERT-base / GPT-2-small shape, random Q/K)", shape_rows, args.draw),
+        f"Limits used by the bertviz views page (engine/views/bertviz_html.py): tokens {bv.MAX_TOKENS}, "
+        f"numbers per payload {bv.MAX_CELLS}.",
+        "",
+        f"Load average while measuring: {load_average()}.",
+        "",
+        "Reproduce (from the repository root; ~5 min on 2 cores): "
+        "`OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 python -m bench.bench_payload"
+        + (" --draw" if args.draw else "") + "`",
+    ]
+    write_section(lines, Path(args.out))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""HTML/figure builders that turn engine traces into views (no streamlit here)."""
