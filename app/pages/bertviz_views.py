@@ -48,12 +48,12 @@ def pick_source(family: str) -> str | int:
 
 
 def link_own_views(reason: str) -> None:
-    """Too big for bertviz: say so, and point to the app's own views (pages that exist)."""
+    """Too big for bertviz: say so, and point to the app's own views."""
     st.warning(f"{reason} The app's own views send one head at a time and pool long inputs.")
     st.page_link(str(PAGES / "explore.py"), label="Explore: one head large + every head of a layer",
                  icon=":material/grid_on:")
-    if (PAGES / "heads.py").exists():
-        st.page_link(str(PAGES / "heads.py"), label="Heads: compare heads", icon=":material/view_module:")
+    st.page_link(str(PAGES / "heads.py"), label="Heads: every layer × head, metrics, comparisons",
+                 icon=":material/view_module:")
 
 
 def show_view(view: str, model_id: str, source: str | int, causal: bool | None, max_tokens: int) -> None:
