@@ -20,10 +20,11 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from app import services, state  # noqa: E402
+from app.components.brand import favicon  # noqa: E402
 
 PAGES = Path(__file__).resolve().parent / "pages"
 
-st.set_page_config(page_title="Attention Playground", page_icon=":material/visibility:", layout="wide")
+st.set_page_config(page_title="Attention Playground", page_icon=favicon(), layout="wide")
 state.init()
 services.warm_up()
 
