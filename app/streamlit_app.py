@@ -30,6 +30,7 @@ services.warm_up()
 navigation = st.navigation(
     [
         st.Page(PAGES / "explore.py", title="Explore", icon=":material/grid_on:", default=True),
+        st.Page(PAGES / "train.py", title="Train live", icon=":material/model_training:"),
     ]
 )
 with st.sidebar:

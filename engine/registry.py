@@ -180,10 +180,14 @@ def list_models(session_id: str | None = None) -> tuple[ModelSpec, ...]:
         ModelSpec(s.id, s.family, s.label, offline=_cached_on_disk(s.id), description=s.description)
         for s in HUB_SUGGESTIONS
     )
+    return runtime_specs(session_id) + own + hub
+
+
+def runtime_specs(session_id: str | None) -> tuple[ModelSpec, ...]:
+    """Catalog entries of the models ``session_id`` trained (none for None)."""
     with _runtime_lock:
-        mine = tuple(replace(m.spec, id=key) for key, (sid, m) in _runtime.items()
+        return tuple(replace(m.spec, id=key) for key, (sid, m) in _runtime.items()
                      if session_id is not None and sid == session_id)
-    return mine + own + hub
 
 
 def load(model_id: str, session_id: str | None = None):

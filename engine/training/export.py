@@ -70,7 +70,8 @@ def runtime_model(job, model_id: str) -> Model:
     device = next(module.parameters()).device
     s = job.settings
     spec = ModelSpec(id=model_id, family="decoder" if s.causal else "encoder",
-                     label=f"Trained here: {s.task}, {s.n_layers} layers × {s.n_heads} heads (this session)",
+                     label=f"Trained here: {s.task}, {s.n_layers} layer{'s' * (s.n_layers > 1)} × {s.n_heads} "
+                     f"head{'s' * (s.n_heads > 1)} (this session)",
                      offline=True, description=f"Trained live on the {TASK_LABELS[s.task]} task in this session.")
     return Model(spec=spec, module=module, tokenizer=job.task.vocab, adapter=TrainedTextAdapter(causal=s.causal),
                  device=device, max_positions=module.cfg.max_len, info={"params": job.n_params})
