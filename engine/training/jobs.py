@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.training.job_settings import JobSettings, build_model, build_task, validate_settings
+from engine.training.job_settings import EVAL_BATCH, JobSettings, build_model, build_task, validate_settings
 from engine.types import TrainingSnapshot
 
 ACTIVE = ("queued", "running", "paused")
@@ -92,6 +92,7 @@ class Job:
         self._admitted = threading.Event()
         self._snapshots: list[TrainingSnapshot] = []
         self._scores: list[np.ndarray] = []
+        self._times: list[tuple[float, float]] = []  # (perf_counter, process_time) as each snapshot arrived
         self._status = "queued"
         self._device = ""
         self._error = ""
@@ -116,6 +117,11 @@ class Job:
                                settings=self.settings, snapshots=tuple(self._snapshots),
                                head_scores=tuple(self._scores), device=self._device, error=self._error,
                                n_params=self.n_params)  # fmt: skip
+
+    def snapshot_times(self) -> list[tuple[float, float]]:
+        """``(time.perf_counter(), time.process_time())`` as each snapshot arrived (for benchmarks)."""
+        with self._lock:
+            return list(self._times)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the thread ends; True if it has."""
@@ -152,7 +158,8 @@ class Job:
             torch.set_num_threads(self._manager.threads)
         s, task, causal = self.settings, self.task, self.settings.causal
         config = TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr, seed=s.seed, device=s.device,
-                             snapshot_every=s.every, warmup=min(100, max(1, s.steps // 10)))
+                             snapshot_every=s.every, warmup=min(100, max(1, s.steps // 10)),
+                             eval_batch_size=EVAL_BATCH)
         with self._lock:
             self._status = "running"
             self._device = resolve_device(s.device).type
@@ -173,6 +180,7 @@ class Job:
             with self._lock:
                 self._snapshots.append(snap)
                 self._scores.append(scores)
+                self._times.append((time.perf_counter(), time.process_time()))
         self._finish("stopped" if self.control.is_stopped and self._snapshots[-1].stopped else "done")
 
     def _finish(self, status: str) -> None:

@@ -75,7 +75,7 @@ def test_the_snapshots_are_the_loops(manager):
     got = job.progress()
     task = build_task("reverse")
     config = TrainConfig(steps=25, batch_size=8, lr=settings.lr, seed=3, device="cpu", snapshot_every=5,
-                         warmup=min(100, max(1, 25 // 10)))
+                         warmup=min(100, max(1, 25 // 10)), eval_batch_size=128)
     expected = list(train(build_model(settings, task), task, config))
     assert [s.step for s in got.snapshots] == [s.step for s in expected]
     assert [s.loss for s in got.snapshots] == [s.loss for s in expected]
@@ -252,6 +252,7 @@ def test_parameter_count_matches_the_model(overrides):
 
 
 def test_default_snapshot_cadence():
-    assert JobSettings(steps=500).every == 10
-    assert JobSettings(steps=5000).every == 100
+    assert JobSettings(steps=500).every == 12
+    assert JobSettings(steps=100).every == 10
+    assert JobSettings(steps=5000).every == 125
     assert JobSettings(steps=500, snapshot_every=7).every == 7
