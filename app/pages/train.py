@@ -191,8 +191,14 @@ def head_scores(p, index: int) -> None:
                "is the moment that head 'clicks'.")
 
 
-def live(active: bool) -> None:
-    """The part that refreshes while training: status, numbers, curves, attention (also the heartbeat)."""
+def live(status: str | None) -> None:
+    """The part that refreshes while training: status, numbers, curves, attention (also the heartbeat).
+
+    Args:
+        status: the job's status when the whole page last ran; a change that the buttons must follow
+            (queued → running, or the end) reruns the whole page.
+    """
+    active = status in ("queued", "running", "paused")
 
     @st.fragment(run_every=POLL_S if active else None)
     def view() -> None:
@@ -200,7 +206,7 @@ def live(active: bool) -> None:
         if p is None:
             st.info("Pick a task and a model, then press **Start**.", icon=":material/info:")
             return
-        if active and p.finished:
+        if active and (p.finished or (status == "queued" and p.status != "queued")):
             st.rerun()  # the whole page: buttons and the "try it" section follow the new state
         status_line(p)
         if not p.snapshots:
@@ -260,6 +266,13 @@ def main() -> None:
              "The defaults learn to reverse letters in well under a minute.")
     options = services.train_options()
     setup_widgets(options)
+    task = st.session_state[key("task")]
+    if not st.session_state[key("causal")] and task != "previous-token":
+        st.warning("Without the causal mask every token also sees the tokens after it, including the answer it "
+                   "is asked to predict: the model can learn to copy from the future instead of solving the task.")
+    if task == "translation":
+        st.caption("Translation is trained as one decoder-only model reading `<bos> English <sep> French <eos>`, "
+                   "scored on the French part only (a prefix language model).")
     line = estimate_line()
     if line:
         st.markdown(line)
@@ -267,7 +280,7 @@ def main() -> None:
     controls(p)
     if key("error") in st.session_state:
         st.error(st.session_state[key("error")])
-    live(p is not None and p.status in ("queued", "running", "paused"))
+    live(p.status if p is not None else None)
     p = services.train_progress()
     if p is not None and p.finished and p.snapshots and p.status != "failed":
         finished(p)

@@ -44,7 +44,7 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "snapshot_every": (1, 20_000),
 }
 LR_RANGE = (1e-5, 0.1)
-EVAL_BATCH = 128  # held-out examples scored at each snapshot
+EVAL_BATCH = 64  # held-out examples scored at each snapshot (the main cost of a snapshot)
 
 
 class JobSettingsError(EngineError, ValueError):
@@ -77,8 +77,8 @@ class JobSettings:
         """Steps between snapshots."""
         if self.snapshot_every is not None:
             return self.snapshot_every
-        # a snapshot (evaluation on EVAL_BATCH examples + the probe trace) costs about one training step
-        # of the default model: every 10+ steps keeps the UI's overhead under ~10% (bench/bench_train.py)
+        # a snapshot (evaluation on EVAL_BATCH examples + the probe trace) costs about half a training
+        # step of the default model: every 10+ steps keeps the UI's overhead well under 15% (bench/bench_train.py)
         return max(10, self.steps // 40)
 
     def to_dict(self) -> dict[str, Any]:

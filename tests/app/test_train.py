@@ -139,3 +139,9 @@ def test_invalid_settings_show_a_message_and_start_nothing(state, message):
     assert_clean(at)
     assert job_of(at) is None
     assert any(message in m for m in messages(at.error))
+
+
+def test_switching_the_causal_mask_off_warns():
+    at = open_page("train", train_causal=False)
+    assert_clean(at)
+    assert any("Without the causal mask" in m for m in messages(at.warning))

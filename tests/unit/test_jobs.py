@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from engine.training.job_settings import (
+    EVAL_BATCH,
     JobSettings,
     JobSettingsError,
     build_model,
@@ -75,7 +76,7 @@ def test_the_snapshots_are_the_loops(manager):
     got = job.progress()
     task = build_task("reverse")
     config = TrainConfig(steps=25, batch_size=8, lr=settings.lr, seed=3, device="cpu", snapshot_every=5,
-                         warmup=min(100, max(1, 25 // 10)), eval_batch_size=128)
+                         warmup=min(100, max(1, 25 // 10)), eval_batch_size=EVAL_BATCH)
     expected = list(train(build_model(settings, task), task, config))
     assert [s.step for s in got.snapshots] == [s.step for s in expected]
     assert [s.loss for s in got.snapshots] == [s.loss for s in expected]
@@ -256,3 +257,15 @@ def test_default_snapshot_cadence():
     assert JobSettings(steps=100).every == 10
     assert JobSettings(steps=5000).every == 125
     assert JobSettings(steps=500, snapshot_every=7).every == 7
+
+
+@pytest.mark.parametrize("task", ["copy", "reverse", "sort", "previous-token", "induction", "stories", "translation"])
+def test_every_task_of_the_page_trains(manager, task):
+    job = manager.submit("s1", dict(TINY, task=task, steps=4, snapshot_every=2, pos_encoding="rope"))
+    assert job.wait(60)
+    p = job.progress()
+    assert p.status == "done", p.error
+    assert [s.step for s in p.snapshots] == [0, 2, 4]
+    assert all(math.isfinite(s.loss) for s in p.snapshots)
+    has_ideal = task in ("copy", "reverse", "previous-token", "induction")
+    assert all((scores.size > 0) == has_ideal for scores in p.head_scores)
