@@ -143,7 +143,22 @@ def train_start(settings: dict) -> None:
     """
     _bound_threads()
     engine.registry.unregister_runtime(session_id())
-    train_manager().submit(session_id(), settings)
+    train_manager().submit(session_id(), settings, alive=_connected())
+
+
+def _connected():
+    """A thread-safe "is this browser session still connected?" check (None outside a served app)."""
+    try:
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        if ctx is None or not Runtime.exists():
+            return None
+        runtime, sid = Runtime.instance(), ctx.session_id
+        return lambda: runtime.is_active_session(sid)
+    except Exception:  # noqa: BLE001 — heartbeats alone still stop abandoned jobs
+        return None
 
 
 def train_progress():

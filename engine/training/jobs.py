@@ -9,19 +9,23 @@
     manager.pause(session_id); manager.resume(session_id); manager.stop(session_id)
 
 Each job trains its own freshly built model in a background thread that never touches the UI; the
-page only reads :meth:`Job.progress`. A job whose session stops sending heartbeats for
-``heartbeat_timeout`` seconds (a closed tab) is stopped by a reaper thread, which exits when no job
-is left, so the thread count returns to its baseline. At most ``max_running`` jobs train at once;
+page only reads :meth:`Job.progress`. A reaper thread stops a job whose session has gone: when the
+caller passed an ``alive()`` check (the app passes "is this Streamlit session still connected?"),
+``grace`` seconds after it turns false; otherwise when the page's heartbeats stop for
+``heartbeat_timeout`` seconds. The reaper exits when no job is left, so the thread count returns to
+its baseline. At most ``max_running`` jobs train at once;
 the others wait in order (position 1 = next). Torch's intra-op threads are process-wide: each job
 keeps them at ``threads`` (1 on a 2-core server, where 2 threads ran 8–10× slower under load).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Mapping
 
 import numpy as np
@@ -29,6 +33,7 @@ import numpy as np
 from engine.training.job_settings import EVAL_BATCH, JobSettings, build_model, build_task, validate_settings
 from engine.types import TrainingSnapshot
 
+log = logging.getLogger(__name__)
 ACTIVE = ("queued", "running", "paused")
 FINISHED = ("done", "stopped", "failed")
 
@@ -78,7 +83,8 @@ class JobProgress:
 class Job:
     """One training run in its own thread. Create through :meth:`JobManager.submit`."""
 
-    def __init__(self, session_id: str, settings: JobSettings, manager: "JobManager") -> None:
+    def __init__(self, session_id: str, settings: JobSettings, manager: "JobManager",
+                 alive: Callable[[], bool] | None = None) -> None:  # fmt: skip
         from engine.training.loop import TrainingControl
 
         self.session_id = session_id
@@ -97,6 +103,8 @@ class Job:
         self._device = ""
         self._error = ""
         self.last_heartbeat = time.monotonic()
+        self.alive = alive  # "is the session still connected?" (None: heartbeats only)
+        self.gone_since: float | None = None  # when alive() first said no
         self.thread = threading.Thread(target=self._run, name=f"train-{session_id[:8]}", daemon=True)
 
     # ---- read from any thread ----
@@ -196,22 +204,32 @@ class JobManager:
         heartbeat_timeout: seconds without a heartbeat after which a job is stopped.
         threads: torch intra-op threads while training (process-wide).
         reap_every: seconds between the reaper's checks.
+        grace: seconds a job's ``alive()`` may say no (a reconnecting browser) before the job is stopped.
     """
 
     def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 20.0, threads: int = 1,
-                 reap_every: float = 0.5) -> None:  # fmt: skip
+                 reap_every: float = 0.5, grace: float = 3.0) -> None:  # fmt: skip
         self.max_running = max_running or default_max_running()
         self.heartbeat_timeout = heartbeat_timeout
         self.threads = threads
         self.reap_every = reap_every
+        self.grace = grace
         self._lock = threading.RLock()
         self._jobs: dict[str, Job] = {}
         self._queue: list[Job] = []
         self._running: set[Job] = set()
         self._reaper: threading.Thread | None = None
 
-    def submit(self, session_id: str, settings: Mapping[str, Any] | JobSettings) -> Job:
+    def submit(self, session_id: str, settings: Mapping[str, Any] | JobSettings,
+               alive: Callable[[], bool] | None = None) -> Job:  # fmt: skip
         """Validate ``settings`` and start (or queue) a job for ``session_id``, replacing its previous one.
+
+        Args:
+            session_id: the owner; one job per session.
+            settings: untrusted settings (see :func:`validate_settings`).
+            alive: optional "is the session still connected?" check (thread-safe). With it, the job
+                stops ``grace`` seconds after the session disconnects, and keeps training while the
+                session is connected but on another page (no heartbeats); without it, heartbeats decide.
 
         Raises:
             JobSettingsError: invalid settings (nothing is started).
@@ -221,7 +239,7 @@ class JobManager:
             raise ValueError("a job needs a session id")
         checked = validate_settings(settings)
         self.discard(session_id)
-        job = Job(session_id, checked, self)
+        job = Job(session_id, checked, self, alive)
         with self._lock:
             self._jobs[session_id] = job
             self._queue.append(job)
@@ -303,16 +321,31 @@ class JobManager:
                 self._queue.remove(job)
             self._admit()
 
+    def _abandoned(self, job: Job, now: float) -> bool:
+        stale = now - job.last_heartbeat > self.heartbeat_timeout
+        if job.alive is None:
+            return stale
+        try:
+            connected = bool(job.alive())
+        except Exception:  # noqa: BLE001 — a broken check falls back to heartbeats
+            return stale
+        if connected:
+            job.gone_since = None
+            return False
+        job.gone_since = job.gone_since or now
+        return now - job.gone_since > self.grace
+
     def _reap(self) -> None:
         while True:
             time.sleep(self.reap_every)
             now = time.monotonic()
             with self._lock:
                 for job in list(self._queue) + list(self._running):
-                    if now - job.last_heartbeat > self.heartbeat_timeout and not job.control.is_stopped:
+                    if not job.control.is_stopped and self._abandoned(job, now):
                         with job._lock:
                             job._error = "stopped by the server: the page stopped asking for updates (closed?)"
                         job.control.stop()
+                        log.warning("training job %s stopped: its session went away", job.thread.name)
                 if not self._queue and not self._running:
                     self._reaper = None
                     return

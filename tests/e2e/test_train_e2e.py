@@ -90,3 +90,25 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     shot = artifacts / "train.png"
     page.screenshot(path=str(shot))
     publish_screenshot(shot, "train.png")
+
+
+def test_closing_the_tab_stops_its_job(browser: Browser, app_url: str, artifacts: Path):
+    """The server stops a closed session's job within seconds (it logs when it does)."""
+    log = artifacts / "e2e-server.log"
+    before = log.read_text(errors="replace").count("stopped: its session went away")
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{app_url}/train")
+    steps = page.get_by_role("spinbutton", name="Steps")
+    expect(steps).to_be_visible(timeout=FIRST_DRAW_MS)
+    steps.fill("20000")
+    steps.press("Enter")
+    expect(page.get_by_text(re.compile(r"20,000 steps in about"))).to_be_visible(timeout=UPDATE_MS)
+    button(page, "Start").click()
+    expect(page.get_by_text(re.compile(r"Training on"))).to_be_visible(timeout=UPDATE_MS)
+    context.close()
+    t0 = time.monotonic()
+    while log.read_text(errors="replace").count("stopped: its session went away") <= before:
+        assert time.monotonic() - t0 < 30, "the closed session's job was not stopped within 30 s"
+        time.sleep(0.25)
+    (artifacts / "train-close-stop.txt").write_text(f"job stopped {time.monotonic() - t0:.1f} s after the tab closed\n")

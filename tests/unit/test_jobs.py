@@ -269,3 +269,21 @@ def test_every_task_of_the_page_trains(manager, task):
     assert all(math.isfinite(s.loss) for s in p.snapshots)
     has_ideal = task in ("copy", "reverse", "previous-token", "induction")
     assert all((scores.size > 0) == has_ideal for scores in p.head_scores)
+
+
+def test_a_connected_session_keeps_training_without_heartbeats_and_stops_when_it_disconnects(baseline_threads):
+    """With an ``alive`` check (the app's "is the browser still connected?"), a user on another page keeps
+    the job; closing the tab stops it within the grace period."""
+    m = JobManager(max_running=1, heartbeat_timeout=0.5, reap_every=0.1, grace=0.5)
+    connected = threading.Event()
+    connected.set()
+    try:
+        job = m.submit("s1", LONG, alive=connected.is_set)
+        time.sleep(1.5)  # no heartbeats at all, but still connected
+        assert job.status == "running"
+        connected.clear()
+        t0 = time.monotonic()
+        assert job.wait(5) and job.status == "stopped"
+        assert time.monotonic() - t0 < 3
+    finally:
+        m.shutdown()
