@@ -117,7 +117,7 @@ def train_manager():
     return get_manager()
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl=600)
 def train_estimate(settings: tuple[tuple[str, object], ...]) -> tuple[int, float, str]:
     """``(parameters, seconds per step measured on 3 throwaway steps, device)`` for validated settings.
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
-from apptest_helpers import assert_clean, messages, open_page
+from apptest_helpers import assert_clean, decode, messages, open_page
 
 from engine.training.job_settings import build_model, build_task, validate_settings
 from engine.training.jobs import get_manager
@@ -145,3 +147,28 @@ def test_switching_the_causal_mask_off_warns():
     at = open_page("train", train_causal=False)
     assert_clean(at)
     assert any("Without the causal mask" in m for m in messages(at.warning))
+
+
+def test_time_lapse_moves_the_grid_and_the_rule_on_the_curves():
+    at = open_page("train", train_steps=60, train_n_layers=1)
+    at.button(key="train_start").click().run()
+    job = wait_done(at)
+    at.run()
+    at.toggle(key="train_follow").set_value(False).run()
+    assert_clean(at)
+    slider = at.select_slider(key="train_timelapse")
+    steps = [s.step for s in job.progress().snapshots]
+    assert [int(o) for o in slider.options] == steps
+    middle = steps[len(steps) // 2]
+    slider.set_value(middle).run()
+    assert_clean(at)
+    assert any(f"at step {middle}." in c.value for c in at.caption)
+    grid = json.loads(at.get("plotly_chart")[0].proto.spec)
+    trace = job.progress().snapshots[len(steps) // 2].probe_trace
+    expected = trace.pattern(0, 1).astype(float)
+    expected[np.triu(np.ones_like(expected, dtype=bool), k=1)] = np.nan  # hidden by the causal mask: grey
+    np.testing.assert_allclose(decode(grid["data"][1]["z"]), expected, atol=1e-6)
+    for chart in at.get("vega_lite_chart"):  # every curve carries the rule at that step (Arrow datasets)
+        frames = [pa.ipc.open_stream(d.data.data).read_pandas() for d in chart.proto.datasets]
+        rules = [f for f in frames if list(f.columns) == ["step"]]
+        assert len(rules) == 1 and rules[0]["step"].tolist() == [middle], frames
