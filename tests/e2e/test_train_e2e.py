@@ -91,6 +91,16 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     page.screenshot(path=str(shot))
     publish_screenshot(shot, "train.png")
 
+    # the trained model opens in Explore (this session only), on the probe input
+    button(page, "Open this model in Explore").click()
+    expect(page.get_by_text("Explore attention")).to_be_visible(timeout=UPDATE_MS)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=UPDATE_MS)
+    expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile(r"^Trained here: reverse"),
+                                                                      timeout=UPDATE_MS)
+    ticks = page.locator('[data-testid="stPlotlyChart"]').first.locator(".ytick text")
+    expect(ticks.filter(has_text=re.compile(r"^\d+ <sep>$"))).not_to_have_count(0, timeout=UPDATE_MS)
+    expect_no_exception(page)
+
 
 def test_closing_the_tab_stops_its_job(browser: Browser, app_url: str, artifacts: Path):
     """The server stops a closed session's job within seconds (it logs when it does)."""
