@@ -37,6 +37,7 @@ navigation = st.navigation(
         st.Page(PAGES / "positional.py", title="Positional encodings", icon=":material/timeline:"),
         st.Page(PAGES / "vit.py", title="Vision Transformer", icon=":material/image:"),
         st.Page(PAGES / "bahdanau.py", title="Bahdanau attention", icon=":material/translate:"),
+        st.Page(PAGES / "train.py", title="Train live", icon=":material/model_training:"),
     ]
 )
 with st.sidebar:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from engine.types import ModelSpec, ModelUnavailableError
@@ -128,25 +130,79 @@ def own_specs(folder: Path = CHECKPOINTS) -> dict[str, ModelSpec]:
     return {model_id: spec for model_id, (spec, _kind) in own_checkpoints(folder).items()}
 
 
-def list_models() -> tuple[ModelSpec, ...]:
+# ---- models trained at run time (the Train page), visible only to the session that trained them ----
+
+_runtime: dict[str, tuple[str, object]] = {}  # model id → (session id, Model)
+_runtime_lock = threading.Lock()
+MAX_RUNTIME = 32  # trained models kept at once (the oldest goes first); tiny models, ≤ 16 MB each
+
+
+def register_runtime(model_id: str, model, session_id: str) -> None:
+    """Make a model trained in this process loadable by ``load(model_id, session_id=...)``.
+
+    One model per session: registering replaces the session's previous one.
+
+    Raises:
+        ValueError: an empty id or session, or an id taken by a catalog model or another session.
+    """
+    if not (isinstance(model_id, str) and model_id and isinstance(session_id, str) and session_id):
+        raise ValueError("register_runtime needs a model id and a session id")
+    if model_id in _BUILTIN or model_id in own_checkpoints():
+        raise ValueError(f"{model_id!r} is a catalog model's id")
+    with _runtime_lock:
+        owner = _runtime.get(model_id, (session_id, None))[0]
+        if owner != session_id:
+            raise ValueError(f"{model_id!r} belongs to another session")
+        for other in [k for k, (sid, _) in _runtime.items() if sid == session_id]:
+            del _runtime[other]
+        _runtime[model_id] = (session_id, model)
+        while len(_runtime) > MAX_RUNTIME:
+            del _runtime[next(iter(_runtime))]
+
+
+def unregister_runtime(session_id: str) -> None:
+    """Forget the session's trained model (its session ended or it trained a new one)."""
+    with _runtime_lock:
+        for key in [k for k, (sid, _) in _runtime.items() if sid == session_id]:
+            del _runtime[key]
+
+
+def runtime_model(model_id: str, session_id: str | None):
+    """The session's trained model with this id, or None (another session's model is never returned)."""
+    with _runtime_lock:
+        entry = _runtime.get(model_id)
+    return entry[1] if entry is not None and entry[0] == session_id else None
+
+
+def list_models(session_id: str | None = None) -> tuple[ModelSpec, ...]:
     """Every model the app offers: offline ones first (the bundled encoder, our own trained models,
-    the random GPT-2), then Hub suggestions (offline=True if cached)."""
+    the random GPT-2), then Hub suggestions (offline=True if cached); with ``session_id``, the model
+    that session trained comes first."""
     builtin = [spec for spec, _ in _BUILTIN.values()]
     own = (builtin[0], *own_specs().values(), *builtin[1:])
     hub = tuple(
         ModelSpec(s.id, s.family, s.label, offline=_cached_on_disk(s.id), description=s.description)
         for s in HUB_SUGGESTIONS
     )
-    return own + hub
+    return runtime_specs(session_id) + own + hub
 
 
-def load(model_id: str):
+def runtime_specs(session_id: str | None) -> tuple[ModelSpec, ...]:
+    """Catalog entries of the models ``session_id`` trained (none for None)."""
+    with _runtime_lock:
+        return tuple(replace(m.spec, id=key) for key, (sid, m) in _runtime.items()
+                     if session_id is not None and sid == session_id)
+
+
+def load(model_id: str, session_id: str | None = None):
     """Load a model by catalog id, local folder or Hugging Face Hub id.
 
     Args:
         model_id: ``"minilm"``, ``"tiny-random-gpt2"``, the name of a checkpoint in
             ``assets/checkpoints`` (``"tiny-gpt-stories"``), a folder saved with ``save_pretrained``,
-            or a Hub id of the BERT, GPT-2, ViT or DeiT families.
+            or a Hub id of the BERT, GPT-2, ViT or DeiT families; or a model this session trained
+            (:func:`register_runtime`).
+        session_id: the caller's session, needed for models trained at run time.
 
     Returns:
         A read-only :class:`engine.model.Model`.
@@ -159,6 +215,12 @@ def load(model_id: str):
     model_id = model_id.strip()
     if model_id in _BUILTIN:
         return _BUILTIN[model_id][1]()
+    with _runtime_lock:
+        entry = _runtime.get(model_id)
+    if entry is not None:
+        if entry[0] != session_id:
+            raise ModelUnavailableError(f"{model_id!r} was trained in another session and is not shared.")
+        return entry[1]
     own = own_checkpoints()
     if model_id in own:
         spec, kind = own[model_id]

@@ -26,7 +26,7 @@ def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
 
     Returns the id to load: the typed Hub id/folder when there is one, else the picked model.
     """
-    specs = [s for s in services.list_models() if s.family in families]
+    specs = [s for s in (*services.session_models(), *services.list_models()) if s.family in families]
     by_id = {s.id: s for s in specs}
     if st.session_state.get(K.model) not in by_id:
         st.session_state[K.model] = specs[0].id

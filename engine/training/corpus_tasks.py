@@ -1,5 +1,7 @@
 """Language-modelling tasks on the generated corpora (the toy tasks live in :mod:`.tasks`).
 
+``TranslationTask``: toy English → French as a prefix language model ``<bos> en <sep> fr <eos>``.
+
 ``StoriesTask``: next-token prediction on children's stories from
 :mod:`engine.training.corpora.stories`. Stories are joined into one stream
 ``<bos> story <eos> <bos> story <eos> …`` and training windows are cut from it at random places;
@@ -17,7 +19,7 @@ import torch
 
 from engine.training.corpora import story_corpus, story_vocab, train_test_split
 from engine.training.tasks import IGNORE, Batch, Task, token_accuracy
-from engine.training.vocab import BOS_ID, EOS_ID, Vocab
+from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, SEP_ID, Vocab
 
 PROBE_STORY = "Lily found a red ball. She gave it to Tom. Tom threw the ball."
 
@@ -101,4 +103,68 @@ class StoriesTask(Task):
         return -sum(c / total * math.log(c / total) for c in counts.values())
 
 
-__all__ = ["IGNORE", "PROBE_STORY", "StoriesTask"]
+
+
+@dataclass(frozen=True)
+class TranslationTask(Task):
+    """Toy English → French as a decoder-only prefix language model.
+
+    One causal model reads ``<bos> english <sep> french <eos> <pad>…`` and is scored only on the
+    French part and the final ``<eos>`` (``targets[t] = S[t+1]`` there, :data:`IGNORE` elsewhere),
+    so the English sentence acts as a prompt. The sentences come from
+    :func:`engine.training.corpora.translation_corpus` (no dates); one vocabulary holds both languages.
+
+    Attributes:
+        n_pairs: sentence pairs generated (training draws from them with replacement).
+        seed: the corpus seed.
+    """
+
+    n_pairs: int = 5_000
+    seed: int = 0
+    _data: dict = field(init=False, repr=False, compare=False)
+
+    name: ClassVar[str] = "translation"
+    description: ClassVar[str] = "Translate toy English into French: 'the red car .' <sep> 'la voiture rouge .'"
+    suggested_steps: ClassVar[int] = 1500
+
+    def __post_init__(self) -> None:
+        from engine.training.corpora import translation_corpus, translation_vocab
+
+        src_words, tgt_words = translation_vocab()
+        vocab = Vocab.from_words([*src_words, *tgt_words])
+        pairs = translation_corpus(self.n_pairs, self.seed, date_fraction=0.0)
+        rows = [[BOS_ID, *vocab.encode(en), SEP_ID, *vocab.encode(fr), EOS_ID] for en, fr in pairs]
+        seq_len = max(len(r) for r in rows)
+        inputs = torch.full((len(rows), seq_len), PAD_ID, dtype=torch.long)  # (N, T)
+        targets = torch.full((len(rows), seq_len), IGNORE, dtype=torch.long)  # (N, T)
+        for i, row in enumerate(rows):
+            inputs[i, : len(row)] = torch.tensor(row)
+            sep = row.index(SEP_ID)
+            targets[i, sep : len(row) - 1] = torch.tensor(row[sep + 1 :])  # predict the French and <eos>
+        probe = [BOS_ID, *vocab.encode("the small black dog sees the red car .".split()), SEP_ID]
+        probe += vocab.encode("le petit chien noir voit la voiture rouge .".split())
+        object.__setattr__(self, "_data", {"vocab": vocab, "inputs": inputs, "targets": targets,
+                                           "seq_len": max(seq_len, len(probe)), "probe": probe})
+
+    @property
+    def vocab(self) -> Vocab:
+        return self._data["vocab"]
+
+    @property
+    def seq_len(self) -> int:
+        return self._data["seq_len"]
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
+        rows = torch.randint(len(self._data["inputs"]), (batch_size,), generator=generator)  # (B,)
+        inputs, targets = self._data["inputs"][rows], self._data["targets"][rows]  # (B, T')
+        pad = self.seq_len - inputs.shape[1]
+        if pad:
+            inputs = torch.nn.functional.pad(inputs, (0, pad), value=PAD_ID)
+            targets = torch.nn.functional.pad(targets, (0, pad), value=IGNORE)
+        return Batch(inputs, targets)
+
+    def probe(self) -> list[int]:
+        return list(self._data["probe"])
+
+
+__all__ = ["IGNORE", "PROBE_STORY", "StoriesTask", "TranslationTask"]

@@ -1,0 +1,124 @@
+"""Train live in a real browser: start with the defaults, watch the curves and the attention grid update,
+pause, resume, stop; meanwhile a second browser session on Explore stays responsive."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+pytestmark = pytest.mark.e2e
+
+FIRST_DRAW_MS = 90_000  # fresh server, busy 2-core machine: imports + the first training steps + plotly.js
+UPDATE_MS = 60_000
+PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
+VEGA = '[data-testid="stVegaLiteChart"]'
+OTHER_SESSION_BOUND_S = 60  # Explore's first chart in a second session while the first one trains
+
+
+def button(page: Page, name: str):
+    return page.get_by_test_id("stMainBlockContainer").get_by_role("button", name=re.compile(rf"{name}$"))
+
+
+def grid_step(page: Page) -> int:
+    """The step the attention grid shows, read from its caption."""
+    text = page.get_by_text(re.compile(r"on the probe input .* at step \d+")).first.inner_text()
+    return int(re.search(r"at step (\d+)", text).group(1))
+
+
+def expect_no_exception(page: Page) -> None:
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path, publish_screenshot):
+    page.goto(f"{app_url}/train")
+    expect(page.get_by_text("Train live").first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.get_by_text(re.compile(r"parameters.*ms per step"))).to_be_visible(timeout=FIRST_DRAW_MS)
+    steps = page.get_by_role("spinbutton", name="Steps")
+    steps.fill("3000")  # the default (500) may finish before the test has paused it on a fast machine
+    steps.press("Enter")
+    expect(page.get_by_text(re.compile(r"3,000 steps in about"))).to_be_visible(timeout=UPDATE_MS)
+    button(page, "Start").click()
+
+    # the loss curve and the attention grid appear, and the grid moves on as training goes
+    expect(page.locator(VEGA).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.get_by_text(re.compile(r"Training on \*?\*?c(pu|uda)|Training on (cpu|cuda)"))).to_be_visible(
+        timeout=UPDATE_MS)
+    first = grid_step(page)
+    deadline = time.monotonic() + UPDATE_MS / 1000
+    while grid_step(page) <= first:
+        assert time.monotonic() < deadline, "the attention grid did not update"
+        page.wait_for_timeout(300)
+    expect_no_exception(page)
+
+    # pause: the status says so and the step stands still
+    button(page, "Pause").click()
+    expect(page.get_by_text(re.compile(r"Paused at step \d+"))).to_be_visible(timeout=UPDATE_MS)
+    paused_text = page.get_by_text(re.compile(r"Paused at step \d+")).inner_text()
+    page.wait_for_timeout(2000)
+    assert page.get_by_text(re.compile(r"Paused at step \d+")).inner_text() == paused_text
+
+    # resume; while it trains, a second session opens Explore and gets its chart within a bound
+    button(page, "Resume").click()
+    expect(page.get_by_text(re.compile(r"Training on"))).to_be_visible(timeout=UPDATE_MS)
+    other_context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        other = other_context.new_page()
+        t0 = time.monotonic()
+        other.goto(app_url)
+        expect(other.locator(PLOT).first).to_be_visible(timeout=OTHER_SESSION_BOUND_S * 1000)
+        took = time.monotonic() - t0
+        (artifacts / "train-other-session.txt").write_text(f"Explore's first chart in a second session: {took:.1f} s\n")
+        expect(other.locator('[data-testid="stException"]')).to_have_count(0)
+    finally:
+        other_context.close()
+    assert page.get_by_text(re.compile(r"Training on")).is_visible()
+
+    # stop: the status says so, the results section appears
+    before_stop = grid_step(page)
+    button(page, "Stop").click()
+    expect(page.get_by_text(re.compile(r"Stopped at step \d+"))).to_be_visible(timeout=UPDATE_MS)
+    expect(page.get_by_text("Try the trained model")).to_be_visible(timeout=UPDATE_MS)
+    assert grid_step(page) >= before_stop
+    expect(page.locator(VEGA)).to_have_count(3, timeout=UPDATE_MS)  # loss, accuracy, head scores
+    expect_no_exception(page)
+    page.wait_for_timeout(1500)  # let the charts finish drawing
+    shot = artifacts / "train.png"
+    page.screenshot(path=str(shot))
+    publish_screenshot(shot, "train.png")
+
+    # the trained model opens in Explore (this session only), on the probe input
+    button(page, "Open this model in Explore").click()
+    expect(page.get_by_text("Explore attention")).to_be_visible(timeout=UPDATE_MS)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=UPDATE_MS)
+    expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile(r"^Trained here: reverse"),
+                                                                      timeout=UPDATE_MS)
+    ticks = page.locator('[data-testid="stPlotlyChart"]').first.locator(".ytick text")
+    expect(ticks.filter(has_text=re.compile(r"^\d+ <sep>$"))).not_to_have_count(0, timeout=UPDATE_MS)
+    expect_no_exception(page)
+
+
+def test_closing_the_tab_stops_its_job(browser: Browser, app_url: str, artifacts: Path):
+    """The server stops a closed session's job within seconds (it logs when it does)."""
+    log = artifacts / "e2e-server.log"
+    before = log.read_text(errors="replace").count("stopped: its session went away")
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{app_url}/train")
+    steps = page.get_by_role("spinbutton", name="Steps")
+    expect(steps).to_be_visible(timeout=FIRST_DRAW_MS)
+    steps.fill("20000")
+    steps.press("Enter")
+    expect(page.get_by_text(re.compile(r"20,000 steps in about"))).to_be_visible(timeout=UPDATE_MS)
+    button(page, "Start").click()
+    expect(page.get_by_text(re.compile(r"Training on"))).to_be_visible(timeout=UPDATE_MS)
+    context.close()
+    t0 = time.monotonic()
+    while log.read_text(errors="replace").count("stopped: its session went away") <= before:
+        assert time.monotonic() - t0 < 30, "the closed session's job was not stopped within 30 s"
+        time.sleep(0.25)
+    (artifacts / "train-close-stop.txt").write_text(f"job stopped {time.monotonic() - t0:.1f} s after the tab closed\n")
