@@ -130,7 +130,7 @@ def get_ablation(
 
 
 # ---------------------------------------------------------------- Bahdanau attention
-# The RNN translators (additive / dot attention) and the transformer translator, for app/pages/bahdanau.py.
+# The RNN translators (additive / dot attention) and the transformer translator, for app/views/bahdanau.py.
 
 BAHDANAU_MODELS = {"additive": "bahdanau-translator", "dot": "luong-translator"}
 TRANSFORMER_TRANSLATOR = "tiny-translator"

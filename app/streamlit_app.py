@@ -22,7 +22,10 @@ import streamlit as st  # noqa: E402
 from app import services, state  # noqa: E402
 from app.components.brand import favicon  # noqa: E402
 
-PAGES = Path(__file__).resolve().parent / "pages"
+# Page files live in app/views/, not app/pages/: a pages/ folder beside the entry point switches on
+# Streamlit's automatic multipage discovery, which served a deep link on a fresh server as a bare
+# script (no navigation, no shared state). tests/e2e/test_deep_links_e2e.py pins this.
+PAGES = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="Attention Playground", page_icon=favicon(), layout="wide")
 state.init()

@@ -79,8 +79,8 @@ def messages(elements) -> list[str]:
 
 
 def open_page(page: str, **state) -> AppTest:
-    """A fresh session switched to ``app/pages/<page>.py`` (state preset before the first run)."""
+    """A fresh session switched to ``app/views/<page>.py`` (state preset before the first run)."""
     at = run_app(**state)
-    at.switch_page(str(ROOT / "app" / "pages" / f"{page}.py"))
+    at.switch_page(str(ROOT / "app" / "views" / f"{page}.py"))
     at.run()
     return at

@@ -8,6 +8,7 @@ launches ``/usr/bin/chromium`` (override with ``E2E_CHROMIUM``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -39,9 +40,9 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def app_url():
-    """The URL of a fresh Streamlit server running the app (started as the README says)."""
+@contextlib.contextmanager
+def running_app(log_name: str):
+    """Start the app as the README says (Hub off, free port); yield its URL; stop only this process."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
     ARTIFACTS.mkdir(exist_ok=True)
@@ -55,7 +56,7 @@ def app_url():
         "--browser.gatherUsageStats", "false",
     ]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    log_path = ARTIFACTS / "e2e-server.log"
+    log_path = ARTIFACTS / log_name
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 — closed after the server stops
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -77,6 +78,20 @@ def app_url():
             proc.kill()
             proc.wait(timeout=15)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """The URL of a Streamlit server running the app for the whole test session."""
+    with running_app("e2e-server.log") as url:
+        yield url
+
+
+@pytest.fixture
+def fresh_app_url():
+    """A server of its own that no browser has visited yet (for deep links on a fresh server)."""
+    with running_app("e2e-fresh-server.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

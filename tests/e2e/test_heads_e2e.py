@@ -29,8 +29,7 @@ def expect_idle(page: Page) -> None:
 
 
 def open_heads(page: Page, url: str) -> None:
-    # The root first: on a fresh server a deep link runs pages/heads.py as a bare page (Streamlit's
-    # automatic pages/ folder) until the entry point's st.navigation has run once.
+    # Explore first (the model is warm when Heads opens); deep links are covered by test_deep_links_e2e.py.
     page.goto(url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)  # Explore drew
     page.goto(f"{url}/heads")

@@ -48,8 +48,6 @@ def slider_thumb(page: Page, label: str) -> Locator:
 
 def test_positional_tabs_draw_and_redraw(page: Page, app_url: str, artifacts: Path, publish_screenshot):
     # Enter through the front page (Explore, MiniLM) and follow its link: it opens the Learned tab.
-    # (A deep link to /positional on a server whose entry script has never run is served by
-    # Streamlit's file-based pages/ discovery instead of st.navigation: reported to the lead.)
     page.goto(app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
     page.get_by_role("link", name=re.compile("See the positional encodings")).click()

@@ -252,7 +252,7 @@ def finished(p) -> None:
         st.session_state[K.model] = model_id
         st.session_state[K.hub_id] = ""
         st.session_state[K.text] = " ".join(t for t in trace.tokens.strings if t != "<bos>")
-        st.switch_page("pages/explore.py")
+        st.switch_page("views/explore.py")
     right.download_button("Download the model (safetensors + config JSON, zipped)", services.train_checkpoint(),
                           f"trained-{p.settings.task}.zip", "application/zip", icon=":material/download:",
                           key=key("download"))

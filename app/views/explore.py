@@ -111,7 +111,7 @@ def main() -> None:
     )
 
     if trace.pos_encoding is not None:
-        st.page_link("pages/positional.py", label="See the positional encodings this model adds to this sentence",
+        st.page_link("views/positional.py", label="See the positional encodings this model adds to this sentence",
                      icon=":material/timeline:", query_params={"pos_tab": "Learned"})
     show_head(trace, layer, head)
     st.subheader(f"Every head of layer {layer}")
