@@ -27,9 +27,8 @@ from engine.text import (
     clean_input,
     clean_token,
     length_notices,
-    unknown_words_notice,
 )
-from engine.types import EmptyInputError, EngineError, Tokens
+from engine.types import EngineError, Tokens
 
 
 @dataclass(frozen=True)
@@ -61,21 +60,10 @@ class OwnDecoderRunner:
         return {(SELF, i): block.attn.w_o for i, block in enumerate(module.blocks)}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        from engine.training.vocab import BOS_ID, UNK_ID, tokenize
+        from engine.models.word_input import decoder_input
 
-        text, cut_chars = clean_input(text)
-        max_tokens = check_max_tokens(max_tokens, 2)
-        words = tokenize(text)
-        if not words:
-            raise EmptyInputError("The text has no words this model can read.")
-        ids_all = [BOS_ID, *model.tokenizer.encode(words)]
-        limit = min(max_tokens, model.max_positions)
-        ids = ids_all[:limit]
-        unknown = list(dict.fromkeys(w for w, i in zip(words, ids[1:]) if i == UNK_ID))
-        notices = [n for n in [unknown_words_notice(unknown)] if n]
-        notices += length_notices(len(ids_all), limit, max_tokens=max_tokens, max_positions=model.max_positions,
-                                  cut_chars=cut_chars)  # fmt: skip
-        return Prepared(tuple(ids), model.tokenizer.tokens_for_display(ids), tuple(notices), causal)
+        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions)
+        return Prepared(inp.ids, inp.tokens, inp.notices, causal)
 
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], _before) -> Any:
         ids = torch.tensor([list(prep.ids)], dtype=torch.long, device=device)  # (1, T)
@@ -177,24 +165,10 @@ class Seq2SeqRunner:
         return out
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        from engine.models.seq2seq import source_tokens
-        from engine.training.corpora.translation import suggest
-        from engine.training.vocab import EOS_ID, UNK_ID
+        from engine.models.word_input import source_input
 
-        text, cut_chars = clean_input(text)
-        max_tokens = check_max_tokens(max_tokens, 2)
-        src_vocab = model.tokenizer["source"]
-        words = source_tokens(text)
-        if not words:
-            raise EmptyInputError("The text has no words this model can read.")
-        limit = min(max_tokens, model.max_positions)
-        kept = words[: limit - 1]
-        ids = [*src_vocab.encode(kept), EOS_ID]
-        unknown = list(dict.fromkeys(w for w, i in zip(kept, ids) if i == UNK_ID))
-        notices = [n for n in [unknown_words_notice(unknown, lambda w: suggest(w, k=2))] if n]
-        notices += length_notices(len(words) + 1, limit, max_tokens=max_tokens, max_positions=model.max_positions,
-                                  cut_chars=cut_chars, verb="translated")  # fmt: skip
-        return Prepared(tuple(ids), src_vocab.tokens_for_display(ids), tuple(notices), None)
+        inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
+        return Prepared(inp.ids, inp.tokens, inp.notices, None)
 
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], before) -> Any:
         from engine.training.vocab import BOS_ID

@@ -16,9 +16,8 @@ import torch
 from engine.model import Model
 from engine.models.loading import checkpoint_model
 from engine.models.trace_own import trace_own
-from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
-from engine.training.vocab import BOS_ID, UNK_ID, tokenize
-from engine.types import AttentionTrace, EmptyInputError, ModelSpec
+from engine.models.word_input import decoder_input
+from engine.types import AttentionTrace, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -30,20 +29,8 @@ class OwnTextAdapter:
     """
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
-        text, cut_chars = clean_input(text)
-        max_tokens = check_max_tokens(max_tokens, 2)
-        vocab = model.tokenizer
-        words = tokenize(text)
-        if not words:
-            raise EmptyInputError("The text has no words this model can read.")
-        ids_all = [BOS_ID, *vocab.encode(words)]
-        limit = min(max_tokens, model.max_positions)
-        ids = ids_all[:limit]
-        unknown = list(dict.fromkeys(w for w, i in zip(words, ids[1:]) if i == UNK_ID))
-        notices = [n for n in [unknown_words_notice(unknown)] if n]
-        notices += length_notices(len(ids_all), limit, max_tokens=max_tokens, max_positions=model.max_positions,
-                                  cut_chars=cut_chars)  # fmt: skip
-        tokens = vocab.tokens_for_display(ids)
+        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions)
+        ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
         trace, device, notice = model.run(
             lambda module, _device: trace_own(module, ids, tokens, model_id=model.spec.id, causal=causal)
         )
@@ -52,8 +39,8 @@ class OwnTextAdapter:
         return dataclasses.replace(
             trace,
             family=model.spec.family,
-            truncated=len(ids_all) > limit,
-            n_input_tokens=len(ids_all),
+            truncated=inp.truncated,
+            n_input_tokens=inp.n_input,
             device=device.type,
             notices=tuple(notices),
         )

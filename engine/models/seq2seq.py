@@ -53,9 +53,8 @@ from engine.capture import HookPoint, capture
 from engine.model import Model
 from engine.models.positional import sinusoidal
 from engine.models.transformer import MLP, Attention, AttnImpl, Block, TransformerConfig
-from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
 from engine.training.checkpoint import register_kind
-from engine.training.vocab import BOS_ID, EOS_ID, UNK_ID, Vocab
+from engine.training.vocab import BOS_ID, EOS_ID, Vocab
 from engine.types import AttentionTrace, EmptyInputError, ModelSpec, Seq2SeqTrace, Tokens
 
 Seq2SeqPosEncoding = Literal["sinusoidal", "learned"]
@@ -452,27 +451,16 @@ class Seq2SeqAdapter:
     """
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> Seq2SeqTrace:
-        from engine.training.corpora.translation import suggest
+        from engine.models.word_input import source_input
 
-        text, cut_chars = clean_input(text)
-        max_tokens = check_max_tokens(max_tokens, 2)
-        src_vocab, tgt_vocab = model.tokenizer["source"], model.tokenizer["target"]
-        words = source_tokens(text)
-        if not words:
-            raise EmptyInputError("The text has no words this model can read.")
-        limit = min(max_tokens, model.max_positions)
-        kept = words[: limit - 1]
-        ids = [*src_vocab.encode(kept), EOS_ID]
-        unknown = list(dict.fromkeys(w for w, i in zip(kept, ids) if i == UNK_ID))
-        notices = [n for n in [unknown_words_notice(unknown, lambda w: suggest(w, k=2))] if n]
-        notices += length_notices(len(words) + 1, limit, max_tokens=max_tokens, max_positions=model.max_positions,
-                                  cut_chars=cut_chars, verb="translated")  # fmt: skip
-        tokens = src_vocab.tokens_for_display(ids)
+        tgt_vocab = model.tokenizer["target"]
+        inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
+        ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
         trace, device, notice = model.run(
             lambda module, _device: trace_seq2seq(module, ids, tokens, tgt_vocab, model_id=model.spec.id)
         )
         notices += list(trace.notices) + ([notice] if notice else [])
-        encoder = dataclasses.replace(trace.encoder, truncated=len(kept) < len(words), n_input_tokens=len(words) + 1)
+        encoder = dataclasses.replace(trace.encoder, truncated=inp.truncated, n_input_tokens=inp.n_input)
         return dataclasses.replace(trace, encoder=encoder, notices=tuple(notices))
 
 

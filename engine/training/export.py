@@ -21,11 +21,11 @@ from safetensors.torch import save as save_safetensors
 
 from engine.model import Model, freeze
 from engine.models.trace_own import trace_own
-from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
+from engine.models.word_input import decoder_input
 from engine.training.checkpoint import FORMAT, _unique_tensors, model_card
 from engine.training.job_settings import TASK_LABELS
-from engine.training.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS, UNK_ID
-from engine.types import AttentionTrace, EmptyInputError, ModelSpec
+from engine.training.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS
+from engine.types import AttentionTrace, ModelSpec
 
 #: a special token written out (``<sep>``), a French elision (``l'``), a word, or one other character
 _WORD = re.compile(r"<[a-z]+>|\w+'|\w+|[^\w\s]")
@@ -43,25 +43,14 @@ class TrainedTextAdapter:
     causal: bool = True
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
-        text, cut_chars = clean_input(text)
-        max_tokens = check_max_tokens(max_tokens, 2)
-        words = [w for w in split_words(text) if w != "<bos>"]
-        if not words:
-            raise EmptyInputError("The text has no words this model can read.")
-        vocab = model.tokenizer
-        ids_all = [BOS_ID, *vocab.encode(words)]
-        limit = min(max_tokens, model.max_positions)
-        ids = ids_all[:limit]
-        unknown = list(dict.fromkeys(w for w, i in zip(words, ids[1:]) if i == UNK_ID))
-        notices = [n for n in [unknown_words_notice(unknown)] if n]
-        notices += length_notices(len(ids_all), limit, max_tokens=max_tokens, max_positions=model.max_positions,
-                                  cut_chars=cut_chars)  # fmt: skip
-        tokens = vocab.tokens_for_display(ids)
+        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions,
+                            split=lambda t: [w for w in split_words(t) if w != "<bos>"])
+        ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
         use_causal = self.causal if causal is None else causal
         tr, device, _ = model.run(lambda module, _dev: trace_own(module, ids, tokens, model_id=model.spec.id,
                                                                  causal=use_causal))
-        return dataclasses.replace(tr, family=model.spec.family, truncated=len(ids_all) > limit,
-                                   n_input_tokens=len(ids_all), device=device.type, notices=tuple(notices))
+        return dataclasses.replace(tr, family=model.spec.family, truncated=inp.truncated,
+                                   n_input_tokens=inp.n_input, device=device.type, notices=tuple(notices))
 
 
 def runtime_model(job, model_id: str) -> Model:
