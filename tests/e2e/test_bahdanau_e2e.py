@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from e2e_helpers import PLOT  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 60_000
 REDRAW_MS = 30_000
-PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 
 
 def alignment_chart(page: Page) -> Locator:

@@ -13,6 +13,8 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+from e2e_helpers import expect_no_exception  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 90_000  # fresh server: torch import + MiniLM load
@@ -40,10 +42,6 @@ def offline_page(page: Page):
 
     page.context.route("**/*", handle)
     yield page, aborted
-
-
-def expect_no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
 def open_page(page: Page, app_url: str) -> None:

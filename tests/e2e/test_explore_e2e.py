@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from e2e_helpers import PLOT, expect_no_exception  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 60_000  # fresh server: torch import + MiniLM load + plotly.js
 REDRAW_MS = 20_000
-PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 
 
 def main_chart(page: Page) -> Locator:
@@ -34,10 +35,6 @@ def tick_texts(page: Page) -> list[str]:
 def expect_tick(page: Page, word: str, timeout: int = REDRAW_MS) -> None:
     """Wait until a y tick of the main chart reads "<position> <word>"."""
     expect(y_ticks(page).filter(has_text=re.compile(rf"^\d+ {re.escape(word)}$"))).not_to_have_count(0, timeout=timeout)
-
-
-def expect_no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
 def expect_settled(page: Page) -> None:

@@ -11,21 +11,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 60_000
 REDRAW_MS = 30_000
-PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 LARGE_TITLE = '[data-testid="stPlotlyChart"] .gtitle'
-
-
-def expect_no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-
-
-def expect_idle(page: Page) -> None:
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=REDRAW_MS)
-    expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=REDRAW_MS)
 
 
 def open_heads(page: Page, url: str) -> None:
@@ -82,3 +74,26 @@ def test_heads_model_view_metrics_and_picking(page: Page, app_url: str, artifact
     expect_idle(page)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "heads-metrics.png"))
+
+
+def test_ablation_tab_switches_a_head_off(page: Page, app_url: str, artifacts: Path):
+    """Open the Ablation tab, switch two MiniLM heads off: the cosine similarity drops below 1."""
+    open_heads(page, app_url)
+    page.get_by_role("tab", name="Ablation").click()
+    cosine = page.locator('[data-testid="stMetric"]').filter(has_text="Cosine similarity").locator(
+        '[data-testid="stMetricValue"]')
+    expect(cosine).to_have_text("1.0000", timeout=REDRAW_MS)  # nothing switched off yet
+    picker = page.get_by_role("combobox", name=re.compile("Heads to switch off"))
+    for label in ("L0 H0", "L2 H5"):  # typed to filter the list, then the exact option chosen
+        picker.click()
+        picker.press_sequentially(label)
+        page.get_by_role("option", name=label, exact=True).click(timeout=REDRAW_MS)
+        expect_idle(page)
+    page.keyboard.press("Escape")
+    expect(cosine).not_to_have_text("1.0000", timeout=REDRAW_MS)
+    expect(page.get_by_text("2 of 72 heads switched off")).to_be_visible()  # exactly the two chosen
+    value = float(cosine.text_content())
+    assert 0.0 < value < 1.0, value
+    expect_idle(page)
+    expect_no_exception(page)
+    page.screenshot(path=str(artifacts / "heads-ablation.png"))

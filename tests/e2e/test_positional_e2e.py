@@ -12,26 +12,18 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 90_000  # fresh server: torch import + MiniLM load + plotly.js
 REDRAW_MS = 20_000
-PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 TABS = {"Sinusoidal": 3, "Learned": 3, "RoPE": 1, "ALiBi": 1, "Order blindness": 3}
 
 
 def panel(page: Page) -> Locator:
     """The visible tab panel."""
     return page.locator('[role="tabpanel"]:visible')
-
-
-def expect_no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-
-
-def expect_idle(page: Page) -> None:
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=REDRAW_MS)
-    expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=REDRAW_MS)
 
 
 def open_tab(page: Page, name: str) -> Locator:

@@ -12,23 +12,15 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 60_000  # fresh server: torch import + MiniLM load + plotly.js
 REDRAW_MS = 20_000
-PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 # the y values plotly.js drew from (numpy arrays arrive base64-encoded; _fullData holds them decoded)
 BAR_Y = "el => Array.from(el._fullData[0].y, Number)"
 TITLE = "el => el.layout.title.text"
-
-
-def expect_no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-
-
-def expect_idle(page: Page) -> None:
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=REDRAW_MS)
-    expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=REDRAW_MS)
 
 
 def pick(page: Page, label: str, option: str) -> None:

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from e2e_helpers import PLOT, expect_no_exception  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 90_000  # fresh server, busy 2-core machine: imports + the first training steps + plotly.js
 UPDATE_MS = 60_000
-PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 VEGA = '[data-testid="stVegaLiteChart"]'
 OTHER_SESSION_BOUND_S = 60  # Explore's first chart in a second session while the first one trains
 
@@ -27,10 +28,6 @@ def grid_step(page: Page) -> int:
     """The step the attention grid shows, read from its caption."""
     text = page.get_by_text(re.compile(r"on the probe input .* at step \d+")).first.inner_text()
     return int(re.search(r"at step (\d+)", text).group(1))
-
-
-def expect_no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
 def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path, publish_screenshot):

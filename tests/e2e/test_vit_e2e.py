@@ -15,16 +15,13 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Page, expect
 
+from e2e_helpers import PLOT, expect_no_exception  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 60_000
 REDRAW_MS = 30_000
-PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 NOT_A_DIGIT = "only learned the hand-written digits"
-
-
-def expect_no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
 def expect_settled(page: Page, charts: int = 7) -> None:

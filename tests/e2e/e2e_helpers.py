@@ -1,0 +1,19 @@
+"""What every browser test waits for and checks (``from e2e_helpers import ...``)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # a Plotly chart that plotly.js has drawn
+IDLE_MS = 30_000
+
+
+def expect_no_exception(page: Page) -> None:
+    """No Streamlit exception box anywhere on the page."""
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def expect_idle(page: Page, timeout_ms: int = IDLE_MS) -> None:
+    """The rerun is over: no "running" status widget and no spinner."""
+    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=timeout_ms)
+    expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=timeout_ms)
