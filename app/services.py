@@ -19,7 +19,8 @@ import streamlit as st
 
 import engine
 import engine.registry
-from engine import AttentionTrace, EngineError, ModelSpec
+from engine import AttentionTrace, EngineError, ModelSpec, VisionTrace
+from engine.analysis import vision as _vision
 
 log = logging.getLogger(__name__)
 
@@ -196,11 +197,6 @@ def bahdanau_vocabulary() -> dict[str, list[str]]:
 # ---------------------------------------------------------------- Vision Transformer
 # Images in (samples, validated uploads), one cached trace per (model, image), and the page's
 # analyses as plain numpy / dataclasses from engine.analysis.vision.
-
-import numpy as np  # noqa: E402
-
-from engine import VisionTrace  # noqa: E402
-from engine.analysis import vision as _vision  # noqa: E402
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -487,15 +483,13 @@ def rollout_maps(model_id: str, text: str, causal: bool | None, max_tokens: int,
 # ---------------------------------------------------------------- bertviz views
 
 
-@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
-def get_digit_trace(model_id: str, index: int):
-    """A ViT trace of scikit-learn's bundled 8×8 digit number ``index`` (clamped to the 1,797 images)."""
-    from sklearn.datasets import load_digits
+def get_digit_trace(model_id: str, index: int) -> VisionTrace:
+    """A ViT trace of scikit-learn's bundled 8×8 digit number ``index`` (clamped to the 1,797 images);
+    the same cached trace the Vision Transformer page uses for that digit."""
+    from engine import samples
 
-    images = load_digits().images
-    model = get_model(model_id)
-    with _jobs:
-        return engine.trace(model, images[min(max(int(index), 0), len(images) - 1)])
+    index = min(max(int(index), 0), samples.n_digits() - 1)
+    return get_vision_trace(model_id, vit_sample("digit", str(index)))
 
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=3600)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -83,6 +84,22 @@ def resolve(model_id: str) -> Path:
         raise ModelUnavailableError(f"Downloading '{model_id}' failed: {type(err).__name__}.") from None
 
 
+def sdpa_builder(cls, path: Path, model_id: str) -> Callable[[torch.device], nn.Module]:
+    """``build(device)``: load ``cls`` from ``path`` (safetensors only, SDPA attention), frozen, on ``device``.
+
+    ``Model.reload`` calls it again to make a CPU copy after a CUDA out-of-memory error.
+    """
+
+    def build(dev: torch.device) -> nn.Module:
+        try:
+            module = cls.from_pretrained(path, use_safetensors=True, attn_implementation="sdpa")
+        except Exception as err:
+            raise ModelUnavailableError(f"Loading '{model_id}' failed: {err}") from None
+        return freeze(module.to(dev))
+
+    return build
+
+
 def load_hf(model_id: str, *, spec: ModelSpec | None = None, device: torch.device | None = None) -> Model:
     """Load a BERT-family or GPT-2-family model with its tokenizer, or a ViT/DeiT with its image processor.
 
@@ -118,12 +135,7 @@ def load_hf(model_id: str, *, spec: ModelSpec | None = None, device: torch.devic
     cls = api.AutoModelForCausalLM if adapter.family == "decoder" else api.AutoModel
     device = device or pick_device()
 
-    def build(dev: torch.device) -> nn.Module:
-        try:
-            module = cls.from_pretrained(path, use_safetensors=True, attn_implementation="sdpa")
-        except Exception as err:
-            raise ModelUnavailableError(f"Loading '{model_id}' failed: {err}") from None
-        return freeze(module.to(dev))
+    build = sdpa_builder(cls, path, model_id)
 
     try:
         tokenizer = api.AutoTokenizer.from_pretrained(path)

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from engine.capture import capture
-from engine.model import Model, freeze, pick_device
+from engine.model import Model, pick_device
 from engine.models.vit_input import _to_unit_range
 from engine.pretrained.hf_api import hf
 from engine.types import AttentionTrace, EngineError, ModelSpec, ModelUnavailableError, Tokens, VisionTrace
@@ -182,12 +182,9 @@ def load_hf_vit(model_id: str, path: Path, config: dict, *, spec: ModelSpec | No
         raise ModelUnavailableError(f"The image processor of '{model_id}' cannot be loaded: {err}") from None
     device = device or pick_device()
 
-    def build(dev: torch.device) -> nn.Module:
-        try:
-            module = cls.from_pretrained(path, use_safetensors=True, attn_implementation="sdpa")
-        except Exception as err:
-            raise ModelUnavailableError(f"Loading '{model_id}' failed: {err}") from None
-        return freeze(module.to(dev))
+    from engine.pretrained.hub import sdpa_builder
+
+    build = sdpa_builder(cls, path, model_id)
 
     module = build(device)
     spec = spec or ModelSpec(id=model_id, family="vit", label=model_id, offline=True)
