@@ -92,9 +92,12 @@ def test_calculator_scale_slider_by_keyboard(page: Page, app_url: str, artifacts
     slider.scroll_into_view_if_needed()
     expect(page.locator(".katex").filter(has_text="0.7071")).not_to_have_count(0)  # ② Q Kᵀ × 1/√2
     slider.focus()
-    for _ in range(3):
+    thumb = page.locator('[data-testid="stSliderThumbValue"]').filter(has_text=re.compile(r"^0\.\d+$"))
+    for value in ("0.72", "0.73", "0.74"):  # 1/√2 snaps onto the 0.01 grid, then one step per press
         slider.press("ArrowRight")
-    expect(page.locator(".katex").filter(has_text="0.74")).not_to_have_count(0, timeout=REDRAW_MS)
+        expect(thumb).to_have_text(value, timeout=REDRAW_MS)
+        scaled = page.locator(".katex").filter(has_text=re.compile(r"×\s*" + re.escape(value) + "$"))
+        expect(scaled).not_to_have_count(0, timeout=REDRAW_MS)  # ② Q Kᵀ × value
     expect_idle(page)
     expect_no_exception(page)
     page.get_by_role("heading", name=re.compile("Calculator")).scroll_into_view_if_needed()
