@@ -63,7 +63,7 @@ class Model:
         return sum(p.numel() for p in self.module.parameters())
 
     def run(self, fn: Callable[[nn.Module, torch.device], Any]) -> tuple[Any, torch.device, str | None]:
-        """Call ``fn(module, device)`` under the lock; on a CUDA out-of-memory error retry on the CPU.
+        """Call ``fn(module, device)`` under the lock; on a GPU out-of-memory error retry on the CPU.
 
         Returns:
             ``(result, device used, notice or None)``.
@@ -72,9 +72,10 @@ class Model:
             try:
                 return fn(self.module, self.device), self.device, None
             except torch.OutOfMemoryError:
-                if self.device.type != "cuda" or self.reload is None:
+                if self.device.type == "cpu" or self.reload is None:
                     raise
-                torch.cuda.empty_cache()
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
                 if self._cpu_module is None:
                     self._cpu_module = self.reload(torch.device("cpu"))
                 cpu = torch.device("cpu")
