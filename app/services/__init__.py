@@ -1,0 +1,109 @@
+"""The only app package that touches the engine's loading and tracing, behind Streamlit caches.
+
+Pages and components call ``from app import services`` and then ``services.<name>``; every such name
+is re-exported here from the module that holds it:
+
+- ``core``: the shared model cache (``get_model``, the one ``st.cache_resource`` for models),
+  ``get_trace``, ``friendly_error``, ``warm_up``, ``session_id`` and the bound on concurrent jobs;
+- one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
+  ``positional``, ``step``, ``bertviz``, ``train``.
+
+Modules inside the package import shared helpers from ``app.services.core``, never from here.
+"""
+
+from app.services.bahdanau import (
+    BAHDANAU_MAX_TOKENS,
+    BAHDANAU_MODELS,
+    TRANSFORMER_TRANSLATOR,
+    bahdanau_agreement,
+    bahdanau_disagreement,
+    bahdanau_parameters,
+    bahdanau_reference,
+    bahdanau_step,
+    bahdanau_trace,
+    bahdanau_vocabulary,
+)
+from app.services.bertviz import bertviz_view, get_digit_trace
+from app.services.core import (
+    MAX_JOBS,
+    device_label,
+    friendly_error,
+    get_model,
+    get_trace,
+    list_models,
+    session_id,
+    warm_up,
+)
+from app.services.heads import (
+    HEAD_BLOCKS,
+    MODEL_VIEW_CELLS,
+    SIMILARITY_MAX_HEADS,
+    SIMILARITY_MAX_TOKENS,
+    attention_block,
+    block_is_square,
+    get_ablation,
+    get_head_layout,
+    head_metrics_table,
+    head_similarity,
+    heads_attention,
+    model_view_tiles,
+    rollout_maps,
+)
+from app.services.positional import (
+    pos_alibi,
+    pos_learned_table,
+    pos_order_blindness,
+    pos_rope,
+    pos_shift_check,
+    pos_sinusoidal,
+)
+from app.services.step import calculator_example, calculator_matrix, calculator_steps, query_steps
+from app.services.train import (
+    session_models,
+    train_answer,
+    train_checkpoint,
+    train_control,
+    train_estimate,
+    train_manager,
+    train_options,
+    train_progress,
+    train_register,
+    train_start,
+    train_task_info,
+)
+from app.services.vit import (
+    get_vision_trace,
+    vit_cls_maps,
+    vit_digit_label,
+    vit_last_layer_map,
+    vit_occlusion,
+    vit_patch_map,
+    vit_read_upload,
+    vit_rollout_map,
+    vit_sample,
+)
+
+__all__ = [
+    # core
+    "MAX_JOBS", "device_label", "friendly_error", "get_model", "get_trace", "list_models", "session_id", "warm_up",
+    # heads
+    "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
+    "block_is_square", "get_ablation", "get_head_layout", "head_metrics_table", "head_similarity",
+    "heads_attention", "model_view_tiles", "rollout_maps",
+    # bahdanau
+    "BAHDANAU_MAX_TOKENS", "BAHDANAU_MODELS", "TRANSFORMER_TRANSLATOR", "bahdanau_agreement",
+    "bahdanau_disagreement", "bahdanau_parameters", "bahdanau_reference", "bahdanau_step", "bahdanau_trace",
+    "bahdanau_vocabulary",
+    # vit
+    "get_vision_trace", "vit_cls_maps", "vit_digit_label", "vit_last_layer_map", "vit_occlusion", "vit_patch_map",
+    "vit_read_upload", "vit_rollout_map", "vit_sample",
+    # positional
+    "pos_alibi", "pos_learned_table", "pos_order_blindness", "pos_rope", "pos_shift_check", "pos_sinusoidal",
+    # step
+    "calculator_example", "calculator_matrix", "calculator_steps", "query_steps",
+    # bertviz
+    "bertviz_view", "get_digit_trace",
+    # train
+    "session_models", "train_answer", "train_checkpoint", "train_control", "train_estimate", "train_manager",
+    "train_options", "train_progress", "train_register", "train_start", "train_task_info",
+]

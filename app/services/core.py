@@ -1,0 +1,101 @@
+"""The shared part of the app's caches: the one model cache, traces, errors, warm-up and the job bound.
+
+- ``get_model``: ``st.cache_resource`` around ``engine.load`` — one read-only model per id, shared
+  by every session (never trained, moved or re-configured here).
+- ``get_trace``: ``st.cache_data`` around ``engine.trace`` — keyed by plain values, returns a
+  picklable ``AttentionTrace`` of numpy arrays.
+- ``session_id``: this browser session's id (models a session trained are looked up by it).
+
+Torch work is bounded for a shared 2-core classroom server: one intra-op thread per job and at
+most ``MAX_JOBS`` forward passes at once. The page modules of ``app.services`` import from here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import streamlit as st
+
+import engine
+import engine.registry
+from engine import AttentionTrace, EngineError, ModelSpec
+
+log = logging.getLogger(__name__)
+
+MAX_JOBS = 2
+_jobs = threading.BoundedSemaphore(MAX_JOBS)
+_threads_set = False
+
+
+def _bound_threads() -> None:
+    global _threads_set
+    if not _threads_set:
+        engine.set_threads(1)
+        _threads_set = True
+
+
+@st.cache_data(show_spinner=False, ttl=60)
+def list_models() -> tuple[ModelSpec, ...]:
+    """The model catalog (offline models first)."""
+    return engine.list_models()
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _shared_model(model_id: str):
+    _bound_threads()
+    return engine.load(model_id)
+
+
+def get_model(model_id: str):
+    """Load a model once per server process; shared, read-only. A model this session trained on the
+    Train page is returned from the runtime registry instead (never cached, never shared)."""
+    trained = engine.registry.runtime_model(model_id, session_id())
+    return trained if trained is not None else _shared_model(model_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
+def get_trace(model_id: str, text: str, causal: bool | None, max_tokens: int) -> AttentionTrace:
+    """Trace ``text`` through the cached model (same arguments → same cached trace)."""
+    model = get_model(model_id)
+    with _jobs:
+        return engine.trace(model, text, causal=causal, max_tokens=max_tokens)
+
+
+@st.cache_resource(show_spinner=False)
+def device_label() -> str:
+    """Where forward passes run, for the sidebar."""
+    return engine.device_name()
+
+
+def friendly_error(err: BaseException) -> str:
+    """A message for the UI: engine errors as written, anything else as one calm sentence."""
+    if isinstance(err, EngineError):
+        return str(err)
+    log.exception("unexpected error", exc_info=err)
+    return f"Something went wrong while computing this ({type(err).__name__}). Try a shorter text or another model."
+
+
+def warm_up() -> None:
+    """Import torch and transformers in the background so the first trace does not wait for them."""
+
+    def work() -> None:
+        try:
+            from engine.pretrained.hf_api import hf
+
+            hf()  # imports torch and transformers under the engine's import lock
+        except Exception:  # warm-up is best effort
+            log.debug("warm-up import failed", exc_info=True)
+
+    if not getattr(warm_up, "_started", False):
+        warm_up._started = True  # type: ignore[attr-defined]
+        threading.Thread(target=work, name="warm-up", daemon=True).start()
+
+
+def session_id() -> str:
+    """A random id for this browser session (kept in session state)."""
+    if "_session_id" not in st.session_state:
+        import uuid
+
+        st.session_state["_session_id"] = uuid.uuid4().hex
+    return st.session_state["_session_id"]

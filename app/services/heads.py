@@ -1,0 +1,161 @@
+"""The Heads page's caches: head ablation (the ablation panel) and the whole-model views.
+
+Ablation re-runs the cached model with heads switched off; the whole-model views (metrics table,
+thumbnails, head similarity, rollout) are computed from one cached trace, per attention block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import engine
+from app.services.core import _jobs, get_model, get_trace
+from engine import AttentionTrace, EngineError
+
+# ---------------------------------------------------------------- Heads: ablation panel
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
+def get_head_layout(model_id: str) -> dict[str, tuple[int, int]]:
+    """``{block: (n_layers, n_heads)}`` of a model that head ablation supports.
+
+    Raises:
+        EngineError: the model family has no head ablation (RNN attention, ViT).
+    """
+    from engine.analysis.ablation import head_layout
+
+    return head_layout(get_model(model_id))
+
+
+@st.cache_data(show_spinner=False, max_entries=128, ttl=3600)
+def get_ablation(
+    model_id: str,
+    text: str,
+    heads: tuple[tuple[str, int, int | None], ...],
+    causal: bool | None,
+    max_tokens: int,
+    keep_only: bool = False,
+):
+    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data).
+
+    Args:
+        heads: a sorted tuple of ``(block, layer, head)`` (``head=None``: the whole layer), hashable
+            so that the same selection hits the cache.
+    """
+    from engine.analysis.ablation import ablate
+
+    model = get_model(model_id)
+    with _jobs:
+        return ablate(model, text, heads, causal=causal, max_tokens=max_tokens, keep_only=keep_only)
+
+
+# ---------------------------------------------------------------- Heads
+# Whole-model views for the Heads page: every layer × head from one cached trace. Arguments are
+# plain values (model_id, text, causal, max_tokens, block) so results are cached per view.
+
+#: attention blocks of an encoder-decoder trace; "self" is the only block of encoder/decoder traces
+HEAD_BLOCKS: dict[str, str] = {
+    "encoder": "Encoder self-attention",
+    "decoder": "Decoder self-attention",
+    "cross": "Cross-attention",
+}
+SIMILARITY_MAX_TOKENS = 64  # JS divergence on at most 64 query rows × 64 key bins
+SIMILARITY_MAX_HEADS = 192  # e.g. 16 layers × 12 heads; larger models: the first layers
+MODEL_VIEW_CELLS = 64  # thumbnails pooled to at most this many cells per side (32 above 36 heads)
+
+
+def attention_block(trace, block: str = "self") -> AttentionTrace:
+    """The AttentionTrace of ``block`` (``"self"`` for encoder/decoder traces; encoder|decoder|cross for seq2seq)."""
+    if isinstance(trace, engine.Seq2SeqTrace):
+        if block not in HEAD_BLOCKS:
+            raise EngineError(f"Pick one of {', '.join(HEAD_BLOCKS.values())}.")
+        return getattr(trace, block)
+    if not isinstance(trace, AttentionTrace):
+        raise EngineError("This model has no transformer attention heads to show here.")
+    return trace
+
+
+def heads_attention(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> AttentionTrace:
+    """The cached trace's attention block (no extra forward pass)."""
+    return attention_block(get_trace(model_id, text, causal, max_tokens), block)
+
+
+def block_is_square(block: str) -> bool:
+    """Self-attention (queries and keys are one sequence); False for cross-attention."""
+    return block != "cross"
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
+def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> "pd.DataFrame":
+    """One row per head: layer, head, label, score and every metric of ``engine.analysis.metrics``."""
+    import pandas as pd
+
+    from engine.analysis import metrics as M
+
+    att = heads_attention(model_id, text, causal, max_tokens, block)
+    square = block_is_square(block)
+    blocked = np.isneginf(att.mask(0))
+    sinks = M.sink_positions(att.key_tokens.special)
+    per_layer = [M.head_metrics(att.pattern(layer), sinks, blocked=blocked, square=square)
+                 for layer in range(att.n_layers)]  # one layer at a time: bounded memory on long inputs
+    values = {name: np.stack([m[name] for m in per_layer]) for name in per_layer[0]}
+    labels, scores = M.label_heads(values)
+    layers, heads = np.meshgrid(np.arange(att.n_layers), np.arange(att.n_heads), indexing="ij")
+    frame = pd.DataFrame({
+        "layer": layers.ravel(), "head": heads.ravel(),
+        "pattern": labels.ravel().astype(str), "score": scores.ravel(),
+    })
+    for name in ("entropy", "entropy_bits", "broad", "mean_distance", "sink", "previous", "self", "next", "alignment"):
+        frame[name] = values[name].ravel()
+    frame = frame.drop(columns=list(M.CROSS_ONLY if square else M.SQUARE_ONLY))  # n/a for this block
+    return frame
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
+def model_view_tiles(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> tuple[np.ndarray, bool]:
+    """Every head's pattern pooled to block maxima ``[layer, head, s, t]`` (s, t ≤ the cell cap) and whether it was pooled."""
+    from app.components.heatmap import pool_max
+
+    att = heads_attention(model_id, text, causal, max_tokens, block)
+    cells = MODEL_VIEW_CELLS if att.n_layers * att.n_heads <= 36 else MODEL_VIEW_CELLS // 2
+    tiles = np.stack([np.stack([pool_max(p, cells) for p in att.pattern(layer)]) for layer in range(att.n_layers)])
+    return tiles.astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
+def head_similarity(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str
+                    ) -> tuple[np.ndarray, np.ndarray, bool, int]:
+    """``(divergence [N, N], clustering order, coarsened, layers used)`` over heads flattened layer-major.
+
+    At most ``SIMILARITY_MAX_HEADS`` heads (whole layers from the first) and ``SIMILARITY_MAX_TOKENS``
+    query rows × key bins enter the comparison.
+    """
+    from engine.analysis.similarity import cluster_order, coarsen, head_divergence
+
+    att = heads_attention(model_id, text, causal, max_tokens, block)
+    n_layers = min(att.n_layers, max(1, SIMILARITY_MAX_HEADS // att.n_heads))
+    pieces = [coarsen(att.pattern(layer), SIMILARITY_MAX_TOKENS, SIMILARITY_MAX_TOKENS) for layer in range(n_layers)]
+    small = np.concatenate([piece for piece, _ in pieces])  # [n_layers · n_heads, ≤64, ≤64], layer-major
+    coarsened = pieces[0][1]
+    divergence = head_divergence(small)
+    return divergence, cluster_order(divergence), coarsened, n_layers
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
+def rollout_maps(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str,
+                 head_fusion: str, discard_ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(rollout [layer, n, n], fused [layer, n, n])`` of a self-attention block.
+
+    ``rollout[l]`` is the rollout through layers 0..l; ``fused[l]`` is layer l's raw attention with its
+    heads fused the same way (no residual, nothing discarded).
+    """
+    from engine.analysis.rollout import fuse_heads, rollout
+
+    if not block_is_square(block):
+        raise EngineError("Rollout needs self-attention: cross-attention has no path from layer to layer.")
+    att = heads_attention(model_id, text, causal, max_tokens, block)
+    layers = [att.pattern(layer) for layer in range(att.n_layers)]
+    maps = rollout(layers, head_fusion=head_fusion, discard_ratio=float(discard_ratio))
+    fused = np.stack([fuse_heads(p, head_fusion) for p in layers]).astype(np.float32)
+    return maps, fused

@@ -1,0 +1,89 @@
+"""The Vision Transformer page's caches.
+
+Images in (samples, validated uploads), one cached trace per (model, image), and the page's
+analyses as plain numpy / dataclasses from engine.analysis.vision.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import engine
+from app.services.core import _jobs, get_model
+from engine import EngineError, VisionTrace
+from engine.analysis import vision as _vision
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def vit_sample(source: str, name: str) -> np.ndarray:
+    """A bundled sample: ``source`` digit (``name`` = index), shape or photo (``name`` = its name)."""
+    from engine import samples
+
+    if source == "digit":
+        return samples.digit(int(name))[0]
+    if source == "shape":
+        return samples.shape(name)
+    if source == "photo":
+        return samples.photo(name)
+    raise EngineError(f"Unknown sample source {source!r}.")
+
+
+def vit_digit_label(index: int) -> int:
+    """The true label of digit sample ``index``."""
+    from engine import samples
+
+    return samples.digit(index)[1]
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
+def vit_read_upload(data: bytes) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Validate and decode uploaded bytes in the engine (Pillow sniffs the content; nothing on disk).
+
+    Raises:
+        engine.images.ImageError: with a message for the user.
+    """
+    from engine.images import read_image
+
+    decoded = read_image(data)
+    return decoded.pixels, decoded.notices
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)  # ViT-B/16: ~5 MB of Q/K/V per trace
+def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace:
+    """Classify ``image`` with the cached model and capture its attention."""
+    model = get_model(model_id)
+    with _jobs:
+        return engine.trace(model, image)
+
+
+def vit_cls_maps(trace: VisionTrace, layer: int) -> np.ndarray:
+    """[CLS]'s attention to every patch for every head of ``layer``: ``[head, rows, cols]``."""
+    return _vision.cls_map(trace, layer)
+
+
+def vit_patch_map(trace: VisionTrace, layer: int, head: int, patch: int) -> np.ndarray:
+    """Patch ``patch``'s attention to every patch: ``[rows, cols]``."""
+    return _vision.patch_map(trace, layer, head, patch)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
+def vit_rollout_map(model_id: str, image: np.ndarray, fusion: str, discard: float) -> np.ndarray:
+    """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]`` (cached: for ViT-B it
+    computes 12 layers × 12 heads of 197² weights, seconds on a busy 2-core server)."""
+    return _vision.rollout_map(get_vision_trace(model_id, image), head_fusion=fusion, discard_ratio=discard)
+
+
+def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
+    """[CLS]'s raw attention in the last layer, heads fused the same way as the rollout: ``[rows, cols]``."""
+    from engine.analysis.rollout import fuse_heads
+
+    return _vision.to_grid(trace, fuse_heads(trace.attention.pattern(trace.attention.n_layers - 1), fusion)[0])
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
+def vit_occlusion(model_id: str, image: np.ndarray, k: int, fusion: str, discard: float, seed: int = 0):
+    """Hide the k patches the rollout ranks highest (vs k random, k lowest) and re-classify."""
+    trace = get_vision_trace(model_id, image)
+    ranking = vit_rollout_map(model_id, image, fusion, discard)
+    with _jobs:
+        return _vision.occlusion_check(get_model(model_id), trace, ranking, k, seed=seed)
