@@ -29,6 +29,9 @@ model (12 layers, 12 heads, d_model 768, 1024 positions, vocab 50257; 128-1024 t
 temporary folder with the project's small byte-level BPE tokenizer and loaded by ``engine.load``
 from that folder. The HF side loads the base model (``AutoModel``): like the engine's trace, which
 runs the base model below the LM head, it computes no [n, vocab] logits.
+
+This module is the parent (inputs, subprocesses, the run's summary); the measurements that run in
+the workers are in :mod:`bench.trace_worker`, the markdown tables in :mod:`bench.trace_report`.
 """
 
 from __future__ import annotations
@@ -39,200 +42,25 @@ import gc
 import json
 import os
 import platform
-import re
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-SECTION = "## Trace vs output_attentions"
-CASES = ("engine", "hf_eager_attn", "hf_plain")
+from bench.trace_report import SECTION, _reading, _tables, _write_section
+from bench.trace_worker import CASES, RESULT_MARK, _memory_worker, _time_worker
+
 FULL_TOKENS = {"minilm": (16, 64, 128, 256, 512), "gpt2": (128, 256, 512, 1024)}
 QUICK_TOKENS = {"minilm": (16, 128), "gpt2": (128,)}
 GPT2_SHAPE = dict(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)
 GPT2_SEED = 0
-WARMUP_TOKENS = 8
-MB = 1e6
-RESULT_MARK = "BENCH_RESULT "
 #: glibc mmap threshold for the memory runs: every block of 128 KiB or more gets its own mapping and
 #: goes back to the system when freed, so a peak measures live bytes, not heap fragmentation
 MMAP_THRESHOLD = 128 * 1024
 #: environment variables that change thread behaviour; when set they are written into the command shown
 ENV_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OPENBLAS_NUM_THREADS")
-MODEL_TITLES = {
-    "minilm": "MiniLM (all-MiniLM-L6-v2: 6 layers × 12 heads, d_model 384)",
-    "gpt2": "GPT-2-small shape, random weights (12 layers × 12 heads, d_model 768, vocab 50257)",
-}
-
-# ---- memory probes ---------------------------------------------------------------------------
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _hwm_reset() -> bool:
-    """Reset the kernel's resident-set high-water mark (Linux >= 4.0); False when not allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _hwm_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmHWM in /proc/self/status")
-
-
-class _RssSampler:
-    """Highest RSS seen by a thread polling /proc/self/statm every ``period`` seconds."""
-
-    def __init__(self, period: float = 0.001) -> None:
-        self.period = period
-        self.peak = _rss_bytes()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, _rss_bytes())
-            time.sleep(self.period)
-
-    def __enter__(self) -> "_RssSampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _rss_bytes())
-
-
-# ---- workers (each in its own process) --------------------------------------------------------
-
-
-def _make_case(case: str, model_name: str, path: str, text: str):
-    """Load one case's model; return ``call(ids_or_n) -> (result, t_after_trace or None)``, ``kept``, ``check``."""
-    import torch
-
-    if case == "engine":
-        import engine
-
-        model = engine.load("minilm" if model_name == "minilm" else path)
-        n_layers = len(model.adapter.layers(model.module))
-
-        def call(ids: list[int]):
-            tr = engine.trace(model, text, max_tokens=len(ids))
-            t_mid = time.perf_counter()
-            p = tr.pattern(n_layers - 1, 0)
-            return (tr, p), t_mid
-
-        def kept(result) -> int:
-            tr, _ = result
-            return sum(a.nbytes for group in (tr.queries, tr.keys, tr.values) for a in group)
-
-        def check(result, ids: list[int]) -> None:
-            tr, p = result
-            assert list(tr.tokens.ids) == ids, "engine tokenized differently from the ids given to HF"
-            assert p.shape == (len(ids), len(ids)), p.shape
-
-        return call, kept, check
-
-    from transformers import AutoModel
-
-    cls = AutoModel  # base model on both sides: the engine's trace skips the LM head too
-    want_attn = case == "hf_eager_attn"
-    module = cls.from_pretrained(path, attn_implementation="eager" if want_attn else "sdpa", use_safetensors=True)
-    module.eval()
-
-    def call(ids: list[int]):
-        input_ids = torch.tensor([ids])
-        with torch.inference_mode():
-            out = module(input_ids=input_ids, output_attentions=want_attn)
-        return out, None
-
-    def kept(result) -> int:
-        atts = getattr(result, "attentions", None) or ()
-        return sum(a.numel() * a.element_size() for a in atts)
-
-    def check(result, ids: list[int]) -> None:
-        if want_attn:
-            atts = result.attentions
-            assert atts is not None and tuple(atts[-1].shape[-2:]) == (len(ids), len(ids)), "no attentions returned"
-
-    return call, kept, check
-
-
-def _memory_worker(spec: dict) -> dict:
-    """Fresh process, one case, one size: peak memory of one call, and what the result keeps."""
-    import torch
-
-    torch.set_num_threads(spec["threads"])
-    ids = spec["ids"]
-    call, kept, check = _make_case(spec["case"], spec["model"], spec["path"], spec["text"])
-    call(ids[:WARMUP_TOKENS])  # lazy library initialisation is not charged to the measured call
-    gc.collect()
-    before = _rss_bytes()
-    hwm_ok = _hwm_reset()
-    with _RssSampler() as sampler:
-        result, _ = call(ids)
-    hwm_peak = _hwm_bytes() if hwm_ok else None
-    check(result, ids)
-    return {
-        "peak_mb": ((hwm_peak if hwm_peak is not None else sampler.peak) - before) / MB,
-        "sampler_peak_mb": (sampler.peak - before) / MB,
-        "peak_method": "VmHWM" if hwm_peak is not None else "1 ms RSS sampler",
-        "kept_mb": kept(result) / MB,
-    }
-
-
-def _time_worker(spec: dict) -> dict:
-    """One process per model: every case loaded side by side, timed round-robin per size.
-
-    Interleaving the cases call by call means a burst of other load on the machine slows all
-    three alike, so the ratios stay meaningful even when the absolute times move.
-    """
-    import torch
-
-    torch.set_num_threads(spec["threads"])
-    cases = {c: _make_case(c, spec["model"], spec["path"], spec["text"]) for c in CASES}
-    out: dict[str, dict] = {}
-    for n_str, ids in spec["ids"].items():
-        for case, (call, _, check) in cases.items():  # one warm-up call per case at this size
-            result, _ = call(ids)
-            check(result, ids)
-            del result
-        times: dict[str, list[float]] = {c: [] for c in CASES}
-        head_times: list[float] = []
-        for r in range(spec["repeats"]):
-            order = CASES[r % len(CASES):] + CASES[: r % len(CASES)]  # rotate who goes first
-            for case in order:
-                call = cases[case][0]
-                gc.collect()
-                t0 = time.perf_counter()
-                result, t_mid = call(ids)
-                t1 = time.perf_counter()
-                times[case].append(t1 - t0)
-                if t_mid is not None:
-                    head_times.append(t1 - t_mid)
-                del result
-        out[n_str] = {
-            c: {"median_s": statistics.median(t), "min_s": min(t), "times_s": t} for c, t in times.items()
-        }
-        out[n_str]["engine"]["head_median_s"] = statistics.median(head_times)
-        print(f"timed n={n_str}", file=sys.stderr, flush=True)
-    return {"threads": torch.get_num_threads(), "by_n": out}
-
 
 # ---- parent -----------------------------------------------------------------------------------
 
@@ -336,95 +164,6 @@ def _load() -> str:
         return " / ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "?"
-
-
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
-
-
-def _ratio(a: float, b: float) -> str:
-    return "–" if not b else f"{a / b:.1f}×"
-
-
-def _tables(model_name: str, rows: dict[tuple[int, str], dict], sizes: tuple[int, ...]) -> list[str]:
-    out = [f"### {MODEL_TITLES[model_name]}", ""]
-    out += [
-        "Time (median seconds per call):",
-        "",
-        "| tokens | engine trace + 1 head (s) | HF eager + attentions (s) | time ratio HF/engine "
-        "| HF plain forward, sdpa (s) | engine / plain | of which 1 head pattern (ms) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for n in sizes:
-        e, h, p = rows[(n, "engine")], rows[(n, "hf_eager_attn")], rows[(n, "hf_plain")]
-        out.append(
-            f"| {n} | {_fmt(e['median_s'])} | {_fmt(h['median_s'])} | {_ratio(h['median_s'], e['median_s'])} "
-            f"| {_fmt(p['median_s'])} | {e['median_s'] / p['median_s']:.2f} | {_fmt(e['head_median_s'] * 1e3, 1)} |"
-        )
-    out += [
-        "",
-        "Memory (MB = 10⁶ bytes; peak = resident-set high-water mark during the call minus RSS before it; "
-        "kept = what the result holds afterwards: the engine's Q/K/V arrays, HF's attention tensors):",
-        "",
-        "| tokens | engine peak (MB) | HF eager + attentions peak (MB) | memory ratio HF/engine "
-        "| HF plain peak (MB) | kept: engine Q/K/V (MB) | kept: HF attentions (MB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for n in sizes:
-        e, h, p = rows[(n, "engine")], rows[(n, "hf_eager_attn")], rows[(n, "hf_plain")]
-        out.append(
-            f"| {n} | {e['peak_mb']:.0f} | {h['peak_mb']:.0f} | {_ratio(h['peak_mb'], e['peak_mb'])} "
-            f"| {p['peak_mb']:.0f} | {e['kept_mb']:.1f} | {h['kept_mb']:.1f} |"
-        )
-    out.append("")
-    return out
-
-
-def _reading(results: dict[str, dict], sizes: dict[str, tuple[int, ...]]) -> list[str]:
-    """A few sentences computed from the numbers (so a re-run never contradicts its own text)."""
-    lines = []
-    for model_name, rows in results.items():
-        n = max(sizes[model_name])
-        e, h, p = rows[(n, "engine")], rows[(n, "hf_eager_attn")], rows[(n, "hf_plain")]
-        label = "MiniLM" if model_name == "minilm" else "GPT-2-small shape"
-        lines.append(
-            f"- {label} at {n} tokens: the engine's trace + one head took {e['median_s']:.3f} s, HF eager with "
-            f"`output_attentions=True` {h['median_s']:.3f} s (ratio {h['median_s'] / e['median_s']:.2f}) and the "
-            f"plain SDPA forward {p['median_s']:.3f} s, so seeing attention cost the engine "
-            f"{100 * (e['median_s'] / p['median_s'] - 1):+.0f}% over a plain forward (one head's pattern: "
-            f"{e['head_median_s'] * 1e3:.1f} ms) and HF {100 * (h['median_s'] / p['median_s'] - 1):+.0f}%. "
-            f"HF keeps {h['kept_mb']:.0f} MB of attention tensors (L·H·n² floats), the engine "
-            f"{e['kept_mb']:.0f} MB of Q/K/V (L·3·n·d); peaks {e['peak_mb']:.0f} MB vs {h['peak_mb']:.0f} MB "
-            f"(ratio {h['peak_mb'] / e['peak_mb']:.1f}), i.e. plain forward + {e['peak_mb'] - p['peak_mb']:.0f} MB "
-            f"for the engine and + {h['peak_mb'] - p['peak_mb']:.0f} MB for HF."
-        )
-    lines.append(
-        "- Where the two keep about the same: below n ≈ 3·d_model/H tokens (96 for MiniLM, 192 for GPT-2 "
-        "small) Q/K/V are bigger than the attention maps, so at short inputs the engine may keep and peak "
-        "slightly more than HF; above it HF's n² term takes over."
-    )
-    return lines
-
-
-def _write_section(out_path: Path, section: str) -> None:
-    """Replace the ``SECTION`` part of ``out_path`` (up to the next ``## `` header), or add it."""
-    if out_path.exists():
-        doc = out_path.read_text()
-    else:
-        doc = (
-            "# Benchmarks\n\n"
-            "Speed and memory are measured here, by scripts under `bench/`, not by timed tests: each "
-            "section compares the engine with the alternative it replaces, measured in the same run, "
-            "and reports ratios. Numbers are medians on the machine named in each section; re-run "
-            "the command on a quiet machine to compare.\n"
-        )
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(doc):
-        doc = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", doc, count=1)
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(doc.rstrip("\n") + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

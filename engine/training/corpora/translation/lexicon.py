@@ -1,0 +1,234 @@
+"""The toy grammar's lexicon: nouns, adjectives and verbs with their French forms, gender and
+agreement, the subject pronouns, *to be* and the prepositions, and the English and French
+vocabularies they make up (:data:`EN_VOCAB`, :data:`FR_VOCAB`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# ---- lexicon -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Noun:
+    en: str
+    en_pl: str
+    fr: str
+    fr_pl: str
+    gender: str  # "m" | "f"
+    elide: bool  # le/la → l' (vowel or mute h)
+    kind: str  # person | animal | vehicle | thing | food | place | plant (used by the generator only)
+
+    @property
+    def animate(self) -> bool:
+        return self.kind in ("person", "animal")
+
+
+@dataclass(frozen=True)
+class Adjective:
+    en: str
+    m: str
+    f: str
+    mp: str
+    fp: str
+    before: bool  # placed before the noun in French
+    m_vowel: str | None = None  # masculine singular before a vowel (bel, vieil, nouvel)
+    kinds: frozenset[str] = frozenset()  # noun kinds it describes sensibly (generator only)
+
+    def form(self, gender: str, plural: bool) -> str:
+        return (self.mp if gender == "m" else self.fp) if plural else (self.m if gender == "m" else self.f)
+
+
+@dataclass(frozen=True)
+class Verb:
+    en: str  # base form: I/you/we/they/plural nouns
+    en3: str  # he/she/it/singular nouns
+    fr: tuple[str, str, str, str, str]  # je, tu, il/elle, nous, ils/elles
+    objects: frozenset[str] = frozenset()  # noun kinds or nouns it takes as objects (generator only)
+
+
+def _n(en: str, en_pl: str, fr: str, fr_pl: str, gender: str, kind: str, elide: bool = False) -> Noun:
+    return Noun(en, en_pl, fr, fr_pl, gender, elide, kind)
+
+
+_ALL = frozenset({"person", "animal", "vehicle", "thing", "food", "place", "plant"})
+
+
+def _k(spec: str) -> frozenset[str]:
+    """Noun kinds (or nouns) from "thing food", or all kinds but some from "-person"."""
+    if spec.startswith("-"):
+        return _ALL - set(spec[1:].split())
+    return frozenset(spec.split())
+
+
+_NOUN_LIST: tuple[Noun, ...] = (
+    # animals and people
+    _n("dog", "dogs", "chien", "chiens", "m", "animal"),
+    _n("cat", "cats", "chat", "chats", "m", "animal"),
+    _n("bird", "birds", "oiseau", "oiseaux", "m", "animal", elide=True),
+    _n("horse", "horses", "cheval", "chevaux", "m", "animal"),
+    _n("cow", "cows", "vache", "vaches", "f", "animal"),
+    _n("mouse", "mice", "souris", "souris", "f", "animal"),
+    _n("elephant", "elephants", "éléphant", "éléphants", "m", "animal", elide=True),
+    _n("girl", "girls", "fille", "filles", "f", "person"),
+    _n("boy", "boys", "garçon", "garçons", "m", "person"),
+    _n("man", "men", "homme", "hommes", "m", "person", elide=True),
+    _n("woman", "women", "femme", "femmes", "f", "person"),
+    _n("child", "children", "enfant", "enfants", "m", "person", elide=True),
+    _n("friend", "friends", "ami", "amis", "m", "person", elide=True),
+    _n("king", "kings", "roi", "rois", "m", "person"),
+    _n("queen", "queens", "reine", "reines", "f", "person"),
+    # things and places
+    _n("car", "cars", "voiture", "voitures", "f", "vehicle"),
+    _n("house", "houses", "maison", "maisons", "f", "place"),
+    _n("tree", "trees", "arbre", "arbres", "m", "plant", elide=True),
+    _n("school", "schools", "école", "écoles", "f", "place", elide=True),
+    _n("book", "books", "livre", "livres", "m", "thing"),
+    _n("table", "tables", "table", "tables", "f", "thing"),
+    _n("chair", "chairs", "chaise", "chaises", "f", "thing"),
+    _n("apple", "apples", "pomme", "pommes", "f", "food"),
+    _n("flower", "flowers", "fleur", "fleurs", "f", "plant"),
+    _n("boat", "boats", "bateau", "bateaux", "m", "vehicle"),
+    _n("bike", "bikes", "vélo", "vélos", "m", "vehicle"),
+    _n("bag", "bags", "sac", "sacs", "m", "thing"),
+    _n("ball", "balls", "balle", "balles", "f", "thing"),
+    _n("cake", "cakes", "gâteau", "gâteaux", "m", "food"),
+    _n("letter", "letters", "lettre", "lettres", "f", "thing"),
+    _n("key", "keys", "clé", "clés", "f", "thing"),
+    _n("bed", "beds", "lit", "lits", "m", "thing"),
+    _n("box", "boxes", "boîte", "boîtes", "f", "thing"),
+    _n("hat", "hats", "chapeau", "chapeaux", "m", "thing"),
+    _n("shirt", "shirts", "chemise", "chemises", "f", "thing"),
+    _n("shoe", "shoes", "chaussure", "chaussures", "f", "thing"),
+    _n("plane", "planes", "avion", "avions", "m", "vehicle", elide=True),
+    _n("train", "trains", "train", "trains", "m", "vehicle"),
+    _n("hotel", "hotels", "hôtel", "hôtels", "m", "place", elide=True),
+    _n("island", "islands", "île", "îles", "f", "place", elide=True),
+    _n("egg", "eggs", "œuf", "œufs", "m", "food", elide=True),
+    _n("picture", "pictures", "image", "images", "f", "thing", elide=True),
+    _n("city", "cities", "ville", "villes", "f", "place"),
+    _n("garden", "gardens", "jardin", "jardins", "m", "place"),
+    _n("river", "rivers", "rivière", "rivières", "f", "place"),
+    _n("bridge", "bridges", "pont", "ponts", "m", "place"),
+    _n("lamp", "lamps", "lampe", "lampes", "f", "thing"),
+    _n("cup", "cups", "tasse", "tasses", "f", "thing"),
+    _n("pen", "pens", "stylo", "stylos", "m", "thing"),
+    _n("computer", "computers", "ordinateur", "ordinateurs", "m", "thing", elide=True),
+    _n("umbrella", "umbrellas", "parapluie", "parapluies", "m", "thing"),
+)
+
+_A = Adjective
+_ADJ_LIST: tuple[Adjective, ...] = (
+    # after the noun
+    _A("red", "rouge", "rouge", "rouges", "rouges", False, kinds=_k("vehicle thing food place plant")),
+    _A("black", "noir", "noire", "noirs", "noires", False, kinds=_k("-person")),
+    _A("white", "blanc", "blanche", "blancs", "blanches", False, kinds=_k("-person")),
+    _A("green", "vert", "verte", "verts", "vertes", False, kinds=_k("vehicle thing food place plant")),
+    _A("blue", "bleu", "bleue", "bleus", "bleues", False, kinds=_k("vehicle thing place plant")),
+    _A("grey", "gris", "grise", "gris", "grises", False, kinds=_k("-person")),
+    _A("yellow", "jaune", "jaune", "jaunes", "jaunes", False, kinds=_k("vehicle thing food place plant")),
+    _A("brown", "marron", "marron", "marron", "marron", False, kinds=_k("-person")),
+    _A("pink", "rose", "rose", "roses", "roses", False, kinds=_k("vehicle thing place plant")),
+    _A("fast", "rapide", "rapide", "rapides", "rapides", False, kinds=_k("person animal vehicle")),
+    _A("slow", "lent", "lente", "lents", "lentes", False, kinds=_k("person animal vehicle")),
+    _A("heavy", "lourd", "lourde", "lourds", "lourdes", False, kinds=_k("animal vehicle thing food")),
+    _A("round", "rond", "ronde", "ronds", "rondes", False, kinds=_k("thing food")),
+    _A("clean", "propre", "propre", "propres", "propres", False, kinds=_k("-food plant")),
+    _A("dirty", "sale", "sale", "sales", "sales", False, kinds=_k("-food plant")),
+    _A("cold", "froid", "froide", "froids", "froides", False, kinds=_k("thing food place")),
+    _A("happy", "heureux", "heureuse", "heureux", "heureuses", False, kinds=_k("person animal")),
+    _A("sad", "triste", "triste", "tristes", "tristes", False, kinds=_k("person animal")),
+    _A("tired", "fatigué", "fatiguée", "fatigués", "fatiguées", False, kinds=_k("person animal")),
+    _A("funny", "drôle", "drôle", "drôles", "drôles", False, kinds=_k("person animal thing")),
+    # before the noun
+    _A("big", "grand", "grande", "grands", "grandes", True, kinds=_ALL),
+    _A("small", "petit", "petite", "petits", "petites", True, kinds=_ALL),
+    _A("good", "bon", "bonne", "bons", "bonnes", True, kinds=_k("person animal food thing")),
+    _A("old", "vieux", "vieille", "vieux", "vieilles", True, m_vowel="vieil", kinds=_k("-food")),
+    _A("new", "nouveau", "nouvelle", "nouveaux", "nouvelles", True, m_vowel="nouvel", kinds=_k("-food plant")),
+    _A("beautiful", "beau", "belle", "beaux", "belles", True, m_vowel="bel", kinds=_k("-food")),
+    _A("young", "jeune", "jeune", "jeunes", "jeunes", True, kinds=_k("person animal plant")),
+    _A("pretty", "joli", "jolie", "jolis", "jolies", True, kinds=_k("-food")),
+)
+
+_V = Verb
+_VERB_LIST: tuple[Verb, ...] = (
+    _V("see", "sees", ("vois", "vois", "voit", "voyons", "voient"), _ALL),
+    _V("like", "likes", ("aime", "aimes", "aime", "aimons", "aiment"), _ALL),
+    _V("have", "has", ("ai", "as", "a", "avons", "ont"), _k("animal vehicle thing food")),
+    _V("want", "wants", ("veux", "veux", "veut", "voulons", "veulent"), _k("animal vehicle thing food")),
+    _V("buy", "buys", ("achète", "achètes", "achète", "achetons", "achètent"), _k("vehicle thing food plant")),
+    _V("find", "finds", ("trouve", "trouves", "trouve", "trouvons", "trouvent"), _k("-place")),
+    _V("watch", "watches", ("regarde", "regardes", "regarde", "regardons", "regardent"), _ALL),
+    _V("take", "takes", ("prends", "prends", "prend", "prenons", "prennent"), _k("vehicle thing food")),
+    _V("carry", "carries", ("porte", "portes", "porte", "portons", "portent"), _k("thing food")),
+    _V("hear", "hears", ("entends", "entends", "entend", "entendons", "entendent"), _k("person animal vehicle")),
+    _V("love", "loves", ("adore", "adores", "adore", "adorons", "adorent"), _ALL),
+    _V("wash", "washes", ("lave", "laves", "lave", "lavons", "lavent"), _k("animal vehicle thing food")),
+    _V("push", "pushes", ("pousse", "pousses", "pousse", "poussons", "poussent"), _k("vehicle thing")),
+    _V("draw", "draws", ("dessine", "dessines", "dessine", "dessinons", "dessinent"), _ALL),
+    _V("open", "opens", ("ouvre", "ouvres", "ouvre", "ouvrons", "ouvrent"), _k("box bag book letter computer umbrella")),
+    _V("visit", "visits", ("visite", "visites", "visite", "visitons", "visitent"), _k("person place")),
+)
+
+#: English subject pronoun → (French pronoun, person index 0–4, gender/number for agreement).
+SUBJECT_PRONOUNS: dict[str, tuple[str, int, str | None]] = {
+    "i": ("je", 0, None),
+    "you": ("tu", 1, None),
+    "he": ("il", 2, "m"),
+    "she": ("elle", 2, "f"),
+    "we": ("nous", 3, None),
+    "they": ("ils", 4, "mp"),
+}
+_BE_EN = ("am", "are", "is", "are", "are")
+_BE_FR = ("suis", "es", "est", "sommes", "sont")
+PREPOSITIONS: dict[str, str] = {"in": "dans", "on": "sur", "under": "sous", "behind": "derrière", "with": "avec"}
+# the nouns (or noun kinds) each preposition takes in generated sentences
+_PREP_OBJECTS: dict[str, frozenset[str]] = {
+    "in": _k("house school garden city hotel car boat train plane box bag bed"),
+    "on": _k("table chair bed bridge boat train island box"),
+    "under": _k("table chair bed tree bridge umbrella car"),
+    "behind": _k("house school hotel tree car chair bridge man woman"),
+    "with": _k("person animal"),
+}
+
+NOUNS: dict[str, Noun] = {n.en: n for n in _NOUN_LIST}
+ADJECTIVES: dict[str, Adjective] = {a.en: a for a in _ADJ_LIST}
+VERBS: dict[str, Verb] = {v.en: v for v in _VERB_LIST}
+_NOUN_BY_FORM: dict[str, tuple[Noun, bool]] = {
+    **{n.en: (n, False) for n in _NOUN_LIST},
+    **{n.en_pl: (n, True) for n in _NOUN_LIST},
+}
+_VERB_BY_FORM: dict[str, tuple[Verb, bool]] = {
+    **{v.en: (v, False) for v in _VERB_LIST},
+    **{v.en3: (v, True) for v in _VERB_LIST},
+}
+
+_VOWELS_EN = tuple("aeiou")
+_VOWELS_FR = tuple("aeiouyhàâäéèêëîïôöûùüœ")
+
+# ---- vocabulary ----------------------------------------------------------------------------------
+
+
+def _en_vocab() -> frozenset[str]:
+    words = {"the", "a", "an", "and", ".", *SUBJECT_PRONOUNS, *_BE_EN, *PREPOSITIONS, *ADJECTIVES}
+    words |= set(_NOUN_BY_FORM) | set(_VERB_BY_FORM)
+    return frozenset(words)
+
+
+def _fr_vocab() -> frozenset[str]:
+    words = {"le", "la", "l'", "les", "un", "une", "et", ".", "j'", *_BE_FR, *PREPOSITIONS.values()}
+    words |= {v[0] for v in SUBJECT_PRONOUNS.values()}
+    for n in _NOUN_LIST:
+        words |= {n.fr, n.fr_pl}
+    for a in _ADJ_LIST:
+        words |= {a.m, a.f, a.mp, a.fp} | ({a.m_vowel} if a.m_vowel else set())
+    for v in _VERB_LIST:
+        words |= set(v.fr)
+    return frozenset(words)
+
+
+#: Every English token the grammar uses (lowercase; includes ".").
+EN_VOCAB: frozenset[str] = _en_vocab()
+#: Every French token the grammar produces (lowercase; ``l'`` and ``j'`` are tokens).
+FR_VOCAB: frozenset[str] = _fr_vocab()
