@@ -86,7 +86,7 @@ def _cached_on_disk(hub_id: str) -> bool:
 #: checkpoint kind → "module:function" loading it as a Model (imported only when loading)
 KIND_LOADERS: dict[str, str] = {
     "transformer": "engine.models.own_adapter:load_own",
-    "seq2seq": "engine.models.seq2seq:load_model",
+    "seq2seq": "engine.models.seq2seq_adapter:load_model",
     "rnn-attention": "engine.models.bahdanau:load_model",
     "vit": "engine.models.vit:load_model",
 }

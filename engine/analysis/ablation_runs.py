@@ -185,7 +185,7 @@ class Seq2SeqRunner:
         return {"generated": list(generated), "confidence": float(chosen.mean()) if len(reference) else float("nan")}
 
     def summarise(self, prep: Prepared, before, after, top_k: int) -> dict:
-        from engine.models.seq2seq import target_text
+        from engine.models.seq2seq_adapter import target_text
 
         out = {}
         for side, run in (("before", before), ("after", after)):

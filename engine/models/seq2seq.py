@@ -29,33 +29,26 @@ n_layers − 1), in module order::
     decoder.blocks.{L}.hook_cross_attn_out | hook_resid_mid_cross   (TL's T5 names)
     decoder.blocks.{L}.mlp.hook_pre|hook_post, hook_mlp_out, hook_resid_post
 
-This file also holds the tracing (:func:`trace_seq2seq`), the adapter ``engine.trace`` uses
-(:class:`Seq2SeqAdapter`) and the checkpoint loader (:func:`load_model`).
+The tracing (:func:`~engine.models.seq2seq_adapter.trace_seq2seq`), the adapter ``engine.trace``
+uses and the checkpoint loader are in :mod:`engine.models.seq2seq_adapter`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, get_args
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.config import JsonConfig
-from engine.capture import HookPoint, capture
-from engine.model import Model
+from engine.capture import HookPoint
 from engine.models.positional import sinusoidal
 from engine.models.transformer import MLP, Attention, AttnImpl, Block, TransformerConfig
 from engine.training.checkpoint import register_kind
-from engine.training.vocab import BOS_ID, EOS_ID, Vocab
-from engine.types import AttentionTrace, EmptyInputError, ModelSpec, Seq2SeqTrace, Tokens
+from engine.training.vocab import BOS_ID, EOS_ID
 
 Seq2SeqPosEncoding = Literal["sinusoidal", "learned"]
 
@@ -341,136 +334,3 @@ def build_from_config(config: Mapping[str, Any]) -> Seq2SeqTransformer:
 
 
 register_kind("seq2seq", build_from_config)
-
-
-# ---- tracing ----------------------------------------------------------------------------------------
-
-
-def _heads_first(t: torch.Tensor) -> np.ndarray:
-    """``(1, T, H, dh)`` captured activation -> float32 numpy ``[H, T, dh]`` on the CPU."""
-    return np.ascontiguousarray(t[0].permute(1, 0, 2).to(device="cpu", dtype=torch.float32).numpy())
-
-
-def target_text(tokens: Sequence[str]) -> str:
-    """Generated target tokens as text: a date's characters joined ("2026-11-21"), French words
-    joined with spaces except after ``l'`` / ``j'``; ``<eos>`` dropped."""
-    from engine.training.corpora.translation import detokenize
-
-    words = [t for t in tokens if t != "<eos>"]
-    if words and all(t.isdigit() or t == "-" for t in words):
-        return "".join(words)
-    return detokenize(words)
-
-
-def trace_seq2seq(
-    model: Seq2SeqTransformer, src_ids: Sequence[int], src_tokens: Tokens, tgt_vocab: Vocab, *, model_id: str
-) -> Seq2SeqTrace:
-    """Translate one source greedily, then capture one teacher-forced pass over what was generated.
-
-    The decoder input is ``<bos>`` + the generated tokens (the final ``<eos>`` is not fed back): row
-    ``i`` of the decoder and cross-attention traces reads ``target[i]`` and predicted
-    ``target[i + 1]`` (the last row predicted ``<eos>``). Only Q, K, V are captured; the traces
-    compute scores and patterns lazily, equal to the model's own ``hook_pattern``.
-
-    Args:
-        model: the translator (read only; no mode or device change).
-        src_ids: source ids (with the trailing ``<eos>`` the model was trained with).
-        src_tokens: display tokens of ``src_ids``.
-        tgt_vocab: the target vocabulary.
-        model_id: the id recorded in the traces.
-
-    Returns:
-        A :class:`Seq2SeqTrace` (family ``"encoder-decoder"`` on all three attention traces).
-    """
-    cfg = model.cfg
-    if not src_ids:
-        raise EmptyInputError("there is nothing to translate: the source has no tokens")
-    if len(src_ids) != len(src_tokens):
-        shown = list(src_tokens.strings)[:20]
-        raise ValueError(f"{len(src_ids)} source ids but {len(src_tokens)} display tokens {shown}")
-    generated = model.greedy_decode(src_ids)
-    finished = bool(generated) and generated[-1] == EOS_ID
-    tgt_ids = [BOS_ID, *(generated[:-1] if finished else generated)]
-    target = tgt_vocab.tokens_for_display(tgt_ids)
-    layers = range(cfg.n_layers)
-    parts = {"encoder": "encoder.blocks.{}.attn", "decoder": "decoder.blocks.{}.attn",
-             "cross": "decoder.blocks.{}.cross_attn"}  # fmt: skip
-    qkv = ("hook_q", "hook_k", "hook_v")
-    names = [f"{prefix.format(layer)}.{hook}" for prefix in parts.values() for layer in layers for hook in qkv]
-    device = model.unembed.weight.device
-    src = torch.tensor([list(src_ids)], device=device)  # (1, S)
-    tgt = torch.tensor([tgt_ids], device=device)  # (1, T)
-    with torch.no_grad(), capture(model, names=names) as acts:
-        model(src, tgt, attn_impl="sdpa")
-    pos_src = model.encoder.position_vectors(len(src_ids)).detach().to("cpu", torch.float32).numpy().copy()
-    pos_tgt = model.decoder.position_vectors(len(tgt_ids)).detach().to("cpu", torch.float32).numpy().copy()
-
-    def attention(part: str, queries: Tokens, keys: Tokens, causal: bool, pos: np.ndarray | None) -> AttentionTrace:
-        prefix = parts[part]
-        return AttentionTrace(
-            model_id=model_id, family="encoder-decoder", tokens=queries, key_tokens=keys,
-            queries=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_q"]) for layer in layers),
-            keys=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_k"]) for layer in layers),
-            values=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_v"]) for layer in layers),
-            scales=tuple(1.0 / math.sqrt(cfg.d_head) for _ in layers), causal=causal,
-            pos_encoding=pos, pos_encoding_kind=cfg.pos_encoding, n_input_tokens=len(keys), device=device.type,
-        )  # fmt: skip
-
-    notices = ()
-    if not finished:
-        notices = (f"The translation did not end within {len(generated)} tokens; it was cut there.",)
-    return Seq2SeqTrace(
-        model_id=model_id,
-        source=src_tokens,
-        target=target,
-        output_text=target_text(tgt_vocab.decode(generated)),
-        encoder=attention("encoder", src_tokens, src_tokens, False, pos_src),
-        decoder=attention("decoder", target, target, True, pos_tgt),
-        cross=attention("cross", target, src_tokens, False, None),
-        notices=notices,
-    )
-
-
-def source_tokens(text: str) -> list[str]:
-    """Split source text as the training data was split: with a digit in it, as a date
-    (:func:`~engine.training.corpora.dates.to_tokens_src`, one token per digit), otherwise as an
-    English sentence (:func:`~engine.training.corpora.translation.tokenize`)."""
-    from engine.training.corpora.dates import to_tokens_src
-    from engine.training.corpora.translation import tokenize
-
-    return to_tokens_src(text) if any(ch.isdigit() for ch in text) else tokenize(text)
-
-
-@dataclass(frozen=True)
-class Seq2SeqAdapter:
-    """``engine.trace`` for the encoder-decoder translator: text → :class:`Seq2SeqTrace`.
-
-    The source is split by :func:`source_tokens` and ends with ``<eos>``; unknown words become
-    ``<unk>`` (listed in a notice). ``causal`` is ignored: the decoder is always causal, the encoder
-    and cross-attention never. ``max_tokens`` bounds the source (``<eos>`` included).
-    """
-
-    def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> Seq2SeqTrace:
-        from engine.models.word_input import source_input
-
-        tgt_vocab = model.tokenizer["target"]
-        inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
-        ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
-        trace, device, notice = model.run(
-            lambda module, _device: trace_seq2seq(module, ids, tokens, tgt_vocab, model_id=model.spec.id)
-        )
-        notices += list(trace.notices) + ([notice] if notice else [])
-        encoder = dataclasses.replace(trace.encoder, truncated=inp.truncated, n_input_tokens=inp.n_input)
-        return dataclasses.replace(trace, encoder=encoder, notices=tuple(notices))
-
-
-def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None) -> Model:
-    """Load a ``seq2seq`` checkpoint as a read-only :class:`Model` (tokenizer: ``{"source", "target"}`` vocabs).
-
-    Raises:
-        CheckpointError: a missing, corrupt or mismatched file, or vocabularies that do not fit.
-    """
-    return checkpoint_model(
-        spec, folder, device, adapter=Seq2SeqAdapter(), max_positions=lambda module: module.cfg.max_src,
-        architecture="own encoder-decoder transformer", validate=source_target_vocab("seq2seq"),
-    )

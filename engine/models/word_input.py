@@ -60,7 +60,7 @@ def decoder_input(text: str, vocab: Vocab, max_tokens: int, max_positions: int,
 
 def source_input(text: str, vocab: Vocab, max_tokens: int, max_positions: int) -> WordInput:
     """A translator's source: the words of ``text`` + ``<eos>``, unknown words with spelling suggestions."""
-    from engine.models.seq2seq import source_tokens
+    from engine.models.seq2seq_adapter import source_tokens
     from engine.training.corpora.translation import suggest
 
     words, cut_chars, max_tokens = _words(text, max_tokens, source_tokens)

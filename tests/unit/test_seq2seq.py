@@ -11,7 +11,8 @@ import torch
 
 import engine
 from engine.capture import capture, hook_point_names
-from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, load_model, source_tokens, trace_seq2seq
+from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from engine.models.seq2seq_adapter import load_model, source_tokens, trace_seq2seq
 from engine.registry import CHECKPOINTS
 from engine.training.checkpoint import load_checkpoint, save_checkpoint
 from engine.training.vocab import EOS_ID, PAD_ID, Vocab

@@ -31,7 +31,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, source_tokens, target_text, trace_seq2seq
+from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from engine.models.seq2seq_adapter import source_tokens, target_text, trace_seq2seq
 from engine.training.checkpoint import save_checkpoint
 from engine.training.corpora import translation_corpus
 from engine.training.loop import TrainConfig, train
