@@ -60,6 +60,7 @@ class JobProgress:
         device: where it trains ("cpu", "cuda"); "" before it starts.
         error: why it failed or was stopped by the server ("" otherwise).
         n_params: parameters of the model.
+        threads: torch intra-op threads the training thread runs with (0 before it starts).
     """
 
     status: str
@@ -70,6 +71,7 @@ class JobProgress:
     device: str
     error: str
     n_params: int
+    threads: int = 0
 
     @property
     def step(self) -> int:
@@ -101,6 +103,7 @@ class Job:
         self._times: list[tuple[float, float]] = []  # (perf_counter, process_time) as each snapshot arrived
         self._status = "queued"
         self._device = ""
+        self._threads = 0
         self._error = ""
         self.last_heartbeat = time.monotonic()
         self.alive = alive  # "is the session still connected?" (None: heartbeats only)
@@ -124,7 +127,7 @@ class Job:
             return JobProgress(status=status, queue_position=position,
                                settings=self.settings, snapshots=tuple(self._snapshots),
                                head_scores=tuple(self._scores), device=self._device, error=self._error,
-                               n_params=self.n_params)  # fmt: skip
+                               n_params=self.n_params, threads=self._threads)  # fmt: skip
 
     def snapshot_times(self) -> list[tuple[float, float]]:
         """``(time.perf_counter(), time.process_time())`` as each snapshot arrived (for benchmarks)."""
@@ -171,6 +174,7 @@ class Job:
         with self._lock:
             self._status = "running"
             self._device = resolve_device(s.device).type
+            self._threads = torch.get_num_threads()  # per thread: the job's own setting, not the caller's
         ideal, rows = task.ideal_pattern(), task.ideal_rows()
 
         def forward(model, inputs):
