@@ -14,8 +14,9 @@ caller passed an ``alive()`` check (the app passes "is this Streamlit session st
 ``grace`` seconds after it turns false; otherwise when the page's heartbeats stop for
 ``heartbeat_timeout`` seconds. The reaper exits when no job is left, so the thread count returns to
 its baseline. At most ``max_running`` jobs train at once;
-the others wait in order (position 1 = next). Torch's intra-op threads are process-wide: each job
-keeps them at ``threads`` (1 on a 2-core server, where 2 threads ran 8–10× slower under load).
+the others wait in order (position 1 = next). Each job's thread sets torch's intra-op threads to
+``threads`` (1 on a 2-core server, where 2 threads ran 8–10× slower under load); torch keeps that
+setting per thread (and as the default for threads started later), so the caller's is not changed.
 """
 
 from __future__ import annotations
@@ -206,7 +207,7 @@ class JobManager:
     Args:
         max_running: jobs that may train at once (default :func:`default_max_running`).
         heartbeat_timeout: seconds without a heartbeat after which a job is stopped.
-        threads: torch intra-op threads while training (process-wide).
+        threads: torch intra-op threads while training (set in the job's own thread).
         reap_every: seconds between the reaper's checks.
         grace: seconds a job's ``alive()`` may say no (a reconnecting browser) before the job is stopped.
     """
