@@ -40,6 +40,7 @@ from engine.models.config import JsonConfig
 from engine.capture import HookPoint, capture
 from engine.model import Model
 from engine.models.transformer import AttnImpl, Block, TransformerConfig
+from engine.models.vit_input import preprocess
 from engine.training.checkpoint import register_kind
 from engine.types import AttentionTrace, EngineError, ModelSpec, Tokens, VisionTrace
 
@@ -192,8 +193,6 @@ def _build(config: Mapping[str, Any]) -> nn.Module:
 
 register_kind("vit", _build)
 
-
-from engine.models.vit_input import MAX_SIDE, preprocess  # noqa: E402,F401  (re-exported)
 
 
 # ---- attention out ----------------------------------------------------------------------------------

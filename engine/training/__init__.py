@@ -22,7 +22,6 @@ from engine.training.checkpoint import (
     checkpoint_paths,
     load_checkpoint,
     read_checkpoint_config,
-    register_kind,
     save_checkpoint,
 )
 from engine.training.loop import (
