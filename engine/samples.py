@@ -1,7 +1,7 @@
 """Sample images for the Vision Transformer page, all available offline.
 
-- digits: scikit-learn's bundled ``load_digits`` (8×8, values 0–16; the held-out half of what
-  ``tiny-vit-digits`` was evaluated on is the second half of the set),
+- digits: scikit-learn's bundled ``load_digits`` (8×8, values 0–16); ``tiny-vit-digits`` never trained on
+  a stratified 20% of them (``digit_split``: the same ``train_test_split`` its recipe uses),
 - shapes: drawn here, white on black, from a few formulas on a pixel grid::
 
       circle  r(y, x) = √((y − c)² + (x − c)²) ≤ R          ring    |r − R| ≤ w
@@ -33,6 +33,30 @@ def _digits() -> tuple[np.ndarray, np.ndarray]:
 def n_digits() -> int:
     """How many digit samples there are (1797)."""
     return len(_digits()[1])
+
+
+DIGIT_SPLIT_SEED = 0  # the held-out split of ``tiny-vit-digits`` is fixed, whatever the training seed
+DIGIT_TEST_FRACTION = 0.2
+
+
+@lru_cache(maxsize=4)
+def digit_split(split_seed: int = DIGIT_SPLIT_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the digits ``(train, held_out)``: 80/20, stratified by class, seeded.
+
+    ``train_test_split`` draws the partition from the labels and the seed alone, so indexing the images
+    with these gives exactly the arrays that splitting the images themselves gives.
+    """
+    from sklearn.model_selection import train_test_split
+
+    labels = _digits()[1]
+    train, held_out = train_test_split(np.arange(len(labels)), test_size=DIGIT_TEST_FRACTION, stratify=labels,
+                                       random_state=split_seed)  # fmt: skip
+    return train, held_out
+
+
+def digit_held_out(index: int) -> bool:
+    """True when ``tiny-vit-digits`` never trained on digit sample ``index`` (wrapped into range)."""
+    return bool(np.isin(int(index) % n_digits(), digit_split()[1]))
 
 
 def digit(index: int) -> tuple[np.ndarray, int]:

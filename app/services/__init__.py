@@ -74,6 +74,8 @@ from app.services.train import (
 from app.services.vit import (
     get_vision_trace,
     vit_cls_maps,
+    vit_digit_count,
+    vit_digit_held_out,
     vit_digit_label,
     vit_last_layer_map,
     vit_occlusion,
@@ -95,7 +97,7 @@ __all__ = [
     "bahdanau_disagreement", "bahdanau_parameters", "bahdanau_reference", "bahdanau_step", "bahdanau_trace",
     "bahdanau_vocabulary",
     # vit
-    "get_vision_trace", "vit_cls_maps", "vit_digit_label", "vit_last_layer_map", "vit_occlusion", "vit_patch_map",
+    "get_vision_trace", "vit_cls_maps", "vit_digit_count", "vit_digit_held_out", "vit_digit_label", "vit_last_layer_map", "vit_occlusion", "vit_patch_map",
     "vit_read_upload", "vit_rollout_map", "vit_sample",
     # positional
     "pos_alibi", "pos_learned_table", "pos_order_blindness", "pos_rope", "pos_shift_check", "pos_sinusoidal",

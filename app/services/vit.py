@@ -14,6 +14,7 @@ from app.services.core import _jobs, get_model
 from engine import EngineError, VisionTrace
 from engine.analysis import vision as _vision
 
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def vit_sample(source: str, name: str) -> np.ndarray:
     """A bundled sample: ``source`` digit (``name`` = index), shape or photo (``name`` = its name)."""
@@ -26,6 +27,20 @@ def vit_sample(source: str, name: str) -> np.ndarray:
     if source == "photo":
         return samples.photo(name)
     raise EngineError(f"Unknown sample source {source!r}.")
+
+
+def vit_digit_count() -> int:
+    """How many bundled digit samples there are (scikit-learn's 8×8 digits: 1797)."""
+    from engine import samples
+
+    return samples.n_digits()
+
+
+def vit_digit_held_out(index: int) -> bool:
+    """True when the shipped digits ViT never trained on digit sample ``index`` (its held-out 20%)."""
+    from engine import samples
+
+    return samples.digit_held_out(index)
 
 
 def vit_digit_label(index: int) -> int:

@@ -18,7 +18,6 @@ FAMILIES = {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"}
 VIEWS = {"head": "Head view", "model": "Model view", "neuron": "Neuron view (queries · keys)"}
 PAGES = Path(__file__).resolve().parent
 MAX_TOKENS_LIMIT = 512
-N_DIGITS = 1797  # scikit-learn's bundled 8×8 digits
 
 CAPTIONS = {
     "head": "Each line joins a token on the left (the query, *who is looking*) to a token on the right (the key, "
@@ -38,11 +37,12 @@ def pick_source(family: str) -> str | int:
     """The sentence (shared with the other pages), or for a ViT one of the bundled 8×8 digits."""
     if family != "vit":
         return text_box()
-    index = st.number_input("Digit image (scikit-learn's 8×8 digits)", min_value=0, max_value=N_DIGITS - 1,
+    last = services.vit_digit_count() - 1
+    index = st.number_input("Digit image (scikit-learn's 8×8 digits)", min_value=0, max_value=last,
                             value=0, step=1, key="bertviz_digit", **PERSIST,
                             help="The ViT cuts the image into 16 patches of 2×2 pixels and adds a [CLS] token.")
     try:
-        return min(max(int(index), 0), N_DIGITS - 1)
+        return min(max(int(index), 0), last)
     except (TypeError, ValueError):
         return 0
 

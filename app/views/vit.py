@@ -17,7 +17,6 @@ DEFAULT_MODEL = "tiny-vit-digits"
 SOURCES = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)", "upload": "Upload your own"}
 SHAPES = ("circle", "ring", "square", "cross", "diagonal", "triangle")
 PHOTOS = ("china", "flower")
-N_DIGITS = 1797
 FUSIONS = ("mean", "max", "min")
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]
 
@@ -36,11 +35,16 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
     if source not in SOURCES:
         source = "digit"
     if source == "digit":
-        st.number_input("Digit sample number", min_value=0, max_value=N_DIGITS - 1, step=1, key="vit_digit", **PERSIST,
-                        help="scikit-learn's 1,797 hand-written digits; from 899 on, the model never saw them in training.")
-        index = bounded(st.session_state.get("vit_digit"), 0, N_DIGITS - 1)
+        last = services.vit_digit_count() - 1
+        st.number_input("Digit sample number", min_value=0, max_value=last, step=1, key="vit_digit", **PERSIST,
+                        help=f"scikit-learn's {last + 1:,} hand-written digits. The own ViT trained on 80% of "
+                             "them; the caption says whether this one is in the 20% it never saw.")  # fmt: skip
+        index = bounded(st.session_state.get("vit_digit"), 0, last)
         label = services.vit_digit_label(index)
-        return services.vit_sample("digit", str(index)), source, f"digit sample {index} (true label {label})", ()
+        seen = ("held out: the own ViT never trained on it" if services.vit_digit_held_out(index)
+                else "one of the own ViT's training images")  # fmt: skip
+        described = f"digit sample {index} (true label {label}; {seen})"
+        return services.vit_sample("digit", str(index)), source, described, ()
     if source == "shape":
         name = st.selectbox("Shape", SHAPES, key="vit_shape", **PERSIST)
         return services.vit_sample("shape", name if name in SHAPES else SHAPES[0]), source, f"a drawn {name}", ()
@@ -94,7 +98,7 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
             st.image(image, caption="The original", clamp=True)
     with left:
         st.plotly_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key="vit_image")
-        st.caption(f"{described.capitalize()}, as the model reads it: {trace.image.shape[0]}×{trace.image.shape[1]} pixels "
+        st.caption(f"{described[:1].upper() + described[1:]}, as the model reads it: {trace.image.shape[0]}×{trace.image.shape[1]} pixels "
                    f"cut into {rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels "
                    "(blue lines). Each patch becomes one token, plus a [CLS] token that collects the answer.")
     with right:

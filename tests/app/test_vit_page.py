@@ -189,3 +189,14 @@ def test_a_text_model_in_the_hub_field_is_refused():
     assert_clean(at)
     assert any("not a Vision Transformer" in e for e in messages(at.error)), messages(at.error)
     assert not at.get("plotly_chart")
+
+
+def test_the_caption_says_whether_the_digit_was_held_out():
+    train, held_out = samples.digit_split()
+    for index, phrase in ((int(held_out[0]), "held out: the own ViT never trained on it"),
+                          (int(train[0]), "one of the own ViT's training images")):  # fmt: skip
+        at = open_page("vit", vit_digit=index)
+        assert_clean(at)
+        caption = [c for c in messages(at.caption) if c.startswith(f"Digit sample {index} ")]
+        assert caption and phrase in caption[0], messages(at.caption)
+        assert f"true label {samples.digit(index)[1]}" in caption[0]

@@ -302,3 +302,24 @@ def test_shipped_pattern_equals_hook_pattern(shipped, held_out):
         shipped.module(torch.from_numpy(tr.image)[None, None])
     for layer, name in enumerate(names):
         np.testing.assert_allclose(tr.attention.pattern(layer), acts[name][0].numpy(), atol=1e-5)
+
+
+def test_the_digit_split_the_page_names_is_the_recipes():
+    """``samples.digit_split`` (indices) gives the same partition as ``train_test_split`` on the images."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    from engine import samples
+    from engine.training.recipes.vit import digits_split
+
+    digits = load_digits()
+    x_train, x_test, y_train, y_test = train_test_split(digits.images, digits.target, test_size=0.2,
+                                                        stratify=digits.target, random_state=0)  # fmt: skip
+    train, held_out = samples.digit_split()
+    assert len(held_out) == len(y_test) == 360 and not set(train) & set(held_out)
+    np.testing.assert_array_equal(digits.images[held_out], x_test)
+    np.testing.assert_array_equal(digits.images[train], x_train)
+    for got, want in zip(digits_split(), (x_train, y_train, x_test, y_test)):
+        np.testing.assert_array_equal(got, want)
+    flags = [samples.digit_held_out(i) for i in range(samples.n_digits())]
+    assert sum(flags) == 360 and all(flags[i] for i in held_out) and not any(flags[i] for i in train)

@@ -28,13 +28,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.models.vit import DIGITS, ViT, ViTConfig
+from engine.samples import DIGIT_SPLIT_SEED, DIGIT_TEST_FRACTION, digit_split
 from engine.training.checkpoint import save_checkpoint
 from engine.training.loop import TrainConfig, resolve_device
 from engine.training.vocab import Vocab
 
 NAME = "tiny-vit-digits"
-SPLIT_SEED = 0  # the held-out split is fixed, whatever the training seed
-TEST_FRACTION = 0.2
+SPLIT_SEED = DIGIT_SPLIT_SEED  # the held-out split is fixed, whatever the training seed
+TEST_FRACTION = DIGIT_TEST_FRACTION
 MAX_SHIFT = 1  # pixels
 LABEL_SMOOTHING = 0.1
 ACCURACY_KEY = "held-out digit accuracy"
@@ -51,13 +52,11 @@ def digits_split(split_seed: int = SPLIT_SEED) -> tuple[np.ndarray, np.ndarray, 
         the dataset's own values 0–16, labels ``[N]`` int64 (the digit).
     """
     from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
 
     digits = load_digits()
-    x_train, x_test, y_train, y_test = train_test_split(
-        digits.images, digits.target, test_size=TEST_FRACTION, stratify=digits.target, random_state=split_seed
-    )
-    return x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64)
+    train, test = digit_split(split_seed)  # the partition the app's ViT page names, too
+    labels = digits.target.astype(np.int64)
+    return digits.images[train], labels[train], digits.images[test], labels[test]
 
 
 def to_tensor(images: np.ndarray) -> torch.Tensor:
