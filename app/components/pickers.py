@@ -49,6 +49,21 @@ def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
     return custom or st.session_state[K.model]
 
 
+def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
+    """The header of the text pages: the sentence (left), the model and token limit (right), then the load.
+
+    Returns:
+        ``(model_id, max_tokens, model)``; ``model`` is None when it could not be loaded (the message is shown).
+    """
+    left, right = st.columns([3, 2])
+    with left:
+        text_box()
+    with right:
+        model_id = pick_model(families)
+        max_tokens = max_tokens_input(max_tokens_limit)
+    return model_id, max_tokens, load_model(model_id)
+
+
 def load_model(model_id: str):
     """Load (once per server) with a spinner; None and an error message if it cannot be loaded."""
     with st.spinner(f"Loading **{model_id}** (the first load takes a few seconds)…"):

@@ -13,11 +13,8 @@ from app.components.heatmap import attention_heatmap, head_grid
 from app.components.pickers import (
     causal_toggle,
     layer_head,
-    load_model,
-    max_tokens_input,
-    pick_model,
     show_notices,
-    text_box,
+    text_and_model,
 )
 from app.state import current_text
 
@@ -80,14 +77,7 @@ def main() -> None:
     st.title("Explore attention")
     st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")
 
-    top_left, top_right = st.columns([3, 2])
-    with top_left:
-        text_box()
-    with top_right:
-        model_id = pick_model()
-        max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
-
-    model = load_model(model_id)
+    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
     if model is None:
         return
     text = current_text()

@@ -22,13 +22,10 @@ from app.components.heatmap import attention_heatmap
 from app.components.pickers import (
     causal_toggle,
     layer_head,
-    load_model,
-    max_tokens_input,
-    pick_model,
     show_notices,
-    text_box,
+    text_and_model,
 )
-from app.state import PERSIST, K
+from app.state import PERSIST, K, current_text
 
 MAX_TOKENS_LIMIT = 1024
 FAMILIES = {"encoder", "decoder", "encoder-decoder"}
@@ -149,17 +146,11 @@ SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
 
 def build_context() -> HeadsContext | None:
     """The shared controls (text, model, block or causal mask, layer, head); None when nothing can be shown."""
-    top_left, top_right = st.columns([3, 2])
-    with top_left:
-        text_box()
-    with top_right:
-        model_id = pick_model(FAMILIES)
-        max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
-    model = load_model(model_id)
+    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
     if model is None:
         return None
     family = model.spec.family
-    text = st.session_state.get(K.text) or ""
+    text = current_text()
     controls = st.columns([1, 1, 2])
     with controls[2]:
         if family == "encoder-decoder":

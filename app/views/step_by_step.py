@@ -13,11 +13,8 @@ from app import services
 from app.components.pickers import (
     causal_toggle,
     layer_head,
-    load_model,
-    max_tokens_input,
-    pick_model,
     show_notices,
-    text_box,
+    text_and_model,
 )
 from app.components.step_calculator import calculator
 from app.components.step_sections import render_steps
@@ -47,14 +44,7 @@ def pick_query(labels: list[str], strings) -> int:
 
 def walkthrough() -> None:
     """Pickers, one trace, and the six steps for the chosen query token."""
-    top_left, top_right = st.columns([3, 2])
-    with top_left:
-        text_box()
-    with top_right:
-        model_id = pick_model()
-        max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
-
-    model = load_model(model_id)
+    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
     if model is None:
         return
     text = current_text()
