@@ -45,6 +45,7 @@ from engine.training.recipes.translation_data import (  # noqa: F401  (re-export
     N_PAIRS,
     TEST_FRACTION,
     Pair,
+    exact_match_shares,
     is_date,
     split_pairs,
     vocabularies,
@@ -112,18 +113,7 @@ def translate(model: RNNAttentionModel, pairs: Sequence[Pair], vocabs: dict[str,
 
 def exact_match(model: RNNAttentionModel, pairs: Sequence[Pair], vocabs: dict[str, Vocab]) -> dict[str, float]:
     """Share of pairs translated exactly right by greedy decoding: ``{"sentences", "dates", "all"}``."""
-    guesses = translate(model, pairs, vocabs)
-    right = [g == t for g, (_, t) in zip(guesses, pairs)]
-    dates = [is_date(p) for p in pairs]
-
-    def share(flags: list[bool]) -> float:
-        return sum(flags) / len(flags) if flags else float("nan")
-
-    return {
-        "sentences": share([r for r, d in zip(right, dates) if not d]),
-        "dates": share([r for r, d in zip(right, dates) if d]),
-        "all": share(right),
-    }
+    return exact_match_shares(translate(model, pairs, vocabs), list(pairs))
 
 
 @torch.no_grad()

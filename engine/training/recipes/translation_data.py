@@ -31,3 +31,18 @@ def split_pairs(seed: int = 0) -> tuple[list[Pair], list[Pair]]:
 def is_date(pair: Pair) -> bool:
     """True for a date pair (its ISO target starts with a digit)."""
     return pair[1][0].isdigit()
+
+
+def exact_match_shares(guesses: list[list[str]], pairs: list[Pair]) -> dict[str, float]:
+    """``{"sentences", "dates", "all"}``: the share of pairs whose guess equals the reference (NaN when none)."""
+    right = [g == t for g, (_, t) in zip(guesses, pairs)]
+    dates = [is_date(p) for p in pairs]
+
+    def share(flags: list[bool]) -> float:
+        return sum(flags) / len(flags) if flags else float("nan")
+
+    return {
+        "sentences": share([r for r, d in zip(right, dates) if not d]),
+        "dates": share([r for r, d in zip(right, dates) if d]),
+        "all": share(right),
+    }

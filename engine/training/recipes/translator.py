@@ -36,7 +36,14 @@ from engine.models.seq2seq_adapter import source_tokens, target_text, trace_seq2
 from engine.training.checkpoint import save_checkpoint
 from engine.training.corpora import translation_corpus
 from engine.training.loop import TrainConfig, train
-from engine.training.recipes.translation_data import DATE_FRACTION, N_PAIRS, Pair, is_date, vocabularies
+from engine.training.recipes.translation_data import (
+    DATE_FRACTION,
+    N_PAIRS,
+    Pair,
+    exact_match_shares,
+    is_date,
+    vocabularies,
+)
 from engine.training.recipes.translation_data import split_pairs as shared_split
 from engine.training.tasks import IGNORE, Batch, Task
 from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
@@ -198,9 +205,7 @@ def evaluate(model: Seq2SeqTransformer, pairs: Sequence[Pair], vocabs: dict[str,
 
     A translation is exactly right when the greedy output (up to ``<eos>``) equals the reference.
     """
-    guesses = translate_pairs(model, pairs, vocabs)
-    right = [g == t for g, (_, t) in zip(guesses, pairs)]
-    dates = [is_date(p) for p in pairs]
+    shares = exact_match_shares(translate_pairs(model, pairs, vocabs), list(pairs))
     hits = total = 0
     forward = packed_forward(model.cfg.max_src)
     device = model.unembed.weight.device
@@ -211,15 +216,7 @@ def evaluate(model: Seq2SeqTransformer, pairs: Sequence[Pair], vocabs: dict[str,
         hits += int((logits.argmax(-1).cpu() == tgt_out)[scored].sum())
         total += int(scored.sum())
 
-    def share(flags: list[bool]) -> float:
-        return sum(flags) / len(flags) if flags else float("nan")
-
-    return {
-        "sentences": share([r for r, d in zip(right, dates) if not d]),
-        "dates": share([r for r, d in zip(right, dates) if d]),
-        "all": share(right),
-        "token_accuracy": hits / total if total else float("nan"),
-    }
+    return {**shares, "token_accuracy": hits / total if total else float("nan")}
 
 
 def sample_translations(
