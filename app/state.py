@@ -66,12 +66,20 @@ def bounded(value: Any, low: int, high: int) -> int:
     return min(max(number, low), high)
 
 
-def clamp(key: str, low: int, high: int) -> int:
-    """Keep a setting inside ``[low, high]`` before its widget is drawn (e.g. a layer after a model switch)."""
-    value = bounded(st.session_state.get(key, low), low, high)
+def settle(key: str, value: Any) -> Any:
+    """Put ``value`` in session state before its widget is drawn, but only when it differs.
+
+    Any write re-sends the value to the browser, which undoes a key press made there while the run
+    was going (measured: the calculator's scale slider lost arrow presses); an unchanged value is left alone.
+    """
     if st.session_state.get(key) != value:
         st.session_state[key] = value
     return value
+
+
+def clamp(key: str, low: int, high: int) -> int:
+    """Keep a setting inside ``[low, high]`` before its widget is drawn (e.g. a layer after a model switch)."""
+    return settle(key, bounded(st.session_state.get(key, low), low, high))
 
 
 def current_text() -> str:

@@ -12,7 +12,7 @@ import streamlit as st
 from app import services
 from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
-from app.state import PERSIST, bounded
+from app.state import PERSIST, bounded, settle
 
 D_HEADS = [4, 8, 16, 32, 64, 128]
 ROPE_POSITIONS = 64
@@ -27,10 +27,7 @@ def ensure(key: str, default: int, low: int, high: int) -> int:
     Widgets then take their value from session state (no ``value=`` argument), so a preset or stale value
     outside the bounds (an old session, a hand-made state) is clamped server-side instead of failing.
     """
-    value = bounded(st.session_state.get(key, default), low, high)
-    if st.session_state.get(key) != value:
-        st.session_state[key] = value
-    return value
+    return settle(key, bounded(st.session_state.get(key, default), low, high))
 
 
 @st.fragment
@@ -102,8 +99,7 @@ def alibi_section() -> None:
     n_pos = bounded(st.session_state.get("pos_alibi_len"), 2, 48)
     with cols[2]:
         chosen = [h for h in st.session_state.get("pos_alibi_show", [0, 3, 7]) if isinstance(h, int) and h < n_heads]
-        if st.session_state.get("pos_alibi_show") != (chosen or [0]):
-            st.session_state["pos_alibi_show"] = chosen or [0]
+        settle("pos_alibi_show", chosen or [0])
         st.multiselect("Heads to draw", list(range(n_heads)), key="pos_alibi_show", max_selections=8, **PERSIST)
     with cols[3]:
         st.session_state.setdefault("pos_alibi_causal", True)

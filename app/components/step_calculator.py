@@ -17,7 +17,7 @@ import streamlit as st
 
 from app import services
 from app.components.step_tables import matrix_text_frame, rounded
-from app.state import PERSIST, clamp
+from app.state import PERSIST, clamp, settle
 from engine import EngineError
 
 TOKENS_KEY = "step_calc_tokens"
@@ -71,9 +71,7 @@ def calculator() -> None:
         st.number_input("Tokens", min_value=3, max_value=5, step=1, key=TOKENS_KEY, **PERSIST)
     with size[1]:
         st.number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=WIDTH_KEY, **PERSIST)
-    checked = _scale(st.session_state.get(scale_key(d), 1 / math.sqrt(d)), d)
-    if st.session_state.get(scale_key(d)) != checked:  # write only a fix: a write re-sends the value to the
-        st.session_state[scale_key(d)] = checked  # browser and undoes arrow presses made during the rerun
+    settle(scale_key(d), _scale(st.session_state.get(scale_key(d), 1 / math.sqrt(d)), d))
     with size[2]:
         st.slider("Scale (like 1 / temperature)", min_value=0.0, max_value=SCALE_MAX,
                   step=0.01, key=scale_key(d), **PERSIST,

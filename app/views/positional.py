@@ -18,7 +18,7 @@ from app import services
 from app.components.pickers import load_model, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
-from app.state import K, PERSIST, bounded, current_text
+from app.state import K, PERSIST, bounded, current_text, settle
 
 D_MODELS = [4, 8, 16, 32, 64, 128, 256, 512]
 MAX_LEN = 512
@@ -99,8 +99,7 @@ def sinusoidal_section() -> None:
                    f"(largest spread along a diagonal here: {spread:.1e}).")  # fmt: skip
     default_dims = [d for d in (0, 1, 6, 7) if d < d_model]
     current = [d for d in st.session_state.get("pos_sin_dims", default_dims) if isinstance(d, int) and d < d_model]
-    if st.session_state.get("pos_sin_dims") != (current or default_dims):
-        st.session_state["pos_sin_dims"] = current or default_dims
+    settle("pos_sin_dims", current or default_dims)
     st.multiselect("Dimensions to plot", list(range(d_model)), key="pos_sin_dims", max_selections=8, **PERSIST)
     dims = [d for d in st.session_state["pos_sin_dims"] if 0 <= d < d_model]
     if dims:
