@@ -2,8 +2,10 @@
 
 - ``get_model``: ``st.cache_resource`` around ``engine.load`` — one read-only model per id, shared
   by every session (never trained, moved or re-configured here).
-- ``get_trace``: ``st.cache_data`` around ``engine.trace`` — keyed by plain values, returns a
-  picklable ``AttentionTrace`` of numpy arrays.
+- ``get_trace``: ``engine.trace`` through one per-process :class:`engine.cache.TraceCache` — keyed by
+  plain values, bounded in bytes (``AP_TRACE_CACHE_MB``, default 512), a hit returns the cached
+  trace itself (read-only arrays, no pickling copy), and a sentence several sessions ask for at once
+  is traced once.
 - ``session_id``: this browser session's id (models a session trained are looked up by it).
 
 Torch work is bounded for a shared 2-core classroom server: one intra-op thread per job and at
@@ -13,6 +15,7 @@ most ``MAX_JOBS`` forward passes at once. The page modules of ``app.services`` i
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 import streamlit as st
@@ -20,6 +23,7 @@ import streamlit as st
 import engine
 import engine.registry
 from engine import AttentionTrace, EngineError, ModelSpec
+from engine.cache import TraceCache
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +58,34 @@ def get_model(model_id: str):
     return trained if trained is not None else _shared_model(model_id)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
+def _cache_budget_mb() -> int:
+    """``AP_TRACE_CACHE_MB`` (the server admin's setting), default 512; unreadable values fall back to it."""
+    try:
+        return max(0, int(os.environ.get("AP_TRACE_CACHE_MB", "512")))
+    except ValueError:
+        log.warning("AP_TRACE_CACHE_MB=%r is not a whole number of MB; using 512", os.environ.get("AP_TRACE_CACHE_MB"))
+        return 512
+
+
+#: the one trace cache of this server process (shared by every session; hits are not copied)
+TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20)
+
+
 def get_trace(model_id: str, text: str, causal: bool | None, max_tokens: int) -> AttentionTrace:
-    """Trace ``text`` through the cached model (same arguments → same cached trace)."""
-    model = get_model(model_id)
-    with _jobs:
-        return engine.trace(model, text, causal=causal, max_tokens=max_tokens)
+    """Trace ``text`` through the cached model (same arguments → the same trace object, not a copy).
+
+    The returned trace is shared with other sessions: its arrays are read-only.
+    """
+    trained = engine.registry.runtime_model(model_id, session_id())
+    model = trained if trained is not None else _shared_model(model_id)
+    # a session's own trained model is keyed by the object itself (a retrained model is a new one)
+    key = (model_id, trained, text, causal, int(max_tokens))
+
+    def compute() -> AttentionTrace:
+        with _jobs:
+            return engine.trace(model, text, causal=causal, max_tokens=max_tokens)
+
+    return TRACES.get(key, compute)
 
 
 @st.cache_resource(show_spinner=False)

@@ -1,0 +1,117 @@
+"""The per-process trace cache: bounded in bytes, hits are the same object, one computation per key."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from engine.cache import TraceCache, nbytes
+from engine.types import AttentionTrace, Tokens
+
+
+def make_trace(n: int, seed: int = 0) -> AttentionTrace:
+    rng = np.random.default_rng(seed)
+    toks = Tokens(strings=tuple(f"t{i}" for i in range(n)), ids=tuple(range(n)), special=(False,) * n)
+    qkv = [tuple(rng.standard_normal((2, n, 4)).astype(np.float32) for _ in range(1)) for _ in range(3)]
+    return AttentionTrace(model_id="m", family="encoder", tokens=toks, key_tokens=toks, queries=qkv[0],
+                          keys=qkv[1], values=qkv[2], scales=(0.5,), causal=False)
+
+
+def test_nbytes_counts_every_array_once():
+    tr = make_trace(8)
+    assert nbytes(tr) == 3 * 2 * 8 * 4 * 4  # q, k, v: [2 heads, 8 pos, 4 d] float32
+    assert nbytes((tr, tr)) == nbytes(tr)  # the same arrays reached twice count once
+
+
+def test_hit_returns_the_same_object_and_arrays_are_read_only():
+    cache = TraceCache(max_bytes=10**6)
+    calls = []
+    first = cache.get("k", lambda: calls.append(1) or make_trace(8))
+    again = cache.get("k", lambda: calls.append(1) or make_trace(8))
+    assert again is first and calls == [1]
+    assert cache.stats()["hits"] == 1 and cache.stats()["misses"] == 1
+    with pytest.raises(ValueError):
+        first.queries[0][0, 0, 0] = 1.0  # shared between sessions: writing must fail
+    np.testing.assert_allclose(first.pattern(0, 0).sum(-1), 1.0, rtol=1e-6)  # reading still works
+
+
+def test_evicts_least_recently_used_by_bytes():
+    one = nbytes(make_trace(16))
+    cache = TraceCache(max_bytes=3 * one)
+    for key in "abc":
+        cache.get(key, lambda: make_trace(16))
+    cache.get("a", lambda: pytest.fail("a is cached"))  # a becomes the most recent
+    cache.get("d", lambda: make_trace(16))  # over budget: b (least recent) goes
+    assert "b" not in cache and all(k in cache for k in "acd")
+    assert cache.bytes == 3 * one <= cache.max_bytes
+
+
+def test_entry_larger_than_budget_is_served_not_kept():
+    cache = TraceCache(max_bytes=100)
+    tr = cache.get("big", lambda: make_trace(32))
+    assert isinstance(tr, AttentionTrace) and "big" not in cache and cache.bytes == 0
+
+
+def test_concurrent_requests_for_one_key_compute_once():
+    cache = TraceCache(max_bytes=10**6)
+    calls = []
+    start = threading.Barrier(6)
+    results = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.2)
+        return make_trace(8)
+
+    def worker():
+        start.wait()
+        results.append(cache.get("same", slow))
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert len(calls) == 1 and len(results) == 6
+    assert all(r is results[0] for r in results)
+
+
+def test_an_error_reaches_every_waiter_and_is_not_cached():
+    cache = TraceCache(max_bytes=10**6)
+    gate = threading.Event()
+    errors = []
+
+    def failing():
+        gate.wait(2)
+        raise RuntimeError("boom")
+
+    def worker():
+        try:
+            cache.get("bad", failing)
+        except RuntimeError as err:
+            errors.append(str(err))
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.1)
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert errors == ["boom"] * 3
+    assert "bad" not in cache
+    assert cache.get("bad", lambda: make_trace(4)).n_queries == 4  # a later call computes again
+
+
+def test_entry_cap_and_clear():
+    cache = TraceCache(max_bytes=10**9, max_entries=2)
+    for key in "xyz":
+        cache.get(key, lambda: make_trace(4))
+    assert len(cache) == 2 and "x" not in cache
+    cache.clear()
+    assert len(cache) == 0 and cache.bytes == 0
+    with pytest.raises(ValueError):
+        TraceCache(max_bytes=-1)
