@@ -26,33 +26,49 @@ def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarra
     return xs, ys
 
 
+def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
+    """``[rows, cols, s, t]`` tiles laid out as one ``[rows·(s+GAP)−GAP, cols·(t+GAP)−GAP]`` float32 array.
+
+    Gaps between tiles are NaN (drawn in the plot background). With ``normalise`` each tile is divided by its
+    own maximum (shapes comparable across weak and strong heads).
+    """
+    n_rows, n_cols, s, t = tiles.shape
+    z = np.full((n_rows * (s + GAP) - GAP, n_cols * (t + GAP) - GAP), np.nan, dtype=np.float32)
+    for r in range(n_rows):
+        for c in range(n_cols):
+            tile = tiles[r, c].astype(np.float32)
+            if normalise:
+                peak = float(np.nanmax(tile)) if np.isfinite(tile).any() else 0.0
+                tile = tile / (peak or 1.0)
+            z[r * (s + GAP):r * (s + GAP) + s, c * (t + GAP):c * (t + GAP) + t] = tile
+    return z
+
+
 def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None,
-                      width_px: int = 1100) -> go.Figure:
+                      width_px: int = 1100, *, layer_names: list[str] | None = None,
+                      weights_in_hover: bool = True) -> go.Figure:
     """All heads at once: ``tiles`` ``[layer, head, s, t]`` (already pooled) in a layer × head grid.
 
     Args:
         tiles: attention (or block maxima) per head.
         selected: ``(layer, head)`` outlined in red.
         width_px: the width the figure is drawn for (sets the height so tiles stay square).
+        layer_names: row labels (default "L0", "L1", …; Explore's one-layer grid passes its layer).
+        weights_in_hover: also send every cell's weight for the hover text (a second array of the
+            same size); without it hover shows the share of the head's maximum only.
 
     Returns:
         One figure: a tiled heatmap plus one clickable marker per head (``customdata = [layer, head]``).
     """
     n_layers, n_heads, s, t = tiles.shape
-    rows, cols = n_layers * (s + GAP) - GAP, n_heads * (t + GAP) - GAP
-    z = np.full((rows, cols), np.nan, dtype=np.float32)
-    weight = np.full((rows, cols), np.nan, dtype=np.float32)
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            tile = tiles[layer, head]
-            peak = float(tile.max()) or 1.0
-            r0, c0 = layer * (s + GAP), head * (t + GAP)
-            z[r0:r0 + s, c0:c0 + t] = tile / peak
-            weight[r0:r0 + s, c0:c0 + t] = tile
+    z = tile_mosaic(tiles, normalise=True)
+    weight = tile_mosaic(tiles) if weights_in_hover else None
     xs, ys = tile_centres(n_layers, n_heads, s, t)
+    hover = ("weight %{customdata:.3f} (%{z:.0%} of this head's max)" if weight is not None
+             else "%{z:.0%} of this head's max (exact weights: open the head large)")
     fig = go.Figure(go.Heatmap(
-        z=z, customdata=weight, colorscale=COLORSCALE, zmin=0.0, zmax=1.0, showscale=False,
-        hoverongaps=False, hovertemplate="weight %{customdata:.3f} (%{z:.0%} of this head's max)<extra></extra>",
+        z=z, colorscale=COLORSCALE, zmin=0.0, zmax=1.0, showscale=False, hoverongaps=False,
+        hovertemplate=hover + "<extra></extra>", **({"customdata": weight} if weight is not None else {}),
     ))
     grid_x, grid_y = np.meshgrid(xs, ys)
     heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
@@ -74,7 +90,7 @@ def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None
         margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white", clickmode="event+select", dragmode=False,
         xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=[f"H{h}" for h in range(n_heads)],
                    side="top", showgrid=False, zeroline=False, title="head"),
-        yaxis=dict(tickmode="array", tickvals=ys.tolist(), ticktext=[f"L{layer}" for layer in range(n_layers)],
+        yaxis=dict(tickmode="array", tickvals=ys.tolist(), ticktext=layer_names or [f"L{layer}" for layer in range(n_layers)],
                    autorange="reversed", showgrid=False, zeroline=False, title="layer"),
     )
     return fig
@@ -125,24 +141,21 @@ def layer_head_heatmap(values: np.ndarray, title: str, *, selected: tuple[int, i
 
 def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarray) -> go.Figure:
     """The head × head JS divergence matrix, rows and columns in ``order`` (similar heads adjacent)."""
-    d = divergence[np.ix_(order, order)]
-    names = [labels[i] for i in order]
+    d = divergence[np.ix_(order, order)].astype(np.float32)
+    names = [safe_label(labels[i]) for i in order]  # "L0 H3": unique, so categorical axes carry the hover
     n = len(names)
     fig = go.Figure(go.Heatmap(
-        z=d, x=list(range(n)), y=list(range(n)), colorscale="Viridis_r", zmin=0.0, zmax=float(np.log(2)),
-        customdata=np.stack([np.repeat(np.array(names, dtype=object)[:, None], n, 1),
-                             np.repeat(np.array(names, dtype=object)[None, :], n, 0)], -1),
-        hovertemplate="%{customdata[0]} vs %{customdata[1]}<br>JS divergence %{z:.3f} nats<extra></extra>",
+        z=d, x=names, y=names, colorscale="Viridis_r", zmin=0.0, zmax=float(np.log(2)),
+        hovertemplate="%{y} vs %{x}<br>JS divergence %{z:.3f} nats<extra></extra>",
         colorbar=dict(title="JS (nats)", thickness=12),
     ))
-    step = max(1, n // 48)
-    ticks = list(range(0, n, step))
+    ticks = names[::max(1, n // 48)]
     side = max(360, min(900, 9 * n + 140))
     fig.update_layout(
         height=side, margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(tickmode="array", tickvals=ticks, ticktext=[names[i] for i in ticks], tickangle=-90, side="top",
+        xaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, tickangle=-90, side="top",
                    tickfont=dict(size=9)),
-        yaxis=dict(tickmode="array", tickvals=ticks, ticktext=[names[i] for i in ticks], autorange="reversed",
+        yaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, autorange="reversed",
                    tickfont=dict(size=9)),
     )
     return fig
@@ -155,11 +168,9 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
     n_q, n_k = diff.shape
     bound = float(np.nanmax(np.abs(diff))) or 1e-6
     fig = go.Figure(go.Heatmap(
-        z=diff.astype(float), x=list(range(n_k)), y=list(range(n_q)), colorscale=DIVERGING, reversescale=True,
+        z=diff.astype(np.float32), x=k_lab, y=q_lab, colorscale=DIVERGING, reversescale=True,
         zmin=-bound, zmax=bound, zmid=0.0,
-        customdata=np.stack([np.repeat(np.array(q_lab, dtype=object)[:, None], n_k, 1),
-                             np.repeat(np.array(k_lab, dtype=object)[None, :], n_q, 0)], -1),
-        hovertemplate="%{customdata[0]} → %{customdata[1]}<br>B − A %{z:+.3f}<extra></extra>",
+        hovertemplate="%{y} → %{x}<br>B − A %{z:+.3f}<extra></extra>",
         colorbar=dict(title="B − A", thickness=12),
     ))
     side = max(360, min(760, 22 * max(n_q, n_k) + 160))
@@ -168,8 +179,9 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=side,
         margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor=MASKED_COLOR,
-        xaxis=dict(title="key (attended to)", tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, side="top",
-                   scaleanchor="y", constrain="domain"),
-        yaxis=dict(title="query (attending)", tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed"),
+        xaxis=dict(title="key (attended to)", type="category", tickmode="array", tickvals=xv, ticktext=xt,
+                   tickangle=-60, side="top", scaleanchor="y", constrain="domain"),
+        yaxis=dict(title="query (attending)", type="category", tickmode="array", tickvals=yv, ticktext=yt,
+                   autorange="reversed"),
     )
     return fig

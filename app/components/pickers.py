@@ -16,8 +16,9 @@ TEXT_FAMILIES = {"encoder", "decoder"}  # translators, ViTs and RNNs have pages 
 
 def text_box(label: str = "Your text", height: int = 90) -> str:
     """The shared sentence (bound to the URL); returns its current value."""
-    st.text_area(label, value=current_text(), key=K.text, height=height, max_chars=20_000, **SHARE,
-                 help="Any text; long input is cut at the token limit.")
+    # no max_chars: the browser would drop a longer paste silently; the engine cuts it with a notice instead
+    st.text_area(label, value=current_text(), key=K.text, height=height, **SHARE,
+                 help="Any text; long input is cut at the token limit (Advanced), with a notice.")
     return current_text()
 
 

@@ -11,9 +11,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from app.components.heatmap import COLORSCALE, MASKED_COLOR, safe_label
+from app.components.head_views import tile_centres, tile_mosaic
+from app.components.heatmap import COLORSCALE, MASKED_COLOR
 
 CURVE_HEIGHT = 220
 
@@ -73,34 +73,28 @@ def attention_grid(patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | 
 
     A shared 0–1 scale shows a head sharpening as it trains (a uniform head stays pale). With
     ``ideal`` a last column shows the pattern that solves the task; ``blocked`` cells are grey.
+    One heatmap of tiles (the figure layer's mosaic), not a subplot per head: the page redraws it on
+    every poll while a model trains.
     """
-    n_layers, n_heads = patterns.shape[:2]
-    cols = n_heads + (ideal is not None)
-    titles = []
-    for layer in range(n_layers):
-        titles += [f"L{layer} H{h}" for h in range(n_heads)] + (["ideal"] if ideal is not None else [])
-    fig = make_subplots(rows=n_layers, cols=cols, subplot_titles=titles, horizontal_spacing=0.015,
-                        vertical_spacing=0.08 if n_layers > 1 else 0.02)  # fmt: skip
-    labels = np.array([safe_label(t) for t in tokens], dtype=object)
-    n = len(labels)
-    custom = np.stack([np.repeat(labels[:, None], n, 1), np.repeat(labels[None, :], n, 0)], -1)
-    for layer in range(n_layers):
-        for h in range(cols):
-            is_ideal = h == n_heads
-            z = (ideal if is_ideal else patterns[layer, h]).astype(float)
-            if blocked is not None and not is_ideal:
-                z = np.where(blocked, np.nan, z)
-            name = "ideal" if is_ideal else f"layer {layer} head {h}"
-            fig.add_trace(go.Heatmap(z=z, zmin=0, zmax=1, colorscale=COLORSCALE, showscale=False, customdata=custom,
-                                     hoverongaps=False,
-                                     hovertemplate=f"{name}<br>%{{customdata[0]}} → %{{customdata[1]}}: "
-                                                   "%{z:.2f}<extra></extra>"),
-                          row=layer + 1, col=h + 1)  # fmt: skip
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
-    size = max(110, min(220, 900 // cols))
-    fig.update_layout(height=size * n_layers + 40, margin=dict(l=5, r=5, t=30, b=5), plot_bgcolor=MASKED_COLOR)
-    fig.update_annotations(font_size=11)
+    n_layers, n_heads, n, _ = patterns.shape
+    tiles = patterns.astype(np.float32)
+    if blocked is not None:
+        tiles = np.where(blocked[None, None], np.float32(np.nan), tiles)
+    if ideal is not None:
+        tiles = np.concatenate([tiles, np.broadcast_to(ideal.astype(np.float32), (n_layers, 1, n, n))], axis=1)
+    z = tile_mosaic(tiles)
+    xs, ys = tile_centres(n_layers, tiles.shape[1], n, n)
+    names = [f"H{h}" for h in range(n_heads)] + (["ideal"] if ideal is not None else [])
+    fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=1, colorscale=COLORSCALE, showscale=False, hoverongaps=False,
+                               hovertemplate="weight %{z:.2f}<extra></extra>"))
+    size = max(110, min(220, 900 // tiles.shape[1]))
+    fig.update_layout(
+        height=size * n_layers + 50, margin=dict(l=5, r=5, t=30, b=5), plot_bgcolor=MASKED_COLOR,
+        xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=names, side="top", showgrid=False,
+                   zeroline=False),
+        yaxis=dict(tickmode="array", tickvals=ys.tolist(), ticktext=[f"L{layer}" for layer in range(n_layers)],
+                   autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x", constrain="domain"),
+    )
     return fig
 
 

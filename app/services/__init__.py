@@ -5,6 +5,7 @@ is re-exported here from the module that holds it:
 
 - ``core``: the shared model cache (``get_model``, the one ``st.cache_resource`` for models),
   ``get_trace``, ``friendly_error``, ``warm_up``, ``session_id`` and the bound on concurrent jobs;
+- ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
   ``positional``, ``step``, ``bertviz``, ``train``.
 
@@ -49,6 +50,7 @@ from app.services.heads import (
     model_view_tiles,
     rollout_maps,
 )
+from app.services.maps import grid_cells, head_view, layer_grid
 from app.services.positional import (
     pos_alibi,
     pos_learned_table,
@@ -92,6 +94,8 @@ __all__ = [
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
     "block_is_square", "get_ablation", "get_head_layout", "head_metrics_table", "head_similarity",
     "heads_attention", "model_view_tiles", "rollout_maps",
+    # maps
+    "grid_cells", "head_view", "layer_grid",
     # bahdanau
     "BAHDANAU_MAX_TOKENS", "BAHDANAU_MODELS", "TRANSFORMER_TRANSLATOR", "bahdanau_agreement",
     "bahdanau_disagreement", "bahdanau_parameters", "bahdanau_reference", "bahdanau_step", "bahdanau_trace",

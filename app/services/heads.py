@@ -114,12 +114,15 @@ def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
 def model_view_tiles(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> tuple[np.ndarray, bool]:
-    """Every head's pattern pooled to block maxima ``[layer, head, s, t]`` (s, t ≤ the cell cap) and whether it was pooled."""
-    from app.components.heatmap import pool_max
+    """Every head's pattern pooled to block maxima ``[layer, head, s, t]`` (s, t ≤ the cell cap) and whether it was pooled.
+
+    Pooled by the engine from Q and K (``AttentionTrace.overview``): no head's n×n pattern is built.
+    """
+    from app.components.map_data import layer_tiles
 
     att = heads_attention(model_id, text, causal, max_tokens, block)
     cells = MODEL_VIEW_CELLS if att.n_layers * att.n_heads <= 36 else MODEL_VIEW_CELLS // 2
-    tiles = np.stack([np.stack([pool_max(p, cells) for p in att.pattern(layer)]) for layer in range(att.n_layers)])
+    tiles = np.stack([layer_tiles(att, layer, cells) for layer in range(att.n_layers)])
     return tiles.astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
 
 

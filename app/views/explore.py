@@ -1,76 +1,111 @@
-"""Explore: type a sentence, pick a model, layer and head, and see where each token looks."""
+"""Explore: type a sentence, pick a model, layer and head, and see where each token looks.
+
+The page does only what changed: the sentence and model sit outside :func:`head_panel`, a fragment, so
+picking a layer, a head, a colour scale or a zoom region reruns that panel alone (the trace comes from
+the per-process cache, no forward pass). The causal mask comparison traces a second time only while its
+tab is open, and the CSV is built when the button is clicked. Long inputs (up to 16,384 tokens where the
+model allows) are drawn as an overview of block maxima with a zoom to exact cells.
+"""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.heatmap import attention_heatmap, head_grid
-from app.components.pickers import (
-    causal_toggle,
-    layer_head,
-    show_notices,
-    text_and_model,
-)
-from app.state import current_text
+from app.components.head_views import clicked_head, model_view_figure
+from app.components.heatmap import map_figure
+from app.components.long_view import csv_button, display_options, zoom_controls
+from app.components.pickers import causal_toggle, layer_head, show_notices, text_and_model
+from app.state import K, current_text
 
-MAX_TOKENS_LIMIT = 1024
-
-
-def pattern_csv(pattern: np.ndarray, q_tokens: list[str], k_tokens: list[str]) -> bytes:
-    frame = pd.DataFrame(pattern, index=q_tokens, columns=k_tokens)
-    buf = io.StringIO()
-    frame.to_csv(buf, float_format="%.6f")
-    return buf.getvalue().encode("utf-8")
+MAX_TOKENS_LIMIT = 16_384
+GRID_KEY = "explore_grid"
+TABS = ("Every head of this layer", "Causal mask off vs on")
 
 
-def show_head(trace, layer: int, head: int) -> None:
-    """The chosen head, large, with a download button."""
-    labels = trace.tokens.labels()
-    pattern = trace.pattern(layer, head)
-    blocked = np.isneginf(trace.mask(layer))
-    fig = attention_heatmap(pattern, labels, labels, blocked=blocked,
-                            title=f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else ""))
-    st.plotly_chart(fig, key="main_heatmap")
+def _pick_grid_head(n_layers: int, n_heads: int, layer: int) -> None:
+    """on_select of the grid: a clicked thumbnail becomes the chosen head."""
+    event = st.session_state.get(GRID_KEY)
+    points = event.get("selection", {}).get("points", []) if event else []
+    picked = clicked_head(points, 1, n_heads)
+    if picked is not None:
+        st.session_state[K.head] = picked[1]
+
+
+def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int) -> None:
+    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV."""
+    opts = display_options(trace, key_prefix="explore")
+    q_range, k_range = zoom_controls(trace, key_prefix="explore")
+    data = services.head_view(model_id, text, causal, max_tokens, "self", layer, head, q_range, k_range,
+                              opts.hide_sinks, opts.scale == "row")
+    title = f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
+    st.plotly_chart(map_figure(data, title=title, scale=opts.scale), key="main_heatmap")
+    rows, cols = data.values.shape
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
         "(the key). Colour is the softmax weight: every row sums to 1. "
-        + ("Grey cells are blocked by the causal mask: a token cannot look ahead." if trace.causal else
-           "No mask: every token can look at every other token, ahead or behind.")
+        + ("Grey cells are blocked by the causal mask: a token cannot look ahead. " if trace.causal else
+           "No mask: every token can look at every other token, ahead or behind. ")
+        + (f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
+           f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
+           "Zoom in (below) to see exact weights. " if data.pooled else "")
+        + opts.caption
     )
-    st.download_button("Download this head as CSV", pattern_csv(pattern, labels, labels),
-                       file_name=f"attention_L{layer}_H{head}.csv", mime="text/csv", icon=":material/download:")
+    csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv")
 
 
 def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, head: int) -> None:
-    """The same weights traced with the causal mask off and on, side by side."""
+    """The same weights traced with the causal mask off and on, side by side, on one colour scale."""
+    with st.spinner("Running the model with and without the mask…"):
+        views = [services.head_view(model_id, text, causal, max_tokens, "self", layer, head)
+                 for causal in (False, True)]
+    top = max(float(np.nanmax(v.values)) for v in views)
     left, right = st.columns(2)
-    for col, causal in ((left, False), (right, True)):
+    for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
         with col:
-            tr = services.get_trace(model_id, text, causal, max_tokens)
-            labels = tr.tokens.labels()
-            fig = attention_heatmap(tr.pattern(layer, head), labels, labels, blocked=np.isneginf(tr.mask(layer)),
-                                    title=("Causal mask ON" if causal else "Causal mask OFF"), height=420)
+            fig = map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420, zmax=top)
             st.plotly_chart(fig, key=f"mask_{causal}")
     st.caption(
         "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
-        "models use. Masking changes every later layer too, because each layer reads the one before."
+        "models use, on one colour scale. Masking changes every later layer too, because each layer reads the one "
+        "before."
     )
 
 
-def show_grid(trace, layer: int, head: int) -> None:
-    fig, pooled = head_grid(trace.pattern(layer), trace.tokens.strings, selected=head)
-    st.plotly_chart(fig, key="head_grid")
+def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int) -> None:
+    """Every head of the layer as thumbnails; clicking one opens it above."""
+    with st.spinner(f"Drawing the {trace.n_heads} heads of layer {layer}…"):
+        tiles, pooled = services.layer_grid(model_id, text, causal, max_tokens, "self", layer)
+    fig = model_view_figure(tiles, selected=(0, head), layer_names=[f"L{layer}"], weights_in_hover=False)
+    st.plotly_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_layers, trace.n_heads, layer),
+                    selection_mode="points", config={"displayModeBar": False})
     st.caption(
-        f"All {trace.n_heads} heads of layer {layer} (the chosen head is marked ▶). Each thumbnail is coloured from 0 to "
-        "its own maximum, so compare shapes, not shades. Heads in one layer often specialise: some look at the "
-        "previous token, some at [CLS]/[SEP] or the first token, some spread out."
-        + (" Long input: thumbnails show block maxima of the full pattern." if pooled else "")
+        f"All {trace.n_heads} heads of layer {layer}; **click one** to open it above (red frame: the chosen head). "
+        "Each thumbnail is coloured from 0 to its own maximum, so compare shapes, not shades. Heads in one layer "
+        "often specialise: some look at the previous token, some at [CLS]/[SEP] or the first token, some spread out."
+        + (f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
+           if pooled else "")
     )
+
+
+@st.fragment
+def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int) -> None:
+    """Everything that depends on the layer, head and display settings (a fragment: reruns alone)."""
+    try:
+        trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
+    except Exception as err:  # noqa: BLE001
+        st.warning(services.friendly_error(err))
+        return
+    layer, head = layer_head(trace.n_layers, trace.n_heads)
+    show_head(model_id, text, causal, max_tokens, trace, layer, head)
+    tabs = st.tabs(list(TABS), key="explore_tab", on_change="rerun")
+    if tabs[0].open is not False:
+        with tabs[0]:
+            show_grid(model_id, text, causal, max_tokens, trace, layer, head)
+    if tabs[1].open:  # the second forward pass runs only while this tab is shown
+        with tabs[1]:
+            show_mask_comparison(model_id, text, max_tokens, layer, head)
 
 
 def main() -> None:
@@ -81,10 +116,7 @@ def main() -> None:
     if model is None:
         return
     text = current_text()
-
-    controls = st.columns([1, 1, 2])
-    with controls[2]:
-        causal = causal_toggle(model_id, model.spec.family)
+    causal = causal_toggle(model_id, model.spec.family)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)
@@ -92,22 +124,16 @@ def main() -> None:
         st.warning(services.friendly_error(err))
         return
 
-    layer, head = layer_head(trace.n_layers, trace.n_heads, columns=controls[:2])
     show_notices(trace)
     st.caption(
         f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
         f"d_head {trace.d_head} · running on {services.device_label()}"
         + (" · untrained weights: patterns are random" if "random" in model_id else "")
     )
-
     if trace.pos_encoding is not None:
         st.page_link("views/positional.py", label="See the positional encodings this model adds to this sentence",
                      icon=":material/timeline:", query_params={"pos_tab": "Learned"})
-    show_head(trace, layer, head)
-    st.subheader(f"Every head of layer {layer}")
-    show_grid(trace, layer, head)
-    st.subheader("Causal mask off vs on")
-    show_mask_comparison(model_id, text, max_tokens, layer, head)
+    head_panel(model_id, text, causal, max_tokens)
 
 
 main()

@@ -7,10 +7,8 @@ one more tab is one more ``SECTIONS`` entry.
 
 from __future__ import annotations
 
-import io
 from typing import Callable
 
-import numpy as np
 import streamlit as st
 
 from app import services
@@ -18,7 +16,8 @@ from app.components.ablation_panel import render_ablation
 from app.components.head_views import clicked_head, layer_head_heatmap, model_view_figure
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
-from app.components.heatmap import attention_heatmap
+from app.components.heatmap import map_figure
+from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.pickers import (
     causal_toggle,
     layer_head,
@@ -27,7 +26,8 @@ from app.components.pickers import (
 )
 from app.state import PERSIST, K, current_text
 
-MAX_TOKENS_LIMIT = 1024
+MAX_TOKENS_LIMIT = 16_384
+WHOLE_MODEL_LIMIT = 2048  # tabs that need every head's full n×n pattern stop here
 FAMILIES = {"encoder", "decoder", "encoder-decoder"}
 MODEL_VIEW_KEY = "heads_model_view"
 
@@ -43,16 +43,8 @@ def _select_clicked_head(n_layers: int, n_heads: int) -> None:
         st.session_state[K.layer], st.session_state[K.head] = picked
 
 
-def _pattern_csv(pattern: np.ndarray, q_tokens: list[str], k_tokens: list[str]) -> bytes:
-    import pandas as pd
-
-    buf = io.StringIO()
-    pd.DataFrame(pattern, index=q_tokens, columns=k_tokens).to_csv(buf, float_format="%.6f")
-    return buf.getvalue().encode("utf-8")
-
-
 def model_view_section(ctx: HeadsContext) -> None:
-    """Every layer × head as small tiles; the chosen head large below."""
+    """Every layer × head as small tiles; the chosen head large below (an overview with a zoom on long inputs)."""
     att = ctx.attention
     with st.spinner("Drawing every head…"):
         tiles, pooled = services.model_view_tiles(*ctx.args)
@@ -68,17 +60,18 @@ def model_view_section(ctx: HeadsContext) -> None:
         + (f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
            if pooled else "")
     )
-    q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
-    pattern = att.pattern(ctx.layer, ctx.head)
-    blocked = np.isneginf(att.mask(ctx.layer))
+    opts = display_options(att, key_prefix="heads")
+    q_range, k_range = zoom_controls(att, key_prefix="heads")
+    data = services.head_view(*ctx.args, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row")
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    st.plotly_chart(attention_heatmap(pattern, q_labels, k_labels, blocked=blocked, title=title), key="heads_large")
+    st.plotly_chart(map_figure(data, title=title, scale=opts.scale), key="heads_large")
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at; "
-        "every row sums to 1. " + ("Grey cells are blocked by the causal mask." if blocked.any() else "")
+        "every row sums to 1. " + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
+        + ("Long input: each cell is the largest weight of its block; zoom in for exact weights. " if data.pooled
+           else "") + opts.caption
     )
-    st.download_button("Download this head as CSV", _pattern_csv(pattern, q_labels, k_labels),
-                       file_name=f"heads_L{ctx.layer}_H{ctx.head}.csv", mime="text/csv", icon=":material/download:")
+    csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv")
 
 
 # ---------------------------------------------------------------- section: per-head metrics
@@ -195,6 +188,12 @@ def main() -> None:
         if tab.open is False:  # only the open tab runs (None: state not tracked, run all)
             continue
         with tab:
+            if section is not model_view_section and ctx.attention.n_keys > WHOLE_MODEL_LIMIT:
+                st.info(f"This tab measures every head's full pattern ({ctx.attention.n_queries} × "
+                        f"{ctx.attention.n_keys} weights each), which is too heavy past {WHOLE_MODEL_LIMIT:,} tokens. "
+                        f"Lower the token limit (Advanced, above) to {WHOLE_MODEL_LIMIT:,} or less to use it; the "
+                        "Model view tab works at any length.")
+                continue
             section(ctx)
 
 

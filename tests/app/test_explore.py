@@ -41,10 +41,18 @@ def default_app() -> AppTest:
     return run_app()
 
 
-def test_default_run_draws_four_charts(default_app: AppTest):
+def test_default_run_draws_the_head_and_the_layer_grid(default_app: AppTest):
     assert_clean(default_app)
     assert not default_app.error, messages(default_app.error)
-    assert len(default_app.get("plotly_chart")) == 4
+    # the chosen head and every head of its layer; the mask comparison waits for its tab
+    assert [c.key for c in default_app.get("plotly_chart")] == ["main_heatmap", "explore_grid"]
+
+
+def show_mask_tab(at: AppTest) -> AppTest:
+    at.session_state["explore_tab"] = "Causal mask off vs on"
+    at.run()
+    assert_clean(at)
+    return at
 
 
 def test_default_main_chart_shows_the_sentence(default_app: AppTest):
@@ -81,8 +89,8 @@ def test_typing_a_sentence_updates_the_labels():
     labels = " ".join(y_labels(main_figure(at)))
     assert "lily" in labels and "ball" in labels, labels
     assert "animal" not in labels
-    # all four charts follow the new text
-    for fig in figures(at)[2:]:
+    # the mask comparison follows the new text
+    for fig in figures(show_mask_tab(at))[1:]:
         assert any("lily" in label for label in y_labels(fig))
 
 
@@ -109,11 +117,25 @@ def test_causal_toggle_masks_the_upper_triangle():
 
 
 def test_mask_comparison_charts_are_off_then_on():
-    at = run_app()
-    off, on = figures(at)[2:]
+    at = show_mask_tab(run_app())
+    off, on = figures(at)[1:]
     assert "OFF" in title(off) and "ON" in title(on)
     assert np.isfinite(z(off)).all()
     assert np.isnan(z(on)[0, 1:]).all()
+    # one colour scale for both, so the shades compare
+    assert off["data"][0]["zmax"] == on["data"][0]["zmax"] >= np.nanmax(z(on)) - 1e-6
+
+
+def test_mask_comparison_traces_a_second_time_only_while_shown():
+    from app.services.core import TRACES
+
+    text = "Only the open tab may run the model twice."
+    at = run_app(text=text)
+    keys = [k for k in list(TRACES._entries) if k[2] == text]
+    assert [k[3] for k in keys] == [False], "the default tab traces once (mask off: MiniLM's own setting)"
+    show_mask_tab(at)
+    keys = [k for k in list(TRACES._entries) if k[2] == text]
+    assert sorted(map(str, (k[3] for k in keys))) == ["False", "True"]
 
 
 def test_switching_to_gpt2_turns_the_causal_mask_on():
@@ -126,7 +148,7 @@ def test_switching_to_gpt2_turns_the_causal_mask_on():
     fig = main_figure(at)
     assert "causal mask on" in title(fig)
     assert np.isnan(z(fig)[0, 1:]).all()
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 2
 
     # back to MiniLM: its own default (off) comes back
     at.selectbox(key="model").set_value("minilm").run()
@@ -208,7 +230,7 @@ def test_unknown_hub_id_shows_an_error_quickly():
     at.text_input(key="hub_id").input("").run()
     assert_clean(at)
     assert not at.error
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 2
 
 
 @pytest.mark.parametrize("hub_id", ["../../etc", "/nonexistent/folder", "a" * 300, "bad id with spaces"])
@@ -218,6 +240,58 @@ def test_malformed_hub_ids_show_an_error(hub_id: str):
     assert_clean(at)
     assert at.error, "a malformed id gets a message"
     assert not at.get("plotly_chart")
+
+
+def test_display_options_log_scale_and_hidden_sink_columns(default_app: AppTest):
+    at = run_app()
+    exact = z(main_figure(at))
+    at.segmented_control(key="explore_scale").set_value("log").run()
+    assert_clean(at)
+    fig = main_figure(at)
+    np.testing.assert_array_equal(z(fig), exact)  # log is a colour scale: the weights sent are the same
+    stops = [s[0] for s in fig["data"][0]["colorscale"]]
+    assert stops[0] == 0 and stops[1] == pytest.approx(1e-4) and stops[-1] == 1
+    at.segmented_control(key="explore_scale").set_value("row").run()
+    rows = z(main_figure(at))
+    np.testing.assert_allclose(rows, exact / exact.max(axis=1, keepdims=True), rtol=1e-5)
+    at.segmented_control(key="explore_scale").set_value("linear").run()
+    at.toggle(key="explore_hide_sinks").set_value(True).run()
+    fig = main_figure(at)
+    keys = fig["data"][0]["x"]
+    assert not any("[CLS]" in k or "[SEP]" in k for k in keys), keys
+    assert not keys[0].startswith("0 ")
+    np.testing.assert_allclose(z(fig), exact[:, 1:-1], rtol=1e-6)  # the same weights, not renormalised
+
+
+def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
+    from engine.analysis.overview import overview_edges
+
+    words = "the quick brown fox jumps over the lazy dog while a teacher explains attention".split()
+    text = " ".join(words[i % len(words)] for i in range(700))
+    at = run_app(text=text, max_tokens=512)
+    assert_clean(at)
+    fig = main_figure(at)
+    pooled = z(fig)
+    assert pooled.shape == (256, 256), "512 tokens are sent as 256 × 256 block maxima"
+    assert len(fig["data"][0]["y"]) == 256 and fig["data"][0]["y"][1] == "2–3"
+    # against the full pattern pooled by hand
+    import engine
+
+    from app import services
+
+    full = services.get_trace("minilm", text, False, 512).pattern(0, 0)
+    edges = overview_edges(512, 256)
+    by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
+    np.testing.assert_allclose(pooled, by_hand, rtol=1e-5, atol=1e-7)
+    assert len(json.dumps(fig)) < 500_000, "one head's overview stays well under 0.5 MB"
+    # zoom to a region that fits: exact weights with token labels
+    at.slider(key="explore_zoom_q_512").set_value((100, 200)).run()
+    at.slider(key="explore_zoom_k_512").set_value((0, 120)).run()
+    assert_clean(at)
+    fig = main_figure(at)
+    np.testing.assert_allclose(z(fig), full[100:200, 0:120], rtol=1e-5, atol=1e-7)
+    assert fig["data"][0]["y"][0].startswith("100 ") and fig["data"][0]["x"][0] == "0 [CLS]"
+    assert isinstance(engine.DEFAULT_MAX_TOKENS, int)
 
 
 def test_token_limit_truncates_with_a_warning():
@@ -240,17 +314,17 @@ HUGE = ("word " * 10_000)[:50_000]
 def _assert_cut(at: AppTest, limit: int) -> None:
     assert_clean(at)
     assert not at.error, messages(at.error)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 2
     assert z(main_figure(at)).shape == (limit, limit)  # tick labels thin out above 60 tokens
     assert any(f"first {limit}" in w for w in messages(at.warning)), messages(at.warning)
 
 
-def test_longest_typed_text_is_cut_with_a_warning():
-    """The text area takes at most 20,000 characters (AppTest, like the browser, ignores longer input)."""
+def test_long_typed_text_is_kept_and_cut_with_a_warning():
+    """A 50,000-character paste is taken whole (no silent drop in the browser) and cut at the token limit."""
     at = run_app()
     at.number_input(key="max_tokens").set_value(64).run()
-    at.text_area(key="text").input(HUGE[:20_000]).run()
-    assert len(at.text_area(key="text").value) == 20_000
+    at.text_area(key="text").input(HUGE).run()
+    assert len(at.text_area(key="text").value) == len(HUGE)
     _assert_cut(at, 64)
 
 

@@ -62,7 +62,8 @@ def test_start_trains_and_offers_the_model():
     assert len(at.get("plotly_chart")) == 1  # the attention grid
     assert len(at.get("vega_lite_chart")) == 3  # loss, accuracy, head scores (reverse has an ideal pattern)
     grid = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert len(grid["data"]) == 1 * (4 + 1)  # 1 layer × 4 heads + the ideal pattern
+    # one heatmap of tiles: 1 layer × (4 heads + the ideal pattern), labelled on the x axis
+    assert len(grid["data"]) == 1 and grid["layout"]["xaxis"]["ticktext"] == ["H0", "H1", "H2", "H3", "ideal"]
     # "try it": the model's answer next to the right one (reverse of the typed letters)
     at.text_input(key="train_try").input("a b c d e f").run()
     assert_clean(at)
@@ -167,7 +168,10 @@ def test_time_lapse_moves_the_grid_and_the_rule_on_the_curves():
     trace = job.progress().snapshots[len(steps) // 2].probe_trace
     expected = trace.pattern(0, 1).astype(float)
     expected[np.triu(np.ones_like(expected, dtype=bool), k=1)] = np.nan  # hidden by the causal mask: grey
-    np.testing.assert_allclose(decode(grid["data"][1]["z"]), expected, atol=1e-6)
+    mosaic = decode(grid["data"][0]["z"])
+    n = expected.shape[0]
+    head_1 = mosaic[:n, (n + 1):(n + 1) + n]  # tiles are separated by one empty column
+    np.testing.assert_allclose(head_1, expected, atol=1e-6)
     for chart in at.get("vega_lite_chart"):  # every curve carries the rule at that step (Arrow datasets)
         frames = [pa.ipc.open_stream(d.data.data).read_pandas() for d in chart.proto.datasets]
         rules = [f for f in frames if list(f.columns) == ["step"]]

@@ -1,0 +1,104 @@
+"""Display settings shared by the pages that draw one head large: colour scale, hidden sink columns, zoom.
+
+With a linear colour scale a 400-token head looks empty except for its sink column ([CLS], [SEP] or the
+first token take most of the weight); a log scale, per-row scaling or hiding those columns makes the rest
+readable. Inputs longer than the overview size get a zoom: two range sliders (keyboard-friendly) pick
+the query rows and key columns; once the region fits, the exact weights appear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from app.components.heatmap import SCALES
+from app.components.map_data import OVERVIEW_SIZE
+from app.state import PERSIST, settle
+
+SCALE_HELP = ("Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
+              "still shows the true weight. Each row to its own max: every query's strongest key is darkest.")
+HIDE_HELP = ("Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
+             "'attention sink'). Hiding their columns lets the colour scale show the rest; weights are not "
+             "renormalised.")
+
+
+@dataclass(frozen=True)
+class DisplayOptions:
+    scale: str
+    hide_sinks: bool
+    caption: str
+
+
+def display_options(trace, key_prefix: str) -> DisplayOptions:
+    """Colour scale and "hide sink columns" widgets; returns the choice and a sentence for the caption."""
+    scale_key, hide_key = f"{key_prefix}_scale", f"{key_prefix}_hide_sinks"
+    if st.session_state.get(scale_key) not in SCALES:
+        st.session_state[scale_key] = "linear"
+    left, right = st.columns([3, 2])
+    with left:
+        scale = st.segmented_control("Colour scale", list(SCALES), format_func=SCALES.get, key=scale_key,
+                                     help=SCALE_HELP, **PERSIST) or "linear"
+    with right:
+        hide = bool(st.toggle("Hide [CLS]/[SEP]/first-token columns", key=hide_key, help=HIDE_HELP, **PERSIST))
+    notes = []
+    if scale == "log":
+        notes.append("Colour: log scale, so weights down to 1/10,000 of the largest get a shade.")
+    elif scale == "row":
+        notes.append("Colour: each row divided by its own largest weight (hover shows that share, not the weight).")
+    if hide:
+        notes.append("Special-token and first-token columns are hidden, so rows no longer sum to 1.")
+    if trace.n_keys > 128 and scale == "linear" and not hide:
+        notes.append("Long input: if the map looks empty but for one column, try the log colour scale or hide the "
+                     "sink columns.")
+    return DisplayOptions(scale=scale, hide_sinks=hide, caption=" ".join(notes))
+
+
+def _range_slider(label: str, key: str, n: int, help_text: str) -> tuple[int, int]:
+    current = st.session_state.get(key)
+    if not (isinstance(current, (tuple, list)) and len(current) == 2
+            and all(isinstance(v, int) for v in current) and 0 <= current[0] < current[1] <= n):
+        settle(key, (0, n))
+    start, stop = st.slider(label, 0, n, key=key, help=help_text, **PERSIST)
+    start, stop = int(start), int(stop)
+    return (start, stop) if stop > start else (start, min(n, start + 1))
+
+
+def _reset(*ranges: tuple[str, int]) -> None:
+    for key, n in ranges:
+        st.session_state[key] = (0, n)
+
+
+def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+    """Query and key ranges to draw (None: everything), with sliders when the input is longer than the overview."""
+    n_q, n_k = trace.n_queries, trace.n_keys
+    if max(n_q, n_k) <= OVERVIEW_SIZE:
+        return None, None
+    q_key, k_key = f"{key_prefix}_zoom_q_{n_q}", f"{key_prefix}_zoom_k_{n_k}"
+    with st.expander(f"Zoom: {n_q} × {n_k} tokens are drawn as at most {OVERVIEW_SIZE} × {OVERVIEW_SIZE} cells; "
+                     f"pick a region of ≤ {OVERVIEW_SIZE} tokens a side for exact weights", expanded=False):
+        left, right = st.columns(2)
+        with left:
+            q_range = _range_slider("Query tokens (rows)", q_key, n_q, "Positions from … to (the end is excluded).")
+        with right:
+            k_range = _range_slider("Key tokens (columns)", k_key, n_k, "Positions from … to (the end is excluded).")
+        st.button("Show everything", key=f"{key_prefix}_zoom_reset", icon=":material/zoom_out_map:",
+                  on_click=_reset, args=((q_key, n_q), (k_key, n_k)))
+    q_range = None if q_range == (0, n_q) else q_range
+    k_range = None if k_range == (0, n_k) else k_range
+    return q_range, k_range
+
+
+def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str) -> None:
+    """A CSV download of the exact weights in view, built only when clicked (too large a region: a hint)."""
+    from app.components.map_data import CSV_MAX_SIDE, csv_region, head_csv
+
+    region = csv_region(att, q_range, k_range)
+    if region is None:
+        st.caption(f"To download exact weights as CSV, zoom to at most {CSV_MAX_SIDE:,} tokens a side.")
+        return
+    (q0, q1), (k0, k1) = region
+    whole = (q0, q1, k0, k1) == (0, att.n_queries, 0, att.n_keys)
+    label = "Download this head as CSV" if whole else f"Download this region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
+    st.download_button(label, lambda: head_csv(att, layer, head, (q0, q1), (k0, k1)), on_click="ignore",
+                       file_name=file_name, mime="text/csv", icon=":material/download:")

@@ -1,0 +1,41 @@
+"""Cached attention maps for the figure layer: one head (exact or pooled) and one layer's thumbnails.
+
+Both read the cached trace (``core.get_trace``: no forward pass on a hit) and ask the engine for at most
+``size`` × ``size`` cells per head (``AttentionTrace.overview``), so a 16,384-token input never builds an
+n×n matrix here. Results are small (≤ 256² float32 per head), so ``st.cache_data``'s copy per hit is cheap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from app.components.map_data import OVERVIEW_SIZE, MapData, head_map, layer_tiles
+from app.services.heads import heads_attention
+
+GRID_CELLS = 64  # thumbnail cells per side in a layer's grid (fewer for many heads: see grid_cells)
+GRID_BUDGET = 12 * 64 * 64  # cells of one layer's grid at most (12 heads × 64²: ~260 kB of base64)
+
+
+def grid_cells(n_heads: int) -> int:
+    """Cells per side of a thumbnail so that a layer's grid stays within ``GRID_BUDGET`` cells."""
+    return int(max(16, min(GRID_CELLS, np.sqrt(GRID_BUDGET / max(n_heads, 1)))))
+
+
+@st.cache_data(show_spinner=False, max_entries=512, ttl=3600)
+def head_view(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str, layer: int, head: int,
+              q_range: tuple[int, int] | None = None, k_range: tuple[int, int] | None = None,
+              hide_sinks: bool = False, row_scale: bool = False, size: int = OVERVIEW_SIZE) -> MapData:
+    """One head as at most ``size``² cells: exact weights when the region fits, block maxima otherwise."""
+    att = heads_attention(model_id, text, causal, max_tokens, block)
+    return head_map(att, layer, head, q_range=q_range, k_range=k_range, hide_sinks=hide_sinks,
+                    row_scale=row_scale, size=size)
+
+
+@st.cache_data(show_spinner=False, max_entries=128, ttl=3600)
+def layer_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str, layer: int
+               ) -> tuple[np.ndarray, bool]:
+    """Every head of ``layer`` as thumbnails ``[1, head, s, t]`` of block maxima, and whether they are pooled."""
+    att = heads_attention(model_id, text, causal, max_tokens, block)
+    tiles = layer_tiles(att, layer, grid_cells(att.n_heads))
+    return tiles[None].astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
