@@ -30,7 +30,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
-START_TIMEOUT_S = 60  # both workers healthy; measured ~2–5 s on 2 busy cores
+START_TIMEOUT_S = 60  # both workers healthy; measured 1.3–2.8 s on 2 busy cores
 STOP_TIMEOUT_S = 15
 WORKERS = ("w0", "w1")
 
