@@ -8,6 +8,7 @@ group is ever signalled. Its output is kept in ``test-artifacts/classroom.log``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -133,10 +134,8 @@ def classroom():
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                pass
         if _group_alive(proc.pid):  # our own group only: whatever the script left behind
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=STOP_TIMEOUT_S)
