@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Install what the tests need (Python packages, Debian's Chromium when missing) and run the suite.
+# Install what the tests need (Python packages, Debian's Chromium and HAProxy when missing) and run the suite.
 # Usage: bash scripts/test.sh [pytest args]   — the README's test command and what .ci/run calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 
-if ! command -v chromium >/dev/null 2>&1; then
-  echo "Installing Debian's chromium for the browser tests…"
+# Debian packages the browser tests need: chromium, and haproxy for the classroom launch.
+APT_PACKAGES=()
+command -v chromium >/dev/null 2>&1 || APT_PACKAGES+=(chromium)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || APT_PACKAGES+=(haproxy)
+if [ "${#APT_PACKAGES[@]}" -gt 0 ]; then
+  echo "Installing Debian's ${APT_PACKAGES[*]} for the browser tests…"
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${APT_PACKAGES[@]}" >/dev/null
 fi
 
 export HF_HUB_OFFLINE=1          # tests never reach the network
