@@ -37,9 +37,9 @@ def expect_tick(page: Page, word: str, timeout: int = REDRAW_MS) -> None:
     expect(y_ticks(page).filter(has_text=re.compile(rf"^\d+ {re.escape(word)}$"))).not_to_have_count(0, timeout=timeout)
 
 
-def expect_settled(page: Page) -> None:
-    """All four charts drawn and the app idle (no "Running…" status, no spinner)."""
-    expect(page.locator(PLOT)).to_have_count(4, timeout=REDRAW_MS)
+def expect_settled(page: Page, charts: int = 2) -> None:
+    """Every chart drawn (the head and its layer's grid by default) and the app idle (no status, no spinner)."""
+    expect(page.locator(PLOT)).to_have_count(charts, timeout=REDRAW_MS)
     expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=REDRAW_MS)
     expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=REDRAW_MS)
 
@@ -101,3 +101,27 @@ def test_switch_to_tiny_gpt2(page: Page, app_url: str, artifacts: Path):
     assert any("animal" in t for t in texts), texts
     assert not any("[CLS]" in t for t in texts), texts
     page.screenshot(path=str(artifacts / "explore-gpt2.png"))
+
+
+def test_grid_click_opens_a_head_and_the_mask_tab_compares(page: Page, app_url: str, artifacts: Path):
+    open_app(page, app_url)
+    grid = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+    expect(grid.locator(".xtick text")).to_have_count(12)  # MiniLM: 12 heads in one row
+    grid.scroll_into_view_if_needed()
+    area = grid.locator(".nsewdrag").first
+    box = area.bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] * (5.5 / 12), box["y"] + box["height"] / 2  # the sixth tile: head 5
+    page.mouse.move(x, y)  # as a person does: hover (the tile's tooltip), then click
+    expect(page.locator(".hoverlayer .hovertext")).not_to_have_count(0, timeout=REDRAW_MS)
+    page.mouse.click(x, y)
+    expect(main_chart(page).locator(".gtitle")).to_have_text("Layer 0, head 5", timeout=REDRAW_MS)
+    expect_settled(page)
+
+    page.get_by_role("tab", name="Causal mask off vs on").click()
+    expect_settled(page, charts=3)
+    titles = page.locator('[data-testid="stPlotlyChart"] .gtitle')
+    expect(titles.filter(has_text="Causal mask OFF")).to_have_count(1)
+    expect(titles.filter(has_text="Causal mask ON")).to_have_count(1)
+    expect_no_exception(page)
+    page.screenshot(path=str(artifacts / "explore-mask-tab.png"))
