@@ -124,25 +124,27 @@ def _stop_group(proc: subprocess.Popen) -> None:
     pgid = proc.pid  # start_new_session: the leader's pid is the group id
     steps = ((lambda: proc.send_signal(signal.SIGTERM)), (lambda: os.killpg(pgid, signal.SIGTERM)),
              (lambda: os.killpg(pgid, signal.SIGKILL)))
-    for step in steps:
+    for first, step in zip((True, False, False), steps):
         with contextlib.suppress(ProcessLookupError):
             step()
         deadline = time.monotonic() + STOP_TIMEOUT_S
         while time.monotonic() < deadline:
-            proc.poll()
-            if proc.returncode is not None and not _group_alive(pgid):
+            leader_gone = proc.poll() is not None
+            if leader_gone and not _group_alive(pgid):
                 return
+            if leader_gone and first:
+                break  # the leader has stopped what it will stop: signal what is left at once
             time.sleep(0.1)
 
 
 def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether a live (not zombie) process is left in the group."""
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields and int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+    return False
 
 
 # --- /proc ---------------------------------------------------------------------------------------------
