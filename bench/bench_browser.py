@@ -202,6 +202,10 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _bytes(b: float) -> str:
+    return f"{b / 1e6:.2f} MB" if b >= 1e6 else f"{b / 1e3:.0f} kB"
+
+
 def table(rows: list[dict]) -> list[str]:
     lines = ["| MiniLM tokens (asked → typed) | presses (drawn) | Enter → drawn, median (s) | min–max (s) "
              "| bytes received per rerun, median | charts drawn | exception boxes |",
@@ -214,7 +218,7 @@ def table(rows: list[dict]) -> list[str]:
         lines.append(
             f"| {r['size']} → {typed} | {len(r['tokens'])} ({len(sec)}){failed} "
             f"| {'–' if not sec else f'{_median(sec):.2f}'} | {spread} "
-            f"| {'–' if med_bytes is None else f'{med_bytes / 1e3:.0f} kB'} "
+            f"| {'–' if med_bytes is None else _bytes(med_bytes)} "
             f"| {'/'.join(str(c) for c in sorted(set(r['charts']))) or '–'} | {r['errors']} |")
     return lines
 
@@ -230,7 +234,7 @@ def section(rows: list[dict], info: dict, args: argparse.Namespace, context: dic
         "sentence box until the rerun's `script_finished` has arrived, every visible Plotly chart holds a "
         "`.main-svg` and the status widget is gone, then two animation frames (Python's `perf_counter` around "
         "Playwright's waits, so a few ms of Playwright round trips are included). **Bytes**: websocket "
-        "payloads the page received between the press and drawn (kB = 10³ bytes; after any permessage-deflate "
+        "payloads the page received between the press and drawn (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
         "is undone; unchanged large elements come as cache references, as they do in any browser).",
         "",
         *table(rows),
