@@ -79,9 +79,12 @@ class Session:
             return "; ".join(c.split(";", 1)[0].strip() for c in resp.headers.get_all("Set-Cookie") or [])
 
     def widget_id(self, kind: str, label: str) -> str | None:
-        """The id of the last run's ``kind`` widget (e.g. ``text_area``) labelled ``label``."""
-        ids = [w.id for k, w in self.widgets if k == kind and w.label == label]
-        return ids[0] if ids else None
+        """The id of the last run's ``kind`` widget (e.g. ``text_area``) labelled ``label`` (case and spaces
+        ignored), or of the page's only widget of that kind; None if neither is there."""
+        same = [w for k, w in self.widgets if k == kind]
+        named = [w for w in same if w.label.strip().casefold() == label.strip().casefold()]
+        found = named or (same if len(same) == 1 else [])
+        return found[0].id if found else None
 
     def query_key(self, widget_id: str) -> str:
         """The query parameter a widget is bound to ('' if none)."""

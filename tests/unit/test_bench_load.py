@@ -85,3 +85,19 @@ def test_class_report_counts_failures_and_unfinished_reruns(tmp_path):
     assert text.startswith(bench_class.SECTION + "\n")
     assert "| streamlit | 2 | 7 (5) | 0.30 |" in text
     assert "3 (" in text and "Not measured: classroom (missing)." in text
+
+
+def test_client_finds_the_text_box_by_label_or_as_the_only_one():
+    from streamlit.proto.TextArea_pb2 import TextArea
+    from streamlit.proto.TextInput_pb2 import TextInput
+
+    from bench.st_client import Session
+
+    session = Session("http://127.0.0.1:1")
+    box, other = TextArea(id="box", label="Your text"), TextArea(id="other", label="Notes")
+    session.widgets = [("text_input", TextInput(id="hub", label="Hub id")), ("text_area", other), ("text_area", box)]
+    assert session.widget_id("text_area", "your text ") == "box"
+    session.widgets = [("text_area", other)]
+    assert session.widget_id("text_area", "Your text") == "other"
+    session.widgets = [("text_area", other), ("text_area", TextArea(id="third", label="More"))]
+    assert session.widget_id("text_area", "Your text") is None
