@@ -82,7 +82,8 @@ def _reading(results: dict[str, dict], sizes: dict[str, tuple[int, ...]]) -> lis
 
 
 def _write_section(out_path: Path, section: str) -> None:
-    """Replace the ``SECTION`` part of ``out_path`` (up to the next ``## `` header), or add it."""
+    """Replace the part of ``out_path`` under ``section``'s first line (a ``## `` header) up to the next
+    ``## `` header, or add it at the end (other benchmarks' sections are left as they are)."""
     if out_path.exists():
         doc = out_path.read_text()
     else:
@@ -93,7 +94,8 @@ def _write_section(out_path: Path, section: str) -> None:
             "and reports ratios. Numbers are medians on the machine named in each section; re-run "
             "the command on a quiet machine to compare.\n"
         )
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    header = section.split("\n", 1)[0]
+    pattern = re.compile(rf"^{re.escape(header)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(doc):
         doc = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", doc, count=1)
     else:

