@@ -1,7 +1,8 @@
 """``AttentionTrace.overview`` / ``pattern_rows``: the long-input view equals the full pattern pooled by hand.
 
 Traces are built directly from random numpy Q/K/V (no model), small enough that ``trace.pattern()``
-is the reference; the chunk size is shrunk in some tests so that chunks split output blocks.
+is the reference; the chunk size is shrunk in some tests so that chunks split output blocks. The
+last section checks the offline long-context model and the causal toggle's limit on long inputs.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
+import engine
 from engine.analysis import overview as ov
 from engine.analysis.overview import overview_edges
-from engine.types import AttentionTrace, Tokens
+from engine.types import AttentionTrace, EngineError, Tokens
 
 RTOL, ATOL = 1e-5, 1e-7  # float32 rounding (the overview sums means in float64)
 
@@ -262,3 +264,47 @@ def test_no_n_by_n_array_is_ever_allocated(extras: dict) -> None:
         tracemalloc.stop()
     assert grid.shape == (size, size) and row.shape == (1, n)
     assert peak < full_bytes / 6, f"peak {peak / 2**20:.1f} MiB for a {full_bytes / 2**20:.0f} MiB pattern"
+
+
+# ---- the offline long-context model --------------------------------------------------------------
+LONG_TEXT = "the cat sat on the mat because it was tired. " * 400
+
+
+def test_tiny_random_gpt2_reads_past_1024_tokens(tiny_gpt2) -> None:
+    assert tiny_gpt2.max_positions == 16384
+    trace = engine.trace(tiny_gpt2, LONG_TEXT, max_tokens=1100)
+    assert len(trace.tokens) == 1100 and trace.truncated and not trace.notices[0].startswith("This model reads")
+    grid = trace.overview(-1, 0, 64)
+    assert grid.shape == (64, 64)
+    np.testing.assert_allclose(grid, by_hand(trace, -1, 0, 64, "max"), rtol=RTOL, atol=ATOL)
+
+
+def test_causal_toggle_with_a_mask_is_refused_on_long_inputs(minilm, monkeypatch) -> None:
+    from engine.pretrained import adapters
+
+    monkeypatch.setattr(adapters, "MAX_MASK_TOKENS", 8)
+    with pytest.raises(EngineError, match="shorter text"):
+        engine.trace(minilm, "The cat sat on the mat because it was tired.", causal=True)
+    assert engine.trace(minilm, "The cat sat on the mat because it was tired.").n_queries > 8  # default: fine
+    assert engine.trace(minilm, "The cat sat.", causal=True).causal  # 6 tokens: under the limit
+
+
+def test_gpt2_without_its_mask_needs_no_mask_tensor(tiny_gpt2, monkeypatch) -> None:
+    """Off on SDPA passes ``is_causal=False`` (no n×n mask, no limit); it equals an all-zero 4D mask."""
+    import torch
+
+    from engine.capture import capture
+    from engine.pretrained import adapters
+
+    monkeypatch.setattr(adapters, "MAX_MASK_TOKENS", 8)
+    trace = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.", causal=False)
+    n = trace.n_queries
+    assert n > 8 and not trace.causal
+    adapter = tiny_gpt2.adapter
+    with torch.inference_mode(), tiny_gpt2.lock, capture(adapter.targets(tiny_gpt2.module)) as acts:
+        adapter.base(tiny_gpt2.module)(input_ids=torch.tensor([list(trace.tokens.ids)]),
+                                       attention_mask=torch.zeros(1, 1, n, n))  # fmt: skip
+    q_last = acts[f"blocks.{trace.n_layers - 1}.attn.hook_qkv"][0, :, :128].reshape(n, 4, 32).transpose(0, 1)
+    np.testing.assert_allclose(trace.q(-1), q_last.numpy(), rtol=1e-5, atol=1e-5)
+    causal = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.")
+    assert not np.allclose(causal.q(-1), trace.q(-1), atol=1e-3)  # the mask did change the later layers
