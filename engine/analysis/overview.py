@@ -97,8 +97,8 @@ def _head(trace: AttentionTrace, layer: int, head: int) -> _Head:
     padding = trace.key_padding
     slopes = trace.alibi_slopes
     return _Head(
-        q=np.asarray(q, dtype=np.float32),
-        k=np.asarray(k, dtype=np.float32),
+        q=np.ascontiguousarray(q, dtype=np.float32),  # one head of a captured [pos, 3·d_model] block is strided
+        k=np.ascontiguousarray(k, dtype=np.float32),
         scale=np.float32(trace.scales[index(layer) % trace.n_layers]),
         causal=bool(trace.causal),
         padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
