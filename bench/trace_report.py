@@ -81,8 +81,8 @@ def _reading(results: dict[str, dict], sizes: dict[str, tuple[int, ...]]) -> lis
     return lines
 
 
-def _write_section(out_path: Path, section: str) -> None:
-    """Replace the ``SECTION`` part of ``out_path`` (up to the next ``## `` header), or add it."""
+def _write_section(out_path: Path, section: str, header: str = SECTION) -> None:
+    """Replace the ``header`` part of ``out_path`` (up to the next ``## `` header), or add it."""
     if out_path.exists():
         doc = out_path.read_text()
     else:
@@ -93,7 +93,7 @@ def _write_section(out_path: Path, section: str) -> None:
             "and reports ratios. Numbers are medians on the machine named in each section; re-run "
             "the command on a quiet machine to compare.\n"
         )
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    pattern = re.compile(rf"^{re.escape(header)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(doc):
         doc = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", doc, count=1)
     else:
