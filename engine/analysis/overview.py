@@ -270,8 +270,9 @@ def overview(
         n_avail = int(np.clip(p.shape[1] - k0, 0, n_sel) if keys is None else np.searchsorted(keys, p.shape[1]))
         if n_avail:
             lo = k0 if keys is None else int(keys[0])
-            cols = None if keys is None else keys[:n_avail] - lo
-            part = p[:, lo : lo + n_avail if cols is None else int(cols[-1]) + lo + 1]  # a view of the buffer
+            cols = None if keys is None else keys[:n_avail] - lo  # picked from the span lo…hi below
+            hi = lo + (n_avail if cols is None else int(cols[-1]) + 1)
+            part = p[:, lo:hi]  # a view of the buffer
             if row_scale:
                 peak = (part if cols is None else part[:, cols]).max(axis=1, keepdims=True)
                 peak[peak <= 0] = 1.0
