@@ -65,8 +65,8 @@ ENV_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OPENBLAS_NUM_
 # ---- parent -----------------------------------------------------------------------------------
 
 
-def _build_gpt2_folder(folder: Path) -> None:
-    """A GPT-2-small-shaped model with seeded random weights and the project's tokenizer."""
+def _build_gpt2_folder(folder: Path, shape: dict | None = None) -> None:
+    """A GPT-2-family model (default: GPT-2-small shape) with seeded random weights and the project's tokenizer."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -74,7 +74,7 @@ def _build_gpt2_folder(folder: Path) -> None:
 
     tokenizer = build_tokenizer()
     config = GPT2Config(
-        **GPT2_SHAPE,
+        **(shape or GPT2_SHAPE),
         bos_token_id=tokenizer.eos_token_id,
         eos_token_id=tokenizer.eos_token_id,
     )
@@ -111,8 +111,8 @@ def _inputs(model_name: str, path: str, sizes: tuple[int, ...]) -> tuple[str, di
     return text, ids
 
 
-def _run_worker(kind: str, spec: dict, spec_dir: Path) -> dict:
-    """Run ``_memory_worker`` or ``_time_worker`` in a fresh Python process and return its result."""
+def _run_worker(kind: str, spec: dict, spec_dir: Path, module: str = "bench.bench_trace") -> dict:
+    """Run ``module``'s memory or time worker (``--worker``) in a fresh Python process; return its result."""
     tag = f"{kind}-{spec['model']}-{spec.get('case', 'all')}-{len(spec['ids']) if kind == 'memory' else 'all'}"
     spec_file = spec_dir / f"{tag}.json"
     spec_file.write_text(json.dumps(dict(spec, kind=kind)))
@@ -122,7 +122,7 @@ def _run_worker(kind: str, spec: dict, spec_dir: Path) -> dict:
     if kind == "memory" and spec.get("fixed_mmap_threshold") and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
         env["MALLOC_MMAP_THRESHOLD_"] = str(MMAP_THRESHOLD)
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.bench_trace", "--worker", str(spec_file)],
+        [sys.executable, "-m", module, "--worker", str(spec_file)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -81,9 +81,9 @@ def _reading(results: dict[str, dict], sizes: dict[str, tuple[int, ...]]) -> lis
     return lines
 
 
-def _write_section(out_path: Path, section: str) -> None:
-    """Replace the part of ``out_path`` under ``section``'s first line (a ``## `` header) up to the next
-    ``## `` header, or add it at the end (other benchmarks' sections are left as they are)."""
+def _write_section(out_path: Path, section: str, header: str | None = None) -> None:
+    """Replace the part of ``out_path`` under ``header`` (default: ``section``'s first line, a ``## ``
+    header) up to the next ``## `` header, or add it at the end (other sections are left as they are)."""
     if out_path.exists():
         doc = out_path.read_text()
     else:
@@ -94,7 +94,7 @@ def _write_section(out_path: Path, section: str) -> None:
             "and reports ratios. Numbers are medians on the machine named in each section; re-run "
             "the command on a quiet machine to compare.\n"
         )
-    header = section.split("\n", 1)[0]
+    header = header or section.split("\n", 1)[0]
     pattern = re.compile(rf"^{re.escape(header)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(doc):
         doc = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", doc, count=1)

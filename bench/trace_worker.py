@@ -126,13 +126,16 @@ def _make_case(case: str, model_name: str, path: str, text: str):
     return call, kept, check
 
 
-def _memory_worker(spec: dict) -> dict:
-    """Fresh process, one case, one size: peak memory of one call, and what the result keeps."""
+def _memory_worker(spec: dict, make_case=None) -> dict:
+    """Fresh process, one case, one size: peak memory of one call, and what the result keeps.
+
+    ``make_case`` (default :func:`_make_case`) loads the case; other benchmarks pass their own.
+    """
     import torch
 
     torch.set_num_threads(spec["threads"])
     ids = spec["ids"]
-    call, kept, check = _make_case(spec["case"], spec["model"], spec["path"], spec["text"])
+    call, kept, check = (make_case or _make_case)(spec["case"], spec["model"], spec["path"], spec["text"])
     call(ids[:WARMUP_TOKENS])  # lazy library initialisation is not charged to the measured call
     gc.collect()
     before = _rss_bytes()

@@ -191,7 +191,9 @@ class AttentionTrace:
         """Additive mask ``[q_pos, k_pos]``: 0 where attention is allowed, −∞ where blocked.
 
         The mask is the same for every head of a layer; ``layer`` is validated for symmetry with
-        the other accessors (a later model family may mask layers differently).
+        the other accessors (a later model family may mask layers differently). It is n×n: pages
+        must not call it (nor ``bias``, ``scores``, ``pattern``) on long inputs; use
+        :meth:`overview`, :meth:`pattern_rows` and :meth:`blocked_any`.
         """
         self._layer(layer)
         n_q, n_k = self.n_queries, self.n_keys
@@ -205,7 +207,7 @@ class AttentionTrace:
         return np.where(blocked, -np.inf, 0.0).astype(np.float32)
 
     def bias(self, layer: int) -> np.ndarray | None:
-        """Per-head additive bias ``[head, q_pos, k_pos]`` (ALiBi), or None when the model has none."""
+        """Per-head additive bias ``[head, q_pos, k_pos]`` (ALiBi), or None; n×n per head (see ``mask``)."""
         self._layer(layer)
         if self.alibi_slopes is None:
             return None
@@ -213,6 +215,11 @@ class AttentionTrace:
         k_pos = np.arange(self.n_keys)[None, :]
         distance = -np.abs(q_pos - k_pos).astype(np.float32)  # [q, k], 0 on the diagonal
         return (self.alibi_slopes.astype(np.float32)[:, None, None] * distance[None]).astype(np.float32)
+
+    def blocked_any(self) -> bool:
+        """True when the mask blocks at least one (query, key) pair; O(n), no n×n array."""
+        padded = self.key_padding is not None and bool(self.key_padding.any())
+        return padded or (self.causal and self.n_queries > 1)
 
     # ---- lazy attention math -----------------------------------------------------------------
     def scores(self, layer: int, head: int | None = None, stage: Stage = "masked") -> np.ndarray:
@@ -265,6 +272,25 @@ class AttentionTrace:
         v = self.values[layer_i][self._heads(head)]
         out = np.matmul(p if head is None else p[None], v)
         return out[0] if head is not None else out
+
+    def overview(self, layer: int, head: int, size: int = 1024, reduce: Literal["max", "mean"] = "max", *,
+                 q_range: tuple[int, int] | None = None, k_range: tuple[int, int] | None = None,
+                 keys: np.ndarray | None = None, row_scale: bool = False) -> np.ndarray:  # fmt: skip
+        """One head's exact pattern pooled to ``[min(rows, size), min(keys, size)]`` block max/mean cells.
+
+        For long inputs: computed a chunk of query rows at a time, never n×n. Arguments, returns
+        and examples: :func:`engine.analysis.overview.overview`.
+        """
+        from engine.analysis import overview as ov  # on use: engine.types imports no analysis code
+
+        return ov.overview(self, layer, head, size, reduce, q_range=q_range, k_range=k_range, keys=keys,
+                           row_scale=row_scale)  # fmt: skip
+
+    def pattern_rows(self, layer: int, head: int, start: int, stop: int) -> np.ndarray:
+        """Exact rows ``start:stop`` of ``pattern(layer, head)``, ``[stop − start, k_pos]``, without n×n."""
+        from engine.analysis import overview as ov
+
+        return ov.pattern_rows(self, layer, head, start, stop)
 
     # ---- helpers -----------------------------------------------------------------------------
     def _layer(self, layer: int) -> int:

@@ -25,13 +25,17 @@ def pos_shift_check(n_pos: int, d_model: int, k: int):
     return positional.shift_check(n_pos, d_model, k)
 
 
+#: positions the Learned tab compares (tiny-random-gpt2 has 16,384: their similarity would take 2 GB)
+LEARNED_MAX_POSITIONS = 1024
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def pos_learned_table(model_id: str):
-    """A loaded model's position table (``PositionTable``) and its cosine similarity."""
+    """A loaded model's position table (``PositionTable``) and the cosine similarity of its first 1024 rows."""
     from engine.analysis import positional
 
     table = positional.position_table(get_model(model_id))
-    return table, positional.similarity(table.values, "cosine")
+    return table, positional.similarity(table.values[:LEARNED_MAX_POSITIONS], "cosine")
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -125,14 +125,15 @@ def learned_section() -> None:
     except Exception as err:  # noqa: BLE001 — rope / alibi / no table: a message, not a traceback
         st.info(services.friendly_error(err))
         return
-    rows, d_model = table.values.shape
+    n_table, d_model = table.values.shape
+    rows = min(n_table, cos_sim.shape[0])  # a long-context table is shown up to where its similarity is computed
     ensure("pos_learned_n", 128, 2, rows)
     st.slider("Positions shown", 2, rows, key="pos_learned_n", **PERSIST)
     n = bounded(st.session_state.get("pos_learned_n"), 2, rows)
     n_sentence = sentence_length(model_id)
     values = table.values[:n]
     st.plotly_chart(matrix_heatmap(values, x_title="dimension", y_title="position", value_name="value",
-                                   title=f"{model_id}: {table.source} ({n} of {rows} positions × {d_model})",
+                                   title=f"{model_id}: {table.source} ({n} of {n_table} positions × {d_model})",
                                    height=380), key="pos_learned_heatmap")  # fmt: skip
     st.caption("The learned table, one row per position, one column per dimension (colours clipped at the "
                "99.5th percentile of |value| so a few large entries do not wash out the rest).")  # fmt: skip

@@ -117,16 +117,8 @@ class HFRunner:
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], _before) -> Any:
         n = len(prep.ids)
         input_ids = torch.tensor([list(prep.ids)], device=device)  # (1, T)
-        default_causal = self.adapter.family == "decoder"
-        causal = default_causal if prep.causal is None else bool(prep.causal)
-        kwargs = {}
-        if causal != default_causal:  # a per-call 4D additive float mask, as the tracing adapter does
-            dtype = next(module.parameters()).dtype
-            mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device)
-            if causal:
-                blocked = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
-                mask = mask.masked_fill(blocked, torch.finfo(dtype).min)
-            kwargs["attention_mask"] = mask
+        causal = self.adapter.family == "decoder" if prep.causal is None else bool(prep.causal)
+        kwargs = self.adapter.causal_kwargs(module, n, causal, device)  # the tracing adapter's own toggle
         with heads_off(self.projections(module), off, {SELF: self.layout[SELF][1]}):
             if self.output == "next-token":
                 return _log_probs(module(input_ids=input_ids, **kwargs).logits[0, -1])

@@ -9,8 +9,11 @@ scores and patterns lazily for the layer and head asked for. What each family ne
 - its position-embedding module (the vectors added to the input),
 - whether it is causal by default, and whether its tokenizer is byte-level.
 
-A causal toggle never edits the shared model's config: a per-call 4D additive float mask
-``[1, 1, n, n]`` (0 where allowed, the dtype's minimum where blocked) goes to ``forward``.
+A causal toggle never edits the shared model's config. Turning a decoder's mask off on the SDPA
+path passes ``is_causal=False`` to ``forward`` (transformers hands it to the attention function;
+no mask tensor, so 16k-token inputs are fine). Otherwise a per-call 4D additive float mask
+``[1, 1, n, n]`` (0 where allowed, the dtype's minimum where blocked) goes to ``forward``; that is
+n² floats, so it is refused above :data:`MAX_MASK_TOKENS` tokens.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from torch import nn
 from engine.capture import capture
 from engine.model import Model
 from engine.text import byte_level_display, check_max_tokens, clean_input, clean_token, length_notices
-from engine.types import AttentionTrace, EmptyInputError, ModelUnavailableError, Tokens
+from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnavailableError, Tokens
+
+#: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
+MAX_MASK_TOKENS = 4096
 
 
 def _heads(x: torch.Tensor, n_heads: int) -> np.ndarray:
@@ -112,6 +118,34 @@ class HFTextAdapter:
         strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))
         return list(ids), Tokens(strings=strings, ids=tuple(ids), special=special), n_total
 
+    # ---- causal toggle -----------------------------------------------------------------------
+    def causal_kwargs(self, module: nn.Module, n: int, causal: bool, device: torch.device) -> dict:
+        """Keyword arguments for ``forward`` that give ``n`` tokens the mask ``causal`` asks for.
+
+        None when it is the family's default; ``is_causal=False`` for a decoder on SDPA (transformers'
+        SDPA attention reads it: no mask tensor); otherwise a 4D additive float mask ``[1, 1, n, n]``
+        (0 where allowed, the dtype's minimum where blocked), which the model uses as given.
+
+        Raises:
+            EngineError: that mask would be needed for more than :data:`MAX_MASK_TOKENS` tokens.
+        """
+        if causal == (self.family == "decoder"):
+            return {}
+        if not causal and getattr(module.config, "_attn_implementation", None) == "sdpa":
+            return {"is_causal": False}
+        if n > MAX_MASK_TOKENS:
+            raise EngineError(
+                f"Turning the causal mask {'on' if causal else 'off'} for this model needs an {n}×{n} mask: "
+                f"at most {MAX_MASK_TOKENS} tokens, this input has {n}. Use a shorter text or a lower token "
+                "limit, or keep the model's own mask setting."
+            )
+        dtype = next(module.parameters()).dtype
+        mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device)
+        if causal:
+            blocked = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+            mask = mask.masked_fill(blocked, torch.finfo(dtype).min)
+        return {"attention_mask": mask}
+
     # ---- trace -------------------------------------------------------------------------------
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         text, cut_chars = clean_input(text)
@@ -126,14 +160,7 @@ class HFTextAdapter:
 
         def forward(module: nn.Module, device: torch.device) -> dict[str, torch.Tensor]:
             input_ids = torch.tensor([ids], device=device)
-            kwargs = {}
-            if causal != default_causal:
-                dtype = next(module.parameters()).dtype
-                blocked = torch.ones(n, n, dtype=torch.bool, device=device).triu(1) if causal else None
-                mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device)
-                if blocked is not None:
-                    mask = mask.masked_fill(blocked, torch.finfo(dtype).min)
-                kwargs["attention_mask"] = mask  # 4D additive float mask, used as given
+            kwargs = self.causal_kwargs(module, n, causal, device=device)
             with capture(self.targets(module)) as acts:
                 # the base model only: an LM head would build [n, vocab] logits a trace never reads
                 self.base(module)(input_ids=input_ids, **kwargs)

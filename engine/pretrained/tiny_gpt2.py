@@ -3,6 +3,8 @@
 It exists so the decoder path works offline before our own trained decoder lands: real GPT-2
 modelling code from transformers, real byte-level BPE tokenization (``Ġ`` markers and all), but
 random weights (seeded, so every machine gets the same model). Its patterns are not meaningful.
+It reads up to 16,384 tokens, so the long-input views (``AttentionTrace.overview``) can be tried
+offline.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from engine.types import ModelSpec
 SEED = 0
 VOCAB_SIZE = 1024
 EOS = "<|endoftext|>"
+MAX_POSITIONS = 16384  # long-input views need a long-context model that exists offline
 
 # A small corpus written for this project; the tokenizer's merges are learned from it.
 _CORPUS = """
@@ -50,12 +53,12 @@ def build_tokenizer():
 
 
 def load_tiny_random_gpt2(device: torch.device | None = None) -> Model:
-    """Build the model: 4 layers, 4 heads, d_model 128, 1024 positions, seeded random weights."""
+    """Build the model: 4 layers, 4 heads, d_model 128, 16,384 positions, seeded random weights."""
     api = hf()
     tokenizer = build_tokenizer()
     config = api.GPT2Config(
         vocab_size=len(tokenizer),
-        n_positions=1024,
+        n_positions=MAX_POSITIONS,
         n_embd=128,
         n_layer=4,
         n_head=4,

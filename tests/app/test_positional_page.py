@@ -146,6 +146,14 @@ def test_learned_tab_for_our_decoder_and_offline_gpt2():
     assert any("gpt2" in e and "HF_HUB_OFFLINE" in e for e in errors), errors
 
 
+def test_learned_tab_caps_a_long_context_table():
+    """tiny-random-gpt2 has 16,384 positions: the tab compares the first 1024, not 16,384² pairs."""
+    at = open_tab("Learned", model="tiny-random-gpt2")
+    assert_clean(at)
+    assert at.slider(key="pos_learned_n").max == 1024
+    assert "of 16384 positions" in title(fig_by_title(at, "tiny-random-gpt2: wpe"))
+
+
 def test_rope_table_scores_are_equal_and_match_the_engine():
     page = open_tab("RoPE")
     frame = dataframe(page, "score q′·k′")

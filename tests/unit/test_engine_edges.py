@@ -78,12 +78,13 @@ def test_max_tokens_over_the_model_limit_is_clamped_with_a_notice(minilm, tiny_g
     assert not tr.truncated and len(tr.tokens) == 9
     assert tr.notices == (), "a short text needs no word about the limit"
 
-    long_text = "the cat sat on the mat. " * 300  # well over 1024 tokens
-    tr = engine.trace(tiny_gpt2, long_text, max_tokens=5000)
-    assert tiny_gpt2.max_positions == 1024
-    assert tr.truncated and len(tr.tokens) == 1024 and tr.n_input_tokens > 1024
-    assert tr.pattern(0, 0).shape == (1024, 1024)
-    assert any("1024" in note for note in tr.notices) and len(tr.notices) == 2, tr.notices
+    long_text = "the cat sat on the mat. " * 150  # well over 512 tokens
+    tr = engine.trace(minilm, long_text, max_tokens=5000)
+    assert minilm.max_positions == 512
+    assert tr.truncated and len(tr.tokens) == 512 and tr.n_input_tokens > 512
+    assert tr.pattern(0, 0).shape == (512, 512)
+    assert any("512" in note for note in tr.notices) and len(tr.notices) == 2, tr.notices
+    assert tiny_gpt2.max_positions == 16384  # the offline long-input model (test_overview.py)
 
 
 def test_text_over_max_chars_is_cut_with_a_notice(tiny_gpt2) -> None:

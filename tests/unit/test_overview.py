@@ -1,0 +1,310 @@
+"""``AttentionTrace.overview`` / ``pattern_rows``: the long-input view equals the full pattern pooled by hand.
+
+Traces are built directly from random numpy Q/K/V (no model), small enough that ``trace.pattern()``
+is the reference; the chunk size is shrunk in some tests so that chunks split output blocks. The
+last section checks the offline long-context model and the causal toggle's limit on long inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import engine
+from engine.analysis import overview as ov
+from engine.analysis.overview import overview_edges
+from engine.types import AttentionTrace, EngineError, Tokens
+
+RTOL, ATOL = 1e-5, 1e-7  # float32 rounding (the overview sums means in float64)
+
+
+def toks(n: int) -> Tokens:
+    return Tokens(strings=tuple(f"t{i}" for i in range(n)), ids=tuple(range(n)), special=(False,) * n)
+
+
+def make_trace(
+    n_q: int,
+    n_k: int | None = None,
+    *,
+    causal: bool = False,
+    padding: np.ndarray | None = None,
+    slopes: np.ndarray | None = None,
+    heads: int = 2,
+    d: int = 8,
+    seed: int = 0,
+) -> AttentionTrace:
+    """Random Q/K/V, two layers; scores spread wide enough that patterns are far from uniform."""
+    n_k = n_q if n_k is None else n_k
+    rng = np.random.default_rng(seed)
+
+    def arr(n: int) -> np.ndarray:
+        return (1.5 * rng.normal(size=(heads, n, d))).astype(np.float32)
+
+    return AttentionTrace(
+        model_id="test",
+        family="decoder" if causal else "encoder",
+        tokens=toks(n_q),
+        key_tokens=toks(n_k),
+        queries=(arr(n_q), arr(n_q)),
+        keys=(arr(n_k), arr(n_k)),
+        values=(arr(n_k), arr(n_k)),
+        scales=(1 / math.sqrt(d), 0.5),
+        causal=causal,
+        key_padding=padding,
+        alibi_slopes=slopes,
+    )
+
+
+def by_hand(trace: AttentionTrace, layer: int, head: int, size: int, reduce: str, *, q_range=None, k_range=None,
+            keys=None, row_scale: bool = False) -> np.ndarray:  # fmt: skip
+    """The full pattern, cut to the region, pooled with reduceat / block means over linspace edges."""
+    p = trace.pattern(layer, head).astype(np.float64)
+    q0, q1 = q_range or (0, trace.n_queries)
+    k0, k1 = k_range or (0, trace.n_keys)
+    cols = np.arange(k0, k1) if keys is None else np.asarray(keys)
+    region = p[q0:q1][:, cols]
+    if row_scale:
+        peak = region.max(axis=1, keepdims=True)
+        region = region / np.where(peak > 0, peak, 1.0)
+    re = np.linspace(0, region.shape[0], min(region.shape[0], size) + 1).astype(int)
+    ce = np.linspace(0, region.shape[1], min(region.shape[1], size) + 1).astype(int)
+    if reduce == "max":
+        return np.maximum.reduceat(np.maximum.reduceat(region, re[:-1], axis=0), ce[:-1], axis=1)
+    return np.array([[region[a:b, c:e].mean() for c, e in zip(ce[:-1], ce[1:])] for a, b in zip(re[:-1], re[1:])])
+
+
+def check(trace: AttentionTrace, size: int, reduce: str, layer: int = 1, head: int = 1, **kw) -> np.ndarray:
+    got = trace.overview(layer, head, size, reduce, **kw)
+    want = by_hand(trace, layer, head, size, reduce, **kw)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    return got
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of 5 rows at 40 keys: blocks are split between chunks and chunks end mid-region."""
+    monkeypatch.setattr(ov, "CHUNK_BYTES", 5 * 40 * 4)
+
+
+PADDING = np.zeros(40, dtype=bool)
+PADDING[[0, 17, 39]] = True
+TRACES = {
+    "encoder": lambda: make_trace(40),
+    "causal": lambda: make_trace(40, causal=True),
+    "key padding": lambda: make_trace(40, padding=PADDING),
+    "causal + padding": lambda: make_trace(40, causal=True, padding=PADDING),
+    "alibi": lambda: make_trace(40, causal=True, slopes=np.array([0.5, 0.125], dtype=np.float32)),
+    "cross, causal offset": lambda: make_trace(23, 40, causal=True),  # query i sees keys <= i + 17
+    "cross, rows fully blocked": lambda: make_trace(40, 23, causal=True),  # rows < 17 see nothing
+}
+
+
+# ---- equal to the pattern pooled by hand ---------------------------------------------------------
+@pytest.mark.parametrize("kind", TRACES)
+@pytest.mark.parametrize("reduce", ["max", "mean"])
+@pytest.mark.parametrize("size", [1, 6, 13])
+def test_overview_is_the_pattern_pooled(kind: str, reduce: str, size: int) -> None:
+    check(TRACES[kind](), size, reduce)
+
+
+@pytest.mark.parametrize("kind", TRACES)
+def test_size_at_least_n_gives_the_exact_pattern(kind: str) -> None:
+    trace = TRACES[kind]()
+    for reduce in ("max", "mean"):
+        got = trace.overview(1, 0, 40, reduce)
+        np.testing.assert_allclose(got, trace.pattern(1, 0), rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(trace.overview(0, -1, 4096), trace.pattern(0, -1), rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", TRACES)
+def test_small_chunks_change_nothing(kind: str, small_chunks) -> None:
+    trace = TRACES[kind]()
+    for size in (1, 3, 7, 40):
+        for reduce in ("max", "mean"):
+            check(trace, size, reduce, q_range=(2, trace.n_queries - 1), row_scale=size == 7)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "causal", "alibi", "cross, causal offset"])
+@pytest.mark.parametrize("reduce", ["max", "mean"])
+def test_regions_keys_and_row_scale(kind: str, reduce: str) -> None:
+    trace = TRACES[kind]()
+    n_q = trace.n_queries
+    check(trace, 4, reduce, q_range=(3, n_q - 2))
+    check(trace, 4, reduce, k_range=(5, 31))
+    check(trace, 50, reduce, q_range=(10, 19), k_range=(0, 12))  # a zoom: exact cells
+    keys = np.array([1, 2, 3, 8, 13, 21, 22, 30, 38])
+    check(trace, 4, reduce, keys=keys)
+    check(trace, 100, reduce, keys=keys, q_range=(1, n_q))
+    check(trace, 3, reduce, k_range=(8, 31), keys=keys[3:8], q_range=(6, 20))
+    check(trace, 5, reduce, row_scale=True)
+    check(trace, 5, reduce, row_scale=True, keys=keys)
+    check(trace, 100, reduce, row_scale=True, k_range=(20, 40))
+
+
+def test_hiding_keys_never_renormalises() -> None:
+    trace = make_trace(30)
+    keep = np.arange(1, 30)  # hide key 0
+    rows = trace.overview(0, 0, 100, keys=keep)
+    np.testing.assert_allclose(rows, trace.pattern(0, 0)[:, 1:], rtol=1e-6, atol=1e-12)
+    assert np.all(rows.sum(axis=1) < 1.0)
+
+
+def test_row_scale_makes_each_rows_largest_selected_weight_one() -> None:
+    trace = make_trace(20, 25, causal=True)  # offset 5: every row sees keys 0-5 at least
+    scaled = trace.overview(0, 1, 100, row_scale=True, k_range=(2, 25))
+    np.testing.assert_allclose(scaled.max(axis=1), 1.0, rtol=1e-6)
+    blocked_rows = make_trace(25, 20, causal=True).overview(0, 1, 100, row_scale=True)
+    assert np.all(blocked_rows[:5] == 0.0) and np.allclose(blocked_rows[5:].max(axis=1), 1.0)
+
+
+def test_hand_worked_three_tokens() -> None:
+    """Causal, d_head 1, scale 1, q = 1 and k = (0, ln 3, ln 3): rows (1), (1/4, 3/4), (1/7, 3/7, 3/7)."""
+    q = np.array([[[1.0], [1.0], [1.0]]], dtype=np.float32)
+    k = np.array([[[0.0], [math.log(3)], [math.log(3)]]], dtype=np.float32)
+    trace = AttentionTrace(model_id="hand", family="decoder", tokens=toks(3), key_tokens=toks(3), queries=(q,),
+                           keys=(k,), values=(k,), scales=(1.0,), causal=True)  # fmt: skip
+    exact = [[1, 0, 0], [1 / 4, 3 / 4, 0], [1 / 7, 3 / 7, 3 / 7]]
+    np.testing.assert_allclose(trace.overview(0, 0), exact, rtol=1e-6, atol=1e-7)
+    # size 2: edges (0, 1, 3) on both sides, blocks {0}, {1, 2}
+    np.testing.assert_array_equal(overview_edges(3, 2), [0, 1, 3])
+    np.testing.assert_allclose(trace.overview(0, 0, 2, "max"), [[1, 0], [1 / 4, 3 / 4]], rtol=1e-6)
+    mean = [[1, 0], [(1 / 4 + 1 / 7) / 2, (3 / 4 + 0 + 3 / 7 + 3 / 7) / 4]]
+    np.testing.assert_allclose(trace.overview(0, 0, 2, "mean"), mean, rtol=1e-6, atol=1e-7)
+    # keys 1 and 2 only, one cell: the max is 3/4, the mean (0 + 0 + 3/4 + 0 + 3/7 + 3/7) / 6 = 15/56
+    np.testing.assert_allclose(trace.overview(0, 0, 1, "max", keys=np.array([1, 2])), [[3 / 4]], rtol=1e-6)
+    np.testing.assert_allclose(trace.overview(0, 0, 1, "mean", keys=np.array([1, 2])), [[15 / 56]], rtol=1e-6)
+    # row_scale over keys 0 and 1: (1, 0), (1/3, 1), (1/3, 1)
+    got = trace.overview(0, 0, k_range=(0, 2), row_scale=True)
+    np.testing.assert_allclose(got, [[1, 0], [1 / 3, 1], [1 / 3, 1]], rtol=1e-6, atol=1e-7)
+
+
+# ---- edges, rows, validation ---------------------------------------------------------------------
+def test_overview_edges() -> None:
+    np.testing.assert_array_equal(overview_edges(10, 4), [0, 2, 5, 7, 10])
+    np.testing.assert_array_equal(overview_edges(3, 1024), [0, 1, 2, 3])
+    np.testing.assert_array_equal(overview_edges(5, 1), [0, 5])
+    for n, size in [(16384, 1024), (1000, 7), (7, 7), (1025, 1024)]:
+        edges = overview_edges(n, size)
+        assert len(edges) == min(n, size) + 1 and edges[0] == 0 and edges[-1] == n
+        sizes = np.diff(edges)
+        assert sizes.min() >= 1 and sizes.max() - sizes.min() <= 1
+    with pytest.raises(ValueError):
+        overview_edges(0, 4)
+    with pytest.raises(ValueError):
+        overview_edges(4, 0)
+
+
+@pytest.mark.parametrize("kind", TRACES)
+def test_pattern_rows_are_the_patterns_rows(kind: str, small_chunks) -> None:
+    trace = TRACES[kind]()
+    full = trace.pattern(1, 1)
+    np.testing.assert_allclose(trace.pattern_rows(1, 1, 0, trace.n_queries), full, rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(trace.pattern_rows(-1, -1, 7, 8), full[7:8], rtol=1e-5, atol=1e-9)
+
+
+def test_blocked_any() -> None:
+    assert not make_trace(5).blocked_any()
+    assert make_trace(5, causal=True).blocked_any()
+    assert not make_trace(1, 4, causal=True).blocked_any()  # one query row sees every key
+    assert make_trace(5, padding=np.array([False, False, True, False, False])).blocked_any()
+    assert not make_trace(5, padding=np.zeros(5, dtype=bool)).blocked_any()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(reduce="sum"), ValueError, "reduce"),
+        (dict(size=0), ValueError, "size"),
+        (dict(size=2.5), ValueError, "size"),
+        (dict(q_range=(5, 5)), ValueError, "empty"),
+        (dict(q_range=(3, 41)), IndexError, "outside"),
+        (dict(k_range=(-1, 4)), IndexError, "outside"),
+        (dict(k_range=(4,)), ValueError, "pair"),
+        (dict(keys=np.array([3, 2])), ValueError, "sorted"),
+        (dict(keys=np.array([2, 2])), ValueError, "sorted"),
+        (dict(keys=np.array([], dtype=int)), ValueError, "non-empty"),
+        (dict(keys=np.array([0.5])), ValueError, "integer"),
+        (dict(k_range=(5, 10), keys=np.array([4, 6])), ValueError, "k_range"),
+        (dict(k_range=(5, 10), keys=np.array([6, 10])), ValueError, "k_range"),
+        (dict(layer=2), IndexError, "layer"),
+        (dict(head=-3), IndexError, "head"),
+    ],
+)
+def test_bad_arguments_are_refused_clearly(kwargs: dict, error: type, match: str) -> None:
+    trace = make_trace(40)
+    args = dict(layer=0, head=0) | kwargs
+    with pytest.raises(error, match=match):
+        trace.overview(**args)
+
+
+def test_pattern_rows_refuses_bad_ranges() -> None:
+    trace = make_trace(10)
+    with pytest.raises(ValueError, match="empty"):
+        trace.pattern_rows(0, 0, 4, 4)
+    with pytest.raises(IndexError, match="outside"):
+        trace.pattern_rows(0, 0, 8, 11)
+
+
+# ---- memory ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("extras", [{}, dict(causal=True, slopes=np.array([0.5], dtype=np.float32))])
+def test_no_n_by_n_array_is_ever_allocated(extras: dict) -> None:
+    n, size = 4096, 256
+    trace = make_trace(n, heads=1, d=16, **extras)
+    full_bytes = n * n * 4  # 64 MiB: one float32 pattern
+    tracemalloc.start()
+    try:
+        grid = trace.overview(0, 0, size, "mean", keys=np.arange(1, n))
+        row = trace.pattern_rows(0, 0, n // 2, n // 2 + 1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert grid.shape == (size, size) and row.shape == (1, n)
+    assert peak < full_bytes / 6, f"peak {peak / 2**20:.1f} MiB for a {full_bytes / 2**20:.0f} MiB pattern"
+
+
+# ---- the offline long-context model --------------------------------------------------------------
+LONG_TEXT = "the cat sat on the mat because it was tired. " * 400
+
+
+def test_tiny_random_gpt2_reads_past_1024_tokens(tiny_gpt2) -> None:
+    assert tiny_gpt2.max_positions == 16384
+    trace = engine.trace(tiny_gpt2, LONG_TEXT, max_tokens=1100)
+    assert len(trace.tokens) == 1100 and trace.truncated and not trace.notices[0].startswith("This model reads")
+    grid = trace.overview(-1, 0, 64)
+    assert grid.shape == (64, 64)
+    np.testing.assert_allclose(grid, by_hand(trace, -1, 0, 64, "max"), rtol=RTOL, atol=ATOL)
+
+
+def test_causal_toggle_with_a_mask_is_refused_on_long_inputs(minilm, monkeypatch) -> None:
+    from engine.pretrained import adapters
+
+    monkeypatch.setattr(adapters, "MAX_MASK_TOKENS", 8)
+    with pytest.raises(EngineError, match="shorter text"):
+        engine.trace(minilm, "The cat sat on the mat because it was tired.", causal=True)
+    assert engine.trace(minilm, "The cat sat on the mat because it was tired.").n_queries > 8  # default: fine
+    assert engine.trace(minilm, "The cat sat.", causal=True).causal  # 6 tokens: under the limit
+
+
+def test_gpt2_without_its_mask_needs_no_mask_tensor(tiny_gpt2, monkeypatch) -> None:
+    """Off on SDPA passes ``is_causal=False`` (no n×n mask, no limit); it equals an all-zero 4D mask."""
+    import torch
+
+    from engine.capture import capture
+    from engine.pretrained import adapters
+
+    monkeypatch.setattr(adapters, "MAX_MASK_TOKENS", 8)
+    trace = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.", causal=False)
+    n = trace.n_queries
+    assert n > 8 and not trace.causal
+    adapter = tiny_gpt2.adapter
+    with torch.inference_mode(), tiny_gpt2.lock, capture(adapter.targets(tiny_gpt2.module)) as acts:
+        adapter.base(tiny_gpt2.module)(input_ids=torch.tensor([list(trace.tokens.ids)]),
+                                       attention_mask=torch.zeros(1, 1, n, n))  # fmt: skip
+    q_last = acts[f"blocks.{trace.n_layers - 1}.attn.hook_qkv"][0, :, :128].reshape(n, 4, 32).transpose(0, 1)
+    np.testing.assert_allclose(trace.q(-1), q_last.numpy(), rtol=1e-5, atol=1e-5)
+    causal = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.")
+    assert not np.allclose(causal.q(-1), trace.q(-1), atol=1e-3)  # the mask did change the later layers
