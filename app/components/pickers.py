@@ -22,6 +22,22 @@ def text_box(label: str = "Your text", height: int = 90) -> str:
     return current_text()
 
 
+LONG_EXAMPLE_STORIES = 900  # generated children's stories: ~80,000 characters, over 16,384 GPT-2 tokens
+
+
+def long_example_text() -> str:
+    """A long text to try long inputs with: generated stories (the same every time, no download)."""
+    from engine.training.corpora.stories import generate_stories
+
+    return "\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026))
+
+
+def _use_long_example(limit: int) -> None:
+    """on_click of "Try a long text": the sentence becomes a long story and the token limit its maximum."""
+    st.session_state[K.text] = long_example_text()
+    st.session_state[K.max_tokens] = limit
+
+
 def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
     """The model picker (offline models first) and a field for any Hub id or local folder.
 
@@ -59,6 +75,11 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
     left, right = st.columns([3, 2])
     with left:
         text_box()
+        if max_tokens_limit > 1024:
+            st.button("Try a long text", icon=":material/article:", on_click=_use_long_example,
+                      args=(max_tokens_limit,), key="long_example",
+                      help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "
+                           "Tiny random GPT-2 reads all of it; MiniLM reads the first 512 tokens.")
     with right:
         model_id = pick_model(families)
         max_tokens = max_tokens_input(max_tokens_limit)

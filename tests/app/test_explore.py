@@ -377,3 +377,24 @@ def test_own_stories_model_shows_its_notices_without_stray_output():
     assert at.toggle(key="causal").value is True
     assert any("quantum" in m for m in messages(at.info) + messages(at.warning))
     assert "lily" in " ".join(y_labels(main_figure(at)))
+
+
+def test_long_example_on_the_16k_model_is_an_overview_of_every_token():
+    """"Try a long text" on tiny-random-gpt2: 16,384 tokens traced, a 256 × 256 overview, a grid of 4 heads."""
+    at = run_app(model="tiny-random-gpt2")
+    at.button(key="long_example").click().run()
+    assert_clean(at)
+    assert not at.error, messages(at.error)
+    assert at.number_input(key="max_tokens").value == 16_384
+    assert any("**16384 tokens**" in c.value for c in at.caption), [c.value for c in at.caption][:2]
+    fig = main_figure(at)
+    values = z(fig)
+    assert values.shape == (256, 256)
+    assert fig["data"][0]["y"][-1] == "16320–16383"  # blocks of 64 tokens
+    assert np.isnan(values[0, 1:]).all(), "blocks wholly above the diagonal are masked (causal)"
+    assert np.isfinite(np.diag(values)).all() and (np.diag(values) > 0).all()
+    assert len(at.get("plotly_chart")) == 2
+    # MiniLM reads 512 of them, and says so
+    at.selectbox(key="model").set_value("minilm").run()
+    assert_clean(at)
+    assert any("at most 512 tokens" in w for w in messages(at.warning)), messages(at.warning)
