@@ -30,15 +30,22 @@ class DisplayOptions:
     caption: str
 
 
+def _mark_chosen(key: str) -> None:
+    st.session_state[key] = True
+
+
 def display_options(trace, key_prefix: str) -> DisplayOptions:
     """Colour scale and "hide sink columns" widgets; returns the choice and a sentence for the caption."""
     scale_key, hide_key = f"{key_prefix}_scale", f"{key_prefix}_hide_sinks"
-    if st.session_state.get(scale_key) not in SCALES:
-        st.session_state[scale_key] = "linear"
+    chosen_key = f"{scale_key}_chosen"
+    if not st.session_state.get(chosen_key) or st.session_state.get(scale_key) not in SCALES:
+        # until the user picks one: linear for a sentence, log for a long input (linear looks empty there)
+        settle(scale_key, "log" if trace.n_keys > OVERVIEW_SIZE else "linear")
     left, right = st.columns([3, 2])
     with left:
         scale = st.segmented_control("Colour scale", list(SCALES), format_func=SCALES.get, key=scale_key,
-                                     help=SCALE_HELP, **PERSIST) or "linear"
+                                     help=SCALE_HELP, on_change=_mark_chosen, args=(chosen_key,),
+                                     **PERSIST) or "linear"
     with right:
         hide = bool(st.toggle("Hide [CLS]/[SEP]/first-token columns", key=hide_key, help=HIDE_HELP, **PERSIST))
     notes = []
@@ -48,6 +55,8 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
         notes.append("Colour: each row divided by its own largest weight (hover shows that share, not the weight).")
     if hide:
         notes.append("Special-token and first-token columns are hidden, so rows no longer sum to 1.")
+    if scale == "log" and not st.session_state.get(chosen_key):
+        notes.append("(Log is the default for long inputs: on a linear scale most of the map would look empty.)")
     if trace.n_keys > 128 and scale == "linear" and not hide:
         notes.append("Long input: if the map looks empty but for one column, try the log colour scale or hide the "
                      "sink columns.")

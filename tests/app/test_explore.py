@@ -284,6 +284,11 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
     np.testing.assert_allclose(pooled, by_hand, rtol=1e-5, atol=1e-7)
     assert len(json.dumps(fig)) < 500_000, "one head's overview stays well under 0.5 MB"
+    # a long input starts on the log colour scale (linear looks empty there) until the user picks one
+    assert at.segmented_control(key="explore_scale").value == "log"
+    at.segmented_control(key="explore_scale").set_value("linear").run()
+    at.text_area(key="text").input(text + " again").run()
+    assert at.segmented_control(key="explore_scale").value == "linear", "the user's choice is kept"
     # zoom to a region that fits: exact weights with token labels
     at.slider(key="explore_zoom_q_512").set_value((100, 200)).run()
     at.slider(key="explore_zoom_k_512").set_value((0, 120)).run()
