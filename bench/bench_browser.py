@@ -39,7 +39,7 @@ from pathlib import Path
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from bench.sentences import student_sentences
-from bench.serve import TARGETS, ROOT, Server, TargetUnavailable, load_average, machine, running_server
+from bench.serve import TARGETS, ROOT, Server, TargetUnavailable, checkout, load_average, machine, running_server
 from bench.trace_report import _write_section
 
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
@@ -151,31 +151,43 @@ def set_token_limit(page, meter: Meter, wanted: int, timeout_ms: float) -> int:
     return int(field_.input_value())
 
 
-def measure(page, meter: Meter, tok, args: argparse.Namespace, timeout_ms: float) -> list[dict]:
-    rows = []
-    box = page.locator(TEXT_BOX).first
+def _press(page, meter: Meter, box, text: str, row: dict, tok, timeout_ms: float) -> None:
+    """Type ``text``, press Control+Enter, and add the press's figures to ``row``."""
+    row["tokens"].append(len(tok.encode(text).ids))
+    box.fill(text)
+    try:
+        seconds, received, charts = submit_and_wait(page, meter, lambda: box.press("Control+Enter"), timeout_ms)
+    except Exception as err:  # noqa: BLE001 — a press that never draws is reported, not fatal
+        row["failed"].append(type(err).__name__)
+        return
+    row["seconds"].append(seconds)
+    row["bytes"].append(received)
+    row["charts"].append(charts)
+    row["errors"] += page.locator('[data-testid="stException"]').count()
+
+
+def measure(pages: list[tuple], tok, args: argparse.Namespace, timeout_ms: float) -> list[list[dict]]:
+    """Rows per server (``pages``: one ``(page, meter)`` each); the servers take turns press by press, so
+    a burst of other load on the machine slows them alike."""
+    results: list[list[dict]] = [[] for _ in pages]
     for size in args.sizes:
         base = text_of(tok, size, seed=args.seed * 1_000 + size)
-        row = {"size": size, "tokens": [], "seconds": [], "bytes": [], "charts": [], "errors": 0, "failed": []}
+        rows = [{"size": size, "tokens": [], "seconds": [], "bytes": [], "charts": [], "errors": 0, "failed": []}
+                for _ in pages]
         for i in range(args.repeats):
-            text = f"{base} {LAST_WORDS[i]}"
-            row["tokens"].append(len(tok.encode(text).ids))
-            box.fill(text)
-            try:
-                seconds, received, charts = submit_and_wait(page, meter, lambda: box.press("Control+Enter"), timeout_ms)
-            except Exception as err:  # noqa: BLE001 — a press that never draws is reported, not fatal
-                row["failed"].append(type(err).__name__)
-                continue
-            row["seconds"].append(seconds)
-            row["bytes"].append(received)
-            row["charts"].append(charts)
-            row["errors"] += page.locator('[data-testid="stException"]').count()
-        print(f"{size} tokens: {row}", flush=True)
-        rows.append(row)
-    return rows
+            order = list(range(len(pages)))
+            if i % 2:
+                order.reverse()  # who goes first alternates
+            for k in order:
+                page, meter = pages[k]
+                _press(page, meter, page.locator(TEXT_BOX).first, f"{base} {LAST_WORDS[i]}", rows[k], tok, timeout_ms)
+        for k, row in enumerate(rows):
+            print(f"{size} tokens, server {k}: {row}", flush=True)
+            results[k].append(row)
+    return results
 
 
-def run_browser(server: Server, args: argparse.Namespace) -> tuple[list[dict], dict]:
+def run_browser(servers: list[Server], args: argparse.Namespace) -> tuple[list[list[dict]], dict]:
     from playwright.sync_api import sync_playwright
 
     tok = minilm_tokenizer()
@@ -183,17 +195,20 @@ def run_browser(server: Server, args: argparse.Namespace) -> tuple[list[dict], d
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1400})
-            meter = Meter()
-            meter.attach(page)
-            start = time.perf_counter()
-            page.goto(f"{server.url}/{PAGES[args.page][0]}", timeout=timeout_ms)
-            page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=timeout_ms)
-            page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms)
-            first_load = time.perf_counter() - start
-            limit = set_token_limit(page, meter, max(args.sizes) + 16, timeout_ms)
-            info = {"first_load": first_load, "limit": limit, "chromium": browser.version}
-            return measure(page, meter, tok, args, timeout_ms), info
+            pages, first_loads, limits = [], [], []
+            for server in servers:
+                page = browser.new_page(viewport={"width": 1280, "height": 1400})
+                meter = Meter()
+                meter.attach(page)
+                start = time.perf_counter()
+                page.goto(f"{server.url}/{PAGES[args.page][0]}", timeout=timeout_ms)
+                page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=timeout_ms)
+                page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms)
+                first_loads.append(time.perf_counter() - start)
+                limits.append(set_token_limit(page, meter, max(args.sizes) + 16, timeout_ms))
+                pages.append((page, meter))
+            info = {"first_load": first_loads, "limit": limits, "chromium": browser.version}
+            return measure(pages, tok, args, timeout_ms), info
         finally:
             browser.close()
 
@@ -206,30 +221,43 @@ def _bytes(b: float) -> str:
     return f"{b / 1e6:.2f} MB" if b >= 1e6 else f"{b / 1e3:.0f} kB"
 
 
-def table(rows: list[dict]) -> list[str]:
-    lines = ["| MiniLM tokens (asked → typed) | presses (drawn) | Enter → drawn, median (s) | min–max (s) "
-             "| bytes received per rerun, median | charts drawn | exception boxes |",
-             "|---|---:|---:|---|---:|---:|---:|"]
-    for r in rows:
+def table(rows: list[dict], baseline: list[dict] | None = None) -> list[str]:
+    head = ("| MiniLM tokens (asked → typed) | presses (drawn) | Enter → drawn, median (s) | min–max (s) "
+            "| bytes received per rerun, median | charts drawn | exception boxes |")
+    rule = "|---|---:|---:|---|---:|---:|---:|"
+    if baseline is not None:
+        head += " baseline: Enter → drawn (s) | baseline: bytes | time baseline ÷ now | bytes baseline ÷ now |"
+        rule += "---:|---:|---:|---:|"
+    lines = [head, rule]
+    for k, r in enumerate(rows):
         sec, med_bytes = r["seconds"], _median(r["bytes"])
         spread = f"{min(sec):.2f}–{max(sec):.2f}" if sec else "–"
         typed = f"{min(r['tokens'])}–{max(r['tokens'])}" if len(set(r["tokens"])) > 1 else str(r["tokens"][0])
         failed = f" ({', '.join(r['failed'])} failed)" if r["failed"] else ""
-        lines.append(
+        line = (
             f"| {r['size']} → {typed} | {len(r['tokens'])} ({len(sec)}){failed} "
             f"| {'–' if not sec else f'{_median(sec):.2f}'} | {spread} "
             f"| {'–' if med_bytes is None else _bytes(med_bytes)} "
             f"| {'/'.join(str(c) for c in sorted(set(r['charts']))) or '–'} | {r['errors']} |")
+        if baseline is not None:
+            b = baseline[k]
+            b_sec, b_bytes = _median(b["seconds"]), _median(b["bytes"])
+            ratio_t = f"{b_sec / _median(sec):.1f}×" if sec and b_sec else "–"
+            ratio_b = f"{b_bytes / med_bytes:.0f}×" if med_bytes and b_bytes else "–"
+            line += (f" {'–' if b_sec is None else f'{b_sec:.2f}'} | {'–' if b_bytes is None else _bytes(b_bytes)} "
+                     f"| {ratio_t} | {ratio_b} |")
+        lines.append(line)
     return lines
 
 
-def section(rows: list[dict], info: dict, args: argparse.Namespace, context: dict) -> str:
+def section(results: list[list[dict]], info: dict, args: argparse.Namespace, context: dict) -> str:
+    rows, baseline = results[0], (results[1] if len(results) > 1 else None)
     page_title = PAGES[args.page][1]
     lines = [
         section_title(args.page), "",
         f"One user on {page_title} in Debian Chromium {info['chromium']} (headless, Playwright; "
         f"{', '.join(f'`{a}`' for a in CHROMIUM_ARGS)}) on {SERVED_BY[context['target']]}, the page's "
-        f"token limit set to {info['limit']}. Each size is typed {args.repeats}× with a "
+        f"token limit set to {info['limit'][0]}. Each size is typed {args.repeats}× with a "
         "different last word (the server's cache never answers). **Enter → drawn**: from Control+Enter in the "
         "sentence box until the rerun's `script_finished` has arrived, every visible Plotly chart holds a "
         "`.main-svg` and the status widget is gone, then two animation frames (Python's `perf_counter` around "
@@ -237,9 +265,13 @@ def section(rows: list[dict], info: dict, args: argparse.Namespace, context: dic
         "payloads the page received between the press and drawn (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
         "is undone; unchanged large elements come as cache references, as they do in any browser).",
         "",
-        *table(rows),
+        *([f"**Baseline**: the same page at commit `{context['baseline']}` (before this work), served from a "
+           "temporary worktree by a second server started the same way; the two servers take turns press by press "
+           "(who goes first alternates), so other load on the machine slows both alike.", ""] if baseline else []),
+        *table(rows, baseline),
         "",
-        f"First page load (not timed above; on a fresh server it includes the model load): {info['first_load']:.1f} s.",
+        "First page load (not timed above; on a fresh server it includes the model load): "
+        + " · ".join(f"{t:.1f} s" for t in info["first_load"]) + ".",
         "",
         f"Measured {context['date']} on {context['machine']}. Load average before: {context['load_before']}; "
         f"after: {context['load_after']}.",
@@ -260,6 +292,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="text seed (default: a new one per run, so a reused server's cache never answers)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per page load and per press")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also measure the app at git revision REV (a temporary worktree), press for press")
     args = parser.parse_args(argv)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1_000_000)
@@ -279,16 +313,21 @@ def main(argv: list[str] | None = None) -> None:
                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                "target": "url" if args.url else args.target,
                "command": "python -m bench.bench_browser " + shlex.join(sys.argv[1:] if argv is None else argv)}
-    if args.url:
-        rows, info = run_browser(Server(args.url.rstrip("/"), "url"), args)
-    else:
-        try:
-            with running_server(args.target, f"bench-browser-{args.target}.log") as server:
-                rows, info = run_browser(server, args)
-        except TargetUnavailable as err:
-            sys.exit(f"[{args.target}] skipped: {err}")
+    try:
+        with contextlib.ExitStack() as stack:
+            if args.url:
+                servers = [Server(args.url.rstrip("/"), "url")]
+            else:
+                servers = [stack.enter_context(running_server(args.target, f"bench-browser-{args.target}.log"))]
+            if args.baseline:
+                folder, context["baseline"] = stack.enter_context(checkout(args.baseline))
+                servers.append(stack.enter_context(running_server(
+                    "streamlit", "bench-browser-baseline.log", root=folder)))
+            results, info = run_browser(servers, args)
+    except TargetUnavailable as err:
+        sys.exit(f"[{args.target}] skipped: {err}")
     context["load_after"] = load_average()
-    text = section(rows, info, args, context)
+    text = section(results, info, args, context)
     _write_section(Path(args.out), text)
     print(text)
 

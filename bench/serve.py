@@ -73,29 +73,31 @@ def healthy(url: str) -> bool:
         return False
 
 
-def _command(target: str, port: int) -> tuple[list[str], dict[str, str]]:
+def _command(target: str, port: int, root: Path = ROOT) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     if target == "streamlit":
         return [sys.executable, "-m", "streamlit", "run", "app/streamlit_app.py",
                 "--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
                 "--browser.gatherUsageStats", "false"], env
     if target == "classroom":
-        if not CLASSROOM_SCRIPT.exists():
+        script = root / CLASSROOM_SCRIPT.relative_to(ROOT)
+        if not script.exists():
             raise TargetUnavailable(f"{CLASSROOM_SCRIPT.relative_to(ROOT)} is not in this checkout")
-        return ["bash", str(CLASSROOM_SCRIPT), str(port)], {**env, "AP_BIND": "127.0.0.1"}
+        return ["bash", str(script), str(port)], {**env, "AP_BIND": "127.0.0.1"}
     raise ValueError(f"unknown target {target!r} (one of {', '.join(TARGETS)})")
 
 
 @contextlib.contextmanager
-def running_server(target: str, log_name: str, start_timeout_s: float = START_TIMEOUT_S):
-    """Start ``target`` in a process group of its own; yield a :class:`Server`; stop that group."""
+def running_server(target: str, log_name: str, start_timeout_s: float = START_TIMEOUT_S, root: Path = ROOT):
+    """Start ``target`` (from the checkout ``root``) in a process group of its own; yield a :class:`Server`;
+    stop that group."""
     port = free_port()
-    cmd, env = _command(target, port)
+    cmd, env = _command(target, port, root)
     LOGS.mkdir(exist_ok=True)
     log_path = LOGS / log_name
     url = f"http://127.0.0.1:{port}"
     with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
             server = Server(url, target, proc.pid, log_path)
@@ -303,3 +305,19 @@ def machine() -> str:
 
     return (f"{cpu}, {os.cpu_count()} cores{mem}; {platform.system()} {platform.release()}; "
             f"Python {platform.python_version()}, Streamlit {streamlit.__version__}")
+
+
+@contextlib.contextmanager
+def checkout(rev: str):
+    """A temporary detached git worktree of ``rev`` (the baseline a benchmark compares with); removed after."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(folder), rev],
+                   check=True, capture_output=True)
+    try:
+        sha = subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        yield folder, sha
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder)], capture_output=True)
