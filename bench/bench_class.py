@@ -36,7 +36,7 @@ from pathlib import Path
 
 from bench.sentences import student_sentences
 from bench.serve import (TARGETS, ROOT, ProcSampler, Server, TargetUnavailable, load_average, machine,
-                         own_cpu_s, running_server)
+                         own_cpu_s, running_server, checkout)
 from bench.st_client import Run, Session
 from bench.trace_report import _write_section
 
@@ -277,6 +277,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rerun-timeout", type=float, default=60.0, help="seconds per rerun")
     parser.add_argument("--case-timeout", type=float, default=300.0, help="seconds per class (hard limit)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also run the class against `streamlit run` of git revision REV (a temporary worktree)")
     args = parser.parse_args(argv)
     args.students = [int(s) for s in args.students.split(",") if s.strip()]
     args.targets = [t.strip() for t in args.target.split(",") if t.strip()]
@@ -301,6 +303,11 @@ def main(argv: list[str] | None = None) -> None:
         except TargetUnavailable as err:
             print(f"[{target}] skipped: {err}", flush=True)
             context["skipped"].append(f"{target} ({err})")
+    if args.baseline and not args.url:
+        with checkout(args.baseline) as (folder, sha):
+            with running_server("streamlit", "bench-class-baseline.log", root=folder) as server:
+                server.target = f"baseline: streamlit at {sha}"
+                cases += asyncio.run(run_target(server, args, context["warm_ups"]))
     if not cases:
         print("nothing measured; docs not written", file=sys.stderr)
         sys.exit(1)
