@@ -187,6 +187,33 @@ def measure(pages: list[tuple], tok, args: argparse.Namespace, timeout_ms: float
     return results
 
 
+LONG_MODEL = "Tiny random GPT-2"
+
+
+def measure_long(page, meter: Meter, timeout_ms: float, heads: int = 3) -> dict:
+    """The long-input path (``--long``): tiny-random-gpt2, "Try a long text" (16,384 tokens traced), then
+    ``heads`` head switches (the trace is cached, so a switch costs the overview of one head and its draw)."""
+    import re
+
+    page.get_by_role("combobox", name="Model").click()
+    page.get_by_role("option", name=re.compile(LONG_MODEL)).click()
+    page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms)
+    page.wait_for_timeout(500)
+    button = page.get_by_role("button", name="Try a long text")
+    seconds, received, charts = submit_and_wait(page, meter, button.click, timeout_ms)
+    out = {"long_seconds": seconds, "long_bytes": received, "long_charts": charts, "switch_seconds": [],
+           "switch_bytes": []}
+    for head in range(1, heads + 1):
+        def pick(head=head):
+            page.get_by_role("combobox", name="Head").click()
+            page.get_by_role("option", name=str(head), exact=True).click()
+        seconds, received, _ = submit_and_wait(page, meter, pick, timeout_ms)
+        out["switch_seconds"].append(seconds)
+        out["switch_bytes"].append(received)
+    print(f"long input: {out}", flush=True)
+    return out
+
+
 def run_browser(servers: list[Server], args: argparse.Namespace) -> tuple[list[list[dict]], dict]:
     from playwright.sync_api import sync_playwright
 
@@ -208,7 +235,10 @@ def run_browser(servers: list[Server], args: argparse.Namespace) -> tuple[list[l
                 limits.append(set_token_limit(page, meter, max(args.sizes) + 16, timeout_ms))
                 pages.append((page, meter))
             info = {"first_load": first_loads, "limit": limits, "chromium": browser.version}
-            return measure(pages, tok, args, timeout_ms), info
+            results = measure(pages, tok, args, timeout_ms)
+            if args.long:
+                info["long"] = measure_long(pages[0][0], pages[0][1], max(timeout_ms, 300_000))
+            return results, info
         finally:
             browser.close()
 
@@ -250,6 +280,20 @@ def table(rows: list[dict], baseline: list[dict] | None = None) -> list[str]:
     return lines
 
 
+def _long_lines(long: dict) -> list[str]:
+    switches = long["switch_seconds"]
+    return [
+        "**A 16,384-token input** (`--long`, this revision only): Tiny random GPT-2 picked, then the page's "
+        "\"Try a long text\" button (generated stories, the token limit set to 16,384): click → every chart drawn "
+        f"**{long['long_seconds']:.2f} s** (tokenizing, the forward pass over 16,384 tokens, one head's 256 × 256 "
+        f"overview and the layer's 4 thumbnails), {_bytes(long['long_bytes'])} received. Then a different head "
+        "picked (the trace is cached: this is the overview of one head computed from Q and K, sent and drawn): "
+        f"median **{statistics.median(switches):.2f} s** over {len(switches)} switches "
+        f"({', '.join(f'{x:.2f}' for x in switches)} s), {_bytes(statistics.median(long['switch_bytes']))} each.",
+        "",
+    ]
+
+
 def section(results: list[list[dict]], info: dict, args: argparse.Namespace, context: dict) -> str:
     rows, baseline = results[0], (results[1] if len(results) > 1 else None)
     page_title = PAGES[args.page][1]
@@ -270,6 +314,7 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
            "(who goes first alternates), so other load on the machine slows both alike.", ""] if baseline else []),
         *table(rows, baseline),
         "",
+        *(_long_lines(info["long"]) if "long" in info else []),
         "First page load (not timed above; on a fresh server it includes the model load): "
         + " · ".join(f"{t:.1f} s" for t in info["first_load"]) + ".",
         "",
@@ -292,6 +337,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="text seed (default: a new one per run, so a reused server's cache never answers)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per page load and per press")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
+    parser.add_argument("--long", action="store_true",
+                        help="also time a 16,384-token input on tiny-random-gpt2 and head switches on it")
     parser.add_argument("--baseline", metavar="REV",
                         help="also measure the app at git revision REV (a temporary worktree), press for press")
     args = parser.parse_args(argv)
