@@ -45,7 +45,7 @@ def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
 
 
 def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None,
-                      width_px: int = 1100, *, layer_names: list[str] | None = None,
+                      width_px: int = 760, *, layer_names: list[str] | None = None,
                       weights_in_hover: bool = True) -> go.Figure:
     """All heads at once: ``tiles`` ``[layer, head, s, t]`` (already pooled) in a layer × head grid.
 
@@ -66,34 +66,37 @@ def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None
     xs, ys = tile_centres(n_layers, n_heads, s, t)
     hover = ("weight %{customdata:.3f} (%{z:.0%} of this head's max)" if weight is not None
              else "%{z:.0%} of this head's max (exact weights: open the head large)")
-    fig = go.Figure(go.Heatmap(
-        z=z, colorscale=COLORSCALE, zmin=0.0, zmax=1.0, showscale=False, hoverongaps=False,
-        hovertemplate=hover + "<extra></extra>", **({"customdata": weight} if weight is not None else {}),
-    ))
     grid_x, grid_y = np.meshgrid(xs, ys)
     heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
-    fig.add_trace(go.Scatter(
-        x=grid_x.ravel(), y=grid_y.ravel(), mode="markers",
-        marker=dict(size=max(8, min(40, int(width_px / n_heads * 0.5))), color="rgba(0,0,0,0.01)", symbol="square"),
-        customdata=np.stack([layers.ravel(), heads.ravel()], axis=-1),
-        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>click to open it large<extra></extra>",
-        showlegend=False, name="heads",
-    ))
+    heatmap = {"type": "heatmap", "z": z, "colorscale": COLORSCALE, "zmin": 0.0, "zmax": 1.0, "showscale": False,
+               "hoverongaps": False, "hovertemplate": hover + "<extra></extra>"}
+    if weight is not None:
+        heatmap["customdata"] = weight
+    markers = {  # invisible, one per tile: a click selects that head
+        "type": "scatter", "x": grid_x.ravel(), "y": grid_y.ravel(), "mode": "markers", "showlegend": False,
+        "marker": {"size": max(8, min(40, int(width_px / n_heads * 0.5))), "color": "rgba(0,0,0,0.01)",
+                   "symbol": "square"},
+        "customdata": np.stack([layers.ravel(), heads.ravel()], axis=-1), "name": "heads",
+        "hovertemplate": "layer %{customdata[0]}, head %{customdata[1]}<br>click to open it large<extra></extra>",
+    }
+    shapes = []
     if selected is not None:
         layer, head = selected
         r0, c0 = layer * (s + GAP), head * (t + GAP)
-        fig.add_shape(type="rect", x0=c0 - 0.5, x1=c0 + t - 0.5, y0=r0 - 0.5, y1=r0 + s - 0.5,
-                      line=dict(color="#d62728", width=3))
+        shapes.append({"type": "rect", "x0": c0 - 0.5, "x1": c0 + t - 0.5, "y0": r0 - 0.5, "y1": r0 + s - 0.5,
+                       "line": {"color": "#d62728", "width": 3}})
     tile_px = max(30, width_px // max(n_heads, 1))
-    fig.update_layout(
-        height=int(min(1400, max(260, tile_px * n_layers * s / max(t, 1) + 70))),
-        margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white", clickmode="event+select", dragmode=False,
-        xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=[f"H{h}" for h in range(n_heads)],
-                   side="top", showgrid=False, zeroline=False, title="head"),
-        yaxis=dict(tickmode="array", tickvals=ys.tolist(), ticktext=layer_names or [f"L{layer}" for layer in range(n_layers)],
-                   autorange="reversed", showgrid=False, zeroline=False, title="layer"),
-    )
-    return fig
+    return go.Figure({"data": [heatmap, markers], "layout": {  # one dict, validated once
+        "height": int(min(1400, max(200, tile_px * n_layers * s / max(t, 1) + 80))),
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "plot_bgcolor": "white", "clickmode": "event+select",
+        "dragmode": False, "shapes": shapes,
+        "xaxis": {"tickmode": "array", "tickvals": xs.tolist(), "ticktext": [f"H{h}" for h in range(n_heads)],
+                  "side": "top", "showgrid": False, "zeroline": False, "title": {"text": "head"}},
+        "yaxis": {"tickmode": "array", "tickvals": ys.tolist(),
+                  "ticktext": layer_names or [f"L{layer}" for layer in range(n_layers)], "autorange": "reversed",
+                  "showgrid": False, "zeroline": False, "title": {"text": "layer"},
+                  "scaleanchor": "x", "constrain": "domain"},  # square tiles whatever the page width
+    }})
 
 
 def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, int] | None:

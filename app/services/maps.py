@@ -13,8 +13,8 @@ import streamlit as st
 from app.components.map_data import OVERVIEW_SIZE, MapData, head_map, layer_tiles
 from app.services.heads import heads_attention
 
-GRID_CELLS = 64  # thumbnail cells per side in a layer's grid (fewer for many heads: see grid_cells)
-GRID_BUDGET = 12 * 64 * 64  # cells of one layer's grid at most (12 heads × 64²: ~260 kB of base64)
+GRID_CELLS = 48  # thumbnail cells per side in a layer's grid (a thumbnail is ~60–90 px wide; fewer for many heads)
+GRID_BUDGET = 12 * 48 * 48  # cells of one layer's grid at most (12 heads × 48²: ~150 kB of base64)
 
 
 def grid_cells(n_heads: int) -> int:
