@@ -53,17 +53,15 @@ def alignment_map(
     n_t, n_s = weights.shape
     if (len(target), len(source)) != (n_t, n_s):
         raise ValueError(f"weights are {n_t}×{n_s} but there are {len(target)} target and {len(source)} source words")
-    y_lab, x_lab = labels(target), labels(source)
-    custom = np.stack([np.repeat(np.array(y_lab, dtype=object)[:, None], n_s, 1),
-                       np.repeat(np.array(x_lab, dtype=object)[None, :], n_t, 0)], -1)  # fmt: skip
+    y_lab, x_lab = labels(target), labels(source)  # unique ("2 rouge"): categorical axes carry the hover
     fig = go.Figure(go.Heatmap(
-        z=weights.astype(float), x=list(range(n_s)), y=list(range(n_t)), customdata=custom, zmin=0.0, zmax=float(zmax),
+        z=weights.astype(np.float32), x=x_lab, y=y_lab, zmin=0.0, zmax=float(zmax),
         colorscale=PAPER_GREYS, colorbar=dict(title="α", thickness=10), showscale=not compact,
-        hovertemplate="writing %{customdata[0]} ← reading %{customdata[1]}<br>α = %{z:.3f}<extra></extra>",
+        hovertemplate="writing %{y} ← reading %{x}<br>α = %{z:.3f}<extra></extra>",
     ))  # fmt: skip
     if gold:
         fig.add_trace(go.Scatter(
-            x=[s for s, _ in gold], y=[t for _, t in gold], mode="markers", name="gold link",
+            x=[x_lab[s] for s, _ in gold], y=[y_lab[t] for _, t in gold], mode="markers", name="gold link",
             marker=dict(symbol="square-open", size=18, color=GOLD_COLOR, line=dict(width=2)),
             hovertemplate="gold link<extra></extra>",
         ))  # fmt: skip
@@ -71,9 +69,9 @@ def alignment_map(
         title=dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top"),
         meta=meta, height=height or max(300, min(700, 34 * n_t + 170)), margin=dict(l=10, r=45 if compact else 10, t=95, b=10),
         showlegend=bool(gold), legend=dict(orientation="h", y=-0.02, yanchor="top"),
-        xaxis=dict(title=None if compact else "source (English)", tickmode="array", tickvals=list(range(n_s)),
+        xaxis=dict(title=None if compact else "source (English)", type="category", tickmode="array", tickvals=x_lab,
                    ticktext=x_lab, tickangle=-45, side="top", showgrid=False, zeroline=False),
-        yaxis=dict(title=None if compact else "target (written)", tickmode="array", tickvals=list(range(n_t)),
+        yaxis=dict(title=None if compact else "target (written)", type="category", tickmode="array", tickvals=y_lab,
                    ticktext=y_lab, autorange="reversed", showgrid=False, zeroline=False),
     )  # fmt: skip
     return fig

@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from app.components.heatmap import safe_label
 
@@ -137,23 +136,33 @@ def rope_pair_figure(
 
 
 def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal: bool) -> go.Figure:
-    """ALiBi bias matrices of the chosen heads side by side (grey above the diagonal when causal)."""
-    cols = min(len(heads), 4)
-    rows = math.ceil(len(heads) / cols)
-    titles = [f"head {h}: slope {slopes[h]:.4g}" for h in heads]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.04, vertical_spacing=0.1)
-    low = float(bias[heads].min()) if heads else -1.0
+    """ALiBi bias matrices of the chosen heads side by side (grey above the diagonal when causal).
+
+    One heatmap of tiles (the figure layer's mosaic, one empty cell between tiles), with the heads
+    named above their tiles, instead of a subplot per head.
+    """
+    from app.components.head_views import GAP, tile_mosaic
+
+    cols = max(1, min(len(heads), 4))
+    rows = max(1, math.ceil(len(heads) / cols))
     n = bias.shape[-1]
+    low = float(bias[heads].min()) if heads else -1.0
     blocked = np.triu(np.ones((n, n), dtype=bool), k=1) if causal else np.zeros((n, n), dtype=bool)
+    tiles = np.full((rows * cols, n, n), np.nan, dtype=np.float32)
     for idx, h in enumerate(heads):
-        r, c = divmod(idx, cols)
-        z = np.where(blocked, np.nan, bias[h]).astype(np.float32)
-        fig.add_trace(go.Heatmap(z=z, colorscale="Blues_r", zmin=low, zmax=0.0, showscale=idx == 0,
-                                 colorbar=dict(title="bias", thickness=12), hoverongaps=False,
-                                 hovertemplate=f"head {h}<br>query %{{y}} → key %{{x}}<br>bias %{{z:.3f}}<extra></extra>"),
-                      row=r + 1, col=c + 1)  # fmt: skip
-    fig.update_xaxes(showgrid=False, zeroline=False)
-    fig.update_yaxes(showgrid=False, zeroline=False, autorange="reversed")
-    fig.update_layout(height=max(300, 280 * rows), margin=dict(l=5, r=5, t=40, b=5), plot_bgcolor=MASKED_COLOR)
-    fig.update_annotations(font_size=12)
-    return fig
+        tiles[idx] = np.where(blocked, np.nan, bias[h])
+    z = tile_mosaic(tiles.reshape(rows, cols, n, n))
+    pitch = n + GAP
+    notes = [{"text": f"head {h}: slope {slopes[h]:.4g}", "x": (idx % cols) * pitch + (n - 1) / 2,
+              "y": (idx // cols) * pitch - 0.5, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
+              "font": {"size": 12}} for idx, h in enumerate(heads)]
+    axis = {"showticklabels": False, "showgrid": False, "zeroline": False}
+    return go.Figure({"data": [{
+        "type": "heatmap", "z": z, "colorscale": "Blues_r", "zmin": low, "zmax": 0.0, "hoverongaps": False,
+        "colorbar": {"title": {"text": "bias"}, "thickness": 12},
+        "hovertemplate": "bias %{z:.3f} (−slope × distance)<extra></extra>",
+    }], "layout": {
+        "height": max(300, 280 * rows), "margin": {"l": 5, "r": 5, "t": 40, "b": 5}, "plot_bgcolor": MASKED_COLOR,
+        "annotations": notes, "xaxis": axis,
+        "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+    }})

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 OVERLAY_SCALE = "Inferno"
 OVERLAY_OPACITY = 0.6
@@ -104,24 +103,67 @@ def overlay(image: np.ndarray, attention: np.ndarray, patch_size: int, *, title:
     return fig
 
 
+def _thumb_step(side: int, patch_size: int) -> int:
+    """Pixels per thinned pixel for thumbnails: a divisor of the patch size (tiles stay patch-aligned)."""
+    for step in range(1, patch_size + 1):
+        if patch_size % step == 0 and side / step <= MAX_THUMB_SIDE:
+            return step
+    return patch_size
+
+
 def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, selected: int | None = None) -> go.Figure:
-    """Every head's map ``[head, rows, cols]`` over the image, one thumbnail each (own colour scale)."""
-    n = maps.shape[0]
+    """Every head's map ``[head, rows, cols]`` over the image, one thumbnail each (own colour scale).
+
+    One image mosaic and one overlay mosaic (the figure layer's tiles, one patch of gap between
+    thumbnails) instead of a subplot per head: built in a few ms however many heads.
+    """
+    from app.components.head_views import tile_mosaic
+
+    n, grid = maps.shape[0], maps.shape[1]
     cols = min(n, 6)
     rows = math.ceil(n / cols)
-    titles = [f"<b>▶ head {h}</b>" if h == selected else f"head {h}" for h in range(n)]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.02, vertical_spacing=0.08)
-    image_trace = _image_trace(image, MAX_THUMB_SIDE)
+    side = image.shape[0]
+    # overlays: [rows, cols, grid, grid] tiles (NaN for the empty places of the last row)
+    tiles = np.full((rows * cols, grid, maps.shape[2]), np.nan, dtype=np.float32)
+    tiles[:n] = maps
+    tiles = tiles.reshape(rows, cols, grid, maps.shape[2])
+    shown, weights = tile_mosaic(tiles, normalise=True), tile_mosaic(tiles)
+    # the image under every thumbnail, thinned by a divisor of the patch size, white between tiles
+    step = _thumb_step(side, patch_size)
+    small = np.asarray(image, dtype=np.float32)[::step, ::step]
+    t, gap = small.shape[0], patch_size // step
+    canvas = np.ones((rows * (t + gap) - gap, cols * (t + gap) - gap) + small.shape[2:], dtype=np.float32)
     for h in range(n):
         r, c = divmod(h, cols)
-        fig.add_trace(image_trace, row=r + 1, col=c + 1)
-        fig.add_trace(_overlay_trace(maps[h], patch_size, showscale=False), row=r + 1, col=c + 1)
-    side = image.shape[0]
-    fig.update_xaxes(range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False)
-    fig.update_yaxes(range=[side - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False)
-    fig.update_layout(height=max(220, 200 * rows), margin=dict(l=5, r=5, t=30, b=5))
-    fig.update_annotations(font_size=12)
-    return fig
+        canvas[r * (t + gap):r * (t + gap) + t, c * (t + gap):c * (t + gap) + t] = small
+    offset = (step - 1) / 2
+    if canvas.ndim == 3:
+        picture = {"type": "image", "z": np.clip(np.rint(canvas * 255), 0, 255).astype(np.uint8)}
+    else:
+        picture = {"type": "heatmap", "z": canvas, "colorscale": "gray", "zmin": 0, "zmax": 1, "showscale": False}
+    picture.update(x0=offset, dx=step, y0=offset, dy=step, hoverinfo="skip", name="image")
+    attention = {"type": "heatmap", "z": shown, "customdata": weights, "x0": (patch_size - 1) / 2, "dx": patch_size,
+                 "y0": (patch_size - 1) / 2, "dy": patch_size, "colorscale": OVERLAY_SCALE, "opacity": OVERLAY_OPACITY,
+                 "zmin": 0, "zmax": 1, "showscale": False, "name": "attention", "hoverongaps": False,
+                 "hovertemplate": "weight %{customdata:.3f} (%{z:.0%} of this head's max)<extra></extra>"}
+    pitch = side + patch_size  # pixels from one thumbnail to the next
+    notes, shapes = [], []
+    for h in range(n):
+        r, c = divmod(h, cols)
+        notes.append({"text": f"<b>▶ head {h}</b>" if h == selected else f"head {h}", "x": c * pitch + side / 2 - 0.5,
+                      "y": r * pitch - 0.5, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
+                      "font": {"size": 12}})
+        if h == selected:
+            shapes.append({"type": "rect", "x0": c * pitch - 0.5, "x1": c * pitch + side - 0.5, "y0": r * pitch - 0.5,
+                           "y1": r * pitch + side - 0.5, "line": {"color": "#00e5ff", "width": 3}})
+    width, height = cols * pitch - patch_size, rows * pitch - patch_size
+    axis = {"showticklabels": False, "ticks": "", "showgrid": False, "zeroline": False, "constrain": "domain"}
+    return go.Figure({"data": [picture, attention], "layout": {
+        "height": max(220, 200 * rows), "margin": {"l": 5, "r": 5, "t": 30, "b": 5}, "plot_bgcolor": "white",
+        "annotations": notes, "shapes": shapes,
+        "xaxis": {**axis, "range": [-0.5, width - 0.5]},
+        "yaxis": {**axis, "range": [height - 0.5, -0.5 - patch_size], "scaleanchor": "x"},
+    }})
 
 
 def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10, height: int = 320) -> go.Figure:

@@ -65,8 +65,10 @@ def test_alignment_map_equals_the_trace(default_page: AppTest, reference_trace):
     assert ticks(fig, "yaxis") == [f"{i} {w}" for i, w in enumerate(reference_trace.target.strings)]
     assert ticks(fig, "xaxis") == [f"{i} {w}" for i, w in enumerate(reference_trace.source.strings)]
     # the gold links of the grammar are drawn: "red" (1) ↔ "rouge" (2) and "car" (2) ↔ "voiture" (1) cross
-    gold = fig["data"][1]
-    pairs = set(zip(decode(gold["x"]).astype(int).tolist(), decode(gold["y"]).astype(int).tolist()))
+    gold = fig["data"][1]  # markers on the categorical axes: named by their labels
+    col = {name: i for i, name in enumerate(fig["data"][0]["x"])}
+    row = {name: i for i, name in enumerate(fig["data"][0]["y"])}
+    pairs = {(col[x], row[y]) for x, y in zip(gold["x"], gold["y"])}
     assert {(1, 2), (2, 1)} <= pairs
     captions = " ".join(c.value for c in default_page.caption)
     assert "not word alignments" in captions and "80%" in captions  # "la" looks at "car", not "the"

@@ -54,12 +54,13 @@ def test_default_digit_renders_with_the_traces_numbers(default_page: AppTest, vi
     assert not any(NOT_A_DIGIT in w for w in messages(at.warning))
     reference = engine.trace(vit, samples.digit(1500)[0])
     np.testing.assert_allclose(overlay_z(by_title(at, "[CLS] → patches, layer 0, head 0")), expected_cls(reference, 0, 0), atol=1e-6)
-    # the head grid: one overlay per head, each the CLS row of that head
-    # the head grid has no title of its own (subplot titles are annotations): it is the figure with 4 overlays
-    grid = [f for f in figures(at) if sum(t.get("name") == "attention" for t in f["data"]) == 4][0]
-    heads = [decode(t["z"]) for t in grid["data"] if t.get("name") == "attention"]
-    for h, z in enumerate(heads):
-        np.testing.assert_allclose(z, expected_cls(reference, 0, h), atol=1e-6)
+    # the head grid: one overlay mosaic (a tile per head, one empty patch between tiles), each tile the CLS
+    # row of that head; it is the figure whose annotations name the heads
+    grid = [f for f in figures(at) if [a["text"] for a in f["layout"].get("annotations", [])][1:] ==
+            ["head 1", "head 2", "head 3"]][0]
+    mosaic = decode([t for t in grid["data"] if t.get("name") == "attention"][0]["customdata"])
+    for h in range(4):
+        np.testing.assert_allclose(mosaic[:4, h * 5:h * 5 + 4], expected_cls(reference, 0, h), atol=1e-6)
     # the bar chart: probabilities of the trace, most likely first
     bars = by_title(at, "Prediction")["data"][0]
     np.testing.assert_allclose(decode(bars["x"]), np.sort(reference.probs)[::-1], atol=1e-6)
