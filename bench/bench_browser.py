@@ -39,7 +39,7 @@ from pathlib import Path
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from bench.sentences import student_sentences
-from bench.serve import TARGETS, ROOT, Server, TargetUnavailable, checkout, load_average, machine, running_server
+from bench.serve import TARGETS, ROOT, footer, Server, TargetUnavailable, checkout, load_average, machine, running_server
 from bench.trace_report import _write_section
 
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
@@ -318,10 +318,7 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
         "First page load (not timed above; on a fresh server it includes the model load): "
         + " · ".join(f"{t:.1f} s" for t in info["first_load"]) + ".",
         "",
-        f"Measured {context['date']} on {context['machine']}. Load average before: {context['load_before']}; "
-        f"after: {context['load_after']}.",
-        "",
-        f"Reproduce (from the repository root): `{context['command']}`",
+        *footer(context),
     ]
     return "\n".join(lines) + "\n"
 

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.sentences import student_sentences
-from bench.serve import (TARGETS, ROOT, ProcSampler, Server, TargetUnavailable, load_average, machine,
+from bench.serve import (TARGETS, footer, ROOT, ProcSampler, Server, TargetUnavailable, load_average, machine,
                          own_cpu_s, running_server, checkout)
 from bench.st_client import Run, Session
 from bench.trace_report import _write_section
@@ -249,10 +249,7 @@ def section(cases: list[Case], args: argparse.Namespace, context: dict[str, str]
         "Warm-up (not timed): " + "; ".join(context["warm_ups"]) + ".",
         *([""] + [f"Not measured: {note}." for note in context["skipped"]] if context["skipped"] else []),
         "",
-        f"Measured {context['date']} on {context['machine']}. Load average before: {context['load_before']}; "
-        f"after: {context['load_after']}.",
-        "",
-        f"Reproduce (from the repository root): `{context['command']}`",
+        *footer(context),
     ]
     return "\n".join(lines) + "\n"
 

@@ -289,6 +289,16 @@ def load_average() -> str:
         return "unknown"
 
 
+def footer(context: dict) -> list[str]:
+    """The closing lines of a section: when and where it was measured, and the command that did it."""
+    return [
+        f"Measured {context['date']} on {context['machine']}. Load average before: {context['load_before']}; "
+        f"after: {context['load_after']}.",
+        "",
+        f"Reproduce (from the repository root): `{context['command']}`",
+    ]
+
+
 def machine() -> str:
     """CPU model, cores, memory, Python and Streamlit versions."""
     cpu = "unknown CPU"

@@ -131,7 +131,6 @@ def map_figure(
                       "ticktext": yt, "autorange": "reversed", "showgrid": False, "zeroline": False},
         },
     })
-    return fig
 
 
 def attention_heatmap(

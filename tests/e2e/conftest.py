@@ -11,33 +11,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from e2e_helpers import free_port, healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
 START_TIMEOUT_S = 60
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-            return resp.status == 200 and resp.read().decode().strip() == "ok"
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager
@@ -46,7 +32,7 @@ def running_app(log_name: str):
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
     ARTIFACTS.mkdir(exist_ok=True)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app/streamlit_app.py",
@@ -64,7 +50,7 @@ def running_app(log_name: str):
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log_path}")
-            if _healthy(url):  # our process is alive and the port answers: it is ours
+            if healthy(url):  # our process is alive and the port answers: it is ours
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit did not become healthy in {START_TIMEOUT_S} s; see {log_path}")

@@ -24,7 +24,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from websockets.sync.client import connect
 
-from e2e_helpers import PLOT, expect_no_exception
+from e2e_helpers import PLOT, expect_no_exception, free_port, healthy
 
 pytestmark = pytest.mark.e2e
 
@@ -48,12 +48,6 @@ class Classroom:
     log_path: Path
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _get(url: str, cookie: str | None = None):
     """One request on a fresh connection, no cookie jar: (X-AP-Worker, SERVERID set by HAProxy or None)."""
     req = urllib.request.Request(url, headers={"Cookie": f"SERVERID={cookie}"} if cookie else {})
@@ -63,14 +57,6 @@ def _get(url: str, cookie: str | None = None):
         served_by = resp.headers.get("X-AP-Worker")
     sticky = [m.group(1) for c in set_cookies if (m := re.match(r"SERVERID=([^;]*)", c))]
     return served_by, (sticky[0] if sticky else None)
-
-
-def _health_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-            return resp.status == 200 and resp.read().decode().strip() == "ok"
-    except OSError:
-        return False
 
 
 def _answers(port: int) -> bool:
@@ -111,7 +97,7 @@ def classroom():
     if not (shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists()):
         pytest.skip("haproxy is not installed (bash scripts/test.sh installs it: apt-get install haproxy)")
     ARTIFACTS.mkdir(exist_ok=True)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "AP_WORKERS": "2", "AP_BIND": "127.0.0.1", "HF_HUB_OFFLINE": "1"}
     log_path = ARTIFACTS / "classroom.log"
@@ -122,7 +108,7 @@ def classroom():
     )  # fmt: skip
     try:
         started = time.monotonic()
-        while not _health_ok(url):
+        while not healthy(url):
             if proc.poll() is not None:
                 raise RuntimeError(f"classroom.sh exited with code {proc.returncode}; see {log_path}")
             if time.monotonic() - started > START_TIMEOUT_S:
