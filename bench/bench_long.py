@@ -34,14 +34,13 @@ import datetime as _dt
 import gc
 import json
 import os
-import shlex
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_trace import ENV_KEYS, MMAP_THRESHOLD, _build_gpt2_folder, _inputs, _load, _machine, _run_worker
+from bench.bench_trace import MMAP_THRESHOLD, command_line, _build_gpt2_folder, _inputs, _load, _machine, _run_worker
 from bench.trace_report import _write_section
 from bench.trace_worker import RESULT_MARK, _memory_worker
 from bench.trace_worker import _make_case as _hf_case
@@ -205,9 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         print(RESULT_MARK + json.dumps(result), flush=True)
         return 0
 
-    raw_args = sys.argv[1:] if argv is None else argv
-    env_set = [f"{k}={shlex.quote(os.environ[k])}" for k in ENV_KEYS if os.environ.get(k)]
-    command = " ".join([*env_set, "python -m bench.bench_long", *(shlex.quote(a) for a in raw_args)])
+    command = command_line("bench.bench_long", argv)
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 3)
     if repeats < 1 or args.threads < 1:
         parser.error("--repeats and --threads must be at least 1")

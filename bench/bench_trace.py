@@ -166,6 +166,13 @@ def _load() -> str:
         return "?"
 
 
+def command_line(module: str, argv: list[str] | None) -> str:
+    """The command that reproduces this run: the thread-related environment it had, and its arguments."""
+    raw_args = sys.argv[1:] if argv is None else argv
+    env_set = [f"{k}={shlex.quote(os.environ[k])}" for k in ENV_KEYS if os.environ.get(k)]
+    return " ".join([*env_set, f"python -m {module}", *(shlex.quote(a) for a in raw_args)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_trace", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: MiniLM 16/128, GPT-2 128, 2 repeats")
@@ -188,9 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         print(RESULT_MARK + json.dumps(worker(spec)), flush=True)
         return 0
 
-    raw_args = sys.argv[1:] if argv is None else argv
-    env_set = [f"{k}={shlex.quote(os.environ[k])}" for k in ENV_KEYS if os.environ.get(k)]
-    command = " ".join([*env_set, "python -m bench.bench_trace", *(shlex.quote(a) for a in raw_args)])
+    command = command_line("bench.bench_trace", argv)
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
     if repeats < 1 or args.threads < 1:
         parser.error("--repeats and --threads must be at least 1")
