@@ -51,8 +51,8 @@ def similarity_section(ctx: HeadsContext) -> None:
                  column_config={"JS divergence (nats)": st.column_config.NumberColumn(format="%.4f")})
     st.caption("The most alike pairs of heads (smallest divergence).")
     full = pd.DataFrame(divergence, index=labels, columns=labels)
-    st.download_button("Download the divergence matrix as CSV", full.to_csv(float_format="%.6f").encode("utf-8"),
-                       file_name="head_similarity.csv", mime="text/csv", icon=":material/download:")
+    st.download_button("Download the divergence matrix as CSV", lambda: full.to_csv(float_format="%.6f").encode("utf-8"),
+                       file_name="head_similarity.csv", mime="text/csv", icon=":material/download:", on_click="ignore")
 
 
 def _closest_pairs(divergence: np.ndarray, labels: list[str], count: int = 10) -> pd.DataFrame:

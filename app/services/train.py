@@ -6,6 +6,8 @@ the page polls progress and sends heartbeats. Also the models this session train
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 import engine
@@ -98,14 +100,19 @@ def train_answer(text: str):
         return answer(job, text)
 
 
-def train_checkpoint() -> bytes:
-    """This session's finished model as a zip (safetensors + config JSON + model card), built in memory."""
+def train_checkpoint() -> "Callable[[], bytes]":
+    """A builder of this session's finished model as a zip (safetensors + config JSON + model card).
+
+    ``st.download_button`` calls it when the button is clicked (outside the script run, so it closes over
+    the job instead of reading session state); nothing is zipped on the page's reruns.
+    """
     from engine.training.export import checkpoint_zip
 
     job = train_manager().get(session_id())
     if job is None or not job.progress().finished:
         raise ValueError("train a model first")
-    return checkpoint_zip(job, f"trained-{job.settings.task}")
+    name = f"trained-{job.settings.task}"
+    return lambda: checkpoint_zip(job, name)
 
 
 def train_register() -> str:

@@ -104,8 +104,8 @@ def metrics_section(ctx: HeadsContext) -> None:
         "the \"attention sink\"), broadness, self share, next-token share (self-attention), and alignment "
         "(cross-attention); **score** is that value (0–1)."
     )
-    st.download_button("Download the metrics as CSV", frame.to_csv(index=False, float_format="%.6f").encode("utf-8"),
-                       file_name="head_metrics.csv", mime="text/csv", icon=":material/download:")
+    st.download_button("Download the metrics as CSV", lambda: frame.to_csv(index=False, float_format="%.6f").encode("utf-8"),
+                       file_name="head_metrics.csv", mime="text/csv", icon=":material/download:", on_click="ignore")
 
 
 def _best_heads(frame) -> None:

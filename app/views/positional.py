@@ -89,8 +89,8 @@ def sinusoidal_section() -> None:
         st.caption("Each **row** is the vector added to the token at that position; each **column** a dimension. "
                    "Left columns wave fast (high frequency), right columns slowly: like the hands of a clock, "
                    "together they give every position a unique pattern.")  # fmt: skip
-        st.download_button("Download the table as CSV", table_csv(table), file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
-                           mime="text/csv", icon=":material/download:", key="pos_sin_csv")  # fmt: skip
+        st.download_button("Download the table as CSV", lambda: table_csv(table), file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
+                           mime="text/csv", icon=":material/download:", key="pos_sin_csv", on_click="ignore")  # fmt: skip
     with right:
         st.plotly_chart(matrix_heatmap(sim, x_title="position q", y_title="position p", value_name="PE(p)·PE(q)",
                                        title="Similarity PE(p)·PE(q)"), key="pos_sin_sim")  # fmt: skip
@@ -155,8 +155,8 @@ def learned_section() -> None:
         "Nothing forced the learned ones to do that: training discovered it."
         + (f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}." if n_sentence else "")
     )
-    st.download_button("Download the learned table as CSV", table_csv(values), file_name=f"{model_id.replace('/', '_')}_positions.csv",
-                       mime="text/csv", icon=":material/download:", key="pos_learned_csv")  # fmt: skip
+    st.download_button("Download the learned table as CSV", lambda: table_csv(values), file_name=f"{model_id.replace('/', '_')}_positions.csv",
+                       mime="text/csv", icon=":material/download:", key="pos_learned_csv", on_click="ignore")  # fmt: skip
 
 
 def sentence_length(model_id: str) -> int | None:

@@ -177,8 +177,8 @@ def curves(p, index: int) -> None:
         st.altair_chart(accuracy_chart(frame, metric, rule), key=key("acc_chart"))
         st.caption(f"{metric.capitalize()}: the share of evaluation examples answered entirely right; token accuracy: "
                    "the share of answer tokens right.")
-    st.download_button("Download the curves as CSV", frame.to_csv(index=False).encode(), "training_curves.csv",
-                       "text/csv", icon=":material/download:", key=key("curves_csv"))
+    st.download_button("Download the curves as CSV", lambda: frame.to_csv(index=False).encode(), "training_curves.csv",
+                       "text/csv", icon=":material/download:", key=key("curves_csv"), on_click="ignore")
 
 
 def head_scores(p, index: int) -> None:
@@ -255,7 +255,7 @@ def finished(p) -> None:
         st.switch_page("views/explore.py")
     right.download_button("Download the model (safetensors + config JSON, zipped)", services.train_checkpoint(),
                           f"trained-{p.settings.task}.zip", "application/zip", icon=":material/download:",
-                          key=key("download"))
+                          key=key("download"), on_click="ignore")
     st.caption("The zip holds the weights (safetensors), the config and vocabulary (JSON) and a model card; "
                "`engine.training.load_checkpoint(folder, name)` reads it back.")
 

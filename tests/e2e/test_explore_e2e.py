@@ -118,6 +118,18 @@ def test_grid_click_opens_a_head_and_the_mask_tab_compares(page: Page, app_url: 
     expect(main_chart(page).locator(".gtitle")).to_have_text("Layer 0, head 5", timeout=REDRAW_MS)
     expect_settled(page)
 
+    # the CSV of the chosen head is built when the button is clicked, and holds its exact weights
+    with page.expect_download(timeout=REDRAW_MS) as download:
+        page.get_by_role("button", name="Download this head as CSV").click()
+    assert download.value.suggested_filename == "attention_L0_H5.csv"
+    import csv
+
+    with open(download.value.path(), encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0][1] == "0 [CLS]" and rows[3][0] == "2 animal" and len(rows) == len(rows[0])  # 16 × 16 + labels
+    for row in rows[1:]:
+        assert abs(sum(float(x) for x in row[1:]) - 1.0) < 1e-4
+
     page.get_by_role("tab", name="Causal mask off vs on").click()
     expect_settled(page, charts=3)
     titles = page.locator('[data-testid="stPlotlyChart"] .gtitle')

@@ -88,6 +88,15 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     page.screenshot(path=str(shot))
     publish_screenshot(shot, "train.png")
 
+    # the model downloads as a zip, built only now that it is asked for (a deferred download)
+    with page.expect_download(timeout=UPDATE_MS) as download:
+        page.get_by_role("button", name=re.compile("Download the model")).click()
+    import zipfile
+
+    with zipfile.ZipFile(download.value.path()) as archive:
+        names = archive.namelist()
+    assert any(n.endswith(".safetensors") for n in names) and any(n.endswith(".json") for n in names), names
+
     # the trained model opens in Explore (this session only), on the probe input
     button(page, "Open this model in Explore").click()
     expect(page.get_by_text("Explore attention")).to_be_visible(timeout=UPDATE_MS)

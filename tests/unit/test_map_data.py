@@ -1,0 +1,112 @@
+"""The figure layer's data: exact maps, pooled head maps, hidden sink columns, CSV downloads.
+
+References are the trace's own full ``pattern()`` (small inputs), pooled or sliced by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from app.components.map_data import CSV_MAX_SIDE, csv_region, exact_map, head_csv, head_map, hidden_keys
+from engine.analysis.overview import overview_edges
+from engine.types import AttentionTrace, Tokens
+
+
+def make_trace(n: int, *, causal: bool = False, special_ends: bool = True, seed: int = 0) -> AttentionTrace:
+    rng = np.random.default_rng(seed)
+    strings = tuple("[CLS]" if i == 0 and special_ends else "[SEP]" if i == n - 1 and special_ends else f"w{i}"
+                    for i in range(n))
+    special = tuple(s.startswith("[") for s in strings)
+    toks = Tokens(strings=strings, ids=tuple(range(n)), special=special)
+    q, k, v = (rng.standard_normal((2, n, 8)).astype(np.float32) * 2 for _ in range(3))
+    return AttentionTrace(model_id="m", family="decoder" if causal else "encoder", tokens=toks, key_tokens=toks,
+                          queries=(q,), keys=(k,), values=(v,), scales=(8 ** -0.5,), causal=causal)
+
+
+def test_short_input_is_exact_with_token_labels():
+    tr = make_trace(12)
+    data = head_map(tr, 0, 1)
+    np.testing.assert_allclose(data.values, tr.pattern(0, 1), rtol=1e-5, atol=1e-7)
+    assert not data.pooled and data.reduce == ""
+    assert data.q_labels[0] == "0 [CLS]" and data.k_labels[5] == "5 w5"
+
+
+def test_causal_cells_are_nan_exactly_where_blocked():
+    tr = make_trace(10, causal=True)
+    data = head_map(tr, 0, 0)
+    blocked = np.triu(np.ones((10, 10), dtype=bool), k=1)
+    assert np.isnan(data.values[blocked]).all() and np.isfinite(data.values[~blocked]).all()
+    np.testing.assert_allclose(data.values[~blocked], tr.pattern(0, 0)[~blocked], rtol=1e-5)
+
+
+def test_long_input_is_block_maxima_of_the_full_pattern():
+    tr = make_trace(300, causal=True)
+    data = head_map(tr, 0, 1, size=64)
+    full = tr.pattern(0, 1)
+    edges = overview_edges(300, 64)
+    by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
+    # a block wholly above the diagonal is blocked (NaN); every other block is the max of its cells
+    above = edges[:-1][None, :] > (edges[1:] - 1)[:, None]
+    assert np.isnan(data.values[above]).all()
+    np.testing.assert_allclose(data.values[~above], by_hand[~above], rtol=1e-5, atol=1e-8)
+    assert data.pooled and data.reduce == "max"
+    assert data.q_labels[1] == f"{edges[1]}–{edges[2] - 1}"
+
+
+def test_hidden_sinks_drop_columns_without_renormalising():
+    tr = make_trace(12)
+    assert hidden_keys(tr).tolist() == [0, 11]  # [CLS] (also the first token) and [SEP]
+    data = head_map(tr, 0, 0, hide_sinks=True)
+    np.testing.assert_allclose(data.values, tr.pattern(0, 0)[:, 1:11], rtol=1e-5)
+    assert data.k_pos.tolist() == list(range(1, 11)) and data.k_labels[0] == "1 w1"
+    assert (data.values.sum(axis=1) < 1).all()  # the hidden weight is not spread over the rest
+
+
+def test_row_scale_divides_each_row_by_its_largest_shown_weight():
+    tr = make_trace(12)
+    data = head_map(tr, 0, 0, row_scale=True)
+    full = tr.pattern(0, 0)
+    np.testing.assert_allclose(data.values, full / full.max(axis=1, keepdims=True), rtol=1e-5)
+    assert data.value_name == "share of row max"
+
+
+def test_zoom_region_is_exact_once_it_fits():
+    tr = make_trace(300)
+    data = head_map(tr, 0, 1, q_range=(40, 90), k_range=(100, 160), size=64)
+    np.testing.assert_allclose(data.values, tr.pattern(0, 1)[40:90, 100:160], rtol=1e-5, atol=1e-8)
+    assert not data.pooled and data.q_labels[0] == "40 w40" and data.k_labels[0] == "100 w100"
+
+
+def test_exact_map_checks_labels_and_marks_blocked_cells():
+    values = np.array([[1.0, 0.0], [0.25, 0.75]], dtype=np.float32)
+    data = exact_map(values, ["a", "b"], ["c", "d"], blocked=np.array([[False, True], [False, False]]))
+    assert np.isnan(data.values[0, 1]) and data.values[1, 1] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="2×2"):
+        exact_map(values, ["a"], ["c", "d"])
+
+
+def _read(csv_bytes: bytes) -> tuple[list[str], list[str], np.ndarray]:
+    rows = list(csv.reader(io.StringIO(csv_bytes.decode("utf-8"))))
+    return rows[0][1:], [r[0] for r in rows[1:]], np.array([[float(x) for x in r[1:]] for r in rows[1:]])
+
+
+def test_csv_holds_the_exact_weights_of_the_whole_head_or_a_region():
+    tr = make_trace(40)
+    keys, queries, weights = _read(head_csv(tr, 0, 1, block_rows=7))  # several row blocks
+    assert keys[0] == "0 [CLS]" and queries[-1] == "39 [SEP]"
+    np.testing.assert_allclose(weights, tr.pattern(0, 1), atol=1e-6)
+    keys, queries, weights = _read(head_csv(tr, 0, 1, (10, 20), (5, 30)))
+    assert queries == [f"{i} w{i}" for i in range(10, 20)] and keys[0] == "5 w5" and len(keys) == 25
+    np.testing.assert_allclose(weights, tr.pattern(0, 1)[10:20, 5:30], atol=1e-6)
+
+
+def test_csv_region_is_refused_past_the_cap():
+    tr = make_trace(8)
+    assert csv_region(tr, None, None) == ((0, 8), (0, 8))
+    big = make_trace(CSV_MAX_SIDE + 1, special_ends=False)
+    assert csv_region(big, None, None) is None
+    assert csv_region(big, (0, 100), (0, CSV_MAX_SIDE)) == ((0, 100), (0, CSV_MAX_SIDE))
