@@ -137,52 +137,20 @@ SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
 ]
 
 
-def build_context() -> HeadsContext | None:
-    """The shared controls (text, model, block or causal mask, layer, head); None when nothing can be shown."""
-    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
-    if model is None:
-        return None
-    family = model.spec.family
-    text = current_text()
-    controls = st.columns([1, 1, 2])
-    with controls[2]:
-        if family == "encoder-decoder":
-            if st.session_state.get("heads_block") not in services.HEAD_BLOCKS:
-                st.session_state["heads_block"] = "encoder"
-            block = st.selectbox("Attention block", list(services.HEAD_BLOCKS), key="heads_block", **PERSIST,
-                                 format_func=services.HEAD_BLOCKS.get,
-                                 help="Encoder: English words look at English words. Decoder: French words look at "
-                                      "earlier French words. Cross: French words look at the English sentence.")
-            causal = None
-        else:
-            block, causal = "self", causal_toggle(model_id, family)
-    try:
-        with st.spinner("Running the model…"):
-            trace = services.get_trace(model_id, text, causal, max_tokens)
-            attention = services.attention_block(trace, block)
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(services.friendly_error(err))
-        return None
-    layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
-    show_notices(trace)
-    ctx = HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,
-                       family=family, attention=attention, layer=layer, head=head)
-    translation = getattr(trace, "output_text", None)
-    st.caption(
-        f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
-        f"{attention.n_heads} heads · running on {services.device_label()}"
-        + (f" · translation: *{translation}*" if translation is not None else "")
-    )
-    return ctx
+def pick_block(family: str) -> str:
+    """The attention block of a translator (encoder, decoder or cross); "self" for encoders and decoders."""
+    if family != "encoder-decoder":
+        return "self"
+    if st.session_state.get("heads_block") not in services.HEAD_BLOCKS:
+        st.session_state["heads_block"] = "encoder"
+    return st.selectbox("Attention block", list(services.HEAD_BLOCKS), key="heads_block", **PERSIST,
+                        format_func=services.HEAD_BLOCKS.get,
+                        help="Encoder: English words look at English words. Decoder: French words look at "
+                             "earlier French words. Cross: French words look at the English sentence.")
 
 
-def main() -> None:
-    st.title("Heads")
-    st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
-             "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
-    ctx = build_context()
-    if ctx is None:
-        return
+def run_sections(ctx: HeadsContext) -> None:
+    """The tabs; only the open one runs."""
     tabs = st.tabs([name for name, _ in SECTIONS], key="heads_tab", on_change="rerun")
     for tab, (_, section) in zip(tabs, SECTIONS):
         if tab.open is False:  # only the open tab runs (None: state not tracked, run all)
@@ -195,6 +163,50 @@ def main() -> None:
                         "Model view tab works at any length.")
                 continue
             section(ctx)
+
+
+@st.fragment
+def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str) -> None:
+    """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
+    cached trace)."""
+    trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
+    controls = st.columns([1, 1, 2])
+    with controls[2]:
+        block = pick_block(family)
+    try:
+        attention = services.attention_block(trace, block)
+    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        st.warning(services.friendly_error(err))
+        return
+    layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
+    translation = getattr(trace, "output_text", None)
+    st.caption(
+        f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
+        f"{attention.n_heads} heads · running on {services.device_label()}"
+        + (f" · translation: *{translation}*" if translation is not None else "")
+    )
+    run_sections(HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,
+                              family=family, attention=attention, layer=layer, head=head))
+
+
+def main() -> None:
+    st.title("Heads")
+    st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
+             "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
+    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
+    if model is None:
+        return
+    family = model.spec.family
+    text = current_text()
+    causal = None if family == "encoder-decoder" else causal_toggle(model_id, family)
+    try:
+        with st.spinner("Running the model…"):
+            trace = services.get_trace(model_id, text, causal, max_tokens)
+    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        st.warning(services.friendly_error(err))
+        return
+    show_notices(trace)
+    heads_panel(model_id, text, causal, max_tokens, family)
 
 
 main()
