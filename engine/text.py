@@ -139,10 +139,12 @@ def unknown_words_notice(unknown: list[str], suggest: Callable[[str], list[str]]
 def length_notices(
     n_total: int, limit: int, *, max_tokens: int, max_positions: int, cut_chars: bool, verb: str = "traced"
 ) -> list[str]:
-    """Notices about cutting the input: the model's own limit, the token limit, a very long text."""
+    """Notices about cutting the input: a very long text, the model's own limit, the token limit."""
+    notices = [f"The text was longer than {MAX_CHARS:,} characters: only the first {MAX_CHARS:,} were read."
+               ] if cut_chars else []
     if n_total > limit:
-        lowered = [f"This model reads at most {max_positions} tokens; the limit was lowered to that."]
-        return (lowered if max_tokens > max_positions else []) + [
-            f"The text has {n_total} tokens; only the first {limit} were {verb}."
-        ]
-    return ["The text was very long and was cut before tokenizing."] if cut_chars else []
+        if max_tokens > max_positions:
+            notices.append(f"This model reads at most {max_positions} tokens; the limit was lowered to that.")
+        read = "Those characters have" if cut_chars else "The text has"
+        notices.append(f"{read} {n_total} tokens; only the first {limit} were {verb}.")
+    return notices

@@ -22,6 +22,7 @@ import streamlit as st
 from app import services
 from app.components.heatmap import safe_label
 from app.state import PERSIST, bounded
+from app.components.safe_text import md
 
 KEY_BLOCK = "ablation_block"
 KEY_HEADS = "ablation_heads"
@@ -206,6 +207,6 @@ def render_ablation(model_id: str, text: str, causal: bool, max_tokens: int, n_l
         st.warning(services.friendly_error(err))
         return
     for notice in result.notices:
-        st.info(notice)
+        st.info(md(notice))
     st.caption(f"**{len(result.heads_off)} of {result.n_heads_total} heads switched off.**")
     {"next-token": _show_next_token, "embedding": _show_embedding, "translation": _show_translation}[result.output](result)

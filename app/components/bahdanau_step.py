@@ -13,6 +13,7 @@ import streamlit as st
 from app import services
 from app.components.alignment_views import context_figure, csv_bytes, energies_and_weights, state_strip, table
 from app.state import PERSIST, clamp
+from app.components.safe_text import md
 
 STEP_KEY = "bahdanau_step"
 
@@ -29,7 +30,7 @@ def pick_step(target: tuple[str, ...]) -> int:
     n = len(target)
     clamp(STEP_KEY, 0, n - 1)
     if n == 1:
-        st.caption(f"One decoding step: it writes **{target[0]}**.")
+        st.caption(f"One decoding step: it writes **{md(target[0])}**.")
         return 0
     step = st.select_slider("Decoding step i (the word it writes)", options=list(range(n)), key=STEP_KEY,
                             format_func=lambda i: f"{i + 1}: {target[i]}", **PERSIST,
@@ -93,7 +94,7 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
     left, right = st.columns([1, 2])
     with left:
         st.metric(f"Step {step + 1} writes", b.target_word, help="The word with the highest probability (greedy decoding).")
-        st.caption(f"with probability **{b.probability:.3f}**; it attends most to **{b.source[int(np.argmax(b.alignment))]}** "
+        st.caption(f"with probability **{b.probability:.3f}**; it attends most to **{md(b.source[int(np.argmax(b.alignment))])}** "
                    f"(α = {b.alignment.max():.3f}).")  # fmt: skip
     with right:
         fig = state_strip(b.s_prev, title=f"Decoder state s(i−1) read by step {step + 1} ({len(b.s_prev)} numbers)",
@@ -115,7 +116,7 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         f"The context vector c(i) ({len(b.context)} numbers, last row) is the weighted sum of the encoder states "
         "h(j) above it, with the weights α(i, j) shown in each row's label: when one word gets almost all the "
         "weight, c(i) is almost a copy of its h(j). The decoder reads c(i) together with the previous word to write "
-        f"“{b.target_word}”."
+        f"“{md(b.target_word)}”."
     )
     frame = pd.DataFrame({"source": list(b.source), "energy": b.energies, "alpha": b.alignment}, index=rows)
     st.download_button("Download this step (energies, weights) as CSV", csv_bytes(frame),

@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import services
 from app.state import DEFAULTS, PERSIST, SHARE, K, bounded, clamp, current_text
+from app.components.safe_text import md, quoted
 
 TEXT_FAMILIES = {"encoder", "decoder"}  # translators, ViTs and RNNs have pages of their own
 
@@ -92,7 +93,7 @@ def load_model(model_id: str):
         try:
             return services.get_model(model_id)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
-            st.error(f"Could not load **{model_id}**: {services.friendly_error(err)}")
+            st.error(f"Could not load **{quoted(model_id)}**: {services.friendly_error(err)}")
             return None
 
 
@@ -112,9 +113,9 @@ def show_notices(trace) -> None:
     """A trace's notices: truncation as a warning, the rest as info."""
     for notice in trace.notices:
         if getattr(trace, "truncated", False):
-            st.warning(notice)
+            st.warning(md(notice))
         else:
-            st.info(notice)
+            st.info(md(notice))
 
 
 def causal_toggle(model_id: str, family: str) -> bool:

@@ -13,6 +13,7 @@ from app import services
 from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
 from app.state import PERSIST, bounded, settle
+from app.components.safe_text import md
 
 D_HEADS = [4, 8, 16, 32, 64, 128]
 ROPE_POSITIONS = 64
@@ -145,7 +146,7 @@ def order_section() -> None:
         st.warning(services.friendly_error(err))
         return
     for notice in result.notices:
-        st.info(notice)
+        st.info(md(notice))
     n_layers, n_heads = result.runs[0].original.shape[:2]
     with cols[1]:
         ensure("pos_blind_layer", 0, 0, n_layers - 1)

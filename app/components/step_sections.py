@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from app.components.step_tables import rounded, show_vectors, text_column, weights_bar
+from app.components.safe_text import md
 
 TABLE_HEIGHT = 280  # px: long texts scroll inside the table
 
@@ -44,7 +45,7 @@ def step_heading(number: int, title: str, formula: str) -> None:
 def show_qkv(trace, steps, labels: list[str], query: int) -> None:
     step_heading(1, "The query, the keys and the values", r"q_i = x_i W_Q \qquad k_j = x_j W_K \qquad v_j = x_j W_V")
     d = trace.d_head
-    st.markdown(f"**q({query})**, the query of **{labels[query]}**")
+    st.markdown(f"**q({query})**, the query of **{md(labels[query])}**")
     show_vectors("q", steps.q, [labels[query]], key="step_q")
     left, right = st.columns(2)
     with left:

@@ -24,6 +24,7 @@ import engine
 import engine.registry
 from engine import AttentionTrace, EngineError, ModelSpec
 from engine.cache import TraceCache
+from app.components.safe_text import md
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +96,9 @@ def device_label() -> str:
 
 
 def friendly_error(err: BaseException) -> str:
-    """A message for the UI: engine errors as written, anything else as one calm sentence."""
+    """A message for the UI (markdown-safe): engine errors as written, anything else as one calm sentence."""
     if isinstance(err, EngineError):
-        return str(err)
+        return md(str(err))  # engine messages may quote the user's text: shown literally
     log.exception("unexpected error", exc_info=err)
     return f"Something went wrong while computing this ({type(err).__name__}). Try a shorter text or another model."
 

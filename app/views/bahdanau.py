@@ -7,7 +7,6 @@ transformer translator's cross-attention.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -15,6 +14,7 @@ from app import services
 from app.components.alignment_views import alignment_map, csv_bytes
 from app.components.bahdanau_step import show_step
 from app.state import PERSIST, clamp
+from app.components.safe_text import md
 
 TEXT = "bahdanau_text"
 VARIANT = "bahdanau_variant"
@@ -67,14 +67,14 @@ def show_translation(trace, text: str) -> None:
     ref = services.bahdanau_reference(text)
     out_col, ref_col = st.columns(2)
     with out_col:
-        st.markdown(f"**Model output** (greedy decoding)\n\n> {trace.output_text or '(nothing)'}")
+        st.markdown(f"**Model output** (greedy decoding)\n\n> {md(trace.output_text) or '(nothing)'}")
     with ref_col:
         if ref.text:
             verdict = ":green[matches]" if ref.matches(trace.output_text) else ":red[differs]"
-            st.markdown(f"**Reference** from the grammar ({verdict})\n\n> {ref.text}")
+            st.markdown(f"**Reference** from the grammar ({verdict})\n\n> {md(ref.text)}")
         else:
             st.markdown("**Reference**: none")
-            st.caption(f"No reference translation: {ref.why}.")
+            st.caption(f"No reference translation: {md(ref.why)}.")
 
 
 def show_map(trace, text: str, model_id: str) -> None:
@@ -100,10 +100,10 @@ def show_map(trace, text: str, model_id: str) -> None:
 def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
     """Attention weights are not word alignments: the score for this sentence and a counter-example."""
     if agreement is None:
-        st.caption(f"Agreement with the gold alignment: not available ({why}).")
+        st.caption(f"Agreement with the gold alignment: not available ({md(why)}).")
     else:
         off = agreement.differing
-        detail = "; ".join(f"**{r.target_word}** looks most at **{r.argmax_word}**, the gold link is **{r.gold_word}** "
+        detail = "; ".join(f"**{md(r.target_word)}** looks most at **{md(r.argmax_word)}**, the gold link is **{md(r.gold_word)}** "
                            f"(α = {r.weight_on_gold:.2f} there)" for r in off)  # fmt: skip
         st.caption(
             f"**Attention weights are not word alignments.** Agreement with the grammar's gold alignment: "
@@ -119,8 +119,8 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
         return
     r = found.agreement.differing[0]
     st.caption(f"Searched {found.searched} grammar sentences: the least agreement ({found.agreement.score:.0%}) is in "
-               f"“{found.sentence}”, where **{r.target_word}** looks most at **{r.argmax_word}** instead of "
-               f"**{r.gold_word}**.")  # fmt: skip
+               f"“{md(found.sentence)}”, where **{md(r.target_word)}** looks most at **{md(r.argmax_word)}** instead of "
+               f"**{md(r.gold_word)}**.")  # fmt: skip
     if found.sentence != text.strip():
         st.button(f"Try “{found.sentence}”", on_click=_set_text, args=(found.sentence,), key="bahdanau_differs",
                   icon=":material/swap_horiz:")  # fmt: skip
@@ -142,7 +142,7 @@ def show_compare(text: str) -> None:
             fig = alignment_map(tr.alignment, list(tr.target.strings), list(tr.source.strings), compact=True,
                                 title=VARIANT_LABELS[variant], meta=f"bahdanau_cmp_{variant}", height=420)
             st.plotly_chart(fig, key=f"bahdanau_cmp_{variant}")
-            st.caption(f"Output: {tr.output_text}")
+            st.caption(f"Output: {md(tr.output_text)}")
     with columns[2]:
         s2s = services.bahdanau_trace(services.TRANSFORMER_TRANSLATOR, text)
         cross = s2s.cross
@@ -161,7 +161,7 @@ def show_compare(text: str) -> None:
         fig = alignment_map(weights, transformer_rows(cross.tokens.strings, finished), list(cross.key_tokens.strings),
                             title=title, meta="bahdanau_cmp_transformer", height=420, compact=True, zmax=top)
         st.plotly_chart(fig, key="bahdanau_cmp_transformer")
-        st.caption(f"Output: {s2s.output_text} · white = weight {top:.2f}")
+        st.caption(f"Output: {md(s2s.output_text)} · white = weight {top:.2f}")
     st.caption(
         "Left: Bahdanau's additive score; middle: Luong's dot (“general”) score, same RNN otherwise; right: the "
         "cross-attention of our small encoder-decoder transformer (tiny-translator), where each of its heads has its "
@@ -192,7 +192,7 @@ def main() -> None:
         st.warning(services.friendly_error(err))
         return
     for notice in trace.notices:
-        st.info(notice)
+        st.info(md(notice))
     show_translation(trace, text)
     st.subheader("The alignment map")
     show_map(trace, text, model_id)

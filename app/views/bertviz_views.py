@@ -13,6 +13,7 @@ import streamlit as st
 from app import services
 from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.state import PERSIST, K
+from app.components.safe_text import md
 
 FAMILIES = {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"}
 VIEWS = {"head": "Head view", "model": "Model view", "neuron": "Neuron view (queries · keys)"}
@@ -109,7 +110,7 @@ def main() -> None:
     if family == "vit":
         st.caption(f"Prediction: **{trace.prediction}**. Tokens: [CLS] and patches p0–p15, row by row.")
     if family == "encoder-decoder":
-        st.caption(f"Translation: **{trace.output_text}**. Pick Encoder, Decoder or Cross in the view's "
+        st.caption(f"Translation: **{md(trace.output_text)}**. Pick Encoder, Decoder or Cross in the view's "
                    "*Attention* menu; in Cross, left = French tokens written, right = English source.")
     try:
         show_view(view or "head", model_id, source, causal, max_tokens)

@@ -20,6 +20,7 @@ from app.components.train_charts import (
     score_frame,
 )
 from app.state import PERSIST, K
+from app.components.safe_text import md
 
 POLL_S = 0.75
 DEFAULTS = dict(task="reverse", n_layers=2, n_heads=4, d_model=64, pos_encoding="learned", causal=True,
@@ -117,7 +118,7 @@ def status_line(p) -> None:
         st.info(f"Queued: position **{p.queue_position}**. The server trains a limited number of models at once; "
                 "yours starts when a slot frees up.", icon=":material/hourglass_top:")
     elif p.status == "failed":
-        st.error(f"Training failed: {p.error}")
+        st.error(f"Training failed: {md(p.error)}")
     else:
         message = STATUS[p.status].format(device=p.device or "cpu", step=p.step)
         if p.status == "stopped" and p.error:
@@ -235,12 +236,12 @@ def finished(p) -> None:
     try:
         result = services.train_answer(text)
     except ValueError as err:
-        st.warning(f"Cannot read this input: {err}.")
+        st.warning(f"Cannot read this input: {md(err)}.")
     else:
-        st.markdown(f"The model read `{' '.join(result.prompt)}` and wrote **{' '.join(result.model) or '(nothing)'}**")
+        st.markdown(f"The model read {md(' '.join(result.prompt))} and wrote **{md(' '.join(result.model)) or '(nothing)'}**")
         if result.correct:
             n_right = sum(result.right)
-            st.markdown(f"Correct answer: **{' '.join(result.correct)}** — {n_right} of {len(result.correct)} tokens right.")
+            st.markdown(f"Correct answer: **{md(' '.join(result.correct))}** — {n_right} of {len(result.correct)} tokens right.")
             st.dataframe(pd.DataFrame({"model": list(result.model[: len(result.correct)]) + [""] *
                                        max(0, len(result.correct) - len(result.model)),
                                        "correct": list(result.correct),

@@ -12,6 +12,7 @@ from app import services
 from app.components.pickers import load_model
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
 from app.state import PERSIST, bounded, clamp
+from app.components.safe_text import quoted
 
 DEFAULT_MODEL = "tiny-vit-digits"
 SOURCES = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)", "upload": "Upload your own"}
@@ -59,7 +60,7 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
     try:
         pixels, notices = services.vit_read_upload(upload.getvalue())
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.error(f"**{upload.name}** cannot be used: {services.friendly_error(err)}")
+        st.error(f"**{quoted(upload.name)}** cannot be used: {services.friendly_error(err)}")
         return None, source, "", ()
     return pixels, source, f"your image '{upload.name}'", tuple(notices)
 
@@ -239,7 +240,7 @@ def main() -> None:
     if model is None:
         return
     if model.spec.family != "vit":
-        st.error(f"**{model_id}** is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
+        st.error(f"**{quoted(model_id)}** is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
         return
     try:
         with st.spinner("Running the model…"):

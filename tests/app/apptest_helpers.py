@@ -7,6 +7,7 @@ sends to the browser. Model and trace caches are shared by every AppTest in one 
 from __future__ import annotations
 
 import base64
+import re
 import json
 from pathlib import Path
 
@@ -72,8 +73,15 @@ def assert_clean(at: AppTest) -> None:
     assert not at.get("help"), "an expression statement was rendered by st.help magic"
 
 
+def shown(markdown: str) -> str:
+    """What the browser shows for a markdown source: backslash escapes of punctuation and the invisible word
+    joiners the app puts into would-be links removed."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
+
+
 def messages(elements) -> list[str]:
-    return [str(e.value) for e in elements]
+    """The text of messages/captions as shown (user text inside them is markdown-escaped by the app)."""
+    return [shown(str(e.value)) for e in elements]
 
 
 

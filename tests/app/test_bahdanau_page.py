@@ -173,7 +173,7 @@ def test_examples_dates_and_the_differs_example():
     at.selectbox(key="bahdanau_example").set_value("21 November 2026").run()
     assert_clean(at)
     assert at.text_input(key="bahdanau_text").value == "21 November 2026"
-    assert "2026-11-21" in " ".join(m.value for m in at.markdown)
+    assert "2026-11-21" in " ".join(messages(at.markdown))
     tr = engine.trace(engine.load(ADDITIVE), "21 November 2026")
     np.testing.assert_allclose(z(by_meta(at)["bahdanau_map"]), tr.alignment, atol=1e-6)
 

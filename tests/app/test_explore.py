@@ -403,3 +403,15 @@ def test_long_example_on_the_16k_model_is_an_overview_of_every_token():
     at.selectbox(key="model").set_value("minilm").run()
     assert_clean(at)
     assert any("at most 512 tokens" in w for w in messages(at.warning)), messages(at.warning)
+
+
+def test_a_paste_past_the_character_cap_is_cut_with_a_notice():
+    """150,000 characters: kept in the box (no silent drop), read up to 100,000, both cuts said."""
+    text = ("The quick brown fox jumps over the lazy dog. " * 3500)[:150_000]
+    at = run_app()
+    at.text_area(key="text").input(text).run()
+    assert_clean(at)
+    assert len(at.text_area(key="text").value) == 150_000
+    notes = messages(at.warning)
+    assert any("longer than 100,000 characters: only the first 100,000 were read" in w for w in notes), notes
+    assert any("Those characters have" in w and "only the first 128 were traced" in w for w in notes), notes
