@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from engine.text import quote_input
 from engine.types import ModelSpec, ModelUnavailableError
 
 #: where our own trained checkpoints live (``python -m engine.training.pretrain NAME`` writes them)
@@ -205,7 +206,7 @@ def _torch_device(name: str):
     return torch.device(name)
 
 
-def load(model_id: str, session_id: str | None = None, device: str | None = None):
+def load(model_id: str, session_id: str | None = None, device: str | None = None, policy=None):
     """Load a model by catalog id, local folder or Hugging Face Hub id.
 
     Args:
@@ -216,12 +217,17 @@ def load(model_id: str, session_id: str | None = None, device: str | None = None
         session_id: the caller's session, needed for models trained at run time.
         device: ``"cpu"`` or ``"cuda"`` for a model read from files; None = CUDA when present, else CPU.
             A model trained at run time stays where it was trained.
+        policy: a shared server's rules (:class:`engine.policy.ServerPolicy`) for ids that are not in
+            the catalog: folders only inside its allowed directories, Hub ids only while it allows
+            them, downloads capped and one at a time. None (the default): any folder or Hub id, as
+            for anyone running the engine on their own machine.
 
     Returns:
         A read-only :class:`engine.model.Model`.
 
     Raises:
-        ModelUnavailableError: unknown id, offline, unsupported architecture, unreadable files.
+        ModelUnavailableError: unknown id, offline, unsupported architecture, unreadable files,
+            refused by ``policy``.
     """
     if not isinstance(model_id, str) or not model_id.strip():
         raise ModelUnavailableError("Pick a model first: the model id is empty.")
@@ -233,7 +239,7 @@ def load(model_id: str, session_id: str | None = None, device: str | None = None
         entry = _runtime.get(model_id)
     if entry is not None:
         if entry[0] != session_id:
-            raise ModelUnavailableError(f"{model_id!r} was trained in another session and is not shared.")
+            raise ModelUnavailableError(f"{quote_input(model_id)} was trained in another session and is not shared.")
         return entry[1]
     own = own_checkpoints()
     if model_id in own:
@@ -243,4 +249,4 @@ def load(model_id: str, session_id: str | None = None, device: str | None = None
         return loader(spec, CHECKPOINTS, where)
     from engine.pretrained.hub import load_hf
 
-    return load_hf(model_id, device=where)
+    return load_hf(model_id, device=where, policy=policy)

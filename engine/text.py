@@ -16,6 +16,8 @@ from engine.types import EmptyInputError, EngineError
 
 MAX_CHARS = 100_000  # text beyond this is cut before tokenizing (a 512-token window is ~3 kB)
 MAX_UNKNOWN_LISTED = 8  # unknown words named in one notice
+QUOTE_LIMIT = 80  # characters of user input a message repeats (the rest is cut with "…")
+WORD_LIMIT = 24  # characters of one unknown word a notice repeats
 
 _INVISIBLE = re.compile(r"[\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\u00ad]")
 _CONTROL = {"Cc", "Cs", "Co", "Cn"}
@@ -46,6 +48,63 @@ def clean_input(text: object) -> tuple[str, bool]:
     if not _INVISIBLE.sub("", text).strip():
         raise EmptyInputError("Type a sentence first: the text is empty.")
     return text, cut
+
+
+def shorten(text: object, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` on one line (control characters and line breaks as spaces), cut to ``limit`` characters with "…".
+
+    Example:
+        >>> shorten("a" * 100, 10)
+        'aaaaaaaaa…'
+    """
+    text = text if isinstance(text, str) else str(text)
+    if len(text) > 4 * limit:  # never walk a huge input character by character
+        text = text[: 4 * limit]
+    flat = "".join(ch if ch.isprintable() else " " for ch in text)
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
+
+
+def quote_input(text: object, limit: int = QUOTE_LIMIT) -> str:
+    """User input as a message repeats it: in quotes, on one line, at most ``limit`` characters of it.
+
+    Messages built from what a user typed go through this, so a 10,000-character paste comes back as
+    80 characters and "…", never whole.
+
+    Example:
+        >>> quote_input("gpt2"), quote_input("x" * 500, limit=5)
+        ("'gpt2'", "'xxxx…'")
+    """
+    return f"'{shorten(text, limit)}'"
+
+
+_ABS_PATH = re.compile(r"(?<![\w/.~-])(?:/[^\s'\"`/,;:()\[\]{}<>|]+)+/?")
+
+
+def hide_paths(message: str) -> str:
+    """``message`` with every absolute POSIX path cut to its last part (``/srv/app/x/model.json`` →
+    ``…/model.json``), so a message for end users names files but not the server's folders.
+
+    URLs and relative paths are left alone.
+
+    Example:
+        >>> hide_paths("[Errno 13] Permission denied: '/home/ann/models/config.json'")
+        "[Errno 13] Permission denied: '…/config.json'"
+    """
+
+    def last_part(match: re.Match[str]) -> str:
+        name = match.group(0).rstrip("/").rsplit("/", 1)[-1]
+        return f"…/{name}"
+
+    return _ABS_PATH.sub(last_part, message)
+
+
+def error_reason(err: BaseException, limit: int = 160) -> str:
+    """Why something failed, for end users: an OS error's reason without its file name, else the
+    error's first line with absolute paths cut to file names (:func:`hide_paths`), at most ``limit`` characters."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    text = str(err).strip()
+    return shorten(hide_paths(text.splitlines()[0]), limit) if text else type(err).__name__
 
 
 def _byte_level_table() -> dict[str, int]:
@@ -131,6 +190,7 @@ def unknown_words_notice(unknown: list[str], suggest: Callable[[str], list[str]]
     shown = []
     for word in unknown[:MAX_UNKNOWN_LISTED]:
         close = suggest(word) if suggest else []
+        word = shorten(word, WORD_LIMIT)
         shown.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
     more = " …" if len(unknown) > MAX_UNKNOWN_LISTED else ""
     return f"Words this model never saw in training are shown as <unk>: {', '.join(shown)}{more}."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
+from engine.text import quote_input
 from app.state import DEFAULTS, PERSIST, SHARE, K, bounded, clamp, current_text
 from app.components.safe_text import md, quoted
 
@@ -55,16 +56,37 @@ def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
 
     st.selectbox("Model", list(by_id), format_func=label, key=K.model, **SHARE,
                  help="Offline models work anywhere; Hub models download the first time (internet needed).")
-    with st.expander("Another model (Hugging Face id or folder)", expanded=bool(st.session_state.get(K.hub_id))):
+    custom = typed_model_field(K.hub_id, "Another model", "e.g. gpt2, bert-base-uncased",
+                               "BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA) and GPT-2-family models.")
+    return custom or st.session_state[K.model]
+
+
+def typed_model_field(key: str, title: str, example: str, families_help: str) -> str:
+    """The field for a model outside the list, as far as the server's policy allows; returns what was typed.
+
+    Its title, placeholder and help say what this server accepts (Hub ids, folders under the admin's
+    directories); where it accepts neither there is no field and nothing typed earlier is used.
+    """
+    rules = services.policy()
+    if not rules.hub and not rules.model_dirs:
+        return ""
+    kinds = [what for what, on in (("Hugging Face id", rules.hub), ("folder", bool(rules.model_dirs))) if on]
+    name = " or ".join(kinds)
+    with st.expander(f"{title} ({name})", expanded=bool(st.session_state.get(key))):
+        where = " A folder must lie inside a model folder the server's admin allowed." if rules.model_dirs else ""
         st.text_input(
-            "Hub id or local folder",
-            key=K.hub_id,
-            placeholder="e.g. gpt2, bert-base-uncased, /path/to/saved_model",
-            help="BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA) and GPT-2-family models. Leave empty to use the picker.",
+            name[:1].upper() + name[1:],
+            key=key,
+            placeholder=example if rules.hub else "/path/to/saved_model",
+            help=f"{families_help}{where} Leave empty to use the picker.",
             **PERSIST,
         )
-    custom = (st.session_state.get(K.hub_id) or "").strip()
-    return custom or st.session_state[K.model]
+    return (st.session_state.get(key) or "").strip()
+
+
+def shown_id(model_id: str) -> str:
+    """A model id (or file name) for a message: shown exactly as typed, never as a link, cut to ~80 characters."""
+    return quoted(model_id)
 
 
 def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
@@ -89,11 +111,13 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
 
 def load_model(model_id: str):
     """Load (once per server) with a spinner; None and an error message if it cannot be loaded."""
-    with st.spinner(f"Loading **{model_id}** (the first load takes a few seconds)…"):
+    with st.spinner(f"Loading {shown_id(model_id)} (the first load takes a few seconds)…"):
         try:
             return services.get_model(model_id)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
-            st.error(f"Could not load **{quoted(model_id)}**: {services.friendly_error(err)}")
+            reason = services.friendly_error(err)
+            named = md(quote_input(model_id)) in reason  # a typed id is shown once, not twice
+            st.error(f"Could not load {'the model' if named else shown_id(model_id)}: {reason}")
             return None
 
 

@@ -32,6 +32,7 @@ from app.services.core import (
     get_model,
     get_trace,
     list_models,
+    policy,
     session_id,
     warm_up,
 )
@@ -89,7 +90,7 @@ from app.services.vit import (
 
 __all__ = [
     # core
-    "MAX_JOBS", "device_label", "friendly_error", "get_model", "get_trace", "list_models", "session_id", "warm_up",
+    "MAX_JOBS", "device_label", "friendly_error", "get_model", "get_trace", "list_models", "policy", "session_id", "warm_up",
     # heads
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
     "block_is_square", "get_ablation", "get_head_layout", "head_metrics_table", "head_similarity",

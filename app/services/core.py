@@ -7,6 +7,10 @@
   trace itself (read-only arrays, no pickling copy), and a sentence several sessions ask for at once
   is traced once.
 - ``session_id``: this browser session's id (models a session trained are looked up by it).
+- ``policy``: the server admin's rules for typed model ids (``engine.policy.ServerPolicy`` from the
+  ``AP_*`` variables): every model the app loads goes through ``engine.load(..., policy=policy())``,
+  so a typed folder or Hub id is checked before anything is read or downloaded.
+- ``friendly_error``: the one way an error reaches a page: no absolute paths, bounded length.
 
 Torch work is bounded for a shared 2-core classroom server: one intra-op thread per job and at
 most ``MAX_JOBS`` forward passes at once. The page modules of ``app.services`` import from here.
@@ -25,6 +29,9 @@ import engine.registry
 from engine import AttentionTrace, EngineError, ModelSpec
 from engine.cache import TraceCache
 from app.components.safe_text import md
+from engine.policy import ServerPolicy
+from engine.registry import HUB_SUGGESTIONS
+from engine.text import hide_paths, shorten
 
 log = logging.getLogger(__name__)
 
@@ -40,23 +47,41 @@ def _bound_threads() -> None:
         _threads_set = True
 
 
+MAX_MESSAGE = 300  # characters of an error message a page shows
+
+
+def policy() -> ServerPolicy:
+    """The server admin's rules for models typed into a page (``AP_MODEL_DIRS``, ``AP_HUB``, ``AP_HUB_MAX_GB``)."""
+    return ServerPolicy.from_env()
+
+
 @st.cache_data(show_spinner=False, ttl=60)
-def list_models() -> tuple[ModelSpec, ...]:
-    """The model catalog (offline models first)."""
+def _catalog() -> tuple[ModelSpec, ...]:
     return engine.list_models()
 
 
+def list_models() -> tuple[ModelSpec, ...]:
+    """The model catalog (offline models first); without the Hub suggestions where the Hub is switched off."""
+    if policy().hub:
+        return _catalog()
+    hub_ids = {s.id for s in HUB_SUGGESTIONS}
+    return tuple(s for s in _catalog() if s.id not in hub_ids)
+
+
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _shared_model(model_id: str):
+def _shared_model(model_id: str, rules: ServerPolicy):
+    # the policy is part of the key: a model is only ever served under the rules it was admitted by
     _bound_threads()
-    return engine.load(model_id)
+    return engine.load(model_id, policy=rules)
 
 
 def get_model(model_id: str):
     """Load a model once per server process; shared, read-only. A model this session trained on the
-    Train page is returned from the runtime registry instead (never cached, never shared)."""
+    Train page is returned from the runtime registry instead (never cached, never shared).
+
+    Ids outside the catalog (a typed folder or Hub id) load only as the server's :func:`policy` allows."""
     trained = engine.registry.runtime_model(model_id, session_id())
-    return trained if trained is not None else _shared_model(model_id)
+    return trained if trained is not None else _shared_model(model_id, policy())
 
 
 def _cache_budget_mb() -> int:
@@ -78,7 +103,7 @@ def get_trace(model_id: str, text: str, causal: bool | None, max_tokens: int) ->
     The returned trace is shared with other sessions: its arrays are read-only.
     """
     trained = engine.registry.runtime_model(model_id, session_id())
-    model = trained if trained is not None else _shared_model(model_id)
+    model = trained if trained is not None else _shared_model(model_id, policy())
     # a session's own trained model is keyed by the object itself (a retrained model is a new one)
     key = (model_id, trained, text, causal, int(max_tokens))
 
@@ -96,9 +121,14 @@ def device_label() -> str:
 
 
 def friendly_error(err: BaseException) -> str:
-    """A message for the UI (markdown-safe): engine errors as written, anything else as one calm sentence."""
+    """A message for the UI, markdown-safe: engine errors as written, anything else as one calm sentence.
+
+    Either way with absolute paths cut to file names and at most ``MAX_MESSAGE`` characters: engine
+    messages are written that way, and this is the last guard before a page shows one. The text goes
+    through ``md`` because engine messages may quote what the user typed (shown literally, never a link).
+    """
     if isinstance(err, EngineError):
-        return md(str(err))  # engine messages may quote the user's text: shown literally
+        return md(shorten(hide_paths(str(err)), MAX_MESSAGE))
     log.exception("unexpected error", exc_info=err)
     return f"Something went wrong while computing this ({type(err).__name__}). Try a shorter text or another model."
 

@@ -19,6 +19,7 @@ from app.components.pickers import load_model, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
 from app.state import K, PERSIST, bounded, current_text, settle
+from engine.text import shorten
 
 D_MODELS = [4, 8, 16, 32, 64, 128, 256, 512]
 MAX_LEN = 512
@@ -133,7 +134,7 @@ def learned_section() -> None:
     n_sentence = sentence_length(model_id)
     values = table.values[:n]
     st.plotly_chart(matrix_heatmap(values, x_title="dimension", y_title="position", value_name="value",
-                                   title=f"{model_id}: {table.source} ({n} of {n_table} positions × {d_model})",
+                                   title=f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})",
                                    height=380), key="pos_learned_heatmap")  # fmt: skip
     st.caption("The learned table, one row per position, one column per dimension (colours clipped at the "
                "99.5th percentile of |value| so a few large entries do not wash out the rest).")  # fmt: skip

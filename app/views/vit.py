@@ -9,10 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.pickers import load_model
+from app.components.pickers import load_model, shown_id, typed_model_field
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
 from app.state import PERSIST, bounded, clamp
-from app.components.safe_text import quoted
 
 DEFAULT_MODEL = "tiny-vit-digits"
 SOURCES = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)", "upload": "Upload your own"}
@@ -60,9 +59,9 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
     try:
         pixels, notices = services.vit_read_upload(upload.getvalue())
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.error(f"**{quoted(upload.name)}** cannot be used: {services.friendly_error(err)}")
+        st.error(f"{shown_id(upload.name)} cannot be used: {services.friendly_error(err)}")
         return None, source, "", ()
-    return pixels, source, f"your image '{upload.name}'", tuple(notices)
+    return pixels, source, f"your image {shown_id(upload.name)}", tuple(notices)
 
 
 def pick_model_id() -> str:
@@ -73,10 +72,9 @@ def pick_model_id() -> str:
     labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
     st.selectbox("Model", ids, format_func=lambda i: labels.get(i, i), key="vit_model", **PERSIST,
                  help="The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT/DeiT download from the Hub.")
-    with st.expander("Another ViT (Hugging Face id or folder)", expanded=bool(st.session_state.get("vit_hub_id"))):
-        st.text_input("Hub id or local folder", key="vit_hub_id", placeholder="e.g. google/vit-base-patch16-224",
-                      help="ViT and DeiT image classifiers. Leave empty to use the picker.", **PERSIST)
-    return (st.session_state.get("vit_hub_id") or "").strip() or st.session_state["vit_model"]
+    custom = typed_model_field("vit_hub_id", "Another ViT", "e.g. google/vit-base-patch16-224",
+                               "ViT and DeiT image classifiers.")
+    return custom or st.session_state["vit_model"]
 
 
 def csv_bytes(grid: np.ndarray) -> bytes:
@@ -240,7 +238,7 @@ def main() -> None:
     if model is None:
         return
     if model.spec.family != "vit":
-        st.error(f"**{quoted(model_id)}** is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
+        st.error(f"{shown_id(model_id)} is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
         return
     try:
         with st.spinner("Running the model…"):

@@ -26,6 +26,7 @@ from engine.capture import capture
 from engine.model import Model, pick_device
 from engine.models.vit_input import _to_unit_range
 from engine.pretrained.hf_api import hf
+from engine.text import error_reason, quote_input
 from engine.types import AttentionTrace, EngineError, ModelSpec, ModelUnavailableError, Tokens, VisionTrace
 
 WITH_TEACHER = "DeiTForImageClassificationWithTeacher"
@@ -175,11 +176,15 @@ def load_hf_vit(model_id: str, path: Path, config: dict, *, spec: ModelSpec | No
     else:
         cls = api.AutoModel
     if not (path / "preprocessor_config.json").is_file():
-        raise ModelUnavailableError(f"'{model_id}' has no preprocessor_config.json, so its pixels cannot be prepared.")
+        raise ModelUnavailableError(
+            f"{quote_input(model_id)} has no preprocessor_config.json, so its pixels cannot be prepared."
+        )
     try:
         processor = api.AutoImageProcessor.from_pretrained(path)
     except Exception as err:
-        raise ModelUnavailableError(f"The image processor of '{model_id}' cannot be loaded: {err}") from None
+        raise ModelUnavailableError(
+            f"The image processor of {quote_input(model_id)} cannot be loaded: {error_reason(err)}"
+        ) from err
     device = device or pick_device()
 
     from engine.pretrained.hub import sdpa_builder

@@ -9,7 +9,8 @@ A checkpoint ``NAME`` in a directory is three files::
 
 Loading checks everything before it trusts anything: the JSON (format, a known kind, a valid config),
 then the tensors' names, shapes and dtypes against a model built from that config. Any problem raises
-:class:`~engine.types.CheckpointError` with a message that names the file and the problem.
+:class:`~engine.types.CheckpointError` with a message that names the file (its name, not its folder:
+messages reach end users) and the problem.
 
 ``kind`` says which builder turns ``model_config`` into a module (:data:`MODEL_KINDS`); new model
 families (seq2seq, ViT, GRU) add a builder with :func:`register_kind`.
@@ -32,6 +33,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from engine.models.transformer import Transformer, TransformerConfig
+from engine.text import error_reason, quote_input
 from engine.training.vocab import Vocab
 from engine.types import CheckpointError
 
@@ -85,7 +87,7 @@ def checkpoint_paths(directory: str | os.PathLike[str], name: str) -> Checkpoint
         CheckpointError: ``name`` is not a plain file name (letters, digits, ``_ . -``).
     """
     if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
-        raise CheckpointError(f"checkpoint name {name!r} must be letters, digits, '_', '.' or '-' (no folders)")
+        raise CheckpointError(f"checkpoint name {quote_input(name)} must be letters, digits, '_', '.' or '-' (no folders)")
     base = Path(directory)
     return CheckpointPaths(base / f"{name}.safetensors", base / f"{name}.json", base / f"{name}.md")
 
@@ -280,7 +282,7 @@ def load_checkpoint(
 
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise CheckpointError(f"{path.name}: the checkpoint's config file is missing (looked for {path})")
+        raise CheckpointError(f"{path.name}: the checkpoint's config file is missing from its folder")
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:
@@ -288,7 +290,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as err:
         raise CheckpointError(f"{path.name}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from err
     except OSError as err:
-        raise CheckpointError(f"{path.name}: cannot be read: {err}") from err
+        raise CheckpointError(f"{path.name}: cannot be read: {error_reason(err)}") from err
     if not isinstance(document, dict):
         raise CheckpointError(f"{path.name}: expected a JSON object at the top, got {type(document).__name__}")
     fmt = document.get("format")
@@ -358,14 +360,16 @@ def _compare(expected: Mapping[str, tuple[int, ...]], found: Mapping[str, tuple[
 
 def _read_tensors(path: Path, model: nn.Module) -> dict[str, torch.Tensor]:
     if not path.is_file():
-        raise CheckpointError(f"{path.name}: the checkpoint's weights file is missing (looked for {path})")
+        raise CheckpointError(f"{path.name}: the checkpoint's weights file is missing from its folder")
     expected = _unique_tensors(model)
     try:
         with safe_open(str(path), framework="pt") as f:
             found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
         tensors = load_file(str(path))
     except Exception as err:  # safetensors raises its own SafetensorError, or OSError / ValueError
-        raise CheckpointError(f"{path.name}: not a readable safetensors file (truncated or corrupt?): {err}") from err
+        raise CheckpointError(
+            f"{path.name}: not a readable safetensors file (truncated or corrupt?): {error_reason(err)}"
+        ) from err
     problems = _compare({k: tuple(v.shape) for k, v in expected.items()}, found)
     if problems:
         raise CheckpointError(f"{path.name}: {problems}")

@@ -164,9 +164,11 @@ def test_out_of_range_settings_are_clamped():
     assert at.number_input(key="vit_patch").value == 15
 
 
-def test_a_local_hugging_face_deit_folder_renders(tmp_path):
+def test_a_local_hugging_face_deit_folder_renders(tmp_path, monkeypatch):
     """A tiny random distilled DeiT saved locally, typed into the Hub-id field: [CLS] and [DIST] come
-    before the 16 patches, so the overlay must skip both (checked against the engine's own trace)."""
+    before the 16 patches, so the overlay must skip both (checked against the engine's own trace).
+    Typed folders load only inside the server's allowed model directories (off by default)."""
+    monkeypatch.setenv("AP_MODEL_DIRS", str(tmp_path))
     from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher, ViTImageProcessor
 
     torch.manual_seed(0)

@@ -26,6 +26,8 @@ import random
 import re
 from datetime import date, timedelta
 
+from engine.text import quote_input
+
 __all__ = [
     "FORMATS",
     "FIRST_DATE",
@@ -131,24 +133,24 @@ def normalise(text: str) -> str:
         parts = m.groupdict()
         if parts.get("month") is not None:
             if parts["month"] not in _MONTH_NUMBER:
-                raise ValueError(f"unknown month {parts['month']!r} in {text!r}")
+                raise ValueError(f"unknown month {quote_input(parts['month'], 24)} in {quote_input(text)}")
             month = _MONTH_NUMBER[parts["month"]]
         else:
             month = int(parts["mon"])
         try:
             d = date(int(parts["year"]), month, int(parts["day"]))
         except ValueError as e:
-            raise ValueError(f"{text!r} is not a real date ({e})") from None
+            raise ValueError(f"{quote_input(text)} is not a real date ({e})") from None
         weekday = parts.get("weekday")
         if weekday is not None:
             names = [w.lower() for w in _WEEKDAYS]
             short = [w[:3] for w in names]
             if weekday not in names and weekday not in short:
-                raise ValueError(f"unknown weekday {weekday!r} in {text!r}")
+                raise ValueError(f"unknown weekday {quote_input(weekday, 24)} in {quote_input(text)}")
             if weekday not in (names[d.weekday()], short[d.weekday()]):
-                raise ValueError(f"{text!r}: {d.isoformat()} is a {_WEEKDAYS[d.weekday()]}")
+                raise ValueError(f"{quote_input(text)}: {d.isoformat()} is a {_WEEKDAYS[d.weekday()]}")
         return d.isoformat()
-    raise ValueError(f"not a date in a known format: {text!r}")
+    raise ValueError(f"not a date in a known format: {quote_input(text)}")
 
 
 # ---- tokens --------------------------------------------------------------------------------------

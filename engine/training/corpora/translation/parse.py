@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from engine.text import MAX_UNKNOWN_LISTED, WORD_LIMIT, quote_input
 from engine.training.corpora.translation.lexicon import (
     _BE_EN,
     _NOUN_BY_FORM,
@@ -32,10 +33,11 @@ class UnknownWordError(ValueError):
         self.words = list(dict.fromkeys(words))
         self.suggestions = {w: suggest(w) for w in self.words}
         parts = []
-        for w in self.words:
+        for w in self.words[:MAX_UNKNOWN_LISTED]:  # the message repeats user input: bounded
             hint = f" (did you mean {', '.join(repr(s) for s in self.suggestions[w])}?)" if self.suggestions[w] else ""
-            parts.append(f"{w!r}{hint}")
-        super().__init__(f"Unknown word{'s' if len(self.words) > 1 else ''} for the toy grammar: {'; '.join(parts)}")
+            parts.append(f"{quote_input(w, WORD_LIMIT)}{hint}")
+        more = " …" if len(self.words) > MAX_UNKNOWN_LISTED else ""
+        super().__init__(f"Unknown word{'s' if len(self.words) > 1 else ''} for the toy grammar: {'; '.join(parts)}{more}")
 
 
 class _Parser:
@@ -108,9 +110,9 @@ class _Parser:
                     adjs.append(ADJECTIVES[nxt])
                 s = Sentence(subject, "adj", adjs=tuple(adjs))
             else:
-                raise self.fail(f"expected an adjective or a preposition after {word!r}")
+                raise self.fail(f"expected an adjective or a preposition after {quote_input(word, WORD_LIMIT)}")
         else:
-            raise self.fail(f"expected a verb after the subject, got {word!r}")
+            raise self.fail(f"expected a verb after the subject, got {quote_input(word, WORD_LIMIT)}")
         period = False
         if self.peek() == ".":
             self.take()
