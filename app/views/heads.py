@@ -198,7 +198,7 @@ def main() -> None:
         return
     family = model.spec.family
     text = current_text()
-    causal = None if family == "encoder-decoder" else causal_toggle(model_id, family)
+    causal = None if family == "encoder-decoder" else causal_toggle(model_id, model.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)

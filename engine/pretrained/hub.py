@@ -155,4 +155,5 @@ def load_hf(model_id: str, *, spec: ModelSpec | None = None, device: torch.devic
         max_positions=max_pos,
         reload=build,
         info={"source": str(path), "architecture": model_type},
+        default_causal=adapter.default_causal(module.config),  # read once, before any session uses it
     )
