@@ -29,7 +29,7 @@ from torch import nn
 
 from engine.capture import capture
 from engine.model import Model
-from engine.text import byte_level_display, check_max_tokens, clean_input, clean_token, length_notices
+from engine.text import byte_level_display, check_max_tokens, clean_input, clean_token, length_notices, special_flags
 from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnavailableError, Tokens
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
@@ -138,11 +138,8 @@ class HFTextAdapter:
             ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_tokens)["input_ids"]
         else:
             ids = list(full)
-        special_ids = set(tokenizer.all_special_ids)
-        special = tuple(i in special_ids for i in ids)
-        unk = tokenizer.unk_token_id
-        if all(s and i != unk for i, s in zip(ids, special)):
-            # An unknown-word token ([UNK]) still stands for the user's text: only markers are "empty".
+        special = special_flags(tokenizer, ids)  # [UNK] stands for the user's text: not special
+        if all(special):
             raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
         show = byte_level_display if self.byte_level else clean_token
         strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))

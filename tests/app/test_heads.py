@@ -135,6 +135,18 @@ def test_metrics_table_equals_the_engine_metrics(model_id: str, causal: bool):
     np.testing.assert_allclose(decode(heat["data"][0]["z"]), ref["entropy"], atol=1e-6)
 
 
+def test_an_unknown_word_is_not_counted_as_a_sink():
+    """MiniLM reads the emoji as [UNK]: the sink column is the weight on [CLS] and [SEP] alone."""
+    text = "I love 🙂 pizza"
+    at = show_tab(heads_page(text=text), "Per-head metrics")
+    table = at.dataframe[0].value
+    att = engine_attention("minilm", text)
+    assert list(att.tokens.strings) == ["[CLS]", "i", "love", "[UNK]", "pizza", "[SEP]"]
+    by_hand = [att.pattern(layer, head)[:, [0, 5]].sum(axis=-1).mean()
+               for layer in range(att.n_layers) for head in range(att.n_heads)]
+    np.testing.assert_allclose(table["sink"].to_numpy(float), by_hand, atol=1e-6)
+
+
 def test_metric_picker_changes_the_map():
     at = show_tab(heads_page(), "Per-head metrics")
     at.selectbox(key="heads_metric").set_value("previous").run()
