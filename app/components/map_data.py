@@ -109,7 +109,7 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
         att: the attention block.
         layer, head: which head.
         q_range, k_range: ``(start, stop)`` token positions to show (default: all).
-        hide_sinks: drop the special-token and first-token columns (weights are not renormalised).
+        hide_sinks: drop the sink columns, :func:`hidden_keys` (weights are not renormalised).
         row_scale: divide every row by its largest shown weight (the "row" colour scale).
         size: the most cells per side.
         reduce: "max" (a sharp one-token pattern survives pooling) or "mean".
