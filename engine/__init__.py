@@ -66,8 +66,9 @@ def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int =
     Args:
         model: from :func:`load`.
         text: the input sentence(s); for a ViT, an image array ``[H, W]`` or ``[H, W, 3]``.
-        causal: force the causal mask on (True) or off (False); None keeps the model's default
-            (on for decoders, off for encoders). The shared model is never modified.
+        causal: force the causal mask on (True) or off (False); None keeps the model's own setting,
+            ``model.default_causal`` (on for GPT-style decoders and for a BERT-family model whose
+            config says ``is_decoder=True``, off for encoders). The shared model is never modified.
         max_tokens: longer input is truncated, and the trace says so (``truncated``, ``notices``).
 
     Returns:

@@ -45,6 +45,10 @@ class Model:
         reload: builds the same module on another device (used for a CPU fallback after a GPU
             out-of-memory error, without touching the shared module).
         info: free-form facts for the UI (parameter count, source path).
+        default_causal: whether the model masks future tokens by itself, i.e. what ``engine.trace``
+            does with ``causal=None`` and where a page's causal toggle starts. The loader reads it from
+            the model (a Hugging Face config's ``is_decoder`` / ``is_causal``, our config's ``causal``);
+            None (not given) means "decoders do, everything else does not".
     """
 
     spec: ModelSpec
@@ -55,8 +59,14 @@ class Model:
     max_positions: int
     reload: Callable[[torch.device], nn.Module] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    default_causal: bool | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cpu_module: nn.Module | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.default_causal is None:
+            self.default_causal = self.spec.family == "decoder"
+        self.default_causal = bool(self.default_causal)
 
     @property
     def n_params(self) -> int:

@@ -107,6 +107,37 @@ def error_reason(err: BaseException, limit: int = 160) -> str:
     return shorten(hide_paths(text.splitlines()[0]), limit) if text else type(err).__name__
 
 
+def special_flags(tokenizer, ids) -> tuple[bool, ...]:
+    """Which token ids are markers (``[CLS]``, ``[SEP]``, ``<s>``, ``<|endoftext|>``, ``[PAD]``, ``[MASK]``).
+
+    Markers are what the tokenizer adds or reserves around the user's text; they are what
+    ``Tokens.special`` flags, and with the first token they are the "sink" positions of the head
+    metrics. The unknown-word token (``[UNK]``, ``<unk>``) is in the tokenizer's ``all_special_ids`` but
+    stands for a word of the user's text that the vocabulary lacks, so it is *not* a marker, unless
+    the same id also serves as another special token (GPT-2's ``<|endoftext|>`` is its unk, bos and
+    eos token at once).
+
+    Args:
+        tokenizer: a Hugging Face tokenizer.
+        ids: token ids.
+
+    Returns:
+        One flag per id.
+    """
+    markers = set(tokenizer.all_special_ids)
+    unk = tokenizer.unk_token_id
+    if unk is not None:
+        named: set[int] = set()
+        for name, value in tokenizer.special_tokens_map.items():
+            if name == "unk_token":
+                continue
+            for token in value if isinstance(value, (list, tuple)) else [value]:
+                named.add(tokenizer.convert_tokens_to_ids(str(token)))
+        if unk not in named:
+            markers.discard(unk)
+    return tuple(int(i) in markers for i in ids)
+
+
 def _byte_level_table() -> dict[str, int]:
     """The inverse of byte-level BPE's byte→character table.
 

@@ -65,7 +65,9 @@ class Tokens:
     Attributes:
         strings: display strings, with tokenizer markers (``Ġ``, ``▁``, ``##``) cleaned.
         ids: vocabulary ids.
-        special: True for special tokens such as ``[CLS]``, ``[SEP]``, ``<|endoftext|>``.
+        special: True for marker tokens the tokenizer adds or reserves, such as ``[CLS]``, ``[SEP]``,
+            ``<bos>``, ``<|endoftext|>``. An unknown-word token (``[UNK]``, ``<unk>``) stands for a word
+            of the user's text and is not special (it still shows as ``[UNK]``).
     """
 
     strings: tuple[str, ...]

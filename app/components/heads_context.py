@@ -13,7 +13,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "entropy_bits": ("entropy (bits)", ".2f", "the same entropy in bits (nats ÷ ln 2)"),
     "broad": ("broadness", ".2f", "entropy ÷ its maximum for the keys a row may see: 1 = perfectly even"),
     "mean_distance": ("mean distance (tokens)", ".1f", "Σ weight × |query position − key position|, averaged over queries"),
-    "sink": ("sink share", ".2f", "weight on special tokens ([CLS], [SEP], <bos>, …) and the first token"),
+    "sink": ("sink share", ".2f", "weight on marker tokens ([CLS], [SEP], <bos>, …; not [UNK]) and the first token"),
     "previous": ("previous-token share", ".2f", "weight on the token just before"),
     "self": ("self share", ".2f", "weight on the token itself"),
     "next": ("next-token share", ".2f", "weight on the token just after"),

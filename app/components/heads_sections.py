@@ -14,6 +14,7 @@ from app import services
 from app.components.head_views import difference_heatmap, similarity_figure
 from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
+from app.components.rollout_controls import discard_rule_picker, discard_sentence
 from app.state import PERSIST, bounded, clamp
 from engine import AttentionTrace
 
@@ -183,17 +184,22 @@ def rollout_section(ctx: HeadsContext) -> None:
         st.info("Rollout follows **self**-attention from layer to layer. Cross-attention mixes the English sentence "
                 "into the French one and does not chain across layers: pick encoder or decoder self-attention.")
         return
-    left, right = st.columns(2)
+    first = ctx.attention.tokens
+    class_token = f"`{first.strings[0]}`" if len(first) and first.special[0] else "the first token"
+    left, middle, right = st.columns([1, 1, 2])
     with left:
         fusion = st.selectbox("Head fusion", FUSIONS, key="heads_fusion", **PERSIST,
                               help="How the heads of a layer become one map: their mean (as in the paper), max or min.")
-    with right:
+    with middle:
         st.slider("Discard the weakest share of weights", 0.0, 0.9, 0.0, 0.05, key="heads_discard", **PERSIST,
-                  help="Drops that share of each layer's smallest off-diagonal weights before rolling out; sharper maps.")
+                  help="Drops that share of each layer's smallest off-diagonal weights before rolling out; sharper "
+                       "maps. The discard rule says which weights may go.")
+    with right:
+        rule = discard_rule_picker("heads_discard_rule", class_token)
     fusion = fusion if fusion in FUSIONS else "mean"
     discard = bounded(round(float(st.session_state.get("heads_discard", 0.0)) * 100), 0, 90) / 100
     with st.spinner("Rolling attention out through the layers…"):
-        maps, fused = services.rollout_maps(*ctx.args, fusion, discard)
+        maps, fused = services.rollout_maps(*ctx.args, fusion, discard, rule)
     att, layer = ctx.attention, ctx.layer
     labels = att.tokens.labels()
     blocked = np.isneginf(att.mask(layer))
@@ -209,5 +215,6 @@ def rollout_section(ctx: HeadsContext) -> None:
         "mixtures of tokens. Right: **attention rollout** (Abnar & Zuidema, 2020) follows the mixing through every "
         "layer up to this one: each layer's fused attention is averaged with the identity (the residual "
         "connection), and the layers are multiplied. A row says how much of each *original* token flows into "
-        "that position. Pick the layer above; the last layer gives the full rollout."
+        "that position. Pick the layer above; the last layer gives the full rollout. "
+        + discard_sentence(discard, rule, class_token)
     )

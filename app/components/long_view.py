@@ -20,7 +20,7 @@ SCALE_HELP = ("Linear: colour follows the weight. Log: weak weights (0.001, 0.01
               "still shows the true weight. Each row to its own max: every query's strongest key is darkest.")
 HIDE_HELP = ("Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
              "'attention sink'). Hiding their columns lets the colour scale show the rest; weights are not "
-             "renormalised.")
+             "renormalised. An unknown word's [UNK] is part of your text and stays.")
 
 
 @dataclass(frozen=True)

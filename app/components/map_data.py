@@ -3,8 +3,8 @@
 ``head_map`` turns a trace's head into a :class:`MapData` of at most ``size`` × ``size`` cells: the
 exact weights when the region fits, otherwise block maxima computed by the engine from Q and K
 (``AttentionTrace.overview``: never the n×n matrix). A region (``q_range``, ``k_range``) zooms in;
-once it fits in ``size`` cells the exact weights appear, with token labels. Hidden columns (special
-tokens and the first token, the usual attention sinks) are dropped before pooling, without
+once it fits in ``size`` cells the exact weights appear, with token labels. Hidden columns (marker
+tokens and the first token, the usual attention sinks; never [UNK]) are dropped before pooling, without
 renormalising: every weight shown is the model's own.
 
 Pure numpy, no Streamlit: the cached wrapper is ``app.services.maps``.
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine import AttentionTrace
+from engine.analysis.metrics import sink_positions
 
 OVERVIEW_SIZE = 256  # cells per side sent to the browser: 256² float32 ≈ 350 kB of base64
 
@@ -72,11 +73,9 @@ def _edges(n: int, size: int) -> np.ndarray:
 
 
 def hidden_keys(att: AttentionTrace) -> np.ndarray:
-    """Key positions a "hide sinks" switch removes: special tokens and the first token."""
-    special = np.asarray(att.key_tokens.special, dtype=bool).copy()
-    if special.size:
-        special[0] = True
-    return np.flatnonzero(special)
+    """Key positions a "hide sinks" switch removes: the head metrics' sinks (marker tokens and the first
+    token; never an unknown-word [UNK], which stands for the user's text)."""
+    return np.asarray(sink_positions(att.key_tokens.special), dtype=np.int64)
 
 
 def _block_labels(labels: list[str], positions: np.ndarray, edges: np.ndarray) -> tuple[str, ...]:
@@ -110,7 +109,7 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
         att: the attention block.
         layer, head: which head.
         q_range, k_range: ``(start, stop)`` token positions to show (default: all).
-        hide_sinks: drop the special-token and first-token columns (weights are not renormalised).
+        hide_sinks: drop the sink columns, :func:`hidden_keys` (weights are not renormalised).
         row_scale: divide every row by its largest shown weight (the "row" colour scale).
         size: the most cells per side.
         reduce: "max" (a sharp one-token pattern survives pooling) or "mean".

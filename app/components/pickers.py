@@ -142,14 +142,22 @@ def show_notices(trace) -> None:
             st.info(md(notice))
 
 
-def causal_toggle(model_id: str, family: str) -> bool:
-    """The causal-mask toggle; it starts on for decoders and off for encoders each time the model changes."""
+def causal_toggle(model_id: str, default: bool) -> bool:
+    """The causal-mask toggle; each time the model changes it starts at the model's own setting.
+
+    Args:
+        model_id: the model shown.
+        default: ``Model.default_causal``, what the engine does with ``causal=None`` (on for GPT-style
+            decoders and BERT-family models configured as decoders, off for encoders).
+    """
     if st.session_state.get("_causal_for") != model_id:
-        st.session_state[K.causal] = family == "decoder"
+        st.session_state[K.causal] = bool(default)
         st.session_state["_causal_for"] = model_id
+    own = "on" if default else "off"
     return bool(st.toggle("Causal mask", key=K.causal, **PERSIST,
                           help="On: each token sees only itself and earlier tokens (as in GPT). "
-                               "Off: every token sees the whole sentence (as in BERT). Same weights either way."))
+                               "Off: every token sees the whole sentence (as in BERT). Same weights either way. "
+                               f"This model's own setting: {own}."))
 
 
 def max_tokens_input(limit: int = 1024) -> int:

@@ -147,11 +147,13 @@ def head_similarity(model_id: str, text: str, causal: bool | None, max_tokens: i
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
 def rollout_maps(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str,
-                 head_fusion: str, discard_ratio: float) -> tuple[np.ndarray, np.ndarray]:
+                 head_fusion: str, discard_ratio: float,
+                 discard_rule: str = "all-off-diagonal") -> tuple[np.ndarray, np.ndarray]:
     """``(rollout [layer, n, n], fused [layer, n, n])`` of a self-attention block.
 
-    ``rollout[l]`` is the rollout through layers 0..l; ``fused[l]`` is layer l's raw attention with its
-    heads fused the same way (no residual, nothing discarded).
+    ``rollout[l]`` is the rollout through layers 0..l (``discard_rule``: which weights the discard
+    ratio may drop, ``engine.analysis.rollout.DISCARD_RULES``); ``fused[l]`` is layer l's raw attention
+    with its heads fused the same way (no residual, nothing discarded).
     """
     from engine.analysis.rollout import fuse_heads, rollout
 
@@ -159,6 +161,6 @@ def rollout_maps(model_id: str, text: str, causal: bool | None, max_tokens: int,
         raise EngineError("Rollout needs self-attention: cross-attention has no path from layer to layer.")
     att = heads_attention(model_id, text, causal, max_tokens, block)
     layers = [att.pattern(layer) for layer in range(att.n_layers)]
-    maps = rollout(layers, head_fusion=head_fusion, discard_ratio=float(discard_ratio))
+    maps = rollout(layers, head_fusion=head_fusion, discard_ratio=float(discard_ratio), discard_rule=discard_rule)
     fused = np.stack([fuse_heads(p, head_fusion) for p in layers]).astype(np.float32)
     return maps, fused

@@ -82,10 +82,13 @@ def vit_patch_map(trace: VisionTrace, layer: int, head: int, patch: int) -> np.n
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
-def vit_rollout_map(model_id: str, image: np.ndarray, fusion: str, discard: float) -> np.ndarray:
+def vit_rollout_map(model_id: str, image: np.ndarray, fusion: str, discard: float,
+                    rule: str = "all-off-diagonal") -> np.ndarray:
     """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]`` (cached: for ViT-B it
-    computes 12 layers × 12 heads of 197² weights, seconds on a busy 2-core server)."""
-    return _vision.rollout_map(get_vision_trace(model_id, image), head_fusion=fusion, discard_ratio=discard)
+    computes 12 layers × 12 heads of 197² weights, seconds on a busy 2-core server). ``rule``: the
+    discard rule (``engine.analysis.rollout.DISCARD_RULES``)."""
+    return _vision.rollout_map(get_vision_trace(model_id, image), head_fusion=fusion, discard_ratio=discard,
+                               discard_rule=rule)
 
 
 def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
@@ -96,9 +99,10 @@ def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
 
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
-def vit_occlusion(model_id: str, image: np.ndarray, k: int, fusion: str, discard: float, seed: int = 0):
+def vit_occlusion(model_id: str, image: np.ndarray, k: int, fusion: str, discard: float,
+                  rule: str = "all-off-diagonal", seed: int = 0):
     """Hide the k patches the rollout ranks highest (vs k random, k lowest) and re-classify."""
     trace = get_vision_trace(model_id, image)
-    ranking = vit_rollout_map(model_id, image, fusion, discard)
+    ranking = vit_rollout_map(model_id, image, fusion, discard, rule)
     with _jobs:
         return _vision.occlusion_check(get_model(model_id), trace, ranking, k, seed=seed)

@@ -92,7 +92,7 @@ def main() -> None:
     with top_left:
         source = pick_source(family)
     with top_right:
-        causal = causal_toggle(model_id, family) if family in {"encoder", "decoder"} else None
+        causal = causal_toggle(model_id, model.default_causal) if family in {"encoder", "decoder"} else None
         max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
 
     if family == "rnn-attention":

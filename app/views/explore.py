@@ -116,7 +116,7 @@ def main() -> None:
     if model is None:
         return
     text = current_text()
-    causal = causal_toggle(model_id, model.spec.family)
+    causal = causal_toggle(model_id, model.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)

@@ -100,9 +100,10 @@ def metrics_section(ctx: HeadsContext) -> None:
     st.dataframe(frame, hide_index=True, column_config=metric_columns(frame.columns), key="heads_metrics_table")
     st.caption(
         "One row per head; click a column header to sort. Each number is averaged over the query tokens. "
-        "**Best match** is the largest of: previous-token share, sink share (special tokens and the first token: "
-        "the \"attention sink\"), broadness, self share, next-token share (self-attention), and alignment "
-        "(cross-attention); **score** is that value (0–1)."
+        "**Best match** is the largest of: previous-token share, sink share (marker tokens such as [CLS] and "
+        "[SEP], and the first token: the \"attention sink\"; an unknown word's [UNK] is part of the text, not a "
+        "sink), broadness, self share, next-token share (self-attention), and alignment (cross-attention); "
+        "**score** is that value (0–1)."
     )
     st.download_button("Download the metrics as CSV", lambda: frame.to_csv(index=False, float_format="%.6f").encode("utf-8"),
                        file_name="head_metrics.csv", mime="text/csv", icon=":material/download:", on_click="ignore")
@@ -198,7 +199,7 @@ def main() -> None:
         return
     family = model.spec.family
     text = current_text()
-    causal = None if family == "encoder-decoder" else causal_toggle(model_id, family)
+    causal = None if family == "encoder-decoder" else causal_toggle(model_id, model.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)

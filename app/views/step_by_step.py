@@ -50,7 +50,7 @@ def walkthrough() -> None:
     text = current_text()
     controls = st.columns([1, 1, 2, 2])
     with controls[3]:
-        causal = causal_toggle(model_id, model.spec.family)
+        causal = causal_toggle(model_id, model.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import services
 from app.components.pickers import load_model, shown_id, typed_model_field
+from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
 from app.state import PERSIST, bounded, clamp
 
@@ -24,6 +25,7 @@ UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]
 def _defaults() -> None:
     for key, value in {"vit_source": "digit", "vit_digit": 1500, "vit_shape": "circle", "vit_photo": "china",
                        "vit_model": DEFAULT_MODEL, "vit_hub_id": "", "vit_fusion": "mean", "vit_discard": 0.0,
+                       "vit_discard_rule": "all-off-diagonal",
                        "vit_k": 2, "vit_layer": 0, "vit_head": 0, "vit_patch": 0}.items():  # fmt: skip
         if key not in st.session_state:
             st.session_state[key] = value
@@ -169,32 +171,37 @@ def show_patch(trace, layer: int, head: int) -> None:
                    "or at patches with similar content.")
 
 
-def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float]:
+def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float, str]:
     st.subheader("Attention rollout: following attention through all layers")
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns([1, 1, 2])
     with c1:
         fusion = st.radio("Head fusion", FUSIONS, key="vit_fusion", horizontal=True, **PERSIST,
                           help="How the heads of a layer become one map: their mean (the paper), max or min.")
     with c2:
         st.slider("Discard ratio", 0.0, 0.9, step=0.1, key="vit_discard", **PERSIST,
-                  help="Drop this share of each layer's weakest weights before multiplying: sharper maps.")
+                  help="Drop this share of each layer's weakest weights before multiplying: sharper maps. The "
+                       "discard rule says which weights may go.")
+    with c3:
+        rule = discard_rule_picker("vit_discard_rule", "`[CLS]`")
     fusion = fusion if fusion in FUSIONS else "mean"
     discard = min(max(float(st.session_state.get("vit_discard") or 0.0), 0.0), 0.9)
     left, right = st.columns(2)
     last = trace.attention.n_layers - 1
+    title = f"Rollout, heads fused by {fusion}, discard {discard:.1f}" + (f" ({SHORT[rule]})" if discard > 0 else "")
     with left:
-        st.plotly_chart(overlay(trace.image, services.vit_rollout_map(model_id, image, fusion, discard), trace.patch_size,
-                                title=f"Rollout, heads fused by {fusion}, discard {discard:.1f}"), key="vit_rollout")
+        st.plotly_chart(overlay(trace.image, services.vit_rollout_map(model_id, image, fusion, discard, rule),
+                                trace.patch_size, title=title), key="vit_rollout")
     with right:
         st.plotly_chart(overlay(trace.image, services.vit_last_layer_map(trace, fusion), trace.patch_size,
                                 title=f"Raw attention of the last layer ({last}), {fusion} of heads"), key="vit_last")
     st.caption("Raw attention (right) only says where [CLS] looks in the last layer's *input*, which is already a mix "
                "of patches. Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
-               "half-and-half with the residual connection, to estimate how much each *original* patch flows into [CLS].")
-    return fusion, discard
+               "half-and-half with the residual connection, to estimate how much each *original* patch flows into "
+               "[CLS]. " + discard_sentence(discard, rule, "`[CLS]`"))
+    return fusion, discard, rule
 
 
-def show_occlusion(model_id: str, image: np.ndarray, trace, fusion: str, discard: float) -> None:
+def show_occlusion(model_id: str, image: np.ndarray, trace, fusion: str, discard: float, rule: str) -> None:
     st.subheader("Occlusion check: does the model need what it attends to?")
     if not len(trace.labels):
         st.info("This model has no classification head, so there is no prediction to test.")
@@ -204,7 +211,7 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, fusion: str, discard
     st.slider("Patches to hide (k)", 0, n, key="vit_k", **PERSIST)
     k = bounded(st.session_state.get("vit_k"), 0, n)
     with st.spinner("Re-classifying with patches hidden…"):
-        result = services.vit_occlusion(model_id, image, k, fusion, discard)
+        result = services.vit_occlusion(model_id, image, k, fusion, discard, rule)
     table = pd.DataFrame({
         "hidden patches": [r.strategy for r in result.rows],
         "which": [", ".join(map(str, r.patches)) or "none" for r in result.rows],
@@ -263,8 +270,8 @@ def main() -> None:
     show_cls(trace, layer, head)
     st.subheader("Where one patch looks")
     show_patch(trace, layer, head)
-    fusion, discard = show_rollout(model_id, image, trace)
-    show_occlusion(model_id, image, trace, fusion, discard)
+    fusion, discard, rule = show_rollout(model_id, image, trace)
+    show_occlusion(model_id, image, trace, fusion, discard, rule)
 
 
 main()

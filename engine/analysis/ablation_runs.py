@@ -98,6 +98,7 @@ class HFRunner:
     adapter: Any
     tokenizer: Any
     output: str = "next-token"
+    default_causal: bool = False  # Model.default_causal: the mask the model applies by itself
 
     def projections(self, module: nn.Module) -> dict[tuple[str, int], nn.Module]:
         name = HF_OUT_PROJ[self.adapter.layers_path]
@@ -117,8 +118,8 @@ class HFRunner:
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], _before) -> Any:
         n = len(prep.ids)
         input_ids = torch.tensor([list(prep.ids)], device=device)  # (1, T)
-        causal = self.adapter.family == "decoder" if prep.causal is None else bool(prep.causal)
-        kwargs = self.adapter.causal_kwargs(module, n, causal, device)  # the tracing adapter's own toggle
+        causal = self.default_causal if prep.causal is None else bool(prep.causal)
+        kwargs = self.adapter.causal_kwargs(module, n, causal, device, default=self.default_causal)  # tracing's toggle
         with heads_off(self.projections(module), off, {SELF: self.layout[SELF][1]}):
             if self.output == "next-token":
                 return _log_probs(module(input_ids=input_ids, **kwargs).logits[0, -1])
@@ -209,7 +210,8 @@ def runner_for(model):
     if isinstance(adapter, HFTextAdapter) and adapter.layers_path in HF_OUT_PROJ:
         layout = {SELF: (len(adapter.layers(module)), adapter.n_heads(module.config))}
         output = "next-token" if adapter.family == "decoder" else "embedding"
-        return HFRunner(layout=layout, adapter=adapter, tokenizer=model.tokenizer, output=output)
+        return HFRunner(layout=layout, adapter=adapter, tokenizer=model.tokenizer, output=output,
+                        default_causal=bool(model.default_causal))
     raise EngineError(
         f"Head ablation works on transformer text models and the transformer translator, not on "
         f"{model.spec.id} ({model.spec.family})."

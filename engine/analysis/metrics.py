@@ -5,7 +5,7 @@ quantity averaged over the query rows ``i`` (rows whose keys are all blocked are
 
     entropy         H(i) = −Σ_j w(i,j) ln w(i,j)           nats (bits = nats / ln 2)
     mean distance   D(i) = Σ_j w(i,j) · |i − j|            tokens
-    sink share      S(i) = Σ_{j ∈ sinks} w(i,j)            sinks: special tokens and the first token
+    sink share      S(i) = Σ_{j ∈ sinks} w(i,j)            sinks: marker tokens and the first token
     previous token  P(i) = w(i, i−1)                       rows i ≥ 1
     self            w(i, i)
     next token      N(i) = w(i, i+1)                       rows i ≤ n−2
@@ -44,7 +44,10 @@ CROSS_ONLY: tuple[str, ...] = ("alignment",)
 
 
 def sink_positions(special: Sequence[bool]) -> tuple[int, ...]:
-    """Key positions that count as "sinks": every special token ([CLS], [SEP], <s>, <bos>, …) and position 0.
+    """Key positions that count as "sinks": every marker token ([CLS], [SEP], <s>, <bos>, …) and position 0.
+
+    Unknown-word tokens ([UNK], <unk>) are not sinks: they stand for words of the user's text, and
+    ``Tokens.special`` does not flag them (:func:`engine.text.special_flags`).
 
     Args:
         special: one flag per key token (``Tokens.special``).
@@ -107,7 +110,7 @@ def mean_distance(patterns: np.ndarray) -> np.ndarray:
 
 
 def sink_share(patterns: np.ndarray, positions: Iterable[int]) -> np.ndarray:
-    """Mean share of each row's weight on the key ``positions`` (special tokens / first token)."""
+    """Mean share of each row's weight on the key ``positions`` (marker tokens / first token)."""
     p = _as_array(patterns)
     pos = sorted({int(j) for j in positions if 0 <= int(j) < p.shape[-1]})
     share = p[..., pos].sum(axis=-1) if pos else np.zeros(p.shape[:-1])
@@ -157,7 +160,7 @@ def head_metrics(
 
     Args:
         patterns: ``[..., q, k]``, e.g. ``[layer, head, q, k]``.
-        sinks: key positions of special tokens and the first token (:func:`sink_positions`).
+        sinks: key positions of marker tokens and the first token (:func:`sink_positions`).
         blocked: bool ``[q, k]`` mask (True = blocked), for broadness.
         square: False for cross-attention (queries and keys are different sequences): the
             position-based metrics are NaN and ``alignment`` is measured.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.analysis.rollout import HeadFusion, rollout
+from engine.analysis.rollout import DiscardRule, HeadFusion, rollout
 from engine.types import VisionTrace
 
 
@@ -50,13 +50,15 @@ def patch_map(trace: VisionTrace, layer: int, head: int, patch: int) -> np.ndarr
     return to_grid(trace, trace.attention.pattern(layer, head)[n_prefix(trace) + int(patch)])
 
 
-def rollout_map(trace: VisionTrace, *, head_fusion: HeadFusion = "mean", discard_ratio: float = 0.0) -> np.ndarray:
+def rollout_map(trace: VisionTrace, *, head_fusion: HeadFusion = "mean", discard_ratio: float = 0.0,
+                discard_rule: DiscardRule = "all-off-diagonal") -> np.ndarray:
     """[CLS]'s row of the full attention rollout (all layers), on the patch grid ``[rows, cols]``.
 
-    The prefix tokens' own share is left out, so the map sums to less than 1.
+    The prefix tokens' own share is left out, so the map sums to less than 1. ``discard_rule`` is
+    :func:`engine.analysis.rollout.rollout`'s (``"keep-class-token"`` keeps attention to [CLS]).
     """
     maps = [trace.attention.pattern(layer) for layer in range(trace.attention.n_layers)]
-    joint = rollout(maps, head_fusion=head_fusion, discard_ratio=discard_ratio)[-1]  # [n, n]
+    joint = rollout(maps, head_fusion=head_fusion, discard_ratio=discard_ratio, discard_rule=discard_rule)[-1]  # [n, n]
     return to_grid(trace, joint[0])
 
 

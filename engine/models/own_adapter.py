@@ -52,5 +52,7 @@ def load_own(spec: ModelSpec, folder: Path, device: torch.device | None = None) 
     Raises:
         CheckpointError: a missing, corrupt or mismatched file (readable message).
     """
-    return checkpoint_model(spec, folder, device, adapter=OwnTextAdapter(), architecture="own transformer",
-                            max_positions=lambda module: module.cfg.max_len)
+    model = checkpoint_model(spec, folder, device, adapter=OwnTextAdapter(), architecture="own transformer",
+                             max_positions=lambda module: module.cfg.max_len)
+    model.default_causal = bool(model.module.cfg.causal)  # what trace_own does with causal=None
+    return model

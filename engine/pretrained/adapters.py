@@ -7,13 +7,16 @@ scores and patterns lazily for the layer and head asked for. What each family ne
 - where its Q, K, V projections are (one fused module for GPT-2's ``c_attn``),
 - the factor it applies to QKᵀ (GPT-2 has two config switches for it),
 - its position-embedding module (the vectors added to the input),
-- whether it is causal by default, and whether its tokenizer is byte-level.
+- whether it masks future tokens by itself (:meth:`HFTextAdapter.default_causal`: GPT-2 does, a
+  BERT-family model does when its config says ``is_decoder=True``), and whether its tokenizer is
+  byte-level.
 
-A causal toggle never edits the shared model's config. Turning a decoder's mask off on the SDPA
-path passes ``is_causal=False`` to ``forward`` (transformers hands it to the attention function;
-no mask tensor, so 16k-token inputs are fine). Otherwise a per-call 4D additive float mask
-``[1, 1, n, n]`` (0 where allowed, the dtype's minimum where blocked) goes to ``forward``; that is
-n² floats, so it is refused above :data:`MAX_MASK_TOKENS` tokens.
+A causal toggle never edits the shared model's config. Turning a self-masking model's mask off
+passes ``is_causal=False`` to ``forward`` (transformers 5.23 reads it when it builds the mask and
+hands it to the attention function; no mask tensor, so 16k-token inputs are fine). Turning the mask
+on for a model that does not mask by itself passes a per-call 4D additive float mask ``[1, 1, n, n]``
+(0 where allowed, the dtype's minimum where blocked); that is n² floats, so it is refused above
+:data:`MAX_MASK_TOKENS` tokens.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from torch import nn
 
 from engine.capture import capture
 from engine.model import Model
-from engine.text import byte_level_display, check_max_tokens, clean_input, clean_token, length_notices
+from engine.text import byte_level_display, check_max_tokens, clean_input, clean_token, length_notices, special_flags
 from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnavailableError, Tokens
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
@@ -49,6 +52,8 @@ class HFTextAdapter:
         qkv: names of the Q, K, V projections inside a layer, or a single fused name.
         pos_path: dotted path to the position-embedding module, or None.
         byte_level: display tokens by decoding ids (byte-level BPE), not by cleaning pieces.
+        reads_is_decoder: the family's model builds a causal mask when its config says
+            ``is_decoder=True`` (BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA; not DistilBERT).
     """
 
     family: str
@@ -56,6 +61,7 @@ class HFTextAdapter:
     qkv: tuple[str, ...]
     pos_path: str | None
     byte_level: bool = False
+    reads_is_decoder: bool = False
 
     # ---- model structure ---------------------------------------------------------------------
     def base(self, module: nn.Module) -> nn.Module:
@@ -73,6 +79,30 @@ class HFTextAdapter:
             if hasattr(config, name):
                 return int(getattr(config, name))
         raise ModelUnavailableError("cannot find the number of attention heads in the model config")
+
+    def default_causal(self, config) -> bool:
+        """Whether the model masks future tokens by itself: what ``engine.trace(..., causal=None)`` does.
+
+        Read from the modelling code of transformers 5.23: GPT-2 calls ``create_causal_mask``; a
+        BERT-family model calls it when ``config.is_decoder`` is True and ``create_bidirectional_mask``
+        otherwise; ``create_causal_mask`` falls back to a bidirectional mask when the config sets
+        ``is_causal=False``. (A BERT-family *encoder* whose config sets ``is_causal=True`` is causal on
+        the SDPA path only, because transformers then hands ``is_causal=True`` to SDPA; its eager path,
+        which ``output_attentions`` uses, is not, so it counts as bidirectional here and the trace's
+        forward pass is run bidirectional to match.)
+        """
+        says = getattr(config, "is_causal", None)
+        if self.family == "decoder":
+            return says is not False
+        return self.reads_is_decoder and bool(getattr(config, "is_decoder", False)) and says is not False
+
+    def _may_mask_itself(self, config) -> bool:
+        """True when some attention path of the model could apply a causal mask with no mask passed."""
+        return (
+            self.family == "decoder"
+            or (self.reads_is_decoder and bool(getattr(config, "is_decoder", False)))
+            or bool(getattr(config, "is_causal", False))
+        )
 
     def scales(self, config, n_layers: int, d_head: int) -> tuple[float, ...]:
         """Factor applied to QKᵀ in each layer."""
@@ -108,42 +138,46 @@ class HFTextAdapter:
             ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_tokens)["input_ids"]
         else:
             ids = list(full)
-        special_ids = set(tokenizer.all_special_ids)
-        special = tuple(i in special_ids for i in ids)
-        unk = tokenizer.unk_token_id
-        if all(s and i != unk for i, s in zip(ids, special)):
-            # An unknown-word token ([UNK]) still stands for the user's text: only markers are "empty".
+        special = special_flags(tokenizer, ids)  # [UNK] stands for the user's text: not special
+        if all(special):
             raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
         show = byte_level_display if self.byte_level else clean_token
         strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))
         return list(ids), Tokens(strings=strings, ids=tuple(ids), special=special), n_total
 
     # ---- causal toggle -----------------------------------------------------------------------
-    def causal_kwargs(self, module: nn.Module, n: int, causal: bool, device: torch.device) -> dict:
+    def causal_kwargs(self, module: nn.Module, n: int, causal: bool, device: torch.device, *, default: bool) -> dict:
         """Keyword arguments for ``forward`` that give ``n`` tokens the mask ``causal`` asks for.
 
-        None when it is the family's default; ``is_causal=False`` for a decoder on SDPA (transformers'
-        SDPA attention reads it: no mask tensor); otherwise a 4D additive float mask ``[1, 1, n, n]``
-        (0 where allowed, the dtype's minimum where blocked), which the model uses as given.
+        Args:
+            module: the model (its config says whether it masks by itself).
+            n: the number of tokens.
+            causal: the mask wanted.
+            device: where the mask tensor goes.
+            default: :meth:`default_causal` of the model (``Model.default_causal``).
+
+        Returns:
+            ``{}`` when the model does what is asked by itself; ``{"is_causal": False}`` to turn a
+            self-masking model's mask off (transformers reads it when it builds the mask and in its
+            SDPA attention: no mask tensor); otherwise a 4D additive float mask ``[1, 1, n, n]`` (0
+            where allowed, the dtype's minimum where blocked), which the model uses as given.
 
         Raises:
             EngineError: that mask would be needed for more than :data:`MAX_MASK_TOKENS` tokens.
         """
-        if causal == (self.family == "decoder"):
+        if not causal:
+            return {"is_causal": False} if self._may_mask_itself(module.config) else {}
+        if default:
             return {}
-        if not causal and getattr(module.config, "_attn_implementation", None) == "sdpa":
-            return {"is_causal": False}
         if n > MAX_MASK_TOKENS:
             raise EngineError(
-                f"Turning the causal mask {'on' if causal else 'off'} for this model needs an {n}×{n} mask: "
-                f"at most {MAX_MASK_TOKENS} tokens, this input has {n}. Use a shorter text or a lower token "
-                "limit, or keep the model's own mask setting."
+                f"Turning the causal mask on for this model needs an {n}×{n} mask: at most {MAX_MASK_TOKENS} "
+                f"tokens, this input has {n}. Use a shorter text or a lower token limit, or keep the model's "
+                "own mask setting."
             )
         dtype = next(module.parameters()).dtype
-        mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device)
-        if causal:
-            blocked = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
-            mask = mask.masked_fill(blocked, torch.finfo(dtype).min)
+        blocked = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+        mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device).masked_fill(blocked, torch.finfo(dtype).min)
         return {"attention_mask": mask}
 
     # ---- trace -------------------------------------------------------------------------------
@@ -152,7 +186,7 @@ class HFTextAdapter:
         requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
         max_tokens = min(requested, model.max_positions)
         ids, tokens, n_total = self.tokenize(model.tokenizer, text, max_tokens)
-        default_causal = self.family == "decoder"
+        default_causal = bool(model.default_causal)
         causal = default_causal if causal is None else bool(causal)
         n = len(ids)
         config = model.module.config
@@ -160,7 +194,7 @@ class HFTextAdapter:
 
         def forward(module: nn.Module, device: torch.device) -> dict[str, torch.Tensor]:
             input_ids = torch.tensor([ids], device=device)
-            kwargs = self.causal_kwargs(module, n, causal, device=device)
+            kwargs = self.causal_kwargs(module, n, causal, device=device, default=default_causal)
             with capture(self.targets(module)) as acts:
                 # the base model only: an LM head would build [n, vocab] logits a trace never reads
                 self.base(module)(input_ids=input_ids, **kwargs)
@@ -206,6 +240,7 @@ BERT_LIKE = HFTextAdapter(
     layers_path="encoder.layer",
     qkv=("attention.self.query", "attention.self.key", "attention.self.value"),
     pos_path="embeddings.position_embeddings",
+    reads_is_decoder=True,
 )
 DISTILBERT = HFTextAdapter(
     family="encoder",

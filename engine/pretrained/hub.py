@@ -246,4 +246,5 @@ def load_hf(
         max_positions=max_pos,
         reload=build,
         info={"source": str(path), "architecture": model_type},
+        default_causal=adapter.default_causal(module.config),  # read once, before any session uses it
     )

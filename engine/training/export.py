@@ -63,7 +63,8 @@ def runtime_model(job, model_id: str) -> Model:
                      f"head{'s' * (s.n_heads > 1)} (this session)",
                      offline=True, description=f"Trained live on the {TASK_LABELS[s.task]} task in this session.")
     return Model(spec=spec, module=module, tokenizer=job.task.vocab, adapter=TrainedTextAdapter(causal=s.causal),
-                 device=device, max_positions=module.cfg.max_len, info={"params": job.n_params})
+                 device=device, max_positions=module.cfg.max_len, info={"params": job.n_params},
+                 default_causal=bool(s.causal))
 
 
 def checkpoint_zip(job, name: str = "trained") -> bytes:

@@ -119,9 +119,11 @@ class Vocab:
         return 0 <= int(token_id) < len(SPECIALS)
 
     def tokens_for_display(self, ids: Sequence[int]) -> Tokens:
-        """Display tokens for ``ids``, with the specials flagged."""
+        """Display tokens for ``ids``, with the markers flagged as special: ``<unk>`` is not one, since it
+        stands for a word of the text (``Tokens.special``)."""
         ids = tuple(int(i) for i in ids)
-        return Tokens(strings=tuple(self.decode(ids)), ids=ids, special=tuple(self.is_special(i) for i in ids))
+        special = tuple(self.is_special(i) and i != UNK_ID for i in ids)
+        return Tokens(strings=tuple(self.decode(ids)), ids=ids, special=special)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready ``{"tokens": [...]}``."""

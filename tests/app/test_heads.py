@@ -135,6 +135,18 @@ def test_metrics_table_equals_the_engine_metrics(model_id: str, causal: bool):
     np.testing.assert_allclose(decode(heat["data"][0]["z"]), ref["entropy"], atol=1e-6)
 
 
+def test_an_unknown_word_is_not_counted_as_a_sink():
+    """MiniLM reads the emoji as [UNK]: the sink column is the weight on [CLS] and [SEP] alone."""
+    text = "I love 🙂 pizza"
+    at = show_tab(heads_page(text=text), "Per-head metrics")
+    table = at.dataframe[0].value
+    att = engine_attention("minilm", text)
+    assert list(att.tokens.strings) == ["[CLS]", "i", "love", "[UNK]", "pizza", "[SEP]"]
+    by_hand = [att.pattern(layer, head)[:, [0, 5]].sum(axis=-1).mean()
+               for layer in range(att.n_layers) for head in range(att.n_heads)]
+    np.testing.assert_allclose(table["sink"].to_numpy(float), by_hand, atol=1e-6)
+
+
 def test_metric_picker_changes_the_map():
     at = show_tab(heads_page(), "Per-head metrics")
     at.selectbox(key="heads_metric").set_value("previous").run()
@@ -217,6 +229,29 @@ def test_rollout_equals_the_engine_rollout():
     np.testing.assert_allclose(decode(figure_titled(at, "Rollout, layers 0–5")["data"][0]["z"]), ref, atol=1e-5)
     raw = figure_titled(at, "Raw attention, layer 5")
     np.testing.assert_allclose(decode(raw["data"][0]["z"]), att.pattern(5).mean(axis=0), atol=1e-6)
+
+
+@pytest.mark.parametrize("rule", ["all-off-diagonal", "keep-class-token"])
+def test_rollout_discard_rule_is_the_engine_rule_and_is_named(rule: str):
+    from engine.analysis.rollout import rollout
+
+    at = heads_page()
+    at.selectbox(key="layer").set_value(5).run()
+    show_tab(at, "Rollout")
+    assert at.radio(key="heads_discard_rule").value == "all-off-diagonal"  # the default
+    at.slider(key="heads_discard").set_value(0.5).run()
+    at.radio(key="heads_discard_rule").set_value(rule).run()
+    assert_clean(at)
+    att = engine_attention("minilm", TEXT)
+    layers = [att.pattern(layer) for layer in range(att.n_layers)]
+    ref = rollout(layers, discard_ratio=0.5, discard_rule=rule)[-1]
+    shown = decode(figure_titled(at, "Rollout, layers 0–5")["data"][0]["z"])
+    np.testing.assert_allclose(shown, ref, atol=1e-5)
+    other = "keep-class-token" if rule == "all-off-diagonal" else "all-off-diagonal"
+    assert not np.allclose(shown, rollout(layers, discard_ratio=0.5, discard_rule=other)[-1], atol=1e-3)
+    captions = " ".join(str(c.value) for c in at.caption)
+    named = "rule: keep attention to the class token" if rule == "keep-class-token" else "rule: all off-diagonal"
+    assert named in captions and "`[CLS]`" in captions, captions
 
 
 def test_similarity_matrix_is_symmetric_and_ordered():

@@ -96,6 +96,16 @@ def test_rollout_controls_update_the_map(vit):
     assert not np.allclose(maxed, mean, atol=1e-3)
     last = overlay_z(by_title(at, "Raw attention of the last layer (2), max of heads"))
     np.testing.assert_allclose(last, layers[2].max(axis=0)[0, 1:].reshape(4, 4), atol=1e-6)
+    captions = " ".join(str(c.value) for c in at.caption)
+    assert "rule: all off-diagonal" in captions, captions  # the default rule, named under the map
+    at.radio(key="vit_discard_rule").set_value("keep-class-token").run()
+    assert_clean(at)
+    kept = overlay_z(by_title(at, "Rollout, heads fused by max, discard 0.5 (class token kept)"))
+    expected = rollout(layers, head_fusion="max", discard_ratio=0.5, discard_rule="keep-class-token")[-1]
+    np.testing.assert_allclose(kept, expected[0, 1:].reshape(4, 4), atol=1e-6)
+    assert not np.allclose(kept, maxed, atol=1e-3)
+    captions = " ".join(str(c.value) for c in at.caption)
+    assert "rule: keep attention to the class token" in captions, captions
 
 
 def test_occlusion_table(vit):

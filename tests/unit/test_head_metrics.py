@@ -98,6 +98,100 @@ def test_sink_positions_are_specials_and_the_first_token():
     assert M.sink_positions([]) == ()
 
 
+# ---------------------------------------------------------------- unknown words are not sinks
+
+# [CLS] the [UNK] cat [SEP]: rows sum to 1; the [UNK] column (index 2) carries a lot of weight
+UNK_PATTERN = np.array([
+    [0.30, 0.05, 0.55, 0.05, 0.05],
+    [0.10, 0.10, 0.70, 0.05, 0.05],
+    [0.05, 0.05, 0.80, 0.05, 0.05],
+    [0.10, 0.05, 0.70, 0.10, 0.05],
+    [0.10, 0.05, 0.65, 0.05, 0.15],
+])
+UNK_TOKENS = ["[CLS]", "the", "[UNK]", "cat", "[SEP]"]
+
+
+def _wordpiece(tmp_path):
+    from transformers import BertTokenizerFast
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]) + "\n")
+    return BertTokenizerFast(vocab_file=str(vocab))
+
+
+def _share_by_hand(pattern: np.ndarray, columns: list[int]) -> float:
+    total = 0.0
+    for i in range(pattern.shape[0]):
+        total += sum(float(pattern[i, j]) for j in columns)
+    return total / pattern.shape[0]
+
+
+def test_an_unknown_word_in_the_middle_is_not_a_sink(tmp_path):
+    from engine.text import special_flags
+
+    tok = _wordpiece(tmp_path)
+    ids = tok.convert_tokens_to_ids(UNK_TOKENS)
+    assert ids[2] == tok.unk_token_id and tok.unk_token_id in tok.all_special_ids  # HF counts [UNK] as special
+    flags = special_flags(tok, ids)
+    assert flags == (True, False, False, False, True)
+    sinks = M.sink_positions(flags)
+    assert sinks == (0, 4)
+    expected = _share_by_hand(UNK_PATTERN, [0, 4])  # [CLS] and [SEP] only: (0.35+0.15+0.10+0.15+0.25) / 5
+    assert expected == pytest.approx(0.20)
+    assert M.sink_share(UNK_PATTERN, sinks) == pytest.approx(expected, abs=1e-12)
+    assert M.head_metrics(UNK_PATTERN, sinks)["sink"] == pytest.approx(expected, abs=1e-12)
+    # counting [UNK] as a sink would have moved the share by 0.68 and relabelled the head
+    assert _share_by_hand(UNK_PATTERN, [0, 2, 4]) - expected == pytest.approx(0.68)
+    assert M.label_heads(M.head_metrics(UNK_PATTERN, sinks))[0][()] == "broad"
+    assert M.label_heads(M.head_metrics(UNK_PATTERN, [0, 2, 4]))[0][()] == "first-token/sink"
+
+
+def test_word_level_unk_is_not_special_but_the_markers_are():
+    from engine.training.vocab import Vocab
+
+    v = Vocab.from_words(["the", "cat"])
+    toks = v.tokens_for_display(v.encode(["<bos>", "the", "zebra", "cat", "<eos>"]))
+    assert toks.strings == ("<bos>", "the", "<unk>", "cat", "<eos>")
+    assert toks.special == (True, False, False, False, True)
+    assert M.sink_positions(toks.special) == (0, 4)
+
+
+def test_an_unk_id_that_is_also_a_marker_stays_special():
+    """GPT-2's ``<|endoftext|>`` is its unk, bos and eos token at once: still a marker."""
+    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.text import special_flags
+
+    tok = build_tokenizer()
+    eot = tok.convert_tokens_to_ids("<|endoftext|>")
+    assert tok.unk_token_id == eot
+    ids = [eot, *tok("a cat")["input_ids"], eot]
+    assert special_flags(tok, ids) == (True,) + (False,) * (len(ids) - 2) + (True,)
+
+
+def test_minilm_sink_share_ignores_unk(minilm):
+    """A sentence with an emoji MiniLM maps to [UNK]: the sink share is the share on [CLS] + [SEP] only."""
+    import engine
+
+    tr = engine.trace(minilm, "I love 🙂 pizza")
+    strings = list(tr.tokens.strings)
+    assert strings == ["[CLS]", "i", "love", "[UNK]", "pizza", "[SEP]"]
+    unk, last = strings.index("[UNK]"), len(strings) - 1
+    assert tr.tokens.ids[unk] == minilm.tokenizer.unk_token_id
+    assert tr.tokens.special == (True, False, False, False, False, True)
+    sinks = M.sink_positions(tr.tokens.special)
+    assert sinks == (0, last)  # [CLS] (also the first token) and [SEP]
+    biggest = 0.0
+    for layer in range(tr.n_layers):
+        got = M.head_metrics(tr.pattern(layer), sinks)["sink"]
+        for head in range(tr.n_heads):
+            p = tr.pattern(layer, head).astype(np.float64)
+            expected = _share_by_hand(p, [0, last])
+            assert got[head] == pytest.approx(expected, abs=1e-6), (layer, head)
+            biggest = max(biggest, _share_by_hand(p, [0, unk, last]) - expected)
+    assert biggest > 0.05  # counting [UNK] would have changed some head's share visibly
+    assert engine.trace(minilm, "🙂").tokens.special == (True, False, True)  # only [UNK]: still the user's text
+
+
 def test_metrics_on_a_random_pattern_match_loops():
     rng = np.random.default_rng(0)
     p = random_rows(rng, (5, 5))

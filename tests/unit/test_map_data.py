@@ -66,6 +66,17 @@ def test_hidden_sinks_drop_columns_without_renormalising():
     assert (data.values.sum(axis=1) < 1).all()  # the hidden weight is not spread over the rest
 
 
+def test_hiding_sinks_keeps_an_unknown_word(minilm):
+    """MiniLM reads the emoji as [UNK]: its column is the user's word, so "hide sinks" keeps it."""
+    import engine
+
+    tr = engine.trace(minilm, "I love 🙂 pizza")
+    assert list(tr.tokens.strings) == ["[CLS]", "i", "love", "[UNK]", "pizza", "[SEP]"]
+    assert hidden_keys(tr).tolist() == [0, 5]
+    data = head_map(tr, 0, 0, hide_sinks=True)
+    assert data.k_pos.tolist() == [1, 2, 3, 4] and data.k_labels[2] == "3 [UNK]"
+
+
 def test_row_scale_divides_each_row_by_its_largest_shown_weight():
     tr = make_trace(12)
     data = head_map(tr, 0, 0, row_scale=True)

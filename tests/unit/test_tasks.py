@@ -58,7 +58,7 @@ def test_vocab_display_tokens_flag_specials():
     toks = v.tokens_for_display([1, 5, 6, 3, 4])
     assert isinstance(toks, Tokens)
     assert toks.strings == ("<bos>", "a", "b", "<sep>", "<unk>")
-    assert toks.special == (True, False, False, True, True)
+    assert toks.special == (True, False, False, True, False)  # <unk> stands for a word of the text
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,27 @@ def test_rollout_map_is_engine_rollout_over_trace_patterns(digit_trace, fusion, 
                                joint[0, 1:].reshape(4, 4), atol=1e-7)
 
 
+@pytest.mark.parametrize("rule", ["all-off-diagonal", "keep-class-token"])
+def test_rollout_map_follows_the_discard_rule(digit_trace, rule):
+    from engine.analysis.rollout import discard_weakest, fuse_heads
+
+    tr, _ = digit_trace
+    layers = [tr.attention.pattern(layer) for layer in range(tr.attention.n_layers)]
+    joint = rollout(layers, discard_ratio=0.9, discard_rule=rule)[-1]
+    np.testing.assert_allclose(rollout_map(tr, discard_ratio=0.9, discard_rule=rule), joint[0, 1:].reshape(4, 4),
+                               atol=1e-7)
+    # at 0.9 the whole-map rule strips [CLS]'s column (15–16 of its 16 off-diagonal cells per layer here)
+    for pattern in layers:
+        fused = fuse_heads(pattern)
+        kept = discard_weakest(fused, 0.9, rule)
+        gone = int((kept[1:, 0] == 0).sum())
+        if rule == "keep-class-token":
+            assert gone == 0
+            np.testing.assert_array_equal(kept[:, 0], fused[:, 0])
+        else:
+            assert gone >= 15
+
+
 def test_occlusion_k0_is_the_plain_prediction(vit, digit_trace):
     tr, label = digit_trace
     result = occlusion_check(vit, tr, rollout_map(tr), k=0)
