@@ -440,15 +440,16 @@ class JobManager:
                     if job.control.is_stopped:
                         continue
                     if self._overran(job, now):
-                        reason = job.estimate.overrun_notice(now - job.admitted_at)
+                        reason, why = job.estimate.overrun_notice(now - job.admitted_at), "it ran far past its estimate"
                     elif self._abandoned(job, now):
                         reason = "stopped by the server: the page stopped asking for updates (closed?)"
+                        why = "its session went away"
                     else:
                         continue
                     with job._lock:
                         job._error = reason
                     job.control.stop()
-                    log.warning("training job %s %s", job.thread.name, reason)
+                    log.warning("training job %s stopped: %s", job.thread.name, why)
                 if not self._queue and not self._running:
                     self._reaper = None
                     return

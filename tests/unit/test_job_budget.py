@@ -226,7 +226,8 @@ def test_the_queue_tells_each_job_when_it_starts(baseline_threads):
 # ---- the hard stop -----------------------------------------------------------------------------------
 
 
-def test_a_job_far_past_its_estimate_is_stopped_and_the_next_one_starts(baseline_threads):
+def test_a_job_far_past_its_estimate_is_stopped_and_the_next_one_starts(baseline_threads, caplog):
+    caplog.set_level("WARNING", logger="engine.training.jobs")
     clock = FakeClock()
     m = make_manager(per_step=1e-3, clock=clock, max_seconds=300, overrun=2.0, overrun_min_s=0.0)
     try:
@@ -243,6 +244,7 @@ def test_a_job_far_past_its_estimate_is_stopped_and_the_next_one_starts(baseline
         assert "held a training slot for 41 s, far past its estimate of 20 s" in error, error
         assert "what it learned so far is kept" in error and a.progress().snapshots  # the page can still show it
         assert b.wait(30) and b.status == "done" and b.progress().error == ""
+        assert "stopped: it ran far past its estimate" in caplog.text  # the server's log says why
     finally:
         m.shutdown()
 
