@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import streamlit as st
-
 import engine
 import engine.registry
 from app.services.core import _bound_threads, _jobs, session_id

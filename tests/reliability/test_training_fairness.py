@@ -148,7 +148,8 @@ def test_two_sessions_training_at_once_do_not_mix(baseline_threads):
         m.stop("alice")
         assert a.wait(10) and a.status == "stopped"
         pa, pb = m.get("alice").progress(), m.get("bob").progress()
-        assert (pa.settings.task, pa.settings.seed) == ("reverse", 1) and (pb.settings.task, pb.settings.seed) == ("copy", 2)
+        assert (pa.settings.task, pa.settings.seed) == ("reverse", 1)
+        assert (pb.settings.task, pb.settings.seed) == ("copy", 2)
         for got, settings in ((pb, b_settings), (pa, a_settings)):
             trained = [s for s in got.snapshots if not s.stopped]  # a's last one is the stop's own snapshot
             expected = solo_run(settings, len(trained))
