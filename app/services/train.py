@@ -7,13 +7,16 @@ the page polls progress and sends heartbeats. Also the models this session train
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import streamlit as st
+from typing import TYPE_CHECKING
 
 import engine
 import engine.registry
 from app.services.core import _bound_threads, _jobs, session_id
 from engine import ModelSpec
+
+if TYPE_CHECKING:
+    from engine.training.budget import Estimate
+
 
 def session_models() -> tuple[ModelSpec, ...]:
     """Models this session trained (the Train page's "Open in Explore"), for the model pickers."""
@@ -27,33 +30,36 @@ def train_manager():
     return get_manager()
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=600)
-def train_estimate(settings: tuple[tuple[str, object], ...]) -> tuple[int, float, str]:
-    """``(parameters, seconds per step measured on 3 throwaway steps, device)`` for validated settings.
+def train_estimate(settings: dict) -> "tuple[int, Estimate]":
+    """``(parameters, the server's time estimate)`` for some settings: the numbers :func:`train_start` checks.
+
+    The step time is measured on a few throwaway steps by the job manager, which keeps it a while per
+    model shape (so the page's reruns do not time it again, and Start finds the same number).
 
     Raises:
         JobSettingsError: the settings are invalid (message lists why).
     """
-    from engine.training.job_settings import build_model, build_task, time_steps, validate_settings
+    from engine.training.job_settings import build_task, count_params, validate_settings
 
-    checked = validate_settings(dict(settings))
+    checked = validate_settings(settings)
     _bound_threads()
     task = build_task(checked.task)
-    params = sum(p.numel() for p in build_model(checked, task).parameters())
     with _jobs:
-        per_step = time_steps(checked)
-    return params, per_step, "cpu"
+        estimate = train_manager().estimate(checked)
+    return count_params(checked, len(task.vocab), task.seq_len), estimate
 
 
 def train_start(settings: dict) -> None:
     """Validate and start (or queue) this session's job, replacing its previous one.
 
     Raises:
-        JobSettingsError: invalid settings (nothing started).
+        JobSettingsError: invalid settings, or over the server's time limit per job (nothing started,
+            the previous job and model left as they were).
     """
     _bound_threads()
-    engine.registry.unregister_runtime(session_id())
+    train_estimate(settings)  # times new settings under the bound on concurrent torch work; submit reuses it
     train_manager().submit(session_id(), settings, alive=_connected())
+    engine.registry.unregister_runtime(session_id())  # the replaced job's model, if it was opened elsewhere
 
 
 def _connected():

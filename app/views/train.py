@@ -21,6 +21,7 @@ from app.components.train_charts import (
 )
 from app.state import PERSIST, K
 from app.components.safe_text import md
+from engine.training.budget import about
 
 POLL_S = 0.75
 DEFAULTS = dict(task="reverse", n_layers=2, n_heads=4, d_model=64, pos_encoding="learned", causal=True,
@@ -28,7 +29,8 @@ DEFAULTS = dict(task="reverse", n_layers=2, n_heads=4, d_model=64, pos_encoding=
 FIELDS = tuple(DEFAULTS)
 STATUS = {
     "running": "Training on **{device}**.",
-    "paused": "Paused at step {step}. Resume to go on.",
+    "paused": "Paused at step {step}. Resume to go on (a paused job keeps its training slot: the server stops any "
+              "job that holds one longer than about {deadline}).",
     "done": "Done: {step} steps.",
     "stopped": "Stopped at step {step}.",
 }
@@ -74,25 +76,36 @@ def setup_widgets(options: dict) -> None:
 
 
 def estimate_line() -> str | None:
-    """Parameter count and measured time per step; None (and an error shown) when the settings are invalid."""
+    """Show the parameter count, the server's time estimate and its limit.
+
+    Returns:
+        The refusal (shown, with settings that fit) when the estimate is over the server's limit per job,
+        else None. Invalid settings show their error and return None: Start shows it again.
+    """
     settings = settings_from_state()
     try:
         with st.spinner("Timing a few training steps…"):
-            params, per_step, _ = services.train_estimate(tuple(sorted(settings.items())))
+            params, estimate = services.train_estimate(settings)
     except ValueError as err:
         st.error(str(err))
         return None
-    steps = settings["steps"]
-    return (f"**{params:,} parameters** · about **{per_step * 1000:.0f} ms per step** (3 steps timed just now, "
-            f"one CPU thread) → {steps:,} steps in about **{per_step * steps:.0f} s** (more if the server is busy).")
+    st.markdown(f"**{params:,} parameters** · about **{estimate.per_step * 1000:.0f} ms per step** (a few steps "
+                f"timed on this server, one CPU thread) → {estimate.steps:,} steps in about "
+                f"**{about(estimate.seconds)}** (more if the server is busy); the limit per job is "
+                f"**{about(estimate.budget.max_seconds)}**.")
+    if estimate.fits:
+        return None
+    st.error(estimate.refusal(), icon=":material/timer_off:")
+    return estimate.refusal()
 
 
-def controls(progress) -> None:
+def controls(progress, fits: bool) -> None:
     status = progress.status if progress is not None else None
     active = status in ("queued", "running", "paused")
     cols = st.columns(5)
-    cols[0].button("Start", type="primary", icon=":material/play_arrow:", key=key("start"), disabled=active,
-                   on_click=start, use_container_width=True)
+    cols[0].button("Start", type="primary", icon=":material/play_arrow:", key=key("start"),
+                   disabled=active or not fits, on_click=start, use_container_width=True,
+                   help=None if fits else "Over the server's time limit per job: see the message above.")
     if status == "paused":
         cols[1].button("Resume", icon=":material/resume:", key=key("resume"), use_container_width=True,
                        on_click=services.train_control, args=("resume",))
@@ -107,20 +120,23 @@ def controls(progress) -> None:
 
 def start() -> None:
     st.session_state.pop(key("error"), None)
+    settings = settings_from_state()
     try:
-        services.train_start(settings_from_state())
+        services.train_start(settings)
     except ValueError as err:
-        st.session_state[key("error")] = str(err)
+        st.session_state[key("error")] = (settings, str(err))  # shown until the settings change
 
 
 def status_line(p) -> None:
     if p.status == "queued":
-        st.info(f"Queued: position **{p.queue_position}**. The server trains a limited number of models at once; "
-                "yours starts when a slot frees up.", icon=":material/hourglass_top:")
+        when = f", starts in about **{about(p.wait_s)}**" if p.wait_s is not None else ""
+        st.info(f"Queued: position **{p.queue_position}**{when}. The server trains a limited number of models at "
+                "once; yours starts when a slot frees up.", icon=":material/hourglass_top:")
     elif p.status == "failed":
         st.error(f"Training failed: {md(p.error)}")
     else:
-        message = STATUS[p.status].format(device=p.device or "cpu", step=p.step)
+        deadline = about(p.estimate.deadline) if p.estimate is not None else "twice its estimate"
+        message = STATUS[p.status].format(device=p.device or "cpu", step=p.step, deadline=deadline)
         if p.status == "stopped" and p.error:
             message += f" ({p.error})"
         st.markdown(f"Status: {message}")
@@ -274,13 +290,12 @@ def main() -> None:
     if task == "translation":
         st.caption("Translation is trained as one decoder-only model reading `<bos> English <sep> French <eos>`, "
                    "scored on the French part only (a prefix language model).")
-    line = estimate_line()
-    if line:
-        st.markdown(line)
+    over_time = estimate_line()
     p = services.train_progress()
-    controls(p)
-    if key("error") in st.session_state:
-        st.error(st.session_state[key("error")])
+    controls(p, fits=over_time is None)
+    refused = st.session_state.get(key("error"))
+    if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
+        st.error(refused[1])
     live(p.status if p is not None else None)
     p = services.train_progress()
     if p is not None and p.finished and p.snapshots and p.status != "failed":

@@ -1,11 +1,12 @@
-"""Live-training jobs for a shared server: one per session, a cap on how many train at once, a FIFO queue.
+"""Live-training jobs for a shared server: one per session, a cap on how many train at once, a FIFO queue,
+a time budget per job.
 
 ::
 
     manager = get_manager()
     job = manager.submit(session_id, {"task": "reverse", "steps": 500})   # validated, queued or started
     manager.heartbeat(session_id)                                         # the page's poll, every ~1 s
-    job.progress()          # status, queue position, snapshots so far, head scores — a consistent copy
+    job.progress()          # status, queue position and expected wait, snapshots so far, head scores
     manager.pause(session_id); manager.resume(session_id); manager.stop(session_id)
 
 Each job trains its own freshly built model in a background thread that never touches the UI; the
@@ -14,14 +15,21 @@ caller passed an ``alive()`` check (the app passes "is this Streamlit session st
 ``grace`` seconds after it turns false; otherwise when the page's heartbeats stop for
 ``heartbeat_timeout`` seconds. The reaper exits when no job is left, so the thread count returns to
 its baseline. At most ``max_running`` jobs train at once;
-the others wait in order (position 1 = next). Each job's thread sets torch's intra-op threads to
-``threads`` (1 on a 2-core server, where 2 threads ran 8–10× slower under load); torch keeps that
-setting per thread (and as the default for threads started later), so the caller's is not changed.
+the others wait in order (position 1 = next), each told when it should start. Each job's thread sets
+torch's intra-op threads to ``threads`` (1 on a 2-core server, where 2 threads ran 8–10× slower under
+load); torch keeps that setting per thread (and as the default for threads started later), so the
+caller's is not changed.
+
+Fairness (:mod:`engine.training.budget`): a session has one job (submitting again stops and replaces
+it); a job whose estimated time, the server's own, is over ``AP_TRAIN_MAX_SECONDS`` (default 300) is
+refused with a suggestion that fits; a job that holds its slot past its deadline (twice its
+estimate, at least a minute more, pauses included) is stopped by the reaper.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -31,7 +39,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.training.job_settings import EVAL_BATCH, JobSettings, build_model, build_task, validate_settings
+from engine.training.budget import DEFAULT_MAX_SECONDS, Estimate, StepTimer, TimeBudget, expected_start
+from engine.training.job_settings import (
+    EVAL_BATCH,
+    JobSettings,
+    JobSettingsError,
+    build_model,
+    build_task,
+    validate_settings,
+)
 from engine.types import TrainingSnapshot
 
 log = logging.getLogger(__name__)
@@ -45,6 +61,19 @@ def default_max_running() -> int:
     if env.isdigit() and int(env) > 0:
         return int(env)
     return max(1, (os.cpu_count() or 2) // 2)
+
+
+def default_max_seconds() -> float:
+    """Estimated seconds one job may take: ``AP_TRAIN_MAX_SECONDS`` if set (a number > 0), else 300."""
+    env = os.environ.get("AP_TRAIN_MAX_SECONDS", "")
+    try:
+        value = float(env) if env else DEFAULT_MAX_SECONDS
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        log.warning("AP_TRAIN_MAX_SECONDS=%r is not a number of seconds > 0; using %d", env, DEFAULT_MAX_SECONDS)
+        return DEFAULT_MAX_SECONDS
+    return value
 
 
 @dataclass(frozen=True)
@@ -62,6 +91,8 @@ class JobProgress:
         error: why it failed or was stopped by the server ("" otherwise).
         n_params: parameters of the model.
         threads: torch intra-op threads the training thread runs with (0 before it starts).
+        estimate: the server's time estimate and limits for this job.
+        wait_s: while queued, estimated seconds until it starts (None otherwise).
     """
 
     status: str
@@ -73,6 +104,8 @@ class JobProgress:
     error: str
     n_params: int
     threads: int = 0
+    estimate: Estimate | None = None
+    wait_s: float | None = None
 
     @property
     def step(self) -> int:
@@ -86,12 +119,13 @@ class JobProgress:
 class Job:
     """One training run in its own thread. Create through :meth:`JobManager.submit`."""
 
-    def __init__(self, session_id: str, settings: JobSettings, manager: "JobManager",
+    def __init__(self, session_id: str, settings: JobSettings, manager: "JobManager", estimate: Estimate,
                  alive: Callable[[], bool] | None = None) -> None:  # fmt: skip
         from engine.training.loop import TrainingControl
 
         self.session_id = session_id
         self.settings = settings
+        self.estimate = estimate
         self.control = TrainingControl()
         self.task = build_task(settings.task)
         self.model = build_model(settings, self.task)  # the job's own model, never a shared one
@@ -106,7 +140,8 @@ class Job:
         self._device = ""
         self._threads = 0
         self._error = ""
-        self.last_heartbeat = time.monotonic()
+        self.last_heartbeat = manager.clock()
+        self.admitted_at: float | None = None  # manager.clock() when it got a slot
         self.alive = alive  # "is the session still connected?" (None: heartbeats only)
         self.gone_since: float | None = None  # when alive() first said no
         self.thread = threading.Thread(target=self._run, name=f"train-{session_id[:8]}", daemon=True)
@@ -124,11 +159,24 @@ class Job:
         """The job's state now (cheap: copies two lists of references)."""
         status = self.status
         position = self._manager.queue_position(self)  # before taking our lock (the reaper locks in that order)
+        wait = self._manager.expected_wait(self) if position else None
         with self._lock:
             return JobProgress(status=status, queue_position=position,
                                settings=self.settings, snapshots=tuple(self._snapshots),
                                head_scores=tuple(self._scores), device=self._device, error=self._error,
-                               n_params=self.n_params, threads=self._threads)  # fmt: skip
+                               n_params=self.n_params, threads=self._threads, estimate=self.estimate,
+                               wait_s=wait)  # fmt: skip
+
+    def seconds_left(self, now: float) -> float:
+        """Estimated seconds until it ends: its steps left × the estimated step time, never past its deadline."""
+        if self.control.is_stopped:
+            return 0.0
+        with self._lock:
+            done = self._snapshots[-1].step if self._snapshots else 0
+        left = self.estimate.per_step * max(0, self.settings.steps - done)
+        if self.admitted_at is None:
+            return left
+        return max(0.0, min(left, self.estimate.deadline - (now - self.admitted_at)))
 
     def snapshot_times(self) -> list[tuple[float, float]]:
         """``(time.perf_counter(), time.process_time())`` as each snapshot arrived (for benchmarks)."""
@@ -202,7 +250,7 @@ class Job:
 
 
 class JobManager:
-    """Owns every session's job, the running cap, the FIFO queue and the heartbeat reaper.
+    """Owns every session's job, the running cap, the FIFO queue, the time budget and the reaper.
 
     Args:
         max_running: jobs that may train at once (default :func:`default_max_running`).
@@ -210,15 +258,24 @@ class JobManager:
         threads: torch intra-op threads while training (set in the job's own thread).
         reap_every: seconds between the reaper's checks.
         grace: seconds a job's ``alive()`` may say no (a reconnecting browser) before the job is stopped.
+        budget: limits on a job's time (default: :func:`default_max_seconds`, the documented margins).
+        estimator: validated settings → seconds per step (default: a :class:`StepTimer` measuring with
+            ``threads`` threads; tests pass a fake).
+        clock: monotonic seconds for heartbeats, deadlines and waits (tests pass a fake).
     """
 
     def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 20.0, threads: int = 1,
-                 reap_every: float = 0.5, grace: float = 3.0) -> None:  # fmt: skip
+                 reap_every: float = 0.5, grace: float = 3.0, budget: TimeBudget | None = None,
+                 estimator: Callable[[JobSettings], float] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self.max_running = max_running or default_max_running()
         self.heartbeat_timeout = heartbeat_timeout
         self.threads = threads
         self.reap_every = reap_every
         self.grace = grace
+        self.budget = budget or TimeBudget(max_seconds=default_max_seconds())
+        self.estimator = estimator or StepTimer(threads=threads)
+        self.clock = clock
         self._lock = threading.RLock()
         self._jobs: dict[str, Job] = {}
         self._queue: list[Job] = []
@@ -227,33 +284,54 @@ class JobManager:
 
     def submit(self, session_id: str, settings: Mapping[str, Any] | JobSettings,
                alive: Callable[[], bool] | None = None) -> Job:  # fmt: skip
-        """Validate ``settings`` and start (or queue) a job for ``session_id``, replacing its previous one.
+        """Validate ``settings``, check their estimated time, and start (or queue) a job for ``session_id``.
+
+        The session's previous job, if any, is stopped and replaced (also when two submits race): a
+        session never has two jobs. Refused settings leave the previous job as it was.
 
         Args:
             session_id: the owner; one job per session.
-            settings: untrusted settings (see :func:`validate_settings`).
+            settings: untrusted settings (see :func:`validate_settings`); their estimated time must be
+                within ``budget.max_seconds``.
             alive: optional "is the session still connected?" check (thread-safe). With it, the job
                 stops ``grace`` seconds after the session disconnects, and keeps training while the
                 session is connected but on another page (no heartbeats); without it, heartbeats decide.
 
         Raises:
-            JobSettingsError: invalid settings (nothing is started).
+            JobSettingsError: invalid settings, or over the time budget (the message suggests what fits);
+                nothing is started or stopped.
             ValueError: an empty session id.
         """
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("a job needs a session id")
         checked = validate_settings(settings)
-        self.discard(session_id)
-        job = Job(session_id, checked, self, alive)
-        with self._lock:
+        estimate = self.estimate(checked)
+        if not estimate.fits:
+            raise JobSettingsError(estimate.refusal())
+        job = Job(session_id, checked, self, estimate, alive)
+        with self._lock:  # one step: no moment with two jobs of one session, whoever else submits
+            old = self._jobs.get(session_id)
             self._jobs[session_id] = job
+            if old is not None:
+                old.control.stop()
             self._queue.append(job)
             job.thread.start()
             self._admit()
             if self._reaper is None:
                 self._reaper = threading.Thread(target=self._reap, name="train-reaper", daemon=True)
                 self._reaper.start()
+        if old is not None:
+            old.wait(10.0)
         return job
+
+    def estimate(self, settings: Mapping[str, Any] | JobSettings) -> Estimate:
+        """The server's time estimate of ``settings`` against its budget (what :meth:`submit` checks).
+
+        Raises:
+            JobSettingsError: invalid settings (nothing is timed).
+        """
+        checked = validate_settings(settings)
+        return Estimate(per_step=self.estimator(checked), steps=checked.steps, budget=self.budget)
 
     def get(self, session_id: str) -> Job | None:
         """This session's job (running or finished), or None."""
@@ -264,7 +342,7 @@ class JobManager:
         """The session is still there (the page calls this on every poll)."""
         job = self.get(session_id)
         if job is not None:
-            job.last_heartbeat = time.monotonic()
+            job.last_heartbeat = self.clock()
 
     def pause(self, session_id: str) -> None:
         if (job := self.get(session_id)) is not None:
@@ -292,6 +370,15 @@ class JobManager:
         with self._lock:
             return self._queue.index(job) + 1 if job in self._queue else 0
 
+    def expected_wait(self, job: Job) -> float | None:
+        """Estimated seconds until a queued ``job`` starts (:func:`expected_start`); None when not queued."""
+        with self._lock:
+            if job not in self._queue:
+                return None
+            now = self.clock()
+            ahead = [j.estimate.seconds for j in self._queue[: self._queue.index(job)] if not j.control.is_stopped]
+            return expected_start([j.seconds_left(now) for j in self._running], ahead, self.max_running)
+
     def active_count(self) -> int:
         """Jobs queued or training."""
         with self._lock:
@@ -316,6 +403,7 @@ class JobManager:
         with self._lock:
             while self._queue and len(self._running) < self.max_running:
                 job = self._queue.pop(0)
+                job.admitted_at = self.clock()
                 self._running.add(job)
                 job._admitted.set()
 
@@ -340,17 +428,28 @@ class JobManager:
         job.gone_since = job.gone_since or now
         return now - job.gone_since > self.grace
 
+    def _overran(self, job: Job, now: float) -> bool:
+        return job in self._running and job.admitted_at is not None and now - job.admitted_at > job.estimate.deadline
+
     def _reap(self) -> None:
         while True:
             time.sleep(self.reap_every)
-            now = time.monotonic()
+            now = self.clock()
             with self._lock:
                 for job in list(self._queue) + list(self._running):
-                    if not job.control.is_stopped and self._abandoned(job, now):
-                        with job._lock:
-                            job._error = "stopped by the server: the page stopped asking for updates (closed?)"
-                        job.control.stop()
-                        log.warning("training job %s stopped: its session went away", job.thread.name)
+                    if job.control.is_stopped:
+                        continue
+                    if self._overran(job, now):
+                        reason, why = job.estimate.overrun_notice(now - job.admitted_at), "it ran far past its estimate"
+                    elif self._abandoned(job, now):
+                        reason = "stopped by the server: the page stopped asking for updates (closed?)"
+                        why = "its session went away"
+                    else:
+                        continue
+                    with job._lock:
+                        job._error = reason
+                    job.control.stop()
+                    log.warning("training job %s stopped: %s", job.thread.name, why)
                 if not self._queue and not self._running:
                     self._reaper = None
                     return

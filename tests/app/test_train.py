@@ -12,8 +12,11 @@ import pytest
 
 from apptest_helpers import assert_clean, decode, messages, open_page
 
+from engine.training.budget import TimeBudget
 from engine.training.job_settings import build_model, build_task, validate_settings
 from engine.training.jobs import get_manager
+
+TINY_LONG = dict(task="reverse", n_layers=1, n_heads=2, d_model=16, batch_size=8, steps=20_000, snapshot_every=1)
 
 
 @pytest.fixture(autouse=True)
@@ -44,6 +47,7 @@ def test_page_renders_with_an_estimate():
     task = build_task("reverse")
     params = sum(p.numel() for p in build_model(validate_settings({}), task).parameters())  # the model itself
     assert any(f"**{params:,} parameters**" in m.value and "ms per step" in m.value for m in at.markdown)
+    assert any("the limit per job is" in m.value for m in at.markdown)
     assert not at.button(key="train_start").disabled
     assert at.button(key="train_pause").disabled and at.button(key="train_stop").disabled
     assert any("press **Start**" in m for m in messages(at.info))
@@ -176,3 +180,50 @@ def test_time_lapse_moves_the_grid_and_the_rule_on_the_curves():
         frames = [pa.ipc.open_stream(d.data.data).read_pandas() for d in chart.proto.datasets]
         rules = [f for f in frames if list(f.columns) == ["step"]]
         assert len(rules) == 1 and rules[0]["step"].tolist() == [middle], frames
+
+
+@pytest.fixture()
+def fake_estimate(monkeypatch):
+    """The server-wide manager with a fixed step time and the default 5-minute limit (whatever the machine's load)."""
+    manager = get_manager()
+    monkeypatch.setattr(manager, "budget", TimeBudget(max_seconds=300))
+
+    def per_step(seconds: float) -> None:
+        monkeypatch.setattr(manager, "estimator", lambda settings: seconds)
+
+    return per_step
+
+
+def test_settings_over_the_time_limit_are_refused_with_what_fits(fake_estimate):
+    fake_estimate(0.05)  # 20,000 steps: about 17 min
+    at = open_page("train", train_steps=20_000)
+    assert_clean(at)
+    assert any("about **17 min**" in m.value and "the limit per job is **5 min**" in m.value for m in at.markdown)
+    refusal = [m for m in messages(at.error) if "the limit per job is 5 min" in m]
+    assert refusal and "try at most 6,000 steps" in refusal[0], messages(at.error)
+    assert at.button(key="train_start").disabled
+    fake_estimate(0.01)  # the page's estimate fits (200 s) …
+    at.run()
+    assert not at.button(key="train_start").disabled and not at.error, messages(at.error)
+    fake_estimate(0.05)  # … but by the click the server measures 17 min: Start itself refuses
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    assert job_of(at) is None and get_manager().active_count() == 0
+    assert [m for m in messages(at.error) if "try at most 6,000 steps" in m] == refusal  # once, not twice
+    at.number_input(key="train_steps").set_value(6000).run()  # what it suggested
+    assert not at.button(key="train_start").disabled and not at.error, messages(at.error)
+
+
+def test_a_queued_job_shows_when_it_starts(fake_estimate, monkeypatch):
+    fake_estimate(0.01)  # the job ahead: 200 s
+    manager = get_manager()
+    monkeypatch.setattr(manager, "max_running", 1)
+    ahead = manager.submit("another-session", TINY_LONG)
+    at = open_page("train")
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    assert job_of(at).progress().status == "queued"
+    info = [m for m in messages(at.info) if m.startswith("Queued: position **1**")]
+    assert info and "starts in about **" in info[0], messages(at.info)
+    manager.stop(ahead.session_id)
+    assert ahead.wait(10)

@@ -41,7 +41,9 @@ def running_app(log_name: str):
         "--server.address", "127.0.0.1",
         "--browser.gatherUsageStats", "false",
     ]  # fmt: skip
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # Train's tests run jobs of a few thousand steps: on a busy test machine their estimate can pass the
+    # default 5-minute limit per job (whose own tests are AppTests and unit tests), so the limit is raised here
+    env = {"AP_TRAIN_MAX_SECONDS": "3600", **os.environ, "HF_HUB_OFFLINE": "1"}
     log_path = ARTIFACTS / log_name
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 — closed after the server stops
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

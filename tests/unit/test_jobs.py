@@ -28,6 +28,11 @@ TINY = dict(task="reverse", n_layers=1, n_heads=2, d_model=16, batch_size=8)
 LONG = dict(TINY, steps=20_000, snapshot_every=1)
 
 
+def fast(settings) -> float:
+    """A fixed 1 ms per step: LONG fits the time budget however busy the machine (test_job_budget tests it)."""
+    return 1e-3
+
+
 @pytest.fixture()
 def baseline_threads():
     """Threads before the test; every test must end with the same number."""
@@ -41,7 +46,7 @@ def baseline_threads():
 
 @pytest.fixture()
 def manager(baseline_threads):
-    m = JobManager(max_running=1, heartbeat_timeout=30.0, reap_every=0.1)
+    m = JobManager(max_running=1, heartbeat_timeout=30.0, reap_every=0.1, estimator=fast)
     yield m
     m.shutdown()
 
@@ -156,7 +161,7 @@ def test_cap_and_fifo_queue(manager):
 
 
 def test_two_slots_run_two_jobs():
-    m = JobManager(max_running=2, reap_every=0.1)
+    m = JobManager(max_running=2, reap_every=0.1, estimator=fast)
     try:
         a, b = m.submit("a", LONG), m.submit("b", LONG)
         wait_until(lambda: a.status == "running" and b.status == "running", what="both to run")
@@ -175,7 +180,7 @@ def test_a_queued_job_can_be_stopped(manager):
 
 
 def test_a_session_without_heartbeats_is_stopped_within_seconds(baseline_threads):
-    m = JobManager(max_running=1, heartbeat_timeout=1.0, reap_every=0.1)
+    m = JobManager(max_running=1, heartbeat_timeout=1.0, reap_every=0.1, estimator=fast)
     try:
         kept = m.submit("alive", LONG)
         t0 = time.monotonic()
@@ -279,7 +284,7 @@ def test_every_task_of_the_page_trains(manager, task):
 def test_a_connected_session_keeps_training_without_heartbeats_and_stops_when_it_disconnects(baseline_threads):
     """With an ``alive`` check (the app's "is the browser still connected?"), a user on another page keeps
     the job; closing the tab stops it within the grace period."""
-    m = JobManager(max_running=1, heartbeat_timeout=0.5, reap_every=0.1, grace=0.5)
+    m = JobManager(max_running=1, heartbeat_timeout=0.5, reap_every=0.1, grace=0.5, estimator=fast)
     connected = threading.Event()
     connected.set()
     try:
