@@ -21,6 +21,7 @@ import streamlit as st  # noqa: E402
 
 from app import services, state  # noqa: E402
 from app.components.brand import favicon  # noqa: E402
+from app.components.guard import calm_errors  # noqa: E402
 
 # Page files live in app/views/, not app/pages/: a pages/ folder beside the entry point switches on
 # Streamlit's automatic multipage discovery, which served a deep link on a fresh server as a bare
@@ -28,7 +29,6 @@ from app.components.brand import favicon  # noqa: E402
 PAGES = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="Attention Playground", page_icon=favicon(), layout="wide")
-state.init()
 services.warm_up()
 
 navigation = st.navigation(
@@ -45,4 +45,6 @@ navigation = st.navigation(
 )
 with st.sidebar:
     st.caption("**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head.")
-navigation.run()
+with calm_errors(navigation.title):
+    state.init()  # reads every shared widget value: a forged one raises here
+    navigation.run()

@@ -28,6 +28,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
 SUBPROTOCOL = "streamlit"
+WIDGET_KINDS = ("text_area", "text_input", "selectbox", "number_input", "slider", "checkbox", "radio",
+                "multiselect", "button_group", "button", "file_uploader", "plotly_chart")  # elements with an id
 FINAL = {
     ForwardMsg.FINISHED_SUCCESSFULLY: None,
     ForwardMsg.FINISHED_WITH_COMPILE_ERROR: "compile error",
@@ -90,8 +92,11 @@ class Session:
         """The query parameter a widget is bound to ('' if none)."""
         return next((getattr(w, "query_param_key", "") for _, w in self.widgets if w.id == widget_id), "")
 
-    async def rerun(self, string_values: dict[str, str]) -> Run:
-        """Send a rerun with these widget values (id -> text); wait for the run to finish."""
+    async def rerun(self, string_values: dict[str, str], *, states: list | None = None,
+                    page_name: str = "") -> Run:
+        """Send a rerun with these widget values (id -> text) and any prepared ``WidgetState`` protos
+        (``states``: e.g. a forged value of the wrong type); wait for the run to finish. ``page_name``
+        (a page's URL path, e.g. ``"heads"``) opens that page, as a deep link does."""
         if self._ws is None:
             return Run(0.0, "not sent (disconnected)")
         msg = BackMsg()
@@ -101,8 +106,11 @@ class Session:
             widget.id, widget.string_value = widget_id, value
             if key := self.query_key(widget_id):
                 self.query[key] = value
+        for forged in states or []:
+            state.widget_states.widgets.add().CopyFrom(forged)
         state.query_string = urllib.parse.urlencode(self.query)
-        state.page_script_hash = self.page_hash
+        state.page_script_hash = "" if page_name else self.page_hash
+        state.page_name = page_name
         state.cached_message_hashes.extend(self._cache)
         start = time.perf_counter()
         try:
@@ -140,7 +148,7 @@ class Session:
                     run.failure = "exception"
                 elif element_kind == "alert" and element.alert.format == Alert.ERROR and run.failure is None:
                     run.failure = "error box"
-                elif element_kind in ("text_area", "text_input", "selectbox", "number_input"):
+                elif element_kind in WIDGET_KINDS:
                     widgets.append((element_kind, getattr(element, element_kind)))
             elif kind == "script_finished" and fwd.script_finished in FINAL:
                 run.seconds = time.perf_counter() - start

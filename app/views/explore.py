@@ -14,6 +14,7 @@ import streamlit as st
 
 from app import services
 from app.components.head_views import clicked_head, model_view_figure
+from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.pickers import causal_toggle, layer_head, show_notices, text_and_model
@@ -92,20 +93,21 @@ def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
 @st.fragment
 def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int) -> None:
     """Everything that depends on the layer, head and display settings (a fragment: reruns alone)."""
-    try:
-        trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
-    except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
-        return
-    layer, head = layer_head(trace.n_layers, trace.n_heads)
-    show_head(model_id, text, causal, max_tokens, trace, layer, head)
-    tabs = st.tabs(list(TABS), key="explore_tab", on_change="rerun")
-    if tabs[0].open is not False:
-        with tabs[0]:
-            show_grid(model_id, text, causal, max_tokens, trace, layer, head)
-    if tabs[1].open:  # the second forward pass runs only while this tab is shown
-        with tabs[1]:
-            show_mask_comparison(model_id, text, max_tokens, layer, head)
+    with calm_errors("head_panel"):
+        try:
+            trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
+        except Exception as err:  # noqa: BLE001
+            st.warning(services.friendly_error(err))
+            return
+        layer, head = layer_head(trace.n_layers, trace.n_heads)
+        show_head(model_id, text, causal, max_tokens, trace, layer, head)
+        tabs = st.tabs(list(TABS), key="explore_tab", on_change="rerun")
+        if tabs[0].open is not False:
+            with tabs[0]:
+                show_grid(model_id, text, causal, max_tokens, trace, layer, head)
+        if tabs[1].open:  # the second forward pass runs only while this tab is shown
+            with tabs[1]:
+                show_mask_comparison(model_id, text, max_tokens, layer, head)
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from app.components.ablation_panel import render_ablation
 from app.components.head_views import clicked_head, layer_head_heatmap, model_view_figure
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
+from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.pickers import (
@@ -170,24 +171,25 @@ def run_sections(ctx: HeadsContext) -> None:
 def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str) -> None:
     """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
     cached trace)."""
-    trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
-    controls = st.columns([1, 1, 2])
-    with controls[2]:
-        block = pick_block(family)
-    try:
-        attention = services.attention_block(trace, block)
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(services.friendly_error(err))
-        return
-    layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
-    translation = getattr(trace, "output_text", None)
-    st.caption(
-        f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
-        f"{attention.n_heads} heads · running on {services.device_label()}"
-        + (f" · translation: *{translation}*" if translation is not None else "")
-    )
-    run_sections(HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,
-                              family=family, attention=attention, layer=layer, head=head))
+    with calm_errors("heads_panel"):
+        trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
+        controls = st.columns([1, 1, 2])
+        with controls[2]:
+            block = pick_block(family)
+        try:
+            attention = services.attention_block(trace, block)
+        except Exception as err:  # noqa: BLE001 — every failure becomes a message
+            st.warning(services.friendly_error(err))
+            return
+        layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
+        translation = getattr(trace, "output_text", None)
+        st.caption(
+            f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
+            f"{attention.n_heads} heads · running on {services.device_label()}"
+            + (f" · translation: *{translation}*" if translation is not None else "")
+        )
+        run_sections(HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,
+                                  family=family, attention=attention, layer=layer, head=head))
 
 
 def main() -> None:

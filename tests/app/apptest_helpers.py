@@ -68,8 +68,12 @@ def z(fig: dict) -> np.ndarray:
 
 
 def assert_clean(at: AppTest) -> None:
-    """No uncaught exception on the page, and nothing written by Streamlit's "magic" by accident."""
+    """No uncaught exception on the page (nor one the page's guard caught: app/components/guard.py), and
+    nothing written by Streamlit's "magic" by accident."""
+    from app.components.guard import MESSAGE
+
     assert not at.exception, [e.value for e in at.exception]
+    assert not any(MESSAGE in str(e.value) for e in at.error), "the page's guard caught an exception (see the log)"
     assert not at.get("help"), "an expression statement was rendered by st.help magic"
 
 

@@ -13,8 +13,11 @@ IDLE_MS = 30_000
 
 
 def expect_no_exception(page: Page) -> None:
-    """No Streamlit exception box anywhere on the page."""
+    """No Streamlit exception box anywhere on the page, and no exception caught by the page's guard."""
+    from app.components.guard import MESSAGE
+
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    expect(page.get_by_text(MESSAGE)).to_have_count(0)
 
 
 def expect_idle(page: Page, timeout_ms: int = IDLE_MS) -> None:
