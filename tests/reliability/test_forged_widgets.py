@@ -20,6 +20,7 @@ The client is the load benchmarks' (``bench/st_client.py``); the server is start
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -92,9 +93,27 @@ async def forge_everything(url: str) -> tuple[dict[str, list[str]], list[str]]:
     return failures, widgets_seen
 
 
+def run_async(coro):
+    """``asyncio.run`` in a thread of its own: the browser tests' Playwright keeps an event loop in this one."""
+    out: dict = {}
+
+    def target() -> None:
+        try:
+            out["value"] = asyncio.run(coro)
+        except BaseException as err:  # noqa: BLE001 — re-raised in the caller
+            out["error"] = err
+
+    thread = threading.Thread(target=target, name="forger")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 def test_forged_widget_values_never_crash_a_page():
     with running_server("streamlit", "reliability-forged.log") as server:
-        failures, widgets = asyncio.run(forge_everything(server.url))
+        failures, widgets = run_async(forge_everything(server.url))
         assert len(widgets) >= 40, f"too few widgets found to mean anything: {widgets}"
         ours = [f for f in failures["in type"] if not any(f" · {k} " in f for k in STREAMLIT_REFUSES)]
         assert not ours, "\n".join(ours)
@@ -107,5 +126,5 @@ def test_forged_widget_values_never_crash_a_page():
             await s.close()
             return run.failure, run.messages
 
-        failure, messages = asyncio.run(fresh())
+        failure, messages = run_async(fresh())
         assert failure is None and messages > 5
