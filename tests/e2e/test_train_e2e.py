@@ -108,6 +108,7 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     expect_no_exception(page)
 
 
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_closing_the_tab_stops_its_job(browser: Browser, app_url: str, artifacts: Path):
     """The server stops a closed session's job within seconds (it logs when it does)."""
     log = artifacts / "e2e-server.log"

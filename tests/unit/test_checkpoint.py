@@ -206,6 +206,7 @@ CORRUPTIONS = {
 }
 
 
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 @pytest.mark.parametrize("case", sorted(CORRUPTIONS))
 def test_broken_checkpoints_raise_readable_errors(tmp_path, case):
     corrupt, message = CORRUPTIONS[case]
@@ -216,6 +217,7 @@ def test_broken_checkpoints_raise_readable_errors(tmp_path, case):
     assert "Traceback" not in str(err.value) and len(str(err.value)) < 600
 
 
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_bad_name_is_rejected(tmp_path):
     with pytest.raises(CheckpointError, match="must be letters"):
         load_checkpoint(tmp_path, "a/b")

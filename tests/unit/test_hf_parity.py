@@ -383,6 +383,7 @@ def test_stages_compose_to_the_pattern(pair: Pair) -> None:
 
 
 # ---- causal toggle on GPT-2 ------------------------------------------------------------------
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_gpt2_causal_toggle_never_touches_the_shared_model(gpt2: Pair) -> None:
     module = gpt2.model.module
     impl_before = module.config._attn_implementation

@@ -40,6 +40,7 @@ def _gif_header_claiming(width: int, height: int) -> bytes:
 # ---------------------------------------------------------------- refused, with a message
 
 
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_text_bytes_named_png_are_not_an_image():
     with pytest.raises(ImageError, match="not an image"):
         read_image(b"Hello, I am a text file renamed to photo.png\n" * 10)
@@ -55,6 +56,7 @@ def test_not_bytes():
         read_image("photo.png")  # type: ignore[arg-type]
 
 
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
 def test_truncated_file(fmt: str):
     rng = np.random.default_rng(0)
@@ -66,6 +68,7 @@ def test_truncated_file(fmt: str):
 
 @pytest.mark.parametrize("header", [_png_header_claiming(60_000, 60_000), _gif_header_claiming(65_000, 65_000)],
                          ids=["png", "gif"])
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_header_claiming_a_huge_size_is_refused_before_decoding(header: bytes):
     assert len(header) < 100
     with pytest.raises(ImageError, match="too large") as err:
@@ -80,11 +83,13 @@ def test_pixel_cap_is_a_parameter():
         read_image(data, max_pixels=9_999)
 
 
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_too_many_bytes():
     with pytest.raises(ImageError, match="too big"):
         read_image(b"\x89PNG" + b"\0" * 2000, max_bytes=1000)
 
 
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_decompression_bomb_pillow_error_and_warning(monkeypatch):
     """A small file that unpacks to many pixels: Pillow's own bomb check, turned into ImageError."""
     data = _save(Image.new("L", (3000, 3000)))  # 9 Mpx of zeros compress to a few kB
@@ -207,6 +212,7 @@ def test_big_photo_is_shrunk_with_a_notice():
     assert any("shrunk" in n for n in out.notices)
 
 
+@pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_nothing_is_written_to_disk(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     read_image(_save(Image.new("RGB", (50, 40), (1, 2, 3)), "JPEG"))
