@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,14 @@ def tiny_gpt2():
     import engine
 
     return engine.load("tiny-random-gpt2")
+
+
+@pytest.fixture()
+def baseline_threads():
+    """Threads before the test; every test must end with the same number (jobs, reapers, pollers gone)."""
+    before = threading.active_count()
+    yield before
+    deadline = time.monotonic() + 10
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == before, [t.name for t in threading.enumerate()]

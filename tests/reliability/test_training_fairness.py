@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -20,31 +19,12 @@ from engine.training.budget import TimeBudget
 from engine.training.job_settings import EVAL_BATCH, JobSettingsError, build_model, build_task, validate_settings
 from engine.training.jobs import JobManager
 from engine.training.loop import TrainConfig, train
+from tests.job_helpers import LONG, TINY, wait_until
 
 pytestmark = pytest.mark.reliability
 
-TINY = dict(task="reverse", n_layers=1, n_heads=2, d_model=16, batch_size=8)
-LONG = dict(TINY, steps=20_000, snapshot_every=1)
 #: the outside review's case: legal settings, the largest model, the most steps
 LARGEST_SORT = dict(task="sort", n_layers=4, d_model=256, n_heads=8, batch_size=256, steps=20_000)
-
-
-def wait_until(condition, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-@pytest.fixture()
-def baseline_threads():
-    before = threading.active_count()
-    yield
-    deadline = time.monotonic() + 10
-    while threading.active_count() > before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert threading.active_count() == before, [t.name for t in threading.enumerate()]
 
 
 def test_a_forged_20000_step_job_on_the_largest_model_is_refused(baseline_threads):

@@ -24,9 +24,8 @@ from engine.training.budget import (
 )
 from engine.training.job_settings import JobSettingsError, validate_settings
 from engine.training.jobs import JobManager, default_max_seconds
+from tests.job_helpers import LONG, TINY, wait_until
 
-TINY = dict(task="reverse", n_layers=1, n_heads=2, d_model=16, batch_size=8)
-LONG = dict(TINY, steps=20_000, snapshot_every=1)
 
 
 class FakeClock:
@@ -52,24 +51,6 @@ class FixedEstimator:
     def __call__(self, settings) -> float:
         self.calls.append(settings)
         return self.per_step
-
-
-def wait_until(condition, timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-@pytest.fixture()
-def baseline_threads():
-    before = threading.active_count()
-    yield
-    deadline = time.monotonic() + 5
-    while threading.active_count() > before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert threading.active_count() == before, [t.name for t in threading.enumerate()]
 
 
 def make_manager(per_step: float = 1e-3, clock=None, **budget) -> JobManager:

@@ -23,9 +23,8 @@ from engine.training.job_settings import (
 from engine.training.jobs import JobManager
 from engine.training.loop import TrainConfig, train
 from engine.training.tasks import pattern_score
+from tests.job_helpers import LONG, TINY, wait_until
 
-TINY = dict(task="reverse", n_layers=1, n_heads=2, d_model=16, batch_size=8)
-LONG = dict(TINY, steps=20_000, snapshot_every=1)
 
 
 def fast(settings) -> float:
@@ -34,29 +33,10 @@ def fast(settings) -> float:
 
 
 @pytest.fixture()
-def baseline_threads():
-    """Threads before the test; every test must end with the same number."""
-    before = threading.active_count()
-    yield before
-    deadline = time.monotonic() + 5
-    while threading.active_count() > before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert threading.active_count() == before, [t.name for t in threading.enumerate()]
-
-
-@pytest.fixture()
 def manager(baseline_threads):
     m = JobManager(max_running=1, heartbeat_timeout=30.0, reap_every=0.1, estimator=fast)
     yield m
     m.shutdown()
-
-
-def wait_until(condition, timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 # ---- start / pause / resume / stop -------------------------------------------------------------------
