@@ -102,6 +102,8 @@ class AttentionTrace:
             dot product (after rotary embedding for RoPE models).
         scales: per layer, the factor applied to QKᵀ.
         causal: whether the causal mask was applied in this trace.
+        window: per layer, a sliding-window size or None; with ``causal``, query i sees key j only
+            when ``i − j < window`` (positions aligned at the end; transformers' convention), or ().
         key_padding: ``[k_pos]`` bool, True where a key is padding (blocked for every query).
         alibi_slopes: ``[head]`` slopes of an ALiBi bias, or None.
         pos_encoding: ``[pos, d_model]`` vectors added to the token embeddings, or None.
@@ -121,6 +123,7 @@ class AttentionTrace:
     values: tuple[np.ndarray, ...]
     scales: tuple[float, ...]
     causal: bool
+    window: tuple[int | None, ...] = ()
     key_padding: np.ndarray | None = None
     alibi_slopes: np.ndarray | None = None
     pos_encoding: np.ndarray | None = None
@@ -150,6 +153,10 @@ class AttentionTrace:
                     f"{list(self.tokens.strings)[:20]}, {k.shape[1]} key rows for "
                     f"{len(self.key_tokens)} key tokens"
                 )
+        if self.window and len(self.window) != n_layers:
+            raise ValueError(f"window needs one entry per layer (or none at all), got {len(self.window)}")
+        if any(w is not None for w in self.window) and not self.causal:
+            raise ValueError("a sliding window is only defined here for a causal trace")
         if self.key_padding is not None and self.key_padding.shape != (len(self.key_tokens),):
             raise ValueError(f"key_padding must have one flag per key token, got shape {self.key_padding.shape}")
         if self.alibi_slopes is not None and self.alibi_slopes.shape != (self.queries[0].shape[0],):
@@ -189,6 +196,11 @@ class AttentionTrace:
         """Values of ``layer``: ``[head, k_pos, d_head]``."""
         return self.values[self._layer(layer)]
 
+    def window_of(self, layer: int) -> int | None:
+        """The sliding-window size of ``layer``, or None."""
+        layer = self._layer(layer)
+        return self.window[layer] if self.window else None
+
     def mask(self, layer: int) -> np.ndarray:
         """Additive mask ``[q_pos, k_pos]``: 0 where attention is allowed, −∞ where blocked.
 
@@ -204,6 +216,9 @@ class AttentionTrace:
             # query i may see keys j <= i (+ offset when the key side is longer, e.g. a prefix)
             offset = n_k - n_q
             blocked |= np.triu(np.ones((n_q, n_k), dtype=bool), k=1 + offset)
+            window = self.window_of(layer)
+            if window is not None:  # query i sees keys j with i + offset − j < window
+                blocked |= np.tril(np.ones((n_q, n_k), dtype=bool), k=offset - window)
         if self.key_padding is not None:
             blocked |= self.key_padding[None, :]
         return np.where(blocked, -np.inf, 0.0).astype(np.float32)

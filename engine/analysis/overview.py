@@ -7,7 +7,7 @@ only their pooled cells::
 
     s       = (Q[rows] Kᵀ) · scale              # [chunk, n_k]
     s       = s − slope · |i − j|               # ALiBi, when the model has it
-    s[i, j] = −∞ where blocked                  # causal: j > i + (n_k − n_q); padded keys
+    s[i, j] = −∞ where blocked                  # causal: j > i + (n_k − n_q); window: i + (n_k − n_q) − j >= w; padded keys
     p       = softmax(s) over ALL keys          # the model's real weights: hiding keys never renormalises
     p       = p / max_{j ∈ keys} p[i, j]        # row_scale only ("per-row max" colouring)
     cell(I, J) = max (or mean) of p over query block I × selected-key block J
@@ -71,6 +71,7 @@ class _Head:
     scale: np.float32
     causal: bool
     padding: np.ndarray | None  # [n_k] bool, None when no key is padded
+    window: int | None  # sliding window (causal only): row i sees keys j with i + offset − j < window
     slope: np.float32 | None  # ALiBi slope of this head
 
     @property
@@ -101,6 +102,7 @@ def _head(trace: AttentionTrace, layer: int, head: int) -> _Head:
         k=np.ascontiguousarray(k, dtype=np.float32),
         scale=np.float32(trace.scales[index(layer) % trace.n_layers]),
         causal=bool(trace.causal),
+        window=trace.window_of(layer) if trace.causal else None,
         padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
         slope=None if slopes is None else np.float32(slopes[head]),
     )
@@ -138,6 +140,10 @@ def _rows(h: _Head, start: int, stop: int, buffer: np.ndarray | None = None) -> 
         first_blocked = np.arange(start, stop) + (h.n_k - h.n_q) + 1
         for r in np.flatnonzero(first_blocked < n_keys):
             s[r, max(first_blocked[r], 0):] = -np.inf
+        if h.window is not None:  # and keys j <= i + offset − window, at the start of each row
+            last_blocked = np.arange(start, stop) + (h.n_k - h.n_q) - h.window
+            for r in np.flatnonzero(last_blocked >= 0):
+                s[r, : min(last_blocked[r] + 1, n_keys)] = -np.inf
     if h.padding is not None:
         s[:, h.padding[:n_keys]] = -np.inf
     row_max = s.max(axis=1, keepdims=True)

@@ -32,6 +32,7 @@ def make_trace(
     causal: bool = False,
     padding: np.ndarray | None = None,
     slopes: np.ndarray | None = None,
+    window: tuple[int | None, ...] = (),
     heads: int = 2,
     d: int = 8,
     seed: int = 0,
@@ -53,6 +54,7 @@ def make_trace(
         values=(arr(n_k), arr(n_k)),
         scales=(1 / math.sqrt(d), 0.5),
         causal=causal,
+        window=window,
         key_padding=padding,
         alibi_slopes=slopes,
     )
@@ -100,6 +102,9 @@ TRACES = {
     "alibi": lambda: make_trace(40, causal=True, slopes=np.array([0.5, 0.125], dtype=np.float32)),
     "cross, causal offset": lambda: make_trace(23, 40, causal=True),  # query i sees keys <= i + 17
     "cross, rows fully blocked": lambda: make_trace(40, 23, causal=True),  # rows < 17 see nothing
+    "sliding window": lambda: make_trace(40, causal=True, window=(3, 7)),  # row i sees keys i−6 … i
+    "window + padding": lambda: make_trace(40, causal=True, padding=PADDING, window=(None, 5)),
+    "cross, window": lambda: make_trace(23, 40, causal=True, window=(4, 9)),
 }
 
 
@@ -183,6 +188,20 @@ def test_hand_worked_three_tokens() -> None:
 
 
 # ---- edges, rows, validation ---------------------------------------------------------------------
+def test_sliding_window_mask_convention() -> None:
+    """transformers' convention: query i sees key j when 0 <= i − j < window (here 3)."""
+    trace = make_trace(6, causal=True, window=(3, None))
+    allowed = np.isfinite(trace.mask(0))
+    i, j = np.indices((6, 6))
+    np.testing.assert_array_equal(allowed, (j <= i) & (i - j < 3))
+    np.testing.assert_array_equal(np.isfinite(trace.mask(1)), j <= i)  # no window in layer 1
+    assert trace.window_of(-2) == 3 and trace.window_of(1) is None
+    with pytest.raises(ValueError, match="one entry per layer"):
+        make_trace(6, causal=True, window=(3,))
+    with pytest.raises(ValueError, match="causal"):
+        make_trace(6, causal=False, window=(3, 3))
+
+
 def test_overview_edges() -> None:
     np.testing.assert_array_equal(overview_edges(10, 4), [0, 2, 5, 7, 10])
     np.testing.assert_array_equal(overview_edges(3, 1024), [0, 1, 2, 3])
