@@ -260,3 +260,78 @@ ADAPTERS: dict[str, HFTextAdapter] = {
     "distilbert": DISTILBERT,
     "gpt2": GPT2,
 }
+
+
+@dataclass(frozen=True)
+class InterfaceAdapter(HFTextAdapter):
+    """Tracing for decoder families that call ``transformers.AttentionInterface`` (Llama, Mistral, …).
+
+    The model is loaded with ``attn_implementation="ap_capture"`` (:mod:`engine.pretrained.interface`),
+    which records each layer's position-encoded Q, K, V, ``scaling`` and ``sliding_window`` and runs
+    transformers' SDPA. Grouped-query key/value heads are repeated to one per query head (head ``h``
+    reads key/value head ``h // (H / H_kv)``, as transformers' ``repeat_kv``).
+    """
+
+    pos_encoding_kind: str = "rope"
+
+    def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
+        from engine.pretrained.interface import recording
+
+        text, cut_chars = clean_input(text)
+        requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
+        max_tokens = min(requested, model.max_positions)
+        ids, tokens, n_total = self.tokenize(model.tokenizer, text, max_tokens)
+        default_causal = bool(model.default_causal)
+        causal = default_causal if causal is None else bool(causal)
+        n = len(ids)
+
+        def forward(module: nn.Module, device: torch.device):
+            input_ids = torch.tensor([ids], device=device)
+            kwargs = self.causal_kwargs(module, n, causal, device=device, default=default_causal)
+            with recording() as rec:
+                self.base(module)(input_ids=input_ids, use_cache=False, **kwargs)
+            return rec.layers
+
+        layers, device, notice = model.run(forward)
+        notices = length_notices(n_total, n, max_tokens=requested, max_positions=model.max_positions,
+                                 cut_chars=cut_chars) + ([notice] if notice else [])  # fmt: skip
+        n_layers = len(self.layers(model.module))
+        if sorted(layers) != list(range(n_layers)):
+            raise EngineError(f"captured attention for layers {sorted(layers)}, expected 0–{n_layers - 1}")
+        qs, ks, vs, scales, windows = [], [], [], [], []
+        for i in range(n_layers):
+            r = layers[i]
+            if r.softcap is not None:
+                raise ModelUnavailableError("attention softcapping (Gemma 2/3) is not supported yet")
+            n_rep = r.query.shape[0] // r.key.shape[0]
+            qs.append(r.query)
+            ks.append(np.repeat(r.key, n_rep, axis=0) if n_rep > 1 else r.key)
+            vs.append(np.repeat(r.value, n_rep, axis=0) if n_rep > 1 else r.value)
+            scales.append(r.scaling if r.scaling is not None else 1.0 / r.query.shape[-1] ** 0.5)
+            windows.append(r.sliding_window)
+        if not causal and any(w is not None for w in windows):
+            raise EngineError("Turning the causal mask off is not supported for a sliding-window model yet.")
+        return AttentionTrace(
+            model_id=model.spec.id,
+            family=model.spec.family,
+            tokens=tokens,
+            key_tokens=tokens,
+            queries=tuple(qs),
+            keys=tuple(ks),
+            values=tuple(vs),
+            scales=tuple(scales),
+            causal=causal,
+            window=tuple(windows),
+            pos_encoding=None,
+            pos_encoding_kind=self.pos_encoding_kind,
+            truncated=n_total > n,
+            n_input_tokens=n_total,
+            device=device.type,
+            notices=tuple(notices),
+        )
+
+
+#: decoder families whose attention goes through ``transformers.AttentionInterface`` in 5.23
+INTERFACE_DECODER = InterfaceAdapter(family="decoder", layers_path="layers", qkv=(), pos_path=None)
+for _name in ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3"):
+    ADAPTERS[_name] = INTERFACE_DECODER

@@ -19,6 +19,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -26,7 +27,7 @@ from torch import nn
 
 from engine.model import Model, freeze, pick_device
 from engine.policy import GB, ServerPolicy
-from engine.pretrained.adapters import ADAPTERS
+from engine.pretrained.adapters import ADAPTERS, InterfaceAdapter
 from engine.pretrained.hf_api import hf
 from engine.text import error_reason, quote_input
 from engine.types import ModelSpec, ModelUnavailableError
@@ -165,20 +166,31 @@ def _check_size(siblings, cap: int, shown: str) -> None:
         )
 
 
-def sdpa_builder(cls, path: Path, model_id: str) -> Callable[[torch.device], nn.Module]:
+def sdpa_builder(cls, path: Path, model_id: str, attn: str = "sdpa") -> Callable[[torch.device], nn.Module]:
     """``build(device)``: load ``cls`` from ``path`` (safetensors only, SDPA attention), frozen, on ``device``.
 
-    ``Model.reload`` calls it again to make a CPU copy after a CUDA out-of-memory error.
+    ``attn`` is the attention implementation: ``"sdpa"``, or ``"ap_capture"`` (SDPA that records Q, K,
+    V for a trace: :mod:`engine.pretrained.interface`). ``Model.reload`` calls it again to make a CPU
+    copy after a CUDA out-of-memory error.
     """
 
     def build(dev: torch.device) -> nn.Module:
         try:
-            module = cls.from_pretrained(path, use_safetensors=True, attn_implementation="sdpa")
+            module = cls.from_pretrained(path, use_safetensors=True, attn_implementation=attn)
         except Exception as err:  # the cause stays chained for a Python caller; the message names no paths
             raise ModelUnavailableError(f"Loading {quote_input(model_id)} failed: {error_reason(err)}") from err
         return freeze(module.to(dev))
 
     return build
+
+
+def _byte_level(tokenizer) -> bool:
+    """Whether a fast tokenizer decodes with byte-level BPE (its pieces are bytes shown as ``Ġ``…)."""
+    try:
+        spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    except Exception:
+        return False
+    return '"ByteLevel"' in json.dumps(spec.get("decoder")) or '"ByteLevel"' in json.dumps(spec.get("pre_tokenizer"))
 
 
 def load_hf(
@@ -188,7 +200,7 @@ def load_hf(
     device: torch.device | None = None,
     policy: ServerPolicy | None = None,
 ) -> Model:
-    """Load a BERT-family or GPT-2-family model with its tokenizer, or a ViT/DeiT with its image processor.
+    """Load a BERT-family, GPT-2-family or AttentionInterface decoder (Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3) model with its tokenizer, or a ViT/DeiT with its image processor.
 
     Args:
         model_id: folder or Hub id (see :func:`resolve`).
@@ -226,13 +238,20 @@ def load_hf(
     cls = api.AutoModelForCausalLM if adapter.family == "decoder" else api.AutoModel
     device = device or pick_device()
 
-    build = sdpa_builder(cls, path, model_id)
+    attn = "sdpa"
+    if isinstance(adapter, InterfaceAdapter):
+        from engine.pretrained.interface import register
+
+        attn = register()
+    build = sdpa_builder(cls, path, model_id, attn)
 
     try:
         tokenizer = api.AutoTokenizer.from_pretrained(path)
     except Exception as err:
         raise ModelUnavailableError(f"The tokenizer of {shown} cannot be loaded: {error_reason(err)}") from err
     module = build(device)
+    if isinstance(adapter, InterfaceAdapter):  # byte-level BPE (Llama 3, Qwen, GPT-NeoX) or SentencePiece pieces
+        adapter = replace(adapter, byte_level=_byte_level(tokenizer))
     max_pos = int(config.get("max_position_embeddings") or config.get("n_positions") or 512)
     if model_type in {"roberta", "xlm-roberta", "camembert"}:
         max_pos -= 2  # positions start after the padding index

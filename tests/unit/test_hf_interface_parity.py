@@ -1,0 +1,196 @@
+"""Decoder families read through ``transformers.AttentionInterface`` equal their own eager attention.
+
+Each family (Llama, Mistral, Qwen2, Qwen3, GPT-NeoX, Phi-3) is built as a tiny random model with a
+byte-level BPE tokenizer trained offline, saved with ``save_pretrained``, loaded through
+``engine.load(folder)`` (``attn_implementation="ap_capture"``: SDPA that records Q, K, V after RoPE)
+and compared with a separate copy loaded with ``attn_implementation="eager"`` and
+``output_attentions=True``. Configs cover grouped-query attention (fewer key/value heads) and
+sliding windows shorter than the input.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import engine
+from engine.types import ModelUnavailableError
+
+ATOL = 1e-5
+MAX_POS = 128
+WINDOW = 3
+SENTENCES = {
+    "short": "The cat sat on the mat, and the dog watched it.",
+    "odd": "Héllo, wörld!! — naïve café… 東京 🙂 (x+y)² = z; «quotes»",
+}
+
+_COMMON = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+               max_position_embeddings=MAX_POS, initializer_range=0.25)  # fmt: skip
+
+
+def _config(kind: str, vocab: int, eos: int):
+    import transformers as tf
+
+    ids = dict(vocab_size=vocab, bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
+    if kind == "llama":  # grouped-query attention: 2 key/value heads for 4 query heads
+        return tf.LlamaConfig(num_key_value_heads=2, **_COMMON, **ids)
+    if kind == "mistral":
+        return tf.MistralConfig(num_key_value_heads=2, sliding_window=WINDOW, **_COMMON, **ids)
+    if kind == "qwen2":  # sliding window on the layers from max_window_layers on
+        return tf.Qwen2Config(num_key_value_heads=2, use_sliding_window=True, sliding_window=WINDOW,
+                              max_window_layers=1, **_COMMON, **ids)  # fmt: skip
+    if kind == "qwen3":
+        return tf.Qwen3Config(num_key_value_heads=1, head_dim=8, **_COMMON, **ids)
+    if kind == "gpt_neox":
+        common = {k: v for k, v in _COMMON.items() if k != "initializer_range"}
+        return tf.GPTNeoXConfig(initializer_range=0.25, **common, **ids)
+    if kind == "phi3":
+        return tf.Phi3Config(num_key_value_heads=4, **_COMMON, **ids)
+    raise ValueError(kind)
+
+
+KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3")
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    from transformers import AutoModelForCausalLM
+
+    from engine.pretrained.tiny_gpt2 import build_tokenizer
+
+    tokenizer = build_tokenizer()
+    root = tmp_path_factory.mktemp("tiny_interface")
+    out = {}
+    for kind in KINDS:
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(_config(kind, len(tokenizer), tokenizer.eos_token_id)).eval()
+        model.save_pretrained(root / kind)
+        tokenizer.save_pretrained(root / kind)
+        out[kind] = root / kind
+    return out
+
+
+_PAIRS: dict[str, tuple] = {}
+
+
+def _pair(kind: str, folders: dict[str, Path]):
+    if kind not in _PAIRS:
+        from transformers import AutoModelForCausalLM
+
+        ref = AutoModelForCausalLM.from_pretrained(folders[kind], attn_implementation="eager").eval()
+        model = engine.load(str(folders[kind]))
+        assert model.module.config is not ref.config
+        _PAIRS[kind] = (model, ref)
+    return _PAIRS[kind]
+
+
+def reference(ref, ids) -> list[np.ndarray]:
+    with torch.no_grad():
+        out = ref(input_ids=torch.tensor([list(ids)]), output_attentions=True, use_cache=False)
+    return [a[0].float().numpy() for a in out.attentions]
+
+
+@pytest.mark.parametrize("sentence", sorted(SENTENCES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_pattern_equals_eager_output_attentions(folders, kind: str, sentence: str) -> None:
+    model, ref = _pair(kind, folders)
+    tr = engine.trace(model, SENTENCES[sentence])
+    atts = reference(ref, tr.tokens.ids)
+    assert tr.n_layers == len(atts) == 2 and tr.n_heads == atts[0].shape[0] == 4
+    assert tr.pos_encoding_kind == "rope" and tr.family == "decoder" and tr.causal
+    spread = max(float(np.abs(a - a.mean(axis=-1, keepdims=True)).max()) for a in atts)
+    assert spread > 0.05, "reference patterns are nearly uniform: the comparison would mean little"
+    for layer, att in enumerate(atts):
+        for head in range(tr.n_heads):
+            np.testing.assert_allclose(tr.pattern(layer, head), att[head], atol=ATOL, rtol=0,
+                                       err_msg=f"{kind} layer {layer} head {head}")  # fmt: skip
+
+
+def test_sliding_windows_are_shorter_than_the_input(folders) -> None:
+    for kind, expected in (("mistral", (WINDOW, WINDOW)), ("qwen2", (None, WINDOW))):
+        model, _ = _pair(kind, folders)
+        tr = engine.trace(model, SENTENCES["short"])
+        assert tr.window == expected, kind
+        assert len(tr.tokens) > 3 * WINDOW
+        p = tr.pattern(1, 0)
+        n = len(tr.tokens)
+        i, j = np.indices((n, n))
+        assert np.all(p[(i - j >= WINDOW) | (j > i)] == 0)
+        assert np.all(p[(i - j < WINDOW) & (j <= i)] > 0)
+
+
+def test_gqa_keys_are_repeated_per_query_head(folders) -> None:
+    model, _ = _pair("qwen3", folders)  # 1 key/value head for 4 query heads
+    tr = engine.trace(model, SENTENCES["short"])
+    for layer in range(tr.n_layers):
+        for h in range(1, tr.n_heads):
+            np.testing.assert_array_equal(tr.k(layer)[h], tr.k(layer)[0])
+            np.testing.assert_array_equal(tr.v(layer)[h], tr.v(layer)[0])
+    model, _ = _pair("llama", folders)  # 2 key/value heads: heads 0, 1 share one, 2, 3 the other
+    tr = engine.trace(model, SENTENCES["short"])
+    np.testing.assert_array_equal(tr.k(0)[1], tr.k(0)[0])
+    np.testing.assert_array_equal(tr.k(0)[3], tr.k(0)[2])
+    assert not np.array_equal(tr.k(0)[0], tr.k(0)[2])
+
+
+@pytest.mark.parametrize("reduce", ["max", "mean"])
+def test_overview_with_a_window_equals_the_pattern_pooled_by_hand(folders, reduce: str) -> None:
+    from engine.analysis.overview import overview_edges
+
+    model, _ = _pair("mistral", folders)
+    tr = engine.trace(model, SENTENCES["odd"])
+    n, size = len(tr.tokens), 5
+    edges = overview_edges(n, size)
+    for layer in range(tr.n_layers):
+        p = tr.pattern(layer, 2)
+        want = np.array([[getattr(p[a:b, c:d], reduce)() for c, d in zip(edges, edges[1:])]
+                         for a, b in zip(edges, edges[1:])])  # fmt: skip
+        np.testing.assert_allclose(tr.overview(layer, 2, size=size, reduce=reduce), want, atol=1e-6)
+        np.testing.assert_allclose(tr.pattern_rows(layer, 2, 0, n), p, atol=1e-6)
+
+
+def test_the_shared_model_config_is_unchanged_by_a_trace(folders) -> None:
+    model, _ = _pair("mistral", folders)
+    before = copy.deepcopy(model.module.config.to_dict())
+    impl = model.module.config._attn_implementation
+    engine.trace(model, SENTENCES["short"])
+    assert model.module.config.to_dict() == before
+    assert model.module.config._attn_implementation == impl == "ap_capture"
+
+
+@pytest.mark.parametrize("kind", ["llama", "mistral"])
+def test_the_model_output_is_plain_sdpa(folders, kind: str) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model, _ = _pair(kind, folders)  # mistral: 12 tokens, window 3, so the window mask must reach SDPA
+    sdpa = AutoModelForCausalLM.from_pretrained(folders[kind], attn_implementation="sdpa").eval()
+    ids = torch.tensor([[5, 9, 14, 3, 27, 8, 40, 41, 2, 77, 19, 60]])
+    with torch.no_grad():
+        np.testing.assert_allclose(model.module(input_ids=ids).logits.numpy(), sdpa(input_ids=ids).logits.numpy(),
+                                   atol=1e-6)  # fmt: skip
+
+
+def test_byte_level_tokens_are_displayed_decoded(folders) -> None:
+    model, _ = _pair("llama", folders)
+    from engine.text import byte_level_display
+
+    assert model.adapter.byte_level  # read from the tokenizer (a ByteLevel decoder)
+    tr = engine.trace(model, "The cat sat. naïve café")
+    pieces = model.tokenizer.convert_ids_to_tokens(list(tr.tokens.ids))
+    assert tr.tokens.strings == tuple(byte_level_display(p) for p in pieces)
+    assert not any("Ġ" in s or "Ã" in s for s in tr.tokens.strings)
+
+
+def test_unsupported_model_type_still_names_the_supported_ones(folders, tmp_path) -> None:
+    folder = tmp_path / "gemma"
+    folder.mkdir()
+    config = json.loads((folders["llama"] / "config.json").read_text())
+    config["model_type"] = "gemma9"
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelUnavailableError, match=r"is a 'gemma9' model; supported here: .*llama.*qwen3"):
+        engine.load(str(folder))
