@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import engine
-from engine.types import ModelUnavailableError
+from engine.types import EngineError, ModelUnavailableError
 
 ATOL = 1e-5
 MAX_POS = 128
@@ -111,6 +111,26 @@ def test_pattern_equals_eager_output_attentions(folders, kind: str, sentence: st
                                        err_msg=f"{kind} layer {layer} head {head}")  # fmt: skip
 
 
+@pytest.mark.parametrize("kind", ["llama", "gpt_neox"])
+def test_causal_off_equals_eager_with_an_all_zero_mask(folders, kind: str) -> None:
+    model, ref = _pair(kind, folders)
+    tr = engine.trace(model, SENTENCES["short"], causal=False)
+    assert not tr.causal
+    n = len(tr.tokens)
+    with torch.no_grad():
+        out = ref(input_ids=torch.tensor([list(tr.tokens.ids)]), attention_mask=torch.zeros(1, 1, n, n),
+                  output_attentions=True, use_cache=False)  # fmt: skip
+    for layer, att in enumerate(out.attentions):
+        np.testing.assert_allclose(tr.pattern(layer), att[0].numpy(), atol=ATOL, rtol=0)
+    assert engine.trace(model, SENTENCES["short"]).causal  # the shared model is causal again
+
+
+def test_causal_off_with_a_sliding_window_is_refused_clearly(folders) -> None:
+    model, _ = _pair("mistral", folders)
+    with pytest.raises(EngineError, match="sliding attention window"):
+        engine.trace(model, SENTENCES["short"], causal=False)
+
+
 def test_sliding_windows_are_shorter_than_the_input(folders) -> None:
     for kind, expected in (("mistral", (WINDOW, WINDOW)), ("qwen2", (None, WINDOW))):
         model, _ = _pair(kind, folders)
@@ -194,3 +214,26 @@ def test_unsupported_model_type_still_names_the_supported_ones(folders, tmp_path
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelUnavailableError, match=r"is a 'gemma9' model; supported here: .*llama.*qwen3"):
         engine.load(str(folder))
+
+
+def test_a_recording_sees_only_its_own_thread(folders) -> None:
+    import threading
+
+    from engine.pretrained.interface import recording
+
+    model, _ = _pair("llama", folders)
+    ids = torch.tensor([[5, 9, 14, 3]])
+
+    def other() -> None:
+        with torch.no_grad():
+            model.module(input_ids=ids)
+
+    with recording() as mine:
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert mine.layers == {}  # another session's forward pass is not recorded here
+        with torch.no_grad():
+            model.module(input_ids=ids)
+    assert sorted(mine.layers) == [0, 1] and mine.layers[0].query.shape == (4, 4, 8)
+    assert mine.layers[0].key.shape == (2, 4, 8)  # GQA: recorded as given, 2 key/value heads
