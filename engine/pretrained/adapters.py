@@ -336,5 +336,5 @@ class InterfaceAdapter(HFTextAdapter):
 
 #: decoder families whose attention goes through ``transformers.AttentionInterface`` in 5.23
 INTERFACE_DECODER = InterfaceAdapter(family="decoder", layers_path="layers", qkv=(), pos_path=None)
-for _name in ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3"):
+for _name in ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma3_text"):
     ADAPTERS[_name] = INTERFACE_DECODER

@@ -1,6 +1,6 @@
 """One capture path for decoder families that call ``transformers.AttentionInterface``.
 
-Llama, Mistral, Qwen2, Qwen3, GPT-NeoX and Phi-3 (transformers 5.23) compute attention by calling
+Llama, Mistral, Qwen2, Qwen3, GPT-NeoX, Phi-3, Gemma and Gemma 3 text (transformers 5.23) compute attention by calling
 the function registered under ``config._attn_implementation`` with the projected, position-encoded
 (RoPE applied) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,

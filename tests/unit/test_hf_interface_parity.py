@@ -51,10 +51,16 @@ def _config(kind: str, vocab: int, eos: int):
         return tf.GPTNeoXConfig(initializer_range=0.25, **common, **ids)
     if kind == "phi3":
         return tf.Phi3Config(num_key_value_heads=4, **_COMMON, **ids)
+    if kind == "gemma":
+        return tf.GemmaConfig(num_key_value_heads=1, head_dim=8, **_COMMON, **ids)
+    if kind == "gemma3_text":  # local (sliding) layers and global ones; scaling from query_pre_attn_scalar
+        return tf.Gemma3TextConfig(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=12,
+                                   sliding_window=WINDOW, layer_types=["sliding_attention", "full_attention"],
+                                   **_COMMON, **ids)  # fmt: skip
     raise ValueError(kind)
 
 
-KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3")
+KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma3_text")
 
 
 @pytest.fixture(scope="module")
@@ -132,12 +138,12 @@ def test_causal_off_with_a_sliding_window_is_refused_clearly(folders) -> None:
 
 
 def test_sliding_windows_are_shorter_than_the_input(folders) -> None:
-    for kind, expected in (("mistral", (WINDOW, WINDOW)), ("qwen2", (None, WINDOW))):
+    for kind, expected in (("mistral", (WINDOW, WINDOW)), ("qwen2", (None, WINDOW)), ("gemma3_text", (WINDOW, None))):
         model, _ = _pair(kind, folders)
         tr = engine.trace(model, SENTENCES["short"])
         assert tr.window == expected, kind
         assert len(tr.tokens) > 3 * WINDOW
-        p = tr.pattern(1, 0)
+        p = tr.pattern(expected.index(WINDOW), 0)
         n = len(tr.tokens)
         i, j = np.indices((n, n))
         assert np.all(p[(i - j >= WINDOW) | (j > i)] == 0)
