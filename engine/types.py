@@ -104,6 +104,8 @@ class AttentionTrace:
         causal: whether the causal mask was applied in this trace.
         window: per layer, a sliding-window size or None; with ``causal``, query i sees key j only
             when ``i − j < window`` (positions aligned at the end; transformers' convention), or ().
+        softcap: per layer, a logit cap c or None (Gemma 2): the masked scores are
+            ``tanh(scaled / c) · c`` + bias + mask; or ().
         key_padding: ``[k_pos]`` bool, True where a key is padding (blocked for every query).
         alibi_slopes: ``[head]`` slopes of an ALiBi bias, or None.
         pos_encoding: ``[pos, d_model]`` vectors added to the token embeddings, or None.
@@ -124,6 +126,7 @@ class AttentionTrace:
     scales: tuple[float, ...]
     causal: bool
     window: tuple[int | None, ...] = ()
+    softcap: tuple[float | None, ...] = ()
     key_padding: np.ndarray | None = None
     alibi_slopes: np.ndarray | None = None
     pos_encoding: np.ndarray | None = None
@@ -155,6 +158,8 @@ class AttentionTrace:
                 )
         if self.window and len(self.window) != n_layers:
             raise ValueError(f"window needs one entry per layer (or none at all), got {len(self.window)}")
+        if self.softcap and len(self.softcap) != n_layers:
+            raise ValueError(f"softcap needs one entry per layer (or none at all), got {len(self.softcap)}")
         if any(w is not None for w in self.window) and not self.causal:
             raise ValueError("a sliding window is only defined here for a causal trace")
         if self.key_padding is not None and self.key_padding.shape != (len(self.key_tokens),):
@@ -261,6 +266,9 @@ class AttentionTrace:
         if stage != "raw":
             out = out * np.float32(self.scales[layer])
         if stage == "masked":
+            cap = self.softcap[layer] if self.softcap else None
+            if cap is not None:
+                out = np.tanh(out / np.float32(cap)) * np.float32(cap)
             bias = self.bias(layer)
             if bias is not None:
                 out = out + bias[heads]

@@ -71,6 +71,7 @@ class _Head:
     scale: np.float32
     causal: bool
     padding: np.ndarray | None  # [n_k] bool, None when no key is padded
+    softcap: np.float32 | None  # logit cap: s = tanh(s / cap) · cap after scaling
     window: int | None  # sliding window (causal only): row i sees keys j with i + offset − j < window
     slope: np.float32 | None  # ALiBi slope of this head
 
@@ -103,6 +104,8 @@ def _head(trace: AttentionTrace, layer: int, head: int) -> _Head:
         scale=np.float32(trace.scales[index(layer) % trace.n_layers]),
         causal=bool(trace.causal),
         window=trace.window_of(layer) if trace.causal else None,
+        softcap=None if not trace.softcap or trace.softcap[index(layer) % trace.n_layers] is None
+        else np.float32(trace.softcap[index(layer) % trace.n_layers]),
         padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
         slope=None if slopes is None else np.float32(slopes[head]),
     )
@@ -128,6 +131,10 @@ def _rows(h: _Head, start: int, stop: int, buffer: np.ndarray | None = None) -> 
         return s
     np.matmul(h.q[start:stop], h.k[:n_keys].T, out=s)  # [rows, keys] raw
     s *= h.scale  # scaled
+    if h.softcap is not None:  # capped (Gemma 2), before bias and mask as in AttentionTrace.scores
+        s /= h.softcap
+        np.tanh(s, out=s)
+        s *= h.softcap
     if h.slope is not None:  # + ALiBi bias −slope·|i − j|, positions aligned at the end as in bias()
         q_pos = np.arange(start, stop, dtype=np.float32) + np.float32(h.n_k - h.n_q)
         distance = np.subtract.outer(q_pos, np.arange(n_keys, dtype=np.float32))  # one chunk-sized temporary

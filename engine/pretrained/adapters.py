@@ -298,17 +298,16 @@ class InterfaceAdapter(HFTextAdapter):
         n_layers = len(self.layers(model.module))
         if sorted(layers) != list(range(n_layers)):
             raise EngineError(f"captured attention for layers {sorted(layers)}, expected 0–{n_layers - 1}")
-        qs, ks, vs, scales, windows = [], [], [], [], []
+        qs, ks, vs, scales, windows, caps = [], [], [], [], [], []
         for i in range(n_layers):
             r = layers[i]
-            if r.softcap is not None:
-                raise ModelUnavailableError("attention softcapping (Gemma 2/3) is not supported yet")
             n_rep = r.query.shape[0] // r.key.shape[0]
             qs.append(r.query)
             ks.append(np.repeat(r.key, n_rep, axis=0) if n_rep > 1 else r.key)
             vs.append(np.repeat(r.value, n_rep, axis=0) if n_rep > 1 else r.value)
             scales.append(r.scaling if r.scaling is not None else 1.0 / r.query.shape[-1] ** 0.5)
             windows.append(r.sliding_window)
+            caps.append(r.softcap)
         if not causal and any(w is not None for w in windows):
             raise EngineError(
                 "Turning the causal mask off is not supported yet for a model with a sliding attention "
@@ -325,6 +324,7 @@ class InterfaceAdapter(HFTextAdapter):
             scales=tuple(scales),
             causal=causal,
             window=tuple(windows),
+            softcap=tuple(caps) if any(c is not None for c in caps) else (),
             pos_encoding=None,
             pos_encoding_kind=self.pos_encoding_kind,
             truncated=n_total > n,
@@ -336,5 +336,5 @@ class InterfaceAdapter(HFTextAdapter):
 
 #: decoder families whose attention goes through ``transformers.AttentionInterface`` in 5.23
 INTERFACE_DECODER = InterfaceAdapter(family="decoder", layers_path="layers", qkv=(), pos_path=None)
-for _name in ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma3_text"):
+for _name in ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma2", "gemma3_text"):
     ADAPTERS[_name] = INTERFACE_DECODER

@@ -1,6 +1,6 @@
 """One capture path for decoder families that call ``transformers.AttentionInterface``.
 
-Llama, Mistral, Qwen2, Qwen3, GPT-NeoX, Phi-3, Gemma and Gemma 3 text (transformers 5.23) compute attention by calling
+Llama, Mistral, Qwen2, Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2 and Gemma 3 text (transformers 5.23) compute attention by calling
 the function registered under ``config._attn_implementation`` with the projected, position-encoded
 (RoPE applied) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,
@@ -8,7 +8,8 @@ attention: fewer key/value heads), the mask, ``scaling`` and, where the layer ha
 registered here records Q, K, V and those arguments when a trace asked for them (a context variable
 the trace sets, so concurrent sessions never mix; the model's lock serialises forward passes) and
 always hands the call to transformers' own SDPA function, so the model runs its fast path and no
-n×n array is kept. The mask builder for ``ap_capture`` is transformers' SDPA one.
+n×n array is kept. The mask builder for ``ap_capture`` is transformers' SDPA one. A softcapped call
+(Gemma 2), which SDPA cannot do, runs :func:`_softcapped` instead: a chunk of query rows at a time.
 """
 
 from __future__ import annotations
@@ -72,7 +73,46 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
             softcap=None if kwargs.get("softcap") is None else float(kwargs["softcap"]),
             masked=attention_mask is not None,
         )
+    softcap = kwargs.pop("softcap", None)
+    if softcap is not None:  # Gemma 2: SDPA cannot cap the scores
+        return _softcapped(module, query, key, value, attention_mask, scaling, float(softcap), kwargs.get("is_causal"))
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+
+
+#: scores a softcapped attention computes at once (floats): rows are done in chunks, never n×n
+_SOFTCAP_CHUNK = 1 << 22
+
+
+def _softcapped(module, query, key, value, attention_mask, scaling, softcap, is_causal):
+    """Attention with ``scores = tanh(scores / cap) · cap`` before the mask, a chunk of query rows at a time.
+
+    ``attention_mask`` is what the SDPA mask builder gives: a bool ``[b, 1, n_q, n_k]`` (True where
+    allowed), a float additive mask, or None (then causal unless ``is_causal`` is False, as SDPA).
+    Returns ``([b, n_q, H, d], None)`` like transformers' attention functions.
+    """
+    import torch
+
+    n_rep = query.shape[1] // key.shape[1]
+    if n_rep > 1:
+        key, value = key.repeat_interleave(n_rep, dim=1), value.repeat_interleave(n_rep, dim=1)
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    n_q, n_k = query.shape[2], key.shape[2]
+    out = torch.empty(query.shape[:3] + (value.shape[-1],), dtype=query.dtype, device=query.device)
+    rows = max(1, _SOFTCAP_CHUNK // max(1, query.shape[0] * query.shape[1] * n_k))
+    for a in range(0, n_q, rows):
+        b = min(n_q, a + rows)
+        s = torch.matmul(query[:, :, a:b], key.transpose(-1, -2)) * scale
+        s = torch.tanh(s / softcap) * softcap
+        if attention_mask is not None:
+            m = attention_mask[:, :, a:b, :n_k]
+            s = s.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else s + m
+        elif causal and n_q > 1:
+            i = torch.arange(a, b, device=s.device)[:, None] + (n_k - n_q)
+            s = s.masked_fill(torch.arange(n_k, device=s.device)[None, :] > i, float("-inf"))
+        p = torch.softmax(s.float(), dim=-1).nan_to_num(0.0).to(value.dtype)
+        out[:, :, a:b] = torch.matmul(p, value)
+    return out.transpose(1, 2).contiguous(), None
 
 
 def register() -> str:

@@ -53,6 +53,10 @@ def _config(kind: str, vocab: int, eos: int):
         return tf.Phi3Config(num_key_value_heads=4, **_COMMON, **ids)
     if kind == "gemma":
         return tf.GemmaConfig(num_key_value_heads=1, head_dim=8, **_COMMON, **ids)
+    if kind == "gemma2":  # a small logit cap so that it changes the patterns; local and global layers
+        return tf.Gemma2Config(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=12, attn_logit_softcapping=2.0,
+                               sliding_window=WINDOW, layer_types=["full_attention", "sliding_attention"],
+                               **_COMMON, **ids)  # fmt: skip
     if kind == "gemma3_text":  # local (sliding) layers and global ones; scaling from query_pre_attn_scalar
         return tf.Gemma3TextConfig(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=12,
                                    sliding_window=WINDOW, layer_types=["sliding_attention", "full_attention"],
@@ -60,7 +64,7 @@ def _config(kind: str, vocab: int, eos: int):
     raise ValueError(kind)
 
 
-KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma3_text")
+KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma2", "gemma3_text")
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +142,8 @@ def test_causal_off_with_a_sliding_window_is_refused_clearly(folders) -> None:
 
 
 def test_sliding_windows_are_shorter_than_the_input(folders) -> None:
-    for kind, expected in (("mistral", (WINDOW, WINDOW)), ("qwen2", (None, WINDOW)), ("gemma3_text", (WINDOW, None))):
+    for kind, expected in (("mistral", (WINDOW, WINDOW)), ("qwen2", (None, WINDOW)), ("gemma3_text", (WINDOW, None)),
+                           ("gemma2", (None, WINDOW))):
         model, _ = _pair(kind, folders)
         tr = engine.trace(model, SENTENCES["short"])
         assert tr.window == expected, kind
@@ -189,16 +194,40 @@ def test_the_shared_model_config_is_unchanged_by_a_trace(folders) -> None:
     assert model.module.config._attn_implementation == impl == "ap_capture"
 
 
-@pytest.mark.parametrize("kind", ["llama", "mistral"])
-def test_the_model_output_is_plain_sdpa(folders, kind: str) -> None:
+def test_gemma2_softcap_is_in_the_trace_and_matters(folders) -> None:
+    model, _ = _pair("gemma2", folders)
+    tr = engine.trace(model, SENTENCES["short"])
+    assert tr.softcap == (2.0, 2.0)
+    masked = tr.scores(0, 0, "masked")
+    assert np.abs(masked[np.isfinite(masked)]).max() <= 2.0
+    assert np.abs(tr.scores(0, 0, "scaled")).max() > 2.0  # the cap changed some scores
+    n, size = len(tr.tokens), 4
+    from engine.analysis.overview import overview_edges
+
+    e = overview_edges(n, size)
+    p = tr.pattern(1, 3)
+    want = np.array([[p[a:b, c:d].max() for c, d in zip(e, e[1:])] for a, b in zip(e, e[1:])])
+    np.testing.assert_allclose(tr.overview(1, 3, size=size), want, atol=1e-6)
+
+
+@pytest.mark.parametrize("chunk", [None, 2 * 4 * 12])  # 2 rows × 4 heads × 12 keys: chunks of 2 query rows
+@pytest.mark.parametrize("kind", ["llama", "mistral", "gemma2"])
+def test_the_model_output_is_plain_sdpa(folders, kind: str, chunk, monkeypatch) -> None:
+    from engine.pretrained import interface
+
+    if chunk is not None:
+        if kind != "gemma2":
+            pytest.skip("row chunks only exist on the softcapped path")
+        monkeypatch.setattr(interface, "_SOFTCAP_CHUNK", chunk)
     from transformers import AutoModelForCausalLM
 
     model, _ = _pair(kind, folders)  # mistral: 12 tokens, window 3, so the window mask must reach SDPA
-    sdpa = AutoModelForCausalLM.from_pretrained(folders[kind], attn_implementation="sdpa").eval()
+    impl = "eager" if kind == "gemma2" else "sdpa"  # SDPA cannot softcap: ours runs row chunks, compared with eager
+    sdpa = AutoModelForCausalLM.from_pretrained(folders[kind], attn_implementation=impl).eval()
     ids = torch.tensor([[5, 9, 14, 3, 27, 8, 40, 41, 2, 77, 19, 60]])
     with torch.no_grad():
         np.testing.assert_allclose(model.module(input_ids=ids).logits.numpy(), sdpa(input_ids=ids).logits.numpy(),
-                                   atol=1e-6)  # fmt: skip
+                                   atol=1e-5)  # fmt: skip
 
 
 def test_byte_level_tokens_are_displayed_decoded(folders) -> None:

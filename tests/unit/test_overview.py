@@ -33,6 +33,7 @@ def make_trace(
     padding: np.ndarray | None = None,
     slopes: np.ndarray | None = None,
     window: tuple[int | None, ...] = (),
+    softcap: tuple[float | None, ...] = (),
     heads: int = 2,
     d: int = 8,
     seed: int = 0,
@@ -55,6 +56,7 @@ def make_trace(
         scales=(1 / math.sqrt(d), 0.5),
         causal=causal,
         window=window,
+        softcap=softcap,
         key_padding=padding,
         alibi_slopes=slopes,
     )
@@ -105,6 +107,7 @@ TRACES = {
     "sliding window": lambda: make_trace(40, causal=True, window=(3, 7)),  # row i sees keys i−6 … i
     "window + padding": lambda: make_trace(40, causal=True, padding=PADDING, window=(None, 5)),
     "cross, window": lambda: make_trace(23, 40, causal=True, window=(4, 9)),
+    "softcap + window": lambda: make_trace(40, causal=True, window=(None, 6), softcap=(None, 1.5)),
 }
 
 
@@ -200,6 +203,15 @@ def test_sliding_window_mask_convention() -> None:
         make_trace(6, causal=True, window=(3,))
     with pytest.raises(ValueError, match="causal"):
         make_trace(6, causal=False, window=(3, 3))
+
+
+def test_softcap_caps_the_masked_scores_only() -> None:
+    trace = make_trace(12, causal=True, softcap=(None, 1.5))
+    scaled, masked = trace.scores(1, 0, "scaled"), trace.scores(1, 0, "masked")
+    allowed = np.isfinite(masked)
+    np.testing.assert_allclose(masked[allowed], (np.tanh(scaled / 1.5) * 1.5)[allowed], rtol=1e-6)
+    assert np.abs(scaled).max() > 1.5 and np.abs(masked[allowed]).max() <= 1.5  # tanh saturates at 1 in float32
+    np.testing.assert_array_equal(trace.scores(0, 0, "masked"), make_trace(12, causal=True).scores(0, 0, "masked"))
 
 
 def test_overview_edges() -> None:
