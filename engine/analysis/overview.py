@@ -6,6 +6,7 @@ The overview never does. It walks the query rows in chunks (a chunk holds at mos
 only their pooled cells::
 
     s       = (Q[rows] Kᵀ) · scale              # [chunk, n_k]
+    s       = tanh(s / c) · c                   # logit softcap c, when the layer has one (Gemma 2)
     s       = s − slope · |i − j|               # ALiBi, when the model has it
     s[i, j] = −∞ where blocked                  # causal: j > i + (n_k − n_q); window: i + (n_k − n_q) − j >= w; padded keys
     p       = softmax(s) over ALL keys          # the model's real weights: hiding keys never renormalises
