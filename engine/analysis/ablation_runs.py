@@ -101,7 +101,7 @@ class HFRunner:
     default_causal: bool = False  # Model.default_causal: the mask the model applies by itself
 
     def projections(self, module: nn.Module) -> dict[tuple[str, int], nn.Module]:
-        name = HF_OUT_PROJ[self.adapter.layers_path]
+        name = getattr(self.adapter, "out_proj", None) or HF_OUT_PROJ[self.adapter.layers_path]
         return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
@@ -207,7 +207,7 @@ def runner_for(model):
         return Seq2SeqRunner(layout={"encoder": shape, "decoder": shape, "cross": shape},
                              tgt_vocab=model.tokenizer["target"])  # fmt: skip
     adapter = model.adapter
-    if isinstance(adapter, HFTextAdapter) and adapter.layers_path in HF_OUT_PROJ:
+    if isinstance(adapter, HFTextAdapter) and (getattr(adapter, "out_proj", None) or adapter.layers_path in HF_OUT_PROJ):
         layout = {SELF: (len(adapter.layers(module)), adapter.n_heads(module.config))}
         output = "next-token" if adapter.family == "decoder" else "embedding"
         return HFRunner(layout=layout, adapter=adapter, tokenizer=model.tokenizer, output=output,

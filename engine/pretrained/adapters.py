@@ -273,6 +273,8 @@ class InterfaceAdapter(HFTextAdapter):
     """
 
     pos_encoding_kind: str = "rope"
+    #: the attention output projection inside a layer (its input is the heads' z, head-major): ablation
+    out_proj: str = "self_attn.o_proj"
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         from engine.pretrained.interface import recording
@@ -336,5 +338,7 @@ class InterfaceAdapter(HFTextAdapter):
 
 #: decoder families whose attention goes through ``transformers.AttentionInterface`` in 5.23
 INTERFACE_DECODER = InterfaceAdapter(family="decoder", layers_path="layers", qkv=(), pos_path=None)
-for _name in ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma2", "gemma3_text"):
+GPT_NEOX = InterfaceAdapter(family="decoder", layers_path="layers", qkv=(), pos_path=None, out_proj="attention.dense")
+for _name in ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text"):
     ADAPTERS[_name] = INTERFACE_DECODER
+ADAPTERS["gpt_neox"] = GPT_NEOX

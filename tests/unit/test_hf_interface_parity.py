@@ -272,3 +272,24 @@ def test_a_recording_sees_only_its_own_thread(folders) -> None:
             model.module(input_ids=ids)
     assert sorted(mine.layers) == [0, 1] and mine.layers[0].query.shape == (4, 4, 8)
     assert mine.layers[0].key.shape == (2, 4, 8)  # GQA: recorded as given, 2 key/value heads
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt_neox", "gemma2"])
+def test_head_ablation_equals_zeroed_output_projection_columns(folders, kind: str) -> None:
+    from engine.analysis.ablation import ablate
+    from engine.analysis.ablation_runs import runner_for
+
+    model, _ = _pair(kind, folders)
+    r = ablate(model, "The cat sat on the", [(0, 1), (1, 3)], top_k=12)
+    ref = copy.deepcopy(model.module)
+    projections = runner_for(model).projections(ref)
+    for _block, layer, head in r.heads_off:
+        weight = projections[(_block, layer)].weight  # Linear [out, H·d]
+        d = weight.shape[1] // 4
+        with torch.no_grad():
+            weight[:, head * d : (head + 1) * d] = 0.0
+    ids = torch.tensor([list(r.tokens.ids)])
+    with torch.no_grad():
+        after = torch.softmax(ref(input_ids=ids).logits[0, -1].double(), -1).numpy()
+    np.testing.assert_allclose(r.top_after, after[list(r.top_ids)], atol=1e-6)
+    assert r.kl > 1e-6
