@@ -57,7 +57,8 @@ def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
     st.selectbox("Model", list(by_id), format_func=label, key=K.model, **SHARE,
                  help="Offline models work anywhere; Hub models download the first time (internet needed).")
     custom = typed_model_field(K.hub_id, "Another model", "e.g. gpt2, bert-base-uncased",
-                               "BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA) and GPT-2-family models.")
+                               "BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA), GPT-2-family, and Llama, Mistral, "
+                               "Qwen2/3, GPT-NeoX, Phi-3 and Gemma (1, 2, 3 text) models.")
     return custom or st.session_state[K.model]
 
 
