@@ -102,8 +102,9 @@ class AttentionTrace:
             dot product (after rotary embedding for RoPE models).
         scales: per layer, the factor applied to QKᵀ.
         causal: whether the causal mask was applied in this trace.
-        window: per layer, a sliding-window size or None; with ``causal``, query i sees key j only
-            when ``i − j < window`` (positions aligned at the end; transformers' convention), or ().
+        window: per layer, a sliding-window size w or None, or (): with ``causal``, query i sees key
+            j only when ``0 <= i − j < w``; without, when ``|i − j| <= w`` (positions aligned at the
+            end; transformers 5.23's two conventions).
         softcap: per layer, a logit cap c or None (Gemma 2): the masked scores are
             ``tanh(scaled / c) · c`` + bias + mask; or ().
         key_padding: ``[k_pos]`` bool, True where a key is padding (blocked for every query).
@@ -160,8 +161,6 @@ class AttentionTrace:
             raise ValueError(f"window needs one entry per layer (or none at all), got {len(self.window)}")
         if self.softcap and len(self.softcap) != n_layers:
             raise ValueError(f"softcap needs one entry per layer (or none at all), got {len(self.softcap)}")
-        if any(w is not None for w in self.window) and not self.causal:
-            raise ValueError("a sliding window is only defined here for a causal trace")
         if self.key_padding is not None and self.key_padding.shape != (len(self.key_tokens),):
             raise ValueError(f"key_padding must have one flag per key token, got shape {self.key_padding.shape}")
         if self.alibi_slopes is not None and self.alibi_slopes.shape != (self.queries[0].shape[0],):
@@ -217,13 +216,16 @@ class AttentionTrace:
         self._layer(layer)
         n_q, n_k = self.n_queries, self.n_keys
         blocked = np.zeros((n_q, n_k), dtype=bool)
+        offset = n_k - n_q  # positions aligned at the end when the key side is longer (a prefix)
+        window = self.window_of(layer)
         if self.causal:
-            # query i may see keys j <= i (+ offset when the key side is longer, e.g. a prefix)
-            offset = n_k - n_q
+            # query i may see keys j <= i + offset
             blocked |= np.triu(np.ones((n_q, n_k), dtype=bool), k=1 + offset)
-            window = self.window_of(layer)
-            if window is not None:  # query i sees keys j with i + offset − j < window
+            if window is not None:  # and keys j with i + offset − j < window
                 blocked |= np.tril(np.ones((n_q, n_k), dtype=bool), k=offset - window)
+        elif window is not None:  # no causal mask: keys j with |i + offset − j| <= window
+            blocked |= np.tril(np.ones((n_q, n_k), dtype=bool), k=offset - window - 1)
+            blocked |= np.triu(np.ones((n_q, n_k), dtype=bool), k=offset + window + 1)
         if self.key_padding is not None:
             blocked |= self.key_padding[None, :]
         return np.where(blocked, -np.inf, 0.0).astype(np.float32)
@@ -241,7 +243,11 @@ class AttentionTrace:
     def blocked_any(self) -> bool:
         """True when the mask blocks at least one (query, key) pair; O(n), no n×n array."""
         padded = self.key_padding is not None and bool(self.key_padding.any())
-        return padded or (self.causal and self.n_queries > 1)
+        windows = [w for w in self.window if w is not None]
+        # farthest pair: i + offset − j reaches n_k − 1 (and, without a causal mask, 1 − n_q)
+        reach = self.n_keys - 1 if self.causal else max(self.n_keys, self.n_queries) - 1
+        windowed = bool(windows) and (reach >= min(windows) if self.causal else reach > min(windows))
+        return padded or (self.causal and self.n_queries > 1) or windowed
 
     # ---- lazy attention math -----------------------------------------------------------------
     def scores(self, layer: int, head: int | None = None, stage: Stage = "masked") -> np.ndarray:
@@ -272,7 +278,7 @@ class AttentionTrace:
             bias = self.bias(layer)
             if bias is not None:
                 out = out + bias[heads]
-            if self.causal or self.key_padding is not None:
+            if self.causal or self.key_padding is not None or self.window_of(layer) is not None:
                 out = out + self.mask(layer)[None]
         out = out.astype(np.float32, copy=False)
         return out[0] if head is not None else out

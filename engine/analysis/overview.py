@@ -8,7 +8,7 @@ only their pooled cells::
     s       = (Q[rows] Kᵀ) · scale              # [chunk, n_k]
     s       = tanh(s / c) · c                   # logit softcap c, when the layer has one (Gemma 2)
     s       = s − slope · |i − j|               # ALiBi, when the model has it
-    s[i, j] = −∞ where blocked                  # causal: j > i + (n_k − n_q); window: i + (n_k − n_q) − j >= w; padded keys
+    s[i, j] = −∞ where blocked                  # causal: j > i + (n_k − n_q); window w: i + (n_k − n_q) − j >= w, or |…| > w without causal; padded keys
     p       = softmax(s) over ALL keys          # the model's real weights: hiding keys never renormalises
     p       = p / max_{j ∈ keys} p[i, j]        # row_scale only ("per-row max" colouring)
     cell(I, J) = max (or mean) of p over query block I × selected-key block J
@@ -73,7 +73,7 @@ class _Head:
     causal: bool
     padding: np.ndarray | None  # [n_k] bool, None when no key is padded
     softcap: np.float32 | None  # logit cap: s = tanh(s / cap) · cap after scaling
-    window: int | None  # sliding window (causal only): row i sees keys j with i + offset − j < window
+    window: int | None  # sliding window: row i sees keys j with 0 <= i + offset − j < w (causal), |…| <= w (not)
     slope: np.float32 | None  # ALiBi slope of this head
 
     @property
@@ -104,7 +104,7 @@ def _head(trace: AttentionTrace, layer: int, head: int) -> _Head:
         k=np.ascontiguousarray(k, dtype=np.float32),
         scale=np.float32(trace.scales[index(layer) % trace.n_layers]),
         causal=bool(trace.causal),
-        window=trace.window_of(layer) if trace.causal else None,
+        window=trace.window_of(layer),
         softcap=None if not trace.softcap or trace.softcap[index(layer) % trace.n_layers] is None
         else np.float32(trace.softcap[index(layer) % trace.n_layers]),
         padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
@@ -148,10 +148,14 @@ def _rows(h: _Head, start: int, stop: int, buffer: np.ndarray | None = None) -> 
         first_blocked = np.arange(start, stop) + (h.n_k - h.n_q) + 1
         for r in np.flatnonzero(first_blocked < n_keys):
             s[r, max(first_blocked[r], 0):] = -np.inf
-        if h.window is not None:  # and keys j <= i + offset − window, at the start of each row
-            last_blocked = np.arange(start, stop) + (h.n_k - h.n_q) - h.window
-            for r in np.flatnonzero(last_blocked >= 0):
-                s[r, : min(last_blocked[r] + 1, n_keys)] = -np.inf
+    if h.window is not None:  # keys j <= i + offset − w (causal) or < i + offset − w (not): each row's start
+        last_blocked = np.arange(start, stop) + (h.n_k - h.n_q) - h.window - (0 if h.causal else 1)
+        for r in np.flatnonzero(last_blocked >= 0):
+            s[r, : min(last_blocked[r] + 1, n_keys)] = -np.inf
+        if not h.causal:  # and keys j > i + offset + w: each row's end
+            first_blocked = np.arange(start, stop) + (h.n_k - h.n_q) + h.window + 1
+            for r in np.flatnonzero(first_blocked < n_keys):
+                s[r, max(first_blocked[r], 0):] = -np.inf
     if h.padding is not None:
         s[:, h.padding[:n_keys]] = -np.inf
     row_max = s.max(axis=1, keepdims=True)

@@ -310,11 +310,6 @@ class InterfaceAdapter(HFTextAdapter):
             scales.append(r.scaling if r.scaling is not None else 1.0 / r.query.shape[-1] ** 0.5)
             windows.append(r.sliding_window)
             caps.append(r.softcap)
-        if not causal and any(w is not None for w in windows):
-            raise EngineError(
-                "Turning the causal mask off is not supported yet for a model with a sliding attention "
-                "window; keep the model's own (causal) mask."
-            )
         return AttentionTrace(
             model_id=model.spec.id,
             family=model.spec.family,

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import engine
-from engine.types import EngineError, ModelUnavailableError
+from engine.types import ModelUnavailableError
 
 ATOL = 1e-5
 MAX_POS = 128
@@ -135,10 +135,23 @@ def test_causal_off_equals_eager_with_an_all_zero_mask(folders, kind: str) -> No
     assert engine.trace(model, SENTENCES["short"]).causal  # the shared model is causal again
 
 
-def test_causal_off_with_a_sliding_window_is_refused_clearly(folders) -> None:
-    model, _ = _pair("mistral", folders)
-    with pytest.raises(EngineError, match="sliding attention window"):
-        engine.trace(model, SENTENCES["short"], causal=False)
+@pytest.mark.parametrize("kind", ["mistral", "qwen2", "gemma2", "gemma3_text"])
+def test_causal_off_with_a_sliding_window_equals_eager(folders, kind: str) -> None:
+    """Without the causal mask transformers uses a two-sided window: key j seen when |i − j| <= w."""
+    model, ref = _pair(kind, folders)
+    tr = engine.trace(model, SENTENCES["short"], causal=False)
+    assert not tr.causal and WINDOW in tr.window
+    with torch.no_grad():
+        out = ref(input_ids=torch.tensor([list(tr.tokens.ids)]), is_causal=False, output_attentions=True,
+                  use_cache=False)  # fmt: skip
+    for layer, att in enumerate(out.attentions):
+        np.testing.assert_allclose(tr.pattern(layer), att[0].numpy(), atol=ATOL, rtol=0, err_msg=f"layer {layer}")
+    windowed = tr.window.index(WINDOW)
+    n = len(tr.tokens)
+    i, j = np.indices((n, n))
+    assert np.all(tr.pattern(windowed)[:, np.abs(i - j) > WINDOW] == 0)
+    np.testing.assert_allclose(tr.pattern_rows(windowed, 1, 0, n), tr.pattern(windowed, 1), atol=1e-6)
+    np.testing.assert_allclose(tr.overview(windowed, 1, size=n), tr.pattern(windowed, 1), atol=1e-6)
 
 
 def test_sliding_windows_are_shorter_than_the_input(folders) -> None:

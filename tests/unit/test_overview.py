@@ -107,6 +107,8 @@ TRACES = {
     "sliding window": lambda: make_trace(40, causal=True, window=(3, 7)),  # row i sees keys i−6 … i
     "window + padding": lambda: make_trace(40, causal=True, padding=PADDING, window=(None, 5)),
     "cross, window": lambda: make_trace(23, 40, causal=True, window=(4, 9)),
+    "window, no causal mask": lambda: make_trace(40, window=(3, 7)),  # row i sees keys i−7 … i+7
+    "cross, window, no causal mask": lambda: make_trace(23, 40, window=(4, 9)),
     "softcap + window": lambda: make_trace(40, causal=True, window=(None, 6), softcap=(None, 1.5)),
 }
 
@@ -201,8 +203,12 @@ def test_sliding_window_mask_convention() -> None:
     assert trace.window_of(-2) == 3 and trace.window_of(1) is None
     with pytest.raises(ValueError, match="one entry per layer"):
         make_trace(6, causal=True, window=(3,))
-    with pytest.raises(ValueError, match="causal"):
-        make_trace(6, causal=False, window=(3, 3))
+    bidirectional = make_trace(6, window=(2, None))  # no causal mask: |i − j| <= window
+    np.testing.assert_array_equal(np.isfinite(bidirectional.mask(0)), np.abs(i - j) <= 2)
+    assert np.isfinite(bidirectional.mask(1)).all()
+    assert bidirectional.blocked_any() and not make_trace(6, window=(5, 5)).blocked_any()
+    assert make_trace(1, 6, causal=True, window=(5, 5)).blocked_any()  # the one query sees keys 1–5
+    assert not make_trace(1, 6, causal=True, window=(6, 6)).blocked_any()
 
 
 def test_softcap_caps_the_masked_scores_only() -> None:
