@@ -86,14 +86,22 @@ def _block_labels(labels: list[str], positions: np.ndarray, edges: np.ndarray) -
     return tuple(out)
 
 
-def _blocked_cells(att: AttentionTrace, q_edges: np.ndarray, k_pos: np.ndarray, k_edges: np.ndarray) -> np.ndarray:
-    """True where every (query, key) pair of a cell is blocked by the causal mask or padding."""
+def _blocked_cells(att: AttentionTrace, layer: int, q_edges: np.ndarray, k_pos: np.ndarray,
+                   k_edges: np.ndarray) -> np.ndarray:  # fmt: skip
+    """True where every (query, key) pair of a cell is blocked by the causal mask, the layer's sliding
+    window, or padding (one rule for the whole cell: exact for unpooled maps)."""
     offset = att.n_keys - att.n_queries
     q_last = q_edges[1:] - 1  # the latest query of each row block sees the most keys
     k_first = k_pos[k_edges[:-1]]
     blocked = np.zeros((len(q_last), len(k_first)), dtype=bool)
     if att.causal:
         blocked |= k_first[None, :] > (q_last[:, None] + offset)
+    window = att.window_of(layer)
+    if window is not None:  # causal: key j seen when i + offset − j < w; without: when |i + offset − j| <= w
+        nearest = q_edges[:-1][:, None] + offset - k_pos[k_edges[1:] - 1][None, :]  # smallest i + offset − j
+        blocked |= nearest >= window if att.causal else nearest > window
+        if not att.causal:
+            blocked |= (q_last[:, None] + offset - k_first[None, :]) < -window
     if att.key_padding is not None:
         pad = att.key_padding[k_pos].astype(np.int64)
         blocked |= (np.add.reduceat(pad, k_edges[:-1]) == np.diff(k_edges))[None, :]
@@ -128,7 +136,7 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
     pooled = values.shape != (q1 - q0, k_pos.size)
     q_labels = _block_labels(att.tokens.labels(), np.arange(att.n_queries), q_edges)
     k_labels = _block_labels(att.key_tokens.labels(), k_pos, k_edges)
-    values = np.where(_blocked_cells(att, q_edges, k_pos, k_edges), np.float32(np.nan), values).astype(np.float32)
+    values = np.where(_blocked_cells(att, layer, q_edges, k_pos, k_edges), np.float32(np.nan), values).astype(np.float32)
     return MapData(values=values, q_labels=q_labels, k_labels=k_labels, q_edges=q_edges, k_pos=k_pos,
                    k_edges=k_edges, pooled=pooled, reduce=reduce if pooled else "",
                    value_name="share of row max" if row_scale else "weight")

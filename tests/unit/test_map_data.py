@@ -16,7 +16,8 @@ from engine.analysis.overview import overview_edges
 from engine.types import AttentionTrace, Tokens
 
 
-def make_trace(n: int, *, causal: bool = False, special_ends: bool = True, seed: int = 0) -> AttentionTrace:
+def make_trace(n: int, *, causal: bool = False, special_ends: bool = True, seed: int = 0,
+               window: tuple[int | None, ...] = ()) -> AttentionTrace:  # fmt: skip
     rng = np.random.default_rng(seed)
     strings = tuple("[CLS]" if i == 0 and special_ends else "[SEP]" if i == n - 1 and special_ends else f"w{i}"
                     for i in range(n))
@@ -24,7 +25,8 @@ def make_trace(n: int, *, causal: bool = False, special_ends: bool = True, seed:
     toks = Tokens(strings=strings, ids=tuple(range(n)), special=special)
     q, k, v = (rng.standard_normal((2, n, 8)).astype(np.float32) * 2 for _ in range(3))
     return AttentionTrace(model_id="m", family="decoder" if causal else "encoder", tokens=toks, key_tokens=toks,
-                          queries=(q,), keys=(k,), values=(v,), scales=(8 ** -0.5,), causal=causal)
+                          queries=(q,), keys=(k,), values=(v,), scales=(8 ** -0.5,), causal=causal,
+                          window=window)  # fmt: skip
 
 
 def test_short_input_is_exact_with_token_labels():
@@ -41,6 +43,20 @@ def test_causal_cells_are_nan_exactly_where_blocked():
     blocked = np.triu(np.ones((10, 10), dtype=bool), k=1)
     assert np.isnan(data.values[blocked]).all() and np.isfinite(data.values[~blocked]).all()
     np.testing.assert_allclose(data.values[~blocked], tr.pattern(0, 0)[~blocked], rtol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_sliding_window_cells_are_nan_exactly_where_blocked(causal: bool):
+    tr = make_trace(12, causal=causal, window=(3,))
+    data = head_map(tr, 0, 1)
+    blocked = ~np.isfinite(tr.mask(0))
+    assert blocked.any() and (~blocked).any()
+    assert np.isnan(data.values[blocked]).all() and np.isfinite(data.values[~blocked]).all()
+    np.testing.assert_allclose(data.values[~blocked], tr.pattern(0, 1)[~blocked], rtol=1e-5)
+    pooled = head_map(tr, 0, 1, size=4)  # 3 × 3 tokens a cell: a cell is grey only when all 9 are blocked
+    e = overview_edges(12, 4)
+    whole = np.array([[blocked[a:b, c:d].all() for c, d in zip(e, e[1:])] for a, b in zip(e, e[1:])])
+    np.testing.assert_array_equal(np.isnan(pooled.values), whole)
 
 
 def test_long_input_is_block_maxima_of_the_full_pattern():
