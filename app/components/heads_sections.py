@@ -91,10 +91,10 @@ def compare_section(ctx: HeadsContext) -> None:
         a = _head_picker("Head A", "heads_cmp_a", att.n_layers, att.n_heads, (ctx.layer, ctx.head))
     with pick_b:
         b = _head_picker("Head B", "heads_cmp_b", att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
-    blocked = np.isneginf(att.mask(0))
     q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
     for col, (name, (layer, head)) in zip(st.columns(2), (("A", a), ("B", b))):
         with col:
+            blocked = np.isneginf(att.mask(layer))  # per layer: sliding windows may differ between layers
             fig = attention_heatmap(att.pattern(layer, head), q_labels, k_labels, blocked=blocked,
                                     title=f"{name}: layer {layer}, head {head}", height=440)
             st.plotly_chart(fig, key=f"heads_cmp_{name}")

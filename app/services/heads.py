@@ -95,9 +95,9 @@ def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens
 
     att = heads_attention(model_id, text, causal, max_tokens, block)
     square = block_is_square(block)
-    blocked = np.isneginf(att.mask(0))
     sinks = M.sink_positions(att.key_tokens.special)
-    per_layer = [M.head_metrics(att.pattern(layer), sinks, blocked=blocked, square=square)
+    # the mask per layer: a sliding window may differ between layers (Qwen2, Gemma 2/3)
+    per_layer = [M.head_metrics(att.pattern(layer), sinks, blocked=np.isneginf(att.mask(layer)), square=square)
                  for layer in range(att.n_layers)]  # one layer at a time: bounded memory on long inputs
     values = {name: np.stack([m[name] for m in per_layer]) for name in per_layer[0]}
     labels, scores = M.label_heads(values)
