@@ -94,6 +94,9 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
     formula = r"\tilde s_{ij} = \frac{s_{ij}}{\sqrt{d_k}}" + (r" + b_{ij}" if has_bias else "") + r" + m_{ij}"
     step_heading(4, "Add the mask" + (" and ALiBi bias" if has_bias else ""), formula)
     columns = {"× scale": rounded(steps.scaled[0])}
+    if steps.softcap is not None:  # Gemma 2 caps the scaled scores before the mask
+        columns[f"capped: {steps.softcap:g}·tanh(s/{steps.softcap:g})"] = rounded(
+            np.tanh(steps.scaled[0] / steps.softcap) * steps.softcap)
     if has_bias:
         columns["+ bias"] = rounded(steps.bias[0])
     columns["+ mask"] = text_column(steps.mask[0])

@@ -47,11 +47,13 @@ class AttentionSteps:
         scaled: ``[n_q, n_k]`` ``raw · scale``.
         bias: ``[n_q, n_k]`` additive position bias (ALiBi), or None.
         mask: ``[n_q, n_k]`` additive mask: 0 where allowed, ``-inf`` where blocked.
-        masked: ``[n_q, n_k]`` ``scaled + bias + mask``, the input of the softmax.
+        masked: ``[n_q, n_k]`` ``scaled + bias + mask``, the input of the softmax; with a
+            ``softcap`` c, ``c · tanh(scaled / c) + bias + mask``.
         weights: ``[n_q, n_k]`` softmax of ``masked``; rows sum to 1, blocked entries are 0, and a
             row with every key blocked is all zeros (as in torch's SDPA).
         z: ``[n_q, d_v]`` ``weights V``.
         query_positions: ``[n_q]`` the position of each query row among the keys.
+        softcap: the logit cap c applied to the scaled scores (Gemma 2), or None.
     """
 
     q: np.ndarray
@@ -66,6 +68,7 @@ class AttentionSteps:
     weights: np.ndarray
     z: np.ndarray
     query_positions: np.ndarray
+    softcap: float | None = None
 
     @property
     def blocked(self) -> np.ndarray:
@@ -119,6 +122,7 @@ def attention_steps(
     *,
     mask: Any = None,
     query_positions: Any = None,
+    softcap: float | None = None,
 ) -> AttentionSteps:
     """Scaled dot-product attention with every step kept.
 
@@ -132,6 +136,8 @@ def attention_steps(
         mask: optional additive mask ``[n_q, n_k]`` (0 / ``-inf``), used as given.
         query_positions: ``[n_q]`` positions of the query rows among the keys; defaults to the
             last ``n_q`` positions (all of them when ``n_q == n_k``).
+        softcap: a logit cap c: the scaled scores become ``c · tanh(scaled / c)`` before bias and
+            mask (Gemma 2); None for none.
 
     Returns:
         An :class:`AttentionSteps` (float64).
@@ -167,12 +173,14 @@ def attention_steps(
     add_bias = None
     if bias is not None:
         add_bias = np.broadcast_to(np.asarray(bias, dtype=np.float64), (n_q, n_k)).copy()
-    masked = scaled + (add_bias if add_bias is not None else 0.0) + add_mask
+    capped = scaled if softcap is None else np.tanh(scaled / float(softcap)) * float(softcap)
+    masked = capped + (add_bias if add_bias is not None else 0.0) + add_mask
     weights = softmax(masked)
     z = weights @ v2  # [n_q, d_v]
     return AttentionSteps(
         q=q2, k=k2, v=v2, scale=float(scale), raw=raw, scaled=scaled, bias=add_bias, mask=add_mask,
         masked=masked, weights=weights, z=z, query_positions=pos,
+        softcap=None if softcap is None else float(softcap),
     )  # fmt: skip
 
 
@@ -211,6 +219,7 @@ def query_steps(trace: AttentionTrace, layer: int, head: int, query: int) -> Att
         bias=None if bias is None else bias[head, i : i + 1],
         mask=trace.mask(layer)[i : i + 1],
         query_positions=[i + trace.n_keys - n_q],
+        softcap=trace.softcap[trace._layer(layer)] if trace.softcap else None,
     )
 
 

@@ -306,3 +306,18 @@ def test_head_ablation_equals_zeroed_output_projection_columns(folders, kind: st
         after = torch.softmax(ref(input_ids=ids).logits[0, -1].double(), -1).numpy()
     np.testing.assert_allclose(r.top_after, after[list(r.top_ids)], atol=1e-6)
     assert r.kl > 1e-6
+
+
+@pytest.mark.parametrize("kind", ["gemma2", "qwen2"])
+def test_step_by_step_rows_equal_the_trace(folders, kind: str) -> None:
+    from engine.analysis.stepwise import query_steps
+
+    model, _ = _pair(kind, folders)
+    tr = engine.trace(model, SENTENCES["short"])
+    n = len(tr.tokens)
+    for layer in range(tr.n_layers):
+        for query in (0, n // 2, n - 1):
+            steps = query_steps(tr, layer, 1, query)
+            np.testing.assert_allclose(steps.masked[0], tr.scores(layer, 1, "masked")[query], rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(steps.weights[0], tr.pattern(layer, 1)[query], atol=1e-6)
+            assert steps.softcap == (2.0 if kind == "gemma2" else None)
