@@ -1,4 +1,9 @@
-"""Adapters that capture Q, K and V from Hugging Face text models with forward hooks.
+"""Adapters that capture Q, K and V from Hugging Face text models.
+
+BERT-family models and GPT-2 are read with forward hooks (below); decoders whose attention goes
+through ``transformers.AttentionInterface`` (Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3) are
+read by :class:`InterfaceAdapter` through one registered attention function
+(:mod:`engine.pretrained.interface`).
 
 The model runs on its own default (fast, SDPA) attention path; hooks on the Q/K/V projections
 record ``[batch, pos, heads·d_head]`` activations, and the returned ``AttentionTrace`` computes
