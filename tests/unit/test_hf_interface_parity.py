@@ -321,3 +321,11 @@ def test_step_by_step_rows_equal_the_trace(folders, kind: str) -> None:
             np.testing.assert_allclose(steps.masked[0], tr.scores(layer, 1, "masked")[query], rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(steps.weights[0], tr.pattern(layer, 1)[query], atol=1e-6)
             assert steps.softcap == (2.0 if kind == "gemma2" else None)
+
+
+def test_truncated_at_max_tokens_matches_eager(folders) -> None:
+    model, ref = _pair("mistral", folders)
+    tr = engine.trace(model, SENTENCES["odd"], max_tokens=8)
+    assert len(tr.tokens) == 8 and tr.truncated and tr.n_input_tokens > 8
+    for layer, att in enumerate(reference(ref, tr.tokens.ids)):
+        np.testing.assert_allclose(tr.pattern(layer), att, atol=ATOL, rtol=0)
