@@ -40,14 +40,18 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
     q_range, k_range = zoom_controls(trace, key_prefix="explore")
     data = services.head_view(model_id, text, causal, max_tokens, "self", layer, head, q_range, k_range,
                               opts.hide_sinks, opts.scale == "row")
-    title = f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
+    window = trace.window_of(layer)
+    title = (f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
+             + (f" · sliding window {window}" if window is not None else ""))
     st.plotly_chart(map_figure(data, title=title, scale=opts.scale), key="main_heatmap")
     rows, cols = data.values.shape
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
         "(the key). Colour is the softmax weight: every row sums to 1. "
         + ("Grey cells are blocked by the causal mask: a token cannot look ahead. " if trace.causal else
-           "No mask: every token can look at every other token, ahead or behind. ")
+           "No mask: every token can look at every other token, ahead or behind. " if window is None else "")
+        + (f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "
+           "than the window, which this layer never sees. " if window is not None else "")
         + (f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
            f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
            "Zoom in (below) to see exact weights. " if data.pooled else "")
