@@ -329,3 +329,27 @@ def test_truncated_at_max_tokens_matches_eager(folders) -> None:
     assert len(tr.tokens) == 8 and tr.truncated and tr.n_input_tokens > 8
     for layer, att in enumerate(reference(ref, tr.tokens.ids)):
         np.testing.assert_allclose(tr.pattern(layer), att, atol=ATOL, rtol=0)
+
+
+def test_gpu_out_of_memory_retries_on_a_cpu_copy(folders) -> None:
+    """As tests/unit/test_device.py for the catalog: ``meta`` stands in for the GPU."""
+    import dataclasses
+    import threading
+
+    model, _ = _pair("qwen2", folders)
+    expected = engine.trace(model, SENTENCES["short"])
+    failing = copy.deepcopy(model.module)
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    for sub in failing.modules():
+        sub.forward = out_of_memory
+    gpu = dataclasses.replace(model, module=failing, device=torch.device("meta"), lock=threading.Lock(),
+                              _cpu_module=None)  # fmt: skip
+    tr = engine.trace(gpu, SENTENCES["short"])
+    assert tr.device == "cpu" and any("ran on the CPU" in n for n in tr.notices)
+    assert tr.window == expected.window
+    for layer in range(tr.n_layers):
+        np.testing.assert_allclose(tr.pattern(layer), expected.pattern(layer), atol=1e-6)
+    assert gpu._cpu_module.config._attn_implementation == "ap_capture"
