@@ -150,6 +150,14 @@ class HFTextAdapter:
         strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))
         return list(ids), Tokens(strings=strings, ids=tuple(ids), special=special), n_total
 
+    def prepare(self, model: Model, text: str, max_tokens: int) -> tuple[list[int], Tokens, int, int, int]:
+        """Clean, check and tokenize ``text`` for ``model``: ``(ids, tokens, uncut count, max_tokens as
+        asked, characters cut)``; what every trace of a Hugging Face text model starts with."""
+        text, cut_chars = clean_input(text)
+        requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
+        ids, tokens, n_total = self.tokenize(model.tokenizer, text, min(requested, model.max_positions))
+        return ids, tokens, n_total, requested, cut_chars
+
     # ---- causal toggle -----------------------------------------------------------------------
     def causal_kwargs(self, module: nn.Module, n: int, causal: bool, device: torch.device, *, default: bool) -> dict:
         """Keyword arguments for ``forward`` that give ``n`` tokens the mask ``causal`` asks for.
@@ -187,10 +195,7 @@ class HFTextAdapter:
 
     # ---- trace -------------------------------------------------------------------------------
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
-        text, cut_chars = clean_input(text)
-        requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
-        max_tokens = min(requested, model.max_positions)
-        ids, tokens, n_total = self.tokenize(model.tokenizer, text, max_tokens)
+        ids, tokens, n_total, requested, cut_chars = self.prepare(model, text, max_tokens)
         default_causal = bool(model.default_causal)
         causal = default_causal if causal is None else bool(causal)
         n = len(ids)
@@ -284,10 +289,7 @@ class InterfaceAdapter(HFTextAdapter):
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         from engine.pretrained.interface import recording
 
-        text, cut_chars = clean_input(text)
-        requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
-        max_tokens = min(requested, model.max_positions)
-        ids, tokens, n_total = self.tokenize(model.tokenizer, text, max_tokens)
+        ids, tokens, n_total, requested, cut_chars = self.prepare(model, text, max_tokens)
         default_causal = bool(model.default_causal)
         causal = default_causal if causal is None else bool(causal)
         n = len(ids)
