@@ -50,7 +50,7 @@ def _config(kind: str, vocab: int, eos: int):
         common = {k: v for k, v in _COMMON.items() if k != "initializer_range"}
         return tf.GPTNeoXConfig(initializer_range=0.25, **common, **ids)
     if kind == "phi3":
-        return tf.Phi3Config(num_key_value_heads=4, **_COMMON, **ids)
+        return tf.Phi3Config(num_key_value_heads=4, sliding_window=WINDOW, **_COMMON, **ids)
     if kind == "gemma":
         return tf.GemmaConfig(num_key_value_heads=1, head_dim=8, **_COMMON, **ids)
     if kind == "gemma2":  # a small logit cap so that it changes the patterns; local and global layers
@@ -135,7 +135,7 @@ def test_causal_off_equals_eager_with_an_all_zero_mask(folders, kind: str) -> No
     assert engine.trace(model, SENTENCES["short"]).causal  # the shared model is causal again
 
 
-@pytest.mark.parametrize("kind", ["mistral", "qwen2", "gemma2", "gemma3_text"])
+@pytest.mark.parametrize("kind", ["mistral", "qwen2", "phi3", "gemma2", "gemma3_text"])
 def test_causal_off_with_a_sliding_window_equals_eager(folders, kind: str) -> None:
     """Without the causal mask transformers uses a two-sided window: key j seen when |i − j| <= w."""
     model, ref = _pair(kind, folders)
@@ -156,6 +156,7 @@ def test_causal_off_with_a_sliding_window_equals_eager(folders, kind: str) -> No
 
 def test_sliding_windows_are_shorter_than_the_input(folders) -> None:
     for kind, expected in (("mistral", (WINDOW, WINDOW)), ("qwen2", (None, WINDOW)), ("gemma3_text", (WINDOW, None)),
+                           ("phi3", (WINDOW, WINDOW)),
                            ("gemma2", (None, WINDOW))):
         model, _ = _pair(kind, folders)
         tr = engine.trace(model, SENTENCES["short"])
