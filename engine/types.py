@@ -200,6 +200,18 @@ class AttentionTrace:
         """Values of ``layer``: ``[head, k_pos, d_head]``."""
         return self.values[self._layer(layer)]
 
+    def value_norms(self, layer: int, head: int) -> np.ndarray:
+        """Length of each key's value vector, ``‖v_j‖``, for one head: ``[k_pos]`` float32.
+
+        A weight α_ij times ``‖v_j‖`` is how much key ``j`` adds to query ``i``'s output
+        (Kobayashi et al. 2020): a sink with a large weight and a short value vector adds little.
+        """
+        v = self.v(layer)
+        n_heads = v.shape[0]
+        if not -n_heads <= int(head) < n_heads:
+            raise IndexError(f"head {head} out of range: this model has {n_heads} heads (0–{n_heads - 1})")
+        return np.linalg.norm(np.asarray(v[int(head)], dtype=np.float32), axis=-1).astype(np.float32)
+
     def window_of(self, layer: int) -> int | None:
         """The sliding-window size of ``layer``, or None."""
         layer = self._layer(layer)
@@ -306,7 +318,8 @@ class AttentionTrace:
 
     def overview(self, layer: int, head: int, size: int = 1024, reduce: Literal["max", "mean"] = "max", *,
                  q_range: tuple[int, int] | None = None, k_range: tuple[int, int] | None = None,
-                 keys: np.ndarray | None = None, row_scale: bool = False) -> np.ndarray:  # fmt: skip
+                 keys: np.ndarray | None = None, row_scale: bool = False,
+                 weighting: Literal["attention", "value"] = "attention") -> np.ndarray:  # fmt: skip
         """One head's exact pattern pooled to ``[min(rows, size), min(keys, size)]`` block max/mean cells.
 
         For long inputs: computed a chunk of query rows at a time, never n×n. Arguments, returns
@@ -315,13 +328,15 @@ class AttentionTrace:
         from engine.analysis import overview as ov  # on use: engine.types imports no analysis code
 
         return ov.overview(self, layer, head, size, reduce, q_range=q_range, k_range=k_range, keys=keys,
-                           row_scale=row_scale)  # fmt: skip
+                           row_scale=row_scale, weighting=weighting)  # fmt: skip
 
-    def pattern_rows(self, layer: int, head: int, start: int, stop: int) -> np.ndarray:
-        """Exact rows ``start:stop`` of ``pattern(layer, head)``, ``[stop − start, k_pos]``, without n×n."""
+    def pattern_rows(self, layer: int, head: int, start: int, stop: int,
+                     weighting: Literal["attention", "value"] = "attention") -> np.ndarray:  # fmt: skip
+        """Exact rows ``start:stop`` of ``pattern(layer, head)``, ``[stop − start, k_pos]``, without n×n
+        (``weighting="value"``: times :meth:`value_norms`)."""
         from engine.analysis import overview as ov
 
-        return ov.pattern_rows(self, layer, head, start, stop)
+        return ov.pattern_rows(self, layer, head, start, stop, weighting)
 
     # ---- helpers -----------------------------------------------------------------------------
     def _layer(self, layer: int) -> int:

@@ -10,6 +10,7 @@ only their pooled cells::
     s       = s − slope · |i − j|               # ALiBi, when the model has it
     s[i, j] = −∞ where blocked                  # causal: j > i + (n_k − n_q); window w: i + (n_k − n_q) − j >= w, or |…| > w without causal; padded keys
     p       = softmax(s) over ALL keys          # the model's real weights: hiding keys never renormalises
+    p[i, j] = p[i, j] · ‖v_j‖                   # weighting="value" only: key j's contribution α·‖v‖
     p       = p / max_{j ∈ keys} p[i, j]        # row_scale only ("per-row max" colouring)
     cell(I, J) = max (or mean) of p over query block I × selected-key block J
 
@@ -19,7 +20,8 @@ rows can see: the rest of the row is 0 and costs nothing. Rows equal ``pattern``
 rounding, except that weights below ~1e-33 come out as exactly 0: they would be subnormal floats,
 which the CPU computes about ten times slower (a peaked head at 16k tokens has millions).
 
-Memory: Q and K of the head, one chunk of scores, the output (O(n·d + chunk·n + size²)).
+Memory: Q and K of the head, ‖v_j‖ for weighting="value", one chunk of scores, the output
+(O(n·d + chunk·n + size²)).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ if TYPE_CHECKING:
 
 Reduce = Literal["max", "mean"]
 REDUCES: tuple[str, ...] = ("max", "mean")
+#: "attention": the weights α; "value": each weight times its key's value norm, α_ij·‖v_j‖ (Kobayashi et al. 2020)
+Weighting = Literal["attention", "value"]
+WEIGHTINGS: tuple[str, ...] = ("attention", "value")
 #: the most bytes of scores one chunk of query rows holds (a few more arrays of this size live briefly)
 CHUNK_BYTES = 4 * 2**20
 
@@ -222,6 +227,7 @@ def overview(
     k_range: tuple[int, int] | None = None,
     keys: np.ndarray | None = None,
     row_scale: bool = False,
+    weighting: Weighting = "attention",
 ) -> np.ndarray:
     """One head's exact pattern over a region, pooled to at most ``size`` × ``size`` cells.
 
@@ -239,6 +245,9 @@ def overview(
         row_scale: divide each exact row by its maximum over the selected keys before pooling
             (rows with no weight there stay 0), so one dominant sink column does not wash out
             every other cell.
+        weighting: ``"attention"`` pools the weights α_ij; ``"value"`` pools α_ij·‖v_j‖, how much key
+            ``j`` adds to query ``i``'s output (a sink key with a large weight and a short value vector
+            adds little). ``row_scale`` then divides by the row's largest weighted value.
 
     Returns:
         float32 ``[min(n_q', size), min(n_k', size)]``, with ``n_q'`` the rows in ``q_range`` and
@@ -262,6 +271,7 @@ def overview(
         raise ValueError(f"size must be a whole number of at least 1, got {size!r}") from None
     if size < 1:
         raise ValueError(f"size must be at least 1, got {size}")
+    norms = _value_norms(trace, layer, head, weighting)
     h = _head(trace, layer, head)
     q0, q1 = _check_range("q_range", q_range, h.n_q)
     k0, k1 = _check_range("k_range", k_range, h.n_k)
@@ -291,6 +301,8 @@ def overview(
             cols = None if keys is None else keys[:n_avail] - lo  # picked from the span lo…hi below
             hi = lo + (n_avail if cols is None else int(cols[-1]) + 1)
             part = p[:, lo:hi]  # a view of the buffer
+            if norms is not None:
+                part *= norms[lo:hi]  # α_ij·‖v_j‖, in place
             if row_scale:
                 peak = (part if cols is None else part[:, cols]).max(axis=1, keepdims=True)
                 peak[peak <= 0] = 1.0
@@ -319,7 +331,15 @@ def overview(
     return (out / np.outer(rows_per_block, keys_per_block)).astype(np.float32)
 
 
-def pattern_rows(trace: AttentionTrace, layer: int, head: int, start: int, stop: int) -> np.ndarray:
+def _value_norms(trace: AttentionTrace, layer: int, head: int, weighting: str) -> np.ndarray | None:
+    """‖v_j‖ per key for ``weighting="value"``, None for plain weights."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    return trace.value_norms(layer, head) if weighting == "value" else None
+
+
+def pattern_rows(trace: AttentionTrace, layer: int, head: int, start: int, stop: int,
+                 weighting: Weighting = "attention") -> np.ndarray:  # fmt: skip
     """Exact pattern rows ``start:stop`` of one head over all keys, computed a chunk at a time.
 
     Args:
@@ -328,14 +348,16 @@ def pattern_rows(trace: AttentionTrace, layer: int, head: int, start: int, stop:
         head: head index (negative counts from the end).
         start: first query row.
         stop: one past the last query row.
+        weighting: ``"attention"`` (the weights) or ``"value"`` (each weight times ``‖v_j‖``).
 
     Returns:
         float32 ``[stop − start, n_k]``: ``trace.pattern(layer, head)[start:stop]`` (to float32
-        rounding; weights below ~1e-33 are 0).
+        rounding; weights below ~1e-33 are 0), times ``trace.value_norms(layer, head)`` for "value".
 
     Example:
         >>> row = pattern_rows(tr, -1, 0, 9000, 9001)[0]   # one query token's weights, 16,384 keys
     """
+    norms = _value_norms(trace, layer, head, weighting)
     h = _head(trace, layer, head)
     start, stop = _check_range("rows", (start, stop), h.n_q)
     out = np.zeros((stop - start, h.n_k), dtype=np.float32)
@@ -343,5 +365,7 @@ def pattern_rows(trace: AttentionTrace, layer: int, head: int, start: int, stop:
     for r0 in range(start, stop, chunk):
         r1 = min(r0 + chunk, stop)
         p = _rows(h, r0, r1)
+        if norms is not None:
+            p *= norms[: p.shape[1]]
         out[r0 - start : r1 - start, : p.shape[1]] = p
     return out

@@ -287,15 +287,16 @@ def test_pattern_rows_refuses_bad_ranges() -> None:
 
 
 # ---- memory ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("weighting", ["attention", "value"])
 @pytest.mark.parametrize("extras", [{}, dict(causal=True, slopes=np.array([0.5], dtype=np.float32))])
-def test_no_n_by_n_array_is_ever_allocated(extras: dict) -> None:
+def test_no_n_by_n_array_is_ever_allocated(extras: dict, weighting: str) -> None:
     n, size = 4096, 256
     trace = make_trace(n, heads=1, d=16, **extras)
     full_bytes = n * n * 4  # 64 MiB: one float32 pattern
     tracemalloc.start()
     try:
-        grid = trace.overview(0, 0, size, "mean", keys=np.arange(1, n))
-        row = trace.pattern_rows(0, 0, n // 2, n // 2 + 1)
+        grid = trace.overview(0, 0, size, "mean", keys=np.arange(1, n), weighting=weighting)
+        row = trace.pattern_rows(0, 0, n // 2, n // 2 + 1, weighting=weighting)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -345,3 +346,68 @@ def test_gpt2_without_its_mask_needs_no_mask_tensor(tiny_gpt2, monkeypatch) -> N
     np.testing.assert_allclose(trace.q(-1), q_last.numpy(), rtol=1e-5, atol=1e-5)
     causal = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.")
     assert not np.allclose(causal.q(-1), trace.q(-1), atol=1e-3)  # the mask did change the later layers
+
+
+# ---- value-weighted: α_ij·‖v_j‖ ------------------------------------------------------------------
+def weighted_by_hand(trace: AttentionTrace, layer: int, head: int) -> np.ndarray:
+    return trace.pattern(layer, head) * np.linalg.norm(trace.v(layer)[head], axis=-1)[None, :]
+
+
+def test_value_weighting_hand_worked_three_tokens() -> None:
+    """The causal 3-token head above, with value vectors of lengths 0.1, 2 and 5 (d_head 2)."""
+    q = np.ones((1, 3, 1), dtype=np.float32)
+    k = np.array([[[0.0], [math.log(3)], [math.log(3)]]], dtype=np.float32)
+    v = np.array([[[0.06, 0.08], [0.0, 2.0], [3.0, 4.0]]], dtype=np.float32)  # ‖v‖ = 0.1, 2, 5
+    trace = AttentionTrace(model_id="hand", family="decoder", tokens=toks(3), key_tokens=toks(3), queries=(q,),
+                           keys=(k,), values=(v,), scales=(1.0,), causal=True)  # fmt: skip
+    norms = trace.value_norms(0, 0)
+    assert norms.dtype == np.float32 and norms.shape == (3,)
+    np.testing.assert_allclose(norms, [0.1, 2.0, 5.0], rtol=1e-6)
+    # rows (1), (1/4, 3/4), (1/7, 3/7, 3/7) times (0.1, 2, 5)
+    exact = np.array([[0.1, 0.0, 0.0], [0.025, 1.5, 0.0], [0.1 / 7, 6 / 7, 15 / 7]], dtype=np.float64)
+    np.testing.assert_allclose(trace.overview(0, 0, weighting="value"), exact, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(trace.pattern_rows(0, 0, 1, 3, weighting="value"), exact[1:], rtol=1e-6, atol=1e-7)
+    # row_scale divides by the row's largest weighted value: (1), (1/60, 1), (1/150, 2/5, 1)
+    scaled = np.array([[1.0, 0.0, 0.0], [1 / 60, 1.0, 0.0], [1 / 150, 0.4, 1.0]], dtype=np.float64)
+    np.testing.assert_allclose(trace.overview(0, 0, weighting="value", row_scale=True), scaled, rtol=1e-6, atol=1e-7)
+    # size 2, blocks {0}, {1, 2}: max and mean of the weighted cells
+    np.testing.assert_allclose(trace.overview(0, 0, 2, "max", weighting="value"), [[0.1, 0.0], [0.025, 15 / 7]],
+                               rtol=1e-6)  # fmt: skip
+    mean = [[0.1, 0.0], [(0.025 + 0.1 / 7) / 2, (1.5 + 0 + 6 / 7 + 15 / 7) / 4]]
+    np.testing.assert_allclose(trace.overview(0, 0, 2, "mean", weighting="value"), mean, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "causal", "key padding", "sliding window", "cross, causal offset"])
+def test_value_weighting_is_the_pattern_times_value_norms(kind: str, small_chunks) -> None:
+    trace = TRACES[kind]()
+    for layer, head in ((0, 0), (1, 1), (-1, -2)):
+        want = weighted_by_hand(trace, layer, head)
+        got = trace.overview(layer, head, 1000, weighting="value")
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6)
+        rows = trace.pattern_rows(layer, head, 3, trace.n_queries, weighting="value")
+        np.testing.assert_allclose(rows, want[3:], rtol=RTOL, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduce", ["max", "mean"])
+def test_value_weighting_pooled_with_causal_mask_and_keys(reduce: str, small_chunks) -> None:
+    trace = make_trace(90, causal=True, seed=3)
+    keys = np.array([0, 1, 5, 8, 13, 21, 34, 40, 41, 55, 60, 77, 89])
+    region = weighted_by_hand(trace, 1, 0).astype(np.float64)[10:90][:, keys]
+    for row_scale in (False, True):
+        r = region / np.maximum(region.max(axis=1, keepdims=True), 1e-30) if row_scale else region
+        re, ce = overview_edges(r.shape[0], 7), overview_edges(r.shape[1], 7)  # 13 keys: pooled too
+        if reduce == "max":
+            want = np.maximum.reduceat(np.maximum.reduceat(r, re[:-1], axis=0), ce[:-1], axis=1)
+        else:
+            want = [[r[a:b, c:e].mean() for c, e in zip(ce[:-1], ce[1:])] for a, b in zip(re[:-1], re[1:])]
+        got = trace.overview(1, 0, 7, reduce, q_range=(10, 90), keys=keys, row_scale=row_scale, weighting="value")
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6)
+
+
+def test_value_weighting_is_refused_when_unknown() -> None:
+    trace = make_trace(5)
+    with pytest.raises(ValueError, match="weighting"):
+        trace.overview(0, 0, weighting="norm")
+    with pytest.raises(IndexError, match="head 2"):
+        trace.value_norms(0, 2)
