@@ -101,7 +101,7 @@ def map_figure(
     finite = values[np.isfinite(values)]
     top = float(zmax) if zmax is not None else (float(finite.max()) if finite.size else 1.0)
     top = top if top > 0 else 1.0
-    what = "share of row max" if scale == "row" else data.value_name
+    what = "share of row max" if scale == "row" and data.value_name == "weight" else data.value_name
     cell = f"{data.reduce} over block" if data.pooled else ""
     hover = ("query <b>%{y}</b> → key <b>%{x}</b><br>" + html.escape(what)
              + (f" ({cell})" if cell else "") + " %{z:.3f}<extra></extra>")

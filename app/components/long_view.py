@@ -2,8 +2,10 @@
 
 With a linear colour scale a 400-token head looks empty except for its sink column ([CLS], [SEP] or the
 first token take most of the weight); a log scale, per-row scaling or hiding those columns makes the rest
-readable. Inputs longer than the overview size get a zoom: two range sliders (keyboard-friendly) pick
-the query rows and key columns; once the region fits, the exact weights appear.
+readable. "Show" swaps the weights α for each key's contribution α·‖v‖ (the weight times the length of
+its value vector), where a sink with a short value vector fades. Inputs longer than the overview size
+get a zoom: two range sliders (keyboard-friendly) pick the query rows and key columns; once the region
+fits, the exact weights appear.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from app.state import PERSIST, settle
 
 SCALE_HELP = ("Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
               "still shows the true weight. Each row to its own max: every query's strongest key is darkest.")
+SHOW = {"attention": "attention weights α", "value": "contribution α·‖v‖"}
+SHOW_HELP = ("α: how much each query looks at each key (rows sum to 1). α·‖v‖: that weight times the length of "
+             "the key's value vector, i.e. how much the key actually adds to the query's output "
+             "(Kobayashi et al. 2020, 'Attention is not only a weight').")
 HIDE_HELP = ("Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
              "'attention sink'). Hiding their columns lets the colour scale show the rest; weights are not "
              "renormalised. An unknown word's [UNK] is part of your text and stays.")
@@ -28,6 +34,7 @@ class DisplayOptions:
     scale: str
     hide_sinks: bool
     caption: str
+    weighting: str = "attention"  # "attention" (α) or "value" (α·‖v‖), as engine.analysis.overview takes it
 
 
 def _mark_chosen(key: str) -> None:
@@ -35,20 +42,29 @@ def _mark_chosen(key: str) -> None:
 
 
 def display_options(trace, key_prefix: str) -> DisplayOptions:
-    """Colour scale and "hide sink columns" widgets; returns the choice and a sentence for the caption."""
-    scale_key, hide_key = f"{key_prefix}_scale", f"{key_prefix}_hide_sinks"
+    """Colour scale, α or α·‖v‖, and "hide sink columns" widgets; returns the choice and a sentence for the caption."""
+    scale_key, hide_key, show_key = f"{key_prefix}_scale", f"{key_prefix}_hide_sinks", f"{key_prefix}_weighting"
     chosen_key = f"{scale_key}_chosen"
     if not st.session_state.get(chosen_key) or st.session_state.get(scale_key) not in SCALES:
         # until the user picks one: linear for a sentence, log for a long input (linear looks empty there)
         settle(scale_key, "log" if trace.n_keys > OVERVIEW_SIZE else "linear")
-    left, right = st.columns([3, 2])
+    if st.session_state.get(show_key) not in SHOW:
+        settle(show_key, "attention")
+    left, middle, right = st.columns([3, 3, 2])
     with left:
         scale = st.segmented_control("Colour scale", list(SCALES), format_func=SCALES.get, key=scale_key,
                                      help=SCALE_HELP, on_change=_mark_chosen, args=(chosen_key,),
                                      **PERSIST) or "linear"
+    with middle:
+        weighting = st.segmented_control("Show", list(SHOW), format_func=SHOW.get, key=show_key, help=SHOW_HELP,
+                                         **PERSIST) or "attention"
     with right:
         hide = bool(st.toggle("Hide [CLS]/[SEP]/first-token columns", key=hide_key, help=HIDE_HELP, **PERSIST))
     notes = []
+    if weighting == "value":
+        notes.append("Colour: **α·‖v‖**, each weight times the length of that key's value vector, which is how much "
+                     "the key adds to this query's output. A token can get a lot of attention and still contribute "
+                     "little: its value vector is short (sinks like [CLS] and [SEP] often are).")
     if scale == "log":
         notes.append("Colour: log scale, so weights down to 1/10,000 of the largest get a shade.")
     elif scale == "row":
@@ -60,7 +76,7 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
     if trace.n_keys > 128 and scale == "linear" and not hide:
         notes.append("Long input: if the map looks empty but for one column, try the log colour scale or hide the "
                      "sink columns.")
-    return DisplayOptions(scale=scale, hide_sinks=hide, caption=" ".join(notes))
+    return DisplayOptions(scale=scale, hide_sinks=hide, caption=" ".join(notes), weighting=weighting)
 
 
 def _range_slider(label: str, key: str, n: int, help_text: str) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from engine import AttentionTrace
 from engine.analysis.metrics import sink_positions
 
 OVERVIEW_SIZE = 256  # cells per side sent to the browser: 256² float32 ≈ 350 kB of base64
+VALUE_WEIGHTED = "α·‖v‖"  # what a cell holds under weighting="value": the weight times the key's value length
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,7 +36,7 @@ class MapData:
         k_edges: ``[cols + 1]`` indices into ``k_pos`` bounding each column block.
         pooled: True when some cell stands for more than one query or key.
         reduce: how a block is summarised ("max" or "mean"); "" for exact cells.
-        value_name: what a value is ("weight", "share of row max").
+        value_name: what a value is ("weight", "share of row max", "α·‖v‖", "share of row max of α·‖v‖").
     """
 
     values: np.ndarray
@@ -110,7 +111,7 @@ def _blocked_cells(att: AttentionTrace, layer: int, q_edges: np.ndarray, k_pos: 
 
 def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, int] | None = None,
              k_range: tuple[int, int] | None = None, hide_sinks: bool = False, row_scale: bool = False,
-             size: int = OVERVIEW_SIZE, reduce: str = "max") -> MapData:
+             size: int = OVERVIEW_SIZE, reduce: str = "max", weighting: str = "attention") -> MapData:
     """One head of ``att`` as at most ``size`` × ``size`` cells (exact where the region fits).
 
     Args:
@@ -121,6 +122,7 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
         row_scale: divide every row by its largest shown weight (the "row" colour scale).
         size: the most cells per side.
         reduce: "max" (a sharp one-token pattern survives pooling) or "mean".
+        weighting: "attention" (the weights α) or "value" (α_ij·‖v_j‖: what key j adds to query i's output).
     """
     q0, q1 = q_range or (0, att.n_queries)
     k0, k1 = k_range or (0, att.n_keys)
@@ -130,7 +132,7 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
         if k_pos.size == 0:
             k_pos = np.arange(k0, k1)  # nothing but sinks in view: show them rather than nothing
     values = att.overview(layer, head, size=size, reduce=reduce, q_range=(q0, q1), k_range=(k0, k1),
-                          keys=k_pos, row_scale=row_scale)
+                          keys=k_pos, row_scale=row_scale, weighting=weighting)
     q_edges = q0 + _edges(q1 - q0, size)
     k_edges = _edges(k_pos.size, size)
     pooled = values.shape != (q1 - q0, k_pos.size)
@@ -139,7 +141,14 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
     values = np.where(_blocked_cells(att, layer, q_edges, k_pos, k_edges), np.float32(np.nan), values).astype(np.float32)
     return MapData(values=values, q_labels=q_labels, k_labels=k_labels, q_edges=q_edges, k_pos=k_pos,
                    k_edges=k_edges, pooled=pooled, reduce=reduce if pooled else "",
-                   value_name="share of row max" if row_scale else "weight")
+                   value_name=_value_name(row_scale, weighting))
+
+
+def _value_name(row_scale: bool, weighting: str) -> str:
+    what = VALUE_WEIGHTED if weighting == "value" else "weight"
+    if not row_scale:
+        return what
+    return "share of row max" + (f" of {what}" if weighting == "value" else "")
 
 
 def layer_tiles(att: AttentionTrace, layer: int, cells: int) -> np.ndarray:

@@ -25,11 +25,13 @@ def grid_cells(n_heads: int) -> int:
 @st.cache_data(show_spinner=False, max_entries=512, ttl=3600)
 def head_view(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str, layer: int, head: int,
               q_range: tuple[int, int] | None = None, k_range: tuple[int, int] | None = None,
-              hide_sinks: bool = False, row_scale: bool = False, size: int = OVERVIEW_SIZE) -> MapData:
-    """One head as at most ``size``² cells: exact weights when the region fits, block maxima otherwise."""
+              hide_sinks: bool = False, row_scale: bool = False, size: int = OVERVIEW_SIZE,
+              weighting: str = "attention") -> MapData:
+    """One head as at most ``size``² cells: exact weights when the region fits, block maxima otherwise
+    (``weighting="value"``: each weight times its key's value length, α·‖v‖)."""
     att = heads_attention(model_id, text, causal, max_tokens, block)
     return head_map(att, layer, head, q_range=q_range, k_range=k_range, hide_sinks=hide_sinks,
-                    row_scale=row_scale, size=size)
+                    row_scale=row_scale, size=size, weighting=weighting)
 
 
 @st.cache_data(show_spinner=False, max_entries=128, ttl=3600)

@@ -39,7 +39,7 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
     opts = display_options(trace, key_prefix="explore")
     q_range, k_range = zoom_controls(trace, key_prefix="explore")
     data = services.head_view(model_id, text, causal, max_tokens, "self", layer, head, q_range, k_range,
-                              opts.hide_sinks, opts.scale == "row")
+                              opts.hide_sinks, opts.scale == "row", weighting=opts.weighting)
     window = trace.window_of(layer)
     title = (f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
              + (f" · sliding window {window}" if window is not None else ""))
@@ -47,7 +47,9 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
     rows, cols = data.values.shape
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
-        "(the key). Colour is the softmax weight: every row sums to 1. "
+        "(the key). "
+        + ("Colour is the softmax weight: every row sums to 1. " if opts.weighting == "attention" else
+           "Colour is the softmax weight times the key's value length (α·‖v‖), so rows no longer sum to 1. ")
         + ("Grey cells are blocked by the causal mask: a token cannot look ahead. " if trace.causal else
            "No mask: every token can look at every other token, ahead or behind. " if window is None else "")
         + (f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "

@@ -63,12 +63,14 @@ def model_view_section(ctx: HeadsContext) -> None:
     )
     opts = display_options(att, key_prefix="heads")
     q_range, k_range = zoom_controls(att, key_prefix="heads")
-    data = services.head_view(*ctx.args, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row")
+    data = services.head_view(*ctx.args, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
+                              weighting=opts.weighting)
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
     st.plotly_chart(map_figure(data, title=title, scale=opts.scale), key="heads_large")
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at; "
-        "every row sums to 1. " + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
+        + ("every row sums to 1. " if opts.weighting == "attention" else "colour is α·‖v‖, rows no longer sum to 1. ")
+        + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
         + ("Long input: each cell is the largest weight of its block; zoom in for exact weights. " if data.pooled
            else "") + opts.caption
     )

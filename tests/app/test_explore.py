@@ -263,6 +263,42 @@ def test_display_options_log_scale_and_hidden_sink_columns(default_app: AppTest)
     np.testing.assert_allclose(z(fig), exact[:, 1:-1], rtol=1e-6)  # the same weights, not renormalised
 
 
+def test_value_weighted_contribution_is_the_pattern_times_value_norms():
+    from app import services
+    from app.state import DEFAULT_TEXT
+
+    at = run_app()
+    weights = z(main_figure(at))
+    assert at.segmented_control(key="explore_weighting").value == "attention"
+    at.segmented_control(key="explore_weighting").set_value("value").run()
+    assert_clean(at)
+    fig = main_figure(at)
+    trace = services.get_trace("minilm", DEFAULT_TEXT, False, 128)
+    want = trace.pattern(0, 0) * np.linalg.norm(trace.v(0)[0], axis=-1)[None, :]
+    contribution = z(fig)
+    np.testing.assert_allclose(contribution, want, rtol=1e-5, atol=1e-6)
+    assert "α·‖v‖" in fig["data"][0]["hovertemplate"]
+    assert "α·‖v‖" in fig["data"][0]["colorbar"]["title"]["text"]
+    captions = " ".join(messages(at.caption))
+    assert "value vector is short" in captions and "rows no longer sum to 1" in captions, captions
+    # the sink columns ([CLS] first, [SEP] last) hold a smaller share of every row's total under α·‖v‖
+    # (measured on this sentence, layer 0 head 0: 16 rows of 16; 0.53 → 0.29 on the [CLS] row)
+    sinks = [0, weights.shape[1] - 1]
+    assert fig["data"][0]["x"][0].endswith("[CLS]") and fig["data"][0]["x"][-1].endswith("[SEP]")
+    share_alpha = weights[:, sinks].sum(axis=1) / weights.sum(axis=1)
+    share_value = contribution[:, sinks].sum(axis=1) / contribution.sum(axis=1)
+    assert (share_value < share_alpha).all(), (share_alpha, share_value)
+    # with the row colour scale: each row divided by its largest contribution
+    at.segmented_control(key="explore_scale").set_value("row").run()
+    fig = main_figure(at)
+    np.testing.assert_allclose(z(fig), want / want.max(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+    assert "share of row max of α·‖v‖" in fig["data"][0]["hovertemplate"]
+    # and back: the weights again
+    at.segmented_control(key="explore_scale").set_value("linear").run()
+    at.segmented_control(key="explore_weighting").set_value("attention").run()
+    np.testing.assert_array_equal(z(main_figure(at)), weights)
+
+
 def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     from engine.analysis.overview import overview_edges
 

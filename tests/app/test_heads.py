@@ -89,6 +89,17 @@ def test_model_view_draws_every_head_and_the_chosen_one_large(minilm_page: AppTe
     np.testing.assert_allclose(decode(large["data"][0]["z"]), att.pattern(0, 0), atol=1e-6)
 
 
+def test_the_large_head_can_show_value_weighted_contributions():
+    at = heads_page()
+    at.segmented_control(key="heads_weighting").set_value("value").run()
+    assert_clean(at)
+    att = engine_attention("minilm", TEXT)
+    large = figure_titled(at, "Layer 0, head 0")
+    want = att.pattern(0, 0) * att.value_norms(0, 0)[None, :]
+    np.testing.assert_allclose(decode(large["data"][0]["z"]), want, rtol=1e-5, atol=1e-6)
+    assert "α·‖v‖" in large["data"][0]["hovertemplate"]
+
+
 def test_picking_a_head_opens_it_large():
     at = heads_page()
     at.selectbox(key="layer").set_value(4).run()

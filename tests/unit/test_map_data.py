@@ -101,6 +101,25 @@ def test_row_scale_divides_each_row_by_its_largest_shown_weight():
     assert data.value_name == "share of row max"
 
 
+def test_value_weighting_multiplies_each_column_by_its_value_norm():
+    tr = make_trace(12)
+    norms = np.linalg.norm(tr.v(0)[1], axis=-1)
+    data = head_map(tr, 0, 1, weighting="value")
+    np.testing.assert_allclose(data.values, tr.pattern(0, 1) * norms[None, :], rtol=1e-5, atol=1e-7)
+    assert data.value_name == "α·‖v‖"
+    hidden = head_map(tr, 0, 1, weighting="value", hide_sinks=True, row_scale=True)
+    want = (tr.pattern(0, 1) * norms[None, :])[:, 1:-1]
+    np.testing.assert_allclose(hidden.values, want / want.max(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert hidden.value_name == "share of row max of α·‖v‖"
+    long = make_trace(300, causal=True)
+    pooled = head_map(long, 0, 0, weighting="value", size=64)
+    full = long.pattern(0, 0) * np.linalg.norm(long.v(0)[0], axis=-1)[None, :]
+    edges = overview_edges(300, 64)
+    by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
+    blocked = np.isnan(pooled.values)
+    np.testing.assert_allclose(pooled.values[~blocked], by_hand[~blocked], rtol=1e-5, atol=1e-7)
+
+
 def test_zoom_region_is_exact_once_it_fits():
     tr = make_trace(300)
     data = head_map(tr, 0, 1, q_range=(40, 90), k_range=(100, 160), size=64)
