@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 Reduce = Literal["max", "mean"]
 REDUCES: tuple[str, ...] = ("max", "mean")
-#: "attention": the weights α; "value": each weight times its key's value norm, α_ij·‖v_j‖ (Kobayashi et al. 2020)
+#: "attention": the weights α_ij; "value": each weight times its key's value norm, α_ij·‖v_j‖
+#: (Kobayashi et al. 2020, "Attention is not only a weight")
 Weighting = Literal["attention", "value"]
 WEIGHTINGS: tuple[str, ...] = ("attention", "value")
 #: the most bytes of scores one chunk of query rows holds (a few more arrays of this size live briefly)
