@@ -50,6 +50,22 @@ def get_ablation(
         return ablate(model, text, heads, causal=causal, max_tokens=max_tokens, keep_only=keep_only)
 
 
+@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
+def get_next_token(model_id: str, text: str, causal: bool | None, max_tokens: int):
+    """``engine.analysis.next_token.next_token_logits`` on the cached model: the last position's
+    float32 scores over the whole vocabulary (one forward pass per input; temperature is applied by the
+    page with ``next_token.probabilities``, so moving it is a cache hit).
+
+    Raises:
+        EngineError: not a decoder.
+    """
+    from engine.analysis.next_token import next_token_logits
+
+    model = get_model(model_id)
+    with _jobs:
+        return next_token_logits(model, text, causal=causal, max_tokens=max_tokens)
+
+
 # ---------------------------------------------------------------- Heads
 # Whole-model views for the Heads page: every layer × head from one cached trace. Arguments are
 # plain values (model_id, text, causal, max_tokens, block) so results are cached per view.

@@ -3,7 +3,8 @@
 The page does only what changed: the sentence and model sit outside :func:`head_panel`, a fragment, so
 picking a layer, a head, a colour scale or a zoom region reruns that panel alone (the trace comes from
 the per-process cache, no forward pass). The causal mask comparison traces a second time only while its
-tab is open, and the CSV is built when the button is clicked. Long inputs (up to 16,384 tokens where the
+tab is open (so does the next-token tab, once per input: its temperature slider only re-scales cached
+scores), and the CSV is built when the button is clicked. Long inputs (up to 16,384 tokens where the
 model allows) are drawn as an overview of block maxima with a zoom to exact cells.
 """
 
@@ -17,12 +18,13 @@ from app.components.head_views import clicked_head, model_view_figure
 from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
+from app.components.next_token_panel import show_next_token
 from app.components.pickers import causal_toggle, layer_head, show_notices, text_and_model
 from app.state import K, current_text
 
 MAX_TOKENS_LIMIT = 16_384
 GRID_KEY = "explore_grid"
-TABS = ("Every head of this layer", "Causal mask off vs on")
+TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?")
 
 
 def _pick_grid_head(n_layers: int, n_heads: int, layer: int) -> None:
@@ -97,7 +99,7 @@ def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
 
 
 @st.fragment
-def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int) -> None:
+def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str = "") -> None:
     """Everything that depends on the layer, head and display settings (a fragment: reruns alone)."""
     with calm_errors("head_panel"):
         try:
@@ -114,6 +116,9 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int) -
         if tabs[1].open:  # the second forward pass runs only while this tab is shown
             with tabs[1]:
                 show_mask_comparison(model_id, text, max_tokens, layer, head)
+        if tabs[2].open:  # the next-token forward pass (once per input; temperature reuses it)
+            with tabs[2]:
+                show_next_token(model_id, family, text, causal, max_tokens)
 
 
 def main() -> None:
@@ -141,7 +146,7 @@ def main() -> None:
     if trace.pos_encoding is not None:
         st.page_link("views/positional.py", label="See the positional encodings this model adds to this sentence",
                      icon=":material/timeline:", query_params={"pos_tab": "Learned"})
-    head_panel(model_id, text, causal, max_tokens)
+    head_panel(model_id, text, causal, max_tokens, model.spec.family)
 
 
 main()
