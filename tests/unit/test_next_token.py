@@ -86,3 +86,28 @@ def test_encoder_and_bad_temperature_refused(minilm, stories):
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(EngineError, match="Temperature"):
             probabilities(nt.logits, bad)
+
+
+def test_catalog_tiny_random_gpt2_equals_a_separate_hf_copy():
+    from transformers import GPT2LMHeadModel
+
+    model = engine.load("tiny-random-gpt2")
+    nt = next_token_logits(model, "The cat sat on the", top_k=10)
+    lm = GPT2LMHeadModel(model.module.config).eval()  # HF's own class, weights copied in
+    lm.load_state_dict(model.module.state_dict())
+    with torch.no_grad():
+        ref = _reference(lm(input_ids=torch.tensor([list(nt.tokens.ids)])).logits[0, -1], 0.7)
+    np.testing.assert_allclose(probabilities(nt.logits, 0.7), ref, atol=1e-5)
+    assert list(nt.top_ids) == list(np.argsort(-ref, kind="stable")[:10])
+    assert model.module.training is False  # the shared module is left as it was
+
+
+def test_no_hooks_left_and_weights_untouched(stories):
+    def hooks(module):
+        return sum(len(m._forward_pre_hooks) + len(m._forward_hooks) for m in module.modules())
+
+    state = {k: v.clone() for k, v in stories.module.state_dict().items()}
+    before = hooks(stories.module)
+    next_token_logits(stories, STORY)
+    assert hooks(stories.module) == before
+    assert all(torch.equal(v, state[k]) for k, v in stories.module.state_dict().items())
