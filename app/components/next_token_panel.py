@@ -37,7 +37,8 @@ def next_token_figure(tokens: tuple[str, ...], probs: list[float], temperature: 
     fig = go.Figure(go.Bar(x=probs, y=labels, orientation="h", hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
     fig.update_layout(title=f"Next token at temperature {temperature:.1f}", height=360,
                       xaxis={"title": "probability", "range": [0, 1]},
-                      yaxis={"autorange": "reversed", "type": "category"}, margin={"l": 10, "r": 10, "t": 40, "b": 40})  # fmt: skip
+                      yaxis={"autorange": "reversed", "type": "category"},
+                      margin={"l": 10, "r": 10, "t": 40, "b": 40})  # fmt: skip
     return fig
 
 

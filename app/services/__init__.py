@@ -94,8 +94,8 @@ __all__ = [
     "MAX_JOBS", "device_label", "friendly_error", "get_model", "get_trace", "list_models", "policy", "session_id", "warm_up",
     # heads
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
-    "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table", "head_similarity",
-    "heads_attention", "model_view_tiles", "rollout_maps",
+    "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table",
+    "head_similarity", "heads_attention", "model_view_tiles", "rollout_maps",
     # maps
     "grid_cells", "head_view", "layer_grid",
     # bahdanau

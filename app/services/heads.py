@@ -52,9 +52,10 @@ def get_ablation(
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
 def get_next_token(model_id: str, text: str, causal: bool | None, max_tokens: int):
-    """``engine.analysis.next_token.next_token_logits`` on the cached model: the last position's
-    float32 scores over the whole vocabulary (one forward pass per input; temperature is applied by the
-    page with ``next_token.probabilities``, so moving it is a cache hit).
+    """``engine.analysis.next_token.next_token_logits`` on the cached model (plain data).
+
+    The last position's float32 scores over the whole vocabulary, one forward pass per input; the page
+    applies the temperature with ``next_token.probabilities``, so moving it is a cache hit.
 
     Raises:
         EngineError: not a decoder.

@@ -73,3 +73,12 @@ def test_encoder_shows_a_one_line_note():
     at = _open()  # MiniLM by default
     assert not [c for c in at.get("plotly_chart") if c.key == "next_token_chart"]
     assert any("needs a decoder" in m.value for m in at.info), messages(at.info)
+
+
+def test_token_labels_are_escaped_and_distinct():
+    from app.components.next_token_panel import next_token_figure
+
+    fig = next_token_figure(("<b>x</b>", "a", "a"), [0.5, 0.3, 0.2], 1.0)
+    labels = list(fig.data[0].y)
+    assert labels[0] == "&lt;b&gt;x&lt;/b&gt;"
+    assert len(set(labels)) == 3
