@@ -31,10 +31,10 @@ COLORSCALE = "Blues"
 MASKED_COLOR = "#d9d9d9"
 LABEL_PX = 15  # vertical pixels one tick label needs; with more labels than fit, every k-th is printed
 Scale = Literal["linear", "log", "row"]
-SCALES: dict[str, str] = {
+SCALES: dict[str, str] = {  # short labels: the help text of the control says what each does
     "linear": "linear",
-    "log": "log (weak weights visible)",
-    "row": "each row to its own max",
+    "log": "log",
+    "row": "per-row max",
 }
 _BLUES = ["#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
 LOG_DECADES = 4  # the log colour scale spans 10⁻⁴ × max … max

@@ -19,8 +19,8 @@ from app.components.map_data import OVERVIEW_SIZE
 from app.state import PERSIST, settle
 
 SCALE_HELP = ("Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
-              "still shows the true weight. Each row to its own max: every query's strongest key is darkest.")
-SHOW = {"attention": "attention weights α", "value": "contribution α·‖v‖"}
+              "still shows the true weight. Per-row max: each row divided by its own largest weight, so every query's strongest key is darkest.")
+SHOW = {"attention": "weights α", "value": "contribution α·‖v‖"}
 SHOW_HELP = ("α: how much each query looks at each key (rows sum to 1). α·‖v‖: that weight times the length of "
              "the key's value vector, i.e. how much the key actually adds to the query's output "
              "(Kobayashi et al. 2020, 'Attention is not only a weight').")
@@ -50,7 +50,7 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
         settle(scale_key, "log" if trace.n_keys > OVERVIEW_SIZE else "linear")
     if st.session_state.get(show_key) not in SHOW:
         settle(show_key, "attention")
-    left, middle, right = st.columns([3, 3, 2])
+    left, middle, right = st.columns([5, 5, 3])
     with left:
         scale = st.segmented_control("Colour scale", list(SCALES), format_func=SCALES.get, key=scale_key,
                                      help=SCALE_HELP, on_change=_mark_chosen, args=(chosen_key,),
@@ -59,7 +59,7 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
         weighting = st.segmented_control("Show", list(SHOW), format_func=SHOW.get, key=show_key, help=SHOW_HELP,
                                          **PERSIST) or "attention"
     with right:
-        hide = bool(st.toggle("Hide [CLS]/[SEP]/first-token columns", key=hide_key, help=HIDE_HELP, **PERSIST))
+        hide = bool(st.toggle("Hide sink columns", key=hide_key, help=HIDE_HELP, **PERSIST))
     notes = []
     if weighting == "value":
         notes.append("Colour: **α·‖v‖**, each weight times the length of that key's value vector, which is how much "

@@ -134,7 +134,7 @@ def test_grid_click_opens_a_head_and_the_mask_tab_compares(page: Page, app_url: 
     page.get_by_text("contribution α·‖v‖").click()
     expect(main_chart(page).locator(".cbtitle")).to_contain_text("α·‖v‖", timeout=REDRAW_MS)
     expect_settled(page)
-    page.get_by_text("attention weights α").click()
+    page.get_by_text("weights α", exact=True).click()
     expect(main_chart(page).locator(".cbtitle")).not_to_contain_text("‖v‖", timeout=REDRAW_MS)
 
     page.get_by_role("tab", name="Causal mask off vs on").click()
@@ -144,3 +144,28 @@ def test_grid_click_opens_a_head_and_the_mask_tab_compares(page: Page, app_url: 
     expect(titles.filter(has_text="Causal mask ON")).to_have_count(1)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "explore-mask-tab.png"))
+
+
+def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifacts: Path):
+    """A decoder's next-token bars, and the temperature slider redrawing them."""
+    open_app(page, app_url)
+    page.get_by_role("combobox", name="Model").click()
+    page.get_by_role("option", name=re.compile("stories", re.I)).first.click()
+    box = page.locator('[data-testid="stTextArea"] textarea')
+    box.fill("Lily found a red ball. She")
+    box.press("Control+Enter")
+    expect_tick(page, "lily")
+    page.get_by_role("tab", name="What comes next?").click()
+    expect(page.locator(PLOT)).to_have_count(2, timeout=REDRAW_MS)  # the head, and the bars
+    bars = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+    expect(bars.locator(".ytick text")).not_to_have_count(0, timeout=REDRAW_MS)
+    top_bar = bars.locator(".point path").first
+    before = top_bar.get_attribute("d")
+    slider = page.get_by_role("slider").last
+    slider.focus()
+    for _ in range(5):
+        slider.press("ArrowLeft")  # a lower temperature: the top token's bar grows
+    expect(top_bar).not_to_have_attribute("d", before or "", timeout=REDRAW_MS)
+    expect_settled(page)
+    expect_no_exception(page)
+    page.screenshot(path=str(artifacts / "explore-next-token.png"))
