@@ -99,6 +99,18 @@ def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None
     }})
 
 
+def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:
+    """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key`` (its selection state), or None.
+
+    The ``on_select`` callbacks of Explore's layer grid and the Heads page's model view both read it.
+    """
+    import streamlit as st
+
+    event = st.session_state.get(chart_key)
+    points = event.get("selection", {}).get("points", []) if event else []
+    return clicked_head(points, n_layers, n_heads)
+
+
 def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, int] | None:
     """The ``(layer, head)`` of the first clicked model-view marker, or None (a click elsewhere).
 

@@ -85,11 +85,6 @@ def typed_model_field(key: str, title: str, example: str, families_help: str) ->
     return (st.session_state.get(key) or "").strip()
 
 
-def shown_id(model_id: str) -> str:
-    """A model id (or file name) for a message: shown exactly as typed, never as a link, cut to ~80 characters."""
-    return quoted(model_id)
-
-
 def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
     """The header of the text pages: the sentence (left), the model and token limit (right), then the load.
 
@@ -112,13 +107,13 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
 
 def load_model(model_id: str):
     """Load (once per server) with a spinner; None and an error message if it cannot be loaded."""
-    with st.spinner(f"Loading {shown_id(model_id)} (the first load takes a few seconds)…"):
+    with st.spinner(f"Loading {quoted(model_id)} (the first load takes a few seconds)…"):
         try:
             return services.get_model(model_id)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
             reason = services.friendly_error(err)
             named = md(quote_input(model_id)) in reason  # a typed id is shown once, not twice
-            st.error(f"Could not load {'the model' if named else shown_id(model_id)}: {reason}")
+            st.error(f"Could not load {'the model' if named else quoted(model_id)}: {reason}")
             return None
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 import string
 
+from engine.text import shorten
+
 _PUNCT = re.compile("([" + re.escape(string.punctuation) + "])")
 LIMIT = 80  # characters of user input quoted in a message
 
@@ -37,8 +39,7 @@ def md(text: object) -> str:
 
 def quoted(text: object, limit: int = LIMIT) -> str:
     """User input for a message, shown exactly (an inline code span), at most ``limit`` characters then "…"."""
-    s = " ".join(str(text).split())
-    s = s if len(s) <= limit else s[: limit - 1] + "…"
+    s = " ".join(shorten(text, limit).split())  # one line, at most ``limit`` characters, then "…"
     longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)  # a fence longer than any run of backticks inside
     pad = " " if s.startswith("`") or s.endswith("`") or not s else ""

@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 
 from app import services
-from app.components.head_views import clicked_head, model_view_figure
+from app.components.head_views import clicked_in, model_view_figure
 from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
@@ -27,11 +27,9 @@ GRID_KEY = "explore_grid"
 TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?")
 
 
-def _pick_grid_head(n_layers: int, n_heads: int, layer: int) -> None:
-    """on_select of the grid: a clicked thumbnail becomes the chosen head."""
-    event = st.session_state.get(GRID_KEY)
-    points = event.get("selection", {}).get("points", []) if event else []
-    picked = clicked_head(points, 1, n_heads)
+def _pick_grid_head(n_heads: int) -> None:
+    """on_select of the grid (one row: the chosen layer): a clicked thumbnail becomes the chosen head."""
+    picked = clicked_in(GRID_KEY, 1, n_heads)
     if picked is not None:
         st.session_state[K.head] = picked[1]
 
@@ -87,7 +85,7 @@ def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
     with st.spinner(f"Drawing the {trace.n_heads} heads of layer {layer}…"):
         tiles, pooled = services.layer_grid(model_id, text, causal, max_tokens, "self", layer)
     fig = model_view_figure(tiles, selected=(0, head), layer_names=[f"L{layer}"], weights_in_hover=False)
-    st.plotly_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_layers, trace.n_heads, layer),
+    st.plotly_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads),
                     selection_mode="points", config={"displayModeBar": False})
     st.caption(
         f"All {trace.n_heads} heads of layer {layer}; **click one** to open it above (red frame: the chosen head). "

@@ -13,7 +13,7 @@ import streamlit as st
 
 from app import services
 from app.components.ablation_panel import render_ablation
-from app.components.head_views import clicked_head, layer_head_heatmap, model_view_figure
+from app.components.head_views import clicked_in, layer_head_heatmap, model_view_figure
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
 from app.components.guard import calm_errors
@@ -37,9 +37,7 @@ MODEL_VIEW_KEY = "heads_model_view"
 
 def _select_clicked_head(n_layers: int, n_heads: int) -> None:
     """on_select callback of the model view: a clicked tile becomes the shared layer/head."""
-    event = st.session_state.get(MODEL_VIEW_KEY)
-    points = event.get("selection", {}).get("points", []) if event else []
-    picked = clicked_head(points, n_layers, n_heads)
+    picked = clicked_in(MODEL_VIEW_KEY, n_layers, n_heads)
     if picked is not None:
         st.session_state[K.layer], st.session_state[K.head] = picked
 

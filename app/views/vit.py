@@ -9,7 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.pickers import load_model, shown_id, typed_model_field
+from app.components.pickers import load_model, typed_model_field
+from app.components.safe_text import quoted
 from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
 from app.state import PERSIST, bounded, clamp
@@ -61,9 +62,9 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
     try:
         pixels, notices = services.vit_read_upload(upload.getvalue())
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.error(f"{shown_id(upload.name)} cannot be used: {services.friendly_error(err)}")
+        st.error(f"{quoted(upload.name)} cannot be used: {services.friendly_error(err)}")
         return None, source, "", ()
-    return pixels, source, f"your image {shown_id(upload.name)}", tuple(notices)
+    return pixels, source, f"your image {quoted(upload.name)}", tuple(notices)
 
 
 def pick_model_id() -> str:
@@ -245,7 +246,7 @@ def main() -> None:
     if model is None:
         return
     if model.spec.family != "vit":
-        st.error(f"{shown_id(model_id)} is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
+        st.error(f"{quoted(model_id)} is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
         return
     try:
         with st.spinner("Running the model…"):
