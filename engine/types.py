@@ -109,6 +109,15 @@ class AttentionTrace:
             ``tanh(scaled / c) · c`` + bias + mask; or ().
         key_padding: ``[k_pos]`` bool, True where a key is padding (blocked for every query).
         alibi_slopes: ``[head]`` slopes of an ALiBi bias, or None.
+        relative_bias: per layer, a learned relative-position bias (T5) as ``[head, n_q + n_k − 1]``
+            or None, or (): key ``j`` of query ``i`` adds ``relative_bias[layer][h, j − i + n_q − 1]``
+            (positions counted from 0 on both sides, as T5 does without a cache). Layers that share one
+            bias share the array.
+        kv_heads: grouped-query attention: how many key/value heads the model has (query head ``h``
+            reads key/value head ``h // (n_heads // kv_heads)``; ``keys``/``values`` hold one copy per
+            query head); None when every query head has its own.
+        generated_from: index of the first token the model generated itself (the tokens before it
+            were the prompt), or None when nothing was generated.
         pos_encoding: ``[pos, d_model]`` vectors added to the token embeddings, or None.
         pos_encoding_kind: learned, sinusoidal, rope, alibi or none.
         truncated: True when the input had more than ``max_tokens`` tokens and was cut.
@@ -130,6 +139,9 @@ class AttentionTrace:
     softcap: tuple[float | None, ...] = ()
     key_padding: np.ndarray | None = None
     alibi_slopes: np.ndarray | None = None
+    relative_bias: tuple[np.ndarray | None, ...] = ()
+    kv_heads: int | None = None
+    generated_from: int | None = None
     pos_encoding: np.ndarray | None = None
     pos_encoding_kind: str = "none"
     truncated: bool = False
@@ -165,6 +177,17 @@ class AttentionTrace:
             raise ValueError(f"key_padding must have one flag per key token, got shape {self.key_padding.shape}")
         if self.alibi_slopes is not None and self.alibi_slopes.shape != (self.queries[0].shape[0],):
             raise ValueError(f"alibi_slopes must have one slope per head, got shape {self.alibi_slopes.shape}")
+        if self.relative_bias:
+            if len(self.relative_bias) != n_layers:
+                raise ValueError(f"relative_bias needs one entry per layer (or none at all), got {len(self.relative_bias)}")
+            want = (self.queries[0].shape[0], len(self.tokens) + len(self.key_tokens) - 1)
+            for layer, rb in enumerate(self.relative_bias):
+                if rb is not None and rb.shape != want:
+                    raise ValueError(f"layer {layer}: relative_bias must be [head, n_q + n_k − 1] = {want}, got {rb.shape}")
+        if self.kv_heads is not None and (self.kv_heads < 1 or self.queries[0].shape[0] % self.kv_heads):
+            raise ValueError(f"kv_heads must divide the {self.queries[0].shape[0]} query heads, got {self.kv_heads}")
+        if self.generated_from is not None and not 0 <= self.generated_from <= len(self.tokens):
+            raise ValueError(f"generated_from must be a token index, got {self.generated_from}")
 
     # ---- shape -------------------------------------------------------------------------------
     @property
@@ -242,15 +265,31 @@ class AttentionTrace:
             blocked |= self.key_padding[None, :]
         return np.where(blocked, -np.inf, 0.0).astype(np.float32)
 
+    def relative_bias_of(self, layer: int) -> np.ndarray | None:
+        """The relative-position bias vector of ``layer`` ``[head, n_q + n_k − 1]``, or None."""
+        layer = self._layer(layer)
+        return self.relative_bias[layer] if self.relative_bias else None
+
+    def key_head(self, head: int) -> int:
+        """The key/value head that query head ``head`` reads (itself without grouped-query attention)."""
+        head = self._heads(head)[0]
+        return head if self.kv_heads is None else head // (self.n_heads // self.kv_heads)
+
     def bias(self, layer: int) -> np.ndarray | None:
-        """Per-head additive bias ``[head, q_pos, k_pos]`` (ALiBi), or None; n×n per head (see ``mask``)."""
-        self._layer(layer)
-        if self.alibi_slopes is None:
-            return None
-        q_pos = np.arange(self.n_queries)[:, None] + (self.n_keys - self.n_queries)
-        k_pos = np.arange(self.n_keys)[None, :]
-        distance = -np.abs(q_pos - k_pos).astype(np.float32)  # [q, k], 0 on the diagonal
-        return (self.alibi_slopes.astype(np.float32)[:, None, None] * distance[None]).astype(np.float32)
+        """Per-head additive bias ``[head, q_pos, k_pos]`` (ALiBi, T5's relative bias), or None; n×n per
+        head (see ``mask``)."""
+        layer = self._layer(layer)
+        out = None
+        if self.alibi_slopes is not None:
+            q_pos = np.arange(self.n_queries)[:, None] + (self.n_keys - self.n_queries)
+            k_pos = np.arange(self.n_keys)[None, :]
+            distance = -np.abs(q_pos - k_pos).astype(np.float32)  # [q, k], 0 on the diagonal
+            out = (self.alibi_slopes.astype(np.float32)[:, None, None] * distance[None]).astype(np.float32)
+        rb = self.relative_bias_of(layer)
+        if rb is not None:
+            rel = np.arange(self.n_keys)[None, :] - np.arange(self.n_queries)[:, None] + (self.n_queries - 1)
+            out = rb[:, rel] if out is None else out + rb[:, rel]
+        return None if out is None else out.astype(np.float32, copy=False)
 
     def blocked_any(self) -> bool:
         """True when the mask blocks at least one (query, key) pair; O(n), no n×n array."""

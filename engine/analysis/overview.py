@@ -81,6 +81,7 @@ class _Head:
     softcap: np.float32 | None  # logit cap: s = tanh(s / cap) · cap after scaling
     window: int | None  # sliding window: row i sees keys j with 0 <= i + offset − j < w (causal), |…| <= w (not)
     slope: np.float32 | None  # ALiBi slope of this head
+    relative: np.ndarray | None = None  # T5's relative bias of this head, [n_q + n_k − 1]: key j of row i adds [j − i + n_q − 1]
 
     @property
     def n_q(self) -> int:
@@ -115,6 +116,7 @@ def _head(trace: AttentionTrace, layer: int, head: int) -> _Head:
         else np.float32(trace.softcap[index(layer) % trace.n_layers]),
         padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
         slope=None if slopes is None else np.float32(slopes[head]),
+        relative=None if (rb := trace.relative_bias_of(layer)) is None else np.asarray(rb[head], dtype=np.float32),
     )
 
 
@@ -150,6 +152,10 @@ def _rows(h: _Head, start: int, stop: int, buffer: np.ndarray | None = None) -> 
         distance *= h.slope
         s += distance
         del distance
+    if h.relative is not None:  # + T5's relative bias, looked up by j − i (one chunk-sized index array)
+        rel = np.subtract.outer(np.arange(n_keys), np.arange(start, stop)).T + (h.n_q - 1)
+        s += h.relative[rel]
+        del rel
     if h.causal:  # row i sees keys j <= i + offset; only the chunk's last keys can be blocked
         first_blocked = np.arange(start, stop) + (h.n_k - h.n_q) + 1
         for r in np.flatnonzero(first_blocked < n_keys):

@@ -40,13 +40,35 @@ class LayerRecord:
     sliding_window: int | None
     softcap: float | None
     masked: bool  # a mask tensor was passed (False: none, SDPA's is_causal path or no mask at all)
+    #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``);
+    #: None when the call had none or an all-zero one. Layers given the same tensor share the array.
+    relative_bias: np.ndarray | None = None
 
 
 @dataclass
 class Recorder:
-    """Per-trace store: layer index → what that layer's attention call received."""
+    """Per-trace store of what each attention call received.
+
+    ``layers``: layer index → record (decoder-only models, whose attention modules carry
+    ``layer_idx``); ``calls``: every call in order as ``(module, record)``, for models with more
+    than one stack (encoder-decoders), which map modules to their place by name.
+    """
 
     layers: dict[int, LayerRecord] = field(default_factory=dict)
+    calls: list[tuple[object, LayerRecord]] = field(default_factory=list)
+    _biases: dict[tuple, np.ndarray | None] = field(default_factory=dict)
+
+    def relative(self, position_bias) -> np.ndarray | None:
+        """``[1, H, n_q, n_k]`` relative bias → its ``[H, n_q + n_k − 1]`` diagonals (first column
+        bottom-up, then the first row), once per tensor; None when it is all zeros."""
+        if position_bias is None:
+            return None
+        memo = (position_bias.data_ptr(), tuple(position_bias.shape))
+        if memo not in self._biases:
+            pb = position_bias[0].detach().float()  # [H, n_q, n_k]
+            vec = np.concatenate([pb[:, :, 0].flip(-1).cpu().numpy(), pb[:, 0, 1:].cpu().numpy()], axis=1)
+            self._biases[memo] = np.ascontiguousarray(vec, dtype=np.float32) if np.any(vec) else None
+        return self._biases[memo]
 
 
 _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_capture_recorder", default=None)
@@ -64,7 +86,7 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
         layer = getattr(module, "layer_idx", None)
         if layer is None:
             layer = len(recorder.layers)
-        recorder.layers[int(layer)] = LayerRecord(
+        record = LayerRecord(
             query=_numpy(query),
             key=_numpy(key),
             value=_numpy(value),
@@ -72,7 +94,10 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
             sliding_window=None if kwargs.get("sliding_window") is None else int(kwargs["sliding_window"]),
             softcap=None if kwargs.get("softcap") is None else float(kwargs["softcap"]),
             masked=attention_mask is not None,
+            relative_bias=recorder.relative(kwargs.get("position_bias")),
         )
+        recorder.layers[int(layer)] = record
+        recorder.calls.append((module, record))
     softcap = kwargs.pop("softcap", None)
     if softcap is not None:  # Gemma 2: SDPA cannot cap the scores
         return _softcapped(module, query, key, value, attention_mask, scaling, float(softcap), kwargs.get("is_causal"))

@@ -1,0 +1,100 @@
+"""Choosing the next token: greedy, or sampled with temperature, top-k and top-p.
+
+One rule for every model that writes text (decoders, encoder-decoders)::
+
+    greedy:   w = argmax_w z_w
+    sampled:  p = softmax(z / T), keep the k most likely (top-k) and the fewest most likely whose
+              probabilities reach p (top-p, "nucleus"), renormalise, draw w with a seeded generator
+
+Sampling uses its own ``numpy`` generator seeded per call, so a run is repeatable and concurrent
+sessions never share random state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.types import EngineError
+
+#: most tokens one request may generate (each is a forward pass of the model)
+MAX_NEW_TOKENS = 128
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """How to pick each generated token.
+
+    Attributes:
+        max_new_tokens: stop after this many (1–:data:`MAX_NEW_TOKENS`); an end-of-text token stops earlier.
+        sample: False for greedy decoding (the other settings are then ignored).
+        temperature: divides the scores before the softmax (> 0; below 1 sharpens, above 1 flattens).
+        top_k: keep only the k most likely tokens (0: all).
+        top_p: keep the fewest most likely tokens whose probabilities add up to at least p (1: all).
+        seed: the sampling generator's seed.
+    """
+
+    max_new_tokens: int = 20
+    sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        def whole(name: str, value, low: int, high: int) -> None:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+                raise EngineError(f"{name} must be a whole number from {low} to {high}, got {value!r}.")
+
+        whole("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)
+        whole("top_k", self.top_k, 0, 1_000_000)
+        whole("seed", self.seed, 0, 2**32 - 1)
+        if not isinstance(self.temperature, (int, float)) or not 0.01 <= float(self.temperature) <= 100:
+            raise EngineError(f"temperature must be from 0.01 to 100, got {self.temperature!r}.")
+        if not isinstance(self.top_p, (int, float)) or not 0.0 < float(self.top_p) <= 1.0:
+            raise EngineError(f"top_p must be above 0 and at most 1, got {self.top_p!r}.")
+
+    def describe(self) -> str:
+        """A short phrase for captions: "greedy" or "sampled (T = 0.8, top-k 40, top-p 0.9, seed 0)"."""
+        if not self.sample:
+            return "greedy (the most likely token each step)"
+        parts = [f"T = {self.temperature:g}"]
+        if self.top_k:
+            parts.append(f"top-k {self.top_k}")
+        if self.top_p < 1:
+            parts.append(f"top-p {self.top_p:g}")
+        return f"sampled ({', '.join(parts)}, seed {self.seed})"
+
+
+def candidate_probs(logits: np.ndarray, settings: DecodeSettings) -> np.ndarray:
+    """The distribution a sampled step draws from: ``[vocab]`` float64, zero outside top-k / top-p."""
+    z = np.asarray(logits, dtype=np.float64) / float(settings.temperature)
+    z = np.where(np.isfinite(z), z, -np.inf)
+    z -= z.max()
+    p = np.exp(z)
+    p /= p.sum()
+    order = np.argsort(-p, kind="stable")  # most likely first; ties by id
+    keep = np.zeros(p.shape, dtype=bool)
+    n_keep = len(order) if not settings.top_k else min(settings.top_k, len(order))
+    if settings.top_p < 1.0:  # the smallest prefix whose mass reaches top_p
+        cum = np.cumsum(p[order])
+        n_keep = min(n_keep, int(np.searchsorted(cum, settings.top_p - 1e-12)) + 1)
+    keep[order[:n_keep]] = True
+    out = np.where(keep, p, 0.0)
+    return out / out.sum()
+
+
+class TokenPicker:
+    """Picks generated tokens one at a time with one settings object and one seeded generator."""
+
+    def __init__(self, settings: DecodeSettings) -> None:
+        self.settings = settings
+        self._rng = np.random.default_rng(settings.seed)
+
+    def __call__(self, logits: np.ndarray) -> int:
+        """The next token id for the last position's ``logits`` ``[vocab]``."""
+        if not self.settings.sample:
+            return int(np.argmax(np.asarray(logits)))
+        p = candidate_probs(logits, self.settings)
+        return int(self._rng.choice(len(p), p=p))
