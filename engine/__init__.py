@@ -53,6 +53,7 @@ __all__ = [
     "ModelUnavailableError",
     "Tokens",
     "device_name",
+    "generate",
     "list_models",
     "load",
     "set_threads",
@@ -85,6 +86,31 @@ def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int =
         >>> tr.pattern(0, 0).sum(axis=-1)  # all ones
     """
     return model.adapter.trace(model, text, causal=causal, max_tokens=max_tokens)
+
+
+def generate(model: "Model", prompt, settings=None, *, max_tokens: int = DEFAULT_MAX_TOKENS):
+    """Let ``model`` write after (a decoder) or from (an encoder-decoder) ``prompt``, then trace it.
+
+    Args:
+        model: from :func:`load`, a decoder or an encoder-decoder.
+        prompt: the text to continue or to translate.
+        settings: an :class:`engine.generation.DecodeSettings` (greedy, 20 tokens when None).
+        max_tokens: the prompt is cut to this many tokens.
+
+    Returns:
+        For a decoder, an :class:`AttentionTrace` over prompt + generated tokens with
+        ``generated_from`` set; for an encoder-decoder, a :class:`Seq2SeqTrace` whose target is the
+        decoded output.
+
+    Raises:
+        EngineError: the model does not write text, or a setting is out of range.
+    """
+    from engine.generation import DecodeSettings
+
+    writer = getattr(model.adapter, "generate", None)
+    if writer is None:
+        raise EngineError("Generating text needs a decoder (GPT-style) or an encoder-decoder (translator) model.")
+    return writer(model, prompt, settings or DecodeSettings(), max_tokens=max_tokens)
 
 
 def device_name() -> str:

@@ -33,6 +33,7 @@ from engine.text import error_reason, quote_input
 from engine.types import ModelSpec, ModelUnavailableError
 
 VIT_TYPES = ("vit", "deit")  # routed to engine.pretrained.vit_hf (imported only for them)
+SEQ2SEQ_TYPES = ("t5", "mt5", "bart", "marian")  # engine.pretrained.seq2seq_hf
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 PROBE_TIMEOUT_S = 5.0
@@ -223,11 +224,13 @@ def load_hf(
         from engine.pretrained.vit_hf import load_hf_vit
 
         return load_hf_vit(model_id, path, config, spec=spec, device=device)
+    if model_type in SEQ2SEQ_TYPES:  # encoder-decoders: source in, decoded output, three attentions
+        return _load_seq2seq(model_id, path, config, model_type, spec=spec, device=device)
     adapter = ADAPTERS.get(model_type)
     shown = quote_input(model_id)
     if adapter is None:
         raise ModelUnavailableError(
-            f"{shown} is a {quote_input(model_type, 40)} model; supported here: {', '.join(sorted((*ADAPTERS, *VIT_TYPES)))}."
+            f"{shown} is a {quote_input(model_type, 40)} model; supported here: {', '.join(sorted((*ADAPTERS, *VIT_TYPES, *SEQ2SEQ_TYPES)))}."
         )
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ModelUnavailableError(
@@ -266,4 +269,33 @@ def load_hf(
         reload=build,
         info={"source": str(path), "architecture": model_type},
         default_causal=adapter.default_causal(module.config),  # read once, before any session uses it
+    )
+
+
+def _load_seq2seq(model_id: str, path: Path, config: dict, model_type: str, *, spec: ModelSpec | None,
+                  device: torch.device | None) -> Model:  # fmt: skip
+    """A T5, BART or Marian model with its tokenizer, read through ``ap_capture`` (all three attentions)."""
+    from engine.pretrained.interface import register
+    from engine.pretrained.seq2seq_hf import Seq2SeqHFAdapter
+
+    api = hf()
+    shown = quote_input(model_id)
+    try:
+        tokenizer = api.AutoTokenizer.from_pretrained(path)
+    except Exception as err:
+        raise ModelUnavailableError(f"The tokenizer of {shown} cannot be loaded: {error_reason(err)}") from err
+    build = sdpa_builder(api.AutoModelForSeq2SeqLM, path, model_id, register())
+    module = build(device or pick_device())
+    relative = model_type in {"t5", "mt5"}  # no position table: the tokenizer's limit, else T5's 512
+    max_pos = int(config.get("n_positions") or 512) if relative else int(config.get("max_position_embeddings") or 512)
+    return Model(
+        spec=spec or ModelSpec(id=model_id, family="encoder-decoder", label=model_id, offline=True),
+        module=module,
+        tokenizer=tokenizer,
+        adapter=Seq2SeqHFAdapter(model_type=model_type, byte_level=_byte_level(tokenizer)),
+        device=next(module.parameters()).device,
+        max_positions=max_pos,
+        reload=build,
+        info={"source": str(path), "architecture": model_type},
+        default_causal=False,
     )

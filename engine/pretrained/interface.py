@@ -56,7 +56,8 @@ class Recorder:
 
     layers: dict[int, LayerRecord] = field(default_factory=dict)
     calls: list[tuple[object, LayerRecord]] = field(default_factory=list)
-    _biases: dict[tuple, np.ndarray | None] = field(default_factory=dict)
+    #: (address, shape) → (the tensor, kept alive so that no later tensor reuses its address; its vector)
+    _biases: dict[tuple, tuple[object, np.ndarray | None]] = field(default_factory=dict)
 
     def relative(self, position_bias) -> np.ndarray | None:
         """``[1, H, n_q, n_k]`` relative bias → its ``[H, n_q + n_k − 1]`` diagonals (first column
@@ -67,8 +68,8 @@ class Recorder:
         if memo not in self._biases:
             pb = position_bias[0].detach().float()  # [H, n_q, n_k]
             vec = np.concatenate([pb[:, :, 0].flip(-1).cpu().numpy(), pb[:, 0, 1:].cpu().numpy()], axis=1)
-            self._biases[memo] = np.ascontiguousarray(vec, dtype=np.float32) if np.any(vec) else None
-        return self._biases[memo]
+            self._biases[memo] = (position_bias, np.ascontiguousarray(vec, dtype=np.float32) if np.any(vec) else None)
+        return self._biases[memo][1]
 
 
 _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_capture_recorder", default=None)

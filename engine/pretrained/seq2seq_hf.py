@@ -1,0 +1,196 @@
+"""Pretrained encoder-decoders (T5, BART, Marian): a source sentence in, a decoded output, three kinds of attention.
+
+In transformers 5.23 their encoder self-attention, decoder self-attention and cross-attention all
+call the function registered with ``transformers.AttentionInterface``, so the model is loaded with
+``attn_implementation="ap_capture"`` (:mod:`engine.pretrained.interface`) like the modern decoders.
+A trace is made in two steps, as for the own translator (:mod:`engine.models.seq2seq_adapter`):
+
+1. decode: the encoder runs once, then the decoder writes one token at a time (with its key/value
+   cache) until the end-of-sequence token or the limit, picking each token greedily or by sampling
+   (:mod:`engine.generation`);
+2. capture: one teacher-forced pass over the source and the decoder input (the start token and the
+   generated tokens, without a final end token) records every attention call. Row ``i`` of the
+   decoder and cross-attention traces is the decoder reading ``target[i]`` while predicting
+   ``target[i + 1]``.
+
+Which stack a call belongs to is read from the module's name: ``…encoder…`` is the encoder,
+``EncDecAttention`` (T5) or ``encoder_attn`` (BART, Marian) is cross-attention, the rest is the
+decoder. T5 adds a learned relative-position bias (shared by all layers of a stack) and does not
+scale QKᵀ (``scaling = 1``); both come from what the call received.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+from torch import nn
+
+from engine.generation import DecodeSettings, TokenPicker
+from engine.model import Model
+from engine.text import (byte_level_display, check_max_tokens, clean_input, clean_token, length_notices,
+                         special_flags)  # fmt: skip
+from engine.types import AttentionTrace, EmptyInputError, EngineError, Seq2SeqTrace, Tokens
+
+#: model types read here, with how each encodes positions
+POSITIONS = {"t5": "relative", "mt5": "relative", "bart": "learned", "marian": "sinusoidal"}
+#: the longest decoded output a plain ``engine.trace`` writes (greedy)
+DEFAULT_NEW_TOKENS = 40
+
+
+def part_of(name: str) -> str:
+    """``"encoder"``, ``"decoder"`` or ``"cross"`` for an attention module's dotted name."""
+    parts = name.split(".")
+    if "encoder" in parts:
+        return "encoder"
+    return "cross" if parts[-1] in {"EncDecAttention", "encoder_attn"} else "decoder"
+
+
+@dataclass(frozen=True)
+class Seq2SeqHFAdapter:
+    """``engine.trace`` / ``engine.generate`` for a Hugging Face encoder-decoder: text → :class:`Seq2SeqTrace`.
+
+    ``causal`` is ignored: the decoder is always causal, the encoder and cross-attention never are.
+    ``max_tokens`` bounds the source.
+    """
+
+    model_type: str
+    byte_level: bool = False
+    family: str = "encoder-decoder"
+
+    # ---- tokens ------------------------------------------------------------------------------
+    def _tokens(self, tokenizer, ids: list[int]) -> Tokens:
+        special = special_flags(tokenizer, ids)
+        show = byte_level_display if self.byte_level else clean_token
+        pieces = tokenizer.convert_ids_to_tokens(ids)
+        return Tokens(strings=tuple(p if s else show(p) for p, s in zip(pieces, special)), ids=tuple(ids),
+                      special=special)  # fmt: skip
+
+    def source(self, model: Model, text: str, max_tokens: int) -> tuple[list[int], Tokens, list[str], int]:
+        """Source ids (cut to ``max_tokens``), display tokens, notices and the uncut count."""
+        text, cut_chars = clean_input(text)
+        tokenizer = model.tokenizer
+        requested = check_max_tokens(max_tokens, tokenizer.num_special_tokens_to_add() + 1)
+        limit = min(requested, model.max_positions)
+        ids = tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        n_total = len(ids)
+        if n_total > limit:
+            ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
+        tokens = self._tokens(tokenizer, list(ids))
+        if all(tokens.special):
+            raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
+        notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
+                                 cut_chars=cut_chars)  # fmt: skip
+        return list(ids), tokens, notices, n_total
+
+    # ---- decoding ----------------------------------------------------------------------------
+    @staticmethod
+    def _special_ids(module: nn.Module) -> tuple[int, set[int], set[int], int | None]:
+        """(decoder start id, end ids, ids never generated, forced first id)."""
+        cfg, gen = module.config, getattr(module, "generation_config", None)
+
+        def read(name):
+            value = getattr(gen, name, None) if gen is not None else None
+            return getattr(cfg, name, None) if value is None else value
+
+        start = read("decoder_start_token_id")
+        if start is None:
+            start = read("pad_token_id")
+        if start is None:
+            raise EngineError("This encoder-decoder's config names no decoder start token.")
+        eos = read("eos_token_id")
+        ends = set(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
+        pad = read("pad_token_id")
+        never = {int(pad)} if pad is not None and pad not in ends else set()  # Marian starts with pad, never writes it
+        forced = read("forced_bos_token_id")
+        return int(start), {int(e) for e in ends}, never, None if forced is None else int(forced)
+
+    def decode(self, module: nn.Module, device: torch.device, src_ids: list[int],
+               settings: DecodeSettings) -> tuple[list[int], bool]:  # fmt: skip
+        """Generated ids (without the start token) and whether an end token finished them."""
+        start, ends, never, forced = self._special_ids(module)
+        pick = TokenPicker(settings)
+        src = torch.tensor([src_ids], device=device)
+        encoder_outputs = module.get_encoder()(input_ids=src)
+        out: list[int] = []
+        past, step_input = None, torch.tensor([[start]], device=device)
+        for step in range(settings.max_new_tokens):
+            res = module(encoder_outputs=encoder_outputs, decoder_input_ids=step_input, past_key_values=past,
+                         use_cache=True)  # fmt: skip
+            past = res.past_key_values
+            logits = res.logits[0, -1].float()
+            for bad in never:
+                if 0 <= bad < logits.shape[0]:
+                    logits[bad] = float("-inf")
+            token = forced if step == 0 and forced is not None else pick(logits.cpu().numpy())
+            out.append(token)
+            if token in ends:
+                return out, True
+            step_input = torch.tensor([[token]], device=device)
+        return out, False
+
+    # ---- capture -----------------------------------------------------------------------------
+    def capture(self, module: nn.Module, device: torch.device, src_ids: list[int], tgt_ids: list[int]):
+        """One teacher-forced pass; ``{part: [record per layer]}`` in layer order."""
+        from engine.pretrained.interface import recording
+
+        names = {id(m): n for n, m in module.named_modules()}
+        with recording() as rec:
+            module(input_ids=torch.tensor([src_ids], device=device),
+                   decoder_input_ids=torch.tensor([tgt_ids], device=device), use_cache=False)  # fmt: skip
+        parts: dict[str, list] = {"encoder": [], "decoder": [], "cross": []}
+        for mod, record in rec.calls:
+            parts[part_of(names.get(id(mod), ""))].append(record)
+        if not parts["encoder"] or len(parts["decoder"]) != len(parts["cross"]):
+            raise EngineError(f"captured {', '.join(f'{k}: {len(v)}' for k, v in parts.items())} attention calls; "
+                              "expected an encoder and one cross-attention per decoder layer")  # fmt: skip
+        return parts
+
+    @staticmethod
+    def _attention(model: Model, records: list, queries: Tokens, keys: Tokens, causal: bool, kind: str,
+                   device: str) -> AttentionTrace:  # fmt: skip
+        relative = [r.relative_bias for r in records]
+        return AttentionTrace(
+            model_id=model.spec.id, family="encoder-decoder", tokens=queries, key_tokens=keys,
+            queries=tuple(r.query for r in records), keys=tuple(r.key for r in records),
+            values=tuple(r.value for r in records),
+            scales=tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records),
+            causal=causal, relative_bias=tuple(relative) if any(b is not None for b in relative) else (),
+            pos_encoding_kind=kind, n_input_tokens=len(keys), device=device,
+        )  # fmt: skip
+
+    # ---- engine.trace / engine.generate ------------------------------------------------------
+    def generate(self, model: Model, text: str, settings: DecodeSettings, *, max_tokens: int) -> Seq2SeqTrace:
+        """Decode ``text`` with ``settings``, then capture encoder, decoder and cross-attention."""
+        src_ids, src_tokens, notices, n_total = self.source(model, text, max_tokens)
+
+        def run(module: nn.Module, device: torch.device):
+            generated, finished = self.decode(module, device, src_ids, settings)
+            start = self._special_ids(module)[0]
+            tgt_ids = [start, *(generated[:-1] if finished else generated)]
+            return generated, finished, tgt_ids, self.capture(module, device, src_ids, tgt_ids)
+
+        (generated, finished, tgt_ids, parts), device, notice = model.run(run)
+        target = self._tokens(model.tokenizer, tgt_ids)
+        kind = POSITIONS.get(self.model_type, "learned")
+        if not finished:
+            notices.append(f"The output did not end within {len(generated)} tokens; it was cut there.")
+        notices.append(f"Decoding: {settings.describe()}.")
+        if notice:
+            notices.append(notice)
+        encoder = self._attention(model, parts["encoder"], src_tokens, src_tokens, False, kind, device.type)
+        return Seq2SeqTrace(
+            model_id=model.spec.id,
+            source=src_tokens,
+            target=target,
+            output_text=model.tokenizer.decode(generated, skip_special_tokens=True),
+            encoder=replace(encoder, truncated=n_total > len(src_ids), n_input_tokens=n_total),
+            decoder=self._attention(model, parts["decoder"], target, target, True, kind, device.type),
+            cross=self._attention(model, parts["cross"], target, src_tokens, False, "none", device.type),
+            notices=tuple(notices),
+        )
+
+    def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> Seq2SeqTrace:
+        """Greedy decoding of up to :data:`DEFAULT_NEW_TOKENS` tokens (see :meth:`generate`)."""
+        return self.generate(model, text, DecodeSettings(max_new_tokens=DEFAULT_NEW_TOKENS), max_tokens=max_tokens)
