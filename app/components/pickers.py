@@ -13,7 +13,7 @@ from engine.text import quote_input
 from app.state import DEFAULTS, PERSIST, SHARE, K, bounded, clamp, current_text
 from app.components.safe_text import md, quoted
 
-TEXT_FAMILIES = {"encoder", "decoder"}  # translators, ViTs and RNNs have pages of their own
+TEXT_FAMILIES = {"encoder", "decoder", "encoder-decoder"}  # ViTs and RNNs have pages of their own
 
 
 def text_box(label: str = "Your text", height: int = 90) -> str:
@@ -57,8 +57,9 @@ def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
     st.selectbox("Model", list(by_id), format_func=label, key=K.model, **SHARE,
                  help="Offline models work anywhere; Hub models download the first time (internet needed).")
     custom = typed_model_field(K.hub_id, "Another model", "e.g. gpt2, bert-base-uncased",
-                               "BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA), GPT-2-family, and Llama, Mistral, "
-                               "Qwen2/3, GPT-NeoX, Phi-3 and Gemma (1, 2, 3 text) models.")
+                               "BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA), GPT-2-family, Llama, Mistral, "
+                               "Qwen2/3, GPT-NeoX, Phi-3 and Gemma (1, 2, 3 text) models, and the T5, BART and "
+                               "Marian encoder-decoders (e.g. t5-small, Helsinki-NLP/opus-mt-en-fr).")
     return custom or st.session_state[K.model]
 
 
@@ -127,6 +128,18 @@ def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
         clamp(K.head, 0, n_heads - 1)
         head = st.selectbox("Head", range(n_heads), key=K.head, **SHARE)
     return int(layer), int(head)
+
+
+def pick_block(family: str, key: str = "heads_block") -> str:
+    """The attention block of an encoder-decoder (encoder, decoder or cross); "self" for other families."""
+    if family != "encoder-decoder":
+        return "self"
+    blocks = services.HEAD_BLOCKS
+    if st.session_state.get(key) not in blocks:
+        st.session_state[key] = "encoder"
+    return st.selectbox("Attention block", list(blocks), key=key, **PERSIST, format_func=blocks.get,
+                        help="Encoder: the source sentence reads itself. Decoder: the output reads what it has "
+                             "written so far (causal). Cross: each output token reads the source sentence.")
 
 
 def show_notices(trace) -> None:

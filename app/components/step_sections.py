@@ -20,9 +20,14 @@ from app.components.safe_text import md
 TABLE_HEIGHT = 280  # px: long texts scroll inside the table
 
 
-def render_steps(trace, steps, labels: list[str], query: int, head: int) -> None:
-    """All six steps: q/K/V, then 2–3 and 4–5 side by side, the weights chart, the output."""
-    show_qkv(trace, steps, labels, query)
+def render_steps(trace, steps, labels: list[str], query: int, head: int, query_label: str | None = None) -> None:
+    """All six steps: q/K/V, then 2–3 and 4–5 side by side, the weights chart, the output.
+
+    ``labels`` name the keys; ``query_label`` the query (default ``labels[query]``: self-attention;
+    cross-attention's query is an output token and its keys are the source).
+    """
+    query_label = labels[query] if query_label is None else query_label
+    show_qkv(trace, steps, labels, query, query_label)
     left, right = st.columns(2, gap="large")
     with left:
         show_dot_products(steps, labels, query)
@@ -33,8 +38,8 @@ def render_steps(trace, steps, labels: list[str], query: int, head: int) -> None
         show_masking(trace, steps, labels, query, head)
     with right:
         show_softmax(steps, labels)
-    show_weights_chart(steps, labels, query)
-    show_output(trace, steps, labels, query)
+    show_weights_chart(steps, labels, query_label)
+    show_output(trace, steps, labels, query, query_label)
 
 
 def step_heading(number: int, title: str, formula: str) -> None:
@@ -42,11 +47,11 @@ def step_heading(number: int, title: str, formula: str) -> None:
     st.latex(formula)
 
 
-def show_qkv(trace, steps, labels: list[str], query: int) -> None:
+def show_qkv(trace, steps, labels: list[str], query: int, query_label: str) -> None:
     step_heading(1, "The query, the keys and the values", r"q_i = x_i W_Q \qquad k_j = x_j W_K \qquad v_j = x_j W_V")
     d = trace.d_head
-    st.markdown(f"**q({query})**, the query of **{md(labels[query])}**")
-    show_vectors("q", steps.q, [labels[query]], key="step_q")
+    st.markdown(f"**q({query})**, the query of **{md(query_label)}**")
+    show_vectors("q", steps.q, [query_label], key="step_q")
     left, right = st.columns(2)
     with left:
         st.markdown("**K**: one key per token")
@@ -91,8 +96,9 @@ def show_scaling(trace, steps, labels: list[str]) -> None:
 
 def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None:
     has_bias = steps.bias is not None
+    bias_name = "ALiBi bias" if trace.alibi_slopes is not None else "relative-position bias"
     formula = r"\tilde s_{ij} = \frac{s_{ij}}{\sqrt{d_k}}" + (r" + b_{ij}" if has_bias else "") + r" + m_{ij}"
-    step_heading(4, "Add the mask" + (" and ALiBi bias" if has_bias else ""), formula)
+    step_heading(4, "Add the mask" + (f" and {bias_name}" if has_bias else ""), formula)
     columns = {"× scale": rounded(steps.scaled[0])}
     if steps.softcap is not None:  # Gemma 2 caps the scaled scores before the mask
         columns[f"capped: {steps.softcap:g}·tanh(s/{steps.softcap:g})"] = rounded(
@@ -107,11 +113,15 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
         text = (f"The causal mask adds **−∞** to every key after the query (j > {query}): {blocked} key(s) here. "
                 "Since e^−∞ = 0 they will get weight exactly 0: a token cannot look ahead.")
     else:
+        toggle = "" if trace.family == "encoder-decoder" else "Switch on *Causal mask* above to see −∞ appear."
         text = ("No causal mask: every entry adds 0, so the query may look at every token, ahead or behind. "
-                "Switch on *Causal mask* above to see −∞ appear." + (f" ({blocked} padding key(s) blocked.)" if blocked else ""))
-    if has_bias:
+                + toggle + (f" ({blocked} padding key(s) blocked.)" if blocked else ""))
+    if has_bias and trace.alibi_slopes is not None:
         slope = float(trace.alibi_slopes[head])
         text += f" ALiBi adds −m·|i − j| with slope m = {slope:.4g} for this head: the farther a key, the lower its score."
+    elif has_bias:
+        text += (" This model (T5) adds a learned bias b(j − i) for each head, read from a small table by how far the "
+                 "key is from the query (far distances share one entry): the model's only sense of word order.")
     st.caption(text)
 
 
@@ -129,22 +139,22 @@ def show_softmax(steps, labels: list[str]) -> None:
     )
 
 
-def show_weights_chart(steps, labels: list[str], query: int) -> None:
-    fig = weights_bar(steps.weights[0], labels, steps.blocked[0], f"Where {labels[query]} looks")
+def show_weights_chart(steps, labels: list[str], query_label: str) -> None:
+    fig = weights_bar(steps.weights[0], labels, steps.blocked[0], f"Where {query_label} looks")
     st.plotly_chart(fig, key="step_bar")
     st.caption(
-        f"The softmax weights of query **{labels[query]}** over every key token (step 5 as bars): the taller the bar, "
+        f"The softmax weights of query **{md(query_label)}** over every key token (step 5 as bars): the taller the bar, "
         "the more of that token's value goes into the output. Grey bars are keys the mask blocks (weight 0). "
         "Pick another query token above to see its row."
     )
 
 
-def show_output(trace, steps, labels: list[str], query: int) -> None:
+def show_output(trace, steps, labels: list[str], query: int, query_label: str) -> None:
     step_heading(6, "The output: a weighted average of the values", r"z_i = \sum_j w_{ij}\, v_j")
     show_vectors("z", steps.z, [f"z({query})"], key="step_z")
     top = np.argsort(-steps.weights[0])[:3]
     parts = " + ".join(f"{steps.weights[0, j]:.3f}·v({labels[j]})" for j in top)
     st.caption(
         f"z({query}) mixes the value vectors with the weights of step 5: roughly {parts} + … . This vector is what the "
-        f"head passes on for {labels[query]}; the {trace.n_heads} heads' outputs are then joined and projected back."
+        f"head passes on for {md(query_label)}; the {trace.n_heads} heads' outputs are then joined and projected back."
     )

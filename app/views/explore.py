@@ -19,7 +19,8 @@ from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
-from app.components.pickers import causal_toggle, layer_head, show_notices, text_and_model
+from app.components.pickers import causal_toggle, layer_head, pick_block, show_notices, text_and_model
+from app.components.safe_text import quoted
 from app.state import K, current_text
 
 MAX_TOKENS_LIMIT = 16_384
@@ -34,11 +35,12 @@ def _pick_grid_head(n_heads: int) -> None:
         st.session_state[K.head] = picked[1]
 
 
-def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int) -> None:
+def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int,
+              block: str = "self") -> None:  # fmt: skip
     """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV."""
     opts = display_options(trace, key_prefix="explore")
     q_range, k_range = zoom_controls(trace, key_prefix="explore")
-    data = services.head_view(model_id, text, causal, max_tokens, "self", layer, head, q_range, k_range,
+    data = services.head_view(model_id, text, causal, max_tokens, block, layer, head, q_range, k_range,
                               opts.hide_sinks, opts.scale == "row", weighting=opts.weighting)
     window = trace.window_of(layer)
     title = (f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
@@ -80,10 +82,11 @@ def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, 
     )
 
 
-def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int) -> None:
+def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int,
+              block: str = "self") -> None:  # fmt: skip
     """Every head of the layer as thumbnails; clicking one opens it above."""
     with st.spinner(f"Drawing the {trace.n_heads} heads of layer {layer}…"):
-        tiles, pooled = services.layer_grid(model_id, text, causal, max_tokens, "self", layer)
+        tiles, pooled = services.layer_grid(model_id, text, causal, max_tokens, block, layer)
     fig = model_view_figure(tiles, selected=(0, head), layer_names=[f"L{layer}"], weights_in_hover=False)
     st.plotly_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads),
                     selection_mode="points", config={"displayModeBar": False})
@@ -96,17 +99,36 @@ def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
     )
 
 
+def show_output(trace) -> None:
+    """An encoder-decoder's input and output, and what its three kinds of attention are."""
+    st.markdown(f"**Output:** {quoted(trace.output_text or '(nothing)')}")
+    st.caption(
+        f"**{len(trace.source)} source tokens → {len(trace.target)} output tokens** (the start token, then what the "
+        f"model wrote) · {trace.encoder.n_layers} encoder and {trace.decoder.n_layers} decoder layers × "
+        f"{trace.encoder.n_heads} heads · running on {services.device_label()}. Pick the **attention block**: the "
+        "encoder reads the source, the decoder reads the output written so far, and cross-attention lets each output "
+        "token read the source (row i is the step that wrote token i + 1)."
+    )
+
+
 @st.fragment
 def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str = "") -> None:
     """Everything that depends on the layer, head and display settings (a fragment: reruns alone)."""
     with calm_errors("head_panel"):
         try:
-            trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
+            full = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
+            columns = st.columns([1, 1, 2]) if family == "encoder-decoder" else st.columns(2)
+            with columns[-1]:
+                block = pick_block(family, key="explore_block")
+            trace = services.attention_block(full, block)
         except Exception as err:  # noqa: BLE001
             st.warning(services.friendly_error(err))
             return
-        layer, head = layer_head(trace.n_layers, trace.n_heads)
-        show_head(model_id, text, causal, max_tokens, trace, layer, head)
+        layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
+        show_head(model_id, text, causal, max_tokens, trace, layer, head, block)
+        if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
+            show_grid(model_id, text, causal, max_tokens, trace, layer, head, block)
+            return
         tabs = st.tabs(list(TABS), key="explore_tab", on_change="rerun")
         if tabs[0].open is not False:
             with tabs[0]:
@@ -127,7 +149,8 @@ def main() -> None:
     if model is None:
         return
     text = current_text()
-    causal = causal_toggle(model_id, model.default_causal)
+    seq2seq = model.spec.family == "encoder-decoder"
+    causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)
@@ -136,6 +159,10 @@ def main() -> None:
         return
 
     show_notices(trace)
+    if seq2seq:
+        show_output(trace)
+        head_panel(model_id, text, causal, max_tokens, model.spec.family)
+        return
     st.caption(
         f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
         f"d_head {trace.d_head} · running on {services.device_label()}"

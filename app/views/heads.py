@@ -22,6 +22,7 @@ from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.pickers import (
     causal_toggle,
     layer_head,
+    pick_block,
     show_notices,
     text_and_model,
 )
@@ -137,18 +138,6 @@ SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
     ("Rollout", rollout_section),
     ("Ablation", ablation_section),
 ]
-
-
-def pick_block(family: str) -> str:
-    """The attention block of a translator (encoder, decoder or cross); "self" for encoders and decoders."""
-    if family != "encoder-decoder":
-        return "self"
-    if st.session_state.get("heads_block") not in services.HEAD_BLOCKS:
-        st.session_state["heads_block"] = "encoder"
-    return st.selectbox("Attention block", list(services.HEAD_BLOCKS), key="heads_block", **PERSIST,
-                        format_func=services.HEAD_BLOCKS.get,
-                        help="Encoder: English words look at English words. Decoder: French words look at "
-                             "earlier French words. Cross: French words look at the English sentence.")
 
 
 def run_sections(ctx: HeadsContext) -> None:

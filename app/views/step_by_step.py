@@ -13,9 +13,11 @@ from app import services
 from app.components.pickers import (
     causal_toggle,
     layer_head,
+    pick_block,
     show_notices,
     text_and_model,
 )
+from app.components.safe_text import md, quoted
 from app.components.step_calculator import calculator
 from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
@@ -48,28 +50,38 @@ def walkthrough() -> None:
     if model is None:
         return
     text = current_text()
+    family = model.spec.family
     controls = st.columns([1, 1, 2, 2])
     with controls[3]:
-        causal = causal_toggle(model_id, model.default_causal)
+        if family == "encoder-decoder":  # the decoder is causal, encoder and cross-attention are not
+            block = pick_block(family, key="step_block")
+            causal = None
+        else:
+            block, causal = "self", causal_toggle(model_id, model.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)
+        attention = services.attention_block(trace, block)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))
         return
-    layer, head = layer_head(trace.n_layers, trace.n_heads, columns=controls[:2])
-    labels = token_labels(trace.tokens.strings)
+    layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
+    labels = token_labels(attention.tokens.strings)
+    key_labels = labels if attention.key_tokens is attention.tokens else token_labels(attention.key_tokens.strings)
     with controls[2]:
-        query = pick_query(labels, trace.tokens.strings)
+        query = pick_query(labels, attention.tokens.strings)
     show_notices(trace)
+    output = getattr(trace, "output_text", None)
+    if output is not None:
+        st.caption(f"Output: {quoted(output)}. Cross-attention's queries are the output tokens, its keys the source.")
 
-    steps = services.query_steps(trace, layer, head, query)
+    steps = services.query_steps(attention, layer, head, query)
     st.caption(
-        f"**{len(labels)} tokens** · layer {layer}, head {head} · d_head {trace.d_head} · query **{labels[query]}**"
-        + (" · causal mask on" if trace.causal else "")
+        f"**{len(labels)} query tokens** · layer {layer}, head {head} · d_head {attention.d_head} · query "
+        f"**{md(labels[query])}**" + (" · causal mask on" if attention.causal else "")
     )
-    render_steps(trace, steps, labels, query, head)
-    st.download_button("Download these steps as CSV", steps_csv(steps, labels), icon=":material/download:",
+    render_steps(attention, steps, key_labels, query, head, query_label=labels[query])
+    st.download_button("Download these steps as CSV", steps_csv(steps, key_labels), icon=":material/download:",
                        file_name=f"steps_L{layer}_H{head}_q{query}.csv", mime="text/csv")
 
 

@@ -1,0 +1,103 @@
+"""Pretrained encoder-decoders on the text pages (AppTest): a tiny T5 folder typed into the model field.
+
+Explore shows the decoded output, an attention-block picker and the chosen block's head; Step by step
+works through a cross-attention query; Heads and the bertviz page draw the three blocks. Numbers are
+checked against ``engine.trace`` of the same folder. The own tiny-translator (offline) appears on
+Explore too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+from app.state import DEFAULT_TEXT
+from apptest_helpers import assert_clean, main_figure, messages, open_page, run_app, z
+from tests.seq2seq_models import save_tiny_seq2seq
+
+TEXT = "the cat sat on the mat"
+
+
+@pytest.fixture(scope="module")
+def t5_folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    return root, save_tiny_seq2seq("t5", root / "tiny-t5")
+
+
+@pytest.fixture
+def allowed(t5_folder, monkeypatch):
+    root, folder = t5_folder
+    monkeypatch.setenv("AP_MODEL_DIRS", str(root))
+    return str(folder)
+
+
+def _reference(folder: str, text: str = TEXT):
+    return engine.trace(engine.load(folder), text)
+
+
+def test_explore_shows_the_output_and_each_block(allowed):
+    at = run_app(hub_id=allowed, text=TEXT)
+    assert_clean(at)
+    ref = _reference(allowed)
+    shown = " ".join(m.value for m in at.markdown)
+    assert "Output:" in shown
+    assert not [t for t in at.toggle if t.label == "Causal mask"]  # nothing to toggle: the decoder is always causal
+    picker = at.selectbox(key="explore_block")
+    assert picker.value == "encoder"
+    np.testing.assert_allclose(z(main_figure(at)), ref.encoder.pattern(0, 0), atol=1e-6)
+    picker.set_value("cross").run()
+    assert_clean(at)
+    fig = main_figure(at)
+    assert z(fig).shape == (len(ref.target), len(ref.source))
+    np.testing.assert_allclose(z(fig), ref.cross.pattern(0, 0), atol=1e-6)
+
+
+def test_step_by_step_walks_a_cross_attention_query(allowed):
+    at = open_page("step_by_step", hub_id=allowed, text=TEXT, step_block="cross")
+    assert_clean(at)
+    ref = _reference(allowed).cross
+    query = at.selectbox(key="step_query").value
+    weights = [d.value for d in at.dataframe if "weight" in d.value.columns]
+    assert weights, "the softmax table"
+    np.testing.assert_allclose(weights[0]["weight"].astype(float), ref.pattern(0, 0)[query], atol=5.1e-5)
+    assert len(weights[0]) == len(ref.key_tokens)  # keys are the source tokens
+
+
+def test_step_by_step_names_t5s_relative_bias(allowed):
+    at = open_page("step_by_step", hub_id=allowed, text=TEXT, step_block="encoder")
+    assert_clean(at)
+    assert any("relative-position bias" in h.value for h in at.subheader)
+    assert any("learned bias b(j − i)" in c.value for c in at.caption)
+    ref = _reference(allowed).encoder
+    query = at.selectbox(key="step_query").value
+    frame = next(d.value for d in at.dataframe if "+ bias" in d.value.columns)
+    np.testing.assert_allclose(frame["+ bias"].astype(float), ref.bias(0)[0, query], atol=5.1e-5)
+
+
+@pytest.mark.parametrize("block", ["encoder", "decoder", "cross"])
+def test_heads_draws_every_block(allowed, block):
+    at = open_page("heads", hub_id=allowed, text=TEXT, heads_block=block)
+    assert_clean(at)
+    assert at.get("plotly_chart"), "the model view"
+
+
+def test_bertviz_page_reads_a_pretrained_translator(allowed):
+    from engine.views import bertviz_html as bv
+
+    at = open_page("bertviz_views", hub_id=allowed, text=TEXT)
+    assert_clean(at)
+    frames = at.get("iframe")
+    assert len(frames) == 1 and frames[0].proto.alt == "bertviz head view"
+    parts = bv.read_payload(frames[0].proto.srcdoc)["attention"]
+    assert [p["name"] for p in parts] == ["Encoder", "Decoder", "Cross"]
+    ref = _reference(allowed)
+    assert len(parts[2]["left_text"]) == len(ref.target) and len(parts[2]["right_text"]) == len(ref.source)
+
+
+def test_own_translator_is_on_explore_offline():
+    at = run_app(model="tiny-translator", text="the cat eats the bread")
+    assert_clean(at)
+    assert at.selectbox(key="explore_block").value == "encoder"
+    assert any("Output:" in m.value for m in at.markdown)
+    assert DEFAULT_TEXT  # the shared sentence is untouched elsewhere
