@@ -27,8 +27,11 @@ START_TIMEOUT_S = 60
 
 
 @contextlib.contextmanager
-def running_app(log_name: str):
-    """Start the app as the README says (Hub off, free port); yield its URL; stop only this process."""
+def running_app(log_name: str, extra_env: dict[str, str] | None = None):
+    """Start the app as the README says (Hub off, free port); yield its URL; stop only this process.
+
+    ``extra_env``: server settings for this server only (e.g. ``AP_MODEL_DIRS``).
+    """
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
     ARTIFACTS.mkdir(exist_ok=True)
@@ -43,7 +46,7 @@ def running_app(log_name: str):
     ]  # fmt: skip
     # Train's tests run jobs of a few thousand steps: on a busy test machine their estimate can pass the
     # default 5-minute limit per job (whose own tests are AppTests and unit tests), so the limit is raised here
-    env = {"AP_TRAIN_MAX_SECONDS": "3600", **os.environ, "HF_HUB_OFFLINE": "1"}
+    env = {"AP_TRAIN_MAX_SECONDS": "3600", **os.environ, "HF_HUB_OFFLINE": "1", **(extra_env or {})}
     log_path = ARTIFACTS / log_name
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 — closed after the server stops
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

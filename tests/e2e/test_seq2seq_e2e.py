@@ -1,0 +1,77 @@
+"""A pretrained encoder-decoder in a real browser: a T5 folder typed into Explore's model field.
+
+Offline, a Hub id cannot be fetched, so the same code runs on a tiny random T5 saved like a download
+(``tests/seq2seq_models.py``) inside the folder the server's admin allowed (``AP_MODEL_DIRS``). A
+student types the folder, sees the decoded output, switches the attention block to cross-attention
+and the map turns into output rows × source columns; Step by step then walks a cross-attention query.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from conftest import running_app
+from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from tests.seq2seq_models import save_tiny_seq2seq
+
+pytestmark = pytest.mark.e2e
+
+FIRST_DRAW_MS = 60_000
+REDRAW_MS = 20_000
+ROWS_COLS = "el => [el._fullData[0].z.length, el._fullData[0].z[0].length]"
+
+
+@pytest.fixture(scope="module")
+def t5_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("allowed")
+    folder = save_tiny_seq2seq("t5", root / "tiny-t5")
+    with running_app("e2e-seq2seq-server.log", {"AP_MODEL_DIRS": str(root)}) as url:
+        yield url, str(folder)
+
+
+def pick(page: Page, label: str, option: str) -> None:
+    page.get_by_role("combobox", name=label).click()
+    page.get_by_role("option", name=option, exact=True).click()
+    expect(page.get_by_role("combobox", name=label)).to_have_value(option)
+
+
+def test_type_a_t5_folder_and_read_cross_attention(page: Page, t5_server, artifacts: Path):
+    url, folder = t5_server
+    page.goto(url)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    box = page.locator('[data-testid="stTextArea"] textarea')
+    box.click()
+    box.press("Control+a")
+    box.press_sequentially("the cat sat on the mat")
+    box.press("Control+Enter")
+    expect_idle(page)
+    page.get_by_text(re.compile(r"^Another model \(")).click()  # "(Hugging Face id or folder)"
+    field = page.get_by_role("textbox", name=re.compile(r"folder$"))
+    field.fill(folder)
+    field.press("Enter")
+    expect(page.get_by_text("Output:")).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.get_by_role("combobox", name="Attention block")).to_have_value("Encoder self-attention")
+    expect_idle(page)
+    expect_no_exception(page)
+    chart = page.locator(PLOT).first
+    n_src = chart.evaluate(ROWS_COLS)[0]
+    pick(page, "Attention block", "Cross-attention")
+    expect_idle(page)
+    page.wait_for_function(f"([sel, n]) => {{ const z = document.querySelector(sel)._fullData[0].z; "
+                           f"return z[0].length === n && z.length !== n; }}", arg=[PLOT, n_src], timeout=REDRAW_MS)
+    rows, cols = chart.evaluate(ROWS_COLS)
+    assert cols == n_src and rows > 1  # output tokens × source tokens
+    expect_no_exception(page)
+    page.screenshot(path=str(artifacts / "seq2seq_explore.png"), full_page=True)
+
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Step by step").click()
+    expect(page.get_by_role("heading", name="Step by step", level=1)).to_be_visible(timeout=REDRAW_MS)
+    expect(page.get_by_role("combobox", name="Attention block")).to_be_visible(timeout=REDRAW_MS)
+    pick(page, "Attention block", "Cross-attention")
+    expect_idle(page)
+    expect(page.locator(PLOT).first.locator(".gtitle")).to_contain_text("looks", timeout=REDRAW_MS)
+    expect_no_exception(page)
