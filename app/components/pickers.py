@@ -59,7 +59,7 @@ def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
     custom = typed_model_field(K.hub_id, "Another model", "e.g. gpt2, bert-base-uncased",
                                "BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA), GPT-2-family, Llama, Mistral, "
                                "Qwen2/3, GPT-NeoX, Phi-3 and Gemma (1, 2, 3 text) models, and the T5, BART and "
-                               "Marian encoder-decoders (e.g. t5-small, Helsinki-NLP/opus-mt-en-fr).")
+                               "Marian encoder-decoders (e.g. google-t5/t5-small).")
     return custom or st.session_state[K.model]
 
 

@@ -177,14 +177,14 @@ def test_folder_without_config(tmp_path) -> None:
 @pytest.mark.parametrize(
     "content, words",
     [
-        ('{"model_type": "t5"}', ["t5", "bert", "gpt2"]),
+        ('{"model_type": "xlnet"}', ["xlnet", "bert", "gpt2", "t5", "llama"]),
         ('{"model_type": "bert", "position_embedding_type": "relative_key"}', ["relative_key"]),
         ("{not json", ["config.json"]),
         ("[1, 2, 3]", ["config.json"]),
         ('"bert"', ["config.json"]),
         ("", ["config.json"]),
     ],
-    ids=["t5", "relative-positions", "corrupt", "list", "string", "empty-file"],
+    ids=["unsupported", "relative-positions", "corrupt", "list", "string", "empty-file"],
 )
 def test_bad_config_is_rejected_readably(tmp_path, content: str, words: list[str]) -> None:
     (tmp_path / "config.json").write_text(content)
