@@ -229,4 +229,17 @@ def position_table(model) -> PositionTable:
             values = vectors.detach().to("cpu", torch.float32).numpy().copy()
             return PositionTable(values=values, kind=cfg.pos_encoding, source=name)
         raise EngineError(f"{model.spec.id} uses {cfg.pos_encoding!r} positions: it adds no position vectors.")
+    if hasattr(adapter, "position_table"):  # pretrained encoder-decoders (BART, Marian)
+        found = adapter.position_table(module)
+        if found is not None:
+            values, kind, source = found
+            return PositionTable(values=values, kind=kind, source=source)
+    kind = getattr(adapter, "pos_encoding_kind", None)
+    if kind == "rope":
+        raise EngineError(f"{model.spec.id} uses rotary position embeddings (RoPE): it turns each query and key by "
+                          "an angle that grows with the position instead of adding position vectors; the RoPE tab "
+                          "shows how.")  # fmt: skip
+    if getattr(adapter, "model_type", None) in {"t5", "mt5"}:
+        raise EngineError(f"{model.spec.id} (T5) adds a learned bias b(j − i) to each attention score, by the "
+                          "distance between query and key, instead of position vectors; Step by step shows it.")
     raise EngineError(f"{model.spec.id} has no table of position vectors to show.")

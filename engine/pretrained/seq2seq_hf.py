@@ -84,6 +84,19 @@ class Seq2SeqHFAdapter:
                                  cut_chars=cut_chars)  # fmt: skip
         return list(ids), tokens, notices, n_total
 
+    def position_table(self, module: nn.Module) -> tuple[np.ndarray, str, str] | None:
+        """The encoder's position vectors ``[pos, d_model]``, their kind and module name; None for T5 (a bias).
+
+        BART's learned table starts two rows in (rows 0–1 are an offset from fairseq), Marian's is a fixed
+        sinusoidal table.
+        """
+        if POSITIONS.get(self.model_type) not in {"learned", "sinusoidal"}:
+            return None
+        table = module.get_encoder().embed_positions
+        values = table.weight.detach().to("cpu", torch.float32).numpy()
+        offset = int(getattr(table, "offset", 0) or 0)
+        return values[offset:].copy(), POSITIONS[self.model_type], "encoder.embed_positions"
+
     # ---- decoding ----------------------------------------------------------------------------
     @staticmethod
     def _special_ids(module: nn.Module) -> tuple[int, set[int], set[int], int | None]:

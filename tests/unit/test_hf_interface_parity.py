@@ -354,3 +354,12 @@ def test_gpu_out_of_memory_retries_on_a_cpu_copy(folders) -> None:
     for layer in range(tr.n_layers):
         np.testing.assert_allclose(tr.pattern(layer), expected.pattern(layer), atol=1e-6)
     assert gpu._cpu_module.config._attn_implementation == "ap_capture"
+
+
+def test_positional_table_of_a_rope_model_explains_rope(folders) -> None:
+    from engine.analysis.positional import position_table
+    from engine.types import EngineError
+
+    model, _ = _pair("llama", folders)
+    with pytest.raises(EngineError, match="rotary position embeddings"):
+        position_table(model)

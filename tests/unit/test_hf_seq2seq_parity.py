@@ -127,3 +127,21 @@ def test_unsupported_architecture_names_what_is_supported(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "pegasus_x"}))
     with pytest.raises(ModelUnavailableError, match="supported here: .*bart.*marian.*t5"):
         engine.load(str(tmp_path))
+
+
+def test_positional_page_says_how_t5_and_rope_models_encode_positions(loaded, tmp_path):
+    from engine.analysis.positional import position_table
+    from engine.types import EngineError
+
+    with pytest.raises(EngineError, match=r"learned bias b\(j − i\)"):
+        position_table(loaded["t5"])
+    bart = position_table(loaded["bart"])  # learned, after fairseq's offset of 2 rows
+    weight = loaded["bart"].module.model.encoder.embed_positions.weight.numpy()
+    assert bart.kind == "learned" and bart.values.shape == (MAX_POS, 32)
+    np.testing.assert_array_equal(bart.values, weight[2:])
+    marian = position_table(loaded["marian"])  # fixed sinusoids: rebuilt by transformers' own init
+    assert marian.kind == "sinusoidal"
+    # the formula, as Marian lays it out: sines in the first half of the dimensions, cosines in the second
+    pos, j = np.arange(MAX_POS)[:, None], np.arange(16)[None, :]
+    angle = pos / np.power(10000.0, 2 * j / 32)
+    np.testing.assert_allclose(marian.values, np.concatenate([np.sin(angle), np.cos(angle)], axis=1), atol=1e-5)
