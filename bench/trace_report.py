@@ -1,5 +1,9 @@
 """Report side of ``python -m bench.bench_trace``: the markdown tables and reading of one run,
-and :func:`_write_section`, which replaces (or adds) the benchmark's section of a markdown file."""
+and :func:`_write_section`, which replaces (or adds) the benchmark's section of a markdown file.
+
+Two sections: :data:`SECTION` (MiniLM and the GPT-2-small shape) and :data:`LLAMA_SECTION` (the
+Llama-shaped model at 1k–8k tokens, where HF eager + ``output_attentions`` is skipped at the sizes
+whose attentions would not fit; :func:`_tables` writes "skipped (would keep X GB)" there)."""
 
 from __future__ import annotations
 
@@ -7,10 +11,18 @@ import re
 from pathlib import Path
 
 SECTION = "## Trace vs output_attentions"
+LLAMA_SECTION = "## Long inputs on a Llama-shaped model"
 MODEL_TITLES = {
     "minilm": "MiniLM (all-MiniLM-L6-v2: 6 layers × 12 heads, d_model 384)",
     "gpt2": "GPT-2-small shape, random weights (12 layers × 12 heads, d_model 768, vocab 50257)",
+    "llama": "Llama shape, random weights (8 layers × 8 query heads, 2 key/value heads, d_model 512, RoPE, vocab 1024)",
 }
+LABELS = {"minilm": "MiniLM", "gpt2": "GPT-2-small shape", "llama": "Llama shape"}
+
+
+def _skipped(kept_bytes: float) -> str:
+    """The table cell for an HF eager + attentions run that was not made."""
+    return f"skipped (would keep {kept_bytes / 1e9:.1f} GB)"
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -21,7 +33,12 @@ def _ratio(a: float, b: float) -> str:
     return "–" if not b else f"{a / b:.1f}×"
 
 
-def _tables(model_name: str, rows: dict[tuple[int, str], dict], sizes: tuple[int, ...]) -> list[str]:
+def _tables(
+    model_name: str, rows: dict[tuple[int, str], dict], sizes: tuple[int, ...], skipped: dict[int, float] | None = None
+) -> list[str]:
+    """Time and memory tables of one model. ``skipped``: token count → bytes HF eager's attentions would
+    have kept, for the sizes where that case was not run (no ``(n, "hf_eager_attn")`` row)."""
+    skipped = skipped or {}
     out = [f"### {MODEL_TITLES[model_name]}", ""]
     out += [
         "Time (median seconds per call):",
@@ -31,9 +48,10 @@ def _tables(model_name: str, rows: dict[tuple[int, str], dict], sizes: tuple[int
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n in sizes:
-        e, h, p = rows[(n, "engine")], rows[(n, "hf_eager_attn")], rows[(n, "hf_plain")]
+        e, h, p = rows[(n, "engine")], rows.get((n, "hf_eager_attn")), rows[(n, "hf_plain")]
+        eager = (_fmt(h["median_s"]), _ratio(h["median_s"], e["median_s"])) if h else (_skipped(skipped[n]), "–")
         out.append(
-            f"| {n} | {_fmt(e['median_s'])} | {_fmt(h['median_s'])} | {_ratio(h['median_s'], e['median_s'])} "
+            f"| {n} | {_fmt(e['median_s'])} | {eager[0]} | {eager[1]} "
             f"| {_fmt(p['median_s'])} | {e['median_s'] / p['median_s']:.2f} | {_fmt(e['head_median_s'] * 1e3, 1)} |"
         )
     out += [
@@ -46,10 +64,14 @@ def _tables(model_name: str, rows: dict[tuple[int, str], dict], sizes: tuple[int
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n in sizes:
-        e, h, p = rows[(n, "engine")], rows[(n, "hf_eager_attn")], rows[(n, "hf_plain")]
+        e, h, p = rows[(n, "engine")], rows.get((n, "hf_eager_attn")), rows[(n, "hf_plain")]
+        if h:
+            eager = (f"{h['peak_mb']:.0f}", _ratio(h["peak_mb"], e["peak_mb"]), f"{h['kept_mb']:.1f}")
+        else:
+            eager = (_skipped(skipped[n]), "–", f"– ({skipped[n] / 1e6:.0f} computed)")
         out.append(
-            f"| {n} | {e['peak_mb']:.0f} | {h['peak_mb']:.0f} | {_ratio(h['peak_mb'], e['peak_mb'])} "
-            f"| {p['peak_mb']:.0f} | {e['kept_mb']:.1f} | {h['kept_mb']:.1f} |"
+            f"| {n} | {e['peak_mb']:.0f} | {eager[0]} | {eager[1]} "
+            f"| {p['peak_mb']:.0f} | {e['kept_mb']:.1f} | {eager[2]} |"
         )
     out.append("")
     return out
@@ -61,7 +83,7 @@ def _reading(results: dict[str, dict], sizes: dict[str, tuple[int, ...]]) -> lis
     for model_name, rows in results.items():
         n = max(sizes[model_name])
         e, h, p = rows[(n, "engine")], rows[(n, "hf_eager_attn")], rows[(n, "hf_plain")]
-        label = "MiniLM" if model_name == "minilm" else "GPT-2-small shape"
+        label = LABELS[model_name]
         lines.append(
             f"- {label} at {n} tokens: the engine's trace + one head took {e['median_s']:.3f} s, HF eager with "
             f"`output_attentions=True` {h['median_s']:.3f} s (ratio {h['median_s'] / e['median_s']:.2f}) and the "
@@ -81,9 +103,44 @@ def _reading(results: dict[str, dict], sizes: dict[str, tuple[int, ...]]) -> lis
     return lines
 
 
-def _write_section(out_path: Path, section: str, header: str | None = None) -> None:
+def _llama_reading(rows: dict[tuple[int, str], dict], sizes: tuple[int, ...], skipped: dict[int, float]) -> list[str]:
+    """The Llama section's reading, computed from its numbers: the largest size where HF eager ran, the
+    largest size overall, and what the skipped sizes would have kept."""
+    lines = []
+    ran = [n for n in sizes if (n, "hf_eager_attn") in rows]
+    if ran:
+        n = max(ran)
+        e, h, p = rows[(n, "engine")], rows[(n, "hf_eager_attn")], rows[(n, "hf_plain")]
+        lines.append(
+            f"- At {n} tokens, the longest input HF eager with `output_attentions=True` was run on: the engine's "
+            f"trace + one head took {e['median_s']:.2f} s, HF eager {h['median_s']:.2f} s (ratio "
+            f"{h['median_s'] / e['median_s']:.2f}) and the plain SDPA forward {p['median_s']:.2f} s; peaks "
+            f"{e['peak_mb']:.0f} MB vs {h['peak_mb']:.0f} MB (ratio {h['peak_mb'] / e['peak_mb']:.1f}). HF keeps "
+            f"{h['kept_mb']:.0f} MB of attention tensors (L·H·n² floats), the engine {e['kept_mb']:.0f} MB of Q/K/V "
+            "(L·3·n·d, keys and values repeated to one per query head)."
+        )
+    n = max(sizes)
+    e, p = rows[(n, "engine")], rows[(n, "hf_plain")]
+    lines.append(
+        f"- At the longest input, {n} tokens, the engine's trace + one head took {e['median_s']:.2f} s against {p['median_s']:.2f} s for "
+        f"a plain forward ({100 * (e['median_s'] / p['median_s'] - 1):+.0f}%; one head's {n}×{n} pattern "
+        f"{e['head_median_s'] * 1e3:.0f} ms of it) and peaked at {e['peak_mb']:.0f} MB against {p['peak_mb']:.0f} MB "
+        f"(+{e['peak_mb'] - p['peak_mb']:.0f} MB for {e['kept_mb']:.0f} MB of kept Q/K/V)."
+    )
+    if skipped:
+        listed = ", ".join(f"{k} tokens: {v / 1e9:.1f} GB" for k, v in sorted(skipped.items()))
+        lines.append(
+            f"- Not run: HF eager + `output_attentions=True` where its attentions would not fit safely ({listed} "
+            "kept, plus the scores of the layer being computed), so there is no HF/engine ratio at those sizes; "
+            "the engine's memory grows with n, not n²."
+        )
+    return lines
+
+
+def _write_section(out_path: Path, section: str, header: str | None = None, after: str | None = None) -> None:
     """Replace the part of ``out_path`` under ``header`` (default: ``section``'s first line, a ``## ``
-    header) up to the next ``## `` header, or add it at the end (other sections are left as they are)."""
+    header) up to the next ``## `` header, or add it: right after the section headed ``after`` when
+    that is given and present, else at the end (other sections are left as they are)."""
     if out_path.exists():
         doc = out_path.read_text()
     else:
@@ -98,6 +155,8 @@ def _write_section(out_path: Path, section: str, header: str | None = None) -> N
     pattern = re.compile(rf"^{re.escape(header)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(doc):
         doc = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", doc, count=1)
+    elif after and (found := re.compile(rf"^{re.escape(after)}\n.*?(?=^## |\Z)", re.S | re.M).search(doc)):
+        doc = doc[: found.end()].rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + doc[found.end():]
     else:
         doc = doc.rstrip("\n") + "\n\n" + section
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,9 @@
 :func:`_make_case` loads one case (engine trace, HF eager with attentions, HF plain forward);
 :func:`_memory_worker` measures one call's peak resident memory (``VmHWM`` reset through
 ``/proc/self/clear_refs``, or a 1 ms RSS sampler) and :func:`_time_worker` times the three cases
-round-robin. The parent starts them through the hidden ``--worker`` flag and reads the line that
-starts with :data:`RESULT_MARK`.
+round-robin (a spec's ``cases`` may leave a case out at some sizes: the Llama row skips HF eager
+where its attentions would not fit). The parent starts them through the hidden ``--worker`` flag and
+reads the line that starts with :data:`RESULT_MARK`.
 """
 
 from __future__ import annotations
@@ -107,11 +108,13 @@ def _make_case(case: str, model_name: str, path: str, text: str):
     want_attn = case == "hf_eager_attn"
     module = cls.from_pretrained(path, attn_implementation="eager" if want_attn else "sdpa", use_safetensors=True)
     module.eval()
+    # as the engine's forward: its Llama-family trace passes use_cache=False (no key/value cache built)
+    extra = {"use_cache": False} if model_name == "llama" else {}
 
     def call(ids: list[int]):
         input_ids = torch.tensor([ids])
         with torch.inference_mode():
-            out = module(input_ids=input_ids, output_attentions=want_attn)
+            out = module(input_ids=input_ids, output_attentions=want_attn, **extra)
         return out, None
 
     def kept(result) -> int:
@@ -157,21 +160,27 @@ def _time_worker(spec: dict) -> dict:
 
     Interleaving the cases call by call means a burst of other load on the machine slows all
     three alike, so the ratios stay meaningful even when the absolute times move.
+    ``spec["cases"]`` (optional): token count (as a string) → the cases run at that size (default all);
+    a case run at no size is not loaded.
     """
     import torch
 
     torch.set_num_threads(spec["threads"])
-    cases = {c: _make_case(c, spec["model"], spec["path"], spec["text"]) for c in CASES}
+    by_n = {n_str: tuple(spec.get("cases", {}).get(n_str, CASES)) for n_str in spec["ids"]}
+    needed = [c for c in CASES if any(c in names for names in by_n.values())]
+    cases = {c: _make_case(c, spec["model"], spec["path"], spec["text"]) for c in needed}
     out: dict[str, dict] = {}
     for n_str, ids in spec["ids"].items():
-        for case, (call, _, check) in cases.items():  # one warm-up call per case at this size
+        names = by_n[n_str]
+        for case in names:  # one warm-up call per case at this size
+            call, _, check = cases[case]
             result, _ = call(ids)
             check(result, ids)
             del result
-        times: dict[str, list[float]] = {c: [] for c in CASES}
+        times: dict[str, list[float]] = {c: [] for c in names}
         head_times: list[float] = []
         for r in range(spec["repeats"]):
-            order = CASES[r % len(CASES):] + CASES[: r % len(CASES)]  # rotate who goes first
+            order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
             for case in order:
                 call = cases[case][0]
                 gc.collect()
