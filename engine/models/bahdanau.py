@@ -355,12 +355,12 @@ class AlignmentAdapter:
         notices += length_notices(len(words), limit, max_tokens=max_tokens, max_positions=model.max_positions,
                                   cut_chars=cut_chars, verb="translated")  # fmt: skip
         tokens = vocab.tokens_for_display(ids)
-        trace, _device, notice = model.run(
+        trace, device, notice = model.run(
             lambda module, _dev: trace_alignment(module, ids, tokens, model.tokenizer["target"], model_id=model.spec.id)
         )
         if notice:
             notices.append(notice)
-        return dataclasses.replace(trace, notices=tuple(notices))
+        return dataclasses.replace(trace, notices=tuple(notices), device=device.type)
 
 
 def build_model(config: Mapping[str, Any]) -> RNNAttentionModel:

@@ -139,7 +139,7 @@ class Seq2SeqAdapter:
         )
         notices += list(trace.notices) + ([notice] if notice else [])
         encoder = dataclasses.replace(trace.encoder, truncated=inp.truncated, n_input_tokens=inp.n_input)
-        return dataclasses.replace(trace, encoder=encoder, notices=tuple(notices))
+        return dataclasses.replace(trace, encoder=encoder, notices=tuple(notices), device=device.type)
 
 
 def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None) -> Model:
