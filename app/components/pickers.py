@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import services
 from engine.text import quote_input
+from engine.types import ModelCard
 from app.state import DEFAULTS, PERSIST, SHARE, K, bounded, clamp, current_text
 from app.components.safe_text import md, quoted
 
@@ -89,7 +90,8 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
     """The header of the text pages: the sentence (left), the model and token limit (right), then the load.
 
     Returns:
-        ``(model_id, max_tokens, model)``; ``model`` is None when it could not be loaded (the message is shown).
+        ``(model_id, max_tokens, card)``: ``card`` is the model's plain :class:`engine.types.ModelCard`
+        (family, default causal mask, longest input), None when it could not be loaded (the message is shown).
     """
     left, right = st.columns([3, 2])
     with left:
@@ -105,11 +107,12 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
     return model_id, max_tokens, load_model(model_id)
 
 
-def load_model(model_id: str):
-    """Load (once per server) with a spinner; None and an error message if it cannot be loaded."""
+def load_model(model_id: str) -> ModelCard | None:
+    """Load (once per server) with a spinner and return its :class:`ModelCard` (pages never hold the
+    torch-backed model); None and an error message if it cannot be loaded."""
     with st.spinner(f"Loading {quoted(model_id)} (the first load takes a few seconds)…"):
         try:
-            return services.get_model(model_id)
+            return services.get_card(model_id)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
             reason = services.friendly_error(err)
             named = md(quote_input(model_id)) in reason  # a typed id is shown once, not twice
@@ -143,7 +146,7 @@ def causal_toggle(model_id: str, default: bool) -> bool:
 
     Args:
         model_id: the model shown.
-        default: ``Model.default_causal``, what the engine does with ``causal=None`` (on for GPT-style
+        default: ``ModelCard.default_causal``, what the engine does with ``causal=None`` (on for GPT-style
             decoders and BERT-family models configured as decoders, off for encoders).
     """
     if st.session_state.get("_causal_for") != model_id:

@@ -85,14 +85,14 @@ def main() -> None:
     top_left, top_right = st.columns([3, 2])
     with top_right:
         model_id = pick_model(FAMILIES)
-    model = load_model(model_id)
-    if model is None:
+    card = load_model(model_id)
+    if card is None:
         return
-    family = model.spec.family
+    family = card.family
     with top_left:
         source = pick_source(family)
     with top_right:
-        causal = causal_toggle(model_id, model.default_causal) if family in {"encoder", "decoder"} else None
+        causal = causal_toggle(model_id, card.default_causal) if family in {"encoder", "decoder"} else None
         max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
 
     if family == "rnn-attention":

@@ -196,12 +196,12 @@ def main() -> None:
     st.title("Heads")
     st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
              "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
-    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
-    if model is None:
+    model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
+    if card is None:
         return
-    family = model.spec.family
+    family = card.family
     text = current_text()
-    causal = None if family == "encoder-decoder" else causal_toggle(model_id, model.default_causal)
+    causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)

@@ -44,13 +44,13 @@ def pick_query(labels: list[str], strings) -> int:
 
 def walkthrough() -> None:
     """Pickers, one trace, and the six steps for the chosen query token."""
-    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
-    if model is None:
+    model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
+    if card is None:
         return
     text = current_text()
     controls = st.columns([1, 1, 2, 2])
     with controls[3]:
-        causal = causal_toggle(model_id, model.default_causal)
+        causal = causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)
