@@ -30,7 +30,7 @@ LONG_EXAMPLE_STORIES = 900  # generated children's stories: ~80,000 characters, 
 
 def long_example_text() -> str:
     """A long text to try long inputs with: generated stories (the same every time, no download)."""
-    from engine.training.corpora.stories import generate_stories
+    from engine.corpora.stories import generate_stories
 
     return "\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,44 @@ def test_pages_receive_the_card_not_the_model(repo_root: Path) -> None:
     assert files
     offenders = {str(f.relative_to(repo_root)): hits for f in files if (hits := _model_calls_and_imports(f))}
     assert not offenders, f"pages must use services.get_card (a ModelCard), never get_model or torch: {offenders}"
+
+
+# ---- engine.models and engine.training ---------------------------------------------------------------
+_PROBE = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(json.dumps(sorted({m.split(".")[0] + "." + m.split(".")[1] for m in sys.modules
+                         if m.startswith(("engine.models", "engine.training")) and m.count(".") >= 1})))
+"""
+
+
+def _packages_after_importing(repo_root: Path, modules: list[str]) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", _PROBE, *modules], cwd=repo_root, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_models_never_import_training(repo_root: Path) -> None:
+    """Every model file imports without ``engine.training``: models load checkpoints through the neutral
+    ``engine.checkpoint``/``engine.families`` and read words with ``engine.vocab``/``engine.corpora``."""
+    import engine.models
+
+    names = [f"engine.models.{m.name}" for m in pkgutil.iter_modules(engine.models.__path__)]
+    assert "engine.models.bahdanau" in names and "engine.models.vit" in names
+    assert _packages_after_importing(repo_root, names) == ["engine.models"]
+
+
+def test_shared_pieces_import_neither_models_nor_training(repo_root: Path) -> None:
+    """The format, the family records, vocabularies and corpora sit below both (training, which trains
+    our models, may import ``engine.models``; the reverse is what this file forbids)."""
+    shared = ["engine.checkpoint", "engine.families", "engine.vocab", "engine.corpora", "engine.registry"]
+    assert _packages_after_importing(repo_root, shared) == []
+
+
+def test_no_model_file_names_training_even_lazily(repo_root: Path) -> None:
+    """A grep, for imports inside functions that the probe above cannot see."""
+    offenders = [str(f.relative_to(repo_root)) for f in sorted((repo_root / "engine/models").rglob("*.py"))
+                 if "engine.training" in f.read_text(encoding="utf-8")]  # fmt: skip
+    assert not offenders, offenders
