@@ -139,14 +139,15 @@ SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
 ]
 
 
-def pick_block(family: str) -> str:
-    """The attention block of a translator (encoder, decoder or cross); "self" for encoders and decoders."""
-    if family != "encoder-decoder":
-        return "self"
-    if st.session_state.get("heads_block") not in services.HEAD_BLOCKS:
-        st.session_state["heads_block"] = "encoder"
-    return st.selectbox("Attention block", list(services.HEAD_BLOCKS), key="heads_block", **PERSIST,
-                        format_func=services.HEAD_BLOCKS.get,
+def pick_block(blocks: list[str]) -> str:
+    """The attention block to show, among the trace's own (``Trace.attention_blocks``): a translator's
+    encoder, decoder or cross-attention; the only block ("self") of an encoder or decoder, with no widget."""
+    if len(blocks) <= 1:
+        return blocks[0] if blocks else "self"
+    if st.session_state.get("heads_block") not in blocks:
+        st.session_state["heads_block"] = blocks[0]
+    return st.selectbox("Attention block", blocks, key="heads_block", **PERSIST,
+                        format_func=lambda name: services.HEAD_BLOCKS.get(name, name),
                         help="Encoder: English words look at English words. Decoder: French words look at "
                              "earlier French words. Cross: French words look at the English sentence.")
 
@@ -175,7 +176,7 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
         trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
         controls = st.columns([1, 1, 2])
         with controls[2]:
-            block = pick_block(family)
+            block = pick_block(list(trace.attention_blocks()))
         try:
             attention = services.attention_block(trace, block)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
