@@ -14,8 +14,9 @@ from app import services
 from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.state import PERSIST, K
 from app.components.safe_text import md
+from engine.families import FAMILIES as ALL_FAMILIES
 
-FAMILIES = {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"}
+FAMILIES = set(ALL_FAMILIES)  # every family: the views read any trace through Trace.attention_blocks()
 VIEWS = {"head": "Head view", "model": "Model view", "neuron": "Neuron view (queries · keys)"}
 PAGES = Path(__file__).resolve().parent
 MAX_TOKENS_LIMIT = 512
