@@ -15,7 +15,9 @@ in ``st.cache_data``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
 
 from engine.registry import list_models, load
 from engine.types import (
@@ -31,6 +33,7 @@ from engine.types import (
     ModelSpec,
     ModelUnavailableError,
     Tokens,
+    Trace,
 )
 
 if TYPE_CHECKING:
@@ -52,6 +55,7 @@ __all__ = [
     "ModelSpec",
     "ModelUnavailableError",
     "Tokens",
+    "Trace",
     "device_name",
     "generate",
     "list_models",
@@ -61,7 +65,17 @@ __all__ = [
 ]
 
 
-def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS):
+@overload
+def trace(model: "Model", text: str, *, causal: bool | None = None,
+          max_tokens: int = DEFAULT_MAX_TOKENS) -> AttentionTrace | Seq2SeqTrace | AlignmentTrace: ...
+@overload
+def trace(model: "Model", text: np.ndarray, *, causal: bool | None = None,
+          max_tokens: int = DEFAULT_MAX_TOKENS) -> VisionTrace: ...
+@overload
+def trace(model: "Model", text: object, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> Trace: ...
+
+
+def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> Trace:
     """Run ``text`` through ``model`` once and capture what attention needs.
 
     Args:
@@ -75,7 +89,9 @@ def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int =
     Returns:
         An :class:`AttentionTrace` with per-layer Q/K/V (scores and patterns computed on demand) for
         encoders and decoders; a :class:`Seq2SeqTrace` for encoder-decoder transformers, an
-        :class:`AlignmentTrace` for the RNN + Bahdanau models, a :class:`VisionTrace` for ViTs.
+        :class:`AlignmentTrace` for the RNN + Bahdanau models, a :class:`VisionTrace` for ViTs. Every
+        one follows :class:`Trace` (``model_id``, ``family``, ``device``, ``notices``,
+        ``attention_blocks()``), so callers need not test which it is.
 
     Raises:
         EmptyInputError: the text is empty.

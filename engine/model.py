@@ -16,13 +16,13 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from engine.types import AttentionTrace, ModelSpec
+from engine.types import ModelSpec, Trace
 
 
 class Adapter(Protocol):
     """Knows how to tokenize for, run and capture one model family."""
 
-    def trace(self, model: "Model", text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
+    def trace(self, model: "Model", text: str, *, causal: bool | None, max_tokens: int) -> Trace:
         ...
 
 

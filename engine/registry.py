@@ -5,7 +5,6 @@ Listing never imports torch or transformers (the first page must appear fast); l
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import threading
@@ -13,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from engine.families import FAMILIES, KINDS
 from engine.text import quote_input
 from engine.types import ModelSpec, ModelUnavailableError
 
@@ -92,22 +92,12 @@ def _cached_on_disk(hub_id: str) -> bool:
         return False
 
 
-#: checkpoint kind → "module:function" loading it as a Model (imported only when loading)
-KIND_LOADERS: dict[str, str] = {
-    "transformer": "engine.models.own_adapter:load_own",
-    "seq2seq": "engine.models.seq2seq_adapter:load_model",
-    "rnn-attention": "engine.models.bahdanau:load_model",
-    "vit": "engine.models.vit:load_model",
-}
-FAMILIES = {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"}
-
-
 def _checkpoint_entry(path: Path) -> tuple[str, dict] | None:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(document, dict) or document.get("kind") not in KIND_LOADERS:
+    if not isinstance(document, dict) or document.get("kind") not in KINDS:
         return None
     meta = document.get("metadata")
     if not isinstance(meta, dict) or meta.get("family") not in FAMILIES:
@@ -252,9 +242,7 @@ def load(model_id: str, session_id: str | None = None, device: str | None = None
     own = own_checkpoints()
     if model_id in own:
         spec, kind = own[model_id]
-        module_name, _, function = KIND_LOADERS[kind].partition(":")
-        loader = getattr(importlib.import_module(module_name), function)
-        return loader(spec, CHECKPOINTS, where)
+        return KINDS[kind].load(spec, CHECKPOINTS, where)
     from engine.pretrained.hub import load_hf
 
     return load_hf(model_id, device=where, policy=policy)

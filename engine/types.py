@@ -18,7 +18,7 @@ asked for (O(n²) each). The formula it implements, per head::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -209,6 +209,10 @@ class AttentionTrace:
     @property
     def n_keys(self) -> int:
         return len(self.key_tokens)
+
+    def attention_blocks(self) -> dict[str, "AttentionTrace"]:
+        """The :class:`Trace` protocol: one block of heads, this trace itself."""
+        return {"self": self}
 
     # ---- captured tensors --------------------------------------------------------------------
     def q(self, layer: int) -> np.ndarray:
@@ -457,6 +461,8 @@ class Seq2SeqTrace:
         cross: cross-attention, queries = ``target``, keys = ``source``
             (``decoder.blocks.{L}.cross_attn.*``).
         notices: sentences for the UI (unknown words, truncation).
+        family: always ``"encoder-decoder"`` (the :class:`Trace` protocol).
+        device: where the forward pass ran ("cpu", "cuda").
     """
 
     model_id: str
@@ -467,6 +473,12 @@ class Seq2SeqTrace:
     decoder: AttentionTrace
     cross: AttentionTrace
     notices: tuple[str, ...] = field(default_factory=tuple)
+    family: Family = "encoder-decoder"
+    device: str = "cpu"
+
+    def attention_blocks(self) -> dict[str, AttentionTrace]:
+        """The :class:`Trace` protocol: encoder self-, decoder self- and cross-attention."""
+        return {"encoder": self.encoder, "decoder": self.decoder, "cross": self.cross}
 
 
 @dataclass(frozen=True, eq=False)
@@ -494,6 +506,8 @@ class AlignmentTrace:
         contexts: ``[tgt_pos, d_enc]`` c(i).
         output_probs: ``[tgt_pos]`` probability of the chosen output word at each step.
         notices: sentences for the UI (unknown words, truncation).
+        family: always ``"rnn-attention"`` (the :class:`Trace` protocol).
+        device: where the forward pass ran ("cpu", "cuda").
     """
 
     model_id: str
@@ -508,6 +522,14 @@ class AlignmentTrace:
     contexts: np.ndarray
     output_probs: np.ndarray
     notices: tuple[str, ...] = field(default_factory=tuple)
+    family: Family = "rnn-attention"
+    device: str = "cpu"
+
+    def attention_blocks(self) -> dict[str, AttentionTrace]:
+        """The :class:`Trace` protocol: none. One additive score per (step, source word) has no
+        queries, keys or heads, so nothing here is an :class:`AttentionTrace`; pages read
+        ``alignment`` and ``energies`` instead."""
+        return {}
 
 
 @dataclass(frozen=True, eq=False)
@@ -538,3 +560,69 @@ class VisionTrace:
     @property
     def prediction(self) -> str:
         return self.labels[int(np.argmax(self.probs))]
+
+    @property
+    def family(self) -> Family:
+        """The :class:`Trace` protocol; read from ``attention``, so the two cannot disagree."""
+        return self.attention.family
+
+    @property
+    def device(self) -> str:
+        """Where the forward pass ran; read from ``attention`` (the adapters set it there)."""
+        return self.attention.device
+
+    def attention_blocks(self) -> dict[str, AttentionTrace]:
+        """The :class:`Trace` protocol: self-attention over ``[CLS]`` + patches."""
+        return {"self": self.attention}
+
+
+@runtime_checkable
+class Trace(Protocol):
+    """What every trace type has, so pages and services ask instead of testing types.
+
+    :class:`AttentionTrace`, :class:`Seq2SeqTrace`, :class:`AlignmentTrace` and :class:`VisionTrace`
+    all follow it; a new family's trace type must too (``tests/unit/test_trace_protocol.py``).
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        family: the model family.
+        device: where the forward pass ran ("cpu", "cuda").
+        notices: sentences for the UI.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def family(self) -> Family: ...
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def notices(self) -> tuple[str, ...]: ...
+
+    def attention_blocks(self) -> dict[str, AttentionTrace]:
+        """``{name: AttentionTrace}`` for each block of transformer heads (``"self"``; or ``"encoder"``,
+        ``"decoder"``, ``"cross"``); empty when the model has no Q/K heads (RNN attention)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What a page may know about a loaded model: plain, read-only data, never the torch-backed
+    :class:`engine.model.Model` (pages must not hold modules shared by every session).
+
+    Attributes:
+        spec: the catalog entry (id, family, label).
+        default_causal: whether the model masks future tokens by itself (where a causal toggle starts).
+        max_positions: the longest input the model accepts, in tokens.
+    """
+
+    spec: ModelSpec
+    default_causal: bool
+    max_positions: int
+
+    @property
+    def family(self) -> Family:
+        return self.spec.family

@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import services
 from engine.text import quote_input
+from engine.types import ModelCard
 from app.state import DEFAULTS, PERSIST, SHARE, K, bounded, clamp, current_text
 from app.components.safe_text import md, quoted
 
@@ -29,7 +30,7 @@ LONG_EXAMPLE_STORIES = 900  # generated children's stories: ~80,000 characters, 
 
 def long_example_text() -> str:
     """A long text to try long inputs with: generated stories (the same every time, no download)."""
-    from engine.training.corpora.stories import generate_stories
+    from engine.corpora.stories import generate_stories
 
     return "\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026))
 
@@ -90,7 +91,8 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
     """The header of the text pages: the sentence (left), the model and token limit (right), then the load.
 
     Returns:
-        ``(model_id, max_tokens, model)``; ``model`` is None when it could not be loaded (the message is shown).
+        ``(model_id, max_tokens, card)``: ``card`` is the model's plain :class:`engine.types.ModelCard`
+        (family, default causal mask, longest input), None when it could not be loaded (the message is shown).
     """
     left, right = st.columns([3, 2])
     with left:
@@ -106,11 +108,12 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
     return model_id, max_tokens, load_model(model_id)
 
 
-def load_model(model_id: str):
-    """Load (once per server) with a spinner; None and an error message if it cannot be loaded."""
+def load_model(model_id: str) -> ModelCard | None:
+    """Load (once per server) with a spinner and return its :class:`ModelCard` (pages never hold the
+    torch-backed model); None and an error message if it cannot be loaded."""
     with st.spinner(f"Loading {quoted(model_id)} (the first load takes a few seconds)…"):
         try:
-            return services.get_model(model_id)
+            return services.get_card(model_id)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
             reason = services.friendly_error(err)
             named = md(quote_input(model_id)) in reason  # a typed id is shown once, not twice
@@ -130,14 +133,15 @@ def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def pick_block(family: str, key: str = "heads_block") -> str:
-    """The attention block of an encoder-decoder (encoder, decoder or cross); "self" for other families."""
-    if family != "encoder-decoder":
-        return "self"
-    blocks = services.HEAD_BLOCKS
+def pick_block(blocks: list[str], key: str = "heads_block") -> str:
+    """The attention block to show, among the trace's own (``Trace.attention_blocks``): an encoder-decoder's
+    encoder, decoder or cross-attention; the only block ("self") of an encoder or decoder, with no widget."""
+    if len(blocks) <= 1:
+        return blocks[0] if blocks else "self"
     if st.session_state.get(key) not in blocks:
-        st.session_state[key] = "encoder"
-    return st.selectbox("Attention block", list(blocks), key=key, **PERSIST, format_func=blocks.get,
+        st.session_state[key] = blocks[0]
+    return st.selectbox("Attention block", blocks, key=key, **PERSIST,
+                        format_func=lambda name: services.HEAD_BLOCKS.get(name, name),
                         help="Encoder: the source sentence reads itself. Decoder: the output reads what it has "
                              "written so far (causal). Cross: each output token reads the source sentence.")
 
@@ -156,7 +160,7 @@ def causal_toggle(model_id: str, default: bool) -> bool:
 
     Args:
         model_id: the model shown.
-        default: ``Model.default_causal``, what the engine does with ``causal=None`` (on for GPT-style
+        default: ``ModelCard.default_causal``, what the engine does with ``causal=None`` (on for GPT-style
             decoders and BERT-family models configured as decoders, off for encoders).
     """
     if st.session_state.get("_causal_for") != model_id:

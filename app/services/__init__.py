@@ -3,7 +3,8 @@
 Pages and components call ``from app import services`` and then ``services.<name>``; every such name
 is re-exported here from the module that holds it:
 
-- ``core``: the shared model cache (``get_model``, the one ``st.cache_resource`` for models),
+- ``core``: the shared model cache (``get_model``, the one ``st.cache_resource`` for models, used
+  inside this package only; pages get ``get_card``'s plain ``ModelCard``),
   ``get_trace``, ``friendly_error``, ``warm_up``, ``session_id`` and the bound on concurrent jobs;
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
@@ -29,6 +30,7 @@ from app.services.core import (
     MAX_JOBS,
     device_label,
     friendly_error,
+    get_card,
     get_model,
     get_trace,
     list_models,
@@ -91,7 +93,7 @@ from app.services.vit import (
 
 __all__ = [
     # core
-    "MAX_JOBS", "device_label", "friendly_error", "get_model", "get_trace", "list_models", "policy", "session_id", "warm_up",
+    "MAX_JOBS", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "list_models", "policy", "session_id", "warm_up",
     # heads
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
     "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-import engine
 from app.services.core import get_trace
 from app.services.vit import get_vision_trace, vit_sample
 from engine import VisionTrace
@@ -40,7 +39,7 @@ def bertviz_view(view: str, model_id: str, source: str | int, causal: bool | Non
     else:
         trace = get_trace(model_id, source, causal, max_tokens)
     n = bv.n_tokens(trace)
-    if view == "neuron" and isinstance(trace, engine.AlignmentTrace):
+    if view == "neuron" and not trace.attention_blocks():  # RNN attention: no queries or keys
         return {"html": None, "height": 0, "n_tokens": n, "reason": "no-qk"}
     reason = bv.too_big(trace, view)
     if reason:

@@ -2,6 +2,7 @@
 
 - ``get_model``: ``st.cache_resource`` around ``engine.load`` — one read-only model per id, shared
   by every session (never trained, moved or re-configured here).
+- ``get_card``: the plain :class:`engine.types.ModelCard` pages receive instead of the model.
 - ``get_trace``: ``engine.trace`` through one per-process :class:`engine.cache.TraceCache` — keyed by
   plain values, bounded in bytes (``AP_TRACE_CACHE_MB``, default 512), a hit returns the cached
   trace itself (read-only arrays, no pickling copy), and a sentence several sessions ask for at once
@@ -27,6 +28,7 @@ import streamlit as st
 import engine
 import engine.registry
 from engine import AttentionTrace, EngineError, ModelSpec
+from engine.types import ModelCard
 from engine.cache import TraceCache
 from app.components.safe_text import md
 from engine.policy import ServerPolicy
@@ -82,6 +84,17 @@ def get_model(model_id: str):
     Ids outside the catalog (a typed folder or Hub id) load only as the server's :func:`policy` allows."""
     trained = engine.registry.runtime_model(model_id, session_id())
     return trained if trained is not None else _shared_model(model_id, policy())
+
+
+def get_card(model_id: str) -> ModelCard:
+    """What pages may know about a model (:class:`engine.types.ModelCard`: its catalog entry, where its
+    causal toggle starts, its longest input), loaded as :func:`get_model` does.
+
+    Pages hold this plain record, never the torch-backed model shared by every session; a test
+    (``tests/unit/test_layering.py``) checks that views and components never call ``get_model``."""
+    model = get_model(model_id)
+    return ModelCard(spec=model.spec, default_causal=bool(model.default_causal),
+                     max_positions=int(model.max_positions))
 
 
 def _cache_budget_mb() -> int:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-import engine
 from app.services.core import _jobs, get_model, get_trace
 from engine import AttentionTrace, EngineError
+from engine.types import Trace
 
 # ---------------------------------------------------------------- Heads: ablation panel
 
@@ -82,15 +82,20 @@ SIMILARITY_MAX_HEADS = 192  # e.g. 16 layers × 12 heads; larger models: the fir
 MODEL_VIEW_CELLS = 64  # thumbnails pooled to at most this many cells per side (32 above 36 heads)
 
 
-def attention_block(trace, block: str = "self") -> AttentionTrace:
-    """The AttentionTrace of ``block`` (``"self"`` for encoder/decoder traces; encoder|decoder|cross for seq2seq)."""
-    if isinstance(trace, engine.Seq2SeqTrace):
-        if block not in HEAD_BLOCKS:
-            raise EngineError(f"Pick one of {', '.join(HEAD_BLOCKS.values())}.")
-        return getattr(trace, block)
-    if not isinstance(trace, AttentionTrace):
+def attention_block(trace: Trace, block: str = "self") -> AttentionTrace:
+    """The AttentionTrace of ``block`` (``"self"`` for encoder/decoder traces; encoder|decoder|cross for seq2seq).
+
+    Asks the trace (``Trace.attention_blocks``) rather than testing its type: a trace with one block
+    of heads returns it whatever ``block`` says (the Heads page keeps its block choice across models).
+    """
+    blocks = trace.attention_blocks()
+    if not blocks:
         raise EngineError("This model has no transformer attention heads to show here.")
-    return trace
+    if len(blocks) == 1:
+        return next(iter(blocks.values()))
+    if block not in blocks:
+        raise EngineError(f"Pick one of {', '.join(HEAD_BLOCKS.get(name, name) for name in blocks)}.")
+    return blocks[block]
 
 
 def heads_attention(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> AttentionTrace:

@@ -14,8 +14,9 @@ from app import services
 from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.state import PERSIST, K
 from app.components.safe_text import md
+from engine.families import FAMILIES as ALL_FAMILIES
 
-FAMILIES = {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"}
+FAMILIES = set(ALL_FAMILIES)  # every family: the views read any trace through Trace.attention_blocks()
 VIEWS = {"head": "Head view", "model": "Model view", "neuron": "Neuron view (queries · keys)"}
 PAGES = Path(__file__).resolve().parent
 MAX_TOKENS_LIMIT = 512
@@ -85,14 +86,14 @@ def main() -> None:
     top_left, top_right = st.columns([3, 2])
     with top_right:
         model_id = pick_model(FAMILIES)
-    model = load_model(model_id)
-    if model is None:
+    card = load_model(model_id)
+    if card is None:
         return
-    family = model.spec.family
+    family = card.family
     with top_left:
         source = pick_source(family)
     with top_right:
-        causal = causal_toggle(model_id, model.default_causal) if family in {"encoder", "decoder"} else None
+        causal = causal_toggle(model_id, card.default_causal) if family in {"encoder", "decoder"} else None
         max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
 
     if family == "rnn-attention":

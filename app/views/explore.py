@@ -119,7 +119,7 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, f
             full = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
             columns = st.columns([1, 1, 2]) if family == "encoder-decoder" else st.columns(2)
             with columns[-1]:
-                block = pick_block(family, key="explore_block")
+                block = pick_block(list(full.attention_blocks()), key="explore_block")
             trace = services.attention_block(full, block)
         except Exception as err:  # noqa: BLE001
             st.warning(services.friendly_error(err))
@@ -149,7 +149,7 @@ def main() -> None:
     if model is None:
         return
     text = current_text()
-    seq2seq = model.spec.family == "encoder-decoder"
+    seq2seq = model.family == "encoder-decoder"
     causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
     try:
         with st.spinner("Running the model…"):

@@ -164,7 +164,7 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
         trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
         controls = st.columns([1, 1, 2])
         with controls[2]:
-            block = pick_block(family)
+            block = pick_block(list(trace.attention_blocks()))
         try:
             attention = services.attention_block(trace, block)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
@@ -185,12 +185,12 @@ def main() -> None:
     st.title("Heads")
     st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
              "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
-    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
-    if model is None:
+    model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
+    if card is None:
         return
-    family = model.spec.family
+    family = card.family
     text = current_text()
-    causal = None if family == "encoder-decoder" else causal_toggle(model_id, model.default_causal)
+    causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)

@@ -118,8 +118,8 @@ def learned_section() -> None:
     st.write("Models like BERT and GPT-2 *learn* one vector per position instead. Pick a model (the one chosen on "
              "Explore is preselected); GPT-2 works by typing `gpt2` under *Another model* when it is downloaded.")  # fmt: skip
     model_id = pick_model()
-    model = load_model(model_id)
-    if model is None:
+    card = load_model(model_id)
+    if card is None:
         return
     try:
         table, cos_sim = services.pos_learned_table(model_id)

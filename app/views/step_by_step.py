@@ -46,21 +46,19 @@ def pick_query(labels: list[str], strings) -> int:
 
 def walkthrough() -> None:
     """Pickers, one trace, and the six steps for the chosen query token."""
-    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
-    if model is None:
+    model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
+    if card is None:
         return
     text = current_text()
-    family = model.spec.family
+    family = card.family
     controls = st.columns([1, 1, 2, 2])
     with controls[3]:
-        if family == "encoder-decoder":  # the decoder is causal, encoder and cross-attention are not
-            block = pick_block(family, key="step_block")
-            causal = None
-        else:
-            block, causal = "self", causal_toggle(model_id, model.default_causal)
+        causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)
+        with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
+            block = pick_block(list(trace.attention_blocks()), key="step_block")
         attention = services.attention_block(trace, block)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))

@@ -242,11 +242,11 @@ def main() -> None:
         model_id = pick_model_id()
     if image is None:
         return
-    model = load_model(model_id)
-    if model is None:
+    card = load_model(model_id)
+    if card is None:
         return
-    if model.spec.family != "vit":
-        st.error(f"{quoted(model_id)} is not a Vision Transformer (it is a {model.spec.family} model). Pick a ViT.")
+    if card.family != "vit":
+        st.error(f"{quoted(model_id)} is not a Vision Transformer (it is a {card.family} model). Pick a ViT.")
         return
     try:
         with st.spinner("Running the model…"):

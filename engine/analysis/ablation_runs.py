@@ -164,7 +164,7 @@ class Seq2SeqRunner:
         return Prepared(inp.ids, inp.tokens, inp.notices, None)
 
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], before) -> Any:
-        from engine.training.vocab import BOS_ID
+        from engine.vocab import BOS_ID
 
         n_heads = {block: module.cfg.n_heads for block in self.layout}
         with heads_off(self.projections(module), off, n_heads):

@@ -226,7 +226,7 @@ def gold_alignment(trace: AlignmentTrace) -> tuple[list[tuple[int, int]] | None,
     Returns:
         ``(links, "")`` or ``(None, why not)``.
     """
-    from engine.training.corpora import translation as grammar
+    from engine.corpora import translation as grammar
 
     source = " ".join(trace.source.strings)
     try:
@@ -265,14 +265,14 @@ def find_disagreement(model: "Model", n: int = 60, seed: int = 7) -> Disagreemen
 
     Args:
         model: a loaded RNN translator.
-        n: how many sentences to try (:func:`~engine.training.corpora.translation.generate_pairs`).
+        n: how many sentences to try (:func:`~engine.corpora.translation.generate_pairs`).
         seed: the generator's seed (the same ``(n, seed)`` always gives the same search).
 
     Returns:
         The sentence (without its final " .") or None when every sentence agrees fully.
     """
     import engine
-    from engine.training.corpora import translation as grammar
+    from engine.corpora import translation as grammar
 
     best: tuple[float, int, int, str, Agreement] | None = None
     for k, (english, _french) in enumerate(grammar.generate_pairs(n, seed)):

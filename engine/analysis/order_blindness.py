@@ -27,7 +27,7 @@ from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer
 from engine.registry import CHECKPOINTS
 from engine.text import check_max_tokens, clean_input, unknown_words_notice
-from engine.training.vocab import BOS_ID, UNK_ID, tokenize
+from engine.vocab import BOS_ID, UNK_ID, tokenize
 from engine.types import EmptyInputError, EngineError
 
 #: the settings compared: (name, position vectors on, causal mask on)
@@ -107,7 +107,7 @@ def fresh_copies(model_id: str) -> tuple[Transformer, Transformer, object]:
     Raises:
         EngineError: the checkpoint is not one of our transformers with a learned position table.
     """
-    from engine.training.checkpoint import load_checkpoint
+    from engine.checkpoint import load_checkpoint
 
     module, vocab, _doc = load_checkpoint(CHECKPOINTS, model_id, device="cpu")
     if not isinstance(module, Transformer) or module.cfg.pos_encoding != "learned":

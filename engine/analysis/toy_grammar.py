@@ -1,16 +1,16 @@
 """What the translators were trained on, for display: the toy grammar's words by kind, and references.
 
 The reference of a source text is the grammar's own translation (rule-based,
-:func:`engine.training.corpora.translation.translate`) for an English sentence, or the ISO date
-(:func:`engine.training.corpora.dates.normalise`) for a written date. Pure Python, no torch.
+:func:`engine.corpora.translation.translate`) for an English sentence, or the ISO date
+(:func:`engine.corpora.dates.normalise`) for a written date. Pure Python, no torch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.training.corpora import dates
-from engine.training.corpora import translation as grammar
+from engine.corpora import dates
+from engine.corpora import translation as grammar
 
 #: Sentences of the grammar (and a date) for the example picker; each exercises something.
 EXAMPLES: tuple[str, ...] = (

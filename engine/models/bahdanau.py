@@ -50,8 +50,7 @@ from engine.models.config import JsonConfig
 from engine.capture import HookPoint
 from engine.model import Model
 from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
-from engine.training.checkpoint import register_kind
-from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
+from engine.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 from engine.types import AlignmentTrace, EmptyInputError, ModelSpec, Tokens
 
 Variant = Literal["additive", "dot"]
@@ -262,15 +261,15 @@ _SOURCE_TOKEN = re.compile(r"\d|[^\W\d]+|[^\w\s]")
 def source_tokens(text: str) -> list[str]:
     """Source tokens as in training: lowercase words, one token per digit and per punctuation mark.
 
-    This is :func:`engine.training.corpora.dates.to_tokens_src`; on the English sentences (no digits,
-    no apostrophes) it gives exactly :func:`engine.training.corpora.translation.tokenize`'s tokens.
+    This is :func:`engine.corpora.dates.to_tokens_src`; on the English sentences (no digits,
+    no apostrophes) it gives exactly :func:`engine.corpora.translation.tokenize`'s tokens.
     """
     return _SOURCE_TOKEN.findall(text.lower())
 
 
 def target_text(tokens: list[str]) -> str:
     """Display text of target words: an ISO date is joined (``2026-11-21``), French spaced as usual."""
-    from engine.training.corpora.translation import detokenize
+    from engine.corpora.translation import detokenize
 
     if tokens and all(t.isdigit() or t == "-" for t in tokens):
         return "".join(tokens)
@@ -336,11 +335,11 @@ class AlignmentAdapter:
     """Tracing for :class:`RNNAttentionModel`: English sentence or written date in, alignment map out.
 
     Words outside the source vocabulary become ``<unk>``; a notice names them with suggestions
-    (:func:`engine.training.corpora.translation.suggest`). ``causal`` does not apply and is ignored.
+    (:func:`engine.corpora.translation.suggest`). ``causal`` does not apply and is ignored.
     """
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AlignmentTrace:
-        from engine.training.corpora.translation import suggest
+        from engine.corpora.translation import suggest
 
         text, cut_chars = clean_input(text)
         max_tokens = check_max_tokens(max_tokens, 1)
@@ -355,16 +354,16 @@ class AlignmentAdapter:
         notices += length_notices(len(words), limit, max_tokens=max_tokens, max_positions=model.max_positions,
                                   cut_chars=cut_chars, verb="translated")  # fmt: skip
         tokens = vocab.tokens_for_display(ids)
-        trace, _device, notice = model.run(
+        trace, device, notice = model.run(
             lambda module, _dev: trace_alignment(module, ids, tokens, model.tokenizer["target"], model_id=model.spec.id)
         )
         if notice:
             notices.append(notice)
-        return dataclasses.replace(trace, notices=tuple(notices))
+        return dataclasses.replace(trace, notices=tuple(notices), device=device.type)
 
 
 def build_model(config: Mapping[str, Any]) -> RNNAttentionModel:
-    """Checkpoint builder for kind ``"rnn-attention"``: a fresh model from a config dict."""
+    """Checkpoint builder for kind ``"rnn-attention"`` (``engine.families``): a fresh model from a config dict."""
     return RNNAttentionModel(RNNAttentionConfig.from_dict(config))
 
 
@@ -380,5 +379,3 @@ def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None
         architecture="GRU encoder-decoder with attention", validate=source_target_vocab(KIND),
     )
 
-
-register_kind(KIND, build_model)

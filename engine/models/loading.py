@@ -39,7 +39,7 @@ def checkpoint_model(
     Raises:
         CheckpointError: a missing, corrupt or mismatched file, or a failed ``validate`` (readable).
     """
-    from engine.training.checkpoint import load_checkpoint
+    from engine.checkpoint import load_checkpoint
 
     device = device or pick_device()
     module, vocab, document = load_checkpoint(folder, spec.id, device=device)

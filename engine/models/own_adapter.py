@@ -1,7 +1,7 @@
 """Loading and tracing the project's own text models from their checkpoints in ``assets/``.
 
 A checkpoint is ``NAME.safetensors`` + ``NAME.json`` + ``NAME.md`` (see
-:mod:`engine.training.checkpoint`). The catalog entries come from the JSON alone
+:mod:`engine.checkpoint`). The catalog entries come from the JSON alone
 (:func:`engine.registry.own_specs`, no torch import); this module loads and traces.
 """
 
@@ -24,7 +24,7 @@ from engine.types import AttentionTrace, ModelSpec
 class OwnTextAdapter:
     """Tracing for our own decoder/encoder :class:`~engine.models.transformer.Transformer`.
 
-    Text is split by the word-level :func:`engine.training.vocab.tokenize`; a ``<bos>`` token leads.
+    Text is split by the word-level :func:`engine.vocab.tokenize`; a ``<bos>`` token leads.
     Words the vocabulary lacks become ``<unk>`` and the trace lists them in a notice.
     """
 

@@ -47,8 +47,7 @@ from engine.models.config import JsonConfig
 from engine.capture import HookPoint
 from engine.models.positional import sinusoidal
 from engine.models.transformer import MLP, Attention, AttnImpl, Block, TransformerConfig
-from engine.training.checkpoint import register_kind
-from engine.training.vocab import BOS_ID, EOS_ID
+from engine.vocab import BOS_ID, EOS_ID
 
 Seq2SeqPosEncoding = Literal["sinusoidal", "learned"]
 
@@ -329,8 +328,5 @@ class Seq2SeqTransformer(nn.Module):
 
 
 def build_from_config(config: Mapping[str, Any]) -> Seq2SeqTransformer:
-    """Checkpoint builder of kind ``"seq2seq"``: ``model_config`` dict → fresh module."""
+    """Checkpoint builder of kind ``"seq2seq"`` (``engine.families``): ``model_config`` dict → fresh module."""
     return Seq2SeqTransformer(Seq2SeqConfig.from_dict(config))
-
-
-register_kind("seq2seq", build_from_config)

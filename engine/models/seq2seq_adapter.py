@@ -2,7 +2,7 @@
 
 :func:`trace_seq2seq` translates one source greedily and captures one teacher-forced pass over what
 was generated; :class:`Seq2SeqAdapter` is what ``engine.trace`` uses for text → :class:`Seq2SeqTrace`;
-:func:`load_model` loads a ``seq2seq`` checkpoint (``engine.registry.KIND_LOADERS``).
+:func:`load_model` loads a ``seq2seq`` checkpoint (its record in ``engine.families``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from engine.capture import capture
 from engine.model import Model
 from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.seq2seq import Seq2SeqTransformer
-from engine.training.vocab import BOS_ID, EOS_ID, Vocab
+from engine.vocab import BOS_ID, EOS_ID, Vocab
 from engine.types import AttentionTrace, EmptyInputError, ModelSpec, Seq2SeqTrace, Tokens
 
 
@@ -32,7 +32,7 @@ def _heads_first(t: torch.Tensor) -> np.ndarray:
 def target_text(tokens: Sequence[str]) -> str:
     """Generated target tokens as text: a date's characters joined ("2026-11-21"), French words
     joined with spaces except after ``l'`` / ``j'``; ``<eos>`` dropped."""
-    from engine.training.corpora.translation import detokenize
+    from engine.corpora.translation import detokenize
 
     words = [t for t in tokens if t != "<eos>"]
     if words and all(t.isdigit() or t == "-" for t in words):
@@ -111,10 +111,10 @@ def trace_seq2seq(
 
 def source_tokens(text: str) -> list[str]:
     """Split source text as the training data was split: with a digit in it, as a date
-    (:func:`~engine.training.corpora.dates.to_tokens_src`, one token per digit), otherwise as an
-    English sentence (:func:`~engine.training.corpora.translation.tokenize`)."""
-    from engine.training.corpora.dates import to_tokens_src
-    from engine.training.corpora.translation import tokenize
+    (:func:`~engine.corpora.dates.to_tokens_src`, one token per digit), otherwise as an
+    English sentence (:func:`~engine.corpora.translation.tokenize`)."""
+    from engine.corpora.dates import to_tokens_src
+    from engine.corpora.translation import tokenize
 
     return to_tokens_src(text) if any(ch.isdigit() for ch in text) else tokenize(text)
 
@@ -139,7 +139,7 @@ class Seq2SeqAdapter:
         )
         notices += list(trace.notices) + ([notice] if notice else [])
         encoder = dataclasses.replace(trace.encoder, truncated=inp.truncated, n_input_tokens=inp.n_input)
-        return dataclasses.replace(trace, encoder=encoder, notices=tuple(notices))
+        return dataclasses.replace(trace, encoder=encoder, notices=tuple(notices), device=device.type)
 
 
 def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None) -> Model:

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
 
 import torch
 import torch.nn.functional as F
@@ -385,3 +386,8 @@ class Transformer(nn.Module):
             x = block(x, bias, rope, attn_impl)  # (B, T, D)
         # Step 4: final norm and unembedding
         return self.unembed(self.ln_final(x))  # (B, T, D) @ (D, V) -> (B, T, V)
+
+
+def build_model(config: Mapping[str, Any]) -> Transformer:
+    """Checkpoint builder of kind ``"transformer"`` (``engine.families``): ``model_config`` dict → fresh module."""
+    return Transformer(TransformerConfig.from_dict(config))

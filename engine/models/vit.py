@@ -41,7 +41,6 @@ from engine.capture import HookPoint, capture
 from engine.model import Model
 from engine.models.transformer import AttnImpl, Block, TransformerConfig
 from engine.models.vit_input import preprocess
-from engine.training.checkpoint import register_kind
 from engine.types import AttentionTrace, EngineError, ModelSpec, Tokens, VisionTrace
 
 DIGITS = tuple(str(d) for d in range(10))
@@ -187,11 +186,9 @@ class ViT(nn.Module):
         return self.head(self.ln_final(x[:, 0]))  # (B, D) @ (D, n_classes) -> (B, n_classes)
 
 
-def _build(config: Mapping[str, Any]) -> nn.Module:
+def build_model(config: Mapping[str, Any]) -> nn.Module:
+    """Checkpoint builder of kind ``"vit"`` (``engine.families``): ``model_config`` dict → fresh module."""
     return ViT(ViTConfig.from_dict(config))
-
-
-register_kind("vit", _build)
 
 
 

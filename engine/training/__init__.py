@@ -9,15 +9,15 @@
     for snap in train(model, task, TrainConfig(steps=1500)):
         print(snap.step, snap.loss, snap.metric)    # snap.probe_trace: an AttentionTrace
 
-- :mod:`engine.training.vocab`: the word-level :class:`Vocab` and :func:`tokenize`.
+- :mod:`engine.vocab`: the word-level :class:`Vocab` and :func:`tokenize`.
 - :mod:`engine.training.tasks`: copy, reverse, sort, previous-token, induction; :data:`TASKS`.
 - :mod:`engine.training.loop`: :class:`TrainConfig`, :class:`TrainingControl`, :func:`train`.
-- :mod:`engine.training.checkpoint`: :func:`save_checkpoint`, :func:`load_checkpoint` (safetensors only).
+- :mod:`engine.checkpoint` (shared with the models): :func:`save_checkpoint`, :func:`load_checkpoint`
+  (safetensors only), re-exported here.
 """
 
-from engine.training.checkpoint import (
+from engine.checkpoint import (
     FORMAT,
-    MODEL_KINDS,
     CheckpointPaths,
     checkpoint_paths,
     load_checkpoint,
@@ -48,13 +48,12 @@ from engine.training.tasks import (
     register_task,
     token_accuracy,
 )
-from engine.training.vocab import SPECIALS, Vocab, tokenize
+from engine.vocab import SPECIALS, Vocab, tokenize
 from engine.types import CheckpointError, TrainingSnapshot
 
 __all__ = [
     "FORMAT",
     "IGNORE",
-    "MODEL_KINDS",
     "SPECIALS",
     "TASKS",
     "Batch",

@@ -3,7 +3,7 @@
 ``TranslationTask``: toy English → French as a prefix language model ``<bos> en <sep> fr <eos>``.
 
 ``StoriesTask``: next-token prediction on children's stories from
-:mod:`engine.training.corpora.stories`. Stories are joined into one stream
+:mod:`engine.corpora.stories`. Stories are joined into one stream
 ``<bos> story <eos> <bos> story <eos> …`` and training windows are cut from it at random places;
 the held-out stories (a seeded split with no overlap) give the evaluation batch.
 """
@@ -17,9 +17,9 @@ from typing import ClassVar
 
 import torch
 
-from engine.training.corpora import story_corpus, story_vocab, train_test_split
+from engine.corpora import story_corpus, story_vocab, train_test_split
 from engine.training.tasks import IGNORE, Batch, Task, token_accuracy
-from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, SEP_ID, Vocab
+from engine.vocab import BOS_ID, EOS_ID, PAD_ID, SEP_ID, Vocab
 
 PROBE_STORY = "Lily found a red ball. She gave it to Tom. Tom threw the ball."
 
@@ -90,7 +90,7 @@ class StoriesTask(Task):
         return token_accuracy(logits, batch)
 
     def probe(self) -> list[int]:
-        from engine.training.vocab import tokenize
+        from engine.vocab import tokenize
 
         return [BOS_ID, *self.vocab.encode(tokenize(PROBE_STORY))]
 
@@ -112,7 +112,7 @@ class TranslationTask(Task):
     One causal model reads ``<bos> english <sep> french <eos> <pad>…`` and is scored only on the
     French part and the final ``<eos>`` (``targets[t] = S[t+1]`` there, :data:`IGNORE` elsewhere),
     so the English sentence acts as a prompt. The sentences come from
-    :func:`engine.training.corpora.translation_corpus` (no dates); one vocabulary holds both languages.
+    :func:`engine.corpora.translation_corpus` (no dates); one vocabulary holds both languages.
 
     Attributes:
         n_pairs: sentence pairs generated (training draws from them with replacement).
@@ -128,7 +128,7 @@ class TranslationTask(Task):
     suggested_steps: ClassVar[int] = 1500
 
     def __post_init__(self) -> None:
-        from engine.training.corpora import translation_corpus, translation_vocab
+        from engine.corpora import translation_corpus, translation_vocab
 
         src_words, tgt_words = translation_vocab()
         vocab = Vocab.from_words([*src_words, *tgt_words])

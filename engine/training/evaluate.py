@@ -12,9 +12,9 @@ import torch
 
 from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer
-from engine.training.corpora.stories import is_grammatical, pronoun_pairs, split_sentences
+from engine.corpora.stories import is_grammatical, pronoun_pairs, split_sentences
 from engine.training.corpus_tasks import StoriesTask
-from engine.training.vocab import BOS_ID, EOS_ID
+from engine.vocab import BOS_ID, EOS_ID
 
 EVAL_SEED = 4242
 

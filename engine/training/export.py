@@ -22,9 +22,9 @@ from safetensors.torch import save as save_safetensors
 from engine.model import Model, freeze
 from engine.models.trace_own import trace_own
 from engine.models.word_input import decoder_input
-from engine.training.checkpoint import FORMAT, _unique_tensors, model_card
+from engine.checkpoint import FORMAT, _unique_tensors, model_card
 from engine.training.job_settings import TASK_LABELS
-from engine.training.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS
+from engine.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS
 from engine.types import AttentionTrace, ModelSpec
 
 #: a special token written out (``<sep>``), a French elision (``l'``), a word, or one other character
@@ -167,8 +167,8 @@ def answer(job, text: str) -> Answer:
         prompt = [BOS_ID, *run, run[0]]  # the run, then the start of its repeat
         got, want = _greedy(job, prompt, len(run) - 1), run[1:]
     elif name == "translation":
-        from engine.training.corpora.translation import tokenize as fr_tokenize
-        from engine.training.corpora.translation import translate
+        from engine.corpora.translation import tokenize as fr_tokenize
+        from engine.corpora.translation import translate
 
         words = split_words(text)
         prompt = [BOS_ID, *vocab.encode(words), SEP_ID]

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import torch
 
 from engine.training.task_base import IGNORE, PROBE_SEED, Batch, Task
-from engine.training.vocab import BOS_ID, PAD_ID, SEP_ID, SPECIALS, Vocab
+from engine.vocab import BOS_ID, PAD_ID, SEP_ID, SPECIALS, Vocab
 
 MAX_SYMBOLS = 104  # symbols: a … z, then a2 … z2, a3 … z3, a4 … z4
 

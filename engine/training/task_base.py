@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from engine.training.vocab import Vocab
+from engine.vocab import Vocab
 
 IGNORE = -100  # target value with no loss (``F.cross_entropy``'s default ``ignore_index``)
 PROBE_SEED = 1234  # the probe input is sampled from this fixed seed

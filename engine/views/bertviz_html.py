@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.types import AlignmentTrace, AttentionTrace, EngineError, Seq2SeqTrace, VisionTrace
+from engine.types import AttentionTrace, EngineError, Seq2SeqTrace, Trace
 from engine.views.offline_js import offline_document, script_safe
 
 WEIGHT_DECIMALS = 4
@@ -65,29 +65,28 @@ def attention_parts(trace) -> list[AttentionPart]:
     Raises:
         EngineError: for an AlignmentTrace (an RNN's attention has no queries or keys).
     """
-    if isinstance(trace, AttentionTrace):
-        return [AttentionPart(None, trace)]
-    if isinstance(trace, VisionTrace):
-        return [AttentionPart(None, trace.attention)]
-    if isinstance(trace, Seq2SeqTrace):
-        return [AttentionPart("Encoder", trace.encoder), AttentionPart("Decoder", trace.decoder),
-                AttentionPart("Cross", trace.cross)]
-    if isinstance(trace, AlignmentTrace):
+    blocks = trace.attention_blocks() if isinstance(trace, Trace) else None
+    if blocks is None:
+        raise EngineError(f"No bertviz view for a {type(trace).__name__}.")
+    if not blocks:
         raise EngineError("An RNN with Bahdanau/Luong attention has no queries or keys: its attention scores "
                           "come from the decoder state and the encoder states directly.")
+    if len(blocks) == 1:  # one block of heads: bertviz's plain attention= view, no part name
+        return [AttentionPart(None, next(iter(blocks.values())))]
+    return [AttentionPart(name.capitalize(), tr) for name, tr in blocks.items()]
     raise EngineError(f"No bertviz view for a {type(trace).__name__}.")
 
 
 def n_tokens(trace) -> int:
     """The longest token side in ``trace`` (what bertviz draws one row per)."""
-    if isinstance(trace, AlignmentTrace):
+    if not trace.attention_blocks():  # RNN attention: one alignment map, no heads
         return max(len(trace.source), len(trace.target))
     return max(max(p.trace.n_queries, p.trace.n_keys) for p in attention_parts(trace))
 
 
 def n_cells(trace, view: str) -> int:
     """How many numbers ``view`` would send for ``trace`` (all layers and heads of every part)."""
-    if isinstance(trace, AlignmentTrace):
+    if not trace.attention_blocks():  # RNN attention: one alignment map, no heads
         return int(trace.alignment.size)
     total = 0
     for part in attention_parts(trace):
@@ -120,7 +119,7 @@ def _torch_layers(patterns: list[np.ndarray]):
 
 def _bertviz_kwargs(trace) -> dict:
     """bertviz's ``attention=``/``tokens=`` or encoder/decoder/cross arguments for ``trace``."""
-    if isinstance(trace, AlignmentTrace):
+    if not trace.attention_blocks():  # RNN attention: one alignment map, no heads
         return {"cross_attention": _torch_layers([trace.alignment[None]]),
                 "encoder_tokens": list(trace.source.strings), "decoder_tokens": list(trace.target.strings)}
     parts = attention_parts(trace)
@@ -191,7 +190,7 @@ def head_view_height(trace) -> int:
 
 def model_view_height(trace) -> int:
     """Pixels the model view needs (bertviz: layers × thumbnail rows, or the enlarged head)."""
-    if isinstance(trace, AlignmentTrace):
+    if not trace.attention_blocks():  # RNN attention: one alignment map, no heads
         return int(n_tokens(trace) * 18 + 140)
     parts = attention_parts(trace)
     n, heads = n_tokens(trace), parts[0].trace.n_heads

@@ -44,7 +44,7 @@ def write_pickle(path: Path, marker: Path) -> None:
 
 
 def test_a_pickle_in_place_of_our_weights_is_refused_and_never_run(tmp_path):
-    from engine.training.checkpoint import load_checkpoint
+    from engine.checkpoint import load_checkpoint
 
     paths = save(tmp_path)
     marker = tmp_path / "ran"

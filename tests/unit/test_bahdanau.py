@@ -23,9 +23,9 @@ from engine.models.bahdanau import (
     trace_alignment,
 )
 from engine.registry import CHECKPOINTS
-from engine.training.checkpoint import load_checkpoint, save_checkpoint
-from engine.training.corpora import translation_corpus
-from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from engine.checkpoint import load_checkpoint, save_checkpoint
+from engine.corpora import translation_corpus
+from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from engine.types import AlignmentTrace, CheckpointError, EmptyInputError, ModelSpec
 
 torch.set_num_threads(1)

@@ -21,7 +21,7 @@ from engine.analysis.bahdanau_steps import (
     trace_agreement,
 )
 from engine.analysis.toy_grammar import EXAMPLES, reference, vocabulary_by_kind
-from engine.training.corpora import translation as grammar
+from engine.corpora import translation as grammar
 
 torch.set_num_threads(1)
 

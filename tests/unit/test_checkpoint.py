@@ -10,8 +10,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from engine.models.transformer import Transformer, TransformerConfig
-from engine.training.checkpoint import FORMAT, checkpoint_paths, load_checkpoint, read_checkpoint_config, save_checkpoint
-from engine.training.vocab import Vocab
+from engine.checkpoint import FORMAT, checkpoint_paths, load_checkpoint, read_checkpoint_config, save_checkpoint
+from engine.vocab import Vocab
 from engine.types import CheckpointError, EngineError
 
 CFG = TransformerConfig(vocab_size=12, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=10)

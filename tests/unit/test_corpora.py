@@ -12,7 +12,7 @@ from datetime import date
 
 import pytest
 
-from engine.training.corpora import (
+from engine.corpora import (
     EN_VOCAB,
     FR_VOCAB,
     STORY_VOCAB_HINT,
@@ -35,9 +35,9 @@ from engine.training.corpora import (
     translation_corpus,
     translation_vocab,
 )
-from engine.training.corpora.dates import from_tokens_tgt
-from engine.training.corpora.stories import CHARACTERS, OBJECTS, PRONOUN_GENDER, split_sentences, story
-from engine.training.corpora.translation import UnknownWordError
+from engine.corpora.dates import from_tokens_tgt
+from engine.corpora.stories import CHARACTERS, OBJECTS, PRONOUN_GENDER, split_sentences, story
+from engine.corpora.translation import UnknownWordError
 
 NAME_GENDER = {n.lower(): g for n, g in CHARACTERS.items()}
 

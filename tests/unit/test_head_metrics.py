@@ -147,7 +147,7 @@ def test_an_unknown_word_in_the_middle_is_not_a_sink(tmp_path):
 
 
 def test_word_level_unk_is_not_special_but_the_markers_are():
-    from engine.training.vocab import Vocab
+    from engine.vocab import Vocab
 
     v = Vocab.from_words(["the", "cat"])
     toks = v.tokens_for_display(v.encode(["<bos>", "the", "zebra", "cat", "<eos>"]))

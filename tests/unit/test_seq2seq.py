@@ -14,8 +14,8 @@ from engine.capture import capture, hook_point_names
 from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 from engine.models.seq2seq_adapter import load_model, source_tokens, trace_seq2seq
 from engine.registry import CHECKPOINTS
-from engine.training.checkpoint import load_checkpoint, save_checkpoint
-from engine.training.vocab import EOS_ID, PAD_ID, Vocab
+from engine.checkpoint import load_checkpoint, save_checkpoint
+from engine.vocab import EOS_ID, PAD_ID, Vocab
 from engine.types import EmptyInputError, ModelSpec, Seq2SeqTrace
 
 SRC_WORDS = ["the", "red", "car", "is", "fast", ".", "dog", "1", "2", "november"]
@@ -199,9 +199,9 @@ def test_adapter_traces_text(saved, vocabs):
 
 
 def test_source_tokens_match_the_training_data():
-    from engine.training.corpora import to_tokens_src, tokenize
-    from engine.training.corpora.dates import generate_date_pairs
-    from engine.training.corpora.translation import generate_pairs
+    from engine.corpora import to_tokens_src, tokenize
+    from engine.corpora.dates import generate_date_pairs
+    from engine.corpora.translation import generate_pairs
 
     for en, _ in generate_pairs(200, seed=5):
         assert source_tokens(en) == tokenize(en)
@@ -252,7 +252,7 @@ def test_shipped_translator_translates_the_red_car(translator):
     # last-layer head reads, for every French word it writes, the English word the grammar aligns it
     # with ("rouge" ← "red", although the order swaps); measured on 300 held-out sentences it agrees
     # with the gold alignment for 96 % of target words (layer 1, head 1 in the seed-0 build).
-    from engine.training.corpora.translation import alignment
+    from engine.corpora.translation import alignment
 
     gold = {fr: en for en, fr in alignment("the red car is fast .")}  # French index -> English index
     rows = tr.cross.pattern(-1).argmax(axis=-1)  # [head, tgt_pos]: the source each row reads most

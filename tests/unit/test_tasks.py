@@ -16,7 +16,7 @@ from engine.training.tasks import (
     pattern_score,
     token_accuracy,
 )
-from engine.training.vocab import SPECIALS, Vocab, tokenize
+from engine.vocab import SPECIALS, Vocab, tokenize
 from engine.types import Tokens
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"

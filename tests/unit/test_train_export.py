@@ -12,7 +12,7 @@ import torch
 import engine
 from engine import registry
 from engine.models.trace_own import trace_own
-from engine.training.checkpoint import load_checkpoint
+from engine.checkpoint import load_checkpoint
 from engine.training.export import answer, checkpoint_zip, runtime_model, split_words
 from engine.training.jobs import JobManager
 from engine.types import ModelUnavailableError

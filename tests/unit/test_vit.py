@@ -13,8 +13,8 @@ import engine
 from engine.capture import capture, hook_point_names
 from engine.models.vit import ViT, ViTAdapter, ViTConfig, load_model, preprocess, trace_vit
 from engine.registry import CHECKPOINTS, own_checkpoints
-from engine.training.checkpoint import load_checkpoint, save_checkpoint
-from engine.training.vocab import Vocab
+from engine.checkpoint import load_checkpoint, save_checkpoint
+from engine.vocab import Vocab
 from engine.types import EngineError, ModelSpec, VisionTrace
 
 SHIPPED = "tiny-vit-digits"

@@ -1,7 +1,7 @@
 """Recipes ``bahdanau-translator`` (additive attention) and ``luong-translator`` (dot attention).
 
 Both train an :class:`~engine.models.bahdanau.RNNAttentionModel` on the toy English → French grammar
-mixed with written dates → ISO (:func:`engine.training.corpora.translation_corpus`), with teacher
+mixed with written dates → ISO (:func:`engine.corpora.translation_corpus`), with teacher
 forcing::
 
     pairs        = translation_corpus(N_PAIRS, seed)                   # 20 % dates
@@ -13,7 +13,7 @@ forcing::
 
 and are then judged on the held-out pairs by greedy decoding: exact match of whole sentences (and
 dates), and how often the alignment α points where the grammar's gold alignment
-(:func:`engine.training.corpora.translation.alignment`) says the target word comes from.
+(:func:`engine.corpora.translation.alignment`) says the target word comes from.
 
 The evaluation helpers (:func:`held_out_pairs`, :func:`exact_match`, :func:`alignment_agreement`) are
 public so tests can re-measure a shipped checkpoint.
@@ -37,8 +37,8 @@ from engine.models.bahdanau import (
     record_steps,
     target_text,
 )
-from engine.training.checkpoint import save_checkpoint
-from engine.training.corpora.translation import alignment
+from engine.checkpoint import save_checkpoint
+from engine.corpora.translation import alignment
 from engine.training.loop import TrainConfig, resolve_device
 from engine.training.recipes.translation_data import (  # noqa: F401  (re-exported for tests)
     DATE_FRACTION,
@@ -50,7 +50,7 @@ from engine.training.recipes.translation_data import (  # noqa: F401  (re-export
     split_pairs,
     vocabularies,
 )
-from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 
 NO_STOP_FRACTION = 0.25  # training sentences also shown without their final "." (people often omit it)

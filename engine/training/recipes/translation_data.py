@@ -6,8 +6,8 @@ same held-out sentences (no source sentence or date is on both sides of the spli
 
 from __future__ import annotations
 
-from engine.training.corpora import train_test_split, translation_corpus, translation_vocab
-from engine.training.vocab import Vocab
+from engine.corpora import train_test_split, translation_corpus, translation_vocab
+from engine.vocab import Vocab
 
 Pair = tuple[list[str], list[str]]
 

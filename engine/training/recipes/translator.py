@@ -33,8 +33,8 @@ import torch.nn.functional as F
 
 from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 from engine.models.seq2seq_adapter import source_tokens, target_text, trace_seq2seq
-from engine.training.checkpoint import save_checkpoint
-from engine.training.corpora import translation_corpus
+from engine.checkpoint import save_checkpoint
+from engine.corpora import translation_corpus
 from engine.training.loop import TrainConfig, train
 from engine.training.recipes.translation_data import (
     DATE_FRACTION,
@@ -46,7 +46,7 @@ from engine.training.recipes.translation_data import (
 )
 from engine.training.recipes.translation_data import split_pairs as shared_split
 from engine.training.tasks import IGNORE, Batch, Task
-from engine.training.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from engine.types import AttentionTrace, Tokens
 
 
@@ -140,7 +140,7 @@ class TranslationTask(Task):
 
     def probe(self) -> list[int]:
         """:data:`PROBE` packed as a training row (its target is the grammar's translation)."""
-        from engine.training.corpora.translation import tokenize, translate
+        from engine.corpora.translation import tokenize, translate
 
         src, tgt_in, _ = encode_pairs([(tokenize(PROBE), tokenize(translate(PROBE)))], self.vocabs,
                                       self.max_src, self.max_tgt)  # fmt: skip

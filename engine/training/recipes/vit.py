@@ -29,9 +29,9 @@ from torch import nn
 
 from engine.models.vit import DIGITS, ViT, ViTConfig
 from engine.samples import DIGIT_SPLIT_SEED, DIGIT_TEST_FRACTION, digit_split
-from engine.training.checkpoint import save_checkpoint
+from engine.checkpoint import save_checkpoint
 from engine.training.loop import TrainConfig, resolve_device
-from engine.training.vocab import Vocab
+from engine.vocab import Vocab
 
 NAME = "tiny-vit-digits"
 SPLIT_SEED = DIGIT_SPLIT_SEED  # the held-out split is fixed, whatever the training seed

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from engine.text import MAX_UNKNOWN_LISTED, WORD_LIMIT, quote_input
-from engine.training.corpora.translation.lexicon import (
+from engine.corpora.translation.lexicon import (
     _BE_EN,
     _NOUN_BY_FORM,
     _VERB_BY_FORM,
@@ -13,7 +13,7 @@ from engine.training.corpora.translation.lexicon import (
     PREPOSITIONS,
     SUBJECT_PRONOUNS,
 )
-from engine.training.corpora.translation.sentence import (
+from engine.corpora.translation.sentence import (
     NP,
     Sentence,
     _agreement,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from engine.training.corpora.stories.lexicon import (
+from engine.corpora.stories.lexicon import (
     _VOWELS,
     CHARACTERS,
     COLOURS,

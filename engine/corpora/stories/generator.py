@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from engine.training.corpora.stories.grammar import _NAMES_LC
-from engine.training.corpora.stories.lexicon import (
+from engine.corpora.stories.grammar import _NAMES_LC
+from engine.corpora.stories.lexicon import (
     _OBJ_PRONOUN,
     _SUBJ_PRONOUN,
     _VOWELS,

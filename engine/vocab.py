@@ -10,7 +10,7 @@ Ids ``0 … 4`` are always the special tokens, in this order::
 
 then the task's own tokens. Text is split by :func:`tokenize`: lowercase, then one token per run of
 word characters (letters, digits, ``_``) and one token per other visible character (punctuation,
-apostrophes): the regular expression ``\w+|[^\w\s]``, as in :mod:`engine.training.corpora.stories`.
+apostrophes): the regular expression ``\w+|[^\w\s]``, as in :mod:`engine.corpora.stories`.
 Whitespace only separates.
 """
 

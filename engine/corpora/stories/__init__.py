@@ -29,15 +29,15 @@ and :mod:`.generator` (:func:`story`, :func:`generate_stories`).
 
 from __future__ import annotations
 
-from engine.training.corpora.stories.generator import generate_stories, story
-from engine.training.corpora.stories.grammar import (
+from engine.corpora.stories.generator import generate_stories, story
+from engine.corpora.stories.grammar import (
     STORY_VOCAB_HINT,
     is_grammatical,
     pronoun_pairs,
     split_sentences,
     story_tokens,
 )
-from engine.training.corpora.stories.lexicon import (
+from engine.corpora.stories.lexicon import (
     CHARACTERS,
     COLOURS,
     FEELINGS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from engine.training.corpora.translation.lexicon import (
+from engine.corpora.translation.lexicon import (
     _ADJ_LIST,
     _NOUN_LIST,
     _PREP_OBJECTS,
@@ -15,7 +15,7 @@ from engine.training.corpora.translation.lexicon import (
     Adjective,
     Noun,
 )
-from engine.training.corpora.translation.sentence import NP, Sentence, _render, detokenize
+from engine.corpora.translation.sentence import NP, Sentence, _render, detokenize
 
 # ---- generator -----------------------------------------------------------------------------------
 
@@ -94,7 +94,7 @@ def generate_pairs(n: int, seed: int) -> list[tuple[str, str]]:
     Both sides are written as tokens separated by spaces (no space after ``l'``/``j'``) and end with
     " ." — e.g. ``("she sees the small black dog .", "elle voit le petit chien noir .")``.
     Duplicates are possible (short sentences like "he is happy ." recur); split with
-    :func:`engine.training.corpora.train_test_split`, which keeps them on one side.
+    :func:`engine.corpora.train_test_split`, which keeps them on one side.
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")

@@ -12,13 +12,14 @@ then the tensors' names, shapes and dtypes against a model built from that confi
 :class:`~engine.types.CheckpointError` with a message that names the file (its name, not its folder:
 messages reach end users) and the problem.
 
-``kind`` says which builder turns ``model_config`` into a module (:data:`MODEL_KINDS`); new model
-families (seq2seq, ViT, GRU) add a builder with :func:`register_kind`.
+``kind`` says which builder turns ``model_config`` into a module: the family records of
+:mod:`engine.families` (one per family; the builder's model file is imported on first use). This module
+imports no model code, so the models (which load checkpoints) and the training code (which saves
+them) both depend on it and not on each other.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
@@ -32,43 +33,16 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families import KINDS
 from engine.text import error_reason, quote_input
-from engine.training.vocab import Vocab
+from engine.vocab import Vocab
 from engine.types import CheckpointError
 
 FORMAT = "attention-playground/1"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _MAX_LISTED = 8  # problems listed in one error message
 
-ModelBuilder = Callable[[Mapping[str, Any]], nn.Module]
 LoadedVocab = Vocab | dict[str, Vocab]
-
-
-def _build_transformer(config: Mapping[str, Any]) -> nn.Module:
-    return Transformer(TransformerConfig.from_dict(config))
-
-
-MODEL_KINDS: dict[str, ModelBuilder] = {"transformer": _build_transformer}
-#: kinds whose module registers its builder (``register_kind``) when imported; imported on first use
-LAZY_KINDS: dict[str, str] = {
-    "seq2seq": "engine.models.seq2seq",
-    "rnn-attention": "engine.models.bahdanau",
-    "vit": "engine.models.vit",
-}
-
-
-def register_kind(kind: str, builder: ModelBuilder) -> None:
-    """Teach checkpoints a new model family.
-
-    Args:
-        kind: the name stored in the JSON, e.g. ``"seq2seq"``.
-        builder: ``model_config dict -> freshly initialised module``; raises ``ValueError`` (or
-            ``TypeError``) on a bad config.
-    """
-    if kind in MODEL_KINDS and MODEL_KINDS[kind] is not builder:
-        raise ValueError(f"a checkpoint kind named {kind!r} is already registered")
-    MODEL_KINDS[kind] = builder
 
 
 @dataclass(frozen=True)
@@ -113,7 +87,7 @@ def save_checkpoint(
         directory: where to write.
         name: the checkpoint's file stem.
         model: the trained module; its tensors must match a model built from ``config``.
-        kind: a key of :data:`MODEL_KINDS` (``"transformer"``).
+        kind: a key of :data:`engine.families.KINDS` (``"transformer"``).
         config: the model config, e.g. ``TransformerConfig.to_dict()``.
         vocab: a :class:`Vocab`, or ``{"source": Vocab, "target": Vocab}`` style mapping for models
             with several vocabularies (a ready ``to_dict()`` form is accepted too).
@@ -299,8 +273,8 @@ def _read_json(path: Path) -> dict[str, Any]:
     if fmt != FORMAT:
         raise CheckpointError(f"{path.name}: unsupported format {fmt!r}; this version reads {FORMAT!r}")
     kind = document.get("kind")
-    if kind not in MODEL_KINDS:
-        raise CheckpointError(f"{path.name}: unknown model kind {kind!r}; known kinds: {sorted(MODEL_KINDS)}")
+    if kind not in KINDS:
+        raise CheckpointError(f"{path.name}: unknown model kind {kind!r}; known kinds: {sorted(KINDS)}")
     if not isinstance(document.get("model_config"), dict):
         raise CheckpointError(f'{path.name}: "model_config" must be a JSON object')
     if not isinstance(document.get("metadata", {}), dict):
@@ -320,16 +294,11 @@ def _read_vocab(data: Any, where: str) -> LoadedVocab:
 
 
 def _build(kind: str, config: Mapping[str, Any], *, where: str) -> nn.Module:
-    if kind not in MODEL_KINDS and kind in LAZY_KINDS:
-        try:
-            importlib.import_module(LAZY_KINDS[kind])
-        except ModuleNotFoundError:
-            pass  # not built yet: reported as an unknown kind below
-    if kind not in MODEL_KINDS:
-        raise CheckpointError(f"unknown model kind {kind!r}; known kinds: {sorted(MODEL_KINDS)}")
+    if kind not in KINDS:
+        raise CheckpointError(f"unknown model kind {kind!r}; known kinds: {sorted(KINDS)}")
     try:
         with torch.random.fork_rng(devices=[]):  # building must not move the caller's random state
-            return MODEL_KINDS[kind](config)
+            return KINDS[kind].build(config)
     except (ValueError, TypeError) as err:
         raise CheckpointError(f"{where} is invalid: {err}") from err
 

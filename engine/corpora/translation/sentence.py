@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.training.corpora.translation.lexicon import (
+from engine.corpora.translation.lexicon import (
     _BE_EN,
     _BE_FR,
     _VOWELS_EN,

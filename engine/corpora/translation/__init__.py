@@ -41,8 +41,8 @@ The grammar is split by idea: :mod:`.lexicon` (the word tables and vocabularies)
 
 from __future__ import annotations
 
-from engine.training.corpora.translation.generator import generate_pairs
-from engine.training.corpora.translation.lexicon import (
+from engine.corpora.translation.generator import generate_pairs
+from engine.corpora.translation.lexicon import (
     ADJECTIVES,
     EN_VOCAB,
     FR_VOCAB,
@@ -51,8 +51,8 @@ from engine.training.corpora.translation.lexicon import (
     SUBJECT_PRONOUNS,
     VERBS,
 )
-from engine.training.corpora.translation.parse import UnknownWordError, alignment, suggest, translate
-from engine.training.corpora.translation.sentence import detokenize, tokenize
+from engine.corpora.translation.parse import UnknownWordError, alignment, suggest, translate
+from engine.corpora.translation.sentence import detokenize, tokenize
 
 __all__ = [
     "ADJECTIVES",

@@ -8,13 +8,13 @@
 
 This module turns them into token lists for training::
 
-    from engine.training.corpora import story_corpus, translation_corpus, train_test_split
+    from engine.corpora import story_corpus, translation_corpus, train_test_split
     stories = story_corpus(20_000, seed=0)                   # [["lily", "found", "a", ...], ...]
     pairs = translation_corpus(50_000, seed=0)               # [(src_tokens, tgt_tokens), ...]
     train, test = train_test_split(pairs, 0.1, seed=0)       # no pair is on both sides
 
 Tokens are lowercase with punctuation on its own. Stories and English use ``\\w+|[^\\w\\s]`` (the
-same tokens as :func:`engine.training.vocab.tokenize` gives for them, since they have no
+same tokens as :func:`engine.vocab.tokenize` gives for them, since they have no
 apostrophes). French keeps the elided article with its apostrophe as one token (``l'`` ``arbre``),
 so French text must be split with :func:`tokenize` here, not with ``vocab.tokenize`` (which would
 keep ``l'arbre`` whole). Dates put each digit in its own token (see :mod:`.dates`).
@@ -26,16 +26,16 @@ import random
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
-from engine.training.corpora import dates, stories, translation
-from engine.training.corpora.dates import generate_date_pairs, normalise, to_tokens_src, to_tokens_tgt
-from engine.training.corpora.stories import (
+from engine.corpora import dates, stories, translation
+from engine.corpora.dates import generate_date_pairs, normalise, to_tokens_src, to_tokens_tgt
+from engine.corpora.stories import (
     STORY_VOCAB_HINT,
     generate_stories,
     is_grammatical,
     pronoun_pairs,
     story_tokens,
 )
-from engine.training.corpora.translation import (
+from engine.corpora.translation import (
     EN_VOCAB,
     FR_VOCAB,
     alignment,
