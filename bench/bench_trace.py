@@ -9,7 +9,8 @@ Run from the repository root::
 For each model and token count, three cases are compared:
 
 - ``engine``: ``tr = engine.trace(model, text, max_tokens=n); tr.pattern(last_layer, 0)``
-  (tokenization included; the model runs its default SDPA attention with Q/K/V hooks);
+  (tokenization included; the model runs transformers' SDPA attention through ``ap_capture``,
+  which records Q/K/V from each attention call);
 - ``hf_eager_attn``: the same weights loaded separately with ``attn_implementation="eager"`` and
   called with ``output_attentions=True`` on the same token ids;
 - ``hf_plain``: the same weights with SDPA attention, no attentions: the reference cost of a forward.
@@ -94,7 +95,7 @@ def _inputs(model_name: str, path: str, sizes: tuple[int, ...]) -> tuple[str, di
     """
     from transformers import AutoTokenizer
 
-    from engine.pretrained.adapters import BERT_LIKE, GPT2
+    from engine.pretrained.families import BERT_LIKE, GPT2
     from engine.pretrained.tiny_gpt2 import _CORPUS
 
     adapter = GPT2 if model_name == "gpt2" else BERT_LIKE
@@ -279,8 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         SECTION,
         "",
         "What is measured: the cost of seeing attention. **engine** = `tr = engine.trace(model, text, "
-        "max_tokens=n); tr.pattern(last_layer, 0)` (tokenization included; the model runs its default SDPA "
-        "attention with forward hooks on the Q/K/V projections, and the one head's pattern is computed from "
+        "max_tokens=n); tr.pattern(last_layer, 0)` (tokenization included; the model runs transformers' SDPA "
+        "attention through `ap_capture`, which records Q, K and V from each attention call, and the one head's pattern is computed from "
         "Q and K afterwards). **HF eager + attentions** = the same weights loaded separately with "
         "`attn_implementation=\"eager\"` and called with `output_attentions=True` on the same token ids under "
         "`torch.inference_mode()`. **HF plain** = the same weights with SDPA and no attentions: the price of "
