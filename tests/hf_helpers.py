@@ -60,6 +60,8 @@ def build(kind: str, folder: Path) -> None:
     from transformers import (
         BertConfig,
         BertModel,
+        CamembertConfig,
+        CamembertModel,
         DistilBertConfig,
         DistilBertModel,
         ElectraConfig,
@@ -68,6 +70,8 @@ def build(kind: str, folder: Path) -> None:
         GPT2LMHeadModel,
         RobertaConfig,
         RobertaModel,
+        XLMRobertaConfig,
+        XLMRobertaModel,
     )
 
     from engine.pretrained.tiny_gpt2 import build_tokenizer
@@ -100,11 +104,12 @@ def build(kind: str, folder: Path) -> None:
         if kind == "bert":
             config, cls = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                      intermediate_size=64, max_position_embeddings=MAX_POS, **common), BertModel
-        elif kind == "roberta":
+        elif family(kind) == "roberta":
             # RoBERTa's positions start after the padding index: the table has 2 more rows.
-            config, cls = RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                        intermediate_size=64, max_position_embeddings=MAX_POS + 2,
-                                        type_vocab_size=1, **common), RobertaModel
+            config_cls, cls = {"roberta": (RobertaConfig, RobertaModel), "xlm-roberta": (XLMRobertaConfig, XLMRobertaModel),
+                               "camembert": (CamembertConfig, CamembertModel)}[kind]  # fmt: skip
+            config = config_cls(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                                max_position_embeddings=MAX_POS + 2, type_vocab_size=1, **common)
         elif kind == "electra":  # embeddings of 16 dims projected to the hidden 32
             config, cls = ElectraConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                         intermediate_size=64, max_position_embeddings=MAX_POS, **common), ElectraModel
@@ -119,12 +124,16 @@ def build(kind: str, folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
-KINDS = ("bert", "roberta", "electra", "distilbert", "gpt2", "gpt2-layerscale", "gpt2-unscaled", "gpt2-upcast")
+KINDS = ("bert", "roberta", "xlm-roberta", "camembert", "electra", "distilbert",
+         "gpt2", "gpt2-layerscale", "gpt2-unscaled", "gpt2-upcast")  # fmt: skip
 
 
 def family(kind: str) -> str:
-    """``"gpt2"`` for every GPT-2 variant, else the kind itself."""
-    return "gpt2" if kind.startswith("gpt2") else kind
+    """The kind whose layout ``kind`` shares: ``"gpt2"`` for every GPT-2 variant, ``"roberta"`` for
+    XLM-R and CamemBERT (RoBERTa's modelling code under other names), else the kind itself."""
+    if kind.startswith("gpt2"):
+        return "gpt2"
+    return "roberta" if kind in ("xlm-roberta", "camembert") else kind
 
 
 # ---- comparing with the model's own attentions ------------------------------------------------

@@ -11,13 +11,14 @@ transformers' own SDPA, so the model runs its fast path and no n×n array is kep
 
 Because Q, K, V and the scale come from the call itself, nothing family-specific is needed to read
 them: GPT-2's two scale switches (``scale_attn_weights``, ``scale_attn_by_inverse_layer_idx``) are
-already folded into its ``scaling``, and a recorded call is mapped to its layer by module identity
-(DistilBERT's and ViT's attention modules carry no ``layer_idx``). What still differs per family is
-listed in :mod:`engine.pretrained.families`: where the layers are, the position-embedding module
-(the vectors added to the input, read with one forward hook), the attention output projection that
-ablation switches heads off at, whether the tokenizer is byte-level, whether the model masks future
-tokens by itself (:meth:`HFTextAdapter.default_causal`), and whether its ``forward`` takes
-``use_cache``.
+already folded into its ``scaling`` (its ``reorder_and_upcast_attn`` changes only the eager path:
+scores in float32, which the lazy pattern computes in anyway), and a recorded call is mapped to its
+layer by module identity (DistilBERT's and ViT's attention modules carry no ``layer_idx``). What
+still differs per family is listed in :mod:`engine.pretrained.families`: where the layers are, the
+position-embedding module (the vectors added to the input, read with one forward hook), the
+attention output projection that ablation switches heads off at, whether the tokenizer is
+byte-level, whether the model masks future tokens by itself (:meth:`HFTextAdapter.default_causal`),
+and whether its ``forward`` takes ``use_cache``.
 
 A causal toggle never edits the shared model's config. Turning a self-masking model's mask off
 passes ``is_causal=False`` to ``forward`` (transformers 5.23 reads it when it builds the mask and
