@@ -10,7 +10,7 @@ Run from the repository root::
 For each model and token count, three cases are compared:
 
 - ``engine``: ``tr = engine.trace(model, text, max_tokens=n); tr.pattern(last_layer, 0)``
-  (tokenization included; the model runs its default SDPA attention with Q/K/V hooks);
+  (tokenization included; the model runs transformers' SDPA through ``ap_capture``, which records Q/K/V);
 - ``hf_eager_attn``: the same weights loaded separately with ``attn_implementation="eager"`` and
   called with ``output_attentions=True`` on the same token ids;
 - ``hf_plain``: the same weights with SDPA attention, no attentions: the reference cost of a forward.
@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "What is measured: the cost of seeing attention. **engine** = `tr = engine.trace(model, text, "
             "max_tokens=n); tr.pattern(last_layer, 0)` (tokenization included; the model runs its default SDPA "
-            "attention with forward hooks on the Q/K/V projections, and the one head's pattern is computed from "
+            "attention through `ap_capture`, which records Q, K and V from each attention call, and the one head's pattern is computed from "
             "Q and K afterwards). **HF eager + attentions** = the same weights loaded separately with "
             "`attn_implementation=\"eager\"` and called with `output_attentions=True` on the same token ids under "
             "`torch.inference_mode()`. **HF plain** = the same weights with SDPA and no attentions: the price of "

@@ -30,15 +30,6 @@ HeadRef = tuple[str, int, int]  # (block, layer, head)
 SELF = "self"
 SEQ2SEQ_BLOCKS: tuple[str, ...] = ("encoder", "decoder", "cross")
 
-#: where the attention output projection (its input: the concatenated z of all heads) sits in one
-#: layer of each Hugging Face family, keyed by the adapter's ``layers_path``
-HF_OUT_PROJ: dict[str, str] = {
-    "encoder.layer": "attention.output.dense",  # BERT, RoBERTa, ELECTRA, …  (nn.Linear)
-    "transformer.layer": "attention.out_lin",  # DistilBERT                  (nn.Linear)
-    "h": "attn.c_proj",  # GPT-2                                          (Conv1D, weight [in, out])
-}
-
-
 def _index(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise EngineError(f"{what} must be a whole number, got {value!r}.")

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.analysis.ablation import next_token_summary
-from engine.analysis.ablation_heads import HF_OUT_PROJ, SELF, HeadRef, heads_off
+from engine.analysis.ablation_heads import SELF, HeadRef, heads_off
 from engine.text import (
     byte_level_display,
     check_max_tokens,
@@ -78,7 +78,7 @@ class OwnDecoderRunner:
         return out
 
 
-# ---- Hugging Face BERT / DistilBERT / GPT-2 families ----------------------------------------------
+# ---- Hugging Face text families -------------------------------------------------------------------
 def sentence_max_length(model) -> int | None:
     """``max_seq_length`` of a sentence-transformers folder (256 for all-MiniLM-L6-v2), else None."""
     source = model.info.get("source") if isinstance(model.info, dict) else None
@@ -92,7 +92,7 @@ def sentence_max_length(model) -> int | None:
 
 @dataclass(frozen=True)
 class HFRunner:
-    """BERT-like encoders (sentence embedding) and GPT-2 decoders (next-token probabilities)."""
+    """Hugging Face encoders (sentence embedding) and decoders (next-token probabilities)."""
 
     layout: dict
     adapter: Any
@@ -101,7 +101,7 @@ class HFRunner:
     default_causal: bool = False  # Model.default_causal: the mask the model applies by itself
 
     def projections(self, module: nn.Module) -> dict[tuple[str, int], nn.Module]:
-        name = getattr(self.adapter, "out_proj", None) or HF_OUT_PROJ[self.adapter.layers_path]
+        name = self.adapter.out_proj  # per family: engine.pretrained.families
         return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
@@ -207,7 +207,7 @@ def runner_for(model):
         return Seq2SeqRunner(layout={"encoder": shape, "decoder": shape, "cross": shape},
                              tgt_vocab=model.tokenizer["target"])  # fmt: skip
     adapter = model.adapter
-    if isinstance(adapter, HFTextAdapter) and (getattr(adapter, "out_proj", None) or adapter.layers_path in HF_OUT_PROJ):
+    if isinstance(adapter, HFTextAdapter):
         layout = {SELF: (len(adapter.layers(module)), adapter.n_heads(module.config))}
         output = "next-token" if adapter.family == "decoder" else "embedding"
         return HFRunner(layout=layout, adapter=adapter, tokenizer=model.tokenizer, output=output,

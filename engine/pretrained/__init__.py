@@ -1,1 +1,2 @@
-"""Hugging Face models: loading (``hub``) and one adapter per family (``adapters``)."""
+"""Hugging Face models: loading (``hub``), one capture path for every family (``interface``,
+``adapters``; ``vit_hf`` for images) and what differs per text family (``families``)."""

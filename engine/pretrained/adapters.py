@@ -1,20 +1,24 @@
-"""Adapters that capture Q, K and V from Hugging Face text models.
+"""Tracing Hugging Face text models through one capture path.
 
-BERT-family models and GPT-2 are read with forward hooks (below); decoders whose attention goes
-through ``transformers.AttentionInterface`` (Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3) are
-read by :class:`InterfaceAdapter` through one registered attention function
-(:mod:`engine.pretrained.interface`).
+In transformers 5.23 every text family the engine reads (BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA,
+DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3) computes attention by
+calling the function registered under ``config._attn_implementation`` with the projected
+(position-encoded, for RoPE) ``query``, ``key``, ``value`` ``[b, heads, n, d_head]`` and the factor
+``scaling`` it applies to QKᵀ. The engine loads them with ``attn_implementation="ap_capture"``
+(:mod:`engine.pretrained.interface`): that function records what each call received and hands it to
+transformers' own SDPA, so the model runs its fast path and no n×n array is kept. The returned
+``AttentionTrace`` computes scores and patterns lazily for the layer and head asked for.
 
-The model runs on its own default (fast, SDPA) attention path; hooks on the Q/K/V projections
-record ``[batch, pos, heads·d_head]`` activations, and the returned ``AttentionTrace`` computes
-scores and patterns lazily for the layer and head asked for. What each family needs to say:
-
-- where its Q, K, V projections are (one fused module for GPT-2's ``c_attn``),
-- the factor it applies to QKᵀ (GPT-2 has two config switches for it),
-- its position-embedding module (the vectors added to the input),
-- whether it masks future tokens by itself (:meth:`HFTextAdapter.default_causal`: GPT-2 does, a
-  BERT-family model does when its config says ``is_decoder=True``), and whether its tokenizer is
-  byte-level.
+Because Q, K, V and the scale come from the call itself, nothing family-specific is needed to read
+them: GPT-2's two scale switches (``scale_attn_weights``, ``scale_attn_by_inverse_layer_idx``) are
+already folded into its ``scaling`` (its ``reorder_and_upcast_attn`` changes only the eager path:
+scores in float32, which the lazy pattern computes in anyway), and a recorded call is mapped to its
+layer by module identity (DistilBERT's and ViT's attention modules carry no ``layer_idx``). What
+still differs per family is listed in :mod:`engine.pretrained.families`: where the layers are, the
+position-embedding module (the vectors added to the input, read with one forward hook), the
+attention output projection that ablation switches heads off at, whether the tokenizer is
+byte-level, whether the model masks future tokens by itself (:meth:`HFTextAdapter.default_causal`),
+and whether its ``forward`` takes ``use_cache``.
 
 A causal toggle never edits the shared model's config. Turning a self-masking model's mask off
 passes ``is_causal=False`` to ``forward`` (transformers 5.23 reads it when it builds the mask and
@@ -26,6 +30,7 @@ on for a model that does not mask by itself passes a per-call 4D additive float 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,50 +39,104 @@ from torch import nn
 
 from engine.capture import capture
 from engine.model import Model
+from engine.pretrained.interface import recording
 from engine.text import byte_level_display, check_max_tokens, clean_input, clean_token, length_notices, special_flags
 from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnavailableError, Tokens
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
 MAX_MASK_TOKENS = 4096
 
+NOT_CAPTURING = (
+    "No attention call was recorded: this model was not loaded with the engine's capturing attention "
+    "(attn_implementation='ap_capture'). Load it with engine.load."
+)
 
-def _heads(x: torch.Tensor, n_heads: int) -> np.ndarray:
-    """``[1, T, H·dh]`` → ``[H, T, dh]`` float32 numpy."""
-    _, t, d = x.shape
-    return x[0].reshape(t, n_heads, d // n_heads).transpose(0, 1).float().cpu().numpy()  # (H, T, dh)
+
+def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Module]) -> list:
+    """One recorded attention call per layer, matched by module identity.
+
+    Args:
+        calls: ``Recorder.calls``, ``(attention module, record)`` in call order.
+        layers: the model's layers in order; a call belongs to the layer whose submodules hold its module.
+
+    Raises:
+        EngineError: nothing was recorded (the model does not run ``ap_capture``), a call outside
+            every layer, a layer called twice, or a layer with no call.
+    """
+    if not calls:
+        raise EngineError(NOT_CAPTURING)
+    owner = {id(m): i for i, layer in enumerate(layers) for m in layer.modules()}
+    found: list = [None] * len(layers)
+    for module, record in calls:
+        i = owner.get(id(module))
+        if i is None:
+            raise EngineError(f"an attention call from {type(module).__name__} lies outside the model's layers")
+        if found[i] is not None:
+            raise EngineError(f"layer {i} called attention twice; one self-attention per layer is expected")
+        found[i] = record
+    missing = [i for i, r in enumerate(found) if r is None]
+    if missing:
+        raise EngineError(f"no attention was recorded for layers {missing} of 0–{len(layers) - 1}")
+    return found
+
+
+def per_query_head(x: np.ndarray, n_heads: int) -> np.ndarray:
+    """Grouped-query keys/values ``[H_kv, n, d]`` → ``[H, n, d]``: head ``h`` reads ``h // (H / H_kv)``,
+    as transformers' ``repeat_kv``; returned as is when every query head has its own."""
+    n_rep = n_heads // x.shape[0]
+    return np.repeat(x, n_rep, axis=0) if n_rep > 1 else x
+
+
+def _per_layer(values) -> tuple:
+    """A per-layer setting as the trace holds it: () when no layer has one."""
+    values = tuple(values)
+    return values if any(v is not None for v in values) else ()
 
 
 @dataclass(frozen=True)
 class HFTextAdapter:
-    """Tracing for one family of Hugging Face text models.
+    """Tracing for one family of Hugging Face text models (the table is :mod:`engine.pretrained.families`).
 
     Attributes:
         family: "encoder" or "decoder".
         layers_path: dotted path from the base model to its list of layers.
-        qkv: names of the Q, K, V projections inside a layer, or a single fused name.
-        pos_path: dotted path to the position-embedding module, or None.
-        byte_level: display tokens by decoding ids (byte-level BPE), not by cleaning pieces.
+        out_proj: the attention output projection inside a layer (its input is the heads' z,
+            head-major): where ablation switches heads off.
+        pos_path: dotted path to the position-embedding module, or None (RoPE: no vectors added).
+        pos_encoding_kind: what the trace reports: "learned" or "rope".
+        byte_level: display tokens by decoding ids (byte-level BPE), not by cleaning pieces; None:
+            read from the tokenizer when the model is loaded.
         reads_is_decoder: the family's model builds a causal mask when its config says
             ``is_decoder=True`` (BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA; not DistilBERT).
+        caches: the base model's ``forward`` takes ``use_cache`` (a trace turns the cache off).
     """
 
     family: str
     layers_path: str
-    qkv: tuple[str, ...]
+    out_proj: str
     pos_path: str | None
-    byte_level: bool = False
+    pos_encoding_kind: str = "learned"
+    byte_level: bool | None = False
     reads_is_decoder: bool = False
+    caches: bool = True
 
     # ---- model structure ---------------------------------------------------------------------
     def base(self, module: nn.Module) -> nn.Module:
         """The base model below any task head (``GPT2LMHeadModel.transformer``)."""
         return getattr(module, module.base_model_prefix, module) if hasattr(module, "base_model_prefix") else module
 
-    def layers(self, module: nn.Module) -> list[nn.Module]:
+    def _path(self, module: nn.Module, path: str):
         obj = self.base(module)
-        for part in self.layers_path.split("."):
+        for part in path.split("."):
             obj = getattr(obj, part)
-        return list(obj)
+        return obj
+
+    def layers(self, module: nn.Module) -> list[nn.Module]:
+        return list(self._path(module, self.layers_path))
+
+    def pos_module(self, module: nn.Module) -> nn.Module | None:
+        """The module whose output is the position vectors added to the input, or None."""
+        return None if self.pos_path is None else self._path(module, self.pos_path)
 
     def n_heads(self, config) -> int:
         for name in ("num_attention_heads", "n_head", "n_heads"):
@@ -108,31 +167,6 @@ class HFTextAdapter:
             or (self.reads_is_decoder and bool(getattr(config, "is_decoder", False)))
             or bool(getattr(config, "is_causal", False))
         )
-
-    def scales(self, config, n_layers: int, d_head: int) -> tuple[float, ...]:
-        """Factor applied to QKᵀ in each layer."""
-        if self.family == "decoder" and getattr(config, "model_type", "") == "gpt2":
-            base = 1.0 / d_head**0.5 if getattr(config, "scale_attn_weights", True) else 1.0
-            by_layer = getattr(config, "scale_attn_by_inverse_layer_idx", False)
-            return tuple(base / (i + 1) if by_layer else base for i in range(n_layers))
-        return tuple(1.0 / d_head**0.5 for _ in range(n_layers))
-
-    def targets(self, module: nn.Module) -> dict[str, nn.Module]:
-        """``{activation name: module}`` to hook, named in TransformerLens's vocabulary."""
-        out: dict[str, nn.Module] = {}
-        for i, layer in enumerate(self.layers(module)):
-            mods = dict(layer.named_modules())
-            if len(self.qkv) == 1:
-                out[f"blocks.{i}.attn.hook_qkv"] = mods[self.qkv[0]]
-            else:
-                for short, name in zip(("q", "k", "v"), self.qkv):
-                    out[f"blocks.{i}.attn.hook_{short}"] = mods[name]
-        if self.pos_path is not None:
-            obj = self.base(module)
-            for part in self.pos_path.split("."):
-                obj = getattr(obj, part)
-            out["hook_pos_embed"] = obj
-        return out
 
     # ---- tokens ------------------------------------------------------------------------------
     def tokenize(self, tokenizer, text: str, max_tokens: int) -> tuple[list[int], Tokens, int]:
@@ -195,152 +229,92 @@ class HFTextAdapter:
 
     # ---- trace -------------------------------------------------------------------------------
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
+        """Tokenize ``text`` (cut to ``max_tokens`` and the model's positions) and trace it (:meth:`trace_ids`)."""
         ids, tokens, n_total, requested, cut_chars = self.prepare(model, text, max_tokens)
+        notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
+                                 cut_chars=cut_chars)  # fmt: skip
+        return self.trace_ids(model, ids, tokens, causal=causal, notices=notices, n_input_tokens=n_total)
+
+    def trace_ids(
+        self,
+        model: Model,
+        ids: Sequence[int],
+        tokens: Tokens,
+        *,
+        causal: bool | None,
+        notices: Sequence[str] = (),
+        n_input_tokens: int | None = None,
+    ) -> AttentionTrace:
+        """Trace one given id sequence (a tokenized text, or a prompt and the tokens generated after it).
+
+        Args:
+            model: a text model loaded by :func:`engine.pretrained.hub.load_hf` (``ap_capture`` attention).
+            ids: token ids, at most ``model.max_positions`` of them.
+            tokens: their display form (one per id).
+            causal: force the causal mask on/off; None keeps the model's default.
+            notices: sentences for the UI to carry over (a GPU fallback notice is added after them).
+            n_input_tokens: the token count before a cut (``truncated`` when more than ``len(ids)``);
+                None: nothing was cut.
+
+        Returns:
+            An :class:`AttentionTrace` with one layer per model layer; keys and values of grouped-query
+            models are repeated to one per query head (``kv_heads`` says how many the model has).
+
+        Raises:
+            EmptyInputError: no ids. EngineError: too many ids, tokens that do not match the ids, a
+                model that does not run the capturing attention.
+        """
+        ids = [int(i) for i in ids]
+        n = len(ids)
+        if n == 0:
+            raise EmptyInputError("There are no tokens to trace.")
+        if len(tokens) != n:
+            raise EngineError(f"{len(tokens)} display tokens for {n} token ids")
+        if n > model.max_positions:
+            raise EngineError(f"This model reads at most {model.max_positions} tokens; got {n}.")
         default_causal = bool(model.default_causal)
         causal = default_causal if causal is None else bool(causal)
-        n = len(ids)
-        config = model.module.config
-        n_heads = self.n_heads(config)
-
-        def forward(module: nn.Module, device: torch.device) -> dict[str, torch.Tensor]:
-            input_ids = torch.tensor([ids], device=device)
-            kwargs = self.causal_kwargs(module, n, causal, device=device, default=default_causal)
-            with capture(self.targets(module)) as acts:
-                # the base model only: an LM head would build [n, vocab] logits a trace never reads
-                self.base(module)(input_ids=input_ids, **kwargs)
-            return dict(acts)
-
-        acts, device, notice = model.run(forward)
-        notices = length_notices(n_total, n, max_tokens=requested, max_positions=model.max_positions,
-                                 cut_chars=cut_chars) + ([notice] if notice else [])  # fmt: skip
-
-        n_layers = len(self.layers(model.module))
-        qs, ks, vs = [], [], []
-        for i in range(n_layers):
-            if len(self.qkv) == 1:
-                q, k, v = acts[f"blocks.{i}.attn.hook_qkv"].chunk(3, dim=-1)  # 3 × (1, T, D)
-            else:
-                q, k, v = (acts[f"blocks.{i}.attn.hook_{s}"] for s in "qkv")
-            qs.append(_heads(q, n_heads))
-            ks.append(_heads(k, n_heads))
-            vs.append(_heads(v, n_heads))
-        d_head = qs[0].shape[-1]
-        pos = acts.get("hook_pos_embed")
+        records, pos, device, notice = self._forward(model, ids, causal, default_causal)
+        n_heads = records[0].query.shape[0]
+        kv_heads = min(r.key.shape[0] for r in records)  # fewer than n_heads: grouped-query attention
         return AttentionTrace(
             model_id=model.spec.id,
             family=model.spec.family,
             tokens=tokens,
             key_tokens=tokens,
-            queries=tuple(qs),
-            keys=tuple(ks),
-            values=tuple(vs),
-            scales=self.scales(config, n_layers, d_head),
+            queries=tuple(r.query for r in records),
+            keys=tuple(per_query_head(r.key, n_heads) for r in records),
+            values=tuple(per_query_head(r.value, n_heads) for r in records),
+            scales=tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records),
             causal=causal,
-            pos_encoding=None if pos is None else pos[0].float().cpu().numpy(),
-            pos_encoding_kind="learned" if pos is not None else "none",
-            truncated=n_total > n,
-            n_input_tokens=n_total,
+            window=_per_layer(r.sliding_window for r in records),
+            softcap=_per_layer(r.softcap for r in records),
+            kv_heads=kv_heads if kv_heads < n_heads else None,
+            pos_encoding=pos,
+            pos_encoding_kind=self.pos_encoding_kind,
+            truncated=n_input_tokens is not None and n_input_tokens > n,
+            n_input_tokens=n if n_input_tokens is None else int(n_input_tokens),
             device=device.type,
-            notices=tuple(notices),
+            notices=tuple(notices) + ((notice,) if notice else ()),
         )
 
-
-BERT_LIKE = HFTextAdapter(
-    family="encoder",
-    layers_path="encoder.layer",
-    qkv=("attention.self.query", "attention.self.key", "attention.self.value"),
-    pos_path="embeddings.position_embeddings",
-    reads_is_decoder=True,
-)
-DISTILBERT = HFTextAdapter(
-    family="encoder",
-    layers_path="transformer.layer",
-    qkv=("attention.q_lin", "attention.k_lin", "attention.v_lin"),
-    pos_path="embeddings.position_embeddings",
-)
-GPT2 = HFTextAdapter(family="decoder", layers_path="h", qkv=("attn.c_attn",), pos_path="wpe", byte_level=True)
-
-#: config.model_type → adapter
-ADAPTERS: dict[str, HFTextAdapter] = {
-    "bert": BERT_LIKE,
-    "roberta": BERT_LIKE,
-    "xlm-roberta": BERT_LIKE,
-    "camembert": BERT_LIKE,
-    "electra": BERT_LIKE,
-    "distilbert": DISTILBERT,
-    "gpt2": GPT2,
-}
-
-
-@dataclass(frozen=True)
-class InterfaceAdapter(HFTextAdapter):
-    """Tracing for decoder families that call ``transformers.AttentionInterface`` (Llama, Mistral, …).
-
-    The model is loaded with ``attn_implementation="ap_capture"`` (:mod:`engine.pretrained.interface`),
-    which records each layer's position-encoded Q, K, V, ``scaling`` and ``sliding_window`` and runs
-    transformers' SDPA. Grouped-query key/value heads are repeated to one per query head (head ``h``
-    reads key/value head ``h // (H / H_kv)``, as transformers' ``repeat_kv``).
-    """
-
-    pos_encoding_kind: str = "rope"
-    #: the attention output projection inside a layer (its input is the heads' z, head-major): ablation
-    out_proj: str = "self_attn.o_proj"
-
-    def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
-        from engine.pretrained.interface import recording
-
-        ids, tokens, n_total, requested, cut_chars = self.prepare(model, text, max_tokens)
-        default_causal = bool(model.default_causal)
-        causal = default_causal if causal is None else bool(causal)
+    def _forward(self, model: Model, ids: list[int], causal: bool, default_causal: bool):
+        """Run the base model once, recording every attention call: ``(records per layer, position
+        vectors or None, device, notice)``."""
         n = len(ids)
 
         def forward(module: nn.Module, device: torch.device):
             input_ids = torch.tensor([ids], device=device)
             kwargs = self.causal_kwargs(module, n, causal, device=device, default=default_causal)
-            with recording() as rec:
-                self.base(module)(input_ids=input_ids, use_cache=False, **kwargs)
-            return rec.layers
+            if self.caches:
+                kwargs["use_cache"] = False  # a trace never reads a key/value cache
+            pos_module = self.pos_module(module)
+            targets = {} if pos_module is None else {"hook_pos_embed": pos_module}
+            with recording() as rec, capture(targets) as acts:
+                # the base model only: an LM head would build [n, vocab] logits a trace never reads
+                self.base(module)(input_ids=input_ids, **kwargs)
+            pos = acts.get("hook_pos_embed")
+            return layer_records(rec.calls, self.layers(module)), None if pos is None else pos[0].float().cpu().numpy()
 
-        layers, device, notice = model.run(forward)
-        notices = length_notices(n_total, n, max_tokens=requested, max_positions=model.max_positions,
-                                 cut_chars=cut_chars) + ([notice] if notice else [])  # fmt: skip
-        n_layers = len(self.layers(model.module))
-        if sorted(layers) != list(range(n_layers)):
-            raise EngineError(f"captured attention for layers {sorted(layers)}, expected 0–{n_layers - 1}")
-        qs, ks, vs, scales, windows, caps = [], [], [], [], [], []
-        for i in range(n_layers):
-            r = layers[i]
-            n_rep = r.query.shape[0] // r.key.shape[0]
-            qs.append(r.query)
-            ks.append(np.repeat(r.key, n_rep, axis=0) if n_rep > 1 else r.key)
-            vs.append(np.repeat(r.value, n_rep, axis=0) if n_rep > 1 else r.value)
-            scales.append(r.scaling if r.scaling is not None else 1.0 / r.query.shape[-1] ** 0.5)
-            windows.append(r.sliding_window)
-            caps.append(r.softcap)
-        return AttentionTrace(
-            model_id=model.spec.id,
-            family=model.spec.family,
-            tokens=tokens,
-            key_tokens=tokens,
-            queries=tuple(qs),
-            keys=tuple(ks),
-            values=tuple(vs),
-            scales=tuple(scales),
-            causal=causal,
-            window=tuple(windows),
-            softcap=tuple(caps) if any(c is not None for c in caps) else (),
-            pos_encoding=None,
-            pos_encoding_kind=self.pos_encoding_kind,
-            truncated=n_total > n,
-            n_input_tokens=n_total,
-            device=device.type,
-            notices=tuple(notices),
-        )
-
-
-#: decoder families whose attention goes through ``transformers.AttentionInterface`` in 5.23
-INTERFACE_DECODER = InterfaceAdapter(family="decoder", layers_path="layers", qkv=(), pos_path=None)
-GPT_NEOX = InterfaceAdapter(family="decoder", layers_path="layers", qkv=(), pos_path=None, out_proj="attention.dense")
-for _name in ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text"):
-    ADAPTERS[_name] = INTERFACE_DECODER
-ADAPTERS["gpt_neox"] = GPT_NEOX
+        (records, pos), device, notice = model.run(forward)
+        return records, pos, device, notice

@@ -27,8 +27,9 @@ from torch import nn
 
 from engine.model import Model, freeze, pick_device
 from engine.policy import GB, ServerPolicy
-from engine.pretrained.adapters import ADAPTERS, InterfaceAdapter
+from engine.pretrained.families import ADAPTERS
 from engine.pretrained.hf_api import hf
+from engine.pretrained.interface import register
 from engine.text import error_reason, quote_input
 from engine.types import ModelSpec, ModelUnavailableError
 
@@ -171,8 +172,9 @@ def sdpa_builder(cls, path: Path, model_id: str, attn: str = "sdpa") -> Callable
     """``build(device)``: load ``cls`` from ``path`` (safetensors only, SDPA attention), frozen, on ``device``.
 
     ``attn`` is the attention implementation: ``"sdpa"``, or ``"ap_capture"`` (SDPA that records Q, K,
-    V for a trace: :mod:`engine.pretrained.interface`). ``Model.reload`` calls it again to make a CPU
-    copy after a CUDA out-of-memory error.
+    V for a trace: :mod:`engine.pretrained.interface`), which every engine loader passes: a model
+    loaded with plain ``"sdpa"`` runs but cannot be traced. ``Model.reload`` calls it again to make a
+    CPU copy after a CUDA out-of-memory error.
     """
 
     def build(dev: torch.device) -> nn.Module:
@@ -201,7 +203,13 @@ def load_hf(
     device: torch.device | None = None,
     policy: ServerPolicy | None = None,
 ) -> Model:
-    """Load a BERT-family, GPT-2-family or AttentionInterface decoder (Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3) model with its tokenizer, or a ViT/DeiT with its image processor.
+    """Load a Hugging Face text model with its tokenizer, or a ViT/DeiT with its image processor.
+
+    Text families: BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, Llama, Mistral,
+    Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3 (:data:`engine.pretrained.families.ADAPTERS`). Every model,
+    text or image, is loaded with ``attn_implementation="ap_capture"``: transformers' SDPA, which also
+    records each attention call's Q, K, V and scale while a trace asks for them
+    (:mod:`engine.pretrained.interface`), so one capture path reads every family.
 
     Args:
         model_id: folder or Hub id (see :func:`resolve`).
@@ -241,19 +249,14 @@ def load_hf(
     cls = api.AutoModelForCausalLM if adapter.family == "decoder" else api.AutoModel
     device = device or pick_device()
 
-    attn = "sdpa"
-    if isinstance(adapter, InterfaceAdapter):
-        from engine.pretrained.interface import register
-
-        attn = register()
-    build = sdpa_builder(cls, path, model_id, attn)
+    build = sdpa_builder(cls, path, model_id, register())
 
     try:
         tokenizer = api.AutoTokenizer.from_pretrained(path)
     except Exception as err:
         raise ModelUnavailableError(f"The tokenizer of {shown} cannot be loaded: {error_reason(err)}") from err
     module = build(device)
-    if isinstance(adapter, InterfaceAdapter):  # byte-level BPE (Llama 3, Qwen, GPT-NeoX) or SentencePiece pieces
+    if adapter.byte_level is None:  # byte-level BPE (Llama 3, Qwen, GPT-NeoX) or SentencePiece pieces
         adapter = replace(adapter, byte_level=_byte_level(tokenizer))
     max_pos = int(config.get("max_position_embeddings") or config.get("n_positions") or 512)
     if model_type in {"roberta", "xlm-roberta", "camembert"}:

@@ -1,8 +1,9 @@
-"""One capture path for decoder families that call ``transformers.AttentionInterface``.
+"""One capture path for every family that calls ``transformers.AttentionInterface``.
 
-Llama, Mistral, Qwen2, Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2 and Gemma 3 text (transformers 5.23) compute attention by calling
-the function registered under ``config._attn_implementation`` with the projected, position-encoded
-(RoPE applied) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
+BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, ViT, DeiT, Llama, Mistral, Qwen2,
+Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2 and Gemma 3 text (transformers 5.23) compute attention by
+calling the function registered under ``config._attn_implementation`` with the projected
+(position-encoded, for RoPE) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,
 ``sliding_window``. These models are loaded with ``attn_implementation="ap_capture"``: the function
 registered here records Q, K, V and those arguments when a trace asked for them (a context variable

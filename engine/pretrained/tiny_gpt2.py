@@ -13,8 +13,9 @@ import torch
 from torch import nn
 
 from engine.model import Model, freeze, pick_device
-from engine.pretrained.adapters import GPT2
+from engine.pretrained.families import GPT2
 from engine.pretrained.hf_api import hf
+from engine.pretrained.interface import register
 from engine.types import ModelSpec
 
 SEED = 0
@@ -64,7 +65,7 @@ def load_tiny_random_gpt2(device: torch.device | None = None) -> Model:
         n_head=4,
         bos_token_id=tokenizer.eos_token_id,
         eos_token_id=tokenizer.eos_token_id,
-        attn_implementation="sdpa",
+        attn_implementation=register(),  # SDPA that records Q, K, V for a trace
     )
     device = device or pick_device()
 

@@ -1,7 +1,11 @@
-"""Hugging Face ViT and DeiT models: Q, K, V captured with forward hooks, attention computed lazily.
+"""Hugging Face ViT and DeiT models: Q, K, V recorded from their attention calls, attention computed lazily.
 
-The model runs on its default (SDPA) path; forward hooks on each layer's ``q_proj``, ``k_proj`` and
-``v_proj`` record ``[1, T, H·d_head]``, and the :class:`~engine.types.VisionTrace` computes, per head::
+ViT and DeiT in transformers 5.23 call ``transformers.AttentionInterface`` like the text families, so
+they are loaded with ``attn_implementation="ap_capture"`` and read by the same capture path
+(:mod:`engine.pretrained.interface`): each layer's call records ``query``, ``key``, ``value``
+``[H, T, d_head]`` and ``scaling`` and runs transformers' SDPA. The attention modules carry no
+``layer_idx``, so a call is matched to its layer by module identity. The
+:class:`~engine.types.VisionTrace` computes, per head::
 
     pattern = softmax(Q Kᵀ · scaling)           # scaling = the attention module's own (d_head^−½)
 
@@ -22,24 +26,20 @@ import numpy as np
 import torch
 from torch import nn
 
-from engine.capture import capture
 from engine.model import Model, pick_device
 from engine.models.vit_input import _to_unit_range
+from engine.pretrained.adapters import layer_records
 from engine.pretrained.hf_api import hf
+from engine.pretrained.interface import recording, register
 from engine.text import error_reason, quote_input
 from engine.types import AttentionTrace, EngineError, ModelSpec, ModelUnavailableError, Tokens, VisionTrace
 
 WITH_TEACHER = "DeiTForImageClassificationWithTeacher"
 
 
-def _heads(x: torch.Tensor, n_heads: int) -> np.ndarray:
-    """``[1, T, H·dh]`` → ``[H, T, dh]`` float32 numpy."""
-    _, t, d = x.shape
-    return np.ascontiguousarray(x[0].reshape(t, n_heads, d // n_heads).transpose(0, 1).float().cpu().numpy())
-
-
 def attention_modules(module: nn.Module) -> list[nn.Module]:
-    """Every self-attention module (one per layer, in order): the ones holding q/k/v projections."""
+    """Every self-attention module (one per layer, in order): the ones holding q/k/v projections,
+    which are the modules that call the attention function."""
     found = [m for _, m in module.named_modules() if all(hasattr(m, n) for n in ("q_proj", "k_proj", "v_proj"))]
     if not found:
         raise ModelUnavailableError("This ViT has no attention modules with q_proj/k_proj/v_proj; unsupported version.")
@@ -103,19 +103,16 @@ class HFViTAdapter:
         array = np.asarray(image) if not isinstance(image, np.ndarray) else image
         pixels = self.pixel_values(model, array)  # (1, 3, S, S)
         config = model.module.config
-        n_heads = int(config.num_attention_heads)
 
         def forward(module: nn.Module, device: torch.device):
-            attn = attention_modules(module)
-            targets = {f"blocks.{i}.attn.hook_{s}": getattr(a, f"{s}_proj") for i, a in enumerate(attn) for s in "qkv"}
-            with capture(targets) as acts:
+            with recording() as rec:
                 out = module(pixel_values=pixels.to(device))
-            scales = tuple(float(getattr(a, "scaling", a.head_dim**-0.5)) for a in attn)
-            return dict(acts), self._probs(module, out), scales, self._labels(module)
+            records = layer_records(rec.calls, attention_modules(module))
+            return records, self._probs(module, out), self._labels(module)
 
-        (acts, probs, scales, labels), device, notice = model.run(forward)
-        n_layers = len(scales)
-        queries = tuple(_heads(acts[f"blocks.{i}.attn.hook_q"], n_heads) for i in range(n_layers))
+        (records, probs, labels), device, notice = model.run(forward)
+        queries = tuple(r.query for r in records)
+        scales = tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records)
         side, patch = int(config.image_size), int(config.patch_size)
         grid = (side // patch, side // patch)
         n_tokens = queries[0].shape[1]
@@ -125,8 +122,7 @@ class HFViTAdapter:
         tokens = Tokens(strings=strings, ids=tuple(range(n_tokens)), special=(True,) * prefix + (False,) * (n_tokens - prefix))
         attention = AttentionTrace(
             model_id=model.spec.id, family="vit", tokens=tokens, key_tokens=tokens, queries=queries,
-            keys=tuple(_heads(acts[f"blocks.{i}.attn.hook_k"], n_heads) for i in range(n_layers)),
-            values=tuple(_heads(acts[f"blocks.{i}.attn.hook_v"], n_heads) for i in range(n_layers)),
+            keys=tuple(r.key for r in records), values=tuple(r.value for r in records),
             scales=scales, causal=False, n_input_tokens=n_tokens, device=device.type,
         )  # fmt: skip
         mean, std = self._norm(model.tokenizer)
@@ -189,7 +185,7 @@ def load_hf_vit(model_id: str, path: Path, config: dict, *, spec: ModelSpec | No
 
     from engine.pretrained.hub import sdpa_builder
 
-    build = sdpa_builder(cls, path, model_id)
+    build = sdpa_builder(cls, path, model_id, register())
 
     module = build(device)
     spec = spec or ModelSpec(id=model_id, family="vit", label=model_id, offline=True)

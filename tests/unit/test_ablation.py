@@ -37,7 +37,7 @@ def translator():
 
 @pytest.fixture(scope="module")
 def tiny_hf(tmp_path_factory):
-    from test_hf_parity import _build  # the tiny random HF models of the parity tests
+    from tests.hf_helpers import build as _build  # the tiny random HF models of the parity tests
 
     root = tmp_path_factory.mktemp("ablation_hf")
     out = {}

@@ -3,11 +3,10 @@
 Every Hugging Face family the engine supports is built here as a tiny random model, saved with
 ``save_pretrained`` (plus a tokenizer), loaded through ``engine.load(folder)``, and compared with a
 *separate* copy loaded by transformers with ``attn_implementation="eager"``. The engine runs its
-models on the SDPA path and recomputes patterns from captured Q/K/V, so equality here shows that the
-capture, the scale, the mask and the softmax are all the model's own.
-
-The tiny models use a large ``initializer_range`` so their patterns are far from uniform; a wrong
-scale or a mask in the wrong place would not hide inside near-uniform rows (checked per model).
+models through ``ap_capture`` (transformers' SDPA, recording each attention call) and recomputes
+patterns from the recorded Q/K/V and scale, so equality here shows that the capture, the scale, the
+mask and the softmax are all the model's own. The models come from ``tests/hf_helpers.py``; their
+patterns are checked to be far from uniform.
 """
 
 from __future__ import annotations
@@ -22,9 +21,18 @@ import pytest
 import torch
 
 import engine
+from tests.hf_helpers import (
+    ATOL,
+    KINDS,
+    MAX_POS,
+    additive_causal_mask,
+    assert_not_uniform,
+    assert_parity,
+    build,
+    family,
+    reference_attentions,
+)
 
-ATOL = 1e-5
-MAX_POS = 128  # position table of the tiny models
 TRUNC_AT = 24
 
 SHORT = "The cat sat on the mat."
@@ -32,106 +40,11 @@ ODD = "Héllo, wörld!! — naïve café… 東京 🙂 (x+y)² = z; «quotes» 
 LONG = "The quick brown fox jumps over the lazy dog, and the cat watches it. " * 6
 SENTENCES = {"short": SHORT, "odd": ODD}
 
-_TRAIN_TEXT = [
-    "The cat sat on the mat.",
-    "The quick brown fox jumps over the lazy dog, and the cat watches it.",
-    "Attention is all you need, they said; queries, keys and values!",
-    "Héllo wörld, naïve café. 東京 is a big city. Numbers 1 2 3.",
-    "A teacher explains attention to the class, and the students watch.",
-]
-
-
-# ---- building the tiny models ----------------------------------------------------------------
-def _wordpiece_tokenizer():
-    """A small WordPiece (BERT-style) tokenizer trained on a few sentences."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=300, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
-    )
-    tok.train_from_iterator(_TRAIN_TEXT * 3, trainer=trainer)
-    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    )
-
-
-def _build(kind: str, folder: Path) -> None:
-    from transformers import (
-        BertConfig,
-        BertModel,
-        DistilBertConfig,
-        DistilBertModel,
-        GPT2Config,
-        GPT2LMHeadModel,
-        RobertaConfig,
-        RobertaModel,
-    )
-
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
-
-    init = 0.25  # peaked, non-uniform random attention
-    if kind.startswith("gpt2"):
-        tokenizer = build_tokenizer()
-        extra = {
-            "gpt2": {},
-            "gpt2-layerscale": {"scale_attn_by_inverse_layer_idx": True},
-            "gpt2-unscaled": {"scale_attn_weights": False},
-        }[kind]
-        config = GPT2Config(
-            vocab_size=len(tokenizer),
-            n_positions=MAX_POS,
-            n_embd=32,
-            n_layer=2,
-            n_head=4,
-            initializer_range=init,
-            bos_token_id=tokenizer.eos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            **extra,
-        )
-        cls = GPT2LMHeadModel
-    else:
-        tokenizer = _wordpiece_tokenizer()
-        common = dict(vocab_size=len(tokenizer), initializer_range=init, pad_token_id=tokenizer.pad_token_id)
-        if kind == "bert":
-            config, cls = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                     intermediate_size=64, max_position_embeddings=MAX_POS, **common), BertModel
-        elif kind == "roberta":
-            # RoBERTa's positions start after the padding index: the table has 2 more rows.
-            config, cls = RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                        intermediate_size=64, max_position_embeddings=MAX_POS + 2,
-                                        type_vocab_size=1, **common), RobertaModel
-        elif kind == "distilbert":
-            config, cls = DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=64,
-                                           max_position_embeddings=MAX_POS, **common), DistilBertModel
-        else:
-            raise ValueError(kind)
-    torch.manual_seed(0)
-    model = cls(config).eval()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-
-
-KINDS = ("bert", "roberta", "distilbert", "gpt2", "gpt2-layerscale", "gpt2-unscaled")
 # where the attention output projection (input = concatenated z of all heads) lives, per layer
 OUT_PROJ = {
     "bert": "attention.output.dense",
     "roberta": "attention.output.dense",
+    "electra": "attention.output.dense",
     "distilbert": "attention.out_lin",
     "gpt2": "attn.c_proj",
 }
@@ -141,13 +54,13 @@ OUT_PROJ = {
 class Pair:
     kind: str
     path: Path
-    model: object  # engine.model.Model (SDPA, shared)
+    model: object  # engine.model.Model (ap_capture, shared)
     ref: torch.nn.Module  # a separate eager copy
     tok: object  # a separately loaded tokenizer
 
     @property
     def family(self) -> str:
-        return "gpt2" if self.kind.startswith("gpt2") else self.kind
+        return family(self.kind)
 
     @property
     def decoder(self) -> bool:
@@ -158,6 +71,7 @@ class Pair:
         return {
             "bert": lambda m: m.encoder.layer,
             "roberta": lambda m: m.encoder.layer,
+            "electra": lambda m: m.encoder.layer,
             "distilbert": lambda m: m.transformer.layer,
             "gpt2": lambda m: m.transformer.h,
         }[self.family](module)
@@ -174,7 +88,7 @@ def tiny_folders(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for kind in KINDS:
         folder = root / kind
-        _build(kind, folder)
+        build(kind, folder)
         out[kind] = folder
     return out
 
@@ -215,37 +129,6 @@ def minilm_ref(minilm_path):
     from transformers import AutoModel, AutoTokenizer
 
     return AutoModel.from_pretrained(minilm_path, attn_implementation="eager").eval(), AutoTokenizer.from_pretrained(minilm_path)
-
-
-# ---- helpers ---------------------------------------------------------------------------------
-def reference_attentions(ref, ids, attention_mask=None) -> list[np.ndarray]:
-    with torch.no_grad():
-        out = ref(input_ids=torch.tensor([list(ids)]), attention_mask=attention_mask, output_attentions=True)
-    assert out.attentions is not None and len(out.attentions) > 0
-    return [a[0].float().numpy() for a in out.attentions]
-
-
-def assert_parity(tr, atts: list[np.ndarray]) -> None:
-    assert tr.n_layers == len(atts)
-    assert tr.n_heads == atts[0].shape[0]
-    n = len(tr.tokens)
-    for layer, att in enumerate(atts):
-        assert att.shape[-2:] == (n, n)
-        for head in range(tr.n_heads):
-            np.testing.assert_allclose(
-                tr.pattern(layer, head), att[head], atol=ATOL, rtol=0, err_msg=f"layer {layer} head {head}"
-            )
-
-
-def assert_not_uniform(atts: list[np.ndarray]) -> None:
-    """The comparison means something only if the patterns are not (close to) uniform rows."""
-    spread = max(float(np.abs(a - a.mean(axis=-1, keepdims=True)).max()) for a in atts)
-    assert spread > 0.05, f"reference patterns are nearly uniform (max deviation {spread:.3g})"
-
-
-def additive_causal_mask(n: int) -> torch.Tensor:
-    blocked = torch.ones(n, n, dtype=torch.bool).triu(1)
-    return torch.zeros(1, 1, n, n).masked_fill(blocked, torch.finfo(torch.float32).min)
 
 
 def state_checksum(module: torch.nn.Module) -> str:
@@ -297,6 +180,7 @@ def test_scales_follow_the_config(pair: Pair) -> None:
     base = d_head**-0.5
     expected = {
         "gpt2-layerscale": [base / (i + 1) for i in range(2)],
+        "gpt2-upcast": [base / (i + 1) for i in range(2)],
         "gpt2-unscaled": [1.0, 1.0],
     }.get(pair.kind, [base, base])
     np.testing.assert_allclose(tr.scales, expected, rtol=1e-7)

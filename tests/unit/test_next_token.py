@@ -27,7 +27,7 @@ def stories():
 
 @pytest.fixture(scope="module")
 def tiny_gpt2(tmp_path_factory):
-    from test_hf_parity import _build  # the tiny random GPT-2 of the parity tests
+    from tests.hf_helpers import build as _build  # the tiny random GPT-2 of the parity tests
 
     folder = tmp_path_factory.mktemp("next_token") / "gpt2"
     _build("gpt2", folder)

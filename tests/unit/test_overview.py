@@ -331,19 +331,18 @@ def test_gpt2_without_its_mask_needs_no_mask_tensor(tiny_gpt2, monkeypatch) -> N
     """Off on SDPA passes ``is_causal=False`` (no n×n mask, no limit); it equals an all-zero 4D mask."""
     import torch
 
-    from engine.capture import capture
     from engine.pretrained import adapters
+    from engine.pretrained.interface import recording
 
     monkeypatch.setattr(adapters, "MAX_MASK_TOKENS", 8)
     trace = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.", causal=False)
     n = trace.n_queries
     assert n > 8 and not trace.causal
     adapter = tiny_gpt2.adapter
-    with torch.inference_mode(), tiny_gpt2.lock, capture(adapter.targets(tiny_gpt2.module)) as acts:
+    with torch.inference_mode(), tiny_gpt2.lock, recording() as rec:
         adapter.base(tiny_gpt2.module)(input_ids=torch.tensor([list(trace.tokens.ids)]),
                                        attention_mask=torch.zeros(1, 1, n, n))  # fmt: skip
-    q_last = acts[f"blocks.{trace.n_layers - 1}.attn.hook_qkv"][0, :, :128].reshape(n, 4, 32).transpose(0, 1)
-    np.testing.assert_allclose(trace.q(-1), q_last.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(trace.q(-1), rec.calls[-1][1].query, rtol=1e-5, atol=1e-5)
     causal = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.")
     assert not np.allclose(causal.q(-1), trace.q(-1), atol=1e-3)  # the mask did change the later layers
 

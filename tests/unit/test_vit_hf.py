@@ -1,9 +1,10 @@
-"""Hugging Face ViT / DeiT through the engine's hook adapter, against the model's own eager attention.
+"""Hugging Face ViT / DeiT through the engine's capture path, against the model's own eager attention.
 
 A tiny random ViT (and DeiT) is built, saved with ``save_pretrained`` next to an image-processor
-config, loaded through ``engine.load(folder)`` (SDPA path + Q/K/V hooks, patterns recomputed
-lazily), and compared with a *separate* copy loaded by transformers with
-``attn_implementation="eager"`` and ``output_attentions=True`` on the processor's own pixel values.
+config, loaded through ``engine.load(folder)`` (``ap_capture``: SDPA that records each attention
+call's Q, K, V and scale; patterns recomputed lazily), and compared with a *separate* copy loaded by
+transformers with ``attn_implementation="eager"`` and ``output_attentions=True`` on the processor's
+own pixel values.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def _eager(folder: Path, kind: str):
 def test_patterns_equal_eager_output_attentions(saved):
     kind, folder = saved
     model = engine.load(str(folder))
+    assert model.module.config._attn_implementation == "ap_capture"
     image = _photo()
     tr = engine.trace(model, image)
     assert isinstance(tr, VisionTrace)
