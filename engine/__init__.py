@@ -8,6 +8,8 @@ Public API::
     tr = engine.trace(model, "The cat sat.")   # AttentionTrace
     tr.pattern(layer=0, head=3)                # [q_pos, k_pos], rows sum to 1
     tr.scores(0, 3, stage="scaled")
+    tr = engine.generate(model, "Lily found a", DecodeSettings(max_new_tokens=20))  # decoders only
+    tr.generated_from                          # index of the first generated token
 
 The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and ``trace``
 in ``st.cache_data``.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.generation import DecodeSettings
 from engine.registry import list_models, load
 from engine.types import (
     STAGES,
@@ -43,6 +46,7 @@ __all__ = [
     "AlignmentTrace",
     "AttentionTrace",
     "CheckpointError",
+    "DecodeSettings",
     "Seq2SeqTrace",
     "TrainingSnapshot",
     "VisionTrace",
@@ -53,6 +57,7 @@ __all__ = [
     "ModelUnavailableError",
     "Tokens",
     "device_name",
+    "generate",
     "list_models",
     "load",
     "set_threads",
@@ -85,6 +90,40 @@ def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int =
         >>> tr.pattern(0, 0).sum(axis=-1)  # all ones
     """
     return model.adapter.trace(model, text, causal=causal, max_tokens=max_tokens)
+
+
+def generate(model: "Model", prompt: str, settings: DecodeSettings | None = None, *,
+             max_tokens: int = DEFAULT_MAX_TOKENS) -> AttentionTrace:
+    """Let a decoder write after ``prompt``, then trace prompt + written tokens in one pass.
+
+    Args:
+        model: from :func:`load`; a decoder (our ``tiny-gpt-stories``, GPT-2 family, Llama, Qwen, …).
+        prompt: the text to continue (cut to ``max_tokens`` tokens, as :func:`trace` does).
+        settings: greedy or sampled and how many tokens (default: greedy, 20 tokens). The end-of-text
+            token stops earlier, and so does the model's own position limit.
+        max_tokens: the prompt's token limit.
+
+    Returns:
+        An :class:`AttentionTrace` over prompt + generated tokens with ``generated_from`` = the number
+        of prompt tokens and a notice that says how the tokens were picked.
+
+    Raises:
+        EngineError: the model is not a decoder, a setting is out of range, or the prompt leaves no room.
+        EmptyInputError: the prompt is empty.
+
+    Example:
+        >>> tr = generate(load("tiny-gpt-stories"), "lily found a", DecodeSettings(max_new_tokens=10))
+        >>> tr.tokens.strings[tr.generated_from:]  # the words the model wrote
+    """
+    from engine.decoding import NEEDS_DECODER
+
+    settings = DecodeSettings() if settings is None else settings
+    if not isinstance(settings, DecodeSettings):
+        raise EngineError("settings must be a DecodeSettings.")
+    write = getattr(model.adapter, "generate", None)
+    if write is None:
+        raise EngineError(NEEDS_DECODER)
+    return write(model, prompt, settings, max_tokens=max_tokens)
 
 
 def device_name() -> str:

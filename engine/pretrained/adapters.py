@@ -193,6 +193,12 @@ class HFTextAdapter:
         mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device).masked_fill(blocked, torch.finfo(dtype).min)
         return {"attention_mask": mask}
 
+    def generate(self, model: Model, prompt: str, settings, *, max_tokens: int) -> AttentionTrace:
+        """``engine.generate``: decoders write, then trace prompt + output (:mod:`engine.pretrained.generate_hf`)."""
+        from engine.pretrained.generate_hf import generate
+
+        return generate(self, model, prompt, settings, max_tokens=max_tokens)
+
     # ---- trace -------------------------------------------------------------------------------
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         ids, tokens, n_total, requested, cut_chars = self.prepare(model, text, max_tokens)
@@ -329,6 +335,7 @@ class InterfaceAdapter(HFTextAdapter):
             causal=causal,
             window=tuple(windows),
             softcap=tuple(caps) if any(c is not None for c in caps) else (),
+            kv_heads=layers[0].key.shape[0] if layers[0].key.shape[0] < layers[0].query.shape[0] else None,
             pos_encoding=None,
             pos_encoding_kind=self.pos_encoding_kind,
             truncated=n_total > n,
