@@ -4,7 +4,7 @@ The page does only what changed: the sentence and model sit outside :func:`head_
 picking a layer, a head, a colour scale or a zoom region reruns that panel alone (the trace comes from
 the per-process cache, no forward pass). The causal mask comparison traces a second time only while its
 tab is open (so does the next-token tab, once per input: its temperature slider only re-scales cached
-scores), and the CSV is built when the button is clicked. Long inputs (up to 16,384 tokens where the
+scores; the "Write more" tab runs the model only when its button is pressed), and the CSV is built when the button is clicked. Long inputs (up to 16,384 tokens where the
 model allows) are drawn as an overview of block maxima with a zoom to exact cells.
 """
 
@@ -19,12 +19,13 @@ from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
-from app.components.pickers import causal_toggle, layer_head, show_notices, text_and_model
+from app.components.pickers import causal_toggle, kv_sharing, layer_head, show_notices, text_and_model
+from app.components.write_more import show_write_more
 from app.state import K, current_text
 
 MAX_TOKENS_LIMIT = 16_384
 GRID_KEY = "explore_grid"
-TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?")
+TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
 
 
 def _pick_grid_head(n_heads: int) -> None:
@@ -58,6 +59,7 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
            f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
            "Zoom in (below) to see exact weights. " if data.pooled else "")
         + opts.caption
+        + kv_sharing(trace, head)
     )
     csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv")
 
@@ -117,6 +119,9 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, f
         if tabs[2].open:  # the next-token forward pass (once per input; temperature reuses it)
             with tabs[2]:
                 show_next_token(model_id, family, text, causal, max_tokens)
+        if tabs[3].open:  # generation runs only on the tab's button
+            with tabs[3]:
+                show_write_more(model_id, family, text, max_tokens, layer, head)
 
 
 def main() -> None:
