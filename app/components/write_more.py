@@ -51,7 +51,9 @@ def _settings_form() -> tuple | None:
         pressed = st.form_submit_button("Write more", type="primary", icon=":material/edit_note:")
     if not pressed:
         return None
-    return (n_new, mode == "Sampled", temperature, top_k, top_p, seed)
+    if mode != "Sampled":  # greedy ignores the rest: one cache entry however the sliders stand
+        return (n_new, False, 1.0, 0, 1.0, 0)
+    return (n_new, True, temperature, top_k, top_p, seed)
 
 
 def generated_markdown(prompt: str, rest: str) -> str:
