@@ -194,3 +194,30 @@ def test_kv_heads_on_grouped_query_llama(llama):
     np.testing.assert_array_equal(tr.k(0)[0], tr.k(0)[1])
     assert engine.generate(model, PROMPT_HF, DecodeSettings(max_new_tokens=3)).kv_heads == 2
     assert engine.trace(engine.load("tiny-gpt-stories"), PROMPT_OWN).kv_heads is None
+
+
+@pytest.fixture(scope="module")
+def interface_folders(tmp_path_factory):
+    """Every AttentionInterface family as a tiny random model (configs of the parity tests: sliding windows,
+    grouped-query heads, Gemma 2's logit cap)."""
+    import transformers as tf
+    from test_hf_interface_parity import KINDS, _config
+
+    from engine.pretrained.tiny_gpt2 import build_tokenizer
+
+    tok = build_tokenizer()
+    root = tmp_path_factory.mktemp("tiny_families")
+    for kind in KINDS:
+        torch.manual_seed(0)
+        tf.AutoModelForCausalLM.from_config(_config(kind, len(tok), tok.eos_token_id)).eval().save_pretrained(root / kind)
+        tok.save_pretrained(root / kind)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["mistral", "qwen2", "gpt_neox", "phi3", "gemma2", "gemma3_text"])
+def test_cached_greedy_equals_fresh_forwards_in_every_family(interface_folders, kind):
+    """The key/value cache (sliding windows, logit caps included) picks what a full forward pass picks."""
+    model = engine.load(str(interface_folders / kind))
+    tr = engine.generate(model, PROMPT_HF, DecodeSettings(max_new_tokens=8))
+    assert len(tr.tokens) > tr.generated_from
+    _check_greedy(model, tr)
