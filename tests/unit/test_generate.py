@@ -209,7 +209,8 @@ def interface_folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny_families")
     for kind in KINDS:
         torch.manual_seed(0)
-        tf.AutoModelForCausalLM.from_config(_config(kind, len(tok), tok.eos_token_id)).eval().save_pretrained(root / kind)
+        net = tf.AutoModelForCausalLM.from_config(_config(kind, len(tok), tok.eos_token_id)).eval()
+        net.save_pretrained(root / kind)
         tok.save_pretrained(root / kind)
     return root
 
