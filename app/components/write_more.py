@@ -83,11 +83,15 @@ def mark_generated(fig: go.Figure, data: MapData, start: int, n_tokens: int) -> 
     return fig
 
 
-def show_write_more(model_id: str, family: str, text: str, max_tokens: int, layer: int, head: int) -> None:
+def show_write_more(model_id: str, family: str, text: str, max_tokens: int, layer: int, head: int,
+                    causal: bool | None = None) -> None:  # fmt: skip
     """The tab: settings, the button, then the text and the chosen head over prompt + generated tokens."""
     if family != "decoder":
         st.info("Writing more text needs a decoder (a GPT-style model); pick tiny-gpt-stories.")
         return
+    if causal is False:
+        st.caption("The model writes with its causal mask on, as it was trained: the mask toggle above changes "
+                   "the first chart only.")
     asked = _settings_form()
     if asked is not None:
         st.session_state[REQUEST_KEY] = (model_id, text, int(max_tokens), tuple(asked))

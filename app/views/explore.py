@@ -121,7 +121,7 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, f
                 show_next_token(model_id, family, text, causal, max_tokens)
         if tabs[3].open:  # generation runs only on the tab's button
             with tabs[3]:
-                show_write_more(model_id, family, text, max_tokens, layer, head)
+                show_write_more(model_id, family, text, max_tokens, layer, head, causal)
 
 
 def main() -> None:
