@@ -8,6 +8,8 @@ Public API::
     tr = engine.trace(model, "The cat sat.")   # AttentionTrace
     tr.pattern(layer=0, head=3)                # [q_pos, k_pos], rows sum to 1
     tr.scores(0, 3, stage="scaled")
+    tr = engine.generate(model, "Lily found a", DecodeSettings(max_new_tokens=20))  # decoders only
+    tr.generated_from                          # index of the first generated token
 
 The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and ``trace``
 in ``st.cache_data``.
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from engine.generation import DecodeSettings
 from engine.registry import list_models, load
 from engine.types import (
     STAGES,
@@ -46,6 +49,7 @@ __all__ = [
     "AlignmentTrace",
     "AttentionTrace",
     "CheckpointError",
+    "DecodeSettings",
     "Seq2SeqTrace",
     "TrainingSnapshot",
     "VisionTrace",
@@ -104,29 +108,40 @@ def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int =
     return model.adapter.trace(model, text, causal=causal, max_tokens=max_tokens)
 
 
-def generate(model: "Model", prompt, settings=None, *, max_tokens: int = DEFAULT_MAX_TOKENS):
-    """Let ``model`` write after (a decoder) or from (an encoder-decoder) ``prompt``, then trace it.
+def generate(model: "Model", prompt: str, settings: DecodeSettings | None = None, *,
+             max_tokens: int = DEFAULT_MAX_TOKENS) -> "AttentionTrace | Seq2SeqTrace":
+    """Let a decoder write after ``prompt`` (or an encoder-decoder write from it), then trace it in one pass.
 
     Args:
-        model: from :func:`load`, a decoder or an encoder-decoder.
-        prompt: the text to continue or to translate.
-        settings: an :class:`engine.generation.DecodeSettings` (greedy, 20 tokens when None).
-        max_tokens: the prompt is cut to this many tokens.
+        model: from :func:`load`; a decoder (our ``tiny-gpt-stories``, GPT-2 family, Llama, Qwen, …) or a
+            pretrained encoder-decoder (T5, BART, Marian).
+        prompt: the text to continue or to translate (cut to ``max_tokens`` tokens, as :func:`trace` does).
+        settings: greedy or sampled and how many tokens (default: greedy, 20 tokens). The end-of-text
+            token stops earlier, and so does the model's own position limit.
+        max_tokens: the prompt's token limit.
 
     Returns:
-        For a decoder, an :class:`AttentionTrace` over prompt + generated tokens with
-        ``generated_from`` set; for an encoder-decoder, a :class:`Seq2SeqTrace` whose target is the
-        decoded output.
+        For a decoder, an :class:`AttentionTrace` over prompt + generated tokens with ``generated_from`` =
+        the number of prompt tokens and a notice that says how the tokens were picked; for an
+        encoder-decoder, a :class:`Seq2SeqTrace` whose target is the decoded output.
 
     Raises:
-        EngineError: the model does not write text, or a setting is out of range.
-    """
-    from engine.generation import DecodeSettings
+        EngineError: the model is not a decoder, a setting is out of range, or the prompt leaves no room.
+        EmptyInputError: the prompt is empty.
 
-    writer = getattr(model.adapter, "generate", None)
-    if writer is None:
-        raise EngineError("Generating text needs a decoder (GPT-style) or an encoder-decoder (translator) model.")
-    return writer(model, prompt, settings or DecodeSettings(), max_tokens=max_tokens)
+    Example:
+        >>> tr = generate(load("tiny-gpt-stories"), "lily found a", DecodeSettings(max_new_tokens=10))
+        >>> tr.tokens.strings[tr.generated_from:]  # the words the model wrote
+    """
+    from engine.decoding import NEEDS_DECODER
+
+    settings = DecodeSettings() if settings is None else settings
+    if not isinstance(settings, DecodeSettings):
+        raise EngineError("settings must be a DecodeSettings.")
+    write = getattr(model.adapter, "generate", None)
+    if write is None:
+        raise EngineError(NEEDS_DECODER)
+    return write(model, prompt, settings, max_tokens=max_tokens)
 
 
 def device_name() -> str:

@@ -20,6 +20,8 @@ from engine.types import EngineError
 
 #: most tokens one request may generate (each is a forward pass of the model)
 MAX_NEW_TOKENS = 128
+#: the longest output a plain ``engine.trace`` of an encoder-decoder writes (greedy)
+SEQ2SEQ_NEW_TOKENS = 40
 
 
 @dataclass(frozen=True)

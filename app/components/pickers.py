@@ -146,6 +146,17 @@ def pick_block(blocks: list[str], key: str = "heads_block") -> str:
                              "written so far (causal). Cross: each output token reads the source sentence.")
 
 
+def kv_sharing(trace, head: int) -> str:
+    """" Heads 0–3 share key/value head 0 (grouped-query attention)." for a grouped-query trace, else ""."""
+    if getattr(trace, "kv_heads", None) is None:
+        return ""
+    kv = trace.key_head(head)
+    group = trace.n_heads // trace.kv_heads
+    first, last = kv * group, kv * group + group - 1
+    return (f" Heads {first}–{last} share key/value head {kv} (grouped-query attention: this model has "
+            f"{trace.kv_heads} key/value heads for {trace.n_heads} query heads), so their keys and values are the same.")
+
+
 def show_notices(trace) -> None:
     """A trace's notices: truncation as a warning, the rest as info."""
     for notice in trace.notices:

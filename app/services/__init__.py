@@ -6,6 +6,7 @@ is re-exported here from the module that holds it:
 - ``core``: the shared model cache (``get_model``, the one ``st.cache_resource`` for models, used
   inside this package only; pages get ``get_card``'s plain ``ModelCard``),
   ``get_trace``, ``friendly_error``, ``warm_up``, ``session_id`` and the bound on concurrent jobs;
+- ``generate``: Explore's "Write more" (a decoder's continuation and its attention);
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
   ``positional``, ``step``, ``bertviz``, ``train``.
@@ -38,6 +39,7 @@ from app.services.core import (
     session_id,
     warm_up,
 )
+from app.services.generate import generation_view, get_generation
 from app.services.heads import (
     HEAD_BLOCKS,
     MODEL_VIEW_CELLS,
@@ -94,6 +96,8 @@ from app.services.vit import (
 __all__ = [
     # core
     "MAX_JOBS", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "list_models", "policy", "session_id", "warm_up",
+    # generate
+    "generation_view", "get_generation",
     # heads
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
     "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table",

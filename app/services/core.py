@@ -110,18 +110,26 @@ def _cache_budget_mb() -> int:
 TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20)
 
 
-def get_trace(model_id: str, text: str, causal: bool | None, max_tokens: int) -> AttentionTrace:
+def get_trace(model_id: str, text: str, causal: bool | None, max_tokens: int,
+              decode: tuple | None = None) -> AttentionTrace:  # fmt: skip
     """Trace ``text`` through the cached model (same arguments → the same trace object, not a copy).
 
-    The returned trace is shared with other sessions: its arrays are read-only.
+    ``decode``: an encoder-decoder's decoding settings as plain values (``DecodeSettings`` fields in
+    order); None decodes greedily as ``engine.trace`` does. The returned trace is shared with other
+    sessions: its arrays are read-only.
     """
+    from engine.generation import DecodeSettings
+
+    settings = None if decode is None else DecodeSettings(*decode)  # checked before anything runs
     trained = engine.registry.runtime_model(model_id, session_id())
     model = trained if trained is not None else _shared_model(model_id, policy())
     # a session's own trained model is keyed by the object itself (a retrained model is a new one)
-    key = (model_id, trained, text, causal, int(max_tokens))
+    key = (model_id, trained, text, causal, int(max_tokens)) + (() if decode is None else ("decode", tuple(decode)))
 
     def compute() -> AttentionTrace:
         with _jobs:
+            if settings is not None:
+                return engine.generate(model, text, settings, max_tokens=max_tokens)
             return engine.trace(model, text, causal=causal, max_tokens=max_tokens)
 
     return TRACES.get(key, compute)

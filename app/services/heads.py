@@ -98,9 +98,10 @@ def attention_block(trace: Trace, block: str = "self") -> AttentionTrace:
     return blocks[block]
 
 
-def heads_attention(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> AttentionTrace:
-    """The cached trace's attention block (no extra forward pass)."""
-    return attention_block(get_trace(model_id, text, causal, max_tokens), block)
+def heads_attention(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str,
+                    decode: tuple | None = None) -> AttentionTrace:  # fmt: skip
+    """The cached trace's attention block (no extra forward pass); ``decode``: see ``core.get_trace``."""
+    return attention_block(get_trace(model_id, text, causal, max_tokens, decode), block)
 
 
 def block_is_square(block: str) -> bool:

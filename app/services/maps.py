@@ -26,18 +26,19 @@ def grid_cells(n_heads: int) -> int:
 def head_view(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str, layer: int, head: int,
               q_range: tuple[int, int] | None = None, k_range: tuple[int, int] | None = None,
               hide_sinks: bool = False, row_scale: bool = False, size: int = OVERVIEW_SIZE,
-              weighting: str = "attention") -> MapData:
+              weighting: str = "attention", decode: tuple | None = None) -> MapData:
     """One head as at most ``size``² cells: exact weights when the region fits, block maxima otherwise
-    (``weighting="value"``: each weight times its key's value length, α·‖v‖)."""
-    att = heads_attention(model_id, text, causal, max_tokens, block)
+    (``weighting="value"``: each weight times its key's value length, α·‖v‖; ``decode``: an
+    encoder-decoder's decoding settings, see ``core.get_trace``)."""
+    att = heads_attention(model_id, text, causal, max_tokens, block, decode)
     return head_map(att, layer, head, q_range=q_range, k_range=k_range, hide_sinks=hide_sinks,
                     row_scale=row_scale, size=size, weighting=weighting)
 
 
 @st.cache_data(show_spinner=False, max_entries=128, ttl=3600)
-def layer_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str, layer: int
-               ) -> tuple[np.ndarray, bool]:
+def layer_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str, layer: int,
+               decode: tuple | None = None) -> tuple[np.ndarray, bool]:  # fmt: skip
     """Every head of ``layer`` as thumbnails ``[1, head, s, t]`` of block maxima, and whether they are pooled."""
-    att = heads_attention(model_id, text, causal, max_tokens, block)
+    att = heads_attention(model_id, text, causal, max_tokens, block, decode)
     tiles = layer_tiles(att, layer, grid_cells(att.n_heads))
     return tiles[None].astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)

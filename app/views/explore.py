@@ -4,7 +4,7 @@ The page does only what changed: the sentence and model sit outside :func:`head_
 picking a layer, a head, a colour scale or a zoom region reruns that panel alone (the trace comes from
 the per-process cache, no forward pass). The causal mask comparison traces a second time only while its
 tab is open (so does the next-token tab, once per input: its temperature slider only re-scales cached
-scores), and the CSV is built when the button is clicked. Long inputs (up to 16,384 tokens where the
+scores; the "Write more" tab runs the model only when its button is pressed), and the CSV is built when the button is clicked. Long inputs (up to 16,384 tokens where the
 model allows) are drawn as an overview of block maxima with a zoom to exact cells.
 """
 
@@ -19,13 +19,16 @@ from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
-from app.components.pickers import causal_toggle, layer_head, pick_block, show_notices, text_and_model
+from app.components.pickers import causal_toggle, kv_sharing, layer_head, pick_block, show_notices, text_and_model
 from app.components.safe_text import quoted
+from app.components.write_more import settings_form, show_write_more
+from engine.generation import SEQ2SEQ_NEW_TOKENS
 from app.state import K, current_text
 
 MAX_TOKENS_LIMIT = 16_384
 GRID_KEY = "explore_grid"
-TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?")
+DECODE_KEY = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
+TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
 
 
 def _pick_grid_head(n_heads: int) -> None:
@@ -36,12 +39,12 @@ def _pick_grid_head(n_heads: int) -> None:
 
 
 def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int,
-              block: str = "self") -> None:  # fmt: skip
+              block: str = "self", decode: tuple | None = None) -> None:  # fmt: skip
     """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV."""
     opts = display_options(trace, key_prefix="explore")
     q_range, k_range = zoom_controls(trace, key_prefix="explore")
     data = services.head_view(model_id, text, causal, max_tokens, block, layer, head, q_range, k_range,
-                              opts.hide_sinks, opts.scale == "row", weighting=opts.weighting)
+                              opts.hide_sinks, opts.scale == "row", weighting=opts.weighting, decode=decode)
     window = trace.window_of(layer)
     title = (f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
              + (f" · sliding window {window}" if window is not None else ""))
@@ -60,6 +63,7 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
            f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
            "Zoom in (below) to see exact weights. " if data.pooled else "")
         + opts.caption
+        + kv_sharing(trace, head)
     )
     csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv")
 
@@ -83,10 +87,10 @@ def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, 
 
 
 def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int,
-              block: str = "self") -> None:  # fmt: skip
+              block: str = "self", decode: tuple | None = None) -> None:  # fmt: skip
     """Every head of the layer as thumbnails; clicking one opens it above."""
     with st.spinner(f"Drawing the {trace.n_heads} heads of layer {layer}…"):
-        tiles, pooled = services.layer_grid(model_id, text, causal, max_tokens, block, layer)
+        tiles, pooled = services.layer_grid(model_id, text, causal, max_tokens, block, layer, decode)
     fig = model_view_figure(tiles, selected=(0, head), layer_names=[f"L{layer}"], weights_in_hover=False)
     st.plotly_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads),
                     selection_mode="points", config={"displayModeBar": False})
@@ -97,6 +101,20 @@ def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
         + (f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
            if pooled else "")
     )
+
+
+def decoding(model_id: str, text: str, max_tokens: int) -> tuple | None:
+    """An encoder-decoder's decoding settings (greedy or sampled), in an expander; None until the user asks
+    for other settings than the default greedy decoding. A request is kept for the text and model it was
+    made for."""
+    with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
+        st.caption("The output is written one token at a time. Greedy takes the most likely token each step; "
+                   "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed.")
+        asked = settings_form("decode_form", "Decode again", SEQ2SEQ_NEW_TOKENS, prefix="decode")
+    if asked is not None:
+        st.session_state[DECODE_KEY] = (model_id, text, int(max_tokens), tuple(asked))
+    request = st.session_state.get(DECODE_KEY)
+    return request[3] if request and request[:3] == (model_id, text, int(max_tokens)) else None
 
 
 def show_output(trace) -> None:
@@ -112,11 +130,12 @@ def show_output(trace) -> None:
 
 
 @st.fragment
-def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str = "") -> None:
+def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str = "",
+               decode: tuple | None = None) -> None:  # fmt: skip
     """Everything that depends on the layer, head and display settings (a fragment: reruns alone)."""
     with calm_errors("head_panel"):
         try:
-            full = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
+            full = services.get_trace(model_id, text, causal, max_tokens, decode)  # a cache hit: the page just traced it
             columns = st.columns([1, 1, 2]) if family == "encoder-decoder" else st.columns(2)
             with columns[-1]:
                 block = pick_block(list(full.attention_blocks()), key="explore_block")
@@ -125,9 +144,9 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, f
             st.warning(services.friendly_error(err))
             return
         layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
-        show_head(model_id, text, causal, max_tokens, trace, layer, head, block)
+        show_head(model_id, text, causal, max_tokens, trace, layer, head, block, decode)
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
-            show_grid(model_id, text, causal, max_tokens, trace, layer, head, block)
+            show_grid(model_id, text, causal, max_tokens, trace, layer, head, block, decode)
             return
         tabs = st.tabs(list(TABS), key="explore_tab", on_change="rerun")
         if tabs[0].open is not False:
@@ -139,6 +158,9 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, f
         if tabs[2].open:  # the next-token forward pass (once per input; temperature reuses it)
             with tabs[2]:
                 show_next_token(model_id, family, text, causal, max_tokens)
+        if tabs[3].open:  # generation runs only on the tab's button
+            with tabs[3]:
+                show_write_more(model_id, family, text, max_tokens, layer, head, causal)
 
 
 def main() -> None:
@@ -151,9 +173,10 @@ def main() -> None:
     text = current_text()
     seq2seq = model.family == "encoder-decoder"
     causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
+    decode = decoding(model_id, text, max_tokens) if seq2seq else None
     try:
         with st.spinner("Running the model…"):
-            trace = services.get_trace(model_id, text, causal, max_tokens)
+            trace = services.get_trace(model_id, text, causal, max_tokens, decode)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))
         return
@@ -161,7 +184,7 @@ def main() -> None:
     show_notices(trace)
     if seq2seq:
         show_output(trace)
-        head_panel(model_id, text, causal, max_tokens, model.spec.family)
+        head_panel(model_id, text, causal, max_tokens, model.spec.family, decode)
         return
     st.caption(
         f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "

@@ -21,6 +21,7 @@ from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.pickers import (
     causal_toggle,
+    kv_sharing,
     layer_head,
     pick_block,
     show_notices,
@@ -176,6 +177,7 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
             f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
             f"{attention.n_heads} heads · running on {services.device_label()}"
             + (f" · translation: *{translation}*" if translation is not None else "")
+            + kv_sharing(attention, head)
         )
         run_sections(HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,
                                   family=family, attention=attention, layer=layer, head=head))

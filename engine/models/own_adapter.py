@@ -17,7 +17,7 @@ from engine.model import Model
 from engine.models.loading import checkpoint_model
 from engine.models.trace_own import trace_own
 from engine.models.word_input import decoder_input
-from engine.types import AttentionTrace, ModelSpec
+from engine.types import AttentionTrace, EngineError, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,44 @@ class OwnTextAdapter:
             n_input_tokens=inp.n_input,
             device=device.type,
             notices=tuple(notices),
+        )
+
+    def generate(self, model: Model, prompt: str, settings, *, max_tokens: int) -> AttentionTrace:
+        """Write up to ``settings.max_new_tokens`` words after ``prompt``; the trace of prompt + words.
+
+        The model has no key/value cache and at most a few hundred positions, so each step re-runs the
+        whole sequence (``sdpa``, no capture); one traced pass at the end captures Q, K, V. Both run under
+        the model's lock. ``<eos>`` ends the loop early and is kept as the last token.
+        """
+        from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_for
+        from engine.vocab import EOS_ID
+
+        if model.spec.family != "decoder" or not model.default_causal:
+            raise EngineError(NEEDS_DECODER)
+        inp = decoder_input(prompt, model.tokenizer, max_tokens, model.max_positions)
+        n_new = room_for(len(inp.ids), settings, model.max_positions)
+
+        def write_and_trace(module, device: torch.device) -> AttentionTrace:
+            def step(ids: list[int]):
+                x = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
+                return module(x, causal=True, attn_impl="sdpa")[0, -1].float().cpu().numpy()  # (V,)
+
+            new, stopped = decode_loop(step, inp.ids, settings, {EOS_ID}, n_new)
+            ids = [*inp.ids, *new]
+            tr = trace_own(module, ids, model.tokenizer.tokens_for_display(ids), model_id=model.spec.id, causal=True)
+            return dataclasses.replace(tr, notices=(generation_notice(
+                settings, len(new), stopped, len(new) < settings.max_new_tokens and not stopped,
+                model.max_positions),))
+
+        trace, device, notice = model.run(write_and_trace)
+        return dataclasses.replace(
+            trace,
+            family=model.spec.family,
+            generated_from=len(inp.ids),
+            truncated=inp.truncated,
+            n_input_tokens=inp.n_input,
+            device=device.type,
+            notices=(*inp.notices, *trace.notices, *((notice,) if notice else ())),
         )
 
 

@@ -227,6 +227,12 @@ class HFTextAdapter:
         mask = torch.zeros(1, 1, n, n, dtype=dtype, device=device).masked_fill(blocked, torch.finfo(dtype).min)
         return {"attention_mask": mask}
 
+    def generate(self, model: Model, prompt: str, settings, *, max_tokens: int) -> AttentionTrace:
+        """``engine.generate``: decoders write, then trace prompt + output (:mod:`engine.pretrained.generate_hf`)."""
+        from engine.pretrained.generate_hf import generate
+
+        return generate(self, model, prompt, settings, max_tokens=max_tokens)
+
     # ---- trace -------------------------------------------------------------------------------
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         """Tokenize ``text`` (cut to ``max_tokens`` and the model's positions) and trace it (:meth:`trace_ids`)."""

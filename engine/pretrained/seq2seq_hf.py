@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from engine.generation import DecodeSettings, TokenPicker
+from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
 from engine.model import Model
 from engine.text import (byte_level_display, check_max_tokens, clean_input, clean_token, length_notices,
                          special_flags)  # fmt: skip
@@ -35,8 +35,6 @@ from engine.types import AttentionTrace, EmptyInputError, EngineError, Seq2SeqTr
 
 #: model types read here, with how each encodes positions
 POSITIONS = {"t5": "relative", "mt5": "relative", "bart": "learned", "marian": "sinusoidal"}
-#: the longest decoded output a plain ``engine.trace`` writes (greedy)
-DEFAULT_NEW_TOKENS = 40
 
 
 def part_of(name: str) -> str:
@@ -205,5 +203,5 @@ class Seq2SeqHFAdapter:
         )
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> Seq2SeqTrace:
-        """Greedy decoding of up to :data:`DEFAULT_NEW_TOKENS` tokens (see :meth:`generate`)."""
-        return self.generate(model, text, DecodeSettings(max_new_tokens=DEFAULT_NEW_TOKENS), max_tokens=max_tokens)
+        """Greedy decoding of up to :data:`SEQ2SEQ_NEW_TOKENS` tokens (see :meth:`generate`)."""
+        return self.generate(model, text, DecodeSettings(max_new_tokens=SEQ2SEQ_NEW_TOKENS), max_tokens=max_tokens)

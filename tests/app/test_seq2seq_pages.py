@@ -101,3 +101,31 @@ def test_own_translator_is_on_explore_offline():
     assert at.selectbox(key="explore_block").value == "encoder"
     assert any("Output:" in m.value for m in at.markdown)
     assert DEFAULT_TEXT  # the shared sentence is untouched elsewhere
+
+
+def test_explore_decodes_again_with_sampling(allowed):
+    from engine.generation import DecodeSettings
+
+    at = run_app(hub_id=allowed, text=TEXT)
+    assert_clean(at)
+    greedy_rows = z(main_figure(at)).shape
+    at.radio(key="decode_mode").set_value("Sampled")
+    at.number_input(key="decode_tokens").set_value(5)
+    at.number_input(key="decode_top_k").set_value(3)
+    at.number_input(key="decode_seed").set_value(4)
+    at.button(key="FormSubmitter:decode_form-Decode again").click().run()
+    assert_clean(at)
+    ref = engine.generate(engine.load(allowed), TEXT, DecodeSettings(max_new_tokens=5, sample=True, top_k=3, seed=4))
+    assert any("sampled" in m for m in messages(at.info))
+    at.selectbox(key="explore_block").set_value("cross").run()
+    fig = main_figure(at)
+    assert z(fig).shape == (len(ref.target), len(ref.source)) != greedy_rows
+    np.testing.assert_allclose(z(fig), ref.cross.pattern(0, 0), atol=1e-6)
+
+
+def test_forged_decoding_settings_get_a_message(allowed):
+    at = run_app(hub_id=allowed, text=TEXT)
+    at.session_state["explore_decode"] = (allowed, TEXT, 128, (10_000, True, 0.0, -1, 2.0, -5))
+    at.run()
+    assert_clean(at)
+    assert any("must be" in m for m in messages(at.warning))

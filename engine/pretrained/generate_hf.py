@@ -1,0 +1,75 @@
+"""Generation for Hugging Face decoders (GPT-2 family, Llama, Qwen, Mistral, Gemma, …; all read through ``ap_capture``).
+
+The loop runs the causal-LM module under the model's lock with transformers' key/value cache: the
+prompt once, then one new token per step (the last position's logits only), no capture. Then prompt +
+generated ids are traced once through the adapter's own trace path, so the patterns are exactly those
+of ``engine.trace`` on the same ids (the parity tests of each adapter cover them).
+
+The trace is the adapter's ``trace_ids`` of prompt + generated ids (no re-tokenization of the text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_for
+from engine.generation import DecodeSettings
+from engine.model import Model
+from engine.text import byte_level_display, clean_token, length_notices, special_flags
+from engine.types import AttentionTrace, EngineError, Tokens
+
+
+def display_tokens(adapter, tokenizer, ids: list[int]) -> Tokens:
+    """Display tokens for ids the model wrote (no text to tokenize): pieces cleaned as the adapter does."""
+    special = special_flags(tokenizer, ids)
+    show = byte_level_display if adapter.byte_level else clean_token
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    return Tokens(strings=tuple(p if s else show(p) for p, s in zip(pieces, special)), ids=tuple(ids), special=special)
+
+
+def stop_ids(model: Model) -> set[int]:
+    """End-of-text ids: the tokenizer's ``eos_token_id`` and the config's (an int or a list, as Llama 3's)."""
+    out: set[int] = set()
+    for value in (getattr(model.tokenizer, "eos_token_id", None), getattr(model.module.config, "eos_token_id", None)):
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, int) and not isinstance(v, bool):
+                out.add(v)
+    return out
+
+
+def generate(adapter, model: Model, prompt: str, settings: DecodeSettings, *, max_tokens: int) -> AttentionTrace:
+    """``engine.generate`` for a Hugging Face decoder: see :func:`engine.generate`.
+
+    Raises:
+        EngineError: an encoder family (or a BERT configured as a decoder: it has no language-model
+            head here), or a prompt that fills the model's positions.
+    """
+    if adapter.family != "decoder" or model.spec.family != "decoder" or not model.default_causal:
+        raise EngineError(NEEDS_DECODER)
+    ids, _tokens, n_total, requested, cut_chars = adapter.prepare(model, prompt, max_tokens)
+    notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
+                             cut_chars=cut_chars)  # fmt: skip
+    n_new = room_for(len(ids), settings, model.max_positions)
+    stops = stop_ids(model)
+
+    def write(module, device: torch.device) -> tuple[list[int], bool]:
+        cache: dict = {"past": None, "fed": 0}
+
+        def step(so_far: list[int]) -> np.ndarray:
+            fresh = torch.tensor([so_far[cache["fed"]:]], device=device)  # (1, new)
+            out = module(input_ids=fresh, past_key_values=cache["past"], use_cache=True, logits_to_keep=1)
+            cache["past"], cache["fed"] = out.past_key_values, len(so_far)
+            return out.logits[0, -1].float().cpu().numpy()  # (V,)
+
+        return decode_loop(step, ids, settings, stops, n_new)
+
+    (new, stopped), _device, notice = model.run(write)
+    all_ids = [*ids, *new]
+    capped = len(new) < settings.max_new_tokens and not stopped
+    said = generation_notice(settings, len(new), stopped, capped, model.max_positions)
+    tr = adapter.trace_ids(model, all_ids, display_tokens(adapter, model.tokenizer, all_ids), causal=True,
+                           notices=(*notices, said, *((notice,) if notice else ())))  # fmt: skip
+    return dataclasses.replace(tr, generated_from=len(ids), truncated=n_total > len(ids), n_input_tokens=n_total)
