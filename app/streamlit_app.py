@@ -41,6 +41,7 @@ navigation = st.navigation(
         st.Page(PAGES / "vit.py", title="Vision Transformer", icon=":material/image:"),
         st.Page(PAGES / "bahdanau.py", title="Bahdanau attention", icon=":material/translate:"),
         st.Page(PAGES / "train.py", title="Train live", icon=":material/model_training:"),
+        st.Page(PAGES / "pretraining.py", title="Pretraining objectives", icon=":material/school:"),
     ]
 )
 with st.sidebar:
