@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
@@ -139,6 +140,17 @@ def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, b
     st.plotly_chart(fig, key=key)
 
 
+def time_bars(times: dict[str, float], title: str) -> go.Figure:
+    """Measured seconds per call as horizontal bars, each labelled with its own time in ms."""
+    names = list(times)
+    fig = go.Figure(go.Bar(x=[times[k] for k in names], y=names, orientation="h", marker_color="#1f5fbf",
+                           text=[f"{times[k] * 1e3:.1f} ms" for k in names], textposition="auto",
+                           hovertemplate="%{y}: %{x:.4f} s<extra></extra>"))  # fmt: skip
+    fig.update_layout(height=240, margin=dict(l=5, r=5, t=30, b=5), title=dict(text=title, x=0.0),
+                      xaxis=dict(title="seconds"), yaxis=dict(autorange="reversed", type="category"))
+    return fig
+
+
 def cost_of_attention() -> None:
     st.write("Attention compares every position with every other: its work grows with n², a recurrent layer's "
              "with n but one step after another. Move n (positions) and d (width) and compare.")
@@ -167,12 +179,7 @@ def cost_of_attention() -> None:
                  help="Times one attention head, an RNN cell loop and a convolution at this n and d (a few seconds)."):
         with st.spinner("Measuring…"):
             times = services.measure_costs(int(n), int(d))
-        names = list(times)
-        fig = probability_bars(tuple(names), np.array([times[k] for k in names]), top=3, height=240)
-        fig.update_layout(title=dict(text=f"Seconds per call at n = {n}, d = {d}"),
-                          xaxis=dict(title="seconds", range=None))
-        fig.update_traces(text=[f"{times[k] * 1e3:.1f} ms" for k in names])
-        st.plotly_chart(fig, key="cost_times")
+        st.plotly_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key="cost_times")
         st.caption("Median of 3 calls each, one CPU thread, torch: the attention head is "
                    "`scaled_dot_product_attention` (what our models run); the RNN is a loop of `RNNCell` steps; "
                    "the convolution a `Conv1d` with kernel 3. The RNN's loop cannot use the parallel hardware.")

@@ -68,4 +68,5 @@ def test_cost_table_follows_the_formulas_and_measures():
     at.button(key="cost_measure").click().run()
     assert_clean(at)
     bars = [f for f in figures(at) if f["data"][0]["type"] == "bar"]
-    assert bars and len(decode(bars[0]["data"][0]["x"])) == 3
+    seconds, labels = decode(bars[0]["data"][0]["x"]), bars[0]["data"][0]["text"]
+    assert len(seconds) == 3 and labels == [f"{t * 1e3:.1f} ms" for t in seconds]  # each bar its own time
