@@ -63,6 +63,7 @@ from app.services.pretraining import (
     NEXT_TOKEN_MODEL,
     SEQ2SEQ_MODEL,
     blank_attention,
+    finetune_steps,
     get_fill_mask,
     layer_costs,
     measure_costs,
@@ -111,7 +112,7 @@ __all__ = [
     # generate
     "generation_view", "get_generation",
     # pretraining
-    "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "get_fill_mask", "layer_costs",
+    "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_steps", "get_fill_mask", "layer_costs",
     "measure_costs", "mlm_vocabulary", "objective_examples",
     # heads
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",

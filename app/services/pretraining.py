@@ -65,3 +65,16 @@ def measure_costs(n: int, d: int) -> dict[str, float]:
     with _jobs:
         _bound_threads()
         return cost.measure(int(n), int(d))
+
+
+def finetune_steps(steps: int, lr: float):
+    """Fine-tune a copy of the masked-LM encoder on the colour task (``engine.training.finetune``):
+    yields progress, then the result (plain numbers). Holds one job slot for the whole run (bounded:
+    at most ``MAX_STEPS`` steps, a few seconds); the shared model is only read."""
+    from engine.training.finetune import finetune
+
+    model = get_model(MLM_MODEL)
+    with _jobs:
+        _bound_threads()
+        with model.lock:  # reading the shared weights while nobody else runs them
+            yield from finetune(model.module, model.tokenizer, steps=int(steps), lr=float(lr))

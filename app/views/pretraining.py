@@ -17,13 +17,15 @@ from app import services
 from app.components.guard import calm_errors
 from app.components.heatmap import attention_heatmap
 from app.components.safe_text import md, quoted
+from engine.text import shorten
 from app.components.vit_figures import probability_bars
 
 FILL_KEY = "fill_text"
 FILL_DEFAULT = "lily found a red ball . she gave [MASK] to tom ."
 OBJ_KEY = "objectives_text"
 OBJ_DEFAULT = "the big red ball , the small blue box and the old green car ."
-TABS = ("Fill in the blank", "Objectives side by side", "The cost of attention")
+TABS = ("Fill in the blank", "Objectives side by side", "Fine-tuning changes attention", "The cost of attention")
+RESULT_KEY = "finetune_result"
 
 
 def _mask_word(index: int) -> None:
@@ -140,6 +142,82 @@ def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, b
     st.plotly_chart(fig, key=key)
 
 
+def fine_tuning() -> None:
+    st.write("After pretraining, a model is fine-tuned on a task with labels. Here our masked-LM encoder learns to "
+             "name the colour in a sentence (\"max found a **red** coin .\" → red), read from the first token "
+             "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to.")
+    left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
+    with left:
+        steps = st.slider("Steps", 50, 500, 200, 50, key="finetune_steps",
+                          help="Training steps of 32 sentences each (a few seconds).")
+    with right:
+        lr = st.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3], value=1e-3, key="finetune_lr",
+                              format_func=lambda x: f"{x:g}")
+    with button:
+        pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key="finetune_go")
+    if pressed:
+        bar, chart = st.progress(0.0, text="Fine-tuning…"), st.empty()
+        curve = []
+        try:
+            for item in services.finetune_steps(int(steps), float(lr)):
+                if hasattr(item, "step"):
+                    curve.append({"step": item.step, "held-out accuracy": item.accuracy})
+                    bar.progress(item.step / item.steps, text=f"Step {item.step} of {item.steps}: "
+                                 f"loss {item.loss:.3f}, held-out accuracy {item.accuracy:.0%}")
+                    chart.line_chart(pd.DataFrame(curve).set_index("step"), height=220)
+                else:
+                    st.session_state[RESULT_KEY] = item
+        except Exception as err:  # noqa: BLE001
+            st.warning(services.friendly_error(err))
+            return
+    result = st.session_state.get(RESULT_KEY)
+    if result is None:
+        st.caption("Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.")
+        return
+    show_finetune_result(result)
+
+
+def show_finetune_result(result) -> None:
+    a, b, c = st.columns(3)
+    a.metric("Accuracy before", f"{result.accuracy_before:.0%}", help="The untrained head: a guess.")
+    b.metric("Accuracy after", f"{result.accuracy_after:.0%}",
+             delta=f"{result.accuracy_after - result.accuracy_before:+.0%}")
+    c.metric("Chance", f"{result.chance:.0%}", help=f"{round(1 / result.chance)} colours")
+    layers = [f"layer {i}" for i in range(result.change.shape[0])]
+    heads = [f"head {h}" for h in range(result.change.shape[1])]
+    left, right = st.columns(2)
+    with left:
+        fig = attention_heatmap(result.change, layers, heads, title="How far each head's attention moved", height=300)
+        fig.update_xaxes(title_text="head")
+        fig.update_yaxes(title_text="layer")
+        st.plotly_chart(fig, key="finetune_change")
+        order = np.argsort(-result.change, axis=None)[:3]
+        moved = ", ".join(f"layer {i // result.change.shape[1]} head {i % result.change.shape[1]} "
+                          f"({result.change.flat[i]:.2f})" for i in order)
+        st.caption(f"Mean total-variation distance between each head's patterns before and after, over held-out "
+                   f"sentences (0: unchanged, 1: completely different). Moved most: {moved}.")
+    with right:
+        gain = result.colour_after - result.colour_before
+        fig = attention_heatmap(result.colour_after, layers, heads, title="Weight <bos> puts on the colour word, after",
+                                height=300, zmax=1.0)
+        fig.update_xaxes(title_text="head")
+        fig.update_yaxes(title_text="layer")
+        st.plotly_chart(fig, key="finetune_colour")
+        best = np.unravel_index(np.argmax(gain), gain.shape)
+        st.caption(f"Before fine-tuning, layer {best[0]} head {best[1]} put {result.colour_before[best]:.0%} of the "
+                   f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}.")
+    layer, head = (int(x) for x in best)
+    tokens = [f"{i} {t}" for i, t in enumerate(result.tokens)]
+    left, right = st.columns(2)
+    for col, patterns, when in ((left, result.before_patterns, "before"), (right, result.after_patterns, "after")):
+        with col:
+            st.plotly_chart(attention_heatmap(patterns[layer, head], tokens, tokens, zmax=1.0, height=360,
+                                              title=f"Layer {layer}, head {head}, {when}: {shorten(result.probe_text)}"),
+                            key=f"finetune_{when}")
+    st.caption("The same held-out sentence and head before and after, on one colour scale; the first row is the "
+               "`<bos>` position the classifier reads.")
+
+
 def time_bars(times: dict[str, float], title: str) -> go.Figure:
     """Measured seconds per call as horizontal bars, each labelled with its own time in ms."""
     names = list(times)
@@ -190,7 +268,7 @@ def main() -> None:
     st.write("Before a transformer is fine-tuned for a task it is pretrained on plain text. The objective decides "
              "what each position may look at, and so what the model learns.")
     tabs = st.tabs(list(TABS), key="pretraining_tab", on_change="rerun")
-    for tab, section in zip(tabs, (fill_in_the_blank, objectives_side_by_side, cost_of_attention)):
+    for tab, section in zip(tabs, (fill_in_the_blank, objectives_side_by_side, fine_tuning, cost_of_attention)):
         if tab.open is False:
             continue
         with tab, calm_errors(section.__name__):

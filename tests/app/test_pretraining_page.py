@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 
@@ -70,3 +72,20 @@ def test_cost_table_follows_the_formulas_and_measures():
     bars = [f for f in figures(at) if f["data"][0]["type"] == "bar"]
     seconds, labels = decode(bars[0]["data"][0]["x"]), bars[0]["data"][0]["text"]
     assert len(seconds) == 3 and labels == [f"{t * 1e3:.1f} ms" for t in seconds]  # each bar its own time
+
+
+def test_fine_tuning_tab_runs_and_shows_what_moved():
+    from engine.training.finetune import finetune
+
+    at = open_tab("Fine-tuning changes attention")
+    at.slider(key="finetune_steps").set_value(50)
+    at.button(key="finetune_go").click().run()
+    assert_clean(at)
+    model = engine.load("tiny-bert-stories")
+    ref = list(finetune(model.module, model.tokenizer, steps=50, lr=1e-3))[-1]  # seeded: the same run
+    heat = {html.unescape(f["layout"]["title"]["text"]): decode(f["data"][0]["z"]) for f in figures(at)
+            if f["data"][0]["type"] == "heatmap"}
+    np.testing.assert_allclose(heat["How far each head's attention moved"], ref.change, atol=1e-5)
+    np.testing.assert_allclose(heat["Weight <bos> puts on the colour word, after"], ref.colour_after, atol=1e-5)
+    assert [m.value for m in at.metric][1] == f"{ref.accuracy_after:.0%}"
+    assert any("Moved most" in c for c in messages(at.caption))
