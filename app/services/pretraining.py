@@ -70,11 +70,15 @@ def measure_costs(n: int, d: int) -> dict[str, float]:
 def finetune_steps(steps: int, lr: float):
     """Fine-tune a copy of the masked-LM encoder on the colour task (``engine.training.finetune``):
     yields progress, then the result (plain numbers). Holds one job slot for the whole run (bounded:
-    at most ``MAX_STEPS`` steps, a few seconds); the shared model is only read."""
+    at most ``MAX_STEPS`` steps, a few seconds); the shared model is only read, under its lock, while a
+    private copy is made."""
+    import copy
+
     from engine.training.finetune import finetune
 
     model = get_model(MLM_MODEL)
     with _jobs:
         _bound_threads()
-        with model.lock:  # reading the shared weights while nobody else runs them
-            yield from finetune(model.module, model.tokenizer, steps=int(steps), lr=float(lr))
+        with model.lock:  # copied while no forward pass runs; other sessions are not held up after that
+            encoder = copy.deepcopy(model.module)
+        yield from finetune(encoder, model.tokenizer, steps=int(steps), lr=float(lr))
