@@ -146,6 +146,7 @@ class Param:
         pages: the pages (app/views file stems) whose links carry it; ``None``: every page.
         words: for tabs, session value → short word written in the link.
         hide: the ``hide=`` name that hides its control (None: not hideable).
+        show: a writer of its own (value → link string, or None to leave it out).
     """
 
     name: str
@@ -154,6 +155,7 @@ class Param:
     pages: frozenset[str] | None = ALL_PAGES
     words: dict[str, str] | None = None
     hide: str | None = None
+    show: Callable[[Any], str | None] | None = None
 
     def write(self, value: Any) -> str | None:
         """The link's string for ``value``; None when the link leaves it out (default, or too long)."""
@@ -162,6 +164,8 @@ class Param:
             return None
         if self.words is not None:
             return self.words.get(value)
+        if self.show is not None:
+            return self.show(value)
         out = as_text(value)
         return out if len(out) <= TEXT_LINK_MAX else None
 
@@ -212,6 +216,52 @@ def _pos_encodings() -> dict[str, str]:
     return {name: name for name in POS_ENCODINGS}
 
 
+def _shown_view() -> tuple[str, str, int]:
+    """(model id, sentence, token limit) as Explore computes them: a decoding request holds them, and is used
+    only while they are still what the page shows (``explore.decoding``, ``write_more.show_write_more``)."""
+    import streamlit as st
+
+    from app import services
+    from app.state import bounded, current_text
+
+    rules = services.policy()
+    typed = (st.session_state.get(K.hub_id) or "").strip() if rules.hub or rules.model_dirs else ""
+    tokens = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, 16_384)
+    return typed or st.session_state.get(K.model), current_text(), tokens
+
+
+def read_decoding(raw: str) -> tuple:
+    """``"20,0"`` (greedy) or ``"20,1,0.8,5,0.9,11"`` (sampled: temperature, top-k, top-p, seed) → the request
+    Explore keeps in session state: (model, text, token limit, settings in ``DecodeSettings`` order)."""
+    from engine.generation import MAX_NEW_TOKENS
+
+    parts = raw.split(",")
+    if len(parts) not in (2, 6):
+        raise ValueError(f"{raw!r}: tokens,sampled[,temperature,top_k,top_p,seed]")
+    n_new, sampled = integer(1, MAX_NEW_TOKENS)(parts[0]), boolean(parts[1])
+    if not sampled:
+        settings = (n_new, False, 1.0, 0, 1.0, 0)  # greedy ignores the rest (as the form returns it)
+    elif len(parts) == 6:
+        settings = (n_new, True, number(0.1, 2.0)(parts[2]), integer(0, 1000)(parts[3]),
+                    number(0.05, 1.0)(parts[4]), integer(0, 2**32 - 1)(parts[5]))  # fmt: skip
+    else:
+        raise ValueError(f"{raw!r}: sampling needs temperature, top_k, top_p and seed")
+    return (*_shown_view(), settings)
+
+
+def show_decoding(request: Any) -> str | None:
+    """The link's string of a decoding request, or None once the sentence, model or limit changed."""
+    try:
+        n_new, sampled, temperature, top_k, top_p, seed = request[3]
+        if tuple(request[:3]) != _shown_view():
+            return None
+    except (TypeError, ValueError):
+        return None
+    if not sampled:
+        return f"{int(n_new)},0"
+    return ",".join(as_text(v) for v in (int(n_new), True, float(temperature), int(top_k), float(top_p), int(seed)))
+
+
 def _options(values) -> dict[str, Any]:
     return {str(v): v for v in values}
 
@@ -236,6 +286,9 @@ PARAMS: tuple[Param, ...] = (
     Param("explore_tab", choice(EXPLORE_TABS), EXPLORE_TABS["heads"], _EXPLORE, _words(EXPLORE_TABS), "tabs"),
     Param("heads_tab", choice(HEADS_TABS), HEADS_TABS["model"], _HEADS, _words(HEADS_TABS), "tabs"),
     Param("pos_tab", choice(POS_TABS), POS_TABS["sinusoidal"], frozenset({"positional"}), _words(POS_TABS), "tabs"),
+    # decoding: an encoder-decoder's on Explore, and a decoder's "Write more" (read after the sentence and model)
+    Param("explore_decode", read_decoding, None, _EXPLORE, show=show_decoding),
+    Param("write_request", read_decoding, None, _EXPLORE, show=show_decoding),
     Param("step_query", integer(0, 16_384), None, _STEP),
     Param("bertviz_view", choice({"head": "head", "model": "model", "neuron": "neuron"}), "head",
           frozenset({"bertviz_views"})),

@@ -70,14 +70,15 @@ def restore(page: str) -> None:
     before = (state.get(_BEFORE) or {}) if same_page else {}
     url = _url()
     applied: set[str] = set()
-    for name, raw in url.items():
-        if written is not None and raw == written.get(name):
-            continue  # our own value, the URL as this session left it
+    for name in (*BY_NAME, HIDE):  # the table's order: a decoding request is read after the sentence and model
+        raw = url.get(name)
+        if raw is None or (written is not None and raw == written.get(name)):
+            continue  # absent, or our own value: the URL as this session left it
         if raw == before.get(name):
             continue  # a rerun asked before the browser got our last write: the URL is just late
         if name == HIDE:
             state[_HIDDEN] = _read_hide(raw)
-        elif name in BY_NAME and _apply(name, raw):
+        elif _apply(name, raw):
             applied.add(name)
     if K.model in applied and K.hub_id not in url:
         state[K.hub_id] = ""  # a link that names a catalog model means that model, not a typed one

@@ -137,6 +137,24 @@ def test_hidden_tabs_show_only_the_tab_the_link_names():
     assert [title(f) for f in figures(at)] == ["Layer 0, head 0", "Causal mask OFF", "Causal mask ON"]
 
 
+def test_a_write_more_request_is_carried_by_the_link():
+    """Explore's "Write more" (and an encoder-decoder's decoding): the request, kept while the sentence and
+    model stay, is in the link; opening it writes the same continuation, repeatably with its seed."""
+    at = app_with({"model": STORIES, "text": "lily found a", "explore_tab": "write"})
+    at.radio(key="write_mode").set_value("Sampled")
+    at.number_input(key="write_tokens").set_value(6)
+    at.number_input(key="write_top_k").set_value(5)
+    at.number_input(key="write_seed").set_value(11)
+    at.button(key="FormSubmitter:write_form-Write more").click().run()
+    assert at.query_params["write_request"] == "6,1,1,5,1,11"
+    written = [m.value for m in at.markdown if ":orange-background[" in m.value]
+    assert len(written) == 1
+    fresh = app_with(dict(at.query_params))
+    assert [m.value for m in fresh.markdown if ":orange-background[" in m.value] == written
+    fresh.text_area(key="text").input("lily found a big").run()  # another sentence: the request is dropped
+    assert "write_request" not in fresh.query_params
+
+
 def _fragment_script() -> None:
     import sys
 

@@ -119,3 +119,18 @@ def test_a_reload_keeps_the_typed_sentence(page: Page, app_url: str):
     expect(page.get_by_role("heading", name="Step by step", level=1)).to_be_visible(timeout=REDRAW_MS)
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(SENTENCE, timeout=REDRAW_MS)
     expect(page).to_have_url(re.compile(r"/step_by_step\?.*text=Lily\+found"), timeout=REDRAW_MS)
+
+
+def test_a_link_inside_the_app_opens_the_tab_it_names(page: Page, app_url: str):
+    """``st.page_link(..., query_params=...)`` in a running session (Explore → Positional's Learned tab; the
+    Lessons page links to views the same way): the new page reads the link's values, then writes its own."""
+    page.goto(app_url)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    page.get_by_text("See the positional encodings this model adds to this sentence").click()
+    expect(page.get_by_role("tab", name="Learned", exact=True)).to_have_attribute("aria-selected", "true",
+                                                                                  timeout=REDRAW_MS)
+    expect(page).to_have_url(re.compile(r"/positional\?pos_tab=learned$"), timeout=REDRAW_MS)
+    page.get_by_role("tab", name="RoPE", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/positional\?pos_tab=rope$"), timeout=REDRAW_MS)
+    expect_no_exception(page)
