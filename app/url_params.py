@@ -23,7 +23,7 @@ ALL_PAGES = None  # a parameter written on every page
 
 TEXT_LINK_MAX = 16_000  # longer sentences are not written into a link (a browser URL of ~50 kB is unwieldy)
 TEXT_READ_MAX = 100_000  # longer ones are refused when read (Streamlit itself drops query strings over 512 Ki)
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@:+-]{0,199}$")  # a Hub id or a folder path, nothing else
+ID_RE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/@:+-]{0,299}$")  # a Hub id or a folder path, nothing else
 
 
 # ---------------------------------------------------------------- readers (str → value, or ValueError)
