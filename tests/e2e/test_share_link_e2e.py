@@ -134,3 +134,14 @@ def test_a_link_inside_the_app_opens_the_tab_it_names(page: Page, app_url: str):
     page.get_by_role("tab", name="RoPE", exact=True).click()
     expect(page).to_have_url(re.compile(r"/positional\?pos_tab=rope$"), timeout=REDRAW_MS)
     expect_no_exception(page)
+
+
+def test_a_locked_link_hides_its_controls(page: Page, app_url: str):
+    """A teacher's link with ``hide=``: the model picker and the mask toggle are gone, their values still apply."""
+    page.goto(f"{app_url}/?model=tiny-gpt-stories&causal=0&layer=1&hide=model,causal")
+    expect(chart_title(page)).to_have_text("Layer 1, head 0", timeout=FIRST_DRAW_MS)  # stories model, mask off
+    expect(page.get_by_role("combobox", name="Layer").first).to_have_value("1")
+    expect(page.get_by_role("combobox", name="Model")).to_have_count(0)
+    expect(page.get_by_role("switch", name="Causal mask")).to_have_count(0)
+    expect(page.locator('[data-testid="stCaptionContainer"]').filter(has_text="4 heads")).not_to_have_count(0)
+    expect_no_exception(page)
