@@ -1,7 +1,8 @@
-"""Session-state keys shared by the pages, their defaults, and their URL binding.
+"""Session-state keys shared by the pages and their defaults.
 
-Widgets are created with ``key=K.*``, ``persist_state="session"`` (a value survives a page
-switch) and, for the ones worth sharing in a link, ``bind="query-params"`` (the URL carries it).
+Widgets are created with ``key=K.*`` and ``persist_state="session"`` (a value survives a page
+switch). The URL carries them through ``app.url_state`` (one table of parameters, ``app/url_params.py``),
+not through ``bind="query-params"``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ DEFAULT_MODEL = "minilm"
 
 
 class K:
-    """Session-state keys (also the URL query-parameter names where bound)."""
+    """Session-state keys (also the URL query-parameter names: ``app/url_params.py``)."""
 
     text = "text"
     model = "model"
@@ -39,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
 
 #: keyword arguments every shared widget gets
 PERSIST: dict[str, Any] = {"persist_state": "session"}
-SHARE: dict[str, Any] = {"persist_state": "session", "bind": "query-params"}
+SHARE: dict[str, Any] = PERSIST  # formerly bound to the URL too; app.url_state now writes every link
 
 
 def init() -> None:

@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app import services, state  # noqa: E402
+from app import services, state, url_state  # noqa: E402
 from app.components.brand import favicon  # noqa: E402
 from app.components.guard import calm_errors  # noqa: E402
 
@@ -48,4 +48,6 @@ with st.sidebar:
     st.caption("**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head.")
 with calm_errors(navigation.title):
     state.init()  # reads every shared widget value: a forged one raises here
+    url_state.restore(url_state.page_name(navigation))  # a link's values, before the page draws its widgets
     navigation.run()
+    url_state.sync()  # the link of what the page now shows (fragments write theirs: url_state.synced)

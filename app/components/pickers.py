@@ -1,7 +1,8 @@
 """Widgets shared by the text pages (Explore, Step by step, Heads, …): the sentence, the model, layer/head.
 
 They all write the same session-state keys (``app.state.K``), so the sentence and model a user picked on
-one page are there on the next.
+one page are there on the next. A link's ``hide=`` (``app.url_state.hidden``) leaves a control out; its value
+then comes from the link (already in session state) and is checked here exactly as a widget's would be.
 """
 
 from __future__ import annotations
@@ -11,16 +12,19 @@ import streamlit as st
 from app import services
 from engine.text import quote_input
 from engine.types import ModelCard
-from app.state import DEFAULTS, PERSIST, SHARE, K, bounded, clamp, current_text
+from app.state import DEFAULTS, PERSIST, K, bounded, clamp, current_text
+from app.url_state import hidden
 from app.components.safe_text import md, quoted
 
 TEXT_FAMILIES = {"encoder", "decoder", "encoder-decoder"}  # ViTs and RNNs have pages of their own
 
 
 def text_box(label: str = "Your text", height: int = 90) -> str:
-    """The shared sentence (bound to the URL); returns its current value."""
+    """The shared sentence (carried in the URL by app.url_state); returns its current value."""
+    if hidden("text"):
+        return current_text()
     # no max_chars: the browser would drop a longer paste silently; the engine cuts it with a notice instead
-    st.text_area(label, value=current_text(), key=K.text, height=height, **SHARE,
+    st.text_area(label, value=current_text(), key=K.text, height=height, **PERSIST,
                  help="Any text; long input is cut at the token limit (Advanced), with a notice.")
     return current_text()
 
@@ -55,24 +59,28 @@ def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
         spec = by_id[model_id]
         return spec.label if spec.offline else f"{spec.label} — needs internet"
 
-    st.selectbox("Model", list(by_id), format_func=label, key=K.model, **SHARE,
-                 help="Offline models work anywhere; Hub models download the first time (internet needed).")
+    if not hidden("model"):
+        st.selectbox("Model", list(by_id), format_func=label, key=K.model, **PERSIST,
+                     help="Offline models work anywhere; Hub models download the first time (internet needed).")
     custom = typed_model_field(K.hub_id, "Another model", "e.g. gpt2, bert-base-uncased",
                                "BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA), GPT-2-family, Llama, Mistral, "
                                "Qwen2/3, GPT-NeoX, Phi-3 and Gemma (1, 2, 3 text) models, and the T5, BART and "
-                               "Marian encoder-decoders (e.g. google-t5/t5-small).")
+                               "Marian encoder-decoders (e.g. google-t5/t5-small).", hide=hidden("model"))
     return custom or st.session_state[K.model]
 
 
-def typed_model_field(key: str, title: str, example: str, families_help: str) -> str:
+def typed_model_field(key: str, title: str, example: str, families_help: str, hide: bool = False) -> str:
     """The field for a model outside the list, as far as the server's policy allows; returns what was typed.
 
     Its title, placeholder and help say what this server accepts (Hub ids, folders under the admin's
     directories); where it accepts neither there is no field and nothing typed earlier is used.
+    ``hide``: no field (a link locked the model), but what it holds (from the link) is used.
     """
     rules = services.policy()
     if not rules.hub and not rules.model_dirs:
         return ""
+    if hide:
+        return (st.session_state.get(key) or "").strip()
     kinds = [what for what, on in (("Hugging Face id", rules.hub), ("folder", bool(rules.model_dirs))) if on]
     name = " or ".join(kinds)
     with st.expander(f"{title} ({name})", expanded=bool(st.session_state.get(key))):
@@ -97,7 +105,7 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
     left, right = st.columns([3, 2])
     with left:
         text_box()
-        if max_tokens_limit > 1024:
+        if max_tokens_limit > 1024 and not hidden("text") and not hidden("max_tokens"):
             st.button("Try a long text", icon=":material/article:", on_click=_use_long_example,
                       args=(max_tokens_limit,), key="long_example",
                       help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "
@@ -124,12 +132,13 @@ def load_model(model_id: str) -> ModelCard | None:
 def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
     """Layer and head selectboxes (shared keys, clamped to this model's size first)."""
     left, right = columns if columns is not None else st.columns(2)
-    with left:
-        clamp(K.layer, 0, n_layers - 1)
-        layer = st.selectbox("Layer", range(n_layers), key=K.layer, **SHARE)
-    with right:
-        clamp(K.head, 0, n_heads - 1)
-        head = st.selectbox("Head", range(n_heads), key=K.head, **SHARE)
+    layer, head = clamp(K.layer, 0, n_layers - 1), clamp(K.head, 0, n_heads - 1)
+    if not hidden("layer"):
+        with left:
+            layer = st.selectbox("Layer", range(n_layers), key=K.layer, **PERSIST)
+    if not hidden("head"):
+        with right:
+            head = st.selectbox("Head", range(n_heads), key=K.head, **PERSIST)
     return int(layer), int(head)
 
 
@@ -140,6 +149,8 @@ def pick_block(blocks: list[str], key: str = "heads_block") -> str:
         return blocks[0] if blocks else "self"
     if st.session_state.get(key) not in blocks:
         st.session_state[key] = blocks[0]
+    if hidden("block"):
+        return st.session_state[key]
     return st.selectbox("Attention block", blocks, key=key, **PERSIST,
                         format_func=lambda name: services.HEAD_BLOCKS.get(name, name),
                         help="Encoder: the source sentence reads itself. Decoder: the output reads what it has "
@@ -177,6 +188,9 @@ def causal_toggle(model_id: str, default: bool) -> bool:
     if st.session_state.get("_causal_for") != model_id:
         st.session_state[K.causal] = bool(default)
         st.session_state["_causal_for"] = model_id
+    st.session_state["_causal_default"] = bool(default)  # a link names the mask only when it differs from this
+    if hidden("causal"):
+        return bool(st.session_state.get(K.causal, default))
     own = "on" if default else "off"
     return bool(st.toggle("Causal mask", key=K.causal, **PERSIST,
                           help="On: each token sees only itself and earlier tokens (as in GPT). "
@@ -186,9 +200,47 @@ def causal_toggle(model_id: str, default: bool) -> bool:
 
 def max_tokens_input(limit: int = 1024) -> int:
     """The token-limit field (inside an "Advanced" expander); returns the bounded value."""
+    if hidden("max_tokens"):
+        return bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
     with st.expander("Advanced"):
         current = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
         # value= is the current setting, not the minimum: a page opened fresh must not fall back to 4
         st.number_input("Token limit", min_value=4, max_value=limit, value=current, step=16, key=K.max_tokens,
                         help="Longer input is truncated; the page says when.", **PERSIST)
     return bounded(st.session_state.get(K.max_tokens), 4, limit)
+
+
+class _ShownTab:
+    """The open tab when a link hides the tab bar (``hide=tabs``): a plain container, ``open`` like a tab's."""
+
+    open = True
+
+    def __init__(self) -> None:
+        self._box = st.container()
+
+    def __enter__(self):
+        return self._box.__enter__()
+
+    def __exit__(self, *exc):
+        return self._box.__exit__(*exc)
+
+
+class _ClosedTab:
+    """Every other tab when the bar is hidden: never open (pages draw nothing in a closed tab)."""
+
+    open = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def page_tabs(labels: list[str], key: str) -> list:
+    """A page's tab bar (``st.tabs(..., on_change="rerun")``: only the open tab runs); with ``hide=tabs``
+    in the link, no bar and only the tab the link names (``explore_tab=mask``...) is drawn."""
+    if not hidden("tabs"):
+        return st.tabs(labels, key=key, on_change="rerun")
+    chosen = st.session_state.get(key) if st.session_state.get(key) in labels else labels[0]
+    return [_ShownTab() if label == chosen else _ClosedTab() for label in labels]

@@ -19,11 +19,13 @@ from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
-from app.components.pickers import causal_toggle, kv_sharing, layer_head, pick_block, show_notices, text_and_model
+from app.components.pickers import (causal_toggle, kv_sharing, layer_head, page_tabs, pick_block, show_notices,
+                                    text_and_model)
 from app.components.safe_text import quoted
 from app.components.write_more import settings_form, show_write_more
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 from app.state import K, current_text
+from app.url_state import synced
 
 MAX_TOKENS_LIMIT = 16_384
 GRID_KEY = "explore_grid"
@@ -130,6 +132,7 @@ def show_output(trace) -> None:
 
 
 @st.fragment
+@synced  # a layer or head change reruns this panel only: it writes the link itself
 def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str = "",
                decode: tuple | None = None) -> None:  # fmt: skip
     """Everything that depends on the layer, head and display settings (a fragment: reruns alone)."""
@@ -148,7 +151,7 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, f
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             show_grid(model_id, text, causal, max_tokens, trace, layer, head, block, decode)
             return
-        tabs = st.tabs(list(TABS), key="explore_tab", on_change="rerun")
+        tabs = page_tabs(list(TABS), key="explore_tab")
         if tabs[0].open is not False:
             with tabs[0]:
                 show_grid(model_id, text, causal, max_tokens, trace, layer, head)

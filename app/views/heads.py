@@ -23,11 +23,13 @@ from app.components.pickers import (
     causal_toggle,
     kv_sharing,
     layer_head,
+    page_tabs,
     pick_block,
     show_notices,
     text_and_model,
 )
 from app.state import PERSIST, K, current_text
+from app.url_state import synced
 
 MAX_TOKENS_LIMIT = 16_384
 WHOLE_MODEL_LIMIT = 2048  # tabs that need every head's full n×n pattern stop here
@@ -143,7 +145,7 @@ SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
 
 def run_sections(ctx: HeadsContext) -> None:
     """The tabs; only the open one runs."""
-    tabs = st.tabs([name for name, _ in SECTIONS], key="heads_tab", on_change="rerun")
+    tabs = page_tabs([name for name, _ in SECTIONS], key="heads_tab")
     for tab, (_, section) in zip(tabs, SECTIONS):
         if tab.open is False:  # only the open tab runs (None: state not tracked, run all)
             continue
@@ -158,6 +160,7 @@ def run_sections(ctx: HeadsContext) -> None:
 
 
 @st.fragment
+@synced  # a layer, head, block or tab change reruns this panel only: it writes the link itself
 def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str) -> None:
     """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
     cached trace)."""

@@ -1,6 +1,6 @@
 """Positional encodings: attention alone is blind to order; each family of encodings restores it.
 
-Five tabs (only the open one runs; ``?pos_tab=<label>`` in the URL opens one): sinusoidal (formula, table, curves, similarity, the shift-as-rotation check), learned tables
+Five tabs (only the open one runs; ``?pos_tab=learned`` in the URL opens one): sinusoidal (formula, table, curves, similarity, the shift-as-rotation check), learned tables
 of real models, RoPE (rotation of a q/k pair, scores that depend on the offset only), ALiBi (per-head
 linear biases) and the order-blindness demo on a copy of our own decoder. Every tab is a fragment:
 changing one of its controls redraws that tab only.
@@ -15,10 +15,11 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.pickers import load_model, pick_model
+from app.components.pickers import load_model, page_tabs, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
 from app.state import K, PERSIST, bounded, current_text, settle
+from app.url_state import synced
 from engine.text import shorten
 
 D_MODELS = [4, 8, 16, 32, 64, 128, 256, 512]
@@ -113,6 +114,7 @@ def sinusoidal_section() -> None:
 
 
 @st.fragment
+@synced  # its model picker reruns this tab only: it writes the link itself
 def learned_section() -> None:
     """A real model's learned position table and its cosine similarity, next to the sinusoidal one."""
     st.write("Models like BERT and GPT-2 *learn* one vector per position instead. Pick a model (the one chosen on "
@@ -170,7 +172,7 @@ def sentence_length(model_id: str) -> int | None:
     return len(trace.tokens)
 
 
-TAB_KEY = "pos_tab"  # also the URL query parameter: ?pos_tab=Learned opens that tab (Explore links so)
+TAB_KEY = "pos_tab"  # also the URL query parameter (app/url_params.py): ?pos_tab=learned opens that tab
 TABS = {"Sinusoidal": sinusoidal_section, "Learned": learned_section, "RoPE": rope_section,
         "ALiBi": alibi_section, "Order blindness": order_section}  # fmt: skip
 
@@ -182,7 +184,7 @@ def main() -> None:
         "token is: shuffle the words and each one gets the same scores. Positional encodings put order back in. "
         "Each tab shows one family."
     )
-    tabs = st.tabs(list(TABS), key=TAB_KEY, bind="query-params", on_change="rerun")
+    tabs = page_tabs(list(TABS), key=TAB_KEY)
     for tab, draw in zip(tabs, TABS.values()):
         with tab:
             if tab.open is not False:  # only the open tab runs (None: state not tracked, draw all)

@@ -20,7 +20,7 @@ PAGE = "bertviz_views"
 
 
 def iframes(at: AppTest) -> list:
-    return [el.proto for el in at.get("iframe")]
+    return [el.proto for el in at.main.get("iframe")]  # the sidebar has the share box's copy button
 
 
 def only_document(at: AppTest) -> str:
@@ -68,7 +68,7 @@ def test_every_view_for_text_families(model: str, left: str):
         first = params["attention"]
         first = first[0] if isinstance(first, list) else next(iter(first.values()))
         assert first["left_text"][0].strip().lower() == left.lower(), first["left_text"]
-        assert at.get("iframe")[0].proto.alt == f"bertviz {view} view"
+        assert at.main.get("iframe")[0].proto.alt == f"bertviz {view} view"
     if model == "tiny-translator":
         names = [p["name"] for p in bv.read_payload(only_document(show(at, "head")))["attention"]]
         assert names == ["Encoder", "Decoder", "Cross"]

@@ -87,7 +87,7 @@ def test_bertviz_page_reads_a_pretrained_translator(allowed):
 
     at = open_page("bertviz_views", hub_id=allowed, text=TEXT)
     assert_clean(at)
-    frames = at.get("iframe")
+    frames = at.main.get("iframe")  # the sidebar has the share box's copy button
     assert len(frames) == 1 and frames[0].proto.alt == "bertviz head view"
     parts = bv.read_payload(frames[0].proto.srcdoc)["attention"]
     assert [p["name"] for p in parts] == ["Encoder", "Decoder", "Cross"]

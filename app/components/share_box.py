@@ -1,0 +1,108 @@
+"""The sidebar's "Share this view": the page's full link, a copy button, and a QR code for phones.
+
+The link is the browser's address (``st.context.url``: scheme, host, port and page path, which stays
+right behind a proxy) plus the query string :mod:`app.url_state` wrote. A teacher can also lock
+controls in the link (``hide=``) without hiding them on their own screen. The QR code is drawn with
+``segno`` (pure Python) as a PNG; links too long for a QR code (about 2,900 bytes) get a note instead.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from urllib.parse import urlencode, urlsplit
+
+import streamlit as st
+
+from app.url_params import HIDE, HIDEABLE
+
+LOCK_KEY = "share_lock"  # the teacher's "lock in the link" choice (not part of the link itself)
+QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
+LOCK_LABELS = {"text": "text", "model": "model", "layer": "layer", "head": "head", "causal": "causal mask",
+               "max_tokens": "token limit", "block": "attention block", "tabs": "tabs"}  # fmt: skip
+
+
+def share_expander():
+    """The expander (drawn each full run, before the page) and the placeholder the link is drawn into."""
+    box = st.sidebar.expander("Share this view", icon=":material/share:")
+    with box:
+        st.multiselect("Lock in the shared link", list(HIDEABLE), key=LOCK_KEY,
+                       format_func=lambda name: LOCK_LABELS.get(name, name), placeholder="Nothing locked",
+                       help="Hides these controls for whoever opens the link (they keep the values of this view). "
+                            "Your own page is not changed.")  # fmt: skip
+        return st.empty()
+
+
+def page_link(query: str) -> str:
+    """The full link of the page shown with ``query``; without a known browser address, a relative one."""
+    base = st.context.url or ""
+    if base:
+        parts = urlsplit(base)
+        base = f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
+    return f"{base}?{query}" if query else (base or "?")
+
+
+def with_lock(link: str, hidden: tuple[str, ...]) -> str:
+    """``link`` with the teacher's locked controls added to its ``hide=`` (the ones the view already hides stay)."""
+    lock = [name for name in HIDEABLE if name in hidden or name in (st.session_state.get(LOCK_KEY) or ())]
+    if not lock or set(lock) == set(hidden):
+        return link
+    base, _, query = link.partition("?")
+    kept = [part for part in query.split("&") if part and not part.startswith(f"{HIDE}=")]
+    return f"{base}?" + "&".join([*kept, urlencode({HIDE: ",".join(lock)})])
+
+
+def qr_png(link: str) -> bytes | None:
+    """The QR code of ``link`` as PNG bytes (error correction L, the most room); None when it does not fit."""
+    import segno
+
+    try:
+        code = segno.make(link, error="l", micro=False, boost_error=False)
+    except segno.DataOverflowError:
+        return None
+    buf = io.BytesIO()
+    code.save(buf, kind="png", scale=QR_SCALE, border=QR_BORDER)
+    return buf.getvalue()
+
+
+def copy_button_html(link: str) -> str:
+    """A button that copies ``link`` (the clipboard API where the page is a secure context, else a selection)."""
+    data = json.dumps(link).replace("<", "\\u003c")  # a JS string that cannot end the script element
+    return f"""<!doctype html><html><head><style>
+body{{margin:0;font-family:"Source Sans Pro",sans-serif;font-size:14px;color-scheme:light dark}}
+button{{padding:.3rem .8rem;border-radius:.5rem;border:1px solid rgba(128,128,128,.5);background:transparent;
+color:inherit;cursor:pointer;font:inherit}} span{{margin-left:.5rem}}</style></head><body>
+<button id="copy" type="button" aria-label="Copy link of this view">Copy link</button><span id="said" role="status"></span>
+<script>
+const link = {data};
+document.getElementById("copy").addEventListener("click", async () => {{
+  let ok = false;
+  try {{ await navigator.clipboard.writeText(link); ok = true; }} catch (e) {{}}
+  if (!ok) {{
+    const area = document.createElement("textarea");
+    area.value = link; document.body.appendChild(area); area.select();
+    try {{ ok = document.execCommand("copy"); }} catch (e) {{}}
+    area.remove();
+  }}
+  document.getElementById("said").textContent = ok ? "Copied" : "Select the link above and copy it";
+}});
+</script></body></html>"""
+
+
+def draw_share(slot, link: str, hidden: tuple[str, ...]) -> None:
+    """Fill ``slot`` (the placeholder of :func:`share_expander`) with the link, a copy button and its QR code."""
+    link = with_lock(link, hidden)
+    with slot.container():
+        st.code(link, language=None, wrap_lines=True)
+        st.iframe(copy_button_html(link), height=40, alt="Copy link")
+        if hidden:
+            st.caption("This view came from a link that hides: "
+                       + ", ".join(LOCK_LABELS.get(name, name) for name in hidden) + ".")
+        png = qr_png(link)
+        if png is None:
+            st.caption(f"The link is {len(link):,} characters long, too long for a QR code (about 2,900 fit): "
+                       "shorten the text to get one.")
+        else:
+            st.image(png, caption="Scan to open this view on a phone", alt="QR code of the link above")
+        st.caption("Anyone who opens the link sees this page with these settings; a sentence longer than "
+                   "16,000 characters is not carried.")

@@ -1,0 +1,329 @@
+"""The ONE table of URL query parameters: which control each one sets, how it is read, its default, its pages.
+
+A link is untrusted input (anyone can type ``?layer=NaN`` or paste 50,000 characters), so every
+parameter has a reader that turns the string into the widget's own type and bounds, or raises
+``ValueError`` (the value is then ignored, calmly: ``app.url_state``). Writers turn a value back into
+the string the reader accepts; a value equal to its default is left out of the link so links stay short.
+The URL name is the session-state key (one name to learn, and ``st.session_state[name]`` in tests).
+The names are listed in README ("Links") and docs/DESIGN.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from app.state import DEFAULT_TEXT, DEFAULTS, K
+
+#: pages by their file stem in app/views/
+TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
+ALL_PAGES = None  # a parameter written on every page
+
+TEXT_LINK_MAX = 16_000  # longer sentences are not written into a link (a browser URL of ~50 kB is unwieldy)
+TEXT_READ_MAX = 100_000  # longer ones are refused when read (Streamlit itself drops query strings over 512 Ki)
+ID_RE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/@:+-]{0,299}$")  # a Hub id or a folder path, nothing else
+
+
+# ---------------------------------------------------------------- readers (str → value, or ValueError)
+
+
+def integer(low: int, high: int | Callable[[], int]) -> Callable[[str], int]:
+    """An int in ``[low, high]`` (``high`` may be computed when the link is read, e.g. the digit count)."""
+
+    def read(raw: str) -> int:
+        value = int(raw.strip())  # "3.5", "NaN", "" raise ValueError
+        top = high() if callable(high) else high
+        if not low <= value <= top:
+            raise ValueError(f"{value} is outside [{low}, {top}]")
+        return value
+
+    return read
+
+
+def number(low: float, high: float, digits: int | None = None) -> Callable[[str], float]:
+    """A finite float in ``[low, high]``, rounded to ``digits`` decimals when given (a slider's step)."""
+
+    def read(raw: str) -> float:
+        value = float(raw)
+        if not math.isfinite(value) or not low <= value <= high:
+            raise ValueError(f"{raw!r} is not a number in [{low}, {high}]")
+        return round(value, digits) if digits is not None else value
+
+    return read
+
+
+def boolean(raw: str) -> bool:
+    """``1/0``, ``true/false``, ``on/off``, ``yes/no`` (any case)."""
+    word = raw.strip().lower()
+    if word in ("1", "true", "on", "yes"):
+        return True
+    if word in ("0", "false", "off", "no"):
+        return False
+    raise ValueError(f"{raw!r} is not on/off")
+
+
+def choice(options: dict[str, Any] | Callable[[], dict[str, Any]]) -> Callable[[str], Any]:
+    """One of ``options`` (link word → session value), matched case-insensitively on the word or the value.
+
+    Tabs keep their label in session state but get a short word in the link (``explore_tab=mask``); the
+    label itself is accepted too (Explore's link to ``?pos_tab=Learned``).
+    """
+
+    def read(raw: str) -> Any:
+        table = options() if callable(options) else options
+        wanted = raw.strip().lower()
+        for word, value in table.items():
+            if wanted in (str(word).lower(), str(value).lower()):
+                return value
+        raise ValueError(f"{raw!r} is not one of {list(table)}")
+
+    return read
+
+
+def text(limit: int) -> Callable[[str], str]:
+    """Free text up to ``limit`` characters, without NUL or other control characters but tab and newline."""
+
+    def read(raw: str) -> str:
+        if len(raw) > limit:
+            raise ValueError(f"text of {len(raw)} characters (at most {limit})")
+        if any(ord(c) < 32 and c not in "\t\n\r" for c in raw):
+            raise ValueError("control characters in text")
+        return raw
+
+    return read
+
+
+def model_ref(raw: str) -> str:
+    """A Hub id or a folder path as typed in the model field (whether it may be used is the server's policy)."""
+    value = raw.strip()
+    if value and not ID_RE.match(value):
+        raise ValueError(f"{raw!r} is not a model id")
+    return value
+
+
+def catalog_model(families: set[str] | None = None) -> Callable[[str], str]:
+    """A model of the catalog (or one this session trained) by id; its display label is accepted too."""
+
+    def read(raw: str) -> str:
+        from app import services  # the catalog; imported when a link is read, not at import
+
+        specs = [*services.session_models(), *services.list_models()]
+        wanted = raw.strip()
+        for spec in specs:
+            if families is not None and spec.family not in families:
+                continue
+            if wanted == spec.id or wanted.lower() == spec.label.lower():
+                return spec.id
+        raise ValueError(f"{raw!r} is not a model of this server")
+
+    return read
+
+
+# ---------------------------------------------------------------- writers (value → str)
+
+
+def as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # 1.0 → "1", as the reader accepts it
+    return str(value)
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Param:
+    """One URL query parameter.
+
+    Attributes:
+        name: the URL name and the session-state key it sets.
+        read: string → value in the widget's type and bounds; raises ``ValueError`` for anything else.
+        default: left out of links; a callable is asked each time (the causal mask's depends on the model).
+        pages: the pages (app/views file stems) whose links carry it; ``None``: every page.
+        words: for tabs, session value → short word written in the link.
+        hide: the ``hide=`` name that hides its control (None: not hideable).
+        show: a writer of its own (value → link string, or None to leave it out).
+    """
+
+    name: str
+    read: Callable[[str], Any]
+    default: Any = None
+    pages: frozenset[str] | None = ALL_PAGES
+    words: dict[str, str] | None = None
+    hide: str | None = None
+    show: Callable[[Any], str | None] | None = None
+
+    def write(self, value: Any) -> str | None:
+        """The link's string for ``value``; None when the link leaves it out (default, or too long)."""
+        default = self.default() if callable(self.default) else self.default
+        if value is None or value == default:
+            return None
+        if self.words is not None:
+            return self.words.get(value)
+        if self.show is not None:
+            return self.show(value)
+        out = as_text(value)
+        return out if len(out) <= TEXT_LINK_MAX else None
+
+
+def _words(pairs: dict[str, str]) -> dict[str, str]:
+    """A tab bar's writer: tab label → the short word of the link (``pairs``: word → label)."""
+    return {label: word for word, label in pairs.items()}
+
+
+EXPLORE_TABS = {"heads": "Every head of this layer", "mask": "Causal mask off vs on", "next": "What comes next?",
+                "write": "Write more"}  # fmt: skip
+HEADS_TABS = {"model": "Model view", "metrics": "Per-head metrics", "similarity": "Head similarity",
+              "compare": "Compare", "rollout": "Rollout", "ablation": "Ablation"}  # fmt: skip
+POS_TABS = {"sinusoidal": "Sinusoidal", "learned": "Learned", "rope": "RoPE", "alibi": "ALiBi",
+            "order": "Order blindness"}  # fmt: skip
+BLOCKS = {"encoder": "encoder", "decoder": "decoder", "cross": "cross", "self": "self"}
+
+
+def _causal_default() -> bool | None:
+    """The shown model's own causal setting, recorded by ``pickers.causal_toggle``: a link names the mask
+    only when it differs from what the model does by itself."""
+    import streamlit as st
+
+    return st.session_state.get("_causal_default")
+
+
+def _digits() -> int:
+    from app import services
+
+    return services.vit_digit_count() - 1
+
+
+def _train(name: str) -> Callable[[str], Any]:
+    from engine.training.job_settings import INT_RANGES
+
+    return integer(*INT_RANGES[name])
+
+
+def _train_tasks() -> dict[str, str]:
+    from engine.training.job_settings import TASK_LABELS
+
+    return {task: task for task in TASK_LABELS}
+
+
+def _pos_encodings() -> dict[str, str]:
+    from engine.training.job_settings import POS_ENCODINGS
+
+    return {name: name for name in POS_ENCODINGS}
+
+
+def _shown_view() -> tuple[str, str, int]:
+    """(model id, sentence, token limit) as Explore computes them: a decoding request holds them, and is used
+    only while they are still what the page shows (``explore.decoding``, ``write_more.show_write_more``)."""
+    import streamlit as st
+
+    from app import services
+    from app.state import bounded, current_text
+
+    rules = services.policy()
+    typed = (st.session_state.get(K.hub_id) or "").strip() if rules.hub or rules.model_dirs else ""
+    tokens = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, 16_384)
+    return typed or st.session_state.get(K.model), current_text(), tokens
+
+
+def read_decoding(raw: str) -> tuple:
+    """``"20,0"`` (greedy) or ``"20,1,0.8,5,0.9,11"`` (sampled: temperature, top-k, top-p, seed) → the request
+    Explore keeps in session state: (model, text, token limit, settings in ``DecodeSettings`` order)."""
+    from engine.generation import MAX_NEW_TOKENS
+
+    parts = raw.split(",")
+    if len(parts) not in (2, 6):
+        raise ValueError(f"{raw!r}: tokens,sampled[,temperature,top_k,top_p,seed]")
+    n_new, sampled = integer(1, MAX_NEW_TOKENS)(parts[0]), boolean(parts[1])
+    if not sampled:
+        settings = (n_new, False, 1.0, 0, 1.0, 0)  # greedy ignores the rest (as the form returns it)
+    elif len(parts) == 6:
+        settings = (n_new, True, number(0.1, 2.0)(parts[2]), integer(0, 1000)(parts[3]),
+                    number(0.05, 1.0)(parts[4]), integer(0, 2**32 - 1)(parts[5]))  # fmt: skip
+    else:
+        raise ValueError(f"{raw!r}: sampling needs temperature, top_k, top_p and seed")
+    return (*_shown_view(), settings)
+
+
+def show_decoding(request: Any) -> str | None:
+    """The link's string of a decoding request, or None once the sentence, model or limit changed."""
+    try:
+        n_new, sampled, temperature, top_k, top_p, seed = request[3]
+        if tuple(request[:3]) != _shown_view():
+            return None
+    except (TypeError, ValueError):
+        return None
+    if not sampled:
+        return f"{int(n_new)},0"
+    return ",".join(as_text(v) for v in (int(n_new), True, float(temperature), int(top_k), float(top_p), int(seed)))
+
+
+def _options(values) -> dict[str, Any]:
+    return {str(v): v for v in values}
+
+
+_EXPLORE, _STEP, _HEADS = frozenset({"explore"}), frozenset({"step_by_step"}), frozenset({"heads"})
+_VIT, _BAHDANAU, _TRAIN = frozenset({"vit"}), frozenset({"bahdanau"}), frozenset({"train"})
+_MODEL_PAGES = TEXT_PAGES | {"positional"}
+
+PARAMS: tuple[Param, ...] = (
+    # the text pages' shared controls (app/components/pickers.py)
+    Param(K.text, text(TEXT_READ_MAX), DEFAULT_TEXT, TEXT_PAGES, hide="text"),
+    Param(K.model, catalog_model(), DEFAULTS[K.model], _MODEL_PAGES, hide="model"),
+    Param(K.hub_id, model_ref, "", _MODEL_PAGES, hide="model"),
+    Param(K.layer, integer(0, 4096), 0, TEXT_PAGES, hide="layer"),
+    Param(K.head, integer(0, 4096), 0, TEXT_PAGES, hide="head"),
+    Param(K.causal, boolean, _causal_default, TEXT_PAGES, hide="causal"),
+    Param(K.max_tokens, integer(4, 16_384), DEFAULTS[K.max_tokens], TEXT_PAGES, hide="max_tokens"),
+    Param("explore_block", choice(BLOCKS), "encoder", _EXPLORE, hide="block"),
+    Param("heads_block", choice(BLOCKS), "encoder", _HEADS, hide="block"),
+    Param("step_block", choice(BLOCKS), "encoder", _STEP, hide="block"),
+    # page tabs and page controls
+    Param("explore_tab", choice(EXPLORE_TABS), EXPLORE_TABS["heads"], _EXPLORE, _words(EXPLORE_TABS), "tabs"),
+    Param("heads_tab", choice(HEADS_TABS), HEADS_TABS["model"], _HEADS, _words(HEADS_TABS), "tabs"),
+    Param("pos_tab", choice(POS_TABS), POS_TABS["sinusoidal"], frozenset({"positional"}), _words(POS_TABS), "tabs"),
+    # decoding: an encoder-decoder's on Explore, and a decoder's "Write more" (read after the sentence and model)
+    Param("explore_decode", read_decoding, None, _EXPLORE, show=show_decoding),
+    Param("write_request", read_decoding, None, _EXPLORE, show=show_decoding),
+    Param("step_query", integer(0, 16_384), None, _STEP),
+    Param("bertviz_view", choice({"head": "head", "model": "model", "neuron": "neuron"}), "head",
+          frozenset({"bertviz_views"})),
+    Param("bertviz_digit", integer(0, _digits), 0, frozenset({"bertviz_views"})),
+    # Vision Transformer (defaults: app/views/vit.py ``_defaults``)
+    Param("vit_model", catalog_model({"vit"}), "tiny-vit-digits", _VIT),
+    Param("vit_hub_id", model_ref, "", _VIT),
+    Param("vit_source", choice(_options(("digit", "shape", "photo", "upload"))), "digit", _VIT),
+    Param("vit_digit", integer(0, _digits), 1500, _VIT),
+    Param("vit_shape", choice(_options(("circle", "ring", "square", "cross", "diagonal", "triangle"))), "circle",
+          _VIT),
+    Param("vit_photo", choice(_options(("china", "flower"))), "china", _VIT),
+    Param("vit_layer", integer(0, 4096), 0, _VIT),
+    Param("vit_head", integer(0, 4096), 0, _VIT),
+    Param("vit_patch", integer(0, 1_000_000), 0, _VIT),
+    Param("vit_fusion", choice(_options(("mean", "max", "min"))), "mean", _VIT),
+    Param("vit_discard", number(0.0, 0.9, digits=1), 0.0, _VIT),
+    Param("vit_k", integer(0, 1_000_000), 2, _VIT),
+    # Bahdanau attention (defaults: app/views/bahdanau.py)
+    Param("bahdanau_text", text(200), "the red car is big", _BAHDANAU),
+    Param("bahdanau_variant", choice(_options(("additive", "dot"))), "additive", _BAHDANAU),
+    Param("bahdanau_tf_layer", integer(0, 64), 0, _BAHDANAU),
+    Param("bahdanau_tf_head", integer(-1, 64), -1, _BAHDANAU),
+    # Train live (defaults: app/views/train.py ``DEFAULTS``; bounds: engine/training/job_settings.py)
+    Param("train_task", choice(_train_tasks), "reverse", _TRAIN),
+    Param("train_n_layers", _train("n_layers"), 2, _TRAIN),
+    Param("train_n_heads", choice(_options((1, 2, 4, 8))), 4, _TRAIN),
+    Param("train_d_model", choice(_options((16, 32, 64, 128, 256))), 64, _TRAIN),
+    Param("train_pos_encoding", choice(_pos_encodings), "learned", _TRAIN),
+    Param("train_causal", boolean, True, _TRAIN),
+    Param("train_steps", _train("steps"), 500, _TRAIN),
+    Param("train_batch_size", choice(_options((8, 16, 32, 64, 128, 256))), 64, _TRAIN),
+    Param("train_seed", _train("seed"), 0, _TRAIN),
+    Param("train_lr", number(1e-5, 0.1), 0.003, _TRAIN),
+)
+BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
+HIDE = "hide"  # ?hide=model,causal: comma-separated control names, hidden (the value still comes from the link)
+HIDEABLE = tuple(dict.fromkeys(p.hide for p in PARAMS if p.hide))  # text, model, layer, head, causal, ...

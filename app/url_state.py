@@ -1,0 +1,197 @@
+"""Links that restore the view: the URL carries every control of the page (the table: ``app/url_params.py``).
+
+Two calls, one mechanism (no widget uses Streamlit's ``bind="query-params"``, whose selectboxes wrote
+their *labels* and whose bindings were dropped on page switches):
+
+- :func:`restore`, run by the entry point before the page, copies into session state the URL values
+  that came from outside: a fresh link or a reload (a new session), or ``st.page_link(...,
+  query_params=...)`` inside a running session. "From outside" means: present in the URL and
+  different from what this session last wrote there. Comparing with the *current* value instead would
+  undo every change the user makes, since the URL still holds the old value when the widget reruns.
+- :func:`sync`, run at the end of each page run and of each fragment (:func:`synced`), writes the
+  current page's values (defaults left out) to ``st.query_params`` and redraws the sidebar's share
+  box. A fragment rerun (Explore's ``head_panel``: a layer or head change) runs neither the entry point
+  nor the page, so without its own ``sync`` the link would keep the old layer.
+
+Values from a link are untrusted: each is read by its parameter's reader (type, bounds, options) and
+ignored when it does not fit, with nothing shown but a log line (a bad link still opens the page).
+``?hide=model,causal`` hides those controls (:func:`hidden`); the value still comes from the link.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from app.state import K
+from app.url_params import BY_NAME, HIDE, HIDEABLE, PARAMS
+
+log = logging.getLogger(__name__)
+
+_PAGE = "_url_page"  # the page the last full run showed (a file stem of app/views/)
+_WRITTEN = "_url_written"  # {name: value} this session last wrote to the URL (None: nothing yet)
+_BEFORE = "_url_written_before"  # the write before that (see restore: a rerun that crossed our write)
+_HIDDEN = "_url_hidden"  # control names hidden by ?hide=
+_SLOT = "_url_share_slot"  # the sidebar placeholder the share box is drawn into
+_RUN = "_url_run"  # full runs of this session (the share box is drawn once per run and link)
+_DRAWN = "_url_drawn"  # (run, link) of the share box on screen
+
+
+def page_name(page) -> str:
+    """A page's file stem in app/views/ (the parameter table's page names). ``url_path`` alone is not enough:
+    the default page's is ""."""
+    source = getattr(page, "_page", None)  # st.Page keeps the path it was given
+    if isinstance(source, (str, Path)):
+        return Path(source).stem
+    return page.url_path or "explore"
+
+
+def _url() -> dict[str, str]:
+    """The query parameters of the URL this run was asked with (the last value of a repeated one)."""
+    return {name: st.query_params[name] for name in st.query_params}
+
+
+def restore(page: str) -> None:
+    """Apply the link's values that came from outside this session (see the module docstring).
+
+    Args:
+        page: the page about to run, as its file stem in app/views/ (``"explore"``, ``"heads"``, ...).
+    """
+    state = st.session_state
+    state[_RUN] = state.get(_RUN, 0) + 1
+    written: dict[str, str] | None = state.get(_WRITTEN)
+    same_page = state.get(_PAGE) == page
+    state[_PAGE] = page
+    before = (state.get(_BEFORE) or {}) if same_page else {}
+    url = _url()
+    applied: set[str] = set()
+    for name in (*BY_NAME, HIDE):  # the table's order: a decoding request is read after the sentence and model
+        raw = url.get(name)
+        if raw is None or (written is not None and raw == written.get(name)):
+            continue  # absent, or our own value: the URL as this session left it
+        if raw == before.get(name):
+            continue  # a rerun asked before the browser got our last write: the URL is just late
+        if name == HIDE:
+            state[_HIDDEN] = _read_hide(raw)
+        elif _apply(name, raw):
+            applied.add(name)
+    if K.model in applied and K.hub_id not in url:
+        state[K.hub_id] = ""  # a link that names a catalog model means that model, not a typed one
+    if K.causal in applied:  # the toggle resets to the model's own setting when the model changes
+        state["_causal_for"] = (state.get(K.hub_id) or "").strip() or state.get(K.model)
+    _share_slot()
+
+
+def _apply(name: str, raw: str) -> bool:
+    """Read one parameter into session state; False (and a log line, nothing on screen) when it does not fit."""
+    try:
+        value = BY_NAME[name].read(raw)
+    except Exception as err:  # noqa: BLE001 — any bad link value is ignored, whatever the reader raised
+        log.info("ignored ?%s= from the link: %s", name, str(err)[:200])
+        return False
+    if st.session_state.get(name) != value:
+        st.session_state[name] = value
+    return True
+
+
+def _read_hide(raw: str) -> frozenset[str]:
+    return frozenset(word.strip().lower() for word in raw.split(",")) & set(HIDEABLE)
+
+
+def hidden(control: str) -> bool:
+    """True when the link hides ``control`` (a name of ``url_params.HIDEABLE``: text, model, layer, ...)."""
+    return control in st.session_state.get(_HIDDEN, ())
+
+
+def hidden_controls() -> tuple[str, ...]:
+    return tuple(name for name in HIDEABLE if hidden(name))
+
+
+def page_params(page: str | None = None) -> dict[str, str]:
+    """The link's parameters for ``page`` (default: the page shown) from session state, defaults left out."""
+    page = page if page is not None else st.session_state.get(_PAGE, "")
+    state = st.session_state
+    out: dict[str, str] = {}
+    for param in PARAMS:
+        if (param.pages is not None and page not in param.pages) or param.name not in state:
+            continue
+        value = param.write(state[param.name])
+        if value is not None:
+            out[param.name] = value
+    if hidden_controls():
+        out[HIDE] = ",".join(hidden_controls())
+    return out
+
+
+def sync() -> None:
+    """Write the page's values to the URL (only when they changed) and redraw the share box."""
+    state = st.session_state
+    ours = page_params()
+    current = _url()
+    wanted = {k: v for k, v in current.items() if k not in BY_NAME and k != HIDE} | ours  # others' params kept
+    if wanted != current:
+        try:
+            st.query_params.from_dict(wanted)
+        except Exception:  # noqa: BLE001 — e.g. a parameter some widget binds: the link is a convenience
+            log.exception("could not write the URL")
+            return
+    if state.get(_WRITTEN) != ours:
+        state[_BEFORE] = state.get(_WRITTEN)
+        state[_WRITTEN] = ours
+    _draw_share(wanted)
+
+
+def synced(fragment: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a fragment's function (under ``@st.fragment``) so that its reruns update the link too."""
+
+    @functools.wraps(fragment)
+    def run(*args, **kwargs):
+        result = fragment(*args, **kwargs)
+        sync()
+        return result
+
+    return run
+
+
+# ---------------------------------------------------------------- the share box's place in the sidebar
+
+
+def _share_slot() -> None:
+    """The sidebar's "Share this view" expander and the placeholder :func:`sync` fills (made once per full run,
+    before the page: a fragment may write to a container made outside it only if it wrote there in the last
+    full run, which its ``sync`` does)."""
+    from app.components.share_box import share_expander
+
+    st.session_state[_SLOT] = share_expander()
+
+
+def _draw_share(params: dict[str, str]) -> None:
+    """Fill the share box with the link of ``params``: always inside a fragment, else once per full run and
+    link (the page's fragment usually drew the same link already)."""
+    from app.components.share_box import draw_share, page_link
+
+    slot = st.session_state.get(_SLOT)
+    if slot is None:
+        return
+    link = page_link(urlencode(params, doseq=True))
+    mark = (st.session_state.get(_RUN), link)
+    if st.session_state.get(_DRAWN) == mark and not _in_fragment():
+        return
+    st.session_state[_DRAWN] = mark
+    draw_share(slot, link, hidden_controls())
+
+
+def _in_fragment() -> bool:
+    """True inside a fragment's function, in a full run too: a fragment must write to the slot on every full
+    run to keep its place there for its own reruns (Streamlit refuses the write otherwise)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+        return ThreadState.get().fragment_id is not None
+    except Exception:  # noqa: BLE001 — Streamlit internals; drawing once more is harmless
+        return True
