@@ -181,6 +181,13 @@ HEADS_TABS = {"model": "Model view", "metrics": "Per-head metrics", "similarity"
               "compare": "Compare", "rollout": "Rollout", "ablation": "Ablation"}  # fmt: skip
 POS_TABS = {"sinusoidal": "Sinusoidal", "learned": "Learned", "rope": "RoPE", "alibi": "ALiBi",
             "order": "Order blindness"}  # fmt: skip
+PRETRAINING_TABS = {"fill": "Fill in the blank", "objectives": "Objectives side by side",
+                    "finetune": "Fine-tuning changes attention", "cost": "The cost of attention"}  # fmt: skip
+FILL_DEFAULT = "lily found a red ball . she gave [MASK] to tom ."
+OBJECTIVES_DEFAULT = "the big red ball , the small blue box and the old green car ."
+COST_N = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+COST_D = (16, 32, 64, 128, 256, 512, 1024)
+FINETUNE_LRS = (1e-4, 3e-4, 1e-3, 3e-3)
 BLOCKS = {"encoder": "encoder", "decoder": "decoder", "cross": "cross", "self": "self"}
 
 
@@ -268,6 +275,7 @@ def _options(values) -> dict[str, Any]:
 
 _EXPLORE, _STEP, _HEADS = frozenset({"explore"}), frozenset({"step_by_step"}), frozenset({"heads"})
 _VIT, _BAHDANAU, _TRAIN = frozenset({"vit"}), frozenset({"bahdanau"}), frozenset({"train"})
+_PRETRAINING = frozenset({"pretraining"})
 _MODEL_PAGES = TEXT_PAGES | {"positional"}
 
 PARAMS: tuple[Param, ...] = (
@@ -323,6 +331,16 @@ PARAMS: tuple[Param, ...] = (
     Param("train_batch_size", choice(_options((8, 16, 32, 64, 128, 256))), 64, _TRAIN),
     Param("train_seed", _train("seed"), 0, _TRAIN),
     Param("train_lr", number(1e-5, 0.1), 0.003, _TRAIN),
+    # Pretraining objectives (app/views/pretraining.py)
+    Param("pretraining_tab", choice(PRETRAINING_TABS), PRETRAINING_TABS["fill"], _PRETRAINING,
+          _words(PRETRAINING_TABS), "tabs"),
+    Param("fill_text", text(300), FILL_DEFAULT, _PRETRAINING),
+    Param("objectives_text", text(200), OBJECTIVES_DEFAULT, _PRETRAINING),
+    Param("objectives_layer", integer(0, 2), 0, _PRETRAINING),
+    Param("cost_n", choice(_options(COST_N)), 512, _PRETRAINING),
+    Param("cost_d", choice(_options(COST_D)), 64, _PRETRAINING),
+    Param("finetune_steps", integer(50, 500), 200, _PRETRAINING),
+    Param("finetune_lr", choice(_options(FINETUNE_LRS)), 1e-3, _PRETRAINING),
 )
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
 HIDE = "hide"  # ?hide=model,causal: comma-separated control names, hidden (the value still comes from the link)

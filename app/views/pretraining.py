@@ -17,14 +17,14 @@ from app import services
 from app.components.guard import calm_errors
 from app.components.heatmap import attention_heatmap
 from app.components.safe_text import md, quoted
+from app.components.pickers import page_tabs
+from app.url_params import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT, PRETRAINING_TABS
 from engine.text import shorten
 from app.components.vit_figures import probability_bars
 
 FILL_KEY = "fill_text"
-FILL_DEFAULT = "lily found a red ball . she gave [MASK] to tom ."
 OBJ_KEY = "objectives_text"
-OBJ_DEFAULT = "the big red ball , the small blue box and the old green car ."
-TABS = ("Fill in the blank", "Objectives side by side", "Fine-tuning changes attention", "The cost of attention")
+TABS = tuple(PRETRAINING_TABS.values())
 RESULT_KEY = "finetune_result"
 
 
@@ -86,7 +86,7 @@ def _mask_map(mask: np.ndarray, q: list[str], k: list[str], title: str):
 def objectives_side_by_side() -> None:
     st.write("Three ways to learn from plain text, on the same sentence: what each lets a position see (its "
              "mask), what our own models' attention really does, and the training examples each makes.")
-    st.session_state.setdefault(OBJ_KEY, OBJ_DEFAULT)
+    st.session_state.setdefault(OBJ_KEY, OBJECTIVES_DEFAULT)
     st.text_input("Sentence", key=OBJ_KEY, max_chars=200,
                   help="Use simple words: the three models were trained on stories and toy translations.")
     words = tuple((st.session_state.get(OBJ_KEY) or "").lower().split())[:24]
@@ -148,10 +148,12 @@ def fine_tuning() -> None:
              "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to.")
     left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
     with left:
-        steps = st.slider("Steps", 50, 500, 200, 50, key="finetune_steps",
+        st.session_state.setdefault("finetune_steps", 200)
+        steps = st.slider("Steps", 50, 500, step=50, key="finetune_steps",
                           help="Training steps of 32 sentences each (a few seconds).")
     with right:
-        lr = st.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3], value=1e-3, key="finetune_lr",
+        st.session_state.setdefault("finetune_lr", 1e-3)
+        lr = st.select_slider("Learning rate", FINETUNE_LRS, key="finetune_lr",
                               format_func=lambda x: f"{x:g}")
     with button:
         pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key="finetune_go")
@@ -234,9 +236,11 @@ def cost_of_attention() -> None:
              "with n but one step after another. Move n (positions) and d (width) and compare.")
     left, right = st.columns(2)
     with left:
-        n = st.select_slider("n: positions", [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], value=512, key="cost_n")
+        st.session_state.setdefault("cost_n", 512)
+        n = st.select_slider("n: positions", COST_N, key="cost_n")
     with right:
-        d = st.select_slider("d: width", [16, 32, 64, 128, 256, 512, 1024], value=64, key="cost_d")
+        st.session_state.setdefault("cost_d", 64)
+        d = st.select_slider("d: width", COST_D, key="cost_d")
     costs = services.layer_costs(int(n), int(d))
     frame = pd.DataFrame({
         "layer": [c.name for c in costs],
@@ -267,7 +271,7 @@ def main() -> None:
     st.title("Pretraining objectives")
     st.write("Before a transformer is fine-tuned for a task it is pretrained on plain text. The objective decides "
              "what each position may look at, and so what the model learns.")
-    tabs = st.tabs(list(TABS), key="pretraining_tab", on_change="rerun")
+    tabs = page_tabs(list(TABS), key="pretraining_tab")
     for tab, section in zip(tabs, (fill_in_the_blank, objectives_side_by_side, fine_tuning, cost_of_attention)):
         if tab.open is False:
             continue

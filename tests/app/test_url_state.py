@@ -266,7 +266,17 @@ PAGE_LINKS = {
     "positional": {"pos_tab": "rope"},
     "bertviz_views": {"bertviz_view": "model", "text": SENTENCE, "layer": "1"},
     "heads": {"heads_tab": "similarity", "head": "3"},
+    "pretraining": {"pretraining_tab": "cost", "cost_n": "64", "cost_d": "32"},
 }  # fmt: skip
+
+
+def test_a_fill_in_the_blank_link_restores_the_sentence():
+    at = app_with({})
+    at.switch_page(str(ROOT / "app" / "views" / "pretraining.py"))
+    at.query_params.update({"fill_text": "tom saw [MASK] ."})
+    at.run()
+    assert_clean(at)
+    assert at.text_input(key="fill_text").value == "tom saw [MASK] ."
 
 
 @pytest.mark.parametrize("page", list(PAGE_LINKS))
