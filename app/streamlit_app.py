@@ -34,7 +34,7 @@ services.warm_up()
 navigation = st.navigation(
     [
         st.Page(PAGES / "explore.py", title="Explore", icon=":material/grid_on:", default=True),
-        st.Page(PAGES / "lessons.py", title="Lessons", icon=":material/school:"),
+        st.Page(PAGES / "lessons.py", title="Lessons", icon=":material/cast_for_education:"),
         st.Page(PAGES / "step_by_step.py", title="Step by step", icon=":material/calculate:"),
         st.Page(PAGES / "heads.py", title="Heads", icon=":material/view_module:"),
         st.Page(PAGES / "bertviz_views.py", title="bertviz views", icon=":material/hub:"),
@@ -42,6 +42,7 @@ navigation = st.navigation(
         st.Page(PAGES / "vit.py", title="Vision Transformer", icon=":material/image:"),
         st.Page(PAGES / "bahdanau.py", title="Bahdanau attention", icon=":material/translate:"),
         st.Page(PAGES / "train.py", title="Train live", icon=":material/model_training:"),
+        st.Page(PAGES / "pretraining.py", title="Pretraining objectives", icon=":material/school:"),
     ]
 )
 with st.sidebar:

@@ -26,6 +26,9 @@ from engine.types import Tokens
 PAD, BOS, EOS, SEP, UNK = "<pad>", "<bos>", "<eos>", "<sep>", "<unk>"
 SPECIALS: tuple[str, ...] = (PAD, BOS, EOS, SEP, UNK)
 PAD_ID, BOS_ID, EOS_ID, SEP_ID, UNK_ID = range(len(SPECIALS))
+#: the masked-LM models' blank (an ordinary word of their vocabulary, the last one); typed as [MASK] or <mask>
+MASK = "<mask>"
+_MASK_TYPED = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -40,6 +43,22 @@ def tokenize(text: str) -> list[str]:
         The tokens, e.g. ``tokenize("The cat sat, didn't it?") == ["the", "cat", "sat", ",", "didn", "'", "t", "it", "?"]``.
     """
     return _TOKEN.findall(text.lower())
+
+
+def tokenize_with_masks(text: str) -> list[str]:
+    """:func:`tokenize`, with each ``[MASK]`` / ``<mask>`` kept as one :data:`MASK` token.
+
+    Example:
+        >>> tokenize_with_masks("Lily found a [MASK] ball.")
+        ['lily', 'found', 'a', '<mask>', 'ball', '.']
+    """
+    pieces = _MASK_TYPED.split(text)
+    out: list[str] = []
+    for i, piece in enumerate(pieces):
+        if i:
+            out.append(MASK)
+        out += tokenize(piece)
+    return out
 
 
 @dataclass(frozen=True)

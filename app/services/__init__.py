@@ -8,6 +8,7 @@ is re-exported here from the module that holds it:
   ``get_trace``, ``friendly_error``, ``warm_up``, ``session_id`` and the bound on concurrent jobs;
 - ``generate``: Explore's "Write more" (a decoder's continuation and its attention);
 - ``lessons``: the Lessons page's knowledge checks (one head's query row) and closed vocabularies;
+- ``pretraining``: the Pretraining objectives page (fill-in-the-blank, objectives, the cost of attention);
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
   ``positional``, ``step``, ``bertviz``, ``train``.
@@ -67,6 +68,18 @@ from app.services.lessons import (
     unknown_words,
 )
 from app.services.maps import grid_cells, head_view, layer_grid
+from app.services.pretraining import (
+    MLM_MODEL,
+    NEXT_TOKEN_MODEL,
+    SEQ2SEQ_MODEL,
+    blank_attention,
+    finetune_steps,
+    get_fill_mask,
+    layer_costs,
+    measure_costs,
+    mlm_vocabulary,
+    objective_examples,
+)
 from app.services.positional import (
     pos_alibi,
     pos_learned_table,
@@ -108,6 +121,9 @@ __all__ = [
     "MAX_JOBS", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "list_models", "policy", "session_id", "warm_up",
     # generate
     "generation_view", "get_generation",
+    # pretraining
+    "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_steps", "get_fill_mask", "layer_costs",
+    "measure_costs", "mlm_vocabulary", "objective_examples",
     # heads
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
     "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table",

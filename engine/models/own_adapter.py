@@ -20,6 +20,14 @@ from engine.models.word_input import decoder_input
 from engine.types import AttentionTrace, EngineError, ModelSpec
 
 
+def words_of(model: Model):
+    """How ``model`` splits text: :func:`~engine.vocab.tokenize`, keeping ``[MASK]`` as one token for a
+    masked-LM model (one whose vocabulary has :data:`~engine.vocab.MASK`)."""
+    from engine.vocab import MASK, tokenize, tokenize_with_masks
+
+    return tokenize_with_masks if MASK in model.tokenizer else tokenize
+
+
 @dataclass(frozen=True)
 class OwnTextAdapter:
     """Tracing for our own decoder/encoder :class:`~engine.models.transformer.Transformer`.
@@ -29,7 +37,7 @@ class OwnTextAdapter:
     """
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
-        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions)
+        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
         ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
         trace, device, notice = model.run(
             lambda module, _device: trace_own(module, ids, tokens, model_id=model.spec.id, causal=causal)
