@@ -4,7 +4,7 @@ Plain data only (rendering lives in ``app/views/lessons.py`` and ``app/component
 so a teacher can reorder or rewrite a step here without touching widget code. Links name a page file
 under ``app/views/`` and the URL parameters that open it in the right state (the widgets' session keys:
 text, model, layer, head, causal, step_query, explore_tab, heads_tab, explore_block, pos_tab,
-bahdanau_text, vit_source).
+bahdanau_text, vit_source, pretraining_tab, fill_text).
 
 Predict-then-reveal checks name only the model, sentence, layer, head and query word; the answer is
 computed from the real trace when the student answers (never written here). The heads were chosen by
@@ -95,6 +95,7 @@ class Step:
 IT_SENTENCE = DEFAULT_TEXT  # "The animal didn't cross the street because it was too tired."
 STORY = "Lily found a red ball in the park. She gave it to Tom."
 CROSSING = "the red car is fast"
+FILL_SENTENCE = "lily found a red ball . she gave [MASK] to tom ."  # the Pretraining page's own example
 QKV_HEAD = (3, 1)  # MiniLM: "it" → "animal" (measured: 0.68, the next key 0.10)
 PREV_HEAD = (0, 2)  # MiniLM: a previous-token head (measured: 0.999 on the previous token)
 STORY_HEAD = (2, 2)  # tiny-gpt-stories: "she" → "lily" (measured: 0.51, the next key 0.42)
@@ -223,5 +224,23 @@ STEPS: tuple[Step, ...] = (
         Choice("An 8×8 digit cut into 2×2 patches, plus [CLS]: how many tokens does the ViT read?",
                ("16", "17", "64", "65"), 1,
                "(8/2) × (8/2) = 16 patches, plus the [CLS] token: 17. The ViT page draws the 4×4 grid."),
+    ),
+    Step(
+        "pretraining", "Pretraining objectives: masked words, next token, spans",
+        "Before any task, a transformer learns from plain text, and the objective decides what each position "
+        "may see. **BERT** hides words and guesses them back (masked LM): no mask, every word sees both sides. "
+        "**GPT** predicts the next token: the causal mask, or it could just read the answer. **T5** replaces "
+        "spans with sentinels and an encoder–decoder writes them back. Fill in a blank with our small "
+        "masked-LM encoder, then compare the three objectives on one sentence.",
+        (Link("pretraining.py", "Fill in the blank with our masked-LM encoder",
+              {"pretraining_tab": "Fill in the blank", "fill_text": FILL_SENTENCE}),
+         Link("pretraining.py", "Compare the three objectives side by side",
+              {"pretraining_tab": "Objectives side by side"})),
+        Choice("GPT is pretrained to predict the next token at every position at once. Which attention mask "
+               "must it use while training?",
+               ("none: every token sees the whole text", "the causal mask: each token sees itself and the past",
+                "cross-attention to the input only"), 1,
+               "All positions are trained in one pass; if token i could see token i + 1, predicting it would be "
+               "copying. BERT's objective hides the answers in the input instead, so it needs no mask."),
     ),
 )

@@ -127,7 +127,7 @@ def show_step(k: int, step: Step) -> None:
 
 def main() -> None:
     st.title("Lessons")
-    st.write("A guided path through attention, from why RNNs needed it to Vision Transformers. Each step says what "
+    st.write("A guided path through attention, from why RNNs needed it to pretraining objectives. Each step says what "
              "to look at, opens the page that shows it, and ends with a question to check yourself.")
     k = current_step()
     progress(k)
