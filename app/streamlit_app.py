@@ -34,6 +34,7 @@ services.warm_up()
 navigation = st.navigation(
     [
         st.Page(PAGES / "explore.py", title="Explore", icon=":material/grid_on:", default=True),
+        st.Page(PAGES / "lessons.py", title="Lessons", icon=":material/cast_for_education:"),
         st.Page(PAGES / "step_by_step.py", title="Step by step", icon=":material/calculate:"),
         st.Page(PAGES / "heads.py", title="Heads", icon=":material/view_module:"),
         st.Page(PAGES / "bertviz_views.py", title="bertviz views", icon=":material/hub:"),

@@ -214,6 +214,10 @@ def check_max_tokens(value: object, minimum: int) -> int:
     return int(value)
 
 
+#: how the unknown-words notice begins (the app recognises it to point to the Examples picker)
+UNKNOWN_WORDS_LEAD = "Words this model never saw in training are shown as <unk>"
+
+
 def unknown_words_notice(unknown: list[str], suggest: Callable[[str], list[str]] | None = None) -> str | None:
     """The notice naming words a vocabulary lacks (with close known words when ``suggest`` is given)."""
     if not unknown:
@@ -224,7 +228,7 @@ def unknown_words_notice(unknown: list[str], suggest: Callable[[str], list[str]]
         word = shorten(word, WORD_LIMIT)
         shown.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
     more = " …" if len(unknown) > MAX_UNKNOWN_LISTED else ""
-    return f"Words this model never saw in training are shown as <unk>: {', '.join(shown)}{more}."
+    return f"{UNKNOWN_WORDS_LEAD}: {', '.join(shown)}{more}."
 
 
 def length_notices(

@@ -170,11 +170,13 @@ def kv_sharing(trace, head: int) -> str:
 
 def show_notices(trace) -> None:
     """A trace's notices: truncation as a warning, the rest as info."""
+    from app.components.examples import unknown_words_hint
+
     for notice in trace.notices:
         if getattr(trace, "truncated", False):
-            st.warning(md(notice))
+            st.warning(md(notice) + unknown_words_hint(notice))
         else:
-            st.info(md(notice))
+            st.info(md(notice) + unknown_words_hint(notice))
 
 
 def causal_toggle(model_id: str, default: bool) -> bool:

@@ -7,6 +7,7 @@ is re-exported here from the module that holds it:
   inside this package only; pages get ``get_card``'s plain ``ModelCard``),
   ``get_trace``, ``friendly_error``, ``warm_up``, ``session_id`` and the bound on concurrent jobs;
 - ``generate``: Explore's "Write more" (a decoder's continuation and its attention);
+- ``lessons``: the Lessons page's knowledge checks (one head's query row) and closed vocabularies;
 - ``pretraining``: the Pretraining objectives page (fill-in-the-blank, objectives, the cost of attention);
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
@@ -56,6 +57,15 @@ from app.services.heads import (
     heads_attention,
     model_view_tiles,
     rollout_maps,
+)
+from app.services.lessons import (
+    LESSON_MAX_TOKENS,
+    QueryRow,
+    alignment_row,
+    find_token,
+    lesson_row,
+    model_vocabulary,
+    unknown_words,
 )
 from app.services.maps import grid_cells, head_view, layer_grid
 from app.services.pretraining import (
@@ -118,6 +128,8 @@ __all__ = [
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
     "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table",
     "head_similarity", "heads_attention", "model_view_tiles", "rollout_maps",
+    # lessons
+    "LESSON_MAX_TOKENS", "QueryRow", "alignment_row", "find_token", "lesson_row", "model_vocabulary", "unknown_words",
     # maps
     "grid_cells", "head_view", "layer_grid",
     # bahdanau

@@ -19,6 +19,7 @@ from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
+from app.components.examples import examples_picker
 from app.components.pickers import (causal_toggle, kv_sharing, layer_head, page_tabs, pick_block, show_notices,
                                     text_and_model)
 from app.components.safe_text import quoted
@@ -173,6 +174,7 @@ def main() -> None:
     model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
     if model is None:
         return
+    examples_picker(model_id, model)  # curated sentences per phenomenon; a closed vocabulary's words
     text = current_text()
     seq2seq = model.family == "encoder-decoder"
     causal = None if seq2seq else causal_toggle(model_id, model.default_causal)

@@ -19,6 +19,7 @@ from app.components.heads_sections import compare_section, rollout_section, simi
 from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
 from app.components.long_view import csv_button, display_options, zoom_controls
+from app.components.examples import examples_picker
 from app.components.pickers import (
     causal_toggle,
     kv_sharing,
@@ -193,6 +194,7 @@ def main() -> None:
     model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
     if card is None:
         return
+    examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
     family = card.family
     text = current_text()
     causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)

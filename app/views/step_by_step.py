@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
+from app.components.examples import examples_picker
 from app.components.pickers import (
     causal_toggle,
     layer_head,
@@ -49,6 +50,7 @@ def walkthrough() -> None:
     model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
     if card is None:
         return
+    examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
     text = current_text()
     family = card.family
     controls = st.columns([1, 1, 2, 2])

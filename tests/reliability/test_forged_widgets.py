@@ -30,7 +30,7 @@ from bench.st_client import Session
 
 pytestmark = pytest.mark.reliability
 
-PAGES = ["", "step_by_step", "heads", "bertviz_views", "positional", "vit", "bahdanau", "train", "pretraining"]
+PAGES = ["", "lessons", "step_by_step", "heads", "bertviz_views", "positional", "vit", "bahdanau", "train", "pretraining"]
 SKIP = {"plotly_chart", "file_uploader"}  # chart selections and uploads have their own tests
 
 
