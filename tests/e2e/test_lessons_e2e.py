@@ -56,12 +56,14 @@ def test_walk_the_lesson_answer_a_check_and_open_a_step(page: Page, app_url: str
     expect(page.get_by_text(re.compile(r"You picked tom \(weight 0\.000\)"))).to_be_visible()
     page.screenshot(path=str(artifacts / "lessons_reveal.png"))
 
-    # the step's link opens Explore on the step's story (the sentence is what this test checks; the model
-    # and layer/head parameters are read by the URL binding of the shared widgets)
+    # the step's link opens Explore on the step's story, with the step's model, layer and head
     link = next(l for l in step.links if l.params.get("text") == STORY)
     page.get_by_role("link", name=link.label).click()
     expect(page.get_by_role("heading", name="Explore attention", level=1)).to_be_visible(timeout=LOAD_MS)
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(STORY, timeout=LOAD_MS)
+    expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile("stories", re.I), timeout=LOAD_MS)
+    expect(page.get_by_role("combobox", name="Layer")).to_have_value(link.params["layer"])
+    expect(page.get_by_role("combobox", name="Head")).to_have_value(link.params["head"])
     expect_idle(page, LOAD_MS)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "lessons_link_explore.png"))
