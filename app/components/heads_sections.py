@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
 from app.components.head_views import difference_heatmap, similarity_figure
 from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
@@ -33,7 +34,7 @@ def similarity_section(ctx: HeadsContext) -> None:
     with st.spinner("Comparing every pair of heads…"):
         divergence, order, coarsened, n_layers = services.head_similarity(*ctx.args)
     labels = [f"L{layer}H{head}" for layer in range(n_layers) for head in range(att.n_heads)]
-    st.plotly_chart(similarity_figure(divergence, labels, order), key="heads_similarity")
+    show_chart(similarity_figure(divergence, labels, order), key="heads_similarity")
     st.caption(
         "How differently two heads attend: for each query token, the Jensen–Shannon divergence between the two "
         "heads' rows (natural log: 0 = identical, ln 2 ≈ 0.69 = no overlap at all), averaged over the queries. "
@@ -97,7 +98,7 @@ def compare_section(ctx: HeadsContext) -> None:
             blocked = np.isneginf(att.mask(layer))  # per layer: sliding windows may differ between layers
             fig = attention_heatmap(att.pattern(layer, head), q_labels, k_labels, blocked=blocked,
                                     title=f"{name}: layer {layer}, head {head}", height=440)
-            st.plotly_chart(fig, key=f"heads_cmp_{name}")
+            show_chart(fig, key=f"heads_cmp_{name}")
     frame = services.head_metrics_table(*ctx.args)
     st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key="heads_cmp_metrics",
                  column_config=metric_columns(frame.columns))
@@ -145,11 +146,11 @@ def sentence_pair(ctx: HeadsContext) -> None:
         with col:
             fig = attention_heatmap(pat, att.tokens.labels(), att.key_tokens.labels(),
                                     blocked=np.isneginf(att.mask(layer)), title=f"Sentence {name}", height=440)
-            st.plotly_chart(fig, key=f"heads_sent_{name}")
+            show_chart(fig, key=f"heads_sent_{name}")
     if same_shape:
         q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
         k_lab = _merged_labels(att_a.key_tokens.strings, att_b.key_tokens.strings)
-        st.plotly_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key="heads_diff")
+        show_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key="heads_diff")
         st.caption(
             "The same head reading two sentences that differ in one place. Below them: B's weights minus A's — **red** "
             "where sentence B attends more, **blue** where A does; words that differ are shown as A→B. Watch the row "
@@ -205,11 +206,11 @@ def rollout_section(ctx: HeadsContext) -> None:
     blocked = np.isneginf(att.mask(layer))
     raw_col, roll_col = st.columns(2)
     with raw_col:
-        st.plotly_chart(attention_heatmap(fused[layer], labels, labels, blocked=blocked, height=480,
-                                          title=f"Raw attention, layer {layer} ({fusion} of heads)"), key="heads_raw")
+        show_chart(attention_heatmap(fused[layer], labels, labels, blocked=blocked, height=480,
+                                     title=f"Raw attention, layer {layer} ({fusion} of heads)"), key="heads_raw")
     with roll_col:
-        st.plotly_chart(attention_heatmap(maps[layer], labels, labels, blocked=blocked, height=480,
-                                          title=f"Rollout, layers 0–{layer}"), key="heads_rollout")
+        show_chart(attention_heatmap(maps[layer], labels, labels, blocked=blocked, height=480,
+                                     title=f"Rollout, layers 0–{layer}"), key="heads_rollout")
     st.caption(
         "Left: where each token looks in this layer's *input* — but after the first layer those inputs are already "
         "mixtures of tokens. Right: **attention rollout** (Abnar & Zuidema, 2020) follows the mixing through every "

@@ -25,9 +25,10 @@ from typing import Literal
 import numpy as np
 import plotly.graph_objects as go
 
+from app.components import theme
 from app.components.map_data import MapData, exact_map
 
-COLORSCALE = "Blues"
+COLORSCALE = "Blues"  # the default theme's; figures ask :func:`colorscale` (presenter mode: Cividis)
 MASKED_COLOR = "#d9d9d9"
 LABEL_PX = 15  # vertical pixels one tick label needs; with more labels than fit, every k-th is printed
 Scale = Literal["linear", "log", "row"]
@@ -36,7 +37,6 @@ SCALES: dict[str, str] = {  # short labels: the help text of the control says wh
     "log": "log",
     "row": "per-row max",
 }
-_BLUES = ["#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
 LOG_DECADES = 4  # the log colour scale spans 10⁻⁴ × max … max
 
 
@@ -46,9 +46,14 @@ def safe_label(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+def colorscale() -> str:
+    """The sequential scale of attention maps in this session (the theme's)."""
+    return theme.current().colorscale
+
+
 def _ticks(labels: list[str], plot_px: int) -> tuple[list, list[str]]:
-    """Every k-th label, so that the printed ones fit ``plot_px`` pixels."""
-    fit = max(4, plot_px // LABEL_PX)
+    """Every k-th label, so that the printed ones fit ``plot_px`` pixels (bigger type: fewer labels)."""
+    fit = max(4, plot_px // max(LABEL_PX, theme.current().label_px))
     step = max(1, math.ceil(len(labels) / fit))
     idx = list(range(0, len(labels), step))
     return [labels[i] for i in idx], [labels[i] for i in idx]
@@ -66,10 +71,11 @@ def unique_labels(labels: list[str]) -> list[str]:
 
 
 def log_colorscale() -> list[list]:
-    """Blues with stops at 0, 10⁻⁴, …, 1 of the maximum: each decade gets two shades."""
-    stops = [0.0, *np.logspace(-LOG_DECADES, 0, len(_BLUES) - 1).tolist()]
+    """The theme's colours with stops at 0, 10⁻⁴, …, 1 of the maximum: each decade gets about two shades."""
+    colors = theme.current().colors
+    stops = [0.0, *np.logspace(-LOG_DECADES, 0, len(colors) - 1).tolist()]
     stops[-1] = 1.0
-    return [[s, c] for s, c in zip(stops, _BLUES)]
+    return [[s, c] for s, c in zip(stops, colors)]
 
 
 def map_figure(
@@ -116,7 +122,7 @@ def map_figure(
     return go.Figure({
         "data": [{
             "type": "heatmap", "z": values, "x": k_lab, "y": q_lab, "zmin": 0.0, "zmax": top,
-            "colorscale": log_colorscale() if scale == "log" else COLORSCALE,
+            "colorscale": log_colorscale() if scale == "log" else colorscale(),
             "hovertemplate": hover, "hoverongaps": False, "colorbar": colorbar,
         }],
         "layout": {

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
 from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
 from app.state import PERSIST, bounded, settle
@@ -64,7 +65,7 @@ def rope_section() -> None:
     left, right = st.columns([3, 2])
     with left:
         sl = slice(2 * pair, 2 * pair + 2)
-        st.plotly_chart(rope_pair_figure(q_rot[:, sl], k_rot[:, sl], m, n, pair=pair), key="pos_rope_pair_fig")
+        show_chart(rope_pair_figure(q_rot[:, sl], k_rot[:, sl], m, n, pair=pair), key="pos_rope_pair_fig")
         angle = (m - n) * thetas[pair]
         st.caption(f"Pair {pair} of a random query (red) and key (blue) as RoPE rotates them: faint dots are the "
                    f"vector at positions 0–{ROPE_POSITIONS - 1}, arrows at m = {m} and n = {n}. This pair turns "
@@ -111,7 +112,7 @@ def alibi_section() -> None:
     left, right = st.columns([5, 2])
     with left:
         if heads:
-            st.plotly_chart(bias_grid(bias, heads, slopes, causal=causal), key="pos_alibi_grid")
+            show_chart(bias_grid(bias, heads, slopes, causal=causal), key="pos_alibi_grid")
             st.caption("Each matrix is what one head adds to its scores before the softmax: 0 on the diagonal, "
                        "more negative the farther the key is from the query. A steep head (large slope) looks "
                        "almost only at nearby tokens; a gentle one can reach far. "
@@ -169,7 +170,7 @@ def order_section() -> None:
                (permuted, shuffled_labels, "Π P Πᵀ (P reordered)", "pos_blind_perm"))  # fmt: skip
     for col, (matrix, axis, title, key) in zip(charts, figures):
         with col:
-            st.plotly_chart(attention_heatmap(matrix, axis, axis, title=title, height=420), key=key)
+            show_chart(attention_heatmap(matrix, axis, axis, title=title, height=420), key=key)
     st.caption(f"Layer {layer}, head {head} of the copy with **{run.name}**. Left: attention on the sentence as typed. "
                "Middle: the model run on the shuffled words. Right: the left matrix with its rows and columns put "
                "in the shuffled order. When the middle and right matrices are equal, the model could not see the "
