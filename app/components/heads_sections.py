@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.head_views import difference_heatmap, similarity_figure
 from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
@@ -68,6 +69,15 @@ def _closest_pairs(divergence: np.ndarray, labels: list[str], count: int = 10) -
 # ---------------------------------------------------------------- compare
 
 
+def shared_top(*maps: np.ndarray) -> float:
+    """The top of ONE colour scale for maps shown side by side (the largest finite value of all).
+
+    Two maps on their own scales (0–0.35 next to 0–1) paint different weights in the same shade.
+    """
+    tops = [float(np.nanmax(m)) for m in maps if np.isfinite(m).any()]
+    return max(tops, default=1.0) or 1.0
+
+
 def _head_picker(title: str, prefix: str, n_layers: int, n_heads: int, default: tuple[int, int]) -> tuple[int, int]:
     st.markdown(f"**{title}**")
     left, right = st.columns(2)
@@ -93,11 +103,13 @@ def compare_section(ctx: HeadsContext) -> None:
     with pick_b:
         b = _head_picker("Head B", "heads_cmp_b", att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
     q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
-    for col, (name, (layer, head)) in zip(st.columns(2), (("A", a), ("B", b))):
+    patterns = {name: att.pattern(layer, head) for name, (layer, head) in (("A", a), ("B", b))}
+    top = shared_top(*patterns.values())  # one colour scale: the same shade is the same weight in both
+    for col, (name, (layer, head)) in zip(side_by_side(2), (("A", a), ("B", b))):
         with col:
             blocked = np.isneginf(att.mask(layer))  # per layer: sliding windows may differ between layers
-            fig = attention_heatmap(att.pattern(layer, head), q_labels, k_labels, blocked=blocked,
-                                    title=f"{name}: layer {layer}, head {head}", height=440)
+            fig = attention_heatmap(patterns[name], q_labels, k_labels, blocked=blocked,
+                                    title=f"{name}: layer {layer}, head {head}", height=440, zmax=top)
             show_chart(fig, key=f"heads_cmp_{name}")
     frame = services.head_metrics_table(*ctx.args)
     st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key="heads_cmp_metrics",
@@ -142,9 +154,10 @@ def sentence_pair(ctx: HeadsContext) -> None:
     layer, head = ctx.layer, ctx.head
     pat_a, pat_b = att_a.pattern(layer, head), att_b.pattern(layer, head)
     same_shape = pat_a.shape == pat_b.shape
-    for col, (name, att, pat) in zip(st.columns(2), (("A", att_a, pat_a), ("B", att_b, pat_b))):
+    top = shared_top(pat_a, pat_b)
+    for col, (name, att, pat) in zip(side_by_side(2), (("A", att_a, pat_a), ("B", att_b, pat_b))):
         with col:
-            fig = attention_heatmap(pat, att.tokens.labels(), att.key_tokens.labels(),
+            fig = attention_heatmap(pat, att.tokens.labels(), att.key_tokens.labels(), zmax=top,
                                     blocked=np.isneginf(att.mask(layer)), title=f"Sentence {name}", height=440)
             show_chart(fig, key=f"heads_sent_{name}")
     if same_shape:
@@ -204,12 +217,13 @@ def rollout_section(ctx: HeadsContext) -> None:
     att, layer = ctx.attention, ctx.layer
     labels = att.tokens.labels()
     blocked = np.isneginf(att.mask(layer))
-    raw_col, roll_col = st.columns(2)
+    top = shared_top(fused[layer], maps[layer])
+    raw_col, roll_col = side_by_side(2)
     with raw_col:
-        show_chart(attention_heatmap(fused[layer], labels, labels, blocked=blocked, height=480,
+        show_chart(attention_heatmap(fused[layer], labels, labels, blocked=blocked, height=480, zmax=top,
                                      title=f"Raw attention, layer {layer} ({fusion} of heads)"), key="heads_raw")
     with roll_col:
-        show_chart(attention_heatmap(maps[layer], labels, labels, blocked=blocked, height=480,
+        show_chart(attention_heatmap(maps[layer], labels, labels, blocked=blocked, height=480, zmax=top,
                                      title=f"Rollout, layers 0–{layer}"), key="heads_rollout")
     st.caption(
         "Left: where each token looks in this layer's *input* — but after the first layer those inputs are already "

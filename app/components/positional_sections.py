@@ -11,6 +11,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
 from app.state import PERSIST, bounded, settle
@@ -164,17 +165,24 @@ def order_section() -> None:
     permuted = run.permuted(perm)[layer, head]
     labels = [f"{i} {t}" for i, t in enumerate(result.tokens)]
     shuffled_labels = [f"{i} {t}" for i, t in enumerate(result.shuffled_tokens)]
-    charts = st.columns(3)
-    figures = ((run.original[layer, head], labels, "P (original order)", "pos_blind_orig"),
-               (run.shuffled[layer, head], shuffled_labels, "P shuffled (model run)", "pos_blind_shuf"),
-               (permuted, shuffled_labels, "Π P Πᵀ (P reordered)", "pos_blind_perm"))  # fmt: skip
-    for col, (matrix, axis, title, key) in zip(charts, figures):
+    top = float(max(np.nanmax(run.original[layer, head]), np.nanmax(run.shuffled[layer, head]))) or 1.0
+    # two rows of two (three in a row were ~80 px wide each, their labels on top of each other); one scale
+    first, note = side_by_side(2)
+    with first:
+        show_chart(attention_heatmap(run.original[layer, head], labels, labels, title="P (original order)",
+                                     height=440, zmax=top), key="pos_blind_orig")
+    with note:
+        st.caption(f"Layer {layer}, head {head} of the copy with **{run.name}**. Above left: attention on the "
+                   "sentence as typed. Below: the model run on the shuffled words (left), and the matrix above "
+                   "with its rows and columns put in the shuffled order (right). When the two below are equal, "
+                   "the model could not see the order: it only saw *which* words were there. All three share one "
+                   "colour scale.")  # fmt: skip
+    for col, (matrix, title, key) in zip(side_by_side(2), (
+            (run.shuffled[layer, head], "P shuffled (model run)", "pos_blind_shuf"),
+            (permuted, "Π P Πᵀ (P reordered)", "pos_blind_perm"))):  # fmt: skip
         with col:
-            show_chart(attention_heatmap(matrix, axis, axis, title=title, height=420), key=key)
-    st.caption(f"Layer {layer}, head {head} of the copy with **{run.name}**. Left: attention on the sentence as typed. "
-               "Middle: the model run on the shuffled words. Right: the left matrix with its rows and columns put "
-               "in the shuffled order. When the middle and right matrices are equal, the model could not see the "
-               "order: it only saw *which* words were there.")  # fmt: skip
+            show_chart(attention_heatmap(matrix, shuffled_labels, shuffled_labels, title=title, height=440,
+                                         zmax=top), key=key)
     st.dataframe(pd.DataFrame({"model copy": names, "position vectors": ["on" if r.positions else "off" for r in result.runs],
                                "causal mask": ["on" if r.causal else "off" for r in result.runs],
                                "max |P_shuffled − Π P Πᵀ| (all layers, heads)": [f"{r.error:.2e}" for r in result.runs],

@@ -85,6 +85,13 @@ def _flag(value: Any) -> bool:
     return str(value).strip().lower() in {"1", "true", "yes", "on"}
 
 
+def presenting_link() -> bool:
+    """True when this run's URL asks for presenter mode (``?present=1``)."""
+    import streamlit as st
+
+    return _flag(st.query_params.get(PRESENT_KEY, ""))
+
+
 def presenting() -> bool:
     """True when presenter mode is on in this session (False outside a Streamlit run, e.g. a notebook)."""
     try:
@@ -146,7 +153,7 @@ def init_presenter() -> bool:
     import streamlit as st
 
     if PRESENT_KEY not in st.session_state:  # the link decides on load; the toggle after that
-        st.session_state[PRESENT_KEY] = _flag(st.query_params.get(PRESENT_KEY, ""))
+        st.session_state[PRESENT_KEY] = presenting_link()
     st.session_state[PRESENT_KEY] = bool(st.session_state[PRESENT_KEY])  # kept when a page is left
     if DOWNLOAD_KEY not in st.session_state:
         st.session_state[DOWNLOAD_KEY] = "png"

@@ -15,6 +15,8 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.export import head_json_button
+from app.components.theme import controls, side_by_side
 from app.components.head_views import clicked_in, model_view_figure
 from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
@@ -67,6 +69,8 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
         + kv_sharing(trace, head)
     )
     csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv")
+    head_json_button(model_id, trace, layer, head, block, (q_range, k_range), data, opts,
+                     {"causal": bool(trace.causal), "max_tokens": max_tokens, "decode": list(decode) if decode else None})
 
 
 def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, head: int) -> None:
@@ -75,7 +79,7 @@ def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, 
         views = [services.head_view(model_id, text, causal, max_tokens, "self", layer, head)
                  for causal in (False, True)]
     top = max(float(np.nanmax(v.values)) for v in views)
-    left, right = st.columns(2)
+    left, right = side_by_side(2)  # presenter mode: one under the other, full width
     for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
         with col:
             fig = map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420, zmax=top)
@@ -168,12 +172,13 @@ def main() -> None:
     st.title("Explore attention")
     st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")
 
-    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
-    if model is None:
-        return
+    with controls("Sentence, model and mask"):  # presenter mode: folded away, the chart gets the screen
+        model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
+        if model is None:
+            return
+        seq2seq = model.family == "encoder-decoder"
+        causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
     text = current_text()
-    seq2seq = model.family == "encoder-decoder"
-    causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
     decode = decoding(model_id, text, max_tokens) if seq2seq else None
     try:
         with st.spinner("Running the model…"):

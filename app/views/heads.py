@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.export import head_json_button
 from app.components.ablation_panel import render_ablation
 from app.components.head_views import clicked_in, layer_head_heatmap, model_view_figure
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
@@ -76,6 +77,8 @@ def model_view_section(ctx: HeadsContext) -> None:
            else "") + opts.caption
     )
     csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv")
+    head_json_button(ctx.model_id, att, ctx.layer, ctx.head, ctx.block, (q_range, k_range), data, opts,
+                     {"causal": bool(att.causal), "max_tokens": ctx.max_tokens}, page="heads")
 
 
 # ---------------------------------------------------------------- section: per-head metrics
