@@ -172,13 +172,13 @@ def init_presenter() -> bool:
     return on
 
 
-def side_by_side(n: int, **kwargs) -> list:
-    """``st.columns(n)`` normally; in presenter mode ``n`` full-width containers, one under the other."""
+def side_by_side(spec: int | list[float], **kwargs) -> list:
+    """``st.columns(spec)`` normally; in presenter mode as many full-width containers, one under the other."""
     import streamlit as st
 
     if current().stack:
-        return [st.container() for _ in range(n)]
-    return list(st.columns(n, **kwargs))
+        return [st.container() for _ in range(spec if isinstance(spec, int) else len(spec))]
+    return list(st.columns(spec, **kwargs))
 
 
 @contextlib.contextmanager

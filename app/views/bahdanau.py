@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.alignment_views import alignment_map, csv_bytes
 from app.components.bahdanau_step import show_step
 from app.state import PERSIST, clamp
@@ -136,7 +137,7 @@ def transformer_rows(cross_target: tuple[str, ...], finished: bool) -> list[str]
 def show_compare(text: str) -> None:
     """Bahdanau, Luong and the transformer's cross-attention on the same sentence, side by side."""
     st.subheader("Compare: additive, dot-product and transformer cross-attention")
-    columns = st.columns(3)
+    columns = side_by_side(3)
     for col, variant in zip(columns[:2], ("additive", "dot")):
         with col:
             tr = services.bahdanau_trace(services.BAHDANAU_MODELS[variant], text)

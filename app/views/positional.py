@@ -16,6 +16,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.pickers import load_model, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
@@ -83,7 +84,7 @@ def sinusoidal_section() -> None:
              r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)")  # fmt: skip
     d_model, n_pos = sinusoidal_controls()
     table, sim, spread = services.pos_sinusoidal(n_pos, d_model)
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     with left:
         show_chart(matrix_heatmap(table, x_title="dimension", y_title="position", value_name="PE",
                                   title=f"PE table: {n_pos} positions × {d_model} dimensions"),
@@ -139,7 +140,7 @@ def learned_section() -> None:
                               height=380), key="pos_learned_heatmap")  # fmt: skip
     st.caption("The learned table, one row per position, one column per dimension (colours clipped at the "
                "99.5th percentile of |value| so a few large entries do not wash out the rest).")  # fmt: skip
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     with left:
         show_chart(matrix_heatmap(cos_sim[:n, :n], x_title="position q", y_title="position p", value_name="cosine",
                                   title="Learned: cosine similarity", height=460, zmin=-1.0, zmax=1.0),

@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.pickers import load_model, typed_model_field
 from app.components.safe_text import quoted
 from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
@@ -115,7 +116,7 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
 
 def show_cls(trace, layer: int, head: int) -> np.ndarray:
     maps = services.vit_cls_maps(trace, layer)
-    left, right = st.columns([2, 3])
+    left, right = side_by_side([2, 3])
     with left:
         show_chart(overlay(trace.image, maps[head], trace.patch_size, title=f"[CLS] → patches, layer {layer}, head {head}"),
                    key="vit_cls")
@@ -187,7 +188,7 @@ def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float, s
         rule = discard_rule_picker("vit_discard_rule", "`[CLS]`")
     fusion = fusion if fusion in FUSIONS else "mean"
     discard = min(max(float(st.session_state.get("vit_discard") or 0.0), 0.0), 0.9)
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     last = trace.attention.n_layers - 1
     title = f"Rollout, heads fused by {fusion}, discard {discard:.1f}" + (f" ({SHORT[rule]})" if discard > 0 else "")
     with left:
