@@ -19,6 +19,7 @@ from app.components.heatmap import MASKED_COLOR, _ticks, colorscale, safe_label
 
 GAP = 1  # empty cells between tiles
 DIVERGING = "RdBu"
+SIMILARITY_WIDTH_PX = 700  # plot width the similarity matrix's column labels are thinned for
 
 
 def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -171,10 +172,11 @@ def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarr
     label_px = theme.current().label_px
     side = max(360, min(1400, label_px * n + 140))
     ticks = names[::max(1, math.ceil(n * label_px / (side - 140)))]
+    # across, the plot is as wide as the page's column (~700 px at a 1280 px window): thinned for that
+    x_ticks = names[::max(1, math.ceil(n * label_px / SIMILARITY_WIDTH_PX))]
     fig.update_layout(
         height=side, margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, tickangle=-90, side="top",
-                   scaleanchor="y", constrain="domain"),
+        xaxis=dict(type="category", tickmode="array", tickvals=x_ticks, ticktext=x_ticks, tickangle=-90, side="top"),
         yaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, autorange="reversed"),
     )
     return fig

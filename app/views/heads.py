@@ -14,6 +14,7 @@ import streamlit as st
 from app import services
 from app.components.charts import show_chart
 from app.components.export import head_json_button
+from app.components.theme import controls
 from app.components.ablation_panel import render_ablation
 from app.components.head_views import clicked_in, layer_head_heatmap, model_view_figure
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
@@ -191,12 +192,13 @@ def main() -> None:
     st.title("Heads")
     st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
              "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
-    model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
-    if card is None:
-        return
-    family = card.family
+    with controls("Sentence, model and mask"):  # presenter mode: folded away, the charts get the screen
+        model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
+        if card is None:
+            return
+        family = card.family
+        causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     text = current_text()
-    causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)

@@ -134,7 +134,7 @@ def test_present_in_the_url_turns_presenter_mode_on():
     fig = figures(at)[0]
     assert fig["layout"]["xaxis"]["tickfont"]["size"] >= 16
     assert fig["data"][0]["colorscale"][0][1] == theme.PRESENTER.colors[0]  # Cividis
-    assert any(e.proto.label.startswith("Sentence, model") for e in at.expander)  # controls folded away
+    assert any(e.label.startswith("Sentence, model") for e in at.expander)  # controls folded away
 
 
 def test_default_view_has_dark_ticks_and_json_download():
