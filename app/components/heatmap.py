@@ -115,7 +115,8 @@ def map_figure(
     if scale == "log":
         colorbar.update(tickvals=[top * 10.0**-k for k in range(LOG_DECADES, -1, -1)][-3:],
                         tickformat=".3g")
-    side = height or max(320, min(900, 22 * max(n_q, n_k) + 140))
+    row_px = max(22, theme.current().label_px + 2)  # presenter mode: taller rows, so every label still fits
+    side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
     xv, xt = _ticks(k_lab, side - 140)
     yv, yt = _ticks(q_lab, side - 140)
     # one dict validated once by go.Figure: a constructor plus update_layout validated twice (8 ms → 2 ms)
