@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from typing import Any, Callable
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlparse
 
 import numpy as np
 
@@ -52,6 +52,8 @@ def page_link(base_url: str | None, params: dict[str, Any], page_path: str = "")
     """
     clean = {k: ("1" if v is True else "0" if v is False else str(v)) for k, v in params.items() if v is not None}
     base = base_url or f"/{page_path}"
+    if urlparse(base).path == "":  # "http://host:8501" → "http://host:8501/" before the query string
+        base += "/"
     return base + ("?" + urlencode(clean) if clean else "")
 
 

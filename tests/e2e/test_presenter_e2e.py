@@ -157,4 +157,22 @@ def test_bertviz_model_view_shows_every_head_at_1280(page: Page, app_url: str, a
     page.screenshot(path=str(artifacts / "presenter-bertviz-model-1280.png"))
     assert fit["heads"] == 12 and fit["visible"] == 12, fit  # MiniLM: 12 heads a layer
     assert fit["svg_right"] <= fit["width"] + 1, fit
+
+    # the neuron view: its drawing, including the panel that opens with "+", fits the frame
+    page.locator('[data-testid="stRadio"]').get_by_text("Neuron view (queries · keys)", exact=True).click()
+    frame_el = page.locator('iframe[title="bertviz neuron view"]')
+    expect(frame_el).to_be_visible(timeout=REDRAW_MS)
+    frame = frame_el.element_handle().content_frame()
+    frame.wait_for_selector("#vis > svg[data-fitted]", timeout=REDRAW_MS)
+    neuron = frame.evaluate("""() => {
+        const svg = document.querySelector('#vis > svg');
+        return {width: document.documentElement.clientWidth, svg_right: svg.getBoundingClientRect().right,
+                drawing_width: svg.viewBox.baseVal.width,
+                scroll_width: document.documentElement.scrollWidth};
+    }""")
+    MEASURED["bertviz_neuron_1280"] = neuron
+    (artifacts / "presenter-measurements.json").write_text(json.dumps(MEASURED, indent=1))
+    page.screenshot(path=str(artifacts / "presenter-bertviz-neuron-1280.png"))
+    assert neuron["drawing_width"] > 900, neuron  # the opened panel (q, k, q×k, q·k) is part of the drawing
+    assert neuron["svg_right"] <= neuron["width"] + 1 and neuron["scroll_width"] <= neuron["width"] + 1, neuron
     expect_no_exception(page)
