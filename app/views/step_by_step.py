@@ -11,7 +11,7 @@ import streamlit as st
 
 from app import services
 from app.components.export import current_link, json_button, steps_record
-from app.components.theme import controls
+from app.components.theme import controls as folded_controls
 from app.components.pickers import (
     causal_toggle,
     layer_head,
@@ -48,7 +48,7 @@ def pick_query(labels: list[str], strings) -> int:
 
 def walkthrough() -> None:
     """Pickers, one trace, and the six steps for the chosen query token."""
-    with controls("Sentence and model"):  # presenter mode: folded away
+    with folded_controls("Sentence and model"):  # presenter mode: folded away
         model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
     if card is None:
         return

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import APP, TIMEOUT, assert_clean, figures
+from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from app.components import charts, export, theme
 from app.components.map_data import head_map
 from engine.analysis.stepwise import query_steps
@@ -155,3 +155,12 @@ def test_svg_setting_reaches_every_chart():
     assert_clean(at)
     configs = [json.loads(c.proto.config) for c in at.get("plotly_chart")]
     assert configs and all(c["toImageButtonOptions"]["format"] == "svg" for c in configs)
+
+
+@pytest.mark.parametrize("page", ["heads", "step_by_step"])
+def test_presenter_mode_and_json_on_heads_and_step_by_step(page):
+    at = open_page(page, **{theme.PRESENT_KEY: True})
+    assert_clean(at)
+    assert any(e.label.startswith("Sentence") for e in at.expander)  # the sentence/model controls folded away
+    assert all(json.loads(c.proto.spec)["layout"]["xaxis"]["tickfont"]["size"] >= 16 for c in at.get("plotly_chart"))
+    assert "Download the numbers as JSON" in [b.proto.label for b in at.get("download_button")]
