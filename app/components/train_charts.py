@@ -10,6 +10,7 @@ the grid can be read against the loss at that moment.
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from app.components import theme
 from app.components.head_views import tile_centres, tile_mosaic
 from app.components.heatmap import MASKED_COLOR, colorscale, safe_label
 
+PAGE_PX = 680  # width of the page's main column at a 1280 px window, which the grid's tiles share
 CURVE_HEIGHT = 300  # px; the brief's floor is 200, and a legend on top takes ~40
 RULE_COLOR = "#d62728"
 
@@ -90,19 +92,24 @@ def attention_grid(patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | 
     labels = [safe_label(t) for t in tokens][:n] if len(tokens) >= n else [str(i) for i in range(n)]
     pitch = n + 1  # tile_mosaic's GAP of one empty cell
     # the probe's tokens: queries on the left of every layer's row of tiles, keys under every column of tiles
-    y_vals = [r * pitch + i for r in range(n_layers) for i in range(n)]
+    # a tile is drawn ~min(size, 680 / columns) px wide (the page's column at a 1280 px window): print every
+    # k-th token so that the printed ones get a full line of the theme's type
+    tile_px = min(size, PAGE_PX // n_cols)
+    k = max(1, math.ceil(theme.current().label_px * n / tile_px))
+    shown = list(range(0, n, k))
+    y_vals = [r * pitch + i for r in range(n_layers) for i in shown]
     notes = [{"text": f"<b>L{layer}</b>", "x": 1.0, "xref": "paper", "xanchor": "left", "y": float(ys[layer]),
               "yref": "y", "showarrow": False, "font": {"size": 13}} for layer in range(n_layers)]
     if n <= 24:
         notes += [{"text": labels[j], "x": c * pitch + j, "xref": "x", "y": n_layers * pitch - 1.5, "yref": "y", "yanchor": "top",
-                   "textangle": -90, "showarrow": False, "font": {"size": 11}}
-                  for c in range(n_cols) for j in range(n)]
+                   "textangle": -90, "showarrow": False, "font": {"size": theme.current().tick_px}}
+                  for c in range(n_cols) for j in shown]
     fig.update_layout(
         height=size * n_layers + 50 + (60 if n <= 24 else 0), plot_bgcolor=MASKED_COLOR, annotations=notes,
         margin=dict(l=5, r=40, t=30, b=60 if n <= 24 else 5),
         xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=names, side="top", showgrid=False,
                    zeroline=False),
-        yaxis=dict(tickmode="array", tickvals=y_vals, ticktext=labels * n_layers, tickfont=dict(size=11),
+        yaxis=dict(tickmode="array", tickvals=y_vals, ticktext=[labels[i] for i in shown] * n_layers,
                    autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x", constrain="domain"),
     )
     return fig
