@@ -164,3 +164,22 @@ def test_presenter_mode_and_json_on_heads_and_step_by_step(page):
     assert any(e.label.startswith("Sentence") for e in at.expander)  # the sentence/model controls folded away
     assert all(json.loads(c.proto.spec)["layout"]["xaxis"]["tickfont"]["size"] >= 16 for c in at.get("plotly_chart"))
     assert "Download the numbers as JSON" in [b.proto.label for b in at.get("download_button")]
+
+
+def _zmax(at: AppTest, key: str) -> float:
+    chart = next(c for c in at.get("plotly_chart") if c.key == key)
+    return json.loads(chart.proto.spec)["data"][0]["zmax"]
+
+
+def test_maps_compared_side_by_side_share_one_colour_scale():
+    at = _app()
+    at.session_state["explore_tab"] = "Causal mask off vs on"
+    at.run()
+    assert_clean(at)
+    assert _zmax(at, "mask_False") == _zmax(at, "mask_True")
+    heads = open_page("heads")
+    heads.session_state["heads_tab"] = "Compare"
+    heads.run()
+    assert_clean(heads)
+    assert _zmax(heads, "heads_cmp_A") == _zmax(heads, "heads_cmp_B")
+    assert _zmax(heads, "heads_sent_A") == _zmax(heads, "heads_sent_B")
