@@ -85,6 +85,8 @@ def map_figure(
     scale: Scale = "linear",
     zmax: float | None = None,
     height: int | None = None,
+    width: int | None = None,
+    showscale: bool = True,
     x_title: str = "key (attended to)",
     y_title: str = "query (attending)",
 ) -> go.Figure:
@@ -96,6 +98,9 @@ def map_figure(
         scale: ``"linear"``, ``"log"`` or ``"row"`` (``data`` must already be row-scaled for ``"row"``).
         zmax: top of the colour scale; default the largest finite value (shared scales: pass one).
         height: pixels; defaults to grow with the number of rows.
+        width: pixels the chart gets across when it shares a row with others (None: a full-width chart, or
+            presenter mode, which stacks them); the column labels are thinned to fit it.
+        showscale: draw the colour bar (one per row of maps on a shared scale is enough).
 
     Returns:
         A Plotly figure; hovering a cell shows its query, key and value.
@@ -117,14 +122,16 @@ def map_figure(
                         tickformat=".3g")
     row_px = max(22, theme.current().label_px + 2)  # presenter mode: taller rows, so every label still fits
     side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
-    xv, xt = _ticks(k_lab, side - 140)
+    across = width if width is not None and not theme.current().stack else side
+    # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
+    xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
     yv, yt = _ticks(q_lab, side - 140)
     # one dict validated once by go.Figure: a constructor plus update_layout validated twice (8 ms → 2 ms)
     return go.Figure({
         "data": [{
             "type": "heatmap", "z": values, "x": k_lab, "y": q_lab, "zmin": 0.0, "zmax": top,
             "colorscale": log_colorscale() if scale == "log" else colorscale(),
-            "hovertemplate": hover, "hoverongaps": False, "colorbar": colorbar,
+            "hovertemplate": hover, "hoverongaps": False, "colorbar": colorbar, "showscale": showscale,
         }],
         "layout": {
             "title": {"text": html.escape(title), "x": 0.0, "font": {"size": 15}, "yref": "container",
@@ -150,6 +157,8 @@ def attention_heatmap(
     height: int | None = None,
     scale: Scale = "linear",
     zmax: float | None = None,
+    width: int | None = None,
+    showscale: bool = True,
 ) -> go.Figure:
     """One small exact map ``[q_pos, k_pos]`` with tokens on both axes (positional tables, rollout, …).
 
@@ -157,7 +166,7 @@ def attention_heatmap(
         pattern: the values (attention weights: rows sum to 1).
         query_tokens, key_tokens: display strings, one per row / column.
         blocked: bool ``[q_pos, k_pos]``, True where the mask blocks attention; drawn grey.
-        title, height, scale, zmax: as for :func:`map_figure`.
+        title, height, scale, zmax, width, showscale: as for :func:`map_figure`.
     """
     return map_figure(exact_map(pattern, query_tokens, key_tokens, blocked=blocked), title=title,
-                      height=height, scale=scale, zmax=zmax)
+                      height=height, scale=scale, zmax=zmax, width=width, showscale=showscale)

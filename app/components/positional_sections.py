@@ -22,6 +22,7 @@ ROPE_POSITIONS = 64
 ROPE_STARTS = (0, 1, 5, 12, 20, 33, 40)
 DEFAULT_STORY = "Lily found a red ball. She gave it to Tom. Tom was happy."
 BLIND_MAX_TOKENS = 32
+HALF_PX = 340  # a half-width column at a 1280 px window (sidebar open): the maps' labels are thinned for it
 
 
 def ensure(key: str, default: int, low: int, high: int) -> int:
@@ -170,19 +171,19 @@ def order_section() -> None:
     first, note = side_by_side(2)
     with first:
         show_chart(attention_heatmap(run.original[layer, head], labels, labels, title="P (original order)",
-                                     height=440, zmax=top), key="pos_blind_orig")
+                                     height=440, zmax=top, width=HALF_PX), key="pos_blind_orig")
     with note:
         st.caption(f"Layer {layer}, head {head} of the copy with **{run.name}**. Above left: attention on the "
                    "sentence as typed. Below: the model run on the shuffled words (left), and the matrix above "
                    "with its rows and columns put in the shuffled order (right). When the two below are equal, "
                    "the model could not see the order: it only saw *which* words were there. All three share one "
                    "colour scale.")  # fmt: skip
-    for col, (matrix, title, key) in zip(side_by_side(2), (
-            (run.shuffled[layer, head], "P shuffled (model run)", "pos_blind_shuf"),
-            (permuted, "Π P Πᵀ (P reordered)", "pos_blind_perm"))):  # fmt: skip
-        with col:
+    for col, (matrix, title, key, bar) in zip(side_by_side(2), (
+            (run.shuffled[layer, head], "P shuffled (model run)", "pos_blind_shuf", False),
+            (permuted, "Π P Πᵀ (P reordered)", "pos_blind_perm", True))):  # fmt: skip
+        with col:  # one colour bar for the pair (same scale): the left map gets its width back
             show_chart(attention_heatmap(matrix, shuffled_labels, shuffled_labels, title=title, height=440,
-                                         zmax=top), key=key)
+                                         zmax=top, width=HALF_PX, showscale=bar), key=key)
     st.dataframe(pd.DataFrame({"model copy": names, "position vectors": ["on" if r.positions else "off" for r in result.runs],
                                "causal mask": ["on" if r.causal else "off" for r in result.runs],
                                "max |P_shuffled − Π P Πᵀ| (all layers, heads)": [f"{r.error:.2e}" for r in result.runs],

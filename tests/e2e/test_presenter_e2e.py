@@ -176,3 +176,32 @@ def test_bertviz_model_view_shows_every_head_at_1280(page: Page, app_url: str, a
     assert neuron["drawing_width"] > 900, neuron  # the opened panel (q, k, q×k, q·k) is part of the drawing
     assert neuron["svg_right"] <= neuron["width"] + 1 and neuron["scroll_width"] <= neuron["width"] + 1, neuron
     expect_no_exception(page)
+
+
+def test_order_blindness_maps_are_wide_and_their_labels_apart(page: Page, app_url: str, artifacts: Path):
+    page.set_viewport_size({"width": 1280, "height": 1400})
+    page.goto(app_url + "/positional?pos_tab=Order+blindness")
+    charts = page.locator('[role="tabpanel"]:visible').locator(PLOT)
+    expect(charts).to_have_count(3, timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    layout = []
+    for i in range(3):
+        layout.append(charts.nth(i).evaluate("""(gd) => {
+            const plot = gd.querySelector('.nsewdrag').getBoundingClientRect();
+            // labels are rotated −60°: two neighbours are apart when their anchors are at least a line
+            // (the font size) / sin 60° apart across the plot
+            const ticks = Array.from(gd.querySelectorAll('.xtick text'));
+            const font = ticks.length ? parseFloat(getComputedStyle(ticks[0]).fontSize) : 0;
+            const xs = ticks.map(t => { const r = t.getBoundingClientRect(); return r.left + r.width / 2; })
+                .sort((a, b) => a - b);
+            let gap = Infinity;
+            for (let j = 1; j < xs.length; j++) gap = Math.min(gap, xs[j] - xs[j - 1]);
+            return {plot_width: plot.width, labels: xs.length, font_px: font, min_gap_px: gap,
+                    needed_px: font / Math.sin(Math.PI / 3)};
+        }"""))
+    MEASURED["order_blindness_1280"] = layout
+    (artifacts / "presenter-measurements.json").write_text(json.dumps(MEASURED, indent=1))
+    page.screenshot(path=str(artifacts / "presenter-order-blindness-1280.png"))
+    assert all(m["plot_width"] >= 200 and m["labels"] >= 4 for m in layout), layout
+    assert all(m["min_gap_px"] >= m["needed_px"] for m in layout), layout  # no label on top of another
+    expect_no_exception(page)
