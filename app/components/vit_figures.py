@@ -3,8 +3,9 @@
 Coordinates are the model's input pixels: pixel (row i, column j) is centred at (x = j, y = i), so
 patch (r, c) of side p covers x ∈ [c·p − ½, (c+1)·p − ½]. An attention map ``[rows, cols]`` is drawn
 as a heatmap whose cells are exactly those patches (``x0 = (p − 1)/2, dx = p``), over the image at the
-theme's opacity (0.85: at 0.6 a digit's white strokes shone through a dark, unattended patch and read as
-attention; now they show as faint outlines and only the colour scale reads as weight). Inputs are numpy arrays from the engine; nothing here computes attention.
+theme's opacity (0.85) over the picture dimmed to half its brightness: at 0.6 over the bare picture a
+digit's white strokes shone through dark, unattended patches and read as attention; now they show as
+faint outlines and only the colour scale reads as weight. Inputs are numpy arrays from the engine; nothing here computes attention.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import plotly.graph_objects as go
 from app.components import theme
 
 OVERLAY_SCALE = "Inferno"  # sequential and colour-blind safe; black (no weight) hides what is under it
+UNDER_OVERLAY = 0.5  # the picture under an overlay is dimmed: its white strokes show as outlines, not as weight
 MAX_SHOWN_SIDE = 112  # images are thinned to about this many pixels per side before they go to the browser
 MAX_THUMB_SIDE = 56  # the same for each thumbnail of the all-heads grid (12 heads × a 224-px photo otherwise)
 
@@ -91,7 +93,8 @@ def overlay(image: np.ndarray, attention: np.ndarray, patch_size: int, *, title:
     """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
     ``clickable`` adds invisible patch markers so a click can select a patch."""
     side = image.shape[0]
-    fig = go.Figure([_image_trace(image), _overlay_trace(attention, patch_size, showscale=True)])
+    fig = go.Figure([_image_trace(np.asarray(image) * UNDER_OVERLAY),
+                     _overlay_trace(attention, patch_size, showscale=True)])
     if clickable:
         fig.add_trace(_patch_markers(side, patch_size))
         fig.update_layout(clickmode="event+select", dragmode=False)
@@ -132,7 +135,7 @@ def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, select
     shown, weights = tile_mosaic(tiles, normalise=True), tile_mosaic(tiles)
     # the image under every thumbnail, thinned by a divisor of the patch size, white between tiles
     step = _thumb_step(side, patch_size)
-    small = np.asarray(image, dtype=np.float32)[::step, ::step]
+    small = np.asarray(image, dtype=np.float32)[::step, ::step] * UNDER_OVERLAY
     t, gap = small.shape[0], patch_size // step
     canvas = np.ones((rows * (t + gap) - gap, cols * (t + gap) - gap) + small.shape[2:], dtype=np.float32)
     for h in range(n):

@@ -205,3 +205,16 @@ def test_order_blindness_maps_are_wide_and_their_labels_apart(page: Page, app_ur
     assert all(m["plot_width"] >= 200 and m["labels"] >= 4 for m in layout), layout
     assert all(m["min_gap_px"] >= m["needed_px"] for m in layout), layout  # no label on top of another
     expect_no_exception(page)
+
+
+def test_vit_overlays_hide_the_picture_under_the_colour(page: Page, app_url: str, artifacts: Path):
+    page.goto(app_url + "/vit")
+    expect(page.locator(PLOT).nth(2)).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    opacities = [o for i in range(page.locator(PLOT).count()) for o in page.locator(PLOT).nth(i).evaluate(
+        "(gd) => gd.data.filter(t => t.name === 'attention').map(t => t.opacity)")]
+    MEASURED["vit_overlay_opacity"] = opacities
+    (artifacts / "presenter-measurements.json").write_text(json.dumps(MEASURED, indent=1))
+    page.screenshot(path=str(artifacts / "presenter-vit.png"))
+    assert opacities and min(opacities) >= 0.85, opacities  # at 0.6 white strokes read as attention
+    expect_no_exception(page)
