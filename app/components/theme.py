@@ -155,7 +155,7 @@ def init_presenter() -> bool:
     if PRESENT_KEY not in st.session_state:  # the link decides on load; the toggle after that
         st.session_state[PRESENT_KEY] = presenting_link()
     st.session_state[PRESENT_KEY] = bool(st.session_state[PRESENT_KEY])  # kept when a page is left
-    if DOWNLOAD_KEY not in st.session_state:
+    if st.session_state.get(DOWNLOAD_KEY) not in DOWNLOAD_FORMATS:  # new session, or the choice clicked off
         st.session_state[DOWNLOAD_KEY] = "png"
     st.session_state[DOWNLOAD_KEY] = st.session_state[DOWNLOAD_KEY]
     with st.sidebar:
