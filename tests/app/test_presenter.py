@@ -183,3 +183,15 @@ def test_maps_compared_side_by_side_share_one_colour_scale():
     assert_clean(heads)
     assert _zmax(heads, "heads_cmp_A") == _zmax(heads, "heads_cmp_B")
     assert _zmax(heads, "heads_sent_A") == _zmax(heads, "heads_sent_B")
+
+
+def test_head_similarity_labels_are_full_size():
+    at = open_page("heads")
+    at.session_state["heads_tab"] = "Head similarity"
+    at.run()
+    assert_clean(at)
+    chart = next(c for c in at.get("plotly_chart") if c.key == "heads_similarity")
+    fig = json.loads(chart.proto.spec)
+    assert fig["layout"]["yaxis"]["tickfont"]["size"] >= 13 and fig["layout"]["xaxis"]["tickfont"]["size"] >= 13
+    n_rows = len(fig["layout"]["yaxis"]["tickvals"])
+    assert n_rows * 15 <= fig["layout"]["height"] - 140  # a full line of type per printed label (MiniLM: 72 heads)
