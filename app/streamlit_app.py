@@ -22,13 +22,16 @@ import streamlit as st  # noqa: E402
 from app import services, state, url_state  # noqa: E402
 from app.components.brand import favicon  # noqa: E402
 from app.components.guard import calm_errors  # noqa: E402
+from app.components.theme import init_presenter, presenting, presenting_link  # noqa: E402
 
 # Page files live in app/views/, not app/pages/: a pages/ folder beside the entry point switches on
 # Streamlit's automatic multipage discovery, which served a deep link on a fresh server as a bare
 # script (no navigation, no shared state). tests/e2e/test_deep_links_e2e.py pins this.
 PAGES = Path(__file__).resolve().parent / "views"
 
-st.set_page_config(page_title="Attention Playground", page_icon=favicon(), layout="wide")
+# a projector link (?present=1) opens with the sidebar folded away: the chart gets the screen
+st.set_page_config(page_title="Attention Playground", page_icon=favicon(), layout="wide",
+                   initial_sidebar_state="collapsed" if presenting_link() or presenting() else "auto")
 services.warm_up()
 
 navigation = st.navigation(
@@ -48,6 +51,7 @@ navigation = st.navigation(
 with st.sidebar:
     st.caption("**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head.")
 with calm_errors(navigation.title):
+    init_presenter()  # presenter mode (?present=1 or the sidebar toggle) and the chart-download format
     state.init()  # reads every shared widget value: a forged one raises here
     url_state.restore(url_state.page_name(navigation))  # a link's values, before the page draws its widgets
     navigation.run()

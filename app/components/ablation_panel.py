@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
 from app.components.heatmap import safe_label
 from app.state import PERSIST, bounded
 from app.components.safe_text import md
@@ -133,7 +134,7 @@ def _csv(result) -> bytes:
 
 
 def _show_next_token(result) -> None:
-    st.plotly_chart(next_token_figure(result), key="ablation_next_token")
+    show_chart(next_token_figure(result), key="ablation_next_token")
     st.caption(
         "For the last word of your text, the bars show how likely the model thinks each next token is: blue with "
         "every head working, orange with the chosen heads switched off. " + ABLATION_NOTE

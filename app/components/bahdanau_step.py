@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
 from app.components.alignment_views import context_figure, csv_bytes, energies_and_weights, state_strip, table
 from app.state import PERSIST, clamp
 from app.components.safe_text import md
@@ -99,19 +100,19 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
     with right:
         fig = state_strip(b.s_prev, title=f"Decoder state s(i−1) read by step {step + 1} ({len(b.s_prev)} numbers)",
                           meta="bahdanau_state", name="s")  # fmt: skip
-        st.plotly_chart(fig, key="bahdanau_state")
+        show_chart(fig, key="bahdanau_state")
         st.caption("The decoder's memory of what it has written so far (blue positive, red negative). "
                    "Step 1 reads s(0), made from the backward encoder's summary of the whole sentence.")  # fmt: skip
     fig = energies_and_weights(b.energies, b.alignment, list(b.source),
                                title=f"Step {step + 1}: how much “{b.target_word}” looks at each source word")  # fmt: skip
-    st.plotly_chart(fig, key="bahdanau_energies")
+    show_chart(fig, key="bahdanau_energies")
     st.caption("Left: the raw energies (any real number). Right: after the softmax, the weights (0 to 1, summing to 1); "
                "this is row i of the alignment map above.")  # fmt: skip
     if b.variant == "additive":
         _pieces_additive(b, rows)
     else:
         _pieces_dot(b, rows)
-    st.plotly_chart(context_figure(b.encoder_states, b.alignment, b.context, list(b.source)), key="bahdanau_context")
+    show_chart(context_figure(b.encoder_states, b.alignment, b.context, list(b.source)), key="bahdanau_context")
     st.caption(
         f"The context vector c(i) ({len(b.context)} numbers, last row) is the weighted sum of the encoder states "
         "h(j) above it, with the weights α(i, j) shown in each row's label: when one word gets almost all the "

@@ -9,14 +9,17 @@ numpy arrays and display strings; token text is escaped (``safe_label``).
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import plotly.graph_objects as go
 
-from app.components.heatmap import COLORSCALE, MASKED_COLOR, _ticks, safe_label
+from app.components import theme
+from app.components.heatmap import MASKED_COLOR, _ticks, colorscale, safe_label
 
 GAP = 1  # empty cells between tiles
 DIVERGING = "RdBu"
+SIMILARITY_WIDTH_PX = 700  # plot width the similarity matrix's column labels are thinned for
 
 
 def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +71,7 @@ def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None
              else "%{z:.0%} of this head's max (exact weights: open the head large)")
     grid_x, grid_y = np.meshgrid(xs, ys)
     heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
-    heatmap = {"type": "heatmap", "z": z, "colorscale": COLORSCALE, "zmin": 0.0, "zmax": 1.0, "showscale": False,
+    heatmap = {"type": "heatmap", "z": z, "colorscale": colorscale(), "zmin": 0.0, "zmax": 1.0, "showscale": False,
                "hoverongaps": False, "hovertemplate": hover + "<extra></extra>"}
     if weight is not None:
         heatmap["customdata"] = weight
@@ -140,7 +143,7 @@ def layer_head_heatmap(values: np.ndarray, title: str, *, selected: tuple[int, i
         z=values.astype(float), x=list(range(n_heads)), y=list(range(n_layers)), customdata=custom,
         colorscale="Viridis", colorbar=dict(title=html.escape(title), thickness=12),
         hovertemplate="layer %{y}, head %{x}<br>" + html.escape(title) + " %{z:" + fmt + "}<br>%{customdata}<extra></extra>",
-        texttemplate="%{z:" + fmt + "}", textfont=dict(size=10),
+        texttemplate="%{z:" + fmt + "}", textfont=dict(size=max(11, theme.current().tick_px - 2)),
     ))
     if selected is not None:
         layer, head = selected
@@ -164,14 +167,17 @@ def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarr
         hovertemplate="%{y} vs %{x}<br>JS divergence %{z:.3f} nats<extra></extra>",
         colorbar=dict(title="JS (nats)", thickness=12),
     ))
-    ticks = names[::max(1, n // 48)]
-    side = max(360, min(900, 9 * n + 140))
+    # every label gets a full line of the theme's type (they were 9 px and printed 48 at a time): the
+    # figure grows with the heads, and past 1,400 px every k-th label is printed
+    label_px = theme.current().label_px
+    side = max(360, min(1400, label_px * n + 140))
+    ticks = names[::max(1, math.ceil(n * label_px / (side - 140)))]
+    # across, the plot is as wide as the page's column (~700 px at a 1280 px window): thinned for that
+    x_ticks = names[::max(1, math.ceil(n * label_px / SIMILARITY_WIDTH_PX))]
     fig.update_layout(
         height=side, margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, tickangle=-90, side="top",
-                   tickfont=dict(size=9)),
-        yaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, autorange="reversed",
-                   tickfont=dict(size=9)),
+        xaxis=dict(type="category", tickmode="array", tickvals=x_ticks, ticktext=x_ticks, tickangle=-90, side="top"),
+        yaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, autorange="reversed"),
     )
     return fig
 

@@ -11,6 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.head_views import difference_heatmap, similarity_figure
 from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
@@ -33,7 +35,7 @@ def similarity_section(ctx: HeadsContext) -> None:
     with st.spinner("Comparing every pair of heads…"):
         divergence, order, coarsened, n_layers = services.head_similarity(*ctx.args)
     labels = [f"L{layer}H{head}" for layer in range(n_layers) for head in range(att.n_heads)]
-    st.plotly_chart(similarity_figure(divergence, labels, order), key="heads_similarity")
+    show_chart(similarity_figure(divergence, labels, order), key="heads_similarity")
     st.caption(
         "How differently two heads attend: for each query token, the Jensen–Shannon divergence between the two "
         "heads' rows (natural log: 0 = identical, ln 2 ≈ 0.69 = no overlap at all), averaged over the queries. "
@@ -67,6 +69,15 @@ def _closest_pairs(divergence: np.ndarray, labels: list[str], count: int = 10) -
 # ---------------------------------------------------------------- compare
 
 
+def shared_top(*maps: np.ndarray) -> float:
+    """The top of ONE colour scale for maps shown side by side (the largest finite value of all).
+
+    Two maps on their own scales (0–0.35 next to 0–1) paint different weights in the same shade.
+    """
+    tops = [float(np.nanmax(m)) for m in maps if np.isfinite(m).any()]
+    return max(tops, default=1.0) or 1.0
+
+
 def _head_picker(title: str, prefix: str, n_layers: int, n_heads: int, default: tuple[int, int]) -> tuple[int, int]:
     st.markdown(f"**{title}**")
     left, right = st.columns(2)
@@ -92,12 +103,14 @@ def compare_section(ctx: HeadsContext) -> None:
     with pick_b:
         b = _head_picker("Head B", "heads_cmp_b", att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
     q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
-    for col, (name, (layer, head)) in zip(st.columns(2), (("A", a), ("B", b))):
+    patterns = {name: att.pattern(layer, head) for name, (layer, head) in (("A", a), ("B", b))}
+    top = shared_top(*patterns.values())  # one colour scale: the same shade is the same weight in both
+    for col, (name, (layer, head)) in zip(side_by_side(2), (("A", a), ("B", b))):
         with col:
             blocked = np.isneginf(att.mask(layer))  # per layer: sliding windows may differ between layers
-            fig = attention_heatmap(att.pattern(layer, head), q_labels, k_labels, blocked=blocked,
-                                    title=f"{name}: layer {layer}, head {head}", height=440)
-            st.plotly_chart(fig, key=f"heads_cmp_{name}")
+            fig = attention_heatmap(patterns[name], q_labels, k_labels, blocked=blocked,
+                                    title=f"{name}: layer {layer}, head {head}", height=440, zmax=top)
+            show_chart(fig, key=f"heads_cmp_{name}")
     frame = services.head_metrics_table(*ctx.args)
     st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key="heads_cmp_metrics",
                  column_config=metric_columns(frame.columns))
@@ -141,15 +154,16 @@ def sentence_pair(ctx: HeadsContext) -> None:
     layer, head = ctx.layer, ctx.head
     pat_a, pat_b = att_a.pattern(layer, head), att_b.pattern(layer, head)
     same_shape = pat_a.shape == pat_b.shape
-    for col, (name, att, pat) in zip(st.columns(2), (("A", att_a, pat_a), ("B", att_b, pat_b))):
+    top = shared_top(pat_a, pat_b)
+    for col, (name, att, pat) in zip(side_by_side(2), (("A", att_a, pat_a), ("B", att_b, pat_b))):
         with col:
-            fig = attention_heatmap(pat, att.tokens.labels(), att.key_tokens.labels(),
+            fig = attention_heatmap(pat, att.tokens.labels(), att.key_tokens.labels(), zmax=top,
                                     blocked=np.isneginf(att.mask(layer)), title=f"Sentence {name}", height=440)
-            st.plotly_chart(fig, key=f"heads_sent_{name}")
+            show_chart(fig, key=f"heads_sent_{name}")
     if same_shape:
         q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
         k_lab = _merged_labels(att_a.key_tokens.strings, att_b.key_tokens.strings)
-        st.plotly_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key="heads_diff")
+        show_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key="heads_diff")
         st.caption(
             "The same head reading two sentences that differ in one place. Below them: B's weights minus A's — **red** "
             "where sentence B attends more, **blue** where A does; words that differ are shown as A→B. Watch the row "
@@ -203,13 +217,14 @@ def rollout_section(ctx: HeadsContext) -> None:
     att, layer = ctx.attention, ctx.layer
     labels = att.tokens.labels()
     blocked = np.isneginf(att.mask(layer))
-    raw_col, roll_col = st.columns(2)
+    top = shared_top(fused[layer], maps[layer])
+    raw_col, roll_col = side_by_side(2)
     with raw_col:
-        st.plotly_chart(attention_heatmap(fused[layer], labels, labels, blocked=blocked, height=480,
-                                          title=f"Raw attention, layer {layer} ({fusion} of heads)"), key="heads_raw")
+        show_chart(attention_heatmap(fused[layer], labels, labels, blocked=blocked, height=480, zmax=top,
+                                     title=f"Raw attention, layer {layer} ({fusion} of heads)"), key="heads_raw")
     with roll_col:
-        st.plotly_chart(attention_heatmap(maps[layer], labels, labels, blocked=blocked, height=480,
-                                          title=f"Rollout, layers 0–{layer}"), key="heads_rollout")
+        show_chart(attention_heatmap(maps[layer], labels, labels, blocked=blocked, height=480, zmax=top,
+                                     title=f"Rollout, layers 0–{layer}"), key="heads_rollout")
     st.caption(
         "Left: where each token looks in this layer's *input* — but after the first layer those inputs are already "
         "mixtures of tokens. Right: **attention rollout** (Abnar & Zuidema, 2020) follows the mixing through every "

@@ -25,9 +25,10 @@ from typing import Literal
 import numpy as np
 import plotly.graph_objects as go
 
+from app.components import theme
 from app.components.map_data import MapData, exact_map
 
-COLORSCALE = "Blues"
+COLORSCALE = "Blues"  # the default theme's; figures ask :func:`colorscale` (presenter mode: Cividis)
 MASKED_COLOR = "#d9d9d9"
 LABEL_PX = 15  # vertical pixels one tick label needs; with more labels than fit, every k-th is printed
 Scale = Literal["linear", "log", "row"]
@@ -36,7 +37,6 @@ SCALES: dict[str, str] = {  # short labels: the help text of the control says wh
     "log": "log",
     "row": "per-row max",
 }
-_BLUES = ["#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
 LOG_DECADES = 4  # the log colour scale spans 10⁻⁴ × max … max
 
 
@@ -46,9 +46,14 @@ def safe_label(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+def colorscale() -> str:
+    """The sequential scale of attention maps in this session (the theme's)."""
+    return theme.current().colorscale
+
+
 def _ticks(labels: list[str], plot_px: int) -> tuple[list, list[str]]:
-    """Every k-th label, so that the printed ones fit ``plot_px`` pixels."""
-    fit = max(4, plot_px // LABEL_PX)
+    """Every k-th label, so that the printed ones fit ``plot_px`` pixels (bigger type: fewer labels)."""
+    fit = max(4, plot_px // max(LABEL_PX, theme.current().label_px))
     step = max(1, math.ceil(len(labels) / fit))
     idx = list(range(0, len(labels), step))
     return [labels[i] for i in idx], [labels[i] for i in idx]
@@ -66,10 +71,11 @@ def unique_labels(labels: list[str]) -> list[str]:
 
 
 def log_colorscale() -> list[list]:
-    """Blues with stops at 0, 10⁻⁴, …, 1 of the maximum: each decade gets two shades."""
-    stops = [0.0, *np.logspace(-LOG_DECADES, 0, len(_BLUES) - 1).tolist()]
+    """The theme's colours with stops at 0, 10⁻⁴, …, 1 of the maximum: each decade gets about two shades."""
+    colors = theme.current().colors
+    stops = [0.0, *np.logspace(-LOG_DECADES, 0, len(colors) - 1).tolist()]
     stops[-1] = 1.0
-    return [[s, c] for s, c in zip(stops, _BLUES)]
+    return [[s, c] for s, c in zip(stops, colors)]
 
 
 def map_figure(
@@ -79,6 +85,8 @@ def map_figure(
     scale: Scale = "linear",
     zmax: float | None = None,
     height: int | None = None,
+    width: int | None = None,
+    showscale: bool = True,
     x_title: str = "key (attended to)",
     y_title: str = "query (attending)",
 ) -> go.Figure:
@@ -90,6 +98,9 @@ def map_figure(
         scale: ``"linear"``, ``"log"`` or ``"row"`` (``data`` must already be row-scaled for ``"row"``).
         zmax: top of the colour scale; default the largest finite value (shared scales: pass one).
         height: pixels; defaults to grow with the number of rows.
+        width: pixels the chart gets across when it shares a row with others (None: a full-width chart, or
+            presenter mode, which stacks them); the column labels are thinned to fit it.
+        showscale: draw the colour bar (one per row of maps on a shared scale is enough).
 
     Returns:
         A Plotly figure; hovering a cell shows its query, key and value.
@@ -109,15 +120,18 @@ def map_figure(
     if scale == "log":
         colorbar.update(tickvals=[top * 10.0**-k for k in range(LOG_DECADES, -1, -1)][-3:],
                         tickformat=".3g")
-    side = height or max(320, min(900, 22 * max(n_q, n_k) + 140))
-    xv, xt = _ticks(k_lab, side - 140)
+    row_px = max(22, theme.current().label_px + 2)  # presenter mode: taller rows, so every label still fits
+    side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
+    across = width if width is not None and not theme.current().stack else side
+    # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
+    xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
     yv, yt = _ticks(q_lab, side - 140)
     # one dict validated once by go.Figure: a constructor plus update_layout validated twice (8 ms → 2 ms)
     return go.Figure({
         "data": [{
             "type": "heatmap", "z": values, "x": k_lab, "y": q_lab, "zmin": 0.0, "zmax": top,
-            "colorscale": log_colorscale() if scale == "log" else COLORSCALE,
-            "hovertemplate": hover, "hoverongaps": False, "colorbar": colorbar,
+            "colorscale": log_colorscale() if scale == "log" else colorscale(),
+            "hovertemplate": hover, "hoverongaps": False, "colorbar": colorbar, "showscale": showscale,
         }],
         "layout": {
             "title": {"text": html.escape(title), "x": 0.0, "font": {"size": 15}, "yref": "container",
@@ -143,6 +157,8 @@ def attention_heatmap(
     height: int | None = None,
     scale: Scale = "linear",
     zmax: float | None = None,
+    width: int | None = None,
+    showscale: bool = True,
 ) -> go.Figure:
     """One small exact map ``[q_pos, k_pos]`` with tokens on both axes (positional tables, rollout, …).
 
@@ -150,7 +166,7 @@ def attention_heatmap(
         pattern: the values (attention weights: rows sum to 1).
         query_tokens, key_tokens: display strings, one per row / column.
         blocked: bool ``[q_pos, k_pos]``, True where the mask blocks attention; drawn grey.
-        title, height, scale, zmax: as for :func:`map_figure`.
+        title, height, scale, zmax, width, showscale: as for :func:`map_figure`.
     """
     return map_figure(exact_map(pattern, query_tokens, key_tokens, blocked=blocked), title=title,
-                      height=height, scale=scale, zmax=zmax)
+                      height=height, scale=scale, zmax=zmax, width=width, showscale=showscale)

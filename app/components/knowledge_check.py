@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
 from app.components.lesson_plan import Choice, Predict, Step
 from app.components.safe_text import md
 
@@ -81,7 +82,7 @@ def predict_check(step: Step, check: Predict) -> None:
                  help="Your guess is kept; then the real head's weights are shown.")
         return
     st.markdown(reveal_text(row, picked))
-    st.plotly_chart(row_figure(row, picked), key=f"lesson_row_{step.id}", config={"displayModeBar": False})
+    show_chart(row_figure(row, picked), key=f"lesson_row_{step.id}")
     st.caption(check.explain)
     st.button("Try again", key=f"lesson_again_{step.id}", on_click=_forget, args=(step.id,),
               icon=":material/replay:")

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
 from app.components.heatmap import safe_label, unique_labels
 from app.state import PERSIST
 from engine.analysis.next_token import probabilities
@@ -56,7 +57,7 @@ def show_next_token(model_id: str, family: str, text: str, causal: bool | None, 
     t = _temperature()
     p = probabilities(nt.logits, t)
     probs = [float(p[i]) for i in nt.top_ids]
-    st.plotly_chart(next_token_figure(nt.top_tokens, probs, t), key=CHART_KEY, config={"displayModeBar": False})
+    show_chart(next_token_figure(nt.top_tokens, probs, t), key=CHART_KEY, config={"displayModeBar": False})
     st.caption(
         "Each bar is how likely the model thinks that token comes right after your text: its ten best guesses "
         "out of the whole vocabulary. Temperature divides the scores before they become probabilities: low "

@@ -10,6 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
 from app.state import PERSIST, bounded, settle
@@ -20,6 +22,7 @@ ROPE_POSITIONS = 64
 ROPE_STARTS = (0, 1, 5, 12, 20, 33, 40)
 DEFAULT_STORY = "Lily found a red ball. She gave it to Tom. Tom was happy."
 BLIND_MAX_TOKENS = 32
+HALF_PX = 340  # a half-width column at a 1280 px window (sidebar open): the maps' labels are thinned for it
 
 
 def ensure(key: str, default: int, low: int, high: int) -> int:
@@ -64,7 +67,7 @@ def rope_section() -> None:
     left, right = st.columns([3, 2])
     with left:
         sl = slice(2 * pair, 2 * pair + 2)
-        st.plotly_chart(rope_pair_figure(q_rot[:, sl], k_rot[:, sl], m, n, pair=pair), key="pos_rope_pair_fig")
+        show_chart(rope_pair_figure(q_rot[:, sl], k_rot[:, sl], m, n, pair=pair), key="pos_rope_pair_fig")
         angle = (m - n) * thetas[pair]
         st.caption(f"Pair {pair} of a random query (red) and key (blue) as RoPE rotates them: faint dots are the "
                    f"vector at positions 0–{ROPE_POSITIONS - 1}, arrows at m = {m} and n = {n}. This pair turns "
@@ -111,7 +114,7 @@ def alibi_section() -> None:
     left, right = st.columns([5, 2])
     with left:
         if heads:
-            st.plotly_chart(bias_grid(bias, heads, slopes, causal=causal), key="pos_alibi_grid")
+            show_chart(bias_grid(bias, heads, slopes, causal=causal), key="pos_alibi_grid")
             st.caption("Each matrix is what one head adds to its scores before the softmax: 0 on the diagonal, "
                        "more negative the farther the key is from the query. A steep head (large slope) looks "
                        "almost only at nearby tokens; a gentle one can reach far. "
@@ -163,17 +166,24 @@ def order_section() -> None:
     permuted = run.permuted(perm)[layer, head]
     labels = [f"{i} {t}" for i, t in enumerate(result.tokens)]
     shuffled_labels = [f"{i} {t}" for i, t in enumerate(result.shuffled_tokens)]
-    charts = st.columns(3)
-    figures = ((run.original[layer, head], labels, "P (original order)", "pos_blind_orig"),
-               (run.shuffled[layer, head], shuffled_labels, "P shuffled (model run)", "pos_blind_shuf"),
-               (permuted, shuffled_labels, "Π P Πᵀ (P reordered)", "pos_blind_perm"))  # fmt: skip
-    for col, (matrix, axis, title, key) in zip(charts, figures):
-        with col:
-            st.plotly_chart(attention_heatmap(matrix, axis, axis, title=title, height=420), key=key)
-    st.caption(f"Layer {layer}, head {head} of the copy with **{run.name}**. Left: attention on the sentence as typed. "
-               "Middle: the model run on the shuffled words. Right: the left matrix with its rows and columns put "
-               "in the shuffled order. When the middle and right matrices are equal, the model could not see the "
-               "order: it only saw *which* words were there.")  # fmt: skip
+    top = float(max(np.nanmax(run.original[layer, head]), np.nanmax(run.shuffled[layer, head]))) or 1.0
+    # two rows of two (three in a row were ~80 px wide each, their labels on top of each other); one scale
+    first, note = side_by_side(2)
+    with first:
+        show_chart(attention_heatmap(run.original[layer, head], labels, labels, title="P (original order)",
+                                     height=440, zmax=top, width=HALF_PX), key="pos_blind_orig")
+    with note:
+        st.caption(f"Layer {layer}, head {head} of the copy with **{run.name}**. Above left: attention on the "
+                   "sentence as typed. Below: the model run on the shuffled words (left), and the matrix above "
+                   "with its rows and columns put in the shuffled order (right). When the two below are equal, "
+                   "the model could not see the order: it only saw *which* words were there. All three share one "
+                   "colour scale.")  # fmt: skip
+    for col, (matrix, title, key, bar) in zip(side_by_side(2), (
+            (run.shuffled[layer, head], "P shuffled (model run)", "pos_blind_shuf", False),
+            (permuted, "Π P Πᵀ (P reordered)", "pos_blind_perm", True))):  # fmt: skip
+        with col:  # one colour bar for the pair (same scale): the left map gets its width back
+            show_chart(attention_heatmap(matrix, shuffled_labels, shuffled_labels, title=title, height=440,
+                                         zmax=top, width=HALF_PX, showscale=bar), key=key)
     st.dataframe(pd.DataFrame({"model copy": names, "position vectors": ["on" if r.positions else "off" for r in result.runs],
                                "causal mask": ["on" if r.causal else "off" for r in result.runs],
                                "max |P_shuffled − Π P Πᵀ| (all layers, heads)": [f"{r.error:.2e}" for r in result.runs],

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.components.charts import show_chart
 from app.components.step_tables import rounded, show_vectors, text_column, weights_bar
 from app.components.safe_text import md
 
@@ -141,7 +142,7 @@ def show_softmax(steps, labels: list[str]) -> None:
 
 def show_weights_chart(steps, labels: list[str], query_label: str) -> None:
     fig = weights_bar(steps.weights[0], labels, steps.blocked[0], f"Where {query_label} looks")
-    st.plotly_chart(fig, key="step_bar")
+    show_chart(fig, key="step_bar")
     st.caption(
         f"The softmax weights of query **{md(query_label)}** over every key token (step 5 as bars): the taller the bar, "
         "the more of that token's value goes into the output. Grey bars are keys the mask blocks (weight 0). "

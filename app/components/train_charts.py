@@ -1,70 +1,70 @@
-"""Charts of a live training run: loss / accuracy curves and head scores (Altair), and every head's
-attention on the probe input (Plotly). Render-only: inputs are plain numbers and numpy arrays.
+"""Charts of a live training run: loss / accuracy curves, head scores, and every head's attention on
+the probe input. Render-only: inputs are plain numbers and numpy arrays.
 
-Every curve chart can carry a vertical rule at the step the time-lapse slider shows, so a pattern
-in the grid can be read against the loss at that moment.
+All are Plotly figures (the curves were Altair: on the page they came out ~45 px tall and had no
+download), so they share the theme and the PNG/SVG download of :func:`app.components.charts.show_chart`.
+Every curve chart can carry a vertical rule at the step the time-lapse slider shows, so a pattern in
+the grid can be read against the loss at that moment.
 """
 
 from __future__ import annotations
 
-import altair as alt
+import html
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from app.components import theme
 from app.components.head_views import tile_centres, tile_mosaic
-from app.components.heatmap import COLORSCALE, MASKED_COLOR
+from app.components.heatmap import MASKED_COLOR, colorscale, safe_label
 
-CURVE_HEIGHT = 220
-
-
-def _rule(step: int | None) -> alt.Chart | None:
-    if step is None:
-        return None
-    return alt.Chart(pd.DataFrame({"step": [step]})).mark_rule(color="#d62728", strokeDash=[4, 3]).encode(
-        x="step:Q", tooltip=[alt.Tooltip("step:Q", title="time-lapse at step")]
-    )
+PAGE_PX = 680  # width of the page's main column at a 1280 px window, which the grid's tiles share
+CURVE_HEIGHT = 300  # px; the brief's floor is 200, and a legend on top takes ~40
+RULE_COLOR = "#d62728"
 
 
-def _with_rule(chart: alt.Chart, step: int | None) -> alt.Chart | alt.LayerChart:
-    rule = _rule(step)
-    return chart if rule is None else alt.layer(chart, rule)
+def _lines(frame: pd.DataFrame, columns: list[str], *, title: str, y_title: str, fmt: str,
+           y_range: list[float] | None, rule_step: int | None, height: int = CURVE_HEIGHT) -> go.Figure:
+    """One line (with points) per column of ``frame`` against its ``step``; a dashed rule at ``rule_step``."""
+    steps = frame["step"].to_numpy()
+    data = [{"type": "scatter", "mode": "lines+markers", "x": steps, "y": frame[c].to_numpy(dtype=float),
+             "name": html.escape(str(c)), "marker": {"size": 5},
+             "hovertemplate": f"step %{{x}}<br>{html.escape(str(c))} %{{y:{fmt}}}<extra></extra>"} for c in columns]
+    shapes = [] if rule_step is None else [{
+        "type": "line", "xref": "x", "yref": "paper", "x0": rule_step, "x1": rule_step, "y0": 0, "y1": 1,
+        "line": {"color": RULE_COLOR, "dash": "dash", "width": 2}, "name": "time-lapse step"}]
+    yaxis = {"title": {"text": y_title}, "rangemode": "tozero", "showgrid": True}
+    if y_range is not None:
+        yaxis["range"] = y_range
+    return go.Figure({"data": data, "layout": {
+        "title": {"text": html.escape(title), "x": 0.0}, "height": height, "shapes": shapes,
+        "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+        "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+        "xaxis": {"title": {"text": "training step"}, "showgrid": True}, "yaxis": yaxis,
+    }})
 
 
-def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> alt.Chart | alt.LayerChart:
-    """Training and evaluation loss against step (``frame``: step, training loss, held-out loss)."""
-    long = frame.melt(id_vars="step", value_vars=["training loss", "evaluation loss"], var_name="curve",
-                      value_name="loss")  # fmt: skip
-    chart = alt.Chart(long).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
-        x=alt.X("step:Q", title="training step"),
-        y=alt.Y("loss:Q", title="loss (cross-entropy)", scale=alt.Scale(zero=True)),
-        color=alt.Color("curve:N", title=None, legend=alt.Legend(orient="top")),
-        tooltip=["step:Q", "curve:N", alt.Tooltip("loss:Q", format=".4f")],
-    ).properties(height=CURVE_HEIGHT, title="Loss")
-    return _with_rule(chart, rule_step)
+def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> go.Figure:
+    """Training and evaluation loss against step (``frame``: step, training loss, evaluation loss)."""
+    return _lines(frame, ["training loss", "evaluation loss"], title="Loss", y_title="loss (cross-entropy)",
+                  fmt=".4f", y_range=None, rule_step=rule_step)
 
 
-def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None = None) -> alt.Chart | alt.LayerChart:
+def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None = None) -> go.Figure:
     """The task's metric and token accuracy against step, from 0 to 1."""
-    long = frame.melt(id_vars="step", value_vars=[metric_name, "token accuracy"], var_name="curve", value_name="value")
-    chart = alt.Chart(long).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
-        x=alt.X("step:Q", title="training step"),
-        y=alt.Y("value:Q", title="fraction right", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("curve:N", title=None, legend=alt.Legend(orient="top")),
-        tooltip=["step:Q", "curve:N", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(height=CURVE_HEIGHT, title="Accuracy on held-out examples")
-    return _with_rule(chart, rule_step)
+    return _lines(frame, [metric_name, "token accuracy"], title="Accuracy on held-out examples",
+                  y_title="fraction right", fmt=".3f", y_range=[0, 1.02], rule_step=rule_step)
 
 
-def head_score_chart(frame: pd.DataFrame, rule_step: int | None = None) -> alt.Chart | alt.LayerChart:
+def head_score_chart(frame: pd.DataFrame, rule_step: int | None = None) -> go.Figure:
     """One line per head: its overlap with the ideal pattern (``frame``: step, head, score)."""
-    chart = alt.Chart(frame).mark_line().encode(
-        x=alt.X("step:Q", title="training step"),
-        y=alt.Y("score:Q", title="match with the ideal pattern", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("head:N", title="head", legend=alt.Legend(orient="right")),
-        tooltip=["step:Q", "head:N", alt.Tooltip("score:Q", format=".3f")],
-    ).properties(height=CURVE_HEIGHT + 40, title="Which head learns the ideal pattern, and when")
-    return _with_rule(chart, rule_step)
+    wide = frame.pivot_table(index="step", columns="head", values="score", sort=False).reset_index()
+    heads = [c for c in wide.columns if c != "step"]
+    return _lines(wide, heads, title="Which head learns the ideal pattern, and when",
+                  y_title="match with the ideal pattern", fmt=".3f", y_range=[0, 1.02], rule_step=rule_step,
+                  height=CURVE_HEIGHT + 40)
 
 
 def attention_grid(patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | None = None,
@@ -83,16 +83,33 @@ def attention_grid(patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | 
     if ideal is not None:
         tiles = np.concatenate([tiles, np.broadcast_to(ideal.astype(np.float32), (n_layers, 1, n, n))], axis=1)
     z = tile_mosaic(tiles)
-    xs, ys = tile_centres(n_layers, tiles.shape[1], n, n)
+    n_cols = tiles.shape[1]
+    xs, ys = tile_centres(n_layers, n_cols, n, n)
     names = [f"H{h}" for h in range(n_heads)] + (["ideal"] if ideal is not None else [])
-    fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=1, colorscale=COLORSCALE, showscale=False, hoverongaps=False,
+    fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=1, colorscale=colorscale(), showscale=False, hoverongaps=False,
                                hovertemplate="weight %{z:.2f}<extra></extra>"))
-    size = max(110, min(220, 900 // tiles.shape[1]))
+    size = max(110, min(220, 900 // n_cols))
+    labels = [safe_label(t) for t in tokens][:n] if len(tokens) >= n else [str(i) for i in range(n)]
+    pitch = n + 1  # tile_mosaic's GAP of one empty cell
+    # the probe's tokens: queries on the left of every layer's row of tiles, keys under every column of tiles
+    # a tile is drawn ~min(size, 680 / columns) px wide (the page's column at a 1280 px window): print every
+    # k-th token so that the printed ones get a full line of the theme's type
+    tile_px = min(size, PAGE_PX // n_cols)
+    k = max(1, math.ceil(theme.current().label_px * n / tile_px))
+    shown = list(range(0, n, k))
+    y_vals = [r * pitch + i for r in range(n_layers) for i in shown]
+    notes = [{"text": f"<b>L{layer}</b>", "x": 1.0, "xref": "paper", "xanchor": "left", "y": float(ys[layer]),
+              "yref": "y", "showarrow": False, "font": {"size": 13}} for layer in range(n_layers)]
+    if n <= 24:
+        notes += [{"text": labels[j], "x": c * pitch + j, "xref": "x", "y": n_layers * pitch - 1.5, "yref": "y", "yanchor": "top",
+                   "textangle": -90, "showarrow": False, "font": {"size": theme.current().tick_px}}
+                  for c in range(n_cols) for j in shown]
     fig.update_layout(
-        height=size * n_layers + 50, margin=dict(l=5, r=5, t=30, b=5), plot_bgcolor=MASKED_COLOR,
+        height=size * n_layers + 50 + (60 if n <= 24 else 0), plot_bgcolor=MASKED_COLOR, annotations=notes,
+        margin=dict(l=5, r=40, t=30, b=60 if n <= 24 else 5),
         xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=names, side="top", showgrid=False,
                    zeroline=False),
-        yaxis=dict(tickmode="array", tickvals=ys.tolist(), ticktext=[f"L{layer}" for layer in range(n_layers)],
+        yaxis=dict(tickmode="array", tickvals=y_vals, ticktext=[labels[i] for i in shown] * n_layers,
                    autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x", constrain="domain"),
     )
     return fig

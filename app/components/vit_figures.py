@@ -2,8 +2,10 @@
 
 Coordinates are the model's input pixels: pixel (row i, column j) is centred at (x = j, y = i), so
 patch (r, c) of side p covers x ∈ [c·p − ½, (c+1)·p − ½]. An attention map ``[rows, cols]`` is drawn
-as a heatmap whose cells are exactly those patches (``x0 = (p − 1)/2, dx = p``), half transparent over
-the image. Inputs are numpy arrays from the engine; nothing here computes attention.
+as a heatmap whose cells are exactly those patches (``x0 = (p − 1)/2, dx = p``), over the image at the
+theme's opacity (0.85) over the picture dimmed to half its brightness: at 0.6 over the bare picture a
+digit's white strokes shone through dark, unattended patches and read as attention; now they show as
+faint outlines and only the colour scale reads as weight. Inputs are numpy arrays from the engine; nothing here computes attention.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-OVERLAY_SCALE = "Inferno"
-OVERLAY_OPACITY = 0.6
+from app.components import theme
+
+OVERLAY_SCALE = "Inferno"  # sequential and colour-blind safe; black (no weight) hides what is under it
+UNDER_OVERLAY = 0.5  # the picture under an overlay is dimmed: its white strokes show as outlines, not as weight
 MAX_SHOWN_SIDE = 112  # images are thinned to about this many pixels per side before they go to the browser
 MAX_THUMB_SIDE = 56  # the same for each thumbnail of the all-heads grid (12 heads × a 224-px photo otherwise)
 
@@ -37,7 +41,7 @@ def _overlay_trace(attention: np.ndarray, patch_size: int, *, showscale: bool, z
     numbers = np.arange(rows * cols).reshape(rows, cols)
     return go.Heatmap(
         z=attention, x0=(patch_size - 1) / 2, dx=patch_size, y0=(patch_size - 1) / 2, dy=patch_size,
-        customdata=numbers, colorscale=OVERLAY_SCALE, opacity=OVERLAY_OPACITY, zmin=0,
+        customdata=numbers, colorscale=OVERLAY_SCALE, opacity=theme.current().overlay_opacity, zmin=0,
         zmax=zmax if zmax is not None else (float(attention.max()) or 1.0), showscale=showscale,
         colorbar=dict(title="weight", thickness=12), name="attention",
         hovertemplate="patch %{customdata}<br>weight %{z:.3f}<extra></extra>",
@@ -89,7 +93,8 @@ def overlay(image: np.ndarray, attention: np.ndarray, patch_size: int, *, title:
     """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
     ``clickable`` adds invisible patch markers so a click can select a patch."""
     side = image.shape[0]
-    fig = go.Figure([_image_trace(image), _overlay_trace(attention, patch_size, showscale=True)])
+    fig = go.Figure([_image_trace(np.asarray(image) * UNDER_OVERLAY),
+                     _overlay_trace(attention, patch_size, showscale=True)])
     if clickable:
         fig.add_trace(_patch_markers(side, patch_size))
         fig.update_layout(clickmode="event+select", dragmode=False)
@@ -130,7 +135,7 @@ def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, select
     shown, weights = tile_mosaic(tiles, normalise=True), tile_mosaic(tiles)
     # the image under every thumbnail, thinned by a divisor of the patch size, white between tiles
     step = _thumb_step(side, patch_size)
-    small = np.asarray(image, dtype=np.float32)[::step, ::step]
+    small = np.asarray(image, dtype=np.float32)[::step, ::step] * UNDER_OVERLAY
     t, gap = small.shape[0], patch_size // step
     canvas = np.ones((rows * (t + gap) - gap, cols * (t + gap) - gap) + small.shape[2:], dtype=np.float32)
     for h in range(n):
@@ -143,7 +148,8 @@ def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, select
         picture = {"type": "heatmap", "z": canvas, "colorscale": "gray", "zmin": 0, "zmax": 1, "showscale": False}
     picture.update(x0=offset, dx=step, y0=offset, dy=step, hoverinfo="skip", name="image")
     attention = {"type": "heatmap", "z": shown, "customdata": weights, "x0": (patch_size - 1) / 2, "dx": patch_size,
-                 "y0": (patch_size - 1) / 2, "dy": patch_size, "colorscale": OVERLAY_SCALE, "opacity": OVERLAY_OPACITY,
+                 "y0": (patch_size - 1) / 2, "dy": patch_size, "colorscale": OVERLAY_SCALE,
+                 "opacity": theme.current().overlay_opacity,
                  "zmin": 0, "zmax": 1, "showscale": False, "name": "attention", "hoverongaps": False,
                  "hovertemplate": "weight %{customdata:.3f} (%{z:.0%} of this head's max)<extra></extra>"}
     pitch = side + patch_size  # pixels from one thumbnail to the next

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
 from app.components.heatmap import map_figure
 from app.components.map_data import MapData
 from app.components.safe_text import md
@@ -117,7 +118,7 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
     start = trace.generated_from if trace.generated_from is not None else len(trace.tokens)
     fig = mark_generated(map_figure(data, title=f"Layer {layer}, head {head} · prompt + generated"), data, start,
                          len(trace.tokens))  # fmt: skip
-    st.plotly_chart(fig, key=CHART_KEY)
+    show_chart(fig, key=CHART_KEY)
     st.caption(
         f"The same head over your text and the {len(trace.tokens) - start} tokens the model wrote "
         "(highlighted above, orange labels on the chart). Rows below the dashed line are generated tokens: "

@@ -11,6 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.alignment_views import alignment_map, csv_bytes
 from app.components.bahdanau_step import show_step
 from app.state import PERSIST, clamp
@@ -83,7 +85,7 @@ def show_map(trace, text: str, model_id: str) -> None:
     gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
     fig = alignment_map(trace.alignment, list(trace.target.strings), list(trace.source.strings), gold=gold,
                         title=f"Alignment map α(i, j), {VARIANT_LABELS[trace.variant]}", meta="bahdanau_map")  # fmt: skip
-    st.plotly_chart(fig, key="bahdanau_map")
+    show_chart(fig, key="bahdanau_map")
     st.caption(
         "Each **row** is a French word being written (top to bottom in writing order), each **column** an English "
         "word; a white cell means the decoder looked almost only at that word when writing that row (black = ignored), "
@@ -135,13 +137,13 @@ def transformer_rows(cross_target: tuple[str, ...], finished: bool) -> list[str]
 def show_compare(text: str) -> None:
     """Bahdanau, Luong and the transformer's cross-attention on the same sentence, side by side."""
     st.subheader("Compare: additive, dot-product and transformer cross-attention")
-    columns = st.columns(3)
+    columns = side_by_side(3)
     for col, variant in zip(columns[:2], ("additive", "dot")):
         with col:
             tr = services.bahdanau_trace(services.BAHDANAU_MODELS[variant], text)
             fig = alignment_map(tr.alignment, list(tr.target.strings), list(tr.source.strings), compact=True,
                                 title=VARIANT_LABELS[variant], meta=f"bahdanau_cmp_{variant}", height=420)
-            st.plotly_chart(fig, key=f"bahdanau_cmp_{variant}")
+            show_chart(fig, key=f"bahdanau_cmp_{variant}")
             st.caption(f"Output: {md(tr.output_text)}")
     with columns[2]:
         s2s = services.bahdanau_trace(services.TRANSFORMER_TRANSLATOR, text)
@@ -160,7 +162,7 @@ def show_compare(text: str) -> None:
         title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
         fig = alignment_map(weights, transformer_rows(cross.tokens.strings, finished), list(cross.key_tokens.strings),
                             title=title, meta="bahdanau_cmp_transformer", height=420, compact=True, zmax=top)
-        st.plotly_chart(fig, key="bahdanau_cmp_transformer")
+        show_chart(fig, key="bahdanau_cmp_transformer")
         st.caption(f"Output: {md(s2s.output_text)} · white = weight {top:.2f}")
     st.caption(
         "Left: Bahdanau's additive score; middle: Luong's dot (“general”) score, same RNN otherwise; right: the "

@@ -14,6 +14,9 @@ import numpy as np
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.export import head_json_button
+from app.components.theme import controls, side_by_side
 from app.components.head_views import clicked_in, model_view_figure
 from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
@@ -51,7 +54,7 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
     window = trace.window_of(layer)
     title = (f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
              + (f" · sliding window {window}" if window is not None else ""))
-    st.plotly_chart(map_figure(data, title=title, scale=opts.scale), key="main_heatmap")
+    show_chart(map_figure(data, title=title, scale=opts.scale), key="main_heatmap")
     rows, cols = data.values.shape
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
@@ -69,6 +72,8 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
         + kv_sharing(trace, head)
     )
     csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv")
+    head_json_button(model_id, trace, layer, head, block, (q_range, k_range), data, opts,
+                     {"causal": bool(trace.causal), "max_tokens": max_tokens, "decode": list(decode) if decode else None})
 
 
 def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, head: int) -> None:
@@ -77,11 +82,11 @@ def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, 
         views = [services.head_view(model_id, text, causal, max_tokens, "self", layer, head)
                  for causal in (False, True)]
     top = max(float(np.nanmax(v.values)) for v in views)
-    left, right = st.columns(2)
+    left, right = side_by_side(2)  # presenter mode: one under the other, full width
     for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
         with col:
             fig = map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420, zmax=top)
-            st.plotly_chart(fig, key=f"mask_{causal}")
+            show_chart(fig, key=f"mask_{causal}")
     st.caption(
         "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
         "models use, on one colour scale. Masking changes every later layer too, because each layer reads the one "
@@ -95,8 +100,8 @@ def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
     with st.spinner(f"Drawing the {trace.n_heads} heads of layer {layer}…"):
         tiles, pooled = services.layer_grid(model_id, text, causal, max_tokens, block, layer, decode)
     fig = model_view_figure(tiles, selected=(0, head), layer_names=[f"L{layer}"], weights_in_hover=False)
-    st.plotly_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads),
-                    selection_mode="points", config={"displayModeBar": False})
+    show_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads),
+               selection_mode="points", config={"displayModeBar": False})
     st.caption(
         f"All {trace.n_heads} heads of layer {layer}; **click one** to open it above (red frame: the chosen head). "
         "Each thumbnail is coloured from 0 to its own maximum, so compare shapes, not shades. Heads in one layer "
@@ -171,13 +176,14 @@ def main() -> None:
     st.title("Explore attention")
     st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")
 
-    model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
-    if model is None:
-        return
-    examples_picker(model_id, model)  # curated sentences per phenomenon; a closed vocabulary's words
+    with controls("Sentence, model and mask"):  # presenter mode: folded away, the chart gets the screen
+        model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
+        if model is None:
+            return
+        examples_picker(model_id, model)  # curated sentences per phenomenon; a closed vocabulary's words
+        seq2seq = model.family == "encoder-decoder"
+        causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
     text = current_text()
-    seq2seq = model.family == "encoder-decoder"
-    causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
     decode = decoding(model_id, text, max_tokens) if seq2seq else None
     try:
         with st.spinner("Running the model…"):

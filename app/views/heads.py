@@ -12,6 +12,9 @@ from typing import Callable
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.export import head_json_button
+from app.components.theme import controls
 from app.components.ablation_panel import render_ablation
 from app.components.head_views import clicked_in, layer_head_heatmap, model_view_figure
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
@@ -53,8 +56,8 @@ def model_view_section(ctx: HeadsContext) -> None:
     with st.spinner("Drawing every head…"):
         tiles, pooled = services.model_view_tiles(*ctx.args)
     fig = model_view_figure(tiles, selected=(ctx.layer, ctx.head))
-    st.plotly_chart(fig, key=MODEL_VIEW_KEY, on_select=lambda: _select_clicked_head(att.n_layers, att.n_heads),
-                    selection_mode="points", config={"displayModeBar": False})
+    show_chart(fig, key=MODEL_VIEW_KEY, on_select=lambda: _select_clicked_head(att.n_layers, att.n_heads),
+               selection_mode="points", config={"displayModeBar": False})
     st.caption(
         f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns). Each tile is one head's attention pattern: "
         "rows are queries, columns are keys, as in the large view. Every tile is coloured from 0 to its own maximum, "
@@ -69,7 +72,7 @@ def model_view_section(ctx: HeadsContext) -> None:
     data = services.head_view(*ctx.args, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
                               weighting=opts.weighting)
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    st.plotly_chart(map_figure(data, title=title, scale=opts.scale), key="heads_large")
+    show_chart(map_figure(data, title=title, scale=opts.scale), key="heads_large")
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at; "
         + ("every row sums to 1. " if opts.weighting == "attention" else "colour is α·‖v‖, rows no longer sum to 1. ")
@@ -78,6 +81,8 @@ def model_view_section(ctx: HeadsContext) -> None:
            else "") + opts.caption
     )
     csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv")
+    head_json_button(ctx.model_id, att, ctx.layer, ctx.head, ctx.block, (q_range, k_range), data, opts,
+                     {"causal": bool(att.causal), "max_tokens": ctx.max_tokens}, page="heads")
 
 
 # ---------------------------------------------------------------- section: per-head metrics
@@ -95,8 +100,8 @@ def metrics_section(ctx: HeadsContext) -> None:
     shape = (ctx.attention.n_layers, ctx.attention.n_heads)
     values = frame[metric].to_numpy(dtype=float).reshape(shape)
     tags = (frame["pattern"] + " (" + frame["score"].map("{:.2f}".format) + ")").to_numpy(dtype=object).reshape(shape)
-    st.plotly_chart(layer_head_heatmap(values, label, selected=(ctx.layer, ctx.head), fmt=fmt, labels=tags),
-                    key="heads_metric_map")
+    show_chart(layer_head_heatmap(values, label, selected=(ctx.layer, ctx.head), fmt=fmt, labels=tags),
+               key="heads_metric_map")
     st.caption(f"**{label}** for every head: {meaning}. Rows are layers, columns heads; the red frame is the chosen "
                "head. Hover a cell to see the pattern the head matches best.")
     if not ctx.square:
@@ -191,13 +196,14 @@ def main() -> None:
     st.title("Heads")
     st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
              "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
-    model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
-    if card is None:
-        return
-    examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
-    family = card.family
+    with controls("Sentence, model and mask"):  # presenter mode: folded away, the charts get the screen
+        model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
+        if card is None:
+            return
+        examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
+        family = card.family
+        causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     text = current_text()
-    causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(model_id, text, causal, max_tokens)

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
 from app.components.knowledge_check import answers, is_right, knowledge_check
 from app.components.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Link, Step
 from app.state import PERSIST, bounded, clamp
@@ -103,7 +104,7 @@ def softmax_demo() -> None:
                            text=[f"{w:.2f}" for w in weights], textposition="outside"))
     fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), yaxis=dict(range=[0, 1.1], title="weight"),
                       title=f"softmax({', '.join(f'{s:g}' for s in SOFTMAX_SCORES)} × {scale:.1f})")
-    st.plotly_chart(fig, key="lesson_softmax", config={"displayModeBar": False})
+    show_chart(fig, key="lesson_softmax")
     st.caption("Scores 2, 1, 0.5 and −1 for four keys. Scale 0: every key gets 1/4. Scale 5: nearly all weight "
                "on the best key.")
 

@@ -15,6 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.pickers import load_model, page_tabs, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
@@ -83,19 +85,19 @@ def sinusoidal_section() -> None:
              r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)")  # fmt: skip
     d_model, n_pos = sinusoidal_controls()
     table, sim, spread = services.pos_sinusoidal(n_pos, d_model)
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     with left:
-        st.plotly_chart(matrix_heatmap(table, x_title="dimension", y_title="position", value_name="PE",
-                                       title=f"PE table: {n_pos} positions × {d_model} dimensions"),
-                        key="pos_sin_heatmap")  # fmt: skip
+        show_chart(matrix_heatmap(table, x_title="dimension", y_title="position", value_name="PE",
+                                  title=f"PE table: {n_pos} positions × {d_model} dimensions"),
+                   key="pos_sin_heatmap")  # fmt: skip
         st.caption("Each **row** is the vector added to the token at that position; each **column** a dimension. "
                    "Left columns wave fast (high frequency), right columns slowly: like the hands of a clock, "
                    "together they give every position a unique pattern.")  # fmt: skip
         st.download_button("Download the table as CSV", lambda: table_csv(table), file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
                            mime="text/csv", icon=":material/download:", key="pos_sin_csv", on_click="ignore")  # fmt: skip
     with right:
-        st.plotly_chart(matrix_heatmap(sim, x_title="position q", y_title="position p", value_name="PE(p)·PE(q)",
-                                       title="Similarity PE(p)·PE(q)"), key="pos_sin_sim")  # fmt: skip
+        show_chart(matrix_heatmap(sim, x_title="position q", y_title="position p", value_name="PE(p)·PE(q)",
+                                  title="Similarity PE(p)·PE(q)"), key="pos_sin_sim")  # fmt: skip
         st.caption(f"The dot product of two position vectors: Σᵢ cos((p − q)·ωᵢ). It is largest on the diagonal "
                    f"(d/2 = {d_model // 2}) and depends only on the distance |p − q|: every diagonal is one value "
                    f"(largest spread along a diagonal here: {spread:.1e}).")  # fmt: skip
@@ -105,7 +107,7 @@ def sinusoidal_section() -> None:
     st.multiselect("Dimensions to plot", list(range(d_model)), key="pos_sin_dims", max_selections=8, **PERSIST)
     dims = [d for d in st.session_state["pos_sin_dims"] if 0 <= d < d_model]
     if dims:
-        st.plotly_chart(dimension_curves(table, dims), key="pos_sin_curves")
+        show_chart(dimension_curves(table, dims), key="pos_sin_curves")
         st.caption("A few columns of the table over position: each pair (2i, 2i+1) is a sine and a cosine of one "
                    "frequency ωᵢ = 1/10000^(2i/d). Higher pairs have longer wavelengths (up to 2π·10000 positions).")  # fmt: skip
     else:
@@ -135,23 +137,23 @@ def learned_section() -> None:
     n = bounded(st.session_state.get("pos_learned_n"), 2, rows)
     n_sentence = sentence_length(model_id)
     values = table.values[:n]
-    st.plotly_chart(matrix_heatmap(values, x_title="dimension", y_title="position", value_name="value",
-                                   title=f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})",
-                                   height=380), key="pos_learned_heatmap")  # fmt: skip
+    show_chart(matrix_heatmap(values, x_title="dimension", y_title="position", value_name="value",
+                              title=f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})",
+                              height=380), key="pos_learned_heatmap")  # fmt: skip
     st.caption("The learned table, one row per position, one column per dimension (colours clipped at the "
                "99.5th percentile of |value| so a few large entries do not wash out the rest).")  # fmt: skip
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     with left:
-        st.plotly_chart(matrix_heatmap(cos_sim[:n, :n], x_title="position q", y_title="position p", value_name="cosine",
-                                       title="Learned: cosine similarity", height=460, zmin=-1.0, zmax=1.0),
-                        key="pos_learned_sim")  # fmt: skip
+        show_chart(matrix_heatmap(cos_sim[:n, :n], x_title="position q", y_title="position p", value_name="cosine",
+                                  title="Learned: cosine similarity", height=460, zmin=-1.0, zmax=1.0),
+                   key="pos_learned_sim")  # fmt: skip
     with right:
         _table, dot, _spread = services.pos_sinusoidal(n, d_model + d_model % 2)
         norms = np.sqrt(np.diag(dot))
         sin_cos = dot / np.outer(norms, norms)
-        st.plotly_chart(matrix_heatmap(sin_cos, x_title="position q", y_title="position p", value_name="cosine",
-                                       title=f"Sinusoidal (d={d_model + d_model % 2}): cosine", height=460,
-                                       zmin=-1.0, zmax=1.0), key="pos_learned_vs_sin")  # fmt: skip
+        show_chart(matrix_heatmap(sin_cos, x_title="position q", y_title="position p", value_name="cosine",
+                                  title=f"Sinusoidal (d={d_model + d_model % 2}): cosine", height=460,
+                                  zmin=-1.0, zmax=1.0), key="pos_learned_vs_sin")  # fmt: skip
     st.caption(
         "Left: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
         "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "

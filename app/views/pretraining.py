@@ -14,6 +14,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.guard import calm_errors
 from app.components.heatmap import attention_heatmap
 from app.components.safe_text import md, quoted
@@ -58,11 +60,11 @@ def fill_in_the_blank() -> None:
         st.info(md(notice))
     labels = [f"{i} {t}" for i, t in enumerate(result.tokens.strings)]
     for n, blank in enumerate(result.blanks):
-        left, right = st.columns([2, 3])
+        left, right = side_by_side([2, 3])
         with left:
             fig = probability_bars(blank.words, blank.probs, top=len(blank.words))
             fig.update_layout(title=dict(text=f"Guesses for the blank at {blank.position}"))
-            st.plotly_chart(fig, key=f"fill_bars_{n}")
+            show_chart(fig, key=f"fill_bars_{n}")
             best = blank.words[0]
             st.caption(f"The model's top guess is {quoted(best)} ({blank.probs[0]:.0%}). The bars are the softmax of "
                        "its scores at the blank over all the words it knows: a blank that many words fit spreads "
@@ -73,7 +75,7 @@ def fill_in_the_blank() -> None:
             fig = attention_heatmap(att.reshape(-1, att.shape[-1]), rows, labels,
                                     title=f"Where the blank at {blank.position} looks, layer by layer", height=360)
             fig.update_yaxes(title_text="layer and head")
-            st.plotly_chart(fig, key=f"fill_att_{n}")
+            show_chart(fig, key=f"fill_att_{n}")
             st.caption("Each row is one head's attention from the blank to every token (rows sum to 1); the "
                        "first layers at the top. No causal mask: the blank reads the words on both sides, which "
                        "is what makes an encoder good at filling in.")  # fmt: skip
@@ -96,11 +98,11 @@ def objectives_side_by_side() -> None:
     examples = services.objective_examples(words)
     layer = st.radio("Layer of the real attention", [0, 1, 2], horizontal=True, key="objectives_layer",
                      help="Each model has (at least) 3 layers; the maps show the mean of the heads of this layer.")
-    cols = st.columns(3)
+    cols = side_by_side(3)
     with cols[0]:
         st.subheader("Masked LM (BERT)")
         masked = examples["masked"]
-        st.plotly_chart(_mask_map(np.ones((len(words), len(words)), bool), list(words), list(words),
+        show_chart(_mask_map(np.ones((len(words), len(words)), bool), list(words), list(words),
                                   "Mask: everyone sees everyone"), key="obj_mask_mlm")  # fmt: skip
         _real(services.MLM_MODEL, " ".join("[MASK]" if w == "[MASK]" else w for w in masked.inputs), False,
               layer, "obj_real_mlm", "block")
@@ -108,7 +110,7 @@ def objectives_side_by_side() -> None:
                    + md(", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t)))
     with cols[1]:
         st.subheader("Next token (GPT)")
-        st.plotly_chart(_mask_map(np.tril(np.ones((len(words), len(words)), bool)), list(words), list(words),
+        show_chart(_mask_map(np.tril(np.ones((len(words), len(words)), bool)), list(words), list(words),
                                   "Mask: each word sees the words before it"), key="obj_mask_next")  # fmt: skip
         _real(services.NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
         pairs = examples["next"]
@@ -118,7 +120,7 @@ def objectives_side_by_side() -> None:
         st.subheader("Span corruption (T5)")
         span = examples["span"]
         enc, dec = list(span.inputs), list(span.targets)
-        st.plotly_chart(_mask_map(np.ones((len(dec), len(enc)), bool), dec, enc,
+        show_chart(_mask_map(np.ones((len(dec), len(enc)), bool), dec, enc,
                                   "Cross-attention mask: the writer reads all of the input"), key="obj_mask_span")
         _real(services.SEQ2SEQ_MODEL, " ".join(words), None, layer, "obj_real_span", "cross")
         st.caption("**Example:** encoder reads " + md(" ".join(enc)) + "; the decoder writes " + md(" ".join(dec))
@@ -139,7 +141,7 @@ def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, b
     blocked = np.isneginf(att.mask(layer)) if att.causal else None
     fig = attention_heatmap(mean, list(att.tokens.strings), list(att.key_tokens.strings), blocked=blocked,
                             title=f"Real: {model_id}, layer {layer}, mean of heads", height=320)  # fmt: skip
-    st.plotly_chart(fig, key=key)
+    show_chart(fig, key=key)
 
 
 def fine_tuning() -> None:
@@ -187,12 +189,12 @@ def show_finetune_result(result) -> None:
     c.metric("Chance", f"{result.chance:.0%}", help=f"{round(1 / result.chance)} colours")
     layers = [f"layer {i}" for i in range(result.change.shape[0])]
     heads = [f"head {h}" for h in range(result.change.shape[1])]
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     with left:
         fig = attention_heatmap(result.change, layers, heads, title="How far each head's attention moved", height=300)
         fig.update_xaxes(title_text="head")
         fig.update_yaxes(title_text="layer")
-        st.plotly_chart(fig, key="finetune_change")
+        show_chart(fig, key="finetune_change")
         order = np.argsort(-result.change, axis=None)[:3]
         moved = ", ".join(f"layer {i // result.change.shape[1]} head {i % result.change.shape[1]} "
                           f"({result.change.flat[i]:.2f})" for i in order)
@@ -204,16 +206,16 @@ def show_finetune_result(result) -> None:
                                 height=300, zmax=1.0)
         fig.update_xaxes(title_text="head")
         fig.update_yaxes(title_text="layer")
-        st.plotly_chart(fig, key="finetune_colour")
+        show_chart(fig, key="finetune_colour")
         best = np.unravel_index(np.argmax(gain), gain.shape)
         st.caption(f"Before fine-tuning, layer {best[0]} head {best[1]} put {result.colour_before[best]:.0%} of the "
                    f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}.")
     layer, head = (int(x) for x in best)
     tokens = [f"{i} {t}" for i, t in enumerate(result.tokens)]
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     for col, patterns, when in ((left, result.before_patterns, "before"), (right, result.after_patterns, "after")):
         with col:
-            st.plotly_chart(attention_heatmap(patterns[layer, head], tokens, tokens, zmax=1.0, height=360,
+            show_chart(attention_heatmap(patterns[layer, head], tokens, tokens, zmax=1.0, height=360,
                                               title=f"Layer {layer}, head {head}, {when}: {shorten(result.probe_text)}"),
                             key=f"finetune_{when}")
     st.caption("The same held-out sentence and head before and after, on one colour scale; the first row is the "
@@ -261,7 +263,7 @@ def cost_of_attention() -> None:
                  help="Times one attention head, an RNN cell loop and a convolution at this n and d (a few seconds)."):
         with st.spinner("Measuring…"):
             times = services.measure_costs(int(n), int(d))
-        st.plotly_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key="cost_times")
+        show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key="cost_times")
         st.caption("Median of 3 calls each, one CPU thread, torch: the attention head is "
                    "`scaled_dot_product_attention` (what our models run); the RNN is a loop of `RNNCell` steps; "
                    "the convolution a `Conv1d` with kernel 3. The RNN's loop cannot use the parallel hardware.")

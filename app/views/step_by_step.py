@@ -11,6 +11,8 @@ import streamlit as st
 
 from app import services
 from app.components.examples import examples_picker
+from app.components.export import current_link, json_button, steps_record
+from app.components.theme import controls as folded_controls
 from app.components.pickers import (
     causal_toggle,
     layer_head,
@@ -22,7 +24,7 @@ from app.components.safe_text import md, quoted
 from app.components.step_calculator import calculator
 from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
-from app.state import PERSIST, clamp, current_text
+from app.state import PERSIST, K, clamp, current_text
 
 MAX_TOKENS_LIMIT = 1024
 QUERY_KEY = "step_query"
@@ -47,10 +49,12 @@ def pick_query(labels: list[str], strings) -> int:
 
 def walkthrough() -> None:
     """Pickers, one trace, and the six steps for the chosen query token."""
-    model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
+    with folded_controls("Sentence and model"):  # presenter mode: folded away
+        model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
+        if card is not None:
+            examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
     if card is None:
         return
-    examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
     text = current_text()
     family = card.family
     controls = st.columns([1, 1, 2, 2])
@@ -83,6 +87,12 @@ def walkthrough() -> None:
     render_steps(attention, steps, key_labels, query, head, query_label=labels[query])
     st.download_button("Download these steps as CSV", steps_csv(steps, key_labels), icon=":material/download:",
                        file_name=f"steps_L{layer}_H{head}_q{query}.csv", mime="text/csv")
+    settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
+    link = current_link("step_by_step", {K.model: model_id, K.layer: layer, K.head: head})
+    json_button("Download the numbers as JSON",
+                lambda: steps_record(model_id=model_id, att=attention, layer=layer, head=head, block=block,
+                                     query=query, steps=steps, settings=settings, link=link),
+                f"steps_L{layer}_H{head}_q{query}.json", key="step_json")
 
 
 def main() -> None:

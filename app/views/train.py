@@ -11,6 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.train_charts import (
     accuracy_chart,
     attention_grid,
@@ -172,7 +174,7 @@ def attention_view(p, index: int, info: dict) -> None:
     patterns = np.stack([trace.pattern(layer) for layer in range(trace.n_layers)])  # [L, H, n, n]
     ideal = info["ideal"] if info["ideal"] is not None and info["ideal"].shape[0] == trace.n_queries else None
     fig = attention_grid(patterns, list(trace.tokens.strings), ideal, blocked=np.isneginf(trace.mask(0)))
-    st.plotly_chart(fig, key=key("grid"))
+    show_chart(fig, key=key("grid"))
     tokens = " ".join(trace.tokens.strings)
     st.caption(f"Attention of every head (rows: layers) on the probe input `{tokens}` at step "
                f"{p.snapshots[index].step}. Each square: rows are queries (the token asking), columns keys (the "
@@ -184,14 +186,14 @@ def curves(p, index: int) -> None:
     metric = p.snapshots[-1].metric_name
     frame = curve_frame(p.snapshots, metric)
     rule = p.snapshots[index].step
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     with left:
-        st.altair_chart(loss_chart(frame, rule), key=key("loss_chart"))
+        show_chart(loss_chart(frame, rule), key=key("loss_chart"))
         st.caption("Cross-entropy loss: lower is better. Training loss is averaged over the steps since the "
                    "previous point; evaluation loss is on a fixed set of fresh examples. The dashed line is the step "
                    "shown in the attention grid.")
     with right:
-        st.altair_chart(accuracy_chart(frame, metric, rule), key=key("acc_chart"))
+        show_chart(accuracy_chart(frame, metric, rule), key=key("acc_chart"))
         st.caption(f"{metric.capitalize()}: the share of evaluation examples answered entirely right; token accuracy: "
                    "the share of answer tokens right.")
     st.download_button("Download the curves as CSV", lambda: frame.to_csv(index=False).encode(), "training_curves.csv",
@@ -201,8 +203,8 @@ def curves(p, index: int) -> None:
 def head_scores(p, index: int) -> None:
     if not p.head_scores or p.head_scores[-1].size == 0:
         return
-    st.altair_chart(head_score_chart(score_frame(p.snapshots, p.head_scores), p.snapshots[index].step),
-                    key=key("score_chart"))  # fmt: skip
+    show_chart(head_score_chart(score_frame(p.snapshots, p.head_scores), p.snapshots[index].step),
+               key=key("score_chart"))  # fmt: skip
     st.caption("For each head, the share of its attention (on the answer positions of the probe) that falls where "
                "the ideal pattern puts it: 1 = the head does exactly what solves the task. A line that jumps up "
                "is the moment that head 'clicks'.")

@@ -9,6 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.charts import show_chart
+from app.components.theme import side_by_side
 from app.components.pickers import load_model, typed_model_field
 from app.components.safe_text import quoted
 from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
@@ -99,13 +101,13 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
         with original:
             st.image(image, caption="The original", clamp=True)
     with left:
-        st.plotly_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key="vit_image")
+        show_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key="vit_image")
         st.caption(f"{described[:1].upper() + described[1:]}, as the model reads it: {trace.image.shape[0]}×{trace.image.shape[1]} pixels "
                    f"cut into {rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels "
                    "(blue lines). Each patch becomes one token, plus a [CLS] token that collects the answer.")
     with right:
         if len(trace.labels):
-            st.plotly_chart(probability_bars(trace.labels, trace.probs), key="vit_probs")
+            show_chart(probability_bars(trace.labels, trace.probs), key="vit_probs")
             st.caption(f"The model's answer is **{trace.prediction}** ({trace.probs.max():.0%}). Bars: the probability "
                        "of each class (the softmax of the class head's outputs), most likely first.")
         else:
@@ -114,16 +116,16 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
 
 def show_cls(trace, layer: int, head: int) -> np.ndarray:
     maps = services.vit_cls_maps(trace, layer)
-    left, right = st.columns([2, 3])
+    left, right = side_by_side([2, 3])
     with left:
-        st.plotly_chart(overlay(trace.image, maps[head], trace.patch_size, title=f"[CLS] → patches, layer {layer}, head {head}"),
-                        key="vit_cls")
+        show_chart(overlay(trace.image, maps[head], trace.patch_size, title=f"[CLS] → patches, layer {layer}, head {head}"),
+                   key="vit_cls")
         st.caption("Where the [CLS] token looks: the brighter a patch, the more of its information [CLS] takes in this "
                    "head (the [CLS] row of the attention pattern; the patches' weights plus [CLS]'s own sum to 1).")
         st.download_button("Download as CSV", csv_bytes(maps[head]), file_name=f"vit_cls_L{layer}_H{head}.csv",
                            mime="text/csv", icon=":material/download:")
     with right:
-        st.plotly_chart(overlay_grid(trace.image, maps, trace.patch_size, selected=head), key="vit_heads")
+        show_chart(overlay_grid(trace.image, maps, trace.patch_size, selected=head), key="vit_heads")
         st.caption(f"All {maps.shape[0]} heads of layer {layer} (the chosen one marked ▶), each coloured from 0 to its "
                    "own maximum: compare where they look, not how bright they are.")
     return maps
@@ -164,9 +166,9 @@ def show_patch(trace, layer: int, head: int) -> None:
         st.caption(f"Patch {patch} is row {r}, column {c} of the {rows}×{cols} grid.")
     with right:
         grid = services.vit_patch_map(trace, layer, head, patch)
-        st.plotly_chart(overlay(trace.image, grid, trace.patch_size, mark=patch, clickable=True,
-                                title=f"Patch {patch} → patches, layer {layer}, head {head}"),
-                        key="vit_patch_map", on_select="rerun", selection_mode="points")
+        show_chart(overlay(trace.image, grid, trace.patch_size, mark=patch, clickable=True,
+                           title=f"Patch {patch} → patches, layer {layer}, head {head}"),
+                   key="vit_patch_map", on_select="rerun", selection_mode="points")
         st.caption("The outlined patch is the query: colours show how much it attends to every patch (its row of the "
                    "attention pattern). Click another patch to make it the query. Patches often look at neighbours "
                    "or at patches with similar content.")
@@ -186,15 +188,15 @@ def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float, s
         rule = discard_rule_picker("vit_discard_rule", "`[CLS]`")
     fusion = fusion if fusion in FUSIONS else "mean"
     discard = min(max(float(st.session_state.get("vit_discard") or 0.0), 0.0), 0.9)
-    left, right = st.columns(2)
+    left, right = side_by_side(2)
     last = trace.attention.n_layers - 1
     title = f"Rollout, heads fused by {fusion}, discard {discard:.1f}" + (f" ({SHORT[rule]})" if discard > 0 else "")
     with left:
-        st.plotly_chart(overlay(trace.image, services.vit_rollout_map(model_id, image, fusion, discard, rule),
-                                trace.patch_size, title=title), key="vit_rollout")
+        show_chart(overlay(trace.image, services.vit_rollout_map(model_id, image, fusion, discard, rule),
+                           trace.patch_size, title=title), key="vit_rollout")
     with right:
-        st.plotly_chart(overlay(trace.image, services.vit_last_layer_map(trace, fusion), trace.patch_size,
-                                title=f"Raw attention of the last layer ({last}), {fusion} of heads"), key="vit_last")
+        show_chart(overlay(trace.image, services.vit_last_layer_map(trace, fusion), trace.patch_size,
+                           title=f"Raw attention of the last layer ({last}), {fusion} of heads"), key="vit_last")
     st.caption("Raw attention (right) only says where [CLS] looks in the last layer's *input*, which is already a mix "
                "of patches. Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
                "half-and-half with the residual connection, to estimate how much each *original* patch flows into "

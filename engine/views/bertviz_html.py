@@ -41,6 +41,39 @@ MAX_TOKENS = {"head": 64, "model": 48, "neuron": 64}
 #: 12 × 12-head model stops at 41 tokens in the model view and 64 in the head view; neuron view: + q/k)
 MAX_CELLS = {"head": 600_000, "model": 250_000, "neuron": 1_500_000}
 
+#: bertviz draws the model view 970 px wide and the opened neuron view about 1,010 px wide, whatever the
+#: window; in the app's iframe (~850 px at a 1280 px window) the model view lost heads 10–11 and the
+#: neuron view its right-hand panel. This script gives each drawing a viewBox of its own extent and
+#: lets it scale to the frame's width (never above its own size), each time bertviz draws one.
+FIT_JS = """
+(function () {
+  function fit(svg) {
+    var box = svg.getBBox();
+    var w = svg.getAttribute("width") || "", h = svg.getAttribute("height") || "";
+    var x0 = Math.min(0, box.x), y0 = Math.min(0, box.y);
+    var right = Math.max(w.indexOf("%") < 0 ? parseFloat(w) || 0 : 0, box.x + box.width);
+    var bottom = Math.max(h.indexOf("%") < 0 ? parseFloat(h) || 0 : 0, box.y + box.height);
+    if (!(right - x0 > 0 && bottom - y0 > 0)) return;
+    svg.setAttribute("viewBox", [x0, y0, right - x0, bottom - y0].join(" "));
+    svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
+    svg.style.width = "100%";
+    svg.style.maxWidth = (right - x0) + "px";
+    svg.style.height = "auto";
+    svg.setAttribute("data-fitted", "1");
+  }
+  function fitAll() {
+    document.querySelectorAll("#vis > svg:not([data-fitted])").forEach(fit);
+  }
+  new MutationObserver(fitAll).observe(document.body, {childList: true, subtree: true});
+  fitAll();
+})();
+"""
+
+
+def _fit_script() -> str:
+    return f"<script>{FIT_JS}</script>"
+
+
 _PARAMS = re.compile(r"const params = (\{.*?\}); // HACK", re.DOTALL)
 _NEURON_PARAMS = re.compile(r"window\.bertviz_params = (\{.*?\});\n", re.DOTALL)
 
@@ -180,7 +213,7 @@ def model_view_html(trace, *, enforce_limits: bool = True) -> str:
     if enforce_limits:
         _check_size(trace, "model")
     html_obj = model_view(**_bertviz_kwargs(trace), display_mode="light", html_action="return")
-    return _offline(html_obj.data, "bertviz model view")
+    return _offline(_fit_script() + html_obj.data, "bertviz model view")
 
 
 def head_view_height(trace) -> int:
@@ -269,7 +302,7 @@ def neuron_view_html(trace, layer: int = 0, head: int = 0, *, enforce_limits: bo
                 '<span class="dropdown-label">Head: </span><select id="att_head"></select> '
                 f"{filter_html}</span><div id=\"vis\"></div></div>")
     payload = json.dumps(params, separators=(",", ":")).replace("<", "\\u003c").replace("&", "\\u0026")
-    body = (controls + f"<script>window.bertviz_params = {payload};\n</script>"
+    body = (_fit_script() + controls + f"<script>window.bertviz_params = {payload};\n</script>"
             + f"<script>{_bertviz_js('neuron_view.js')}</script>")
     # rows beyond the first part's key count (cross-attention: more targets than sources) stay visible
     return offline_document(body, title="bertviz neuron view", extra_css="#vis svg{overflow:visible}")

@@ -7,7 +7,6 @@ import json
 import time
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from apptest_helpers import assert_clean, decode, messages, open_page
@@ -63,8 +62,10 @@ def test_start_trains_and_offers_the_model():
     at.run()
     assert_clean(at)
     assert any("Done: 60 steps" in m.value for m in at.markdown)
-    assert len(at.get("plotly_chart")) == 1  # the attention grid
-    assert len(at.get("vega_lite_chart")) == 3  # loss, accuracy, head scores (reverse has an ideal pattern)
+    # the attention grid, then loss, accuracy, head scores (reverse has an ideal pattern), all Plotly
+    assert len(at.get("plotly_chart")) == 4
+    curves = [json.loads(c.proto.spec) for c in at.get("plotly_chart")[1:]]
+    assert all(c["layout"]["height"] >= 200 for c in curves)
     grid = json.loads(at.get("plotly_chart")[0].proto.spec)
     # one heatmap of tiles: 1 layer × (4 heads + the ideal pattern), labelled on the x axis
     assert len(grid["data"]) == 1 and grid["layout"]["xaxis"]["ticktext"] == ["H0", "H1", "H2", "H3", "ideal"]
@@ -176,10 +177,9 @@ def test_time_lapse_moves_the_grid_and_the_rule_on_the_curves():
     n = expected.shape[0]
     head_1 = mosaic[:n, (n + 1):(n + 1) + n]  # tiles are separated by one empty column
     np.testing.assert_allclose(head_1, expected, atol=1e-6)
-    for chart in at.get("vega_lite_chart"):  # every curve carries the rule at that step (Arrow datasets)
-        frames = [pa.ipc.open_stream(d.data.data).read_pandas() for d in chart.proto.datasets]
-        rules = [f for f in frames if list(f.columns) == ["step"]]
-        assert len(rules) == 1 and rules[0]["step"].tolist() == [middle], frames
+    for chart in at.get("plotly_chart")[1:]:  # every curve carries the rule at that step (a dashed line shape)
+        shapes = json.loads(chart.proto.spec)["layout"]["shapes"]
+        assert len(shapes) == 1 and shapes[0]["x0"] == shapes[0]["x1"] == middle, shapes
 
 
 @pytest.fixture()

@@ -16,7 +16,6 @@ pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 90_000  # fresh server, busy 2-core machine: imports + the first training steps + plotly.js
 UPDATE_MS = 60_000
-VEGA = '[data-testid="stVegaLiteChart"]'
 OTHER_SESSION_BOUND_S = 60  # Explore's first chart in a second session while the first one trains
 
 
@@ -41,7 +40,7 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     button(page, "Start").click()
 
     # the loss curve and the attention grid appear, and the grid moves on as training goes
-    expect(page.locator(VEGA).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.locator(PLOT).nth(1)).to_be_visible(timeout=FIRST_DRAW_MS)  # the loss curve, after the grid
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
     expect(page.get_by_text(re.compile(r"Training on \*?\*?c(pu|uda)|Training on (cpu|cuda)"))).to_be_visible(
         timeout=UPDATE_MS)
@@ -81,7 +80,10 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     expect(page.get_by_text(re.compile(r"Stopped at step \d+"))).to_be_visible(timeout=UPDATE_MS)
     expect(page.get_by_text("Try the trained model")).to_be_visible(timeout=UPDATE_MS)
     assert grid_step(page) >= before_stop
-    expect(page.locator(VEGA)).to_have_count(3, timeout=UPDATE_MS)  # loss, accuracy, head scores
+    # the probe grid, then loss, accuracy and head scores (Plotly, each at least 200 px tall)
+    expect(page.locator(PLOT)).to_have_count(4, timeout=UPDATE_MS)
+    heights = [box["height"] for box in (c.bounding_box() for c in page.locator(PLOT).all()[1:]) if box]
+    assert len(heights) == 3 and min(heights) >= 200, heights
     expect_no_exception(page)
     page.wait_for_timeout(1500)  # let the charts finish drawing
     shot = artifacts / "train.png"

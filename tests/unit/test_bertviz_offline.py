@@ -15,6 +15,7 @@ import pytest
 import engine
 from engine.types import AttentionTrace, EngineError, Tokens
 from engine.views import bertviz_html as bv
+from engine.views.bertviz_html import FIT_JS
 from engine.views.offline_js import SHIM_MARKER, _package_file, library_js
 
 W_TOL = 0.5e-4 + 1e-7  # weights rounded to 4 decimals
@@ -62,7 +63,10 @@ def assert_offline(document: str) -> None:
     parser = TagCollector()
     parser.feed(document)
     assert set(parser.tags) <= PAGE_TAGS, set(parser.tags) - PAGE_TAGS
-    assert parser.tags.count("script") in (4, 5)  # d3, jQuery, shim, bertviz (+ the neuron view's params)
+    # d3, jQuery, shim, bertviz (+ the neuron view's params, + the fit-to-frame script of model/neuron views)
+    assert parser.tags.count("script") in (4, 5, 6)
+    if "bertviz model view" in document or "bertviz neuron view" in document:
+        assert any(FIT_JS in s for s in parser.scripts), "the model and neuron views scale to their frame"
     assert any(library_js("d3") == s for s in parser.scripts)
 
 

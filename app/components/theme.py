@@ -1,0 +1,193 @@
+"""One place for how charts look: font sizes, text colours, colour scales, and presenter mode.
+
+Why a module: every page builds Plotly figures in its own component, and a projector needs all of
+them to change together (larger type, darker text, a colour-blind-safe scale). Builders read
+:func:`current` for the colour scale and sizes they choose themselves; :func:`style` writes the rest
+(fonts, tick colours, the paper colour) into a figure's *layout*, where it overrides Streamlit's own
+Plotly template (that template only fills ``layout.template``, and its 12 px ticks in ``#808495``
+measured 3.7:1 against white, under the 4.5:1 WCAG asks for normal text).
+
+Presenter mode is on when the URL says ``?present=1`` on load or the sidebar toggle (session key
+``present``) is on. It stacks side-by-side charts (:func:`side_by_side`), folds page controls into an
+expander (:func:`controls`) and enlarges the page's type with a little CSS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import plotly.colors
+
+PRESENT_KEY = "present"
+DOWNLOAD_KEY = "chart_download_format"
+DOWNLOAD_FORMATS = ("png", "svg")
+
+
+def _scale(name: str) -> tuple[str, ...]:
+    """A Plotly sequential scale's colours, read from the installed plotly (not copied here)."""
+    return tuple(getattr(plotly.colors.sequential, name))
+
+
+@dataclass(frozen=True)
+class Theme:
+    """Every look-and-feel number a figure builder needs.
+
+    Attributes:
+        name: "default" or "presenter".
+        text: colour of tick labels, titles and legends (contrast with ``paper`` ≥ 4.5:1).
+        paper: figure background (written into the layout so the contrast is known, not inherited).
+        tick_px, axis_title_px, title_px, legend_px: font sizes in CSS pixels.
+        colorscale: Plotly name of the sequential scale of attention maps.
+        colors: that scale's colour stops (the log scale re-spaces them).
+        overlay_opacity: how opaque the ViT attention overlay is over the picture.
+        label_px: pixels one tick label needs along an axis (how densely labels are thinned).
+        stack: draw side-by-side charts one under the other.
+        css: extra CSS for the page (presenter: larger type).
+    """
+
+    name: str
+    text: str = "#1b2430"  # the app's textColor (.streamlit/config.toml): 15:1 on white
+    paper: str = "#ffffff"
+    tick_px: int = 13
+    axis_title_px: int = 14
+    title_px: int = 16
+    legend_px: int = 13
+    colorscale: str = "Blues"
+    colors: tuple[str, ...] = field(default_factory=lambda: _scale("Blues"))
+    overlay_opacity: float = 0.85
+    label_px: int = 15
+    stack: bool = False
+    css: str = ""
+
+
+DEFAULT = Theme(name="default")
+PRESENTER_CSS = """
+<style>
+/* presenter mode: everything Streamlit sizes in rem grows with the root font */
+html { font-size: 20px; }
+.stApp [data-testid="stCaptionContainer"], .stApp [data-testid="stCaptionContainer"] p { color: #1b2430; }
+.stApp [data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+</style>
+"""
+PRESENTER = Theme(
+    name="presenter", text="#000000", tick_px=18, axis_title_px=20, title_px=26, legend_px=18,
+    colorscale="Cividis", colors=_scale("Cividis"), overlay_opacity=0.9, label_px=24, stack=True,
+    css=PRESENTER_CSS,
+)  # fmt: skip
+
+
+def _flag(value: Any) -> bool:
+    """A query-parameter or session value read as a switch ("1", "true", "on", True)."""
+    if isinstance(value, (list, tuple)):
+        value = value[-1] if value else ""
+    return str(value).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def presenting_link() -> bool:
+    """True when this run's URL asks for presenter mode (``?present=1``)."""
+    import streamlit as st
+
+    return _flag(st.query_params.get(PRESENT_KEY, ""))
+
+
+def presenting() -> bool:
+    """True when presenter mode is on in this session (False outside a Streamlit run, e.g. a notebook)."""
+    try:
+        import streamlit as st
+
+        return bool(st.session_state.get(PRESENT_KEY, False))
+    except Exception:  # noqa: BLE001 — no script run context: the default look
+        return False
+
+
+def current() -> Theme:
+    """The theme of this session's run."""
+    return PRESENTER if presenting() else DEFAULT
+
+
+def download_format() -> str:
+    """"png" or "svg": what a chart's download button saves (the sidebar setting)."""
+    try:
+        import streamlit as st
+
+        value = st.session_state.get(DOWNLOAD_KEY, "png")
+    except Exception:  # noqa: BLE001
+        value = "png"
+    return value if value in DOWNLOAD_FORMATS else "png"
+
+
+def style(fig, theme: Theme | None = None):
+    """Write the theme's fonts and colours into ``fig``'s layout (in place) and return it.
+
+    Only text, tick and background properties are touched; sizes a builder set on purpose (a smaller
+    annotation) are kept unless presenter mode needs them larger.
+    """
+    t = theme or current()
+    tick = {"size": t.tick_px, "color": t.text}
+    axis = {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}},
+            "color": t.text}
+    layout = fig.layout
+    fig.update_layout(
+        font={"color": t.text, "size": t.tick_px}, paper_bgcolor=t.paper,
+        legend={"font": {"size": t.legend_px, "color": t.text}},
+        hoverlabel={"font": {"size": max(13, t.tick_px - 2)}},
+    )
+    if layout.title is not None and layout.title.text:
+        fig.update_layout(title={"font": {"size": t.title_px, "color": t.text}})
+    fig.update_xaxes(**axis)
+    fig.update_yaxes(**axis)
+    for trace in fig.data:  # colour bars of heatmaps
+        if getattr(trace, "type", "") in {"heatmap", "histogram2d", "contour"} and trace.showscale is not False:
+            trace.update(colorbar={"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}})
+    if t.stack:  # bigger annotations (head names over thumbnails) and a margin for bigger ticks
+        for note in layout.annotations or ():
+            note.update(font={"size": max(t.tick_px, note.font.size or 0), "color": t.text})
+    return fig
+
+
+def init_presenter() -> bool:
+    """Run by the entry point: presenter mode from ``?present=1`` on load, a sidebar toggle, and the
+    chart-download setting. Returns whether presenter mode is on."""
+    import streamlit as st
+
+    if PRESENT_KEY not in st.session_state:  # the link decides on load; the toggle after that
+        st.session_state[PRESENT_KEY] = presenting_link()
+    st.session_state[PRESENT_KEY] = bool(st.session_state[PRESENT_KEY])  # kept when a page is left
+    if st.session_state.get(DOWNLOAD_KEY) not in DOWNLOAD_FORMATS:  # new session, or the choice clicked off
+        st.session_state[DOWNLOAD_KEY] = "png"
+    st.session_state[DOWNLOAD_KEY] = st.session_state[DOWNLOAD_KEY]
+    with st.sidebar:
+        st.toggle("Presenter mode", key=PRESENT_KEY,
+                  help="For a projector: larger type, darker text, a colour-blind-safe colour scale, one chart "
+                       "at a time at full width, controls folded away. A link with ?present=1 opens in it.")
+        st.segmented_control("Chart downloads", DOWNLOAD_FORMATS, key=DOWNLOAD_KEY,
+                             format_func=str.upper,
+                             help="What the camera button above each chart saves: PNG (slides) or SVG (sharp "
+                                  "at any size, editable).")
+    on = bool(st.session_state[PRESENT_KEY])
+    if on:
+        st.html(PRESENTER_CSS)
+    return on
+
+
+def side_by_side(spec: int | list[float], **kwargs) -> list:
+    """``st.columns(spec)`` normally; in presenter mode as many full-width containers, one under the other."""
+    import streamlit as st
+
+    if current().stack:
+        return [st.container() for _ in range(spec if isinstance(spec, int) else len(spec))]
+    return list(st.columns(spec, **kwargs))
+
+
+@contextlib.contextmanager
+def controls(label: str = "Controls"):
+    """Page controls as they are; in presenter mode inside a collapsed expander (the chart gets the screen)."""
+    import streamlit as st
+
+    if current().stack:
+        with st.expander(label, icon=":material/tune:", expanded=False):
+            yield
+    else:
+        yield
