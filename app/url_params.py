@@ -279,6 +279,8 @@ _PRETRAINING = frozenset({"pretraining"})
 _MODEL_PAGES = TEXT_PAGES | {"positional"}
 
 PARAMS: tuple[Param, ...] = (
+    # every page: presenter mode (app/components/theme.py), so a shared link opens on the projector as it is
+    Param("present", boolean, False, ALL_PAGES),
     # the text pages' shared controls (app/components/pickers.py)
     Param(K.text, text(TEXT_READ_MAX), DEFAULT_TEXT, TEXT_PAGES, hide="text"),
     Param(K.model, catalog_model(), DEFAULTS[K.model], _MODEL_PAGES, hide="model"),

@@ -270,6 +270,16 @@ PAGE_LINKS = {
 }  # fmt: skip
 
 
+def test_presenter_mode_is_carried_by_the_link():
+    at = app_with({})
+    assert "present" not in at.query_params
+    at.toggle(key="present").set_value(True).run()
+    assert_clean(at)
+    assert at.query_params.get("present") == "1"
+    fresh = app_with({"present": "1"})
+    assert fresh.session_state["present"] is True and fresh.toggle(key="present").value
+
+
 def test_a_fill_in_the_blank_link_restores_the_sentence():
     at = app_with({})
     at.switch_page(str(ROOT / "app" / "views" / "pretraining.py"))
