@@ -300,6 +300,7 @@ PARAMS: tuple[Param, ...] = (
     Param("explore_decode", read_decoding, None, _EXPLORE, show=show_decoding),
     Param("write_request", read_decoding, None, _EXPLORE, show=show_decoding),
     Param("step_query", integer(0, 16_384), None, _STEP),
+    Param("focus", integer(0, 16_384), None, TEXT_PAGES),  # the highlighted token (app/components/linked_tokens.py)
     Param("bertviz_view", choice({"head": "head", "model": "model", "neuron": "neuron"}), "head",
           frozenset({"bertviz_views"})),
     Param("bertviz_digit", integer(0, _digits), 0, frozenset({"bertviz_views"})),

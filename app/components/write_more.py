@@ -16,6 +16,7 @@ import streamlit as st
 from app import services
 from app.components.charts import show_chart
 from app.components.heatmap import map_figure
+from app.components.linked_tokens import focus, outline
 from app.components.map_data import MapData
 from app.components.safe_text import md
 from engine.generation import MAX_NEW_TOKENS
@@ -116,7 +117,8 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
     for notice in trace.notices:
         st.caption(md(notice))
     start = trace.generated_from if trace.generated_from is not None else len(trace.tokens)
-    fig = mark_generated(map_figure(data, title=f"Layer {layer}, head {head} · prompt + generated"), data, start,
+    fig = outline(map_figure(data, title=f"Layer {layer}, head {head} · prompt + generated"), data, focus())
+    fig = mark_generated(fig, data, start,
                          len(trace.tokens))  # fmt: skip
     show_chart(fig, key=CHART_KEY)
     st.caption(

@@ -20,6 +20,7 @@ from app.components.theme import controls, side_by_side
 from app.components.head_views import clicked_in, model_view_figure
 from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
+from app.components.linked_tokens import focus, focus_picker, outline
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
 from app.components.examples import examples_picker
@@ -54,7 +55,8 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
     window = trace.window_of(layer)
     title = (f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
              + (f" · sliding window {window}" if window is not None else ""))
-    show_chart(map_figure(data, title=title, scale=opts.scale), key="main_heatmap")
+    fig = map_figure(data, title=title, scale=opts.scale)
+    show_chart(outline(fig, data, focus()) if block != "cross" else fig, key="main_heatmap")
     rows, cols = data.values.shape
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
@@ -85,7 +87,8 @@ def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, 
     left, right = side_by_side(2)  # presenter mode: one under the other, full width
     for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
         with col:
-            fig = map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420, zmax=top)
+            fig = outline(map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420,
+                                     zmax=top), data, focus())  # fmt: skip
             show_chart(fig, key=f"mask_{causal}")
     st.caption(
         "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
@@ -153,6 +156,8 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, f
             st.warning(services.friendly_error(err))
             return
         layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
+        if block != "cross":  # one sequence on both axes: a token has a row and a column
+            focus_picker(trace.tokens.strings, "explore")
         show_head(model_id, text, causal, max_tokens, trace, layer, head, block, decode)
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             show_grid(model_id, text, causal, max_tokens, trace, layer, head, block, decode)

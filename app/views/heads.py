@@ -21,6 +21,8 @@ from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
 from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
+from app.components.safe_text import quoted
+from app.components.linked_tokens import focus, focus_picker, outline
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.examples import examples_picker
 from app.components.pickers import (
@@ -72,7 +74,8 @@ def model_view_section(ctx: HeadsContext) -> None:
     data = services.head_view(*ctx.args, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
                               weighting=opts.weighting)
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    show_chart(map_figure(data, title=title, scale=opts.scale), key="heads_large")
+    fig = map_figure(data, title=title, scale=opts.scale)
+    show_chart(outline(fig, data, focus()) if services.block_is_square(ctx.block) else fig, key="heads_large")
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at; "
         + ("every row sums to 1. " if opts.weighting == "attention" else "colour is α·‖v‖, rows no longer sum to 1. ")
@@ -181,11 +184,13 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
             st.warning(services.friendly_error(err))
             return
         layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
+        if services.block_is_square(block):  # one sequence on both axes: a token has a row and a column
+            focus_picker(attention.tokens.strings, "heads")
         translation = getattr(trace, "output_text", None)
         st.caption(
             f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
             f"{attention.n_heads} heads · running on {services.device_label()}"
-            + (f" · translation: *{translation}*" if translation is not None else "")
+            + (f" · output: {quoted(translation)}" if translation is not None else "")
             + kv_sharing(attention, head)
         )
         run_sections(HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,

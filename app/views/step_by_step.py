@@ -20,6 +20,7 @@ from app.components.pickers import (
     show_notices,
     text_and_model,
 )
+from app.components.linked_tokens import FOCUS_KEY, focus
 from app.components.safe_text import md, quoted
 from app.components.step_calculator import calculator
 from app.components.step_sections import render_steps
@@ -35,14 +36,24 @@ def token_labels(strings) -> list[str]:
     return [f"{i} · {s}" for i, s in enumerate(strings)]
 
 
-def pick_query(labels: list[str], strings) -> int:
-    """The query-token picker; starts on "it" when the sentence has one (the classic example), else token 1."""
+def pick_query(labels: list[str], strings, linked: bool = True) -> int:
+    """The query-token picker; starts on the token highlighted on another page (linked tokens), else on "it"
+    when the sentence has one (the classic example), else token 1. With ``linked`` (self-attention: the
+    query is a token of the sentence), picking a query highlights that token on the other pages too."""
     n = len(labels)
     if QUERY_KEY not in st.session_state:
         words = [s.lower() for s in strings]
-        st.session_state[QUERY_KEY] = words.index("it") if "it" in words else min(1, n - 1)
+        shared = focus() if linked else None
+        st.session_state[QUERY_KEY] = (shared if shared is not None and shared < n
+                                       else words.index("it") if "it" in words else min(1, n - 1))  # fmt: skip
     clamp(QUERY_KEY, 0, n - 1)
+
+    def share() -> None:
+        if linked:
+            st.session_state[FOCUS_KEY] = st.session_state.get(QUERY_KEY)
+
     query = st.selectbox("Query token", list(range(n)), format_func=lambda i: labels[i], key=QUERY_KEY, **PERSIST,
+                         on_change=share,
                          help="The token whose attention is worked out below: where does it look, and what does it get?")
     return int(query)
 
@@ -73,7 +84,7 @@ def walkthrough() -> None:
     labels = token_labels(attention.tokens.strings)
     key_labels = labels if attention.key_tokens is attention.tokens else token_labels(attention.key_tokens.strings)
     with controls[2]:
-        query = pick_query(labels, attention.tokens.strings)
+        query = pick_query(labels, attention.tokens.strings, linked=attention.key_tokens is attention.tokens)
     show_notices(trace)
     output = getattr(trace, "output_text", None)
     if output is not None:

@@ -1,0 +1,95 @@
+"""Linked tokens: pick a token once and every attention map on the page outlines its row and its column.
+
+The chosen position lives in session state (``FOCUS_KEY``, also the ``focus`` URL parameter), so the
+highlight follows the user from Explore to Heads and Step by step. A token is picked by clicking it in
+a row of token buttons (short inputs) or from a keyboard-friendly select box (any length); the same
+picker clears it. :func:`outline` draws the highlight on any figure of the figure layer: one frame
+around the row (the token as a query) and one around the column (the token as a key), found through
+the map's block edges, so pooled overviews of long inputs and zoomed regions are outlined too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.components.map_data import MapData
+from app.state import PERSIST
+
+FOCUS_KEY = "focus"
+FOCUS_COLOR = "#e8590c"  # orange: apart from the blue scale and the grey mask
+PILLS_MAX = 40  # more tokens than this: the select box only
+
+
+def focus() -> int | None:
+    """The highlighted token position, or None."""
+    value = st.session_state.get(FOCUS_KEY)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def focus_picker(strings: list[str] | tuple[str, ...], key_prefix: str) -> int | None:
+    """The token picker above a page's maps; returns the highlighted position (None: none)."""
+    n = len(strings)
+    if focus() is not None and focus() >= n:  # a shorter sentence or another model
+        st.session_state[FOCUS_KEY] = None
+    labels = [f"{i} · {s}" for i, s in enumerate(strings)]
+    if n <= PILLS_MAX:
+        pills_key = f"{key_prefix}_focus_pills"
+        if st.session_state.get(pills_key) != focus():
+            st.session_state[pills_key] = focus()
+
+        def picked() -> None:
+            st.session_state[FOCUS_KEY] = st.session_state.get(pills_key)
+
+        st.pills("Highlight a token", list(range(n)), format_func=lambda i: _plain(strings[i]), key=pills_key,
+                 on_change=picked, help="Click a token to outline its row (where it looks) and its column (who "
+                 "looks at it) in every map on the page; click it again to clear.")  # fmt: skip
+    else:
+        options: list[int | None] = [None, *range(n)]
+        select_key = f"{key_prefix}_focus_select"
+        if st.session_state.get(select_key) != focus():
+            st.session_state[select_key] = focus()
+        st.selectbox("Highlight a token", options, key=select_key, format_func=lambda i: "none" if i is None
+                     else labels[i], on_change=lambda: st.session_state.__setitem__(FOCUS_KEY,
+                     st.session_state.get(select_key)), **PERSIST)  # fmt: skip
+    return focus()
+
+
+def _plain(token: str) -> str:
+    """A token as a pill label: markdown characters escaped (labels render markdown), spaces shown."""
+    from app.components.safe_text import md
+
+    return md(token) if token.strip() else "␣"
+
+
+def row_of(data: MapData, position: int) -> int | None:
+    """The row (block) of ``data`` that holds query ``position``, or None when it is not drawn."""
+    edges = np.asarray(data.q_edges)
+    if not edges[0] <= position < edges[-1]:
+        return None
+    return int(np.searchsorted(edges, position, side="right") - 1)
+
+
+def column_of(data: MapData, position: int) -> int | None:
+    """The column (block) of ``data`` that holds key ``position``, or None (hidden, or outside the zoom)."""
+    keys = np.asarray(data.k_pos)
+    j = int(np.searchsorted(keys, position))
+    if j >= keys.size or keys[j] != position:
+        return None
+    return int(np.searchsorted(np.asarray(data.k_edges), j, side="right") - 1)
+
+
+def outline(fig: go.Figure, data: MapData, position: int | None) -> go.Figure:
+    """Frame the row and the column of token ``position`` on a self-attention map drawn from ``data``
+    (queries and keys are one sequence; a row or column outside the drawn region is left out)."""
+    if position is None:
+        return fig
+    n_rows, n_cols = np.asarray(data.values).shape
+    line = {"color": FOCUS_COLOR, "width": 3}
+    row, col = row_of(data, position), column_of(data, position)
+    if row is not None:
+        fig.add_shape(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=row - 0.5, y1=row + 0.5, line=line)
+    if col is not None:
+        fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=-0.5, y1=n_rows - 0.5, line=line)
+    return fig
