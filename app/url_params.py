@@ -158,7 +158,8 @@ class Param:
     show: Callable[[Any], str | None] | None = None
 
     def write(self, value: Any) -> str | None:
-        """The link's string for ``value``; None when the link leaves it out (default, or too long)."""
+        """The link's string for ``value``; None when the link leaves it out (default, too long, or a value
+        its own reader would refuse)."""
         default = self.default() if callable(self.default) else self.default
         if value is None or value == default:
             return None
@@ -167,7 +168,13 @@ class Param:
         if self.show is not None:
             return self.show(value)
         out = as_text(value)
-        return out if len(out) <= TEXT_LINK_MAX else None
+        if len(out) > TEXT_LINK_MAX:
+            return None
+        try:  # a link carries only what a link can restore (e.g. not a 10,000-character model id)
+            self.read(out)
+        except (ValueError, TypeError):
+            return None
+        return out
 
 
 def _words(pairs: dict[str, str]) -> dict[str, str]:

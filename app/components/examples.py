@@ -129,8 +129,8 @@ def where_to_look(example: Example) -> str:
 def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
     """on_change of the picker: the sentence goes into the shared text box; a measured head is opened."""
     index = st.session_state.get(key)
-    if index is None:
-        return
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(examples):
+        return  # cleared, or a value the picker never offered (forged)
     example = examples[index]
     st.session_state[K.text] = example.text
     if example.layer is not None:
@@ -178,5 +178,4 @@ def unknown_words_hint(notice: str) -> str:
     """What to add to the unknown-words notice: where to find sentences this model reads in full."""
     if not notice.startswith(UNKNOWN_WORDS_LEAD):
         return ""
-    return (" The **Examples** picker (under the text box on Explore, Step by step and Heads) has sentences it "
-            "reads in full, and **Words this model knows** lists its vocabulary.")
+    return " See **Examples** and **Words this model knows** below the text box."

@@ -30,8 +30,8 @@ def answers() -> dict[str, int]:
 def _record(step_id: str, key: str) -> None:
     """on_change of a check's widget: keep the answer (a cleared widget records nothing)."""
     value = st.session_state.get(key)
-    if value is not None:
-        answers()[step_id] = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:  # a forged value records nothing
+        answers()[step_id] = value
 
 
 def _forget(step_id: str) -> None:

@@ -150,7 +150,7 @@ def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifact
     """A decoder's next-token bars, and the temperature slider redrawing them."""
     open_app(page, app_url)
     page.get_by_role("combobox", name="Model").click()
-    page.get_by_role("option", name=re.compile("stories", re.I)).first.click()
+    page.get_by_role("option", name=re.compile("GPT trained on stories", re.I)).first.click()
     box = page.locator('[data-testid="stTextArea"] textarea')
     box.fill("Lily found a red ball. She")
     box.press("Control+Enter")

@@ -61,7 +61,7 @@ def test_walk_the_lesson_answer_a_check_and_open_a_step(page: Page, app_url: str
     page.get_by_role("link", name=link.label).click()
     expect(page.get_by_role("heading", name="Explore attention", level=1)).to_be_visible(timeout=LOAD_MS)
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(STORY, timeout=LOAD_MS)
-    expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile("stories", re.I), timeout=LOAD_MS)
+    expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile("GPT trained on stories", re.I), timeout=LOAD_MS)
     expect(page.get_by_role("combobox", name="Layer")).to_have_value(link.params["layer"])
     expect(page.get_by_role("combobox", name="Head")).to_have_value(link.params["head"])
     expect_idle(page, LOAD_MS)

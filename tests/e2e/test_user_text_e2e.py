@@ -81,7 +81,7 @@ def test_explore_sentence_with_a_closed_vocabulary_model(guarded, app_url: str, 
     open_page(page, app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_MS)
     page.get_by_role("combobox", name="Model").click()
-    page.get_by_role("option", name=re.compile("stories", re.I)).first.click()
+    page.get_by_role("option", name=re.compile("GPT trained on stories", re.I)).first.click()
     box = page.locator('[data-testid="stTextArea"] textarea')
     box.fill(PAYLOAD)
     box.press("Control+Enter")

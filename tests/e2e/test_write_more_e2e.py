@@ -22,7 +22,7 @@ def test_write_more_on_the_stories_model(page: Page, app_url: str, artifacts: Pa
     page.goto(app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
     page.get_by_role("combobox", name="Model").click()
-    page.get_by_role("option", name=re.compile("stories", re.I)).first.click()
+    page.get_by_role("option", name=re.compile("GPT trained on stories", re.I)).first.click()
     box = page.locator('[data-testid="stTextArea"] textarea')
     box.fill(PROMPT)
     box.press("Control+Enter")
