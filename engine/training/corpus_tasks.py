@@ -45,8 +45,12 @@ class StoriesTask(Task):
     description: ClassVar[str] = "Predict the next word of short generated children's stories."
     metric_name: ClassVar[str] = "next-token accuracy"
 
+    def _vocab(self) -> Vocab:
+        """The stories' words (a subclass may add tokens, e.g. the masked-LM task's ``<mask>``)."""
+        return Vocab.from_words(story_vocab())
+
     def __post_init__(self) -> None:
-        vocab = Vocab.from_words(story_vocab())
+        vocab = self._vocab()
         stories = story_corpus(self.n_stories, self.seed)
         train, test = train_test_split(stories, self.test_fraction, self.seed, key=tuple)
 

@@ -13,14 +13,15 @@ A window of the story stream is read whole (no causal mask). Of its word tokens 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
-from engine.corpora import story_corpus, story_vocab, train_test_split
-from engine.training.task_base import IGNORE, Batch, Task, token_accuracy
-from engine.vocab import BOS_ID, EOS_ID, MASK, SPECIALS, Vocab
+from engine.corpora import story_vocab
+from engine.training.corpus_tasks import StoriesTask
+from engine.training.task_base import IGNORE, Batch, token_accuracy
+from engine.vocab import BOS_ID, MASK, SPECIALS, Vocab
 
 MASK_RATE = 0.15
 #: of the chosen positions: replaced by <mask>, by a random word, kept as they are
@@ -63,49 +64,17 @@ def mask_tokens(ids: torch.Tensor, generator: torch.Generator, *, mask_id: int, 
 
 
 @dataclass(frozen=True)
-class MaskedStoriesTask(Task):
-    """Masked-token prediction on generated stories (bidirectional: ``causal = False``).
-
-    Attributes:
-        seq_len_: tokens per window.
-        n_stories: stories generated (train + held out).
-        test_fraction: share of stories held out for evaluation.
-        seed: the corpus seed.
-    """
-
-    seq_len_: int = 64
-    n_stories: int = 20_000
-    test_fraction: float = 0.05
-    seed: int = 0
-    _data: dict = field(init=False, repr=False, compare=False)
+class MaskedStoriesTask(StoriesTask):
+    """Masked-token prediction on the generated stories (bidirectional: ``causal = False``); the same
+    corpus, split and windows as :class:`~engine.training.corpus_tasks.StoriesTask`, masked by :func:`mask_tokens`."""
 
     name: ClassVar[str] = "masked stories"
     description: ClassVar[str] = "Fill in masked words of short generated children's stories (BERT's objective)."
     metric_name: ClassVar[str] = "masked-token accuracy"
     causal: ClassVar[bool] = False
 
-    def __post_init__(self) -> None:
-        vocab = stories_mlm_vocab()
-        stories = story_corpus(self.n_stories, self.seed)
-        train, test = train_test_split(stories, self.test_fraction, self.seed, key=tuple)
-
-        def stream(items: list[list[str]]) -> torch.Tensor:
-            ids: list[int] = []
-            for words in items:
-                ids += [BOS_ID, *vocab.encode(words), EOS_ID]
-            return torch.tensor(ids, dtype=torch.long)
-
-        words = torch.arange(len(SPECIALS), len(vocab) - 1)  # every id but the specials and <mask>
-        object.__setattr__(self, "_data", {"vocab": vocab, "train": stream(train), "test": stream(test),
-                                           "words": words})  # fmt: skip
-
-    @property
-    def vocab(self) -> Vocab:
-        return self._data["vocab"]
-
-    @property
-    def seq_len(self) -> int:
-        return self.seq_len_
+    def _vocab(self) -> Vocab:
+        return stories_mlm_vocab()
 
     @property
     def mask_id(self) -> int:
@@ -114,7 +83,8 @@ class MaskedStoriesTask(Task):
     def _batch(self, data: torch.Tensor, batch_size: int, generator: torch.Generator) -> Batch:
         starts = torch.randint(len(data) - self.seq_len_, (batch_size,), generator=generator)  # (B,)
         window = data[starts[:, None] + torch.arange(self.seq_len_)[None, :]]  # (B, T)
-        inputs, targets = mask_tokens(window, generator, mask_id=self.mask_id, word_ids=self._data["words"])
+        words = torch.arange(len(SPECIALS), self.mask_id)  # every id but the specials and <mask>
+        inputs, targets = mask_tokens(window, generator, mask_id=self.mask_id, word_ids=words)
         return Batch(inputs=inputs, targets=targets)
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:

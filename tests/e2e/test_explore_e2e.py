@@ -155,6 +155,8 @@ def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifact
     box.fill("Lily found a red ball. She")
     box.press("Control+Enter")
     expect_tick(page, "lily")
+    expect_settled(page)  # the model switch and the new sentence fully redrawn: one tab bar, not two
+    expect(page.get_by_role("tab", name="What comes next?")).to_have_count(1, timeout=REDRAW_MS)
     page.get_by_role("tab", name="What comes next?").click()
     expect(page.locator(PLOT)).to_have_count(2, timeout=REDRAW_MS)  # the head, and the bars
     bars = page.locator('[data-testid="stPlotlyChart"]').nth(1)
