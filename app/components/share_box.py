@@ -8,6 +8,7 @@ controls in the link (``hide=``) without hiding them on their own screen. The QR
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from urllib.parse import urlencode, urlsplit
@@ -22,9 +23,16 @@ LOCK_LABELS = {"text": "text", "model": "model", "layer": "layer", "head": "head
                "max_tokens": "token limit", "block": "attention block", "tabs": "tabs"}  # fmt: skip
 
 
+OPEN_KEY = "share_open"
+
+
 def share_expander():
-    """The expander (drawn each full run, before the page) and the placeholder the link is drawn into."""
-    box = st.sidebar.expander("Share this view", icon=":material/share:")
+    """The expander (drawn each full run, before the page) and the placeholder the link is drawn into; None
+    while it is closed. Lazy: a closed box builds no link, QR code or copy button (about 20–50 ms of server
+    and browser work on every rerun, for a box most reruns never show); opening it reruns the page."""
+    box = st.sidebar.expander("Share this view", icon=":material/share:", key=OPEN_KEY, on_change="rerun")
+    if box.open is False:
+        return None
     with box:
         st.multiselect("Lock in the shared link", list(HIDEABLE), key=LOCK_KEY,
                        format_func=lambda name: LOCK_LABELS.get(name, name), placeholder="Nothing locked",
@@ -52,8 +60,12 @@ def with_lock(link: str, hidden: tuple[str, ...]) -> str:
     return f"{base}?" + "&".join([*kept, urlencode({HIDE: ",".join(lock)})])
 
 
+@functools.lru_cache(maxsize=64)
 def qr_png(link: str) -> bytes | None:
-    """The QR code of ``link`` as PNG bytes (error correction L, the most room); None when it does not fit."""
+    """The QR code of ``link`` as PNG bytes (error correction L, the most room); None when it does not fit.
+
+    Kept per link (~20 ms to encode): a full rerun draws the box, and the fragment inside it draws it again
+    with the same link."""
     import segno
 
     try:

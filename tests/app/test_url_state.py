@@ -21,10 +21,13 @@ STORIES_LABEL = "Tiny GPT trained on stories (own)"
 HOST = "http://school.example:8501"
 
 
-def app_with(params: dict[str, str], **context) -> AppTest:
-    """A fresh session opened from a link with ``params`` (a new tab, or a reload)."""
+def app_with(params: dict[str, str], share: bool = False, **context) -> AppTest:
+    """A fresh session opened from a link with ``params`` (a new tab, or a reload); ``share``: with the
+    sidebar's Share box opened (closed, it builds nothing)."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.query_params.update(params)
+    if share:
+        at.session_state["share_open"] = True
     if context:
         at.context = context
     at.run()
@@ -223,7 +226,9 @@ def test_the_share_box_shows_the_full_link_and_a_qr_code_of_exactly_it(monkeypat
         return png
 
     monkeypatch.setattr(share_box, "qr_png", recording)
-    at = app_with({"text": SENTENCE, "layer": "2"}, url=f"{HOST}/")
+    closed = app_with({"text": SENTENCE, "layer": "2"}, url=f"{HOST}/")
+    assert not closed.sidebar.code and not closed.sidebar.get("image") and not drawn  # lazy while closed
+    at = app_with({"text": SENTENCE, "layer": "2"}, share=True, url=f"{HOST}/")
     link = at.sidebar.code[0].value
     assert link == f"{HOST}/?text=Lily+found+a+red+ball.+She+gave+it+to+Tom.&layer=2"
     assert at.sidebar.get("image"), "no QR code drawn"
@@ -239,7 +244,7 @@ def test_the_share_box_shows_the_full_link_and_a_qr_code_of_exactly_it(monkeypat
 
 
 def test_the_share_box_names_the_page():
-    at = app_with({}, url=f"{HOST}/")
+    at = app_with({}, share=True, url=f"{HOST}/")
     at.switch_page(str(ROOT / "app" / "views" / "bahdanau.py"))
     at.query_params.update({"bahdanau_variant": "dot", "bahdanau_text": "the cat is small"})
     at.run()
@@ -249,7 +254,7 @@ def test_the_share_box_names_the_page():
 
 
 def test_a_link_too_long_for_a_qr_code_says_so():
-    at = app_with({"text": "word " * 1200})
+    at = app_with({"text": "word " * 1200}, share=True)
     assert any("too long for a QR code" in str(c.value) for c in at.sidebar.caption)
     assert not at.sidebar.get("image")
 
