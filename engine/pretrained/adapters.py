@@ -52,6 +52,43 @@ NOT_CAPTURING = (
 )
 
 
+def display_tokens(tokenizer, ids: Sequence[int], byte_level: bool) -> Tokens:
+    """Display tokens of ``ids`` (typed or written by the model): byte-level pieces decoded, others cleaned;
+    special tokens as they are, ``[UNK]`` not special (it stands for the user's text)."""
+    ids = list(ids)
+    special = special_flags(tokenizer, ids)
+    show = byte_level_display if byte_level else clean_token
+    strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))
+    return Tokens(strings=strings, ids=tuple(ids), special=special)
+
+
+def tokenize_text(tokenizer, text: str, max_tokens: int, byte_level: bool) -> tuple[list[int], Tokens, int]:
+    """Token ids of ``text`` (special tokens added, cut to ``max_tokens``), display tokens, the uncut count.
+
+    Raises:
+        EmptyInputError: only special tokens.
+    """
+    full = tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    n_total = len(full)
+    if n_total > max_tokens:
+        ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_tokens)["input_ids"]
+    else:
+        ids = list(full)
+    tokens = display_tokens(tokenizer, ids, byte_level)
+    if all(tokens.special):
+        raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
+    return list(ids), tokens, n_total
+
+
+def prepare_text(model: Model, text: str, max_tokens: int, byte_level: bool) -> tuple[list[int], Tokens, int, int, int]:
+    """Clean, check and tokenize ``text`` for a Hugging Face ``model`` (decoder, encoder or an encoder-decoder's
+    source): ``(ids, tokens, uncut count, max_tokens as asked, characters cut)``."""
+    text, cut_chars = clean_input(text)
+    requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
+    ids, tokens, n_total = tokenize_text(model.tokenizer, text, min(requested, model.max_positions), byte_level)
+    return ids, tokens, n_total, requested, cut_chars
+
+
 def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Module]) -> list:
     """One recorded attention call per layer, matched by module identity.
 
@@ -171,26 +208,12 @@ class HFTextAdapter:
     # ---- tokens ------------------------------------------------------------------------------
     def tokenize(self, tokenizer, text: str, max_tokens: int) -> tuple[list[int], Tokens, int]:
         """Token ids (cut to ``max_tokens``), display tokens, and the uncut token count."""
-        full = tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-        n_total = len(full)
-        if n_total > max_tokens:
-            ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_tokens)["input_ids"]
-        else:
-            ids = list(full)
-        special = special_flags(tokenizer, ids)  # [UNK] stands for the user's text: not special
-        if all(special):
-            raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
-        show = byte_level_display if self.byte_level else clean_token
-        strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))
-        return list(ids), Tokens(strings=strings, ids=tuple(ids), special=special), n_total
+        return tokenize_text(tokenizer, text, max_tokens, self.byte_level)
 
     def prepare(self, model: Model, text: str, max_tokens: int) -> tuple[list[int], Tokens, int, int, int]:
         """Clean, check and tokenize ``text`` for ``model``: ``(ids, tokens, uncut count, max_tokens as
         asked, characters cut)``; what every trace of a Hugging Face text model starts with."""
-        text, cut_chars = clean_input(text)
-        requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
-        ids, tokens, n_total = self.tokenize(model.tokenizer, text, min(requested, model.max_positions))
-        return ids, tokens, n_total, requested, cut_chars
+        return prepare_text(model, text, max_tokens, self.byte_level)
 
     # ---- causal toggle -----------------------------------------------------------------------
     def causal_kwargs(self, module: nn.Module, n: int, causal: bool, device: torch.device, *, default: bool) -> dict:

@@ -18,16 +18,9 @@ import torch
 from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_for
 from engine.generation import DecodeSettings
 from engine.model import Model
-from engine.text import byte_level_display, clean_token, length_notices, special_flags
-from engine.types import AttentionTrace, EngineError, Tokens
-
-
-def display_tokens(adapter, tokenizer, ids: list[int]) -> Tokens:
-    """Display tokens for ids the model wrote (no text to tokenize): pieces cleaned as the adapter does."""
-    special = special_flags(tokenizer, ids)
-    show = byte_level_display if adapter.byte_level else clean_token
-    pieces = tokenizer.convert_ids_to_tokens(ids)
-    return Tokens(strings=tuple(p if s else show(p) for p, s in zip(pieces, special)), ids=tuple(ids), special=special)
+from engine.pretrained.adapters import display_tokens
+from engine.text import length_notices
+from engine.types import AttentionTrace, EngineError
 
 
 def stop_ids(model: Model) -> set[int]:
@@ -70,6 +63,6 @@ def generate(adapter, model: Model, prompt: str, settings: DecodeSettings, *, ma
     all_ids = [*ids, *new]
     capped = len(new) < settings.max_new_tokens and not stopped
     said = generation_notice(settings, len(new), stopped, capped, model.max_positions)
-    tr = adapter.trace_ids(model, all_ids, display_tokens(adapter, model.tokenizer, all_ids), causal=True,
+    tr = adapter.trace_ids(model, all_ids, display_tokens(model.tokenizer, all_ids, adapter.byte_level), causal=True,
                            notices=(*notices, said, *((notice,) if notice else ())))  # fmt: skip
     return dataclasses.replace(tr, generated_from=len(ids), truncated=n_total > len(ids), n_input_tokens=n_total)

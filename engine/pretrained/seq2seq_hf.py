@@ -29,9 +29,9 @@ from torch import nn
 
 from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
 from engine.model import Model
-from engine.text import (byte_level_display, check_max_tokens, clean_input, clean_token, length_notices,
-                         special_flags)  # fmt: skip
-from engine.types import AttentionTrace, EmptyInputError, EngineError, Seq2SeqTrace, Tokens
+from engine.pretrained.adapters import display_tokens, prepare_text
+from engine.text import length_notices
+from engine.types import AttentionTrace, EngineError, Seq2SeqTrace, Tokens
 
 #: model types read here, with how each encodes positions
 POSITIONS = {"t5": "relative", "mt5": "relative", "bart": "learned", "marian": "sinusoidal"}
@@ -58,29 +58,12 @@ class Seq2SeqHFAdapter:
     family: str = "encoder-decoder"
 
     # ---- tokens ------------------------------------------------------------------------------
-    def _tokens(self, tokenizer, ids: list[int]) -> Tokens:
-        special = special_flags(tokenizer, ids)
-        show = byte_level_display if self.byte_level else clean_token
-        pieces = tokenizer.convert_ids_to_tokens(ids)
-        return Tokens(strings=tuple(p if s else show(p) for p, s in zip(pieces, special)), ids=tuple(ids),
-                      special=special)  # fmt: skip
-
     def source(self, model: Model, text: str, max_tokens: int) -> tuple[list[int], Tokens, list[str], int]:
         """Source ids (cut to ``max_tokens``), display tokens, notices and the uncut count."""
-        text, cut_chars = clean_input(text)
-        tokenizer = model.tokenizer
-        requested = check_max_tokens(max_tokens, tokenizer.num_special_tokens_to_add() + 1)
-        limit = min(requested, model.max_positions)
-        ids = tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-        n_total = len(ids)
-        if n_total > limit:
-            ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
-        tokens = self._tokens(tokenizer, list(ids))
-        if all(tokens.special):
-            raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
+        ids, tokens, n_total, requested, cut_chars = prepare_text(model, text, max_tokens, self.byte_level)
         notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
                                  cut_chars=cut_chars)  # fmt: skip
-        return list(ids), tokens, notices, n_total
+        return ids, tokens, notices, n_total
 
     def position_table(self, module: nn.Module) -> tuple[np.ndarray, str, str] | None:
         """The encoder's position vectors ``[pos, d_model]``, their kind and module name; None for T5 (a bias).
@@ -183,7 +166,7 @@ class Seq2SeqHFAdapter:
             return generated, finished, tgt_ids, self.capture(module, device, src_ids, tgt_ids)
 
         (generated, finished, tgt_ids, parts), device, notice = model.run(run)
-        target = self._tokens(model.tokenizer, tgt_ids)
+        target = display_tokens(model.tokenizer, tgt_ids, self.byte_level)
         kind = POSITIONS.get(self.model_type, "learned")
         if not finished:
             notices.append(f"The output did not end within {len(generated)} tokens; it was cut there.")
