@@ -61,6 +61,16 @@ def settings_form(form_key: str = FORM_KEY, button: str = "Write more", tokens: 
     return (n_new, True, temperature, top_k, top_p, seed)
 
 
+def remembered(key: str, asked: tuple | None, model_id: str, text: str, max_tokens: int) -> tuple | None:
+    """Decoding settings kept in session state ``key`` with the model, text and token limit they were asked
+    for (``asked``: a form just submitted); None once any of those changed, or before any request."""
+    view = (model_id, text, int(max_tokens))
+    if asked is not None:
+        st.session_state[key] = (*view, tuple(asked))
+    request = st.session_state.get(key)
+    return request[3] if request and tuple(request[:3]) == view else None
+
+
 def generated_markdown(prompt: str, rest: str) -> str:
     """The prompt as plain text, then the generated part highlighted; both escaped (shown literally)."""
     lead = " " if rest[:1].isspace() else ""
@@ -97,19 +107,15 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
     if causal is False:
         st.caption("The model writes with its causal mask on, as it was trained: the mask toggle above changes "
                    "the first chart only.")
-    asked = settings_form()
-    if asked is not None:
-        st.session_state[REQUEST_KEY] = (model_id, text, int(max_tokens), tuple(asked))
-    request = st.session_state.get(REQUEST_KEY)
-    if not request or request[:3] != (model_id, text, int(max_tokens)):
+    settings = remembered(REQUEST_KEY, settings_form(), model_id, text, max_tokens)
+    if settings is None:
         st.caption("Set how many tokens and how to pick them, then press **Write more**: the model adds one "
                    "token at a time, each time reading everything before it.")
         return
-    settings = request[3]
     try:
         with st.spinner("The model is writing…"):
             trace, prompt, rest = services.get_generation(model_id, text, max_tokens, settings)
-            data = services.generation_view(model_id, text, max_tokens, settings, layer, head)
+            data = services.head_view(model_id, text, None, max_tokens, "self", layer, head, decode=settings)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))
         return

@@ -41,7 +41,7 @@ from app.services.core import (
     session_id,
     warm_up,
 )
-from app.services.generate import generation_view, get_generation
+from app.services.generate import get_generation
 from app.services.heads import (
     HEAD_BLOCKS,
     MODEL_VIEW_CELLS,
@@ -120,7 +120,7 @@ __all__ = [
     # core
     "MAX_JOBS", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "list_models", "policy", "session_id", "warm_up",
     # generate
-    "generation_view", "get_generation",
+    "get_generation",
     # pretraining
     "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_steps", "get_fill_mask", "layer_costs",
     "measure_costs", "mlm_vocabulary", "objective_examples",

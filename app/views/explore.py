@@ -27,7 +27,7 @@ from app.components.examples import examples_picker
 from app.components.pickers import (causal_toggle, kv_sharing, layer_head, page_tabs, pick_block, show_notices,
                                     text_and_model)
 from app.components.safe_text import quoted
-from app.components.write_more import settings_form, show_write_more
+from app.components.write_more import remembered, settings_form, show_write_more
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 from app.state import K, current_text
 from app.url_state import synced
@@ -122,10 +122,7 @@ def decoding(model_id: str, text: str, max_tokens: int) -> tuple | None:
         st.caption("The output is written one token at a time. Greedy takes the most likely token each step; "
                    "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed.")
         asked = settings_form("decode_form", "Decode again", SEQ2SEQ_NEW_TOKENS, prefix="decode")
-    if asked is not None:
-        st.session_state[DECODE_KEY] = (model_id, text, int(max_tokens), tuple(asked))
-    request = st.session_state.get(DECODE_KEY)
-    return request[3] if request and request[:3] == (model_id, text, int(max_tokens)) else None
+    return remembered(DECODE_KEY, asked, model_id, text, max_tokens)
 
 
 def show_output(trace) -> None:
