@@ -125,17 +125,19 @@ def to_json(record: dict[str, Any]) -> bytes:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
-def current_link(page_path: str, view_params: dict[str, Any]) -> str:
-    """:func:`page_link` for this run: the browser's URL and query parameters, the view's over them."""
+def current_link(page_path: str) -> str:
+    """:func:`page_link` of the view on screen: the browser's address and the page's own link parameters
+    (``app.url_state.page_params``: the same link the Share box gives, a typed model as ``hub_id``)."""
     import streamlit as st
+
+    from app.url_state import page_params
 
     try:
         base = st.context.url
     except Exception:  # noqa: BLE001 — no browser (AppTest, a bare run)
         base = None
-    params = {k: v for k, v in st.query_params.to_dict().items()}
-    params.update(view_params)
-    return page_link(base, params, page_path)
+    base = base.split("?", 1)[0].split("#", 1)[0] if base else None
+    return page_link(base, page_params(), page_path)
 
 
 def head_json_button(model_id: str, att, layer: int, head: int, block: str, ranges, data: MapData, opts,
@@ -148,13 +150,12 @@ def head_json_button(model_id: str, att, layer: int, head: int, block: str, rang
         settings: the page's causal flag and token limit (and an encoder-decoder's decoding).
     """
     from app.components.heatmap import colorscale
-    from app.state import K
 
     q_range, k_range = ranges
     region = (tuple(q_range or (0, att.n_queries)), tuple(k_range or (0, att.n_keys)))
     settings = {**settings, "colour_scale": opts.scale, "colorscale": colorscale(), "weighting": opts.weighting,
                 "hide_sink_columns": bool(opts.hide_sinks)}
-    link = current_link(page, {K.model: model_id, K.layer: layer, K.head: head})
+    link = current_link(page)
     json_button("Download the numbers as JSON",
                 lambda: head_record(page=page, model_id=model_id, att=att, layer=layer, head=head, block=block,
                                     region=region, settings=settings, link=link, shown=data),

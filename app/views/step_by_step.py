@@ -25,7 +25,7 @@ from app.components.safe_text import md, quoted
 from app.components.step_calculator import calculator
 from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
-from app.state import PERSIST, K, clamp, current_text
+from app.state import PERSIST, clamp, current_text
 
 MAX_TOKENS_LIMIT = 1024
 QUERY_KEY = "step_query"
@@ -99,7 +99,7 @@ def walkthrough() -> None:
     st.download_button("Download these steps as CSV", steps_csv(steps, key_labels), icon=":material/download:",
                        file_name=f"steps_L{layer}_H{head}_q{query}.csv", mime="text/csv")
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
-    link = current_link("step_by_step", {K.model: model_id, K.layer: layer, K.head: head})
+    link = current_link("step_by_step")
     json_button("Download the numbers as JSON",
                 lambda: steps_record(model_id=model_id, att=attention, layer=layer, head=head, block=block,
                                      query=query, steps=steps, settings=settings, link=link),
