@@ -23,9 +23,9 @@ import torch
 from torch import nn
 
 from engine.types import EngineError
-from engine.vocab import BOS_ID, PAD_ID, Vocab, tokenize
+from engine.corpora.stories.lexicon import COLOURS  # the stories' colour words
+from engine.vocab import BOS_ID, PAD_ID, Vocab
 
-COLOURS = ("red", "blue", "green", "yellow", "pink", "white", "black", "brown")
 MAX_STEPS = 500
 PROBES = 32  # held-out sentences the attention change is measured on
 
@@ -182,4 +182,4 @@ def finetune(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: float = 
                          after_patterns=after[0], tokens=tuple(words))  # fmt: skip
 
 
-__all__ = ["COLOURS", "ColourTask", "FinetuneProgress", "FinetuneResult", "MAX_STEPS", "finetune", "tokenize"]
+__all__ = ["ColourTask", "FinetuneProgress", "FinetuneResult", "MAX_STEPS", "finetune"]
