@@ -45,9 +45,12 @@ def mlm_vocabulary() -> list[str]:
 
 
 def objective_examples(words: tuple[str, ...], seed: int = 0) -> dict:
-    """The three objectives' training examples made from ``words`` (see ``engine.analysis.objectives``)."""
+    """The three objectives' training examples made from ``words``, and the encoder's and decoder's masks over
+    them (see ``engine.analysis.objectives``)."""
     words = list(words)
     return {
+        "bidirectional": objectives.bidirectional_mask(len(words)),
+        "causal": objectives.causal_mask(len(words)),
         "masked": objectives.masked_example(words, mlm_vocabulary(), seed=seed),
         "next": objectives.next_token_examples(words),
         "span": objectives.span_example(words, seed=seed),

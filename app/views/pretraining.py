@@ -102,16 +102,15 @@ def objectives_side_by_side() -> None:
     with cols[0]:
         st.subheader("Masked LM (BERT)")
         masked = examples["masked"]
-        show_chart(_mask_map(np.ones((len(words), len(words)), bool), list(words), list(words),
-                                  "Mask: everyone sees everyone"), key="obj_mask_mlm")  # fmt: skip
-        _real(services.MLM_MODEL, " ".join("[MASK]" if w == "[MASK]" else w for w in masked.inputs), False,
-              layer, "obj_real_mlm", "block")
+        show_chart(_mask_map(examples["bidirectional"], list(words), list(words), "Mask: everyone sees everyone"),
+                   key="obj_mask_mlm")
+        _real(services.MLM_MODEL, " ".join(masked.inputs), False, layer, "obj_real_mlm", "self")
         st.caption("**Example:** " + md(" ".join(masked.inputs)) + " → predict "
                    + md(", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t)))
     with cols[1]:
         st.subheader("Next token (GPT)")
-        show_chart(_mask_map(np.tril(np.ones((len(words), len(words)), bool)), list(words), list(words),
-                                  "Mask: each word sees the words before it"), key="obj_mask_next")  # fmt: skip
+        show_chart(_mask_map(examples["causal"], list(words), list(words), "Mask: each word sees the words before it"),
+                   key="obj_mask_next")
         _real(services.NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
         pairs = examples["next"]
         st.caption(f"**{len(pairs)} examples from one sentence**, e.g. " + "; ".join(
@@ -132,7 +131,7 @@ def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, b
     """The mean of the heads of one layer of ``model_id`` on ``text`` (the block of an encoder-decoder)."""
     try:
         trace = services.get_trace(model_id, text, causal, 64)
-        att = services.attention_block(trace, block if block != "block" else "self")
+        att = services.attention_block(trace, block)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))
         return
