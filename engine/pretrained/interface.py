@@ -48,14 +48,10 @@ class LayerRecord:
 
 @dataclass
 class Recorder:
-    """Per-trace store of what each attention call received.
-
-    ``layers``: layer index → record (decoder-only models, whose attention modules carry
-    ``layer_idx``); ``calls``: every call in order as ``(module, record)``, for models with more
-    than one stack (encoder-decoders), which map modules to their place by name.
+    """Per-trace store of what each attention call received: ``calls``, every call in order as
+    ``(attention module, record)``; adapters map modules to their layer (and stack) by identity or name.
     """
 
-    layers: dict[int, LayerRecord] = field(default_factory=dict)
     calls: list[tuple[object, LayerRecord]] = field(default_factory=list)
     #: (address, shape) → (the tensor, kept alive so that no later tensor reuses its address; its vector)
     _biases: dict[tuple, tuple[object, np.ndarray | None]] = field(default_factory=dict)
@@ -72,6 +68,12 @@ class Recorder:
             self._biases[memo] = (position_bias, np.ascontiguousarray(vec, dtype=np.float32) if np.any(vec) else None)
         return self._biases[memo][1]
 
+    @property
+    def layers(self) -> dict[int, LayerRecord]:
+        """Layer index → record, read from the modules' ``layer_idx`` (call order where a module has none)."""
+        return {int(getattr(module, "layer_idx", None) if getattr(module, "layer_idx", None) is not None else i): record
+                for i, (module, record) in enumerate(self.calls)}
+
 
 _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_capture_recorder", default=None)
 
@@ -85,9 +87,6 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
 
     recorder = _RECORDER.get()
     if recorder is not None:
-        layer = getattr(module, "layer_idx", None)
-        if layer is None:
-            layer = len(recorder.layers)
         record = LayerRecord(
             query=_numpy(query),
             key=_numpy(key),
@@ -98,7 +97,6 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
             masked=attention_mask is not None,
             relative_bias=recorder.relative(kwargs.get("position_bias")),
         )
-        recorder.layers[int(layer)] = record
         recorder.calls.append((module, record))
     softcap = kwargs.pop("softcap", None)
     if softcap is not None:  # Gemma 2: SDPA cannot cap the scores
