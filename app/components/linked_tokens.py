@@ -33,26 +33,20 @@ def focus_picker(strings: list[str] | tuple[str, ...], key_prefix: str) -> int |
     n = len(strings)
     if focus() is not None and focus() >= n:  # a shorter sentence or another model
         st.session_state[FOCUS_KEY] = None
-    labels = [f"{i} · {s}" for i, s in enumerate(strings)]
+    key = f"{key_prefix}_focus_pills" if n <= PILLS_MAX else f"{key_prefix}_focus_select"
+    if st.session_state.get(key) != focus():  # the highlight picked on another page (or in the link)
+        st.session_state[key] = focus()
+
+    def picked() -> None:
+        st.session_state[FOCUS_KEY] = st.session_state.get(key)
+
     if n <= PILLS_MAX:
-        pills_key = f"{key_prefix}_focus_pills"
-        if st.session_state.get(pills_key) != focus():
-            st.session_state[pills_key] = focus()
-
-        def picked() -> None:
-            st.session_state[FOCUS_KEY] = st.session_state.get(pills_key)
-
-        st.pills("Highlight a token", list(range(n)), format_func=lambda i: _plain(strings[i]), key=pills_key,
+        st.pills("Highlight a token", list(range(n)), format_func=lambda i: _plain(strings[i]), key=key,
                  on_change=picked, help="Click a token to outline its row (where it looks) and its column (who "
                  "looks at it) in every map on the page; click it again to clear.")  # fmt: skip
     else:
-        options: list[int | None] = [None, *range(n)]
-        select_key = f"{key_prefix}_focus_select"
-        if st.session_state.get(select_key) != focus():
-            st.session_state[select_key] = focus()
-        st.selectbox("Highlight a token", options, key=select_key, format_func=lambda i: "none" if i is None
-                     else labels[i], on_change=lambda: st.session_state.__setitem__(FOCUS_KEY,
-                     st.session_state.get(select_key)), **PERSIST)  # fmt: skip
+        st.selectbox("Highlight a token", [None, *range(n)], key=key, on_change=picked, **PERSIST,
+                     format_func=lambda i: "none" if i is None else f"{i} · {strings[i]}")
     return focus()
 
 
