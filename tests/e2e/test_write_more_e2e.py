@@ -29,6 +29,8 @@ def test_write_more_on_the_stories_model(page: Page, app_url: str, artifacts: Pa
     head = page.locator('[data-testid="stPlotlyChart"]').first
     lily = head.locator(".ytick text").filter(has_text=re.compile(r"^\d+ lily$"))
     expect(lily).not_to_have_count(0, timeout=REDRAW_MS)
+    expect_idle(page)  # the model switch and the new sentence fully redrawn: one tab bar, not two
+    expect(page.get_by_role("tab", name="Write more")).to_have_count(1, timeout=REDRAW_MS)
     page.get_by_role("tab", name="Write more").click()
     tokens = page.get_by_role("spinbutton", name="Tokens to write")
     expect(tokens).to_have_value("20", timeout=REDRAW_MS)  # the default: greedy, 20 tokens
