@@ -5,13 +5,24 @@ things from every chart. Here each figure gets the session's theme (:mod:`app.co
 font sizes, text contrast) and a download button (the modebar's camera) that saves a PNG or an SVG —
 the sidebar's "Chart downloads" setting — under a file name taken from the chart, at a size fit for
 a slide. The download is made by plotly.js in the browser, so the server does no work for it.
+
+Why :class:`ReadyFigure`: ``st.plotly_chart`` turns a figure into Plotly's JSON dict (``to_dict``:
+arrays as base64 typed arrays) and then into JSON. Theming a ``go.Figure`` through Plotly's
+validated ``update_*`` calls cost ~9 ms a chart (the largest part of a class's reruns in a
+profile, docs/BENCHMARKS.md), against ~0.5 ms for ``to_dict``. So a figure is turned into its dict
+once, themed as a dict (:func:`app.components.theme.style`), and wrapped in a ``ReadyFigure`` that
+answers ``to_dict`` with it. A ``ReadyFigure`` is read-only: a page's shared figure (the same head
+for a class on one link, :func:`app.services.shared_figure`) is built once per server process and
+sent as it is to every session that asks for it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from app.components import theme
@@ -21,12 +32,71 @@ EXPORT_WIDTH = 1600
 SCALE_PNG = 2  # PNGs at twice the size: sharp on a projector; SVG is vector and needs none
 
 
+class ReadyFigure(go.Figure):
+    """A figure already in Plotly's JSON form (a dict, arrays as base64) and themed: what is sent.
+
+    ``st.plotly_chart`` accepts any ``go.Figure`` and reads it through ``to_dict()``; this one answers
+    with the dict it holds, so nothing is validated, copied or themed again per run. Treat it as
+    read-only: one instance may be shown to every session of the server (tests/app/test_charts.py
+    pins that ``st.plotly_chart`` sends exactly :attr:`spec`).
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:  # noqa: D107 — go.Figure's own init is skipped on purpose
+        self._spec = spec
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The figure's JSON dict (``data`` and ``layout``), themed."""
+        return self._spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._spec
+
+    def to_plotly_json(self) -> dict[str, Any]:
+        return self._spec
+
+    def __repr__(self) -> str:
+        return f"ReadyFigure({self._spec.get('layout', {}).get('title', {}).get('text', '')!r})"
+
+
+def ready(fig: go.Figure, look: theme.Theme | None = None) -> ReadyFigure:
+    """``fig`` as a themed :class:`ReadyFigure` (the session's theme unless ``look`` is given)."""
+    if isinstance(fig, ReadyFigure):
+        return fig
+    return ReadyFigure(theme.style(fig.to_dict(), look))
+
+
+def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:
+    """A new figure: ``fig`` plus ``shapes`` on top (``fig``, perhaps shared, is not changed)."""
+    if not shapes:
+        return fig
+    layout = fig.spec.get("layout", {})
+    return ReadyFigure({**fig.spec, "layout": {**layout, "shapes": [*layout.get("shapes", ()), *shapes]}})
+
+
+def shared_chart(view: tuple, build: Callable[[], go.Figure]) -> ReadyFigure:
+    """The figure of ``view`` in this session's theme, built by ``build()`` once per server process.
+
+    ``view`` must name everything the figure shows (the request key, layer, head, display options,
+    title): every session asking for the same view and theme gets this one read-only figure. Per-session
+    marks (a highlighted token) go on top with :func:`with_shapes`.
+    """
+    from app import services
+
+    look = theme.current()
+    return services.shared_figure(view + (look.name,), lambda: ready(build(), look))
+
+
+def _layout(fig) -> dict[str, Any]:
+    """The layout of a figure as a plain dict (a ``ReadyFigure``'s own; a ``go.Figure``'s converted)."""
+    return fig.spec.get("layout", {}) if isinstance(fig, ReadyFigure) else fig.layout.to_plotly_json()
+
+
 def file_stem(fig, key: str | None) -> str:
     """A file name for the chart: its title, else its key, reduced to letters, digits, '-' and '_'."""
-    title = ""
-    if fig.layout.title is not None and fig.layout.title.text:
-        title = re.sub(r"<[^>]+>", "", str(fig.layout.title.text))
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", title or key or "chart").strip("_")
+    title = _layout(fig).get("title") or {}
+    text = re.sub(r"<[^>]+>", "", str(title.get("text") or "")) if isinstance(title, dict) else ""
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", text or key or "chart").strip("_")
     return (stem or "chart")[:80]
 
 
@@ -37,8 +107,9 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> d
     every chart must be downloadable, and its download button is in that bar.
     """
     fmt = theme.download_format()
-    height = fig.layout.height or 450
-    width = fig.layout.width or EXPORT_WIDTH
+    layout = _layout(fig)
+    height = layout.get("height") or 450
+    width = layout.get("width") or EXPORT_WIDTH
     config: dict[str, Any] = {
         "toImageButtonOptions": {"format": fmt, "filename": file_stem(fig, key), "height": int(height),
                                  "width": int(width), "scale": SCALE_PNG if fmt == "png" else 1},
@@ -52,7 +123,9 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> d
 
 
 def show_chart(fig, *, key: str, **kwargs):
-    """Draw ``fig`` themed, with a PNG/SVG download; every other argument goes to ``st.plotly_chart``."""
-    theme.style(fig)
+    """Draw ``fig`` themed, with a PNG/SVG download; every other argument goes to ``st.plotly_chart``.
+
+    ``fig`` is a ``go.Figure`` (themed here) or a :class:`ReadyFigure` (sent as it is)."""
+    fig = ready(fig)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

@@ -11,9 +11,9 @@ the map's block edges, so pooled overviews of long inputs and zoomed regions are
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
+from app.components.charts import ReadyFigure, with_shapes
 from app.components.map_data import MapData
 from app.state import PERSIST
 
@@ -74,16 +74,28 @@ def column_of(data: MapData, position: int) -> int | None:
     return int(np.searchsorted(np.asarray(data.k_edges), j, side="right") - 1)
 
 
-def outline(fig: go.Figure, data: MapData, position: int | None) -> go.Figure:
-    """Frame the row and the column of token ``position`` on a self-attention map drawn from ``data``
-    (queries and keys are one sequence; a row or column outside the drawn region is left out)."""
+def outline_shapes(data: MapData, position: int | None) -> list[dict]:
+    """The frames around the row and the column of token ``position`` on a self-attention map drawn from
+    ``data`` (queries and keys are one sequence; a row or column outside the drawn region is left out)."""
     if position is None:
-        return fig
+        return []
     n_rows, n_cols = np.asarray(data.values).shape
     line = {"color": FOCUS_COLOR, "width": 3}
     row, col = row_of(data, position), column_of(data, position)
+    shapes = []
     if row is not None:
-        fig.add_shape(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=row - 0.5, y1=row + 0.5, line=line)
+        shapes.append({"type": "rect", "x0": -0.5, "x1": n_cols - 0.5, "y0": row - 0.5, "y1": row + 0.5, "line": line})
     if col is not None:
-        fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=-0.5, y1=n_rows - 0.5, line=line)
+        shapes.append({"type": "rect", "x0": col - 0.5, "x1": col + 0.5, "y0": -0.5, "y1": n_rows - 0.5, "line": line})
+    return shapes
+
+
+def outline(fig, data: MapData, position: int | None):
+    """``fig`` with token ``position`` framed (:func:`outline_shapes`). A shared
+    :class:`~app.components.charts.ReadyFigure` is not changed: the framed one is a new figure."""
+    shapes = outline_shapes(data, position)
+    if isinstance(fig, ReadyFigure):
+        return with_shapes(fig, shapes)
+    for shape in shapes:
+        fig.add_shape(**shape)
     return fig

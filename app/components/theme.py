@@ -15,6 +15,8 @@ expander (:func:`controls`) and enlarges the page's type with a little CSS.
 from __future__ import annotations
 
 import contextlib
+import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,33 +120,46 @@ def download_format() -> str:
     return value if value in DOWNLOAD_FORMATS else "png"
 
 
-def style(fig, theme: Theme | None = None):
-    """Write the theme's fonts and colours into ``fig``'s layout (in place) and return it.
+def _merge(into: dict, new: dict) -> dict:
+    """Merge ``new`` into ``into`` as Plotly's ``update`` does: nested dicts merge, other values replace."""
+    for name, value in new.items():
+        if isinstance(value, dict) and isinstance(into.get(name), dict):
+            _merge(into[name], value)
+        else:
+            into[name] = copy.deepcopy(value)
+    return into
+
+
+def style(spec: dict, theme: Theme | None = None) -> dict:
+    """Write the theme's fonts and colours into a figure's JSON dict (``fig.to_dict()``), in place; return it.
 
     Only text, tick and background properties are touched; sizes a builder set on purpose (a smaller
-    annotation) are kept unless presenter mode needs them larger.
+    annotation) are kept unless presenter mode needs them larger. Plain dict merges, as Plotly's
+    ``update_layout`` / ``update_xaxes`` / ``update_yaxes`` would write them (tests/app/test_charts.py
+    holds the two side by side), without Plotly's per-property validation.
     """
     t = theme or current()
     tick = {"size": t.tick_px, "color": t.text}
-    axis = {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}},
-            "color": t.text}
-    layout = fig.layout
-    fig.update_layout(
-        font={"color": t.text, "size": t.tick_px}, paper_bgcolor=t.paper,
-        legend={"font": {"size": t.legend_px, "color": t.text}},
-        hoverlabel={"font": {"size": max(13, t.tick_px - 2)}},
-    )
-    if layout.title is not None and layout.title.text:
-        fig.update_layout(title={"font": {"size": t.title_px, "color": t.text}})
-    fig.update_xaxes(**axis)
-    fig.update_yaxes(**axis)
-    for trace in fig.data:  # colour bars of heatmaps
-        if getattr(trace, "type", "") in {"heatmap", "histogram2d", "contour"} and trace.showscale is not False:
-            trace.update(colorbar={"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}})
+    axis = {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}, "color": t.text}
+    layout = spec.setdefault("layout", {})
+    _merge(layout, {"font": {"color": t.text, "size": t.tick_px}, "paper_bgcolor": t.paper,
+                    "legend": {"font": {"size": t.legend_px, "color": t.text}},
+                    "hoverlabel": {"font": {"size": max(13, t.tick_px - 2)}}})
+    if isinstance(layout.get("title"), dict) and layout["title"].get("text"):
+        _merge(layout, {"title": {"font": {"size": t.title_px, "color": t.text}}})
+    for letter in "xy":  # every x and y axis; a figure without one gets the first (as update_xaxes does)
+        names = [name for name in layout if re.fullmatch(letter + r"axis\d*", name)] or [letter + "axis"]
+        for name in names:
+            _merge(layout.setdefault(name, {}), axis)
+    for trace in spec.get("data", ()):  # colour bars of heatmaps
+        if trace.get("type") in {"heatmap", "histogram2d", "contour"} and trace.get("showscale") is not False:
+            _merge(trace, {"colorbar": {"tickfont": tick,
+                                        "title": {"font": {"size": t.axis_title_px, "color": t.text}}}})
     if t.stack:  # bigger annotations (head names over thumbnails) and a margin for bigger ticks
-        for note in layout.annotations or ():
-            note.update(font={"size": max(t.tick_px, note.font.size or 0), "color": t.text})
-    return fig
+        for note in layout.get("annotations", ()):
+            size = (note.get("font") or {}).get("size") or 0
+            _merge(note, {"font": {"size": max(t.tick_px, size), "color": t.text}})
+    return spec
 
 
 def init_presenter() -> bool:

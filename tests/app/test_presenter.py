@@ -61,11 +61,11 @@ def test_presenter_type_is_large_and_the_scale_colour_blind_safe():
 
 def test_style_writes_fonts_and_colours_into_the_layout():
     fig = go.Figure(go.Heatmap(z=[[0, 1], [1, 0]]), layout={"title": {"text": "t"}})
-    theme.style(fig, theme.PRESENTER)
-    lay = fig.layout
-    assert lay.xaxis.tickfont.size == 18 and lay.xaxis.tickfont.color == "#000000"
-    assert lay.yaxis.tickfont.size == 18 and lay.title.font.size == 26 and lay.paper_bgcolor == "#ffffff"
-    assert fig.data[0].colorbar.tickfont.size == 18
+    spec = theme.style(fig.to_dict(), theme.PRESENTER)
+    lay = spec["layout"]
+    assert lay["xaxis"]["tickfont"] == {"size": 18, "color": "#000000"}
+    assert lay["yaxis"]["tickfont"]["size"] == 18 and lay["title"]["font"]["size"] == 26
+    assert lay["paper_bgcolor"] == "#ffffff" and spec["data"][0]["colorbar"]["tickfont"]["size"] == 18
 
 
 def test_chart_config_names_the_file_and_keeps_the_download_button():

@@ -1,0 +1,99 @@
+"""The chart path every page uses: a figure themed as a JSON dict, sent by ``st.plotly_chart`` as it is.
+
+``theme.style`` writes the theme into ``fig.to_dict()`` with plain dict merges; the reference here is
+Plotly's own validated ``update_layout`` / ``update_xaxes`` / ``update_yaxes`` / ``trace.update``
+calls (how the theme was applied before), on figures of every shape the pages draw: a titled heatmap,
+bars, subplots, a figure without axes, annotations. A :class:`ReadyFigure` must reach the browser
+exactly as built, and a shared one must never change when a session outlines a token on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+from plotly.subplots import make_subplots
+from streamlit.testing.v1 import AppTest
+
+from app.components import charts, theme
+
+
+def plotly_styled(fig: go.Figure, t: theme.Theme) -> dict:
+    """The theme written through Plotly's validated update calls: the independent reference."""
+    tick = {"size": t.tick_px, "color": t.text}
+    axis = {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}, "color": t.text}
+    fig.update_layout(font={"color": t.text, "size": t.tick_px}, paper_bgcolor=t.paper,
+                      legend={"font": {"size": t.legend_px, "color": t.text}},
+                      hoverlabel={"font": {"size": max(13, t.tick_px - 2)}})
+    if fig.layout.title is not None and fig.layout.title.text:
+        fig.update_layout(title={"font": {"size": t.title_px, "color": t.text}})
+    fig.update_xaxes(**axis)
+    fig.update_yaxes(**axis)
+    for trace in fig.data:
+        if getattr(trace, "type", "") in {"heatmap", "histogram2d", "contour"} and trace.showscale is not False:
+            trace.update(colorbar={"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}})
+    if t.stack:
+        for note in fig.layout.annotations or ():
+            note.update(font={"size": max(t.tick_px, note.font.size or 0), "color": t.text})
+    return fig.to_dict()
+
+
+def figures() -> dict[str, go.Figure]:
+    heat = go.Figure(go.Heatmap(z=np.eye(3, dtype=np.float32), colorbar={"title": {"text": "weight"}}),
+                     layout={"title": {"text": "Layer 0, head 1"}, "height": 400})
+    bars = go.Figure(go.Bar(x=["a", "b"], y=[0.2, 0.8]), layout={"legend": {"x": 0.1}})
+    grid = make_subplots(1, 2)
+    grid.add_trace(go.Heatmap(z=[[1, 2]], showscale=False), 1, 1)
+    grid.add_trace(go.Scatter(y=[1, 2]), 1, 2)
+    pie = go.Figure(go.Pie(values=[1, 2]))
+    notes = go.Figure(go.Heatmap(z=[[0.5]]), layout={"annotations": [{"text": "L0 H0", "font": {"size": 9}},
+                                                                     {"text": "L0 H1", "font": {"size": 30}}]})
+    return {"heatmap": heat, "bars": bars, "subplots": grid, "no axes": pie, "annotations": notes}
+
+
+@pytest.mark.parametrize("look", [theme.DEFAULT, theme.PRESENTER], ids=lambda t: t.name)
+@pytest.mark.parametrize("name", list(figures()))
+def test_style_on_the_dict_equals_plotly_updates(name, look):
+    fig = figures()[name]
+    reference = plotly_styled(go.Figure(fig), look)
+    assert theme.style(fig.to_dict(), look) == reference
+
+
+def test_with_shapes_leaves_the_shared_figure_alone():
+    shared = charts.ready(figures()["heatmap"], theme.DEFAULT)
+    before = copy.deepcopy(shared.spec)
+    framed = charts.with_shapes(shared, [{"type": "rect", "x0": 0, "x1": 1, "y0": 0, "y1": 1}])
+    assert shared.spec == before and "shapes" not in shared.spec["layout"]
+    assert len(framed.spec["layout"]["shapes"]) == 1 and framed.spec["data"] is shared.spec["data"]
+    assert charts.with_shapes(shared, []) is shared
+
+
+def test_file_name_and_size_read_from_a_ready_figure():
+    fig = charts.ready(figures()["heatmap"], theme.DEFAULT)
+    assert charts.file_stem(fig, "k") == "Layer_0_head_1"
+    assert charts.chart_config(fig, "k")["toImageButtonOptions"]["height"] == 400
+
+
+def _script() -> None:
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from app.components import charts, theme
+
+    fig = go.Figure(go.Heatmap(z=np.arange(6, dtype=np.float32).reshape(2, 3)), layout={"title": {"text": "t"}})
+    charts.show_chart(charts.ready(fig, theme.PRESENTER), key="ready")
+    charts.show_chart(fig, key="plain")
+
+
+def test_plotly_chart_sends_the_ready_figure_exactly():
+    at = AppTest.from_function(_script, default_timeout=30).run()
+    assert not at.exception
+    sent = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    fig = go.Figure(go.Heatmap(z=np.arange(6, dtype=np.float32).reshape(2, 3)), layout={"title": {"text": "t"}})
+    assert sent[0] == json.loads(json.dumps(charts.ready(fig, theme.PRESENTER).spec))
+    assert sent[0]["layout"]["xaxis"]["tickfont"]["size"] == theme.PRESENTER.tick_px
+    assert sent[1]["layout"]["xaxis"]["tickfont"]["size"] == theme.DEFAULT.tick_px  # a plain figure: themed on the way
+    assert sent[0]["data"][0]["z"]["bdata"]  # typed arrays, not lists of numbers
