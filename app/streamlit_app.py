@@ -19,35 +19,17 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app import services, state, url_state  # noqa: E402
+from app import routes, services, state, url_state  # noqa: E402
 from app.components.brand import favicon  # noqa: E402
 from app.components.guard import calm_errors  # noqa: E402
 from app.components.theme import init_presenter, presenting, presenting_link  # noqa: E402
-
-# Page files live in app/views/, not app/pages/: a pages/ folder beside the entry point switches on
-# Streamlit's automatic multipage discovery, which served a deep link on a fresh server as a bare
-# script (no navigation, no shared state). tests/e2e/test_deep_links_e2e.py pins this.
-PAGES = Path(__file__).resolve().parent / "views"
 
 # a projector link (?present=1) opens with the sidebar folded away: the chart gets the screen
 st.set_page_config(page_title="Attention Playground", page_icon=favicon(), layout="wide",
                    initial_sidebar_state="collapsed" if presenting_link() or presenting() else "auto")
 services.warm_up()
 
-navigation = st.navigation(
-    [
-        st.Page(PAGES / "explore.py", title="Explore", icon=":material/grid_on:", default=True),
-        st.Page(PAGES / "lessons.py", title="Lessons", icon=":material/cast_for_education:"),
-        st.Page(PAGES / "step_by_step.py", title="Step by step", icon=":material/calculate:"),
-        st.Page(PAGES / "heads.py", title="Heads", icon=":material/view_module:"),
-        st.Page(PAGES / "bertviz_views.py", title="bertviz views", icon=":material/hub:"),
-        st.Page(PAGES / "positional.py", title="Positional encodings", icon=":material/timeline:"),
-        st.Page(PAGES / "vit.py", title="Vision Transformer", icon=":material/image:"),
-        st.Page(PAGES / "bahdanau.py", title="Bahdanau attention", icon=":material/translate:"),
-        st.Page(PAGES / "train.py", title="Train live", icon=":material/model_training:"),
-        st.Page(PAGES / "pretraining.py", title="Pretraining objectives", icon=":material/school:"),
-    ]
-)
+navigation = st.navigation(routes.pages())
 with st.sidebar:
     st.caption("**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head.")
 with calm_errors(navigation.title):

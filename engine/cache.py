@@ -79,13 +79,16 @@ class TraceCache:
         max_bytes: eviction starts when the cached arrays pass this many bytes. An entry larger than
             the whole budget is returned but not kept.
         max_entries: a bound on the number of entries as well (small traces are cheap but not free).
+        sizeof: the bytes an entry counts for (default :func:`nbytes`, its numpy arrays); the app also
+            keeps ready-to-send figures in one of these, measured by their JSON's length.
     """
 
-    def __init__(self, max_bytes: int, max_entries: int = 256) -> None:
+    def __init__(self, max_bytes: int, max_entries: int = 256, sizeof: Callable[[Any], int] | None = None) -> None:
         if max_bytes < 0 or max_entries < 1:
             raise ValueError("max_bytes must be >= 0 and max_entries >= 1")
         self.max_bytes = int(max_bytes)
         self.max_entries = int(max_entries)
+        self._sizeof = sizeof or nbytes
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._pending: dict[Hashable, _Pending] = {}
@@ -131,7 +134,7 @@ class TraceCache:
             pending.done.set()
 
     def _put(self, key: Hashable, value: Any) -> None:
-        size = nbytes(value)
+        size = self._sizeof(value)
         with self._lock:
             if size > self.max_bytes:
                 return  # larger than the whole budget: served once, not kept

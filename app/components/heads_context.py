@@ -57,6 +57,11 @@ class HeadsContext:
     head: int
 
     @property
+    def request(self) -> services.TraceRequest:
+        """The page's request for the chosen block (the one argument of the map services)."""
+        return services.TraceRequest(self.model_id, self.text, self.causal, self.max_tokens, block=self.block)
+
+    @property
     def args(self) -> tuple:
         """The hashable arguments of the Heads service functions."""
         return (self.model_id, self.text, self.causal, self.max_tokens, self.block)

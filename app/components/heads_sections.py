@@ -132,7 +132,7 @@ def _metric_rows(frame: pd.DataFrame, heads: dict[str, tuple[int, int]]) -> pd.D
 
 def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace | None:
     try:
-        return services.heads_attention(ctx.model_id, text, ctx.causal, ctx.max_tokens, ctx.block)
+        return services.heads_attention(services.TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block))
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         st.warning(f"Sentence {name}: {services.friendly_error(err)}")
         return None

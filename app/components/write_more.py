@@ -115,7 +115,7 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
     try:
         with st.spinner("The model is writing…"):
             trace, prompt, rest = services.get_generation(model_id, text, max_tokens, settings)
-            data = services.head_view(model_id, text, None, max_tokens, "self", layer, head, decode=settings)
+            data = services.head_view(services.TraceRequest(model_id, text, None, max_tokens, settings), layer, head)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))
         return

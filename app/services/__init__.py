@@ -38,9 +38,12 @@ from app.services.core import (
     get_trace,
     list_models,
     policy,
+    request_key,
     session_id,
+    shared_figure,
     warm_up,
 )
+from app.services.request import TraceRequest
 from app.services.generate import get_generation
 from app.services.heads import (
     HEAD_BLOCKS,
@@ -118,7 +121,8 @@ from app.services.vit import (
 
 __all__ = [
     # core
-    "MAX_JOBS", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "list_models", "policy", "session_id", "warm_up",
+    "MAX_JOBS", "TraceRequest", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "list_models",
+    "policy", "request_key", "session_id", "shared_figure", "warm_up",
     # generate
     "get_generation",
     # pretraining

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.services.core import _jobs, get_model, get_trace
+from app.services.request import TraceRequest
 
 BAHDANAU_MODELS = {"additive": "bahdanau-translator", "dot": "luong-translator"}
 TRANSFORMER_TRANSLATOR = "tiny-translator"
@@ -18,7 +19,7 @@ BAHDANAU_MAX_TOKENS = 32  # the RNN translators read at most 32 source tokens
 @st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
 def bahdanau_trace(model_id: str, text: str):
     """``engine.trace`` of an RNN translator (``AlignmentTrace``) or of tiny-translator (``Seq2SeqTrace``)."""
-    return get_trace(model_id, text, None, BAHDANAU_MAX_TOKENS)
+    return get_trace(TraceRequest(model_id, text, None, BAHDANAU_MAX_TOKENS))
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

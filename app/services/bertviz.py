@@ -7,6 +7,7 @@ import streamlit as st
 from app.services.core import get_trace
 from app.services.vit import get_vision_trace, vit_sample
 from engine import VisionTrace
+from app.services.request import TraceRequest
 
 def get_digit_trace(model_id: str, index: int) -> VisionTrace:
     """A ViT trace of scikit-learn's bundled 8×8 digit number ``index`` (clamped to the 1,797 images);
@@ -37,7 +38,7 @@ def bertviz_view(view: str, model_id: str, source: str | int, causal: bool | Non
     if isinstance(source, int):
         trace = get_digit_trace(model_id, source)
     else:
-        trace = get_trace(model_id, source, causal, max_tokens)
+        trace = get_trace(TraceRequest(model_id, source, causal, max_tokens))
     n = bv.n_tokens(trace)
     if view == "neuron" and not trace.attention_blocks():  # RNN attention: no queries or keys
         return {"html": None, "height": 0, "n_tokens": n, "reason": "no-qk"}

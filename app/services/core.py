@@ -19,9 +19,12 @@ most ``MAX_JOBS`` forward passes at once. The page modules of ``app.services`` i
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import streamlit as st
 
@@ -34,6 +37,9 @@ from app.components.safe_text import md
 from engine.policy import ServerPolicy
 from engine.registry import HUB_SUGGESTIONS
 from engine.text import hide_paths, shorten
+from app.services.request import TraceRequest
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +88,7 @@ def get_model(model_id: str):
     Train page is returned from the runtime registry instead (never cached, never shared).
 
     Ids outside the catalog (a typed folder or Hub id) load only as the server's :func:`policy` allows."""
-    trained = engine.registry.runtime_model(model_id, session_id())
+    trained = _runtime_model(model_id)
     return trained if trained is not None else _shared_model(model_id, policy())
 
 
@@ -108,31 +114,57 @@ def _cache_budget_mb() -> int:
 
 #: the one trace cache of this server process (shared by every session; hits are not copied)
 TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20)
+#: what pages draw from a trace (a head's map, a layer's thumbnails: small arrays), shared the same way
+MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048)
+#: figures ready to send (themed JSON dicts): a class on one link builds each figure once
+FIGURES = TraceCache(max_bytes=64 * 2**20, max_entries=1024, sizeof=lambda fig: len(json.dumps(fig.to_dict())))
 
 
-def get_trace(model_id: str, text: str, causal: bool | None, max_tokens: int,
-              decode: tuple | None = None) -> AttentionTrace:  # fmt: skip
-    """Trace ``text`` through the cached model (same arguments → the same trace object, not a copy).
+def _runtime_model(model_id: str):
+    """The model this session trained under ``model_id`` (Train page), else None."""
+    return engine.registry.runtime_model(model_id, session_id())
 
-    ``decode``: an encoder-decoder's decoding settings as plain values (``DecodeSettings`` fields in
-    order); None decodes greedily as ``engine.trace`` does. The returned trace is shared with other
+
+def request_key(request: TraceRequest) -> tuple:
+    """The cache key of everything computed from ``request``: the request itself, plus the identity of a
+    session's own trained model (a retrained model is a new object, so nothing stale is served)."""
+    return (request, _runtime_model(request.model_id))
+
+
+def get_trace(request: TraceRequest) -> AttentionTrace:
+    """Trace the request's text through the cached model (same request → the same trace object, not a copy).
+
+    ``request.decode``: an encoder-decoder's decoding settings as plain values (``DecodeSettings`` fields
+    in order); None decodes greedily as ``engine.trace`` does. The returned trace is shared with other
     sessions: its arrays are read-only.
     """
     from engine.generation import DecodeSettings
 
-    settings = None if decode is None else DecodeSettings(*decode)  # checked before anything runs
-    trained = engine.registry.runtime_model(model_id, session_id())
-    model = trained if trained is not None else _shared_model(model_id, policy())
+    settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
+    trained = _runtime_model(request.model_id)
+    model = trained if trained is not None else _shared_model(request.model_id, policy())
     # a session's own trained model is keyed by the object itself (a retrained model is a new one)
-    key = (model_id, trained, text, causal, int(max_tokens)) + (() if decode is None else ("decode", tuple(decode)))
+    key = (request.trace_key, trained)
 
     def compute() -> AttentionTrace:
         with _jobs:
             if settings is not None:
-                return engine.generate(model, text, settings, max_tokens=max_tokens)
-            return engine.trace(model, text, causal=causal, max_tokens=max_tokens)
+                return engine.generate(model, request.text, settings, max_tokens=request.max_tokens)
+            return engine.trace(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
 
     return TRACES.get(key, compute)
+
+
+def shared_map(key: tuple, build: Callable[[], T]) -> T:
+    """What a page draws from a trace (``key`` starts with :func:`request_key`), built once per process and
+    shared by every session without a copy (its arrays are read-only)."""
+    return MAPS.get(key, build)
+
+
+def shared_figure(key: tuple, build: Callable[[], T]) -> T:
+    """A figure ready to send, built once per process for ``key`` (which names the view, its data and the
+    theme) and shown as it is to every session that asks for the same view."""
+    return FIGURES.get(key, build)
 
 
 @st.cache_resource(show_spinner=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import engine
 from app.services.core import get_model, get_trace
 from engine.decoding import generated_text
+from app.services.request import TraceRequest
 
 #: DecodeSettings as plain values, in field order: (max_new_tokens, sample, temperature, top_k, top_p, seed)
 SettingsTuple = tuple[int, bool, float, int, float, int]
@@ -22,5 +23,5 @@ def get_generation(model_id: str, text: str, max_tokens: int, settings: Settings
     Raises:
         EngineError: a setting out of range (checked by ``DecodeSettings``), not a decoder, empty text.
     """
-    trace = get_trace(model_id, text, None, max_tokens, tuple(settings))
+    trace = get_trace(TraceRequest(model_id, text, None, max_tokens, tuple(settings)))
     return (trace, *generated_text(get_model(model_id), trace))

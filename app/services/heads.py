@@ -12,6 +12,7 @@ import streamlit as st
 from app.services.core import _jobs, get_model, get_trace
 from engine import AttentionTrace, EngineError
 from engine.types import Trace
+from app.services.request import TraceRequest
 
 # ---------------------------------------------------------------- Heads: ablation panel
 
@@ -98,10 +99,9 @@ def attention_block(trace: Trace, block: str = "self") -> AttentionTrace:
     return blocks[block]
 
 
-def heads_attention(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str,
-                    decode: tuple | None = None) -> AttentionTrace:  # fmt: skip
-    """The cached trace's attention block (no extra forward pass); ``decode``: see ``core.get_trace``."""
-    return attention_block(get_trace(model_id, text, causal, max_tokens, decode), block)
+def heads_attention(request: TraceRequest) -> AttentionTrace:
+    """The cached trace's attention block ``request.block`` (no extra forward pass)."""
+    return attention_block(get_trace(request), request.block)
 
 
 def block_is_square(block: str) -> bool:
@@ -116,7 +116,7 @@ def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens
 
     from engine.analysis import metrics as M
 
-    att = heads_attention(model_id, text, causal, max_tokens, block)
+    att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
     square = block_is_square(block)
     sinks = M.sink_positions(att.key_tokens.special)
     # the mask per layer: a sliding window may differ between layers (Qwen2, Gemma 2/3)
@@ -143,7 +143,7 @@ def model_view_tiles(model_id: str, text: str, causal: bool | None, max_tokens: 
     """
     from app.components.map_data import layer_tiles
 
-    att = heads_attention(model_id, text, causal, max_tokens, block)
+    att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
     cells = MODEL_VIEW_CELLS if att.n_layers * att.n_heads <= 36 else MODEL_VIEW_CELLS // 2
     tiles = np.stack([layer_tiles(att, layer, cells) for layer in range(att.n_layers)])
     return tiles.astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
@@ -159,7 +159,7 @@ def head_similarity(model_id: str, text: str, causal: bool | None, max_tokens: i
     """
     from engine.analysis.similarity import cluster_order, coarsen, head_divergence
 
-    att = heads_attention(model_id, text, causal, max_tokens, block)
+    att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
     n_layers = min(att.n_layers, max(1, SIMILARITY_MAX_HEADS // att.n_heads))
     pieces = [coarsen(att.pattern(layer), SIMILARITY_MAX_TOKENS, SIMILARITY_MAX_TOKENS) for layer in range(n_layers)]
     small = np.concatenate([piece for piece, _ in pieces])  # [n_layers · n_heads, ≤64, ≤64], layer-major
@@ -182,7 +182,7 @@ def rollout_maps(model_id: str, text: str, causal: bool | None, max_tokens: int,
 
     if not block_is_square(block):
         raise EngineError("Rollout needs self-attention: cross-attention has no path from layer to layer.")
-    att = heads_attention(model_id, text, causal, max_tokens, block)
+    att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
     layers = [att.pattern(layer) for layer in range(att.n_layers)]
     maps = rollout(layers, head_fusion=head_fusion, discard_ratio=float(discard_ratio), discard_rule=discard_rule)
     fused = np.stack([fuse_heads(p, head_fusion) for p in layers]).astype(np.float32)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.services.core import get_model, get_trace
+from app.services.request import TraceRequest
 
 LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
 
@@ -52,7 +53,7 @@ def lesson_row(model_id: str, text: str, causal: bool | None, layer: int, head: 
                occurrence: int = 0) -> QueryRow:  # fmt: skip
     """The row of ``word`` (its ``occurrence``-th appearance) in ``pattern(layer, head)`` of a self-attention
     model, traced as Explore traces it (``max_tokens`` = :data:`LESSON_MAX_TOKENS`)."""
-    trace = get_trace(model_id, text, causal, LESSON_MAX_TOKENS)
+    trace = get_trace(TraceRequest(model_id, text, causal, LESSON_MAX_TOKENS))
     strings = tuple(trace.tokens.strings)
     query = find_token(strings, word, occurrence)
     weights = np.asarray(trace.pattern(layer, head)[query], dtype=float)

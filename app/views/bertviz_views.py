@@ -103,7 +103,7 @@ def main() -> None:
     view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="bertviz_view", **PERSIST)
     try:
         trace = services.get_digit_trace(model_id, source) if isinstance(source, int) else \
-            services.get_trace(model_id, source, causal, max_tokens)
+            services.get_trace(services.TraceRequest(model_id, source, causal, max_tokens))
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         st.warning(services.friendly_error(err))
         return

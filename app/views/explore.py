@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 
 from app import services
-from app.components.charts import show_chart
+from app.components.charts import shared_chart, show_chart
 from app.components.export import head_json_button
 from app.components.theme import controls, side_by_side
 from app.components.head_views import clicked_in, model_view_figure
@@ -45,18 +45,19 @@ def _pick_grid_head(n_heads: int) -> None:
         st.session_state[K.head] = picked[1]
 
 
-def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int,
-              block: str = "self", decode: tuple | None = None) -> None:  # fmt: skip
+def show_head(request: services.TraceRequest, trace, layer: int, head: int) -> None:
     """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV."""
     opts = display_options(trace, key_prefix="explore")
     q_range, k_range = zoom_controls(trace, key_prefix="explore")
-    data = services.head_view(model_id, text, causal, max_tokens, block, layer, head, q_range, k_range,
-                              opts.hide_sinks, opts.scale == "row", weighting=opts.weighting, decode=decode)
+    data = services.head_view(request, layer, head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
+                              weighting=opts.weighting)
     window = trace.window_of(layer)
     title = (f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
              + (f" · sliding window {window}" if window is not None else ""))
-    fig = map_figure(data, title=title, scale=opts.scale)
-    show_chart(outline(fig, data, focus()) if block != "cross" else fig, key="main_heatmap")
+    view = ("explore_head", services.request_key(request), layer, head, q_range, k_range, opts.scale,
+            opts.hide_sinks, opts.weighting, title)
+    fig = shared_chart(view, lambda: map_figure(data, title=title, scale=opts.scale))
+    show_chart(outline(fig, data, focus()) if request.block != "cross" else fig, key="main_heatmap")
     rows, cols = data.values.shape
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
@@ -74,14 +75,15 @@ def show_head(model_id: str, text: str, causal: bool | None, max_tokens: int, tr
         + kv_sharing(trace, head)
     )
     csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv")
-    head_json_button(model_id, trace, layer, head, block, (q_range, k_range), data, opts,
-                     {"causal": bool(trace.causal), "max_tokens": max_tokens, "decode": list(decode) if decode else None})
+    head_json_button(request.model_id, trace, layer, head, request.block, (q_range, k_range), data, opts,
+                     {"causal": bool(trace.causal), "max_tokens": request.max_tokens,
+                      "decode": list(request.decode) if request.decode else None})
 
 
-def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, head: int) -> None:
+def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) -> None:
     """The same weights traced with the causal mask off and on, side by side, on one colour scale."""
     with st.spinner("Running the model with and without the mask…"):
-        views = [services.head_view(model_id, text, causal, max_tokens, "self", layer, head)
+        views = [services.head_view(request.with_causal(causal).with_block("self"), layer, head)
                  for causal in (False, True)]
     top = max(float(np.nanmax(v.values)) for v in views)
     left, right = side_by_side(2)  # presenter mode: one under the other, full width
@@ -97,12 +99,13 @@ def show_mask_comparison(model_id: str, text: str, max_tokens: int, layer: int, 
     )
 
 
-def show_grid(model_id: str, text: str, causal: bool | None, max_tokens: int, trace, layer: int, head: int,
-              block: str = "self", decode: tuple | None = None) -> None:  # fmt: skip
+def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> None:
     """Every head of the layer as thumbnails; clicking one opens it above."""
     with st.spinner(f"Drawing the {trace.n_heads} heads of layer {layer}…"):
-        tiles, pooled = services.layer_grid(model_id, text, causal, max_tokens, block, layer, decode)
-    fig = model_view_figure(tiles, selected=(0, head), layer_names=[f"L{layer}"], weights_in_hover=False)
+        tiles, pooled = services.layer_grid(request, layer)
+    view = ("explore_grid", services.request_key(request), layer, head)
+    fig = shared_chart(view, lambda: model_view_figure(tiles, selected=(0, head), layer_names=[f"L{layer}"],
+                                                       weights_in_hover=False))
     show_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads),
                selection_mode="points", config={"displayModeBar": False})
     st.caption(
@@ -139,12 +142,11 @@ def show_output(trace) -> None:
 
 @st.fragment
 @synced  # a layer or head change reruns this panel only: it writes the link itself
-def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str = "",
-               decode: tuple | None = None) -> None:  # fmt: skip
+def head_panel(request: services.TraceRequest, family: str = "") -> None:
     """Everything that depends on the layer, head and display settings (a fragment: reruns alone)."""
     with calm_errors("head_panel"):
         try:
-            full = services.get_trace(model_id, text, causal, max_tokens, decode)  # a cache hit: the page just traced it
+            full = services.get_trace(request)  # a cache hit: the page just traced it
             columns = st.columns([1, 1, 2]) if family == "encoder-decoder" else st.columns(2)
             with columns[-1]:
                 block = pick_block(list(full.attention_blocks()), key="explore_block")
@@ -152,26 +154,28 @@ def head_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, f
         except Exception as err:  # noqa: BLE001
             st.warning(services.friendly_error(err))
             return
+        request = request.with_block(block)
         layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
         if block != "cross":  # one sequence on both axes: a token has a row and a column
             focus_picker(trace.tokens.strings, "explore")
-        show_head(model_id, text, causal, max_tokens, trace, layer, head, block, decode)
+        show_head(request, trace, layer, head)
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
-            show_grid(model_id, text, causal, max_tokens, trace, layer, head, block, decode)
+            show_grid(request, trace, layer, head)
             return
         tabs = page_tabs(list(TABS), key="explore_tab")
         if tabs[0].open is not False:
             with tabs[0]:
-                show_grid(model_id, text, causal, max_tokens, trace, layer, head)
+                show_grid(request, trace, layer, head)
         if tabs[1].open:  # the second forward pass runs only while this tab is shown
             with tabs[1]:
-                show_mask_comparison(model_id, text, max_tokens, layer, head)
+                show_mask_comparison(request, layer, head)
         if tabs[2].open:  # the next-token forward pass (once per input; temperature reuses it)
             with tabs[2]:
-                show_next_token(model_id, family, text, causal, max_tokens)
+                show_next_token(request.model_id, family, request.text, request.causal, request.max_tokens)
         if tabs[3].open:  # generation runs only on the tab's button
             with tabs[3]:
-                show_write_more(model_id, family, text, max_tokens, layer, head, causal)
+                show_write_more(request.model_id, family, request.text, request.max_tokens, layer, head,
+                                request.causal)
 
 
 def main() -> None:
@@ -187,9 +191,10 @@ def main() -> None:
         causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
     text = current_text()
     decode = decoding(model_id, text, max_tokens) if seq2seq else None
+    request = services.TraceRequest(model_id, text, causal, max_tokens, decode)
     try:
         with st.spinner("Running the model…"):
-            trace = services.get_trace(model_id, text, causal, max_tokens, decode)
+            trace = services.get_trace(request)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))
         return
@@ -197,7 +202,7 @@ def main() -> None:
     show_notices(trace)
     if seq2seq:
         show_output(trace)
-        head_panel(model_id, text, causal, max_tokens, model.spec.family, decode)
+        head_panel(request, model.spec.family)
         return
     st.caption(
         f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
@@ -207,7 +212,7 @@ def main() -> None:
     if trace.pos_encoding is not None:
         st.page_link("views/positional.py", label="See the positional encodings this model adds to this sentence",
                      icon=":material/timeline:", query_params={"pos_tab": "Learned"})
-    head_panel(model_id, text, causal, max_tokens, model.spec.family)
+    head_panel(request, model.spec.family)
 
 
 main()

@@ -71,7 +71,7 @@ def model_view_section(ctx: HeadsContext) -> None:
     )
     opts = display_options(att, key_prefix="heads")
     q_range, k_range = zoom_controls(att, key_prefix="heads")
-    data = services.head_view(*ctx.args, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
+    data = services.head_view(ctx.request, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
                               weighting=opts.weighting)
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
     fig = map_figure(data, title=title, scale=opts.scale)
@@ -174,7 +174,7 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
     """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
     cached trace)."""
     with calm_errors("heads_panel"):
-        trace = services.get_trace(model_id, text, causal, max_tokens)  # a cache hit: the page just traced it
+        trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))  # a cache hit: the page just traced it
         controls = st.columns([1, 1, 2])
         with controls[2]:
             block = pick_block(list(trace.attention_blocks()))
@@ -211,7 +211,7 @@ def main() -> None:
     text = current_text()
     try:
         with st.spinner("Running the model…"):
-            trace = services.get_trace(model_id, text, causal, max_tokens)
+            trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         st.warning(services.friendly_error(err))
         return

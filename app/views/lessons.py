@@ -77,7 +77,7 @@ def steps_demo() -> None:
     keys (the numbers Step by step shows for the same head, cut to the keys that matter)."""
     layer, head = QKV_HEAD
     try:
-        trace = services.get_trace("minilm", IT_SENTENCE, False, services.LESSON_MAX_TOKENS)
+        trace = services.get_trace(services.TraceRequest("minilm", IT_SENTENCE, False, services.LESSON_MAX_TOKENS))
         query = services.find_token(trace.tokens.strings, "it")
         steps = services.query_steps(trace, layer, head, query)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message

@@ -168,7 +168,7 @@ def sentence_length(model_id: str) -> int | None:
     """Token count of the shared sentence for this model (from the cached trace), or None."""
     text = current_text()
     try:
-        trace = services.get_trace(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024))
+        trace = services.get_trace(services.TraceRequest(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024)))
     except Exception:  # noqa: BLE001 — the count is a detail; the page works without it
         return None
     return len(trace.tokens)

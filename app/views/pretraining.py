@@ -130,7 +130,7 @@ def objectives_side_by_side() -> None:
 def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, block: str) -> None:
     """The mean of the heads of one layer of ``model_id`` on ``text`` (the block of an encoder-decoder)."""
     try:
-        trace = services.get_trace(model_id, text, causal, 64)
+        trace = services.get_trace(services.TraceRequest(model_id, text, causal, 64))
         att = services.attention_block(trace, block)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))

@@ -73,7 +73,7 @@ def walkthrough() -> None:
         causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
-            trace = services.get_trace(model_id, text, causal, max_tokens)
+            trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))
         with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
             block = pick_block(list(trace.attention_blocks()), key="step_block")
         attention = services.attention_block(trace, block)

@@ -131,11 +131,12 @@ def test_mask_comparison_traces_a_second_time_only_while_shown():
 
     text = "Only the open tab may run the model twice."
     at = run_app(text=text)
-    keys = [k for k in list(TRACES._entries) if k[2] == text]
-    assert [k[3] for k in keys] == [False], "the default tab traces once (mask off: MiniLM's own setting)"
+    def keys() -> list[tuple]:  # the trace cache's keys are (request.trace_key, trained model)
+        return [entry[0] for entry in list(TRACES._entries) if isinstance(entry[0], tuple) and entry[0][1] == text]
+
+    assert [k[2] for k in keys()] == [False], "the default tab traces once (mask off: MiniLM's own setting)"
     show_mask_tab(at)
-    keys = [k for k in list(TRACES._entries) if k[2] == text]
-    assert sorted(map(str, (k[3] for k in keys))) == ["False", "True"]
+    assert sorted(map(str, (k[2] for k in keys()))) == ["False", "True"]
 
 
 def test_switching_to_gpt2_turns_the_causal_mask_on():
@@ -273,7 +274,7 @@ def test_value_weighted_contribution_is_the_pattern_times_value_norms():
     at.segmented_control(key="explore_weighting").set_value("value").run()
     assert_clean(at)
     fig = main_figure(at)
-    trace = services.get_trace("minilm", DEFAULT_TEXT, False, 128)
+    trace = services.get_trace(services.TraceRequest("minilm", DEFAULT_TEXT, False, 128))
     want = trace.pattern(0, 0) * np.linalg.norm(trace.v(0)[0], axis=-1)[None, :]
     contribution = z(fig)
     np.testing.assert_allclose(contribution, want, rtol=1e-5, atol=1e-6)
@@ -315,7 +316,7 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
 
     from app import services
 
-    full = services.get_trace("minilm", text, False, 512).pattern(0, 0)
+    full = services.get_trace(services.TraceRequest("minilm", text, False, 512)).pattern(0, 0)
     edges = overview_edges(512, 256)
     by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
     np.testing.assert_allclose(pooled, by_hand, rtol=1e-5, atol=1e-7)

@@ -1,0 +1,47 @@
+"""The app's pages, in the sidebar's order: made once per server process, copied for every run.
+
+``st.Page(path)`` resolves its file's path on disk (``realpath`` + ``stat`` of each part) each time
+it is made; the entry point runs on every rerun of every session, and making the ten pages there
+took ~6% of a class's rerun time in a profile (docs/BENCHMARKS.md). Here each page is made once and
+every run gets a shallow copy: a copy carries the run's own "may be run" flag, which
+``st.navigation`` sets, so two sessions running at once never share one.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from pathlib import Path
+
+import streamlit as st
+
+# Page files live in app/views/, not app/pages/: a pages/ folder beside the entry point switches on
+# Streamlit's automatic multipage discovery, which served a deep link on a fresh server as a bare
+# script (no navigation, no shared state). tests/e2e/test_deep_links_e2e.py pins this.
+VIEWS = Path(__file__).resolve().parent / "views"
+
+#: (file in app/views, title, icon); the first is the default page
+PAGES: tuple[tuple[str, str, str], ...] = (
+    ("explore.py", "Explore", ":material/grid_on:"),
+    ("lessons.py", "Lessons", ":material/cast_for_education:"),
+    ("step_by_step.py", "Step by step", ":material/calculate:"),
+    ("heads.py", "Heads", ":material/view_module:"),
+    ("bertviz_views.py", "bertviz views", ":material/hub:"),
+    ("positional.py", "Positional encodings", ":material/timeline:"),
+    ("vit.py", "Vision Transformer", ":material/image:"),
+    ("bahdanau.py", "Bahdanau attention", ":material/translate:"),
+    ("train.py", "Train live", ":material/model_training:"),
+    ("pretraining.py", "Pretraining objectives", ":material/school:"),
+)
+
+_made: list[st.Page] = []
+_lock = threading.Lock()
+
+
+def pages() -> list[st.Page]:
+    """This run's ``st.Page`` objects (fresh copies of the ones made once per process)."""
+    with _lock:
+        if not _made:
+            _made.extend(st.Page(VIEWS / file, title=title, icon=icon, default=i == 0)
+                         for i, (file, title, icon) in enumerate(PAGES))
+    return [copy.copy(page) for page in _made]
