@@ -3,8 +3,13 @@
 One rule for every model that writes text (decoders, encoder-decoders)::
 
     greedy:   w = argmax_w z_w
-    sampled:  p = softmax(z / T), keep the k most likely (top-k) and the fewest most likely whose
-              probabilities reach p (top-p, "nucleus"), renormalise, draw w with a seeded generator
+    sampled:  z / T; keep the k highest scores (top-k); p = softmax over what is kept; keep the
+              fewest most likely tokens whose probabilities reach p (top-p, "nucleus"); renormalise;
+              draw w with a seeded generator
+
+This is the order of transformers' own samplers (``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
+``TopPLogitsWarper``): top-p reads the distribution that top-k left, so top-k 2 with top-p 0.5 on
+probabilities (.4, .3, .2, .1) keeps one token (.4 / .7 ≥ .5), not two.
 
 Sampling uses its own ``numpy`` generator seeded per call, so a run is repeatable and concurrent
 sessions never share random state.
@@ -69,21 +74,46 @@ class DecodeSettings:
         return f"sampled ({', '.join(parts)}, seed {self.seed})"
 
 
+def _softmax(z: np.ndarray) -> np.ndarray:
+    """softmax of scores that may hold −inf (those get probability 0)."""
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def top_k_kept(z: np.ndarray, k: int) -> np.ndarray:
+    """Which scores top-k keeps: those at least the k-th highest (ties with it kept, as transformers does)."""
+    if not k or k >= len(z):
+        return np.ones(z.shape, dtype=bool)
+    kth = np.partition(z, len(z) - k)[len(z) - k]
+    return z >= kth
+
+
+def top_p_kept(p: np.ndarray, top_p: float) -> np.ndarray:
+    """Which tokens top-p keeps: the fewest most likely whose probabilities add up to at least ``top_p``.
+
+    A token is kept when the tokens ranked above it hold less than ``top_p`` of the mass (so the most
+    likely token always is).
+    """
+    if top_p >= 1.0:
+        return np.ones(p.shape, dtype=bool)
+    order = np.argsort(-p, kind="stable")  # most likely first; ties by id
+    above = np.cumsum(p[order]) - p[order]  # mass ranked above each token
+    keep = np.zeros(p.shape, dtype=bool)
+    keep[order[above < top_p - 1e-12]] = True
+    return keep
+
+
 def candidate_probs(logits: np.ndarray, settings: DecodeSettings) -> np.ndarray:
-    """The distribution a sampled step draws from: ``[vocab]`` float64, zero outside top-k / top-p."""
+    """The distribution a sampled step draws from: ``[vocab]`` float64, zero outside top-k / top-p.
+
+    Temperature, then top-k on the scores, then top-p on the distribution top-k left, as transformers'
+    samplers (see the module docstring).
+    """
     z = np.asarray(logits, dtype=np.float64) / float(settings.temperature)
     z = np.where(np.isfinite(z), z, -np.inf)
-    z -= z.max()
-    p = np.exp(z)
-    p /= p.sum()
-    order = np.argsort(-p, kind="stable")  # most likely first; ties by id
-    keep = np.zeros(p.shape, dtype=bool)
-    n_keep = len(order) if not settings.top_k else min(settings.top_k, len(order))
-    if settings.top_p < 1.0:  # the smallest prefix whose mass reaches top_p
-        cum = np.cumsum(p[order])
-        n_keep = min(n_keep, int(np.searchsorted(cum, settings.top_p - 1e-12)) + 1)
-    keep[order[:n_keep]] = True
-    out = np.where(keep, p, 0.0)
+    z = np.where(top_k_kept(z, settings.top_k), z, -np.inf)
+    p = _softmax(z)
+    out = np.where(top_p_kept(p, float(settings.top_p)), p, 0.0)
     return out / out.sum()
 
 
