@@ -35,7 +35,7 @@ def room_for(n_prompt: int, settings: DecodeSettings, max_positions: int) -> int
 
 
 def decode_loop(step: Callable[[list[int]], np.ndarray], prompt_ids: Sequence[int], settings: DecodeSettings,
-                stop_ids: Collection[int], n_new: int) -> tuple[list[int], bool]:
+                stop_ids: Collection[int], n_new: int, n_named: int | None = None) -> tuple[list[int], bool]:
     """Pick up to ``n_new`` tokens after ``prompt_ids``.
 
     Args:
@@ -44,11 +44,13 @@ def decode_loop(step: Callable[[list[int]], np.ndarray], prompt_ids: Sequence[in
         settings: greedy or sampled (a fresh seeded picker per call, so a retry repeats the same draw).
         stop_ids: end-of-text ids; picking one ends the loop (it is kept as the last generated token).
         n_new: the most tokens to generate.
+        n_named: how many ids the tokenizer names (:func:`engine.text.named_ids`); ids above are never
+            picked. None: every scored id has a token (our own models).
 
     Returns:
         ``(generated ids, True when an end-of-text token stopped the loop)``.
     """
-    pick = TokenPicker(settings)
+    pick = TokenPicker(settings, n_named)
     ids = list(prompt_ids)
     new: list[int] = []
     for _ in range(n_new):

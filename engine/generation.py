@@ -11,6 +11,10 @@ This is the order of transformers' own samplers (``TemperatureLogitsWarper``, ``
 ``TopPLogitsWarper``): top-p reads the distribution that top-k left, so top-k 2 with top-p 0.5 on
 probabilities (.4, .3, .2, .1) keeps one token (.4 / .7 ≥ .5), not two.
 
+A model's config may count more token ids than its tokenizer can name (Qwen2.5 and T5 pad their
+embedding tables to a round size). Their scores are set to −inf before any pick
+(:func:`named_only`), so neither greedy nor sampled decoding ever writes an id without a token.
+
 Sampling uses its own ``numpy`` generator seeded per call, so a run is repeatable and concurrent
 sessions never share random state.
 """
@@ -74,6 +78,27 @@ class DecodeSettings:
         return f"sampled ({', '.join(parts)}, seed {self.seed})"
 
 
+def named_only(logits: np.ndarray, n_named: int | None) -> np.ndarray:
+    """``logits`` ``[vocab]`` as float64, with the scores of ids the tokenizer cannot name set to −inf.
+
+    Args:
+        logits: one position's scores over the model's output ids.
+        n_named: how many ids the tokenizer names (:func:`engine.text.named_ids`; ids ``0 … n_named − 1``);
+            None when every output id has a token (our own models).
+
+    Returns:
+        A new array; ids at and above ``n_named`` are −inf, so no pick and no softmax can choose them.
+
+    Example:
+        >>> named_only(np.array([1.0, 2.0, 9.0]), 2)
+        array([  1.,   2., -inf])
+    """
+    z = np.array(logits, dtype=np.float64)
+    if n_named is not None:
+        z[max(int(n_named), 0):] = -np.inf
+    return z
+
+
 def _softmax(z: np.ndarray) -> np.ndarray:
     """softmax of scores that may hold −inf (those get probability 0)."""
     e = np.exp(z - z.max())
@@ -118,15 +143,23 @@ def candidate_probs(logits: np.ndarray, settings: DecodeSettings) -> np.ndarray:
 
 
 class TokenPicker:
-    """Picks generated tokens one at a time with one settings object and one seeded generator."""
+    """Picks generated tokens one at a time with one settings object and one seeded generator.
 
-    def __init__(self, settings: DecodeSettings) -> None:
+    Args:
+        settings: greedy or sampled.
+        n_named: how many ids the tokenizer names; higher ids are never picked (:func:`named_only`).
+            None: every id of the scores has a token.
+    """
+
+    def __init__(self, settings: DecodeSettings, n_named: int | None = None) -> None:
         self.settings = settings
+        self.n_named = n_named
         self._rng = np.random.default_rng(settings.seed)
 
     def __call__(self, logits: np.ndarray) -> int:
         """The next token id for the last position's ``logits`` ``[vocab]``."""
+        z = named_only(logits, self.n_named)
         if not self.settings.sample:
-            return int(np.argmax(np.asarray(logits)))
-        p = candidate_probs(logits, self.settings)
+            return int(np.argmax(z))
+        p = candidate_probs(z, self.settings)
         return int(self._rng.choice(len(p), p=p))

@@ -138,6 +138,39 @@ def special_flags(tokenizer, ids) -> tuple[bool, ...]:
     return tuple(int(i) in markers for i in ids)
 
 
+def named_ids(tokenizer) -> int:
+    """How many token ids a Hugging Face tokenizer can name: ids ``0 … len(tokenizer) − 1``.
+
+    A model's config may count more (Qwen2.5, T5 and many Hub checkpoints pad their embedding tables
+    to a round size); the ids above have no token. Generation never picks them and the next-token
+    candidates leave them out (:func:`engine.generation.named_only`); if one is shown anyway it reads
+    as :func:`unnamed_token`.
+    """
+    return len(tokenizer)
+
+
+def unnamed_token(token_id: int) -> str:
+    """The display string of an id the tokenizer cannot name: ``<id 1234>``.
+
+    Example:
+        >>> unnamed_token(151900)
+        '<id 151900>'
+    """
+    return f"<id {int(token_id)}>"
+
+
+def token_pieces(tokenizer, ids) -> list[str | None]:
+    """The tokenizer's pieces of ``ids`` (``"Ġcat"``, ``"▁the"``), None for an id it cannot name.
+
+    Ids at or above :func:`named_ids` are never handed to the tokenizer (some raise on them, fast
+    tokenizers return None).
+    """
+    ids = [int(i) for i in ids]
+    n = named_ids(tokenizer)
+    named = iter(tokenizer.convert_ids_to_tokens([i for i in ids if 0 <= i < n]))
+    return [next(named) if 0 <= i < n else None for i in ids]
+
+
 def _byte_level_table() -> dict[str, int]:
     """The inverse of byte-level BPE's byte→character table.
 

@@ -94,9 +94,11 @@ class AblationResult:
 
 
 def next_token_summary(p_log_before: np.ndarray, p_log_after: np.ndarray, top_k: int) -> dict:
-    """Top tokens, KL and TV from two float64 log-probability vectors ``[vocab]``."""
+    """Top tokens, KL and TV from two float64 log-probability vectors ``[vocab]`` (−inf where a token
+    cannot be picked: an id the tokenizer cannot name)."""
     p_b, p_a = np.exp(p_log_before), np.exp(p_log_after)
-    kl = float(np.sum(p_b * (p_log_before - p_log_after)))
+    live = p_b > 0  # 0 · log 0 = 0: ids at −inf before add nothing (and no −inf − −inf)
+    kl = float(np.sum(p_b[live] * (p_log_before[live] - p_log_after[live])))
     tv = float(0.5 * np.abs(p_b - p_a).sum())
     key = np.maximum(p_b, p_a)
     k = max(1, int(top_k))

@@ -21,13 +21,9 @@ from torch import nn
 
 from engine.analysis.ablation import next_token_summary
 from engine.analysis.ablation_heads import SELF, HeadRef, heads_off
-from engine.text import (
-    byte_level_display,
-    check_max_tokens,
-    clean_input,
-    clean_token,
-    length_notices,
-)
+from engine.generation import named_only
+from engine.pretrained.adapters import display_tokens
+from engine.text import check_max_tokens, clean_input, length_notices, named_ids
 from engine.types import EngineError, Tokens
 
 
@@ -41,9 +37,11 @@ class Prepared:
     causal: bool | None = None
 
 
-def _log_probs(logits: torch.Tensor) -> np.ndarray:
-    """``[vocab]`` logits → float64 numpy log-probabilities."""
-    return torch.log_softmax(logits.double(), dim=-1).cpu().numpy()
+def _log_probs(logits: torch.Tensor, n_named: int | None = None) -> np.ndarray:
+    """``[vocab]`` logits → float64 numpy log-probabilities; ids the tokenizer cannot name (``>= n_named``,
+    :func:`~engine.generation.named_only`) get −inf, so they are never a next-token candidate."""
+    z = torch.from_numpy(named_only(logits.double().cpu().numpy(), n_named))
+    return torch.log_softmax(z, dim=-1).numpy()
 
 
 # ---- our own decoder ------------------------------------------------------------------------------
@@ -122,7 +120,7 @@ class HFRunner:
         kwargs = self.adapter.causal_kwargs(module, n, causal, device, default=self.default_causal)  # tracing's toggle
         with heads_off(self.projections(module), off, {SELF: self.layout[SELF][1]}):
             if self.output == "next-token":
-                return _log_probs(module(input_ids=input_ids, **kwargs).logits[0, -1])
+                return _log_probs(module(input_ids=input_ids, **kwargs).logits[0, -1], named_ids(self.tokenizer))
             hidden = self.adapter.base(module)(input_ids=input_ids, **kwargs).last_hidden_state[0]  # (T, D)
         pooled = hidden.float().mean(dim=0)  # mean pooling; every token is real (mask all ones)
         return F.normalize(pooled, p=2, dim=0).cpu().numpy()  # (D,) unit length
@@ -132,9 +130,7 @@ class HFRunner:
             cosine = float(np.dot(before.astype(np.float64), after.astype(np.float64)))
             return {"embedding_before": before, "embedding_after": after, "cosine": cosine}
         out = next_token_summary(before, after, top_k)
-        pieces = self.tokenizer.convert_ids_to_tokens(list(out["top_ids"]))
-        show = byte_level_display if self.adapter.byte_level else clean_token
-        out["top_tokens"] = tuple(show(p) for p in pieces)
+        out["top_tokens"] = display_tokens(self.tokenizer, out["top_ids"], self.adapter.byte_level).strings
         return out
 
 

@@ -40,7 +40,16 @@ from torch import nn
 from engine.capture import capture
 from engine.model import Model
 from engine.pretrained.interface import recording
-from engine.text import byte_level_display, check_max_tokens, clean_input, clean_token, length_notices, special_flags
+from engine.text import (
+    byte_level_display,
+    check_max_tokens,
+    clean_input,
+    clean_token,
+    length_notices,
+    special_flags,
+    token_pieces,
+    unnamed_token,
+)
 from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnavailableError, Tokens
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
@@ -54,11 +63,13 @@ NOT_CAPTURING = (
 
 def display_tokens(tokenizer, ids: Sequence[int], byte_level: bool) -> Tokens:
     """Display tokens of ``ids`` (typed or written by the model): byte-level pieces decoded, others cleaned;
-    special tokens as they are, ``[UNK]`` not special (it stands for the user's text)."""
-    ids = list(ids)
+    special tokens as they are, ``[UNK]`` not special (it stands for the user's text); an id the tokenizer
+    cannot name (a config vocabulary larger than the tokenizer's) as :func:`~engine.text.unnamed_token`."""
+    ids = [int(i) for i in ids]
     special = special_flags(tokenizer, ids)
     show = byte_level_display if byte_level else clean_token
-    strings = tuple(p if s else show(p) for p, s in zip(tokenizer.convert_ids_to_tokens(ids), special))
+    pieces = token_pieces(tokenizer, ids)
+    strings = tuple(unnamed_token(i) if p is None else p if s else show(p) for i, p, s in zip(ids, pieces, special))
     return Tokens(strings=strings, ids=tuple(ids), special=special)
 
 

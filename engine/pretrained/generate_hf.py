@@ -19,7 +19,7 @@ from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_
 from engine.generation import DecodeSettings
 from engine.model import Model
 from engine.pretrained.adapters import display_tokens
-from engine.text import length_notices
+from engine.text import length_notices, named_ids
 from engine.types import AttentionTrace, EngineError
 
 
@@ -57,7 +57,7 @@ def generate(adapter, model: Model, prompt: str, settings: DecodeSettings, *, ma
             cache["past"], cache["fed"] = out.past_key_values, len(so_far)
             return out.logits[0, -1].float().cpu().numpy()  # (V,)
 
-        return decode_loop(step, ids, settings, stops, n_new)
+        return decode_loop(step, ids, settings, stops, n_new, named_ids(model.tokenizer))
 
     (new, stopped), _device, notice = model.run(write)
     all_ids = [*ids, *new]

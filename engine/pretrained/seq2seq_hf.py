@@ -30,7 +30,7 @@ from torch import nn
 from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
 from engine.model import Model
 from engine.pretrained.adapters import display_tokens, prepare_text
-from engine.text import length_notices
+from engine.text import length_notices, named_ids
 from engine.types import AttentionTrace, EngineError, Seq2SeqTrace, Tokens
 
 #: model types read here, with how each encodes positions
@@ -100,11 +100,14 @@ class Seq2SeqHFAdapter:
         forced = read("forced_bos_token_id")
         return int(start), {int(e) for e in ends}, never, None if forced is None else int(forced)
 
-    def decode(self, module: nn.Module, device: torch.device, src_ids: list[int],
-               settings: DecodeSettings) -> tuple[list[int], bool]:  # fmt: skip
-        """Generated ids (without the start token) and whether an end token finished them."""
+    def decode(self, module: nn.Module, device: torch.device, src_ids: list[int], settings: DecodeSettings,
+               n_named: int | None = None) -> tuple[list[int], bool]:  # fmt: skip
+        """Generated ids (without the start token) and whether an end token finished them.
+
+        ``n_named``: how many ids the tokenizer names; higher ids are never picked (T5 pads its vocabulary).
+        """
         start, ends, never, forced = self._special_ids(module)
-        pick = TokenPicker(settings)
+        pick = TokenPicker(settings, n_named)
         src = torch.tensor([src_ids], device=device)
         encoder_outputs = module.get_encoder()(input_ids=src)
         out: list[int] = []
@@ -160,7 +163,7 @@ class Seq2SeqHFAdapter:
         src_ids, src_tokens, notices, n_total = self.source(model, text, max_tokens)
 
         def run(module: nn.Module, device: torch.device):
-            generated, finished = self.decode(module, device, src_ids, settings)
+            generated, finished = self.decode(module, device, src_ids, settings, named_ids(model.tokenizer))
             start = self._special_ids(module)[0]
             tgt_ids = [start, *(generated[:-1] if finished else generated)]
             return generated, finished, tgt_ids, self.capture(module, device, src_ids, tgt_ids)
