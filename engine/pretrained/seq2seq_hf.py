@@ -6,8 +6,13 @@ call the function registered with ``transformers.AttentionInterface``, so the mo
 A trace is made in two steps, as for the own translator (:mod:`engine.models.seq2seq_adapter`):
 
 1. decode: the encoder runs once, then the decoder writes one token at a time (with its key/value
-   cache) until the end-of-sequence token or the limit, picking each token greedily or by sampling
-   (:mod:`engine.generation`);
+   cache) until the end-of-sequence token or the limit. Each step's scores first go through the rules
+   the model's generation config sets for transformers' own ``generate`` (:func:`generation_rules`:
+   Marian's ``bad_words_ids`` keep its pad token out, BART's ``forced_bos_token_id`` and
+   ``forced_eos_token_id`` fix its first and last token), then the token is picked greedily or by
+   sampling (:mod:`engine.generation`). So greedy decoding writes what ``generate(do_sample=False)``
+   writes, token for token (T5 may write its pad token: nothing in its config forbids it), except that
+   ids the tokenizer cannot name are never picked;
 2. capture: one teacher-forced pass over the source and the decoder input (the start token and the
    generated tokens, without a final end token) records every attention call. Row ``i`` of the
    decoder and cross-attention traces is the decoder reading ``target[i]`` while predicting
@@ -45,6 +50,50 @@ def part_of(name: str) -> str:
     return "cross" if parts[-1] in {"EncDecAttention", "encoder_attn"} else "decoder"
 
 
+def generation_rules(gen, ends: list[int], max_new_tokens: int, device: torch.device):
+    """The score rules transformers' ``generate`` applies before picking, read from a generation config.
+
+    The same processors, in the same order, that ``GenerationMixin._get_logits_processor`` builds from
+    these settings of the config (those encoder-decoder checkpoints set: bans, length limits, forced
+    tokens, repetition rules), with the decoder input so far as their ``input_ids``. Greedy decoding
+    through them equals ``generate(do_sample=False, num_beams=1)``.
+
+    Args:
+        gen: the model's ``generation_config``.
+        ends: the end-of-sequence ids.
+        max_new_tokens: the most tokens written after the start token (``max_length`` is one more, as
+            in ``generate``): ``forced_eos_token_id`` is forced at the last of them.
+        device: where the scores are.
+
+    Returns:
+        A ``LogitsProcessorList``: ``rules(ids [1, n], scores [1, V]) -> scores [1, V]``.
+    """
+    from transformers import LogitsProcessorList
+    from transformers.generation import logits_process as lp
+
+    rules = LogitsProcessorList()
+    if gen.repetition_penalty is not None and gen.repetition_penalty != 1.0:
+        rules.append(lp.RepetitionPenaltyLogitsProcessor(gen.repetition_penalty))
+    if gen.no_repeat_ngram_size:
+        rules.append(lp.NoRepeatNGramLogitsProcessor(gen.no_repeat_ngram_size))
+    if gen.bad_words_ids is not None:  # Marian: [[pad]]
+        rules.append(lp.NoBadWordsLogitsProcessor(gen.bad_words_ids, ends))
+    if gen.min_length and ends:
+        rules.append(lp.MinLengthLogitsProcessor(gen.min_length, ends, device=device))
+    if gen.min_new_tokens and ends:
+        rules.append(lp.MinNewTokensLengthLogitsProcessor(1, gen.min_new_tokens, ends, device=device))
+    if gen.forced_bos_token_id is not None:
+        rules.append(lp.ForcedBOSTokenLogitsProcessor(gen.forced_bos_token_id))
+    if gen.forced_eos_token_id is not None:
+        rules.append(lp.ForcedEOSTokenLogitsProcessor(1 + max_new_tokens, gen.forced_eos_token_id, device=device))
+    if gen.suppress_tokens is not None:
+        rules.append(lp.SuppressTokensLogitsProcessor(gen.suppress_tokens, device=device))
+    if gen.begin_suppress_tokens is not None:  # the first written token (the second under a forced first)
+        begin = 1 if gen.forced_bos_token_id is None else 2
+        rules.append(lp.SuppressTokensAtBeginLogitsProcessor(gen.begin_suppress_tokens, begin, device=device))
+    return rules
+
+
 @dataclass(frozen=True)
 class Seq2SeqHFAdapter:
     """``engine.trace`` / ``engine.generate`` for a Hugging Face encoder-decoder: text → :class:`Seq2SeqTrace`.
@@ -80,8 +129,8 @@ class Seq2SeqHFAdapter:
 
     # ---- decoding ----------------------------------------------------------------------------
     @staticmethod
-    def _special_ids(module: nn.Module) -> tuple[int, set[int], set[int], int | None]:
-        """(decoder start id, end ids, ids never generated, forced first id)."""
+    def _special_ids(module: nn.Module) -> tuple[int, set[int]]:
+        """(decoder start id, end ids), from the generation config or else the model config."""
         cfg, gen = module.config, getattr(module, "generation_config", None)
 
         def read(name):
@@ -95,10 +144,7 @@ class Seq2SeqHFAdapter:
             raise EngineError("This encoder-decoder's config names no decoder start token.")
         eos = read("eos_token_id")
         ends = set(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
-        pad = read("pad_token_id")
-        never = {int(pad)} if pad is not None and pad not in ends else set()  # Marian starts with pad, never writes it
-        forced = read("forced_bos_token_id")
-        return int(start), {int(e) for e in ends}, never, None if forced is None else int(forced)
+        return int(start), {int(e) for e in ends}
 
     def decode(self, module: nn.Module, device: torch.device, src_ids: list[int], settings: DecodeSettings,
                n_named: int | None = None) -> tuple[list[int], bool]:  # fmt: skip
@@ -106,26 +152,23 @@ class Seq2SeqHFAdapter:
 
         ``n_named``: how many ids the tokenizer names; higher ids are never picked (T5 pads its vocabulary).
         """
-        start, ends, never, forced = self._special_ids(module)
+        start, ends = self._special_ids(module)
+        rules = generation_rules(module.generation_config, sorted(ends), settings.max_new_tokens, device)
         pick = TokenPicker(settings, n_named)
         src = torch.tensor([src_ids], device=device)
         encoder_outputs = module.get_encoder()(input_ids=src)
-        out: list[int] = []
-        past, step_input = None, torch.tensor([[start]], device=device)
-        for step in range(settings.max_new_tokens):
-            res = module(encoder_outputs=encoder_outputs, decoder_input_ids=step_input, past_key_values=past,
+        ids = torch.tensor([[start]], device=device)  # (1, 1 + written): what the rules read
+        past = None
+        for _ in range(settings.max_new_tokens):
+            res = module(encoder_outputs=encoder_outputs, decoder_input_ids=ids[:, -1:], past_key_values=past,
                          use_cache=True)  # fmt: skip
             past = res.past_key_values
-            logits = res.logits[0, -1].float()
-            for bad in never:
-                if 0 <= bad < logits.shape[0]:
-                    logits[bad] = float("-inf")
-            token = forced if step == 0 and forced is not None else pick(logits.cpu().numpy())
-            out.append(token)
+            scores = rules(ids, res.logits[:, -1].float())  # (1, V)
+            token = pick(scores[0].cpu().numpy())
+            ids = torch.cat([ids, torch.tensor([[token]], device=device)], dim=1)
             if token in ends:
-                return out, True
-            step_input = torch.tensor([[token]], device=device)
-        return out, False
+                return ids[0, 1:].tolist(), True
+        return ids[0, 1:].tolist(), False
 
     # ---- capture -----------------------------------------------------------------------------
     def capture(self, module: nn.Module, device: torch.device, src_ids: list[int], tgt_ids: list[int]):

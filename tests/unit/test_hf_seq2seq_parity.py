@@ -22,6 +22,7 @@ from engine.types import ModelUnavailableError, Seq2SeqTrace
 from tests.seq2seq_models import MAX_POS, save_tiny_seq2seq
 
 ATOL = 1e-5
+PAD, EOS = 0, 1  # the tiny models' pad and end ids (tests/seq2seq_models.py)
 KINDS = ("t5", "bart", "marian")
 SENTENCES = {
     "short": "the cat sat on the mat",
@@ -92,33 +93,87 @@ def test_t5_relative_bias_is_captured_and_shared(loaded):
     np.testing.assert_allclose(bias, want, atol=1e-6)
 
 
+def _generate(module, src_ids, n_new: int) -> list[int]:
+    """transformers' own greedy ``generate``: the decoder start token and up to ``n_new`` tokens.
+
+    A fresh cache is passed because ``generate`` sizes its own from the encoder's layer count, which a T5
+    with a deeper decoder (ours: 2 and 3) overflows.
+    """
+    from transformers import DynamicCache, EncoderDecoderCache
+
+    with torch.no_grad():
+        out = module.generate(torch.tensor([list(src_ids)]), do_sample=False, num_beams=1, max_new_tokens=n_new,
+                              past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()))  # fmt: skip
+    return out[0].tolist()
+
+
+def _assert_greedy_equals_generate(model, reference, sentence: str, n_new: int = 10) -> list[int]:
+    """The engine's greedy target equals ``generate``'s output (less a final end token, as the trace keeps it)."""
+    tr = engine.generate(model, sentence, DecodeSettings(max_new_tokens=n_new))
+    theirs = _generate(reference, tr.source.ids, n_new)
+    assert list(tr.target.ids) == (theirs[:-1] if theirs[-1] == EOS else theirs)
+    return theirs
+
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_greedy_decoding_equals_argmax_of_full_passes(loaded, eager, kind):
-    """The engine decodes with a key/value cache; the reference re-runs the whole eager model each step."""
-    tr = engine.generate(loaded[kind], SENTENCES["short"], DecodeSettings(max_new_tokens=10))
-    src, ids = torch.tensor([list(tr.source.ids)]), [tr.target.ids[0]]
-    for _ in range(10):
-        with torch.no_grad():
-            logits = eager[kind](input_ids=src, decoder_input_ids=torch.tensor([ids])).logits[0, -1]
-        logits[0] = -torch.inf  # pad is never written (Marian's rule)
-        ids.append(int(logits.argmax()))
-        if ids[-1] == 1:
-            break
-    assert list(tr.target.ids) == (ids[:-1] if ids[-1] == 1 else ids)
+@pytest.mark.parametrize("sentence", sorted(SENTENCES))
+def test_greedy_decoding_equals_generate(loaded, eager, kind, sentence):
+    """The config's own rules included: BART and Marian force their last token (``forced_eos_token_id``)."""
+    _assert_greedy_equals_generate(loaded[kind], eager[kind], SENTENCES[sentence])
+
+
+def _pad_after_other_tokens(monkeypatch, module) -> None:
+    """Make the pad token the best next token after any other token, so pad and other tokens alternate."""
+    real = module.forward
+
+    def forward(*args, **kwargs):
+        out = real(*args, **kwargs)
+        previous = kwargs["decoder_input_ids"]  # (1, m): the token each row of logits follows
+        out.logits[..., PAD] += 1e3 * (previous != PAD).to(out.logits.dtype)
+        return out
+
+    monkeypatch.setattr(module, "forward", forward)
+
+
+@pytest.mark.parametrize("kind", ["t5", "bart"])
+def test_greedy_writes_pad_where_generate_does(loaded, eager, kind, monkeypatch):
+    """Nothing in T5's or BART's config forbids the pad token: when the scores make it best, it is written."""
+    for module in (loaded[kind].module, eager[kind]):
+        _pad_after_other_tokens(monkeypatch, module)
+    theirs = _assert_greedy_equals_generate(loaded[kind], eager[kind], SENTENCES["short"])
+    assert theirs[1:].count(PAD) >= 3 and len(set(theirs[1:])) > 1
+
+
+def test_marian_bad_words_keep_pad_out(folders, tmp_path, monkeypatch):
+    """Marian checkpoints ban their pad token with ``bad_words_ids: [[pad]]``; the engine reads the ban."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    reference = AutoModelForSeq2SeqLM.from_pretrained(folders["marian"], attn_implementation="eager").eval()
+    reference.generation_config.bad_words_ids = [[PAD]]
+    reference.generation_config.forced_eos_token_id = EOS  # as opus-mt: the forced last token is the end token
+    reference.save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(folders["marian"]).save_pretrained(tmp_path)
+    model = engine.load(str(tmp_path))
+    for module in (model.module, reference):
+        _pad_after_other_tokens(monkeypatch, module)
+    theirs = _assert_greedy_equals_generate(model, reference, SENTENCES["short"])
+    assert PAD not in theirs[1:] and theirs[-1] == EOS
 
 
 def test_sampled_decoding_is_seeded_and_stays_in_top_k(loaded, eager):
+    from engine.pretrained.seq2seq_hf import generation_rules
+
     settings = DecodeSettings(max_new_tokens=8, sample=True, temperature=1.5, top_k=3, seed=11)
     a = engine.generate(loaded["marian"], SENTENCES["short"], settings)
     b = engine.generate(loaded["marian"], SENTENCES["short"], settings)
     assert a.target.ids == b.target.ids and "sampled" in " ".join(a.notices)
-    # each generated token is among the 3 most likely after what came before (pad never written)
+    # each generated token is among the 3 most likely after what came before, under the config's rules
     ref = _reference(eager["marian"], a)
+    rules = generation_rules(eager["marian"].generation_config, [EOS], 8, torch.device("cpu"))
     ids = list(a.target.ids)
     for step in range(1, len(ids)):
-        logits = ref.logits[0, step - 1].numpy().astype(np.float64)
-        logits[0] = -np.inf
-        assert candidate_probs(logits, settings)[ids[step]] > 0
+        scores = rules(torch.tensor([ids[:step]]), ref.logits[:, step - 1].float())
+        assert candidate_probs(scores[0].numpy(), settings)[ids[step]] > 0
 
 
 def test_unsupported_architecture_names_what_is_supported(tmp_path):
