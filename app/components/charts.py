@@ -59,10 +59,33 @@ class ReadyFigure(go.Figure):
         return f"ReadyFigure({self._spec.get('layout', {}).get('title', {}).get('text', '')!r})"
 
 
-def ready(fig: go.Figure, look: theme.Theme | None = None) -> ReadyFigure:
-    """``fig`` as a themed :class:`ReadyFigure` (the session's theme unless ``look`` is given)."""
+_TEMPLATE: list[dict] = []
+
+
+def _default_template() -> dict[str, Any]:
+    """Plotly's default template as ``go.Figure().to_dict()`` writes it: made once, shared, never changed."""
+    if not _TEMPLATE:
+        _TEMPLATE.append(go.Figure().to_dict()["layout"]["template"])
+    return _TEMPLATE[0]
+
+
+def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure:
+    """``fig`` as a themed :class:`ReadyFigure` (the session's theme unless ``look`` is given).
+
+    ``fig`` is a ``go.Figure``, or the plain dict a builder would pass to ``go.Figure`` (``map_spec``,
+    ``model_view_spec``: taken over, not copied). A dict skips Plotly's object graph: its numpy arrays
+    become typed arrays with Plotly's own encoder and it gets the default template, as ``to_dict`` would
+    write them (tests/app/test_charts.py compares the two).
+    """
     if isinstance(fig, ReadyFigure):
         return fig
+    if isinstance(fig, dict):
+        from _plotly_utils.utils import convert_to_base64
+
+        convert_to_base64(fig)
+        layout = fig.setdefault("layout", {})
+        layout.setdefault("template", _default_template())
+        return ReadyFigure(theme.style(fig, look))
     return ReadyFigure(theme.style(fig.to_dict(), look))
 
 
@@ -74,7 +97,7 @@ def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:
     return ReadyFigure({**fig.spec, "layout": {**layout, "shapes": [*layout.get("shapes", ()), *shapes]}})
 
 
-def shared_chart(view: tuple, build: Callable[[], go.Figure]) -> ReadyFigure:
+def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFigure:
     """The figure of ``view`` in this session's theme, built by ``build()`` once per server process.
 
     ``view`` must name everything the figure shows (the request key, layer, head, display options,

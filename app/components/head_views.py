@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.components import theme
-from app.components.heatmap import MASKED_COLOR, _ticks, colorscale, safe_label
+from app.components.heatmap import MASKED_COLOR, _ticks, colorscale, colorscale_stops, safe_label
 
 GAP = 1  # empty cells between tiles
 DIVERGING = "RdBu"
@@ -47,9 +47,14 @@ def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
     return z
 
 
-def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None,
-                      width_px: int = 760, *, layer_names: list[str] | None = None,
-                      weights_in_hover: bool = True) -> go.Figure:
+def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None, **kwargs) -> go.Figure:
+    """:func:`model_view_spec` as a ``go.Figure``."""
+    return go.Figure(model_view_spec(tiles, selected, **kwargs))
+
+
+def model_view_spec(tiles: np.ndarray, selected: tuple[int, int] | None = None,
+                    width_px: int = 760, *, layer_names: list[str] | None = None,
+                    weights_in_hover: bool = True) -> dict:
     """All heads at once: ``tiles`` ``[layer, head, s, t]`` (already pooled) in a layer × head grid.
 
     Args:
@@ -61,7 +66,7 @@ def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None
             same size); without it hover shows the share of the head's maximum only.
 
     Returns:
-        One figure: a tiled heatmap plus one clickable marker per head (``customdata = [layer, head]``).
+        One figure's dict: a tiled heatmap plus one clickable marker per head (``customdata = [layer, head]``).
     """
     n_layers, n_heads, s, t = tiles.shape
     z = tile_mosaic(tiles, normalise=True)
@@ -71,7 +76,7 @@ def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None
              else "%{z:.0%} of this head's max (exact weights: open the head large)")
     grid_x, grid_y = np.meshgrid(xs, ys)
     heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
-    heatmap = {"type": "heatmap", "z": z, "colorscale": colorscale(), "zmin": 0.0, "zmax": 1.0, "showscale": False,
+    heatmap = {"type": "heatmap", "z": z, "colorscale": colorscale_stops(), "zmin": 0.0, "zmax": 1.0, "showscale": False,
                "hoverongaps": False, "hovertemplate": hover + "<extra></extra>"}
     if weight is not None:
         heatmap["customdata"] = weight
@@ -89,17 +94,17 @@ def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None
         shapes.append({"type": "rect", "x0": c0 - 0.5, "x1": c0 + t - 0.5, "y0": r0 - 0.5, "y1": r0 + s - 0.5,
                        "line": {"color": "#d62728", "width": 3}})
     tile_px = max(30, width_px // max(n_heads, 1))
-    return go.Figure({"data": [heatmap, markers], "layout": {  # one dict, validated once
+    return {"data": [heatmap, markers], "layout": {
         "height": int(min(1400, max(200, tile_px * n_layers * s / max(t, 1) + 80))),
         "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "plot_bgcolor": "white", "clickmode": "event+select",
-        "dragmode": False, "shapes": shapes,
+        "dragmode": False, **({"shapes": shapes} if shapes else {}),
         "xaxis": {"tickmode": "array", "tickvals": xs.tolist(), "ticktext": [f"H{h}" for h in range(n_heads)],
                   "side": "top", "showgrid": False, "zeroline": False, "title": {"text": "head"}},
         "yaxis": {"tickmode": "array", "tickvals": ys.tolist(),
                   "ticktext": layer_names or [f"L{layer}" for layer in range(n_layers)], "autorange": "reversed",
                   "showgrid": False, "zeroline": False, "title": {"text": "layer"},
                   "scaleanchor": "x", "constrain": "domain"},  # square tiles whatever the page width
-    }})
+    }}
 
 
 def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:

@@ -17,9 +17,9 @@ from app import services
 from app.components.charts import shared_chart, show_chart
 from app.components.export import head_json_button
 from app.components.theme import controls, side_by_side
-from app.components.head_views import clicked_in, model_view_figure
+from app.components.head_views import clicked_in, model_view_spec
 from app.components.guard import calm_errors
-from app.components.heatmap import map_figure
+from app.components.heatmap import map_figure, map_spec
 from app.components.linked_tokens import focus, focus_picker, outline
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
@@ -56,7 +56,7 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int) -> N
              + (f" · sliding window {window}" if window is not None else ""))
     view = ("explore_head", services.request_key(request), layer, head, q_range, k_range, opts.scale,
             opts.hide_sinks, opts.weighting, title)
-    fig = shared_chart(view, lambda: map_figure(data, title=title, scale=opts.scale))
+    fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale))
     show_chart(outline(fig, data, focus()) if request.block != "cross" else fig, key="main_heatmap")
     rows, cols = data.values.shape
     st.caption(
@@ -104,8 +104,8 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
     with st.spinner(f"Drawing the {trace.n_heads} heads of layer {layer}…"):
         tiles, pooled = services.layer_grid(request, layer)
     view = ("explore_grid", services.request_key(request), layer, head)
-    fig = shared_chart(view, lambda: model_view_figure(tiles, selected=(0, head), layer_names=[f"L{layer}"],
-                                                       weights_in_hover=False))
+    fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"],
+                                                     weights_in_hover=False))
     show_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads),
                selection_mode="points", config={"displayModeBar": False})
     st.caption(

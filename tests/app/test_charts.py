@@ -97,3 +97,27 @@ def test_plotly_chart_sends_the_ready_figure_exactly():
     assert sent[0]["layout"]["xaxis"]["tickfont"]["size"] == theme.PRESENTER.tick_px
     assert sent[1]["layout"]["xaxis"]["tickfont"]["size"] == theme.DEFAULT.tick_px  # a plain figure: themed on the way
     assert sent[0]["data"][0]["z"]["bdata"]  # typed arrays, not lists of numbers
+
+
+def _json(fig: charts.ReadyFigure) -> dict:
+    return json.loads(json.dumps(fig.spec))
+
+
+@pytest.mark.parametrize("look", [theme.DEFAULT, theme.PRESENTER], ids=lambda t: t.name)
+def test_a_plain_dict_is_sent_as_plotly_would_send_the_figure(look, monkeypatch):
+    """``ready(spec)`` (no go.Figure built) equals ``ready(go.Figure(spec))`` for the map builders."""
+    from app.components.head_views import model_view_spec
+    from app.components.heatmap import map_spec
+    from app.components.map_data import exact_map
+
+    monkeypatch.setattr(theme, "current", lambda: look)
+    rng = np.random.default_rng(0)
+    weights = rng.random((6, 6)).astype(np.float32)
+    weights[0, 3:] = np.nan  # blocked cells
+    tokens = ["[CLS]", "<b>", "it", "it", "&", "[SEP]"]
+    tiles = rng.random((2, 3, 4, 4)).astype(np.float32)
+    for build in (lambda: map_spec(exact_map(weights, tokens, tokens), title="Layer 0, head 1", scale="linear"),
+                  lambda: map_spec(exact_map(weights, tokens, tokens), scale="log"),
+                  lambda: model_view_spec(tiles, selected=(1, 2)),
+                  lambda: model_view_spec(tiles, layer_names=["L3", "L4"], weights_in_hover=False)):
+        assert _json(charts.ready(build(), look)) == _json(charts.ready(go.Figure(build()), look))
