@@ -33,3 +33,12 @@ def calm_errors(where: str):
     except Exception:  # noqa: BLE001 — everything a page can raise: logged, shown calmly
         log.exception("page %s failed", where)
         st.error(MESSAGE, icon=":material/error:")
+
+
+def busy(message: str, done: bool):
+    """``st.spinner(message)`` for work still to do; nothing when ``done`` (the result is cached).
+
+    A spinner starts a thread of its own and sends two messages; a rerun that reads a cached model and
+    trace (every rerun after the first of a sentence, and a class on one link) needs neither.
+    """
+    return contextlib.nullcontext() if done else st.spinner(message)

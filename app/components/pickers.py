@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
+from app.components.guard import busy
 from engine.text import quote_input
 from engine.types import ModelCard
 from app.state import DEFAULTS, PERSIST, K, bounded, clamp, current_text
@@ -119,7 +120,7 @@ def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
 def load_model(model_id: str) -> ModelCard | None:
     """Load (once per server) with a spinner and return its :class:`ModelCard` (pages never hold the
     torch-backed model); None and an error message if it cannot be loaded."""
-    with st.spinner(f"Loading {quoted(model_id)} (the first load takes a few seconds)…"):
+    with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", services.model_loaded(model_id)):
         try:
             return services.get_card(model_id)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message

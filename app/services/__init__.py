@@ -36,11 +36,14 @@ from app.services.core import (
     get_card,
     get_model,
     get_trace,
+    has_trace,
     list_models,
+    model_loaded,
     policy,
     request_key,
     session_id,
     shared_figure,
+    trace_is_quick,
     warm_up,
 )
 from app.services.request import TraceRequest
@@ -70,7 +73,7 @@ from app.services.lessons import (
     model_vocabulary,
     unknown_words,
 )
-from app.services.maps import grid_cells, head_view, layer_grid
+from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
 from app.services.pretraining import (
     MLM_MODEL,
     NEXT_TOKEN_MODEL,
@@ -121,8 +124,8 @@ from app.services.vit import (
 
 __all__ = [
     # core
-    "MAX_JOBS", "TraceRequest", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "list_models",
-    "policy", "request_key", "session_id", "shared_figure", "warm_up",
+    "MAX_JOBS", "TraceRequest", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "has_trace", "list_models", "model_loaded",
+    "policy", "request_key", "session_id", "shared_figure", "trace_is_quick", "warm_up",
     # generate
     "get_generation",
     # pretraining
@@ -135,7 +138,7 @@ __all__ = [
     # lessons
     "LESSON_MAX_TOKENS", "QueryRow", "alignment_row", "find_token", "lesson_row", "model_vocabulary", "unknown_words",
     # maps
-    "grid_cells", "head_view", "layer_grid",
+    "grid_cells", "grid_is_quick", "head_view", "layer_grid",
     # bahdanau
     "BAHDANAU_MAX_TOKENS", "BAHDANAU_MODELS", "TRANSFORMER_TRANSLATOR", "bahdanau_agreement",
     "bahdanau_disagreement", "bahdanau_parameters", "bahdanau_reference", "bahdanau_step", "bahdanau_trace",

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -63,9 +64,17 @@ def policy() -> ServerPolicy:
     return ServerPolicy.from_env()
 
 
-@st.cache_data(show_spinner=False, ttl=60)
+_CATALOG_TTL_S = 60.0  # the catalog lists Hub models found in the local cache: re-read now and then
+_catalog_memo: list = [float("-inf"), ()]
+
+
 def _catalog() -> tuple[ModelSpec, ...]:
-    return engine.list_models()
+    """``engine.list_models()``, re-read at most once a minute (a plain tuple shared read-only: no copy per call)."""
+    now = time.monotonic()
+    if now - _catalog_memo[0] > _CATALOG_TTL_S:
+        _catalog_memo[1] = tuple(engine.list_models())
+        _catalog_memo[0] = now
+    return _catalog_memo[1]
 
 
 def list_models() -> tuple[ModelSpec, ...]:
@@ -76,11 +85,39 @@ def list_models() -> tuple[ModelSpec, ...]:
     return tuple(s for s in _catalog() if s.id not in hub_ids)
 
 
+_loaded: set[tuple[str, ServerPolicy]] = set()  # (id, rules) already in _shared_model's cache (a hint only)
+
+
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _shared_model(model_id: str, rules: ServerPolicy):
     # the policy is part of the key: a model is only ever served under the rules it was admitted by
     _bound_threads()
-    return engine.load(model_id, policy=rules)
+    model = engine.load(model_id, policy=rules)
+    _loaded.add((model_id, rules))
+    return model
+
+
+def model_loaded(model_id: str) -> bool:
+    """True when ``model_id`` is probably loaded already (then a page shows no spinner for it)."""
+    return (model_id, policy()) in _loaded or _runtime_model(model_id) is not None
+
+
+def has_trace(request: TraceRequest) -> bool:
+    """True when ``request``'s trace is in the cache (no forward pass to wait for)."""
+    return (request.trace_key, _runtime_model(request.model_id), policy()) in TRACES
+
+
+QUICK_CHARS = 1_000  # a sentence or a paragraph: one of our offline models traces it in well under 0.1 s
+
+
+def trace_is_quick(request: TraceRequest) -> bool:
+    """True when ``request``'s trace is cached, or is a short text for an offline catalog model already
+    loaded: Streamlit's spinner only shows after half a second, so for such work it would cost a thread
+    and two messages per rerun and never be seen."""
+    if has_trace(request):
+        return True
+    offline = {spec.id for spec in _catalog() if spec.offline}
+    return len(request.text) <= QUICK_CHARS and request.model_id in offline and model_loaded(request.model_id)
 
 
 def get_model(model_id: str):
@@ -126,9 +163,10 @@ def _runtime_model(model_id: str):
 
 
 def request_key(request: TraceRequest) -> tuple:
-    """The cache key of everything computed from ``request``: the request itself, plus the identity of a
-    session's own trained model (a retrained model is a new object, so nothing stale is served)."""
-    return (request, _runtime_model(request.model_id))
+    """The cache key of everything computed from ``request``: the request itself, the identity of a session's
+    own trained model (a retrained model is a new object, so nothing stale is served) and the server's rules
+    (a model a changed policy refuses is never served from the caches)."""
+    return (request, _runtime_model(request.model_id), policy())
 
 
 def get_trace(request: TraceRequest) -> AttentionTrace:
@@ -136,23 +174,27 @@ def get_trace(request: TraceRequest) -> AttentionTrace:
 
     ``request.decode``: an encoder-decoder's decoding settings as plain values (``DecodeSettings`` fields
     in order); None decodes greedily as ``engine.trace`` does. The returned trace is shared with other
-    sessions: its arrays are read-only.
+    sessions: its arrays are read-only. A hit touches neither the model cache nor the engine.
     """
-    from engine.generation import DecodeSettings
-
-    settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
-    trained = _runtime_model(request.model_id)
-    model = trained if trained is not None else _shared_model(request.model_id, policy())
-    # a session's own trained model is keyed by the object itself (a retrained model is a new one)
-    key = (request.trace_key, trained)
+    trained, rules = _runtime_model(request.model_id), policy()
 
     def compute() -> AttentionTrace:
+        from engine.generation import DecodeSettings
+
+        settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
+        model = trained if trained is not None else _shared_model(request.model_id, rules)
         with _jobs:
             if settings is not None:
                 return engine.generate(model, request.text, settings, max_tokens=request.max_tokens)
             return engine.trace(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
 
-    return TRACES.get(key, compute)
+    # a session's own trained model is keyed by the object itself (a retrained model is a new one)
+    return TRACES.get((request.trace_key, trained, rules), compute)
+
+
+def has_map(key: tuple) -> bool:
+    """True when :func:`shared_map` has ``key`` already."""
+    return key in MAPS
 
 
 def shared_map(key: tuple, build: Callable[[], T]) -> T:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.components.map_data import OVERVIEW_SIZE, MapData, head_map, layer_tiles
-from app.services.core import request_key, shared_map
+from app.services.core import QUICK_CHARS, has_map, request_key, shared_map
 from app.services.heads import heads_attention
 from app.services.request import TraceRequest
 
@@ -38,6 +38,16 @@ def head_view(request: TraceRequest, layer: int, head: int, q_range: tuple[int, 
                         hide_sinks=hide_sinks, row_scale=row_scale, size=size, weighting=weighting)
 
     return shared_map(("head", request_key(request), options), build)
+
+
+def grid_ready(request: TraceRequest, layer: int) -> bool:
+    """True when :func:`layer_grid` of ``layer`` is cached (nothing to wait for)."""
+    return has_map(("grid", request_key(request), layer))
+
+
+def grid_is_quick(request: TraceRequest, layer: int) -> bool:
+    """True when the grid is cached or its input short (a spinner would never show: see ``trace_is_quick``)."""
+    return len(request.text) <= QUICK_CHARS or grid_ready(request, layer)
 
 
 def layer_grid(request: TraceRequest, layer: int) -> tuple[np.ndarray, bool]:

@@ -18,7 +18,7 @@ from app.components.charts import shared_chart, show_chart
 from app.components.export import head_json_button
 from app.components.theme import controls, side_by_side
 from app.components.head_views import clicked_in, model_view_spec
-from app.components.guard import calm_errors
+from app.components.guard import busy, calm_errors
 from app.components.heatmap import map_figure, map_spec
 from app.components.linked_tokens import focus, focus_picker, outline
 from app.components.long_view import csv_button, display_options, zoom_controls
@@ -101,7 +101,7 @@ def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) 
 
 def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> None:
     """Every head of the layer as thumbnails; clicking one opens it above."""
-    with st.spinner(f"Drawing the {trace.n_heads} heads of layer {layer}…"):
+    with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", services.grid_is_quick(request, layer)):
         tiles, pooled = services.layer_grid(request, layer)
     view = ("explore_grid", services.request_key(request), layer, head)
     fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"],
@@ -193,7 +193,7 @@ def main() -> None:
     decode = decoding(model_id, text, max_tokens) if seq2seq else None
     request = services.TraceRequest(model_id, text, causal, max_tokens, decode)
     try:
-        with st.spinner("Running the model…"):
+        with busy("Running the model…", services.trace_is_quick(request)):
             trace = services.get_trace(request)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))

@@ -1,0 +1,185 @@
+"""What one Explore rerun costs the server, next to the forward pass it shows (one student, quiet server).
+
+The class benchmark measures what students wait; this one measures what a rerun *costs*: the server
+process's CPU seconds (user + sys from ``/proc/PID/stat``, every thread, the idle rate subtracted) for
+one rerun, against the CPU seconds of the forward pass the rerun draws (``engine.trace`` + one head's
+pattern on the same sentence, MiniLM, one torch thread as the server runs it, measured in this
+process). Two cases, one student at a time:
+
+- **miss**: a student types a sentence nobody typed before (the server traces it and builds its maps
+  and figures);
+- **hit**: a second student sends the same sentences (the whole class on the teacher's link): the trace,
+  the maps and the figures all come from the per-process caches.
+
+Reruns are sent one after another (never two at once) with a pause after each, so the CPU read between
+two samples belongs to that rerun (and its websocket traffic). ``--baseline REV`` measures a second server
+of git revision REV from a temporary worktree in the same run, against the same forward passes.
+
+Run from the repository root::
+
+    python -m bench.bench_rerun                       # ~1 min
+    python -m bench.bench_rerun --baseline 520ae35    # and the revision before the lecture-hall work
+
+It replaces the section "One rerun against its forward pass" of docs/BENCHMARKS.md (``--out PATH``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.sentences import student_sentences
+from bench.serve import ROOT, checkout, footer, load_average, machine, running_server
+from bench.st_client import Session
+from bench.trace_report import _write_section
+
+SECTION = "## One rerun against its forward pass"
+TEXT_LABEL = "Your text"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+SETTLE_S = 0.25  # after script_finished: the server's last messages and clean-up are counted too
+IDLE_S = 3.0
+MAX_TOKENS = 128  # Explore's default token limit
+
+
+def cpu_s(pid: int) -> float:
+    """User + sys CPU seconds of process ``pid`` so far (every thread, finished ones included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+@dataclass
+class Costs:
+    """What one server spent: CPU seconds and wall seconds per rerun, per case."""
+
+    label: str
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {"miss": [], "hit": []})
+    wall: dict[str, list[float]] = field(default_factory=lambda: {"miss": [], "hit": []})
+    failures: int = 0
+
+
+async def measure_server(url: str, pid: int, sentences: list[str], label: str) -> Costs:
+    """Open Explore twice (two students); student 1 types every sentence (misses), student 2 the same (hits)."""
+    costs = Costs(label)
+    students = [Session(url, timeout_s=120), Session(url, timeout_s=120)]
+    try:
+        boxes = []
+        for session in students:
+            opened = await session.open({"text": "The teacher opens the page."})
+            box = session.widget_id("text_area", TEXT_LABEL)
+            if opened.failure or box is None:
+                raise RuntimeError(f"{label}: Explore did not open ({opened.failure or 'no text area'})")
+            boxes.append(box)
+        await asyncio.sleep(1.0)
+        before, start = cpu_s(pid), time.perf_counter()
+        await asyncio.sleep(IDLE_S)
+        idle_rate = (cpu_s(pid) - before) / (time.perf_counter() - start)
+        for case, session, box in (("miss", students[0], boxes[0]), ("hit", students[1], boxes[1])):
+            for text in sentences:
+                before, start = cpu_s(pid), time.perf_counter()
+                run = await session.rerun({box: text})
+                await asyncio.sleep(SETTLE_S)
+                elapsed = time.perf_counter() - start
+                if run.failure:
+                    costs.failures += 1
+                    continue
+                costs.cpu[case].append(max(0.0, cpu_s(pid) - before - idle_rate * elapsed))
+                costs.wall[case].append(run.seconds)
+    finally:
+        for session in students:
+            await session.close()
+    return costs
+
+
+def forward_cpu(sentences: list[str], repeats: int) -> list[float]:
+    """CPU seconds of ``engine.trace`` + one head's pattern per sentence (median of ``repeats``), 1 thread."""
+    import engine
+
+    engine.set_threads(1)
+    model = engine.load("minilm")
+    engine.trace(model, "A warm-up sentence.", max_tokens=MAX_TOKENS).pattern(0, 0)
+    out = []
+    for text in sentences:
+        runs = []
+        for _ in range(repeats):
+            start = time.process_time()
+            engine.trace(model, text, causal=False, max_tokens=MAX_TOKENS).pattern(0, 0)
+            runs.append(time.process_time() - start)
+        out.append(statistics.median(runs))
+    return out
+
+
+def _ms(values: list[float], mean: bool = False) -> str:
+    if not values:
+        return "–"
+    return f"{1000 * (statistics.fmean(values) if mean else statistics.median(values)):.1f}"
+
+
+def section(results: list[Costs], forward: list[float], args: argparse.Namespace, context: dict) -> str:
+    fwd = statistics.median(forward)
+    lines = [
+        SECTION, "",
+        "What one Explore rerun costs the server, against the forward pass it shows. **Server CPU** = user + sys "
+        "seconds of the Streamlit process (every thread) from the rerun's BackMsg until "
+        f"{SETTLE_S:.2f} s after its `script_finished`, the idle rate subtracted; **forward pass** = `engine.trace` "
+        "+ one head's pattern on the same sentences in the benchmark's own process (MiniLM, one torch thread, as the "
+        f"server runs it; median of {args.repeats} per sentence). One student at a time, reruns one after another: "
+        f"**miss** = a sentence the server has not seen ({len(forward)} sentences of 14–38 words), **hit** = a "
+        "second student sends the same sentences (a class on the teacher's link: trace, maps and figures cached). "
+        "Server CPU is the **mean** per rerun (the kernel counts CPU in 10 ms ticks: a median of single reruns "
+        "would round), the forward pass and the wall time are medians.",
+        "",
+        "| server | case | reruns | server CPU per rerun, mean (ms) | forward pass, median (ms) | CPU ÷ forward | rerun wall, median (ms) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for costs in results:
+        for case in ("miss", "hit"):
+            cpu = costs.cpu[case]
+            ratio = f"{statistics.fmean(cpu) / fwd:.2f}×" if cpu else "–"
+            lines.append(f"| {costs.label} | {case} | {len(cpu)} | {_ms(cpu, mean=True)} | {1000 * fwd:.1f} | {ratio} "
+                         f"| {_ms(costs.wall[case])} |")
+    failed = [f"{c.label}: {c.failures}" for c in results if c.failures]
+    lines += ["", "Failed reruns (not counted): " + ("; ".join(failed) if failed else "none") + ".", "",
+              *footer(context)]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sentences", type=int, default=20, help="sentences per case")
+    parser.add_argument("--repeats", type=int, default=3, help="forward passes per sentence (median)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--baseline", metavar="REV", help="also measure a server of git revision REV")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    sentences = student_sentences(args.seed, args.sentences)
+    context = {"load_before": load_average(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "machine": machine(),
+               "command": "python -m bench.bench_rerun " + shlex.join(sys.argv[1:] if argv is None else argv)}
+    results = []
+    with running_server("streamlit", "bench-rerun.log") as server:
+        results.append(asyncio.run(measure_server(server.url, server.pid, sentences, "this revision")))
+    if args.baseline:
+        with checkout(args.baseline) as (folder, sha):
+            with running_server("streamlit", "bench-rerun-baseline.log", root=folder) as server:
+                results.append(asyncio.run(measure_server(server.url, server.pid, sentences, f"baseline {sha}")))
+    forward = forward_cpu(sentences, args.repeats)
+    context["load_after"] = load_average()
+    text = section(results, forward, args, context)
+    _write_section(Path(args.out), text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
