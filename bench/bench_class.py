@@ -6,16 +6,25 @@ sentence in the URL, learns the id of the text area labelled "Your text" from th
 3 new sentences 1–3 s apart (seeded), and then all students press Enter within the same second (a
 barrier; ``--repeats`` bursts). Every rerun is timed from the BackMsg sent to the ``script_finished``
 ForwardMsg. A failure is an ``exception`` element or an error box in the run, a compile error, a
-timeout (60 s per rerun), a lost connection, or a rerun the case's time limit (5 min) cut off.
+timeout (per rerun: max(60, 0.6 × students) s), a lost connection, or a rerun the case's time limit
+cut off (max(300, 4 × students) s). Students arrive within max(2, students / 10) s.
 Sentences are 20–60 MiniLM tokens and differ per student, so the server cannot answer from its cache
-(``--same-text``: everyone types the same sentences). The server's processes are sampled from /proc
-every 0.5 s: CPU (user + sys) and resident memory of each.
+(``--same-link``, alias ``--same-text``: the whole class opens the teacher's link, one sentence, and
+types the same sentences). The server's processes are sampled from /proc every 0.5 s: CPU (user +
+sys) and resident memory of each.
+
+``--profile`` also records every Streamlit server process with py-spy while each class runs
+(``bench/profile_split.py``: raw files and a text report per case in ``test-artifacts/``) and adds
+where the script threads' CPU goes (forward pass, attention maps, figure building, serialisation,
+imports, Streamlit and page code) per script run to the section. py-spy stops the process for each
+sample (50 a second), so a profiled class is a little slower than an unprofiled one.
 
 Run from the repository root::
 
     python -m bench.bench_class                                   # the app as the README starts it
     python -m bench.bench_class --target streamlit,classroom      # and behind scripts/classroom.sh
     python -m bench.bench_class --url http://127.0.0.1:8501 --server-pid 1234   # a running server
+    python -m bench.bench_class --students 30 --profile                  # and where the time goes
 
 It replaces the section "A class on one server" of docs/BENCHMARKS.md (``--out PATH``).
 """
@@ -24,19 +33,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import random
 import shlex
+import shutil
 import statistics
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench import profile_split
+from bench.profile_split import PySpy, Recording, Split
 from bench.sentences import student_sentences
-from bench.serve import (TARGETS, footer, ROOT, ProcSampler, Server, TargetUnavailable, load_average, machine,
-                         own_cpu_s, running_server, checkout)
+from bench.serve import (LOGS, TARGETS, footer, ROOT, ProcSampler, Server, TargetUnavailable, load_average,
+                         machine, own_cpu_s, running_server, checkout)
 from bench.st_client import Run, Session
 from bench.trace_report import _write_section
 
@@ -44,6 +58,27 @@ SECTION = "## A class on one server"
 TEXT_LABEL = "Your text"
 TYPED = 3  # sentences each student types before the bursts
 WARM_UP_TEXT = "The teacher opens the page before the class starts."
+SAME_LINK = "same link (the teacher's link, one sentence)"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A class's time limits, scaled with its size unless given on the command line."""
+
+    arrival_s: float  # students arrive within this many seconds (100 connections are not opened at once)
+    rerun_s: float  # one rerun, BackMsg to script_finished (and the page's GET and the websocket handshake)
+    case_s: float  # the whole class: a hard limit
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, students: int) -> Limits:
+        """``--arrival``, ``--rerun-timeout``, ``--case-timeout``, or by default: max(2, students / 10) s
+        to arrive (10 connections a second); max(60, 0.6 × students) s a rerun (in a burst the last
+        rerun waits for everyone else's: the published baseline, 2b34314, took 8.3 s for a burst of 30
+        on 2 cores, 0.28 s a student; twice that); max(300, 4 × students) s a class (a class of 100
+        needs ~40 s without load)."""
+        return cls(args.arrival if args.arrival is not None else max(2.0, students / 10),
+                   args.rerun_timeout if args.rerun_timeout is not None else max(60.0, 0.6 * students),
+                   args.case_timeout if args.case_timeout is not None else max(300.0, 4.0 * students))
 
 
 @dataclass
@@ -53,6 +88,7 @@ class Case:
     target: str
     students: int
     repeats: int
+    limits: Limits = Limits(2.0, 60.0, 300.0)  # a small class's (Limits.of gives each class its own)
     opens: list[Run] = field(default_factory=list)
     typed: list[Run] = field(default_factory=list)
     bursts: list[list[Run]] = field(default_factory=list)
@@ -60,9 +96,17 @@ class Case:
     timed_out: bool = False
     sampler: ProcSampler | None = None
     client_cpu_s: float = 0.0
+    recordings: list[Recording] = field(default_factory=list)  # --profile: one per server process
+    split: Split | None = None  # --profile: the script threads' samples of every recording that wrote
 
     def reruns(self) -> list[Run]:
         return self.typed + [run for burst in self.bursts for run in burst]
+
+    def script_runs(self) -> int:
+        """Script runs the server was asked for: page opens and reruns the students timed, failed ones
+        too, but not those never sent (no page, no connection)."""
+        return sum(1 for r in self.opens + self.reruns()
+                   if not (r.failure or "").startswith(("not sent", "connect:")))
 
     def failures(self) -> Counter:
         counts = Counter(r.failure.split(":")[0] for r in self.opens + self.reruns() if r.failure)
@@ -73,17 +117,22 @@ class Case:
         return counts
 
 
-async def student(rng: random.Random, url: str, texts: list[str], barrier: asyncio.Barrier, case: Case,
-                  args: argparse.Namespace) -> None:
-    """One student: open Explore, type ``TYPED`` sentences, then join each burst."""
-    session = Session(url, timeout_s=args.rerun_timeout)
+async def student(rng: random.Random, url: str, texts: list[str], barrier: asyncio.Barrier, case: Case) -> None:
+    """One student: open Explore, type ``TYPED`` sentences, then join each burst.
+
+    A student whose client raises (a bug or an unexpected reply, not a failed run: those are ``Run``
+    failures) records the error, counts its remaining runs as not sent, and still passes the remaining
+    barriers, so the rest of the class goes on pressing Enter together."""
+    session = Session(url, timeout_s=case.limits.rerun_s)
+    opened, typed, joined, pressed = False, 0, 0, 0
     try:
-        await asyncio.sleep(rng.uniform(0, args.arrival))  # students arrive over a few seconds
-        opened = await session.open({"text": texts[0]})
+        await asyncio.sleep(rng.uniform(0, case.limits.arrival_s))  # students arrive over a few seconds
+        run = await session.open({"text": texts[0]})
         box = session.widget_id("text_area", TEXT_LABEL)
-        if opened.failure is None and box is None:
-            opened.failure = f'no text area labelled "{TEXT_LABEL}"'
-        case.opens.append(opened)
+        if run.failure is None and box is None:
+            run.failure = f'no text area labelled "{TEXT_LABEL}"'
+        case.opens.append(run)
+        opened = True
 
         async def send(text: str) -> Run:
             return await session.rerun({box: text}) if box else Run(0.0, "not sent (page did not open)")
@@ -91,42 +140,97 @@ async def student(rng: random.Random, url: str, texts: list[str], barrier: async
         for text in texts[1:1 + TYPED]:
             await asyncio.sleep(rng.uniform(1, 3))
             case.typed.append(await send(text))
+            typed += 1
         for burst, text in zip(case.bursts, texts[1 + TYPED:]):
             await asyncio.sleep(rng.uniform(1, 3))
             await barrier.wait()  # everyone has finished the previous rerun: Enter together
+            joined += 1
             await asyncio.sleep(rng.uniform(0, 1))
             burst.append(await send(text))
+            pressed += 1
+    except Exception as err:  # noqa: BLE001 - a client error is a row of the table, not the end of the class
+        case.client_errors.append(f"{type(err).__name__}: {err}")
+        case.opens += [] if opened else [Run(0.0, "not sent (client error)")]
+        case.typed += [Run(0.0, "not sent (client error)") for _ in range(TYPED - typed)]
+        for burst in case.bursts[pressed:]:
+            burst.append(Run(0.0, "not sent (client error)"))
+        for _ in range(len(case.bursts) - joined):
+            await barrier.wait()
     finally:
         await session.close()
 
 
+def same_link(args: argparse.Namespace) -> bool:
+    """``--same-link`` (``--same-text``; an older caller's namespace may name it ``same_text``)."""
+    return bool(getattr(args, "same_link", getattr(args, "same_text", False)))
+
+
 def class_texts(args: argparse.Namespace, students: int) -> list[list[str]]:
-    """Each student's sentences: opening, typed, one per burst (all the same with ``--same-text``)."""
+    """Each student's sentences: opening (the link's), typed, one per burst. With ``--same-link`` every
+    student has the same list: the whole class opens the teacher's link and types the same sentences."""
     count = 1 + TYPED + args.repeats
-    if args.same_text:
+    if same_link(args):
         return [student_sentences(args.seed, count)] * students
     return [student_sentences(args.seed * 1_000_003 + students * 1_000 + i, count) for i in range(students)]
 
 
+def profile_prefix(case: Case) -> str:
+    """Stem of a case's profile files in ``test-artifacts/``: ``bench-class-TARGET-STUDENTS``."""
+    return f"bench-class-{profile_split.slug(case.target)}-{case.students}"
+
+
+def start_profile(server: Server, case: Case, rate: int) -> PySpy | None:
+    """py-spy on every Streamlit process of ``server``, sampling when this returns. Its ``-d`` is the
+    case's time limit + 10 s, a safety net: :func:`finish_profile` stops it when the case ends. None
+    when there is no process to record (printed; the report says so)."""
+    pids = server.streamlit_pids()
+    if not pids:
+        print(f"[{case.target}] --profile: no Streamlit process to record (give --server-pid with --url)",
+              flush=True)
+        return None
+    return PySpy(pids, LOGS, profile_prefix(case), duration_s=math.ceil(case.limits.case_s) + 10, rate=rate).start()
+
+
+def finish_profile(spy: PySpy, case: Case) -> None:
+    """Stop py-spy, split what it wrote, print the split and keep it next to the raw files."""
+    case.recordings = spy.stop()
+    for rec in case.recordings:
+        if rec.problem:
+            print(f"[{case.target}] --profile: {rec.label}: {rec.problem} (log {rec.log_path})", flush=True)
+    written = [rec.path for rec in case.recordings if rec.problem is None]
+    if not written:
+        return
+    case.split = profile_split.split(written)
+    wall = max(rec.wall_s for rec in case.recordings if rec.problem is None)
+    text = (f"{case.target}, {case.students} students: {len(written)} process(es) sampled for {wall:.1f} s; "
+            f"{case.script_runs()} script runs (page opens and reruns)\n"
+            + profile_split.report(case.split, case.script_runs(), spy.rate, wall))
+    (LOGS / f"{profile_prefix(case)}.txt").write_text(text + "\n", encoding="utf-8")
+    print(text, flush=True)
+
+
 async def run_case(server: Server, students: int, args: argparse.Namespace) -> Case:
-    case = Case(server.target, students, args.repeats, bursts=[[] for _ in range(args.repeats)])
+    case = Case(server.target, students, args.repeats, Limits.of(args, students),
+                bursts=[[] for _ in range(args.repeats)])
     barrier = asyncio.Barrier(students)
     rngs = [random.Random(f"{args.seed}-{students}-{i}") for i in range(students)]
     texts = class_texts(args, students)
+    spy = start_profile(server, case, args.rate) if args.profile else None  # waits until py-spy samples
     case.sampler = ProcSampler(server.pid).start()
     cpu_before = own_cpu_s()
-    tasks = [asyncio.create_task(student(rngs[i], server.url, texts[i], barrier, case, args))
-             for i in range(students)]
+    tasks = [asyncio.create_task(student(rngs[i], server.url, texts[i], barrier, case)) for i in range(students)]
     try:
-        async with asyncio.timeout(args.case_timeout):
+        async with asyncio.timeout(case.limits.case_s):
             results = await asyncio.gather(*tasks, return_exceptions=True)
-        case.client_errors = [f"{type(r).__name__}: {r}" for r in results if isinstance(r, BaseException)]
+        case.client_errors += [f"{type(r).__name__}: {r}" for r in results if isinstance(r, BaseException)]
     except TimeoutError:
         case.timed_out = True
         await asyncio.gather(*tasks, return_exceptions=True)  # cancelled by the timeout; let them close
     finally:
         case.sampler.stop()
         case.client_cpu_s = own_cpu_s() - cpu_before
+        if spy is not None:
+            finish_profile(spy, case)
     return case
 
 
@@ -135,7 +239,7 @@ async def warm_up(server: Server, args: argparse.Namespace) -> str:
     workers = max(1, len(server.worker_ports()))
 
     async def one() -> tuple[Run, str]:
-        session = Session(server.url, timeout_s=max(args.rerun_timeout, 120))
+        session = Session(server.url, timeout_s=max(Limits.of(args, 1).rerun_s, 120))
         try:
             return await session.open({"text": WARM_UP_TEXT}), session.cookies
         finally:
@@ -151,6 +255,10 @@ async def warm_up(server: Server, args: argparse.Namespace) -> str:
 
 
 async def run_target(server: Server, args: argparse.Namespace, warm_ups: list[str]) -> list[Case]:
+    # Each student GETs the page in a thread before its websocket (st_client): asyncio's default pool has
+    # cpu_count + 4 threads, which would queue a class of 100 at the door. asyncio.run shuts it down.
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=max(args.students) + 4, thread_name_prefix="student-get"))
     note = await warm_up(server, args)
     print(f"[{server.target}] warm-up: {note}", flush=True)
     warm_ups.append(f"{server.target}: {note}")
@@ -229,6 +337,76 @@ def tables(cases: list[Case]) -> list[str]:
     return lines
 
 
+def _limits(cases: list[Case]) -> str:
+    """The time limits, once when every class had the same, else per class size."""
+    def text(limits: Limits) -> str:
+        return (f"students arrive within {limits.arrival_s:.0f} s; per rerun timeout {limits.rerun_s:.0f} s, "
+                f"per case {limits.case_s:.0f} s")
+
+    by_size = {c.students: c.limits for c in cases}
+    if len(set(by_size.values())) == 1:
+        once = text(next(iter(by_size.values())))
+        return once[0].upper() + once[1:] + "."
+    return "Limits: " + "; ".join(f"{n} students: {text(lim)}" for n, lim in sorted(by_size.items())) + "."
+
+
+def _streamlit_cpu_s(case: Case) -> float:
+    """CPU seconds of the case's Streamlit processes from /proc (all their threads; not HAProxy or the shell)."""
+    return sum(p.cpu_s for p in case.sampler.procs.values() if p.label.startswith("streamlit")) if case.sampler else 0.0
+
+
+def profile_table(cases: list[Case], rate: int) -> list[str]:
+    """``--profile``: the script threads' CPU per script run by bucket, one row per class."""
+    buckets = profile_split.CPU_BUCKETS
+    lines = [
+        "### Where a rerun's time goes (py-spy, server script threads)", "",
+        f"py-spy (`py-spy record -r {rate} -f raw`, blocking: each process is stopped for each sample) recorded "
+        "every Streamlit server process while the class ran. The samples of script threads (stacks through "
+        "`ScriptRunner._run_script`) go to the first bucket whose rule matches anywhere in the stack: "
+        "imports (`_find_and_load`); forward pass (`engine.trace`, `engine/model.py`, `engine/pretrained/`, "
+        "`engine/models/`, torch, transformers); attention maps (`engine/analysis/`, `engine/types.py`); "
+        "serialisation (`st.plotly_chart`'s `to_json`, then `json`, protobuf); figure building (plotly, "
+        "`app/components/` heatmap, theme, head_views, map_data, and charts but its `show_chart`); the rest "
+        f"is Streamlit and page code. A cell is CPU milliseconds per script run (a sample stands for 1/{rate} s; "
+        "script runs: the page opens and reruns the students timed) and, in brackets, its share of the script "
+        "threads' samples. The sampled milliseconds are an estimate: py-spy leaves out most samples of a waiting "
+        "thread (the waits it still catches are left out here), but counts part of the time a thread waits for "
+        "the GIL as running, so when many script threads run at once (a large class's bursts) they run high, "
+        "above what the processes used; with few, short runs they ran ~20% low here. Compare them with the "
+        "Streamlit processes' CPU from /proc (every thread, the idle server's ~0.5% of a core included) and "
+        "read the shares. Other threads (the event loop's websocket "
+        "writes, …) are not split. Profiling slows the server a little: compare latencies with an unprofiled run. "
+        "Per case, the raw files and the top 15 functions of the page code and figure buckets are in "
+        "`test-artifacts/bench-class-TARGET-STUDENTS*` (`python -m bench.profile_split FILE… --reruns N` "
+        "prints them again).",
+        "",
+        "| target | students | script runs | processes, sampled (s) | Streamlit processes, /proc (ms per run) "
+        "| script threads, sampled (ms per run) | " + " | ".join(buckets) + " | other threads, sampled (ms per run) |",
+        "|---|---:|---:|---|---:|---:|" + "---:|" * len(buckets) + "---:|",
+    ]
+    notes = []
+    for c in cases:
+        runs = c.script_runs()
+        notes += [f"{c.target}, {c.students} students, {rec.label}: not recorded: {rec.problem}"
+                  for rec in c.recordings if rec.problem]
+        notes += [f"{c.target}, {c.students} students, {rec.label}: py-spy fell behind by up to {rec.behind_s:.1f} s "
+                  "(its milliseconds are low by about that much)" for rec in c.recordings if rec.behind_s >= 0.5]
+        notes += [f"{c.target}, {c.students} students, {rec.label}: py-spy could not read {rec.errors} of "
+                  f"{rec.samples + rec.errors} samples" for rec in c.recordings if rec.problem is None and rec.errors]
+        if c.split is None or not runs:
+            why = "no Streamlit process found (with --url give --server-pid)" if not c.recordings else "see below"
+            lines.append(f"| {c.target} | {c.students} | {runs} | not recorded: {why} |" + " |" * (len(buckets) + 3))
+            continue
+        ok = [rec for rec in c.recordings if rec.problem is None]
+        ms = 1000 / rate / runs
+        cells = [f"{c.split.samples[name] * ms:.1f} ({100 * c.split.samples[name] / (c.split.cpu or 1):.0f}%)"
+                 for name in buckets]
+        lines.append(f"| {c.target} | {c.students} | {runs} | {len(ok)}, {max(r.wall_s for r in ok):.0f} "
+                     f"| {1000 * _streamlit_cpu_s(c) / runs:.1f} | {c.split.cpu * ms:.1f} | " + " | ".join(cells)
+                     + f" | {c.split.other_threads * ms:.1f} |")
+    return lines + ([""] + [f"Profile: {note}." for note in notes] if notes else [])
+
+
 def section(cases: list[Case], args: argparse.Namespace, context: dict[str, str]) -> str:
     lines = [
         SECTION, "",
@@ -237,14 +415,16 @@ def section(cases: list[Case], args: argparse.Namespace, context: dict[str, str]
         f"in the URL, types {TYPED} new sentences 1–3 s apart, then all press Enter within the same second "
         f"({args.repeats} burst{'s' if args.repeats != 1 else ''}). A rerun is timed from the BackMsg sent to "
         "`script_finished`; median and p95 are over the typed and burst reruns that succeeded. "
-        + ("Every student types the same sentences (`--same-text`: the server's cache answers after the first). "
-           if args.same_text else
+        + (f"Class: {SAME_LINK}: every student opens the teacher's link (the same sentence in the URL) and types "
+           "the same sentences (`--same-link`), so the server's cache answers after the first. "
+           if same_link(args) else
            "Sentences are 20–60 MiniLM tokens and differ per student (seeded), so the cache cannot answer. ")
-        + f"Per rerun timeout {args.rerun_timeout:.0f} s, per case {args.case_timeout:.0f} s. Server CPU is user + "
+        + _limits(cases) + " Server CPU is user + "
         "sys time of every server process (read from /proc every 0.5 s) over the case's wall time, as % of one "
         "core; the load generator runs on the same machine and its own CPU is shown next to it.",
         "",
         *tables(cases),
+        *([""] + profile_table(cases, args.rate) if getattr(args, "profile", False) else []),
         "",
         "Warm-up (not timed): " + "; ".join(context["warm_ups"]) + ".",
         *([""] + [f"Not measured: {note}." for note in context["skipped"]] if context["skipped"] else []),
@@ -268,11 +448,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--server-pid", type=int, help="with --url: sample this process and its children")
     parser.add_argument("--students", default="1,10,30", help="class sizes, comma-separated")
     parser.add_argument("--repeats", type=int, default=3, help="synchronized bursts per class")
-    parser.add_argument("--same-text", action="store_true", help="every student types the same sentences")
+    parser.add_argument("--same-link", "--same-text", dest="same_link", action="store_true",
+                        help=f"{SAME_LINK}: every student opens the teacher's link and types the same sentences")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--arrival", type=float, default=2.0, help="students arrive within this many seconds")
-    parser.add_argument("--rerun-timeout", type=float, default=60.0, help="seconds per rerun")
-    parser.add_argument("--case-timeout", type=float, default=300.0, help="seconds per class (hard limit)")
+    parser.add_argument("--arrival", type=float,
+                        help="students arrive within this many seconds (default: max(2, students / 10))")
+    parser.add_argument("--rerun-timeout", type=float,
+                        help="seconds per rerun (default: max(60, 0.6 × students))")
+    parser.add_argument("--case-timeout", type=float,
+                        help="seconds per class, a hard limit (default: max(300, 4 × students))")
+    parser.add_argument("--profile", action="store_true",
+                        help="record each Streamlit server process with py-spy during each class; split its time")
+    parser.add_argument("--rate", type=int, default=profile_split.RATE, help="with --profile: py-spy samples/s")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     parser.add_argument("--baseline", metavar="REV",
                         help="also run the class against `streamlit run` of git revision REV (a temporary worktree)")
@@ -281,6 +468,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.targets = [t.strip() for t in args.target.split(",") if t.strip()]
     if args.repeats < 1 or not args.students or min(args.students) < 1:
         parser.error("--students and --repeats must be positive")
+    if args.profile and shutil.which("py-spy") is None:
+        parser.error("--profile needs py-spy on PATH (pip install py-spy)")
     return args
 
 

@@ -58,6 +58,12 @@ class Server:
                 ports.append(int(match.group(1)))
         return sorted(set(ports))
 
+    def streamlit_pids(self) -> dict[int, str]:
+        """The Streamlit server processes under ``pid`` (itself for target ``streamlit``, each worker of
+        the classroom), pid -> label (``streamlit :PORT``); {} when no pid is known."""
+        return {pid: label(pid) for pid in (descendants(self.pid) if self.pid else [])
+                if re.search(r"\bstreamlit run\b", _cmdline(pid))}
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -69,8 +69,11 @@ class Session:
             self.cookies = await asyncio.wait_for(asyncio.to_thread(self._get_cookies), self.timeout_s)
             ws_url = "ws" + self.url[len("http"):] + "/_stcore/stream"
             headers = {"Cookie": self.cookies} if self.cookies else {}
+            # ping_interval=None: a browser sends no pings of its own (it answers the server's), and a
+            # client's ping left unanswered 20 s on a busy server would close the socket mid-class.
             self._ws = await connect(ws_url, subprotocols=[SUBPROTOCOL], additional_headers=headers,
-                                     origin=self.url, max_size=None, open_timeout=self.timeout_s)
+                                     origin=self.url, max_size=None, open_timeout=self.timeout_s,
+                                     ping_interval=None)
         except (OSError, asyncio.TimeoutError, WebSocketException) as err:
             return Run(0.0, f"connect: {type(err).__name__}")
         return await self.rerun({})
