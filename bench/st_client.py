@@ -6,7 +6,9 @@ that GET, e.g. HAProxy's ``SERVERID``, goes with the websocket handshake, as a b
 BackMsgs. A run ends at the ``script_finished`` ForwardMsg. Like the frontend it
 
 - sends the current page's script hash (from the ``navigation`` message) after the first run,
-- keeps a bound widget's value in the query string (the frontend writes it into the URL),
+- keeps a bound widget's value in the query string (the frontend writes it into the URL), and takes
+  the query string the app writes (``page_info_changed``) as the next run's, as the address bar does
+  (without it, an app that reads its link on every run sees a stale link from this client),
 - tells the server which cacheable messages it holds (``cached_message_hashes``), so unchanged large
   elements come back as references, as they do to a browser.
 
@@ -144,6 +146,8 @@ class Session:
                 self._max_age = fwd.new_session.config.max_cached_message_age or self._max_age
             elif kind == "navigation" and fwd.navigation.page_script_hash:
                 self.page_hash = fwd.navigation.page_script_hash
+            elif kind == "page_info_changed":  # the app wrote its URL (st.query_params): a browser's address
+                self.query = dict(urllib.parse.parse_qsl(fwd.page_info_changed.query_string))  # bar follows
             elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                 element = fwd.delta.new_element
                 element_kind = element.WhichOneof("type")
