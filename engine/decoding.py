@@ -5,7 +5,10 @@ An adapter's ``generate`` turns the prompt into ids, hands :func:`decode_loop` a
 models feed one new token with their key/value cache) and then traces prompt + generated ids once,
 so the returned :class:`~engine.types.AttentionTrace` is an ordinary trace with ``generated_from``
 set. Keeping the loop here means greedy/sampled picking, the end-of-text stop and the position limit
-behave the same for every family.
+behave the same for every family. Adapters take the model's lock for each step, not for the whole
+loop, so a page tracing the same model waits for one token, not for a whole continuation; inside a
+long-work job each token is a yield point (:func:`engine.jobs.checkpoint`: progress, cancellation,
+the time budget).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 import numpy as np
 
 from engine.generation import DecodeSettings, TokenPicker
+from engine.jobs import Step, checkpoint
 from engine.types import AttentionTrace, EngineError
 
 NEEDS_DECODER = ("Generating text needs a decoder (a GPT-style model such as tiny-gpt-stories, GPT-2, Llama or Qwen); "
@@ -49,6 +53,9 @@ def decode_loop(step: Callable[[list[int]], np.ndarray], prompt_ids: Sequence[in
 
     Returns:
         ``(generated ids, True when an end-of-text token stopped the loop)``.
+
+    Raises:
+        JobStopped: run as a long-work job that must stop (:func:`engine.jobs.checkpoint`, after each token).
     """
     pick = TokenPicker(settings, n_named)
     ids = list(prompt_ids)
@@ -59,6 +66,7 @@ def decode_loop(step: Callable[[list[int]], np.ndarray], prompt_ids: Sequence[in
         new.append(token)
         if token in stop_ids:
             return new, True
+        checkpoint(Step(len(new), n_new, f"token {len(new)} of {n_new}"))
     return new, False
 
 

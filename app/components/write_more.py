@@ -3,8 +3,11 @@
 The settings sit in a form, so moving a slider runs nothing; the button sends one request, which is
 remembered in session state (``REQUEST_KEY``) with the text and model it was made for, so a later
 rerun (another layer or head) redraws from the cache, and a new sentence or model clears it. The
-text is shown through ``md`` (never as markdown the user wrote); the generated part is highlighted,
-and the heatmap marks where generation began with dashed lines and coloured tick labels.
+model writes on the server's long-work lane (``services.request_generation``), never in the page's
+script thread: until the trace is ready the tab shows the job's place in the queue, then a progress
+bar token by token (``app/components/job_status.py``). The text is shown through ``md`` (never as
+markdown the user wrote); the generated part is highlighted, and the heatmap marks where generation
+began with dashed lines and coloured tick labels.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import streamlit as st
 from app import services
 from app.components.charts import show_chart
 from app.components.heatmap import map_figure
+from app.components.job_status import follow
 from app.components.linked_tokens import focus, outline
 from app.components.map_data import MapData
 from app.components.safe_text import md
@@ -107,15 +111,20 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
     if causal is False:
         st.caption("The model writes with its causal mask on, as it was trained: the mask toggle above changes "
                    "the first chart only.")
-    settings = remembered(REQUEST_KEY, settings_form(), model_id, text, max_tokens)
+    asked = settings_form()
+    settings = remembered(REQUEST_KEY, asked, model_id, text, max_tokens)
     if settings is None:
         st.caption("Set how many tokens and how to pick them, then press **Write more**: the model adds one "
                    "token at a time, each time reading everything before it.")
         return
+    request = services.TraceRequest(model_id, text, None, max_tokens, settings)
     try:
-        with st.spinner("The model is writing…"):
-            trace, prompt, rest = services.get_generation(model_id, text, max_tokens, settings)
-            data = services.head_view(services.TraceRequest(model_id, text, None, max_tokens, settings), layer, head)
+        status = services.request_generation(request, pressed=asked is not None)
+        if status is not None and status.status != "done":
+            follow(services.WRITE, status, "Writing")
+            return
+        trace, prompt, rest = services.get_generation(model_id, text, max_tokens, settings)
+        data = services.head_view(request, layer, head)
     except Exception as err:  # noqa: BLE001
         st.warning(services.friendly_error(err))
         return

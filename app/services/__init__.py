@@ -6,7 +6,10 @@ is re-exported here from the module that holds it:
 - ``core``: the shared model cache (``get_model``, the one ``st.cache_resource`` for models, used
   inside this package only; pages get ``get_card``'s plain ``ModelCard``),
   ``get_trace``, ``friendly_error``, ``warm_up``, ``session_id`` and the bound on concurrent jobs;
-- ``generate``: Explore's "Write more" (a decoder's continuation and its attention);
+- ``long_work``: this session's jobs on the long-work lane (``engine.jobs``: fine-tuning, timing,
+  writing), their status for a polling fragment, and cancelling them;
+- ``generate``: Explore's "Write more" (a decoder's continuation, written on the long-work lane, and
+  its attention);
 - ``lessons``: the Lessons page's knowledge checks (one head's query row) and closed vocabularies;
 - ``pretraining``: the Pretraining objectives page (fill-in-the-blank, objectives, the cost of attention);
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
@@ -47,7 +50,7 @@ from app.services.core import (
     warm_up,
 )
 from app.services.request import TraceRequest
-from app.services.generate import get_generation
+from app.services.generate import get_generation, request_generation
 from app.services.heads import (
     HEAD_BLOCKS,
     MODEL_VIEW_CELLS,
@@ -73,16 +76,18 @@ from app.services.lessons import (
     model_vocabulary,
     unknown_words,
 )
+from app.services.long_work import FINETUNE, MEASURE, WRITE, cancel_long, long_status
 from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
 from app.services.pretraining import (
     MLM_MODEL,
     NEXT_TOKEN_MODEL,
     SEQ2SEQ_MODEL,
     blank_attention,
-    finetune_steps,
+    finetune_start,
     get_fill_mask,
     layer_costs,
-    measure_costs,
+    measure_start,
+    measured_costs,
     mlm_vocabulary,
     objective_examples,
 )
@@ -126,11 +131,13 @@ __all__ = [
     # core
     "MAX_JOBS", "TraceRequest", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "has_trace", "list_models", "model_loaded",
     "policy", "request_key", "session_id", "shared_figure", "trace_is_quick", "warm_up",
+    # long work
+    "FINETUNE", "MEASURE", "WRITE", "cancel_long", "long_status",
     # generate
-    "get_generation",
+    "get_generation", "request_generation",
     # pretraining
-    "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_steps", "get_fill_mask", "layer_costs",
-    "measure_costs", "mlm_vocabulary", "objective_examples",
+    "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_start", "get_fill_mask", "layer_costs",
+    "measure_start", "measured_costs", "mlm_vocabulary", "objective_examples",
     # heads
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
     "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table",

@@ -1,16 +1,27 @@
 """The Pretraining objectives page: fill-in-the-blank, the objectives' masks and examples, the cost table.
 
 ``get_fill_mask`` keeps its result in the per-process trace cache (shared, not copied); the
-objectives' examples are pure numpy; ``measure_costs`` times attention, an RNN and a convolution on
-this server under the bound on concurrent jobs (one measurement at a time per process), cached per size.
+objectives' examples are pure numpy. Fine-tuning (``finetune_start``) and timing the three layers
+(``measure_start``) are long work: they run on the long-work lane (``app.services.long_work``), never in
+the page's script thread; a measurement is shared by every session for the clock hour it was made in
+(``measured_costs``).
 """
 
 from __future__ import annotations
 
-import streamlit as st
+import copy
+import time
 
-from app.services.core import TRACES, _bound_threads, _jobs, get_model
+from app.services.core import TRACES, _jobs, get_model
+from app.services.long_work import FINETUNE, MEASURE, long_status, submit_long
 from engine.analysis import cost, objectives
+from engine.cache import TraceCache
+from engine.jobs import JobStatus
+
+#: fine-tuning's expected seconds: building the task and the before/after patterns, then per step (one thread)
+FINETUNE_SETUP_S, FINETUNE_STEP_S = 2.5, 0.02
+#: layer timings measured on this server, shared by every session (small dicts: bounded by entries)
+MEASURED = TraceCache(max_bytes=2**20, max_entries=128)
 
 #: the own models each objective is shown with
 MLM_MODEL = "tiny-bert-stories"
@@ -62,26 +73,58 @@ def layer_costs(n: int, d: int):
     return cost.counts(int(n), int(d))
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
-def measure_costs(n: int, d: int) -> dict[str, float]:
-    """Median seconds per call of the three layers at (n, d), measured here (one measurement at a time)."""
-    with _jobs:
-        _bound_threads()
-        return cost.measure(int(n), int(d))
+def _measure_key(n: int, d: int) -> tuple:
+    """A measurement's key in :data:`MEASURED`: its size and the clock hour (the server's load changes)."""
+    return ("measure", int(n), int(d), int(time.time() // 3600))
 
 
-def finetune_steps(steps: int, lr: float):
-    """Fine-tune a copy of the masked-LM encoder on the colour task (``engine.training.finetune``):
-    yields progress, then the result (plain numbers). Holds one job slot for the whole run (bounded:
-    at most ``MAX_STEPS`` steps, a few seconds); the shared model is only read, under its lock, while a
-    private copy is made."""
-    import copy
+def measured_costs(n: int, d: int) -> dict[str, float] | None:
+    """Median seconds per call of the three layers at (n, d) as measured on this server (this hour's
+    measurement, or this session's last one of that size), or None before any."""
+    key = _measure_key(n, d)
+    if key in MEASURED:
+        try:
+            return MEASURED.get(key, _not_measured)
+        except LookupError:  # evicted between the two lines
+            pass
+    status = long_status(MEASURE)
+    done = status is not None and status.status == "done" and status.key == (int(n), int(d))
+    return status.result if done else None
 
-    from engine.training.finetune import finetune
 
-    model = get_model(MLM_MODEL)
-    with _jobs:
-        _bound_threads()
+def _not_measured() -> dict[str, float]:
+    raise LookupError("not measured")  # a peek: nothing is measured in the script thread
+
+
+def measure_start(n: int, d: int) -> JobStatus | None:
+    """Time attention, an RNN and a convolution at (n, d) on the long-work lane; None when this hour's
+    measurement of that size is there already (:func:`measured_costs`)."""
+    n, d, key = int(n), int(d), _measure_key(n, d)
+    if key in MEASURED:
+        return None
+    # ~5 GMAC/s on one thread, and the RNN's Python loop (~0.1 ms a position over its 4 runs)
+    estimate = 0.05 + sum(c.multiply_adds for c in cost.counts(n, d)) / 5e9 + 1e-4 * n
+
+    def work() -> dict[str, float]:
+        return MEASURED.get(key, lambda: cost.measure(n, d))
+
+    return submit_long(MEASURE, work, key=(n, d), estimate_s=estimate)
+
+
+def finetune_start(steps: int, lr: float) -> JobStatus:
+    """Fine-tune a copy of the masked-LM encoder on the colour task (``engine.training.finetune``) as this
+    session's long job: its updates are ``FinetuneProgress``, its result the ``FinetuneResult`` (plain
+    numbers). The shared model is only read, under its lock, while the worker makes a private copy."""
+    from engine.training.finetune import FinetuneResult, finetune
+
+    model, steps, lr = get_model(MLM_MODEL), int(steps), float(lr)
+
+    def work():
         with model.lock:  # copied while no forward pass runs; other sessions are not held up after that
             encoder = copy.deepcopy(model.module)
-        yield from finetune(encoder, model.tokenizer, steps=int(steps), lr=float(lr))
+        for item in finetune(encoder, model.tokenizer, steps=steps, lr=lr):
+            if isinstance(item, FinetuneResult):
+                return item
+            yield item
+
+    return submit_long(FINETUNE, work, key=(steps, lr), estimate_s=FINETUNE_SETUP_S + FINETUNE_STEP_S * steps)

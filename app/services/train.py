@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import engine
 import engine.registry
 from app.services.core import _bound_threads, _jobs, session_id
+from app.services.long_work import connected
 from engine import ModelSpec
 
 if TYPE_CHECKING:
@@ -58,23 +59,8 @@ def train_start(settings: dict) -> None:
     """
     _bound_threads()
     train_estimate(settings)  # times new settings under the bound on concurrent torch work; submit reuses it
-    train_manager().submit(session_id(), settings, alive=_connected())
+    train_manager().submit(session_id(), settings, alive=connected())
     engine.registry.unregister_runtime(session_id())  # the replaced job's model, if it was opened elsewhere
-
-
-def _connected():
-    """A thread-safe "is this browser session still connected?" check (None outside a served app)."""
-    try:
-        from streamlit.runtime import Runtime
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-        ctx = get_script_run_ctx()
-        if ctx is None or not Runtime.exists():
-            return None
-        runtime, sid = Runtime.instance(), ctx.session_id
-        return lambda: runtime.is_active_session(sid)
-    except Exception:  # noqa: BLE001 — heartbeats alone still stop abandoned jobs
-        return None
 
 
 def train_progress():

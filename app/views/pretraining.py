@@ -4,6 +4,8 @@ Three tabs: fill in the blank with our masked-LM encoder (``tiny-bert-stories``)
 blank looks; the three objectives side by side on one sentence (their masks, the real attention of
 our encoder, decoder and translator, and the training examples each makes); and the cost of
 attention against a recurrent and a convolutional layer, counted and measured on this server.
+Fine-tuning and measuring run on the server's long-work lane: the tab shows the job's place in the
+queue, then its progress, and draws the result when it ends (``app/components/job_status.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from app.components.charts import show_chart
 from app.components.theme import side_by_side
 from app.components.guard import calm_errors
 from app.components.heatmap import attention_heatmap
+from app.components.job_status import follow
 from app.components.safe_text import md, quoted
 from app.components.pickers import page_tabs
 from app.url_params import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT, PRETRAINING_TABS
@@ -28,6 +31,7 @@ FILL_KEY = "fill_text"
 OBJ_KEY = "objectives_text"
 TABS = tuple(PRETRAINING_TABS.values())
 RESULT_KEY = "finetune_result"
+MEASURED_KEY = "cost_measured"  # the (n, d) this session last asked to measure
 
 
 def _mask_word(index: int) -> None:
@@ -159,25 +163,29 @@ def fine_tuning() -> None:
     with button:
         pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key="finetune_go")
     if pressed:
-        bar, chart = st.progress(0.0, text="Fine-tuning…"), st.empty()
-        curve = []
+        st.session_state.pop(RESULT_KEY, None)
         try:
-            for item in services.finetune_steps(int(steps), float(lr)):
-                if hasattr(item, "step"):
-                    curve.append({"step": item.step, "held-out accuracy": item.accuracy})
-                    bar.progress(item.step / item.steps, text=f"Step {item.step} of {item.steps}: "
-                                 f"loss {item.loss:.3f}, held-out accuracy {item.accuracy:.0%}")
-                    chart.line_chart(pd.DataFrame(curve).set_index("step"), height=220)
-                else:
-                    st.session_state[RESULT_KEY] = item
+            services.finetune_start(int(steps), float(lr))
         except Exception as err:  # noqa: BLE001
             st.warning(services.friendly_error(err))
             return
+    status = services.long_status(services.FINETUNE)
+    if status is not None and status.status == "done":
+        st.session_state[RESULT_KEY] = status.result  # the session keeps it, whatever the queue forgets
+    elif status is not None:
+        follow(services.FINETUNE, status, "Fine-tuning", extra=accuracy_curve)
     result = st.session_state.get(RESULT_KEY)
     if result is None:
         st.caption("Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.")
         return
     show_finetune_result(result)
+
+
+def accuracy_curve(status) -> None:
+    """The held-out accuracy of a running fine-tune so far (its progress updates)."""
+    curve = [{"step": u.step, "held-out accuracy": u.accuracy} for u in status.updates if hasattr(u, "step")]
+    if curve:
+        st.line_chart(pd.DataFrame(curve).set_index("step"), height=220)
 
 
 def show_finetune_result(result) -> None:
@@ -260,12 +268,30 @@ def cost_of_attention() -> None:
                "attention does all positions at once and links any two words in one step.")  # fmt: skip
     if st.button("Measure on this server", icon=":material/timer:", key="cost_measure",
                  help="Times one attention head, an RNN cell loop and a convolution at this n and d (a few seconds)."):
-        with st.spinner("Measuring…"):
-            times = services.measure_costs(int(n), int(d))
-        show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key="cost_times")
-        st.caption("Median of 3 calls each, one CPU thread, torch: the attention head is "
-                   "`scaled_dot_product_attention` (what our models run); the RNN is a loop of `RNNCell` steps; "
-                   "the convolution a `Conv1d` with kernel 3. The RNN's loop cannot use the parallel hardware.")
+        st.session_state[MEASURED_KEY] = (int(n), int(d))
+        try:
+            services.measure_start(int(n), int(d))
+        except Exception as err:  # noqa: BLE001
+            st.warning(services.friendly_error(err))
+            return
+    if st.session_state.get(MEASURED_KEY) == (int(n), int(d)):
+        measurement(int(n), int(d))
+
+
+def measurement(n: int, d: int) -> None:
+    """The measured times at (n, d) once there; while this session's measurement waits or runs, its status."""
+    times = services.measured_costs(n, d)
+    if times is None:
+        status = services.long_status(services.MEASURE)
+        if status is not None and status.key == (n, d):
+            follow(services.MEASURE, status, "Measuring")
+        return
+    show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key="cost_times")
+    st.caption("Median of 3 calls each, one CPU thread, torch: the attention head is "
+               "`scaled_dot_product_attention` (what our models run); the RNN is a loop of `RNNCell` steps; "
+               "the convolution a `Conv1d` with kernel 3. The RNN's loop cannot use the parallel hardware. "
+               "Measured on the server's long-work lane, at a lower priority than the pages: on a busy "
+               "server the times grow.")
 
 
 def main() -> None:

@@ -57,8 +57,9 @@ class OwnTextAdapter:
         """Write up to ``settings.max_new_tokens`` words after ``prompt``; the trace of prompt + words.
 
         The model has no key/value cache and at most a few hundred positions, so each step re-runs the
-        whole sequence (``sdpa``, no capture); one traced pass at the end captures Q, K, V. Both run under
-        the model's lock. ``<eos>`` ends the loop early and is kept as the last token.
+        whole sequence (``sdpa``, no capture); one traced pass at the end captures Q, K, V. Each step and
+        the traced pass take the model's lock on their own (a page tracing this model waits for one of
+        them, not for the whole continuation). ``<eos>`` ends the loop early and is kept as the last token.
         """
         from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_for
         from engine.vocab import EOS_ID
@@ -67,20 +68,26 @@ class OwnTextAdapter:
             raise EngineError(NEEDS_DECODER)
         inp = decoder_input(prompt, model.tokenizer, max_tokens, model.max_positions)
         n_new = room_for(len(inp.ids), settings, model.max_positions)
+        notices: list[str] = []
 
-        def write_and_trace(module, device: torch.device) -> AttentionTrace:
-            def step(ids: list[int]):
+        def step(ids: list[int]):
+            def last_scores(module, device: torch.device):
                 x = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
                 return module(x, causal=True, attn_impl="sdpa")[0, -1].float().cpu().numpy()  # (V,)
 
-            new, stopped = decode_loop(step, inp.ids, settings, {EOS_ID}, n_new)
-            ids = [*inp.ids, *new]
-            tr = trace_own(module, ids, model.tokenizer.tokens_for_display(ids), model_id=model.spec.id, causal=True)
-            return dataclasses.replace(tr, notices=(generation_notice(
-                settings, len(new), stopped, len(new) < settings.max_new_tokens and not stopped,
-                model.max_positions),))
+            scores, _device, notice = model.run(last_scores)
+            if notice and notice not in notices:
+                notices.append(notice)
+            return scores
 
-        trace, device, notice = model.run(write_and_trace)
+        new, stopped = decode_loop(step, inp.ids, settings, {EOS_ID}, n_new)
+        ids = [*inp.ids, *new]
+        said = generation_notice(settings, len(new), stopped, len(new) < settings.max_new_tokens and not stopped,
+                                 model.max_positions)  # fmt: skip
+        trace, device, notice = model.run(lambda module, _device: trace_own(
+            module, ids, model.tokenizer.tokens_for_display(ids), model_id=model.spec.id, causal=True))
+        if notice and notice not in notices:
+            notices.append(notice)
         return dataclasses.replace(
             trace,
             family=model.spec.family,
@@ -88,7 +95,7 @@ class OwnTextAdapter:
             truncated=inp.truncated,
             n_input_tokens=inp.n_input,
             device=device.type,
-            notices=(*inp.notices, *trace.notices, *((notice,) if notice else ())),
+            notices=(*inp.notices, said, *notices),
         )
 
 

@@ -1,7 +1,8 @@
 """Generation for Hugging Face decoders (GPT-2 family, Llama, Qwen, Mistral, Gemma, …; all read through ``ap_capture``).
 
-The loop runs the causal-LM module under the model's lock with transformers' key/value cache: the
-prompt once, then one new token per step (the last position's logits only), no capture. Then prompt +
+The loop runs the causal-LM module with transformers' key/value cache: the prompt once, then one new
+token per step (the last position's logits only), no capture; each step takes the model's lock on its
+own, so a page tracing the same model waits for one token, not for the whole continuation. Then prompt +
 generated ids are traced once through the adapter's own trace path, so the patterns are exactly those
 of ``engine.trace`` on the same ids (the parity tests of each adapter cover them).
 
@@ -48,21 +49,27 @@ def generate(adapter, model: Model, prompt: str, settings: DecodeSettings, *, ma
     n_new = room_for(len(ids), settings, model.max_positions)
     stops = stop_ids(model)
 
-    def write(module, device: torch.device) -> tuple[list[int], bool]:
-        cache: dict = {"past": None, "fed": 0}
+    cache: dict = {"past": None, "fed": 0, "device": None}
+    fallbacks: list[str] = []
 
-        def step(so_far: list[int]) -> np.ndarray:
+    def step(so_far: list[int]) -> np.ndarray:
+        def next_scores(module, device: torch.device) -> np.ndarray:
+            if device != cache["device"]:  # the first step, or a fall-back to the CPU: feed everything again
+                cache.update(past=None, fed=0, device=device)
             fresh = torch.tensor([so_far[cache["fed"]:]], device=device)  # (1, new)
             out = module(input_ids=fresh, past_key_values=cache["past"], use_cache=True, logits_to_keep=1)
             cache["past"], cache["fed"] = out.past_key_values, len(so_far)
             return out.logits[0, -1].float().cpu().numpy()  # (V,)
 
-        return decode_loop(step, ids, settings, stops, n_new, named_ids(model.tokenizer))
+        scores, _device, fell_back = model.run(next_scores)
+        if fell_back and not fallbacks:
+            fallbacks.append(fell_back)
+        return scores
 
-    (new, stopped), _device, notice = model.run(write)
+    new, stopped = decode_loop(step, ids, settings, stops, n_new, named_ids(model.tokenizer))
     all_ids = [*ids, *new]
     capped = len(new) < settings.max_new_tokens and not stopped
     said = generation_notice(settings, len(new), stopped, capped, model.max_positions)
     tr = adapter.trace_ids(model, all_ids, display_tokens(model.tokenizer, all_ids, adapter.byte_level), causal=True,
-                           notices=(*notices, said, *((notice,) if notice else ())))  # fmt: skip
+                           notices=(*notices, said, *fallbacks))  # fmt: skip
     return dataclasses.replace(tr, generated_from=len(ids), truncated=n_total > len(ids), n_input_tokens=n_total)

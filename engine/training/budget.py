@@ -11,39 +11,28 @@ throwaway model with the job's settings (:func:`~engine.training.job_settings.ti
 A running job that has held its slot (pauses included: a paused job keeps its slot) past its deadline
 is stopped by the server, so a wrong estimate (the machine got busier) cannot keep a slot for hours.
 
-A queued job's wait (:func:`expected_start`): each slot frees up when its running job ends (the
-steps it has left × per_step, never past its deadline); the jobs ahead in the queue take the earliest
-free slot in turn; the job starts at the next one.
+A queued job's wait (:func:`expected_start`, shared with the long-work lane in :mod:`engine.jobs`):
+each slot frees up when its running job ends (the steps it has left × per_step, never past its
+deadline); the jobs ahead in the queue take the earliest free slot in turn; the job starts at the
+next one.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.jobs import DEFAULT_MAX_SECONDS, about, expected_start  # shared with the long-work lane
 from engine.training.job_settings import JobSettings, time_steps
 
-DEFAULT_MAX_SECONDS = 300  # estimated seconds one job may take (AP_TRAIN_MAX_SECONDS overrides)
 #: a running job is stopped once it has held its slot this many times its estimate …
 OVERRUN_FACTOR = 2.0
 #: … but never sooner than this many seconds past its estimate (a short job on a busy machine keeps going)
 OVERRUN_MIN_S = 60.0
 ESTIMATE_TTL_S = 600.0  # a measured step time is reused this long (the server's load changes)
-
-
-def about(seconds: float) -> str:
-    """A duration for people: ``"40 s"``, ``"5 min"``, ``"10.4 h"``."""
-    if not math.isfinite(seconds):
-        return "forever"
-    if seconds < 90:
-        return f"{max(1, round(seconds))} s"
-    if seconds < 90 * 60:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _two_digits_down(n: int) -> int:
@@ -131,29 +120,6 @@ class Estimate:
                 "what it learned so far is kept")
 
 
-def expected_start(running_left: Sequence[float], ahead: Sequence[float], slots: int) -> float:
-    """Seconds until a queued job starts.
-
-    Args:
-        running_left: estimated seconds each running job has left.
-        ahead: estimated seconds of each job ahead in the queue, in queue order.
-        slots: jobs that may train at once.
-
-    Returns:
-        When the job gets a slot, if every estimate holds.
-
-    Example:
-        >>> expected_start([120.0], [60.0], slots=1)  # one running (2 min left), one queued ahead
-        180.0
-    """
-    free = sorted(max(0.0, t) for t in running_left)  # when each busy slot frees up
-    free += [0.0] * max(0, slots - len(free))  # idle slots
-    heapq.heapify(free)
-    for seconds in ahead:
-        heapq.heappush(free, heapq.heappop(free) + max(0.0, seconds))
-    return free[0]
-
-
 def _shape(settings: JobSettings) -> tuple:
     """What the time of one step depends on (not steps, seed, lr or the snapshot cadence)."""
     s = settings
@@ -204,3 +170,7 @@ class StepTimer:
         finally:
             if before != self.threads:
                 torch.set_num_threads(before)
+
+
+__all__ = ["DEFAULT_MAX_SECONDS", "ESTIMATE_TTL_S", "Estimate", "OVERRUN_FACTOR", "OVERRUN_MIN_S", "StepTimer",
+           "TimeBudget", "about", "expected_start"]

@@ -95,6 +95,16 @@ class FinetuneProgress:
     loss: float
     accuracy: float  # on the held-out sentences
 
+    @property
+    def fraction(self) -> float:
+        """How far the run is (what a progress bar shows)."""
+        return self.step / self.steps if self.steps else 0.0
+
+    @property
+    def text(self) -> str:
+        """One line for a progress bar."""
+        return f"Step {self.step} of {self.steps}: loss {self.loss:.3f}, held-out accuracy {self.accuracy:.0%}"
+
 
 @dataclass(frozen=True, eq=False)
 class FinetuneResult:

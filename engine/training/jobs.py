@@ -18,7 +18,10 @@ its baseline. At most ``max_running`` jobs train at once;
 the others wait in order (position 1 = next), each told when it should start. Each job's thread sets
 torch's intra-op threads to ``threads`` (1 on a 2-core server, where 2 threads ran 8–10× slower under
 load); torch keeps that setting per thread (and as the default for threads started later), so the
-caller's is not changed.
+caller's is not changed. Like the long-work lane's workers (:mod:`engine.jobs`), a training thread
+runs at a lower CPU priority (:func:`engine.jobs.background_thread`: nice +10), so page reruns come
+first, and hands freed memory back to the OS when it ends. Training keeps its own manager and cap
+(``AP_TRAIN_MAX_JOBS``) because its jobs pause, resume and answer heartbeats.
 
 Fairness (:mod:`engine.training.budget`): a session has one job (submitting again stops and replaces
 it); a job whose estimated time, the server's own, is over ``AP_TRAIN_MAX_SECONDS`` (default 300) is
@@ -29,7 +32,6 @@ estimate, at least a minute more, pauses included) is stopped by the reaper.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import time
@@ -39,7 +41,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.training.budget import DEFAULT_MAX_SECONDS, Estimate, StepTimer, TimeBudget, expected_start
+from engine.jobs import background_thread, cores, default_max_seconds, expected_start, release_memory
+from engine.training.budget import Estimate, StepTimer, TimeBudget
 from engine.training.job_settings import (
     EVAL_BATCH,
     JobSettings,
@@ -60,20 +63,7 @@ def default_max_running() -> int:
     env = os.environ.get("AP_TRAIN_MAX_JOBS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    return max(1, (os.cpu_count() or 2) // 2)
-
-
-def default_max_seconds() -> float:
-    """Estimated seconds one job may take: ``AP_TRAIN_MAX_SECONDS`` if set (a number > 0), else 300."""
-    env = os.environ.get("AP_TRAIN_MAX_SECONDS", "")
-    try:
-        value = float(env) if env else DEFAULT_MAX_SECONDS
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        log.warning("AP_TRAIN_MAX_SECONDS=%r is not a number of seconds > 0; using %d", env, DEFAULT_MAX_SECONDS)
-        return DEFAULT_MAX_SECONDS
-    return value
+    return max(1, cores() // 2)
 
 
 @dataclass(frozen=True)
@@ -206,6 +196,7 @@ class Job:
             self._finish("failed")
         finally:
             self._manager._release(self)
+            release_memory()
 
     def _train(self) -> None:
         import torch
@@ -214,8 +205,7 @@ class Job:
         from engine.training.loop import TrainConfig, resolve_device, train
         from engine.training.tasks import pattern_score
 
-        if torch.get_num_threads() != self._manager.threads:
-            torch.set_num_threads(self._manager.threads)
+        background_thread(self._manager.threads)  # lower CPU priority, torch threads: as the long-work lane's
         s, task, causal = self.settings, self.task, self.settings.causal
         config = TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr, seed=s.seed, device=s.device,
                              snapshot_every=s.every, warmup=min(100, max(1, s.steps // 10)),

@@ -96,3 +96,18 @@ def open_page(page: str, **state) -> AppTest:
     at.switch_page(str(ROOT / "app" / "views" / f"{page}.py"))
     at.run()
     return at
+
+
+def run_until(at: AppTest, condition, timeout: float = 120.0, what: str = "the page") -> AppTest:
+    """Rerun ``at`` until ``condition(at)`` holds: a long job (engine.jobs) ends in its own thread and the
+    page's polling fragment does not tick under AppTest, so each ``run()`` plays one poll."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition(at):
+        assert not at.exception, [e.value for e in at.exception]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+        at.run()
+    return at

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine
-from apptest_helpers import assert_clean, decode, figures, messages, open_page
+from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_until
 from engine.analysis.cost import counts
 from engine.analysis.fill_mask import attention_of, fill_mask
 from engine.registry import CHECKPOINTS
@@ -80,6 +80,7 @@ def test_fine_tuning_tab_runs_and_shows_what_moved():
     at = open_tab("Fine-tuning changes attention")
     at.slider(key="finetune_steps").set_value(50)
     at.button(key="finetune_go").click().run()
+    run_until(at, lambda a: any(m.label == "Accuracy after" for m in a.metric), what="the fine-tuning result")
     assert_clean(at)
     model = engine.load("tiny-bert-stories")
     ref = list(finetune(model.module, model.tokenizer, steps=50, lr=1e-3))[-1]  # seeded: the same run

@@ -1,0 +1,61 @@
+"""A long job of this session on a page: where it is in the queue, how far it has got, a Cancel button.
+
+The page submits the job through a service (``services.finetune_start``, ``services.measure_start``,
+``services.request_generation``) and passes its status to :func:`follow`. While the job is queued or
+running, a fragment polls ``services.long_status`` every :data:`POLL_S` seconds (the rest of the page
+stays as it is and usable: the script thread never waits for the job); when the job ends, the whole
+page reruns once and draws its result. A failed or stopped job leaves one calm message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from app import services
+from app.components.safe_text import md
+from engine.jobs import JobStatus, about
+
+POLL_S = 0.75
+
+
+def follow(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus], None] | None = None) -> None:
+    """Show this session's job of ``kind`` (its ``status`` from the page's run).
+
+    Args:
+        kind: ``services.FINETUNE`` | ``services.MEASURE`` | ``services.WRITE``.
+        status: the job's status now.
+        what: the work in a few words ("Fine-tuning"), the start of each message.
+        extra: draws more of a running job (the fine-tuning curve so far), under its progress bar.
+    """
+    if status.status == "failed":
+        st.warning(services.friendly_error(status.error))
+    elif status.status == "stopped":
+        st.info(f"{what} stopped: {md(status.reason)}. Press the button again to start over.",
+                icon=":material/stop_circle:")
+    elif status.active:
+        _poll(kind, status.job_id, what, extra)
+
+
+def _poll(kind: str, job_id: int, what: str, extra: Callable[[JobStatus], None] | None) -> None:
+    @st.fragment(run_every=POLL_S)
+    def poll() -> None:
+        now = services.long_status(kind)
+        if now is None or now.job_id != job_id or not now.active:
+            st.rerun()  # the whole page: it draws the result (or why there is none)
+        _show(kind, now, what, extra)
+
+    poll()
+
+
+def _show(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus], None] | None) -> None:
+    if status.status == "queued":
+        st.info(f"{what}: queued, position **{status.position}**, starts in about **{about(status.wait_s or 0)}**. "
+                "The server runs long work a few jobs at a time, so that every page stays quick.",
+                icon=":material/hourglass_top:")  # fmt: skip
+    else:
+        st.progress(status.fraction, text=md(status.text) if status.text else f"{what}…")
+        if extra is not None:
+            extra(status)
+    st.button("Cancel", key=f"{kind}_cancel", icon=":material/cancel:", on_click=services.cancel_long, args=(kind,))
