@@ -6,6 +6,8 @@ that GET, e.g. HAProxy's ``SERVERID``, goes with the websocket handshake, as a b
 BackMsgs. A run ends at the ``script_finished`` ForwardMsg. Like the frontend it
 
 - sends the current page's script hash (from the ``navigation`` message) after the first run,
+- reruns the fragment that drew a widget when only that widget changes (``fragment_id``), as the
+  frontend does, so a page's ``st.fragment`` saves the server the same work it saves for a browser,
 - keeps a bound widget's value in the query string (the frontend writes it into the URL), and takes
   the query string the app writes (``page_info_changed``) as the next run's, as the address bar does
   (without it, an app that reads its link on every run sees a stale link from this client),
@@ -59,6 +61,7 @@ class Session:
     page_hash: str = ""
     query: dict[str, str] = field(default_factory=dict)
     widgets: list = field(default_factory=list)  # every new_element widget of the last run: (kind, proto)
+    fragments: dict[str, str] = field(default_factory=dict)  # widget id -> the st.fragment that drew it
     _cache: dict[str, int] = field(default_factory=dict)  # cacheable message hash -> run it was last seen in
     _max_age: int = 2
     _runs: int = 0
@@ -114,6 +117,9 @@ class Session:
         for forged in states or []:
             state.widget_states.widgets.add().CopyFrom(forged)
         state.query_string = urllib.parse.urlencode(self.query)
+        drawn_in = {self.fragments.get(widget_id, "") for widget_id in string_values}
+        if len(drawn_in) == 1 and "" not in drawn_in and not states:
+            state.fragment_id = drawn_in.pop()  # a widget inside a fragment reruns that fragment, as in a browser
         state.page_script_hash = "" if page_name else self.page_hash
         state.page_name = page_name
         state.cached_message_hashes.extend(self._cache)
@@ -156,11 +162,18 @@ class Session:
                 elif element_kind == "alert" and element.alert.format == Alert.ERROR and run.failure is None:
                     run.failure = "error box"
                 elif element_kind in WIDGET_KINDS:
-                    widgets.append((element_kind, getattr(element, element_kind)))
+                    widget = getattr(element, element_kind)
+                    widgets.append((element_kind, widget))
+                    if getattr(widget, "id", ""):
+                        self.fragments[widget.id] = fwd.delta.fragment_id
             elif kind == "script_finished" and fwd.script_finished in FINAL:
                 run.seconds = time.perf_counter() - start
                 run.failure = run.failure or FINAL[fwd.script_finished]
-                self.widgets = widgets or self.widgets
+                if fwd.script_finished == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY:  # only the fragment's
+                    fresh = {w.id for _, w in widgets}  # widgets came: the others stay as they were
+                    self.widgets = [(k, w) for k, w in self.widgets if w.id not in fresh] + widgets
+                else:
+                    self.widgets = widgets or self.widgets
                 return run
 
     async def close(self) -> None:

@@ -181,38 +181,45 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
 def main() -> None:
     st.title("Explore attention")
     st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")
+    explore_panel()
 
-    with controls("Sentence, model and mask"):  # presenter mode: folded away, the chart gets the screen
-        model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
-        if model is None:
+
+@st.fragment
+@synced  # a new sentence, model, token limit or mask reruns this panel only (not the sidebar and the entry point)
+def explore_panel() -> None:
+    """The sentence, model and mask, the trace, and the head panel: what a new sentence changes."""
+    with calm_errors("explore_panel"):
+        with controls("Sentence, model and mask"):  # presenter mode: folded away, the chart gets the screen
+            model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
+            if model is None:
+                return
+            examples_picker(model_id, model)  # curated sentences per phenomenon; a closed vocabulary's words
+            seq2seq = model.family == "encoder-decoder"
+            causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
+        text = current_text()
+        decode = decoding(model_id, text, max_tokens) if seq2seq else None
+        request = services.TraceRequest(model_id, text, causal, max_tokens, decode)
+        try:
+            with busy("Running the model…", services.trace_is_quick(request)):
+                trace = services.get_trace(request)
+        except Exception as err:  # noqa: BLE001
+            st.warning(services.friendly_error(err))
             return
-        examples_picker(model_id, model)  # curated sentences per phenomenon; a closed vocabulary's words
-        seq2seq = model.family == "encoder-decoder"
-        causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
-    text = current_text()
-    decode = decoding(model_id, text, max_tokens) if seq2seq else None
-    request = services.TraceRequest(model_id, text, causal, max_tokens, decode)
-    try:
-        with busy("Running the model…", services.trace_is_quick(request)):
-            trace = services.get_trace(request)
-    except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
-        return
 
-    show_notices(trace)
-    if seq2seq:
-        show_output(trace)
+        show_notices(trace)
+        if seq2seq:
+            show_output(trace)
+            head_panel(request, model.spec.family)
+            return
+        st.caption(
+            f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
+            f"d_head {trace.d_head} · running on {services.device_label()}"
+            + (" · untrained weights: patterns are random" if "random" in model_id else "")
+        )
+        if trace.pos_encoding is not None:
+            st.page_link("views/positional.py", label="See the positional encodings this model adds to this sentence",
+                         icon=":material/timeline:", query_params={"pos_tab": "Learned"})
         head_panel(request, model.spec.family)
-        return
-    st.caption(
-        f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
-        f"d_head {trace.d_head} · running on {services.device_label()}"
-        + (" · untrained weights: patterns are random" if "random" in model_id else "")
-    )
-    if trace.pos_encoding is not None:
-        st.page_link("views/positional.py", label="See the positional encodings this model adds to this sentence",
-                     icon=":material/timeline:", query_params={"pos_tab": "Learned"})
-    head_panel(request, model.spec.family)
 
 
 main()
