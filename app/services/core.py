@@ -187,11 +187,14 @@ CORES = max(1, os.cpu_count() or 1)
 
 
 def _long_work_running() -> bool:
-    """True while a Train live job trains in this process (it keeps one core busy)."""
+    """True while a Train live job or a long-work job (fine-tuning, writing, measuring) runs in this process
+    (either keeps a core busy, at a lower priority)."""
     import sys
 
-    jobs = sys.modules.get("engine.training.jobs")  # not imported: no job ever started here
-    return bool(jobs and jobs._manager is not None and jobs._manager.active_count())
+    lane = sys.modules.get("engine.jobs")  # not imported: no long job ever started here
+    training = sys.modules.get("engine.training.jobs")
+    return bool((lane is not None and lane.get_queue().running_count())
+                or (training is not None and training.training_now()))
 
 
 def request_key(request: TraceRequest) -> tuple:

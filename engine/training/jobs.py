@@ -449,6 +449,12 @@ _manager: JobManager | None = None
 _manager_lock = threading.Lock()
 
 
+def training_now() -> bool:
+    """True when a Train live job is queued or training in this process (no manager is made to ask)."""
+    manager = _manager
+    return manager is not None and manager.active_count() > 0
+
+
 def get_manager() -> JobManager:
     """The server-wide job manager (created on first use)."""
     global _manager
