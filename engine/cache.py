@@ -31,8 +31,13 @@ import numpy as np
 T = TypeVar("T")
 
 
+_LEAVES = (str, bytes, int, float, bool, type(None))
+
+
 def _arrays(obj: Any, seen: set[int]) -> list[np.ndarray]:
     """Every numpy array reachable through dataclass fields, tuples, lists and dicts (each once)."""
+    if isinstance(obj, _LEAVES):  # token strings, ids, scales: nothing to walk (most of a trace's items)
+        return []
     if id(obj) in seen:
         return []
     seen.add(id(obj))
@@ -121,7 +126,6 @@ class TraceCache:
             return pending.value
         try:
             value = compute()
-            freeze_arrays(value)
             pending.value = value
             self._put(key, value)
             return value
@@ -134,7 +138,10 @@ class TraceCache:
             pending.done.set()
 
     def _put(self, key: Hashable, value: Any) -> None:
-        size = self._sizeof(value)
+        arrays = _arrays(value, set())
+        for arr in arrays:  # shared between sessions: nobody may write
+            arr.flags.writeable = False
+        size = self._sizeof(value) if self._sizeof is not nbytes else sum(a.nbytes for a in arrays)
         with self._lock:
             if size > self.max_bytes:
                 return  # larger than the whole budget: served once, not kept

@@ -20,13 +20,13 @@ most ``MAX_JOBS`` forward passes at once. The page modules of ``app.services`` i
 from __future__ import annotations
 
 import contextlib
-import json
+import gc
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import streamlit as st
 
@@ -97,6 +97,7 @@ def _shared_model(model_id: str, rules: ServerPolicy):
     _bound_threads()
     model = engine.load(model_id, policy=rules)
     _loaded.add((model_id, rules))
+    gc.freeze()  # the model and the libraries it imported are here for good: later collections skip them
     return model
 
 
@@ -157,7 +158,19 @@ TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20)
 #: what pages draw from a trace (a head's map, a layer's thumbnails: small arrays), shared the same way
 MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048)
 #: figures ready to send (themed JSON dicts): a class on one link builds each figure once
-FIGURES = TraceCache(max_bytes=64 * 2**20, max_entries=1024, sizeof=lambda fig: len(json.dumps(fig.to_dict())))
+FIGURES = TraceCache(max_bytes=64 * 2**20, max_entries=1024, sizeof=lambda fig: _text_bytes(fig.to_dict().get("data")) + 4096)
+
+
+def _text_bytes(obj: Any) -> int:
+    """About the bytes a figure's traces take in JSON: their strings (labels, base64 arrays) plus 16 per other
+    value (the layout is small, and its template is one object all figures share)."""
+    if isinstance(obj, str):
+        return len(obj)
+    if isinstance(obj, dict):
+        return sum(16 + _text_bytes(value) for value in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_text_bytes(value) for value in obj)
+    return 16
 
 
 def _runtime_model(model_id: str):
@@ -165,15 +178,20 @@ def _runtime_model(model_id: str):
     return engine.registry.runtime_model(model_id, session_id())
 
 
+PARALLEL_CHARS = 600  # about 128 tokens: below it a second thread costs more CPU than it saves time
+
+
 @contextlib.contextmanager
-def forward_threads():
-    """Torch threads for the forward pass this thread is about to run: every core while it is the only one
-    running (one student alone gets the answer sooner: MiniLM at 512 tokens 0.14 → 0.09 s on 2 cores), one
-    as soon as another pass or a training job runs (a class shares the cores; docs/DESIGN.md, "Threads").
-    Torch keeps the setting per thread, so other sessions' passes are not changed."""
+def forward_threads(long_input: bool):
+    """Torch threads for the forward pass this thread is about to run: every core for a long input while it
+    is the only pass running (one student alone gets the answer sooner: MiniLM at 512 tokens 0.14 → 0.09 s
+    on 2 cores), one otherwise: as soon as another pass or a background job runs (a class shares the
+    cores; docs/DESIGN.md, "Threads"), and for short inputs, where two threads cost 30% more CPU for 13%
+    less time (MiniLM, 30 tokens, measured here). Torch keeps the setting per thread, so other sessions'
+    passes are not changed."""
     with _passes_lock:
         _passes[0] += 1
-        alone = _passes[0] == 1 and not _long_work_running()
+        alone = long_input and _passes[0] == 1 and not _long_work_running()
     engine.set_threads(CORES if alone else 1)
     try:
         yield
@@ -218,7 +236,7 @@ def get_trace(request: TraceRequest) -> AttentionTrace:
 
         settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
         model = trained if trained is not None else _shared_model(request.model_id, rules)
-        with _jobs, forward_threads():
+        with _jobs, forward_threads(long_input=len(request.text) > PARALLEL_CHARS):
             if settings is not None:
                 return engine.generate(model, request.text, settings, max_tokens=request.max_tokens)
             return engine.trace(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
