@@ -113,8 +113,8 @@ def generate(model: "Model", prompt: str, settings: DecodeSettings | None = None
     """Let a decoder write after ``prompt`` (or an encoder-decoder write from it), then trace it in one pass.
 
     Args:
-        model: from :func:`load`; a decoder (our ``tiny-gpt-stories``, GPT-2 family, Llama, Qwen, …) or a
-            pretrained encoder-decoder (T5, BART, Marian).
+        model: from :func:`load`; a decoder (our ``tiny-gpt-stories``, GPT-2 family, Llama, Qwen, …) or an
+            encoder-decoder (our ``tiny-translator``, T5, BART, Marian).
         prompt: the text to continue or to translate (cut to ``max_tokens`` tokens, as :func:`trace` does).
         settings: greedy or sampled and how many tokens (default: greedy, 20 tokens). The end-of-text
             token stops earlier, and so does the model's own position limit.

@@ -41,9 +41,10 @@ def target_text(tokens: Sequence[str]) -> str:
 
 
 def trace_seq2seq(
-    model: Seq2SeqTransformer, src_ids: Sequence[int], src_tokens: Tokens, tgt_vocab: Vocab, *, model_id: str
+    model: Seq2SeqTransformer, src_ids: Sequence[int], src_tokens: Tokens, tgt_vocab: Vocab, *, model_id: str,
+    generated: Sequence[int] | None = None,
 ) -> Seq2SeqTrace:
-    """Translate one source greedily, then capture one teacher-forced pass over what was generated.
+    """Translate one source (greedily, or take ``generated``), then capture one teacher-forced pass over it.
 
     The decoder input is ``<bos>`` + the generated tokens (the final ``<eos>`` is not fed back): row
     ``i`` of the decoder and cross-attention traces reads ``target[i]`` and predicted
@@ -56,6 +57,8 @@ def trace_seq2seq(
         src_tokens: display tokens of ``src_ids``.
         tgt_vocab: the target vocabulary.
         model_id: the id recorded in the traces.
+        generated: the output ids already decoded (no ``<bos>``; ending with ``<eos>`` when decoding
+            finished), e.g. sampled by :meth:`Seq2SeqAdapter.generate`; None decodes greedily here.
 
     Returns:
         A :class:`Seq2SeqTrace` (family ``"encoder-decoder"`` on all three attention traces).
@@ -66,7 +69,7 @@ def trace_seq2seq(
     if len(src_ids) != len(src_tokens):
         shown = list(src_tokens.strings)[:20]
         raise ValueError(f"{len(src_ids)} source ids but {len(src_tokens)} display tokens {shown}")
-    generated = model.greedy_decode(src_ids)
+    generated = model.greedy_decode(src_ids) if generated is None else list(generated)
     finished = bool(generated) and generated[-1] == EOS_ID
     tgt_ids = [BOS_ID, *(generated[:-1] if finished else generated)]
     target = tgt_vocab.tokens_for_display(tgt_ids)
@@ -138,6 +141,43 @@ class Seq2SeqAdapter:
             lambda module, _device: trace_seq2seq(module, ids, tokens, tgt_vocab, model_id=model.spec.id)
         )
         notices += list(trace.notices) + ([notice] if notice else [])
+        encoder = dataclasses.replace(trace.encoder, truncated=inp.truncated, n_input_tokens=inp.n_input)
+        return dataclasses.replace(trace, encoder=encoder, notices=tuple(notices), device=device.type)
+
+    def generate(self, model: Model, text: str, settings, *, max_tokens: int) -> Seq2SeqTrace:
+        """Translate ``text`` with ``settings`` (greedy or sampled, up to ``settings.max_new_tokens``
+        words), then capture the three attentions over that output as :meth:`trace` does.
+
+        The decoder has no key/value cache and at most ``max_tgt`` positions, so each step re-runs the
+        decoder over the output so far (``sdpa``, no capture) and takes the model's lock on its own, as
+        our decoder's ``generate`` does. Greedy settings write what :meth:`trace` writes.
+        """
+        from engine.decoding import decode_loop
+        from engine.models.word_input import source_input
+
+        tgt_vocab = model.tokenizer["target"]
+        inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
+        ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
+        extra: list[str] = []
+
+        def step(out: list[int]) -> np.ndarray:
+            def last_scores(module: Seq2SeqTransformer, device: torch.device) -> np.ndarray:
+                src = torch.tensor([ids], device=device)  # (1, S)
+                tgt = torch.tensor([out], device=device)  # (1, T)
+                memory = module.encode(src, attn_impl="sdpa")  # (1, S, D)
+                return module.decode(memory, tgt, attn_impl="sdpa")[0, -1].float().cpu().numpy()  # (V,)
+
+            scores, _device, notice = model.run(last_scores)
+            if notice and notice not in extra:
+                extra.append(notice)
+            return scores
+
+        n_new = min(settings.max_new_tokens, model.module.cfg.max_tgt - 1)
+        generated, _stopped = decode_loop(step, [BOS_ID], settings, {EOS_ID}, n_new)
+        trace, device, notice = model.run(lambda module, _device: trace_seq2seq(
+            module, ids, tokens, tgt_vocab, model_id=model.spec.id, generated=generated))
+        notices += [*trace.notices, f"Decoding: {settings.describe()}."]
+        notices += [n for n in [*extra, notice] if n and n not in notices]
         encoder = dataclasses.replace(trace.encoder, truncated=inp.truncated, n_input_tokens=inp.n_input)
         return dataclasses.replace(trace, encoder=encoder, notices=tuple(notices), device=device.type)
 

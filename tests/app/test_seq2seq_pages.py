@@ -129,3 +129,56 @@ def test_forged_decoding_settings_get_a_message(allowed):
     at.run()
     assert_clean(at)
     assert any("must be" in m for m in messages(at.warning))
+
+
+TRANSLATOR_TEXT = "the black cat sees the small dog"
+
+
+def _translator_reference(settings):
+    return engine.generate(engine.load("tiny-translator"), TRANSLATOR_TEXT, settings)
+
+
+def _shows_the_decoded_output(at, ref) -> None:
+    """The output line, the head map and the grid of ``ref`` (a Seq2SeqTrace) are on the page, no refusal."""
+    assert_clean(at)
+    assert not any("needs a decoder" in m for m in messages(at.warning)), messages(at.warning)
+    assert any(m.value.startswith("**Output:**") and ref.output_text.split()[0] in m.value for m in at.markdown)
+    at.selectbox(key="explore_block").set_value("cross").run()
+    assert_clean(at)
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2, "the head map and the grid of every head"
+    np.testing.assert_allclose(z(main_figure(at)), ref.cross.pattern(0, 0), atol=1e-6)
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_own_translator_decodes_again(sampled):
+    """Issue 20: "Decode again" on the tiny translator blanked Explore with "needs a decoder"."""
+    from engine.generation import DecodeSettings
+
+    at = run_app(model="tiny-translator", text=TRANSLATOR_TEXT)
+    assert_clean(at)
+    at.number_input(key="decode_tokens").set_value(4 if not sampled else 10)
+    if sampled:
+        at.radio(key="decode_mode").set_value("Sampled")
+        at.slider(key="decode_temperature").set_value(2.0)
+        at.number_input(key="decode_seed").set_value(3)
+    at.button(key="FormSubmitter:decode_form-Decode again").click().run()
+    settings = (DecodeSettings(max_new_tokens=10, sample=True, temperature=2.0, seed=3) if sampled
+                else DecodeSettings(max_new_tokens=4))  # fmt: skip
+    ref = _translator_reference(settings)
+    if not sampled:
+        assert len(ref.target) == 5  # <bos> + 4 words: the short greedy output, not the full translation
+    _shows_the_decoded_output(at, ref)
+    assert any(("sampled" if sampled else "greedy") in m for m in messages(at.info) + messages(at.caption))
+
+
+def test_own_translator_decodes_from_a_link():
+    from streamlit.testing.v1 import AppTest
+    from apptest_helpers import APP, TIMEOUT
+    from engine.generation import DecodeSettings
+
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update({"model": "tiny-translator", "text": TRANSLATOR_TEXT, "explore_decode": "3,0"})
+    at.run()
+    _shows_the_decoded_output(at, _translator_reference(DecodeSettings(max_new_tokens=3)))
+    assert at.query_params.get("explore_decode") == "3,0"
