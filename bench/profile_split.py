@@ -70,7 +70,7 @@ WAIT_LEAVES = (("queue.py", "Queue.get"),  # a thread pool's idle worker: queue.
 FORWARD_PATHS = ("engine/model.py", "engine/pretrained/", "engine/models/", "torch/", "transformers/")
 MAP_PATHS = ("engine/analysis/", "engine/types.py")
 FIGURE_PATHS = ("plotly/", "_plotly_utils/", "app/components/heatmap.py", "app/components/theme.py",
-                "app/components/head_views.py", "app/components/map_data.py")
+                "app/components/head_views.py", "app/figure_data/attention_maps.py")
 CHARTS = "app/components/charts.py"  # figure building too (ready, shared_chart, …), but not show_chart:
 CHART_CALL = "show_chart"  # that one calls st.plotly_chart, whose own work is not the figure's
 WRAPPERS = ("streamlit/navigation/", "streamlit/runtime/fragment.py", "streamlit/runtime/metrics_util.py")

@@ -17,7 +17,7 @@ from urllib.parse import urlencode, urlparse
 
 import numpy as np
 
-from app.components.map_data import MapData
+from app.figure_data.attention_maps import MapData
 
 FORMAT = "attention-playground/view@1"
 #: exact weights go into a JSON file for regions up to this many tokens a side (512² numbers ≈ 3 MB)

@@ -9,7 +9,7 @@ Compact by construction, because a classroom server sends every figure to every 
 - figures are plain dicts (``map_spec``; ``map_figure`` wraps one in a ``go.Figure``) with no subplots: a grid of heads is ONE heatmap
   of tiles (:func:`app.components.head_views.model_view_spec`).
 
-Long inputs arrive here already pooled (``app.components.map_data``): this module draws what it is
+Long inputs arrive here already pooled (``app.figure_data.attention_maps``): this module draws what it is
 given. Colour scales: ``linear`` (0 → the largest value shown), ``log`` (the same weights, colour
 stops spaced by powers of ten below the maximum, so a 400-token head is not empty but for its sink
 column; hover still shows the true weight) and ``row`` (values already divided by their row's max).
@@ -26,7 +26,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.components import theme
-from app.components.map_data import MapData, exact_map
+from app.figure_data.attention_maps import MapData, exact_map
 
 COLORSCALE = "Blues"  # the default theme's; figures ask :func:`colorscale` (presenter mode: Cividis)
 MASKED_COLOR = "#d9d9d9"

@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 
 from app.components.charts import ReadyFigure, with_shapes
-from app.components.map_data import MapData
+from app.figure_data.attention_maps import MapData
 from app.state import PERSIST
 
 FOCUS_KEY = "focus"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app.components.heatmap import SCALES
-from app.components.map_data import OVERVIEW_SIZE
+from app.figure_data.attention_maps import OVERVIEW_SIZE
 from app.state import PERSIST, settle
 
 SCALE_HELP = ("Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
@@ -116,7 +116,7 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
 
 def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str) -> None:
     """A CSV download of the exact weights in view, built only when clicked (too large a region: a hint)."""
-    from app.components.map_data import CSV_MAX_SIDE, csv_region, head_csv
+    from app.figure_data.attention_maps import CSV_MAX_SIDE, csv_region, head_csv
 
     region = csv_region(att, q_range, k_range)
     if region is None:

@@ -21,7 +21,7 @@ from app.components.charts import show_chart
 from app.components.heatmap import map_figure
 from app.components.job_status import follow
 from app.components.linked_tokens import focus, outline
-from app.components.map_data import MapData
+from app.figure_data.attention_maps import MapData
 from app.components.safe_text import md
 from engine.generation import MAX_NEW_TOKENS
 

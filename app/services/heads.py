@@ -141,7 +141,7 @@ def model_view_tiles(model_id: str, text: str, causal: bool | None, max_tokens: 
 
     Pooled by the engine from Q and K (``AttentionTrace.overview``): no head's n×n pattern is built.
     """
-    from app.components.map_data import layer_tiles
+    from app.figure_data.attention_maps import layer_tiles
 
     att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
     cells = MODEL_VIEW_CELLS if att.n_layers * att.n_heads <= 36 else MODEL_VIEW_CELLS // 2

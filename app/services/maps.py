@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.components.map_data import OVERVIEW_SIZE, MapData, head_map, layer_tiles
+from app.figure_data.attention_maps import OVERVIEW_SIZE, MapData, head_map, layer_tiles
 from app.services.core import QUICK_CHARS, has_map, request_key, shared_map
 from app.services.heads import heads_attention
 from app.services.request import TraceRequest

@@ -16,40 +16,74 @@
   (safetensors only), re-exported here.
 """
 
-from engine.checkpoint import (
-    FORMAT,
-    CheckpointPaths,
-    checkpoint_paths,
-    load_checkpoint,
-    read_checkpoint_config,
-    save_checkpoint,
-)
-from engine.training.loop import (
-    TrainConfig,
-    TrainingControl,
-    make_model,
-    resolve_device,
-    train,
-    transformer_config_for,
-)
-from engine.training.tasks import (
-    IGNORE,
-    TASKS,
-    Batch,
-    CopyTask,
-    InductionTask,
-    PreviousTokenTask,
-    ReverseTask,
-    SortTask,
-    Task,
-    exact_match,
-    make_task,
-    pattern_score,
-    register_task,
-    token_accuracy,
-)
-from engine.vocab import SPECIALS, Vocab, tokenize
-from engine.types import CheckpointError, TrainingSnapshot
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Names are read lazily (PEP 562): ``engine.training.job_settings`` and ``tasks`` are torch-free, and a page
+# that reads a setting's range must not import torch through this package's ``__init__``.
+_HOME = {
+    **dict.fromkeys(("FORMAT", "CheckpointPaths", "checkpoint_paths", "load_checkpoint", "read_checkpoint_config",
+                     "save_checkpoint"), "engine.checkpoint"),
+    **dict.fromkeys(("TrainConfig", "TrainingControl", "make_model", "resolve_device", "train",
+                     "transformer_config_for"), "engine.training.loop"),
+    **dict.fromkeys(("IGNORE", "TASKS", "Batch", "CopyTask", "InductionTask", "PreviousTokenTask", "ReverseTask",
+                     "SortTask", "Task", "exact_match", "make_task", "pattern_score", "register_task",
+                     "token_accuracy"), "engine.training.tasks"),
+    **dict.fromkeys(("SPECIALS", "Vocab", "tokenize"), "engine.vocab"),
+    **dict.fromkeys(("CheckpointError", "TrainingSnapshot"), "engine.types"),
+}  # fmt: skip
+
+if TYPE_CHECKING:
+    from engine.checkpoint import (
+        FORMAT,
+        CheckpointPaths,
+        checkpoint_paths,
+        load_checkpoint,
+        read_checkpoint_config,
+        save_checkpoint,
+    )
+    from engine.training.loop import (
+        TrainConfig,
+        TrainingControl,
+        make_model,
+        resolve_device,
+        train,
+        transformer_config_for,
+    )
+    from engine.training.tasks import (
+        IGNORE,
+        TASKS,
+        Batch,
+        CopyTask,
+        InductionTask,
+        PreviousTokenTask,
+        ReverseTask,
+        SortTask,
+        Task,
+        exact_match,
+        make_task,
+        pattern_score,
+        register_task,
+        token_accuracy,
+    )
+    from engine.types import CheckpointError, TrainingSnapshot
+    from engine.vocab import SPECIALS, Vocab, tokenize
+
+
+def __getattr__(name: str):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # once: later reads are plain attribute lookups
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = [
     "FORMAT",

@@ -108,7 +108,7 @@ def test_a_plain_dict_is_sent_as_plotly_would_send_the_figure(look, monkeypatch)
     """``ready(spec)`` (no go.Figure built) equals ``ready(go.Figure(spec))`` for the map builders."""
     from app.components.head_views import model_view_spec
     from app.components.heatmap import map_spec
-    from app.components.map_data import exact_map
+    from app.figure_data.attention_maps import exact_map
 
     monkeypatch.setattr(theme, "current", lambda: look)
     rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.components.linked_tokens import FOCUS_COLOR, column_of, outline, row_of
-from app.components.map_data import exact_map
+from app.figure_data.attention_maps import exact_map
 from apptest_helpers import ROOT, assert_clean, figures, run_app
 
 SENTENCE = "The cat sat on the mat because it was warm."
@@ -64,7 +64,7 @@ def test_clearing_the_highlight():
 
 
 def test_row_and_column_of_a_pooled_map_are_the_blocks_that_hold_the_token():
-    from app.components.map_data import MapData
+    from app.figure_data.attention_maps import MapData
 
     data = MapData(values=np.zeros((4, 3), np.float32), q_labels=("a", "b", "c", "d"), k_labels=("x", "y", "z"),
                    q_edges=np.array([10, 15, 20, 25, 30]), k_pos=np.array([0, 2, 3, 4, 7, 8]),

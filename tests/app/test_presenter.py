@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from app.components import charts, export, theme
-from app.components.map_data import head_map
+from app.figure_data.attention_maps import head_map
 from engine.analysis.stepwise import query_steps
 from engine.types import AttentionTrace, Tokens
 

@@ -94,3 +94,130 @@ def test_no_model_file_names_training_even_lazily(repo_root: Path) -> None:
     offenders = [str(f.relative_to(repo_root)) for f in sorted((repo_root / "engine/models").rglob("*.py"))
                  if "engine.training" in f.read_text(encoding="utf-8")]  # fmt: skip
     assert not offenders, offenders
+
+
+# ---- what an import pulls in ---------------------------------------------------------------------------
+# A static import graph of app/ and engine/: every import statement (inside functions too, since a page's
+# function runs on the server; not under ``if TYPE_CHECKING:``), ``from a import b`` counting a.b when that
+# is a module, and a module's packages counting too (importing a.b.c runs a/__init__ and a/b/__init__).
+# Pages reach the engine only through ``app.services``: the walk does not go on through it. In the engine
+# only imports at module level count: a page may name the engine's types and plain functions (the catalog,
+# token limits), which import torch inside the functions that run a model.
+GATEWAY = "app.services"
+EAGER_ONLY = ("engine",)
+HEAVY = {"torch", "transformers", "safetensors", "tokenizers"}
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(tree: ast.AST, module: str, is_package: bool, known: set[str], lazy: bool = True) -> set[str]:
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if not lazy and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                package = package[:len(package) - node.level + 1]
+                base = ".".join(package + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    with_parents = set()
+    for name in found:
+        parts = name.split(".")
+        with_parents.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return with_parents - {""}
+
+
+def import_graph(root: Path, folders: tuple[str, ...] = ("app", "engine")) -> dict[str, set[str]]:
+    files = {_module_name(root, f): f for folder in folders for f in sorted((root / folder).rglob("*.py"))}
+    known = set(files)
+    return {name: _imported(ast.parse(f.read_text(encoding="utf-8")), name, f.name == "__init__.py", known,
+                            lazy=not name.startswith(EAGER_ONLY))
+            for name, f in files.items()}  # fmt: skip
+
+
+def reachable(graph: dict[str, set[str]], start: str, stop: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every module ``start`` pulls in (ours and outside ones), each with the module that imported it."""
+    seen: dict[str, str] = {start: ""}
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name != start and name.startswith(stop):
+            continue
+        for dep in graph.get(name, ()):
+            if dep not in seen:
+                seen[dep] = name
+                todo.append(dep)
+    return seen
+
+
+def _path_to(seen: dict[str, str], name: str) -> str:
+    chain = [name]
+    while seen[chain[-1]]:
+        chain.append(seen[chain[-1]])
+    return " ← ".join(chain)
+
+
+def test_the_graph_sees_lazy_imports_and_stops_at_the_gateway(tmp_path: Path) -> None:
+    (tmp_path / "app" / "services").mkdir(parents=True)
+    (tmp_path / "app" / "components").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "services" / "__init__.py").write_text("import torch\n")
+    (tmp_path / "app" / "components" / "__init__.py").write_text("")
+    (tmp_path / "app" / "components" / "page.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom app import services\nfrom . import helper\n"
+        "if TYPE_CHECKING:\n    import safetensors\n")
+    (tmp_path / "app" / "components" / "helper.py").write_text("def f():\n    import transformers.models\n")
+    graph = import_graph(tmp_path, ("app",))
+    seen = reachable(graph, "app.components.page", stop=(GATEWAY,))
+    assert "app.components.helper" in seen and "transformers" in seen  # a lazy import two steps away
+    assert "safetensors" not in seen  # annotations only
+    assert "app.services" in seen and "torch" not in seen  # the gateway is reached, not walked through
+    assert _path_to(seen, "transformers") == "transformers ← app.components.helper ← app.components.page"
+
+
+@pytest.fixture(scope="module")
+def graph(repo_root: Path) -> dict[str, set[str]]:
+    return import_graph(repo_root)
+
+
+def test_pages_pull_in_no_torch_except_through_services(graph: dict[str, set[str]]) -> None:
+    """app/views, app/components, app/figure_data and app's own modules (URL, state, routes) never reach
+    torch or transformers, even through an engine module: only ``app.services`` runs models."""
+    pages = [m for m in graph if m.startswith("app") and not m.startswith(GATEWAY)]
+    assert "app.views.explore" in pages and "app.figure_data.attention_maps" in pages
+    offenders = {}
+    for page in pages:
+        seen = reachable(graph, page, stop=(GATEWAY,))
+        offenders.update({page: _path_to(seen, heavy) for heavy in sorted(HEAVY & set(seen))})
+    assert not offenders, offenders
+
+
+def test_figure_data_is_plain_numpy(graph: dict[str, set[str]]) -> None:
+    """``app.figure_data`` is what services cache and components draw: no Streamlit, Plotly or torch."""
+    for module in (m for m in graph if m.startswith("app.figure_data")):
+        seen = reachable(graph, module)
+        assert not {"streamlit", "plotly"} & set(seen), (module, sorted(seen))
+        assert not HEAVY & set(seen), {h: _path_to(seen, h) for h in HEAVY & set(seen)}
+
+
+def test_engine_never_reaches_streamlit(graph: dict[str, set[str]]) -> None:
+    for module in (m for m in graph if m.startswith("engine")):
+        seen = reachable(graph, module)
+        assert "streamlit" not in seen, _path_to(seen, "streamlit")
