@@ -39,7 +39,17 @@ from pathlib import Path
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from bench.sentences import student_sentences
-from bench.serve import TARGETS, ROOT, footer, Server, TargetUnavailable, checkout, load_average, machine, running_server
+from bench.serve import (
+    ROOT,
+    TARGETS,
+    Server,
+    TargetUnavailable,
+    checkout,
+    footer,
+    load_average,
+    machine,
+    running_server,
+)
 from bench.trace_report import _write_section
 
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")

@@ -49,8 +49,20 @@ from pathlib import Path
 from bench import profile_split
 from bench.profile_split import PySpy, Recording, Split
 from bench.sentences import student_sentences
-from bench.serve import (LOGS, TARGETS, footer, ROOT, ProcSampler, Server, TargetUnavailable, load_average,
-                         machine, own_cpu_s, running_server, checkout)
+from bench.serve import (
+    LOGS,
+    ROOT,
+    TARGETS,
+    ProcSampler,
+    Server,
+    TargetUnavailable,
+    checkout,
+    footer,
+    load_average,
+    machine,
+    own_cpu_s,
+    running_server,
+)
 from bench.st_client import Run, Session
 from bench.trace_report import _write_section
 

@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_trace import MMAP_THRESHOLD, command_line, _build_gpt2_folder, _inputs, _load, _machine, _run_worker
+from bench.bench_trace import MMAP_THRESHOLD, _build_gpt2_folder, _inputs, _load, _machine, _run_worker, command_line
 from bench.trace_report import _write_section
 from bench.trace_worker import RESULT_MARK, _memory_worker
 from bench.trace_worker import _make_case as _hf_case

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.serve import ROOT, Server, descendants, footer, label, load_average, machine, running_server
 from bench.sentences import student_sentences
+from bench.serve import ROOT, Server, descendants, footer, label, load_average, machine, running_server
 from bench.st_client import Session
 from bench.trace_report import _write_section
 

@@ -28,15 +28,15 @@ from engine.types import (
     AlignmentTrace,
     AttentionTrace,
     CheckpointError,
-    Seq2SeqTrace,
-    TrainingSnapshot,
-    VisionTrace,
     EmptyInputError,
     EngineError,
     ModelSpec,
     ModelUnavailableError,
+    Seq2SeqTrace,
     Tokens,
     Trace,
+    TrainingSnapshot,
+    VisionTrace,
 )
 
 if TYPE_CHECKING:

@@ -35,8 +35,8 @@ from torch import nn
 
 from engine.families import KINDS
 from engine.text import error_reason, quote_input
-from engine.vocab import Vocab
 from engine.types import CheckpointError
+from engine.vocab import Vocab
 
 FORMAT = "attention-playground/1"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-
 from collections.abc import Callable
 
 from engine.types import EmptyInputError, EngineError

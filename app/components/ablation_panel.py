@@ -22,8 +22,8 @@ import streamlit as st
 from app import services
 from app.components.charts import show_chart
 from app.components.heatmap import safe_label
-from app.state import PERSIST, bounded
 from app.components.safe_text import md
+from app.state import PERSIST, bounded
 
 KEY_BLOCK = "ablation_block"
 KEY_HEADS = "ablation_heads"

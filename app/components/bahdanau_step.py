@@ -11,10 +11,10 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.charts import show_chart
 from app.components.alignment_views import context_figure, csv_bytes, energies_and_weights, state_strip, table
-from app.state import PERSIST, clamp
+from app.components.charts import show_chart
 from app.components.safe_text import md
+from app.state import PERSIST, clamp
 
 STEP_KEY = "bahdanau_step"
 

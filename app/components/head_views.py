@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.components import theme
-from app.components.heatmap import MASKED_COLOR, _ticks, colorscale, colorscale_stops, safe_label
+from app.components.heatmap import MASKED_COLOR, _ticks, colorscale_stops, safe_label
 
 GAP = 1  # empty cells between tiles
 DIVERGING = "RdBu"

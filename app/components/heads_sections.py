@@ -12,11 +12,11 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
-from app.components.theme import side_by_side
 from app.components.head_views import difference_heatmap, similarity_figure
 from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
 from app.components.rollout_controls import discard_rule_picker, discard_sentence
+from app.components.theme import side_by_side
 from app.state import PERSIST, bounded, clamp
 from engine import AttentionTrace
 

@@ -11,11 +11,11 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
-from app.components.theme import side_by_side
 from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
-from app.state import PERSIST, bounded, settle
 from app.components.safe_text import md
+from app.components.theme import side_by_side
+from app.state import PERSIST, bounded, settle
 
 D_HEADS = [4, 8, 16, 32, 64, 128]
 ROPE_POSITIONS = 64

@@ -15,8 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from app.components.charts import show_chart
-from app.components.step_tables import rounded, show_vectors, text_column, weights_bar
 from app.components.safe_text import md
+from app.components.step_tables import rounded, show_vectors, text_column, weights_bar
 
 TABLE_HEIGHT = 280  # px: long texts scroll inside the table
 

@@ -21,8 +21,8 @@ from app.components.charts import show_chart
 from app.components.heatmap import map_figure
 from app.components.job_status import follow
 from app.components.linked_tokens import focus, outline
-from app.figure_data.attention_maps import MapData
 from app.components.safe_text import md
+from app.figure_data.attention_maps import MapData
 from engine.generation import MAX_NEW_TOKENS
 
 REQUEST_KEY = "write_request"

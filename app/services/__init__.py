@@ -49,7 +49,6 @@ from app.services.core import (
     trace_is_quick,
     warm_up,
 )
-from app.services.request import TraceRequest
 from app.services.generate import get_generation, request_generation
 from app.services.heads import (
     HEAD_BLOCKS,
@@ -78,6 +77,14 @@ from app.services.lessons import (
 )
 from app.services.long_work import FINETUNE, MEASURE, WRITE, cancel_long, long_status
 from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
+from app.services.positional import (
+    pos_alibi,
+    pos_learned_table,
+    pos_order_blindness,
+    pos_rope,
+    pos_shift_check,
+    pos_sinusoidal,
+)
 from app.services.pretraining import (
     MLM_MODEL,
     NEXT_TOKEN_MODEL,
@@ -91,14 +98,7 @@ from app.services.pretraining import (
     mlm_vocabulary,
     objective_examples,
 )
-from app.services.positional import (
-    pos_alibi,
-    pos_learned_table,
-    pos_order_blindness,
-    pos_rope,
-    pos_shift_check,
-    pos_sinusoidal,
-)
+from app.services.request import TraceRequest
 from app.services.step import calculator_example, calculator_matrix, calculator_steps, query_steps
 from app.services.train import (
     session_models,

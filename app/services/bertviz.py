@@ -5,9 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from app.services.core import get_trace
+from app.services.request import TraceRequest
 from app.services.vit import get_vision_trace, vit_sample
 from engine import VisionTrace
-from app.services.request import TraceRequest
+
 
 def get_digit_trace(model_id: str, index: int) -> VisionTrace:
     """A ViT trace of scikit-learn's bundled 8×8 digit number ``index`` (clamped to the 1,797 images);

@@ -32,14 +32,14 @@ import streamlit as st
 
 import engine
 import engine.registry
-from engine import AttentionTrace, EngineError, ModelSpec
-from engine.types import ModelCard
-from engine.cache import TraceCache
 from app.components.safe_text import md
+from app.services.request import TraceRequest
+from engine import AttentionTrace, EngineError, ModelSpec
+from engine.cache import TraceCache
 from engine.policy import ServerPolicy
 from engine.registry import HUB_SUGGESTIONS
 from engine.text import hide_paths, shorten
-from app.services.request import TraceRequest
+from engine.types import ModelCard
 
 T = TypeVar("T")
 

@@ -6,6 +6,7 @@ import streamlit as st
 
 from app.services.core import _bound_threads, _jobs, get_model
 
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def pos_sinusoidal(n_pos: int, d_model: int):
     """The sinusoidal table ``[n_pos, d_model]``, its dot-product similarity, and that matrix's

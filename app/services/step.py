@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from engine import AttentionTrace
 
+
 def query_steps(trace: AttentionTrace, layer: int, head: int, query: int):
     """Every step of attention for one query token of one head (``engine.analysis.stepwise``)."""
     from engine.analysis import stepwise

@@ -11,12 +11,12 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.charts import show_chart
-from app.components.theme import side_by_side
 from app.components.alignment_views import alignment_map, csv_bytes
 from app.components.bahdanau_step import show_step
-from app.state import PERSIST, clamp
+from app.components.charts import show_chart
 from app.components.safe_text import md
+from app.components.theme import side_by_side
+from app.state import PERSIST, clamp
 
 TEXT = "bahdanau_text"
 VARIANT = "bahdanau_variant"

@@ -16,11 +16,11 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
-from app.components.theme import side_by_side
 from app.components.pickers import load_model, page_tabs, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
-from app.state import K, PERSIST, bounded, current_text, settle
+from app.components.theme import side_by_side
+from app.state import PERSIST, K, bounded, current_text, settle
 from app.url_state import synced
 from engine.text import shorten
 

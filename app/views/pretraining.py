@@ -17,15 +17,15 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
-from app.components.theme import side_by_side
 from app.components.guard import calm_errors
 from app.components.heatmap import attention_heatmap
 from app.components.job_status import follow
-from app.components.safe_text import md, quoted
 from app.components.pickers import page_tabs
+from app.components.safe_text import md, quoted
+from app.components.theme import side_by_side
+from app.components.vit_figures import probability_bars
 from app.url_params import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT, PRETRAINING_TABS
 from engine.text import shorten
-from app.components.vit_figures import probability_bars
 
 FILL_KEY = "fill_text"
 OBJ_KEY = "objectives_text"

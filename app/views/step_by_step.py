@@ -12,7 +12,7 @@ import streamlit as st
 from app import services
 from app.components.examples import examples_picker
 from app.components.export import current_link, json_button, steps_record
-from app.components.theme import controls as folded_controls
+from app.components.linked_tokens import FOCUS_KEY, focus
 from app.components.pickers import (
     causal_toggle,
     layer_head,
@@ -20,11 +20,11 @@ from app.components.pickers import (
     show_notices,
     text_and_model,
 )
-from app.components.linked_tokens import FOCUS_KEY, focus
 from app.components.safe_text import md, quoted
 from app.components.step_calculator import calculator
 from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
+from app.components.theme import controls as folded_controls
 from app.state import PERSIST, clamp, current_text
 
 MAX_TOKENS_LIMIT = 1024

@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.safe_text import md
 from app.components.theme import side_by_side
 from app.components.train_charts import (
     accuracy_chart,
@@ -22,7 +23,6 @@ from app.components.train_charts import (
     score_frame,
 )
 from app.state import PERSIST, K
-from app.components.safe_text import md
 from engine.training.budget import about
 
 POLL_S = 0.75

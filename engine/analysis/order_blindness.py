@@ -27,8 +27,8 @@ from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer
 from engine.registry import CHECKPOINTS
 from engine.text import check_max_tokens, clean_input, unknown_words_notice
-from engine.vocab import BOS_ID, UNK_ID, tokenize
 from engine.types import EmptyInputError, EngineError
+from engine.vocab import BOS_ID, UNK_ID, tokenize
 
 #: the settings compared: (name, position vectors on, causal mask on)
 SETTINGS: tuple[tuple[str, bool, bool], ...] = (

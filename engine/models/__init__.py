@@ -6,6 +6,6 @@
 """
 
 from engine.models.trace_own import trace_own
-from engine.models.transformer import Attention, Block, MLP, Transformer, TransformerConfig
+from engine.models.transformer import MLP, Attention, Block, Transformer, TransformerConfig
 
 __all__ = ["MLP", "Attention", "Block", "Transformer", "TransformerConfig", "trace_own"]

@@ -45,13 +45,13 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from engine.models.loading import checkpoint_model, source_target_vocab
-from engine.models.config import JsonConfig
 from engine.capture import HookPoint
 from engine.model import Model
+from engine.models.config import JsonConfig
+from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
-from engine.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 from engine.types import AlignmentTrace, EmptyInputError, ModelSpec, Tokens
+from engine.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 
 Variant = Literal["additive", "dot"]
 VARIANTS: tuple[str, ...] = ("additive", "dot")

@@ -30,16 +30,16 @@ kernel never materialises them); every other hook does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.models.config import JsonConfig
 from engine.capture import HookPoint
+from engine.models.config import JsonConfig
 from engine.models.positional import alibi_bias, alibi_slopes, apply_rope, rope_cos_sin, sinusoidal
 
 PosEncoding = Literal["sinusoidal", "learned", "rope", "alibi", "none"]

@@ -35,10 +35,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from engine.models.loading import checkpoint_model
-from engine.models.config import JsonConfig
 from engine.capture import HookPoint, capture
 from engine.model import Model
+from engine.models.config import JsonConfig
+from engine.models.loading import checkpoint_model
 from engine.models.transformer import AttnImpl, Block, TransformerConfig
 from engine.models.vit_input import preprocess
 from engine.types import AttentionTrace, EngineError, ModelSpec, Tokens, VisionTrace

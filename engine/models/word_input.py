@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
-from engine.vocab import BOS_ID, EOS_ID, UNK_ID, Vocab, tokenize
 from engine.types import EmptyInputError, Tokens
+from engine.vocab import BOS_ID, EOS_ID, UNK_ID, Vocab, tokenize
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,8 @@ def decoder_input(text: str, vocab: Vocab, max_tokens: int, max_positions: int,
 
 def source_input(text: str, vocab: Vocab, max_tokens: int, max_positions: int) -> WordInput:
     """A translator's source: the words of ``text`` + ``<eos>``, unknown words with spelling suggestions."""
-    from engine.models.seq2seq_adapter import source_tokens
     from engine.corpora.translation import suggest
+    from engine.models.seq2seq_adapter import source_tokens
 
     words, cut_chars, max_tokens = _words(text, max_tokens, source_tokens)
     limit = min(max_tokens, max_positions)

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from engine.types import EngineError
 from engine.corpora.stories.lexicon import COLOURS  # the stories' colour words
+from engine.types import EngineError
 from engine.vocab import BOS_ID, PAD_ID, Vocab
 
 MAX_STEPS = 500

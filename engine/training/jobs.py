@@ -35,8 +35,8 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np

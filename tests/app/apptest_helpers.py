@@ -7,8 +7,8 @@ sends to the browser. Model and trace caches are shared by every AppTest in one 
 from __future__ import annotations
 
 import base64
-import re
 import json
+import re
 from pathlib import Path
 
 import numpy as np

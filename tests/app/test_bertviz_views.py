@@ -12,7 +12,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import assert_clean, messages, open_page  # noqa: E402
-
 from engine.views import bertviz_html as bv
 from engine.views.offline_js import SHIM_MARKER
 

@@ -32,7 +32,6 @@ from apptest_helpers import (  # noqa: E402  (tests/app is on sys.path: rootdir-
     z,
 )
 
-
 # ---------------------------------------------------------------- the default page
 
 
@@ -313,7 +312,6 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     assert len(fig["data"][0]["y"]) == 256 and fig["data"][0]["y"][1] == "2–3"
     # against the full pattern pooled by hand
     import engine
-
     from app import services
 
     full = services.get_trace(services.TraceRequest("minilm", text, False, 512)).pattern(0, 0)

@@ -14,8 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
 from app.components.head_views import clicked_head
+from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
 from engine.analysis import metrics as M
 
 TEXT = "The animal didn't cross the street because it was too tired."

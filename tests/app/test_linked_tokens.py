@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from app.components.linked_tokens import FOCUS_COLOR, column_of, outline, row_of
 from app.figure_data.attention_maps import exact_map
-from apptest_helpers import ROOT, assert_clean, figures, run_app
+from apptest_helpers import ROOT, assert_clean, run_app
 
 SENTENCE = "The cat sat on the mat because it was warm."
 

@@ -11,7 +11,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_app, title
-
 from engine.analysis import positional as P
 from engine.analysis.order_blindness import order_blindness
 

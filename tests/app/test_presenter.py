@@ -15,9 +15,9 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from app.components import charts, export, theme
 from app.figure_data.attention_maps import head_map
+from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from engine.analysis.stepwise import query_steps
 from engine.types import AttentionTrace, Tokens
 

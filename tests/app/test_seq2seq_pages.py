@@ -13,7 +13,7 @@ import pytest
 
 import engine
 from app.state import DEFAULT_TEXT
-from apptest_helpers import assert_clean, main_figure, messages, open_page, run_app, z
+from apptest_helpers import assert_clean, main_figure, messages, open_page, run_app, y_labels, z
 from tests.seq2seq_models import save_tiny_seq2seq
 
 TEXT = "the cat sat on the mat"
@@ -148,6 +148,10 @@ def _shows_the_decoded_output(at, ref) -> None:
     charts = at.get("plotly_chart")
     assert len(charts) == 2, "the head map and the grid of every head"
     np.testing.assert_allclose(z(main_figure(at)), ref.cross.pattern(0, 0), atol=1e-6)
+    # rows named by the word each step wrote (the last one the end token, or "(cut)"), not the one read in
+    rows = [label.split(" ", 1)[1] for label in y_labels(main_figure(at))]
+    finished = ref.output_text == engine.trace(engine.load("tiny-translator"), TRANSLATOR_TEXT).output_text
+    assert rows == [*ref.target.strings[1:], "<eos>" if finished else "(cut)"], rows
 
 
 @pytest.mark.parametrize("sampled", [False, True])
@@ -174,6 +178,7 @@ def test_own_translator_decodes_again(sampled):
 
 def test_own_translator_decodes_from_a_link():
     from streamlit.testing.v1 import AppTest
+
     from apptest_helpers import APP, TIMEOUT
     from engine.generation import DecodeSettings
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from apptest_helpers import assert_clean, decode, messages, open_page
-
 from engine.training.budget import TimeBudget
 from engine.training.job_settings import build_model, build_task, validate_settings
 from engine.training.jobs import get_manager

@@ -57,7 +57,7 @@ def test_walk_the_lesson_answer_a_check_and_open_a_step(page: Page, app_url: str
     page.screenshot(path=str(artifacts / "lessons_reveal.png"))
 
     # the step's link opens Explore on the step's story, with the step's model, layer and head
-    link = next(l for l in step.links if l.params.get("text") == STORY)
+    link = next(each for each in step.links if each.params.get("text") == STORY)
     page.get_by_role("link", name=link.label).click()
     expect(page.get_by_role("heading", name="Explore attention", level=1)).to_be_visible(timeout=LOAD_MS)
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(STORY, timeout=LOAD_MS)

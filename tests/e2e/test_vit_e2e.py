@@ -7,7 +7,6 @@ Streamlit's upload endpoint to the engine's validation exactly as a user's would
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np

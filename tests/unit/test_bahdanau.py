@@ -13,6 +13,8 @@ import pytest
 import torch
 
 from engine.capture import capture, hook_point_names
+from engine.checkpoint import load_checkpoint, save_checkpoint
+from engine.corpora import translation_corpus
 from engine.models.bahdanau import (
     RNNAttentionConfig,
     RNNAttentionModel,
@@ -20,13 +22,10 @@ from engine.models.bahdanau import (
     load_model,
     record_steps,
     source_tokens,
-    trace_alignment,
 )
 from engine.registry import CHECKPOINTS
-from engine.checkpoint import load_checkpoint, save_checkpoint
-from engine.corpora import translation_corpus
-from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from engine.types import AlignmentTrace, CheckpointError, EmptyInputError, ModelSpec
+from engine.vocab import BOS_ID, PAD_ID, Vocab
 
 torch.set_num_threads(1)
 

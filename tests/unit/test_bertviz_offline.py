@@ -181,8 +181,8 @@ def test_html_in_tokens_cannot_end_the_script():
 
 def test_token_count_must_match_the_matrix():
     """bertviz's own validation: a matrix with more positions than tokens is refused, naming the tokens."""
-    from bertviz import head_view
     import torch
+    from bertviz import head_view
 
     with pytest.raises(ValueError, match="number of tokens is 2"):
         head_view([torch.ones(1, 1, 3, 3) / 3], ["a", "b"], html_action="return")

@@ -9,10 +9,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.models.transformer import Transformer, TransformerConfig
 from engine.checkpoint import FORMAT, checkpoint_paths, load_checkpoint, read_checkpoint_config, save_checkpoint
-from engine.vocab import Vocab
+from engine.models.transformer import Transformer, TransformerConfig
 from engine.types import CheckpointError, EngineError
+from engine.vocab import Vocab
 
 CFG = TransformerConfig(vocab_size=12, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=10)
 VOCAB = Vocab.from_words("abcdefg")  # 12 tokens

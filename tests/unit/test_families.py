@@ -9,8 +9,7 @@ import pytest
 
 import engine
 import engine.types
-from engine import samples
-from engine import checkpoint, registry
+from engine import checkpoint, registry, samples
 from engine.families import FAMILIES, KINDS, RECORDS, FamilyRecord, resolve
 from engine.types import CheckpointError, Family, Trace
 

@@ -15,8 +15,8 @@ import engine
 from engine.decoding import decode_loop, generated_text
 from engine.generation import DecodeSettings, candidate_probs
 from engine.models.trace_own import trace_own
-from engine.vocab import EOS_ID
 from engine.types import EngineError
+from engine.vocab import EOS_ID
 
 PROMPT_OWN = "lily found a"
 PROMPT_HF = "The cat sat on the mat"
@@ -201,9 +201,9 @@ def interface_folders(tmp_path_factory):
     """Every AttentionInterface family as a tiny random model (configs of the parity tests: sliding windows,
     grouped-query heads, Gemma 2's logit cap)."""
     import transformers as tf
-    from test_hf_interface_parity import KINDS, _config
 
     from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from test_hf_interface_parity import KINDS, _config
 
     tok = build_tokenizer()
     root = tmp_path_factory.mktemp("tiny_families")

@@ -9,7 +9,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from engine.analysis import metrics as M
-from engine.analysis.similarity import coarsen, cluster_order, head_divergence, js_divergence
+from engine.analysis.similarity import cluster_order, coarsen, head_divergence, js_divergence
 
 N = 6
 

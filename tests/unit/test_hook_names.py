@@ -7,7 +7,6 @@ import pytest
 from engine.capture import hook_point_names
 from engine.models.transformer import Transformer, TransformerConfig
 
-
 ROPE_2_LAYERS = [
     "hook_embed",
     "blocks.0.hook_resid_pre",

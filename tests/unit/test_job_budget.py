@@ -27,7 +27,6 @@ from engine.training.jobs import JobManager, default_max_seconds
 from tests.job_helpers import LONG, TINY, wait_until
 
 
-
 class FakeClock:
     """Monotonic seconds that only move when the test says so."""
 

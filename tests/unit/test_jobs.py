@@ -26,7 +26,6 @@ from engine.training.tasks import pattern_score
 from tests.job_helpers import LONG, TINY, wait_until
 
 
-
 def fast(settings) -> float:
     """A fixed 1 ms per step: LONG fits the time budget however busy the machine (test_job_budget tests it)."""
     return 1e-3

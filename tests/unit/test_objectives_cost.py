@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 from engine.analysis.cost import KERNEL, counts, crossover, measure
-from engine.analysis.objectives import (SENTINELS, bidirectional_mask, causal_mask, masked_example,
-                                        next_token_examples, span_example)  # fmt: skip
+from engine.analysis.objectives import (
+    SENTINELS,
+    bidirectional_mask,
+    causal_mask,
+    masked_example,
+    next_token_examples,
+    span_example,
+)
 
 WORDS = "lily found a red ball . she gave it to tom and tom threw the ball back .".split()
 

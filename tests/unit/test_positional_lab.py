@@ -17,8 +17,8 @@ from engine.analysis import positional as P
 from engine.analysis.order_blindness import fresh_copies, order_blindness, shuffle_order
 from engine.models.transformer import Transformer, TransformerConfig
 from engine.registry import CHECKPOINTS
-from engine.vocab import BOS_ID, tokenize
 from engine.types import EngineError, ModelSpec
+from engine.vocab import BOS_ID, tokenize
 
 torch.set_num_threads(1)
 

@@ -16,8 +16,8 @@ from engine.training.tasks import (
     pattern_score,
     token_accuracy,
 )
-from engine.vocab import SPECIALS, Vocab, tokenize
 from engine.types import Tokens
+from engine.vocab import SPECIALS, Vocab, tokenize
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 

@@ -11,11 +11,11 @@ import torch
 
 import engine
 from engine.capture import capture, hook_point_names
+from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.models.vit import ViT, ViTAdapter, ViTConfig, load_model, preprocess, trace_vit
 from engine.registry import CHECKPOINTS, own_checkpoints
-from engine.checkpoint import load_checkpoint, save_checkpoint
-from engine.vocab import Vocab
 from engine.types import EngineError, ModelSpec, VisionTrace
+from engine.vocab import Vocab
 
 SHIPPED = "tiny-vit-digits"
 shipped_only = pytest.mark.skipif(not (CHECKPOINTS / f"{SHIPPED}.json").exists(), reason="checkpoint not built")

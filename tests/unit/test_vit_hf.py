@@ -31,8 +31,14 @@ def one_thread():
 
 
 def _save(folder: Path, kind: str) -> Path:
-    from transformers import (DeiTConfig, DeiTForImageClassificationWithTeacher, ViTConfig,
-                              ViTForImageClassification, ViTImageProcessor, ViTModel)  # fmt: skip
+    from transformers import (
+        DeiTConfig,
+        DeiTForImageClassificationWithTeacher,
+        ViTConfig,
+        ViTForImageClassification,
+        ViTImageProcessor,
+        ViTModel,
+    )
 
     common = dict(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                   intermediate_size=48, initializer_range=0.5, num_labels=3,
@@ -60,7 +66,12 @@ def _photo(seed: int = 0) -> np.ndarray:
 
 
 def _eager(folder: Path, kind: str):
-    from transformers import AutoImageProcessor, DeiTForImageClassificationWithTeacher, ViTForImageClassification, ViTModel
+    from transformers import (
+        AutoImageProcessor,
+        DeiTForImageClassificationWithTeacher,
+        ViTForImageClassification,
+        ViTModel,
+    )
 
     cls = {"vit": ViTForImageClassification, "deit": DeiTForImageClassificationWithTeacher, "vit-base": ViTModel}[kind]
     model = cls.from_pretrained(folder, attn_implementation="eager").eval()

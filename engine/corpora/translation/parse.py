@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from engine.text import MAX_UNKNOWN_LISTED, WORD_LIMIT, quote_input
 from engine.corpora.translation.lexicon import (
     _BE_EN,
     _NOUN_BY_FORM,
@@ -22,6 +21,7 @@ from engine.corpora.translation.sentence import (
     detokenize,
     tokenize,
 )
+from engine.text import MAX_UNKNOWN_LISTED, WORD_LIMIT, quote_input
 
 # ---- parsing English -----------------------------------------------------------------------------
 

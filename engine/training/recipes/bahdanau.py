@@ -30,6 +30,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from engine.checkpoint import save_checkpoint
+from engine.corpora.translation import alignment
 from engine.models.bahdanau import (
     RNNAttentionConfig,
     RNNAttentionModel,
@@ -37,8 +39,6 @@ from engine.models.bahdanau import (
     record_steps,
     target_text,
 )
-from engine.checkpoint import save_checkpoint
-from engine.corpora.translation import alignment
 from engine.training.loop import TrainConfig, resolve_device
 from engine.training.recipes.translation_data import (  # noqa: F401  (re-exported for tests)
     DATE_FRACTION,
@@ -51,7 +51,6 @@ from engine.training.recipes.translation_data import (  # noqa: F401  (re-export
     vocabularies,
 )
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
-
 
 NO_STOP_FRACTION = 0.25  # training sentences also shown without their final "." (people often omit it)
 SAMPLES = ("the red car is fast .", "the red car is fast", "she sees the small black dog .", "the old tree is under the bridge .",

@@ -27,9 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.checkpoint import save_checkpoint
 from engine.models.vit import DIGITS, ViT, ViTConfig
 from engine.samples import DIGIT_SPLIT_SEED, DIGIT_TEST_FRACTION, digit_split
-from engine.checkpoint import save_checkpoint
 from engine.training.loop import TrainConfig, resolve_device
 from engine.vocab import Vocab
 
