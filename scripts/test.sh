@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what the tests need (Python packages, Debian's Chromium and HAProxy when missing) and run the suite.
+# Install what the tests need (Python packages, Debian's Chromium and HAProxy when missing), lint with ruff, run the suite.
 # Usage: bash scripts/test.sh [pytest args]   — the README's test command and what .ci/run calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,4 +20,11 @@ fi
 
 export HF_HUB_OFFLINE=1          # tests never reach the network
 export PYTHONUNBUFFERED=1
-python3 -m pytest "$@"
+# Lint first (rules in pyproject.toml), then the suite; a lint failure fails the run but the tests still run.
+lint=0
+python3 -m ruff check . || lint=$?
+tests=0
+python3 -m pytest "$@" || tests=$?
+if [ "$lint" != 0 ]; then echo "ruff check failed (see above): fix it, or run python3 -m ruff check --fix ." >&2; fi
+if [ "$tests" != 0 ]; then exit "$tests"; fi
+exit "$lint"

@@ -133,3 +133,10 @@ def test_pyproject_sets_the_line_length_the_code_uses():
         len(line) for path in ROOT.glob("engine/**/*.py") for line in path.read_text(encoding="utf-8").splitlines()
     ]
     assert sum(n <= ruff["line-length"] for n in lines) / len(lines) > 0.98
+
+
+def test_the_test_command_lints_with_the_projects_rules():
+    script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert "python3 -m ruff check ." in script and "-r requirements-test.txt" in script
+    lint = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    assert {"E", "F", "W", "I"} <= set(lint["select"])  # pycodestyle, pyflakes, import order
