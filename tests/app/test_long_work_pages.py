@@ -12,9 +12,6 @@ import pytest
 
 from apptest_helpers import assert_clean, figures, messages, open_page, run_app, run_until
 from engine.jobs import get_queue
-from engine.registry import CHECKPOINTS
-
-pytestmark = pytest.mark.skipif(not (CHECKPOINTS / "tiny-bert-stories.json").exists(), reason="checkpoint not built")
 
 
 @pytest.fixture()

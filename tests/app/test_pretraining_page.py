@@ -5,15 +5,11 @@ from __future__ import annotations
 import html
 
 import numpy as np
-import pytest
 
 import engine
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_until
 from engine.analysis.cost import counts
 from engine.analysis.fill_mask import attention_of, fill_mask
-from engine.registry import CHECKPOINTS
-
-pytestmark = pytest.mark.skipif(not (CHECKPOINTS / "tiny-bert-stories.json").exists(), reason="checkpoint not built")
 
 
 def open_tab(tab: str, **state):

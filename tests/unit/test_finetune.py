@@ -7,11 +7,8 @@ import pytest
 import torch
 
 import engine
-from engine.registry import CHECKPOINTS
 from engine.training.finetune import ColourTask, FinetuneProgress, FinetuneResult, finetune
 from engine.types import EngineError
-
-pytestmark = pytest.mark.skipif(not (CHECKPOINTS / "tiny-bert-stories.json").exists(), reason="checkpoint not built")
 
 
 @pytest.fixture(scope="module")

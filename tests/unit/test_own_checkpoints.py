@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,6 @@ import engine
 from engine.registry import CHECKPOINTS, own_checkpoints
 
 STORIES = "tiny-gpt-stories"
-pytestmark = pytest.mark.skipif(not (CHECKPOINTS / f"{STORIES}.json").exists(), reason="checkpoint not built")
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +99,16 @@ def test_a_pronoun_head_is_visible(stories, task, card):
     assert found["pairs"] > 50
     assert found["score"] > 2 * found["baseline"]
     assert f"{found['layer']}.{found['head']}" == card["final_metrics"]["pronoun head (layer.head)"]
+
+
+def test_every_checkpoint_the_readme_lists_ships(repo_root):
+    """The README's checkpoint table names what assets/checkpoints holds: weights, config and card each
+    (tests load them without a skip, so a missing one fails here and where it is used)."""
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Our own checkpoints", 1)[1].split("\n\n", 3)[2]
+    names = re.findall(r"^\| `([a-z0-9-]+)` \|", table, flags=re.M)
+    assert len(names) >= 6, table
+    for name in names:
+        for suffix in (".json", ".safetensors", ".md"):
+            assert (CHECKPOINTS / f"{name}{suffix}").is_file(), f"{name}{suffix} is missing from assets/checkpoints"
+    assert set(names) == set(own_checkpoints()), "the README's table and the shipped checkpoints differ"

@@ -18,7 +18,6 @@ from engine.types import EngineError, ModelSpec, VisionTrace
 from engine.vocab import Vocab
 
 SHIPPED = "tiny-vit-digits"
-shipped_only = pytest.mark.skipif(not (CHECKPOINTS / f"{SHIPPED}.json").exists(), reason="checkpoint not built")
 
 GOLDEN_2_LAYERS = ["hook_embed", "hook_pos_embed"] + [
     f"blocks.{layer}.{name}"
@@ -259,14 +258,12 @@ def held_out():
     return x_test, y_test, card
 
 
-@shipped_only
 def test_shipped_is_listed_as_vit():
     spec = {s.id: s for s in engine.list_models()}[SHIPPED]
     assert spec.family == "vit" and spec.offline and spec.label == "Tiny ViT on 8×8 digits (own)"
     assert own_checkpoints()[SHIPPED][1] == "vit"
 
 
-@shipped_only
 def test_shipped_scores_what_its_card_says(shipped, held_out):
     """The model cards' figures match what the checkpoints score: ≥ 95% on the held-out 20%."""
     from engine.training.recipes.vit import ACCURACY_KEY, evaluate, to_tensor
@@ -281,7 +278,6 @@ def test_shipped_scores_what_its_card_says(shipped, held_out):
     assert np.mean(np.array(predictions) == y_test) == pytest.approx(accuracy, abs=1e-9)
 
 
-@shipped_only
 def test_shipped_reads_big_dark_on_light_digits(shipped, held_out):
     """Held-out digits drawn large, dark on light paper, off-centre on a 300×200 canvas, still read."""
     x_test, y_test, _card = held_out
@@ -294,7 +290,6 @@ def test_shipped_reads_big_dark_on_light_digits(shipped, held_out):
     assert np.mean(right) >= 0.85
 
 
-@shipped_only
 def test_shipped_pattern_equals_hook_pattern(shipped, held_out):
     tr = engine.trace(shipped, held_out[0][0])
     names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(tr.attention.n_layers)]
