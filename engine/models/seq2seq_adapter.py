@@ -20,8 +20,8 @@ from engine.capture import capture
 from engine.model import Model
 from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.seq2seq import Seq2SeqTransformer
+from engine.types import AttentionTrace, EmptyInputError, ModelSpec, Seq2SeqTrace, Tokens, written_tokens
 from engine.vocab import BOS_ID, EOS_ID, Vocab
-from engine.types import AttentionTrace, EmptyInputError, ModelSpec, Seq2SeqTrace, Tokens
 
 
 def _heads_first(t: torch.Tensor) -> np.ndarray:
@@ -109,6 +109,7 @@ def trace_seq2seq(
         decoder=attention("decoder", target, target, True, pos_tgt),
         cross=attention("cross", target, src_tokens, False, None),
         notices=notices,
+        written=written_tokens(tgt_vocab.tokens_for_display(generated), finished),
     )
 
 

@@ -65,9 +65,11 @@ def test_blocks_are_the_traces_own_parts() -> None:
 
 
 def test_new_fields_keep_old_constructors_working() -> None:
-    """Seq2SeqTrace and AlignmentTrace gained ``family``/``device`` with defaults, after every old field."""
+    """Seq2SeqTrace and AlignmentTrace gained ``family``/``device`` (and Seq2SeqTrace ``written``) with
+    defaults, after every old field."""
     seq, ali = _seq2seq(), _alignment()
     assert (seq.family, seq.device, ali.family, ali.device) == ("encoder-decoder", "cpu", "rnn-attention", "cpu")
     assert dataclasses.replace(seq, device="cuda").device == "cuda"
+    assert seq.written is None and seq.rows_written() is seq.target
     names = [f.name for f in dataclasses.fields(Seq2SeqTrace)]
-    assert names[-2:] == ["family", "device"] and names.index("notices") == len(names) - 3
+    assert names[names.index("notices"):] == ["notices", "family", "device", "written"]
