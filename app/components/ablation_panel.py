@@ -24,6 +24,7 @@ from app.components.charts import show_chart
 from app.components.heatmap import safe_label
 from app.components.safe_text import md
 from app.state import PERSIST, bounded
+from engine.families import text_families
 
 KEY_BLOCK = "ablation_block"
 KEY_HEADS = "ablation_heads"
@@ -194,7 +195,7 @@ def render_ablation(model_id: str, text: str, causal: bool, max_tokens: int, n_l
         family: ``"encoder"``, ``"decoder"`` or ``"encoder-decoder"``.
     """
     st.markdown("Switch heads off and see what changes in what the model produces.")
-    if family not in {"encoder", "decoder", "encoder-decoder"}:
+    if family not in text_families():
         st.info("Head ablation works on transformer text models and the transformer translator.")
         return
     n_layers, n_heads = bounded(n_layers, 1, MAX_LAYERS), bounded(n_heads, 1, MAX_HEADS)

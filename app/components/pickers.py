@@ -11,13 +11,12 @@ import streamlit as st
 
 from app import services
 from app.components.guard import busy
-from engine.text import quote_input
-from engine.types import ModelCard
+from app.components.safe_text import md, quoted
 from app.state import DEFAULTS, PERSIST, K, bounded, clamp, current_text
 from app.url_state import hidden
-from app.components.safe_text import md, quoted
-
-TEXT_FAMILIES = {"encoder", "decoder", "encoder-decoder"}  # ViTs and RNNs have pages of their own
+from engine.families import hub_labels, text_families
+from engine.text import quote_input
+from engine.types import ModelCard
 
 
 def text_box(label: str = "Your text", height: int = 90) -> str:
@@ -46,11 +45,16 @@ def _use_long_example(limit: int) -> None:
     st.session_state[K.max_tokens] = limit
 
 
-def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
+def pick_model(families: frozenset[str] | None = None) -> str:
     """The model picker (offline models first) and a field for any Hub id or local folder.
+
+    Args:
+        families: the catalog families offered; None: those the text pages draw (the family table's
+            :func:`engine.families.text_families`; ViTs and RNNs have pages of their own).
 
     Returns the id to load: the typed Hub id/folder when there is one, else the picked model.
     """
+    families = text_families() if families is None else families
     specs = [s for s in (*services.session_models(), *services.list_models()) if s.family in families]
     by_id = {s.id: s for s in specs}
     if st.session_state.get(K.model) not in by_id:
@@ -64,9 +68,9 @@ def pick_model(families: set[str] = TEXT_FAMILIES) -> str:
         st.selectbox("Model", list(by_id), format_func=label, key=K.model, **PERSIST,
                      help="Offline models work anywhere; Hub models download the first time (internet needed).")
     custom = typed_model_field(K.hub_id, "Another model", "e.g. gpt2, bert-base-uncased",
-                               "BERT-family (BERT, RoBERTa, DistilBERT, ELECTRA), GPT-2-family, Llama, Mistral, "
-                               "Qwen2/3, GPT-NeoX, Phi-3 and Gemma (1, 2, 3 text) models, and the T5, BART and "
-                               "Marian encoder-decoders (e.g. google-t5/t5-small).", hide=hidden("model"))
+                               f"{', '.join(hub_labels('encoder', 'decoder'))} models, and the "
+                               f"{', '.join(hub_labels('encoder-decoder'))} encoder-decoders (e.g. google-t5/t5-small).",
+                               hide=hidden("model"))
     return custom or st.session_state[K.model]
 
 
@@ -96,7 +100,7 @@ def typed_model_field(key: str, title: str, example: str, families_help: str, hi
     return (st.session_state.get(key) or "").strip()
 
 
-def text_and_model(max_tokens_limit: int, families: set[str] = TEXT_FAMILIES):
+def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None):
     """The header of the text pages: the sentence (left), the model and token limit (right), then the load.
 
     Returns:

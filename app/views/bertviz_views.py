@@ -12,11 +12,12 @@ import streamlit as st
 
 from app import services
 from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
-from app.state import PERSIST, K
 from app.components.safe_text import md
-from engine.families import FAMILIES as ALL_FAMILIES
+from app.state import PERSIST, K
+from engine.families import FAMILIES, text_families  # every family: the views read any trace through attention_blocks()
 
-FAMILIES = set(ALL_FAMILIES)  # every family: the views read any trace through Trace.attention_blocks()
+SELF_ATTENTION = text_families() - {"encoder-decoder"}  # text models with one self-attention stack: a causal toggle
+
 VIEWS = {"head": "Head view", "model": "Model view", "neuron": "Neuron view (queries · keys)"}
 PAGES = Path(__file__).resolve().parent
 MAX_TOKENS_LIMIT = 512
@@ -93,7 +94,7 @@ def main() -> None:
     with top_left:
         source = pick_source(family)
     with top_right:
-        causal = causal_toggle(model_id, card.default_causal) if family in {"encoder", "decoder"} else None
+        causal = causal_toggle(model_id, card.default_causal) if family in SELF_ATTENTION else None
         max_tokens = max_tokens_input(MAX_TOKENS_LIMIT)
 
     if family == "rnn-attention":

@@ -12,19 +12,17 @@ from typing import Callable
 import streamlit as st
 
 from app import services
-from app.components.charts import show_chart
-from app.components.export import head_json_button
-from app.components.theme import controls
 from app.components.ablation_panel import render_ablation
+from app.components.charts import show_chart
+from app.components.examples import examples_picker
+from app.components.export import head_json_button
+from app.components.guard import calm_errors
 from app.components.head_views import clicked_in, layer_head_heatmap, model_view_figure
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
-from app.components.guard import calm_errors
 from app.components.heatmap import map_figure
-from app.components.safe_text import quoted
 from app.components.linked_tokens import focus, focus_picker, outline
 from app.components.long_view import csv_button, display_options, zoom_controls
-from app.components.examples import examples_picker
 from app.components.pickers import (
     causal_toggle,
     kv_sharing,
@@ -34,12 +32,13 @@ from app.components.pickers import (
     show_notices,
     text_and_model,
 )
+from app.components.safe_text import quoted
+from app.components.theme import controls
 from app.state import PERSIST, K, current_text
 from app.url_state import synced
 
 MAX_TOKENS_LIMIT = 16_384
 WHOLE_MODEL_LIMIT = 2048  # tabs that need every head's full n×n pattern stop here
-FAMILIES = {"encoder", "decoder", "encoder-decoder"}
 MODEL_VIEW_KEY = "heads_model_view"
 
 # ---------------------------------------------------------------- section: model view
@@ -202,7 +201,7 @@ def main() -> None:
     st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
              "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
     with controls("Sentence, model and mask"):  # presenter mode: folded away, the charts get the screen
-        model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT, FAMILIES)
+        model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
         if card is None:
             return
         examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words

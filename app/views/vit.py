@@ -10,12 +10,13 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
-from app.components.theme import side_by_side
 from app.components.pickers import load_model, typed_model_field
-from app.components.safe_text import quoted
 from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
+from app.components.safe_text import quoted
+from app.components.theme import side_by_side
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
 from app.state import PERSIST, bounded, clamp
+from engine.families import hub_labels
 
 DEFAULT_MODEL = "tiny-vit-digits"
 SOURCES = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)", "upload": "Upload your own"}
@@ -78,7 +79,7 @@ def pick_model_id() -> str:
     st.selectbox("Model", ids, format_func=lambda i: labels.get(i, i), key="vit_model", **PERSIST,
                  help="The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT/DeiT download from the Hub.")
     custom = typed_model_field("vit_hub_id", "Another ViT", "e.g. google/vit-base-patch16-224",
-                               "ViT and DeiT image classifiers.")
+                               f"{' and '.join(hub_labels('vit'))} image classifiers.")
     return custom or st.session_state["vit_model"]
 
 

@@ -99,7 +99,7 @@ class HFRunner:
     default_causal: bool = False  # Model.default_causal: the mask the model applies by itself
 
     def projections(self, module: nn.Module) -> dict[tuple[str, int], nn.Module]:
-        name = self.adapter.out_proj  # per family: engine.pretrained.families
+        name = self.adapter.out_proj  # per family: engine.pretrained.text_hf
         return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:

@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from engine.families import hub_record
 from engine.models import positional as pe_math
 from engine.types import EngineError
 
@@ -239,7 +240,8 @@ def position_table(model) -> PositionTable:
         raise EngineError(f"{model.spec.id} uses rotary position embeddings (RoPE): it turns each query and key by "
                           "an angle that grows with the position instead of adding position vectors; the RoPE tab "
                           "shows how.")  # fmt: skip
-    if getattr(adapter, "model_type", None) in {"t5", "mt5"}:
+    record = hub_record(str(getattr(adapter, "model_type", "")))
+    if record is not None and record.positions == "relative":
         raise EngineError(f"{model.spec.id} (T5) adds a learned bias b(j − i) to each attention score, by the "
                           "distance between query and key, instead of position vectors; Step by step shows it.")
     raise EngineError(f"{model.spec.id} has no table of position vectors to show.")

@@ -14,7 +14,7 @@ them: GPT-2's two scale switches (``scale_attn_weights``, ``scale_attn_by_invers
 already folded into its ``scaling`` (its ``reorder_and_upcast_attn`` changes only the eager path:
 scores in float32, which the lazy pattern computes in anyway), and a recorded call is mapped to its
 layer by module identity (DistilBERT's and ViT's attention modules carry no ``layer_idx``). What
-still differs per family is listed in :mod:`engine.pretrained.families`: where the layers are, the
+still differs per family is listed in :mod:`engine.pretrained.text_hf`: where the layers are, the
 position-embedding module (the vectors added to the input, read with one forward hook), the
 attention output projection that ablation switches heads off at, whether the tokenizer is
 byte-level, whether the model masks future tokens by itself (:meth:`HFTextAdapter.default_causal`),
@@ -143,7 +143,7 @@ def _per_layer(values) -> tuple:
 
 @dataclass(frozen=True)
 class HFTextAdapter:
-    """Tracing for one family of Hugging Face text models (the table is :mod:`engine.pretrained.families`).
+    """Tracing for one family of Hugging Face text models (settings per family: :mod:`engine.pretrained.text_hf`).
 
     Attributes:
         family: "encoder" or "decoder".
@@ -157,6 +157,8 @@ class HFTextAdapter:
         reads_is_decoder: the family's model builds a causal mask when its config says
             ``is_decoder=True`` (BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA; not DistilBERT).
         caches: the base model's ``forward`` takes ``use_cache`` (a trace turns the cache off).
+        position_offset: rows of the position table before the first position (RoBERTa-likes: 2, their
+            positions start after the padding index), taken off the longest input.
     """
 
     family: str
@@ -167,6 +169,7 @@ class HFTextAdapter:
     byte_level: bool | None = False
     reads_is_decoder: bool = False
     caches: bool = True
+    position_offset: int = 0
 
     # ---- model structure ---------------------------------------------------------------------
     def base(self, module: nn.Module) -> nn.Module:

@@ -1,4 +1,4 @@
-"""Loading Hugging Face text models from a local folder, the local cache, or the Hub.
+"""Loading Hugging Face models from a local folder, the local cache, or the Hub (every family in the table).
 
 Rules: safetensors weights only (never pickle), no ``trust_remote_code``, and a hub id that cannot
 be fetched fails within seconds with a message that says why (offline, unknown id, unsupported
@@ -19,22 +19,16 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from engine.model import Model, freeze, pick_device
+from engine.families import HUB_TYPES, hub_record
+from engine.model import Model, freeze
 from engine.policy import GB, ServerPolicy
-from engine.pretrained.families import ADAPTERS
-from engine.pretrained.hf_api import hf
-from engine.pretrained.interface import register
 from engine.text import error_reason, quote_input
 from engine.types import ModelSpec, ModelUnavailableError
-
-VIT_TYPES = ("vit", "deit")  # routed to engine.pretrained.vit_hf (imported only for them)
-SEQ2SEQ_TYPES = ("t5", "mt5", "bart", "marian")  # engine.pretrained.seq2seq_hf
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 PROBE_TIMEOUT_S = 5.0
@@ -187,7 +181,7 @@ def sdpa_builder(cls, path: Path, model_id: str, attn: str = "sdpa") -> Callable
     return build
 
 
-def _byte_level(tokenizer) -> bool:
+def byte_level(tokenizer) -> bool:
     """Whether a fast tokenizer decodes with byte-level BPE (its pieces are bytes shown as ``Ġ``…)."""
     try:
         spec = json.loads(tokenizer.backend_tokenizer.to_str())
@@ -203,11 +197,12 @@ def load_hf(
     device: torch.device | None = None,
     policy: ServerPolicy | None = None,
 ) -> Model:
-    """Load a Hugging Face text model with its tokenizer, or a ViT/DeiT with its image processor.
+    """Load a Hugging Face model of a family in the table (:data:`engine.families.TABLE`): a text model
+    with its tokenizer, an encoder-decoder, or a ViT/DeiT with its image processor.
 
-    Text families: BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, Llama, Mistral,
-    Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3 (:data:`engine.pretrained.families.ADAPTERS`). Every model,
-    text or image, is loaded with ``attn_implementation="ap_capture"``: transformers' SDPA, which also
+    The folder's ``config.model_type`` picks the family's record, whose loader reads it
+    (:mod:`engine.pretrained.text_hf`, :mod:`~engine.pretrained.seq2seq_hf`, :mod:`~engine.pretrained.vit_hf`).
+    Every model is loaded with ``attn_implementation="ap_capture"``: transformers' SDPA, which also
     records each attention call's Q, K, V and scale while a trace asks for them
     (:mod:`engine.pretrained.interface`), so one capture path reads every family.
 
@@ -228,77 +223,9 @@ def load_hf(
     if not isinstance(config, dict):
         raise ModelUnavailableError("The model's config.json is not a JSON object, so it is not a model config.")
     model_type = config.get("model_type", "?")
-    if model_type in VIT_TYPES:  # image models: their own adapter and loader
-        from engine.pretrained.vit_hf import load_hf_vit
-
-        return load_hf_vit(model_id, path, config, spec=spec, device=device)
-    if model_type in SEQ2SEQ_TYPES:  # encoder-decoders: source in, decoded output, three attentions
-        return _load_seq2seq(model_id, path, config, model_type, spec=spec, device=device)
-    adapter = ADAPTERS.get(model_type)
-    shown = quote_input(model_id)
-    if adapter is None:
+    record = hub_record(model_type) if isinstance(model_type, str) else None
+    if record is None:
         raise ModelUnavailableError(
-            f"{shown} is a {quote_input(model_type, 40)} model; supported here: {', '.join(sorted((*ADAPTERS, *VIT_TYPES, *SEQ2SEQ_TYPES)))}."
+            f"{quote_input(model_id)} is a {quote_input(model_type, 40)} model; supported here: {', '.join(sorted(HUB_TYPES))}."
         )
-    if config.get("position_embedding_type", "absolute") != "absolute":
-        raise ModelUnavailableError(
-            f"{shown} uses {quote_input(config['position_embedding_type'], 40)} positions, not supported yet."
-        )
-
-    api = hf()  # slow import: only here
-    cls = api.AutoModelForCausalLM if adapter.family == "decoder" else api.AutoModel
-    device = device or pick_device()
-
-    build = sdpa_builder(cls, path, model_id, register())
-
-    try:
-        tokenizer = api.AutoTokenizer.from_pretrained(path)
-    except Exception as err:
-        raise ModelUnavailableError(f"The tokenizer of {shown} cannot be loaded: {error_reason(err)}") from err
-    module = build(device)
-    if adapter.byte_level is None:  # byte-level BPE (Llama 3, Qwen, GPT-NeoX) or SentencePiece pieces
-        adapter = replace(adapter, byte_level=_byte_level(tokenizer))
-    max_pos = int(config.get("max_position_embeddings") or config.get("n_positions") or 512)
-    if model_type in {"roberta", "xlm-roberta", "camembert"}:
-        max_pos -= 2  # positions start after the padding index
-    spec = spec or ModelSpec(id=model_id, family=adapter.family, label=model_id, offline=True)
-    return Model(
-        spec=spec,
-        module=module,
-        tokenizer=tokenizer,
-        adapter=adapter,
-        device=device,
-        max_positions=max_pos,
-        reload=build,
-        info={"source": str(path), "architecture": model_type},
-        default_causal=adapter.default_causal(module.config),  # read once, before any session uses it
-    )
-
-
-def _load_seq2seq(model_id: str, path: Path, config: dict, model_type: str, *, spec: ModelSpec | None,
-                  device: torch.device | None) -> Model:  # fmt: skip
-    """A T5, BART or Marian model with its tokenizer, read through ``ap_capture`` (all three attentions)."""
-    from engine.pretrained.interface import register
-    from engine.pretrained.seq2seq_hf import Seq2SeqHFAdapter
-
-    api = hf()
-    shown = quote_input(model_id)
-    try:
-        tokenizer = api.AutoTokenizer.from_pretrained(path)
-    except Exception as err:
-        raise ModelUnavailableError(f"The tokenizer of {shown} cannot be loaded: {error_reason(err)}") from err
-    build = sdpa_builder(api.AutoModelForSeq2SeqLM, path, model_id, register())
-    module = build(device or pick_device())
-    relative = model_type in {"t5", "mt5"}  # no position table: the tokenizer's limit, else T5's 512
-    max_pos = int(config.get("n_positions") or 512) if relative else int(config.get("max_position_embeddings") or 512)
-    return Model(
-        spec=spec or ModelSpec(id=model_id, family="encoder-decoder", label=model_id, offline=True),
-        module=module,
-        tokenizer=tokenizer,
-        adapter=Seq2SeqHFAdapter(model_type=model_type, byte_level=_byte_level(tokenizer)),
-        device=next(module.parameters()).device,
-        max_positions=max_pos,
-        reload=build,
-        info={"source": str(path), "architecture": model_type},
-        default_causal=False,
-    )
+    return record.load(model_id, path, config, spec=spec, device=device)

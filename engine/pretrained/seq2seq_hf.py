@@ -27,19 +27,34 @@ scale QKᵀ (``scaling = 1``); both come from what the call received.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from engine.families import hub_record
 from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
-from engine.model import Model
+from engine.model import Model, pick_device
 from engine.pretrained.adapters import display_tokens, prepare_text
-from engine.text import length_notices, named_ids
-from engine.types import AttentionTrace, EngineError, Seq2SeqTrace, Tokens
+from engine.pretrained.hf_api import hf
+from engine.text import error_reason, length_notices, named_ids, quote_input
+from engine.types import (
+    AttentionTrace,
+    EngineError,
+    ModelSpec,
+    ModelUnavailableError,
+    Seq2SeqTrace,
+    Tokens,
+    written_tokens,
+)
 
-#: model types read here, with how each encodes positions
-POSITIONS = {"t5": "relative", "mt5": "relative", "bart": "learned", "marian": "sinusoidal"}
+
+def positions(model_type: str) -> str:
+    """How the encoder of a ``model_type`` encodes positions (its record in :data:`engine.families.TABLE`):
+    ``"relative"`` (T5: a bias on the scores), ``"learned"`` or ``"sinusoidal"`` (a table added to the input)."""
+    record = hub_record(model_type)
+    return (record.positions if record is not None else None) or "learned"
 
 
 def part_of(name: str) -> str:
@@ -120,12 +135,13 @@ class Seq2SeqHFAdapter:
         BART's learned table starts two rows in (rows 0–1 are an offset from fairseq), Marian's is a fixed
         sinusoidal table.
         """
-        if POSITIONS.get(self.model_type) not in {"learned", "sinusoidal"}:
+        kind = positions(self.model_type)
+        if kind not in {"learned", "sinusoidal"}:
             return None
         table = module.get_encoder().embed_positions
         values = table.weight.detach().to("cpu", torch.float32).numpy()
         offset = int(getattr(table, "offset", 0) or 0)
-        return values[offset:].copy(), POSITIONS[self.model_type], "encoder.embed_positions"
+        return values[offset:].copy(), kind, "encoder.embed_positions"
 
     # ---- decoding ----------------------------------------------------------------------------
     @staticmethod
@@ -213,7 +229,7 @@ class Seq2SeqHFAdapter:
 
         (generated, finished, tgt_ids, parts), device, notice = model.run(run)
         target = display_tokens(model.tokenizer, tgt_ids, self.byte_level)
-        kind = POSITIONS.get(self.model_type, "learned")
+        kind = positions(self.model_type)
         if not finished:
             notices.append(f"The output did not end within {len(generated)} tokens; it was cut there.")
         notices.append(f"Decoding: {settings.describe()}.")
@@ -229,8 +245,39 @@ class Seq2SeqHFAdapter:
             decoder=self._attention(model, parts["decoder"], target, target, True, kind, device.type),
             cross=self._attention(model, parts["cross"], target, src_tokens, False, "none", device.type),
             notices=tuple(notices),
+            written=written_tokens(display_tokens(model.tokenizer, generated, self.byte_level), finished),
         )
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> Seq2SeqTrace:
         """Greedy decoding of up to :data:`SEQ2SEQ_NEW_TOKENS` tokens (see :meth:`generate`)."""
         return self.generate(model, text, DecodeSettings(max_new_tokens=SEQ2SEQ_NEW_TOKENS), max_tokens=max_tokens)
+
+
+def load_hf_seq2seq(model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None,
+                    device: torch.device | None = None) -> Model:  # fmt: skip
+    """A T5, BART or Marian model with its tokenizer, read through ``ap_capture`` (all three attentions)."""
+    from engine.pretrained.hub import byte_level, sdpa_builder
+    from engine.pretrained.interface import register
+
+    api = hf()
+    model_type = config.get("model_type")
+    shown = quote_input(model_id)
+    try:
+        tokenizer = api.AutoTokenizer.from_pretrained(path)
+    except Exception as err:
+        raise ModelUnavailableError(f"The tokenizer of {shown} cannot be loaded: {error_reason(err)}") from err
+    build = sdpa_builder(api.AutoModelForSeq2SeqLM, path, model_id, register())
+    module = build(device or pick_device())
+    relative = positions(model_type) == "relative"  # no position table: the tokenizer's limit, else T5's 512
+    max_pos = int(config.get("n_positions") or 512) if relative else int(config.get("max_position_embeddings") or 512)
+    return Model(
+        spec=spec or ModelSpec(id=model_id, family="encoder-decoder", label=model_id, offline=True),
+        module=module,
+        tokenizer=tokenizer,
+        adapter=Seq2SeqHFAdapter(model_type=model_type, byte_level=byte_level(tokenizer)),
+        device=next(module.parameters()).device,
+        max_positions=max_pos,
+        reload=build,
+        info={"source": str(path), "architecture": model_type},
+        default_causal=False,
+    )

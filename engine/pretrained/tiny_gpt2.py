@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from engine.families import hub_record, resolve
 from engine.model import Model, freeze, pick_device
-from engine.pretrained.families import GPT2
 from engine.pretrained.hf_api import hf
 from engine.pretrained.interface import register
 from engine.types import ModelSpec
@@ -83,7 +83,7 @@ def load_tiny_random_gpt2(device: torch.device | None = None) -> Model:
         ),
         module=build(device),
         tokenizer=tokenizer,
-        adapter=GPT2,
+        adapter=resolve(hub_record("gpt2").adapter),  # GPT-2 code, GPT-2 settings
         device=device,
         max_positions=config.n_positions,
         reload=build,
