@@ -295,6 +295,43 @@ def warm_up() -> None:
     if not getattr(warm_up, "_started", False):
         warm_up._started = True  # type: ignore[attr-defined]
         threading.Thread(target=work, name="warm-up", daemon=True).start()
+        publish_cache_sizes()
+
+
+class CacheSizes:
+    """What each shared cache holds, as a metric of the server's own endpoint (``GET /_stcore/metrics``:
+    ``playground_cache_bytes{cache="traces"}`` …, live; Streamlit's ``cache_memory_bytes`` next to it
+    counts ``st.cache_data`` and session state, refreshed every 5 s): what a server keeps on purpose, for
+    its admin and for the benchmarks that compare its memory before and after work."""
+
+    stats_families = ("playground_cache_bytes",)
+    caches = {"traces": TRACES, "maps": MAPS, "figures": FIGURES}
+
+    def get_stats(self, family_names=None) -> dict[str, list]:
+        from streamlit.runtime.stats import GaugeStat
+
+        return {"playground_cache_bytes": [
+            GaugeStat("playground_cache_bytes", cache.bytes, {"cache": name}, "bytes",
+                      "Bytes held by the app's shared cache (traces, maps, figures), bounded by its budget")
+            for name, cache in self.caches.items()]}
+
+
+def publish_cache_sizes() -> bool:
+    """Register :class:`CacheSizes` with the running Streamlit server (once; False without a server)."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return False
+    runtime = Runtime.instance()
+    with _PUBLISHED_LOCK:
+        if _PUBLISHED.get("runtime") is not runtime:
+            runtime.stats_mgr.register_provider(CacheSizes())
+            _PUBLISHED["runtime"] = runtime
+    return True
+
+
+_PUBLISHED: dict[str, Any] = {}
+_PUBLISHED_LOCK = threading.Lock()
 
 
 def session_id() -> str:

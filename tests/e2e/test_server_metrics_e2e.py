@@ -1,0 +1,42 @@
+"""The server's own metrics endpoint counts what the app's shared caches hold
+(``playground_cache_bytes`` of ``/_stcore/metrics``): an admin, and the long-work benchmark, read what is
+kept on purpose from there."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+
+from bench.st_client import Session
+
+
+def _kept(url: str) -> dict[str, int]:
+    with urllib.request.urlopen(url.rstrip("/") + "/_stcore/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("playground_cache_bytes{"):
+            name = line.split('cache="', 1)[1].split('"', 1)[0]
+            found[name] = int(float(line.rsplit(" ", 1)[1]))
+    return found
+
+
+def test_metrics_count_the_traces_a_new_sentence_adds(app_url: str) -> None:
+    async def student() -> tuple[dict[str, int], dict[str, int]]:
+        session = Session(app_url)
+        try:
+            opened = await session.open({"text": "the metrics page counts the cat that sat on the mat"})
+            assert opened.failure is None, opened.failure
+            before = _kept(app_url)
+            box = session.widget_id("text_area", "Your text")
+            assert box is not None
+            run = await session.rerun({box: "a sentence no one sent before, about seven purple owls at dusk"})
+            assert run.failure is None, run.failure
+            return before, _kept(app_url)
+        finally:
+            await session.close()
+
+    before, after = asyncio.run(student())
+    assert set(before) == {"traces", "maps", "figures"}
+    assert before["traces"] > 0 and before["figures"] > 0  # the page's trace and figures are in the caches
+    assert after["traces"] > before["traces"] and after["maps"] > before["maps"]  # one more sentence, kept
