@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -215,15 +214,13 @@ def test_html_and_emoji_are_escaped():
     assert any("hello" in label for label in labels), labels
 
 
-def test_unknown_hub_id_shows_an_error_quickly():
+def test_unknown_hub_id_shows_an_error():
+    """The error comes in the same run (offline: no network wait; bench/bench_responsiveness.py times it)."""
     at = run_app()
-    started = time.monotonic()
     at.text_input(key="hub_id").input("definitely-not-a-model-xyz123").run()
-    elapsed = time.monotonic() - started
     assert_clean(at)
     errors = messages(at.error)
     assert any("definitely-not-a-model-xyz123" in e for e in errors), errors
-    assert elapsed < 15, f"took {elapsed:.1f} s"
     assert not at.get("plotly_chart")
 
     # clearing the field goes back to the picked model

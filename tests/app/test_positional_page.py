@@ -4,7 +4,6 @@ the engine, controls redraw, bad input gives messages; the Explore page links he
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -222,34 +221,27 @@ def test_explore_links_here_for_minilm():
     assert title(figures(target)[0]).startswith("minilm: embeddings.position_embeddings")
 
 
-def test_controls_redraw_under_a_second():
-    """Every control change reruns the page within a second (AppTest, caches warm, busy 2-core machine)."""
+#: every control of every tab, with a value to set (the largest sinusoidal table: 2 × 512×512 cells)
+CONTROLS = {
+    "Sinusoidal": [("select_slider", "pos_sin_d", 128), ("slider", "pos_sin_len", 200), ("number_input", "pos_sin_k", 9),
+                   ("select_slider", "pos_sin_d", 512), ("slider", "pos_sin_len", 512)],
+    "Learned": [("slider", "pos_learned_n", 512)],
+    "RoPE": [("slider", "pos_rope_pair", 3), ("slider", "pos_rope_m", 20), ("number_input", "pos_rope_k", -4)],
+    "ALiBi": [("slider", "pos_alibi_heads", 12), ("slider", "pos_alibi_len", 40)],
+    "Order blindness": [("number_input", "pos_blind_seed", 7),
+                        ("selectbox", "pos_blind_setting", "learned positions, no mask")],
+}  # fmt: skip
+
+
+def test_every_control_reruns_the_page_cleanly():
+    """Every control change reruns the page without an error and keeps the value set, and the tab still
+    draws its charts. How long a rerun takes is measured by bench/bench_responsiveness.py, not here."""
     at = open_page(PAGE)
-    changes = {
-        "Sinusoidal": [lambda: at.select_slider(key="pos_sin_d").set_value(128),
-                       lambda: at.slider(key="pos_sin_len").set_value(200),
-                       lambda: at.number_input(key="pos_sin_k").set_value(9),
-                       lambda: at.select_slider(key="pos_sin_d").set_value(512),
-                       lambda: at.slider(key="pos_sin_len").set_value(512)],  # the largest: 2 × 512×512 cells
-        "Learned": [lambda: at.slider(key="pos_learned_n").set_value(512)],
-        "RoPE": [lambda: at.slider(key="pos_rope_pair").set_value(3),
-                 lambda: at.slider(key="pos_rope_m").set_value(20),
-                 lambda: at.number_input(key="pos_rope_k").set_value(-4)],
-        "ALiBi": [lambda: at.slider(key="pos_alibi_heads").set_value(12),
-                  lambda: at.slider(key="pos_alibi_len").set_value(40)],
-        "Order blindness": [lambda: at.number_input(key="pos_blind_seed").set_value(7),
-                            lambda: at.selectbox(key="pos_blind_setting").set_value("learned positions, no mask")],
-    }  # fmt: skip
-    times = {}
-    for tab, tab_changes in changes.items():
-        select_tab(at, tab)  # opening a tab (first computation, model load) is not what is timed
-        for n, change in enumerate(tab_changes):
-            change()
-            start = time.perf_counter()
+    for tab, controls in CONTROLS.items():
+        select_tab(at, tab)
+        for kind, key, value in controls:
+            getattr(at, kind)(key=key).set_value(value)
             at.run()
-            times[f"{tab} #{n}"] = time.perf_counter() - start
             assert_clean(at)
-    print("rerun seconds:", {k: round(v, 3) for k, v in times.items()})
-    values = list(times.values())
-    assert float(np.median(values)) < 1.0, times  # the target: under a second
-    assert max(values) < 3.0, times  # room for a busy shared 2-core machine
+            assert getattr(at, kind)(key=key).value == value, (tab, key)
+            assert figures(at) or at.get("plotly_chart") or at.get("vega_lite_chart"), (tab, key)

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -127,33 +126,56 @@ def test_html_tokens_are_plain_text(tiny_gpt2) -> None:
 
 
 # ---- model ids and folders ----------------------------------------------------------------------
-def _timed_load(model_id):
-    start = time.perf_counter()
+# How long a refusal takes is measured by bench/bench_responsiveness.py; these tests pin why it is quick:
+# which refusals never reach the network, and that the one network probe carries a timeout.
+@pytest.fixture()
+def hub_calls(monkeypatch):
+    """Every call the engine makes to the Hub's ``model_info`` / ``snapshot_download``, passed through."""
+    import huggingface_hub
+
+    calls = []
+    for name in ("model_info", "snapshot_download"):
+        real = getattr(huggingface_hub, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            calls.append((_name, kwargs))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(huggingface_hub, name, spy)
+    return calls
+
+
+def _refused(model_id):
     with pytest.raises(engine.ModelUnavailableError) as info:
         engine.load(model_id)
-    return info.value, time.perf_counter() - start
+    return info.value
 
 
-def test_unknown_hub_id_offline_fails_fast(monkeypatch) -> None:
+def test_unknown_hub_id_offline_fails_without_the_network(monkeypatch, hub_calls) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    err, seconds = _timed_load("this-model-does-not-exist-xyz")
-    assert seconds < 5, seconds
+    err = _refused("this-model-does-not-exist-xyz")
     assert "offline" in str(err).lower()
     assert "this-model-does-not-exist-xyz" in str(err)
+    assert [name for name, _ in hub_calls] == ["snapshot_download"]  # the local cache only
+    assert hub_calls[0][1].get("local_files_only") is True
 
 
-def test_unknown_hub_id_online_without_network_fails_in_time(monkeypatch) -> None:
+def test_unknown_hub_id_online_without_network_fails_after_one_bounded_probe(monkeypatch, hub_calls) -> None:
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     import huggingface_hub.constants
 
+    from engine.pretrained.hub import PROBE_TIMEOUT_S
+
     # huggingface_hub reads the variable at import time: switch its copy off as well, so the
     # network path really runs (no network on the test machines; a 404 where there is one)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    err, seconds = _timed_load("this-model-does-not-exist-xyz")
-    assert seconds < 15, seconds
+    err = _refused("this-model-does-not-exist-xyz")
     assert "this-model-does-not-exist-xyz" in str(err) and "Hub" in str(err)
     assert "HF_HUB_OFFLINE" not in str(err)  # it took the network path, not the offline shortcut
+    probes = [kwargs for name, kwargs in hub_calls if name == "model_info"]
+    assert len(probes) == 1 and 0 < probes[0]["timeout"] == PROBE_TIMEOUT_S <= 5  # one probe, bounded
+    assert not [kwargs for name, kwargs in hub_calls if name == "snapshot_download" and not kwargs.get("local_files_only")]
 
 
 @pytest.mark.parametrize(
@@ -161,16 +183,16 @@ def test_unknown_hub_id_online_without_network_fails_in_time(monkeypatch) -> Non
     ["", "   ", None, 123, "../etc", "gpt2/../../etc", "x y", "a" * 300, "bad\x00id", "~nobody-home-xyz/model"],
     ids=["empty", "blank", "none", "int", "parent", "traversal", "space", "too-long", "nul", "tilde"],
 )
-def test_invalid_ids_are_rejected_readably(model_id, monkeypatch, tmp_path) -> None:
+def test_invalid_ids_are_rejected_readably(model_id, monkeypatch, tmp_path, hub_calls) -> None:
     monkeypatch.chdir(tmp_path)
-    err, seconds = _timed_load(model_id)
-    assert seconds < 2
+    err = _refused(model_id)
     assert str(err) and "Traceback" not in str(err)
+    assert not [name for name, _ in hub_calls if name == "model_info"], "an invalid id reached the network"
 
 
 def test_folder_without_config(tmp_path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"")
-    err, _ = _timed_load(str(tmp_path))
+    err = _refused(str(tmp_path))
     assert "config.json" in str(err)
 
 
@@ -188,19 +210,19 @@ def test_folder_without_config(tmp_path) -> None:
 )
 def test_bad_config_is_rejected_readably(tmp_path, content: str, words: list[str]) -> None:
     (tmp_path / "config.json").write_text(content)
-    err, _ = _timed_load(str(tmp_path))
+    err = _refused(str(tmp_path))
     for word in words:
         assert word in str(err)
 
 
 def test_binary_config_is_rejected(tmp_path) -> None:
     (tmp_path / "config.json").write_bytes(b"\xff\xfe\x00garbage")
-    _timed_load(str(tmp_path))
+    _refused(str(tmp_path))
 
 
 def test_supported_config_without_weights_is_rejected(tmp_path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
-    err, _ = _timed_load(str(tmp_path))
+    err = _refused(str(tmp_path))
     assert str(tmp_path) in str(err)
 
 
@@ -273,9 +295,8 @@ def test_engine_never_imports_streamlit(repo_root: Path) -> None:
 
 def test_app_never_imports_torch_or_transformers(repo_root: Path) -> None:
     app = repo_root / "app"
-    files = sorted(app.rglob("*.py")) if app.is_dir() else []
-    if not files:
-        pytest.skip("app/ has no Python files yet")
+    files = sorted(app.rglob("*.py"))
+    assert len(files) > 10  # the app's files were found: an empty scan would pass anything
     offenders = {
         str(f.relative_to(repo_root)): sorted(_imported_roots(f) & {"torch", "transformers"})
         for f in files

@@ -24,20 +24,7 @@ from engine.training.budget import (
 )
 from engine.training.job_settings import JobSettingsError, validate_settings
 from engine.training.jobs import JobManager, default_max_seconds
-from tests.job_helpers import LONG, TINY, wait_until
-
-
-class FakeClock:
-    """Monotonic seconds that only move when the test says so."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.job_helpers import LONG, TINY, FakeClock, parked, reaper_rounds, wait_until
 
 
 class FixedEstimator:
@@ -187,7 +174,7 @@ def test_the_queue_tells_each_job_when_it_starts(baseline_threads):
         a = m.submit("a", LONG)  # 200 s estimated; deadline max(400, 260) = 400 s
         wait_until(lambda: a.progress().step >= 2, what="a few steps")
         m.pause("a")
-        time.sleep(0.3)  # the step under way ends
+        wait_until(lambda: parked(a), what="a to wait in its pause")  # the step under way ended
         done = a.progress().step
         assert a.progress().wait_s is None  # running: no wait
         b = m.submit("b", dict(TINY, steps=3000))  # 30 s
@@ -217,7 +204,7 @@ def test_a_job_far_past_its_estimate_is_stopped_and_the_next_one_starts(baseline
         wait_until(lambda: a.progress().step >= 1, what="a step")
         m.pause("a")  # paused, it still holds its slot: the time counts
         clock.advance(39)
-        time.sleep(0.3)  # several reaper rounds
+        reaper_rounds(clock)  # the reaper saw 39 s and let a keep its slot
         assert a.status == "paused" and b.status == "queued"
         clock.advance(2)
         assert a.wait(5) and a.status == "stopped"
