@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from e2e_helpers import PLOT, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +30,32 @@ def grid_step(page: Page) -> int:
     return int(re.search(r"at step (\d+)", text).group(1))
 
 
+def finished_runs(page: Page) -> list:
+    """A list that grows by one each time the server tells this page a script run ended (a full run or a
+    polling fragment's), read from Streamlit's own websocket messages."""
+    runs: list = []
+
+    def read(payload) -> None:
+        if isinstance(payload, bytes):
+            msg = ForwardMsg()
+            msg.ParseFromString(payload)
+            if msg.WhichOneof("type") == "script_finished":
+                runs.append(msg.script_finished)
+
+    page.on("websocket", lambda ws: ws.on("framereceived", read))
+    return runs
+
+
+def wait_for_runs(page: Page, runs: list, more: int, timeout_s: float = UPDATE_MS / 1000) -> None:
+    """Poll until ``more`` further script runs have ended on the server (the page's fragment polled)."""
+    target, deadline = len(runs) + more, time.monotonic() + timeout_s
+    while len(runs) < target:
+        assert time.monotonic() < deadline, f"fewer than {more} more runs ended on the server"
+        page.wait_for_timeout(100)
+
+
 def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path, publish_screenshot):
+    runs = finished_runs(page)
     page.goto(f"{app_url}/train")
     expect(page.get_by_text("Train live").first).to_be_visible(timeout=FIRST_DRAW_MS)
     expect(page.get_by_text(re.compile(r"parameters.*ms per step"))).to_be_visible(timeout=FIRST_DRAW_MS)
@@ -55,20 +81,18 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     button(page, "Pause").click()
     expect(page.get_by_text(re.compile(r"Paused at step \d+"))).to_be_visible(timeout=UPDATE_MS)
     paused_text = page.get_by_text(re.compile(r"Paused at step \d+")).inner_text()
-    page.wait_for_timeout(2000)
+    wait_for_runs(page, runs, 3)  # the live fragment polled the job three more times meanwhile
     assert page.get_by_text(re.compile(r"Paused at step \d+")).inner_text() == paused_text
 
-    # resume; while it trains, a second session opens Explore and gets its chart within a bound
+    # resume; while it trains, a second session opens Explore and gets its chart (how soon, next to a class:
+    # bench/bench_jobs.py)
     button(page, "Resume").click()
     expect(page.get_by_text(re.compile(r"Training on"))).to_be_visible(timeout=UPDATE_MS)
     other_context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         other = other_context.new_page()
-        t0 = time.monotonic()
         other.goto(app_url)
         expect(other.locator(PLOT).first).to_be_visible(timeout=OTHER_SESSION_BOUND_S * 1000)
-        took = time.monotonic() - t0
-        (artifacts / "train-other-session.txt").write_text(f"Explore's first chart in a second session: {took:.1f} s\n")
         expect(other.locator('[data-testid="stException"]')).to_have_count(0)
     finally:
         other_context.close()
@@ -85,7 +109,8 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     heights = [box["height"] for box in (c.bounding_box() for c in page.locator(PLOT).all()[1:]) if box]
     assert len(heights) == 3 and min(heights) >= 200, heights
     expect_no_exception(page)
-    page.wait_for_timeout(1500)  # let the charts finish drawing
+    expect_idle(page)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")  # painted
     shot = artifacts / "train.png"
     page.screenshot(path=str(shot))
     publish_screenshot(shot, "train.png")
@@ -112,7 +137,7 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
 
 @pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_closing_the_tab_stops_its_job(browser: Browser, app_url: str, artifacts: Path):
-    """The server stops a closed session's job within seconds (it logs when it does)."""
+    """The server stops a closed session's job (it logs when it does; how soon: bench/bench_responsiveness.py)."""
     log = artifacts / "e2e-server.log"
     before = log.read_text(errors="replace").count("stopped: its session went away")
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
@@ -126,8 +151,7 @@ def test_closing_the_tab_stops_its_job(browser: Browser, app_url: str, artifacts
     button(page, "Start").click()
     expect(page.get_by_text(re.compile(r"Training on"))).to_be_visible(timeout=UPDATE_MS)
     context.close()
-    t0 = time.monotonic()
+    deadline = time.monotonic() + 30
     while log.read_text(errors="replace").count("stopped: its session went away") <= before:
-        assert time.monotonic() - t0 < 30, "the closed session's job was not stopped within 30 s"
-        time.sleep(0.25)
-    (artifacts / "train-close-stop.txt").write_text(f"job stopped {time.monotonic() - t0:.1f} s after the tab closed\n")
+        assert time.monotonic() < deadline, "the closed session's job was not stopped within 30 s"
+        time.sleep(0.25)  # polling the server's log file
