@@ -1,7 +1,7 @@
 """Session-state keys shared by the pages and their defaults.
 
 Widgets are created with ``key=K.*`` and ``persist_state="session"`` (a value survives a page
-switch). The URL carries them through ``app.url_state`` (one table of parameters, ``app/url_params.py``),
+switch). The URL carries them through ``app.url_state`` (the table of parameters: ``app/url_params.py``),
 not through ``bind="query-params"``.
 """
 

@@ -1,11 +1,12 @@
-"""The ONE table of URL query parameters: which control each one sets, how it is read, its default, its pages.
+"""The table of the controls' URL query parameters: which control each sets, how it is read, its default, its pages.
 
 A link is untrusted input (anyone can type ``?layer=NaN`` or paste 50,000 characters), so every
 parameter has a reader that turns the string into the widget's own type and bounds, or raises
 ``ValueError`` (the value is then ignored, calmly: ``app.url_state``). Writers turn a value back into
 the string the reader accepts; a value equal to its default is left out of the link so links stay short.
 The URL name is the session-state key (one name to learn, and ``st.session_state[name]`` in tests).
-The names are listed in README ("Links") and docs/DESIGN.md.
+The names are listed in README ("Links") and docs/DESIGN.md. Two parameters are not in this table:
+``hide`` (``app.url_state`` reads and writes it) and the Lessons page's ``lesson_step`` (``app/views/lessons.py``).
 """
 
 from __future__ import annotations

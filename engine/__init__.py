@@ -11,8 +11,9 @@ Public API::
     tr = engine.generate(model, "Lily found a", DecodeSettings(max_new_tokens=20))  # decoders only
     tr.generated_from                          # index of the first generated token
 
-The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and ``trace``
-in ``st.cache_data``.
+The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and keeps text traces
+in a per-process :class:`engine.cache.TraceCache` (``app/services/core.py``: ``TRACES``; the ViT and
+Bahdanau pages' traces are still in ``st.cache_data``).
 """
 
 from __future__ import annotations

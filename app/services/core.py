@@ -3,10 +3,12 @@
 - ``get_model``: ``st.cache_resource`` around ``engine.load`` — one read-only model per id, shared
   by every session (never trained, moved or re-configured here).
 - ``get_card``: the plain :class:`engine.types.ModelCard` pages receive instead of the model.
-- ``get_trace``: ``engine.trace`` through one per-process :class:`engine.cache.TraceCache` — keyed by
-  plain values, bounded in bytes (``AP_TRACE_CACHE_MB``, default 512), a hit returns the cached
-  trace itself (read-only arrays, no pickling copy), and a sentence several sessions ask for at once
-  is traced once.
+- ``get_trace``: ``engine.trace`` through ``TRACES``, one of three per-process caches of type
+  :class:`engine.cache.TraceCache` (``TRACES`` the text traces, ``MAPS`` what pages draw from them,
+  ``FIGURES`` figures ready to send; the ViT and Bahdanau traces and other page results are still
+  ``st.cache_data`` in their page's module) — keyed by plain values, bounded in bytes
+  (``AP_TRACE_CACHE_MB``, default 512), a hit returns the cached trace itself (read-only arrays, no
+  pickling copy), and a sentence several sessions ask for at once is traced once.
 - ``session_id``: this browser session's id (models a session trained are looked up by it).
 - ``policy``: the server admin's rules for typed model ids (``engine.policy.ServerPolicy`` from the
   ``AP_*`` variables): every model the app loads goes through ``engine.load(..., policy=policy())``,
@@ -153,7 +155,8 @@ def _cache_budget_mb() -> int:
         return 512
 
 
-#: the one trace cache of this server process (shared by every session; hits are not copied)
+#: the text traces of this server process (shared by every session; hits are not copied; ViT and Bahdanau
+#: traces are st.cache_data in services.vit / services.bahdanau)
 TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20)
 #: what pages draw from a trace (a head's map, a layer's thumbnails: small arrays), shared the same way
 MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048)
