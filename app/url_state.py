@@ -24,7 +24,6 @@ import functools
 import logging
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -173,12 +172,13 @@ def _share_slot() -> None:
 def _draw_share(params: dict[str, str]) -> None:
     """Fill the share box with the link of ``params``: always inside a fragment, else once per full run and
     link (the page's fragment usually drew the same link already)."""
-    from app.components.share_box import draw_share, page_link
+    from app.components.share_box import draw_share
+    from app.links import current_link
 
     slot = st.session_state.get(_SLOT)
     if slot is None:
         return
-    link = page_link(urlencode(params, doseq=True))
+    link = current_link(st.session_state.get(_PAGE, ""), params)
     mark = (st.session_state.get(_RUN), link)
     if st.session_state.get(_DRAWN) == mark and not _in_fragment():
         return

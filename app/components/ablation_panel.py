@@ -21,6 +21,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.heatmap import safe_label
 from app.components.safe_text import md
 from app.state import PERSIST, bounded
@@ -206,7 +207,7 @@ def render_ablation(model_id: str, text: str, causal: bool, max_tokens: int, n_l
         with st.spinner("Running the model with and without those heads…"):
             result = services.get_ablation(model_id, text, heads, causal, bounded(max_tokens, 1, 100_000), keep_only)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     for notice in result.notices:
         st.info(md(notice))

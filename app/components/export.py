@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import math
 from typing import Any, Callable
-from urllib.parse import urlencode, urlparse
 
 import numpy as np
 
 from app.figure_data.attention_maps import MapData
+from app.links import current_link
 
 FORMAT = "attention-playground/view@1"
 #: exact weights go into a JSON file for regions up to this many tokens a side (512² numbers ≈ 3 MB)
@@ -42,21 +42,6 @@ def matrix(values: np.ndarray) -> list:
     return [matrix(row) for row in arr] if arr.ndim > 1 else [_number(v) for v in arr]
 
 
-def page_link(base_url: str | None, params: dict[str, Any], page_path: str = "") -> str:
-    """The link that reopens this view: the page's URL (``st.context.url``) and its query parameters.
-
-    Args:
-        base_url: the URL without query string; None outside a browser (AppTest): a relative link.
-        params: query parameters (the page's current ones with the view's own written over them).
-        page_path: used when ``base_url`` is None, e.g. "explore".
-    """
-    clean = {k: ("1" if v is True else "0" if v is False else str(v)) for k, v in params.items() if v is not None}
-    base = base_url or f"/{page_path}"
-    if urlparse(base).path == "":  # "http://host:8501" → "http://host:8501/" before the query string
-        base += "/"
-    return base + ("?" + urlencode(clean) if clean else "")
-
-
 def head_record(*, page: str, model_id: str, att, layer: int, head: int, block: str, region,
                 settings: dict[str, Any], link: str, shown: MapData | None = None) -> dict[str, Any]:
     """One head of a trace as a JSON-ready record.
@@ -67,7 +52,7 @@ def head_record(*, page: str, model_id: str, att, layer: int, head: int, block: 
         att: the :class:`engine.AttentionTrace` of the block (cached, read-only).
         region: ``((q0, q1), (k0, k1))`` token positions in view (the zoom region, else everything).
         settings: causal, token limit, colour scale, weighting, hidden columns, as the page uses them.
-        link: :func:`page_link`.
+        link: :func:`app.links.page_link` of the view.
         shown: the map as drawn; added under ``"shown"`` when it differs from the exact weights
             (pooled blocks of a long input, hidden sink columns, per-row or α·‖v‖ colouring).
 
@@ -123,21 +108,6 @@ def steps_record(*, model_id: str, att, layer: int, head: int, block: str, query
 def to_json(record: dict[str, Any]) -> bytes:
     """The record as UTF-8 JSON (strict: no NaN, tokens as written)."""
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
-
-
-def current_link(page_path: str) -> str:
-    """:func:`page_link` of the view on screen: the browser's address and the page's own link parameters
-    (``app.url_state.page_params``: the same link the Share box gives, a typed model as ``hub_id``)."""
-    import streamlit as st
-
-    from app.url_state import page_params
-
-    try:
-        base = st.context.url
-    except Exception:  # noqa: BLE001 — no browser (AppTest, a bare run)
-        base = None
-    base = base.split("?", 1)[0].split("#", 1)[0] if base else None
-    return page_link(base, page_params(), page_path)
 
 
 def head_json_button(model_id: str, att, layer: int, head: int, block: str, ranges, data: MapData, opts,

@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.head_views import difference_heatmap, similarity_figure
 from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
@@ -134,7 +135,7 @@ def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace
     try:
         return services.heads_attention(services.TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block))
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(f"Sentence {name}: {services.friendly_error(err)}")
+        show_error(err, before=f"Sentence {name}: ")
         return None
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from app import services
+from app.components.guard import show_error
 from app.components.safe_text import md
 from engine.jobs import JobStatus, about
 
@@ -30,7 +31,7 @@ def follow(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus],
         extra: draws more of a running job (the fine-tuning curve so far), under its progress bar.
     """
     if status.status == "failed":
-        st.warning(services.friendly_error(status.error))
+        show_error(status.error)
     elif status.status == "stopped":
         st.info(f"{what} stopped: {md(status.reason)}. Press the button again to start over.",
                 icon=":material/stop_circle:")

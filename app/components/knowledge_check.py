@@ -14,6 +14,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.lesson_plan import Choice, Predict, Step
 from app.components.safe_text import md
 
@@ -71,7 +72,7 @@ def predict_check(step: Step, check: Predict) -> None:
     try:
         row = row_for(check)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     st.markdown(check.question)
     picked = answers().get(step.id)

@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.heatmap import safe_label, unique_labels
 from app.state import PERSIST
 from engine.analysis.next_token import probabilities
@@ -52,7 +53,7 @@ def show_next_token(model_id: str, family: str, text: str, causal: bool | None, 
         with st.spinner("Running the model once for its next-token scores…"):
             nt = services.get_next_token(model_id, text, causal, max_tokens)
     except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     t = _temperature()
     p = probabilities(nt.logits, t)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
-from app.components.guard import busy
+from app.components.guard import busy, show_error
 from app.components.safe_text import md, quoted
 from app.state import DEFAULTS, PERSIST, K, bounded, clamp, current_text
 from app.url_state import hidden
@@ -128,9 +128,8 @@ def load_model(model_id: str) -> ModelCard | None:
         try:
             return services.get_card(model_id)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
-            reason = services.friendly_error(err)
-            named = md(quote_input(model_id)) in reason  # a typed id is shown once, not twice
-            st.error(f"Could not load {'the model' if named else quoted(model_id)}: {reason}")
+            named = quote_input(model_id) in str(err)  # a typed id is shown once, not twice
+            show_error(err, before=f"Could not load {'the model' if named else quoted(model_id)}: ", level="error")
             return None
 
 

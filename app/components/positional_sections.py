@@ -11,6 +11,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
 from app.components.safe_text import md
@@ -146,7 +147,7 @@ def order_section() -> None:
         with st.spinner("Running the two copies…"):
             result = services.pos_order_blindness(st.session_state.get("pos_blind_text") or "", seed, BLIND_MAX_TOKENS)
     except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     for notice in result.notices:
         st.info(md(notice))

@@ -1,7 +1,7 @@
 """The sidebar's "Share this view": the page's full link, a copy button, and a QR code for phones.
 
-The link is the browser's address (``st.context.url``: scheme, host, port and page path, which stays
-right behind a proxy) plus the query string :mod:`app.url_state` wrote. A teacher can also lock
+The link is :func:`app.links.page_link` of the parameters :mod:`app.url_state` wrote (the browser's
+address, which stays right behind a proxy, and the query string). A teacher can also lock
 controls in the link (``hide=``) without hiding them on their own screen. The QR code is drawn with
 ``segno`` (pure Python) as a PNG; links too long for a QR code (about 2,900 bytes) get a note instead.
 """
@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import io
 import json
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import streamlit as st
 
+from app.links import page_link
 from app.url_params import HIDE, HIDEABLE
 
 LOCK_KEY = "share_lock"  # the teacher's "lock in the link" choice (not part of the link itself)
@@ -41,23 +42,13 @@ def share_expander():
         return st.empty()
 
 
-def page_link(query: str) -> str:
-    """The full link of the page shown with ``query``; without a known browser address, a relative one."""
-    base = st.context.url or ""
-    if base:
-        parts = urlsplit(base)
-        base = f"{parts.scheme}://{parts.netloc}{parts.path or '/'}"
-    return f"{base}?{query}" if query else (base or "?")
-
-
 def with_lock(link: str, hidden: tuple[str, ...]) -> str:
     """``link`` with the teacher's locked controls added to its ``hide=`` (the ones the view already hides stay)."""
     lock = [name for name in HIDEABLE if name in hidden or name in (st.session_state.get(LOCK_KEY) or ())]
     if not lock or set(lock) == set(hidden):
         return link
-    base, _, query = link.partition("?")
-    kept = [part for part in query.split("&") if part and not part.startswith(f"{HIDE}=")]
-    return f"{base}?" + "&".join([*kept, urlencode({HIDE: ",".join(lock)})])
+    params = {name: value for name, value in parse_qsl(urlsplit(link).query, keep_blank_values=True) if name != HIDE}
+    return page_link(link, {**params, HIDE: ",".join(lock)})
 
 
 @functools.lru_cache(maxsize=64)

@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components.guard import show_error
 from app.components.step_tables import matrix_text_frame, rounded
 from app.state import PERSIST, clamp, settle
 from engine import EngineError
@@ -87,7 +88,7 @@ def calculator() -> None:
     try:
         q, k, v = (services.calculator_matrix(edited[name], name, (n, d)) for name in ("Q", "K", "V"))
     except EngineError as err:
-        st.error(f"{err} The steps update once every cell holds a number.")
+        show_error(f"{err} The steps update once every cell holds a number.", level="error")
         return
     steps = services.calculator_steps(q, k, v, scale, causal)
     show_calculator_steps(steps, list(tokens), scale, d, causal)

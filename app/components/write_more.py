@@ -18,6 +18,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.heatmap import map_figure
 from app.components.job_status import follow
 from app.components.linked_tokens import focus, outline
@@ -126,7 +127,7 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
         trace, prompt, rest = services.get_generation(model_id, text, max_tokens, settings)
         data = services.head_view(request, layer, head)
     except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     st.markdown(generated_markdown(prompt, rest))
     for notice in trace.notices:

@@ -14,6 +14,7 @@ from app import services
 from app.components.alignment_views import alignment_map, csv_bytes
 from app.components.bahdanau_step import show_step
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.theme import side_by_side
 from app.state import PERSIST, clamp
@@ -191,7 +192,7 @@ def main() -> None:
         with st.spinner("Translating…"):
             trace = services.bahdanau_trace(model_id, text)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     for notice in trace.notices:
         st.info(md(notice))

@@ -6,20 +6,19 @@ d3 and jQuery inlined from installed packages, shown in an iframe: nothing loads
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from app import services
+from app.components.guard import show_error
 from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.components.safe_text import md
+from app.links import open_page
 from app.state import PERSIST, K
 from engine.families import FAMILIES, text_families  # every family: the views read any trace through attention_blocks()
 
 SELF_ATTENTION = text_families() - {"encoder-decoder"}  # text models with one self-attention stack: a causal toggle
 
 VIEWS = {"head": "Head view", "model": "Model view", "neuron": "Neuron view (queries · keys)"}
-PAGES = Path(__file__).resolve().parent
 MAX_TOKENS_LIMIT = 512
 
 CAPTIONS = {
@@ -53,10 +52,8 @@ def pick_source(family: str) -> str | int:
 def link_own_views(reason: str) -> None:
     """Too big for bertviz: say so, and point to the app's own views."""
     st.warning(f"{reason} The app's own views send one head at a time and pool long inputs.")
-    st.page_link(str(PAGES / "explore.py"), label="Explore: one head large + every head of a layer",
-                 icon=":material/grid_on:")
-    st.page_link(str(PAGES / "heads.py"), label="Heads: every layer × head, metrics, comparisons",
-                 icon=":material/view_module:")
+    open_page("explore.py", "Explore: one head large + every head of a layer", icon=":material/grid_on:")
+    open_page("heads.py", "Heads: every layer × head, metrics, comparisons", icon=":material/view_module:")
 
 
 def show_view(view: str, model_id: str, source: str | int, causal: bool | None, max_tokens: int) -> None:
@@ -106,7 +103,7 @@ def main() -> None:
         trace = services.get_digit_trace(model_id, source) if isinstance(source, int) else \
             services.get_trace(services.TraceRequest(model_id, source, causal, max_tokens))
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     show_notices(trace)
     if family == "vit":
@@ -117,7 +114,7 @@ def main() -> None:
     try:
         show_view(view or "head", model_id, source, causal, max_tokens)
     except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
+        show_error(err)
 
 
 main()

@@ -18,7 +18,7 @@ from app.components.charts import shared_chart, show_chart
 from app.components.export import head_json_button
 from app.components.theme import controls, side_by_side
 from app.components.head_views import clicked_in, model_view_spec
-from app.components.guard import busy, calm_errors
+from app.components.guard import busy, calm_errors, show_error
 from app.components.heatmap import map_figure, map_spec
 from app.components.linked_tokens import focus, focus_picker, outline
 from app.components.long_view import csv_button, display_options, zoom_controls
@@ -29,6 +29,7 @@ from app.components.pickers import (causal_toggle, kv_sharing, layer_head, page_
 from app.components.safe_text import quoted
 from app.components.write_more import remembered, settings_form, show_write_more
 from engine.generation import SEQ2SEQ_NEW_TOKENS
+from app.links import open_page
 from app.state import K, current_text
 from app.url_state import synced
 
@@ -152,7 +153,7 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
                 block = pick_block(list(full.attention_blocks()), key="explore_block")
             trace = services.attention_block(full, block)
         except Exception as err:  # noqa: BLE001
-            st.warning(services.friendly_error(err))
+            show_error(err)
             return
         request = request.with_block(block)
         layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
@@ -203,7 +204,7 @@ def explore_panel() -> None:
             with busy("Running the model…", services.trace_is_quick(request)):
                 trace = services.get_trace(request)
         except Exception as err:  # noqa: BLE001
-            st.warning(services.friendly_error(err))
+            show_error(err)
             return
 
         show_notices(trace)
@@ -217,8 +218,8 @@ def explore_panel() -> None:
             + (" · untrained weights: patterns are random" if "random" in model_id else "")
         )
         if trace.pos_encoding is not None:
-            st.page_link("views/positional.py", label="See the positional encodings this model adds to this sentence",
-                         icon=":material/timeline:", query_params={"pos_tab": "Learned"})
+            open_page("positional.py", "See the positional encodings this model adds to this sentence",
+                      {"pos_tab": "Learned"}, icon=":material/timeline:")
         head_panel(request, model.spec.family)
 
 

@@ -16,7 +16,7 @@ from app.components.ablation_panel import render_ablation
 from app.components.charts import show_chart
 from app.components.examples import examples_picker
 from app.components.export import head_json_button
-from app.components.guard import calm_errors
+from app.components.guard import calm_errors, show_error
 from app.components.head_views import clicked_in, layer_head_heatmap, model_view_figure
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
@@ -180,7 +180,7 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
         try:
             attention = services.attention_block(trace, block)
         except Exception as err:  # noqa: BLE001 — every failure becomes a message
-            st.warning(services.friendly_error(err))
+            show_error(err)
             return
         layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
         if services.block_is_square(block):  # one sequence on both axes: a token has a row and a column
@@ -212,7 +212,7 @@ def main() -> None:
         with st.spinner("Running the model…"):
             trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     show_notices(trace)
     heads_panel(model_id, text, causal, max_tokens, family)

@@ -15,8 +15,10 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.knowledge_check import answers, is_right, knowledge_check
-from app.components.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Link, Step
+from app.components.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
+from app.links import open_page
 from app.state import PERSIST, bounded, clamp
 
 STEP_KEY = "lesson_step"  # 1-based; also the URL parameter
@@ -64,11 +66,6 @@ def progress(k: int) -> None:
                       type="tertiary", disabled=i == k)
 
 
-def page_link(link: Link) -> None:
-    """A link that opens a page with the step's sentence, model, layer, head or tab."""
-    st.page_link(f"views/{link.page}", label=link.label, query_params=link.params, icon=":material/open_in_new:")
-
-
 # ---------------------------------------------------------------- inline demos
 
 
@@ -81,7 +78,7 @@ def steps_demo() -> None:
         query = services.find_token(trace.tokens.strings, "it")
         steps = services.query_steps(trace, layer, head, query)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     keys = list(trace.key_tokens.strings)
     order = np.argsort(-steps.weights[0])[:5]
@@ -119,8 +116,8 @@ def show_step(k: int, step: Step) -> None:
     """One step: its title, text, links, live chart and knowledge check."""
     st.header(f"{k}. {step.title}")
     st.markdown(step.text)
-    for link in step.links:
-        page_link(link)
+    for link in step.links:  # opens the page with the step's sentence, model, layer, head or tab
+        open_page(link.page, link.label, link.params, icon=":material/open_in_new:")
     if step.demo in DEMOS:
         DEMOS[step.demo]()
     knowledge_check(step)

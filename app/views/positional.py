@@ -16,6 +16,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.pickers import load_model, page_tabs, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
@@ -128,7 +129,7 @@ def learned_section() -> None:
     try:
         table, cos_sim = services.pos_learned_table(model_id)
     except Exception as err:  # noqa: BLE001 — rope / alibi / no table: a message, not a traceback
-        st.info(services.friendly_error(err))
+        show_error(err, level="info")
         return
     n_table, d_model = table.values.shape
     rows = min(n_table, cos_sim.shape[0])  # a long-context table is shown up to where its similarity is computed

@@ -17,7 +17,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
-from app.components.guard import calm_errors
+from app.components.guard import calm_errors, show_error
 from app.components.heatmap import attention_heatmap
 from app.components.job_status import follow
 from app.components.pickers import page_tabs
@@ -58,7 +58,7 @@ def fill_in_the_blank() -> None:
         with st.spinner("Filling in…"):
             result = services.get_fill_mask(text)
     except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     for notice in result.notices:
         st.info(md(notice))
@@ -137,7 +137,7 @@ def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, b
         trace = services.get_trace(services.TraceRequest(model_id, text, causal, 64))
         att = services.attention_block(trace, block)
     except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     layer = min(layer, att.n_layers - 1)
     mean = np.mean([att.pattern_rows(layer, h, 0, att.n_queries) for h in range(att.n_heads)], axis=0)
@@ -167,7 +167,7 @@ def fine_tuning() -> None:
         try:
             services.finetune_start(int(steps), float(lr))
         except Exception as err:  # noqa: BLE001
-            st.warning(services.friendly_error(err))
+            show_error(err)
             return
     status = services.long_status(services.FINETUNE)
     if status is not None and status.status == "done":
@@ -272,7 +272,7 @@ def cost_of_attention() -> None:
         try:
             services.measure_start(int(n), int(d))
         except Exception as err:  # noqa: BLE001
-            st.warning(services.friendly_error(err))
+            show_error(err)
             return
     if st.session_state.get(MEASURED_KEY) == (int(n), int(d)):
         measurement(int(n), int(d))

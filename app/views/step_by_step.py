@@ -11,7 +11,8 @@ import streamlit as st
 
 from app import services
 from app.components.examples import examples_picker
-from app.components.export import current_link, json_button, steps_record
+from app.components.export import json_button, steps_record
+from app.components.guard import show_error
 from app.components.linked_tokens import FOCUS_KEY, focus
 from app.components.pickers import (
     causal_toggle,
@@ -25,6 +26,7 @@ from app.components.step_calculator import calculator
 from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
 from app.components.theme import controls as folded_controls
+from app.links import current_link
 from app.state import PERSIST, clamp, current_text
 
 MAX_TOKENS_LIMIT = 1024
@@ -78,7 +80,7 @@ def walkthrough() -> None:
             block = pick_block(list(trace.attention_blocks()), key="step_block")
         attention = services.attention_block(trace, block)
     except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
     labels = token_labels(attention.tokens.strings)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.theme import side_by_side
 from app.components.train_charts import (
@@ -89,7 +90,7 @@ def estimate_line() -> str | None:
         with st.spinner("Timing a few training steps…"):
             params, estimate = services.train_estimate(settings)
     except ValueError as err:
-        st.error(str(err))
+        show_error(str(err), level="error")
         return None
     st.markdown(f"**{params:,} parameters** · about **{estimate.per_step * 1000:.0f} ms per step** (a few steps "
                 f"timed on this server, one CPU thread) → {estimate.steps:,} steps in about "
@@ -135,7 +136,7 @@ def status_line(p) -> None:
         st.info(f"Queued: position **{p.queue_position}**{when}. The server trains a limited number of models at "
                 "once; yours starts when a slot frees up.", icon=":material/hourglass_top:")
     elif p.status == "failed":
-        st.error(f"Training failed: {md(p.error)}")
+        show_error(str(p.error), before="Training failed: ", level="error")
     else:
         deadline = about(p.estimate.deadline) if p.estimate is not None else "twice its estimate"
         message = STATUS[p.status].format(device=p.device or "cpu", step=p.step, deadline=deadline)
@@ -254,7 +255,7 @@ def finished(p) -> None:
     try:
         result = services.train_answer(text)
     except ValueError as err:
-        st.warning(f"Cannot read this input: {md(err)}.")
+        show_error(str(err), before="Cannot read this input: ")
     else:
         st.markdown(f"The model read {md(' '.join(result.prompt))} and wrote **{md(' '.join(result.model)) or '(nothing)'}**")
         if result.correct:
@@ -297,7 +298,7 @@ def main() -> None:
     controls(p, fits=over_time is None)
     refused = st.session_state.get(key("error"))
     if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
-        st.error(refused[1])
+        show_error(refused[1], level="error")
     live(p.status if p is not None else None)
     p = services.train_progress()
     if p is not None and p.finished and p.snapshots and p.status != "failed":

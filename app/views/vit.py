@@ -10,6 +10,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.guard import show_error
 from app.components.pickers import load_model, typed_model_field
 from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.components.safe_text import quoted
@@ -65,7 +66,7 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
     try:
         pixels, notices = services.vit_read_upload(upload.getvalue())
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        st.error(f"{quoted(upload.name)} cannot be used: {services.friendly_error(err)}")
+        show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
         return None, source, "", ()
     return pixels, source, f"your image {quoted(upload.name)}", tuple(notices)
 
@@ -255,7 +256,7 @@ def main() -> None:
         with st.spinner("Running the model…"):
             trace = services.get_vision_trace(model_id, image)
     except Exception as err:  # noqa: BLE001
-        st.warning(services.friendly_error(err))
+        show_error(err)
         return
     notices = (*notices, *trace.notices)
     if notices:

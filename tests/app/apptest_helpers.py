@@ -73,7 +73,7 @@ def assert_clean(at: AppTest) -> None:
     from app.components.guard import MESSAGE
 
     assert not at.exception, [e.value for e in at.exception]
-    assert not any(MESSAGE in str(e.value) for e in at.error), "the page's guard caught an exception (see the log)"
+    assert not any(MESSAGE in shown(str(e.value)) for e in at.error), "the page's guard caught an exception (see the log)"
     assert not at.get("help"), "an expression statement was rendered by st.help magic"
 
 

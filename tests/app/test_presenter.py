@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app import links
 from app.components import charts, export, theme
 from app.figure_data.attention_maps import head_map
 from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
@@ -81,7 +82,7 @@ def test_chart_config_names_the_file_and_keeps_the_download_button():
 
 def test_head_record_rows_sum_to_one_and_carry_the_link():
     tr = make_trace(causal=True)
-    link = export.page_link("http://host:8501/explore", {"text": "a b", "layer": 0, "present": True})
+    link = links.page_link("http://host:8501/explore", {"text": "a b", "layer": 0, "present": True})
     record = export.head_record(page="explore", model_id="m", att=tr, layer=0, head=1, block="self",
                                 region=((0, tr.n_queries), (0, tr.n_keys)), settings={"causal": True}, link=link,
                                 shown=head_map(tr, 0, 1))

@@ -1,0 +1,85 @@
+"""The one link builder (``app/links.py``): what the Share box, the JSON exports, presenter links and lessons use."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app import links
+from app.components import share_box
+from apptest_helpers import ROOT, TIMEOUT
+
+HOST = "http://school.example:8501"
+
+
+@pytest.mark.parametrize("base, params, page, expected", [
+    (f"{HOST}/explore", {"text": "a b", "layer": 0, "present": True}, "", f"{HOST}/explore?text=a+b&layer=0&present=1"),
+    (f"{HOST}/heads?old=1#top", {"causal": False, "head": None}, "", f"{HOST}/heads?causal=0"),
+    (HOST, {"layer": 3}, "", f"{HOST}/?layer=3"),  # no path: the query string still follows a "/"
+    (f"{HOST}/", {}, "", f"{HOST}/"),
+    (None, {"text": "<b>&x=1"}, "explore", "/explore?text=%3Cb%3E%26x%3D1"),  # outside a browser: relative
+    (None, {"hide": ["model", "causal"]}, "heads", "/heads?hide=model&hide=causal"),
+    ("/explore?x=1", {"layer": 1}, "", "/explore?layer=1"),  # a relative link made earlier
+])  # fmt: skip
+def test_page_link_writes_a_view_as_the_url_table_does(base, params, page, expected) -> None:
+    assert links.page_link(base, params, page) == expected
+
+
+def test_every_value_survives_the_round_trip() -> None:
+    params = {"text": "Lily & Tom? 100% #1 = ünïcode", "layer": 11, "causal": True}
+    link = links.page_link(f"{HOST}/explore", params)
+    assert {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()} == {**links.query(params), "causal": "1"}
+
+
+def test_the_share_box_lock_goes_through_the_builder(monkeypatch) -> None:
+    monkeypatch.setattr(share_box.st, "session_state", {share_box.LOCK_KEY: ["model"]})
+    assert share_box.with_lock(f"{HOST}/heads?text=a&hide=layer", ("layer",)) == f"{HOST}/heads?text=a&hide=model%2Clayer"
+    assert share_box.with_lock("/heads?text=a", ()) == "/heads?text=a&hide=model"
+    assert share_box.with_lock(f"{HOST}/?hide=model", ("model",)) == f"{HOST}/?hide=model"  # nothing new to lock
+
+
+def _link_script() -> None:
+    import streamlit as st
+
+    from app.links import current_link
+
+    st.code(current_link("step_by_step", {"layer": 2, "present": True}))
+
+
+@pytest.mark.parametrize("url, expected", [
+    (f"{HOST}/step_by_step?layer=1", f"{HOST}/step_by_step?layer=2&present=1"),
+    (None, "/step_by_step?layer=2&present=1"),
+])  # fmt: skip
+def test_current_link_reads_the_browsers_address(url, expected) -> None:
+    at = AppTest.from_function(_link_script, default_timeout=TIMEOUT)
+    if url:
+        at.context = {"url": url}
+    at.run()
+    assert not at.exception and at.code[0].value == expected
+
+
+def _builders(path: Path) -> list[str]:
+    """Calls that encode a query string or draw an in-app link, and functions named like a link builder."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if name in {"urlencode", "page_link"}:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} calls {name}")
+        elif isinstance(node, ast.FunctionDef) and node.name in {"page_link", "current_link"}:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} defines {node.name}")
+    return found
+
+
+def test_no_other_module_builds_a_link() -> None:
+    """Query strings are encoded and in-app page links drawn only in app/links.py (the share box's lock calls
+    its page_link)."""
+    found = [hit for path in sorted((ROOT / "app").rglob("*.py")) if path != ROOT / "app" / "links.py"
+             for hit in _builders(path)]  # fmt: skip
+    assert len(found) == 1 and found[0].startswith("app/components/share_box.py:") and found[0].endswith(
+        "calls page_link"), found
+    assert len(_builders(ROOT / "app" / "links.py")) >= 3  # the check sees what it looks for
