@@ -128,21 +128,57 @@ def page_params(page: str | None = None) -> dict[str, str]:
 
 
 def sync() -> None:
-    """Write the page's values to the URL (only when they changed) and redraw the share box."""
+    """Write the page's values to the URL (only when they changed) and redraw the share box.
+
+    Streamlit's frontend pushes a browser-history entry for every query string the app writes that differs
+    from the address bar. A link the page was just opened with (a lesson's link, a shared link that names
+    default values or spells ``causal=true``) already says what the page shows, only spelled otherwise:
+    rewriting it into our spelling would push a second entry for the same view, and Back would need two
+    presses. So a URL that means exactly ``ours`` is left as it is, and remembered as what this session
+    wrote (so :func:`restore` does not take it for a new link on the next rerun).
+    """
     state = st.session_state
     ours = page_params()
     current = _url()
     wanted = {k: v for k, v in current.items() if k not in BY_NAME and k != HIDE} | ours  # others' params kept
-    if wanted != current:
+    shown = ours
+    if wanted != current and _means(current, ours):
+        shown = {k: v for k, v in current.items() if k in BY_NAME or k == HIDE}  # the link's own spelling
+    elif wanted != current:
         try:
             st.query_params.from_dict(wanted)
         except Exception:  # noqa: BLE001 — e.g. a parameter some widget binds: the link is a convenience
             log.exception("could not write the URL")
             return
-    if state.get(_WRITTEN) != ours:
+    if state.get(_WRITTEN) != shown:
         state[_BEFORE] = state.get(_WRITTEN)
-        state[_WRITTEN] = ours
-    _draw_share(wanted)
+        state[_WRITTEN] = shown
+    _draw_share(wanted)  # the share box always offers our own spelling
+
+
+def _means(url: dict[str, str], ours: dict[str, str]) -> bool:
+    """True when the table's parameters in ``url`` say exactly what ``ours`` (:func:`page_params`) says: each
+    is read by its parameter's reader and written back as this app writes it (a default leaves it out). A
+    parameter this page does not carry, or a value its reader refuses, makes it False (then the URL is
+    rewritten, and the bad value leaves the address bar)."""
+    page = st.session_state.get(_PAGE, "")
+    spelled: dict[str, str] = {}
+    for name, raw in url.items():
+        if name == HIDE:
+            spelled[HIDE] = ",".join(n for n in HIDEABLE if n in _read_hide(raw))
+            continue
+        param = BY_NAME.get(name)
+        if param is None:
+            continue  # not ours: kept as it is either way
+        if param.pages is not None and page not in param.pages:
+            return False
+        try:
+            value = param.write(param.read(raw))
+        except Exception:  # noqa: BLE001 — a value the reader refuses: not what the page shows
+            return False
+        if value is not None:
+            spelled[name] = value
+    return {k: v for k, v in spelled.items() if v} == ours
 
 
 def synced(fragment: Callable[..., Any]) -> Callable[..., Any]:
