@@ -218,6 +218,43 @@ def test_a_browser_gets_the_app_from_one_worker(classroom: Classroom, page: Page
     assert workers_seen == {sticky[0]}  # every HTTP response of the page came from the cookie's worker
 
 
+def test_the_first_student_waits_for_a_worker_instead_of_an_error():
+    """Issue 20: right after the launch HAProxy answered the first students with HTTP errors while the
+    workers were still starting (HAProxy 2.6 counts a server UP until its first failed check, then 503).
+    A request sent as soon as HAProxy listens, before its worker is healthy, must wait and get the page."""
+    if not (shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists()):
+        pytest.skip("haproxy is not installed (bash scripts/test.sh installs it: apt-get install haproxy)")
+    port = free_port()
+    env = {**os.environ, "AP_WORKERS": "1", "AP_BIND": "127.0.0.1", "HF_HUB_OFFLINE": "1"}
+    log_path = ARTIFACTS / "classroom-first-request.log"
+    ARTIFACTS.mkdir(exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(["bash", "scripts/classroom.sh", str(port)], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not _answers(port):  # HAProxy listens: the first moment a student could come
+                assert proc.poll() is None, log_path.read_text(encoding="utf-8")
+                assert time.monotonic() < deadline, "HAProxy never listened"
+                time.sleep(0.02)
+            _pids, ports, _hap, _run_dir = _parse_log(log_path.read_text(encoding="utf-8"))
+            worker_ready_before = healthy(f"http://127.0.0.1:{ports['w0']}")
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=START_TIMEOUT_S) as resp:
+                status, body, served_by = resp.status, resp.read().decode(), resp.headers.get("X-AP-Worker")
+            assert not worker_ready_before, "the worker was ready before the request: nothing was tested"
+            assert status == 200 and served_by == "w0"
+            assert "<title>Streamlit</title>" in body or "streamlit" in body.lower()
+            assert "is starting" not in body  # not the fallback page either
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=STOP_TIMEOUT_S)
+            if _group_alive(proc.pid):
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=STOP_TIMEOUT_S)
+
+
 def test_sigterm_stops_everything_it_started(classroom: Classroom):
     """Runs last in this module: it stops the launch the other tests share."""
     pids = [*classroom.worker_pids.values(), classroom.haproxy_pid]
