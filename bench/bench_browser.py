@@ -7,8 +7,10 @@ Control+Enter, ``--repeats`` times per size with a different last word (so the s
 answers). For each press it measures
 
 - Enter → drawn: from the key press until the rerun's ``script_finished`` message has arrived, every
-  visible ``[data-testid="stPlotlyChart"]`` holds a ``.main-svg`` and the status widget is gone, then
-  two animation frames (``time.perf_counter`` in this process around Playwright's waits);
+  visible ``[data-testid="stPlotlyChart"]`` has been drawn again since the press (plotly.js fires
+  ``plotly_afterplot`` after each draw; a chart that is new holds a ``.main-svg``) and the status widget
+  is gone, then two animation frames (``time.perf_counter`` in this process around Playwright's waits);
+  also Enter → ``script_finished`` alone (the server's part and the network);
 - bytes: the payload sizes of the websocket frames the page received between the press and drawn
   (``page.on("websocket")``, ``framereceived``; permessage-deflate, if negotiated, is already undone);
 - the number of charts drawn (not fixed here: the page decides how many it shows).
@@ -61,12 +63,30 @@ TEXT_BOX = '[data-testid="stTextArea"] textarea'
 LAST_WORDS = ["apple", "river", "lantern", "violin", "meadow", "compass", "harbour", "kettle", "orchard", "candle"]
 FINAL = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
          ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}
-# every visible Plotly chart drawn by plotly.js and no "running" status widget (charts in hidden tabs ignored)
+# Before a press: count each Plotly chart's draws (plotly.js fires plotly_afterplot after every plot and react)
+# and remember the count, so that "drawn" means drawn again, not still showing the last sentence's chart.
+ARM_JS = """() => {
+  for (const gd of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) {
+    if (!gd.__apHooked && gd.on) {
+      gd.on('plotly_afterplot', () => { gd.__apDraws = (gd.__apDraws || 0) + 1; });
+      gd.__apHooked = true;
+    }
+    gd.__apBase = gd.__apDraws || 0;
+  }
+}"""
+DISARM_JS = """() => {
+  for (const gd of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) gd.__apBase = undefined;
+}"""
+# every visible Plotly chart drawn by plotly.js since the press (a chart that was there before: drawn again; a
+# new one: holds its SVG) and no "running" status widget (charts in hidden tabs ignored)
 DRAWN_JS = """() => {
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
     .filter(c => c.checkVisibility ? c.checkVisibility() : c.offsetParent !== null);
-  const drawn = charts.every(c => c.querySelector('.main-svg'))
-    && !document.querySelector('[data-testid="stStatusWidget"]');
+  const fresh = c => {
+    const gd = c.querySelector('.js-plotly-plot');
+    return gd && gd.querySelector('.main-svg') && (gd.__apBase === undefined || (gd.__apDraws || 0) > gd.__apBase);
+  };
+  const drawn = charts.every(fresh) && !document.querySelector('[data-testid="stStatusWidget"]');
   return drawn ? {charts: charts.length} : false;
 }"""
 TWO_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
@@ -135,15 +155,20 @@ def run_finished(payload) -> bool:
     return msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINAL
 
 
-def submit_and_wait(page, meter: Meter, action, timeout_ms: float) -> tuple[float, int, int]:
-    """Run ``action`` (a key press); return (seconds to drawn, bytes received, charts drawn)."""
+def submit_and_wait(page, meter: Meter, action, timeout_ms: float, redrawn: bool = True
+                    ) -> tuple[float, int, int, float]:
+    """Run ``action`` (a key press); return (seconds to drawn, bytes received, charts drawn, seconds until
+    the run's ``script_finished`` arrived). ``redrawn=False``: a rerun that may leave every chart as it was
+    (the browser then draws nothing) waits only for the run and the status widget."""
+    page.evaluate(ARM_JS if redrawn else DISARM_JS)
     with meter.stream.expect_event("framereceived", predicate=run_finished, timeout=timeout_ms):
         meter.bytes = 0
         start = time.perf_counter()
         action()
+    finished = time.perf_counter() - start
     drawn = page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms).json_value()
     page.evaluate(TWO_FRAMES_JS)
-    return time.perf_counter() - start, meter.bytes, int(drawn["charts"])
+    return time.perf_counter() - start, meter.bytes, int(drawn["charts"]), finished
 
 
 def set_token_limit(page, meter: Meter, wanted: int, timeout_ms: float) -> int:
@@ -157,7 +182,7 @@ def set_token_limit(page, meter: Meter, wanted: int, timeout_ms: float) -> int:
     value = min(wanted, int(float(limit))) if limit else wanted
     if field_.input_value() != str(value):
         field_.fill(str(value))
-        submit_and_wait(page, meter, lambda: field_.press("Enter"), timeout_ms)
+        submit_and_wait(page, meter, lambda: field_.press("Enter"), timeout_ms, redrawn=False)
     return int(field_.input_value())
 
 
@@ -166,11 +191,13 @@ def _press(page, meter: Meter, box, text: str, row: dict, tok, timeout_ms: float
     row["tokens"].append(len(tok.encode(text).ids))
     box.fill(text)
     try:
-        seconds, received, charts = submit_and_wait(page, meter, lambda: box.press("Control+Enter"), timeout_ms)
+        seconds, received, charts, finished = submit_and_wait(page, meter, lambda: box.press("Control+Enter"),
+                                                              timeout_ms)
     except Exception as err:  # noqa: BLE001 — a press that never draws is reported, not fatal
         row["failed"].append(type(err).__name__)
         return
     row["seconds"].append(seconds)
+    row["finished"].append(finished)
     row["bytes"].append(received)
     row["charts"].append(charts)
     row["errors"] += page.locator('[data-testid="stException"]').count()
@@ -182,7 +209,7 @@ def measure(pages: list[tuple], tok, args: argparse.Namespace, timeout_ms: float
     results: list[list[dict]] = [[] for _ in pages]
     for size in args.sizes:
         base = text_of(tok, size, seed=args.seed * 1_000 + size)
-        rows = [{"size": size, "tokens": [], "seconds": [], "bytes": [], "charts": [], "errors": 0, "failed": []}
+        rows = [{"size": size, "tokens": [], "seconds": [], "finished": [], "bytes": [], "charts": [], "errors": 0, "failed": []}
                 for _ in pages]
         for i in range(args.repeats):
             order = list(range(len(pages)))
@@ -210,14 +237,14 @@ def measure_long(page, meter: Meter, timeout_ms: float, heads: int = 3) -> dict:
     page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms)
     page.wait_for_timeout(500)
     button = page.get_by_role("button", name="Try a long text")
-    seconds, received, charts = submit_and_wait(page, meter, button.click, timeout_ms)
+    seconds, received, charts, _ = submit_and_wait(page, meter, button.click, timeout_ms)
     out = {"long_seconds": seconds, "long_bytes": received, "long_charts": charts, "switch_seconds": [],
            "switch_bytes": []}
     for head in range(1, heads + 1):
         def pick(head=head):
             page.get_by_role("combobox", name="Head").click()
             page.get_by_role("option", name=str(head), exact=True).click()
-        seconds, received, _ = submit_and_wait(page, meter, pick, timeout_ms)
+        seconds, received, _, _ = submit_and_wait(page, meter, pick, timeout_ms)
         out["switch_seconds"].append(seconds)
         out["switch_bytes"].append(received)
     print(f"long input: {out}", flush=True)
@@ -263,20 +290,22 @@ def _bytes(b: float) -> str:
 
 def table(rows: list[dict], baseline: list[dict] | None = None) -> list[str]:
     head = ("| MiniLM tokens (asked → typed) | presses (drawn) | Enter → drawn, median (s) | min–max (s) "
-            "| bytes received per rerun, median | charts drawn | exception boxes |")
-    rule = "|---|---:|---:|---|---:|---:|---:|"
+            "| of which Enter → script_finished, median (s) | bytes received per rerun, median | charts drawn "
+            "| exception boxes |")
+    rule = "|---|---:|---:|---|---:|---:|---:|---:|"
     if baseline is not None:
         head += " baseline: Enter → drawn (s) | baseline: bytes | time baseline ÷ now | bytes baseline ÷ now |"
         rule += "---:|---:|---:|---:|"
     lines = [head, rule]
     for k, r in enumerate(rows):
-        sec, med_bytes = r["seconds"], _median(r["bytes"])
+        sec, med_bytes, fin = r["seconds"], _median(r["bytes"]), _median(r.get("finished") or [])
         spread = f"{min(sec):.2f}–{max(sec):.2f}" if sec else "–"
         typed = f"{min(r['tokens'])}–{max(r['tokens'])}" if len(set(r["tokens"])) > 1 else str(r["tokens"][0])
         failed = f" ({', '.join(r['failed'])} failed)" if r["failed"] else ""
         line = (
             f"| {r['size']} → {typed} | {len(r['tokens'])} ({len(sec)}){failed} "
             f"| {'–' if not sec else f'{_median(sec):.2f}'} | {spread} "
+            f"| {'–' if fin is None else f'{fin:.2f}'} "
             f"| {'–' if med_bytes is None else _bytes(med_bytes)} "
             f"| {'/'.join(str(c) for c in sorted(set(r['charts']))) or '–'} | {r['errors']} |")
         if baseline is not None:
@@ -313,9 +342,12 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
         f"{', '.join(f'`{a}`' for a in CHROMIUM_ARGS)}) on {SERVED_BY[context['target']]}, the page's "
         f"token limit set to {info['limit'][0]}. Each size is typed {args.repeats}× with a "
         "different last word (the server's cache never answers). **Enter → drawn**: from Control+Enter in the "
-        "sentence box until the rerun's `script_finished` has arrived, every visible Plotly chart holds a "
-        "`.main-svg` and the status widget is gone, then two animation frames (Python's `perf_counter` around "
-        "Playwright's waits, so a few ms of Playwright round trips are included). **Bytes**: websocket "
+        "sentence box until the rerun's `script_finished` has arrived, every visible Plotly chart has been drawn "
+        "again since the press (plotly.js's `plotly_afterplot` event, counted per chart; a new chart: holds its "
+        "`.main-svg`) and the status widget is gone, then two animation frames (Python's `perf_counter` around "
+        "Playwright's waits, so a few ms of Playwright round trips are included); **of which Enter → "
+        "script_finished**: until the run's last message reached the page (the server's part and the network; "
+        "the rest is the browser's). **Bytes**: websocket "
         "payloads the page received between the press and drawn (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
         "is undone; unchanged large elements come as cache references, as they do in any browser).",
         "",
