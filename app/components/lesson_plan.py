@@ -99,6 +99,7 @@ FILL_SENTENCE = "lily found a red ball . she gave [MASK] to tom ."  # the Pretra
 QKV_HEAD = (3, 1)  # MiniLM: "it" → "animal" (measured: 0.68, the next key 0.10)
 PREV_HEAD = (0, 2)  # MiniLM: a previous-token head (measured: 0.999 on the previous token)
 STORY_HEAD = (2, 2)  # tiny-gpt-stories: "she" → "lily" (measured: 0.51, the next key 0.42)
+CROSS_HEAD = (1, 1)  # tiny-translator cross-attention on CROSSING: writing voiture reads car, rouge reads red (1.00 each)
 SOFTMAX_SCORES = (2.0, 1.0, 0.5, -1.0)  # the softmax step's live chart: four keys' scores
 SOFTMAX_KEYS = ("animal", "street", "tired", "the")
 
@@ -210,7 +211,8 @@ STEPS: tuple[Step, ...] = (
         "puts the adjective after the noun (*the red car* → *la voiture rouge*), so the alignment map crosses.",
         (Link("bahdanau.py", "Open the alignment map of “the red car is fast”", {"bahdanau_text": CROSSING}),
          Link("explore.py", "Open the transformer translator's cross-attention",
-              {"text": CROSSING, "model": "tiny-translator", "explore_block": "cross"})),
+              {"text": CROSSING, "model": "tiny-translator", "explore_block": "cross",
+               "layer": str(CROSS_HEAD[0]), "head": str(CROSS_HEAD[1])})),
         Predict("The Bahdanau translator writes **rouge**. Which English word does it read most?",
                 "bahdanau-translator", CROSSING, "rouge", "red",
                 "It goes back to *red*, after reading *car* for *voiture*: the crossing in the map."),

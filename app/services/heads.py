@@ -88,6 +88,8 @@ def attention_block(trace: Trace, block: str = "self") -> AttentionTrace:
 
     Asks the trace (``Trace.attention_blocks``) rather than testing its type: a trace with one block
     of heads returns it whatever ``block`` says (the Heads page keeps its block choice across models).
+    Cross-attention comes with its rows named by the token each decoder step wrote
+    (``Seq2SeqTrace.cross_by_output``), so a map reads "rouge ← red", not "voiture ← red".
     """
     blocks = trace.attention_blocks()
     if not blocks:
@@ -96,6 +98,8 @@ def attention_block(trace: Trace, block: str = "self") -> AttentionTrace:
         return next(iter(blocks.values()))
     if block not in blocks:
         raise EngineError(f"Pick one of {', '.join(HEAD_BLOCKS.get(name, name) for name in blocks)}.")
+    if block == "cross":  # rows named by the word each step wrote, not the one it read in
+        return getattr(trace, "cross_by_output", blocks[block])
     return blocks[block]
 
 

@@ -137,7 +137,7 @@ def show_output(trace) -> None:
         f"model wrote) · {trace.encoder.n_layers} encoder and {trace.decoder.n_layers} decoder layers × "
         f"{trace.encoder.n_heads} heads · running on {services.device_label()}. Pick the **attention block**: the "
         "encoder reads the source, the decoder reads the output written so far, and cross-attention lets each output "
-        "token read the source (row i is the step that wrote token i + 1)."
+        "token read the source (each cross-attention row is named by the token that step wrote)."
     )
 
 
@@ -219,7 +219,7 @@ def explore_panel() -> None:
         )
         if trace.pos_encoding is not None:
             open_page("positional.py", "See the positional encodings this model adds to this sentence",
-                      {"pos_tab": "Learned"}, icon=":material/timeline:")
+                      {"pos_tab": "learned"}, icon=":material/timeline:")
         head_panel(request, model.spec.family)
 
 

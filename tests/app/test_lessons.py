@@ -144,3 +144,27 @@ def test_the_steps_demo_lists_the_engines_numbers():
     query = [s.lower() for s in tr.tokens.strings].index("it")
     row = tr.pattern(*QKV_HEAD)[query]
     np.testing.assert_allclose(frame["softmax weight"].to_numpy(), np.sort(row)[::-1][:5], atol=1e-6)
+
+
+def test_the_translator_link_opens_the_head_where_the_crossing_shows():
+    """Issue 20: lesson 8's link opened layer 0 head 0 in a fresh tab, where no crossing shows. Its layer and
+    head, opened as a new tab would, must show it: the row that writes *voiture* reads *car* most and the row
+    that writes *rouge* reads *red* (rows are named by the word written, not the word read in)."""
+    from apptest_helpers import main_figure, y_labels, z
+
+    step = next(s for s in STEPS if s.id == "cross")
+    link = next(link for link in step.links if link.params.get("model") == "tiny-translator")
+    assert {"layer", "head", "explore_block"} <= set(link.params)
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.query_params.update(link.params)
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="explore_block").value == "cross"
+    fig = main_figure(at)
+    rows = [label.split(" ", 1)[1] for label in y_labels(fig)]
+    cols = [label.split(" ", 1)[1] for label in fig["layout"]["xaxis"]["ticktext"]]
+    weights = z(fig)
+    assert rows[:3] == ["la", "voiture", "rouge"], rows
+    reads = {word: cols[int(np.argmax(weights[rows.index(word)]))] for word in ("voiture", "rouge")}
+    assert reads == {"voiture": "car", "rouge": "red"}
+    assert rows.index("voiture") < rows.index("rouge") and cols.index("car") > cols.index("red")  # the crossing

@@ -8,6 +8,8 @@ Explore too.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 
@@ -149,8 +151,8 @@ def _shows_the_decoded_output(at, ref) -> None:
     assert len(charts) == 2, "the head map and the grid of every head"
     np.testing.assert_allclose(z(main_figure(at)), ref.cross.pattern(0, 0), atol=1e-6)
     # rows named by the word each step wrote (the last one the end token, or "(cut)"), not the one read in
-    rows = [label.split(" ", 1)[1] for label in y_labels(main_figure(at))]
-    finished = ref.output_text == engine.trace(engine.load("tiny-translator"), TRANSLATOR_TEXT).output_text
+    rows = [html.unescape(label.split(" ", 1)[1]) for label in y_labels(main_figure(at))]
+    finished = not any("did not end" in n for n in ref.notices)
     assert rows == [*ref.target.strings[1:], "<eos>" if finished else "(cut)"], rows
 
 
