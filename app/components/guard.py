@@ -45,7 +45,7 @@ def error_text(problem: BaseException | str) -> str:
     if isinstance(problem, BaseException):
         from app import services
 
-        return services.friendly_error(problem)
+        return md(services.friendly_error(problem))
     return md(shorten(str(problem), LIMIT))
 
 

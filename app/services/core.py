@@ -13,7 +13,7 @@
 - ``policy``: the server admin's rules for typed model ids (``engine.policy.ServerPolicy`` from the
   ``AP_*`` variables): every model the app loads goes through ``engine.load(..., policy=policy())``,
   so a typed folder or Hub id is checked before anything is read or downloaded.
-- ``friendly_error``: the one way an error reaches a page: no absolute paths, bounded length.
+- ``friendly_error``: an exception as plain text for the UI (no absolute paths, bounded length); pages show it through ``components.guard.show_error``, which escapes it.
 
 Torch work is bounded for a shared 2-core classroom server: one intra-op thread per job and at
 most ``MAX_JOBS`` forward passes at once. The page modules of ``app.services`` import from here.
@@ -34,7 +34,6 @@ import streamlit as st
 
 import engine
 import engine.registry
-from app.components.safe_text import md
 from app.services.request import TraceRequest
 from engine import AttentionTrace, EngineError, ModelSpec
 from engine.cache import TraceCache
@@ -272,14 +271,15 @@ def device_label() -> str:
 
 
 def friendly_error(err: BaseException) -> str:
-    """A message for the UI, markdown-safe: engine errors as written, anything else as one calm sentence.
+    """A message for the UI as plain text: engine errors as written, anything else as one calm sentence.
 
     Either way with absolute paths cut to file names and at most ``MAX_MESSAGE`` characters: engine
-    messages are written that way, and this is the last guard before a page shows one. The text goes
-    through ``md`` because engine messages may quote what the user typed (shown literally, never a link).
+    messages are written that way, and this is the last guard before a page shows one. Plain text, not
+    markdown: engine messages may quote what the user typed, so ``components.guard.error_text`` (the one
+    way a page shows it) escapes it with ``safe_text.md`` (services never import components).
     """
     if isinstance(err, EngineError):
-        return md(shorten(hide_paths(str(err)), MAX_MESSAGE))
+        return shorten(hide_paths(str(err)), MAX_MESSAGE)
     log.exception("unexpected error", exc_info=err)
     return f"Something went wrong while computing this ({type(err).__name__}). Try a shorter text or another model."
 

@@ -209,6 +209,15 @@ def test_pages_pull_in_no_torch_except_through_services(graph: dict[str, set[str
     assert not offenders, offenders
 
 
+def test_services_never_import_pages(graph: dict[str, set[str]]) -> None:
+    """Services hold data and caches; what draws it (components, views) sits above them."""
+    offenders = {}
+    for service in (m for m in graph if m.startswith(GATEWAY)):
+        seen = reachable(graph, service)
+        offenders.update({service: _path_to(seen, m) for m in seen if m.startswith(("app.components", "app.views"))})
+    assert not offenders, offenders
+
+
 def test_figure_data_is_plain_numpy(graph: dict[str, set[str]]) -> None:
     """``app.figure_data`` is what services cache and components draw: no Streamlit, Plotly or torch."""
     for module in (m for m in graph if m.startswith("app.figure_data")):
