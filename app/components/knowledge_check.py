@@ -78,7 +78,7 @@ def predict_check(step: Step, check: Predict) -> None:
     picked = answers().get(step.id)
     if picked is None or not 0 <= picked < len(row.keys):
         key = f"lesson_pick_{step.id}"
-        st.pills("Click the token you think it looks at", list(range(len(row.keys))), key=key,
+        st.pills(f"Click the token you think “{md(check.word)}” looks at", list(range(len(row.keys))), key=key,
                  format_func=lambda i: row.keys[i], on_change=_record, args=(step.id, key),
                  help="Your guess is kept; then the real head's weights are shown.")
         return

@@ -168,3 +168,12 @@ def test_the_translator_link_opens_the_head_where_the_crossing_shows():
     reads = {word: cols[int(np.argmax(weights[rows.index(word)]))] for word in ("voiture", "rouge")}
     assert reads == {"voiture": "car", "rouge": "red"}
     assert rows.index("voiture") < rows.index("rouge") and cols.index("car") > cols.index("red")  # the crossing
+
+
+@pytest.mark.parametrize("index", [i for i, s in enumerate(STEPS) if isinstance(s.check, Predict)])
+def test_a_predict_check_names_its_query_word(index):
+    """Issue 20: the prompt said "it" whatever the query word was (she, rouge, ...)."""
+    step = STEPS[index]
+    at = open_lessons(lesson_step=index + 1)
+    label = at.pills(key=f"lesson_pick_{step.id}").label
+    assert f"“{step.check.word}”" in label and " it " not in f" {label} ".replace(f"“{step.check.word}”", "")
