@@ -6,13 +6,18 @@ thumbnails, head similarity, rollout) are computed from one cached trace, per at
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import streamlit as st
 
 from app.services.core import _jobs, get_model, get_trace
+from app.services.request import TraceRequest
 from engine import AttentionTrace, EngineError
 from engine.types import Trace
-from app.services.request import TraceRequest
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where the table is built: pandas is slow to import
 
 # ---------------------------------------------------------------- Heads: ablation panel
 

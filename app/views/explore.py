@@ -15,23 +15,30 @@ import streamlit as st
 
 from app import services
 from app.components.charts import shared_chart, show_chart
+from app.components.examples import examples_picker
 from app.components.export import head_json_button
-from app.components.theme import controls, side_by_side
-from app.components.head_views import clicked_in, model_view_spec
 from app.components.guard import busy, calm_errors, show_error
+from app.components.head_views import clicked_in, model_view_spec
 from app.components.heatmap import map_figure, map_spec
 from app.components.linked_tokens import focus, focus_picker, outline
 from app.components.long_view import csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
-from app.components.examples import examples_picker
-from app.components.pickers import (causal_toggle, kv_sharing, layer_head, page_tabs, pick_block, show_notices,
-                                    text_and_model)
+from app.components.pickers import (
+    causal_toggle,
+    kv_sharing,
+    layer_head,
+    page_tabs,
+    pick_block,
+    show_notices,
+    text_and_model,
+)
 from app.components.safe_text import quoted
+from app.components.theme import controls, side_by_side
 from app.components.write_more import remembered, settings_form, show_write_more
-from engine.generation import SEQ2SEQ_NEW_TOKENS
 from app.links import open_page
 from app.state import K, current_text
 from app.url_state import synced
+from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384
 GRID_KEY = "explore_grid"
