@@ -4,8 +4,9 @@ With a linear colour scale a 400-token head looks empty except for its sink colu
 first token take most of the weight); a log scale, per-row scaling or hiding those columns makes the rest
 readable. "Show" swaps the weights α for each key's contribution α·‖v‖ (the weight times the length of
 its value vector), where a sink with a short value vector fades. Inputs longer than the overview size
-get a zoom: two range sliders (keyboard-friendly) pick the query rows and key columns; once the region
-fits, the exact weights appear.
+get a zoom: the query rows and key columns are each a range slider (keyboard-friendly) with two number
+boxes beside it, so a region can be typed ("from 1,000 to 1,256") where a slider over 16,384 tokens moves
+~60 tokens a pixel; once the region fits, the exact weights appear.
 """
 
 from __future__ import annotations
@@ -79,13 +80,37 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
     return DisplayOptions(scale=scale, hide_sinks=hide, caption=" ".join(notes), weighting=weighting)
 
 
-def _range_slider(label: str, key: str, n: int, help_text: str) -> tuple[int, int]:
-    current = st.session_state.get(key)
-    if not (isinstance(current, (tuple, list)) and len(current) == 2
-            and all(isinstance(v, int) for v in current) and 0 <= current[0] < current[1] <= n):
+def _valid_range(value, n: int) -> bool:
+    return (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) for v in value)
+            and 0 <= value[0] < value[1] <= n)
+
+
+def _typed(key: str, n: int) -> None:
+    """on_change of a range's number boxes: the typed ends become the slider's value (kept inside ``[0, n]``)."""
+    start = min(max(int(st.session_state.get(f"{key}_from") or 0), 0), n - 1)
+    stop = min(max(int(st.session_state.get(f"{key}_to") or n), start + 1), n)
+    st.session_state[key] = (start, stop)
+
+
+def _range_control(label: str, key: str, n: int, help_text: str) -> tuple[int, int]:
+    """A range slider and, under it, "from" and "to" number boxes holding the same two ends.
+
+    The slider's key holds the range; the boxes are set from it before they are drawn, and a typed end is
+    written back to it (``_typed``), so either control moves the other.
+    """
+    if not _valid_range(st.session_state.get(key), n):
         settle(key, (0, n))
     start, stop = st.slider(label, 0, n, key=key, help=help_text, **PERSIST)
     start, stop = int(start), int(stop)
+    settle(f"{key}_from", start)
+    settle(f"{key}_to", stop)
+    first, last = st.columns(2)
+    with first:
+        st.number_input("from", 0, n - 1, step=1, key=f"{key}_from", on_change=_typed, args=(key, n),
+                        help=f"First position of the {label.split()[0].lower()} range (0 to {n - 1}).")
+    with last:
+        st.number_input("to (excluded)", 1, n, step=1, key=f"{key}_to", on_change=_typed, args=(key, n),
+                        help=f"Position after the last one (up to {n}).")
     return (start, stop) if stop > start else (start, min(n, start + 1))
 
 
@@ -95,7 +120,7 @@ def _reset(*ranges: tuple[str, int]) -> None:
 
 
 def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """Query and key ranges to draw (None: everything), with sliders when the input is longer than the overview."""
+    """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the overview."""
     n_q, n_k = trace.n_queries, trace.n_keys
     if max(n_q, n_k) <= OVERVIEW_SIZE:
         return None, None
@@ -104,9 +129,9 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
                      f"pick a region of ≤ {OVERVIEW_SIZE} tokens a side for exact weights", expanded=False):
         left, right = st.columns(2)
         with left:
-            q_range = _range_slider("Query tokens (rows)", q_key, n_q, "Positions from … to (the end is excluded).")
+            q_range = _range_control("Query tokens (rows)", q_key, n_q, "Positions from … to (the end is excluded).")
         with right:
-            k_range = _range_slider("Key tokens (columns)", k_key, n_k, "Positions from … to (the end is excluded).")
+            k_range = _range_control("Key tokens (columns)", k_key, n_k, "Positions from … to (the end is excluded).")
         st.button("Show everything", key=f"{key_prefix}_zoom_reset", icon=":material/zoom_out_map:",
                   on_click=_reset, args=((q_key, n_q), (k_key, n_k)))
     q_range = None if q_range == (0, n_q) else q_range

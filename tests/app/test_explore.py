@@ -331,6 +331,37 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     assert isinstance(engine.DEFAULT_MAX_TOKENS, int)
 
 
+def test_a_zoom_region_can_be_typed_and_the_slider_follows():
+    """Issue 20 (a): over thousands of tokens a slider moves dozens of tokens a pixel; the ends can be typed."""
+    words = "the quick brown fox jumps over the lazy dog while a teacher explains attention".split()
+    text = " ".join(words[i % len(words)] for i in range(700))
+    at = run_app(text=text, max_tokens=512)
+    from app import services
+
+    full = services.get_trace(services.TraceRequest("minilm", text, False, 512)).pattern(0, 0)
+    assert at.number_input(key="explore_zoom_q_512_from").value == 0
+    assert at.number_input(key="explore_zoom_q_512_to").value == 512
+    at.number_input(key="explore_zoom_q_512_from").set_value(300).run()
+    at.number_input(key="explore_zoom_q_512_to").set_value(340).run()
+    at.number_input(key="explore_zoom_k_512_to").set_value(200).run()
+    assert_clean(at)
+    assert at.slider(key="explore_zoom_q_512").value == (300, 340), "the slider follows the typed ends"
+    assert at.slider(key="explore_zoom_k_512").value == (0, 200)
+    np.testing.assert_allclose(z(main_figure(at)), full[300:340, 0:200], rtol=1e-5, atol=1e-7)
+    # the boxes follow the slider, and a start typed past the end moves the end after it
+    at.slider(key="explore_zoom_k_512").set_value((10, 50)).run()
+    assert at.number_input(key="explore_zoom_k_512_from").value == 10
+    assert at.number_input(key="explore_zoom_k_512_to").value == 50
+    at.number_input(key="explore_zoom_k_512_from").set_value(80).run()
+    assert at.slider(key="explore_zoom_k_512").value == (80, 81)
+    np.testing.assert_allclose(z(main_figure(at)), full[300:340, 80:81], rtol=1e-5, atol=1e-7)
+    # "Show everything" resets the boxes too
+    at.button(key="explore_zoom_reset").click().run()
+    assert at.number_input(key="explore_zoom_q_512_from").value == 0
+    assert at.number_input(key="explore_zoom_k_512_to").value == 512
+    assert z(main_figure(at)).shape == (256, 256)
+
+
 def test_token_limit_truncates_with_a_warning():
     at = run_app()
     long_text = " ".join(["The quick brown fox jumps over the lazy dog."] * 20)
