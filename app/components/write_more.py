@@ -1,6 +1,8 @@
 """Explore's "Write more" tab: a decoder continues the user's text; its attention over prompt + output.
 
-The settings sit in a form, so moving a slider runs nothing; the button sends one request, which is
+The settings sit in a form, so moving a slider runs nothing; only the greedy/sampled choice sits above
+it, outside the form, so that picking greedy at once disables the sampling controls it ignores (inside a
+form the choice would not rerun anything until the button). The button sends one request, which is
 remembered in session state (``REQUEST_KEY``) with the text and model it was made for, so a later
 rerun (another layer or head) redraws from the cache, and a new sentence or model clears it. The
 model writes on the server's long-work lane (``services.request_generation``), never in the page's
@@ -38,30 +40,34 @@ def settings_form(form_key: str = FORM_KEY, button: str = "Write more", tokens: 
     """The decoding settings form; on submit, the settings as plain values (``DecodeSettings`` fields in
     order; not yet checked: ``DecodeSettings`` does that). Used by the decoders' "Write more" tab and
     by an encoder-decoder's decoding on Explore (``form_key``, ``button``, ``tokens``, ``prefix`` differ)."""
+    mode = st.radio("How to pick each token", MODES, key=f"{prefix}_mode", horizontal=True,
+                    help="Greedy: always the most likely token (the same text every time). Sampled: draw "
+                         "at random from the likely tokens (a seed makes it repeatable).")  # fmt: skip
+    greedy = mode != "Sampled"
+    off = " Greedy ignores it: pick Sampled to use it." if greedy else ""
     with st.form(form_key, enter_to_submit=True, border=True):
         left, mid, right = st.columns(3)
         with left:
             n_new = st.number_input("Tokens to write", min_value=1, max_value=MAX_NEW_TOKENS, value=tokens, step=1,
                                     key=f"{prefix}_tokens", help="How many tokens the model writes, one forward "
                                     "pass each. It stops earlier if it writes its end token.")  # fmt: skip
-            mode = st.radio("How to pick each token", MODES, key=f"{prefix}_mode", horizontal=True,
-                            help="Greedy: always the most likely token (the same text every time). Sampled: draw "
-                                 "at random from the likely tokens (a seed makes it repeatable).")  # fmt: skip
         with mid:
-            temperature = st.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=f"{prefix}_temperature",
-                                    help="Sampled only: below 1 sharpens the guesses, above 1 flattens them.")
-            top_p = st.slider("Top-p", 0.05, 1.0, 1.0, 0.05, key=f"{prefix}_top_p",
+            temperature = st.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=f"{prefix}_temperature", disabled=greedy,
+                                    help="Sampled only: below 1 sharpens the guesses, above 1 flattens them." + off)
+            top_p = st.slider("Top-p", 0.05, 1.0, 1.0, 0.05, key=f"{prefix}_top_p", disabled=greedy,
                               help="Sampled only: keep the fewest likely tokens whose probabilities add up to p "
-                                   "(1: all).")  # fmt: skip
+                                   "(1: all)." + off)  # fmt: skip
         with right:
             top_k = st.number_input("Top-k", min_value=0, max_value=1000, value=0, step=1, key=f"{prefix}_top_k",
-                                    help="Sampled only: keep only the k most likely tokens (0: all).")
+                                    disabled=greedy, help="Sampled only: keep only the k most likely tokens (0: all)."
+                                    + off)  # fmt: skip
             seed = st.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, step=1, key=f"{prefix}_seed",
-                                   help="Sampled only: the same seed and settings write the same text.")
+                                   disabled=greedy,
+                                   help="Sampled only: the same seed and settings write the same text." + off)
         pressed = st.form_submit_button(button, type="primary", icon=":material/edit_note:")
     if not pressed:
         return None
-    if mode != "Sampled":  # greedy ignores the rest: one cache entry however the sliders stand
+    if greedy:  # greedy ignores the rest: one cache entry however the sliders stand
         return (n_new, False, 1.0, 0, 1.0, 0)
     return (n_new, True, temperature, top_k, top_p, seed)
 

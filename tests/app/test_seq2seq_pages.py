@@ -111,7 +111,7 @@ def test_explore_decodes_again_with_sampling(allowed):
     at = run_app(hub_id=allowed, text=TEXT)
     assert_clean(at)
     greedy_rows = z(main_figure(at)).shape
-    at.radio(key="decode_mode").set_value("Sampled")
+    at.radio(key="decode_mode").set_value("Sampled").run()  # outside the form: enables the sampling controls
     at.number_input(key="decode_tokens").set_value(5)
     at.number_input(key="decode_top_k").set_value(3)
     at.number_input(key="decode_seed").set_value(4)
@@ -163,9 +163,10 @@ def test_own_translator_decodes_again(sampled):
 
     at = run_app(model="tiny-translator", text=TRANSLATOR_TEXT)
     assert_clean(at)
+    if sampled:
+        at.radio(key="decode_mode").set_value("Sampled").run()  # outside the form: enables the sampling controls
     at.number_input(key="decode_tokens").set_value(4 if not sampled else 10)
     if sampled:
-        at.radio(key="decode_mode").set_value("Sampled")
         at.slider(key="decode_temperature").set_value(2.0)
         at.number_input(key="decode_seed").set_value(3)
     at.button(key="FormSubmitter:decode_form-Decode again").click().run()

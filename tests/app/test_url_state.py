@@ -158,7 +158,7 @@ def test_a_write_more_request_is_carried_by_the_link():
     """Explore's "Write more" (and an encoder-decoder's decoding): the request, kept while the sentence and
     model stay, is in the link; opening it writes the same continuation, repeatably with its seed."""
     at = app_with({"model": STORIES, "text": "lily found a", "explore_tab": "write"})
-    at.radio(key="write_mode").set_value("Sampled")
+    at.radio(key="write_mode").set_value("Sampled").run()  # outside the form: enables the sampling controls
     at.number_input(key="write_tokens").set_value(6)
     at.number_input(key="write_top_k").set_value(5)
     at.number_input(key="write_seed").set_value(11)

@@ -58,7 +58,7 @@ def test_greedy_default_writes_and_marks_the_generated_part():
 
 def test_sampled_settings_reach_the_engine():
     at = _open(model="tiny-gpt-stories", text=STORY + " big")
-    at.radio(key="write_mode").set_value("Sampled")
+    at.radio(key="write_mode").set_value("Sampled").run()  # outside the form: enables the sampling controls
     at.number_input(key="write_tokens").set_value(6)
     at.number_input(key="write_top_k").set_value(5)
     at.number_input(key="write_seed").set_value(11)
@@ -67,6 +67,31 @@ def test_sampled_settings_reach_the_engine():
                           DecodeSettings(max_new_tokens=6, sample=True, top_k=5, seed=11))
     assert len(_chart(at)["data"][0]["x"]) == len(ref.tokens)
     assert any("top-k 5, seed 11" in m for m in messages(at.caption)), messages(at.caption)
+
+
+SAMPLING = ("temperature", "top_p", "top_k", "seed")
+
+
+def _disabled(at, prefix: str) -> dict[str, bool]:
+    return {name: (at.slider if name in ("temperature", "top_p") else at.number_input)(key=f"{prefix}_{name}").disabled
+            for name in SAMPLING}  # fmt: skip
+
+
+@pytest.mark.parametrize("model,prefix", [("tiny-gpt-stories", "write"), ("tiny-translator", "decode")])
+def test_greedy_disables_the_sampling_controls_at_once(model, prefix):
+    """Issue 20 (b): greedy ignores temperature, top-k, top-p and seed, so they are greyed out, and the mode
+    choice sits outside the form, so changing it shows at once (no submit, nothing written)."""
+    at = _open(model=model, text=STORY if prefix == "write" else "the cat eats the bread")
+    assert at.radio(key=f"{prefix}_mode").value == "Greedy"
+    assert _disabled(at, prefix) == dict.fromkeys(SAMPLING, True)
+    assert not at.number_input(key=f"{prefix}_tokens").disabled, "greedy still writes N tokens"
+    at.radio(key=f"{prefix}_mode").set_value("Sampled").run()
+    assert_clean(at)
+    assert _disabled(at, prefix) == dict.fromkeys(SAMPLING, False)
+    if prefix == "write":
+        assert _chart(at) is None, "choosing a mode writes nothing until the button"
+    at.radio(key=f"{prefix}_mode").set_value("Greedy").run()
+    assert _disabled(at, prefix) == dict.fromkeys(SAMPLING, True)
 
 
 @pytest.mark.parametrize("settings,says", [((500, False, 1.0, 0, 1.0, 0), "max_new_tokens"),
