@@ -368,7 +368,24 @@ async def warm_up(server: Server, args: argparse.Namespace) -> str:
         finally:
             await session.close()
         notes.append(f"{title} {run.seconds:.1f} s" + (f" (failed: {run.failure})" if run.failure else ""))
-    return "opened once before timing: " + ", ".join(notes)
+    firsts = []
+    if not args.no_first_jobs:  # a server's first job of a kind pays one-time costs (imports, torch's buffers)
+        first = [Student("train", "first trainer", server.url, "train", {"train_steps": "20"}, args.rerun_timeout),
+                 Student("finetune", "first fine-tuner", server.url, "pretraining",
+                         {"pretraining_tab": "finetune", "finetune_steps": "50"}, args.rerun_timeout),
+                 Student("write", "first writer", server.url, "",
+                         {"model": args.write_model, "explore_tab": "write", "text": "lily found a red ball ."},
+                         args.rerun_timeout)]
+        for student in first:
+            await student.open()
+            await student.press()
+            await student.follow(time.monotonic() + args.job_timeout)
+            await student.close()
+            firsts.append(f"{student.name}: {student.outcome}")
+    return ("opened once before timing: " + ", ".join(notes)
+            + ("; then one small job of each kind, one after another (a server's first job of a kind pays "
+               "one-time costs: the training code's imports, torch's first-use buffers, ~100 MB here, which "
+               "later jobs reuse): " + "; ".join(firsts) if firsts else ""))
 
 
 async def run_all(server: Server, args: argparse.Namespace, context: dict) -> list[Case]:
@@ -571,6 +588,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--write-max-tokens", type=int,
                         help="the writers' token limit; prompt + new tokens fit in the model's positions "
                              "(default: 48 of tiny-gpt-stories' 96; 16,256 for tiny-random-gpt2)")
+    parser.add_argument("--no-first-jobs", action="store_true",
+                        help="skip the warm-up's small first job of each kind (then the first case pays one-time costs)")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds after the last job before 'after' RSS")
     parser.add_argument("--job-timeout", type=float, default=300.0, help="seconds from the presses to give up on jobs")
     parser.add_argument("--rerun-timeout", type=float, default=60.0)
