@@ -172,13 +172,35 @@ def kv_sharing(trace, head: int) -> str:
             f"{trace.kv_heads} key/value heads for {trace.n_heads} query heads), so their keys and values are the same.")
 
 
-def show_notices(trace) -> None:
-    """A trace's notices: truncation as a warning, the rest as info."""
+def limit_hint(max_positions: int | None = None) -> str:
+    """Where the token limit is changed, for a truncation warning ("" where raising it cannot help).
+
+    The engine says that the text was cut and to how many tokens; only the page knows the control's label
+    and place. Nothing is said when a link hides the control, or when the limit already reaches what the
+    model reads (``max_positions``: the engine's notice says so itself).
+    """
+    if hidden("max_tokens"):
+        return ""
+    limit = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, 10**9)
+    if max_positions is not None and limit >= max_positions:
+        return ""
+    most = f" (this model reads up to {max_positions:,} tokens)" if max_positions is not None else ""
+    return f" To read more of it, raise **{LIMIT_LABEL}** in **{LIMIT_EXPANDER}**, {LIMIT_PLACE}{most}."
+
+
+def show_notices(trace, max_positions: int | None = None) -> None:
+    """A trace's notices: truncation as a warning that ends with where the token limit is, the rest as info.
+
+    Args:
+        max_positions: the longest input the model reads (``ModelCard.max_positions``), when known.
+    """
     from app.components.examples import unknown_words_hint
 
-    for notice in trace.notices:
-        if getattr(trace, "truncated", False):
-            st.warning(md(notice) + unknown_words_hint(notice))
+    truncated = getattr(trace, "truncated", False)
+    for i, notice in enumerate(trace.notices):
+        if truncated:
+            last = i == len(trace.notices) - 1
+            st.warning(md(notice) + unknown_words_hint(notice) + (limit_hint(max_positions) if last else ""))
         else:
             st.info(md(notice) + unknown_words_hint(notice))
 
@@ -204,14 +226,20 @@ def causal_toggle(model_id: str, default: bool) -> bool:
                                f"This model's own setting: {own}."))
 
 
+#: the token limit's label and where it sits, also named by :func:`limit_hint` in a truncation warning
+LIMIT_LABEL = "Token limit"
+LIMIT_EXPANDER = "Advanced"
+LIMIT_PLACE = "under the model picker"
+
+
 def max_tokens_input(limit: int = 1024) -> int:
     """The token-limit field (inside an "Advanced" expander); returns the bounded value."""
     if hidden("max_tokens"):
         return bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
-    with st.expander("Advanced"):
+    with st.expander(LIMIT_EXPANDER):
         current = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
         # value= is the current setting, not the minimum: a page opened fresh must not fall back to 4
-        st.number_input("Token limit", min_value=4, max_value=limit, value=current, step=16, key=K.max_tokens,
+        st.number_input(LIMIT_LABEL, min_value=4, max_value=limit, value=current, step=16, key=K.max_tokens,
                         help="Longer input is truncated; the page says when.", **PERSIST)
     return bounded(st.session_state.get(K.max_tokens), 4, limit)
 

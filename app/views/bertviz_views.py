@@ -105,7 +105,7 @@ def main() -> None:
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return
-    show_notices(trace)
+    show_notices(trace, card.max_positions)
     if family == "vit":
         st.caption(f"Prediction: **{trace.prediction}**. Tokens: [CLS] and patches p0–p15, row by row.")
     if family == "encoder-decoder":

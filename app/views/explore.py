@@ -214,7 +214,7 @@ def explore_panel() -> None:
             show_error(err)
             return
 
-        show_notices(trace)
+        show_notices(trace, model.max_positions)
         if seq2seq:
             show_output(trace)
             head_panel(request, model.spec.family)

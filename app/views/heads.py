@@ -214,7 +214,7 @@ def main() -> None:
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return
-    show_notices(trace)
+    show_notices(trace, card.max_positions)
     heads_panel(model_id, text, causal, max_tokens, family)
 
 

@@ -87,7 +87,7 @@ def walkthrough() -> None:
     key_labels = labels if attention.key_tokens is attention.tokens else token_labels(attention.key_tokens.strings)
     with controls[2]:
         query = pick_query(labels, attention.tokens.strings, linked=attention.key_tokens is attention.tokens)
-    show_notices(trace)
+    show_notices(trace, card.max_positions)
     output = getattr(trace, "output_text", None)
     if output is not None:
         st.caption(f"Output: {quoted(output)}. Cross-attention's queries are the output tokens, its keys the source.")

@@ -303,6 +303,9 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     text = " ".join(words[i % len(words)] for i in range(700))
     at = run_app(text=text, max_tokens=512)
     assert_clean(at)
+    warnings = messages(at.warning)
+    assert any("first 512" in w for w in warnings) and not any("Token limit" in w for w in warnings), \
+        "at the model's own 512 a larger limit would not help, so the warning does not suggest one"
     fig = main_figure(at)
     pooled = z(fig)
     assert pooled.shape == (256, 256), "512 tokens are sent as 256 × 256 block maxima"
@@ -370,6 +373,13 @@ def test_token_limit_truncates_with_a_warning():
     assert_clean(at)
     warnings = messages(at.warning)
     assert any("first 8" in w for w in warnings), warnings
+    # issue 20 (c): the warning says where the limit is changed, with the control's own label and place
+    from app.components.pickers import LIMIT_EXPANDER, LIMIT_LABEL
+
+    assert LIMIT_LABEL == at.number_input(key="max_tokens").label == "Token limit"
+    assert [e.label for e in at.expander if any(w.key == "max_tokens" for w in e.number_input)] == [LIMIT_EXPANDER]
+    assert "raise **Token limit** in **Advanced**, under the model picker (this model reads up to 512 tokens)." in \
+        at.warning[-1].value, warnings
     fig = main_figure(at)
     assert len(y_labels(fig)) == 8
     assert len(fig["layout"]["xaxis"]["ticktext"]) == 8
