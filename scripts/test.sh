@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Install what the tests need (Python packages, Debian's Chromium and HAProxy when missing), lint with ruff, run the suite.
+# Install what the tests need (Python packages, Debian's Chromium, HAProxy and PostgreSQL when missing), lint with ruff, run the suite.
 # Usage: bash scripts/test.sh [pytest args]   — the README's test command and what .ci/run calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 
-# Debian packages the browser tests need: chromium, and haproxy for the classroom launch.
+# Debian packages the tests need: chromium, haproxy for the classroom launch, postgresql for the class store.
 APT_PACKAGES=()
 command -v chromium >/dev/null 2>&1 || APT_PACKAGES+=(chromium)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || APT_PACKAGES+=(haproxy)
+compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || APT_PACKAGES+=(postgresql)
 if [ "${#APT_PACKAGES[@]}" -gt 0 ]; then
-  echo "Installing Debian's ${APT_PACKAGES[*]} for the browser tests…"
+  echo "Installing Debian's ${APT_PACKAGES[*]} for the tests…"
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq

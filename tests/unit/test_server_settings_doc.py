@@ -25,6 +25,8 @@ PHRASES = {
     "`nproc` + 1": lambda cores: cores + 1,
     "empty: off": lambda cores: (),
     "`on`": lambda cores: True,
+    "`data/` in the checkout": lambda cores: ROOT / "data",
+    "empty: SQLite": lambda cores: None,
 }
 
 
@@ -74,6 +76,7 @@ def code_defaults(cores: int) -> dict[str, object]:
     """What the code uses with no ``AP_*`` variable set, on a machine with ``cores`` cores."""
     import engine.jobs
     import engine.training.jobs
+    from app import store
     from app.services import core
     from engine.policy import GB, ServerPolicy
 
@@ -86,6 +89,8 @@ def code_defaults(cores: int) -> dict[str, object]:
         "AP_MODEL_DIRS": policy.model_dirs,
         "AP_HUB": policy.hub,
         "AP_HUB_MAX_GB": policy.hub_max_bytes / GB,
+        "AP_DATABASE_URL": store.settings({})[0],
+        "AP_DATA_DIR": store.settings({})[1],
     }
     return values | classroom_fallbacks(cores)
 

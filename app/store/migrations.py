@@ -1,0 +1,88 @@
+"""The store's schema as numbered steps: step N runs once, in a transaction, and is recorded in ``schema_version``.
+
+A new column or table is a new step at the end of :data:`STEPS`; a step that has shipped is never edited
+(a database made by an older version of the app moves forward from the step it has). Types are the ones
+SQLite and PostgreSQL both read the same way (``TEXT``, ``INTEGER``, ``DOUBLE PRECISION``); times are Unix
+seconds. Nothing here is personal: a member is a random per-browser id, never a name.
+"""
+
+from __future__ import annotations
+
+#: (version, statements); applied in order
+STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (1, (
+        # a room: its code (the join link's ?room=), the teacher's secret as a SHA-256 hash, when it ends,
+        # and the question on screen now (none: NULL)
+        """CREATE TABLE rooms (
+            code TEXT PRIMARY KEY,
+            teacher_hash TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL,
+            closed INTEGER NOT NULL DEFAULT 0,
+            current_question TEXT
+        )""",
+        # who joined: an anonymous random id per browser session
+        """CREATE TABLE members (
+            room TEXT NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
+            browser TEXT NOT NULL,
+            joined_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (room, browser)
+        )""",
+        # a question the teacher pushed: kind 'choice' (typed by the teacher) or 'predict' (read from a model);
+        # options and detail are JSON; answer is the index of the right option (NULL: none marked)
+        """CREATE TABLE questions (
+            id TEXT PRIMARY KEY,
+            room TEXT NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            options TEXT NOT NULL,
+            answer INTEGER,
+            detail TEXT NOT NULL,
+            opened_at DOUBLE PRECISION NOT NULL,
+            revealed INTEGER NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX questions_room ON questions (room)",
+        # one answer per browser per question, replaced until the reveal
+        """CREATE TABLE answers (
+            question TEXT NOT NULL REFERENCES questions (id) ON DELETE CASCADE,
+            browser TEXT NOT NULL,
+            choice INTEGER NOT NULL,
+            answered_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (question, browser)
+        )""",
+        # rate limits: one row per counted action, deleted once older than the longest window
+        """CREATE TABLE hits (
+            browser TEXT NOT NULL,
+            action TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX hits_browser ON hits (browser, action, at)",
+    )),
+)  # fmt: skip
+
+LATEST = STEPS[-1][0]
+
+
+def migrate(db, clock) -> int:
+    """Bring ``db`` (:class:`app.store.db.Sqlite` or ``Postgres``) to :data:`LATEST`; the version it had before.
+
+    Safe when several processes start at once: each step runs in a write transaction that re-reads the
+    version first (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's table lock), so a step never runs twice.
+    """
+    db.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)")
+    before = _version(db.run)
+    for version, statements in STEPS:
+        with db.transaction() as run:
+            if db.lock_schema:
+                run(db.lock_schema)
+            if _version(run) >= version:
+                continue
+            for sql in statements:
+                run(sql)
+            run("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (version, clock()))
+    return before
+
+
+def _version(run) -> int:
+    (row,) = run("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+    return int(row[0])

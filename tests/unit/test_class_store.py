@@ -1,0 +1,319 @@
+"""The class store (app/store) on SQLite always, and on a real PostgreSQL started here when one can be.
+
+Each test gets an empty database: a fresh SQLite folder, or a fresh database in the session's throwaway
+PostgreSQL cluster (tests/postgres_helpers.py). Time is the store's injected clock, never the wall clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from app.store import RoomError, StoreUnavailable, open_store
+from app.store.migrations import LATEST, STEPS
+from app.store.rooms import (
+    ALPHABET,
+    CODE_LENGTH,
+    ENDED,
+    LIMITS,
+    NO_ROOM,
+    NOT_JOINED,
+    NOT_TEACHER,
+    REPLACED,
+    REVEALED,
+    TOO_MANY,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+_names = itertools.count()
+
+
+class Clock:
+    """A settable clock (seconds)."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    pytest.importorskip("psycopg", reason="psycopg is not installed (requirements.txt)")
+    from postgres_helpers import Unavailable, cluster
+
+    try:
+        with cluster() as url:
+            yield url
+    except Unavailable as exc:
+        pytest.skip(f"no PostgreSQL for the store tests: {exc}")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request, tmp_path):
+    """``(url or None, data_dir)`` of an empty database of each kind."""
+    if request.param == "sqlite":
+        return None, tmp_path / "data"
+    import psycopg
+
+    base = request.getfixturevalue("postgres_url")
+    name = f"t{next(_names)}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # a name made here, not user text
+    return base.rsplit("/", 1)[0] + "/" + name, tmp_path / "unused"
+
+
+@pytest.fixture()
+def clock():
+    return Clock(time.time())  # starts now: a subprocess on the real clock sees the same rooms open
+
+
+@pytest.fixture()
+def store(backend, clock):
+    return open_store(*backend, clock=clock)
+
+
+def test_migrations_run_once_and_record_their_version(backend, clock):
+    first = open_store(*backend, clock=clock)
+    first.ready()
+    second = open_store(*backend, clock=clock)  # another process starting on the same database
+    second.ready()
+    assert first.db.run("SELECT version FROM schema_version ORDER BY version") == [(v,) for v, _ in STEPS]
+    from app.store.migrations import migrate
+
+    assert migrate(second.db, clock) == LATEST  # nothing left to do
+
+
+def test_a_room_has_a_code_students_join_and_are_counted_once(store):
+    room, token = store.create_room("teacher")
+    assert len(room.code) == CODE_LENGTH and set(room.code) <= set(ALPHABET)
+    assert store.member_count(room.code) == 0
+    store.join(room.code, "b1")
+    store.join(f" {room.code.lower()[:3]}-{room.code[3:]} ", "b1")  # typed with a dash, lower case: the same room
+    store.join(room.code, "b2")
+    assert store.member_count(room.code) == 2
+    assert store.teacher_room(room.code, token) == store.room(room.code)
+    other, _ = store.create_room("teacher")
+    assert other.code != room.code
+
+
+@pytest.mark.parametrize("code", ["", "A", "x" * 10_000, "ABC10O", "<b>AB</b>", "ÄÖÜ234", "'; --", None, 123456])
+def test_forged_codes_are_refused(store, code):
+    store.create_room("teacher")
+    with pytest.raises(RoomError, match="no class with this code"):
+        store.join(code, "b1")
+
+
+def test_an_unknown_well_formed_code_is_refused(store):
+    room, _ = store.create_room("teacher")
+    forged = next("".join(c) for c in itertools.product(ALPHABET[:2], repeat=CODE_LENGTH) if "".join(c) != room.code)
+    with pytest.raises(RoomError) as caught:
+        store.join(forged, "b1")
+    assert str(caught.value) == NO_ROOM
+
+
+def test_only_the_teachers_token_controls_the_room(store):
+    room, token = store.create_room("teacher")
+    for bad in ("", "x", token + "x", None):
+        with pytest.raises(RoomError) as caught:
+            store.push_question(room.code, bad, "choice", "Q?", ["a", "b"])
+        assert str(caught.value) == NOT_TEACHER
+    question = store.push_question(room.code, token, "choice", "Q?", ["a", "b"])
+    with pytest.raises(RoomError):
+        store.reveal(room.code, "nope", question.id)
+    assert not store.current_question(room.code).revealed
+
+
+def test_one_answer_per_student_changeable_until_the_reveal(store):
+    room, token = store.create_room("teacher")
+    for b in ("b1", "b2", "b3"):
+        store.join(room.code, b)
+    q = store.push_question(room.code, token, "choice", "Which is a key?", ["q", "k", "v"], answer=1)
+    assert store.current_question(room.code) == q
+    store.answer(room.code, q.id, "b1", 0)
+    store.answer(room.code, q.id, "b1", 1)  # changed: still one answer
+    store.answer(room.code, q.id, "b2", 1)
+    store.answer(room.code, q.id, "b3", 2)
+    assert store.distribution(q) == [0, 2, 1]
+    assert store.my_answer(q.id, "b1") == 1 and store.my_answer(q.id, "nobody") is None
+    store.reveal(room.code, token, q.id)
+    assert store.current_question(room.code).revealed
+    with pytest.raises(RoomError) as caught:
+        store.answer(room.code, q.id, "b3", 1)
+    assert str(caught.value) == REVEALED
+    assert store.distribution(q) == [0, 2, 1]
+
+
+def test_answers_are_refused_from_strangers_for_old_questions_and_for_bad_options(store):
+    room, token = store.create_room("teacher")
+    store.join(room.code, "b1")
+    first = store.push_question(room.code, token, "choice", "One?", ["a", "b"])
+    with pytest.raises(RoomError) as caught:
+        store.answer(room.code, first.id, "stranger", 0)
+    assert str(caught.value) == NOT_JOINED
+    for bad in (2, -1, True, "1", None, 1.0):
+        with pytest.raises(RoomError, match="not one of this question's options"):
+            store.answer(room.code, first.id, "b1", bad)
+    second = store.push_question(room.code, token, "choice", "Two?", ["c", "d"])
+    for qid in (first.id, "forged-question"):
+        with pytest.raises(RoomError) as caught:
+            store.answer(room.code, qid, "b1", 0)
+        assert str(caught.value) == REPLACED
+    other, _ = store.create_room("teacher")
+    store.join(other.code, "b1")
+    with pytest.raises(RoomError):  # a question of another room
+        store.answer(other.code, second.id, "b1", 0)
+    assert store.distribution(first) == [0, 0] and store.distribution(second) == [0, 0]
+
+
+def test_rooms_end_after_four_hours_or_when_closed_and_are_purged(store, clock):
+    room, token = store.create_room("teacher")
+    store.join(room.code, "b1")
+    q = store.push_question(room.code, token, "choice", "Q?", ["a", "b"])
+    clock.now += 4 * 3600 - 1
+    store.answer(room.code, q.id, "b1", 0)
+    clock.now += 1
+    for action in (lambda: store.join(room.code, "b2"), lambda: store.answer(room.code, q.id, "b1", 1),
+                   lambda: store.push_question(room.code, token, "choice", "Q?", ["a", "b"])):  # fmt: skip
+        with pytest.raises(RoomError) as caught:
+            action()
+        assert str(caught.value) == ENDED
+    store.create_room("teacher")  # the next room made purges the ended one
+    assert store.db.run("SELECT COUNT(*) FROM rooms WHERE code = ?", (room.code,)) == [(0,)]
+    assert store.db.run("SELECT COUNT(*) FROM answers WHERE question = ?", (q.id,)) == [(0,)]
+    closed, token = store.create_room("teacher")
+    store.close_room(closed.code, token)
+    with pytest.raises(RoomError) as caught:
+        store.join(closed.code, "b1")
+    assert str(caught.value) == ENDED
+
+
+def test_rate_limits_per_browser_are_kept_in_the_store(store, backend, clock):
+    most, window = LIMITS["join"]
+    room, _ = store.create_room("teacher")
+    other_process = open_store(*backend, clock=clock)
+    for i in range(most):
+        (store if i % 2 else other_process).join(room.code, "eager")
+    with pytest.raises(RoomError) as caught:
+        store.join(room.code, "eager")
+    assert str(caught.value) == TOO_MANY
+    store.join(room.code, "someone-else")  # another browser is not held back
+    clock.now += window
+    store.join(room.code, "eager")
+
+
+@pytest.mark.parametrize("prompt, message", [
+    ("", "Write the question"), ("   \n\t ", "Write the question"), ("x" * 301, "at most 300 fit"),
+    (None, "Write the question"),
+])  # fmt: skip
+def test_bad_questions_get_a_clear_message(store, prompt, message):
+    room, token = store.create_room("teacher")
+    with pytest.raises(RoomError, match=message):
+        store.push_question(room.code, token, "choice", prompt, ["a", "b"])
+
+
+@pytest.mark.parametrize("options, message", [
+    (["only"], "2 to 8 options"), ([str(i) for i in range(9)], "2 to 8 options"), (["a", "A "], "the same"),
+    (["a", ""], "Write the option 2"), (["a", "b" * 81], "at most 80 fit"),
+])  # fmt: skip
+def test_bad_options_get_a_clear_message(store, options, message):
+    room, token = store.create_room("teacher")
+    with pytest.raises(RoomError, match=message):
+        store.push_question(room.code, token, "choice", "Q?", options)
+
+
+def test_text_is_stored_as_typed_never_as_sql(store):
+    room, token = store.create_room("teacher")
+    prompt = "<script>alert(1)</script> '); DROP TABLE answers; -- ? %s 注意 \x00 😀"
+    q = store.push_question(room.code, token, "choice", prompt, ["<b>x</b>", "[l](http://e.x)"])
+    got = store.current_question(room.code)
+    assert got.prompt == prompt.replace(" \x00", "")  # control characters removed, everything else kept
+    assert got.options == ("<b>x</b>", "[l](http://e.x)") and got.id == q.id
+    store.join(room.code, "b1")
+    store.answer(room.code, q.id, "b1", 0)
+    assert store.distribution(got) == [1, 0]
+
+
+def test_concurrent_answers_are_all_kept(store):
+    room, token = store.create_room("teacher")
+    browsers = [f"b{i}" for i in range(12)]
+    for b in browsers:
+        store.join(room.code, b)
+    q = store.push_question(room.code, token, "choice", "Q?", ["a", "b", "c"])
+    errors = []
+
+    def answer(b: str) -> None:
+        try:
+            store.answer(room.code, q.id, b, int(b[1:]) % 3)
+        except Exception as exc:  # noqa: BLE001 — collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=answer, args=(b,)) for b in browsers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert store.distribution(q) == [4, 4, 4]
+
+
+_ANSWER_AND_DIE = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from app.store import open_store
+store = open_store(sys.argv[2] or None, sys.argv[3])
+store.join(sys.argv[4], "other-process")
+store.answer(sys.argv[4], sys.argv[5], "other-process", 1)
+os.kill(os.getpid(), signal.SIGKILL)  # a worker killed right after the answer
+"""
+
+
+def test_another_process_sees_answers_and_a_killed_worker_loses_none(store, backend):
+    room, token = store.create_room("teacher")
+    store.join(room.code, "here")
+    q = store.push_question(room.code, token, "choice", "Q?", ["a", "b"])
+    store.answer(room.code, q.id, "here", 0)
+    url, folder = backend
+    done = subprocess.run([sys.executable, "-c", _ANSWER_AND_DIE, str(ROOT), url or "", str(folder), room.code, q.id],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert store.member_count(room.code) == 2
+    assert store.distribution(q) == [1, 1]
+    assert store.my_answer(q.id, "other-process") == 1
+
+
+def test_an_unreachable_store_raises_the_calm_error(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store(None, blocked / "data").create_room("t")
+    assert "cannot be reached" in str(caught.value) and str(tmp_path) not in str(caught.value)
+    pytest.importorskip("psycopg")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    with pytest.raises(StoreUnavailable):
+        open_store(f"postgresql://ap:secret@127.0.0.1:{port}/none").room("ABCDEF")
+
+
+def test_settings_come_from_the_environment(monkeypatch, tmp_path):
+    from app import store as store_module
+
+    monkeypatch.delenv("AP_DATABASE_URL", raising=False)
+    monkeypatch.delenv("AP_DATA_DIR", raising=False)
+    assert store_module.settings() == (None, ROOT / "data")
+    monkeypatch.setenv("AP_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("AP_DATABASE_URL", " postgresql://x@h/db ")
+    assert store_module.settings() == ("postgresql://x@h/db", tmp_path)
+    assert os.environ["AP_DATA_DIR"] == str(tmp_path)
