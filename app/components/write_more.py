@@ -126,7 +126,7 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
         return
     request = services.TraceRequest(model_id, text, None, max_tokens, settings)
     try:
-        status = services.request_generation(request, pressed=asked is not None)
+        status = services.request_generation(request, pressed=asked is not None, view=(layer, head))
         if status is not None and status.status != "done":
             follow(services.WRITE, status, "Writing")
             return

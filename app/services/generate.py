@@ -11,8 +11,10 @@ any other. This module adds the text of the two parts.
 from __future__ import annotations
 
 import engine
-from app.services.core import TRACES, _runtime_model, get_model, get_trace, has_trace, policy
+from app.services.core import TRACES, _runtime_model, get_model, get_trace, has_trace, policy, request_key
+from app.services.heads import attention_block
 from app.services.long_work import WRITE, long_status, submit_long
+from app.services.maps import prefetch_head_view
 from app.services.request import TraceRequest
 from engine.decoding import generated_text
 from engine.generation import DecodeSettings
@@ -24,10 +26,13 @@ SettingsTuple = tuple[int, bool, float, int, float, int]
 WRITE_START_S, WRITE_TOKEN_S = 0.2, 0.03
 
 
-def request_generation(request: TraceRequest, pressed: bool) -> JobStatus | None:
+def request_generation(request: TraceRequest, pressed: bool, view: tuple[int, int] | None = None
+                       ) -> JobStatus | None:  # fmt: skip
     """Make sure the generation ``request`` asks for (``request.decode``: its settings) is, or will be, in
     the trace cache. None when it is there (:func:`get_generation` reads it); else this session's "write"
     job for it: submitted when the button was ``pressed`` or this session has none for this request.
+    ``view``: the ``(layer, head)`` the page will draw; the job also computes that head's map (an overview of
+    a long prompt costs more than a forward pass), on the lane's low priority instead of the page's.
 
     Raises:
         EngineError: a setting out of range (checked here, before anything is queued).
@@ -41,9 +46,13 @@ def request_generation(request: TraceRequest, pressed: bool) -> JobStatus | None
     if status is not None and status.key == key and not pressed:
         return status
     model = get_model(request.model_id)  # the session's own trained model where it has one, as get_trace
+    view_key = request_key(request)  # read here: the job's thread has no session
 
     def work() -> None:  # the trace goes to the shared cache only: a finished job holds no copy
-        TRACES.get(key, lambda: engine.generate(model, request.text, settings, max_tokens=request.max_tokens))
+        trace = TRACES.get(key, lambda: engine.generate(model, request.text, settings,
+                                                          max_tokens=request.max_tokens))
+        if view is not None:
+            prefetch_head_view(view_key, attention_block(trace, request.block), *view)
 
     return submit_long(WRITE, work, key=key, estimate_s=WRITE_START_S + WRITE_TOKEN_S * settings.max_new_tokens)
 

@@ -31,13 +31,26 @@ def head_view(request: TraceRequest, layer: int, head: int, q_range: tuple[int, 
               size: int = OVERVIEW_SIZE, weighting: str = "attention") -> MapData:  # fmt: skip
     """One head of ``request.block`` as at most ``size``² cells: exact weights when the region fits, block
     maxima otherwise (``weighting="value"``: each weight times its key's value length, α·‖v‖)."""
-    options = (layer, head, q_range, k_range, bool(hide_sinks), bool(row_scale), size, weighting)
-
     def build() -> MapData:
         return head_map(heads_attention(request), layer, head, q_range=q_range, k_range=k_range,
                         hide_sinks=hide_sinks, row_scale=row_scale, size=size, weighting=weighting)
 
-    return shared_map(("head", request_key(request), options), build)
+    return shared_map(head_view_key(request_key(request), layer, head, q_range, k_range, hide_sinks, row_scale,
+                                    size, weighting), build)
+
+
+def head_view_key(key: tuple, layer: int, head: int, q_range: tuple[int, int] | None = None,
+                  k_range: tuple[int, int] | None = None, hide_sinks: bool = False, row_scale: bool = False,
+                  size: int = OVERVIEW_SIZE, weighting: str = "attention") -> tuple:  # fmt: skip
+    """:func:`head_view`'s cache key for a request whose :func:`~app.services.core.request_key` is ``key``."""
+    return ("head", key, (layer, head, q_range, k_range, bool(hide_sinks), bool(row_scale), size, weighting))
+
+
+def prefetch_head_view(key: tuple, attention, layer: int, head: int) -> None:
+    """Put :func:`head_view`'s default map of ``attention`` (the request's block, already traced) in the shared
+    cache under ``head_view_key(key, layer, head)``, from any thread (e.g. a long-work job that just wrote
+    the trace: the page's next run then draws it without computing an overview of a long input itself)."""
+    shared_map(head_view_key(key, layer, head), lambda: head_map(attention, layer, head, size=OVERVIEW_SIZE))
 
 
 def grid_ready(request: TraceRequest, layer: int) -> bool:

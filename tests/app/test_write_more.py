@@ -132,3 +132,27 @@ def test_grouped_query_heads_are_named_in_the_caption():
                         values=(arr,), scales=(0.5,), causal=True, kv_heads=2)  # fmt: skip
     assert kv_sharing(tr, 5).startswith(" Heads 4–7 share key/value head 1 (grouped-query attention")
     assert kv_sharing(dataclasses.replace(tr, kv_heads=None), 5) == ""
+
+
+def test_the_writing_job_draws_the_head_map_off_the_page(monkeypatch):
+    """The job that writes also computes the head the page shows (on the long-work lane, at low priority):
+    the page's next run finds that map in the shared cache instead of pooling a long trace itself."""
+    import threading
+
+    from app.services import maps
+
+    made = []
+    real = maps.head_map
+
+    def recording(att, layer, head, **kwargs):
+        made.append((threading.current_thread().name, len(att.tokens), layer, head))
+        return real(att, layer, head, **kwargs)
+
+    monkeypatch.setattr(maps, "head_map", recording)
+    at = _open(model="tiny-gpt-stories", text=STORY + " ball")
+    made.clear()
+    _press(at)
+    n = len(engine.generate(engine.load("tiny-gpt-stories"), STORY + " ball", DecodeSettings(max_new_tokens=20)).tokens)
+    assert len(_chart(at)["data"][0]["x"]) == n  # the written text's head is drawn
+    of_the_writing = [m for m in made if m[1] == n]
+    assert of_the_writing and all(name.startswith("long-work-") for name, *_ in of_the_writing), made
