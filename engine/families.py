@@ -171,7 +171,14 @@ def hub_record(model_type: str) -> FamilyRecord | None:
 def text_families() -> frozenset[str]:
     """Catalog families the text pages draw (layers × heads over a sentence: not the ViT's images, not the
     RNN's single alignment): what their model pickers offer."""
-    return frozenset(f for r in TABLE if r.trace_type in TEXT_TRACES for f in r.families)
+    table, found = _TEXT_FAMILIES
+    if table is not TABLE:  # once per table (every page run asks: the model picker)
+        found = frozenset(f for r in TABLE if r.trace_type in TEXT_TRACES for f in r.families)
+        _TEXT_FAMILIES[:] = [TABLE, found]
+    return found
+
+
+_TEXT_FAMILIES: list = [None, frozenset()]  # (the table it was read from, its text families)
 
 
 def hub_labels(*families: str) -> tuple[str, ...]:
