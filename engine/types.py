@@ -117,6 +117,10 @@ class AttentionTrace:
         kv_heads: grouped-query attention: how many key/value heads the model has (query head ``h``
             reads key/value head ``h // (n_heads // kv_heads)``; ``keys``/``values`` hold one copy per
             query head); None when every query head has its own.
+        value_out_norms: per layer, ``[head, k_pos]`` float32 ``‖v^h_j W_O^h‖``: the length of what key
+            ``j``'s value adds through head ``h``'s block of the output projection (what
+            :meth:`contributions` needs; :mod:`engine.capture.contribution`); or () when the trace was
+            made without its model's output projection.
         generated_from: index of the first token the model generated itself (the tokens before it
             were the prompt), or None when nothing was generated.
         pos_encoding: ``[pos, d_model]`` vectors added to the token embeddings, or None.
@@ -142,6 +146,7 @@ class AttentionTrace:
     alibi_slopes: np.ndarray | None = None
     relative_bias: tuple[np.ndarray | None, ...] = ()
     kv_heads: int | None = None
+    value_out_norms: tuple[np.ndarray, ...] = ()
     generated_from: int | None = None
     pos_encoding: np.ndarray | None = None
     pos_encoding_kind: str = "none"
@@ -185,6 +190,13 @@ class AttentionTrace:
             for layer, rb in enumerate(self.relative_bias):
                 if rb is not None and rb.shape != want:
                     raise ValueError(f"layer {layer}: relative_bias must be [head, n_q + n_k − 1] = {want}, got {rb.shape}")
+        if self.value_out_norms:
+            if len(self.value_out_norms) != n_layers:
+                raise ValueError(f"value_out_norms needs one entry per layer (or none at all), got {len(self.value_out_norms)}")
+            want = (self.queries[0].shape[0], len(self.key_tokens))
+            for layer, norms in enumerate(self.value_out_norms):
+                if norms.shape != want:
+                    raise ValueError(f"layer {layer}: value_out_norms must be [head, k_pos] = {want}, got {norms.shape}")
         if self.kv_heads is not None and (self.kv_heads < 1 or self.queries[0].shape[0] % self.kv_heads):
             raise ValueError(f"kv_heads must divide the {self.queries[0].shape[0]} query heads, got {self.kv_heads}")
         if self.generated_from is not None and not 0 <= self.generated_from <= len(self.tokens):
@@ -231,14 +243,50 @@ class AttentionTrace:
     def value_norms(self, layer: int, head: int) -> np.ndarray:
         """Length of each key's value vector, ``‖v_j‖``, for one head: ``[k_pos]`` float32.
 
-        A weight α_ij times ``‖v_j‖`` is how much key ``j`` adds to query ``i``'s output
-        (Kobayashi et al. 2020): a sink with a large weight and a short value vector adds little.
+        α_ij·‖v_j‖ weighs each weight by the value's length only; it leaves out the output projection,
+        which Kobayashi et al.'s measure includes (:meth:`contributions`).
         """
         v = self.v(layer)
         n_heads = v.shape[0]
         if not -n_heads <= int(head) < n_heads:
             raise IndexError(f"head {head} out of range: this model has {n_heads} heads (0–{n_heads - 1})")
         return np.linalg.norm(np.asarray(v[int(head)], dtype=np.float32), axis=-1).astype(np.float32)
+
+    @property
+    def has_contributions(self) -> bool:
+        """Whether :meth:`contributions` can be computed (the trace kept ``value_out_norms``)."""
+        return bool(self.value_out_norms)
+
+    def output_norms(self, layer: int, head: int) -> np.ndarray:
+        """``‖f_h(x_j)‖ = ‖v^h_j W_O^h‖`` for one head, one per key: ``[k_pos]`` float32.
+
+        Raises:
+            EngineError: the trace was made without its model's output projection.
+        """
+        layer = self._layer(layer)
+        if not self.value_out_norms:
+            raise EngineError(
+                "This trace has no output-projection norms ‖v·W_O‖, so the contribution ‖α·f(x)‖ cannot be "
+                "computed: it was not made by engine.trace or engine.generate from a model whose output "
+                "projection the engine reads."
+            )
+        return self.value_out_norms[layer][self._heads(head)[0]]
+
+    def contributions(self, layer: int, head: int) -> np.ndarray:
+        """Kobayashi et al.'s contribution of key ``j`` to query ``i``: ``[q_pos, k_pos]`` float32.
+
+        ``‖α_ij f_h(x_j)‖ = α_ij · ‖v^h_j W_O^h‖``, with ``f_h(x) = (x W_V^h + b_V^h) W_O^h``: the value
+        (bias included) carried through head ``h``'s block of the output projection (Kobayashi,
+        Kuribayashi, Yokoi and Inui 2020, "Attention is Not Only a Weight: Analyzing Transformers with
+        Vector Norms", EMNLP). The output projection's bias is added once to the sum over every head and
+        key, so it is part of no single head's term and not of this measure. n×n, like :meth:`pattern`;
+        long inputs: :meth:`overview` / :meth:`pattern_rows` with ``weighting="contribution"``.
+
+        Raises:
+            EngineError: the trace has no output-projection norms (:meth:`output_norms`).
+        """
+        norms = self.output_norms(layer, head)
+        return (self.pattern(layer, head) * norms[None, :]).astype(np.float32)
 
     def window_of(self, layer: int) -> int | None:
         """The sliding-window size of ``layer``, or None."""
@@ -363,7 +411,7 @@ class AttentionTrace:
     def overview(self, layer: int, head: int, size: int = 1024, reduce: Literal["max", "mean"] = "max", *,
                  q_range: tuple[int, int] | None = None, k_range: tuple[int, int] | None = None,
                  keys: np.ndarray | None = None, row_scale: bool = False,
-                 weighting: Literal["attention", "value"] = "attention") -> np.ndarray:  # fmt: skip
+                 weighting: Literal["attention", "value", "contribution"] = "attention") -> np.ndarray:  # fmt: skip
         """One head's exact pattern pooled to ``[min(rows, size), min(keys, size)]`` block max/mean cells.
 
         For long inputs: computed a chunk of query rows at a time, never n×n. Arguments, returns
@@ -375,9 +423,10 @@ class AttentionTrace:
                            row_scale=row_scale, weighting=weighting)  # fmt: skip
 
     def pattern_rows(self, layer: int, head: int, start: int, stop: int,
-                     weighting: Literal["attention", "value"] = "attention") -> np.ndarray:  # fmt: skip
+                     weighting: Literal["attention", "value", "contribution"] = "attention") -> np.ndarray:  # fmt: skip
         """Exact rows ``start:stop`` of ``pattern(layer, head)``, ``[stop − start, k_pos]``, without n×n
-        (``weighting="value"``: times :meth:`value_norms`)."""
+        (``weighting="value"``: times :meth:`value_norms`; ``"contribution"``: times :meth:`output_norms`,
+        rows of :meth:`contributions`)."""
         from engine.analysis import overview as ov
 
         return ov.pattern_rows(self, layer, head, start, stop, weighting)

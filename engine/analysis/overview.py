@@ -10,7 +10,8 @@ only their pooled cells::
     s       = s − slope · |i − j|               # ALiBi, when the model has it
     s[i, j] = −∞ where blocked                  # causal: j > i + (n_k − n_q); window w: i + (n_k − n_q) − j >= w, or |…| > w without causal; padded keys
     p       = softmax(s) over ALL keys          # the model's real weights: hiding keys never renormalises
-    p[i, j] = p[i, j] · ‖v_j‖                   # weighting="value" only: key j's contribution α·‖v‖
+    p[i, j] = p[i, j] · ‖v_j W_O‖               # weighting="contribution": ‖α f(x_j)‖ (Kobayashi et al. 2020)
+    p[i, j] = p[i, j] · ‖v_j‖                   # weighting="value": the value's length only, α·‖v‖
     p       = p / max_{j ∈ keys} p[i, j]        # row_scale only ("per-row max" colouring)
     cell(I, J) = max (or mean) of p over query block I × selected-key block J
 
@@ -20,7 +21,8 @@ rows can see: the rest of the row is 0 and costs nothing. Rows equal ``pattern``
 rounding, except that weights below ~1e-33 come out as exactly 0: they would be subnormal floats,
 which the CPU computes about ten times slower (a peaked head at 16k tokens has millions).
 
-Memory: Q and K of the head, ‖v_j‖ for weighting="value", one chunk of scores, the output
+Memory: Q and K of the head, one norm per key for weighting="value" / "contribution" (the trace keeps
+‖v_j W_O‖ per head: ``AttentionTrace.value_out_norms``), one chunk of scores, the output
 (O(n·d + chunk·n + size²)).
 """
 
@@ -37,10 +39,12 @@ if TYPE_CHECKING:
 
 Reduce = Literal["max", "mean"]
 REDUCES: tuple[str, ...] = ("max", "mean")
-#: "attention": the weights α_ij; "value": each weight times its key's value norm, α_ij·‖v_j‖
-#: (Kobayashi et al. 2020, "Attention is not only a weight")
-Weighting = Literal["attention", "value"]
-WEIGHTINGS: tuple[str, ...] = ("attention", "value")
+#: "attention": the weights α_ij; "contribution": ‖α_ij f_h(x_j)‖ = α_ij·‖v_j W_O^h‖, what key j adds to
+#: query i's output through head h (Kobayashi et al. 2020, "Attention is Not Only a Weight: Analyzing
+#: Transformers with Vector Norms"; ``AttentionTrace.contributions``); "value": α_ij·‖v_j‖, the value's
+#: length only, without the output projection (not Kobayashi et al.'s measure)
+Weighting = Literal["attention", "value", "contribution"]
+WEIGHTINGS: tuple[str, ...] = ("attention", "value", "contribution")
 #: the most bytes of scores one chunk of query rows holds (a few more arrays of this size live briefly)
 CHUNK_BYTES = 4 * 2**20
 
@@ -252,9 +256,11 @@ def overview(
         row_scale: divide each exact row by its maximum over the selected keys before pooling
             (rows with no weight there stay 0), so one dominant sink column does not wash out
             every other cell.
-        weighting: ``"attention"`` pools the weights α_ij; ``"value"`` pools α_ij·‖v_j‖, how much key
-            ``j`` adds to query ``i``'s output (a sink key with a large weight and a short value vector
-            adds little). ``row_scale`` then divides by the row's largest weighted value.
+        weighting: ``"attention"`` pools the weights α_ij; ``"contribution"`` pools α_ij·‖v_j W_O^h‖, the
+            length of what key ``j`` adds to query ``i``'s output through this head (Kobayashi et al.
+            2020; a sink key with a large weight and a short value vector adds little); ``"value"``
+            pools α_ij·‖v_j‖ (the value's length only). ``row_scale`` then divides by the row's largest
+            weighted value.
 
     Returns:
         float32 ``[min(n_q', size), min(n_k', size)]``, with ``n_q'`` the rows in ``q_range`` and
@@ -265,6 +271,7 @@ def overview(
         ValueError: ``reduce`` or ``size`` invalid, an empty range, ``keys`` unsorted or outside
             ``k_range``.
         IndexError: layer, head or a range out of bounds.
+        EngineError: ``"contribution"`` for a trace without output-projection norms.
 
     Example:
         >>> grid = overview(tr, -1, 0, size=256)                     # 16,384 tokens → [256, 256]
@@ -339,9 +346,12 @@ def overview(
 
 
 def _value_norms(trace: AttentionTrace, layer: int, head: int, weighting: str) -> np.ndarray | None:
-    """‖v_j‖ per key for ``weighting="value"``, None for plain weights."""
+    """One factor per key: ‖v_j‖ for ``weighting="value"``, ‖v_j W_O^h‖ for ``"contribution"``; None for
+    plain weights."""
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    if weighting == "contribution":
+        return trace.output_norms(layer, head)
     return trace.value_norms(layer, head) if weighting == "value" else None
 
 
@@ -355,11 +365,13 @@ def pattern_rows(trace: AttentionTrace, layer: int, head: int, start: int, stop:
         head: head index (negative counts from the end).
         start: first query row.
         stop: one past the last query row.
-        weighting: ``"attention"`` (the weights) or ``"value"`` (each weight times ``‖v_j‖``).
+        weighting: ``"attention"`` (the weights), ``"contribution"`` (each weight times ``‖v_j W_O^h‖``:
+            rows of ``trace.contributions``) or ``"value"`` (each weight times ``‖v_j‖``).
 
     Returns:
         float32 ``[stop − start, n_k]``: ``trace.pattern(layer, head)[start:stop]`` (to float32
-        rounding; weights below ~1e-33 are 0), times ``trace.value_norms(layer, head)`` for "value".
+        rounding; weights below ~1e-33 are 0), times ``trace.output_norms(layer, head)`` for
+        "contribution", ``trace.value_norms(layer, head)`` for "value".
 
     Example:
         >>> row = pattern_rows(tr, -1, 0, 9000, 9001)[0]   # one query token's weights, 16,384 keys

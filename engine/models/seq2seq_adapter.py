@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from engine.capture import capture
+from engine.capture.contribution import attention_norms
 from engine.model import Model
 from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.seq2seq import Seq2SeqTransformer
@@ -88,11 +89,13 @@ def trace_seq2seq(
 
     def attention(part: str, queries: Tokens, keys: Tokens, causal: bool, pos: np.ndarray | None) -> AttentionTrace:
         prefix = parts[part]
+        values = tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_v"]) for layer in layers)  # [H, k, dh] each
+        modules = [model.get_submodule(prefix.format(layer)) for layer in layers]  # each owns its w_o
         return AttentionTrace(
             model_id=model_id, family="encoder-decoder", tokens=queries, key_tokens=keys,
             queries=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_q"]) for layer in layers),
             keys=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_k"]) for layer in layers),
-            values=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_v"]) for layer in layers),
+            values=values, value_out_norms=tuple(attention_norms(m, v) for m, v in zip(modules, values)),
             scales=tuple(1.0 / math.sqrt(cfg.d_head) for _ in layers), causal=causal,
             pos_encoding=pos, pos_encoding_kind=cfg.pos_encoding, n_input_tokens=len(keys), device=device.type,
         )  # fmt: skip

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from engine.capture import capture
+from engine.capture.contribution import attention_norms
 from engine.models.transformer import Transformer
 from engine.types import AttentionTrace, EmptyInputError, Tokens
 
@@ -69,6 +70,7 @@ def trace_own(
         model(ids, causal=causal, attn_impl="sdpa")
         pos = model.position_vectors(len(token_ids))  # (T, D) or None
     slopes = model.alibi_slopes if cfg.pos_encoding == "alibi" else None  # (H,) or None
+    values = tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers)  # [H, T, dh] each
     return AttentionTrace(
         model_id=model_id,
         family="decoder" if causal else "encoder",
@@ -76,7 +78,9 @@ def trace_own(
         key_tokens=tokens,
         queries=tuple(_heads_first(acts[f"blocks.{layer}.attn.{q_name}"]) for layer in layers),
         keys=tuple(_heads_first(acts[f"blocks.{layer}.attn.{k_name}"]) for layer in layers),
-        values=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers),
+        values=values,
+        # ‖v^h_j W_O^h‖ per head and key, through each block's w_o: what contributions() multiplies α by
+        value_out_norms=tuple(attention_norms(block.attn, v) for block, v in zip(model.blocks, values)),
         scales=tuple(float(block.attn.scale) for block in model.blocks),
         causal=bool(causal),
         alibi_slopes=None if slopes is None else slopes.to("cpu", torch.float32).numpy().copy(),

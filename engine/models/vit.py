@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from engine.capture import HookPoint, capture
+from engine.capture.contribution import attention_norms
 from engine.model import Model
 from engine.models.config import JsonConfig
 from engine.models.loading import checkpoint_model
@@ -233,6 +234,7 @@ def trace_vit(model: ViT, image: Any, *, model_id: str) -> VisionTrace:
     probs = torch.softmax(logits[0].float(), dim=-1).cpu().numpy()  # (n_classes,)
     tokens = patch_tokens(cfg)
     layers = range(cfg.n_layers)
+    values = tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers)  # [H, T, dh] each
     attention = AttentionTrace(
         model_id=model_id,
         family="vit",
@@ -240,7 +242,8 @@ def trace_vit(model: ViT, image: Any, *, model_id: str) -> VisionTrace:
         key_tokens=tokens,
         queries=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_q"]) for layer in layers),
         keys=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_k"]) for layer in layers),
-        values=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers),
+        values=values,
+        value_out_norms=tuple(attention_norms(block.attn, v) for block, v in zip(model.blocks, values)),
         scales=tuple(float(block.attn.scale) for block in model.blocks),
         causal=False,
         pos_encoding=model.pos_embed.weight.detach().to("cpu", torch.float32).numpy().copy(),

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from engine.capture import capture
+from engine.capture.contribution import module_blocks, output_norms
 from engine.model import Model
 from engine.pretrained.interface import recording
 from engine.text import (
@@ -317,9 +318,10 @@ class HFTextAdapter:
             raise EngineError(f"This model reads at most {model.max_positions} tokens; got {n}.")
         default_causal = bool(model.default_causal)
         causal = default_causal if causal is None else bool(causal)
-        records, pos, device, notice = self._forward(model, ids, causal, default_causal)
+        records, blocks, pos, device, notice = self._forward(model, ids, causal, default_causal)
         n_heads = records[0].query.shape[0]
         kv_heads = min(r.key.shape[0] for r in records)  # fewer than n_heads: grouped-query attention
+        values = tuple(per_query_head(r.value, n_heads) for r in records)
         return AttentionTrace(
             model_id=model.spec.id,
             family=model.spec.family,
@@ -327,12 +329,13 @@ class HFTextAdapter:
             key_tokens=tokens,
             queries=tuple(r.query for r in records),
             keys=tuple(per_query_head(r.key, n_heads) for r in records),
-            values=tuple(per_query_head(r.value, n_heads) for r in records),
+            values=values,
             scales=tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records),
             causal=causal,
             window=_per_layer(r.sliding_window for r in records),
             softcap=_per_layer(r.softcap for r in records),
             kv_heads=kv_heads if kv_heads < n_heads else None,
+            value_out_norms=tuple(output_norms(v, w) for v, w in zip(values, blocks)),
             pos_encoding=pos,
             pos_encoding_kind=self.pos_encoding_kind,
             truncated=n_input_tokens is not None and n_input_tokens > n,
@@ -341,9 +344,14 @@ class HFTextAdapter:
             notices=tuple(notices) + ((notice,) if notice else ()),
         )
 
+    def output_blocks(self, module: nn.Module, n_heads: int) -> list[np.ndarray]:
+        """Per layer, the output projection (:attr:`out_proj`) split into one ``W_O^h`` per query head,
+        ``[head, d_head, d_model]`` (:func:`engine.capture.contribution.module_blocks`)."""
+        return [module_blocks(dict(layer.named_modules())[self.out_proj], n_heads) for layer in self.layers(module)]
+
     def _forward(self, model: Model, ids: list[int], causal: bool, default_causal: bool):
-        """Run the base model once, recording every attention call: ``(records per layer, position
-        vectors or None, device, notice)``."""
+        """Run the base model once, recording every attention call: ``(records per layer, output
+        projection blocks per layer, position vectors or None, device, notice)``."""
         n = len(ids)
 
         def forward(module: nn.Module, device: torch.device):
@@ -357,7 +365,9 @@ class HFTextAdapter:
                 # the base model only: an LM head would build [n, vocab] logits a trace never reads
                 self.base(module)(input_ids=input_ids, **kwargs)
             pos = acts.get("hook_pos_embed")
-            return layer_records(rec.calls, self.layers(module)), None if pos is None else pos[0].float().cpu().numpy()
+            records = layer_records(rec.calls, self.layers(module))
+            blocks = self.output_blocks(module, records[0].query.shape[0])
+            return records, blocks, None if pos is None else pos[0].float().cpu().numpy()
 
-        (records, pos), device, notice = model.run(forward)
-        return records, pos, device, notice
+        (records, blocks, pos), device, notice = model.run(forward)
+        return records, blocks, pos, device, notice

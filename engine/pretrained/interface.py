@@ -44,6 +44,9 @@ class LayerRecord:
     #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``);
     #: None when the call had none or an all-zero one. Layers given the same tensor share the array.
     relative_bias: np.ndarray | None = None
+    #: ``[H, n_k]`` ‖v^h_j W_O^h‖ (``AttentionTrace.value_out_norms``), set by adapters that read the
+    #: output projection from the calling module; None until then
+    out_norms: np.ndarray | None = None
 
 
 @dataclass

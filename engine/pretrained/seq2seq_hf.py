@@ -33,10 +33,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.capture.contribution import attention_norms
 from engine.families import hub_record
 from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
 from engine.model import Model, pick_device
-from engine.pretrained.adapters import display_tokens, prepare_text
+from engine.pretrained.adapters import display_tokens, per_query_head, prepare_text
 from engine.pretrained.hf_api import hf
 from engine.text import error_reason, length_notices, named_ids, quote_input
 from engine.types import (
@@ -197,6 +198,8 @@ class Seq2SeqHFAdapter:
                    decoder_input_ids=torch.tensor([tgt_ids], device=device), use_cache=False)  # fmt: skip
         parts: dict[str, list] = {"encoder": [], "decoder": [], "cross": []}
         for mod, record in rec.calls:
+            # what each key adds through each head: the value carried through the module's own o / out_proj
+            record.out_norms = attention_norms(mod, per_query_head(record.value, record.query.shape[0]))
             parts[part_of(names.get(id(mod), ""))].append(record)
         if not parts["encoder"] or len(parts["decoder"]) != len(parts["cross"]):
             raise EngineError(f"captured {', '.join(f'{k}: {len(v)}' for k, v in parts.items())} attention calls; "
@@ -213,6 +216,7 @@ class Seq2SeqHFAdapter:
             values=tuple(r.value for r in records),
             scales=tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records),
             causal=causal, relative_bias=tuple(relative) if any(b is not None for b in relative) else (),
+            value_out_norms=tuple(r.out_norms for r in records),
             pos_encoding_kind=kind, n_input_tokens=len(keys), device=device,
         )  # fmt: skip
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.capture.contribution import attention_norms
 from engine.model import Model, pick_device
 from engine.models.vit_input import _to_unit_range
 from engine.pretrained.adapters import layer_records
@@ -107,7 +108,10 @@ class HFViTAdapter:
         def forward(module: nn.Module, device: torch.device):
             with recording() as rec:
                 out = module(pixel_values=pixels.to(device))
-            records = layer_records(rec.calls, attention_modules(module))
+            modules = attention_modules(module)
+            records = layer_records(rec.calls, modules)
+            for attention, record in zip(modules, records):  # ‖v W_O^h‖ through each layer's o_proj
+                record.out_norms = attention_norms(attention, record.value)
             return records, self._probs(module, out), self._labels(module)
 
         (records, probs, labels), device, notice = model.run(forward)
@@ -123,7 +127,7 @@ class HFViTAdapter:
         attention = AttentionTrace(
             model_id=model.spec.id, family="vit", tokens=tokens, key_tokens=tokens, queries=queries,
             keys=tuple(r.key for r in records), values=tuple(r.value for r in records),
-            scales=scales, causal=False, n_input_tokens=n_tokens, device=device.type,
+            value_out_norms=tuple(r.out_norms for r in records), scales=scales, causal=False, n_input_tokens=n_tokens, device=device.type,
         )  # fmt: skip
         mean, std = self._norm(model.tokenizer)
         seen = np.clip(pixels[0].permute(1, 2, 0).numpy() * std + mean, 0.0, 1.0).astype(np.float32)  # (S, S, 3)

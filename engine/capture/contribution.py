@@ -1,0 +1,104 @@
+"""How much a key adds to a query's output, per head: Kobayashi et al.'s norm-based measure.
+
+Kobayashi, Kuribayashi, Yokoi and Inui (2020), "Attention is Not Only a Weight: Analyzing Transformers
+with Vector Norms", EMNLP. One attention layer's output for query ``i`` is a sum of one vector per head
+and key, plus the output projection's bias::
+
+    y_i = Σ_h Σ_j α^h_ij · f_h(x_j) + b_O          f_h(x) = (x W_V^h + b_V^h) W_O^h = v^h(x) W_O^h
+
+``W_O^h`` (``[d_head, d_model]``) is the block of the output projection that head ``h``'s slice of the
+concatenated head outputs feeds. The measure is the length of one term, ``‖α^h_ij f_h(x_j)‖ =
+α^h_ij · ‖v^h_j W_O^h‖`` (α ≥ 0). ``b_O`` is added once to the sum of every head and key: it belongs
+to no single head's term, so it is not part of the measure.
+
+A trace keeps ``‖v^h_j W_O^h‖`` per layer as a ``[head, key]`` array (:func:`output_norms`), not W_O:
+``AttentionTrace.contributions`` multiplies it by the weights. With grouped-query attention the value
+vector is the shared key/value head's, ``W_O^h`` is the query head's own block.
+
+The norms are computed from the ``d_head × d_head`` Gram matrix ``G_h = W_O^h W_O^hᵀ`` in float64:
+``‖v W_O^h‖² = v G_h vᵀ``, O(n · d_head · d_model) per layer instead of building ``[n, d_model]``
+vectors per head.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: query rows per step of :func:`output_norms` (bounds its float64 temporaries)
+_ROWS = 4096
+
+
+def head_blocks(weight: np.ndarray, n_heads: int, *, transposed: bool) -> np.ndarray:
+    """The output projection as one ``W_O^h`` per head: ``[head, d_head, d_out]`` float64.
+
+    Args:
+        weight: the projection's weight: ``nn.Linear`` stores ``[d_out, heads · d_head]``
+            (``transposed=False``); GPT-2's ``Conv1D`` stores ``[heads · d_head, d_out]`` (``transposed=True``).
+        n_heads: query heads; their outputs enter head-major (head 0's ``d_head`` inputs first).
+
+    Raises:
+        ValueError: the input side does not split into ``n_heads`` equal blocks.
+    """
+    w = np.asarray(weight, dtype=np.float64)
+    w = w if transposed else w.T  # [heads · d_head, d_out]
+    if w.ndim != 2 or w.shape[0] % n_heads:
+        raise ValueError(f"an output projection with {w.shape[0]} inputs does not split into {n_heads} heads")
+    return w.reshape(n_heads, w.shape[0] // n_heads, w.shape[1])  # [H, d_head, d_out]
+
+
+def module_blocks(proj, n_heads: int) -> np.ndarray:
+    """:func:`head_blocks` of a torch output projection: an ``nn.Linear`` or GPT-2's ``Conv1D`` (``nf`` outputs)."""
+    weight = proj.weight.detach().to("cpu").double().numpy()
+    return head_blocks(weight, n_heads, transposed=type(proj).__name__ == "Conv1D")
+
+
+def output_norms(values: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """``‖v^h_j W_O^h‖`` for every head and key: ``[head, key]`` float32.
+
+    Args:
+        values: ``[head, key, d_head]`` value vectors, one per query head (grouped-query attention:
+            the shared key/value head's, repeated), value bias included.
+        blocks: ``[head, d_head, d_out]`` from :func:`head_blocks`.
+
+    Example:
+        >>> norms = output_norms(trace.v(0), module_blocks(layer.attention.output.dense, 12))   # [12, n]
+    """
+    if values.ndim != 3 or blocks.ndim != 3 or values.shape[0] != blocks.shape[0] or values.shape[2] != blocks.shape[1]:
+        raise ValueError(f"values {values.shape} and output blocks {blocks.shape} do not match (head, ·, d_head)")
+    gram = np.matmul(blocks, blocks.transpose(0, 2, 1))  # [H, d_head, d_head]
+    out = np.empty(values.shape[:2], dtype=np.float32)
+    for h in range(values.shape[0]):
+        for a in range(0, values.shape[1], _ROWS):
+            v = np.asarray(values[h, a : a + _ROWS], dtype=np.float64)  # [rows, d_head]
+            squared = np.einsum("nd,nd->n", v @ gram[h], v)
+            out[h, a : a + _ROWS] = np.sqrt(np.maximum(squared, 0.0))
+    return out
+
+
+#: attribute names of the output projection on an attention module that owns it (ViT's and Llama's
+#: ``o_proj``, BART's and Marian's ``out_proj``, T5's ``o``, ours ``w_o``)
+OWN_PROJECTIONS = ("o_proj", "out_proj", "o", "w_o")
+
+
+def attention_output(attention) -> object:
+    """The output projection an attention module owns (:data:`OWN_PROJECTIONS`).
+
+    Raises:
+        EngineError: the module has none of them (BERT-likes and GPT-2 keep theirs elsewhere: their
+            adapter names the path).
+    """
+    from engine.types import EngineError
+
+    for name in OWN_PROJECTIONS:
+        proj = getattr(attention, name, None)
+        if proj is not None and hasattr(proj, "weight"):
+            return proj
+    raise EngineError(
+        f"{type(attention).__name__} has no output projection the engine knows ({', '.join(OWN_PROJECTIONS)}), "
+        "so the contribution ‖α·f(x)‖ of its heads cannot be computed."
+    )
+
+
+def attention_norms(attention, values: np.ndarray) -> np.ndarray:
+    """:func:`output_norms` of ``values`` ``[head, key, d_head]`` through the projection ``attention`` owns."""
+    return output_norms(values, module_blocks(attention_output(attention), values.shape[0]))
