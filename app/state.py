@@ -1,4 +1,8 @@
-"""Session-state keys shared by the pages and their defaults.
+"""Session-state keys and their defaults, declared once.
+
+``K`` holds the keys the text pages share; a page moved to this rule has a class of its own (``Bahdanau``)
+that its page, its components and ``app/url_params.py`` all read, so a key or a link's default is spelled
+in one place (``tests/unit/test_state_keys.py`` lists the moved files and fails on a key written in place).
 
 Widgets are created with ``key=K.*`` and ``persist_state="session"`` (a value survives a page
 switch). The URL carries them through ``app.url_state`` (the table of parameters: ``app/url_params.py``),
@@ -25,6 +29,34 @@ class K:
     head = "head"
     causal = "causal"
     max_tokens = "max_tokens"
+
+
+class Bahdanau:
+    """The Bahdanau page's keys (``app/views/bahdanau.py``, ``app/components/bahdanau_step.py``); the four
+    its links carry are the URL parameters of the same names (``app/url_params.py``)."""
+
+    text = "bahdanau_text"
+    variant = "bahdanau_variant"
+    example = "bahdanau_example"
+    tf_layer = "bahdanau_tf_layer"
+    tf_head = "bahdanau_tf_head"  # -1: the average of the heads
+    step = "bahdanau_step"
+    differs = "bahdanau_differs"  # the "Try <the sentence where attention and gold links differ>" button
+    # charts and downloads (element keys; ``cmp`` is a prefix: one chart per attention variant)
+    map, map_csv, cmp, cmp_transformer = "bahdanau_map", "bahdanau_map_csv", "bahdanau_cmp_", "bahdanau_cmp_transformer"
+    step_table, step_csv = "bahdanau_step_table", "bahdanau_step_csv"
+    state, energies, context = "bahdanau_state", "bahdanau_energies", "bahdanau_context"
+
+    DEFAULTS: dict[str, Any] = {text: "the red car is big", variant: "additive", tf_layer: 0, tf_head: -1}
+
+
+class ROOM:
+    """Session keys of a class in one room (issue 21); the room itself lives in the class store (``app.store``)."""
+
+    joined = "class_joined"  # the code of the room this browser joined
+    link_seen = "class_link_seen"  # the ?room= value already acted on (a join is tried once per link, not per rerun)
+    join_error = "class_join_error"  # why that link could not join (shown while the link is open)
+    teacher = "class_teacher"  # (code, token) of the class this browser teaches
 
 
 #: The sentence is not here: its text box gets ``value=DEFAULT_TEXT`` instead. A default put in session

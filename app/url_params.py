@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from app.state import DEFAULT_TEXT, DEFAULTS, K
+from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, K
 
 #: pages by their file stem in app/views/
 TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
@@ -326,11 +326,11 @@ PARAMS: tuple[Param, ...] = (
     Param("vit_fusion", choice(_options(("mean", "max", "min"))), "mean", _VIT),
     Param("vit_discard", number(0.0, 0.9, digits=1), 0.0, _VIT),
     Param("vit_k", integer(0, 1_000_000), 2, _VIT),
-    # Bahdanau attention (defaults: app/views/bahdanau.py)
-    Param("bahdanau_text", text(200), "the red car is big", _BAHDANAU),
-    Param("bahdanau_variant", choice(_options(("additive", "dot"))), "additive", _BAHDANAU),
-    Param("bahdanau_tf_layer", integer(0, 64), 0, _BAHDANAU),
-    Param("bahdanau_tf_head", integer(-1, 64), -1, _BAHDANAU),
+    # Bahdanau attention (keys and defaults: app.state.Bahdanau)
+    Param(Bahdanau.text, text(200), Bahdanau.DEFAULTS[Bahdanau.text], _BAHDANAU),
+    Param(Bahdanau.variant, choice(_options(("additive", "dot"))), Bahdanau.DEFAULTS[Bahdanau.variant], _BAHDANAU),
+    Param(Bahdanau.tf_layer, integer(0, 64), Bahdanau.DEFAULTS[Bahdanau.tf_layer], _BAHDANAU),
+    Param(Bahdanau.tf_head, integer(-1, 64), Bahdanau.DEFAULTS[Bahdanau.tf_head], _BAHDANAU),
     # Train live (defaults: app/views/train.py ``DEFAULTS``; bounds: engine/training/job_settings.py)
     Param("train_task", choice(_train_tasks), "reverse", _TRAIN),
     Param("train_n_layers", _train("n_layers"), 2, _TRAIN),

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.components.heatmap import safe_label
+from app.state import Bahdanau
 
 # Figure 3 of Bahdanau et al. (2015) draws weights in greyscale, white = high; we keep that look.
 PAPER_GREYS = [[0.0, "#000000"], [1.0, "#ffffff"]]
@@ -96,7 +97,7 @@ def energies_and_weights(energies: np.ndarray, alignment: np.ndarray, source: li
     fig.add_trace(go.Bar(x=x, y=alignment.astype(float), name="α", marker_color="#1c7ed6",
                          hovertemplate="%{x}: α = %{y:.4f}<extra></extra>"), row=1, col=2)  # fmt: skip
     fig.update_yaxes(range=[0, 1], row=1, col=2)
-    fig.update_layout(title=dict(text=title, font=dict(size=14)), meta="bahdanau_energies", height=300,
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), meta=Bahdanau.energies, height=300,
                       showlegend=False, margin=dict(l=10, r=10, t=60, b=40))  # fmt: skip
     return fig
 
@@ -110,7 +111,7 @@ def context_figure(states: np.ndarray, alignment: np.ndarray, context: np.ndarra
                                colorbar=dict(thickness=10),
                                hovertemplate="row %{y}, component %{x}: %{z:.4f}<extra></extra>"))  # fmt: skip
     fig.update_layout(
-        title=dict(text="Encoder states h(j) and the context vector c(i)", font=dict(size=14)), meta="bahdanau_context",
+        title=dict(text="Encoder states h(j) and the context vector c(i)", font=dict(size=14)), meta=Bahdanau.context,
         height=max(220, 26 * len(rows) + 90), margin=dict(l=10, r=10, t=40, b=30), xaxis_title="component",
         yaxis=dict(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed"),
     )  # fmt: skip

@@ -14,9 +14,7 @@ from app import services
 from app.components.alignment_views import context_figure, csv_bytes, energies_and_weights, state_strip, table
 from app.components.charts import show_chart
 from app.components.safe_text import md
-from app.state import PERSIST, clamp
-
-STEP_KEY = "bahdanau_step"
+from app.state import PERSIST, Bahdanau, clamp
 
 FORMULAS = {
     "additive": r"e(i,j) = v^\top \tanh\big(W\,s_{i-1} + U\,h_j\big),\quad "
@@ -29,11 +27,11 @@ FORMULAS = {
 def pick_step(target: tuple[str, ...]) -> int:
     """A slider over the output steps (labelled with the word each one writes); returns the row index."""
     n = len(target)
-    clamp(STEP_KEY, 0, n - 1)
+    clamp(Bahdanau.step, 0, n - 1)
     if n == 1:
         st.caption(f"One decoding step: it writes **{md(target[0])}**.")
         return 0
-    step = st.select_slider("Decoding step i (the word it writes)", options=list(range(n)), key=STEP_KEY,
+    step = st.select_slider("Decoding step i (the word it writes)", options=list(range(n)), key=Bahdanau.step,
                             format_func=lambda i: f"{i + 1}: {target[i]}", **PERSIST,
                             help="Each step writes one word; before writing, the decoder looks back at every source word.")  # fmt: skip
     return int(step)
@@ -47,7 +45,7 @@ def _pieces_additive(b, rows: list[str]) -> None:
         "α(i, j)": np.round(b.alignment, 4),
         "|U h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
     }, index=rows)  # fmt: skip
-    st.dataframe(summary, width="stretch", key="bahdanau_step_table")
+    st.dataframe(summary, width="stretch", key=Bahdanau.step_table)
     st.caption(
         f"Each row is one source word j. The decoder state is turned into a query **W s(i−1)** ({dim} numbers), "
         f"each encoder state into a key **U h(j)** ({dim} numbers); they are **added**, squashed by **tanh**, and "
@@ -72,7 +70,7 @@ def _pieces_dot(b, rows: list[str]) -> None:
         "α(i, j)": np.round(b.alignment, 4),
         "|W_h h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
     }, index=rows)  # fmt: skip
-    st.dataframe(summary, width="stretch", key="bahdanau_step_table")
+    st.dataframe(summary, width="stretch", key=Bahdanau.step_table)
     st.caption(
         f"Luong's “general” score: each encoder state is mapped by **W_h** to {dim} numbers and multiplied "
         "component by component with the decoder state s(i−1); the sum of those products is the energy. No tanh, "
@@ -99,20 +97,20 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
                    f"(α = {b.alignment.max():.3f}).")  # fmt: skip
     with right:
         fig = state_strip(b.s_prev, title=f"Decoder state s(i−1) read by step {step + 1} ({len(b.s_prev)} numbers)",
-                          meta="bahdanau_state", name="s")  # fmt: skip
-        show_chart(fig, key="bahdanau_state")
+                          meta=Bahdanau.state, name="s")  # fmt: skip
+        show_chart(fig, key=Bahdanau.state)
         st.caption("The decoder's memory of what it has written so far (blue positive, red negative). "
                    "Step 1 reads s(0), made from the backward encoder's summary of the whole sentence.")  # fmt: skip
     fig = energies_and_weights(b.energies, b.alignment, list(b.source),
                                title=f"Step {step + 1}: how much “{b.target_word}” looks at each source word")  # fmt: skip
-    show_chart(fig, key="bahdanau_energies")
+    show_chart(fig, key=Bahdanau.energies)
     st.caption("Left: the raw energies (any real number). Right: after the softmax, the weights (0 to 1, summing to 1); "
                "this is row i of the alignment map above.")  # fmt: skip
     if b.variant == "additive":
         _pieces_additive(b, rows)
     else:
         _pieces_dot(b, rows)
-    show_chart(context_figure(b.encoder_states, b.alignment, b.context, list(b.source)), key="bahdanau_context")
+    show_chart(context_figure(b.encoder_states, b.alignment, b.context, list(b.source)), key=Bahdanau.context)
     st.caption(
         f"The context vector c(i) ({len(b.context)} numbers, last row) is the weighted sum of the encoder states "
         "h(j) above it, with the weights α(i, j) shown in each row's label: when one word gets almost all the "
@@ -122,4 +120,4 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
     frame = pd.DataFrame({"source": list(b.source), "energy": b.energies, "alpha": b.alignment}, index=rows)
     st.download_button("Download this step (energies, weights) as CSV", csv_bytes(frame),
                        file_name=f"bahdanau_step{step + 1}.csv", mime="text/csv", icon=":material/download:",
-                       key="bahdanau_step_csv")  # fmt: skip
+                       key=Bahdanau.step_csv)  # fmt: skip

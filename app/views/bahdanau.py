@@ -17,13 +17,11 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.theme import side_by_side
-from app.state import PERSIST, clamp
+from app.state import PERSIST, Bahdanau, clamp
 
-TEXT = "bahdanau_text"
-VARIANT = "bahdanau_variant"
-EXAMPLE = "bahdanau_example"
-TF_LAYER, TF_HEAD = "bahdanau_tf_layer", "bahdanau_tf_head"
-DEFAULT_TEXT = "the red car is big"
+TEXT, VARIANT, EXAMPLE, TF_LAYER, TF_HEAD = (Bahdanau.text, Bahdanau.variant, Bahdanau.example, Bahdanau.tf_layer,
+                                             Bahdanau.tf_head)  # fmt: skip
+DEFAULT_TEXT = Bahdanau.DEFAULTS[TEXT]
 MAX_CHARS = 200
 VARIANT_LABELS = {"additive": "Additive (Bahdanau)", "dot": "Dot / general (Luong)"}
 
@@ -62,7 +60,7 @@ def inputs() -> tuple[str, str]:
             if kind != "examples":
                 st.markdown(f"**{kind}**: " + ", ".join(f"`{w}`" for w in words))
     text = str(st.session_state.get(TEXT) or "")
-    return text, st.session_state.get(VARIANT) or "additive"
+    return text, st.session_state.get(VARIANT) or Bahdanau.DEFAULTS[VARIANT]
 
 
 def show_translation(trace, text: str) -> None:
@@ -85,8 +83,8 @@ def show_map(trace, text: str, model_id: str) -> None:
     agreement, why = services.bahdanau_agreement(model_id, text)
     gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
     fig = alignment_map(trace.alignment, list(trace.target.strings), list(trace.source.strings), gold=gold,
-                        title=f"Alignment map α(i, j), {VARIANT_LABELS[trace.variant]}", meta="bahdanau_map")  # fmt: skip
-    show_chart(fig, key="bahdanau_map")
+                        title=f"Alignment map α(i, j), {VARIANT_LABELS[trace.variant]}", meta=Bahdanau.map)  # fmt: skip
+    show_chart(fig, key=Bahdanau.map)
     st.caption(
         "Each **row** is a French word being written (top to bottom in writing order), each **column** an English "
         "word; a white cell means the decoder looked almost only at that word when writing that row (black = ignored), "
@@ -96,7 +94,7 @@ def show_map(trace, text: str, model_id: str) -> None:
     )
     frame = pd.DataFrame(trace.alignment, index=list(trace.target.strings), columns=list(trace.source.strings))
     st.download_button("Download the alignment map as CSV", csv_bytes(frame), file_name="alignment_map.csv",
-                       mime="text/csv", icon=":material/download:", key="bahdanau_map_csv")  # fmt: skip
+                       mime="text/csv", icon=":material/download:", key=Bahdanau.map_csv)  # fmt: skip
     show_agreement(agreement, why, model_id, text)
 
 
@@ -125,7 +123,7 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
                f"“{md(found.sentence)}”, where **{md(r.target_word)}** looks most at **{md(r.argmax_word)}** instead of "
                f"**{md(r.gold_word)}**.")  # fmt: skip
     if found.sentence != text.strip():
-        st.button(f"Try “{found.sentence}”", on_click=_set_text, args=(found.sentence,), key="bahdanau_differs",
+        st.button(f"Try “{found.sentence}”", on_click=_set_text, args=(found.sentence,), key=Bahdanau.differs,
                   icon=":material/swap_horiz:")  # fmt: skip
 
 
@@ -143,8 +141,8 @@ def show_compare(text: str) -> None:
         with col:
             tr = services.bahdanau_trace(services.BAHDANAU_MODELS[variant], text)
             fig = alignment_map(tr.alignment, list(tr.target.strings), list(tr.source.strings), compact=True,
-                                title=VARIANT_LABELS[variant], meta=f"bahdanau_cmp_{variant}", height=420)
-            show_chart(fig, key=f"bahdanau_cmp_{variant}")
+                                title=VARIANT_LABELS[variant], meta=f"{Bahdanau.cmp}{variant}", height=420)
+            show_chart(fig, key=f"{Bahdanau.cmp}{variant}")
             st.caption(f"Output: {md(tr.output_text)}")
     with columns[2]:
         s2s = services.bahdanau_trace(services.TRANSFORMER_TRANSLATOR, text)
@@ -162,8 +160,8 @@ def show_compare(text: str) -> None:
         top = float(weights.max())
         title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
         fig = alignment_map(weights, transformer_rows(cross.tokens.strings, finished), list(cross.key_tokens.strings),
-                            title=title, meta="bahdanau_cmp_transformer", height=420, compact=True, zmax=top)
-        show_chart(fig, key="bahdanau_cmp_transformer")
+                            title=title, meta=Bahdanau.cmp_transformer, height=420, compact=True, zmax=top)
+        show_chart(fig, key=Bahdanau.cmp_transformer)
         st.caption(f"Output: {md(s2s.output_text)} · white = weight {top:.2f}")
     st.caption(
         "Left: Bahdanau's additive score; middle: Luong's dot (“general”) score, same RNN otherwise; right: the "

@@ -1,0 +1,71 @@
+"""Issue 20, item 1: every session key is declared once, in ``app/state.py``.
+
+Pages moved to that rule name their keys through ``app.state`` (``K``, ``Bahdanau``, ...), never as string
+literals: a ``key="…"`` / ``key=f"…"`` argument, a ``st.session_state["…"]`` subscript or a ``*_KEY = "…"``
+constant in one of those files fails here. Pages not yet moved are listed in the report of issue 20.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from app import state
+from app.url_params import PARAMS
+
+ROOT = Path(__file__).resolve().parents[2]
+#: files whose keys all come from app.state (grows page by page)
+DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py")
+KEY_CLASSES = (state.K, state.Bahdanau)
+
+
+def _names(cls) -> dict[str, str]:
+    return {name: value for name, value in vars(cls).items() if not name.startswith("_") and isinstance(value, str)}
+
+
+def _literal(node: ast.AST) -> bool:
+    """A string written in place: "…" or an f-string whose text part is not a name from app.state."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return True
+    if isinstance(node, ast.JoinedStr):
+        return not any(isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Attribute)
+                       for part in node.values[:1])  # fmt: skip
+    return False
+
+
+def _offences(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "key" and _literal(node.value):
+            found.append(f"line {node.value.lineno}: key={ast.unparse(node.value)}")
+        if (isinstance(node, ast.Subscript) and "session_state" in ast.unparse(node.value)
+                and _literal(node.slice)):  # fmt: skip
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        if isinstance(node, ast.Assign) and _literal(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id.endswith("_KEY"):
+                    found.append(f"line {node.lineno}: {target.id} = {ast.unparse(node.value)}")
+    return found
+
+
+@pytest.mark.parametrize("relative", DECLARED_ONCE)
+def test_moved_pages_name_their_keys_through_app_state(relative):
+    assert _offences(ROOT / relative) == [], f"{relative} writes keys in place; declare them in app/state.py"
+
+
+def test_a_key_is_declared_once():
+    seen: dict[str, str] = {}
+    for cls in KEY_CLASSES:
+        for name, value in _names(cls).items():
+            assert value not in seen, f"{cls.__name__}.{name} repeats {seen.get(value)}: {value!r}"
+            seen[value] = f"{cls.__name__}.{name}"
+
+
+def test_the_bahdanau_links_use_the_declared_keys_and_defaults():
+    declared = _names(state.Bahdanau)
+    carried = {p.name: p.default for p in PARAMS if "bahdanau" in (p.pages or ())}
+    assert carried == state.Bahdanau.DEFAULTS
+    assert set(carried) <= set(declared.values())
