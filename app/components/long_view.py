@@ -2,8 +2,9 @@
 
 With a linear colour scale a 400-token head looks empty except for its sink column ([CLS], [SEP] or the
 first token take most of the weight); a log scale, per-row scaling or hiding those columns makes the rest
-readable. "Show" swaps the weights α for each key's contribution α·‖v‖ (the weight times the length of
-its value vector), where a sink with a short value vector fades. Inputs longer than the overview size
+readable. "Show" swaps the weights α for each key's contribution ‖α·f(x)‖ (Kobayashi et al. 2020: the
+weight times the length of what the key's value adds through the head's block of the output projection),
+where a sink with a short value vector fades, or for α·‖v‖ (the value's length only). Inputs longer than the overview size
 get a zoom: the query rows and key columns are each a range slider (keyboard-friendly) with two number
 boxes beside it, so a region can be typed ("from 1,000 to 1,256") where a slider over 16,384 tokens moves
 ~60 tokens a pixel; once the region fits, the exact weights appear.
@@ -21,10 +22,21 @@ from app.state import PERSIST, settle
 
 SCALE_HELP = ("Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
               "still shows the true weight. Per-row max: each row divided by its own largest weight, so every query's strongest key is darkest.")
-SHOW = {"attention": "weights α", "value": "contribution α·‖v‖"}
-SHOW_HELP = ("α: how much each query looks at each key (rows sum to 1). α·‖v‖: that weight times the length of "
-             "the key's value vector, i.e. how much the key actually adds to the query's output "
-             "(Kobayashi et al. 2020, 'Attention is not only a weight').")
+SHOW = {"attention": "weights α", "contribution": "contribution ‖α·f(x)‖", "value": "α·‖v‖ (value length only)"}
+SHOW_HELP = ("α: how much each query looks at each key (rows sum to 1). ‖α·f(x)‖: the length of what the key "
+             "actually adds to the query's output through this head, α times ‖v·W_O‖, the key's value vector "
+             "carried through the head's part of the output projection (Kobayashi et al. 2020, 'Attention is "
+             "Not Only a Weight: Analyzing Transformers with Vector Norms'). α·‖v‖: the weight times the value "
+             "vector's length only, without the output projection (close to the contribution, not equal).")
+#: a sentence for the caption under each weighting (pages say it where they explain the colour)
+COLOUR_SAYS = {
+    "attention": "Colour is the softmax weight: every row sums to 1. ",
+    "contribution": "Colour is the contribution ‖α·f(x)‖ (Kobayashi et al. 2020): the weight times the length of "
+                    "what the key's value adds through this head's part of the output projection, so rows no "
+                    "longer sum to 1. ",
+    "value": "Colour is α·‖v‖, the weight times the key's value length only (no output projection), so rows "
+             "no longer sum to 1. ",
+}  # fmt: skip
 HIDE_HELP = ("Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
              "'attention sink'). Hiding their columns lets the colour scale show the rest; weights are not "
              "renormalised. An unknown word's [UNK] is part of your text and stays.")
@@ -35,7 +47,7 @@ class DisplayOptions:
     scale: str
     hide_sinks: bool
     caption: str
-    weighting: str = "attention"  # "attention" (α) or "value" (α·‖v‖), as engine.analysis.overview takes it
+    weighting: str = "attention"  # "attention", "contribution" or "value", as engine.analysis.overview takes it
 
 
 def _mark_chosen(key: str) -> None:
@@ -43,13 +55,15 @@ def _mark_chosen(key: str) -> None:
 
 
 def display_options(trace, key_prefix: str) -> DisplayOptions:
-    """Colour scale, α or α·‖v‖, and "hide sink columns" widgets; returns the choice and a sentence for the caption."""
+    """Colour scale, what to show (α, ‖α·f(x)‖, α·‖v‖) and "hide sink columns" widgets; returns the choice and a
+    sentence for the caption. The contribution is offered only where the trace kept its output-projection norms."""
     scale_key, hide_key, show_key = f"{key_prefix}_scale", f"{key_prefix}_hide_sinks", f"{key_prefix}_weighting"
     chosen_key = f"{scale_key}_chosen"
     if not st.session_state.get(chosen_key) or st.session_state.get(scale_key) not in SCALES:
         # until the user picks one: linear for a sentence, log for a long input (linear looks empty there)
         settle(scale_key, "log" if trace.n_keys > OVERVIEW_SIZE else "linear")
-    if st.session_state.get(show_key) not in SHOW:
+    shows = [w for w in SHOW if w != "contribution" or trace.has_contributions]
+    if st.session_state.get(show_key) not in shows:
         settle(show_key, "attention")
     left, middle, right = st.columns([5, 5, 3])
     with left:
@@ -57,15 +71,21 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
                                      help=SCALE_HELP, on_change=_mark_chosen, args=(chosen_key,),
                                      **PERSIST) or "linear"
     with middle:
-        weighting = st.segmented_control("Show", list(SHOW), format_func=SHOW.get, key=show_key, help=SHOW_HELP,
+        weighting = st.segmented_control("Show", shows, format_func=SHOW.get, key=show_key, help=SHOW_HELP,
                                          **PERSIST) or "attention"
     with right:
         hide = bool(st.toggle("Hide sink columns", key=hide_key, help=HIDE_HELP, **PERSIST))
     notes = []
-    if weighting == "value":
-        notes.append("Colour: **α·‖v‖**, each weight times the length of that key's value vector, which is how much "
-                     "the key adds to this query's output. A token can get a lot of attention and still contribute "
-                     "little: its value vector is short (sinks like [CLS] and [SEP] often are).")
+    if weighting == "contribution":
+        notes.append("Colour: **‖α·f(x)‖**, each weight times ‖v·W_O‖, the length of the vector that key adds to "
+                     "this query's output through this head (Kobayashi et al. 2020, 'Attention is Not Only a "
+                     "Weight'; the output projection's bias is shared by all heads and keys and left out). A token "
+                     "can get a lot of attention and still contribute little: what it adds is short (sinks like "
+                     "[CLS] and [SEP] often are).")
+    elif weighting == "value":
+        notes.append("Colour: **α·‖v‖**, each weight times the length of that key's value vector only. It leaves "
+                     "out the output projection, so it only approximates how much the key adds to the output; "
+                     "**contribution** shows the exact measure.")
     if scale == "log":
         notes.append("Colour: log scale, so weights down to 1/10,000 of the largest get a shade.")
     elif scale == "row":

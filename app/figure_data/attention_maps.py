@@ -21,7 +21,10 @@ from engine import AttentionTrace
 from engine.analysis.metrics import sink_positions
 
 OVERVIEW_SIZE = 256  # cells per side sent to the browser: 256² float32 ≈ 350 kB of base64
-VALUE_WEIGHTED = "α·‖v‖"  # what a cell holds under weighting="value": the weight times the key's value length
+#: what a cell holds under each weighting but plain weights: "contribution" is Kobayashi et al.'s ‖α·f(x)‖
+#: (the value carried through the head's block of the output projection), "value" the weight times the
+#: value's length only
+WEIGHTED = {"contribution": "‖α·f(x)‖", "value": "α·‖v‖"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,7 +39,8 @@ class MapData:
         k_edges: ``[cols + 1]`` indices into ``k_pos`` bounding each column block.
         pooled: True when some cell stands for more than one query or key.
         reduce: how a block is summarised ("max" or "mean"); "" for exact cells.
-        value_name: what a value is ("weight", "share of row max", "α·‖v‖", "share of row max of α·‖v‖").
+        value_name: what a value is ("weight", "share of row max", "‖α·f(x)‖", "α·‖v‖", "share of row max of
+            ‖α·f(x)‖", …).
     """
 
     values: np.ndarray
@@ -122,7 +126,9 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
         row_scale: divide every row by its largest shown weight (the "row" colour scale).
         size: the most cells per side.
         reduce: "max" (a sharp one-token pattern survives pooling) or "mean".
-        weighting: "attention" (the weights α) or "value" (α_ij·‖v_j‖: what key j adds to query i's output).
+        weighting: "attention" (the weights α), "contribution" (α_ij·‖v_j W_O^h‖: the length of what key j adds
+            to query i's output through this head, Kobayashi et al. 2020) or "value" (α_ij·‖v_j‖, the value's
+            length only).
     """
     q0, q1 = q_range or (0, att.n_queries)
     k0, k1 = k_range or (0, att.n_keys)
@@ -145,10 +151,10 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
 
 
 def _value_name(row_scale: bool, weighting: str) -> str:
-    what = VALUE_WEIGHTED if weighting == "value" else "weight"
+    what = WEIGHTED.get(weighting, "weight")
     if not row_scale:
         return what
-    return "share of row max" + (f" of {what}" if weighting == "value" else "")
+    return "share of row max" + (f" of {what}" if weighting in WEIGHTED else "")
 
 
 def layer_tiles(att: AttentionTrace, layer: int, cells: int) -> np.ndarray:

@@ -30,7 +30,7 @@ def head_view(request: TraceRequest, layer: int, head: int, q_range: tuple[int, 
               k_range: tuple[int, int] | None = None, hide_sinks: bool = False, row_scale: bool = False,
               size: int = OVERVIEW_SIZE, weighting: str = "attention") -> MapData:  # fmt: skip
     """One head of ``request.block`` as at most ``size``² cells: exact weights when the region fits, block
-    maxima otherwise (``weighting="value"``: each weight times its key's value length, α·‖v‖)."""
+    maxima otherwise (``weighting="contribution"``: Kobayashi et al.'s ‖α·f(x)‖; ``"value"``: α·‖v‖)."""
     def build() -> MapData:
         return head_map(heads_attention(request), layer, head, q_range=q_range, k_range=k_range,
                         hide_sinks=hide_sinks, row_scale=row_scale, size=size, weighting=weighting)

@@ -21,7 +21,7 @@ from app.components.guard import busy, calm_errors, show_error
 from app.components.head_views import clicked_in, model_view_spec
 from app.components.heatmap import map_figure, map_spec
 from app.components.linked_tokens import focus, focus_picker, outline
-from app.components.long_view import csv_button, display_options, zoom_controls
+from app.components.long_view import COLOUR_SAYS, csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
 from app.components.pickers import (
     causal_toggle,
@@ -70,8 +70,7 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int) -> N
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
         "(the key). "
-        + ("Colour is the softmax weight: every row sums to 1. " if opts.weighting == "attention" else
-           "Colour is the softmax weight times the key's value length (α·‖v‖), so rows no longer sum to 1. ")
+        + COLOUR_SAYS.get(opts.weighting, "")
         + ("Grey cells are blocked by the causal mask: a token cannot look ahead. " if trace.causal else
            "No mask: every token can look at every other token, ahead or behind. " if window is None else "")
         + (f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "

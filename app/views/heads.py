@@ -22,7 +22,7 @@ from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
 from app.components.heatmap import map_figure
 from app.components.linked_tokens import focus, focus_picker, outline
-from app.components.long_view import csv_button, display_options, zoom_controls
+from app.components.long_view import COLOUR_SAYS, csv_button, display_options, zoom_controls
 from app.components.pickers import (
     causal_toggle,
     kv_sharing,
@@ -76,8 +76,8 @@ def model_view_section(ctx: HeadsContext) -> None:
     fig = map_figure(data, title=title, scale=opts.scale)
     show_chart(outline(fig, data, focus()) if services.block_is_square(ctx.block) else fig, key="heads_large")
     st.caption(
-        "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at; "
-        + ("every row sums to 1. " if opts.weighting == "attention" else "colour is α·‖v‖, rows no longer sum to 1. ")
+        "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
+        + COLOUR_SAYS.get(opts.weighting, "")
         + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
         + ("Long input: each cell is the largest weight of its block; zoom in for exact weights. " if data.pooled
            else "") + opts.caption

@@ -260,38 +260,44 @@ def test_display_options_log_scale_and_hidden_sink_columns(default_app: AppTest)
     np.testing.assert_allclose(z(fig), exact[:, 1:-1], rtol=1e-6)  # the same weights, not renormalised
 
 
-def test_value_weighted_contribution_is_the_pattern_times_value_norms():
+def test_contribution_is_kobayashis_measure_and_value_length_is_offered_apart():
     from app import services
     from app.state import DEFAULT_TEXT
 
     at = run_app()
     weights = z(main_figure(at))
     assert at.segmented_control(key="explore_weighting").value == "attention"
-    at.segmented_control(key="explore_weighting").set_value("value").run()
+    at.segmented_control(key="explore_weighting").set_value("contribution").run()
     assert_clean(at)
     fig = main_figure(at)
     trace = services.get_trace(services.TraceRequest("minilm", DEFAULT_TEXT, False, 128))
-    want = trace.pattern(0, 0) * np.linalg.norm(trace.v(0)[0], axis=-1)[None, :]
+    want = trace.contributions(0, 0)  # α·‖v W_O‖ (tests/unit/test_contributions.py checks it against the model)
     contribution = z(fig)
     np.testing.assert_allclose(contribution, want, rtol=1e-5, atol=1e-6)
-    assert "α·‖v‖" in fig["data"][0]["hovertemplate"]
-    assert "α·‖v‖" in fig["data"][0]["colorbar"]["title"]["text"]
+    assert "‖α·f(x)‖" in fig["data"][0]["hovertemplate"]
+    assert "‖α·f(x)‖" in fig["data"][0]["colorbar"]["title"]["text"]
     captions = " ".join(messages(at.caption))
-    assert "value vector is short" in captions and "rows no longer sum to 1" in captions, captions
-    # the sink columns ([CLS] first, [SEP] last) hold a smaller share of every row's total under α·‖v‖
-    # (measured on this sentence, layer 0 head 0: 16 rows of 16; 0.53 → 0.29 on the [CLS] row)
+    assert "Kobayashi et al. 2020" in captions and "rows no longer sum to 1" in captions, captions
+    # the sink columns ([CLS] first, [SEP] last) hold a smaller share of every row's total than under α
     sinks = [0, weights.shape[1] - 1]
     assert fig["data"][0]["x"][0].endswith("[CLS]") and fig["data"][0]["x"][-1].endswith("[SEP]")
     share_alpha = weights[:, sinks].sum(axis=1) / weights.sum(axis=1)
-    share_value = contribution[:, sinks].sum(axis=1) / contribution.sum(axis=1)
-    assert (share_value < share_alpha).all(), (share_alpha, share_value)
+    share_contribution = contribution[:, sinks].sum(axis=1) / contribution.sum(axis=1)
+    assert (share_contribution < share_alpha).all(), (share_alpha, share_contribution)
     # with the row colour scale: each row divided by its largest contribution
     at.segmented_control(key="explore_scale").set_value("row").run()
     fig = main_figure(at)
     np.testing.assert_allclose(z(fig), want / want.max(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
-    assert "share of row max of α·‖v‖" in fig["data"][0]["hovertemplate"]
-    # and back: the weights again
+    assert "share of row max of ‖α·f(x)‖" in fig["data"][0]["hovertemplate"]
+    # α·‖v‖ is still there, named for what it is: the value's length only
     at.segmented_control(key="explore_scale").set_value("linear").run()
+    at.segmented_control(key="explore_weighting").set_value("value").run()
+    fig = main_figure(at)
+    np.testing.assert_allclose(z(fig), trace.pattern(0, 0) * np.linalg.norm(trace.v(0)[0], axis=-1)[None, :],
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    assert "α·‖v‖" in fig["data"][0]["colorbar"]["title"]["text"]
+    assert "leaves out the output projection" in " ".join(messages(at.caption))
+    # and back: the weights again
     at.segmented_control(key="explore_weighting").set_value("attention").run()
     np.testing.assert_array_equal(z(main_figure(at)), weights)
 

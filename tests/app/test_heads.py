@@ -98,6 +98,11 @@ def test_the_large_head_can_show_value_weighted_contributions():
     want = att.pattern(0, 0) * att.value_norms(0, 0)[None, :]
     np.testing.assert_allclose(decode(large["data"][0]["z"]), want, rtol=1e-5, atol=1e-6)
     assert "α·‖v‖" in large["data"][0]["hovertemplate"]
+    at.segmented_control(key="heads_weighting").set_value("contribution").run()
+    assert_clean(at)
+    large = figure_titled(at, "Layer 0, head 0")
+    np.testing.assert_allclose(decode(large["data"][0]["z"]), att.contributions(0, 0), rtol=1e-5, atol=1e-6)
+    assert "‖α·f(x)‖" in large["data"][0]["hovertemplate"]
 
 
 def test_picking_a_head_opens_it_large():

@@ -130,12 +130,12 @@ def test_grid_click_opens_a_head_and_the_mask_tab_compares(page: Page, app_url: 
     for row in rows[1:]:
         assert abs(sum(float(x) for x in row[1:]) - 1.0) < 1e-4
 
-    # the contribution view: the same head as α·‖v‖ (colour bar and hover say so)
-    page.get_by_text("contribution α·‖v‖").click()
-    expect(main_chart(page).locator(".cbtitle")).to_contain_text("α·‖v‖", timeout=REDRAW_MS)
+    # the contribution view: the same head as ‖α·f(x)‖ (colour bar and hover say so)
+    page.get_by_text("contribution ‖α·f(x)‖").click()
+    expect(main_chart(page).locator(".cbtitle")).to_contain_text("‖α·f(x)‖", timeout=REDRAW_MS)
     expect_settled(page)
     page.get_by_text("weights α", exact=True).click()
-    expect(main_chart(page).locator(".cbtitle")).not_to_contain_text("‖v‖", timeout=REDRAW_MS)
+    expect(main_chart(page).locator(".cbtitle")).not_to_contain_text("‖α·f(x)‖", timeout=REDRAW_MS)
 
     page.get_by_role("tab", name="Causal mask off vs on").click()
     expect_settled(page, charts=3)
