@@ -69,6 +69,21 @@ def current_link(page_path: str, params: Mapping[str, object] | None = None) -> 
     return page_link(browser_address(), params, page_path)
 
 
+def app_link(page_path: str, params: Mapping[str, object]) -> str:
+    """A link to another page of the app (``page_path`` as in its URL, ``""`` for the first page) with ``params``.
+
+    Made from the browser's address of the page on screen with its last path part replaced (so a server
+    under a path prefix keeps it); relative (``/page_path?…``) outside a browser. The Class page's join link
+    (``app_link("", {"room": code})`` → ``http://host:8501/?room=CODE``) and its teacher link are made here.
+    """
+    here = browser_address()
+    if not here:
+        return page_link(None, params, page_path)
+    parts = urlsplit(here)
+    path = parts.path.rsplit("/", 1)[0] + "/" + page_path
+    return page_link(urlunsplit((parts.scheme, parts.netloc, path, "", "")), params)
+
+
 def open_page(page: str, label: str, params: Mapping[str, object] | None = None, icon: str | None = None) -> None:
     """A link to ``page`` (a file of ``app/views/``) that opens it in this session with ``params`` set."""
     st.page_link(f"views/{page}", label=label, query_params=query(params or {}), icon=icon)

@@ -59,6 +59,15 @@ class ROOM:
     teacher = "class_teacher"  # (code, token) of the class this browser teaches
 
 
+class ROOM:
+    """Session keys of a class in one room (issue 21); the room itself lives in the class store (``app.store``)."""
+
+    joined = "class_joined"  # the code of the room this browser joined
+    link_seen = "class_link_seen"  # the ?room= value already acted on (a join is tried once per link, not per rerun)
+    join_error = "class_join_error"  # why that link could not join (shown while the link is open)
+    teacher = "class_teacher"  # (code, token) of the class this browser teaches
+
+
 #: The sentence is not here: its text box gets ``value=DEFAULT_TEXT`` instead. A default put in session
 #: state was lost in the browser when a page opened without ``?text=`` in its URL (the bound widget
 #: fell back to its own empty default); see ``current_text``.

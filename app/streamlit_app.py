@@ -22,6 +22,7 @@ import streamlit as st  # noqa: E402
 from app import routes, services, state, url_state  # noqa: E402
 from app.components.brand import favicon  # noqa: E402
 from app.components.guard import calm_errors  # noqa: E402
+from app.components.room_panel import student_panel  # noqa: E402
 from app.components.theme import init_presenter, presenting, presenting_link  # noqa: E402
 
 # a projector link (?present=1) opens with the sidebar folded away: the chart gets the screen
@@ -36,5 +37,6 @@ with calm_errors(navigation.title):
     init_presenter()  # presenter mode (?present=1 or the sidebar toggle) and the chart-download format
     state.init()  # reads every shared widget value: a forged one raises here
     url_state.restore(url_state.page_name(navigation))  # a link's values, before the page draws its widgets
+    student_panel()  # a class's join link (?room=CODE) and the question on screen, above every page
     navigation.run()
     url_state.sync()  # the link of what the page now shows (fragments write theirs: url_state.synced)

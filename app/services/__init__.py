@@ -12,6 +12,8 @@ is re-exported here from the module that holds it:
   its attention);
 - ``lessons``: the Lessons page's knowledge checks (one head's query row) and closed vocabularies;
 - ``pretraining``: the Pretraining objectives page (fill-in-the-blank, objectives, the cost of attention);
+- ``rooms``: a class in one room (issue 21): this process's class store (``app.store``) and the "which token?"
+  question built from a real head;
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
   ``positional``, ``step``, ``bertviz``, ``train``.
@@ -99,6 +101,7 @@ from app.services.pretraining import (
     objective_examples,
 )
 from app.services.request import TraceRequest
+from app.services.rooms import PREDICT_MAX_TOKENS, PredictQuestion, browser_id, class_store, predict_question
 from app.services.step import calculator_example, calculator_matrix, calculator_steps, query_steps
 from app.services.train import (
     session_models,
@@ -144,6 +147,8 @@ __all__ = [
     "head_similarity", "heads_attention", "model_view_tiles", "rollout_maps",
     # lessons
     "LESSON_MAX_TOKENS", "QueryRow", "alignment_row", "find_token", "lesson_row", "model_vocabulary", "unknown_words",
+    # rooms
+    "PREDICT_MAX_TOKENS", "PredictQuestion", "browser_id", "class_store", "predict_question",
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
     # bahdanau

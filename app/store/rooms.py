@@ -31,8 +31,10 @@ ROOM_HOURS = 4.0
 #: action → (most tries, per seconds), per browser id, counted in the store (so across every process)
 LIMITS = {"create": (5, 600.0), "join": (10, 60.0), "answer": (30, 60.0)}
 PROMPT_CHARS, OPTION_CHARS = 300, 80
-MIN_OPTIONS, MAX_OPTIONS = 2, 8
-KINDS = ("choice", "predict")
+MIN_OPTIONS = 2
+#: kind of question → the most options it may have (a "which token" question offers each token of its sentence)
+MAX_OPTIONS = {"choice": 8, "predict": 32}
+KINDS = tuple(MAX_OPTIONS)
 
 
 class RoomError(ValueError):
@@ -204,8 +206,8 @@ class Store:
             raise RoomError("Unknown kind of question.")
         prompt = clean_text(prompt, PROMPT_CHARS, "question")
         options = tuple(clean_text(o, OPTION_CHARS, f"option {i + 1}") for i, o in enumerate(options))
-        if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS:
-            raise RoomError(f"A question needs {MIN_OPTIONS} to {MAX_OPTIONS} options; this one has {len(options)}.")
+        if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS[kind]:
+            raise RoomError(f"A question needs {MIN_OPTIONS} to {MAX_OPTIONS[kind]} options; this one has {len(options)}.")
         if len({o.casefold() for o in options}) < len(options):
             raise RoomError("Two options are the same: make each one different.")
         if answer is not None and not (isinstance(answer, int) and 0 <= answer < len(options)):

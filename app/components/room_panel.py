@@ -1,0 +1,87 @@
+"""A student's view of the class they joined: drawn by the entry point above every page.
+
+Opening a join link (``/?room=CODE``, any page) joins the room once per link; the code is then kept in the
+session, so the panel stays while the student moves between pages (the sidebar drops query parameters).
+The panel polls the class store every :data:`POLL_S` seconds (``st.fragment(run_every=...)``) for the
+question on screen: a student picks an option and sends it (written to the store at once), can change it
+until the teacher reveals the answer, and then sees the right one. Refusals (a forged or ended room, a
+revealed question, too many tries) are shown with ``guard.show_error``, literally.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import services
+from app.components.guard import calm_errors, show_error
+from app.components.safe_text import md, quoted
+from app.state import ROOM
+from app.store import RoomError, StoreUnavailable
+
+POLL_S = 2.0  # seconds between a student's looks at the room (30 students: 15 small reads a second)
+
+
+def student_panel() -> None:
+    """Join the room a link names (once per link) and show the joined room's question, if any."""
+    link = st.query_params.get("room")
+    state = st.session_state
+    if link is not None and state.get(ROOM.link_seen) != link:
+        state[ROOM.link_seen] = link
+        state[ROOM.join_error] = None
+        try:
+            state[ROOM.joined] = services.class_store().join(link, services.browser_id()).code
+        except (RoomError, StoreUnavailable) as exc:
+            state[ROOM.join_error] = str(exc)
+    if link is not None and state.get(ROOM.join_error):
+        show_error(state[ROOM.join_error], before=f"Could not join the class {quoted(link, 12)}: ")
+    if state.get(ROOM.joined):
+        _question(state[ROOM.joined])
+
+
+@st.fragment(run_every=POLL_S)
+def _question(code: str) -> None:
+    with calm_errors("class question"), st.container(border=True):
+        store = services.class_store()
+        try:
+            room = store.room(code)
+            question = store.current_question(room.code)
+            mine = None if question is None else store.my_answer(question.id, services.browser_id())
+        except RoomError as exc:
+            show_error(str(exc), level="info")
+            if st.button("Leave the class", key="class_leave"):
+                st.session_state[ROOM.joined] = None
+                st.rerun()
+            return
+        except StoreUnavailable as exc:
+            show_error(str(exc), level="error")
+            return
+        if question is None:
+            st.caption(f"Class **{room.code}**: you are in. The teacher's questions will appear here.")
+            return
+        st.caption(f"Class **{room.code}**: a question from your teacher")
+        st.markdown(f"**{md(question.prompt)}**")
+        labels = [md(o) for o in question.options]
+        if question.revealed:
+            _revealed(question, mine)
+            return
+        pick = st.radio("Your answer", range(len(labels)), index=mine, format_func=lambda i: labels[i],
+                        key=f"class_pick_{question.id}", horizontal=len(labels) > 4)  # fmt: skip
+        if st.button("Send my answer", key=f"class_send_{question.id}", disabled=pick is None, type="primary"):
+            try:
+                store.answer(room.code, question.id, services.browser_id(), pick)
+                mine = pick
+            except (RoomError, StoreUnavailable) as exc:
+                show_error(str(exc))
+        if mine is not None:
+            st.caption(f"Your answer is in: **{labels[mine]}**. You can change it until the teacher reveals the answer.")
+
+
+def _revealed(question, mine: int | None) -> None:
+    right = question.answer
+    if right is None:
+        st.info("The teacher has closed this question.", icon=":material/info:")
+    elif mine == right:
+        st.success(f"Right: **{md(question.options[right])}**.", icon=":material/check_circle:")
+    else:
+        said = "You did not answer. " if mine is None else f"You said {md(question.options[mine])}. "
+        st.info(f"{said}The answer: **{md(question.options[right])}**.", icon=":material/info:")

@@ -1,0 +1,93 @@
+"""A class in one room (issue 21): the pages' way to the class store and the model-made "which token?" question.
+
+The store (:mod:`app.store`, SQLite or PostgreSQL) is shared by every app process, so a teacher on one
+worker and a student on another see the same room; this module only hands out this process's store object
+and builds questions whose right answer is read from a real model, through the same cached trace the other
+pages draw (``core.get_trace``), never typed in by the teacher.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.services.core import get_trace, session_id
+from app.services.heads import attention_block
+from app.services.request import TraceRequest
+from app.store import RoomError, Store, get_store
+from app.store.rooms import MAX_OPTIONS
+
+PREDICT_READ_TOKENS = 128  # tokens traced (as the Lessons page), so a longer sentence is noticed, not cut silently
+PREDICT_MAX_TOKENS = MAX_OPTIONS["predict"]  # each token of the sentence is one option
+
+
+def class_store() -> Store:
+    """This process's class store (``AP_DATABASE_URL`` or the SQLite file in ``AP_DATA_DIR``)."""
+    return get_store()
+
+
+def browser_id() -> str:
+    """The anonymous id a room knows this browser session by (random, kept in session state; no name)."""
+    return session_id()
+
+
+@dataclass(frozen=True)
+class PredictQuestion:
+    """A "which token does head L.H look at from X?" question, with the model's own answer.
+
+    Attributes:
+        prompt: the question as students see it.
+        options: one label per key token (a repeated token gets its occurrence: ``the (2)``).
+        answer: the option with the largest weight in the query token's row.
+        detail: plain data for the reveal: model, text, layer, head, query position and the row's weights.
+    """
+
+    prompt: str
+    options: tuple[str, ...]
+    answer: int
+    detail: dict
+
+
+def token_options(strings) -> tuple[str, ...]:
+    """One distinct label per token: the token itself, ``word (k)`` for its k-th appearance (k ≥ 2)."""
+    seen: dict[str, int] = {}
+    labels = []
+    for raw in strings:
+        word = " ".join(str(raw).split()) or "·"
+        seen[word] = seen.get(word, 0) + 1
+        labels.append(word if seen[word] == 1 else f"{word} ({seen[word]})")
+    return tuple(labels)
+
+
+def predict_question(model_id: str, text: str, layer: int, head: int, word: str) -> PredictQuestion:
+    """The question for ``word``'s row of ``pattern(layer, head)`` in ``text`` read by ``model_id``.
+
+    Raises :class:`RoomError` (a message for the teacher) for an empty or too long sentence, a layer or head
+    the model does not have, or a word that is not one of the sentence's tokens; an ``EngineError`` from the
+    model comes through as it is.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise RoomError("Write the sentence the model should read.")
+    if not isinstance(word, str) or not word.strip():
+        raise RoomError("Write the word whose attention students predict (one of the sentence's tokens).")
+    attention = attention_block(get_trace(TraceRequest(model_id, text, None, PREDICT_READ_TOKENS)))
+    keys = tuple(attention.key_tokens.strings)
+    if len(keys) > PREDICT_MAX_TOKENS:
+        raise RoomError(f"The model reads this sentence as {len(keys)} or more tokens; a class question offers each "
+                        f"token as an answer, so use a sentence of at most {PREDICT_MAX_TOKENS} tokens.")  # fmt: skip
+    if not (0 <= layer < attention.n_layers and 0 <= head < attention.n_heads):
+        raise RoomError(f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1}.")
+    queries = tuple(attention.tokens.strings)
+    target = " ".join(word.split()).casefold()
+    hits = [i for i, s in enumerate(queries) if s.strip().casefold() == target]
+    if not hits:
+        raise RoomError("That word is not one of the sentence's tokens as the model reads it: "
+                        + ", ".join(token_options(queries)))  # fmt: skip
+    query = hits[0]
+    weights = np.asarray(attention.pattern(layer, head)[query], dtype=float)
+    options = token_options(keys)
+    prompt = f"{model_id}, layer {layer} head {head}: which token does “{queries[query].strip()}” look at most?"
+    detail = {"model": model_id, "text": text, "layer": layer, "head": head, "query": query,
+              "weights": [round(float(w), 4) for w in weights]}  # fmt: skip
+    return PredictQuestion(prompt, options, int(np.argmax(weights)), detail)

@@ -1,0 +1,196 @@
+"""Class: a teacher starts a room, students join with a code, link or QR code, and answer live questions.
+
+Everything the room shares is in the class store (``services.class_store``: SQLite or PostgreSQL, read by
+every app process), so it works behind the classroom launch's several workers. The teacher's browser keeps
+the room's secret (the control link); students are anonymous. Students see questions above whatever page
+they are on (``components.room_panel``); this page shows the teacher how many joined and, live, how they
+answered (a fragment polling the store every second), and reveals the answer.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import services
+from app.components.charts import show_chart
+from app.components.guard import calm_errors, show_error
+from app.components.heatmap import safe_label
+from app.components.safe_text import md
+from app.components.share_box import qr_png
+from app.links import app_link
+from app.state import DEFAULT_TEXT, ROOM
+from app.store import ROOM_HOURS, RoomError, StoreUnavailable
+
+PAGE_PATH = "classroom"  # this page's URL path (its file name)
+TEACHER_PARAM = "teacher"  # the control link's parameter: CODE-TOKEN
+PREDICT_MODELS = ("minilm", "tiny-gpt-stories")
+#: the "which token" form's defaults: MiniLM's pronoun head, "it" → "animal" (the Lessons page's measured head)
+PREDICT_DEFAULT = (DEFAULT_TEXT, 3, 1, "it")
+REVEAL_ERROR = "class_reveal_error"  # why the last Reveal press failed (shown once)
+LIVE_S = 1.0  # seconds between the teacher's looks at the answers
+
+
+def _teacher() -> tuple[str, str] | None:
+    """The class this browser teaches: from the control link (then taken out of the address bar) or the session."""
+    link = st.query_params.get(TEACHER_PARAM)
+    if link:
+        del st.query_params[TEACHER_PARAM]  # the secret does not stay on a projected screen or in the share box
+        code, _, token = link.partition("-")
+        st.session_state[ROOM.teacher] = (code, token)
+    return st.session_state.get(ROOM.teacher)
+
+
+def _start() -> None:
+    st.write("Start a class and your students join with a six-letter code, a link or a QR code: no accounts, no "
+             "names. Then push questions to every student's screen and watch the answers come in.")  # fmt: skip
+    if st.button("Start a class", type="primary", icon=":material/groups:", key="class_start"):
+        try:
+            room, token = services.class_store().create_room(services.browser_id())
+        except (RoomError, StoreUnavailable) as exc:
+            show_error(str(exc))
+            return
+        st.session_state[ROOM.teacher] = (room.code, token)
+        st.rerun()
+
+
+def _invite(code: str, token: str) -> None:
+    join = app_link("", {"room": code})
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown(f"Class code: **`{code}`**")
+        st.caption("Students open this link (or scan the code) on any page of the app:")
+        st.code(join, language=None, wrap_lines=True)
+        with st.expander("Your control link (keep it to yourself)", icon=":material/key:"):
+            st.caption("Open it on another device to run this class from there. Anyone with it controls the class.")
+            st.code(app_link(PAGE_PATH, {TEACHER_PARAM: f"{code}-{token}"}), language=None, wrap_lines=True)
+    with right:
+        png = qr_png(join)
+        if png is not None:
+            st.image(png, caption=f"Scan to join class {code}", alt="QR code of the join link")
+    st.caption(f"A class lasts {ROOM_HOURS:g} hours. Nothing about students is kept but an anonymous id per browser.")
+
+
+@st.fragment(run_every=LIVE_S)
+def _live(code: str, token: str) -> None:
+    with calm_errors("class live"):
+        store = services.class_store()
+        try:
+            count = store.member_count(code)
+            question = store.current_question(code)
+            counts = None if question is None else store.distribution(question)
+        except StoreUnavailable as exc:
+            show_error(str(exc), level="error")
+            return
+        st.metric("Students joined", count)
+        if question is None:
+            st.caption("No question yet: push one below.")
+            return
+        st.markdown(f"**{md(question.prompt)}**")
+        st.caption(f"{sum(counts)} of {count} answered" + (" · answer revealed" if question.revealed else " · live"))
+        _distribution(question, counts)
+        if question.revealed:
+            if question.answer is not None:
+                st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
+        else:  # a callback: it runs before the fragment draws again, which then shows the answer
+            st.button("Reveal the answer", key=f"class_reveal_{question.id}", type="primary", on_click=_reveal,
+                      args=(code, token, question.id))  # fmt: skip
+        if problem := st.session_state.pop(REVEAL_ERROR, None):
+            show_error(problem)
+
+
+def _reveal(code: str, token: str, question_id: str) -> None:
+    try:
+        services.class_store().reveal(code, token, question_id)
+    except (RoomError, StoreUnavailable) as exc:
+        st.session_state[REVEAL_ERROR] = str(exc)
+
+
+def _distribution(question, counts: list[int]) -> None:
+    labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
+    right = question.answer if question.revealed else None
+    colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(labels))]
+    fig = go.Figure(go.Bar(x=counts, y=labels, orientation="h", marker_color=colours,
+                           hovertemplate="%{y}: %{x}<extra></extra>"))  # fmt: skip
+    fig.update_layout(height=80 + 28 * len(labels), margin=dict(l=10, r=10, t=10, b=30),
+                      yaxis=dict(autorange="reversed", type="category"),
+                      xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None))  # fmt: skip
+    show_chart(fig, key=f"class_answers_{question.id}", width="stretch")
+
+
+def _push_choice(code: str, token: str) -> None:
+    with st.form("class_choice_form", clear_on_submit=False):
+        prompt = st.text_input("Question", max_chars=300, key="class_q_prompt", placeholder="Which vector does a query get compared with?")
+        options = st.text_area("Options, one per line (2 to 8)", key="class_q_options", placeholder="the keys\nthe values\nthe queries")
+        right = st.number_input("Number of the right option (0: none)", min_value=0, max_value=8, value=0, key="class_q_right")
+        if st.form_submit_button("Ask the class", type="primary", key="class_ask_choice"):
+            lines = [line for line in options.splitlines() if line.strip()]
+            answer = int(right) - 1 if right else None
+            _push(code, token, "choice", prompt, lines, answer, {})
+
+
+def _push_predict(code: str, token: str) -> None:
+    with st.form("class_predict_form", clear_on_submit=False):
+        model = st.selectbox("Model", PREDICT_MODELS, key="class_p_model")
+        text = st.text_input("Sentence", value=PREDICT_DEFAULT[0], max_chars=400, key="class_p_text")
+        cols = st.columns(3)
+        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key="class_p_layer")
+        head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key="class_p_head")
+        word = cols[2].text_input("From the token", value=PREDICT_DEFAULT[3], max_chars=40, key="class_p_word")
+        st.caption("Students pick the token they think this head looks at most from that token; the answer is read "
+                   "from the model when you push the question.")  # fmt: skip
+        if st.form_submit_button("Ask the class", type="primary", key="class_ask_predict"):
+            try:
+                asked = services.predict_question(model, text, int(layer), int(head), word)
+            except RoomError as exc:
+                show_error(str(exc))
+                return
+            except Exception as exc:  # noqa: BLE001 — an engine error (the text, the model) shown calmly
+                show_error(exc)
+                return
+            _push(code, token, "predict", asked.prompt, list(asked.options), asked.answer, asked.detail)
+
+
+def _push(code: str, token: str, kind: str, prompt, options, answer, detail) -> None:
+    try:
+        services.class_store().push_question(code, token, kind, prompt, options, answer, detail)
+    except (RoomError, StoreUnavailable) as exc:
+        show_error(str(exc))
+        return
+    st.rerun()
+
+
+def main() -> None:
+    st.title("Class")
+    teacher = _teacher()
+    if teacher is None:
+        _start()
+        return
+    code, token = teacher
+    try:
+        services.class_store().teacher_room(code, token)
+    except (RoomError, StoreUnavailable) as exc:
+        show_error(str(exc))
+        if st.button("Start a new class", key="class_restart"):
+            st.session_state[ROOM.teacher] = None
+            st.rerun()
+        return
+    _invite(code, token)
+    _live(code, token)
+    st.subheader("Ask a question")
+    choice, predict = st.tabs(["Multiple choice", "Which token does a head look at?"])
+    with choice:
+        _push_choice(code, token)
+    with predict:
+        _push_predict(code, token)
+    if st.button("End the class", key="class_end", icon=":material/logout:"):
+        try:
+            services.class_store().close_room(code, token)
+        except (RoomError, StoreUnavailable) as exc:
+            show_error(str(exc))
+            return
+        st.session_state[ROOM.teacher] = None
+        st.rerun()
+
+
+main()

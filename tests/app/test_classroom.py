@@ -1,0 +1,143 @@
+"""The Class page and the student panel through AppTest: a teacher starts a class, students join by link,
+questions are pushed, answered and revealed. Each test has its own class store (AP_DATA_DIR in a tmp dir);
+the teacher and each student are separate AppTest sessions, as separate browsers are."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.state import ROOM
+from apptest_helpers import APP, TIMEOUT, assert_clean, messages, open_page, shown
+
+
+@pytest.fixture(autouse=True)
+def own_store(monkeypatch, tmp_path):
+    monkeypatch.delenv("AP_DATABASE_URL", raising=False)
+    monkeypatch.setenv("AP_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def start_class() -> tuple[AppTest, str]:
+    teacher = open_page("classroom")
+    teacher.button(key="class_start").click().run()
+    assert_clean(teacher)
+    code, _token = teacher.session_state[ROOM.teacher]
+    return teacher, code
+
+
+def student(room: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["room"] = room
+    at.run()
+    assert_clean(at)
+    return at
+
+
+def joined(teacher: AppTest) -> int:
+    teacher.run()
+    return int(teacher.metric[0].value)
+
+
+def answer_chart(teacher: AppTest) -> dict:
+    (chart,) = teacher.get("plotly_chart")
+    return json.loads(chart.proto.spec)
+
+
+def push_choice(teacher: AppTest, prompt: str, options: str, right: int) -> None:
+    teacher.text_input(key="class_q_prompt").input(prompt)
+    teacher.text_area(key="class_q_options").input(options)
+    teacher.number_input(key="class_q_right").set_value(right)
+    teacher.button(key="class_ask_choice").click().run()
+    assert_clean(teacher)
+
+
+def current_question_id(at: AppTest) -> str:
+    picks = [w.key for w in at.radio if (w.key or "").startswith("class_pick_")]
+    assert picks, "no question on the student's screen"
+    return picks[0].removeprefix("class_pick_")
+
+
+def test_start_a_class_join_answer_and_reveal():
+    teacher, code = start_class()
+    assert any(code in str(m.value) for m in teacher.markdown)
+    assert [c.value for c in teacher.code][0] == f"/?room={code}"  # the join link opens the first page
+    assert teacher.main.get("image"), "no QR code"
+    assert joined(teacher) == 0
+
+    alice, bob = student(code), student(code.lower())
+    assert "you are in" in " ".join(messages(alice.caption))
+    assert joined(teacher) == 2
+
+    push_choice(teacher, "Which vector is compared with the query?", "the keys\nthe values\nthe queries", 1)
+    qid = current_question_id(alice.run())
+    alice.radio(key=f"class_pick_{qid}").set_value(0).run()
+    alice.button(key=f"class_send_{qid}").click().run()
+    alice.radio(key=f"class_pick_{qid}").set_value(2).run()  # changed before the reveal: still one answer
+    alice.button(key=f"class_send_{qid}").click().run()
+    bob.run()
+    bob.radio(key=f"class_pick_{qid}").set_value(0).run()
+    bob.button(key=f"class_send_{qid}").click().run()
+    assert_clean(alice), assert_clean(bob)
+
+    teacher.run()
+    assert answer_chart(teacher)["data"][0]["x"] == [1, 0, 1]
+    assert "2 of 2 answered" in " ".join(messages(teacher.caption))
+    teacher.button(key=f"class_reveal_{qid}").click().run()
+    assert_clean(teacher)
+    assert "The answer: **the keys**" in " ".join(messages(teacher.success))
+    bob.run()
+    assert "Right: **the keys**" in " ".join(messages(bob.success))
+    alice.run()
+    assert "You said the queries. The answer: **the keys**" in " ".join(messages(alice.info))
+    assert not alice.get("radio"), "a revealed question takes no more answers"
+
+
+def test_a_which_token_question_is_answered_by_the_model():
+    teacher, code = start_class()
+    pupil = student(code)
+    teacher.button(key="class_ask_predict").click().run()  # MiniLM's pronoun head, "it" in the default sentence
+    assert_clean(teacher)
+    pupil.run()
+    assert "which token does “it” look at most?" in " ".join(messages(pupil.markdown))
+    qid = current_question_id(pupil)
+    options = pupil.radio(key=f"class_pick_{qid}").options
+    pupil.radio(key=f"class_pick_{qid}").set_value(2).run()  # what the radio shows third: "animal"
+    pupil.button(key=f"class_send_{qid}").click().run()
+    assert shown(options[2]) == "animal"
+    teacher.button(key=f"class_reveal_{qid}").click().run()
+    assert "The answer: **animal**" in " ".join(messages(teacher.success))  # read from the model's weights
+    assert "Right: **animal**" in " ".join(messages(pupil.run().success))
+
+
+def test_forged_codes_and_bad_questions_get_clear_messages():
+    teacher, code = start_class()
+    for forged in ("ZZZZZZ", "<script>x</script>", "x" * 5000):
+        at = student(forged)
+        assert any("Could not join the class" in m and "no class with this code" in m for m in messages(at.warning))
+        assert not at.get("radio")
+    push_choice(teacher, "", "a\nb", 0)
+    assert "Write the question." in " ".join(messages(teacher.warning))
+    push_choice(teacher, "Q?", "only one", 0)
+    assert "needs 2 to 8 options" in " ".join(messages(teacher.warning))
+    payload = "<b>bold</b> [link](http://example.com) $x^2$"
+    push_choice(teacher, payload, "<i>a</i>\n![img](http://example.com/a.png)", 0)
+    pupil = student(code)
+    assert payload in messages(pupil.markdown)[-1] or any(payload in m for m in messages(pupil.markdown))
+    teacher.text_input(key="class_p_word").input("nowhere")
+    teacher.button(key="class_ask_predict").click().run()
+    assert "not one of the sentence's tokens" in " ".join(messages(teacher.warning))
+
+
+def test_an_unreachable_store_is_a_calm_message(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("AP_DATA_DIR", str(blocker / "data"))
+    teacher = open_page("classroom")
+    teacher.button(key="class_start").click().run()
+    assert_clean(teacher)
+    assert "cannot be reached" in " ".join(messages(teacher.warning))
+    pupil = student("ABCDEF")
+    assert "cannot be reached" in " ".join(messages(pupil.warning))
