@@ -1,6 +1,6 @@
 """Session-state keys and their defaults, declared once.
 
-``K`` holds the keys the text pages share; a page moved to this rule has a class of its own (``Bahdanau``)
+``K`` holds the keys the text pages share; a page moved to this rule has a class of its own (``Bahdanau``, ``Vit``)
 that its page, its components and ``app/url_params.py`` all read, so a key or a link's default is spelled
 in one place (``tests/unit/test_state_keys.py`` lists the moved files and fails on a key written in place).
 
@@ -59,13 +59,29 @@ class ROOM:
     teacher = "class_teacher"  # (code, token) of the class this browser teaches
 
 
-class ROOM:
-    """Session keys of a class in one room (issue 21); the room itself lives in the class store (``app.store``)."""
+class Vit:
+    """The Vision Transformer page's keys (``app/views/vit.py``); those its links carry are the URL parameters of
+    the same names (``app/url_params.py``, which takes their defaults and options from here)."""
 
-    joined = "class_joined"  # the code of the room this browser joined
-    link_seen = "class_link_seen"  # the ?room= value already acted on (a join is tried once per link, not per rerun)
-    join_error = "class_join_error"  # why that link could not join (shown while the link is open)
-    teacher = "class_teacher"  # (code, token) of the class this browser teaches
+    model, hub_id = "vit_model", "vit_hub_id"
+    source, digit, shape, photo, upload = "vit_source", "vit_digit", "vit_shape", "vit_photo", "vit_upload"
+    layer, head, patch = "vit_layer", "vit_head", "vit_patch"
+    fusion, discard, discard_rule, k = "vit_fusion", "vit_discard", "vit_discard_rule", "vit_k"
+    last_click = "_vit_click"  # the patch last clicked on the chart, so one click picks it once
+    # charts (element keys; ``patch_map``'s selection is read as the click)
+    image, probs, cls, heads, patch_map = "vit_image", "vit_probs", "vit_cls", "vit_heads", "vit_patch_map"
+    rollout, last = "vit_rollout", "vit_last"
+
+    OPTIONS: dict[str, tuple[str, ...]] = {
+        source: ("digit", "shape", "photo", "upload"),
+        shape: ("circle", "ring", "square", "cross", "diagonal", "triangle"),
+        photo: ("china", "flower"),
+        fusion: ("mean", "max", "min"),
+    }
+    DEFAULTS: dict[str, Any] = {
+        source: "digit", digit: 1500, shape: "circle", photo: "china", model: "tiny-vit-digits", hub_id: "",
+        fusion: "mean", discard: 0.0, discard_rule: "all-off-diagonal", k: 2, layer: 0, head: 0, patch: 0,
+    }
 
 
 #: The sentence is not here: its text box gets ``value=DEFAULT_TEXT`` instead. A default put in session

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, K
+from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, K, Vit
 
 #: pages by their file stem in app/views/
 TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
@@ -312,20 +312,19 @@ PARAMS: tuple[Param, ...] = (
     Param("bertviz_view", choice({"head": "head", "model": "model", "neuron": "neuron"}), "head",
           frozenset({"bertviz_views"})),
     Param("bertviz_digit", integer(0, _digits), 0, frozenset({"bertviz_views"})),
-    # Vision Transformer (defaults: app/views/vit.py ``_defaults``)
-    Param("vit_model", catalog_model({"vit"}), "tiny-vit-digits", _VIT),
-    Param("vit_hub_id", model_ref, "", _VIT),
-    Param("vit_source", choice(_options(("digit", "shape", "photo", "upload"))), "digit", _VIT),
-    Param("vit_digit", integer(0, _digits), 1500, _VIT),
-    Param("vit_shape", choice(_options(("circle", "ring", "square", "cross", "diagonal", "triangle"))), "circle",
-          _VIT),
-    Param("vit_photo", choice(_options(("china", "flower"))), "china", _VIT),
-    Param("vit_layer", integer(0, 4096), 0, _VIT),
-    Param("vit_head", integer(0, 4096), 0, _VIT),
-    Param("vit_patch", integer(0, 1_000_000), 0, _VIT),
-    Param("vit_fusion", choice(_options(("mean", "max", "min"))), "mean", _VIT),
-    Param("vit_discard", number(0.0, 0.9, digits=1), 0.0, _VIT),
-    Param("vit_k", integer(0, 1_000_000), 2, _VIT),
+    # Vision Transformer (keys, defaults and options: app.state.Vit)
+    Param(Vit.model, catalog_model({"vit"}), Vit.DEFAULTS[Vit.model], _VIT),
+    Param(Vit.hub_id, model_ref, Vit.DEFAULTS[Vit.hub_id], _VIT),
+    Param(Vit.source, choice(_options(Vit.OPTIONS[Vit.source])), Vit.DEFAULTS[Vit.source], _VIT),
+    Param(Vit.digit, integer(0, _digits), Vit.DEFAULTS[Vit.digit], _VIT),
+    Param(Vit.shape, choice(_options(Vit.OPTIONS[Vit.shape])), Vit.DEFAULTS[Vit.shape], _VIT),
+    Param(Vit.photo, choice(_options(Vit.OPTIONS[Vit.photo])), Vit.DEFAULTS[Vit.photo], _VIT),
+    Param(Vit.layer, integer(0, 4096), Vit.DEFAULTS[Vit.layer], _VIT),
+    Param(Vit.head, integer(0, 4096), Vit.DEFAULTS[Vit.head], _VIT),
+    Param(Vit.patch, integer(0, 1_000_000), Vit.DEFAULTS[Vit.patch], _VIT),
+    Param(Vit.fusion, choice(_options(Vit.OPTIONS[Vit.fusion])), Vit.DEFAULTS[Vit.fusion], _VIT),
+    Param(Vit.discard, number(0.0, 0.9, digits=1), Vit.DEFAULTS[Vit.discard], _VIT),
+    Param(Vit.k, integer(0, 1_000_000), Vit.DEFAULTS[Vit.k], _VIT),
     # Bahdanau attention (keys and defaults: app.state.Bahdanau)
     Param(Bahdanau.text, text(200), Bahdanau.DEFAULTS[Bahdanau.text], _BAHDANAU),
     Param(Bahdanau.variant, choice(_options(("additive", "dot"))), Bahdanau.DEFAULTS[Bahdanau.variant], _BAHDANAU),

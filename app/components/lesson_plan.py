@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.state import DEFAULT_TEXT
+from app.state import DEFAULT_TEXT, Vit
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ STEPS: tuple[Step, ...] = (
         "A ViT cuts an image into square patches, turns each into a vector (a token), adds positions and a "
         "[CLS] token whose final state is classified. Then it is the same attention: each patch looks at every "
         "other. Our tiny ViT reads scikit-learn's 8×8 digits in 2×2 patches.",
-        (Link("vit.py", "Open the Vision Transformer on a digit", {"vit_source": "digit"}),),
+        (Link("vit.py", "Open the Vision Transformer on a digit", {Vit.source: "digit"}),),
         Choice("An 8×8 digit cut into 2×2 patches, plus [CLS]: how many tokens does the ViT read?",
                ("16", "17", "64", "65"), 1,
                "(8/2) × (8/2) = 16 patches, plus the [CLS] token: 17. The ViT page draws the 4×4 grid."),

@@ -16,49 +16,46 @@ from app.components.rollout_controls import SHORT, discard_rule_picker, discard_
 from app.components.safe_text import quoted
 from app.components.theme import side_by_side
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
-from app.state import PERSIST, bounded, clamp
+from app.state import PERSIST, Vit, bounded, clamp
 from engine.families import hub_labels
 
-DEFAULT_MODEL = "tiny-vit-digits"
-SOURCES = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)", "upload": "Upload your own"}
-SHAPES = ("circle", "ring", "square", "cross", "diagonal", "triangle")
-PHOTOS = ("china", "flower")
-FUSIONS = ("mean", "max", "min")
+DEFAULT_MODEL = Vit.DEFAULTS[Vit.model]
+SOURCE_LABELS = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)",
+                 "upload": "Upload your own"}
+SOURCES = {name: SOURCE_LABELS[name] for name in Vit.OPTIONS[Vit.source]}
+SHAPES, PHOTOS, FUSIONS = Vit.OPTIONS[Vit.shape], Vit.OPTIONS[Vit.photo], Vit.OPTIONS[Vit.fusion]
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]
 
 
 def _defaults() -> None:
-    for key, value in {"vit_source": "digit", "vit_digit": 1500, "vit_shape": "circle", "vit_photo": "china",
-                       "vit_model": DEFAULT_MODEL, "vit_hub_id": "", "vit_fusion": "mean", "vit_discard": 0.0,
-                       "vit_discard_rule": "all-off-diagonal",
-                       "vit_k": 2, "vit_layer": 0, "vit_head": 0, "vit_patch": 0}.items():  # fmt: skip
+    for key, value in Vit.DEFAULTS.items():
         if key not in st.session_state:
             st.session_state[key] = value
 
 
 def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
     """The input image, its source, a short description and decoding notices (None and a message when there is none)."""
-    source = st.radio("Image", list(SOURCES), format_func=SOURCES.get, key="vit_source", horizontal=True, **PERSIST)
+    source = st.radio("Image", list(SOURCES), format_func=SOURCES.get, key=Vit.source, horizontal=True, **PERSIST)
     if source not in SOURCES:
         source = "digit"
     if source == "digit":
         last = services.vit_digit_count() - 1
-        st.number_input("Digit sample number", min_value=0, max_value=last, step=1, key="vit_digit", **PERSIST,
+        st.number_input("Digit sample number", min_value=0, max_value=last, step=1, key=Vit.digit, **PERSIST,
                         help=f"scikit-learn's {last + 1:,} hand-written digits. The own ViT trained on 80% of "
                              "them; the caption says whether this one is in the 20% it never saw.")  # fmt: skip
-        index = bounded(st.session_state.get("vit_digit"), 0, last)
+        index = bounded(st.session_state.get(Vit.digit), 0, last)
         label = services.vit_digit_label(index)
         seen = ("held out: the own ViT never trained on it" if services.vit_digit_held_out(index)
                 else "one of the own ViT's training images")  # fmt: skip
         described = f"digit sample {index} (true label {label}; {seen})"
         return services.vit_sample("digit", str(index)), source, described, ()
     if source == "shape":
-        name = st.selectbox("Shape", SHAPES, key="vit_shape", **PERSIST)
+        name = st.selectbox("Shape", SHAPES, key=Vit.shape, **PERSIST)
         return services.vit_sample("shape", name if name in SHAPES else SHAPES[0]), source, f"a drawn {name}", ()
     if source == "photo":
-        name = st.selectbox("Photo", PHOTOS, key="vit_photo", **PERSIST)
+        name = st.selectbox("Photo", PHOTOS, key=Vit.photo, **PERSIST)
         return services.vit_sample("photo", name if name in PHOTOS else PHOTOS[0]), source, f"the photo '{name}'", ()
-    upload = st.file_uploader("Your image", type=UPLOAD_TYPES, key="vit_upload",
+    upload = st.file_uploader("Your image", type=UPLOAD_TYPES, key=Vit.upload,
                               help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.")
     if upload is None:
         st.info("Choose an image file to see where the model looks.")
@@ -74,14 +71,14 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
 def pick_model_id() -> str:
     specs = [s for s in services.list_models() if s.family == "vit"]
     ids = [s.id for s in specs] or [DEFAULT_MODEL]
-    if st.session_state.get("vit_model") not in ids:
-        st.session_state["vit_model"] = ids[0]
+    if st.session_state.get(Vit.model) not in ids:
+        st.session_state[Vit.model] = ids[0]
     labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
-    st.selectbox("Model", ids, format_func=lambda i: labels.get(i, i), key="vit_model", **PERSIST,
+    st.selectbox("Model", ids, format_func=lambda i: labels.get(i, i), key=Vit.model, **PERSIST,
                  help="The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT/DeiT download from the Hub.")
-    custom = typed_model_field("vit_hub_id", "Another ViT", "e.g. google/vit-base-patch16-224",
+    custom = typed_model_field(Vit.hub_id, "Another ViT", "e.g. google/vit-base-patch16-224",
                                f"{' and '.join(hub_labels('vit'))} image classifiers.")
-    return custom or st.session_state["vit_model"]
+    return custom or st.session_state[Vit.model]
 
 
 def csv_bytes(grid: np.ndarray) -> bytes:
@@ -103,13 +100,13 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
         with original:
             st.image(image, caption="The original", clamp=True)
     with left:
-        show_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key="vit_image")
+        show_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key=Vit.image)
         st.caption(f"{described[:1].upper() + described[1:]}, as the model reads it: {trace.image.shape[0]}×{trace.image.shape[1]} pixels "
                    f"cut into {rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels "
                    "(blue lines). Each patch becomes one token, plus a [CLS] token that collects the answer.")
     with right:
         if len(trace.labels):
-            show_chart(probability_bars(trace.labels, trace.probs), key="vit_probs")
+            show_chart(probability_bars(trace.labels, trace.probs), key=Vit.probs)
             st.caption(f"The model's answer is **{trace.prediction}** ({trace.probs.max():.0%}). Bars: the probability "
                        "of each class (the softmax of the class head's outputs), most likely first.")
         else:
@@ -121,13 +118,13 @@ def show_cls(trace, layer: int, head: int) -> np.ndarray:
     left, right = side_by_side([2, 3])
     with left:
         show_chart(overlay(trace.image, maps[head], trace.patch_size, title=f"[CLS] → patches, layer {layer}, head {head}"),
-                   key="vit_cls")
+                   key=Vit.cls)
         st.caption("Where the [CLS] token looks: the brighter a patch, the more of its information [CLS] takes in this "
                    "head (the [CLS] row of the attention pattern; the patches' weights plus [CLS]'s own sum to 1).")
         st.download_button("Download as CSV", csv_bytes(maps[head]), file_name=f"vit_cls_L{layer}_H{head}.csv",
                            mime="text/csv", icon=":material/download:")
     with right:
-        show_chart(overlay_grid(trace.image, maps, trace.patch_size, selected=head), key="vit_heads")
+        show_chart(overlay_grid(trace.image, maps, trace.patch_size, selected=head), key=Vit.heads)
         st.caption(f"All {maps.shape[0]} heads of layer {layer} (the chosen one marked ▶), each coloured from 0 to its "
                    "own maximum: compare where they look, not how bright they are.")
     return maps
@@ -135,7 +132,7 @@ def show_cls(trace, layer: int, head: int) -> np.ndarray:
 
 def apply_click(trace) -> None:
     """A click on the patch chart (its selection, kept in session state) picks the query patch, once per click."""
-    state = st.session_state.get("vit_patch_map")
+    state = st.session_state.get(Vit.patch_map)
     try:
         points = list(state["selection"]["points"]) if state else []
     except (KeyError, TypeError):
@@ -149,28 +146,28 @@ def apply_click(trace) -> None:
     except (KeyError, TypeError, ValueError):
         return
     rows, cols = trace.grid
-    if 0 <= r < rows and 0 <= c < cols and st.session_state.get("_vit_click") != (r, c):
-        st.session_state["_vit_click"] = (r, c)
-        st.session_state["vit_patch"] = r * cols + c
+    if 0 <= r < rows and 0 <= c < cols and st.session_state.get(Vit.last_click) != (r, c):
+        st.session_state[Vit.last_click] = (r, c)
+        st.session_state[Vit.patch] = r * cols + c
 
 
 def show_patch(trace, layer: int, head: int) -> None:
     rows, cols = trace.grid
     n = rows * cols
     apply_click(trace)
-    clamp("vit_patch", 0, n - 1)
+    clamp(Vit.patch, 0, n - 1)
     left, right = st.columns([1, 2])
     with left:
         st.number_input("Patch (click one in the chart, or type its number)", min_value=0, max_value=n - 1,
-                        step=1, key="vit_patch", **PERSIST)  # fmt: skip
-        patch = bounded(st.session_state.get("vit_patch"), 0, n - 1)
+                        step=1, key=Vit.patch, **PERSIST)  # fmt: skip
+        patch = bounded(st.session_state.get(Vit.patch), 0, n - 1)
         r, c = divmod(patch, cols)
         st.caption(f"Patch {patch} is row {r}, column {c} of the {rows}×{cols} grid.")
     with right:
         grid = services.vit_patch_map(trace, layer, head, patch)
         show_chart(overlay(trace.image, grid, trace.patch_size, mark=patch, clickable=True,
                            title=f"Patch {patch} → patches, layer {layer}, head {head}"),
-                   key="vit_patch_map", on_select="rerun", selection_mode="points")
+                   key=Vit.patch_map, on_select="rerun", selection_mode="points")
         st.caption("The outlined patch is the query: colours show how much it attends to every patch (its row of the "
                    "attention pattern). Click another patch to make it the query. Patches often look at neighbours "
                    "or at patches with similar content.")
@@ -180,25 +177,25 @@ def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float, s
     st.subheader("Attention rollout: following attention through all layers")
     c1, c2, c3 = st.columns([1, 1, 2])
     with c1:
-        fusion = st.radio("Head fusion", FUSIONS, key="vit_fusion", horizontal=True, **PERSIST,
+        fusion = st.radio("Head fusion", FUSIONS, key=Vit.fusion, horizontal=True, **PERSIST,
                           help="How the heads of a layer become one map: their mean (the paper), max or min.")
     with c2:
-        st.slider("Discard ratio", 0.0, 0.9, step=0.1, key="vit_discard", **PERSIST,
+        st.slider("Discard ratio", 0.0, 0.9, step=0.1, key=Vit.discard, **PERSIST,
                   help="Drop this share of each layer's weakest weights before multiplying: sharper maps. The "
                        "discard rule says which weights may go.")
     with c3:
-        rule = discard_rule_picker("vit_discard_rule", "`[CLS]`")
+        rule = discard_rule_picker(Vit.discard_rule, "`[CLS]`")
     fusion = fusion if fusion in FUSIONS else "mean"
-    discard = min(max(float(st.session_state.get("vit_discard") or 0.0), 0.0), 0.9)
+    discard = min(max(float(st.session_state.get(Vit.discard) or 0.0), 0.0), 0.9)
     left, right = side_by_side(2)
     last = trace.attention.n_layers - 1
     title = f"Rollout, heads fused by {fusion}, discard {discard:.1f}" + (f" ({SHORT[rule]})" if discard > 0 else "")
     with left:
         show_chart(overlay(trace.image, services.vit_rollout_map(model_id, image, fusion, discard, rule),
-                           trace.patch_size, title=title), key="vit_rollout")
+                           trace.patch_size, title=title), key=Vit.rollout)
     with right:
         show_chart(overlay(trace.image, services.vit_last_layer_map(trace, fusion), trace.patch_size,
-                           title=f"Raw attention of the last layer ({last}), {fusion} of heads"), key="vit_last")
+                           title=f"Raw attention of the last layer ({last}), {fusion} of heads"), key=Vit.last)
     st.caption("Raw attention (right) only says where [CLS] looks in the last layer's *input*, which is already a mix "
                "of patches. Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
                "half-and-half with the residual connection, to estimate how much each *original* patch flows into "
@@ -212,9 +209,9 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, fusion: str, discard
         st.info("This model has no classification head, so there is no prediction to test.")
         return
     n = trace.grid[0] * trace.grid[1]
-    clamp("vit_k", 0, n)
-    st.slider("Patches to hide (k)", 0, n, key="vit_k", **PERSIST)
-    k = bounded(st.session_state.get("vit_k"), 0, n)
+    clamp(Vit.k, 0, n)
+    st.slider("Patches to hide (k)", 0, n, key=Vit.k, **PERSIST)
+    k = bounded(st.session_state.get(Vit.k), 0, n)
     with st.spinner("Re-classifying with patches hidden…"):
         result = services.vit_occlusion(model_id, image, k, fusion, discard, rule)
     table = pd.DataFrame({
@@ -267,11 +264,11 @@ def main() -> None:
     st.subheader("Where [CLS] looks")
     c1, c2 = st.columns(2)
     with c1:
-        clamp("vit_layer", 0, n_layers - 1)
-        layer = int(st.selectbox("Layer", range(n_layers), key="vit_layer", **PERSIST))
+        clamp(Vit.layer, 0, n_layers - 1)
+        layer = int(st.selectbox("Layer", range(n_layers), key=Vit.layer, **PERSIST))
     with c2:
-        clamp("vit_head", 0, n_heads - 1)
-        head = int(st.selectbox("Head", range(n_heads), key="vit_head", **PERSIST))
+        clamp(Vit.head, 0, n_heads - 1)
+        head = int(st.selectbox("Head", range(n_heads), key=Vit.head, **PERSIST))
     show_cls(trace, layer, head)
     st.subheader("Where one patch looks")
     show_patch(trace, layer, head)

@@ -17,8 +17,9 @@ from app.url_params import PARAMS
 
 ROOT = Path(__file__).resolve().parents[2]
 #: files whose keys all come from app.state (grows page by page)
-DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py")
-KEY_CLASSES = (state.K, state.Bahdanau)
+DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py",
+                 "app/views/vit.py")
+KEY_CLASSES = (state.K, state.Bahdanau, state.Vit)
 
 
 def _names(cls) -> dict[str, str]:
@@ -64,8 +65,14 @@ def test_a_key_is_declared_once():
             seen[value] = f"{cls.__name__}.{name}"
 
 
-def test_the_bahdanau_links_use_the_declared_keys_and_defaults():
-    declared = _names(state.Bahdanau)
-    carried = {p.name: p.default for p in PARAMS if "bahdanau" in (p.pages or ())}
-    assert carried == state.Bahdanau.DEFAULTS
-    assert set(carried) <= set(declared.values())
+@pytest.mark.parametrize("cls,page,local", [(state.Bahdanau, "bahdanau", ()),
+                                            (state.Vit, "vit", (state.Vit.discard_rule,))])
+def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
+    """The URL table takes a moved page's parameter names and defaults from its key class (``local``: kept in
+    the session but not in links)."""
+    carried = {p.name: p.default for p in PARAMS if page in (p.pages or ())}
+    assert carried == {k: v for k, v in cls.DEFAULTS.items() if k not in local}
+    assert set(carried) <= set(_names(cls).values())
+    for name, options in getattr(cls, "OPTIONS", {}).items():
+        param = next(p for p in PARAMS if p.name == name)
+        assert [param.read(o) for o in options] == list(options), "every option a link may name is read back"
