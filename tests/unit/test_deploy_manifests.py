@@ -51,3 +51,13 @@ def test_ingress_pins_a_browser_and_lets_websockets_and_uploads_through():
     config = (ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8")
     upload_mb = int(re.search(r"^maxUploadSize = (\d+)", config, re.M).group(1))
     assert int(notes[prefix + "proxy-body-size"].rstrip("m")) > upload_mb
+
+
+def test_every_replica_reads_the_class_store_url_from_a_secret():
+    """Rooms and answers must be one database for all pods (app/store): AP_DATABASE_URL, required, from a Secret."""
+    (container,) = _load("deployment.yaml")["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    ref = env["AP_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+    assert ref["name"] == "attention-playground" and ref["key"] == "database-url"
+    assert not ref.get("optional", False)
+    assert "value" not in env["AP_DATABASE_URL"]  # never a password written into the manifest
