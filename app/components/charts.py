@@ -97,6 +97,57 @@ def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:
     return ReadyFigure({**fig.spec, "layout": {**layout, "shapes": [*layout.get("shapes", ()), *shapes]}})
 
 
+SOURCE_CHARS = 70  # characters of the sentence a chart's subtitle quotes
+
+
+def source_line(model: str, text: str = "") -> str:
+    """What a chart shows, for its subtitle: the model and the start of the text (escaped: Plotly reads a
+    subset of HTML in titles, and the text is the user's)."""
+    import html
+
+    words = " ".join(str(text).split())
+    if len(words) > SOURCE_CHARS:
+        words = words[:SOURCE_CHARS - 1].rstrip() + "…"
+    return html.escape(f"{model} · “{words}”" if words else model, quote=False)
+
+
+_SOURCE_KEY = "_chart_source"  # + the page's script hash: what this page's charts show (set_source)
+
+
+def _source_key() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return f"{_SOURCE_KEY}:{ctx.page_script_hash if ctx is not None else ''}"
+
+
+def set_source(model: str, text: str = "") -> None:
+    """Name the model and text this page's charts show (the text pages' picker does, once per run of the
+    sentence and model): every :func:`show_chart` of the page writes it under its title, also when a
+    fragment reruns alone. Kept per page, so another page's charts never show it."""
+    st.session_state[_source_key()] = source_line(model, text)
+
+
+def page_source() -> str | None:
+    """What :func:`set_source` said for the page being drawn, or None."""
+    return st.session_state.get(_source_key())
+
+
+def with_source(fig: ReadyFigure, source: str | None) -> ReadyFigure:
+    """A new figure: ``fig`` with ``source`` (from :func:`source_line`) as its title's subtitle, so a chart
+    on the projector and a downloaded PNG or SVG say which model and sentence they show (``fig``, perhaps
+    shared, is not changed)."""
+    if not source:
+        return fig
+    layout = fig.spec.get("layout", {})
+    title = layout.get("title") if isinstance(layout.get("title"), dict) else {}
+    look = theme.current()
+    margin = dict(layout.get("margin") or {})
+    margin["t"] = max(int(margin.get("t") or 0), 2 * look.title_px + 36)  # room for title and subtitle
+    subtitle = {"text": source, "font": {"size": max(11, look.tick_px - 1), "color": look.text}}
+    return ReadyFigure({**fig.spec, "layout": {**layout, "margin": margin, "title": {**title, "subtitle": subtitle}}})
+
+
 def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFigure:
     """The figure of ``view`` in this session's theme, built by ``build()`` once per server process.
 
@@ -145,10 +196,12 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> d
     return config
 
 
-def show_chart(fig, *, key: str, **kwargs):
+def show_chart(fig, *, key: str, source: str | None = None, **kwargs):
     """Draw ``fig`` themed, with a PNG/SVG download; every other argument goes to ``st.plotly_chart``.
 
-    ``fig`` is a ``go.Figure`` (themed here) or a :class:`ReadyFigure` (sent as it is)."""
-    fig = ready(fig)
+    ``fig`` is a ``go.Figure`` (themed here) or a :class:`ReadyFigure` (sent as it is). ``source``: the
+    model and sentence the chart shows (:func:`source_line`), written under its title; default: what the
+    page named with :func:`set_source` ("" for none)."""
+    fig = with_source(ready(fig), page_source() if source is None else source)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

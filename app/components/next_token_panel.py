@@ -36,9 +36,10 @@ def _temperature() -> float:
 def next_token_figure(tokens: tuple[str, ...], probs: list[float], temperature: float) -> go.Figure:
     """Horizontal bars, the most likely token on top; labels escaped like every other chart's."""
     labels = unique_labels([safe_label(t) for t in tokens])
-    fig = go.Figure(go.Bar(x=probs, y=labels, orientation="h", hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    fig = go.Figure(go.Bar(x=probs, y=labels, orientation="h", hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+                           text=[f"{p:.1%}" for p in probs], textposition="outside", cliponaxis=False))
     fig.update_layout(title=f"Next token at temperature {temperature:.1f}", height=360,
-                      xaxis={"title": "probability", "range": [0, 1]},
+                      xaxis={"title": "probability", "range": [0, 1.12]},  # room for the numbers
                       yaxis={"autorange": "reversed", "type": "category"},
                       margin={"l": 10, "r": 10, "t": 40, "b": 40})  # fmt: skip
     return fig

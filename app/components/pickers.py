@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import services
+from app.components.charts import set_source
 from app.components.guard import busy, show_error
 from app.components.safe_text import md, quoted
 from app.state import DEFAULTS, PERSIST, K, bounded, clamp, current_text
@@ -118,7 +119,13 @@ def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None
     with right:
         model_id = pick_model(families)
         max_tokens = max_tokens_input(max_tokens_limit)
-    return model_id, max_tokens, load_model(model_id)
+    card = load_model(model_id)
+    if card is not None:
+        name = card.spec.label if card.spec.id == model_id else model_id
+        if hidden("model"):  # a link locked the model: the page still says which one it shows
+            st.caption(f"Model: **{md(name)}** (fixed by this link)")
+        set_source(name, current_text())  # every chart of the page says what it shows (and its downloads)
+    return model_id, max_tokens, card
 
 
 def load_model(model_id: str) -> ModelCard | None:
