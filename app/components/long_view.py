@@ -22,7 +22,7 @@ from app.state import PERSIST, settle
 
 SCALE_HELP = ("Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
               "still shows the true weight. Per-row max: each row divided by its own largest weight, so every query's strongest key is darkest.")
-SHOW = {"attention": "weights α", "contribution": "contribution ‖α·f(x)‖", "value": "α·‖v‖ (value length only)"}
+SHOW = {"attention": "weights α", "contribution": "contribution ‖α·f(x)‖", "value": "α·‖v‖"}  # the help says: value length only
 SHOW_HELP = ("α: how much each query looks at each key (rows sum to 1). ‖α·f(x)‖: the length of what the key "
              "actually adds to the query's output through this head, α times ‖v·W_O‖, the key's value vector "
              "carried through the head's part of the output projection (Kobayashi et al. 2020, 'Attention is "
@@ -65,7 +65,7 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
     shows = [w for w in SHOW if w != "contribution" or trace.has_contributions]
     if st.session_state.get(show_key) not in shows:
         settle(show_key, "attention")
-    left, middle, right = st.columns([5, 5, 3])
+    left, middle, right = st.columns([4, 6, 3])  # "Show" has three options
     with left:
         scale = st.segmented_control("Colour scale", list(SCALES), format_func=SCALES.get, key=scale_key,
                                      help=SCALE_HELP, on_change=_mark_chosen, args=(chosen_key,),
