@@ -214,8 +214,9 @@ def test_explore_links_here_for_minilm():
     assert_clean(at)
     links = [link.proto for link in at.get("page_link")]
     assert any(link.page == "positional" and "positional encodings" in link.label
-               and link.query_string == "pos_tab=Learned" for link in links), links  # fmt: skip
-    # following it: the Learned tab with the same (shared) model
+               and link.query_string == "pos_tab=learned" for link in links), links  # fmt: skip
+    # following it: the Learned tab with the same (shared) model (the link spells the tab as the app writes it;
+    # open_page sets the session's tab, which holds the tab's label)
     target = open_page(PAGE, pos_tab="Learned", model=at.selectbox(key="model").value)
     assert_clean(target)
     assert title(figures(target)[0]).startswith("minilm: embeddings.position_embeddings")
