@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, K, Vit
+from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, K, Positional, Vit
 
 #: pages by their file stem in app/views/
 TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
@@ -303,7 +303,7 @@ PARAMS: tuple[Param, ...] = (
     # page tabs and page controls
     Param("explore_tab", choice(EXPLORE_TABS), EXPLORE_TABS["heads"], _EXPLORE, _words(EXPLORE_TABS), "tabs"),
     Param("heads_tab", choice(HEADS_TABS), HEADS_TABS["model"], _HEADS, _words(HEADS_TABS), "tabs"),
-    Param("pos_tab", choice(POS_TABS), POS_TABS["sinusoidal"], frozenset({"positional"}), _words(POS_TABS), "tabs"),
+    Param(Positional.tab, choice(POS_TABS), POS_TABS["sinusoidal"], frozenset({"positional"}), _words(POS_TABS), "tabs"),
     # decoding: an encoder-decoder's on Explore, and a decoder's "Write more" (read after the sentence and model)
     Param("explore_decode", read_decoding, None, _EXPLORE, show=show_decoding),
     Param("write_request", read_decoding, None, _EXPLORE, show=show_decoding),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.state import DEFAULT_TEXT, Vit
+from app.state import DEFAULT_TEXT, Positional, Vit
 
 
 @dataclass(frozen=True)
@@ -179,8 +179,8 @@ STEPS: tuple[Step, ...] = (
         "the same words. Models add (or rotate in) a position signal: sinusoids (the original transformer), "
         "learned tables (BERT, GPT-2), rotations (RoPE) or distance biases (ALiBi). The Positional page shows "
         "each, and a decoder with its positions removed.",
-        (Link("positional.py", "Open the order-blindness demo", {"pos_tab": "Order blindness"}),
-         Link("positional.py", "Open the sinusoidal encodings", {"pos_tab": "Sinusoidal"})),
+        (Link("positional.py", "Open the order-blindness demo", {Positional.tab: "Order blindness"}),
+         Link("positional.py", "Open the sinusoidal encodings", {Positional.tab: "Sinusoidal"})),
         Choice("An encoder with no positional encoding (and no mask) reads a sentence, then the same words "
                "shuffled. Its attention weights…",
                ("are unchanged, position by position", "are the same weights, permuted with the words",

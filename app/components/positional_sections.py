@@ -16,7 +16,7 @@ from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
 from app.components.safe_text import md
 from app.components.theme import side_by_side
-from app.state import PERSIST, bounded, settle
+from app.state import PERSIST, Positional, bounded, settle
 
 D_HEADS = [4, 8, 16, 32, 64, 128]
 ROPE_POSITIONS = 64
@@ -44,31 +44,31 @@ def rope_section() -> None:
              r"\cos\!\big(\varphi_i + (m - n)\,\theta_i\big)")  # fmt: skip
     cols = st.columns(4)
     with cols[0]:
-        if st.session_state.get("pos_rope_d") not in D_HEADS:
-            st.session_state["pos_rope_d"] = 16
-        st.select_slider("d_head", D_HEADS, key="pos_rope_d", **PERSIST)
-    d_head = st.session_state["pos_rope_d"] if st.session_state["pos_rope_d"] in D_HEADS else 16
+        if st.session_state.get(Positional.rope_d) not in D_HEADS:
+            st.session_state[Positional.rope_d] = 16
+        st.select_slider("d_head", D_HEADS, key=Positional.rope_d, **PERSIST)
+    d_head = st.session_state[Positional.rope_d] if st.session_state[Positional.rope_d] in D_HEADS else 16
     with cols[1]:
-        ensure("pos_rope_pair", 0, 0, d_head // 2 - 1)
-        st.slider("Pair i (frequency)", 0, d_head // 2 - 1, key="pos_rope_pair", **PERSIST)
+        ensure(Positional.rope_pair, 0, 0, d_head // 2 - 1)
+        st.slider("Pair i (frequency)", 0, d_head // 2 - 1, key=Positional.rope_pair, **PERSIST)
     with cols[2]:
-        ensure("pos_rope_m", 3, 0, ROPE_POSITIONS - 1)
-        st.slider("Query position m", 0, ROPE_POSITIONS - 1, key="pos_rope_m", **PERSIST)
+        ensure(Positional.rope_m, 3, 0, ROPE_POSITIONS - 1)
+        st.slider("Query position m", 0, ROPE_POSITIONS - 1, key=Positional.rope_m, **PERSIST)
     with cols[3]:
-        ensure("pos_rope_n", 1, 0, ROPE_POSITIONS - 1)
-        st.slider("Key position n", 0, ROPE_POSITIONS - 1, key="pos_rope_n", **PERSIST)
-    pair = bounded(st.session_state.get("pos_rope_pair"), 0, d_head // 2 - 1)
-    m = bounded(st.session_state.get("pos_rope_m"), 0, ROPE_POSITIONS - 1)
-    n = bounded(st.session_state.get("pos_rope_n"), 0, ROPE_POSITIONS - 1)
-    ensure("pos_rope_k", 2, -20, 20)
-    st.number_input("Offset k for the table (key at p + k)", -20, 20, key="pos_rope_k", **PERSIST)
-    k = bounded(st.session_state.get("pos_rope_k"), -20, 20)
+        ensure(Positional.rope_n, 1, 0, ROPE_POSITIONS - 1)
+        st.slider("Key position n", 0, ROPE_POSITIONS - 1, key=Positional.rope_n, **PERSIST)
+    pair = bounded(st.session_state.get(Positional.rope_pair), 0, d_head // 2 - 1)
+    m = bounded(st.session_state.get(Positional.rope_m), 0, ROPE_POSITIONS - 1)
+    n = bounded(st.session_state.get(Positional.rope_n), 0, ROPE_POSITIONS - 1)
+    ensure(Positional.rope_k, 2, -20, 20)
+    st.number_input("Offset k for the table (key at p + k)", -20, 20, key=Positional.rope_k, **PERSIST)
+    k = bounded(st.session_state.get(Positional.rope_k), -20, 20)
     starts = tuple(p for p in ROPE_STARTS if p + k >= 0)
     q, key_vec, q_rot, k_rot, thetas, scores = services.pos_rope(d_head, k, 0, ROPE_POSITIONS, starts)
     left, right = st.columns([3, 2])
     with left:
         sl = slice(2 * pair, 2 * pair + 2)
-        show_chart(rope_pair_figure(q_rot[:, sl], k_rot[:, sl], m, n, pair=pair), key="pos_rope_pair_fig")
+        show_chart(rope_pair_figure(q_rot[:, sl], k_rot[:, sl], m, n, pair=pair), key=Positional.rope_pair_fig)
         angle = (m - n) * thetas[pair]
         st.caption(f"Pair {pair} of a random query (red) and key (blue) as RoPE rotates them: faint dots are the "
                    f"vector at positions 0–{ROPE_POSITIONS - 1}, arrows at m = {m} and n = {n}. This pair turns "
@@ -78,7 +78,7 @@ def rope_section() -> None:
     with right:
         st.dataframe(pd.DataFrame({"query position p": starts, "key position p + k": [p + k for p in starts],
                                    "score q′·k′": scores}),
-                     hide_index=True, key="pos_rope_table")  # fmt: skip
+                     hide_index=True, key=Positional.rope_table)  # fmt: skip
         unrotated = float(np.dot(q.astype(np.float64), key_vec.astype(np.float64)))
         st.metric("Spread of the scores (max − min)", f"{float(np.ptp(scores)):.1e}")
         st.caption(f"The same q and k placed at (p, p + {k}) for several p: every row gives the same score, so the "
@@ -95,27 +95,27 @@ def alibi_section() -> None:
              r"m_h = 2^{-8h/H}\ \ (h = 1 \dots H,\ H \text{ a power of 2})")  # fmt: skip
     cols = st.columns([1, 1, 2, 1])
     with cols[0]:
-        ensure("pos_alibi_heads", 8, 1, 16)
-        st.slider("Heads H", 1, 16, key="pos_alibi_heads", **PERSIST)
-    n_heads = bounded(st.session_state.get("pos_alibi_heads"), 1, 16)
+        ensure(Positional.alibi_heads, 8, 1, 16)
+        st.slider("Heads H", 1, 16, key=Positional.alibi_heads, **PERSIST)
+    n_heads = bounded(st.session_state.get(Positional.alibi_heads), 1, 16)
     with cols[1]:
-        ensure("pos_alibi_len", 12, 2, 48)
-        st.slider("Length", 2, 48, key="pos_alibi_len", **PERSIST)
-    n_pos = bounded(st.session_state.get("pos_alibi_len"), 2, 48)
+        ensure(Positional.alibi_len, 12, 2, 48)
+        st.slider("Length", 2, 48, key=Positional.alibi_len, **PERSIST)
+    n_pos = bounded(st.session_state.get(Positional.alibi_len), 2, 48)
     with cols[2]:
-        chosen = [h for h in st.session_state.get("pos_alibi_show", [0, 3, 7]) if isinstance(h, int) and h < n_heads]
-        settle("pos_alibi_show", chosen or [0])
-        st.multiselect("Heads to draw", list(range(n_heads)), key="pos_alibi_show", max_selections=8, **PERSIST)
+        chosen = [h for h in st.session_state.get(Positional.alibi_show, [0, 3, 7]) if isinstance(h, int) and h < n_heads]
+        settle(Positional.alibi_show, chosen or [0])
+        st.multiselect("Heads to draw", list(range(n_heads)), key=Positional.alibi_show, max_selections=8, **PERSIST)
     with cols[3]:
-        st.session_state.setdefault("pos_alibi_causal", True)
-        causal = bool(st.toggle("Causal mask", key="pos_alibi_causal", **PERSIST,
+        st.session_state.setdefault(Positional.alibi_causal, True)
+        causal = bool(st.toggle("Causal mask", key=Positional.alibi_causal, **PERSIST,
                                 help="On, as in the paper: a token only sees earlier tokens."))
-    heads = sorted(h for h in st.session_state["pos_alibi_show"] if 0 <= h < n_heads)
+    heads = sorted(h for h in st.session_state[Positional.alibi_show] if 0 <= h < n_heads)
     slopes, bias = services.pos_alibi(n_heads, n_pos)
     left, right = st.columns([5, 2])
     with left:
         if heads:
-            show_chart(bias_grid(bias, heads, slopes, causal=causal), key="pos_alibi_grid")
+            show_chart(bias_grid(bias, heads, slopes, causal=causal), key=Positional.alibi_grid)
             st.caption("Each matrix is what one head adds to its scores before the softmax: 0 on the diagonal, "
                        "more negative the farther the key is from the query. A steep head (large slope) looks "
                        "almost only at nearby tokens; a gentle one can reach far. "
@@ -125,7 +125,7 @@ def alibi_section() -> None:
     with right:
         st.dataframe(pd.DataFrame({"head": range(n_heads), "slope m_h": slopes,
                                    "log₂ slope": np.round(np.log2(slopes), 3)}),
-                     hide_index=True, key="pos_alibi_slopes")  # fmt: skip
+                     hide_index=True, key=Positional.alibi_slopes)  # fmt: skip
         st.caption("The slopes: a geometric sequence from 2^(−8/H). For H not a power of 2, the paper takes the "
                    "slopes of the nearest smaller power of 2 and fills up with every other slope of the next one.")  # fmt: skip
 
@@ -136,16 +136,16 @@ def order_section() -> None:
     st.write("We copy the weights of our own decoder **tiny-gpt-stories** into two fresh models (the shared "
              "model is never changed): one with its learned positions, one with **no** positional encoding. "
              "Then we shuffle the words and compare the attention patterns.")  # fmt: skip
-    st.session_state.setdefault("pos_blind_text", DEFAULT_STORY)
-    st.text_input("Sentence (story words work best)", key="pos_blind_text", max_chars=2000, **PERSIST)
+    st.session_state.setdefault(Positional.blind_text, DEFAULT_STORY)
+    st.text_input("Sentence (story words work best)", key=Positional.blind_text, max_chars=2000, **PERSIST)
     cols = st.columns(4)
     with cols[0]:
-        ensure("pos_blind_seed", 1, 0, 9999)
-        st.number_input("Shuffle number", 0, 9999, key="pos_blind_seed", **PERSIST)
-    seed = bounded(st.session_state.get("pos_blind_seed"), 0, 9999)
+        ensure(Positional.blind_seed, 1, 0, 9999)
+        st.number_input("Shuffle number", 0, 9999, key=Positional.blind_seed, **PERSIST)
+    seed = bounded(st.session_state.get(Positional.blind_seed), 0, 9999)
     try:
         with st.spinner("Running the two copies…"):
-            result = services.pos_order_blindness(st.session_state.get("pos_blind_text") or "", seed, BLIND_MAX_TOKENS)
+            result = services.pos_order_blindness(st.session_state.get(Positional.blind_text) or "", seed, BLIND_MAX_TOKENS)
     except Exception as err:  # noqa: BLE001
         show_error(err)
         return
@@ -153,14 +153,14 @@ def order_section() -> None:
         st.info(md(notice))
     n_layers, n_heads = result.runs[0].original.shape[:2]
     with cols[1]:
-        ensure("pos_blind_layer", 0, 0, n_layers - 1)
-        layer = st.selectbox("Layer", range(n_layers), key="pos_blind_layer", **PERSIST)
+        ensure(Positional.blind_layer, 0, 0, n_layers - 1)
+        layer = st.selectbox("Layer", range(n_layers), key=Positional.blind_layer, **PERSIST)
     with cols[2]:
-        ensure("pos_blind_head", 0, 0, n_heads - 1)
-        head = st.selectbox("Head", range(n_heads), key="pos_blind_head", **PERSIST)
+        ensure(Positional.blind_head, 0, 0, n_heads - 1)
+        head = st.selectbox("Head", range(n_heads), key=Positional.blind_head, **PERSIST)
     names = [run.name for run in result.runs]
     with cols[3]:
-        name = st.selectbox("Model copy", names, key="pos_blind_setting", **PERSIST)
+        name = st.selectbox("Model copy", names, key=Positional.blind_setting, **PERSIST)
     layer, head = bounded(layer, 0, n_layers - 1), bounded(head, 0, n_heads - 1)
     run = result.runs[names.index(name) if name in names else 0]
     perm = result.perm
@@ -172,7 +172,7 @@ def order_section() -> None:
     first, note = side_by_side(2)
     with first:
         show_chart(attention_heatmap(run.original[layer, head], labels, labels, title="P (original order)",
-                                     height=440, zmax=top, width=HALF_PX), key="pos_blind_orig")
+                                     height=440, zmax=top, width=HALF_PX), key=Positional.blind_orig)
     with note:
         st.caption(f"Layer {layer}, head {head} of the copy with **{run.name}**. Above left: attention on the "
                    "sentence as typed. Below: the model run on the shuffled words (left), and the matrix above "
@@ -180,8 +180,8 @@ def order_section() -> None:
                    "the model could not see the order: it only saw *which* words were there. All three share one "
                    "colour scale.")  # fmt: skip
     for col, (matrix, title, key, bar) in zip(side_by_side(2), (
-            (run.shuffled[layer, head], "P shuffled (model run)", "pos_blind_shuf", False),
-            (permuted, "Π P Πᵀ (P reordered)", "pos_blind_perm", True))):  # fmt: skip
+            (run.shuffled[layer, head], "P shuffled (model run)", Positional.blind_shuf, False),
+            (permuted, "Π P Πᵀ (P reordered)", Positional.blind_perm, True))):  # fmt: skip
         with col:  # one colour bar for the pair (same scale): the left map gets its width back
             show_chart(attention_heatmap(matrix, shuffled_labels, shuffled_labels, title=title, height=440,
                                          zmax=top, width=HALF_PX, showscale=bar), key=key)
@@ -189,7 +189,7 @@ def order_section() -> None:
                                "causal mask": ["on" if r.causal else "off" for r in result.runs],
                                "max |P_shuffled − Π P Πᵀ| (all layers, heads)": [f"{r.error:.2e}" for r in result.runs],
                                f"this head (L{layer} H{head})": [f"{r.errors_by_head(perm)[layer, head]:.2e}" for r in result.runs]}),
-                 hide_index=True, key="pos_blind_errors")  # fmt: skip
+                 hide_index=True, key=Positional.blind_errors)  # fmt: skip
     st.caption("With no positions and no mask the difference is float rounding (≈1e-6): attention is blind to "
                "order. With learned positions it is large: the same word at another position gets another "
                "vector. The causal mask must be off for the demo: a mask lets token i see only tokens before it, "

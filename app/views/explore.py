@@ -36,7 +36,7 @@ from app.components.safe_text import quoted
 from app.components.theme import controls, side_by_side
 from app.components.write_more import remembered, settings_form, show_write_more
 from app.links import open_page
-from app.state import K, current_text
+from app.state import K, Positional, current_text
 from app.url_state import synced
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 
@@ -225,7 +225,7 @@ def explore_panel() -> None:
         )
         if trace.pos_encoding is not None:
             open_page("positional.py", "See the positional encodings this model adds to this sentence",
-                      {"pos_tab": "learned"}, icon=":material/timeline:")
+                      {Positional.tab: "learned"}, icon=":material/timeline:")
         head_panel(request, model.spec.family)
 
 

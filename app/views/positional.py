@@ -21,7 +21,7 @@ from app.components.pickers import load_model, page_tabs, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
 from app.components.theme import side_by_side
-from app.state import PERSIST, K, bounded, current_text, settle
+from app.state import PERSIST, K, Positional, bounded, current_text, settle
 from app.url_state import synced
 from engine.text import shorten
 
@@ -40,14 +40,14 @@ def table_csv(table: np.ndarray) -> bytes:
 def sinusoidal_controls() -> tuple[int, int]:
     left, right = st.columns(2)
     with left:
-        if st.session_state.get("pos_sin_d") not in D_MODELS:
-            st.session_state["pos_sin_d"] = 64
-        st.select_slider("d_model (width of each vector)", D_MODELS, key="pos_sin_d", **PERSIST)
+        if st.session_state.get(Positional.sin_d) not in D_MODELS:
+            st.session_state[Positional.sin_d] = 64
+        st.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
     with right:
-        ensure("pos_sin_len", 64, 2, MAX_LEN)
-        st.slider("Length (number of positions)", 2, MAX_LEN, key="pos_sin_len", **PERSIST)
-    d_model = st.session_state["pos_sin_d"] if st.session_state["pos_sin_d"] in D_MODELS else 64
-    return d_model, bounded(st.session_state.get("pos_sin_len"), 2, MAX_LEN)
+        ensure(Positional.sin_len, 64, 2, MAX_LEN)
+        st.slider("Length (number of positions)", 2, MAX_LEN, key=Positional.sin_len, **PERSIST)
+    d_model = st.session_state[Positional.sin_d] if st.session_state[Positional.sin_d] in D_MODELS else 64
+    return d_model, bounded(st.session_state.get(Positional.sin_len), 2, MAX_LEN)
 
 
 def shift_check_view(n_pos: int, d_model: int) -> None:
@@ -56,23 +56,23 @@ def shift_check_view(n_pos: int, d_model: int) -> None:
     st.latex(r"\begin{pmatrix}\sin((p+k)\omega_i)\\ \cos((p+k)\omega_i)\end{pmatrix} = "
              r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
              r"\begin{pmatrix}\sin p\omega_i\\ \cos p\omega_i\end{pmatrix}")  # fmt: skip
-    ensure("pos_sin_k", 5, 1, n_pos - 1)
-    st.number_input("Shift k", 1, n_pos - 1, key="pos_sin_k", **PERSIST)
-    k = bounded(st.session_state.get("pos_sin_k"), 1, n_pos - 1)
+    ensure(Positional.sin_k, 5, 1, n_pos - 1)
+    st.number_input("Shift k", 1, n_pos - 1, key=Positional.sin_k, **PERSIST)
+    k = bounded(st.session_state.get(Positional.sin_k), 1, n_pos - 1)
     check = services.pos_shift_check(n_pos, d_model, k)
     left, right = st.columns(2)
     with left:
         shown = sorted({0, 1, 7, 23, n_pos - k - 1} & set(range(n_pos - k)))
         st.dataframe(pd.DataFrame({"pos": shown, "pos + k": [p + k for p in shown],
                                    "max |PE(pos+k) − R_k·PE(pos)|": [f"{check.errors[p]:.2e}" for p in shown]}),
-                     hide_index=True, key="pos_sin_shift_table")  # fmt: skip
+                     hide_index=True, key=Positional.sin_shift_table)  # fmt: skip
         st.metric(f"Largest error over all {len(check.errors)} positions", f"{check.errors.max():.2e}")
     with right:
         pairs = min(4, d_model // 2)
         st.dataframe(pd.DataFrame({"pair i": range(pairs), "ωᵢ": 1.0 / 10000 ** (2 * np.arange(pairs) / d_model),
                                    "angle k·ωᵢ (rad)": check.angles[:pairs],
                                    "cos k·ωᵢ": np.cos(check.angles[:pairs]), "sin k·ωᵢ": np.sin(check.angles[:pairs])}),
-                     hide_index=True, key="pos_sin_angles")  # fmt: skip
+                     hide_index=True, key=Positional.sin_angles)  # fmt: skip
     st.caption("Left: the same matrix R_k, built from k alone, maps PE(pos) to PE(pos + k) for every pos; the "
                "errors are float32 rounding. Right: the rotation angle of the first pairs. Fast pairs (small i) "
                "turn a lot, slow pairs barely move: together they tell near and far offsets apart. Because a "
@@ -90,25 +90,25 @@ def sinusoidal_section() -> None:
     with left:
         show_chart(matrix_heatmap(table, x_title="dimension", y_title="position", value_name="PE",
                                   title=f"PE table: {n_pos} positions × {d_model} dimensions"),
-                   key="pos_sin_heatmap")  # fmt: skip
+                   key=Positional.sin_heatmap)  # fmt: skip
         st.caption("Each **row** is the vector added to the token at that position; each **column** a dimension. "
                    "Left columns wave fast (high frequency), right columns slowly: like the hands of a clock, "
                    "together they give every position a unique pattern.")  # fmt: skip
         st.download_button("Download the table as CSV", lambda: table_csv(table), file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
-                           mime="text/csv", icon=":material/download:", key="pos_sin_csv", on_click="ignore")  # fmt: skip
+                           mime="text/csv", icon=":material/download:", key=Positional.sin_csv, on_click="ignore")  # fmt: skip
     with right:
         show_chart(matrix_heatmap(sim, x_title="position q", y_title="position p", value_name="PE(p)·PE(q)",
-                                  title="Similarity PE(p)·PE(q)"), key="pos_sin_sim")  # fmt: skip
+                                  title="Similarity PE(p)·PE(q)"), key=Positional.sin_sim)  # fmt: skip
         st.caption(f"The dot product of two position vectors: Σᵢ cos((p − q)·ωᵢ). It is largest on the diagonal "
                    f"(d/2 = {d_model // 2}) and depends only on the distance |p − q|: every diagonal is one value "
                    f"(largest spread along a diagonal here: {spread:.1e}).")  # fmt: skip
     default_dims = [d for d in (0, 1, 6, 7) if d < d_model]
-    current = [d for d in st.session_state.get("pos_sin_dims", default_dims) if isinstance(d, int) and d < d_model]
-    settle("pos_sin_dims", current or default_dims)
-    st.multiselect("Dimensions to plot", list(range(d_model)), key="pos_sin_dims", max_selections=8, **PERSIST)
-    dims = [d for d in st.session_state["pos_sin_dims"] if 0 <= d < d_model]
+    current = [d for d in st.session_state.get(Positional.sin_dims, default_dims) if isinstance(d, int) and d < d_model]
+    settle(Positional.sin_dims, current or default_dims)
+    st.multiselect("Dimensions to plot", list(range(d_model)), key=Positional.sin_dims, max_selections=8, **PERSIST)
+    dims = [d for d in st.session_state[Positional.sin_dims] if 0 <= d < d_model]
     if dims:
-        show_chart(dimension_curves(table, dims), key="pos_sin_curves")
+        show_chart(dimension_curves(table, dims), key=Positional.sin_curves)
         st.caption("A few columns of the table over position: each pair (2i, 2i+1) is a sine and a cosine of one "
                    "frequency ωᵢ = 1/10000^(2i/d). Higher pairs have longer wavelengths (up to 2π·10000 positions).")  # fmt: skip
     else:
@@ -133,28 +133,28 @@ def learned_section() -> None:
         return
     n_table, d_model = table.values.shape
     rows = min(n_table, cos_sim.shape[0])  # a long-context table is shown up to where its similarity is computed
-    ensure("pos_learned_n", 128, 2, rows)
-    st.slider("Positions shown", 2, rows, key="pos_learned_n", **PERSIST)
-    n = bounded(st.session_state.get("pos_learned_n"), 2, rows)
+    ensure(Positional.learned_n, 128, 2, rows)
+    st.slider("Positions shown", 2, rows, key=Positional.learned_n, **PERSIST)
+    n = bounded(st.session_state.get(Positional.learned_n), 2, rows)
     n_sentence = sentence_length(model_id)
     values = table.values[:n]
     show_chart(matrix_heatmap(values, x_title="dimension", y_title="position", value_name="value",
                               title=f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})",
-                              height=380), key="pos_learned_heatmap")  # fmt: skip
+                              height=380), key=Positional.learned_heatmap)  # fmt: skip
     st.caption("The learned table, one row per position, one column per dimension (colours clipped at the "
                "99.5th percentile of |value| so a few large entries do not wash out the rest).")  # fmt: skip
     left, right = side_by_side(2)
     with left:
         show_chart(matrix_heatmap(cos_sim[:n, :n], x_title="position q", y_title="position p", value_name="cosine",
                                   title="Learned: cosine similarity", height=460, zmin=-1.0, zmax=1.0),
-                   key="pos_learned_sim")  # fmt: skip
+                   key=Positional.learned_sim)  # fmt: skip
     with right:
         _table, dot, _spread = services.pos_sinusoidal(n, d_model + d_model % 2)
         norms = np.sqrt(np.diag(dot))
         sin_cos = dot / np.outer(norms, norms)
         show_chart(matrix_heatmap(sin_cos, x_title="position q", y_title="position p", value_name="cosine",
                                   title=f"Sinusoidal (d={d_model + d_model % 2}): cosine", height=460,
-                                  zmin=-1.0, zmax=1.0), key="pos_learned_vs_sin")  # fmt: skip
+                                  zmin=-1.0, zmax=1.0), key=Positional.learned_vs_sin)  # fmt: skip
     st.caption(
         "Left: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
         "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "
@@ -162,7 +162,7 @@ def learned_section() -> None:
         + (f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}." if n_sentence else "")
     )
     st.download_button("Download the learned table as CSV", lambda: table_csv(values), file_name=f"{model_id.replace('/', '_')}_positions.csv",
-                       mime="text/csv", icon=":material/download:", key="pos_learned_csv", on_click="ignore")  # fmt: skip
+                       mime="text/csv", icon=":material/download:", key=Positional.learned_csv, on_click="ignore")  # fmt: skip
 
 
 def sentence_length(model_id: str) -> int | None:
@@ -175,7 +175,6 @@ def sentence_length(model_id: str) -> int | None:
     return len(trace.tokens)
 
 
-TAB_KEY = "pos_tab"  # also the URL query parameter (app/url_params.py): ?pos_tab=learned opens that tab
 TABS = {"Sinusoidal": sinusoidal_section, "Learned": learned_section, "RoPE": rope_section,
         "ALiBi": alibi_section, "Order blindness": order_section}  # fmt: skip
 
@@ -187,7 +186,7 @@ def main() -> None:
         "token is: shuffle the words and each one gets the same scores. Positional encodings put order back in. "
         "Each tab shows one family."
     )
-    tabs = page_tabs(list(TABS), key=TAB_KEY)
+    tabs = page_tabs(list(TABS), key=Positional.tab)
     for tab, draw in zip(tabs, TABS.values()):
         with tab:
             if tab.open is not False:  # only the open tab runs (None: state not tracked, draw all)

@@ -18,8 +18,8 @@ from app.url_params import PARAMS
 ROOT = Path(__file__).resolve().parents[2]
 #: files whose keys all come from app.state (grows page by page)
 DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py",
-                 "app/views/vit.py")
-KEY_CLASSES = (state.K, state.Bahdanau, state.Vit)
+                 "app/views/vit.py", "app/views/positional.py", "app/components/positional_sections.py")
+KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional)
 
 
 def _names(cls) -> dict[str, str]:
@@ -76,3 +76,8 @@ def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
     for name, options in getattr(cls, "OPTIONS", {}).items():
         param = next(p for p in PARAMS if p.name == name)
         assert [param.read(o) for o in options] == list(options), "every option a link may name is read back"
+
+
+def test_the_positional_tab_parameter_is_the_declared_key():
+    assert [p.name for p in PARAMS if "positional" in (p.pages or ()) and p.name.startswith("pos_")] == \
+        [state.Positional.tab]
