@@ -155,6 +155,9 @@ def init() -> None:
     Streamlit drops a widget's value when the page that drew it is left (measured in the browser:
     the token limit fell to the widget's minimum and the sentence came up empty on the next page).
     Writing each shared key back to itself on every run keeps the user's choice for the next page.
+    The widgets' ``persist_state="session"`` alone does not replace this: without the write-back, Chromium
+    lost the layer picked on Explore and Explore's in-app link to Positional stopped writing the tab it
+    opened (measured with ``tests/e2e/test_page_switch_e2e.py`` and ``test_share_link_e2e.py``, issue 20).
     """
     for key, value in DEFAULTS.items():
         if key not in st.session_state:

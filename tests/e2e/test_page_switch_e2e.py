@@ -1,0 +1,58 @@
+"""The shared controls keep their values when the sidebar switches pages (Streamlit's ``persist_state``).
+
+A browser dropped a widget's value when its page was left (the next page showed the token limit at its
+minimum and an empty sentence); AppTest does not reproduce that, so this is checked in Chromium: the token
+limit, layer and head chosen on Explore are the ones Heads and Step by step open with.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+FIRST_DRAW_MS = 60_000
+REDRAW_MS = 20_000
+
+
+def pick(page: Page, label: str, option: str) -> None:
+    page.get_by_role("combobox", name=label).first.click()
+    page.get_by_role("option", name=option, exact=True).click()
+    expect(page.get_by_role("combobox", name=label).first).to_have_value(option)
+
+
+def token_limit(page: Page):
+    """The "Token limit" field (its "Advanced" expander opened first)."""
+    field = page.get_by_role("spinbutton", name="Token limit").first
+    if not field.is_visible():
+        page.get_by_text("Advanced", exact=True).first.click()
+    return field
+
+
+def test_shared_controls_follow_the_sidebar_to_other_pages(page: Page, app_url: str):
+    page.goto(app_url)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    limit = token_limit(page)
+    limit.fill("48")
+    limit.press("Enter")
+    expect(page).to_have_url(re.compile(r"max_tokens=48"), timeout=REDRAW_MS)
+    expect_idle(page)
+    pick(page, "Layer", "2")
+    pick(page, "Head", "3")
+    expect(page).to_have_url(re.compile(r"head=3"), timeout=REDRAW_MS)
+    expect_idle(page)
+    for name, path in (("Heads", "heads"), ("Step by step", "step_by_step")):
+        page.locator('[data-testid="stSidebarNav"]').get_by_text(name, exact=True).click()
+        expect(page.get_by_role("heading", name=name, level=1)).to_be_visible(timeout=REDRAW_MS)
+        expect(page).to_have_url(re.compile(rf"/{path}\?.*max_tokens=48"), timeout=REDRAW_MS)
+        expect_idle(page)
+        expect(token_limit(page)).to_have_value("48", timeout=REDRAW_MS)
+        expect(page.get_by_role("combobox", name="Layer").first).to_have_value("2")
+        expect(page.get_by_role("combobox", name="Head").first).to_have_value("3")
+        expect_no_exception(page)
