@@ -1,6 +1,6 @@
 """Session-state keys and their defaults, declared once.
 
-``K`` holds the keys the text pages share; a page moved to this rule has a class of its own (``Bahdanau``, ``Vit``, ``Positional``)
+``K`` holds the keys the text pages share; a page moved to this rule has a class of its own (``Bahdanau``, ``Vit``, ``Positional``, ``Step``)
 that its page, its components and ``app/url_params.py`` all read, so a key or a link's default is spelled
 in one place (``tests/unit/test_state_keys.py`` lists the moved files and fails on a key written in place).
 
@@ -131,6 +131,22 @@ class Positional:
     blind_shuf = "pos_blind_shuf"
     blind_perm = "pos_blind_perm"
     blind_errors = "pos_blind_errors"
+
+
+class Step:
+    """The Step by step page's keys (``app/views/step_by_step.py``, ``step_sections``, ``step_calculator``); ``query``
+    and ``block`` are also its URL parameters (``app/url_params.py``)."""
+
+    query, block, json = "step_query", "step_block", "step_json"
+    # the six steps' tables and chart (``step_tables.show_vectors`` adds ``_short`` / ``_full``)
+    q, k, v, z = "step_q", "step_k", "step_v", "step_z"
+    raw, scaled, masked, weights, bar = "step_raw", "step_scaled", "step_masked", "step_weights", "step_bar"
+    # the calculator: its size and mask, its result tables; ``calc`` prefixes each typed table
+    # (``step_calc_q_3x2``: a new size starts from the example) and ``calc_scale`` the scale slider of each width
+    calc_tokens, calc_width, calc_causal = "step_calc_tokens", "step_calc_width", "step_calc_causal"
+    calc_raw, calc_scaled, calc_masked = "step_calc_raw", "step_calc_scaled", "step_calc_masked"
+    calc_weights, calc_z = "step_calc_weights", "step_calc_z"
+    calc, calc_scale = "step_calc_", "step_calc_scale_"
 
 
 #: The sentence is not here: its text box gets ``value=DEFAULT_TEXT`` instead. A default put in session

@@ -18,23 +18,20 @@ import streamlit as st
 from app import services
 from app.components.guard import show_error
 from app.components.step_tables import matrix_text_frame, rounded
-from app.state import PERSIST, clamp, settle
+from app.state import PERSIST, Step, clamp, settle
 from engine import EngineError
 
-TOKENS_KEY = "step_calc_tokens"
-WIDTH_KEY = "step_calc_width"
-CAUSAL_KEY = "step_calc_causal"
 SCALE_MAX = 3.0
 
 
 def editor_key(name: str, n: int, d: int) -> str:
     """Key of one typed table; it changes with the size, so a new size starts from the example."""
-    return f"step_calc_{name.lower()}_{n}x{d}"
+    return f"{Step.calc}{name.lower()}_{n}x{d}"
 
 
 def scale_key(d: int) -> str:
     """Key of the scale slider; one per width so its default follows 1/√d_k."""
-    return f"step_calc_scale_{d}"
+    return f"{Step.calc_scale}{d}"
 
 
 def _scale(value, d: int) -> float:
@@ -66,12 +63,12 @@ def calculator() -> None:
     st.header("Calculator: try your own numbers")
     st.write("Type a tiny Q, K and V (click a cell, type, Enter; arrow keys move) and watch each step change.")
     size = st.columns(4)
-    n = clamp(TOKENS_KEY, 3, 5)  # server-side bounds (and the defaults: 3 tokens, width 2)
-    d = clamp(WIDTH_KEY, 2, 4)
+    n = clamp(Step.calc_tokens, 3, 5)  # server-side bounds (and the defaults: 3 tokens, width 2)
+    d = clamp(Step.calc_width, 2, 4)
     with size[0]:
-        st.number_input("Tokens", min_value=3, max_value=5, step=1, key=TOKENS_KEY, **PERSIST)
+        st.number_input("Tokens", min_value=3, max_value=5, step=1, key=Step.calc_tokens, **PERSIST)
     with size[1]:
-        st.number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=WIDTH_KEY, **PERSIST)
+        st.number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=Step.calc_width, **PERSIST)
     settle(scale_key(d), _scale(st.session_state.get(scale_key(d), 1 / math.sqrt(d)), d))
     with size[2]:
         st.slider("Scale (like 1 / temperature)", min_value=0.0, max_value=SCALE_MAX,
@@ -79,7 +76,7 @@ def calculator() -> None:
                   help=f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights "
                        "(low temperature); 0 = every key the same weight (infinite temperature).")
     with size[3]:
-        causal = bool(st.toggle("Causal mask (M)", value=False, key=CAUSAL_KEY, **PERSIST,
+        causal = bool(st.toggle("Causal mask (M)", value=False, key=Step.calc_causal, **PERSIST,
                                 help="Each token may look only at itself and earlier tokens."))
     scale = _scale(st.session_state.get(scale_key(d)), d)
 
@@ -100,25 +97,25 @@ def show_calculator_steps(steps, tokens: list[str], scale: float, d: int, causal
     first, second, third = st.columns(3)
     with first:
         st.markdown("**① Scores** $QK^\\top$")
-        st.dataframe(pd.DataFrame(rounded(steps.raw), index=tokens, columns=tokens), key="step_calc_raw")
+        st.dataframe(pd.DataFrame(rounded(steps.raw), index=tokens, columns=tokens), key=Step.calc_raw)
         st.caption("Row i, column j: q(i)·k(j), how well token j's key matches token i's query.")
     with second:
         st.markdown(f"**② Scaled** $QK^\\top \\times {scale:.4g}$")
-        st.dataframe(pd.DataFrame(rounded(steps.scaled), index=tokens, columns=tokens), key="step_calc_scaled")
+        st.dataframe(pd.DataFrame(rounded(steps.scaled), index=tokens, columns=tokens), key=Step.calc_scaled)
         st.caption(f"Times the scale {scale:.4g} (temperature {temperature}; 1/√{d} = {1 / math.sqrt(d):.4f} is "
                    "the usual choice). Bigger scale, bigger gaps, sharper softmax.")
     with third:
         st.markdown("**③ Masked** $+\\,M$")
-        st.dataframe(matrix_text_frame(steps.masked, tokens, tokens), key="step_calc_masked")
+        st.dataframe(matrix_text_frame(steps.masked, tokens, tokens), key=Step.calc_masked)
         st.caption("The causal mask puts −∞ above the diagonal: no looking ahead." if causal else
                    "Mask off: M is all zeros. Switch on the causal mask to see −∞ above the diagonal.")
     fourth, fifth = st.columns([3, 2])
     with fourth:
         st.markdown("**④ Weights** $\\mathrm{softmax}$ of each row")
-        st.dataframe(pd.DataFrame(rounded(steps.weights), index=tokens, columns=tokens), key="step_calc_weights")
+        st.dataframe(pd.DataFrame(rounded(steps.weights), index=tokens, columns=tokens), key=Step.calc_weights)
         st.caption("Each row: e^score divided by the row's total, so the row sums to 1; −∞ gives exactly 0.")
     with fifth:
         st.markdown("**⑤ Output** $Z = W V$")
         columns = [f"z{j + 1}" for j in range(steps.z.shape[1])]
-        st.dataframe(pd.DataFrame(rounded(steps.z), index=tokens, columns=columns), key="step_calc_z")
+        st.dataframe(pd.DataFrame(rounded(steps.z), index=tokens, columns=columns), key=Step.calc_z)
         st.caption("Each token's output is its row of weights times V: a weighted average of the value rows.")

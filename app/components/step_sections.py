@@ -17,6 +17,7 @@ import streamlit as st
 from app.components.charts import show_chart
 from app.components.safe_text import md
 from app.components.step_tables import rounded, show_vectors, text_column, weights_bar
+from app.state import Step
 
 TABLE_HEIGHT = 280  # px: long texts scroll inside the table
 
@@ -52,14 +53,14 @@ def show_qkv(trace, steps, labels: list[str], query: int, query_label: str) -> N
     step_heading(1, "The query, the keys and the values", r"q_i = x_i W_Q \qquad k_j = x_j W_K \qquad v_j = x_j W_V")
     d = trace.d_head
     st.markdown(f"**q({query})**, the query of **{md(query_label)}**")
-    show_vectors("q", steps.q, [query_label], key="step_q")
+    show_vectors("q", steps.q, [query_label], key=Step.q)
     left, right = st.columns(2)
     with left:
         st.markdown("**K**: one key per token")
-        show_vectors("K", steps.k, labels, key="step_k", height=TABLE_HEIGHT)
+        show_vectors("K", steps.k, labels, key=Step.k, height=TABLE_HEIGHT)
     with right:
         st.markdown("**V**: one value per token")
-        show_vectors("V", steps.v, labels, key="step_v", height=TABLE_HEIGHT)
+        show_vectors("V", steps.v, labels, key=Step.v, height=TABLE_HEIGHT)
     rope = " For this RoPE model q and k are already rotated by their positions." if trace.pos_encoding_kind == "rope" else ""
     st.caption(
         f"Every token's vector is multiplied by three learned matrices. The **query** says what token {query} is "
@@ -71,7 +72,7 @@ def show_qkv(trace, steps, labels: list[str], query: int, query_label: str) -> N
 
 def show_dot_products(steps, labels: list[str], query: int) -> None:
     step_heading(2, "Dot products", r"s_{ij} = q_i \cdot k_j = \sum_t q_{it}\,k_{jt}")
-    st.dataframe(pd.DataFrame({"q·k": rounded(steps.raw[0])}, index=labels), key="step_raw", height=TABLE_HEIGHT)
+    st.dataframe(pd.DataFrame({"q·k": rounded(steps.raw[0])}, index=labels), key=Step.raw, height=TABLE_HEIGHT)
     best = int(np.argmax(steps.raw[0]))
     st.caption(
         f"Multiply q({query}) and k(j) number by number and add up. A large positive score means the key points the "
@@ -83,7 +84,7 @@ def show_scaling(trace, steps, labels: list[str]) -> None:
     d = trace.d_head
     step_heading(3, "Scale the scores", r"\frac{s_{ij}}{\sqrt{d_k}} = s_{ij} \times \frac{1}{\sqrt{d_k}}")
     frame = pd.DataFrame({"q·k": rounded(steps.raw[0]), "× scale": rounded(steps.scaled[0])}, index=labels)
-    st.dataframe(frame, key="step_scaled", height=TABLE_HEIGHT)
+    st.dataframe(frame, key=Step.scaled, height=TABLE_HEIGHT)
     usual = 1 / math.sqrt(d)
     if abs(steps.scale - usual) < 1e-6 * usual:
         how = f"This model multiplies by 1/√d_k = 1/√{d} = **{steps.scale:.4f}**."
@@ -108,7 +109,7 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
         columns["+ bias"] = rounded(steps.bias[0])
     columns["+ mask"] = text_column(steps.mask[0])
     columns["= softmax input"] = text_column(steps.masked[0])
-    st.dataframe(pd.DataFrame(columns, index=labels), key="step_masked", height=TABLE_HEIGHT)
+    st.dataframe(pd.DataFrame(columns, index=labels), key=Step.masked, height=TABLE_HEIGHT)
     blocked = int(steps.blocked[0].sum())
     if trace.causal:
         text = (f"The causal mask adds **−∞** to every key after the query (j > {query}): {blocked} key(s) here. "
@@ -133,7 +134,7 @@ def show_softmax(steps, labels: list[str]) -> None:
          "weight": rounded(steps.weights[0])},
         index=labels,
     )  # fmt: skip
-    st.dataframe(frame, key="step_weights", height=TABLE_HEIGHT)
+    st.dataframe(frame, key=Step.weights, height=TABLE_HEIGHT)
     st.caption(
         "Take e to the power of each score (minus the row's largest, which changes nothing but avoids overflow) and "
         f"divide by their total: the weights are positive and sum to {steps.weights[0].sum():.4f}."
@@ -142,7 +143,7 @@ def show_softmax(steps, labels: list[str]) -> None:
 
 def show_weights_chart(steps, labels: list[str], query_label: str) -> None:
     fig = weights_bar(steps.weights[0], labels, steps.blocked[0], f"Where {query_label} looks")
-    show_chart(fig, key="step_bar")
+    show_chart(fig, key=Step.bar)
     st.caption(
         f"The softmax weights of query **{md(query_label)}** over every key token (step 5 as bars): the taller the bar, "
         "the more of that token's value goes into the output. Grey bars are keys the mask blocks (weight 0). "
@@ -152,7 +153,7 @@ def show_weights_chart(steps, labels: list[str], query_label: str) -> None:
 
 def show_output(trace, steps, labels: list[str], query: int, query_label: str) -> None:
     step_heading(6, "The output: a weighted average of the values", r"z_i = \sum_j w_{ij}\, v_j")
-    show_vectors("z", steps.z, [f"z({query})"], key="step_z")
+    show_vectors("z", steps.z, [f"z({query})"], key=Step.z)
     top = np.argsort(-steps.weights[0])[:3]
     parts = " + ".join(f"{steps.weights[0, j]:.3f}·v({labels[j]})" for j in top)
     st.caption(

@@ -27,10 +27,9 @@ from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
 from app.components.theme import controls as folded_controls
 from app.links import current_link
-from app.state import PERSIST, clamp, current_text
+from app.state import PERSIST, Step, clamp, current_text
 
 MAX_TOKENS_LIMIT = 1024
-QUERY_KEY = "step_query"
 
 
 def token_labels(strings) -> list[str]:
@@ -43,18 +42,18 @@ def pick_query(labels: list[str], strings, linked: bool = True) -> int:
     when the sentence has one (the classic example), else token 1. With ``linked`` (self-attention: the
     query is a token of the sentence), picking a query highlights that token on the other pages too."""
     n = len(labels)
-    if QUERY_KEY not in st.session_state:
+    if Step.query not in st.session_state:
         words = [s.lower() for s in strings]
         shared = focus() if linked else None
-        st.session_state[QUERY_KEY] = (shared if shared is not None and shared < n
+        st.session_state[Step.query] = (shared if shared is not None and shared < n
                                        else words.index("it") if "it" in words else min(1, n - 1))  # fmt: skip
-    clamp(QUERY_KEY, 0, n - 1)
+    clamp(Step.query, 0, n - 1)
 
     def share() -> None:
         if linked:
-            st.session_state[FOCUS_KEY] = st.session_state.get(QUERY_KEY)
+            st.session_state[FOCUS_KEY] = st.session_state.get(Step.query)
 
-    query = st.selectbox("Query token", list(range(n)), format_func=lambda i: labels[i], key=QUERY_KEY, **PERSIST,
+    query = st.selectbox("Query token", list(range(n)), format_func=lambda i: labels[i], key=Step.query, **PERSIST,
                          on_change=share,
                          help="The token whose attention is worked out below: where does it look, and what does it get?")
     return int(query)
@@ -77,7 +76,7 @@ def walkthrough() -> None:
         with st.spinner("Running the model…"):
             trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))
         with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
-            block = pick_block(list(trace.attention_blocks()), key="step_block")
+            block = pick_block(list(trace.attention_blocks()), key=Step.block)
         attention = services.attention_block(trace, block)
     except Exception as err:  # noqa: BLE001
         show_error(err)
@@ -105,7 +104,7 @@ def walkthrough() -> None:
     json_button("Download the numbers as JSON",
                 lambda: steps_record(model_id=model_id, att=attention, layer=layer, head=head, block=block,
                                      query=query, steps=steps, settings=settings, link=link),
-                f"steps_L{layer}_H{head}_q{query}.json", key="step_json")
+                f"steps_L{layer}_H{head}_q{query}.json", key=Step.json)
 
 
 def main() -> None:

@@ -18,8 +18,9 @@ from app.url_params import PARAMS
 ROOT = Path(__file__).resolve().parents[2]
 #: files whose keys all come from app.state (grows page by page)
 DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py",
-                 "app/views/vit.py", "app/views/positional.py", "app/components/positional_sections.py")
-KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional)
+                 "app/views/vit.py", "app/views/positional.py", "app/components/positional_sections.py",
+                 "app/views/step_by_step.py", "app/components/step_sections.py", "app/components/step_calculator.py")
+KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional, state.Step)
 
 
 def _names(cls) -> dict[str, str]:
@@ -81,3 +82,8 @@ def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
 def test_the_positional_tab_parameter_is_the_declared_key():
     assert [p.name for p in PARAMS if "positional" in (p.pages or ()) and p.name.startswith("pos_")] == \
         [state.Positional.tab]
+
+
+def test_step_by_step_parameters_are_its_declared_keys():
+    names = [p.name for p in PARAMS if p.pages == frozenset({"step_by_step"})]
+    assert names == [state.Step.block, state.Step.query]
