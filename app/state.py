@@ -1,6 +1,6 @@
 """Session-state keys and their defaults, declared once.
 
-``K`` holds the keys the text pages share; a page moved to this rule has a class of its own (``Bahdanau``, ``Vit``, ``Positional``, ``Step``)
+``K`` holds the keys the text pages share; a page moved to this rule has a class of its own (``Bahdanau``, ``Vit``, ``Positional``, ``Step``, ``Heads``)
 that its page, its components and ``app/url_params.py`` all read, so a key or a link's default is spelled
 in one place (``tests/unit/test_state_keys.py`` lists the moved files and fails on a key written in place).
 
@@ -147,6 +147,22 @@ class Step:
     calc_raw, calc_scaled, calc_masked = "step_calc_raw", "step_calc_scaled", "step_calc_masked"
     calc_weights, calc_z = "step_calc_weights", "step_calc_z"
     calc, calc_scale = "step_calc_", "step_calc_scale_"
+
+
+class Heads:
+    """The Heads page's keys (``app/views/heads.py``, ``app/components/heads_sections.py``); ``tab`` and ``block``
+    are also its URL parameters (``app/url_params.py``). Prefixes: ``display`` for the display and zoom
+    controls (``long_view``), ``cmp_a`` / ``cmp_b`` for Compare's head pickers (``_layer``, ``_head``), ``cmp`` and
+    ``sent`` for a chart per head or sentence (``A``, ``B``)."""
+
+    tab, block, display = "heads_tab", "heads_block", "heads"
+    model_view, large = "heads_model_view", "heads_large"
+    metric, metric_map, metrics_table = "heads_metric", "heads_metric_map", "heads_metrics_table"
+    similarity, pairs = "heads_similarity", "heads_pairs"
+    cmp_a, cmp_b, cmp, cmp_metrics = "heads_cmp_a", "heads_cmp_b", "heads_cmp_", "heads_cmp_metrics"
+    text_a, text_b, sent, diff, sent_metrics = "heads_text_a", "heads_text_b", "heads_sent_", "heads_diff", "heads_sent_metrics"
+    fusion, discard, discard_rule = "heads_fusion", "heads_discard", "heads_discard_rule"
+    raw, rollout = "heads_raw", "heads_rollout"
 
 
 #: The sentence is not here: its text box gets ``value=DEFAULT_TEXT`` instead. A default put in session

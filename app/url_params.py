@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, K, Positional, Step, Vit
+from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, Heads, K, Positional, Step, Vit
 
 #: pages by their file stem in app/views/
 TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
@@ -298,11 +298,11 @@ PARAMS: tuple[Param, ...] = (
     Param(K.causal, boolean, _causal_default, TEXT_PAGES, hide="causal"),
     Param(K.max_tokens, integer(4, 16_384), DEFAULTS[K.max_tokens], TEXT_PAGES, hide="max_tokens"),
     Param("explore_block", choice(BLOCKS), "encoder", _EXPLORE, hide="block"),
-    Param("heads_block", choice(BLOCKS), "encoder", _HEADS, hide="block"),
+    Param(Heads.block, choice(BLOCKS), "encoder", _HEADS, hide="block"),
     Param(Step.block, choice(BLOCKS), "encoder", _STEP, hide="block"),
     # page tabs and page controls
     Param("explore_tab", choice(EXPLORE_TABS), EXPLORE_TABS["heads"], _EXPLORE, _words(EXPLORE_TABS), "tabs"),
-    Param("heads_tab", choice(HEADS_TABS), HEADS_TABS["model"], _HEADS, _words(HEADS_TABS), "tabs"),
+    Param(Heads.tab, choice(HEADS_TABS), HEADS_TABS["model"], _HEADS, _words(HEADS_TABS), "tabs"),
     Param(Positional.tab, choice(POS_TABS), POS_TABS["sinusoidal"], frozenset({"positional"}), _words(POS_TABS), "tabs"),
     # decoding: an encoder-decoder's on Explore, and a decoder's "Write more" (read after the sentence and model)
     Param("explore_decode", read_decoding, None, _EXPLORE, show=show_decoding),

@@ -18,7 +18,7 @@ from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
 from app.components.rollout_controls import discard_rule_picker, discard_sentence
 from app.components.theme import side_by_side
-from app.state import PERSIST, bounded, clamp
+from app.state import PERSIST, Heads, bounded, clamp
 from engine import AttentionTrace
 
 PAIR_A = "The animal didn't cross the street because it was too tired."
@@ -36,7 +36,7 @@ def similarity_section(ctx: HeadsContext) -> None:
     with st.spinner("Comparing every pair of heads…"):
         divergence, order, coarsened, n_layers = services.head_similarity(*ctx.args)
     labels = [f"L{layer}H{head}" for layer in range(n_layers) for head in range(att.n_heads)]
-    show_chart(similarity_figure(divergence, labels, order), key="heads_similarity")
+    show_chart(similarity_figure(divergence, labels, order), key=Heads.similarity)
     st.caption(
         "How differently two heads attend: for each query token, the Jensen–Shannon divergence between the two "
         "heads' rows (natural log: 0 = identical, ln 2 ≈ 0.69 = no overlap at all), averaged over the queries. "
@@ -51,7 +51,7 @@ def similarity_section(ctx: HeadsContext) -> None:
         st.info(f"Only the first {n_layers} of {att.n_layers} layers are compared "
                 f"(at most {services.SIMILARITY_MAX_HEADS} heads).")
     pairs = _closest_pairs(divergence, labels)
-    st.dataframe(pairs, hide_index=True, key="heads_pairs",
+    st.dataframe(pairs, hide_index=True, key=Heads.pairs,
                  column_config={"JS divergence (nats)": st.column_config.NumberColumn(format="%.4f")})
     st.caption("The most alike pairs of heads (smallest divergence).")
     full = pd.DataFrame(divergence, index=labels, columns=labels)
@@ -100,9 +100,9 @@ def compare_section(ctx: HeadsContext) -> None:
     st.subheader("Two heads, one sentence")
     pick_a, pick_b = st.columns(2)
     with pick_a:
-        a = _head_picker("Head A", "heads_cmp_a", att.n_layers, att.n_heads, (ctx.layer, ctx.head))
+        a = _head_picker("Head A", Heads.cmp_a, att.n_layers, att.n_heads, (ctx.layer, ctx.head))
     with pick_b:
-        b = _head_picker("Head B", "heads_cmp_b", att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
+        b = _head_picker("Head B", Heads.cmp_b, att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
     q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
     patterns = {name: att.pattern(layer, head) for name, (layer, head) in (("A", a), ("B", b))}
     top = shared_top(*patterns.values())  # one colour scale: the same shade is the same weight in both
@@ -111,9 +111,9 @@ def compare_section(ctx: HeadsContext) -> None:
             blocked = np.isneginf(att.mask(layer))  # per layer: sliding windows may differ between layers
             fig = attention_heatmap(patterns[name], q_labels, k_labels, blocked=blocked,
                                     title=f"{name}: layer {layer}, head {head}", height=440, zmax=top)
-            show_chart(fig, key=f"heads_cmp_{name}")
+            show_chart(fig, key=f"{Heads.cmp}{name}")
     frame = services.head_metrics_table(*ctx.args)
-    st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key="heads_cmp_metrics",
+    st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key=Heads.cmp_metrics,
                  column_config=metric_columns(frame.columns))
     st.caption("Two heads of the same model reading the same sentence. Heads in one layer see the same input but "
                "learn different queries and keys, so they look at different tokens; the table puts their metrics "
@@ -141,14 +141,14 @@ def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace
 
 def sentence_pair(ctx: HeadsContext) -> None:
     """The chosen head on sentences A and B; their difference B − A when the tokens line up."""
-    for key, value in (("heads_text_a", PAIR_A), ("heads_text_b", PAIR_B)):
+    for key, value in ((Heads.text_a, PAIR_A), (Heads.text_b, PAIR_B)):
         if key not in st.session_state:
             st.session_state[key] = value
     left, right = st.columns(2)
     with left:
-        text_a = st.text_input("Sentence A", key="heads_text_a", max_chars=2000, **PERSIST)
+        text_a = st.text_input("Sentence A", key=Heads.text_a, max_chars=2000, **PERSIST)
     with right:
-        text_b = st.text_input("Sentence B", key="heads_text_b", max_chars=2000, **PERSIST)
+        text_b = st.text_input("Sentence B", key=Heads.text_b, max_chars=2000, **PERSIST)
     att_a, att_b = _trace_or_message(ctx, text_a, "A"), _trace_or_message(ctx, text_b, "B")
     if att_a is None or att_b is None:
         return
@@ -160,11 +160,11 @@ def sentence_pair(ctx: HeadsContext) -> None:
         with col:
             fig = attention_heatmap(pat, att.tokens.labels(), att.key_tokens.labels(), zmax=top,
                                     blocked=np.isneginf(att.mask(layer)), title=f"Sentence {name}", height=440)
-            show_chart(fig, key=f"heads_sent_{name}")
+            show_chart(fig, key=f"{Heads.sent}{name}")
     if same_shape:
         q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
         k_lab = _merged_labels(att_a.key_tokens.strings, att_b.key_tokens.strings)
-        show_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key="heads_diff")
+        show_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key=Heads.diff)
         st.caption(
             "The same head reading two sentences that differ in one place. Below them: B's weights minus A's — **red** "
             "where sentence B attends more, **blue** where A does; words that differ are shown as A→B. Watch the row "
@@ -183,7 +183,7 @@ def sentence_pair(ctx: HeadsContext) -> None:
         frame = services.head_metrics_table(ctx.model_id, text, ctx.causal, ctx.max_tokens, ctx.block)
         rows.append(_metric_rows(frame, {name: (layer, head)}))
     both = pd.concat(rows, ignore_index=True)
-    st.dataframe(both, hide_index=True, key="heads_sent_metrics", column_config=metric_columns(both.columns))
+    st.dataframe(both, hide_index=True, key=Heads.sent_metrics, column_config=metric_columns(both.columns))
 
 
 def _merged_labels(a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:
@@ -203,16 +203,16 @@ def rollout_section(ctx: HeadsContext) -> None:
     class_token = f"`{first.strings[0]}`" if len(first) and first.special[0] else "the first token"
     left, middle, right = st.columns([1, 1, 2])
     with left:
-        fusion = st.selectbox("Head fusion", FUSIONS, key="heads_fusion", **PERSIST,
+        fusion = st.selectbox("Head fusion", FUSIONS, key=Heads.fusion, **PERSIST,
                               help="How the heads of a layer become one map: their mean (as in the paper), max or min.")
     with middle:
-        st.slider("Discard the weakest share of weights", 0.0, 0.9, 0.0, 0.05, key="heads_discard", **PERSIST,
+        st.slider("Discard the weakest share of weights", 0.0, 0.9, 0.0, 0.05, key=Heads.discard, **PERSIST,
                   help="Drops that share of each layer's smallest off-diagonal weights before rolling out; sharper "
                        "maps. The discard rule says which weights may go.")
     with right:
-        rule = discard_rule_picker("heads_discard_rule", class_token)
+        rule = discard_rule_picker(Heads.discard_rule, class_token)
     fusion = fusion if fusion in FUSIONS else "mean"
-    discard = bounded(round(float(st.session_state.get("heads_discard", 0.0)) * 100), 0, 90) / 100
+    discard = bounded(round(float(st.session_state.get(Heads.discard, 0.0)) * 100), 0, 90) / 100
     with st.spinner("Rolling attention out through the layers…"):
         maps, fused = services.rollout_maps(*ctx.args, fusion, discard, rule)
     att, layer = ctx.attention, ctx.layer
@@ -222,10 +222,10 @@ def rollout_section(ctx: HeadsContext) -> None:
     raw_col, roll_col = side_by_side(2)
     with raw_col:
         show_chart(attention_heatmap(fused[layer], labels, labels, blocked=blocked, height=480, zmax=top,
-                                     title=f"Raw attention, layer {layer} ({fusion} of heads)"), key="heads_raw")
+                                     title=f"Raw attention, layer {layer} ({fusion} of heads)"), key=Heads.raw)
     with roll_col:
         show_chart(attention_heatmap(maps[layer], labels, labels, blocked=blocked, height=480, zmax=top,
-                                     title=f"Rollout, layers 0–{layer}"), key="heads_rollout")
+                                     title=f"Rollout, layers 0–{layer}"), key=Heads.rollout)
     st.caption(
         "Left: where each token looks in this layer's *input* — but after the first layer those inputs are already "
         "mixtures of tokens. Right: **attention rollout** (Abnar & Zuidema, 2020) follows the mixing through every "

@@ -13,7 +13,7 @@ from app import services
 from app.components.charts import set_source
 from app.components.guard import busy, show_error
 from app.components.safe_text import md, quoted
-from app.state import DEFAULTS, PERSIST, K, bounded, clamp, current_text
+from app.state import DEFAULTS, PERSIST, Heads, K, bounded, clamp, current_text
 from app.url_state import hidden
 from engine.families import hub_labels, text_families
 from engine.text import quote_input
@@ -153,7 +153,7 @@ def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def pick_block(blocks: list[str], key: str = "heads_block") -> str:
+def pick_block(blocks: list[str], key: str = Heads.block) -> str:
     """The attention block to show, among the trace's own (``Trace.attention_blocks``): an encoder-decoder's
     encoder, decoder or cross-attention; the only block ("self") of an encoder or decoder, with no widget."""
     if len(blocks) <= 1:

@@ -34,19 +34,18 @@ from app.components.pickers import (
 )
 from app.components.safe_text import quoted
 from app.components.theme import controls
-from app.state import PERSIST, K, current_text
+from app.state import PERSIST, Heads, K, current_text
 from app.url_state import synced
 
 MAX_TOKENS_LIMIT = 16_384
 WHOLE_MODEL_LIMIT = 2048  # tabs that need every head's full n×n pattern stop here
-MODEL_VIEW_KEY = "heads_model_view"
 
 # ---------------------------------------------------------------- section: model view
 
 
 def _select_clicked_head(n_layers: int, n_heads: int) -> None:
     """on_select callback of the model view: a clicked tile becomes the shared layer/head."""
-    picked = clicked_in(MODEL_VIEW_KEY, n_layers, n_heads)
+    picked = clicked_in(Heads.model_view, n_layers, n_heads)
     if picked is not None:
         st.session_state[K.layer], st.session_state[K.head] = picked
 
@@ -57,7 +56,7 @@ def model_view_section(ctx: HeadsContext) -> None:
     with st.spinner("Drawing every head…"):
         tiles, pooled = services.model_view_tiles(*ctx.args)
     fig = model_view_figure(tiles, selected=(ctx.layer, ctx.head))
-    show_chart(fig, key=MODEL_VIEW_KEY, on_select=lambda: _select_clicked_head(att.n_layers, att.n_heads),
+    show_chart(fig, key=Heads.model_view, on_select=lambda: _select_clicked_head(att.n_layers, att.n_heads),
                selection_mode="points", config={"displayModeBar": False})
     st.caption(
         f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns). Each tile is one head's attention pattern: "
@@ -68,13 +67,13 @@ def model_view_section(ctx: HeadsContext) -> None:
         + (f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
            if pooled else "")
     )
-    opts = display_options(att, key_prefix="heads")
-    q_range, k_range = zoom_controls(att, key_prefix="heads")
+    opts = display_options(att, key_prefix=Heads.display)
+    q_range, k_range = zoom_controls(att, key_prefix=Heads.display)
     data = services.head_view(ctx.request, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
                               weighting=opts.weighting)
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
     fig = map_figure(data, title=title, scale=opts.scale)
-    show_chart(outline(fig, data, focus()) if services.block_is_square(ctx.block) else fig, key="heads_large")
+    show_chart(outline(fig, data, focus()) if services.block_is_square(ctx.block) else fig, key=Heads.large)
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
         + COLOUR_SAYS.get(opts.weighting, "")
@@ -95,7 +94,7 @@ def metrics_section(ctx: HeadsContext) -> None:
     with st.spinner("Measuring every head…"):
         frame = services.head_metrics_table(*ctx.args)
     available = [m for m in METRICS if m in frame.columns]
-    metric = st.selectbox("Metric on the map", available, key="heads_metric", format_func=lambda m: METRICS[m][0],
+    metric = st.selectbox("Metric on the map", available, key=Heads.metric, format_func=lambda m: METRICS[m][0],
                           **PERSIST)
     metric = metric if metric in available else available[0]
     label, fmt, meaning = METRICS[metric]
@@ -103,14 +102,14 @@ def metrics_section(ctx: HeadsContext) -> None:
     values = frame[metric].to_numpy(dtype=float).reshape(shape)
     tags = (frame["pattern"] + " (" + frame["score"].map("{:.2f}".format) + ")").to_numpy(dtype=object).reshape(shape)
     show_chart(layer_head_heatmap(values, label, selected=(ctx.layer, ctx.head), fmt=fmt, labels=tags),
-               key="heads_metric_map")
+               key=Heads.metric_map)
     st.caption(f"**{label}** for every head: {meaning}. Rows are layers, columns heads; the red frame is the chosen "
                "head. Hover a cell to see the pattern the head matches best.")
     if not ctx.square:
         st.info("Mean distance and the previous/self/next-token shares are **n/a** for cross-attention: its queries "
                 "are target (French) tokens and its keys source (English) tokens, so positions do not line up.")
     _best_heads(frame)
-    st.dataframe(frame, hide_index=True, column_config=metric_columns(frame.columns), key="heads_metrics_table")
+    st.dataframe(frame, hide_index=True, column_config=metric_columns(frame.columns), key=Heads.metrics_table)
     st.caption(
         "One row per head; click a column header to sort. Each number is averaged over the query tokens. "
         "**Best match** is the largest of: previous-token share, sink share (marker tokens such as [CLS] and "
@@ -153,7 +152,7 @@ SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
 
 def run_sections(ctx: HeadsContext) -> None:
     """The tabs; only the open one runs."""
-    tabs = page_tabs([name for name, _ in SECTIONS], key="heads_tab")
+    tabs = page_tabs([name for name, _ in SECTIONS], key=Heads.tab)
     for tab, (_, section) in zip(tabs, SECTIONS):
         if tab.open is False:  # only the open tab runs (None: state not tracked, run all)
             continue

@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: files whose keys all come from app.state (grows page by page)
 DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py",
                  "app/views/vit.py", "app/views/positional.py", "app/components/positional_sections.py",
-                 "app/views/step_by_step.py", "app/components/step_sections.py", "app/components/step_calculator.py")
-KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional, state.Step)
+                 "app/views/step_by_step.py", "app/components/step_sections.py", "app/components/step_calculator.py",
+                 "app/views/heads.py", "app/components/heads_sections.py")
+KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional, state.Step, state.Heads)
 
 
 def _names(cls) -> dict[str, str]:
@@ -28,12 +29,12 @@ def _names(cls) -> dict[str, str]:
 
 
 def _literal(node: ast.AST) -> bool:
-    """A string written in place: "…" or an f-string whose text part is not a name from app.state."""
+    """A string written in place: "…" or an f-string that starts with text (``f"{Heads.cmp}{name}"`` or
+    ``f"{prefix}_head"``, a prefix passed in from app.state, are not)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return True
     if isinstance(node, ast.JoinedStr):
-        return not any(isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Attribute)
-                       for part in node.values[:1])  # fmt: skip
+        return not (node.values and isinstance(node.values[0], ast.FormattedValue))
     return False
 
 
@@ -87,3 +88,8 @@ def test_the_positional_tab_parameter_is_the_declared_key():
 def test_step_by_step_parameters_are_its_declared_keys():
     names = [p.name for p in PARAMS if p.pages == frozenset({"step_by_step"})]
     assert names == [state.Step.block, state.Step.query]
+
+
+def test_heads_parameters_are_its_declared_keys():
+    names = [p.name for p in PARAMS if p.pages == frozenset({"heads"})]
+    assert names == [state.Heads.block, state.Heads.tab]
