@@ -8,9 +8,11 @@ limit, layer and head chosen on Explore are the ones Heads and Step by step open
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
 
@@ -20,10 +22,21 @@ FIRST_DRAW_MS = 60_000
 REDRAW_MS = 20_000
 
 
-def pick(page: Page, label: str, option: str) -> None:
-    page.get_by_role("combobox", name=label).first.click()
-    page.get_by_role("option", name=option, exact=True).click()
-    expect(page.get_by_role("combobox", name=label).first).to_have_value(option)
+def pick(page: Page, label: str, option: str, deadline_s: float = 60.0) -> None:
+    """Choose ``option`` in a selectbox; a rerun that redraws the box closes an open list, so open it again
+    until the choice shows (a deadline, not a sleep)."""
+    box = page.get_by_role("combobox", name=label).first
+    choice = page.get_by_role("option", name=option, exact=True)
+    end = time.monotonic() + deadline_s
+    while box.input_value() != option:
+        assert time.monotonic() < end, f"could not pick {option} in {label}"
+        expect_idle(page)
+        box.click()
+        try:
+            choice.click(timeout=5_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    expect(box).to_have_value(option)
 
 
 def token_limit(page: Page):
