@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.services.core import _jobs, get_model, get_trace
+from app.services.core import _jobs, get_model, get_trace, request_key, shared_map
 from app.services.request import TraceRequest
 
 BAHDANAU_MODELS = {"additive": "bahdanau-translator", "dot": "luong-translator"}
@@ -16,34 +16,40 @@ TRANSFORMER_TRANSLATOR = "tiny-translator"
 BAHDANAU_MAX_TOKENS = 32  # the RNN translators read at most 32 source tokens
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
+def bahdanau_request(model_id: str, text: str) -> TraceRequest:
+    """The page's one request: the translators read at most ``BAHDANAU_MAX_TOKENS`` source tokens."""
+    return TraceRequest(model_id, text, None, BAHDANAU_MAX_TOKENS)
+
+
 def bahdanau_trace(model_id: str, text: str):
-    """``engine.trace`` of an RNN translator (``AlignmentTrace``) or of tiny-translator (``Seq2SeqTrace``)."""
-    return get_trace(TraceRequest(model_id, text, None, BAHDANAU_MAX_TOKENS))
+    """``engine.trace`` of an RNN translator (``AlignmentTrace``) or of tiny-translator (``Seq2SeqTrace``):
+    the shared trace cache's own object (``st.cache_data`` pickled a copy of it on every hit)."""
+    return get_trace(bahdanau_request(model_id, text))
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
 def bahdanau_parameters(model_id: str):
-    """The attention weights (W, U, v or W_h) of an RNN translator, as numpy."""
+    """The attention weights (W, U, v or W_h) of an RNN translator, as numpy (shared, read-only)."""
     from engine.analysis.bahdanau_steps import attention_parameters
 
-    return attention_parameters(get_model(model_id))
+    key = ("bahdanau_parameters",) + request_key(bahdanau_request(model_id, ""))
+    return shared_map(key, lambda: attention_parameters(get_model(model_id)))
 
 
-@st.cache_data(show_spinner=False, max_entries=256, ttl=3600)
 def bahdanau_step(model_id: str, text: str, step: int):
     """Every number of one decoding step (``StepBreakdown``), recomputed in numpy from the model's weights."""
     from engine.analysis.bahdanau_steps import step_breakdown
 
-    return step_breakdown(bahdanau_parameters(model_id), bahdanau_trace(model_id, text), step)
+    request = bahdanau_request(model_id, text)
+    return shared_map(("bahdanau_step", request_key(request), int(step)),
+                      lambda: step_breakdown(bahdanau_parameters(model_id), get_trace(request), step))
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
 def bahdanau_agreement(model_id: str, text: str):
     """``(Agreement | None, why not)``: attention argmax vs the grammar's gold alignment for this sentence."""
     from engine.analysis.bahdanau_steps import trace_agreement
 
-    return trace_agreement(bahdanau_trace(model_id, text))
+    request = bahdanau_request(model_id, text)
+    return shared_map(("bahdanau_agreement", request_key(request)), lambda: trace_agreement(get_trace(request)))
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

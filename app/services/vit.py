@@ -6,11 +6,13 @@ analyses as plain numpy / dataclasses from engine.analysis.vision.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import streamlit as st
 
 import engine
-from app.services.core import _jobs, get_model
+from app.services.core import TRACES, _jobs, _runtime_model, get_model, policy, shared_map
 from engine import EngineError, VisionTrace
 from engine.analysis import vision as _vision
 
@@ -63,12 +65,24 @@ def vit_read_upload(data: bytes) -> tuple[np.ndarray, tuple[str, ...]]:
     return decoded.pixels, decoded.notices
 
 
-@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)  # ViT-B/16: ~5 MB of Q/K/V per trace
+def image_key(model_id: str, image: np.ndarray) -> tuple:
+    """The cache key of everything computed from ``image`` by ``model_id``: its bytes' digest (shape and
+    dtype too), a session's own trained model and the server's rules (as ``core.request_key``)."""
+    pixels = np.ascontiguousarray(image)
+    digest = hashlib.blake2b(pixels.tobytes(), digest_size=16).hexdigest()
+    return ("vision", model_id, pixels.shape, pixels.dtype.str, digest, _runtime_model(model_id), policy())
+
+
 def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace:
-    """Classify ``image`` with the cached model and capture its attention."""
-    model = get_model(model_id)
-    with _jobs:
-        return engine.trace(model, image)
+    """Classify ``image`` with the cached model and capture its attention: one trace per (model, image) in
+    the shared trace cache (read-only; ``st.cache_data`` pickled a copy of ~5 MB per ViT-B trace per hit)."""
+
+    def compute() -> VisionTrace:
+        model = get_model(model_id)
+        with _jobs:
+            return engine.trace(model, image)
+
+    return TRACES.get(image_key(model_id, image), compute)
 
 
 def vit_cls_maps(trace: VisionTrace, layer: int) -> np.ndarray:
@@ -81,14 +95,14 @@ def vit_patch_map(trace: VisionTrace, layer: int, head: int, patch: int) -> np.n
     return _vision.patch_map(trace, layer, head, patch)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
 def vit_rollout_map(model_id: str, image: np.ndarray, fusion: str, discard: float,
                     rule: str = "all-off-diagonal") -> np.ndarray:
-    """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]`` (cached: for ViT-B it
+    """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]`` (shared: for ViT-B it
     computes 12 layers × 12 heads of 197² weights, seconds on a busy 2-core server). ``rule``: the
     discard rule (``engine.analysis.rollout.DISCARD_RULES``)."""
-    return _vision.rollout_map(get_vision_trace(model_id, image), head_fusion=fusion, discard_ratio=discard,
-                               discard_rule=rule)
+    key = ("rollout", image_key(model_id, image), fusion, float(discard), rule)
+    return shared_map(key, lambda: _vision.rollout_map(get_vision_trace(model_id, image), head_fusion=fusion,
+                                                       discard_ratio=discard, discard_rule=rule))
 
 
 def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
@@ -98,11 +112,15 @@ def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
     return _vision.to_grid(trace, fuse_heads(trace.attention.pattern(trace.attention.n_layers - 1), fusion)[0])
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
 def vit_occlusion(model_id: str, image: np.ndarray, k: int, fusion: str, discard: float,
                   rule: str = "all-off-diagonal", seed: int = 0):
     """Hide the k patches the rollout ranks highest (vs k random, k lowest) and re-classify."""
-    trace = get_vision_trace(model_id, image)
-    ranking = vit_rollout_map(model_id, image, fusion, discard, rule)
-    with _jobs:
-        return _vision.occlusion_check(get_model(model_id), trace, ranking, k, seed=seed)
+
+    def compute():
+        trace = get_vision_trace(model_id, image)
+        ranking = vit_rollout_map(model_id, image, fusion, discard, rule)
+        with _jobs:
+            return _vision.occlusion_check(get_model(model_id), trace, ranking, k, seed=seed)
+
+    return shared_map(("occlusion", image_key(model_id, image), int(k), fusion, float(discard), rule, int(seed)),
+                      compute)

@@ -308,7 +308,7 @@ class ViTAdapter:
         """Class probabilities for an image already in the model's input form (``VisionTrace.image``:
         ``[S, S]`` or ``[S, S, 3]`` in 0–1), with no preprocessing; used by occlusion checks."""
         cfg = model.module.cfg
-        pixels = torch.as_tensor(np.asarray(seen, dtype=np.float32))
+        pixels = torch.tensor(np.asarray(seen, dtype=np.float32))  # a copy: a cached trace's image is read-only
         pixels = pixels[None] if pixels.ndim == 2 else pixels.permute(2, 0, 1)  # (C, S, S)
         pixels = pixels.expand(cfg.channels, -1, -1)
 
