@@ -205,7 +205,8 @@ def render_ablation(model_id: str, text: str, causal: bool, max_tokens: int, n_l
         st.info("Pick one or more heads (or whole layers) to switch off. Below: the output with every head on.")
     try:
         with st.spinner("Running the model with and without those heads…"):
-            result = services.get_ablation(model_id, text, heads, causal, bounded(max_tokens, 1, 100_000), keep_only)
+            result = services.get_ablation(services.TraceRequest(model_id, text, causal, bounded(max_tokens, 1, 100_000)), heads,
+                                           keep_only)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return

@@ -62,11 +62,6 @@ class HeadsContext:
         return services.TraceRequest(self.model_id, self.text, self.causal, self.max_tokens, block=self.block)
 
     @property
-    def args(self) -> tuple:
-        """The hashable arguments of the Heads service functions."""
-        return (self.model_id, self.text, self.causal, self.max_tokens, self.block)
-
-    @property
     def square(self) -> bool:
         """True for self-attention (queries and keys are the same tokens)."""
         return services.block_is_square(self.block)

@@ -6,6 +6,8 @@ Each section is a function of :class:`HeadsContext`; it reads cached results fro
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -34,7 +36,7 @@ def similarity_section(ctx: HeadsContext) -> None:
     """The head × head Jensen–Shannon divergence matrix in clustering order, and the closest pairs."""
     att = ctx.attention
     with st.spinner("Comparing every pair of heads…"):
-        divergence, order, coarsened, n_layers = services.head_similarity(*ctx.args)
+        divergence, order, coarsened, n_layers = services.head_similarity(ctx.request)
     labels = [f"L{layer}H{head}" for layer in range(n_layers) for head in range(att.n_heads)]
     show_chart(similarity_figure(divergence, labels, order), key=Heads.similarity)
     st.caption(
@@ -112,7 +114,7 @@ def compare_section(ctx: HeadsContext) -> None:
             fig = attention_heatmap(patterns[name], q_labels, k_labels, blocked=blocked,
                                     title=f"{name}: layer {layer}, head {head}", height=440, zmax=top)
             show_chart(fig, key=f"{Heads.cmp}{name}")
-    frame = services.head_metrics_table(*ctx.args)
+    frame = services.head_metrics_table(ctx.request)
     st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key=Heads.cmp_metrics,
                  column_config=metric_columns(frame.columns))
     st.caption("Two heads of the same model reading the same sentence. Heads in one layer see the same input but "
@@ -180,7 +182,7 @@ def sentence_pair(ctx: HeadsContext) -> None:
         )
     rows = []
     for name, text in (("A", text_a), ("B", text_b)):
-        frame = services.head_metrics_table(ctx.model_id, text, ctx.causal, ctx.max_tokens, ctx.block)
+        frame = services.head_metrics_table(dataclasses.replace(ctx.request, text=text))
         rows.append(_metric_rows(frame, {name: (layer, head)}))
     both = pd.concat(rows, ignore_index=True)
     st.dataframe(both, hide_index=True, key=Heads.sent_metrics, column_config=metric_columns(both.columns))
@@ -214,7 +216,7 @@ def rollout_section(ctx: HeadsContext) -> None:
     fusion = fusion if fusion in FUSIONS else "mean"
     discard = bounded(round(float(st.session_state.get(Heads.discard, 0.0)) * 100), 0, 90) / 100
     with st.spinner("Rolling attention out through the layers…"):
-        maps, fused = services.rollout_maps(*ctx.args, fusion, discard, rule)
+        maps, fused = services.rollout_maps(ctx.request, fusion, discard, rule)
     att, layer = ctx.attention, ctx.layer
     labels = att.tokens.labels()
     blocked = np.isneginf(att.mask(layer))

@@ -52,7 +52,7 @@ def show_next_token(model_id: str, family: str, text: str, causal: bool | None, 
         return
     try:
         with st.spinner("Running the model once for its next-token scores…"):
-            nt = services.get_next_token(model_id, text, causal, max_tokens)
+            nt = services.get_next_token(services.TraceRequest(model_id, text, causal, max_tokens))
     except Exception as err:  # noqa: BLE001
         show_error(err)
         return

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
-from app.services.core import _jobs, get_model, get_trace
+from app.services.core import _jobs, get_model, get_trace, request_key, shared_map
 from app.services.request import TraceRequest
 from engine import AttentionTrace, EngineError
 from engine.types import Trace
@@ -34,16 +34,9 @@ def get_head_layout(model_id: str) -> dict[str, tuple[int, int]]:
     return head_layout(get_model(model_id))
 
 
-@st.cache_data(show_spinner=False, max_entries=128, ttl=3600)
-def get_ablation(
-    model_id: str,
-    text: str,
-    heads: tuple[tuple[str, int, int | None], ...],
-    causal: bool | None,
-    max_tokens: int,
-    keep_only: bool = False,
-):
-    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data).
+def get_ablation(request: TraceRequest, heads: tuple[tuple[str, int, int | None], ...], keep_only: bool = False):
+    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data), shared by
+    every session that asks for the same request and heads.
 
     Args:
         heads: a sorted tuple of ``(block, layer, head)`` (``head=None``: the whole layer), hashable
@@ -51,14 +44,19 @@ def get_ablation(
     """
     from engine.analysis.ablation import ablate
 
-    model = get_model(model_id)
-    with _jobs:
-        return ablate(model, text, heads, causal=causal, max_tokens=max_tokens, keep_only=keep_only)
+    request = request.with_block("self")  # the heads name their own blocks
+
+    def compute():
+        model = get_model(request.model_id)
+        with _jobs:
+            return ablate(model, request.text, heads, causal=request.causal, max_tokens=request.max_tokens,
+                          keep_only=keep_only)
+
+    return shared_map(("ablation", request_key(request), tuple(heads), bool(keep_only)), compute)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
-def get_next_token(model_id: str, text: str, causal: bool | None, max_tokens: int):
-    """``engine.analysis.next_token.next_token_logits`` on the cached model (plain data).
+def get_next_token(request: TraceRequest):
+    """``engine.analysis.next_token.next_token_logits`` on the cached model (plain data, shared).
 
     The last position's float32 scores over the whole vocabulary, one forward pass per input; the page
     applies the temperature with ``next_token.probabilities``, so moving it is a cache hit.
@@ -68,14 +66,19 @@ def get_next_token(model_id: str, text: str, causal: bool | None, max_tokens: in
     """
     from engine.analysis.next_token import next_token_logits
 
-    model = get_model(model_id)
-    with _jobs:
-        return next_token_logits(model, text, causal=causal, max_tokens=max_tokens)
+    request = request.with_block("self")
+
+    def compute():
+        model = get_model(request.model_id)
+        with _jobs:
+            return next_token_logits(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
+
+    return shared_map(("next_token", request_key(request)), compute)
 
 
 # ---------------------------------------------------------------- Heads
-# Whole-model views for the Heads page: every layer × head from one cached trace. Arguments are
-# plain values (model_id, text, causal, max_tokens, block) so results are cached per view.
+# Whole-model views for the Heads page: every layer × head from one cached trace. The argument is the page's
+# request (its block included); results are shared by every session in core.MAPS under its request key.
 
 #: attention blocks of an encoder-decoder trace; "self" is the only block of encoder/decoder traces
 HEAD_BLOCKS: dict[str, str] = {
@@ -118,14 +121,18 @@ def block_is_square(block: str) -> bool:
     return block != "cross"
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
-def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> "pd.DataFrame":
+def head_metrics_table(request: TraceRequest) -> "pd.DataFrame":
+    """One row per head (see :func:`_head_metrics_table`), shared by every session asking for the request."""
+    return shared_map(("metrics", request_key(request)), lambda: _head_metrics_table(request))
+
+
+def _head_metrics_table(request: TraceRequest) -> "pd.DataFrame":
     """One row per head: layer, head, label, score and every metric of ``engine.analysis.metrics``."""
     import pandas as pd
 
     from engine.analysis import metrics as M
 
-    att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
+    att, block = heads_attention(request), request.block
     square = block_is_square(block)
     sinks = M.sink_positions(att.key_tokens.special)
     # the mask per layer: a sliding window may differ between layers (Qwen2, Gemma 2/3)
@@ -144,23 +151,30 @@ def head_metrics_table(model_id: str, text: str, causal: bool | None, max_tokens
     return frame
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
-def model_view_tiles(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str) -> tuple[np.ndarray, bool]:
+def model_view_tiles(request: TraceRequest) -> tuple[np.ndarray, bool]:
+    """Every head pooled (see :func:`_model_view_tiles`), shared by every session asking for the request."""
+    return shared_map(("model_view", request_key(request)), lambda: _model_view_tiles(request))
+
+
+def _model_view_tiles(request: TraceRequest) -> tuple[np.ndarray, bool]:
     """Every head's pattern pooled to block maxima ``[layer, head, s, t]`` (s, t ≤ the cell cap) and whether it was pooled.
 
     Pooled by the engine from Q and K (``AttentionTrace.overview``): no head's n×n pattern is built.
     """
     from app.figure_data.attention_maps import layer_tiles
 
-    att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
+    att = heads_attention(request)
     cells = MODEL_VIEW_CELLS if att.n_layers * att.n_heads <= 36 else MODEL_VIEW_CELLS // 2
     tiles = np.stack([layer_tiles(att, layer, cells) for layer in range(att.n_layers)])
     return tiles.astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
-def head_similarity(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str
-                    ) -> tuple[np.ndarray, np.ndarray, bool, int]:
+def head_similarity(request: TraceRequest) -> tuple[np.ndarray, np.ndarray, bool, int]:
+    """Heads compared (see :func:`_head_similarity`), shared by every session asking for the request."""
+    return shared_map(("similarity", request_key(request)), lambda: _head_similarity(request))
+
+
+def _head_similarity(request: TraceRequest) -> tuple[np.ndarray, np.ndarray, bool, int]:
     """``(divergence [N, N], clustering order, coarsened, layers used)`` over heads flattened layer-major.
 
     At most ``SIMILARITY_MAX_HEADS`` heads (whole layers from the first) and ``SIMILARITY_MAX_TOKENS``
@@ -168,7 +182,7 @@ def head_similarity(model_id: str, text: str, causal: bool | None, max_tokens: i
     """
     from engine.analysis.similarity import cluster_order, coarsen, head_divergence
 
-    att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
+    att = heads_attention(request)
     n_layers = min(att.n_layers, max(1, SIMILARITY_MAX_HEADS // att.n_heads))
     pieces = [coarsen(att.pattern(layer), SIMILARITY_MAX_TOKENS, SIMILARITY_MAX_TOKENS) for layer in range(n_layers)]
     small = np.concatenate([piece for piece, _ in pieces])  # [n_layers · n_heads, ≤64, ≤64], layer-major
@@ -177,10 +191,15 @@ def head_similarity(model_id: str, text: str, causal: bool | None, max_tokens: i
     return divergence, cluster_order(divergence), coarsened, n_layers
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
-def rollout_maps(model_id: str, text: str, causal: bool | None, max_tokens: int, block: str,
-                 head_fusion: str, discard_ratio: float,
+def rollout_maps(request: TraceRequest, head_fusion: str, discard_ratio: float,
                  discard_rule: str = "all-off-diagonal") -> tuple[np.ndarray, np.ndarray]:
+    """The rollout (see :func:`_rollout_maps`), shared by every session asking for the same view."""
+    return shared_map(("rollout", request_key(request), head_fusion, float(discard_ratio), discard_rule),
+                      lambda: _rollout_maps(request, head_fusion, discard_ratio, discard_rule))
+
+
+def _rollout_maps(request: TraceRequest, head_fusion: str, discard_ratio: float,
+                  discard_rule: str = "all-off-diagonal") -> tuple[np.ndarray, np.ndarray]:
     """``(rollout [layer, n, n], fused [layer, n, n])`` of a self-attention block.
 
     ``rollout[l]`` is the rollout through layers 0..l (``discard_rule``: which weights the discard
@@ -189,9 +208,9 @@ def rollout_maps(model_id: str, text: str, causal: bool | None, max_tokens: int,
     """
     from engine.analysis.rollout import fuse_heads, rollout
 
-    if not block_is_square(block):
+    if not block_is_square(request.block):
         raise EngineError("Rollout needs self-attention: cross-attention has no path from layer to layer.")
-    att = heads_attention(TraceRequest(model_id, text, causal, max_tokens, block=block))
+    att = heads_attention(request)
     layers = [att.pattern(layer) for layer in range(att.n_layers)]
     maps = rollout(layers, head_fusion=head_fusion, discard_ratio=float(discard_ratio), discard_rule=discard_rule)
     fused = np.stack([fuse_heads(p, head_fusion) for p in layers]).astype(np.float32)

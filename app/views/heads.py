@@ -54,7 +54,7 @@ def model_view_section(ctx: HeadsContext) -> None:
     """Every layer × head as small tiles; the chosen head large below (an overview with a zoom on long inputs)."""
     att = ctx.attention
     with st.spinner("Drawing every head…"):
-        tiles, pooled = services.model_view_tiles(*ctx.args)
+        tiles, pooled = services.model_view_tiles(ctx.request)
     fig = model_view_figure(tiles, selected=(ctx.layer, ctx.head))
     show_chart(fig, key=Heads.model_view, on_select=lambda: _select_clicked_head(att.n_layers, att.n_heads),
                selection_mode="points", config={"displayModeBar": False})
@@ -92,7 +92,7 @@ def model_view_section(ctx: HeadsContext) -> None:
 def metrics_section(ctx: HeadsContext) -> None:
     """A layer × head map of one metric and the sortable table of every metric."""
     with st.spinner("Measuring every head…"):
-        frame = services.head_metrics_table(*ctx.args)
+        frame = services.head_metrics_table(ctx.request)
     available = [m for m in METRICS if m in frame.columns]
     metric = st.selectbox("Metric on the map", available, key=Heads.metric, format_func=lambda m: METRICS[m][0],
                           **PERSIST)
