@@ -57,6 +57,8 @@ class ROOM:
     link_seen = "class_link_seen"  # the ?room= value already acted on (a join is tried once per link, not per rerun)
     join_error = "class_join_error"  # why that link could not join (shown while the link is open)
     teacher = "class_teacher"  # (code, token) of the class this browser teaches
+    browser = "class_browser"  # this browser's anonymous id (services.browser_id: from its cookie, else random)
+    looked_up = "class_looked_up"  # True once this session asked the store which room this browser is in
 
 
 class Vit:
@@ -163,6 +165,51 @@ class Heads:
     text_a, text_b, sent, diff, sent_metrics = "heads_text_a", "heads_text_b", "heads_sent_", "heads_diff", "heads_sent_metrics"
     fusion, discard, discard_rule = "heads_fusion", "heads_discard", "heads_discard_rule"
     raw, rollout = "heads_raw", "heads_rollout"
+
+
+class Pretraining:
+    """The Pretraining objectives page's keys (``app/views/pretraining.py``); ``tab``, ``fill_text``,
+    ``objectives_text``, ``objectives_layer``, ``cost_n``, ``cost_d``, ``finetune_steps`` and ``finetune_lr`` are
+    also its URL parameters (``app/url_params.py``). Prefixes: ``fill_bars`` / ``fill_att`` per blank,
+    ``finetune`` per moment (``before`` / ``after``)."""
+
+    tab = "pretraining_tab"
+    fill_text, fill_pick, fill_bars, fill_att = "fill_text", "fill_pick", "fill_bars_", "fill_att_"
+    objectives_text, objectives_layer = "objectives_text", "objectives_layer"
+    mask_mlm, mask_next, mask_span = "obj_mask_mlm", "obj_mask_next", "obj_mask_span"
+    finetune_steps, finetune_lr, finetune_go = "finetune_steps", "finetune_lr", "finetune_go"
+    finetune_result, finetune_change, finetune_colour, finetune = ("finetune_result", "finetune_change",
+                                                                   "finetune_colour", "finetune_")
+    cost_n, cost_d, cost_table, cost_measure, cost_times = "cost_n", "cost_d", "cost_table", "cost_measure", "cost_times"
+    cost_measured = "cost_measured"  # the (n, d) this session last asked to measure
+
+
+class Bertviz:
+    """The bertviz views page's keys (``app/views/bertviz_views.py``); ``view`` and ``digit`` are also its URL
+    parameters. ``download`` prefixes each view's download button."""
+
+    view, digit, download = "bertviz_view", "bertviz_digit", "bertviz_download_"
+
+
+class Lessons:
+    """The Lessons page's keys (``app/views/lessons.py``, ``app/components/knowledge_check.py``); ``step`` is also
+    its URL parameter (read by the page itself). Prefixes: ``prev`` / ``next`` per place (``top``, ``bottom``),
+    ``goto`` per step, and per check ``row`` / ``again`` with the step's id."""
+
+    step, steps_table, softmax_scale, softmax = "lesson_step", "lesson_steps_table", "lesson_softmax_scale", "lesson_softmax"
+    prev, next, goto, row, again = "lesson_prev_", "lesson_next_", "lesson_goto_", "lesson_row_", "lesson_again_"
+
+
+class Train:
+    """The Train live page's keys (``app/views/train.py``): ``prefix`` + a setting's name (``train_task``, ...)."""
+
+    prefix = "train_"
+
+
+class Examples:
+    """The Examples picker's keys (``app/components/examples.py``)."""
+
+    applied = "example_applied"  # (set name, index) of the example last put in the text box
 
 
 #: The sentence is not here: its text box gets ``value=DEFAULT_TEXT`` instead. A default put in session

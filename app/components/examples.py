@@ -16,10 +16,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import services
-from app.state import K, current_text
+from app.state import Examples, K, current_text
 from engine.text import UNKNOWN_WORDS_LEAD
-
-APPLIED_KEY = "example_applied"  # (set name, index) of the example last put in the text box
 
 
 @dataclass(frozen=True)
@@ -135,7 +133,7 @@ def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
     st.session_state[K.text] = example.text
     if example.layer is not None:
         st.session_state[K.layer], st.session_state[K.head] = example.layer, example.head
-    st.session_state[APPLIED_KEY] = (set_name, index)
+    st.session_state[Examples.applied] = (set_name, index)
     st.session_state[key] = None  # the picker is ready for the next choice (the same one again, too)
 
 
@@ -162,7 +160,7 @@ def examples_picker(model_id: str, card) -> None:
                          help="Fills the text box with a sentence chosen for one phenomenon"
                               + (" that this model reads in full" if vocab is not None else "")
                               + "; where a head was measured for it, that layer and head are opened.")
-            applied = st.session_state.get(APPLIED_KEY)
+            applied = st.session_state.get(Examples.applied)
             if applied and applied[0] == set_name and applied[1] < len(examples):
                 example = examples[applied[1]]
                 if example.text == current_text():

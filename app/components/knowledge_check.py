@@ -17,6 +17,7 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.lesson_plan import Choice, Predict, Step
 from app.components.safe_text import md
+from app.state import Lessons
 
 ANSWERS = "lesson_answers"  # {step id: the picked token position or option index}
 
@@ -83,9 +84,9 @@ def predict_check(step: Step, check: Predict) -> None:
                  help="Your guess is kept; then the real head's weights are shown.")
         return
     st.markdown(reveal_text(row, picked))
-    show_chart(row_figure(row, picked), key=f"lesson_row_{step.id}")
+    show_chart(row_figure(row, picked), key=f"{Lessons.row}{step.id}")
     st.caption(check.explain)
-    st.button("Try again", key=f"lesson_again_{step.id}", on_click=_forget, args=(step.id,),
+    st.button("Try again", key=f"{Lessons.again}{step.id}", on_click=_forget, args=(step.id,),
               icon=":material/replay:")
 
 
@@ -102,7 +103,7 @@ def choice_check(step: Step, check: Choice) -> None:
     st.markdown(f"You answered **{check.options[picked]}**. {verdict}: the answer is "
                 f"**{check.options[check.answer]}**.")
     st.caption(check.explain)
-    st.button("Try again", key=f"lesson_again_{step.id}", on_click=_forget, args=(step.id,),
+    st.button("Try again", key=f"{Lessons.again}{step.id}", on_click=_forget, args=(step.id,),
               icon=":material/replay:")
 
 

@@ -13,7 +13,7 @@ from app.components.guard import show_error
 from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.components.safe_text import md
 from app.links import open_page
-from app.state import PERSIST, K
+from app.state import PERSIST, Bertviz, K
 from engine.families import FAMILIES, text_families  # every family: the views read any trace through attention_blocks()
 
 SELF_ATTENTION = text_families() - {"encoder-decoder"}  # text models with one self-attention stack: a causal toggle
@@ -41,7 +41,7 @@ def pick_source(family: str) -> str | int:
         return text_box()
     last = services.vit_digit_count() - 1
     index = st.number_input("Digit image (scikit-learn's 8×8 digits)", min_value=0, max_value=last,
-                            value=0, step=1, key="bertviz_digit", **PERSIST,
+                            value=0, step=1, key=Bertviz.digit, **PERSIST,
                             help="The ViT cuts the image into 16 patches of 2×2 pixels and adds a [CLS] token.")
     try:
         return min(max(int(index), 0), last)
@@ -73,7 +73,7 @@ def show_view(view: str, model_id: str, source: str | int, causal: bool | None, 
     st.caption(CAPTIONS[view])
     st.download_button("Download this view as HTML (works offline)", result["html"].encode("utf-8"),
                        file_name=f"bertviz_{view}_view.html", mime="text/html", icon=":material/download:",
-                       key=f"bertviz_download_{view}")
+                       key=f"{Bertviz.download}{view}")
 
 
 def main() -> None:
@@ -98,7 +98,7 @@ def main() -> None:
         st.info("This is an RNN with Bahdanau/Luong attention: one attention map per translation (target words "
                 "× source words), no layers, heads, queries or keys. The head view shows that map; the neuron view "
                 "has nothing to show.")
-    view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="bertviz_view", **PERSIST)
+    view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key=Bertviz.view, **PERSIST)
     try:
         trace = services.get_digit_trace(model_id, source) if isinstance(source, int) else \
             services.get_trace(services.TraceRequest(model_id, source, causal, max_tokens))

@@ -19,37 +19,36 @@ from app.components.guard import show_error
 from app.components.knowledge_check import answers, is_right, knowledge_check
 from app.components.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
 from app.links import open_page
-from app.state import PERSIST, bounded, clamp
+from app.state import PERSIST, Lessons, bounded, clamp
 
-STEP_KEY = "lesson_step"  # 1-based; also the URL parameter
 URL_SEEN = "_lesson_step_url"  # the URL value this session last wrote or read
 
 
 def current_step() -> int:
     """The step shown (1-based): the URL's ``lesson_step`` when a link or the user changed it, else the
     session's; written back to the URL so the address always names the step on screen."""
-    url = st.query_params.get(STEP_KEY)
+    url = st.query_params.get(Lessons.step)
     if url is not None and url != st.session_state.get(URL_SEEN):
-        st.session_state[STEP_KEY] = bounded(url, 1, len(STEPS))
-    k = clamp(STEP_KEY, 1, len(STEPS))
-    st.query_params[STEP_KEY] = str(k)
+        st.session_state[Lessons.step] = bounded(url, 1, len(STEPS))
+    k = clamp(Lessons.step, 1, len(STEPS))
+    st.query_params[Lessons.step] = str(k)
     st.session_state[URL_SEEN] = str(k)
     return k
 
 
 def _go(k: int) -> None:
     """on_click of Previous/Next and the contents: show step ``k``."""
-    st.session_state[STEP_KEY] = bounded(k, 1, len(STEPS))
+    st.session_state[Lessons.step] = bounded(k, 1, len(STEPS))
 
 
 def navigation(k: int, where: str) -> None:
     """Previous / Next buttons (``where`` keeps the keys of the top and bottom rows apart)."""
     left, _, right = st.columns([1, 4, 1])
     with left:
-        st.button("Previous", key=f"lesson_prev_{where}", on_click=_go, args=(k - 1,), disabled=k <= 1,
+        st.button("Previous", key=f"{Lessons.prev}{where}", on_click=_go, args=(k - 1,), disabled=k <= 1,
                   icon=":material/arrow_back:", width="stretch")
     with right:
-        st.button("Next", key=f"lesson_next_{where}", on_click=_go, args=(k + 1,), disabled=k >= len(STEPS),
+        st.button("Next", key=f"{Lessons.next}{where}", on_click=_go, args=(k + 1,), disabled=k >= len(STEPS),
                   icon=":material/arrow_forward:", width="stretch", type="primary")
 
 
@@ -62,7 +61,7 @@ def progress(k: int) -> None:
     with st.expander("All steps"):
         for i, step in enumerate(STEPS, start=1):
             mark = " ✓" if step.id in done else ""
-            st.button(f"{i}. {step.title}{mark}", key=f"lesson_goto_{i}", on_click=_go, args=(i,),
+            st.button(f"{i}. {step.title}{mark}", key=f"{Lessons.goto}{i}", on_click=_go, args=(i,),
                       type="tertiary", disabled=i == k)
 
 
@@ -84,7 +83,7 @@ def steps_demo() -> None:
     order = np.argsort(-steps.weights[0])[:5]
     frame = pd.DataFrame({"key": [f"{j} · {keys[j]}" for j in order], "q·k": steps.raw[0, order],
                           f"× {steps.scale:.3f}": steps.scaled[0, order], "softmax weight": steps.weights[0, order]})
-    st.dataframe(frame, hide_index=True, key="lesson_steps_table",
+    st.dataframe(frame, hide_index=True, key=Lessons.steps_table,
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns[1:]})
     st.caption(f"MiniLM, layer {layer} head {head}, query “it”: the raw dot products, times the scale 1/√d, "
                "then the softmax over all keys (only the five largest weights are listed).")
@@ -92,7 +91,7 @@ def steps_demo() -> None:
 
 def softmax_demo() -> None:
     """Four fixed scores through the softmax at a scale the student moves (the calculator's own steps)."""
-    st.slider("Scale (multiplies the scores)", 0.0, 5.0, 1.0, 0.1, key="lesson_softmax_scale", **PERSIST)
+    st.slider("Scale (multiplies the scores)", 0.0, 5.0, 1.0, 0.1, key=Lessons.softmax_scale, **PERSIST)
     scale = float(np.clip(float(st.session_state.get("lesson_softmax_scale") or 0.0), 0.0, 5.0))
     k = np.array(SOFTMAX_SCORES, dtype=float)[:, None]  # (n, 1): one-number keys, so q·k = the score
     steps = services.calculator_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
@@ -101,7 +100,7 @@ def softmax_demo() -> None:
                            text=[f"{w:.2f}" for w in weights], textposition="outside"))
     fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), yaxis=dict(range=[0, 1.1], title="weight"),
                       title=f"softmax({', '.join(f'{s:g}' for s in SOFTMAX_SCORES)} × {scale:.1f})")
-    show_chart(fig, key="lesson_softmax")
+    show_chart(fig, key=Lessons.softmax)
     st.caption("Scores 2, 1, 0.5 and −1 for four keys. Scale 0: every key gets 1/4. Scale 5: nearly all weight "
                "on the best key.")
 

@@ -24,36 +24,33 @@ from app.components.pickers import page_tabs
 from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
 from app.components.vit_figures import probability_bars
+from app.state import Pretraining as P
 from app.url_params import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT, PRETRAINING_TABS
 from engine.text import shorten
 
-FILL_KEY = "fill_text"
-OBJ_KEY = "objectives_text"
 TABS = tuple(PRETRAINING_TABS.values())
-RESULT_KEY = "finetune_result"
-MEASURED_KEY = "cost_measured"  # the (n, d) this session last asked to measure
 
 
 def _mask_word(index: int) -> None:
     """on_change of the word pills: the picked word becomes [MASK] (the others stay as typed)."""
-    words = st.session_state.get(FILL_KEY, FILL_DEFAULT).split()
+    words = st.session_state.get(P.fill_text, FILL_DEFAULT).split()
     if 0 <= index < len(words):
         words[index] = "[MASK]"
-        st.session_state[FILL_KEY] = " ".join(words)
-    st.session_state["fill_pick"] = None
+        st.session_state[P.fill_text] = " ".join(words)
+    st.session_state[P.fill_pick] = None
 
 
 def fill_in_the_blank() -> None:
     st.write("BERT is trained by hiding words and asking for them back. Type a sentence with **[MASK]** where a "
              "word should be guessed, or click a word to hide it. Our encoder was trained that way on generated "
              "children's stories.")  # fmt: skip
-    st.session_state.setdefault(FILL_KEY, FILL_DEFAULT)
-    st.text_input("Sentence with [MASK]", key=FILL_KEY, max_chars=300,
+    st.session_state.setdefault(P.fill_text, FILL_DEFAULT)
+    st.text_input("Sentence with [MASK]", key=P.fill_text, max_chars=300,
                   help="Words the model never saw become <unk>; it knows the words of simple stories.")  # fmt: skip
-    text = st.session_state.get(FILL_KEY) or ""
+    text = st.session_state.get(P.fill_text) or ""
     words = text.split()
-    st.pills("Hide a word", list(range(len(words))), format_func=lambda i: md(words[i]), key="fill_pick",
-             on_change=lambda: _mask_word(st.session_state.get("fill_pick")))  # fmt: skip
+    st.pills("Hide a word", list(range(len(words))), format_func=lambda i: md(words[i]), key=P.fill_pick,
+             on_change=lambda: _mask_word(st.session_state.get(P.fill_pick)))  # fmt: skip
     try:
         with st.spinner("Filling in…"):
             result = services.get_fill_mask(text)
@@ -68,7 +65,7 @@ def fill_in_the_blank() -> None:
         with left:
             fig = probability_bars(blank.words, blank.probs, top=len(blank.words))
             fig.update_layout(title=dict(text=f"Guesses for the blank at {blank.position}"))
-            show_chart(fig, key=f"fill_bars_{n}")
+            show_chart(fig, key=f"{P.fill_bars}{n}")
             best = blank.words[0]
             st.caption(f"The model's top guess is {quoted(best)} ({blank.probs[0]:.0%}). The bars are the softmax of "
                        "its scores at the blank over all the words it knows: a blank that many words fit spreads "
@@ -79,7 +76,7 @@ def fill_in_the_blank() -> None:
             fig = attention_heatmap(att.reshape(-1, att.shape[-1]), rows, labels,
                                     title=f"Where the blank at {blank.position} looks, layer by layer", height=360)
             fig.update_yaxes(title_text="layer and head")
-            show_chart(fig, key=f"fill_att_{n}")
+            show_chart(fig, key=f"{P.fill_att}{n}")
             st.caption("Each row is one head's attention from the blank to every token (rows sum to 1); the "
                        "first layers at the top. No causal mask: the blank reads the words on both sides, which "
                        "is what makes an encoder good at filling in.")  # fmt: skip
@@ -92,29 +89,29 @@ def _mask_map(mask: np.ndarray, q: list[str], k: list[str], title: str):
 def objectives_side_by_side() -> None:
     st.write("Three ways to learn from plain text, on the same sentence: what each lets a position see (its "
              "mask), what our own models' attention really does, and the training examples each makes.")
-    st.session_state.setdefault(OBJ_KEY, OBJECTIVES_DEFAULT)
-    st.text_input("Sentence", key=OBJ_KEY, max_chars=200,
+    st.session_state.setdefault(P.objectives_text, OBJECTIVES_DEFAULT)
+    st.text_input("Sentence", key=P.objectives_text, max_chars=200,
                   help="Use simple words: the three models were trained on stories and toy translations.")
-    words = tuple((st.session_state.get(OBJ_KEY) or "").lower().split())[:24]
+    words = tuple((st.session_state.get(P.objectives_text) or "").lower().split())[:24]
     if len(words) < 2:
         st.info("Type at least two words.")
         return
     examples = services.objective_examples(words)
-    layer = st.radio("Layer of the real attention", [0, 1, 2], horizontal=True, key="objectives_layer",
+    layer = st.radio("Layer of the real attention", [0, 1, 2], horizontal=True, key=P.objectives_layer,
                      help="Each model has (at least) 3 layers; the maps show the mean of the heads of this layer.")
     cols = side_by_side(3)
     with cols[0]:
         st.subheader("Masked LM (BERT)")
         masked = examples["masked"]
         show_chart(_mask_map(examples["bidirectional"], list(words), list(words), "Mask: everyone sees everyone"),
-                   key="obj_mask_mlm")
+                   key=P.mask_mlm)
         _real(services.MLM_MODEL, " ".join(masked.inputs), False, layer, "obj_real_mlm", "self")
         st.caption("**Example:** " + md(" ".join(masked.inputs)) + " → predict "
                    + md(", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t)))
     with cols[1]:
         st.subheader("Next token (GPT)")
         show_chart(_mask_map(examples["causal"], list(words), list(words), "Mask: each word sees the words before it"),
-                   key="obj_mask_next")
+                   key=P.mask_next)
         _real(services.NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
         pairs = examples["next"]
         st.caption(f"**{len(pairs)} examples from one sentence**, e.g. " + "; ".join(
@@ -124,7 +121,7 @@ def objectives_side_by_side() -> None:
         span = examples["span"]
         enc, dec = list(span.inputs), list(span.targets)
         show_chart(_mask_map(np.ones((len(dec), len(enc)), bool), dec, enc,
-                                  "Cross-attention mask: the writer reads all of the input"), key="obj_mask_span")
+                                  "Cross-attention mask: the writer reads all of the input"), key=P.mask_span)
         _real(services.SEQ2SEQ_MODEL, " ".join(words), None, layer, "obj_real_span", "cross")
         st.caption("**Example:** encoder reads " + md(" ".join(enc)) + "; the decoder writes " + md(" ".join(dec))
                    + " (causal), seeing the whole corrupted input through cross-attention. The real map is our "
@@ -154,16 +151,16 @@ def fine_tuning() -> None:
     left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
     with left:
         st.session_state.setdefault("finetune_steps", 200)
-        steps = st.slider("Steps", 50, 500, step=50, key="finetune_steps",
+        steps = st.slider("Steps", 50, 500, step=50, key=P.finetune_steps,
                           help="Training steps of 32 sentences each (a few seconds).")
     with right:
         st.session_state.setdefault("finetune_lr", 1e-3)
-        lr = st.select_slider("Learning rate", FINETUNE_LRS, key="finetune_lr",
+        lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.finetune_lr,
                               format_func=lambda x: f"{x:g}")
     with button:
-        pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key="finetune_go")
+        pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key=P.finetune_go)
     if pressed:
-        st.session_state.pop(RESULT_KEY, None)
+        st.session_state.pop(P.finetune_result, None)
         try:
             services.finetune_start(int(steps), float(lr))
         except Exception as err:  # noqa: BLE001
@@ -171,10 +168,10 @@ def fine_tuning() -> None:
             return
     status = services.long_status(services.FINETUNE)
     if status is not None and status.status == "done":
-        st.session_state[RESULT_KEY] = status.result  # the session keeps it, whatever the queue forgets
+        st.session_state[P.finetune_result] = status.result  # the session keeps it, whatever the queue forgets
     elif status is not None:
         follow(services.FINETUNE, status, "Fine-tuning", extra=accuracy_curve)
-    result = st.session_state.get(RESULT_KEY)
+    result = st.session_state.get(P.finetune_result)
     if result is None:
         st.caption("Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.")
         return
@@ -201,7 +198,7 @@ def show_finetune_result(result) -> None:
         fig = attention_heatmap(result.change, layers, heads, title="How far each head's attention moved", height=300)
         fig.update_xaxes(title_text="head")
         fig.update_yaxes(title_text="layer")
-        show_chart(fig, key="finetune_change")
+        show_chart(fig, key=P.finetune_change)
         order = np.argsort(-result.change, axis=None)[:3]
         moved = ", ".join(f"layer {i // result.change.shape[1]} head {i % result.change.shape[1]} "
                           f"({result.change.flat[i]:.2f})" for i in order)
@@ -213,7 +210,7 @@ def show_finetune_result(result) -> None:
                                 height=300, zmax=1.0)
         fig.update_xaxes(title_text="head")
         fig.update_yaxes(title_text="layer")
-        show_chart(fig, key="finetune_colour")
+        show_chart(fig, key=P.finetune_colour)
         best = np.unravel_index(np.argmax(gain), gain.shape)
         st.caption(f"Before fine-tuning, layer {best[0]} head {best[1]} put {result.colour_before[best]:.0%} of the "
                    f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}.")
@@ -224,7 +221,7 @@ def show_finetune_result(result) -> None:
         with col:
             show_chart(attention_heatmap(patterns[layer, head], tokens, tokens, zmax=1.0, height=360,
                                               title=f"Layer {layer}, head {head}, {when}: {shorten(result.probe_text)}"),
-                            key=f"finetune_{when}")
+                            key=f"{P.finetune}{when}")
     st.caption("The same held-out sentence and head before and after, on one colour scale; the first row is the "
                "`<bos>` position the classifier reads.")
 
@@ -246,10 +243,10 @@ def cost_of_attention() -> None:
     left, right = st.columns(2)
     with left:
         st.session_state.setdefault("cost_n", 512)
-        n = st.select_slider("n: positions", COST_N, key="cost_n")
+        n = st.select_slider("n: positions", COST_N, key=P.cost_n)
     with right:
         st.session_state.setdefault("cost_d", 64)
-        d = st.select_slider("d: width", COST_D, key="cost_d")
+        d = st.select_slider("d: width", COST_D, key=P.cost_d)
     costs = services.layer_costs(int(n), int(d))
     frame = pd.DataFrame({
         "layer": [c.name for c in costs],
@@ -259,22 +256,22 @@ def cost_of_attention() -> None:
         "sequential steps": [f"{c.sequential_steps:,}" for c in costs],
         "longest path between two words": [f"{c.path_length:,}" for c in costs],
     })  # fmt: skip
-    st.dataframe(frame, hide_index=True, key="cost_table")
+    st.dataframe(frame, hide_index=True, key=P.cost_table)
     attention, rnn, _conv = costs
     cheaper = "fewer" if attention.multiply_adds < rnn.multiply_adds else "more"
     st.caption(f"At n = {n}, d = {d}, attention needs {cheaper} operations than the RNN "
                f"({attention.multiply_adds / rnn.multiply_adds:.2g}×): they cross at n = d. But the RNN takes {n} "
                "steps one after another, and a word's information must pass through every step in between; "
                "attention does all positions at once and links any two words in one step.")  # fmt: skip
-    if st.button("Measure on this server", icon=":material/timer:", key="cost_measure",
+    if st.button("Measure on this server", icon=":material/timer:", key=P.cost_measure,
                  help="Times one attention head, an RNN cell loop and a convolution at this n and d (a few seconds)."):
-        st.session_state[MEASURED_KEY] = (int(n), int(d))
+        st.session_state[P.cost_measured] = (int(n), int(d))
         try:
             services.measure_start(int(n), int(d))
         except Exception as err:  # noqa: BLE001
             show_error(err)
             return
-    if st.session_state.get(MEASURED_KEY) == (int(n), int(d)):
+    if st.session_state.get(P.cost_measured) == (int(n), int(d)):
         measurement(int(n), int(d))
 
 
@@ -286,7 +283,7 @@ def measurement(n: int, d: int) -> None:
         if status is not None and status.key == (n, d):
             follow(services.MEASURE, status, "Measuring")
         return
-    show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key="cost_times")
+    show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key=P.cost_times)
     st.caption("Median of 3 calls each, one CPU thread, torch: the attention head is "
                "`scaled_dot_product_attention` (what our models run); the RNN is a loop of `RNNCell` steps; "
                "the convolution a `Conv1d` with kernel 3. The RNN's loop cannot use the parallel hardware. "
@@ -298,7 +295,7 @@ def main() -> None:
     st.title("Pretraining objectives")
     st.write("Before a transformer is fine-tuned for a task it is pretrained on plain text. The objective decides "
              "what each position may look at, and so what the model learns.")
-    tabs = page_tabs(list(TABS), key="pretraining_tab")
+    tabs = page_tabs(list(TABS), key=P.tab)
     for tab, section in zip(tabs, (fill_in_the_blank, objectives_side_by_side, fine_tuning, cost_of_attention)):
         if tab.open is False:
             continue

@@ -23,7 +23,7 @@ from app.components.train_charts import (
     loss_chart,
     score_frame,
 )
-from app.state import PERSIST, K
+from app.state import PERSIST, K, Train
 from engine.training.budget import about
 
 POLL_S = 0.75
@@ -40,7 +40,7 @@ STATUS = {
 
 
 def key(name: str) -> str:
-    return f"train_{name}"
+    return f"{Train.prefix}{name}"
 
 
 def settings_from_state() -> dict:
@@ -57,7 +57,8 @@ def setup_widgets(options: dict) -> None:
     with left:
         st.markdown("**Task**")
         st.selectbox("What to learn", list(tasks), format_func=tasks.get, key=key("task"), **PERSIST)
-        st.caption(services.train_task_info(st.session_state[key("task")])["description"])
+        info = services.train_task_info(st.session_state[key("task")])
+        st.caption(info["description"])
     with mid:
         st.markdown("**Model**")
         st.slider("Layers", 1, 4, key=key("n_layers"), **PERSIST)

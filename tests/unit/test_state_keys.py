@@ -20,8 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py",
                  "app/views/vit.py", "app/views/positional.py", "app/components/positional_sections.py",
                  "app/views/step_by_step.py", "app/components/step_sections.py", "app/components/step_calculator.py",
-                 "app/views/heads.py", "app/components/heads_sections.py")
-KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional, state.Step, state.Heads)
+                 "app/views/heads.py", "app/components/heads_sections.py",
+                 "app/views/pretraining.py", "app/views/bertviz_views.py", "app/views/lessons.py",
+                 "app/components/knowledge_check.py", "app/components/examples.py", "app/views/train.py")
+KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional, state.Step, state.Heads, state.Pretraining,
+               state.Bertviz, state.Lessons, state.Train, state.Examples)
 
 
 def _names(cls) -> dict[str, str]:
