@@ -123,6 +123,9 @@ TABLE: tuple[FamilyRecord, ...] = (
                  builder="engine.models.bahdanau:build_model"),
     FamilyRecord("vit", "own", ("vit",), "engine.models.vit:load_model", "engine.models.vit:ViTAdapter",
                  "VisionTrace", "our ViT", builder="engine.models.vit:build_model"),
+    FamilyRecord("captioner", "own", ("captioner",), "engine.models.captioner:load_model",
+                 "engine.models.captioner:CaptionAdapter", "CaptionTrace", "our image captioner with soft attention",
+                 builder="engine.models.captioner:build_model"),
     # ---- Hugging Face text models (engine/pretrained/text_hf.py) -----------------------------------------
     _hf_text("bert", "encoder", "BERT_LIKE", "BERT"),
     _hf_text("roberta", "encoder", "ROBERTA_LIKE", "RoBERTa"),

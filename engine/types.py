@@ -23,7 +23,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-Family = Literal["encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"]
+Family = Literal["encoder", "decoder", "encoder-decoder", "vit", "rnn-attention", "captioner"]
 Stage = Literal["raw", "scaled", "masked"]
 STAGES: tuple[Stage, ...] = ("raw", "scaled", "masked")
 
@@ -46,7 +46,7 @@ class ModelSpec:
 
     Attributes:
         id: what ``engine.load`` takes, e.g. ``"minilm"``.
-        family: encoder, decoder, encoder-decoder, vit or rnn-attention.
+        family: encoder, decoder, encoder-decoder, vit, rnn-attention or captioner.
         label: a short human-readable name for pickers.
         offline: True when the model loads on a machine with no network.
         description: one sentence for the UI.
@@ -653,12 +653,62 @@ class VisionTrace:
         return {"self": self.attention}
 
 
+@dataclass(frozen=True, eq=False)
+class CaptionTrace:
+    """An image captioner with soft attention ("Show, Attend and Tell") writing one caption.
+
+    Step ``t`` (one per written word) computes, for every cell ``i`` of the encoder's L×L grid::
+
+        e(t, i) = vᵀ tanh(W h(t−1) + U a(i))
+        α(t, i) = softmax_i e(t, i)
+        β(t)    = σ(f_β(h(t−1)))
+        z(t)    = β(t) Σ_i α(t, i) a(i)
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        image: ``[S, S, 3]`` float32 in 0–1, as the model saw it.
+        words: the written words, without ``<bos>``; ends with ``<eos>`` when the model wrote it (that step
+            attends too).
+        caption: the caption as text (``<eos>`` left out).
+        alphas: ``[word, L, L]`` α of the step that wrote each word, cells in image order (row 0 at the top);
+            each map sums to 1. Cell ``(r, c)`` covers pixels ``r·S/L … (r+1)·S/L − 1`` down and likewise across.
+        betas: ``[word]`` β of that step: how much of the attended context the word used (0–1).
+        log_prob: the caption's summed log-probability.
+        beam: 1 for greedy decoding, else the beam width it was the best of.
+        notices: sentences for the UI.
+        family: always ``"captioner"`` (the :class:`Trace` protocol).
+        device: where the forward pass ran ("cpu", "cuda").
+    """
+
+    model_id: str
+    image: np.ndarray
+    words: Tokens
+    caption: str
+    alphas: np.ndarray
+    betas: np.ndarray
+    log_prob: float
+    beam: int = 1
+    notices: tuple[str, ...] = field(default_factory=tuple)
+    family: Family = "captioner"
+    device: str = "cpu"
+
+    @property
+    def grid(self) -> int:
+        """L, the side of the attention grid."""
+        return int(self.alphas.shape[-1])
+
+    def attention_blocks(self) -> dict[str, AttentionTrace]:
+        """The :class:`Trace` protocol: none (one additive score per word and cell, no heads); pages read
+        ``alphas`` and ``betas``."""
+        return {}
+
+
 @runtime_checkable
 class Trace(Protocol):
     """What every trace type has, so pages and services ask instead of testing types.
 
-    :class:`AttentionTrace`, :class:`Seq2SeqTrace`, :class:`AlignmentTrace` and :class:`VisionTrace`
-    all follow it; a new family's trace type must too (``tests/unit/test_trace_protocol.py``).
+    :class:`AttentionTrace`, :class:`Seq2SeqTrace`, :class:`AlignmentTrace`, :class:`VisionTrace` and
+    :class:`CaptionTrace` all follow it; a new family's trace type must too (``tests/unit/test_trace_protocol.py``).
 
     Attributes:
         model_id: the id the model was loaded with.

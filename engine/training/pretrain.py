@@ -7,7 +7,8 @@ card records the figures and this command.
 Checkpoints: ``tiny-gpt-stories`` (decoder on generated children's stories), ``tiny-translator``
 (encoder-decoder transformer, toy En→Fr + dates), ``bahdanau-translator`` (GRU encoder-decoder with
 additive attention), ``luong-translator`` (the same with dot-product attention), ``tiny-vit-digits`` (ViT on scikit-learn's 8×8 digits), ``tiny-bert-stories`` (encoder with BERT's
-masked-LM objective on the stories). Recipes other than the
+masked-LM objective on the stories), ``scene-captioner`` (CNN + LSTM with soft attention on generated
+shape scenes). Recipes other than the
 first live in :mod:`engine.training.recipes`.
 """
 
@@ -97,6 +98,7 @@ RECIPES: dict[str, Callable[..., dict] | str] = {
     "luong-translator": "engine.training.recipes.bahdanau:build_luong",
     "tiny-vit-digits": "engine.training.recipes.vit:build",
     "tiny-bert-stories": "engine.training.recipes.bert_stories:build",
+    "scene-captioner": "engine.training.recipes.captioner:build",
 }
 
 

@@ -235,7 +235,8 @@ def test_list_models_puts_offline_models_first() -> None:
     assert offline == sorted(offline, reverse=True), "offline models must come first"
     assert models[0].family == "encoder" and models[ids.index("tiny-random-gpt2")].family == "decoder"
     assert len(set(ids)) == len(ids)
-    assert all(m.label and m.family in {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention"} for m in models)
+    assert all(m.label and m.family in {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention",
+                                          "captioner"} for m in models)
 
 
 def test_listing_models_does_not_import_heavy_modules(repo_root: Path) -> None:

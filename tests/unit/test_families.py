@@ -12,6 +12,7 @@ import pytest
 import engine
 import engine.types
 from engine import checkpoint, registry, samples
+from engine.corpora.scenes import make_scenes
 from engine.families import (
     FAMILIES,
     HUB_TYPES,
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_records_are_unique_and_families_match_the_type() -> None:
-    assert len(KINDS) == len(RECORDS) and set(KINDS) == {"transformer", "seq2seq", "rnn-attention", "vit"}
+    assert len(KINDS) == len(RECORDS) and set(KINDS) == {"transformer", "seq2seq", "rnn-attention", "vit", "captioner"}
     assert FAMILIES == set(get_args(Family))
     for record in RECORDS:
         assert record.families and set(record.families) <= FAMILIES, record.kind
@@ -57,7 +58,8 @@ def test_shipped_checkpoints_load_through_their_record(name: str, document: dict
     assert type(record.build(document["model_config"])).__name__  # builds from the stored config
     model = engine.load(name, device="cpu")
     assert isinstance(model.adapter, resolve(record.adapter))
-    text = samples.digit(0)[0] if record.kind == "vit" else "the cat sees the dog"
+    inputs = {"vit": lambda: samples.digit(0)[0], "captioner": lambda: make_scenes(1, seed=0)[0].image}
+    text = inputs.get(record.kind, lambda: "the cat sees the dog")()
     trace = engine.trace(model, text)
     assert type(trace).__name__ == record.trace_type and isinstance(trace, Trace)
     assert trace.model_id == name and trace.family == model.spec.family and trace.device == "cpu"
@@ -65,8 +67,8 @@ def test_shipped_checkpoints_load_through_their_record(name: str, document: dict
 
 def test_the_checkpoint_format_knows_exactly_the_recorded_kinds(tmp_path) -> None:
     (tmp_path / "x.json").write_text(json.dumps({"format": checkpoint.FORMAT, "kind": "lstm", "model_config": {}}))
-    with pytest.raises(CheckpointError, match=r"unknown model kind 'lstm'; known kinds: \['rnn-attention', 'seq2seq', "
-                                              r"'transformer', 'vit'\]"):  # fmt: skip
+    with pytest.raises(CheckpointError, match=r"unknown model kind 'lstm'; known kinds: \['captioner', 'rnn-attention', "
+                                              r"'seq2seq', 'transformer', 'vit'\]"):  # fmt: skip
         checkpoint.read_checkpoint_config(tmp_path, "x")
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from engine.types import AlignmentTrace, AttentionTrace, Seq2SeqTrace, Tokens, Trace, VisionTrace
+from engine.types import AlignmentTrace, AttentionTrace, CaptionTrace, Seq2SeqTrace, Tokens, Trace, VisionTrace
 
 
 def _tokens(n: int) -> Tokens:
@@ -41,11 +41,17 @@ def _vision() -> VisionTrace:
                        attention=_attention(3, family="vit", device="cuda"), labels=("a", "b"), probs=np.array([0.2, 0.8]))
 
 
+def _caption() -> CaptionTrace:
+    return CaptionTrace(model_id="m", image=np.zeros((4, 4, 3), np.float32), words=_tokens(2), caption="t0",
+                        alphas=np.full((2, 2, 2), 0.25, np.float32), betas=np.ones(2, np.float32), log_prob=-1.0)
+
+
 @pytest.mark.parametrize("make, family, blocks", [
     (_attention, "encoder", ("self",)),
     (_seq2seq, "encoder-decoder", ("encoder", "decoder", "cross")),
     (_alignment, "rnn-attention", ()),
     (_vision, "vit", ("self",)),
+    (_caption, "captioner", ()),
 ])  # fmt: skip
 def test_every_trace_type_speaks_the_protocol(make, family, blocks) -> None:
     trace = make()
