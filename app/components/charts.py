@@ -178,7 +178,8 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> d
     """Plotly's ``config`` for a chart: the modebar's download button in the chosen format and name.
 
     ``extra`` (a page's own config) wins, except that a chart whose modebar a page hid gets it back:
-    every chart must be downloadable, and its download button is in that bar.
+    every chart must be downloadable, and its download button is in that bar. The compact (phone) view hides
+    the bar, which covered the chart's title there.
     """
     fmt = theme.download_format()
     layout = _layout(fig)
@@ -193,7 +194,16 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> d
         if name == "displayModeBar" and value is False:
             continue  # keep the bar: it holds the download button
         config[name] = value
+    if theme.current().compact:  # a phone: the bar covered the chart's title, and a phone rarely saves a slide
+        config["displayModeBar"] = False
     return config
+
+
+def fill_height(fig: ReadyFigure) -> ReadyFigure:
+    """A new figure: ``fig`` without its fixed height, so Plotly sizes it to its box (presenter mode gives the main
+    map's box the window's height, :func:`app.components.theme.map_css`); ``fig``, perhaps shared, is not changed."""
+    layout = {name: value for name, value in fig.spec.get("layout", {}).items() if name != "height"}
+    return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
 
 
 def show_chart(fig, *, key: str, source: str | None = None, **kwargs):

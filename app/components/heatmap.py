@@ -37,6 +37,8 @@ SCALES: dict[str, str] = {  # short labels: the help text of the control says wh
     "log": "log",
     "row": "per-row max",
 }
+PHONE_PLOT_PX = 200  # px across a map's plot on a 390 px phone (page padding, row labels and colour bar taken)
+PHONE_LABEL_PX = 24  # px apart that two upright column labels need there (a line and a gap, measured)
 LOG_DECADES = 4  # the log colour scale spans 10⁻⁴ × max … max
 
 
@@ -133,11 +135,14 @@ def map_spec(
     if scale == "log":
         colorbar.update(tickvals=[top * 10.0**-k for k in range(LOG_DECADES, -1, -1)][-3:],
                         tickformat=".3g")
-    row_px = max(22, theme.current().label_px + 2)  # presenter mode: taller rows, so every label still fits
+    look = theme.current()
+    row_px = max(22, look.label_px + 2)  # presenter mode: taller rows, so every label still fits
     side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
-    across = width if width is not None and not theme.current().stack else side
-    # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
-    xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
+    across = width if width is not None and not look.stack else side
+    if look.compact:  # a phone: the plot is ~PHONE_PLOT_PX across whatever the figure's height; labels upright
+        xv, xt = _ticks(k_lab, PHONE_PLOT_PX * look.label_px // PHONE_LABEL_PX)
+    else:  # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
+        xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
     yv, yt = _ticks(q_lab, side - 140)
     return {
         "data": [{
@@ -152,7 +157,7 @@ def map_spec(
             "margin": {"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
             "plot_bgcolor": MASKED_COLOR,
             "xaxis": {"title": {"text": x_title}, "type": "category", "tickmode": "array", "tickvals": xv,
-                      "ticktext": xt, "tickangle": -60, "side": "top", "showgrid": False, "zeroline": False},
+                      "ticktext": xt, "tickangle": -90 if look.compact else -60, "side": "top", "showgrid": False, "zeroline": False},
             "yaxis": {"title": {"text": y_title}, "type": "category", "tickmode": "array", "tickvals": yv,
                       "ticktext": yt, "autorange": "reversed", "showgrid": False, "zeroline": False},
         },

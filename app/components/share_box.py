@@ -3,7 +3,10 @@
 The link is :func:`app.links.page_link` of the parameters :mod:`app.url_state` wrote (the browser's
 address, which stays right behind a proxy, and the query string). A teacher can also lock
 controls in the link (``hide=``) without hiding them on their own screen. The QR code is drawn with
-``segno`` (pure Python) as a PNG; links too long for a QR code (about 2,900 bytes) get a note instead.
+``segno`` (pure Python) as a PNG; links too long for a QR code (about 2,900 bytes) get a note instead, and
+"Show the QR code full screen" opens it large in a dialog, for a room to scan from the projector. A link
+shared from presenter mode leaves ``present=1`` out (students' phones open the normal view) unless the
+teacher ticks "Open in presenter mode".
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ from app.links import page_link
 from app.url_params import HIDE, HIDEABLE
 
 LOCK_KEY = "share_lock"  # the teacher's "lock in the link" choice (not part of the link itself)
+PRESENT_LINK_KEY = "share_present"  # the teacher's "open in presenter mode" choice for the shared link
+QR_BUTTON_KEY = "share_qr_big"
+QR_BIG_KEY = "share_qr_full"  # the dialog's image container (its CSS fits the code to the window)
+LINK_KEY = "share_link"  # the link the box showed last (what the full-screen QR code encodes)
+PRESENT = "present"  # the presenter-mode parameter (app.url_params)
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
+QR_BIG_SCALE = 16  # pixels per module of the full-screen QR code (sharp when the dialog stretches it)
 LOCK_LABELS = {"text": "text", "model": "model", "layer": "layer", "head": "head", "causal": "causal mask",
                "max_tokens": "token limit", "block": "attention block", "tabs": "tabs"}  # fmt: skip
 
@@ -39,20 +48,49 @@ def share_expander():
                        format_func=lambda name: LOCK_LABELS.get(name, name), placeholder="Nothing locked",
                        help="Hides these controls for whoever opens the link (they keep the values of this view). "
                             "Your own page is not changed.")  # fmt: skip
+        st.checkbox("Open in presenter mode", key=PRESENT_LINK_KEY,
+                    help="Off: the link opens the normal view (what phones and laptops need), even when you present.")
+        if st.button("Show the QR code full screen", icon=":material/qr_code_2:", key=QR_BUTTON_KEY,
+                     disabled=not st.session_state.get(LINK_KEY)):
+            qr_dialog(st.session_state[LINK_KEY])
         return st.empty()
 
 
-def with_lock(link: str, hidden: tuple[str, ...]) -> str:
-    """``link`` with the teacher's locked controls added to its ``hide=`` (the ones the view already hides stay)."""
+@st.dialog("Scan to open this view", width="large")
+def qr_dialog(link: str) -> None:
+    """The share box's QR code as large as the dialog, for a class to scan from the projector."""
+    png = qr_png(link, QR_BIG_SCALE)
+    if png is None:
+        st.write("This link is too long for a QR code: shorten the text to get one.")
+        return
+    st.html(f"<style>.st-key-{QR_BIG_KEY} {{ align-items: center; }} .st-key-{QR_BIG_KEY} img {{ max-height: calc(100vh - 14rem); width: auto !important; "
+            "max-width: 100%; margin: 0 auto; display: block; image-rendering: pixelated; }</style>")
+    with st.container(key=QR_BIG_KEY):  # as large as the window allows, whole (a phone must see all of it)
+        st.image(png, width="stretch", alt="QR code of the shared link, full screen")
+    st.caption(link)
+
+
+def shared_link(link: str, hidden: tuple[str, ...]) -> str:
+    """The link to share: ``link`` with the teacher's locked controls added to its ``hide=`` (the ones the view
+    already hides stay), and ``present`` left out unless the teacher ticked "Open in presenter mode" (a class's
+    phones should open the normal view)."""
+    pairs = parse_qsl(urlsplit(link).query, keep_blank_values=True)
+    wanted = [(name, value) for name, value in pairs if name != PRESENT]
     lock = [name for name in HIDEABLE if name in hidden or name in (st.session_state.get(LOCK_KEY) or ())]
-    if not lock or set(lock) == set(hidden):
+    if lock and set(lock) != set(hidden):
+        wanted = [(name, value) for name, value in wanted if name != HIDE] + [(HIDE, ",".join(lock))]
+    if st.session_state.get(PRESENT_LINK_KEY):
+        wanted.append((PRESENT, "1"))
+    if wanted == pairs:
         return link
-    params = {name: value for name, value in parse_qsl(urlsplit(link).query, keep_blank_values=True) if name != HIDE}
-    return page_link(link, {**params, HIDE: ",".join(lock)})
+    grouped: dict[str, list[str]] = {}
+    for name, value in wanted:  # a list parameter repeats its name
+        grouped.setdefault(name, []).append(value)
+    return page_link(link, {name: values[0] if len(values) == 1 else values for name, values in grouped.items()})
 
 
 @functools.lru_cache(maxsize=64)
-def qr_png(link: str) -> bytes | None:
+def qr_png(link: str, scale: int = QR_SCALE) -> bytes | None:
     """The QR code of ``link`` as PNG bytes (error correction L, the most room); None when it does not fit.
 
     Kept per link (~20 ms to encode): a full rerun draws the box, and the fragment inside it draws it again
@@ -64,7 +102,7 @@ def qr_png(link: str) -> bytes | None:
     except segno.DataOverflowError:
         return None
     buf = io.BytesIO()
-    code.save(buf, kind="png", scale=QR_SCALE, border=QR_BORDER)
+    code.save(buf, kind="png", scale=scale, border=QR_BORDER)
     return buf.getvalue()
 
 
@@ -94,7 +132,8 @@ document.getElementById("copy").addEventListener("click", async () => {{
 
 def draw_share(slot, link: str, hidden: tuple[str, ...]) -> None:
     """Fill ``slot`` (the placeholder of :func:`share_expander`) with the link, a copy button and its QR code."""
-    link = with_lock(link, hidden)
+    link = shared_link(link, hidden)
+    st.session_state[LINK_KEY] = link
     with slot.container():
         st.code(link, language=None, wrap_lines=True)
         st.iframe(copy_button_html(link), height=40, alt="Copy link")

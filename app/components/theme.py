@@ -10,12 +10,18 @@ measured 3.7:1 against white, under the 4.5:1 WCAG asks for normal text).
 Presenter mode is on when the URL says ``?present=1`` on load or the sidebar toggle (session key
 ``present``) is on. It stacks side-by-side charts (:func:`side_by_side`), folds page controls into an
 expander (:func:`controls`) and enlarges the page's type with a little CSS.
+
+Compact view is for phones: on when the browser's User-Agent names a phone (``st.context.headers``: the
+server knows nothing of the viewport) until the sidebar toggle (session key ``compact``) says otherwise. Maps
+print fewer, upright column labels, charts hide Plotly's toolbar (it covered their titles), Explore adds the
+picked query token's row as bars and draws the heads of a layer a few to a row (large enough to tap).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +29,8 @@ from typing import Any
 import plotly.colors
 
 PRESENT_KEY = "present"
+COMPACT_KEY = "compact"
+PHONE_WORDS = ("iphone", "android", "mobile", "ipod", "windows phone")  # User-Agents of phones (and small tablets)
 DOWNLOAD_KEY = "chart_download_format"
 DOWNLOAD_FORMATS = ("png", "svg")
 
@@ -47,6 +55,7 @@ class Theme:
         label_px: pixels one tick label needs along an axis (how densely labels are thinned).
         stack: draw side-by-side charts one under the other.
         css: extra CSS for the page (presenter: larger type).
+        compact: a phone's view (upright, thinned column labels; no toolbar; a few tiles to a row).
     """
 
     name: str
@@ -62,6 +71,7 @@ class Theme:
     label_px: int = 15
     stack: bool = False
     css: str = ""
+    compact: bool = False
 
 
 DEFAULT = Theme(name="default")
@@ -70,7 +80,8 @@ PRESENTER_CSS = """
 /* presenter mode: everything Streamlit sizes in rem grows with the root font */
 html { font-size: 20px; }
 .stApp [data-testid="stCaptionContainer"], .stApp [data-testid="stCaptionContainer"] p { color: #1b2430; }
-.stApp [data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+.stApp [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.5rem 2rem 2rem 2rem; }
+.stApp [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
 </style>
 """
 PRESENTER = Theme(
@@ -78,6 +89,11 @@ PRESENTER = Theme(
     colorscale="Cividis", colors=_scale("Cividis"), overlay_opacity=0.9, label_px=24, stack=True,
     css=PRESENTER_CSS,
 )  # fmt: skip
+COMPACT = dataclasses.replace(DEFAULT, name="compact", compact=True)
+PRESENTER_COMPACT = dataclasses.replace(PRESENTER, name="presenter-compact", compact=True)
+#: presenter mode: the main map's height is the window's (CSS ``vh``) less the one row of controls above it
+PRESENTER_MAP_VH = 100
+PRESENTER_MAP_OFF_PX = 255
 
 
 def _flag(value: Any) -> bool:
@@ -104,8 +120,26 @@ def presenting() -> bool:
         return False
 
 
+def is_phone(user_agent: str | None) -> bool:
+    """True when a browser's User-Agent names a phone (what the server can know of the screen)."""
+    agent = (user_agent or "").lower()
+    return any(word in agent for word in PHONE_WORDS)
+
+
+def compact() -> bool:
+    """True when this session shows the compact (phone) view (False outside a Streamlit run)."""
+    try:
+        import streamlit as st
+
+        return bool(st.session_state.get(COMPACT_KEY, False))
+    except Exception:  # noqa: BLE001 — no script run context
+        return False
+
+
 def current() -> Theme:
     """The theme of this session's run."""
+    if compact():
+        return PRESENTER_COMPACT if presenting() else COMPACT
     return PRESENTER if presenting() else DEFAULT
 
 
@@ -170,6 +204,13 @@ def init_presenter() -> bool:
     if PRESENT_KEY not in st.session_state:  # the link decides on load; the toggle after that
         st.session_state[PRESENT_KEY] = presenting_link()
     st.session_state[PRESENT_KEY] = bool(st.session_state[PRESENT_KEY])  # kept when a page is left
+    if COMPACT_KEY not in st.session_state:  # a phone's browser decides on load; the toggle after that
+        try:
+            agent = st.context.headers.get("User-Agent")
+        except Exception:  # noqa: BLE001 — no browser (AppTest)
+            agent = None
+        st.session_state[COMPACT_KEY] = is_phone(agent)
+    st.session_state[COMPACT_KEY] = bool(st.session_state[COMPACT_KEY])
     if st.session_state.get(DOWNLOAD_KEY) not in DOWNLOAD_FORMATS:  # new session, or the choice clicked off
         st.session_state[DOWNLOAD_KEY] = "png"
     st.session_state[DOWNLOAD_KEY] = st.session_state[DOWNLOAD_KEY]
@@ -177,6 +218,9 @@ def init_presenter() -> bool:
         st.toggle("Presenter mode", key=PRESENT_KEY,
                   help="For a projector: larger type, darker text, a colour-blind-safe colour scale, one chart "
                        "at a time at full width, controls folded away. A link with ?present=1 opens in it.")
+        st.toggle("Compact view", key=COMPACT_KEY,
+                  help="For a phone: fewer, upright labels, no chart toolbar, a query token's weights as bars, "
+                       "larger head tiles. On by itself in a phone's browser.")
         st.segmented_control("Chart downloads", DOWNLOAD_FORMATS, key=DOWNLOAD_KEY,
                              format_func=str.upper,
                              help="What the camera button above each chart saves: PNG (slides) or SVG (sharp "
@@ -194,6 +238,26 @@ def side_by_side(spec: int | list[float], **kwargs) -> list:
     if current().stack:
         return [st.container() for _ in range(spec if isinstance(spec, int) else len(spec))]
     return list(st.columns(spec, **kwargs))
+
+
+def map_css(key: str) -> str:
+    """Presenter mode's CSS that gives the chart ``key`` (a ``show_chart`` key) the window's height less one row
+    of controls; the figure is sent without a height and Plotly fills its box (``responsive``)."""
+    return (f"<style>.st-key-{key} .js-plotly-plot, .st-key-{key} .plot-container, .st-key-{key} .svg-container "
+            f"{{ height: calc({PRESENTER_MAP_VH}vh - {PRESENTER_MAP_OFF_PX}px) !important; }}</style>")
+
+
+@contextlib.contextmanager
+def tools(label: str = "Display options"):
+    """A map's secondary controls (highlight a token, colour scale, zoom) in place; in presenter mode in a popover
+    in the row above the map, so the map starts at the top of the screen."""
+    import streamlit as st
+
+    if current().stack:
+        with st.popover(label, icon=":material/tune:"):
+            yield
+    else:
+        yield
 
 
 @contextlib.contextmanager

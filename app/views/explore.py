@@ -14,13 +14,13 @@ import numpy as np
 import streamlit as st
 
 from app import services
-from app.components.charts import shared_chart, show_chart
+from app.components.charts import fill_height, shared_chart, show_chart
 from app.components.examples import examples_picker
 from app.components.export import head_json_button
 from app.components.guard import busy, calm_errors, show_error
 from app.components.head_views import clicked_in, model_view_spec
 from app.components.heatmap import map_figure, map_spec
-from app.components.linked_tokens import focus, focus_picker, outline
+from app.components.linked_tokens import focus, focus_picker, outline, row_of
 from app.components.long_view import COLOUR_SAYS, csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
 from app.components.pickers import (
@@ -33,7 +33,7 @@ from app.components.pickers import (
     text_and_model,
 )
 from app.components.safe_text import quoted
-from app.components.theme import controls, side_by_side
+from app.components.theme import controls, current, map_css, presenting, side_by_side, tools
 from app.components.write_more import remembered, settings_form, show_write_more
 from app.links import open_page
 from app.state import K, Positional, current_text
@@ -46,17 +46,45 @@ DECODE_KEY = "explore_decode"  # (model, text, token limit, decoding settings) o
 TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
 
 
-def _pick_grid_head(n_heads: int) -> None:
-    """on_select of the grid (one row: the chosen layer): a clicked thumbnail becomes the chosen head."""
-    picked = clicked_in(GRID_KEY, 1, n_heads)
-    if picked is not None:
-        st.session_state[K.head] = picked[1]
+PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~80 px tiles on a phone: tappable)
 
 
-def show_head(request: services.TraceRequest, trace, layer: int, head: int) -> None:
-    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV."""
-    opts = display_options(trace, key_prefix="explore")
-    q_range, k_range = zoom_controls(trace, key_prefix="explore")
+def _pick_grid_head(n_heads: int, per_row: int | None = None) -> None:
+    """on_select of the grid (one row: the chosen layer; compact view: rows of ``per_row`` heads): a clicked
+    thumbnail becomes the chosen head."""
+    if per_row is None:
+        picked = clicked_in(GRID_KEY, 1, n_heads)
+        head = None if picked is None else picked[1]
+    else:
+        picked = clicked_in(GRID_KEY, -(-n_heads // per_row), per_row)
+        head = None if picked is None else picked[0] * per_row + picked[1]
+    if head is not None and head < n_heads:
+        st.session_state[K.head] = head
+
+
+def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER_ROW) -> dict:
+    """One layer's heads ``[1, heads, s, t]`` as rows of ``per_row`` tiles (a phone's grid), each row named by
+    its heads; a click's ``[row, column]`` is turned back into a head by :func:`_pick_grid_head`."""
+    n_heads = tiles.shape[1]
+    rows = -(-n_heads // per_row)
+    padded = np.zeros((rows * per_row, *tiles.shape[2:]), dtype=tiles.dtype)
+    padded[:n_heads] = tiles[0]
+    spec = model_view_spec(padded.reshape(rows, per_row, *tiles.shape[2:]), selected=divmod(head, per_row),
+                           width_px=360, weights_in_hover=False,
+                           layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)])
+    layout = spec["layout"]
+    layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})
+    layout["yaxis"]["title"] = {"text": "heads"}
+    markers = spec["data"][1]
+    markers["text"] = [str(i) if i < n_heads else "" for i in range(rows * per_row)]  # row by row, as the markers
+    markers["hovertemplate"] = "head %{text}<br>tap to open it large<extra></extra>"
+    return spec
+
+
+def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts, zoom) -> None:
+    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV.
+    Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars."""
+    q_range, k_range = zoom
     data = services.head_view(request, layer, head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
                               weighting=opts.weighting)
     window = trace.window_of(layer)
@@ -65,7 +93,14 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int) -> N
     view = ("explore_head", services.request_key(request), layer, head, q_range, k_range, opts.scale,
             opts.hide_sinks, opts.weighting, title)
     fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale))
-    show_chart(outline(fig, data, focus()) if request.block != "cross" else fig, key="main_heatmap")
+    fig = outline(fig, data, focus()) if request.block != "cross" else fig
+    if presenting():  # the projector: the map is as tall as the window less the row of controls above it
+        st.html(map_css("main_heatmap"))
+        show_chart(fill_height(fig), key="main_heatmap", config={"responsive": True})
+    else:
+        show_chart(fig, key="main_heatmap")
+    if current().compact:
+        show_query_row(data, title)
     rows, cols = data.values.shape
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
@@ -85,6 +120,33 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int) -> N
     head_json_button(request.model_id, trace, layer, head, request.block, (q_range, k_range), data, opts,
                      {"causal": bool(trace.causal), "max_tokens": request.max_tokens,
                       "decode": list(request.decode) if request.decode else None})
+
+
+def show_query_row(data, title: str) -> None:
+    """The highlighted query token's row (else the first row) as horizontal bars: what a phone can read."""
+    picked = focus()
+    row = row_of(data, picked) if picked is not None else None
+    row = 0 if row is None else row
+    weights = np.nan_to_num(np.asarray(data.values[row], dtype=float))
+    keys = [str(label) for label in data.k_labels]
+    query = str(data.q_labels[row])
+    spec = {"data": [{"type": "bar", "orientation": "h", "x": weights, "y": list(range(len(keys))),
+                      "text": [f"{w:.2f}" for w in weights], "textposition": "outside", "cliponaxis": False,
+                      "hovertemplate": "%{x:.3f}<extra></extra>"}],
+            "layout": {"title": {"text": html_text(f"Where “{query}” looks"), "x": 0.0},
+                       "height": 24 * len(keys) + 90, "margin": {"l": 10, "r": 40, "t": 50, "b": 10},
+                       "xaxis": {"title": {"text": "weight"}, "rangemode": "tozero"},
+                       "yaxis": {"tickmode": "array", "tickvals": list(range(len(keys))),
+                                 "ticktext": [html_text(k) for k in keys], "autorange": "reversed"}}}
+    show_chart(spec, key="query_row_bars")
+    st.caption(f"{title}: the weights of one query token's row, as bars. Highlight another token to see its row.")
+
+
+def html_text(text: str) -> str:
+    """A token as Plotly text (Plotly reads a subset of HTML in labels)."""
+    import html
+
+    return html.escape(text, quote=False)
 
 
 def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) -> None:
@@ -111,9 +173,14 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
     with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", services.grid_is_quick(request, layer)):
         tiles, pooled = services.layer_grid(request, layer)
     view = ("explore_grid", services.request_key(request), layer, head)
-    fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"],
-                                                     weights_in_hover=False))
-    show_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads),
+    if current().compact:  # a phone: a few heads to a row, large enough to tap
+        fig = shared_chart(view, lambda: phone_grid_spec(tiles, head))
+        per_row = PHONE_TILES_PER_ROW
+    else:
+        fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"],
+                                                         weights_in_hover=False))
+        per_row = None
+    show_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads, per_row),
                selection_mode="points", config={"displayModeBar": False})
     st.caption(
         f"All {trace.n_heads} heads of layer {layer}; **click one** to open it above (red frame: the chosen head). "
@@ -154,8 +221,12 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
     with calm_errors("head_panel"):
         try:
             full = services.get_trace(request)  # a cache hit: the page just traced it
-            columns = st.columns([1, 1, 2]) if family == "encoder-decoder" else st.columns(2)
-            with columns[-1]:
+            seq2seq = family == "encoder-decoder"
+            if presenting():  # one row: layer, head, block, then the display options' popover
+                columns = st.columns([1, 1, 2, 1] if seq2seq else [1, 1, 1], vertical_alignment="bottom")
+            else:
+                columns = [*st.columns([1, 1, 2] if seq2seq else [1, 1]), st.container()]
+            with columns[2] if seq2seq else st.container():
                 block = pick_block(list(full.attention_blocks()), key="explore_block")
             trace = services.attention_block(full, block)
         except Exception as err:  # noqa: BLE001
@@ -163,9 +234,12 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
             return
         request = request.with_block(block)
         layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
-        if block != "cross":  # one sequence on both axes: a token has a row and a column
-            focus_picker(trace.tokens.strings, "explore")
-        show_head(request, trace, layer, head)
+        with columns[-1], tools():  # presenter mode: a popover in the row above the map
+            if block != "cross":  # one sequence on both axes: a token has a row and a column
+                focus_picker(trace.tokens.strings, "explore")
+            opts = display_options(trace, key_prefix="explore")
+            zoom = zoom_controls(trace, key_prefix="explore")
+        show_head(request, trace, layer, head, opts, zoom)
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             show_grid(request, trace, layer, head)
             return
@@ -186,8 +260,10 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
 
 
 def main() -> None:
-    st.title("Explore attention")
-    st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")
+    if not presenting():  # the projector: the chart's own title and subtitle say what it shows
+        st.title("Explore attention")
+        st.write("Type a sentence and see, for every layer and head, how much each token attends to every other "
+                 "token.")
     explore_panel()
 
 
@@ -216,6 +292,9 @@ def explore_panel() -> None:
         show_notices(trace, model.max_positions)
         if seq2seq:
             show_output(trace)
+            head_panel(request, model.spec.family)
+            return
+        if presenting():  # the projector: the map comes first
             head_panel(request, model.spec.family)
             return
         st.caption(

@@ -37,9 +37,20 @@ def test_every_value_survives_the_round_trip() -> None:
 
 def test_the_share_box_lock_goes_through_the_builder(monkeypatch) -> None:
     monkeypatch.setattr(share_box.st, "session_state", {share_box.LOCK_KEY: ["model"]})
-    assert share_box.with_lock(f"{HOST}/heads?text=a&hide=layer", ("layer",)) == f"{HOST}/heads?text=a&hide=model%2Clayer"
-    assert share_box.with_lock("/heads?text=a", ()) == "/heads?text=a&hide=model"
-    assert share_box.with_lock(f"{HOST}/?hide=model", ("model",)) == f"{HOST}/?hide=model"  # nothing new to lock
+    assert share_box.shared_link(f"{HOST}/heads?text=a&hide=layer", ("layer",)) == f"{HOST}/heads?text=a&hide=model%2Clayer"
+    assert share_box.shared_link("/heads?text=a", ()) == "/heads?text=a&hide=model"
+    assert share_box.shared_link(f"{HOST}/?hide=model", ("model",)) == f"{HOST}/?hide=model"  # nothing new to lock
+
+
+def test_a_shared_link_opens_presenter_mode_only_when_asked(monkeypatch) -> None:
+    """A teacher presenting shares a link that opens the normal view on the class's phones, unless they tick
+    "Open in presenter mode"; other parameters, repeated ones too, are kept as they were."""
+    monkeypatch.setattr(share_box.st, "session_state", {})
+    link = f"{HOST}/heads?text=a&present=1&tok=1&tok=2"
+    assert share_box.shared_link(link, ()) == f"{HOST}/heads?text=a&tok=1&tok=2"
+    monkeypatch.setattr(share_box.st, "session_state", {share_box.PRESENT_LINK_KEY: True})
+    assert share_box.shared_link(link, ()) == f"{HOST}/heads?text=a&tok=1&tok=2&present=1"
+    assert share_box.shared_link(f"{HOST}/?text=a", ()) == f"{HOST}/?text=a&present=1"
 
 
 def _link_script() -> None:

@@ -1,0 +1,112 @@
+"""The room's screens (issue 21, item 7) as the server sends them: the projector's Explore, a phone's view and
+the share box's full-screen QR code. What the browser draws of them (boxes, overlaps) is
+tests/e2e/test_room_screens_e2e.py."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from app.components import share_box, theme
+from apptest_helpers import APP, TIMEOUT, assert_clean, decode
+
+IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+          "Version/17.0 Mobile/15E148 Safari/604.1")
+ANDROID = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36"
+DESKTOP = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36"
+
+
+def run(present: bool = False, **state) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if present:
+        at.query_params["present"] = "1"
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    assert_clean(at)
+    return at
+
+
+def charts(at: AppTest) -> dict[str, tuple[dict, dict]]:
+    """Every Plotly chart by its key: (figure, config)."""
+    return {c.proto.id.rsplit("-", 1)[-1] if not c.key else c.key: (json.loads(c.proto.spec), json.loads(c.proto.config))
+            for c in at.get("plotly_chart")}  # fmt: skip
+
+
+def test_a_phone_is_told_from_its_user_agent():
+    assert theme.is_phone(IPHONE) and theme.is_phone(ANDROID)
+    assert not theme.is_phone(DESKTOP) and not theme.is_phone(None) and not theme.is_phone("")
+
+
+def test_the_projector_shows_the_map_first():
+    at = run(present=True)
+    assert not at.title, "presenter mode: the chart's own title says what it shows"
+    assert any(e.label.startswith("Sentence, model") for e in at.expander)
+    assert [p.proto.popover.label for p in at.get("popover")] == ["Display options"]  # token pills and display options folded
+    fig, config = charts(at)["main_heatmap"]
+    assert "height" not in fig["layout"] and fig["layout"]["autosize"] is True  # sized by its box: the window
+    assert config["responsive"] is True
+    assert "displayModeBar" not in config or config["displayModeBar"] is not False  # downloadable on the projector
+    css = "".join(h.proto.body for h in at.get("html"))
+    assert ".st-key-main_heatmap" in css and "vh" in css
+
+
+def test_the_default_view_is_unchanged_by_the_projector_code():
+    at = run()
+    assert at.title and at.title[0].value == "Explore attention"
+    assert not at.get("popover")
+    fig, config = charts(at)["main_heatmap"]
+    assert fig["layout"]["height"] > 0 and fig["layout"]["xaxis"]["tickangle"] == -60
+    assert config.get("displayModeBar") is not False
+    assert "query_row_bars" not in charts(at)
+
+
+def test_a_phone_gets_upright_thinned_labels_no_toolbar_and_the_row_as_bars():
+    at = run(**{theme.COMPACT_KEY: True})
+    assert at.toggle(key=theme.COMPACT_KEY).value is True
+    shown = charts(at)
+    fig, config = shown["main_heatmap"]
+    xaxis = fig["layout"]["xaxis"]
+    n_keys = len(fig["data"][0]["x"])
+    assert xaxis["tickangle"] == -90
+    assert 3 <= len(xaxis["ticktext"]) <= 8 < n_keys  # 17 keys: every third label
+    assert all(c.get("displayModeBar") is False for _, c in shown.values())  # no toolbar over any title
+    bars, _ = shown["query_row_bars"]
+    trace = bars["data"][0]
+    assert trace["type"] == "bar" and trace["orientation"] == "h"
+    row = decode(fig["data"][0]["z"])[0]
+    np.testing.assert_allclose(decode(trace["x"]), np.nan_to_num(row), atol=1e-6)  # the first query's row
+    assert abs(float(np.nansum(row)) - 1.0) < 1e-4
+    grid, _ = shown["explore_grid"]
+    n_heads = 12  # MiniLM
+    assert len(grid["layout"]["yaxis"]["ticktext"]) == n_heads // 3  # three heads a row, large enough to tap
+
+
+def test_the_picked_token_s_row_is_drawn_as_bars():
+    at = run(**{theme.COMPACT_KEY: True})
+    at.pills(key="explore_focus_pills").set_value(2).run()
+    assert_clean(at)
+    shown = charts(at)
+    fig, _ = shown["main_heatmap"]
+    bars, _ = shown["query_row_bars"]
+    np.testing.assert_allclose(decode(bars["data"][0]["x"]), np.nan_to_num(decode(fig["data"][0]["z"])[2]),
+                               atol=1e-6)
+    assert fig["data"][0]["y"][2].split(" ", 1)[-1] in bars["layout"]["title"]["text"]
+
+
+def test_the_qr_code_opens_full_screen_and_the_link_leaves_presenter_mode_out():
+    at = run(present=True, share_open=True)
+    link = at.sidebar.code[0].value
+    assert "present" not in link  # a class's phones open the normal view
+    at.checkbox(key=share_box.PRESENT_LINK_KEY).check().run()
+    assert at.sidebar.code[0].value.endswith("present=1")
+    at.button(key=share_box.QR_BUTTON_KEY).click().run()
+    assert_clean(at)
+    dialogs = at.get("dialog")
+    assert len(dialogs) == 1 and len(dialogs[0].get("image")) == 1, "no QR image in the dialog"
+    assert dialogs[0].get("caption")[0].value == at.sidebar.code[0].value  # the code of the link shown
+    big = share_box.qr_png(at.sidebar.code[0].value, share_box.QR_BIG_SCALE)
+    small = share_box.qr_png(at.sidebar.code[0].value)
+    assert big is not None and small is not None and len(big) > len(small)

@@ -1,0 +1,96 @@
+"""The room's screens as a class sees them (issue 21, item 7): a projector at 1280×720 and a phone at 390×844.
+
+Projector (``?present=1``): Explore's head map starts within the first screen and fills most of its height;
+the share box's "Show the QR code full screen" opens a dialog whose QR image is large; the shared link
+leaves ``present`` out until the teacher asks for it. Phone (an iPhone's User-Agent, as the server sees
+it): no two column labels of the map overlap (their bounding boxes), no toolbar sits over the title, and
+the picked query token's row is drawn as bars.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from e2e_helpers import expect_idle, expect_no_exception  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+FIRST_DRAW_MS = 90_000  # fresh server: torch import + MiniLM load + plotly.js
+REDRAW_MS = 30_000
+IPHONE_UA = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+             "Version/17.0 Mobile/15E148 Safari/604.1")
+MAIN_MAP = ".st-key-main_heatmap .js-plotly-plot"
+
+
+def open_explore(page: Page, url: str) -> None:
+    page.goto(url)
+    expect(page.locator(MAIN_MAP)).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.locator(MAIN_MAP + " .main-svg").first).to_be_attached(timeout=REDRAW_MS)
+    expect_idle(page)
+    expect_no_exception(page)
+
+
+def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(browser: Browser, app_url: str,
+                                                                      artifacts: Path):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        open_explore(page, app_url + "/?present=1")
+        page.screenshot(path=str(artifacts / "projector-1280x720.png"))
+        box = page.locator(MAIN_MAP).bounding_box()
+        assert box is not None
+        assert 0 <= box["y"] < 720 / 3, box  # the map starts in the first screen's top third (one row of controls)
+        assert box["height"] >= 720 * 0.6, box  # and it fills most of the screen's height
+        assert box["y"] + box["height"] <= 720 + 2, box  # without running off the bottom
+
+        # the teacher opens the sidebar's share box; the shared link leaves presenter mode out
+        page.get_by_test_id("stExpandSidebarButton").click()
+        page.get_by_text("Share this view").click()
+        code = page.get_by_test_id("stSidebar").get_by_test_id("stCode")
+        expect(code).to_contain_text("http", timeout=REDRAW_MS)
+        assert "present=" not in code.inner_text()
+        page.get_by_text("Open in presenter mode").click()
+        expect(code).to_contain_text("present=1", timeout=REDRAW_MS)
+
+        page.get_by_role("button", name="Show the QR code full screen").click()
+        dialog = page.get_by_role("dialog")
+        image = dialog.get_by_role("img", name="QR code of the shared link, full screen")
+        expect(image).to_be_visible(timeout=REDRAW_MS)
+        page.screenshot(path=str(artifacts / "projector-qr-dialog.png"))
+        qr = image.bounding_box()
+        assert qr is not None and min(qr["width"], qr["height"]) >= 400, qr  # the sidebar's was ~190 px
+        assert qr["y"] >= 0 and qr["y"] + qr["height"] <= 720, qr  # whole on the screen: scannable
+        expect_no_exception(page)
+    finally:
+        context.close()
+
+
+def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=IPHONE_UA,
+                                  device_scale_factor=2, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    try:
+        open_explore(page, app_url + "/")
+        chart = page.locator(MAIN_MAP)
+        chart.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "phone-390x844.png"))
+        boxes = chart.evaluate("""(gd) => Array.from(gd.querySelectorAll('.xtick text')).map(t => {
+            const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];})""")
+        assert len(boxes) >= 3, boxes
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+                assert apart, (a, b)
+        # no toolbar over the title: the phone view has no modebar at all, and the title is drawn
+        assert page.locator(MAIN_MAP + " .modebar-container .modebar-btn").count() == 0
+        expect(chart.locator(".gtitle")).to_contain_text("Layer")
+        # the picked query token's row as bars
+        bars = page.locator(".st-key-query_row_bars .js-plotly-plot")
+        expect(bars).to_be_visible(timeout=REDRAW_MS)
+        assert bars.locator(".bars .point").count() >= 3
+        expect_no_exception(page)
+    finally:
+        context.close()
