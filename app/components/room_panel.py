@@ -1,7 +1,9 @@
 """A student's view of the class they joined: drawn by the entry point above every page.
 
 Opening a join link (``/?room=CODE``, any page) joins the room once per link; the code is then kept in the
-session, so the panel stays while the student moves between pages (the sidebar drops query parameters).
+session, so the panel stays while the student moves between pages (the sidebar drops query parameters), and
+the browser keeps its anonymous id in a cookie (``components.browser_cookie``), so a reload without the link
+finds the room again (``Store.joined_room``) as the same student.
 The panel polls the class store every :data:`POLL_S` seconds (``st.fragment(run_every=...)``) for the
 question on screen: a student picks an option and sends it (written to the store at once), can change it
 until the teacher reveals the answer, and then sees the right one. Refusals (a forged or ended room, a
@@ -10,9 +12,12 @@ revealed question, too many tries) are shown with ``guard.show_error``, literall
 
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 from app import services
+from app.components.browser_cookie import remember_browser
 from app.components.guard import calm_errors, show_error
 from app.components.safe_text import md, quoted
 from app.state import ROOM
@@ -32,10 +37,26 @@ def student_panel() -> None:
             state[ROOM.joined] = services.class_store().join(link, services.browser_id()).code
         except (RoomError, StoreUnavailable) as exc:
             state[ROOM.join_error] = str(exc)
+    elif link is None and not state.get(ROOM.joined) and not state.get(ROOM.looked_up):
+        _find_my_room()
     if link is not None and state.get(ROOM.join_error):
         show_error(state[ROOM.join_error], before=f"Could not join the class {quoted(link, 12)}: ")
     if state.get(ROOM.joined):
+        remember_browser()  # a reload, a new tab or another worker: the same student
         _question(state[ROOM.joined])
+
+
+def _find_my_room() -> None:
+    """Once per session: the room this browser joined before (a reload without ``?room=``), if its id came back."""
+    st.session_state[ROOM.looked_up] = True
+    if services.browser_cookie_missing():  # a fresh id has joined nothing: no query for every visitor
+        return
+    try:
+        room = services.class_store().joined_room(services.browser_id())
+    except StoreUnavailable:
+        return  # the panel is a bonus on this page: the page itself keeps working
+    if room is not None:
+        st.session_state[ROOM.joined] = room.code
 
 
 @st.fragment(run_every=POLL_S)
@@ -49,8 +70,7 @@ def _question(code: str) -> None:
         except RoomError as exc:
             show_error(str(exc), level="info")
             if st.button("Leave the class", key="class_leave"):
-                st.session_state[ROOM.joined] = None
-                st.rerun()
+                _leave(code)
             return
         except StoreUnavailable as exc:
             show_error(str(exc), level="error")
@@ -74,6 +94,14 @@ def _question(code: str) -> None:
                 show_error(str(exc))
         if mine is not None:
             st.caption(f"Your answer is in: **{labels[mine]}**. You can change it until the teacher reveals the answer.")
+
+
+def _leave(code: str) -> None:
+    """Out of the room for good: a reload does not bring it back (the join link does)."""
+    with contextlib.suppress(StoreUnavailable):
+        services.class_store().leave(code, services.browser_id())
+    st.session_state[ROOM.joined] = None
+    st.rerun()
 
 
 def _revealed(question, mine: int | None) -> None:

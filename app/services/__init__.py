@@ -101,7 +101,16 @@ from app.services.pretraining import (
     objective_examples,
 )
 from app.services.request import TraceRequest
-from app.services.rooms import PREDICT_MAX_TOKENS, PredictQuestion, browser_id, class_store, predict_question
+from app.services.rooms import (
+    BROWSER_COOKIE,
+    BROWSER_COOKIE_S,
+    PREDICT_MAX_TOKENS,
+    PredictQuestion,
+    browser_cookie_missing,
+    browser_id,
+    class_store,
+    predict_question,
+)
 from app.services.step import calculator_example, calculator_matrix, calculator_steps, query_steps
 from app.services.train import (
     session_models,
@@ -148,7 +157,8 @@ __all__ = [
     # lessons
     "LESSON_MAX_TOKENS", "QueryRow", "alignment_row", "find_token", "lesson_row", "model_vocabulary", "unknown_words",
     # rooms
-    "PREDICT_MAX_TOKENS", "PredictQuestion", "browser_id", "class_store", "predict_question",
+    "BROWSER_COOKIE", "BROWSER_COOKIE_S", "PREDICT_MAX_TOKENS", "PredictQuestion", "browser_cookie_missing",
+    "browser_id", "class_store", "predict_question",
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
     # bahdanau

@@ -8,18 +8,24 @@ pages draw (``core.get_trace``), never typed in by the teacher.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
+import streamlit as st
 
 from app.services.core import get_trace, session_id
 from app.services.heads import attention_block
 from app.services.request import TraceRequest
+from app.state import ROOM
 from app.store import RoomError, Store, get_store
 from app.store.rooms import MAX_OPTIONS
 
 PREDICT_READ_TOKENS = 128  # tokens traced (as the Lessons page), so a longer sentence is noticed, not cut silently
 PREDICT_MAX_TOKENS = MAX_OPTIONS["predict"]  # each token of the sentence is one option
+BROWSER_COOKIE = "ap_browser"  # the anonymous browser id, kept by the browser across reloads (no name)
+BROWSER_ID_RE = re.compile(r"[0-9a-f]{32}")  # what services.session_id makes: uuid4().hex
+BROWSER_COOKIE_S = 24 * 3600  # a day: longer than a class (4 h), short enough not to follow a laptop for weeks
 
 
 def class_store() -> Store:
@@ -28,8 +34,24 @@ def class_store() -> Store:
 
 
 def browser_id() -> str:
-    """The anonymous id a room knows this browser session by (random, kept in session state; no name)."""
-    return session_id()
+    """The anonymous id a room knows this browser by: random, no name, the same after a reload.
+
+    Read once per session from the browser's :data:`BROWSER_COOKIE` (``st.context.cookies``: the cookies the
+    browser sent when it opened the page's connection) when it holds a well-formed id, else this session's own
+    random id. ``components.room_panel`` writes the cookie once the browser takes part in a class (joins or
+    starts one), so a reload, a new tab or a move to another worker keeps the same student, its answers and
+    its rate-limit counts. A forged cookie is only ever an id: it is checked against :data:`BROWSER_ID_RE`.
+    """
+    state = st.session_state
+    if ROOM.browser not in state:
+        cookie = st.context.cookies.get(BROWSER_COOKIE)
+        state[ROOM.browser] = cookie if isinstance(cookie, str) and BROWSER_ID_RE.fullmatch(cookie) else session_id()
+    return state[ROOM.browser]
+
+
+def browser_cookie_missing() -> bool:
+    """True while the browser's cookie does not hold :func:`browser_id` yet (so the panel writes it)."""
+    return st.context.cookies.get(BROWSER_COOKIE) != browser_id()
 
 
 @dataclass(frozen=True)

@@ -181,15 +181,35 @@ class Store:
         self.db.run("UPDATE rooms SET closed = 1 WHERE code = ?", (room.code,))
 
     def join(self, code: object, browser: str) -> Room:
-        """Add ``browser`` to the room (joining twice is one member)."""
+        """Add ``browser`` to the room (joining twice is one member; a member's reload is not counted as a try)."""
         self.ready()
         now = self.clock()
-        with self.db.transaction() as run:
+        wanted = normalise_code(code)
+        if wanted and self.db.run("SELECT 1 FROM members WHERE room = ? AND browser = ?", (wanted, browser)):
+            return self._open_room(self.db.run, wanted, now)
+        with self.db.transaction() as run:  # its own transaction: a wrong code counts as a try too
             self._allow(run, browser, "join", now)
-            room = self._open_room(run, normalise_code(code), now)
+        with self.db.transaction() as run:
+            room = self._open_room(run, wanted, now)
             run("INSERT INTO members (room, browser, joined_at) VALUES (?, ?, ?) ON CONFLICT (room, browser) DO NOTHING",
                 (room.code, browser, now))  # fmt: skip
         return room
+
+    def joined_room(self, browser: str) -> Room | None:
+        """The open room ``browser`` joined last (a reload without the join link finds its class), None if none."""
+        self.ready()
+        now = self.clock()
+        rows = self.db.run("SELECT r.code FROM members m JOIN rooms r ON r.code = m.room "
+                           "WHERE m.browser = ? AND r.closed = 0 AND r.expires_at > ? "
+                           "ORDER BY m.joined_at DESC LIMIT 1", (browser, now))  # fmt: skip
+        return self._open_room(self.db.run, rows[0][0], now) if rows else None
+
+    def leave(self, code: object, browser: str) -> None:
+        """Take ``browser`` out of the room (its answers stay counted; joining again by the link is allowed)."""
+        self.ready()
+        wanted = normalise_code(code)
+        if wanted:
+            self.db.run("DELETE FROM members WHERE room = ? AND browser = ?", (wanted, browser))
 
     def member_count(self, code: str) -> int:
         """How many browsers have joined the room."""

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
+from app.components.browser_cookie import TEACHER_COOKIE, read_cookie, remember_browser, write_cookie
 from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import safe_label
@@ -28,17 +29,38 @@ PREDICT_MODELS = ("minilm", "tiny-gpt-stories")
 #: the "which token" form's defaults: MiniLM's pronoun head, "it" → "animal" (the Lessons page's measured head)
 PREDICT_DEFAULT = (DEFAULT_TEXT, 3, 1, "it")
 REVEAL_ERROR = "class_reveal_error"  # why the last Reveal press failed (shown once)
-LIVE_S = 1.0  # seconds between the teacher's looks at the answers
+LIVE_S = 0.5  # seconds between the teacher's looks at the answers: an answer shows within 2 s (tests/e2e/test_class_room_e2e.py)
 
 
 def _teacher() -> tuple[str, str] | None:
-    """The class this browser teaches: from the control link (then taken out of the address bar) or the session."""
+    """The class this browser teaches: from the control link (then taken out of the address bar), the session,
+    or, in a new session (a reload, a worker that died), the browser's teacher cookie if its class is still open."""
+    state = st.session_state
     link = st.query_params.get(TEACHER_PARAM)
     if link:
         del st.query_params[TEACHER_PARAM]  # the secret does not stay on a projected screen or in the share box
         code, _, token = link.partition("-")
-        st.session_state[ROOM.teacher] = (code, token)
-    return st.session_state.get(ROOM.teacher)
+        state[ROOM.teacher] = (code, token)
+    elif ROOM.teacher not in state:
+        kept = read_cookie(TEACHER_COOKIE)
+        state[ROOM.teacher] = None
+        if kept:
+            code, _, token = kept.partition("-")
+            try:
+                services.class_store().teacher_room(code, token)
+                state[ROOM.teacher] = (code, token)
+            except RoomError:
+                pass  # that class has ended: the page offers a new one (and forgets the cookie)
+            except StoreUnavailable:
+                state[ROOM.teacher] = (code, token)  # main() says the store is away; the class may still be there
+    return state.get(ROOM.teacher)
+
+
+def _keep_teacher(code: str, token: str) -> None:
+    """The browser keeps the class it teaches (and its anonymous id) for a reload or a reconnect."""
+    remember_browser()
+    if read_cookie(TEACHER_COOKIE) != f"{code}-{token}":
+        write_cookie(TEACHER_COOKIE, f"{code}-{token}", int(ROOM_HOURS * 3600))
 
 
 def _start() -> None:
@@ -164,6 +186,8 @@ def main() -> None:
     st.title("Class")
     teacher = _teacher()
     if teacher is None:
+        if read_cookie(TEACHER_COOKIE):
+            write_cookie(TEACHER_COOKIE, "", 0)  # its class ended: a reload starts clean
         _start()
         return
     code, token = teacher
@@ -175,6 +199,7 @@ def main() -> None:
             st.session_state[ROOM.teacher] = None
             st.rerun()
         return
+    _keep_teacher(code, token)
     _invite(code, token)
     _live(code, token)
     st.subheader("Ask a question")

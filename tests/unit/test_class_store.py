@@ -201,14 +201,43 @@ def test_rate_limits_per_browser_are_kept_in_the_store(store, backend, clock):
     most, window = LIMITS["join"]
     room, _ = store.create_room("teacher")
     other_process = open_store(*backend, clock=clock)
-    for i in range(most):
-        (store if i % 2 else other_process).join(room.code, "eager")
+    guesses = [c for c in ("AAAAA" + x for x in ALPHABET) if c != room.code][:most]
+    for i, guess in enumerate(guesses):  # guessing codes: every try counts, in whichever process
+        with pytest.raises(RoomError, match="no class with this code"):
+            (store if i % 2 else other_process).join(guess, "eager")
     with pytest.raises(RoomError) as caught:
         store.join(room.code, "eager")
     assert str(caught.value) == TOO_MANY
     store.join(room.code, "someone-else")  # another browser is not held back
     clock.now += window
     store.join(room.code, "eager")
+
+
+def test_a_member_opening_the_link_again_is_one_member_and_no_try(store):
+    most, _window = LIMITS["join"]
+    room, _ = store.create_room("teacher")
+    for _ in range(3 * most):  # a student reloading the join link, over and over
+        assert store.join(room.code, "reloader") == room
+    assert store.member_count(room.code) == 1
+    assert store.db.run("SELECT COUNT(*) FROM hits WHERE browser = ? AND action = 'join'", ("reloader",)) == [(1,)]
+
+
+def test_a_browser_finds_the_room_it_joined_until_it_leaves_or_the_room_ends(store, clock):
+    first, _ = store.create_room("teacher")
+    second, token = store.create_room("teacher")
+    assert store.joined_room("b1") is None
+    store.join(first.code, "b1")
+    clock.now += 1
+    store.join(second.code, "b1")
+    assert store.joined_room("b1") == store.room(second.code)  # the last one joined
+    assert store.joined_room("b2") is None
+    store.close_room(second.code, token)
+    assert store.joined_room("b1") == store.room(first.code)  # an ended room is not found again
+    store.leave(first.code.lower(), "b1")
+    assert store.joined_room("b1") is None and store.member_count(first.code) == 0
+    store.leave("'; DROP TABLE rooms; --", "b1")  # a forged code: nothing happens
+    store.join(first.code, "b1")  # the link still lets it back in
+    assert store.joined_room("b1") == store.room(first.code)
 
 
 @pytest.mark.parametrize("prompt, message", [
