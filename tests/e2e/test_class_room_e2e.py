@@ -6,12 +6,16 @@ One launch (``scripts/classroom.sh``, 2 workers behind HAProxy, a class store of
 from the X-AP-Worker header of the responses it got.
 
 - A student who reloads (with or without the join link) is the same student: one member, the same answer.
+- A teacher and three students on two workers: join by link, a question pushed, each answer on the
+  teacher's page within 2 s (polled, with that deadline), the distribution; then the worker of the teacher
+  and one student is killed: their pages reconnect to the other worker and still show every answer.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,8 +30,11 @@ pytestmark = pytest.mark.e2e
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
 WORKERS = ("w0", "w1")
 FIRST_DRAW_MS = 90_000  # a fresh worker: imports, MiniLM, plotly.js
+ANSWER_SEEN_MS = 2_000  # the issue's promise: an answer is on the teacher's page within 2 s
+RECONNECT_MS = 60_000  # a killed worker: HAProxy marks it down, the page reconnects to the other one
 PICK = '[class*="st-key-class_pick_"]'
 SEND = '[class*="st-key-class_send_"] button'
+ANSWERS_CHART = '[class*="st-key-class_answers_"] .js-plotly-plot'
 
 
 @dataclass
@@ -94,6 +101,10 @@ def answer(student: Person, option: str) -> None:
     send.click()
 
 
+def chart_counts(teacher: Person) -> list[int]:
+    return teacher.page.locator(ANSWERS_CHART).evaluate("el => Array.from(el.data[0].x)")
+
+
 def test_a_student_who_reloads_is_the_same_student(browser: Browser, classroom: Classroom):
     teacher, student = person(browser, classroom, "w0"), person(browser, classroom, "w1")
     try:
@@ -121,3 +132,46 @@ def test_a_student_who_reloads_is_the_same_student(browser: Browser, classroom: 
     finally:
         teacher.context.close()
         student.context.close()
+
+
+def test_a_class_across_two_workers_sees_every_answer_even_when_a_worker_dies(browser: Browser,
+                                                                             classroom: Classroom):  # fmt: skip
+    teacher = person(browser, classroom, "w0")
+    students = [person(browser, classroom, w) for w in ("w0", "w1", "w1")]
+    everyone = [teacher, *students]
+    try:
+        code = start_class(teacher, classroom)
+        for n, student in enumerate(students, start=1):
+            join(student, classroom, code)
+            expect_joined(teacher, n)
+        for who in everyone:  # each page was served by the worker its cookie names, and only by it
+            assert who.served_by == {who.worker}, (who.worker, who.served_by)
+        assert {who.worker for who in everyone} == set(WORKERS)
+
+        push_choice(teacher, "Which vector is compared with the query?", ["the keys", "the values", "the queries"])
+        picks = ["the keys", "the values", "the keys"]
+        for n, (student, pick) in enumerate(zip(students, picks, strict=True), start=1):
+            expect(student.page.locator(PICK)).to_be_visible(timeout=10_000)
+            answer(student, pick)
+            # polled by Playwright from the moment the answer is sent, failing after 2 s: the issue's "within 2 s"
+            expect(teacher.page.get_by_text(f"{n} of 3 answered")).to_be_visible(timeout=ANSWER_SEEN_MS)
+            expect(student.page.get_by_text(f"Your answer is in: {pick}")).to_be_visible(timeout=10_000)
+        expect(teacher.page.locator(ANSWERS_CHART)).to_be_visible(timeout=10_000)
+        assert chart_counts(teacher) == [2, 1, 0]
+
+        os.kill(classroom.worker_pids["w0"], signal.SIGKILL)  # the teacher's and the first student's worker
+        expect(teacher.page.get_by_text("3 of 3 answered")).to_be_visible(timeout=RECONNECT_MS)
+        expect(teacher.page.locator(ANSWERS_CHART)).to_be_visible(timeout=RECONNECT_MS)
+        expect_joined(teacher, 3)
+        assert chart_counts(teacher) == [2, 1, 0]
+        teacher.page.reload()  # a fresh page load now comes from the worker left: the class is still there
+        expect(teacher.page.get_by_text("3 of 3 answered")).to_be_visible(timeout=FIRST_DRAW_MS)
+        assert "w1" in teacher.served_by
+        students[0].page.reload()
+        expect(students[0].page.get_by_text("Your answer is in: the keys")).to_be_visible(timeout=FIRST_DRAW_MS)
+        for who in everyone:
+            expect_no_exception(who.page)
+        teacher.page.screenshot(path=str(Path(__file__).resolve().parents[2] / "test-artifacts" / "class-room.png"))
+    finally:
+        for who in everyone:
+            who.context.close()
