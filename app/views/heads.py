@@ -33,7 +33,7 @@ from app.components.pickers import (
     text_and_model,
 )
 from app.components.safe_text import quoted
-from app.components.theme import controls
+from app.components.theme import controls, presenting, tools
 from app.state import PERSIST, Heads, K, current_text
 from app.url_state import synced
 
@@ -173,7 +173,8 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
     cached trace)."""
     with calm_errors("heads_panel"):
         trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))  # a cache hit: the page just traced it
-        controls = st.columns([1, 1, 2])
+        # presenter mode: one row of layer, head, block and a popover with the token pills
+        controls = st.columns([1, 1, 2, 1] if presenting() else [1, 1, 2], vertical_alignment="bottom")
         with controls[2]:
             block = pick_block(list(trace.attention_blocks()))
         try:
@@ -183,22 +184,25 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
             return
         layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
         if services.block_is_square(block):  # one sequence on both axes: a token has a row and a column
-            focus_picker(attention.tokens.strings, "heads")
+            with controls[3] if presenting() else st.container(), tools("Highlight a token"):
+                focus_picker(attention.tokens.strings, "heads")
         translation = getattr(trace, "output_text", None)
-        st.caption(
-            f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
-            f"{attention.n_heads} heads · running on {services.device_label()}"
-            + (f" · output: {quoted(translation)}" if translation is not None else "")
-            + kv_sharing(attention, head)
-        )
+        if not presenting():  # the projector: the charts come first
+            st.caption(
+                f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
+                f"{attention.n_heads} heads · running on {services.device_label()}"
+                + (f" · output: {quoted(translation)}" if translation is not None else "")
+                + kv_sharing(attention, head)
+            )
         run_sections(HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,
                                   family=family, attention=attention, layer=layer, head=head))
 
 
 def main() -> None:
-    st.title("Heads")
-    st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
-             "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
+    if not presenting():  # the projector: the charts' own titles say what they show
+        st.title("Heads")
+        st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
+                 "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
     with controls("Sentence, model and mask"):  # presenter mode: folded away, the charts get the screen
         model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
         if card is None:

@@ -110,3 +110,14 @@ def test_the_qr_code_opens_full_screen_and_the_link_leaves_presenter_mode_out():
     big = share_box.qr_png(at.sidebar.code[0].value, share_box.QR_BIG_SCALE)
     small = share_box.qr_png(at.sidebar.code[0].value)
     assert big is not None and small is not None and len(big) > len(small)
+
+
+def test_heads_on_the_projector_folds_its_controls_into_one_row():
+    at = run(present=True)
+    at.switch_page("views/heads.py")
+    at.run()
+    assert_clean(at)
+    assert not at.title
+    assert [p.proto.popover.label for p in at.get("popover")] == ["Highlight a token"]
+    assert any(e.label.startswith("Sentence, model") for e in at.expander)
+    assert "heads_model_view" in charts(at)
