@@ -104,6 +104,12 @@ def clean_text(text: object, limit: int, what: str) -> str:
     return flat
 
 
+def _question(row) -> Question:
+    qid, kind, prompt, options, answer, detail, revealed = row
+    return Question(qid, kind, prompt, tuple(json.loads(options)), None if answer is None else int(answer),
+                    json.loads(detail), bool(revealed))  # fmt: skip
+
+
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
@@ -247,11 +253,17 @@ class Store:
         self.ready()
         rows = self.db.run("SELECT q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed "
                            "FROM rooms r JOIN questions q ON q.id = r.current_question WHERE r.code = ?", (code,))  # fmt: skip
-        if not rows:
-            return None
-        qid, kind, prompt, options, answer, detail, revealed = rows[0]
-        return Question(qid, kind, prompt, tuple(json.loads(options)), None if answer is None else int(answer),
-                        json.loads(detail), bool(revealed))  # fmt: skip
+        return _question(rows[0]) if rows else None
+
+    def earlier_questions(self, code: str, limit: int = 10) -> list[Question]:
+        """The room's questions before the one on screen, the latest first (at most ``limit``): their answers
+        no longer change (a replaced question takes none), so a page may draw them once."""
+        self.ready()
+        rows = self.db.run("SELECT q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed "
+                           "FROM questions q JOIN rooms r ON r.code = q.room "
+                           "WHERE q.room = ? AND q.id <> COALESCE(r.current_question, '') "
+                           "ORDER BY q.opened_at DESC, q.id LIMIT ?", (code, int(limit)))  # fmt: skip
+        return [_question(row) for row in rows]
 
     def reveal(self, code: object, token: object, question_id: str) -> None:
         """Show the answer: the question takes no more answers."""

@@ -29,6 +29,7 @@ PREDICT_MODELS = ("minilm", "tiny-gpt-stories")
 #: the "which token" form's defaults: MiniLM's pronoun head, "it" → "animal" (the Lessons page's measured head)
 PREDICT_DEFAULT = (DEFAULT_TEXT, 3, 1, "it")
 REVEAL_ERROR = "class_reveal_error"  # why the last Reveal press failed (shown once)
+HISTORY = 10  # earlier questions listed under the live one
 LIVE_S = 0.5  # seconds between the teacher's looks at the answers: an answer shows within 2 s (tests/e2e/test_class_room_e2e.py)
 
 
@@ -110,7 +111,7 @@ def _live(code: str, token: str) -> None:
             return
         st.markdown(f"**{md(question.prompt)}**")
         st.caption(f"{sum(counts)} of {count} answered" + (" · answer revealed" if question.revealed else " · live"))
-        _distribution(question, counts)
+        _results(question, counts, "class_")
         if question.revealed:
             if question.answer is not None:
                 st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
@@ -128,16 +129,68 @@ def _reveal(code: str, token: str, question_id: str) -> None:
         st.session_state[REVEAL_ERROR] = str(exc)
 
 
-def _distribution(question, counts: list[int]) -> None:
-    labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
+def _results(question, counts: list[int], prefix: str) -> None:
+    """The class's answers; for a revealed "which token" question, the model's own row beside them (issue 21, 3)."""
+    weights = question.detail.get("weights") if question.kind == "predict" and question.revealed else None
+    if not (isinstance(weights, list) and len(weights) == len(question.options)):
+        _distribution(question, counts, f"{prefix}answers_{question.id}")
+        return
+    left, right = st.columns(2)
+    with left:
+        _distribution(question, counts, f"{prefix}answers_{question.id}", title="The class's answers")
+    with right:
+        _head_row(question, [float(w) for w in weights], f"{prefix}row_{question.id}")
+
+
+def _labels(question) -> list[str]:
+    return [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
+
+
+def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
+    """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
+    labels = _labels(question)
+    fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
+    fig.update_layout(height=80 + 28 * len(labels) + (30 if title else 0), margin=dict(l=10, r=10, t=40 if title else 10, b=30),
+                      title=dict(text=title) if title else None, yaxis=dict(autorange="reversed", type="category"))  # fmt: skip
+    return fig
+
+
+def _distribution(question, counts: list[int], key: str, title: str = "") -> None:
     right = question.answer if question.revealed else None
-    colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(labels))]
-    fig = go.Figure(go.Bar(x=counts, y=labels, orientation="h", marker_color=colours,
-                           hovertemplate="%{y}: %{x}<extra></extra>"))  # fmt: skip
-    fig.update_layout(height=80 + 28 * len(labels), margin=dict(l=10, r=10, t=10, b=30),
-                      yaxis=dict(autorange="reversed", type="category"),
-                      xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None))  # fmt: skip
-    show_chart(fig, key=f"class_answers_{question.id}", width="stretch")
+    colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(counts))]
+    fig = _bars(counts, question, colours, title, "%{y}: %{x}<extra></extra>")
+    fig.update_layout(xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None))
+    show_chart(fig, key=key, width="stretch")
+
+
+def _head_row(question, weights: list[float], key: str) -> None:
+    """The real head's weights from the question's token over every token of the sentence (read when it was asked)."""
+    detail = question.detail
+    best = max(range(len(weights)), key=weights.__getitem__)
+    colours = ["#2ca02c" if i == best else "#f58518" for i in range(len(weights))]
+    query = question.options[detail["query"]] if 0 <= detail.get("query", -1) < len(question.options) else "?"
+    title = f"The model: layer {detail.get('layer')} head {detail.get('head')} from “{safe_label(query)}”"
+    fig = _bars(weights, question, colours, title, "%{y}: %{x:.3f}<extra></extra>")
+    fig.update_layout(xaxis=dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05]))
+    show_chart(fig, key=key, width="stretch")
+
+
+def _history(code: str) -> None:
+    """The room's earlier questions with their answers: a replaced question's results stay on the page."""
+    store = services.class_store()
+    try:
+        past = [(q, store.distribution(q)) for q in store.earlier_questions(code, HISTORY)]
+    except StoreUnavailable:
+        return  # the live part above already says the store is away
+    if not past:
+        return
+    st.subheader("Earlier questions")
+    for i, (question, counts) in enumerate(past):
+        with st.expander(f"{md(question.prompt)} · {sum(counts)} answered", expanded=i == 0):
+            if question.answer is not None:
+                said = "The answer" if question.revealed else "The answer (not revealed to the class)"
+                st.caption(f"{said}: **{md(question.options[question.answer])}**")
+            _results(question, counts, "class_past_")
 
 
 def _push_choice(code: str, token: str) -> None:
@@ -202,6 +255,7 @@ def main() -> None:
     _keep_teacher(code, token)
     _invite(code, token)
     _live(code, token)
+    _history(code)
     st.subheader("Ask a question")
     choice, predict = st.tabs(["Multiple choice", "Which token does a head look at?"])
     with choice:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.state import ROOM
-from apptest_helpers import APP, TIMEOUT, assert_clean, messages, open_page, shown
+from app.state import DEFAULT_TEXT, ROOM
+from apptest_helpers import APP, TIMEOUT, assert_clean, decode, messages, open_page, shown
 
 
 @pytest.fixture(autouse=True)
@@ -141,3 +142,60 @@ def test_an_unreachable_store_is_a_calm_message(monkeypatch, tmp_path):
     assert "cannot be reached" in " ".join(messages(teacher.warning))
     pupil = student("ABCDEF")
     assert "cannot be reached" in " ".join(messages(pupil.warning))
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The Plotly figure drawn with ``key`` (its element id ends with the key)."""
+    found = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(key)]
+    assert len(found) == 1, (key, [c.proto.id for c in at.get("plotly_chart")])
+    return found[0]
+
+
+def test_after_the_reveal_the_teacher_sees_the_heads_row_next_to_the_answers():
+    teacher, code = start_class()
+    pupil = student(code)
+    teacher.button(key="class_ask_predict").click().run()  # MiniLM layer 3 head 1, from "it"
+    qid = current_question_id(pupil.run())
+    pupil.radio(key=f"class_pick_{qid}").set_value(2).run()
+    pupil.button(key=f"class_send_{qid}").click().run()
+    teacher.run()
+    assert not [c for c in teacher.get("plotly_chart") if c.proto.id.endswith(f"class_row_{qid}")], "before the reveal"
+    teacher.button(key=f"class_reveal_{qid}").click().run()
+    assert_clean(teacher)
+    answers, row = chart(teacher, f"class_answers_{qid}"), chart(teacher, f"class_row_{qid}")
+    assert answers["data"][0]["y"] == row["data"][0]["y"]  # one bar per token, in the same order, side by side
+    assert answers["data"][0]["x"][2] == 1 and sum(answers["data"][0]["x"]) == 1
+    weights = decode(row["data"][0]["x"])
+    from app.services.core import get_trace
+    from app.services.heads import attention_block
+    from app.services.request import TraceRequest
+    from app.services.rooms import PREDICT_READ_TOKENS
+
+    attention = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, PREDICT_READ_TOKENS)))
+    query = [s.strip() for s in attention.tokens.strings].index("it")
+    np.testing.assert_allclose(weights, attention.pattern(3, 1)[query], atol=1e-4)  # the real head's row
+    assert shown(row["data"][0]["y"][int(np.argmax(weights))]).endswith("animal")
+    assert "layer 3 head 1" in row["layout"]["title"]["text"]
+
+
+def test_a_replaced_question_keeps_its_results_in_the_history():
+    teacher, code = start_class()
+    alice, bob = student(code), student(code)
+    push_choice(teacher, "First question?", "red\ngreen", 2)
+    first = current_question_id(alice.run())
+    for at, pick in ((alice, 1), (bob, 1)):
+        at.run().radio(key=f"class_pick_{first}").set_value(pick).run()
+        at.button(key=f"class_send_{first}").click().run()
+    push_choice(teacher, "Second question?", "yes\nno\nmaybe", 0)
+    second = current_question_id(alice.run())
+    alice.radio(key=f"class_pick_{second}").set_value(0).run()
+    alice.button(key=f"class_send_{second}").click().run()
+    teacher.run()
+    assert_clean(teacher)
+    assert chart(teacher, f"class_answers_{second}")["data"][0]["x"] == [1, 0, 0]
+    assert chart(teacher, f"class_past_answers_{first}")["data"][0]["x"] == [0, 2]  # still there, unchanged
+    assert [shown(e.label) for e in teacher.expander if "First" in e.label] == ["First question? · 2 answered"]
+    assert "The answer (not revealed to the class): **green**" in " ".join(messages(teacher.caption))
+    push_choice(teacher, "Third question?", "a\nb", 0)
+    labels = [shown(e.label) for e in teacher.expander if "question" in e.label]
+    assert labels == ["Second question? · 1 answered", "First question? · 2 answered"]  # the latest first

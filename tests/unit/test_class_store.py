@@ -346,3 +346,19 @@ def test_settings_come_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("AP_DATABASE_URL", " postgresql://x@h/db ")
     assert store_module.settings() == ("postgresql://x@h/db", tmp_path)
     assert os.environ["AP_DATA_DIR"] == str(tmp_path)
+
+
+def test_earlier_questions_are_the_rooms_replaced_ones_latest_first(store, clock):
+    room, token = store.create_room("teacher")
+    other, other_token = store.create_room("teacher")
+    assert store.earlier_questions(room.code) == []
+    asked = []
+    for i in range(4):
+        clock.now += 1
+        asked.append(store.push_question(room.code, token, "choice", f"Q{i}?", ["a", "b"], 0))
+    store.push_question(other.code, other_token, "choice", "Elsewhere?", ["a", "b"])
+    store.reveal(room.code, token, asked[1].id)
+    past = store.earlier_questions(room.code)
+    assert [q.prompt for q in past] == ["Q2?", "Q1?", "Q0?"]  # not the one on screen, not another room's
+    assert [q.revealed for q in past] == [False, True, False]
+    assert [q.prompt for q in store.earlier_questions(room.code, limit=2)] == ["Q2?", "Q1?"]
