@@ -142,10 +142,39 @@ def with_source(fig: ReadyFigure, source: str | None) -> ReadyFigure:
     layout = fig.spec.get("layout", {})
     title = layout.get("title") if isinstance(layout.get("title"), dict) else {}
     look = theme.current()
+    lines = 1
+    if look.compact and " · " in source:  # a phone: model and sentence on two lines (one ran off a 390 px screen)
+        model, _, words = source.partition(" · ")
+        source, lines = f"{model}<br>{words}", 2
     margin = dict(layout.get("margin") or {})
-    margin["t"] = max(int(margin.get("t") or 0), 2 * look.title_px + 36)  # room for title and subtitle
-    subtitle = {"text": source, "font": {"size": max(11, look.tick_px - 1), "color": look.text}}
+    subtitle_px = max(11, look.tick_px - 1)
+    room = look.title_px + lines * (subtitle_px + 6) + 24 + top_labels_px(layout, look)  # title, subtitle, labels
+    margin["t"] = max(int(margin.get("t") or 0), room)
+    subtitle = {"text": source, "font": {"size": subtitle_px, "color": look.text}}
     return ReadyFigure({**fig.spec, "layout": {**layout, "margin": margin, "title": {**title, "subtitle": subtitle}}})
+
+
+CHAR_EM = 0.55  # a tick label's average character width, in font sizes (Source Sans; measured ~0.5)
+
+
+def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
+    """Pixels that column labels on top of the plot (maps, the model view) and their axis title take above it.
+
+    The title sits at the top of the figure (``yref: container``), where Plotly does not keep it clear of the
+    labels: the top margin must hold both, or the subtitle is written over the labels."""
+    import math
+
+    need = 0
+    for name, axis in layout.items():
+        if not (re.fullmatch(r"xaxis\d*", name) and isinstance(axis, dict) and axis.get("side") == "top"):
+            continue
+        texts = [re.sub(r"<[^>]+>|&#?\w+;", "x", str(t)) for t in axis.get("ticktext") or ()]
+        longest = max((len(t) for t in texts), default=3)
+        angle = math.radians(abs(float(axis.get("tickangle") or 0)))
+        labels = longest * CHAR_EM * look.tick_px * math.sin(angle) + look.tick_px * (1 + math.cos(angle))
+        titled = bool((axis.get("title") or {}).get("text")) if isinstance(axis.get("title"), dict) else False
+        need = max(need, int(labels + (look.axis_title_px + 14 if titled else 0) + 8))
+    return need
 
 
 def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFigure:

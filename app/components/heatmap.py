@@ -103,6 +103,7 @@ def map_spec(
     showscale: bool = True,
     x_title: str = "key (attended to)",
     y_title: str = "query (attending)",
+    rows_px: int | None = None,
 ) -> dict:
     """A heatmap of one map (exact cells or pooled blocks), as the plain dict a Plotly figure is made from
     (:func:`app.components.charts.ready` turns it into what is sent without building a ``go.Figure``).
@@ -116,6 +117,8 @@ def map_spec(
         width: pixels the chart gets across when it shares a row with others (None: a full-width chart, or
             presenter mode, which stacks them); the column labels are thinned to fit it.
         showscale: draw the colour bar (one per row of maps on a shared scale is enough).
+        rows_px: pixels the rows will get when the browser sizes the map (presenter mode fills the window, which
+            the server does not know): the row labels are thinned for it instead of for ``height``.
 
     Returns:
         ``{"data": [...], "layout": {...}}``; hovering a cell shows its query, key and value.
@@ -143,7 +146,7 @@ def map_spec(
         xv, xt = _ticks(k_lab, PHONE_PLOT_PX * look.label_px // PHONE_LABEL_PX)
     else:  # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
         xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
-    yv, yt = _ticks(q_lab, side - 140)
+    yv, yt = _ticks(q_lab, rows_px if rows_px is not None else side - 140)
     return {
         "data": [{
             "type": "heatmap", "z": values, "x": k_lab, "y": q_lab, "zmin": 0.0, "zmax": top,

@@ -80,7 +80,11 @@ PRESENTER_CSS = """
 /* presenter mode: everything Streamlit sizes in rem grows with the root font */
 html { font-size: 20px; }
 .stApp [data-testid="stCaptionContainer"], .stApp [data-testid="stCaptionContainer"] p { color: #1b2430; }
-.stApp [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.5rem 2rem 2rem 2rem; }
+/* the header's strip is given to the page: its two buttons (sidebar, menu) stay, the page sits between them */
+.stApp header[data-testid="stHeader"] { background: transparent; pointer-events: none; }
+.stApp header[data-testid="stHeader"] button, .stApp header[data-testid="stHeader"] [data-testid="stToolbar"] {
+  pointer-events: auto; }
+.stApp [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 0.75rem 3.5rem 2rem 3.5rem; }
 .stApp [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
 </style>
 """
@@ -93,7 +97,10 @@ COMPACT = dataclasses.replace(DEFAULT, name="compact", compact=True)
 PRESENTER_COMPACT = dataclasses.replace(PRESENTER, name="presenter-compact", compact=True)
 #: presenter mode: the main map's height is the window's (CSS ``vh``) less the one row of controls above it
 PRESENTER_MAP_VH = 100
-PRESENTER_MAP_OFF_PX = 255
+PRESENTER_MAP_OFF_PX = 190
+#: pixels the main map's row labels are thinned for in presenter mode (the server never knows the window): what a
+#: 1280×720 projector leaves the rows once the controls, title, subtitle and column labels are placed
+PRESENTER_MAP_ROWS_PX = 720 - PRESENTER_MAP_OFF_PX - 230
 
 
 def _flag(value: Any) -> bool:
@@ -241,10 +248,10 @@ def side_by_side(spec: int | list[float], **kwargs) -> list:
 
 
 def map_css(key: str) -> str:
-    """Presenter mode's CSS that gives the chart ``key`` (a ``show_chart`` key) the window's height less one row
-    of controls; the figure is sent without a height and Plotly fills its box (``responsive``)."""
-    return (f"<style>.st-key-{key} .js-plotly-plot, .st-key-{key} .plot-container, .st-key-{key} .svg-container "
-            f"{{ height: calc({PRESENTER_MAP_VH}vh - {PRESENTER_MAP_OFF_PX}px) !important; }}</style>")
+    """Presenter mode's CSS that gives the container ``key`` the window's height less one row of controls; a chart
+    in it drawn with ``height="stretch"`` and no height of its own fills it."""
+    size = f"calc({PRESENTER_MAP_VH}vh - {PRESENTER_MAP_OFF_PX}px)"
+    return f"<style>.st-key-{key} {{ flex: 0 0 {size} !important; height: {size} !important; }}</style>"
 
 
 @contextlib.contextmanager

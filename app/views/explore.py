@@ -33,7 +33,15 @@ from app.components.pickers import (
     text_and_model,
 )
 from app.components.safe_text import quoted
-from app.components.theme import controls, current, map_css, presenting, side_by_side, tools
+from app.components.theme import (
+    PRESENTER_MAP_ROWS_PX,
+    controls,
+    current,
+    map_css,
+    presenting,
+    side_by_side,
+    tools,
+)
 from app.components.write_more import remembered, settings_form, show_write_more
 from app.links import open_page
 from app.state import K, Positional, current_text
@@ -42,6 +50,7 @@ from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384
 GRID_KEY = "explore_grid"
+MAP_BOX_KEY = "explore_map_box"  # presenter mode: the container the head map fills
 DECODE_KEY = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
 TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
 
@@ -92,11 +101,15 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
              + (f" · sliding window {window}" if window is not None else ""))
     view = ("explore_head", services.request_key(request), layer, head, q_range, k_range, opts.scale,
             opts.hide_sinks, opts.weighting, title)
-    fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale))
+    fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
+    view += (fill,)
+    fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale,
+                                              rows_px=PRESENTER_MAP_ROWS_PX if fill else None))
     fig = outline(fig, data, focus()) if request.block != "cross" else fig
-    if presenting():  # the projector: the map is as tall as the window less the row of controls above it
-        st.html(map_css("main_heatmap"))
-        show_chart(fill_height(fig), key="main_heatmap", config={"responsive": True})
+    if fill:
+        st.html(map_css(MAP_BOX_KEY))
+        with st.container(key=MAP_BOX_KEY):  # its CSS height is the window's; the chart stretches to it
+            show_chart(fill_height(fig), key="main_heatmap", height="stretch")
     else:
         show_chart(fig, key="main_heatmap")
     if current().compact:

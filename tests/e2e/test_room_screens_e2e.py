@@ -33,6 +33,26 @@ def open_explore(page: Page, url: str) -> None:
     expect_no_exception(page)
 
 
+def boxes_of(page: Page, selector: str) -> list[list[float]]:
+    """[left, top, right, bottom] of every element ``selector`` matches inside the main map."""
+    return page.locator(MAIN_MAP).evaluate(f"""(gd) => Array.from(gd.querySelectorAll('{selector}')).map(t => {{
+        const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];}})""")
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    return not (a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1])
+
+
+def assert_title_clear(page: Page) -> None:
+    """The map's title and subtitle (model and sentence) are not written over its column labels."""
+    titles = boxes_of(page, ".gtitle, .gtitle-subtitle")
+    labels = boxes_of(page, ".xtick text")
+    assert len(titles) == 2 and labels, (titles, labels)
+    for t in titles:
+        for label in labels:
+            assert not overlap(t, label), (t, label)
+
+
 def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(browser: Browser, app_url: str,
                                                                       artifacts: Path):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
@@ -40,11 +60,12 @@ def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(browser: B
     try:
         open_explore(page, app_url + "/?present=1")
         page.screenshot(path=str(artifacts / "projector-1280x720.png"))
-        box = page.locator(MAIN_MAP).bounding_box()
+        box = page.locator(MAIN_MAP + " .main-svg").first.bounding_box()  # what Plotly drew, not its box
         assert box is not None
         assert 0 <= box["y"] < 720 / 3, box  # the map starts in the first screen's top third (one row of controls)
         assert box["height"] >= 720 * 0.6, box  # and it fills most of the screen's height
         assert box["y"] + box["height"] <= 720 + 2, box  # without running off the bottom
+        assert_title_clear(page)
 
         # the teacher opens the sidebar's share box; the shared link leaves presenter mode out
         page.get_by_test_id("stExpandSidebarButton").click()
@@ -77,16 +98,15 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path):
         chart = page.locator(MAIN_MAP)
         chart.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "phone-390x844.png"))
-        boxes = chart.evaluate("""(gd) => Array.from(gd.querySelectorAll('.xtick text')).map(t => {
-            const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];})""")
+        boxes = boxes_of(page, ".xtick text")
         assert len(boxes) >= 3, boxes
         for i, a in enumerate(boxes):
             for b in boxes[i + 1:]:
-                apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
-                assert apart, (a, b)
+                assert not overlap(a, b), (a, b)
         # no toolbar over the title: the phone view has no modebar at all, and the title is drawn
         assert page.locator(MAIN_MAP + " .modebar-container .modebar-btn").count() == 0
         expect(chart.locator(".gtitle")).to_contain_text("Layer")
+        assert_title_clear(page)
         # the picked query token's row as bars
         bars = page.locator(".st-key-query_row_bars .js-plotly-plot")
         expect(bars).to_be_visible(timeout=REDRAW_MS)
