@@ -199,3 +199,11 @@ def test_a_replaced_question_keeps_its_results_in_the_history():
     push_choice(teacher, "Third question?", "a\nb", 0)
     labels = [shown(e.label) for e in teacher.expander if "question" in e.label]
     assert labels == ["Second question? · 1 answered", "First question? · 2 answered"]  # the latest first
+
+
+@pytest.mark.parametrize("value", ["x'; alert(1); '", "a b", "<script>", "a; Path=/; Domain=evil", "é", "x" * 201])
+def test_a_cookie_value_is_checked_before_it_reaches_the_script(value):
+    from app.components.browser_cookie import write_cookie
+
+    with pytest.raises(ValueError):
+        write_cookie("ap_browser", value, 60)
