@@ -148,10 +148,15 @@ def with_source(fig: ReadyFigure, source: str | None) -> ReadyFigure:
         source, lines = f"{model}<br>{words}", 2
     margin = dict(layout.get("margin") or {})
     subtitle_px = max(11, look.tick_px - 1)
-    room = look.title_px + lines * (subtitle_px + 6) + 24 + top_labels_px(layout, look)  # title, subtitle, labels
-    margin["t"] = max(int(margin.get("t") or 0), room)
+    title_px = look.title_px if title.get("text") else 0
+    room = title_px + lines * (subtitle_px + 6) + 24 + top_labels_px(layout, look)  # title, subtitle, labels
+    before = int(margin.get("t") or 0)
+    margin["t"] = max(before, room)
     subtitle = {"text": source, "font": {"size": subtitle_px, "color": look.text}}
-    return ReadyFigure({**fig.spec, "layout": {**layout, "margin": margin, "title": {**title, "subtitle": subtitle}}})
+    layout = {**layout, "margin": margin, "title": {**title, "subtitle": subtitle}}
+    if isinstance(layout.get("height"), (int, float)):  # the plot keeps the size its builder gave it (square tiles)
+        layout["height"] = layout["height"] + margin["t"] - before
+    return ReadyFigure({**fig.spec, "layout": layout})
 
 
 CHAR_EM = 0.55  # a tick label's average character width, in font sizes (Source Sans; measured ~0.5)

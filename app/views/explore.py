@@ -55,6 +55,7 @@ DECODE_KEY = "explore_decode"  # (model, text, token limit, decoding settings) o
 TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
 
 
+PHONE_GRID_PX = 250  # px across the grid's plot on a 390 px phone (row names and the page's padding taken)
 PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~80 px tiles on a phone: tappable)
 
 
@@ -79,7 +80,7 @@ def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER
     padded = np.zeros((rows * per_row, *tiles.shape[2:]), dtype=tiles.dtype)
     padded[:n_heads] = tiles[0]
     spec = model_view_spec(padded.reshape(rows, per_row, *tiles.shape[2:]), selected=divmod(head, per_row),
-                           width_px=360, weights_in_hover=False,
+                           width_px=PHONE_GRID_PX, weights_in_hover=False,
                            layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)])
     layout = spec["layout"]
     layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})

@@ -111,6 +111,17 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path):
         bars = page.locator(".st-key-query_row_bars .js-plotly-plot")
         expect(bars).to_be_visible(timeout=REDRAW_MS)
         assert bars.locator(".bars .point").count() >= 3
+
+        # the layer's heads three to a row (MiniLM: 12 heads, 4 rows), each a tile a finger can tap
+        grid = page.locator(".st-key-explore_grid .js-plotly-plot")
+        grid.scroll_into_view_if_needed()
+        expect(grid.locator(".ytick text")).to_have_count(4)
+        area = grid.locator(".nsewdrag").first.bounding_box()
+        assert area is not None and area["width"] / 3 >= 60, area  # a tile ≥ 60 px across (was ~25)
+        page.screenshot(path=str(artifacts / "phone-grid-390x844.png"))
+        # head 5: second row, third tile
+        page.mouse.click(area["x"] + area["width"] * 2.5 / 3, area["y"] + area["height"] * 1.5 / 4)
+        expect(chart.locator(".gtitle")).to_have_text("Layer 0, head 5", timeout=REDRAW_MS)
         expect_no_exception(page)
     finally:
         context.close()
