@@ -83,17 +83,19 @@ class CaptionerConfig(JsonConfig):
 
 
 class Encoder(nn.Module):
-    """Conv-net: ``[B, 3, S, S]`` image (+ 2 coordinate channels) → ``[B, L², d_feat]`` grid, row-major."""
+    """Conv-net: ``[B, 3, S, S]`` image (0–1, moved to −1…1, + 2 coordinate channels) → ``[B, L², d_feat]``
+    grid, row-major; GroupNorm after every 3×3 conv."""
 
     def __init__(self, cfg: CaptionerConfig) -> None:
         super().__init__()
         c = cfg.channels
-        layers: list[nn.Module] = [nn.Conv2d(5, c, 3, stride=2, padding=1), nn.ReLU()]  # S → S/2
+        layers: list[nn.Module] = [nn.Conv2d(5, c, 3, stride=2, padding=1), nn.GroupNorm(8, c), nn.ReLU()]  # S → S/2
         width, side = c, cfg.image_size // 2
-        while side > cfg.grid:  # halve until the grid side: conv + ReLU + 2×2 max-pool
-            layers += [nn.Conv2d(width, 2 * c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+        while side > cfg.grid:  # halve until the grid side: conv + GroupNorm + ReLU + 2×2 max-pool
+            layers += [nn.Conv2d(width, 2 * c, 3, padding=1), nn.GroupNorm(8, 2 * c), nn.ReLU(), nn.MaxPool2d(2)]
             width, side = 2 * c, side // 2
-        layers += [nn.Conv2d(width, cfg.d_feat, 3, padding=1), nn.ReLU(), nn.Conv2d(cfg.d_feat, cfg.d_feat, 1)]
+        layers += [nn.Conv2d(width, cfg.d_feat, 3, padding=1), nn.GroupNorm(8, cfg.d_feat), nn.ReLU(),
+                   nn.Conv2d(cfg.d_feat, cfg.d_feat, 1)]
         self.net = nn.Sequential(*layers)
         self.hook_grid = HookPoint()  # [batch, L², d_feat]
 
@@ -101,7 +103,7 @@ class Encoder(nn.Module):
         B, _, S, _ = images.shape
         ramp = torch.linspace(-1.0, 1.0, S, device=images.device, dtype=images.dtype)
         ys, xs = ramp[None, None, :, None].expand(B, 1, S, S), ramp[None, None, None, :].expand(B, 1, S, S)
-        x = self.net(torch.cat([images, ys, xs], dim=1))  # (B, d_feat, L, L)
+        x = self.net(torch.cat([2 * images - 1, ys, xs], dim=1))  # pixels to −1…1; (B, d_feat, L, L)
         return self.hook_grid(x.flatten(2).transpose(1, 2))  # (B, L², d_feat)
 
 

@@ -70,7 +70,7 @@ def model_config(words: Vocab) -> CaptionerConfig:
 
 
 def train_config(steps: int | None = None, seed: int = 0) -> TrainConfig:
-    return TrainConfig(steps=steps or 2800, batch_size=48, lr=3e-3, warmup=100, weight_decay=0.0,
+    return TrainConfig(steps=steps or 2800, batch_size=48, lr=2e-3, warmup=100, weight_decay=0.0,
                        seed=seed, grad_clip=5.0, min_lr_ratio=0.05)  # fmt: skip
 
 
