@@ -19,7 +19,7 @@ from app.components.examples import examples_picker
 from app.components.export import head_json_button
 from app.components.guard import busy, calm_errors, show_error
 from app.components.head_views import clicked_in, model_view_spec
-from app.components.heatmap import map_figure, map_spec
+from app.components.heatmap import map_figure, map_spec, safe_label
 from app.components.linked_tokens import focus, focus_picker, outline, row_of
 from app.components.long_view import COLOUR_SAYS, csv_button, display_options, zoom_controls
 from app.components.next_token_panel import show_next_token
@@ -56,6 +56,7 @@ TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?",
 
 
 PHONE_GRID_PX = 250  # px across the grid's plot on a 390 px phone (row names and the page's padding taken)
+PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
 PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~80 px tiles on a phone: tappable)
 
 
@@ -144,23 +145,21 @@ def show_query_row(data, title: str) -> None:
     weights = np.nan_to_num(np.asarray(data.values[row], dtype=float))
     keys = [str(label) for label in data.k_labels]
     query = str(data.q_labels[row])
+    if len(keys) > PHONE_BARS:  # a long input: the largest weights, in the text's order
+        kept = np.sort(np.argsort(-weights, kind="stable")[:PHONE_BARS])
+        weights, keys = weights[kept], [keys[i] for i in kept]
     spec = {"data": [{"type": "bar", "orientation": "h", "x": weights, "y": list(range(len(keys))),
                       "text": [f"{w:.2f}" for w in weights], "textposition": "outside", "cliponaxis": False,
                       "hovertemplate": "%{x:.3f}<extra></extra>"}],
-            "layout": {"title": {"text": html_text(f"Where “{query}” looks"), "x": 0.0},
+            "layout": {"title": {"text": f"Where “{safe_label(query)}” looks", "x": 0.0},
                        "height": 24 * len(keys) + 90, "margin": {"l": 10, "r": 40, "t": 50, "b": 10},
                        "xaxis": {"title": {"text": "weight"}, "rangemode": "tozero"},
                        "yaxis": {"tickmode": "array", "tickvals": list(range(len(keys))),
-                                 "ticktext": [html_text(k) for k in keys], "autorange": "reversed"}}}
+                                 "ticktext": [safe_label(k) for k in keys], "autorange": "reversed"}}}
     show_chart(spec, key="query_row_bars")
-    st.caption(f"{title}: the weights of one query token's row, as bars. Highlight another token to see its row.")
-
-
-def html_text(text: str) -> str:
-    """A token as Plotly text (Plotly reads a subset of HTML in labels)."""
-    import html
-
-    return html.escape(text, quote=False)
+    st.caption(f"{title}: the weights of one query token's row, as bars"
+               + (f" (its {PHONE_BARS} largest)" if len(data.k_labels) > PHONE_BARS else "")
+               + ". Highlight another token to see its row.")
 
 
 def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) -> None:

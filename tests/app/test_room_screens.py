@@ -122,3 +122,15 @@ def test_heads_on_the_projector_folds_its_controls_into_one_row():
     assert [p.proto.popover.label for p in at.get("popover")] == ["Highlight a token"]
     assert any(e.label.startswith("Sentence, model") for e in at.expander)
     assert "heads_model_view" in charts(at)
+
+
+def test_a_long_row_keeps_its_largest_weights_as_bars():
+    at = run(**{theme.COMPACT_KEY: True})
+    at.text_area(key="text").input(" ".join(["the cat sat on the mat and looked at the dog"] * 6)).run()
+    assert_clean(at)
+    fig, _ = charts(at)["main_heatmap"]
+    bars, _ = charts(at)["query_row_bars"]
+    row = np.nan_to_num(decode(fig["data"][0]["z"])[0])
+    shown = decode(bars["data"][0]["x"])
+    assert row.size > 30 and shown.size == 30
+    np.testing.assert_allclose(np.sort(shown), np.sort(row)[-30:], atol=1e-6)  # the 30 largest of the row
