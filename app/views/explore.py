@@ -50,6 +50,7 @@ from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384
 GRID_KEY = "explore_grid"
+GRID_PILLS_KEY = "explore_grid_pills"  # compact view: a button per head under the grid
 MAP_BOX_KEY = "explore_map_box"  # presenter mode: the container the head map fills
 DECODE_KEY = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
 TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
@@ -71,6 +72,19 @@ def _pick_grid_head(n_heads: int, per_row: int | None = None) -> None:
         head = None if picked is None else picked[0] * per_row + picked[1]
     if head is not None and head < n_heads:
         st.session_state[K.head] = head
+
+
+def head_pills(n_heads: int, head: int) -> None:
+    """The compact view's buttons under the grid, one per head: a tap on a chart selects nothing on a touch
+    screen (Plotly sends a click but no selection there, measured in Chromium), a pill does."""
+    st.session_state[GRID_PILLS_KEY] = head  # the head chosen anywhere (the Head box, a link)
+
+    def picked() -> None:
+        if st.session_state.get(GRID_PILLS_KEY) is not None:
+            st.session_state[K.head] = st.session_state[GRID_PILLS_KEY]
+
+    st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=GRID_PILLS_KEY,
+             on_change=picked)
 
 
 def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER_ROW) -> dict:
@@ -195,6 +209,8 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
         per_row = None
     show_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads, per_row),
                selection_mode="points", config={"displayModeBar": False})
+    if per_row is not None:
+        head_pills(trace.n_heads, head)
     st.caption(
         f"All {trace.n_heads} heads of layer {layer}; **click one** to open it above (red frame: the chosen head). "
         "Each thumbnail is coloured from 0 to its own maximum, so compare shapes, not shades. Heads in one layer "

@@ -134,3 +134,14 @@ def test_a_long_row_keeps_its_largest_weights_as_bars():
     shown = decode(bars["data"][0]["x"])
     assert row.size > 30 and shown.size == 30
     np.testing.assert_allclose(np.sort(shown), np.sort(row)[-30:], atol=1e-6)  # the 30 largest of the row
+
+
+def test_a_phone_opens_a_head_with_the_grid_s_buttons():
+    at = run(**{theme.COMPACT_KEY: True})
+    assert at.pills(key="explore_grid_pills").value == 0  # follows the head on screen
+    at.pills(key="explore_grid_pills").set_value(4).run()
+    assert_clean(at)
+    assert at.selectbox(key="head").value == 4
+    fig, _ = charts(at)["main_heatmap"]
+    assert fig["layout"]["title"]["text"] == "Layer 0, head 4"
+    assert at.pills(key="explore_grid_pills").value == 4

@@ -121,7 +121,11 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path):
         page.screenshot(path=str(artifacts / "phone-grid-390x844.png"))
         # head 5: second row, third tile
         page.mouse.click(area["x"] + area["width"] * 2.5 / 3, area["y"] + area["height"] * 1.5 / 4)
-        expect(chart.locator(".gtitle")).to_have_text("Layer 0, head 5", timeout=REDRAW_MS)
+        expect(page.locator(MAIN_MAP + " .gtitle").filter(has_text="Layer 0, head 5")).to_have_count(1, timeout=REDRAW_MS)
+        expect_idle(page)
+        # a finger: Plotly selects nothing on a tap (a click event only), so the grid has a button per head
+        page.locator(".st-key-explore_grid_pills").get_by_text("H7", exact=True).tap()
+        expect(page.locator(MAIN_MAP + " .gtitle").filter(has_text="Layer 0, head 7")).to_have_count(1, timeout=REDRAW_MS)
         expect_no_exception(page)
     finally:
         context.close()
