@@ -16,6 +16,7 @@ from app.links import open_page
 from app.state import PERSIST, Bertviz, K
 from engine.families import FAMILIES, text_families  # every family: the views read any trace through attention_blocks()
 
+BERTVIZ_FAMILIES = FAMILIES - {"captioner"}  # the captioner's attention is over an image grid, one map per word
 SELF_ATTENTION = text_families() - {"encoder-decoder"}  # text models with one self-attention stack: a causal toggle
 
 VIEWS = {"head": "Head view", "model": "Model view", "neuron": "Neuron view (queries · keys)"}
@@ -83,7 +84,7 @@ def main() -> None:
 
     top_left, top_right = st.columns([3, 2])
     with top_right:
-        model_id = pick_model(FAMILIES)
+        model_id = pick_model(BERTVIZ_FAMILIES)
     card = load_model(model_id)
     if card is None:
         return

@@ -125,3 +125,14 @@ def test_empty_text_is_a_warning():
     assert_clean(at)
     assert any("empty" in w.lower() for w in messages(at.warning))
     assert not iframes(at)
+
+
+def test_the_captioner_is_not_offered():
+    """Its attention is over an image grid, one map per written word: nothing bertviz draws."""
+    import engine
+
+    at = open_with("tiny-vit-digits")
+    offered = set(at.selectbox(key="model").options)
+    captioners = {s.label for s in engine.list_models() if s.family == "captioner"}
+    assert captioners and not captioners & offered
+    assert any("ViT" in o or "vit" in o for o in offered)
