@@ -59,6 +59,15 @@ class ROOM:
     teacher = "class_teacher"  # (code, token) of the class this browser teaches
     browser = "class_browser"  # this browser's anonymous id (services.browser_id: from its cookie, else random)
     looked_up = "class_looked_up"  # True once this session asked the store which room this browser is in
+    reveal_error = "class_reveal_error"  # why the last Reveal press failed (shown once)
+    # the Class page's widgets (``app/views/classroom.py``) and the student's panel (``room_panel``)
+    start, restart, end, leave = "class_start", "class_restart", "class_end", "class_leave"
+    q_prompt, q_options, q_right, ask_choice = "class_q_prompt", "class_q_options", "class_q_right", "class_ask_choice"
+    p_model, p_text, p_layer, p_head, p_word = "class_p_model", "class_p_text", "class_p_layer", "class_p_head", "class_p_word"
+    ask_predict = "class_ask_predict"
+    # prefixes + a question's id: its Reveal button, a student's pick and Send button, the charts of the live
+    # question (``results``) and of earlier ones (``past``)
+    reveal, pick, send, results, past = "class_reveal_", "class_pick_", "class_send_", "class_", "class_past_"
 
 
 class Vit:

@@ -69,7 +69,7 @@ def _question(code: str) -> None:
             mine = None if question is None else store.my_answer(question.id, services.browser_id())
         except RoomError as exc:
             show_error(str(exc), level="info")
-            if st.button("Leave the class", key="class_leave"):
+            if st.button("Leave the class", key=ROOM.leave):
                 _leave(code)
             return
         except StoreUnavailable as exc:
@@ -85,8 +85,8 @@ def _question(code: str) -> None:
             _revealed(question, mine)
             return
         pick = st.radio("Your answer", range(len(labels)), index=mine, format_func=lambda i: labels[i],
-                        key=f"class_pick_{question.id}", horizontal=len(labels) > 4)  # fmt: skip
-        if st.button("Send my answer", key=f"class_send_{question.id}", disabled=pick is None, type="primary"):
+                        key=f"{ROOM.pick}{question.id}", horizontal=len(labels) > 4)  # fmt: skip
+        if st.button("Send my answer", key=f"{ROOM.send}{question.id}", disabled=pick is None, type="primary"):
             try:
                 store.answer(room.code, question.id, services.browser_id(), pick)
                 mine = pick

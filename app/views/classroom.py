@@ -28,7 +28,6 @@ TEACHER_PARAM = "teacher"  # the control link's parameter: CODE-TOKEN
 PREDICT_MODELS = ("minilm", "tiny-gpt-stories")
 #: the "which token" form's defaults: MiniLM's pronoun head, "it" → "animal" (the Lessons page's measured head)
 PREDICT_DEFAULT = (DEFAULT_TEXT, 3, 1, "it")
-REVEAL_ERROR = "class_reveal_error"  # why the last Reveal press failed (shown once)
 HISTORY = 10  # earlier questions listed under the live one
 LIVE_S = 0.5  # seconds between the teacher's looks at the answers: an answer shows within 2 s (tests/e2e/test_class_room_e2e.py)
 
@@ -67,7 +66,7 @@ def _keep_teacher(code: str, token: str) -> None:
 def _start() -> None:
     st.write("Start a class and your students join with a six-letter code, a link or a QR code: no accounts, no "
              "names. Then push questions to every student's screen and watch the answers come in.")  # fmt: skip
-    if st.button("Start a class", type="primary", icon=":material/groups:", key="class_start"):
+    if st.button("Start a class", type="primary", icon=":material/groups:", key=ROOM.start):
         try:
             room, token = services.class_store().create_room(services.browser_id())
         except (RoomError, StoreUnavailable) as exc:
@@ -111,14 +110,14 @@ def _live(code: str, token: str) -> None:
             return
         st.markdown(f"**{md(question.prompt)}**")
         st.caption(f"{sum(counts)} of {count} answered" + (" · answer revealed" if question.revealed else " · live"))
-        _results(question, counts, "class_")
+        _results(question, counts, ROOM.results)
         if question.revealed:
             if question.answer is not None:
                 st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
         else:  # a callback: it runs before the fragment draws again, which then shows the answer
-            st.button("Reveal the answer", key=f"class_reveal_{question.id}", type="primary", on_click=_reveal,
+            st.button("Reveal the answer", key=f"{ROOM.reveal}{question.id}", type="primary", on_click=_reveal,
                       args=(code, token, question.id))  # fmt: skip
-        if problem := st.session_state.pop(REVEAL_ERROR, None):
+        if problem := st.session_state.pop(ROOM.reveal_error, None):
             show_error(problem)
 
 
@@ -126,7 +125,7 @@ def _reveal(code: str, token: str, question_id: str) -> None:
     try:
         services.class_store().reveal(code, token, question_id)
     except (RoomError, StoreUnavailable) as exc:
-        st.session_state[REVEAL_ERROR] = str(exc)
+        st.session_state[ROOM.reveal_error] = str(exc)
 
 
 def _results(question, counts: list[int], prefix: str) -> None:
@@ -190,15 +189,15 @@ def _history(code: str) -> None:
             if question.answer is not None:
                 said = "The answer" if question.revealed else "The answer (not revealed to the class)"
                 st.caption(f"{said}: **{md(question.options[question.answer])}**")
-            _results(question, counts, "class_past_")
+            _results(question, counts, ROOM.past)
 
 
 def _push_choice(code: str, token: str) -> None:
     with st.form("class_choice_form", clear_on_submit=False):
-        prompt = st.text_input("Question", max_chars=300, key="class_q_prompt", placeholder="Which vector does a query get compared with?")
-        options = st.text_area("Options, one per line (2 to 8)", key="class_q_options", placeholder="the keys\nthe values\nthe queries")
-        right = st.number_input("Number of the right option (0: none)", min_value=0, max_value=8, value=0, key="class_q_right")
-        if st.form_submit_button("Ask the class", type="primary", key="class_ask_choice"):
+        prompt = st.text_input("Question", max_chars=300, key=ROOM.q_prompt, placeholder="Which vector does a query get compared with?")
+        options = st.text_area("Options, one per line (2 to 8)", key=ROOM.q_options, placeholder="the keys\nthe values\nthe queries")
+        right = st.number_input("Number of the right option (0: none)", min_value=0, max_value=8, value=0, key=ROOM.q_right)
+        if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_choice):
             lines = [line for line in options.splitlines() if line.strip()]
             answer = int(right) - 1 if right else None
             _push(code, token, "choice", prompt, lines, answer, {})
@@ -206,15 +205,15 @@ def _push_choice(code: str, token: str) -> None:
 
 def _push_predict(code: str, token: str) -> None:
     with st.form("class_predict_form", clear_on_submit=False):
-        model = st.selectbox("Model", PREDICT_MODELS, key="class_p_model")
-        text = st.text_input("Sentence", value=PREDICT_DEFAULT[0], max_chars=400, key="class_p_text")
+        model = st.selectbox("Model", PREDICT_MODELS, key=ROOM.p_model)
+        text = st.text_input("Sentence", value=PREDICT_DEFAULT[0], max_chars=400, key=ROOM.p_text)
         cols = st.columns(3)
-        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key="class_p_layer")
-        head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key="class_p_head")
-        word = cols[2].text_input("From the token", value=PREDICT_DEFAULT[3], max_chars=40, key="class_p_word")
+        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key=ROOM.p_layer)
+        head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key=ROOM.p_head)
+        word = cols[2].text_input("From the token", value=PREDICT_DEFAULT[3], max_chars=40, key=ROOM.p_word)
         st.caption("Students pick the token they think this head looks at most from that token; the answer is read "
                    "from the model when you push the question.")  # fmt: skip
-        if st.form_submit_button("Ask the class", type="primary", key="class_ask_predict"):
+        if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict):
             try:
                 asked = services.predict_question(model, text, int(layer), int(head), word)
             except RoomError as exc:
@@ -248,7 +247,7 @@ def main() -> None:
         services.class_store().teacher_room(code, token)
     except (RoomError, StoreUnavailable) as exc:
         show_error(str(exc))
-        if st.button("Start a new class", key="class_restart"):
+        if st.button("Start a new class", key=ROOM.restart):
             st.session_state[ROOM.teacher] = None
             st.rerun()
         return
@@ -262,7 +261,7 @@ def main() -> None:
         _push_choice(code, token)
     with predict:
         _push_predict(code, token)
-    if st.button("End the class", key="class_end", icon=":material/logout:"):
+    if st.button("End the class", key=ROOM.end, icon=":material/logout:"):
         try:
             services.class_store().close_room(code, token)
         except (RoomError, StoreUnavailable) as exc:
