@@ -2,8 +2,8 @@
 
 Statements are written once, with ``?`` placeholders, and run on either database: for PostgreSQL the
 ``?`` of a *constant* statement becomes psycopg's ``%s`` (statements never hold ``%`` or a literal ``?``;
-values always travel as parameters). Each thread has its own connection (Streamlit runs every session's
-script in a thread of its own). Any failure to reach the database becomes :class:`StoreUnavailable`,
+values always travel as parameters). Connections are pooled: each is used by one thread at a time and kept
+for the next caller (Streamlit runs every script run in a new thread). Any failure to reach the database becomes :class:`StoreUnavailable`,
 whose message a page can show as it is; the cause goes to the log.
 
 SQLite runs in WAL mode with ``synchronous=NORMAL``: a committed answer survives the app process being
@@ -39,57 +39,110 @@ class StoreUnavailable(Exception):
         super().__init__(message)
 
 
-class Sqlite:
-    """The embedded default: one file, WAL mode, one connection per thread."""
+class _Pooled:
+    """Open connections kept for the next caller, each used by one thread at a time.
+
+    Streamlit runs every script run in a new thread, so a connection per thread opened one per rerun
+    (a live fragment of every student polls each second or two: for PostgreSQL a new server process
+    each time). A connection that failed is closed instead of kept."""
+
+    errors: tuple[type[BaseException], ...] = ()  # what opening a connection can raise
+    KEEP = 8  # idle connections kept per store
+
+    def __init__(self) -> None:
+        self._free: list[Any] = []
+        self._lock = threading.Lock()
+
+    def _open(self) -> Any:
+        raise NotImplementedError
+
+    def _usable(self, conn: Any) -> bool:
+        return True
+
+    def _take(self) -> Any:
+        with self._lock:
+            conn = self._free.pop() if self._free else None
+        if conn is not None and self._usable(conn):
+            return conn
+        if conn is not None:
+            _close(conn)
+        try:
+            return self._open()
+        except self.errors as exc:
+            raise _unavailable(exc) from exc
+
+    def _give(self, conn: Any, broken: bool = False) -> None:
+        if not broken:
+            with self._lock:
+                if len(self._free) < self.KEEP:
+                    self._free.append(conn)
+                    return
+        _close(conn)
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """One statement in its own transaction; the rows it returns (none for a write)."""
+        conn = self._take()
+        try:
+            rows = self._rows(conn, sql, params)
+        except StoreUnavailable:
+            self._give(conn, broken=True)
+            raise
+        self._give(conn)
+        return rows
+
+    @staticmethod
+    def _rows(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+        raise NotImplementedError
+
+
+def _close(conn: Any) -> None:
+    with contextlib.suppress(Exception):
+        conn.close()
+
+
+class Sqlite(_Pooled):
+    """The embedded default: one file, WAL mode, pooled connections."""
 
     kind = "sqlite"
     lock_schema = None  # BEGIN IMMEDIATE already serialises writers
+    errors = (OSError, sqlite3.Error)
 
     def __init__(self, path: Path) -> None:
+        super().__init__()
         self.path = Path(path)
-        self._local = threading.local()
 
-    def _connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_S, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
         return conn
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Run]:
         """A write transaction (``BEGIN IMMEDIATE``: the write lock is taken at once, so read-then-write is safe)."""
+        conn = self._take()
         try:
-            conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
-        except (OSError, sqlite3.Error) as exc:
-            self._drop()
+        except self.errors as exc:
+            self._give(conn, broken=True)
             raise _unavailable(exc) from exc
         try:
             yield lambda sql, params=(): _sqlite_rows(conn, sql, params)
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
+            broken = isinstance(exc, (StoreUnavailable, sqlite3.Error))
+            self._give(conn, broken=broken)
+            if isinstance(exc, sqlite3.Error):
+                raise _unavailable(exc) from exc
             raise
+        self._give(conn)
 
-    def run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        """One statement in its own transaction; the rows it returns (none for a write)."""
-        try:
-            return _sqlite_rows(self._connection(), sql, params)
-        except (OSError, sqlite3.Error) as exc:
-            self._drop()
-            raise _unavailable(exc) from exc
-
-    def _drop(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tuple]:
+        return _sqlite_rows(conn, sql, params)
 
 
 def _sqlite_rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tuple]:
@@ -99,66 +152,53 @@ def _sqlite_rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> l
         raise _unavailable(exc) from exc
 
 
-class Postgres:
+class Postgres(_Pooled):
     """PostgreSQL through psycopg 3 (``AP_DATABASE_URL``), autocommit outside explicit transactions."""
 
     kind = "postgresql"
     lock_schema = "LOCK TABLE schema_version IN EXCLUSIVE MODE"  # one process migrates at a time
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        self._local = threading.local()
-
-    def _connection(self):
         import psycopg
 
-        conn = getattr(self._local, "conn", None)
-        if conn is None or conn.closed or conn.broken:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_S)
-            self._local.conn = conn
-        return conn
+        super().__init__()
+        self.url = url
+        self.errors = (psycopg.Error,)
+
+    def _open(self):
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_S)
+
+    def _usable(self, conn) -> bool:
+        return not (conn.closed or conn.broken)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Run]:
-        import psycopg
-
+        conn = self._take()
         try:
-            conn = self._connection()
             tx = conn.transaction()
             tx.__enter__()
-        except psycopg.Error as exc:
-            self._drop()
+        except self.errors as exc:
+            self._give(conn, broken=True)
             raise _unavailable(exc) from exc
         try:
             yield lambda sql, params=(): _pg_rows(conn, sql, params)
         except BaseException as exc:
-            with contextlib.suppress(psycopg.Error):
+            with contextlib.suppress(*self.errors):
                 tx.__exit__(type(exc), exc, exc.__traceback__)
-            if isinstance(exc, psycopg.Error):
-                self._drop()
+            self._give(conn, broken=isinstance(exc, (StoreUnavailable, *self.errors)))
             raise
-        else:
-            try:
-                tx.__exit__(None, None, None)
-            except psycopg.Error as exc:
-                self._drop()
-                raise _unavailable(exc) from exc
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        import psycopg
-
         try:
-            return _pg_rows(self._connection(), sql, params)
-        except psycopg.Error as exc:
-            self._drop()
+            tx.__exit__(None, None, None)
+        except self.errors as exc:
+            self._give(conn, broken=True)
             raise _unavailable(exc) from exc
+        self._give(conn)
 
-    def _drop(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
+    @staticmethod
+    def _rows(conn, sql: str, params: Sequence[Any]) -> list[tuple]:
+        return _pg_rows(conn, sql, params)
 
 
 def _pg_rows(conn, sql: str, params: Sequence[Any]) -> list[tuple]:

@@ -362,3 +362,26 @@ def test_earlier_questions_are_the_rooms_replaced_ones_latest_first(store, clock
     assert [q.prompt for q in past] == ["Q2?", "Q1?", "Q0?"]  # not the one on screen, not another room's
     assert [q.revealed for q in past] == [False, True, False]
     assert [q.prompt for q in store.earlier_questions(room.code, limit=2)] == ["Q2?", "Q1?"]
+
+
+def test_threads_one_after_another_share_one_connection(store):
+    """Streamlit runs each script run in a new thread: the pool hands the next one the connection the last one
+    left, instead of opening a connection per thread (per rerun)."""
+    import threading
+
+    room, _ = store.create_room("teacher")
+    opened = []
+    real_open = store.db._open
+
+    def counting_open():
+        opened.append(threading.current_thread().name)
+        return real_open()
+
+    store.db._open = counting_open
+    counts = []
+    for i in range(5):
+        thread = threading.Thread(target=lambda: counts.append(store.member_count(room.code)), name=f"run-{i}")
+        thread.start()
+        thread.join()
+    assert counts == [0] * 5
+    assert len(opened) <= 1  # at most one new connection for five runs (none when the pool had one idle)
