@@ -40,6 +40,7 @@ from pathlib import Path
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from bench.bench_class import _p95, _s  # the class benchmark's p95 and number format
 from bench.serve import ROOT, ProcSampler, Server, footer, load_average, machine, running_server
 from bench.st_client import Run, Session
 from bench.trace_report import _write_section
@@ -158,16 +159,6 @@ async def run_case(server: Server, store, students: int, args: argparse.Namespac
     current = store.current_question(room.code)
     case.stored = sum(store.distribution(current)) if current is not None else 0
     return case
-
-
-def _p95(values: list[float]) -> float | None:
-    if len(values) < 2:
-        return values[0] if values else None
-    return statistics.quantiles(values, n=20, method="inclusive")[-1]
-
-
-def _s(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
 
 
 def row(case: Case, target: str) -> str:
