@@ -4,11 +4,10 @@ kept on purpose from there."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import urllib.request
 
 from bench.st_client import Session
+from tests.async_helpers import run_async
 
 
 def _kept(url: str) -> dict[str, int]:
@@ -40,10 +39,7 @@ def test_metrics_count_the_traces_a_new_sentence_adds(fresh_app_url: str) -> Non
         finally:
             await session.close()
 
-    # in a thread of its own: Playwright's sync API keeps an event loop running in this one once any browser
-    # test of the session has run, and asyncio.run refuses to start another there
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        before, after = pool.submit(asyncio.run, student()).result(timeout=120)
+    before, after = run_async(student(), timeout=120)
     assert set(before) == {"traces", "maps", "figures"}
     assert before["traces"] > 0 and before["figures"] > 0  # the page's trace and figures are in the caches
     assert after["traces"] > before["traces"] and after["maps"] > before["maps"]  # one more sentence, kept

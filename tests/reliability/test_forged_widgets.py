@@ -19,14 +19,12 @@ The client is the load benchmarks' (``bench/st_client.py``); the server is start
 
 from __future__ import annotations
 
-import asyncio
-import threading
-
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from bench.serve import healthy, running_server
 from bench.st_client import Session
+from tests.async_helpers import run_async
 
 pytestmark = pytest.mark.reliability
 
@@ -91,24 +89,6 @@ async def forge_everything(url: str) -> tuple[dict[str, list[str]], list[str]]:
                         failures[which].append(f"{label} ← {name}: {run.failure}")
                 await forger.close()
     return failures, widgets_seen
-
-
-def run_async(coro):
-    """``asyncio.run`` in a thread of its own: the browser tests' Playwright keeps an event loop in this one."""
-    out: dict = {}
-
-    def target() -> None:
-        try:
-            out["value"] = asyncio.run(coro)
-        except BaseException as err:  # noqa: BLE001 — re-raised in the caller
-            out["error"] = err
-
-    thread = threading.Thread(target=target, name="forger")
-    thread.start()
-    thread.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 def test_forged_widget_values_never_crash_a_page():

@@ -4,12 +4,12 @@ barrier, and the report counts lost answers against the store and names the mach
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 
 import pytest
 
 from bench import bench_polls
 from bench.st_client import Run
+from tests.async_helpers import run_async
 
 
 @pytest.mark.parametrize("url", ["http://10.0.0.5:8501", "http://example.com", "https://192.168.1.2"])
@@ -39,9 +39,7 @@ def test_a_student_who_gives_up_does_not_hold_the_others():
         await asyncio.wait_for(asyncio.gather(waits("a"), waits("b"), gives_up()), timeout=5)
         return said
 
-    # in a thread of its own: after any Playwright test of the session this thread has a running event loop
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        assert sorted(pool.submit(asyncio.run, scenario()).result(timeout=30)) == ["a", "b"]
+    assert sorted(run_async(scenario(), timeout=30)) == ["a", "b"]
 
 
 def test_the_report_counts_lost_answers_against_the_store_and_names_the_machine():
