@@ -103,6 +103,7 @@ def forward_cpu(sentences: list[str], repeats: int) -> list[float]:
     import engine
 
     engine.set_threads(1)
+    engine.limit_numpy_threads(1)  # as the server does (app.services.core)
     model = engine.load("minilm")
     engine.trace(model, "A warm-up sentence.", max_tokens=MAX_TOKENS).pattern(0, 0)
     out = []

@@ -65,6 +65,7 @@ __all__ = [
     "generate",
     "list_models",
     "load",
+    "limit_numpy_threads",
     "set_threads",
     "trace",
 ]
@@ -159,3 +160,19 @@ def set_threads(n: int) -> None:
     import torch
 
     torch.set_num_threads(max(1, int(n)))
+
+
+def limit_numpy_threads(n: int = 1) -> bool:
+    """Bound the BLAS thread pool numpy's matrix products use (process-wide: OpenBLAS keeps one pool).
+
+    A server runs the engine's numpy work (the trace's output-projection norms, the overview's pattern
+    rows) in many script threads at once, next to torch's own threads; BLAS's pool, sized to every
+    core and waiting busily between calls, took cores from them. On 2 cores (AMD EPYC, MiniLM, 512
+    tokens) a trace with 2 torch threads went from 0.14–0.19 s to 0.09 s and its CPU from 0.28–0.38 s
+    to 0.18 s once numpy used one thread (docs/BENCHMARKS.md, "Threads"). Call it once, before the
+    work: a notebook that wants numpy's every core simply does not. Returns False where no BLAS pool
+    was found to bound."""
+    import numpy  # noqa: F401 — its BLAS library must be loaded to be found
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(max(1, int(n)), user_api="blas").get_original_num_threads().get("blas") is not None

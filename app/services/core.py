@@ -57,6 +57,7 @@ def _bound_threads() -> None:
     global _threads_set
     if not _threads_set:
         engine.set_threads(1)
+        engine.limit_numpy_threads(1)  # numpy's BLAS pool competed with torch's threads (engine docstring)
         _threads_set = True
 
 
