@@ -109,6 +109,7 @@ from app.services.rooms import (
     browser_cookie_missing,
     browser_id,
     class_store,
+    lesson_store,
     predict_question,
 )
 from app.services.step import calculator_example, calculator_matrix, calculator_steps, query_steps
@@ -158,7 +159,7 @@ __all__ = [
     "LESSON_MAX_TOKENS", "QueryRow", "alignment_row", "find_token", "lesson_row", "model_vocabulary", "unknown_words",
     # rooms
     "BROWSER_COOKIE", "BROWSER_COOKIE_S", "PREDICT_MAX_TOKENS", "PredictQuestion", "browser_cookie_missing",
-    "browser_id", "class_store", "predict_question",
+    "browser_id", "class_store", "lesson_store", "predict_question",
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
     # bahdanau

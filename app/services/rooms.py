@@ -19,6 +19,7 @@ from app.services.heads import attention_block
 from app.services.request import TraceRequest
 from app.state import ROOM
 from app.store import RoomError, Store, get_store
+from app.store.lessons import LessonStore
 from app.store.rooms import MAX_OPTIONS
 
 PREDICT_READ_TOKENS = 128  # tokens traced (as the Lessons page), so a longer sentence is noticed, not cut silently
@@ -31,6 +32,11 @@ BROWSER_COOKIE_S = 24 * 3600  # a day: longer than a class (4 h), short enough n
 def class_store() -> Store:
     """This process's class store (``AP_DATABASE_URL`` or the SQLite file in ``AP_DATA_DIR``)."""
     return get_store()
+
+
+def lesson_store() -> LessonStore:
+    """Saved lessons and the lessons rooms walk through (issue 21, 3), on the same class store."""
+    return LessonStore(get_store())
 
 
 def browser_id() -> str:

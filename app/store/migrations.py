@@ -58,6 +58,26 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
         )""",
         "CREATE INDEX hits_browser ON hits (browser, action, at)",
     )),
+    (2, (
+        # a lesson a teacher saved (issue 21, 3): its text is the lesson file (TOML, app/lesson_file.py), its id
+        # the share link's ?lesson=, its edit secret kept as a SHA-256 hash (the author's edit link holds it)
+        """CREATE TABLE lessons (
+            id TEXT PRIMARY KEY,
+            edit_hash TEXT NOT NULL,
+            title TEXT NOT NULL,
+            body TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+        # the lesson a room walks through: a JSON snapshot of its steps (title, note, link) and the step on screen
+        """CREATE TABLE room_lessons (
+            room TEXT PRIMARY KEY REFERENCES rooms (code) ON DELETE CASCADE,
+            title TEXT NOT NULL,
+            steps TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+    )),
 )  # fmt: skip
 
 LATEST = STEPS[-1][0]

@@ -29,7 +29,7 @@ ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
 ROOM_HOURS = 4.0
 #: action → (most tries, per seconds), per browser id, counted in the store (so across every process)
-LIMITS = {"create": (5, 600.0), "join": (10, 60.0), "answer": (30, 60.0)}
+LIMITS = {"create": (5, 600.0), "join": (10, 60.0), "answer": (30, 60.0), "lesson": (30, 600.0)}
 PROMPT_CHARS, OPTION_CHARS = 300, 80
 MIN_OPTIONS = 2
 #: kind of question → the most options it may have (a "which token" question offers each token of its sentence)

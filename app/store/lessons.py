@@ -1,0 +1,181 @@
+"""Lessons a teacher saves and shares by link, and the lesson a room walks through step by step (issue 21, 3).
+
+A saved lesson is the text of its lesson file (TOML, ``app/lesson_file.py``: the format of the download, read
+back with the same checks), kept under a random id (the share link's ``?lesson=ID``: 12 URL-safe characters
+from :mod:`secrets`, 72 bits) with the SHA-256 of its edit secret: anyone with the id reads the lesson, only the
+secret (the author's session, or the author's edit link) changes it. Saved lessons do not expire.
+
+A room's lesson is a snapshot of its steps (title, note and the first link's page, label and parameters, as
+JSON) and the step on screen; the teacher moves it, every student's panel reads it (any process: it is in the
+store). The snapshot is taken when the teacher starts the lesson, so a later edit of the lesson does not move
+a class in the middle of it. The store checks sizes and the teacher's secret; what a lesson says is checked by
+``app.lesson_file`` before it gets here.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from app.store.rooms import RoomError, Store, _hash
+
+MAX_BODY = 200_000  # bytes of a saved lesson's text (app.lesson_file.MAX_BYTES)
+MAX_SNAPSHOT = 400_000  # bytes of a room's steps as JSON
+TITLE_CHARS = 160
+ID_RE = re.compile(r"[A-Za-z0-9_-]{12}")  # what secrets.token_urlsafe(9) makes
+
+NO_LESSON = "There is no saved lesson with this link. Check the link, or ask its author for a new one."
+NOT_AUTHOR = "Only the lesson's author can change it: save your own copy instead (this one stays as it was)."
+TOO_BIG = "This lesson is too long to save ({size:,} bytes; at most {most:,})."
+
+
+class LessonError(RoomError):
+    """A refused lesson action, with a message for the person (plain text: show it literally)."""
+
+
+@dataclass(frozen=True)
+class SavedLesson:
+    """A lesson as the store keeps it: its id, title, lesson file text and when it last changed."""
+
+    id: str
+    title: str
+    body: str
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class RoomLesson:
+    """The lesson a room is walking through.
+
+    Attributes:
+        title: the lesson's title.
+        steps: one plain dict per step: ``title``, ``note``, and for its view ``page`` (a file stem of
+            ``app/views``), ``label`` and ``params`` (absent when the step has no link).
+        step: the step on screen (0-based).
+    """
+
+    title: str
+    steps: tuple[dict[str, Any], ...]
+    step: int
+
+    @property
+    def current(self) -> dict[str, Any]:
+        return self.steps[self.step]
+
+
+class LessonStore:
+    """Saved lessons and rooms' lessons, on the class store's database (the same connections and schema)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # ---------------------------------------------------------------- saved lessons
+
+    def save(self, browser: str, title: str, body: str, lesson_id: str | None = None,
+             secret: str | None = None) -> tuple[str, str]:  # fmt: skip
+        """Save a new lesson (``lesson_id`` None) or change one; ``(id, edit secret)``.
+
+        Changing needs the secret the first save returned; a new save counts against the browser's limit
+        (``rooms.LIMITS["lesson"]``), so a script cannot fill the database.
+        """
+        store = self.store
+        store.ready()
+        size = len(body.encode("utf-8"))
+        if size > MAX_BODY:
+            raise LessonError(TOO_BIG.format(size=size, most=MAX_BODY))
+        title = " ".join(str(title).split())[:TITLE_CHARS] or "A lesson"
+        now = store.clock()
+        with store.db.transaction() as run:
+            store._allow(run, browser, "lesson", now)
+            if lesson_id is None:
+                lesson_id, secret = secrets.token_urlsafe(9), secrets.token_urlsafe(18)
+                run("INSERT INTO lessons (id, edit_hash, title, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (lesson_id, _hash(secret), title, body, now, now))  # fmt: skip
+            else:
+                self._check_author(run, lesson_id, secret)
+                run(
+                    "UPDATE lessons SET title = ?, body = ?, updated_at = ? WHERE id = ?", (title, body, now, lesson_id)
+                )
+        return lesson_id, secret
+
+    def lesson(self, lesson_id: object) -> SavedLesson:
+        """The saved lesson with this id; :class:`LessonError` for a malformed or unknown id."""
+        self.store.ready()
+        if not isinstance(lesson_id, str) or not ID_RE.fullmatch(lesson_id):
+            raise LessonError(NO_LESSON)
+        rows = self.store.db.run("SELECT id, title, body, updated_at FROM lessons WHERE id = ?", (lesson_id,))
+        if not rows:
+            raise LessonError(NO_LESSON)
+        return SavedLesson(rows[0][0], rows[0][1], rows[0][2], float(rows[0][3]))
+
+    def can_edit(self, lesson_id: object, secret: object) -> bool:
+        """True when ``secret`` is the lesson's edit secret."""
+        self.store.ready()
+        try:
+            self._check_author(self.store.db.run, lesson_id, secret)
+        except LessonError:
+            return False
+        return True
+
+    @staticmethod
+    def _check_author(run, lesson_id: object, secret: object) -> None:
+        if not isinstance(lesson_id, str) or not ID_RE.fullmatch(lesson_id):
+            raise LessonError(NO_LESSON)
+        rows = run("SELECT edit_hash FROM lessons WHERE id = ?", (lesson_id,))
+        if not rows:
+            raise LessonError(NO_LESSON)
+        if not isinstance(secret, str) or not hmac.compare_digest(rows[0][0], _hash(secret)):
+            raise LessonError(NOT_AUTHOR)
+
+    # ---------------------------------------------------------------- a room's lesson
+
+    def start_in_room(self, code: object, token: object, title: str, steps: list[dict[str, Any]]) -> RoomLesson:
+        """The teacher starts a lesson in the room (at its first step; one replaces the room's earlier one)."""
+        room = self.store.teacher_room(code, token)
+        if not steps:
+            raise LessonError("This lesson has no steps yet.")
+        snapshot = json.dumps(steps, ensure_ascii=False)
+        if len(snapshot.encode("utf-8")) > MAX_SNAPSHOT:
+            raise LessonError(TOO_BIG.format(size=len(snapshot.encode("utf-8")), most=MAX_SNAPSHOT))
+        title = " ".join(str(title).split())[:TITLE_CHARS] or "A lesson"
+        now = self.store.clock()
+        with self.store.db.transaction() as run:
+            run("DELETE FROM room_lessons WHERE room NOT IN (SELECT code FROM rooms)")  # rooms purged since
+            run("INSERT INTO room_lessons (room, title, steps, step, updated_at) VALUES (?, ?, ?, 0, ?) "
+                "ON CONFLICT (room) DO UPDATE SET title = excluded.title, steps = excluded.steps, step = 0, "
+                "updated_at = excluded.updated_at", (room.code, title, snapshot, now))  # fmt: skip
+        return RoomLesson(title, tuple(steps), 0)
+
+    def move_in_room(self, code: object, token: object, step: int) -> RoomLesson:
+        """Show step ``step`` (0-based, kept inside the lesson) to the room."""
+        room = self.store.teacher_room(code, token)
+        with self.store.db.transaction() as run:
+            rows = run("SELECT title, steps FROM room_lessons WHERE room = ?", (room.code,))
+            if not rows:
+                raise LessonError("No lesson is running in this class: start one first.")
+            steps = tuple(json.loads(rows[0][1]))
+            step = min(max(int(step), 0), len(steps) - 1)
+            run(
+                "UPDATE room_lessons SET step = ?, updated_at = ? WHERE room = ?", (step, self.store.clock(), room.code)
+            )
+        return RoomLesson(rows[0][0], steps, step)
+
+    def stop_in_room(self, code: object, token: object) -> None:
+        """The room's lesson ends (its students' panels no longer show a step)."""
+        room = self.store.teacher_room(code, token)
+        self.store.db.run("DELETE FROM room_lessons WHERE room = ?", (room.code,))
+
+    def room_lesson(self, code: str) -> RoomLesson | None:
+        """The lesson the room is walking through, None when there is none."""
+        self.store.ready()
+        rows = self.store.db.run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (code,))
+        if not rows:
+            return None
+        steps = tuple(json.loads(rows[0][1]))
+        if not steps:
+            return None
+        return RoomLesson(rows[0][0], steps, min(max(int(rows[0][2]), 0), len(steps) - 1))
