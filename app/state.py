@@ -65,6 +65,10 @@ class ROOM:
     q_prompt, q_options, q_right, ask_choice = "class_q_prompt", "class_q_options", "class_q_right", "class_ask_choice"
     p_model, p_text, p_layer, p_head, p_word = "class_p_model", "class_p_text", "class_p_layer", "class_p_head", "class_p_word"
     ask_predict = "class_ask_predict"
+    # the lesson a room walks through (``app/components/room_lesson.py``): the teacher's pick and buttons
+    lesson_pick, lesson_ref, lesson_start = "class_lesson_pick", "class_lesson_ref", "class_lesson_start"
+    lesson_prev, lesson_next, lesson_stop = "class_lesson_prev", "class_lesson_next", "class_lesson_stop"
+    lesson_error = "class_lesson_error"  # why the last lesson button failed (shown once)
     # prefixes + a question's id: its Reveal button, a student's pick and Send button, the charts of the live
     # question (``results``) and of earlier ones (``past``)
     reveal, pick, send, results, past = "class_reveal_", "class_pick_", "class_send_", "class_", "class_past_"
@@ -207,6 +211,23 @@ class Lessons:
 
     step, steps_table, softmax_scale, softmax = "lesson_step", "lesson_steps_table", "lesson_softmax_scale", "lesson_softmax"
     prev, next, goto, row, again = "lesson_prev_", "lesson_next_", "lesson_goto_", "lesson_row_", "lesson_again_"
+
+
+class Draft:
+    """A teacher's lesson (issue 21, 3): the draft in this session, "Add this view to my lesson" (the sidebar, every
+    page: ``app/components/lesson_draft.py``), the editor and the Lessons page's tabs (``app/views/lessons.py``).
+    Prefixes + a step's id: ``up``, ``down``, ``delete``, and the ``edit_*`` form of each step."""
+
+    lesson, saved, owned, said = "draft_lesson", "draft_saved", "draft_owned", "draft_said"
+    tab = "lessons_tab"  # the Lessons page's tabs: take a lesson / write a lesson
+    add_open, add_form, add = "draft_add_open", "draft_add_form", "draft_add"
+    add_title, add_note, add_question, add_options, add_right = ("draft_add_title", "draft_add_note", "draft_add_question",
+                                                                 "draft_add_options", "draft_add_right")  # fmt: skip
+    title, save, download, upload, use_upload = "draft_title", "draft_save", "draft_download", "draft_upload", "draft_use_upload"
+    builtin, clear, copy, edit_shared = "draft_builtin", "draft_clear", "draft_copy", "draft_edit_shared"
+    up, down, delete = "draft_up_", "draft_down_", "draft_delete_"
+    edit_form, edit_title, edit_note, edit_save = "draft_edit_form_", "draft_edit_title_", "draft_edit_note_", "draft_edit_save_"
+    edit_question, edit_options, edit_right = "draft_edit_question_", "draft_edit_options_", "draft_edit_right_"
 
 
 class Train:

@@ -111,6 +111,11 @@ def hidden_controls() -> tuple[str, ...]:
     return tuple(name for name in HIDEABLE if hidden(name))
 
 
+def shown_page() -> str:
+    """The page the last full run showed (a file stem of app/views/; "" before the first run)."""
+    return st.session_state.get(_PAGE, "")
+
+
 def page_params(page: str | None = None) -> dict[str, str]:
     """The link's parameters for ``page`` (default: the page shown) from session state, defaults left out."""
     page = page if page is not None else st.session_state.get(_PAGE, "")

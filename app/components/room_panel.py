@@ -19,6 +19,7 @@ import streamlit as st
 from app import services
 from app.components.browser_cookie import remember_browser
 from app.components.guard import calm_errors, show_error
+from app.components.room_lesson import show_step
 from app.components.safe_text import md, quoted
 from app.state import ROOM
 from app.store import RoomError, StoreUnavailable
@@ -65,6 +66,7 @@ def _question(code: str) -> None:
         store = services.class_store()
         try:
             room = store.room(code)
+            lesson = services.lesson_store().room_lesson(room.code)
             question = store.current_question(room.code)
             mine = None if question is None else store.my_answer(question.id, services.browser_id())
         except RoomError as exc:
@@ -75,6 +77,8 @@ def _question(code: str) -> None:
         except StoreUnavailable as exc:
             show_error(str(exc), level="error")
             return
+        if lesson is not None:  # the step of the lesson the teacher is running (issue 21, 3)
+            show_step(lesson)
         if question is None:
             st.caption(f"Class **{room.code}**: you are in. The teacher's questions will appear here.")
             return

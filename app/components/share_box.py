@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import streamlit as st
 
+from app.components.lesson_draft import add_view_box
 from app.links import page_link
 from app.url_params import HIDE, HIDEABLE
 
@@ -41,6 +42,7 @@ def share_expander():
     while it is closed. Lazy: a closed box builds no link, QR code or copy button (about 20–50 ms of server
     and browser work on every rerun, for a box most reruns never show); opening it reruns the page."""
     box = st.sidebar.expander("Share this view", icon=":material/share:", key=OPEN_KEY, on_change="rerun")
+    add_view_box()  # "Add this view to my lesson" (issue 21, 3): its own expander, under this one
     if box.open is False:
         return None
     with box:

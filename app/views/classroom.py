@@ -17,6 +17,7 @@ from app.components.browser_cookie import TEACHER_COOKIE, read_cookie, remember_
 from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import safe_label
+from app.components.room_lesson import teacher_controls
 from app.components.safe_text import md
 from app.components.share_box import qr_png
 from app.links import app_link
@@ -261,6 +262,8 @@ def main() -> None:
         _push_choice(code, token)
     with predict:
         _push_predict(code, token)
+    st.subheader("Run a lesson")
+    teacher_controls(code, token)
     if st.button("End the class", key=ROOM.end, icon=":material/logout:"):
         try:
             services.class_store().close_room(code, token)

@@ -1,12 +1,18 @@
-"""Lessons: a guided path through the topics of a transformers lecture, one step at a time.
+"""Lessons: a guided path through the topics of a transformers lecture, one step at a time, and the lessons
+teachers write.
 
-Each step (``app/components/lesson_plan.py``) is a short text, links that open the page showing it in
-the right state (sentence, model, layer, head, tab) and a knowledge check; a few steps draw a small live
-chart inline, from the same services the pages use. The current step is ``st.session_state["lesson_step"]``
-(1-based) and the URL's ``?lesson_step=k``, so a teacher can send the class to step k with a link.
+The built-in lesson is a lesson file (``assets/lessons/attention-in-ten-steps.toml``, read by
+``app/lesson_file.py`` through ``app/components/lesson_plan.py``). Each step is a short text, links that open
+the page showing it in the right state (sentence, model, layer, head, tab) and a knowledge check; a few steps
+draw a small live chart inline, from the same services the pages use. The current step is
+``st.session_state["lesson_step"]`` (1-based) and the URL's ``?lesson_step=k``, so a teacher can send the class
+to step k with a link. ``?lesson=ID`` opens a lesson a teacher saved (read only; its text shown literally).
+The "Write a lesson" tab is the editor (``app/components/lesson_draft.py``).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -17,52 +23,58 @@ from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.knowledge_check import answers, is_right, knowledge_check
+from app.components.lesson_draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, owned, use
 from app.components.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
+from app.components.safe_text import md
+from app.lesson_file import LESSON_ID, Choice, Lesson, LessonFileError, Link, Predict, read_lesson
 from app.links import open_page
-from app.state import PERSIST, Lessons, bounded, clamp
+from app.state import PERSIST, Draft, Lessons, bounded, clamp
+from app.store import RoomError, StoreUnavailable
 
 URL_SEEN = "_lesson_step_url"  # the URL value this session last wrote or read
 
 
-def current_step() -> int:
+def current_step(n: int) -> int:
     """The step shown (1-based): the URL's ``lesson_step`` when a link or the user changed it, else the
     session's; written back to the URL so the address always names the step on screen."""
     url = st.query_params.get(Lessons.step)
     if url is not None and url != st.session_state.get(URL_SEEN):
-        st.session_state[Lessons.step] = bounded(url, 1, len(STEPS))
-    k = clamp(Lessons.step, 1, len(STEPS))
+        st.session_state[Lessons.step] = bounded(url, 1, n)
+    k = clamp(Lessons.step, 1, n)
     st.query_params[Lessons.step] = str(k)
     st.session_state[URL_SEEN] = str(k)
     return k
 
 
-def _go(k: int) -> None:
+def _go(k: int, n: int) -> None:
     """on_click of Previous/Next and the contents: show step ``k``."""
-    st.session_state[Lessons.step] = bounded(k, 1, len(STEPS))
+    st.session_state[Lessons.step] = bounded(k, 1, n)
 
 
-def navigation(k: int, where: str) -> None:
+def navigation(k: int, n: int, where: str) -> None:
     """Previous / Next buttons (``where`` keeps the keys of the top and bottom rows apart)."""
     left, _, right = st.columns([1, 4, 1])
     with left:
-        st.button("Previous", key=f"{Lessons.prev}{where}", on_click=_go, args=(k - 1,), disabled=k <= 1,
+        st.button("Previous", key=f"{Lessons.prev}{where}", on_click=_go, args=(k - 1, n), disabled=k <= 1,
                   icon=":material/arrow_back:", width="stretch")
     with right:
-        st.button("Next", key=f"{Lessons.next}{where}", on_click=_go, args=(k + 1,), disabled=k >= len(STEPS),
+        st.button("Next", key=f"{Lessons.next}{where}", on_click=_go, args=(k + 1, n), disabled=k >= n,
                   icon=":material/arrow_forward:", width="stretch", type="primary")
 
 
-def progress(k: int) -> None:
+def progress(k: int, steps: tuple[Step, ...]) -> None:
     """"Step k of n", the score and a contents list to jump to any step."""
     done = answers()
-    right = sum(is_right(step, done[step.id]) for step in STEPS if step.id in done)
-    st.progress(k / len(STEPS), text=f"**Step {k} of {len(STEPS)}** · knowledge checks: {len(done)} of "
-                                     f"{len(STEPS)} answered, {right} right")
+    checks = sum(step.check is not None for step in steps)
+    right = sum(is_right(step, done[step.id]) for step in steps if step.id in done and step.check is not None)
+    answered = sum(step.id in done for step in steps if step.check is not None)
+    score = f" · knowledge checks: {answered} of {checks} answered, {right} right" if checks else ""
+    st.progress(k / len(steps), text=f"**Step {k} of {len(steps)}**{score}")
     with st.expander("All steps"):
-        for i, step in enumerate(STEPS, start=1):
+        for i, step in enumerate(steps, start=1):
             mark = " ✓" if step.id in done else ""
-            st.button(f"{i}. {step.title}{mark}", key=f"{Lessons.goto}{i}", on_click=_go, args=(i,),
-                      type="tertiary", disabled=i == k)
+            st.button(f"{i}. {step.title or f'Step {i}'}{mark}", key=f"{Lessons.goto}{i}", on_click=_go,
+                      args=(i, len(steps)), type="tertiary", disabled=i == k)  # fmt: skip
 
 
 # ---------------------------------------------------------------- inline demos
@@ -108,30 +120,103 @@ def softmax_demo() -> None:
 DEMOS = {"steps": steps_demo, "softmax": softmax_demo}
 
 
+# ---------------------------------------------------------------- a lesson shared by link
+
+
+def _lines(text: str) -> str:
+    """A teacher's note as markdown that shows it literally, line breaks kept."""
+    return "  \n".join(md(line) for line in text.split("\n"))
+
+
+def literal(step: Step, scope: str) -> Step:
+    """A step of a lesson someone wrote, its text made literal (no links, images or maths from markdown) and its id
+    made the lesson's own (answers are kept per step id)."""
+    check = step.check
+    if isinstance(check, Choice):
+        check = replace(check, question=_lines(check.question), options=tuple(md(o) for o in check.options),
+                        explain=_lines(check.explain))  # fmt: skip
+    elif isinstance(check, Predict):
+        check = replace(check, question=_lines(check.question), explain=_lines(check.explain))
+    links = tuple(Link(link.page, md(link.label), link.params) for link in step.links)
+    return replace(step, id=f"{scope}-{step.id}", title=md(step.title), text=_lines(step.text), links=links, check=check)
+
+
+def shared_lesson() -> tuple[str, Lesson] | None:
+    """The saved lesson ``?lesson=ID`` names (read only), None without one; ``&lesson_edit=SECRET`` (the author's edit
+    link) lets this session change it, and is taken out of the address bar at once."""
+    lid = st.query_params.get(LESSON_ID)
+    if not lid:
+        return None
+    secret = st.query_params.get(EDIT_PARAM)
+    if secret is not None:
+        del st.query_params[EDIT_PARAM]  # the secret does not stay on a projected screen or in the share box
+    try:
+        store = services.lesson_store()
+        saved = store.lesson(lid)
+        if secret and store.can_edit(lid, secret):
+            owned()[lid] = secret
+        return lid, read_lesson(saved.body)
+    except (RoomError, StoreUnavailable, LessonFileError) as exc:
+        show_error(str(exc), before="The lesson of this link cannot be opened: ")
+        return None
+
+
+def shared_header(lid: str, lesson: Lesson) -> None:
+    st.subheader(md(lesson.title))
+    st.caption("A lesson shared by link (read only)." + (f" {_lines(lesson.description)}" if lesson.description else ""))
+    left, right = st.columns(2)
+    left.button("Copy it into my lesson", key=Draft.copy, on_click=use, args=(lesson,), icon=":material/content_copy:",
+                help="Your copy opens in “Write a lesson”, to change and save as your own.")  # fmt: skip
+    if lid in owned():
+        right.button("Edit it", key=Draft.edit_shared, on_click=use, args=(lesson, (lid, owned()[lid])),
+                     icon=":material/edit:", help="You wrote this lesson: change it in “Write a lesson”, then save.")  # fmt: skip
+    open_page("lessons.py", "Back to the built-in lesson", icon=":material/arrow_back:")
+
+
 # ---------------------------------------------------------------- page
 
 
 def show_step(k: int, step: Step) -> None:
     """One step: its title, text, links, live chart and knowledge check."""
-    st.header(f"{k}. {step.title}")
-    st.markdown(step.text)
+    st.header(f"{k}. {step.title}" if step.title else f"Step {k}")
+    if step.text:
+        st.markdown(step.text)
     for link in step.links:  # opens the page with the step's sentence, model, layer, head or tab
         open_page(link.page, link.label, link.params, icon=":material/open_in_new:")
     if step.demo in DEMOS:
         DEMOS[step.demo]()
-    knowledge_check(step)
+    if step.check is not None:
+        knowledge_check(step)
+
+
+def walk() -> None:
+    """The lesson a link names, or the built-in one, step by step."""
+    shared = shared_lesson()
+    if shared is None:
+        st.write("A guided path through attention, from why RNNs needed it to pretraining objectives. Each step says "
+                 "what to look at, opens the page that shows it, and ends with a question to check yourself.")  # fmt: skip
+        steps = STEPS
+    else:
+        lid, lesson = shared
+        shared_header(lid, lesson)
+        steps = tuple(literal(step, lid) for step in lesson.steps)
+    k = current_step(len(steps))
+    progress(k, steps)
+    navigation(k, len(steps), "top")
+    show_step(k, steps[k - 1])
+    st.divider()
+    navigation(k, len(steps), "bottom")
 
 
 def main() -> None:
     st.title("Lessons")
-    st.write("A guided path through attention, from why RNNs needed it to pretraining objectives. Each step says what "
-             "to look at, opens the page that shows it, and ends with a question to check yourself.")
-    k = current_step()
-    progress(k)
-    navigation(k, "top")
-    show_step(k, STEPS[k - 1])
-    st.divider()
-    navigation(k, "bottom")
+    take, write = st.tabs([TAKE_TAB, WRITE_TAB], key=Draft.tab, on_change="rerun")
+    with take:
+        if take.open is not False:  # only the open tab runs (None: not tracked, both run)
+            walk()
+    with write:
+        if write.open is not False:
+            editor()
 
 
 main()

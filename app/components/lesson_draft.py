@@ -1,0 +1,371 @@
+"""A teacher's own lesson (issue 21, 3): "Add this view to my lesson" on every page, and the lesson editor.
+
+The draft is this session's :class:`app.lesson_file.Lesson` (``Draft.lesson``). Every change goes through
+:func:`_replace`, which writes the lesson file and reads it back with the checks an uploaded file gets, so the
+draft is always a lesson that can be downloaded, saved and opened again; a change that would break it (a note
+too long, a question with one option) gets a message and changes nothing.
+
+- :func:`add_view_box`: a sidebar expander under "Share this view" on every page (drawn by
+  ``share_box.share_expander``): the page on screen and its link parameters (``url_state.page_params``, the
+  Share box's own link), a title, a note and an optional multiple-choice question become the draft's next step.
+- :func:`editor`: the Lessons page's "Write a lesson" tab: the steps with Up / Down / Delete and an edit form
+  each; save in the class store (a share link ``?lesson=ID`` that opens it read-only, and an edit link for the
+  author), download as a TOML file, open a file, or start from the built-in lesson.
+
+Text typed here is shown literally (``safe_text.md``): a draft may come from anyone's file.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import replace
+
+import streamlit as st
+
+from app import services, url_state
+from app.components.guard import show_error
+from app.components.safe_text import md, quoted
+from app.lesson_file import (
+    LESSON_ID,
+    MAX_BYTES,
+    MAX_OPTIONS,
+    QUESTION_CHARS,
+    TEXT_CHARS,
+    TITLE_CHARS,
+    Choice,
+    Lesson,
+    LessonFileError,
+    Link,
+    Predict,
+    Step,
+    file_name,
+    read_lesson,
+    write_lesson,
+)
+from app.links import app_link
+from app.routes import PAGES
+from app.state import Draft
+from app.store import RoomError, StoreUnavailable
+
+EDIT_PARAM = "lesson_edit"  # the author's edit link: ?lesson=ID&lesson_edit=SECRET (read once, then removed)
+TAKE_TAB, WRITE_TAB = "Take a lesson", "Write a lesson"
+PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
+LEFT_OUT = ("present",)  # link parameters a lesson step does not keep (presenter mode is the teacher's own)
+EMPTY = Lesson("My lesson", ())
+
+
+def draft() -> Lesson:
+    """This session's lesson draft (empty until a view is added or a lesson opened)."""
+    return st.session_state.get(Draft.lesson) or EMPTY
+
+
+def owned() -> dict[str, str]:
+    """{saved lesson id: edit secret} this session may change (its own saves, and edit links it opened)."""
+    return st.session_state.setdefault(Draft.owned, {})
+
+
+def _replace(lesson: Lesson) -> str | None:
+    """Make ``lesson`` the draft when it reads back from its own file; else the reason (the draft is unchanged)."""
+    try:
+        checked = read_lesson(write_lesson(lesson)) if lesson.steps else lesson
+    except LessonFileError as exc:
+        return str(exc)
+    st.session_state[Draft.lesson] = checked
+    return None
+
+
+def use(lesson: Lesson, saved: tuple[str, str] | None = None) -> None:
+    """Put ``lesson`` in the editor (``saved``: the id and edit secret of the stored lesson it is, if any)."""
+    problem = _replace(lesson)
+    if problem:
+        _say("editor", "warning", problem)
+        return
+    st.session_state[Draft.saved] = saved
+    st.session_state[Draft.title] = lesson.title
+    forms = (Draft.edit_title, Draft.edit_note, Draft.edit_question, Draft.edit_options, Draft.edit_right)
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(forms)]:
+        del st.session_state[key]  # the edit forms start from the new lesson's steps
+    st.session_state[Draft.tab] = WRITE_TAB
+
+
+def _say(place: str, level: str, text: str) -> None:
+    st.session_state[Draft.said] = (place, level, text)
+
+
+def _said(place: str) -> None:
+    """The message the last action left for ``place`` (``"add"`` or ``"editor"``), shown once."""
+    said = st.session_state.get(Draft.said)
+    if not said or said[0] != place:
+        return
+    del st.session_state[Draft.said]
+    if said[1] == "success":
+        st.success(md(said[2]), icon=":material/check_circle:")
+    else:
+        show_error(said[2], level=said[1])
+
+
+def _clean(text: object, lines: bool = True) -> str:
+    """Typed text without control characters (line breaks kept when ``lines``), trimmed."""
+    s = str(text or "").replace("\r\n", "\n").replace("\r", "\n")
+    s = "".join(c for c in s if c in "\n\t" or (ord(c) >= 32 and ord(c) != 127 and not 0xD800 <= ord(c) <= 0xDFFF))
+    return s.strip() if lines else " ".join(s.split())
+
+
+def _question(question: object, options: object, right: object, explain: str = "") -> Choice | None:
+    """A multiple-choice check from the form's fields; None when both are empty; LessonFileError when half-done."""
+    question = _clean(question, lines=False)
+    lines = [_clean(line, lines=False) for line in str(options or "").splitlines() if line.strip()]
+    if not question and not lines:
+        return None
+    if not question:
+        raise LessonFileError("Write the question, or clear its options.")
+    if not 2 <= len(lines) <= MAX_OPTIONS:
+        raise LessonFileError(f"A question needs 2 to {MAX_OPTIONS} options, one per line (it has {len(lines)}).")
+    number = right if isinstance(right, int) and not isinstance(right, bool) else 0
+    if not 1 <= number <= len(lines):
+        raise LessonFileError(f"The number of the right option must be 1 to {len(lines)}.")
+    return Choice(question, tuple(lines), number - 1, explain)
+
+
+def _new_id(lesson: Lesson) -> str:
+    taken = {step.id for step in lesson.steps}
+    while True:
+        sid = f"s{secrets.token_hex(3)}"
+        if sid not in taken:
+            return sid
+
+
+# ---------------------------------------------------------------- "Add this view to my lesson"
+
+
+def add_view_box() -> None:
+    """The sidebar expander of every page: the view on screen becomes the draft's next step (lazy while closed)."""
+    box = st.sidebar.expander("Add this view to my lesson", icon=":material/playlist_add:", key=Draft.add_open,
+                              on_change="rerun")  # fmt: skip
+    if box.open is False:
+        return
+    with box:
+        n = len(draft().steps)
+        st.caption(f"Your lesson has {n} step{'s' if n != 1 else ''}. This page, as it is now, becomes the next one: "
+                   "reorder, edit, save, share or download it on the Lessons page, tab “Write a lesson”.")  # fmt: skip
+        with st.form(key=Draft.add_form, border=False):
+            st.text_input("Step title (optional)", key=Draft.add_title, max_chars=TITLE_CHARS)
+            st.text_area("Note for the class", key=Draft.add_note, max_chars=TEXT_CHARS, height=90,
+                         placeholder="What to look at in this view, and why.")  # fmt: skip
+            st.text_input("A question (optional)", key=Draft.add_question, max_chars=QUESTION_CHARS)
+            st.text_area("Its options, one per line", key=Draft.add_options, height=80)
+            st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.add_right)
+            st.form_submit_button("Add this view to my lesson", type="primary", icon=":material/playlist_add:",
+                                  key=Draft.add, on_click=_add_view)  # fmt: skip
+        _said("add")
+
+
+def _add_view() -> None:
+    """on_click of the form: the last run's page and its link parameters become a step."""
+    state = st.session_state
+    page = url_state.shown_page() or "explore"
+    params = {k: v for k, v in url_state.page_params(page).items() if k not in LEFT_OUT}
+    try:
+        check = _question(state.get(Draft.add_question), state.get(Draft.add_options), state.get(Draft.add_right))
+    except LessonFileError as exc:
+        _say("add", "warning", str(exc))
+        return
+    name = PAGE_TITLES.get(page, page)
+    title, note = _clean(state.get(Draft.add_title), lines=False), _clean(state.get(Draft.add_note))
+    lesson = draft()
+    step = Step(_new_id(lesson), title or ("" if note else name), note, (Link(f"{page}.py", f"Open this view: {name}", params),),
+                check)  # fmt: skip
+    problem = _replace(replace(lesson, steps=(*lesson.steps, step)))
+    if problem:
+        _say("add", "warning", problem)
+        return
+    for key in (Draft.add_title, Draft.add_note, Draft.add_question, Draft.add_options):
+        state[key] = ""
+    state[Draft.tab] = WRITE_TAB  # the Lessons page opens on the editor
+    _say("add", "success", f"Added as step {len(lesson.steps) + 1} of your lesson.")
+
+
+# ---------------------------------------------------------------- the editor
+
+
+def editor() -> None:
+    """The Lessons page's "Write a lesson" tab."""
+    lesson = draft()
+    st.session_state.setdefault(Draft.title, lesson.title)
+    st.text_input("Title of your lesson", key=Draft.title, max_chars=TITLE_CHARS, on_change=_retitle)
+    if not lesson.steps:
+        st.info("Your lesson has no steps yet. On any page, open **Add this view to my lesson** in the sidebar: the "
+                "view on screen becomes a step, with your note and, if you like, a question. Or start from the "
+                "built-in lesson or open a lesson file, below.", icon=":material/info:")  # fmt: skip
+    for i, step in enumerate(lesson.steps):
+        _step_row(i, step, len(lesson.steps))
+    _said("editor")
+    _save_box(lesson)
+    _file_box(lesson)
+
+
+def _describe(link: Link) -> str:
+    """ "Explore: model minilm · layer 3 · head 1" (the text is left out: it is long)."""
+    shown = [f"{name} {value}" for name, value in link.params.items() if len(value) <= 40]
+    return PAGE_TITLES.get(link.page.removesuffix(".py"), link.page) + (": " + " · ".join(shown) if shown else "")
+
+
+def _step_row(i: int, step: Step, n: int) -> None:
+    with st.container(border=True):
+        head, up, down, delete = st.columns([7, 1, 1, 1], vertical_alignment="center")
+        head.markdown(f"**{i + 1}. {md(step.title or step.text[:80])}**")
+        up.button("Up", key=f"{Draft.up}{step.id}", icon=":material/arrow_upward:", on_click=_move, args=(step.id, -1),
+                  disabled=i == 0, help="Move this step up")  # fmt: skip
+        down.button("Down", key=f"{Draft.down}{step.id}", icon=":material/arrow_downward:", on_click=_move,
+                    args=(step.id, 1), disabled=i == n - 1, help="Move this step down")  # fmt: skip
+        delete.button("Delete", key=f"{Draft.delete}{step.id}", icon=":material/delete:", on_click=_delete,
+                      args=(step.id,), help="Delete this step")  # fmt: skip
+        if step.text and step.title:
+            st.caption(md(step.text if len(step.text) <= 300 else step.text[:299] + "…"))
+        for link in step.links:
+            st.caption("Opens " + md(_describe(link)))
+        if isinstance(step.check, Choice):
+            st.caption(f"Question: {md(step.check.question)} (answer: {md(step.check.options[step.check.answer])})")
+        elif isinstance(step.check, Predict):
+            st.caption(f"Check: which token does “{md(step.check.word)}” look at ({md(step.check.model)}, layer "
+                       f"{step.check.layer} head {step.check.head}); the answer is read from the model.")  # fmt: skip
+        with st.expander("Edit this step", icon=":material/edit:"):
+            _edit_form(step)
+
+
+def _edit_form(step: Step) -> None:
+    sid = step.id
+    check = step.check if isinstance(step.check, Choice) else None
+    defaults = {f"{Draft.edit_title}{sid}": step.title, f"{Draft.edit_note}{sid}": step.text,
+                f"{Draft.edit_question}{sid}": check.question if check else "",
+                f"{Draft.edit_options}{sid}": "\n".join(check.options) if check else "",
+                f"{Draft.edit_right}{sid}": check.answer + 1 if check else 1}  # fmt: skip
+    for key, value in defaults.items():
+        st.session_state.setdefault(key, value)
+    with st.form(key=f"{Draft.edit_form}{sid}", border=False):
+        st.text_input("Title", key=f"{Draft.edit_title}{sid}", max_chars=TITLE_CHARS)
+        st.text_area("Note", key=f"{Draft.edit_note}{sid}", max_chars=TEXT_CHARS, height=120)
+        if isinstance(step.check, Predict):
+            st.caption("This step's check reads a model: change it in the lesson file (download, edit, open).")
+        else:
+            st.text_input("Question (optional)", key=f"{Draft.edit_question}{sid}", max_chars=QUESTION_CHARS)
+            st.text_area("Its options, one per line", key=f"{Draft.edit_options}{sid}", height=80)
+            st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS,
+                            key=f"{Draft.edit_right}{sid}")  # fmt: skip
+        st.form_submit_button("Save this step", key=f"{Draft.edit_save}{sid}", on_click=_edit, args=(sid,))
+
+
+def _find(sid: str) -> tuple[Lesson, int]:
+    lesson = draft()
+    return lesson, next((i for i, step in enumerate(lesson.steps) if step.id == sid), -1)
+
+
+def _move(sid: str, by: int) -> None:
+    lesson, i = _find(sid)
+    j = i + by
+    if i < 0 or not 0 <= j < len(lesson.steps):
+        return
+    steps = list(lesson.steps)
+    steps[i], steps[j] = steps[j], steps[i]
+    _replace(replace(lesson, steps=tuple(steps)))
+
+
+def _delete(sid: str) -> None:
+    lesson, i = _find(sid)
+    if i >= 0:
+        _replace(replace(lesson, steps=lesson.steps[:i] + lesson.steps[i + 1 :]))
+
+
+def _edit(sid: str) -> None:
+    state = st.session_state
+    lesson, i = _find(sid)
+    if i < 0:
+        return
+    step = lesson.steps[i]
+    check = step.check
+    if not isinstance(check, Predict):
+        try:
+            check = _question(state.get(f"{Draft.edit_question}{sid}"), state.get(f"{Draft.edit_options}{sid}"),
+                              state.get(f"{Draft.edit_right}{sid}"), check.explain if isinstance(check, Choice) else "")  # fmt: skip
+        except LessonFileError as exc:
+            _say("editor", "warning", f"Step {i + 1}: {exc}")
+            return
+    title, note = (
+        _clean(state.get(f"{Draft.edit_title}{sid}"), lines=False),
+        _clean(state.get(f"{Draft.edit_note}{sid}")),
+    )
+    if not title and not note:
+        _say("editor", "warning", f"Step {i + 1}: give it a title or a note.")
+        return
+    changed = replace(step, title=title, text=note, check=check)
+    problem = _replace(replace(lesson, steps=lesson.steps[:i] + (changed,) + lesson.steps[i + 1 :]))
+    if problem:
+        _say("editor", "warning", problem)
+    else:
+        _say("editor", "success", f"Step {i + 1} changed.")
+
+
+def _retitle() -> None:
+    title = _clean(st.session_state.get(Draft.title), lines=False) or EMPTY.title
+    problem = _replace(replace(draft(), title=title))
+    if problem:
+        _say("editor", "warning", problem)
+
+
+# ---------------------------------------------------------------- save, share, download, open
+
+
+def _save_box(lesson: Lesson) -> None:
+    st.markdown("**Save and share**")
+    saved = st.session_state.get(Draft.saved)
+    st.button("Save changes" if saved else "Save and get a link", key=Draft.save, on_click=_save,
+              disabled=not lesson.steps, icon=":material/cloud_upload:",
+              help="Kept on this server; anyone with the link can open it, only you can change it.")  # fmt: skip
+    if not saved:
+        return
+    lid, secret = saved
+    st.caption("Anyone with this link opens your lesson (read only). In a class, the Class page runs it step by step.")
+    st.code(app_link("lessons", {LESSON_ID: lid}), language=None, wrap_lines=True)
+    with st.expander("Your edit link (keep it to yourself)", icon=":material/key:"):
+        st.caption("Open it on another device to change this lesson from there. Anyone with it can change it.")
+        st.code(app_link("lessons", {LESSON_ID: lid, EDIT_PARAM: secret}), language=None, wrap_lines=True)
+
+
+def _save() -> None:
+    lesson = draft()
+    lid, secret = st.session_state.get(Draft.saved) or (None, None)
+    try:
+        lid, secret = services.lesson_store().save(
+            services.browser_id(), lesson.title, write_lesson(lesson), lid, secret
+        )
+    except (RoomError, StoreUnavailable) as exc:
+        _say("editor", "error" if isinstance(exc, StoreUnavailable) else "warning", str(exc))
+        return
+    st.session_state[Draft.saved] = (lid, secret)
+    owned()[lid] = secret
+    _say("editor", "success", "Saved. Share the link below.")
+
+
+def _file_box(lesson: Lesson) -> None:
+    st.markdown("**A lesson file**")
+    st.download_button("Download as a file (TOML)", data=lambda: write_lesson(lesson), file_name=file_name(lesson),
+                       mime="application/toml", key=Draft.download, on_click="ignore", disabled=not lesson.steps,
+                       icon=":material/download:")  # fmt: skip
+    st.caption("A plain text file you can keep, change in any editor, put under version control and open here again.")
+    upload = st.file_uploader("Open a lesson file", type=["toml"], key=Draft.upload,
+                              help=f"A .toml lesson file, at most {MAX_BYTES // 1000} kB.")  # fmt: skip
+    if upload is not None:
+        try:
+            opened = read_lesson(upload.getvalue())
+        except LessonFileError as exc:
+            show_error(str(exc), before=f"{quoted(upload.name, 40)} cannot be opened: ")
+        else:
+            st.caption(f"{quoted(upload.name, 40)}: {md(opened.title)}, {len(opened.steps)} steps.")
+            st.button("Put it in the editor (replaces your draft)", key=Draft.use_upload, on_click=use, args=(opened,),
+                      icon=":material/upload_file:")  # fmt: skip
+    left, right = st.columns(2)
+    from app.components.lesson_plan import LESSON  # the built-in lesson file, read once
+
+    left.button("Start from the built-in lesson", key=Draft.builtin, on_click=use, args=(LESSON,),
+                help="Replaces your draft with the ten steps of the Lessons page, to change as you like.")  # fmt: skip
+    right.button("Empty the draft", key=Draft.clear, on_click=use, args=(EMPTY,), disabled=not lesson.steps)

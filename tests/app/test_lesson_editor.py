@@ -1,0 +1,197 @@
+"""A teacher's own lesson through AppTest (issue 21, 3): "Add this view to my lesson" on a page, the editor on the
+Lessons page (reorder, edit, delete), the downloaded file read back, a saved lesson opened read-only by its link,
+and a lesson run step by step in a class, seen by a student in another session.
+
+Each test has its own class store (AP_DATA_DIR in a temporary folder). The Positional page is the view added:
+it draws without a model, and its tab is a link parameter.
+"""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.components.lesson_draft import TAKE_TAB, WRITE_TAB
+from app.lesson_file import Choice, Lesson, Link, Step, read_lesson
+from app.state import ROOM, Draft, Positional
+from apptest_helpers import APP, ROOT, assert_clean, messages, open_page
+
+LESSONS = str(ROOT / "app" / "views" / "lessons.py")
+CLASS = str(ROOT / "app" / "views" / "classroom.py")
+
+
+@pytest.fixture(autouse=True)
+def own_store(monkeypatch, tmp_path):
+    monkeypatch.delenv("AP_DATABASE_URL", raising=False)
+    monkeypatch.setenv("AP_DATA_DIR", str(tmp_path / "data"))
+
+
+def add_view(at: AppTest, title: str = "", note: str = "", question: str = "", options: str = "", right: int = 1):
+    at.text_input(key=Draft.add_title).input(title)
+    at.text_area(key=Draft.add_note).input(note)
+    at.text_input(key=Draft.add_question).input(question)
+    at.text_area(key=Draft.add_options).input(options)
+    at.number_input(key=Draft.add_right).set_value(right)
+    at.button(key=Draft.add).click().run()
+    assert_clean(at)
+
+
+def draft(at: AppTest) -> Lesson:
+    return at.session_state[Draft.lesson]
+
+
+@pytest.fixture()
+def downloads(monkeypatch) -> dict[str, object]:
+    """{deferred file id: the callable a download button registered}: what the server runs when the button is
+    clicked (AppTest's media manager is gone once a run ends, so the callables are kept here)."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    kept: dict[str, object] = {}
+    register = MediaFileManager.add_deferred
+
+    def add_deferred(self, data_callable, *args, **kwargs):
+        file_id = register(self, data_callable, *args, **kwargs)
+        kept[file_id] = data_callable
+        return file_id
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", add_deferred)
+    return kept
+
+
+def exported(at: AppTest, downloads: dict) -> bytes:
+    """The file the editor's download button serves."""
+    (button,) = [b for b in at.get("download_button") if b.proto.label.startswith("Download as a file")]
+    data = downloads[button.proto.deferred_file_id]()
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+def test_add_views_reorder_edit_delete_export_and_open_again(downloads):
+    at = open_page("positional", **{Draft.add_open: True})
+    assert_clean(at)
+    add_view(at, note="Sinusoids: each column a frequency.\nLook at the stripes.")
+    said = " ".join(messages(at.success))
+    assert "Added as step 1 of your lesson" in said
+    at.session_state[Positional.tab] = "RoPE"
+    at.run()
+    add_view(at, title="Rotations", question="What does RoPE rotate?", options="q and k\nv\nthe output", right=1)
+    add_view(at, title="A third view")
+    lesson = draft(at)
+    first, second, third = lesson.steps
+    assert first.title == "" and first.text == "Sinusoids: each column a frequency.\nLook at the stripes."
+    assert first.links == (Link("positional.py", "Open this view: Positional encodings", {}),)
+    assert second.links[0].params == {Positional.tab: "rope"}  # the Share box's link parameters of that view
+    assert second.check == Choice("What does RoPE rotate?", ("q and k", "v", "the output"), 0)
+    assert at.text_area(key=Draft.add_note).value == ""  # the form is ready for the next view
+
+    at.switch_page(LESSONS)
+    at.run()
+    assert_clean(at)
+    assert at.session_state[Draft.tab] == WRITE_TAB  # the Lessons page opens on the editor after an add
+    at.button(key=f"{Draft.up}{second.id}").click().run()
+    assert [s.id for s in draft(at).steps] == [second.id, first.id, third.id]
+    at.button(key=f"{Draft.delete}{third.id}").click().run()
+    at.text_input(key=f"{Draft.edit_title}{first.id}").input("Sinusoids")
+    at.button(key=f"{Draft.edit_save}{first.id}").click().run()
+    assert_clean(at)
+    assert [s.title for s in draft(at).steps] == ["Rotations", "Sinusoids"]
+    at.text_input(key=Draft.title).input("Positions, week 3").run()
+
+    data = exported(at, downloads)
+    assert read_lesson(data) == draft(at) and draft(at).title == "Positions, week 3"
+    assert b'[[steps]]\nid = "' in data and b'pos_tab = "rope"' in data and b"answer = 1" in data
+
+    at.button(key=Draft.clear).click().run()
+    assert not draft(at).steps
+    bad = b'format = 1\ntitle = "x"\n[[steps]]\ntitel = "y"\n'
+    at.file_uploader(key=Draft.upload).set_value(("bad.toml", bad, "application/toml")).run()
+    assert_clean(at)
+    assert "Step 1: unknown key 'titel'; the keys allowed here are" in " ".join(messages(at.warning))
+    at.file_uploader(key=Draft.upload).set_value(("week3.toml", data, "application/toml")).run()
+    at.button(key=Draft.use_upload).click().run()
+    assert_clean(at)
+    assert draft(at) == read_lesson(data)
+
+
+def test_a_bad_question_leaves_the_draft_alone_with_a_message():
+    at = open_page("positional", **{Draft.add_open: True})
+    add_view(at, question="Which?", options="only one")
+    assert "needs 2 to 8 options" in " ".join(messages(at.warning))
+    assert Draft.lesson not in at.session_state or not draft(at).steps
+    assert at.text_input(key=Draft.add_question).value == "Which?"  # kept, to correct
+
+
+def test_a_saved_lesson_opens_read_only_by_its_link_and_its_text_stays_literal():
+    at = open_page("positional", **{Draft.add_open: True})
+    add_view(at, title="See [this](http://evil.example) ![x](http://evil.example/i.png)", note="**bold?** $x$")
+    at.switch_page(LESSONS)
+    at.run()
+    at.button(key=Draft.save).click().run()
+    assert_clean(at)
+    lid, secret = at.session_state[Draft.saved]
+    share = next(c.value for c in at.code if f"lesson={lid}" in c.value)
+    assert "lesson_edit" not in share and secret not in share
+
+    student = AppTest.from_file(str(APP), default_timeout=60)
+    student.run()
+    student.switch_page(LESSONS)
+    student.query_params["lesson"] = lid
+    student.run()
+    assert_clean(student)
+    header = student.header[0].value
+    assert "[this]" not in header and "\\[this\\]" in header  # escaped: shown as typed, never a link or image
+    assert not student.button(key=Draft.copy).disabled
+    assert Draft.edit_shared not in [b.key for b in student.button]  # not the author's: no Edit button
+    student.button(key=Draft.copy).click().run()  # a copy of one's own to change
+    assert draft(student).steps[0].title.startswith("See [this]")
+
+    student.session_state[Draft.tab] = TAKE_TAB  # the copy opened the editor: back to the lesson
+    student.query_params["lesson"] = "AAAAAAAAAAAA"
+    student.run()
+    assert "no saved lesson with this link" in " ".join(messages(student.warning))
+
+
+def start_class() -> tuple[AppTest, str]:
+    teacher = AppTest.from_file(str(APP), default_timeout=60)
+    teacher.run()
+    teacher.switch_page(CLASS)
+    teacher.run()
+    teacher.button(key=ROOM.start).click().run()
+    assert_clean(teacher)
+    return teacher, teacher.session_state[ROOM.teacher][0]
+
+
+def test_a_lesson_runs_in_a_room_step_by_step():
+    from app.components.lesson_plan import STEPS
+
+    teacher, code = start_class()
+    student = AppTest.from_file(str(APP), default_timeout=60)
+    student.query_params["room"] = code
+    student.run()
+    assert_clean(student)
+    teacher.button(key=ROOM.lesson_start).click().run()  # the built-in lesson, the first choice
+    assert_clean(teacher)
+    teacher.button(key=ROOM.lesson_next).click().run()
+    teacher.button(key=ROOM.lesson_next).click().run()
+    assert f"Step 3 of {len(STEPS)}: {STEPS[2].title}" in " ".join(messages(teacher.markdown))
+    student.run()  # one poll of the panel's fragment
+    assert_clean(student)
+    assert f"Step 3 of {len(STEPS)}: {STEPS[2].title}" in " ".join(messages(student.markdown))
+    link = STEPS[2].links[0]
+    assert any(p.proto.label == link.label for p in student.get("page_link"))
+    teacher.button(key=ROOM.lesson_prev).click().run()
+    student.run()
+    assert f"Step 2 of {len(STEPS)}" in " ".join(messages(student.markdown))
+    teacher.button(key=ROOM.lesson_stop).click().run()
+    student.run()
+    assert "Step 2 of" not in " ".join(messages(student.markdown))
+
+
+def test_a_teachers_own_lesson_runs_in_the_room():
+    teacher, code = start_class()
+    teacher.session_state[Draft.lesson] = Lesson("Week 3", (Step("a", "", "Look at the [CLS] column", ()),
+                                                             Step("b", "Heads", "", (Link("heads.py", "All heads", {}),))))  # fmt: skip
+    teacher.run()
+    teacher.radio(key=ROOM.lesson_pick).set_value("draft").run()
+    teacher.button(key=ROOM.lesson_start).click().run()
+    assert_clean(teacher)
+    assert "Step 1 of 2: Look at the \\[CLS\\] column" in " ".join(m.value for m in teacher.markdown)
