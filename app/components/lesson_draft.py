@@ -212,7 +212,7 @@ def _describe(link: Link) -> str:
 
 def _step_row(i: int, step: Step, n: int) -> None:
     with st.container(border=True):
-        head, up, down, delete = st.columns([7, 1, 1, 1], vertical_alignment="center")
+        head, up, down, delete = st.columns([5, 1.1, 1.4, 1.4], vertical_alignment="center")
         head.markdown(f"**{i + 1}. {md(step.title or step.text[:80])}**")
         up.button("Up", key=f"{Draft.up}{step.id}", icon=":material/arrow_upward:", on_click=_move, args=(step.id, -1),
                   disabled=i == 0, help="Move this step up")  # fmt: skip
@@ -352,7 +352,7 @@ def _file_box(lesson: Lesson) -> None:
                        mime="application/toml", key=Draft.download, on_click="ignore", disabled=not lesson.steps,
                        icon=":material/download:")  # fmt: skip
     st.caption("A plain text file you can keep, change in any editor, put under version control and open here again.")
-    upload = st.file_uploader("Open a lesson file", type=["toml"], key=Draft.upload,
+    upload = st.file_uploader("Open a lesson file", type=["toml"], key=Draft.upload, max_upload_size=1,
                               help=f"A .toml lesson file, at most {MAX_BYTES // 1000} kB.")  # fmt: skip
     if upload is not None:
         try:

@@ -1,0 +1,67 @@
+"""A teacher writes a lesson in a real browser (issue 21, 3): adds two views of the Positional page from the sidebar,
+moves the second one up in the Lessons page's editor and downloads the lesson file, which reads back as the lesson
+with the steps in the new order and each view's link parameters.
+
+Waits are on selectors or conditions, never sleeps.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.lesson_file import read_lesson
+from e2e_helpers import expect_idle, expect_no_exception
+
+pytestmark = pytest.mark.e2e
+
+LOAD_MS = 60_000
+
+
+def add_this_view(page: Page, note: str, title: str = "") -> None:
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    box = sidebar.locator('[data-testid="stExpander"]').filter(has_text="Add this view to my lesson")
+    if not box.get_by_label("Note for the class").is_visible():
+        box.locator("summary").click()
+    expect(box.get_by_label("Note for the class")).to_be_visible(timeout=LOAD_MS)
+    if title:
+        box.get_by_label("Step title (optional)").fill(title)
+    box.get_by_label("Note for the class").fill(note)
+    box.get_by_role("button", name=re.compile("Add this view to my lesson")).click()
+    expect(box.get_by_text(re.compile(r"Added as step \d+ of your lesson"))).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+
+
+def test_add_two_views_move_one_up_and_download_the_lesson(page: Page, app_url: str, artifacts: Path):
+    page.goto(f"{app_url}/positional")
+    expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    add_this_view(page, "Sinusoids: a frequency per column.")
+
+    page.get_by_role("tab", name="RoPE").click()
+    expect(page).to_have_url(re.compile(r"pos_tab=rope"), timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    add_this_view(page, "Rotations by position.", title="RoPE")
+
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lessons").click()
+    expect(page.get_by_role("heading", name="Lessons", level=1)).to_be_visible(timeout=LOAD_MS)
+    editor = page.get_by_role("tabpanel")  # the open tab (role locators skip hidden panels)
+    expect(editor.get_by_text("2. RoPE")).to_be_visible(timeout=LOAD_MS)  # the editor opens after an add
+    editor.get_by_role("button", name=re.compile(r"Up$")).nth(1).click()
+    expect(editor.get_by_text("1. RoPE")).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    expect_no_exception(page)
+    page.screenshot(path=str(artifacts / "lesson_editor.png"))
+
+    with page.expect_download(timeout=LOAD_MS) as info:
+        editor.get_by_role("button", name=re.compile("Download as a file")).click()
+    download = info.value
+    assert download.suggested_filename == "my-lesson.toml"
+    lesson = read_lesson(Path(download.path()).read_bytes())
+    assert [(s.title, s.text) for s in lesson.steps] == [("RoPE", "Rotations by position."),
+                                                         ("", "Sinusoids: a frequency per column.")]  # fmt: skip
+    assert [s.links[0].page for s in lesson.steps] == ["positional.py", "positional.py"]
+    assert lesson.steps[0].links[0].params == {"pos_tab": "rope"} and lesson.steps[1].links[0].params == {}
