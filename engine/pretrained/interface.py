@@ -79,6 +79,9 @@ class Recorder:
 
 
 _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_capture_recorder", default=None)
+#: a function ``(attention module, weights [b, H, n_q, n_k]) -> weights or None`` that replaces a call's attention
+#: weights (:func:`overriding`); None: every call runs SDPA as usual
+_OVERRIDE: contextvars.ContextVar = contextvars.ContextVar("ap_capture_override", default=None)
 
 
 def _numpy(t) -> np.ndarray:
@@ -101,6 +104,12 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
             relative_bias=recorder.relative(kwargs.get("position_bias")),
         )
         recorder.calls.append((module, record))
+    override = _OVERRIDE.get()
+    if override is not None:
+        weights = eager_weights(module, query, key, attention_mask, scaling, kwargs)
+        replaced = override(module, weights)
+        if replaced is not None:
+            return weighted_values(replaced, value), None
     softcap = kwargs.pop("softcap", None)
     if softcap is not None:  # Gemma 2: SDPA cannot cap the scores
         return _softcapped(module, query, key, value, attention_mask, scaling, float(softcap), kwargs.get("is_causal"))
@@ -141,6 +150,58 @@ def _softcapped(module, query, key, value, attention_mask, scaling, softcap, is_
         p = torch.softmax(s.float(), dim=-1).nan_to_num(0.0).to(value.dtype)
         out[:, :, a:b] = torch.matmul(p, value)
     return out.transpose(1, 2).contiguous(), None
+
+
+def eager_weights(module, query, key, attention_mask, scaling, kwargs: dict):
+    """The call's attention weights ``[b, H, n_q, n_k]`` written out (what SDPA computes inside): scaled scores,
+    T5's position bias, Gemma 2's softcap, the mask (bool: True where allowed; float: added; None: causal when
+    SDPA would be), softmax in float32 (float64 kept); a fully blocked row is all zeros. n×n: for short inputs only
+    (:func:`overriding`). Gradients flow through it."""
+    import torch
+
+    n_rep = query.shape[1] // key.shape[1]
+    if n_rep > 1:  # grouped-query attention: head h reads key head h // n_rep (transformers' repeat_kv)
+        key = key.repeat_interleave(n_rep, dim=1)
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    s = torch.matmul(query, key.transpose(-1, -2)) * scale  # (b, H, n_q, n_k)
+    if kwargs.get("softcap") is not None:
+        s = torch.tanh(s / kwargs["softcap"]) * kwargs["softcap"]
+    if kwargs.get("position_bias") is not None:
+        s = s + kwargs["position_bias"]
+    n_q, n_k = s.shape[-2:]
+    if attention_mask is not None:
+        m = attention_mask[:, :, :, :n_k]
+        s = s.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else s + m
+    else:
+        causal = kwargs.get("is_causal")
+        causal = getattr(module, "is_causal", True) if causal is None else causal
+        if causal and n_q > 1:
+            i = torch.arange(n_q, device=s.device)[:, None] + (n_k - n_q)
+            s = s.masked_fill(torch.arange(n_k, device=s.device)[None, :] > i, float("-inf"))
+    return torch.softmax(s if s.dtype == torch.float64 else s.float(), dim=-1).nan_to_num(0.0)
+
+
+def weighted_values(weights, value):
+    """``weights [b, H, n_q, n_k]`` times the values → the attention output ``[b, n_q, H, d]`` transformers expects."""
+    import torch
+
+    n_rep = weights.shape[1] // value.shape[1]
+    if n_rep > 1:
+        value = value.repeat_interleave(n_rep, dim=1)
+    return torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous()  # (b, n_q, H, d)
+
+
+@contextmanager
+def overriding(replace) -> Iterator[None]:
+    """Let ``replace(module, weights) -> weights | None`` change the attention weights of the ``ap_capture`` calls
+    made in this context (this thread / task only): a call it answers runs written out, ``weights'`` times the
+    values, instead of SDPA; None leaves the call as it is. Used by :mod:`engine.analysis.attention_swap`
+    (Jain & Wallace's test). The caller holds the model's lock."""
+    token = _OVERRIDE.set(replace)
+    try:
+        yield
+    finally:
+        _OVERRIDE.reset(token)
 
 
 def register() -> str:
