@@ -197,6 +197,19 @@ class Pretraining:
     cost_measured = "cost_measured"  # the (n, d) this session last asked to measure
 
 
+class Explain:
+    """The "Is attention the explanation?" page's keys (``app/views/explain.py``). Prefixes: ``text`` + the model's
+    index in ``services.EXPLAIN_MODELS`` (each model keeps its own input), ``bars`` + a method id."""
+
+    model, text, reference = "explain_model", "explain_text_", "explain_reference"
+    steps, baseline, loo, special = "explain_steps", "explain_baseline", "explain_loo", "explain_special"
+    layer, head, kind, runs = "explain_layer", "explain_head", "explain_kind", "explain_runs"
+    heat, bars, rho, tau, swap, csv = "explain_heat", "explain_bars_", "explain_rho", "explain_tau", "explain_swap", "explain_csv"
+
+    DEFAULTS: dict[str, Any] = {model: "tiny-gpt-stories", steps: 32, baseline: "zero", loo: "remove", special: False,
+                                kind: "permuted", runs: 20}
+
+
 class Bertviz:
     """The bertviz views page's keys (``app/views/bertviz_views.py``); ``view`` and ``digit`` are also its URL
     parameters. ``download`` prefixes each view's download button."""

@@ -8,6 +8,7 @@ is re-exported here from the module that holds it:
   ``get_trace``, ``friendly_error``, ``warm_up``, ``session_id`` and the bound on concurrent jobs;
 - ``long_work``: this session's jobs on the long-work lane (``engine.jobs``: fine-tuning, timing,
   writing), their status for a polling fragment, and cancelling them;
+- ``explain``: the "Is attention the explanation?" page (importances, their agreement, Jain & Wallace's test);
 - ``generate``: Explore's "Write more" (a decoder's continuation, written on the long-work lane, and
   its attention);
 - ``lessons``: the Lessons page's knowledge checks (one head's query row) and closed vocabularies;
@@ -50,6 +51,21 @@ from app.services.core import (
     shared_figure,
     trace_is_quick,
     warm_up,
+)
+from app.services.explain import (
+    EXPLAIN_EXAMPLES,
+    EXPLAIN_MAX_TOKENS,
+    EXPLAIN_MODELS,
+    EXPLAIN_REFERENCE,
+    Agreement,
+    explain_agreement,
+    explain_has_swap,
+    explain_importance,
+    explain_is_cached,
+    explain_layout,
+    explain_methods,
+    explain_prediction,
+    explain_swap,
 )
 from app.services.generate import get_generation, request_generation
 from app.services.heads import (
@@ -100,7 +116,7 @@ from app.services.pretraining import (
     mlm_vocabulary,
     objective_examples,
 )
-from app.services.request import TraceRequest
+from app.services.request import ExplainRequest, TraceRequest
 from app.services.rooms import (
     BROWSER_COOKIE,
     BROWSER_COOKIE_S,
@@ -146,6 +162,10 @@ __all__ = [
     "policy", "request_key", "session_id", "shared_figure", "trace_is_quick", "warm_up",
     # long work
     "FINETUNE", "MEASURE", "WRITE", "cancel_long", "long_status",
+    # explain
+    "Agreement", "EXPLAIN_EXAMPLES", "EXPLAIN_MAX_TOKENS", "EXPLAIN_MODELS", "EXPLAIN_REFERENCE", "ExplainRequest",
+    "explain_agreement", "explain_has_swap", "explain_importance", "explain_is_cached", "explain_layout",
+    "explain_methods", "explain_prediction", "explain_swap",
     # generate
     "get_generation", "request_generation",
     # pretraining

@@ -52,3 +52,38 @@ class TraceRequest:
     def with_causal(self, causal: bool | None) -> TraceRequest:
         """The same text through the same model with the causal mask ``causal``."""
         return self if causal == self.causal else replace(self, causal=causal)
+
+
+@dataclass(frozen=True)
+class ExplainRequest:
+    """What the "Is attention the explanation?" page asks for: one prediction and how its importances are made.
+
+    Attributes:
+        model_id: the model (``services.EXPLAIN_MODELS``).
+        text: the input (with a [MASK] for the masked-LM model).
+        reference: the sentence the embedding is compared with (MiniLM), else "".
+        max_tokens: the longest input read.
+        steps: integrated gradients' steps; baseline: its baseline (``"zero"`` / ``"pad"``).
+        loo: leave-one-out's ``"remove"`` or ``"replace"``.
+    """
+
+    model_id: str
+    text: str
+    reference: str = ""
+    max_tokens: int = 64
+    steps: int = 32
+    baseline: str = "zero"
+    loo: str = "remove"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "max_tokens", int(self.max_tokens))
+        object.__setattr__(self, "steps", int(self.steps))
+
+    @property
+    def prediction_key(self) -> tuple:
+        """The part that decides the prediction (the methods' settings do not)."""
+        return (self.model_id, self.text, self.reference, self.max_tokens)
+
+    def trace_request(self) -> TraceRequest:
+        """The trace of the same input (the model's own mask), shared with the other pages' trace cache."""
+        return TraceRequest(self.model_id, self.text, None, self.max_tokens)

@@ -24,9 +24,10 @@ DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "ap
                  "app/views/pretraining.py", "app/views/bertviz_views.py", "app/views/lessons.py",
                  "app/components/knowledge_check.py", "app/components/examples.py", "app/views/train.py",
                  "app/views/classroom.py", "app/components/room_panel.py", "app/components/lesson_draft.py",
-                 "app/components/room_lesson.py")
+                 "app/components/room_lesson.py",
+                 "app/views/explain.py")
 KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional, state.Step, state.Heads, state.Pretraining,
-               state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft)
+               state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft, state.Explain)
 
 
 def _names(cls) -> dict[str, str]:
