@@ -38,6 +38,7 @@ from engine.types import (
     Trace,
     TrainingSnapshot,
     VisionTrace,
+    WindowTrace,
 )
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ __all__ = [
     "Seq2SeqTrace",
     "TrainingSnapshot",
     "VisionTrace",
+    "WindowTrace",
     "DEFAULT_MAX_TOKENS",
     "EmptyInputError",
     "EngineError",
@@ -95,7 +97,8 @@ def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int =
     Returns:
         An :class:`AttentionTrace` with per-layer Q/K/V (scores and patterns computed on demand) for
         encoders and decoders; a :class:`Seq2SeqTrace` for encoder-decoder transformers, an
-        :class:`AlignmentTrace` for the RNN + Bahdanau models, a :class:`VisionTrace` for ViTs. Every
+        :class:`AlignmentTrace` for the RNN + Bahdanau models, a :class:`VisionTrace` for ViTs, a
+        :class:`WindowTrace` for Swin. Every
         one follows :class:`Trace` (``model_id``, ``family``, ``device``, ``notices``,
         ``attention_blocks()``), so callers need not test which it is.
 

@@ -15,10 +15,10 @@ as ``"module:attribute"`` strings imported only when used, the pieces one family
 
 The code that differs lives in one module per kind of family: ``engine/models/<name>.py`` for ours,
 ``engine/pretrained/text_hf.py`` (BERT-likes, GPT-2, the rotary decoders), ``seq2seq_hf.py`` (T5,
-BART, Marian) and ``vit_hf.py`` (ViT, DeiT). Everything that needs a list of families reads it from
-here: the checkpoint format and the catalog (:data:`KINDS`), ``engine.pretrained.hub.load_hf``
-(:func:`hub_record`), the encoder-decoders' position kinds (:attr:`FamilyRecord.positions`) and the
-pages' model pickers (:func:`text_families`).
+BART, Marian), ``vit_hf.py`` (ViT, DeiT) and ``swin_hf.py`` (Swin: windowed attention, its own trace
+type). Everything that needs a list of families reads it from here: the checkpoint format and the
+catalog (:data:`KINDS`), ``engine.pretrained.hub.load_hf`` (:func:`hub_record`), the encoder-decoders'
+position kinds (:attr:`FamilyRecord.positions`) and the pages' model pickers (:func:`text_families`).
 
 Why strings: listing the catalog reads this table and each checkpoint's JSON without importing torch
 (the first page must appear fast), and ``engine.checkpoint`` (the file format, shared by models and
@@ -148,9 +148,11 @@ TABLE: tuple[FamilyRecord, ...] = (
     _hf_seq2seq("mt5", "relative", "mT5"),
     _hf_seq2seq("bart", "learned", "BART"),
     _hf_seq2seq("marian", "sinusoidal", "Marian"),
-    # ---- Hugging Face vision models (engine/pretrained/vit_hf.py) ----------------------------------------
+    # ---- Hugging Face vision models (engine/pretrained/vit_hf.py, swin_hf.py) ----------------------------
     _hf_vit("vit", "ViT"),
     _hf_vit("deit", "DeiT"),
+    FamilyRecord("swin", "hf", ("vit",), "engine.pretrained.swin_hf:load_hf_swin", "engine.pretrained.swin_hf:HFSwinAdapter",
+                 "WindowTrace", "Swin"),
 )  # fmt: skip
 
 #: own checkpoints' records, in table order (the checkpoint format and the catalog read these)

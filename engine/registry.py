@@ -52,6 +52,9 @@ HUB_SUGGESTIONS: tuple[ModelSpec, ...] = (
               description="12 layers × 12 heads, 14×14 patches of 16 pixels, 1000 ImageNet classes."),
     ModelSpec("facebook/deit-tiny-patch16-224", "vit", "DeiT-tiny ImageNet (Hub)", offline=False,
               description="12 layers × 3 heads, 14×14 patches of 16 pixels, 1000 ImageNet classes."),
+    ModelSpec("microsoft/swin-tiny-patch4-window7-224", "vit", "Swin-T ImageNet (Hub)", offline=False,
+              description="4 stages of 2, 2, 6, 2 blocks, 3–24 heads, attention in windows of 7×7 patches that "
+                          "shift every other block; 1000 ImageNet classes."),
 )
 
 

@@ -654,6 +654,135 @@ class VisionTrace:
 
 
 @dataclass(frozen=True, eq=False)
+class WindowBlock:
+    """One Swin block: self-attention inside w×w windows of its stage's patch grid, shifted in odd blocks.
+
+    The geometry (which patch sits in which window and slot, the shifted-window mask) and the lazy
+    pattern are in :mod:`engine.analysis.windows`; per window and head::
+
+        pattern = softmax(Q Kᵀ · scale + bias + shift mask)
+
+    Attributes:
+        stage: the stage it belongs to (Swin merges 2×2 patches between stages).
+        block: its place in the stage, from 0; odd blocks shift their windows.
+        grid: ``(rows, cols)`` of the stage's patch grid (before padding to a multiple of ``window``).
+        window: w, the window's side in patches (N = w² tokens per window).
+        shift: s, how far the grid is rolled up and left before it is cut (0, or w // 2 in odd blocks).
+        queries, keys: ``[window, head, N, d_head]`` float32; windows row-major over the padded, shifted
+            grid, tokens row-major inside a window.
+        scale: the factor applied to QKᵀ.
+        bias: ``[head, N, N]`` float32, the learned relative position bias added to every window's scores.
+    """
+
+    stage: int
+    block: int
+    grid: tuple[int, int]
+    window: int
+    shift: int
+    queries: np.ndarray
+    keys: np.ndarray
+    scale: float
+    bias: np.ndarray
+
+    def __post_init__(self) -> None:
+        from engine.analysis.windows import padded
+
+        object.__setattr__(self, "grid", (int(self.grid[0]), int(self.grid[1])))  # hashable, for the mask cache
+        w, n = self.window, self.window * self.window
+        hp, wp = padded(self.grid, w) if w > 0 else (0, 0)
+        if w < 1 or not 0 <= self.shift < w:
+            raise ValueError(f"stage {self.stage} block {self.block}: window {w} and shift {self.shift} need 0 ≤ shift < window")
+        if self.queries.ndim != 4 or self.keys.shape != self.queries.shape:
+            raise ValueError(f"queries and keys must both be [window, head, N, d_head], got {self.queries.shape}, {self.keys.shape}")
+        if self.queries.shape[0] != (hp // w) * (wp // w) or self.queries.shape[2] != n:
+            raise ValueError(f"a {self.grid} grid in windows of {w}×{w} has {(hp // w) * (wp // w)} windows of {n} "
+                             f"tokens, got queries {self.queries.shape}")  # fmt: skip
+        if self.bias.shape != (self.queries.shape[1], n, n):
+            raise ValueError(f"bias must be [head, N, N] = {(self.queries.shape[1], n, n)}, got {self.bias.shape}")
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.queries.shape[1])
+
+    @property
+    def n_windows(self) -> int:
+        return int(self.queries.shape[0])
+
+    @property
+    def shifted(self) -> bool:
+        return self.shift > 0
+
+    def pattern(self, head: int | None = None) -> np.ndarray:
+        """``[window, head, N, N]`` (or ``[window, N, N]`` for one head), rows summing to 1."""
+        from engine.analysis.windows import block_pattern
+
+        return block_pattern(self, head)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowTrace:
+    """A Swin Transformer classifying one image: attention inside local windows that shift between blocks.
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        image: ``[H, W, 3]`` float32 in 0–1, as the model saw it (after resizing).
+        patch_size: pixels per patch side at stage 0 (a stage-k patch covers ``patch_size · 2^k`` pixels).
+        blocks: every block in forward order (stage by stage).
+        labels: class names (empty without a classification head).
+        probs: ``[n_classes]`` softmax of the logits.
+        notices: sentences for the UI.
+        device: where the forward pass ran ("cpu", "cuda").
+        family: always ``"vit"`` (the catalog family of image models; the :class:`Trace` protocol).
+    """
+
+    model_id: str
+    image: np.ndarray
+    patch_size: int
+    blocks: tuple[WindowBlock, ...]
+    labels: tuple[str, ...]
+    probs: np.ndarray
+    notices: tuple[str, ...] = field(default_factory=tuple)
+    device: str = "cpu"
+    family: Family = "vit"
+
+    def __post_init__(self) -> None:
+        if not self.blocks:
+            raise ValueError("WindowTrace needs at least one block")
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """The patch grid of the first stage (what the image is cut into)."""
+        return self.blocks[0].grid
+
+    @property
+    def n_stages(self) -> int:
+        return max(b.stage for b in self.blocks) + 1
+
+    def stage_blocks(self, stage: int) -> tuple[WindowBlock, ...]:
+        return tuple(b for b in self.blocks if b.stage == stage)
+
+    def block_at(self, stage: int, block: int) -> WindowBlock:
+        """The ``block``-th block of ``stage``."""
+        found = [b for b in self.blocks if b.stage == stage and b.block == block]
+        if not found:
+            raise EngineError(f"This Swin has no block {block} in stage {stage}.")
+        return found[0]
+
+    def cell_size(self, stage: int) -> int:
+        """Pixels per patch side in ``stage``."""
+        return self.patch_size * 2**stage
+
+    @property
+    def prediction(self) -> str:
+        return self.labels[int(np.argmax(self.probs))]
+
+    def attention_blocks(self) -> dict[str, AttentionTrace]:
+        """The :class:`Trace` protocol: none. Each block's attention is a set of small windows, not one
+        sequence of tokens; pages read ``blocks`` instead."""
+        return {}
+
+
+@dataclass(frozen=True, eq=False)
 class CaptionTrace:
     """An image captioner with soft attention ("Show, Attend and Tell") writing one caption.
 
@@ -707,8 +836,8 @@ class CaptionTrace:
 class Trace(Protocol):
     """What every trace type has, so pages and services ask instead of testing types.
 
-    :class:`AttentionTrace`, :class:`Seq2SeqTrace`, :class:`AlignmentTrace`, :class:`VisionTrace` and
-    :class:`CaptionTrace` all follow it; a new family's trace type must too (``tests/unit/test_trace_protocol.py``).
+    :class:`AttentionTrace`, :class:`Seq2SeqTrace`, :class:`AlignmentTrace`, :class:`VisionTrace`,
+    :class:`WindowTrace` and :class:`CaptionTrace` all follow it; a new family's trace type must too (``tests/unit/test_trace_protocol.py``).
 
     Attributes:
         model_id: the id the model was loaded with.

@@ -1,6 +1,6 @@
 """One capture path for every family that calls ``transformers.AttentionInterface``.
 
-BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, ViT, DeiT, Llama, Mistral, Qwen2,
+BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, ViT, DeiT, Swin, Llama, Mistral, Qwen2,
 Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2 and Gemma 3 text (transformers 5.23) compute attention by
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
@@ -34,9 +34,9 @@ _done = False
 class LayerRecord:
     """What one layer's attention call received (numpy, float32, batch 0)."""
 
-    query: np.ndarray  # [H, n, d]
-    key: np.ndarray  # [H_kv, n, d]
-    value: np.ndarray  # [H_kv, n, d]
+    query: np.ndarray  # [H, n, d] (batch 0); [B, H, n, d] when the recorder keeps the whole batch
+    key: np.ndarray  # [H_kv, n, d] (or [B, H_kv, n, d])
+    value: np.ndarray  # [H_kv, n, d] (or [B, H_kv, n, d])
     scaling: float | None
     sliding_window: int | None
     softcap: float | None
@@ -56,6 +56,8 @@ class Recorder:
     """
 
     calls: list[tuple[object, LayerRecord]] = field(default_factory=list)
+    #: keep every batch row of Q, K, V instead of batch 0 (Swin passes one row per window of the image)
+    whole_batch: bool = False
     #: (address, shape) → (the tensor, kept alive so that no later tensor reuses its address; its vector)
     _biases: dict[tuple, tuple[object, np.ndarray | None]] = field(default_factory=dict)
 
@@ -84,8 +86,8 @@ _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_
 _OVERRIDE: contextvars.ContextVar = contextvars.ContextVar("ap_capture_override", default=None)
 
 
-def _numpy(t) -> np.ndarray:
-    return t[0].detach().float().cpu().numpy()
+def _numpy(t, whole_batch: bool = False) -> np.ndarray:
+    return (t if whole_batch else t[0]).detach().float().cpu().numpy()
 
 
 def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
@@ -94,9 +96,9 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
     recorder = _RECORDER.get()
     if recorder is not None:
         record = LayerRecord(
-            query=_numpy(query),
-            key=_numpy(key),
-            value=_numpy(value),
+            query=_numpy(query, recorder.whole_batch),
+            key=_numpy(key, recorder.whole_batch),
+            value=_numpy(value, recorder.whole_batch),
             scaling=None if scaling is None else float(scaling),
             sliding_window=None if kwargs.get("sliding_window") is None else int(kwargs["sliding_window"]),
             softcap=None if kwargs.get("softcap") is None else float(kwargs["softcap"]),
@@ -219,9 +221,10 @@ def register() -> str:
 
 
 @contextmanager
-def recording() -> Iterator[Recorder]:
-    """Record every ``ap_capture`` attention call made in this context (this thread / task only)."""
-    recorder = Recorder()
+def recording(whole_batch: bool = False) -> Iterator[Recorder]:
+    """Record every ``ap_capture`` attention call made in this context (this thread / task only); with
+    ``whole_batch``, every batch row of Q, K and V (Swin: one per window), else batch 0."""
+    recorder = Recorder(whole_batch=whole_batch)
     token = _RECORDER.set(recorder)
     try:
         yield recorder

@@ -157,7 +157,16 @@ class HFViTAdapter:
 
 def load_hf_vit(model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None,
                 device: torch.device | None = None) -> Model:  # fmt: skip
-    """Load a ViT/DeiT folder (config, safetensors weights, ``preprocessor_config.json``).
+    """Load a ViT/DeiT folder (config, safetensors weights, ``preprocessor_config.json``): :func:`load_image_model`
+    with the :class:`HFViTAdapter`."""
+    return load_image_model(model_id, path, config, HFViTAdapter(), spec=spec, device=device)
+
+
+def load_image_model(model_id: str, path: Path, config: dict, adapter: Any, *, spec: ModelSpec | None = None,
+                     device: torch.device | None = None) -> Model:  # fmt: skip
+    """Load a Hugging Face image model folder (config, safetensors weights, ``preprocessor_config.json``) with
+    its image processor, traced by ``adapter`` (ViT/DeiT: :class:`HFViTAdapter`; Swin:
+    :class:`engine.pretrained.swin_hf.HFSwinAdapter`).
 
     Args:
         model_id: the id the user gave (for messages and the trace).
@@ -193,5 +202,5 @@ def load_hf_vit(model_id: str, path: Path, config: dict, *, spec: ModelSpec | No
 
     module = build(device)
     spec = spec or ModelSpec(id=model_id, family="vit", label=model_id, offline=True)
-    return Model(spec=spec, module=module, tokenizer=processor, adapter=HFViTAdapter(), device=device,
+    return Model(spec=spec, module=module, tokenizer=processor, adapter=adapter, device=device,
                  max_positions=0, reload=build, info={"source": str(path), "architecture": config.get("model_type")})  # fmt: skip

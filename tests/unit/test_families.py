@@ -122,7 +122,7 @@ def test_pages_and_messages_read_their_families_from_the_table() -> None:
 
     drawn = {f for r in TABLE if r.trace_type in ("AttentionTrace", "Seq2SeqTrace") for f in r.families}
     assert text_families() == drawn == {"encoder", "decoder", "encoder-decoder"}
-    assert hub_labels("vit") == ("ViT", "DeiT") and hub_labels("encoder-decoder") == ("T5", "mT5", "BART", "Marian")
+    assert hub_labels("vit") == ("ViT", "DeiT", "Swin") and hub_labels("encoder-decoder") == ("T5", "mT5", "BART", "Marian")
     assert set(hub_labels()) == {r.label for r in TABLE if r.source == "hf"}
     for r in TABLE:
         if r.positions is not None:

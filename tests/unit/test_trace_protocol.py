@@ -7,7 +7,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from engine.types import AlignmentTrace, AttentionTrace, CaptionTrace, Seq2SeqTrace, Tokens, Trace, VisionTrace
+from engine.types import (
+    AlignmentTrace,
+    AttentionTrace,
+    CaptionTrace,
+    Seq2SeqTrace,
+    Tokens,
+    Trace,
+    VisionTrace,
+    WindowBlock,
+    WindowTrace,
+)
 
 
 def _tokens(n: int) -> Tokens:
@@ -41,6 +51,14 @@ def _vision() -> VisionTrace:
                        attention=_attention(3, family="vit", device="cuda"), labels=("a", "b"), probs=np.array([0.2, 0.8]))
 
 
+def _windows() -> WindowTrace:
+    q = np.zeros((4, 2, 4, 3), np.float32)  # a 4×4 grid in 2×2 windows: [window, head, N, d]
+    block = WindowBlock(stage=0, block=0, grid=(4, 4), window=2, shift=0, queries=q, keys=q, scale=0.5,
+                        bias=np.zeros((2, 4, 4), np.float32))  # fmt: skip
+    return WindowTrace(model_id="m", image=np.zeros((8, 8, 3), np.float32), patch_size=2, blocks=(block,),
+                       labels=("a", "b"), probs=np.array([0.2, 0.8]), device="cuda")  # fmt: skip
+
+
 def _caption() -> CaptionTrace:
     return CaptionTrace(model_id="m", image=np.zeros((4, 4, 3), np.float32), words=_tokens(2), caption="t0",
                         alphas=np.full((2, 2, 2), 0.25, np.float32), betas=np.ones(2, np.float32), log_prob=-1.0)
@@ -51,6 +69,7 @@ def _caption() -> CaptionTrace:
     (_seq2seq, "encoder-decoder", ("encoder", "decoder", "cross")),
     (_alignment, "rnn-attention", ()),
     (_vision, "vit", ("self",)),
+    (_windows, "vit", ()),
     (_caption, "captioner", ()),
 ])  # fmt: skip
 def test_every_trace_type_speaks_the_protocol(make, family, blocks) -> None:
