@@ -7,7 +7,9 @@ for any other), links that open a page of the app in a given state (the page and
 - ``choice``: a multiple-choice question, its answer (the option's number, counting from 1) and an explanation;
 - ``predict``: "click the token the query looks at". The file names the model, sentence, layer, head and query
   word; the answer is computed from the real model when a student answers, never written in the file
-  (``expect`` is the key the explanation talks about; tests check the model still agrees).
+  (``expect`` is the key the explanation talks about; tests check the model still agrees);
+- ``look``: "where will the captioner look when it writes this word?" on a held-out scene (model, scene, word);
+  the answer is the region of the word's attention peak in the real model, read when a student answers.
 
 The built-in lesson is such a file (``assets/lessons/attention-in-ten-steps.toml``), read by the same
 :func:`read_lesson` as a teacher's upload or a lesson saved in the class store. It checks the size, the TOML
@@ -99,6 +101,26 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class Look:
+    """ "Where will it look?": the student picks the region of a held-out scene the captioner looks at while it writes
+    ``word``; the answer is read from the model when the student answers (``services.where_it_looks``), never written.
+
+    Attributes:
+        question: what the student is asked.
+        model: the captioner's id.
+        scene: the held-out scene's number.
+        word: the written word whose attention map is revealed.
+        explain: shown after the reveal.
+    """
+
+    question: str
+    model: str
+    scene: int
+    word: str
+    explain: str = ""
+
+
+@dataclass(frozen=True)
 class Step:
     """One step of a lesson.
 
@@ -115,7 +137,7 @@ class Step:
     title: str
     text: str
     links: tuple[Link, ...]
-    check: Predict | Choice | None = None
+    check: Predict | Choice | Look | None = None
     demo: str = ""
 
 
@@ -265,7 +287,7 @@ def check_param(page: str, name: str, value: str, where: str, check_values: bool
         ) from None
 
 
-def _check(raw: object, where: str, check_values: bool) -> Predict | Choice:
+def _check(raw: object, where: str, check_values: bool) -> Predict | Choice | Look:
     if not isinstance(raw, dict):
         raise LessonFileError(f"{where}: a check is a [steps.check] table.")
     kind = raw.get("kind")
@@ -314,7 +336,24 @@ def _check(raw: object, where: str, check_values: bool) -> Predict | Choice:
                        _text(raw, "word", where, WORD_CHARS), _text(raw, "expect", where, WORD_CHARS),
                        _text(raw, "explain", where, EXPLAIN_CHARS, required=False), numbers["layer"], numbers["head"],
                        causal, numbers["occurrence"])  # fmt: skip
-    raise LessonFileError(f'{where}: kind must be "choice" or "predict" (it is {_show(kind)}).')
+    if kind == "look":
+        _keys(
+            raw,
+            ("kind", "question", "model", "scene", "word", "explain"),
+            ("question", "model", "scene", "word"),
+            where,
+        )
+        model = _text(raw, "model", where, 300)
+        if check_values:
+            check_model(model, where)
+        scene = raw["scene"]
+        if isinstance(scene, bool) or not isinstance(scene, int) or not 0 <= scene <= 100_000:
+            raise LessonFileError(
+                f"{where}: scene is a held-out scene's number, a whole number from 0 (it is {_show(scene)})."
+            )
+        return Look(_text(raw, "question", where, QUESTION_CHARS), model, scene, _text(raw, "word", where, WORD_CHARS),
+                    _text(raw, "explain", where, EXPLAIN_CHARS, required=False))  # fmt: skip
+    raise LessonFileError(f'{where}: kind must be "choice", "predict" or "look" (it is {_show(kind)}).')
 
 
 def check_model(model: str, where: str) -> None:
@@ -370,7 +409,9 @@ HEADER = """\
 # ([[steps.links]]: the page and its URL parameters) and an optional knowledge check ([steps.check]):
 #   kind = "choice": question, options, answer (the number of the right option, from 1), explain;
 #   kind = "predict": "which token does this word look at?"; the answer is read from the real model when a
-#   student answers: the file names the model, sentence (text), layer, head and word, never the answer.
+#   student answers: the file names the model, sentence (text), layer, head and word, never the answer;
+#   kind = "look": "where will the captioner look when it writes this word?": model, scene, word (answer read
+#   from the model too).
 """
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -435,10 +476,13 @@ def write_lesson(lesson: Lesson) -> str:
     return "\n".join(out) + "\n"
 
 
-def _check_lines(check: Predict | Choice) -> list[str]:
+def _check_lines(check: Predict | Choice | Look) -> list[str]:
     if isinstance(check, Choice):
         lines = ['kind = "choice"', f"question = {_value(check.question)}", f"options = {_value(list(check.options))}",
                  f"answer = {check.answer + 1}"]  # fmt: skip
+    elif isinstance(check, Look):
+        lines = ['kind = "look"', f"question = {_value(check.question)}", f"model = {_value(check.model)}",
+                 f"scene = {check.scene}", f"word = {_value(check.word)}"]  # fmt: skip
     else:
         lines = ['kind = "predict"', f"question = {_value(check.question)}", f"model = {_value(check.model)}",
                  f"text = {_value(check.text)}", f"word = {_value(check.word)}"]  # fmt: skip

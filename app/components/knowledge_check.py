@@ -15,7 +15,7 @@ import streamlit as st
 from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
-from app.components.lesson_plan import Choice, Predict, Step
+from app.components.lesson_plan import Choice, Look, Predict, Step
 from app.components.safe_text import md
 from app.state import Lessons
 
@@ -111,6 +111,10 @@ def is_right(step: Step, picked: int) -> bool:
     """Whether an answer is right: the head's real top key for a predict check, the answer for a choice."""
     if isinstance(step.check, Choice):
         return picked == step.check.answer
+    if isinstance(step.check, Look):
+        from app.components.caption_check import is_right as looked_right  # the captioner's check (issue 22)
+
+        return looked_right(step.check, picked)
     try:
         return picked == row_for(step.check).top
     except Exception:  # noqa: BLE001
@@ -122,5 +126,9 @@ def knowledge_check(step: Step) -> None:
     st.subheader("Check yourself", divider="gray")
     if isinstance(step.check, Predict):
         predict_check(step, step.check)
+    elif isinstance(step.check, Look):
+        from app.components.caption_check import where_check  # the captioner's check (issue 22)
+
+        where_check(step.id, step.check, answers().get(step.id), _record, _forget)
     else:
         choice_check(step, step.check)

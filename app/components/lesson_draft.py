@@ -36,6 +36,7 @@ from app.lesson_file import (
     Lesson,
     LessonFileError,
     Link,
+    Look,
     Predict,
     Step,
     file_name,
@@ -229,6 +230,9 @@ def _step_row(i: int, step: Step, n: int) -> None:
         elif isinstance(step.check, Predict):
             st.caption(f"Check: which token does “{md(step.check.word)}” look at ({md(step.check.model)}, layer "
                        f"{step.check.layer} head {step.check.head}); the answer is read from the model.")  # fmt: skip
+        elif isinstance(step.check, Look):
+            st.caption(f"Check: where does {md(step.check.model)} look when it writes “{md(step.check.word)}” (scene "
+                       f"{step.check.scene}); the answer is read from the model.")  # fmt: skip
         with st.expander("Edit this step", icon=":material/edit:"):
             _edit_form(step)
 
@@ -245,7 +249,7 @@ def _edit_form(step: Step) -> None:
     with st.form(key=f"{Draft.edit_form}{sid}", border=False):
         st.text_input("Title", key=f"{Draft.edit_title}{sid}", max_chars=TITLE_CHARS)
         st.text_area("Note", key=f"{Draft.edit_note}{sid}", max_chars=TEXT_CHARS, height=120)
-        if isinstance(step.check, Predict):
+        if isinstance(step.check, (Predict, Look)):
             st.caption("This step's check reads a model: change it in the lesson file (download, edit, open).")
         else:
             st.text_input("Question (optional)", key=f"{Draft.edit_question}{sid}", max_chars=QUESTION_CHARS)
@@ -283,7 +287,7 @@ def _edit(sid: str) -> None:
         return
     step = lesson.steps[i]
     check = step.check
-    if not isinstance(check, Predict):
+    if not isinstance(check, (Predict, Look)):
         try:
             check = _question(state.get(f"{Draft.edit_question}{sid}"), state.get(f"{Draft.edit_options}{sid}"),
                               state.get(f"{Draft.edit_right}{sid}"), check.explain if isinstance(check, Choice) else "")  # fmt: skip

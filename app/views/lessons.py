@@ -26,7 +26,7 @@ from app.components.knowledge_check import answers, is_right, knowledge_check
 from app.components.lesson_draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, owned, use
 from app.components.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
 from app.components.safe_text import md
-from app.lesson_file import LESSON_ID, Choice, Lesson, LessonFileError, Link, Predict, read_lesson
+from app.lesson_file import LESSON_ID, Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
 from app.links import open_page
 from app.state import PERSIST, Draft, Lessons, bounded, clamp
 from app.store import RoomError, StoreUnavailable
@@ -135,7 +135,7 @@ def literal(step: Step, scope: str) -> Step:
     if isinstance(check, Choice):
         check = replace(check, question=_lines(check.question), options=tuple(md(o) for o in check.options),
                         explain=_lines(check.explain))  # fmt: skip
-    elif isinstance(check, Predict):
+    elif isinstance(check, (Predict, Look)):
         check = replace(check, question=_lines(check.question), explain=_lines(check.explain))
     links = tuple(Link(link.page, md(link.label), link.params) for link in step.links)
     return replace(step, id=f"{scope}-{step.id}", title=md(step.title), text=_lines(step.text), links=links, check=check)

@@ -18,6 +18,7 @@ from app.lesson_file import (
     Lesson,
     LessonFileError,
     Link,
+    Look,
     Predict,
     Step,
     file_name,
@@ -52,6 +53,7 @@ def lesson_with(**changes) -> Lesson:
              Predict("Where does **it** look?", "minilm", "The animal didn't cross the street because it was too tired.",
                      "it", "animal", "", 3, 1, False, 0)),
         Step("demo", "Softmax", "", (), None, "softmax"),
+        Step("look", "Captions", "", (), Look("Where does it look for **circle**?", "scene-captioner", 12, "circle")),
     )  # fmt: skip
     fields = {"title": 'My "first" lesson', "steps": steps, "description": "For week 3\nof the course."} | changes
     return Lesson(**fields)
@@ -104,7 +106,9 @@ def good() -> str:
     (lambda t: t.replace('step_query = "10"', 'step_query = "10", room = "ABCDEF"'), "no link parameter 'room'"),
     (lambda t: t.replace("answer = 3", "answer = 4"), "Step 2, check: answer is the number of the right option, 1 to 3"),
     (lambda t: t.replace('model = "minilm"', 'model = "gpt-17"'), "Step 3, check: there is no model 'gpt-17'"),
-    (lambda t: t.replace('kind = "choice"', 'kind = "essay"'), "kind must be \"choice\" or \"predict\""),
+    (lambda t: t.replace('kind = "choice"', 'kind = "essay"'), "kind must be \"choice\", \"predict\" or \"look\""),
+    (lambda t: t.replace("scene = 12", "scene = -1"), "Step 5, check: scene is a held-out scene's number"),
+    (lambda t: t.replace('model = "scene-captioner"', 'model = "nope"'), "Step 5, check: there is no model 'nope'"),
     (lambda t: t.replace('options = ["one"', 'options = ["three"'), "two options are the same"),
     (lambda t: t.replace('title = "My \\"first\\" lesson"\n', ""), "The file: title is missing"),
     (lambda t: t.split("\n[[steps]]")[0], "The file: steps is missing"),
