@@ -83,9 +83,13 @@ class Vit:
     layer, head, patch = "vit_layer", "vit_head", "vit_patch"
     fusion, discard, discard_rule, k = "vit_fusion", "vit_discard", "vit_discard_rule", "vit_k"
     last_click = "_vit_click"  # the patch last clicked on the chart, so one click picks it once
+    # a Swin (windowed attention): stage, block in the stage, head, the query patch on the stage's grid
+    swin_stage, swin_block, swin_head, swin_patch = "vit_swin_stage", "vit_swin_block", "vit_swin_head", "vit_swin_patch"
+    swin_click = "_vit_swin_click"  # the point last clicked on the window chart (pixels), read once
     # charts (element keys; ``patch_map``'s selection is read as the click)
     image, probs, cls, heads, patch_map = "vit_image", "vit_probs", "vit_cls", "vit_heads", "vit_patch_map"
     rollout, last = "vit_rollout", "vit_last"
+    swin_map = "vit_swin_map"  # the query's window over the image; its selection is read as the click
 
     OPTIONS: dict[str, tuple[str, ...]] = {
         source: ("digit", "shape", "photo", "upload"),
@@ -96,6 +100,7 @@ class Vit:
     DEFAULTS: dict[str, Any] = {
         source: "digit", digit: 1500, shape: "circle", photo: "china", model: "tiny-vit-digits", hub_id: "",
         fusion: "mean", discard: 0.0, discard_rule: "all-off-diagonal", k: 2, layer: 0, head: 0, patch: 0,
+        swin_stage: 0, swin_block: 0, swin_head: 0, swin_patch: 0,
     }
 
 

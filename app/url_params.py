@@ -322,6 +322,8 @@ PARAMS: tuple[Param, ...] = (
     Param(Vit.layer, integer(0, 4096), Vit.DEFAULTS[Vit.layer], _VIT),
     Param(Vit.head, integer(0, 4096), Vit.DEFAULTS[Vit.head], _VIT),
     Param(Vit.patch, integer(0, 1_000_000), Vit.DEFAULTS[Vit.patch], _VIT),
+    *(Param(name, integer(0, bound), Vit.DEFAULTS[name], _VIT)  # a Swin's stage, block, head and query patch
+      for name, bound in ((Vit.swin_stage, 64), (Vit.swin_block, 64), (Vit.swin_head, 4096), (Vit.swin_patch, 1_000_000))),
     Param(Vit.fusion, choice(_options(Vit.OPTIONS[Vit.fusion])), Vit.DEFAULTS[Vit.fusion], _VIT),
     Param(Vit.discard, number(0.0, 0.9, digits=1), Vit.DEFAULTS[Vit.discard], _VIT),
     Param(Vit.k, integer(0, 1_000_000), Vit.DEFAULTS[Vit.k], _VIT),

@@ -144,6 +144,7 @@ from app.services.train import (
 )
 from app.services.vit import (
     get_vision_trace,
+    swin_window_row,
     vit_cls_maps,
     vit_digit_count,
     vit_digit_held_out,
@@ -154,6 +155,7 @@ from app.services.vit import (
     vit_read_upload,
     vit_rollout_map,
     vit_sample,
+    vit_windowed,
 )
 
 __all__ = [
@@ -188,7 +190,7 @@ __all__ = [
     "bahdanau_vocabulary",
     # vit
     "get_vision_trace", "vit_cls_maps", "vit_digit_count", "vit_digit_held_out", "vit_digit_label", "vit_last_layer_map", "vit_occlusion", "vit_patch_map",
-    "vit_read_upload", "vit_rollout_map", "vit_sample",
+    "vit_read_upload", "vit_rollout_map", "vit_sample", "vit_windowed", "swin_window_row",
     # positional
     "pos_alibi", "pos_learned_table", "pos_order_blindness", "pos_rope", "pos_shift_check", "pos_sinusoidal",
     # step

@@ -1,7 +1,7 @@
 """The Vision Transformer page's caches.
 
 Images in (samples, validated uploads), one cached trace per (model, image), and the page's
-analyses as plain numpy / dataclasses from engine.analysis.vision.
+analyses as plain numpy / dataclasses from engine.analysis.vision (a Swin's windows: engine.analysis.windows).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import streamlit as st
 
 import engine
 from app.services.core import TRACES, _jobs, _runtime_model, get_model, policy, shared_map
-from engine import EngineError, VisionTrace
+from engine import EngineError, VisionTrace, WindowTrace
 from engine.analysis import vision as _vision
+from engine.analysis import windows as _windows
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -73,11 +74,11 @@ def image_key(model_id: str, image: np.ndarray) -> tuple:
     return ("vision", model_id, pixels.shape, pixels.dtype.str, digest, _runtime_model(model_id), policy())
 
 
-def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace:
+def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace | WindowTrace:
     """Classify ``image`` with the cached model and capture its attention: one trace per (model, image) in
     the shared trace cache (read-only; ``st.cache_data`` pickled a copy of ~5 MB per ViT-B trace per hit)."""
 
-    def compute() -> VisionTrace:
+    def compute() -> VisionTrace | WindowTrace:
         model = get_model(model_id)
         with _jobs:
             return engine.trace(model, image)
@@ -124,3 +125,14 @@ def vit_occlusion(model_id: str, image: np.ndarray, k: int, fusion: str, discard
 
     return shared_map(("occlusion", image_key(model_id, image), int(k), fusion, float(discard), rule, int(seed)),
                       compute)
+
+
+def vit_windowed(trace: VisionTrace | WindowTrace) -> bool:
+    """True for a Swin's trace: attention inside windows (stages, blocks, shifted windows), no [CLS] token."""
+    return isinstance(trace, WindowTrace)
+
+
+def swin_window_row(trace: WindowTrace, stage: int, block: int, head: int, patch: int) -> _windows.WindowRow:
+    """Patch ``patch`` (row-major on ``stage``'s grid) as the query of ``head`` in that block: its window's row of
+    the pattern laid back on the grid, the window's pieces and borders (one window's N² scores: not cached)."""
+    return _windows.window_row(trace.block_at(stage, block), head, patch)

@@ -14,6 +14,7 @@ from app.components.guard import show_error
 from app.components.pickers import load_model, typed_model_field
 from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.components.safe_text import quoted
+from app.components.swin_sections import show_windows
 from app.components.theme import side_by_side
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
 from app.state import PERSIST, Vit, bounded, clamp
@@ -75,9 +76,10 @@ def pick_model_id() -> str:
         st.session_state[Vit.model] = ids[0]
     labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
     st.selectbox("Model", ids, format_func=lambda i: labels.get(i, i), key=Vit.model, **PERSIST,
-                 help="The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT/DeiT download from the Hub.")
+                 help="The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT, DeiT and Swin download "
+                      "from the Hub.")
     custom = typed_model_field(Vit.hub_id, "Another ViT", "e.g. google/vit-base-patch16-224",
-                               f"{' and '.join(hub_labels('vit'))} image classifiers.")
+                               f"{', '.join(hub_labels('vit'))} image classifiers.")
     return custom or st.session_state[Vit.model]
 
 
@@ -89,6 +91,9 @@ def csv_bytes(grid: np.ndarray) -> bytes:
 
 
 def show_input(image: np.ndarray, trace, source: str, described: str, model_id: str) -> None:
+    tokens = ("Each patch becomes one token; there is no [CLS] token: the answer reads the average of the last "
+              "stage's patches." if services.vit_windowed(trace) else
+              "Each patch becomes one token, plus a [CLS] token that collects the answer.")  # fmt: skip
     if model_id == DEFAULT_MODEL and source != "digit":
         st.warning("This tiny model only learned the hand-written digits 0–9 from 8×8 images, so its answer for "
                    f"{described} is a guess that means little. Where it looks is still worth seeing.")
@@ -103,7 +108,7 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
         show_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key=Vit.image)
         st.caption(f"{described[:1].upper() + described[1:]}, as the model reads it: {trace.image.shape[0]}×{trace.image.shape[1]} pixels "
                    f"cut into {rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels "
-                   "(blue lines). Each patch becomes one token, plus a [CLS] token that collects the answer.")
+                   f"(blue lines). {tokens}")
     with right:
         if len(trace.labels):
             show_chart(probability_bars(trace.labels, trace.probs), key=Vit.probs)
@@ -259,6 +264,9 @@ def main() -> None:
     if notices:
         st.info("\n".join(f"- {notice}" for notice in notices))
     show_input(image, trace, source, described, model_id)
+    if services.vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
+        show_windows(trace, csv_bytes)
+        return
 
     n_layers, n_heads = trace.attention.n_layers, trace.attention.n_heads
     st.subheader("Where [CLS] looks")

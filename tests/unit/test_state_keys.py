@@ -18,7 +18,8 @@ from app.url_params import PARAMS
 ROOT = Path(__file__).resolve().parents[2]
 #: files whose keys all come from app.state (grows page by page)
 DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py",
-                 "app/views/vit.py", "app/views/positional.py", "app/components/positional_sections.py",
+                 "app/views/vit.py", "app/components/swin_sections.py", "app/views/positional.py",
+                 "app/components/positional_sections.py",
                  "app/views/step_by_step.py", "app/components/step_sections.py", "app/components/step_calculator.py",
                  "app/views/heads.py", "app/components/heads_sections.py",
                  "app/views/pretraining.py", "app/views/bertviz_views.py", "app/views/lessons.py",
