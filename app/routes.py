@@ -29,6 +29,7 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("bertviz_views.py", "bertviz views", ":material/hub:"),
     ("positional.py", "Positional encodings", ":material/timeline:"),
     ("vit.py", "Vision Transformer", ":material/image:"),
+    ("captions.py", "Captions", ":material/subtitles:"),
     ("bahdanau.py", "Bahdanau attention", ":material/translate:"),
     ("train.py", "Train live", ":material/model_training:"),
     ("pretraining.py", "Pretraining objectives", ":material/school:"),

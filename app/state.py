@@ -104,6 +104,34 @@ class Vit:
     }
 
 
+class Captions:
+    """The Captions page's keys (``app/views/captions.py``); ``view``, ``source``, ``scene``, ``search`` and ``beam`` are
+    also its URL parameters (``app/url_params.py``). Prefixes + an object's number (0, 1): the drawn objects'
+    ``shape``, ``colour``, ``size``, ``row`` and ``col``."""
+
+    view, model, source, scene, upload = "cap_view", "cap_model", "cap_source", "cap_scene", "cap_upload"
+    count, textured = "cap_count", "cap_textured"
+    shape, colour, size, row, col = "cap_shape_", "cap_colour_", "cap_size_", "cap_row_", "cap_col_"
+    search, beam, word, cell, mistake, open_mistake = ("cap_search", "cap_beam", "cap_word", "cap_cell", "cap_mistake",
+                                                       "cap_open_mistake")  # fmt: skip
+    last_click = "_cap_click"  # the cell last clicked on the large map, so one click picks it once
+    # charts, tables and downloads (element keys)
+    picture, panels, large, betas = "cap_picture", "cap_panels", "cap_large", "cap_betas"
+    cell_words, cell_table = "cap_cell_words", "cap_cell_table"
+    csv, mistakes, mistake_picture, mistake_panels = "cap_csv", "cap_mistakes", "cap_mistake_picture", "cap_mistake_panels"
+
+    OPTIONS: dict[str, tuple[str, ...]] = {
+        view: ("caption", "mistakes"),
+        source: ("scene", "draw", "upload"),
+        search: ("greedy", "beam"),
+    }
+    DEFAULTS: dict[str, Any] = {view: "caption", source: "scene", scene: 4, search: "greedy", beam: 3}
+    #: the drawing a session starts with: (shape, colour, size, row, column) of each object, and how many are shown
+    DRAWING: tuple[tuple[str, str, str, int, int], ...] = (("square", "blue", "large", 18, 20),
+                                                          ("circle", "red", "small", 46, 22))  # fmt: skip
+    DRAW_DEFAULTS: dict[str, Any] = {count: 2, textured: False}
+
+
 class Positional:
     """The Positional page's keys (``app/views/positional.py``, ``app/components/positional_sections.py``):
     widgets, charts and downloads of each tab; ``tab`` is also the URL parameter that opens a tab."""

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, Heads, K, Positional, Step, Vit
+from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, Captions, Heads, K, Positional, Step, Vit
 
 #: pages by their file stem in app/views/
 TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
@@ -284,6 +284,7 @@ def _options(values) -> dict[str, Any]:
 _EXPLORE, _STEP, _HEADS = frozenset({"explore"}), frozenset({"step_by_step"}), frozenset({"heads"})
 _VIT, _BAHDANAU, _TRAIN = frozenset({"vit"}), frozenset({"bahdanau"}), frozenset({"train"})
 _PRETRAINING = frozenset({"pretraining"})
+_CAPTIONS = frozenset({"captions"})
 _MODEL_PAGES = TEXT_PAGES | {"positional"}
 
 PARAMS: tuple[Param, ...] = (
@@ -327,6 +328,11 @@ PARAMS: tuple[Param, ...] = (
     Param(Vit.fusion, choice(_options(Vit.OPTIONS[Vit.fusion])), Vit.DEFAULTS[Vit.fusion], _VIT),
     Param(Vit.discard, number(0.0, 0.9, digits=1), Vit.DEFAULTS[Vit.discard], _VIT),
     Param(Vit.k, integer(0, 1_000_000), Vit.DEFAULTS[Vit.k], _VIT),
+    # Captions (keys, defaults and options: app.state.Captions; 500 held-out scenes: app.services.captions)
+    *(Param(name, choice(_options(Captions.OPTIONS[name])), Captions.DEFAULTS[name], _CAPTIONS)
+      for name in (Captions.view, Captions.source, Captions.search)),
+    Param(Captions.scene, integer(0, 499), Captions.DEFAULTS[Captions.scene], _CAPTIONS),
+    Param(Captions.beam, integer(2, 5), Captions.DEFAULTS[Captions.beam], _CAPTIONS),
     # Bahdanau attention (keys and defaults: app.state.Bahdanau)
     Param(Bahdanau.text, text(200), Bahdanau.DEFAULTS[Bahdanau.text], _BAHDANAU),
     Param(Bahdanau.variant, choice(_options(("additive", "dot"))), Bahdanau.DEFAULTS[Bahdanau.variant], _BAHDANAU),

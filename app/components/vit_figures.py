@@ -36,7 +36,8 @@ def _image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTr
                       showscale=False, hoverinfo="skip", name="image")  # fmt: skip
 
 
-def _overlay_trace(attention: np.ndarray, patch_size: int, *, showscale: bool, zmax: float | None = None) -> go.Heatmap:
+def _overlay_trace(attention: np.ndarray, patch_size: int, *, showscale: bool, zmax: float | None = None,
+                   unit: str = "patch") -> go.Heatmap:  # fmt: skip
     rows, cols = attention.shape
     numbers = np.arange(rows * cols).reshape(rows, cols)
     return go.Heatmap(
@@ -44,11 +45,11 @@ def _overlay_trace(attention: np.ndarray, patch_size: int, *, showscale: bool, z
         customdata=numbers, colorscale=OVERLAY_SCALE, opacity=theme.current().overlay_opacity, zmin=0,
         zmax=zmax if zmax is not None else (float(attention.max()) or 1.0), showscale=showscale,
         colorbar=dict(title="weight", thickness=12), name="attention",
-        hovertemplate="patch %{customdata}<br>weight %{z:.3f}<extra></extra>",
+        hovertemplate=f"{unit} %{{customdata}}<br>weight %{{z:.3f}}<extra></extra>",
     )  # fmt: skip
 
 
-def _patch_markers(side: int, patch_size: int) -> go.Scatter:
+def _patch_markers(side: int, patch_size: int, unit: str = "patch") -> go.Scatter:
     """Invisible markers at the patch centres: hover shows the patch number, a click selects the patch."""
     grid = side // patch_size
     centres = (np.arange(grid) * patch_size + (patch_size - 1) / 2).tolist()
@@ -56,7 +57,7 @@ def _patch_markers(side: int, patch_size: int) -> go.Scatter:
     return go.Scatter(x=xs.ravel(), y=ys.ravel(), mode="markers", customdata=np.arange(grid * grid),
                       marker=dict(size=max(6, 240 // grid), opacity=0, symbol="square"),
                       unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)),
-                      hovertemplate="patch %{customdata}<extra></extra>", showlegend=False, name="patches")  # fmt: skip
+                      hovertemplate=f"{unit} %{{customdata}}<extra></extra>", showlegend=False, name="patches")  # fmt: skip
 
 
 def _grid_lines(fig: go.Figure, side: int, patch_size: int, row: int | None = None, col: int | None = None) -> None:
@@ -89,14 +90,15 @@ def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", heig
 
 
 def overlay(image: np.ndarray, attention: np.ndarray, patch_size: int, *, title: str = "", height: int = 380,
-            mark: int | None = None, clickable: bool = False) -> go.Figure:  # fmt: skip
+            mark: int | None = None, clickable: bool = False, unit: str = "patch") -> go.Figure:  # fmt: skip
     """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
-    ``clickable`` adds invisible patch markers so a click can select a patch."""
+    ``clickable`` adds invisible patch markers so a click can select a patch; ``unit`` names a square in the
+    hover text (the captioner's grid has cells)."""
     side = image.shape[0]
     fig = go.Figure([_image_trace(np.asarray(image) * UNDER_OVERLAY),
-                     _overlay_trace(attention, patch_size, showscale=True)])
+                     _overlay_trace(attention, patch_size, showscale=True, unit=unit)])
     if clickable:
-        fig.add_trace(_patch_markers(side, patch_size))
+        fig.add_trace(_patch_markers(side, patch_size, unit))
         fig.update_layout(clickmode="event+select", dragmode=False)
     if mark is not None:
         r, c = divmod(int(mark), attention.shape[1])
@@ -116,8 +118,12 @@ def _thumb_step(side: int, patch_size: int) -> int:
     return patch_size
 
 
-def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, selected: int | None = None) -> go.Figure:
+def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, selected: int | None = None,
+                 labels: list[str] | None = None, unit: str = "head", per_row: int = 6) -> go.Figure:  # fmt: skip
     """Every head's map ``[head, rows, cols]`` over the image, one thumbnail each (own colour scale).
+
+    ``labels`` name the thumbnails (default ``head h``); ``unit`` is what one map is in the hover text (the
+    Captions page draws a map per written word); ``per_row`` thumbnails a row.
 
     One image mosaic and one overlay mosaic (the figure layer's tiles, one patch of gap between
     thumbnails) instead of a subplot per head: built in a few ms however many heads.
@@ -125,7 +131,7 @@ def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, select
     from app.components.head_views import tile_mosaic
 
     n, grid = maps.shape[0], maps.shape[1]
-    cols = min(n, 6)
+    cols = min(n, per_row)
     rows = math.ceil(n / cols)
     side = image.shape[0]
     # overlays: [rows, cols, grid, grid] tiles (NaN for the empty places of the last row)
@@ -151,12 +157,13 @@ def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, select
                  "y0": (patch_size - 1) / 2, "dy": patch_size, "colorscale": OVERLAY_SCALE,
                  "opacity": theme.current().overlay_opacity,
                  "zmin": 0, "zmax": 1, "showscale": False, "name": "attention", "hoverongaps": False,
-                 "hovertemplate": "weight %{customdata:.3f} (%{z:.0%} of this head's max)<extra></extra>"}
+                 "hovertemplate": f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"}
     pitch = side + patch_size  # pixels from one thumbnail to the next
     notes, shapes = [], []
     for h in range(n):
         r, c = divmod(h, cols)
-        notes.append({"text": f"<b>▶ head {h}</b>" if h == selected else f"head {h}", "x": c * pitch + side / 2 - 0.5,
+        name = html.escape(labels[h]) if labels is not None else f"head {h}"
+        notes.append({"text": f"<b>▶ {name}</b>" if h == selected else name, "x": c * pitch + side / 2 - 0.5,
                       "y": r * pitch - 0.5, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
                       "font": {"size": 12}})
         if h == selected:

@@ -17,7 +17,8 @@ is re-exported here from the module that holds it:
   question built from a real head;
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
-  ``positional``, ``step``, ``bertviz``, ``train``.
+  ``positional``, ``step``, ``bertviz``, ``train``, ``captions`` (the Captions page and the lesson's
+  "where will it look?" check).
 
 Modules inside the package import shared helpers from ``app.services.core``, never from here.
 """
@@ -35,6 +36,20 @@ from app.services.bahdanau import (
     bahdanau_vocabulary,
 )
 from app.services.bertviz import bertviz_view, get_digit_trace
+from app.services.captions import (
+    CAPTION_IMAGE_SIZE,
+    CAPTION_MAX_BEAM,
+    CAPTION_MODEL,
+    HELD_OUT_SCENES,
+    CaptionRequest,
+    DrawnObject,
+    caption_attention,
+    caption_mistakes,
+    caption_picture,
+    caption_trace,
+    read_caption_upload,
+    where_it_looks,
+)
 from app.services.core import (
     MAX_JOBS,
     device_label,
@@ -191,6 +206,9 @@ __all__ = [
     # vit
     "get_vision_trace", "vit_cls_maps", "vit_digit_count", "vit_digit_held_out", "vit_digit_label", "vit_last_layer_map", "vit_occlusion", "vit_patch_map",
     "vit_read_upload", "vit_rollout_map", "vit_sample", "vit_windowed", "swin_window_row",
+    # captions
+    "CAPTION_IMAGE_SIZE", "CAPTION_MAX_BEAM", "CAPTION_MODEL", "HELD_OUT_SCENES", "CaptionRequest", "DrawnObject",
+    "caption_attention", "caption_mistakes", "caption_picture", "caption_trace", "read_caption_upload", "where_it_looks",
     # positional
     "pos_alibi", "pos_learned_table", "pos_order_blindness", "pos_rope", "pos_shift_check", "pos_sinusoidal",
     # step

@@ -18,7 +18,8 @@ position. The generator knows everything it drew, so every scene comes with
   from the pixels it painted.
 
 :func:`parse_caption` reads a caption back into ``(objects, relation)`` so tests and the captioner's
-evaluation can check a written caption against the scene. Pure numpy; nothing downloaded.
+evaluation can check a written caption against the scene; :func:`draw_scene` draws one to order (the Captions
+page's "draw one"). Pure numpy; nothing downloaded.
 
 Example:
     >>> scenes = make_scenes(100, seed=0)
@@ -171,15 +172,29 @@ def make_scene(rng: np.random.Generator, *, size: int = IMAGE_SIZE, two_objects:
             cy, cx = rng.uniform(half + 1, size - half - 2, size=2)
             mask = _mask(shape, cy, cx, half, size)
             drawn.append((shape, colour, size_word, mask))
-        relation = relation_of(_box(drawn[0][3]), _box(drawn[1][3])) if count == 2 else None
-        # the caption's order follows from the picture: the large object first; of two the same size, the
-        # one above or left of the other
-        sizes = [d[2] for d in drawn]
-        if sizes == ["small", "large"] or (sizes == sizes[::-1] and relation in ("below", "right of")):
-            drawn.reverse()
-            relation = relation_of(_box(drawn[0][3]), _box(drawn[1][3]))
+        drawn, relation = _caption_order(drawn)
         if count == 1 or relation is not None:
             break
+    return _paint(rng, image, drawn, relation, textured)
+
+
+def _caption_order(drawn: list) -> tuple[list, str | None]:
+    """The objects in the order the caption names them, and their relation (None: one object, or unclear).
+
+    The order follows from the picture: the large object first; of two the same size, the one above or left
+    of the other."""
+    if len(drawn) == 1:
+        return drawn, None
+    relation = relation_of(_box(drawn[0][3]), _box(drawn[1][3]))
+    sizes = [d[2] for d in drawn]
+    if sizes == ["small", "large"] or (sizes == sizes[::-1] and relation in ("below", "right of")):
+        drawn = drawn[::-1]
+        relation = relation_of(_box(drawn[0][3]), _box(drawn[1][3]))
+    return drawn, relation
+
+
+def _paint(rng: np.random.Generator, image: np.ndarray, drawn: list, relation: str | None, textured: bool) -> Scene:
+    """Paint ``drawn`` ``(shape, colour, size word, mask)`` onto ``image`` (each in a slightly jittered tint)."""
     objects = []
     for shape, colour, size_word, mask in drawn:
         tint = np.asarray(COLOURS[colour]) + rng.uniform(-0.05, 0.05, size=3)
@@ -187,6 +202,45 @@ def make_scene(rng: np.random.Generator, *, size: int = IMAGE_SIZE, two_objects:
         objects.append(SceneObject(shape, colour, size_word, _box(mask)))
     image = np.clip(image, 0.0, 1.0).astype(np.float32)
     return Scene(image=image, objects=tuple(objects), relation=relation, textured=textured)
+
+
+def draw_scene(objects: list[tuple[str, str, str, float, float]], *, textured: bool = False, seed: int = 0,
+               size: int = IMAGE_SIZE) -> Scene:  # fmt: skip
+    """A scene drawn to order (the Captions page's "draw one").
+
+    Args:
+        objects: one or two ``(shape, colour, size word, row, column)``, the centre in pixels; a centre too
+            close to the edge is moved in until the whole shape fits (as :func:`make_scene` places them).
+            A size word draws the middle of its range of half-widths (:data:`SIZES`).
+        textured: striped, noisy background instead of a plain one.
+        seed: the background's shade and texture and the colours' small jitter.
+        size: image side in pixels.
+
+    Returns:
+        The :class:`Scene`, objects in caption order (a large one first, else the one above or left of the
+        other), so its ``caption`` is the grammar's one right caption.
+
+    Raises:
+        ValueError: an unknown word, not one or two objects, or two objects the grammar cannot relate
+            (overlapping, or about as far apart across as down); the message says which.
+    """
+    if len(objects) not in (1, 2):
+        raise ValueError(f"a scene holds one or two objects, not {len(objects)}")
+    rng = np.random.default_rng(seed)
+    image = _background(rng, size, textured)
+    drawn = []
+    for shape, colour, size_word, row, col in objects:
+        if shape not in SHAPES or colour not in COLOURS or size_word not in SIZES:
+            raise ValueError(f"not a shape, colour and size of the scenes: {shape!r}, {colour!r}, {size_word!r}")
+        low, high = SIZES[size_word]
+        half = (low + high) // 2
+        cy, cx = (float(np.clip(v, half + 1, size - half - 2)) for v in (row, col))
+        drawn.append((shape, colour, size_word, _mask(shape, cy, cx, half, size)))
+    drawn, relation = _caption_order(drawn)
+    if len(drawn) == 2 and relation is None:
+        raise ValueError("the two objects overlap, or one is about as far across from the other as down: no "
+                         "caption of the grammar says where one is. Move one further left, right, up or down.")
+    return _paint(rng, image, drawn, relation, textured)
 
 
 def make_scenes(n: int, seed: int, **kwargs) -> list[Scene]:

@@ -26,9 +26,11 @@ DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "ap
                  "app/components/knowledge_check.py", "app/components/examples.py", "app/views/train.py",
                  "app/views/classroom.py", "app/components/room_panel.py", "app/components/lesson_draft.py",
                  "app/components/room_lesson.py",
-                 "app/views/explain.py")
-KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Positional, state.Step, state.Heads, state.Pretraining,
-               state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft, state.Explain)
+                 "app/views/explain.py",
+                 "app/views/captions.py")
+KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Captions, state.Positional, state.Step, state.Heads,
+               state.Pretraining, state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft,
+               state.Explain)
 
 
 def _names(cls) -> dict[str, str]:
@@ -75,7 +77,8 @@ def test_a_key_is_declared_once():
 
 
 @pytest.mark.parametrize("cls,page,local", [(state.Bahdanau, "bahdanau", ()),
-                                            (state.Vit, "vit", (state.Vit.discard_rule,))])
+                                            (state.Vit, "vit", (state.Vit.discard_rule,)),
+                                            (state.Captions, "captions", ())])
 def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
     """The URL table takes a moved page's parameter names and defaults from its key class (``local``: kept in
     the session but not in links)."""
