@@ -86,14 +86,19 @@ class TraceCache:
         max_entries: a bound on the number of entries as well (small traces are cheap but not free).
         sizeof: the bytes an entry counts for (default :func:`nbytes`, its numpy arrays); the app also
             keeps ready-to-send figures in one of these, measured by their JSON's length.
+        on_large: called (outside the lock) after an entry of ``large_bytes`` or more was stored or dropped:
+            its computation allocated and freed at least that much, which a server hands back to the OS
+            (``engine.memory.release_memory_soon``).
     """
 
-    def __init__(self, max_bytes: int, max_entries: int = 256, sizeof: Callable[[Any], int] | None = None) -> None:
+    def __init__(self, max_bytes: int, max_entries: int = 256, sizeof: Callable[[Any], int] | None = None,
+                 on_large: Callable[[], None] | None = None, large_bytes: int = 16 * 2**20) -> None:
         if max_bytes < 0 or max_entries < 1:
             raise ValueError("max_bytes must be >= 0 and max_entries >= 1")
         self.max_bytes = int(max_bytes)
         self.max_entries = int(max_entries)
         self._sizeof = sizeof or nbytes
+        self._on_large, self._large_bytes = on_large, int(large_bytes)
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._pending: dict[Hashable, _Pending] = {}
@@ -142,17 +147,20 @@ class TraceCache:
         for arr in arrays:  # shared between sessions: nobody may write
             arr.flags.writeable = False
         size = self._sizeof(value) if self._sizeof is not nbytes else sum(a.nbytes for a in arrays)
+        largest = size
         with self._lock:
-            if size > self.max_bytes:
-                return  # larger than the whole budget: served once, not kept
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._entries[key] = (value, size)
-            self._bytes += size
-            while self._entries and (self._bytes > self.max_bytes or len(self._entries) > self.max_entries):
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
+            if size <= self.max_bytes:  # else larger than the whole budget: served once, not kept
+                old = self._entries.pop(key, None)
+                if old is not None:
+                    self._bytes -= old[1]
+                self._entries[key] = (value, size)
+                self._bytes += size
+                while self._entries and (self._bytes > self.max_bytes or len(self._entries) > self.max_entries):
+                    _, (_, dropped) = self._entries.popitem(last=False)
+                    self._bytes -= dropped
+                    largest = max(largest, dropped)
+        if self._on_large is not None and largest >= self._large_bytes:
+            self._on_large()
 
     # ---- housekeeping ------------------------------------------------------------------------
     @property

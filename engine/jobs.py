@@ -36,8 +36,6 @@ No Streamlit here; ``app/services/long_work.py`` is the app's side.
 from __future__ import annotations
 
 import atexit
-import ctypes
-import functools
 import heapq
 import inspect
 import itertools
@@ -51,6 +49,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from engine.memory import release_memory, release_memory_soon
 
 log = logging.getLogger(__name__)
 
@@ -164,20 +164,6 @@ def background_thread(threads: int = 1, nice: int = LOW_PRIORITY_NICE) -> None:
 
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
-
-
-@functools.lru_cache(maxsize=1)
-def _libc() -> Any:
-    return ctypes.CDLL("libc.so.6")
-
-
-def release_memory() -> bool:
-    """Hand the heap's free pages back to the OS (glibc's ``malloc_trim``), so a server's memory falls back
-    after a burst of jobs. False where there is no glibc."""
-    try:
-        return bool(_libc().malloc_trim(0))
-    except (OSError, AttributeError):
-        return False
 
 
 # ---- progress and status -----------------------------------------------------------------------------------
@@ -499,6 +485,7 @@ class LongWorkQueue:
             while (job := self._next()) is not None:
                 self._run(job)
                 release_memory()
+                release_memory_soon()  # and again once the pages have drawn the job's result
         finally:
             with self._lock:
                 self._threads.discard(threading.current_thread())

@@ -37,6 +37,7 @@ import engine.registry
 from app.services.request import TraceRequest
 from engine import AttentionTrace, EngineError, ModelSpec
 from engine.cache import TraceCache
+from engine.memory import release_memory_soon
 from engine.policy import ServerPolicy
 from engine.registry import HUB_SUGGESTIONS
 from engine.text import hide_paths, shorten
@@ -155,11 +156,11 @@ def _cache_budget_mb() -> int:
         return 512
 
 
-#: the text traces of this server process (shared by every session; hits are not copied; ViT and Bahdanau
-#: traces are st.cache_data in services.vit / services.bahdanau)
-TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20)
+#: the traces of this server process (text, ViT, Bahdanau: shared by every session; hits are not copied); a large
+#: one (a long input) allocated and freed far more than it keeps: the heap is trimmed soon after (engine.memory)
+TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20, on_large=release_memory_soon)
 #: what pages draw from a trace (a head's map, a layer's thumbnails: small arrays), shared the same way
-MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048)
+MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048, on_large=release_memory_soon)
 #: figures ready to send (themed JSON dicts): a class on one link builds each figure once
 FIGURES = TraceCache(max_bytes=64 * 2**20, max_entries=1024, sizeof=lambda fig: _text_bytes(fig.to_dict().get("data")) + 4096)
 
@@ -205,6 +206,9 @@ def forward_threads(long_input: bool):
 
 
 CORES = max(1, os.cpu_count() or 1)
+#: a request over more characters than this (~2,000 tokens) asks for a trim of the heap soon (engine.memory):
+#: the overviews, tiles and figures of a long input free hundreds of MB that glibc would otherwise keep
+TRIM_CHARS = 8_000
 
 
 def _long_work_running() -> bool:
@@ -244,6 +248,8 @@ def get_trace(request: TraceRequest) -> AttentionTrace:
                 return engine.generate(model, request.text, settings, max_tokens=request.max_tokens)
             return engine.trace(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
 
+    if len(request.text) > TRIM_CHARS:  # a page over a long input allocates and frees far more than it keeps
+        release_memory_soon()
     # a session's own trained model is keyed by the object itself (a retrained model is a new one)
     return TRACES.get((request.trace_key, trained, rules), compute)
 

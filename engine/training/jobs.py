@@ -41,7 +41,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.jobs import background_thread, cores, default_max_seconds, expected_start, release_memory
+from engine.jobs import background_thread, cores, default_max_seconds, expected_start
+from engine.memory import release_memory
 from engine.training.budget import Estimate, StepTimer, TimeBudget
 from engine.training.job_settings import (
     EVAL_BATCH,

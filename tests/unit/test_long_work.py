@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from engine import jobs
+from engine import jobs, memory
 from engine.jobs import CANCELLED, GONE, LOW_PRIORITY_NICE, LongWorkQueue, Step, checkpoint
 from tests.job_helpers import wait_until
 
@@ -270,7 +270,7 @@ def test_memory_is_handed_back_after_each_job(queue, monkeypatch):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc")
 def test_release_memory_calls_malloc_trim():
     assert jobs.release_memory() in (True, False)  # 1 when memory went back, 0 when there was none to give
-    assert jobs._libc().malloc_trim is not None
+    assert memory._libc().malloc_trim is not None
 
 
 # ---- priority and threads ------------------------------------------------------------------------------------
@@ -380,3 +380,17 @@ def test_a_generation_past_its_budget_stops_between_tokens(baseline_threads):
         assert not model.lock.locked()  # stopped between tokens: the model's lock is free
     finally:
         q.shutdown()
+
+
+def test_a_burst_of_trim_requests_trims_once_after_the_delay(monkeypatch):
+    calls = []
+    monkeypatch.setattr(memory, "release_memory", lambda: calls.append(1) or True)
+    start = memory.trims[0]
+    for _ in range(5):
+        memory.release_memory_soon(0.2)
+    assert calls == []  # not on the caller's thread, not before the delay
+    wait_until(lambda: memory.trims[0] == start + 1, 10, "one trim")
+    assert calls == [1]
+    memory.release_memory_soon(0.05)  # a request after the trim schedules another
+    wait_until(lambda: memory.trims[0] == start + 2, 10, "a second trim")
+    assert calls == [1, 1]

@@ -115,3 +115,18 @@ def test_entry_cap_and_clear():
     assert len(cache) == 0 and cache.bytes == 0
     with pytest.raises(ValueError):
         TraceCache(max_bytes=-1)
+
+
+def test_a_large_entry_stored_or_dropped_asks_for_a_trim():
+    calls = []
+    cache = TraceCache(max_bytes=3000, on_large=lambda: calls.append(1), large_bytes=1000)
+    cache.get("small", lambda: np.zeros(10, dtype=np.float32))  # 40 bytes
+    assert calls == []
+    cache.get("big", lambda: np.zeros(300, dtype=np.float32))  # 1,200 bytes: stored
+    assert calls == [1]
+    cache.get("big2", lambda: np.zeros(300, dtype=np.float32))
+    assert calls == [1, 1]
+    cache.get("small2", lambda: np.zeros(200, dtype=np.float32))  # 800 bytes, but "big" (1,200) is dropped for it
+    assert "big" not in cache and calls == [1, 1, 1]
+    cache.get("huge", lambda: np.zeros(1000, dtype=np.float32))  # over the budget: served, not kept, still large
+    assert "huge" not in cache and calls == [1, 1, 1, 1]
