@@ -14,7 +14,6 @@ from app.components.heatmap import safe_label, unique_labels
 
 DIVERGING = "RdBu"  # red (negative) … white … blue (positive); colour-blind safe
 UP, DOWN = "#2166ac", "#b2182b"  # the diverging scale's ends, for bars
-NOT_SCORED = "#d0d0d0"  # the background a NaN cell (a token not scored) shows
 
 
 def token_labels(tokens: tuple[str, ...] | list[str]) -> list[str]:
@@ -39,8 +38,7 @@ def importance_heatmap(tokens: list[str], methods: list[str], scores: list[np.nd
         hovertemplate="%{y}<br>%{x}: %{customdata:.4g} (%{z:.2f} of the largest)<extra></extra>"))  # fmt: skip
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
                       title=dict(text="Importance of each token, by method"),
-                      plot_bgcolor=NOT_SCORED,
-                      xaxis=dict(type="category", tickangle=-60, side="top"),
+                      xaxis=dict(type="category", tickangle=-60),
                       yaxis=dict(type="category", autorange="reversed"))  # fmt: skip
     return fig
 

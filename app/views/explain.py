@@ -131,7 +131,7 @@ def show_importances(pred, results: dict) -> None:
     show_chart(importance_heatmap(tokens, labels, [r.scores for r in results.values()]), key=E.heat)
     st.caption("Each row is one method, divided by its largest score so that all share one colour scale (hover for "
                "the raw number). Blue: the token raises the explained number, red: it lowers it; the three attention "
-               "readings are never negative. A grey cell is not scored (the blank being filled).")  # fmt: skip
+               "readings are never negative. An empty cell is not scored (the blank being filled).")  # fmt: skip
     items = list(results.items())
     for start in range(0, len(items), 3):
         for column, (method, result) in zip(side_by_side(3), items[start:start + 3]):
@@ -190,14 +190,16 @@ def show_swap(request: services.ExplainRequest, pred) -> None:
     if bar is not None:
         bar.empty()
     embedding = pred.task == "embedding"
-    what = "cosine with the reference" if embedding else f"p({pred.target})"
+    what = "cosine" if embedding else f"p({pred.target})"
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(f"{md(what)}, own attention", f"{result.before:.3f}")
     m2.metric(f"{md(what)}, replaced (median)", f"{np.median(result.after):.3f}",
               delta=f"{np.median(result.after) - result.before:+.3f}")  # fmt: skip
     change = "1 − cos(e, e′)" if embedding else "total variation"
-    m3.metric(f"Output change, {change} (max)", f"{np.max(result.output_change):.4f}")
-    m4.metric("Attention change, JSD (median)", f"{np.median(result.attention_change):.3f}",
+    m3.metric("Output moved (max)", f"{np.max(result.output_change):.4f}",
+              help=f"The largest {change} between the output with the model's own weights and with replaced ones: "
+                   + ("1 − the cosine of the two embeddings." if embedding else "½ Σ |p − p′| over the vocabulary."))
+    m4.metric("Attention moved (median)", f"{np.median(result.attention_change):.3f}",
               help="Jensen–Shannon divergence of the new weights from the model's own, in nats (at most ln 2 ≈ 0.69).")
     show_chart(swap_scatter(result.attention_change, result.output_change,
                             output_label=f"output change: {change}"), key=E.swap)  # fmt: skip
@@ -205,7 +207,7 @@ def show_swap(request: services.ExplainRequest, pred) -> None:
     rows = "the predicting row" if len(result.rows) == 1 else "every row"
     st.caption(f"Layer {result.layer}, {'all heads' if len(result.heads) > 1 else f'head {result.heads[0]}'}, "
                f"{KINDS[result.kind]}; the attention change is measured on {rows} (the rows that can reach the "
-               f"output).{kept} Large attention changes with small output changes mean this head's weights are not "
+               f"output).{kept} Large attention changes with small output changes mean these weights are not "
                "what the prediction rests on; the adversary looks for such weights on purpose (output within ±0.01). "
                "It does not follow that attention is meaningless (Wiegreffe & Pinter 2019): other heads, the values "
                "and the MLPs can carry the same information.")  # fmt: skip
