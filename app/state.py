@@ -257,6 +257,7 @@ class Lessons:
 
     step, steps_table, softmax_scale, softmax = "lesson_step", "lesson_steps_table", "lesson_softmax_scale", "lesson_softmax"
     prev, next, goto, row, again = "lesson_prev_", "lesson_next_", "lesson_goto_", "lesson_row_", "lesson_again_"
+    region, look = "lesson_region_", "lesson_look_"  # the captioning check's region pick and its revealed map
 
 
 class Draft:

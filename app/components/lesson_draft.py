@@ -371,5 +371,5 @@ def _file_box(lesson: Lesson) -> None:
     from app.components.lesson_plan import LESSON  # the built-in lesson file, read once
 
     left.button("Start from the built-in lesson", key=Draft.builtin, on_click=use, args=(LESSON,),
-                help="Replaces your draft with the ten steps of the Lessons page, to change as you like.")  # fmt: skip
+                help="Replaces your draft with the built-in lesson's steps, to change as you like.")  # fmt: skip
     right.button("Empty the draft", key=Draft.clear, on_click=use, args=(EMPTY,), disabled=not lesson.steps)

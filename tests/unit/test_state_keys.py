@@ -27,7 +27,8 @@ DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "ap
                  "app/views/classroom.py", "app/components/room_panel.py", "app/components/lesson_draft.py",
                  "app/components/room_lesson.py",
                  "app/views/explain.py",
-                 "app/views/captions.py")
+                 "app/views/captions.py",
+                 "app/components/caption_check.py")
 KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Captions, state.Positional, state.Step, state.Heads,
                state.Pretraining, state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft,
                state.Explain)
