@@ -1,0 +1,66 @@
+"""A Swin on the Vision Transformer page in a real browser: a tiny random Swin folder typed into the model
+field (inside the folder the server's admin allowed, ``AP_MODEL_DIRS``), a shifted block picked, and a click
+on the window chart that makes the clicked patch the query (AppTest cannot click a Plotly chart)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from conftest import running_app
+from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from tests.swin_helpers import save_tiny_swin
+
+pytestmark = pytest.mark.e2e
+
+FIRST_DRAW_MS = 60_000
+REDRAW_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def swin_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("allowed")
+    folder = save_tiny_swin(root / "tiny-swin", window=2)
+    with running_app("e2e-swin-server.log", {"AP_MODEL_DIRS": str(root)}) as url:
+        yield url, str(folder)
+
+
+def test_type_a_swin_folder_pick_a_shifted_block_and_click_a_patch(page: Page, swin_server, artifacts: Path):
+    url, folder = swin_server
+    page.goto(url)
+    # the first page draws a chart once torch is imported: a page that imports scikit-learn while the background
+    # warm-up is still importing torch can fail (scipy looks at the half-imported torch module)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Vision Transformer").click()
+    expect(page.get_by_role("heading", name="Vision Transformer")).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    page.get_by_text(re.compile(r"^Another ViT \(")).click()  # "(Hugging Face id or folder)"
+    field = page.get_by_role("textbox", name=re.compile(r"folder$"))
+    field.fill(folder)
+    field.press("Enter")
+    expect(page.get_by_text("Patch 0 → its window, stage 0, block 0, head 0")).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    expect(page.get_by_text("Where [CLS] looks")).to_have_count(0)
+
+    page.get_by_role("combobox", name="Block").click()
+    page.get_by_role("option", name="1: windows shifted by 1", exact=True).click()
+    expect(page.get_by_text("Patch 0 → its window, stage 0, block 1, head 0")).to_be_visible(timeout=REDRAW_MS)
+    expect(page.get_by_text("Shifted windows:")).to_be_visible(timeout=REDRAW_MS)
+    expect_idle(page)
+
+    # click the patch in row 2, column 5 of the 8×8 grid (number 21): it becomes the query
+    chart = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="its window")
+    chart.scroll_into_view_if_needed()
+    area = chart.locator(".nsewdrag").first.bounding_box()
+    assert area is not None
+    page.mouse.click(area["x"] + area["width"] * 5.5 / 8, area["y"] + area["height"] * 2.5 / 8)
+    expect(page.get_by_text("Patch 21 → its window, stage 0, block 1, head 0")).to_be_visible(timeout=REDRAW_MS)
+    expect(page.get_by_label("Patch (click one in the chart, or type its number)")).to_have_value("21")
+    expect_idle(page)
+    expect_no_exception(page)
+    page.screenshot(path=str(artifacts / "vit-swin.png"), full_page=True)
