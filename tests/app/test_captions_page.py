@@ -175,3 +175,18 @@ def test_forged_settings_are_kept_in_bounds():
     assert_clean(at)
     assert not at.error, messages(at.error)
     assert figures(at)
+
+
+def test_a_forged_drawing_is_drawn_from_allowed_values(captioner):
+    at = open_page("captions", cap_source="draw", cap_count=9, cap_shape_0="hexagon", cap_colour_1="ultraviolet",
+                   cap_size_0="huge", cap_row_1=999, cap_col_0=-40)
+    assert_clean(at)
+    assert not at.error, messages(at.error)
+    assert at.radio(key="cap_count").value == 1  # one object: the first option
+    assert at.selectbox(key="cap_shape_0").value == "circle" and at.selectbox(key="cap_size_0").value == "small"
+    assert at.slider(key="cap_col_0").value == 0
+    scene = draw_scene([("circle", "blue", "small", 18, 0)])
+    assert scene.caption in shown_text(at)
+    ref = reference(captioner, scene.image)
+    np.testing.assert_allclose(panel_maps(by_title(at, "Where it looks for each word"), len(ref.words)), ref.alphas,
+                               atol=1e-6)

@@ -28,7 +28,8 @@ from tests.async_helpers import run_async
 
 pytestmark = pytest.mark.reliability
 
-PAGES = ["", "lessons", "step_by_step", "heads", "bertviz_views", "positional", "vit", "bahdanau", "train", "pretraining"]
+PAGES = ["", "lessons", "step_by_step", "heads", "bertviz_views", "positional", "vit", "captions", "bahdanau", "train",
+         "pretraining"]
 SKIP = {"plotly_chart", "file_uploader"}  # chart selections and uploads have their own tests
 
 
