@@ -13,7 +13,7 @@ from app.components.guard import show_error
 from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.components.safe_text import md
 from app.links import open_page
-from app.state import PERSIST, Bertviz, K
+from app.state import PERSIST, Bertviz, K, Vit
 from engine.families import FAMILIES, text_families  # every family: the views read any trace through attention_blocks()
 
 BERTVIZ_FAMILIES = FAMILIES - {"captioner"}  # the captioner's attention is over an image grid, one map per word
@@ -107,6 +107,14 @@ def main() -> None:
         show_error(err)
         return
     show_notices(trace, card.max_positions)
+    if services.vit_windowed(trace):  # a Swin: small windows per block, not one attention over every token
+        st.info("This is a Swin: each block attends inside small windows of patches, not over all tokens at once, "
+                "so bertviz's views (one token-to-token map per head) do not fit it. The Vision Transformer page "
+                "shows its windows.")
+        listed = any(s.id == model_id for s in services.list_models())
+        open_page("vit.py", "Vision Transformer: this Swin's windows", {Vit.model if listed else Vit.hub_id: model_id},
+                  icon=":material/image:")  # fmt: skip
+        return
     if family == "vit":
         st.caption(f"Prediction: **{trace.prediction}**. Tokens: [CLS] and patches p0–p15, row by row.")
     if family == "encoder-decoder":

@@ -5,6 +5,8 @@ inside the folder the server allows (``AP_MODEL_DIRS``). The window map drawn is
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import numpy as np
 import pytest
 
@@ -85,3 +87,18 @@ def test_an_offline_swin_hub_id_gives_the_engines_message():
     errors = messages(at.error)
     assert any("not downloaded" in e or "Hub" in e for e in errors), errors
     assert not at.get("plotly_chart")
+
+
+def test_bertviz_sends_a_swin_to_the_vision_transformer_page(folder, monkeypatch):
+    """bertviz draws one token-to-token map per head; a Swin has windows instead: a calm note and a link that
+    opens the Vision Transformer page on the same model."""
+    monkeypatch.setenv("AP_MODEL_DIRS", str(folder.parent))
+    at = open_page("bertviz_views", hub_id=str(folder))
+    assert_clean(at)
+    assert not at.error, messages(at.error)
+    assert any("This is a Swin" in m for m in messages(at.info)), messages(at.info)
+    assert not at.get("iframe")
+    links = [link.proto for link in at.get("page_link")]
+    swin = [p for p in links if "Swin" in p.label]
+    assert swin and swin[0].page == "vit", [p.label for p in links]
+    assert swin[0].query_string == urlencode({"vit_hub_id": str(folder)}), swin[0].query_string
