@@ -33,7 +33,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from engine.analysis.attribution import Prediction, _is_own, embed, outputs, value_of, with_grad
+from engine.analysis.attribution import Prediction, value_of
+from engine.analysis.embedding_runs import embed, is_own, outputs, with_grad
 from engine.types import EngineError
 
 SwapKind = Literal["permuted", "uniform", "adversarial"]
@@ -73,7 +74,7 @@ class SwapResult:
 def attention_override(model, module, layer: int, replace: Callable[[Any], Any]) -> Iterator[None]:
     """While inside, layer ``layer``'s attention weights ``(B, H, T, T)`` are ``replace(weights)`` in every forward
     pass of ``module`` (our transformer: run it with ``attn_impl="explicit"``). The caller holds the lock."""
-    if _is_own(model):
+    if is_own(model):
         handle = module.blocks[layer].attn.hook_pattern.register_forward_hook(lambda _m, _i, out: replace(out))
         try:
             yield
@@ -132,7 +133,7 @@ def jsd(p, q):
 
 # ---- the test ------------------------------------------------------------------------------------------------
 def _n_layers(model, module) -> int:
-    return len(module.blocks) if _is_own(model) else len(model.adapter.layers(module))
+    return len(module.blocks) if is_own(model) else len(model.adapter.layers(module))
 
 
 def measured_rows(pred: Prediction, layer: int, n_layers: int) -> tuple[int, ...]:
@@ -186,7 +187,7 @@ def swap_test(model, pred: Prediction, layer: int, heads: Sequence[int] | None =
     n_layers = _n_layers(model, model.module)
     if not 0 <= int(layer) < n_layers:
         raise EngineError(f"Layer {layer} is out of range: this model has {n_layers} layers (0–{n_layers - 1}).")
-    n_heads = int(model.module.cfg.n_heads) if _is_own(model) else model.adapter.n_heads(model.module.config)
+    n_heads = int(model.module.cfg.n_heads) if is_own(model) else model.adapter.n_heads(model.module.config)
     heads = tuple(range(n_heads)) if heads is None else tuple(sorted({int(h) for h in heads}))
     if not heads or not all(0 <= h < n_heads for h in heads):
         raise EngineError(f"Heads run from 0 to {n_heads - 1}, got {heads}.")

@@ -24,6 +24,7 @@ and each method gives every input token i a score (:func:`importance`):
                          token's embedding at every position. Completeness: Σ_i IG_i = f(e) − f(e'); the gap
                          n steps leave is reported.
 
+Running the model from its input embeddings is :mod:`engine.analysis.embedding_runs`.
 The first three read a trace (:func:`engine.trace`) and are ≥ 0; the other three run the model and are
 signed (a token can push f down). Gradient runs hold the model's lock with autograd on (the shared
 module's weights keep ``requires_grad=False``: only the input embeddings get gradients).
@@ -31,15 +32,25 @@ module's weights keep ``requires_grad=False``: only the input embeddings get gra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from engine.analysis.embedding_runs import (
+    Task,
+    baseline_id,
+    embed,
+    outputs,
+    read_text,
+    replacement_id,
+    task_of,
+    token_label,
+    with_grad,
+)
 from engine.types import AttentionTrace, EngineError, Tokens
 
-Task = Literal["next-token", "masked-word", "embedding"]
 #: method id → label for people, in the order pages show them
 METHODS: dict[str, str] = {
     "attention": "raw attention",
@@ -55,8 +66,6 @@ BASELINES = ("zero", "pad")
 LOO_MODES = ("remove", "replace")
 DEFAULT_MAX_TOKENS = 64
 MAX_STEPS = 256
-NEEDS_TASK = ("This page explains a next-token decoder, a masked-LM encoder of ours (with [MASK]) or a "
-              "Hugging Face text encoder (its sentence embedding); {model} is none of them.")  # fmt: skip
 NEEDS_MASK = "Put [MASK] where a word should be guessed, e.g. 'lily found a [MASK] ball.'"
 
 
@@ -130,74 +139,6 @@ class Importance:
     steps: int = 0
 
 
-# ---- running a model from its input embeddings ---------------------------------------------------------
-def task_of(model) -> Task:
-    """What :func:`predict` explains for ``model`` (:data:`Task`).
-
-    Raises:
-        EngineError: a family this page does not explain (the translator, ViT, an own encoder without [MASK]).
-    """
-    from engine.models.own_adapter import OwnTextAdapter
-    from engine.pretrained.adapters import HFTextAdapter
-    from engine.vocab import MASK
-
-    if isinstance(model.adapter, OwnTextAdapter):
-        if model.spec.family == "decoder":
-            return "next-token"
-        if MASK in model.tokenizer:
-            return "masked-word"
-    elif isinstance(model.adapter, HFTextAdapter):
-        return "next-token" if model.adapter.family == "decoder" else "embedding"
-    raise EngineError(NEEDS_TASK.format(model=model.spec.id))
-
-
-def _is_own(model) -> bool:
-    from engine.models.own_adapter import OwnTextAdapter
-
-    return isinstance(model.adapter, OwnTextAdapter)
-
-
-def embed(model, module, ids: Sequence[int], device) -> Any:
-    """The word embeddings of ``ids``, ``(T, D)`` (no positions: those are added inside the model)."""
-    import torch
-
-    x = torch.tensor(list(ids), dtype=torch.long, device=device)
-    table = module.embed if _is_own(model) else model.adapter.base(module).get_input_embeddings()
-    return table(x)
-
-
-def outputs(model, module, task: Task, causal: bool, ids: Sequence[int], embeds, position: int | None,
-            *, explicit: bool = False) -> Any:  # fmt: skip
-    """Run the model on input embeddings ``embeds`` ``(B, T, D)`` (``ids`` give the shape and nothing else).
-
-    Returns:
-        next-token / masked-word: log-probabilities at ``position``, ``(B, V)``; embedding: the unit sentence
-        embeddings ``(B, D)``. ``explicit``: our transformer's written-out attention, whose ``hook_pattern``
-        fires (what :mod:`engine.analysis.attention_swap` replaces); Hugging Face models always run
-        ``ap_capture``.
-    """
-    import torch
-    import torch.nn.functional as F
-
-    batch = embeds.shape[0]
-    if _is_own(model):
-        tokens = torch.tensor([list(ids)], dtype=torch.long, device=embeds.device).expand(batch, -1)  # (B, T)
-        handle = module.hook_embed.register_forward_hook(lambda _m, _i, _o: embeds)  # E[tokens] := embeds
-        try:
-            logits = module(tokens, causal=causal, attn_impl="explicit" if explicit else "sdpa")  # (B, T, V)
-        finally:
-            handle.remove()
-        return torch.log_softmax(logits[:, position], dim=-1)  # (B, V)
-    adapter = model.adapter
-    kwargs = adapter.causal_kwargs(module, embeds.shape[1], causal, embeds.device, default=bool(model.default_causal))
-    if adapter.caches:
-        kwargs["use_cache"] = False
-    if task == "embedding":
-        hidden = adapter.base(module)(inputs_embeds=embeds, **kwargs).last_hidden_state  # (B, T, D)
-        return F.normalize(hidden.mean(dim=1), p=2, dim=-1)  # (B, D): mean pooling, every token real
-    return torch.log_softmax(module(inputs_embeds=embeds, **kwargs).logits[:, position], dim=-1)  # (B, V)
-
-
 def value_of(pred: Prediction, out) -> Any:
     """f from :func:`outputs`: ``(B,)`` log p(target), or the cosine with the reference embedding."""
     import torch
@@ -208,38 +149,7 @@ def value_of(pred: Prediction, out) -> Any:
     return out[:, pred.target_id]  # (B,)
 
 
-def with_grad(model, fn: Callable[[Any, Any], Any]) -> Any:
-    """``fn(module, device)`` under the model's lock with autograd on (the weights themselves stay frozen)."""
-    import torch
-
-    with model.lock, torch.inference_mode(False), torch.enable_grad():
-        return fn(model.module, model.device)
-
-
 # ---- the prediction ----------------------------------------------------------------------------------------
-def _read(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, list[str]]:
-    """The input's tokens as the model reads them (as its trace does), and the notices."""
-    if _is_own(model):
-        from engine.models.own_adapter import words_of
-        from engine.models.word_input import decoder_input
-
-        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
-        return inp.tokens, list(inp.notices)
-    from engine.text import length_notices
-
-    ids, tokens, n_total, requested, cut_chars = model.adapter.prepare(model, text, max_tokens)
-    return tokens, length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
-                                  cut_chars=cut_chars)  # fmt: skip
-
-
-def _label(model, token_id: int) -> str:
-    if _is_own(model):
-        return model.tokenizer.decode([token_id])[0]
-    from engine.pretrained.adapters import display_tokens
-
-    return display_tokens(model.tokenizer, [token_id], model.adapter.byte_level).strings[0]
-
-
 def predict(model, text: str, *, reference: str = "", max_tokens: int = DEFAULT_MAX_TOKENS) -> Prediction:
     """What ``model`` predicts from ``text``: the number the methods explain (module docstring).
 
@@ -253,7 +163,7 @@ def predict(model, text: str, *, reference: str = "", max_tokens: int = DEFAULT_
         EngineError: an unsupported model, no [MASK], an empty reference, an empty text.
     """
     task = task_of(model)
-    tokens, notices = _read(model, task, text, max_tokens)
+    tokens, notices = read_text(model, task, text, max_tokens)
     ids, n = list(tokens.ids), len(tokens)
     position: int | None = n - 1
     excluded: tuple[int, ...] = ()
@@ -273,7 +183,7 @@ def predict(model, text: str, *, reference: str = "", max_tokens: int = DEFAULT_
         if not reference.strip():
             raise EngineError("Type a reference sentence: the embedding is explained by its cosine similarity to it.")
     causal = bool(model.default_causal)
-    ref_tokens = _read(model, task, reference, max_tokens)[0] if task == "embedding" else None
+    ref_tokens = read_text(model, task, reference, max_tokens)[0] if task == "embedding" else None
 
     def run(module, device):
         out = outputs(model, module, task, causal, ids, embed(model, module, ids, device)[None], position)[0]
@@ -292,7 +202,7 @@ def predict(model, text: str, *, reference: str = "", max_tokens: int = DEFAULT_
         return Prediction(**common, target_id=-1, target=reference, value=cos, probability=cos, reference=reference,
                           reference_embedding=ref)  # fmt: skip
     target = int(np.argmax(out))
-    return Prediction(**common, target_id=target, target=_label(model, target), value=float(out[target]),
+    return Prediction(**common, target_id=target, target=token_label(model, target), value=float(out[target]),
                       probability=float(np.exp(out[target])))  # fmt: skip
 
 
@@ -330,20 +240,6 @@ def contribution_scores(trace: AttentionTrace, pred: Prediction) -> np.ndarray:
 
 
 # ---- the three that run the model ----------------------------------------------------------------------
-def replacement_id(model) -> int:
-    """The token leave-one-out puts in a token's place: [MASK] / <mask> where the vocabulary has one, else the
-    unknown-word token."""
-    if _is_own(model):
-        from engine.vocab import MASK, UNK_ID
-
-        return model.tokenizer.encode([MASK])[0] if MASK in model.tokenizer else UNK_ID
-    tok = model.tokenizer
-    for name in ("mask_token_id", "unk_token_id", "pad_token_id"):
-        if getattr(tok, name, None) is not None:
-            return int(getattr(tok, name))
-    raise EngineError("This model's tokenizer has no [MASK], unknown or padding token: remove tokens instead.")
-
-
 def leave_one_out(model, pred: Prediction, mode: str = "remove") -> np.ndarray:
     """``f(text) − f(text without token i)`` for every i ``[tokens]`` (NaN at excluded positions).
 
@@ -398,18 +294,6 @@ def trapezoid_weights(steps: int) -> tuple[np.ndarray, np.ndarray]:
     weights = np.full(steps + 1, 1.0 / steps)
     weights[[0, -1]] /= 2
     return alphas, weights
-
-
-def baseline_id(model) -> int:
-    """The padding token whose embedding the ``"pad"`` baseline puts at every position."""
-    if _is_own(model):
-        from engine.vocab import PAD_ID
-
-        return PAD_ID
-    pad = getattr(model.tokenizer, "pad_token_id", None)
-    if pad is None:
-        raise EngineError("This model has no padding token: use the zero baseline.")
-    return int(pad)
 
 
 def integrated_gradients(model, pred: Prediction, *, steps: int = 32, baseline: str = "zero", chunk: int = 16,
