@@ -24,7 +24,7 @@ from app.figure_data.captions import REGIONS, region_bounds
 from app.state import Lessons
 
 
-def reveal_text(look: services.captions.Look, picked: int, word: str) -> str:
+def reveal_text(look: services.captions.Peak, picked: int, word: str) -> str:
     """"You picked X; the model's map for “circle” peaks in cell (r, c), in the Y region (α = a)." """
     r, c = look.peak
     alpha = float(look.view.alphas[look.word, r, c])

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid
 from app.figure_data.captions import CaptionView
 
-PICKED, OTHER, PEAK = "#e8710a", "#1f3b73", "#00e5ff"  # the chosen word's bar, the others, the peak cell's outline
+PICKED, OTHER = "#e8710a", "#1f3b73"  # the chosen word's bar (and the lesson's picked region), the others
 BOX = "#00e5ff"  # a true object's outline
 
 

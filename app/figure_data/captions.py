@@ -102,7 +102,3 @@ def region_of(row: int, col: int, grid: int) -> int:
     third = [next(k for k, (start, stop) in enumerate(region_bounds(grid)) if start <= i < stop) for i in (row, col)]
     return 3 * third[0] + third[1]
 
-
-def cell_table(view: CaptionView, word: int) -> np.ndarray:
-    """``[L, L]`` α of word ``word`` per cell, as float64 for a table (the same numbers as ``view.alphas[word]``)."""
-    return view.alphas[word].astype(np.float64)

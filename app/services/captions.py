@@ -230,7 +230,7 @@ def caption_mistakes(model_id: str = CAPTION_MODEL) -> tuple[Mistake, ...]:
 
 
 @dataclass(frozen=True, eq=False)
-class Look:
+class Peak:
     """Where the captioner looks when it writes one word of a held-out scene's caption (the lesson's check).
 
     Attributes:
@@ -257,7 +257,7 @@ class Look:
         return REGIONS[self.region]
 
 
-def where_it_looks(scene: int, word: str, model_id: str = CAPTION_MODEL) -> Look:
+def where_it_looks(scene: int, word: str, model_id: str = CAPTION_MODEL) -> Peak:
     """The real model's attention peak for ``word`` (its first occurrence) in its greedy caption of held-out
     scene ``scene``.
 
@@ -269,4 +269,4 @@ def where_it_looks(scene: int, word: str, model_id: str = CAPTION_MODEL) -> Look
     if word not in view.words:
         raise EngineError(f"The captioner does not write “{word}” for held-out scene {scene}: it writes “{caption}”.")
     t = view.words.index(word)
-    return Look(picture=caption_picture(request), view=view, word=t, region=view.region(t), caption=caption)
+    return Peak(picture=caption_picture(request), view=view, word=t, region=view.region(t), caption=caption)
