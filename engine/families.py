@@ -15,8 +15,8 @@ as ``"module:attribute"`` strings imported only when used, the pieces one family
 
 The code that differs lives in one module per kind of family: ``engine/models/<name>.py`` for ours,
 ``engine/pretrained/text_hf.py`` (BERT-likes, GPT-2, the rotary decoders), ``seq2seq_hf.py`` (T5,
-BART, Marian), ``vit_hf.py`` (ViT, DeiT) and ``swin_hf.py`` (Swin: windowed attention, its own trace
-type). Everything that needs a list of families reads it from here: the checkpoint format and the
+BART, Marian), ``vit_hf.py`` (ViT, DeiT), ``swin_hf.py`` (Swin: windowed attention, its own trace
+type) and ``caption_hf.py`` (ViT + GPT-2 and BLIP captioners: cross-attention over the image's patches). Everything that needs a list of families reads it from here: the checkpoint format and the
 catalog (:data:`KINDS`), ``engine.pretrained.hub.load_hf`` (:func:`hub_record`), the encoder-decoders'
 position kinds (:attr:`FamilyRecord.positions`) and the pages' model pickers (:func:`text_families`).
 
@@ -109,6 +109,11 @@ def _hf_vit(model_type: str, label: str) -> FamilyRecord:
     return FamilyRecord(model_type, "hf", ("vit",), f"{_VIT}:load_hf_vit", f"{_VIT}:HFViTAdapter", "VisionTrace", label)
 
 
+def _hf_captioner(model_type: str, kind: str, label: str) -> FamilyRecord:
+    return FamilyRecord(model_type, "hf", ("captioner",), "engine.pretrained.caption_hf:load_hf_captioner",
+                        f"engine.pretrained.caption_hf:{kind.upper()}", "PatchCaptionTrace", label)  # fmt: skip
+
+
 #: THE table: every family, once (checked by tests/unit/test_families.py)
 TABLE: tuple[FamilyRecord, ...] = (
     # ---- our own checkpoints (engine/models/) ------------------------------------------------------------
@@ -153,6 +158,9 @@ TABLE: tuple[FamilyRecord, ...] = (
     _hf_vit("deit", "DeiT"),
     FamilyRecord("swin", "hf", ("vit",), "engine.pretrained.swin_hf:load_hf_swin", "engine.pretrained.swin_hf:HFSwinAdapter",
                  "WindowTrace", "Swin"),
+    # ---- Hugging Face captioners (engine/pretrained/caption_hf.py) ---------------------------------------
+    _hf_captioner("vision-encoder-decoder", "ved", "ViT + GPT-2 captioner"),
+    _hf_captioner("blip", "blip", "BLIP"),
 )  # fmt: skip
 
 #: own checkpoints' records, in table order (the checkpoint format and the catalog read these)

@@ -11,6 +11,7 @@ from engine.types import (
     AlignmentTrace,
     AttentionTrace,
     CaptionTrace,
+    PatchCaptionTrace,
     Seq2SeqTrace,
     Tokens,
     Trace,
@@ -64,6 +65,12 @@ def _caption() -> CaptionTrace:
                         alphas=np.full((2, 2, 2), 0.25, np.float32), betas=np.ones(2, np.float32), log_prob=-1.0)
 
 
+def _patch_caption() -> PatchCaptionTrace:
+    cross = _attention(2, 5, family="captioner")  # 2 words over [CLS] + 2×2 patches
+    return PatchCaptionTrace(model_id="m", image=np.zeros((4, 4, 3), np.float32), patch_size=2, grid=(2, 2), prefix=1,
+                             words=_tokens(2), caption="t0", cross=cross, log_prob=-1.0)  # fmt: skip
+
+
 @pytest.mark.parametrize("make, family, blocks", [
     (_attention, "encoder", ("self",)),
     (_seq2seq, "encoder-decoder", ("encoder", "decoder", "cross")),
@@ -71,6 +78,7 @@ def _caption() -> CaptionTrace:
     (_vision, "vit", ("self",)),
     (_windows, "vit", ()),
     (_caption, "captioner", ()),
+    (_patch_caption, "captioner", ("cross",)),
 ])  # fmt: skip
 def test_every_trace_type_speaks_the_protocol(make, family, blocks) -> None:
     trace = make()

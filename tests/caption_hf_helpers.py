@@ -1,0 +1,84 @@
+"""Tiny random pretrained captioners saved locally (tests/unit/test_caption_hf.py, tests/app/test_caption_hf_page.py).
+
+Two families, each a folder with ``config.json``, safetensors weights, a tokenizer and an image processor, built
+here from configs (no download):
+
+- ``save_tiny_ved``: a ``VisionEncoderDecoderModel``, ViT encoder (32×32 pixels in 8-pixel patches: [CLS] + a 4×4
+  grid, 2 layers × 2 heads, width 32) and GPT-2 decoder with cross-attention (2 layers × 4 heads, width 48, so the
+  encoder's states go through ``enc_to_dec_proj``);
+- ``save_tiny_blip``: a ``BlipForConditionalGeneration`` (vision: 32×32 in 8-pixel patches, width 48, 2 heads; text
+  decoder: 2 layers × 4 heads, width 32).
+
+The tokenizer is a word-level one over a few caption words, wrapped as a ``PreTrainedTokenizerFast`` (what
+``AutoTokenizer`` loads back from ``tokenizer.json``). Weights are seeded; ``initializer_range`` 0.2 keeps the
+cross-attention far from uniform, so a parity test that mixed up heads or positions would fail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+WORDS = ("a", "red", "blue", "green", "small", "large", "circle", "square", "triangle", "above", "below", "left",
+         "of", "right", "the", "cat", "on", "mat")  # fmt: skip
+SPECIALS = ("[PAD]", "[BOS]", "[EOS]", "[UNK]")  # ids 0–3
+
+
+def save_tokenizer(folder: Path):
+    """A word-level tokenizer: ids 0–3 the specials, then :data:`WORDS`; saved into ``folder``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate((*SPECIALS, *WORDS))}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", bos_token="[BOS]", eos_token="[EOS]",
+                                   unk_token="[UNK]")  # fmt: skip
+    fast.save_pretrained(folder)
+    return fast
+
+
+def save_tiny_ved(folder: Path, *, seed: int = 0) -> Path:
+    """Save a tiny random ViT + GPT-2 ``VisionEncoderDecoderModel`` with its tokenizer and image processor."""
+    from transformers import (
+        GPT2Config,
+        VisionEncoderDecoderConfig,
+        VisionEncoderDecoderModel,
+        ViTConfig,
+        ViTImageProcessor,
+    )
+
+    tok = save_tokenizer(folder)
+    encoder = ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, initializer_range=0.2)  # fmt: skip
+    decoder = GPT2Config(vocab_size=len(tok), n_positions=40, n_embd=48, n_layer=2, n_head=4, initializer_range=0.2,
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                         is_decoder=True, add_cross_attention=True)  # fmt: skip
+    config = VisionEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
+    config.decoder_start_token_id = tok.bos_token_id
+    config.pad_token_id = tok.pad_token_id
+    config.eos_token_id = tok.eos_token_id
+    torch.manual_seed(seed)
+    VisionEncoderDecoderModel(config=config).save_pretrained(folder)
+    ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6],
+                      image_std=[0.2, 0.3, 0.25]).save_pretrained(folder)  # fmt: skip
+    return folder
+
+
+def save_tiny_blip(folder: Path, *, seed: int = 0) -> Path:
+    """Save a tiny random ``BlipForConditionalGeneration`` with its tokenizer and image processor."""
+    from transformers import BlipConfig, BlipForConditionalGeneration, BlipImageProcessor
+
+    tok = save_tokenizer(folder)
+    text = dict(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                max_position_embeddings=40, initializer_range=0.2, bos_token_id=tok.bos_token_id,
+                eos_token_id=tok.eos_token_id, sep_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)  # fmt: skip
+    vision = dict(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=64, initializer_range=0.2)  # fmt: skip
+    config = BlipConfig(text_config=text, vision_config=vision)
+    torch.manual_seed(seed)
+    BlipForConditionalGeneration(config).save_pretrained(folder)
+    BlipImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6],
+                       image_std=[0.2, 0.3, 0.25]).save_pretrained(folder)  # fmt: skip
+    return folder
