@@ -29,6 +29,8 @@ class K:
     head = "head"
     causal = "causal"
     max_tokens = "max_tokens"
+    causal_for = "_causal_for"  # the model the causal toggle's default was read for
+    causal_default = "_causal_default"  # that default: a link names the mask only when it differs from it
 
 
 class Bahdanau:
@@ -281,6 +283,38 @@ class Train:
     """The Train live page's keys (``app/views/train.py``): ``prefix`` + a setting's name (``train_task``, ...)."""
 
     prefix = "train_"
+
+
+class Explore:
+    """The Explore page's keys (``app/views/explore.py``) and its panels' (``write_more``, ``next_token_panel``,
+    ``ablation_panel``); ``tab``, ``block``, ``decode`` and ``write_request`` are also URL parameters
+    (``app/url_params.py``)."""
+
+    tab, block = "explore_tab", "explore_block"
+    grid = "explore_grid"  # the every-head grid chart (a click on a tile opens that head)
+    grid_pills = "explore_grid_pills"  # compact view: a button per head under the grid
+    map_box = "explore_map_box"  # presenter mode: the container the head map fills
+    main_map, query_bars, mask = "main_heatmap", "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
+    decode = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
+    decode_form, decode_prefix = "decode_form", "decode"  # its "Decode again" form; prefix of that form's widgets
+    write_request = "write_request"  # Write more: the settings asked, with the text and model they were for
+    write_form, write_prefix, write_chart = "write_form", "write", "write_chart"
+    long_example = "long_example"  # the "Try a long text" button
+    temperature, next_chart = "next_token_temperature", "next_token_chart"  # the next-token panel
+    ablation_block, ablation_heads = "ablation_block", "ablation_heads"
+    ablation_layers, ablation_keep = "ablation_layers", "ablation_keep_only"
+    ablation_chart, ablation_csv = "ablation_next_token", "ablation_csv"
+
+
+class Look:
+    """How every page looks in this browser (``app/components/theme.py``), and the highlighted token
+    (``app/components/linked_tokens.py``); ``present`` and ``focus`` are also URL parameters."""
+
+    present = "present"  # presenter mode
+    compact = "compact"  # the phone layout
+    download = "chart_download_format"  # PNG or SVG from every chart's camera button
+    focus = "focus"  # the token highlighted on every text page
+    source = "_chart_source"  # + a page's script hash: the model and sentence its charts show (charts.set_source)
 
 
 class Examples:

@@ -204,7 +204,7 @@ def _causal_default() -> bool | None:
     only when it differs from what the model does by itself."""
     import streamlit as st
 
-    return st.session_state.get("_causal_default")
+    return st.session_state.get(K.causal_default)
 
 
 def _digits() -> int:

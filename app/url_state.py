@@ -82,7 +82,7 @@ def restore(page: str) -> None:
     if K.model in applied and K.hub_id not in url:
         state[K.hub_id] = ""  # a link that names a catalog model means that model, not a typed one
     if K.causal in applied:  # the toggle resets to the model's own setting when the model changes
-        state["_causal_for"] = (state.get(K.hub_id) or "").strip() or state.get(K.model)
+        state[K.causal_for] = (state.get(K.hub_id) or "").strip() or state.get(K.model)
     _share_slot()
 
 

@@ -24,13 +24,9 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import safe_label
 from app.components.safe_text import md
-from app.state import PERSIST, bounded
+from app.state import PERSIST, Explore, bounded
 from engine.families import text_families
 
-KEY_BLOCK = "ablation_block"
-KEY_HEADS = "ablation_heads"
-KEY_LAYERS = "ablation_layers"
-KEY_KEEP = "ablation_keep_only"
 MAX_LAYERS, MAX_HEADS = 128, 128  # server-side bounds on what the page passes in
 
 BLOCKS = {
@@ -70,23 +66,23 @@ def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[s
     """The selection widgets; returns the sorted ``(block, layer, head|None)`` tuple and keep-only flag."""
     block = "self"
     if family == "encoder-decoder":
-        if st.session_state.get(KEY_BLOCK) not in BLOCKS:
-            st.session_state[KEY_BLOCK] = "cross"
-        block = st.segmented_control("Attention block", list(BLOCKS), format_func=BLOCKS.get, key=KEY_BLOCK,
+        if st.session_state.get(Explore.ablation_block) not in BLOCKS:
+            st.session_state[Explore.ablation_block] = "cross"
+        block = st.segmented_control("Attention block", list(BLOCKS), format_func=BLOCKS.get, key=Explore.ablation_block,
                                      help="The translator has three kinds of attention; pick whose heads to switch off.",
                                      **PERSIST) or "cross"  # fmt: skip
     head_options = [head_label(layer, head) for layer in range(n_layers) for head in range(n_heads)]
     layer_options = [f"Layer {layer}" for layer in range(n_layers)]
-    _keep_valid(KEY_HEADS, head_options)
-    _keep_valid(KEY_LAYERS, layer_options)
+    _keep_valid(Explore.ablation_heads, head_options)
+    _keep_valid(Explore.ablation_layers, layer_options)
     left, right = st.columns([3, 2])
     with left:
-        picked = st.multiselect("Heads to switch off", head_options, key=KEY_HEADS, placeholder="e.g. L0 H3",
+        picked = st.multiselect("Heads to switch off", head_options, key=Explore.ablation_heads, placeholder="e.g. L0 H3",
                                 help="L = layer, H = head, counted from 0.", **PERSIST)  # fmt: skip
     with right:
-        layers = st.multiselect("Whole layers off", layer_options, key=KEY_LAYERS, placeholder="none",
+        layers = st.multiselect("Whole layers off", layer_options, key=Explore.ablation_layers, placeholder="none",
                                 help="Switch off every head of these layers at once.", **PERSIST)  # fmt: skip
-    keep_only = st.toggle("Keep only these heads (switch off all the others)", key=KEY_KEEP, **PERSIST,
+    keep_only = st.toggle("Keep only these heads (switch off all the others)", key=Explore.ablation_keep, **PERSIST,
                           help="Turns the selection around: what can the chosen heads do on their own?")
     chosen: set[tuple[str, int, int | None]] = set()
     for label in picked:
@@ -136,7 +132,7 @@ def _csv(result) -> bytes:
 
 
 def _show_next_token(result) -> None:
-    show_chart(next_token_figure(result), key="ablation_next_token")
+    show_chart(next_token_figure(result), key=Explore.ablation_chart)
     st.caption(
         "For the last word of your text, the bars show how likely the model thinks each next token is: blue with "
         "every head working, orange with the chosen heads switched off. " + ABLATION_NOTE
@@ -149,7 +145,7 @@ def _show_next_token(result) -> None:
     cols[2].metric("Most likely next token", top_change(result),
                    help="The next token the model likes best with all heads on → with the chosen heads off.")
     st.download_button("Download these probabilities as CSV", _csv(result), file_name="ablation_next_token.csv",
-                       mime="text/csv", icon=":material/download:", key="ablation_csv")  # fmt: skip
+                       mime="text/csv", icon=":material/download:", key=Explore.ablation_csv)  # fmt: skip
 
 
 def _show_embedding(result) -> None:

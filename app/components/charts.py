@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.components import theme
+from app.state import Look
 
 #: pixels of the exported picture when the chart does not fix its own width (a 16:9 slide's width)
 EXPORT_WIDTH = 1600
@@ -111,14 +112,13 @@ def source_line(model: str, text: str = "") -> str:
     return html.escape(f"{model} · “{words}”" if words else model, quote=False)
 
 
-_SOURCE_KEY = "_chart_source"  # + the page's script hash: what this page's charts show (set_source)
 
 
 def _source_key() -> str:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()
-    return f"{_SOURCE_KEY}:{ctx.page_script_hash if ctx is not None else ''}"
+    return f"{Look.source}:{ctx.page_script_hash if ctx is not None else ''}"
 
 
 def set_source(model: str, text: str = "") -> None:

@@ -1,6 +1,6 @@
 """Linked tokens: pick a token once and every attention map on the page outlines its row and its column.
 
-The chosen position lives in session state (``FOCUS_KEY``, also the ``focus`` URL parameter), so the
+The chosen position lives in session state (``Look.focus``, also the ``focus`` URL parameter), so the
 highlight follows the user from Explore to Heads and Step by step. A token is picked by clicking it in
 a row of token buttons (short inputs) or from a keyboard-friendly select box (any length); the same
 picker clears it. :func:`outline` draws the highlight on any figure of the figure layer: one frame
@@ -15,16 +15,15 @@ import streamlit as st
 
 from app.components.charts import ReadyFigure, with_shapes
 from app.figure_data.attention_maps import MapData
-from app.state import PERSIST
+from app.state import PERSIST, Look
 
-FOCUS_KEY = "focus"
 FOCUS_COLOR = "#e8590c"  # orange: apart from the blue scale and the grey mask
 PILLS_MAX = 40  # more tokens than this: the select box only
 
 
 def focus() -> int | None:
     """The highlighted token position, or None."""
-    value = st.session_state.get(FOCUS_KEY)
+    value = st.session_state.get(Look.focus)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
@@ -32,13 +31,13 @@ def focus_picker(strings: list[str] | tuple[str, ...], key_prefix: str) -> int |
     """The token picker above a page's maps; returns the highlighted position (None: none)."""
     n = len(strings)
     if focus() is not None and focus() >= n:  # a shorter sentence or another model
-        st.session_state[FOCUS_KEY] = None
+        st.session_state[Look.focus] = None
     key = f"{key_prefix}_focus_pills" if n <= PILLS_MAX else f"{key_prefix}_focus_select"
     if st.session_state.get(key) != focus():  # the highlight picked on another page (or in the link)
         st.session_state[key] = focus()
 
     def picked() -> None:
-        st.session_state[FOCUS_KEY] = st.session_state.get(key)
+        st.session_state[Look.focus] = st.session_state.get(key)
 
     if n <= PILLS_MAX:
         st.pills("Highlight a token", list(range(n)), format_func=lambda i: _plain(strings[i]), key=key,

@@ -15,16 +15,13 @@ from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import safe_label, unique_labels
-from app.state import PERSIST
+from app.state import PERSIST, Explore
 from engine.analysis.next_token import probabilities
-
-TEMPERATURE_KEY = "next_token_temperature"
-CHART_KEY = "next_token_chart"
 
 
 def _temperature() -> float:
     """The slider's value, checked on the server (a forged value falls back to 1.0)."""
-    value = st.slider("Temperature", min_value=0.1, max_value=2.0, value=1.0, step=0.1, key=TEMPERATURE_KEY,
+    value = st.slider("Temperature", min_value=0.1, max_value=2.0, value=1.0, step=0.1, key=Explore.temperature,
                       **PERSIST)  # fmt: skip
     try:
         t = float(value)
@@ -59,7 +56,7 @@ def show_next_token(model_id: str, family: str, text: str, causal: bool | None, 
     t = _temperature()
     p = probabilities(nt.logits, t)
     probs = [float(p[i]) for i in nt.top_ids]
-    show_chart(next_token_figure(nt.top_tokens, probs, t), key=CHART_KEY, config={"displayModeBar": False})
+    show_chart(next_token_figure(nt.top_tokens, probs, t), key=Explore.next_chart, config={"displayModeBar": False})
     st.caption(
         "Each bar is how likely the model thinks that token comes right after your text: its ten best guesses "
         "out of the whole vocabulary. Temperature divides the scores before they become probabilities: low "

@@ -13,7 +13,7 @@ from app import services
 from app.components.charts import set_source
 from app.components.guard import busy, show_error
 from app.components.safe_text import md, quoted
-from app.state import DEFAULTS, PERSIST, Heads, K, bounded, clamp, current_text
+from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, clamp, current_text
 from app.url_state import hidden
 from engine.families import hub_labels, text_families
 from engine.text import quote_input
@@ -113,7 +113,7 @@ def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None
         text_box()
         if max_tokens_limit > 1024 and not hidden("text") and not hidden("max_tokens"):
             st.button("Try a long text", icon=":material/article:", on_click=_use_long_example,
-                      args=(max_tokens_limit,), key="long_example",
+                      args=(max_tokens_limit,), key=Explore.long_example,
                       help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "
                            "Tiny random GPT-2 reads all of it; MiniLM reads the first 512 tokens.")
     with right:
@@ -220,10 +220,10 @@ def causal_toggle(model_id: str, default: bool) -> bool:
         default: ``ModelCard.default_causal``, what the engine does with ``causal=None`` (on for GPT-style
             decoders and BERT-family models configured as decoders, off for encoders).
     """
-    if st.session_state.get("_causal_for") != model_id:
+    if st.session_state.get(K.causal_for) != model_id:
         st.session_state[K.causal] = bool(default)
-        st.session_state["_causal_for"] = model_id
-    st.session_state["_causal_default"] = bool(default)  # a link names the mask only when it differs from this
+        st.session_state[K.causal_for] = model_id
+    st.session_state[K.causal_default] = bool(default)  # a link names the mask only when it differs from this
     if hidden("causal"):
         return bool(st.session_state.get(K.causal, default))
     own = "on" if default else "off"

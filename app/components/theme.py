@@ -28,10 +28,9 @@ from typing import Any
 
 import plotly.colors
 
-PRESENT_KEY = "present"
-COMPACT_KEY = "compact"
+from app.state import Look
+
 PHONE_WORDS = ("iphone", "android", "mobile", "ipod", "windows phone")  # User-Agents of phones (and small tablets)
-DOWNLOAD_KEY = "chart_download_format"
 DOWNLOAD_FORMATS = ("png", "svg")
 
 
@@ -114,7 +113,7 @@ def presenting_link() -> bool:
     """True when this run's URL asks for presenter mode (``?present=1``)."""
     import streamlit as st
 
-    return _flag(st.query_params.get(PRESENT_KEY, ""))
+    return _flag(st.query_params.get(Look.present, ""))
 
 
 def presenting() -> bool:
@@ -122,7 +121,7 @@ def presenting() -> bool:
     try:
         import streamlit as st
 
-        return bool(st.session_state.get(PRESENT_KEY, False))
+        return bool(st.session_state.get(Look.present, False))
     except Exception:  # noqa: BLE001 — no script run context: the default look
         return False
 
@@ -138,7 +137,7 @@ def compact() -> bool:
     try:
         import streamlit as st
 
-        return bool(st.session_state.get(COMPACT_KEY, False))
+        return bool(st.session_state.get(Look.compact, False))
     except Exception:  # noqa: BLE001 — no script run context
         return False
 
@@ -155,7 +154,7 @@ def download_format() -> str:
     try:
         import streamlit as st
 
-        value = st.session_state.get(DOWNLOAD_KEY, "png")
+        value = st.session_state.get(Look.download, "png")
     except Exception:  # noqa: BLE001
         value = "png"
     return value if value in DOWNLOAD_FORMATS else "png"
@@ -208,31 +207,31 @@ def init_presenter() -> bool:
     chart-download setting. Returns whether presenter mode is on."""
     import streamlit as st
 
-    if PRESENT_KEY not in st.session_state:  # the link decides on load; the toggle after that
-        st.session_state[PRESENT_KEY] = presenting_link()
-    st.session_state[PRESENT_KEY] = bool(st.session_state[PRESENT_KEY])  # kept when a page is left
-    if COMPACT_KEY not in st.session_state:  # a phone's browser decides on load; the toggle after that
+    if Look.present not in st.session_state:  # the link decides on load; the toggle after that
+        st.session_state[Look.present] = presenting_link()
+    st.session_state[Look.present] = bool(st.session_state[Look.present])  # kept when a page is left
+    if Look.compact not in st.session_state:  # a phone's browser decides on load; the toggle after that
         try:
             agent = st.context.headers.get("User-Agent")
         except Exception:  # noqa: BLE001 — no browser (AppTest)
             agent = None
-        st.session_state[COMPACT_KEY] = is_phone(agent)
-    st.session_state[COMPACT_KEY] = bool(st.session_state[COMPACT_KEY])
-    if st.session_state.get(DOWNLOAD_KEY) not in DOWNLOAD_FORMATS:  # new session, or the choice clicked off
-        st.session_state[DOWNLOAD_KEY] = "png"
-    st.session_state[DOWNLOAD_KEY] = st.session_state[DOWNLOAD_KEY]
+        st.session_state[Look.compact] = is_phone(agent)
+    st.session_state[Look.compact] = bool(st.session_state[Look.compact])
+    if st.session_state.get(Look.download) not in DOWNLOAD_FORMATS:  # new session, or the choice clicked off
+        st.session_state[Look.download] = "png"
+    st.session_state[Look.download] = st.session_state[Look.download]
     with st.sidebar:
-        st.toggle("Presenter mode", key=PRESENT_KEY,
+        st.toggle("Presenter mode", key=Look.present,
                   help="For a projector: larger type, darker text, a colour-blind-safe colour scale, one chart "
                        "at a time at full width, controls folded away. A link with ?present=1 opens in it.")
-        st.toggle("Compact view", key=COMPACT_KEY,
+        st.toggle("Compact view", key=Look.compact,
                   help="For a phone: fewer, upright labels, no chart toolbar, a query token's weights as bars, "
                        "larger head tiles. On by itself in a phone's browser.")
-        st.segmented_control("Chart downloads", DOWNLOAD_FORMATS, key=DOWNLOAD_KEY,
+        st.segmented_control("Chart downloads", DOWNLOAD_FORMATS, key=Look.download,
                              format_func=str.upper,
                              help="What the camera button above each chart saves: PNG (slides) or SVG (sharp "
                                   "at any size, editable).")
-    on = bool(st.session_state[PRESENT_KEY])
+    on = bool(st.session_state[Look.present])
     if on:
         st.html(PRESENTER_CSS)
     return on

@@ -3,7 +3,7 @@
 The settings sit in a form, so moving a slider runs nothing; only the greedy/sampled choice sits above
 it, outside the form, so that picking greedy at once disables the sampling controls it ignores (inside a
 form the choice would not rerun anything until the button). The button sends one request, which is
-remembered in session state (``REQUEST_KEY``) with the text and model it was made for, so a later
+remembered in session state (``Explore.write_request``) with the text and model it was made for, so a later
 rerun (another layer or head) redraws from the cache, and a new sentence or model clears it. The
 model writes on the server's long-work lane (``services.request_generation``), never in the page's
 script thread: until the trace is ready the tab shows the job's place in the queue, then a progress
@@ -26,17 +26,15 @@ from app.components.job_status import follow
 from app.components.linked_tokens import focus, outline
 from app.components.safe_text import md
 from app.figure_data.attention_maps import MapData
+from app.state import Explore
 from engine.generation import MAX_NEW_TOKENS
 
-REQUEST_KEY = "write_request"
-CHART_KEY = "write_chart"
-FORM_KEY = "write_form"
 MODES = ("Greedy", "Sampled")
 GENERATED_COLOR = "#c2410c"  # dark orange: the generated part, on text and on the chart's tick labels
 
 
-def settings_form(form_key: str = FORM_KEY, button: str = "Write more", tokens: int = 20,
-                  prefix: str = "write") -> tuple | None:  # fmt: skip
+def settings_form(form_key: str = Explore.write_form, button: str = "Write more", tokens: int = 20,
+                  prefix: str = Explore.write_prefix) -> tuple | None:  # fmt: skip
     """The decoding settings form; on submit, the settings as plain values (``DecodeSettings`` fields in
     order; not yet checked: ``DecodeSettings`` does that). Used by the decoders' "Write more" tab and
     by an encoder-decoder's decoding on Explore (``form_key``, ``button``, ``tokens``, ``prefix`` differ)."""
@@ -119,7 +117,7 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
         st.caption("The model writes with its causal mask on, as it was trained: the mask toggle above changes "
                    "the first chart only.")
     asked = settings_form()
-    settings = remembered(REQUEST_KEY, asked, model_id, text, max_tokens)
+    settings = remembered(Explore.write_request, asked, model_id, text, max_tokens)
     if settings is None:
         st.caption("Set how many tokens and how to pick them, then press **Write more**: the model adds one "
                    "token at a time, each time reading everything before it.")
@@ -142,7 +140,7 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
     fig = outline(map_figure(data, title=f"Layer {layer}, head {head} · prompt + generated"), data, focus())
     fig = mark_generated(fig, data, start,
                          len(trace.tokens))  # fmt: skip
-    show_chart(fig, key=CHART_KEY)
+    show_chart(fig, key=Explore.write_chart)
     st.caption(
         f"The same head over your text and the {len(trace.tokens) - start} tokens the model wrote "
         "(highlighted above, orange labels on the chart). Rows below the dashed line are generated tokens: "

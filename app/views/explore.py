@@ -44,15 +44,11 @@ from app.components.theme import (
 )
 from app.components.write_more import remembered, settings_form, show_write_more
 from app.links import open_page
-from app.state import K, Positional, current_text
+from app.state import Explore, K, Positional, current_text
 from app.url_state import synced
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384
-GRID_KEY = "explore_grid"
-GRID_PILLS_KEY = "explore_grid_pills"  # compact view: a button per head under the grid
-MAP_BOX_KEY = "explore_map_box"  # presenter mode: the container the head map fills
-DECODE_KEY = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
 TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
 
 
@@ -65,10 +61,10 @@ def _pick_grid_head(n_heads: int, per_row: int | None = None) -> None:
     """on_select of the grid (one row: the chosen layer; compact view: rows of ``per_row`` heads): a clicked
     thumbnail becomes the chosen head."""
     if per_row is None:
-        picked = clicked_in(GRID_KEY, 1, n_heads)
+        picked = clicked_in(Explore.grid, 1, n_heads)
         head = None if picked is None else picked[1]
     else:
-        picked = clicked_in(GRID_KEY, -(-n_heads // per_row), per_row)
+        picked = clicked_in(Explore.grid, -(-n_heads // per_row), per_row)
         head = None if picked is None else picked[0] * per_row + picked[1]
     if head is not None and head < n_heads:
         st.session_state[K.head] = head
@@ -77,13 +73,13 @@ def _pick_grid_head(n_heads: int, per_row: int | None = None) -> None:
 def head_pills(n_heads: int, head: int) -> None:
     """The compact view's buttons under the grid, one per head: a tap on a chart selects nothing on a touch
     screen (Plotly sends a click but no selection there, measured in Chromium), a pill does."""
-    st.session_state[GRID_PILLS_KEY] = head  # the head chosen anywhere (the Head box, a link)
+    st.session_state[Explore.grid_pills] = head  # the head chosen anywhere (the Head box, a link)
 
     def picked() -> None:
-        if st.session_state.get(GRID_PILLS_KEY) is not None:
-            st.session_state[K.head] = st.session_state[GRID_PILLS_KEY]
+        if st.session_state.get(Explore.grid_pills) is not None:
+            st.session_state[K.head] = st.session_state[Explore.grid_pills]
 
-    st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=GRID_PILLS_KEY,
+    st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=Explore.grid_pills,
              on_change=picked)
 
 
@@ -123,11 +119,11 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
                                               rows_px=PRESENTER_MAP_ROWS_PX if fill else None))
     fig = outline(fig, data, focus()) if request.block != "cross" else fig
     if fill:
-        st.html(map_css(MAP_BOX_KEY))
-        with st.container(key=MAP_BOX_KEY):  # its CSS height is the window's; the chart stretches to it
-            show_chart(fill_height(fig), key="main_heatmap", height="stretch")
+        st.html(map_css(Explore.map_box))
+        with st.container(key=Explore.map_box):  # its CSS height is the window's; the chart stretches to it
+            show_chart(fill_height(fig), key=Explore.main_map, height="stretch")
     else:
-        show_chart(fig, key="main_heatmap")
+        show_chart(fig, key=Explore.main_map)
     if current().compact:
         show_query_row(data, title)
     rows, cols = data.values.shape
@@ -170,7 +166,7 @@ def show_query_row(data, title: str) -> None:
                        "xaxis": {"title": {"text": "weight"}, "rangemode": "tozero"},
                        "yaxis": {"tickmode": "array", "tickvals": list(range(len(keys))),
                                  "ticktext": [safe_label(k) for k in keys], "autorange": "reversed"}}}
-    show_chart(spec, key="query_row_bars")
+    show_chart(spec, key=Explore.query_bars)
     st.caption(f"{title}: the weights of one query token's row, as bars"
                + (f" (its {PHONE_BARS} largest)" if len(data.k_labels) > PHONE_BARS else "")
                + ". Highlight another token to see its row.")
@@ -187,7 +183,7 @@ def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) 
         with col:
             fig = outline(map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420,
                                      zmax=top), data, focus())  # fmt: skip
-            show_chart(fig, key=f"mask_{causal}")
+            show_chart(fig, key=f"{Explore.mask}{causal}")
     st.caption(
         "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
         "models use, on one colour scale. Masking changes every later layer too, because each layer reads the one "
@@ -207,7 +203,7 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
         fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"],
                                                          weights_in_hover=False))
         per_row = None
-    show_chart(fig, key=GRID_KEY, on_select=lambda: _pick_grid_head(trace.n_heads, per_row),
+    show_chart(fig, key=Explore.grid, on_select=lambda: _pick_grid_head(trace.n_heads, per_row),
                selection_mode="points", config={"displayModeBar": False})
     if per_row is not None:
         head_pills(trace.n_heads, head)
@@ -227,8 +223,8 @@ def decoding(model_id: str, text: str, max_tokens: int) -> tuple | None:
     with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
         st.caption("The output is written one token at a time. Greedy takes the most likely token each step; "
                    "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed.")
-        asked = settings_form("decode_form", "Decode again", SEQ2SEQ_NEW_TOKENS, prefix="decode")
-    return remembered(DECODE_KEY, asked, model_id, text, max_tokens)
+        asked = settings_form(Explore.decode_form, "Decode again", SEQ2SEQ_NEW_TOKENS, prefix=Explore.decode_prefix)
+    return remembered(Explore.decode, asked, model_id, text, max_tokens)
 
 
 def show_output(trace) -> None:
@@ -256,7 +252,7 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
             else:
                 columns = [*st.columns([1, 1, 2] if seq2seq else [1, 1]), st.container()]
             with columns[2] if seq2seq else st.container():
-                block = pick_block(list(full.attention_blocks()), key="explore_block")
+                block = pick_block(list(full.attention_blocks()), key=Explore.block)
             trace = services.attention_block(full, block)
         except Exception as err:  # noqa: BLE001
             show_error(err)
@@ -272,7 +268,7 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             show_grid(request, trace, layer, head)
             return
-        tabs = page_tabs(list(TABS), key="explore_tab")
+        tabs = page_tabs(list(TABS), key=Explore.tab)
         if tabs[0].open is not False:
             with tabs[0]:
                 show_grid(request, trace, layer, head)

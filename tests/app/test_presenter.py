@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 from app import links
 from app.components import charts, export, theme
 from app.figure_data.attention_maps import head_map
+from app.state import Look
 from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from engine.analysis.stepwise import query_steps
 from engine.types import AttentionTrace, Tokens
@@ -131,7 +132,7 @@ def _app(url_present: bool = False, **state) -> AppTest:
 def test_present_in_the_url_turns_presenter_mode_on():
     at = _app(url_present=True)
     assert_clean(at)
-    assert at.toggle(key=theme.PRESENT_KEY).value is True
+    assert at.toggle(key=Look.present).value is True
     fig = figures(at)[0]
     assert fig["layout"]["xaxis"]["tickfont"]["size"] >= 16
     assert fig["data"][0]["colorscale"][0][1] == theme.PRESENTER.colors[0]  # Cividis
@@ -141,7 +142,7 @@ def test_present_in_the_url_turns_presenter_mode_on():
 def test_default_view_has_dark_ticks_and_json_download():
     at = _app()
     assert_clean(at)
-    assert at.toggle(key=theme.PRESENT_KEY).value is False
+    assert at.toggle(key=Look.present).value is False
     for chart in at.get("plotly_chart"):
         fig = json.loads(chart.proto.spec)
         assert contrast(fig["layout"]["xaxis"]["tickfont"]["color"], fig["layout"]["paper_bgcolor"]) >= 4.5
@@ -152,7 +153,7 @@ def test_default_view_has_dark_ticks_and_json_download():
 
 
 def test_svg_setting_reaches_every_chart():
-    at = _app(**{theme.DOWNLOAD_KEY: "svg"})
+    at = _app(**{Look.download: "svg"})
     assert_clean(at)
     configs = [json.loads(c.proto.config) for c in at.get("plotly_chart")]
     assert configs and all(c["toImageButtonOptions"]["format"] == "svg" for c in configs)
@@ -160,7 +161,7 @@ def test_svg_setting_reaches_every_chart():
 
 @pytest.mark.parametrize("page", ["heads", "step_by_step"])
 def test_presenter_mode_and_json_on_heads_and_step_by_step(page):
-    at = open_page(page, **{theme.PRESENT_KEY: True})
+    at = open_page(page, **{Look.present: True})
     assert_clean(at)
     assert any(e.label.startswith("Sentence") for e in at.expander)  # the sentence/model controls folded away
     assert all(json.loads(c.proto.spec)["layout"]["xaxis"]["tickfont"]["size"] >= 16 for c in at.get("plotly_chart"))

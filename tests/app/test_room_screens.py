@@ -10,6 +10,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from app.components import share_box, theme
+from app.state import Look
 from apptest_helpers import APP, TIMEOUT, assert_clean, decode
 
 IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
@@ -65,8 +66,8 @@ def test_the_default_view_is_unchanged_by_the_projector_code():
 
 
 def test_a_phone_gets_upright_thinned_labels_no_toolbar_and_the_row_as_bars():
-    at = run(**{theme.COMPACT_KEY: True})
-    assert at.toggle(key=theme.COMPACT_KEY).value is True
+    at = run(**{Look.compact: True})
+    assert at.toggle(key=Look.compact).value is True
     shown = charts(at)
     fig, config = shown["main_heatmap"]
     xaxis = fig["layout"]["xaxis"]
@@ -86,7 +87,7 @@ def test_a_phone_gets_upright_thinned_labels_no_toolbar_and_the_row_as_bars():
 
 
 def test_the_picked_token_s_row_is_drawn_as_bars():
-    at = run(**{theme.COMPACT_KEY: True})
+    at = run(**{Look.compact: True})
     at.pills(key="explore_focus_pills").set_value(2).run()
     assert_clean(at)
     shown = charts(at)
@@ -125,7 +126,7 @@ def test_heads_on_the_projector_folds_its_controls_into_one_row():
 
 
 def test_a_long_row_keeps_its_largest_weights_as_bars():
-    at = run(**{theme.COMPACT_KEY: True})
+    at = run(**{Look.compact: True})
     at.text_area(key="text").input(" ".join(["the cat sat on the mat and looked at the dog"] * 6)).run()
     assert_clean(at)
     fig, _ = charts(at)["main_heatmap"]
@@ -137,7 +138,7 @@ def test_a_long_row_keeps_its_largest_weights_as_bars():
 
 
 def test_a_phone_opens_a_head_with_the_grid_s_buttons():
-    at = run(**{theme.COMPACT_KEY: True})
+    at = run(**{Look.compact: True})
     assert at.pills(key="explore_grid_pills").value == 0  # follows the head on screen
     at.pills(key="explore_grid_pills").set_value(4).run()
     assert_clean(at)

@@ -28,10 +28,13 @@ DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "ap
                  "app/components/room_lesson.py",
                  "app/views/explain.py",
                  "app/views/captions.py",
-                 "app/components/caption_check.py")
+                 "app/components/caption_check.py",
+                 "app/views/explore.py", "app/components/write_more.py", "app/components/next_token_panel.py",
+                 "app/components/ablation_panel.py", "app/components/theme.py", "app/components/linked_tokens.py",
+                 "app/components/pickers.py", "app/components/charts.py")
 KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Captions, state.Positional, state.Step, state.Heads,
                state.Pretraining, state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft,
-               state.Explain)
+               state.Explain, state.Explore, state.Look)
 
 
 def _names(cls) -> dict[str, str]:
