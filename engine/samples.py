@@ -22,8 +22,19 @@ PHOTOS = ("china", "flower")
 SOURCES = ("digit", "shape", "photo")
 
 
+def _after_torch() -> None:
+    """Wait for torch's import to finish before scikit-learn runs.
+
+    scikit-learn calls scipy, whose array-API check reads ``sys.modules["torch"]`` without importing it:
+    while the server's warm-up thread is still importing torch, that is a half-made module and the first
+    visit to the ViT page failed. ``import torch`` waits on the module's import lock until it is whole
+    (and costs nothing once it is); every page that shows these samples runs torch models anyway."""
+    import torch  # noqa: F401
+
+
 @lru_cache(maxsize=1)
 def _digits() -> tuple[np.ndarray, np.ndarray]:
+    _after_torch()
     from sklearn.datasets import load_digits
 
     data = load_digits()
@@ -46,6 +57,7 @@ def digit_split(split_seed: int = DIGIT_SPLIT_SEED) -> tuple[np.ndarray, np.ndar
     ``train_test_split`` draws the partition from the labels and the seed alone, so indexing the images
     with these gives exactly the arrays that splitting the images themselves gives.
     """
+    _after_torch()
     from sklearn.model_selection import train_test_split
 
     labels = _digits()[1]
@@ -91,6 +103,7 @@ def shape(name: str, size: int = 64) -> np.ndarray:
 
 @lru_cache(maxsize=2)
 def _photo(name: str) -> np.ndarray:
+    _after_torch()
     from sklearn.datasets import load_sample_images
 
     bundle = load_sample_images()
