@@ -44,6 +44,17 @@ def run_app(**state) -> AppTest:
     return at
 
 
+def png_bytes(array: np.ndarray) -> bytes:
+    """``array`` (``uint8``, grey or RGB) as the bytes of a PNG file, for an upload."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(array).save(buf, format="PNG")
+    return buf.getvalue()
+
+
 def figures(at: AppTest) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 

@@ -4,18 +4,16 @@ held-out scenes the model gets wrong (re-captioned here one by one)."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 import engine
 from app.state import Captions
-from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
+from apptest_helpers import assert_clean, decode, figures, messages, open_page, png_bytes, title
 from engine.corpora.scenes import draw_scene, make_scenes
 from engine.training.recipes.captioner import HELD_OUT, HELD_OUT_SEED
 
@@ -126,19 +124,13 @@ def test_a_drawn_scene_and_one_the_grammar_cannot_caption(captioner):
     assert not at.get("plotly_chart")
 
 
-def _png(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(array).save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def test_upload_a_picture_and_a_bad_file():
     at = open_page("captions", cap_source="upload")
     assert_clean(at)
     assert any("Choose a picture" in m for m in messages(at.info))
     picture = np.full((90, 120, 3), 230, dtype=np.uint8)
     picture[30:60, 50:80] = (30, 60, 220)  # a blue square on a light page
-    at.file_uploader(key="cap_upload").upload("shapes.png", _png(picture), "image/png").run()
+    at.file_uploader(key="cap_upload").upload("shapes.png", png_bytes(picture), "image/png").run()
     assert_clean(at)
     assert not at.error, messages(at.error)
     assert any("shrunk to 64×64" in m for m in messages(at.info)), messages(at.info)

@@ -3,16 +3,13 @@ engine's own trace of the same image (a separate call) and ``engine.analysis.rol
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 import engine
-from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
+from apptest_helpers import assert_clean, decode, figures, messages, open_page, png_bytes, title
 from engine import samples
 from engine.analysis.rollout import rollout
 
@@ -131,12 +128,6 @@ def test_shape_and_photo_render_with_the_not_a_digit_note(source, key, value):
     assert any(NOT_A_DIGIT in w for w in messages(at.warning)), messages(at.warning)
 
 
-def _png(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(array).save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def test_upload_a_photo_and_a_bad_file():
     at = open_page("vit", vit_source="upload")
     assert_clean(at)
@@ -144,7 +135,7 @@ def test_upload_a_photo_and_a_bad_file():
     assert not at.get("plotly_chart")
     rng = np.random.default_rng(3)
     photo = rng.integers(0, 256, (90, 120, 3), dtype=np.uint8)
-    at.file_uploader(key="vit_upload").upload("holiday.png", _png(photo), "image/png").run()
+    at.file_uploader(key="vit_upload").upload("holiday.png", png_bytes(photo), "image/png").run()
     assert_clean(at)
     assert not at.error, messages(at.error)
     assert len(at.get("plotly_chart")) == 7
