@@ -86,9 +86,9 @@ def teacher_controls(code: str, token: str) -> None:
         st.caption(f"Running: {md(running.title)}. Your students see this step above their page.")
         show_step(running)
     back, forward, stop = st.columns(3)
-    back.button("Previous step", key=ROOM.lesson_prev, on_click=_move, args=(code, token, running.step - 1),
+    back.button("Previous step", key=ROOM.lesson_prev, on_click=_move, args=(code, token, -1),
                 disabled=running.step == 0, icon=":material/arrow_back:", width="stretch")  # fmt: skip
-    forward.button("Next step", key=ROOM.lesson_next, on_click=_move, args=(code, token, running.step + 1),
+    forward.button("Next step", key=ROOM.lesson_next, on_click=_move, args=(code, token, 1),
                    disabled=running.step >= len(running.steps) - 1, icon=":material/arrow_forward:", type="primary",
                    width="stretch")  # fmt: skip
     stop.button("Stop the lesson", key=ROOM.lesson_stop, on_click=_stop, args=(code, token), icon=":material/stop:",
@@ -128,9 +128,9 @@ def _start(code: str, token: str) -> None:
         state[ROOM.lesson_error] = str(exc)
 
 
-def _move(code: str, token: str, step: int) -> None:
+def _move(code: str, token: str, by: int) -> None:
     try:
-        services.lesson_store().move_in_room(code, token, step)
+        services.lesson_store().move_in_room(code, token, by, relative=True)
     except (RoomError, StoreUnavailable) as exc:
         st.session_state[ROOM.lesson_error] = str(exc)
 

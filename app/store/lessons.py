@@ -150,15 +150,17 @@ class LessonStore:
                 "updated_at = excluded.updated_at", (room.code, title, snapshot, now))  # fmt: skip
         return RoomLesson(title, tuple(steps), 0)
 
-    def move_in_room(self, code: object, token: object, step: int) -> RoomLesson:
-        """Show step ``step`` (0-based, kept inside the lesson) to the room."""
+    def move_in_room(self, code: object, token: object, step: int, relative: bool = False) -> RoomLesson:
+        """Show step ``step`` (0-based; ``relative``: that many steps on from the one on screen, so two quick presses
+        of Next move two steps) to the room, kept inside the lesson."""
         room = self.store.teacher_room(code, token)
         with self.store.db.transaction() as run:
-            rows = run("SELECT title, steps FROM room_lessons WHERE room = ?", (room.code,))
+            rows = run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (room.code,))
             if not rows:
                 raise LessonError("No lesson is running in this class: start one first.")
             steps = tuple(json.loads(rows[0][1]))
-            step = min(max(int(step), 0), len(steps) - 1)
+            step = int(step) + (int(rows[0][2]) if relative else 0)
+            step = min(max(step, 0), len(steps) - 1)
             run(
                 "UPDATE room_lessons SET step = ?, updated_at = ? WHERE room = ?", (step, self.store.clock(), room.code)
             )

@@ -86,6 +86,10 @@ def test_a_room_walks_a_lesson_that_every_process_sees(store, backend, clock):
     assert student.room_lesson(room.code).current == STEPS[2]
     assert teacher.move_in_room(room.code, token, 99).step == 2  # kept inside the lesson
     assert teacher.move_in_room(room.code, token, -5).step == 0
+    teacher.move_in_room(room.code, token, 1, relative=True)  # Next pressed twice before the page redrew
+    assert teacher.move_in_room(room.code, token, 1, relative=True).step == 2
+    assert teacher.move_in_room(room.code, token, 1, relative=True).step == 2  # not past the last step
+    assert teacher.move_in_room(room.code, token, -2, relative=True).step == 0
     with pytest.raises(RoomError) as caught:
         teacher.move_in_room(room.code, "a student's guess", 1)
     assert str(caught.value) == NOT_TEACHER
