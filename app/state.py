@@ -74,6 +74,8 @@ class ROOM:
     # prefixes + a question's id: its Reveal button, a student's pick and Send button, the charts of the live
     # question (``results``) and of earlier ones (``past``)
     reveal, pick, send, results, past = "class_reveal_", "class_pick_", "class_send_", "class_", "class_past_"
+    map = "class_map_"  # + a question's id: the map of a "which head is this?" question
+    h_model, h_text, h_layer, h_head, ask_head = "class_h_model", "class_h_text", "class_h_layer", "class_h_head", "class_ask_head"
 
 
 class Vit:

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import contextlib
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from app import services
 from app.components.browser_cookie import remember_browser
+from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
+from app.components.heatmap import safe_label
 from app.components.room_lesson import show_step
 from app.components.safe_text import md, quoted
 from app.state import ROOM
@@ -84,6 +87,8 @@ def _question(code: str) -> None:
             return
         st.caption(f"Class **{room.code}**: a question from your teacher")
         st.markdown(f"**{md(question.prompt)}**")
+        if question.kind == "head":
+            question_map(question, f"{ROOM.map}{question.id}")
         labels = [md(o) for o in question.options]
         if question.revealed:
             _revealed(question, mine)
@@ -117,3 +122,21 @@ def _revealed(question, mine: int | None) -> None:
     else:
         said = "You did not answer. " if mine is None else f"You said {md(question.options[mine])}. "
         st.info(f"{said}The answer: **{md(question.options[right])}**.", icon=":material/info:")
+
+
+def question_map(question, key: str) -> None:
+    """The map a "which head is this?" question shows (``detail["map"]``: read from the model when it was asked),
+    on the projector and on every student's screen; the head is not named on it."""
+    detail = question.detail
+    grid, queries, keys = detail.get("map"), detail.get("queries"), detail.get("keys")
+    if not (isinstance(grid, list) and isinstance(queries, list) and isinstance(keys, list) and len(grid) == len(queries)):
+        return
+    fig = go.Figure(go.Heatmap(z=grid, x=[f"{j}. {safe_label(k)}" for j, k in enumerate(keys)],
+                               y=[f"{i}. {safe_label(q)}" for i, q in enumerate(queries)], colorscale="Blues",
+                               zmin=0, zmax=max(max(max(row) for row in grid), 1e-6),
+                               hovertemplate="from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>"))
+    fig.update_layout(height=120 + 22 * len(queries), margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(title="looks at (key)", type="category", tickangle=-60),
+                      yaxis=dict(title="from (query)", type="category", autorange="reversed"))
+    show_chart(fig, key=key, width="stretch")
+    st.caption("Each row: how much one token looks at every token (the row sums to 1). Which head drew it?")

@@ -135,11 +135,13 @@ from app.services.request import ExplainRequest, TraceRequest
 from app.services.rooms import (
     BROWSER_COOKIE,
     BROWSER_COOKIE_S,
+    HEAD_CHOICES,
     PREDICT_MAX_TOKENS,
     PredictQuestion,
     browser_cookie_missing,
     browser_id,
     class_store,
+    head_question,
     lesson_store,
     predict_question,
 )
@@ -195,8 +197,8 @@ __all__ = [
     # lessons
     "LESSON_MAX_TOKENS", "QueryRow", "alignment_row", "find_token", "lesson_row", "model_vocabulary", "unknown_words",
     # rooms
-    "BROWSER_COOKIE", "BROWSER_COOKIE_S", "PREDICT_MAX_TOKENS", "PredictQuestion", "browser_cookie_missing",
-    "browser_id", "class_store", "lesson_store", "predict_question",
+    "BROWSER_COOKIE", "BROWSER_COOKIE_S", "HEAD_CHOICES", "PREDICT_MAX_TOKENS", "PredictQuestion", "browser_cookie_missing",
+    "browser_id", "class_store", "lesson_store", "head_question", "predict_question",
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
     # bahdanau

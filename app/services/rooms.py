@@ -9,6 +9,7 @@ pages draw (``core.get_trace``), never typed in by the teacher.
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ from app.store.rooms import MAX_OPTIONS
 
 PREDICT_READ_TOKENS = 128  # tokens traced (as the Lessons page), so a longer sentence is noticed, not cut silently
 PREDICT_MAX_TOKENS = MAX_OPTIONS["predict"]  # each token of the sentence is one option
+HEAD_CHOICES = 4  # options of a "which head is this?" question: the head that made the map and three others
 BROWSER_COOKIE = "ap_browser"  # the anonymous browser id, kept by the browser across reloads (no name)
 BROWSER_ID_RE = re.compile(r"[0-9a-f]{32}")  # what services.session_id makes: uuid4().hex
 BROWSER_COOKIE_S = 24 * 3600  # a day: longer than a class (4 h), short enough not to follow a laptop for weeks
@@ -119,3 +121,36 @@ def predict_question(model_id: str, text: str, layer: int, head: int, word: str)
     detail = {"model": model_id, "text": text, "layer": layer, "head": head, "query": query,
               "weights": [round(float(w), 4) for w in weights]}  # fmt: skip
     return PredictQuestion(prompt, options, int(np.argmax(weights)), detail)
+
+
+def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQuestion:
+    """A "which head made this map?" question: ``pattern(layer, head)`` of ``text`` read by ``model_id``, with
+    :data:`HEAD_CHOICES` heads to choose from (the right one and others of the same model, drawn from a seed of
+    the question itself, so the same question always offers the same heads in the same order).
+
+    Raises :class:`RoomError` (a message for the teacher) as :func:`predict_question` does; a model with fewer
+    than two heads in all cannot be asked about.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise RoomError("Write the sentence the model should read.")
+    attention = attention_block(get_trace(TraceRequest(model_id, text, None, PREDICT_READ_TOKENS)))
+    if attention.n_queries > PREDICT_MAX_TOKENS or attention.n_keys > PREDICT_MAX_TOKENS:
+        raise RoomError(f"The model reads this sentence as {max(attention.n_queries, attention.n_keys)} or more tokens; "
+                        f"a map students read on a phone needs at most {PREDICT_MAX_TOKENS}: use a shorter sentence.")
+    if not (0 <= layer < attention.n_layers and 0 <= head < attention.n_heads):
+        raise RoomError(f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1}.")
+    every = [(ly, h) for ly in range(attention.n_layers) for h in range(attention.n_heads) if (ly, h) != (layer, head)]
+    if not every:
+        raise RoomError("This model has one head only: there is nothing to choose from.")
+    rng = np.random.default_rng(zlib.crc32(f"{model_id}|{text}|{layer}|{head}".encode()))
+    others = [every[i] for i in rng.choice(len(every), size=min(HEAD_CHOICES - 1, len(every)), replace=False)]
+    heads = [(layer, head), *others]
+    order = rng.permutation(len(heads))
+    heads = [heads[i] for i in order]
+    weights = np.asarray(attention.pattern(layer, head), dtype=float)
+    detail = {"model": model_id, "text": text, "layer": layer, "head": head,
+              "queries": list(token_options(attention.tokens.strings)),
+              "keys": list(token_options(attention.key_tokens.strings)),
+              "map": [[round(float(w), 4) for w in row] for row in weights]}
+    prompt = f"{model_id} read “{' '.join(text.split())[:80]}”. Which head made this map?"
+    return PredictQuestion(prompt, tuple(f"layer {ly} head {h}" for ly, h in heads), heads.index((layer, head)), detail)

@@ -33,7 +33,7 @@ LIMITS = {"create": (5, 600.0), "join": (10, 60.0), "answer": (30, 60.0), "lesso
 PROMPT_CHARS, OPTION_CHARS = 300, 80
 MIN_OPTIONS = 2
 #: kind of question → the most options it may have (a "which token" question offers each token of its sentence)
-MAX_OPTIONS = {"choice": 8, "predict": 32}
+MAX_OPTIONS = {"choice": 8, "predict": 32, "head": 6}
 KINDS = tuple(MAX_OPTIONS)
 
 
@@ -67,11 +67,13 @@ class Question:
 
     Attributes:
         id: random id (hex).
-        kind: ``"choice"`` (typed by the teacher) or ``"predict"`` (which token a head looks at, from a model).
+        kind: ``"choice"`` (typed by the teacher), ``"predict"`` (which token a head looks at, from a model) or
+            ``"head"`` (which head made a map, from a model).
         prompt: the question as shown.
         options: the answers a student picks from.
         answer: the index of the right option (None: the teacher marked none).
-        detail: kind-specific plain data (``predict``: model, text, layer, head, query, weights).
+        detail: kind-specific plain data (``predict``: model, text, layer, head, query, weights; ``head``: model,
+            text, layer, head, tokens, map).
         revealed: True once the teacher revealed the answer (answers are closed).
     """
 

@@ -18,6 +18,7 @@ from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import safe_label
 from app.components.room_lesson import teacher_controls
+from app.components.room_panel import question_map
 from app.components.safe_text import md
 from app.components.share_box import qr_png
 from app.links import app_link
@@ -131,6 +132,13 @@ def _reveal(code: str, token: str, question_id: str) -> None:
 
 def _results(question, counts: list[int], prefix: str) -> None:
     """The class's answers; for a revealed "which token" question, the model's own row beside them (issue 21, 3)."""
+    if question.kind == "head":  # the map is the question: beside the answers all along
+        left, right = st.columns(2)
+        with left:
+            _distribution(question, counts, f"{prefix}answers_{question.id}", title="The class's answers")
+        with right:
+            question_map(question, f"{prefix}{ROOM.map}{question.id}")
+        return
     weights = question.detail.get("weights") if question.kind == "predict" and question.revealed else None
     if not (isinstance(weights, list) and len(weights) == len(question.options)):
         _distribution(question, counts, f"{prefix}answers_{question.id}")
@@ -226,6 +234,27 @@ def _push_predict(code: str, token: str) -> None:
             _push(code, token, "predict", asked.prompt, list(asked.options), asked.answer, asked.detail)
 
 
+def _push_head(code: str, token: str) -> None:
+    with st.form("class_head_form", clear_on_submit=False):
+        model = st.selectbox("Model", PREDICT_MODELS, key=ROOM.h_model)
+        text = st.text_input("Sentence", value=PREDICT_DEFAULT[0], max_chars=400, key=ROOM.h_text)
+        cols = st.columns(2)
+        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key=ROOM.h_layer)
+        head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key=ROOM.h_head)
+        st.caption(f"Students see this head's map of the sentence (not its name) and pick it among {services.HEAD_CHOICES} "
+                   "heads of the same model; the map is read from the model when you push the question.")
+        if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_head):
+            try:
+                asked = services.head_question(model, text, int(layer), int(head))
+            except RoomError as exc:
+                show_error(str(exc))
+                return
+            except Exception as exc:  # noqa: BLE001 — an engine error (the text, the model) shown calmly
+                show_error(exc)
+                return
+            _push(code, token, "head", asked.prompt, list(asked.options), asked.answer, asked.detail)
+
+
 def _push(code: str, token: str, kind: str, prompt, options, answer, detail) -> None:
     try:
         services.class_store().push_question(code, token, kind, prompt, options, answer, detail)
@@ -257,11 +286,13 @@ def main() -> None:
     _live(code, token)
     _history(code)
     st.subheader("Ask a question")
-    choice, predict = st.tabs(["Multiple choice", "Which token does a head look at?"])
+    choice, predict, which = st.tabs(["Multiple choice", "Which token does a head look at?", "Which head is this?"])
     with choice:
         _push_choice(code, token)
     with predict:
         _push_predict(code, token)
+    with which:
+        _push_head(code, token)
     st.subheader("Run a lesson")
     teacher_controls(code, token)
     if st.button("End the class", key=ROOM.end, icon=":material/logout:"):

@@ -207,3 +207,45 @@ def test_a_cookie_value_is_checked_before_it_reaches_the_script(value):
 
     with pytest.raises(ValueError):
         write_cookie("ap_browser", value, 60)
+
+
+def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_the_answer():
+    teacher, code = start_class()
+    pupil = student(code)
+    teacher.tabs[2].number_input(key="class_h_layer").set_value(2)  # MiniLM layer 2 head 5 on the default sentence
+    teacher.tabs[2].number_input(key="class_h_head").set_value(5)
+    teacher.button(key="class_ask_head").click().run()
+    assert_clean(teacher)
+    pupil.run()
+    assert_clean(pupil)
+    assert "Which head made this map?" in " ".join(messages(pupil.markdown))
+    qid = current_question_id(pupil)
+    options = [shown(o) for o in pupil.radio(key=f"class_pick_{qid}").options]
+    assert len(options) == 4 and len(set(options)) == 4 and "layer 2 head 5" in options
+    seen = chart(pupil, f"class_map_{qid}")  # the student's screen shows the map, not the head's name
+    from app.services.core import get_trace
+    from app.services.heads import attention_block
+    from app.services.request import TraceRequest
+    from app.services.rooms import PREDICT_READ_TOKENS
+
+    attention = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, PREDICT_READ_TOKENS)))
+    np.testing.assert_allclose(np.asarray(decode(seen["data"][0]["z"]), dtype=float).reshape(attention.n_queries, -1),
+                               attention.pattern(2, 5), atol=1e-4)  # the real head's map
+    assert "head 5" not in json.dumps(seen["layout"])
+    right = options.index("layer 2 head 5")
+    pupil.radio(key=f"class_pick_{qid}").set_value(right).run()
+    pupil.button(key=f"class_send_{qid}").click().run()
+    teacher.run()
+    assert chart(teacher, f"class_answers_{qid}")["data"][0]["x"][right] == 1
+    assert chart(teacher, f"class_class_map_{qid}"), "the projector shows the map beside the answers"
+    teacher.button(key=f"class_reveal_{qid}").click().run()
+    assert "The answer: **layer 2 head 5**" in " ".join(messages(teacher.success))
+    assert "Right: **layer 2 head 5**" in " ".join(messages(pupil.run().success))
+
+
+def test_which_head_is_this_refuses_a_head_the_model_does_not_have():
+    teacher, _code = start_class()
+    teacher.tabs[2].number_input(key="class_h_layer").set_value(40)
+    teacher.button(key="class_ask_head").click().run()
+    assert_clean(teacher)
+    assert "This model has layers 0–5 and heads 0–11." in " ".join(messages(teacher.warning) + messages(teacher.error))
