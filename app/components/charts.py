@@ -240,6 +240,17 @@ def fill_height(fig: ReadyFigure) -> ReadyFigure:
     return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
 
 
+def clicked_point(key: str) -> tuple[float, float] | None:
+    """``(x, y)`` of the first point selected by a click on the chart drawn with ``key`` and ``on_select="rerun"``
+    (Streamlit keeps its selection in session state), or None: no selection, or one that is not a point."""
+    state = st.session_state.get(key)
+    try:
+        point = list(state["selection"]["points"])[0] if state else None
+        return float(point["x"]), float(point["y"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
 def show_chart(fig, *, key: str, source: str | None = None, **kwargs):
     """Draw ``fig`` themed, with a PNG/SVG download; every other argument goes to ``st.plotly_chart``.
 

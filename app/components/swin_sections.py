@@ -15,7 +15,8 @@ import numpy as np
 import streamlit as st
 
 from app import services
-from app.components.charts import show_chart
+from app.components.charts import clicked_point, show_chart
+from app.components.vit_figures import square_at
 from app.components.window_figures import window_overlay
 from app.state import PERSIST, Vit, bounded, clamp
 
@@ -24,19 +25,13 @@ def _apply_click(cell: int, grid: tuple[int, int]) -> None:
     """A click on the window chart (its selection, kept in session state) picks the query patch, once per click:
     the clicked point (pixels) is remembered, so a selection still held after a stage change is not read again
     with the new stage's patch size."""
-    state = st.session_state.get(Vit.swin_map)
-    try:
-        point = list(state["selection"]["points"])[0] if state else None
-        x, y = float(point["x"]), float(point["y"])
-    except (KeyError, TypeError, ValueError, IndexError):
+    point = clicked_point(Vit.swin_map)
+    if point is None or st.session_state.get(Vit.swin_click) == point:
         return
-    if st.session_state.get(Vit.swin_click) == (x, y):
-        return
-    st.session_state[Vit.swin_click] = (x, y)
-    r, c = int((y + 0.5) // cell), int((x + 0.5) // cell)
-    rows, cols = grid
-    if 0 <= r < rows and 0 <= c < cols:
-        st.session_state[Vit.swin_patch] = r * cols + c
+    st.session_state[Vit.swin_click] = point
+    hit = square_at(point, cell, *grid)
+    if hit is not None:
+        st.session_state[Vit.swin_patch] = hit[0] * grid[1] + hit[1]
 
 
 def _pickers(trace) -> tuple[int, int, int]:

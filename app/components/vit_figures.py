@@ -36,6 +36,14 @@ def _image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTr
                       showscale=False, hoverinfo="skip", name="image")  # fmt: skip
 
 
+def square_at(point: tuple[float, float], size: int, rows: int, cols: int) -> tuple[int, int] | None:
+    """``(row, column)`` of the ``size``-pixel square (a patch, a grid cell) under ``point`` = ``(x, y)`` in the
+    image's pixels, or None outside the ``rows`` × ``cols`` grid."""
+    x, y = point
+    r, c = int((y + 0.5) // size), int((x + 0.5) // size)
+    return (r, c) if 0 <= r < rows and 0 <= c < cols else None
+
+
 def _overlay_trace(attention: np.ndarray, patch_size: int, *, showscale: bool, zmax: float | None = None,
                    unit: str = "patch") -> go.Heatmap:  # fmt: skip
     rows, cols = attention.shape

@@ -9,14 +9,14 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.charts import show_chart
+from app.components.charts import clicked_point, show_chart
 from app.components.guard import show_error
 from app.components.pickers import load_model, typed_model_field
 from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.components.safe_text import quoted
 from app.components.swin_sections import show_windows
 from app.components.theme import side_by_side
-from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars
+from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars, square_at
 from app.state import PERSIST, Vit, bounded, clamp
 from engine.families import hub_labels
 
@@ -137,23 +137,11 @@ def show_cls(trace, layer: int, head: int) -> np.ndarray:
 
 def apply_click(trace) -> None:
     """A click on the patch chart (its selection, kept in session state) picks the query patch, once per click."""
-    state = st.session_state.get(Vit.patch_map)
-    try:
-        points = list(state["selection"]["points"]) if state else []
-    except (KeyError, TypeError):
-        points = []
-    if not points:
-        return
-    point = points[0]
-    size = trace.patch_size
-    try:
-        r, c = int((float(point["y"]) + 0.5) // size), int((float(point["x"]) + 0.5) // size)
-    except (KeyError, TypeError, ValueError):
-        return
-    rows, cols = trace.grid
-    if 0 <= r < rows and 0 <= c < cols and st.session_state.get(Vit.last_click) != (r, c):
-        st.session_state[Vit.last_click] = (r, c)
-        st.session_state[Vit.patch] = r * cols + c
+    point = clicked_point(Vit.patch_map)
+    hit = square_at(point, trace.patch_size, *trace.grid) if point is not None else None
+    if hit is not None and st.session_state.get(Vit.last_click) != hit:
+        st.session_state[Vit.last_click] = hit
+        st.session_state[Vit.patch] = hit[0] * trace.grid[1] + hit[1]
 
 
 def show_patch(trace, layer: int, head: int) -> None:

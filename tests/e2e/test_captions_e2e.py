@@ -1,5 +1,6 @@
 """The Captions page in a real browser: open it from the sidebar, step to another word with the keyboard, and see
-the large map change to that word's attention (read from plotly.js's own data, checked against the engine).
+the large map change to that word's attention (read from plotly.js's own data, checked against the engine); click
+a cell of the map and its numbers are listed.
 
 Waits are on selectors and conditions (Playwright ``expect``, a polled function), never sleeps.
 """
@@ -74,3 +75,12 @@ def test_step_to_another_word_and_the_map_follows(page: Page, app_url: str, arti
     np.testing.assert_allclose(after["z"], ref.alphas[2], atol=1e-6)
     assert not np.allclose(after["z"], before["z"], atol=1e-3), "the map did not change with the word"
     page.screenshot(path=str(artifacts / "captions-word-2.png"))
+
+    # a click on the map's bottom-right cell makes it the cell whose numbers are listed
+    area = page.locator(LARGE).locator(".nsewdrag").first.bounding_box()
+    assert area is not None
+    page.mouse.click(area["x"] + area["width"] * 15 / 16, area["y"] + area["height"] * 15 / 16)
+    expect(page.get_by_label("Grid cell (or click one on the map)")).to_have_value("63", timeout=REDRAW_MS)
+    expect(page.get_by_text("Cell 63 is row 7, column 7")).to_be_visible(timeout=REDRAW_MS)
+    expect_idle(page)
+    expect_no_exception(page)
