@@ -27,6 +27,7 @@ from app.components.guard import show_error
 from app.components.safe_text import md, quoted
 from app.lesson_file import (
     LESSON_ID,
+    LESSON_STEP,
     MAX_BYTES,
     MAX_OPTIONS,
     QUESTION_CHARS,
@@ -45,7 +46,7 @@ from app.lesson_file import (
 )
 from app.links import app_link
 from app.routes import PAGES
-from app.state import Draft
+from app.state import Draft, Lessons
 from app.store import RoomError, StoreUnavailable
 
 EDIT_PARAM = "lesson_edit"  # the author's edit link: ?lesson=ID&lesson_edit=SECRET (read once, then removed)
@@ -166,6 +167,9 @@ def _add_view() -> None:
     state = st.session_state
     page = url_state.shown_page() or "explore"
     params = {k: v for k, v in url_state.page_params(page).items() if k not in LEFT_OUT}
+    if page == "lessons":  # the Lessons page keeps its lesson and step itself, outside the link table
+        params |= {LESSON_ID: st.query_params.get(LESSON_ID), LESSON_STEP: str(state.get(Lessons.step) or "")}
+        params = {k: v for k, v in params.items() if v}
     try:
         check = _question(state.get(Draft.add_question), state.get(Draft.add_options), state.get(Draft.add_right))
     except LessonFileError as exc:

@@ -32,6 +32,7 @@ from app.state import PERSIST, Draft, Lessons, bounded, clamp
 from app.store import RoomError, StoreUnavailable
 
 URL_SEEN = "_lesson_step_url"  # the URL value this session last wrote or read
+LINK_SEEN = "_lesson_link_seen"  # the ?lesson= value this session last opened
 
 
 def current_step(n: int) -> int:
@@ -189,9 +190,8 @@ def show_step(k: int, step: Step) -> None:
         knowledge_check(step)
 
 
-def walk() -> None:
-    """The lesson a link names, or the built-in one, step by step."""
-    shared = shared_lesson()
+def walk(shared: tuple[str, Lesson] | None) -> None:
+    """The lesson a link names (``shared``: its id and lesson), or the built-in one, step by step."""
     if shared is None:
         st.write("A guided path through attention, from why RNNs needed it to pretraining objectives. Each step says "
                  "what to look at, opens the page that shows it, and ends with a question to check yourself.")  # fmt: skip
@@ -210,10 +210,16 @@ def walk() -> None:
 
 def main() -> None:
     st.title("Lessons")
+    shared = shared_lesson()  # before the tabs: an edit link's secret leaves the address bar whichever tab is open
+    link = st.query_params.get(LESSON_ID)
+    if link != st.session_state.get(LINK_SEEN):
+        st.session_state[LINK_SEEN] = link
+        if link:
+            st.session_state[Draft.tab] = TAKE_TAB  # a lesson's link opens on the lesson
     take, write = st.tabs([TAKE_TAB, WRITE_TAB], key=Draft.tab, on_change="rerun")
     with take:
         if take.open is not False:  # only the open tab runs (None: not tracked, both run)
-            walk()
+            walk(shared)
     with write:
         if write.open is not False:
             editor()

@@ -144,8 +144,7 @@ def test_a_saved_lesson_opens_read_only_by_its_link_and_its_text_stays_literal()
     student.button(key=Draft.copy).click().run()  # a copy of one's own to change
     assert draft(student).steps[0].title.startswith("See [this]")
 
-    student.session_state[Draft.tab] = TAKE_TAB  # the copy opened the editor: back to the lesson
-    student.query_params["lesson"] = "AAAAAAAAAAAA"
+    student.query_params["lesson"] = "AAAAAAAAAAAA"  # a new lesson link opens on the lesson, not on the editor
     student.run()
     assert "no saved lesson with this link" in " ".join(messages(student.warning))
 
@@ -195,3 +194,38 @@ def test_a_teachers_own_lesson_runs_in_the_room():
     teacher.button(key=ROOM.lesson_start).click().run()
     assert_clean(teacher)
     assert "Step 1 of 2: Look at the \\[CLS\\] column" in " ".join(m.value for m in teacher.markdown)
+
+
+def test_the_authors_edit_link_lets_another_device_change_the_lesson():
+    at = open_page("positional", **{Draft.add_open: True})
+    add_view(at, title="Sinusoids")
+    at.switch_page(LESSONS)
+    at.run()
+    at.button(key=Draft.save).click().run()
+    lid, secret = at.session_state[Draft.saved]
+
+    laptop = AppTest.from_file(str(APP), default_timeout=60)
+    laptop.session_state[Draft.tab] = WRITE_TAB  # whichever tab was open, the link is read
+    laptop.run()
+    laptop.switch_page(LESSONS)
+    laptop.query_params.update({"lesson": lid, "lesson_edit": secret})
+    laptop.run()
+    assert_clean(laptop)
+    assert "lesson_edit" not in laptop.query_params and laptop.query_params["lesson"] == lid  # the secret left
+    assert laptop.session_state[Draft.tab] == TAKE_TAB
+    laptop.button(key=Draft.edit_shared).click().run()
+    assert laptop.session_state[Draft.saved] == (lid, secret) and laptop.session_state[Draft.tab] == WRITE_TAB
+    laptop.text_input(key=f"{Draft.edit_title}{draft(laptop).steps[0].id}").input("Sinusoids, changed")
+    laptop.button(key=f"{Draft.edit_save}{draft(laptop).steps[0].id}").click().run()
+    laptop.button(key=Draft.save).click().run()
+    assert_clean(laptop)
+    from app import services
+    from app.store.lessons import LessonStore
+
+    assert "Sinusoids, changed" in LessonStore(services.class_store()).lesson(lid).body
+
+
+def test_a_view_of_the_lessons_page_keeps_its_step():
+    at = open_page("lessons", **{Draft.add_open: True, "lesson_step": 4})
+    add_view(at, note="Step 4 of the built-in lesson")
+    assert draft(at).steps[0].links[0].params == {"lesson_step": "4"}
