@@ -65,3 +65,43 @@ def test_add_two_views_move_one_up_and_download_the_lesson(page: Page, app_url: 
                                                          ("", "Sinusoids: a frequency per column.")]  # fmt: skip
     assert [s.links[0].page for s in lesson.steps] == ["positional.py", "positional.py"]
     assert lesson.steps[0].links[0].params == {"pos_tab": "rope"} and lesson.steps[1].links[0].params == {}
+
+
+def test_a_lesson_runs_in_a_room_and_a_students_panel_follows(browser, tmp_path: Path, artifacts: Path):
+    """The teacher starts the built-in lesson in a class and presses Next; a student's phone, on another page,
+    shows each step (the panel polls the store every 2 s) and opens the step's view from its link."""
+    from app.components.lesson_plan import STEPS
+    from conftest import running_app
+
+    n = len(STEPS)
+    with running_app("e2e-lesson-room.log", {"AP_DATA_DIR": str(tmp_path / "data")}) as url:
+        teacher = browser.new_context(viewport={"width": 1280, "height": 1400}).new_page()
+        student = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+        teacher.goto(f"{url}/classroom")
+        teacher.get_by_role("button", name="Start a class").click(timeout=LOAD_MS)
+        invite = teacher.locator('[data-testid="stMarkdown"]', has_text="Class code:")
+        expect(invite).to_be_visible(timeout=LOAD_MS)
+        code = re.search(r"Class code:\s*([A-Z0-9]{6})", invite.inner_text()).group(1)
+        student.goto(f"{url}/positional?room={code}")
+        expect(student.get_by_text("you are in")).to_be_visible(timeout=LOAD_MS)
+
+        teacher.get_by_role("button", name=re.compile("Start this lesson in the class")).click()
+        expect(teacher.get_by_text(f"Step 1 of {n}: {STEPS[0].title}")).to_be_visible(timeout=LOAD_MS)
+        expect(student.get_by_text(f"Step 1 of {n}: {STEPS[0].title}")).to_be_visible(timeout=LOAD_MS)
+        for k in (2, 3):
+            teacher.get_by_role("button", name=re.compile("Next step")).click()
+            expect(teacher.get_by_text(f"Step {k} of {n}: {STEPS[k - 1].title}")).to_be_visible(timeout=LOAD_MS)
+            expect(student.get_by_text(f"Step {k} of {n}: {STEPS[k - 1].title}")).to_be_visible(timeout=LOAD_MS)
+        expect_no_exception(student)
+        student.screenshot(path=str(artifacts / "lesson_room_student.png"))
+
+        link = STEPS[2].links[0]
+        student.get_by_role("link", name=link.label).click()
+        expect(student).to_have_url(re.compile(link.page.removesuffix(".py")), timeout=LOAD_MS)
+        for name, value in link.params.items():
+            if name != "text":
+                expect(student).to_have_url(re.compile(rf"[?&]{name}={re.escape(value)}\b"), timeout=LOAD_MS)
+        expect_idle(student, LOAD_MS)
+        expect_no_exception(student)
+        teacher.context.close()
+        student.context.close()
