@@ -325,6 +325,13 @@ class Examples:
     applied = "example_applied"  # (set name, index) of the example last put in the text box
 
 
+class Offline:
+    """The offline lesson pack's buttons (``app/components/offline_pack.py``): ``build`` / ``download`` + a place
+    (``walk``, ``draft``, ``view``); ``built``: {place: (what the pack is of, its HTML)} kept in this session."""
+
+    build, download, built = "offline_build_", "offline_download_", "offline_built"
+
+
 #: The sentence is not here: its text box gets ``value=DEFAULT_TEXT`` instead. A default put in session
 #: state was lost in the browser when a page opened without ``?text=`` in its URL (the bound widget
 #: fell back to its own empty default); see ``current_text``.
