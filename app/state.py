@@ -119,6 +119,8 @@ class Captions:
     search, beam, word, cell, mistake, open_mistake = ("cap_search", "cap_beam", "cap_word", "cap_cell", "cap_mistake",
                                                        "cap_open_mistake")  # fmt: skip
     last_click = "_cap_click"  # the cell last clicked on the large map, so one click picks it once
+    # a pretrained captioner (ViT + GPT-2, BLIP): the typed Hub id or folder, the decoder layer and head (−1: the mean)
+    hub_id, layer, head = "cap_hub_id", "cap_layer", "cap_head"
     # charts, tables and downloads (element keys)
     picture, panels, large, betas = "cap_picture", "cap_panels", "cap_large", "cap_betas"
     cell_words, cell_table = "cap_cell_words", "cap_cell_table"
@@ -130,6 +132,7 @@ class Captions:
         search: ("greedy", "beam"),
     }
     DEFAULTS: dict[str, Any] = {view: "caption", source: "scene", scene: 4, search: "greedy", beam: 3}
+    MEAN_HEADS = -1  # the head picker's "mean over heads"
     #: the drawing a session starts with: (shape, colour, size, row, column) of each object, and how many are shown
     DRAWING: tuple[tuple[str, str, str, int, int], ...] = (("square", "blue", "large", 18, 20),
                                                           ("circle", "red", "small", 46, 22))  # fmt: skip
@@ -245,6 +248,13 @@ class Explain:
 
     DEFAULTS: dict[str, Any] = {model: "tiny-gpt-stories", steps: 32, baseline: "zero", loo: "remove", special: False,
                                 kind: "permuted", runs: 20}
+
+
+class Scaling:
+    """The Scaling page's keys (``app/views/scaling.py``)."""
+
+    params_chart, compute_chart, table, download = "scaling_params", "scaling_compute", "scaling_table", "scaling_download"
+    live_size, live_go, live_runs = "scaling_live_size", "scaling_live_go", "scaling_live_runs"  # live_runs: name → run
 
 
 class Bertviz:

@@ -55,6 +55,9 @@ HUB_SUGGESTIONS: tuple[ModelSpec, ...] = (
     ModelSpec("microsoft/swin-tiny-patch4-window7-224", "vit", "Swin-T ImageNet (Hub)", offline=False,
               description="4 stages of 2, 2, 6, 2 blocks, 3–24 heads, attention in windows of 7×7 patches that "
                           "shift every other block; 1000 ImageNet classes."),
+    ModelSpec("Salesforce/blip-image-captioning-base", "captioner", "BLIP base captioner (Hub)", offline=False,
+              description="A ViT-B/16 over 24×24 patches of a 384-pixel picture and a 12-layer text decoder whose "
+                          "cross-attention reads the patches; about 1 GB to download."),
 )
 
 

@@ -31,7 +31,10 @@ def word_panels(image: np.ndarray, view: CaptionView, selected: int | None = Non
 
 def word_map(image: np.ndarray, view: CaptionView, word: int, cell: int | None = None) -> go.Figure:
     """The map of word ``word`` over the picture, large; ``cell`` outlined (click a cell to pick it)."""
-    title = f"α for word {word}, “{view.words[word]}” (β = {float(view.betas[word]):.2f})"
+    if view.betas is not None:
+        title = f"α for word {word}, “{view.words[word]}” (β = {float(view.betas[word]):.2f})"
+    else:  # a pretrained captioner: the rest of the row is on [CLS]
+        title = f"α for word {word}, “{view.words[word]}” ([CLS] {float(view.rest[word]):.2f})"
     return overlay(image, view.alphas[word], view.cell_px, title=title, mark=cell, clickable=True, unit="cell")
 
 
@@ -45,6 +48,20 @@ def beta_bars(view: CaptionView, selected: int) -> go.Figure:
                            hovertemplate="%{x}<br>β %{y:.3f}<br>largest α %{customdata:.3f}<extra></extra>"))  # fmt: skip
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=10), title=dict(text="β: how much each word uses the image", x=0.0),
                       yaxis=dict(title="β", range=[0, 1.15]), xaxis=dict(type="category"))  # fmt: skip
+    return fig
+
+
+def cls_bars(view: CaptionView, selected: int) -> go.Figure:
+    """A pretrained captioner's weight on [CLS] for every written word (what its row leaves off the patches), the
+    chosen word in orange, each word's largest patch weight on hover."""
+    peaks = view.alphas.reshape(len(view.words), -1).max(axis=1)
+    labels = [html.escape(label) for label in view.labels]
+    fig = go.Figure(go.Bar(x=labels, y=view.rest, customdata=peaks,
+                           marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
+                           text=[f"{r:.2f}" for r in view.rest], textposition="outside",
+                           hovertemplate="%{x}<br>on [CLS] %{y:.3f}<br>largest patch α %{customdata:.3f}<extra></extra>"))  # fmt: skip
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=10), title=dict(text="Weight on [CLS], not on a patch", x=0.0),
+                      yaxis=dict(title="α on [CLS]", range=[0, 1.15]), xaxis=dict(type="category"))  # fmt: skip
     return fig
 
 

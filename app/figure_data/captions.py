@@ -1,7 +1,9 @@
 """What the Captions page draws from a captioner's trace: one attention map per written word, β, peaks, regions.
 
 A :class:`~engine.types.CaptionTrace` holds, for every written word t, the map α(t, ·) over the encoder's L×L
-grid (each map sums to 1) and the gate β(t). :func:`caption_view` keeps exactly those numbers (no rescaling:
+grid (each map sums to 1) and the gate β(t). A pretrained captioner's trace (:class:`~engine.types.PatchCaptionTrace`)
+gives, for a chosen decoder layer and head (or the heads' mean), each word's cross-attention on the image's patches
+and the rest of its weight, on [CLS] (``rest``); it has no β. :func:`caption_view` keeps exactly those numbers (no rescaling:
 the page's tables and hover texts show the model's own weights) with the words' labels, each word's peak
 cell, and the pixel side of one cell, so a map can be laid over the picture cell for cell.
 
@@ -30,16 +32,19 @@ class CaptionView:
     Attributes:
         words: the written words as shown (``<eos>`` included when the model wrote it: that step looks too).
         alphas: ``[word, L, L]`` float32, α of the step that wrote each word; row 0 is the top of the picture.
-        betas: ``[word]`` float32, β of that step (0–1).
+        betas: ``[word]`` float32, β of that step (0–1); None for a pretrained captioner (no gate).
         cell_px: pixels per cell side (the picture's side / L).
         peaks: each word's largest-α cell, row-major (``r · L + c``).
+        rest: ``[word]`` float32, the weight each word put on the keys before the patches ([CLS]), so a map sums to
+            ``1 − rest``; None when every map sums to 1 (our captioner).
     """
 
     words: tuple[str, ...]
     alphas: np.ndarray
-    betas: np.ndarray
+    betas: np.ndarray | None
     cell_px: int
     peaks: tuple[int, ...]
+    rest: np.ndarray | None = None
 
     @property
     def grid(self) -> int:
@@ -53,7 +58,7 @@ class CaptionView:
 
     @property
     def nbytes(self) -> int:
-        return int(self.alphas.nbytes + self.betas.nbytes)
+        return int(self.alphas.nbytes + sum(a.nbytes for a in (self.betas, self.rest) if a is not None))
 
     def cell(self, index: int) -> tuple[int, int]:
         """``(row, column)`` of cell ``index`` (row-major)."""
@@ -70,25 +75,28 @@ class CaptionView:
         return region_of(r, c, self.grid)
 
 
-def caption_view(words: tuple[str, ...] | list[str], alphas: np.ndarray, betas: np.ndarray,
-                 image_size: int) -> CaptionView:  # fmt: skip
-    """A :class:`CaptionView` of one caption: ``alphas`` ``[word, L, L]`` and ``betas`` ``[word]`` as written by the
-    model, over a square picture of ``image_size`` pixels.
+def caption_view(words: tuple[str, ...] | list[str], alphas: np.ndarray, betas: np.ndarray | None,
+                 image_size: int, rest: np.ndarray | None = None) -> CaptionView:  # fmt: skip
+    """A :class:`CaptionView` of one caption: ``alphas`` ``[word, L, L]`` and ``betas`` ``[word]`` (or None) as written
+    by the model, over a square picture of ``image_size`` pixels; ``rest`` ``[word]``: weight off the patches.
 
     Raises:
         ValueError: the arrays do not fit the words or the grid does not divide the picture.
     """
     a = np.ascontiguousarray(alphas, dtype=np.float32)
-    b = np.ascontiguousarray(betas, dtype=np.float32)
+    b, r = (None if x is None else np.ascontiguousarray(x, dtype=np.float32) for x in (betas, rest))
     words = tuple(str(w) for w in words)
-    if a.ndim != 3 or a.shape[1] != a.shape[2] or a.shape[0] != len(words) or b.shape != (len(words),):
-        raise ValueError(f"{len(words)} words need alphas [words, L, L] and betas [words]; got {a.shape} and {b.shape}")
+    if a.ndim != 3 or a.shape[1] != a.shape[2] or a.shape[0] != len(words) or any(
+            x is not None and x.shape != (len(words),) for x in (b, r)):  # fmt: skip
+        raise ValueError(f"{len(words)} words need alphas [words, L, L] and betas/rest [words]; got {a.shape}, "
+                         f"{None if b is None else b.shape} and {None if r is None else r.shape}")  # fmt: skip
     if image_size % a.shape[1]:
         raise ValueError(f"a {a.shape[1]}×{a.shape[1]} grid does not divide a {image_size}-pixel picture")
     peaks = tuple(int(np.argmax(m)) for m in a.reshape(len(words), -1))
-    a.flags.writeable = False  # shared by every session that asks for this caption
-    b.flags.writeable = False
-    return CaptionView(words=words, alphas=a, betas=b, cell_px=image_size // a.shape[1], peaks=peaks)
+    for x in (a, b, r):
+        if x is not None:
+            x.flags.writeable = False  # shared by every session that asks for this caption
+    return CaptionView(words=words, alphas=a, betas=b, cell_px=image_size // a.shape[1], peaks=peaks, rest=r)
 
 
 def region_bounds(grid: int) -> list[tuple[int, int]]:

@@ -16,8 +16,10 @@ is re-exported here from the module that holds it:
 - ``rooms``: a class in one room (issue 21): this process's class store (``app.store``) and the "which token?"
   question built from a real head;
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
+- ``offline_pack``: what a lesson link's view shows in an offline lesson pack (a head's map, an alignment map, or
+  why there is none);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
-  ``positional``, ``step``, ``bertviz``, ``train``, ``captions`` (the Captions page and the lesson's
+  ``positional``, ``step``, ``bertviz``, ``train``, ``scaling`` (the Scaling page's curves and live run), ``captions`` (the Captions page and the lesson's
   "where will it look?" check).
 
 Modules inside the package import shared helpers from ``app.services.core``, never from here.
@@ -41,12 +43,16 @@ from app.services.captions import (
     CAPTION_MAX_BEAM,
     CAPTION_MODEL,
     HELD_OUT_SCENES,
+    PRETRAINED_UPLOAD_SIZE,
     CaptionRequest,
     DrawnObject,
+    as_seen,
     caption_attention,
+    caption_layers,
     caption_mistakes,
     caption_picture,
     caption_trace,
+    is_pretrained_captioner,
     read_caption_upload,
     where_it_looks,
 )
@@ -108,8 +114,9 @@ from app.services.lessons import (
     model_vocabulary,
     unknown_words,
 )
-from app.services.long_work import FINETUNE, MEASURE, WRITE, cancel_long, long_status
+from app.services.long_work import FINETUNE, MEASURE, SCALE, WRITE, cancel_long, long_status
 from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
+from app.services.offline_pack import PACK_CELLS, Alignment, HeadMap, NoChart, PackView, pack_view
 from app.services.positional import (
     pos_alibi,
     pos_learned_table,
@@ -145,6 +152,7 @@ from app.services.rooms import (
     lesson_store,
     predict_question,
 )
+from app.services.scaling import LIVE_SIZES, live_estimate_s, live_name, live_run, refit, scaling_curves, scaling_json, scaling_start
 from app.services.step import calculator_example, calculator_matrix, calculator_steps, query_steps
 from app.services.train import (
     session_models,
@@ -180,13 +188,15 @@ __all__ = [
     "MAX_JOBS", "TraceRequest", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "has_trace", "list_models", "model_loaded",
     "policy", "request_key", "session_id", "shared_figure", "trace_is_quick", "warm_up",
     # long work
-    "FINETUNE", "MEASURE", "WRITE", "cancel_long", "long_status",
+    "FINETUNE", "MEASURE", "SCALE", "WRITE", "cancel_long", "long_status",
     # explain
     "Agreement", "EXPLAIN_EXAMPLES", "EXPLAIN_MAX_TOKENS", "EXPLAIN_MODELS", "EXPLAIN_REFERENCE", "ExplainRequest",
     "explain_agreement", "explain_has_swap", "explain_importance", "explain_is_cached", "explain_layout",
     "explain_methods", "explain_prediction", "explain_swap",
     # generate
     "get_generation", "request_generation",
+    # scaling
+    "LIVE_SIZES", "live_estimate_s", "live_name", "live_run", "refit", "scaling_curves", "scaling_json", "scaling_start",
     # pretraining
     "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_start", "get_fill_mask", "layer_costs",
     "measure_start", "measured_costs", "mlm_vocabulary", "objective_examples",
@@ -201,6 +211,8 @@ __all__ = [
     "browser_id", "class_store", "lesson_store", "head_question", "predict_question",
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
+    # offline pack
+    "PACK_CELLS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
     # bahdanau
     "BAHDANAU_MAX_TOKENS", "BAHDANAU_MODELS", "TRANSFORMER_TRANSLATOR", "bahdanau_agreement",
     "bahdanau_disagreement", "bahdanau_parameters", "bahdanau_reference", "bahdanau_step", "bahdanau_trace",
@@ -209,8 +221,9 @@ __all__ = [
     "get_vision_trace", "vit_cls_maps", "vit_digit_count", "vit_digit_held_out", "vit_digit_label", "vit_last_layer_map", "vit_occlusion", "vit_patch_map",
     "vit_read_upload", "vit_rollout_map", "vit_sample", "vit_windowed", "swin_window_row",
     # captions
-    "CAPTION_IMAGE_SIZE", "CAPTION_MAX_BEAM", "CAPTION_MODEL", "HELD_OUT_SCENES", "CaptionRequest", "DrawnObject",
-    "caption_attention", "caption_mistakes", "caption_picture", "caption_trace", "read_caption_upload", "where_it_looks",
+    "CAPTION_IMAGE_SIZE", "CAPTION_MAX_BEAM", "CAPTION_MODEL", "HELD_OUT_SCENES", "PRETRAINED_UPLOAD_SIZE", "CaptionRequest",
+    "DrawnObject", "as_seen", "caption_attention", "caption_layers", "caption_mistakes", "caption_picture", "caption_trace",
+    "is_pretrained_captioner", "read_caption_upload", "where_it_looks",
     # positional
     "pos_alibi", "pos_learned_table", "pos_order_blindness", "pos_rope", "pos_shift_check", "pos_sinusoidal",
     # step

@@ -1,6 +1,10 @@
 """The Captions page's calls into the engine: pictures to caption, one shared trace per request, the figure data
 drawn from it, the held-out scenes the model gets wrong, and the lesson's "where will it look?" answer.
 
+The model is our scene captioner or a pretrained one (a ViT + GPT-2 ``VisionEncoderDecoder`` or BLIP, typed as a
+Hub id or folder): the same request and caches serve both; a pretrained captioner's figure data is one decoder
+layer's cross-attention on the image's patches (one head or the heads' mean).
+
 A page run reads its controls into one :class:`CaptionRequest` (which picture, which decoding): the request is
 the cache key of everything computed from it. The picture is a held-out scene (the card's 500, never trained
 on), a scene drawn to order, or an upload fitted to the captioner's 64×64 input. Traces go into the shared
@@ -18,13 +22,16 @@ import streamlit as st
 
 from app.figure_data.captions import REGIONS, CaptionView, caption_view
 from app.services.core import TRACES, _jobs, _runtime_model, get_model, policy, shared_map
-from engine.types import CaptionTrace, EngineError
+from engine.text import quote_input
+from engine.types import CaptionTrace, EngineError, PatchCaptionTrace
 
 CAPTION_MODEL = "scene-captioner"
 SOURCES = ("scene", "draw", "upload")
 HELD_OUT_SCENES = 500  # the card's held-out scenes (engine.training.recipes.captioner.HELD_OUT)
 CAPTION_IMAGE_SIZE = 64  # the shipped captioner's input side (its config's image_size)
 CAPTION_MAX_BEAM = 5  # widest beam the page offers (the engine accepts up to 10)
+PRETRAINED_UPLOAD_SIZE = 384  # an upload for a pretrained captioner is fitted to this side (BLIP's input; ViTs shrink it)
+UPLOAD_SIZES = (CAPTION_IMAGE_SIZE, PRETRAINED_UPLOAD_SIZE)
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,8 @@ class CaptionRequest:
         source: ``"scene"`` (a held-out scene), ``"draw"`` or ``"upload"``.
         scene: the held-out scene's number, 0 … 499 (source ``"scene"``).
         drawing: the drawn objects (source ``"draw"``); ``textured``: their background.
-        upload: an uploaded picture already fitted to 64×64 RGB, as ``uint8`` bytes (:func:`read_caption_upload`).
+        upload: an uploaded picture already fitted to 64×64 RGB (384×384 for a pretrained captioner), as ``uint8``
+            bytes (:func:`read_caption_upload`).
         beam: 1 for greedy decoding, else the beam width.
         model_id: the captioner.
     """
@@ -140,9 +148,10 @@ def caption_picture(request: CaptionRequest) -> CaptionPicture:
             return _scene_picture(scene, "your drawing")
         if request.source == "upload":
             pixels = np.frombuffer(request.upload, dtype=np.uint8)
-            if pixels.size != CAPTION_IMAGE_SIZE * CAPTION_IMAGE_SIZE * 3:
+            side = next((n for n in UPLOAD_SIZES if pixels.size == n * n * 3), None)
+            if side is None:
                 raise EngineError("The uploaded picture was not read: choose the file again.")
-            image = pixels.reshape(CAPTION_IMAGE_SIZE, CAPTION_IMAGE_SIZE, 3).astype(np.float32) / 255.0
+            image = pixels.reshape(side, side, 3).astype(np.float32) / 255.0
             return CaptionPicture(image, "your picture", None)
         raise EngineError(f"Unknown picture source {request.source!r}: one of {', '.join(SOURCES)}.")
 
@@ -150,10 +159,10 @@ def caption_picture(request: CaptionRequest) -> CaptionPicture:
 
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
-def read_caption_upload(data: bytes) -> tuple[bytes, tuple[str, ...]]:
+def read_caption_upload(data: bytes, side: int = CAPTION_IMAGE_SIZE) -> tuple[bytes, tuple[str, ...]]:
     """Validate and decode uploaded bytes (the ViT page's checks: ``engine.images.read_image``), then fit the
-    picture to the captioner's input: the middle square, shrunk to 64×64 RGB. Returns its ``uint8`` bytes and
-    notices for the page.
+    picture to the captioner's input: the middle square, resized to ``side``×``side`` RGB (64: our captioner; 384:
+    a pretrained one, whose own processor resizes it again). Returns its ``uint8`` bytes and notices for the page.
 
     Raises:
         engine.images.ImageError: with a message for the user.
@@ -164,20 +173,23 @@ def read_caption_upload(data: bytes) -> tuple[bytes, tuple[str, ...]]:
 
     decoded = read_image(data)
     pixels = decoded.pixels if decoded.pixels.ndim == 3 else np.repeat(decoded.pixels[..., None], 3, axis=2)
+    if side not in UPLOAD_SIZES:
+        raise EngineError(f"An upload is fitted to one of {UPLOAD_SIZES} pixels a side, not {side!r}.")
     h, w = pixels.shape[:2]
-    side = min(h, w)
-    top, left = (h - side) // 2, (w - side) // 2
-    square = Image.fromarray(np.ascontiguousarray(pixels[top : top + side, left : left + side]))
-    fitted = np.asarray(square.resize((CAPTION_IMAGE_SIZE, CAPTION_IMAGE_SIZE), Image.Resampling.BILINEAR), dtype=np.uint8)
+    square_side = min(h, w)
+    top, left = (h - square_side) // 2, (w - square_side) // 2
+    square = Image.fromarray(np.ascontiguousarray(pixels[top : top + square_side, left : left + square_side]))
+    fitted = np.asarray(square.resize((side, side), Image.Resampling.BILINEAR), dtype=np.uint8)
     notices = [*decoded.notices]
-    if (h, w) != (CAPTION_IMAGE_SIZE, CAPTION_IMAGE_SIZE):
+    if (h, w) != (side, side):
         cut = " cut to its middle square and" if h != w else ""
-        notices.append(f"Your {w}×{h} picture was{cut} shrunk to {CAPTION_IMAGE_SIZE}×{CAPTION_IMAGE_SIZE} pixels, the size the "
-                       "captioner reads.")  # fmt: skip
+        how = "shrunk" if square_side >= side else "enlarged"
+        notices.append(f"Your {w}×{h} picture was{cut} {how} to {side}×{side} pixels"
+                       + (", the size the captioner reads." if side == CAPTION_IMAGE_SIZE else "."))  # fmt: skip
     return fitted.tobytes(), tuple(notices)
 
 
-def caption_trace(request: CaptionRequest) -> CaptionTrace:
+def caption_trace(request: CaptionRequest) -> CaptionTrace | PatchCaptionTrace:
     """Caption the request's picture (greedy, or the best of a beam search) and keep every word's α map and β;
     one trace per request in the shared trace cache (read-only arrays).
 
@@ -191,22 +203,64 @@ def caption_trace(request: CaptionRequest) -> CaptionTrace:
         picture = caption_picture(request)
         model = get_model(request.model_id)
         if model.spec.family != "captioner":
-            raise EngineError(f"{request.model_id} is not an image captioner (it is a {model.spec.family} model).")
+            raise EngineError(f"{quote_input(request.model_id)} is not an image captioner (it is a {model.spec.family} "
+                              "model).")  # fmt: skip
         with _jobs:
             return model.adapter.trace(model, picture.image, beam=request.beam)
 
     return TRACES.get(request.trace_key, compute)
 
 
-def caption_attention(request: CaptionRequest) -> CaptionView:
-    """The figure data of the request's caption (:class:`app.figure_data.captions.CaptionView`): the trace's own α
-    maps and β per written word, with labels and peaks; shared, read-only."""
+def caption_attention(request: CaptionRequest, layer: int | None = None, head: int | None = None) -> CaptionView:
+    """The figure data of the request's caption (:class:`app.figure_data.captions.CaptionView`), shared, read-only:
+    our captioner's own α maps and β per written word; a pretrained captioner's cross-attention on the patches of
+    decoder ``layer`` (default: the last) and ``head`` (None: the mean over heads), with each word's weight on
+    [CLS] as ``rest``."""
 
     def build() -> CaptionView:
         trace = caption_trace(request)
-        return caption_view(trace.words.strings, trace.alphas, trace.betas, trace.image.shape[0])
+        if not isinstance(trace, PatchCaptionTrace):
+            return caption_view(trace.words.strings, trace.alphas, trace.betas, trace.image.shape[0])
+        chosen = trace.n_layers - 1 if layer is None else layer
+        if not 0 <= chosen < trace.n_layers or not (head is None or 0 <= head < trace.n_heads):
+            raise EngineError(f"This captioner has layers 0–{trace.n_layers - 1} and heads 0–{trace.n_heads - 1}.")
+        return caption_view(trace.words.strings, trace.patch_maps(chosen, head), None, trace.image.shape[0],
+                            rest=trace.prefix_weight(chosen, head))  # fmt: skip
 
-    return shared_map(("caption-view", request.trace_key), build)
+    return shared_map(("caption-view", request.trace_key, layer, head), build)
+
+
+def caption_layers(trace) -> tuple[int, int] | None:
+    """``(decoder layers, heads)`` of a pretrained captioner's trace (the page's layer and head pickers); None for our
+    captioner (one additive attention, no layers or heads)."""
+    return (trace.n_layers, trace.n_heads) if isinstance(trace, PatchCaptionTrace) else None
+
+
+def is_pretrained_captioner(model_id: str) -> bool:
+    """Whether ``model_id`` is a pretrained captioner (ViT + GPT-2, BLIP) rather than our scene captioner; loads it
+    (once per process) as the trace will.
+
+    Raises:
+        EngineError: the model cannot be loaded (the engine's message) or is not an image captioner.
+    """
+    model = get_model(model_id)
+    if model.spec.family != "captioner":
+        raise EngineError(f"{quote_input(model_id)} is not an image captioner (it is a {model.spec.family} model).")
+    from engine.pretrained.caption_hf import HFCaptionAdapter
+
+    return isinstance(model.adapter, HFCaptionAdapter)
+
+
+def as_seen(picture: CaptionPicture, trace) -> CaptionPicture:
+    """``picture`` as the model saw it: the trace's image (a pretrained captioner's processor resizes it) with the
+    objects' boxes scaled to it."""
+    side, own = trace.image.shape[0], picture.image.shape[0]
+    if side == own:
+        return picture
+    f = side / own
+    boxes = tuple((name, (round(t * f), round(lf * f), round((b + 1) * f) - 1, round((r + 1) * f) - 1))
+                  for name, (t, lf, b, r) in picture.boxes)  # fmt: skip
+    return CaptionPicture(trace.image, picture.described, picture.reference, boxes)
 
 
 def caption_mistakes(model_id: str = CAPTION_MODEL) -> tuple[Mistake, ...]:

@@ -2,7 +2,9 @@
 
 Picture (a held-out scene, a drawing, an upload) → greedy or beam-search caption → one α map per written word
 over the picture (the "Show, Attend and Tell" figure), the chosen word's map large, β per word, the numbers of
-any grid cell; and the held-out scenes the model gets wrong, with where it looked.
+any grid cell; and the held-out scenes the model gets wrong, with where it looked. A pretrained captioner (ViT + GPT-2,
+BLIP; a typed Hub id or folder) shows its decoder's cross-attention on the image's patches instead, with layer and
+head pickers, and each word's weight on [CLS] where our captioner shows β.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.caption_figures import beta_bars, picture_with_boxes, word_map, word_panels
+from app.components.caption_figures import beta_bars, cls_bars, picture_with_boxes, word_map, word_panels
 from app.components.charts import clicked_point, set_source, show_chart
-from app.components.guard import show_error
+from app.components.guard import busy, show_error
+from app.components.pickers import typed_model_field
 from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
 from app.components.vit_figures import square_at
 from app.links import open_page
 from app.state import PERSIST, Bahdanau, Captions, bounded, clamp
 from engine.corpora import scenes
+from engine.families import hub_labels
 
 VIEWS = {"caption": "Caption a picture", "mistakes": "Mistakes on held-out scenes"}
 SOURCES = {"scene": "A held-out scene", "draw": "Draw one", "upload": "Upload your own"}
@@ -83,8 +87,9 @@ def draw_controls() -> tuple[tuple[services.DrawnObject, ...], bool]:
     return tuple(objects), bool(st.session_state.get(Captions.textured))
 
 
-def pick_picture() -> tuple[services.CaptionRequest | None, tuple[str, ...]]:
-    """The source and its controls; the request without its decoding (None when there is no picture yet)."""
+def pick_picture(pretrained: bool = False) -> tuple[services.CaptionRequest | None, tuple[str, ...]]:
+    """The source and its controls; the request without its decoding (None when there is no picture yet). An upload
+    is fitted to our captioner's 64 pixels, or to 384 for a ``pretrained`` one."""
     st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, horizontal=True, **PERSIST)
     source = _option(Captions.source, SOURCES)
     if source == "scene":
@@ -103,7 +108,8 @@ def pick_picture() -> tuple[services.CaptionRequest | None, tuple[str, ...]]:
                 "shapes on a light background, so draw a few on a plain page.")
         return None, ()
     try:
-        pixels, notices = services.read_caption_upload(upload.getvalue())
+        side = services.PRETRAINED_UPLOAD_SIZE if pretrained else services.CAPTION_IMAGE_SIZE
+        pixels, notices = services.read_caption_upload(upload.getvalue(), side)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
         return None, ()
@@ -127,11 +133,34 @@ def pick_model_id() -> str:
     ids = [s.id for s in specs] or [services.CAPTION_MODEL]
     if st.session_state.get(Captions.model) not in ids:
         st.session_state[Captions.model] = ids[0]
-    labels = {s.id: s.label for s in specs}
+    labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
     st.selectbox("Model", ids, format_func=lambda i: labels.get(i, i), key=Captions.model, **PERSIST,
-                 help="Trained here on generated scenes: a small conv-net gives an 8×8 grid of features and an LSTM "
-                      "writes the caption, attending over the grid before every word.")  # fmt: skip
-    return st.session_state[Captions.model]
+                 help="The scene captioner, trained here on generated scenes: a small conv-net gives an 8×8 grid of "
+                      "features and an LSTM writes the caption, attending over the grid before every word. Pretrained "
+                      "captioners from the Hub write with a transformer decoder that attends over the picture's "
+                      "patches.")  # fmt: skip
+    custom = typed_model_field(Captions.hub_id, "A pretrained captioner", "e.g. Salesforce/blip-image-captioning-base",
+                               f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 "
+                               "decoder (VisionEncoderDecoder), or BLIP's captioner.")  # fmt: skip
+    return custom or st.session_state[Captions.model]
+
+
+def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
+    """A pretrained captioner's decoder layer (default: the last) and head (or the mean over heads)."""
+    if st.session_state.get(Captions.layer) not in range(layers):
+        st.session_state[Captions.layer] = layers - 1
+    options = [Captions.MEAN_HEADS, *range(heads)]
+    if st.session_state.get(Captions.head) not in options:
+        st.session_state[Captions.head] = Captions.MEAN_HEADS
+    left, right = st.columns(2)
+    with left:
+        st.selectbox("Decoder layer", list(range(layers)), key=Captions.layer, **PERSIST,
+                     help="Every decoder layer has its own cross-attention over the picture's patches.")
+    with right:
+        st.selectbox("Head", options, key=Captions.head, **PERSIST,
+                     format_func=lambda h: "mean over heads" if h == Captions.MEAN_HEADS else f"head {h}")
+    head = st.session_state[Captions.head]
+    return st.session_state[Captions.layer], None if head == Captions.MEAN_HEADS else head
 
 
 # ---------------------------------------------------------------- the caption and its maps
@@ -173,8 +202,10 @@ def show_words(image: np.ndarray, view) -> int:
     clamp(Captions.word, 0, n - 1)
     word = bounded(st.session_state.get(Captions.word), 0, n - 1)
     show_chart(word_panels(image, view, selected=word), key=Captions.panels)
+    sums = ("each map sums to 1" if view.rest is None else
+            "each map sums to 1 less the word's weight on [CLS]")  # fmt: skip
     st.caption("One picture per written word, in the caption's order: the brighter a cell, the more weight α the "
-               "model put on it just before writing that word (each map sums to 1; each on its own colour scale, so "
+               f"model put on it just before writing that word ({sums}; each on its own colour scale, so "
                "compare where, not how bright). ▶ marks the word chosen below.")
     st.select_slider("Word", list(range(n)), format_func=lambda t: view.labels[t], key=Captions.word, **PERSIST,
                      help="Step through the caption one written word at a time.")
@@ -188,10 +219,17 @@ def show_words(image: np.ndarray, view) -> int:
         show_chart(word_map(image, view, word, cell), key=Captions.large, on_select="rerun", selection_mode="points")
         r, c = view.cell(view.peaks[word])
         st.caption(f"Where the model looks before writing “{md(view.words[word])}”: α over the {view.grid}×{view.grid} "
-                   f"grid, each cell {view.cell_px}×{view.cell_px} pixels of the picture. Its peak is cell "
+                   f"grid, each {'cell' if view.rest is None else 'patch'} {view.cell_px}×{view.cell_px} pixels of "
+                   "the picture. Its peak is cell "
                    f"{view.peaks[word]} (row {r}, column {c}, α = {float(view.alphas[word, r, c]):.3f}). The outlined "
                    "cell is the one whose numbers are listed below: click a cell to choose it.")
     with right:
+        if view.betas is None:  # a pretrained captioner: no gate; what its row leaves off the patches
+            show_chart(cls_bars(view, word), key=Captions.betas)
+            st.caption("The part of each word's cross-attention on [CLS], the image encoder's summary token, "
+                       "rather than on any one patch: the maps show the rest. The chosen word is orange; hover for "
+                       "its largest patch weight.")
+            return word
         show_chart(beta_bars(view, word), key=Captions.betas)
         st.caption("β = σ(f_β(h)) gates the attended picture before the LSTM reads it: near 1 the word is written "
                    "with what the map picks out, near 0 from the sentence so far alone. Compare the grammar words "
@@ -208,9 +246,10 @@ def show_cell_numbers(view, word: int) -> None:
     with left:
         st.number_input("Grid cell (or click one on the map)", min_value=0, max_value=cells - 1, step=1,
                         key=Captions.cell, **PERSIST)  # fmt: skip
-        st.dataframe(pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), "β": view.betas}),
+        last = ("β", view.betas) if view.betas is not None else ("α on [CLS]", view.rest)
+        st.dataframe(pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), last[0]: last[1]}),
                      hide_index=True, key=Captions.cell_words,
-                     column_config={name: st.column_config.NumberColumn(format="%.4f") for name in ("α at this cell", "β")})  # fmt: skip
+                     column_config={name: st.column_config.NumberColumn(format="%.4f") for name in ("α at this cell", last[0])})  # fmt: skip
         st.caption(f"Cell {cell} is row {r}, column {c} (pixels {r * view.cell_px}–{(r + 1) * view.cell_px - 1} down, "
                    f"{c * view.cell_px}–{(c + 1) * view.cell_px - 1} across): how much each word's step looked at it.")
     with right:
@@ -218,16 +257,17 @@ def show_cell_numbers(view, word: int) -> None:
                              columns=[f"col {j}" for j in range(view.grid)])  # fmt: skip
         st.dataframe(table, key=Captions.cell_table,
                      column_config={col: st.column_config.NumberColumn(format="%.3f") for col in table.columns})
-        st.caption(f"α of “{md(view.words[word])}” in every cell (the large map's numbers; they sum to 1).")
+        sums = "they sum to 1" if view.rest is None else f"with {float(view.rest[word]):.4f} on [CLS] they sum to 1"
+        st.caption(f"α of “{md(view.words[word])}” in every cell (the large map's numbers; {sums}).")
         st.download_button("Download this map as CSV", lambda: table.to_csv(float_format="%.6f").encode("utf-8"),
                            key=Captions.csv, file_name=f"caption_word{word}_alpha.csv", mime="text/csv",
                            icon=":material/download:")  # fmt: skip
 
 
-def caption_section(model_id: str) -> None:
+def caption_section(model_id: str, pretrained: bool = False) -> None:
     top_left, top_right = st.columns([3, 2])
     with top_left:
-        request, notices = pick_picture()
+        request, notices = pick_picture(pretrained)
     with top_right:
         beam = pick_decoding()
     if request is None:
@@ -237,15 +277,29 @@ def caption_section(model_id: str) -> None:
         with st.spinner("Writing the caption…"):
             picture = services.caption_picture(request)
             trace = services.caption_trace(request)
-            view = services.caption_attention(request)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return
+    layer = head = None
+    shape = services.caption_layers(trace)
+    if shape is not None:
+        layer, head = pick_layer_head(*shape)
+    try:
+        view = services.caption_attention(request, layer, head)
+    except Exception as err:  # noqa: BLE001
+        show_error(err)
+        return
+    picture = services.as_seen(picture, trace)
     set_source(model_id, picture.described)
     notices = (*notices, *trace.notices)
     if notices:
         st.info("\n".join(f"- {md(notice)}" for notice in notices))
-    if request.source == "upload":
+    if shape is not None:
+        which = "the mean over its heads" if head is None else f"head {head}"
+        st.caption(f"Decoder layer {layer}, {which}: each written word's row of cross-attention over [CLS] and the "
+                   f"{view.grid}×{view.grid} patches of the image encoder (softmax(q·k·scale), teacher-forced on the "
+                   "written words).")
+    elif request.source == "upload":
         st.warning("The captioner only learned flat circles, squares and triangles in four colours on a light "
                    "background, so for other pictures its caption is a guess. Where it looks is still worth seeing.")
     show_caption(trace, picture, view.cell_px)
@@ -265,7 +319,11 @@ def _open_mistake(scene: int) -> None:
     st.session_state[Captions.search] = "greedy"
 
 
-def mistakes_section(model_id: str) -> None:
+def mistakes_section(model_id: str, pretrained: bool = False) -> None:
+    if pretrained:
+        st.info("The mistakes view needs the held-out scenes' grammar captions, which only the scene captioner was "
+                "trained to write: pick it as the model to see them.")
+        return
     try:
         with st.spinner(f"Captioning the {services.HELD_OUT_SCENES} held-out scenes…"):
             mistakes = services.caption_mistakes(model_id)
@@ -328,10 +386,16 @@ def main() -> None:
         st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, horizontal=True, **PERSIST)
     with top_right:
         model_id = pick_model_id()
+    try:
+        with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", services.model_loaded(model_id)):
+            pretrained = services.is_pretrained_captioner(model_id)
+    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        show_error(err)
+        return
     if _option(Captions.view, VIEWS) == "mistakes":
-        mistakes_section(model_id)
+        mistakes_section(model_id, pretrained)
     else:
-        caption_section(model_id)
+        caption_section(model_id, pretrained)
 
 
 main()

@@ -46,6 +46,7 @@ from engine.generation import DecodeSettings
 from engine.model import Model, pick_device
 from engine.pretrained.adapters import display_tokens
 from engine.pretrained.hf_api import hf
+from engine.pretrained.hub import byte_level, sdpa_builder
 from engine.pretrained.interface import recording, register
 from engine.pretrained.vit_hf import to_rgb_uint8
 from engine.text import error_reason, named_ids, quote_input
@@ -216,9 +217,10 @@ class HFCaptionAdapter:
         keys = Tokens(strings=(*names, *(f"p{i}" for i in range(grid[0] * grid[1]))), ids=tuple(range(n_keys)),
                       special=(True,) * prefix + (False,) * (n_keys - prefix))  # fmt: skip
         tok = model.tokenizer.tokenizer
-        words = display_tokens(tok, written, byte_level=self.kind == "ved")
+        pieces = byte_level(tok)  # GPT-2's Ġ pieces decoded; BLIP's ## cleaned
+        words = display_tokens(tok, written, pieces)
         cross = AttentionTrace(
-            model_id=model.spec.id, family="captioner", tokens=display_tokens(tok, inputs, byte_level=self.kind == "ved"),
+            model_id=model.spec.id, family="captioner", tokens=display_tokens(tok, inputs, pieces),
             key_tokens=keys, queries=tuple(q for q, _, _, _ in layers), keys=tuple(k for _, k, _, _ in layers),
             values=tuple(v for _, _, v, _ in layers), scales=tuple(float(s) for *_, s in layers), causal=False,
             n_input_tokens=len(inputs), device=device.type,
@@ -275,7 +277,6 @@ def load_hf_captioner(model_id: str, path: Path, config: dict, *, spec: ModelSpe
         raise ModelUnavailableError(f"The image processor or tokenizer of {quote_input(model_id)} cannot be loaded: "
                                     f"{error_reason(err)}") from err  # fmt: skip
     device = device or pick_device()
-    from engine.pretrained.hub import sdpa_builder
 
     if kind == "ved":
         from transformers import VisionEncoderDecoderModel as cls
