@@ -131,8 +131,9 @@ class Captions:
         source: ("scene", "draw", "upload"),
         search: ("greedy", "beam"),
     }
-    DEFAULTS: dict[str, Any] = {view: "caption", source: "scene", scene: 4, search: "greedy", beam: 3}
     MEAN_HEADS = -1  # the head picker's "mean over heads"
+    DEFAULTS: dict[str, Any] = {view: "caption", source: "scene", scene: 4, search: "greedy", beam: 3,
+                                model: "scene-captioner", hub_id: "", layer: None, head: MEAN_HEADS}  # fmt: skip
     #: the drawing a session starts with: (shape, colour, size, row, column) of each object, and how many are shown
     DRAWING: tuple[tuple[str, str, str, int, int], ...] = (("square", "blue", "large", 18, 20),
                                                           ("circle", "red", "small", 46, 22))  # fmt: skip
@@ -211,7 +212,7 @@ class Heads:
     ``sent`` for a chart per head or sentence (``A``, ``B``)."""
 
     tab, block, display = "heads_tab", "heads_block", "heads"
-    model_view, large = "heads_model_view", "heads_large"
+    model_view, large, grid_pills = "heads_model_view", "heads_large", "heads_grid_pills"  # pills: a phone's head buttons
     metric, metric_map, metrics_table = "heads_metric", "heads_metric_map", "heads_metrics_table"
     similarity, pairs = "heads_similarity", "heads_pairs"
     cmp_a, cmp_b, cmp, cmp_metrics = "heads_cmp_a", "heads_cmp_b", "heads_cmp_", "heads_cmp_metrics"

@@ -13,9 +13,11 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
+import streamlit as st
 
 from app.components import theme
 from app.components.heatmap import MASKED_COLOR, _ticks, colorscale_stops, safe_label
+from app.state import K
 
 GAP = 1  # empty cells between tiles
 DIVERGING = "RdBu"
@@ -211,3 +213,54 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
                    autorange="reversed"),
     )
     return fig
+
+
+# ---- a phone's grid of one layer's heads (Explore's grid, the Heads page's model view in compact view)
+
+PHONE_GRID_PX = 250  # px across the grid's plot on a 390 px phone (row names and the page's padding taken)
+PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~80 px tiles on a phone: tappable)
+
+
+def pick_grid_head(chart_key: str, n_heads: int, per_row: int | None = None) -> None:
+    """on_select of one layer's grid of heads (one row; compact view: rows of ``per_row`` heads) drawn with
+    ``chart_key``: a clicked thumbnail becomes the chosen head."""
+    if per_row is None:
+        picked = clicked_in(chart_key, 1, n_heads)
+        head = None if picked is None else picked[1]
+    else:
+        picked = clicked_in(chart_key, -(-n_heads // per_row), per_row)
+        head = None if picked is None else picked[0] * per_row + picked[1]
+    if head is not None and head < n_heads:
+        st.session_state[K.head] = head
+
+
+def head_pills(key: str, n_heads: int, head: int) -> None:
+    """The compact view's buttons under a grid of heads, one per head (``key``: the pills' session key): a tap
+    on a chart selects nothing on a touch screen (Plotly sends a click but no selection there, measured in
+    Chromium), a pill does."""
+    st.session_state[key] = head  # the head chosen anywhere (the Head box, a link)
+
+    def picked() -> None:
+        if st.session_state.get(key) is not None:
+            st.session_state[K.head] = st.session_state[key]
+
+    st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=key, on_change=picked)
+
+
+def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER_ROW) -> dict:
+    """One layer's heads ``[1, heads, s, t]`` as rows of ``per_row`` tiles (a phone's grid), each row named by
+    its heads; a click's ``[row, column]`` is turned back into a head by :func:`pick_grid_head`."""
+    n_heads = tiles.shape[1]
+    rows = -(-n_heads // per_row)
+    padded = np.zeros((rows * per_row, *tiles.shape[2:]), dtype=tiles.dtype)
+    padded[:n_heads] = tiles[0]
+    spec = model_view_spec(padded.reshape(rows, per_row, *tiles.shape[2:]), selected=divmod(head, per_row),
+                           width_px=PHONE_GRID_PX, weights_in_hover=False,
+                           layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)])
+    layout = spec["layout"]
+    layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})
+    layout["yaxis"]["title"] = {"text": "heads"}
+    markers = spec["data"][1]
+    markers["text"] = [str(i) if i < n_heads else "" for i in range(rows * per_row)]  # row by row, as the markers
+    markers["hovertemplate"] = "head %{text}<br>tap to open it large<extra></extra>"
+    return spec

@@ -18,7 +18,7 @@ from app.components.charts import fill_height, shared_chart, show_chart
 from app.components.examples import examples_picker
 from app.components.export import head_json_button
 from app.components.guard import busy, calm_errors, show_error
-from app.components.head_views import clicked_in, model_view_spec
+from app.components.head_views import PHONE_TILES_PER_ROW, head_pills, model_view_spec, phone_grid_spec, pick_grid_head
 from app.components.heatmap import map_figure, map_spec, safe_label
 from app.components.linked_tokens import focus, focus_picker, outline, row_of
 from app.components.long_view import COLOUR_SAYS, csv_button, display_options, zoom_controls
@@ -44,7 +44,7 @@ from app.components.theme import (
 )
 from app.components.write_more import remembered, settings_form, show_write_more
 from app.links import open_page
-from app.state import Explore, K, Positional, current_text
+from app.state import Explore, Positional, current_text
 from app.url_state import synced
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 
@@ -52,54 +52,7 @@ MAX_TOKENS_LIMIT = 16_384
 TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
 
 
-PHONE_GRID_PX = 250  # px across the grid's plot on a 390 px phone (row names and the page's padding taken)
 PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
-PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~80 px tiles on a phone: tappable)
-
-
-def _pick_grid_head(n_heads: int, per_row: int | None = None) -> None:
-    """on_select of the grid (one row: the chosen layer; compact view: rows of ``per_row`` heads): a clicked
-    thumbnail becomes the chosen head."""
-    if per_row is None:
-        picked = clicked_in(Explore.grid, 1, n_heads)
-        head = None if picked is None else picked[1]
-    else:
-        picked = clicked_in(Explore.grid, -(-n_heads // per_row), per_row)
-        head = None if picked is None else picked[0] * per_row + picked[1]
-    if head is not None and head < n_heads:
-        st.session_state[K.head] = head
-
-
-def head_pills(n_heads: int, head: int) -> None:
-    """The compact view's buttons under the grid, one per head: a tap on a chart selects nothing on a touch
-    screen (Plotly sends a click but no selection there, measured in Chromium), a pill does."""
-    st.session_state[Explore.grid_pills] = head  # the head chosen anywhere (the Head box, a link)
-
-    def picked() -> None:
-        if st.session_state.get(Explore.grid_pills) is not None:
-            st.session_state[K.head] = st.session_state[Explore.grid_pills]
-
-    st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=Explore.grid_pills,
-             on_change=picked)
-
-
-def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER_ROW) -> dict:
-    """One layer's heads ``[1, heads, s, t]`` as rows of ``per_row`` tiles (a phone's grid), each row named by
-    its heads; a click's ``[row, column]`` is turned back into a head by :func:`_pick_grid_head`."""
-    n_heads = tiles.shape[1]
-    rows = -(-n_heads // per_row)
-    padded = np.zeros((rows * per_row, *tiles.shape[2:]), dtype=tiles.dtype)
-    padded[:n_heads] = tiles[0]
-    spec = model_view_spec(padded.reshape(rows, per_row, *tiles.shape[2:]), selected=divmod(head, per_row),
-                           width_px=PHONE_GRID_PX, weights_in_hover=False,
-                           layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)])
-    layout = spec["layout"]
-    layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})
-    layout["yaxis"]["title"] = {"text": "heads"}
-    markers = spec["data"][1]
-    markers["text"] = [str(i) if i < n_heads else "" for i in range(rows * per_row)]  # row by row, as the markers
-    markers["hovertemplate"] = "head %{text}<br>tap to open it large<extra></extra>"
-    return spec
 
 
 def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts, zoom) -> None:
@@ -203,10 +156,10 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
         fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"],
                                                          weights_in_hover=False))
         per_row = None
-    show_chart(fig, key=Explore.grid, on_select=lambda: _pick_grid_head(trace.n_heads, per_row),
+    show_chart(fig, key=Explore.grid, on_select=lambda: pick_grid_head(Explore.grid, trace.n_heads, per_row),
                selection_mode="points", config={"displayModeBar": False})
     if per_row is not None:
-        head_pills(trace.n_heads, head)
+        head_pills(Explore.grid_pills, trace.n_heads, head)
     st.caption(
         f"All {trace.n_heads} heads of layer {layer}; **click one** to open it above (red frame: the chosen head). "
         "Each thumbnail is coloured from 0 to its own maximum, so compare shapes, not shades. Heads in one layer "

@@ -17,7 +17,15 @@ from app.components.charts import show_chart
 from app.components.examples import examples_picker
 from app.components.export import head_json_button
 from app.components.guard import calm_errors, show_error
-from app.components.head_views import clicked_in, layer_head_heatmap, model_view_figure
+from app.components.head_views import (
+    PHONE_TILES_PER_ROW,
+    clicked_in,
+    head_pills,
+    layer_head_heatmap,
+    model_view_figure,
+    phone_grid_spec,
+    pick_grid_head,
+)
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
 from app.components.heatmap import map_figure
@@ -33,7 +41,7 @@ from app.components.pickers import (
     text_and_model,
 )
 from app.components.safe_text import quoted
-from app.components.theme import controls, presenting, tools
+from app.components.theme import controls, current, presenting, tools
 from app.state import PERSIST, Heads, K, current_text
 from app.url_state import synced
 
@@ -55,6 +63,20 @@ def model_view_section(ctx: HeadsContext) -> None:
     att = ctx.attention
     with st.spinner("Drawing every head…"):
         tiles, pooled = services.model_view_tiles(ctx.request)
+    if current().compact:  # a phone: one layer's heads three to a row (tiles large enough to tap) and a pill each
+        show_chart(phone_grid_spec(tiles[ctx.layer : ctx.layer + 1], ctx.head), key=Heads.model_view,
+                   on_select=lambda: pick_grid_head(Heads.model_view, att.n_heads, PHONE_TILES_PER_ROW),
+                   selection_mode="points", config={"displayModeBar": False})
+        head_pills(Heads.grid_pills, att.n_heads, ctx.head)
+        st.caption(f"The {att.n_heads} heads of layer {ctx.layer} (pick another layer above), three to a row: each tile "
+                   "is one head's pattern, coloured from 0 to its own maximum, so compare *shapes*. **Tap a head's "
+                   "button** to open it large below. On a wider screen every layer shows at once.")
+    else:
+        _whole_model_view(att, tiles, pooled, ctx)
+    _chosen_head(ctx)
+
+
+def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
     fig = model_view_figure(tiles, selected=(ctx.layer, ctx.head))
     show_chart(fig, key=Heads.model_view, on_select=lambda: _select_clicked_head(att.n_layers, att.n_heads),
                selection_mode="points", config={"displayModeBar": False})
@@ -67,6 +89,11 @@ def model_view_section(ctx: HeadsContext) -> None:
         + (f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
            if pooled else "")
     )
+
+
+def _chosen_head(ctx: HeadsContext) -> None:
+    """The chosen head large below the model view (an overview with a zoom on long inputs)."""
+    att = ctx.attention
     opts = display_options(att, key_prefix=Heads.display)
     q_range, k_range = zoom_controls(att, key_prefix=Heads.display)
     data = services.head_view(ctx.request, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row",

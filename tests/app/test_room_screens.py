@@ -146,3 +146,21 @@ def test_a_phone_opens_a_head_with_the_grid_s_buttons():
     fig, _ = charts(at)["main_heatmap"]
     assert fig["layout"]["title"]["text"] == "Layer 0, head 4"
     assert at.pills(key="explore_grid_pills").value == 4
+
+
+def test_heads_on_a_phone_shows_one_layer_s_heads_large_enough_to_tap():
+    at = run(**{Look.compact: True})
+    at.selectbox(key="layer").set_value(2).run()
+    at.switch_page("views/heads.py")
+    at.run()
+    assert_clean(at)
+    grid, config = charts(at)["heads_model_view"]
+    assert config["displayModeBar"] is False
+    tiles = np.nan_to_num(decode(grid["data"][0]["z"]))
+    assert tiles.shape[1] // tiles.shape[0] < 2, "three heads to a row: the grid is about square, not 6 × 12"
+    assert "H0–2" in grid["layout"]["yaxis"]["ticktext"] and "L5" not in grid["layout"]["yaxis"]["ticktext"]
+    at.pills(key="heads_grid_pills").set_value(7).run()
+    assert_clean(at)
+    assert at.session_state["head"] == 7
+    large, _ = charts(at)["heads_large"]
+    assert large["layout"]["title"]["text"].startswith("Layer 2, head 7")
