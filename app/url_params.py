@@ -333,6 +333,10 @@ PARAMS: tuple[Param, ...] = (
       for name in (Captions.view, Captions.source, Captions.search)),
     Param(Captions.scene, integer(0, 499), Captions.DEFAULTS[Captions.scene], _CAPTIONS),
     Param(Captions.beam, integer(2, 5), Captions.DEFAULTS[Captions.beam], _CAPTIONS),
+    Param(Captions.model, catalog_model({"captioner"}), Captions.DEFAULTS[Captions.model], _CAPTIONS),
+    Param(Captions.hub_id, model_ref, Captions.DEFAULTS[Captions.hub_id], _CAPTIONS),  # a pretrained captioner,
+    Param(Captions.layer, integer(0, 4096), Captions.DEFAULTS[Captions.layer], _CAPTIONS),  # its decoder layer
+    Param(Captions.head, integer(Captions.MEAN_HEADS, 4096), Captions.DEFAULTS[Captions.head], _CAPTIONS),  # −1: mean
     # Bahdanau attention (keys and defaults: app.state.Bahdanau)
     Param(Bahdanau.text, text(200), Bahdanau.DEFAULTS[Bahdanau.text], _BAHDANAU),
     Param(Bahdanau.variant, choice(_options(("additive", "dot"))), Bahdanau.DEFAULTS[Bahdanau.variant], _BAHDANAU),

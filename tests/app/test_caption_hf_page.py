@@ -119,3 +119,22 @@ def test_an_offline_hub_id_gives_the_engines_message():
     errors = messages(at.error) + messages(at.warning)
     assert any("not downloaded on this machine" in e for e in errors), errors
     assert not at.get("plotly_chart")
+
+
+def test_a_link_opens_the_captioner_on_its_layer_and_head(folders, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from apptest_helpers import APP, ROOT, TIMEOUT
+
+    monkeypatch.setenv("AP_MODEL_DIRS", str(folders["blip"].parent))
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update({"cap_hub_id": str(folders["blip"]), "cap_layer": "0", "cap_head": "3"})
+    at.run()
+    at.switch_page(str(ROOT / "app" / "views" / "captions.py"))
+    at.run()
+    assert_clean(at)
+    assert (at.selectbox(key=Captions.layer).value, at.selectbox(key=Captions.head).value) == (0, 3)
+    assert "Decoder layer 0, head 3" in " ".join(messages(at.caption))
+    at.selectbox(key=Captions.head).set_value(Captions.MEAN_HEADS).run()
+    assert "cap_head" not in at.query_params and "cap_model" not in at.query_params  # defaults are left out
+    assert at.query_params["cap_layer"] == "0" and at.query_params["cap_hub_id"] == str(folders["blip"])
