@@ -33,6 +33,7 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("bahdanau.py", "Bahdanau attention", ":material/translate:"),
     ("train.py", "Train live", ":material/model_training:"),
     ("pretraining.py", "Pretraining objectives", ":material/school:"),
+    ("scaling.py", "Scaling", ":material/trending_down:"),
     ("explain.py", "Is attention the explanation?", ":material/fact_check:"),
     ("classroom.py", "Class", ":material/groups:"),
 )

@@ -152,7 +152,15 @@ from app.services.rooms import (
     lesson_store,
     predict_question,
 )
-from app.services.scaling import LIVE_SIZES, live_estimate_s, live_name, live_run, refit, scaling_curves, scaling_json, scaling_start
+from app.services.scaling import (
+    live_estimate_s,
+    live_run,
+    live_sizes,
+    refit,
+    scaling_curves,
+    scaling_json,
+    scaling_start,
+)
 from app.services.step import calculator_example, calculator_matrix, calculator_steps, query_steps
 from app.services.train import (
     session_models,
@@ -196,7 +204,7 @@ __all__ = [
     # generate
     "get_generation", "request_generation",
     # scaling
-    "LIVE_SIZES", "live_estimate_s", "live_name", "live_run", "refit", "scaling_curves", "scaling_json", "scaling_start",
+    "live_estimate_s", "live_run", "live_sizes", "refit", "scaling_curves", "scaling_json", "scaling_start",
     # pretraining
     "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_start", "get_fill_mask", "layer_costs",
     "measure_start", "measured_costs", "mlm_vocabulary", "objective_examples",

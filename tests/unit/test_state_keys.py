@@ -26,7 +26,7 @@ DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "ap
                  "app/components/knowledge_check.py", "app/components/examples.py", "app/views/train.py",
                  "app/views/classroom.py", "app/components/room_panel.py", "app/components/lesson_draft.py",
                  "app/components/room_lesson.py",
-                 "app/views/explain.py",
+                 "app/views/explain.py", "app/views/scaling.py",
                  "app/views/captions.py",
                  "app/components/caption_check.py",
                  "app/views/explore.py", "app/components/write_more.py", "app/components/next_token_panel.py",
@@ -34,7 +34,7 @@ DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "ap
                  "app/components/pickers.py", "app/components/charts.py")
 KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Captions, state.Positional, state.Step, state.Heads,
                state.Pretraining, state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft,
-               state.Explain, state.Explore, state.Look)
+               state.Explain, state.Scaling, state.Explore, state.Look)
 
 
 def _names(cls) -> dict[str, str]:

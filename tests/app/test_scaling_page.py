@@ -1,0 +1,84 @@
+"""The Scaling page through AppTest: the shipped curves drawn as they are, the fit's line and exponent, the frontier,
+one more size trained live on the long-work lane, and calm messages for a refused size or a missing file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app import services
+from app.services import scaling as scaling_service
+from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_until, title
+from engine.analysis.scaling_laws import read_curves
+from engine.training.scaling import CURVES
+from engine.types import EngineError
+
+
+def _by_title(at) -> dict[str, dict]:
+    return {title(f): f for f in figures(at)}
+
+
+def _trace(fig: dict, name_start: str) -> dict:
+    return next(t for t in fig["data"] if t.get("name", "").startswith(name_start))
+
+
+def test_the_page_draws_the_shipped_curves_the_fit_and_the_frontier():
+    curves = read_curves(CURVES)
+    at = open_page("scaling")
+    assert_clean(at)
+    figs = _by_title(at)
+    params, compute = figs["Loss against parameters"], figs["Loss against compute"]
+    assert params["layout"]["xaxis"]["type"] == "log" and params["layout"]["yaxis"]["type"] == "log"
+    assert compute["layout"]["xaxis"]["type"] == "log" and compute["layout"]["yaxis"]["type"] == "log"
+    points = _trace(params, "shipped sizes")
+    np.testing.assert_array_equal(decode(points["x"]), [r.n_params for r in curves.runs])
+    np.testing.assert_allclose(decode(points["y"]), [r.final_loss for r in curves.runs])
+    line = _trace(params, "fit:")
+    x = decode(line["x"])
+    a = curves.fit.alpha
+    np.testing.assert_allclose(decode(line["y"]), np.exp(a * (np.log(curves.fit.scale) - np.log(x))), rtol=1e-9)
+    captions = " ".join(messages(at.caption))
+    assert f"α = {a:.3f}" in captions and f"{curves.compute_fit.alpha:.3f}" in captions
+    edge = _trace(compute, "compute-optimal frontier")
+    by_name = {r.name: r for r in curves.runs}
+    np.testing.assert_allclose(decode(edge["x"]), [by_name[n].compute[i] for n, i in curves.frontier])
+    np.testing.assert_allclose(decode(edge["y"]), [by_name[n].held_out_loss[i] for n, i in curves.frontier])
+    assert len([t for t in compute["data"] if t["name"] in by_name]) == len(curves.runs)
+    assert at.dataframe[0].value["size"].tolist() == [r.name for r in curves.runs]
+
+
+def test_one_more_size_trains_live_and_joins_the_charts():
+    at = open_page("scaling")
+    at.radio(key="scaling_live_size").set_value("d20-L1")
+    at.button(key="scaling_live_go").click().run()
+    assert_clean(at)
+
+    def drawn(at) -> bool:
+        return any(t.get("name") == "trained here" for t in _by_title(at)["Loss against parameters"]["data"])
+
+    run_until(at, drawn, timeout=240, what="the live size's point")
+    assert_clean(at)
+    here = _trace(_by_title(at)["Loss against parameters"], "trained here")
+    d = 20  # one block: Q, K, V, O, two LayerNorms, the MLP; and the final LayerNorm
+    assert decode(here["x"]).tolist() == [4 * (d * d + d) + 4 * d + 8 * d * d + 5 * d + 2 * d]
+    assert 1.0 < decode(here["y"])[0] < 5.0
+    assert any(t["name"] == "d20-L1 (trained here)" for t in _by_title(at)["Loss against compute"]["data"])
+    table = at.dataframe[0].value
+    assert table["trained"].tolist()[-1] == "here" and table["size"].tolist()[-1] == "d20-L1"
+    assert any("trained here" in m and "α =" in m for m in messages(at.caption))
+
+
+def test_a_forged_size_is_refused_before_anything_runs():
+    with pytest.raises(EngineError, match="only these sizes"):
+        services.scaling_start("d512-L8")
+
+
+def test_a_missing_curves_file_is_a_calm_message(tmp_path, monkeypatch):
+    monkeypatch.setattr(scaling_service, "CURVES_PATH", tmp_path / "none.json")
+    scaling_service.scaling_curves.cache_clear()
+    try:
+        at = open_page("scaling")
+        assert not at.exception
+        assert any("python -m engine.training.scaling" in m for m in messages(at.error) + messages(at.warning))
+    finally:
+        scaling_service.scaling_curves.cache_clear()

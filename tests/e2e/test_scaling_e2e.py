@@ -1,0 +1,43 @@
+"""The Scaling page in Chromium: the two log-log charts drawn at once, then one more size trained live joins them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+FIRST_DRAW_MS = 60_000
+LIVE_MS = 240_000  # building the stories corpus once and 300 steps of the smallest size on a shared core
+CURVES = Path(__file__).resolve().parents[2] / "assets" / "scaling" / "stories-scaling.json"
+
+
+def test_scaling_page_walk(page: Page, app_url: str, artifacts: Path):
+    alpha = json.loads(CURVES.read_text())["fit"]["alpha"]
+    page.goto(app_url)
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Scaling", exact=True).click()
+    expect(page.get_by_role("heading", name="Scaling laws, in miniature", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.locator(PLOT)).to_have_count(2, timeout=FIRST_DRAW_MS)
+    expect_idle(page, FIRST_DRAW_MS)
+    expect_no_exception(page)
+    params = page.locator(PLOT).first
+    expect(params.locator(".gtitle")).to_contain_text("Loss against parameters")
+    assert params.evaluate("el => el._fullLayout.xaxis.type") == "log"
+    names = params.evaluate("el => el._fullData.map(t => t.name)")
+    assert f"fit: L = (N_c / N)^{alpha:.3f}" in names and "trained here" not in names
+    expect(page.get_by_text(f"α = {alpha:.3f}").first).to_be_visible()
+    page.screenshot(path=str(artifacts / "scaling.png"), full_page=True)
+
+    page.get_by_role("radiogroup", name="Size").get_by_text("d20-L1", exact=False).click()
+    page.get_by_role("button", name="Train it").click()
+    expect(page.get_by_text("(orange) in the fit as well")).to_be_visible(timeout=LIVE_MS)
+    expect_idle(page, FIRST_DRAW_MS)
+    expect_no_exception(page)
+    names = page.locator(PLOT).first.evaluate("el => el._fullData.map(t => t.name)")
+    assert "trained here" in names
+    page.screenshot(path=str(artifacts / "scaling_live.png"), full_page=True)
