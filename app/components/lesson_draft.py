@@ -360,6 +360,10 @@ def _file_box(lesson: Lesson) -> None:
                        mime="application/toml", key=Draft.download, on_click="ignore", disabled=not lesson.steps,
                        icon=":material/download:")  # fmt: skip
     st.caption("A plain text file you can keep, change in any editor, put under version control and open here again.")
+    from app.components.offline_pack import lesson_pack_buttons  # imported when the editor is drawn
+
+    lesson_pack_buttons("draft", lesson)
+    st.caption("The offline pack: the steps with their charts and data in one HTML file a student opens from disk.")
     upload = st.file_uploader("Open a lesson file", type=["toml"], key=Draft.upload, max_upload_size=1,
                               help=f"A .toml lesson file, at most {MAX_BYTES // 1000} kB.")  # fmt: skip
     if upload is not None:

@@ -55,7 +55,17 @@ def share_expander():
         if st.button("Show the QR code full screen", icon=":material/qr_code_2:", key=QR_BUTTON_KEY,
                      disabled=not st.session_state.get(LINK_KEY)):
             qr_dialog(st.session_state[LINK_KEY])
+        offline_view()
         return st.empty()
+
+
+def offline_view() -> None:
+    """"Download this view as offline HTML" (issue 21, 4): the view on screen, its chart and data in one file."""
+    from app import url_state
+    from app.components.offline_pack import view_pack_buttons  # imported when the box is open
+
+    page = url_state.shown_page() or "explore"
+    view_pack_buttons(page, {k: v for k, v in url_state.page_params(page).items() if k != PRESENT})
 
 
 @st.dialog("Scan to open this view", width="large")

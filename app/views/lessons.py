@@ -24,7 +24,8 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.knowledge_check import answers, is_right, knowledge_check
 from app.components.lesson_draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, owned, use
-from app.components.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
+from app.components.lesson_plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
+from app.components.offline_pack import lesson_pack_buttons
 from app.components.safe_text import md
 from app.lesson_file import LESSON_ID, Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
 from app.links import open_page
@@ -206,6 +207,10 @@ def walk(shared: tuple[str, Lesson] | None) -> None:
     show_step(k, steps[k - 1])
     st.divider()
     navigation(k, len(steps), "bottom")
+    with st.expander("This lesson offline (one HTML file)", icon=":material/offline_pin:"):
+        st.caption("Every step with its text, question and charts (their numbers inside), for a laptop with no "
+                   "server and no internet. Views with no static chart get a note.")  # fmt: skip
+        lesson_pack_buttons("walk", LESSON if shared is None else shared[1], emphasis=shared is None)
 
 
 def main() -> None:

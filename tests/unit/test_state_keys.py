@@ -31,10 +31,11 @@ DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "ap
                  "app/components/caption_check.py",
                  "app/views/explore.py", "app/components/write_more.py", "app/components/next_token_panel.py",
                  "app/components/ablation_panel.py", "app/components/theme.py", "app/components/linked_tokens.py",
-                 "app/components/pickers.py", "app/components/charts.py")
+                 "app/components/pickers.py", "app/components/charts.py",
+                 "app/components/offline_pack.py")
 KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Captions, state.Positional, state.Step, state.Heads,
                state.Pretraining, state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft,
-               state.Explain, state.Scaling, state.Explore, state.Look)
+               state.Explain, state.Scaling, state.Explore, state.Look, state.Offline)
 
 
 def _names(cls) -> dict[str, str]:

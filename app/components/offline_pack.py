@@ -1,0 +1,210 @@
+"""The offline lesson pack (issue 21, 4): a lesson, or one view, as one HTML file that opens from disk.
+
+For each step: its title, note and question, and for each of its links the chart the link's page draws first,
+computed on the server (``services.pack_view``: the same trace and map a page shows, at most
+``services.PACK_CELLS``² cells a map) and drawn here by the app's own figure builders (``heatmap.map_spec``,
+``alignment_views.alignment_map``, themed by ``charts.ready``), as Plotly JSON. plotly.js is read from the
+installed ``plotly`` package when the pack is built (never copied into the repository, no CDN), and
+``app/offline_html.py`` writes the page. A view with no static chart, or one that fails, becomes a note.
+
+Two places offer it: the Lessons page (the lesson being taken, or the draft in the editor) and the Share box
+(the view on screen). A pack takes a few seconds (one trace per link; plotly.js is ~4.8 MB), so it is built on
+a button's click with a progress bar and kept in this session until the lesson or view changes; the download
+button then serves it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+import streamlit as st
+
+from app import services
+from app.components import theme
+from app.components.alignment_views import alignment_map
+from app.components.charts import ready, source_line, with_source
+from app.components.heatmap import map_spec
+from app.lesson_file import Choice, Lesson, Link, Look, Predict, Step
+from app.offline_html import Chart, Note, PackStep, render
+from app.routes import PAGES
+from app.state import Offline
+
+PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
+MAX_CHART_CHARS = 40_000_000  # the charts' JSON in one pack at most (~160 maps of 256² cells); later ones: a note
+Progress = Callable[[float, str], None]
+
+
+@functools.cache
+def plotly_js() -> tuple[str, str]:
+    """(plotly.js's source, its version), read once from the installed ``plotly`` package."""
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    return get_plotlyjs(), get_plotlyjs_version()
+
+
+def _json(fig) -> str:
+    """The figure as JSON, its axes making room for their labels (Streamlit's own Plotly template does that in the
+    app; a bare plotly.js leaves the map's margins as the builders set them and cut the row labels off)."""
+    from plotly.utils import PlotlyJSONEncoder
+
+    layout = dict(fig.spec.get("layout", {}))
+    for name, axis in layout.items():
+        if re.fullmatch(r"[xy]axis\d*", name) and isinstance(axis, dict):
+            layout[name] = {**axis, "automargin": True}
+    return json.dumps({**fig.spec, "layout": layout}, cls=PlotlyJSONEncoder, separators=(",", ":"))
+
+
+def _chart(view: services.PackView, label: str) -> Chart | Note:
+    """The figure of one link's view, as the page draws it (default look), and its caption."""
+    if isinstance(view, services.NoChart):
+        return Note(f"{label}: {view.reason}")
+    if isinstance(view, services.Alignment):
+        fig = ready(alignment_map(view.weights, list(view.target), list(view.source), gold=list(view.gold or ()) or None,
+                                  title=view.title, meta="offline_alignment"), theme.DEFAULT)  # fmt: skip
+        fig = with_source(fig, source_line(view.model_id, view.text))
+        return Chart(_json(fig), f"{label}. Each row is a French word being written, each column an English word; a "
+                                 "white cell: the decoder looked almost only at that word. Orange squares: the grammar's "
+                                 "gold word links.")  # fmt: skip
+    data, request = view.data, view.request
+    fig = ready(map_spec(data, title=view.title), theme.DEFAULT)
+    fig = with_source(fig, source_line(request.model_id, request.text))
+    rows, cols = data.values.shape
+    n_q, n_k = view.n_tokens
+    pooled = (f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
+              f"(a pack holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells a map)." if data.pooled else "")  # fmt: skip
+    return Chart(_json(fig), f"{label}. Each row is a token asking where to look (the query), each column a token it "
+                             "can look at (the key); darker = more weight. Grey cells are blocked by the mask." + pooled)  # fmt: skip
+
+
+def link_item(link: Link) -> Chart | Note:
+    """One link's chart (or note)."""
+    page = link.page.removesuffix(".py")
+    label = link.label or PAGE_TITLES.get(page, page)
+    try:
+        return _chart(services.pack_view(page, dict(link.params)), label)
+    except Exception as err:  # noqa: BLE001 — a figure that cannot be built is a note, never a crash
+        return Note(f"{label}: this view could not be drawn for the pack: {services.friendly_error(err)}")
+
+
+def _check(check) -> tuple[str, tuple[str, ...], str]:
+    """(question, options, answer shown behind "Show the answer") of a step's knowledge check."""
+    if isinstance(check, Choice):
+        answer = f"{check.answer + 1}. {check.options[check.answer]}" + (f"\n{check.explain}" if check.explain else "")
+        return check.question, check.options, answer
+    if isinstance(check, (Predict, Look)):
+        return check.question, (), "This check is answered by the real model: try it in the app, on the Lessons page."
+    return "", (), ""
+
+
+def pack_steps(steps: tuple[Step, ...], progress: Progress | None = None) -> list[PackStep]:
+    """Every step with its links' charts; ``progress(fraction, text)`` after each link."""
+    total = max(1, sum(len(step.links) for step in steps))
+    done, used, out = 0, 0, []
+    for number, step in enumerate(steps, start=1):
+        items: list[Chart | Note] = []
+        for link in step.links:
+            if progress is not None:
+                progress(done / total, f"Step {number} of {len(steps)}: drawing “{link.label[:60]}”…")
+            item = link_item(link)
+            if isinstance(item, Chart):
+                used += len(item.figure_json)
+                if used > MAX_CHART_CHARS:
+                    item = Note(f"{link.label}: left out, the pack already holds {MAX_CHART_CHARS // 1_000_000} MB of "
+                                "charts (its limit).")  # fmt: skip
+            items.append(item)
+            done += 1
+        question, options, answer = _check(step.check)
+        out.append(PackStep(step.title, step.text, question, options, answer, tuple(items)))
+    if progress is not None:
+        progress(1.0, "Writing the file…")
+    return out
+
+
+def _about(what: str) -> str:
+    js, version = plotly_js()
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"{what}, saved from Attention Playground on {when}. This one file opens in any browser without the app "
+            f"and without the internet: the charts' numbers and plotly.js {version} are inside it. Each attention map "
+            f"holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells: a longer input is drawn as blocks, "
+            "each showing the largest weight in it. Hover a cell to read its weight.")  # fmt: skip
+
+
+def lesson_html(lesson: Lesson, *, emphasis: bool = False, progress: Progress | None = None) -> str:
+    """The offline pack of ``lesson`` (``emphasis``: the built-in lesson's ``**bold**`` as bold)."""
+    steps = pack_steps(lesson.steps, progress)
+    return render(lesson.title, steps, plotly_js()[0], description=lesson.description,
+                  about=_about(f"A lesson of {len(steps)} step{'s' if len(steps) != 1 else ''}"), emphasis=emphasis)  # fmt: skip
+
+
+def view_html(page: str, params: dict[str, str], progress: Progress | None = None) -> str:
+    """The offline pack of one view: ``page`` (a file stem of app/views/) opened with ``params``."""
+    title = PAGE_TITLES.get(page, page)
+    step = Step("view", title, "", (Link(f"{page}.py", f"This view of the {title} page", params),))
+    return render(f"{title}: one view", pack_steps((step,), progress), plotly_js()[0], about=_about("One view"))
+
+
+def file_name(title: str) -> str:
+    """A file name from a title: lower-case words joined by dashes, ``-offline.html``."""
+    words = re.findall(r"[a-z0-9]+", title.lower())
+    return ("-".join(words)[:60].strip("-") or "lesson") + "-offline.html"
+
+
+# ---------------------------------------------------------------- the buttons
+
+
+def pack_buttons(place: str, fingerprint: object, build: Callable[[Progress], str], *, build_label: str,
+                 download_label: str, name: str) -> None:  # fmt: skip
+    """A button that builds the pack (a progress bar while it does), then the download button that serves it.
+
+    Args:
+        place: where on the page ("walk", "draft", "view"): the buttons' keys and the kept pack's slot.
+        fingerprint: what the pack is of (the lesson, or the view's page and link); a change drops the kept pack.
+        build: makes the HTML, reporting through the progress function it is given.
+        build_label, download_label: the two buttons' labels; name: the file's name.
+    """
+    kept: dict = st.session_state.setdefault(Offline.built, {})
+    if st.button(build_label, key=f"{Offline.build}{place}", icon=":material/offline_pin:",
+                 help="Charts, their numbers and plotly.js in one HTML file that opens without this server or the "
+                      "internet, e.g. on a student's laptop."):  # fmt: skip
+        bar = st.progress(0.0, text="Building the offline pack…")
+        try:
+            page = build(lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text))
+        except Exception as err:  # noqa: BLE001 — e.g. plotly's files missing: a message, not a traceback
+            from app.components.guard import show_error
+
+            bar.empty()
+            show_error(err, before="The offline pack could not be built: ")
+            return
+        bar.empty()
+        kept[place] = (fingerprint, page)
+    if place not in kept or kept[place][0] != fingerprint:
+        return
+    page = kept[place][1]
+    st.download_button(download_label, data=lambda: page, file_name=name, mime="text/html", on_click="ignore",
+                       key=f"{Offline.download}{place}", icon=":material/download:", type="primary")  # fmt: skip
+    charts = page.count('<div class="chart"')
+    notes = page.count('<p class="note"')
+    st.caption(f"One HTML file of {len(page.encode('utf-8')) / 1e6:.1f} MB: {charts} chart{'s' if charts != 1 else ''}"
+               + (f" and {notes} note{'s' if notes != 1 else ''} where a view has no chart offline" if notes else "")
+               + ". Open it from disk in any browser; no server, no internet.")  # fmt: skip
+
+
+def lesson_pack_buttons(place: str, lesson: Lesson, *, emphasis: bool = False) -> None:
+    """The Lessons page's "Download offline pack (HTML)" for ``lesson``."""
+    if not lesson.steps:
+        return
+    pack_buttons(place, lesson, lambda progress: lesson_html(lesson, emphasis=emphasis, progress=progress),
+                 build_label="Build offline pack (HTML)", download_label="Download offline pack (HTML)",
+                 name=file_name(lesson.title))  # fmt: skip
+
+
+def view_pack_buttons(page: str, params: dict[str, str]) -> None:
+    """The Share box's "Download this view as offline HTML" for the view on screen."""
+    params = dict(params)
+    pack_buttons("view", (page, tuple(sorted(params.items()))), lambda progress: view_html(page, params, progress),
+                 build_label="Build this view as offline HTML", download_label="Download this view as offline HTML",
+                 name=file_name(PAGE_TITLES.get(page, page)))  # fmt: skip

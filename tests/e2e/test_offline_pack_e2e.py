@@ -1,0 +1,53 @@
+"""An offline lesson pack opened as a student would (issue 21, 4): the exported HTML file from disk (``file://``) in
+Chromium with every http(s) request aborted. The Plotly charts are drawn (plotly.js and the data come from the file
+itself), a note stands where a view has no chart, a note's ``<script>`` is shown as text, and no request leaves the
+page. No app server is started: the pack is built here through the same functions the download buttons call.
+
+Waits are on selectors, never sleeps.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.components.offline_pack import lesson_html
+from app.lesson_file import Lesson, Link, Step
+from app.state import Bahdanau, K
+
+pytestmark = pytest.mark.e2e
+
+DRAW_MS = 30_000
+NOTE = "Look at <script>document.title = 'hacked'</script> the diagonal.\nSecond line."
+
+
+@pytest.fixture(scope="module")
+def pack_file(tmp_path_factory):
+    lesson = Lesson("Offline <b>check</b>", (
+        Step("a", "Where it looks", NOTE, (Link("explore.py", "MiniLM, layer 3 head 1", {K.layer: "3", K.head: "1"}),)),
+        Step("b", "Alignment", "", (Link("bahdanau.py", "The red car", {Bahdanau.text: "the red car is fast"}),
+                                    Link("positional.py", "Order blindness", {"pos_tab": "order"}))),
+    ))  # fmt: skip
+    path = tmp_path_factory.mktemp("pack") / "lesson-offline.html"
+    path.write_text(lesson_html(lesson), encoding="utf-8")
+    return path
+
+
+def test_the_pack_draws_its_charts_from_disk_with_the_network_cut(page: Page, pack_file):
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.context.route(re.compile(r"^https?://"), lambda route: route.abort())
+    page.goto(pack_file.as_uri())
+    charts = page.locator("div.chart")
+    expect(charts).to_have_count(2)
+    for i in range(2):  # plotly.js (from the file) drew each one: its SVG and the heatmap's picture
+        expect(charts.nth(i).locator(".main-svg").first).to_be_attached(timeout=DRAW_MS)
+        expect(charts.nth(i).locator("g.hm image")).to_have_count(1, timeout=DRAW_MS)
+    expect(page.locator("p.note")).to_have_count(1)
+    expect(page.locator("p.note")).to_contain_text("Order blindness: This page is interactive")
+    assert page.locator("#step-1 .text").inner_text() == NOTE  # the teacher's text, literally
+    assert page.title() == "Offline <b>check</b>"  # the note's script never ran
+    expect(page.locator("h1")).to_have_text("Offline <b>check</b>")
+    assert [url for url in asked if not url.startswith("file://")] == []  # nothing left the file
