@@ -18,8 +18,6 @@ is re-exported here from the module that holds it:
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - ``offline_pack``: what a lesson link's view shows in an offline lesson pack (a head's map, an alignment map, or
   why there is none);
-- ``offline_pack``: what a lesson link's view shows in an offline lesson pack (a head's map, an alignment map, or
-  why there is none);
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
   ``positional``, ``step``, ``bertviz``, ``train``, ``scaling`` (the Scaling page's curves and live run), ``captions`` (the Captions page and the lesson's
   "where will it look?" check).
@@ -118,7 +116,6 @@ from app.services.lessons import (
 )
 from app.services.long_work import FINETUNE, MEASURE, SCALE, WRITE, cancel_long, long_status
 from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
-from app.services.offline_pack import PACK_CELLS, Alignment, HeadMap, NoChart, PackView, pack_view
 from app.services.offline_pack import PACK_CELLS, Alignment, HeadMap, NoChart, PackView, pack_view
 from app.services.positional import (
     pos_alibi,
@@ -222,8 +219,6 @@ __all__ = [
     "browser_id", "class_store", "lesson_store", "head_question", "predict_question",
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
-    # offline pack
-    "PACK_CELLS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
     # offline pack
     "PACK_CELLS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
     # bahdanau
