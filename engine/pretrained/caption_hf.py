@@ -171,7 +171,7 @@ class HFCaptionAdapter:
                 raise EngineError("The decoder's cross-attention was not recorded (the model does not run ap_capture).")
             records = [found[id(m)] for m in layers]
             return [(r.query, r.key, r.value, r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5)
-                    for r in records], out.logits[0].float()  # fmt: skip
+                    for r in records], out.logits[0].float().cpu()  # fmt: skip
         names = {f"{i}.{part}": getattr(layer, part) for i, layer in enumerate(layers) for part in ("query", "key", "value")}
         with capture(names) as acts:
             out = self.decode(module, states, ids)
@@ -184,7 +184,7 @@ class HFCaptionAdapter:
                 return x.view(x.shape[0], -1, d).transpose(0, 1).contiguous().cpu().numpy()
 
             result.append((heads(f"{i}.query"), heads(f"{i}.key"), heads(f"{i}.value"), d**-0.5))
-        return result, out.logits[0].float()
+        return result, out.logits[0].float().cpu()
 
     # ---- the trace -------------------------------------------------------------------------------
     def trace(self, model: Model, image: Any, *, causal: bool | None = None, max_tokens: int = 0,
