@@ -104,8 +104,8 @@ def pick_picture(pretrained: bool = False) -> tuple[services.CaptionRequest | No
     upload = st.file_uploader("Your picture", type=UPLOAD_TYPES, key=Captions.upload,
                               help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.")
     if upload is None:
-        st.info("Choose a picture file to see what the captioner writes and where it looks. It only ever saw flat "
-                "shapes on a light background, so draw a few on a plain page.")
+        st.info("Choose a picture file to see what the captioner writes and where it looks." + (
+            "" if pretrained else " It only ever saw flat shapes on a light background, so draw a few on a plain page."))
         return None, ()
     try:
         side = services.PRETRAINED_UPLOAD_SIZE if pretrained else services.CAPTION_IMAGE_SIZE

@@ -99,6 +99,8 @@ def test_layer_and_head_pickers_choose_the_map(folders, monkeypatch):
 def test_an_upload_is_fitted_for_the_pretrained_model_and_mistakes_need_the_scene_captioner(folders, monkeypatch):
     monkeypatch.setenv("AP_MODEL_DIRS", str(folders["blip"].parent))
     at = open_page("captions", cap_hub_id=str(folders["blip"]), cap_source="upload")
+    waiting = messages(at.info)
+    assert any("Choose a picture" in m for m in waiting) and not any("flat shapes" in m for m in waiting), waiting
     picture = np.full((90, 120, 3), 230, dtype=np.uint8)
     picture[30:60, 50:80] = (30, 60, 220)
     at.file_uploader(key=Captions.upload).set_value(("square.png", _png(picture), "image/png")).run()
