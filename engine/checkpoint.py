@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
@@ -335,7 +335,7 @@ def _read_tensors(path: Path, model: nn.Module) -> dict[str, torch.Tensor]:
         with safe_open(str(path), framework="pt") as f:
             found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
         tensors = load_file(str(path))
-    except Exception as err:  # safetensors raises its own SafetensorError, or OSError / ValueError
+    except (SafetensorError, OSError, ValueError) as err:  # a bad header or body, an unreadable file: a corrupt file
         raise CheckpointError(
             f"{path.name}: not a readable safetensors file (truncated or corrupt?): {error_reason(err)}"
         ) from err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,22 @@ def rewrite_tensors(path: Path, change) -> None:
     save_file(tensors, str(path))
 
 
+def rewrite_header(path: Path, change) -> None:
+    """Edit the JSON header of a safetensors file in place (the tensor bytes after it stay as they are).
+
+    The layout is the format's own: 8 bytes little-endian header length, the JSON header, the data."""
+    raw = path.read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    header = change(json.loads(raw[8 : 8 + length]))
+    text = header if isinstance(header, bytes) else json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)  # the format pads the header to 8 bytes
+    path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + length :])
+
+
+def first_tensor(header: dict) -> dict:
+    return header[next(k for k in header if k != "__metadata__")]
+
+
 def rename_tensor(tensors: dict) -> None:
     tensors["blocks.0.attn.w_query.weight"] = tensors.pop("blocks.0.attn.w_q.weight")
 
@@ -185,6 +202,23 @@ CORRUPTIONS = {
     "random bytes": (
         lambda p: p.weights.write_bytes(torch.randint(0, 256, (4000,), generator=torch.Generator().manual_seed(0)).to(torch.uint8).numpy().tobytes()),
         r"tiny.safetensors: not a readable safetensors file",
+    ),
+    # the header's own failures: safetensors raises SafetensorError for each (the loader's except names it)
+    "header not JSON": (
+        lambda p: rewrite_header(p.weights, lambda h: b'{"embed.weight": '),
+        r"tiny.safetensors: not a readable safetensors file",
+    ),
+    "unknown dtype": (
+        lambda p: rewrite_header(p.weights, lambda h: (first_tensor(h).update(dtype="Q9"), h)[1]),
+        r"tiny.safetensors: not a readable safetensors file",
+    ),
+    "offsets past the end": (
+        lambda p: rewrite_header(p.weights, lambda h: (first_tensor(h).update(data_offsets=[0, 10**9]), h)[1]),
+        r"tiny.safetensors: not a readable safetensors file",
+    ),
+    "weights are a folder": (
+        lambda p: (p.weights.unlink(), p.weights.mkdir()),
+        r"tiny.safetensors: the checkpoint's weights file is missing",
     ),
     "renamed tensor": (
         lambda p: rewrite_tensors(p.weights, rename_tensor),
