@@ -22,10 +22,19 @@ from engine.types import AttentionTrace, EngineError, ModelSpec
 
 def words_of(model: Model):
     """How ``model`` splits text: :func:`~engine.vocab.tokenize`, keeping ``[MASK]`` as one token for a
-    masked-LM model (one whose vocabulary has :data:`~engine.vocab.MASK`)."""
-    from engine.vocab import MASK, tokenize, tokenize_with_masks
+    masked-LM model (one whose vocabulary has :data:`~engine.vocab.MASK`), or one token per character
+    (spaces dropped) for a model whose every own token is one character (``induction-2l-attn-only``'s letters)."""
+    from engine.vocab import MASK, SPECIALS, tokenize, tokenize_with_masks
 
-    return tokenize_with_masks if MASK in model.tokenizer else tokenize
+    if MASK in model.tokenizer:
+        return tokenize_with_masks
+    own = model.tokenizer.tokens[len(SPECIALS) :]
+    return characters if own and all(len(t) == 1 for t in own) else tokenize
+
+
+def characters(text: str) -> list[str]:
+    """One token per visible character, lowercased: ``"Ab c"`` → ``["a", "b", "c"]``."""
+    return [c for c in text.lower() if not c.isspace()]
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,7 @@ class OwnTextAdapter:
 
         if model.spec.family != "decoder" or not model.default_causal:
             raise EngineError(NEEDS_DECODER)
-        inp = decoder_input(prompt, model.tokenizer, max_tokens, model.max_positions)
+        inp = decoder_input(prompt, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
         n_new = room_for(len(inp.ids), settings, model.max_positions)
         notices: list[str] = []
 

@@ -23,6 +23,9 @@ Names new to TL say so. The names, in module order (``{L}`` = 0 … n_layers −
     blocks.{L}.hook_mlp_out            [batch, pos, d_model]
     blocks.{L}.hook_resid_post         [batch, pos, d_model]
 
+An attention-only model (``attn_only=True``) has no ``ln2``, ``mlp``, ``hook_resid_mid`` or MLP hooks:
+its blocks are ``x = x + Attn(LN1(x))`` (post-norm: ``x = LN1(x + Attn(x))``).
+
 With ``attn_impl="sdpa"`` the three ``[batch, head, q_pos, k_pos]`` hooks do not fire (the fused
 kernel never materialises them); every other hook does.
 """
@@ -64,6 +67,7 @@ class TransformerConfig(JsonConfig):
     norm: NormPlacement = "pre"  # LayerNorm before each sublayer (GPT-2) or after the residual add (2017)
     ln_eps: float = 1e-5  # LayerNorm epsilon
     tie_embeddings: bool = False  # the unembedding reuses the token-embedding matrix
+    attn_only: bool = False  # blocks without MLPs (Olsson et al.'s attention-only models); d_mlp is unused
 
     def __post_init__(self) -> None:
         problems = []
@@ -81,7 +85,7 @@ class TransformerConfig(JsonConfig):
             problems.append(f"norm must be 'pre' or 'post', got {self.norm!r}")
         if isinstance(self.ln_eps, bool) or not isinstance(self.ln_eps, (int, float)) or self.ln_eps <= 0:
             problems.append(f"ln_eps must be a positive number, got {self.ln_eps!r}")
-        for name in ("causal", "tie_embeddings"):
+        for name in ("causal", "tie_embeddings", "attn_only"):
             if not isinstance(getattr(self, name), bool):
                 problems.append(f"{name} must be True or False, got {getattr(self, name)!r}")
         if problems:
@@ -219,19 +223,23 @@ class Block(nn.Module):
 
         pre-norm  (GPT-2):       x = x + Attn(LN1(x));   x = x + MLP(LN2(x))
         post-norm (2017, BERT):  x = LN1(x + Attn(x));   x = LN2(x + MLP(x))
+
+    With ``cfg.attn_only`` the MLP half is absent (no ``ln2``, no ``mlp``).
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.pre_norm = cfg.norm == "pre"
+        self.attn_only = cfg.attn_only
         self.hook_resid_pre = HookPoint()  # [batch, pos, d_model]
         self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
         self.attn = Attention(cfg)
         self.hook_attn_out = HookPoint()  # [batch, pos, d_model]
-        self.hook_resid_mid = HookPoint()  # [batch, pos, d_model]
-        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
-        self.mlp = MLP(cfg)
-        self.hook_mlp_out = HookPoint()  # [batch, pos, d_model]
+        if not cfg.attn_only:
+            self.hook_resid_mid = HookPoint()  # [batch, pos, d_model]
+            self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
+            self.mlp = MLP(cfg)
+            self.hook_mlp_out = HookPoint()  # [batch, pos, d_model]
         self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
 
     def forward(
@@ -246,6 +254,8 @@ class Block(nn.Module):
         attn_in = self.ln1(x) if self.pre_norm else x  # (B, T, D)
         attn_out = self.hook_attn_out(self.attn(attn_in, bias, rope, attn_impl))  # (B, T, D)
         x = x + attn_out if self.pre_norm else self.ln1(x + attn_out)  # (B, T, D)
+        if self.attn_only:
+            return self.hook_resid_post(x)  # (B, T, D)
         x = self.hook_resid_mid(x)  # (B, T, D)
         mlp_in = self.ln2(x) if self.pre_norm else x  # (B, T, D)
         mlp_out = self.hook_mlp_out(self.mlp(mlp_in))  # (B, T, D)

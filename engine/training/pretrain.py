@@ -8,7 +8,8 @@ Checkpoints: ``tiny-gpt-stories`` (decoder on generated children's stories), ``t
 (encoder-decoder transformer, toy En→Fr + dates), ``bahdanau-translator`` (GRU encoder-decoder with
 additive attention), ``luong-translator`` (the same with dot-product attention), ``tiny-vit-digits`` (ViT on scikit-learn's 8×8 digits), ``tiny-bert-stories`` (encoder with BERT's
 masked-LM objective on the stories), ``scene-captioner`` (CNN + LSTM with soft attention on generated
-shape scenes). Recipes other than the
+shape scenes), ``induction-2l-attn-only`` (two attention-only layers on repeated random letters: induction
+heads). Recipes other than the
 first live in :mod:`engine.training.recipes`.
 """
 
@@ -99,6 +100,7 @@ RECIPES: dict[str, Callable[..., dict] | str] = {
     "tiny-vit-digits": "engine.training.recipes.vit:build",
     "tiny-bert-stories": "engine.training.recipes.bert_stories:build",
     "scene-captioner": "engine.training.recipes.captioner:build",
+    "induction-2l-attn-only": "engine.training.recipes.induction:build",
 }
 
 
