@@ -51,7 +51,9 @@ def loss_vs_params(runs: Sequence[Run], fit: PowerLaw, live: Sequence[Run] = (),
             text=[r.name for r in live], textposition="bottom left",
             marker=dict(size=13, color=LIVE, symbol="diamond"),
             hovertemplate="%{text} (trained here): N %{x:,.0f}, loss %{y:.3f}<extra></extra>"))  # fmt: skip
-    return _log_axes(fig, "non-embedding parameters N", "Loss against parameters", height)
+    fig = _log_axes(fig, "non-embedding parameters N", "Loss against parameters", height)
+    fig.update_xaxes(range=[np.log10(xs[0]), np.log10(xs[-1] * 2.5)])  # room for the largest size's label
+    return fig
 
 
 def loss_vs_compute(runs: Sequence[Run], frontier: Sequence[tuple[str, int]], compute_fit: PowerLaw,

@@ -143,8 +143,8 @@ def run_size(size: Size, settings: Settings = Settings()) -> Iterator[RunProgres
 
     from engine.training.loop import TrainConfig, train
 
-    started = time.perf_counter()
     task = stories_task(settings.seq_len, settings.n_stories, settings.seed)
+    started = time.perf_counter()  # the run's own time: the corpus is built once per process, before it
     model = make_size(size, settings)
     n = non_embedding_params(model)
     held_out = task.held_out(settings.held_out_windows, torch.Generator().manual_seed(settings.seed + 2))
