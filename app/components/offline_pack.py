@@ -27,6 +27,7 @@ from app import services
 from app.components import theme
 from app.components.alignment_views import alignment_map
 from app.components.charts import ready, source_line, with_source
+from app.components.head_views import model_view_spec
 from app.components.heatmap import map_spec
 from app.lesson_file import Choice, Lesson, Link, Look, Predict, Step
 from app.offline_html import Chart, Note, PackStep, render
@@ -58,36 +59,58 @@ def _json(fig) -> str:
     return json.dumps({**fig.spec, "layout": layout}, cls=PlotlyJSONEncoder, separators=(",", ":"))
 
 
-def _chart(view: services.PackView, label: str) -> Chart | Note:
-    """The figure of one link's view, as the page draws it (default look), and its caption."""
+ROWS_SAY = (
+    "Each row is a token asking where to look (the query), each column a token it can look at (the key); darker "
+    "= more weight. Grey cells are blocked by the mask."
+)
+PAGE_SAYS = {  # what the pack draws of a text page other than Explore (which draws this head first)
+    "step_by_step": "The head this link opens on Step by step, as Explore draws it (the page itself takes one query "
+                    "through every step of the calculation). ",
+    "bertviz_views": "The head this link names, as Explore draws it (the page itself draws bertviz's interactive "
+                     "views). ",
+    "heads": "The head chosen on the Heads page, drawn large under its model view. ",
+}  # fmt: skip
+
+
+def _charts(view: services.PackView, label: str) -> list[Chart | Note]:
+    """The figures of one link's view, as the page draws them (in the default look), with their captions."""
     if isinstance(view, services.NoChart):
-        return Note(f"{label}: {view.reason}")
-    if isinstance(view, services.Alignment):
-        fig = ready(alignment_map(view.weights, list(view.target), list(view.source), gold=list(view.gold or ()) or None,
-                                  title=view.title, meta="offline_alignment"), theme.DEFAULT)  # fmt: skip
-        fig = with_source(fig, source_line(view.model_id, view.text))
-        return Chart(_json(fig), f"{label}. Each row is a French word being written, each column an English word; a "
-                                 "white cell: the decoder looked almost only at that word. Orange squares: the grammar's "
-                                 "gold word links.")  # fmt: skip
-    data, request = view.data, view.request
-    fig = ready(map_spec(data, title=view.title), theme.DEFAULT)
-    fig = with_source(fig, source_line(request.model_id, request.text))
-    rows, cols = data.values.shape
-    n_q, n_k = view.n_tokens
-    pooled = (f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
-              f"(a pack holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells a map)." if data.pooled else "")  # fmt: skip
-    return Chart(_json(fig), f"{label}. Each row is a token asking where to look (the query), each column a token it "
-                             "can look at (the key); darker = more weight. Grey cells are blocked by the mask." + pooled)  # fmt: skip
+        return [Note(f"{label}: {view.reason}")]
+    with theme.looking(theme.DEFAULT):  # the pack is read on a laptop, not on this projector or phone
+        if isinstance(view, services.Alignment):
+            fig = ready(alignment_map(view.weights, list(view.target), list(view.source), gold=list(view.gold or ()) or None,
+                                      title=view.title, meta="offline_alignment"))  # fmt: skip
+            fig = with_source(fig, source_line(view.model_id, view.text))
+            return [Chart(_json(fig), f"{label}. Each row is a French word being written, each column an English word; "
+                                      "a white cell: the decoder looked almost only at that word. Orange squares: the "
+                                      "grammar's gold word links.")]  # fmt: skip
+        data, request = view.data, view.request
+        source = source_line(request.model_id, request.text)
+        out: list[Chart | Note] = []
+        if view.tiles is not None:  # the Heads page's first chart: every head at once
+            spec = model_view_spec(view.tiles, selected=(view.layer, view.head))
+            spec["layout"]["title"] = {"text": "Every layer × head", "x": 0.0}
+            fig = with_source(ready(spec), source)
+            out.append(Chart(_json(fig), f"{label}. All layers (rows) × heads (columns); each tile is one head's pattern "
+                                         "coloured from 0 to its own maximum, so compare shapes. Red frame: the chosen "
+                                         "head, drawn large below."))  # fmt: skip
+        fig = with_source(ready(map_spec(data, title=view.title)), source)
+        rows, cols = data.values.shape
+        n_q, n_k = view.n_tokens
+        pooled = (f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
+                  f"(a pack holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells a map)." if data.pooled else "")  # fmt: skip
+        out.append(Chart(_json(fig), f"{label}. {PAGE_SAYS.get(view.page, '')}{ROWS_SAY}{pooled}"))
+        return out
 
 
-def link_item(link: Link) -> Chart | Note:
-    """One link's chart (or note)."""
+def link_items(link: Link) -> list[Chart | Note]:
+    """One link's charts (or a note)."""
     page = link.page.removesuffix(".py")
     label = link.label or PAGE_TITLES.get(page, page)
     try:
-        return _chart(services.pack_view(page, dict(link.params)), label)
+        return _charts(services.pack_view(page, dict(link.params)), label)
     except Exception as err:  # noqa: BLE001 — a figure that cannot be built is a note, never a crash
-        return Note(f"{label}: this view could not be drawn for the pack: {services.friendly_error(err)}")
+        return [Note(f"{label}: this view could not be drawn for the pack: {services.friendly_error(err)}")]
 
 
 def _check(check) -> tuple[str, tuple[str, ...], str]:
@@ -109,13 +132,13 @@ def pack_steps(steps: tuple[Step, ...], progress: Progress | None = None) -> lis
         for link in step.links:
             if progress is not None:
                 progress(done / total, f"Step {number} of {len(steps)}: drawing “{link.label[:60]}”…")
-            item = link_item(link)
-            if isinstance(item, Chart):
-                used += len(item.figure_json)
-                if used > MAX_CHART_CHARS:
-                    item = Note(f"{link.label}: left out, the pack already holds {MAX_CHART_CHARS // 1_000_000} MB of "
-                                "charts (its limit).")  # fmt: skip
-            items.append(item)
+            for item in link_items(link):
+                if isinstance(item, Chart):
+                    used += len(item.figure_json)
+                    if used > MAX_CHART_CHARS:
+                        item = Note(f"{link.label}: left out, the pack already holds {MAX_CHART_CHARS // 1_000_000} MB "
+                                    "of charts (its limit).")  # fmt: skip
+                items.append(item)
             done += 1
         question, options, answer = _check(step.check)
         out.append(PackStep(step.title, step.text, question, options, answer, tuple(items)))

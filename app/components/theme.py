@@ -20,6 +20,7 @@ picked query token's row as bars and draws the heads of a layer a few to a row (
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import dataclasses
 import re
@@ -142,8 +143,25 @@ def compact() -> bool:
         return False
 
 
+_FORCED: contextvars.ContextVar[Theme | None] = contextvars.ContextVar("ap_forced_theme", default=None)
+
+
+@contextlib.contextmanager
+def looking(look: Theme):
+    """Figures built inside look ``look`` whatever this session's mode (the offline pack is read on a laptop, not
+    on this projector or phone)."""
+    token = _FORCED.set(look)
+    try:
+        yield
+    finally:
+        _FORCED.reset(token)
+
+
 def current() -> Theme:
-    """The theme of this session's run."""
+    """The theme of this session's run (or the one :func:`looking` sets)."""
+    forced = _FORCED.get()
+    if forced is not None:
+        return forced
     if compact():
         return PRESENTER_COMPACT if presenting() else COMPACT
     return PRESENTER if presenting() else DEFAULT

@@ -7,7 +7,8 @@ the chart the page draws first for that link:
 
 - the text pages (Explore, Step by step, Heads, bertviz views): the head the link names (layer, head, attention
   block, causal mask, token limit), as :func:`app.services.maps.head_view` gives it to Explore, at most
-  :data:`PACK_CELLS` × :data:`PACK_CELLS` cells (a longer input is pooled into block maxima);
+  :data:`PACK_CELLS` × :data:`PACK_CELLS` cells (a longer input is pooled into block maxima); for the Heads page
+  also its model view, every head as tiles;
 - the Bahdanau page: the RNN translator's alignment map, with the toy grammar's gold links.
 
 Any other page draws nothing static (a live demo, a training run, a picture to click), and a view whose model
@@ -25,7 +26,7 @@ import numpy as np
 from app.figure_data.attention_maps import MapData
 from app.services.bahdanau import BAHDANAU_MODELS, bahdanau_agreement, bahdanau_trace
 from app.services.core import friendly_error, get_trace
-from app.services.heads import attention_block
+from app.services.heads import attention_block, model_view_tiles
 from app.services.maps import head_view
 from app.services.request import TraceRequest
 from app.state import Bahdanau, Heads, K, Step
@@ -48,6 +49,9 @@ class HeadMap:
         layer, head: the head.
         title: the chart's title ("Layer 3, head 1 · causal mask on").
         n_tokens: tokens on each axis before pooling (queries, keys).
+        page: the page the link opens (a file stem of app/views/).
+        tiles: the Heads page's first chart, every head as tiles ``[layer, head, s, t]`` of block maxima
+            (``services.model_view_tiles``); None on the other pages.
     """
 
     data: MapData
@@ -56,6 +60,8 @@ class HeadMap:
     head: int
     title: str
     n_tokens: tuple[int, int]
+    page: str = "explore"
+    tiles: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,7 +139,8 @@ def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
         + (" · causal mask on" if att.causal else "")
         + (f" · sliding window {window}" if window else "")
     )
-    return HeadMap(data, request, layer, head, title, (att.n_queries, att.n_keys))
+    tiles = model_view_tiles(request)[0] if page == "heads" else None
+    return HeadMap(data, request, layer, head, title, (att.n_queries, att.n_keys), page, tiles)
 
 
 def _alignment(values: dict[str, object]) -> Alignment:

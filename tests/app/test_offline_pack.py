@@ -21,7 +21,7 @@ from app.components.lesson_draft import WRITE_TAB
 from app.components.offline_pack import lesson_html, view_html
 from app.components.share_box import OPEN_KEY
 from app.lesson_file import Choice, Lesson, Link, Step
-from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Offline
+from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline
 from apptest_helpers import assert_clean, decode, main_figure, open_page, z
 
 SCRIPT_NOTE = "<script>alert('x')</script> & <b>not bold</b>"
@@ -63,6 +63,20 @@ def test_a_head_map_holds_the_services_numbers_and_the_models():
     assert fig["layout"]["title"]["text"] == "Layer 3, head 1"
     assert "minilm" in fig["layout"]["title"]["subtitle"]["text"]
     assert "plotly.js" in page and "Plotly.newPlot" in page and len(page) > 1_000_000  # plotly.js is inside
+
+
+def test_a_heads_link_gives_the_model_view_and_the_chosen_head():
+    from app.components.head_views import GAP
+
+    model_view, chosen = charts(view_html("heads", {K.layer: "1", K.head: "2"}))
+    att = services.attention_block(services.get_trace(services.TraceRequest("minilm", DEFAULT_TEXT, None, 128)))
+    n = att.n_queries
+    weights = decode(model_view["data"][0]["customdata"])  # every head's weights, tiles with NaN gaps between
+    for layer, head in ((0, 0), (1, 2), (att.n_layers - 1, att.n_heads - 1)):
+        r, c = layer * (n + GAP), head * (n + GAP)
+        np.testing.assert_allclose(weights[r : r + n, c : c + n], softmax64(att, layer, head), atol=2e-6)
+    assert model_view["layout"]["shapes"][0]["x0"] == 2 * (n + GAP) - 0.5  # the red frame on the chosen head
+    np.testing.assert_allclose(decode(chosen["data"][0]["z"]), softmax64(att, 1, 2), atol=2e-6)
 
 
 def test_the_causal_mask_a_long_input_pooled_and_the_alignment_map():
@@ -147,6 +161,19 @@ def test_the_share_box_serves_the_view_on_screen(downloads):  # noqa: F811 — t
     (fig,) = charts(downloads[button.proto.deferred_file_id]())
     np.testing.assert_array_equal(decode(fig["data"][0]["z"]), z(main_figure(at)))  # the page's own map
     assert fig["layout"]["title"]["text"] == "Layer 2, head 3"
+
+
+def test_a_pack_made_in_presenter_mode_has_the_default_look(downloads):  # noqa: F811 — the imported fixture
+    from app.components import theme
+
+    at = open_page("explore", **{OPEN_KEY: True, Look.present: True})
+    at.button(key=f"{Offline.build}view").click().run()
+    assert_clean(at)
+    (button,) = [b for b in at.get("download_button") if b.proto.label == "Download this view as offline HTML"]
+    (fig,) = charts(downloads[button.proto.deferred_file_id]())
+    default = [[i / (len(theme.DEFAULT.colors) - 1), c] for i, c in enumerate(theme.DEFAULT.colors)]
+    assert fig["data"][0]["colorscale"] == default != main_figure(at)["data"][0]["colorscale"]
+    assert fig["layout"]["font"]["size"] == theme.DEFAULT.tick_px
 
 
 @pytest.mark.parametrize("title", ["Attention in ten steps!", ""])
