@@ -116,19 +116,31 @@ def shown_page() -> str:
     return st.session_state.get(_PAGE, "")
 
 
+@functools.lru_cache(maxsize=64)
+def _params_of(page: str) -> tuple:
+    """The parameters a link of ``page`` may carry (the table's order), worked out once per page."""
+    return tuple(param for param in PARAMS if param.pages is None or page in param.pages)
+
+
 def page_params(page: str | None = None) -> dict[str, str]:
-    """The link's parameters for ``page`` (default: the page shown) from session state, defaults left out."""
-    page = page if page is not None else st.session_state.get(_PAGE, "")
+    """The link's parameters for ``page`` (default: the page shown) from session state, defaults left out.
+
+    Runs several times per rerun (the URL, the share box, "Add this view"): it reads only ``page``'s own
+    parameters, each from session state once (a read there takes a lock)."""
     state = st.session_state
+    page = page if page is not None else state.get(_PAGE, "")
     out: dict[str, str] = {}
-    for param in PARAMS:
-        if (param.pages is not None and page not in param.pages) or param.name not in state:
+    missing = object()
+    for param in _params_of(page):
+        raw = state.get(param.name, missing)
+        if raw is missing:
             continue
-        value = param.write(state[param.name])
+        value = param.write(raw)
         if value is not None:
             out[param.name] = value
-    if hidden_controls():
-        out[HIDE] = ",".join(hidden_controls())
+    hidden_now = state.get(_HIDDEN, ())
+    if hides := [name for name in HIDEABLE if name in hidden_now]:
+        out[HIDE] = ",".join(hides)
     return out
 
 
