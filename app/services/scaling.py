@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from app.services.long_work import SCALE, long_queue, submit_long
 from engine.analysis.scaling_laws import Curves, PowerLaw, Run, fit_power_law, read_curves
 from engine.jobs import JobStatus, about
@@ -38,11 +40,11 @@ def live_sizes() -> dict[str, Size]:
 
 
 def live_estimate_s(name: str) -> float:
-    """Expected seconds for a live size: the shipped run nearest in N, scaled by N (the file's machine; the
-    lane corrects its estimates by how long its jobs really take)."""
-    n = live_sizes()[name].n_params
-    nearest = min(scaling_curves().runs, key=lambda r: abs(r.n_params - n))
-    return SETUP_S + nearest.wall_s * max(0.5, n / nearest.n_params)
+    """Expected seconds for a live size: a straight line of the shipped runs' seconds against N, at its N (the
+    file's machine; the lane corrects its estimates by how long its jobs really take)."""
+    runs = scaling_curves().runs
+    slope, intercept = np.polyfit([r.n_params for r in runs], [r.wall_s for r in runs], 1)
+    return SETUP_S + max(1.0, float(intercept + slope * live_sizes()[name].n_params))
 
 
 def scaling_start(name: str) -> JobStatus:
