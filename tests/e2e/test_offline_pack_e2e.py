@@ -1,7 +1,8 @@
 """An offline lesson pack opened as a student would (issue 21, 4): the exported HTML file from disk (``file://``) in
 Chromium with every http(s) request aborted. The Plotly charts are drawn (plotly.js and the data come from the file
 itself), a note stands where a view has no chart, a note's ``<script>`` is shown as text, and no request leaves the
-page. No app server is started: the pack is built here through the same functions the download buttons call.
+page. The first test builds the pack through the functions the download buttons call (no server); the second saves
+the view on screen from the app's Share box and opens the downloaded file the same way.
 
 Waits are on selectors, never sleeps.
 """
@@ -16,10 +17,12 @@ from playwright.sync_api import Page, expect
 from app.components.offline_pack import lesson_html
 from app.lesson_file import Lesson, Link, Step
 from app.state import Bahdanau, K
+from e2e_helpers import PLOT, expect_idle, expect_no_exception
 
 pytestmark = pytest.mark.e2e
 
 DRAW_MS = 30_000
+LOAD_MS = 60_000  # the app's first page loads MiniLM
 NOTE = "Look at <script>document.title = 'hacked'</script> the diagonal.\nSecond line."
 
 
@@ -51,3 +54,30 @@ def test_the_pack_draws_its_charts_from_disk_with_the_network_cut(page: Page, pa
     assert page.title() == "Offline <b>check</b>"  # the note's script never ran
     expect(page.locator("h1")).to_have_text("Offline <b>check</b>")
     assert [url for url in asked if not url.startswith("file://")] == []  # nothing left the file
+
+
+def test_the_share_box_saves_the_view_on_screen_as_a_file_that_draws_offline(page: Page, app_url: str, tmp_path):
+    page.goto(f"{app_url}/?layer=2&head=3")
+    expect(page.locator(PLOT).first).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Share this view").click()
+    sidebar.get_by_role("button", name="Build this view as offline HTML").click()
+    save = sidebar.get_by_role("button", name="Download this view as offline HTML")
+    expect(save).to_be_visible(timeout=LOAD_MS)
+    expect_no_exception(page)
+    with page.expect_download() as download:
+        save.click()
+    path = tmp_path / "view.html"
+    download.value.save_as(path)
+
+    offline = page.context.browser.new_page()
+    asked: list[str] = []
+    offline.on("request", lambda request: asked.append(request.url))
+    offline.route(re.compile(r"^https?://"), lambda route: route.abort())
+    offline.goto(path.as_uri())
+    expect(offline.locator("div.chart .main-svg").first).to_be_attached(timeout=DRAW_MS)
+    expect(offline.locator("div.chart g.hm image")).to_have_count(1, timeout=DRAW_MS)
+    expect(offline.locator("div.chart .gtitle").first).to_have_text("Layer 2, head 3")
+    assert [url for url in asked if not url.startswith("file://")] == []
+    offline.close()
