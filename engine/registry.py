@@ -94,7 +94,7 @@ def _cached_on_disk(hub_id: str) -> bool:
         from huggingface_hub import try_to_load_from_cache
 
         return isinstance(try_to_load_from_cache(hub_id, "config.json"), str)
-    except Exception:
+    except (ImportError, OSError, ValueError):  # no huggingface_hub, an unreadable cache, an id it refuses
         return False
 
 

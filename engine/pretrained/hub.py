@@ -103,8 +103,8 @@ def _hub_snapshot(model_id: str, policy: ServerPolicy | None) -> Path:
     shown = quote_input(model_id)
     try:
         return Path(snapshot_download(model_id, allow_patterns=_FILES, local_files_only=True))
-    except Exception:
-        pass  # not cached: go to the network below
+    except (OSError, ValueError):  # LocalEntryNotFoundError (an OSError): not cached, go to the network below;
+        pass  # HFValidationError (a ValueError): an id the Hub cannot have; the steps below answer it
     if _offline_env():
         raise ModelUnavailableError(
             f"{shown} is not downloaded on this machine and the Hub is switched off (HF_HUB_OFFLINE). "
@@ -113,7 +113,7 @@ def _hub_snapshot(model_id: str, policy: ServerPolicy | None) -> Path:
     cap = None if policy is None else policy.hub_max_bytes
     try:
         info = model_info(model_id, timeout=PROBE_TIMEOUT_S, files_metadata=cap is not None)
-    except Exception as err:  # connection errors, 401/404 from the Hub
+    except Exception as err:  # noqa: BLE001 — httpx's transport errors are not OSError; its name sorts the message
         name = type(err).__name__
         if "NotFound" in name or "Gated" in name or "Unauthorized" in name or "401" in str(err) or "404" in str(err):
             raise ModelUnavailableError(f"There is no public model {shown} on the Hugging Face Hub.") from None
@@ -133,7 +133,7 @@ def _hub_snapshot(model_id: str, policy: ServerPolicy | None) -> Path:
         raise ModelUnavailableError(DOWNLOAD_BUSY)
     try:
         return Path(snapshot_download(model_id, allow_patterns=_FILES, revision=revision))
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 — network (httpx, not OSError), disk full, a file gone: all one message
         raise ModelUnavailableError(f"Downloading {shown} failed: {type(err).__name__}.") from None
     finally:
         _DOWNLOAD.release()
@@ -174,7 +174,9 @@ def sdpa_builder(cls, path: Path, model_id: str, attn: str = "sdpa") -> Callable
     def build(dev: torch.device) -> nn.Module:
         try:
             module = cls.from_pretrained(path, use_safetensors=True, attn_implementation=attn)
-        except Exception as err:  # the cause stays chained for a Python caller; the message names no paths
+        # transformers' loader, on files from anywhere, raises OSError, ValueError, KeyError, RuntimeError (shapes),
+        # ImportError (a missing extra) and more: each is "cannot load this model", its cause chained for Python
+        except Exception as err:  # noqa: BLE001 — any error of from_pretrained (above)
             raise ModelUnavailableError(f"Loading {quote_input(model_id)} failed: {error_reason(err)}") from err
         return freeze(module.to(dev))
 
@@ -185,7 +187,7 @@ def byte_level(tokenizer) -> bool:
     """Whether a fast tokenizer decodes with byte-level BPE (its pieces are bytes shown as ``Ġ``…)."""
     try:
         spec = json.loads(tokenizer.backend_tokenizer.to_str())
-    except Exception:
+    except (AttributeError, ValueError):  # a Python or SentencePiece tokenizer has no Rust backend to read
         return False
     return '"ByteLevel"' in json.dumps(spec.get("decoder")) or '"ByteLevel"' in json.dumps(spec.get("pre_tokenizer"))
 
