@@ -281,7 +281,7 @@ def check_param(page: str, name: str, value: str, where: str, check_values: bool
         return
     try:
         param.read(value)
-    except Exception as exc:  # noqa: BLE001 — any reader's refusal becomes the message
+    except ValueError as exc:  # every reader refuses a value with ValueError (app/url_params.py; a test pins it)
         raise LessonFileError(
             f"{where}: {name} = {_show(value)} is not a value the page reads ({_short(exc)})."
         ) from None

@@ -90,7 +90,7 @@ def _apply(name: str, raw: str) -> bool:
     """Read one parameter into session state; False (and a log line, nothing on screen) when it does not fit."""
     try:
         value = BY_NAME[name].read(raw)
-    except Exception as err:  # noqa: BLE001 — any bad link value is ignored, whatever the reader raised
+    except ValueError as err:  # every reader refuses a value with ValueError (app/url_params.py; a test pins it)
         log.info("ignored ?%s= from the link: %s", name, str(err)[:200])
         return False
     if st.session_state.get(name) != value:
@@ -164,7 +164,7 @@ def sync() -> None:
     elif wanted != current:
         try:
             st.query_params.from_dict(wanted)
-        except Exception:  # noqa: BLE001 — e.g. a parameter some widget binds: the link is a convenience
+        except Exception:  # noqa: BLE001 — StreamlitAPIException (a widget binds it) or any other: a link is a nicety
             log.exception("could not write the URL")
             return
     if state.get(_WRITTEN) != shown:
@@ -191,7 +191,7 @@ def _means(url: dict[str, str], ours: dict[str, str]) -> bool:
             return False
         try:
             value = param.write(param.read(raw))
-        except Exception:  # noqa: BLE001 — a value the reader refuses: not what the page shows
+        except ValueError:  # a value the reader refuses: not what the page shows
             return False
         if value is not None:
             spelled[name] = value
@@ -246,5 +246,5 @@ def _in_fragment() -> bool:
         from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
         return ThreadState.get().fragment_id is not None
-    except Exception:  # noqa: BLE001 — Streamlit internals; drawing once more is harmless
+    except Exception:  # noqa: BLE001 — a private Streamlit module, whatever it raises: drawing once more is harmless
         return True
