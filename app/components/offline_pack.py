@@ -99,7 +99,9 @@ def _charts(view: services.PackView, label: str) -> list[Chart | Note]:
         n_q, n_k = view.n_tokens
         pooled = (f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
                   f"(a pack holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells a map)." if data.pooled else "")  # fmt: skip
-        out.append(Chart(_json(fig), f"{label}. {PAGE_SAYS.get(view.page, '')}{ROWS_SAY}{pooled}"))
+        cut = (f" The pack reads at most the first {services.PACK_MAX_TOKENS:,} tokens of a text (the link asks for "
+               "more; the app shows them)." if view.cut else "")  # fmt: skip
+        out.append(Chart(_json(fig), f"{label}. {PAGE_SAYS.get(view.page, '')}{ROWS_SAY}{pooled}{cut}"))
         return out
 
 

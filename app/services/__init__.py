@@ -116,7 +116,7 @@ from app.services.lessons import (
 )
 from app.services.long_work import FINETUNE, MEASURE, SCALE, WRITE, cancel_long, long_status
 from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
-from app.services.offline_pack import PACK_CELLS, Alignment, HeadMap, NoChart, PackView, pack_view
+from app.services.offline_pack import PACK_CELLS, PACK_MAX_TOKENS, Alignment, HeadMap, NoChart, PackView, pack_view
 from app.services.positional import (
     pos_alibi,
     pos_learned_table,
@@ -220,7 +220,7 @@ __all__ = [
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
     # offline pack
-    "PACK_CELLS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
+    "PACK_CELLS", "PACK_MAX_TOKENS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
     # bahdanau
     "BAHDANAU_MAX_TOKENS", "BAHDANAU_MODELS", "TRANSFORMER_TRANSLATOR", "bahdanau_agreement",
     "bahdanau_disagreement", "bahdanau_parameters", "bahdanau_reference", "bahdanau_step", "bahdanau_trace",

@@ -7,7 +7,8 @@ the chart the page draws first for that link:
 
 - the text pages (Explore, Step by step, Heads, bertviz views): the head the link names (layer, head, attention
   block, causal mask, token limit), as :func:`app.services.maps.head_view` gives it to Explore, at most
-  :data:`PACK_CELLS` × :data:`PACK_CELLS` cells (a longer input is pooled into block maxima); for the Heads page
+  :data:`PACK_CELLS` × :data:`PACK_CELLS` cells (a longer input is pooled into block maxima; a link's token limit
+  is at most :data:`PACK_MAX_TOKENS` here, since one click traces every link of a lesson); for the Heads page
   also its model view, every head as tiles;
 - the Bahdanau page: the RNN translator's alignment map, with the toy grammar's gold links.
 
@@ -34,6 +35,7 @@ from app.url_params import BY_NAME, TEXT_PAGES
 from engine import EngineError
 
 PACK_CELLS = 256  # a map's cells per side at most in a pack (the app's own overview size)
+PACK_MAX_TOKENS = 2_048  # a link's token limit in a pack at most: one click traces every link of a lesson (40 × 4)
 BAHDANAU_CHARS = 200  # the Bahdanau page translates at most this many characters
 BLOCK_PARAM = {"explore": "explore_block", "heads": Heads.block, "step_by_step": Step.block}
 VARIANT_LABELS = {"additive": "Additive (Bahdanau)", "dot": "Dot / general (Luong)"}
@@ -50,6 +52,7 @@ class HeadMap:
         title: the chart's title ("Layer 3, head 1 · causal mask on").
         n_tokens: tokens on each axis before pooling (queries, keys).
         page: the page the link opens (a file stem of app/views/).
+        cut: the link asked for more than :data:`PACK_MAX_TOKENS` tokens and the text was longer: read up to it.
         tiles: the Heads page's first chart, every head as tiles ``[layer, head, s, t]`` of block maxima
             (``services.model_view_tiles``); None on the other pages.
     """
@@ -61,6 +64,7 @@ class HeadMap:
     title: str
     n_tokens: tuple[int, int]
     page: str = "explore"
+    cut: bool = False
     tiles: np.ndarray | None = None
 
 
@@ -122,7 +126,7 @@ def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
     text = str(values[K.text])
     if not text.strip():
         raise EngineError("The link has no text to read.")
-    request = TraceRequest(model_id, text, values.get(K.causal), int(values[K.max_tokens]))
+    request = TraceRequest(model_id, text, values.get(K.causal), min(int(values[K.max_tokens]), PACK_MAX_TOKENS))
     trace = get_trace(request)
     blocks = list(trace.attention_blocks())
     wanted = values.get(BLOCK_PARAM.get(page, ""), "")
@@ -140,7 +144,8 @@ def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
         + (f" · sliding window {window}" if window else "")
     )
     tiles = model_view_tiles(request)[0] if page == "heads" else None
-    return HeadMap(data, request, layer, head, title, (att.n_queries, att.n_keys), page, tiles)
+    cut = int(values[K.max_tokens]) > PACK_MAX_TOKENS and att.n_keys >= PACK_MAX_TOKENS
+    return HeadMap(data, request, layer, head, title, (att.n_queries, att.n_keys), page, cut, tiles)
 
 
 def _alignment(values: dict[str, object]) -> Alignment:

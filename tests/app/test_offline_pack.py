@@ -63,6 +63,8 @@ def test_a_head_map_holds_the_services_numbers_and_the_models():
     assert fig["layout"]["title"]["text"] == "Layer 3, head 1"
     assert "minilm" in fig["layout"]["title"]["subtitle"]["text"]
     assert "plotly.js" in page and "Plotly.newPlot" in page and len(page) > 1_000_000  # plotly.js is inside
+    asks_more = services.pack_view("explore", {K.max_tokens: "16384"})  # one click traces every link: bounded
+    assert asks_more.request.max_tokens == services.PACK_MAX_TOKENS and not asks_more.cut  # a short text is whole
 
 
 def test_a_heads_link_gives_the_model_view_and_the_chosen_head():
