@@ -225,7 +225,7 @@ class Pretraining:
     """The Pretraining objectives page's keys (``app/views/pretraining.py``); ``tab``, ``fill_text``,
     ``objectives_text``, ``objectives_layer``, ``cost_n``, ``cost_d``, ``finetune_steps`` and ``finetune_lr`` are
     also its URL parameters (``app/url_params.py``). Prefixes: ``fill_bars`` / ``fill_att`` per blank,
-    ``finetune`` per moment (``before`` / ``after``)."""
+    ``finetune`` and ``nsp_inspect`` per moment (``before`` / ``after``)."""
 
     tab = "pretraining_tab"
     fill_text, fill_pick, fill_bars, fill_att = "fill_text", "fill_pick", "fill_bars_", "fill_att_"
@@ -236,6 +236,10 @@ class Pretraining:
                                                                    "finetune_colour", "finetune_")
     cost_n, cost_d, cost_table, cost_measure, cost_times = "cost_n", "cost_d", "cost_table", "cost_measure", "cost_times"
     cost_measured = "cost_measured"  # the (n, d) this session last asked to measure
+    # next-sentence prediction and a classifier on [CLS] (app/components/nsp_sections.py; its job: services.NSP)
+    nsp_steps, nsp_lr, nsp_go, nsp_result = "nsp_steps", "nsp_lr", "nsp_go", "nsp_result"
+    nsp_examples, nsp_loss, nsp_curve_csv, nsp_shares = "nsp_examples", "nsp_loss", "nsp_curve_csv", "nsp_shares"
+    nsp_change, nsp_cls_change, nsp_pair, nsp_inspect = "nsp_change", "nsp_cls_change", "nsp_pair", "nsp_inspect_"
 
 
 class Explain:

@@ -190,7 +190,8 @@ HEADS_TABS = {"model": "Model view", "metrics": "Per-head metrics", "similarity"
 POS_TABS = {"sinusoidal": "Sinusoidal", "learned": "Learned", "rope": "RoPE", "alibi": "ALiBi",
             "order": "Order blindness"}  # fmt: skip
 PRETRAINING_TABS = {"fill": "Fill in the blank", "objectives": "Objectives side by side",
-                    "finetune": "Fine-tuning changes attention", "cost": "The cost of attention"}  # fmt: skip
+                    "finetune": "Fine-tuning changes attention", "nsp": "Next sentence and [CLS]",
+                    "cost": "The cost of attention"}  # fmt: skip
 FILL_DEFAULT = "lily found a red ball . she gave [MASK] to tom ."
 OBJECTIVES_DEFAULT = "the big red ball , the small blue box and the old green car ."
 COST_N = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)

@@ -19,6 +19,7 @@ from engine.jobs import JobStatus, LongWorkQueue, get_queue
 
 #: the kinds of long work (a session has at most one job of each)
 FINETUNE, MEASURE, WRITE = "finetune", "measure", "write"
+NSP = "nsp"  # fine-tuning a classifier on [CLS] for next-sentence prediction (Pretraining)
 SCALE = "scale"  # the Scaling page's "train one more size"
 #: after submitting, the page waits this long for the job before it starts polling (most jobs are done by then)
 QUICK_WAIT_S = 1.0

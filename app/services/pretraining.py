@@ -1,8 +1,9 @@
 """The Pretraining objectives page: fill-in-the-blank, the objectives' masks and examples, the cost table.
 
 ``get_fill_mask`` keeps its result in the per-process trace cache (shared, not copied); the
-objectives' examples are pure numpy. Fine-tuning (``finetune_start``) and timing the three layers
-(``measure_start``) are long work: they run on the long-work lane (``app.services.long_work``), never in
+objectives' examples are pure numpy. Fine-tuning (``finetune_start`` on the colour task, ``nsp_start``
+on next-sentence prediction) and timing the three layers (``measure_start``) are long work: they run on
+the long-work lane (``app.services.long_work``), never in
 the page's script thread; a measurement is shared by every session for the clock hour it was made in
 (``measured_costs``).
 """
@@ -10,16 +11,19 @@ the page's script thread; a measurement is shared by every session for the clock
 from __future__ import annotations
 
 import copy
+import functools
 import time
 
 from app.services.core import TRACES, _jobs, get_model
-from app.services.long_work import FINETUNE, MEASURE, long_status, submit_long
+from app.services.long_work import FINETUNE, MEASURE, NSP, long_status, submit_long
 from engine.analysis import cost, objectives
 from engine.cache import TraceCache
 from engine.jobs import JobStatus
 
 #: fine-tuning's expected seconds: building the task and the before/after patterns, then per step (one thread)
 FINETUNE_SETUP_S, FINETUNE_STEP_S = 2.5, 0.02
+#: … and next-sentence prediction's (longer inputs: a story so far and one sentence; 128 held-out pairs' patterns)
+NSP_SETUP_S, NSP_STEP_S = 4.0, 0.06
 #: layer timings measured on this server, shared by every session (small dicts: bounded by entries)
 MEASURED = TraceCache(max_bytes=2**20, max_entries=128)
 
@@ -111,6 +115,13 @@ def measure_start(n: int, d: int) -> JobStatus | None:
     return submit_long(MEASURE, work, key=(n, d), estimate_s=estimate)
 
 
+def _private_copy(model):
+    """A copy of ``model``'s network made under the shared model's lock (no forward pass runs meanwhile; other
+    sessions are not held up after that), and its vocabulary. Runs in the worker: the shared model is only read."""
+    with model.lock:
+        return copy.deepcopy(model.module), model.tokenizer
+
+
 def finetune_start(steps: int, lr: float) -> JobStatus:
     """Fine-tune a copy of the masked-LM encoder on the colour task (``engine.training.finetune``) as this
     session's long job: its updates are ``FinetuneProgress``, its result the ``FinetuneResult`` (plain
@@ -120,11 +131,43 @@ def finetune_start(steps: int, lr: float) -> JobStatus:
     model, steps, lr = get_model(MLM_MODEL), int(steps), float(lr)
 
     def work():
-        with model.lock:  # copied while no forward pass runs; other sessions are not held up after that
-            encoder = copy.deepcopy(model.module)
-        for item in finetune(encoder, model.tokenizer, steps=steps, lr=lr):
+        encoder, vocab = _private_copy(model)
+        for item in finetune(encoder, vocab, steps=steps, lr=lr):
             if isinstance(item, FinetuneResult):
                 return item
             yield item
 
     return submit_long(FINETUNE, work, key=(steps, lr), estimate_s=FINETUNE_SETUP_S + FINETUNE_STEP_S * steps)
+
+
+def nsp_examples(n: int = 6, seed: int = 0) -> tuple:
+    """``n`` next-sentence-prediction pairs (``engine.training.nsp.NspPair``) from 200 generated stories, for the
+    page to show what the task looks like before any training (pure Python, cached per process)."""
+    return _nsp_examples(int(n), int(seed))
+
+
+@functools.lru_cache(maxsize=8)
+def _nsp_examples(n: int, seed: int) -> tuple:
+    from engine.corpora import story_corpus
+    from engine.training.nsp import nsp_pairs
+
+    max_len = get_model(MLM_MODEL).module.cfg.max_len
+    return tuple(nsp_pairs(story_corpus(200, seed + 7), n, seed, max_tokens=max_len))
+
+
+def nsp_start(steps: int, lr: float) -> JobStatus:
+    """Fine-tune a copy of the masked-LM encoder with a linear head on [CLS] for next-sentence prediction
+    (``engine.training.nsp.finetune_nsp``) as this session's long job of kind ``NSP``: its updates are
+    ``FinetuneProgress``, its result the ``NspResult`` (plain numbers and arrays)."""
+    from engine.training.nsp import NspResult, finetune_nsp
+
+    model, steps, lr = get_model(MLM_MODEL), int(steps), float(lr)
+
+    def work():
+        encoder, vocab = _private_copy(model)
+        for item in finetune_nsp(encoder, vocab, steps=steps, lr=lr):
+            if isinstance(item, NspResult):
+                return item
+            yield item
+
+    return submit_long(NSP, work, key=(steps, lr), estimate_s=NSP_SETUP_S + NSP_STEP_S * steps)

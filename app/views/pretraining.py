@@ -1,9 +1,10 @@
 """Pretraining objectives: how BERT, GPT and T5 learn from plain text, and what attention costs.
 
-Three tabs: fill in the blank with our masked-LM encoder (``tiny-bert-stories``) and see where the
+Five tabs: fill in the blank with our masked-LM encoder (``tiny-bert-stories``) and see where the
 blank looks; the three objectives side by side on one sentence (their masks, the real attention of
-our encoder, decoder and translator, and the training examples each makes); and the cost of
-attention against a recurrent and a convolutional layer, counted and measured on this server.
+our encoder, decoder and translator, and the training examples each makes); fine-tuning the encoder on a
+colour task; next-sentence prediction learned by a classifier on [CLS] (``app/components/nsp_sections.py``);
+and the cost of attention against a recurrent and a convolutional layer, counted and measured on this server.
 Fine-tuning and measuring run on the server's long-work lane: the tab shows the job's place in the
 queue, then its progress, and draws the result when it ends (``app/components/job_status.py``).
 """
@@ -20,6 +21,7 @@ from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import attention_heatmap
 from app.components.job_status import follow
+from app.components.nsp_sections import head_change_chart, most_moved, next_sentence
 from app.components.pickers import page_tabs
 from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
@@ -195,15 +197,9 @@ def show_finetune_result(result) -> None:
     heads = [f"head {h}" for h in range(result.change.shape[1])]
     left, right = side_by_side(2)
     with left:
-        fig = attention_heatmap(result.change, layers, heads, title="How far each head's attention moved", height=300)
-        fig.update_xaxes(title_text="head")
-        fig.update_yaxes(title_text="layer")
-        show_chart(fig, key=P.finetune_change)
-        order = np.argsort(-result.change, axis=None)[:3]
-        moved = ", ".join(f"layer {i // result.change.shape[1]} head {i % result.change.shape[1]} "
-                          f"({result.change.flat[i]:.2f})" for i in order)
+        head_change_chart(result.change, "How far each head's attention moved", P.finetune_change)
         st.caption(f"Mean total-variation distance between each head's patterns before and after, over held-out "
-                   f"sentences (0: unchanged, 1: completely different). Moved most: {moved}.")
+                   f"sentences (0: unchanged, 1: completely different). Moved most: {most_moved(result.change)}.")
     with right:
         gain = result.colour_after - result.colour_before
         fig = attention_heatmap(result.colour_after, layers, heads, title="Weight <bos> puts on the colour word, after",
@@ -296,7 +292,8 @@ def main() -> None:
     st.write("Before a transformer is fine-tuned for a task it is pretrained on plain text. The objective decides "
              "what each position may look at, and so what the model learns.")
     tabs = page_tabs(list(TABS), key=P.tab)
-    for tab, section in zip(tabs, (fill_in_the_blank, objectives_side_by_side, fine_tuning, cost_of_attention)):
+    sections = (fill_in_the_blank, objectives_side_by_side, fine_tuning, next_sentence, cost_of_attention)
+    for tab, section in zip(tabs, sections):
         if tab.open is False:
             continue
         with tab, calm_errors(section.__name__):

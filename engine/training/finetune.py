@@ -15,7 +15,7 @@ every query row) and how much weight ``<bos>`` puts on the colour word before an
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,7 +73,9 @@ class ColourTask:
 
 
 class Classifier(nn.Module):
-    """The encoder plus a linear head on the final state of position 0 (``<bos>``)."""
+    """The encoder plus a linear head on the final state of position 0 (``<bos>``, BERT's [CLS]):
+    ``logits = LN_f(x_L)[0] W_headᵀ + b_head``. (HF's ``BertForSequenceClassification`` puts BERT's pooler, a
+    dense layer and tanh, between the two; here the head reads the final [CLS] vector directly.)"""
 
     def __init__(self, encoder: nn.Module, n_classes: int) -> None:
         super().__init__()
@@ -122,7 +124,7 @@ class FinetuneResult:
     tokens: tuple[str, ...]
 
 
-def _patterns(encoder: nn.Module, ids: torch.Tensor, lengths: torch.Tensor) -> list[np.ndarray]:
+def attention_patterns(encoder: nn.Module, ids: torch.Tensor, lengths: torch.Tensor) -> list[np.ndarray]:
     """Each sentence's attention ``[layer, head, n, n]`` (its real length, no padding), via the model's hooks."""
     from engine.capture import capture
 
@@ -136,9 +138,84 @@ def _patterns(encoder: nn.Module, ids: torch.Tensor, lengths: torch.Tensor) -> l
     return out
 
 
-def _accuracy(model: Classifier, ids: torch.Tensor, labels: torch.Tensor) -> float:
+def pattern_change(before: list[np.ndarray], after: list[np.ndarray]) -> np.ndarray:
+    """How far each head's attention moved: the total-variation distance ``½ Σ_k |after − before|`` of every
+    query row, averaged over the rows of each input and then over the inputs; ``[layer, head]`` in [0, 1]."""
+    return np.mean([0.5 * np.abs(a - b).sum(-1).mean(-1) for a, b in zip(after, before)], axis=0)
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingCurve:
+    """The losses of one fine-tuning run: every step's training batch, and the held-out set at ``eval_steps``
+    (step 0 is before training)."""
+
+    train_loss: np.ndarray  # [steps] cross-entropy of each step's batch (nats)
+    eval_steps: np.ndarray  # [m]
+    eval_loss: np.ndarray  # [m] mean cross-entropy on the held-out set
+    eval_accuracy: np.ndarray  # [m]
+
+
+def _held_out(model: Classifier, ids: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of ``model`` on ``ids`` / ``labels``, in eval mode, no gradients."""
+    model.eval()
     with torch.no_grad():
-        return float((model(ids).argmax(-1) == labels).float().mean())
+        logits = model(ids)
+    return float(nn.functional.cross_entropy(logits, labels)), float((logits.argmax(-1) == labels).float().mean())
+
+
+def train_classifier(model: Classifier, train: tuple[torch.Tensor, torch.Tensor],
+                     test: tuple[torch.Tensor, torch.Tensor], *, steps: int, lr: float, seed: int = 0,
+                     batch_size: int = 32, every: int = 25) -> Generator[FinetuneProgress, None, TrainingCurve]:  # fmt: skip
+    """AdamW on cross-entropy over random batches of ``train`` (ids, labels), every parameter of ``model``.
+
+    Yields :class:`FinetuneProgress` (held-out accuracy on ``test``) every ``every`` steps and at the last;
+    returns the :class:`TrainingCurve` (``curve = yield from train_classifier(...)``). The model is left in
+    eval mode.
+    """
+    train_ids, train_y = train
+    optimiser = torch.optim.AdamW(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    losses: list[float] = []
+    loss0, acc0 = _held_out(model, *test)
+    evals = [(0, loss0, acc0)]
+    for step in range(1, steps + 1):
+        model.train()
+        rows = torch.randint(len(train_ids), (batch_size,), generator=gen)
+        loss = nn.functional.cross_entropy(model(train_ids[rows]), train_y[rows])
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(float(loss.detach()))
+        if step % every == 0 or step == steps:
+            evals.append((step, *_held_out(model, *test)))
+            yield FinetuneProgress(step, steps, losses[-1], evals[-1][2])
+    model.eval()
+    at, held_loss, held_acc = (np.array(v, dtype=np.float64) for v in zip(*evals))
+    return TrainingCurve(
+        train_loss=np.array(losses), eval_steps=at.astype(int), eval_loss=held_loss, eval_accuracy=held_acc
+    )
+
+
+def check_settings(steps: int, lr: float) -> None:
+    """Refuse a fine-tuning run's settings outside what the page offers.
+
+    Raises:
+        EngineError: ``steps`` outside 1–:data:`MAX_STEPS` or ``lr`` outside (0, 0.1].
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise EngineError(f"steps must be a whole number from 1 to {MAX_STEPS}, got {steps!r}.")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr <= 0.1:
+        raise EngineError(f"The learning rate must be above 0 and at most 0.1, got {lr!r}.")
+
+
+def trainable_copy(encoder: nn.Module, n_classes: int, seed: int = 0) -> Classifier:
+    """A :class:`Classifier` over a private, trainable CPU copy of ``encoder`` (which is never touched); the head
+    is initialised from ``torch.manual_seed(seed)``. Returned in eval mode."""
+    torch.manual_seed(seed)
+    copy_ = copy.deepcopy(encoder).cpu()
+    for p in copy_.parameters():
+        p.requires_grad_(True)
+    return Classifier(copy_, n_classes).eval()
 
 
 def finetune(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: float = 1e-3, seed: int = 0,
@@ -150,46 +227,28 @@ def finetune(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: float = 
     Raises:
         EngineError: ``steps`` outside 1–:data:`MAX_STEPS` or ``lr`` outside (0, 0.1].
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise EngineError(f"steps must be a whole number from 1 to {MAX_STEPS}, got {steps!r}.")
-    if not isinstance(lr, (int, float)) or not 0 < lr <= 0.1:
-        raise EngineError(f"The learning rate must be above 0 and at most 0.1, got {lr!r}.")
+    check_settings(steps, lr)
     task = ColourTask.build(vocab, encoder.cfg.max_len)
-    torch.manual_seed(seed)
-    copy_ = copy.deepcopy(encoder).cpu().train()
-    for p in copy_.parameters():
-        p.requires_grad_(True)
-    model = Classifier(copy_, len(task.colours))
+    model = trainable_copy(encoder, len(task.colours), seed)
     train_ids, train_y = task.ids[: task.n_train], task.labels[: task.n_train]
     test = slice(task.n_train, None)
     test_ids, test_y = task.ids[test], task.labels[test]
-    copy_.eval()
-    before = _patterns(copy_, test_ids, task.lengths[test])
-    accuracy_before = _accuracy(model, test_ids, test_y)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
-    for step in range(1, steps + 1):
-        model.train()
-        rows = torch.randint(task.n_train, (batch_size,), generator=gen)
-        loss = nn.functional.cross_entropy(model(train_ids[rows]), train_y[rows])
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        if step % every == 0 or step == steps:
-            model.eval()
-            yield FinetuneProgress(step, steps, float(loss.detach()), _accuracy(model, test_ids, test_y))
-    model.eval()
-    after = _patterns(copy_, test_ids, task.lengths[test])
-    change = np.mean([0.5 * np.abs(a - b).sum(-1).mean(-1) for a, b in zip(after, before)], axis=0)
+    before = attention_patterns(model.encoder, test_ids, task.lengths[test])
+    curve = yield from train_classifier(model, (train_ids, train_y), (test_ids, test_y), steps=steps, lr=lr,
+                                        seed=seed, batch_size=batch_size, every=every)  # fmt: skip
+    after = attention_patterns(model.encoder, test_ids, task.lengths[test])
     where = task.colour_pos[test].tolist()
     colour_before = np.mean([p[:, :, 0, w] for p, w in zip(before, where)], axis=0)
     colour_after = np.mean([p[:, :, 0, w] for p, w in zip(after, where)], axis=0)
     n0 = int(task.lengths[test][0])
     words = vocab.decode(test_ids[0, :n0].tolist())
-    yield FinetuneResult(accuracy_before=accuracy_before, accuracy_after=_accuracy(model, test_ids, test_y),
-                         chance=1 / len(task.colours), change=change, colour_before=colour_before,
-                         colour_after=colour_after, probe_text=" ".join(words[1:]), before_patterns=before[0],
-                         after_patterns=after[0], tokens=tuple(words))  # fmt: skip
+    yield FinetuneResult(accuracy_before=float(curve.eval_accuracy[0]), accuracy_after=float(curve.eval_accuracy[-1]),
+                         chance=1 / len(task.colours), change=pattern_change(before, after),
+                         colour_before=colour_before, colour_after=colour_after, probe_text=" ".join(words[1:]),
+                         before_patterns=before[0], after_patterns=after[0], tokens=tuple(words))  # fmt: skip
 
 
-__all__ = ["ColourTask", "FinetuneProgress", "FinetuneResult", "MAX_STEPS", "finetune"]
+__all__ = [
+    "Classifier", "ColourTask", "FinetuneProgress", "FinetuneResult", "MAX_STEPS", "TrainingCurve",
+    "attention_patterns", "check_settings", "finetune", "pattern_change", "train_classifier", "trainable_copy",
+]  # fmt: skip

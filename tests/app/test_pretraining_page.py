@@ -86,3 +86,40 @@ def test_fine_tuning_tab_runs_and_shows_what_moved():
     np.testing.assert_allclose(heat["Weight <bos> puts on the colour word, after"], ref.colour_after, atol=1e-5)
     assert [m.value for m in at.metric][1] == f"{ref.accuracy_after:.0%}"
     assert any("Moved most" in c for c in messages(at.caption))
+
+
+def test_next_sentence_tab_shows_pairs_fine_tunes_and_inspects_a_pair():
+    from engine.corpora import story_corpus
+    from engine.training.nsp import nsp_pairs
+
+    at = open_tab("Next sentence and [CLS]")
+    table = at.dataframe[0].value
+    ref = nsp_pairs(story_corpus(200, 7), 6, 0, max_tokens=engine.load("tiny-bert-stories").max_positions)
+    assert table["B"].tolist() == [" ".join(p.b) for p in ref]
+    assert [v == "yes" for v in table["does B come next?"]] == [p.is_next for p in ref]
+    assert any("segment embedding" in m for m in messages(at.info))  # our encoder has none: the page says so
+    at.slider(key="nsp_steps").set_value(50)
+    at.button(key="nsp_go").click().run()
+    run_until(at, lambda a: any(m.label == "NSP accuracy after" for m in a.metric), what="the NSP result")
+    assert_clean(at)
+    result = at.session_state["nsp_result"]  # the job's NspResult, kept by the session
+    assert result.curve.eval_steps[-1] == 50 and len(result.curve.train_loss) == 50
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["NSP accuracy before"] == f"{result.accuracy_before:.0%}"
+    assert metrics["NSP accuracy after"] == f"{result.accuracy_after:.0%}"
+    figs = {html.unescape(f["layout"]["title"]["text"]): f for f in figures(at)}
+    np.testing.assert_allclose(decode(figs["How far each head's attention moved"]["data"][0]["z"]), result.change, atol=1e-6)
+    np.testing.assert_allclose(decode(figs["How far [CLS]'s attention moved"]["data"][0]["z"]), result.cls_change, atol=1e-6)
+    loss = figs["Loss while fine-tuning"]["data"]
+    np.testing.assert_allclose(decode(loss[0]["y"]), result.curve.train_loss, rtol=1e-6)
+    np.testing.assert_allclose(decode(loss[1]["y"]), result.curve.eval_loss, rtol=1e-6)
+    at.selectbox(key="nsp_pair").set_value(1).run()
+    assert_clean(at)
+    probe = result.probes[1]
+    figs = {html.unescape(f["layout"]["title"]["text"]): f for f in figures(at)}
+    for when, rows in (("before", probe.cls_before), ("after", probe.cls_after)):
+        heat = figs[f"[CLS]'s attention, {when}"]["data"][0]
+        np.testing.assert_allclose(decode(heat["z"]), rows.reshape(-1, rows.shape[-1]), atol=1e-6)
+        np.testing.assert_allclose(decode(heat["z"]).sum(-1), 1.0, atol=1e-5)  # each head's [CLS] row
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["P(is next) after"] == f"{probe.p_after:.0%}"
