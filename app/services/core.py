@@ -22,11 +22,13 @@ most ``MAX_JOBS`` forward passes at once. The page modules of ``app.services`` i
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -133,7 +135,23 @@ def get_model(model_id: str):
 
     Ids outside the catalog (a typed folder or Hub id) load only as the server's :func:`policy` allows."""
     trained = _runtime_model(model_id)
-    return trained if trained is not None else _shared_model(model_id, policy())
+    return trained if trained is not None else _served_model(model_id, policy())
+
+
+_model_refs: dict[tuple[str, ServerPolicy], weakref.ref] = {}  # (id, rules) -> the model _shared_model returned
+
+
+def _served_model(model_id: str, rules: ServerPolicy):
+    """:func:`_shared_model`'s model, looked up in a plain dict first: ``st.cache_resource`` hashes its arguments
+    on every call (~0.25 ms here, two or three calls per rerun). The dict holds weak references only, so the
+    cache's own eviction still frees a model (the next call loads it through the cache again)."""
+    ref = _model_refs.get((model_id, rules))
+    model = ref() if ref is not None else None
+    if model is None:
+        model = _shared_model(model_id, rules)
+        with contextlib.suppress(TypeError):  # an object without weak references: always through the cache
+            _model_refs[(model_id, rules)] = weakref.ref(model)
+    return model
 
 
 def get_card(model_id: str) -> ModelCard:
@@ -242,7 +260,7 @@ def get_trace(request: TraceRequest) -> AttentionTrace:
         from engine.generation import DecodeSettings
 
         settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
-        model = trained if trained is not None else _shared_model(request.model_id, rules)
+        model = trained if trained is not None else _served_model(request.model_id, rules)
         with _jobs, forward_threads(long_input=len(request.text) > PARALLEL_CHARS):
             if settings is not None:
                 return engine.generate(model, request.text, settings, max_tokens=request.max_tokens)
@@ -271,9 +289,9 @@ def shared_figure(key: tuple, build: Callable[[], T]) -> T:
     return FIGURES.get(key, build)
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache
 def device_label() -> str:
-    """Where forward passes run, for the sidebar."""
+    """Where forward passes run, for the pages (fixed for the process: a plain memo, no per-call hashing)."""
     return engine.device_name()
 
 
