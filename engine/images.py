@@ -160,7 +160,7 @@ def _upright(image, notices: list[str]):
 
     try:
         orientation = image.getexif().get(0x0112, 1)
-    except Exception:  # noqa: BLE001 — unreadable EXIF: keep the pixels as stored
+    except Exception:  # noqa: BLE001 — Pillow's EXIF parsing of any photo has no one error type
         return image
     if orientation in (None, 1):
         return image

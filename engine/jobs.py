@@ -479,7 +479,7 @@ class LongWorkQueue:
     def _work(self) -> None:
         try:
             background_thread(self.threads, self.nice)
-        except Exception:  # the work still runs, at normal priority
+        except Exception:  # noqa: BLE001 — the thread must reach its job loop (at normal priority)
             log.warning("a long-work thread could not lower its priority", exc_info=True)
         try:
             while (job := self._next()) is not None:
@@ -500,7 +500,7 @@ class LongWorkQueue:
         except JobStopped as stop:
             with self._lock:
                 self._finish(job, "stopped", reason=stop.reason)
-        except Exception as err:  # shown on the page, never raised in a worker thread
+        except Exception as err:  # noqa: BLE001 — a job may raise anything: shown on its page, the thread lives
             log.debug("long job %s/%s failed", job.kind, job.job_id, exc_info=True)
             with self._lock:
                 self._finish(job, "failed", error=err)
@@ -530,7 +530,7 @@ class LongWorkQueue:
         job.alive_checked_at = now
         try:
             here = bool(job.alive())
-        except Exception:  # noqa: BLE001 — a broken check keeps the job
+        except Exception:  # noqa: BLE001 — the page's liveness callback may raise anything: keep the job
             return False
         if here:
             job.gone_since = None

@@ -273,7 +273,7 @@ def load_hf_captioner(model_id: str, path: Path, config: dict, *, spec: ModelSpe
     try:
         images = api.AutoImageProcessor.from_pretrained(path)
         tokenizer = api.AutoTokenizer.from_pretrained(path)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 — any loader error (see hub.sdpa_builder) means this model cannot load
         raise ModelUnavailableError(f"The image processor or tokenizer of {quote_input(model_id)} cannot be loaded: "
                                     f"{error_reason(err)}") from err  # fmt: skip
     device = device or pick_device()

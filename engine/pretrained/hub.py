@@ -174,8 +174,9 @@ def sdpa_builder(cls, path: Path, model_id: str, attn: str = "sdpa") -> Callable
     def build(dev: torch.device) -> nn.Module:
         try:
             module = cls.from_pretrained(path, use_safetensors=True, attn_implementation=attn)
-        # transformers' loader, on files from anywhere, raises OSError, ValueError, KeyError, RuntimeError (shapes),
-        # ImportError (a missing extra) and more: each is "cannot load this model", its cause chained for Python
+        # transformers' loaders, on files from anywhere, raise OSError, ValueError, KeyError, RuntimeError (shapes),
+        # ImportError (a missing extra), the Rust tokenizers' bare Exception and more: each is "cannot load this
+        # model", its cause chained for Python (every engine loader's tokenizer/processor catch says the same)
         except Exception as err:  # noqa: BLE001 — any error of from_pretrained (above)
             raise ModelUnavailableError(f"Loading {quote_input(model_id)} failed: {error_reason(err)}") from err
         return freeze(module.to(dev))

@@ -268,7 +268,7 @@ def load_hf_seq2seq(model_id: str, path: Path, config: dict, *, spec: ModelSpec 
     shown = quote_input(model_id)
     try:
         tokenizer = api.AutoTokenizer.from_pretrained(path)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 — any loader error (see hub.sdpa_builder) means this model cannot load
         raise ModelUnavailableError(f"The tokenizer of {shown} cannot be loaded: {error_reason(err)}") from err
     build = sdpa_builder(api.AutoModelForSeq2SeqLM, path, model_id, register())
     module = build(device or pick_device())

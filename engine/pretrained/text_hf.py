@@ -90,7 +90,7 @@ def load_hf_text(model_id: str, path: Path, config: dict, *, spec: ModelSpec | N
 
     try:
         tokenizer = api.AutoTokenizer.from_pretrained(path)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 — any loader error (see hub.sdpa_builder) means this model cannot load
         raise ModelUnavailableError(f"The tokenizer of {shown} cannot be loaded: {error_reason(err)}") from err
     module = build(device)
     if adapter.byte_level is None:  # byte-level BPE (Llama 3, Qwen, GPT-NeoX) or SentencePiece pieces

@@ -190,7 +190,7 @@ def load_image_model(model_id: str, path: Path, config: dict, adapter: Any, *, s
         )
     try:
         processor = api.AutoImageProcessor.from_pretrained(path)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 — any loader error (see hub.sdpa_builder) means this model cannot load
         raise ModelUnavailableError(
             f"The image processor of {quote_input(model_id)} cannot be loaded: {error_reason(err)}"
         ) from err
