@@ -102,7 +102,7 @@ def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
         raw = params.get(name)
         try:
             out[name] = default if raw is None else param.read(raw)
-        except Exception:  # noqa: BLE001 — a value a reader refuses is ignored, as in a browser
+        except ValueError:  # a value its reader refuses is ignored, as in a browser (app.url_state.restore)
             out[name] = default
     return out
 
