@@ -105,6 +105,15 @@ from app.services.heads import (
     model_view_tiles,
     rollout_maps,
 )
+from app.services.induction import (
+    INDUCTION,
+    INDUCTION_MODEL,
+    induction_options,
+    induction_shipped,
+    induction_start,
+    induction_status,
+    run_document,
+)
 from app.services.lessons import (
     LESSON_MAX_TOKENS,
     QueryRow,
@@ -114,9 +123,9 @@ from app.services.lessons import (
     model_vocabulary,
     unknown_words,
 )
-from app.services.long_work import FINETUNE, MEASURE, NSP, SCALE, WRITE, cancel_long, long_status
+from app.services.long_work import FINETUNE, MEASURE, SCALE, WRITE, cancel_long, long_status
 from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
-from app.services.offline_pack import PACK_CELLS, PACK_MAX_TOKENS, Alignment, HeadMap, NoChart, PackView, pack_view
+from app.services.offline_pack import PACK_CELLS, Alignment, HeadMap, NoChart, PackView, pack_view
 from app.services.positional import (
     pos_alibi,
     pos_learned_table,
@@ -136,8 +145,6 @@ from app.services.pretraining import (
     measure_start,
     measured_costs,
     mlm_vocabulary,
-    nsp_examples,
-    nsp_start,
     objective_examples,
 )
 from app.services.request import ExplainRequest, TraceRequest
@@ -198,7 +205,7 @@ __all__ = [
     "MAX_JOBS", "TraceRequest", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "has_trace", "list_models", "model_loaded",
     "policy", "request_key", "session_id", "shared_figure", "trace_is_quick", "warm_up",
     # long work
-    "FINETUNE", "MEASURE", "NSP", "SCALE", "WRITE", "cancel_long", "long_status",
+    "FINETUNE", "MEASURE", "SCALE", "WRITE", "cancel_long", "long_status",
     # explain
     "Agreement", "EXPLAIN_EXAMPLES", "EXPLAIN_MAX_TOKENS", "EXPLAIN_MODELS", "EXPLAIN_REFERENCE", "ExplainRequest",
     "explain_agreement", "explain_has_swap", "explain_importance", "explain_is_cached", "explain_layout",
@@ -209,7 +216,7 @@ __all__ = [
     "live_estimate_s", "live_run", "live_sizes", "refit", "scaling_curves", "scaling_json", "scaling_start",
     # pretraining
     "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_start", "get_fill_mask", "layer_costs",
-    "measure_start", "measured_costs", "mlm_vocabulary", "nsp_examples", "nsp_start", "objective_examples",
+    "measure_start", "measured_costs", "mlm_vocabulary", "objective_examples",
     # heads
     "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
     "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table",
@@ -222,7 +229,7 @@ __all__ = [
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
     # offline pack
-    "PACK_CELLS", "PACK_MAX_TOKENS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
+    "PACK_CELLS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
     # bahdanau
     "BAHDANAU_MAX_TOKENS", "BAHDANAU_MODELS", "TRANSFORMER_TRANSLATOR", "bahdanau_agreement",
     "bahdanau_disagreement", "bahdanau_parameters", "bahdanau_reference", "bahdanau_step", "bahdanau_trace",
@@ -243,4 +250,7 @@ __all__ = [
     # train
     "session_models", "train_answer", "train_checkpoint", "train_control", "train_estimate", "train_manager",
     "train_options", "train_progress", "train_register", "train_start", "train_task_info",
+    # induction heads (Train live's tab)
+    "INDUCTION", "INDUCTION_MODEL", "induction_options", "induction_shipped", "induction_start", "induction_status",
+    "run_document",
 ]

@@ -1,5 +1,8 @@
 """Train live: train a tiny transformer here and watch its attention patterns form, head by head.
 
+Two tabs: "Your own model" (below) and "Induction heads" (``app/components/induction_section.py``: a
+two-layer attention-only model's phase change, shipped and live). Only the open tab's content runs.
+
 Training runs in a background job (engine.training.jobs) owned by this session; this page only polls
 its progress with a fragment that refreshes about once a second, which is also the job's heartbeat.
 """
@@ -11,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from app import services
+from app.components import induction_section
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.safe_text import md
@@ -281,8 +285,22 @@ def finished(p) -> None:
                "`engine.training.load_checkpoint(folder, name)` reads it back.")
 
 
+TABS = ("Your own model", "Induction heads")
+
+
 def main() -> None:
     st.title("Train live")
+    own, induction = st.tabs(TABS, key=key("tab"), on_change="rerun")
+    if induction.open:
+        with induction:
+            induction_section.show()
+    if own.open is False:
+        return
+    with own:
+        own_model()
+
+
+def own_model() -> None:
     st.write("Train a tiny transformer right here and watch attention patterns form, head by head. "
              "The defaults learn to reverse letters in well under a minute.")
     options = services.train_options()
