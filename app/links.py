@@ -55,7 +55,7 @@ def browser_address() -> str | None:
     """The page's address in the browser (``st.context.url``), None where there is none (AppTest, a bare run)."""
     try:
         return st.context.url or None
-    except Exception:  # noqa: BLE001 — no script run context
+    except Exception:  # noqa: BLE001 — Streamlit's context outside a script run, whatever it raises: none
         return None
 
 

@@ -203,7 +203,7 @@ def render_ablation(model_id: str, text: str, causal: bool, max_tokens: int, n_l
         with st.spinner("Running the model with and without those heads…"):
             result = services.get_ablation(services.TraceRequest(model_id, text, causal, bounded(max_tokens, 1, 100_000)), heads,
                                            keep_only)
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     for notice in result.notices:

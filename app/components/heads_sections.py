@@ -136,7 +136,7 @@ def _metric_rows(frame: pd.DataFrame, heads: dict[str, tuple[int, int]]) -> pd.D
 def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace | None:
     try:
         return services.heads_attention(services.TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block))
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err, before=f"Sentence {name}: ")
         return None
 

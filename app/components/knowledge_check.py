@@ -72,7 +72,7 @@ def predict_check(step: Step, check: Predict) -> None:
     """Click a token; then the real weights of the query's row are drawn and compared with the pick."""
     try:
         row = row_for(check)
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+    except Exception as err:  # noqa: BLE001 — the check's model run may raise anything: a message in its place
         show_error(err)
         return
     st.markdown(check.question)
@@ -117,7 +117,7 @@ def is_right(step: Step, picked: int) -> bool:
         return looked_right(step.check, picked)
     try:
         return picked == row_for(step.check).top
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 — the check's model run failed (predict_check shows why): not right
         return False
 
 

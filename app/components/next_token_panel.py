@@ -50,7 +50,7 @@ def show_next_token(model_id: str, family: str, text: str, causal: bool | None, 
     try:
         with st.spinner("Running the model once for its next-token scores…"):
             nt = services.get_next_token(services.TraceRequest(model_id, text, causal, max_tokens))
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     t = _temperature()

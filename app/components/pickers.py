@@ -134,7 +134,7 @@ def load_model(model_id: str) -> ModelCard | None:
     with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", services.model_loaded(model_id)):
         try:
             return services.get_card(model_id)
-        except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        except Exception as err:  # noqa: BLE001 — loading may raise anything (engine, torch, Hub): the picker's message
             named = quote_input(model_id) in str(err)  # a typed id is shown once, not twice
             show_error(err, before=f"Could not load {'the model' if named else quoted(model_id)}: ", level="error")
             return None

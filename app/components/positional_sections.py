@@ -146,7 +146,7 @@ def order_section() -> None:
     try:
         with st.spinner("Running the two copies…"):
             result = services.pos_order_blindness(st.session_state.get(Positional.blind_text) or "", seed, BLIND_MAX_TOKENS)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     for notice in result.notices:

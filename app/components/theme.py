@@ -123,7 +123,7 @@ def presenting() -> bool:
         import streamlit as st
 
         return bool(st.session_state.get(Look.present, False))
-    except Exception:  # noqa: BLE001 — no script run context: the default look
+    except Exception:  # noqa: BLE001 — outside a script run (a notebook, a thread): the default look
         return False
 
 
@@ -139,7 +139,7 @@ def compact() -> bool:
         import streamlit as st
 
         return bool(st.session_state.get(Look.compact, False))
-    except Exception:  # noqa: BLE001 — no script run context
+    except Exception:  # noqa: BLE001 — outside a script run (a notebook, a thread): not compact
         return False
 
 
@@ -173,7 +173,7 @@ def download_format() -> str:
         import streamlit as st
 
         value = st.session_state.get(Look.download, "png")
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 — outside a script run (a notebook, a thread): png
         value = "png"
     return value if value in DOWNLOAD_FORMATS else "png"
 
@@ -231,7 +231,7 @@ def init_presenter() -> bool:
     if Look.compact not in st.session_state:  # a phone's browser decides on load; the toggle after that
         try:
             agent = st.context.headers.get("User-Agent")
-        except Exception:  # noqa: BLE001 — no browser (AppTest)
+        except Exception:  # noqa: BLE001 — Streamlit's context without a browser (AppTest): not a phone
             agent = None
         st.session_state[Look.compact] = is_phone(agent)
     st.session_state[Look.compact] = bool(st.session_state[Look.compact])

@@ -130,7 +130,7 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
             return
         trace, prompt, rest = services.get_generation(model_id, text, max_tokens, settings)
         data = services.head_view(request, layer, head)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     st.markdown(generated_markdown(prompt, rest))

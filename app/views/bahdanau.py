@@ -189,7 +189,7 @@ def main() -> None:
     try:
         with st.spinner("Translating…"):
             trace = services.bahdanau_trace(model_id, text)
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     for notice in trace.notices:

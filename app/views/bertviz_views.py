@@ -103,7 +103,7 @@ def main() -> None:
     try:
         trace = services.get_digit_trace(model_id, source) if isinstance(source, int) else \
             services.get_trace(services.TraceRequest(model_id, source, causal, max_tokens))
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     show_notices(trace, card.max_positions)
@@ -122,7 +122,7 @@ def main() -> None:
                    "*Attention* menu; in Cross, left = French tokens written, right = English source.")
     try:
         show_view(view or "head", model_id, source, causal, max_tokens)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
 
 

@@ -207,7 +207,7 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
             with columns[2] if seq2seq else st.container():
                 block = pick_block(list(full.attention_blocks()), key=Explore.block)
             trace = services.attention_block(full, block)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
             show_error(err)
             return
         request = request.with_block(block)
@@ -263,7 +263,7 @@ def explore_panel() -> None:
         try:
             with busy("Running the model…", services.trace_is_quick(request)):
                 trace = services.get_trace(request)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
             show_error(err)
             return
 

@@ -206,7 +206,7 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
             block = pick_block(list(trace.attention_blocks()))
         try:
             attention = services.attention_block(trace, block)
-        except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
             show_error(err)
             return
         layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
@@ -241,7 +241,7 @@ def main() -> None:
     try:
         with st.spinner("Running the model…"):
             trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     show_notices(trace, card.max_positions)

@@ -78,7 +78,7 @@ def walkthrough() -> None:
         with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
             block = pick_block(list(trace.attention_blocks()), key=Step.block)
         attention = services.attention_block(trace, block)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])

@@ -63,7 +63,7 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
         return None, source, "", ()
     try:
         pixels, notices = services.vit_read_upload(upload.getvalue())
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+    except Exception as err:  # noqa: BLE001 — read_image words its known failures; Pillow may raise others
         show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
         return None, source, "", ()
     return pixels, source, f"your image {quoted(upload.name)}", tuple(notices)
@@ -245,7 +245,7 @@ def main() -> None:
     try:
         with st.spinner("Running the model…"):
             trace = services.get_vision_trace(model_id, image)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     notices = (*notices, *trace.notices)
