@@ -128,7 +128,7 @@ def learned_section() -> None:
         return
     try:
         table, cos_sim = services.pos_learned_table(model_id)
-    except Exception as err:  # noqa: BLE001 — rope / alibi / no table: a message, not a traceback
+    except Exception as err:  # noqa: BLE001 — no learned table (rope, alibi) or a load that failed: a message
         show_error(err, level="info")
         return
     n_table, d_model = table.values.shape
