@@ -317,7 +317,7 @@ def warm_up() -> None:
             from engine.pretrained.hf_api import hf
 
             hf()  # imports torch and transformers under the engine's import lock
-        except Exception:  # warm-up is best effort
+        except Exception:  # noqa: BLE001 — best effort in its own thread: the first real use reports any error
             log.debug("warm-up import failed", exc_info=True)
 
     if not getattr(warm_up, "_started", False):

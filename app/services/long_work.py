@@ -62,5 +62,5 @@ def connected() -> Callable[[], bool] | None:
             return None
         runtime, sid = Runtime.instance(), ctx.session_id
         return lambda: runtime.is_active_session(sid)
-    except Exception:  # noqa: BLE001 — without the check a job still ends at its budget
+    except Exception:  # noqa: BLE001 — Streamlit's runtime API, whatever it raises: a job still ends at its budget
         return None
