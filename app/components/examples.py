@@ -94,6 +94,13 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         Example("Dates", "21 November 2026",
                 "Written date → ISO: each output digit reads its source digit."),
     ),
+    "induction-2l-attn-only": (  # each letter is one token; heads measured in tests/app/test_train_induction.py
+        Example(INDUCTION, "qfkzwbmr qfkzwbmr",
+                "Each letter of the second copy looks at the letter that followed it in the first copy: a stripe "
+                "7 keys left of the diagonal, and the model predicts that letter.", 1, 2),
+        Example(PREV, "qfkzwbmr qfkzwbmr",
+                "Each letter looks at the letter just before it: what lets layer 1 find the earlier copy.", 0, 1),
+    ),
     "encoder": _ENGLISH,
     "decoder": _ENGLISH,
     "encoder-decoder": _ENGLISH,

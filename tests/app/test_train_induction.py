@@ -105,3 +105,20 @@ def test_a_bad_setting_gets_a_message_and_starts_nothing() -> None:
     assert_clean(at)
     assert any("the learning rate must be from 0.0001 to 0.03, got 0.5" in m for m in messages(at.error))
     assert get_queue().status(at.session_state["_session_id"], "induction") is None
+
+
+def test_the_explore_examples_name_the_shipped_models_heads() -> None:
+    import engine
+    from app.components.examples import EXAMPLES, INDUCTION, PREV
+
+    model = engine.load(NAME)
+    for example in EXAMPLES[NAME]:
+        trace = engine.trace(model, example.text)
+        assert not trace.notices and len(trace.tokens.strings) == 17  # <bos> + 16 letters, each its own token
+        pattern = trace.pattern(example.layer)  # [H, T, T]
+        if example.phenomenon == INDUCTION:  # second-copy letter at q reads q − 7, the letter after the first copy
+            score = [np.mean([pattern[h, q, q - 7] for q in range(9, 17)]) for h in range(trace.n_heads)]
+        else:
+            assert example.phenomenon == PREV
+            score = [np.mean([pattern[h, q, q - 1] for q in range(1, 17)]) for h in range(trace.n_heads)]
+        assert int(np.argmax(score)) == example.head and max(score) > 0.5, (example.phenomenon, score)
