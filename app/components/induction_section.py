@@ -210,7 +210,8 @@ def live_controls() -> None:
         key=key("lr"),
         help=f"{options['lr_range'][0]:g} to {options['lr_range'][1]:g}, constant after a short warm-up.",
     )
-    c.number_input("Seed", step=1, key=key("seed"), help="Some seeds stay longer on the plateau: try another.")
+    c.number_input("Seed", step=1, key=key("seed"), help="Some seeds stay longer on the plateau, or find another "
+                   "way to use the context (no prefix-matching head): try another.")  # fmt: skip
     status = services.induction_status()
     d.button("Train it here", type="primary", icon=":material/play_arrow:", key=key("start"), on_click=start,
              disabled=status is not None and status.active, use_container_width=True)  # fmt: skip
