@@ -111,13 +111,14 @@ def to_json(record: dict[str, Any]) -> bytes:
 
 
 def head_json_button(model_id: str, att, layer: int, head: int, block: str, ranges, data: MapData, opts,
-                     settings: dict[str, Any], page: str = "explore") -> None:
+                     settings: dict[str, Any], load: Callable[[], Any], page: str = "explore") -> None:
     """Explore's and Heads' button: the head on screen as JSON (:func:`head_record`), built on click.
 
     Args:
         ranges: ``(q_range, k_range)`` of the zoom (None: everything).
         data: the map as drawn; opts: the page's display options (colour scale, weighting, hiding).
         settings: the page's causal flag and token limit (and an encoder-decoder's decoding).
+        load: gives ``att`` again on click (``services.block_loader``): the button holds this, not the trace.
     """
     from app.components.heatmap import colorscale
 
@@ -127,7 +128,7 @@ def head_json_button(model_id: str, att, layer: int, head: int, block: str, rang
                 "hide_sink_columns": bool(opts.hide_sinks)}
     link = current_link(page)
     json_button("Download the numbers as JSON",
-                lambda: head_record(page=page, model_id=model_id, att=att, layer=layer, head=head, block=block,
+                lambda: head_record(page=page, model_id=model_id, att=load(), layer=layer, head=head, block=block,
                                     region=region, settings=settings, link=link, shown=data),
                 f"{page}_L{layer}_H{head}.json", key=f"{page}_json")
 

@@ -159,8 +159,10 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
     return q_range, k_range
 
 
-def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str) -> None:
-    """A CSV download of the exact weights in view, built only when clicked (too large a region: a hint)."""
+def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str, load) -> None:
+    """A CSV download of the exact weights in view, built only when clicked (too large a region: a hint).
+    ``att`` sizes the region; ``load`` (``services.block_loader``) gives the trace again on click: the button
+    must not hold the trace itself (it would outlive the shared cache's bound)."""
     from app.figure_data.attention_maps import CSV_MAX_SIDE, csv_region, head_csv
 
     region = csv_region(att, q_range, k_range)
@@ -170,5 +172,5 @@ def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str) -> 
     (q0, q1), (k0, k1) = region
     whole = (q0, q1, k0, k1) == (0, att.n_queries, 0, att.n_keys)
     label = "Download this head as CSV" if whole else f"Download this region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
-    st.download_button(label, lambda: head_csv(att, layer, head, (q0, q1), (k0, k1)), on_click="ignore",
+    st.download_button(label, lambda: head_csv(load(), layer, head, (q0, q1), (k0, k1)), on_click="ignore",
                        file_name=file_name, mime="text/csv", icon=":material/download:")

@@ -96,6 +96,7 @@ from app.services.heads import (
     SIMILARITY_MAX_TOKENS,
     attention_block,
     block_is_square,
+    block_loader,
     get_ablation,
     get_head_layout,
     get_next_token,
@@ -123,9 +124,9 @@ from app.services.lessons import (
     model_vocabulary,
     unknown_words,
 )
-from app.services.long_work import FINETUNE, MEASURE, SCALE, WRITE, cancel_long, long_status
+from app.services.long_work import FINETUNE, MEASURE, NSP, SCALE, WRITE, cancel_long, long_status
 from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
-from app.services.offline_pack import PACK_CELLS, Alignment, HeadMap, NoChart, PackView, pack_view
+from app.services.offline_pack import PACK_CELLS, PACK_MAX_TOKENS, Alignment, HeadMap, NoChart, PackView, pack_view
 from app.services.positional import (
     pos_alibi,
     pos_learned_table,
@@ -145,6 +146,8 @@ from app.services.pretraining import (
     measure_start,
     measured_costs,
     mlm_vocabulary,
+    nsp_examples,
+    nsp_start,
     objective_examples,
 )
 from app.services.request import ExplainRequest, TraceRequest
@@ -205,7 +208,7 @@ __all__ = [
     "MAX_JOBS", "TraceRequest", "device_label", "friendly_error", "get_card", "get_model", "get_trace", "has_trace", "list_models", "model_loaded",
     "policy", "request_key", "session_id", "shared_figure", "trace_is_quick", "warm_up",
     # long work
-    "FINETUNE", "MEASURE", "SCALE", "WRITE", "cancel_long", "long_status",
+    "FINETUNE", "MEASURE", "NSP", "SCALE", "WRITE", "cancel_long", "long_status",
     # explain
     "Agreement", "EXPLAIN_EXAMPLES", "EXPLAIN_MAX_TOKENS", "EXPLAIN_MODELS", "EXPLAIN_REFERENCE", "ExplainRequest",
     "explain_agreement", "explain_has_swap", "explain_importance", "explain_is_cached", "explain_layout",
@@ -216,9 +219,9 @@ __all__ = [
     "live_estimate_s", "live_run", "live_sizes", "refit", "scaling_curves", "scaling_json", "scaling_start",
     # pretraining
     "MLM_MODEL", "NEXT_TOKEN_MODEL", "SEQ2SEQ_MODEL", "blank_attention", "finetune_start", "get_fill_mask", "layer_costs",
-    "measure_start", "measured_costs", "mlm_vocabulary", "objective_examples",
+    "measure_start", "measured_costs", "mlm_vocabulary", "nsp_examples", "nsp_start", "objective_examples",
     # heads
-    "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block",
+    "HEAD_BLOCKS", "MODEL_VIEW_CELLS", "SIMILARITY_MAX_HEADS", "SIMILARITY_MAX_TOKENS", "attention_block", "block_loader",
     "block_is_square", "get_ablation", "get_head_layout", "get_next_token", "head_metrics_table",
     "head_similarity", "heads_attention", "model_view_tiles", "rollout_maps",
     # lessons
@@ -229,7 +232,7 @@ __all__ = [
     # maps
     "grid_cells", "grid_is_quick", "head_view", "layer_grid",
     # offline pack
-    "PACK_CELLS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
+    "PACK_CELLS", "PACK_MAX_TOKENS", "Alignment", "HeadMap", "NoChart", "PackView", "pack_view",
     # bahdanau
     "BAHDANAU_MAX_TOKENS", "BAHDANAU_MODELS", "TRANSFORMER_TRANSLATOR", "bahdanau_agreement",
     "bahdanau_disagreement", "bahdanau_parameters", "bahdanau_reference", "bahdanau_step", "bahdanau_trace",

@@ -254,8 +254,19 @@ def get_trace(request: TraceRequest) -> AttentionTrace:
     in order); None decodes greedily as ``engine.trace`` does. The returned trace is shared with other
     sessions: its arrays are read-only. A hit touches neither the model cache nor the engine.
     """
-    trained, rules = _runtime_model(request.model_id), policy()
+    return _trace(request, _runtime_model(request.model_id), policy())
 
+
+def trace_loader(request: TraceRequest) -> Callable[[], AttentionTrace]:
+    """``request``'s trace again, later: for a download built on click. The callable holds the request and the
+    rules (and a session's own trained model), never the trace, so a page's download button does not keep a trace
+    alive after the shared cache dropped it (a 9,000-token trace is ~60 MB, and every session held its own through
+    its buttons); it reads no session state, so it works wherever Streamlit calls it."""
+    trained, rules = _runtime_model(request.model_id), policy()
+    return lambda: _trace(request, trained, rules)
+
+
+def _trace(request: TraceRequest, trained, rules: ServerPolicy) -> AttentionTrace:
     def compute() -> AttentionTrace:
         from engine.generation import DecodeSettings
 

@@ -6,12 +6,13 @@ thumbnails, head similarity, rollout) are computed from one cached trace, per at
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
 
-from app.services.core import _jobs, get_model, get_trace, request_key, shared_map
+from app.services.core import _jobs, get_model, get_trace, request_key, shared_map, trace_loader
 from app.services.request import TraceRequest
 from engine import AttentionTrace, EngineError
 from engine.types import Trace
@@ -89,6 +90,13 @@ HEAD_BLOCKS: dict[str, str] = {
 SIMILARITY_MAX_TOKENS = 64  # JS divergence on at most 64 query rows × 64 key bins
 SIMILARITY_MAX_HEADS = 192  # e.g. 16 layers × 12 heads; larger models: the first layers
 MODEL_VIEW_CELLS = 64  # thumbnails pooled to at most this many cells per side (32 above 36 heads)
+
+
+def block_loader(request: TraceRequest) -> Callable[[], AttentionTrace]:
+    """``request``'s attention block again, later (:func:`app.services.core.trace_loader`): what a download
+    button built on click holds instead of the trace."""
+    load = trace_loader(request)
+    return lambda: attention_block(load(), request.block)
 
 
 def attention_block(trace: Trace, block: str = "self") -> AttentionTrace:

@@ -94,10 +94,11 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
         + opts.caption
         + kv_sharing(trace, head)
     )
-    csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv")
+    load = services.block_loader(request)
+    csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv", load)
     head_json_button(request.model_id, trace, layer, head, request.block, (q_range, k_range), data, opts,
                      {"causal": bool(trace.causal), "max_tokens": request.max_tokens,
-                      "decode": list(request.decode) if request.decode else None})
+                      "decode": list(request.decode) if request.decode else None}, load)
 
 
 def show_query_row(data, title: str) -> None:
@@ -156,7 +157,8 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
         fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"],
                                                          weights_in_hover=False))
         per_row = None
-    show_chart(fig, key=Explore.grid, on_select=lambda: pick_grid_head(Explore.grid, trace.n_heads, per_row),
+    n_heads = trace.n_heads  # the callback, kept with the session's widgets, must not hold the trace
+    show_chart(fig, key=Explore.grid, on_select=lambda: pick_grid_head(Explore.grid, n_heads, per_row),
                selection_mode="points", config={"displayModeBar": False})
     if per_row is not None:
         head_pills(Explore.grid_pills, trace.n_heads, head)

@@ -63,9 +63,10 @@ def model_view_section(ctx: HeadsContext) -> None:
     att = ctx.attention
     with st.spinner("Drawing every head…"):
         tiles, pooled = services.model_view_tiles(ctx.request)
+    n_heads = att.n_heads  # a callback, kept with the session's widgets, must not hold the trace
     if current().compact:  # a phone: one layer's heads three to a row (tiles large enough to tap) and a pill each
         show_chart(phone_grid_spec(tiles[ctx.layer : ctx.layer + 1], ctx.head), key=Heads.model_view,
-                   on_select=lambda: pick_grid_head(Heads.model_view, att.n_heads, PHONE_TILES_PER_ROW),
+                   on_select=lambda: pick_grid_head(Heads.model_view, n_heads, PHONE_TILES_PER_ROW),
                    selection_mode="points", config={"displayModeBar": False})
         head_pills(Heads.grid_pills, att.n_heads, ctx.head)
         st.caption(f"The {att.n_heads} heads of layer {ctx.layer} (pick another layer above), three to a row: each tile "
@@ -78,7 +79,8 @@ def model_view_section(ctx: HeadsContext) -> None:
 
 def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
     fig = model_view_figure(tiles, selected=(ctx.layer, ctx.head))
-    show_chart(fig, key=Heads.model_view, on_select=lambda: _select_clicked_head(att.n_layers, att.n_heads),
+    n_layers, n_heads = att.n_layers, att.n_heads  # the callback, kept with the session's widgets, must not hold the trace
+    show_chart(fig, key=Heads.model_view, on_select=lambda: _select_clicked_head(n_layers, n_heads),
                selection_mode="points", config={"displayModeBar": False})
     st.caption(
         f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns). Each tile is one head's attention pattern: "
@@ -108,9 +110,10 @@ def _chosen_head(ctx: HeadsContext) -> None:
         + ("Long input: each cell is the largest weight of its block; zoom in for exact weights. " if data.pooled
            else "") + opts.caption
     )
-    csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv")
+    load = services.block_loader(ctx.request)
+    csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
     head_json_button(ctx.model_id, att, ctx.layer, ctx.head, ctx.block, (q_range, k_range), data, opts,
-                     {"causal": bool(att.causal), "max_tokens": ctx.max_tokens}, page="heads")
+                     {"causal": bool(att.causal), "max_tokens": ctx.max_tokens}, load, page="heads")
 
 
 # ---------------------------------------------------------------- section: per-head metrics

@@ -74,7 +74,8 @@ def walkthrough() -> None:
         causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
-            trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))
+            request = services.TraceRequest(model_id, text, causal, max_tokens)
+            trace = services.get_trace(request)
         with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
             block = pick_block(list(trace.attention_blocks()), key=Step.block)
         attention = services.attention_block(trace, block)
@@ -101,8 +102,9 @@ def walkthrough() -> None:
                        file_name=f"steps_L{layer}_H{head}_q{query}.csv", mime="text/csv")
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
-    json_button("Download the numbers as JSON",
-                lambda: steps_record(model_id=model_id, att=attention, layer=layer, head=head, block=block,
+    load = services.block_loader(services.TraceRequest(model_id, text, causal, max_tokens, block=block))
+    json_button("Download the numbers as JSON",  # holds the request, not the trace (services.block_loader)
+                lambda: steps_record(model_id=model_id, att=load(), layer=layer, head=head, block=block,
                                      query=query, steps=steps, settings=settings, link=link),
                 f"steps_L{layer}_H{head}_q{query}.json", key=Step.json)
 
