@@ -224,8 +224,15 @@ def live_controls() -> None:
 def live_curves(status) -> None:
     doc = services.run_document(status.latest)
     if doc is not None and len(doc["curves"]["step"]) > 1:
-        show_chart(learning_figure(doc), key=key("live_learning"))
-        st.caption("Your run so far: training loss and ICL score at each snapshot (every 20 steps).")
+        left, right = side_by_side(2)
+        with left:
+            show_chart(learning_figure(doc), key=key("live_learning"))
+            st.caption("Your run so far: training loss and ICL score at each snapshot (every 20 steps).")
+        with right:
+            show_chart(scores_figure(doc, "prefix_matching"), key=key("live_scores"))
+            st.caption(
+                "Your run so far: each layer-1 head's prefix-matching score; the other scores follow when the run ends."
+            )
 
 
 def show() -> None:

@@ -20,6 +20,7 @@ from engine.analysis.induction import (
     prefix_matching_score,
     previous_token_score,
 )
+from engine.capture import hook_point_names
 from engine.checkpoint import load_checkpoint
 from engine.models.transformer import Transformer
 from engine.registry import CHECKPOINTS
@@ -117,6 +118,9 @@ def test_an_attention_only_model_has_no_mlps_and_is_attention_plus_residual() ->
     names = {n for n, _ in model.named_parameters()}
     assert not any(".mlp." in n or ".ln2." in n for n in names)
     assert model.cfg.attn_only and model.cfg.n_layers == 2
+    hooks = hook_point_names(model)
+    assert "blocks.1.attn.hook_pattern" in hooks and "blocks.1.hook_resid_post" in hooks
+    assert not [h for h in hooks if "mlp" in h or "resid_mid" in h]
     ids = repeated_run(2, 5, torch.Generator().manual_seed(0))
     with torch.no_grad():  # the forward pass by hand: x + Attn(LN1(x)) per block, then LN_f and W_U
         x = model.embed(ids)
