@@ -80,10 +80,17 @@ def test_the_own_model_tab_stays_the_default() -> None:
 
 
 def test_a_short_live_run_is_drawn_as_your_run() -> None:
-    at = open_page("train", **TAB, train_ind_steps=60)
+    at = open_page("train", **TAB, train_ind_steps=200)
     at.button(key="train_ind_start").click().run()
     sid = at.session_state["_session_id"]
-    run_until(at, lambda a: get_queue().status(sid, "induction").finished or bool(a.error), what="the run to end")
+    live = []  # each poll while it trains: were its curves so far drawn?
+
+    def ended(a) -> bool:
+        if get_queue().status(sid, "induction").active:
+            live.append(any(c.value.startswith("Your run so far") for c in a.caption))
+        return get_queue().status(sid, "induction").finished or bool(a.error)
+
+    run_until(at, ended, what="the run to end")
     at.run()  # the page after the job: the polling fragment reruns the whole page once it ends
     assert_clean(at)
     assert not at.error, messages(at.error)
@@ -91,7 +98,8 @@ def test_a_short_live_run_is_drawn_as_your_run() -> None:
     assert status is not None and status.status == "done"
     assert at.session_state["train_ind_shown"] == "Your run"
     points = status.result.points
-    assert [p.step for p in points] == [0, 20, 40, 60]
+    assert [p.step for p in points] == list(range(0, 201, 20))
+    assert any(live), "the run's curves were never drawn while it trained"
     shown = {m.label: m.value for m in at.metric}
     assert shown["ICL score (end)"] == f"{points[-1].icl:+.2f} nats"
     learning = chart(at, "Loss and in-context learning")
