@@ -13,11 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.services.long_work import long_status, submit_long
+from app.services.long_work import INDUCTION, long_status, submit_long
 from engine.jobs import JobStatus
 
-#: this session's induction run on the long-work lane (one at a time)
-INDUCTION = "induction"
 #: the shipped checkpoint and its snapshot file (written by ``python -m engine.training.pretrain induction-2l-attn-only``)
 INDUCTION_MODEL = "induction-2l-attn-only"
 SNAPSHOT_FILE = Path(__file__).resolve().parents[2] / "assets" / "snapshots" / f"{INDUCTION_MODEL}.json"

@@ -21,6 +21,7 @@ from engine.jobs import JobStatus, LongWorkQueue, get_queue
 FINETUNE, MEASURE, WRITE = "finetune", "measure", "write"
 NSP = "nsp"  # fine-tuning a classifier on [CLS] for next-sentence prediction (Pretraining)
 SCALE = "scale"  # the Scaling page's "train one more size"
+INDUCTION = "induction"  # Train live's induction-heads run (app/services/induction.py)
 #: after submitting, the page waits this long for the job before it starts polling (most jobs are done by then)
 QUICK_WAIT_S = 1.0
 
