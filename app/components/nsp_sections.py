@@ -20,7 +20,6 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import attention_heatmap
 from app.components.job_status import follow
-from app.components.safe_text import md
 from app.components.theme import side_by_side
 from app.state import Pretraining as P
 from app.url_params import FINETUNE_LRS
@@ -162,8 +161,10 @@ def show_nsp_result(result) -> None:
     b.metric("NSP accuracy after", f"{result.accuracy_after:.0%}",
              delta=f"{result.accuracy_after - result.accuracy_before:+.0%}")  # fmt: skip
     c.metric("Chance", f"{result.chance:.0%}", help="Half the pairs are real.")
-    st.caption(f"Accuracy on {result.n_test} held-out pairs made from stories the fine-tuning never saw "
-               f"(it trained on {result.n_train} pairs).")  # fmt: skip
+    st.caption(f"Accuracy on {result.n_test} held-out pairs made from stories the fine-tuning never saw (it trained "
+               f"on {result.n_train} pairs). NSP is slow to learn for a model this small (more steps help), and it "
+               "can often be answered from the topic alone (does B name someone A never mentioned?): RoBERTa (Liu et "
+               "al., 2019) later found that BERT does as well or slightly better without it.")  # fmt: skip
     show_chart(loss_figure(result.curve), key=P.nsp_loss)
     st.caption("Cross-entropy of the classifier's two scores (not next, is next): thin, each training batch; "
                "bold, all the held-out pairs, measured every few steps. The dashed line is ln 2 ≈ 0.69, the loss "
@@ -188,10 +189,13 @@ def show_nsp_result(result) -> None:
     inspect_pair(result)
 
 
+def _kind(probe) -> str:
+    return "real next" if probe.is_next else "random B"
+
+
 def _pair_label(i: int, probe) -> str:
     words = [t for t in probe.tokens if t not in ("[CLS]", "[SEP]")]
-    kind = "real next" if probe.is_next else "random B"
-    return f"Pair {i + 1} ({kind}): …{' '.join(words[-9:])}"
+    return f"Pair {i + 1} ({_kind(probe)}): …{' '.join(words[-9:])}"
 
 
 def _cls_map(rows: np.ndarray, tokens: list[str], sep: int, title: str, zmax: float):
@@ -207,13 +211,14 @@ def inspect_pair(result) -> None:
     """One held-out pair: [CLS]'s attention in every head before and after, and the classifier's answer."""
     st.subheader("Inspect one pair")
     probes = result.probes
-    i = st.selectbox("Held-out pair", range(len(probes)), format_func=lambda k: md(_pair_label(k, probes[k])),
+    i = st.selectbox("Held-out pair", range(len(probes)), format_func=lambda k: _pair_label(k, probes[k]),
                      key=P.nsp_pair)  # fmt: skip
     probe = probes[i if i is not None else 0]
     a, b, c = st.columns(3)
-    a.metric("Truth", "B comes next" if probe.is_next else "B is from another story")
+    a.metric("Truth", _kind(probe), help="Real next: B is the sentence after A. Random B: B is from another story.")
     b.metric("P(is next) before", f"{probe.p_before:.0%}")
-    c.metric("P(is next) after", f"{probe.p_after:.0%}", delta=f"{probe.p_after - probe.p_before:+.0%}")
+    c.metric("P(is next) after", f"{probe.p_after:.0%}", delta=f"{probe.p_after - probe.p_before:+.0%}",
+             delta_color="normal" if probe.is_next else "inverse")  # green when it moved towards the truth
     tokens = [f"{k} {t}" for k, t in enumerate(probe.tokens)]
     sep = probe.segments.index(1) - 1  # the [SEP] after A
     zmax = float(max(probe.cls_before.max(), probe.cls_after.max()))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
 
@@ -49,3 +51,44 @@ def test_fill_in_the_blank_and_the_other_tabs(page: Page, app_url: str, artifact
     expect(page.locator(PLOT).first.locator(".gtitle")).to_contain_text("Seconds per call", timeout=REDRAW_MS)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "pretraining_cost.png"), full_page=True)
+
+
+def pick_option(page: Page, box: str, option: str, tries: int = 3) -> None:
+    """Open the select box ``box`` and pick ``option``; a rerun that redraws the box as it opens closes it, so
+    open it again (up to ``tries`` times)."""
+    for attempt in range(tries):
+        page.get_by_role("combobox", name=box).click()
+        try:
+            page.get_by_role("option", name=option).click(timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+
+
+def test_next_sentence_prediction_fine_tunes_and_inspects_a_pair(page: Page, app_url: str, artifacts: Path):
+    page.goto(f"{app_url}/pretraining?pretraining_tab=nsp")
+    expect(page.get_by_text("segment embedding")).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect(page.locator('[data-testid="stDataFrame"]')).to_be_visible(timeout=REDRAW_MS)  # the pairs' table
+    slider = page.locator('[data-testid="stSlider"]').filter(has_text="Steps").get_by_role("slider")
+    slider.focus()
+    slider.press("Home")  # 50 steps, moved with the keyboard
+    expect(page.locator('[data-testid="stSliderThumbValue"]').first).to_have_text("50", timeout=REDRAW_MS)
+    expect_idle(page)
+    page.get_by_role("button", name="Fine-tune on NSP").click()
+    expect(page.get_by_text("NSP accuracy after")).to_be_visible(timeout=120_000)
+    expect(page.locator(PLOT).first.locator(".gtitle")).to_contain_text("Loss while fine-tuning", timeout=REDRAW_MS)
+    expect(page.locator(PLOT).filter(has_text="How far [CLS]'s attention moved")).to_have_count(1, timeout=REDRAW_MS)
+    expect_idle(page)
+    expect(page.locator(PLOT).filter(has_text="[CLS]'s attention, before")).to_have_count(1, timeout=REDRAW_MS)
+    expect_idle(page)
+    pick_option(page, "Held-out pair", "Pair 2")
+    expect(page.get_by_role("combobox", name="Held-out pair")).to_have_value(re.compile("Pair 2"), timeout=REDRAW_MS)
+    expect(page.locator(PLOT).filter(has_text="[CLS]'s attention, after")).to_have_count(1, timeout=REDRAW_MS)
+    expect_idle(page)
+    picked = page.get_by_role("combobox", name="Held-out pair").input_value()
+    truth = "real next" if "(real next)" in picked else "random B"
+    expect(page.locator('[data-testid="stMetricValue"]').filter(has_text=truth)).to_have_count(1)
+    expect_no_exception(page)
+    page.screenshot(path=str(artifacts / "pretraining_nsp.png"), full_page=True)
