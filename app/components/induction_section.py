@@ -66,13 +66,20 @@ def scores_figure(doc: dict[str, Any], name: str) -> go.Figure:
                        y_title="score", fmt=".3f", y_range=[low, 1.02], rule_step=doc.get("phase_change_step"))  # fmt: skip
 
 
+def moment_labels(doc: dict[str, Any]) -> dict[str, str]:
+    """The two moments' names: around the phase change, or the run's start and end when there was none (yet)."""
+    if doc.get("phase_change_step") is None:
+        return {"before": "At the start", "after": "At the end"}
+    return {"before": "Before the phase change", "after": "After the phase change"}
+
+
 def position_figure(doc: dict[str, Any]) -> go.Figure:
     data = []
-    for moment in ("before", "after"):
+    for moment, label in moment_labels(doc).items():
         m = doc[moment]
         y = [np.nan if v is None else v for v in m["loss_by_position"]]
         data.append({"type": "scatter", "mode": "lines", "x": list(range(len(y))), "y": y,
-                     "name": f"{moment} (step {m['step']})",
+                     "name": f"{label.lower()} (step {m['step']})",
                      "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>"})  # fmt: skip
     bands = [{"type": "rect", "xref": "x", "yref": "paper", "x0": a - 0.5, "x1": b + 0.5, "y0": 0, "y1": 1,
               "fillcolor": "#9e9e9e", "opacity": 0.18, "line": {"width": 0}}
@@ -101,12 +108,12 @@ def best_heads(doc: dict[str, Any]) -> tuple[int, int]:
 
 def scores_table(doc: dict[str, Any]) -> pd.DataFrame:
     rows = []
-    for moment in ("before", "after"):
+    for moment, label in moment_labels(doc).items():
         s = doc[moment]["scores"]
         for layer, head in np.ndindex(np.shape(s["previous_token"])):
             rows.append(
                 {
-                    "moment": f"{moment} (step {doc[moment]['step']})",
+                    "moment": f"{label.lower()} (step {doc[moment]['step']})",
                     "head": f"L{layer} H{head}",
                     **{SCORES[n][0].split(" (")[0].lower(): round(float(s[n][layer][head]), 3) for n in SCORES},
                 }
@@ -125,8 +132,9 @@ def draw(doc: dict[str, Any], where: str) -> None:
                         f"{doc['early'][0]}–{doc['early'][1]} (Olsson et al. compare token 500 with token 50).")  # fmt: skip
     cols[1].metric(
         "Phase change at step",
-        "—" if phase is None else f"{phase:,}",
-        help="The first snapshot where the ICL score is halfway from its first value to its last.",
+        "none yet" if phase is None else f"{phase:,}",
+        help="The first snapshot where the ICL score is halfway from its first value to its last, once it has "
+        "fallen by at least 1.5 nats over the run (learning which letters a run uses takes it to about −0.5 … −0.9).",
     )
     cols[2].metric(
         f"Induction head L1 H{ind}",
@@ -144,35 +152,40 @@ def draw(doc: dict[str, Any], where: str) -> None:
         st.caption(
             "Training loss and the in-context-learning score at each snapshot: the loss late in the context "
             "minus the loss early in it (negative = the model predicts better the more it has read). The "
-            "dashed line marks the phase change, where both fall suddenly together."
+            "dashed line marks the phase change (when there is one), where both fall suddenly together."
         )
     with right:
         name = st.selectbox("Head score", list(SCORES), format_func=lambda n: SCORES[n][0], key=key(f"{where}_score"))
         show_chart(scores_figure(doc, name), key=key(f"{where}_scores"))
         st.caption(
             f"{SCORES[name][0]}: {SCORES[name][2]}. One line per head, one point per snapshot; the dashed "
-            "line is the phase change."
+            "line is the phase change (when there is one)."
         )
+    labels = moment_labels(doc)
     show_chart(position_figure(doc), key=key(f"{where}_positions"))
     st.caption(
-        "Loss of the prediction made at each position, on 128 fixed sequences, before and after the phase "
-        "change. Until the run has been read once (8–24 letters) nothing can be known (ln 26 ≈ 3.26); after "
-        "the change the model copies from the earlier copy. Grey bands: the early and late positions the "
-        "ICL score compares."
+        f"Loss of the prediction made at each position, on 128 fixed sequences: {labels['before'].lower()} and "
+        f"{labels['after'].lower()}. Until the run has been read once (8–24 letters) nothing can be known "
+        "(ln 26 ≈ 3.26); once induction heads have formed the model copies from the earlier copy. Grey bands: "
+        "the early and late positions the ICL score compares."
     )
     tokens = doc["probe_tokens"]
-    for moment in ("before", "after"):
+    for moment, label in labels.items():
         m = doc[moment]
         show_chart(attention_grid(np.asarray(m["probe"], dtype=np.float32), tokens), key=key(f"{where}_{moment}_grid"))
-        st.caption(
-            f"{moment.capitalize()} the phase change (step {m['step']}): every head's attention on the probe "
-            f"`{' '.join(tokens)}` (rows: layers 0 and 1; in each square rows are queries, columns keys). "
-            + (
+        if moment == "before":
+            look = "The heads still spread their attention: nothing points back yet."
+        elif phase is not None:
+            look = (
                 "A previous-token head draws the line just below the diagonal; an induction head in layer 1 "
                 "a stripe 11 keys back, from each letter of the second copy to the letter after its first copy."
-                if moment == "after"
-                else "The heads still spread their attention: nothing points back yet."
             )
+        else:
+            look = ("Look for a line just below the diagonal (previous token) in layer 0 and a stripe 11 keys back "
+                    "(induction) in layer 1: no phase change yet.")  # fmt: skip
+        st.caption(
+            f"{label} (step {m['step']}): every head's attention on the probe "
+            f"`{' '.join(tokens)}` (rows: layers 0 and 1; in each square rows are queries, columns keys). " + look
         )
     table = scores_table(doc)
     st.dataframe(table, hide_index=True, height=240)

@@ -32,6 +32,9 @@ import numpy as np
 #: the early window is positions 4–7 and the late one 56–62 (the last position a 64-token sequence scores)
 EARLY: tuple[int, int] = (4, 7)
 LATE: tuple[int, int] = (56, 62)
+#: the ICL score must fall this far (nats) over a run to call it a phase change: learning which letters a run uses
+#: (no induction head) takes it to about −0.5 … −0.9; an induction head to about −3.2 (ln 26 ≈ 3.26 is the most)
+MIN_DROP = 1.5
 
 
 def icl_score(loss_by_pos: np.ndarray, early: tuple[int, int] = EARLY, late: tuple[int, int] = LATE) -> float:
@@ -116,22 +119,24 @@ def copying_score(ov: np.ndarray) -> float:
     return float(eig.real.sum() / total) if total > 0 else 0.0
 
 
-def phase_change_step(steps: np.ndarray, values: np.ndarray) -> int:
-    """The step where a curve (e.g. the ICL score) has first gone half of the way from its start to its end.
+def phase_change_step(steps: np.ndarray, values: np.ndarray, min_drop: float = MIN_DROP) -> int | None:
+    """The step where a falling curve (the ICL score) has first gone half of the way from its start to its end.
 
     Args:
         steps: ``[points]`` increasing training steps.
         values: ``[points]`` the curve at those steps.
+        min_drop: how far the curve must fall from its first value to its last to count as a change.
 
     Returns:
-        The first step whose value lies at least halfway from ``values[0]`` to ``values[-1]``.
+        The first step whose value lies at least halfway from ``values[0]`` down to ``values[-1]``; None when
+        the curve fell by less than ``min_drop`` (no phase change yet).
     """
     s, v = np.asarray(steps, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if s.shape != v.shape or s.ndim != 1 or s.size < 2 or not np.isfinite(v).all():
         raise ValueError("phase_change_step needs two finite curves of the same length ≥ 2")
-    half = (v[0] + v[-1]) / 2
-    passed = (v <= half) if v[-1] <= v[0] else (v >= half)
-    return int(s[int(np.argmax(passed))])
+    if v[0] - v[-1] < min_drop:
+        return None
+    return int(s[int(np.argmax(v <= (v[0] + v[-1]) / 2))])
 
 
 def _square(p: np.ndarray) -> None:

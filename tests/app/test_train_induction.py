@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from apptest_helpers import ROOT, assert_clean, decode, messages, open_page, run_until
+from engine.analysis.induction import phase_change_step
 from engine.jobs import get_queue
 
 NAME = "induction-2l-attn-only"
@@ -102,6 +103,10 @@ def test_a_short_live_run_is_drawn_as_your_run() -> None:
     assert any(live), "the run's curves were never drawn while it trained"
     shown = {m.label: m.value for m in at.metric}
     assert shown["ICL score (end)"] == f"{points[-1].icl:+.2f} nats"
+    phase = phase_change_step(np.array([p.step for p in points]), np.array([p.icl for p in points]))
+    assert shown["Phase change at step"] == ("none yet" if phase is None else f"{phase:,}")
+    captions = " ".join(c.value for c in at.caption)
+    assert ("At the end (step 200)" in captions) == (phase is None)
     learning = chart(at, "Loss and in-context learning")
     icl = next(t for t in learning["data"] if t["name"] == "ICL score")
     np.testing.assert_allclose(decode(icl["y"]), [p.icl for p in points])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,9 @@ def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(page: Page,
     first = page.locator(PLOT).first
     expect(first.locator(".gtitle")).to_contain_text("Loss and in-context learning", timeout=FIRST_DRAW_MS)
     expect(page.get_by_text("Phase change at step")).to_be_visible(timeout=REDRAW_MS)
-    expect(page.get_by_text("After the phase change (step")).to_be_visible(timeout=REDRAW_MS)
+    expect(page.get_by_text(re.compile(r"^After the phase change \(step \d+\): every head"))).to_be_visible(
+        timeout=REDRAW_MS
+    )
     expect_idle(page)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "train_induction_shipped.png"), full_page=True)
@@ -35,7 +38,9 @@ def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(page: Page,
     expect(page.get_by_text("Your run", exact=True)).to_be_visible(timeout=RUN_MS)
     expect(page.locator(PLOT).first.locator(".gtitle")).to_contain_text("Loss and in-context learning",
                                                                         timeout=REDRAW_MS)  # fmt: skip
-    expect(page.get_by_text("After the phase change (step 60)")).to_be_visible(timeout=REDRAW_MS)
+    expect(page.get_by_text(re.compile(r"^At the end \(step 60\): every head"))).to_be_visible(
+        timeout=REDRAW_MS
+    )  # 60 steps: no phase change yet
     expect_idle(page)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "train_induction_yours.png"), full_page=True)

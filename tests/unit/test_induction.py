@@ -108,6 +108,8 @@ def test_phase_change_step_is_the_first_point_halfway() -> None:
     steps = np.array([0, 20, 40, 60, 80, 100])
     icl = np.array([0.0, -0.4, -0.5, -2.0, -3.0, -3.0])  # halfway: −1.5, first reached at step 60
     assert phase_change_step(steps, icl) == 60
+    assert phase_change_step(steps, np.array([0.0, -0.3, -0.5, -0.6, -0.8, -0.9])) is None  # no sudden fall
+    assert phase_change_step(steps, np.array([0.0, -0.3, -0.5, -0.6, -0.8, -0.9]), min_drop=0.5) == 40
 
 
 # ---- the model and the task ---------------------------------------------------------------------------------

@@ -91,6 +91,8 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, snapshots: Path
     wall = time.perf_counter() - started
     points = list(last.points)
     phase = phase_change_step(np.array([p.step for p in points]), np.array([p.icl for p in points]))
+    if phase is None:
+        raise RuntimeError(f"no phase change in {steps} steps with seed {seed}: try another seed or more steps")
     model.eval()
     icl = icl_score(loss_by_position(model, eval_batch()))
     scores = head_scores(model)
