@@ -94,7 +94,7 @@ def _examples() -> None:
     frame = pd.DataFrame({
         "A: the story so far": [_tail(" ".join(p.a)) for p in pairs],
         "B": [" ".join(p.b) for p in pairs],
-        "does B come next?": ["yes" if p.is_next else "no: from another story" for p in pairs],
+        "does B come next?": ["yes" if p.is_next else "no" for p in pairs],
     })  # fmt: skip
     st.dataframe(frame, hide_index=True, key=P.nsp_examples)
     st.caption("Training pairs as the task makes them from generated stories (seeded). As in BERT, where a "
@@ -162,9 +162,10 @@ def show_nsp_result(result) -> None:
              delta=f"{result.accuracy_after - result.accuracy_before:+.0%}")  # fmt: skip
     c.metric("Chance", f"{result.chance:.0%}", help="Half the pairs are real.")
     st.caption(f"Accuracy on {result.n_test} held-out pairs made from stories the fine-tuning never saw (it trained "
-               f"on {result.n_train} pairs). NSP is slow to learn for a model this small (more steps help), and it "
-               "can often be answered from the topic alone (does B name someone A never mentioned?): RoBERTa (Liu et "
-               "al., 2019) later found that BERT does as well or slightly better without it.")  # fmt: skip
+               f"on {result.n_train} pairs). A model this small learns NSP only part of the way: a few hundred steps "
+               "take it some way above chance, and more steps barely help. NSP can often be answered from the topic "
+               "alone (here: does B name someone A never mentioned?), and RoBERTa (Liu et al., 2019) later found that "
+               "BERT does as well or slightly better without it.")  # fmt: skip
     show_chart(loss_figure(result.curve), key=P.nsp_loss)
     st.caption("Cross-entropy of the classifier's two scores (not next, is next): thin, each training batch; "
                "bold, all the held-out pairs, measured every few steps. The dashed line is ln 2 ≈ 0.69, the loss "
