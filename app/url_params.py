@@ -192,6 +192,8 @@ POS_TABS = {"sinusoidal": "Sinusoidal", "learned": "Learned", "rope": "RoPE", "a
 PRETRAINING_TABS = {"fill": "Fill in the blank", "objectives": "Objectives side by side",
                     "finetune": "Fine-tuning changes attention", "nsp": "Next sentence and [CLS]",
                     "cost": "The cost of attention"}  # fmt: skip
+#: Train live's tabs (app/views/train.py ``TABS``, the same labels in the same order)
+TRAIN_TABS = {"own": "Your own model", "induction": "Induction heads"}
 FILL_DEFAULT = "lily found a red ball . she gave [MASK] to tom ."
 OBJECTIVES_DEFAULT = "the big red ball , the small blue box and the old green car ."
 COST_N = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -354,6 +356,8 @@ PARAMS: tuple[Param, ...] = (
     Param("train_batch_size", choice(_options((8, 16, 32, 64, 128, 256))), 64, _TRAIN),
     Param("train_seed", _train("seed"), 0, _TRAIN),
     Param("train_lr", number(1e-5, 0.1), 0.003, _TRAIN),
+    # its tab bar is a plain st.tabs (no hide=tabs), so a share link or a lesson step opens the tab it was on
+    Param("train_tab", choice(TRAIN_TABS), TRAIN_TABS["own"], _TRAIN, _words(TRAIN_TABS)),
     # Pretraining objectives (app/views/pretraining.py)
     Param("pretraining_tab", choice(PRETRAINING_TABS), PRETRAINING_TABS["fill"], _PRETRAINING,
           _words(PRETRAINING_TABS), "tabs"),

@@ -337,3 +337,28 @@ def test_a_link_that_names_the_view_is_left_as_it_came():
     assert at.query_params == {"text": SENTENCE, "explore_tab": "mask"}
     bad = app_with({"layer": "0", "head": "x"})  # a value the page refuses still leaves the address bar
     assert bad.query_params == {}
+
+
+def test_train_lives_tab_is_in_the_link_so_a_share_or_lesson_step_opens_induction_heads():
+    """Train live's tab bar is a plain ``st.tabs``: its tab was not a link parameter, so a share link or an "Add
+    this view to my lesson" step made on the Induction heads tab opened "Your own model" instead."""
+    from app.url_params import TRAIN_TABS
+
+    at = app_with({})
+    at.switch_page(str(ROOT / "app" / "views" / "train.py"))
+    at.session_state["train_tab"] = TRAIN_TABS["induction"]  # the teacher opens the tab
+    at.run()
+    assert_clean(at)
+    assert at.query_params == {"train_tab": "induction"}
+    assert at.button(key="train_ind_start")  # the induction tab's button is drawn, the own model's is not
+    assert not [b for b in at.button if b.key == "train_start"]
+
+    fresh = AppTest.from_file(str(APP), default_timeout=TIMEOUT)  # the link opened in a new tab
+    fresh.run()
+    fresh.switch_page(str(ROOT / "app" / "views" / "train.py"))
+    fresh.query_params.update({"train_tab": "induction"})
+    fresh.run()
+    assert_clean(fresh)
+    assert fresh.session_state["train_tab"] == TRAIN_TABS["induction"]
+    assert fresh.button(key="train_ind_start")
+    assert fresh.query_params == {"train_tab": "induction"}
