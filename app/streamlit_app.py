@@ -30,7 +30,7 @@ st.set_page_config(page_title="Attention Playground", page_icon=favicon(), layou
                    initial_sidebar_state="collapsed" if presenting_link() or presenting() else "auto")
 services.warm_up()
 
-navigation = st.navigation(routes.pages())
+navigation = st.navigation(routes.pages(), expanded=True)  # every page listed: past ten Streamlit folds the rest under "View N more"
 with st.sidebar:
     st.caption("**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head.")
 with calm_errors(navigation.title):
