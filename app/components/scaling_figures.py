@@ -26,10 +26,13 @@ def size_colours(n: int) -> list[str]:
 
 
 def _log_axes(fig: go.Figure, x_title: str, title: str, height: int) -> go.Figure:
+    # the legend hangs from the figure's bottom edge (yref container), not at a fraction of the plot's height: the
+    # compute chart's nine entries wrap to three rows in a half-width column, the bottom margin grows to hold them
+    # and the plot shrinks, so a legend at y=-0.25 of the plot rose onto the x-axis title
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=50, b=10), title=dict(text=title),
                       xaxis=dict(type="log", title=dict(text=x_title)),
                       yaxis=dict(type="log", title=dict(text="held-out loss (nats/token)")),
-                      legend=dict(orientation="h", y=-0.25))  # fmt: skip
+                      legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"))  # fmt: skip
     return fig
 
 

@@ -42,7 +42,8 @@ def charts(curves, live: list) -> None:
                    "trained briefly, so the exponent is only this mini-lab's.")  # fmt: skip
         if live:
             both = services.refit(tuple(curves.runs) + tuple(live))
-            st.caption(f"With the {len(live)} size(s) trained here (orange) in the fit as well: α = {both.alpha:.3f} "
+            sizes = "the size" if len(live) == 1 else f"the {len(live)} sizes"
+            st.caption(f"With {sizes} trained here (orange) in the fit as well: α = {both.alpha:.3f} "
                        f"(r² = {both.r2:.3f}).")  # fmt: skip
     with right:
         cfit = curves.compute_fit

@@ -41,3 +41,26 @@ def test_scaling_page_walk(page: Page, app_url: str, artifacts: Path):
     names = page.locator(PLOT).first.evaluate("el => el._fullData.map(t => t.name)")
     assert "trained here" in names
     page.screenshot(path=str(artifacts / "scaling_live.png"), full_page=True)
+
+
+LEGEND_AND_TITLE = """el => {
+  const box = s => { const e = el.querySelector(s); const b = e.getBoundingClientRect(); return [b.top, b.bottom]; };
+  return {legend: box('.legend'), xtitle: box('.g-xtitle'), ticks: box('.xaxislayer-above')};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 900])
+def test_the_charts_legends_sit_below_their_axis_titles(page: Page, app_url: str, artifacts: Path, width: int):
+    """The compute chart's nine legend entries wrap to three rows in its half-width column; placed at a fraction of
+    the plot's height, the legend rose onto the x-axis title ("compute C = 6·N·tokens ...") and hid it."""
+    page.set_viewport_size({"width": width, "height": 1400})
+    page.goto(f"{app_url}/scaling")
+    expect(page.locator(PLOT)).to_have_count(2, timeout=FIRST_DRAW_MS)
+    expect_idle(page, FIRST_DRAW_MS)
+    expect_no_exception(page)
+    for i in range(2):
+        chart = page.locator(PLOT).nth(i)
+        boxes = chart.evaluate(LEGEND_AND_TITLE)
+        assert boxes["legend"][0] >= boxes["xtitle"][1] - 0.5, (i, boxes)  # the legend starts below the title
+        assert boxes["xtitle"][0] >= boxes["ticks"][1] - 0.5, (i, boxes)  # and the title below the tick labels
+    page.screenshot(path=str(artifacts / f"scaling_legends_{width}.png"), full_page=True)
