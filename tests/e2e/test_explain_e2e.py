@@ -16,7 +16,7 @@ REDRAW_MS = 60_000
 N_CHARTS = 10  # the heatmap, six bar charts, two agreement matrices, the swap scatter
 
 
-def test_explain_page_walk(page: Page, app_url: str, artifacts: Path):
+def test_explain_page_walk(page: Page, app_url: str, artifacts: Path, publish_screenshot):
     page.goto(app_url)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Is attention the explanation?").click()
     expect(page.get_by_role("heading", name="Is attention the explanation?", level=1)).to_be_visible(
@@ -30,6 +30,7 @@ def test_explain_page_walk(page: Page, app_url: str, artifacts: Path):
     methods = heat.evaluate("el => Array.from(el._fullData[0].y)")
     assert methods[0] == "raw attention" and methods[-1] == "integrated gradients"
     page.screenshot(path=str(artifacts / "explain_gpt.png"), full_page=True)
+    publish_screenshot(artifacts / "explain_gpt.png", "explain.png")
 
     page.get_by_role("radiogroup", name="What to explain").get_by_text("sentence embedding (MiniLM)").click()
     expect(page.get_by_role("textbox", name="Reference sentence")).to_be_visible(timeout=REDRAW_MS)

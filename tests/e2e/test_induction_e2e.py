@@ -17,7 +17,8 @@ REDRAW_MS = 20_000
 RUN_MS = 120_000
 
 
-def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(page: Page, app_url: str, artifacts: Path):
+def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(page: Page, app_url: str, artifacts: Path,
+                                                                      publish_screenshot):
     page.goto(f"{app_url}/train")
     expect(page.get_by_role("heading", name="Train live", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
     page.get_by_role("tab", name="Induction heads").click()
@@ -30,6 +31,7 @@ def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(page: Page,
     expect_idle(page)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "train_induction_shipped.png"), full_page=True)
+    publish_screenshot(artifacts / "train_induction_shipped.png", "induction.png")
     steps = page.get_by_role("spinbutton", name="Steps")
     steps.fill("60")
     steps.press("Enter")

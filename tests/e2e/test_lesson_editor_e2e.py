@@ -35,7 +35,7 @@ def add_this_view(page: Page, note: str, title: str = "") -> None:
     expect_idle(page, LOAD_MS)
 
 
-def test_add_two_views_move_one_up_and_download_the_lesson(page: Page, app_url: str, artifacts: Path):
+def test_add_two_views_move_one_up_and_download_the_lesson(page: Page, app_url: str, artifacts: Path, publish_screenshot):
     page.goto(f"{app_url}/positional")
     expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
     expect_idle(page, LOAD_MS)
@@ -55,6 +55,7 @@ def test_add_two_views_move_one_up_and_download_the_lesson(page: Page, app_url: 
     expect_idle(page, LOAD_MS)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "lesson_editor.png"))
+    publish_screenshot(artifacts / "lesson_editor.png", "lesson_editor.png")
 
     with page.expect_download(timeout=LOAD_MS) as info:
         editor.get_by_role("button", name=re.compile("Download as a file")).click()

@@ -54,12 +54,13 @@ def assert_title_clear(page: Page) -> None:
 
 
 def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(browser: Browser, app_url: str,
-                                                                      artifacts: Path):
+                                                                      artifacts: Path, publish_screenshot):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     try:
         open_explore(page, app_url + "/?present=1")
         page.screenshot(path=str(artifacts / "projector-1280x720.png"))
+        publish_screenshot(artifacts / "projector-1280x720.png", "projector.png")
         box = page.locator(MAIN_MAP + " .main-svg").first.bounding_box()  # what Plotly drew, not its box
         assert box is not None
         assert 0 <= box["y"] < 720 / 3, box  # the map starts in the first screen's top third (one row of controls)
@@ -89,7 +90,7 @@ def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(browser: B
         context.close()
 
 
-def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path):
+def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path, publish_screenshot):
     context = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=IPHONE_UA,
                                   device_scale_factor=2, is_mobile=True, has_touch=True)
     page = context.new_page()
@@ -119,6 +120,7 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path):
         area = grid.locator(".nsewdrag").first.bounding_box()
         assert area is not None and area["width"] / 3 >= 60, area  # a tile ≥ 60 px across (was ~25)
         page.screenshot(path=str(artifacts / "phone-grid-390x844.png"))
+        publish_screenshot(artifacts / "phone-grid-390x844.png", "phone.png")
         # head 5: second row, third tile
         page.mouse.click(area["x"] + area["width"] * 2.5 / 3, area["y"] + area["height"] * 1.5 / 4)
         expect(page.locator(MAIN_MAP + " .gtitle").filter(has_text="Layer 0, head 5")).to_have_count(1, timeout=REDRAW_MS)

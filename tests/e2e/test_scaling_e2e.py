@@ -17,7 +17,7 @@ LIVE_MS = 240_000  # building the stories corpus once and 300 steps of the small
 CURVES = Path(__file__).resolve().parents[2] / "assets" / "scaling" / "stories-scaling.json"
 
 
-def test_scaling_page_walk(page: Page, app_url: str, artifacts: Path):
+def test_scaling_page_walk(page: Page, app_url: str, artifacts: Path, publish_screenshot):
     alpha = json.loads(CURVES.read_text())["fit"]["alpha"]
     page.goto(app_url)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Scaling", exact=True).click()
@@ -32,6 +32,7 @@ def test_scaling_page_walk(page: Page, app_url: str, artifacts: Path):
     assert f"fit: L = (N_c / N)^{alpha:.3f}" in names and "trained here" not in names
     expect(page.get_by_text(f"α = {alpha:.3f}").first).to_be_visible()
     page.screenshot(path=str(artifacts / "scaling.png"), full_page=True)
+    publish_screenshot(artifacts / "scaling.png", "scaling.png")
 
     page.get_by_role("radiogroup", name="Size").get_by_text("d20-L1", exact=False).click()
     page.get_by_role("button", name="Train it").click()
