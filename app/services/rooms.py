@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from app.services.core import get_trace, session_id
+from app.services.core import get_trace, list_models, session_id
 from app.services.heads import attention_block
 from app.services.request import TraceRequest
 from app.state import ROOM
@@ -117,10 +117,17 @@ def predict_question(model_id: str, text: str, layer: int, head: int, word: str)
     query = hits[0]
     weights = np.asarray(attention.pattern(layer, head)[query], dtype=float)
     options = token_options(keys)
-    prompt = f"{model_id}, layer {layer} head {head}: which token does “{queries[query].strip()}” look at most?"
+    prompt = f"{model_name(model_id)}, layer {layer} head {head}: which token does “{queries[query].strip()}” look at most?"
     detail = {"model": model_id, "text": text, "layer": layer, "head": head, "query": query,
               "weights": [round(float(w), 4) for w in weights]}  # fmt: skip
     return PredictQuestion(prompt, options, int(np.argmax(weights)), detail)
+
+
+def model_name(model_id: str) -> str:
+    """The name a class reads in a question: the catalog label without its note in brackets ("all-MiniLM-L6-v2",
+    not the id "minilm"); a typed id as it is."""
+    label = next((s.label for s in list_models() if s.id == model_id), model_id)
+    return label.split(" (")[0].strip() or model_id
 
 
 def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQuestion:
@@ -152,5 +159,5 @@ def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQue
               "queries": list(token_options(attention.tokens.strings)),
               "keys": list(token_options(attention.key_tokens.strings)),
               "map": [[round(float(w), 4) for w in row] for row in weights]}
-    prompt = f"{model_id} read “{' '.join(text.split())[:80]}”. Which head made this map?"
+    prompt = f"{model_name(model_id)} read “{' '.join(text.split())[:80]}”: which head made this map?"
     return PredictQuestion(prompt, tuple(f"layer {ly} head {h}" for ly, h in heads), heads.index((layer, head)), detail)

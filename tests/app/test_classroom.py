@@ -102,7 +102,9 @@ def test_a_which_token_question_is_answered_by_the_model():
     teacher.button(key="class_ask_predict").click().run()  # MiniLM's pronoun head, "it" in the default sentence
     assert_clean(teacher)
     pupil.run()
-    assert "which token does “it” look at most?" in " ".join(messages(pupil.markdown))
+    asked = " ".join(messages(pupil.markdown))
+    assert "which token does “it” look at most?" in asked
+    assert "all-MiniLM-L6-v2, layer" in asked and "minilm," not in asked  # the model's name, not its id
     qid = current_question_id(pupil)
     options = pupil.radio(key=f"class_pick_{qid}").options
     pupil.radio(key=f"class_pick_{qid}").set_value(2).run()  # what the radio shows third: "animal"
@@ -218,7 +220,10 @@ def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_
     assert_clean(teacher)
     pupil.run()
     assert_clean(pupil)
-    assert "Which head made this map?" in " ".join(messages(pupil.markdown))
+    asked = " ".join(messages(pupil.markdown))
+    # the model's name (not its id "minilm") and one sentence: no "tired.”. Which" after the quoted text
+    assert "all-MiniLM-L6-v2 read “The animal didn't cross the street because it was too tired.”: which head made " \
+           "this map?" in asked, asked
     qid = current_question_id(pupil)
     options = [shown(o) for o in pupil.radio(key=f"class_pick_{qid}").options]
     assert len(options) == 4 and len(set(options)) == 4 and "layer 2 head 5" in options
