@@ -28,6 +28,7 @@ LIMIT = 80  # characters of user input quoted in a message
 
 _AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto)(?=:)|(www)(?=\.)|(?=@)")
 JOINER = "\u2060"  # WORD JOINER: invisible, breaks the autolink patterns
+FSI, PDI = "\u2068", "\u2069"  # FIRST STRONG ISOLATE, POP DIRECTIONAL ISOLATE: invisible
 
 
 def md(text: object) -> str:
@@ -35,6 +36,13 @@ def md(text: object) -> str:
     flat = " ".join(str(text).splitlines())
     flat = _AUTOLINK.sub(lambda m: (m.group(0) or "") + JOINER, flat)
     return _PUNCT.sub(r"\\\1", flat)
+
+
+def isolated(text: object) -> str:
+    """:func:`md` of ``text`` between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE: typed Hebrew or Arabic keeps
+    its own direction without pulling the label's text around it into its run (``… שלום · 1 answered`` showed the
+    count inside the right-to-left words)."""
+    return f"{FSI}{md(text)}{PDI}"
 
 
 def quoted(text: object, limit: int = LIMIT) -> str:

@@ -19,7 +19,7 @@ from app.components.guard import calm_errors, show_error
 from app.components.heatmap import safe_label
 from app.components.room_lesson import teacher_controls
 from app.components.room_panel import question_map
-from app.components.safe_text import md
+from app.components.safe_text import isolated, md
 from app.components.share_box import qr_png
 from app.links import app_link
 from app.state import DEFAULT_TEXT, ROOM
@@ -194,7 +194,7 @@ def _history(code: str) -> None:
         return
     st.subheader("Earlier questions")
     for i, (question, counts) in enumerate(past):
-        with st.expander(f"{md(question.prompt)} · {sum(counts)} answered", expanded=i == 0):
+        with st.expander(f"{isolated(question.prompt)} · {sum(counts)} answered", expanded=i == 0):
             if question.answer is not None:
                 said = "The answer" if question.revealed else "The answer (not revealed to the class)"
                 st.caption(f"{said}: **{md(question.options[question.answer])}**")

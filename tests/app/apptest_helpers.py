@@ -90,8 +90,8 @@ def assert_clean(at: AppTest) -> None:
 
 def shown(markdown: str) -> str:
     """What the browser shows for a markdown source: backslash escapes of punctuation and the invisible word
-    joiners the app puts into would-be links removed."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
+    joiners the app puts into would-be links and the direction isolates around typed text removed."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).translate({0x2060: None, 0x2068: None, 0x2069: None})
 
 
 def messages(elements) -> list[str]:

@@ -203,6 +203,23 @@ def test_a_replaced_question_keeps_its_results_in_the_history():
     assert labels == ["Second question? · 1 answered", "First question? · 2 answered"]  # the latest first
 
 
+def test_a_right_to_left_question_keeps_its_answer_count_outside_its_words_in_the_history():
+    """A Hebrew prompt in an earlier question's label: without isolates the browser's bidi algorithm pulled
+    " · 1" into the right-to-left run ("… vector? 1 · שלום answered"); isolated, the count stays after it."""
+    teacher, code = start_class()
+    pupil = student(code)
+    push_choice(teacher, "Which vector? שלום", "the keys\nthe values", 1)
+    qid = current_question_id(pupil.run())
+    pupil.radio(key=f"class_pick_{qid}").set_value(0).run()
+    pupil.button(key=f"class_send_{qid}").click().run()
+    push_choice(teacher, "Next?", "a\nb", 0)
+    teacher.run()
+    assert_clean(teacher)
+    label = next(e.label for e in teacher.expander if "שלום" in e.label)
+    assert label.startswith("\u2068") and label.endswith("\u2069 · 1 answered"), label  # FSI prompt PDI, then the count
+    assert shown(label) == "Which vector? שלום · 1 answered"
+
+
 @pytest.mark.parametrize("value", ["x'; alert(1); '", "a b", "<script>", "a; Path=/; Domain=evil", "é", "x" * 201])
 def test_a_cookie_value_is_checked_before_it_reaches_the_script(value):
     from app.components.browser_cookie import write_cookie
