@@ -43,14 +43,21 @@ def importance_heatmap(tokens: list[str], methods: list[str], scores: list[np.nd
     return fig
 
 
+EVERY_LABEL = 16  # tokens: up to this many, each bar of importance_bars is labelled
+
+
 def importance_bars(tokens: list[str], scores: np.ndarray, title: str, *, height: int = 260) -> go.Figure:
     """One method's scores as bars in the text's order (blue up, red down; a left-out token has no bar)."""
     scores = np.asarray(scores, dtype=np.float64)
     colours = [UP if not np.isfinite(s) or s >= 0 else DOWN for s in scores]
     fig = go.Figure(go.Bar(x=token_labels(tokens), y=np.nan_to_num(scores, nan=0.0), marker_color=colours,
                            hovertemplate="%{x}: %{y:.4g}<extra></extra>"))  # fmt: skip
+    # a third of the page wide, Plotly labelled every other token of a short sentence ("0 <bos>, 2 had, …"): up to
+    # EVERY_LABEL tokens each gets its label, upright to the axis so they fit; longer texts keep Plotly's thinning
+    every = len(scores) <= EVERY_LABEL
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), title=dict(text=title),
-                      xaxis=dict(type="category", tickangle=-60), yaxis=dict(zeroline=True))  # fmt: skip
+                      xaxis=dict(type="category", tickangle=-90 if every else -60, dtick=1 if every else None),
+                      yaxis=dict(zeroline=True))  # fmt: skip
     return fig
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,26 @@ def test_explain_page_walk(page: Page, app_url: str, artifacts: Path, publish_sc
     expect_idle(page, REDRAW_MS)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "explain_minilm.png"), full_page=True)
+
+
+TICKS = """el => Array.from(el.querySelectorAll('.xaxislayer-above .xtick text')).map(t => {
+  const b = t.getBoundingClientRect();
+  return {text: t.textContent, centre: (b.left + b.right) / 2, em: parseFloat(getComputedStyle(t).fontSize)};
+})"""
+
+
+def test_each_methods_bars_label_every_token_of_a_short_sentence(page: Page, app_url: str, artifacts: Path):
+    """The six small bar charts (a third of the page wide) showed every other token's label ("0 <bos>, 2 had, …"),
+    so a student could not tell which bar was "tom" or "ball"; up to 16 tokens each bar is labelled, none overlapping."""
+    page.goto(f"{app_url}/explain")
+    expect(page.locator(PLOT)).to_have_count(N_CHARTS, timeout=FIRST_DRAW_MS)
+    expect_idle(page, FIRST_DRAW_MS)
+    expect_no_exception(page)
+    heat = page.locator(PLOT).first.evaluate("el => Array.from(el._fullData[0].x)")  # the heatmap: every token, in order
+    assert 8 <= len(heat) <= 16
+    for i in range(1, 7):  # the six methods' bars
+        ticks = page.locator(PLOT).nth(i).evaluate(TICKS)
+        assert [t["text"] for t in ticks] == [html.unescape(x) for x in heat], i  # labels are escaped in the data
+        centres = sorted(t["centre"] for t in ticks)  # upright labels: one line of text (1 em) each, side by side
+        assert min(b - a for a, b in zip(centres, centres[1:])) >= ticks[0]["em"], (i, centres)
+    page.screenshot(path=str(artifacts / "explain_bars_labels.png"), full_page=True)
