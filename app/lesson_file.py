@@ -173,8 +173,10 @@ def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
     try:
         doc = tomllib.loads(data)
     except tomllib.TOMLDecodeError as exc:
-        raise LessonFileError(f"The file is not readable TOML: {exc}. A lesson file starts with "
-                              "format = 1 and title = \"…\", then one [[steps]] table per step.") from None  # fmt: skip
+        raise LessonFileError(
+            f"The file is not readable TOML: {exc}. A lesson file starts with "
+            'format = 1 and title = "…", then one [[steps]] table per step.'
+        ) from None
     return _lesson(doc, check_values)
 
 
@@ -220,8 +222,14 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
     if demo and demo not in DEMOS:
         raise LessonFileError(f"{where}: there is no demo {_show(demo)}; the demos are {', '.join(DEMOS)}.")
     check = raw.get("check")
-    return Step(sid, title, text, tuple(_link(link, f"{where}, link {k}", check_values) for k, link in enumerate(links, 1)),
-                None if check is None else _check(check, f"{where}, check", check_values), demo)  # fmt: skip
+    return Step(
+        sid,
+        title,
+        text,
+        tuple(_link(link, f"{where}, link {k}", check_values) for k, link in enumerate(links, 1)),
+        None if check is None else _check(check, f"{where}, check", check_values),
+        demo,
+    )
 
 
 def page_stems() -> tuple[str, ...]:
@@ -264,8 +272,10 @@ def check_param(page: str, name: str, value: str, where: str, check_values: bool
     if name == HIDE:
         unknown = [w for w in (w.strip().lower() for w in value.split(",")) if w and w not in HIDEABLE]
         if unknown:
-            raise LessonFileError(f"{where}: hide names controls the app does not have ({_show(', '.join(unknown))}); "
-                                  f"it can hide {', '.join(HIDEABLE)}.")  # fmt: skip
+            raise LessonFileError(
+                f"{where}: hide names controls the app does not have ({_show(', '.join(unknown))}); "
+                f"it can hide {', '.join(HIDEABLE)}."
+            )
         return
     if page == "lessons" and name in (LESSON_STEP, LESSON_ID):
         pattern = r"[1-9][0-9]{0,2}" if name == LESSON_STEP else r"[A-Za-z0-9_-]{1,40}"
@@ -303,10 +313,15 @@ def _check(raw: object, where: str, check_values: bool) -> Predict | Choice | Lo
             raise LessonFileError(f"{where}: two options are the same; make each one different.")
         answer = raw["answer"]
         if isinstance(answer, bool) or not isinstance(answer, int) or not 1 <= answer <= len(options):
-            raise LessonFileError(f"{where}: answer is the number of the right option, 1 to {len(options)} "
-                                  f"(it is {_show(answer)}).")  # fmt: skip
-        return Choice(_text(raw, "question", where, QUESTION_CHARS), tuple(options), answer - 1,
-                      _text(raw, "explain", where, EXPLAIN_CHARS, required=False))  # fmt: skip
+            raise LessonFileError(
+                f"{where}: answer is the number of the right option, 1 to {len(options)} (it is {_show(answer)})."
+            )
+        return Choice(
+            _text(raw, "question", where, QUESTION_CHARS),
+            tuple(options),
+            answer - 1,
+            _text(raw, "explain", where, EXPLAIN_CHARS, required=False),
+        )
     if kind == "predict":
         allowed = (
             "kind",
@@ -332,10 +347,18 @@ def _check(raw: object, where: str, check_values: bool) -> Predict | Choice | Lo
         causal = raw.get("causal")
         if causal is not None and not isinstance(causal, bool):
             raise LessonFileError(f"{where}: causal must be true or false, or left out (the model's own mask).")
-        return Predict(_text(raw, "question", where, QUESTION_CHARS), model, _text(raw, "text", where, SENTENCE_CHARS),
-                       _text(raw, "word", where, WORD_CHARS), _text(raw, "expect", where, WORD_CHARS),
-                       _text(raw, "explain", where, EXPLAIN_CHARS, required=False), numbers["layer"], numbers["head"],
-                       causal, numbers["occurrence"])  # fmt: skip
+        return Predict(
+            _text(raw, "question", where, QUESTION_CHARS),
+            model,
+            _text(raw, "text", where, SENTENCE_CHARS),
+            _text(raw, "word", where, WORD_CHARS),
+            _text(raw, "expect", where, WORD_CHARS),
+            _text(raw, "explain", where, EXPLAIN_CHARS, required=False),
+            numbers["layer"],
+            numbers["head"],
+            causal,
+            numbers["occurrence"],
+        )
     if kind == "look":
         _keys(
             raw,
@@ -351,8 +374,13 @@ def _check(raw: object, where: str, check_values: bool) -> Predict | Choice | Lo
             raise LessonFileError(
                 f"{where}: scene is a held-out scene's number, a whole number from 0 (it is {_show(scene)})."
             )
-        return Look(_text(raw, "question", where, QUESTION_CHARS), model, scene, _text(raw, "word", where, WORD_CHARS),
-                    _text(raw, "explain", where, EXPLAIN_CHARS, required=False))  # fmt: skip
+        return Look(
+            _text(raw, "question", where, QUESTION_CHARS),
+            model,
+            scene,
+            _text(raw, "word", where, WORD_CHARS),
+            _text(raw, "explain", where, EXPLAIN_CHARS, required=False),
+        )
     raise LessonFileError(f'{where}: kind must be "choice", "predict" or "look" (it is {_show(kind)}).')
 
 
@@ -467,8 +495,12 @@ def write_lesson(lesson: Lesson) -> str:
         if step.demo:
             out.append(f"demo = {_value(step.demo)}")
         for link in step.links:
-            out += ["", "[[steps.links]]", f"page = {_value(link.page.removesuffix('.py'))}",
-                    f"label = {_value(link.label)}"]  # fmt: skip
+            out += [
+                "",
+                "[[steps.links]]",
+                f"page = {_value(link.page.removesuffix('.py'))}",
+                f"label = {_value(link.label)}",
+            ]
             if link.params:
                 out.append(f"params = {_value(dict(link.params))}")
         if step.check is not None:
@@ -478,14 +510,28 @@ def write_lesson(lesson: Lesson) -> str:
 
 def _check_lines(check: Predict | Choice | Look) -> list[str]:
     if isinstance(check, Choice):
-        lines = ['kind = "choice"', f"question = {_value(check.question)}", f"options = {_value(list(check.options))}",
-                 f"answer = {check.answer + 1}"]  # fmt: skip
+        lines = [
+            'kind = "choice"',
+            f"question = {_value(check.question)}",
+            f"options = {_value(list(check.options))}",
+            f"answer = {check.answer + 1}",
+        ]
     elif isinstance(check, Look):
-        lines = ['kind = "look"', f"question = {_value(check.question)}", f"model = {_value(check.model)}",
-                 f"scene = {check.scene}", f"word = {_value(check.word)}"]  # fmt: skip
+        lines = [
+            'kind = "look"',
+            f"question = {_value(check.question)}",
+            f"model = {_value(check.model)}",
+            f"scene = {check.scene}",
+            f"word = {_value(check.word)}",
+        ]
     else:
-        lines = ['kind = "predict"', f"question = {_value(check.question)}", f"model = {_value(check.model)}",
-                 f"text = {_value(check.text)}", f"word = {_value(check.word)}"]  # fmt: skip
+        lines = [
+            'kind = "predict"',
+            f"question = {_value(check.question)}",
+            f"model = {_value(check.model)}",
+            f"text = {_value(check.text)}",
+            f"word = {_value(check.word)}",
+        ]
         if check.occurrence:
             lines.append(f"occurrence = {check.occurrence}")
         lines += [f"layer = {check.layer}", f"head = {check.head}"]

@@ -25,8 +25,11 @@ def query(params: Mapping[str, object]) -> dict[str, str | list[str]]:
     def text(value: object) -> str:
         return "1" if value is True else "0" if value is False else str(value)
 
-    return {name: [text(v) for v in value] if isinstance(value, (list, tuple)) else text(value)
-            for name, value in params.items() if value is not None}  # fmt: skip
+    return {
+        name: [text(v) for v in value] if isinstance(value, (list, tuple)) else text(value)
+        for name, value in params.items()
+        if value is not None
+    }
 
 
 def page_link(base_url: str | None, params: Mapping[str, object], page_path: str = "") -> str:

@@ -18,8 +18,10 @@ import re
 from dataclasses import dataclass, field
 
 #: no fetch of any kind: scripts and styles inline only, pictures only from data: URLs
-CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
-       "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")  # fmt: skip
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'"
+)
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,10 @@ def inline_script(js: str) -> str:
 
 
 def _step(number: int, step: PackStep, first_chart: int, emphasis: bool) -> tuple[str, int]:
-    parts = [f'<section id="step-{number}">',
-             f"<h2>{number}. {_text(step.title, emphasis) if step.title else f'Step {number}'}</h2>"]  # fmt: skip
+    parts = [
+        f'<section id="step-{number}">',
+        f"<h2>{number}. {_text(step.title, emphasis) if step.title else f'Step {number}'}</h2>",
+    ]
     if step.text:
         parts.append(f'<div class="text">{_text(step.text, emphasis)}</div>')
     n = first_chart
@@ -137,8 +141,15 @@ def _step(number: int, step: PackStep, first_chart: int, emphasis: bool) -> tupl
     return "\n".join(parts), n
 
 
-def render(title: str, steps: list[PackStep] | tuple[PackStep, ...], plotly_js: str, *, description: str = "",
-           about: str = "", emphasis: bool = False) -> str:  # fmt: skip
+def render(
+    title: str,
+    steps: list[PackStep] | tuple[PackStep, ...],
+    plotly_js: str,
+    *,
+    description: str = "",
+    about: str = "",
+    emphasis: bool = False,
+) -> str:
     """The whole pack: one HTML document with its charts and plotly.js inside.
 
     Args:
@@ -155,25 +166,32 @@ def render(title: str, steps: list[PackStep] | tuple[PackStep, ...], plotly_js: 
         body.append(section)
     contents = ""
     if len(steps) > 1:
-        contents = "<nav><ol>" + "".join(
-            f'<li><a href="#step-{i}">{_text(s.title or f"Step {i}", emphasis)}</a></li>'
-            for i, s in enumerate(steps, start=1)) + "</ol></nav>"  # fmt: skip
-    return "\n".join([
-        "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(CSP, quote=True)}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(title)}</title>",
-        f"<style>{STYLE}</style>",
-        f"<script>{inline_script(plotly_js)}</script>",
-        "</head><body><main>",
-        f"<h1>{_text(title, emphasis)}</h1>",
-        f'<p class="text">{_text(description, emphasis)}</p>' if description else "",
-        f'<p class="about">{_text(about, False)}</p>' if about else "",
-        contents,
-        *body,
-        "</main>",
-        f"<script>{DRAW}</script>",
-        "</body></html>",
-        "",
-    ])  # fmt: skip
+        contents = (
+            "<nav><ol>"
+            + "".join(
+                f'<li><a href="#step-{i}">{_text(s.title or f"Step {i}", emphasis)}</a></li>'
+                for i, s in enumerate(steps, start=1)
+            )
+            + "</ol></nav>"
+        )
+    return "\n".join(
+        [
+            "<!doctype html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{html.escape(CSP, quote=True)}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{html.escape(title)}</title>",
+            f"<style>{STYLE}</style>",
+            f"<script>{inline_script(plotly_js)}</script>",
+            "</head><body><main>",
+            f"<h1>{_text(title, emphasis)}</h1>",
+            f'<p class="text">{_text(description, emphasis)}</p>' if description else "",
+            f'<p class="about">{_text(about, False)}</p>' if about else "",
+            contents,
+            *body,
+            "</main>",
+            f"<script>{DRAW}</script>",
+            "</body></html>",
+            "",
+        ]
+    )

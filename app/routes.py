@@ -46,6 +46,8 @@ def pages() -> list[st.Page]:
     """This run's ``st.Page`` objects (fresh copies of the ones made once per process)."""
     with _lock:
         if not _made:
-            _made.extend(st.Page(VIEWS / file, title=title, icon=icon, default=i == 0)
-                         for i, (file, title, icon) in enumerate(PAGES))
+            _made.extend(
+                st.Page(VIEWS / file, title=title, icon=icon, default=i == 0)
+                for i, (file, title, icon) in enumerate(PAGES)
+            )
     return [copy.copy(page) for page in _made]

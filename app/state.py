@@ -65,7 +65,13 @@ class ROOM:
     # the Class page's widgets (``app/views/classroom.py``) and the student's panel (``room_panel``)
     start, restart, end, leave = "class_start", "class_restart", "class_end", "class_leave"
     q_prompt, q_options, q_right, ask_choice = "class_q_prompt", "class_q_options", "class_q_right", "class_ask_choice"
-    p_model, p_text, p_layer, p_head, p_word = "class_p_model", "class_p_text", "class_p_layer", "class_p_head", "class_p_word"
+    p_model, p_text, p_layer, p_head, p_word = (
+        "class_p_model",
+        "class_p_text",
+        "class_p_layer",
+        "class_p_head",
+        "class_p_word",
+    )
     ask_predict = "class_ask_predict"
     # the lesson a room walks through (``app/components/room_lesson.py``): the teacher's pick and buttons
     lesson_pick, lesson_ref, lesson_start = "class_lesson_pick", "class_lesson_ref", "class_lesson_start"
@@ -75,7 +81,13 @@ class ROOM:
     # question (``results``) and of earlier ones (``past``)
     reveal, pick, send, results, past = "class_reveal_", "class_pick_", "class_send_", "class_", "class_past_"
     map = "class_map_"  # + a question's id: the map of a "which head is this?" question
-    h_model, h_text, h_layer, h_head, ask_head = "class_h_model", "class_h_text", "class_h_layer", "class_h_head", "class_ask_head"
+    h_model, h_text, h_layer, h_head, ask_head = (
+        "class_h_model",
+        "class_h_text",
+        "class_h_layer",
+        "class_h_head",
+        "class_ask_head",
+    )
 
 
 class Vit:
@@ -88,7 +100,12 @@ class Vit:
     fusion, discard, discard_rule, k = "vit_fusion", "vit_discard", "vit_discard_rule", "vit_k"
     last_click = "_vit_click"  # the patch last clicked on the chart, so one click picks it once
     # a Swin (windowed attention): stage, block in the stage, head, the query patch on the stage's grid
-    swin_stage, swin_block, swin_head, swin_patch = "vit_swin_stage", "vit_swin_block", "vit_swin_head", "vit_swin_patch"
+    swin_stage, swin_block, swin_head, swin_patch = (
+        "vit_swin_stage",
+        "vit_swin_block",
+        "vit_swin_head",
+        "vit_swin_patch",
+    )
     swin_click = "_vit_swin_click"  # the point last clicked on the window chart (pixels), read once
     # charts (element keys; ``patch_map``'s selection is read as the click)
     image, probs, cls, heads, patch_map = "vit_image", "vit_probs", "vit_cls", "vit_heads", "vit_patch_map"
@@ -102,9 +119,23 @@ class Vit:
         fusion: ("mean", "max", "min"),
     }
     DEFAULTS: dict[str, Any] = {
-        source: "digit", digit: 1500, shape: "circle", photo: "china", model: "tiny-vit-digits", hub_id: "",
-        fusion: "mean", discard: 0.0, discard_rule: "all-off-diagonal", k: 2, layer: 0, head: 0, patch: 0,
-        swin_stage: 0, swin_block: 0, swin_head: 0, swin_patch: 0,
+        source: "digit",
+        digit: 1500,
+        shape: "circle",
+        photo: "china",
+        model: "tiny-vit-digits",
+        hub_id: "",
+        fusion: "mean",
+        discard: 0.0,
+        discard_rule: "all-off-diagonal",
+        k: 2,
+        layer: 0,
+        head: 0,
+        patch: 0,
+        swin_stage: 0,
+        swin_block: 0,
+        swin_head: 0,
+        swin_patch: 0,
     }
 
 
@@ -116,15 +147,26 @@ class Captions:
     view, model, source, scene, upload = "cap_view", "cap_model", "cap_source", "cap_scene", "cap_upload"
     count, textured = "cap_count", "cap_textured"
     shape, colour, size, row, col = "cap_shape_", "cap_colour_", "cap_size_", "cap_row_", "cap_col_"
-    search, beam, word, cell, mistake, open_mistake = ("cap_search", "cap_beam", "cap_word", "cap_cell", "cap_mistake",
-                                                       "cap_open_mistake")  # fmt: skip
+    search, beam, word, cell, mistake, open_mistake = (
+        "cap_search",
+        "cap_beam",
+        "cap_word",
+        "cap_cell",
+        "cap_mistake",
+        "cap_open_mistake",
+    )
     last_click = "_cap_click"  # the cell last clicked on the large map, so one click picks it once
     # a pretrained captioner (ViT + GPT-2, BLIP): the typed Hub id or folder, the decoder layer and head (−1: the mean)
     hub_id, layer, head = "cap_hub_id", "cap_layer", "cap_head"
     # charts, tables and downloads (element keys)
     picture, panels, large, betas = "cap_picture", "cap_panels", "cap_large", "cap_betas"
     cell_words, cell_table = "cap_cell_words", "cap_cell_table"
-    csv, mistakes, mistake_picture, mistake_panels = "cap_csv", "cap_mistakes", "cap_mistake_picture", "cap_mistake_panels"
+    csv, mistakes, mistake_picture, mistake_panels = (
+        "cap_csv",
+        "cap_mistakes",
+        "cap_mistake_picture",
+        "cap_mistake_panels",
+    )
 
     OPTIONS: dict[str, tuple[str, ...]] = {
         view: ("caption", "mistakes"),
@@ -132,11 +174,22 @@ class Captions:
         search: ("greedy", "beam"),
     }
     MEAN_HEADS = -1  # the head picker's "mean over heads"
-    DEFAULTS: dict[str, Any] = {view: "caption", source: "scene", scene: 4, search: "greedy", beam: 3,
-                                model: "scene-captioner", hub_id: "", layer: None, head: MEAN_HEADS}  # fmt: skip
+    DEFAULTS: dict[str, Any] = {
+        view: "caption",
+        source: "scene",
+        scene: 4,
+        search: "greedy",
+        beam: 3,
+        model: "scene-captioner",
+        hub_id: "",
+        layer: None,
+        head: MEAN_HEADS,
+    }
     #: the drawing a session starts with: (shape, colour, size, row, column) of each object, and how many are shown
-    DRAWING: tuple[tuple[str, str, str, int, int], ...] = (("square", "blue", "large", 18, 20),
-                                                          ("circle", "red", "small", 46, 22))  # fmt: skip
+    DRAWING: tuple[tuple[str, str, str, int, int], ...] = (
+        ("square", "blue", "large", 18, 20),
+        ("circle", "red", "small", 46, 22),
+    )
     DRAW_DEFAULTS: dict[str, Any] = {count: 2, textured: False}
 
 
@@ -212,11 +265,21 @@ class Heads:
     ``sent`` for a chart per head or sentence (``A``, ``B``)."""
 
     tab, block, display = "heads_tab", "heads_block", "heads"
-    model_view, large, grid_pills = "heads_model_view", "heads_large", "heads_grid_pills"  # pills: a phone's head buttons
+    model_view, large, grid_pills = (
+        "heads_model_view",
+        "heads_large",
+        "heads_grid_pills",
+    )  # pills: a phone's head buttons
     metric, metric_map, metrics_table = "heads_metric", "heads_metric_map", "heads_metrics_table"
     similarity, pairs = "heads_similarity", "heads_pairs"
     cmp_a, cmp_b, cmp, cmp_metrics = "heads_cmp_a", "heads_cmp_b", "heads_cmp_", "heads_cmp_metrics"
-    text_a, text_b, sent, diff, sent_metrics = "heads_text_a", "heads_text_b", "heads_sent_", "heads_diff", "heads_sent_metrics"
+    text_a, text_b, sent, diff, sent_metrics = (
+        "heads_text_a",
+        "heads_text_b",
+        "heads_sent_",
+        "heads_diff",
+        "heads_sent_metrics",
+    )
     fusion, discard, discard_rule = "heads_fusion", "heads_discard", "heads_discard_rule"
     raw, rollout = "heads_raw", "heads_rollout"
 
@@ -232,9 +295,19 @@ class Pretraining:
     objectives_text, objectives_layer = "objectives_text", "objectives_layer"
     mask_mlm, mask_next, mask_span = "obj_mask_mlm", "obj_mask_next", "obj_mask_span"
     finetune_steps, finetune_lr, finetune_go = "finetune_steps", "finetune_lr", "finetune_go"
-    finetune_result, finetune_change, finetune_colour, finetune = ("finetune_result", "finetune_change",
-                                                                   "finetune_colour", "finetune_")
-    cost_n, cost_d, cost_table, cost_measure, cost_times = "cost_n", "cost_d", "cost_table", "cost_measure", "cost_times"
+    finetune_result, finetune_change, finetune_colour, finetune = (
+        "finetune_result",
+        "finetune_change",
+        "finetune_colour",
+        "finetune_",
+    )
+    cost_n, cost_d, cost_table, cost_measure, cost_times = (
+        "cost_n",
+        "cost_d",
+        "cost_table",
+        "cost_measure",
+        "cost_times",
+    )
     cost_measured = "cost_measured"  # the (n, d) this session last asked to measure
     # next-sentence prediction and a classifier on [CLS] (app/components/nsp_sections.py; its job: services.NSP)
     nsp_steps, nsp_lr, nsp_go, nsp_result = "nsp_steps", "nsp_lr", "nsp_go", "nsp_result"
@@ -249,16 +322,35 @@ class Explain:
     model, text, reference = "explain_model", "explain_text_", "explain_reference"
     steps, baseline, loo, special = "explain_steps", "explain_baseline", "explain_loo", "explain_special"
     layer, head, kind, runs = "explain_layer", "explain_head", "explain_kind", "explain_runs"
-    heat, bars, rho, tau, swap, csv = "explain_heat", "explain_bars_", "explain_rho", "explain_tau", "explain_swap", "explain_csv"
+    heat, bars, rho, tau, swap, csv = (
+        "explain_heat",
+        "explain_bars_",
+        "explain_rho",
+        "explain_tau",
+        "explain_swap",
+        "explain_csv",
+    )
 
-    DEFAULTS: dict[str, Any] = {model: "tiny-gpt-stories", steps: 32, baseline: "zero", loo: "remove", special: False,
-                                kind: "permuted", runs: 20}
+    DEFAULTS: dict[str, Any] = {
+        model: "tiny-gpt-stories",
+        steps: 32,
+        baseline: "zero",
+        loo: "remove",
+        special: False,
+        kind: "permuted",
+        runs: 20,
+    }
 
 
 class Scaling:
     """The Scaling page's keys (``app/views/scaling.py``)."""
 
-    params_chart, compute_chart, table, download = "scaling_params", "scaling_compute", "scaling_table", "scaling_download"
+    params_chart, compute_chart, table, download = (
+        "scaling_params",
+        "scaling_compute",
+        "scaling_table",
+        "scaling_download",
+    )
     live_size, live_go, live_runs = "scaling_live_size", "scaling_live_go", "scaling_live_runs"  # live_runs: name → run
 
 
@@ -274,7 +366,12 @@ class Lessons:
     its URL parameter (read by the page itself). Prefixes: ``prev`` / ``next`` per place (``top``, ``bottom``),
     ``goto`` per step, and per check ``row`` / ``again`` with the step's id."""
 
-    step, steps_table, softmax_scale, softmax = "lesson_step", "lesson_steps_table", "lesson_softmax_scale", "lesson_softmax"
+    step, steps_table, softmax_scale, softmax = (
+        "lesson_step",
+        "lesson_steps_table",
+        "lesson_softmax_scale",
+        "lesson_softmax",
+    )
     prev, next, goto, row, again = "lesson_prev_", "lesson_next_", "lesson_goto_", "lesson_row_", "lesson_again_"
     region, look = "lesson_region_", "lesson_look_"  # the captioning check's region pick and its revealed map
 
@@ -287,12 +384,28 @@ class Draft:
     lesson, saved, owned, said = "draft_lesson", "draft_saved", "draft_owned", "draft_said"
     tab = "lessons_tab"  # the Lessons page's tabs: take a lesson / write a lesson
     add_open, add_form, add = "draft_add_open", "draft_add_form", "draft_add"
-    add_title, add_note, add_question, add_options, add_right = ("draft_add_title", "draft_add_note", "draft_add_question",
-                                                                 "draft_add_options", "draft_add_right")  # fmt: skip
-    title, save, download, upload, use_upload = "draft_title", "draft_save", "draft_download", "draft_upload", "draft_use_upload"
+    add_title, add_note, add_question, add_options, add_right = (
+        "draft_add_title",
+        "draft_add_note",
+        "draft_add_question",
+        "draft_add_options",
+        "draft_add_right",
+    )
+    title, save, download, upload, use_upload = (
+        "draft_title",
+        "draft_save",
+        "draft_download",
+        "draft_upload",
+        "draft_use_upload",
+    )
     builtin, clear, copy, edit_shared = "draft_builtin", "draft_clear", "draft_copy", "draft_edit_shared"
     up, down, delete = "draft_up_", "draft_down_", "draft_delete_"
-    edit_form, edit_title, edit_note, edit_save = "draft_edit_form_", "draft_edit_title_", "draft_edit_note_", "draft_edit_save_"
+    edit_form, edit_title, edit_note, edit_save = (
+        "draft_edit_form_",
+        "draft_edit_title_",
+        "draft_edit_note_",
+        "draft_edit_save_",
+    )
     edit_question, edit_options, edit_right = "draft_edit_question_", "draft_edit_options_", "draft_edit_right_"
 
 

@@ -26,13 +26,21 @@ from app.components.room_panel import student_panel  # noqa: E402
 from app.components.theme import init_presenter, presenting, presenting_link  # noqa: E402
 
 # a projector link (?present=1) opens with the sidebar folded away: the chart gets the screen
-st.set_page_config(page_title="Attention Playground", page_icon=favicon(), layout="wide",
-                   initial_sidebar_state="collapsed" if presenting_link() or presenting() else "auto")
+st.set_page_config(
+    page_title="Attention Playground",
+    page_icon=favicon(),
+    layout="wide",
+    initial_sidebar_state="collapsed" if presenting_link() or presenting() else "auto",
+)
 services.warm_up()
 
-navigation = st.navigation(routes.pages(), expanded=True)  # every page listed: past ten Streamlit folds the rest under "View N more"
+navigation = st.navigation(
+    routes.pages(), expanded=True
+)  # every page listed: past ten Streamlit folds the rest under "View N more"
 with st.sidebar:
-    st.caption("**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head.")
+    st.caption(
+        "**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head."
+    )
 with calm_errors(navigation.title):
     init_presenter()  # presenter mode (?present=1 or the sidebar toggle) and the chart-download format
     state.init()  # reads every shared widget value: a forged one raises here

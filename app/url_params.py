@@ -183,15 +183,34 @@ def _words(pairs: dict[str, str]) -> dict[str, str]:
     return {label: word for word, label in pairs.items()}
 
 
-EXPLORE_TABS = {"heads": "Every head of this layer", "mask": "Causal mask off vs on", "next": "What comes next?",
-                "write": "Write more"}  # fmt: skip
-HEADS_TABS = {"model": "Model view", "metrics": "Per-head metrics", "similarity": "Head similarity",
-              "compare": "Compare", "rollout": "Rollout", "ablation": "Ablation"}  # fmt: skip
-POS_TABS = {"sinusoidal": "Sinusoidal", "learned": "Learned", "rope": "RoPE", "alibi": "ALiBi",
-            "order": "Order blindness"}  # fmt: skip
-PRETRAINING_TABS = {"fill": "Fill in the blank", "objectives": "Objectives side by side",
-                    "finetune": "Fine-tuning changes attention", "nsp": "Next sentence and [CLS]",
-                    "cost": "The cost of attention"}  # fmt: skip
+EXPLORE_TABS = {
+    "heads": "Every head of this layer",
+    "mask": "Causal mask off vs on",
+    "next": "What comes next?",
+    "write": "Write more",
+}
+HEADS_TABS = {
+    "model": "Model view",
+    "metrics": "Per-head metrics",
+    "similarity": "Head similarity",
+    "compare": "Compare",
+    "rollout": "Rollout",
+    "ablation": "Ablation",
+}
+POS_TABS = {
+    "sinusoidal": "Sinusoidal",
+    "learned": "Learned",
+    "rope": "RoPE",
+    "alibi": "ALiBi",
+    "order": "Order blindness",
+}
+PRETRAINING_TABS = {
+    "fill": "Fill in the blank",
+    "objectives": "Objectives side by side",
+    "finetune": "Fine-tuning changes attention",
+    "nsp": "Next sentence and [CLS]",
+    "cost": "The cost of attention",
+}
 #: Train live's tabs (app/views/train.py ``TABS``, the same labels in the same order)
 TRAIN_TABS = {"own": "Your own model", "induction": "Induction heads"}
 FILL_DEFAULT = "lily found a red ball . she gave [MASK] to tom ."
@@ -260,8 +279,14 @@ def read_decoding(raw: str) -> tuple:
     if not sampled:
         settings = (n_new, False, 1.0, 0, 1.0, 0)  # greedy ignores the rest (as the form returns it)
     elif len(parts) == 6:
-        settings = (n_new, True, number(0.1, 2.0)(parts[2]), integer(0, 1000)(parts[3]),
-                    number(0.05, 1.0)(parts[4]), integer(0, 2**32 - 1)(parts[5]))  # fmt: skip
+        settings = (
+            n_new,
+            True,
+            number(0.1, 2.0)(parts[2]),
+            integer(0, 1000)(parts[3]),
+            number(0.05, 1.0)(parts[4]),
+            integer(0, 2**32 - 1)(parts[5]),
+        )
     else:
         raise ValueError(f"{raw!r}: sampling needs temperature, top_k, top_p and seed")
     return (*_shown_view(), settings)
@@ -307,14 +332,20 @@ PARAMS: tuple[Param, ...] = (
     # page tabs and page controls
     Param("explore_tab", choice(EXPLORE_TABS), EXPLORE_TABS["heads"], _EXPLORE, _words(EXPLORE_TABS), "tabs"),
     Param(Heads.tab, choice(HEADS_TABS), HEADS_TABS["model"], _HEADS, _words(HEADS_TABS), "tabs"),
-    Param(Positional.tab, choice(POS_TABS), POS_TABS["sinusoidal"], frozenset({"positional"}), _words(POS_TABS), "tabs"),
+    Param(
+        Positional.tab, choice(POS_TABS), POS_TABS["sinusoidal"], frozenset({"positional"}), _words(POS_TABS), "tabs"
+    ),
     # decoding: an encoder-decoder's on Explore, and a decoder's "Write more" (read after the sentence and model)
     Param("explore_decode", read_decoding, None, _EXPLORE, show=show_decoding),
     Param("write_request", read_decoding, None, _EXPLORE, show=show_decoding),
     Param(Step.query, integer(0, 16_384), None, _STEP),
     Param("focus", integer(0, 16_384), None, TEXT_PAGES),  # the highlighted token (app/components/linked_tokens.py)
-    Param("bertviz_view", choice({"head": "head", "model": "model", "neuron": "neuron"}), "head",
-          frozenset({"bertviz_views"})),
+    Param(
+        "bertviz_view",
+        choice({"head": "head", "model": "model", "neuron": "neuron"}),
+        "head",
+        frozenset({"bertviz_views"}),
+    ),
     Param("bertviz_digit", integer(0, _digits), 0, frozenset({"bertviz_views"})),
     # Vision Transformer (keys, defaults and options: app.state.Vit)
     Param(Vit.model, catalog_model({"vit"}), Vit.DEFAULTS[Vit.model], _VIT),
@@ -326,14 +357,23 @@ PARAMS: tuple[Param, ...] = (
     Param(Vit.layer, integer(0, 4096), Vit.DEFAULTS[Vit.layer], _VIT),
     Param(Vit.head, integer(0, 4096), Vit.DEFAULTS[Vit.head], _VIT),
     Param(Vit.patch, integer(0, 1_000_000), Vit.DEFAULTS[Vit.patch], _VIT),
-    *(Param(name, integer(0, bound), Vit.DEFAULTS[name], _VIT)  # a Swin's stage, block, head and query patch
-      for name, bound in ((Vit.swin_stage, 64), (Vit.swin_block, 64), (Vit.swin_head, 4096), (Vit.swin_patch, 1_000_000))),
+    *(
+        Param(name, integer(0, bound), Vit.DEFAULTS[name], _VIT)  # a Swin's stage, block, head and query patch
+        for name, bound in (
+            (Vit.swin_stage, 64),
+            (Vit.swin_block, 64),
+            (Vit.swin_head, 4096),
+            (Vit.swin_patch, 1_000_000),
+        )
+    ),
     Param(Vit.fusion, choice(_options(Vit.OPTIONS[Vit.fusion])), Vit.DEFAULTS[Vit.fusion], _VIT),
     Param(Vit.discard, number(0.0, 0.9, digits=1), Vit.DEFAULTS[Vit.discard], _VIT),
     Param(Vit.k, integer(0, 1_000_000), Vit.DEFAULTS[Vit.k], _VIT),
     # Captions (keys, defaults and options: app.state.Captions; 500 held-out scenes: app.services.captions)
-    *(Param(name, choice(_options(Captions.OPTIONS[name])), Captions.DEFAULTS[name], _CAPTIONS)
-      for name in (Captions.view, Captions.source, Captions.search)),
+    *(
+        Param(name, choice(_options(Captions.OPTIONS[name])), Captions.DEFAULTS[name], _CAPTIONS)
+        for name in (Captions.view, Captions.source, Captions.search)
+    ),
     Param(Captions.scene, integer(0, 499), Captions.DEFAULTS[Captions.scene], _CAPTIONS),
     Param(Captions.beam, integer(2, 5), Captions.DEFAULTS[Captions.beam], _CAPTIONS),
     Param(Captions.model, catalog_model({"captioner"}), Captions.DEFAULTS[Captions.model], _CAPTIONS),
@@ -359,8 +399,14 @@ PARAMS: tuple[Param, ...] = (
     # its tab bar is a plain st.tabs (no hide=tabs), so a share link or a lesson step opens the tab it was on
     Param("train_tab", choice(TRAIN_TABS), TRAIN_TABS["own"], _TRAIN, _words(TRAIN_TABS)),
     # Pretraining objectives (app/views/pretraining.py)
-    Param("pretraining_tab", choice(PRETRAINING_TABS), PRETRAINING_TABS["fill"], _PRETRAINING,
-          _words(PRETRAINING_TABS), "tabs"),
+    Param(
+        "pretraining_tab",
+        choice(PRETRAINING_TABS),
+        PRETRAINING_TABS["fill"],
+        _PRETRAINING,
+        _words(PRETRAINING_TABS),
+        "tabs",
+    ),
     Param("fill_text", text(300), FILL_DEFAULT, _PRETRAINING),
     Param("objectives_text", text(200), OBJECTIVES_DEFAULT, _PRETRAINING),
     Param("objectives_layer", integer(0, 2), 0, _PRETRAINING),

@@ -56,13 +56,19 @@ from bench.trace_report import _write_section
 
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-sandbox"]
-SERVED_BY = {"streamlit": "the app started as the README says", "url": "a server already running (`--url`)",
-             "classroom": "the app behind `scripts/classroom.sh` (HAProxy in front of one process per core)"}
+SERVED_BY = {
+    "streamlit": "the app started as the README says",
+    "url": "a server already running (`--url`)",
+    "classroom": "the app behind `scripts/classroom.sh` (HAProxy in front of one process per core)",
+}
 PAGES = {"explore": ("", "Explore"), "heads": ("heads", "Heads")}  # --page: (URL path, title)
 TEXT_BOX = '[data-testid="stTextArea"] textarea'
 LAST_WORDS = ["apple", "river", "lantern", "violin", "meadow", "compass", "harbour", "kettle", "orchard", "candle"]
-FINAL = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
-         ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}
+FINAL = {
+    ForwardMsg.FINISHED_SUCCESSFULLY,
+    ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
+    ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
+}
 # Before a press: count each Plotly chart's draws (plotly.js fires plotly_afterplot after every plot and react)
 # and remember the count, so that "drawn" means drawn again, not still showing the last sentence's chart.
 ARM_JS = """() => {
@@ -155,8 +161,9 @@ def run_finished(payload) -> bool:
     return msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINAL
 
 
-def submit_and_wait(page, meter: Meter, action, timeout_ms: float, redrawn: bool = True
-                    ) -> tuple[float, int, int, float]:
+def submit_and_wait(
+    page, meter: Meter, action, timeout_ms: float, redrawn: bool = True
+) -> tuple[float, int, int, float]:
     """Run ``action`` (a key press); return (seconds to drawn, bytes received, charts drawn, seconds until
     the run's ``script_finished`` arrived). ``redrawn=False``: a rerun that may leave every chart as it was
     (the browser then draws nothing) waits only for the run and the status widget."""
@@ -191,8 +198,9 @@ def _press(page, meter: Meter, box, text: str, row: dict, tok, timeout_ms: float
     row["tokens"].append(len(tok.encode(text).ids))
     box.fill(text)
     try:
-        seconds, received, charts, finished = submit_and_wait(page, meter, lambda: box.press("Control+Enter"),
-                                                              timeout_ms)
+        seconds, received, charts, finished = submit_and_wait(
+            page, meter, lambda: box.press("Control+Enter"), timeout_ms
+        )
     except Exception as err:  # noqa: BLE001 — a press that never draws is reported, not fatal
         row["failed"].append(type(err).__name__)
         return
@@ -209,8 +217,19 @@ def measure(pages: list[tuple], tok, args: argparse.Namespace, timeout_ms: float
     results: list[list[dict]] = [[] for _ in pages]
     for size in args.sizes:
         base = text_of(tok, size, seed=args.seed * 1_000 + size)
-        rows = [{"size": size, "tokens": [], "seconds": [], "finished": [], "bytes": [], "charts": [], "errors": 0, "failed": []}
-                for _ in pages]
+        rows = [
+            {
+                "size": size,
+                "tokens": [],
+                "seconds": [],
+                "finished": [],
+                "bytes": [],
+                "charts": [],
+                "errors": 0,
+                "failed": [],
+            }
+            for _ in pages
+        ]
         for i in range(args.repeats):
             order = list(range(len(pages)))
             if i % 2:
@@ -238,12 +257,19 @@ def measure_long(page, meter: Meter, timeout_ms: float, heads: int = 3) -> dict:
     page.wait_for_timeout(500)
     button = page.get_by_role("button", name="Try a long text")
     seconds, received, charts, _ = submit_and_wait(page, meter, button.click, timeout_ms)
-    out = {"long_seconds": seconds, "long_bytes": received, "long_charts": charts, "switch_seconds": [],
-           "switch_bytes": []}
+    out = {
+        "long_seconds": seconds,
+        "long_bytes": received,
+        "long_charts": charts,
+        "switch_seconds": [],
+        "switch_bytes": [],
+    }
     for head in range(1, heads + 1):
+
         def pick(head=head):
             page.get_by_role("combobox", name="Head").click()
             page.get_by_role("option", name=str(head), exact=True).click()
+
         seconds, received, _, _ = submit_and_wait(page, meter, pick, timeout_ms)
         out["switch_seconds"].append(seconds)
         out["switch_bytes"].append(received)
@@ -289,9 +315,11 @@ def _bytes(b: float) -> str:
 
 
 def table(rows: list[dict], baseline: list[dict] | None = None) -> list[str]:
-    head = ("| MiniLM tokens (asked → typed) | presses (drawn) | Enter → drawn, median (s) | min–max (s) "
-            "| of which Enter → script_finished, median (s) | bytes received per rerun, median | charts drawn "
-            "| exception boxes |")
+    head = (
+        "| MiniLM tokens (asked → typed) | presses (drawn) | Enter → drawn, median (s) | min–max (s) "
+        "| of which Enter → script_finished, median (s) | bytes received per rerun, median | charts drawn "
+        "| exception boxes |"
+    )
     rule = "|---|---:|---:|---|---:|---:|---:|---:|"
     if baseline is not None:
         head += " baseline: Enter → drawn (s) | baseline: bytes | time baseline ÷ now | bytes baseline ÷ now |"
@@ -307,14 +335,17 @@ def table(rows: list[dict], baseline: list[dict] | None = None) -> list[str]:
             f"| {'–' if not sec else f'{_median(sec):.2f}'} | {spread} "
             f"| {'–' if fin is None else f'{fin:.2f}'} "
             f"| {'–' if med_bytes is None else _bytes(med_bytes)} "
-            f"| {'/'.join(str(c) for c in sorted(set(r['charts']))) or '–'} | {r['errors']} |")
+            f"| {'/'.join(str(c) for c in sorted(set(r['charts']))) or '–'} | {r['errors']} |"
+        )
         if baseline is not None:
             b = baseline[k]
             b_sec, b_bytes = _median(b["seconds"]), _median(b["bytes"])
             ratio_t = f"{b_sec / _median(sec):.1f}×" if sec and b_sec else "–"
             ratio_b = f"{b_bytes / med_bytes:.0f}×" if med_bytes and b_bytes else "–"
-            line += (f" {'–' if b_sec is None else f'{b_sec:.2f}'} | {'–' if b_bytes is None else _bytes(b_bytes)} "
-                     f"| {ratio_t} | {ratio_b} |")
+            line += (
+                f" {'–' if b_sec is None else f'{b_sec:.2f}'} | {'–' if b_bytes is None else _bytes(b_bytes)} "
+                f"| {ratio_t} | {ratio_b} |"
+            )
         lines.append(line)
     return lines
 
@@ -323,7 +354,7 @@ def _long_lines(long: dict) -> list[str]:
     switches = long["switch_seconds"]
     return [
         "**A 16,384-token input** (`--long`, this revision only): Tiny random GPT-2 picked, then the page's "
-        "\"Try a long text\" button (generated stories, the token limit set to 16,384): click → every chart drawn "
+        '"Try a long text" button (generated stories, the token limit set to 16,384): click → every chart drawn '
         f"**{long['long_seconds']:.2f} s** (tokenizing, the forward pass over 16,384 tokens, one head's 256 × 256 "
         f"overview and the layer's 4 thumbnails), {_bytes(long['long_bytes'])} received. Then a different head "
         "picked (the trace is cached: this is the overview of one head computed from Q and K, sent and drawn): "
@@ -337,7 +368,8 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
     rows, baseline = results[0], (results[1] if len(results) > 1 else None)
     page_title = PAGES[args.page][1]
     lines = [
-        section_title(args.page), "",
+        section_title(args.page),
+        "",
         f"One user on {page_title} in Debian Chromium {info['chromium']} (headless, Playwright; "
         f"{', '.join(f'`{a}`' for a in CHROMIUM_ARGS)}) on {SERVED_BY[context['target']]}, the page's "
         f"token limit set to {info['limit'][0]}. Each size is typed {args.repeats}× with a "
@@ -351,14 +383,22 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
         "payloads the page received between the press and drawn (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
         "is undone; unchanged large elements come as cache references, as they do in any browser).",
         "",
-        *([f"**Baseline**: the same page at commit `{context['baseline']}` (before this work), served from a "
-           "temporary worktree by a second server started the same way; the two servers take turns press by press "
-           "(who goes first alternates), so other load on the machine slows both alike.", ""] if baseline else []),
+        *(
+            [
+                f"**Baseline**: the same page at commit `{context['baseline']}` (before this work), served from a "
+                "temporary worktree by a second server started the same way; the two servers take turns press by press "
+                "(who goes first alternates), so other load on the machine slows both alike.",
+                "",
+            ]
+            if baseline
+            else []
+        ),
         *table(rows, baseline),
         "",
         *(_long_lines(info["long"]) if "long" in info else []),
         "First page load (not timed above; on a fresh server it includes the model load): "
-        + " · ".join(f"{t:.1f} s" for t in info["first_load"]) + ".",
+        + " · ".join(f"{t:.1f} s" for t in info["first_load"])
+        + ".",
         "",
         *footer(context),
     ]
@@ -372,14 +412,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--page", default="explore", choices=sorted(PAGES))
     parser.add_argument("--sizes", default="40,128,512", help="MiniLM tokens per input ([CLS]/[SEP] included)")
     parser.add_argument("--repeats", type=int, default=3, help="presses per size (median reported)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="text seed (default: a new one per run, so a reused server's cache never answers)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="text seed (default: a new one per run, so a reused server's cache never answers)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per page load and per press")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
-    parser.add_argument("--long", action="store_true",
-                        help="also time a 16,384-token input on tiny-random-gpt2 and head switches on it")
-    parser.add_argument("--baseline", metavar="REV",
-                        help="also measure the app at git revision REV (a temporary worktree), press for press")
+    parser.add_argument(
+        "--long", action="store_true", help="also time a 16,384-token input on tiny-random-gpt2 and head switches on it"
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also measure the app at git revision REV (a temporary worktree), press for press",
+    )
     args = parser.parse_args(argv)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1_000_000)
@@ -395,10 +443,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if not Path(CHROMIUM).exists():
         sys.exit(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
-    context = {"load_before": load_average(), "machine": machine(),
-               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "target": "url" if args.url else args.target,
-               "command": "python -m bench.bench_browser " + shlex.join(sys.argv[1:] if argv is None else argv)}
+    context = {
+        "load_before": load_average(),
+        "machine": machine(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "target": "url" if args.url else args.target,
+        "command": "python -m bench.bench_browser " + shlex.join(sys.argv[1:] if argv is None else argv),
+    }
     try:
         with contextlib.ExitStack() as stack:
             if args.url:
@@ -407,8 +458,9 @@ def main(argv: list[str] | None = None) -> None:
                 servers = [stack.enter_context(running_server(args.target, f"bench-browser-{args.target}.log"))]
             if args.baseline:
                 folder, context["baseline"] = stack.enter_context(checkout(args.baseline))
-                servers.append(stack.enter_context(running_server(
-                    "streamlit", "bench-browser-baseline.log", root=folder)))
+                servers.append(
+                    stack.enter_context(running_server("streamlit", "bench-browser-baseline.log", root=folder))
+                )
             results, info = run_browser(servers, args)
     except TargetUnavailable as err:
         sys.exit(f"[{args.target}] skipped: {err}")

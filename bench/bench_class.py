@@ -88,9 +88,11 @@ class Limits:
         rerun waits for everyone else's: the published baseline, 2b34314, took 8.3 s for a burst of 30
         on 2 cores, 0.28 s a student; twice that); max(300, 4 × students) s a class (a class of 100
         needs ~40 s without load)."""
-        return cls(args.arrival if args.arrival is not None else max(2.0, students / 10),
-                   args.rerun_timeout if args.rerun_timeout is not None else max(60.0, 0.6 * students),
-                   args.case_timeout if args.case_timeout is not None else max(300.0, 4.0 * students))
+        return cls(
+            args.arrival if args.arrival is not None else max(2.0, students / 10),
+            args.rerun_timeout if args.rerun_timeout is not None else max(60.0, 0.6 * students),
+            args.case_timeout if args.case_timeout is not None else max(300.0, 4.0 * students),
+        )
 
 
 @dataclass
@@ -117,8 +119,7 @@ class Case:
     def script_runs(self) -> int:
         """Script runs the server was asked for: page opens and reruns the students timed, failed ones
         too, but not those never sent (no page, no connection)."""
-        return sum(1 for r in self.opens + self.reruns()
-                   if not (r.failure or "").startswith(("not sent", "connect:")))
+        return sum(1 for r in self.opens + self.reruns() if not (r.failure or "").startswith(("not sent", "connect:")))
 
     def failures(self) -> Counter:
         counts = Counter(r.failure.split(":")[0] for r in self.opens + self.reruns() if r.failure)
@@ -149,11 +150,11 @@ async def student(rng: random.Random, url: str, texts: list[str], barrier: async
         async def send(text: str) -> Run:
             return await session.rerun({box: text}) if box else Run(0.0, "not sent (page did not open)")
 
-        for text in texts[1:1 + TYPED]:
+        for text in texts[1 : 1 + TYPED]:
             await asyncio.sleep(rng.uniform(1, 3))
             case.typed.append(await send(text))
             typed += 1
-        for burst, text in zip(case.bursts, texts[1 + TYPED:]):
+        for burst, text in zip(case.bursts, texts[1 + TYPED :]):
             await asyncio.sleep(rng.uniform(1, 3))
             await barrier.wait()  # everyone has finished the previous rerun: Enter together
             joined += 1
@@ -197,8 +198,7 @@ def start_profile(server: Server, case: Case, rate: int) -> PySpy | None:
     when there is no process to record (printed; the report says so)."""
     pids = server.streamlit_pids()
     if not pids:
-        print(f"[{case.target}] --profile: no Streamlit process to record (give --server-pid with --url)",
-              flush=True)
+        print(f"[{case.target}] --profile: no Streamlit process to record (give --server-pid with --url)", flush=True)
         return None
     return PySpy(pids, LOGS, profile_prefix(case), duration_s=math.ceil(case.limits.case_s) + 10, rate=rate).start()
 
@@ -214,16 +214,19 @@ def finish_profile(spy: PySpy, case: Case) -> None:
         return
     case.split = profile_split.split(written)
     wall = max(rec.wall_s for rec in case.recordings if rec.problem is None)
-    text = (f"{case.target}, {case.students} students: {len(written)} process(es) sampled for {wall:.1f} s; "
-            f"{case.script_runs()} script runs (page opens and reruns)\n"
-            + profile_split.report(case.split, case.script_runs(), spy.rate, wall))
+    text = (
+        f"{case.target}, {case.students} students: {len(written)} process(es) sampled for {wall:.1f} s; "
+        f"{case.script_runs()} script runs (page opens and reruns)\n"
+        + profile_split.report(case.split, case.script_runs(), spy.rate, wall)
+    )
     (LOGS / f"{profile_prefix(case)}.txt").write_text(text + "\n", encoding="utf-8")
     print(text, flush=True)
 
 
 async def run_case(server: Server, students: int, args: argparse.Namespace) -> Case:
-    case = Case(server.target, students, args.repeats, Limits.of(args, students),
-                bursts=[[] for _ in range(args.repeats)])
+    case = Case(
+        server.target, students, args.repeats, Limits.of(args, students), bursts=[[] for _ in range(args.repeats)]
+    )
     barrier = asyncio.Barrier(students)
     rngs = [random.Random(f"{args.seed}-{students}-{i}") for i in range(students)]
     texts = class_texts(args, students)
@@ -259,8 +262,10 @@ async def warm_up(server: Server, args: argparse.Namespace) -> str:
 
     runs = await asyncio.gather(*(one() for _ in range(workers)))
     failed = [run.failure for run, _ in runs if run.failure]
-    text = (f"{workers} student{'s' if workers > 1 else ''} opened Explore once before timing (model load), "
-            f"slowest {max(run.seconds for run, _ in runs):.1f} s")
+    text = (
+        f"{workers} student{'s' if workers > 1 else ''} opened Explore once before timing (model load), "
+        f"slowest {max(run.seconds for run, _ in runs):.1f} s"
+    )
     if workers > 1:
         text += f", {len({cookie for _, cookie in runs})} distinct session cookies"
     return text + (f"; failed: {', '.join(failed)}" if failed else "")
@@ -270,7 +275,8 @@ async def run_target(server: Server, args: argparse.Namespace, warm_ups: list[st
     # Each student GETs the page in a thread before its websocket (st_client): asyncio's default pool has
     # cpu_count + 4 threads, which would queue a class of 100 at the door. asyncio.run shuts it down.
     asyncio.get_running_loop().set_default_executor(
-        ThreadPoolExecutor(max_workers=max(args.students) + 4, thread_name_prefix="student-get"))
+        ThreadPoolExecutor(max_workers=max(args.students) + 4, thread_name_prefix="student-get")
+    )
     note = await warm_up(server, args)
     print(f"[{server.target}] warm-up: {note}", flush=True)
     warm_ups.append(f"{server.target}: {note}")
@@ -283,6 +289,7 @@ async def run_target(server: Server, args: argparse.Namespace, warm_ups: list[st
 
 
 # --- report -------------------------------------------------------------------------------------------
+
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
@@ -316,9 +323,11 @@ def _bursts(case: Case) -> str:
 def summary_line(case: Case) -> str:
     ok = [r.seconds for r in case.reruns() if r.failure is None]
     cpu = case.sampler.cpu_percent() if case.sampler else None
-    return (f"{len(ok)} reruns ok, median {_s(_median(ok))} s, "
-            f"p95 {_s(_p95(ok))} s, burst slowest {_bursts(case)} s, "
-            f"failures {_failures(case)}, server CPU " + ("not sampled" if cpu is None else f"{cpu:.0f}% of one core"))
+    return (
+        f"{len(ok)} reruns ok, median {_s(_median(ok))} s, "
+        f"p95 {_s(_p95(ok))} s, burst slowest {_bursts(case)} s, "
+        f"failures {_failures(case)}, server CPU " + ("not sampled" if cpu is None else f"{cpu:.0f}% of one core")
+    )
 
 
 def tables(cases: list[Case]) -> list[str]:
@@ -340,20 +349,30 @@ def tables(cases: list[Case]) -> list[str]:
             f"| {_failures(c)}{' (case limit hit)' if c.timed_out else ''} | {'–' if cpu is None else f'{cpu:.0f}'} "
             f"| {_mb(rss) if c.sampler.procs else '–'} | {100 * c.client_cpu_s / wall:.0f} |"
         )
-    lines += ["", "Per server process (peak resident memory and CPU over the case):", "",
-              "| target | students | process | peak RSS (MB) | CPU (% of one core) |", "|---|---:|---|---:|---:|"]
+    lines += [
+        "",
+        "Per server process (peak resident memory and CPU over the case):",
+        "",
+        "| target | students | process | peak RSS (MB) | CPU (% of one core) |",
+        "|---|---:|---|---:|---:|",
+    ]
     for c in cases:
         for stats in sorted(c.sampler.procs.values(), key=lambda p: p.label):
-            lines.append(f"| {c.target} | {c.students} | {stats.label} | {_mb(stats.rss_peak_bytes)} "
-                         f"| {100 * stats.cpu_s / (c.sampler.wall_s or 1.0):.0f} |")
+            lines.append(
+                f"| {c.target} | {c.students} | {stats.label} | {_mb(stats.rss_peak_bytes)} "
+                f"| {100 * stats.cpu_s / (c.sampler.wall_s or 1.0):.0f} |"
+            )
     return lines
 
 
 def _limits(cases: list[Case]) -> str:
     """The time limits, once when every class had the same, else per class size."""
+
     def text(limits: Limits) -> str:
-        return (f"students arrive within {limits.arrival_s:.0f} s; per rerun timeout {limits.rerun_s:.0f} s, "
-                f"per case {limits.case_s:.0f} s")
+        return (
+            f"students arrive within {limits.arrival_s:.0f} s; per rerun timeout {limits.rerun_s:.0f} s, "
+            f"per case {limits.case_s:.0f} s"
+        )
 
     by_size = {c.students: c.limits for c in cases}
     if len(set(by_size.values())) == 1:
@@ -371,7 +390,8 @@ def profile_table(cases: list[Case], rate: int) -> list[str]:
     """``--profile``: the script threads' CPU per script run by bucket, one row per class."""
     buckets = profile_split.CPU_BUCKETS
     lines = [
-        "### Where a rerun's time goes (py-spy, server script threads)", "",
+        "### Where a rerun's time goes (py-spy, server script threads)",
+        "",
         f"py-spy (`py-spy record -r {rate} -f raw`, blocking: each process is stopped for each sample) recorded "
         "every Streamlit server process while the class ran. The samples of script threads (stacks through "
         "`ScriptRunner._run_script`) go to the first bucket whose rule matches anywhere in the stack: "
@@ -399,39 +419,59 @@ def profile_table(cases: list[Case], rate: int) -> list[str]:
     notes = []
     for c in cases:
         runs = c.script_runs()
-        notes += [f"{c.target}, {c.students} students, {rec.label}: not recorded: {rec.problem}"
-                  for rec in c.recordings if rec.problem]
-        notes += [f"{c.target}, {c.students} students, {rec.label}: py-spy fell behind by up to {rec.behind_s:.1f} s "
-                  "(its milliseconds are low by about that much)" for rec in c.recordings if rec.behind_s >= 0.5]
-        notes += [f"{c.target}, {c.students} students, {rec.label}: py-spy could not read {rec.errors} of "
-                  f"{rec.samples + rec.errors} samples" for rec in c.recordings if rec.problem is None and rec.errors]
+        notes += [
+            f"{c.target}, {c.students} students, {rec.label}: not recorded: {rec.problem}"
+            for rec in c.recordings
+            if rec.problem
+        ]
+        notes += [
+            f"{c.target}, {c.students} students, {rec.label}: py-spy fell behind by up to {rec.behind_s:.1f} s "
+            "(its milliseconds are low by about that much)"
+            for rec in c.recordings
+            if rec.behind_s >= 0.5
+        ]
+        notes += [
+            f"{c.target}, {c.students} students, {rec.label}: py-spy could not read {rec.errors} of "
+            f"{rec.samples + rec.errors} samples"
+            for rec in c.recordings
+            if rec.problem is None and rec.errors
+        ]
         if c.split is None or not runs:
             why = "no Streamlit process found (with --url give --server-pid)" if not c.recordings else "see below"
             lines.append(f"| {c.target} | {c.students} | {runs} | not recorded: {why} |" + " |" * (len(buckets) + 3))
             continue
         ok = [rec for rec in c.recordings if rec.problem is None]
         ms = 1000 / rate / runs
-        cells = [f"{c.split.samples[name] * ms:.1f} ({100 * c.split.samples[name] / (c.split.cpu or 1):.0f}%)"
-                 for name in buckets]
-        lines.append(f"| {c.target} | {c.students} | {runs} | {len(ok)}, {max(r.wall_s for r in ok):.0f} "
-                     f"| {1000 * _streamlit_cpu_s(c) / runs:.1f} | {c.split.cpu * ms:.1f} | " + " | ".join(cells)
-                     + f" | {c.split.other_threads * ms:.1f} |")
+        cells = [
+            f"{c.split.samples[name] * ms:.1f} ({100 * c.split.samples[name] / (c.split.cpu or 1):.0f}%)"
+            for name in buckets
+        ]
+        lines.append(
+            f"| {c.target} | {c.students} | {runs} | {len(ok)}, {max(r.wall_s for r in ok):.0f} "
+            f"| {1000 * _streamlit_cpu_s(c) / runs:.1f} | {c.split.cpu * ms:.1f} | "
+            + " | ".join(cells)
+            + f" | {c.split.other_threads * ms:.1f} |"
+        )
     return lines + ([""] + [f"Profile: {note}." for note in notes] if notes else [])
 
 
 def section(cases: list[Case], args: argparse.Namespace, context: dict[str, str]) -> str:
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         "N simulated students on Explore at once, speaking Streamlit's websocket protocol (no browsers: twenty "
         "Chromium tabs would saturate 2 cores before the server). Each opens the page with its own sentence "
         f"in the URL, types {TYPED} new sentences 1–3 s apart, then all press Enter within the same second "
         f"({args.repeats} burst{'s' if args.repeats != 1 else ''}). A rerun is timed from the BackMsg sent to "
         "`script_finished`; median and p95 are over the typed and burst reruns that succeeded. "
-        + (f"Class: {SAME_LINK}: every student opens the teacher's link (the same sentence in the URL) and types "
-           "the same sentences (`--same-link`), so the server's cache answers after the first. "
-           if same_link(args) else
-           "Sentences are 20–60 MiniLM tokens and differ per student (seeded), so the cache cannot answer. ")
-        + _limits(cases) + " Server CPU is user + "
+        + (
+            f"Class: {SAME_LINK}: every student opens the teacher's link (the same sentence in the URL) and types "
+            "the same sentences (`--same-link`), so the server's cache answers after the first. "
+            if same_link(args)
+            else "Sentences are 20–60 MiniLM tokens and differ per student (seeded), so the cache cannot answer. "
+        )
+        + _limits(cases)
+        + " Server CPU is user + "
         "sys time of every server process (read from /proc every 0.5 s) over the case's wall time, as % of one "
         "core; the load generator runs on the same machine and its own CPU is shown next to it.",
         "",
@@ -454,27 +494,42 @@ def command(argv: list[str] | None) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--target", default="streamlit",
-                        help=f"comma-separated: {', '.join(TARGETS)} (started here, stopped at the end)")
+    parser.add_argument(
+        "--target",
+        default="streamlit",
+        help=f"comma-separated: {', '.join(TARGETS)} (started here, stopped at the end)",
+    )
     parser.add_argument("--url", help="use a server that is already running (e.g. http://127.0.0.1:8501)")
     parser.add_argument("--server-pid", type=int, help="with --url: sample this process and its children")
     parser.add_argument("--students", default="1,10,30", help="class sizes, comma-separated")
     parser.add_argument("--repeats", type=int, default=3, help="synchronized bursts per class")
-    parser.add_argument("--same-link", "--same-text", dest="same_link", action="store_true",
-                        help=f"{SAME_LINK}: every student opens the teacher's link and types the same sentences")
+    parser.add_argument(
+        "--same-link",
+        "--same-text",
+        dest="same_link",
+        action="store_true",
+        help=f"{SAME_LINK}: every student opens the teacher's link and types the same sentences",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--arrival", type=float,
-                        help="students arrive within this many seconds (default: max(2, students / 10))")
-    parser.add_argument("--rerun-timeout", type=float,
-                        help="seconds per rerun (default: max(60, 0.6 × students))")
-    parser.add_argument("--case-timeout", type=float,
-                        help="seconds per class, a hard limit (default: max(300, 4 × students))")
-    parser.add_argument("--profile", action="store_true",
-                        help="record each Streamlit server process with py-spy during each class; split its time")
+    parser.add_argument(
+        "--arrival", type=float, help="students arrive within this many seconds (default: max(2, students / 10))"
+    )
+    parser.add_argument("--rerun-timeout", type=float, help="seconds per rerun (default: max(60, 0.6 × students))")
+    parser.add_argument(
+        "--case-timeout", type=float, help="seconds per class, a hard limit (default: max(300, 4 × students))"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="record each Streamlit server process with py-spy during each class; split its time",
+    )
     parser.add_argument("--rate", type=int, default=profile_split.RATE, help="with --profile: py-spy samples/s")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
-    parser.add_argument("--baseline", metavar="REV",
-                        help="also run the class against `streamlit run` of git revision REV (a temporary worktree)")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run the class against `streamlit run` of git revision REV (a temporary worktree)",
+    )
     args = parser.parse_args(argv)
     args.students = [int(s) for s in args.students.split(",") if s.strip()]
     args.targets = [t.strip() for t in args.target.split(",") if t.strip()]
@@ -487,9 +542,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    context = {"load_before": load_average(), "warm_ups": [], "skipped": [],
-               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-               "command": command(argv)}
+    context = {
+        "load_before": load_average(),
+        "warm_ups": [],
+        "skipped": [],
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "command": command(argv),
+    }
     cases: list[Case] = []
     if args.url:
         server = Server(args.url.rstrip("/"), "url", args.server_pid)

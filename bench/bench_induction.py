@@ -46,8 +46,14 @@ def run(seed: int, steps: int) -> dict:
     assert last is not None
     points = last.points
     phase = phase_change_step(np.array([p.step for p in points]), np.array([p.icl for p in points]))
-    return {"seed": seed, "phase": phase, "phase_s": arrived[phase], "total_s": time.perf_counter() - started,
-            "icl": points[-1].icl, "prefix": float(points[-1].scores.prefix_matching[1].max())}  # fmt: skip
+    return {
+        "seed": seed,
+        "phase": phase,
+        "phase_s": arrived[phase],
+        "total_s": time.perf_counter() - started,
+        "icl": points[-1].icl,
+        "prefix": float(points[-1].scores.prefix_matching[1].max()),
+    }
 
 
 def main() -> None:
@@ -60,16 +66,21 @@ def main() -> None:
     from engine.training.induction import DEFAULT_STEPS
 
     torch.set_num_threads(1)
-    print(f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__} 1 thread; load before "
-          f"{os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__} 1 thread; load before "
+        f"{os.getloadavg()[0]:.2f}"
+    )
     print(
         "| seed | phase change step | phase change reached (s) | whole run (s) | ICL score at end | best prefix matching |"
     )
     print("|---|---|---|---|---|---|")
     for seed in args.seeds:
         r = run(seed, args.steps or DEFAULT_STEPS)
-        print(f"| {r['seed']} | {r['phase']} | {r['phase_s']:.1f} | {r['total_s']:.1f} | {r['icl']:+.2f} | "
-              f"{r['prefix']:.2f} |", flush=True)  # fmt: skip
+        print(
+            f"| {r['seed']} | {r['phase']} | {r['phase_s']:.1f} | {r['total_s']:.1f} | {r['icl']:+.2f} | "
+            f"{r['prefix']:.2f} |",
+            flush=True,
+        )
     print(f"load after {os.getloadavg()[0]:.2f}")
 
 

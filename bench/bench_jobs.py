@@ -70,8 +70,12 @@ SECTION = "## Long work next to a class"
 AFTER = "## A class on one server"
 TEXT_LABEL = "Your text"
 CASES = ("quiet", "train", "finetune", "write")
-TITLES = {"quiet": "quiet (observer alone)", "train": "Train live ×1", "finetune": "fine-tune ×5",
-          "write": "Write more ×5"}
+TITLES = {
+    "quiet": "quiet (observer alone)",
+    "train": "Train live ×1",
+    "finetune": "fine-tune ×5",
+    "write": "Write more ×5",
+}
 STUDENTS = {"quiet": 0, "train": 1, "finetune": 5, "write": 5}
 WRITE_MODELS = {"tiny-gpt-stories": 96, "tiny-random-gpt2": 16_384}  # decoder -> its positions
 NEW_TOKENS = 128  # the Write more form's maximum (engine.generation.MAX_NEW_TOKENS)
@@ -99,7 +103,8 @@ def kept_now(url: str) -> int | None:
     total = 0
     for line in text.splitlines():
         if line.startswith("playground_cache_bytes{") or (
-                line.startswith("cache_memory_bytes{") and any(f'cache_type="{kind}"' in line for kind in KEPT)):
+            line.startswith("cache_memory_bytes{") and any(f'cache_type="{kind}"' in line for kind in KEPT)
+        ):
             total += int(float(line.rsplit(" ", 1)[1]))
     return total
 
@@ -126,6 +131,7 @@ class TotalSampler(ProcSampler):
 
 
 # --- the students ---------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Student:
@@ -188,8 +194,11 @@ class Student:
         now = time.monotonic()
         queued = any(": queued, position" in t or t.startswith("Queued:") for t in texts)
         mark = RUNNING.get(self.kind)
-        if self.running_at is None and not queued and (any(t.startswith(mark) for t in texts) if mark
-                                                        else bool(self.session.auto_reruns)):
+        if (
+            self.running_at is None
+            and not queued
+            and (any(t.startswith(mark) for t in texts) if mark else bool(self.session.auto_reruns))
+        ):
             self.running_at = now
             self.running.set()
         if self.session.auto_reruns:  # the page still polls its job
@@ -201,8 +210,9 @@ class Student:
             self.outcome, self.detail = "done", _short(done[0])
         else:
             self.outcome = "ended without a result"
-            self.detail = _short(" / ".join(t for t in texts if "stopped" in t.lower() or "fail" in t.lower())
-                                 or " / ".join(texts[-2:]))
+            self.detail = _short(
+                " / ".join(t for t in texts if "stopped" in t.lower() or "fail" in t.lower()) or " / ".join(texts[-2:])
+            )
 
     async def follow(self, deadline: float) -> None:
         """Fire the page's polling timer until the page stops polling (the job ended) or ``deadline``."""
@@ -260,15 +270,30 @@ def make_students(kind: str, url: str, args: argparse.Namespace) -> list[Student
         query = {"pretraining_tab": "finetune"}
         if args.finetune_steps:
             query["finetune_steps"] = str(args.finetune_steps)
-        return [Student("finetune", f"fine-tuner {i + 1}", url, "pretraining", dict(query), args.rerun_timeout)
-                for i in range(STUDENTS[kind])]
-    return [Student("write", f"writer {i + 1}", url, "",
-                    {"model": args.write_model, "explore_tab": "write", "max_tokens": str(args.write_max_tokens),
-                     "text": long_prompt(args.seed * 100 + i, args.prompt_chars)}, args.rerun_timeout)
-            for i in range(STUDENTS[kind])]
+        return [
+            Student("finetune", f"fine-tuner {i + 1}", url, "pretraining", dict(query), args.rerun_timeout)
+            for i in range(STUDENTS[kind])
+        ]
+    return [
+        Student(
+            "write",
+            f"writer {i + 1}",
+            url,
+            "",
+            {
+                "model": args.write_model,
+                "explore_tab": "write",
+                "max_tokens": str(args.write_max_tokens),
+                "text": long_prompt(args.seed * 100 + i, args.prompt_chars),
+            },
+            args.rerun_timeout,
+        )
+        for i in range(STUDENTS[kind])
+    ]
 
 
 # --- the observer and a case --------------------------------------------------------------------------------
+
 
 @dataclass
 class Case:
@@ -298,9 +323,11 @@ class Case:
 
     def during(self) -> list[Run]:
         """Observer reruns sent while a job was queued or running (the train job: running)."""
+
         def active(s: Student, t: float) -> bool:
             begin = s.running_at if s.kind == "train" else s.pressed_at
             return begin is not None and begin <= t and (s.ended_at is None or t < s.ended_at)
+
         return [r for t, r in self.reruns if any(active(s, t) for s in self.students)]
 
     def ok_during(self) -> list[float]:
@@ -354,12 +381,17 @@ async def run_case(server: Server, kind: str, args: argparse.Namespace) -> Case:
 
 async def warm_up(server: Server, args: argparse.Namespace) -> str:
     """Each page the cases use, opened once before any timing (models load, the Train page times its steps)."""
-    pages = [("Explore", "", {"text": "The teacher opens the page before the class starts."}),
-             (f"Explore on {args.write_model}, Write more", "",
-              {"model": args.write_model, "explore_tab": "write", "text": "lily found a red ball ."}),
-             ("Pretraining objectives (fill in the blank)", "pretraining", {}),
-             ("Pretraining objectives (fine-tuning)", "pretraining", {"pretraining_tab": "finetune"}),
-             ("Train live", "train", {})]
+    pages = [
+        ("Explore", "", {"text": "The teacher opens the page before the class starts."}),
+        (
+            f"Explore on {args.write_model}, Write more",
+            "",
+            {"model": args.write_model, "explore_tab": "write", "text": "lily found a red ball ."},
+        ),
+        ("Pretraining objectives (fill in the blank)", "pretraining", {}),
+        ("Pretraining objectives (fine-tuning)", "pretraining", {"pretraining_tab": "finetune"}),
+        ("Train live", "train", {}),
+    ]
     notes = []
     for title, page, query in pages:
         session = Session(server.url, timeout_s=max(args.rerun_timeout, 120))
@@ -370,22 +402,42 @@ async def warm_up(server: Server, args: argparse.Namespace) -> str:
         notes.append(f"{title} {run.seconds:.1f} s" + (f" (failed: {run.failure})" if run.failure else ""))
     firsts = []
     if not args.no_first_jobs:  # a server's first job of a kind pays one-time costs (imports, torch's buffers)
-        first = [Student("train", "first trainer", server.url, "train", {"train_steps": "20"}, args.rerun_timeout),
-                 Student("finetune", "first fine-tuner", server.url, "pretraining",
-                         {"pretraining_tab": "finetune", "finetune_steps": "50"}, args.rerun_timeout),
-                 Student("write", "first writer", server.url, "",
-                         {"model": args.write_model, "explore_tab": "write", "text": "lily found a red ball ."},
-                         args.rerun_timeout)]
+        first = [
+            Student("train", "first trainer", server.url, "train", {"train_steps": "20"}, args.rerun_timeout),
+            Student(
+                "finetune",
+                "first fine-tuner",
+                server.url,
+                "pretraining",
+                {"pretraining_tab": "finetune", "finetune_steps": "50"},
+                args.rerun_timeout,
+            ),
+            Student(
+                "write",
+                "first writer",
+                server.url,
+                "",
+                {"model": args.write_model, "explore_tab": "write", "text": "lily found a red ball ."},
+                args.rerun_timeout,
+            ),
+        ]
         for student in first:
             await student.open()
             await student.press()
             await student.follow(time.monotonic() + args.job_timeout)
             await student.close()
             firsts.append(f"{student.name}: {student.outcome}")
-    return ("opened once before timing: " + ", ".join(notes)
-            + ("; then one small job of each kind, one after another (a server's first job of a kind pays "
-               "one-time costs: the training code's imports, torch's first-use buffers, ~100 MB here, which "
-               "later jobs reuse): " + "; ".join(firsts) if firsts else ""))
+    return (
+        "opened once before timing: "
+        + ", ".join(notes)
+        + (
+            "; then one small job of each kind, one after another (a server's first job of a kind pays "
+            "one-time costs: the training code's imports, torch's first-use buffers, ~100 MB here, which "
+            "later jobs reuse): " + "; ".join(firsts)
+            if firsts
+            else ""
+        )
+    )
 
 
 async def run_all(server: Server, args: argparse.Namespace, context: dict) -> list[Case]:
@@ -402,6 +454,7 @@ async def run_all(server: Server, args: argparse.Namespace, context: dict) -> li
 
 
 # --- report -------------------------------------------------------------------------------------------------
+
 
 def _mb(value: int) -> str:
     return f"{value / 1e6:.0f}"
@@ -458,29 +511,35 @@ def job_line(s: Student) -> str:
 def summary_line(case: Case, cases: list[Case]) -> str:
     ok = case.ok()
     memory, _ = _memory(case)
-    return (f"{len(ok)} reruns ok, median {_s(_median(ok))} s, p95 {_s(_p95(ok))} s (× quiet {_ratio(case, cases)}), "
-            f"failures {case.failures()}, jobs {_jobs(case)}, {len(case.during())} reruns sent while a job ran "
-            f"(p95 {_s(_p95(case.ok_during()))} s, × quiet {_ratio(case, cases, during=True)}), "
-            f"RSS {_mb(case.rss_before)} → peak {_mb(case.rss_peak)} → after {_mb(case.rss_after)} MB ({memory})"
-            + (f"; client error: {case.client_error}" if case.client_error else ""))
+    return (
+        f"{len(ok)} reruns ok, median {_s(_median(ok))} s, p95 {_s(_p95(ok))} s (× quiet {_ratio(case, cases)}), "
+        f"failures {case.failures()}, jobs {_jobs(case)}, {len(case.during())} reruns sent while a job ran "
+        f"(p95 {_s(_p95(case.ok_during()))} s, × quiet {_ratio(case, cases, during=True)}), "
+        f"RSS {_mb(case.rss_before)} → peak {_mb(case.rss_peak)} → after {_mb(case.rss_after)} MB ({memory})"
+        + (f"; client error: {case.client_error}" if case.client_error else "")
+    )
 
 
 def table(cases: list[Case]) -> list[str]:
     lines = [
-        ("| case | observer reruns (ok) | median (s) | p95 (s) | p95 / quiet p95 | failures | jobs "
-         "| reruns sent while a job ran | their p95 (s) | their p95 / quiet p95 | server CPU (% of one core) "
-         "| RSS before (MB) | peak (MB) | after (MB) | kept in caches, before → after (MB) | after vs before "
-         f"| within {BAR_MEMORY:.0%} (without caches) |"),
+        (
+            "| case | observer reruns (ok) | median (s) | p95 (s) | p95 / quiet p95 | failures | jobs "
+            "| reruns sent while a job ran | their p95 (s) | their p95 / quiet p95 | server CPU (% of one core) "
+            "| RSS before (MB) | peak (MB) | after (MB) | kept in caches, before → after (MB) | after vs before "
+            f"| within {BAR_MEMORY:.0%} (without caches) |"
+        ),
         "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for c in cases:
         ok = c.ok()
         memory, within = _memory(c)
         cpu = "–" if c.cpu_percent is None else f"{c.cpu_percent:.0f}"
-        lines.append(f"| {TITLES[c.kind]} | {len(c.reruns)} ({len(ok)}) | {_s(_median(ok))} | {_s(_p95(ok))} "
-                     f"| {_ratio(c, cases)} | {c.failures()} | {_jobs(c)} | {len(c.during())} of {len(c.reruns)} "
-                     f"| {_s(_p95(c.ok_during()))} | {_ratio(c, cases, during=True)} | {cpu} | {_mb(c.rss_before)} | {_mb(c.rss_peak)} | {_mb(c.rss_after)} | {_kept(c)} | {memory} "
-                     f"| {'yes' if within else 'no'} |")
+        lines.append(
+            f"| {TITLES[c.kind]} | {len(c.reruns)} ({len(ok)}) | {_s(_median(ok))} | {_s(_p95(ok))} "
+            f"| {_ratio(c, cases)} | {c.failures()} | {_jobs(c)} | {len(c.during())} of {len(c.reruns)} "
+            f"| {_s(_p95(c.ok_during()))} | {_ratio(c, cases, during=True)} | {cpu} | {_mb(c.rss_before)} | {_mb(c.rss_peak)} | {_mb(c.rss_after)} | {_kept(c)} | {memory} "
+            f"| {'yes' if within else 'no'} |"
+        )
     return lines
 
 
@@ -493,17 +552,24 @@ def verdict(cases: list[Case]) -> str:
         p95 = _p95(c.ok())
         memory, within = _memory(c)
         fast = "–" if not base or p95 is None else ("met" if p95 <= BAR_P95 * base else "missed")
-        parts.append(f"{TITLES[c.kind]}: p95 bar {fast} ({_ratio(c, cases)}×; reruns sent while a job ran: "
-                     f"{_ratio(c, cases, during=True)}×, {len(c.during())} of {len(c.reruns)}), memory bar "
-                     f"{'met' if within else 'missed'} ({memory})")
+        parts.append(
+            f"{TITLES[c.kind]}: p95 bar {fast} ({_ratio(c, cases)}×; reruns sent while a job ran: "
+            f"{_ratio(c, cases, during=True)}×, {len(c.during())} of {len(c.reruns)}), memory bar "
+            f"{'met' if within else 'missed'} ({memory})"
+        )
     if not parts:
         return ""
     first, last = cases[0], cases[-1]
-    overall = (f" Over the whole run, server RSS went {_mb(first.rss_before)} → {_mb(last.rss_after)} MB "
-               f"({last.rss_after / first.rss_before - 1:+.1%})." if first.rss_before else "")
-    return ("The issue's bar (p95 ≤ 1.5 × the quiet p95; RSS after within 10% of before, leaving out what the "
-            "server's caches and session state hold, by their own count): " + "; ".join(parts) + "."
-            + overall)
+    overall = (
+        f" Over the whole run, server RSS went {_mb(first.rss_before)} → {_mb(last.rss_after)} MB "
+        f"({last.rss_after / first.rss_before - 1:+.1%})."
+        if first.rss_before
+        else ""
+    )
+    return (
+        "The issue's bar (p95 ≤ 1.5 × the quiet p95; RSS after within 10% of before, leaving out what the "
+        "server's caches and session state hold, by their own count): " + "; ".join(parts) + "." + overall
+    )
 
 
 def jobs_detail(cases: list[Case]) -> list[str]:
@@ -517,8 +583,11 @@ def jobs_detail(cases: list[Case]) -> list[str]:
             head += f", after waiting {c.waited_running_s:.1f} s for the job to show it was training"
         if c.jobs_end is not None:
             lag = c.jobs_end - c.typing[0]
-            head += (f"; the last job ended {lag:.1f} s after its first rerun" if lag >= 0
-                     else f"; the last job ended {-lag:.1f} s before its first rerun")
+            head += (
+                f"; the last job ended {lag:.1f} s after its first rerun"
+                if lag >= 0
+                else f"; the last job ended {-lag:.1f} s before its first rerun"
+            )
         lines.append(head + "):")
         lines += [f"  - {s.name}: {job_line(s)}" for s in c.students]
         if c.client_error:
@@ -533,30 +602,35 @@ def section(cases: list[Case], args: argparse.Namespace, context: dict) -> str:
     finetune = f"{args.finetune_steps} steps" if args.finetune_steps else "default settings: 200 steps, lr 0.001"
     positions = WRITE_MODELS[args.write_model]
     lines = [
-        SECTION, "",
-        ("The issue: \"With one Train live job running, and with five students fine-tuning or writing at once, another "
-         "student's rerun p95 ≤ 1.5× its value without them; server memory back within 10% of its level afterwards.\""),
+        SECTION,
         "",
-        (f"One server ({context['target']}), four cases in turn. In each, an observer student opens Explore (MiniLM) and "
-         f"types a new seeded sentence {args.pause:g} s after each rerun ends, {args.reruns} times; a rerun is timed "
-         "from the BackMsg to `script_finished` (`bench/st_client.py`, no browser). Alongside: nothing (quiet); one "
-         f"student on Train live pressing Start ({train}; the observer starts once that page shows the job "
-         f"training); five students on Pretraining objectives' fine-tuning tab pressing Fine-tune at the same "
-         f"moment ({finetune}); five students on Explore with {args.write_model}, a {args.prompt_chars:,}-character "
-         f"prompt of generated stories each (different), token limit {args.write_max_tokens:,} (the model has "
-         f"{positions:,} positions: the prompt is cut to at most {args.write_max_tokens:,} tokens and at most "
-         f"{min(NEW_TOKENS, positions - args.write_max_tokens)} can be written after it), submitting the Write more "
-         f"form at the same moment with {NEW_TOKENS} new tokens asked. Each "
-         "student's page follows its job as a browser does (its `run_every` fragment timer fires until the page "
-         "stops polling) and says how it ended. The long-work lane runs "
-         f"{default_workers()} job(s) at a time here (`AP_LONG_JOBS`, default half the cores); the rest queue. Server "
-         "RSS is the sum over the server's processes from /proc: before the case, the peak of 0.5 s samples, and "
-         f"{args.settle:g} s after the last job ended (the students still connected; \"after\" includes what the server "
-         "keeps on purpose, e.g. its trace cache of each page's and each writer's trace). **Kept in caches**: what the server's "
-         "own counters say its caches and session state hold (`/_stcore/metrics`: `playground_cache_bytes`, the "
-         "app's trace, map and figure caches, bounded by `AP_TRACE_CACHE_MB` and 64 MB each; Streamlit's "
-         "`cache_memory_bytes` of `st.cache_data` and session state), read at the same moments; \"without caches\" compares RSS minus that count. \"Observer reruns sent while a "
-         "job ran\": sent between a press and the end its page showed (Train live: from the first \"Training on\")."),
+        (
+            'The issue: "With one Train live job running, and with five students fine-tuning or writing at once, another '
+            "student's rerun p95 ≤ 1.5× its value without them; server memory back within 10% of its level afterwards.\""
+        ),
+        "",
+        (
+            f"One server ({context['target']}), four cases in turn. In each, an observer student opens Explore (MiniLM) and "
+            f"types a new seeded sentence {args.pause:g} s after each rerun ends, {args.reruns} times; a rerun is timed "
+            "from the BackMsg to `script_finished` (`bench/st_client.py`, no browser). Alongside: nothing (quiet); one "
+            f"student on Train live pressing Start ({train}; the observer starts once that page shows the job "
+            f"training); five students on Pretraining objectives' fine-tuning tab pressing Fine-tune at the same "
+            f"moment ({finetune}); five students on Explore with {args.write_model}, a {args.prompt_chars:,}-character "
+            f"prompt of generated stories each (different), token limit {args.write_max_tokens:,} (the model has "
+            f"{positions:,} positions: the prompt is cut to at most {args.write_max_tokens:,} tokens and at most "
+            f"{min(NEW_TOKENS, positions - args.write_max_tokens)} can be written after it), submitting the Write more "
+            f"form at the same moment with {NEW_TOKENS} new tokens asked. Each "
+            "student's page follows its job as a browser does (its `run_every` fragment timer fires until the page "
+            "stops polling) and says how it ended. The long-work lane runs "
+            f"{default_workers()} job(s) at a time here (`AP_LONG_JOBS`, default half the cores); the rest queue. Server "
+            "RSS is the sum over the server's processes from /proc: before the case, the peak of 0.5 s samples, and "
+            f'{args.settle:g} s after the last job ended (the students still connected; "after" includes what the server '
+            "keeps on purpose, e.g. its trace cache of each page's and each writer's trace). **Kept in caches**: what the server's "
+            "own counters say its caches and session state hold (`/_stcore/metrics`: `playground_cache_bytes`, the "
+            "app's trace, map and figure caches, bounded by `AP_TRACE_CACHE_MB` and 64 MB each; Streamlit's "
+            '`cache_memory_bytes` of `st.cache_data` and session state), read at the same moments; "without caches" compares RSS minus that count. "Observer reruns sent while a '
+            'job ran": sent between a press and the end its page showed (Train live: from the first "Training on").'
+        ),
         "",
         *table(cases),
         "",
@@ -583,13 +657,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--train-steps", type=int, help="Train live steps (default: the page's, 500)")
     parser.add_argument("--finetune-steps", type=int, help="fine-tuning steps, 50–500 (default: the page's, 200)")
     parser.add_argument("--prompt-chars", type=int, default=15_000, help="the writers' prompt length")
-    parser.add_argument("--write-model", default="tiny-gpt-stories", choices=list(WRITE_MODELS),
-                        help="the writers' decoder")
-    parser.add_argument("--write-max-tokens", type=int,
-                        help="the writers' token limit; prompt + new tokens fit in the model's positions "
-                             "(default: 48 of tiny-gpt-stories' 96; 16,256 for tiny-random-gpt2)")
-    parser.add_argument("--no-first-jobs", action="store_true",
-                        help="skip the warm-up's small first job of each kind (then the first case pays one-time costs)")
+    parser.add_argument(
+        "--write-model", default="tiny-gpt-stories", choices=list(WRITE_MODELS), help="the writers' decoder"
+    )
+    parser.add_argument(
+        "--write-max-tokens",
+        type=int,
+        help="the writers' token limit; prompt + new tokens fit in the model's positions "
+        "(default: 48 of tiny-gpt-stories' 96; 16,256 for tiny-random-gpt2)",
+    )
+    parser.add_argument(
+        "--no-first-jobs",
+        action="store_true",
+        help="skip the warm-up's small first job of each kind (then the first case pays one-time costs)",
+    )
     parser.add_argument("--settle", type=float, default=10.0, help="seconds after the last job before 'after' RSS")
     parser.add_argument("--job-timeout", type=float, default=300.0, help="seconds from the presses to give up on jobs")
     parser.add_argument("--rerun-timeout", type=float, default=60.0)
@@ -608,11 +689,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    context = {"load_before": load_average(), "warm_up": "",
-               "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-               "command": "python -m bench.bench_jobs " + shlex.join(sys.argv[1:] if argv is None else argv),
-               "target": "`streamlit run`, one process" if args.target == "streamlit"
-               else "`scripts/classroom.sh`: HAProxy and one Streamlit process per core"}
+    context = {
+        "load_before": load_average(),
+        "warm_up": "",
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "command": "python -m bench.bench_jobs " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "target": "`streamlit run`, one process"
+        if args.target == "streamlit"
+        else "`scripts/classroom.sh`: HAProxy and one Streamlit process per core",
+    }
     with running_server(args.target, f"bench-jobs-{args.target}.log") as server:
         cases = asyncio.run(run_all(server, args, context))
     context["load_after"] = load_average()

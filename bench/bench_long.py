@@ -114,7 +114,7 @@ def _time_worker(spec: dict) -> dict:
         times: dict[str, list[float]] = {c: [] for c in names}
         trace_s, overview_s = [], []
         for r in range(spec["repeats"]):
-            for case in names[r % len(names):] + names[: r % len(names)]:  # rotate who goes first
+            for case in names[r % len(names) :] + names[: r % len(names)]:  # rotate who goes first
                 gc.collect()
                 t0 = time.perf_counter()
                 result, t_mid = cases[case][0](ids)
@@ -228,8 +228,11 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 r = _run_worker("memory", dict(base, case=case, ids=ids[n]), tmp_path, module="bench.bench_long")
                 rows[(n, case)] = r
-                print(f"n={n:5d} {case:14s} peak {r['peak_mb']:7.1f} MB  kept {r['kept_mb']:7.1f} MB  "
-                      f"[{time.perf_counter() - t0:.0f} s]", file=sys.stderr)  # fmt: skip
+                print(
+                    f"n={n:5d} {case:14s} peak {r['peak_mb']:7.1f} MB  kept {r['kept_mb']:7.1f} MB  "
+                    f"[{time.perf_counter() - t0:.0f} s]",
+                    file=sys.stderr,
+                )
         spec = dict(base, ids={str(n): ids[n] for n in sizes}, repeats=repeats)
         timed = _run_worker("time", spec, tmp_path, module="bench.bench_long")
         for n in sizes:
@@ -237,8 +240,11 @@ def main(argv: list[str] | None = None) -> int:
                 rows[(n, case)].update(timed["by_n"][str(n)][case])
             ok, limit = _passes(rows, n)
             e, p = rows[(n, "engine")], rows[(n, "hf_plain")]
-            print(f"n={n:5d} plain {p['median_s']:.2f} s, trace {e['trace_s']:.2f} s, overview {e['overview_s']:.2f} s; "
-                  f"peak {e['peak_mb']:.0f} MB vs bound {limit:.0f} MB: {'pass' if ok else 'FAIL'}", file=sys.stderr)  # fmt: skip
+            print(
+                f"n={n:5d} plain {p['median_s']:.2f} s, trace {e['trace_s']:.2f} s, overview {e['overview_s']:.2f} s; "
+                f"peak {e['peak_mb']:.0f} MB vs bound {limit:.0f} MB: {'pass' if ok else 'FAIL'}",
+                file=sys.stderr,
+            )
 
     elapsed = time.perf_counter() - started
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

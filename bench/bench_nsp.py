@@ -38,8 +38,14 @@ def run(steps: int, seed: int) -> dict:
     for _ in finetune(model.module, model.tokenizer, steps=steps, seed=seed):
         pass
     colour_s = time.perf_counter() - started
-    return {"seed": seed, "build_s": built, "nsp_s": nsp_s, "colour_s": colour_s, "before": result.accuracy_before,
-            "after": result.accuracy_after}  # fmt: skip
+    return {
+        "seed": seed,
+        "build_s": built,
+        "nsp_s": nsp_s,
+        "colour_s": colour_s,
+        "before": result.accuracy_before,
+        "after": result.accuracy_after,
+    }
 
 
 def main() -> None:
@@ -55,8 +61,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for seed in args.seeds:
         r = run(args.steps, seed)
-        print(f"| {r['seed']} | {r['build_s']:.2f} | {r['nsp_s']:.1f} | {r['colour_s']:.1f} | "
-              f"{r['nsp_s'] / r['colour_s']:.2f} | {r['before']:.0%} | {r['after']:.0%} |")  # fmt: skip
+        print(
+            f"| {r['seed']} | {r['build_s']:.2f} | {r['nsp_s']:.1f} | {r['colour_s']:.1f} | "
+            f"{r['nsp_s'] / r['colour_s']:.2f} | {r['before']:.0%} | {r['after']:.0%} |"
+        )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

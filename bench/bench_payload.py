@@ -48,8 +48,7 @@ def shape_trace(n: int, layers: int = 12, heads: int = 12, d_head: int = 64, see
     rng = np.random.default_rng(seed)
     qkv = [tuple(rng.standard_normal((heads, n, d_head), dtype=np.float32) for _ in range(layers)) for _ in range(3)]
     tokens = Tokens(tuple(f"t{i}" for i in range(n)), tuple(range(n)), (False,) * n)
-    return AttentionTrace("shape-12x12", "encoder", tokens, tokens, *qkv, scales=(d_head ** -0.5,) * layers,
-                          causal=False)
+    return AttentionTrace("shape-12x12", "encoder", tokens, tokens, *qkv, scales=(d_head**-0.5,) * layers, causal=False)
 
 
 def bertviz_default_bytes(trace: AttentionTrace) -> int:
@@ -79,8 +78,10 @@ def draw_seconds(documents: dict[str, str], timeout_s: float = 60) -> dict[str, 
 
     out: dict[str, float | None] = {}
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium",
-                                     args=["--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-sandbox"])
+        browser = pw.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=["--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-sandbox"],
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 1400})
         page.route("**/*", lambda route: route.abort())
         page.set_default_timeout(timeout_s * 1000)
@@ -103,8 +104,15 @@ def measure(trace: AttentionTrace, draw: bool) -> dict:
     model = bv.model_view_html(trace, enforce_limits=False)
     neuron = bv.neuron_view_html(trace, enforce_limits=False)
     one_head, grid = own_bytes(trace)
-    row = {"n": n, "model": len(model.encode()), "head": len(head.encode()), "neuron": len(neuron.encode()),
-           "default": bertviz_default_bytes(trace), "one_head": one_head, "grid": grid}
+    row = {
+        "n": n,
+        "model": len(model.encode()),
+        "head": len(head.encode()),
+        "neuron": len(neuron.encode()),
+        "default": bertviz_default_bytes(trace),
+        "one_head": one_head,
+        "grid": grid,
+    }
     if draw:
         times = draw_seconds({"model": model, "head": head, "neuron": neuron})
         row.update({f"t_{k}": v for k, v in times.items()})
@@ -127,15 +135,20 @@ def fmt_s(t) -> str:
 
 
 def table(title: str, rows: list[dict], draw: bool) -> list[str]:
-    lines = [f"**{title}**", "",
-             "| tokens | bertviz model view | bertviz head view | neuron view | bertviz default (float32, CDN) "
-             "| Explore: one head | Explore: head grid | model view ÷ (head + grid) |"
-             + (" draw: model / head / neuron |" if draw else ""),
-             "|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if draw else "")]
+    lines = [
+        f"**{title}**",
+        "",
+        "| tokens | bertviz model view | bertviz head view | neuron view | bertviz default (float32, CDN) "
+        "| Explore: one head | Explore: head grid | model view ÷ (head + grid) |"
+        + (" draw: model / head / neuron |" if draw else ""),
+        "|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if draw else ""),
+    ]
     for r in rows:
         ratio = r["model"] / (r["one_head"] + r["grid"])
-        line = (f"| {r['n']} | {fmt_bytes(r['model'])} | {fmt_bytes(r['head'])} | {fmt_bytes(r['neuron'])} | "
-                f"{fmt_bytes(r['default'])} | {fmt_bytes(r['one_head'])} | {fmt_bytes(r['grid'])} | {ratio:.1f}× |")
+        line = (
+            f"| {r['n']} | {fmt_bytes(r['model'])} | {fmt_bytes(r['head'])} | {fmt_bytes(r['neuron'])} | "
+            f"{fmt_bytes(r['default'])} | {fmt_bytes(r['one_head'])} | {fmt_bytes(r['grid'])} | {ratio:.1f}× |"
+        )
         if draw:
             line += f" {fmt_s(r.get('t_model'))} / {fmt_s(r.get('t_head'))} / {fmt_s(r.get('t_neuron'))} |"
         lines.append(line)
@@ -171,16 +184,22 @@ def main() -> None:
 
     libs = sum(len(bv.offline_document("", title="").encode()) for _ in range(1))
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         "Bytes one view sends to the browser (MB = 10⁶ bytes). bertviz columns are the app's offline documents: "
         f"JSON weights rounded to 4 decimals (q/k to 3) + {fmt_bytes(libs)} of d3, jQuery and the require shim "
-        "inlined in every document. \"bertviz default\" is `bertviz.model_view` on float32 tensors as its docs "
+        'inlined in every document. "bertviz default" is `bertviz.model_view` on float32 tensors as its docs '
         "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
         "`plotly.io.to_json` of `attention_heatmap` (one head, base64 float32) and `head_grid` (one layer, "
-        "pooled to ≤ 64×64 per head)." + (" Draw: Chromium (headless, network aborted), from `set_content` to "
-                                           "drawn SVG; — = not timed (above `--draw-max`) or not drawn within 60 s. "
-                                           "Draw times are upper bounds on a shared machine: see the load average "
-                                           "below." if args.draw else ""),
+        "pooled to ≤ 64×64 per head)."
+        + (
+            " Draw: Chromium (headless, network aborted), from `set_content` to "
+            "drawn SVG; — = not timed (above `--draw-max`) or not drawn within 60 s. "
+            "Draw times are upper bounds on a shared machine: see the load average "
+            "below."
+            if args.draw
+            else ""
+        ),
         "",
         *table("MiniLM (6 layers × 12 heads, d_head 32)", minilm_rows, args.draw),
         *table("12 layers × 12 heads, d_head 64 (BERT-base / GPT-2-small shape, random Q/K)", shape_rows, args.draw),
@@ -191,7 +210,8 @@ def main() -> None:
         "",
         "Reproduce (from the repository root; ~5 min on 2 cores): "
         "`OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 python -m bench.bench_payload"
-        + (" --draw" if args.draw else "") + "`",
+        + (" --draw" if args.draw else "")
+        + "`",
     ]
     write_section(lines, Path(args.out))
     print("\n".join(lines))

@@ -98,8 +98,9 @@ async def _look_for_question(session: Session) -> str | None:
     return session.widget_id("radio", "Your answer")
 
 
-async def student(i: int, url: str, case: Case, arrival_s: float, rerun_s: float, opened: Gate,
-                  pushed: asyncio.Event, picked: Gate) -> None:  # fmt: skip
+async def student(
+    i: int, url: str, case: Case, arrival_s: float, rerun_s: float, opened: Gate, pushed: asyncio.Event, picked: Gate
+) -> None:
     session = Session(url, timeout_s=rerun_s)
     at_gate = [opened, picked]  # gates this student still owes an arrival
     try:
@@ -140,8 +141,10 @@ async def run_case(server: Server, store, students: int, args: argparse.Namespac
     arrival_s, rerun_s = max(2.0, students / 10), max(60.0, 0.6 * students)
     opened, picked, pushed = Gate(students), Gate(students), asyncio.Event()
     case.sampler = ProcSampler(server.pid).start() if server.pid else None
-    tasks = [asyncio.create_task(student(i, server.url, case, arrival_s, rerun_s, opened, pushed, picked))
-             for i in range(students)]  # fmt: skip
+    tasks = [
+        asyncio.create_task(student(i, server.url, case, arrival_s, rerun_s, opened, pushed, picked))
+        for i in range(students)
+    ]
     try:
         async with asyncio.timeout(max(300.0, 4 * students)):
             await opened.opened.wait()
@@ -166,15 +169,18 @@ def row(case: Case, target: str) -> str:
     opens = [r.seconds for r in case.opens if not r.failure]
     failures = [r.failure for r in case.opens + case.answers if r.failure] + case.client_errors
     cpu = case.sampler.cpu_percent() if case.sampler else None
-    return (f"| {target} | {case.students} | {case.members} | {len(case.answers)} | {case.confirmed} | {case.stored} | {case.lost} "
-            f"| {_s(statistics.median(ok) if ok else None)} | {_s(_p95(ok))} | {_s(max(ok, default=None))} "
-            f"| {_s(_p95(opens))} | {case.not_seen} | {len(failures)}{': ' + ', '.join(sorted(set(failures))) if failures else ''} "
-            f"| {'–' if cpu is None else f'{cpu:.0f}'} |")  # fmt: skip
+    return (
+        f"| {target} | {case.students} | {case.members} | {len(case.answers)} | {case.confirmed} | {case.stored} | {case.lost} "
+        f"| {_s(statistics.median(ok) if ok else None)} | {_s(_p95(ok))} | {_s(max(ok, default=None))} "
+        f"| {_s(_p95(opens))} | {case.not_seen} | {len(failures)}{': ' + ', '.join(sorted(set(failures))) if failures else ''} "
+        f"| {'–' if cpu is None else f'{cpu:.0f}'} |"
+    )
 
 
 def section(cases: list[Case], target: str, context: dict) -> str:
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         "N simulated students (Streamlit's websocket protocol, `bench/st_client.py`) open the join link "
         "`/?room=CODE` (Explore with the room's panel), arriving within max(2, N / 10) s, each with its own "
         "HAProxy cookie; then the teacher's question is pushed into the class store, each student's panel "
@@ -196,8 +202,11 @@ def section(cases: list[Case], target: str, context: dict) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--students", default="100", help="class sizes, comma-separated (default 100)")
-    parser.add_argument("--url", help="a running launch on this machine (http://127.0.0.1:PORT); the bench reads "
-                                      "the store named by AP_DATABASE_URL / AP_DATA_DIR in its environment")  # fmt: skip
+    parser.add_argument(
+        "--url",
+        help="a running launch on this machine (http://127.0.0.1:PORT); the bench reads "
+        "the store named by AP_DATABASE_URL / AP_DATA_DIR in its environment",
+    )
     parser.add_argument("--server-pid", type=int, help="with --url: sample this process and its children")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
@@ -222,9 +231,12 @@ async def _run(server: Server, store, args: argparse.Namespace) -> list[Case]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    context = {"load_before": load_average(), "machine": machine(),
-               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "command": "python -m bench.bench_polls " + shlex.join(sys.argv[1:] if argv is None else argv)}  # fmt: skip
+    context = {
+        "load_before": load_average(),
+        "machine": machine(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "python -m bench.bench_polls " + shlex.join(sys.argv[1:] if argv is None else argv),
+    }
     from app.store import open_store, settings
 
     if args.url:

@@ -126,7 +126,8 @@ def _ms(values: list[float], mean: bool = False) -> str:
 def section(results: list[Costs], forward: list[float], args: argparse.Namespace, context: dict) -> str:
     fwd = statistics.median(forward)
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         "What one Explore rerun costs the server, against the forward pass it shows. **Server CPU** = user + sys "
         "seconds of the Streamlit process (every thread) from the rerun's BackMsg until "
         f"{SETTLE_S:.2f} s after its `script_finished`, the idle rate subtracted; **forward pass** = `engine.trace` "
@@ -144,11 +145,17 @@ def section(results: list[Costs], forward: list[float], args: argparse.Namespace
         for case in ("miss", "hit"):
             cpu = costs.cpu[case]
             ratio = f"{statistics.fmean(cpu) / fwd:.2f}×" if cpu else "–"
-            lines.append(f"| {costs.label} | {case} | {len(cpu)} | {_ms(cpu, mean=True)} | {1000 * fwd:.1f} | {ratio} "
-                         f"| {_ms(costs.wall[case])} |")
+            lines.append(
+                f"| {costs.label} | {case} | {len(cpu)} | {_ms(cpu, mean=True)} | {1000 * fwd:.1f} | {ratio} "
+                f"| {_ms(costs.wall[case])} |"
+            )
     failed = [f"{c.label}: {c.failures}" for c in results if c.failures]
-    lines += ["", "Failed reruns (not counted): " + ("; ".join(failed) if failed else "none") + ".", "",
-              *footer(context)]
+    lines += [
+        "",
+        "Failed reruns (not counted): " + ("; ".join(failed) if failed else "none") + ".",
+        "",
+        *footer(context),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -165,9 +172,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     sentences = student_sentences(args.seed, args.sentences)
-    context = {"load_before": load_average(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "machine": machine(),
-               "command": "python -m bench.bench_rerun " + shlex.join(sys.argv[1:] if argv is None else argv)}
+    context = {
+        "load_before": load_average(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "command": "python -m bench.bench_rerun " + shlex.join(sys.argv[1:] if argv is None else argv),
+    }
     results = []
     with running_server("streamlit", "bench-rerun.log") as server:
         results.append(asyncio.run(measure_server(server.url, server.pid, sentences, "this revision")))

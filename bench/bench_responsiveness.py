@@ -38,7 +38,18 @@ from bench.serve import ROOT, footer, load_average, machine
 from bench.trace_report import _write_section
 
 SECTION = "## Responsiveness the tests do not time"
-INVALID_IDS = ["", "   ", None, 123, "../etc", "gpt2/../../etc", "x y", "a" * 300, "bad\x00id", "~nobody-home-xyz/model"]
+INVALID_IDS = [
+    "",
+    "   ",
+    None,
+    123,
+    "../etc",
+    "gpt2/../../etc",
+    "x y",
+    "a" * 300,
+    "bad\x00id",
+    "~nobody-home-xyz/model",
+]
 
 
 def _seconds(action) -> float:
@@ -63,13 +74,20 @@ def refusals(repeats: int) -> list[tuple[str, list[float], float]]:
 
     rows = []
     os.environ["HF_HUB_OFFLINE"] = "1"
-    rows.append(("unknown Hub id, offline", [_seconds(lambda: _refused("no-such-model-xyz")) for _ in range(repeats)], 5))
+    rows.append(
+        ("unknown Hub id, offline", [_seconds(lambda: _refused("no-such-model-xyz")) for _ in range(repeats)], 5)
+    )
     saved = huggingface_hub.constants.HF_HUB_OFFLINE
     del os.environ["HF_HUB_OFFLINE"]
     huggingface_hub.constants.HF_HUB_OFFLINE = False  # read at import: switch its copy off too
     try:
-        rows.append(("unknown Hub id, online without a network", [_seconds(lambda: _refused("no-such-model-xyz"))
-                                                                  for _ in range(repeats)], 15))  # fmt: skip
+        rows.append(
+            (
+                "unknown Hub id, online without a network",
+                [_seconds(lambda: _refused("no-such-model-xyz")) for _ in range(repeats)],
+                15,
+            )
+        )
     finally:
         os.environ["HF_HUB_OFFLINE"] = "1"
         huggingface_hub.constants.HF_HUB_OFFLINE = saved
@@ -142,19 +160,26 @@ def pages(repeats: int) -> list[tuple[str, list[float], float]]:
                 getattr(at, kind)(key=key).set_value(value)
                 reruns.append(_seconds(at.run))
                 assert_clean(at)
-    return [("Explore: run after typing an unknown Hub id", hub, 15),
-            ("Positional encodings: one control's rerun (every control)", reruns, 1)]  # fmt: skip
+    return [
+        ("Explore: run after typing an unknown Hub id", hub, 15),
+        ("Positional encodings: one control's rerun (every control)", reruns, 1),
+    ]
 
 
 CASES = {"refusals": refusals, "reaper": reaper, "pages": pages}
 
 
 def section(rows: list[tuple[str, list[float], float]], context: dict) -> str:
-    lines = [SECTION, "",
-             "What the tests check only for behaviour, timed (seconds; each case repeated, "
-             "median and slowest). \"Old bound\": the wall-clock assert the test used to make (for the "
-             "Positional page the bound was on the median; the slowest was allowed 3 s).", "",
-             "| case | runs | median s | slowest s | old bound s |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        SECTION,
+        "",
+        "What the tests check only for behaviour, timed (seconds; each case repeated, "
+        'median and slowest). "Old bound": the wall-clock assert the test used to make (for the '
+        "Positional page the bound was on the median; the slowest was allowed 3 s).",
+        "",
+        "| case | runs | median s | slowest s | old bound s |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name, times, bound in rows:
         bound_text = f"{bound:g}" if bound else "n/a"
         lines.append(f"| {name} | {len(times)} | {statistics.median(times):.2f} | {max(times):.2f} | {bound_text} |")
@@ -168,8 +193,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    context = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "machine": machine(),
-               "load_before": load_average(), "command": "python -m bench.bench_responsiveness " + shlex.join(argv or sys.argv[1:])}  # fmt: skip
+    context = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "machine": machine(),
+        "load_before": load_average(),
+        "command": "python -m bench.bench_responsiveness " + shlex.join(argv or sys.argv[1:]),
+    }
     rows = []
     for name in args.cases.split(","):
         new = CASES[name.strip()](args.repeats)

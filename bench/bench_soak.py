@@ -170,9 +170,12 @@ async def soak(server: Server, args: argparse.Namespace) -> tuple[list[Window], 
             room.close_window(time.monotonic() - start)
             samples.append(sample(server, start))
             w = room.windows[-1]
-            print(f"t={w.t_s / 60:5.1f} min students={w.students} reruns={len(w.reruns)} failures={w.failures} "
-                  f"rss={ {k2: v // 2**20 for k2, v in samples[-1].rss.items()} } MB "
-                  f"threads={samples[-1].threads} sessions={samples[-1].sessions}", flush=True)
+            print(
+                f"t={w.t_s / 60:5.1f} min students={w.students} reruns={len(w.reruns)} failures={w.failures} "
+                f"rss={ {k2: v // 2**20 for k2, v in samples[-1].rss.items()} } MB "
+                f"threads={samples[-1].threads} sessions={samples[-1].sessions}",
+                flush=True,
+            )
             next_sample += args.sample_s
         tasks = [t for t in tasks if not t.done()]
         await asyncio.sleep(1)
@@ -191,30 +194,40 @@ def _mb(b: int) -> str:
 def section(windows, samples, baseline: Sample, end: Sample, students_total: int, args, context) -> str:
     procs = sorted(baseline.rss)
     every = max(1, round(300 / args.sample_s))  # a row every ~5 minutes
-    rows = ["| minute | students in the room | reruns (window) | p95 rerun (s) | failures | "
-            + " | ".join(f"{p} RSS (MB) / threads" for p in procs) + " | live sessions |",
-            "|---:|---:|---:|---:|---:|" + "---:|" * len(procs) + "---:|"]
+    rows = [
+        "| minute | students in the room | reruns (window) | p95 rerun (s) | failures | "
+        + " | ".join(f"{p} RSS (MB) / threads" for p in procs)
+        + " | live sessions |",
+        "|---:|---:|---:|---:|---:|" + "---:|" * len(procs) + "---:|",
+    ]
     for i in range(0, len(samples), every):
-        win = windows[max(0, i - every + 1):i + 1]
+        win = windows[max(0, i - every + 1) : i + 1]
         reruns = [r for w in win for r in w.reruns]
         p95 = statistics.quantiles(reruns, n=20)[-1] if len(reruns) >= 20 else (max(reruns) if reruns else 0.0)
         s = samples[i]
-        rows.append(f"| {s.t_s / 60:.0f} | {windows[i].students} | {len(reruns)} | {p95:.2f} | "
-                    f"{sum(w.failures for w in win)} | "
-                    + " | ".join(f"{_mb(s.rss.get(p, 0))} / {s.threads.get(p, 0)}" for p in procs)
-                    + f" | {sum(v for v in s.sessions.values() if v >= 0)} |")
+        rows.append(
+            f"| {s.t_s / 60:.0f} | {windows[i].students} | {len(reruns)} | {p95:.2f} | "
+            f"{sum(w.failures for w in win)} | "
+            + " | ".join(f"{_mb(s.rss.get(p, 0))} / {s.threads.get(p, 0)}" for p in procs)
+            + f" | {sum(v for v in s.sessions.values() if v >= 0)} |"
+        )
     all_reruns = [r for w in windows for r in w.reruns]
     peak_rss = {p: max(s.rss.get(p, 0) for s in samples) for p in procs}
-    compare = ["| process | RSS after warm-up (MB) | peak during the run (MB) | after everyone left (MB) "
-               "| threads after warm-up | peak threads | threads after everyone left |",
-               "|---|---:|---:|---:|---:|---:|---:|"]
+    compare = [
+        "| process | RSS after warm-up (MB) | peak during the run (MB) | after everyone left (MB) "
+        "| threads after warm-up | peak threads | threads after everyone left |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for p in procs:
-        compare.append(f"| {p} | {_mb(baseline.rss[p])} | {_mb(peak_rss[p])} | {_mb(end.rss.get(p, 0))} "
-                       f"| {baseline.threads[p]} | {max(s.threads.get(p, 0) for s in samples)} "
-                       f"| {end.threads.get(p, 0)} |")
+        compare.append(
+            f"| {p} | {_mb(baseline.rss[p])} | {_mb(peak_rss[p])} | {_mb(end.rss.get(p, 0))} "
+            f"| {baseline.threads[p]} | {max(s.threads.get(p, 0) for s in samples)} "
+            f"| {end.threads.get(p, 0)} |"
+        )
     sessions_end = sum(v for v in end.sessions.values() if v >= 0)
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         f"Simulated students (Streamlit's websocket protocol, no browsers) on `scripts/classroom.sh` "
         f"({len(baseline.sessions)} workers behind HAProxy) for {args.minutes} minutes: about {args.students} in the "
         "room at any time, each staying 2–6 minutes, typing a new sentence every 5–20 s (its own, so the cache "
@@ -223,8 +236,10 @@ def section(windows, samples, baseline: Sample, end: Sample, students_total: int
         f"{sum(w.failures for w in windows)} failures. Memory (VmRSS) and threads from /proc, live sessions from "
         "each worker's `/_stcore/metrics` (`active_sessions`).",
         "",
-        *rows, "",
-        *compare, "",
+        *rows,
+        "",
+        *compare,
+        "",
         f"Live sessions after everyone left: **{sessions_end}** (peak {max(sum(v for v in s.sessions.values() if v >= 0) for s in samples)}).",
         "",
         *footer(context),
@@ -249,9 +264,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    context = {"load_before": load_average(), "machine": machine(),
-               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "command": "python -m bench.bench_soak " + shlex.join(sys.argv[1:] if argv is None else argv)}
+    context = {
+        "load_before": load_average(),
+        "machine": machine(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "python -m bench.bench_soak " + shlex.join(sys.argv[1:] if argv is None else argv),
+    }
     with running_server("classroom", "bench-soak.log") as server:
         windows, samples, baseline, end, total = asyncio.run(soak(server, args))
     context["load_after"] = load_average()

@@ -35,9 +35,11 @@ from bench.st_client import SUBPROTOCOL, Session
 from bench.trace_report import _write_section
 
 SECTION = "## Server start to first chart"
-IMPORTS = ("import time; t = time.perf_counter(); import torch, transformers; "
-           "from transformers import BertModel; t1 = time.perf_counter(); import engine; engine.load('minilm'); "
-           "print(t1 - t, time.perf_counter() - t)")
+IMPORTS = (
+    "import time; t = time.perf_counter(); import torch, transformers; "
+    "from transformers import BertModel; t1 = time.perf_counter(); import engine; engine.load('minilm'); "
+    "print(t1 - t, time.perf_counter() - t)"
+)
 
 
 class _Timed:
@@ -68,8 +70,14 @@ async def first_run(url: str, start: float) -> dict[str, float]:
     """Connect one student at once and time its first run's widget, chart and end from ``start``."""
     session = Session(url, timeout_s=180)
     session.cookies = await asyncio.to_thread(session._get_cookies)
-    ws = await connect("ws" + url[len("http"):] + "/_stcore/stream", subprotocols=[SUBPROTOCOL], origin=url,
-                       max_size=None, open_timeout=60, ping_interval=None)
+    ws = await connect(
+        "ws" + url[len("http") :] + "/_stcore/stream",
+        subprotocols=[SUBPROTOCOL],
+        origin=url,
+        max_size=None,
+        open_timeout=60,
+        ping_interval=None,
+    )
     timed = _Timed(ws, start)
     session._ws = timed
     try:
@@ -87,8 +95,9 @@ def one_start() -> dict[str, float]:
     cmd, env = _command("streamlit", port)
     url = f"http://127.0.0.1:{port}"
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         while not healthy(url):
             if proc.poll() is not None or time.perf_counter() - start > 120:
@@ -115,7 +124,8 @@ def section(starts: list[dict[str, float]], refs: list[tuple[float, float]], con
     imports = statistics.median(r[0] for r in refs)
     loaded = statistics.median(r[1] for r in refs)
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         "A fresh `streamlit run app/streamlit_app.py` timed from its process start; one student connects as soon "
         "as `/_stcore/health` says ok. **Page usable**: the sentence box has arrived (the page can be read and "
         "typed into); **first chart**: the first Plotly chart has arrived; the reference is a fresh Python "
@@ -126,8 +136,12 @@ def section(starts: list[dict[str, float]], refs: list[tuple[float, float]], con
         "| step | seconds after the server process started (median) | each start |",
         "|---|---:|---|",
     ]
-    for key, name in (("healthy", "health check answers ok"), ("widget", "page usable (first widget)"),
-                      ("chart", "first chart"), ("finished", "first run finished")):
+    for key, name in (
+        ("healthy", "health check answers ok"),
+        ("widget", "page usable (first widget)"),
+        ("chart", "first chart"),
+        ("finished", "first run finished"),
+    ):
         lines.append(f"| {name} | {med(key):.2f} | {' · '.join(f'{s[key]:.2f}' for s in starts)} |")
     lines += [
         "",
@@ -145,9 +159,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
-    context = {"load_before": load_average(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "machine": machine(),
-               "command": "python -m bench.bench_start " + shlex.join(sys.argv[1:] if argv is None else argv)}
+    context = {
+        "load_before": load_average(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "command": "python -m bench.bench_start " + shlex.join(sys.argv[1:] if argv is None else argv),
+    }
     starts, refs = [], []
     for _ in range(args.repeats):
         refs.append(reference())

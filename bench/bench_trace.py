@@ -76,9 +76,13 @@ GPT2_SHAPE = dict(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_siz
 GPT2_SEED = 0
 #: the Llama-shaped row (vocab: the project's BPE tokenizer's); why this shape: see the module docstring
 LLAMA_SHAPE = dict(
-    num_hidden_layers=8, hidden_size=512, num_attention_heads=8, num_key_value_heads=2,
-    intermediate_size=1408, max_position_embeddings=8192,
-)  # fmt: skip
+    num_hidden_layers=8,
+    hidden_size=512,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    intermediate_size=1408,
+    max_position_embeddings=8192,
+)
 LLAMA_SEED = 0
 #: timed calls per case for the Llama row when --repeats is not given (its calls take seconds)
 LLAMA_REPEATS = 3
@@ -123,8 +127,9 @@ def _build_llama_folder(folder: Path, shape: dict | None = None) -> None:
 
     tokenizer = build_tokenizer()
     eos = tokenizer.eos_token_id
-    config = LlamaConfig(**(shape or LLAMA_SHAPE), vocab_size=len(tokenizer), bos_token_id=eos, eos_token_id=eos,
-                         pad_token_id=eos)  # fmt: skip
+    config = LlamaConfig(
+        **(shape or LLAMA_SHAPE), vocab_size=len(tokenizer), bos_token_id=eos, eos_token_id=eos, pad_token_id=eos
+    )
     torch.manual_seed(LLAMA_SEED)
     model = LlamaForCausalLM(config).eval()
     model.save_pretrained(folder, safe_serialization=True)
@@ -206,7 +211,7 @@ def _run_worker(kind: str, spec: dict, spec_dir: Path, module: str = "bench.benc
     )
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_MARK):
-            return json.loads(line[len(RESULT_MARK):])
+            return json.loads(line[len(RESULT_MARK) :])
     raise RuntimeError(f"worker {tag} failed (rc {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
 
 
@@ -269,8 +274,16 @@ def _run_lines(command: str, date: str, minutes: str, machine: dict, load_before
     return lines
 
 
-def _llama_section(rows: dict, sizes: tuple[int, ...], skipped: dict[int, float], repeats: int, peak_method: str,
-                   malloc_note: str, run_lines: list[str], limit_bytes: float = EAGER_LIMIT_BYTES) -> list[str]:  # fmt: skip
+def _llama_section(
+    rows: dict,
+    sizes: tuple[int, ...],
+    skipped: dict[int, float],
+    repeats: int,
+    peak_method: str,
+    malloc_note: str,
+    run_lines: list[str],
+    limit_bytes: float = EAGER_LIMIT_BYTES,
+) -> list[str]:
     """The Llama row's own section (:data:`LLAMA_SECTION`)."""
     s = LLAMA_SHAPE
     limit = f"{limit_bytes / 1e9:g} GB"
@@ -285,7 +298,7 @@ def _llama_section(rows: dict, sizes: tuple[int, ...], skipped: dict[int, float]
         "`save_pretrained` to a temporary folder. **engine** = `engine.load(folder)` (`attn_implementation="
         "\"ap_capture\"`: transformers' SDPA, recording each layer's Q/K/V after RoPE), then `tr = engine.trace("
         "model, text, max_tokens=n); tr.pattern(last_layer, 0)`; the trace keeps keys and values repeated to one "
-        "per query head. **HF eager + attentions** = `AutoModel` with `attn_implementation=\"eager\"`, "
+        'per query head. **HF eager + attentions** = `AutoModel` with `attn_implementation="eager"`, '
         "`output_attentions=True`, `use_cache=False` (as the engine's forward); **HF plain** = `AutoModel` with "
         "SDPA, `use_cache=False`. HF eager is run only where its estimated peak (L·H·n²·4 bytes of kept "
         f"attentions + 2·H·n²·4 for the layer in flight + the n×n float mask) stays under {limit}; above, the "
@@ -310,23 +323,33 @@ def _llama_section(rows: dict, sizes: tuple[int, ...], skipped: dict[int, float]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_trace", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: MiniLM 16/128, GPT-2 128, Llama 1024; 2 repeats")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed calls per case (default 5, Llama 3; 2 with --quick)")  # fmt: skip
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: MiniLM 16/128, GPT-2 128, Llama 1024; 2 repeats"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="timed calls per case (default 5, Llama 3; 2 with --quick)"
+    )
     parser.add_argument("--out", default="docs/BENCHMARKS.md", help="markdown file whose section is (re)written")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads in every case (default 2)")
-    parser.add_argument("--models", default=DEFAULT_MODELS,
-                        help=f"comma-separated subset of: {', '.join(FULL_TOKENS)} (default {DEFAULT_MODELS}; "
-                        "llama writes its own section)")  # fmt: skip
+    parser.add_argument(
+        "--models",
+        default=DEFAULT_MODELS,
+        help=f"comma-separated subset of: {', '.join(FULL_TOKENS)} (default {DEFAULT_MODELS}; "
+        "llama writes its own section)",
+    )
     parser.add_argument(
         "--malloc-default",
         action="store_true",
         help="measure memory with glibc's default dynamic mmap threshold (peaks then include heap "
         "fragmentation and vary between runs); default: MALLOC_MMAP_THRESHOLD_=131072 in the memory runs",
     )
-    parser.add_argument("--eager-limit-gb", type=float, default=EAGER_LIMIT_BYTES / 1e9,
-                        help="Llama row: HF eager + output_attentions is skipped where its estimated peak is above "
-                        f"this (default {EAGER_LIMIT_BYTES / 1e9:g}: run up to 4,096 tokens)")  # fmt: skip
+    parser.add_argument(
+        "--eager-limit-gb",
+        type=float,
+        default=EAGER_LIMIT_BYTES / 1e9,
+        help="Llama row: HF eager + output_attentions is skipped where its estimated peak is above "
+        f"this (default {EAGER_LIMIT_BYTES / 1e9:g}: run up to 4,096 tokens)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -377,7 +400,10 @@ def main(argv: list[str] | None = None) -> int:
             t_model = time.perf_counter()
             text, ids = _inputs(model_name, paths[model_name], sizes[model_name])
             base = dict(
-                model=model_name, path=paths[model_name], text=text, threads=args.threads,
+                model=model_name,
+                path=paths[model_name],
+                text=text,
+                threads=args.threads,
                 fixed_mmap_threshold=not args.malloc_default,
             )
             run_cases = {
@@ -385,9 +411,11 @@ def main(argv: list[str] | None = None) -> int:
                 for n in sizes[model_name]
             }
             for n, kept in skipped[model_name].items():
-                print(f"{model_name:6s} n={n:5d} hf_eager_attn  skipped (would keep {kept / 1e9:.1f} GB, estimated "
-                      f"peak {eager_estimate_bytes(n) / 1e9:.1f} GB > {args.eager_limit_gb:g} GB)",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"{model_name:6s} n={n:5d} hf_eager_attn  skipped (would keep {kept / 1e9:.1f} GB, estimated "
+                    f"peak {eager_estimate_bytes(n) / 1e9:.1f} GB > {args.eager_limit_gb:g} GB)",
+                    file=sys.stderr,
+                )
             rows: dict[tuple[int, str], dict] = {}
             # memory: a fresh process per case and size
             for n in sizes[model_name]:
@@ -428,8 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         malloc_note = f"with `MALLOC_MMAP_THRESHOLD_={os.environ['MALLOC_MMAP_THRESHOLD_']}` from the environment"
     elif args.malloc_default:
         malloc_note = (
-            "with glibc's default dynamic mmap threshold, so peaks include heap fragmentation and vary "
-            "between runs"
+            "with glibc's default dynamic mmap threshold, so peaks include heap fragmentation and vary between runs"
         )
     else:
         malloc_note = (
@@ -449,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_tokens=n); tr.pattern(last_layer, 0)` (tokenization included; the model runs its default SDPA "
             "attention through `ap_capture`, which records Q, K and V from each attention call, and the one head's pattern is computed from "
             "Q and K afterwards). **HF eager + attentions** = the same weights loaded separately with "
-            "`attn_implementation=\"eager\"` and called with `output_attentions=True` on the same token ids under "
+            '`attn_implementation="eager"` and called with `output_attentions=True` on the same token ids under '
             "`torch.inference_mode()`. **HF plain** = the same weights with SDPA and no attentions: the price of "
             "a forward pass, the floor for both. **Time**: median of "
             f"{repeats[trace_models[0]]} calls per case after one warm-up call; the three cases of a model are loaded side by side in "
@@ -473,9 +500,15 @@ def main(argv: list[str] | None = None) -> int:
             minutes += f" (the whole command {elapsed / 60:.1f} min)"
         peak_method = ", ".join(sorted({r["peak_method"] for r in results["llama"].values()}))
         section = _llama_section(
-            results["llama"], sizes["llama"], skipped["llama"], repeats["llama"], peak_method, malloc_note,
-            _run_lines(command, date, minutes, machine, load_before, load_after), limit_bytes,
-        )  # fmt: skip
+            results["llama"],
+            sizes["llama"],
+            skipped["llama"],
+            repeats["llama"],
+            peak_method,
+            malloc_note,
+            _run_lines(command, date, minutes, machine, load_before, load_after),
+            limit_bytes,
+        )
         _write_section(out_path, "\n".join(section), header=LLAMA_SECTION, after=SECTION)
     print(f"wrote {out_path} in {elapsed / 60:.1f} min", file=sys.stderr)
     return 0

@@ -51,8 +51,15 @@ def plain_run(settings) -> dict:
     paused = cpu_paused = 0.0
     task = build_task(settings.task)
     model = build_model(settings, task)
-    config = TrainConfig(steps=settings.steps, batch_size=settings.batch_size, lr=settings.lr, seed=settings.seed,
-                         device="cpu", warmup=min(100, max(1, settings.steps // 10)), eval_batch_size=EVAL_BATCH)
+    config = TrainConfig(
+        steps=settings.steps,
+        batch_size=settings.batch_size,
+        lr=settings.lr,
+        seed=settings.seed,
+        device="cpu",
+        warmup=min(100, max(1, settings.steps // 10)),
+        eval_batch_size=EVAL_BATCH,
+    )
     gen = torch.Generator().manual_seed(config.seed)
     eval_batch = task.sample(config.eval_batch_size, torch.Generator().manual_seed(config.seed + 1))
     optimizer = _optimizer(model, config, torch.device("cpu"))
@@ -79,8 +86,13 @@ def plain_run(settings) -> dict:
                 reached = time.perf_counter() - t0 - paused
                 cpu_reached = time.process_time() - c0 - cpu_paused
     total = time.perf_counter() - t0 - paused
-    return {"total_s": total, "steps_per_s": config.steps / total, "to_target_s": reached,
-            "cpu_s": time.process_time() - c0 - cpu_paused, "cpu_to_target_s": cpu_reached}
+    return {
+        "total_s": total,
+        "steps_per_s": config.steps / total,
+        "to_target_s": reached,
+        "cpu_s": time.process_time() - c0 - cpu_paused,
+        "cpu_to_target_s": cpu_reached,
+    }
 
 
 def ui_run(settings) -> dict:
@@ -106,9 +118,15 @@ def ui_run(settings) -> dict:
     if p.status != "done":
         raise RuntimeError(f"the job ended as {p.status}: {p.error}")
     hit = next(((t, c) for s, (t, c) in zip(p.snapshots, times) if s.metric >= TARGET), None)
-    return {"total_s": total, "steps_per_s": settings.steps / total, "to_target_s": hit and hit[0] - t0,
-            "cpu_s": cpu, "cpu_to_target_s": hit and hit[1] - c0, "snapshots": len(p.snapshots),
-            "steps_only_s": p.snapshots[-1].elapsed_s}
+    return {
+        "total_s": total,
+        "steps_per_s": settings.steps / total,
+        "to_target_s": hit and hit[0] - t0,
+        "cpu_s": cpu,
+        "cpu_to_target_s": hit and hit[1] - c0,
+        "snapshots": len(p.snapshots),
+        "steps_only_s": p.snapshots[-1].elapsed_s,
+    }
 
 
 def _median(runs: list[dict], key: str) -> float | None:
@@ -143,43 +161,60 @@ def section(plain: list[dict], ui: list[dict], settings, load_before: str, load_
     pct = lambda v: fmt(v, "{:+.1%}")  # noqa: E731
     p_w, u_w = _median(plain, "total_s"), _median(ui, "total_s")
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         f"`{command}` — {_dt.date.today().isoformat()}, {platform.machine()}, {os.cpu_count()} CPUs, torch 1 thread, "
-        f"CPU; load average before / after: {load_before} / {load_after}; {len(plain)} runs each, medians.", "",
+        f"CPU; load average before / after: {load_before} / {load_after}; {len(plain)} runs each, medians.",
+        "",
         f"The Train page's default: reverse task, {settings.n_layers} layers × {settings.n_heads} heads, d_model "
         f"{settings.d_model}, {settings.pos_encoding} positions, batch {settings.batch_size}, lr {settings.lr:g}, "
         f"{settings.steps} steps; `ui` = through `JobManager` with a snapshot every {settings.every} steps "
         f"(evaluation batch {EVAL_BATCH} + probe trace + head scores) and a poller every {POLL_S} s; `plain` = the same steps "
-        f"in a bare loop (its 99% check every {settings.every} steps is not timed).", "",
+        f"in a bare loop (its 99% check every {settings.every} steps is not timed).",
+        "",
         "| path | steps/s (wall) | wall time, all steps (s) | wall time to 99% exact match (s) "
         "| CPU time, all steps (s) | CPU time to 99% (s) |",
         "|---|---:|---:|---:|---:|---:|",
         f"| plain loop | {p_sps:.1f} | {p_w:.2f} | {fmt(p_t)} | {p_c:.2f} | {fmt(p_ct)} |",
-        f"| job manager + snapshots (UI) | {u_sps:.1f} | {u_w:.2f} | {fmt(u_t)} | {u_c:.2f} "
-        f"| {fmt(u_ct)} |",
+        f"| job manager + snapshots (UI) | {u_sps:.1f} | {u_w:.2f} | {fmt(u_t)} | {u_c:.2f} | {fmt(u_ct)} |",
         f"| UI vs plain (UI / plain − 1) | {pct(ratio(u_sps, p_sps))} | {pct(ratio(u_w, p_w))} "
         f"| {pct(ratio(u_t, p_t))} | {pct(ratio(u_c, p_c))} | {pct(ratio(u_ct, p_ct))} |",
         "",
         f"Within the UI runs themselves (so both sides of the ratio saw the same load): the training steps took "
         f"{1 - share:.1%} of the job's wall time and everything else — model build, thread start, "
-        f"{ui[0]['snapshots']} snapshots, waiting for the poller — {share:.1%} (median).", "",
-        *([f"The machine was busy (load average {load_before.split(',')[0]} on {os.cpu_count()} CPUs at the start: "
-            "other jobs shared the cores), so absolute times are inflated; re-run on a quiet machine for them.", ""]
-          if _busy(load_before) else []),
+        f"{ui[0]['snapshots']} snapshots, waiting for the poller — {share:.1%} (median).",
+        "",
+        *(
+            [
+                f"The machine was busy (load average {load_before.split(',')[0]} on {os.cpu_count()} CPUs at the start: "
+                "other jobs shared the cores), so absolute times are inflated; re-run on a quiet machine for them.",
+                "",
+            ]
+            if _busy(load_before)
+            else []
+        ),
         "CPU time is the process's CPU seconds (all threads: trainer, poller, any OpenMP workers); on a busy "
         "machine it is the steadier measure of the work the UI adds, while wall time also counts waiting for a "
-        "core.", "",
-        "Per run (s, all steps / to 99%): plain " + "; ".join(f"{r['total_s']:.2f}/{fmt(r['to_target_s'])}" for r in plain)
-        + " · ui " + "; ".join(f"{r['total_s']:.2f}/{fmt(r['to_target_s'])}" for r in ui) + ".", "",
-    ]  # fmt: skip
+        "core.",
+        "",
+        "Per run (s, all steps / to 99%): plain "
+        + "; ".join(f"{r['total_s']:.2f}/{fmt(r['to_target_s'])}" for r in plain)
+        + " · ui "
+        + "; ".join(f"{r['total_s']:.2f}/{fmt(r['to_target_s'])}" for r in ui)
+        + ".",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def _write_section(out_path: Path, text: str) -> None:
     doc = out_path.read_text() if out_path.exists() else "# Benchmarks\n"
     pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    doc = pattern.sub(lambda _: text.rstrip("\n") + "\n\n", doc, count=1) if pattern.search(doc) else (
-        doc.rstrip("\n") + "\n\n" + text)
+    doc = (
+        pattern.sub(lambda _: text.rstrip("\n") + "\n\n", doc, count=1)
+        if pattern.search(doc)
+        else (doc.rstrip("\n") + "\n\n" + text)
+    )
     out_path.write_text(doc.rstrip("\n") + "\n")
 
 
@@ -204,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(fn(settings))
             print(name, runs[-1], flush=True)
     command = "OMP_WAIT_POLICY=PASSIVE python -m bench.bench_train" + (
-        f" --repeats {args.repeats}" if args.repeats != 5 else "")
+        f" --repeats {args.repeats}" if args.repeats != 5 else ""
+    )
     text = section(plain, ui, settings, load_before, _load(), command)
     print(text)
     _write_section(Path(args.out), text)

@@ -64,13 +64,21 @@ DETAILED = (PAGE, FIGURES)  # buckets whose top functions are printed: the page'
 # Event.wait, Semaphore.acquire, Thread.join, selectors' select, asyncio's sleep, … (Lock.acquire and
 # time.sleep are C: their caller is the leaf, so those that show up in a Streamlit server are named here).
 WAIT_NAMES = {"wait", "acquire", "join", "_wait_for_tstate_lock", "select", "poll", "sleep"}
-WAIT_LEAVES = (("queue.py", "Queue.get"),  # a thread pool's idle worker: queue.get -> Condition.wait
-               ("concurrent/futures/thread.py", "_worker"),  # its work_queue.get(block=True) (C)
-               ("streamlit/watcher/polling_path_watcher.py", "PollingPathWatcher._schedule.<locals>.task"))  # sleep
+WAIT_LEAVES = (
+    ("queue.py", "Queue.get"),  # a thread pool's idle worker: queue.get -> Condition.wait
+    ("concurrent/futures/thread.py", "_worker"),  # its work_queue.get(block=True) (C)
+    ("streamlit/watcher/polling_path_watcher.py", "PollingPathWatcher._schedule.<locals>.task"),
+)  # sleep
 FORWARD_PATHS = ("engine/model.py", "engine/pretrained/", "engine/models/", "torch/", "transformers/")
 MAP_PATHS = ("engine/analysis/", "engine/types.py")
-FIGURE_PATHS = ("plotly/", "_plotly_utils/", "app/components/heatmap.py", "app/components/theme.py",
-                "app/components/head_views.py", "app/figure_data/attention_maps.py")
+FIGURE_PATHS = (
+    "plotly/",
+    "_plotly_utils/",
+    "app/components/heatmap.py",
+    "app/components/theme.py",
+    "app/components/head_views.py",
+    "app/figure_data/attention_maps.py",
+)
 CHARTS = "app/components/charts.py"  # figure building too (ready, shared_chart, …), but not show_chart:
 CHART_CALL = "show_chart"  # that one calls st.plotly_chart, whose own work is not the figure's
 WRAPPERS = ("streamlit/navigation/", "streamlit/runtime/fragment.py", "streamlit/runtime/metrics_util.py")
@@ -82,6 +90,7 @@ SAMPLES_WRITTEN = re.compile(r"Samples: (\d+) Errors: (\d+)")
 
 
 # --- recording ---------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Recording:
@@ -122,8 +131,20 @@ class PySpy:
         for pid, name in sorted(self.pids.items()):
             stem = f"{self.prefix}-{slug(name)}"
             rec = Recording(pid, name, self.folder / f"{stem}.raw", self.folder / f"{stem}.py-spy.log")
-            cmd = ["py-spy", "record", "-p", str(pid), "-r", str(self.rate), "-f", "raw", "-o", str(rec.path),
-                   "-d", str(int(self.duration_s) + 1)]
+            cmd = [
+                "py-spy",
+                "record",
+                "-p",
+                str(pid),
+                "-r",
+                str(self.rate),
+                "-f",
+                "raw",
+                "-o",
+                str(rec.path),
+                "-d",
+                str(int(self.duration_s) + 1),
+            ]
             with open(rec.log_path, "w", encoding="utf-8") as log:
                 try:
                     rec._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -200,6 +221,7 @@ def _last_line(text: str) -> str:
 
 # --- splitting ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Frame:
     """One frame of a py-spy stack: ``func`` as py-spy names it (``Class.method`` on Python ≥ 3.11)."""
@@ -243,8 +265,9 @@ def is_script_thread(frames: list[Frame]) -> bool:
 def is_wait(frames: list[Frame]) -> bool:
     """Whether the thread was waiting (py-spy leaves most waits out, not all): see :data:`WAIT_NAMES`."""
     leaf = frames[-1]
-    return (leaf.func.rsplit(".", 1)[-1] in WAIT_NAMES
-            or any(leaf.func == func and leaf.under(path) for path, func in WAIT_LEAVES))
+    return leaf.func.rsplit(".", 1)[-1] in WAIT_NAMES or any(
+        leaf.func == func and leaf.under(path) for path, func in WAIT_LEAVES
+    )
 
 
 def _is_forward(frames: list[Frame]) -> bool:
@@ -258,7 +281,7 @@ def _is_figure(frames: list[Frame]) -> bool:
 def _is_chart_json(frames: list[Frame]) -> bool:
     """``st.plotly_chart`` serialising its figure: a ``to_json`` frame below (called from) plotly_chart.py."""
     chart = next((i for i, f in enumerate(frames) if f.under(PLOTLY_CHART)), None)
-    return chart is not None and any(f.func.rsplit(".", 1)[-1] == "to_json" for f in frames[chart + 1:])
+    return chart is not None and any(f.func.rsplit(".", 1)[-1] == "to_json" for f in frames[chart + 1 :])
 
 
 RULES: tuple[tuple[str, Callable[[list[Frame]], bool]], ...] = (
@@ -282,9 +305,10 @@ def _listed(frames: list[Frame]) -> list[Frame]:
     module bodies (the app's entry and the page's ``<module>``) and the wrappers every page, fragment or
     ``st.*`` call runs through (they would fill the list at the bucket's own share)."""
     start = next((i for i, f in enumerate(frames) if f.func in SCRIPT_THREAD), -1) + 1
-    while start < len(frames) and (frames[start].under("streamlit/runtime/scriptrunner/",
-                                                      "streamlit/runtime/scriptrunner_utils/")
-                                   or frames[start].path.startswith("<")):
+    while start < len(frames) and (
+        frames[start].under("streamlit/runtime/scriptrunner/", "streamlit/runtime/scriptrunner_utils/")
+        or frames[start].path.startswith("<")
+    ):
         start += 1
     return [f for f in frames[start:] if f.func != "<module>" and not f.under(*WRAPPERS)]
 
@@ -345,17 +369,24 @@ def table(result: Split, runs: int, rate: float, wall_s: float | None = None) ->
     lines = ["| bucket | samples | % of CPU samples | CPU ms per run |", "|---|---:|---:|---:|"]
     for name in CPU_BUCKETS:
         ms = result.ms_per_run(name, runs, rate)
-        lines.append(f"| {name} | {result.samples[name]} | {_pct(result.samples[name], result.cpu)} "
-                     f"| {'–' if ms is None else f'{ms:.1f}'} |")
+        lines.append(
+            f"| {name} | {result.samples[name]} | {_pct(result.samples[name], result.cpu)} "
+            f"| {'–' if ms is None else f'{ms:.1f}'} |"
+        )
     total = 1000 * result.cpu / rate / runs if runs > 0 and rate > 0 else None
     lines.append(f"| **CPU, all buckets** | {result.cpu} | 100.0 | {'–' if total is None else f'{total:.1f}'} |")
     lines.append(f"| {WAITING} (not CPU) | {result.samples[WAITING]} | – | – |")
     other = 1000 * result.other_threads / rate / runs if runs > 0 and rate > 0 else None
-    lines.append(f"| other threads, not waiting (not split) | {result.other_threads} | – "
-                 f"| {'–' if other is None else f'{other:.1f}'} |")
+    lines.append(
+        f"| other threads, not waiting (not split) | {result.other_threads} | – "
+        f"| {'–' if other is None else f'{other:.1f}'} |"
+    )
     if wall_s:
-        lines += ["", f"Script threads' CPU: {result.cpu / rate:.1f} s over {wall_s:.1f} s sampled "
-                      f"({100 * result.cpu / rate / wall_s:.0f}% of one core); {runs} script runs."]
+        lines += [
+            "",
+            f"Script threads' CPU: {result.cpu / rate:.1f} s over {wall_s:.1f} s sampled "
+            f"({100 * result.cpu / rate / wall_s:.0f}% of one core); {runs} script runs.",
+        ]
     return lines
 
 
@@ -366,14 +397,17 @@ def top_functions(result: Split, name: str, n: int = TOP) -> list[tuple[str, int
 
 def report(result: Split, runs: int, rate: float, wall_s: float | None = None) -> str:
     """The table and, for :data:`DETAILED` buckets, the top inclusive functions (% of all CPU samples)."""
-    lines = [f"Script-thread samples of {result.files} file(s) at {rate:g} samples/s:", "",
-             *table(result, runs, rate, wall_s)]
+    lines = [
+        f"Script-thread samples of {result.files} file(s) at {rate:g} samples/s:",
+        "",
+        *table(result, runs, rate, wall_s),
+    ]
     for name in DETAILED:
-        lines += ["", f"Top {TOP} inclusive functions in \"{name}\" (% of all CPU samples):", ""]
+        lines += ["", f'Top {TOP} inclusive functions in "{name}" (% of all CPU samples):', ""]
         top = top_functions(result, name)
         lines += [f"  {_pct(count, result.cpu):>5}%  {key}" for key, count in top] or ["  (no samples)"]
     if result.leaves:
-        lines += ["", "Leaves of the script threads' \"waiting\" samples:", ""]
+        lines += ["", 'Leaves of the script threads\' "waiting" samples:', ""]
         lines += [f"  {count:>6}  {key}" for key, count in result.leaves.most_common(8)]
     if result.other_leaves:
         lines += ["", f"Other threads ({result.other_waiting} waiting samples left out), top leaves of the rest:", ""]

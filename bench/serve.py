@@ -61,8 +61,11 @@ class Server:
     def streamlit_pids(self) -> dict[int, str]:
         """The Streamlit server processes under ``pid`` (itself for target ``streamlit``, each worker of
         the classroom), pid -> label (``streamlit :PORT``); {} when no pid is known."""
-        return {pid: label(pid) for pid in (descendants(self.pid) if self.pid else [])
-                if re.search(r"\bstreamlit run\b", _cmdline(pid))}
+        return {
+            pid: label(pid)
+            for pid in (descendants(self.pid) if self.pid else [])
+            if re.search(r"\bstreamlit run\b", _cmdline(pid))
+        }
 
 
 def free_port() -> int:
@@ -82,9 +85,21 @@ def healthy(url: str) -> bool:
 def _command(target: str, port: int, root: Path = ROOT) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     if target == "streamlit":
-        return [sys.executable, "-m", "streamlit", "run", "app/streamlit_app.py",
-                "--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1",
-                "--browser.gatherUsageStats", "false"], env
+        return [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app/streamlit_app.py",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+        ], env
     if target == "classroom":
         script = root / CLASSROOM_SCRIPT.relative_to(ROOT)
         if not script.exists():
@@ -103,8 +118,7 @@ def running_server(target: str, log_name: str, start_timeout_s: float = START_TI
     log_path = LOGS / log_name
     url = f"http://127.0.0.1:{port}"
     with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             server = Server(url, target, proc.pid, log_path)
             _wait_ready(proc, server, start_timeout_s)
@@ -130,8 +144,11 @@ def _wait_ready(proc: subprocess.Popen, server: Server, timeout_s: float) -> Non
 def _stop_group(proc: subprocess.Popen) -> None:
     """SIGTERM to the leader (the classroom script stops its workers itself), then to the group, then SIGKILL."""
     pgid = proc.pid  # start_new_session: the leader's pid is the group id
-    steps = ((lambda: proc.send_signal(signal.SIGTERM)), (lambda: os.killpg(pgid, signal.SIGTERM)),
-             (lambda: os.killpg(pgid, signal.SIGKILL)))
+    steps = (
+        (lambda: proc.send_signal(signal.SIGTERM)),
+        (lambda: os.killpg(pgid, signal.SIGTERM)),
+        (lambda: os.killpg(pgid, signal.SIGKILL)),
+    )
     for first, step in zip((True, False, False), steps):
         with contextlib.suppress(ProcessLookupError):
             step()
@@ -156,6 +173,7 @@ def _group_alive(pgid: int) -> bool:
 
 
 # --- /proc ---------------------------------------------------------------------------------------------
+
 
 def _stat(pid: int) -> list[str] | None:
     """Fields of /proc/PID/stat from field 3 (state) on; None if the process is gone."""
@@ -288,6 +306,7 @@ def own_cpu_s() -> float:
 
 # --- the report's context ---------------------------------------------------------------------------------
 
+
 def load_average() -> str:
     try:
         return " / ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1 / 5 / 15 min)"
@@ -319,8 +338,10 @@ def machine() -> str:
         mem = f", {kib / 2**20:.0f} GiB RAM"
     import streamlit
 
-    return (f"{cpu}, {os.cpu_count()} cores{mem}; {platform.system()} {platform.release()}; "
-            f"Python {platform.python_version()}, Streamlit {streamlit.__version__}")
+    return (
+        f"{cpu}, {os.cpu_count()} cores{mem}; {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}, Streamlit {streamlit.__version__}"
+    )
 
 
 @contextlib.contextmanager
@@ -329,11 +350,15 @@ def checkout(rev: str):
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(folder), rev],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(folder), rev],
+        check=True,
+        capture_output=True,
+    )
     try:
-        sha = subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"], check=True,
-                             capture_output=True, text=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+        ).stdout.strip()
         yield folder, sha
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder)], capture_output=True)

@@ -36,8 +36,20 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
 SUBPROTOCOL = "streamlit"
-WIDGET_KINDS = ("text_area", "text_input", "selectbox", "number_input", "slider", "checkbox", "radio",
-                "multiselect", "button_group", "button", "file_uploader", "plotly_chart")  # elements with an id
+WIDGET_KINDS = (
+    "text_area",
+    "text_input",
+    "selectbox",
+    "number_input",
+    "slider",
+    "checkbox",
+    "radio",
+    "multiselect",
+    "button_group",
+    "button",
+    "file_uploader",
+    "plotly_chart",
+)  # elements with an id
 FINAL = {
     ForwardMsg.FINISHED_SUCCESSFULLY: None,
     ForwardMsg.FINISHED_WITH_COMPILE_ERROR: "compile error",
@@ -79,13 +91,19 @@ class Session:
         self.query = dict(query or {})
         try:
             self.cookies = await asyncio.wait_for(asyncio.to_thread(self._get_cookies), self.timeout_s)
-            ws_url = "ws" + self.url[len("http"):] + "/_stcore/stream"
+            ws_url = "ws" + self.url[len("http") :] + "/_stcore/stream"
             headers = {"Cookie": self.cookies} if self.cookies else {}
             # ping_interval=None: a browser sends no pings of its own (it answers the server's), and a
             # client's ping left unanswered 20 s on a busy server would close the socket mid-class.
-            self._ws = await connect(ws_url, subprotocols=[SUBPROTOCOL], additional_headers=headers,
-                                     origin=self.url, max_size=None, open_timeout=self.timeout_s,
-                                     ping_interval=None)
+            self._ws = await connect(
+                ws_url,
+                subprotocols=[SUBPROTOCOL],
+                additional_headers=headers,
+                origin=self.url,
+                max_size=None,
+                open_timeout=self.timeout_s,
+                ping_interval=None,
+            )
         except (OSError, asyncio.TimeoutError, WebSocketException) as err:
             return Run(0.0, f"connect: {type(err).__name__}")
         return await self.rerun({}, page_name=page_name)
@@ -121,8 +139,15 @@ class Session:
         fragment_id = min(self.auto_reruns, key=self.auto_reruns.get)
         return await self.rerun({}, fragment_id=fragment_id, is_auto_rerun=True)
 
-    async def rerun(self, string_values: dict[str, str], *, states: list | None = None,
-                    page_name: str = "", fragment_id: str | None = None, is_auto_rerun: bool = False) -> Run:
+    async def rerun(
+        self,
+        string_values: dict[str, str],
+        *,
+        states: list | None = None,
+        page_name: str = "",
+        fragment_id: str | None = None,
+        is_auto_rerun: bool = False,
+    ) -> Run:
         """Send a rerun with these widget values (id -> text) and any prepared ``WidgetState`` protos
         (``states``: e.g. a forged value of the wrong type); wait for the run to finish. ``page_name``
         (a page's URL path, e.g. ``"heads"``) opens that page, as a deep link does. ``fragment_id`` reruns

@@ -156,7 +156,7 @@ def _write_section(out_path: Path, section: str, header: str | None = None, afte
     if pattern.search(doc):
         doc = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", doc, count=1)
     elif after and (found := re.compile(rf"^{re.escape(after)}\n.*?(?=^## |\Z)", re.S | re.M).search(doc)):
-        doc = doc[: found.end()].rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + doc[found.end():]
+        doc = doc[: found.end()].rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + doc[found.end() :]
     else:
         doc = doc.rstrip("\n") + "\n\n" + section
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -180,7 +180,7 @@ def _time_worker(spec: dict) -> dict:
         times: dict[str, list[float]] = {c: [] for c in names}
         head_times: list[float] = []
         for r in range(spec["repeats"]):
-            order = names[r % len(names):] + names[: r % len(names)]  # rotate who goes first
+            order = names[r % len(names) :] + names[: r % len(names)]  # rotate who goes first
             for case in order:
                 call = cases[case][0]
                 gc.collect()
@@ -191,9 +191,7 @@ def _time_worker(spec: dict) -> dict:
                 if t_mid is not None:
                     head_times.append(t1 - t_mid)
                 del result
-        out[n_str] = {
-            c: {"median_s": statistics.median(t), "min_s": min(t), "times_s": t} for c, t in times.items()
-        }
+        out[n_str] = {c: {"median_s": statistics.median(t), "min_s": min(t), "times_s": t} for c, t in times.items()}
         out[n_str]["engine"]["head_median_s"] = statistics.median(head_times)
         print(f"timed n={n_str}", file=sys.stderr, flush=True)
     return {"threads": torch.get_num_threads(), "by_n": out}

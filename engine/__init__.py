@@ -74,13 +74,17 @@ __all__ = [
 
 
 @overload
-def trace(model: "Model", text: str, *, causal: bool | None = None,
-          max_tokens: int = DEFAULT_MAX_TOKENS) -> AttentionTrace | Seq2SeqTrace | AlignmentTrace: ...
+def trace(
+    model: "Model", text: str, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> AttentionTrace | Seq2SeqTrace | AlignmentTrace: ...
 @overload
-def trace(model: "Model", text: np.ndarray, *, causal: bool | None = None,
-          max_tokens: int = DEFAULT_MAX_TOKENS) -> VisionTrace: ...
+def trace(
+    model: "Model", text: np.ndarray, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> VisionTrace: ...
 @overload
-def trace(model: "Model", text: object, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> Trace: ...
+def trace(
+    model: "Model", text: object, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> Trace: ...
 
 
 def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> Trace:
@@ -113,8 +117,9 @@ def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int =
     return model.adapter.trace(model, text, causal=causal, max_tokens=max_tokens)
 
 
-def generate(model: "Model", prompt: str, settings: DecodeSettings | None = None, *,
-             max_tokens: int = DEFAULT_MAX_TOKENS) -> "AttentionTrace | Seq2SeqTrace":
+def generate(
+    model: "Model", prompt: str, settings: DecodeSettings | None = None, *, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> "AttentionTrace | Seq2SeqTrace":
     """Let a decoder write after ``prompt`` (or an encoder-decoder write from it), then trace it in one pass.
 
     Args:
@@ -150,7 +155,7 @@ def generate(model: "Model", prompt: str, settings: DecodeSettings | None = None
 
 
 def device_name() -> str:
-    """"cuda (<GPU name>)" when a GPU is used, else "cpu"."""
+    """ "cuda (<GPU name>)" when a GPU is used, else "cpu"."""
     import torch
 
     if torch.cuda.is_available():

@@ -91,8 +91,14 @@ class TraceCache:
             (``engine.memory.release_memory_soon``).
     """
 
-    def __init__(self, max_bytes: int, max_entries: int = 256, sizeof: Callable[[Any], int] | None = None,
-                 on_large: Callable[[], None] | None = None, large_bytes: int = 16 * 2**20) -> None:
+    def __init__(
+        self,
+        max_bytes: int,
+        max_entries: int = 256,
+        sizeof: Callable[[Any], int] | None = None,
+        on_large: Callable[[], None] | None = None,
+        large_bytes: int = 16 * 2**20,
+    ) -> None:
         if max_bytes < 0 or max_entries < 1:
             raise ValueError("max_bytes must be >= 0 and max_entries >= 1")
         self.max_bytes = int(max_bytes)
@@ -186,5 +192,10 @@ class TraceCache:
     def stats(self) -> dict[str, int]:
         """Entries, bytes, budget, hits and misses so far."""
         with self._lock:
-            return {"entries": len(self._entries), "bytes": self._bytes, "max_bytes": self.max_bytes,
-                    "hits": self.hits, "misses": self.misses}
+            return {
+                "entries": len(self._entries),
+                "bytes": self._bytes,
+                "max_bytes": self.max_bytes,
+                "hits": self.hits,
+                "misses": self.misses,
+            }

@@ -61,7 +61,9 @@ def checkpoint_paths(directory: str | os.PathLike[str], name: str) -> Checkpoint
         CheckpointError: ``name`` is not a plain file name (letters, digits, ``_ . -``).
     """
     if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
-        raise CheckpointError(f"checkpoint name {quote_input(name)} must be letters, digits, '_', '.' or '-' (no folders)")
+        raise CheckpointError(
+            f"checkpoint name {quote_input(name)} must be letters, digits, '_', '.' or '-' (no folders)"
+        )
     base = Path(directory)
     return CheckpointPaths(base / f"{name}.safetensors", base / f"{name}.json", base / f"{name}.md")
 
@@ -250,7 +252,9 @@ def load_checkpoint(
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     tied = set(model.state_dict()) - set(_unique_tensors(model))
     if unexpected or set(missing) - tied:  # cannot happen after _read_tensors; kept as a guard
-        raise CheckpointError(f"{paths.weights.name}: tensors do not fit the model: missing {missing}, unexpected {unexpected}")
+        raise CheckpointError(
+            f"{paths.weights.name}: tensors do not fit the model: missing {missing}, unexpected {unexpected}"
+        )
     return model.to(device).eval(), vocab, document
 
 
@@ -262,7 +266,9 @@ def _read_json(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as err:
         raise CheckpointError(f"{path.name}: not a text file (byte {err.start} is not UTF-8)") from err
     except json.JSONDecodeError as err:
-        raise CheckpointError(f"{path.name}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from err
+        raise CheckpointError(
+            f"{path.name}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+        ) from err
     except OSError as err:
         raise CheckpointError(f"{path.name}: cannot be read: {error_reason(err)}") from err
     if not isinstance(document, dict):

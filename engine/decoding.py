@@ -21,8 +21,10 @@ from engine.generation import DecodeSettings, TokenPicker
 from engine.jobs import Step, checkpoint
 from engine.types import AttentionTrace, EngineError
 
-NEEDS_DECODER = ("Generating text needs a decoder (a GPT-style model such as tiny-gpt-stories, GPT-2, Llama or Qwen); "
-                 "this model does not write text one token at a time.")
+NEEDS_DECODER = (
+    "Generating text needs a decoder (a GPT-style model such as tiny-gpt-stories, GPT-2, Llama or Qwen); "
+    "this model does not write text one token at a time."
+)
 
 
 def room_for(n_prompt: int, settings: DecodeSettings, max_positions: int) -> int:
@@ -33,13 +35,20 @@ def room_for(n_prompt: int, settings: DecodeSettings, max_positions: int) -> int
     """
     room = max_positions - n_prompt
     if room < 1:
-        raise EngineError(f"The prompt already fills this model's {max_positions} positions: shorten it to "
-                          "leave room for new tokens.")
+        raise EngineError(
+            f"The prompt already fills this model's {max_positions} positions: shorten it to leave room for new tokens."
+        )
     return min(settings.max_new_tokens, room)
 
 
-def decode_loop(step: Callable[[list[int]], np.ndarray], prompt_ids: Sequence[int], settings: DecodeSettings,
-                stop_ids: Collection[int], n_new: int, n_named: int | None = None) -> tuple[list[int], bool]:
+def decode_loop(
+    step: Callable[[list[int]], np.ndarray],
+    prompt_ids: Sequence[int],
+    settings: DecodeSettings,
+    stop_ids: Collection[int],
+    n_new: int,
+    n_named: int | None = None,
+) -> tuple[list[int], bool]:
     """Pick up to ``n_new`` tokens after ``prompt_ids``.
 
     Args:
@@ -72,8 +81,13 @@ def decode_loop(step: Callable[[list[int]], np.ndarray], prompt_ids: Sequence[in
 
 def generation_notice(settings: DecodeSettings, n_new: int, stopped: bool, capped: bool, max_positions: int) -> str:
     """One sentence for the UI: how many tokens, how they were picked, and why the loop ended."""
-    why = (" It stopped at the end-of-text token." if stopped else
-           f" It stopped at this model's limit of {max_positions} positions." if capped else "")
+    why = (
+        " It stopped at the end-of-text token."
+        if stopped
+        else f" It stopped at this model's limit of {max_positions} positions."
+        if capped
+        else ""
+    )
     plural = "" if n_new == 1 else "s"
     return f"The model wrote {n_new} token{plural}, {settings.describe()}.{why}"
 
@@ -92,6 +106,7 @@ def generated_text(model, trace: AttentionTrace) -> tuple[str, str]:
     ids = list(trace.tokens.ids)
     tok = model.tokenizer
     if isinstance(tok, Vocab):
+
         def words(part: list[int]) -> str:
             return " ".join(w for i, w in zip(part, tok.decode(part)) if not tok.is_special(i) or i == UNK_ID)
 
@@ -99,5 +114,5 @@ def generated_text(model, trace: AttentionTrace) -> tuple[str, str]:
         return prompt, (" " + rest if prompt and rest else rest)
     prompt = tok.decode(ids[:cut], skip_special_tokens=True)
     whole = tok.decode(ids, skip_special_tokens=True)
-    rest = whole[len(prompt):] if whole.startswith(prompt) else tok.decode(ids[cut:], skip_special_tokens=True)
+    rest = whole[len(prompt) :] if whole.startswith(prompt) else tok.decode(ids[cut:], skip_special_tokens=True)
     return prompt, rest

@@ -96,13 +96,22 @@ _TEXT, _S2S, _VIT = "engine.pretrained.text_hf", "engine.pretrained.seq2seq_hf",
 
 
 def _hf_text(model_type: str, family: Family, settings: str, label: str) -> FamilyRecord:
-    return FamilyRecord(model_type, "hf", (family,), f"{_TEXT}:load_hf_text", f"{_TEXT}:{settings}",
-                        "AttentionTrace", label)  # fmt: skip
+    return FamilyRecord(
+        model_type, "hf", (family,), f"{_TEXT}:load_hf_text", f"{_TEXT}:{settings}", "AttentionTrace", label
+    )
 
 
 def _hf_seq2seq(model_type: str, positions: str, label: str) -> FamilyRecord:
-    return FamilyRecord(model_type, "hf", ("encoder-decoder",), f"{_S2S}:load_hf_seq2seq", f"{_S2S}:Seq2SeqHFAdapter",
-                        "Seq2SeqTrace", label, positions=positions)  # fmt: skip
+    return FamilyRecord(
+        model_type,
+        "hf",
+        ("encoder-decoder",),
+        f"{_S2S}:load_hf_seq2seq",
+        f"{_S2S}:Seq2SeqHFAdapter",
+        "Seq2SeqTrace",
+        label,
+        positions=positions,
+    )
 
 
 def _hf_vit(model_type: str, label: str) -> FamilyRecord:
@@ -110,27 +119,70 @@ def _hf_vit(model_type: str, label: str) -> FamilyRecord:
 
 
 def _hf_captioner(model_type: str, kind: str, label: str) -> FamilyRecord:
-    return FamilyRecord(model_type, "hf", ("captioner",), "engine.pretrained.caption_hf:load_hf_captioner",
-                        f"engine.pretrained.caption_hf:{kind.upper()}", "PatchCaptionTrace", label)  # fmt: skip
+    return FamilyRecord(
+        model_type,
+        "hf",
+        ("captioner",),
+        "engine.pretrained.caption_hf:load_hf_captioner",
+        f"engine.pretrained.caption_hf:{kind.upper()}",
+        "PatchCaptionTrace",
+        label,
+    )
 
 
 #: THE table: every family, once (checked by tests/unit/test_families.py)
 TABLE: tuple[FamilyRecord, ...] = (
     # ---- our own checkpoints (engine/models/) ------------------------------------------------------------
-    FamilyRecord("transformer", "own", ("decoder", "encoder"), "engine.models.own_adapter:load_own",
-                 "engine.models.own_adapter:OwnTextAdapter", "AttentionTrace", "our transformer",
-                 builder="engine.models.transformer:build_model"),
-    FamilyRecord("seq2seq", "own", ("encoder-decoder",), "engine.models.seq2seq_adapter:load_model",
-                 "engine.models.seq2seq_adapter:Seq2SeqAdapter", "Seq2SeqTrace", "our translator",
-                 builder="engine.models.seq2seq:build_from_config"),
-    FamilyRecord("rnn-attention", "own", ("rnn-attention",), "engine.models.bahdanau:load_model",
-                 "engine.models.bahdanau:AlignmentAdapter", "AlignmentTrace", "our GRU with Bahdanau attention",
-                 builder="engine.models.bahdanau:build_model"),
-    FamilyRecord("vit", "own", ("vit",), "engine.models.vit:load_model", "engine.models.vit:ViTAdapter",
-                 "VisionTrace", "our ViT", builder="engine.models.vit:build_model"),
-    FamilyRecord("captioner", "own", ("captioner",), "engine.models.captioner:load_model",
-                 "engine.models.captioner:CaptionAdapter", "CaptionTrace", "our image captioner with soft attention",
-                 builder="engine.models.captioner:build_model"),
+    FamilyRecord(
+        "transformer",
+        "own",
+        ("decoder", "encoder"),
+        "engine.models.own_adapter:load_own",
+        "engine.models.own_adapter:OwnTextAdapter",
+        "AttentionTrace",
+        "our transformer",
+        builder="engine.models.transformer:build_model",
+    ),
+    FamilyRecord(
+        "seq2seq",
+        "own",
+        ("encoder-decoder",),
+        "engine.models.seq2seq_adapter:load_model",
+        "engine.models.seq2seq_adapter:Seq2SeqAdapter",
+        "Seq2SeqTrace",
+        "our translator",
+        builder="engine.models.seq2seq:build_from_config",
+    ),
+    FamilyRecord(
+        "rnn-attention",
+        "own",
+        ("rnn-attention",),
+        "engine.models.bahdanau:load_model",
+        "engine.models.bahdanau:AlignmentAdapter",
+        "AlignmentTrace",
+        "our GRU with Bahdanau attention",
+        builder="engine.models.bahdanau:build_model",
+    ),
+    FamilyRecord(
+        "vit",
+        "own",
+        ("vit",),
+        "engine.models.vit:load_model",
+        "engine.models.vit:ViTAdapter",
+        "VisionTrace",
+        "our ViT",
+        builder="engine.models.vit:build_model",
+    ),
+    FamilyRecord(
+        "captioner",
+        "own",
+        ("captioner",),
+        "engine.models.captioner:load_model",
+        "engine.models.captioner:CaptionAdapter",
+        "CaptionTrace",
+        "our image captioner with soft attention",
+        builder="engine.models.captioner:build_model",
+    ),
     # ---- Hugging Face text models (engine/pretrained/text_hf.py) -----------------------------------------
     _hf_text("bert", "encoder", "BERT_LIKE", "BERT"),
     _hf_text("roberta", "encoder", "ROBERTA_LIKE", "RoBERTa"),
@@ -156,12 +208,19 @@ TABLE: tuple[FamilyRecord, ...] = (
     # ---- Hugging Face vision models (engine/pretrained/vit_hf.py, swin_hf.py) ----------------------------
     _hf_vit("vit", "ViT"),
     _hf_vit("deit", "DeiT"),
-    FamilyRecord("swin", "hf", ("vit",), "engine.pretrained.swin_hf:load_hf_swin", "engine.pretrained.swin_hf:HFSwinAdapter",
-                 "WindowTrace", "Swin"),
+    FamilyRecord(
+        "swin",
+        "hf",
+        ("vit",),
+        "engine.pretrained.swin_hf:load_hf_swin",
+        "engine.pretrained.swin_hf:HFSwinAdapter",
+        "WindowTrace",
+        "Swin",
+    ),
     # ---- Hugging Face captioners (engine/pretrained/caption_hf.py) ---------------------------------------
     _hf_captioner("vision-encoder-decoder", "ved", "ViT + GPT-2 captioner"),
     _hf_captioner("blip", "blip", "BLIP"),
-)  # fmt: skip
+)
 
 #: own checkpoints' records, in table order (the checkpoint format and the catalog read these)
 RECORDS: tuple[FamilyRecord, ...] = tuple(r for r in TABLE if r.source == "own")

@@ -95,7 +95,7 @@ def named_only(logits: np.ndarray, n_named: int | None) -> np.ndarray:
     """
     z = np.array(logits, dtype=np.float64)
     if n_named is not None:
-        z[max(int(n_named), 0):] = -np.inf
+        z[max(int(n_named), 0) :] = -np.inf
     return z
 
 

@@ -62,8 +62,10 @@ def _bomb(err: Exception, n_bytes: int) -> ImageError:
     size = f"{int(found.group(1)) / 1e6:,.0f} megapixels" if found else "far more megapixels than it stores"
     amount = f"{n_bytes:,} bytes" if n_bytes < 10_240 else f"{n_bytes / 1024:,.0f} kB"
     source = f" from a file of {amount}" if n_bytes else ""
-    return ImageError(f"The image is too large: it would unpack to {size}{source}. It was refused before "
-                      "decoding (a possible 'decompression bomb').")  # fmt: skip
+    return ImageError(
+        f"The image is too large: it would unpack to {size}{source}. It was refused before "
+        "decoding (a possible 'decompression bomb')."
+    )
 
 
 def _open(data: bytes, max_pixels: int):
@@ -77,8 +79,9 @@ def _open(data: bytes, max_pixels: int):
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:
         raise _bomb(err, len(data)) from None
     except UnidentifiedImageError:
-        raise ImageError("This file is not an image this app can read (PNG, JPEG, GIF, BMP, WebP or TIFF), "
-                         "whatever its name says.") from None  # fmt: skip
+        raise ImageError(
+            "This file is not an image this app can read (PNG, JPEG, GIF, BMP, WebP or TIFF), whatever its name says."
+        ) from None
     except (OSError, ValueError, SyntaxError) as err:
         raise ImageError(f"This image file is damaged and cannot be read ({type(err).__name__}).") from None
     width, height = image.size
@@ -97,7 +100,9 @@ def _decode(image, notices: list[str]):
     from PIL import Image
 
     if getattr(image, "is_animated", False) or getattr(image, "n_frames", 1) > 1:
-        notices.append(f"The file holds {image.n_frames} frames (animated or multi-page): only the first frame is used.")
+        notices.append(
+            f"The file holds {image.n_frames} frames (animated or multi-page): only the first frame is used."
+        )
         image.seek(0)
     if image.format == "JPEG" and max(image.size) > 2 * MAX_SIDE:
         image.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode a JPEG at 1/2, 1/4 or 1/8 scale directly

@@ -255,9 +255,18 @@ class JobStatus:
 class _Job:
     """One job's mutable state; every field is read and written under its queue's lock."""
 
-    def __init__(self, job_id: int, session_id: str, kind: str, key: Hashable, work: Callable[[], Any],
-                 hint_s: float, estimate_s: float, alive: Callable[[], bool] | None,
-                 max_updates: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        job_id: int,
+        session_id: str,
+        kind: str,
+        key: Hashable,
+        work: Callable[[], Any],
+        hint_s: float,
+        estimate_s: float,
+        alive: Callable[[], bool] | None,
+        max_updates: int,
+    ) -> None:
         self.job_id, self.session_id, self.kind, self.key = job_id, session_id, kind, key
         self.work: Callable[[], Any] | None = work
         self.hint_s = hint_s  # the caller's estimate
@@ -309,9 +318,17 @@ class LongWorkQueue:
         clock: monotonic seconds (tests pass a fake one).
     """
 
-    def __init__(self, workers: int | None = None, max_seconds: float | None = None, keep: int = 256,
-                 max_updates: int = 1000, grace: float = 3.0, threads: int = 1, nice: int = LOW_PRIORITY_NICE,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        workers: int | None = None,
+        max_seconds: float | None = None,
+        keep: int = 256,
+        max_updates: int = 1000,
+        grace: float = 3.0,
+        threads: int = 1,
+        nice: int = LOW_PRIORITY_NICE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.workers = workers or default_workers()
         self.max_seconds = max_seconds or default_max_seconds()
         self.keep, self.max_updates, self.grace = keep, max_updates, grace
@@ -327,8 +344,16 @@ class LongWorkQueue:
 
     # ---- what a page asks ----
 
-    def submit(self, session_id: str, kind: str, work: Callable[[], Any], *, key: Hashable = None,
-               estimate_s: float = 10.0, alive: Callable[[], bool] | None = None) -> JobStatus:  # fmt: skip
+    def submit(
+        self,
+        session_id: str,
+        kind: str,
+        work: Callable[[], Any],
+        *,
+        key: Hashable = None,
+        estimate_s: float = 10.0,
+        alive: Callable[[], bool] | None = None,
+    ) -> JobStatus:
         """Queue ``work`` for ``session_id``: the session's job of this ``kind`` from now on.
 
         Args:
@@ -352,8 +377,17 @@ class LongWorkQueue:
             if old is not None and old.status in ACTIVE and old.key == key:
                 return self._status(old)
             hint = float(estimate_s) if math.isfinite(estimate_s) and estimate_s > 0 else 10.0
-            job = _Job(next(self._ids), session_id, kind, key, work, hint, hint * self._pace.get(kind, 1.0), alive,
-                       self.max_updates)  # fmt: skip
+            job = _Job(
+                next(self._ids),
+                session_id,
+                kind,
+                key,
+                work,
+                hint,
+                hint * self._pace.get(kind, 1.0),
+                alive,
+                self.max_updates,
+            )
             self._enqueue(job, old)
             self._latest[(session_id, kind)] = job
             self._latest.move_to_end((session_id, kind))
@@ -443,13 +477,24 @@ class LongWorkQueue:
         if position:
             running = [max(0.0, j.estimate_s - j.elapsed(now)) for j in self._running]
             wait = expected_start(running, [j.estimate_s for j in self._queue[: position - 1]], self.workers)
-        return JobStatus(job_id=job.job_id, kind=job.kind, key=job.key, status=job.status, position=position,
-                         wait_s=wait, estimate_s=job.estimate_s, elapsed_s=job.elapsed(now),
-                         updates=tuple(job.updates), result=job.result, error=job.error,
-                         reason=job.reason)  # fmt: skip
+        return JobStatus(
+            job_id=job.job_id,
+            kind=job.kind,
+            key=job.key,
+            status=job.status,
+            position=position,
+            wait_s=wait,
+            estimate_s=job.estimate_s,
+            elapsed_s=job.elapsed(now),
+            updates=tuple(job.updates),
+            result=job.result,
+            error=job.error,
+            reason=job.reason,
+        )
 
-    def _finish(self, job: _Job, status: str, result: Any = None, error: BaseException | None = None,
-                reason: str = "") -> None:  # fmt: skip
+    def _finish(
+        self, job: _Job, status: str, result: Any = None, error: BaseException | None = None, reason: str = ""
+    ) -> None:
         job.status, job.result, job.error, job.reason = status, result, error, reason
         job.ended_at = self.clock()
         job.work = None  # whatever the work closed over (a model, a prompt) is not kept with the result

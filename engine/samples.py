@@ -61,8 +61,9 @@ def digit_split(split_seed: int = DIGIT_SPLIT_SEED) -> tuple[np.ndarray, np.ndar
     from sklearn.model_selection import train_test_split
 
     labels = _digits()[1]
-    train, held_out = train_test_split(np.arange(len(labels)), test_size=DIGIT_TEST_FRACTION, stratify=labels,
-                                       random_state=split_seed)  # fmt: skip
+    train, held_out = train_test_split(
+        np.arange(len(labels)), test_size=DIGIT_TEST_FRACTION, stratify=labels, random_state=split_seed
+    )
     return train, held_out
 
 
@@ -94,7 +95,8 @@ def shape(name: str, size: int = 64) -> np.ndarray:
         "circle": r <= radius,
         "ring": np.abs(r - radius) <= width,
         "square": np.maximum(np.abs(y - c), np.abs(x - c)) <= radius,
-        "cross": ((np.abs(y - c) <= width) | (np.abs(x - c) <= width)) & (np.maximum(np.abs(y - c), np.abs(x - c)) <= radius + width),
+        "cross": ((np.abs(y - c) <= width) | (np.abs(x - c) <= width))
+        & (np.maximum(np.abs(y - c), np.abs(x - c)) <= radius + width),
         "diagonal": (np.abs(y - x) <= width) & (np.abs(y - c) <= radius + width),
         "triangle": (y >= top) & (y <= size - top) & (np.abs(x - c) <= (y - top) / 2),
     }

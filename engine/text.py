@@ -38,9 +38,7 @@ def clean_input(text: object) -> tuple[str, bool]:
     if not isinstance(text, str):
         raise EmptyInputError(f"Expected text, got {type(text).__name__}.")
     text = unicodedata.normalize("NFC", text)
-    text = "".join(
-        ch for ch in text if ch in "\t\n" or unicodedata.category(ch) not in _CONTROL
-    )
+    text = "".join(ch for ch in text if ch in "\t\n" or unicodedata.category(ch) not in _CONTROL)
     cut = len(text) > MAX_CHARS
     if cut:
         text = text[:MAX_CHARS]
@@ -267,8 +265,11 @@ def length_notices(
     n_total: int, limit: int, *, max_tokens: int, max_positions: int, cut_chars: bool, verb: str = "traced"
 ) -> list[str]:
     """Notices about cutting the input: a very long text, the model's own limit, the token limit."""
-    notices = [f"The text was longer than {MAX_CHARS:,} characters: only the first {MAX_CHARS:,} were read."
-               ] if cut_chars else []
+    notices = (
+        [f"The text was longer than {MAX_CHARS:,} characters: only the first {MAX_CHARS:,} were read."]
+        if cut_chars
+        else []
+    )
     if n_total > limit:
         if max_tokens > max_positions:
             notices.append(f"This model reads at most {max_positions} tokens; the limit was lowered to that.")

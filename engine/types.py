@@ -168,7 +168,9 @@ class AttentionTrace:
             if not (q.shape[0] == k.shape[0] == v.shape[0] == self.queries[0].shape[0]):
                 raise ValueError(f"layer {layer}: q, k, v disagree on the number of heads")
             if q.shape[2] != k.shape[2] or k.shape[1] != v.shape[1]:
-                raise ValueError(f"layer {layer}: q/k d_head or k/v positions disagree: {q.shape}, {k.shape}, {v.shape}")
+                raise ValueError(
+                    f"layer {layer}: q/k d_head or k/v positions disagree: {q.shape}, {k.shape}, {v.shape}"
+                )
             if q.shape[1] != len(self.tokens) or k.shape[1] != len(self.key_tokens):
                 raise ValueError(
                     f"layer {layer}: {q.shape[1]} query rows for {len(self.tokens)} tokens "
@@ -185,18 +187,26 @@ class AttentionTrace:
             raise ValueError(f"alibi_slopes must have one slope per head, got shape {self.alibi_slopes.shape}")
         if self.relative_bias:
             if len(self.relative_bias) != n_layers:
-                raise ValueError(f"relative_bias needs one entry per layer (or none at all), got {len(self.relative_bias)}")
+                raise ValueError(
+                    f"relative_bias needs one entry per layer (or none at all), got {len(self.relative_bias)}"
+                )
             want = (self.queries[0].shape[0], len(self.tokens) + len(self.key_tokens) - 1)
             for layer, rb in enumerate(self.relative_bias):
                 if rb is not None and rb.shape != want:
-                    raise ValueError(f"layer {layer}: relative_bias must be [head, n_q + n_k − 1] = {want}, got {rb.shape}")
+                    raise ValueError(
+                        f"layer {layer}: relative_bias must be [head, n_q + n_k − 1] = {want}, got {rb.shape}"
+                    )
         if self.value_out_norms:
             if len(self.value_out_norms) != n_layers:
-                raise ValueError(f"value_out_norms needs one entry per layer (or none at all), got {len(self.value_out_norms)}")
+                raise ValueError(
+                    f"value_out_norms needs one entry per layer (or none at all), got {len(self.value_out_norms)}"
+                )
             want = (self.queries[0].shape[0], len(self.key_tokens))
             for layer, norms in enumerate(self.value_out_norms):
                 if norms.shape != want:
-                    raise ValueError(f"layer {layer}: value_out_norms must be [head, k_pos] = {want}, got {norms.shape}")
+                    raise ValueError(
+                        f"layer {layer}: value_out_norms must be [head, k_pos] = {want}, got {norms.shape}"
+                    )
         if self.kv_heads is not None and (self.kv_heads < 1 or self.queries[0].shape[0] % self.kv_heads):
             raise ValueError(f"kv_heads must divide the {self.queries[0].shape[0]} query heads, got {self.kv_heads}")
         if self.generated_from is not None and not 0 <= self.generated_from <= len(self.tokens):
@@ -408,10 +418,19 @@ class AttentionTrace:
         out = np.matmul(p if head is None else p[None], v)
         return out[0] if head is not None else out
 
-    def overview(self, layer: int, head: int, size: int = 1024, reduce: Literal["max", "mean"] = "max", *,
-                 q_range: tuple[int, int] | None = None, k_range: tuple[int, int] | None = None,
-                 keys: np.ndarray | None = None, row_scale: bool = False,
-                 weighting: Literal["attention", "value", "contribution"] = "attention") -> np.ndarray:  # fmt: skip
+    def overview(
+        self,
+        layer: int,
+        head: int,
+        size: int = 1024,
+        reduce: Literal["max", "mean"] = "max",
+        *,
+        q_range: tuple[int, int] | None = None,
+        k_range: tuple[int, int] | None = None,
+        keys: np.ndarray | None = None,
+        row_scale: bool = False,
+        weighting: Literal["attention", "value", "contribution"] = "attention",
+    ) -> np.ndarray:
         """One head's exact pattern pooled to ``[min(rows, size), min(keys, size)]`` block max/mean cells.
 
         For long inputs: computed a chunk of query rows at a time, never n×n. Arguments, returns
@@ -419,11 +438,27 @@ class AttentionTrace:
         """
         from engine.analysis import overview as ov  # on use: engine.types imports no analysis code
 
-        return ov.overview(self, layer, head, size, reduce, q_range=q_range, k_range=k_range, keys=keys,
-                           row_scale=row_scale, weighting=weighting)  # fmt: skip
+        return ov.overview(
+            self,
+            layer,
+            head,
+            size,
+            reduce,
+            q_range=q_range,
+            k_range=k_range,
+            keys=keys,
+            row_scale=row_scale,
+            weighting=weighting,
+        )
 
-    def pattern_rows(self, layer: int, head: int, start: int, stop: int,
-                     weighting: Literal["attention", "value", "contribution"] = "attention") -> np.ndarray:  # fmt: skip
+    def pattern_rows(
+        self,
+        layer: int,
+        head: int,
+        start: int,
+        stop: int,
+        weighting: Literal["attention", "value", "contribution"] = "attention",
+    ) -> np.ndarray:
         """Exact rows ``start:stop`` of ``pattern(layer, head)``, ``[stop − start, k_pos]``, without n×n
         (``weighting="value"``: times :meth:`value_norms`; ``"contribution"``: times :meth:`output_norms`,
         rows of :meth:`contributions`)."""
@@ -691,12 +726,18 @@ class WindowBlock:
         w, n = self.window, self.window * self.window
         hp, wp = padded(self.grid, w) if w > 0 else (0, 0)
         if w < 1 or not 0 <= self.shift < w:
-            raise ValueError(f"stage {self.stage} block {self.block}: window {w} and shift {self.shift} need 0 ≤ shift < window")
+            raise ValueError(
+                f"stage {self.stage} block {self.block}: window {w} and shift {self.shift} need 0 ≤ shift < window"
+            )
         if self.queries.ndim != 4 or self.keys.shape != self.queries.shape:
-            raise ValueError(f"queries and keys must both be [window, head, N, d_head], got {self.queries.shape}, {self.keys.shape}")
+            raise ValueError(
+                f"queries and keys must both be [window, head, N, d_head], got {self.queries.shape}, {self.keys.shape}"
+            )
         if self.queries.shape[0] != (hp // w) * (wp // w) or self.queries.shape[2] != n:
-            raise ValueError(f"a {self.grid} grid in windows of {w}×{w} has {(hp // w) * (wp // w)} windows of {n} "
-                             f"tokens, got queries {self.queries.shape}")  # fmt: skip
+            raise ValueError(
+                f"a {self.grid} grid in windows of {w}×{w} has {(hp // w) * (wp // w)} windows of {n} "
+                f"tokens, got queries {self.queries.shape}"
+            )
         if self.bias.shape != (self.queries.shape[1], n, n):
             raise ValueError(f"bias must be [head, N, N] = {(self.queries.shape[1], n, n)}, got {self.bias.shape}")
 
@@ -875,8 +916,10 @@ class PatchCaptionTrace:
     def __post_init__(self) -> None:
         rows, cols = self.grid
         if len(self.cross.tokens) != len(self.words) or len(self.cross.key_tokens) != self.prefix + rows * cols:
-            raise ValueError(f"PatchCaptionTrace: {len(self.words)} words and {self.prefix} + {rows}×{cols} keys; the "
-                             f"cross-attention has {len(self.cross.tokens)} rows and {len(self.cross.key_tokens)} keys")
+            raise ValueError(
+                f"PatchCaptionTrace: {len(self.words)} words and {self.prefix} + {rows}×{cols} keys; the "
+                f"cross-attention has {len(self.cross.tokens)} rows and {len(self.cross.key_tokens)} keys"
+            )
 
     @property
     def n_layers(self) -> int:

@@ -21,11 +21,13 @@ fi
 
 export HF_HUB_OFFLINE=1          # tests never reach the network
 export PYTHONUNBUFFERED=1
-# Lint first (rules in pyproject.toml), then the suite; a lint failure fails the run but the tests still run.
+# Lint and format check first (rules in pyproject.toml), then the suite; a failure of either fails the run but
+# the tests still run.
 lint=0
 python3 -m ruff check . || lint=$?
+python3 -m ruff format --check . || lint=$?
 tests=0
 python3 -m pytest "$@" || tests=$?
-if [ "$lint" != 0 ]; then echo "ruff check failed (see above): fix it, or run python3 -m ruff check --fix ." >&2; fi
+if [ "$lint" != 0 ]; then echo "ruff check or ruff format --check failed (see above): fix it, or run python3 -m ruff check --fix . && python3 -m ruff format ." >&2; fi
 if [ "$tests" != 0 ]; then exit "$tests"; fi
 exit "$lint"

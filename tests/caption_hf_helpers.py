@@ -20,8 +20,26 @@ from pathlib import Path
 
 import torch
 
-WORDS = ("a", "red", "blue", "green", "small", "large", "circle", "square", "triangle", "above", "below", "left",
-         "of", "right", "the", "cat", "on", "mat")  # fmt: skip
+WORDS = (
+    "a",
+    "red",
+    "blue",
+    "green",
+    "small",
+    "large",
+    "circle",
+    "square",
+    "triangle",
+    "above",
+    "below",
+    "left",
+    "of",
+    "right",
+    "the",
+    "cat",
+    "on",
+    "mat",
+)
 SPECIALS = ("[PAD]", "[BOS]", "[EOS]", "[UNK]")  # ids 0–3
 
 
@@ -33,8 +51,9 @@ def save_tokenizer(folder: Path):
     vocab = {w: i for i, w in enumerate((*SPECIALS, *WORDS))}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", bos_token="[BOS]", eos_token="[EOS]",
-                                   unk_token="[UNK]")  # fmt: skip
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="[PAD]", bos_token="[BOS]", eos_token="[EOS]", unk_token="[UNK]"
+    )
     fast.save_pretrained(folder)
     return fast
 
@@ -50,19 +69,37 @@ def save_tiny_ved(folder: Path, *, seed: int = 0) -> Path:
     )
 
     tok = save_tokenizer(folder)
-    encoder = ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, initializer_range=0.2)  # fmt: skip
-    decoder = GPT2Config(vocab_size=len(tok), n_positions=40, n_embd=48, n_layer=2, n_head=4, initializer_range=0.2,
-                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                         is_decoder=True, add_cross_attention=True)  # fmt: skip
+    encoder = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        initializer_range=0.2,
+    )
+    decoder = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=40,
+        n_embd=48,
+        n_layer=2,
+        n_head=4,
+        initializer_range=0.2,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        is_decoder=True,
+        add_cross_attention=True,
+    )
     config = VisionEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
     config.decoder_start_token_id = tok.bos_token_id
     config.pad_token_id = tok.pad_token_id
     config.eos_token_id = tok.eos_token_id
     torch.manual_seed(seed)
     VisionEncoderDecoderModel(config=config).save_pretrained(folder)
-    ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6],
-                      image_std=[0.2, 0.3, 0.25]).save_pretrained(folder)  # fmt: skip
+    ViTImageProcessor(
+        size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
+    ).save_pretrained(folder)
     return folder
 
 
@@ -71,14 +108,32 @@ def save_tiny_blip(folder: Path, *, seed: int = 0) -> Path:
     from transformers import BlipConfig, BlipForConditionalGeneration, BlipImageProcessor
 
     tok = save_tokenizer(folder)
-    text = dict(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                max_position_embeddings=40, initializer_range=0.2, bos_token_id=tok.bos_token_id,
-                eos_token_id=tok.eos_token_id, sep_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)  # fmt: skip
-    vision = dict(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, initializer_range=0.2)  # fmt: skip
+    text = dict(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=40,
+        initializer_range=0.2,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        sep_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    vision = dict(
+        image_size=32,
+        patch_size=8,
+        hidden_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        initializer_range=0.2,
+    )
     config = BlipConfig(text_config=text, vision_config=vision)
     torch.manual_seed(seed)
     BlipForConditionalGeneration(config).save_pretrained(folder)
-    BlipImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6],
-                       image_std=[0.2, 0.3, 0.25]).save_pretrained(folder)  # fmt: skip
+    BlipImageProcessor(
+        size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
+    ).save_pretrained(folder)
     return folder

@@ -102,20 +102,53 @@ def build(kind: str, folder: Path) -> None:
         tokenizer = wordpiece_tokenizer()
         common = dict(vocab_size=len(tokenizer), initializer_range=init, pad_token_id=tokenizer.pad_token_id)
         if kind == "bert":
-            config, cls = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                     intermediate_size=64, max_position_embeddings=MAX_POS, **common), BertModel
+            config, cls = (
+                BertConfig(
+                    hidden_size=32,
+                    num_hidden_layers=2,
+                    num_attention_heads=4,
+                    intermediate_size=64,
+                    max_position_embeddings=MAX_POS,
+                    **common,
+                ),
+                BertModel,
+            )
         elif family(kind) == "roberta":
             # RoBERTa's positions start after the padding index: the table has 2 more rows.
-            config_cls, cls = {"roberta": (RobertaConfig, RobertaModel), "xlm-roberta": (XLMRobertaConfig, XLMRobertaModel),
-                               "camembert": (CamembertConfig, CamembertModel)}[kind]  # fmt: skip
-            config = config_cls(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                                max_position_embeddings=MAX_POS + 2, type_vocab_size=1, **common)
+            config_cls, cls = {
+                "roberta": (RobertaConfig, RobertaModel),
+                "xlm-roberta": (XLMRobertaConfig, XLMRobertaModel),
+                "camembert": (CamembertConfig, CamembertModel),
+            }[kind]
+            config = config_cls(
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                intermediate_size=64,
+                max_position_embeddings=MAX_POS + 2,
+                type_vocab_size=1,
+                **common,
+            )
         elif kind == "electra":  # embeddings of 16 dims projected to the hidden 32
-            config, cls = ElectraConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                        intermediate_size=64, max_position_embeddings=MAX_POS, **common), ElectraModel
+            config, cls = (
+                ElectraConfig(
+                    embedding_size=16,
+                    hidden_size=32,
+                    num_hidden_layers=2,
+                    num_attention_heads=4,
+                    intermediate_size=64,
+                    max_position_embeddings=MAX_POS,
+                    **common,
+                ),
+                ElectraModel,
+            )
         elif kind == "distilbert":
-            config, cls = DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=64,
-                                           max_position_embeddings=MAX_POS, **common), DistilBertModel
+            config, cls = (
+                DistilBertConfig(
+                    dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=MAX_POS, **common
+                ),
+                DistilBertModel,
+            )
         else:
             raise ValueError(kind)
     torch.manual_seed(0)
@@ -124,8 +157,18 @@ def build(kind: str, folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
-KINDS = ("bert", "roberta", "xlm-roberta", "camembert", "electra", "distilbert",
-         "gpt2", "gpt2-layerscale", "gpt2-unscaled", "gpt2-upcast")  # fmt: skip
+KINDS = (
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "electra",
+    "distilbert",
+    "gpt2",
+    "gpt2-layerscale",
+    "gpt2-unscaled",
+    "gpt2-upcast",
+)
 
 
 def family(kind: str) -> str:

@@ -27,7 +27,9 @@ class Unavailable(RuntimeError):
 def _bin_dir() -> Path:
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parts[-3]), reverse=True)
     if not found:
-        raise Unavailable("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/pg_ctl): apt-get install postgresql")
+        raise Unavailable(
+            "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/pg_ctl): apt-get install postgresql"
+        )
     return found[0].parent
 
 
@@ -54,14 +56,34 @@ def cluster(timeout: float = 60.0) -> Iterator[str]:
     data, log = folder / "data", folder / "log"
     port = _free_port()
     try:
-        init = subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "ap", "--auth=trust",
-                               "-E", "UTF8", "--no-sync"], capture_output=True, text=True, timeout=timeout)  # fmt: skip
+        init = subprocess.run(
+            [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "ap", "--auth=trust", "-E", "UTF8", "--no-sync"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if init.returncode:
             raise Unavailable(f"initdb failed: {init.stderr.strip()[-300:]}")
         options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={folder} -c fsync=off"
-        start = subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options,
-                                "-w", "-t", str(int(timeout)), "start"], capture_output=True, text=True,
-                               timeout=timeout + 10)  # fmt: skip
+        start = subprocess.run(
+            [
+                *prefix,
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(log),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(int(timeout)),
+                "start",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout + 10,
+        )
         if start.returncode:
             tail = log.read_text(errors="replace")[-300:] if log.exists() else start.stderr[-300:]
             raise Unavailable(f"pg_ctl start failed: {tail.strip()}")
@@ -70,8 +92,11 @@ def cluster(timeout: float = 60.0) -> Iterator[str]:
         yield url
     finally:
         if (data / "postmaster.pid").exists():
-            subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                           capture_output=True, timeout=60)  # fmt: skip
+            subprocess.run(
+                [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                capture_output=True,
+                timeout=60,
+            )
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -22,23 +22,43 @@ def tokenizer(kind: str):
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer, tok.decoder = pre_tokenizers.Metaspace(), decoders.Metaspace()
     special = ["<pad>", "</s>", "<unk>", "<s>"]
-    tok.train_from_iterator(_CORPUS * 4, trainers.BpeTrainer(vocab_size=90, special_tokens=special, show_progress=False))
+    tok.train_from_iterator(
+        _CORPUS * 4, trainers.BpeTrainer(vocab_size=90, special_tokens=special, show_progress=False)
+    )
     single = "<s> $A </s>" if kind == "bart" else "$A </s>"  # BART wraps the source; T5 and Marian end it
     tok.post_processor = processors.TemplateProcessing(single=single, special_tokens=[("<s>", 3), ("</s>", 1)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
-                                   bos_token="<s>")  # fmt: skip
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>", bos_token="<s>"
+    )
 
 
 def module(kind: str, vocab: int):
     import transformers as tf
 
     ids = dict(vocab_size=vocab, pad_token_id=0, eos_token_id=1)
-    sizes = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
-                 encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=MAX_POS)  # fmt: skip
+    sizes = dict(
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=MAX_POS,
+    )
     if kind == "t5":  # relative position buckets shorter than the long input: far keys share a bucket
-        config = tf.T5Config(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=3, num_heads=4,
-                             relative_attention_num_buckets=8, relative_attention_max_distance=16,
-                             decoder_start_token_id=0, **ids)  # fmt: skip
+        config = tf.T5Config(
+            d_model=32,
+            d_kv=8,
+            d_ff=64,
+            num_layers=2,
+            num_decoder_layers=3,
+            num_heads=4,
+            relative_attention_num_buckets=8,
+            relative_attention_max_distance=16,
+            decoder_start_token_id=0,
+            **ids,
+        )
         return tf.T5ForConditionalGeneration(config)
     if kind == "bart":
         return tf.BartForConditionalGeneration(tf.BartConfig(bos_token_id=3, decoder_start_token_id=1, **sizes, **ids))

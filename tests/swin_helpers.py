@@ -22,9 +22,20 @@ def save_tiny_swin(folder: Path, *, window: int = 2, classifier: bool = True, se
     """Save a tiny random Swin (with a 3-class head unless ``classifier`` is False) and its image processor."""
     from transformers import SwinConfig, SwinForImageClassification, SwinModel, ViTImageProcessor
 
-    config = SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[2, 2], num_heads=[2, 4],
-                        window_size=window, mlp_ratio=2.0, initializer_range=init, drop_path_rate=0.0,
-                        num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})  # fmt: skip
+    config = SwinConfig(
+        image_size=32,
+        patch_size=4,
+        embed_dim=16,
+        depths=[2, 2],
+        num_heads=[2, 4],
+        window_size=window,
+        mlp_ratio=2.0,
+        initializer_range=init,
+        drop_path_rate=0.0,
+        num_labels=3,
+        id2label=LABELS,
+        label2id={v: k for k, v in LABELS.items()},
+    )
     torch.manual_seed(seed)
     model = SwinForImageClassification(config) if classifier else SwinModel(config)
     with torch.no_grad():
@@ -33,6 +44,7 @@ def save_tiny_swin(folder: Path, *, window: int = 2, classifier: bool = True, se
             if table is not None:
                 table.normal_(0.0, 1.0)
     model.save_pretrained(folder)
-    ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6],
-                      image_std=[0.2, 0.3, 0.25]).save_pretrained(folder)  # fmt: skip
+    ViTImageProcessor(
+        size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
+    ).save_pretrained(folder)
     return folder

@@ -68,22 +68,46 @@ def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[s
     if family == "encoder-decoder":
         if st.session_state.get(Explore.ablation_block) not in BLOCKS:
             st.session_state[Explore.ablation_block] = "cross"
-        block = st.segmented_control("Attention block", list(BLOCKS), format_func=BLOCKS.get, key=Explore.ablation_block,
-                                     help="The translator has three kinds of attention; pick whose heads to switch off.",
-                                     **PERSIST) or "cross"  # fmt: skip
+        block = (
+            st.segmented_control(
+                "Attention block",
+                list(BLOCKS),
+                format_func=BLOCKS.get,
+                key=Explore.ablation_block,
+                help="The translator has three kinds of attention; pick whose heads to switch off.",
+                **PERSIST,
+            )
+            or "cross"
+        )
     head_options = [head_label(layer, head) for layer in range(n_layers) for head in range(n_heads)]
     layer_options = [f"Layer {layer}" for layer in range(n_layers)]
     _keep_valid(Explore.ablation_heads, head_options)
     _keep_valid(Explore.ablation_layers, layer_options)
     left, right = st.columns([3, 2])
     with left:
-        picked = st.multiselect("Heads to switch off", head_options, key=Explore.ablation_heads, placeholder="e.g. L0 H3",
-                                help="L = layer, H = head, counted from 0.", **PERSIST)  # fmt: skip
+        picked = st.multiselect(
+            "Heads to switch off",
+            head_options,
+            key=Explore.ablation_heads,
+            placeholder="e.g. L0 H3",
+            help="L = layer, H = head, counted from 0.",
+            **PERSIST,
+        )
     with right:
-        layers = st.multiselect("Whole layers off", layer_options, key=Explore.ablation_layers, placeholder="none",
-                                help="Switch off every head of these layers at once.", **PERSIST)  # fmt: skip
-    keep_only = st.toggle("Keep only these heads (switch off all the others)", key=Explore.ablation_keep, **PERSIST,
-                          help="Turns the selection around: what can the chosen heads do on their own?")
+        layers = st.multiselect(
+            "Whole layers off",
+            layer_options,
+            key=Explore.ablation_layers,
+            placeholder="none",
+            help="Switch off every head of these layers at once.",
+            **PERSIST,
+        )
+    keep_only = st.toggle(
+        "Keep only these heads (switch off all the others)",
+        key=Explore.ablation_keep,
+        **PERSIST,
+        help="Turns the selection around: what can the chosen heads do on their own?",
+    )
     chosen: set[tuple[str, int, int | None]] = set()
     for label in picked:
         parsed = parse_head_label(label)
@@ -107,11 +131,24 @@ def next_token_figure(result) -> go.Figure:
     labels = _unique([safe_label(t) for t in result.top_tokens], result.top_ids)
     fig = go.Figure()
     for name, values, colour in ((BEFORE, result.top_before, "#1f77b4"), (AFTER, result.top_after, "#ff7f0e")):
-        fig.add_trace(go.Bar(name=name, x=labels, y=list(values), marker_color=colour,
-                             hovertemplate="next token %{x}<br>" + name + ": %{y:.4f}<extra></extra>"))  # fmt: skip
-    fig.update_layout(barmode="group", height=380, margin=dict(l=10, r=10, t=40, b=10),
-                      title="Next-token probabilities at the last position", yaxis_title="probability",
-                      xaxis_title="next token", legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                name=name,
+                x=labels,
+                y=list(values),
+                marker_color=colour,
+                hovertemplate="next token %{x}<br>" + name + ": %{y:.4f}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        height=380,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title="Next-token probabilities at the last position",
+        yaxis_title="probability",
+        xaxis_title="next token",
+        legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+    )
     return fig
 
 
@@ -124,8 +161,9 @@ def top_change(result) -> str:
 
 
 def _csv(result) -> bytes:
-    frame = pd.DataFrame({"token": result.top_tokens, "id": result.top_ids,
-                          "p_before": result.top_before, "p_after": result.top_after})  # fmt: skip
+    frame = pd.DataFrame(
+        {"token": result.top_tokens, "id": result.top_ids, "p_before": result.top_before, "p_after": result.top_after}
+    )
     buf = io.StringIO()
     frame.to_csv(buf, index=False, float_format="%.8f")
     return buf.getvalue().encode("utf-8")
@@ -138,21 +176,39 @@ def _show_next_token(result) -> None:
         "every head working, orange with the chosen heads switched off. " + ABLATION_NOTE
     )
     cols = st.columns(3)
-    cols[0].metric("KL divergence (nats)", f"{result.kl:.4f}",
-                   help="How surprised the original distribution is by the new one; 0 = no change.")
-    cols[1].metric("Total variation", f"{result.tv:.4f}",
-                   help="The largest change in probability of any group of tokens (0 = same, 1 = completely different).")
-    cols[2].metric("Most likely next token", top_change(result),
-                   help="The next token the model likes best with all heads on → with the chosen heads off.")
-    st.download_button("Download these probabilities as CSV", _csv(result), file_name="ablation_next_token.csv",
-                       mime="text/csv", icon=":material/download:", key=Explore.ablation_csv)  # fmt: skip
+    cols[0].metric(
+        "KL divergence (nats)",
+        f"{result.kl:.4f}",
+        help="How surprised the original distribution is by the new one; 0 = no change.",
+    )
+    cols[1].metric(
+        "Total variation",
+        f"{result.tv:.4f}",
+        help="The largest change in probability of any group of tokens (0 = same, 1 = completely different).",
+    )
+    cols[2].metric(
+        "Most likely next token",
+        top_change(result),
+        help="The next token the model likes best with all heads on → with the chosen heads off.",
+    )
+    st.download_button(
+        "Download these probabilities as CSV",
+        _csv(result),
+        file_name="ablation_next_token.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key=Explore.ablation_csv,
+    )
 
 
 def _show_embedding(result) -> None:
     angle = math.degrees(math.acos(max(-1.0, min(1.0, result.cosine))))
     cols = st.columns(2)
-    cols[0].metric("Cosine similarity, before vs after", f"{result.cosine:.4f}",
-                   help="1 = the sentence embedding points the same way; lower = the heads mattered more.")
+    cols[0].metric(
+        "Cosine similarity, before vs after",
+        f"{result.cosine:.4f}",
+        help="1 = the sentence embedding points the same way; lower = the heads mattered more.",
+    )
     cols[1].metric("Angle between them", f"{angle:.2f}°")
     st.caption(
         "The sentence embedding is what MiniLM gives a search engine: the average of its last layer's token "
@@ -163,8 +219,10 @@ def _show_embedding(result) -> None:
 
 def _show_translation(result) -> None:
     left, right = st.columns(2)
-    for col, name, text, conf in ((left, BEFORE, result.translation_before, result.confidence_before),
-                                  (right, AFTER, result.translation_after, result.confidence_after)):  # fmt: skip
+    for col, name, text, conf in (
+        (left, BEFORE, result.translation_before, result.confidence_before),
+        (right, AFTER, result.translation_after, result.confidence_after),
+    ):
         with col:
             st.markdown(f"**{name}**")
             st.code(text or "(empty)", language=None, wrap_lines=True)
@@ -179,8 +237,9 @@ def _show_translation(result) -> None:
     )
 
 
-def render_ablation(model_id: str, text: str, causal: bool, max_tokens: int, n_layers: int, n_heads: int,
-                    family: str) -> None:  # fmt: skip
+def render_ablation(
+    model_id: str, text: str, causal: bool, max_tokens: int, n_layers: int, n_heads: int, family: str
+) -> None:
     """Draw the head-ablation panel for one model and text.
 
     Args:
@@ -201,12 +260,15 @@ def render_ablation(model_id: str, text: str, causal: bool, max_tokens: int, n_l
         st.info("Pick one or more heads (or whole layers) to switch off. Below: the output with every head on.")
     try:
         with st.spinner("Running the model with and without those heads…"):
-            result = services.get_ablation(services.TraceRequest(model_id, text, causal, bounded(max_tokens, 1, 100_000)), heads,
-                                           keep_only)
+            result = services.get_ablation(
+                services.TraceRequest(model_id, text, causal, bounded(max_tokens, 1, 100_000)), heads, keep_only
+            )
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     for notice in result.notices:
         st.info(md(notice))
     st.caption(f"**{len(result.heads_off)} of {result.n_heads_total} heads switched off.**")
-    {"next-token": _show_next_token, "embedding": _show_embedding, "translation": _show_translation}[result.output](result)
+    {"next-token": _show_next_token, "embedding": _show_embedding, "translation": _show_translation}[result.output](
+        result
+    )

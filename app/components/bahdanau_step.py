@@ -18,10 +18,10 @@ from app.state import PERSIST, Bahdanau, clamp
 
 FORMULAS = {
     "additive": r"e(i,j) = v^\top \tanh\big(W\,s_{i-1} + U\,h_j\big),\quad "
-                r"\alpha_{ij} = \frac{\exp e(i,j)}{\sum_k \exp e(i,k)},\quad c_i = \sum_j \alpha_{ij}\, h_j",
+    r"\alpha_{ij} = \frac{\exp e(i,j)}{\sum_k \exp e(i,k)},\quad c_i = \sum_j \alpha_{ij}\, h_j",
     "dot": r"e(i,j) = s_{i-1}^\top\, W_h\, h_j,\quad "
-           r"\alpha_{ij} = \frac{\exp e(i,j)}{\sum_k \exp e(i,k)},\quad c_i = \sum_j \alpha_{ij}\, h_j",
-}  # fmt: skip
+    r"\alpha_{ij} = \frac{\exp e(i,j)}{\sum_k \exp e(i,k)},\quad c_i = \sum_j \alpha_{ij}\, h_j",
+}
 
 
 def pick_step(target: tuple[str, ...]) -> int:
@@ -31,20 +31,28 @@ def pick_step(target: tuple[str, ...]) -> int:
     if n == 1:
         st.caption(f"One decoding step: it writes **{md(target[0])}**.")
         return 0
-    step = st.select_slider("Decoding step i (the word it writes)", options=list(range(n)), key=Bahdanau.step,
-                            format_func=lambda i: f"{i + 1}: {target[i]}", **PERSIST,
-                            help="Each step writes one word; before writing, the decoder looks back at every source word.")  # fmt: skip
+    step = st.select_slider(
+        "Decoding step i (the word it writes)",
+        options=list(range(n)),
+        key=Bahdanau.step,
+        format_func=lambda i: f"{i + 1}: {target[i]}",
+        **PERSIST,
+        help="Each step writes one word; before writing, the decoder looks back at every source word.",
+    )
     return int(step)
 
 
 def _pieces_additive(b, rows: list[str]) -> None:
     dim = len(b.query)
-    summary = pd.DataFrame({
-        "source word": list(b.source),
-        "vᵀ tanh(W s + U h(j)) = e(i, j)": np.round(b.energies, 4),
-        "α(i, j)": np.round(b.alignment, 4),
-        "|U h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
-    }, index=rows)  # fmt: skip
+    summary = pd.DataFrame(
+        {
+            "source word": list(b.source),
+            "vᵀ tanh(W s + U h(j)) = e(i, j)": np.round(b.energies, 4),
+            "α(i, j)": np.round(b.alignment, 4),
+            "|U h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
+        },
+        index=rows,
+    )
     st.dataframe(summary, width="stretch", key=Bahdanau.step_table)
     st.caption(
         f"Each row is one source word j. The decoder state is turned into a query **W s(i−1)** ({dim} numbers), "
@@ -64,12 +72,15 @@ def _pieces_additive(b, rows: list[str]) -> None:
 
 def _pieces_dot(b, rows: list[str]) -> None:
     dim = len(b.query)
-    summary = pd.DataFrame({
-        "source word": list(b.source),
-        "s(i−1) · W_h h(j) = e(i, j)": np.round(b.energies, 4),
-        "α(i, j)": np.round(b.alignment, 4),
-        "|W_h h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
-    }, index=rows)  # fmt: skip
+    summary = pd.DataFrame(
+        {
+            "source word": list(b.source),
+            "s(i−1) · W_h h(j) = e(i, j)": np.round(b.energies, 4),
+            "α(i, j)": np.round(b.alignment, 4),
+            "|W_h h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
+        },
+        index=rows,
+    )
     st.dataframe(summary, width="stretch", key=Bahdanau.step_table)
     st.caption(
         f"Luong's “general” score: each encoder state is mapped by **W_h** to {dim} numbers and multiplied "
@@ -92,20 +103,36 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
     st.latex(FORMULAS[b.variant])
     left, right = st.columns([1, 2])
     with left:
-        st.metric(f"Step {step + 1} writes", b.target_word, help="The word with the highest probability (greedy decoding).")
-        st.caption(f"with probability **{b.probability:.3f}**; it attends most to **{md(b.source[int(np.argmax(b.alignment))])}** "
-                   f"(α = {b.alignment.max():.3f}).")  # fmt: skip
+        st.metric(
+            f"Step {step + 1} writes", b.target_word, help="The word with the highest probability (greedy decoding)."
+        )
+        st.caption(
+            f"with probability **{b.probability:.3f}**; it attends most to **{md(b.source[int(np.argmax(b.alignment))])}** "
+            f"(α = {b.alignment.max():.3f})."
+        )
     with right:
-        fig = state_strip(b.s_prev, title=f"Decoder state s(i−1) read by step {step + 1} ({len(b.s_prev)} numbers)",
-                          meta=Bahdanau.state, name="s")  # fmt: skip
+        fig = state_strip(
+            b.s_prev,
+            title=f"Decoder state s(i−1) read by step {step + 1} ({len(b.s_prev)} numbers)",
+            meta=Bahdanau.state,
+            name="s",
+        )
         show_chart(fig, key=Bahdanau.state)
-        st.caption("The decoder's memory of what it has written so far (blue positive, red negative). "
-                   "Step 1 reads s(0), made from the backward encoder's summary of the whole sentence.")  # fmt: skip
-    fig = energies_and_weights(b.energies, b.alignment, list(b.source),
-                               title=f"Step {step + 1}: how much “{b.target_word}” looks at each source word")  # fmt: skip
+        st.caption(
+            "The decoder's memory of what it has written so far (blue positive, red negative). "
+            "Step 1 reads s(0), made from the backward encoder's summary of the whole sentence."
+        )
+    fig = energies_and_weights(
+        b.energies,
+        b.alignment,
+        list(b.source),
+        title=f"Step {step + 1}: how much “{b.target_word}” looks at each source word",
+    )
     show_chart(fig, key=Bahdanau.energies)
-    st.caption("Left: the raw energies (any real number). Right: after the softmax, the weights (0 to 1, summing to 1); "
-               "this is row i of the alignment map above.")  # fmt: skip
+    st.caption(
+        "Left: the raw energies (any real number). Right: after the softmax, the weights (0 to 1, summing to 1); "
+        "this is row i of the alignment map above."
+    )
     if b.variant == "additive":
         _pieces_additive(b, rows)
     else:
@@ -118,6 +145,11 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         f"“{md(b.target_word)}”."
     )
     frame = pd.DataFrame({"source": list(b.source), "energy": b.energies, "alpha": b.alignment}, index=rows)
-    st.download_button("Download this step (energies, weights) as CSV", csv_bytes(frame),
-                       file_name=f"bahdanau_step{step + 1}.csv", mime="text/csv", icon=":material/download:",
-                       key=Bahdanau.step_csv)  # fmt: skip
+    st.download_button(
+        "Download this step (energies, weights) as CSV",
+        csv_bytes(frame),
+        file_name=f"bahdanau_step{step + 1}.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key=Bahdanau.step_csv,
+    )

@@ -32,8 +32,11 @@ def write_cookie(name: str, value: str, max_age_s: int) -> None:
     """Ask the browser to keep ``name=value`` for ``max_age_s`` seconds on every path of the app (0: forget it)."""
     if not (SAFE.fullmatch(name) and (SAFE.fullmatch(value) or value == "")):
         raise ValueError(f"not a cookie this app writes: {name!r}")
-    st.html(f"<script>document.cookie = '{name}={value}; Path=/; Max-Age={int(max_age_s)}; SameSite=Lax';</script>",
-            unsafe_allow_javascript=True, width=1)  # fmt: skip
+    st.html(
+        f"<script>document.cookie = '{name}={value}; Path=/; Max-Age={int(max_age_s)}; SameSite=Lax';</script>",
+        unsafe_allow_javascript=True,
+        width=1,
+    )
 
 
 def remember_browser() -> None:

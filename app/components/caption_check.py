@@ -25,18 +25,21 @@ from app.state import Lessons
 
 
 def reveal_text(look: services.captions.Peak, picked: int, word: str) -> str:
-    """"You picked X; the model's map for “circle” peaks in cell (r, c), in the Y region (α = a)." """
+    """ "You picked X; the model's map for “circle” peaks in cell (r, c), in the Y region (α = a)." """
     r, c = look.peak
     alpha = float(look.view.alphas[look.word, r, c])
-    where = (f"the model's map for “{md(word)}” peaks in cell {look.view.peaks[look.word]} (row {r}, column {c}, "
-             f"α = {alpha:.3f}), in the **{look.region_name}**")  # fmt: skip
+    where = (
+        f"the model's map for “{md(word)}” peaks in cell {look.view.peaks[look.word]} (row {r}, column {c}, "
+        f"α = {alpha:.3f}), in the **{look.region_name}**"
+    )
     if picked == look.region:
         return f"You picked **{REGIONS[picked]}**: {where}. Well predicted."
     return f"You picked **{REGIONS[picked]}**; {where}."
 
 
-def where_check(step_id: str, check, picked: int | None, record: Callable[[str, str], None],
-                forget: Callable[[str], None]) -> None:  # fmt: skip
+def where_check(
+    step_id: str, check, picked: int | None, record: Callable[[str, str], None], forget: Callable[[str], None]
+) -> None:
     """Pick a region of the scene; then the word's real α map is drawn over it and compared with the pick.
 
     ``check`` names ``question``, ``model``, ``scene`` (a held-out scene), ``word`` and ``explain``; ``picked`` is
@@ -53,23 +56,44 @@ def where_check(step_id: str, check, picked: int | None, record: Callable[[str, 
     bounds = region_bounds(view.grid)
     side = image.shape[0]
     if picked is None or not 0 <= picked < len(REGIONS):
-        fig = region_lines(picture_with_boxes(image, (), view.cell_px, title=f"Held-out scene {check.scene}"),
-                           bounds, view.cell_px, side)  # fmt: skip
+        fig = region_lines(
+            picture_with_boxes(image, (), view.cell_px, title=f"Held-out scene {check.scene}"),
+            bounds,
+            view.cell_px,
+            side,
+        )
         show_chart(fig, key=f"{Lessons.look}{step_id}")
-        st.caption("The scene the captioner describes, cut into nine regions (dashed lines) along its 8×8 grid of "
-                   "cells.")
+        st.caption(
+            "The scene the captioner describes, cut into nine regions (dashed lines) along its 8×8 grid of cells."
+        )
         key = f"{Lessons.region}{step_id}"
-        st.pills(f"Click the region you think it looks at when it writes “{md(check.word)}”", list(range(len(REGIONS))),
-                 key=key, format_func=lambda i: REGIONS[i], on_change=record, args=(step_id, key),
-                 help="Your guess is kept; then the model's real attention map is shown.")  # fmt: skip
+        st.pills(
+            f"Click the region you think it looks at when it writes “{md(check.word)}”",
+            list(range(len(REGIONS))),
+            key=key,
+            format_func=lambda i: REGIONS[i],
+            on_change=record,
+            args=(step_id, key),
+            help="Your guess is kept; then the model's real attention map is shown.",
+        )
         return
     st.markdown(reveal_text(look, picked, check.word))
-    fig = overlay(image, view.alphas[look.word], view.cell_px, mark=view.peaks[look.word], unit="cell",
-                  title=f"Where it looks for “{check.word}”")  # fmt: skip
-    show_chart(region_box(region_lines(fig, bounds, view.cell_px, side), bounds, picked, view.cell_px),
-               key=f"{Lessons.look}{step_id}")  # fmt: skip
-    st.caption(f"The model's α for “{md(check.word)}” in its own caption, “{md(look.caption)}”: brighter cells got "
-               f"more weight. Your region is outlined in orange, the peak cell in cyan. {md(check.explain)}")
+    fig = overlay(
+        image,
+        view.alphas[look.word],
+        view.cell_px,
+        mark=view.peaks[look.word],
+        unit="cell",
+        title=f"Where it looks for “{check.word}”",
+    )
+    show_chart(
+        region_box(region_lines(fig, bounds, view.cell_px, side), bounds, picked, view.cell_px),
+        key=f"{Lessons.look}{step_id}",
+    )
+    st.caption(
+        f"The model's α for “{md(check.word)}” in its own caption, “{md(look.caption)}”: brighter cells got "
+        f"more weight. Your region is outlined in orange, the peak cell in cyan. {md(check.explain)}"
+    )
     st.button("Try again", key=f"{Lessons.again}{step_id}", on_click=forget, args=(step_id,), icon=":material/replay:")
 
 
@@ -79,4 +103,3 @@ def is_right(check, picked: int) -> bool:
         return picked == services.where_it_looks(check.scene, check.word, check.model).region
     except Exception:  # noqa: BLE001
         return False
-

@@ -22,10 +22,12 @@ BOX = "#00e5ff"  # a true object's outline
 
 def word_panels(image: np.ndarray, view: CaptionView, selected: int | None = None) -> go.Figure:
     """One small map per written word over the picture, in caption order (each on its own colour scale)."""
-    fig = overlay_grid(image, view.alphas, view.cell_px, selected=selected, labels=list(view.labels), unit="word",
-                       per_row=5)  # fmt: skip
-    fig.update_layout(title=dict(text="Where it looks for each word", x=0.0, font=dict(size=15)),
-                      margin=dict(l=5, r=5, t=60, b=5))  # fmt: skip
+    fig = overlay_grid(
+        image, view.alphas, view.cell_px, selected=selected, labels=list(view.labels), unit="word", per_row=5
+    )
+    fig.update_layout(
+        title=dict(text="Where it looks for each word", x=0.0, font=dict(size=15)), margin=dict(l=5, r=5, t=60, b=5)
+    )
     return fig
 
 
@@ -42,12 +44,24 @@ def beta_bars(view: CaptionView, selected: int) -> go.Figure:
     """β of every written word as bars (the chosen word in orange), with each word's peak α on hover."""
     peaks = view.alphas.reshape(len(view.words), -1).max(axis=1)
     labels = [html.escape(label) for label in view.labels]
-    fig = go.Figure(go.Bar(x=labels, y=view.betas, customdata=peaks,
-                           marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
-                           text=[f"{b:.2f}" for b in view.betas], textposition="outside",
-                           hovertemplate="%{x}<br>β %{y:.3f}<br>largest α %{customdata:.3f}<extra></extra>"))  # fmt: skip
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=10), title=dict(text="β: how much each word uses the image", x=0.0),
-                      yaxis=dict(title="β", range=[0, 1.15]), xaxis=dict(type="category"))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=view.betas,
+            customdata=peaks,
+            marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
+            text=[f"{b:.2f}" for b in view.betas],
+            textposition="outside",
+            hovertemplate="%{x}<br>β %{y:.3f}<br>largest α %{customdata:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=300,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text="β: how much each word uses the image", x=0.0),
+        yaxis=dict(title="β", range=[0, 1.15]),
+        xaxis=dict(type="category"),
+    )
     return fig
 
 
@@ -56,12 +70,24 @@ def cls_bars(view: CaptionView, selected: int) -> go.Figure:
     chosen word in orange, each word's largest patch weight on hover."""
     peaks = view.alphas.reshape(len(view.words), -1).max(axis=1)
     labels = [html.escape(label) for label in view.labels]
-    fig = go.Figure(go.Bar(x=labels, y=view.rest, customdata=peaks,
-                           marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
-                           text=[f"{r:.2f}" for r in view.rest], textposition="outside",
-                           hovertemplate="%{x}<br>on [CLS] %{y:.3f}<br>largest patch α %{customdata:.3f}<extra></extra>"))  # fmt: skip
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=10), title=dict(text="Weight on [CLS], not on a patch", x=0.0),
-                      yaxis=dict(title="α on [CLS]", range=[0, 1.15]), xaxis=dict(type="category"))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=view.rest,
+            customdata=peaks,
+            marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
+            text=[f"{r:.2f}" for r in view.rest],
+            textposition="outside",
+            hovertemplate="%{x}<br>on [CLS] %{y:.3f}<br>largest patch α %{customdata:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=300,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text="Weight on [CLS], not on a patch", x=0.0),
+        yaxis=dict(title="α on [CLS]", range=[0, 1.15]),
+        xaxis=dict(type="category"),
+    )
     return fig
 
 
@@ -69,10 +95,23 @@ def picture_with_boxes(image: np.ndarray, boxes, cell_px: int, *, title: str = "
     """The picture with the attention grid and each object's true box outlined and named."""
     fig = image_with_grid(image, cell_px, title=title)
     for name, (top, left, bottom, right) in boxes:
-        fig.add_shape(type="rect", x0=left - 0.5, x1=right + 0.5, y0=top - 0.5, y1=bottom + 0.5,
-                      line=dict(color=BOX, width=2, dash="dot"), layer="above")  # fmt: skip
-        fig.add_annotation(x=(left + right) / 2, y=top - 0.5, text=html.escape(name), showarrow=False,
-                           yanchor="bottom", font=dict(color=BOX, size=12))  # fmt: skip
+        fig.add_shape(
+            type="rect",
+            x0=left - 0.5,
+            x1=right + 0.5,
+            y0=top - 0.5,
+            y1=bottom + 0.5,
+            line=dict(color=BOX, width=2, dash="dot"),
+            layer="above",
+        )
+        fig.add_annotation(
+            x=(left + right) / 2,
+            y=top - 0.5,
+            text=html.escape(name),
+            showarrow=False,
+            yanchor="bottom",
+            font=dict(color=BOX, size=12),
+        )
     return fig
 
 
@@ -86,9 +125,18 @@ def region_lines(fig: go.Figure, bounds: list[tuple[int, int]], cell_px: int, si
     return fig
 
 
-def region_box(fig: go.Figure, bounds: list[tuple[int, int]], region: int, cell_px: int, colour: str = PICKED) -> go.Figure:
+def region_box(
+    fig: go.Figure, bounds: list[tuple[int, int]], region: int, cell_px: int, colour: str = PICKED
+) -> go.Figure:
     """``fig`` with region ``region`` (of the 3×3 split) outlined."""
     (r0, r1), (c0, c1) = bounds[region // 3], bounds[region % 3]
-    fig.add_shape(type="rect", x0=c0 * cell_px - 0.5, x1=c1 * cell_px - 0.5, y0=r0 * cell_px - 0.5,
-                  y1=r1 * cell_px - 0.5, line=dict(color=colour, width=3), layer="above")  # fmt: skip
+    fig.add_shape(
+        type="rect",
+        x0=c0 * cell_px - 0.5,
+        x1=c1 * cell_px - 0.5,
+        y0=r0 * cell_px - 0.5,
+        y1=r1 * cell_px - 0.5,
+        line=dict(color=colour, width=3),
+        layer="above",
+    )
     return fig

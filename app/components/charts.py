@@ -108,10 +108,8 @@ def source_line(model: str, text: str = "") -> str:
 
     words = " ".join(str(text).split())
     if len(words) > SOURCE_CHARS:
-        words = words[:SOURCE_CHARS - 1].rstrip() + "…"
+        words = words[: SOURCE_CHARS - 1].rstrip() + "…"
     return html.escape(f"{model} · “{words}”" if words else model, quote=False)
-
-
 
 
 def _source_key() -> str:
@@ -220,8 +218,13 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> d
     height = layout.get("height") or 450
     width = layout.get("width") or EXPORT_WIDTH
     config: dict[str, Any] = {
-        "toImageButtonOptions": {"format": fmt, "filename": file_stem(fig, key), "height": int(height),
-                                 "width": int(width), "scale": SCALE_PNG if fmt == "png" else 1},
+        "toImageButtonOptions": {
+            "format": fmt,
+            "filename": file_stem(fig, key),
+            "height": int(height),
+            "width": int(width),
+            "scale": SCALE_PNG if fmt == "png" else 1,
+        },
         "displaylogo": False,
     }
     for name, value in (extra or {}).items():

@@ -42,8 +42,19 @@ def matrix(values: np.ndarray) -> list:
     return [matrix(row) for row in arr] if arr.ndim > 1 else [_number(v) for v in arr]
 
 
-def head_record(*, page: str, model_id: str, att, layer: int, head: int, block: str, region,
-                settings: dict[str, Any], link: str, shown: MapData | None = None) -> dict[str, Any]:
+def head_record(
+    *,
+    page: str,
+    model_id: str,
+    att,
+    layer: int,
+    head: int,
+    block: str,
+    region,
+    settings: dict[str, Any],
+    link: str,
+    shown: MapData | None = None,
+) -> dict[str, Any]:
     """One head of a trace as a JSON-ready record.
 
     Args:
@@ -64,44 +75,64 @@ def head_record(*, page: str, model_id: str, att, layer: int, head: int, block: 
     (q0, q1), (k0, k1) = region
     q_strings, k_strings = list(att.tokens.strings), list(att.key_tokens.strings)
     record: dict[str, Any] = {
-        "format": FORMAT, "page": page, "model_id": model_id, "layer": int(layer), "head": int(head),
+        "format": FORMAT,
+        "page": page,
+        "model_id": model_id,
+        "layer": int(layer),
+        "head": int(head),
         "block": block,
         "tokens": {"query": q_strings[q0:q1], "key": k_strings[k0:k1]},
         "positions": {"query": [q0, q1], "key": [k0, k1]},
-        "settings": settings, "link": link,
+        "settings": settings,
+        "link": link,
     }
     if max(q1 - q0, k1 - k0) <= JSON_MAX_SIDE:
         record["pattern"] = matrix(att.pattern_rows(layer, head, q0, q1)[:, k0:k1])
     else:
         record["pattern"] = None
-        record["note"] = (f"{q1 - q0} × {k1 - k0} tokens: zoom to at most {JSON_MAX_SIDE} a side for exact weights "
-                          "(the CSV takes up to 1,024); 'shown' holds the map as drawn.")
-    differs = shown is not None and (shown.pooled or shown.value_name != "weight"
-                                     or shown.k_pos.size != k1 - k0)
+        record["note"] = (
+            f"{q1 - q0} × {k1 - k0} tokens: zoom to at most {JSON_MAX_SIDE} a side for exact weights "
+            "(the CSV takes up to 1,024); 'shown' holds the map as drawn."
+        )
+    differs = shown is not None and (shown.pooled or shown.value_name != "weight" or shown.k_pos.size != k1 - k0)
     if differs:
         record["shown"] = {
-            "value_name": shown.value_name, "pooled": bool(shown.pooled), "reduce": shown.reduce,
-            "query_labels": list(shown.q_labels), "key_labels": list(shown.k_labels),
-            "query_edges": np.asarray(shown.q_edges).tolist(), "key_positions": np.asarray(shown.k_pos).tolist(),
+            "value_name": shown.value_name,
+            "pooled": bool(shown.pooled),
+            "reduce": shown.reduce,
+            "query_labels": list(shown.q_labels),
+            "key_labels": list(shown.k_labels),
+            "query_edges": np.asarray(shown.q_edges).tolist(),
+            "key_positions": np.asarray(shown.k_pos).tolist(),
             "values": matrix(shown.values),
         }
     return record
 
 
-def steps_record(*, model_id: str, att, layer: int, head: int, block: str, query: int, steps,
-                 settings: dict[str, Any], link: str) -> dict[str, Any]:
+def steps_record(
+    *, model_id: str, att, layer: int, head: int, block: str, query: int, steps, settings: dict[str, Any], link: str
+) -> dict[str, Any]:
     """One query token's steps (Step by step) as a JSON-ready record: the scores at every stage and the
     weights (``pattern``: one row, summing to 1), with ``-inf`` written as the string "-inf"."""
     return {
-        "format": FORMAT, "page": "step_by_step", "model_id": model_id, "layer": int(layer), "head": int(head),
-        "block": block, "query": int(query),
+        "format": FORMAT,
+        "page": "step_by_step",
+        "model_id": model_id,
+        "layer": int(layer),
+        "head": int(head),
+        "block": block,
+        "query": int(query),
         "tokens": {"query": list(att.tokens.strings), "key": list(att.key_tokens.strings)},
         "scale": float(steps.scale),
-        "scores": {"raw": matrix(steps.raw[0]), "scaled": matrix(steps.scaled[0]),
-                   "softmax_input": matrix(steps.masked[0])},
+        "scores": {
+            "raw": matrix(steps.raw[0]),
+            "scaled": matrix(steps.scaled[0]),
+            "softmax_input": matrix(steps.masked[0]),
+        },
         "pattern": [matrix(steps.weights[0])],
         "output": matrix(np.asarray(steps.z).reshape(-1)),
-        "settings": settings, "link": link,
+        "settings": settings,
+        "link": link,
     }
 
 
@@ -110,8 +141,19 @@ def to_json(record: dict[str, Any]) -> bytes:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
-def head_json_button(model_id: str, att, layer: int, head: int, block: str, ranges, data: MapData, opts,
-                     settings: dict[str, Any], load: Callable[[], Any], page: str = "explore") -> None:
+def head_json_button(
+    model_id: str,
+    att,
+    layer: int,
+    head: int,
+    block: str,
+    ranges,
+    data: MapData,
+    opts,
+    settings: dict[str, Any],
+    load: Callable[[], Any],
+    page: str = "explore",
+) -> None:
     """Explore's and Heads' button: the head on screen as JSON (:func:`head_record`), built on click.
 
     Args:
@@ -124,18 +166,43 @@ def head_json_button(model_id: str, att, layer: int, head: int, block: str, rang
 
     q_range, k_range = ranges
     region = (tuple(q_range or (0, att.n_queries)), tuple(k_range or (0, att.n_keys)))
-    settings = {**settings, "colour_scale": opts.scale, "colorscale": colorscale(), "weighting": opts.weighting,
-                "hide_sink_columns": bool(opts.hide_sinks)}
+    settings = {
+        **settings,
+        "colour_scale": opts.scale,
+        "colorscale": colorscale(),
+        "weighting": opts.weighting,
+        "hide_sink_columns": bool(opts.hide_sinks),
+    }
     link = current_link(page)
-    json_button("Download the numbers as JSON",
-                lambda: head_record(page=page, model_id=model_id, att=load(), layer=layer, head=head, block=block,
-                                    region=region, settings=settings, link=link, shown=data),
-                f"{page}_L{layer}_H{head}.json", key=f"{page}_json")
+    json_button(
+        "Download the numbers as JSON",
+        lambda: head_record(
+            page=page,
+            model_id=model_id,
+            att=load(),
+            layer=layer,
+            head=head,
+            block=block,
+            region=region,
+            settings=settings,
+            link=link,
+            shown=data,
+        ),
+        f"{page}_L{layer}_H{head}.json",
+        key=f"{page}_json",
+    )
 
 
 def json_button(label: str, build: Callable[[], dict[str, Any]], file_name: str, key: str) -> None:
     """A download button whose JSON is built on click (``build`` must close over plain data only)."""
     import streamlit as st
 
-    st.download_button(label, lambda: to_json(build()), file_name=file_name, mime="application/json",
-                       icon=":material/data_object:", key=key, on_click="ignore")
+    st.download_button(
+        label,
+        lambda: to_json(build()),
+        file_name=file_name,
+        mime="application/json",
+        icon=":material/data_object:",
+        key=key,
+        on_click="ignore",
+    )

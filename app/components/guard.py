@@ -29,8 +29,10 @@ from engine.types import EngineError
 
 log = logging.getLogger(__name__)
 
-MESSAGE = ("This page could not use one of its settings (a value it does not accept). Change that setting, "
-           "or reload the page to start again.")
+MESSAGE = (
+    "This page could not use one of its settings (a value it does not accept). Change that setting, "
+    "or reload the page to start again."
+)
 
 
 Level = Literal["info", "warning", "error"]

@@ -45,7 +45,7 @@ def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
             if normalise:
                 peak = float(np.nanmax(tile)) if np.isfinite(tile).any() else 0.0
                 tile = tile / (peak or 1.0)
-            z[r * (s + GAP):r * (s + GAP) + s, c * (t + GAP):c * (t + GAP) + t] = tile
+            z[r * (s + GAP) : r * (s + GAP) + s, c * (t + GAP) : c * (t + GAP) + t] = tile
     return z
 
 
@@ -54,9 +54,14 @@ def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None
     return go.Figure(model_view_spec(tiles, selected, **kwargs))
 
 
-def model_view_spec(tiles: np.ndarray, selected: tuple[int, int] | None = None,
-                    width_px: int = 760, *, layer_names: list[str] | None = None,
-                    weights_in_hover: bool = True) -> dict:
+def model_view_spec(
+    tiles: np.ndarray,
+    selected: tuple[int, int] | None = None,
+    width_px: int = 760,
+    *,
+    layer_names: list[str] | None = None,
+    weights_in_hover: bool = True,
+) -> dict:
     """All heads at once: ``tiles`` ``[layer, head, s, t]`` (already pooled) in a layer × head grid.
 
     Args:
@@ -74,39 +79,86 @@ def model_view_spec(tiles: np.ndarray, selected: tuple[int, int] | None = None,
     z = tile_mosaic(tiles, normalise=True)
     weight = tile_mosaic(tiles) if weights_in_hover else None
     xs, ys = tile_centres(n_layers, n_heads, s, t)
-    hover = ("weight %{customdata:.3f} (%{z:.0%} of this head's max)" if weight is not None
-             else "%{z:.0%} of this head's max (exact weights: open the head large)")
+    hover = (
+        "weight %{customdata:.3f} (%{z:.0%} of this head's max)"
+        if weight is not None
+        else "%{z:.0%} of this head's max (exact weights: open the head large)"
+    )
     grid_x, grid_y = np.meshgrid(xs, ys)
     heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
-    heatmap = {"type": "heatmap", "z": z, "colorscale": colorscale_stops(), "zmin": 0.0, "zmax": 1.0, "showscale": False,
-               "hoverongaps": False, "hovertemplate": hover + "<extra></extra>"}
+    heatmap = {
+        "type": "heatmap",
+        "z": z,
+        "colorscale": colorscale_stops(),
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "showscale": False,
+        "hoverongaps": False,
+        "hovertemplate": hover + "<extra></extra>",
+    }
     if weight is not None:
         heatmap["customdata"] = weight
     markers = {  # invisible, one per tile: a click selects that head
-        "type": "scatter", "x": grid_x.ravel(), "y": grid_y.ravel(), "mode": "markers", "showlegend": False,
-        "marker": {"size": max(8, min(40, int(width_px / n_heads * 0.5))), "color": "rgba(0,0,0,0.01)",
-                   "symbol": "square"},
-        "customdata": np.stack([layers.ravel(), heads.ravel()], axis=-1), "name": "heads",
+        "type": "scatter",
+        "x": grid_x.ravel(),
+        "y": grid_y.ravel(),
+        "mode": "markers",
+        "showlegend": False,
+        "marker": {
+            "size": max(8, min(40, int(width_px / n_heads * 0.5))),
+            "color": "rgba(0,0,0,0.01)",
+            "symbol": "square",
+        },
+        "customdata": np.stack([layers.ravel(), heads.ravel()], axis=-1),
+        "name": "heads",
         "hovertemplate": "layer %{customdata[0]}, head %{customdata[1]}<br>click to open it large<extra></extra>",
     }
     shapes = []
     if selected is not None:
         layer, head = selected
         r0, c0 = layer * (s + GAP), head * (t + GAP)
-        shapes.append({"type": "rect", "x0": c0 - 0.5, "x1": c0 + t - 0.5, "y0": r0 - 0.5, "y1": r0 + s - 0.5,
-                       "line": {"color": "#d62728", "width": 3}})
+        shapes.append(
+            {
+                "type": "rect",
+                "x0": c0 - 0.5,
+                "x1": c0 + t - 0.5,
+                "y0": r0 - 0.5,
+                "y1": r0 + s - 0.5,
+                "line": {"color": "#d62728", "width": 3},
+            }
+        )
     tile_px = max(30, width_px // max(n_heads, 1))
-    return {"data": [heatmap, markers], "layout": {
-        "height": int(min(1400, max(200, tile_px * n_layers * s / max(t, 1) + 80))),
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "plot_bgcolor": "white", "clickmode": "event+select",
-        "dragmode": False, **({"shapes": shapes} if shapes else {}),
-        "xaxis": {"tickmode": "array", "tickvals": xs.tolist(), "ticktext": [f"H{h}" for h in range(n_heads)],
-                  "side": "top", "showgrid": False, "zeroline": False, "title": {"text": "head"}},
-        "yaxis": {"tickmode": "array", "tickvals": ys.tolist(),
-                  "ticktext": layer_names or [f"L{layer}" for layer in range(n_layers)], "autorange": "reversed",
-                  "showgrid": False, "zeroline": False, "title": {"text": "layer"},
-                  "scaleanchor": "x", "constrain": "domain"},  # square tiles whatever the page width
-    }}
+    return {
+        "data": [heatmap, markers],
+        "layout": {
+            "height": int(min(1400, max(200, tile_px * n_layers * s / max(t, 1) + 80))),
+            "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+            "plot_bgcolor": "white",
+            "clickmode": "event+select",
+            "dragmode": False,
+            **({"shapes": shapes} if shapes else {}),
+            "xaxis": {
+                "tickmode": "array",
+                "tickvals": xs.tolist(),
+                "ticktext": [f"H{h}" for h in range(n_heads)],
+                "side": "top",
+                "showgrid": False,
+                "zeroline": False,
+                "title": {"text": "head"},
+            },
+            "yaxis": {
+                "tickmode": "array",
+                "tickvals": ys.tolist(),
+                "ticktext": layer_names or [f"L{layer}" for layer in range(n_layers)],
+                "autorange": "reversed",
+                "showgrid": False,
+                "zeroline": False,
+                "title": {"text": "layer"},
+                "scaleanchor": "x",
+                "constrain": "domain",
+            },  # square tiles whatever the page width
+        },
+    }
 
 
 def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:
@@ -141,25 +193,50 @@ def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, 
     return None
 
 
-def layer_head_heatmap(values: np.ndarray, title: str, *, selected: tuple[int, int] | None = None,
-                       fmt: str = ".2f", labels: np.ndarray | None = None) -> go.Figure:
+def layer_head_heatmap(
+    values: np.ndarray,
+    title: str,
+    *,
+    selected: tuple[int, int] | None = None,
+    fmt: str = ".2f",
+    labels: np.ndarray | None = None,
+) -> go.Figure:
     """A metric per head as a ``[layer, head]`` heatmap (hover: the value and the head's pattern label)."""
     n_layers, n_heads = values.shape
     custom = labels if labels is not None else np.full(values.shape, "", dtype=object)
-    fig = go.Figure(go.Heatmap(
-        z=values.astype(float), x=list(range(n_heads)), y=list(range(n_layers)), customdata=custom,
-        colorscale="Viridis", colorbar=dict(title=html.escape(title), thickness=12),
-        hovertemplate="layer %{y}, head %{x}<br>" + html.escape(title) + " %{z:" + fmt + "}<br>%{customdata}<extra></extra>",
-        texttemplate="%{z:" + fmt + "}", textfont=dict(size=max(11, theme.current().tick_px - 2)),
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=values.astype(float),
+            x=list(range(n_heads)),
+            y=list(range(n_layers)),
+            customdata=custom,
+            colorscale="Viridis",
+            colorbar=dict(title=html.escape(title), thickness=12),
+            hovertemplate="layer %{y}, head %{x}<br>"
+            + html.escape(title)
+            + " %{z:"
+            + fmt
+            + "}<br>%{customdata}<extra></extra>",
+            texttemplate="%{z:" + fmt + "}",
+            textfont=dict(size=max(11, theme.current().tick_px - 2)),
+        )
+    )
     if selected is not None:
         layer, head = selected
-        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
-                      line=dict(color="#d62728", width=3))
+        fig.add_shape(
+            type="rect",
+            x0=head - 0.5,
+            x1=head + 0.5,
+            y0=layer - 0.5,
+            y1=layer + 0.5,
+            line=dict(color="#d62728", width=3),
+        )
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
-        height=max(240, 34 * n_layers + 110), margin=dict(l=10, r=10, t=40, b=10),
-        xaxis=dict(title="head", dtick=1, side="top"), yaxis=dict(title="layer", dtick=1, autorange="reversed"),
+        height=max(240, 34 * n_layers + 110),
+        margin=dict(l=10, r=10, t=40, b=10),
+        xaxis=dict(title="head", dtick=1, side="top"),
+        yaxis=dict(title="layer", dtick=1, autorange="reversed"),
     )
     return fig
 
@@ -169,20 +246,28 @@ def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarr
     d = divergence[np.ix_(order, order)].astype(np.float32)
     names = [safe_label(labels[i]) for i in order]  # "L0 H3": unique, so categorical axes carry the hover
     n = len(names)
-    fig = go.Figure(go.Heatmap(
-        z=d, x=names, y=names, colorscale="Viridis_r", zmin=0.0, zmax=float(np.log(2)),
-        hovertemplate="%{y} vs %{x}<br>JS divergence %{z:.3f} nats<extra></extra>",
-        colorbar=dict(title="JS (nats)", thickness=12),
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=d,
+            x=names,
+            y=names,
+            colorscale="Viridis_r",
+            zmin=0.0,
+            zmax=float(np.log(2)),
+            hovertemplate="%{y} vs %{x}<br>JS divergence %{z:.3f} nats<extra></extra>",
+            colorbar=dict(title="JS (nats)", thickness=12),
+        )
+    )
     # every label gets a full line of the theme's type (they were 9 px and printed 48 at a time): the
     # figure grows with the heads, and past 1,400 px every k-th label is printed
     label_px = theme.current().label_px
     side = max(360, min(1400, label_px * n + 140))
-    ticks = names[::max(1, math.ceil(n * label_px / (side - 140)))]
+    ticks = names[:: max(1, math.ceil(n * label_px / (side - 140)))]
     # across, the plot is as wide as the page's column (~700 px at a 1280 px window): thinned for that
-    x_ticks = names[::max(1, math.ceil(n * label_px / SIMILARITY_WIDTH_PX))]
+    x_ticks = names[:: max(1, math.ceil(n * label_px / SIMILARITY_WIDTH_PX))]
     fig.update_layout(
-        height=side, margin=dict(l=10, r=10, t=10, b=10),
+        height=side,
+        margin=dict(l=10, r=10, t=10, b=10),
         xaxis=dict(type="category", tickmode="array", tickvals=x_ticks, ticktext=x_ticks, tickangle=-90, side="top"),
         yaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, autorange="reversed"),
     )
@@ -195,22 +280,42 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
     k_lab = [safe_label(t) for t in key_tokens]
     n_q, n_k = diff.shape
     bound = float(np.nanmax(np.abs(diff))) or 1e-6
-    fig = go.Figure(go.Heatmap(
-        z=diff.astype(np.float32), x=k_lab, y=q_lab, colorscale=DIVERGING, reversescale=True,
-        zmin=-bound, zmax=bound, zmid=0.0,
-        hovertemplate="%{y} → %{x}<br>B − A %{z:+.3f}<extra></extra>",
-        colorbar=dict(title="B − A", thickness=12),
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=diff.astype(np.float32),
+            x=k_lab,
+            y=q_lab,
+            colorscale=DIVERGING,
+            reversescale=True,
+            zmin=-bound,
+            zmax=bound,
+            zmid=0.0,
+            hovertemplate="%{y} → %{x}<br>B − A %{z:+.3f}<extra></extra>",
+            colorbar=dict(title="B − A", thickness=12),
+        )
+    )
     side = max(360, min(760, 22 * max(n_q, n_k) + 160))
     xv, xt = _ticks(k_lab, side - 160)
     yv, yt = _ticks(q_lab, side - 160)
     fig.update_layout(
-        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=side,
-        margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor=MASKED_COLOR,
-        xaxis=dict(title="key (attended to)", type="category", tickmode="array", tickvals=xv, ticktext=xt,
-                   tickangle=-60, side="top", scaleanchor="y", constrain="domain"),
-        yaxis=dict(title="query (attending)", type="category", tickmode="array", tickvals=yv, ticktext=yt,
-                   autorange="reversed"),
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
+        height=side,
+        margin=dict(l=10, r=10, t=40, b=10),
+        plot_bgcolor=MASKED_COLOR,
+        xaxis=dict(
+            title="key (attended to)",
+            type="category",
+            tickmode="array",
+            tickvals=xv,
+            ticktext=xt,
+            tickangle=-60,
+            side="top",
+            scaleanchor="y",
+            constrain="domain",
+        ),
+        yaxis=dict(
+            title="query (attending)", type="category", tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed"
+        ),
     )
     return fig
 
@@ -254,9 +359,13 @@ def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER
     rows = -(-n_heads // per_row)
     padded = np.zeros((rows * per_row, *tiles.shape[2:]), dtype=tiles.dtype)
     padded[:n_heads] = tiles[0]
-    spec = model_view_spec(padded.reshape(rows, per_row, *tiles.shape[2:]), selected=divmod(head, per_row),
-                           width_px=PHONE_GRID_PX, weights_in_hover=False,
-                           layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)])
+    spec = model_view_spec(
+        padded.reshape(rows, per_row, *tiles.shape[2:]),
+        selected=divmod(head, per_row),
+        width_px=PHONE_GRID_PX,
+        weights_in_hover=False,
+        layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)],
+    )
     layout = spec["layout"]
     layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})
     layout["yaxis"]["title"] = {"text": "heads"}

@@ -47,26 +47,45 @@ def similarity_section(ctx: HeadsContext) -> None:
         "different."
     )
     if coarsened:
-        st.info(f"Long input: to stay fast, the comparison uses {services.SIMILARITY_MAX_TOKENS} evenly spaced query "
-                f"rows and sums the keys into {services.SIMILARITY_MAX_TOKENS} groups of neighbouring tokens.")
+        st.info(
+            f"Long input: to stay fast, the comparison uses {services.SIMILARITY_MAX_TOKENS} evenly spaced query "
+            f"rows and sums the keys into {services.SIMILARITY_MAX_TOKENS} groups of neighbouring tokens."
+        )
     if n_layers < att.n_layers:
-        st.info(f"Only the first {n_layers} of {att.n_layers} layers are compared "
-                f"(at most {services.SIMILARITY_MAX_HEADS} heads).")
+        st.info(
+            f"Only the first {n_layers} of {att.n_layers} layers are compared "
+            f"(at most {services.SIMILARITY_MAX_HEADS} heads)."
+        )
     pairs = _closest_pairs(divergence, labels)
-    st.dataframe(pairs, hide_index=True, key=Heads.pairs,
-                 column_config={"JS divergence (nats)": st.column_config.NumberColumn(format="%.4f")})
+    st.dataframe(
+        pairs,
+        hide_index=True,
+        key=Heads.pairs,
+        column_config={"JS divergence (nats)": st.column_config.NumberColumn(format="%.4f")},
+    )
     st.caption("The most alike pairs of heads (smallest divergence).")
     full = pd.DataFrame(divergence, index=labels, columns=labels)
-    st.download_button("Download the divergence matrix as CSV", lambda: full.to_csv(float_format="%.6f").encode("utf-8"),
-                       file_name="head_similarity.csv", mime="text/csv", icon=":material/download:", on_click="ignore")
+    st.download_button(
+        "Download the divergence matrix as CSV",
+        lambda: full.to_csv(float_format="%.6f").encode("utf-8"),
+        file_name="head_similarity.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        on_click="ignore",
+    )
 
 
 def _closest_pairs(divergence: np.ndarray, labels: list[str], count: int = 10) -> pd.DataFrame:
     upper = np.triu_indices(len(labels), k=1)
     values = divergence[upper]
     best = np.argsort(values, kind="stable")[:count]
-    return pd.DataFrame({"head A": [labels[upper[0][i]] for i in best], "head B": [labels[upper[1][i]] for i in best],
-                         "JS divergence (nats)": values[best]})
+    return pd.DataFrame(
+        {
+            "head A": [labels[upper[0][i]] for i in best],
+            "head B": [labels[upper[1][i]] for i in best],
+            "JS divergence (nats)": values[best],
+        }
+    )
 
 
 # ---------------------------------------------------------------- compare
@@ -111,15 +130,28 @@ def compare_section(ctx: HeadsContext) -> None:
     for col, (name, (layer, head)) in zip(side_by_side(2), (("A", a), ("B", b))):
         with col:
             blocked = np.isneginf(att.mask(layer))  # per layer: sliding windows may differ between layers
-            fig = attention_heatmap(patterns[name], q_labels, k_labels, blocked=blocked,
-                                    title=f"{name}: layer {layer}, head {head}", height=440, zmax=top)
+            fig = attention_heatmap(
+                patterns[name],
+                q_labels,
+                k_labels,
+                blocked=blocked,
+                title=f"{name}: layer {layer}, head {head}",
+                height=440,
+                zmax=top,
+            )
             show_chart(fig, key=f"{Heads.cmp}{name}")
     frame = services.head_metrics_table(ctx.request)
-    st.dataframe(_metric_rows(frame, {"A": a, "B": b}), hide_index=True, key=Heads.cmp_metrics,
-                 column_config=metric_columns(frame.columns))
-    st.caption("Two heads of the same model reading the same sentence. Heads in one layer see the same input but "
-               "learn different queries and keys, so they look at different tokens; the table puts their metrics "
-               "side by side.")
+    st.dataframe(
+        _metric_rows(frame, {"A": a, "B": b}),
+        hide_index=True,
+        key=Heads.cmp_metrics,
+        column_config=metric_columns(frame.columns),
+    )
+    st.caption(
+        "Two heads of the same model reading the same sentence. Heads in one layer see the same input but "
+        "learn different queries and keys, so they look at different tokens; the table puts their metrics "
+        "side by side."
+    )
 
     st.subheader(f"One head (layer {ctx.layer}, head {ctx.head}), two sentences")
     sentence_pair(ctx)
@@ -135,7 +167,9 @@ def _metric_rows(frame: pd.DataFrame, heads: dict[str, tuple[int, int]]) -> pd.D
 
 def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace | None:
     try:
-        return services.heads_attention(services.TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block))
+        return services.heads_attention(
+            services.TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block)
+        )
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err, before=f"Sentence {name}: ")
         return None
@@ -160,8 +194,15 @@ def sentence_pair(ctx: HeadsContext) -> None:
     top = shared_top(pat_a, pat_b)
     for col, (name, att, pat) in zip(side_by_side(2), (("A", att_a, pat_a), ("B", att_b, pat_b))):
         with col:
-            fig = attention_heatmap(pat, att.tokens.labels(), att.key_tokens.labels(), zmax=top,
-                                    blocked=np.isneginf(att.mask(layer)), title=f"Sentence {name}", height=440)
+            fig = attention_heatmap(
+                pat,
+                att.tokens.labels(),
+                att.key_tokens.labels(),
+                zmax=top,
+                blocked=np.isneginf(att.mask(layer)),
+                title=f"Sentence {name}",
+                height=440,
+            )
             show_chart(fig, key=f"{Heads.sent}{name}")
     if same_shape:
         q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
@@ -198,19 +239,34 @@ def _merged_labels(a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:
 def rollout_section(ctx: HeadsContext) -> None:
     """Raw (head-fused) attention of the chosen layer next to the rollout through layers 0..layer."""
     if not ctx.square:
-        st.info("Rollout follows **self**-attention from layer to layer. Cross-attention mixes the English sentence "
-                "into the French one and does not chain across layers: pick encoder or decoder self-attention.")
+        st.info(
+            "Rollout follows **self**-attention from layer to layer. Cross-attention mixes the English sentence "
+            "into the French one and does not chain across layers: pick encoder or decoder self-attention."
+        )
         return
     first = ctx.attention.tokens
     class_token = f"`{first.strings[0]}`" if len(first) and first.special[0] else "the first token"
     left, middle, right = st.columns([1, 1, 2])
     with left:
-        fusion = st.selectbox("Head fusion", FUSIONS, key=Heads.fusion, **PERSIST,
-                              help="How the heads of a layer become one map: their mean (as in the paper), max or min.")
+        fusion = st.selectbox(
+            "Head fusion",
+            FUSIONS,
+            key=Heads.fusion,
+            **PERSIST,
+            help="How the heads of a layer become one map: their mean (as in the paper), max or min.",
+        )
     with middle:
-        st.slider("Discard the weakest share of weights", 0.0, 0.9, 0.0, 0.05, key=Heads.discard, **PERSIST,
-                  help="Drops that share of each layer's smallest off-diagonal weights before rolling out; sharper "
-                       "maps. The discard rule says which weights may go.")
+        st.slider(
+            "Discard the weakest share of weights",
+            0.0,
+            0.9,
+            0.0,
+            0.05,
+            key=Heads.discard,
+            **PERSIST,
+            help="Drops that share of each layer's smallest off-diagonal weights before rolling out; sharper "
+            "maps. The discard rule says which weights may go.",
+        )
     with right:
         rule = discard_rule_picker(Heads.discard_rule, class_token)
     fusion = fusion if fusion in FUSIONS else "mean"
@@ -223,11 +279,25 @@ def rollout_section(ctx: HeadsContext) -> None:
     top = shared_top(fused[layer], maps[layer])
     raw_col, roll_col = side_by_side(2)
     with raw_col:
-        show_chart(attention_heatmap(fused[layer], labels, labels, blocked=blocked, height=480, zmax=top,
-                                     title=f"Raw attention, layer {layer} ({fusion} of heads)"), key=Heads.raw)
+        show_chart(
+            attention_heatmap(
+                fused[layer],
+                labels,
+                labels,
+                blocked=blocked,
+                height=480,
+                zmax=top,
+                title=f"Raw attention, layer {layer} ({fusion} of heads)",
+            ),
+            key=Heads.raw,
+        )
     with roll_col:
-        show_chart(attention_heatmap(maps[layer], labels, labels, blocked=blocked, height=480, zmax=top,
-                                     title=f"Rollout, layers 0–{layer}"), key=Heads.rollout)
+        show_chart(
+            attention_heatmap(
+                maps[layer], labels, labels, blocked=blocked, height=480, zmax=top, title=f"Rollout, layers 0–{layer}"
+            ),
+            key=Heads.rollout,
+        )
     st.caption(
         "Left: where each token looks in this layer's *input* — but after the first layer those inputs are already "
         "mixtures of tokens. Right: **attention rollout** (Abnar & Zuidema, 2020) follows the mixing through every "

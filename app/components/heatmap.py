@@ -132,12 +132,15 @@ def map_spec(
     top = top if top > 0 else 1.0
     what = "share of row max" if scale == "row" and data.value_name == "weight" else data.value_name
     cell = f"{data.reduce} over block" if data.pooled else ""
-    hover = ("query <b>%{y}</b> → key <b>%{x}</b><br>" + html.escape(what)
-             + (f" ({cell})" if cell else "") + " %{z:.3f}<extra></extra>")
+    hover = (
+        "query <b>%{y}</b> → key <b>%{x}</b><br>"
+        + html.escape(what)
+        + (f" ({cell})" if cell else "")
+        + " %{z:.3f}<extra></extra>"
+    )
     colorbar = dict(title={"text": html.escape(what) + (" (log colour)" if scale == "log" else "")}, thickness=12)
     if scale == "log":
-        colorbar.update(tickvals=[top * 10.0**-k for k in range(LOG_DECADES, -1, -1)][-3:],
-                        tickformat=".3g")
+        colorbar.update(tickvals=[top * 10.0**-k for k in range(LOG_DECADES, -1, -1)][-3:], tickformat=".3g")
     look = theme.current()
     row_px = max(22, look.label_px + 2)  # presenter mode: taller rows, so every label still fits
     side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
@@ -148,21 +151,53 @@ def map_spec(
         xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
     yv, yt = _ticks(q_lab, rows_px if rows_px is not None else side - 140)
     return {
-        "data": [{
-            "type": "heatmap", "z": values, "x": k_lab, "y": q_lab, "zmin": 0.0, "zmax": top,
-            "colorscale": log_colorscale() if scale == "log" else colorscale_stops(),
-            "hovertemplate": hover, "hoverongaps": False, "colorbar": colorbar, "showscale": showscale,
-        }],
+        "data": [
+            {
+                "type": "heatmap",
+                "z": values,
+                "x": k_lab,
+                "y": q_lab,
+                "zmin": 0.0,
+                "zmax": top,
+                "colorscale": log_colorscale() if scale == "log" else colorscale_stops(),
+                "hovertemplate": hover,
+                "hoverongaps": False,
+                "colorbar": colorbar,
+                "showscale": showscale,
+            }
+        ],
         "layout": {
-            "title": {"text": html.escape(title), "x": 0.0, "font": {"size": 15}, "yref": "container",
-                      "automargin": True},
+            "title": {
+                "text": html.escape(title),
+                "x": 0.0,
+                "font": {"size": 15},
+                "yref": "container",
+                "automargin": True,
+            },
             "height": side,
             "margin": {"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
             "plot_bgcolor": MASKED_COLOR,
-            "xaxis": {"title": {"text": x_title}, "type": "category", "tickmode": "array", "tickvals": xv,
-                      "ticktext": xt, "tickangle": -90 if look.compact else -60, "side": "top", "showgrid": False, "zeroline": False},
-            "yaxis": {"title": {"text": y_title}, "type": "category", "tickmode": "array", "tickvals": yv,
-                      "ticktext": yt, "autorange": "reversed", "showgrid": False, "zeroline": False},
+            "xaxis": {
+                "title": {"text": x_title},
+                "type": "category",
+                "tickmode": "array",
+                "tickvals": xv,
+                "ticktext": xt,
+                "tickangle": -90 if look.compact else -60,
+                "side": "top",
+                "showgrid": False,
+                "zeroline": False,
+            },
+            "yaxis": {
+                "title": {"text": y_title},
+                "type": "category",
+                "tickmode": "array",
+                "tickvals": yv,
+                "ticktext": yt,
+                "autorange": "reversed",
+                "showgrid": False,
+                "zeroline": False,
+            },
         },
     }
 
@@ -188,5 +223,12 @@ def attention_heatmap(
         blocked: bool ``[q_pos, k_pos]``, True where the mask blocks attention; drawn grey.
         title, height, scale, zmax, width, showscale: as for :func:`map_figure`.
     """
-    return map_figure(exact_map(pattern, query_tokens, key_tokens, blocked=blocked), title=title,
-                      height=height, scale=scale, zmax=zmax, width=width, showscale=showscale)
+    return map_figure(
+        exact_map(pattern, query_tokens, key_tokens, blocked=blocked),
+        title=title,
+        height=height,
+        scale=scale,
+        zmax=zmax,
+        width=width,
+        showscale=showscale,
+    )

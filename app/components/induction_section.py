@@ -25,12 +25,19 @@ from app.components.train_charts import attention_grid
 from app.state import Train
 
 SCORES = {
-    "prefix_matching": ("Prefix matching (layer 1)", 1, "attention from a letter's second copy to the letter after its "
-                        "first copy: TransformerLens's induction score"),
+    "prefix_matching": (
+        "Prefix matching (layer 1)",
+        1,
+        "attention from a letter's second copy to the letter after its first copy: TransformerLens's induction score",
+    ),
     "previous_token": ("Previous token (layer 0)", 0, "attention from each position to the one just before it"),
-    "copying": ("Copying (layer 1)", 1, "Σλ/Σ|λ| over the eigenvalues of the head's OV circuit from letters to the "
-                "letters' logits: +1 = raises the logit of the letter it looks at"),
-}  # fmt: skip
+    "copying": (
+        "Copying (layer 1)",
+        1,
+        "Σλ/Σ|λ| over the eigenvalues of the head's OV circuit from letters to the "
+        "letters' logits: +1 = raises the logit of the letter it looks at",
+    ),
+}
 SHIPPED, YOURS = "The shipped run", "Your run"
 
 
@@ -41,8 +48,9 @@ def key(name: str) -> str:
 def curves_frame(doc: dict[str, Any]) -> pd.DataFrame:
     """One row per snapshot: step, losses, ICL score and every head's three scores (columns like ``L1 H2 prefix_matching``)."""
     c = doc["curves"]
-    frame = pd.DataFrame({"step": c["step"], "training loss": c["loss"], "evaluation loss": c["eval_loss"],
-                          "ICL score": c["icl"]})  # fmt: skip
+    frame = pd.DataFrame(
+        {"step": c["step"], "training loss": c["loss"], "evaluation loss": c["eval_loss"], "ICL score": c["icl"]}
+    )
     for name in SCORES:
         grids = np.array([s[name] for s in c["scores"]], dtype=float)  # [points, L, H]
         for layer, head in np.ndindex(grids.shape[1:]):
@@ -52,8 +60,15 @@ def curves_frame(doc: dict[str, Any]) -> pd.DataFrame:
 
 def learning_figure(doc: dict[str, Any]) -> go.Figure:
     frame = curves_frame(doc)
-    return lines_chart(frame, ["training loss", "ICL score"], title="Loss and in-context learning",
-                       y_title="nats", fmt=".3f", y_range=None, rule_step=doc.get("phase_change_step"))  # fmt: skip
+    return lines_chart(
+        frame,
+        ["training loss", "ICL score"],
+        title="Loss and in-context learning",
+        y_title="nats",
+        fmt=".3f",
+        y_range=None,
+        rule_step=doc.get("phase_change_step"),
+    )
 
 
 def scores_figure(doc: dict[str, Any], name: str) -> go.Figure:
@@ -62,8 +77,15 @@ def scores_figure(doc: dict[str, Any], name: str) -> go.Figure:
     columns = [c for c in frame.columns if c.startswith(f"L{layer} ") and c.endswith(name)]
     renamed = frame[["step", *columns]].rename(columns={c: c.removesuffix(f" {name}") for c in columns})
     low = -1.02 if name == "copying" else 0.0
-    return lines_chart(renamed, [c.removesuffix(f" {name}") for c in columns], title=f"{label} score of each head",
-                       y_title="score", fmt=".3f", y_range=[low, 1.02], rule_step=doc.get("phase_change_step"))  # fmt: skip
+    return lines_chart(
+        renamed,
+        [c.removesuffix(f" {name}") for c in columns],
+        title=f"{label} score of each head",
+        y_title="score",
+        fmt=".3f",
+        y_range=[low, 1.02],
+        rule_step=doc.get("phase_change_step"),
+    )
 
 
 def moment_labels(doc: dict[str, Any]) -> dict[str, str]:
@@ -78,12 +100,31 @@ def position_figure(doc: dict[str, Any]) -> go.Figure:
     for moment, label in moment_labels(doc).items():
         m = doc[moment]
         y = [np.nan if v is None else v for v in m["loss_by_position"]]
-        data.append({"type": "scatter", "mode": "lines", "x": list(range(len(y))), "y": y,
-                     "name": f"{label.lower()} (step {m['step']})",
-                     "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>"})  # fmt: skip
-    bands = [{"type": "rect", "xref": "x", "yref": "paper", "x0": a - 0.5, "x1": b + 0.5, "y0": 0, "y1": 1,
-              "fillcolor": "#9e9e9e", "opacity": 0.18, "line": {"width": 0}}
-             for a, b in (doc["early"], doc["late"])]  # fmt: skip
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": list(range(len(y))),
+                "y": y,
+                "name": f"{label.lower()} (step {m['step']})",
+                "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>",
+            }
+        )
+    bands = [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": a - 0.5,
+            "x1": b + 0.5,
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": "#9e9e9e",
+            "opacity": 0.18,
+            "line": {"width": 0},
+        }
+        for a, b in (doc["early"], doc["late"])
+    ]
     return go.Figure(
         {
             "data": data,
@@ -127,9 +168,12 @@ def draw(doc: dict[str, Any], where: str) -> None:
     after = doc["after"]
     prev, ind = best_heads(doc)
     cols = st.columns(4)
-    cols[0].metric("ICL score (end)", f"{after['icl']:+.2f} nats",
-                   help=f"Mean loss at positions {doc['late'][0]}–{doc['late'][1]} minus positions "
-                        f"{doc['early'][0]}–{doc['early'][1]} (Olsson et al. compare token 500 with token 50).")  # fmt: skip
+    cols[0].metric(
+        "ICL score (end)",
+        f"{after['icl']:+.2f} nats",
+        help=f"Mean loss at positions {doc['late'][0]}–{doc['late'][1]} minus positions "
+        f"{doc['early'][0]}–{doc['early'][1]} (Olsson et al. compare token 500 with token 50).",
+    )
     cols[1].metric(
         "Phase change at step",
         "none yet" if phase is None else f"{phase:,}",
@@ -181,8 +225,10 @@ def draw(doc: dict[str, Any], where: str) -> None:
                 "a stripe 11 keys back, from each letter of the second copy to the letter after its first copy."
             )
         else:
-            look = ("Look for a line just below the diagonal (previous token) in layer 0 and a stripe 11 keys back "
-                    "(induction) in layer 1: no phase change yet.")  # fmt: skip
+            look = (
+                "Look for a line just below the diagonal (previous token) in layer 0 and a stripe 11 keys back "
+                "(induction) in layer 1: no phase change yet."
+            )
         st.caption(
             f"{label} (step {m['step']}): every head's attention on the probe "
             f"`{' '.join(tokens)}` (rows: layers 0 and 1; in each square rows are queries, columns keys). " + look
@@ -191,16 +237,23 @@ def draw(doc: dict[str, Any], where: str) -> None:
     st.dataframe(table, hide_index=True, height=240)
     st.caption("Every head's three scores before and after the phase change.")
     frame = curves_frame(doc)
-    st.download_button("Download the curves as CSV", lambda: frame.to_csv(index=False).encode(),
-                       f"induction_{where}_curves.csv", "text/csv", icon=":material/download:",
-                       key=key(f"{where}_csv"), on_click="ignore")  # fmt: skip
+    st.download_button(
+        "Download the curves as CSV",
+        lambda: frame.to_csv(index=False).encode(),
+        f"induction_{where}_curves.csv",
+        "text/csv",
+        icon=":material/download:",
+        key=key(f"{where}_csv"),
+        on_click="ignore",
+    )
 
 
 def start() -> None:
     st.session_state.pop(key("error"), None)
     try:
-        services.induction_start(st.session_state[key("steps")], st.session_state[key("lr")],
-                                 st.session_state[key("seed")])  # fmt: skip
+        services.induction_start(
+            st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")]
+        )
     except ValueError as err:
         st.session_state[key("error")] = str(err)
 
@@ -223,11 +276,23 @@ def live_controls() -> None:
         key=key("lr"),
         help=f"{options['lr_range'][0]:g} to {options['lr_range'][1]:g}, constant after a short warm-up.",
     )
-    c.number_input("Seed", step=1, key=key("seed"), help="Some seeds stay longer on the plateau, or find another "
-                   "way to use the context (no prefix-matching head): try another.")  # fmt: skip
+    c.number_input(
+        "Seed",
+        step=1,
+        key=key("seed"),
+        help="Some seeds stay longer on the plateau, or find another "
+        "way to use the context (no prefix-matching head): try another.",
+    )
     status = services.induction_status()
-    d.button("Train it here", type="primary", icon=":material/play_arrow:", key=key("start"), on_click=start,
-             disabled=status is not None and status.active, use_container_width=True)  # fmt: skip
+    d.button(
+        "Train it here",
+        type="primary",
+        icon=":material/play_arrow:",
+        key=key("start"),
+        on_click=start,
+        disabled=status is not None and status.active,
+        use_container_width=True,
+    )
     if (error := st.session_state.get(key("error"))) is not None:
         show_error(error, level="error")
     if status is not None:

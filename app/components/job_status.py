@@ -33,8 +33,9 @@ def follow(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus],
     if status.status == "failed":
         show_error(status.error)
     elif status.status == "stopped":
-        st.info(f"{what} stopped: {md(status.reason)}. Press the button again to start over.",
-                icon=":material/stop_circle:")
+        st.info(
+            f"{what} stopped: {md(status.reason)}. Press the button again to start over.", icon=":material/stop_circle:"
+        )
     elif status.active:
         _poll(kind, status.job_id, what, extra)
 
@@ -52,9 +53,11 @@ def _poll(kind: str, job_id: int, what: str, extra: Callable[[JobStatus], None] 
 
 def _show(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus], None] | None) -> None:
     if status.status == "queued":
-        st.info(f"{what}: queued, position **{status.position}**, starts in about **{about(status.wait_s or 0)}**. "
-                "The server runs long work a few jobs at a time, so that every page stays quick.",
-                icon=":material/hourglass_top:")  # fmt: skip
+        st.info(
+            f"{what}: queued, position **{status.position}**, starts in about **{about(status.wait_s or 0)}**. "
+            "The server runs long work a few jobs at a time, so that every page stays quick.",
+            icon=":material/hourglass_top:",
+        )
     else:
         st.progress(status.fraction, text=md(status.text) if status.text else f"{what}…")
         if extra is not None:

@@ -45,23 +45,30 @@ def row_for(check: Predict) -> services.QueryRow:
     """The real row a predict check reveals: the translator's alignment, or one head of a self-attention trace."""
     if check.model in services.BAHDANAU_MODELS.values():
         return services.alignment_row(check.model, check.text, check.word)
-    return services.lesson_row(check.model, check.text, check.causal, check.layer, check.head, check.word,
-                               check.occurrence)  # fmt: skip
+    return services.lesson_row(
+        check.model, check.text, check.causal, check.layer, check.head, check.word, check.occurrence
+    )
 
 
 def row_figure(row: services.QueryRow, picked: int) -> go.Figure:
     """The revealed row as bars: the student's pick in orange, the head's top key in dark blue."""
     labels = [f"{i} · {s}" for i, s in enumerate(row.keys)]
     colours = ["#e8710a" if i == picked else "#1f3b73" if i == row.top else "#9db4d8" for i in range(len(labels))]
-    fig = go.Figure(go.Bar(x=labels, y=row.weights, marker_color=colours,
-                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))  # fmt: skip
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="weight",
-                      title=f"Where “{row.query_label}” looks", xaxis=dict(type="category"))
+    fig = go.Figure(
+        go.Bar(x=labels, y=row.weights, marker_color=colours, hovertemplate="%{x}: %{y:.3f}<extra></extra>")
+    )
+    fig.update_layout(
+        height=260,
+        margin=dict(l=10, r=10, t=30, b=10),
+        yaxis_title="weight",
+        title=f"Where “{row.query_label}” looks",
+        xaxis=dict(type="category"),
+    )
     return fig
 
 
 def reveal_text(row: services.QueryRow, picked: int) -> str:
-    """"You picked X (weight a); the head's top key is Y (weight b)." with the real numbers."""
+    """ "You picked X (weight a); the head's top key is Y (weight b)." with the real numbers."""
     mine = f"You picked **{md(row.keys[picked])}** (weight {row.weights[picked]:.3f})"
     if picked == row.top:
         return mine + ": that is the head's top key. Well predicted."
@@ -79,15 +86,20 @@ def predict_check(step: Step, check: Predict) -> None:
     picked = answers().get(step.id)
     if picked is None or not 0 <= picked < len(row.keys):
         key = f"lesson_pick_{step.id}"
-        st.pills(f"Click the token you think “{md(check.word)}” looks at", list(range(len(row.keys))), key=key,
-                 format_func=lambda i: row.keys[i], on_change=_record, args=(step.id, key),
-                 help="Your guess is kept; then the real head's weights are shown.")
+        st.pills(
+            f"Click the token you think “{md(check.word)}” looks at",
+            list(range(len(row.keys))),
+            key=key,
+            format_func=lambda i: row.keys[i],
+            on_change=_record,
+            args=(step.id, key),
+            help="Your guess is kept; then the real head's weights are shown.",
+        )
         return
     st.markdown(reveal_text(row, picked))
     show_chart(row_figure(row, picked), key=f"{Lessons.row}{step.id}")
     st.caption(check.explain)
-    st.button("Try again", key=f"{Lessons.again}{step.id}", on_click=_forget, args=(step.id,),
-              icon=":material/replay:")
+    st.button("Try again", key=f"{Lessons.again}{step.id}", on_click=_forget, args=(step.id,), icon=":material/replay:")
 
 
 def choice_check(step: Step, check: Choice) -> None:
@@ -95,16 +107,23 @@ def choice_check(step: Step, check: Choice) -> None:
     picked = answers().get(step.id)
     if picked is None or not 0 <= picked < len(check.options):
         key = f"lesson_choice_{step.id}"
-        st.radio(check.question, list(range(len(check.options))), index=None, key=key,
-                 format_func=lambda i: check.options[i], on_change=_record, args=(step.id, key))
+        st.radio(
+            check.question,
+            list(range(len(check.options))),
+            index=None,
+            key=key,
+            format_func=lambda i: check.options[i],
+            on_change=_record,
+            args=(step.id, key),
+        )
         return
     st.markdown(check.question)
     verdict = ":green[Right]" if picked == check.answer else ":red[Not quite]"
-    st.markdown(f"You answered **{check.options[picked]}**. {verdict}: the answer is "
-                f"**{check.options[check.answer]}**.")
+    st.markdown(
+        f"You answered **{check.options[picked]}**. {verdict}: the answer is **{check.options[check.answer]}**."
+    )
     st.caption(check.explain)
-    st.button("Try again", key=f"{Lessons.again}{step.id}", on_click=_forget, args=(step.id,),
-              icon=":material/replay:")
+    st.button("Try again", key=f"{Lessons.again}{step.id}", on_click=_forget, args=(step.id,), icon=":material/replay:")
 
 
 def is_right(step: Step, picked: int) -> bool:

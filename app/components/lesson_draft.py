@@ -142,23 +142,36 @@ def _new_id(lesson: Lesson) -> str:
 
 def add_view_box() -> None:
     """The sidebar expander of every page: the view on screen becomes the draft's next step (lazy while closed)."""
-    box = st.sidebar.expander("Add this view to my lesson", icon=":material/playlist_add:", key=Draft.add_open,
-                              on_change="rerun")  # fmt: skip
+    box = st.sidebar.expander(
+        "Add this view to my lesson", icon=":material/playlist_add:", key=Draft.add_open, on_change="rerun"
+    )
     if box.open is False:
         return
     with box:
         n = len(draft().steps)
-        st.caption(f"Your lesson has {n} step{'s' if n != 1 else ''}. This page, as it is now, becomes the next one: "
-                   "reorder, edit, save, share or download it on the Lessons page, tab “Write a lesson”.")  # fmt: skip
+        st.caption(
+            f"Your lesson has {n} step{'s' if n != 1 else ''}. This page, as it is now, becomes the next one: "
+            "reorder, edit, save, share or download it on the Lessons page, tab “Write a lesson”."
+        )
         with st.form(key=Draft.add_form, border=False):
             st.text_input("Step title (optional)", key=Draft.add_title, max_chars=TITLE_CHARS)
-            st.text_area("Note for the class", key=Draft.add_note, max_chars=TEXT_CHARS, height=90,
-                         placeholder="What to look at in this view, and why.")  # fmt: skip
+            st.text_area(
+                "Note for the class",
+                key=Draft.add_note,
+                max_chars=TEXT_CHARS,
+                height=90,
+                placeholder="What to look at in this view, and why.",
+            )
             st.text_input("A question (optional)", key=Draft.add_question, max_chars=QUESTION_CHARS)
             st.text_area("Its options, one per line", key=Draft.add_options, height=80)
             st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.add_right)
-            st.form_submit_button("Add this view to my lesson", type="primary", icon=":material/playlist_add:",
-                                  key=Draft.add, on_click=_add_view)  # fmt: skip
+            st.form_submit_button(
+                "Add this view to my lesson",
+                type="primary",
+                icon=":material/playlist_add:",
+                key=Draft.add,
+                on_click=_add_view,
+            )
         _said("add")
 
 
@@ -178,8 +191,13 @@ def _add_view() -> None:
     name = PAGE_TITLES.get(page, page)
     title, note = _clean(state.get(Draft.add_title), lines=False), _clean(state.get(Draft.add_note))
     lesson = draft()
-    step = Step(_new_id(lesson), title or ("" if note else name), note, (Link(f"{page}.py", f"Open this view: {name}", params),),
-                check)  # fmt: skip
+    step = Step(
+        _new_id(lesson),
+        title or ("" if note else name),
+        note,
+        (Link(f"{page}.py", f"Open this view: {name}", params),),
+        check,
+    )
     problem = _replace(replace(lesson, steps=(*lesson.steps, step)))
     if problem:
         _say("add", "warning", problem)
@@ -199,9 +217,12 @@ def editor() -> None:
     st.session_state.setdefault(Draft.title, lesson.title)
     st.text_input("Title of your lesson", key=Draft.title, max_chars=TITLE_CHARS, on_change=_retitle)
     if not lesson.steps:
-        st.info("Your lesson has no steps yet. On any page, open **Add this view to my lesson** in the sidebar: the "
-                "view on screen becomes a step, with your note and, if you like, a question. Or start from the "
-                "built-in lesson or open a lesson file, below.", icon=":material/info:")  # fmt: skip
+        st.info(
+            "Your lesson has no steps yet. On any page, open **Add this view to my lesson** in the sidebar: the "
+            "view on screen becomes a step, with your note and, if you like, a question. Or start from the "
+            "built-in lesson or open a lesson file, below.",
+            icon=":material/info:",
+        )
     for i, step in enumerate(lesson.steps):
         _step_row(i, step, len(lesson.steps))
     _said("editor")
@@ -219,12 +240,32 @@ def _step_row(i: int, step: Step, n: int) -> None:
     with st.container(border=True):
         head, up, down, delete = st.columns([5, 1.1, 1.4, 1.4], vertical_alignment="center")
         head.markdown(f"**{i + 1}. {md(step.title or step.text[:80])}**")
-        up.button("Up", key=f"{Draft.up}{step.id}", icon=":material/arrow_upward:", on_click=_move, args=(step.id, -1),
-                  disabled=i == 0, help="Move this step up")  # fmt: skip
-        down.button("Down", key=f"{Draft.down}{step.id}", icon=":material/arrow_downward:", on_click=_move,
-                    args=(step.id, 1), disabled=i == n - 1, help="Move this step down")  # fmt: skip
-        delete.button("Delete", key=f"{Draft.delete}{step.id}", icon=":material/delete:", on_click=_delete,
-                      args=(step.id,), help="Delete this step")  # fmt: skip
+        up.button(
+            "Up",
+            key=f"{Draft.up}{step.id}",
+            icon=":material/arrow_upward:",
+            on_click=_move,
+            args=(step.id, -1),
+            disabled=i == 0,
+            help="Move this step up",
+        )
+        down.button(
+            "Down",
+            key=f"{Draft.down}{step.id}",
+            icon=":material/arrow_downward:",
+            on_click=_move,
+            args=(step.id, 1),
+            disabled=i == n - 1,
+            help="Move this step down",
+        )
+        delete.button(
+            "Delete",
+            key=f"{Draft.delete}{step.id}",
+            icon=":material/delete:",
+            on_click=_delete,
+            args=(step.id,),
+            help="Delete this step",
+        )
         if step.text and step.title:
             st.caption(md(step.text if len(step.text) <= 300 else step.text[:299] + "…"))
         for link in step.links:
@@ -232,11 +273,15 @@ def _step_row(i: int, step: Step, n: int) -> None:
         if isinstance(step.check, Choice):
             st.caption(f"Question: {md(step.check.question)} (answer: {md(step.check.options[step.check.answer])})")
         elif isinstance(step.check, Predict):
-            st.caption(f"Check: which token does “{md(step.check.word)}” look at ({md(step.check.model)}, layer "
-                       f"{step.check.layer} head {step.check.head}); the answer is read from the model.")  # fmt: skip
+            st.caption(
+                f"Check: which token does “{md(step.check.word)}” look at ({md(step.check.model)}, layer "
+                f"{step.check.layer} head {step.check.head}); the answer is read from the model."
+            )
         elif isinstance(step.check, Look):
-            st.caption(f"Check: where does {md(step.check.model)} look when it writes “{md(step.check.word)}” (scene "
-                       f"{step.check.scene}); the answer is read from the model.")  # fmt: skip
+            st.caption(
+                f"Check: where does {md(step.check.model)} look when it writes “{md(step.check.word)}” (scene "
+                f"{step.check.scene}); the answer is read from the model."
+            )
         with st.expander("Edit this step", icon=":material/edit:"):
             _edit_form(step)
 
@@ -244,10 +289,13 @@ def _step_row(i: int, step: Step, n: int) -> None:
 def _edit_form(step: Step) -> None:
     sid = step.id
     check = step.check if isinstance(step.check, Choice) else None
-    defaults = {f"{Draft.edit_title}{sid}": step.title, f"{Draft.edit_note}{sid}": step.text,
-                f"{Draft.edit_question}{sid}": check.question if check else "",
-                f"{Draft.edit_options}{sid}": "\n".join(check.options) if check else "",
-                f"{Draft.edit_right}{sid}": check.answer + 1 if check else 1}  # fmt: skip
+    defaults = {
+        f"{Draft.edit_title}{sid}": step.title,
+        f"{Draft.edit_note}{sid}": step.text,
+        f"{Draft.edit_question}{sid}": check.question if check else "",
+        f"{Draft.edit_options}{sid}": "\n".join(check.options) if check else "",
+        f"{Draft.edit_right}{sid}": check.answer + 1 if check else 1,
+    }
     for key, value in defaults.items():
         st.session_state.setdefault(key, value)
     with st.form(key=f"{Draft.edit_form}{sid}", border=False):
@@ -258,8 +306,9 @@ def _edit_form(step: Step) -> None:
         else:
             st.text_input("Question (optional)", key=f"{Draft.edit_question}{sid}", max_chars=QUESTION_CHARS)
             st.text_area("Its options, one per line", key=f"{Draft.edit_options}{sid}", height=80)
-            st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS,
-                            key=f"{Draft.edit_right}{sid}")  # fmt: skip
+            st.number_input(
+                "Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=f"{Draft.edit_right}{sid}"
+            )
         st.form_submit_button("Save this step", key=f"{Draft.edit_save}{sid}", on_click=_edit, args=(sid,))
 
 
@@ -293,8 +342,12 @@ def _edit(sid: str) -> None:
     check = step.check
     if not isinstance(check, (Predict, Look)):
         try:
-            check = _question(state.get(f"{Draft.edit_question}{sid}"), state.get(f"{Draft.edit_options}{sid}"),
-                              state.get(f"{Draft.edit_right}{sid}"), check.explain if isinstance(check, Choice) else "")  # fmt: skip
+            check = _question(
+                state.get(f"{Draft.edit_question}{sid}"),
+                state.get(f"{Draft.edit_options}{sid}"),
+                state.get(f"{Draft.edit_right}{sid}"),
+                check.explain if isinstance(check, Choice) else "",
+            )
         except LessonFileError as exc:
             _say("editor", "warning", f"Step {i + 1}: {exc}")
             return
@@ -326,9 +379,14 @@ def _retitle() -> None:
 def _save_box(lesson: Lesson) -> None:
     st.markdown("**Save and share**")
     saved = st.session_state.get(Draft.saved)
-    st.button("Save changes" if saved else "Save and get a link", key=Draft.save, on_click=_save,
-              disabled=not lesson.steps, icon=":material/cloud_upload:",
-              help="Kept on this server; anyone with the link can open it, only you can change it.")  # fmt: skip
+    st.button(
+        "Save changes" if saved else "Save and get a link",
+        key=Draft.save,
+        on_click=_save,
+        disabled=not lesson.steps,
+        icon=":material/cloud_upload:",
+        help="Kept on this server; anyone with the link can open it, only you can change it.",
+    )
     if not saved:
         return
     lid, secret = saved
@@ -356,16 +414,28 @@ def _save() -> None:
 
 def _file_box(lesson: Lesson) -> None:
     st.markdown("**A lesson file**")
-    st.download_button("Download as a file (TOML)", data=lambda: write_lesson(lesson), file_name=file_name(lesson),
-                       mime="application/toml", key=Draft.download, on_click="ignore", disabled=not lesson.steps,
-                       icon=":material/download:")  # fmt: skip
+    st.download_button(
+        "Download as a file (TOML)",
+        data=lambda: write_lesson(lesson),
+        file_name=file_name(lesson),
+        mime="application/toml",
+        key=Draft.download,
+        on_click="ignore",
+        disabled=not lesson.steps,
+        icon=":material/download:",
+    )
     st.caption("A plain text file you can keep, change in any editor, put under version control and open here again.")
     from app.components.offline_pack import lesson_pack_buttons  # imported when the editor is drawn
 
     lesson_pack_buttons("draft", lesson)
     st.caption("The offline pack: the steps with their charts and data in one HTML file a student opens from disk.")
-    upload = st.file_uploader("Open a lesson file", type=["toml"], key=Draft.upload, max_upload_size=1,
-                              help=f"A .toml lesson file, at most {MAX_BYTES // 1000} kB.")  # fmt: skip
+    upload = st.file_uploader(
+        "Open a lesson file",
+        type=["toml"],
+        key=Draft.upload,
+        max_upload_size=1,
+        help=f"A .toml lesson file, at most {MAX_BYTES // 1000} kB.",
+    )
     if upload is not None:
         try:
             opened = read_lesson(upload.getvalue())
@@ -373,11 +443,21 @@ def _file_box(lesson: Lesson) -> None:
             show_error(str(exc), before=f"{quoted(upload.name, 40)} cannot be opened: ")
         else:
             st.caption(f"{quoted(upload.name, 40)}: {md(opened.title)}, {len(opened.steps)} steps.")
-            st.button("Put it in the editor (replaces your draft)", key=Draft.use_upload, on_click=use, args=(opened,),
-                      icon=":material/upload_file:")  # fmt: skip
+            st.button(
+                "Put it in the editor (replaces your draft)",
+                key=Draft.use_upload,
+                on_click=use,
+                args=(opened,),
+                icon=":material/upload_file:",
+            )
     left, right = st.columns(2)
     from app.components.lesson_plan import LESSON  # the built-in lesson file, read once
 
-    left.button("Start from the built-in lesson", key=Draft.builtin, on_click=use, args=(LESSON,),
-                help="Replaces your draft with the built-in lesson's steps, to change as you like.")  # fmt: skip
+    left.button(
+        "Start from the built-in lesson",
+        key=Draft.builtin,
+        on_click=use,
+        args=(LESSON,),
+        help="Replaces your draft with the built-in lesson's steps, to change as you like.",
+    )
     right.button("Empty the draft", key=Draft.clear, on_click=use, args=(EMPTY,), disabled=not lesson.steps)

@@ -23,8 +23,23 @@ from pathlib import Path
 from app.lesson_file import Choice, Lesson, Link, Look, Predict, Step, read_lesson
 from app.state import DEFAULT_TEXT
 
-__all__ = ["BUILTIN_FILE", "IT_SENTENCE", "LESSON", "QKV_HEAD", "SOFTMAX_KEYS", "SOFTMAX_SCORES", "STEPS", "STORY",
-           "Choice", "Lesson", "Link", "Look", "Predict", "Step", "builtin_lesson"]  # fmt: skip
+__all__ = [
+    "BUILTIN_FILE",
+    "IT_SENTENCE",
+    "LESSON",
+    "QKV_HEAD",
+    "SOFTMAX_KEYS",
+    "SOFTMAX_SCORES",
+    "STEPS",
+    "STORY",
+    "Choice",
+    "Lesson",
+    "Link",
+    "Look",
+    "Predict",
+    "Step",
+    "builtin_lesson",
+]
 
 BUILTIN_FILE = Path(__file__).resolve().parents[2] / "assets" / "lessons" / "attention-in-ten-steps.toml"
 

@@ -40,12 +40,24 @@ def focus_picker(strings: list[str] | tuple[str, ...], key_prefix: str) -> int |
         st.session_state[Look.focus] = st.session_state.get(key)
 
     if n <= PILLS_MAX:
-        st.pills("Highlight a token", list(range(n)), format_func=lambda i: _plain(strings[i]), key=key,
-                 on_change=picked, help="Click a token to outline its row (where it looks) and its column (who "
-                 "looks at it) in every map on the page; click it again to clear.")  # fmt: skip
+        st.pills(
+            "Highlight a token",
+            list(range(n)),
+            format_func=lambda i: _plain(strings[i]),
+            key=key,
+            on_change=picked,
+            help="Click a token to outline its row (where it looks) and its column (who "
+            "looks at it) in every map on the page; click it again to clear.",
+        )
     else:
-        st.selectbox("Highlight a token", [None, *range(n)], key=key, on_change=picked, **PERSIST,
-                     format_func=lambda i: "none" if i is None else f"{i} · {strings[i]}")
+        st.selectbox(
+            "Highlight a token",
+            [None, *range(n)],
+            key=key,
+            on_change=picked,
+            **PERSIST,
+            format_func=lambda i: "none" if i is None else f"{i} · {strings[i]}",
+        )
     return focus()
 
 

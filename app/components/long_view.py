@@ -20,26 +20,36 @@ from app.components.heatmap import SCALES
 from app.figure_data.attention_maps import OVERVIEW_SIZE
 from app.state import PERSIST, settle
 
-SCALE_HELP = ("Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
-              "still shows the true weight. Per-row max: each row divided by its own largest weight, so every query's strongest key is darkest.")
-SHOW = {"attention": "weights α", "contribution": "contribution ‖α·f(x)‖", "value": "α·‖v‖"}  # the help says: value length only
-SHOW_HELP = ("α: how much each query looks at each key (rows sum to 1). ‖α·f(x)‖: the length of what the key "
-             "actually adds to the query's output through this head, α times ‖v·W_O‖, the key's value vector "
-             "carried through the head's part of the output projection (Kobayashi et al. 2020, 'Attention is "
-             "Not Only a Weight: Analyzing Transformers with Vector Norms'). α·‖v‖: the weight times the value "
-             "vector's length only, without the output projection (close to the contribution, not equal).")
+SCALE_HELP = (
+    "Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
+    "still shows the true weight. Per-row max: each row divided by its own largest weight, so every query's strongest key is darkest."
+)
+SHOW = {
+    "attention": "weights α",
+    "contribution": "contribution ‖α·f(x)‖",
+    "value": "α·‖v‖",
+}  # the help says: value length only
+SHOW_HELP = (
+    "α: how much each query looks at each key (rows sum to 1). ‖α·f(x)‖: the length of what the key "
+    "actually adds to the query's output through this head, α times ‖v·W_O‖, the key's value vector "
+    "carried through the head's part of the output projection (Kobayashi et al. 2020, 'Attention is "
+    "Not Only a Weight: Analyzing Transformers with Vector Norms'). α·‖v‖: the weight times the value "
+    "vector's length only, without the output projection (close to the contribution, not equal)."
+)
 #: a sentence for the caption under each weighting (pages say it where they explain the colour)
 COLOUR_SAYS = {
     "attention": "Colour is the softmax weight: every row sums to 1. ",
     "contribution": "Colour is the contribution ‖α·f(x)‖ (Kobayashi et al. 2020): the weight times the length of "
-                    "what the key's value adds through this head's part of the output projection, so rows no "
-                    "longer sum to 1. ",
+    "what the key's value adds through this head's part of the output projection, so rows no "
+    "longer sum to 1. ",
     "value": "Colour is α·‖v‖, the weight times the key's value length only (no output projection), so rows "
-             "no longer sum to 1. ",
-}  # fmt: skip
-HIDE_HELP = ("Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
-             "'attention sink'). Hiding their columns lets the colour scale show the rest; weights are not "
-             "renormalised. An unknown word's [UNK] is part of your text and stays.")
+    "no longer sum to 1. ",
+}
+HIDE_HELP = (
+    "Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
+    "'attention sink'). Hiding their columns lets the colour scale show the rest; weights are not "
+    "renormalised. An unknown word's [UNK] is part of your text and stays."
+)
 
 
 @dataclass(frozen=True)
@@ -67,25 +77,41 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
         settle(show_key, "attention")
     left, middle, right = st.columns([4, 6, 3])  # "Show" has three options
     with left:
-        scale = st.segmented_control("Colour scale", list(SCALES), format_func=SCALES.get, key=scale_key,
-                                     help=SCALE_HELP, on_change=_mark_chosen, args=(chosen_key,),
-                                     **PERSIST) or "linear"
+        scale = (
+            st.segmented_control(
+                "Colour scale",
+                list(SCALES),
+                format_func=SCALES.get,
+                key=scale_key,
+                help=SCALE_HELP,
+                on_change=_mark_chosen,
+                args=(chosen_key,),
+                **PERSIST,
+            )
+            or "linear"
+        )
     with middle:
-        weighting = st.segmented_control("Show", shows, format_func=SHOW.get, key=show_key, help=SHOW_HELP,
-                                         **PERSIST) or "attention"
+        weighting = (
+            st.segmented_control("Show", shows, format_func=SHOW.get, key=show_key, help=SHOW_HELP, **PERSIST)
+            or "attention"
+        )
     with right:
         hide = bool(st.toggle("Hide sink columns", key=hide_key, help=HIDE_HELP, **PERSIST))
     notes = []
     if weighting == "contribution":
-        notes.append("Colour: **‖α·f(x)‖**, each weight times ‖v·W_O‖, the length of the vector that key adds to "
-                     "this query's output through this head (Kobayashi et al. 2020, 'Attention is Not Only a "
-                     "Weight'; the output projection's bias is shared by all heads and keys and left out). A token "
-                     "can get a lot of attention and still contribute little: what it adds is short (sinks like "
-                     "[CLS] and [SEP] often are).")
+        notes.append(
+            "Colour: **‖α·f(x)‖**, each weight times ‖v·W_O‖, the length of the vector that key adds to "
+            "this query's output through this head (Kobayashi et al. 2020, 'Attention is Not Only a "
+            "Weight'; the output projection's bias is shared by all heads and keys and left out). A token "
+            "can get a lot of attention and still contribute little: what it adds is short (sinks like "
+            "[CLS] and [SEP] often are)."
+        )
     elif weighting == "value":
-        notes.append("Colour: **α·‖v‖**, each weight times the length of that key's value vector only. It leaves "
-                     "out the output projection, so it only approximates how much the key adds to the output; "
-                     "**contribution** shows the exact measure.")
+        notes.append(
+            "Colour: **α·‖v‖**, each weight times the length of that key's value vector only. It leaves "
+            "out the output projection, so it only approximates how much the key adds to the output; "
+            "**contribution** shows the exact measure."
+        )
     if scale == "log":
         notes.append("Colour: log scale, so weights down to 1/10,000 of the largest get a shade.")
     elif scale == "row":
@@ -95,14 +121,19 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
     if scale == "log" and not st.session_state.get(chosen_key):
         notes.append("(Log is the default for long inputs: on a linear scale most of the map would look empty.)")
     if trace.n_keys > 128 and scale == "linear" and not hide:
-        notes.append("Long input: if the map looks empty but for one column, try the log colour scale or hide the "
-                     "sink columns.")
+        notes.append(
+            "Long input: if the map looks empty but for one column, try the log colour scale or hide the sink columns."
+        )
     return DisplayOptions(scale=scale, hide_sinks=hide, caption=" ".join(notes), weighting=weighting)
 
 
 def _valid_range(value, n: int) -> bool:
-    return (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) for v in value)
-            and 0 <= value[0] < value[1] <= n)
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, int) for v in value)
+        and 0 <= value[0] < value[1] <= n
+    )
 
 
 def _typed(key: str, n: int) -> None:
@@ -126,11 +157,27 @@ def _range_control(label: str, key: str, n: int, help_text: str) -> tuple[int, i
     settle(f"{key}_to", stop)
     first, last = st.columns(2)
     with first:
-        st.number_input("from", 0, n - 1, step=1, key=f"{key}_from", on_change=_typed, args=(key, n),
-                        help=f"First position of the {label.split()[0].lower()} range (0 to {n - 1}).")
+        st.number_input(
+            "from",
+            0,
+            n - 1,
+            step=1,
+            key=f"{key}_from",
+            on_change=_typed,
+            args=(key, n),
+            help=f"First position of the {label.split()[0].lower()} range (0 to {n - 1}).",
+        )
     with last:
-        st.number_input("to (excluded)", 1, n, step=1, key=f"{key}_to", on_change=_typed, args=(key, n),
-                        help=f"Position after the last one (up to {n}).")
+        st.number_input(
+            "to (excluded)",
+            1,
+            n,
+            step=1,
+            key=f"{key}_to",
+            on_change=_typed,
+            args=(key, n),
+            help=f"Position after the last one (up to {n}).",
+        )
     return (start, stop) if stop > start else (start, min(n, start + 1))
 
 
@@ -145,15 +192,23 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
     if max(n_q, n_k) <= OVERVIEW_SIZE:
         return None, None
     q_key, k_key = f"{key_prefix}_zoom_q_{n_q}", f"{key_prefix}_zoom_k_{n_k}"
-    with st.expander(f"Zoom: {n_q} × {n_k} tokens are drawn as at most {OVERVIEW_SIZE} × {OVERVIEW_SIZE} cells; "
-                     f"pick a region of ≤ {OVERVIEW_SIZE} tokens a side for exact weights", expanded=False):
+    with st.expander(
+        f"Zoom: {n_q} × {n_k} tokens are drawn as at most {OVERVIEW_SIZE} × {OVERVIEW_SIZE} cells; "
+        f"pick a region of ≤ {OVERVIEW_SIZE} tokens a side for exact weights",
+        expanded=False,
+    ):
         left, right = st.columns(2)
         with left:
             q_range = _range_control("Query tokens (rows)", q_key, n_q, "Positions from … to (the end is excluded).")
         with right:
             k_range = _range_control("Key tokens (columns)", k_key, n_k, "Positions from … to (the end is excluded).")
-        st.button("Show everything", key=f"{key_prefix}_zoom_reset", icon=":material/zoom_out_map:",
-                  on_click=_reset, args=((q_key, n_q), (k_key, n_k)))
+        st.button(
+            "Show everything",
+            key=f"{key_prefix}_zoom_reset",
+            icon=":material/zoom_out_map:",
+            on_click=_reset,
+            args=((q_key, n_q), (k_key, n_k)),
+        )
     q_range = None if q_range == (0, n_q) else q_range
     k_range = None if k_range == (0, n_k) else k_range
     return q_range, k_range
@@ -171,6 +226,16 @@ def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str, loa
         return
     (q0, q1), (k0, k1) = region
     whole = (q0, q1, k0, k1) == (0, att.n_queries, 0, att.n_keys)
-    label = "Download this head as CSV" if whole else f"Download this region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
-    st.download_button(label, lambda: head_csv(load(), layer, head, (q0, q1), (k0, k1)), on_click="ignore",
-                       file_name=file_name, mime="text/csv", icon=":material/download:")
+    label = (
+        "Download this head as CSV"
+        if whole
+        else f"Download this region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
+    )
+    st.download_button(
+        label,
+        lambda: head_csv(load(), layer, head, (q0, q1), (k0, k1)),
+        on_click="ignore",
+        file_name=file_name,
+        mime="text/csv",
+        icon=":material/download:",
+    )

@@ -25,9 +25,11 @@ from app.state import Pretraining as P
 from app.url_params import FINETUNE_LRS
 
 SHARES = ("sentence A", "sentence B", "[CLS] and [SEP]")  # engine.training.nsp.SHARES, the page's names
-NO_SEGMENTS = ("BERT adds a **segment embedding** (sentence A or B) to every token. Our encoder has none: it was "
-               "pretrained on one story at a time with token and position embeddings only, so here the `[SEP]` "
-               "between A and B is the only thing that marks where B starts.")  # fmt: skip
+NO_SEGMENTS = (
+    "BERT adds a **segment embedding** (sentence A or B) to every token. Our encoder has none: it was "
+    "pretrained on one story at a time with token and position embeddings only, so here the `[SEP]` "
+    "between A and B is the only thing that marks where B starts."
+)
 
 
 def head_change_chart(change: np.ndarray, title: str, key: str, zmax: float | None = None) -> None:
@@ -48,18 +50,26 @@ def most_moved(change: np.ndarray, n: int = 3) -> str:
 
 
 def next_sentence() -> None:
-    st.write("BERT's second pretraining task: given two pieces of text, A and B, is B what really comes next? Half "
-             "of the pairs are real, half take B from another story. The answer is read from the first position, "
-             "[CLS] (our `<bos>`), by a linear layer on its final vector: the same head "
-             "`AutoModelForSequenceClassification` puts on a pretrained model for any labelled task. Here our "
-             "masked-LM encoder learns it, and you can see which heads change to answer.")  # fmt: skip
+    st.write(
+        "BERT's second pretraining task: given two pieces of text, A and B, is B what really comes next? Half "
+        "of the pairs are real, half take B from another story. The answer is read from the first position, "
+        "[CLS] (our `<bos>`), by a linear layer on its final vector: the same head "
+        "`AutoModelForSequenceClassification` puts on a pretrained model for any labelled task. Here our "
+        "masked-LM encoder learns it, and you can see which heads change to answer."
+    )
     st.info(NO_SEGMENTS, icon=":material/info:")
     _examples()
     left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
     with left:
         st.session_state.setdefault(P.nsp_steps, 300)
-        steps = st.slider("Steps", 50, 500, step=50, key=P.nsp_steps,
-                          help="Training steps of 32 pairs each (a few seconds to a minute).")  # fmt: skip
+        steps = st.slider(
+            "Steps",
+            50,
+            500,
+            step=50,
+            key=P.nsp_steps,
+            help="Training steps of 32 pairs each (a few seconds to a minute).",
+        )
     with right:
         st.session_state.setdefault(P.nsp_lr, 1e-3)
         lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.nsp_lr, format_func=lambda x: f"{x:g}")
@@ -79,8 +89,10 @@ def next_sentence() -> None:
         follow(services.NSP, status, "NSP fine-tuning", extra=_running_curve)
     result = st.session_state.get(P.nsp_result)
     if result is None:
-        st.caption("Press **Fine-tune on NSP**: the held-out accuracy starts at a coin flip (the head is untrained) "
-                   "and climbs as the encoder learns to compare B with A.")  # fmt: skip
+        st.caption(
+            "Press **Fine-tune on NSP**: the held-out accuracy starts at a coin flip (the head is untrained) "
+            "and climbs as the encoder learns to compare B with A."
+        )
         return
     show_nsp_result(result)
 
@@ -91,16 +103,20 @@ def _examples() -> None:
     except Exception as err:  # noqa: BLE001
         show_error(err)
         return
-    frame = pd.DataFrame({
-        "A: the story so far": [_tail(" ".join(p.a)) for p in pairs],
-        "B": [" ".join(p.b) for p in pairs],
-        "does B come next?": ["yes" if p.is_next else "no" for p in pairs],
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "A: the story so far": [_tail(" ".join(p.a)) for p in pairs],
+            "B": [" ".join(p.b) for p in pairs],
+            "does B come next?": ["yes" if p.is_next else "no" for p in pairs],
+        }
+    )
     st.dataframe(frame, hide_index=True, key=P.nsp_examples)
-    st.caption("Training pairs as the task makes them from generated stories (seeded). As in BERT, where a "
-               "\"sentence\" is any span of text, A is a story's opening up to some sentence; B is the sentence "
-               "after it or a sentence (never an opening) from another story, each with probability ½. The model "
-               "reads them as `[CLS] A [SEP] B [SEP]`.")  # fmt: skip
+    st.caption(
+        "Training pairs as the task makes them from generated stories (seeded). As in BERT, where a "
+        '"sentence" is any span of text, A is a story\'s opening up to some sentence; B is the sentence '
+        "after it or a sentence (never an opening) from another story, each with probability ½. The model "
+        "reads them as `[CLS] A [SEP] B [SEP]`."
+    )
 
 
 def _tail(text: str, limit: int = 90) -> str:
@@ -119,26 +135,50 @@ def loss_figure(curve) -> go.Figure:
     """Each step's training loss, the held-out loss where it was measured, and ln 2 (a coin flip's loss)."""
     steps = np.arange(1, len(curve.train_loss) + 1)
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=steps, y=curve.train_loss, mode="lines", name="training batch (32 pairs)",
-                             line=dict(width=1, color="#9bb7e0"),
-                             hovertemplate="step %{x}: %{y:.3f}<extra>training batch</extra>"))  # fmt: skip
-    fig.add_trace(go.Scatter(x=curve.eval_steps, y=curve.eval_loss, mode="lines+markers", name="held-out pairs",
-                             line=dict(width=2, color="#1f5fbf"),
-                             hovertemplate="step %{x}: %{y:.3f}<extra>held-out pairs</extra>"))  # fmt: skip
-    fig.add_hline(y=math.log(2), line_dash="dash", line_color="#888888", annotation_text="ln 2: a coin flip",
-                  annotation_position="top right")  # fmt: skip
-    fig.update_layout(height=300, margin=dict(l=5, r=5, t=30, b=5), title=dict(text="Loss while fine-tuning", x=0.0),
-                      xaxis=dict(title="step"), yaxis=dict(title="cross-entropy (nats)", rangemode="tozero"),
-                      legend=dict(orientation="h", y=-0.25))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=curve.train_loss,
+            mode="lines",
+            name="training batch (32 pairs)",
+            line=dict(width=1, color="#9bb7e0"),
+            hovertemplate="step %{x}: %{y:.3f}<extra>training batch</extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=curve.eval_steps,
+            y=curve.eval_loss,
+            mode="lines+markers",
+            name="held-out pairs",
+            line=dict(width=2, color="#1f5fbf"),
+            hovertemplate="step %{x}: %{y:.3f}<extra>held-out pairs</extra>",
+        )
+    )
+    fig.add_hline(
+        y=math.log(2),
+        line_dash="dash",
+        line_color="#888888",
+        annotation_text="ln 2: a coin flip",
+        annotation_position="top right",
+    )
+    fig.update_layout(
+        height=300,
+        margin=dict(l=5, r=5, t=30, b=5),
+        title=dict(text="Loss while fine-tuning", x=0.0),
+        xaxis=dict(title="step"),
+        yaxis=dict(title="cross-entropy (nats)", rangemode="tozero"),
+        legend=dict(orientation="h", y=-0.25),
+    )
     return fig
 
 
 def curve_csv(curve) -> bytes:
     """The loss curve as CSV: one row per step, the held-out columns filled where they were measured."""
-    frame = pd.DataFrame({"step": np.arange(len(curve.train_loss) + 1),
-                          "training loss": [np.nan, *curve.train_loss]})  # fmt: skip
-    held = pd.DataFrame({"step": curve.eval_steps, "held-out loss": curve.eval_loss,
-                         "held-out accuracy": curve.eval_accuracy})  # fmt: skip
+    frame = pd.DataFrame({"step": np.arange(len(curve.train_loss) + 1), "training loss": [np.nan, *curve.train_loss]})
+    held = pd.DataFrame(
+        {"step": curve.eval_steps, "held-out loss": curve.eval_loss, "held-out accuracy": curve.eval_accuracy}
+    )
     return frame.merge(held, on="step", how="left").to_csv(index=False, float_format="%.6f").encode("utf-8")
 
 
@@ -146,47 +186,85 @@ def shares_figure(before: np.ndarray, after: np.ndarray, title: str) -> go.Figur
     """Where [CLS] looks (its weight on A, on B, on the specials), before and after, as grouped bars."""
     fig = go.Figure()
     for values, name, colour in ((before, "before", "#9bb7e0"), (after, "after", "#1f5fbf")):
-        fig.add_trace(go.Bar(x=list(SHARES), y=values, name=name, marker_color=colour,
-                             text=[f"{v:.0%}" for v in values], textposition="auto",
-                             hovertemplate="%{x}: %{y:.1%}<extra>" + name + "</extra>"))  # fmt: skip
-    fig.update_layout(height=300, margin=dict(l=5, r=5, t=30, b=5), title=dict(text=title, x=0.0), barmode="group",
-                      yaxis=dict(title="share of [CLS]'s attention", range=[0, 1], tickformat=".0%"),
-                      legend=dict(orientation="h", y=-0.2))  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=list(SHARES),
+                y=values,
+                name=name,
+                marker_color=colour,
+                text=[f"{v:.0%}" for v in values],
+                textposition="auto",
+                hovertemplate="%{x}: %{y:.1%}<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_layout(
+        height=300,
+        margin=dict(l=5, r=5, t=30, b=5),
+        title=dict(text=title, x=0.0),
+        barmode="group",
+        yaxis=dict(title="share of [CLS]'s attention", range=[0, 1], tickformat=".0%"),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig
 
 
 def show_nsp_result(result) -> None:
     a, b, c = st.columns(3)
     a.metric("NSP accuracy before", f"{result.accuracy_before:.0%}", help="The untrained head: a coin flip.")
-    b.metric("NSP accuracy after", f"{result.accuracy_after:.0%}",
-             delta=f"{result.accuracy_after - result.accuracy_before:+.0%}")  # fmt: skip
+    b.metric(
+        "NSP accuracy after",
+        f"{result.accuracy_after:.0%}",
+        delta=f"{result.accuracy_after - result.accuracy_before:+.0%}",
+    )
     c.metric("Chance", f"{result.chance:.0%}", help="Half the pairs are real.")
-    st.caption(f"Accuracy on {result.n_test} held-out pairs made from stories the fine-tuning never saw (it trained "
-               f"on {result.n_train} pairs). A model this small learns NSP only part of the way: a few hundred steps "
-               "take it some way above chance, and more steps barely help. NSP can often be answered from the topic "
-               "alone (here: does B name someone A never mentioned?), and RoBERTa (Liu et al., 2019) later found that "
-               "BERT does as well or slightly better without it.")  # fmt: skip
+    st.caption(
+        f"Accuracy on {result.n_test} held-out pairs made from stories the fine-tuning never saw (it trained "
+        f"on {result.n_train} pairs). A model this small learns NSP only part of the way: a few hundred steps "
+        "take it some way above chance, and more steps barely help. NSP can often be answered from the topic "
+        "alone (here: does B name someone A never mentioned?), and RoBERTa (Liu et al., 2019) later found that "
+        "BERT does as well or slightly better without it."
+    )
     show_chart(loss_figure(result.curve), key=P.nsp_loss)
-    st.caption("Cross-entropy of the classifier's two scores (not next, is next): thin, each training batch; "
-               "bold, all the held-out pairs, measured every few steps. The dashed line is ln 2 ≈ 0.69, the loss "
-               "of always answering ½: below it, the model knows something about which B's belong.")  # fmt: skip
-    st.download_button("Download the loss curve as CSV", curve_csv(result.curve), file_name="nsp_loss_curve.csv",
-                       mime="text/csv", key=P.nsp_curve_csv, on_click="ignore")  # fmt: skip
+    st.caption(
+        "Cross-entropy of the classifier's two scores (not next, is next): thin, each training batch; "
+        "bold, all the held-out pairs, measured every few steps. The dashed line is ln 2 ≈ 0.69, the loss "
+        "of always answering ½: below it, the model knows something about which B's belong."
+    )
+    st.download_button(
+        "Download the loss curve as CSV",
+        curve_csv(result.curve),
+        file_name="nsp_loss_curve.csv",
+        mime="text/csv",
+        key=P.nsp_curve_csv,
+        on_click="ignore",
+    )
     left, right = side_by_side(2)
     with left:
         head_change_chart(result.change, "How far each head's attention moved", P.nsp_change)
-        st.caption("Mean total-variation distance between each head's patterns before and after fine-tuning, over "
-                   f"every query of held-out pairs (0: unchanged, 1: completely different). Moved most: "
-                   f"{most_moved(result.change)}.")  # fmt: skip
+        st.caption(
+            "Mean total-variation distance between each head's patterns before and after fine-tuning, over "
+            f"every query of held-out pairs (0: unchanged, 1: completely different). Moved most: "
+            f"{most_moved(result.change)}."
+        )
     with right:
         head_change_chart(result.cls_change, "How far [CLS]'s attention moved", P.nsp_cls_change)
-        st.caption("The same distance for the [CLS] row alone, the one position the classifier reads. Moved "
-                   f"most: {most_moved(result.cls_change)}.")  # fmt: skip
+        st.caption(
+            "The same distance for the [CLS] row alone, the one position the classifier reads. Moved "
+            f"most: {most_moved(result.cls_change)}."
+        )
     layer, head = (int(x) for x in np.unravel_index(np.argmax(result.cls_change), result.cls_change.shape))
-    show_chart(shares_figure(result.shares_before[layer, head], result.shares_after[layer, head],
-                             f"Where [CLS] looks, layer {layer} head {head}"), key=P.nsp_shares)  # fmt: skip
-    st.caption("The head whose [CLS] row moved most: the share of [CLS]'s attention on sentence A, on sentence B and "
-               "on the special tokens, averaged over held-out pairs, before and after fine-tuning.")  # fmt: skip
+    show_chart(
+        shares_figure(
+            result.shares_before[layer, head],
+            result.shares_after[layer, head],
+            f"Where [CLS] looks, layer {layer} head {head}",
+        ),
+        key=P.nsp_shares,
+    )
+    st.caption(
+        "The head whose [CLS] row moved most: the share of [CLS]'s attention on sentence A, on sentence B and "
+        "on the special tokens, averaged over held-out pairs, before and after fine-tuning."
+    )
     inspect_pair(result)
 
 
@@ -212,14 +290,19 @@ def inspect_pair(result) -> None:
     """One held-out pair: [CLS]'s attention in every head before and after, and the classifier's answer."""
     st.subheader("Inspect one pair")
     probes = result.probes
-    i = st.selectbox("Held-out pair", range(len(probes)), format_func=lambda k: _pair_label(k, probes[k]),
-                     key=P.nsp_pair)  # fmt: skip
+    i = st.selectbox(
+        "Held-out pair", range(len(probes)), format_func=lambda k: _pair_label(k, probes[k]), key=P.nsp_pair
+    )
     probe = probes[i if i is not None else 0]
     a, b, c = st.columns(3)
     a.metric("Truth", _kind(probe), help="Real next: B is the sentence after A. Random B: B is from another story.")
     b.metric("P(is next) before", f"{probe.p_before:.0%}")
-    c.metric("P(is next) after", f"{probe.p_after:.0%}", delta=f"{probe.p_after - probe.p_before:+.0%}",
-             delta_color="normal" if probe.is_next else "inverse")  # green when it moved towards the truth
+    c.metric(
+        "P(is next) after",
+        f"{probe.p_after:.0%}",
+        delta=f"{probe.p_after - probe.p_before:+.0%}",
+        delta_color="normal" if probe.is_next else "inverse",
+    )  # green when it moved towards the truth
     tokens = [f"{k} {t}" for k, t in enumerate(probe.tokens)]
     sep = probe.segments.index(1) - 1  # the [SEP] after A
     zmax = float(max(probe.cls_before.max(), probe.cls_after.max()))
@@ -227,9 +310,11 @@ def inspect_pair(result) -> None:
     for col, rows, when in ((cols[0], probe.cls_before, "before"), (cols[1], probe.cls_after, "after")):
         with col:
             show_chart(_cls_map(rows, tokens, sep, f"[CLS]'s attention, {when}", zmax), key=f"{P.nsp_inspect}{when}")
-    st.caption("Each row is one head's attention from [CLS] to every token of the pair (rows sum to 1), on one colour "
-               f"scale before and after; the red line is where sentence B starts (after the [SEP] at {sep}). "
-               "Words the head reads here are what the classifier's one vector can be built from.")  # fmt: skip
+    st.caption(
+        "Each row is one head's attention from [CLS] to every token of the pair (rows sum to 1), on one colour "
+        f"scale before and after; the red line is where sentence B starts (after the [SEP] at {sep}). "
+        "Words the head reads here are what the classifier's one vector can be built from."
+    )
 
 
 __all__ = ["head_change_chart", "loss_figure", "most_moved", "next_sentence", "shares_figure", "show_nsp_result"]

@@ -65,11 +65,11 @@ ROWS_SAY = (
 )
 PAGE_SAYS = {  # what the pack draws of a text page other than Explore (which draws this head first)
     "step_by_step": "The head this link opens on Step by step, as Explore draws it (the page itself takes one query "
-                    "through every step of the calculation). ",
+    "through every step of the calculation). ",
     "bertviz_views": "The head this link names, as Explore draws it (the page itself draws bertviz's interactive "
-                     "views). ",
+    "views). ",
     "heads": "The head chosen on the Heads page, drawn large under its model view. ",
-}  # fmt: skip
+}
 
 
 def _charts(view: services.PackView, label: str) -> list[Chart | Note]:
@@ -78,12 +78,25 @@ def _charts(view: services.PackView, label: str) -> list[Chart | Note]:
         return [Note(f"{label}: {view.reason}")]
     with theme.looking(theme.DEFAULT):  # the pack is read on a laptop, not on this projector or phone
         if isinstance(view, services.Alignment):
-            fig = ready(alignment_map(view.weights, list(view.target), list(view.source), gold=list(view.gold or ()) or None,
-                                      title=view.title, meta="offline_alignment"))  # fmt: skip
+            fig = ready(
+                alignment_map(
+                    view.weights,
+                    list(view.target),
+                    list(view.source),
+                    gold=list(view.gold or ()) or None,
+                    title=view.title,
+                    meta="offline_alignment",
+                )
+            )
             fig = with_source(fig, source_line(view.model_id, view.text))
-            return [Chart(_json(fig), f"{label}. Each row is a French word being written, each column an English word; "
-                                      "a white cell: the decoder looked almost only at that word. Orange squares: the "
-                                      "grammar's gold word links.")]  # fmt: skip
+            return [
+                Chart(
+                    _json(fig),
+                    f"{label}. Each row is a French word being written, each column an English word; "
+                    "a white cell: the decoder looked almost only at that word. Orange squares: the "
+                    "grammar's gold word links.",
+                )
+            ]
         data, request = view.data, view.request
         source = source_line(request.model_id, request.text)
         out: list[Chart | Note] = []
@@ -91,16 +104,29 @@ def _charts(view: services.PackView, label: str) -> list[Chart | Note]:
             spec = model_view_spec(view.tiles, selected=(view.layer, view.head))
             spec["layout"]["title"] = {"text": "Every layer × head", "x": 0.0}
             fig = with_source(ready(spec), source)
-            out.append(Chart(_json(fig), f"{label}. All layers (rows) × heads (columns); each tile is one head's pattern "
-                                         "coloured from 0 to its own maximum, so compare shapes. Red frame: the chosen "
-                                         "head, drawn large below."))  # fmt: skip
+            out.append(
+                Chart(
+                    _json(fig),
+                    f"{label}. All layers (rows) × heads (columns); each tile is one head's pattern "
+                    "coloured from 0 to its own maximum, so compare shapes. Red frame: the chosen "
+                    "head, drawn large below.",
+                )
+            )
         fig = with_source(ready(map_spec(data, title=view.title)), source)
         rows, cols = data.values.shape
         n_q, n_k = view.n_tokens
-        pooled = (f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
-                  f"(a pack holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells a map)." if data.pooled else "")  # fmt: skip
-        cut = (f" The pack reads at most the first {services.PACK_MAX_TOKENS:,} tokens of a text (the link asks for "
-               "more; the app shows them)." if view.cut else "")  # fmt: skip
+        pooled = (
+            f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
+            f"(a pack holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells a map)."
+            if data.pooled
+            else ""
+        )
+        cut = (
+            f" The pack reads at most the first {services.PACK_MAX_TOKENS:,} tokens of a text (the link asks for "
+            "more; the app shows them)."
+            if view.cut
+            else ""
+        )
         out.append(Chart(_json(fig), f"{label}. {PAGE_SAYS.get(view.page, '')}{ROWS_SAY}{pooled}{cut}"))
         return out
 
@@ -138,8 +164,10 @@ def pack_steps(steps: tuple[Step, ...], progress: Progress | None = None) -> lis
                 if isinstance(item, Chart):
                     used += len(item.figure_json)
                     if used > MAX_CHART_CHARS:
-                        item = Note(f"{link.label}: left out, the pack already holds {MAX_CHART_CHARS // 1_000_000} MB "
-                                    "of charts (its limit).")  # fmt: skip
+                        item = Note(
+                            f"{link.label}: left out, the pack already holds {MAX_CHART_CHARS // 1_000_000} MB "
+                            "of charts (its limit)."
+                        )
                 items.append(item)
             done += 1
         question, options, answer = _check(step.check)
@@ -152,17 +180,25 @@ def pack_steps(steps: tuple[Step, ...], progress: Progress | None = None) -> lis
 def _about(what: str) -> str:
     js, version = plotly_js()
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"{what}, saved from Attention Playground on {when}. This one file opens in any browser without the app "
-            f"and without the internet: the charts' numbers and plotly.js {version} are inside it. Each attention map "
-            f"holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells: a longer input is drawn as blocks, "
-            "each showing the largest weight in it. Hover a cell to read its weight.")  # fmt: skip
+    return (
+        f"{what}, saved from Attention Playground on {when}. This one file opens in any browser without the app "
+        f"and without the internet: the charts' numbers and plotly.js {version} are inside it. Each attention map "
+        f"holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells: a longer input is drawn as blocks, "
+        "each showing the largest weight in it. Hover a cell to read its weight."
+    )
 
 
 def lesson_html(lesson: Lesson, *, emphasis: bool = False, progress: Progress | None = None) -> str:
     """The offline pack of ``lesson`` (``emphasis``: the built-in lesson's ``**bold**`` as bold)."""
     steps = pack_steps(lesson.steps, progress)
-    return render(lesson.title, steps, plotly_js()[0], description=lesson.description,
-                  about=_about(f"A lesson of {len(steps)} step{'s' if len(steps) != 1 else ''}"), emphasis=emphasis)  # fmt: skip
+    return render(
+        lesson.title,
+        steps,
+        plotly_js()[0],
+        description=lesson.description,
+        about=_about(f"A lesson of {len(steps)} step{'s' if len(steps) != 1 else ''}"),
+        emphasis=emphasis,
+    )
 
 
 def view_html(page: str, params: dict[str, str], progress: Progress | None = None) -> str:
@@ -181,8 +217,15 @@ def file_name(title: str) -> str:
 # ---------------------------------------------------------------- the buttons
 
 
-def pack_buttons(place: str, fingerprint: object, build: Callable[[Progress], str], *, build_label: str,
-                 download_label: str, name: str) -> None:  # fmt: skip
+def pack_buttons(
+    place: str,
+    fingerprint: object,
+    build: Callable[[Progress], str],
+    *,
+    build_label: str,
+    download_label: str,
+    name: str,
+) -> None:
     """A button that builds the pack (a progress bar while it does), then the download button that serves it.
 
     Args:
@@ -192,9 +235,13 @@ def pack_buttons(place: str, fingerprint: object, build: Callable[[Progress], st
         build_label, download_label: the two buttons' labels; name: the file's name.
     """
     kept: dict = st.session_state.setdefault(Offline.built, {})
-    if st.button(build_label, key=f"{Offline.build}{place}", icon=":material/offline_pin:",
-                 help="Charts, their numbers and plotly.js in one HTML file that opens without this server or the "
-                      "internet, e.g. on a student's laptop."):  # fmt: skip
+    if st.button(
+        build_label,
+        key=f"{Offline.build}{place}",
+        icon=":material/offline_pin:",
+        help="Charts, their numbers and plotly.js in one HTML file that opens without this server or the "
+        "internet, e.g. on a student's laptop.",
+    ):
         bar = st.progress(0.0, text="Building the offline pack…")
         try:
             page = build(lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text))
@@ -209,27 +256,47 @@ def pack_buttons(place: str, fingerprint: object, build: Callable[[Progress], st
     if place not in kept or kept[place][0] != fingerprint:
         return
     page = kept[place][1]
-    st.download_button(download_label, data=lambda: page, file_name=name, mime="text/html", on_click="ignore",
-                       key=f"{Offline.download}{place}", icon=":material/download:", type="primary")  # fmt: skip
+    st.download_button(
+        download_label,
+        data=lambda: page,
+        file_name=name,
+        mime="text/html",
+        on_click="ignore",
+        key=f"{Offline.download}{place}",
+        icon=":material/download:",
+        type="primary",
+    )
     charts = page.count('<div class="chart"')
     notes = page.count('<p class="note"')
-    st.caption(f"One HTML file of {len(page.encode('utf-8')) / 1e6:.1f} MB: {charts} chart{'s' if charts != 1 else ''}"
-               + (f" and {notes} note{'s' if notes != 1 else ''} where a view has no chart offline" if notes else "")
-               + ". Open it from disk in any browser; no server, no internet.")  # fmt: skip
+    st.caption(
+        f"One HTML file of {len(page.encode('utf-8')) / 1e6:.1f} MB: {charts} chart{'s' if charts != 1 else ''}"
+        + (f" and {notes} note{'s' if notes != 1 else ''} where a view has no chart offline" if notes else "")
+        + ". Open it from disk in any browser; no server, no internet."
+    )
 
 
 def lesson_pack_buttons(place: str, lesson: Lesson, *, emphasis: bool = False) -> None:
     """The Lessons page's "Download offline pack (HTML)" for ``lesson``."""
     if not lesson.steps:
         return
-    pack_buttons(place, lesson, lambda progress: lesson_html(lesson, emphasis=emphasis, progress=progress),
-                 build_label="Build offline pack (HTML)", download_label="Download offline pack (HTML)",
-                 name=file_name(lesson.title))  # fmt: skip
+    pack_buttons(
+        place,
+        lesson,
+        lambda progress: lesson_html(lesson, emphasis=emphasis, progress=progress),
+        build_label="Build offline pack (HTML)",
+        download_label="Download offline pack (HTML)",
+        name=file_name(lesson.title),
+    )
 
 
 def view_pack_buttons(page: str, params: dict[str, str]) -> None:
     """The Share box's "Download this view as offline HTML" for the view on screen."""
     params = dict(params)
-    pack_buttons("view", (page, tuple(sorted(params.items()))), lambda progress: view_html(page, params, progress),
-                 build_label="Build this view as offline HTML", download_label="Download this view as offline HTML",
-                 name=file_name(PAGE_TITLES.get(page, page)))  # fmt: skip
+    pack_buttons(
+        "view",
+        (page, tuple(sorted(params.items()))),
+        lambda progress: view_html(page, params, progress),
+        build_label="Build this view as offline HTML",
+        download_label="Download this view as offline HTML",
+        name=file_name(PAGE_TITLES.get(page, page)),
+    )

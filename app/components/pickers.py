@@ -25,8 +25,14 @@ def text_box(label: str = "Your text", height: int = 90) -> str:
     if hidden("text"):
         return current_text()
     # no max_chars: the browser would drop a longer paste silently; the engine cuts it with a notice instead
-    st.text_area(label, value=current_text(), key=K.text, height=height, **PERSIST,
-                 help="Any text; long input is cut at the token limit (Advanced), with a notice.")
+    st.text_area(
+        label,
+        value=current_text(),
+        key=K.text,
+        height=height,
+        **PERSIST,
+        help="Any text; long input is cut at the token limit (Advanced), with a notice.",
+    )
     return current_text()
 
 
@@ -66,12 +72,22 @@ def pick_model(families: frozenset[str] | None = None) -> str:
         return spec.label if spec.offline else f"{spec.label} — needs internet"
 
     if not hidden("model"):
-        st.selectbox("Model", list(by_id), format_func=label, key=K.model, **PERSIST,
-                     help="Offline models work anywhere; Hub models download the first time (internet needed).")
-    custom = typed_model_field(K.hub_id, "Another model", "e.g. gpt2, bert-base-uncased",
-                               f"{', '.join(hub_labels('encoder', 'decoder'))} models, and the "
-                               f"{', '.join(hub_labels('encoder-decoder'))} encoder-decoders (e.g. google-t5/t5-small).",
-                               hide=hidden("model"))
+        st.selectbox(
+            "Model",
+            list(by_id),
+            format_func=label,
+            key=K.model,
+            **PERSIST,
+            help="Offline models work anywhere; Hub models download the first time (internet needed).",
+        )
+    custom = typed_model_field(
+        K.hub_id,
+        "Another model",
+        "e.g. gpt2, bert-base-uncased",
+        f"{', '.join(hub_labels('encoder', 'decoder'))} models, and the "
+        f"{', '.join(hub_labels('encoder-decoder'))} encoder-decoders (e.g. google-t5/t5-small).",
+        hide=hidden("model"),
+    )
     return custom or st.session_state[K.model]
 
 
@@ -112,10 +128,15 @@ def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None
     with left:
         text_box()
         if max_tokens_limit > 1024 and not hidden("text") and not hidden("max_tokens"):
-            st.button("Try a long text", icon=":material/article:", on_click=_use_long_example,
-                      args=(max_tokens_limit,), key=Explore.long_example,
-                      help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "
-                           "Tiny random GPT-2 reads all of it; MiniLM reads the first 512 tokens.")
+            st.button(
+                "Try a long text",
+                icon=":material/article:",
+                on_click=_use_long_example,
+                args=(max_tokens_limit,),
+                key=Explore.long_example,
+                help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "
+                "Tiny random GPT-2 reads all of it; MiniLM reads the first 512 tokens.",
+            )
     with right:
         model_id = pick_model(families)
         max_tokens = max_tokens_input(max_tokens_limit)
@@ -162,21 +183,28 @@ def pick_block(blocks: list[str], key: str = Heads.block) -> str:
         st.session_state[key] = blocks[0]
     if hidden("block"):
         return st.session_state[key]
-    return st.selectbox("Attention block", blocks, key=key, **PERSIST,
-                        format_func=lambda name: services.HEAD_BLOCKS.get(name, name),
-                        help="Encoder: the source sentence reads itself. Decoder: the output reads what it has "
-                             "written so far (causal). Cross: each output token reads the source sentence.")
+    return st.selectbox(
+        "Attention block",
+        blocks,
+        key=key,
+        **PERSIST,
+        format_func=lambda name: services.HEAD_BLOCKS.get(name, name),
+        help="Encoder: the source sentence reads itself. Decoder: the output reads what it has "
+        "written so far (causal). Cross: each output token reads the source sentence.",
+    )
 
 
 def kv_sharing(trace, head: int) -> str:
-    """" Heads 0–3 share key/value head 0 (grouped-query attention)." for a grouped-query trace, else ""."""
+    """ " Heads 0–3 share key/value head 0 (grouped-query attention)." for a grouped-query trace, else ""."""
     if getattr(trace, "kv_heads", None) is None:
         return ""
     kv = trace.key_head(head)
     group = trace.n_heads // trace.kv_heads
     first, last = kv * group, kv * group + group - 1
-    return (f" Heads {first}–{last} share key/value head {kv} (grouped-query attention: this model has "
-            f"{trace.kv_heads} key/value heads for {trace.n_heads} query heads), so their keys and values are the same.")
+    return (
+        f" Heads {first}–{last} share key/value head {kv} (grouped-query attention: this model has "
+        f"{trace.kv_heads} key/value heads for {trace.n_heads} query heads), so their keys and values are the same."
+    )
 
 
 def limit_hint(max_positions: int | None = None) -> str:
@@ -227,10 +255,16 @@ def causal_toggle(model_id: str, default: bool) -> bool:
     if hidden("causal"):
         return bool(st.session_state.get(K.causal, default))
     own = "on" if default else "off"
-    return bool(st.toggle("Causal mask", key=K.causal, **PERSIST,
-                          help="On: each token sees only itself and earlier tokens (as in GPT). "
-                               "Off: every token sees the whole sentence (as in BERT). Same weights either way. "
-                               f"This model's own setting: {own}."))
+    return bool(
+        st.toggle(
+            "Causal mask",
+            key=K.causal,
+            **PERSIST,
+            help="On: each token sees only itself and earlier tokens (as in GPT). "
+            "Off: every token sees the whole sentence (as in BERT). Same weights either way. "
+            f"This model's own setting: {own}.",
+        )
+    )
 
 
 #: the token limit's label and where it sits, also named by :func:`limit_hint` in a truncation warning
@@ -246,8 +280,16 @@ def max_tokens_input(limit: int = 1024) -> int:
     with st.expander(LIMIT_EXPANDER):
         current = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
         # value= is the current setting, not the minimum: a page opened fresh must not fall back to 4
-        st.number_input(LIMIT_LABEL, min_value=4, max_value=limit, value=current, step=16, key=K.max_tokens,
-                        help="Longer input is truncated; the page says when.", **PERSIST)
+        st.number_input(
+            LIMIT_LABEL,
+            min_value=4,
+            max_value=limit,
+            value=current,
+            step=16,
+            key=K.max_tokens,
+            help="Longer input is truncated; the page says when.",
+            **PERSIST,
+        )
     return bounded(st.session_state.get(K.max_tokens), 4, limit)
 
 

@@ -57,8 +57,13 @@ def matrix_heatmap(
     if x_labels is not None or y_labels is not None:
         xs = [safe_label(s) for s in (x_labels or [str(i) for i in range(z.shape[1])])]
         ys = [safe_label(s) for s in (y_labels or [str(i) for i in range(z.shape[0])])]
-        kwargs["customdata"] = np.stack([np.repeat(np.array(ys, dtype=object)[:, None], z.shape[1], 1),
-                                         np.repeat(np.array(xs, dtype=object)[None, :], z.shape[0], 0)], -1)  # fmt: skip
+        kwargs["customdata"] = np.stack(
+            [
+                np.repeat(np.array(ys, dtype=object)[:, None], z.shape[1], 1),
+                np.repeat(np.array(xs, dtype=object)[None, :], z.shape[0], 0),
+            ],
+            -1,
+        )
         hover = f"{y_title} %{{y}} <b>%{{customdata[0]}}</b><br>{x_title} %{{x}} <b>%{{customdata[1]}}</b>"
     else:
         hover = f"{y_title} %{{y}}<br>{x_title} %{{x}}"
@@ -77,8 +82,11 @@ def matrix_heatmap(
     layout_axes = {}
     for axis, labels in (("xaxis", x_labels), ("yaxis", y_labels)):
         if labels is not None and len(labels) <= 40:
-            layout_axes[axis] = dict(tickmode="array", tickvals=list(range(len(labels))),
-                                     ticktext=[f"{i} {safe_label(s)}" for i, s in enumerate(labels)])  # fmt: skip
+            layout_axes[axis] = dict(
+                tickmode="array",
+                tickvals=list(range(len(labels))),
+                ticktext=[f"{i} {safe_label(s)}" for i, s in enumerate(labels)],
+            )
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
         height=height,
@@ -86,8 +94,9 @@ def matrix_heatmap(
         plot_bgcolor=MASKED_COLOR,
     )
     fig.update_xaxes(title=x_title, showgrid=False, zeroline=False, **layout_axes.get("xaxis", {}))
-    fig.update_yaxes(title=y_title, showgrid=False, zeroline=False, autorange="reversed",
-                     **layout_axes.get("yaxis", {}))  # fmt: skip
+    fig.update_yaxes(
+        title=y_title, showgrid=False, zeroline=False, autorange="reversed", **layout_axes.get("yaxis", {})
+    )
     return fig
 
 
@@ -97,10 +106,18 @@ def dimension_curves(table: np.ndarray, dims: list[int], *, height: int = 320) -
     positions = np.arange(table.shape[0])
     for d in dims:
         kind = "sin" if d % 2 == 0 else "cos"
-        fig.add_trace(go.Scatter(x=positions, y=table[:, d].astype(np.float32), mode="lines",
-                                 name=f"dim {d} ({kind}, pair {d // 2})"))  # fmt: skip
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="position",
-                      yaxis_title="value", legend=dict(orientation="h", y=-0.25))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=positions, y=table[:, d].astype(np.float32), mode="lines", name=f"dim {d} ({kind}, pair {d // 2})"
+            )
+        )
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title="position",
+        yaxis_title="value",
+        legend=dict(orientation="h", y=-0.25),
+    )
     return fig
 
 
@@ -116,20 +133,36 @@ def rope_pair_figure(
     """
     fig = go.Figure()
     for path, name, color in ((q_path, "query", "#d62728"), (k_path, "key", "#1f77b4")):
-        fig.add_trace(go.Scatter(x=path[:, 0], y=path[:, 1], mode="markers", name=f"{name} at positions 0…{len(path) - 1}",
-                                 marker=dict(size=5, color=color, opacity=0.3),
-                                 hovertemplate=f"{name} at position %{{pointNumber}}<extra></extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=path[:, 0],
+                y=path[:, 1],
+                mode="markers",
+                name=f"{name} at positions 0…{len(path) - 1}",
+                marker=dict(size=5, color=color, opacity=0.3),
+                hovertemplate=f"{name} at position %{{pointNumber}}<extra></extra>",
+            )
+        )
     for path, pos, name, color in ((q_path, m, "q", "#d62728"), (k_path, n, "k", "#1f77b4")):
         x, y = float(path[pos, 0]), float(path[pos, 1])
-        fig.add_trace(go.Scatter(x=[0, x], y=[0, y], mode="lines+markers", name=f"{name} at position {pos}",
-                                 line=dict(color=color, width=4), marker=dict(size=[0, 12], color=color)))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[0, x],
+                y=[0, y],
+                mode="lines+markers",
+                name=f"{name} at position {pos}",
+                line=dict(color=color, width=4),
+                marker=dict(size=[0, 12], color=color),
+            )
+        )
     radius = float(max(np.abs(q_path).max(), np.abs(k_path).max(), 1e-6)) * 1.15
     fig.update_layout(
         height=height,
         margin=dict(l=10, r=10, t=10, b=10),
         xaxis=dict(title=f"coordinate {2 * pair}", range=[-radius, radius], zeroline=True),
-        yaxis=dict(title=f"coordinate {2 * pair + 1}", range=[-radius, radius], zeroline=True,
-                   scaleanchor="x", scaleratio=1),  # fmt: skip
+        yaxis=dict(
+            title=f"coordinate {2 * pair + 1}", range=[-radius, radius], zeroline=True, scaleanchor="x", scaleratio=1
+        ),
         legend=dict(orientation="h", y=-0.15),
     )
     return fig
@@ -153,16 +186,41 @@ def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal:
         tiles[idx] = np.where(blocked, np.nan, bias[h])
     z = tile_mosaic(tiles.reshape(rows, cols, n, n))
     pitch = n + GAP
-    notes = [{"text": f"head {h}: slope {slopes[h]:.4g}", "x": (idx % cols) * pitch + (n - 1) / 2,
-              "y": (idx // cols) * pitch - 0.5, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
-              "font": {"size": 12}} for idx, h in enumerate(heads)]
+    notes = [
+        {
+            "text": f"head {h}: slope {slopes[h]:.4g}",
+            "x": (idx % cols) * pitch + (n - 1) / 2,
+            "y": (idx // cols) * pitch - 0.5,
+            "xref": "x",
+            "yref": "y",
+            "yanchor": "bottom",
+            "showarrow": False,
+            "font": {"size": 12},
+        }
+        for idx, h in enumerate(heads)
+    ]
     axis = {"showticklabels": False, "showgrid": False, "zeroline": False}
-    return go.Figure({"data": [{
-        "type": "heatmap", "z": z, "colorscale": "Blues_r", "zmin": low, "zmax": 0.0, "hoverongaps": False,
-        "colorbar": {"title": {"text": "bias"}, "thickness": 12},
-        "hovertemplate": "bias %{z:.3f} (−slope × distance)<extra></extra>",
-    }], "layout": {
-        "height": max(300, 280 * rows), "margin": {"l": 5, "r": 5, "t": 40, "b": 5}, "plot_bgcolor": MASKED_COLOR,
-        "annotations": notes, "xaxis": axis,
-        "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
-    }})
+    return go.Figure(
+        {
+            "data": [
+                {
+                    "type": "heatmap",
+                    "z": z,
+                    "colorscale": "Blues_r",
+                    "zmin": low,
+                    "zmax": 0.0,
+                    "hoverongaps": False,
+                    "colorbar": {"title": {"text": "bias"}, "thickness": 12},
+                    "hovertemplate": "bias %{z:.3f} (−slope × distance)<extra></extra>",
+                }
+            ],
+            "layout": {
+                "height": max(300, 280 * rows),
+                "margin": {"l": 5, "r": 5, "t": 40, "b": 5},
+                "plot_bgcolor": MASKED_COLOR,
+                "annotations": notes,
+                "xaxis": axis,
+                "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+            },
+        }
+    )

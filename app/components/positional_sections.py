@@ -38,10 +38,14 @@ def ensure(key: str, default: int, low: int, high: int) -> int:
 @st.fragment
 def rope_section() -> None:
     """A (q, k) coordinate pair turning with position, and scores that depend on the offset only."""
-    st.write("RoPE adds nothing to the embeddings. It **rotates** each query and key: coordinate pair *i* of a "
-             "vector at position *m* turns by the angle *m·θᵢ*, θᵢ = 10000^(−2i/d_head).")  # fmt: skip
-    st.latex(r"q'_m \cdot k'_n = \sum_i \left|q^{(i)}\right| \left|k^{(i)}\right| "
-             r"\cos\!\big(\varphi_i + (m - n)\,\theta_i\big)")  # fmt: skip
+    st.write(
+        "RoPE adds nothing to the embeddings. It **rotates** each query and key: coordinate pair *i* of a "
+        "vector at position *m* turns by the angle *m·θᵢ*, θᵢ = 10000^(−2i/d_head)."
+    )
+    st.latex(
+        r"q'_m \cdot k'_n = \sum_i \left|q^{(i)}\right| \left|k^{(i)}\right| "
+        r"\cos\!\big(\varphi_i + (m - n)\,\theta_i\big)"
+    )
     cols = st.columns(4)
     with cols[0]:
         if st.session_state.get(Positional.rope_d) not in D_HEADS:
@@ -70,29 +74,41 @@ def rope_section() -> None:
         sl = slice(2 * pair, 2 * pair + 2)
         show_chart(rope_pair_figure(q_rot[:, sl], k_rot[:, sl], m, n, pair=pair), key=Positional.rope_pair_fig)
         angle = (m - n) * thetas[pair]
-        st.caption(f"Pair {pair} of a random query (red) and key (blue) as RoPE rotates them: faint dots are the "
-                   f"vector at positions 0–{ROPE_POSITIONS - 1}, arrows at m = {m} and n = {n}. This pair turns "
-                   f"θ = {thetas[pair]:.4g} rad per position; moving both positions by the same amount turns both "
-                   f"arrows together, so the angle between them (and their dot product) changes only with m − n = "
-                   f"{m - n} (extra turn {angle:.3f} rad).")  # fmt: skip
+        st.caption(
+            f"Pair {pair} of a random query (red) and key (blue) as RoPE rotates them: faint dots are the "
+            f"vector at positions 0–{ROPE_POSITIONS - 1}, arrows at m = {m} and n = {n}. This pair turns "
+            f"θ = {thetas[pair]:.4g} rad per position; moving both positions by the same amount turns both "
+            f"arrows together, so the angle between them (and their dot product) changes only with m − n = "
+            f"{m - n} (extra turn {angle:.3f} rad)."
+        )
     with right:
-        st.dataframe(pd.DataFrame({"query position p": starts, "key position p + k": [p + k for p in starts],
-                                   "score q′·k′": scores}),
-                     hide_index=True, key=Positional.rope_table)  # fmt: skip
+        st.dataframe(
+            pd.DataFrame(
+                {"query position p": starts, "key position p + k": [p + k for p in starts], "score q′·k′": scores}
+            ),
+            hide_index=True,
+            key=Positional.rope_table,
+        )
         unrotated = float(np.dot(q.astype(np.float64), key_vec.astype(np.float64)))
         st.metric("Spread of the scores (max − min)", f"{float(np.ptp(scores)):.1e}")
-        st.caption(f"The same q and k placed at (p, p + {k}) for several p: every row gives the same score, so the "
-                   f"score sees the offset k, not the absolute position. Without rotation q·k = {unrotated:.4f} "
-                   "at every pair of positions; change k to see the score change.")  # fmt: skip
+        st.caption(
+            f"The same q and k placed at (p, p + {k}) for several p: every row gives the same score, so the "
+            f"score sees the offset k, not the absolute position. Without rotation q·k = {unrotated:.4f} "
+            "at every pair of positions; change k to see the score change."
+        )
 
 
 @st.fragment
 def alibi_section() -> None:
     """Per-head linear bias matrices and the list of slopes."""
-    st.write("ALiBi adds no vectors and rotates nothing: it subtracts a penalty proportional to the distance "
-             "from every attention score, with a different slope per head.")  # fmt: skip
-    st.latex(r"\text{score}_h(i, j) = \frac{q_i \cdot k_j}{\sqrt{d}} - m_h\,|i - j|,\qquad "
-             r"m_h = 2^{-8h/H}\ \ (h = 1 \dots H,\ H \text{ a power of 2})")  # fmt: skip
+    st.write(
+        "ALiBi adds no vectors and rotates nothing: it subtracts a penalty proportional to the distance "
+        "from every attention score, with a different slope per head."
+    )
+    st.latex(
+        r"\text{score}_h(i, j) = \frac{q_i \cdot k_j}{\sqrt{d}} - m_h\,|i - j|,\qquad "
+        r"m_h = 2^{-8h/H}\ \ (h = 1 \dots H,\ H \text{ a power of 2})"
+    )
     cols = st.columns([1, 1, 2, 1])
     with cols[0]:
         ensure(Positional.alibi_heads, 8, 1, 16)
@@ -103,39 +119,55 @@ def alibi_section() -> None:
         st.slider("Length", 2, 48, key=Positional.alibi_len, **PERSIST)
     n_pos = bounded(st.session_state.get(Positional.alibi_len), 2, 48)
     with cols[2]:
-        chosen = [h for h in st.session_state.get(Positional.alibi_show, [0, 3, 7]) if isinstance(h, int) and h < n_heads]
+        chosen = [
+            h for h in st.session_state.get(Positional.alibi_show, [0, 3, 7]) if isinstance(h, int) and h < n_heads
+        ]
         settle(Positional.alibi_show, chosen or [0])
         st.multiselect("Heads to draw", list(range(n_heads)), key=Positional.alibi_show, max_selections=8, **PERSIST)
     with cols[3]:
         st.session_state.setdefault(Positional.alibi_causal, True)
-        causal = bool(st.toggle("Causal mask", key=Positional.alibi_causal, **PERSIST,
-                                help="On, as in the paper: a token only sees earlier tokens."))
+        causal = bool(
+            st.toggle(
+                "Causal mask",
+                key=Positional.alibi_causal,
+                **PERSIST,
+                help="On, as in the paper: a token only sees earlier tokens.",
+            )
+        )
     heads = sorted(h for h in st.session_state[Positional.alibi_show] if 0 <= h < n_heads)
     slopes, bias = services.pos_alibi(n_heads, n_pos)
     left, right = st.columns([5, 2])
     with left:
         if heads:
             show_chart(bias_grid(bias, heads, slopes, causal=causal), key=Positional.alibi_grid)
-            st.caption("Each matrix is what one head adds to its scores before the softmax: 0 on the diagonal, "
-                       "more negative the farther the key is from the query. A steep head (large slope) looks "
-                       "almost only at nearby tokens; a gentle one can reach far. "
-                       + ("Grey: blocked by the causal mask." if causal else ""))  # fmt: skip
+            st.caption(
+                "Each matrix is what one head adds to its scores before the softmax: 0 on the diagonal, "
+                "more negative the farther the key is from the query. A steep head (large slope) looks "
+                "almost only at nearby tokens; a gentle one can reach far. "
+                + ("Grey: blocked by the causal mask." if causal else "")
+            )
         else:
             st.info("Pick at least one head to draw.")
     with right:
-        st.dataframe(pd.DataFrame({"head": range(n_heads), "slope m_h": slopes,
-                                   "log₂ slope": np.round(np.log2(slopes), 3)}),
-                     hide_index=True, key=Positional.alibi_slopes)  # fmt: skip
-        st.caption("The slopes: a geometric sequence from 2^(−8/H). For H not a power of 2, the paper takes the "
-                   "slopes of the nearest smaller power of 2 and fills up with every other slope of the next one.")  # fmt: skip
+        st.dataframe(
+            pd.DataFrame({"head": range(n_heads), "slope m_h": slopes, "log₂ slope": np.round(np.log2(slopes), 3)}),
+            hide_index=True,
+            key=Positional.alibi_slopes,
+        )
+        st.caption(
+            "The slopes: a geometric sequence from 2^(−8/H). For H not a power of 2, the paper takes the "
+            "slopes of the nearest smaller power of 2 and fills up with every other slope of the next one."
+        )
 
 
 @st.fragment
 def order_section() -> None:
     """Shuffle the tokens: without positions the pattern is the same matrix, permuted."""
-    st.write("We copy the weights of our own decoder **tiny-gpt-stories** into two fresh models (the shared "
-             "model is never changed): one with its learned positions, one with **no** positional encoding. "
-             "Then we shuffle the words and compare the attention patterns.")  # fmt: skip
+    st.write(
+        "We copy the weights of our own decoder **tiny-gpt-stories** into two fresh models (the shared "
+        "model is never changed): one with its learned positions, one with **no** positional encoding. "
+        "Then we shuffle the words and compare the attention patterns."
+    )
     st.session_state.setdefault(Positional.blind_text, DEFAULT_STORY)
     st.text_input("Sentence (story words work best)", key=Positional.blind_text, max_chars=2000, **PERSIST)
     cols = st.columns(4)
@@ -145,7 +177,9 @@ def order_section() -> None:
     seed = bounded(st.session_state.get(Positional.blind_seed), 0, 9999)
     try:
         with st.spinner("Running the two copies…"):
-            result = services.pos_order_blindness(st.session_state.get(Positional.blind_text) or "", seed, BLIND_MAX_TOKENS)
+            result = services.pos_order_blindness(
+                st.session_state.get(Positional.blind_text) or "", seed, BLIND_MAX_TOKENS
+            )
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -171,27 +205,64 @@ def order_section() -> None:
     # two rows of two (three in a row were ~80 px wide each, their labels on top of each other); one scale
     first, note = side_by_side(2)
     with first:
-        show_chart(attention_heatmap(run.original[layer, head], labels, labels, title="P (original order)",
-                                     height=440, zmax=top, width=HALF_PX), key=Positional.blind_orig)
+        show_chart(
+            attention_heatmap(
+                run.original[layer, head],
+                labels,
+                labels,
+                title="P (original order)",
+                height=440,
+                zmax=top,
+                width=HALF_PX,
+            ),
+            key=Positional.blind_orig,
+        )
     with note:
-        st.caption(f"Layer {layer}, head {head} of the copy with **{run.name}**. Above left: attention on the "
-                   "sentence as typed. Below: the model run on the shuffled words (left), and the matrix above "
-                   "with its rows and columns put in the shuffled order (right). When the two below are equal, "
-                   "the model could not see the order: it only saw *which* words were there. All three share one "
-                   "colour scale.")  # fmt: skip
-    for col, (matrix, title, key, bar) in zip(side_by_side(2), (
+        st.caption(
+            f"Layer {layer}, head {head} of the copy with **{run.name}**. Above left: attention on the "
+            "sentence as typed. Below: the model run on the shuffled words (left), and the matrix above "
+            "with its rows and columns put in the shuffled order (right). When the two below are equal, "
+            "the model could not see the order: it only saw *which* words were there. All three share one "
+            "colour scale."
+        )
+    for col, (matrix, title, key, bar) in zip(
+        side_by_side(2),
+        (
             (run.shuffled[layer, head], "P shuffled (model run)", Positional.blind_shuf, False),
-            (permuted, "Π P Πᵀ (P reordered)", Positional.blind_perm, True))):  # fmt: skip
+            (permuted, "Π P Πᵀ (P reordered)", Positional.blind_perm, True),
+        ),
+    ):
         with col:  # one colour bar for the pair (same scale): the left map gets its width back
-            show_chart(attention_heatmap(matrix, shuffled_labels, shuffled_labels, title=title, height=440,
-                                         zmax=top, width=HALF_PX, showscale=bar), key=key)
-    st.dataframe(pd.DataFrame({"model copy": names, "position vectors": ["on" if r.positions else "off" for r in result.runs],
-                               "causal mask": ["on" if r.causal else "off" for r in result.runs],
-                               "max |P_shuffled − Π P Πᵀ| (all layers, heads)": [f"{r.error:.2e}" for r in result.runs],
-                               f"this head (L{layer} H{head})": [f"{r.errors_by_head(perm)[layer, head]:.2e}" for r in result.runs]}),
-                 hide_index=True, key=Positional.blind_errors)  # fmt: skip
-    st.caption("With no positions and no mask the difference is float rounding (≈1e-6): attention is blind to "
-               "order. With learned positions it is large: the same word at another position gets another "
-               "vector. The causal mask must be off for the demo: a mask lets token i see only tokens before it, "
-               "and *which* tokens those are depends on the order, so the mask alone already breaks the symmetry "
-               "(last row).")  # fmt: skip
+            show_chart(
+                attention_heatmap(
+                    matrix,
+                    shuffled_labels,
+                    shuffled_labels,
+                    title=title,
+                    height=440,
+                    zmax=top,
+                    width=HALF_PX,
+                    showscale=bar,
+                ),
+                key=key,
+            )
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "model copy": names,
+                "position vectors": ["on" if r.positions else "off" for r in result.runs],
+                "causal mask": ["on" if r.causal else "off" for r in result.runs],
+                "max |P_shuffled − Π P Πᵀ| (all layers, heads)": [f"{r.error:.2e}" for r in result.runs],
+                f"this head (L{layer} H{head})": [f"{r.errors_by_head(perm)[layer, head]:.2e}" for r in result.runs],
+            }
+        ),
+        hide_index=True,
+        key=Positional.blind_errors,
+    )
+    st.caption(
+        "With no positions and no mask the difference is float rounding (≈1e-6): attention is blind to "
+        "order. With learned positions it is large: the same word at another position gets another "
+        "vector. The causal mask must be off for the demo: a mask lets token i see only tokens before it, "
+        "and *which* tokens those are depends on the order, so the mask alone already breaks the symmetry "
+        "(last row)."
+    )

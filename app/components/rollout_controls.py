@@ -27,11 +27,18 @@ def discard_rule_picker(key: str, class_token: str) -> str:
     if st.session_state.get(key) not in DISCARD_RULES:
         st.session_state[key] = DEFAULT_RULE
     st.radio(
-        "Discard rule", list(DISCARD_RULES), format_func=LABELS.get, key=key, horizontal=True, **PERSIST,
-        help=(f"Which weights the discard ratio may drop. **All off-diagonal weights**: "
-              f"{DISCARD_RULES['all-off-diagonal']}, so at high ratios most of the column of {class_token} can "
-              f"go. **Keep attention to the class token** ({class_token}): {DISCARD_RULES['keep-class-token']}. "
-              "A token's weight on itself is always kept. Nothing is dropped at ratio 0."),
+        "Discard rule",
+        list(DISCARD_RULES),
+        format_func=LABELS.get,
+        key=key,
+        horizontal=True,
+        **PERSIST,
+        help=(
+            f"Which weights the discard ratio may drop. **All off-diagonal weights**: "
+            f"{DISCARD_RULES['all-off-diagonal']}, so at high ratios most of the column of {class_token} can "
+            f"go. **Keep attention to the class token** ({class_token}): {DISCARD_RULES['keep-class-token']}. "
+            "A token's weight on itself is always kept. Nothing is dropped at ratio 0."
+        ),
     )
     rule = st.session_state.get(key)
     return rule if rule in DISCARD_RULES else DEFAULT_RULE
@@ -42,8 +49,12 @@ def discard_sentence(ratio: float, rule: str, class_token: str) -> str:
     if ratio <= 0:
         return "Nothing is discarded (ratio 0), so the discard rule makes no difference here."
     if rule == "keep-class-token":
-        return (f"Before multiplying, each layer lost its weakest {ratio:.0%} of the off-diagonal weights outside "
-                f"the column of {class_token} (rule: keep attention to the class token): every token's weight on "
-                f"{class_token} was kept. The other rule drops from the whole map, that column included.")
-    return (f"Before multiplying, each layer lost its weakest {ratio:.0%} of all off-diagonal weights (rule: all "
-            f"off-diagonal), attention to {class_token} included. The other rule keeps the column of {class_token}.")
+        return (
+            f"Before multiplying, each layer lost its weakest {ratio:.0%} of the off-diagonal weights outside "
+            f"the column of {class_token} (rule: keep attention to the class token): every token's weight on "
+            f"{class_token} was kept. The other rule drops from the whole map, that column included."
+        )
+    return (
+        f"Before multiplying, each layer lost its weakest {ratio:.0%} of all off-diagonal weights (rule: all "
+        f"off-diagonal), attention to {class_token} included. The other rule keeps the column of {class_token}."
+    )

@@ -86,13 +86,33 @@ def teacher_controls(code: str, token: str) -> None:
         st.caption(f"Running: {md(running.title)}. Your students see this step above their page.")
         show_step(running)
     back, forward, stop = st.columns(3)
-    back.button("Previous step", key=ROOM.lesson_prev, on_click=_move, args=(code, token, -1),
-                disabled=running.step == 0, icon=":material/arrow_back:", width="stretch")  # fmt: skip
-    forward.button("Next step", key=ROOM.lesson_next, on_click=_move, args=(code, token, 1),
-                   disabled=running.step >= len(running.steps) - 1, icon=":material/arrow_forward:", type="primary",
-                   width="stretch")  # fmt: skip
-    stop.button("Stop the lesson", key=ROOM.lesson_stop, on_click=_stop, args=(code, token), icon=":material/stop:",
-                width="stretch")  # fmt: skip
+    back.button(
+        "Previous step",
+        key=ROOM.lesson_prev,
+        on_click=_move,
+        args=(code, token, -1),
+        disabled=running.step == 0,
+        icon=":material/arrow_back:",
+        width="stretch",
+    )
+    forward.button(
+        "Next step",
+        key=ROOM.lesson_next,
+        on_click=_move,
+        args=(code, token, 1),
+        disabled=running.step >= len(running.steps) - 1,
+        icon=":material/arrow_forward:",
+        type="primary",
+        width="stretch",
+    )
+    stop.button(
+        "Stop the lesson",
+        key=ROOM.lesson_stop,
+        on_click=_stop,
+        args=(code, token),
+        icon=":material/stop:",
+        width="stretch",
+    )
 
 
 def _pick(code: str, token: str) -> None:
@@ -106,8 +126,14 @@ def _pick(code: str, token: str) -> None:
     pick = st.radio("Lesson", list(choices), format_func=lambda c: md(choices[c]), key=ROOM.lesson_pick)
     if pick == "saved":
         st.text_input("Link of the lesson", key=ROOM.lesson_ref, max_chars=400, placeholder="http://…/lessons?lesson=…")
-    st.button("Start this lesson in the class", key=ROOM.lesson_start, on_click=_start, args=(code, token),
-              icon=":material/play_arrow:", type="primary")  # fmt: skip
+    st.button(
+        "Start this lesson in the class",
+        key=ROOM.lesson_start,
+        on_click=_start,
+        args=(code, token),
+        icon=":material/play_arrow:",
+        type="primary",
+    )
 
 
 def _start(code: str, token: str) -> None:

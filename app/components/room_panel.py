@@ -93,8 +93,14 @@ def _question(code: str) -> None:
         if question.revealed:
             _revealed(question, mine)
             return
-        pick = st.radio("Your answer", range(len(labels)), index=mine, format_func=lambda i: labels[i],
-                        key=f"{ROOM.pick}{question.id}", horizontal=len(labels) > 4)  # fmt: skip
+        pick = st.radio(
+            "Your answer",
+            range(len(labels)),
+            index=mine,
+            format_func=lambda i: labels[i],
+            key=f"{ROOM.pick}{question.id}",
+            horizontal=len(labels) > 4,
+        )
         if st.button("Send my answer", key=f"{ROOM.send}{question.id}", disabled=pick is None, type="primary"):
             try:
                 store.answer(room.code, question.id, services.browser_id(), pick)
@@ -102,7 +108,9 @@ def _question(code: str) -> None:
             except (RoomError, StoreUnavailable) as exc:
                 show_error(str(exc))
         if mine is not None:
-            st.caption(f"Your answer is in: **{labels[mine]}**. You can change it until the teacher reveals the answer.")
+            st.caption(
+                f"Your answer is in: **{labels[mine]}**. You can change it until the teacher reveals the answer."
+            )
 
 
 def _leave(code: str) -> None:
@@ -129,14 +137,26 @@ def question_map(question, key: str) -> None:
     on the projector and on every student's screen; the head is not named on it."""
     detail = question.detail
     grid, queries, keys = detail.get("map"), detail.get("queries"), detail.get("keys")
-    if not (isinstance(grid, list) and isinstance(queries, list) and isinstance(keys, list) and len(grid) == len(queries)):
+    if not (
+        isinstance(grid, list) and isinstance(queries, list) and isinstance(keys, list) and len(grid) == len(queries)
+    ):
         return
-    fig = go.Figure(go.Heatmap(z=grid, x=[f"{j}. {safe_label(k)}" for j, k in enumerate(keys)],
-                               y=[f"{i}. {safe_label(q)}" for i, q in enumerate(queries)], colorscale="Blues",
-                               zmin=0, zmax=max(max(max(row) for row in grid), 1e-6),
-                               hovertemplate="from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>"))
-    fig.update_layout(height=120 + 22 * len(queries), margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis=dict(title="looks at (key)", type="category", tickangle=-60),
-                      yaxis=dict(title="from (query)", type="category", autorange="reversed"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=grid,
+            x=[f"{j}. {safe_label(k)}" for j, k in enumerate(keys)],
+            y=[f"{i}. {safe_label(q)}" for i, q in enumerate(queries)],
+            colorscale="Blues",
+            zmin=0,
+            zmax=max(max(max(row) for row in grid), 1e-6),
+            hovertemplate="from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=120 + 22 * len(queries),
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(title="looks at (key)", type="category", tickangle=-60),
+        yaxis=dict(title="from (query)", type="category", autorange="reversed"),
+    )
     show_chart(fig, key=key, width="stretch")
     st.caption("Each row: how much one token looks at every token (the row sums to 1). Which head drew it?")

@@ -30,8 +30,16 @@ LINK_KEY = "share_link"  # the link the box showed last (what the full-screen QR
 PRESENT = "present"  # the presenter-mode parameter (app.url_params)
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
 QR_BIG_SCALE = 16  # pixels per module of the full-screen QR code (sharp when the dialog stretches it)
-LOCK_LABELS = {"text": "text", "model": "model", "layer": "layer", "head": "head", "causal": "causal mask",
-               "max_tokens": "token limit", "block": "attention block", "tabs": "tabs"}  # fmt: skip
+LOCK_LABELS = {
+    "text": "text",
+    "model": "model",
+    "layer": "layer",
+    "head": "head",
+    "causal": "causal mask",
+    "max_tokens": "token limit",
+    "block": "attention block",
+    "tabs": "tabs",
+}
 
 
 OPEN_KEY = "share_open"
@@ -46,21 +54,33 @@ def share_expander():
     if box.open is False:
         return None
     with box:
-        st.multiselect("Lock in the shared link", list(HIDEABLE), key=LOCK_KEY,
-                       format_func=lambda name: LOCK_LABELS.get(name, name), placeholder="Nothing locked",
-                       help="Hides these controls for whoever opens the link (they keep the values of this view). "
-                            "Your own page is not changed.")  # fmt: skip
-        st.checkbox("Open in presenter mode", key=PRESENT_LINK_KEY,
-                    help="Off: the link opens the normal view (what phones and laptops need), even when you present.")
-        if st.button("Show the QR code full screen", icon=":material/qr_code_2:", key=QR_BUTTON_KEY,
-                     disabled=not st.session_state.get(LINK_KEY)):
+        st.multiselect(
+            "Lock in the shared link",
+            list(HIDEABLE),
+            key=LOCK_KEY,
+            format_func=lambda name: LOCK_LABELS.get(name, name),
+            placeholder="Nothing locked",
+            help="Hides these controls for whoever opens the link (they keep the values of this view). "
+            "Your own page is not changed.",
+        )
+        st.checkbox(
+            "Open in presenter mode",
+            key=PRESENT_LINK_KEY,
+            help="Off: the link opens the normal view (what phones and laptops need), even when you present.",
+        )
+        if st.button(
+            "Show the QR code full screen",
+            icon=":material/qr_code_2:",
+            key=QR_BUTTON_KEY,
+            disabled=not st.session_state.get(LINK_KEY),
+        ):
             qr_dialog(st.session_state[LINK_KEY])
         offline_view()
         return st.empty()
 
 
 def offline_view() -> None:
-    """"Download this view as offline HTML" (issue 21, 4): the view on screen, its chart and data in one file."""
+    """ "Download this view as offline HTML" (issue 21, 4): the view on screen, its chart and data in one file."""
     from app import url_state
     from app.components.offline_pack import view_pack_buttons  # imported when the box is open
 
@@ -75,8 +95,10 @@ def qr_dialog(link: str) -> None:
     if png is None:
         st.write("This link is too long for a QR code: shorten the text to get one.")
         return
-    st.html(f"<style>.st-key-{QR_BIG_KEY} {{ align-items: center; }} .st-key-{QR_BIG_KEY} img {{ max-height: calc(100vh - 14rem); width: auto !important; "
-            "max-width: 100%; margin: 0 auto; display: block; image-rendering: pixelated; }</style>")
+    st.html(
+        f"<style>.st-key-{QR_BIG_KEY} {{ align-items: center; }} .st-key-{QR_BIG_KEY} img {{ max-height: calc(100vh - 14rem); width: auto !important; "
+        "max-width: 100%; margin: 0 auto; display: block; image-rendering: pixelated; }</style>"
+    )
     with st.container(key=QR_BIG_KEY):  # as large as the window allows, whole (a phone must see all of it)
         st.image(png, width="stretch", alt="QR code of the shared link, full screen")
     st.caption(link)
@@ -150,13 +172,20 @@ def draw_share(slot, link: str, hidden: tuple[str, ...]) -> None:
         st.code(link, language=None, wrap_lines=True)
         st.iframe(copy_button_html(link), height=40, alt="Copy link")
         if hidden:
-            st.caption("This view came from a link that hides: "
-                       + ", ".join(LOCK_LABELS.get(name, name) for name in hidden) + ".")
+            st.caption(
+                "This view came from a link that hides: "
+                + ", ".join(LOCK_LABELS.get(name, name) for name in hidden)
+                + "."
+            )
         png = qr_png(link)
         if png is None:
-            st.caption(f"The link is {len(link):,} characters long, too long for a QR code (about 2,900 fit): "
-                       "shorten the text to get one.")
+            st.caption(
+                f"The link is {len(link):,} characters long, too long for a QR code (about 2,900 fit): "
+                "shorten the text to get one."
+            )
         else:
             st.image(png, caption="Scan to open this view on a phone", alt="QR code of the link above")
-        st.caption("Anyone who opens the link sees this page with these settings; a sentence longer than "
-                   "16,000 characters is not carried.")
+        st.caption(
+            "Anyone who opens the link sees this page with these settings; a sentence longer than "
+            "16,000 characters is not carried."
+        )

@@ -53,8 +53,13 @@ def _editors(tokens: tuple[str, ...], examples: dict[str, np.ndarray], n: int, d
         with col:
             st.markdown(f"**{name}**")
             frame = pd.DataFrame(matrix, index=list(tokens), columns=columns)
-            edited[name] = st.data_editor(frame, key=editor_key(name, n, d), num_rows="fixed", column_config=config,
-                                          alt=f"{name}: one row per token, {d} numbers each")
+            edited[name] = st.data_editor(
+                frame,
+                key=editor_key(name, n, d),
+                num_rows="fixed",
+                column_config=config,
+                alt=f"{name}: one row per token, {d} numbers each",
+            )
     return edited
 
 
@@ -71,13 +76,26 @@ def calculator() -> None:
         st.number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=Step.calc_width, **PERSIST)
     settle(scale_key(d), _scale(st.session_state.get(scale_key(d), 1 / math.sqrt(d)), d))
     with size[2]:
-        st.slider("Scale (like 1 / temperature)", min_value=0.0, max_value=SCALE_MAX,
-                  step=0.01, key=scale_key(d), **PERSIST,
-                  help=f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights "
-                       "(low temperature); 0 = every key the same weight (infinite temperature).")
+        st.slider(
+            "Scale (like 1 / temperature)",
+            min_value=0.0,
+            max_value=SCALE_MAX,
+            step=0.01,
+            key=scale_key(d),
+            **PERSIST,
+            help=f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights "
+            "(low temperature); 0 = every key the same weight (infinite temperature).",
+        )
     with size[3]:
-        causal = bool(st.toggle("Causal mask (M)", value=False, key=Step.calc_causal, **PERSIST,
-                                help="Each token may look only at itself and earlier tokens."))
+        causal = bool(
+            st.toggle(
+                "Causal mask (M)",
+                value=False,
+                key=Step.calc_causal,
+                **PERSIST,
+                help="Each token may look only at itself and earlier tokens.",
+            )
+        )
     scale = _scale(st.session_state.get(scale_key(d)), d)
 
     tokens, q0, k0, v0 = services.calculator_example(n, d)
@@ -102,13 +120,18 @@ def show_calculator_steps(steps, tokens: list[str], scale: float, d: int, causal
     with second:
         st.markdown(f"**② Scaled** $QK^\\top \\times {scale:.4g}$")
         st.dataframe(pd.DataFrame(rounded(steps.scaled), index=tokens, columns=tokens), key=Step.calc_scaled)
-        st.caption(f"Times the scale {scale:.4g} (temperature {temperature}; 1/√{d} = {1 / math.sqrt(d):.4f} is "
-                   "the usual choice). Bigger scale, bigger gaps, sharper softmax.")
+        st.caption(
+            f"Times the scale {scale:.4g} (temperature {temperature}; 1/√{d} = {1 / math.sqrt(d):.4f} is "
+            "the usual choice). Bigger scale, bigger gaps, sharper softmax."
+        )
     with third:
         st.markdown("**③ Masked** $+\\,M$")
         st.dataframe(matrix_text_frame(steps.masked, tokens, tokens), key=Step.calc_masked)
-        st.caption("The causal mask puts −∞ above the diagonal: no looking ahead." if causal else
-                   "Mask off: M is all zeros. Switch on the causal mask to see −∞ above the diagonal.")
+        st.caption(
+            "The causal mask puts −∞ above the diagonal: no looking ahead."
+            if causal
+            else "Mask off: M is all zeros. Switch on the causal mask to see −∞ above the diagonal."
+        )
     fourth, fifth = st.columns([3, 2])
     with fourth:
         st.markdown("**④ Weights** $\\mathrm{softmax}$ of each row")

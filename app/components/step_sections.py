@@ -61,12 +61,17 @@ def show_qkv(trace, steps, labels: list[str], query: int, query_label: str) -> N
     with right:
         st.markdown("**V**: one value per token")
         show_vectors("V", steps.v, labels, key=Step.v, height=TABLE_HEIGHT)
-    rope = " For this RoPE model q and k are already rotated by their positions." if trace.pos_encoding_kind == "rope" else ""
+    rope = (
+        " For this RoPE model q and k are already rotated by their positions."
+        if trace.pos_encoding_kind == "rope"
+        else ""
+    )
     st.caption(
         f"Every token's vector is multiplied by three learned matrices. The **query** says what token {query} is "
         "looking for, each **key** what a token offers, each **value** what a token hands over when it is looked at. "
         f"This head works in d_head = {d} dimensions"
-        + (f"; the tables show the first 8, open the expanders for all {d}." if d > 8 else ".") + rope
+        + (f"; the tables show the first 8, open the expanders for all {d}." if d > 8 else ".")
+        + rope
     )
 
 
@@ -104,7 +109,8 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
     columns = {"× scale": rounded(steps.scaled[0])}
     if steps.softcap is not None:  # Gemma 2 caps the scaled scores before the mask
         columns[f"capped: {steps.softcap:g}·tanh(s/{steps.softcap:g})"] = rounded(
-            np.tanh(steps.scaled[0] / steps.softcap) * steps.softcap)
+            np.tanh(steps.scaled[0] / steps.softcap) * steps.softcap
+        )
     if has_bias:
         columns["+ bias"] = rounded(steps.bias[0])
     columns["+ mask"] = text_column(steps.mask[0])
@@ -112,28 +118,40 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
     st.dataframe(pd.DataFrame(columns, index=labels), key=Step.masked, height=TABLE_HEIGHT)
     blocked = int(steps.blocked[0].sum())
     if trace.causal:
-        text = (f"The causal mask adds **−∞** to every key after the query (j > {query}): {blocked} key(s) here. "
-                "Since e^−∞ = 0 they will get weight exactly 0: a token cannot look ahead.")
+        text = (
+            f"The causal mask adds **−∞** to every key after the query (j > {query}): {blocked} key(s) here. "
+            "Since e^−∞ = 0 they will get weight exactly 0: a token cannot look ahead."
+        )
     else:
         toggle = "" if trace.family == "encoder-decoder" else "Switch on *Causal mask* above to see −∞ appear."
-        text = ("No causal mask: every entry adds 0, so the query may look at every token, ahead or behind. "
-                + toggle + (f" ({blocked} padding key(s) blocked.)" if blocked else ""))
+        text = (
+            "No causal mask: every entry adds 0, so the query may look at every token, ahead or behind. "
+            + toggle
+            + (f" ({blocked} padding key(s) blocked.)" if blocked else "")
+        )
     if has_bias and trace.alibi_slopes is not None:
         slope = float(trace.alibi_slopes[head])
-        text += f" ALiBi adds −m·|i − j| with slope m = {slope:.4g} for this head: the farther a key, the lower its score."
+        text += (
+            f" ALiBi adds −m·|i − j| with slope m = {slope:.4g} for this head: the farther a key, the lower its score."
+        )
     elif has_bias:
-        text += (" This model (T5) adds a learned bias b(j − i) for each head, read from a small table by how far the "
-                 "key is from the query (far distances share one entry): the model's only sense of word order.")
+        text += (
+            " This model (T5) adds a learned bias b(j − i) for each head, read from a small table by how far the "
+            "key is from the query (far distances share one entry): the model's only sense of word order."
+        )
     st.caption(text)
 
 
 def show_softmax(steps, labels: list[str]) -> None:
     step_heading(5, "Softmax", r"w_{ij} = \frac{e^{\tilde s_{ij}}}{\sum_{j'} e^{\tilde s_{ij'}}}")
     frame = pd.DataFrame(
-        {"softmax input": text_column(steps.masked[0]), "exp(x − max)": rounded(steps.exp[0]),
-         "weight": rounded(steps.weights[0])},
+        {
+            "softmax input": text_column(steps.masked[0]),
+            "exp(x − max)": rounded(steps.exp[0]),
+            "weight": rounded(steps.weights[0]),
+        },
         index=labels,
-    )  # fmt: skip
+    )
     st.dataframe(frame, key=Step.weights, height=TABLE_HEIGHT)
     st.caption(
         "Take e to the power of each score (minus the row's largest, which changes nothing but avoids overflow) and "

@@ -85,8 +85,9 @@ def weights_bar(weights: np.ndarray, key_labels: list[str], blocked: np.ndarray,
             x=list(range(n)),
             y=np.asarray(weights, dtype=float),
             marker_color=[BLOCKED_COLOR if b else BAR_COLOR for b in blocked],
-            customdata=np.array([[lab, "blocked by the mask" if b else ""] for lab, b in zip(labels, blocked)],
-                                dtype=object),
+            customdata=np.array(
+                [[lab, "blocked by the mask" if b else ""] for lab, b in zip(labels, blocked)], dtype=object
+            ),
             hovertemplate="key %{x} <b>%{customdata[0]}</b><br>weight %{y:.4f} %{customdata[1]}<extra></extra>",
         )
     )
@@ -94,11 +95,16 @@ def weights_bar(weights: np.ndarray, key_labels: list[str], blocked: np.ndarray,
         title=dict(text=html.escape(title, quote=True), x=0.0, font=dict(size=15)),
         height=360,
         margin=dict(l=10, r=10, t=40, b=10),
-        xaxis=dict(title="key token (attended to)", tickmode="array", tickvals=list(range(0, n, step)),
-                   ticktext=labels[::step], tickangle=-60),
+        xaxis=dict(
+            title="key token (attended to)",
+            tickmode="array",
+            tickvals=list(range(0, n, step)),
+            ticktext=labels[::step],
+            tickangle=-60,
+        ),
         yaxis=dict(title="softmax weight", range=[0, 1.02]),
         bargap=0.15,
-    )  # fmt: skip
+    )
     return fig
 
 

@@ -44,9 +44,17 @@ def _pickers(trace) -> tuple[int, int, int]:
             rows, cols = trace.stage_blocks(s)[0].grid
             return f"{s}: {rows}×{cols} patches of {trace.cell_size(s)} px"
 
-        stage = int(st.selectbox("Stage", range(trace.n_stages), format_func=stage_name, key=Vit.swin_stage, **PERSIST,
-                                 help="Between stages Swin merges each 2×2 group of patches into one: fewer, larger "
-                                      "patches, like the layers of a conv-net."))  # fmt: skip
+        stage = int(
+            st.selectbox(
+                "Stage",
+                range(trace.n_stages),
+                format_func=stage_name,
+                key=Vit.swin_stage,
+                **PERSIST,
+                help="Between stages Swin merges each 2×2 group of patches into one: fewer, larger "
+                "patches, like the layers of a conv-net.",
+            )
+        )
     blocks = trace.stage_blocks(stage)
     with c2:
         clamp(Vit.swin_block, 0, len(blocks) - 1)
@@ -54,9 +62,16 @@ def _pickers(trace) -> tuple[int, int, int]:
         def block_name(b: int) -> str:
             return f"{b}: windows shifted by {blocks[b].shift}" if blocks[b].shift else f"{b}: regular windows"
 
-        block = int(st.selectbox("Block", range(len(blocks)), format_func=block_name, key=Vit.swin_block, **PERSIST,
-                                 help="Even blocks cut the grid into regular windows; odd blocks shift the windows by "
-                                      "half a window."))  # fmt: skip
+        block = int(
+            st.selectbox(
+                "Block",
+                range(len(blocks)),
+                format_func=block_name,
+                key=Vit.swin_block,
+                **PERSIST,
+                help="Even blocks cut the grid into regular windows; odd blocks shift the windows by half a window.",
+            )
+        )
     with c3:
         n_heads = blocks[block].n_heads
         clamp(Vit.swin_head, 0, n_heads - 1)
@@ -69,33 +84,43 @@ def _explain(trace, stage: int, block: int, row) -> str:
     b = trace.block_at(stage, block)
     w, s = b.window, b.shift
     rows, cols = b.grid
-    text = (f"Swin lets a patch attend only inside its window of {w}×{w} patches (white outline): colours are the "
-            f"query's weights (they sum to 1 over the window), the thin lines are this block's window borders, and "
-            f"the query is outlined in cyan. Click another patch to make it the query.")  # fmt: skip
+    text = (
+        f"Swin lets a patch attend only inside its window of {w}×{w} patches (white outline): colours are the "
+        f"query's weights (they sum to 1 over the window), the thin lines are this block's window borders, and "
+        f"the query is outlined in cyan. Click another patch to make it the query."
+    )
     after = [x for x in trace.stage_blocks(stage) if x.block == block + 1 and x.shift]
     if b.n_windows == 1 and not s:
         text += " This stage's grid fits in one window, so here attention covers the whole image and nothing shifts."
     elif s:
-        text += (f" **Shifted windows:** before cutting windows, block {block} rolls the grid {s} patches up and to the "
-                 f"left, so its windows start {s} patches further down and right than in the block before and straddle "
-                 "that block's borders: this is how information crosses from one window to the next, while each "
-                 "attention stays small.")  # fmt: skip
+        text += (
+            f" **Shifted windows:** before cutting windows, block {block} rolls the grid {s} patches up and to the "
+            f"left, so its windows start {s} patches further down and right than in the block before and straddle "
+            "that block's borders: this is how information crosses from one window to the next, while each "
+            "attention stays small."
+        )
         if len(row.pieces) > 1:
-            text += (" The roll wraps round at the edges, so this window also holds patches from the opposite edge "
-                     "(dashed): a mask stops the query from looking at them, and only its own side gets weight.")  # fmt: skip
+            text += (
+                " The roll wraps round at the edges, so this window also holds patches from the opposite edge "
+                "(dashed): a mask stops the query from looking at them, and only its own side gets weight."
+            )
     elif after:
         text += f" The next block shifts these windows by half a window ({after[0].shift} patches): pick it to see."
     if row.padding > 5e-4:
-        text += (f" {row.padding:.1%} of the weight goes to padding (the grid is padded to a multiple of {w}); it is "
-                 "not on the map.")  # fmt: skip
+        text += (
+            f" {row.padding:.1%} of the weight goes to padding (the grid is padded to a multiple of {w}); it is "
+            "not on the map."
+        )
     return text
 
 
 def show_windows(trace, csv_bytes: Callable[[np.ndarray], bytes]) -> None:
     """Stage/block/head pickers, the query patch (clicked or typed) and its window over the image."""
     st.subheader("Where one patch looks: attention inside windows")
-    st.write("A Swin Transformer has no [CLS] token and never attends over the whole image at once: each block "
-             "splits the patches into small windows and runs attention inside each window only.")  # fmt: skip
+    st.write(
+        "A Swin Transformer has no [CLS] token and never attends over the whole image at once: each block "
+        "splits the patches into small windows and runs attention inside each window only."
+    )
     stage, block, head = _pickers(trace)
     b = trace.block_at(stage, block)
     rows, cols = b.grid
@@ -104,18 +129,34 @@ def show_windows(trace, csv_bytes: Callable[[np.ndarray], bytes]) -> None:
     clamp(Vit.swin_patch, 0, n - 1)
     left, right = st.columns([1, 2])
     with left:
-        st.number_input("Patch (click one in the chart, or type its number)", min_value=0, max_value=n - 1, step=1,
-                        key=Vit.swin_patch, **PERSIST)  # fmt: skip
+        st.number_input(
+            "Patch (click one in the chart, or type its number)",
+            min_value=0,
+            max_value=n - 1,
+            step=1,
+            key=Vit.swin_patch,
+            **PERSIST,
+        )
         patch = bounded(st.session_state.get(Vit.swin_patch), 0, n - 1)
         row = services.swin_window_row(trace, stage, block, head, patch)
         r, c = divmod(patch, cols)
-        st.caption(f"Patch {patch} is row {r}, column {c} of stage {stage}'s {rows}×{cols} grid; it sits in window "
-                   f"{row.window_index} of {b.n_windows} in this block.")  # fmt: skip
-        st.download_button("Download the weights as CSV", csv_bytes(row.weights),
-                           file_name=f"swin_S{stage}_B{block}_H{head}_P{patch}.csv", mime="text/csv",
-                           icon=":material/download:")  # fmt: skip
+        st.caption(
+            f"Patch {patch} is row {r}, column {c} of stage {stage}'s {rows}×{cols} grid; it sits in window "
+            f"{row.window_index} of {b.n_windows} in this block."
+        )
+        st.download_button(
+            "Download the weights as CSV",
+            csv_bytes(row.weights),
+            file_name=f"swin_S{stage}_B{block}_H{head}_P{patch}.csv",
+            mime="text/csv",
+            icon=":material/download:",
+        )
     with right:
         title = f"Patch {patch} → its window, stage {stage}, block {block}, head {head}"
-        show_chart(window_overlay(trace.image, row, cell, patch, title=title), key=Vit.swin_map, on_select="rerun",
-                   selection_mode="points")  # fmt: skip
+        show_chart(
+            window_overlay(trace.image, row, cell, patch, title=title),
+            key=Vit.swin_map,
+            on_select="rerun",
+            selection_mode="points",
+        )
         st.caption(_explain(trace, stage, block, row))

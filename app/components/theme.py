@@ -89,10 +89,19 @@ html { font-size: 20px; }
 </style>
 """
 PRESENTER = Theme(
-    name="presenter", text="#000000", tick_px=18, axis_title_px=20, title_px=26, legend_px=18,
-    colorscale="Cividis", colors=_scale("Cividis"), overlay_opacity=0.9, label_px=24, stack=True,
+    name="presenter",
+    text="#000000",
+    tick_px=18,
+    axis_title_px=20,
+    title_px=26,
+    legend_px=18,
+    colorscale="Cividis",
+    colors=_scale("Cividis"),
+    overlay_opacity=0.9,
+    label_px=24,
+    stack=True,
     css=PRESENTER_CSS,
-)  # fmt: skip
+)
 COMPACT = dataclasses.replace(DEFAULT, name="compact", compact=True)
 PRESENTER_COMPACT = dataclasses.replace(PRESENTER, name="presenter-compact", compact=True)
 #: presenter mode: the main map's height is the window's (CSS ``vh``) less the one row of controls above it
@@ -168,7 +177,7 @@ def current() -> Theme:
 
 
 def download_format() -> str:
-    """"png" or "svg": what a chart's download button saves (the sidebar setting)."""
+    """ "png" or "svg": what a chart's download button saves (the sidebar setting)."""
     try:
         import streamlit as st
 
@@ -200,9 +209,15 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
     tick = {"size": t.tick_px, "color": t.text}
     axis = {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}, "color": t.text}
     layout = spec.setdefault("layout", {})
-    _merge(layout, {"font": {"color": t.text, "size": t.tick_px}, "paper_bgcolor": t.paper,
-                    "legend": {"font": {"size": t.legend_px, "color": t.text}},
-                    "hoverlabel": {"font": {"size": max(13, t.tick_px - 2)}}})
+    _merge(
+        layout,
+        {
+            "font": {"color": t.text, "size": t.tick_px},
+            "paper_bgcolor": t.paper,
+            "legend": {"font": {"size": t.legend_px, "color": t.text}},
+            "hoverlabel": {"font": {"size": max(13, t.tick_px - 2)}},
+        },
+    )
     if isinstance(layout.get("title"), dict) and layout["title"].get("text"):
         _merge(layout, {"title": {"font": {"size": t.title_px, "color": t.text}}})
     for letter in "xy":  # every x and y axis; a figure without one gets the first (as update_xaxes does)
@@ -211,8 +226,9 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
             _merge(layout.setdefault(name, {}), axis)
     for trace in spec.get("data", ()):  # colour bars of heatmaps
         if trace.get("type") in {"heatmap", "histogram2d", "contour"} and trace.get("showscale") is not False:
-            _merge(trace, {"colorbar": {"tickfont": tick,
-                                        "title": {"font": {"size": t.axis_title_px, "color": t.text}}}})
+            _merge(
+                trace, {"colorbar": {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}}}
+            )
     if t.stack:  # bigger annotations (head names over thumbnails) and a margin for bigger ticks
         for note in layout.get("annotations", ()):
             size = (note.get("font") or {}).get("size") or 0
@@ -239,16 +255,25 @@ def init_presenter() -> bool:
         st.session_state[Look.download] = "png"
     st.session_state[Look.download] = st.session_state[Look.download]
     with st.sidebar:
-        st.toggle("Presenter mode", key=Look.present,
-                  help="For a projector: larger type, darker text, a colour-blind-safe colour scale, one chart "
-                       "at a time at full width, controls folded away. A link with ?present=1 opens in it.")
-        st.toggle("Compact view", key=Look.compact,
-                  help="For a phone: fewer, upright labels, no chart toolbar, a query token's weights as bars, "
-                       "larger head tiles. On by itself in a phone's browser.")
-        st.segmented_control("Chart downloads", DOWNLOAD_FORMATS, key=Look.download,
-                             format_func=str.upper,
-                             help="What the camera button above each chart saves: PNG (slides) or SVG (sharp "
-                                  "at any size, editable).")
+        st.toggle(
+            "Presenter mode",
+            key=Look.present,
+            help="For a projector: larger type, darker text, a colour-blind-safe colour scale, one chart "
+            "at a time at full width, controls folded away. A link with ?present=1 opens in it.",
+        )
+        st.toggle(
+            "Compact view",
+            key=Look.compact,
+            help="For a phone: fewer, upright labels, no chart toolbar, a query token's weights as bars, "
+            "larger head tiles. On by itself in a phone's browser.",
+        )
+        st.segmented_control(
+            "Chart downloads",
+            DOWNLOAD_FORMATS,
+            key=Look.download,
+            format_func=str.upper,
+            help="What the camera button above each chart saves: PNG (slides) or SVG (sharp at any size, editable).",
+        )
     on = bool(st.session_state[Look.present])
     if on:
         st.html(PRESENTER_CSS)

@@ -25,50 +25,112 @@ CURVE_HEIGHT = 300  # px; the brief's floor is 200, and a legend on top takes ~4
 RULE_COLOR = "#d62728"
 
 
-def _lines(frame: pd.DataFrame, columns: list[str], *, title: str, y_title: str, fmt: str,
-           y_range: list[float] | None, rule_step: int | None, height: int = CURVE_HEIGHT) -> go.Figure:
+def _lines(
+    frame: pd.DataFrame,
+    columns: list[str],
+    *,
+    title: str,
+    y_title: str,
+    fmt: str,
+    y_range: list[float] | None,
+    rule_step: int | None,
+    height: int = CURVE_HEIGHT,
+) -> go.Figure:
     """One line (with points) per column of ``frame`` against its ``step``; a dashed rule at ``rule_step``."""
     steps = frame["step"].to_numpy()
-    data = [{"type": "scatter", "mode": "lines+markers", "x": steps, "y": frame[c].to_numpy(dtype=float),
-             "name": html.escape(str(c)), "marker": {"size": 5},
-             "hovertemplate": f"step %{{x}}<br>{html.escape(str(c))} %{{y:{fmt}}}<extra></extra>"} for c in columns]
-    shapes = [] if rule_step is None else [{
-        "type": "line", "xref": "x", "yref": "paper", "x0": rule_step, "x1": rule_step, "y0": 0, "y1": 1,
-        "line": {"color": RULE_COLOR, "dash": "dash", "width": 2}, "name": "time-lapse step"}]
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "x": steps,
+            "y": frame[c].to_numpy(dtype=float),
+            "name": html.escape(str(c)),
+            "marker": {"size": 5},
+            "hovertemplate": f"step %{{x}}<br>{html.escape(str(c))} %{{y:{fmt}}}<extra></extra>",
+        }
+        for c in columns
+    ]
+    shapes = (
+        []
+        if rule_step is None
+        else [
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": rule_step,
+                "x1": rule_step,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": RULE_COLOR, "dash": "dash", "width": 2},
+                "name": "time-lapse step",
+            }
+        ]
+    )
     yaxis = {"title": {"text": y_title}, "rangemode": "tozero", "showgrid": True}
     if y_range is not None:
         yaxis["range"] = y_range
-    return go.Figure({"data": data, "layout": {
-        "title": {"text": html.escape(title), "x": 0.0}, "height": height, "shapes": shapes,
-        "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
-        "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
-        "xaxis": {"title": {"text": "training step"}, "showgrid": True}, "yaxis": yaxis,
-    }})
+    return go.Figure(
+        {
+            "data": data,
+            "layout": {
+                "title": {"text": html.escape(title), "x": 0.0},
+                "height": height,
+                "shapes": shapes,
+                "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+                "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+                "xaxis": {"title": {"text": "training step"}, "showgrid": True},
+                "yaxis": yaxis,
+            },
+        }
+    )
 
 
 def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> go.Figure:
     """Training and evaluation loss against step (``frame``: step, training loss, evaluation loss)."""
-    return _lines(frame, ["training loss", "evaluation loss"], title="Loss", y_title="loss (cross-entropy)",
-                  fmt=".4f", y_range=None, rule_step=rule_step)
+    return _lines(
+        frame,
+        ["training loss", "evaluation loss"],
+        title="Loss",
+        y_title="loss (cross-entropy)",
+        fmt=".4f",
+        y_range=None,
+        rule_step=rule_step,
+    )
 
 
 def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None = None) -> go.Figure:
     """The task's metric and token accuracy against step, from 0 to 1."""
-    return _lines(frame, [metric_name, "token accuracy"], title="Accuracy on held-out examples",
-                  y_title="fraction right", fmt=".3f", y_range=[0, 1.02], rule_step=rule_step)
+    return _lines(
+        frame,
+        [metric_name, "token accuracy"],
+        title="Accuracy on held-out examples",
+        y_title="fraction right",
+        fmt=".3f",
+        y_range=[0, 1.02],
+        rule_step=rule_step,
+    )
 
 
 def head_score_chart(frame: pd.DataFrame, rule_step: int | None = None) -> go.Figure:
     """One line per head: its overlap with the ideal pattern (``frame``: step, head, score)."""
     wide = frame.pivot_table(index="step", columns="head", values="score", sort=False).reset_index()
     heads = [c for c in wide.columns if c != "step"]
-    return _lines(wide, heads, title="Which head learns the ideal pattern, and when",
-                  y_title="match with the ideal pattern", fmt=".3f", y_range=[0, 1.02], rule_step=rule_step,
-                  height=CURVE_HEIGHT + 40)
+    return _lines(
+        wide,
+        heads,
+        title="Which head learns the ideal pattern, and when",
+        y_title="match with the ideal pattern",
+        fmt=".3f",
+        y_range=[0, 1.02],
+        rule_step=rule_step,
+        height=CURVE_HEIGHT + 40,
+    )
 
 
-def attention_grid(patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | None = None,
-                   blocked: np.ndarray | None = None) -> go.Figure:  # fmt: skip
+def attention_grid(
+    patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | None = None, blocked: np.ndarray | None = None
+) -> go.Figure:
     """Every head ``[layer, head, q, k]`` as a thumbnail (rows = layers), coloured from 0 to 1 for all.
 
     A shared 0–1 scale shows a head sharpening as it trains (a uniform head stays pale). With
@@ -86,8 +148,17 @@ def attention_grid(patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | 
     n_cols = tiles.shape[1]
     xs, ys = tile_centres(n_layers, n_cols, n, n)
     names = [f"H{h}" for h in range(n_heads)] + (["ideal"] if ideal is not None else [])
-    fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=1, colorscale=colorscale(), showscale=False, hoverongaps=False,
-                               hovertemplate="weight %{z:.2f}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            zmin=0,
+            zmax=1,
+            colorscale=colorscale(),
+            showscale=False,
+            hoverongaps=False,
+            hovertemplate="weight %{z:.2f}<extra></extra>",
+        )
+    )
     size = max(110, min(220, 900 // n_cols))
     labels = [safe_label(t) for t in tokens][:n] if len(tokens) >= n else [str(i) for i in range(n)]
     pitch = n + 1  # tile_mosaic's GAP of one empty cell
@@ -98,32 +169,66 @@ def attention_grid(patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | 
     k = max(1, math.ceil(theme.current().label_px * n / tile_px))
     shown = list(range(0, n, k))
     y_vals = [r * pitch + i for r in range(n_layers) for i in shown]
-    notes = [{"text": f"<b>L{layer}</b>", "x": 1.0, "xref": "paper", "xanchor": "left", "y": float(ys[layer]),
-              "yref": "y", "showarrow": False, "font": {"size": 13}} for layer in range(n_layers)]
+    notes = [
+        {
+            "text": f"<b>L{layer}</b>",
+            "x": 1.0,
+            "xref": "paper",
+            "xanchor": "left",
+            "y": float(ys[layer]),
+            "yref": "y",
+            "showarrow": False,
+            "font": {"size": 13},
+        }
+        for layer in range(n_layers)
+    ]
     if n <= 24:
-        notes += [{"text": labels[j], "x": c * pitch + j, "xref": "x", "y": n_layers * pitch - 1.5, "yref": "y", "yanchor": "top",
-                   "textangle": -90, "showarrow": False, "font": {"size": theme.current().tick_px}}
-                  for c in range(n_cols) for j in shown]
+        notes += [
+            {
+                "text": labels[j],
+                "x": c * pitch + j,
+                "xref": "x",
+                "y": n_layers * pitch - 1.5,
+                "yref": "y",
+                "yanchor": "top",
+                "textangle": -90,
+                "showarrow": False,
+                "font": {"size": theme.current().tick_px},
+            }
+            for c in range(n_cols)
+            for j in shown
+        ]
     fig.update_layout(
-        height=size * n_layers + 50 + (60 if n <= 24 else 0), plot_bgcolor=MASKED_COLOR, annotations=notes,
+        height=size * n_layers + 50 + (60 if n <= 24 else 0),
+        plot_bgcolor=MASKED_COLOR,
+        annotations=notes,
         margin=dict(l=5, r=40, t=30, b=60 if n <= 24 else 5),
-        xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=names, side="top", showgrid=False,
-                   zeroline=False),
-        yaxis=dict(tickmode="array", tickvals=y_vals, ticktext=[labels[i] for i in shown] * n_layers,
-                   autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x", constrain="domain"),
+        xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=names, side="top", showgrid=False, zeroline=False),
+        yaxis=dict(
+            tickmode="array",
+            tickvals=y_vals,
+            ticktext=[labels[i] for i in shown] * n_layers,
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+            scaleanchor="x",
+            constrain="domain",
+        ),
     )
     return fig
 
 
 def curve_frame(snapshots, metric_name: str) -> pd.DataFrame:
     """Snapshots → one row per snapshot with the numbers the curves need."""
-    return pd.DataFrame({
-        "step": [s.step for s in snapshots],
-        "training loss": [s.loss for s in snapshots],
-        "evaluation loss": [s.eval_loss for s in snapshots],
-        metric_name: [s.metric for s in snapshots],
-        "token accuracy": [s.token_accuracy for s in snapshots],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "step": [s.step for s in snapshots],
+            "training loss": [s.loss for s in snapshots],
+            "evaluation loss": [s.eval_loss for s in snapshots],
+            metric_name: [s.metric for s in snapshots],
+            "token accuracy": [s.token_accuracy for s in snapshots],
+        }
+    )
 
 
 def score_frame(snapshots, scores) -> pd.DataFrame:

@@ -32,8 +32,19 @@ def _image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTr
     if small.ndim == 3:
         rgb = np.clip(np.rint(small * 255), 0, 255).astype(np.uint8)
         return go.Image(z=rgb, x0=offset, dx=step, y0=offset, dy=step, hoverinfo="skip", name="image")
-    return go.Heatmap(z=small, x0=offset, dx=step, y0=offset, dy=step, colorscale="gray", zmin=0, zmax=1,
-                      showscale=False, hoverinfo="skip", name="image")  # fmt: skip
+    return go.Heatmap(
+        z=small,
+        x0=offset,
+        dx=step,
+        y0=offset,
+        dy=step,
+        colorscale="gray",
+        zmin=0,
+        zmax=1,
+        showscale=False,
+        hoverinfo="skip",
+        name="image",
+    )
 
 
 def square_at(point: tuple[float, float], size: int, rows: int, cols: int) -> tuple[int, int] | None:
@@ -44,17 +55,27 @@ def square_at(point: tuple[float, float], size: int, rows: int, cols: int) -> tu
     return (r, c) if 0 <= r < rows and 0 <= c < cols else None
 
 
-def _overlay_trace(attention: np.ndarray, patch_size: int, *, showscale: bool, zmax: float | None = None,
-                   unit: str = "patch") -> go.Heatmap:  # fmt: skip
+def _overlay_trace(
+    attention: np.ndarray, patch_size: int, *, showscale: bool, zmax: float | None = None, unit: str = "patch"
+) -> go.Heatmap:
     rows, cols = attention.shape
     numbers = np.arange(rows * cols).reshape(rows, cols)
     return go.Heatmap(
-        z=attention, x0=(patch_size - 1) / 2, dx=patch_size, y0=(patch_size - 1) / 2, dy=patch_size,
-        customdata=numbers, colorscale=OVERLAY_SCALE, opacity=theme.current().overlay_opacity, zmin=0,
-        zmax=zmax if zmax is not None else (float(attention.max()) or 1.0), showscale=showscale,
-        colorbar=dict(title="weight", thickness=12), name="attention",
+        z=attention,
+        x0=(patch_size - 1) / 2,
+        dx=patch_size,
+        y0=(patch_size - 1) / 2,
+        dy=patch_size,
+        customdata=numbers,
+        colorscale=OVERLAY_SCALE,
+        opacity=theme.current().overlay_opacity,
+        zmin=0,
+        zmax=zmax if zmax is not None else (float(attention.max()) or 1.0),
+        showscale=showscale,
+        colorbar=dict(title="weight", thickness=12),
+        name="attention",
         hovertemplate=f"{unit} %{{customdata}}<br>weight %{{z:.3f}}<extra></extra>",
-    )  # fmt: skip
+    )
 
 
 def _patch_markers(side: int, patch_size: int, unit: str = "patch") -> go.Scatter:
@@ -62,10 +83,18 @@ def _patch_markers(side: int, patch_size: int, unit: str = "patch") -> go.Scatte
     grid = side // patch_size
     centres = (np.arange(grid) * patch_size + (patch_size - 1) / 2).tolist()
     xs, ys = np.meshgrid(centres, centres)
-    return go.Scatter(x=xs.ravel(), y=ys.ravel(), mode="markers", customdata=np.arange(grid * grid),
-                      marker=dict(size=max(6, 240 // grid), opacity=0, symbol="square"),
-                      unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)),
-                      hovertemplate=f"{unit} %{{customdata}}<extra></extra>", showlegend=False, name="patches")  # fmt: skip
+    return go.Scatter(
+        x=xs.ravel(),
+        y=ys.ravel(),
+        mode="markers",
+        customdata=np.arange(grid * grid),
+        marker=dict(size=max(6, 240 // grid), opacity=0, symbol="square"),
+        unselected=dict(marker=dict(opacity=0)),
+        selected=dict(marker=dict(opacity=0)),
+        hovertemplate=f"{unit} %{{customdata}}<extra></extra>",
+        showlegend=False,
+        name="patches",
+    )
 
 
 def _grid_lines(fig: go.Figure, side: int, patch_size: int, row: int | None = None, col: int | None = None) -> None:
@@ -79,10 +108,18 @@ def _grid_lines(fig: go.Figure, side: int, patch_size: int, row: int | None = No
 
 
 def _square_axes(fig: go.Figure, side: int) -> None:
-    fig.update_xaxes(range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
-                     constrain="domain")
-    fig.update_yaxes(range=[side - 0.5, -0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False,
-                     scaleanchor="x", constrain="domain")  # fmt: skip
+    fig.update_xaxes(
+        range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain"
+    )
+    fig.update_yaxes(
+        range=[side - 0.5, -0.5],
+        showticklabels=False,
+        ticks="",
+        showgrid=False,
+        zeroline=False,
+        scaleanchor="x",
+        constrain="domain",
+    )
 
 
 def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", height: int = 360) -> go.Figure:
@@ -92,29 +129,55 @@ def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", heig
     fig.add_trace(_patch_markers(side, patch_size))
     _grid_lines(fig, side, patch_size)
     _square_axes(fig, side)
-    fig.update_layout(title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=height,
-                      margin=dict(l=5, r=5, t=40 if title else 5, b=5))  # fmt: skip
+    fig.update_layout(
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
+        height=height,
+        margin=dict(l=5, r=5, t=40 if title else 5, b=5),
+    )
     return fig
 
 
-def overlay(image: np.ndarray, attention: np.ndarray, patch_size: int, *, title: str = "", height: int = 380,
-            mark: int | None = None, clickable: bool = False, unit: str = "patch") -> go.Figure:  # fmt: skip
+def overlay(
+    image: np.ndarray,
+    attention: np.ndarray,
+    patch_size: int,
+    *,
+    title: str = "",
+    height: int = 380,
+    mark: int | None = None,
+    clickable: bool = False,
+    unit: str = "patch",
+) -> go.Figure:
     """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
     ``clickable`` adds invisible patch markers so a click can select a patch; ``unit`` names a square in the
     hover text (the captioner's grid has cells)."""
     side = image.shape[0]
-    fig = go.Figure([_image_trace(np.asarray(image) * UNDER_OVERLAY),
-                     _overlay_trace(attention, patch_size, showscale=True, unit=unit)])
+    fig = go.Figure(
+        [
+            _image_trace(np.asarray(image) * UNDER_OVERLAY),
+            _overlay_trace(attention, patch_size, showscale=True, unit=unit),
+        ]
+    )
     if clickable:
         fig.add_trace(_patch_markers(side, patch_size, unit))
         fig.update_layout(clickmode="event+select", dragmode=False)
     if mark is not None:
         r, c = divmod(int(mark), attention.shape[1])
-        fig.add_shape(type="rect", x0=c * patch_size - 0.5, x1=(c + 1) * patch_size - 0.5, y0=r * patch_size - 0.5,
-                      y1=(r + 1) * patch_size - 0.5, line=dict(color="#00e5ff", width=3), layer="above")  # fmt: skip
+        fig.add_shape(
+            type="rect",
+            x0=c * patch_size - 0.5,
+            x1=(c + 1) * patch_size - 0.5,
+            y0=r * patch_size - 0.5,
+            y1=(r + 1) * patch_size - 0.5,
+            line=dict(color="#00e5ff", width=3),
+            layer="above",
+        )
     _square_axes(fig, side)
-    fig.update_layout(title=dict(text=html.escape(title), x=0.0, font=dict(size=15)), height=height,
-                      margin=dict(l=5, r=5, t=40 if title else 5, b=5))  # fmt: skip
+    fig.update_layout(
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
+        height=height,
+        margin=dict(l=5, r=5, t=40 if title else 5, b=5),
+    )
     return fig
 
 
@@ -126,8 +189,16 @@ def _thumb_step(side: int, patch_size: int) -> int:
     return patch_size
 
 
-def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, selected: int | None = None,
-                 labels: list[str] | None = None, unit: str = "head", per_row: int = 6) -> go.Figure:  # fmt: skip
+def overlay_grid(
+    image: np.ndarray,
+    maps: np.ndarray,
+    patch_size: int,
+    *,
+    selected: int | None = None,
+    labels: list[str] | None = None,
+    unit: str = "head",
+    per_row: int = 6,
+) -> go.Figure:
     """Every head's map ``[head, rows, cols]`` over the image, one thumbnail each (own colour scale).
 
     ``labels`` name the thumbnails (default ``head h``); ``unit`` is what one map is in the hover text (the
@@ -154,46 +225,96 @@ def overlay_grid(image: np.ndarray, maps: np.ndarray, patch_size: int, *, select
     canvas = np.ones((rows * (t + gap) - gap, cols * (t + gap) - gap) + small.shape[2:], dtype=np.float32)
     for h in range(n):
         r, c = divmod(h, cols)
-        canvas[r * (t + gap):r * (t + gap) + t, c * (t + gap):c * (t + gap) + t] = small
+        canvas[r * (t + gap) : r * (t + gap) + t, c * (t + gap) : c * (t + gap) + t] = small
     offset = (step - 1) / 2
     if canvas.ndim == 3:
         picture = {"type": "image", "z": np.clip(np.rint(canvas * 255), 0, 255).astype(np.uint8)}
     else:
         picture = {"type": "heatmap", "z": canvas, "colorscale": "gray", "zmin": 0, "zmax": 1, "showscale": False}
     picture.update(x0=offset, dx=step, y0=offset, dy=step, hoverinfo="skip", name="image")
-    attention = {"type": "heatmap", "z": shown, "customdata": weights, "x0": (patch_size - 1) / 2, "dx": patch_size,
-                 "y0": (patch_size - 1) / 2, "dy": patch_size, "colorscale": OVERLAY_SCALE,
-                 "opacity": theme.current().overlay_opacity,
-                 "zmin": 0, "zmax": 1, "showscale": False, "name": "attention", "hoverongaps": False,
-                 "hovertemplate": f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"}
+    attention = {
+        "type": "heatmap",
+        "z": shown,
+        "customdata": weights,
+        "x0": (patch_size - 1) / 2,
+        "dx": patch_size,
+        "y0": (patch_size - 1) / 2,
+        "dy": patch_size,
+        "colorscale": OVERLAY_SCALE,
+        "opacity": theme.current().overlay_opacity,
+        "zmin": 0,
+        "zmax": 1,
+        "showscale": False,
+        "name": "attention",
+        "hoverongaps": False,
+        "hovertemplate": f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>",
+    }
     pitch = side + patch_size  # pixels from one thumbnail to the next
     notes, shapes = [], []
     for h in range(n):
         r, c = divmod(h, cols)
         name = html.escape(labels[h]) if labels is not None else f"head {h}"
-        notes.append({"text": f"<b>▶ {name}</b>" if h == selected else name, "x": c * pitch + side / 2 - 0.5,
-                      "y": r * pitch - 0.5, "xref": "x", "yref": "y", "yanchor": "bottom", "showarrow": False,
-                      "font": {"size": 12}})
+        notes.append(
+            {
+                "text": f"<b>▶ {name}</b>" if h == selected else name,
+                "x": c * pitch + side / 2 - 0.5,
+                "y": r * pitch - 0.5,
+                "xref": "x",
+                "yref": "y",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 12},
+            }
+        )
         if h == selected:
-            shapes.append({"type": "rect", "x0": c * pitch - 0.5, "x1": c * pitch + side - 0.5, "y0": r * pitch - 0.5,
-                           "y1": r * pitch + side - 0.5, "line": {"color": "#00e5ff", "width": 3}})
+            shapes.append(
+                {
+                    "type": "rect",
+                    "x0": c * pitch - 0.5,
+                    "x1": c * pitch + side - 0.5,
+                    "y0": r * pitch - 0.5,
+                    "y1": r * pitch + side - 0.5,
+                    "line": {"color": "#00e5ff", "width": 3},
+                }
+            )
     width, height = cols * pitch - patch_size, rows * pitch - patch_size
     axis = {"showticklabels": False, "ticks": "", "showgrid": False, "zeroline": False, "constrain": "domain"}
-    return go.Figure({"data": [picture, attention], "layout": {
-        "height": max(220, 200 * rows), "margin": {"l": 5, "r": 5, "t": 30, "b": 5}, "plot_bgcolor": "white",
-        "annotations": notes, "shapes": shapes,
-        "xaxis": {**axis, "range": [-0.5, width - 0.5]},
-        "yaxis": {**axis, "range": [height - 0.5, -0.5 - patch_size], "scaleanchor": "x"},
-    }})
+    return go.Figure(
+        {
+            "data": [picture, attention],
+            "layout": {
+                "height": max(220, 200 * rows),
+                "margin": {"l": 5, "r": 5, "t": 30, "b": 5},
+                "plot_bgcolor": "white",
+                "annotations": notes,
+                "shapes": shapes,
+                "xaxis": {**axis, "range": [-0.5, width - 0.5]},
+                "yaxis": {**axis, "range": [height - 0.5, -0.5 - patch_size], "scaleanchor": "x"},
+            },
+        }
+    )
 
 
 def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10, height: int = 320) -> go.Figure:
     """Horizontal bars of the ``top`` most likely classes, most likely on top."""
     order = np.argsort(-probs)[:top]
     names = [html.escape(labels[i]) for i in order]
-    fig = go.Figure(go.Bar(x=probs[order], y=names, orientation="h", marker_color="#1f5fbf",
-                           text=[f"{p:.1%}" for p in probs[order]], textposition="auto",
-                           hovertemplate="%{y}: %{x:.3f}<extra></extra>"))  # fmt: skip
-    fig.update_layout(height=height, margin=dict(l=5, r=5, t=30, b=5), title=dict(text="Prediction", x=0.0),
-                      xaxis=dict(title="probability", range=[0, 1]), yaxis=dict(autorange="reversed", type="category"))  # fmt: skip
+    fig = go.Figure(
+        go.Bar(
+            x=probs[order],
+            y=names,
+            orientation="h",
+            marker_color="#1f5fbf",
+            text=[f"{p:.1%}" for p in probs[order]],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=height,
+        margin=dict(l=5, r=5, t=30, b=5),
+        title=dict(text="Prediction", x=0.0),
+        xaxis=dict(title="probability", range=[0, 1]),
+        yaxis=dict(autorange="reversed", type="category"),
+    )
     return fig

@@ -33,35 +33,77 @@ MODES = ("Greedy", "Sampled")
 GENERATED_COLOR = "#c2410c"  # dark orange: the generated part, on text and on the chart's tick labels
 
 
-def settings_form(form_key: str = Explore.write_form, button: str = "Write more", tokens: int = 20,
-                  prefix: str = Explore.write_prefix) -> tuple | None:  # fmt: skip
+def settings_form(
+    form_key: str = Explore.write_form, button: str = "Write more", tokens: int = 20, prefix: str = Explore.write_prefix
+) -> tuple | None:
     """The decoding settings form; on submit, the settings as plain values (``DecodeSettings`` fields in
     order; not yet checked: ``DecodeSettings`` does that). Used by the decoders' "Write more" tab and
     by an encoder-decoder's decoding on Explore (``form_key``, ``button``, ``tokens``, ``prefix`` differ)."""
-    mode = st.radio("How to pick each token", MODES, key=f"{prefix}_mode", horizontal=True,
-                    help="Greedy: always the most likely token (the same text every time). Sampled: draw "
-                         "at random from the likely tokens (a seed makes it repeatable).")  # fmt: skip
+    mode = st.radio(
+        "How to pick each token",
+        MODES,
+        key=f"{prefix}_mode",
+        horizontal=True,
+        help="Greedy: always the most likely token (the same text every time). Sampled: draw "
+        "at random from the likely tokens (a seed makes it repeatable).",
+    )
     greedy = mode != "Sampled"
     off = " Greedy ignores it: pick Sampled to use it." if greedy else ""
     with st.form(form_key, enter_to_submit=True, border=True):
         left, mid, right = st.columns(3)
         with left:
-            n_new = st.number_input("Tokens to write", min_value=1, max_value=MAX_NEW_TOKENS, value=tokens, step=1,
-                                    key=f"{prefix}_tokens", help="How many tokens the model writes, one forward "
-                                    "pass each. It stops earlier if it writes its end token.")  # fmt: skip
+            n_new = st.number_input(
+                "Tokens to write",
+                min_value=1,
+                max_value=MAX_NEW_TOKENS,
+                value=tokens,
+                step=1,
+                key=f"{prefix}_tokens",
+                help="How many tokens the model writes, one forward "
+                "pass each. It stops earlier if it writes its end token.",
+            )
         with mid:
-            temperature = st.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=f"{prefix}_temperature", disabled=greedy,
-                                    help="Sampled only: below 1 sharpens the guesses, above 1 flattens them." + off)
-            top_p = st.slider("Top-p", 0.05, 1.0, 1.0, 0.05, key=f"{prefix}_top_p", disabled=greedy,
-                              help="Sampled only: keep the fewest likely tokens whose probabilities add up to p "
-                                   "(1: all)." + off)  # fmt: skip
+            temperature = st.slider(
+                "Temperature",
+                0.1,
+                2.0,
+                1.0,
+                0.1,
+                key=f"{prefix}_temperature",
+                disabled=greedy,
+                help="Sampled only: below 1 sharpens the guesses, above 1 flattens them." + off,
+            )
+            top_p = st.slider(
+                "Top-p",
+                0.05,
+                1.0,
+                1.0,
+                0.05,
+                key=f"{prefix}_top_p",
+                disabled=greedy,
+                help="Sampled only: keep the fewest likely tokens whose probabilities add up to p (1: all)." + off,
+            )
         with right:
-            top_k = st.number_input("Top-k", min_value=0, max_value=1000, value=0, step=1, key=f"{prefix}_top_k",
-                                    disabled=greedy, help="Sampled only: keep only the k most likely tokens (0: all)."
-                                    + off)  # fmt: skip
-            seed = st.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, step=1, key=f"{prefix}_seed",
-                                   disabled=greedy,
-                                   help="Sampled only: the same seed and settings write the same text." + off)
+            top_k = st.number_input(
+                "Top-k",
+                min_value=0,
+                max_value=1000,
+                value=0,
+                step=1,
+                key=f"{prefix}_top_k",
+                disabled=greedy,
+                help="Sampled only: keep only the k most likely tokens (0: all)." + off,
+            )
+            seed = st.number_input(
+                "Seed",
+                min_value=0,
+                max_value=2**32 - 1,
+                value=0,
+                step=1,
+                key=f"{prefix}_seed",
+                disabled=greedy,
+                help="Sampled only: the same seed and settings write the same text." + off,
+            )
         pressed = st.form_submit_button(button, type="primary", icon=":material/edit_note:")
     if not pressed:
         return None
@@ -102,25 +144,32 @@ def mark_generated(fig: go.Figure, data: MapData, start: int, n_tokens: int) -> 
         ax = fig.layout[axis]
         names = list(fig.data[0].x if axis == "xaxis" else fig.data[0].y)
         where = {name: i for i, name in enumerate(names)}
-        ax.ticktext = [f'<span style="color:{GENERATED_COLOR}"><b>{t}</b></span>' if where.get(v, -1) > first else t
-                       for v, t in zip(ax.tickvals, ax.ticktext)]  # fmt: skip
+        ax.ticktext = [
+            f'<span style="color:{GENERATED_COLOR}"><b>{t}</b></span>' if where.get(v, -1) > first else t
+            for v, t in zip(ax.tickvals, ax.ticktext)
+        ]
     return fig
 
 
-def show_write_more(model_id: str, family: str, text: str, max_tokens: int, layer: int, head: int,
-                    causal: bool | None = None) -> None:  # fmt: skip
+def show_write_more(
+    model_id: str, family: str, text: str, max_tokens: int, layer: int, head: int, causal: bool | None = None
+) -> None:
     """The tab: settings, the button, then the text and the chosen head over prompt + generated tokens."""
     if family != "decoder":
         st.info("Writing more text needs a decoder (a GPT-style model); pick tiny-gpt-stories.")
         return
     if causal is False:
-        st.caption("The model writes with its causal mask on, as it was trained: the mask toggle above changes "
-                   "the first chart only.")
+        st.caption(
+            "The model writes with its causal mask on, as it was trained: the mask toggle above changes "
+            "the first chart only."
+        )
     asked = settings_form()
     settings = remembered(Explore.write_request, asked, model_id, text, max_tokens)
     if settings is None:
-        st.caption("Set how many tokens and how to pick them, then press **Write more**: the model adds one "
-                   "token at a time, each time reading everything before it.")
+        st.caption(
+            "Set how many tokens and how to pick them, then press **Write more**: the model adds one "
+            "token at a time, each time reading everything before it."
+        )
         return
     request = services.TraceRequest(model_id, text, None, max_tokens, settings)
     try:
@@ -138,8 +187,7 @@ def show_write_more(model_id: str, family: str, text: str, max_tokens: int, laye
         st.caption(md(notice))
     start = trace.generated_from if trace.generated_from is not None else len(trace.tokens)
     fig = outline(map_figure(data, title=f"Layer {layer}, head {head} · prompt + generated"), data, focus())
-    fig = mark_generated(fig, data, start,
-                         len(trace.tokens))  # fmt: skip
+    fig = mark_generated(fig, data, start, len(trace.tokens))
     show_chart(fig, key=Explore.write_chart)
     st.caption(
         f"The same head over your text and the {len(trace.tokens) - start} tokens the model wrote "

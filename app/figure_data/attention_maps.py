@@ -58,8 +58,14 @@ class MapData:
         return int(self.values.nbytes)
 
 
-def exact_map(values: np.ndarray, q_tokens: list[str], k_tokens: list[str], *,
-              blocked: np.ndarray | None = None, value_name: str = "weight") -> MapData:
+def exact_map(
+    values: np.ndarray,
+    q_tokens: list[str],
+    k_tokens: list[str],
+    *,
+    blocked: np.ndarray | None = None,
+    value_name: str = "weight",
+) -> MapData:
     """A small matrix drawn cell for cell (labels "position token")."""
     n_q, n_k = values.shape
     if (len(q_tokens), len(k_tokens)) != (n_q, n_k):
@@ -67,8 +73,15 @@ def exact_map(values: np.ndarray, q_tokens: list[str], k_tokens: list[str], *,
     v = np.asarray(values, dtype=np.float32)
     if blocked is not None:
         v = np.where(blocked, np.float32(np.nan), v)
-    return MapData(values=v, q_labels=tuple(q_tokens), k_labels=tuple(k_tokens), q_edges=np.arange(n_q + 1),
-                   k_pos=np.arange(n_k), k_edges=np.arange(n_k + 1), value_name=value_name)
+    return MapData(
+        values=v,
+        q_labels=tuple(q_tokens),
+        k_labels=tuple(k_tokens),
+        q_edges=np.arange(n_q + 1),
+        k_pos=np.arange(n_k),
+        k_edges=np.arange(n_k + 1),
+        value_name=value_name,
+    )
 
 
 def _edges(n: int, size: int) -> np.ndarray:
@@ -91,8 +104,9 @@ def _block_labels(labels: list[str], positions: np.ndarray, edges: np.ndarray) -
     return tuple(out)
 
 
-def _blocked_cells(att: AttentionTrace, layer: int, q_edges: np.ndarray, k_pos: np.ndarray,
-                   k_edges: np.ndarray) -> np.ndarray:  # fmt: skip
+def _blocked_cells(
+    att: AttentionTrace, layer: int, q_edges: np.ndarray, k_pos: np.ndarray, k_edges: np.ndarray
+) -> np.ndarray:
     """True where every (query, key) pair of a cell is blocked by the causal mask, the layer's sliding
     window, or padding (one rule for the whole cell: exact for unpooled maps)."""
     offset = att.n_keys - att.n_queries
@@ -113,9 +127,19 @@ def _blocked_cells(att: AttentionTrace, layer: int, q_edges: np.ndarray, k_pos: 
     return blocked
 
 
-def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, int] | None = None,
-             k_range: tuple[int, int] | None = None, hide_sinks: bool = False, row_scale: bool = False,
-             size: int = OVERVIEW_SIZE, reduce: str = "max", weighting: str = "attention") -> MapData:
+def head_map(
+    att: AttentionTrace,
+    layer: int,
+    head: int,
+    *,
+    q_range: tuple[int, int] | None = None,
+    k_range: tuple[int, int] | None = None,
+    hide_sinks: bool = False,
+    row_scale: bool = False,
+    size: int = OVERVIEW_SIZE,
+    reduce: str = "max",
+    weighting: str = "attention",
+) -> MapData:
     """One head of ``att`` as at most ``size`` × ``size`` cells (exact where the region fits).
 
     Args:
@@ -137,17 +161,36 @@ def head_map(att: AttentionTrace, layer: int, head: int, *, q_range: tuple[int, 
         k_pos = np.setdiff1d(k_pos, hidden_keys(att))
         if k_pos.size == 0:
             k_pos = np.arange(k0, k1)  # nothing but sinks in view: show them rather than nothing
-    values = att.overview(layer, head, size=size, reduce=reduce, q_range=(q0, q1), k_range=(k0, k1),
-                          keys=k_pos, row_scale=row_scale, weighting=weighting)
+    values = att.overview(
+        layer,
+        head,
+        size=size,
+        reduce=reduce,
+        q_range=(q0, q1),
+        k_range=(k0, k1),
+        keys=k_pos,
+        row_scale=row_scale,
+        weighting=weighting,
+    )
     q_edges = q0 + _edges(q1 - q0, size)
     k_edges = _edges(k_pos.size, size)
     pooled = values.shape != (q1 - q0, k_pos.size)
     q_labels = _block_labels(att.tokens.labels(), np.arange(att.n_queries), q_edges)
     k_labels = _block_labels(att.key_tokens.labels(), k_pos, k_edges)
-    values = np.where(_blocked_cells(att, layer, q_edges, k_pos, k_edges), np.float32(np.nan), values).astype(np.float32)
-    return MapData(values=values, q_labels=q_labels, k_labels=k_labels, q_edges=q_edges, k_pos=k_pos,
-                   k_edges=k_edges, pooled=pooled, reduce=reduce if pooled else "",
-                   value_name=_value_name(row_scale, weighting))
+    values = np.where(_blocked_cells(att, layer, q_edges, k_pos, k_edges), np.float32(np.nan), values).astype(
+        np.float32
+    )
+    return MapData(
+        values=values,
+        q_labels=q_labels,
+        k_labels=k_labels,
+        q_edges=q_edges,
+        k_pos=k_pos,
+        k_edges=k_edges,
+        pooled=pooled,
+        reduce=reduce if pooled else "",
+        value_name=_value_name(row_scale, weighting),
+    )
 
 
 def _value_name(row_scale: bool, weighting: str) -> str:
@@ -170,21 +213,29 @@ def layer_tiles(att: AttentionTrace, layer: int, cells: int) -> np.ndarray:
 CSV_MAX_SIDE = 1024  # a CSV of exact weights covers at most 1,024 × 1,024 tokens (~9 MB)
 
 
-def csv_region(att: AttentionTrace, q_range: tuple[int, int] | None, k_range: tuple[int, int] | None
-               ) -> tuple[tuple[int, int], tuple[int, int]] | None:
+def csv_region(
+    att: AttentionTrace, q_range: tuple[int, int] | None, k_range: tuple[int, int] | None
+) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """The region a CSV download covers (the zoom region), or None when it is too large to download."""
     q0, q1 = q_range or (0, att.n_queries)
     k0, k1 = k_range or (0, att.n_keys)
     return ((q0, q1), (k0, k1)) if max(q1 - q0, k1 - k0) <= CSV_MAX_SIDE else None
 
 
-def head_csv(att: AttentionTrace, layer: int, head: int, q_range: tuple[int, int] | None = None,
-             k_range: tuple[int, int] | None = None, block_rows: int = 256) -> bytes:
+def head_csv(
+    att: AttentionTrace,
+    layer: int,
+    head: int,
+    q_range: tuple[int, int] | None = None,
+    k_range: tuple[int, int] | None = None,
+    block_rows: int = 256,
+) -> bytes:
     """One head's exact weights as CSV (a row per query token, a column per key token), for a region.
 
     Built a block of rows at a time (``AttentionTrace.pattern_rows``), never the whole n×n matrix; pages
     pass this to ``st.download_button`` as a callable, so it runs only when the button is clicked.
     """
+
     def cell(text: str) -> str:
         return '"' + text.replace('"', '""') + '"'
 

@@ -21,8 +21,17 @@ from dataclasses import dataclass
 import numpy as np
 
 #: the nine regions of a picture, row-major (top row first)
-REGIONS: tuple[str, ...] = ("top left", "top", "top right", "left", "middle", "right",
-                            "bottom left", "bottom", "bottom right")  # fmt: skip
+REGIONS: tuple[str, ...] = (
+    "top left",
+    "top",
+    "top right",
+    "left",
+    "middle",
+    "right",
+    "bottom left",
+    "bottom",
+    "bottom right",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,8 +84,13 @@ class CaptionView:
         return region_of(r, c, self.grid)
 
 
-def caption_view(words: tuple[str, ...] | list[str], alphas: np.ndarray, betas: np.ndarray | None,
-                 image_size: int, rest: np.ndarray | None = None) -> CaptionView:  # fmt: skip
+def caption_view(
+    words: tuple[str, ...] | list[str],
+    alphas: np.ndarray,
+    betas: np.ndarray | None,
+    image_size: int,
+    rest: np.ndarray | None = None,
+) -> CaptionView:
     """A :class:`CaptionView` of one caption: ``alphas`` ``[word, L, L]`` and ``betas`` ``[word]`` (or None) as written
     by the model, over a square picture of ``image_size`` pixels; ``rest`` ``[word]``: weight off the patches.
 
@@ -86,10 +100,16 @@ def caption_view(words: tuple[str, ...] | list[str], alphas: np.ndarray, betas: 
     a = np.ascontiguousarray(alphas, dtype=np.float32)
     b, r = (None if x is None else np.ascontiguousarray(x, dtype=np.float32) for x in (betas, rest))
     words = tuple(str(w) for w in words)
-    if a.ndim != 3 or a.shape[1] != a.shape[2] or a.shape[0] != len(words) or any(
-            x is not None and x.shape != (len(words),) for x in (b, r)):  # fmt: skip
-        raise ValueError(f"{len(words)} words need alphas [words, L, L] and betas/rest [words]; got {a.shape}, "
-                         f"{None if b is None else b.shape} and {None if r is None else r.shape}")  # fmt: skip
+    if (
+        a.ndim != 3
+        or a.shape[1] != a.shape[2]
+        or a.shape[0] != len(words)
+        or any(x is not None and x.shape != (len(words),) for x in (b, r))
+    ):
+        raise ValueError(
+            f"{len(words)} words need alphas [words, L, L] and betas/rest [words]; got {a.shape}, "
+            f"{None if b is None else b.shape} and {None if r is None else r.shape}"
+        )
     if image_size % a.shape[1]:
         raise ValueError(f"a {a.shape[1]}×{a.shape[1]} grid does not divide a {image_size}-pixel picture")
     peaks = tuple(int(np.argmax(m)) for m in a.reshape(len(words), -1))
@@ -109,4 +129,3 @@ def region_of(row: int, col: int, grid: int) -> int:
     """The region (index into :data:`REGIONS`) holding cell ``(row, col)`` of a ``grid``×``grid`` map."""
     third = [next(k for k, (start, stop) in enumerate(region_bounds(grid)) if start <= i < stop) for i in (row, col)]
     return 3 * third[0] + third[1]
-

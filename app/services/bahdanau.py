@@ -40,8 +40,10 @@ def bahdanau_step(model_id: str, text: str, step: int):
     from engine.analysis.bahdanau_steps import step_breakdown
 
     request = bahdanau_request(model_id, text)
-    return shared_map(("bahdanau_step", request_key(request), int(step)),
-                      lambda: step_breakdown(bahdanau_parameters(model_id), get_trace(request), step))
+    return shared_map(
+        ("bahdanau_step", request_key(request), int(step)),
+        lambda: step_breakdown(bahdanau_parameters(model_id), get_trace(request), step),
+    )
 
 
 def bahdanau_agreement(model_id: str, text: str):

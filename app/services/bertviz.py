@@ -20,8 +20,9 @@ def get_digit_trace(model_id: str, index: int) -> VisionTrace:
 
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
-def bertviz_view(view: str, model_id: str, source: str | int, causal: bool | None, max_tokens: int,
-                 layer: int = 0, head: int = 0) -> dict:
+def bertviz_view(
+    view: str, model_id: str, source: str | int, causal: bool | None, max_tokens: int, layer: int = 0, head: int = 0
+) -> dict:
     """One bertviz view ("head", "model" or "neuron") of a model's trace, as an offline HTML document.
 
     Args:
@@ -47,10 +48,17 @@ def bertviz_view(view: str, model_id: str, source: str | int, causal: bool | Non
     if reason:
         return {"html": None, "height": 0, "n_tokens": n, "reason": reason}
     if view == "head":
-        return {"html": bv.head_view_html(trace, layer), "height": bv.head_view_height(trace), "n_tokens": n,
-                "reason": None}
+        return {
+            "html": bv.head_view_html(trace, layer),
+            "height": bv.head_view_height(trace),
+            "n_tokens": n,
+            "reason": None,
+        }
     if view == "model":
-        return {"html": bv.model_view_html(trace), "height": bv.model_view_height(trace), "n_tokens": n,
-                "reason": None}
-    return {"html": bv.neuron_view_html(trace, layer, head), "height": bv.neuron_view_height(trace),
-            "n_tokens": n, "reason": None}
+        return {"html": bv.model_view_html(trace), "height": bv.model_view_height(trace), "n_tokens": n, "reason": None}
+    return {
+        "html": bv.neuron_view_html(trace, layer, head),
+        "height": bv.neuron_view_height(trace),
+        "n_tokens": n,
+        "reason": None,
+    }

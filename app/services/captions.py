@@ -30,7 +30,9 @@ SOURCES = ("scene", "draw", "upload")
 HELD_OUT_SCENES = 500  # the card's held-out scenes (engine.training.recipes.captioner.HELD_OUT)
 CAPTION_IMAGE_SIZE = 64  # the shipped captioner's input side (its config's image_size)
 CAPTION_MAX_BEAM = 5  # widest beam the page offers (the engine accepts up to 10)
-PRETRAINED_UPLOAD_SIZE = 384  # an upload for a pretrained captioner is fitted to this side (BLIP's input; ViTs shrink it)
+PRETRAINED_UPLOAD_SIZE = (
+    384  # an upload for a pretrained captioner is fitted to this side (BLIP's input; ViTs shrink it)
+)
 UPLOAD_SIZES = (CAPTION_IMAGE_SIZE, PRETRAINED_UPLOAD_SIZE)
 
 
@@ -141,8 +143,9 @@ def caption_picture(request: CaptionRequest) -> CaptionPicture:
             from engine.corpora.scenes import draw_scene
 
             try:
-                scene = draw_scene([(o.shape, o.colour, o.size, o.row, o.col) for o in request.drawing],
-                                   textured=request.textured)  # fmt: skip
+                scene = draw_scene(
+                    [(o.shape, o.colour, o.size, o.row, o.col) for o in request.drawing], textured=request.textured
+                )
             except ValueError as err:
                 raise EngineError(f"This drawing cannot be captioned by the grammar: {err}") from err
             return _scene_picture(scene, "your drawing")
@@ -184,8 +187,10 @@ def read_caption_upload(data: bytes, side: int = CAPTION_IMAGE_SIZE) -> tuple[by
     if (h, w) != (side, side):
         cut = " cut to its middle square and" if h != w else ""
         how = "shrunk" if square_side >= side else "enlarged"
-        notices.append(f"Your {w}×{h} picture was{cut} {how} to {side}×{side} pixels"
-                       + (", the size the captioner reads." if side == CAPTION_IMAGE_SIZE else "."))  # fmt: skip
+        notices.append(
+            f"Your {w}×{h} picture was{cut} {how} to {side}×{side} pixels"
+            + (", the size the captioner reads." if side == CAPTION_IMAGE_SIZE else ".")
+        )
     return fitted.tobytes(), tuple(notices)
 
 
@@ -203,8 +208,9 @@ def caption_trace(request: CaptionRequest) -> CaptionTrace | PatchCaptionTrace:
         picture = caption_picture(request)
         model = get_model(request.model_id)
         if model.spec.family != "captioner":
-            raise EngineError(f"{quote_input(request.model_id)} is not an image captioner (it is a {model.spec.family} "
-                              "model).")  # fmt: skip
+            raise EngineError(
+                f"{quote_input(request.model_id)} is not an image captioner (it is a {model.spec.family} model)."
+            )
         with _jobs:
             return model.adapter.trace(model, picture.image, beam=request.beam)
 
@@ -224,8 +230,13 @@ def caption_attention(request: CaptionRequest, layer: int | None = None, head: i
         chosen = trace.n_layers - 1 if layer is None else layer
         if not 0 <= chosen < trace.n_layers or not (head is None or 0 <= head < trace.n_heads):
             raise EngineError(f"This captioner has layers 0–{trace.n_layers - 1} and heads 0–{trace.n_heads - 1}.")
-        return caption_view(trace.words.strings, trace.patch_maps(chosen, head), None, trace.image.shape[0],
-                            rest=trace.prefix_weight(chosen, head))  # fmt: skip
+        return caption_view(
+            trace.words.strings,
+            trace.patch_maps(chosen, head),
+            None,
+            trace.image.shape[0],
+            rest=trace.prefix_weight(chosen, head),
+        )
 
     return shared_map(("caption-view", request.trace_key, layer, head), build)
 
@@ -258,8 +269,10 @@ def as_seen(picture: CaptionPicture, trace) -> CaptionPicture:
     if side == own:
         return picture
     f = side / own
-    boxes = tuple((name, (round(t * f), round(lf * f), round((b + 1) * f) - 1, round((r + 1) * f) - 1))
-                  for name, (t, lf, b, r) in picture.boxes)  # fmt: skip
+    boxes = tuple(
+        (name, (round(t * f), round(lf * f), round((b + 1) * f) - 1, round((r + 1) * f) - 1))
+        for name, (t, lf, b, r) in picture.boxes
+    )
     return CaptionPicture(trace.image, picture.described, picture.reference, boxes)
 
 
@@ -277,8 +290,11 @@ def caption_mistakes(model_id: str = CAPTION_MODEL) -> tuple[Mistake, ...]:
         model = get_model(model_id)
         with _jobs:
             scores, _device, _notice = model.run(lambda module, _dev: evaluate(module, scenes, model.tokenizer))
-        return tuple(Mistake(k, scene.caption, " ".join(words))
-                     for k, (scene, words) in enumerate(zip(scenes, scores.captions)) if words != scene.words)  # fmt: skip
+        return tuple(
+            Mistake(k, scene.caption, " ".join(words))
+            for k, (scene, words) in enumerate(zip(scenes, scores.captions))
+            if words != scene.words
+        )
 
     return shared_map(("caption-mistakes", model_id, _runtime_model(model_id), policy()), compute)
 

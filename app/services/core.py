@@ -161,8 +161,7 @@ def get_card(model_id: str) -> ModelCard:
     Pages hold this plain record, never the torch-backed model shared by every session; a test
     (``tests/unit/test_layering.py``) checks that views and components never call ``get_model``."""
     model = get_model(model_id)
-    return ModelCard(spec=model.spec, default_causal=bool(model.default_causal),
-                     max_positions=int(model.max_positions))
+    return ModelCard(spec=model.spec, default_causal=bool(model.default_causal), max_positions=int(model.max_positions))
 
 
 def _cache_budget_mb() -> int:
@@ -180,7 +179,9 @@ TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20, on_large=release_memor
 #: what pages draw from a trace (a head's map, a layer's thumbnails: small arrays), shared the same way
 MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048, on_large=release_memory_soon)
 #: figures ready to send (themed JSON dicts): a class on one link builds each figure once
-FIGURES = TraceCache(max_bytes=64 * 2**20, max_entries=1024, sizeof=lambda fig: _text_bytes(fig.to_dict().get("data")) + 4096)
+FIGURES = TraceCache(
+    max_bytes=64 * 2**20, max_entries=1024, sizeof=lambda fig: _text_bytes(fig.to_dict().get("data")) + 4096
+)
 
 
 def _text_bytes(obj: Any) -> int:
@@ -236,8 +237,9 @@ def _long_work_running() -> bool:
 
     lane = sys.modules.get("engine.jobs")  # not imported: no long job ever started here
     training = sys.modules.get("engine.training.jobs")
-    return bool((lane is not None and lane.get_queue().running_count())
-                or (training is not None and training.training_now()))
+    return bool(
+        (lane is not None and lane.get_queue().running_count()) or (training is not None and training.training_now())
+    )
 
 
 def request_key(request: TraceRequest) -> tuple:
@@ -349,10 +351,18 @@ class CacheSizes:
     def get_stats(self, family_names=None) -> dict[str, list]:
         from streamlit.runtime.stats import GaugeStat
 
-        return {"playground_cache_bytes": [
-            GaugeStat("playground_cache_bytes", cache.bytes, {"cache": name}, "bytes",
-                      "Bytes held by the app's shared cache (traces, maps, figures), bounded by its budget")
-            for name, cache in self.caches.items()]}
+        return {
+            "playground_cache_bytes": [
+                GaugeStat(
+                    "playground_cache_bytes",
+                    cache.bytes,
+                    {"cache": name},
+                    "bytes",
+                    "Bytes held by the app's shared cache (traces, maps, figures), bounded by its budget",
+                )
+                for name, cache in self.caches.items()
+            ]
+        }
 
 
 def publish_cache_sizes() -> bool:

@@ -55,8 +55,10 @@ def explain_prediction(request: ExplainRequest):
     from engine.analysis.attribution import predict
 
     model = get_model(request.model_id)
-    return shared_map(_key(request, "prediction"), lambda: _run(lambda: predict(
-        model, request.text, reference=request.reference, max_tokens=request.max_tokens)))
+    return shared_map(
+        _key(request, "prediction"),
+        lambda: _run(lambda: predict(model, request.text, reference=request.reference, max_tokens=request.max_tokens)),
+    )
 
 
 def _settings(request: ExplainRequest, method: str) -> tuple:
@@ -81,8 +83,18 @@ def explain_importance(request: ExplainRequest, method: str, progress: Progress 
     def compute():
         trace = get_trace(request.trace_request()) if method in FROM_TRACE else None
         model = get_model(request.model_id)
-        return _run(lambda: importance(model, pred, method, trace=trace, steps=request.steps,
-                                       baseline=request.baseline, loo=request.loo, progress=progress))  # fmt: skip
+        return _run(
+            lambda: importance(
+                model,
+                pred,
+                method,
+                trace=trace,
+                steps=request.steps,
+                baseline=request.baseline,
+                loo=request.loo,
+                progress=progress,
+            )
+        )
 
     return shared_map(_key(request, "importance", method, *_settings(request, method)), compute)
 
@@ -104,8 +116,9 @@ def explain_agreement(request: ExplainRequest, include_special: bool) -> Agreeme
     from engine.analysis.rank_agreement import agreement
 
     pred = explain_prediction(request)
-    keep = np.array([(include_special or not special) and i not in pred.excluded
-                     for i, special in enumerate(pred.tokens.special)])  # fmt: skip
+    keep = np.array(
+        [(include_special or not special) and i not in pred.excluded for i, special in enumerate(pred.tokens.special)]
+    )
     scores = {m: ranked(explain_importance(request, m)) for m in METHODS}
     rho, tau = agreement(scores, keep)
     return Agreement(tuple(METHODS), rho, tau, tuple(int(i) for i in np.flatnonzero(keep)))
@@ -118,8 +131,15 @@ def explain_layout(model_id: str) -> tuple[int, int]:
     return head_layout(get_model(model_id))["self"]
 
 
-def explain_swap(request: ExplainRequest, layer: int, head: int | None, kind: str, runs: int = 20, seed: int = 0,
-                 progress: Progress = None):  # fmt: skip
+def explain_swap(
+    request: ExplainRequest,
+    layer: int,
+    head: int | None,
+    kind: str,
+    runs: int = 20,
+    seed: int = 0,
+    progress: Progress = None,
+):
     """Jain & Wallace's test (``engine.analysis.attention_swap.swap_test``) on one head (None: the whole layer)."""
     from engine.analysis.attention_swap import swap_test
 
@@ -127,12 +147,17 @@ def explain_swap(request: ExplainRequest, layer: int, head: int | None, kind: st
     heads = None if head is None else (int(head),)
     key = _key(request, "swap", int(layer), heads, kind, int(runs), int(seed))
     model = get_model(request.model_id)
-    return shared_map(key, lambda: _run(lambda: swap_test(model, pred, int(layer), heads, kind, runs=int(runs),
-                                                          seed=int(seed), progress=progress)))  # fmt: skip
+    return shared_map(
+        key,
+        lambda: _run(
+            lambda: swap_test(model, pred, int(layer), heads, kind, runs=int(runs), seed=int(seed), progress=progress)
+        ),
+    )
 
 
-def explain_has_swap(request: ExplainRequest, layer: int, head: int | None, kind: str, runs: int = 20,
-                     seed: int = 0) -> bool:  # fmt: skip
+def explain_has_swap(
+    request: ExplainRequest, layer: int, head: int | None, kind: str, runs: int = 20, seed: int = 0
+) -> bool:
     """True when that test's result is cached."""
     from app.services.core import has_map
 

@@ -26,8 +26,7 @@ SettingsTuple = tuple[int, bool, float, int, float, int]
 WRITE_START_S, WRITE_TOKEN_S = 0.2, 0.03
 
 
-def request_generation(request: TraceRequest, pressed: bool, view: tuple[int, int] | None = None
-                       ) -> JobStatus | None:  # fmt: skip
+def request_generation(request: TraceRequest, pressed: bool, view: tuple[int, int] | None = None) -> JobStatus | None:
     """Make sure the generation ``request`` asks for (``request.decode``: its settings) is, or will be, in
     the trace cache. None when it is there (:func:`get_generation` reads it); else this session's "write"
     job for it: submitted when the button was ``pressed`` or this session has none for this request.
@@ -49,16 +48,16 @@ def request_generation(request: TraceRequest, pressed: bool, view: tuple[int, in
     view_key = request_key(request)  # read here: the job's thread has no session
 
     def work() -> None:  # the trace goes to the shared cache only: a finished job holds no copy
-        trace = TRACES.get(key, lambda: engine.generate(model, request.text, settings,
-                                                          max_tokens=request.max_tokens))
+        trace = TRACES.get(key, lambda: engine.generate(model, request.text, settings, max_tokens=request.max_tokens))
         if view is not None:
             prefetch_head_view(view_key, attention_block(trace, request.block), *view)
 
     return submit_long(WRITE, work, key=key, estimate_s=WRITE_START_S + WRITE_TOKEN_S * settings.max_new_tokens)
 
 
-def get_generation(model_id: str, text: str, max_tokens: int, settings: SettingsTuple
-                   ) -> tuple[engine.AttentionTrace, str, str]:  # fmt: skip
+def get_generation(
+    model_id: str, text: str, max_tokens: int, settings: SettingsTuple
+) -> tuple[engine.AttentionTrace, str, str]:
     """``(trace of prompt + generated tokens, prompt text, generated text)``; the trace shared, read-only.
     Call it once :func:`request_generation` says the trace is ready (then it is a cache hit).
 

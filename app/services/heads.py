@@ -50,8 +50,9 @@ def get_ablation(request: TraceRequest, heads: tuple[tuple[str, int, int | None]
     def compute():
         model = get_model(request.model_id)
         with _jobs:
-            return ablate(model, request.text, heads, causal=request.causal, max_tokens=request.max_tokens,
-                          keep_only=keep_only)
+            return ablate(
+                model, request.text, heads, causal=request.causal, max_tokens=request.max_tokens, keep_only=keep_only
+            )
 
     return shared_map(("ablation", request_key(request), tuple(heads), bool(keep_only)), compute)
 
@@ -144,15 +145,21 @@ def _head_metrics_table(request: TraceRequest) -> "pd.DataFrame":
     square = block_is_square(block)
     sinks = M.sink_positions(att.key_tokens.special)
     # the mask per layer: a sliding window may differ between layers (Qwen2, Gemma 2/3)
-    per_layer = [M.head_metrics(att.pattern(layer), sinks, blocked=np.isneginf(att.mask(layer)), square=square)
-                 for layer in range(att.n_layers)]  # one layer at a time: bounded memory on long inputs
+    per_layer = [
+        M.head_metrics(att.pattern(layer), sinks, blocked=np.isneginf(att.mask(layer)), square=square)
+        for layer in range(att.n_layers)
+    ]  # one layer at a time: bounded memory on long inputs
     values = {name: np.stack([m[name] for m in per_layer]) for name in per_layer[0]}
     labels, scores = M.label_heads(values)
     layers, heads = np.meshgrid(np.arange(att.n_layers), np.arange(att.n_heads), indexing="ij")
-    frame = pd.DataFrame({
-        "layer": layers.ravel(), "head": heads.ravel(),
-        "pattern": labels.ravel().astype(str), "score": scores.ravel(),
-    })
+    frame = pd.DataFrame(
+        {
+            "layer": layers.ravel(),
+            "head": heads.ravel(),
+            "pattern": labels.ravel().astype(str),
+            "score": scores.ravel(),
+        }
+    )
     for name in ("entropy", "entropy_bits", "broad", "mean_distance", "sink", "previous", "self", "next", "alignment"):
         frame[name] = values[name].ravel()
     frame = frame.drop(columns=list(M.CROSS_ONLY if square else M.SQUARE_ONLY))  # n/a for this block
@@ -199,15 +206,19 @@ def _head_similarity(request: TraceRequest) -> tuple[np.ndarray, np.ndarray, boo
     return divergence, cluster_order(divergence), coarsened, n_layers
 
 
-def rollout_maps(request: TraceRequest, head_fusion: str, discard_ratio: float,
-                 discard_rule: str = "all-off-diagonal") -> tuple[np.ndarray, np.ndarray]:
+def rollout_maps(
+    request: TraceRequest, head_fusion: str, discard_ratio: float, discard_rule: str = "all-off-diagonal"
+) -> tuple[np.ndarray, np.ndarray]:
     """The rollout (see :func:`_rollout_maps`), shared by every session asking for the same view."""
-    return shared_map(("rollout", request_key(request), head_fusion, float(discard_ratio), discard_rule),
-                      lambda: _rollout_maps(request, head_fusion, discard_ratio, discard_rule))
+    return shared_map(
+        ("rollout", request_key(request), head_fusion, float(discard_ratio), discard_rule),
+        lambda: _rollout_maps(request, head_fusion, discard_ratio, discard_rule),
+    )
 
 
-def _rollout_maps(request: TraceRequest, head_fusion: str, discard_ratio: float,
-                  discard_rule: str = "all-off-diagonal") -> tuple[np.ndarray, np.ndarray]:
+def _rollout_maps(
+    request: TraceRequest, head_fusion: str, discard_ratio: float, discard_rule: str = "all-off-diagonal"
+) -> tuple[np.ndarray, np.ndarray]:
     """``(rollout [layer, n, n], fused [layer, n, n])`` of a self-attention block.
 
     ``rollout[l]`` is the rollout through layers 0..l (``discard_rule``: which weights the discard

@@ -84,8 +84,13 @@ def run_document(progress: Any) -> dict[str, Any] | None:
     index = steps.index(phase) if phase is not None else 0
 
     def moment(p) -> dict[str, Any]:
-        return {"step": p.step, "icl": p.icl, "probe": p.probe.tolist(), "scores": p.scores.to_dict(),
-                "loss_by_position": [None if v != v else float(v) for v in p.curve]}  # fmt: skip
+        return {
+            "step": p.step,
+            "icl": p.icl,
+            "probe": p.probe.tolist(),
+            "scores": p.scores.to_dict(),
+            "loss_by_position": [None if v != v else float(v) for v in p.curve],
+        }
 
     return {
         "model": "your run",

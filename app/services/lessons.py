@@ -49,8 +49,9 @@ def find_token(strings, word: str, occurrence: int = 0) -> int:
     return hits[occurrence]
 
 
-def lesson_row(model_id: str, text: str, causal: bool | None, layer: int, head: int, word: str,
-               occurrence: int = 0) -> QueryRow:  # fmt: skip
+def lesson_row(
+    model_id: str, text: str, causal: bool | None, layer: int, head: int, word: str, occurrence: int = 0
+) -> QueryRow:
     """The row of ``word`` (its ``occurrence``-th appearance) in ``pattern(layer, head)`` of a self-attention
     model, traced as Explore traces it (``max_tokens`` = :data:`LESSON_MAX_TOKENS`)."""
     trace = get_trace(TraceRequest(model_id, text, causal, LESSON_MAX_TOKENS))

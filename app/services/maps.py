@@ -26,22 +26,50 @@ def grid_cells(n_heads: int) -> int:
     return int(max(16, min(GRID_CELLS, np.sqrt(GRID_BUDGET / max(n_heads, 1)))))
 
 
-def head_view(request: TraceRequest, layer: int, head: int, q_range: tuple[int, int] | None = None,
-              k_range: tuple[int, int] | None = None, hide_sinks: bool = False, row_scale: bool = False,
-              size: int = OVERVIEW_SIZE, weighting: str = "attention") -> MapData:  # fmt: skip
+def head_view(
+    request: TraceRequest,
+    layer: int,
+    head: int,
+    q_range: tuple[int, int] | None = None,
+    k_range: tuple[int, int] | None = None,
+    hide_sinks: bool = False,
+    row_scale: bool = False,
+    size: int = OVERVIEW_SIZE,
+    weighting: str = "attention",
+) -> MapData:
     """One head of ``request.block`` as at most ``size``² cells: exact weights when the region fits, block
     maxima otherwise (``weighting="contribution"``: Kobayashi et al.'s ‖α·f(x)‖; ``"value"``: α·‖v‖)."""
+
     def build() -> MapData:
-        return head_map(heads_attention(request), layer, head, q_range=q_range, k_range=k_range,
-                        hide_sinks=hide_sinks, row_scale=row_scale, size=size, weighting=weighting)
+        return head_map(
+            heads_attention(request),
+            layer,
+            head,
+            q_range=q_range,
+            k_range=k_range,
+            hide_sinks=hide_sinks,
+            row_scale=row_scale,
+            size=size,
+            weighting=weighting,
+        )
 
-    return shared_map(head_view_key(request_key(request), layer, head, q_range, k_range, hide_sinks, row_scale,
-                                    size, weighting), build)
+    return shared_map(
+        head_view_key(request_key(request), layer, head, q_range, k_range, hide_sinks, row_scale, size, weighting),
+        build,
+    )
 
 
-def head_view_key(key: tuple, layer: int, head: int, q_range: tuple[int, int] | None = None,
-                  k_range: tuple[int, int] | None = None, hide_sinks: bool = False, row_scale: bool = False,
-                  size: int = OVERVIEW_SIZE, weighting: str = "attention") -> tuple:  # fmt: skip
+def head_view_key(
+    key: tuple,
+    layer: int,
+    head: int,
+    q_range: tuple[int, int] | None = None,
+    k_range: tuple[int, int] | None = None,
+    hide_sinks: bool = False,
+    row_scale: bool = False,
+    size: int = OVERVIEW_SIZE,
+    weighting: str = "attention",
+) -> tuple:
     """:func:`head_view`'s cache key for a request whose :func:`~app.services.core.request_key` is ``key``."""
     return ("head", key, (layer, head, q_range, k_range, bool(hide_sinks), bool(row_scale), size, weighting))
 

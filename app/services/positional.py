@@ -49,8 +49,14 @@ def pos_rope(d_head: int, offset: int, seed: int, n_pos: int, starts: tuple[int,
     q, k = positional.rope_example_vectors(d_head, seed)
     positions = np.arange(n_pos)
     scores = positional.rope_relative_scores(q, k, offset, np.array(starts), base=10000.0)
-    return (q, k, positional.rope_rotate(q, positions), positional.rope_rotate(k, positions),
-            positional.rope_thetas(d_head), scores)  # fmt: skip
+    return (
+        q,
+        k,
+        positional.rope_rotate(q, positions),
+        positional.rope_rotate(k, positions),
+        positional.rope_thetas(d_head),
+        scores,
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

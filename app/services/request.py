@@ -43,7 +43,8 @@ class TraceRequest:
     def trace_key(self) -> tuple:
         """The part that decides the trace (the block does not): the trace cache's key."""
         return (self.model_id, self.text, self.causal, self.max_tokens) + (
-            () if self.decode is None else ("decode", self.decode))
+            () if self.decode is None else ("decode", self.decode)
+        )
 
     def with_block(self, block: str) -> TraceRequest:
         """The same trace, another attention block."""

@@ -104,22 +104,33 @@ def predict_question(model_id: str, text: str, layer: int, head: int, word: str)
     attention = attention_block(get_trace(TraceRequest(model_id, text, None, PREDICT_READ_TOKENS)))
     keys = tuple(attention.key_tokens.strings)
     if len(keys) > PREDICT_MAX_TOKENS:
-        raise RoomError(f"The model reads this sentence as {len(keys)} or more tokens; a class question offers each "
-                        f"token as an answer, so use a sentence of at most {PREDICT_MAX_TOKENS} tokens.")  # fmt: skip
+        raise RoomError(
+            f"The model reads this sentence as {len(keys)} or more tokens; a class question offers each "
+            f"token as an answer, so use a sentence of at most {PREDICT_MAX_TOKENS} tokens."
+        )
     if not (0 <= layer < attention.n_layers and 0 <= head < attention.n_heads):
         raise RoomError(f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1}.")
     queries = tuple(attention.tokens.strings)
     target = " ".join(word.split()).casefold()
     hits = [i for i, s in enumerate(queries) if s.strip().casefold() == target]
     if not hits:
-        raise RoomError("That word is not one of the sentence's tokens as the model reads it: "
-                        + ", ".join(token_options(queries)))  # fmt: skip
+        raise RoomError(
+            "That word is not one of the sentence's tokens as the model reads it: " + ", ".join(token_options(queries))
+        )
     query = hits[0]
     weights = np.asarray(attention.pattern(layer, head)[query], dtype=float)
     options = token_options(keys)
-    prompt = f"{model_name(model_id)}, layer {layer} head {head}: which token does “{queries[query].strip()}” look at most?"
-    detail = {"model": model_id, "text": text, "layer": layer, "head": head, "query": query,
-              "weights": [round(float(w), 4) for w in weights]}  # fmt: skip
+    prompt = (
+        f"{model_name(model_id)}, layer {layer} head {head}: which token does “{queries[query].strip()}” look at most?"
+    )
+    detail = {
+        "model": model_id,
+        "text": text,
+        "layer": layer,
+        "head": head,
+        "query": query,
+        "weights": [round(float(w), 4) for w in weights],
+    }
     return PredictQuestion(prompt, options, int(np.argmax(weights)), detail)
 
 
@@ -142,8 +153,10 @@ def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQue
         raise RoomError("Write the sentence the model should read.")
     attention = attention_block(get_trace(TraceRequest(model_id, text, None, PREDICT_READ_TOKENS)))
     if attention.n_queries > PREDICT_MAX_TOKENS or attention.n_keys > PREDICT_MAX_TOKENS:
-        raise RoomError(f"The model reads this sentence as {max(attention.n_queries, attention.n_keys)} or more tokens; "
-                        f"a map students read on a phone needs at most {PREDICT_MAX_TOKENS}: use a shorter sentence.")
+        raise RoomError(
+            f"The model reads this sentence as {max(attention.n_queries, attention.n_keys)} or more tokens; "
+            f"a map students read on a phone needs at most {PREDICT_MAX_TOKENS}: use a shorter sentence."
+        )
     if not (0 <= layer < attention.n_layers and 0 <= head < attention.n_heads):
         raise RoomError(f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1}.")
     every = [(ly, h) for ly in range(attention.n_layers) for h in range(attention.n_heads) if (ly, h) != (layer, head)]
@@ -155,9 +168,14 @@ def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQue
     order = rng.permutation(len(heads))
     heads = [heads[i] for i in order]
     weights = np.asarray(attention.pattern(layer, head), dtype=float)
-    detail = {"model": model_id, "text": text, "layer": layer, "head": head,
-              "queries": list(token_options(attention.tokens.strings)),
-              "keys": list(token_options(attention.key_tokens.strings)),
-              "map": [[round(float(w), 4) for w in row] for row in weights]}
+    detail = {
+        "model": model_id,
+        "text": text,
+        "layer": layer,
+        "head": head,
+        "queries": list(token_options(attention.tokens.strings)),
+        "keys": list(token_options(attention.key_tokens.strings)),
+        "map": [[round(float(w), 4) for w in row] for row in weights],
+    }
     prompt = f"{model_name(model_id)} read “{' '.join(text.split())[:80]}”: which head made this map?"
     return PredictQuestion(prompt, tuple(f"layer {ly} head {h}" for ly, h in heads), heads.index((layer, head)), detail)

@@ -59,8 +59,10 @@ def scaling_start(name: str) -> JobStatus:
     estimate = live_estimate_s(name)
     limit = long_queue().max_seconds
     if estimate > limit:
-        raise EngineError(f"{name} would take about {about(estimate)} here, over this server's limit of "
-                          f"{about(limit)} per job (AP_TRAIN_MAX_SECONDS); pick a smaller size")  # fmt: skip
+        raise EngineError(
+            f"{name} would take about {about(estimate)} here, over this server's limit of "
+            f"{about(limit)} per job (AP_TRAIN_MAX_SECONDS); pick a smaller size"
+        )
     size, settings = sizes[name], Settings(**scaling_curves().settings)
 
     def work():

@@ -125,8 +125,12 @@ def train_options() -> dict:
     """Choices for the Train page's widgets: tasks (name → label), positional encodings, example inputs."""
     from engine.training.job_settings import INT_RANGES, LR_RANGE, POS_ENCODINGS, TASK_LABELS
 
-    return {"tasks": dict(TASK_LABELS), "pos_encodings": list(POS_ENCODINGS), "ranges": dict(INT_RANGES),
-            "lr_range": LR_RANGE}
+    return {
+        "tasks": dict(TASK_LABELS),
+        "pos_encodings": list(POS_ENCODINGS),
+        "ranges": dict(INT_RANGES),
+        "lr_range": LR_RANGE,
+    }
 
 
 def train_task_info(task: str) -> dict:
@@ -134,7 +138,19 @@ def train_task_info(task: str) -> dict:
     from engine.training.job_settings import build_task
 
     t = build_task(task)
-    examples = {"copy": "a f c p b k", "reverse": "a f c p b k", "sort": "f a k c p b", "previous-token": "a b c d e",
-                "induction": "a d c f", "stories": "lily found a", "translation": "the red car is fast ."}
-    return {"description": t.description, "metric": t.metric_name, "ideal": t.ideal_pattern(),
-            "example": examples.get(task, ""), "seq_len": t.seq_len}
+    examples = {
+        "copy": "a f c p b k",
+        "reverse": "a f c p b k",
+        "sort": "f a k c p b",
+        "previous-token": "a b c d e",
+        "induction": "a d c f",
+        "stories": "lily found a",
+        "translation": "the red car is fast .",
+    }
+    return {
+        "description": t.description,
+        "metric": t.metric_name,
+        "ideal": t.ideal_pattern(),
+        "example": examples.get(task, ""),
+        "seq_len": t.seq_len,
+    }

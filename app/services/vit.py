@@ -96,14 +96,19 @@ def vit_patch_map(trace: VisionTrace, layer: int, head: int, patch: int) -> np.n
     return _vision.patch_map(trace, layer, head, patch)
 
 
-def vit_rollout_map(model_id: str, image: np.ndarray, fusion: str, discard: float,
-                    rule: str = "all-off-diagonal") -> np.ndarray:
+def vit_rollout_map(
+    model_id: str, image: np.ndarray, fusion: str, discard: float, rule: str = "all-off-diagonal"
+) -> np.ndarray:
     """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]`` (shared: for ViT-B it
     computes 12 layers × 12 heads of 197² weights, seconds on a busy 2-core server). ``rule``: the
     discard rule (``engine.analysis.rollout.DISCARD_RULES``)."""
     key = ("rollout", image_key(model_id, image), fusion, float(discard), rule)
-    return shared_map(key, lambda: _vision.rollout_map(get_vision_trace(model_id, image), head_fusion=fusion,
-                                                       discard_ratio=discard, discard_rule=rule))
+    return shared_map(
+        key,
+        lambda: _vision.rollout_map(
+            get_vision_trace(model_id, image), head_fusion=fusion, discard_ratio=discard, discard_rule=rule
+        ),
+    )
 
 
 def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
@@ -113,8 +118,9 @@ def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
     return _vision.to_grid(trace, fuse_heads(trace.attention.pattern(trace.attention.n_layers - 1), fusion)[0])
 
 
-def vit_occlusion(model_id: str, image: np.ndarray, k: int, fusion: str, discard: float,
-                  rule: str = "all-off-diagonal", seed: int = 0):
+def vit_occlusion(
+    model_id: str, image: np.ndarray, k: int, fusion: str, discard: float, rule: str = "all-off-diagonal", seed: int = 0
+):
     """Hide the k patches the rollout ranks highest (vs k random, k lowest) and re-classify."""
 
     def compute():
@@ -123,8 +129,9 @@ def vit_occlusion(model_id: str, image: np.ndarray, k: int, fusion: str, discard
         with _jobs:
             return _vision.occlusion_check(get_model(model_id), trace, ranking, k, seed=seed)
 
-    return shared_map(("occlusion", image_key(model_id, image), int(k), fusion, float(discard), rule, int(seed)),
-                      compute)
+    return shared_map(
+        ("occlusion", image_key(model_id, image), int(k), fusion, float(discard), rule, int(seed)), compute
+    )
 
 
 def vit_windowed(trace: VisionTrace | WindowTrace) -> bool:

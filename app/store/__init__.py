@@ -25,8 +25,18 @@ from app.store.rooms import ROOM_HOURS, Question, Room, RoomError, Store, normal
 
 ROOT = Path(__file__).resolve().parents[2]
 
-__all__ = ["ROOM_HOURS", "Question", "Room", "RoomError", "Store", "StoreUnavailable", "default_data_dir",
-           "get_store", "normalise_code", "open_store"]  # fmt: skip
+__all__ = [
+    "ROOM_HOURS",
+    "Question",
+    "Room",
+    "RoomError",
+    "Store",
+    "StoreUnavailable",
+    "default_data_dir",
+    "get_store",
+    "normalise_code",
+    "open_store",
+]
 
 
 def default_data_dir() -> Path:

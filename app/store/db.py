@@ -32,8 +32,10 @@ Run = Callable[[str, Sequence[Any]], list[tuple]]
 class StoreUnavailable(Exception):
     """The store cannot be reached (a missing or read-only data directory, a database that is down)."""
 
-    MESSAGE = ("The class store cannot be reached right now, so rooms and polls are paused. Your pages still work; "
-               "try again in a minute, and if it lasts, tell whoever runs this server.")  # fmt: skip
+    MESSAGE = (
+        "The class store cannot be reached right now, so rooms and polls are paused. Your pages still work; "
+        "try again in a minute, and if it lasts, tell whoever runs this server."
+    )
 
     def __init__(self, message: str = MESSAGE) -> None:
         super().__init__(message)

@@ -75,8 +75,9 @@ class LessonStore:
 
     # ---------------------------------------------------------------- saved lessons
 
-    def save(self, browser: str, title: str, body: str, lesson_id: str | None = None,
-             secret: str | None = None) -> tuple[str, str]:  # fmt: skip
+    def save(
+        self, browser: str, title: str, body: str, lesson_id: str | None = None, secret: str | None = None
+    ) -> tuple[str, str]:
         """Save a new lesson (``lesson_id`` None) or change one; ``(id, edit secret)``.
 
         Changing needs the secret the first save returned; a new save counts against the browser's limit
@@ -93,8 +94,10 @@ class LessonStore:
             store._allow(run, browser, "lesson", now)
             if lesson_id is None:
                 lesson_id, secret = secrets.token_urlsafe(9), secrets.token_urlsafe(18)
-                run("INSERT INTO lessons (id, edit_hash, title, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (lesson_id, _hash(secret), title, body, now, now))  # fmt: skip
+                run(
+                    "INSERT INTO lessons (id, edit_hash, title, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (lesson_id, _hash(secret), title, body, now, now),
+                )
             else:
                 self._check_author(run, lesson_id, secret)
                 run(
@@ -145,9 +148,12 @@ class LessonStore:
         now = self.store.clock()
         with self.store.db.transaction() as run:
             run("DELETE FROM room_lessons WHERE room NOT IN (SELECT code FROM rooms)")  # rooms purged since
-            run("INSERT INTO room_lessons (room, title, steps, step, updated_at) VALUES (?, ?, ?, 0, ?) "
+            run(
+                "INSERT INTO room_lessons (room, title, steps, step, updated_at) VALUES (?, ?, ?, 0, ?) "
                 "ON CONFLICT (room) DO UPDATE SET title = excluded.title, steps = excluded.steps, step = 0, "
-                "updated_at = excluded.updated_at", (room.code, title, snapshot, now))  # fmt: skip
+                "updated_at = excluded.updated_at",
+                (room.code, title, snapshot, now),
+            )
         return RoomLesson(title, tuple(steps), 0)
 
     def move_in_room(self, code: object, token: object, step: int, relative: bool = False) -> RoomLesson:

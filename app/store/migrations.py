@@ -10,10 +10,12 @@ from __future__ import annotations
 
 #: (version, statements); applied in order
 STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (1, (
-        # a room: its code (the join link's ?room=), the teacher's secret as a SHA-256 hash, when it ends,
-        # and the question on screen now (none: NULL)
-        """CREATE TABLE rooms (
+    (
+        1,
+        (
+            # a room: its code (the join link's ?room=), the teacher's secret as a SHA-256 hash, when it ends,
+            # and the question on screen now (none: NULL)
+            """CREATE TABLE rooms (
             code TEXT PRIMARY KEY,
             teacher_hash TEXT NOT NULL,
             created_at DOUBLE PRECISION NOT NULL,
@@ -21,16 +23,16 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
             closed INTEGER NOT NULL DEFAULT 0,
             current_question TEXT
         )""",
-        # who joined: an anonymous random id per browser session
-        """CREATE TABLE members (
+            # who joined: an anonymous random id per browser session
+            """CREATE TABLE members (
             room TEXT NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
             browser TEXT NOT NULL,
             joined_at DOUBLE PRECISION NOT NULL,
             PRIMARY KEY (room, browser)
         )""",
-        # a question the teacher pushed: kind 'choice' (typed by the teacher) or 'predict' (read from a model);
-        # options and detail are JSON; answer is the index of the right option (NULL: none marked)
-        """CREATE TABLE questions (
+            # a question the teacher pushed: kind 'choice' (typed by the teacher) or 'predict' (read from a model);
+            # options and detail are JSON; answer is the index of the right option (NULL: none marked)
+            """CREATE TABLE questions (
             id TEXT PRIMARY KEY,
             room TEXT NOT NULL REFERENCES rooms (code) ON DELETE CASCADE,
             kind TEXT NOT NULL,
@@ -41,27 +43,30 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
             opened_at DOUBLE PRECISION NOT NULL,
             revealed INTEGER NOT NULL DEFAULT 0
         )""",
-        "CREATE INDEX questions_room ON questions (room)",
-        # one answer per browser per question, replaced until the reveal
-        """CREATE TABLE answers (
+            "CREATE INDEX questions_room ON questions (room)",
+            # one answer per browser per question, replaced until the reveal
+            """CREATE TABLE answers (
             question TEXT NOT NULL REFERENCES questions (id) ON DELETE CASCADE,
             browser TEXT NOT NULL,
             choice INTEGER NOT NULL,
             answered_at DOUBLE PRECISION NOT NULL,
             PRIMARY KEY (question, browser)
         )""",
-        # rate limits: one row per counted action, deleted once older than the longest window
-        """CREATE TABLE hits (
+            # rate limits: one row per counted action, deleted once older than the longest window
+            """CREATE TABLE hits (
             browser TEXT NOT NULL,
             action TEXT NOT NULL,
             at DOUBLE PRECISION NOT NULL
         )""",
-        "CREATE INDEX hits_browser ON hits (browser, action, at)",
-    )),
-    (2, (
-        # a lesson a teacher saved (issue 21, 3): its text is the lesson file (TOML, app/lesson_file.py), its id
-        # the share link's ?lesson=, its edit secret kept as a SHA-256 hash (the author's edit link holds it)
-        """CREATE TABLE lessons (
+            "CREATE INDEX hits_browser ON hits (browser, action, at)",
+        ),
+    ),
+    (
+        2,
+        (
+            # a lesson a teacher saved (issue 21, 3): its text is the lesson file (TOML, app/lesson_file.py), its id
+            # the share link's ?lesson=, its edit secret kept as a SHA-256 hash (the author's edit link holds it)
+            """CREATE TABLE lessons (
             id TEXT PRIMARY KEY,
             edit_hash TEXT NOT NULL,
             title TEXT NOT NULL,
@@ -69,16 +74,17 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
             created_at DOUBLE PRECISION NOT NULL,
             updated_at DOUBLE PRECISION NOT NULL
         )""",
-        # the lesson a room walks through: a JSON snapshot of its steps (title, note, link) and the step on screen
-        """CREATE TABLE room_lessons (
+            # the lesson a room walks through: a JSON snapshot of its steps (title, note, link) and the step on screen
+            """CREATE TABLE room_lessons (
             room TEXT PRIMARY KEY REFERENCES rooms (code) ON DELETE CASCADE,
             title TEXT NOT NULL,
             steps TEXT NOT NULL,
             step INTEGER NOT NULL,
             updated_at DOUBLE PRECISION NOT NULL
         )""",
-    )),
-)  # fmt: skip
+        ),
+    ),
+)
 
 LATEST = STEPS[-1][0]
 
@@ -89,7 +95,9 @@ def migrate(db, clock) -> int:
     Safe when several processes start at once: each step runs in a write transaction that re-reads the
     version first (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's table lock), so a step never runs twice.
     """
-    db.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)")
+    db.run(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+    )
     before = _version(db.run)
     for version, statements in STEPS:
         with db.transaction() as run:

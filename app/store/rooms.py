@@ -108,8 +108,15 @@ def clean_text(text: object, limit: int, what: str) -> str:
 
 def _question(row) -> Question:
     qid, kind, prompt, options, answer, detail, revealed = row
-    return Question(qid, kind, prompt, tuple(json.loads(options)), None if answer is None else int(answer),
-                    json.loads(detail), bool(revealed))  # fmt: skip
+    return Question(
+        qid,
+        kind,
+        prompt,
+        tuple(json.loads(options)),
+        None if answer is None else int(answer),
+        json.loads(detail),
+        bool(revealed),
+    )
 
 
 def _hash(token: str) -> str:
@@ -153,8 +160,10 @@ class Store:
                 if not run("SELECT 1 FROM rooms WHERE code = ?", (code,)):
                     break
             expires = now + self.room_hours * 3600
-            run("INSERT INTO rooms (code, teacher_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                (code, _hash(token), now, expires))  # fmt: skip
+            run(
+                "INSERT INTO rooms (code, teacher_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                (code, _hash(token), now, expires),
+            )
         return Room(code, now, expires, False, None), token
 
     def room(self, code: object) -> Room:
@@ -163,8 +172,11 @@ class Store:
         return self._open_room(self.db.run, normalise_code(code), self.clock())
 
     def _open_room(self, run, code: str | None, now: float) -> Room:
-        rows = run("SELECT code, created_at, expires_at, closed, current_question FROM rooms WHERE code = ?",
-                   (code,)) if code else []  # fmt: skip
+        rows = (
+            run("SELECT code, created_at, expires_at, closed, current_question FROM rooms WHERE code = ?", (code,))
+            if code
+            else []
+        )
         if not rows:
             raise RoomError(NO_ROOM)
         room = Room(rows[0][0], float(rows[0][1]), float(rows[0][2]), bool(rows[0][3]), rows[0][4])
@@ -199,17 +211,22 @@ class Store:
             self._allow(run, browser, "join", now)
         with self.db.transaction() as run:
             room = self._open_room(run, wanted, now)
-            run("INSERT INTO members (room, browser, joined_at) VALUES (?, ?, ?) ON CONFLICT (room, browser) DO NOTHING",
-                (room.code, browser, now))  # fmt: skip
+            run(
+                "INSERT INTO members (room, browser, joined_at) VALUES (?, ?, ?) ON CONFLICT (room, browser) DO NOTHING",
+                (room.code, browser, now),
+            )
         return room
 
     def joined_room(self, browser: str) -> Room | None:
         """The open room ``browser`` joined last (a reload without the join link finds its class), None if none."""
         self.ready()
         now = self.clock()
-        rows = self.db.run("SELECT r.code FROM members m JOIN rooms r ON r.code = m.room "
-                           "WHERE m.browser = ? AND r.closed = 0 AND r.expires_at > ? "
-                           "ORDER BY m.joined_at DESC LIMIT 1", (browser, now))  # fmt: skip
+        rows = self.db.run(
+            "SELECT r.code FROM members m JOIN rooms r ON r.code = m.room "
+            "WHERE m.browser = ? AND r.closed = 0 AND r.expires_at > ? "
+            "ORDER BY m.joined_at DESC LIMIT 1",
+            (browser, now),
+        )
         return self._open_room(self.db.run, rows[0][0], now) if rows else None
 
     def leave(self, code: object, browser: str) -> None:
@@ -227,15 +244,25 @@ class Store:
 
     # ---------------------------------------------------------------- questions
 
-    def push_question(self, code: object, token: object, kind: str, prompt: object, options: Sequence[object],
-                      answer: int | None = None, detail: dict | None = None) -> Question:  # fmt: skip
+    def push_question(
+        self,
+        code: object,
+        token: object,
+        kind: str,
+        prompt: object,
+        options: Sequence[object],
+        answer: int | None = None,
+        detail: dict | None = None,
+    ) -> Question:
         """Put a question on every student's screen (the room's previous question stops taking answers)."""
         if kind not in KINDS:
             raise RoomError("Unknown kind of question.")
         prompt = clean_text(prompt, PROMPT_CHARS, "question")
         options = tuple(clean_text(o, OPTION_CHARS, f"option {i + 1}") for i, o in enumerate(options))
         if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS[kind]:
-            raise RoomError(f"A question needs {MIN_OPTIONS} to {MAX_OPTIONS[kind]} options; this one has {len(options)}.")
+            raise RoomError(
+                f"A question needs {MIN_OPTIONS} to {MAX_OPTIONS[kind]} options; this one has {len(options)}."
+            )
         if len({o.casefold() for o in options}) < len(options):
             raise RoomError("Two options are the same: make each one different.")
         if answer is not None and not (isinstance(answer, int) and 0 <= answer < len(options)):
@@ -243,28 +270,44 @@ class Store:
         room = self.teacher_room(code, token)
         question = Question(secrets.token_hex(8), kind, prompt, options, answer, dict(detail or {}), False)
         with self.db.transaction() as run:
-            run("INSERT INTO questions (id, room, kind, prompt, options, answer, detail, opened_at) "
+            run(
+                "INSERT INTO questions (id, room, kind, prompt, options, answer, detail, opened_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (question.id, room.code, kind, prompt, json.dumps(options), answer, json.dumps(question.detail),
-                 self.clock()))  # fmt: skip
+                (
+                    question.id,
+                    room.code,
+                    kind,
+                    prompt,
+                    json.dumps(options),
+                    answer,
+                    json.dumps(question.detail),
+                    self.clock(),
+                ),
+            )
             run("UPDATE rooms SET current_question = ? WHERE code = ?", (question.id, room.code))
         return question
 
     def current_question(self, code: str) -> Question | None:
         """The question on screen in the room now (open or revealed), None before the first."""
         self.ready()
-        rows = self.db.run("SELECT q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed "
-                           "FROM rooms r JOIN questions q ON q.id = r.current_question WHERE r.code = ?", (code,))  # fmt: skip
+        rows = self.db.run(
+            "SELECT q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed "
+            "FROM rooms r JOIN questions q ON q.id = r.current_question WHERE r.code = ?",
+            (code,),
+        )
         return _question(rows[0]) if rows else None
 
     def earlier_questions(self, code: str, limit: int = 10) -> list[Question]:
         """The room's questions before the one on screen, the latest first (at most ``limit``): their answers
         no longer change (a replaced question takes none), so a page may draw them once."""
         self.ready()
-        rows = self.db.run("SELECT q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed "
-                           "FROM questions q JOIN rooms r ON r.code = q.room "
-                           "WHERE q.room = ? AND q.id <> COALESCE(r.current_question, '') "
-                           "ORDER BY q.opened_at DESC, q.id LIMIT ?", (code, int(limit)))  # fmt: skip
+        rows = self.db.run(
+            "SELECT q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed "
+            "FROM questions q JOIN rooms r ON r.code = q.room "
+            "WHERE q.room = ? AND q.id <> COALESCE(r.current_question, '') "
+            "ORDER BY q.opened_at DESC, q.id LIMIT ?",
+            (code, int(limit)),
+        )
         return [_question(row) for row in rows]
 
     def reveal(self, code: object, token: object, question_id: str) -> None:
@@ -292,11 +335,15 @@ class Store:
                 raise RoomError(REPLACED)
             if rows[0][1]:
                 raise RoomError(REVEALED)
-            if not (isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(json.loads(rows[0][0]))):
+            if not (
+                isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(json.loads(rows[0][0]))
+            ):
                 raise RoomError("That is not one of this question's options.")
-            run("INSERT INTO answers (question, browser, choice, answered_at) VALUES (?, ?, ?, ?) "
+            run(
+                "INSERT INTO answers (question, browser, choice, answered_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (question, browser) DO UPDATE SET choice = excluded.choice, answered_at = excluded.answered_at",
-                (question_id, browser, choice, now))  # fmt: skip
+                (question_id, browser, choice, now),
+            )
 
     def my_answer(self, question_id: str, browser: str) -> int | None:
         """``browser``'s current answer to the question, None if none."""
@@ -308,8 +355,9 @@ class Store:
         """How many students picked each option, in the options' order."""
         self.ready()
         counts = [0] * len(question.options)
-        for choice, n in self.db.run("SELECT choice, COUNT(*) FROM answers WHERE question = ? GROUP BY choice",
-                                     (question.id,)):  # fmt: skip
+        for choice, n in self.db.run(
+            "SELECT choice, COUNT(*) FROM answers WHERE question = ? GROUP BY choice", (question.id,)
+        ):
             if 0 <= int(choice) < len(counts):
                 counts[int(choice)] = int(n)
         return counts
@@ -319,7 +367,9 @@ class Store:
     def _allow(self, run, browser: str, action: str, now: float) -> None:
         """Count one ``action`` by ``browser``; :class:`RoomError` past its limit (:data:`LIMITS`)."""
         most, window = LIMITS[action]
-        (row,) = run("SELECT COUNT(*) FROM hits WHERE browser = ? AND action = ? AND at > ?", (browser, action, now - window))
+        (row,) = run(
+            "SELECT COUNT(*) FROM hits WHERE browser = ? AND action = ? AND at > ?", (browser, action, now - window)
+        )
         if int(row[0]) >= most:
             raise RoomError(TOO_MANY)
         run("INSERT INTO hits (browser, action, at) VALUES (?, ?, ?)", (browser, action, now))

@@ -19,8 +19,13 @@ from app.components.safe_text import md
 from app.components.theme import side_by_side
 from app.state import PERSIST, Bahdanau, clamp
 
-TEXT, VARIANT, EXAMPLE, TF_LAYER, TF_HEAD = (Bahdanau.text, Bahdanau.variant, Bahdanau.example, Bahdanau.tf_layer,
-                                             Bahdanau.tf_head)  # fmt: skip
+TEXT, VARIANT, EXAMPLE, TF_LAYER, TF_HEAD = (
+    Bahdanau.text,
+    Bahdanau.variant,
+    Bahdanau.example,
+    Bahdanau.tf_layer,
+    Bahdanau.tf_head,
+)
 DEFAULT_TEXT = Bahdanau.DEFAULTS[TEXT]
 MAX_CHARS = 200
 VARIANT_LABELS = {"additive": "Additive (Bahdanau)", "dot": "Dot / general (Luong)"}
@@ -44,18 +49,38 @@ def inputs() -> tuple[str, str]:
     vocab = services.bahdanau_vocabulary()
     left, right = st.columns([3, 2])
     with left:
-        st.text_input("English sentence or a date", key=TEXT, max_chars=MAX_CHARS, **PERSIST,
-                      help="Words of the toy grammar (see the vocabulary), e.g. “the red car is big”, "
-                           "or a date such as “21 November 2026”.")  # fmt: skip
+        st.text_input(
+            "English sentence or a date",
+            key=TEXT,
+            max_chars=MAX_CHARS,
+            **PERSIST,
+            help="Words of the toy grammar (see the vocabulary), e.g. “the red car is big”, "
+            "or a date such as “21 November 2026”.",
+        )
     with right:
-        st.selectbox("…or pick an example", vocab["examples"], index=None, key=EXAMPLE, on_change=_use_example,
-                     placeholder="Choose an example sentence")  # fmt: skip
-    st.radio("Attention", list(VARIANT_LABELS), format_func=VARIANT_LABELS.get, key=VARIANT, horizontal=True,
-             **PERSIST, help="Both models have the same GRU encoder and decoder; only the score e(i, j) differs.")  # fmt: skip
+        st.selectbox(
+            "…or pick an example",
+            vocab["examples"],
+            index=None,
+            key=EXAMPLE,
+            on_change=_use_example,
+            placeholder="Choose an example sentence",
+        )
+    st.radio(
+        "Attention",
+        list(VARIANT_LABELS),
+        format_func=VARIANT_LABELS.get,
+        key=VARIANT,
+        horizontal=True,
+        **PERSIST,
+        help="Both models have the same GRU encoder and decoder; only the score e(i, j) differs.",
+    )
     with st.expander("Vocabulary: the English words the models know"):
-        st.caption("Sentences look like *subject verb object*, *subject is adjective (and adjective)* or "
-                   "*subject is preposition object*; plural nouns take *the*. Dates: “21 November 2026”, "
-                   "“November 21, 2026”, “21/11/2026”, “Saturday, 21 November 2026”.")  # fmt: skip
+        st.caption(
+            "Sentences look like *subject verb object*, *subject is adjective (and adjective)* or "
+            "*subject is preposition object*; plural nouns take *the*. Dates: “21 November 2026”, "
+            "“November 21, 2026”, “21/11/2026”, “Saturday, 21 November 2026”."
+        )
         for kind, words in vocab.items():
             if kind != "examples":
                 st.markdown(f"**{kind}**: " + ", ".join(f"`{w}`" for w in words))
@@ -82,8 +107,14 @@ def show_map(trace, text: str, model_id: str) -> None:
     """The alignment map with the gold links, its caption and the agreement with the gold alignment."""
     agreement, why = services.bahdanau_agreement(model_id, text)
     gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
-    fig = alignment_map(trace.alignment, list(trace.target.strings), list(trace.source.strings), gold=gold,
-                        title=f"Alignment map α(i, j), {VARIANT_LABELS[trace.variant]}", meta=Bahdanau.map)  # fmt: skip
+    fig = alignment_map(
+        trace.alignment,
+        list(trace.target.strings),
+        list(trace.source.strings),
+        gold=gold,
+        title=f"Alignment map α(i, j), {VARIANT_LABELS[trace.variant]}",
+        meta=Bahdanau.map,
+    )
     show_chart(fig, key=Bahdanau.map)
     st.caption(
         "Each **row** is a French word being written (top to bottom in writing order), each **column** an English "
@@ -93,8 +124,14 @@ def show_map(trace, text: str, model_id: str) -> None:
         "*red* for *rouge*. Orange squares are the grammar's gold word links."
     )
     frame = pd.DataFrame(trace.alignment, index=list(trace.target.strings), columns=list(trace.source.strings))
-    st.download_button("Download the alignment map as CSV", csv_bytes(frame), file_name="alignment_map.csv",
-                       mime="text/csv", icon=":material/download:", key=Bahdanau.map_csv)  # fmt: skip
+    st.download_button(
+        "Download the alignment map as CSV",
+        csv_bytes(frame),
+        file_name="alignment_map.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key=Bahdanau.map_csv,
+    )
     show_agreement(agreement, why, model_id, text)
 
 
@@ -104,14 +141,20 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
         st.caption(f"Agreement with the gold alignment: not available ({md(why)}).")
     else:
         off = agreement.differing
-        detail = "; ".join(f"**{md(r.target_word)}** looks most at **{md(r.argmax_word)}**, the gold link is **{md(r.gold_word)}** "
-                           f"(α = {r.weight_on_gold:.2f} there)" for r in off)  # fmt: skip
+        detail = "; ".join(
+            f"**{md(r.target_word)}** looks most at **{md(r.argmax_word)}**, the gold link is **{md(r.gold_word)}** "
+            f"(α = {r.weight_on_gold:.2f} there)"
+            for r in off
+        )
         st.caption(
             f"**Attention weights are not word alignments.** Agreement with the grammar's gold alignment: "
             f"**{agreement.score:.0%}** of the {len(agreement.rows)} words look most at their gold source word. "
-            + (f"Where it differs: {detail}. The model reads whatever helps it write the word (a noun's gender for "
-               "an article, say), not what a dictionary would link." if off else
-               "Here every word looks most at its gold word; that is not guaranteed (see the example below).")
+            + (
+                f"Where it differs: {detail}. The model reads whatever helps it write the word (a noun's gender for "
+                "an article, say), not what a dictionary would link."
+                if off
+                else "Here every word looks most at its gold word; that is not guaranteed (see the example below)."
+            )
         )
     with st.spinner("Searching the grammar for a sentence where attention and gold links differ…"):
         found = services.bahdanau_disagreement(model_id)
@@ -119,12 +162,19 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
         st.caption("A search over generated grammar sentences found none where attention and gold links differ.")
         return
     r = found.agreement.differing[0]
-    st.caption(f"Searched {found.searched} grammar sentences: the least agreement ({found.agreement.score:.0%}) is in "
-               f"“{md(found.sentence)}”, where **{md(r.target_word)}** looks most at **{md(r.argmax_word)}** instead of "
-               f"**{md(r.gold_word)}**.")  # fmt: skip
+    st.caption(
+        f"Searched {found.searched} grammar sentences: the least agreement ({found.agreement.score:.0%}) is in "
+        f"“{md(found.sentence)}”, where **{md(r.target_word)}** looks most at **{md(r.argmax_word)}** instead of "
+        f"**{md(r.gold_word)}**."
+    )
     if found.sentence != text.strip():
-        st.button(f"Try “{found.sentence}”", on_click=_set_text, args=(found.sentence,), key=Bahdanau.differs,
-                  icon=":material/swap_horiz:")  # fmt: skip
+        st.button(
+            f"Try “{found.sentence}”",
+            on_click=_set_text,
+            args=(found.sentence,),
+            key=Bahdanau.differs,
+            icon=":material/swap_horiz:",
+        )
 
 
 def transformer_rows(cross_target: tuple[str, ...], finished: bool) -> list[str]:
@@ -140,8 +190,15 @@ def show_compare(text: str) -> None:
     for col, variant in zip(columns[:2], ("additive", "dot")):
         with col:
             tr = services.bahdanau_trace(services.BAHDANAU_MODELS[variant], text)
-            fig = alignment_map(tr.alignment, list(tr.target.strings), list(tr.source.strings), compact=True,
-                                title=VARIANT_LABELS[variant], meta=f"{Bahdanau.cmp}{variant}", height=420)
+            fig = alignment_map(
+                tr.alignment,
+                list(tr.target.strings),
+                list(tr.source.strings),
+                compact=True,
+                title=VARIANT_LABELS[variant],
+                meta=f"{Bahdanau.cmp}{variant}",
+                height=420,
+            )
             show_chart(fig, key=f"{Bahdanau.cmp}{variant}")
             st.caption(f"Output: {md(tr.output_text)}")
     with columns[2]:
@@ -153,14 +210,29 @@ def show_compare(text: str) -> None:
             layer = int(st.selectbox("Layer", range(cross.n_layers), key=TF_LAYER, **PERSIST))
         with sel[1]:
             clamp(TF_HEAD, -1, cross.n_heads - 1)
-            head = int(st.selectbox("Head", range(-1, cross.n_heads), key=TF_HEAD, **PERSIST,
-                                    format_func=lambda h: "average" if h < 0 else f"head {h}"))  # fmt: skip
+            head = int(
+                st.selectbox(
+                    "Head",
+                    range(-1, cross.n_heads),
+                    key=TF_HEAD,
+                    **PERSIST,
+                    format_func=lambda h: "average" if h < 0 else f"head {h}",
+                )
+            )
         weights = cross.pattern(layer).mean(axis=0) if head < 0 else cross.pattern(layer, head)
         finished = not any("did not end" in n for n in s2s.notices)
         top = float(weights.max())
         title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
-        fig = alignment_map(weights, transformer_rows(cross.tokens.strings, finished), list(cross.key_tokens.strings),
-                            title=title, meta=Bahdanau.cmp_transformer, height=420, compact=True, zmax=top)
+        fig = alignment_map(
+            weights,
+            transformer_rows(cross.tokens.strings, finished),
+            list(cross.key_tokens.strings),
+            title=title,
+            meta=Bahdanau.cmp_transformer,
+            height=420,
+            compact=True,
+            zmax=top,
+        )
         show_chart(fig, key=Bahdanau.cmp_transformer)
         st.caption(f"Output: {md(s2s.output_text)} · white = weight {top:.2f}")
     st.caption(
@@ -175,9 +247,11 @@ def show_compare(text: str) -> None:
 
 def main() -> None:
     st.title("Bahdanau attention")
-    st.write("A recurrent translator writes French one word at a time. Before each word it scores every English "
-             "word, turns the scores into weights with a softmax and reads their weighted sum (Bahdanau, Cho & Bengio, "
-             "2015). Type a sentence of the toy grammar and watch where it looks.")  # fmt: skip
+    st.write(
+        "A recurrent translator writes French one word at a time. Before each word it scores every English "
+        "word, turns the scores into weights with a softmax and reads their weighted sum (Bahdanau, Cho & Bengio, "
+        "2015). Type a sentence of the toy grammar and watch where it looks."
+    )
     text, variant = inputs()
     if not text.strip():
         st.info("Type an English sentence of the toy grammar (or a date) to translate, or pick an example.")

@@ -44,8 +44,11 @@ def _defaults() -> None:
             st.session_state[key] = value
     choices = {**Captions.OPTIONS, Captions.count: (1, 2)}
     for i, (shape, colour, size, row, col) in enumerate(Captions.DRAWING):
-        for prefix, value, options in ((Captions.shape, shape, SHAPES), (Captions.colour, colour, COLOURS),
-                                       (Captions.size, size, SIZES)):  # fmt: skip
+        for prefix, value, options in (
+            (Captions.shape, shape, SHAPES),
+            (Captions.colour, colour, COLOURS),
+            (Captions.size, size, SIZES),
+        ):
             st.session_state.setdefault(f"{prefix}{i}", value)
             choices[f"{prefix}{i}"] = options
         for prefix, value in ((Captions.row, row), (Captions.col, col)):
@@ -82,8 +85,10 @@ def draw_controls() -> tuple[tuple[services.DrawnObject, ...], bool]:
             col = bounded(st.session_state.get(f"{Captions.col}{i}"), 0, SIDE - 1)
             objects.append(services.DrawnObject(shape, colour, size, row, col))
     st.checkbox("Textured background", key=Captions.textured, **PERSIST)
-    st.caption("Shapes near an edge are moved in until they fit. Two objects need a clear relation: one clearly "
-               "above, below, left or right of the other, not overlapping.")
+    st.caption(
+        "Shapes near an edge are moved in until they fit. Two objects need a clear relation: one clearly "
+        "above, below, left or right of the other, not overlapping."
+    )
     return tuple(objects), bool(st.session_state.get(Captions.textured))
 
 
@@ -95,17 +100,34 @@ def pick_picture(pretrained: bool = False) -> tuple[services.CaptionRequest | No
     if source == "scene":
         last = services.HELD_OUT_SCENES - 1
         clamp(Captions.scene, 0, last)
-        st.number_input("Held-out scene number", min_value=0, max_value=last, step=1, key=Captions.scene, **PERSIST,
-                        help=f"The {last + 1} scenes the captioner's card was measured on; it never trained on them.")
+        st.number_input(
+            "Held-out scene number",
+            min_value=0,
+            max_value=last,
+            step=1,
+            key=Captions.scene,
+            **PERSIST,
+            help=f"The {last + 1} scenes the captioner's card was measured on; it never trained on them.",
+        )
         return services.CaptionRequest(source="scene", scene=bounded(st.session_state.get(Captions.scene), 0, last)), ()
     if source == "draw":
         objects, textured = draw_controls()
         return services.CaptionRequest(source="draw", drawing=objects, textured=textured), ()
-    upload = st.file_uploader("Your picture", type=UPLOAD_TYPES, key=Captions.upload,
-                              help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.")
+    upload = st.file_uploader(
+        "Your picture",
+        type=UPLOAD_TYPES,
+        key=Captions.upload,
+        help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.",
+    )
     if upload is None:
-        st.info("Choose a picture file to see what the captioner writes and where it looks." + (
-            "" if pretrained else " It only ever saw flat shapes on a light background, so draw a few on a plain page."))
+        st.info(
+            "Choose a picture file to see what the captioner writes and where it looks."
+            + (
+                ""
+                if pretrained
+                else " It only ever saw flat shapes on a light background, so draw a few on a plain page."
+            )
+        )
         return None, ()
     try:
         side = services.PRETRAINED_UPLOAD_SIZE if pretrained else services.CAPTION_IMAGE_SIZE
@@ -118,9 +140,16 @@ def pick_picture(pretrained: bool = False) -> tuple[services.CaptionRequest | No
 
 def pick_decoding() -> int:
     """Greedy or beam search; returns the beam width (1: greedy)."""
-    st.radio("Decoding", list(SEARCHES), format_func=SEARCHES.get, key=Captions.search, horizontal=True, **PERSIST,
-             help="Greedy writes the most probable word at every step. Beam search keeps the best few partial "
-                  "captions and returns the most probable whole caption.")  # fmt: skip
+    st.radio(
+        "Decoding",
+        list(SEARCHES),
+        format_func=SEARCHES.get,
+        key=Captions.search,
+        horizontal=True,
+        **PERSIST,
+        help="Greedy writes the most probable word at every step. Beam search keeps the best few partial "
+        "captions and returns the most probable whole caption.",
+    )
     if _option(Captions.search, SEARCHES) == "greedy":
         return 1
     clamp(Captions.beam, 2, services.CAPTION_MAX_BEAM)
@@ -134,14 +163,24 @@ def pick_model_id() -> str:
     if st.session_state.get(Captions.model) not in ids:
         st.session_state[Captions.model] = ids[0]
     labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
-    st.selectbox("Model", ids, format_func=lambda i: labels.get(i, i), key=Captions.model, **PERSIST,
-                 help="The scene captioner, trained here on generated scenes: a small conv-net gives an 8×8 grid of "
-                      "features and an LSTM writes the caption, attending over the grid before every word. Pretrained "
-                      "captioners from the Hub write with a transformer decoder that attends over the picture's "
-                      "patches.")  # fmt: skip
-    custom = typed_model_field(Captions.hub_id, "A pretrained captioner", "e.g. Salesforce/blip-image-captioning-base",
-                               f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 "
-                               "decoder (VisionEncoderDecoder), or BLIP's captioner.")  # fmt: skip
+    st.selectbox(
+        "Model",
+        ids,
+        format_func=lambda i: labels.get(i, i),
+        key=Captions.model,
+        **PERSIST,
+        help="The scene captioner, trained here on generated scenes: a small conv-net gives an 8×8 grid of "
+        "features and an LSTM writes the caption, attending over the grid before every word. Pretrained "
+        "captioners from the Hub write with a transformer decoder that attends over the picture's "
+        "patches.",
+    )
+    custom = typed_model_field(
+        Captions.hub_id,
+        "A pretrained captioner",
+        "e.g. Salesforce/blip-image-captioning-base",
+        f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 "
+        "decoder (VisionEncoderDecoder), or BLIP's captioner.",
+    )
     return custom or st.session_state[Captions.model]
 
 
@@ -154,11 +193,21 @@ def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
         st.session_state[Captions.head] = Captions.MEAN_HEADS
     left, right = st.columns(2)
     with left:
-        st.selectbox("Decoder layer", list(range(layers)), key=Captions.layer, **PERSIST,
-                     help="Every decoder layer has its own cross-attention over the picture's patches.")
+        st.selectbox(
+            "Decoder layer",
+            list(range(layers)),
+            key=Captions.layer,
+            **PERSIST,
+            help="Every decoder layer has its own cross-attention over the picture's patches.",
+        )
     with right:
-        st.selectbox("Head", options, key=Captions.head, **PERSIST,
-                     format_func=lambda h: "mean over heads" if h == Captions.MEAN_HEADS else f"head {h}")
+        st.selectbox(
+            "Head",
+            options,
+            key=Captions.head,
+            **PERSIST,
+            format_func=lambda h: "mean over heads" if h == Captions.MEAN_HEADS else f"head {h}",
+        )
     head = st.session_state[Captions.head]
     return st.session_state[Captions.layer], None if head == Captions.MEAN_HEADS else head
 
@@ -171,12 +220,16 @@ def show_caption(trace, picture, cell_px: int) -> None:
     how = "greedy decoding" if trace.beam == 1 else f"the best of a beam of {trace.beam}"
     shown, words = side_by_side([2, 3])
     with shown:
-        show_chart(picture_with_boxes(picture.image, picture.boxes, cell_px, title="What the model reads"),
-                   key=Captions.picture)  # fmt: skip
+        show_chart(
+            picture_with_boxes(picture.image, picture.boxes, cell_px, title="What the model reads"),
+            key=Captions.picture,
+        )
         boxes = " Dotted: the objects' true boxes." if picture.boxes else ""
-        st.caption(f"{picture.described[:1].upper() + picture.described[1:]}, {picture.image.shape[0]}×"
-                   f"{picture.image.shape[1]} pixels, and the {picture.image.shape[0] // cell_px}×"
-                   f"{picture.image.shape[0] // cell_px} grid of cells the model attends over.{boxes}")
+        st.caption(
+            f"{picture.described[:1].upper() + picture.described[1:]}, {picture.image.shape[0]}×"
+            f"{picture.image.shape[1]} pixels, and the {picture.image.shape[0] // cell_px}×"
+            f"{picture.image.shape[0] // cell_px} grid of cells the model attends over.{boxes}"
+        )
     with words:
         st.markdown(f"**The model writes** ({how})\n\n> {md(trace.caption) or '(nothing)'}")
         st.caption(f"log-probability {trace.log_prob:.2f}")
@@ -202,13 +255,20 @@ def show_words(image: np.ndarray, view) -> int:
     clamp(Captions.word, 0, n - 1)
     word = bounded(st.session_state.get(Captions.word), 0, n - 1)
     show_chart(word_panels(image, view, selected=word), key=Captions.panels)
-    sums = ("each map sums to 1" if view.rest is None else
-            "each map sums to 1 less the word's weight on [CLS]")  # fmt: skip
-    st.caption("One picture per written word, in the caption's order: the brighter a cell, the more weight α the "
-               f"model put on it just before writing that word ({sums}; each on its own colour scale, so "
-               "compare where, not how bright). ▶ marks the word chosen below.")
-    st.select_slider("Word", list(range(n)), format_func=lambda t: view.labels[t], key=Captions.word, **PERSIST,
-                     help="Step through the caption one written word at a time.")
+    sums = "each map sums to 1" if view.rest is None else "each map sums to 1 less the word's weight on [CLS]"
+    st.caption(
+        "One picture per written word, in the caption's order: the brighter a cell, the more weight α the "
+        f"model put on it just before writing that word ({sums}; each on its own colour scale, so "
+        "compare where, not how bright). ▶ marks the word chosen below."
+    )
+    st.select_slider(
+        "Word",
+        list(range(n)),
+        format_func=lambda t: view.labels[t],
+        key=Captions.word,
+        **PERSIST,
+        help="Step through the caption one written word at a time.",
+    )
     word = bounded(st.session_state.get(Captions.word), 0, n - 1)
     apply_click(view)
     cells = view.grid * view.grid
@@ -218,22 +278,28 @@ def show_words(image: np.ndarray, view) -> int:
     with left:
         show_chart(word_map(image, view, word, cell), key=Captions.large, on_select="rerun", selection_mode="points")
         r, c = view.cell(view.peaks[word])
-        st.caption(f"Where the model looks before writing “{md(view.words[word])}”: α over the {view.grid}×{view.grid} "
-                   f"grid, each {'cell' if view.rest is None else 'patch'} {view.cell_px}×{view.cell_px} pixels of "
-                   "the picture. Its peak is cell "
-                   f"{view.peaks[word]} (row {r}, column {c}, α = {float(view.alphas[word, r, c]):.3f}). The outlined "
-                   "cell is the one whose numbers are listed below: click a cell to choose it.")
+        st.caption(
+            f"Where the model looks before writing “{md(view.words[word])}”: α over the {view.grid}×{view.grid} "
+            f"grid, each {'cell' if view.rest is None else 'patch'} {view.cell_px}×{view.cell_px} pixels of "
+            "the picture. Its peak is cell "
+            f"{view.peaks[word]} (row {r}, column {c}, α = {float(view.alphas[word, r, c]):.3f}). The outlined "
+            "cell is the one whose numbers are listed below: click a cell to choose it."
+        )
     with right:
         if view.betas is None:  # a pretrained captioner: no gate; what its row leaves off the patches
             show_chart(cls_bars(view, word), key=Captions.betas)
-            st.caption("The part of each word's cross-attention on [CLS], the image encoder's summary token, "
-                       "rather than on any one patch: the maps show the rest. The chosen word is orange; hover for "
-                       "its largest patch weight.")
+            st.caption(
+                "The part of each word's cross-attention on [CLS], the image encoder's summary token, "
+                "rather than on any one patch: the maps show the rest. The chosen word is orange; hover for "
+                "its largest patch weight."
+            )
             return word
         show_chart(beta_bars(view, word), key=Captions.betas)
-        st.caption("β = σ(f_β(h)) gates the attended picture before the LSTM reads it: near 1 the word is written "
-                   "with what the map picks out, near 0 from the sentence so far alone. Compare the grammar words "
-                   "(“a”, “of”) with the colour and shape words. The chosen word is orange; hover for its largest α.")
+        st.caption(
+            "β = σ(f_β(h)) gates the attended picture before the LSTM reads it: near 1 the word is written "
+            "with what the map picks out, near 0 from the sentence so far alone. Compare the grammar words "
+            "(“a”, “of”) with the colour and shape words. The chosen word is orange; hover for its largest α."
+        )
     return word
 
 
@@ -244,24 +310,46 @@ def show_cell_numbers(view, word: int) -> None:
     r, c = view.cell(cell)
     left, right = st.columns([2, 3])
     with left:
-        st.number_input("Grid cell (or click one on the map)", min_value=0, max_value=cells - 1, step=1,
-                        key=Captions.cell, **PERSIST)  # fmt: skip
+        st.number_input(
+            "Grid cell (or click one on the map)",
+            min_value=0,
+            max_value=cells - 1,
+            step=1,
+            key=Captions.cell,
+            **PERSIST,
+        )
         last = ("β", view.betas) if view.betas is not None else ("α on [CLS]", view.rest)
-        st.dataframe(pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), last[0]: last[1]}),
-                     hide_index=True, key=Captions.cell_words,
-                     column_config={name: st.column_config.NumberColumn(format="%.4f") for name in ("α at this cell", last[0])})  # fmt: skip
-        st.caption(f"Cell {cell} is row {r}, column {c} (pixels {r * view.cell_px}–{(r + 1) * view.cell_px - 1} down, "
-                   f"{c * view.cell_px}–{(c + 1) * view.cell_px - 1} across): how much each word's step looked at it.")
+        st.dataframe(
+            pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), last[0]: last[1]}),
+            hide_index=True,
+            key=Captions.cell_words,
+            column_config={name: st.column_config.NumberColumn(format="%.4f") for name in ("α at this cell", last[0])},
+        )
+        st.caption(
+            f"Cell {cell} is row {r}, column {c} (pixels {r * view.cell_px}–{(r + 1) * view.cell_px - 1} down, "
+            f"{c * view.cell_px}–{(c + 1) * view.cell_px - 1} across): how much each word's step looked at it."
+        )
     with right:
-        table = pd.DataFrame(view.alphas[word], index=[f"row {i}" for i in range(view.grid)],
-                             columns=[f"col {j}" for j in range(view.grid)])  # fmt: skip
-        st.dataframe(table, key=Captions.cell_table,
-                     column_config={col: st.column_config.NumberColumn(format="%.3f") for col in table.columns})
+        table = pd.DataFrame(
+            view.alphas[word],
+            index=[f"row {i}" for i in range(view.grid)],
+            columns=[f"col {j}" for j in range(view.grid)],
+        )
+        st.dataframe(
+            table,
+            key=Captions.cell_table,
+            column_config={col: st.column_config.NumberColumn(format="%.3f") for col in table.columns},
+        )
         sums = "they sum to 1" if view.rest is None else f"with {float(view.rest[word]):.4f} on [CLS] they sum to 1"
         st.caption(f"α of “{md(view.words[word])}” in every cell (the large map's numbers; {sums}).")
-        st.download_button("Download this map as CSV", lambda: table.to_csv(float_format="%.6f").encode("utf-8"),
-                           key=Captions.csv, file_name=f"caption_word{word}_alpha.csv", mime="text/csv",
-                           icon=":material/download:")  # fmt: skip
+        st.download_button(
+            "Download this map as CSV",
+            lambda: table.to_csv(float_format="%.6f").encode("utf-8"),
+            key=Captions.csv,
+            file_name=f"caption_word{word}_alpha.csv",
+            mime="text/csv",
+            icon=":material/download:",
+        )
 
 
 def caption_section(model_id: str, pretrained: bool = False) -> None:
@@ -296,12 +384,16 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
         st.info("\n".join(f"- {md(notice)}" for notice in notices))
     if shape is not None:
         which = "the mean over its heads" if head is None else f"head {head}"
-        st.caption(f"Decoder layer {layer}, {which}: each written word's row of cross-attention over [CLS] and the "
-                   f"{view.grid}×{view.grid} patches of the image encoder (softmax(q·k·scale), teacher-forced on the "
-                   "written words).")
+        st.caption(
+            f"Decoder layer {layer}, {which}: each written word's row of cross-attention over [CLS] and the "
+            f"{view.grid}×{view.grid} patches of the image encoder (softmax(q·k·scale), teacher-forced on the "
+            "written words)."
+        )
     elif request.source == "upload":
-        st.warning("The captioner only learned flat circles, squares and triangles in four colours on a light "
-                   "background, so for other pictures its caption is a guess. Where it looks is still worth seeing.")
+        st.warning(
+            "The captioner only learned flat circles, squares and triangles in four colours on a light "
+            "background, so for other pictures its caption is a guess. Where it looks is still worth seeing."
+        )
     show_caption(trace, picture, view.cell_px)
     word = show_words(picture.image, view)
     st.subheader("The numbers of one cell")
@@ -321,8 +413,10 @@ def _open_mistake(scene: int) -> None:
 
 def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     if pretrained:
-        st.info("The mistakes view needs the held-out scenes' grammar captions, which only the scene captioner was "
-                "trained to write: pick it as the model to see them.")
+        st.info(
+            "The mistakes view needs the held-out scenes' grammar captions, which only the scene captioner was "
+            "trained to write: pick it as the model to see them."
+        )
         return
     try:
         with st.spinner(f"Captioning the {services.HELD_OUT_SCENES} held-out scenes…"):
@@ -331,19 +425,33 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
         show_error(err)
         return
     n = services.HELD_OUT_SCENES
-    st.write(f"Greedy decoding gets **{n - len(mistakes)} of {n}** held-out scenes exactly right. Here are the other "
-             f"{len(mistakes)}, with where the model looked while it wrote the wrong caption.")
+    st.write(
+        f"Greedy decoding gets **{n - len(mistakes)} of {n}** held-out scenes exactly right. Here are the other "
+        f"{len(mistakes)}, with where the model looked while it wrote the wrong caption."
+    )
     if not mistakes:
         st.info("No mistakes to show: every held-out caption is right.")
         return
-    table = pd.DataFrame({"scene": [m.scene for m in mistakes], "reference": [m.reference for m in mistakes],
-                          "written": [m.written for m in mistakes]})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "scene": [m.scene for m in mistakes],
+            "reference": [m.reference for m in mistakes],
+            "written": [m.written for m in mistakes],
+        }
+    )
     st.dataframe(table, hide_index=True, key=Captions.mistakes, height=240)
-    st.caption("Held-out scenes (never trained on) whose greedy caption differs from the grammar's: the scene "
-               "number, the true caption and the written one.")
+    st.caption(
+        "Held-out scenes (never trained on) whose greedy caption differs from the grammar's: the scene "
+        "number, the true caption and the written one."
+    )
     clamp(Captions.mistake, 0, len(mistakes) - 1)
-    st.selectbox("Look at", list(range(len(mistakes))), key=Captions.mistake, **PERSIST,
-                 format_func=lambda i: f"scene {mistakes[i].scene}: {mistakes[i].written}")
+    st.selectbox(
+        "Look at",
+        list(range(len(mistakes))),
+        key=Captions.mistake,
+        **PERSIST,
+        format_func=lambda i: f"scene {mistakes[i].scene}: {mistakes[i].written}",
+    )
     chosen = mistakes[bounded(st.session_state.get(Captions.mistake), 0, len(mistakes) - 1)]
     request = services.CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
     try:
@@ -356,16 +464,25 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     st.markdown(f"**Reference**: {md(chosen.reference)}  \n**Written**: :red[{md(chosen.written)}]")
     left, right = side_by_side([1, 3])
     with left:
-        show_chart(picture_with_boxes(picture.image, picture.boxes, view.cell_px, title=f"Scene {chosen.scene}"),
-                   key=Captions.mistake_picture)
+        show_chart(
+            picture_with_boxes(picture.image, picture.boxes, view.cell_px, title=f"Scene {chosen.scene}"),
+            key=Captions.mistake_picture,
+        )
         st.caption("The scene with its objects' true boxes (dotted) and the 8×8 attention grid.")
     with right:
         show_chart(word_panels(picture.image, view), key=Captions.mistake_panels)
-        st.caption("Where the model looked for each word it wrote (each map on its own colour scale). At the wrong "
-                   "word, does its map sit on the other object, spread out over the background, or on the right "
-                   "object after all (then the mistake is not in where it looked)?")
-    st.button("Open this scene in the captioner", key=Captions.open_mistake, on_click=_open_mistake,
-              args=(chosen.scene,), icon=":material/open_in_new:")
+        st.caption(
+            "Where the model looked for each word it wrote (each map on its own colour scale). At the wrong "
+            "word, does its map sit on the other object, spread out over the background, or on the right "
+            "object after all (then the mistake is not in where it looked)?"
+        )
+    st.button(
+        "Open this scene in the captioner",
+        key=Captions.open_mistake,
+        on_click=_open_mistake,
+        args=(chosen.scene,),
+        icon=":material/open_in_new:",
+    )
 
 
 # ---------------------------------------------------------------- page
@@ -374,13 +491,21 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
 def main() -> None:
     _defaults()
     st.title("Captions")
-    st.write("An image captioner in the style of *Show, Attend and Tell* (Xu et al., 2015) writes a caption one word at "
-             "a time, and before every word it looks over the picture: a small conv-net cuts it into an 8×8 grid of "
-             "feature vectors, and the LSTM decoder gives each cell a weight α (a softmax: they sum to 1).")
-    open_page("bahdanau.py", "The same additive attention over a source sentence: the Bahdanau page",
-              {Bahdanau.text: BAHDANAU_SENTENCE}, icon=":material/translate:")
-    st.caption("e(t, i) = vᵀ tanh(W h(t−1) + U a(i)), α(t, ·) = softmax(e(t, ·)): Bahdanau's translator scores every "
-               "English word's encoder state this way; here the “source” is the grid of picture cells.")
+    st.write(
+        "An image captioner in the style of *Show, Attend and Tell* (Xu et al., 2015) writes a caption one word at "
+        "a time, and before every word it looks over the picture: a small conv-net cuts it into an 8×8 grid of "
+        "feature vectors, and the LSTM decoder gives each cell a weight α (a softmax: they sum to 1)."
+    )
+    open_page(
+        "bahdanau.py",
+        "The same additive attention over a source sentence: the Bahdanau page",
+        {Bahdanau.text: BAHDANAU_SENTENCE},
+        icon=":material/translate:",
+    )
+    st.caption(
+        "e(t, i) = vᵀ tanh(W h(t−1) + U a(i)), α(t, ·) = softmax(e(t, ·)): Bahdanau's translator scores every "
+        "English word's encoder state this way; here the “source” is the grid of picture cells."
+    )
     top_left, top_right = st.columns([3, 2])
     with top_left:
         st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, horizontal=True, **PERSIST)

@@ -66,8 +66,10 @@ def _keep_teacher(code: str, token: str) -> None:
 
 
 def _start() -> None:
-    st.write("Start a class and your students join with a six-letter code, a link or a QR code: no accounts, no "
-             "names. Then push questions to every student's screen and watch the answers come in.")  # fmt: skip
+    st.write(
+        "Start a class and your students join with a six-letter code, a link or a QR code: no accounts, no "
+        "names. Then push questions to every student's screen and watch the answers come in."
+    )
     if st.button("Start a class", type="primary", icon=":material/groups:", key=ROOM.start):
         try:
             room, token = services.class_store().create_room(services.browser_id())
@@ -117,8 +119,13 @@ def _live(code: str, token: str) -> None:
             if question.answer is not None:
                 st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
         else:  # a callback: it runs before the fragment draws again, which then shows the answer
-            st.button("Reveal the answer", key=f"{ROOM.reveal}{question.id}", type="primary", on_click=_reveal,
-                      args=(code, token, question.id))  # fmt: skip
+            st.button(
+                "Reveal the answer",
+                key=f"{ROOM.reveal}{question.id}",
+                type="primary",
+                on_click=_reveal,
+                args=(code, token, question.id),
+            )
         if problem := st.session_state.pop(ROOM.reveal_error, None):
             show_error(problem)
 
@@ -158,8 +165,12 @@ def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
     """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
     labels = _labels(question)
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
-    fig.update_layout(height=80 + 28 * len(labels) + (30 if title else 0), margin=dict(l=10, r=10, t=40 if title else 10, b=30),
-                      title=dict(text=title) if title else None, yaxis=dict(autorange="reversed", type="category"))  # fmt: skip
+    fig.update_layout(
+        height=80 + 28 * len(labels) + (30 if title else 0),
+        margin=dict(l=10, r=10, t=40 if title else 10, b=30),
+        title=dict(text=title) if title else None,
+        yaxis=dict(autorange="reversed", type="category"),
+    )
     return fig
 
 
@@ -167,7 +178,9 @@ def _distribution(question, counts: list[int], key: str, title: str = "") -> Non
     right = question.answer if question.revealed else None
     colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(counts))]
     fig = _bars(counts, question, colours, title, "%{y}: %{x}<extra></extra>")
-    fig.update_layout(xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None))
+    fig.update_layout(
+        xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
+    )
     show_chart(fig, key=key, width="stretch")
 
 
@@ -203,9 +216,15 @@ def _history(code: str) -> None:
 
 def _push_choice(code: str, token: str) -> None:
     with st.form("class_choice_form", clear_on_submit=False):
-        prompt = st.text_input("Question", max_chars=300, key=ROOM.q_prompt, placeholder="Which vector does a query get compared with?")
-        options = st.text_area("Options, one per line (2 to 8)", key=ROOM.q_options, placeholder="the keys\nthe values\nthe queries")
-        right = st.number_input("Number of the right option (0: none)", min_value=0, max_value=8, value=0, key=ROOM.q_right)
+        prompt = st.text_input(
+            "Question", max_chars=300, key=ROOM.q_prompt, placeholder="Which vector does a query get compared with?"
+        )
+        options = st.text_area(
+            "Options, one per line (2 to 8)", key=ROOM.q_options, placeholder="the keys\nthe values\nthe queries"
+        )
+        right = st.number_input(
+            "Number of the right option (0: none)", min_value=0, max_value=8, value=0, key=ROOM.q_right
+        )
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_choice):
             lines = [line for line in options.splitlines() if line.strip()]
             answer = int(right) - 1 if right else None
@@ -220,8 +239,10 @@ def _push_predict(code: str, token: str) -> None:
         layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key=ROOM.p_layer)
         head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key=ROOM.p_head)
         word = cols[2].text_input("From the token", value=PREDICT_DEFAULT[3], max_chars=40, key=ROOM.p_word)
-        st.caption("Students pick the token they think this head looks at most from that token; the answer is read "
-                   "from the model when you push the question.")  # fmt: skip
+        st.caption(
+            "Students pick the token they think this head looks at most from that token; the answer is read "
+            "from the model when you push the question."
+        )
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict):
             try:
                 asked = services.predict_question(model, text, int(layer), int(head), word)
@@ -241,8 +262,10 @@ def _push_head(code: str, token: str) -> None:
         cols = st.columns(2)
         layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key=ROOM.h_layer)
         head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key=ROOM.h_head)
-        st.caption(f"Students see this head's map of the sentence (not its name) and pick it among {services.HEAD_CHOICES} "
-                   "heads of the same model; the map is read from the model when you push the question.")
+        st.caption(
+            f"Students see this head's map of the sentence (not its name) and pick it among {services.HEAD_CHOICES} "
+            "heads of the same model; the map is read from the model when you push the question."
+        )
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_head):
             try:
                 asked = services.head_question(model, text, int(layer), int(head))

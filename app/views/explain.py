@@ -59,51 +59,81 @@ def controls() -> services.ExplainRequest:
     """The prediction and the methods' settings as one request."""
     models = list(services.EXPLAIN_MODELS)
     _choice(E.model, models, E.DEFAULTS[E.model])
-    model_id = st.radio("What to explain", models, format_func=lambda m: services.EXPLAIN_MODELS[m], key=E.model,
-                        horizontal=True, help="Three models, three kinds of output.")  # fmt: skip
+    model_id = st.radio(
+        "What to explain",
+        models,
+        format_func=lambda m: services.EXPLAIN_MODELS[m],
+        key=E.model,
+        horizontal=True,
+        help="Three models, three kinds of output.",
+    )
     index = models.index(model_id)
     text_key = f"{E.text}{index}"
     st.session_state.setdefault(text_key, services.EXPLAIN_EXAMPLES[model_id])
     label = "Text with [MASK]" if model_id == "tiny-bert-stories" else "Text"
-    helps = {"tiny-gpt-stories": "Our GPT predicts the word after this text; it knows the words of simple stories.",
-             "tiny-bert-stories": "Our BERT fills the first [MASK]; it knows the words of simple stories.",
-             "minilm": "MiniLM turns the text into one vector (the mean of its last layer, normalised)."}  # fmt: skip
+    helps = {
+        "tiny-gpt-stories": "Our GPT predicts the word after this text; it knows the words of simple stories.",
+        "tiny-bert-stories": "Our BERT fills the first [MASK]; it knows the words of simple stories.",
+        "minilm": "MiniLM turns the text into one vector (the mean of its last layer, normalised).",
+    }
     text = st.text_input(label, key=text_key, max_chars=300, help=helps[model_id]) or ""
     reference = ""
     if model_id == "minilm":
         st.session_state.setdefault(E.reference, services.EXPLAIN_REFERENCE)
-        reference = st.text_input("Reference sentence", key=E.reference, max_chars=300,
-                                  help="The number explained is the cosine similarity of the two embeddings.") or ""
+        reference = (
+            st.text_input(
+                "Reference sentence",
+                key=E.reference,
+                max_chars=300,
+                help="The number explained is the cosine similarity of the two embeddings.",
+            )
+            or ""
+        )
     with st.expander("Settings of the methods"):
         left, middle, right = st.columns(3)
         with left:
             clamp(E.steps, 4, 128)
-            steps = st.slider("Integrated gradients: steps", 4, 128, step=4, key=E.steps,
-                              help="Points on the path from the baseline to the input; more steps, smaller gap.")
+            steps = st.slider(
+                "Integrated gradients: steps",
+                4,
+                128,
+                step=4,
+                key=E.steps,
+                help="Points on the path from the baseline to the input; more steps, smaller gap.",
+            )
         with middle:
             _choice(E.baseline, BASELINES, "zero")
-            baseline = st.radio("Integrated gradients: baseline", list(BASELINES), format_func=BASELINES.get,
-                                key=E.baseline)  # fmt: skip
+            baseline = st.radio(
+                "Integrated gradients: baseline", list(BASELINES), format_func=BASELINES.get, key=E.baseline
+            )
         with right:
             _choice(E.loo, LOO, "remove")
             loo = st.radio("Leave-one-out", list(LOO), format_func=LOO.get, key=E.loo)
-        st.checkbox("Rank special tokens too (`[CLS]`, `[SEP]`, `<bos>`)", key=E.special,
-                    help="They often draw much attention without carrying a word; left out of the rankings by default.")
+        st.checkbox(
+            "Rank special tokens too (`[CLS]`, `[SEP]`, `<bos>`)",
+            key=E.special,
+            help="They often draw much attention without carrying a word; left out of the rankings by default.",
+        )
     set_source(model_id, text)
-    return services.ExplainRequest(model_id, text, reference, services.EXPLAIN_MAX_TOKENS,
-                                   bounded(steps, 4, 128), baseline, loo)  # fmt: skip
+    return services.ExplainRequest(
+        model_id, text, reference, services.EXPLAIN_MAX_TOKENS, bounded(steps, 4, 128), baseline, loo
+    )
 
 
 def show_prediction(pred) -> None:
     for notice in pred.notices:
         st.info(md(notice))
     if pred.task == "embedding":
-        st.markdown(f"**Explained:** the cosine similarity of the text's sentence embedding with the reference's: "
-                    f"**{pred.value:.3f}**.")  # fmt: skip
+        st.markdown(
+            f"**Explained:** the cosine similarity of the text's sentence embedding with the reference's: "
+            f"**{pred.value:.3f}**."
+        )
         return
     where = "next" if pred.task == "next-token" else f"for the blank at position {pred.position}"
-    st.markdown(f"The model predicts {quoted(pred.target)} {where} with probability **{pred.probability:.1%}**. "
-                f"**Explained:** its log-probability, f = {pred.value:.3f}.")  # fmt: skip
+    st.markdown(
+        f"The model predicts {quoted(pred.target)} {where} with probability **{pred.probability:.1%}**. "
+        f"**Explained:** its log-probability, f = {pred.value:.3f}."
+    )
 
 
 def importances(request: services.ExplainRequest) -> dict:
@@ -113,6 +143,7 @@ def importances(request: services.ExplainRequest) -> dict:
     bar = st.progress(0.0, text="Computing the importances…") if todo else None
     results = {}
     for i, (method, label) in enumerate(methods.items()):
+
         def step(share: float, i: int = i, label: str = label) -> None:
             bar.progress(min(1.0, (i + share) / len(methods)), text=f"{label}…")
 
@@ -129,23 +160,34 @@ def show_importances(pred, results: dict) -> None:
     tokens = list(pred.tokens.strings)
     labels = list(methods.values())
     show_chart(importance_heatmap(tokens, labels, [r.scores for r in results.values()]), key=E.heat)
-    st.caption("Each row is one method, divided by its largest score so that all share one colour scale (hover for "
-               "the raw number). Blue: the token raises the explained number, red: it lowers it; the three attention "
-               "readings are never negative. An empty cell is not scored (the blank being filled).")  # fmt: skip
+    st.caption(
+        "Each row is one method, divided by its largest score so that all share one colour scale (hover for "
+        "the raw number). Blue: the token raises the explained number, red: it lowers it; the three attention "
+        "readings are never negative. An empty cell is not scored (the blank being filled)."
+    )
     items = list(results.items())
     for start in range(0, len(items), 3):
-        for column, (method, result) in zip(side_by_side(3), items[start:start + 3]):
+        for column, (method, result) in zip(side_by_side(3), items[start : start + 3]):
             with column:
                 show_chart(importance_bars(tokens, result.scores, methods[method]), key=f"{E.bars}{method}")
     ig = results["integrated_gradients"]
-    st.caption(f"Integrated gradients' completeness check ({ig.steps} steps): f(input) − f(baseline) = "
-               f"{ig.f_input:.4f} − {ig.f_baseline:.4f} = {ig.f_input - ig.f_baseline:.4f}; the scores add up to "
-               f"{ig.f_input - ig.f_baseline - ig.gap:.4f}; gap {ig.gap:+.2e}. More steps shrink the gap.")  # fmt: skip
-    frame = pd.DataFrame({"position": range(len(tokens)), "token": tokens,
-                          **{methods[m]: r.scores for m, r in results.items()}})  # fmt: skip
-    st.download_button("Download the scores as CSV", lambda: frame.to_csv(index=False).encode("utf-8"),
-                       file_name="importances.csv", mime="text/csv", icon=":material/download:", key=E.csv,
-                       on_click="ignore")  # fmt: skip
+    st.caption(
+        f"Integrated gradients' completeness check ({ig.steps} steps): f(input) − f(baseline) = "
+        f"{ig.f_input:.4f} − {ig.f_baseline:.4f} = {ig.f_input - ig.f_baseline:.4f}; the scores add up to "
+        f"{ig.f_input - ig.f_baseline - ig.gap:.4f}; gap {ig.gap:+.2e}. More steps shrink the gap."
+    )
+    frame = pd.DataFrame(
+        {"position": range(len(tokens)), "token": tokens, **{methods[m]: r.scores for m, r in results.items()}}
+    )
+    st.download_button(
+        "Download the scores as CSV",
+        lambda: frame.to_csv(index=False).encode("utf-8"),
+        file_name="importances.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key=E.csv,
+        on_click="ignore",
+    )
 
 
 def show_agreement(request: services.ExplainRequest) -> None:
@@ -157,15 +199,19 @@ def show_agreement(request: services.ExplainRequest) -> None:
         show_chart(agreement_heatmap(agree.spearman, labels, "Spearman's ρ of the rankings"), key=E.rho)
     with right:
         show_chart(agreement_heatmap(agree.kendall, labels, "Kendall's τ_b of the rankings"), key=E.tau)
-    st.caption(f"Rank correlations over {len(agree.compared)} tokens: 1 = the same order, 0 = unrelated, −1 = reversed "
-               "(empty: a method gave every token the same score). Signed scores are ranked by size: a token that "
-               "pushes the output down strongly matters as much as one that pushes it up.")  # fmt: skip
+    st.caption(
+        f"Rank correlations over {len(agree.compared)} tokens: 1 = the same order, 0 = unrelated, −1 = reversed "
+        "(empty: a method gave every token the same score). Signed scores are ranked by size: a token that "
+        "pushes the output down strongly matters as much as one that pushes it up."
+    )
 
 
 def show_swap(request: services.ExplainRequest, pred) -> None:
     st.subheader("Jain & Wallace's test: other attention, same prediction?")
-    st.write("Replace one head's attention (or a whole layer's) in the forward pass and watch the output. If attention "
-             "explained the prediction, shuffled or very different weights should change it.")  # fmt: skip
+    st.write(
+        "Replace one head's attention (or a whole layer's) in the forward pass and watch the output. If attention "
+        "explained the prediction, shuffled or very different weights should change it."
+    )
     n_layers, n_heads = services.explain_layout(request.model_id)
     st.session_state.setdefault(E.layer, n_layers - 1)
     clamp(E.layer, 0, n_layers - 1)
@@ -173,8 +219,12 @@ def show_swap(request: services.ExplainRequest, pred) -> None:
     clamp(E.head, ALL_HEADS, n_heads - 1)
     a, b, c, d = st.columns(4)
     layer = a.selectbox("Layer", list(range(n_layers)), key=E.layer)
-    head = b.selectbox("Head", [ALL_HEADS, *range(n_heads)], key=E.head,
-                       format_func=lambda h: "all heads" if h == ALL_HEADS else f"head {h}")  # fmt: skip
+    head = b.selectbox(
+        "Head",
+        [ALL_HEADS, *range(n_heads)],
+        key=E.head,
+        format_func=lambda h: "all heads" if h == ALL_HEADS else f"head {h}",
+    )
     _choice(E.kind, KINDS, "permuted")
     kind = c.radio("Replace with", list(KINDS), format_func=KINDS.get, key=E.kind)
     clamp(E.runs, 5, 100)
@@ -184,40 +234,59 @@ def show_swap(request: services.ExplainRequest, pred) -> None:
     bar = None
     if not services.explain_has_swap(request, layer, heads, kind, runs):
         bar = st.progress(0.0, text="Running the test…")
-    result = services.explain_swap(request, int(layer), heads, kind, runs,
-                                   progress=(lambda share: bar.progress(min(1.0, share), text="Running the test…"))
-                                   if bar is not None else None)  # fmt: skip
+    result = services.explain_swap(
+        request,
+        int(layer),
+        heads,
+        kind,
+        runs,
+        progress=(lambda share: bar.progress(min(1.0, share), text="Running the test…")) if bar is not None else None,
+    )
     if bar is not None:
         bar.empty()
     embedding = pred.task == "embedding"
     what = "cosine" if embedding else f"p({pred.target})"
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(f"{md(what)}, own attention", f"{result.before:.3f}")
-    m2.metric(f"{md(what)}, replaced (median)", f"{np.median(result.after):.3f}",
-              delta=f"{np.median(result.after) - result.before:+.3f}")  # fmt: skip
+    m2.metric(
+        f"{md(what)}, replaced (median)",
+        f"{np.median(result.after):.3f}",
+        delta=f"{np.median(result.after) - result.before:+.3f}",
+    )
     change = "1 − cos(e, e′)" if embedding else "total variation"
-    m3.metric("Output moved (max)", f"{np.max(result.output_change):.4f}",
-              help=f"The largest {change} between the output with the model's own weights and with replaced ones: "
-                   + ("1 − the cosine of the two embeddings." if embedding else "½ Σ |p − p′| over the vocabulary."))
-    m4.metric("Attention moved (median)", f"{np.median(result.attention_change):.3f}",
-              help="Jensen–Shannon divergence of the new weights from the model's own, in nats (at most ln 2 ≈ 0.69).")
-    show_chart(swap_scatter(result.attention_change, result.output_change,
-                            output_label=f"output change: {change}"), key=E.swap)  # fmt: skip
+    m3.metric(
+        "Output moved (max)",
+        f"{np.max(result.output_change):.4f}",
+        help=f"The largest {change} between the output with the model's own weights and with replaced ones: "
+        + ("1 − the cosine of the two embeddings." if embedding else "½ Σ |p − p′| over the vocabulary."),
+    )
+    m4.metric(
+        "Attention moved (median)",
+        f"{np.median(result.attention_change):.3f}",
+        help="Jensen–Shannon divergence of the new weights from the model's own, in nats (at most ln 2 ≈ 0.69).",
+    )
+    show_chart(
+        swap_scatter(result.attention_change, result.output_change, output_label=f"output change: {change}"), key=E.swap
+    )
     kept = "" if embedding else f" The predicted word stayed on top in {np.mean(result.top_kept):.0%} of the runs."
     rows = "the predicting row" if len(result.rows) == 1 else "every row"
-    st.caption(f"Layer {result.layer}, {'all heads' if len(result.heads) > 1 else f'head {result.heads[0]}'}, "
-               f"{KINDS[result.kind]}; the attention change is measured on {rows} (the rows that can reach the "
-               f"output).{kept} Large attention changes with small output changes mean these weights are not "
-               "what the prediction rests on; the adversary looks for such weights on purpose (output within ±0.01). "
-               "It does not follow that attention is meaningless (Wiegreffe & Pinter 2019): other heads, the values "
-               "and the MLPs can carry the same information.")  # fmt: skip
+    st.caption(
+        f"Layer {result.layer}, {'all heads' if len(result.heads) > 1 else f'head {result.heads[0]}'}, "
+        f"{KINDS[result.kind]}; the attention change is measured on {rows} (the rows that can reach the "
+        f"output).{kept} Large attention changes with small output changes mean these weights are not "
+        "what the prediction rests on; the adversary looks for such weights on purpose (output within ±0.01). "
+        "It does not follow that attention is meaningless (Wiegreffe & Pinter 2019): other heads, the values "
+        "and the MLPs can carry the same information."
+    )
 
 
 def main() -> None:
     st.title("Is attention the explanation?")
-    st.write("Attention weights are often shown as *why* a model predicted something. Here six methods answer the "
-             "same question — which input tokens mattered for this one prediction? — side by side, and a test asks "
-             "whether the prediction even notices when the attention is replaced.")  # fmt: skip
+    st.write(
+        "Attention weights are often shown as *why* a model predicted something. Here six methods answer the "
+        "same question — which input tokens mattered for this one prediction? — side by side, and a test asks "
+        "whether the prediction even notices when the attention is replaced."
+    )
     _defaults()
     request = controls()
     try:

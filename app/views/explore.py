@@ -59,17 +59,32 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
     """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV.
     Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars."""
     q_range, k_range = zoom
-    data = services.head_view(request, layer, head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
-                              weighting=opts.weighting)
+    data = services.head_view(
+        request, layer, head, q_range, k_range, opts.hide_sinks, opts.scale == "row", weighting=opts.weighting
+    )
     window = trace.window_of(layer)
-    title = (f"Layer {layer}, head {head}" + (" · causal mask on" if trace.causal else "")
-             + (f" · sliding window {window}" if window is not None else ""))
-    view = ("explore_head", services.request_key(request), layer, head, q_range, k_range, opts.scale,
-            opts.hide_sinks, opts.weighting, title)
+    title = (
+        f"Layer {layer}, head {head}"
+        + (" · causal mask on" if trace.causal else "")
+        + (f" · sliding window {window}" if window is not None else "")
+    )
+    view = (
+        "explore_head",
+        services.request_key(request),
+        layer,
+        head,
+        q_range,
+        k_range,
+        opts.scale,
+        opts.hide_sinks,
+        opts.weighting,
+        title,
+    )
     fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
     view += (fill,)
-    fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale,
-                                              rows_px=PRESENTER_MAP_ROWS_PX if fill else None))
+    fig = shared_chart(
+        view, lambda: map_spec(data, title=title, scale=opts.scale, rows_px=PRESENTER_MAP_ROWS_PX if fill else None)
+    )
     fig = outline(fig, data, focus()) if request.block != "cross" else fig
     if fill:
         st.html(map_css(Explore.map_box))
@@ -84,21 +99,47 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
         "(the key). "
         + COLOUR_SAYS.get(opts.weighting, "")
-        + ("Grey cells are blocked by the causal mask: a token cannot look ahead. " if trace.causal else
-           "No mask: every token can look at every other token, ahead or behind. " if window is None else "")
-        + (f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "
-           "than the window, which this layer never sees. " if window is not None else "")
-        + (f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
-           f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
-           "Zoom in (below) to see exact weights. " if data.pooled else "")
+        + (
+            "Grey cells are blocked by the causal mask: a token cannot look ahead. "
+            if trace.causal
+            else "No mask: every token can look at every other token, ahead or behind. "
+            if window is None
+            else ""
+        )
+        + (
+            f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "
+            "than the window, which this layer never sees. "
+            if window is not None
+            else ""
+        )
+        + (
+            f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
+            f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
+            "Zoom in (below) to see exact weights. "
+            if data.pooled
+            else ""
+        )
         + opts.caption
         + kv_sharing(trace, head)
     )
     load = services.block_loader(request)
     csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv", load)
-    head_json_button(request.model_id, trace, layer, head, request.block, (q_range, k_range), data, opts,
-                     {"causal": bool(trace.causal), "max_tokens": request.max_tokens,
-                      "decode": list(request.decode) if request.decode else None}, load)
+    head_json_button(
+        request.model_id,
+        trace,
+        layer,
+        head,
+        request.block,
+        (q_range, k_range),
+        data,
+        opts,
+        {
+            "causal": bool(trace.causal),
+            "max_tokens": request.max_tokens,
+            "decode": list(request.decode) if request.decode else None,
+        },
+        load,
+    )
 
 
 def show_query_row(data, title: str) -> None:
@@ -112,31 +153,55 @@ def show_query_row(data, title: str) -> None:
     if len(keys) > PHONE_BARS:  # a long input: the largest weights, in the text's order
         kept = np.sort(np.argsort(-weights, kind="stable")[:PHONE_BARS])
         weights, keys = weights[kept], [keys[i] for i in kept]
-    spec = {"data": [{"type": "bar", "orientation": "h", "x": weights, "y": list(range(len(keys))),
-                      "text": [f"{w:.2f}" for w in weights], "textposition": "outside", "cliponaxis": False,
-                      "hovertemplate": "%{x:.3f}<extra></extra>"}],
-            "layout": {"title": {"text": f"Where “{safe_label(query)}” looks", "x": 0.0},
-                       "height": 24 * len(keys) + 90, "margin": {"l": 10, "r": 40, "t": 50, "b": 10},
-                       "xaxis": {"title": {"text": "weight"}, "rangemode": "tozero"},
-                       "yaxis": {"tickmode": "array", "tickvals": list(range(len(keys))),
-                                 "ticktext": [safe_label(k) for k in keys], "autorange": "reversed"}}}
+    spec = {
+        "data": [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": weights,
+                "y": list(range(len(keys))),
+                "text": [f"{w:.2f}" for w in weights],
+                "textposition": "outside",
+                "cliponaxis": False,
+                "hovertemplate": "%{x:.3f}<extra></extra>",
+            }
+        ],
+        "layout": {
+            "title": {"text": f"Where “{safe_label(query)}” looks", "x": 0.0},
+            "height": 24 * len(keys) + 90,
+            "margin": {"l": 10, "r": 40, "t": 50, "b": 10},
+            "xaxis": {"title": {"text": "weight"}, "rangemode": "tozero"},
+            "yaxis": {
+                "tickmode": "array",
+                "tickvals": list(range(len(keys))),
+                "ticktext": [safe_label(k) for k in keys],
+                "autorange": "reversed",
+            },
+        },
+    }
     show_chart(spec, key=Explore.query_bars)
-    st.caption(f"{title}: the weights of one query token's row, as bars"
-               + (f" (its {PHONE_BARS} largest)" if len(data.k_labels) > PHONE_BARS else "")
-               + ". Highlight another token to see its row.")
+    st.caption(
+        f"{title}: the weights of one query token's row, as bars"
+        + (f" (its {PHONE_BARS} largest)" if len(data.k_labels) > PHONE_BARS else "")
+        + ". Highlight another token to see its row."
+    )
 
 
 def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) -> None:
     """The same weights traced with the causal mask off and on, side by side, on one colour scale."""
     with st.spinner("Running the model with and without the mask…"):
-        views = [services.head_view(request.with_causal(causal).with_block("self"), layer, head)
-                 for causal in (False, True)]
+        views = [
+            services.head_view(request.with_causal(causal).with_block("self"), layer, head) for causal in (False, True)
+        ]
     top = max(float(np.nanmax(v.values)) for v in views)
     left, right = side_by_side(2)  # presenter mode: one under the other, full width
     for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
         with col:
-            fig = outline(map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420,
-                                     zmax=top), data, focus())  # fmt: skip
+            fig = outline(
+                map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420, zmax=top),
+                data,
+                focus(),
+            )
             show_chart(fig, key=f"{Explore.mask}{causal}")
     st.caption(
         "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
@@ -154,20 +219,29 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
         fig = shared_chart(view, lambda: phone_grid_spec(tiles, head))
         per_row = PHONE_TILES_PER_ROW
     else:
-        fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"],
-                                                         weights_in_hover=False))
+        fig = shared_chart(
+            view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"], weights_in_hover=False)
+        )
         per_row = None
     n_heads = trace.n_heads  # the callback, kept with the session's widgets, must not hold the trace
-    show_chart(fig, key=Explore.grid, on_select=lambda: pick_grid_head(Explore.grid, n_heads, per_row),
-               selection_mode="points", config={"displayModeBar": False})
+    show_chart(
+        fig,
+        key=Explore.grid,
+        on_select=lambda: pick_grid_head(Explore.grid, n_heads, per_row),
+        selection_mode="points",
+        config={"displayModeBar": False},
+    )
     if per_row is not None:
         head_pills(Explore.grid_pills, trace.n_heads, head)
     st.caption(
         f"All {trace.n_heads} heads of layer {layer}; **click one** to open it above (red frame: the chosen head). "
         "Each thumbnail is coloured from 0 to its own maximum, so compare shapes, not shades. Heads in one layer "
         "often specialise: some look at the previous token, some at [CLS]/[SEP] or the first token, some spread out."
-        + (f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
-           if pooled else "")
+        + (
+            f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
+            if pooled
+            else ""
+        )
     )
 
 
@@ -176,8 +250,10 @@ def decoding(model_id: str, text: str, max_tokens: int) -> tuple | None:
     for other settings than the default greedy decoding. A request is kept for the text and model it was
     made for."""
     with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
-        st.caption("The output is written one token at a time. Greedy takes the most likely token each step; "
-                   "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed.")
+        st.caption(
+            "The output is written one token at a time. Greedy takes the most likely token each step; "
+            "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed."
+        )
         asked = settings_form(Explore.decode_form, "Decode again", SEQ2SEQ_NEW_TOKENS, prefix=Explore.decode_prefix)
     return remembered(Explore.decode, asked, model_id, text, max_tokens)
 
@@ -235,15 +311,13 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
                 show_next_token(request.model_id, family, request.text, request.causal, request.max_tokens)
         if tabs[3].open:  # generation runs only on the tab's button
             with tabs[3]:
-                show_write_more(request.model_id, family, request.text, request.max_tokens, layer, head,
-                                request.causal)
+                show_write_more(request.model_id, family, request.text, request.max_tokens, layer, head, request.causal)
 
 
 def main() -> None:
     if not presenting():  # the projector: the chart's own title and subtitle say what it shows
         st.title("Explore attention")
-        st.write("Type a sentence and see, for every layer and head, how much each token attends to every other "
-                 "token.")
+        st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")
     explore_panel()
 
 
@@ -283,8 +357,12 @@ def explore_panel() -> None:
             + (" · untrained weights: patterns are random" if "random" in model_id else "")
         )
         if trace.pos_encoding is not None:
-            open_page("positional.py", "See the positional encodings this model adds to this sentence",
-                      {Positional.tab: "learned"}, icon=":material/timeline:")
+            open_page(
+                "positional.py",
+                "See the positional encodings this model adds to this sentence",
+                {Positional.tab: "learned"},
+                icon=":material/timeline:",
+            )
         head_panel(request, model.spec.family)
 
 

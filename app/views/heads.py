@@ -65,13 +65,19 @@ def model_view_section(ctx: HeadsContext) -> None:
         tiles, pooled = services.model_view_tiles(ctx.request)
     n_heads = att.n_heads  # a callback, kept with the session's widgets, must not hold the trace
     if current().compact:  # a phone: one layer's heads three to a row (tiles large enough to tap) and a pill each
-        show_chart(phone_grid_spec(tiles[ctx.layer : ctx.layer + 1], ctx.head), key=Heads.model_view,
-                   on_select=lambda: pick_grid_head(Heads.model_view, n_heads, PHONE_TILES_PER_ROW),
-                   selection_mode="points", config={"displayModeBar": False})
+        show_chart(
+            phone_grid_spec(tiles[ctx.layer : ctx.layer + 1], ctx.head),
+            key=Heads.model_view,
+            on_select=lambda: pick_grid_head(Heads.model_view, n_heads, PHONE_TILES_PER_ROW),
+            selection_mode="points",
+            config={"displayModeBar": False},
+        )
         head_pills(Heads.grid_pills, att.n_heads, ctx.head)
-        st.caption(f"The {att.n_heads} heads of layer {ctx.layer} (pick another layer above), three to a row: each tile "
-                   "is one head's pattern, coloured from 0 to its own maximum, so compare *shapes*. **Tap a head's "
-                   "button** to open it large below. On a wider screen every layer shows at once.")
+        st.caption(
+            f"The {att.n_heads} heads of layer {ctx.layer} (pick another layer above), three to a row: each tile "
+            "is one head's pattern, coloured from 0 to its own maximum, so compare *shapes*. **Tap a head's "
+            "button** to open it large below. On a wider screen every layer shows at once."
+        )
     else:
         _whole_model_view(att, tiles, pooled, ctx)
     _chosen_head(ctx)
@@ -79,17 +85,28 @@ def model_view_section(ctx: HeadsContext) -> None:
 
 def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
     fig = model_view_figure(tiles, selected=(ctx.layer, ctx.head))
-    n_layers, n_heads = att.n_layers, att.n_heads  # the callback, kept with the session's widgets, must not hold the trace
-    show_chart(fig, key=Heads.model_view, on_select=lambda: _select_clicked_head(n_layers, n_heads),
-               selection_mode="points", config={"displayModeBar": False})
+    n_layers, n_heads = (
+        att.n_layers,
+        att.n_heads,
+    )  # the callback, kept with the session's widgets, must not hold the trace
+    show_chart(
+        fig,
+        key=Heads.model_view,
+        on_select=lambda: _select_clicked_head(n_layers, n_heads),
+        selection_mode="points",
+        config={"displayModeBar": False},
+    )
     st.caption(
         f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns). Each tile is one head's attention pattern: "
         "rows are queries, columns are keys, as in the large view. Every tile is coloured from 0 to its own maximum, "
         "so compare *shapes*: a line just below the diagonal is a previous-token head, the diagonal itself a self head, a dark first column "
         "a first-token/sink head, an even wash a broad head. **Click a tile** (or use Layer/Head above) to open it "
         "large; the red frame marks the chosen head."
-        + (f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
-           if pooled else "")
+        + (
+            f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
+            if pooled
+            else ""
+        )
     )
 
 
@@ -98,8 +115,16 @@ def _chosen_head(ctx: HeadsContext) -> None:
     att = ctx.attention
     opts = display_options(att, key_prefix=Heads.display)
     q_range, k_range = zoom_controls(att, key_prefix=Heads.display)
-    data = services.head_view(ctx.request, ctx.layer, ctx.head, q_range, k_range, opts.hide_sinks, opts.scale == "row",
-                              weighting=opts.weighting)
+    data = services.head_view(
+        ctx.request,
+        ctx.layer,
+        ctx.head,
+        q_range,
+        k_range,
+        opts.hide_sinks,
+        opts.scale == "row",
+        weighting=opts.weighting,
+    )
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
     fig = map_figure(data, title=title, scale=opts.scale)
     show_chart(outline(fig, data, focus()) if services.block_is_square(ctx.block) else fig, key=Heads.large)
@@ -107,13 +132,28 @@ def _chosen_head(ctx: HeadsContext) -> None:
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
         + COLOUR_SAYS.get(opts.weighting, "")
         + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
-        + ("Long input: each cell is the largest weight of its block; zoom in for exact weights. " if data.pooled
-           else "") + opts.caption
+        + (
+            "Long input: each cell is the largest weight of its block; zoom in for exact weights. "
+            if data.pooled
+            else ""
+        )
+        + opts.caption
     )
     load = services.block_loader(ctx.request)
     csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
-    head_json_button(ctx.model_id, att, ctx.layer, ctx.head, ctx.block, (q_range, k_range), data, opts,
-                     {"causal": bool(att.causal), "max_tokens": ctx.max_tokens}, load, page="heads")
+    head_json_button(
+        ctx.model_id,
+        att,
+        ctx.layer,
+        ctx.head,
+        ctx.block,
+        (q_range, k_range),
+        data,
+        opts,
+        {"causal": bool(att.causal), "max_tokens": ctx.max_tokens},
+        load,
+        page="heads",
+    )
 
 
 # ---------------------------------------------------------------- section: per-head metrics
@@ -124,31 +164,43 @@ def metrics_section(ctx: HeadsContext) -> None:
     with st.spinner("Measuring every head…"):
         frame = services.head_metrics_table(ctx.request)
     available = [m for m in METRICS if m in frame.columns]
-    metric = st.selectbox("Metric on the map", available, key=Heads.metric, format_func=lambda m: METRICS[m][0],
-                          **PERSIST)
+    metric = st.selectbox(
+        "Metric on the map", available, key=Heads.metric, format_func=lambda m: METRICS[m][0], **PERSIST
+    )
     metric = metric if metric in available else available[0]
     label, fmt, meaning = METRICS[metric]
     shape = (ctx.attention.n_layers, ctx.attention.n_heads)
     values = frame[metric].to_numpy(dtype=float).reshape(shape)
     tags = (frame["pattern"] + " (" + frame["score"].map("{:.2f}".format) + ")").to_numpy(dtype=object).reshape(shape)
-    show_chart(layer_head_heatmap(values, label, selected=(ctx.layer, ctx.head), fmt=fmt, labels=tags),
-               key=Heads.metric_map)
-    st.caption(f"**{label}** for every head: {meaning}. Rows are layers, columns heads; the red frame is the chosen "
-               "head. Hover a cell to see the pattern the head matches best.")
+    show_chart(
+        layer_head_heatmap(values, label, selected=(ctx.layer, ctx.head), fmt=fmt, labels=tags), key=Heads.metric_map
+    )
+    st.caption(
+        f"**{label}** for every head: {meaning}. Rows are layers, columns heads; the red frame is the chosen "
+        "head. Hover a cell to see the pattern the head matches best."
+    )
     if not ctx.square:
-        st.info("Mean distance and the previous/self/next-token shares are **n/a** for cross-attention: its queries "
-                "are target (French) tokens and its keys source (English) tokens, so positions do not line up.")
+        st.info(
+            "Mean distance and the previous/self/next-token shares are **n/a** for cross-attention: its queries "
+            "are target (French) tokens and its keys source (English) tokens, so positions do not line up."
+        )
     _best_heads(frame)
     st.dataframe(frame, hide_index=True, column_config=metric_columns(frame.columns), key=Heads.metrics_table)
     st.caption(
         "One row per head; click a column header to sort. Each number is averaged over the query tokens. "
         "**Best match** is the largest of: previous-token share, sink share (marker tokens such as [CLS] and "
-        "[SEP], and the first token: the \"attention sink\"; an unknown word's [UNK] is part of the text, not a "
+        '[SEP], and the first token: the "attention sink"; an unknown word\'s [UNK] is part of the text, not a '
         "sink), broadness, self share, next-token share (self-attention), and alignment (cross-attention); "
         "**score** is that value (0–1)."
     )
-    st.download_button("Download the metrics as CSV", lambda: frame.to_csv(index=False, float_format="%.6f").encode("utf-8"),
-                       file_name="head_metrics.csv", mime="text/csv", icon=":material/download:", on_click="ignore")
+    st.download_button(
+        "Download the metrics as CSV",
+        lambda: frame.to_csv(index=False, float_format="%.6f").encode("utf-8"),
+        file_name="head_metrics.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        on_click="ignore",
+    )
 
 
 def _best_heads(frame) -> None:
@@ -156,8 +208,10 @@ def _best_heads(frame) -> None:
     lines = []
     for name, group in frame.groupby("pattern", sort=False):
         best = group.loc[group["score"].idxmax()]
-        lines.append(f"**{name}**: {len(group)} head{'s' if len(group) != 1 else ''}, strongest "
-                     f"L{int(best['layer'])} H{int(best['head'])} ({best['score']:.2f})")
+        lines.append(
+            f"**{name}**: {len(group)} head{'s' if len(group) != 1 else ''}, strongest "
+            f"L{int(best['layer'])} H{int(best['head'])} ({best['score']:.2f})"
+        )
     st.markdown(" · ".join(lines))
 
 
@@ -166,8 +220,15 @@ def _best_heads(frame) -> None:
 
 def ablation_section(ctx: HeadsContext) -> None:
     """Switch heads off and compare the model's output (the panel lives in app/components/ablation_panel.py)."""
-    render_ablation(ctx.model_id, ctx.text, bool(ctx.causal), ctx.max_tokens, ctx.attention.n_layers,
-                    ctx.attention.n_heads, ctx.family)
+    render_ablation(
+        ctx.model_id,
+        ctx.text,
+        bool(ctx.causal),
+        ctx.max_tokens,
+        ctx.attention.n_layers,
+        ctx.attention.n_heads,
+        ctx.family,
+    )
 
 
 SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
@@ -188,10 +249,12 @@ def run_sections(ctx: HeadsContext) -> None:
             continue
         with tab:
             if section is not model_view_section and ctx.attention.n_keys > WHOLE_MODEL_LIMIT:
-                st.info(f"This tab measures every head's full pattern ({ctx.attention.n_queries} × "
-                        f"{ctx.attention.n_keys} weights each), which is too heavy past {WHOLE_MODEL_LIMIT:,} tokens. "
-                        f"Lower the token limit (Advanced, above) to {WHOLE_MODEL_LIMIT:,} or less to use it; the "
-                        "Model view tab works at any length.")
+                st.info(
+                    f"This tab measures every head's full pattern ({ctx.attention.n_queries} × "
+                    f"{ctx.attention.n_keys} weights each), which is too heavy past {WHOLE_MODEL_LIMIT:,} tokens. "
+                    f"Lower the token limit (Advanced, above) to {WHOLE_MODEL_LIMIT:,} or less to use it; the "
+                    "Model view tab works at any length."
+                )
                 continue
             section(ctx)
 
@@ -202,7 +265,9 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
     """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
     cached trace)."""
     with calm_errors("heads_panel"):
-        trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))  # a cache hit: the page just traced it
+        trace = services.get_trace(
+            services.TraceRequest(model_id, text, causal, max_tokens)
+        )  # a cache hit: the page just traced it
         # presenter mode: one row of layer, head, block and a popover with the token pills
         controls = st.columns([1, 1, 2, 1] if presenting() else [1, 1, 2], vertical_alignment="bottom")
         with controls[2]:
@@ -224,15 +289,28 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
                 + (f" · output: {quoted(translation)}" if translation is not None else "")
                 + kv_sharing(attention, head)
             )
-        run_sections(HeadsContext(model_id=model_id, text=text, causal=causal, max_tokens=max_tokens, block=block,
-                                  family=family, attention=attention, layer=layer, head=head))
+        run_sections(
+            HeadsContext(
+                model_id=model_id,
+                text=text,
+                causal=causal,
+                max_tokens=max_tokens,
+                block=block,
+                family=family,
+                attention=attention,
+                layer=layer,
+                head=head,
+            )
+        )
 
 
 def main() -> None:
     if not presenting():  # the projector: the charts' own titles say what they show
         st.title("Heads")
-        st.write("Transformers have many attention heads per layer, and they specialise: some look at the previous "
-                 "word, some at the first token, some everywhere. See them all at once, measure them, and compare.")
+        st.write(
+            "Transformers have many attention heads per layer, and they specialise: some look at the previous "
+            "word, some at the first token, some everywhere. See them all at once, measure them, and compare."
+        )
     with controls("Sentence, model and mask"):  # presenter mode: folded away, the charts get the screen
         model_id, max_tokens, card = text_and_model(MAX_TOKENS_LIMIT)
         if card is None:

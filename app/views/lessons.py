@@ -57,15 +57,30 @@ def navigation(k: int, n: int, where: str) -> None:
     """Previous / Next buttons (``where`` keeps the keys of the top and bottom rows apart)."""
     left, _, right = st.columns([1, 4, 1])
     with left:
-        st.button("Previous", key=f"{Lessons.prev}{where}", on_click=_go, args=(k - 1, n), disabled=k <= 1,
-                  icon=":material/arrow_back:", width="stretch")
+        st.button(
+            "Previous",
+            key=f"{Lessons.prev}{where}",
+            on_click=_go,
+            args=(k - 1, n),
+            disabled=k <= 1,
+            icon=":material/arrow_back:",
+            width="stretch",
+        )
     with right:
-        st.button("Next", key=f"{Lessons.next}{where}", on_click=_go, args=(k + 1, n), disabled=k >= n,
-                  icon=":material/arrow_forward:", width="stretch", type="primary")
+        st.button(
+            "Next",
+            key=f"{Lessons.next}{where}",
+            on_click=_go,
+            args=(k + 1, n),
+            disabled=k >= n,
+            icon=":material/arrow_forward:",
+            width="stretch",
+            type="primary",
+        )
 
 
 def progress(k: int, steps: tuple[Step, ...]) -> None:
-    """"Step k of n", the score and a contents list to jump to any step."""
+    """ "Step k of n", the score and a contents list to jump to any step."""
     done = answers()
     checks = sum(step.check is not None for step in steps)
     right = sum(is_right(step, done[step.id]) for step in steps if step.id in done and step.check is not None)
@@ -75,8 +90,14 @@ def progress(k: int, steps: tuple[Step, ...]) -> None:
     with st.expander("All steps"):
         for i, step in enumerate(steps, start=1):
             mark = " ✓" if step.id in done else ""
-            st.button(f"{i}. {step.title or f'Step {i}'}{mark}", key=f"{Lessons.goto}{i}", on_click=_go,
-                      args=(i, len(steps)), type="tertiary", disabled=i == k)  # fmt: skip
+            st.button(
+                f"{i}. {step.title or f'Step {i}'}{mark}",
+                key=f"{Lessons.goto}{i}",
+                on_click=_go,
+                args=(i, len(steps)),
+                type="tertiary",
+                disabled=i == k,
+            )
 
 
 # ---------------------------------------------------------------- inline demos
@@ -95,12 +116,24 @@ def steps_demo() -> None:
         return
     keys = list(trace.key_tokens.strings)
     order = np.argsort(-steps.weights[0])[:5]
-    frame = pd.DataFrame({"key": [f"{j} · {keys[j]}" for j in order], "q·k": steps.raw[0, order],
-                          f"× {steps.scale:.3f}": steps.scaled[0, order], "softmax weight": steps.weights[0, order]})
-    st.dataframe(frame, hide_index=True, key=Lessons.steps_table,
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns[1:]})
-    st.caption(f"MiniLM, layer {layer} head {head}, query “it”: the raw dot products, times the scale 1/√d, "
-               "then the softmax over all keys (only the five largest weights are listed).")
+    frame = pd.DataFrame(
+        {
+            "key": [f"{j} · {keys[j]}" for j in order],
+            "q·k": steps.raw[0, order],
+            f"× {steps.scale:.3f}": steps.scaled[0, order],
+            "softmax weight": steps.weights[0, order],
+        }
+    )
+    st.dataframe(
+        frame,
+        hide_index=True,
+        key=Lessons.steps_table,
+        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns[1:]},
+    )
+    st.caption(
+        f"MiniLM, layer {layer} head {head}, query “it”: the raw dot products, times the scale 1/√d, "
+        "then the softmax over all keys (only the five largest weights are listed)."
+    )
 
 
 def softmax_demo() -> None:
@@ -110,13 +143,26 @@ def softmax_demo() -> None:
     k = np.array(SOFTMAX_SCORES, dtype=float)[:, None]  # (n, 1): one-number keys, so q·k = the score
     steps = services.calculator_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
     weights = steps.weights[0]
-    fig = go.Figure(go.Bar(x=list(SOFTMAX_KEYS), y=weights, marker_color="#1f3b73",
-                           text=[f"{w:.2f}" for w in weights], textposition="outside"))
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), yaxis=dict(range=[0, 1.1], title="weight"),
-                      title=f"softmax({', '.join(f'{s:g}' for s in SOFTMAX_SCORES)} × {scale:.1f})")
+    fig = go.Figure(
+        go.Bar(
+            x=list(SOFTMAX_KEYS),
+            y=weights,
+            marker_color="#1f3b73",
+            text=[f"{w:.2f}" for w in weights],
+            textposition="outside",
+        )
+    )
+    fig.update_layout(
+        height=260,
+        margin=dict(l=10, r=10, t=30, b=10),
+        yaxis=dict(range=[0, 1.1], title="weight"),
+        title=f"softmax({', '.join(f'{s:g}' for s in SOFTMAX_SCORES)} × {scale:.1f})",
+    )
     show_chart(fig, key=Lessons.softmax)
-    st.caption("Scores 2, 1, 0.5 and −1 for four keys. Scale 0: every key gets 1/4. Scale 5: nearly all weight "
-               "on the best key.")
+    st.caption(
+        "Scores 2, 1, 0.5 and −1 for four keys. Scale 0: every key gets 1/4. Scale 5: nearly all weight "
+        "on the best key."
+    )
 
 
 DEMOS = {"steps": steps_demo, "softmax": softmax_demo}
@@ -135,12 +181,18 @@ def literal(step: Step, scope: str) -> Step:
     made the lesson's own (answers are kept per step id)."""
     check = step.check
     if isinstance(check, Choice):
-        check = replace(check, question=_lines(check.question), options=tuple(md(o) for o in check.options),
-                        explain=_lines(check.explain))  # fmt: skip
+        check = replace(
+            check,
+            question=_lines(check.question),
+            options=tuple(md(o) for o in check.options),
+            explain=_lines(check.explain),
+        )
     elif isinstance(check, (Predict, Look)):
         check = replace(check, question=_lines(check.question), explain=_lines(check.explain))
     links = tuple(Link(link.page, md(link.label), link.params) for link in step.links)
-    return replace(step, id=f"{scope}-{step.id}", title=md(step.title), text=_lines(step.text), links=links, check=check)
+    return replace(
+        step, id=f"{scope}-{step.id}", title=md(step.title), text=_lines(step.text), links=links, check=check
+    )
 
 
 def shared_lesson() -> tuple[str, Lesson] | None:
@@ -165,13 +217,27 @@ def shared_lesson() -> tuple[str, Lesson] | None:
 
 def shared_header(lid: str, lesson: Lesson) -> None:
     st.subheader(md(lesson.title))
-    st.caption("A lesson shared by link (read only)." + (f" {_lines(lesson.description)}" if lesson.description else ""))
+    st.caption(
+        "A lesson shared by link (read only)." + (f" {_lines(lesson.description)}" if lesson.description else "")
+    )
     left, right = st.columns(2)
-    left.button("Copy it into my lesson", key=Draft.copy, on_click=use, args=(lesson,), icon=":material/content_copy:",
-                help="Your copy opens in “Write a lesson”, to change and save as your own.")  # fmt: skip
+    left.button(
+        "Copy it into my lesson",
+        key=Draft.copy,
+        on_click=use,
+        args=(lesson,),
+        icon=":material/content_copy:",
+        help="Your copy opens in “Write a lesson”, to change and save as your own.",
+    )
     if lid in owned():
-        right.button("Edit it", key=Draft.edit_shared, on_click=use, args=(lesson, (lid, owned()[lid])),
-                     icon=":material/edit:", help="You wrote this lesson: change it in “Write a lesson”, then save.")  # fmt: skip
+        right.button(
+            "Edit it",
+            key=Draft.edit_shared,
+            on_click=use,
+            args=(lesson, (lid, owned()[lid])),
+            icon=":material/edit:",
+            help="You wrote this lesson: change it in “Write a lesson”, then save.",
+        )
     open_page("lessons.py", "Back to the built-in lesson", icon=":material/arrow_back:")
 
 
@@ -194,8 +260,10 @@ def show_step(k: int, step: Step) -> None:
 def walk(shared: tuple[str, Lesson] | None) -> None:
     """The lesson a link names (``shared``: its id and lesson), or the built-in one, step by step."""
     if shared is None:
-        st.write("A guided path through attention, from why RNNs needed it to pretraining objectives. Each step says "
-                 "what to look at, opens the page that shows it, and ends with a question to check yourself.")  # fmt: skip
+        st.write(
+            "A guided path through attention, from why RNNs needed it to pretraining objectives. Each step says "
+            "what to look at, opens the page that shows it, and ends with a question to check yourself."
+        )
         steps = STEPS
     else:
         lid, lesson = shared
@@ -208,8 +276,10 @@ def walk(shared: tuple[str, Lesson] | None) -> None:
     st.divider()
     navigation(k, len(steps), "bottom")
     with st.expander("This lesson offline (one HTML file)", icon=":material/offline_pin:"):
-        st.caption("Every step with its text, question and charts (their numbers inside), for a laptop with no "
-                   "server and no internet. Views with no static chart get a note.")  # fmt: skip
+        st.caption(
+            "Every step with its text, question and charts (their numbers inside), for a laptop with no "
+            "server and no internet. Views with no static chart get a note."
+        )
         lesson_pack_buttons("walk", LESSON if shared is None else shared[1], emphasis=shared is None)
 
 

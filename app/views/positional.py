@@ -51,11 +51,15 @@ def sinusoidal_controls() -> tuple[int, int]:
 
 
 def shift_check_view(n_pos: int, d_model: int) -> None:
-    st.markdown("**A shift is a rotation.** Moving every position by *k* applies one fixed 2×2 rotation to each "
-                "(sin, cos) pair, by the angle *k·ωᵢ*, whatever the starting position:")  # fmt: skip
-    st.latex(r"\begin{pmatrix}\sin((p+k)\omega_i)\\ \cos((p+k)\omega_i)\end{pmatrix} = "
-             r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
-             r"\begin{pmatrix}\sin p\omega_i\\ \cos p\omega_i\end{pmatrix}")  # fmt: skip
+    st.markdown(
+        "**A shift is a rotation.** Moving every position by *k* applies one fixed 2×2 rotation to each "
+        "(sin, cos) pair, by the angle *k·ωᵢ*, whatever the starting position:"
+    )
+    st.latex(
+        r"\begin{pmatrix}\sin((p+k)\omega_i)\\ \cos((p+k)\omega_i)\end{pmatrix} = "
+        r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
+        r"\begin{pmatrix}\sin p\omega_i\\ \cos p\omega_i\end{pmatrix}"
+    )
     ensure(Positional.sin_k, 5, 1, n_pos - 1)
     st.number_input("Shift k", 1, n_pos - 1, key=Positional.sin_k, **PERSIST)
     k = bounded(st.session_state.get(Positional.sin_k), 1, n_pos - 1)
@@ -63,45 +67,92 @@ def shift_check_view(n_pos: int, d_model: int) -> None:
     left, right = st.columns(2)
     with left:
         shown = sorted({0, 1, 7, 23, n_pos - k - 1} & set(range(n_pos - k)))
-        st.dataframe(pd.DataFrame({"pos": shown, "pos + k": [p + k for p in shown],
-                                   "max |PE(pos+k) − R_k·PE(pos)|": [f"{check.errors[p]:.2e}" for p in shown]}),
-                     hide_index=True, key=Positional.sin_shift_table)  # fmt: skip
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "pos": shown,
+                    "pos + k": [p + k for p in shown],
+                    "max |PE(pos+k) − R_k·PE(pos)|": [f"{check.errors[p]:.2e}" for p in shown],
+                }
+            ),
+            hide_index=True,
+            key=Positional.sin_shift_table,
+        )
         st.metric(f"Largest error over all {len(check.errors)} positions", f"{check.errors.max():.2e}")
     with right:
         pairs = min(4, d_model // 2)
-        st.dataframe(pd.DataFrame({"pair i": range(pairs), "ωᵢ": 1.0 / 10000 ** (2 * np.arange(pairs) / d_model),
-                                   "angle k·ωᵢ (rad)": check.angles[:pairs],
-                                   "cos k·ωᵢ": np.cos(check.angles[:pairs]), "sin k·ωᵢ": np.sin(check.angles[:pairs])}),
-                     hide_index=True, key=Positional.sin_angles)  # fmt: skip
-    st.caption("Left: the same matrix R_k, built from k alone, maps PE(pos) to PE(pos + k) for every pos; the "
-               "errors are float32 rounding. Right: the rotation angle of the first pairs. Fast pairs (small i) "
-               "turn a lot, slow pairs barely move: together they tell near and far offsets apart. Because a "
-               "shift is linear, a layer can learn to attend 'k tokens back' with one matrix.")  # fmt: skip
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "pair i": range(pairs),
+                    "ωᵢ": 1.0 / 10000 ** (2 * np.arange(pairs) / d_model),
+                    "angle k·ωᵢ (rad)": check.angles[:pairs],
+                    "cos k·ωᵢ": np.cos(check.angles[:pairs]),
+                    "sin k·ωᵢ": np.sin(check.angles[:pairs]),
+                }
+            ),
+            hide_index=True,
+            key=Positional.sin_angles,
+        )
+    st.caption(
+        "Left: the same matrix R_k, built from k alone, maps PE(pos) to PE(pos + k) for every pos; the "
+        "errors are float32 rounding. Right: the rotation angle of the first pairs. Fast pairs (small i) "
+        "turn a lot, slow pairs barely move: together they tell near and far offsets apart. Because a "
+        "shift is linear, a layer can learn to attend 'k tokens back' with one matrix."
+    )
 
 
 @st.fragment
 def sinusoidal_section() -> None:
     """Formula, table heatmap, dimension curves, similarity matrix and the shift check."""
-    st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\qquad "
-             r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)")  # fmt: skip
+    st.latex(
+        r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\qquad "
+        r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)"
+    )
     d_model, n_pos = sinusoidal_controls()
     table, sim, spread = services.pos_sinusoidal(n_pos, d_model)
     left, right = side_by_side(2)
     with left:
-        show_chart(matrix_heatmap(table, x_title="dimension", y_title="position", value_name="PE",
-                                  title=f"PE table: {n_pos} positions × {d_model} dimensions"),
-                   key=Positional.sin_heatmap)  # fmt: skip
-        st.caption("Each **row** is the vector added to the token at that position; each **column** a dimension. "
-                   "Left columns wave fast (high frequency), right columns slowly: like the hands of a clock, "
-                   "together they give every position a unique pattern.")  # fmt: skip
-        st.download_button("Download the table as CSV", lambda: table_csv(table), file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
-                           mime="text/csv", icon=":material/download:", key=Positional.sin_csv, on_click="ignore")  # fmt: skip
+        show_chart(
+            matrix_heatmap(
+                table,
+                x_title="dimension",
+                y_title="position",
+                value_name="PE",
+                title=f"PE table: {n_pos} positions × {d_model} dimensions",
+            ),
+            key=Positional.sin_heatmap,
+        )
+        st.caption(
+            "Each **row** is the vector added to the token at that position; each **column** a dimension. "
+            "Left columns wave fast (high frequency), right columns slowly: like the hands of a clock, "
+            "together they give every position a unique pattern."
+        )
+        st.download_button(
+            "Download the table as CSV",
+            lambda: table_csv(table),
+            file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
+            mime="text/csv",
+            icon=":material/download:",
+            key=Positional.sin_csv,
+            on_click="ignore",
+        )
     with right:
-        show_chart(matrix_heatmap(sim, x_title="position q", y_title="position p", value_name="PE(p)·PE(q)",
-                                  title="Similarity PE(p)·PE(q)"), key=Positional.sin_sim)  # fmt: skip
-        st.caption(f"The dot product of two position vectors: Σᵢ cos((p − q)·ωᵢ). It is largest on the diagonal "
-                   f"(d/2 = {d_model // 2}) and depends only on the distance |p − q|: every diagonal is one value "
-                   f"(largest spread along a diagonal here: {spread:.1e}).")  # fmt: skip
+        show_chart(
+            matrix_heatmap(
+                sim,
+                x_title="position q",
+                y_title="position p",
+                value_name="PE(p)·PE(q)",
+                title="Similarity PE(p)·PE(q)",
+            ),
+            key=Positional.sin_sim,
+        )
+        st.caption(
+            f"The dot product of two position vectors: Σᵢ cos((p − q)·ωᵢ). It is largest on the diagonal "
+            f"(d/2 = {d_model // 2}) and depends only on the distance |p − q|: every diagonal is one value "
+            f"(largest spread along a diagonal here: {spread:.1e})."
+        )
     default_dims = [d for d in (0, 1, 6, 7) if d < d_model]
     current = [d for d in st.session_state.get(Positional.sin_dims, default_dims) if isinstance(d, int) and d < d_model]
     settle(Positional.sin_dims, current or default_dims)
@@ -109,8 +160,10 @@ def sinusoidal_section() -> None:
     dims = [d for d in st.session_state[Positional.sin_dims] if 0 <= d < d_model]
     if dims:
         show_chart(dimension_curves(table, dims), key=Positional.sin_curves)
-        st.caption("A few columns of the table over position: each pair (2i, 2i+1) is a sine and a cosine of one "
-                   "frequency ωᵢ = 1/10000^(2i/d). Higher pairs have longer wavelengths (up to 2π·10000 positions).")  # fmt: skip
+        st.caption(
+            "A few columns of the table over position: each pair (2i, 2i+1) is a sine and a cosine of one "
+            "frequency ωᵢ = 1/10000^(2i/d). Higher pairs have longer wavelengths (up to 2π·10000 positions)."
+        )
     else:
         st.info("Pick at least one dimension to plot its curve.")
     shift_check_view(n_pos, d_model)
@@ -120,8 +173,10 @@ def sinusoidal_section() -> None:
 @synced  # its model picker reruns this tab only: it writes the link itself
 def learned_section() -> None:
     """A real model's learned position table and its cosine similarity, next to the sinusoidal one."""
-    st.write("Models like BERT and GPT-2 *learn* one vector per position instead. Pick a model (the one chosen on "
-             "Explore is preselected); GPT-2 works by typing `gpt2` under *Another model* when it is downloaded.")  # fmt: skip
+    st.write(
+        "Models like BERT and GPT-2 *learn* one vector per position instead. Pick a model (the one chosen on "
+        "Explore is preselected); GPT-2 works by typing `gpt2` under *Another model* when it is downloaded."
+    )
     model_id = pick_model()
     card = load_model(model_id)
     if card is None:
@@ -138,45 +193,93 @@ def learned_section() -> None:
     n = bounded(st.session_state.get(Positional.learned_n), 2, rows)
     n_sentence = sentence_length(model_id)
     values = table.values[:n]
-    show_chart(matrix_heatmap(values, x_title="dimension", y_title="position", value_name="value",
-                              title=f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})",
-                              height=380), key=Positional.learned_heatmap)  # fmt: skip
-    st.caption("The learned table, one row per position, one column per dimension (colours clipped at the "
-               "99.5th percentile of |value| so a few large entries do not wash out the rest).")  # fmt: skip
+    show_chart(
+        matrix_heatmap(
+            values,
+            x_title="dimension",
+            y_title="position",
+            value_name="value",
+            title=f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})",
+            height=380,
+        ),
+        key=Positional.learned_heatmap,
+    )
+    st.caption(
+        "The learned table, one row per position, one column per dimension (colours clipped at the "
+        "99.5th percentile of |value| so a few large entries do not wash out the rest)."
+    )
     left, right = side_by_side(2)
     with left:
-        show_chart(matrix_heatmap(cos_sim[:n, :n], x_title="position q", y_title="position p", value_name="cosine",
-                                  title="Learned: cosine similarity", height=460, zmin=-1.0, zmax=1.0),
-                   key=Positional.learned_sim)  # fmt: skip
+        show_chart(
+            matrix_heatmap(
+                cos_sim[:n, :n],
+                x_title="position q",
+                y_title="position p",
+                value_name="cosine",
+                title="Learned: cosine similarity",
+                height=460,
+                zmin=-1.0,
+                zmax=1.0,
+            ),
+            key=Positional.learned_sim,
+        )
     with right:
         _table, dot, _spread = services.pos_sinusoidal(n, d_model + d_model % 2)
         norms = np.sqrt(np.diag(dot))
         sin_cos = dot / np.outer(norms, norms)
-        show_chart(matrix_heatmap(sin_cos, x_title="position q", y_title="position p", value_name="cosine",
-                                  title=f"Sinusoidal (d={d_model + d_model % 2}): cosine", height=460,
-                                  zmin=-1.0, zmax=1.0), key=Positional.learned_vs_sin)  # fmt: skip
+        show_chart(
+            matrix_heatmap(
+                sin_cos,
+                x_title="position q",
+                y_title="position p",
+                value_name="cosine",
+                title=f"Sinusoidal (d={d_model + d_model % 2}): cosine",
+                height=460,
+                zmin=-1.0,
+                zmax=1.0,
+            ),
+            key=Positional.learned_vs_sin,
+        )
     st.caption(
         "Left: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
         "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "
         "Nothing forced the learned ones to do that: training discovered it."
-        + (f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}." if n_sentence else "")
+        + (
+            f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}."
+            if n_sentence
+            else ""
+        )
     )
-    st.download_button("Download the learned table as CSV", lambda: table_csv(values), file_name=f"{model_id.replace('/', '_')}_positions.csv",
-                       mime="text/csv", icon=":material/download:", key=Positional.learned_csv, on_click="ignore")  # fmt: skip
+    st.download_button(
+        "Download the learned table as CSV",
+        lambda: table_csv(values),
+        file_name=f"{model_id.replace('/', '_')}_positions.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key=Positional.learned_csv,
+        on_click="ignore",
+    )
 
 
 def sentence_length(model_id: str) -> int | None:
     """Token count of the shared sentence for this model (from the cached trace), or None."""
     text = current_text()
     try:
-        trace = services.get_trace(services.TraceRequest(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024)))
+        trace = services.get_trace(
+            services.TraceRequest(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024))
+        )
     except Exception:  # noqa: BLE001 — the count is a detail; the page works without it
         return None
     return len(trace.tokens)
 
 
-TABS = {"Sinusoidal": sinusoidal_section, "Learned": learned_section, "RoPE": rope_section,
-        "ALiBi": alibi_section, "Order blindness": order_section}  # fmt: skip
+TABS = {
+    "Sinusoidal": sinusoidal_section,
+    "Learned": learned_section,
+    "RoPE": rope_section,
+    "ALiBi": alibi_section,
+    "Order blindness": order_section,
+}
 
 
 def main() -> None:

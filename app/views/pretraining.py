@@ -43,16 +43,27 @@ def _mask_word(index: int) -> None:
 
 
 def fill_in_the_blank() -> None:
-    st.write("BERT is trained by hiding words and asking for them back. Type a sentence with **[MASK]** where a "
-             "word should be guessed, or click a word to hide it. Our encoder was trained that way on generated "
-             "children's stories.")  # fmt: skip
+    st.write(
+        "BERT is trained by hiding words and asking for them back. Type a sentence with **[MASK]** where a "
+        "word should be guessed, or click a word to hide it. Our encoder was trained that way on generated "
+        "children's stories."
+    )
     st.session_state.setdefault(P.fill_text, FILL_DEFAULT)
-    st.text_input("Sentence with [MASK]", key=P.fill_text, max_chars=300,
-                  help="Words the model never saw become <unk>; it knows the words of simple stories.")  # fmt: skip
+    st.text_input(
+        "Sentence with [MASK]",
+        key=P.fill_text,
+        max_chars=300,
+        help="Words the model never saw become <unk>; it knows the words of simple stories.",
+    )
     text = st.session_state.get(P.fill_text) or ""
     words = text.split()
-    st.pills("Hide a word", list(range(len(words))), format_func=lambda i: md(words[i]), key=P.fill_pick,
-             on_change=lambda: _mask_word(st.session_state.get(P.fill_pick)))  # fmt: skip
+    st.pills(
+        "Hide a word",
+        list(range(len(words))),
+        format_func=lambda i: md(words[i]),
+        key=P.fill_pick,
+        on_change=lambda: _mask_word(st.session_state.get(P.fill_pick)),
+    )
     try:
         with st.spinner("Filling in…"):
             result = services.get_fill_mask(text)
@@ -69,19 +80,28 @@ def fill_in_the_blank() -> None:
             fig.update_layout(title=dict(text=f"Guesses for the blank at {blank.position}"))
             show_chart(fig, key=f"{P.fill_bars}{n}")
             best = blank.words[0]
-            st.caption(f"The model's top guess is {quoted(best)} ({blank.probs[0]:.0%}). The bars are the softmax of "
-                       "its scores at the blank over all the words it knows: a blank that many words fit spreads "
-                       "out, one the context decides (a pronoun that refers back) is nearly certain.")  # fmt: skip
+            st.caption(
+                f"The model's top guess is {quoted(best)} ({blank.probs[0]:.0%}). The bars are the softmax of "
+                "its scores at the blank over all the words it knows: a blank that many words fit spreads "
+                "out, one the context decides (a pronoun that refers back) is nearly certain."
+            )
         with right:
             att = services.blank_attention(text, blank.position)  # [layer, head, key]
             rows = [f"L{layer} H{head}" for layer in range(att.shape[0]) for head in range(att.shape[1])]
-            fig = attention_heatmap(att.reshape(-1, att.shape[-1]), rows, labels,
-                                    title=f"Where the blank at {blank.position} looks, layer by layer", height=360)
+            fig = attention_heatmap(
+                att.reshape(-1, att.shape[-1]),
+                rows,
+                labels,
+                title=f"Where the blank at {blank.position} looks, layer by layer",
+                height=360,
+            )
             fig.update_yaxes(title_text="layer and head")
             show_chart(fig, key=f"{P.fill_att}{n}")
-            st.caption("Each row is one head's attention from the blank to every token (rows sum to 1); the "
-                       "first layers at the top. No causal mask: the blank reads the words on both sides, which "
-                       "is what makes an encoder good at filling in.")  # fmt: skip
+            st.caption(
+                "Each row is one head's attention from the blank to every token (rows sum to 1); the "
+                "first layers at the top. No causal mask: the blank reads the words on both sides, which "
+                "is what makes an encoder good at filling in."
+            )
 
 
 def _mask_map(mask: np.ndarray, q: list[str], k: list[str], title: str):
@@ -89,45 +109,76 @@ def _mask_map(mask: np.ndarray, q: list[str], k: list[str], title: str):
 
 
 def objectives_side_by_side() -> None:
-    st.write("Three ways to learn from plain text, on the same sentence: what each lets a position see (its "
-             "mask), what our own models' attention really does, and the training examples each makes.")
+    st.write(
+        "Three ways to learn from plain text, on the same sentence: what each lets a position see (its "
+        "mask), what our own models' attention really does, and the training examples each makes."
+    )
     st.session_state.setdefault(P.objectives_text, OBJECTIVES_DEFAULT)
-    st.text_input("Sentence", key=P.objectives_text, max_chars=200,
-                  help="Use simple words: the three models were trained on stories and toy translations.")
+    st.text_input(
+        "Sentence",
+        key=P.objectives_text,
+        max_chars=200,
+        help="Use simple words: the three models were trained on stories and toy translations.",
+    )
     words = tuple((st.session_state.get(P.objectives_text) or "").lower().split())[:24]
     if len(words) < 2:
         st.info("Type at least two words.")
         return
     examples = services.objective_examples(words)
-    layer = st.radio("Layer of the real attention", [0, 1, 2], horizontal=True, key=P.objectives_layer,
-                     help="Each model has (at least) 3 layers; the maps show the mean of the heads of this layer.")
+    layer = st.radio(
+        "Layer of the real attention",
+        [0, 1, 2],
+        horizontal=True,
+        key=P.objectives_layer,
+        help="Each model has (at least) 3 layers; the maps show the mean of the heads of this layer.",
+    )
     cols = side_by_side(3)
     with cols[0]:
         st.subheader("Masked LM (BERT)")
         masked = examples["masked"]
-        show_chart(_mask_map(examples["bidirectional"], list(words), list(words), "Mask: everyone sees everyone"),
-                   key=P.mask_mlm)
+        show_chart(
+            _mask_map(examples["bidirectional"], list(words), list(words), "Mask: everyone sees everyone"),
+            key=P.mask_mlm,
+        )
         _real(services.MLM_MODEL, " ".join(masked.inputs), False, layer, "obj_real_mlm", "self")
-        st.caption("**Example:** " + md(" ".join(masked.inputs)) + " → predict "
-                   + md(", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t)))
+        st.caption(
+            "**Example:** "
+            + md(" ".join(masked.inputs))
+            + " → predict "
+            + md(", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t))
+        )
     with cols[1]:
         st.subheader("Next token (GPT)")
-        show_chart(_mask_map(examples["causal"], list(words), list(words), "Mask: each word sees the words before it"),
-                   key=P.mask_next)
+        show_chart(
+            _mask_map(examples["causal"], list(words), list(words), "Mask: each word sees the words before it"),
+            key=P.mask_next,
+        )
         _real(services.NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
         pairs = examples["next"]
-        st.caption(f"**{len(pairs)} examples from one sentence**, e.g. " + "; ".join(
-            f"{md(' '.join(p[-3:]))} → {md(t)}" for p, t in pairs[:3]) + " … every position is trained at once.")
+        st.caption(
+            f"**{len(pairs)} examples from one sentence**, e.g. "
+            + "; ".join(f"{md(' '.join(p[-3:]))} → {md(t)}" for p, t in pairs[:3])
+            + " … every position is trained at once."
+        )
     with cols[2]:
         st.subheader("Span corruption (T5)")
         span = examples["span"]
         enc, dec = list(span.inputs), list(span.targets)
-        show_chart(_mask_map(np.ones((len(dec), len(enc)), bool), dec, enc,
-                                  "Cross-attention mask: the writer reads all of the input"), key=P.mask_span)
+        show_chart(
+            _mask_map(
+                np.ones((len(dec), len(enc)), bool), dec, enc, "Cross-attention mask: the writer reads all of the input"
+            ),
+            key=P.mask_span,
+        )
         _real(services.SEQ2SEQ_MODEL, " ".join(words), None, layer, "obj_real_span", "cross")
-        st.caption("**Example:** encoder reads " + md(" ".join(enc)) + "; the decoder writes " + md(" ".join(dec))
-                   + " (causal), seeing the whole corrupted input through cross-attention. The real map is our "
-                   "translator's cross-attention: trained to translate, not on spans, but built the same way.")
+        st.caption(
+            "**Example:** encoder reads "
+            + md(" ".join(enc))
+            + "; the decoder writes "
+            + md(" ".join(dec))
+            + " (causal), seeing the whole corrupted input through cross-attention. The real map is our "
+            "translator's cross-attention: trained to translate, not on spans, but built the same way."
+        )
 
 
 def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, block: str) -> None:
@@ -141,24 +192,32 @@ def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, b
     layer = min(layer, att.n_layers - 1)
     mean = np.mean([att.pattern_rows(layer, h, 0, att.n_queries) for h in range(att.n_heads)], axis=0)
     blocked = np.isneginf(att.mask(layer)) if att.causal else None
-    fig = attention_heatmap(mean, list(att.tokens.strings), list(att.key_tokens.strings), blocked=blocked,
-                            title=f"Real: {model_id}, layer {layer}, mean of heads", height=320)  # fmt: skip
+    fig = attention_heatmap(
+        mean,
+        list(att.tokens.strings),
+        list(att.key_tokens.strings),
+        blocked=blocked,
+        title=f"Real: {model_id}, layer {layer}, mean of heads",
+        height=320,
+    )
     show_chart(fig, key=key)
 
 
 def fine_tuning() -> None:
-    st.write("After pretraining, a model is fine-tuned on a task with labels. Here our masked-LM encoder learns to "
-             "name the colour in a sentence (\"max found a **red** coin .\" → red), read from the first token "
-             "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to.")
+    st.write(
+        "After pretraining, a model is fine-tuned on a task with labels. Here our masked-LM encoder learns to "
+        'name the colour in a sentence ("max found a **red** coin ." → red), read from the first token '
+        "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to."
+    )
     left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
     with left:
         st.session_state.setdefault("finetune_steps", 200)
-        steps = st.slider("Steps", 50, 500, step=50, key=P.finetune_steps,
-                          help="Training steps of 32 sentences each (a few seconds).")
+        steps = st.slider(
+            "Steps", 50, 500, step=50, key=P.finetune_steps, help="Training steps of 32 sentences each (a few seconds)."
+        )
     with right:
         st.session_state.setdefault("finetune_lr", 1e-3)
-        lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.finetune_lr,
-                              format_func=lambda x: f"{x:g}")
+        lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.finetune_lr, format_func=lambda x: f"{x:g}")
     with button:
         pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key=P.finetune_go)
     if pressed:
@@ -190,52 +249,88 @@ def accuracy_curve(status) -> None:
 def show_finetune_result(result) -> None:
     a, b, c = st.columns(3)
     a.metric("Accuracy before", f"{result.accuracy_before:.0%}", help="The untrained head: a guess.")
-    b.metric("Accuracy after", f"{result.accuracy_after:.0%}",
-             delta=f"{result.accuracy_after - result.accuracy_before:+.0%}")
+    b.metric(
+        "Accuracy after", f"{result.accuracy_after:.0%}", delta=f"{result.accuracy_after - result.accuracy_before:+.0%}"
+    )
     c.metric("Chance", f"{result.chance:.0%}", help=f"{round(1 / result.chance)} colours")
     layers = [f"layer {i}" for i in range(result.change.shape[0])]
     heads = [f"head {h}" for h in range(result.change.shape[1])]
     left, right = side_by_side(2)
     with left:
         head_change_chart(result.change, "How far each head's attention moved", P.finetune_change)
-        st.caption(f"Mean total-variation distance between each head's patterns before and after, over held-out "
-                   f"sentences (0: unchanged, 1: completely different). Moved most: {most_moved(result.change)}.")
+        st.caption(
+            f"Mean total-variation distance between each head's patterns before and after, over held-out "
+            f"sentences (0: unchanged, 1: completely different). Moved most: {most_moved(result.change)}."
+        )
     with right:
         gain = result.colour_after - result.colour_before
-        fig = attention_heatmap(result.colour_after, layers, heads, title="Weight <bos> puts on the colour word, after",
-                                height=300, zmax=1.0)
+        fig = attention_heatmap(
+            result.colour_after,
+            layers,
+            heads,
+            title="Weight <bos> puts on the colour word, after",
+            height=300,
+            zmax=1.0,
+        )
         fig.update_xaxes(title_text="head")
         fig.update_yaxes(title_text="layer")
         show_chart(fig, key=P.finetune_colour)
         best = np.unravel_index(np.argmax(gain), gain.shape)
-        st.caption(f"Before fine-tuning, layer {best[0]} head {best[1]} put {result.colour_before[best]:.0%} of the "
-                   f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}.")
+        st.caption(
+            f"Before fine-tuning, layer {best[0]} head {best[1]} put {result.colour_before[best]:.0%} of the "
+            f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}."
+        )
     layer, head = (int(x) for x in best)
     tokens = [f"{i} {t}" for i, t in enumerate(result.tokens)]
     left, right = side_by_side(2)
     for col, patterns, when in ((left, result.before_patterns, "before"), (right, result.after_patterns, "after")):
         with col:
-            show_chart(attention_heatmap(patterns[layer, head], tokens, tokens, zmax=1.0, height=360,
-                                              title=f"Layer {layer}, head {head}, {when}: {shorten(result.probe_text)}"),
-                            key=f"{P.finetune}{when}")
-    st.caption("The same held-out sentence and head before and after, on one colour scale; the first row is the "
-               "`<bos>` position the classifier reads.")
+            show_chart(
+                attention_heatmap(
+                    patterns[layer, head],
+                    tokens,
+                    tokens,
+                    zmax=1.0,
+                    height=360,
+                    title=f"Layer {layer}, head {head}, {when}: {shorten(result.probe_text)}",
+                ),
+                key=f"{P.finetune}{when}",
+            )
+    st.caption(
+        "The same held-out sentence and head before and after, on one colour scale; the first row is the "
+        "`<bos>` position the classifier reads."
+    )
 
 
 def time_bars(times: dict[str, float], title: str) -> go.Figure:
     """Measured seconds per call as horizontal bars, each labelled with its own time in ms."""
     names = list(times)
-    fig = go.Figure(go.Bar(x=[times[k] for k in names], y=names, orientation="h", marker_color="#1f5fbf",
-                           text=[f"{times[k] * 1e3:.1f} ms" for k in names], textposition="auto",
-                           hovertemplate="%{y}: %{x:.4f} s<extra></extra>"))  # fmt: skip
-    fig.update_layout(height=240, margin=dict(l=5, r=5, t=30, b=5), title=dict(text=title, x=0.0),
-                      xaxis=dict(title="seconds"), yaxis=dict(autorange="reversed", type="category"))
+    fig = go.Figure(
+        go.Bar(
+            x=[times[k] for k in names],
+            y=names,
+            orientation="h",
+            marker_color="#1f5fbf",
+            text=[f"{times[k] * 1e3:.1f} ms" for k in names],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.4f} s<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=240,
+        margin=dict(l=5, r=5, t=30, b=5),
+        title=dict(text=title, x=0.0),
+        xaxis=dict(title="seconds"),
+        yaxis=dict(autorange="reversed", type="category"),
+    )
     return fig
 
 
 def cost_of_attention() -> None:
-    st.write("Attention compares every position with every other: its work grows with n², a recurrent layer's "
-             "with n but one step after another. Move n (positions) and d (width) and compare.")
+    st.write(
+        "Attention compares every position with every other: its work grows with n², a recurrent layer's "
+        "with n but one step after another. Move n (positions) and d (width) and compare."
+    )
     left, right = st.columns(2)
     with left:
         st.session_state.setdefault("cost_n", 512)
@@ -244,23 +339,31 @@ def cost_of_attention() -> None:
         st.session_state.setdefault("cost_d", 64)
         d = st.select_slider("d: width", COST_D, key=P.cost_d)
     costs = services.layer_costs(int(n), int(d))
-    frame = pd.DataFrame({
-        "layer": [c.name for c in costs],
-        "operations (multiply-adds)": [f"{c.multiply_adds:,}" for c in costs],
-        "complexity": ["O(n²·d)", "O(n·d²)", "O(k·n·d²)"],
-        "values kept": [f"{c.memory_values:,}" for c in costs],
-        "sequential steps": [f"{c.sequential_steps:,}" for c in costs],
-        "longest path between two words": [f"{c.path_length:,}" for c in costs],
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "layer": [c.name for c in costs],
+            "operations (multiply-adds)": [f"{c.multiply_adds:,}" for c in costs],
+            "complexity": ["O(n²·d)", "O(n·d²)", "O(k·n·d²)"],
+            "values kept": [f"{c.memory_values:,}" for c in costs],
+            "sequential steps": [f"{c.sequential_steps:,}" for c in costs],
+            "longest path between two words": [f"{c.path_length:,}" for c in costs],
+        }
+    )
     st.dataframe(frame, hide_index=True, key=P.cost_table)
     attention, rnn, _conv = costs
     cheaper = "fewer" if attention.multiply_adds < rnn.multiply_adds else "more"
-    st.caption(f"At n = {n}, d = {d}, attention needs {cheaper} operations than the RNN "
-               f"({attention.multiply_adds / rnn.multiply_adds:.2g}×): they cross at n = d. But the RNN takes {n} "
-               "steps one after another, and a word's information must pass through every step in between; "
-               "attention does all positions at once and links any two words in one step.")  # fmt: skip
-    if st.button("Measure on this server", icon=":material/timer:", key=P.cost_measure,
-                 help="Times one attention head, an RNN cell loop and a convolution at this n and d (a few seconds)."):
+    st.caption(
+        f"At n = {n}, d = {d}, attention needs {cheaper} operations than the RNN "
+        f"({attention.multiply_adds / rnn.multiply_adds:.2g}×): they cross at n = d. But the RNN takes {n} "
+        "steps one after another, and a word's information must pass through every step in between; "
+        "attention does all positions at once and links any two words in one step."
+    )
+    if st.button(
+        "Measure on this server",
+        icon=":material/timer:",
+        key=P.cost_measure,
+        help="Times one attention head, an RNN cell loop and a convolution at this n and d (a few seconds).",
+    ):
         st.session_state[P.cost_measured] = (int(n), int(d))
         try:
             services.measure_start(int(n), int(d))
@@ -280,17 +383,21 @@ def measurement(n: int, d: int) -> None:
             follow(services.MEASURE, status, "Measuring")
         return
     show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key=P.cost_times)
-    st.caption("Median of 3 calls each, one CPU thread, torch: the attention head is "
-               "`scaled_dot_product_attention` (what our models run); the RNN is a loop of `RNNCell` steps; "
-               "the convolution a `Conv1d` with kernel 3. The RNN's loop cannot use the parallel hardware. "
-               "Measured on the server's long-work lane, at a lower priority than the pages: on a busy "
-               "server the times grow.")
+    st.caption(
+        "Median of 3 calls each, one CPU thread, torch: the attention head is "
+        "`scaled_dot_product_attention` (what our models run); the RNN is a loop of `RNNCell` steps; "
+        "the convolution a `Conv1d` with kernel 3. The RNN's loop cannot use the parallel hardware. "
+        "Measured on the server's long-work lane, at a lower priority than the pages: on a busy "
+        "server the times grow."
+    )
 
 
 def main() -> None:
     st.title("Pretraining objectives")
-    st.write("Before a transformer is fine-tuned for a task it is pretrained on plain text. The objective decides "
-             "what each position may look at, and so what the model learns.")
+    st.write(
+        "Before a transformer is fine-tuned for a task it is pretrained on plain text. The objective decides "
+        "what each position may look at, and so what the model learns."
+    )
     tabs = page_tabs(list(TABS), key=P.tab)
     sections = (fill_in_the_blank, objectives_side_by_side, fine_tuning, next_sentence, cost_of_attention)
     for tab, section in zip(tabs, sections):

@@ -33,18 +33,21 @@ def charts(curves, live: list) -> None:
     left, right = side_by_side(2)
     with left:
         show_chart(loss_vs_params(curves.runs, fit, live), key=S.params_chart, source="")
-        st.caption(f"Each point is one size's held-out loss after the same {settings['steps']} steps "
-                   f"({settings['steps'] * settings['batch_size'] * settings['seq_len']:,} tokens), against its "
-                   f"non-embedding parameters N (log-log). The dashed line is the power law "
-                   f"L(N) = (N_c / N)^α fitted by least squares in log space: **α = {fit.alpha:.3f}**, "
-                   f"N_c = {fit.scale:.3g} (r² = {fit.r2:.3f} over {fit.n_points} sizes). Kaplan et al. 2020 "
-                   "measured α ≈ 0.076 for models trained to convergence on far more data; ours are tiny and "
-                   "trained briefly, so the exponent is only this mini-lab's.")  # fmt: skip
+        st.caption(
+            f"Each point is one size's held-out loss after the same {settings['steps']} steps "
+            f"({settings['steps'] * settings['batch_size'] * settings['seq_len']:,} tokens), against its "
+            f"non-embedding parameters N (log-log). The dashed line is the power law "
+            f"L(N) = (N_c / N)^α fitted by least squares in log space: **α = {fit.alpha:.3f}**, "
+            f"N_c = {fit.scale:.3g} (r² = {fit.r2:.3f} over {fit.n_points} sizes). Kaplan et al. 2020 "
+            "measured α ≈ 0.076 for models trained to convergence on far more data; ours are tiny and "
+            "trained briefly, so the exponent is only this mini-lab's."
+        )
         if live:
             both = services.refit(tuple(curves.runs) + tuple(live))
             sizes = "the size" if len(live) == 1 else f"the {len(live)} sizes"
-            st.caption(f"With {sizes} trained here (orange) in the fit as well: α = {both.alpha:.3f} "
-                       f"(r² = {both.r2:.3f}).")  # fmt: skip
+            st.caption(
+                f"With {sizes} trained here (orange) in the fit as well: α = {both.alpha:.3f} (r² = {both.r2:.3f})."
+            )
     with right:
         cfit = curves.compute_fit
         show_chart(loss_vs_compute(curves.runs, curves.frontier, cfit, live), key=S.compute_chart, source="")
@@ -58,24 +61,45 @@ def charts(curves, live: list) -> None:
 
 
 def runs_table(curves, live: list) -> None:
-    rows = [{"size": r.name, "d_model": r.d_model, "layers": r.n_layers, "heads": r.n_heads,
-             "N (non-embedding)": r.n_params, "all parameters": r.n_params_total,
-             "final held-out loss": round(r.final_loss, 4), "compute at the end": f"{r.compute[-1]:.3g}",
-             "trained": where, "seconds": r.wall_s}
-            for runs, where in ((curves.runs, "shipped"), (live, "here")) for r in runs]  # fmt: skip
+    rows = [
+        {
+            "size": r.name,
+            "d_model": r.d_model,
+            "layers": r.n_layers,
+            "heads": r.n_heads,
+            "N (non-embedding)": r.n_params,
+            "all parameters": r.n_params_total,
+            "final held-out loss": round(r.final_loss, 4),
+            "compute at the end": f"{r.compute[-1]:.3g}",
+            "trained": where,
+            "seconds": r.wall_s,
+        }
+        for runs, where in ((curves.runs, "shipped"), (live, "here"))
+        for r in runs
+    ]
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=S.table)
     st.caption(
         "The runs: the non-embedding count leaves out the token and position embeddings and the unembedding "
         "(Kaplan et al.'s N); “all parameters” includes them. Seconds: where each run was trained."
     )
-    record = json.dumps({"format": 1, "runs": [r.name for r in curves.runs], "settings": curves.settings,
-                         "machine": curves.machine}, indent=1)  # fmt: skip
-    st.download_button("Download the curves (JSON)", services.scaling_json, file_name="stories-scaling.json",
-                       mime="application/json", key=S.download, on_click="ignore")  # fmt: skip
+    record = json.dumps(
+        {"format": 1, "runs": [r.name for r in curves.runs], "settings": curves.settings, "machine": curves.machine},
+        indent=1,
+    )
+    st.download_button(
+        "Download the curves (JSON)",
+        services.scaling_json,
+        file_name="stories-scaling.json",
+        mime="application/json",
+        key=S.download,
+        on_click="ignore",
+    )
     with st.expander("How these curves were made"):
-        st.markdown(f"Command: `{curves.command}` ({about(curves.wall_s)} on the machine below). Every size saw "
-                    "the same batches in the same order (one data seed) with the same learning-rate schedule "
-                    "(warm-up, then cosine decay).")  # fmt: skip
+        st.markdown(
+            f"Command: `{curves.command}` ({about(curves.wall_s)} on the machine below). Every size saw "
+            "the same batches in the same order (one data seed) with the same learning-rate schedule "
+            "(warm-up, then cosine decay)."
+        )
         st.code(record, language="json")
 
 
@@ -86,10 +110,15 @@ def train_one_more(curves) -> None:
         st.session_state[S.live_size] = names[0]
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     with left:
-        name = st.radio("Size", names, key=S.live_size, horizontal=True,
-                        format_func=lambda n: f"{n} (about {about(services.live_estimate_s(n))})",
-                        help="d_model and layers; d_mlp = 4·d_model. Trained with the shipped settings, "
-                             "on one core of this server.")  # fmt: skip
+        name = st.radio(
+            "Size",
+            names,
+            key=S.live_size,
+            horizontal=True,
+            format_func=lambda n: f"{n} (about {about(services.live_estimate_s(n))})",
+            help="d_model and layers; d_mlp = 4·d_model. Trained with the shipped settings, "
+            "on one core of this server.",
+        )
     with right:
         pressed = st.button("Train it", type="primary", icon=":material/model_training:", key=S.live_go)
     if pressed:

@@ -45,17 +45,24 @@ def pick_query(labels: list[str], strings, linked: bool = True) -> int:
     if Step.query not in st.session_state:
         words = [s.lower() for s in strings]
         shared = focus() if linked else None
-        st.session_state[Step.query] = (shared if shared is not None and shared < n
-                                       else words.index("it") if "it" in words else min(1, n - 1))  # fmt: skip
+        st.session_state[Step.query] = (
+            shared if shared is not None and shared < n else words.index("it") if "it" in words else min(1, n - 1)
+        )
     clamp(Step.query, 0, n - 1)
 
     def share() -> None:
         if linked:
             st.session_state[Look.focus] = st.session_state.get(Step.query)
 
-    query = st.selectbox("Query token", list(range(n)), format_func=lambda i: labels[i], key=Step.query, **PERSIST,
-                         on_change=share,
-                         help="The token whose attention is worked out below: where does it look, and what does it get?")
+    query = st.selectbox(
+        "Query token",
+        list(range(n)),
+        format_func=lambda i: labels[i],
+        key=Step.query,
+        **PERSIST,
+        on_change=share,
+        help="The token whose attention is worked out below: where does it look, and what does it get?",
+    )
     return int(query)
 
 
@@ -98,23 +105,42 @@ def walkthrough() -> None:
         f"**{md(labels[query])}**" + (" · causal mask on" if attention.causal else "")
     )
     render_steps(attention, steps, key_labels, query, head, query_label=labels[query])
-    st.download_button("Download these steps as CSV", steps_csv(steps, key_labels), icon=":material/download:",
-                       file_name=f"steps_L{layer}_H{head}_q{query}.csv", mime="text/csv")
+    st.download_button(
+        "Download these steps as CSV",
+        steps_csv(steps, key_labels),
+        icon=":material/download:",
+        file_name=f"steps_L{layer}_H{head}_q{query}.csv",
+        mime="text/csv",
+    )
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
     load = services.block_loader(services.TraceRequest(model_id, text, causal, max_tokens, block=block))
-    json_button("Download the numbers as JSON",  # holds the request, not the trace (services.block_loader)
-                lambda: steps_record(model_id=model_id, att=load(), layer=layer, head=head, block=block,
-                                     query=query, steps=steps, settings=settings, link=link),
-                f"steps_L{layer}_H{head}_q{query}.json", key=Step.json)
+    json_button(
+        "Download the numbers as JSON",  # holds the request, not the trace (services.block_loader)
+        lambda: steps_record(
+            model_id=model_id,
+            att=load(),
+            layer=layer,
+            head=head,
+            block=block,
+            query=query,
+            steps=steps,
+            settings=settings,
+            link=link,
+        ),
+        f"steps_L{layer}_H{head}_q{query}.json",
+        key=Step.json,
+    )
 
 
 def main() -> None:
     st.title("Step by step")
     st.write("Follow one token's attention through every step, with the real numbers of the model.")
     st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V")
-    st.caption("M is the mask: 0 where a token may look, −∞ where it may not. The steps below take this apart "
-               "for one query token of the model, layer and head you pick.")
+    st.caption(
+        "M is the mask: 0 where a token may look, −∞ where it may not. The steps below take this apart "
+        "for one query token of the model, layer and head you pick."
+    )
     walkthrough()
     st.divider()
     calculator()

@@ -105,8 +105,13 @@ def next_token_summary(p_log_before: np.ndarray, p_log_after: np.ndarray, top_k:
     must = list(dict.fromkeys([int(np.argmax(p_b)), int(np.argmax(p_a))]))[:k]  # both winners always shown
     rest = [int(i) for i in np.argsort(-key, kind="stable")[: k + 2] if int(i) not in must]
     top = sorted(must + rest[: k - len(must)], key=lambda i: (-key[i], i))
-    return {"top_ids": tuple(int(i) for i in top), "top_before": tuple(float(p_b[i]) for i in top),
-            "top_after": tuple(float(p_a[i]) for i in top), "kl": max(kl, 0.0), "tv": tv}  # fmt: skip
+    return {
+        "top_ids": tuple(int(i) for i in top),
+        "top_before": tuple(float(p_b[i]) for i in top),
+        "top_after": tuple(float(p_a[i]) for i in top),
+        "kl": max(kl, 0.0),
+        "tv": tv,
+    }
 
 
 def head_layout(model) -> dict[str, tuple[int, int]]:
@@ -169,5 +174,12 @@ def ablate(
     notices = prepared.notices + ((notice,) if notice else ())
     total = sum(n_l * n_h for n_l, n_h in runner.layout.values())
     fields = runner.summarise(prepared, before, after, top_k)
-    return AblationResult(model_id=model.spec.id, output=runner.output, heads_off=off, n_heads_total=total,
-                          tokens=prepared.tokens, notices=notices, **fields)  # fmt: skip
+    return AblationResult(
+        model_id=model.spec.id,
+        output=runner.output,
+        heads_off=off,
+        n_heads_total=total,
+        tokens=prepared.tokens,
+        notices=notices,
+        **fields,
+    )

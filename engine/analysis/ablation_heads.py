@@ -30,6 +30,7 @@ HeadRef = tuple[str, int, int]  # (block, layer, head)
 SELF = "self"
 SEQ2SEQ_BLOCKS: tuple[str, ...] = ("encoder", "decoder", "cross")
 
+
 def _index(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise EngineError(f"{what} must be a whole number, got {value!r}.")
@@ -64,8 +65,10 @@ def normalise_heads(
             raise EngineError(f"Each head must be (layer, head) or (block, layer, head), got {item!r}.")
         if len(item) == 2:
             if len(blocks) != 1:
-                raise EngineError(f"This model has several attention blocks ({', '.join(blocks)}): "
-                                  f"name the block, e.g. ('{blocks[0]}', 0, 1).")  # fmt: skip
+                raise EngineError(
+                    f"This model has several attention blocks ({', '.join(blocks)}): "
+                    f"name the block, e.g. ('{blocks[0]}', 0, 1)."
+                )
             block, layer, head = blocks[0], item[0], item[1]
         else:
             block, layer, head = item

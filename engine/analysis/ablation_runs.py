@@ -200,14 +200,20 @@ def runner_for(model):
         return OwnDecoderRunner(layout={SELF: (module.cfg.n_layers, module.cfg.n_heads)}, vocab=model.tokenizer)
     if isinstance(module, Seq2SeqTransformer):
         shape = (module.cfg.n_layers, module.cfg.n_heads)
-        return Seq2SeqRunner(layout={"encoder": shape, "decoder": shape, "cross": shape},
-                             tgt_vocab=model.tokenizer["target"])  # fmt: skip
+        return Seq2SeqRunner(
+            layout={"encoder": shape, "decoder": shape, "cross": shape}, tgt_vocab=model.tokenizer["target"]
+        )
     adapter = model.adapter
     if isinstance(adapter, HFTextAdapter):
         layout = {SELF: (len(adapter.layers(module)), adapter.n_heads(module.config))}
         output = "next-token" if adapter.family == "decoder" else "embedding"
-        return HFRunner(layout=layout, adapter=adapter, tokenizer=model.tokenizer, output=output,
-                        default_causal=bool(model.default_causal))
+        return HFRunner(
+            layout=layout,
+            adapter=adapter,
+            tokenizer=model.tokenizer,
+            output=output,
+            default_causal=bool(model.default_causal),
+        )
     raise EngineError(
         f"Head ablation works on transformer text models and the transformer translator, not on "
         f"{model.spec.id} ({model.spec.family})."

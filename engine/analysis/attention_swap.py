@@ -165,9 +165,18 @@ def _summary(pred: Prediction, out, out0) -> tuple[float, float, bool]:
     return float(p[pred.target_id]), float(0.5 * (p - p0).abs().sum()), int(p.argmax()) == pred.target_id
 
 
-def swap_test(model, pred: Prediction, layer: int, heads: Sequence[int] | None = None, kind: str = "permuted", *,
-              runs: int = 20, seed: int = 0, steps: int = 40,
-              progress: Callable[[float], None] | None = None) -> SwapResult:  # fmt: skip
+def swap_test(
+    model,
+    pred: Prediction,
+    layer: int,
+    heads: Sequence[int] | None = None,
+    kind: str = "permuted",
+    *,
+    runs: int = 20,
+    seed: int = 0,
+    steps: int = 40,
+    progress: Callable[[float], None] | None = None,
+) -> SwapResult:
     """Replace the attention of ``heads`` (None: all) in ``layer`` and compare the output (module docstring).
 
     Args:
@@ -227,14 +236,26 @@ def swap_test(model, pred: Prediction, layer: int, heads: Sequence[int] | None =
         return _summary(pred, out0, out0)[0], results
 
     if kind == "adversarial":
-        before, results = with_grad(model, lambda module, device: _adversary(
-            model, pred, module, device, run_with, seen, heads, rows, change, steps, seed, progress))
+        before, results = with_grad(
+            model,
+            lambda module, device: _adversary(
+                model, pred, module, device, run_with, seen, heads, rows, change, steps, seed, progress
+            ),
+        )
     else:
         (before, results), _device, _notice = model.run(fixed)
     after, out_change, kept, att = (np.array(col) for col in zip(*results))
-    return SwapResult(layer=int(layer), heads=heads, kind=kind, rows=rows, before=before, after=after.astype(float),
-                      output_change=out_change.astype(float), top_kept=kept.astype(bool),
-                      attention_change=att.astype(float))  # fmt: skip
+    return SwapResult(
+        layer=int(layer),
+        heads=heads,
+        kind=kind,
+        rows=rows,
+        before=before,
+        after=after.astype(float),
+        output_change=out_change.astype(float),
+        top_kept=kept.astype(bool),
+        attention_change=att.astype(float),
+    )
 
 
 def _adversary(model, pred, module, device, run_with, seen, heads, rows, change, steps, seed, progress):
@@ -249,7 +270,7 @@ def _adversary(model, pred, module, device, run_with, seen, heads, rows, change,
     own = seen[0][:, list(heads)].double()  # (1, h, T, T)
     ok = torch.as_tensor(allowed(own.shape[-1], pred.causal), device=own.device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    scores = (own.clamp_min(1e-9).log() + torch.randn(own.shape, generator=gen, dtype=own.dtype).to(own.device))
+    scores = own.clamp_min(1e-9).log() + torch.randn(own.shape, generator=gen, dtype=own.dtype).to(own.device)
     scores = scores.detach().requires_grad_(True)
     opt = torch.optim.Adam([scores], lr=0.3)
     sel, measured = list(heads), list(rows)

@@ -176,8 +176,10 @@ def predict(model, text: str, *, reference: str = "", max_tokens: int = DEFAULT_
             raise EngineError(NEEDS_MASK)
         position, excluded = blanks[0], tuple(blanks)
         if len(blanks) > 1:
-            notices.append(f"The text has {len(blanks)} blanks: the first (position {blanks[0]}) is explained; the "
-                           "others stay blanks and are left out of the rankings.")  # fmt: skip
+            notices.append(
+                f"The text has {len(blanks)} blanks: the first (position {blanks[0]}) is explained; the "
+                "others stay blanks and are left out of the rankings."
+            )
     elif task == "embedding":
         position = None
         if not reference.strip():
@@ -195,15 +197,36 @@ def predict(model, text: str, *, reference: str = "", max_tokens: int = DEFAULT_
 
     (out, ref), _device, notice = model.run(run)
     notices += [notice] if notice else []
-    common = dict(model_id=model.spec.id, task=task, text=text, max_tokens=int(max_tokens), causal=causal,
-                  tokens=tokens, position=position, excluded=excluded, notices=tuple(notices))  # fmt: skip
+    common = dict(
+        model_id=model.spec.id,
+        task=task,
+        text=text,
+        max_tokens=int(max_tokens),
+        causal=causal,
+        tokens=tokens,
+        position=position,
+        excluded=excluded,
+        notices=tuple(notices),
+    )
     if ref is not None:
         cos = float(out @ ref)
-        return Prediction(**common, target_id=-1, target=reference, value=cos, probability=cos, reference=reference,
-                          reference_embedding=ref)  # fmt: skip
+        return Prediction(
+            **common,
+            target_id=-1,
+            target=reference,
+            value=cos,
+            probability=cos,
+            reference=reference,
+            reference_embedding=ref,
+        )
     target = int(np.argmax(out))
-    return Prediction(**common, target_id=target, target=token_label(model, target), value=float(out[target]),
-                      probability=float(np.exp(out[target])))  # fmt: skip
+    return Prediction(
+        **common,
+        target_id=target,
+        target=token_label(model, target),
+        value=float(out[target]),
+        probability=float(np.exp(out[target])),
+    )
 
 
 # ---- the three readings of attention ---------------------------------------------------------------------
@@ -253,8 +276,8 @@ def leave_one_out(model, pred: Prediction, mode: str = "remove") -> np.ndarray:
 
     def variant(i: int) -> tuple[list[int], int | None]:
         if fill is not None:
-            return ids[:i] + [fill] + ids[i + 1:], pred.position
-        changed = ids[:i] + ids[i + 1:]
+            return ids[:i] + [fill] + ids[i + 1 :], pred.position
+        changed = ids[:i] + ids[i + 1 :]
         if pred.position is None:
             return changed, None
         if pred.task == "next-token":
@@ -267,8 +290,9 @@ def leave_one_out(model, pred: Prediction, mode: str = "remove") -> np.ndarray:
             if i in pred.excluded or (fill is None and len(ids) == 1):
                 continue
             changed, position = variant(i)
-            out = outputs(model, module, pred.task, pred.causal, changed,
-                          embed(model, module, changed, device)[None], position)  # fmt: skip
+            out = outputs(
+                model, module, pred.task, pred.causal, changed, embed(model, module, changed, device)[None], position
+            )
             scores[i] = pred.value - float(value_of(pred, out)[0])
         return scores
 
@@ -296,8 +320,15 @@ def trapezoid_weights(steps: int) -> tuple[np.ndarray, np.ndarray]:
     return alphas, weights
 
 
-def integrated_gradients(model, pred: Prediction, *, steps: int = 32, baseline: str = "zero", chunk: int = 16,
-                         progress: Callable[[float], None] | None = None) -> Importance:  # fmt: skip
+def integrated_gradients(
+    model,
+    pred: Prediction,
+    *,
+    steps: int = 32,
+    baseline: str = "zero",
+    chunk: int = 16,
+    progress: Callable[[float], None] | None = None,
+) -> Importance:
     """Integrated gradients of f along the straight line from the baseline to the input embeddings.
 
     Args:
@@ -324,8 +355,8 @@ def integrated_gradients(model, pred: Prediction, *, steps: int = 32, baseline: 
         total = torch.zeros_like(e)  # Σ_k w_k ∂f/∂e(point_k)
         ends = {}
         for start in range(0, len(alphas), chunk):
-            a = torch.as_tensor(alphas[start:start + chunk], dtype=e.dtype, device=device)  # (b,)
-            w = torch.as_tensor(weights[start:start + chunk], dtype=e.dtype, device=device)  # (b,)
+            a = torch.as_tensor(alphas[start : start + chunk], dtype=e.dtype, device=device)  # (b,)
+            w = torch.as_tensor(weights[start : start + chunk], dtype=e.dtype, device=device)  # (b,)
             points = (base + a[:, None, None] * (e - base)).requires_grad_(True)  # (b, T, D)
             f = value_of(pred, outputs(model, module, pred.task, pred.causal, pred.ids, points, pred.position))
             (grad,) = torch.autograd.grad(f.sum(), points)  # (b, T, D): each point's own gradient
@@ -338,13 +369,28 @@ def integrated_gradients(model, pred: Prediction, *, steps: int = 32, baseline: 
         return ((e - base) * total).sum(dim=-1).detach().double().cpu().numpy(), ends[len(alphas) - 1], ends[0]
 
     scores, f_input, f_base = with_grad(model, run)
-    return Importance("integrated_gradients", scores, True, f_input=f_input, f_baseline=f_base,
-                      gap=f_input - f_base - float(scores.sum()), steps=steps)  # fmt: skip
+    return Importance(
+        "integrated_gradients",
+        scores,
+        True,
+        f_input=f_input,
+        f_baseline=f_base,
+        gap=f_input - f_base - float(scores.sum()),
+        steps=steps,
+    )
 
 
-def importance(model, pred: Prediction, method: str, *, trace: AttentionTrace | None = None, steps: int = 32,
-               baseline: str = "zero", loo: str = "remove",
-               progress: Callable[[float], None] | None = None) -> Importance:  # fmt: skip
+def importance(
+    model,
+    pred: Prediction,
+    method: str,
+    *,
+    trace: AttentionTrace | None = None,
+    steps: int = 32,
+    baseline: str = "zero",
+    loo: str = "remove",
+    progress: Callable[[float], None] | None = None,
+) -> Importance:
     """One method's :class:`Importance` for ``pred`` (:data:`METHODS`); ``trace``: the trace of the same input
     (the three attention readings; made here when None). Excluded positions (the [MASK]) score NaN."""
     if method not in METHODS:
@@ -366,8 +412,7 @@ def importance(model, pred: Prediction, method: str, *, trace: AttentionTrace | 
         result = Importance(method, np.asarray(scores, dtype=np.float64), method in SIGNED)
     scores = np.array(result.scores, dtype=np.float64)
     scores[list(pred.excluded)] = np.nan
-    return Importance(result.method, scores, result.signed, result.f_input, result.f_baseline, result.gap,
-                      result.steps)  # fmt: skip
+    return Importance(result.method, scores, result.signed, result.f_input, result.f_baseline, result.gap, result.steps)
 
 
 def ranked(importance_: Importance) -> np.ndarray:

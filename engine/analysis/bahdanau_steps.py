@@ -155,11 +155,21 @@ def step_breakdown(params: AttentionParameters, trace: AlignmentTrace, step: int
     alignment = softmax(energies)  # (S,)
     context = alignment @ h  # (2·d_enc,)
     return StepBreakdown(
-        step=step, variant=params.variant, target_word=trace.target.strings[step],
-        probability=float(trace.output_probs[step]), source=tuple(trace.source.strings), s_prev=s_prev,
-        query=query, keys=keys, hidden=hidden, v=v, energies=energies, alignment=alignment,
-        encoder_states=h, context=context,
-    )  # fmt: skip
+        step=step,
+        variant=params.variant,
+        target_word=trace.target.strings[step],
+        probability=float(trace.output_probs[step]),
+        source=tuple(trace.source.strings),
+        s_prev=s_prev,
+        query=query,
+        keys=keys,
+        hidden=hidden,
+        v=v,
+        energies=energies,
+        alignment=alignment,
+        encoder_states=h,
+        context=context,
+    )
 
 
 # ---- attention vs the gold word alignment ----------------------------------------------------------

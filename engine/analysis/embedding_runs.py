@@ -17,8 +17,10 @@ from typing import Any, Literal
 from engine.types import EngineError, Tokens
 
 Task = Literal["next-token", "masked-word", "embedding"]
-NEEDS_TASK = ("This page explains a next-token decoder, a masked-LM encoder of ours (with [MASK]) or a "
-              "Hugging Face text encoder (its sentence embedding); {model} is none of them.")  # fmt: skip
+NEEDS_TASK = (
+    "This page explains a next-token decoder, a masked-LM encoder of ours (with [MASK]) or a "
+    "Hugging Face text encoder (its sentence embedding); {model} is none of them."
+)
 
 
 def task_of(model) -> Task:
@@ -57,8 +59,9 @@ def embed(model, module, ids: Sequence[int], device) -> Any:
     return table(x)
 
 
-def outputs(model, module, task: Task, causal: bool, ids: Sequence[int], embeds, position: int | None,
-            *, explicit: bool = False) -> Any:  # fmt: skip
+def outputs(
+    model, module, task: Task, causal: bool, ids: Sequence[int], embeds, position: int | None, *, explicit: bool = False
+) -> Any:
     """Run the model on input embeddings ``embeds`` ``(B, T, D)`` (``ids`` give the shape and nothing else).
 
     Returns:
@@ -108,8 +111,9 @@ def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, li
     from engine.text import length_notices
 
     ids, tokens, n_total, requested, cut_chars = model.adapter.prepare(model, text, max_tokens)
-    return tokens, length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
-                                  cut_chars=cut_chars)  # fmt: skip
+    return tokens, length_notices(
+        n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
+    )
 
 
 def token_label(model, token_id: int) -> str:

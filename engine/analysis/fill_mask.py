@@ -18,8 +18,7 @@ import numpy as np
 from engine.types import AttentionTrace, EngineError, Tokens
 
 TOP_K = 10
-NEEDS_MLM = ("Fill-in-the-blank needs a model trained with the masked-LM objective: pick "
-             "tiny-bert-stories.")  # fmt: skip
+NEEDS_MLM = "Fill-in-the-blank needs a model trained with the masked-LM objective: pick tiny-bert-stories."
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,11 +93,20 @@ def fill_mask(model, text: str, *, top_k: int = TOP_K, max_tokens: int = 128) ->
     import engine
 
     trace = engine.trace(model, text, causal=False, max_tokens=max_tokens)
-    return FillMask(model_id=model.spec.id, tokens=inp.tokens, blanks=tuple(blanks), trace=trace,
-                    notices=inp.notices + ((notice,) if notice else ()))  # fmt: skip
+    return FillMask(
+        model_id=model.spec.id,
+        tokens=inp.tokens,
+        blanks=tuple(blanks),
+        trace=trace,
+        notices=inp.notices + ((notice,) if notice else ()),
+    )
 
 
 def attention_of(trace: AttentionTrace, position: int) -> np.ndarray:
     """Where ``position`` looks in every layer and head: ``[layer, head, k_pos]`` (rows of the patterns)."""
-    return np.stack([np.stack([trace.pattern_rows(layer, head, position, position + 1)[0]
-                               for head in range(trace.n_heads)]) for layer in range(trace.n_layers)])  # fmt: skip
+    return np.stack(
+        [
+            np.stack([trace.pattern_rows(layer, head, position, position + 1)[0] for head in range(trace.n_heads)])
+            for layer in range(trace.n_layers)
+        ]
+    )

@@ -96,8 +96,9 @@ def prefix_matching_score(pattern: np.ndarray, period: int) -> np.ndarray:
     if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period < 2:
         raise ValueError(f"period must be an integer ≥ 2, got {period!r}")
     if p.shape[-1] != 2 * period + 1:
-        raise ValueError(f"a run of {period} repeated after <bos> has {2 * period + 1} positions, "
-                         f"the pattern has {p.shape[-1]}")  # fmt: skip
+        raise ValueError(
+            f"a run of {period} repeated after <bos> has {2 * period + 1} positions, the pattern has {p.shape[-1]}"
+        )
     return np.diagonal(p, offset=1 - period, axis1=-2, axis2=-1).mean(axis=-1)
 
 

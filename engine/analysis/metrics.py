@@ -132,7 +132,9 @@ def offset_share(patterns: np.ndarray, offset: int) -> np.ndarray:
     return _row_mean(values, _live_rows(p)[..., rows])
 
 
-def broadness(patterns: np.ndarray, blocked: np.ndarray | None = None, *, entropies: np.ndarray | None = None) -> np.ndarray:
+def broadness(
+    patterns: np.ndarray, blocked: np.ndarray | None = None, *, entropies: np.ndarray | None = None
+) -> np.ndarray:
     """Mean normalised entropy H(i) / ln k(i) in [0, 1]: 1 when a row spreads evenly over every key it may see.
 
     Args:

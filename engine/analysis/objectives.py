@@ -91,11 +91,11 @@ def span_example(words: list[str], seed: int = 0, rate: float = SPAN_RATE, mean_
     spans, taken = [], np.zeros(n, dtype=bool)
     for length in lengths:
         length = int(min(max(length, 1), n))
-        free = [s for s in range(n - length + 1) if not taken[max(0, s - 1): s + length + 1].any()]
+        free = [s for s in range(n - length + 1) if not taken[max(0, s - 1) : s + length + 1].any()]
         if not free:
             break
         start = int(free[rng.integers(len(free))])
-        taken[start: start + length] = True
+        taken[start : start + length] = True
         spans.append((start, start + length))
     spans.sort()
     inputs, targets, at = [], [], 0

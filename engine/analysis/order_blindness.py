@@ -169,7 +169,21 @@ def order_blindness(
                 patterns.append(np.stack([tr.pattern(layer) for layer in range(tr.n_layers)]))  # (L, H, n, n)
             original, shuffled = patterns
             expected = original[:, :, perm][:, :, :, perm]
-            runs.append(PermutationRun(name=name, positions=positions, causal=causal, original=original,
-                                       shuffled=shuffled, error=float(np.abs(shuffled - expected).max())))  # fmt: skip
-    return OrderBlindness(model_id=model_id, tokens=tokens.strings, shuffled_tokens=shuffled_tokens.strings,
-                          perm=perm, runs=tuple(runs), notices=tuple(notices))  # fmt: skip
+            runs.append(
+                PermutationRun(
+                    name=name,
+                    positions=positions,
+                    causal=causal,
+                    original=original,
+                    shuffled=shuffled,
+                    error=float(np.abs(shuffled - expected).max()),
+                )
+            )
+    return OrderBlindness(
+        model_id=model_id,
+        tokens=tokens.strings,
+        shuffled_tokens=shuffled_tokens.strings,
+        perm=perm,
+        runs=tuple(runs),
+        notices=tuple(notices),
+    )

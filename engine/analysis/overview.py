@@ -85,7 +85,9 @@ class _Head:
     softcap: np.float32 | None  # logit cap: s = tanh(s / cap) · cap after scaling
     window: int | None  # sliding window: row i sees keys j with 0 <= i + offset − j < w (causal), |…| <= w (not)
     slope: np.float32 | None  # ALiBi slope of this head
-    relative: np.ndarray | None = None  # T5's relative bias of this head, [n_q + n_k − 1]: key j of row i adds [j − i + n_q − 1]
+    relative: np.ndarray | None = (
+        None  # T5's relative bias of this head, [n_q + n_k − 1]: key j of row i adds [j − i + n_q − 1]
+    )
 
     @property
     def n_q(self) -> int:
@@ -116,7 +118,8 @@ def _head(trace: AttentionTrace, layer: int, head: int) -> _Head:
         scale=np.float32(trace.scales[index(layer) % trace.n_layers]),
         causal=bool(trace.causal),
         window=trace.window_of(layer),
-        softcap=None if not trace.softcap or trace.softcap[index(layer) % trace.n_layers] is None
+        softcap=None
+        if not trace.softcap or trace.softcap[index(layer) % trace.n_layers] is None
         else np.float32(trace.softcap[index(layer) % trace.n_layers]),
         padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
         slope=None if slopes is None else np.float32(slopes[head]),
@@ -163,7 +166,7 @@ def _rows(h: _Head, start: int, stop: int, buffer: np.ndarray | None = None) -> 
     if h.causal:  # row i sees keys j <= i + offset; only the chunk's last keys can be blocked
         first_blocked = np.arange(start, stop) + (h.n_k - h.n_q) + 1
         for r in np.flatnonzero(first_blocked < n_keys):
-            s[r, max(first_blocked[r], 0):] = -np.inf
+            s[r, max(first_blocked[r], 0) :] = -np.inf
     if h.window is not None:  # keys j <= i + offset − w (causal) or < i + offset − w (not): each row's start
         last_blocked = np.arange(start, stop) + (h.n_k - h.n_q) - h.window - (0 if h.causal else 1)
         for r in np.flatnonzero(last_blocked >= 0):
@@ -171,7 +174,7 @@ def _rows(h: _Head, start: int, stop: int, buffer: np.ndarray | None = None) -> 
         if not h.causal:  # and keys j > i + offset + w: each row's end
             first_blocked = np.arange(start, stop) + (h.n_k - h.n_q) + h.window + 1
             for r in np.flatnonzero(first_blocked < n_keys):
-                s[r, max(first_blocked[r], 0):] = -np.inf
+                s[r, max(first_blocked[r], 0) :] = -np.inf
     if h.padding is not None:
         s[:, h.padding[:n_keys]] = -np.inf
     row_max = s.max(axis=1, keepdims=True)
@@ -355,8 +358,9 @@ def _value_norms(trace: AttentionTrace, layer: int, head: int, weighting: str) -
     return trace.value_norms(layer, head) if weighting == "value" else None
 
 
-def pattern_rows(trace: AttentionTrace, layer: int, head: int, start: int, stop: int,
-                 weighting: Weighting = "attention") -> np.ndarray:  # fmt: skip
+def pattern_rows(
+    trace: AttentionTrace, layer: int, head: int, start: int, stop: int, weighting: Weighting = "attention"
+) -> np.ndarray:
     """Exact pattern rows ``start:stop`` of one head over all keys, computed a chunk at a time.
 
     Args:

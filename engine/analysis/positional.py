@@ -237,11 +237,15 @@ def position_table(model) -> PositionTable:
             return PositionTable(values=values, kind=kind, source=source)
     kind = getattr(adapter, "pos_encoding_kind", None)
     if kind == "rope":
-        raise EngineError(f"{model.spec.id} uses rotary position embeddings (RoPE): it turns each query and key by "
-                          "an angle that grows with the position instead of adding position vectors; the RoPE tab "
-                          "shows how.")  # fmt: skip
+        raise EngineError(
+            f"{model.spec.id} uses rotary position embeddings (RoPE): it turns each query and key by "
+            "an angle that grows with the position instead of adding position vectors; the RoPE tab "
+            "shows how."
+        )
     record = hub_record(str(getattr(adapter, "model_type", "")))
     if record is not None and record.positions == "relative":
-        raise EngineError(f"{model.spec.id} (T5) adds a learned bias b(j − i) to each attention score, by the "
-                          "distance between query and key, instead of position vectors; Step by step shows it.")
+        raise EngineError(
+            f"{model.spec.id} (T5) adds a learned bias b(j − i) to each attention score, by the "
+            "distance between query and key, instead of position vectors; Step by step shows it."
+        )
     raise EngineError(f"{model.spec.id} has no table of position vectors to show.")

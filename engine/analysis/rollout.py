@@ -39,7 +39,7 @@ DiscardRule = Literal["all-off-diagonal", "keep-class-token"]
 DISCARD_RULES: dict[str, str] = {
     "all-off-diagonal": "drops the weakest share of all off-diagonal weights, attention to the class token included",
     "keep-class-token": "drops the weakest share of the off-diagonal weights outside the class token's column: "
-                        "every token's attention to the class token (position 0) is kept",
+    "every token's attention to the class token (position 0) is kept",
 }
 
 

@@ -64,8 +64,13 @@ class PowerLaw:
         return np.exp(self.alpha * (math.log(self.scale) - np.log(x))) + self.irreducible
 
     def to_dict(self) -> dict[str, float]:
-        return {"alpha": self.alpha, "scale": self.scale, "irreducible": self.irreducible, "r2": self.r2,
-                "n_points": self.n_points}  # fmt: skip
+        return {
+            "alpha": self.alpha,
+            "scale": self.scale,
+            "irreducible": self.irreducible,
+            "r2": self.r2,
+            "n_points": self.n_points,
+        }
 
 
 def _line(log_x: np.ndarray, log_y: np.ndarray) -> tuple[float, float, float]:
@@ -87,8 +92,9 @@ def _checked(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
     return x, y
 
 
-def fit_power_law(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
-                  irreducible: bool = False) -> PowerLaw:  # fmt: skip
+def fit_power_law(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, irreducible: bool = False
+) -> PowerLaw:
     """Fit ``y = (scale / x) ** alpha (+ E)`` by least squares in log space.
 
     Args:
@@ -201,12 +207,21 @@ class Run:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Run":
         points = data["points"]
-        column = {key: np.array([float(p[key]) for p in points], dtype=np.float64)
-                  for key in ("step", "tokens", "compute", "train_loss", "held_out_loss")}  # fmt: skip
-        return cls(name=str(data["name"]), d_model=int(data["d_model"]), n_layers=int(data["n_layers"]),
-                   n_heads=int(data["n_heads"]), d_mlp=int(data["d_mlp"]), n_params=int(data["n_params"]),
-                   n_params_total=int(data["n_params_total"]), wall_s=float(data.get("wall_s", 0.0)),
-                   **column)  # fmt: skip
+        column = {
+            key: np.array([float(p[key]) for p in points], dtype=np.float64)
+            for key in ("step", "tokens", "compute", "train_loss", "held_out_loss")
+        }
+        return cls(
+            name=str(data["name"]),
+            d_model=int(data["d_model"]),
+            n_layers=int(data["n_layers"]),
+            n_heads=int(data["n_heads"]),
+            d_mlp=int(data["d_mlp"]),
+            n_params=int(data["n_params"]),
+            n_params_total=int(data["n_params_total"]),
+            wall_s=float(data.get("wall_s", 0.0)),
+            **column,
+        )
 
 
 @dataclass(frozen=True)
@@ -258,12 +273,30 @@ def read_curves(path: Path) -> Curves:
         runs = tuple(Run.from_dict(r) for r in data["runs"])
         fit, compute_fit = PowerLaw(**data["fit"]), PowerLaw(**data["compute_fit"])
         where = tuple((str(name), int(i)) for name, i in data["frontier"])
-        return Curves(runs=runs, settings=dict(data["settings"]), machine=dict(data["machine"]), fit=fit,
-                      compute_fit=compute_fit, frontier=where, wall_s=float(data["wall_s"]),
-                      command=str(data["command"]))  # fmt: skip
+        return Curves(
+            runs=runs,
+            settings=dict(data["settings"]),
+            machine=dict(data["machine"]),
+            fit=fit,
+            compute_fit=compute_fit,
+            frontier=where,
+            wall_s=float(data["wall_s"]),
+            command=str(data["command"]),
+        )
     except (KeyError, TypeError, ValueError) as err:
         raise CurvesError(f"{path}: a field is missing or of the wrong type ({type(err).__name__}: {err})") from err
 
 
-__all__ = ["FLOPS_PER_TOKEN_PER_PARAM", "FORMAT", "Curves", "CurvesError", "PowerLaw", "Run", "all_points", "analyse",
-           "fit_power_law", "frontier", "read_curves"]  # fmt: skip
+__all__ = [
+    "FLOPS_PER_TOKEN_PER_PARAM",
+    "FORMAT",
+    "Curves",
+    "CurvesError",
+    "PowerLaw",
+    "Run",
+    "all_points",
+    "analyse",
+    "fit_power_law",
+    "frontier",
+    "read_curves",
+]

@@ -178,10 +178,20 @@ def attention_steps(
     weights = softmax(masked)
     z = weights @ v2  # [n_q, d_v]
     return AttentionSteps(
-        q=q2, k=k2, v=v2, scale=float(scale), raw=raw, scaled=scaled, bias=add_bias, mask=add_mask,
-        masked=masked, weights=weights, z=z, query_positions=pos,
+        q=q2,
+        k=k2,
+        v=v2,
+        scale=float(scale),
+        raw=raw,
+        scaled=scaled,
+        bias=add_bias,
+        mask=add_mask,
+        masked=masked,
+        weights=weights,
+        z=z,
+        query_positions=pos,
         softcap=None if softcap is None else float(softcap),
-    )  # fmt: skip
+    )
 
 
 def query_steps(trace: AttentionTrace, layer: int, head: int, query: int) -> AttentionSteps:
@@ -267,12 +277,15 @@ def to_matrix(data: Any, name: str, shape: tuple[int, int], limit: float = CALC_
 #: default calculator rows (tokens × up to 4 dims), chosen so that the softmax has something to do:
 #: "cat" asks for what "sat" and "mat" offer; "sat" looks back at "cat"; "on" is almost neutral.
 CALC_TOKENS = ("the", "cat", "sat", "on", "mat")
-_CALC_Q = np.array([[0.5, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 1.0], [2.0, 0.0, 1.0, 0.0],
-                    [0.5, 0.5, 0.0, 0.0], [1.0, 1.0, 0.0, 1.0]])  # fmt: skip
-_CALC_K = np.array([[0.0, 0.5, 0.0, 1.0], [2.0, 0.0, 0.0, 0.0], [0.0, 1.5, 1.0, 0.0],
-                    [0.5, 0.0, 0.0, 0.5], [0.0, 2.0, 0.0, 1.0]])  # fmt: skip
-_CALC_V = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0],
-                    [0.0, 0.0, 0.0, 1.0], [0.5, 0.0, 1.0, 1.0]])  # fmt: skip
+_CALC_Q = np.array(
+    [[0.5, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 1.0], [2.0, 0.0, 1.0, 0.0], [0.5, 0.5, 0.0, 0.0], [1.0, 1.0, 0.0, 1.0]]
+)
+_CALC_K = np.array(
+    [[0.0, 0.5, 0.0, 1.0], [2.0, 0.0, 0.0, 0.0], [0.0, 1.5, 1.0, 0.0], [0.5, 0.0, 0.0, 0.5], [0.0, 2.0, 0.0, 1.0]]
+)
+_CALC_V = np.array(
+    [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.5, 0.0, 1.0, 1.0]]
+)
 
 
 def calculator_example(n_tokens: int, width: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
@@ -283,8 +296,12 @@ def calculator_example(n_tokens: int, width: int) -> tuple[tuple[str, ...], np.n
     """
     if not (3 <= n_tokens <= 5 and 2 <= width <= 4):
         raise ValueError(f"the calculator takes 3–5 tokens and width 2–4, got {n_tokens} and {width}")
-    return (CALC_TOKENS[:n_tokens], _CALC_Q[:n_tokens, :width].copy(), _CALC_K[:n_tokens, :width].copy(),
-            _CALC_V[:n_tokens, :width].copy())  # fmt: skip
+    return (
+        CALC_TOKENS[:n_tokens],
+        _CALC_Q[:n_tokens, :width].copy(),
+        _CALC_K[:n_tokens, :width].copy(),
+        _CALC_V[:n_tokens, :width].copy(),
+    )
 
 
 def _number(cell: Any) -> float | None:

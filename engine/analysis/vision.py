@@ -31,7 +31,7 @@ def n_prefix(trace: VisionTrace) -> int:
 def to_grid(trace: VisionTrace, row: np.ndarray) -> np.ndarray:
     """An attention row over the whole sequence → ``[rows, cols]`` over the patches only."""
     rows, cols = trace.grid
-    return np.asarray(row, dtype=np.float64)[n_prefix(trace):].reshape(rows, cols)
+    return np.asarray(row, dtype=np.float64)[n_prefix(trace) :].reshape(rows, cols)
 
 
 def cls_map(trace: VisionTrace, layer: int, head: int | None = None) -> np.ndarray:
@@ -50,8 +50,13 @@ def patch_map(trace: VisionTrace, layer: int, head: int, patch: int) -> np.ndarr
     return to_grid(trace, trace.attention.pattern(layer, head)[n_prefix(trace) + int(patch)])
 
 
-def rollout_map(trace: VisionTrace, *, head_fusion: HeadFusion = "mean", discard_ratio: float = 0.0,
-                discard_rule: DiscardRule = "all-off-diagonal") -> np.ndarray:
+def rollout_map(
+    trace: VisionTrace,
+    *,
+    head_fusion: HeadFusion = "mean",
+    discard_ratio: float = 0.0,
+    discard_rule: DiscardRule = "all-off-diagonal",
+) -> np.ndarray:
     """[CLS]'s row of the full attention rollout (all layers), on the patch grid ``[rows, cols]``.
 
     The prefix tokens' own share is left out, so the map sums to less than 1. ``discard_rule`` is
@@ -131,6 +136,13 @@ def occlusion_check(model, trace: VisionTrace, ranking: np.ndarray, k: int, *, s
     for strategy, patches in choices.items():
         hidden = hide_patches(trace.image, trace.grid, trace.patch_size, patches, fill)
         probs = base if k == 0 else np.asarray(model.adapter.classify(model, hidden), dtype=np.float64)
-        result.append(OcclusionRow(strategy, tuple(int(p) for p in sorted(patches)), probs,
-                                   trace.labels[int(np.argmax(probs))], float(probs[top])))  # fmt: skip
+        result.append(
+            OcclusionRow(
+                strategy,
+                tuple(int(p) for p in sorted(patches)),
+                probs,
+                trace.labels[int(np.argmax(probs))],
+                float(probs[top]),
+            )
+        )
     return OcclusionResult(k=k, original=trace.labels[top], p_original=float(base[top]), probs=base, rows=tuple(result))

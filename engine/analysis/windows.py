@@ -158,8 +158,21 @@ def window_row(block: WindowBlock, head: int, patch: int) -> WindowRow:
     seen = np.zeros((hp, wp), dtype=bool)
     seen[where[:, 0], where[:, 1]] = True if mask is None else mask[index, slot] == 0
     outside = (where[:, 0] >= rows) | (where[:, 1] >= cols)
-    pieces = tuple((r0, min(r1, rows), c0, min(c1, cols)) for r0, r1 in _runs(where[:, 0]) if r0 < rows
-                   for c0, c1 in _runs(where[:, 1]) if c0 < cols)  # fmt: skip
-    return WindowRow(weights=full[:rows, :cols], window=member[:rows, :cols], visible=seen[:rows, :cols],
-                     pieces=pieces, window_index=int(index), slot=int(slot), padding=float(row[outside].sum()),
-                     row_edges=window_edges(rows, hp, w, s), col_edges=window_edges(cols, wp, w, s))  # fmt: skip
+    pieces = tuple(
+        (r0, min(r1, rows), c0, min(c1, cols))
+        for r0, r1 in _runs(where[:, 0])
+        if r0 < rows
+        for c0, c1 in _runs(where[:, 1])
+        if c0 < cols
+    )
+    return WindowRow(
+        weights=full[:rows, :cols],
+        window=member[:rows, :cols],
+        visible=seen[:rows, :cols],
+        pieces=pieces,
+        window_index=int(index),
+        slot=int(slot),
+        padding=float(row[outside].sum()),
+        row_edges=window_edges(rows, hp, w, s),
+        col_edges=window_edges(cols, wp, w, s),
+    )

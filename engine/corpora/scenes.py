@@ -204,8 +204,9 @@ def _paint(rng: np.random.Generator, image: np.ndarray, drawn: list, relation: s
     return Scene(image=image, objects=tuple(objects), relation=relation, textured=textured)
 
 
-def draw_scene(objects: list[tuple[str, str, str, float, float]], *, textured: bool = False, seed: int = 0,
-               size: int = IMAGE_SIZE) -> Scene:  # fmt: skip
+def draw_scene(
+    objects: list[tuple[str, str, str, float, float]], *, textured: bool = False, seed: int = 0, size: int = IMAGE_SIZE
+) -> Scene:
     """A scene drawn to order (the Captions page's "draw one").
 
     Args:
@@ -238,8 +239,10 @@ def draw_scene(objects: list[tuple[str, str, str, float, float]], *, textured: b
         drawn.append((shape, colour, size_word, _mask(shape, cy, cx, half, size)))
     drawn, relation = _caption_order(drawn)
     if len(drawn) == 2 and relation is None:
-        raise ValueError("the two objects overlap, or one is about as far across from the other as down: no "
-                         "caption of the grammar says where one is. Move one further left, right, up or down.")
+        raise ValueError(
+            "the two objects overlap, or one is about as far across from the other as down: no "
+            "caption of the grammar says where one is. Move one further left, right, up or down."
+        )
     return _paint(rng, image, drawn, relation, textured)
 
 
@@ -259,8 +262,7 @@ def parse_caption(words: list[str] | str) -> tuple[tuple[tuple[str, str, str], .
 
     def one(at: int) -> tuple[str, str, str]:
         part = words[at : at + 4]
-        if (len(part) != 4 or part[0] != "a" or part[1] not in SIZES or part[2] not in COLOURS
-                or part[3] not in SHAPES):  # fmt: skip
+        if len(part) != 4 or part[0] != "a" or part[1] not in SIZES or part[2] not in COLOURS or part[3] not in SHAPES:
             raise ValueError(f"not a caption of the scene grammar: {' '.join(words)!r}")
         return part[1], part[2], part[3]
 

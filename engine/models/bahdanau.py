@@ -56,8 +56,12 @@ from engine.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 Variant = Literal["additive", "dot"]
 VARIANTS: tuple[str, ...] = ("additive", "dot")
 KIND = "rnn-attention"
-STEP_HOOKS = ("decoder.hook_state", "decoder.attn.hook_energies", "decoder.attn.hook_alignment",
-              "decoder.attn.hook_context")  # fmt: skip
+STEP_HOOKS = (
+    "decoder.hook_state",
+    "decoder.attn.hook_energies",
+    "decoder.attn.hook_alignment",
+    "decoder.attn.hook_context",
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class RNNAttentionConfig(JsonConfig):
             problems.append(f"variant must be one of {list(VARIANTS)}, got {self.variant!r}")
         if problems:
             raise ValueError("RNNAttentionConfig: " + "; ".join(problems))
+
 
 class Encoder(nn.Module):
     """Bidirectional GRU: ``h(j) = [→h(j); ←h(j)]``; padding is packed away, so ←h starts at the last word."""
@@ -243,6 +248,7 @@ def record_steps(model: nn.Module, names: tuple[str, ...] = STEP_HOOKS) -> Itera
     handles = []
     try:
         for name in names:
+
             def hook(_m: nn.Module, _i: tuple, out: torch.Tensor, name: str = name) -> None:
                 store[name].append(out.detach())
 
@@ -351,8 +357,14 @@ class AlignmentAdapter:
         ids = vocab.encode(words[:limit])
         unknown = list(dict.fromkeys(w for w, i in zip(words, ids) if i == UNK_ID))
         notices = [n for n in [unknown_words_notice(unknown, suggest)] if n]
-        notices += length_notices(len(words), limit, max_tokens=max_tokens, max_positions=model.max_positions,
-                                  cut_chars=cut_chars, verb="translated")  # fmt: skip
+        notices += length_notices(
+            len(words),
+            limit,
+            max_tokens=max_tokens,
+            max_positions=model.max_positions,
+            cut_chars=cut_chars,
+            verb="translated",
+        )
         tokens = vocab.tokens_for_display(ids)
         trace, device, notice = model.run(
             lambda module, _dev: trace_alignment(module, ids, tokens, model.tokenizer["target"], model_id=model.spec.id)
@@ -375,7 +387,11 @@ def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None
             ``{"source": …, "target": …}`` vocabularies (readable message).
     """
     return checkpoint_model(
-        spec, folder, device, adapter=AlignmentAdapter(), max_positions=lambda module: module.cfg.max_src,
-        architecture="GRU encoder-decoder with attention", validate=source_target_vocab(KIND),
+        spec,
+        folder,
+        device,
+        adapter=AlignmentAdapter(),
+        max_positions=lambda module: module.cfg.max_src,
+        architecture="GRU encoder-decoder with attention",
+        validate=source_target_vocab(KIND),
     )
-

@@ -67,9 +67,13 @@ class CaptionerConfig(JsonConfig):
     max_len: int = 14  # most words greedy decoding writes (<eos> included)
 
     def __post_init__(self) -> None:
-        problems = [f"{f.name} must be a positive integer, got {getattr(self, f.name)!r}" for f in fields(self)
-                    if isinstance(getattr(self, f.name), bool) or not isinstance(getattr(self, f.name), int)
-                    or getattr(self, f.name) <= 0]  # fmt: skip
+        problems = [
+            f"{f.name} must be a positive integer, got {getattr(self, f.name)!r}"
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), bool)
+            or not isinstance(getattr(self, f.name), int)
+            or getattr(self, f.name) <= 0
+        ]
         if not problems:
             ratio = self.image_size // self.grid
             if self.image_size % self.grid or ratio & (ratio - 1) or ratio < 2:
@@ -94,8 +98,12 @@ class Encoder(nn.Module):
         while side > cfg.grid:  # halve until the grid side: conv + GroupNorm + ReLU + 2×2 max-pool
             layers += [nn.Conv2d(width, 2 * c, 3, padding=1), nn.GroupNorm(8, 2 * c), nn.ReLU(), nn.MaxPool2d(2)]
             width, side = 2 * c, side // 2
-        layers += [nn.Conv2d(width, cfg.d_feat, 3, padding=1), nn.GroupNorm(8, cfg.d_feat), nn.ReLU(),
-                   nn.Conv2d(cfg.d_feat, cfg.d_feat, 1)]
+        layers += [
+            nn.Conv2d(width, cfg.d_feat, 3, padding=1),
+            nn.GroupNorm(8, cfg.d_feat),
+            nn.ReLU(),
+            nn.Conv2d(cfg.d_feat, cfg.d_feat, 1),
+        ]
         self.net = nn.Sequential(*layers)
         self.hook_grid = HookPoint()  # [batch, L², d_feat]
 
@@ -158,8 +166,9 @@ class Decoder(nn.Module):
         mean = grid.mean(dim=1)  # (B, d_feat)
         return torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))
 
-    def step(self, y_prev: torch.Tensor, h: torch.Tensor, c: torch.Tensor, grid: torch.Tensor,
-             keys: torch.Tensor) -> Step:  # fmt: skip
+    def step(
+        self, y_prev: torch.Tensor, h: torch.Tensor, c: torch.Tensor, grid: torch.Tensor, keys: torch.Tensor
+    ) -> Step:
         """``y_prev`` [B] ids, state ``(h, c)`` [B, d_dec] each, ``grid`` [B, L², d_feat], ``keys`` [B, L², d_attn]."""
         h = self.hook_state(h)
         alpha = self.attn(h, keys)  # (B, L²)
@@ -288,8 +297,13 @@ def beam_search(model: Captioner, image: torch.Tensor, beam: int = 3, max_len: i
     for _ in range(max_len):
         n = len(open_)
         y = torch.tensor([hyp[0][-1] if hyp[0] else BOS_ID for hyp in open_], device=grid.device)
-        s = model.decoder.step(y, torch.cat([hyp[4] for hyp in open_]), torch.cat([hyp[5] for hyp in open_]),
-                               grid.expand(n, -1, -1), keys.expand(n, -1, -1))  # fmt: skip
+        s = model.decoder.step(
+            y,
+            torch.cat([hyp[4] for hyp in open_]),
+            torch.cat([hyp[5] for hyp in open_]),
+            grid.expand(n, -1, -1),
+            keys.expand(n, -1, -1),
+        )
         logp = torch.log_softmax(s.logits.float(), dim=-1).cpu()  # (n, V)
         scores = torch.tensor([hyp[3] for hyp in open_])[:, None] + logp  # (n, V)
         top = torch.topk(scores.flatten(), min(beam, scores.numel()))
@@ -340,10 +354,15 @@ def trace_caption(model: Captioner, image: np.ndarray, vocab: Vocab, *, model_id
     text = " ".join(w for w, i in zip(words.strings, best.ids) if i != EOS_ID)
     L = cfg.grid
     return CaptionTrace(
-        model_id=model_id, image=array, words=words, caption=text,
+        model_id=model_id,
+        image=array,
+        words=words,
+        caption=text,
         alphas=np.ascontiguousarray(best.alphas.reshape(len(best.ids), L, L), dtype=np.float32),
-        betas=np.asarray(best.betas, dtype=np.float32), log_prob=best.log_prob, beam=beam,
-    )  # fmt: skip
+        betas=np.asarray(best.betas, dtype=np.float32),
+        log_prob=best.log_prob,
+        beam=beam,
+    )
 
 
 def as_image(image: Any, size: int) -> np.ndarray:
@@ -370,8 +389,9 @@ class CaptionAdapter:
     are accepted for the common signature and ignored (captions are at most ``cfg.max_len`` words).
     """
 
-    def trace(self, model: Model, image: Any, *, causal: bool | None = None, max_tokens: int = 0,
-              beam: int = 1) -> CaptionTrace:  # fmt: skip
+    def trace(
+        self, model: Model, image: Any, *, causal: bool | None = None, max_tokens: int = 0, beam: int = 1
+    ) -> CaptionTrace:
         """Caption ``image`` greedily (``beam=1``) or by beam search, recording α and β per word."""
         if not isinstance(beam, int) or not 1 <= beam <= 10:
             raise EngineError(f"beam must be a whole number from 1 to 10, got {beam!r}")
@@ -400,5 +420,12 @@ def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None
             return f"a captioner checkpoint needs one vocabulary of at most {module.cfg.vocab_size} tokens"
         return None
 
-    return checkpoint_model(spec, folder, device, adapter=CaptionAdapter(), architecture="CNN + LSTM with soft attention",
-                            max_positions=lambda module: module.cfg.max_len, validate=validate)  # fmt: skip
+    return checkpoint_model(
+        spec,
+        folder,
+        device,
+        adapter=CaptionAdapter(),
+        architecture="CNN + LSTM with soft attention",
+        max_positions=lambda module: module.cfg.max_len,
+        validate=validate,
+    )

@@ -58,9 +58,13 @@ def checkpoint_model(
         device=device,
         max_positions=int(max_positions(module)),
         reload=rebuild,
-        info={"source": str(folder / f"{spec.id}.safetensors"), "card": str(folder / f"{spec.id}.md"),
-              "architecture": architecture, **document.get("metadata", {})},
-    )  # fmt: skip
+        info={
+            "source": str(folder / f"{spec.id}.safetensors"),
+            "card": str(folder / f"{spec.id}.md"),
+            "architecture": architecture,
+            **document.get("metadata", {}),
+        },
+    )
 
 
 def source_target_vocab(kind: str) -> Callable[[nn.Module, Any], str | None]:
@@ -71,8 +75,10 @@ def source_target_vocab(kind: str) -> Callable[[nn.Module, Any], str | None]:
             return f'a {kind} checkpoint needs a "source" and a "target" vocabulary'
         cfg = module.cfg
         if len(vocab["source"]) > cfg.src_vocab or len(vocab["target"]) > cfg.tgt_vocab:
-            return (f"vocabularies of {len(vocab['source'])} / {len(vocab['target'])} tokens do not fit the "
-                    f"model's {cfg.src_vocab} / {cfg.tgt_vocab} ids")  # fmt: skip
+            return (
+                f"vocabularies of {len(vocab['source'])} / {len(vocab['target'])} tokens do not fit the "
+                f"model's {cfg.src_vocab} / {cfg.tgt_vocab} ids"
+            )
         return None
 
     return check

@@ -91,10 +91,14 @@ class OwnTextAdapter:
 
         new, stopped = decode_loop(step, inp.ids, settings, {EOS_ID}, n_new)
         ids = [*inp.ids, *new]
-        said = generation_notice(settings, len(new), stopped, len(new) < settings.max_new_tokens and not stopped,
-                                 model.max_positions)  # fmt: skip
-        trace, device, notice = model.run(lambda module, _device: trace_own(
-            module, ids, model.tokenizer.tokens_for_display(ids), model_id=model.spec.id, causal=True))
+        said = generation_notice(
+            settings, len(new), stopped, len(new) < settings.max_new_tokens and not stopped, model.max_positions
+        )
+        trace, device, notice = model.run(
+            lambda module, _device: trace_own(
+                module, ids, model.tokenizer.tokens_for_display(ids), model_id=model.spec.id, causal=True
+            )
+        )
         if notice and notice not in notices:
             notices.append(notice)
         return dataclasses.replace(
@@ -114,7 +118,13 @@ def load_own(spec: ModelSpec, folder: Path, device: torch.device | None = None) 
     Raises:
         CheckpointError: a missing, corrupt or mismatched file (readable message).
     """
-    model = checkpoint_model(spec, folder, device, adapter=OwnTextAdapter(), architecture="own transformer",
-                             max_positions=lambda module: module.cfg.max_len)
+    model = checkpoint_model(
+        spec,
+        folder,
+        device,
+        adapter=OwnTextAdapter(),
+        architecture="own transformer",
+        max_positions=lambda module: module.cfg.max_len,
+    )
     model.default_causal = bool(model.module.cfg.causal)  # what trace_own does with causal=None
     return model

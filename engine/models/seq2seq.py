@@ -87,9 +87,16 @@ class Seq2SeqConfig(JsonConfig):
     def layer_config(self) -> TransformerConfig:
         """The :class:`TransformerConfig` that the shared Attention / MLP / Block modules are built from."""
         return TransformerConfig(
-            vocab_size=self.tgt_vocab, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
-            d_mlp=self.d_mlp, max_len=max(self.max_src, self.max_tgt), pos_encoding="none", norm="pre",
-        )  # fmt: skip
+            vocab_size=self.tgt_vocab,
+            d_model=self.d_model,
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            d_mlp=self.d_mlp,
+            max_len=max(self.max_src, self.max_tgt),
+            pos_encoding="none",
+            norm="pre",
+        )
+
 
 def padding_bias(key_padding: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Additive mask ``(B, 1, 1, S)``: 0 for real keys, −∞ for padding (blocked for every query)."""
@@ -111,9 +118,12 @@ class CrossAttention(Attention):
     """
 
     def forward(  # type: ignore[override]
-        self, x: torch.Tensor, memory: torch.Tensor, bias: torch.Tensor | None = None,
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        bias: torch.Tensor | None = None,
         attn_impl: AttnImpl = "explicit",
-    ) -> torch.Tensor:  # fmt: skip
+    ) -> torch.Tensor:
         """Args: x ``(B, T, D)``, memory ``(B, S, D)``, bias ``(B|1, 1, 1|T, S)`` or None. Returns ``(B, T, D)``."""
         B, T, D = x.shape
         S = memory.shape[1]
@@ -150,9 +160,13 @@ class DecoderBlock(nn.Module):
         self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
 
     def forward(
-        self, y: torch.Tensor, memory: torch.Tensor, self_bias: torch.Tensor, cross_bias: torch.Tensor | None,
+        self,
+        y: torch.Tensor,
+        memory: torch.Tensor,
+        self_bias: torch.Tensor,
+        cross_bias: torch.Tensor | None,
         attn_impl: AttnImpl = "explicit",
-    ) -> torch.Tensor:  # fmt: skip
+    ) -> torch.Tensor:
         """Args: y ``(B, T, D)``, memory ``(B, S, D)``, the two additive masks. Returns ``(B, T, D)``."""
         y = self.hook_resid_pre(y)  # (B, T, D)
         y = self.hook_resid_mid(y + self.hook_attn_out(self.attn(self.ln1(y), self_bias, None, attn_impl)))
@@ -262,18 +276,25 @@ class Seq2SeqTransformer(nn.Module):
         return self.encoder(src, bias, attn_impl)
 
     def decode(
-        self, memory: torch.Tensor, tgt_in: torch.Tensor, src_padding: torch.Tensor | None = None,
+        self,
+        memory: torch.Tensor,
+        tgt_in: torch.Tensor,
+        src_padding: torch.Tensor | None = None,
         attn_impl: AttnImpl = "explicit",
-    ) -> torch.Tensor:  # fmt: skip
+    ) -> torch.Tensor:
         """Next-token logits ``(B, T, tgt_vocab)`` for decoder inputs ``(B, T)`` given the encoder output."""
         self._check(tgt_in, self.cfg.max_tgt, "the decoder input")
         bias = None if src_padding is None else padding_bias(src_padding, memory.dtype)
         return self.unembed(self.decoder(tgt_in, memory, bias, attn_impl))  # (B, T, V)
 
     def forward(
-        self, src: torch.Tensor, tgt_in: torch.Tensor, src_padding: torch.Tensor | None = None,
-        *, attn_impl: AttnImpl = "explicit",
-    ) -> torch.Tensor:  # fmt: skip
+        self,
+        src: torch.Tensor,
+        tgt_in: torch.Tensor,
+        src_padding: torch.Tensor | None = None,
+        *,
+        attn_impl: AttnImpl = "explicit",
+    ) -> torch.Tensor:
         """Teacher-forced logits.
 
         Args:
@@ -296,9 +317,12 @@ class Seq2SeqTransformer(nn.Module):
 
     @torch.no_grad()
     def greedy_decode_batch(
-        self, src: torch.Tensor, src_padding: torch.Tensor | None = None, max_len: int | None = None,
+        self,
+        src: torch.Tensor,
+        src_padding: torch.Tensor | None = None,
+        max_len: int | None = None,
         attn_impl: AttnImpl = "sdpa",
-    ) -> list[list[int]]:  # fmt: skip
+    ) -> list[list[int]]:
         """Greedy translations of a batch: argmax token by token until ``<eos>`` or ``max_len`` tokens.
 
         Returns:

@@ -42,7 +42,12 @@ def target_text(tokens: Sequence[str]) -> str:
 
 
 def trace_seq2seq(
-    model: Seq2SeqTransformer, src_ids: Sequence[int], src_tokens: Tokens, tgt_vocab: Vocab, *, model_id: str,
+    model: Seq2SeqTransformer,
+    src_ids: Sequence[int],
+    src_tokens: Tokens,
+    tgt_vocab: Vocab,
+    *,
+    model_id: str,
     generated: Sequence[int] | None = None,
 ) -> Seq2SeqTrace:
     """Translate one source (greedily, or take ``generated``), then capture one teacher-forced pass over it.
@@ -75,8 +80,11 @@ def trace_seq2seq(
     tgt_ids = [BOS_ID, *(generated[:-1] if finished else generated)]
     target = tgt_vocab.tokens_for_display(tgt_ids)
     layers = range(cfg.n_layers)
-    parts = {"encoder": "encoder.blocks.{}.attn", "decoder": "decoder.blocks.{}.attn",
-             "cross": "decoder.blocks.{}.cross_attn"}  # fmt: skip
+    parts = {
+        "encoder": "encoder.blocks.{}.attn",
+        "decoder": "decoder.blocks.{}.attn",
+        "cross": "decoder.blocks.{}.cross_attn",
+    }
     qkv = ("hook_q", "hook_k", "hook_v")
     names = [f"{prefix.format(layer)}.{hook}" for prefix in parts.values() for layer in layers for hook in qkv]
     device = model.unembed.weight.device
@@ -92,13 +100,21 @@ def trace_seq2seq(
         values = tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_v"]) for layer in layers)  # [H, k, dh] each
         modules = [model.get_submodule(prefix.format(layer)) for layer in layers]  # each owns its w_o
         return AttentionTrace(
-            model_id=model_id, family="encoder-decoder", tokens=queries, key_tokens=keys,
+            model_id=model_id,
+            family="encoder-decoder",
+            tokens=queries,
+            key_tokens=keys,
             queries=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_q"]) for layer in layers),
             keys=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_k"]) for layer in layers),
-            values=values, value_out_norms=tuple(attention_norms(m, v) for m, v in zip(modules, values)),
-            scales=tuple(1.0 / math.sqrt(cfg.d_head) for _ in layers), causal=causal,
-            pos_encoding=pos, pos_encoding_kind=cfg.pos_encoding, n_input_tokens=len(keys), device=device.type,
-        )  # fmt: skip
+            values=values,
+            value_out_norms=tuple(attention_norms(m, v) for m, v in zip(modules, values)),
+            scales=tuple(1.0 / math.sqrt(cfg.d_head) for _ in layers),
+            causal=causal,
+            pos_encoding=pos,
+            pos_encoding_kind=cfg.pos_encoding,
+            n_input_tokens=len(keys),
+            device=device.type,
+        )
 
     notices = ()
     if not finished:
@@ -178,8 +194,11 @@ class Seq2SeqAdapter:
 
         n_new = min(settings.max_new_tokens, model.module.cfg.max_tgt - 1)
         generated, _stopped = decode_loop(step, [BOS_ID], settings, {EOS_ID}, n_new)
-        trace, device, notice = model.run(lambda module, _device: trace_seq2seq(
-            module, ids, tokens, tgt_vocab, model_id=model.spec.id, generated=generated))
+        trace, device, notice = model.run(
+            lambda module, _device: trace_seq2seq(
+                module, ids, tokens, tgt_vocab, model_id=model.spec.id, generated=generated
+            )
+        )
         notices += [*trace.notices, f"Decoding: {settings.describe()}."]
         notices += [n for n in [*extra, notice] if n and n not in notices]
         encoder = dataclasses.replace(trace.encoder, truncated=inp.truncated, n_input_tokens=inp.n_input)
@@ -193,6 +212,11 @@ def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None
         CheckpointError: a missing, corrupt or mismatched file, or vocabularies that do not fit.
     """
     return checkpoint_model(
-        spec, folder, device, adapter=Seq2SeqAdapter(), max_positions=lambda module: module.cfg.max_src,
-        architecture="own encoder-decoder transformer", validate=source_target_vocab("seq2seq"),
+        spec,
+        folder,
+        device,
+        adapter=Seq2SeqAdapter(),
+        max_positions=lambda module: module.cfg.max_src,
+        architecture="own encoder-decoder transformer",
+        validate=source_target_vocab("seq2seq"),
     )

@@ -57,9 +57,7 @@ def trace_own(
     if not token_ids:
         raise EmptyInputError("there is nothing to trace: the input has no tokens")
     if len(token_ids) != len(tokens):
-        raise ValueError(
-            f"{len(token_ids)} token ids but {len(tokens)} display tokens {list(tokens.strings)[:20]}"
-        )
+        raise ValueError(f"{len(token_ids)} token ids but {len(tokens)} display tokens {list(tokens.strings)[:20]}")
     causal = cfg.causal if causal is None else causal
     q_name, k_name = ("hook_rot_q", "hook_rot_k") if cfg.pos_encoding == "rope" else ("hook_q", "hook_k")
     layers = range(cfg.n_layers)

@@ -96,14 +96,15 @@ class TransformerConfig(JsonConfig):
         """Width of one head, ``d_model // n_heads``."""
         return self.d_model // self.n_heads
 
+
 class Attention(nn.Module):
     """Multi-head self-attention, one named step per line of the formula::
 
-        Q = x W_Q,  K = x W_K,  V = x W_V        split into H heads of d_head
-        Q, K = rope(Q), rope(K)                  RoPE models only
-        scores = Q Kᵀ / √d_head + bias + mask    bias: ALiBi (−m_h·|i−j|); mask: 0 or −∞
-        pattern = softmax(scores)                a row with every key masked gets all zeros
-        z = pattern V;   out = concat_h(z) W_O
+    Q = x W_Q,  K = x W_K,  V = x W_V        split into H heads of d_head
+    Q, K = rope(Q), rope(K)                  RoPE models only
+    scores = Q Kᵀ / √d_head + bias + mask    bias: ALiBi (−m_h·|i−j|); mask: 0 or −∞
+    pattern = softmax(scores)                a row with every key masked gets all zeros
+    z = pattern V;   out = concat_h(z) W_O
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:
@@ -167,9 +168,7 @@ class Attention(nn.Module):
         # Step 6: concatenate the heads and mix them
         return self.w_o(z.reshape(B, T, D))  # (B, T, D)
 
-    def attend(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None
-    ) -> torch.Tensor:
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         """The explicit attention of one layer; q, k, v ``(B, H, T, dh)``, returns z ``(B, H, T, dh)``."""
         # Step 3: raw scores, how well each query matches each key
         scores = q @ k.transpose(-2, -1)  # (B, H, T, dh) @ (B, H, dh, T) -> (B, H, T, T)
@@ -325,9 +324,7 @@ class Transformer(nn.Module):
             return self.pos_table[:n_pos]  # (T, D)
         return None
 
-    def attention_bias(
-        self, n_pos: int, causal: bool, key_padding: torch.Tensor | None = None
-    ) -> torch.Tensor | None:
+    def attention_bias(self, n_pos: int, causal: bool, key_padding: torch.Tensor | None = None) -> torch.Tensor | None:
         """The additive term of the scores: ALiBi bias plus the mask (0 where allowed, −∞ where blocked).
 
         Args:

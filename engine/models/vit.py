@@ -107,9 +107,17 @@ class ViTConfig(JsonConfig):
     def blocks_config(self) -> TransformerConfig:
         """The config the shared transformer :class:`Block`s are built from (no mask, pre-LN)."""
         return TransformerConfig(
-            vocab_size=1, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, d_mlp=self.d_mlp,
-            max_len=self.n_tokens, pos_encoding="none", causal=False, norm="pre",
-        )  # fmt: skip
+            vocab_size=1,
+            d_model=self.d_model,
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            d_mlp=self.d_mlp,
+            max_len=self.n_tokens,
+            pos_encoding="none",
+            causal=False,
+            norm="pre",
+        )
+
 
 class ViT(nn.Module):
     """Patch embedding, a learned [CLS] token and position table, pre-LN blocks and a class head.
@@ -192,7 +200,6 @@ def build_model(config: Mapping[str, Any]) -> nn.Module:
     return ViT(ViTConfig.from_dict(config))
 
 
-
 # ---- attention out ----------------------------------------------------------------------------------
 
 
@@ -252,8 +259,7 @@ def trace_vit(model: ViT, image: Any, *, model_id: str) -> VisionTrace:
         device=device.type,
     )
     if float(probs.max()) < UNSURE_BELOW:
-        notices += (f"The model is unsure (top probability {probs.max():.0%}): it only knows "
-                    f"{', '.join(cfg.labels)}.",)  # fmt: skip
+        notices += (f"The model is unsure (top probability {probs.max():.0%}): it only knows {', '.join(cfg.labels)}.",)
     image_np = pixels[0].numpy() if cfg.channels == 1 else pixels.permute(1, 2, 0).numpy()
     return VisionTrace(
         model_id=model_id,
@@ -330,6 +336,11 @@ def load_model(spec: ModelSpec, folder: Path, device: torch.device | None = None
         CheckpointError: a missing, corrupt or mismatched file (readable message).
     """
     return checkpoint_model(
-        spec, folder, device, adapter=ViTAdapter(), architecture="own ViT",
-        max_positions=lambda module: module.cfg.n_tokens, tokenizer=lambda module, _vocab: module.cfg.labels,
+        spec,
+        folder,
+        device,
+        adapter=ViTAdapter(),
+        architecture="own ViT",
+        max_positions=lambda module: module.cfg.n_tokens,
+        tokenizer=lambda module, _vocab: module.cfg.labels,
     )

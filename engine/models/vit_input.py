@@ -143,5 +143,3 @@ def preprocess(image: Any, cfg: ViTConfig | None = None) -> tuple[torch.Tensor, 
         x = _fit_like_digits(x, cfg.image_size, notices)
     tensor = torch.from_numpy(np.clip(x, 0.0, 1.0).astype(np.float32))[None]  # (1, S, S)
     return tensor.expand(cfg.channels, -1, -1).contiguous(), tuple(notices)
-
-

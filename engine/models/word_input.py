@@ -44,8 +44,9 @@ def _words(text: str, max_tokens: int, split: Callable[[str], Sequence[str]]) ->
     return words, cut_chars, max_tokens
 
 
-def decoder_input(text: str, vocab: Vocab, max_tokens: int, max_positions: int,
-                  split: Callable[[str], Sequence[str]] = tokenize) -> WordInput:  # fmt: skip
+def decoder_input(
+    text: str, vocab: Vocab, max_tokens: int, max_positions: int, split: Callable[[str], Sequence[str]] = tokenize
+) -> WordInput:
     """``<bos>`` + the words of ``text``, cut to ``min(max_tokens, max_positions)``."""
     words, cut_chars, max_tokens = _words(text, max_tokens, split)
     ids_all = [BOS_ID, *vocab.encode(words)]
@@ -53,8 +54,9 @@ def decoder_input(text: str, vocab: Vocab, max_tokens: int, max_positions: int,
     ids = ids_all[:limit]
     unknown = list(dict.fromkeys(w for w, i in zip(words, ids[1:]) if i == UNK_ID))
     notices = [n for n in [unknown_words_notice(unknown)] if n]
-    notices += length_notices(len(ids_all), limit, max_tokens=max_tokens, max_positions=max_positions,
-                              cut_chars=cut_chars)  # fmt: skip
+    notices += length_notices(
+        len(ids_all), limit, max_tokens=max_tokens, max_positions=max_positions, cut_chars=cut_chars
+    )
     return WordInput(tuple(ids), vocab.tokens_for_display(ids), tuple(notices), len(ids_all), len(ids_all) > limit)
 
 
@@ -69,7 +71,12 @@ def source_input(text: str, vocab: Vocab, max_tokens: int, max_positions: int) -
     ids = [*vocab.encode(kept), EOS_ID]
     unknown = list(dict.fromkeys(w for w, i in zip(kept, ids) if i == UNK_ID))
     notices = [n for n in [unknown_words_notice(unknown, lambda w: suggest(w, k=2))] if n]
-    notices += length_notices(len(words) + 1, limit, max_tokens=max_tokens, max_positions=max_positions,
-                              cut_chars=cut_chars, verb="translated")  # fmt: skip
-    return WordInput(tuple(ids), vocab.tokens_for_display(ids), tuple(notices), len(words) + 1,
-                     len(kept) < len(words))
+    notices += length_notices(
+        len(words) + 1,
+        limit,
+        max_tokens=max_tokens,
+        max_positions=max_positions,
+        cut_chars=cut_chars,
+        verb="translated",
+    )
+    return WordInput(tuple(ids), vocab.tokens_for_display(ids), tuple(notices), len(words) + 1, len(kept) < len(words))

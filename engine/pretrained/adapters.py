@@ -275,8 +275,9 @@ class HFTextAdapter:
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         """Tokenize ``text`` (cut to ``max_tokens`` and the model's positions) and trace it (:meth:`trace_ids`)."""
         ids, tokens, n_total, requested, cut_chars = self.prepare(model, text, max_tokens)
-        notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
-                                 cut_chars=cut_chars)  # fmt: skip
+        notices = length_notices(
+            n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
+        )
         return self.trace_ids(model, ids, tokens, causal=causal, notices=notices, n_input_tokens=n_total)
 
     def trace_ids(

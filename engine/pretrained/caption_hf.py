@@ -93,19 +93,26 @@ class HFCaptionAdapter:
         if value is None:
             value = getattr(getattr(module, "generation_config", None), "decoder_start_token_id", None)
         if not isinstance(value, int):
-            raise EngineError("This captioner's config names no start token (decoder_start_token_id), so it cannot write.")
+            raise EngineError(
+                "This captioner's config names no start token (decoder_start_token_id), so it cannot write."
+            )
         return value
 
     def stop_ids(self, module: nn.Module) -> set[int]:
         """The end tokens: the decoder's ``eos_token_id`` (BLIP ends at its ``sep_token_id``, as its ``generate``)."""
         config = module.config
-        values = ([config.eos_token_id, config.decoder.eos_token_id] if self.kind == "ved"
-                  else [config.text_config.sep_token_id])  # fmt: skip
+        values = (
+            [config.eos_token_id, config.decoder.eos_token_id]
+            if self.kind == "ved"
+            else [config.text_config.sep_token_id]
+        )
         return {v for v in values if isinstance(v, int)}
 
     def max_words(self, module: nn.Module) -> int:
         config = module.config.decoder if self.kind == "ved" else module.config.text_config
-        limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None) or MAX_WORDS + 1
+        limit = (
+            getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None) or MAX_WORDS + 1
+        )
         return max(1, min(MAX_WORDS, int(limit) - 1))
 
     # ---- pixels and the encoder -------------------------------------------------------------------
@@ -134,25 +141,34 @@ class HFCaptionAdapter:
         if self.kind == "ved":
             from transformers.modeling_outputs import BaseModelOutput
 
-            return module(encoder_outputs=BaseModelOutput(last_hidden_state=states), decoder_input_ids=ids, use_cache=False)
+            return module(
+                encoder_outputs=BaseModelOutput(last_hidden_state=states), decoder_input_ids=ids, use_cache=False
+            )
         ones = torch.ones(states.shape[:2], dtype=torch.long, device=states.device)
-        return module.text_decoder(input_ids=ids, encoder_hidden_states=states, encoder_attention_mask=ones, use_cache=False)
+        return module.text_decoder(
+            input_ids=ids, encoder_hidden_states=states, encoder_attention_mask=ones, use_cache=False
+        )
 
     # ---- writing ---------------------------------------------------------------------------------
-    def write(self, model: Model, module: nn.Module, pixels: torch.Tensor, states: torch.Tensor, beam: int) -> list[int]:
+    def write(
+        self, model: Model, module: nn.Module, pixels: torch.Tensor, states: torch.Tensor, beam: int
+    ) -> list[int]:
         """The written ids (no start token; the end token kept when written): greedy through the shared loop, or
         the best of transformers' beam search."""
         start, stops, n_new = self.start_id(module), self.stop_ids(module), self.max_words(module)
         if beam == 1:
+
             def step(so_far: list[int]) -> np.ndarray:
                 ids = torch.tensor([so_far], device=states.device)
                 return self.decode(module, states, ids).logits[0, -1].float().cpu().numpy()
 
-            new, _stopped = decode_loop(step, [start], DecodeSettings(max_new_tokens=n_new), stops, n_new,
-                                        named_ids(model.tokenizer))  # fmt: skip
+            new, _stopped = decode_loop(
+                step, [start], DecodeSettings(max_new_tokens=n_new), stops, n_new, named_ids(model.tokenizer)
+            )
             return new
-        out = module.generate(pixel_values=pixels, num_beams=beam, do_sample=False, max_new_tokens=n_new,
-                              num_return_sequences=1)  # fmt: skip
+        out = module.generate(
+            pixel_values=pixels, num_beams=beam, do_sample=False, max_new_tokens=n_new, num_return_sequences=1
+        )
         written = [int(i) for i in out[0, 1:].tolist()]
         for k, i in enumerate(written):  # after the end token: padding
             if i in stops:
@@ -170,9 +186,13 @@ class HFCaptionAdapter:
             if len(found) != len(layers):
                 raise EngineError("The decoder's cross-attention was not recorded (the model does not run ap_capture).")
             records = [found[id(m)] for m in layers]
-            return [(r.query, r.key, r.value, r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5)
-                    for r in records], out.logits[0].float().cpu()  # fmt: skip
-        names = {f"{i}.{part}": getattr(layer, part) for i, layer in enumerate(layers) for part in ("query", "key", "value")}
+            return [
+                (r.query, r.key, r.value, r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5)
+                for r in records
+            ], out.logits[0].float().cpu()
+        names = {
+            f"{i}.{part}": getattr(layer, part) for i, layer in enumerate(layers) for part in ("query", "key", "value")
+        }
         with capture(names) as acts:
             out = self.decode(module, states, ids)
         result = []
@@ -187,8 +207,9 @@ class HFCaptionAdapter:
         return result, out.logits[0].float().cpu()
 
     # ---- the trace -------------------------------------------------------------------------------
-    def trace(self, model: Model, image: Any, *, causal: bool | None = None, max_tokens: int = 0,
-              beam: int = 1) -> PatchCaptionTrace:  # fmt: skip
+    def trace(
+        self, model: Model, image: Any, *, causal: bool | None = None, max_tokens: int = 0, beam: int = 1
+    ) -> PatchCaptionTrace:
         """Caption ``image`` (greedy, or the best of a beam search) and capture every decoder layer's cross-attention
         of every written word (``causal``/``max_tokens`` are ignored)."""
         if isinstance(beam, bool) or not isinstance(beam, int) or not 1 <= beam <= MAX_BEAM:
@@ -214,26 +235,47 @@ class HFCaptionAdapter:
         n_keys = layers[0][1].shape[1]
         prefix = n_keys - grid[0] * grid[1]
         names = ("[CLS]", "[DIST]")[:prefix] if 0 <= prefix <= 2 else tuple(f"[T{i}]" for i in range(prefix))
-        keys = Tokens(strings=(*names, *(f"p{i}" for i in range(grid[0] * grid[1]))), ids=tuple(range(n_keys)),
-                      special=(True,) * prefix + (False,) * (n_keys - prefix))  # fmt: skip
+        keys = Tokens(
+            strings=(*names, *(f"p{i}" for i in range(grid[0] * grid[1]))),
+            ids=tuple(range(n_keys)),
+            special=(True,) * prefix + (False,) * (n_keys - prefix),
+        )
         tok = model.tokenizer.tokenizer
         pieces = byte_level(tok)  # GPT-2's Ġ pieces decoded; BLIP's ## cleaned
         words = display_tokens(tok, written, pieces)
         cross = AttentionTrace(
-            model_id=model.spec.id, family="captioner", tokens=display_tokens(tok, inputs, pieces),
-            key_tokens=keys, queries=tuple(q for q, _, _, _ in layers), keys=tuple(k for _, k, _, _ in layers),
-            values=tuple(v for _, _, v, _ in layers), scales=tuple(float(s) for *_, s in layers), causal=False,
-            n_input_tokens=len(inputs), device=device.type,
-        )  # fmt: skip
-        notices = [f"The picture was resized to {side}×{side} pixels by the model's own image processor and cut into "
-                   f"{grid[0]}×{grid[1]} patches of {patch} pixels."]  # fmt: skip
+            model_id=model.spec.id,
+            family="captioner",
+            tokens=display_tokens(tok, inputs, pieces),
+            key_tokens=keys,
+            queries=tuple(q for q, _, _, _ in layers),
+            keys=tuple(k for _, k, _, _ in layers),
+            values=tuple(v for _, _, v, _ in layers),
+            scales=tuple(float(s) for *_, s in layers),
+            causal=False,
+            n_input_tokens=len(inputs),
+            device=device.type,
+        )
+        notices = [
+            f"The picture was resized to {side}×{side} pixels by the model's own image processor and cut into "
+            f"{grid[0]}×{grid[1]} patches of {patch} pixels."
+        ]
         if notice:
             notices.append(notice)
         return PatchCaptionTrace(
-            model_id=model.spec.id, image=self.seen(model, pixels), patch_size=patch, grid=grid, prefix=prefix,
-            words=words, caption=tok.decode(written, skip_special_tokens=True).strip(), cross=cross, log_prob=log_prob,
-            beam=beam, notices=tuple(notices), device=device.type,
-        )  # fmt: skip
+            model_id=model.spec.id,
+            image=self.seen(model, pixels),
+            patch_size=patch,
+            grid=grid,
+            prefix=prefix,
+            words=words,
+            caption=tok.decode(written, skip_special_tokens=True).strip(),
+            cross=cross,
+            log_prob=log_prob,
+            beam=beam,
+            notices=tuple(notices),
+            device=device.type,
+        )
 
 
 def _check_parts(kind: str, config: dict, model_id: str) -> None:
@@ -243,8 +285,10 @@ def _check_parts(kind: str, config: dict, model_id: str) -> None:
     if kind == "blip":
         architectures = config.get("architectures") or ["BlipForConditionalGeneration"]
         if "BlipForConditionalGeneration" not in architectures:
-            raise ModelUnavailableError(f"{shown} is a BLIP for {', '.join(map(str, architectures))}; only BLIP "
-                                        "captioners (BlipForConditionalGeneration) are read here.")  # fmt: skip
+            raise ModelUnavailableError(
+                f"{shown} is a BLIP for {', '.join(map(str, architectures))}; only BLIP "
+                "captioners (BlipForConditionalGeneration) are read here."
+            )
         return
     encoder = (config.get("encoder") or {}).get("model_type")
     decoder = (config.get("decoder") or {}).get("model_type")
@@ -257,8 +301,9 @@ def _check_parts(kind: str, config: dict, model_id: str) -> None:
         )
 
 
-def load_hf_captioner(model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None,
-                      device: torch.device | None = None) -> Model:  # fmt: skip
+def load_hf_captioner(
+    model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None, device: torch.device | None = None
+) -> Model:
     """Load a captioner folder (config, safetensors weights, tokenizer, ``preprocessor_config.json``).
 
     Raises:
@@ -268,14 +313,16 @@ def load_hf_captioner(model_id: str, path: Path, config: dict, *, spec: ModelSpe
     kind = "ved" if config.get("model_type") == "vision-encoder-decoder" else "blip"
     _check_parts(kind, config, model_id)
     if not (path / "preprocessor_config.json").is_file():
-        raise ModelUnavailableError(f"{quote_input(model_id)} has no preprocessor_config.json, so its pixels cannot be "
-                                    "prepared.")  # fmt: skip
+        raise ModelUnavailableError(
+            f"{quote_input(model_id)} has no preprocessor_config.json, so its pixels cannot be prepared."
+        )
     try:
         images = api.AutoImageProcessor.from_pretrained(path)
         tokenizer = api.AutoTokenizer.from_pretrained(path)
     except Exception as err:  # noqa: BLE001 — any loader error (see hub.sdpa_builder) means this model cannot load
-        raise ModelUnavailableError(f"The image processor or tokenizer of {quote_input(model_id)} cannot be loaded: "
-                                    f"{error_reason(err)}") from err  # fmt: skip
+        raise ModelUnavailableError(
+            f"The image processor or tokenizer of {quote_input(model_id)} cannot be loaded: {error_reason(err)}"
+        ) from err
     device = device or pick_device()
 
     if kind == "ved":
@@ -289,10 +336,16 @@ def load_hf_captioner(model_id: str, path: Path, config: dict, *, spec: ModelSpe
     module = build(device)
     adapter = VED if kind == "ved" else BLIP
     spec = spec or ModelSpec(id=model_id, family="captioner", label=model_id, offline=True)
-    return Model(spec=spec, module=module, tokenizer=CaptionIO(images, tokenizer), adapter=adapter, device=device,
-                 max_positions=adapter.max_words(module), reload=build,
-                 info={"source": str(path), "architecture": config.get("model_type")})  # fmt: skip
-
+    return Model(
+        spec=spec,
+        module=module,
+        tokenizer=CaptionIO(images, tokenizer),
+        adapter=adapter,
+        device=device,
+        max_positions=adapter.max_words(module),
+        reload=build,
+        info={"source": str(path), "architecture": config.get("model_type")},
+    )
 
 
 #: the adapters the family table names (``engine.families``: ``caption_hf:VED`` and ``caption_hf:BLIP``)

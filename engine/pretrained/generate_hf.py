@@ -44,8 +44,9 @@ def generate(adapter, model: Model, prompt: str, settings: DecodeSettings, *, ma
     if adapter.family != "decoder" or model.spec.family != "decoder" or not model.default_causal:
         raise EngineError(NEEDS_DECODER)
     ids, _tokens, n_total, requested, cut_chars = adapter.prepare(model, prompt, max_tokens)
-    notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
-                             cut_chars=cut_chars)  # fmt: skip
+    notices = length_notices(
+        n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
+    )
     n_new = room_for(len(ids), settings, model.max_positions)
     stops = stop_ids(model)
 
@@ -56,7 +57,7 @@ def generate(adapter, model: Model, prompt: str, settings: DecodeSettings, *, ma
         def next_scores(module, device: torch.device) -> np.ndarray:
             if device != cache["device"]:  # the first step, or a fall-back to the CPU: feed everything again
                 cache.update(past=None, fed=0, device=device)
-            fresh = torch.tensor([so_far[cache["fed"]:]], device=device)  # (1, new)
+            fresh = torch.tensor([so_far[cache["fed"] :]], device=device)  # (1, new)
             out = module(input_ids=fresh, past_key_values=cache["past"], use_cache=True, logits_to_keep=1)
             cache["past"], cache["fed"] = out.past_key_values, len(so_far)
             return out.logits[0, -1].float().cpu().numpy()  # (V,)
@@ -70,6 +71,11 @@ def generate(adapter, model: Model, prompt: str, settings: DecodeSettings, *, ma
     all_ids = [*ids, *new]
     capped = len(new) < settings.max_new_tokens and not stopped
     said = generation_notice(settings, len(new), stopped, capped, model.max_positions)
-    tr = adapter.trace_ids(model, all_ids, display_tokens(model.tokenizer, all_ids, adapter.byte_level), causal=True,
-                           notices=(*notices, said, *fallbacks))  # fmt: skip
+    tr = adapter.trace_ids(
+        model,
+        all_ids,
+        display_tokens(model.tokenizer, all_ids, adapter.byte_level),
+        causal=True,
+        notices=(*notices, said, *fallbacks),
+    )
     return dataclasses.replace(tr, generated_from=len(ids), truncated=n_total > len(ids), n_input_tokens=n_total)

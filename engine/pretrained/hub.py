@@ -36,7 +36,10 @@ _FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt", "vocab.*"
 
 
 def _offline_env() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in {"1", "true", "yes", "on"} for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().lower() in {"1", "true", "yes", "on"}
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 #: one Hub download at a time in this process (a second one is refused when a policy is given)

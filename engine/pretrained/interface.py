@@ -76,8 +76,10 @@ class Recorder:
     @property
     def layers(self) -> dict[int, LayerRecord]:
         """Layer index → record, read from the modules' ``layer_idx`` (call order where a module has none)."""
-        return {int(getattr(module, "layer_idx", None) if getattr(module, "layer_idx", None) is not None else i): record
-                for i, (module, record) in enumerate(self.calls)}
+        return {
+            int(getattr(module, "layer_idx", None) if getattr(module, "layer_idx", None) is not None else i): record
+            for i, (module, record) in enumerate(self.calls)
+        }
 
 
 _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_capture_recorder", default=None)

@@ -126,8 +126,9 @@ class Seq2SeqHFAdapter:
     def source(self, model: Model, text: str, max_tokens: int) -> tuple[list[int], Tokens, list[str], int]:
         """Source ids (cut to ``max_tokens``), display tokens, notices and the uncut count."""
         ids, tokens, n_total, requested, cut_chars = prepare_text(model, text, max_tokens, self.byte_level)
-        notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=model.max_positions,
-                                 cut_chars=cut_chars)  # fmt: skip
+        notices = length_notices(
+            n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
+        )
         return ids, tokens, notices, n_total
 
     def position_table(self, module: nn.Module) -> tuple[np.ndarray, str, str] | None:
@@ -163,8 +164,14 @@ class Seq2SeqHFAdapter:
         ends = set(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
         return int(start), {int(e) for e in ends}
 
-    def decode(self, module: nn.Module, device: torch.device, src_ids: list[int], settings: DecodeSettings,
-               n_named: int | None = None) -> tuple[list[int], bool]:  # fmt: skip
+    def decode(
+        self,
+        module: nn.Module,
+        device: torch.device,
+        src_ids: list[int],
+        settings: DecodeSettings,
+        n_named: int | None = None,
+    ) -> tuple[list[int], bool]:
         """Generated ids (without the start token) and whether an end token finished them.
 
         ``n_named``: how many ids the tokenizer names; higher ids are never picked (T5 pads its vocabulary).
@@ -177,8 +184,9 @@ class Seq2SeqHFAdapter:
         ids = torch.tensor([[start]], device=device)  # (1, 1 + written): what the rules read
         past = None
         for _ in range(settings.max_new_tokens):
-            res = module(encoder_outputs=encoder_outputs, decoder_input_ids=ids[:, -1:], past_key_values=past,
-                         use_cache=True)  # fmt: skip
+            res = module(
+                encoder_outputs=encoder_outputs, decoder_input_ids=ids[:, -1:], past_key_values=past, use_cache=True
+            )
             past = res.past_key_values
             scores = rules(ids, res.logits[:, -1].float())  # (1, V)
             token = pick(scores[0].cpu().numpy())
@@ -194,31 +202,44 @@ class Seq2SeqHFAdapter:
 
         names = {id(m): n for n, m in module.named_modules()}
         with recording() as rec:
-            module(input_ids=torch.tensor([src_ids], device=device),
-                   decoder_input_ids=torch.tensor([tgt_ids], device=device), use_cache=False)  # fmt: skip
+            module(
+                input_ids=torch.tensor([src_ids], device=device),
+                decoder_input_ids=torch.tensor([tgt_ids], device=device),
+                use_cache=False,
+            )
         parts: dict[str, list] = {"encoder": [], "decoder": [], "cross": []}
         for mod, record in rec.calls:
             # what each key adds through each head: the value carried through the module's own o / out_proj
             record.out_norms = attention_norms(mod, per_query_head(record.value, record.query.shape[0]))
             parts[part_of(names.get(id(mod), ""))].append(record)
         if not parts["encoder"] or len(parts["decoder"]) != len(parts["cross"]):
-            raise EngineError(f"captured {', '.join(f'{k}: {len(v)}' for k, v in parts.items())} attention calls; "
-                              "expected an encoder and one cross-attention per decoder layer")  # fmt: skip
+            raise EngineError(
+                f"captured {', '.join(f'{k}: {len(v)}' for k, v in parts.items())} attention calls; "
+                "expected an encoder and one cross-attention per decoder layer"
+            )
         return parts
 
     @staticmethod
-    def _attention(model: Model, records: list, queries: Tokens, keys: Tokens, causal: bool, kind: str,
-                   device: str) -> AttentionTrace:  # fmt: skip
+    def _attention(
+        model: Model, records: list, queries: Tokens, keys: Tokens, causal: bool, kind: str, device: str
+    ) -> AttentionTrace:
         relative = [r.relative_bias for r in records]
         return AttentionTrace(
-            model_id=model.spec.id, family="encoder-decoder", tokens=queries, key_tokens=keys,
-            queries=tuple(r.query for r in records), keys=tuple(r.key for r in records),
+            model_id=model.spec.id,
+            family="encoder-decoder",
+            tokens=queries,
+            key_tokens=keys,
+            queries=tuple(r.query for r in records),
+            keys=tuple(r.key for r in records),
             values=tuple(r.value for r in records),
             scales=tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records),
-            causal=causal, relative_bias=tuple(relative) if any(b is not None for b in relative) else (),
+            causal=causal,
+            relative_bias=tuple(relative) if any(b is not None for b in relative) else (),
             value_out_norms=tuple(r.out_norms for r in records),
-            pos_encoding_kind=kind, n_input_tokens=len(keys), device=device,
-        )  # fmt: skip
+            pos_encoding_kind=kind,
+            n_input_tokens=len(keys),
+            device=device,
+        )
 
     # ---- engine.trace / engine.generate ------------------------------------------------------
     def generate(self, model: Model, text: str, settings: DecodeSettings, *, max_tokens: int) -> Seq2SeqTrace:
@@ -257,8 +278,9 @@ class Seq2SeqHFAdapter:
         return self.generate(model, text, DecodeSettings(max_new_tokens=SEQ2SEQ_NEW_TOKENS), max_tokens=max_tokens)
 
 
-def load_hf_seq2seq(model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None,
-                    device: torch.device | None = None) -> Model:  # fmt: skip
+def load_hf_seq2seq(
+    model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None, device: torch.device | None = None
+) -> Model:
     """A T5, BART or Marian model with its tokenizer, read through ``ap_capture`` (all three attentions)."""
     from engine.pretrained.hub import byte_level, sdpa_builder
     from engine.pretrained.interface import register

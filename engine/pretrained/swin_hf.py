@@ -45,7 +45,9 @@ def swin_blocks(module: nn.Module) -> list[tuple[int, int, nn.Module]]:
     """``(stage, block, SwinLayer)`` for every block, in forward order (``encoder.layers[s].blocks[b]``)."""
     base = getattr(module, getattr(module, "base_model_prefix", "") or "_", module)  # SwinModel inside a head
     stages = getattr(getattr(base, "encoder", None), "layers", None)
-    found = [(s, b, layer) for s, stage in enumerate(stages or ()) for b, layer in enumerate(getattr(stage, "blocks", ()))]
+    found = [
+        (s, b, layer) for s, stage in enumerate(stages or ()) for b, layer in enumerate(getattr(stage, "blocks", ()))
+    ]
     if not found or not all(hasattr(layer, "attention") and hasattr(layer, "shift_size") for _, _, layer in found):
         raise ModelUnavailableError("This Swin has no encoder stages with windowed blocks; unsupported version.")
     return found
@@ -80,28 +82,50 @@ class HFSwinAdapter(HFViTAdapter):
             blocks = swin_blocks(module)
             records = layer_records(rec.calls, [layer.attention for _, _, layer in blocks])
             geometry = [(s, b, int(layer.window_size), int(layer.shift_size)) for s, b, layer in blocks]
-            biases = [layer.attention.relative_position_bias()[0].detach().float().cpu().numpy() for _, _, layer in blocks]
+            biases = [
+                layer.attention.relative_position_bias()[0].detach().float().cpu().numpy() for _, _, layer in blocks
+            ]
             return records, geometry, biases, self._probs(module, out), self._labels(module)
 
         (records, geometry, biases, probs, labels), device, notice = model.run(forward)
         grids = stage_grids(pixels.shape[2], pixels.shape[3], patch, geometry[-1][0] + 1)
         blocks = tuple(
-            WindowBlock(stage=s, block=b, grid=grids[s], window=w, shift=shift, queries=r.query, keys=r.key,
-                        scale=r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5, bias=bias)
+            WindowBlock(
+                stage=s,
+                block=b,
+                grid=grids[s],
+                window=w,
+                shift=shift,
+                queries=r.query,
+                keys=r.key,
+                scale=r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5,
+                bias=bias,
+            )
             for (s, b, w, shift), r, bias in zip(geometry, records, biases)
-        )  # fmt: skip
+        )
         mean, std = self._norm(model.tokenizer)
         seen = np.clip(pixels[0].permute(1, 2, 0).numpy() * std + mean, 0.0, 1.0).astype(np.float32)  # (S, S, 3)
-        notices = [f"The image was resized to {seen.shape[0]}×{seen.shape[1]} pixels by the model's own image processor."]
+        notices = [
+            f"The image was resized to {seen.shape[0]}×{seen.shape[1]} pixels by the model's own image processor."
+        ]
         if not labels:
             notices.append("This checkpoint has no classification head: attention only, no prediction.")
         if notice:
             notices.append(notice)
-        return WindowTrace(model_id=model.spec.id, image=seen, patch_size=patch, blocks=blocks, labels=labels,
-                           probs=probs, notices=tuple(notices), device=device.type)  # fmt: skip
+        return WindowTrace(
+            model_id=model.spec.id,
+            image=seen,
+            patch_size=patch,
+            blocks=blocks,
+            labels=labels,
+            probs=probs,
+            notices=tuple(notices),
+            device=device.type,
+        )
 
 
-def load_hf_swin(model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None,
-                 device: torch.device | None = None) -> Model:  # fmt: skip
+def load_hf_swin(
+    model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None, device: torch.device | None = None
+) -> Model:
     """Load a Swin folder (config, safetensors weights, ``preprocessor_config.json``) with its image processor."""
     return load_image_model(model_id, path, config, HFSwinAdapter(), spec=spec, device=device)

@@ -61,8 +61,9 @@ ROTARY_DECODER = HFTextAdapter(
 GPT_NEOX = replace(ROTARY_DECODER, out_proj="attention.dense")
 
 
-def load_hf_text(model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None,
-                 device: torch.device | None = None) -> Model:  # fmt: skip
+def load_hf_text(
+    model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None, device: torch.device | None = None
+) -> Model:
     """A text model of a family in the table, with its tokenizer, read through ``ap_capture``.
 
     Args:

@@ -123,12 +123,23 @@ class HFViTAdapter:
         prefix = n_tokens - grid[0] * grid[1]
         names = ("[CLS]", "[DIST]")[:prefix] if prefix <= 2 else tuple(f"[T{i}]" for i in range(prefix))
         strings = (*names, *(f"p{i}" for i in range(grid[0] * grid[1])))
-        tokens = Tokens(strings=strings, ids=tuple(range(n_tokens)), special=(True,) * prefix + (False,) * (n_tokens - prefix))
+        tokens = Tokens(
+            strings=strings, ids=tuple(range(n_tokens)), special=(True,) * prefix + (False,) * (n_tokens - prefix)
+        )
         attention = AttentionTrace(
-            model_id=model.spec.id, family="vit", tokens=tokens, key_tokens=tokens, queries=queries,
-            keys=tuple(r.key for r in records), values=tuple(r.value for r in records),
-            value_out_norms=tuple(r.out_norms for r in records), scales=scales, causal=False, n_input_tokens=n_tokens, device=device.type,
-        )  # fmt: skip
+            model_id=model.spec.id,
+            family="vit",
+            tokens=tokens,
+            key_tokens=tokens,
+            queries=queries,
+            keys=tuple(r.key for r in records),
+            values=tuple(r.value for r in records),
+            value_out_norms=tuple(r.out_norms for r in records),
+            scales=scales,
+            causal=False,
+            n_input_tokens=n_tokens,
+            device=device.type,
+        )
         mean, std = self._norm(model.tokenizer)
         seen = np.clip(pixels[0].permute(1, 2, 0).numpy() * std + mean, 0.0, 1.0).astype(np.float32)  # (S, S, 3)
         notices = [f"The image was resized to {side}×{side} pixels by the model's own image processor."]
@@ -136,8 +147,16 @@ class HFViTAdapter:
             notices.append("This checkpoint has no classification head: attention only, no prediction.")
         if notice:
             notices.append(notice)
-        return VisionTrace(model_id=model.spec.id, image=seen, patch_size=patch, grid=grid, attention=attention,
-                           labels=labels, probs=probs, notices=tuple(notices))  # fmt: skip
+        return VisionTrace(
+            model_id=model.spec.id,
+            image=seen,
+            patch_size=patch,
+            grid=grid,
+            attention=attention,
+            labels=labels,
+            probs=probs,
+            notices=tuple(notices),
+        )
 
     def classify(self, model: Model, seen: np.ndarray) -> np.ndarray:
         """Probabilities for an image in the trace's ``image`` form (``[S, S, 3]``, 0–1), no resizing."""
@@ -155,15 +174,23 @@ class HFViTAdapter:
         return self._norm(model.tokenizer)[0]
 
 
-def load_hf_vit(model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None,
-                device: torch.device | None = None) -> Model:  # fmt: skip
+def load_hf_vit(
+    model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None, device: torch.device | None = None
+) -> Model:
     """Load a ViT/DeiT folder (config, safetensors weights, ``preprocessor_config.json``): :func:`load_image_model`
     with the :class:`HFViTAdapter`."""
     return load_image_model(model_id, path, config, HFViTAdapter(), spec=spec, device=device)
 
 
-def load_image_model(model_id: str, path: Path, config: dict, adapter: Any, *, spec: ModelSpec | None = None,
-                     device: torch.device | None = None) -> Model:  # fmt: skip
+def load_image_model(
+    model_id: str,
+    path: Path,
+    config: dict,
+    adapter: Any,
+    *,
+    spec: ModelSpec | None = None,
+    device: torch.device | None = None,
+) -> Model:
     """Load a Hugging Face image model folder (config, safetensors weights, ``preprocessor_config.json``) with
     its image processor, traced by ``adapter`` (ViT/DeiT: :class:`HFViTAdapter`; Swin:
     :class:`engine.pretrained.swin_hf.HFSwinAdapter`).
@@ -202,5 +229,13 @@ def load_image_model(model_id: str, path: Path, config: dict, adapter: Any, *, s
 
     module = build(device)
     spec = spec or ModelSpec(id=model_id, family="vit", label=model_id, offline=True)
-    return Model(spec=spec, module=module, tokenizer=processor, adapter=adapter, device=device,
-                 max_positions=0, reload=build, info={"source": str(path), "architecture": config.get("model_type")})  # fmt: skip
+    return Model(
+        spec=spec,
+        module=module,
+        tokenizer=processor,
+        adapter=adapter,
+        device=device,
+        max_positions=0,
+        reload=build,
+        info={"source": str(path), "architecture": config.get("model_type")},
+    )

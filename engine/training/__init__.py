@@ -24,16 +24,43 @@ from typing import TYPE_CHECKING
 # Names are read lazily (PEP 562): ``engine.training.job_settings`` and ``tasks`` are torch-free, and a page
 # that reads a setting's range must not import torch through this package's ``__init__``.
 _HOME = {
-    **dict.fromkeys(("FORMAT", "CheckpointPaths", "checkpoint_paths", "load_checkpoint", "read_checkpoint_config",
-                     "save_checkpoint"), "engine.checkpoint"),
-    **dict.fromkeys(("TrainConfig", "TrainingControl", "make_model", "resolve_device", "train",
-                     "transformer_config_for"), "engine.training.loop"),
-    **dict.fromkeys(("IGNORE", "TASKS", "Batch", "CopyTask", "InductionTask", "PreviousTokenTask", "ReverseTask",
-                     "SortTask", "Task", "exact_match", "make_task", "pattern_score", "register_task",
-                     "token_accuracy"), "engine.training.tasks"),
+    **dict.fromkeys(
+        (
+            "FORMAT",
+            "CheckpointPaths",
+            "checkpoint_paths",
+            "load_checkpoint",
+            "read_checkpoint_config",
+            "save_checkpoint",
+        ),
+        "engine.checkpoint",
+    ),
+    **dict.fromkeys(
+        ("TrainConfig", "TrainingControl", "make_model", "resolve_device", "train", "transformer_config_for"),
+        "engine.training.loop",
+    ),
+    **dict.fromkeys(
+        (
+            "IGNORE",
+            "TASKS",
+            "Batch",
+            "CopyTask",
+            "InductionTask",
+            "PreviousTokenTask",
+            "ReverseTask",
+            "SortTask",
+            "Task",
+            "exact_match",
+            "make_task",
+            "pattern_score",
+            "register_task",
+            "token_accuracy",
+        ),
+        "engine.training.tasks",
+    ),
     **dict.fromkeys(("SPECIALS", "Vocab", "tokenize"), "engine.vocab"),
     **dict.fromkeys(("CheckpointError", "TrainingSnapshot"), "engine.types"),
-}  # fmt: skip
+}
 
 if TYPE_CHECKING:
     from engine.checkpoint import (

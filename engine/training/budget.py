@@ -104,20 +104,26 @@ class Estimate:
 
     def refusal(self) -> str:
         """Why a job over budget is refused, and what would fit."""
-        head = (f"Cannot train with these settings: they would take about {about(self.seconds)} on this server "
-                f"({self.per_step * 1000:,.0f} ms per step × {self.steps:,} steps); the limit per job is "
-                f"{about(self.budget.max_seconds)}")
+        head = (
+            f"Cannot train with these settings: they would take about {about(self.seconds)} on this server "
+            f"({self.per_step * 1000:,.0f} ms per step × {self.steps:,} steps); the limit per job is "
+            f"{about(self.budget.max_seconds)}"
+        )
         if self.max_steps >= 1:
-            return (head + f": try at most {self.max_steps:,} steps, or a smaller model (fewer layers, a smaller "
-                    "d_model) or batch.")
+            return (
+                head + f": try at most {self.max_steps:,} steps, or a smaller model (fewer layers, a smaller "
+                "d_model) or batch."
+            )
         return head + ": even one step takes longer; use a smaller model (fewer layers, a smaller d_model) or batch."
 
     def overrun_notice(self, held_s: float) -> str:
         """Why the server stopped a job that held its slot ``held_s`` seconds, past its deadline."""
-        return (f"stopped by the server: it held a training slot for {about(held_s)}, far past its estimate of "
-                f"{about(self.seconds)} (the server is busier than when it was timed; the limit is "
-                f"{self.budget.overrun:g}× the estimate, at least {about(self.budget.overrun_min_s)} more); "
-                "what it learned so far is kept")
+        return (
+            f"stopped by the server: it held a training slot for {about(held_s)}, far past its estimate of "
+            f"{about(self.seconds)} (the server is busier than when it was timed; the limit is "
+            f"{self.budget.overrun:g}× the estimate, at least {about(self.budget.overrun_min_s)} more); "
+            "what it learned so far is kept"
+        )
 
 
 def _shape(settings: JobSettings) -> tuple:
@@ -138,9 +144,14 @@ class StepTimer:
         clock: monotonic seconds (tests pass a fake one).
     """
 
-    def __init__(self, threads: int = 1, ttl: float = ESTIMATE_TTL_S,
-                 measure: Callable[[JobSettings], float] = time_steps, clock: Callable[[], float] = time.monotonic,
-                 max_entries: int = 64) -> None:  # fmt: skip
+    def __init__(
+        self,
+        threads: int = 1,
+        ttl: float = ESTIMATE_TTL_S,
+        measure: Callable[[JobSettings], float] = time_steps,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = 64,
+    ) -> None:
         self.threads, self.ttl, self.measure, self.clock = threads, ttl, measure, clock
         self.max_entries = max_entries
         self._lock = threading.Lock()
@@ -172,5 +183,14 @@ class StepTimer:
                 torch.set_num_threads(before)
 
 
-__all__ = ["DEFAULT_MAX_SECONDS", "ESTIMATE_TTL_S", "Estimate", "OVERRUN_FACTOR", "OVERRUN_MIN_S", "StepTimer",
-           "TimeBudget", "about", "expected_start"]
+__all__ = [
+    "DEFAULT_MAX_SECONDS",
+    "ESTIMATE_TTL_S",
+    "Estimate",
+    "OVERRUN_FACTOR",
+    "OVERRUN_MIN_S",
+    "StepTimer",
+    "TimeBudget",
+    "about",
+    "expected_start",
+]

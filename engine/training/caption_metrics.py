@@ -95,6 +95,10 @@ def evaluate(model: Captioner, scenes: Sequence[Scene], vocab: Vocab, *, batch_s
     refs = [s.words for s in scenes]
     exact = float(np.mean([w == r for w, r in zip(written, refs)]))
     return CaptionScores(
-        exact_match=exact, bleu4=bleu4(written, refs), localisation=float(np.mean(hits)) if hits else 0.0,
-        uniform_baseline=float(np.mean(baseline)) if baseline else 0.0, object_words=len(hits), captions=written,
-    )  # fmt: skip
+        exact_match=exact,
+        bleu4=bleu4(written, refs),
+        localisation=float(np.mean(hits)) if hits else 0.0,
+        uniform_baseline=float(np.mean(baseline)) if baseline else 0.0,
+        object_words=len(hits),
+        captions=written,
+    )

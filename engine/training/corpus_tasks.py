@@ -60,8 +60,9 @@ class StoriesTask(Task):
                 ids += [BOS_ID, *vocab.encode(words), EOS_ID]
             return torch.tensor(ids, dtype=torch.long)
 
-        object.__setattr__(self, "_data", {"vocab": vocab, "train": stream(train), "test": stream(test),
-                                           "test_stories": test})
+        object.__setattr__(
+            self, "_data", {"vocab": vocab, "train": stream(train), "test": stream(test), "test_stories": test}
+        )
 
     @property
     def vocab(self) -> Vocab:
@@ -107,8 +108,6 @@ class StoriesTask(Task):
         return -sum(c / total * math.log(c / total) for c in counts.values())
 
 
-
-
 @dataclass(frozen=True)
 class TranslationTask(Task):
     """Toy English → French as a decoder-only prefix language model.
@@ -147,8 +146,11 @@ class TranslationTask(Task):
             targets[i, sep : len(row) - 1] = torch.tensor(row[sep + 1 :])  # predict the French and <eos>
         probe = [BOS_ID, *vocab.encode("the small black dog sees the red car .".split()), SEP_ID]
         probe += vocab.encode("le petit chien noir voit la voiture rouge .".split())
-        object.__setattr__(self, "_data", {"vocab": vocab, "inputs": inputs, "targets": targets,
-                                           "seq_len": max(seq_len, len(probe)), "probe": probe})
+        object.__setattr__(
+            self,
+            "_data",
+            {"vocab": vocab, "inputs": inputs, "targets": targets, "seq_len": max(seq_len, len(probe)), "probe": probe},
+        )
 
     @property
     def vocab(self) -> Vocab:

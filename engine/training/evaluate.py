@@ -102,5 +102,10 @@ def pronoun_head(model: Transformer, task: StoriesTask, *, n_stories: int = 200)
         return {"layer": None, "head": None, "score": math.nan, "baseline": math.nan, "pairs": 0}
     means = sums / count
     layer, head = np.unravel_index(int(means.argmax()), means.shape)
-    return {"layer": int(layer), "head": int(head), "score": float(means[layer, head]),
-            "baseline": baseline / count, "pairs": count}
+    return {
+        "layer": int(layer),
+        "head": int(head),
+        "score": float(means[layer, head]),
+        "baseline": baseline / count,
+        "pairs": count,
+    }

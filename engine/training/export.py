@@ -43,14 +43,26 @@ class TrainedTextAdapter:
     causal: bool = True
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
-        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions,
-                            split=lambda t: [w for w in split_words(t) if w != "<bos>"])
+        inp = decoder_input(
+            text,
+            model.tokenizer,
+            max_tokens,
+            model.max_positions,
+            split=lambda t: [w for w in split_words(t) if w != "<bos>"],
+        )
         ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
         use_causal = self.causal if causal is None else causal
-        tr, device, _ = model.run(lambda module, _dev: trace_own(module, ids, tokens, model_id=model.spec.id,
-                                                                 causal=use_causal))
-        return dataclasses.replace(tr, family=model.spec.family, truncated=inp.truncated,
-                                   n_input_tokens=inp.n_input, device=device.type, notices=tuple(notices))
+        tr, device, _ = model.run(
+            lambda module, _dev: trace_own(module, ids, tokens, model_id=model.spec.id, causal=use_causal)
+        )
+        return dataclasses.replace(
+            tr,
+            family=model.spec.family,
+            truncated=inp.truncated,
+            n_input_tokens=inp.n_input,
+            device=device.type,
+            notices=tuple(notices),
+        )
 
 
 def runtime_model(job, model_id: str) -> Model:
@@ -58,13 +70,24 @@ def runtime_model(job, model_id: str) -> Model:
     module = freeze(copy.deepcopy(job.model).eval())
     device = next(module.parameters()).device
     s = job.settings
-    spec = ModelSpec(id=model_id, family="decoder" if s.causal else "encoder",
-                     label=f"Trained here: {s.task}, {s.n_layers} layer{'s' * (s.n_layers > 1)} × {s.n_heads} "
-                     f"head{'s' * (s.n_heads > 1)} (this session)",
-                     offline=True, description=f"Trained live on the {TASK_LABELS[s.task]} task in this session.")
-    return Model(spec=spec, module=module, tokenizer=job.task.vocab, adapter=TrainedTextAdapter(causal=s.causal),
-                 device=device, max_positions=module.cfg.max_len, info={"params": job.n_params},
-                 default_causal=bool(s.causal))
+    spec = ModelSpec(
+        id=model_id,
+        family="decoder" if s.causal else "encoder",
+        label=f"Trained here: {s.task}, {s.n_layers} layer{'s' * (s.n_layers > 1)} × {s.n_heads} "
+        f"head{'s' * (s.n_heads > 1)} (this session)",
+        offline=True,
+        description=f"Trained live on the {TASK_LABELS[s.task]} task in this session.",
+    )
+    return Model(
+        spec=spec,
+        module=module,
+        tokenizer=job.task.vocab,
+        adapter=TrainedTextAdapter(causal=s.causal),
+        device=device,
+        max_positions=module.cfg.max_len,
+        info={"params": job.n_params},
+        default_causal=bool(s.causal),
+    )
 
 
 def checkpoint_zip(job, name: str = "trained") -> bytes:
@@ -74,17 +97,28 @@ def checkpoint_zip(job, name: str = "trained") -> bytes:
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in _unique_tensors(job.model).items()}
     card = {
         "description": f"Trained live in Attention Playground on the {TASK_LABELS[job.settings.task]} task.",
-        "data": job.settings.task, "steps": last.step if last else 0, "seed": job.settings.seed,
-        "wall_time_s": round(last.elapsed_s, 2) if last else 0.0, "device": last.device if last else "cpu",
+        "data": job.settings.task,
+        "steps": last.step if last else 0,
+        "seed": job.settings.seed,
+        "wall_time_s": round(last.elapsed_s, 2) if last else 0.0,
+        "device": last.device if last else "cpu",
         "final_metrics": {"loss": last.eval_loss, last.metric_name: last.metric} if last else {},
-        "settings": job.settings.to_dict(), "family": "decoder" if job.settings.causal else "encoder",
+        "settings": job.settings.to_dict(),
+        "family": "decoder" if job.settings.causal else "encoder",
         "params": sum(t.numel() for t in tensors.values()),
-    }  # fmt: skip
-    document = {"format": FORMAT, "kind": "transformer", "model_config": job.model.cfg.to_dict(),
-                "vocab": job.task.vocab.to_dict(), "metadata": card}
+    }
+    document = {
+        "format": FORMAT,
+        "kind": "transformer",
+        "model_config": job.model.cfg.to_dict(),
+        "vocab": job.task.vocab.to_dict(),
+        "metadata": card,
+    }
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(f"{name}.safetensors", save_safetensors(tensors, metadata={"format": FORMAT, "kind": "transformer"}))
+        zf.writestr(
+            f"{name}.safetensors", save_safetensors(tensors, metadata={"format": FORMAT, "kind": "transformer"})
+        )
         zf.writestr(f"{name}.json", json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n")
         zf.writestr(f"{name}.md", model_card(name, document))
     return buffer.getvalue()
@@ -111,7 +145,7 @@ def _symbols(task, text: str) -> list[str]:
     words = split_words(text.replace(",", " "))
     if len(words) == 1 and len(words[0]) > 1 and words[0].isalpha():
         words = list(words[0])  # "acb" → a c b
-    alphabet = task.vocab.tokens[len(SPECIALS): len(SPECIALS) + task.n_symbols]
+    alphabet = task.vocab.tokens[len(SPECIALS) : len(SPECIALS) + task.n_symbols]
     bad = [w for w in words if w not in alphabet]
     if bad:
         raise ValueError(f"use only the letters {alphabet[0]}–{alphabet[-1]}; not understood: {', '.join(bad[:5])}")
@@ -124,7 +158,7 @@ def _greedy(job, ids: list[int], n: int, stop_at_eos: bool = False) -> list[int]
     device = next(model.parameters()).device
     out: list[int] = []
     for _ in range(n):
-        window = (ids + out)[-model.cfg.max_len:]
+        window = (ids + out)[-model.cfg.max_len :]
         logits = model(torch.tensor([window], device=device), causal=causal, attn_impl="sdpa")  # (1, T, V)
         nxt = int(logits[0, -1].argmax())
         if stop_at_eos and nxt == EOS_ID:
@@ -146,7 +180,9 @@ def answer(job, text: str) -> Answer:
     if name in ("copy", "reverse", "sort"):
         words = _symbols(task, text)
         if len(words) != task.length:
-            raise ValueError(f"type exactly {task.length} letters (the model was trained on {task.length}), got {len(words)}")
+            raise ValueError(
+                f"type exactly {task.length} letters (the model was trained on {task.length}), got {len(words)}"
+            )
         x = torch.tensor([vocab.encode(words)])  # (1, L)
         prompt = [BOS_ID, *x[0].tolist(), SEP_ID]
         got, want = _greedy(job, prompt, task.length), task.answer(x)[0].tolist()
@@ -156,8 +192,11 @@ def answer(job, text: str) -> Answer:
             raise ValueError(f"type 1 to {task.length} letters, got {len(words)}")
         prompt = [BOS_ID, *vocab.encode(words)]
         with torch.no_grad():
-            logits = job.model(torch.tensor([prompt]).to(next(job.model.parameters()).device),
-                               causal=job.settings.causal, attn_impl="sdpa")  # (1, T, V)
+            logits = job.model(
+                torch.tensor([prompt]).to(next(job.model.parameters()).device),
+                causal=job.settings.causal,
+                attn_impl="sdpa",
+            )  # (1, T, V)
         got, want = logits[0, 1:].argmax(-1).tolist(), prompt[:-1]
     elif name == "induction":
         words = _symbols(task, text)

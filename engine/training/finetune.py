@@ -67,9 +67,14 @@ class ColourTask:
         for i, r in enumerate(rows):
             ids[i, : len(r)] = torch.tensor(r)
         pick = torch.tensor(order)
-        return cls(ids=ids[pick], lengths=torch.tensor([len(rows[i]) for i in order]),
-                   labels=torch.tensor(labels)[pick], colour_pos=torch.tensor(where)[pick], colours=colours,
-                   n_train=len(rows) - PROBES)  # fmt: skip
+        return cls(
+            ids=ids[pick],
+            lengths=torch.tensor([len(rows[i]) for i in order]),
+            labels=torch.tensor(labels)[pick],
+            colour_pos=torch.tensor(where)[pick],
+            colours=colours,
+            n_train=len(rows) - PROBES,
+        )
 
 
 class Classifier(nn.Module):
@@ -163,9 +168,17 @@ def _held_out(model: Classifier, ids: torch.Tensor, labels: torch.Tensor) -> tup
     return float(nn.functional.cross_entropy(logits, labels)), float((logits.argmax(-1) == labels).float().mean())
 
 
-def train_classifier(model: Classifier, train: tuple[torch.Tensor, torch.Tensor],
-                     test: tuple[torch.Tensor, torch.Tensor], *, steps: int, lr: float, seed: int = 0,
-                     batch_size: int = 32, every: int = 25) -> Generator[FinetuneProgress, None, TrainingCurve]:  # fmt: skip
+def train_classifier(
+    model: Classifier,
+    train: tuple[torch.Tensor, torch.Tensor],
+    test: tuple[torch.Tensor, torch.Tensor],
+    *,
+    steps: int,
+    lr: float,
+    seed: int = 0,
+    batch_size: int = 32,
+    every: int = 25,
+) -> Generator[FinetuneProgress, None, TrainingCurve]:
     """AdamW on cross-entropy over random batches of ``train`` (ids, labels), every parameter of ``model``.
 
     Yields :class:`FinetuneProgress` (held-out accuracy on ``test``) every ``every`` steps and at the last;
@@ -218,8 +231,16 @@ def trainable_copy(encoder: nn.Module, n_classes: int, seed: int = 0) -> Classif
     return Classifier(copy_, n_classes).eval()
 
 
-def finetune(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: float = 1e-3, seed: int = 0,
-             batch_size: int = 32, every: int = 25) -> Iterator[FinetuneProgress | FinetuneResult]:  # fmt: skip
+def finetune(
+    encoder: nn.Module,
+    vocab: Vocab,
+    *,
+    steps: int = 300,
+    lr: float = 1e-3,
+    seed: int = 0,
+    batch_size: int = 32,
+    every: int = 25,
+) -> Iterator[FinetuneProgress | FinetuneResult]:
     """Fine-tune a copy of ``encoder`` (our Transformer, read only) on :class:`ColourTask`.
 
     Yields :class:`FinetuneProgress` every ``every`` steps, then one :class:`FinetuneResult`.
@@ -234,21 +255,47 @@ def finetune(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: float = 
     test = slice(task.n_train, None)
     test_ids, test_y = task.ids[test], task.labels[test]
     before = attention_patterns(model.encoder, test_ids, task.lengths[test])
-    curve = yield from train_classifier(model, (train_ids, train_y), (test_ids, test_y), steps=steps, lr=lr,
-                                        seed=seed, batch_size=batch_size, every=every)  # fmt: skip
+    curve = yield from train_classifier(
+        model,
+        (train_ids, train_y),
+        (test_ids, test_y),
+        steps=steps,
+        lr=lr,
+        seed=seed,
+        batch_size=batch_size,
+        every=every,
+    )
     after = attention_patterns(model.encoder, test_ids, task.lengths[test])
     where = task.colour_pos[test].tolist()
     colour_before = np.mean([p[:, :, 0, w] for p, w in zip(before, where)], axis=0)
     colour_after = np.mean([p[:, :, 0, w] for p, w in zip(after, where)], axis=0)
     n0 = int(task.lengths[test][0])
     words = vocab.decode(test_ids[0, :n0].tolist())
-    yield FinetuneResult(accuracy_before=float(curve.eval_accuracy[0]), accuracy_after=float(curve.eval_accuracy[-1]),
-                         chance=1 / len(task.colours), change=pattern_change(before, after),
-                         colour_before=colour_before, colour_after=colour_after, probe_text=" ".join(words[1:]),
-                         before_patterns=before[0], after_patterns=after[0], tokens=tuple(words))  # fmt: skip
+    yield FinetuneResult(
+        accuracy_before=float(curve.eval_accuracy[0]),
+        accuracy_after=float(curve.eval_accuracy[-1]),
+        chance=1 / len(task.colours),
+        change=pattern_change(before, after),
+        colour_before=colour_before,
+        colour_after=colour_after,
+        probe_text=" ".join(words[1:]),
+        before_patterns=before[0],
+        after_patterns=after[0],
+        tokens=tuple(words),
+    )
 
 
 __all__ = [
-    "Classifier", "ColourTask", "FinetuneProgress", "FinetuneResult", "MAX_STEPS", "TrainingCurve",
-    "attention_patterns", "check_settings", "finetune", "pattern_change", "train_classifier", "trainable_copy",
-]  # fmt: skip
+    "Classifier",
+    "ColourTask",
+    "FinetuneProgress",
+    "FinetuneResult",
+    "MAX_STEPS",
+    "TrainingCurve",
+    "attention_patterns",
+    "check_settings",
+    "finetune",
+    "pattern_change",
+    "train_classifier",
+    "trainable_copy",
+]

@@ -55,8 +55,10 @@ class RepeatedLettersTask(Task):
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_period <= self.max_period < self.context:
-            raise ValueError(f"{self.name}: need 2 ≤ min_period ≤ max_period < context, got "
-                             f"{self.min_period}, {self.max_period}, {self.context}")  # fmt: skip
+            raise ValueError(
+                f"{self.name}: need 2 ≤ min_period ≤ max_period < context, got "
+                f"{self.min_period}, {self.max_period}, {self.context}"
+            )
         object.__setattr__(self, "_vocab", Vocab.from_words(LETTERS))
 
     @property
@@ -94,8 +96,16 @@ def repeated_run(batch_size: int, period: int, generator: torch.Generator) -> to
 
 def induction_config(d_model: int = 64, n_heads: int = 4, pos_encoding: str = "rope") -> TransformerConfig:
     """The two-layer attention-only transformer that learns the task (letters as single tokens)."""
-    return TransformerConfig(vocab_size=len(SPECIALS) + len(LETTERS), d_model=d_model, n_layers=2, n_heads=n_heads,
-                             max_len=CONTEXT, pos_encoding=pos_encoding, causal=True, attn_only=True)  # fmt: skip
+    return TransformerConfig(
+        vocab_size=len(SPECIALS) + len(LETTERS),
+        d_model=d_model,
+        n_layers=2,
+        n_heads=n_heads,
+        max_len=CONTEXT,
+        pos_encoding=pos_encoding,
+        causal=True,
+        attn_only=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -117,8 +127,9 @@ def loss_by_position(model: Transformer, batch: Batch) -> np.ndarray:
     """``[T]`` the mean cross-entropy of the prediction at each position (NaN where nothing is scored)."""
     logits = model(batch.inputs, causal=True, attn_impl="sdpa").float()  # (B, T, V)
     B, T, V = logits.shape
-    loss = F.cross_entropy(logits.reshape(B * T, V), batch.targets.reshape(B * T), ignore_index=IGNORE,
-                           reduction="none").reshape(B, T)  # fmt: skip
+    loss = F.cross_entropy(
+        logits.reshape(B * T, V), batch.targets.reshape(B * T), ignore_index=IGNORE, reduction="none"
+    ).reshape(B, T)
     scored = (batch.targets != IGNORE).float()  # (B, T)
     counts = scored.sum(0)  # (T,)
     curve = (loss * scored).sum(0) / counts.clamp(min=1)  # (T,)
@@ -154,8 +165,9 @@ def patterns(model: Transformer, ids: torch.Tensor) -> np.ndarray:
     return np.stack([acts[name].float().cpu().numpy() for name in names])
 
 
-def head_scores(model: Transformer, *, batch_size: int = SCORE_BATCH, period: int = SCORE_PERIOD,
-                seed: int = SCORE_SEED) -> HeadScores:  # fmt: skip
+def head_scores(
+    model: Transformer, *, batch_size: int = SCORE_BATCH, period: int = SCORE_PERIOD, seed: int = SCORE_SEED
+) -> HeadScores:
     """Previous-token and prefix-matching scores on ``batch_size`` fixed repeated runs, and each head's copying score."""
     device = next(model.parameters()).device
     ids = repeated_run(batch_size, period, torch.Generator().manual_seed(seed)).to(device)  # (B, 2n+1)
@@ -210,8 +222,10 @@ class InductionProgress:
     @property
     def text(self) -> str:
         last = self.points[-1]
-        return (f"step {last.step:,} of {self.total_steps:,} · loss {last.loss:.2f} · ICL score {last.icl:+.2f} nats · "
-                f"{last.elapsed_s:.0f} s")  # fmt: skip
+        return (
+            f"step {last.step:,} of {self.total_steps:,} · loss {last.loss:.2f} · ICL score {last.icl:+.2f} nats · "
+            f"{last.elapsed_s:.0f} s"
+        )
 
 
 #: the recipe's settings, also the page's defaults: a constant learning rate after 40 steps of warm-up (the phase
@@ -230,8 +244,12 @@ def check_settings(steps: Any, lr: Any, seed: Any) -> tuple[int, float, int]:
     problems = []
     if isinstance(steps, bool) or not isinstance(steps, int) or not STEP_RANGE[0] <= steps <= STEP_RANGE[1]:
         problems.append(f"steps must be a whole number from {STEP_RANGE[0]} to {STEP_RANGE[1]:,}, got {steps!r}")
-    if (isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr)
-            or not LR_RANGE[0] <= lr <= LR_RANGE[1]):  # fmt: skip
+    if (
+        isinstance(lr, bool)
+        or not isinstance(lr, (int, float))
+        or not math.isfinite(lr)
+        or not LR_RANGE[0] <= lr <= LR_RANGE[1]
+    ):
         problems.append(f"the learning rate must be from {LR_RANGE[0]:g} to {LR_RANGE[1]:g}, got {lr!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         problems.append(f"the seed must be a whole number ≥ 0, got {seed!r}")
@@ -247,9 +265,16 @@ def make_model(seed: int = 0, **config: Any) -> Transformer:
         return Transformer(induction_config(**config))
 
 
-def train_induction(steps: int = DEFAULT_STEPS, lr: float = DEFAULT_LR, seed: int = 0, *,
-                    batch_size: int = DEFAULT_BATCH, every: int = DEFAULT_EVERY, model: Transformer | None = None,
-                    device: str = "cpu") -> Iterator[InductionProgress]:  # fmt: skip
+def train_induction(
+    steps: int = DEFAULT_STEPS,
+    lr: float = DEFAULT_LR,
+    seed: int = 0,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    every: int = DEFAULT_EVERY,
+    model: Transformer | None = None,
+    device: str = "cpu",
+) -> Iterator[InductionProgress]:
     """Train the attention-only model, yielding the points so far at step 0, every ``every`` steps and at the end.
 
     Args:
@@ -267,8 +292,18 @@ def train_induction(steps: int = DEFAULT_STEPS, lr: float = DEFAULT_LR, seed: in
     steps, lr, seed = check_settings(steps, lr, seed)
     task = RepeatedLettersTask()
     model = make_model(seed) if model is None else model
-    config = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, warmup=min(40, steps // 10), seed=seed,
-                         snapshot_every=every, eval_batch_size=32, device=device, weight_decay=0.0, min_lr_ratio=1.0)  # fmt: skip
+    config = TrainConfig(
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        warmup=min(40, steps // 10),
+        seed=seed,
+        snapshot_every=every,
+        eval_batch_size=32,
+        device=device,
+        weight_decay=0.0,
+        min_lr_ratio=1.0,
+    )
     held = eval_batch()
     probe = torch.tensor([task.probe()])
     tokens = tuple(task.vocab.tokens_for_display(probe[0].tolist()).strings)
@@ -277,17 +312,23 @@ def train_induction(steps: int = DEFAULT_STEPS, lr: float = DEFAULT_LR, seed: in
     def no_trace(_model, _ids, _tokens):
         return None  # the probe's patterns are read below, once per point
 
-    for snap in train(model, task, config, forward_fn=lambda m, x: m(x, causal=True, attn_impl="sdpa"),
-                      trace_fn=no_trace):  # fmt: skip
+    for snap in train(
+        model, task, config, forward_fn=lambda m, x: m(x, causal=True, attn_impl="sdpa"), trace_fn=no_trace
+    ):
         model.eval()
         try:
             dev = next(model.parameters()).device
             curve = loss_by_position(model, held.to(dev))
             point = InductionPoint(
-                step=snap.step, loss=snap.loss, eval_loss=float(np.nanmean(curve)), icl=icl_score(curve),
-                scores=head_scores(model), probe=patterns(model, probe.to(dev))[:, 0].astype(np.float32),
-                curve=curve, elapsed_s=snap.elapsed_s,
-            )  # fmt: skip
+                step=snap.step,
+                loss=snap.loss,
+                eval_loss=float(np.nanmean(curve)),
+                icl=icl_score(curve),
+                scores=head_scores(model),
+                probe=patterns(model, probe.to(dev))[:, 0].astype(np.float32),
+                curve=curve,
+                elapsed_s=snap.elapsed_s,
+            )
         finally:
             model.train()
         if points and points[-1].step == point.step:

@@ -117,7 +117,12 @@ def validate_settings(raw: Mapping[str, Any] | JobSettings) -> JobSettings:
         if not _is_int(value) or not low <= value <= high:
             problems.append(f"{name} must be a whole number from {low} to {high:,}, got {value!r}")
     lr = values["lr"]
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or not LR_RANGE[0] <= lr <= LR_RANGE[1]:
+    if (
+        isinstance(lr, bool)
+        or not isinstance(lr, (int, float))
+        or not math.isfinite(lr)
+        or not LR_RANGE[0] <= lr <= LR_RANGE[1]
+    ):
         problems.append(f"learning rate must be a finite number from {LR_RANGE[0]:g} to {LR_RANGE[1]:g}, got {lr!r}")
     if values["pos_encoding"] not in POS_ENCODINGS:
         problems.append(f"positional encoding must be one of {list(POS_ENCODINGS)}, got {values['pos_encoding']!r}")
@@ -171,12 +176,16 @@ def _check_budget(settings: JobSettings) -> None:
     params = count_params(settings, len(task.vocab), task.seq_len)
     problems = []
     if params > MAX_PARAMS:
-        problems.append(f"the model would have {params:,} parameters; the limit is {MAX_PARAMS:,} "
-                        "(use fewer layers or a smaller d_model)")
+        problems.append(
+            f"the model would have {params:,} parameters; the limit is {MAX_PARAMS:,} "
+            "(use fewer layers or a smaller d_model)"
+        )
     act = activation_bytes(settings, task.seq_len)
     if act > MAX_ACTIVATION_BYTES:
-        problems.append(f"one step would keep about {act / 2**20:,.0f} MiB of activations; the limit is "
-                        f"{MAX_ACTIVATION_BYTES / 2**20:,.0f} MiB (use a smaller batch or model)")
+        problems.append(
+            f"one step would keep about {act / 2**20:,.0f} MiB of activations; the limit is "
+            f"{MAX_ACTIVATION_BYTES / 2**20:,.0f} MiB (use a smaller batch or model)"
+        )
     if problems:
         raise JobSettingsError("Cannot train with these settings: " + "; ".join(problems) + ".")
 
@@ -185,9 +194,16 @@ def build_model(settings: JobSettings, task):
     """A fresh :class:`~engine.models.transformer.Transformer` for ``task`` (seeded by ``settings.seed``)."""
     from engine.training.loop import make_model
 
-    return make_model(task, seed=settings.seed, d_model=settings.d_model, n_layers=settings.n_layers,
-                      n_heads=settings.n_heads, d_mlp=settings.d_mlp, pos_encoding=settings.pos_encoding,
-                      causal=settings.causal)
+    return make_model(
+        task,
+        seed=settings.seed,
+        d_model=settings.d_model,
+        n_layers=settings.n_layers,
+        n_heads=settings.n_heads,
+        d_mlp=settings.d_mlp,
+        pos_encoding=settings.pos_encoding,
+        causal=settings.causal,
+    )
 
 
 def time_steps(settings: JobSettings, n: int = 3) -> float:

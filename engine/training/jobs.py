@@ -110,8 +110,14 @@ class JobProgress:
 class Job:
     """One training run in its own thread. Create through :meth:`JobManager.submit`."""
 
-    def __init__(self, session_id: str, settings: JobSettings, manager: "JobManager", estimate: Estimate,
-                 alive: Callable[[], bool] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        session_id: str,
+        settings: JobSettings,
+        manager: "JobManager",
+        estimate: Estimate,
+        alive: Callable[[], bool] | None = None,
+    ) -> None:
         from engine.training.loop import TrainingControl
 
         self.session_id = session_id
@@ -152,11 +158,19 @@ class Job:
         position = self._manager.queue_position(self)  # before taking our lock (the reaper locks in that order)
         wait = self._manager.expected_wait(self) if position else None
         with self._lock:
-            return JobProgress(status=status, queue_position=position,
-                               settings=self.settings, snapshots=tuple(self._snapshots),
-                               head_scores=tuple(self._scores), device=self._device, error=self._error,
-                               n_params=self.n_params, threads=self._threads, estimate=self.estimate,
-                               wait_s=wait)  # fmt: skip
+            return JobProgress(
+                status=status,
+                queue_position=position,
+                settings=self.settings,
+                snapshots=tuple(self._snapshots),
+                head_scores=tuple(self._scores),
+                device=self._device,
+                error=self._error,
+                n_params=self.n_params,
+                threads=self._threads,
+                estimate=self.estimate,
+                wait_s=wait,
+            )
 
     def seconds_left(self, now: float) -> float:
         """Estimated seconds until it ends: its steps left × the estimated step time, never past its deadline."""
@@ -208,9 +222,16 @@ class Job:
 
         background_thread(self._manager.threads)  # lower CPU priority, torch threads: as the long-work lane's
         s, task, causal = self.settings, self.task, self.settings.causal
-        config = TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr, seed=s.seed, device=s.device,
-                             snapshot_every=s.every, warmup=min(100, max(1, s.steps // 10)),
-                             eval_batch_size=EVAL_BATCH)
+        config = TrainConfig(
+            steps=s.steps,
+            batch_size=s.batch_size,
+            lr=s.lr,
+            seed=s.seed,
+            device=s.device,
+            snapshot_every=s.every,
+            warmup=min(100, max(1, s.steps // 10)),
+            eval_batch_size=EVAL_BATCH,
+        )
         with self._lock:
             self._status = "running"
             self._device = resolve_device(s.device).type
@@ -227,8 +248,12 @@ class Job:
             scores = np.zeros((0, 0))
             tr = snap.probe_trace
             if ideal is not None and tr is not None and tr.n_queries == ideal.shape[0]:
-                scores = np.array([[pattern_score(tr.pattern(layer, head), ideal, rows)
-                                    for head in range(tr.n_heads)] for layer in range(tr.n_layers)])
+                scores = np.array(
+                    [
+                        [pattern_score(tr.pattern(layer, head), ideal, rows) for head in range(tr.n_heads)]
+                        for layer in range(tr.n_layers)
+                    ]
+                )
             with self._lock:
                 self._snapshots.append(snap)
                 self._scores.append(scores)
@@ -255,10 +280,17 @@ class JobManager:
         clock: monotonic seconds for heartbeats, deadlines and waits (tests pass a fake).
     """
 
-    def __init__(self, max_running: int | None = None, heartbeat_timeout: float = 20.0, threads: int = 1,
-                 reap_every: float = 0.5, grace: float = 3.0, budget: TimeBudget | None = None,
-                 estimator: Callable[[JobSettings], float] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        max_running: int | None = None,
+        heartbeat_timeout: float = 20.0,
+        threads: int = 1,
+        reap_every: float = 0.5,
+        grace: float = 3.0,
+        budget: TimeBudget | None = None,
+        estimator: Callable[[JobSettings], float] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.max_running = max_running or default_max_running()
         self.heartbeat_timeout = heartbeat_timeout
         self.threads = threads
@@ -273,8 +305,9 @@ class JobManager:
         self._running: set[Job] = set()
         self._reaper: threading.Thread | None = None
 
-    def submit(self, session_id: str, settings: Mapping[str, Any] | JobSettings,
-               alive: Callable[[], bool] | None = None) -> Job:  # fmt: skip
+    def submit(
+        self, session_id: str, settings: Mapping[str, Any] | JobSettings, alive: Callable[[], bool] | None = None
+    ) -> Job:
         """Validate ``settings``, check their estimated time, and start (or queue) a job for ``session_id``.
 
         The session's previous job, if any, is stopped and replaced (also when two submits race): a

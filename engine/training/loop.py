@@ -164,9 +164,14 @@ def resolve_device(device: str) -> torch.device:
 def transformer_config_for(task: Task, **overrides: Any) -> TransformerConfig:
     """A :class:`TransformerConfig` sized for ``task``: 2 layers, 4 heads, d_model 64 unless overridden."""
     settings: dict[str, Any] = dict(
-        vocab_size=len(task.vocab), max_len=task.seq_len, d_model=64, n_layers=2, n_heads=4, d_mlp=256,
+        vocab_size=len(task.vocab),
+        max_len=task.seq_len,
+        d_model=64,
+        n_layers=2,
+        n_heads=4,
+        d_mlp=256,
         causal=task.causal,
-    )  # fmt: skip
+    )
     settings.update(overrides)
     return TransformerConfig(**settings)
 

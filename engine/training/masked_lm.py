@@ -34,8 +34,9 @@ def stories_mlm_vocab() -> Vocab:
     return Vocab.from_words([*story_vocab(), MASK])
 
 
-def mask_tokens(ids: torch.Tensor, generator: torch.Generator, *, mask_id: int, word_ids: torch.Tensor,
-                rate: float = MASK_RATE) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def mask_tokens(
+    ids: torch.Tensor, generator: torch.Generator, *, mask_id: int, word_ids: torch.Tensor, rate: float = MASK_RATE
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Apply BERT's masking recipe to a batch of token ids.
 
     Args:

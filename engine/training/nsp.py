@@ -142,8 +142,16 @@ class NspTask:
     n_train: int
 
     @classmethod
-    def build(cls, vocab: Vocab, max_len: int, *, n_train: int = N_TRAIN, n_test: int = N_TEST,
-              n_stories: int = 3000, seed: int = 2) -> NspTask:  # fmt: skip
+    def build(
+        cls,
+        vocab: Vocab,
+        max_len: int,
+        *,
+        n_train: int = N_TRAIN,
+        n_test: int = N_TEST,
+        n_stories: int = 3000,
+        seed: int = 2,
+    ) -> NspTask:
         """Stories ``story_corpus(n_stories, seed)``, 10% held out (no story on both sides); the training pairs
         come from the rest, the held-out pairs (A and the random B's alike) from the held-out stories."""
         from engine.corpora import story_corpus, train_test_split
@@ -156,9 +164,14 @@ class NspTask:
         ids = torch.full((len(pairs), t), PAD_ID, dtype=torch.long)
         for i, (row, _) in enumerate(encoded):
             ids[i, : len(row)] = torch.tensor(row)
-        return cls(ids=ids, lengths=torch.tensor([len(r) for r, _ in encoded]),
-                   segments=tuple(tuple(s) for _, s in encoded), labels=torch.tensor([p.label for p in pairs]),
-                   pairs=tuple(pairs), n_train=n_train)  # fmt: skip
+        return cls(
+            ids=ids,
+            lengths=torch.tensor([len(r) for r, _ in encoded]),
+            segments=tuple(tuple(s) for _, s in encoded),
+            labels=torch.tensor([p.label for p in pairs]),
+            pairs=tuple(pairs),
+            n_train=n_train,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -222,9 +235,17 @@ def _p_next(model: nn.Module, ids: torch.Tensor) -> np.ndarray:
         return torch.softmax(model(ids), -1)[:, IS_NEXT].double().numpy()
 
 
-def finetune_nsp(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: float = 1e-3, seed: int = 0,
-                 batch_size: int = 32, every: int = 25,
-                 task: NspTask | None = None) -> Iterator[FinetuneProgress | NspResult]:  # fmt: skip
+def finetune_nsp(
+    encoder: nn.Module,
+    vocab: Vocab,
+    *,
+    steps: int = 300,
+    lr: float = 1e-3,
+    seed: int = 0,
+    batch_size: int = 32,
+    every: int = 25,
+    task: NspTask | None = None,
+) -> Iterator[FinetuneProgress | NspResult]:
     """Fine-tune a copy of ``encoder`` (our Transformer, read only) with a linear head on [CLS] for NSP.
 
     Yields :class:`~engine.training.finetune.FinetuneProgress` every ``every`` steps, then one
@@ -243,8 +264,9 @@ def finetune_nsp(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: floa
     before = attention_patterns(model.encoder, task.ids[probe], task.lengths[probe])
     shown = _shown(task)
     p_before = _p_next(model, task.ids[shown])
-    curve = yield from train_classifier(model, train, test, steps=steps, lr=lr, seed=seed, batch_size=batch_size,
-                                        every=every)  # fmt: skip
+    curve = yield from train_classifier(
+        model, train, test, steps=steps, lr=lr, seed=seed, batch_size=batch_size, every=every
+    )
     after = attention_patterns(model.encoder, task.ids[probe], task.lengths[probe])
     p_after = _p_next(model, task.ids[shown])
     probes = []
@@ -252,9 +274,18 @@ def finetune_nsp(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: floa
         k = i - task.n_train  # its place among the probes
         words = vocab.decode(task.ids[i, : int(task.lengths[i])].tolist())
         tokens = tuple({"<bos>": "[CLS]", "<sep>": "[SEP]"}.get(w, w) for w in words)
-        probes.append(NspProbe(index=i, tokens=tokens, segments=task.segments[i], is_next=task.pairs[i].is_next,
-                               p_before=float(p_before[n]), p_after=float(p_after[n]), cls_before=before[k][:, :, 0],
-                               cls_after=after[k][:, :, 0]))  # fmt: skip
+        probes.append(
+            NspProbe(
+                index=i,
+                tokens=tokens,
+                segments=task.segments[i],
+                is_next=task.pairs[i].is_next,
+                p_before=float(p_before[n]),
+                p_after=float(p_after[n]),
+                cls_before=before[k][:, :, 0],
+                cls_after=after[k][:, :, 0],
+            )
+        )
     yield NspResult(
         accuracy_before=float(curve.eval_accuracy[0]),
         accuracy_after=float(curve.eval_accuracy[-1]),
@@ -271,6 +302,16 @@ def finetune_nsp(encoder: nn.Module, vocab: Vocab, *, steps: int = 300, lr: floa
 
 
 __all__ = [
-    "CLASSES", "IS_NEXT", "NOT_NEXT", "NspPair", "NspProbe", "NspResult", "NspTask", "SHARES", "encode_pair",
-    "finetune_nsp", "nsp_pairs", "story_sentences",
-]  # fmt: skip
+    "CLASSES",
+    "IS_NEXT",
+    "NOT_NEXT",
+    "NspPair",
+    "NspProbe",
+    "NspResult",
+    "NspTask",
+    "SHARES",
+    "encode_pair",
+    "finetune_nsp",
+    "nsp_pairs",
+    "story_sentences",
+]

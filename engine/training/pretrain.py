@@ -46,11 +46,20 @@ def tiny_gpt_stories(out: Path, *, steps: int | None = None, seed: int = 0) -> d
     """A 3-layer, 4-head decoder (d_model 128, learned positions) on 20,000 generated stories."""
     torch.manual_seed(seed)
     task = StoriesTask(seq_len_=96, n_stories=20_000, seed=seed)
-    cfg = TransformerConfig(vocab_size=len(task.vocab), d_model=128, n_layers=3, n_heads=4, d_mlp=512,
-                            max_len=task.seq_len, pos_encoding="learned", causal=True)
+    cfg = TransformerConfig(
+        vocab_size=len(task.vocab),
+        d_model=128,
+        n_layers=3,
+        n_heads=4,
+        d_mlp=512,
+        max_len=task.seq_len,
+        pos_encoding="learned",
+        causal=True,
+    )
     model = Transformer(cfg)
-    config = TrainConfig(steps=steps or 2500, batch_size=32, lr=3e-3, warmup=100, snapshot_every=250,
-                         seed=seed, eval_batch_size=64)
+    config = TrainConfig(
+        steps=steps or 2500, batch_size=32, lr=3e-3, warmup=100, snapshot_every=250, seed=seed, eval_batch_size=64
+    )
     started = time.perf_counter()
     for snap in train(model, task, config, model_id="tiny-gpt-stories"):
         _progress(snap, started)
@@ -74,9 +83,9 @@ def tiny_gpt_stories(out: Path, *, steps: int | None = None, seed: int = 0) -> d
         "label": "Tiny GPT trained on stories (own)",
         "family": "decoder",
         "description": "A 3-layer decoder trained here on generated children's stories: names, pronouns "
-                       "that refer back, repeated objects.",
+        "that refer back, repeated objects.",
         "data": f"{task.n_stories:,} generated stories (seed {seed}), {task.test_fraction:.0%} held out; "
-                f"{len(task.vocab)} word tokens",
+        f"{len(task.vocab)} word tokens",
         "steps": config.steps,
         "batch": f"{config.batch_size} × {task.seq_len} tokens",
         "wall_time_s": round(wall, 1),
@@ -86,8 +95,9 @@ def tiny_gpt_stories(out: Path, *, steps: int | None = None, seed: int = 0) -> d
         "samples": samples[:3],
         "command": "python -m engine.training.pretrain tiny-gpt-stories",
     }
-    save_checkpoint(out, "tiny-gpt-stories", model, kind="transformer", config=cfg.to_dict(),
-                    vocab=task.vocab, card=card)
+    save_checkpoint(
+        out, "tiny-gpt-stories", model, kind="transformer", config=cfg.to_dict(), vocab=task.vocab, card=card
+    )
     return card
 
 

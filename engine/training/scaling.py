@@ -60,8 +60,14 @@ class Size:
 
 
 #: the shipped sizes: d_model 16 → 96, layers 1 → 4 (non-embedding parameters ~3k → ~450k)
-SIZES: tuple[Size, ...] = (Size(16, 1, 2), Size(24, 1, 2), Size(32, 2, 2), Size(48, 2, 4), Size(64, 3, 4),
-                           Size(96, 4, 4))  # fmt: skip
+SIZES: tuple[Size, ...] = (
+    Size(16, 1, 2),
+    Size(24, 1, 2),
+    Size(32, 2, 2),
+    Size(48, 2, 4),
+    Size(64, 3, 4),
+    Size(96, 4, 4),
+)
 #: sizes a page may train live (small: within one job's time budget on a shared core)
 LIVE_SIZES: tuple[Size, ...] = (Size(20, 1, 2), Size(40, 1, 4), Size(40, 2, 4), Size(56, 2, 4))
 
@@ -100,8 +106,7 @@ class RunProgress:
 
     @property
     def text(self) -> str:
-        return (f"{self.size.name}: step {self.step} of {self.total}, held-out loss "
-                f"{self.point['held_out_loss']:.3f}")  # fmt: skip
+        return f"{self.size.name}: step {self.step} of {self.total}, held-out loss {self.point['held_out_loss']:.3f}"
 
 
 def non_embedding_params(model) -> int:
@@ -109,8 +114,12 @@ def non_embedding_params(model) -> int:
 
     Tied weights count once; LayerNorm gains and biases count (they are part of the blocks).
     """
-    skip = {id(p) for name in ("embed", "pos_embed", "unembed") if hasattr(model, name)
-            for p in getattr(model, name).parameters()}  # fmt: skip
+    skip = {
+        id(p)
+        for name in ("embed", "pos_embed", "unembed")
+        if hasattr(model, name)
+        for p in getattr(model, name).parameters()
+    }
     return sum(p.numel() for p in model.parameters() if id(p) not in skip)
 
 
@@ -127,8 +136,16 @@ def make_size(size: Size, settings: Settings):
     from engine.training.loop import make_model
 
     task = stories_task(settings.seq_len, settings.n_stories, settings.seed)
-    return make_model(task, seed=settings.seed, d_model=size.d_model, n_layers=size.n_layers,
-                      n_heads=size.n_heads, d_mlp=size.d_mlp, pos_encoding="learned", causal=True)  # fmt: skip
+    return make_model(
+        task,
+        seed=settings.seed,
+        d_model=size.d_model,
+        n_layers=size.n_layers,
+        n_heads=size.n_heads,
+        d_mlp=size.d_mlp,
+        pos_encoding="learned",
+        causal=True,
+    )
 
 
 def run_size(size: Size, settings: Settings = Settings()) -> Iterator[RunProgress]:
@@ -148,9 +165,16 @@ def run_size(size: Size, settings: Settings = Settings()) -> Iterator[RunProgres
     model = make_size(size, settings)
     n = non_embedding_params(model)
     held_out = task.held_out(settings.held_out_windows, torch.Generator().manual_seed(settings.seed + 2))
-    config = TrainConfig(steps=settings.steps, batch_size=settings.batch_size, lr=settings.lr,
-                         warmup=settings.warmup, snapshot_every=settings.every, seed=settings.seed, device="cpu",
-                         eval_batch_size=8)  # fmt: skip
+    config = TrainConfig(
+        steps=settings.steps,
+        batch_size=settings.batch_size,
+        lr=settings.lr,
+        warmup=settings.warmup,
+        snapshot_every=settings.every,
+        seed=settings.seed,
+        device="cpu",
+        eval_batch_size=8,
+    )
     points: list[dict[str, float]] = []
     for snap in train(model, task, config, model_id=f"scaling:{size.name}"):
         was_training = model.training
@@ -160,13 +184,24 @@ def run_size(size: Size, settings: Settings = Settings()) -> Iterator[RunProgres
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), held_out.targets.reshape(-1))
         model.train(was_training)
         tokens = snap.step * settings.tokens_per_step
-        point = {"step": snap.step, "tokens": tokens, "compute": float(FLOPS_PER_TOKEN_PER_PARAM * n * tokens),
-                 "train_loss": round(float(snap.loss), 5), "held_out_loss": round(float(loss), 5)}  # fmt: skip
+        point = {
+            "step": snap.step,
+            "tokens": tokens,
+            "compute": float(FLOPS_PER_TOKEN_PER_PARAM * n * tokens),
+            "train_loss": round(float(snap.loss), 5),
+            "held_out_loss": round(float(loss), 5),
+        }
         points.append(point)
         yield RunProgress(size=size, step=snap.step, total=settings.steps, point=point)
-    return {"name": size.name, **asdict(size), "d_mlp": size.d_mlp, "n_params": n,
-            "n_params_total": sum(p.numel() for p in model.parameters()), "points": points,
-            "wall_s": round(time.perf_counter() - started, 2)}  # fmt: skip
+    return {
+        "name": size.name,
+        **asdict(size),
+        "d_mlp": size.d_mlp,
+        "n_params": n,
+        "n_params_total": sum(p.numel() for p in model.parameters()),
+        "points": points,
+        "wall_s": round(time.perf_counter() - started, 2),
+    }
 
 
 def train_run(size: Size, settings: Settings = Settings()) -> dict[str, Any]:
@@ -191,20 +226,34 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-            "python": platform.python_version()}  # fmt: skip
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+    }
 
 
 def curves_record(runs: list[dict[str, Any]], settings: Settings, wall_s: float) -> dict[str, Any]:
     """The JSON record: the runs, the settings, the machine, the fits and the frontier."""
     fit, compute_fit, on = analyse([Run.from_dict(r) for r in runs])
-    return {"format": FORMAT, "command": COMMAND, "settings": asdict(settings), "machine": machine(),
-            "wall_s": round(wall_s, 1), "runs": runs, "fit": fit.to_dict(), "compute_fit": compute_fit.to_dict(),
-            "frontier": [list(p) for p in on]}  # fmt: skip
+    return {
+        "format": FORMAT,
+        "command": COMMAND,
+        "settings": asdict(settings),
+        "machine": machine(),
+        "wall_s": round(wall_s, 1),
+        "runs": runs,
+        "fit": fit.to_dict(),
+        "compute_fit": compute_fit.to_dict(),
+        "frontier": [list(p) for p in on],
+    }
 
 
-def build(out: Path = CURVES, settings: Settings = Settings(), sizes: tuple[Size, ...] = SIZES,
-          threads: int = 1, log=print) -> dict[str, Any]:  # fmt: skip
+def build(
+    out: Path = CURVES, settings: Settings = Settings(), sizes: tuple[Size, ...] = SIZES, threads: int = 1, log=print
+) -> dict[str, Any]:
     """Train every size, fit, and write the curves to ``out``; returns the record."""
     import torch
 
@@ -213,8 +262,10 @@ def build(out: Path = CURVES, settings: Settings = Settings(), sizes: tuple[Size
     runs = []
     for size in sizes:
         run = train_run(size, settings)
-        log(f"{size.name}: N = {run['n_params']:,}  held-out loss {run['points'][-1]['held_out_loss']:.3f}  "
-            f"{run['wall_s']:.0f} s")  # fmt: skip
+        log(
+            f"{size.name}: N = {run['n_params']:,}  held-out loss {run['points'][-1]['held_out_loss']:.3f}  "
+            f"{run['wall_s']:.0f} s"
+        )
         runs.append(run)
     record = curves_record(runs, settings, time.perf_counter() - started)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -59,7 +59,10 @@ class SymbolTask(Task):
     def __post_init__(self) -> None:
         problems = [
             p
-            for p in (_check_int("length", self.length, 1, 256), _check_int("n_symbols", self.n_symbols, 2, MAX_SYMBOLS))
+            for p in (
+                _check_int("length", self.length, 1, 256),
+                _check_int("n_symbols", self.n_symbols, 2, MAX_SYMBOLS),
+            )
             if p
         ]
         problems += self._extra_problems() if not problems else []

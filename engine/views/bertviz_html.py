@@ -102,8 +102,10 @@ def attention_parts(trace) -> list[AttentionPart]:
     if blocks is None:
         raise EngineError(f"No bertviz view for a {type(trace).__name__}.")
     if not blocks:
-        raise EngineError("An RNN with Bahdanau/Luong attention has no queries or keys: its attention scores "
-                          "come from the decoder state and the encoder states directly.")
+        raise EngineError(
+            "An RNN with Bahdanau/Luong attention has no queries or keys: its attention scores "
+            "come from the decoder state and the encoder states directly."
+        )
     if len(blocks) == 1:  # one block of heads: bertviz's plain attention= view, no part name
         return [AttentionPart(None, next(iter(blocks.values())))]
     return [AttentionPart(name.capitalize(), tr) for name, tr in blocks.items()]
@@ -153,16 +155,23 @@ def _torch_layers(patterns: list[np.ndarray]):
 def _bertviz_kwargs(trace) -> dict:
     """bertviz's ``attention=``/``tokens=`` or encoder/decoder/cross arguments for ``trace``."""
     if not trace.attention_blocks():  # RNN attention: one alignment map, no heads
-        return {"cross_attention": _torch_layers([trace.alignment[None]]),
-                "encoder_tokens": list(trace.source.strings), "decoder_tokens": list(trace.target.strings)}
+        return {
+            "cross_attention": _torch_layers([trace.alignment[None]]),
+            "encoder_tokens": list(trace.source.strings),
+            "decoder_tokens": list(trace.target.strings),
+        }
     parts = attention_parts(trace)
     layers = {p.name: _torch_layers([p.trace.pattern(i) for i in range(p.trace.n_layers)]) for p in parts}
     if len(parts) == 1:
         return {"attention": layers[None], "tokens": list(parts[0].trace.tokens.strings)}
     seq: Seq2SeqTrace = trace
-    return {"encoder_attention": layers["Encoder"], "decoder_attention": layers["Decoder"],
-            "cross_attention": layers["Cross"], "encoder_tokens": list(seq.source.strings),
-            "decoder_tokens": list(seq.target.strings)}
+    return {
+        "encoder_attention": layers["Encoder"],
+        "decoder_attention": layers["Decoder"],
+        "cross_attention": layers["Cross"],
+        "encoder_tokens": list(seq.source.strings),
+        "decoder_tokens": list(seq.target.strings),
+    }
 
 
 def _check_size(trace, view: str) -> None:
@@ -297,13 +306,19 @@ def neuron_view_html(trace, layer: int = 0, head: int = 0, *, enforce_limits: bo
     if len(names) > 1:
         options = "".join(f'<option value="{n}">{html.escape(n.capitalize())}</option>' for n in names)
         filter_html = f'<span class="dropdown-label">Attention: </span><select id="filter">{options}</select>'
-    controls = (f'<div id="{root}" style="padding:8px;"><span style="user-select:none">'
-                '<span class="dropdown-label">Layer: </span><select id="layer"></select> '
-                '<span class="dropdown-label">Head: </span><select id="att_head"></select> '
-                f"{filter_html}</span><div id=\"vis\"></div></div>")
+    controls = (
+        f'<div id="{root}" style="padding:8px;"><span style="user-select:none">'
+        '<span class="dropdown-label">Layer: </span><select id="layer"></select> '
+        '<span class="dropdown-label">Head: </span><select id="att_head"></select> '
+        f'{filter_html}</span><div id="vis"></div></div>'
+    )
     payload = json.dumps(params, separators=(",", ":")).replace("<", "\\u003c").replace("&", "\\u0026")
-    body = (_fit_script() + controls + f"<script>window.bertviz_params = {payload};\n</script>"
-            + f"<script>{_bertviz_js('neuron_view.js')}</script>")
+    body = (
+        _fit_script()
+        + controls
+        + f"<script>window.bertviz_params = {payload};\n</script>"
+        + f"<script>{_bertviz_js('neuron_view.js')}</script>"
+    )
     # rows beyond the first part's key count (cross-attention: more targets than sources) stay visible
     return offline_document(body, title="bertviz neuron view", extra_css="#vis svg{overflow:visible}")
 

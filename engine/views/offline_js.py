@@ -85,7 +85,7 @@ def offline_document(body: str, *, title: str, extra_css: str = "") -> str:
     """
     body = _CDN_SCRIPT.sub("", body)
     return (
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title>"
         "<style>body{margin:0;padding:4px;background:#fff;color:#202020;"
         "font-family:'Helvetica Neue',Helvetica,Arial,sans-serif;}" + extra_css + "</style>"

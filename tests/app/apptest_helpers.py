@@ -84,7 +84,9 @@ def assert_clean(at: AppTest) -> None:
     from app.components.guard import MESSAGE
 
     assert not at.exception, [e.value for e in at.exception]
-    assert not any(MESSAGE in shown(str(e.value)) for e in at.error), "the page's guard caught an exception (see the log)"
+    assert not any(MESSAGE in shown(str(e.value)) for e in at.error), (
+        "the page's guard caught an exception (see the log)"
+    )
     assert not at.get("help"), "an expression statement was rendered by st.help magic"
 
 
@@ -97,8 +99,6 @@ def shown(markdown: str) -> str:
 def messages(elements) -> list[str]:
     """The text of messages/captions as shown (user text inside them is markdown-escaped by the app)."""
     return [shown(str(e.value)) for e in elements]
-
-
 
 
 def open_page(page: str, **state) -> AppTest:

@@ -23,11 +23,13 @@ STORY = "the little girl saw a big red ball and she"
 SOURCE = "the cat sees the dog ."
 SETUPS = {
     "minilm": dict(t_model="minilm", t_text=SENTENCE, t_causal=False, t_layers=6, t_heads=12, t_family="encoder"),
-    "tiny-gpt-stories": dict(t_model="tiny-gpt-stories", t_text=STORY, t_causal=True, t_layers=3, t_heads=4,
-                             t_family="decoder"),
-    "tiny-translator": dict(t_model="tiny-translator", t_text=SOURCE, t_causal=False, t_layers=2, t_heads=4,
-                            t_family="encoder-decoder"),
-}  # fmt: skip
+    "tiny-gpt-stories": dict(
+        t_model="tiny-gpt-stories", t_text=STORY, t_causal=True, t_layers=3, t_heads=4, t_family="decoder"
+    ),
+    "tiny-translator": dict(
+        t_model="tiny-translator", t_text=SOURCE, t_causal=False, t_layers=2, t_heads=4, t_family="encoder-decoder"
+    ),
+}
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,9 @@ def root(tmp_path_factory):
     tokenizer = build_tokenizer()
     for kind in ("llama", "gemma2"):
         torch.manual_seed(0)
-        AutoModelForCausalLM.from_config(_config(kind, len(tokenizer), tokenizer.eos_token_id)).save_pretrained(root / kind)
+        AutoModelForCausalLM.from_config(_config(kind, len(tokenizer), tokenizer.eos_token_id)).save_pretrained(
+            root / kind
+        )
         tokenizer.save_pretrained(root / kind)
     for kind in ("t5", "bart"):
         save_tiny_seq2seq(kind, root / kind)

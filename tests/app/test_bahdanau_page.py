@@ -53,8 +53,15 @@ def test_default_sentence_renders(default_page: AppTest):
     assert not at.error and not at.warning, messages(at.error) + messages(at.warning)
     assert at.text_input(key="bahdanau_text").value == "the red car is big"
     figs = by_meta(at)
-    assert set(figs) == {"bahdanau_map", "bahdanau_state", "bahdanau_energies", "bahdanau_context",
-                         "bahdanau_cmp_additive", "bahdanau_cmp_dot", "bahdanau_cmp_transformer"}  # fmt: skip
+    assert set(figs) == {
+        "bahdanau_map",
+        "bahdanau_state",
+        "bahdanau_energies",
+        "bahdanau_context",
+        "bahdanau_cmp_additive",
+        "bahdanau_cmp_dot",
+        "bahdanau_cmp_transformer",
+    }
     text = " ".join(m.value for m in at.markdown)
     assert "la voiture rouge est grande" in text and "matches" in text
 
@@ -117,8 +124,9 @@ def test_dot_variant_shows_its_own_map_and_formula():
 def test_compare_maps_equal_their_traces(default_page: AppTest):
     figs = by_meta(default_page)
     text = "the red car is big"
-    np.testing.assert_allclose(z(figs["bahdanau_cmp_additive"]), engine.trace(engine.load(ADDITIVE), text).alignment,
-                               atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        z(figs["bahdanau_cmp_additive"]), engine.trace(engine.load(ADDITIVE), text).alignment, atol=1e-6
+    )
     np.testing.assert_allclose(z(figs["bahdanau_cmp_dot"]), engine.trace(engine.load(DOT), text).alignment, atol=1e-6)
     s2s = engine.trace(engine.load(TRANSFORMER), text, max_tokens=32)
     np.testing.assert_allclose(z(figs["bahdanau_cmp_transformer"]), s2s.cross.pattern(0).mean(axis=0), atol=1e-6)

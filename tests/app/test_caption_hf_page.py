@@ -54,8 +54,15 @@ def _weights(fig: dict, field: str = "z") -> np.ndarray:
 
 def _panels(fig: dict, n: int) -> np.ndarray:
     mosaic, pitch = _weights(fig, "customdata"), GRID + GAP
-    return np.stack([mosaic[(t // PER_ROW) * pitch:(t // PER_ROW) * pitch + GRID,
-                            (t % PER_ROW) * pitch:(t % PER_ROW) * pitch + GRID] for t in range(n)])  # fmt: skip
+    return np.stack(
+        [
+            mosaic[
+                (t // PER_ROW) * pitch : (t // PER_ROW) * pitch + GRID,
+                (t % PER_ROW) * pitch : (t % PER_ROW) * pitch + GRID,
+            ]
+            for t in range(n)
+        ]
+    )
 
 
 @pytest.mark.parametrize("kind", ["ved", "blip"])
@@ -92,7 +99,9 @@ def test_layer_and_head_pickers_choose_the_map(folders, monkeypatch):
     ref = _reference(folders["ved"], _scene(9))
     large = _figure(at, f"α for word 1, “{ref.words.strings[1]}”")
     np.testing.assert_allclose(_weights(large), ref.patch_maps(0, 2)[1], atol=1e-6)
-    np.testing.assert_allclose(at.dataframe[1].value.to_numpy(), ref.cross.pattern(0, 2)[1, 1:].reshape(4, 4), atol=1e-6)
+    np.testing.assert_allclose(
+        at.dataframe[1].value.to_numpy(), ref.cross.pattern(0, 2)[1, 1:].reshape(4, 4), atol=1e-6
+    )
     assert "Decoder layer 0, head 2" in " ".join(messages(at.caption))
 
 

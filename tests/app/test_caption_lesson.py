@@ -38,8 +38,9 @@ def truth():
 def test_the_explanations_premise_holds_for_this_scene(truth):
     scene, trace, t, (r, c), _region = truth
     noun = next(obj for obj in scene.objects if obj.shape == CHECK.word)
-    assert cells_in_box(noun.box, trace.alphas.shape[-1], scene.image.shape[0])[r * trace.alphas.shape[-1] + c], \
+    assert cells_in_box(noun.box, trace.alphas.shape[-1], scene.image.shape[0])[r * trace.alphas.shape[-1] + c], (
         "the word's attention peak is no longer on its object: choose another scene for the lesson"
+    )
 
 
 @pytest.mark.parametrize("right", [True, False])

@@ -51,8 +51,15 @@ def panel_maps(fig: dict, n: int, grid: int = 8) -> np.ndarray:
     """The word panels' weights (the mosaic's hover data), back as ``[word, L, L]``."""
     mosaic = layer(fig, "attention", "customdata")
     pitch = grid + GAP
-    return np.stack([mosaic[(t // PER_ROW) * pitch:(t // PER_ROW) * pitch + grid,
-                            (t % PER_ROW) * pitch:(t % PER_ROW) * pitch + grid] for t in range(n)])  # fmt: skip
+    return np.stack(
+        [
+            mosaic[
+                (t // PER_ROW) * pitch : (t // PER_ROW) * pitch + grid,
+                (t % PER_ROW) * pitch : (t % PER_ROW) * pitch + grid,
+            ]
+            for t in range(n)
+        ]
+    )
 
 
 def shown_text(at: AppTest) -> str:
@@ -86,8 +93,9 @@ def test_step_through_the_words_and_read_a_cell(captioner):
     large = by_title(at, f"α for word {word}, “{ref.words.strings[word]}”")
     np.testing.assert_allclose(layer(large, "attention"), ref.alphas[word], atol=1e-6)
     panels = by_title(at, "Where it looks for each word")
-    assert f"▶ {word} · {ref.words.strings[word]}" in [a["text"].replace("<b>", "").replace("</b>", "")
-                                                       for a in panels["layout"]["annotations"]]  # fmt: skip
+    assert f"▶ {word} · {ref.words.strings[word]}" in [
+        a["text"].replace("<b>", "").replace("</b>", "") for a in panels["layout"]["annotations"]
+    ]
     per_word, per_cell = at.dataframe[0].value, at.dataframe[1].value
     np.testing.assert_allclose(per_word["α at this cell"].to_numpy(), ref.alphas[:, 3, 3], atol=1e-6)
     np.testing.assert_allclose(per_word["β"].to_numpy(), ref.betas, atol=1e-6)
@@ -135,7 +143,9 @@ def test_upload_a_picture_and_a_bad_file():
     assert not at.error, messages(at.error)
     assert any("shrunk to 64×64" in m for m in messages(at.info)), messages(at.info)
     assert figures(at)
-    at.file_uploader(key="cap_upload").set_value(("notes.png", b"just some text, not a picture\n" * 5, "image/png")).run()
+    at.file_uploader(key="cap_upload").set_value(
+        ("notes.png", b"just some text, not a picture\n" * 5, "image/png")
+    ).run()
     assert_clean(at)
     errors = messages(at.error)
     assert any("notes.png" in e and "not an image" in e for e in errors), errors
@@ -170,8 +180,16 @@ def test_forged_settings_are_kept_in_bounds():
 
 
 def test_a_forged_drawing_is_drawn_from_allowed_values(captioner):
-    at = open_page("captions", cap_source="draw", cap_count=9, cap_shape_0="hexagon", cap_colour_1="ultraviolet",
-                   cap_size_0="huge", cap_row_1=999, cap_col_0=-40)
+    at = open_page(
+        "captions",
+        cap_source="draw",
+        cap_count=9,
+        cap_shape_0="hexagon",
+        cap_colour_1="ultraviolet",
+        cap_size_0="huge",
+        cap_row_1=999,
+        cap_col_0=-40,
+    )
     assert_clean(at)
     assert not at.error, messages(at.error)
     assert at.radio(key="cap_count").value == 1  # one object: the first option
@@ -180,5 +198,6 @@ def test_a_forged_drawing_is_drawn_from_allowed_values(captioner):
     scene = draw_scene([("circle", "blue", "small", 18, 0)])
     assert scene.caption in shown_text(at)
     ref = reference(captioner, scene.image)
-    np.testing.assert_allclose(panel_maps(by_title(at, "Where it looks for each word"), len(ref.words)), ref.alphas,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        panel_maps(by_title(at, "Where it looks for each word"), len(ref.words)), ref.alphas, atol=1e-6
+    )

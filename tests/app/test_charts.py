@@ -25,9 +25,12 @@ def plotly_styled(fig: go.Figure, t: theme.Theme) -> dict:
     """The theme written through Plotly's validated update calls: the independent reference."""
     tick = {"size": t.tick_px, "color": t.text}
     axis = {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}, "color": t.text}
-    fig.update_layout(font={"color": t.text, "size": t.tick_px}, paper_bgcolor=t.paper,
-                      legend={"font": {"size": t.legend_px, "color": t.text}},
-                      hoverlabel={"font": {"size": max(13, t.tick_px - 2)}})
+    fig.update_layout(
+        font={"color": t.text, "size": t.tick_px},
+        paper_bgcolor=t.paper,
+        legend={"font": {"size": t.legend_px, "color": t.text}},
+        hoverlabel={"font": {"size": max(13, t.tick_px - 2)}},
+    )
     if fig.layout.title is not None and fig.layout.title.text:
         fig.update_layout(title={"font": {"size": t.title_px, "color": t.text}})
     fig.update_xaxes(**axis)
@@ -42,15 +45,19 @@ def plotly_styled(fig: go.Figure, t: theme.Theme) -> dict:
 
 
 def figures() -> dict[str, go.Figure]:
-    heat = go.Figure(go.Heatmap(z=np.eye(3, dtype=np.float32), colorbar={"title": {"text": "weight"}}),
-                     layout={"title": {"text": "Layer 0, head 1"}, "height": 400})
+    heat = go.Figure(
+        go.Heatmap(z=np.eye(3, dtype=np.float32), colorbar={"title": {"text": "weight"}}),
+        layout={"title": {"text": "Layer 0, head 1"}, "height": 400},
+    )
     bars = go.Figure(go.Bar(x=["a", "b"], y=[0.2, 0.8]), layout={"legend": {"x": 0.1}})
     grid = make_subplots(1, 2)
     grid.add_trace(go.Heatmap(z=[[1, 2]], showscale=False), 1, 1)
     grid.add_trace(go.Scatter(y=[1, 2]), 1, 2)
     pie = go.Figure(go.Pie(values=[1, 2]))
-    notes = go.Figure(go.Heatmap(z=[[0.5]]), layout={"annotations": [{"text": "L0 H0", "font": {"size": 9}},
-                                                                     {"text": "L0 H1", "font": {"size": 30}}]})
+    notes = go.Figure(
+        go.Heatmap(z=[[0.5]]),
+        layout={"annotations": [{"text": "L0 H0", "font": {"size": 9}}, {"text": "L0 H1", "font": {"size": 30}}]},
+    )
     return {"heatmap": heat, "bars": bars, "subplots": grid, "no axes": pie, "annotations": notes}
 
 
@@ -116,8 +123,10 @@ def test_a_plain_dict_is_sent_as_plotly_would_send_the_figure(look, monkeypatch)
     weights[0, 3:] = np.nan  # blocked cells
     tokens = ["[CLS]", "<b>", "it", "it", "&", "[SEP]"]
     tiles = rng.random((2, 3, 4, 4)).astype(np.float32)
-    for build in (lambda: map_spec(exact_map(weights, tokens, tokens), title="Layer 0, head 1", scale="linear"),
-                  lambda: map_spec(exact_map(weights, tokens, tokens), scale="log"),
-                  lambda: model_view_spec(tiles, selected=(1, 2)),
-                  lambda: model_view_spec(tiles, layer_names=["L3", "L4"], weights_in_hover=False)):
+    for build in (
+        lambda: map_spec(exact_map(weights, tokens, tokens), title="Layer 0, head 1", scale="linear"),
+        lambda: map_spec(exact_map(weights, tokens, tokens), scale="log"),
+        lambda: model_view_spec(tiles, selected=(1, 2)),
+        lambda: model_view_spec(tiles, layer_names=["L3", "L4"], weights_in_hover=False),
+    ):
         assert _json(charts.ready(build(), look)) == _json(charts.ready(go.Figure(build()), look))

@@ -239,8 +239,10 @@ def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_
     assert_clean(pupil)
     asked = " ".join(messages(pupil.markdown))
     # the model's name (not its id "minilm") and one sentence: no "tired.”. Which" after the quoted text
-    assert "all-MiniLM-L6-v2 read “The animal didn't cross the street because it was too tired.”: which head made " \
-           "this map?" in asked, asked
+    assert (
+        "all-MiniLM-L6-v2 read “The animal didn't cross the street because it was too tired.”: which head made "
+        "this map?" in asked
+    ), asked
     qid = current_question_id(pupil)
     options = [shown(o) for o in pupil.radio(key=f"class_pick_{qid}").options]
     assert len(options) == 4 and len(set(options)) == 4 and "layer 2 head 5" in options
@@ -251,8 +253,11 @@ def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_
     from app.services.rooms import PREDICT_READ_TOKENS
 
     attention = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, PREDICT_READ_TOKENS)))
-    np.testing.assert_allclose(np.asarray(decode(seen["data"][0]["z"]), dtype=float).reshape(attention.n_queries, -1),
-                               attention.pattern(2, 5), atol=1e-4)  # the real head's map
+    np.testing.assert_allclose(
+        np.asarray(decode(seen["data"][0]["z"]), dtype=float).reshape(attention.n_queries, -1),
+        attention.pattern(2, 5),
+        atol=1e-4,
+    )  # the real head's map
     assert "head 5" not in json.dumps(seen["layout"])
     right = options.index("layer 2 head 5")
     pupil.radio(key=f"class_pick_{qid}").set_value(right).run()

@@ -31,8 +31,11 @@ def test_a_page_s_downloads_and_callbacks_do_not_keep_the_trace_alive(page):
         at.run()
     assert_clean(at)
     assert any(b.label.startswith("Download") for b in at.get("download_button"))
-    traces = [v for v, _size in core.TRACES._entries.values()
-              if getattr(v, "tokens", None) is not None and "downloads" in " ".join(v.tokens.strings)]
+    traces = [
+        v
+        for v, _size in core.TRACES._entries.values()
+        if getattr(v, "tokens", None) is not None and "downloads" in " ".join(v.tokens.strings)
+    ]
     assert traces, "the page's trace is in the shared cache"
     alive = weakref.ref(traces[0])
     del traces

@@ -24,8 +24,11 @@ def test_word_level_examples_have_no_unknown_words(model_id):
 
 @pytest.mark.parametrize("model_id", ["minilm", "tiny-gpt-stories"])
 def test_named_heads_exist(model_id):
-    tr = engine.trace(engine.load(model_id), "a b", max_tokens=16) if model_id == "minilm" else \
-        engine.trace(engine.load(model_id), "lily smiled .", max_tokens=16)
+    tr = (
+        engine.trace(engine.load(model_id), "a b", max_tokens=16)
+        if model_id == "minilm"
+        else engine.trace(engine.load(model_id), "lily smiled .", max_tokens=16)
+    )
     for example in EXAMPLES[model_id]:
         if example.layer is not None:
             assert 0 <= example.layer < tr.n_layers and 0 <= example.head < tr.n_heads, example

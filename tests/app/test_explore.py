@@ -129,6 +129,7 @@ def test_mask_comparison_traces_a_second_time_only_while_shown():
 
     text = "Only the open tab may run the model twice."
     at = run_app(text=text)
+
     def keys() -> list[tuple]:  # the trace cache's keys are (request.trace_key, trained model)
         return [entry[0] for entry in list(TRACES._entries) if isinstance(entry[0], tuple) and entry[0][1] == text]
 
@@ -293,8 +294,9 @@ def test_contribution_is_kobayashis_measure_and_value_length_is_offered_apart():
     at.segmented_control(key="explore_scale").set_value("linear").run()
     at.segmented_control(key="explore_weighting").set_value("value").run()
     fig = main_figure(at)
-    np.testing.assert_allclose(z(fig), trace.pattern(0, 0) * np.linalg.norm(trace.v(0)[0], axis=-1)[None, :],
-                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        z(fig), trace.pattern(0, 0) * np.linalg.norm(trace.v(0)[0], axis=-1)[None, :], rtol=1e-5, atol=1e-6
+    )
     assert "α·‖v‖" in fig["data"][0]["colorbar"]["title"]["text"]
     assert "leaves out the output projection" in " ".join(messages(at.caption))
     # and back: the weights again
@@ -310,8 +312,9 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     at = run_app(text=text, max_tokens=512)
     assert_clean(at)
     warnings = messages(at.warning)
-    assert any("first 512" in w for w in warnings) and not any("Token limit" in w for w in warnings), \
+    assert any("first 512" in w for w in warnings) and not any("Token limit" in w for w in warnings), (
         "at the model's own 512 a larger limit would not help, so the warning does not suggest one"
+    )
     fig = main_figure(at)
     pooled = z(fig)
     assert pooled.shape == (256, 256), "512 tokens are sent as 256 × 256 block maxima"
@@ -384,8 +387,10 @@ def test_token_limit_truncates_with_a_warning():
 
     assert LIMIT_LABEL == at.number_input(key="max_tokens").label == "Token limit"
     assert [e.label for e in at.expander if any(w.key == "max_tokens" for w in e.number_input)] == [LIMIT_EXPANDER]
-    assert "raise **Token limit** in **Advanced**, under the model picker (this model reads up to 512 tokens)." in \
-        at.warning[-1].value, warnings
+    assert (
+        "raise **Token limit** in **Advanced**, under the model picker (this model reads up to 512 tokens)."
+        in at.warning[-1].value
+    ), warnings
     fig = main_figure(at)
     assert len(y_labels(fig)) == 8
     assert len(fig["layout"]["xaxis"]["ticktext"]) == 8
@@ -448,8 +453,9 @@ def test_entry_point_puts_the_repo_root_on_sys_path(tmp_path: Path):
         "print(engine.__file__)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr + result.stdout
     assert Path(result.stdout.strip()).resolve().is_relative_to(ROOT / "engine")
 
@@ -464,7 +470,7 @@ def test_own_stories_model_shows_its_notices_without_stray_output():
 
 
 def test_long_example_on_the_16k_model_is_an_overview_of_every_token():
-    """"Try a long text" on tiny-random-gpt2: 16,384 tokens traced, a 256 × 256 overview, a grid of 4 heads."""
+    """ "Try a long text" on tiny-random-gpt2: 16,384 tokens traced, a 256 × 256 overview, a grid of 4 heads."""
     at = run_app(model="tiny-random-gpt2")
     at.button(key="long_example").click().run()
     assert_clean(at)

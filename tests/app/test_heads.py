@@ -83,8 +83,9 @@ def test_model_view_draws_every_head_and_the_chosen_one_large(minilm_page: AppTe
     att = engine_attention("minilm", TEXT)
     n = att.n_queries
     tiles = decode(heat["customdata"])  # real weights, tiles separated by one empty cell
-    np.testing.assert_allclose(tiles[(n + 1) * 2:(n + 1) * 2 + n, (n + 1) * 3:(n + 1) * 3 + n], att.pattern(2, 3),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        tiles[(n + 1) * 2 : (n + 1) * 2 + n, (n + 1) * 3 : (n + 1) * 3 + n], att.pattern(2, 3), atol=1e-6
+    )
     assert title(large).startswith("Layer 0, head 0")
     np.testing.assert_allclose(decode(large["data"][0]["z"]), att.pattern(0, 0), atol=1e-6)
 
@@ -127,8 +128,9 @@ def test_a_click_maps_to_layer_and_head():
 
 def _reference_table(att, square: bool = True) -> dict[str, np.ndarray]:
     patterns = np.stack([att.pattern(layer) for layer in range(att.n_layers)])
-    values = M.head_metrics(patterns, M.sink_positions(att.key_tokens.special),
-                            blocked=np.isneginf(att.mask(0)), square=square)
+    values = M.head_metrics(
+        patterns, M.sink_positions(att.key_tokens.special), blocked=np.isneginf(att.mask(0)), square=square
+    )
     values["labels"], values["score"] = M.label_heads(values)
     return values
 
@@ -158,8 +160,11 @@ def test_an_unknown_word_is_not_counted_as_a_sink():
     table = at.dataframe[0].value
     att = engine_attention("minilm", text)
     assert list(att.tokens.strings) == ["[CLS]", "i", "love", "[UNK]", "pizza", "[SEP]"]
-    by_hand = [att.pattern(layer, head)[:, [0, 5]].sum(axis=-1).mean()
-               for layer in range(att.n_layers) for head in range(att.n_heads)]
+    by_hand = [
+        att.pattern(layer, head)[:, [0, 5]].sum(axis=-1).mean()
+        for layer in range(att.n_layers)
+        for head in range(att.n_heads)
+    ]
     np.testing.assert_allclose(table["sink"].to_numpy(float), by_hand, atol=1e-6)
 
 
@@ -168,8 +173,9 @@ def test_metric_picker_changes_the_map():
     at.selectbox(key="heads_metric").set_value("previous").run()
     assert_clean(at)
     heat = figure_titled(at, "previous-token share")
-    np.testing.assert_allclose(decode(heat["data"][0]["z"]), _reference_table(engine_attention("minilm", TEXT))["previous"],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        decode(heat["data"][0]["z"]), _reference_table(engine_attention("minilm", TEXT))["previous"], atol=1e-6
+    )
 
 
 # ---------------------------------------------------------------- every model and block renders

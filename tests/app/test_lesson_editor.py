@@ -187,8 +187,10 @@ def test_a_lesson_runs_in_a_room_step_by_step():
 
 def test_a_teachers_own_lesson_runs_in_the_room():
     teacher, code = start_class()
-    teacher.session_state[Draft.lesson] = Lesson("Week 3", (Step("a", "", "Look at the [CLS] column", ()),
-                                                             Step("b", "Heads", "", (Link("heads.py", "All heads", {}),))))  # fmt: skip
+    teacher.session_state[Draft.lesson] = Lesson(
+        "Week 3",
+        (Step("a", "", "Look at the [CLS] column", ()), Step("b", "Heads", "", (Link("heads.py", "All heads", {}),))),
+    )
     teacher.run()
     teacher.radio(key=ROOM.lesson_pick).set_value("draft").run()
     teacher.button(key=ROOM.lesson_start).click().run()

@@ -66,9 +66,15 @@ def test_clearing_the_highlight():
 def test_row_and_column_of_a_pooled_map_are_the_blocks_that_hold_the_token():
     from app.figure_data.attention_maps import MapData
 
-    data = MapData(values=np.zeros((4, 3), np.float32), q_labels=("a", "b", "c", "d"), k_labels=("x", "y", "z"),
-                   q_edges=np.array([10, 15, 20, 25, 30]), k_pos=np.array([0, 2, 3, 4, 7, 8]),
-                   k_edges=np.array([0, 2, 4, 6]), pooled=True)
+    data = MapData(
+        values=np.zeros((4, 3), np.float32),
+        q_labels=("a", "b", "c", "d"),
+        k_labels=("x", "y", "z"),
+        q_edges=np.array([10, 15, 20, 25, 30]),
+        k_pos=np.array([0, 2, 3, 4, 7, 8]),
+        k_edges=np.array([0, 2, 4, 6]),
+        pooled=True,
+    )
     assert row_of(data, 10) == 0 and row_of(data, 24) == 2 and row_of(data, 9) is None and row_of(data, 30) is None
     assert column_of(data, 0) == 0 and column_of(data, 2) == 0 and column_of(data, 3) == 1 and column_of(data, 8) == 2
     assert column_of(data, 1) is None  # a hidden key: no column to outline

@@ -16,15 +16,23 @@ from apptest_helpers import ROOT, TIMEOUT
 HOST = "http://school.example:8501"
 
 
-@pytest.mark.parametrize("base, params, page, expected", [
-    (f"{HOST}/explore", {"text": "a b", "layer": 0, "present": True}, "", f"{HOST}/explore?text=a+b&layer=0&present=1"),
-    (f"{HOST}/heads?old=1#top", {"causal": False, "head": None}, "", f"{HOST}/heads?causal=0"),
-    (HOST, {"layer": 3}, "", f"{HOST}/?layer=3"),  # no path: the query string still follows a "/"
-    (f"{HOST}/", {}, "", f"{HOST}/"),
-    (None, {"text": "<b>&x=1"}, "explore", "/explore?text=%3Cb%3E%26x%3D1"),  # outside a browser: relative
-    (None, {"hide": ["model", "causal"]}, "heads", "/heads?hide=model&hide=causal"),
-    ("/explore?x=1", {"layer": 1}, "", "/explore?layer=1"),  # a relative link made earlier
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "base, params, page, expected",
+    [
+        (
+            f"{HOST}/explore",
+            {"text": "a b", "layer": 0, "present": True},
+            "",
+            f"{HOST}/explore?text=a+b&layer=0&present=1",
+        ),
+        (f"{HOST}/heads?old=1#top", {"causal": False, "head": None}, "", f"{HOST}/heads?causal=0"),
+        (HOST, {"layer": 3}, "", f"{HOST}/?layer=3"),  # no path: the query string still follows a "/"
+        (f"{HOST}/", {}, "", f"{HOST}/"),
+        (None, {"text": "<b>&x=1"}, "explore", "/explore?text=%3Cb%3E%26x%3D1"),  # outside a browser: relative
+        (None, {"hide": ["model", "causal"]}, "heads", "/heads?hide=model&hide=causal"),
+        ("/explore?x=1", {"layer": 1}, "", "/explore?layer=1"),  # a relative link made earlier
+    ],
+)
 def test_page_link_writes_a_view_as_the_url_table_does(base, params, page, expected) -> None:
     assert links.page_link(base, params, page) == expected
 
@@ -37,7 +45,10 @@ def test_every_value_survives_the_round_trip() -> None:
 
 def test_the_share_box_lock_goes_through_the_builder(monkeypatch) -> None:
     monkeypatch.setattr(share_box.st, "session_state", {share_box.LOCK_KEY: ["model"]})
-    assert share_box.shared_link(f"{HOST}/heads?text=a&hide=layer", ("layer",)) == f"{HOST}/heads?text=a&hide=model%2Clayer"
+    assert (
+        share_box.shared_link(f"{HOST}/heads?text=a&hide=layer", ("layer",))
+        == f"{HOST}/heads?text=a&hide=model%2Clayer"
+    )
     assert share_box.shared_link("/heads?text=a", ()) == "/heads?text=a&hide=model"
     assert share_box.shared_link(f"{HOST}/?hide=model", ("model",)) == f"{HOST}/?hide=model"  # nothing new to lock
 
@@ -61,10 +72,13 @@ def _link_script() -> None:
     st.code(current_link("step_by_step", {"layer": 2, "present": True}))
 
 
-@pytest.mark.parametrize("url, expected", [
-    (f"{HOST}/step_by_step?layer=1", f"{HOST}/step_by_step?layer=2&present=1"),
-    (None, "/step_by_step?layer=2&present=1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        (f"{HOST}/step_by_step?layer=1", f"{HOST}/step_by_step?layer=2&present=1"),
+        (None, "/step_by_step?layer=2&present=1"),
+    ],
+)
 def test_current_link_reads_the_browsers_address(url, expected) -> None:
     at = AppTest.from_function(_link_script, default_timeout=TIMEOUT)
     if url:
@@ -89,8 +103,13 @@ def _builders(path: Path) -> list[str]:
 def test_no_other_module_builds_a_link() -> None:
     """Query strings are encoded and in-app page links drawn only in app/links.py (the share box's lock calls
     its page_link)."""
-    found = [hit for path in sorted((ROOT / "app").rglob("*.py")) if path != ROOT / "app" / "links.py"
-             for hit in _builders(path)]  # fmt: skip
-    assert len(found) == 1 and found[0].startswith("app/components/share_box.py:") and found[0].endswith(
-        "calls page_link"), found
+    found = [
+        hit
+        for path in sorted((ROOT / "app").rglob("*.py"))
+        if path != ROOT / "app" / "links.py"
+        for hit in _builders(path)
+    ]
+    assert (
+        len(found) == 1 and found[0].startswith("app/components/share_box.py:") and found[0].endswith("calls page_link")
+    ), found
     assert len(_builders(ROOT / "app" / "links.py")) >= 3  # the check sees what it looks for

@@ -117,12 +117,22 @@ def test_the_causal_mask_a_long_input_pooled_and_the_alignment_map():
 
 
 def test_a_failing_view_and_a_page_without_chart_give_notes_and_text_stays_literal():
-    lesson = Lesson("Mixed <i>lesson</i>", (
-        Step("a", "A <b>title</b>", SCRIPT_NOTE, (Link("explore.py", "A folder model", {K.hub_id: "/no/such/model"}),
-                                                   Link("positional.py", "Order blindness", {"pos_tab": "order"})),
-             Choice("Is <script> shown?", ("<yes>", "no"), 0, "It is <em>text</em>.")),
-        Step("b", "Empty link", "", (Link("bahdanau.py", "No sentence", {Bahdanau.text: ""}),)),
-    ))  # fmt: skip
+    lesson = Lesson(
+        "Mixed <i>lesson</i>",
+        (
+            Step(
+                "a",
+                "A <b>title</b>",
+                SCRIPT_NOTE,
+                (
+                    Link("explore.py", "A folder model", {K.hub_id: "/no/such/model"}),
+                    Link("positional.py", "Order blindness", {"pos_tab": "order"}),
+                ),
+                Choice("Is <script> shown?", ("<yes>", "no"), 0, "It is <em>text</em>."),
+            ),
+            Step("b", "Empty link", "", (Link("bahdanau.py", "No sentence", {Bahdanau.text: ""}),)),
+        ),
+    )
     page = lesson_html(lesson)
     assert charts(page) == []
     said = notes(page)
@@ -136,10 +146,15 @@ def test_a_failing_view_and_a_page_without_chart_give_notes_and_text_stays_liter
 
 
 def test_the_lessons_editor_builds_and_serves_the_pack(downloads):  # noqa: F811 — the imported fixture
-    lesson = Lesson("Week 3", (
-        Step("s1", "Where it looks", SCRIPT_NOTE, (Link("explore.py", "Open MiniLM", {K.layer: "3", K.head: "1"}),)),
-        Step("s2", "Positions", "", (Link("positional.py", "Open Positional", {}),)),
-    ))  # fmt: skip
+    lesson = Lesson(
+        "Week 3",
+        (
+            Step(
+                "s1", "Where it looks", SCRIPT_NOTE, (Link("explore.py", "Open MiniLM", {K.layer: "3", K.head: "1"}),)
+            ),
+            Step("s2", "Positions", "", (Link("positional.py", "Open Positional", {}),)),
+        ),
+    )
     at = open_page("lessons", **{Draft.lesson: lesson, Draft.tab: WRITE_TAB})
     assert_clean(at)
     assert not [b for b in at.get("download_button") if b.proto.label == "Download offline pack (HTML)"]

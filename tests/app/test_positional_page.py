@@ -103,8 +103,15 @@ def test_changing_d_model_and_length_redraws():
 
 
 def test_out_of_range_settings_are_clamped():
-    state = dict(pos_sin_len=100_000, pos_sin_k=-3, pos_rope_k=999, pos_rope_m=-5, pos_alibi_heads=0,
-                 pos_blind_seed=-1, pos_blind_layer=99)  # fmt: skip
+    state = dict(
+        pos_sin_len=100_000,
+        pos_sin_k=-3,
+        pos_rope_k=999,
+        pos_rope_m=-5,
+        pos_alibi_heads=0,
+        pos_blind_seed=-1,
+        pos_blind_layer=99,
+    )
     at = open_tab("Sinusoidal", **state)
     assert_clean(at)
     assert at.slider(key="pos_sin_len").value == 512
@@ -166,7 +173,7 @@ def test_rope_table_scores_are_equal_and_match_the_engine():
 def test_alibi_slopes_listed():
     page = open_tab("ALiBi")
     frame = dataframe(page, "slope m_h")
-    assert frame["slope m_h"].tolist() == pytest.approx([1 / 2 ** h for h in range(1, 9)])
+    assert frame["slope m_h"].tolist() == pytest.approx([1 / 2**h for h in range(1, 9)])
     at = open_tab("ALiBi")
     at.slider(key="pos_alibi_heads").set_value(12).run()
     assert_clean(at)
@@ -213,8 +220,10 @@ def test_explore_links_here_for_minilm():
     at = run_app()
     assert_clean(at)
     links = [link.proto for link in at.get("page_link")]
-    assert any(link.page == "positional" and "positional encodings" in link.label
-               and link.query_string == "pos_tab=learned" for link in links), links  # fmt: skip
+    assert any(
+        link.page == "positional" and "positional encodings" in link.label and link.query_string == "pos_tab=learned"
+        for link in links
+    ), links
     # following it: the Learned tab with the same (shared) model (the link spells the tab as the app writes it;
     # open_page sets the session's tab, which holds the tab's label)
     target = open_page(PAGE, pos_tab="Learned", model=at.selectbox(key="model").value)
@@ -224,14 +233,21 @@ def test_explore_links_here_for_minilm():
 
 #: every control of every tab, with a value to set (the largest sinusoidal table: 2 × 512×512 cells)
 CONTROLS = {
-    "Sinusoidal": [("select_slider", "pos_sin_d", 128), ("slider", "pos_sin_len", 200), ("number_input", "pos_sin_k", 9),
-                   ("select_slider", "pos_sin_d", 512), ("slider", "pos_sin_len", 512)],
+    "Sinusoidal": [
+        ("select_slider", "pos_sin_d", 128),
+        ("slider", "pos_sin_len", 200),
+        ("number_input", "pos_sin_k", 9),
+        ("select_slider", "pos_sin_d", 512),
+        ("slider", "pos_sin_len", 512),
+    ],
     "Learned": [("slider", "pos_learned_n", 512)],
     "RoPE": [("slider", "pos_rope_pair", 3), ("slider", "pos_rope_m", 20), ("number_input", "pos_rope_k", -4)],
     "ALiBi": [("slider", "pos_alibi_heads", 12), ("slider", "pos_alibi_len", 40)],
-    "Order blindness": [("number_input", "pos_blind_seed", 7),
-                        ("selectbox", "pos_blind_setting", "learned positions, no mask")],
-}  # fmt: skip
+    "Order blindness": [
+        ("number_input", "pos_blind_seed", 7),
+        ("selectbox", "pos_blind_setting", "learned positions, no mask"),
+    ],
+}
 
 
 def test_every_control_reruns_the_page_cleanly():

@@ -26,8 +26,9 @@ from engine.types import AttentionTrace, Tokens
 
 def contrast(fg: str, bg: str) -> float:
     """WCAG 2 contrast ratio of two ``#rrggbb`` colours."""
+
     def lum(hex_color: str) -> float:
-        rgb = [int(hex_color.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+        rgb = [int(hex_color.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
         lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
         return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
@@ -40,8 +41,17 @@ def make_trace(n: int = 7, *, causal: bool = False) -> AttentionTrace:
     strings = tuple(["[CLS]", *[f"w{i}" for i in range(1, n - 1)], "[SEP]"])
     toks = Tokens(strings=strings, ids=tuple(range(n)), special=tuple(s.startswith("[") for s in strings))
     q, k, v = (rng.standard_normal((2, n, 8)).astype(np.float32) for _ in range(3))
-    return AttentionTrace(model_id="m", family="decoder" if causal else "encoder", tokens=toks, key_tokens=toks,
-                          queries=(q,), keys=(k,), values=(v,), scales=(8 ** -0.5,), causal=causal)
+    return AttentionTrace(
+        model_id="m",
+        family="decoder" if causal else "encoder",
+        tokens=toks,
+        key_tokens=toks,
+        queries=(q,),
+        keys=(k,),
+        values=(v,),
+        scales=(8**-0.5,),
+        causal=causal,
+    )
 
 
 # ---------------------------------------------------------------- theme values
@@ -84,9 +94,18 @@ def test_chart_config_names_the_file_and_keeps_the_download_button():
 def test_head_record_rows_sum_to_one_and_carry_the_link():
     tr = make_trace(causal=True)
     link = links.page_link("http://host:8501/explore", {"text": "a b", "layer": 0, "present": True})
-    record = export.head_record(page="explore", model_id="m", att=tr, layer=0, head=1, block="self",
-                                region=((0, tr.n_queries), (0, tr.n_keys)), settings={"causal": True}, link=link,
-                                shown=head_map(tr, 0, 1))
+    record = export.head_record(
+        page="explore",
+        model_id="m",
+        att=tr,
+        layer=0,
+        head=1,
+        block="self",
+        region=((0, tr.n_queries), (0, tr.n_keys)),
+        settings={"causal": True},
+        link=link,
+        shown=head_map(tr, 0, 1),
+    )
     data = json.loads(export.to_json(record))
     pattern = np.array(data["pattern"], dtype=float)
     np.testing.assert_allclose(pattern.sum(axis=1), 1.0, atol=1e-5)
@@ -100,8 +119,18 @@ def test_head_record_rows_sum_to_one_and_carry_the_link():
 def test_head_record_of_a_zoomed_region_and_hidden_columns():
     tr = make_trace(9)
     shown = head_map(tr, 0, 0, q_range=(2, 5), hide_sinks=True)
-    record = export.head_record(page="heads", model_id="m", att=tr, layer=0, head=0, block="self",
-                                region=((2, 5), (0, 9)), settings={}, link="/heads", shown=shown)
+    record = export.head_record(
+        page="heads",
+        model_id="m",
+        att=tr,
+        layer=0,
+        head=0,
+        block="self",
+        region=((2, 5), (0, 9)),
+        settings={},
+        link="/heads",
+        shown=shown,
+    )
     data = json.loads(export.to_json(record))
     assert data["positions"]["query"] == [2, 5] and len(data["pattern"]) == 3
     np.testing.assert_allclose(np.sum(data["pattern"], axis=1), 1.0, atol=1e-5)
@@ -111,8 +140,13 @@ def test_head_record_of_a_zoomed_region_and_hidden_columns():
 def test_steps_record_writes_minus_infinity_as_text():
     tr = make_trace(6, causal=True)
     steps = query_steps(tr, 0, 1, 2)
-    data = json.loads(export.to_json(export.steps_record(
-        model_id="m", att=tr, layer=0, head=1, block="self", query=2, steps=steps, settings={}, link="/x")))
+    data = json.loads(
+        export.to_json(
+            export.steps_record(
+                model_id="m", att=tr, layer=0, head=1, block="self", query=2, steps=steps, settings={}, link="/x"
+            )
+        )
+    )
     assert abs(sum(data["pattern"][0]) - 1) < 1e-9 and data["scores"]["softmax_input"][5] == "-inf"
     np.testing.assert_allclose(data["pattern"][0], tr.pattern(0, 1)[2], atol=1e-6)
 

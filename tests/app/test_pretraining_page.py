@@ -22,8 +22,10 @@ def test_fill_in_the_blank_shows_the_engines_guesses_and_attention():
     at = open_tab("Fill in the blank")
     text = at.text_input(key="fill_text").value
     ref = fill_mask(engine.load("tiny-bert-stories"), text)
-    bars, heat = [f for f in figures(at) if f["data"][0]["type"] == "bar"], [
-        f for f in figures(at) if f["data"][0]["type"] == "heatmap"]
+    bars, heat = (
+        [f for f in figures(at) if f["data"][0]["type"] == "bar"],
+        [f for f in figures(at) if f["data"][0]["type"] == "heatmap"],
+    )
     (blank,) = ref.blanks
     np.testing.assert_allclose(sorted(decode(bars[0]["data"][0]["x"]), reverse=True), blank.probs, rtol=1e-6)
     want = attention_of(ref.trace, blank.position).reshape(-1, len(ref.tokens))
@@ -51,7 +53,9 @@ def test_objectives_side_by_side_draws_masks_and_real_attention():
     assert len(figs) == 6, [f["layout"]["title"]["text"] for f in figs]
     captions = " ".join(messages(at.caption))
     assert "predict" in captions and "examples from one sentence" in captions and "<X>" in captions.replace("\\", "")
-    masks = {f["layout"]["title"]["text"]: decode(f["data"][0]["z"]) for f in figs if "Mask" in f["layout"]["title"]["text"]}
+    masks = {
+        f["layout"]["title"]["text"]: decode(f["data"][0]["z"]) for f in figs if "Mask" in f["layout"]["title"]["text"]
+    }
     nxt = next(v for k, v in masks.items() if "before" in k)
     assert np.array_equal(np.isnan(nxt), np.triu(np.ones_like(nxt, bool), 1))  # blocked above the diagonal
 
@@ -80,8 +84,11 @@ def test_fine_tuning_tab_runs_and_shows_what_moved():
     assert_clean(at)
     model = engine.load("tiny-bert-stories")
     ref = list(finetune(model.module, model.tokenizer, steps=50, lr=1e-3))[-1]  # seeded: the same run
-    heat = {html.unescape(f["layout"]["title"]["text"]): decode(f["data"][0]["z"]) for f in figures(at)
-            if f["data"][0]["type"] == "heatmap"}
+    heat = {
+        html.unescape(f["layout"]["title"]["text"]): decode(f["data"][0]["z"])
+        for f in figures(at)
+        if f["data"][0]["type"] == "heatmap"
+    }
     np.testing.assert_allclose(heat["How far each head's attention moved"], ref.change, atol=1e-5)
     np.testing.assert_allclose(heat["Weight <bos> puts on the colour word, after"], ref.colour_after, atol=1e-5)
     assert [m.value for m in at.metric][1] == f"{ref.accuracy_after:.0%}"
@@ -108,8 +115,12 @@ def test_next_sentence_tab_shows_pairs_fine_tunes_and_inspects_a_pair():
     assert metrics["NSP accuracy before"] == f"{result.accuracy_before:.0%}"
     assert metrics["NSP accuracy after"] == f"{result.accuracy_after:.0%}"
     figs = {html.unescape(f["layout"]["title"]["text"]): f for f in figures(at)}
-    np.testing.assert_allclose(decode(figs["How far each head's attention moved"]["data"][0]["z"]), result.change, atol=1e-6)
-    np.testing.assert_allclose(decode(figs["How far [CLS]'s attention moved"]["data"][0]["z"]), result.cls_change, atol=1e-6)
+    np.testing.assert_allclose(
+        decode(figs["How far each head's attention moved"]["data"][0]["z"]), result.change, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        decode(figs["How far [CLS]'s attention moved"]["data"][0]["z"]), result.cls_change, atol=1e-6
+    )
     loss = figs["Loss while fine-tuning"]["data"]
     np.testing.assert_allclose(decode(loss[0]["y"]), result.curve.train_loss, rtol=1e-6)
     np.testing.assert_allclose(decode(loss[1]["y"]), result.curve.eval_loss, rtol=1e-6)

@@ -13,9 +13,13 @@ from app.components import share_box, theme
 from app.state import Look
 from apptest_helpers import APP, TIMEOUT, assert_clean, decode
 
-IPHONE = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-          "Version/17.0 Mobile/15E148 Safari/604.1")
-ANDROID = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36"
+IPHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/17.0 Mobile/15E148 Safari/604.1"
+)
+ANDROID = (
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36"
+)
 DESKTOP = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36"
 
 
@@ -32,8 +36,10 @@ def run(present: bool = False, **state) -> AppTest:
 
 def charts(at: AppTest) -> dict[str, tuple[dict, dict]]:
     """Every Plotly chart by its key: (figure, config)."""
-    return {c.proto.id.rsplit("-", 1)[-1] if not c.key else c.key: (json.loads(c.proto.spec), json.loads(c.proto.config))
-            for c in at.get("plotly_chart")}  # fmt: skip
+    return {
+        c.proto.id.rsplit("-", 1)[-1] if not c.key else c.key: (json.loads(c.proto.spec), json.loads(c.proto.config))
+        for c in at.get("plotly_chart")
+    }
 
 
 def test_a_phone_is_told_from_its_user_agent():
@@ -45,7 +51,9 @@ def test_the_projector_shows_the_map_first():
     at = run(present=True)
     assert not at.title, "presenter mode: the chart's own title says what it shows"
     assert any(e.label.startswith("Sentence, model") for e in at.expander)
-    assert [p.proto.popover.label for p in at.get("popover")] == ["Display options"]  # token pills and display options folded
+    assert [p.proto.popover.label for p in at.get("popover")] == [
+        "Display options"
+    ]  # token pills and display options folded
     fig, config = charts(at)["main_heatmap"]
     assert "height" not in fig["layout"] and fig["layout"]["autosize"] is True  # sized by its box: the window
     assert "displayModeBar" not in config or config["displayModeBar"] is not False  # downloadable on the projector
@@ -93,8 +101,7 @@ def test_the_picked_token_s_row_is_drawn_as_bars():
     shown = charts(at)
     fig, _ = shown["main_heatmap"]
     bars, _ = shown["query_row_bars"]
-    np.testing.assert_allclose(decode(bars["data"][0]["x"]), np.nan_to_num(decode(fig["data"][0]["z"])[2]),
-                               atol=1e-6)
+    np.testing.assert_allclose(decode(bars["data"][0]["x"]), np.nan_to_num(decode(fig["data"][0]["z"])[2]), atol=1e-6)
     assert fig["data"][0]["y"][2].split(" ", 1)[-1] in bars["layout"]["title"]["text"]
 
 

@@ -170,8 +170,11 @@ def test_own_translator_decodes_again(sampled):
         at.slider(key="decode_temperature").set_value(2.0)
         at.number_input(key="decode_seed").set_value(3)
     at.button(key="FormSubmitter:decode_form-Decode again").click().run()
-    settings = (DecodeSettings(max_new_tokens=10, sample=True, temperature=2.0, seed=3) if sampled
-                else DecodeSettings(max_new_tokens=4))  # fmt: skip
+    settings = (
+        DecodeSettings(max_new_tokens=10, sample=True, temperature=2.0, seed=3)
+        if sampled
+        else DecodeSettings(max_new_tokens=4)
+    )
     ref = _translator_reference(settings)
     if not sampled:
         assert len(ref.target) == 5  # <bos> + 4 words: the short greedy output, not the full translation

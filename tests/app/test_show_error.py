@@ -17,7 +17,9 @@ def _page(problem: str, level: str | None, before: str) -> None:
     from engine.types import ModelUnavailableError
 
     made = {
-        "engine": ModelUnavailableError("No model `x` at /home/teacher/secret/models/x: see [here](http://evil.example)"),
+        "engine": ModelUnavailableError(
+            "No model `x` at /home/teacher/secret/models/x: see [here](http://evil.example)"
+        ),
         "bug": KeyError("/srv/app/internal/table.py line 3"),
         "message": "Type ![img](http://evil.example/a.png) <script>alert(1)</script> $x^2$",
     }[problem]
@@ -54,7 +56,9 @@ def test_a_message_is_shown_literally_and_the_level_and_prefix_are_the_pages() -
     assert not at.warning and not at.error and len(at.info) == 1
     text = at.info[0].value
     assert text.startswith("**Heads up:** ")
-    assert shown(text[len("**Heads up:** "):]) == "Type ![img](http://evil.example/a.png) <script>alert(1)</script> $x^2$"
+    assert (
+        shown(text[len("**Heads up:** ") :]) == "Type ![img](http://evil.example/a.png) <script>alert(1)</script> $x^2$"
+    )
     for escaped in (r"\!\[img\]\(", r"\<script\>", r"\$x\^2\$"):  # no image, no HTML, no maths
         assert escaped in text, escaped
 
@@ -84,8 +88,9 @@ def _shows_errors_another_way(path) -> list[str]:
 
 
 def test_every_page_shows_errors_through_show_error() -> None:
-    files = [p for d in ("views", "components") for p in sorted((ROOT / "app" / d).rglob("*.py"))
-             if p.name != "guard.py"]  # fmt: skip
+    files = [
+        p for d in ("views", "components") for p in sorted((ROOT / "app" / d).rglob("*.py")) if p.name != "guard.py"
+    ]
     offenders = [hit for p in files for hit in _shows_errors_another_way(p)]
     assert not offenders, offenders
     uses = sum("show_error(" in p.read_text(encoding="utf-8") for p in files)

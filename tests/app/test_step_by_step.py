@@ -243,9 +243,14 @@ def test_calculator_size_and_typed_numbers():
 
 @pytest.mark.parametrize(
     ("cell", "needle"),
-    [(None, "empty"), ("abc", "not a number"), (float("nan"), "not a number"), (float("inf"), "infinite"),
-     (1e9, "between")],
-)  # fmt: skip
+    [
+        (None, "empty"),
+        ("abc", "not a number"),
+        (float("nan"), "not a number"),
+        (float("inf"), "infinite"),
+        (1e9, "between"),
+    ],
+)
 def test_calculator_bad_input_gives_a_message(cell, needle: str):
     at = open_step()
     at.session_state["step_calc_v_3x2"] = {"edited_rows": {2: {"x2": cell}}, "added_rows": [], "deleted_rows": []}
@@ -286,8 +291,11 @@ def _alibi_script() -> None:
     from engine.types import Tokens
 
     torch.manual_seed(0)
-    model = Transformer(TransformerConfig(vocab_size=19, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=10,
-                                          pos_encoding="alibi", causal=True))  # fmt: skip
+    model = Transformer(
+        TransformerConfig(
+            vocab_size=19, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=10, pos_encoding="alibi", causal=True
+        )
+    )
     ids = [3, 1, 4, 1, 5, 9]
     tokens = Tokens(tuple(f"w{i}" for i in ids), tuple(ids), (False,) * len(ids))
     trace = trace_own(model, ids, tokens, model_id="alibi", causal=True)

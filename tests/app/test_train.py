@@ -134,8 +134,10 @@ def test_polling_is_the_heartbeat():
         (dict(train_steps=10**6), "steps must be a whole number from 1 to 20,000"),
         (dict(train_steps=-3), "steps must be a whole number"),
         (dict(train_seed=-1), "seed must be a whole number"),
-        (dict(train_task="stories", train_n_layers=4, train_d_model=256, train_n_heads=8, train_batch_size=256),
-         "MiB of activations"),
+        (
+            dict(train_task="stories", train_n_layers=4, train_d_model=256, train_n_heads=8, train_batch_size=256),
+            "MiB of activations",
+        ),
     ],
 )
 def test_invalid_settings_show_a_message_and_start_nothing(state, message):
@@ -174,7 +176,7 @@ def test_time_lapse_moves_the_grid_and_the_rule_on_the_curves():
     expected[np.triu(np.ones_like(expected, dtype=bool), k=1)] = np.nan  # hidden by the causal mask: grey
     mosaic = decode(grid["data"][0]["z"])
     n = expected.shape[0]
-    head_1 = mosaic[:n, (n + 1):(n + 1) + n]  # tiles are separated by one empty column
+    head_1 = mosaic[:n, (n + 1) : (n + 1) + n]  # tiles are separated by one empty column
     np.testing.assert_allclose(head_1, expected, atol=1e-6)
     for chart in at.get("plotly_chart")[1:]:  # every curve carries the rule at that step (a dashed line shape)
         shapes = json.loads(chart.proto.spec)["layout"]["shapes"]

@@ -40,8 +40,7 @@ def keys(elements) -> set[str]:
 
 
 def test_a_link_restores_every_shared_control():
-    at = app_with({"text": SENTENCE, "model": STORIES, "layer": "2", "head": "1", "causal": "0",
-                   "max_tokens": "64"})  # fmt: skip
+    at = app_with({"text": SENTENCE, "model": STORIES, "layer": "2", "head": "1", "causal": "0", "max_tokens": "64"})
     assert at.text_area(key="text").value == SENTENCE
     assert at.selectbox(key="model").value == STORIES
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (2, 1)
@@ -49,8 +48,14 @@ def test_a_link_restores_every_shared_control():
     assert at.number_input(key="max_tokens").value == 64
     assert title(main_figure(at)) == "Layer 2, head 1"
     # the page writes back the same link (nothing else, nothing lost)
-    assert at.query_params == {"text": SENTENCE, "model": STORIES, "layer": "2", "head": "1", "causal": "0",
-                               "max_tokens": "64"}  # fmt: skip
+    assert at.query_params == {
+        "text": SENTENCE,
+        "model": STORIES,
+        "layer": "2",
+        "head": "1",
+        "causal": "0",
+        "max_tokens": "64",
+    }
 
 
 def test_the_model_is_named_by_id_and_an_old_label_link_still_works():
@@ -118,12 +123,15 @@ def test_the_sentence_survives_a_page_switch_and_is_in_the_next_pages_link():
     assert at.query_params["text"] == SENTENCE
 
 
-@pytest.mark.parametrize("bad", [
-    {"layer": "NaN", "head": "-1", "max_tokens": "1e99", "causal": "maybe"},
-    {"model": "no/such-model", "hub_id": "x\x00y", "explore_tab": "nonsense", "explore_block": "<b>"},
-    {"text": "abc\x00def", "layer": "99999999999999999999", "hide": "everything,,,"},
-    {"text": "x" * 100_001, "max_tokens": "", "head": "2.5"},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"layer": "NaN", "head": "-1", "max_tokens": "1e99", "causal": "maybe"},
+        {"model": "no/such-model", "hub_id": "x\x00y", "explore_tab": "nonsense", "explore_block": "<b>"},
+        {"text": "abc\x00def", "layer": "99999999999999999999", "hide": "everything,,,"},
+        {"text": "x" * 100_001, "max_tokens": "", "head": "2.5"},
+    ],
+)
 def test_bad_link_values_are_ignored_calmly(bad: dict[str, str]):
     at = app_with(bad)
     assert not at.error and not at.warning, [e.value for e in (*at.error, *at.warning)]
@@ -135,8 +143,9 @@ def test_bad_link_values_are_ignored_calmly(bad: dict[str, str]):
 
 
 def test_hide_flags_hide_the_controls_and_keep_the_links_values():
-    at = app_with({"model": STORIES, "causal": "0", "layer": "1", "text": SENTENCE,
-                   "hide": "model,causal,text,layer,max_tokens"})  # fmt: skip
+    at = app_with(
+        {"model": STORIES, "causal": "0", "layer": "1", "text": SENTENCE, "hide": "model,causal,text,layer,max_tokens"}
+    )
     assert not at.text_area and "causal" not in keys(at.toggle)
     assert "model" not in keys(at.selectbox) and "layer" not in keys(at.selectbox)
     assert "head" in keys(at.selectbox)  # not hidden
@@ -266,17 +275,32 @@ def test_a_link_too_long_for_a_qr_code_says_so():
 # ---------------------------------------------------------------- the other pages: link → page → same link
 
 PAGE_LINKS = {
-    "vit": {"vit_source": "shape", "vit_shape": "ring", "vit_layer": "1", "vit_head": "2", "vit_fusion": "max",
-            "vit_discard": "0.3"},
+    "vit": {
+        "vit_source": "shape",
+        "vit_shape": "ring",
+        "vit_layer": "1",
+        "vit_head": "2",
+        "vit_fusion": "max",
+        "vit_discard": "0.3",
+    },
     "bahdanau": {"bahdanau_text": "the red cars are small", "bahdanau_tf_layer": "1", "bahdanau_tf_head": "0"},
-    "train": {"train_task": "sort", "train_n_layers": "3", "train_n_heads": "2", "train_d_model": "32",
-              "train_pos_encoding": "rope", "train_causal": "0", "train_steps": "300", "train_batch_size": "32",
-              "train_seed": "7", "train_lr": "0.01"},
+    "train": {
+        "train_task": "sort",
+        "train_n_layers": "3",
+        "train_n_heads": "2",
+        "train_d_model": "32",
+        "train_pos_encoding": "rope",
+        "train_causal": "0",
+        "train_steps": "300",
+        "train_batch_size": "32",
+        "train_seed": "7",
+        "train_lr": "0.01",
+    },
     "positional": {"pos_tab": "rope"},
     "bertviz_views": {"bertviz_view": "model", "text": SENTENCE, "layer": "1"},
     "heads": {"heads_tab": "similarity", "head": "3"},
     "pretraining": {"pretraining_tab": "cost", "cost_n": "64", "cost_d": "32"},
-}  # fmt: skip
+}
 
 
 def test_presenter_mode_is_carried_by_the_link():
@@ -325,12 +349,13 @@ def test_a_link_that_names_the_view_is_left_as_it_came():
     """Issue 20: a link spelled otherwise than the app writes it (defaults named, ``causal=true``, a tab's
     label) is not rewritten when it opens: Streamlit's frontend pushes a history entry for every query string
     the app writes, so Back needed two presses. The share box still offers the app's own spelling."""
-    link = {"text": SENTENCE, "model": "minilm", "layer": "0", "causal": "true",
-            "explore_tab": "Causal mask off vs on"}  # fmt: skip
+    link = {"text": SENTENCE, "model": "minilm", "layer": "0", "causal": "true", "explore_tab": "Causal mask off vs on"}
     at = app_with(link, share=True, url=f"{HOST}/")
     assert at.toggle(key="causal").value is True
     assert at.query_params == link
-    assert at.sidebar.code[0].value == f"{HOST}/?text=Lily+found+a+red+ball.+She+gave+it+to+Tom.&causal=1&explore_tab=mask"
+    assert (
+        at.sidebar.code[0].value == f"{HOST}/?text=Lily+found+a+red+ball.+She+gave+it+to+Tom.&causal=1&explore_tab=mask"
+    )
     at.run()  # a rerun does not take the link's spelling for a new link (the user's changes survive)
     at.toggle(key="causal").set_value(False).run()
     assert at.toggle(key="causal").value is False

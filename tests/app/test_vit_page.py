@@ -50,14 +50,19 @@ def test_default_digit_renders_with_the_traces_numbers(default_page: AppTest, vi
     assert len(at.get("plotly_chart")) == 7
     assert not any(NOT_A_DIGIT in w for w in messages(at.warning))
     reference = engine.trace(vit, samples.digit(1500)[0])
-    np.testing.assert_allclose(overlay_z(by_title(at, "[CLS] → patches, layer 0, head 0")), expected_cls(reference, 0, 0), atol=1e-6)
+    np.testing.assert_allclose(
+        overlay_z(by_title(at, "[CLS] → patches, layer 0, head 0")), expected_cls(reference, 0, 0), atol=1e-6
+    )
     # the head grid: one overlay mosaic (a tile per head, one empty patch between tiles), each tile the CLS
     # row of that head; it is the figure whose annotations name the heads
-    grid = [f for f in figures(at) if [a["text"] for a in f["layout"].get("annotations", [])][1:] ==
-            ["head 1", "head 2", "head 3"]][0]
+    grid = [
+        f
+        for f in figures(at)
+        if [a["text"] for a in f["layout"].get("annotations", [])][1:] == ["head 1", "head 2", "head 3"]
+    ][0]
     mosaic = decode([t for t in grid["data"] if t.get("name") == "attention"][0]["customdata"])
     for h in range(4):
-        np.testing.assert_allclose(mosaic[:4, h * 5:h * 5 + 4], expected_cls(reference, 0, h), atol=1e-6)
+        np.testing.assert_allclose(mosaic[:4, h * 5 : h * 5 + 4], expected_cls(reference, 0, h), atol=1e-6)
     # the bar chart: probabilities of the trace, most likely first
     bars = by_title(at, "Prediction")["data"][0]
     np.testing.assert_allclose(decode(bars["x"]), np.sort(reference.probs)[::-1], atol=1e-6)
@@ -68,7 +73,9 @@ def test_layer_head_and_patch_choice(vit):
     at = open_page("vit", vit_layer=2, vit_head=3, vit_patch=6)
     assert_clean(at)
     reference = engine.trace(vit, samples.digit(1500)[0])
-    np.testing.assert_allclose(overlay_z(by_title(at, "[CLS] → patches, layer 2, head 3")), expected_cls(reference, 2, 3), atol=1e-6)
+    np.testing.assert_allclose(
+        overlay_z(by_title(at, "[CLS] → patches, layer 2, head 3")), expected_cls(reference, 2, 3), atol=1e-6
+    )
     patch = overlay_z(by_title(at, "Patch 6 → patches, layer 2, head 3"))
     np.testing.assert_allclose(patch, reference.attention.pattern(2, 3)[7, 1:].reshape(4, 4), atol=1e-6)
     at.selectbox(key="vit_layer").set_value(1).run()
@@ -141,7 +148,9 @@ def test_upload_a_photo_and_a_bad_file():
     assert len(at.get("plotly_chart")) == 7
     assert any(NOT_A_DIGIT in w for w in messages(at.warning))
 
-    at.file_uploader(key="vit_upload").set_value(("notes.png", b"just some text, not a picture\n" * 5, "image/png")).run()
+    at.file_uploader(key="vit_upload").set_value(
+        ("notes.png", b"just some text, not a picture\n" * 5, "image/png")
+    ).run()
     assert_clean(at)
     errors = messages(at.error)
     assert any("notes.png" in e and "not an image" in e for e in errors), errors
@@ -173,8 +182,16 @@ def test_a_local_hugging_face_deit_folder_renders(tmp_path, monkeypatch):
     from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher, ViTImageProcessor
 
     torch.manual_seed(0)
-    config = DeiTConfig(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=48, initializer_range=0.5, num_labels=3)
+    config = DeiTConfig(
+        image_size=16,
+        patch_size=4,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        initializer_range=0.5,
+        num_labels=3,
+    )
     DeiTForImageClassificationWithTeacher(config).save_pretrained(tmp_path)
     ViTImageProcessor(size={"height": 16, "width": 16}).save_pretrained(tmp_path)
     at = open_page("vit", vit_hub_id=str(tmp_path), vit_source="photo", vit_head=2)
@@ -197,8 +214,10 @@ def test_a_text_model_in_the_hub_field_is_refused():
 
 def test_the_caption_says_whether_the_digit_was_held_out():
     train, held_out = samples.digit_split()
-    for index, phrase in ((int(held_out[0]), "held out: the own ViT never trained on it"),
-                          (int(train[0]), "one of the own ViT's training images")):  # fmt: skip
+    for index, phrase in (
+        (int(held_out[0]), "held out: the own ViT never trained on it"),
+        (int(train[0]), "one of the own ViT's training images"),
+    ):
         at = open_page("vit", vit_digit=index)
         assert_clean(at)
         caption = [c for c in messages(at.caption) if c.startswith(f"Digit sample {index} ")]

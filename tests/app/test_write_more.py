@@ -43,7 +43,7 @@ def test_greedy_default_writes_and_marks_the_generated_part():
     _press(at)
     assert not at.error and not at.warning, messages(at.warning)
     ref = engine.generate(engine.load("tiny-gpt-stories"), STORY, DecodeSettings(max_new_tokens=20))
-    words = " ".join(ref.tokens.strings[ref.generated_from:]).replace("<eos>", "").strip()
+    words = " ".join(ref.tokens.strings[ref.generated_from :]).replace("<eos>", "").strip()
     text = [m for m in at.markdown if ":orange-background[" in m.value]
     assert len(text) == 1 and text[0].value.startswith("lily found a :orange-background[**")
     assert words.split()[0] in text[0].value
@@ -63,8 +63,9 @@ def test_sampled_settings_reach_the_engine():
     at.number_input(key="write_top_k").set_value(5)
     at.number_input(key="write_seed").set_value(11)
     _press(at)
-    ref = engine.generate(engine.load("tiny-gpt-stories"), STORY + " big",
-                          DecodeSettings(max_new_tokens=6, sample=True, top_k=5, seed=11))
+    ref = engine.generate(
+        engine.load("tiny-gpt-stories"), STORY + " big", DecodeSettings(max_new_tokens=6, sample=True, top_k=5, seed=11)
+    )
     assert len(_chart(at)["data"][0]["x"]) == len(ref.tokens)
     assert any("top-k 5, seed 11" in m for m in messages(at.caption)), messages(at.caption)
 
@@ -73,8 +74,10 @@ SAMPLING = ("temperature", "top_p", "top_k", "seed")
 
 
 def _disabled(at, prefix: str) -> dict[str, bool]:
-    return {name: (at.slider if name in ("temperature", "top_p") else at.number_input)(key=f"{prefix}_{name}").disabled
-            for name in SAMPLING}  # fmt: skip
+    return {
+        name: (at.slider if name in ("temperature", "top_p") else at.number_input)(key=f"{prefix}_{name}").disabled
+        for name in SAMPLING
+    }
 
 
 @pytest.mark.parametrize("model,prefix", [("tiny-gpt-stories", "write"), ("tiny-translator", "decode")])
@@ -94,8 +97,9 @@ def test_greedy_disables_the_sampling_controls_at_once(model, prefix):
     assert _disabled(at, prefix) == dict.fromkeys(SAMPLING, True)
 
 
-@pytest.mark.parametrize("settings,says", [((500, False, 1.0, 0, 1.0, 0), "max_new_tokens"),
-                                           ((5, True, 1.0, 0, 0.0, 0), "top_p")])
+@pytest.mark.parametrize(
+    "settings,says", [((500, False, 1.0, 0, 1.0, 0), "max_new_tokens"), ((5, True, 1.0, 0, 0.0, 0), "top_p")]
+)
 def test_bad_settings_get_a_clear_message(settings, says):
     at = _open(model="tiny-gpt-stories", text=STORY)
     at.session_state["write_request"] = ("tiny-gpt-stories", STORY, 128, settings)  # forged past the widgets
@@ -128,8 +132,18 @@ def test_grouped_query_heads_are_named_in_the_caption():
 
     toks = Tokens(strings=("a", "b"), ids=(1, 2), special=(False, False))
     arr = np.zeros((8, 2, 4), dtype=np.float32)
-    tr = AttentionTrace(model_id="m", family="decoder", tokens=toks, key_tokens=toks, queries=(arr,), keys=(arr,),
-                        values=(arr,), scales=(0.5,), causal=True, kv_heads=2)  # fmt: skip
+    tr = AttentionTrace(
+        model_id="m",
+        family="decoder",
+        tokens=toks,
+        key_tokens=toks,
+        queries=(arr,),
+        keys=(arr,),
+        values=(arr,),
+        scales=(0.5,),
+        causal=True,
+        kv_heads=2,
+    )
     assert kv_sharing(tr, 5).startswith(" Heads 4–7 share key/value head 1 (grouped-query attention")
     assert kv_sharing(dataclasses.replace(tr, kv_heads=None), 5) == ""
 

@@ -95,8 +95,12 @@ def launch(log_name: str, workers: int = 2, extra_env: dict[str, str] | None = N
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 — closed after the script stops
     proc = subprocess.Popen(
         ["bash", "scripts/classroom.sh", str(port)],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         started = time.monotonic()
         while not healthy(url):

@@ -38,12 +38,20 @@ def running_app(log_name: str, extra_env: dict[str, str] | None = None):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [
-        sys.executable, "-m", "streamlit", "run", "app/streamlit_app.py",
-        "--server.port", str(port),
-        "--server.headless", "true",
-        "--server.address", "127.0.0.1",
-        "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app/streamlit_app.py",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     # Train's tests run jobs of a few thousand steps: on a busy test machine their estimate can pass the
     # default 5-minute limit per job (whose own tests are AppTests and unit tests), so the limit is raised here
     env = {"AP_TRAIN_MAX_SECONDS": "3600", **os.environ, "HF_HUB_OFFLINE": "1", **(extra_env or {})}

@@ -24,4 +24,3 @@ def expect_idle(page: Page, timeout_ms: int = IDLE_MS) -> None:
     """The rerun is over: no "running" status widget and no spinner."""
     expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=timeout_ms)
     expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=timeout_ms)
-

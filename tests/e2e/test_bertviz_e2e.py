@@ -72,7 +72,8 @@ def test_bertviz_views_draw_offline(offline_page, app_url: str, artifacts: Path,
     # head view: SVG with the sentence's tokens and one line per (query, key, head)
     head = page.frame_locator('iframe[title="bertviz head view"]')
     expect(head.locator("svg text").filter(has_text=re.compile(r"^\s*animal\s*$")).first).to_be_visible(
-        timeout=FIRST_DRAW_MS)
+        timeout=FIRST_DRAW_MS
+    )
     expect(head.locator("svg line").first).to_be_attached()
     assert head.locator("svg line").count() > 100
     expect_no_exception(page)
@@ -94,7 +95,8 @@ def test_bertviz_views_draw_offline(offline_page, app_url: str, artifacts: Path,
     pick_view(page, "Neuron view (queries · keys)")
     neuron = page.frame_locator('iframe[title="bertviz neuron view"]')
     expect(neuron.locator("svg text").filter(has_text=re.compile(r"^\s*animal\s*$")).first).to_be_attached(
-        timeout=REDRAW_MS)
+        timeout=REDRAW_MS
+    )
     expect(neuron.locator("svg text").filter(has_text="Query q").first).to_be_attached()
     assert neuron.locator("#queries rect").count() > 50, "query vectors drawn as cells"
     expect_no_exception(page)
@@ -113,11 +115,13 @@ def test_translator_cross_attention_offline(offline_page, app_url: str, artifact
     pick_view(page, "Neuron view (queries · keys)")
     neuron = page.frame_locator('iframe[title="bertviz neuron view"]')
     expect(neuron.locator("svg text").filter(has_text=re.compile(r"^\s*apple\s*$")).first).to_be_attached(
-        timeout=FIRST_DRAW_MS)
+        timeout=FIRST_DRAW_MS
+    )
     neuron.locator("select#filter").select_option("cross")
     # cross-attention: left = French tokens written, right = English source
     expect(neuron.locator("svg text").filter(has_text=re.compile(r"^\s*pomme\s*$")).first).to_be_attached(
-        timeout=REDRAW_MS)
+        timeout=REDRAW_MS
+    )
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "bertviz-translator-cross.png"))
     assert needed(aborted) == [], f"requests outside the app were needed: {aborted}"

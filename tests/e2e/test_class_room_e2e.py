@@ -110,7 +110,9 @@ def expect_counts(teacher: Person, counts: list[int], timeout_ms: float) -> None
              return charts.length === 1 && charts[0].data
                && JSON.stringify(Array.from(charts[0].data[0].x)) === JSON.stringify(counts);
            }""",
-        arg=[ANSWERS_CHART, counts], timeout=timeout_ms)
+        arg=[ANSWERS_CHART, counts],
+        timeout=timeout_ms,
+    )
 
 
 def test_a_student_who_reloads_is_the_same_student(browser: Browser, classroom: Classroom):
@@ -142,8 +144,7 @@ def test_a_student_who_reloads_is_the_same_student(browser: Browser, classroom: 
         student.context.close()
 
 
-def test_a_class_across_two_workers_sees_every_answer_even_when_a_worker_dies(browser: Browser,
-                                                                             classroom: Classroom):  # fmt: skip
+def test_a_class_across_two_workers_sees_every_answer_even_when_a_worker_dies(browser: Browser, classroom: Classroom):
     teacher = person(browser, classroom, "w0")
     students = [person(browser, classroom, w) for w in ("w0", "w1", "w1")]
     everyone = [teacher, *students]

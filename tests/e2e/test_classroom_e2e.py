@@ -105,9 +105,12 @@ def test_streamlit_websocket_upgrades_on_the_cookies_worker(classroom: Classroom
     ws_url = classroom.url.replace("http://", "ws://") + "/_stcore/stream"
     for name in WORKERS:
         with connect(
-            ws_url, subprotocols=["streamlit"], additional_headers={"Cookie": f"SERVERID={name}"},
-            open_timeout=10, max_size=None,
-        ) as ws:  # fmt: skip
+            ws_url,
+            subprotocols=["streamlit"],
+            additional_headers={"Cookie": f"SERVERID={name}"},
+            open_timeout=10,
+            max_size=None,
+        ) as ws:
             assert ws.response.status_code == 101
             assert ws.response.headers["X-AP-Worker"] == name
             rerun = BackMsg()
@@ -147,8 +150,14 @@ def test_the_first_student_waits_for_a_worker_instead_of_an_error():
     log_path = ARTIFACTS / "classroom-first-request.log"
     ARTIFACTS.mkdir(exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(["bash", "scripts/classroom.sh", str(port)], cwd=ROOT, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            ["bash", "scripts/classroom.sh", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + START_TIMEOUT_S
             while not _answers(port):  # HAProxy listens: the first moment a student could come

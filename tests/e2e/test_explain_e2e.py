@@ -21,7 +21,8 @@ def test_explain_page_walk(page: Page, app_url: str, artifacts: Path, publish_sc
     page.goto(app_url)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Is attention the explanation?").click()
     expect(page.get_by_role("heading", name="Is attention the explanation?", level=1)).to_be_visible(
-        timeout=FIRST_DRAW_MS)
+        timeout=FIRST_DRAW_MS
+    )
     expect(page.locator(PLOT)).to_have_count(N_CHARTS, timeout=FIRST_DRAW_MS)
     expect_idle(page, REDRAW_MS)
     expect_no_exception(page)
@@ -59,7 +60,9 @@ def test_each_methods_bars_label_every_token_of_a_short_sentence(page: Page, app
     expect(page.locator(PLOT)).to_have_count(N_CHARTS, timeout=FIRST_DRAW_MS)
     expect_idle(page, FIRST_DRAW_MS)
     expect_no_exception(page)
-    heat = page.locator(PLOT).first.evaluate("el => Array.from(el._fullData[0].x)")  # the heatmap: every token, in order
+    heat = page.locator(PLOT).first.evaluate(
+        "el => Array.from(el._fullData[0].x)"
+    )  # the heatmap: every token, in order
     assert 8 <= len(heat) <= 16
     for i in range(1, 7):  # the six methods' bars
         ticks = page.locator(PLOT).nth(i).evaluate(TICKS)

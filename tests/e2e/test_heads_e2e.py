@@ -27,7 +27,8 @@ def open_heads(page: Page, url: str) -> None:
     page.goto(f"{url}/heads")
     expect(page.get_by_role("heading", name="Heads")).to_be_visible(timeout=FIRST_DRAW_MS)
     expect(page.locator(LARGE_TITLE).filter(has_text=re.compile(r"^Layer \d+, head \d+"))).to_have_count(
-        1, timeout=FIRST_DRAW_MS)
+        1, timeout=FIRST_DRAW_MS
+    )
     expect(page.locator(PLOT)).to_have_count(2, timeout=REDRAW_MS)  # model view + the chosen head large
     expect_idle(page)
     expect_no_exception(page)
@@ -80,8 +81,11 @@ def test_ablation_tab_switches_a_head_off(page: Page, app_url: str, artifacts: P
     """Open the Ablation tab, switch two MiniLM heads off: the cosine similarity drops below 1."""
     open_heads(page, app_url)
     page.get_by_role("tab", name="Ablation").click()
-    cosine = page.locator('[data-testid="stMetric"]').filter(has_text="Cosine similarity").locator(
-        '[data-testid="stMetricValue"]')
+    cosine = (
+        page.locator('[data-testid="stMetric"]')
+        .filter(has_text="Cosine similarity")
+        .locator('[data-testid="stMetricValue"]')
+    )
     expect(cosine).to_have_text("1.0000", timeout=REDRAW_MS)  # nothing switched off yet
     picker = page.get_by_role("combobox", name=re.compile("Heads to switch off"))
     for label in ("L0 H0", "L2 H5"):  # typed to filter the list, then the exact option chosen

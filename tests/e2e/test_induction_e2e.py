@@ -17,8 +17,9 @@ REDRAW_MS = 20_000
 RUN_MS = 120_000
 
 
-def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(page: Page, app_url: str, artifacts: Path,
-                                                                      publish_screenshot):
+def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(
+    page: Page, app_url: str, artifacts: Path, publish_screenshot
+):
     page.goto(f"{app_url}/train")
     expect(page.get_by_role("heading", name="Train live", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
     page.get_by_role("tab", name="Induction heads").click()
@@ -38,8 +39,9 @@ def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(page: Page,
     expect_idle(page)
     page.get_by_role("button", name="Train it here").click()
     expect(page.get_by_text("Your run", exact=True)).to_be_visible(timeout=RUN_MS)
-    expect(page.locator(PLOT).first.locator(".gtitle")).to_contain_text("Loss and in-context learning",
-                                                                        timeout=REDRAW_MS)  # fmt: skip
+    expect(page.locator(PLOT).first.locator(".gtitle")).to_contain_text(
+        "Loss and in-context learning", timeout=REDRAW_MS
+    )
     expect(page.get_by_text(re.compile(r"^At the end \(step 60\): every head"))).to_be_visible(
         timeout=REDRAW_MS
     )  # 60 steps: no phase change yet

@@ -35,7 +35,9 @@ def add_this_view(page: Page, note: str, title: str = "") -> None:
     expect_idle(page, LOAD_MS)
 
 
-def test_add_two_views_move_one_up_and_download_the_lesson(page: Page, app_url: str, artifacts: Path, publish_screenshot):
+def test_add_two_views_move_one_up_and_download_the_lesson(
+    page: Page, app_url: str, artifacts: Path, publish_screenshot
+):
     page.goto(f"{app_url}/positional")
     expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
     expect_idle(page, LOAD_MS)
@@ -62,8 +64,10 @@ def test_add_two_views_move_one_up_and_download_the_lesson(page: Page, app_url: 
     download = info.value
     assert download.suggested_filename == "my-lesson.toml"
     lesson = read_lesson(Path(download.path()).read_bytes())
-    assert [(s.title, s.text) for s in lesson.steps] == [("RoPE", "Rotations by position."),
-                                                         ("", "Sinusoids: a frequency per column.")]  # fmt: skip
+    assert [(s.title, s.text) for s in lesson.steps] == [
+        ("RoPE", "Rotations by position."),
+        ("", "Sinusoids: a frequency per column."),
+    ]
     assert [s.links[0].page for s in lesson.steps] == ["positional.py", "positional.py"]
     assert lesson.steps[0].links[0].params == {"pos_tab": "rope"} and lesson.steps[1].links[0].params == {}
 

@@ -47,8 +47,11 @@ def test_walk_the_lesson_answer_a_check_and_open_a_step(page: Page, app_url: str
     page.screenshot(path=str(artifacts / "lessons_last_step.png"))
 
     # a predict check: click a token, the real head's weights are drawn
-    k, step = next((i, s) for i, s in enumerate(STEPS, start=1) if isinstance(s.check, Predict)
-                   and s.check.model == "tiny-gpt-stories")
+    k, step = next(
+        (i, s)
+        for i, s in enumerate(STEPS, start=1)
+        if isinstance(s.check, Predict) and s.check.model == "tiny-gpt-stories"
+    )
     page.goto(f"{app_url}/lessons?lesson_step={k}")
     expect_step(page, k)
     page.locator('[data-testid="stButtonGroup"]').get_by_text("tom", exact=True).click()
@@ -61,7 +64,9 @@ def test_walk_the_lesson_answer_a_check_and_open_a_step(page: Page, app_url: str
     page.get_by_role("link", name=link.label).click()
     expect(page.get_by_role("heading", name="Explore attention", level=1)).to_be_visible(timeout=LOAD_MS)
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(STORY, timeout=LOAD_MS)
-    expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile("GPT trained on stories", re.I), timeout=LOAD_MS)
+    expect(page.get_by_role("combobox", name="Model")).to_have_value(
+        re.compile("GPT trained on stories", re.I), timeout=LOAD_MS
+    )
     expect(page.get_by_role("combobox", name="Layer")).to_have_value(link.params["layer"])
     expect(page.get_by_role("combobox", name="Head")).to_have_value(link.params["head"])
     expect_idle(page, LOAD_MS)

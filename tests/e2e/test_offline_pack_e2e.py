@@ -28,11 +28,26 @@ NOTE = "Look at <script>document.title = 'hacked'</script> the diagonal.\nSecond
 
 @pytest.fixture(scope="module")
 def pack_file(tmp_path_factory):
-    lesson = Lesson("Offline <b>check</b>", (
-        Step("a", "Where it looks", NOTE, (Link("explore.py", "MiniLM, layer 3 head 1", {K.layer: "3", K.head: "1"}),)),
-        Step("b", "Alignment", "", (Link("bahdanau.py", "The red car", {Bahdanau.text: "the red car is fast"}),
-                                    Link("positional.py", "Order blindness", {"pos_tab": "order"}))),
-    ))  # fmt: skip
+    lesson = Lesson(
+        "Offline <b>check</b>",
+        (
+            Step(
+                "a",
+                "Where it looks",
+                NOTE,
+                (Link("explore.py", "MiniLM, layer 3 head 1", {K.layer: "3", K.head: "1"}),),
+            ),
+            Step(
+                "b",
+                "Alignment",
+                "",
+                (
+                    Link("bahdanau.py", "The red car", {Bahdanau.text: "the red car is fast"}),
+                    Link("positional.py", "Order blindness", {"pos_tab": "order"}),
+                ),
+            ),
+        ),
+    )
     path = tmp_path_factory.mktemp("pack") / "lesson-offline.html"
     path.write_text(lesson_html(lesson), encoding="utf-8")
     return path

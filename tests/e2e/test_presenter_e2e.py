@@ -73,8 +73,12 @@ def test_presenter_mode_at_1920(browser: Browser, app_url: str, artifacts: Path)
         page.screenshot(path=str(artifacts / "presenter-explore-1920.png"))
         style = tick_style(page)
         ratio = contrast(style["fill"], style["paper"])
-        MEASURED["presenter"] = {"tick_px": style["size"], "fill": style["fill"], "paper": style["paper"],
-                                 "contrast": round(ratio, 2)}
+        MEASURED["presenter"] = {
+            "tick_px": style["size"],
+            "fill": style["fill"],
+            "paper": style["paper"],
+            "contrast": round(ratio, 2),
+        }
         assert style["size"] >= 16, style
         assert ratio >= 4.5, style
         # the sidebar starts folded away and the page's controls sit in a closed expander
@@ -91,8 +95,12 @@ def test_normal_view_ticks_contrast_svg_and_json(page: Page, app_url: str, artif
     open_explore(page, app_url)
     style = tick_style(page)
     ratio = contrast(style["fill"], style["paper"])
-    MEASURED["normal"] = {"tick_px": style["size"], "fill": style["fill"], "paper": style["paper"],
-                          "contrast": round(ratio, 2)}
+    MEASURED["normal"] = {
+        "tick_px": style["size"],
+        "fill": style["fill"],
+        "paper": style["paper"],
+        "contrast": round(ratio, 2),
+    }
     (artifacts / "presenter-measurements.json").write_text(json.dumps(MEASURED, indent=1))
     assert ratio >= 4.5, style
 
@@ -186,7 +194,8 @@ def test_order_blindness_maps_are_wide_and_their_labels_apart(page: Page, app_ur
     expect_idle(page)
     layout = []
     for i in range(3):
-        layout.append(charts.nth(i).evaluate("""(gd) => {
+        layout.append(
+            charts.nth(i).evaluate("""(gd) => {
             const plot = gd.querySelector('.nsewdrag').getBoundingClientRect();
             // labels are rotated −60°: two neighbours are apart when their anchors are at least a line
             // (the font size) / sin 60° apart across the plot
@@ -198,7 +207,8 @@ def test_order_blindness_maps_are_wide_and_their_labels_apart(page: Page, app_ur
             for (let j = 1; j < xs.length; j++) gap = Math.min(gap, xs[j] - xs[j - 1]);
             return {plot_width: plot.width, labels: xs.length, font_px: font, min_gap_px: gap,
                     needed_px: font / Math.sin(Math.PI / 3)};
-        }"""))
+        }""")
+        )
     MEASURED["order_blindness_1280"] = layout
     (artifacts / "presenter-measurements.json").write_text(json.dumps(MEASURED, indent=1))
     page.screenshot(path=str(artifacts / "presenter-order-blindness-1280.png"))
@@ -211,8 +221,13 @@ def test_vit_overlays_hide_the_picture_under_the_colour(page: Page, app_url: str
     page.goto(app_url + "/vit")
     expect(page.locator(PLOT).nth(2)).to_be_visible(timeout=FIRST_DRAW_MS)
     expect_idle(page)
-    opacities = [o for i in range(page.locator(PLOT).count()) for o in page.locator(PLOT).nth(i).evaluate(
-        "(gd) => gd.data.filter(t => t.name === 'attention').map(t => t.opacity)")]
+    opacities = [
+        o
+        for i in range(page.locator(PLOT).count())
+        for o in page.locator(PLOT)
+        .nth(i)
+        .evaluate("(gd) => gd.data.filter(t => t.name === 'attention').map(t => t.opacity)")
+    ]
     MEASURED["vit_overlay_opacity"] = opacities
     (artifacts / "presenter-measurements.json").write_text(json.dumps(MEASURED, indent=1))
     page.screenshot(path=str(artifacts / "presenter-vit.png"))

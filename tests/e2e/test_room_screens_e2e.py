@@ -20,8 +20,10 @@ pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 90_000  # fresh server: torch import + MiniLM load + plotly.js
 REDRAW_MS = 30_000
-IPHONE_UA = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-             "Version/17.0 Mobile/15E148 Safari/604.1")
+IPHONE_UA = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/17.0 Mobile/15E148 Safari/604.1"
+)
 MAIN_MAP = ".st-key-main_heatmap .js-plotly-plot"
 
 
@@ -53,8 +55,9 @@ def assert_title_clear(page: Page) -> None:
             assert not overlap(t, label), (t, label)
 
 
-def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(browser: Browser, app_url: str,
-                                                                      artifacts: Path, publish_screenshot):
+def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(
+    browser: Browser, app_url: str, artifacts: Path, publish_screenshot
+):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     try:
@@ -91,8 +94,13 @@ def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(browser: B
 
 
 def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path, publish_screenshot):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=IPHONE_UA,
-                                  device_scale_factor=2, is_mobile=True, has_touch=True)
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844},
+        user_agent=IPHONE_UA,
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
+    )
     page = context.new_page()
     try:
         open_explore(page, app_url + "/")
@@ -102,7 +110,7 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path, publi
         boxes = boxes_of(page, ".xtick text")
         assert len(boxes) >= 3, boxes
         for i, a in enumerate(boxes):
-            for b in boxes[i + 1:]:
+            for b in boxes[i + 1 :]:
                 assert not overlap(a, b), (a, b)
         # no toolbar over the title: the phone view has no modebar at all, and the title is drawn
         assert page.locator(MAIN_MAP + " .modebar-container .modebar-btn").count() == 0
@@ -123,11 +131,15 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path, publi
         publish_screenshot(artifacts / "phone-grid-390x844.png", "phone.png")
         # head 5: second row, third tile
         page.mouse.click(area["x"] + area["width"] * 2.5 / 3, area["y"] + area["height"] * 1.5 / 4)
-        expect(page.locator(MAIN_MAP + " .gtitle").filter(has_text="Layer 0, head 5")).to_have_count(1, timeout=REDRAW_MS)
+        expect(page.locator(MAIN_MAP + " .gtitle").filter(has_text="Layer 0, head 5")).to_have_count(
+            1, timeout=REDRAW_MS
+        )
         expect_idle(page)
         # a finger: Plotly selects nothing on a tap (a click event only), so the grid has a button per head
         page.locator(".st-key-explore_grid_pills").get_by_text("H7", exact=True).tap()
-        expect(page.locator(MAIN_MAP + " .gtitle").filter(has_text="Layer 0, head 7")).to_have_count(1, timeout=REDRAW_MS)
+        expect(page.locator(MAIN_MAP + " .gtitle").filter(has_text="Layer 0, head 7")).to_have_count(
+            1, timeout=REDRAW_MS
+        )
         expect_no_exception(page)
     finally:
         context.close()

@@ -61,8 +61,12 @@ def test_type_a_t5_folder_and_read_cross_attention(page: Page, t5_server, artifa
     n_src = chart.evaluate(ROWS_COLS)[0]
     pick(page, "Attention block", "Cross-attention")
     expect_idle(page)
-    page.wait_for_function("([sel, n]) => { const z = document.querySelector(sel)._fullData[0].z; "
-                           "return z[0].length === n && z.length !== n; }", arg=[PLOT, n_src], timeout=REDRAW_MS)
+    page.wait_for_function(
+        "([sel, n]) => { const z = document.querySelector(sel)._fullData[0].z; "
+        "return z[0].length === n && z.length !== n; }",
+        arg=[PLOT, n_src],
+        timeout=REDRAW_MS,
+    )
     rows, cols = chart.evaluate(ROWS_COLS)
     assert cols == n_src and rows > 1  # output tokens × source tokens
     expect_no_exception(page)

@@ -25,6 +25,7 @@ def test_metrics_count_the_traces_a_new_sentence_adds(fresh_app_url: str) -> Non
     """On a server of its own: the session-wide one may have filled its caches (then a new trace evicts
     others and the total need not grow)."""
     app_url = fresh_app_url
+
     async def student() -> tuple[dict[str, int], dict[str, int]]:
         session = Session(app_url)
         try:

@@ -53,8 +53,7 @@ def expect_view(page: Page) -> None:
     expect_no_exception(page)
 
 
-def test_a_shared_link_restores_the_view_in_a_new_browser(page: Page, app_url: str, browser: Browser,
-                                                          artifacts: Path):  # fmt: skip
+def test_a_shared_link_restores_the_view_in_a_new_browser(page: Page, app_url: str, browser: Browser, artifacts: Path):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=app_url)
     page.goto(app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
@@ -128,8 +127,9 @@ def test_a_link_inside_the_app_opens_the_tab_it_names(page: Page, app_url: str):
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
     expect_idle(page)
     page.get_by_text("See the positional encodings this model adds to this sentence").click()
-    expect(page.get_by_role("tab", name="Learned", exact=True)).to_have_attribute("aria-selected", "true",
-                                                                                  timeout=REDRAW_MS)
+    expect(page.get_by_role("tab", name="Learned", exact=True)).to_have_attribute(
+        "aria-selected", "true", timeout=REDRAW_MS
+    )
     expect(page).to_have_url(re.compile(r"/positional\?pos_tab=learned$"), timeout=REDRAW_MS)
     page.get_by_role("tab", name="RoPE", exact=True).click()
     expect(page).to_have_url(re.compile(r"/positional\?pos_tab=rope$"), timeout=REDRAW_MS)

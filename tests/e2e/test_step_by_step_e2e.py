@@ -78,8 +78,9 @@ def test_step_by_step_query_changes_the_weights(page: Page, app_url: str, artifa
     page.wait_for_function(
         "sel => { const el = document.querySelector(sel); const y = el && el._fullData && el._fullData[0].y;"
         " return y && Array.from(y).slice(3).every(v => v === 0); }",
-        arg=PLOT, timeout=REDRAW_MS,
-    )  # fmt: skip
+        arg=PLOT,
+        timeout=REDRAW_MS,
+    )
     expect_idle(page)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "step_by_step-causal.png"))

@@ -69,7 +69,8 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     expect(page.locator(PLOT).nth(1)).to_be_visible(timeout=FIRST_DRAW_MS)  # the loss curve, after the grid
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
     expect(page.get_by_text(re.compile(r"Training on \*?\*?c(pu|uda)|Training on (cpu|cuda)"))).to_be_visible(
-        timeout=UPDATE_MS)
+        timeout=UPDATE_MS
+    )
     first = grid_step(page)
     deadline = time.monotonic() + UPDATE_MS / 1000
     while grid_step(page) <= first:
@@ -128,8 +129,9 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     button(page, "Open this model in Explore").click()
     expect(page.get_by_text("Explore attention")).to_be_visible(timeout=UPDATE_MS)
     expect(page.locator(PLOT).first).to_be_visible(timeout=UPDATE_MS)
-    expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile(r"^Trained here: reverse"),
-                                                                      timeout=UPDATE_MS)
+    expect(page.get_by_role("combobox", name="Model")).to_have_value(
+        re.compile(r"^Trained here: reverse"), timeout=UPDATE_MS
+    )
     ticks = page.locator('[data-testid="stPlotlyChart"]').first.locator(".ytick text")
     expect(ticks.filter(has_text=re.compile(r"^\d+ <sep>$"))).not_to_have_count(0, timeout=UPDATE_MS)
     expect_no_exception(page)

@@ -19,8 +19,10 @@ from e2e_helpers import PLOT, expect_idle, expect_no_exception
 pytestmark = [pytest.mark.e2e, pytest.mark.reliability]
 
 LINK = "[click](http://evil.example/x)"
-PAYLOAD = (f"{LINK} ![pic](http://evil.example/p.png) <img src=http://evil.example/q.png> "
-           "<script>alert(1)</script> **bold** $x^2$ www.evil.example")
+PAYLOAD = (
+    f"{LINK} ![pic](http://evil.example/p.png) <img src=http://evil.example/q.png> "
+    "<script>alert(1)</script> **bold** $x^2$ www.evil.example"
+)
 FIRST_MS = 60_000
 REDRAW_MS = 30_000
 
@@ -86,7 +88,8 @@ def test_explore_sentence_with_a_closed_vocabulary_model(guarded, app_url: str, 
     box.fill(PAYLOAD)
     box.press("Control+Enter")
     expect(page.locator('[data-testid="stAlertContentInfo"]').filter(has_text="evil")).not_to_have_count(
-        0, timeout=REDRAW_MS)
+        0, timeout=REDRAW_MS
+    )
     expect(page.locator(PLOT).first).to_be_visible(timeout=REDRAW_MS)
     ticks = " ".join(page.locator('[data-testid="stPlotlyChart"]').first.locator(".ytick text").all_text_contents())
     assert "<script" not in page.locator('[data-testid="stPlotlyChart"]').first.inner_html() or "&lt;" in ticks

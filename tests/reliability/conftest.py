@@ -48,8 +48,14 @@ def save_tiny_bert(folder: Path) -> Path:
     vocab.write_text("\n".join(words) + "\n", encoding="utf-8")
     tokenizer = BertTokenizer(vocab_file=str(vocab))
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=len(words),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -64,5 +70,11 @@ def folders(tmp_path_factory) -> Folders:
     shutil.copytree(outside, inside)
     link = allowed / "link"
     os.symlink(outside, link, target_is_directory=True)
-    return Folders(allowed=allowed, inside=inside, outside=outside, link=link,
-                   dotdot=f"{allowed}/../outside/bert", missing=root / "outside" / "no-such-model")
+    return Folders(
+        allowed=allowed,
+        inside=inside,
+        outside=outside,
+        link=link,
+        dotdot=f"{allowed}/../outside/bert",
+        missing=root / "outside" / "no-such-model",
+    )

@@ -28,8 +28,19 @@ from tests.async_helpers import run_async
 
 pytestmark = pytest.mark.reliability
 
-PAGES = ["", "lessons", "step_by_step", "heads", "bertviz_views", "positional", "vit", "captions", "bahdanau", "train",
-         "pretraining"]
+PAGES = [
+    "",
+    "lessons",
+    "step_by_step",
+    "heads",
+    "bertviz_views",
+    "positional",
+    "vit",
+    "captions",
+    "bahdanau",
+    "train",
+    "pretraining",
+]
 SKIP = {"plotly_chart", "file_uploader"}  # chart selections and uploads have their own tests
 
 
@@ -39,8 +50,11 @@ IN_TYPE = {
     "text_input": [("a NUL and markup", "string_value", "abc\x00<b>[x](http://e.x)")],
     "selectbox": [("an option that does not exist", "string_value", "no such option")],
     "radio": [("an option that does not exist", "string_value", "no such option")],
-    "number_input": [("NaN", "double_value", float("nan")), ("infinity", "double_value", float("inf")),
-                     ("-1e300", "double_value", -1e300)],
+    "number_input": [
+        ("NaN", "double_value", float("nan")),
+        ("infinity", "double_value", float("inf")),
+        ("-1e300", "double_value", -1e300),
+    ],
     "slider": [("NaN", "double_array_value", [float("nan")]), ("1e30", "double_array_value", [1e30, -1e30])],
     "checkbox": [("true", "bool_value", True)],
     "multiselect": [("unknown options", "string_array_value", ["no such option", ""])],
@@ -50,8 +64,12 @@ IN_TYPE = {
 #: widgets whose own deserializer raises on a non-finite or out-of-range number, before the app runs
 STREAMLIT_REFUSES = ("number_input", "slider")
 #: values of another type than the widget sends
-OTHER_TYPE = [("NaN", "double_value", float("nan")), ("a string", "string_value", "abc"),
-              ("broken JSON", "json_value", "{not json"), ("a string list", "string_array_value", ["x", "y"])]
+OTHER_TYPE = [
+    ("NaN", "double_value", float("nan")),
+    ("a string", "string_value", "abc"),
+    ("broken JSON", "json_value", "{not json"),
+    ("a string list", "string_array_value", ["x", "y"]),
+]
 
 
 def forged_states(widget_id: str, forgeries) -> list[tuple[str, WidgetState]]:

@@ -70,8 +70,9 @@ def test_settings_are_read_from_the_environment(tmp_path, monkeypatch):
     assert policy.hub is False and policy.hub_max_bytes == GB // 2
 
 
-@pytest.mark.parametrize("value, hub", [("", True), ("on", True), ("1", True), ("off", False), ("no", False),
-                                        ("maybe", False)])
+@pytest.mark.parametrize(
+    "value, hub", [("", True), ("on", True), ("1", True), ("off", False), ("no", False), ("maybe", False)]
+)
 def test_an_unreadable_hub_switch_fails_closed(value, hub):
     assert ServerPolicy.from_env({"AP_HUB": value}).hub is hub
 
@@ -163,8 +164,10 @@ class FakeHub:
 
     def model_info(self, repo_id, **kwargs):
         self.info_calls.append(kwargs)
-        siblings = [RepoSibling(rfilename=name, size=size if kwargs.get("files_metadata") else None)
-                    for name, size in self.files.items()]
+        siblings = [
+            RepoSibling(rfilename=name, size=size if kwargs.get("files_metadata") else None)
+            for name, size in self.files.items()
+        ]
         return SimpleNamespace(id=repo_id, sha="0123abcd" * 5, siblings=siblings)
 
     def snapshot_download(self, repo_id, **kwargs):
@@ -328,8 +331,9 @@ def test_checkpoint_errors_name_files_not_folders(tmp_path):
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(tmp_path, "nope")
     assert "nope.json" in str(info.value) and str(tmp_path) not in str(info.value)
-    (tmp_path / "nope.json").write_text('{"format": "attention-playground/1", "kind": "transformer", '
-                                        '"model_config": {}, "vocab": {"tokens": []}}')
+    (tmp_path / "nope.json").write_text(
+        '{"format": "attention-playground/1", "kind": "transformer", "model_config": {}, "vocab": {"tokens": []}}'
+    )
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(tmp_path, "nope")
     assert str(tmp_path) not in str(info.value)

@@ -51,8 +51,13 @@ def test_a_forged_20000_step_job_on_the_largest_model_is_refused(baseline_thread
 def test_one_session_cannot_hold_two_slots(baseline_threads):
     """Two slots, one session submitting twice (and racing itself): it keeps one job, and another
     session's job takes the other slot at once instead of queueing behind the first session."""
-    m = JobManager(max_running=2, heartbeat_timeout=1e9, reap_every=0.1, estimator=lambda s: 1e-3,
-                   budget=TimeBudget(max_seconds=300))  # fmt: skip
+    m = JobManager(
+        max_running=2,
+        heartbeat_timeout=1e9,
+        reap_every=0.1,
+        estimator=lambda s: 1e-3,
+        budget=TimeBudget(max_seconds=300),
+    )
     try:
         first = m.submit("greedy", LONG)
         go, jobs = threading.Barrier(3), []
@@ -79,8 +84,13 @@ def test_one_session_cannot_hold_two_slots(baseline_threads):
 def test_a_slot_is_not_held_for_hours_when_the_estimate_is_wrong(baseline_threads):
     """The estimate says 0.2 s (a tiny injected step time): the job, paused to keep its slot, is
     stopped by the server once it has held the slot twice that, and the queued job starts."""
-    m = JobManager(max_running=1, heartbeat_timeout=1e9, reap_every=0.05, estimator=lambda s: 1e-5,
-                   budget=TimeBudget(max_seconds=300, overrun=2.0, overrun_min_s=0.0))  # fmt: skip
+    m = JobManager(
+        max_running=1,
+        heartbeat_timeout=1e9,
+        reap_every=0.05,
+        estimator=lambda s: 1e-5,
+        budget=TimeBudget(max_seconds=300, overrun=2.0, overrun_min_s=0.0),
+    )
     try:
         hog = m.submit("hog", LONG)
         m.pause("hog")
@@ -96,9 +106,16 @@ def solo_run(settings: dict, n_snapshots: int) -> list:
     """The first ``n_snapshots`` snapshots of the plain training loop, alone, with one torch thread."""
     checked = validate_settings(settings)
     task = build_task(checked.task)
-    config = TrainConfig(steps=checked.steps, batch_size=checked.batch_size, lr=checked.lr, seed=checked.seed,
-                         device="cpu", snapshot_every=checked.every, warmup=min(100, max(1, checked.steps // 10)),
-                         eval_batch_size=EVAL_BATCH)  # fmt: skip
+    config = TrainConfig(
+        steps=checked.steps,
+        batch_size=checked.batch_size,
+        lr=checked.lr,
+        seed=checked.seed,
+        device="cpu",
+        snapshot_every=checked.every,
+        warmup=min(100, max(1, checked.steps // 10)),
+        eval_batch_size=EVAL_BATCH,
+    )
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # the jobs' own thread count: the same order of float sums
     try:
@@ -115,8 +132,13 @@ def solo_run(settings: dict, n_snapshots: int) -> list:
 def test_two_sessions_training_at_once_do_not_mix(baseline_threads):
     """Two sessions train at the same time (two slots): each one's progress holds exactly its own run,
     number for number what its settings give alone; stopping one leaves the other training."""
-    m = JobManager(max_running=2, heartbeat_timeout=1e9, reap_every=0.1, estimator=lambda s: 1e-3,
-                   budget=TimeBudget(max_seconds=300))  # fmt: skip
+    m = JobManager(
+        max_running=2,
+        heartbeat_timeout=1e9,
+        reap_every=0.1,
+        estimator=lambda s: 1e-3,
+        budget=TimeBudget(max_seconds=300),
+    )
     a_settings = dict(LONG, task="reverse", seed=1, device="cpu")
     b_settings = dict(TINY, task="copy", seed=2, steps=40, snapshot_every=5, device="cpu")
     try:

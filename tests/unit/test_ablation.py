@@ -210,7 +210,9 @@ def test_hf_distilbert_matches_zeroed_weights(tiny_hf):
     ref = _zeroed_copy(model.module, runner_for(model).projections, r.heads_off, 4)
     with torch.no_grad():
         hidden = ref(input_ids=torch.tensor([list(r.tokens.ids)])).last_hidden_state[0]
-    np.testing.assert_allclose(r.embedding_after, torch.nn.functional.normalize(hidden.mean(0), dim=0).numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        r.embedding_after, torch.nn.functional.normalize(hidden.mean(0), dim=0).numpy(), atol=1e-6
+    )
 
 
 def test_hf_gpt2_matches_zeroed_weights(tiny_hf):
@@ -230,8 +232,9 @@ def test_hf_gpt2_matches_zeroed_weights(tiny_hf):
 def test_translator_matches_zeroed_weights(translator):
     heads = [("cross", 0, None), ("cross", 1, 1), ("encoder", 1, 0)]
     r = ablate(translator, SOURCE, heads)
-    ref = _zeroed_copy(translator.module, runner_for(translator).projections, r.heads_off,
-                       translator.module.cfg.n_heads)  # fmt: skip
+    ref = _zeroed_copy(
+        translator.module, runner_for(translator).projections, r.heads_off, translator.module.cfg.n_heads
+    )
     ids = list(runner_for(translator).prepare(translator, SOURCE, causal=None, max_tokens=512).ids)
     generated = ref.greedy_decode(ids)
     assert r.target_after == tuple(translator.tokenizer["target"].decode(generated))
@@ -268,8 +271,11 @@ def _pre_hooks(model) -> int:
 
 
 def test_hooks_removed_and_weights_untouched(stories, minilm, translator):
-    for model, text, heads in ((stories, STORY, [(0, None)]), (minilm, SENTENCE, [(2, 5)]),
-                               (translator, SOURCE, [("decoder", 0, 1)])):  # fmt: skip
+    for model, text, heads in (
+        (stories, STORY, [(0, None)]),
+        (minilm, SENTENCE, [(2, 5)]),
+        (translator, SOURCE, [("decoder", 0, 1)]),
+    ):
         digest = _weights_digest(model.module)
         ablate(model, text, heads)
         assert _pre_hooks(model) == 0

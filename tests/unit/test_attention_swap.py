@@ -38,7 +38,7 @@ def test_permutations_keep_each_row_inside_the_mask():
     rng = np.random.default_rng(0)
     index = row_permutations(5, True, rng)
     for i, row in enumerate(index):
-        assert sorted(row[: i + 1]) == list(range(i + 1)) and list(row[i + 1:]) == list(range(i + 1, 5))
+        assert sorted(row[: i + 1]) == list(range(i + 1)) and list(row[i + 1 :]) == list(range(i + 1, 5))
     assert sorted(row_permutations(4, False, rng)[2]) == [0, 1, 2, 3]
 
 
@@ -85,8 +85,10 @@ def test_minilm_attention_is_replaced_inside_the_capture_function(minilm):
             plain = minilm.adapter.base(module)(input_ids=ids).last_hidden_state
             with attention_override(minilm, module, layer, lambda w: received.append(w) or w):
                 same = minilm.adapter.base(module)(input_ids=ids).last_hidden_state
-            with recording() as rec, attention_override(minilm, module, layer,
-                                                        lambda w: permute_weights(w, heads, index)):  # fmt: skip
+            with (
+                recording() as rec,
+                attention_override(minilm, module, layer, lambda w: permute_weights(w, heads, index)),
+            ):
                 changed = minilm.adapter.base(module)(input_ids=ids).last_hidden_state
     finally:
         handle.remove()

@@ -42,8 +42,9 @@ H = 1e-6  # finite-difference step (float64)
 
 def float64(model):
     """A private float64 copy of a loaded model (the shared one is not touched)."""
-    return dataclasses.replace(model, module=copy.deepcopy(model.module).double(), lock=threading.Lock(),
-                               _cpu_module=None)  # fmt: skip
+    return dataclasses.replace(
+        model, module=copy.deepcopy(model.module).double(), lock=threading.Lock(), _cpu_module=None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +61,11 @@ def bert():
 def cases(gpt, bert, minilm):
     """(float64 model, its prediction) for the three tasks."""
     out = {}
-    for name, model, text, ref in (("gpt", gpt, GPT_TEXT, ""), ("bert", bert, BERT_TEXT, ""),
-                                   ("minilm", minilm, MINILM_TEXT, REFERENCE)):  # fmt: skip
+    for name, model, text, ref in (
+        ("gpt", gpt, GPT_TEXT, ""),
+        ("bert", bert, BERT_TEXT, ""),
+        ("minilm", minilm, MINILM_TEXT, REFERENCE),
+    ):
         m64 = float64(model)
         out[name] = (m64, predict(m64, text, reference=ref))
     return out
@@ -69,6 +73,7 @@ def cases(gpt, bert, minilm):
 
 def f_at(model, pred, points: np.ndarray) -> np.ndarray:
     """f at input embeddings ``points`` ``[B, T, D]`` (float64, no gradients)."""
+
     def run(module, device):
         e = torch.as_tensor(points, dtype=torch.float64, device=device)
         out = outputs(model, module, pred.task, pred.causal, pred.ids, e, pred.position)
@@ -115,8 +120,13 @@ def test_integrated_gradients_equal_a_finite_difference_trapezoid(cases, name, b
     model, pred = cases[name]
     steps = 6
     e = word_embeddings(model, pred)
-    base = np.zeros_like(e) if baseline == "zero" else np.broadcast_to(
-        model.run(lambda module, device: embed(model, module, [0], device).double().cpu().numpy())[0], e.shape)
+    base = (
+        np.zeros_like(e)
+        if baseline == "zero"
+        else np.broadcast_to(
+            model.run(lambda module, device: embed(model, module, [0], device).double().cpu().numpy())[0], e.shape
+        )
+    )
     alphas, weights = trapezoid_weights(steps)
     n = len(e)
     points = []
@@ -196,8 +206,9 @@ def test_attention_readings_come_from_the_trace(gpt, minilm):
     np.testing.assert_allclose(contribution_scores(trace, pred), np.mean(heads, axis=0), rtol=1e-6)
     emb = predict(minilm, MINILM_TEXT, reference=REFERENCE)
     mtrace = engine.trace(minilm, MINILM_TEXT)
-    np.testing.assert_allclose(attention_scores(mtrace, emb), mtrace.pattern(mtrace.n_layers - 1).mean(0).mean(0),
-                               atol=1e-7)  # fmt: skip
+    np.testing.assert_allclose(
+        attention_scores(mtrace, emb), mtrace.pattern(mtrace.n_layers - 1).mean(0).mean(0), atol=1e-7
+    )
     with pytest.raises(EngineError):
         attention_scores(engine.trace(gpt, "the cat"), pred)  # another input's trace
 

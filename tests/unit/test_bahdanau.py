@@ -41,17 +41,26 @@ TGT = Vocab.from_words("la voiture rouge est rapide . un chien voit".split())
 
 
 def small_model(variant: str = "additive", seed: int = 0) -> RNNAttentionModel:
-    cfg = RNNAttentionConfig(src_vocab=len(SRC), tgt_vocab=len(TGT), d_emb=8, d_enc=6, d_dec=10, d_attn=7,
-                             variant=variant, max_src=12, max_tgt=9)
+    cfg = RNNAttentionConfig(
+        src_vocab=len(SRC),
+        tgt_vocab=len(TGT),
+        d_emb=8,
+        d_enc=6,
+        d_dec=10,
+        d_attn=7,
+        variant=variant,
+        max_src=12,
+        max_tgt=9,
+    )
     torch.manual_seed(seed)
     return RNNAttentionModel(cfg).eval()
 
 
 def padded_batch() -> tuple[torch.Tensor, torch.Tensor]:
-    src = torch.tensor([SRC.encode("the red car is fast .".split()),
-                        SRC.encode("a dog sees".split()) + [PAD_ID] * 3])  # fmt: skip
-    tgt_in = torch.tensor([[BOS_ID, *TGT.encode("la voiture rouge est".split())],
-                           [BOS_ID, *TGT.encode("un chien voit".split()), PAD_ID]])  # fmt: skip
+    src = torch.tensor([SRC.encode("the red car is fast .".split()), SRC.encode("a dog sees".split()) + [PAD_ID] * 3])
+    tgt_in = torch.tensor(
+        [[BOS_ID, *TGT.encode("la voiture rouge est".split())], [BOS_ID, *TGT.encode("un chien voit".split()), PAD_ID]]
+    )
     return src, tgt_in
 
 
@@ -64,7 +73,11 @@ def run_hooks(model: RNNAttentionModel) -> tuple[torch.Tensor, dict[str, torch.T
 
 
 def check_alignment_and_context(src, steps, h) -> None:
-    e, alpha, c = steps["decoder.attn.hook_energies"], steps["decoder.attn.hook_alignment"], steps["decoder.attn.hook_context"]
+    e, alpha, c = (
+        steps["decoder.attn.hook_energies"],
+        steps["decoder.attn.hook_alignment"],
+        steps["decoder.attn.hook_context"],
+    )
     pad = (src == PAD_ID)[:, None, :].expand_as(e)
     assert torch.isneginf(e[pad]).all()
     assert (alpha[pad] == 0).all()  # exactly zero weight on padding
@@ -137,8 +150,15 @@ def save_small(tmp_path: Path, name: str, variant: str = "additive") -> RNNAtten
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.1)
-    save_checkpoint(tmp_path, name, model, kind="rnn-attention", config=model.cfg.to_dict(),
-                    vocab={"source": SRC, "target": TGT}, card={"family": "rnn-attention", "label": name})
+    save_checkpoint(
+        tmp_path,
+        name,
+        model,
+        kind="rnn-attention",
+        config=model.cfg.to_dict(),
+        vocab={"source": SRC, "target": TGT},
+        card={"family": "rnn-attention", "label": name},
+    )
     return model
 
 
@@ -154,8 +174,15 @@ def test_checkpoint_round_trip(tmp_path, variant):
 
 def test_checkpoint_without_two_vocabularies_is_refused(tmp_path):
     model = small_model()
-    save_checkpoint(tmp_path, "one", model, kind="rnn-attention", config=model.cfg.to_dict(), vocab=SRC,
-                    card={"family": "rnn-attention"})
+    save_checkpoint(
+        tmp_path,
+        "one",
+        model,
+        kind="rnn-attention",
+        config=model.cfg.to_dict(),
+        vocab=SRC,
+        card={"family": "rnn-attention"},
+    )
     with pytest.raises(CheckpointError, match="source"):
         load_model(ModelSpec("one", "rnn-attention", "one", True), tmp_path, device=torch.device("cpu"))
 
@@ -185,7 +212,9 @@ def test_trace_matches_greedy_decoding_and_rows_sum_to_one(loaded):
 
 def test_unknown_word_gives_a_notice_with_suggestions(loaded):
     tr = loaded.adapter.trace(loaded, "the red carr is fast", causal=True, max_tokens=512)
-    assert tr.source.strings[2] == "<unk>" and not tr.source.special[2]  # an unknown word: the user's text, not a marker
+    assert (
+        tr.source.strings[2] == "<unk>" and not tr.source.special[2]
+    )  # an unknown word: the user's text, not a marker
     assert len(tr.notices) == 1 and "carr" in tr.notices[0] and "car" in tr.notices[0]
 
 

@@ -45,8 +45,9 @@ def test_every_step_equals_the_hooks(model, sentence):
         # softmax of the energies is the captured alignment, and the context is Σ_j α h(j)
         np.testing.assert_allclose(b.alignment, trace.alignment[i], atol=1e-6)
         np.testing.assert_allclose(b.context, trace.contexts[i], atol=1e-5)
-        loop_context = sum(trace.alignment[i, j] * trace.encoder_states[j].astype(np.float64)
-                           for j in range(len(trace.source)))  # fmt: skip
+        loop_context = sum(
+            trace.alignment[i, j] * trace.encoder_states[j].astype(np.float64) for j in range(len(trace.source))
+        )
         np.testing.assert_allclose(b.context, loop_context, atol=1e-5)
         assert b.target_word == trace.target.strings[i]
         assert b.probability == pytest.approx(float(trace.output_probs[i]))
@@ -96,12 +97,14 @@ def test_step_out_of_range_and_wrong_variant():
 
 def test_agreement_on_a_hand_made_alignment():
     source, target = ["the", "red", "car"], ["la", "voiture", "rouge", "<eos>"]
-    weights = np.array([
-        [0.2, 0.1, 0.7],  # la → car (gold: the)          disagrees
-        [0.0, 0.1, 0.9],  # voiture → car (gold: car)     agrees
-        [0.1, 0.8, 0.1],  # rouge → red (gold: red)       agrees
-        [0.4, 0.3, 0.3],  # <eos>: no gold link, skipped
-    ])  # fmt: skip
+    weights = np.array(
+        [
+            [0.2, 0.1, 0.7],  # la → car (gold: the)          disagrees
+            [0.0, 0.1, 0.9],  # voiture → car (gold: car)     agrees
+            [0.1, 0.8, 0.1],  # rouge → red (gold: red)       agrees
+            [0.4, 0.3, 0.3],  # <eos>: no gold link, skipped
+        ]
+    )
     gold = [(0, 0), (1, 2), (2, 1)]  # (source, target)
     a = alignment_agreement(weights, gold, source, target)
     assert a.score == pytest.approx(2 / 3)

@@ -79,8 +79,15 @@ def test_class_report_counts_failures_and_unfinished_reruns(tmp_path):
     case.typed = [Run(0.2), Run(0.3), Run(0.4), Run(0.1, "exception"), Run(0.3)]  # one typed rerun missing
     case.sampler = serve.ProcSampler(None).start().stop()
     assert case.failures() == {"timeout": 1, "exception": 1, "case time limit": 1}
-    context = {"warm_ups": ["streamlit: 1 student"], "skipped": ["classroom (missing)"], "date": "today",
-               "machine": "here", "load_before": "0", "load_after": "0", "command": "python -m bench.bench_class"}
+    context = {
+        "warm_ups": ["streamlit: 1 student"],
+        "skipped": ["classroom (missing)"],
+        "date": "today",
+        "machine": "here",
+        "load_before": "0",
+        "load_after": "0",
+        "command": "python -m bench.bench_class",
+    }
     text = bench_class.section([case], args, context)
     assert text.startswith(bench_class.SECTION + "\n")
     assert "| streamlit | 2 | 7 (5) | 0.30 |" in text

@@ -47,8 +47,13 @@ def test_the_report_counts_lost_answers_against_the_store_and_names_the_machine(
     case.opens = [Run(1.0), Run(2.0), Run(3.0), Run(0.5, "timeout")]
     case.answers = [Run(0.1), Run(0.2), Run(0.3), Run(0.4)]
     assert case.lost == 1
-    context = {"machine": "Some CPU, 2 cores", "date": "today", "load_before": "1", "load_after": "2",
-               "command": "python -m bench.bench_polls --students 4"}  # fmt: skip
+    context = {
+        "machine": "Some CPU, 2 cores",
+        "date": "today",
+        "load_before": "1",
+        "load_after": "2",
+        "command": "python -m bench.bench_polls --students 4",
+    }
     text = bench_polls.section([case], "classroom", context)
     assert text.startswith(bench_polls.SECTION + "\n")
     (line,) = [x for x in text.splitlines() if x.startswith("| classroom")]

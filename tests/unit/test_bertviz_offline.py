@@ -53,8 +53,9 @@ def three_token_trace() -> AttentionTrace:
 
 
 def assert_offline(document: str) -> None:
-    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)\s*=\s*[\"']?https?:", document, re.I), \
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)\s*=\s*[\"']?https?:", document, re.I), (
         "a script/link loads from the network"
+    )
     assert "cdnjs" not in document.split("require.config", 1)[0], "a CDN URL outside bertviz's dead require.config"
     assert library_js("d3") in document
     assert library_js("jquery") in document
@@ -176,7 +177,8 @@ def test_html_in_tokens_cannot_end_the_script():
         parser.feed(document)
         assert "b" not in parser.tags
         assert bv.read_payload(document)["attention"][0 if build is not bv.neuron_view_html else "all"][
-            "left_text"] == ["</script><b>x", "<!--", "a&b"]
+            "left_text"
+        ] == ["</script><b>x", "<!--", "a&b"]
 
 
 def test_token_count_must_match_the_matrix():
@@ -188,8 +190,17 @@ def test_token_count_must_match_the_matrix():
         head_view([torch.ones(1, 1, 3, 3) / 3], ["a", "b"], html_action="return")
     with pytest.raises(ValueError, match="3 query rows for 2 tokens"):
         q = np.zeros((1, 3, 2), np.float32)
-        AttentionTrace("x", "encoder", Tokens(("a", "b"), (0, 1), (False, False)),
-                       Tokens(("a", "b"), (0, 1), (False, False)), (q,), (q,), (q,), (1.0,), causal=False)
+        AttentionTrace(
+            "x",
+            "encoder",
+            Tokens(("a", "b"), (0, 1), (False, False)),
+            Tokens(("a", "b"), (0, 1), (False, False)),
+            (q,),
+            (q,),
+            (q,),
+            (1.0,),
+            causal=False,
+        )
 
 
 def test_limits_refuse_big_inputs(minilm_trace):
@@ -199,7 +210,7 @@ def test_limits_refuse_big_inputs(minilm_trace):
     assert reason and str(bv.MAX_TOKENS["model"]) in reason
     with pytest.raises(EngineError):
         bv.model_view_html(long)
-    assert bv.n_cells(minilm_trace, "model") == 6 * 12 * minilm_trace.n_queries ** 2
+    assert bv.n_cells(minilm_trace, "model") == 6 * 12 * minilm_trace.n_queries**2
 
 
 def random_trace(n: int, layers: int, heads: int, d_head: int = 8) -> AttentionTrace:

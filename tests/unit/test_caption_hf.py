@@ -53,8 +53,13 @@ def _eager_cross(kind: str, ref, pixels: torch.Tensor, ids: torch.Tensor) -> lis
         else:
             states = ref.vision_model(pixel_values=pixels).last_hidden_state
             ones = torch.ones(states.shape[:2], dtype=torch.long)
-            out = ref.text_decoder(input_ids=ids, encoder_hidden_states=states, encoder_attention_mask=ones,
-                                   output_attentions=True, use_cache=False)  # fmt: skip
+            out = ref.text_decoder(
+                input_ids=ids,
+                encoder_hidden_states=states,
+                encoder_attention_mask=ones,
+                output_attentions=True,
+                use_cache=False,
+            )
     return [a[0].double().numpy() for a in out.cross_attentions]
 
 
@@ -91,8 +96,9 @@ def test_greedy_ids_equal_transformers_generate(saved):
         trace = model.adapter.trace(model, _picture(seed))
         pixels = model.adapter.pixel_values(model, _picture(seed))
         with torch.no_grad():
-            out = ref.generate(pixel_values=pixels, do_sample=False, num_beams=1,
-                               max_new_tokens=model.adapter.max_words(model.module))  # fmt: skip
+            out = ref.generate(
+                pixel_values=pixels, do_sample=False, num_beams=1, max_new_tokens=model.adapter.max_words(model.module)
+            )
             inputs = torch.tensor([list(trace.cross.tokens.ids)])
             fed = {"input_ids": inputs} if kind == "blip" else {"decoder_input_ids": inputs}
             logits = ref(pixel_values=pixels, **fed).logits[0]
@@ -108,7 +114,9 @@ def test_beam_search_writes_transformers_beam_caption_with_its_attention(saved):
     pixels = model.adapter.pixel_values(model, _picture(3))
     ref = _eager(kind, folder)
     with torch.no_grad():
-        out = ref.generate(pixel_values=pixels, do_sample=False, num_beams=2, max_new_tokens=model.adapter.max_words(model.module))
+        out = ref.generate(
+            pixel_values=pixels, do_sample=False, num_beams=2, max_new_tokens=model.adapter.max_words(model.module)
+        )
     written = out[0, 1:].tolist()
     assert list(trace.words.ids) == written[: len(trace.words.ids)] and trace.beam == 2
     ids = torch.tensor([list(trace.cross.tokens.ids)])

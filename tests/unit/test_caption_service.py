@@ -97,16 +97,22 @@ def test_draw_scene_puts_the_objects_in_caption_order():
     assert set(SHAPES) >= {o.shape for o in scene.objects}
 
 
-@pytest.mark.parametrize("objects", [
-    [("circle", "red", "small", 30, 30), ("square", "blue", "small", 32, 33)],  # overlapping
-    [("circle", "red", "small", 15, 15), ("square", "blue", "small", 45, 45)],  # as far across as down
-])
+@pytest.mark.parametrize(
+    "objects",
+    [
+        [("circle", "red", "small", 30, 30), ("square", "blue", "small", 32, 33)],  # overlapping
+        [("circle", "red", "small", 15, 15), ("square", "blue", "small", 45, 45)],  # as far across as down
+    ],
+)
 def test_draw_scene_refuses_what_the_grammar_cannot_say(objects):
     with pytest.raises(ValueError, match="no caption of the grammar"):
         draw_scene(objects)
 
 
 def test_a_drawing_the_grammar_cannot_say_is_an_engine_error_for_the_page():
-    bad = (service.DrawnObject("circle", "red", "small", 30, 30), service.DrawnObject("square", "blue", "small", 31, 31))
+    bad = (
+        service.DrawnObject("circle", "red", "small", 30, 30),
+        service.DrawnObject("square", "blue", "small", 31, 31),
+    )
     with pytest.raises(EngineError, match="cannot be captioned"):
         service.caption_picture(service.CaptionRequest(source="draw", drawing=bad))

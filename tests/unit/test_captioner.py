@@ -51,8 +51,13 @@ def test_boxes_hold_the_painted_pixels_and_the_same_seed_gives_the_same_scenes()
 
 
 def test_parse_refuses_what_the_grammar_cannot_say() -> None:
-    for bad in ["a red small circle", "a small red circle near a blue square", "a small red circle above",
-                "a small red circle left a large blue square", "a small red hexagon"]:  # fmt: skip
+    for bad in [
+        "a red small circle",
+        "a small red circle near a blue square",
+        "a small red circle above",
+        "a small red circle left a large blue square",
+        "a small red hexagon",
+    ]:
         with pytest.raises(ValueError, match="not a caption"):
             parse_caption(bad)
     assert parse_caption("a large blue square right of a small red triangle")[1] == "right of"
@@ -127,7 +132,9 @@ def test_attention_equals_a_float64_recomputation_from_the_checkpoint(model, wei
     keys = a @ w["decoder.attn.u.weight"].T  # (L², d_attn)
     y = BOS_ID
     for t, word in enumerate(trace.words.ids):
-        energies = np.tanh(w["decoder.attn.w.weight"] @ h + w["decoder.attn.w.bias"] + keys) @ w["decoder.attn.v.weight"][0]
+        energies = (
+            np.tanh(w["decoder.attn.w.weight"] @ h + w["decoder.attn.w.bias"] + keys) @ w["decoder.attn.v.weight"][0]
+        )
         alpha = np.exp(energies - energies.max())
         alpha /= alpha.sum()
         beta = _sigmoid(w["decoder.f_beta.weight"][0] @ h + w["decoder.f_beta.bias"][0])
@@ -136,8 +143,12 @@ def test_attention_equals_a_float64_recomputation_from_the_checkpoint(model, wei
         assert trace.betas[t] == pytest.approx(beta, abs=2e-6)
         z = beta * alpha @ a
         e = w["decoder.embed.weight"][y]
-        gates = (w["decoder.cell.weight_ih"] @ np.concatenate([e, z]) + w["decoder.cell.bias_ih"]
-                 + w["decoder.cell.weight_hh"] @ h + w["decoder.cell.bias_hh"])  # fmt: skip
+        gates = (
+            w["decoder.cell.weight_ih"] @ np.concatenate([e, z])
+            + w["decoder.cell.bias_ih"]
+            + w["decoder.cell.weight_hh"] @ h
+            + w["decoder.cell.bias_hh"]
+        )
         i, f, g, o = np.split(gates, 4)
         c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
         h = _sigmoid(o) * np.tanh(c)

@@ -76,8 +76,17 @@ def test_json_and_card_contents(tmp_path):
     assert set(doc) == {"format", "kind", "model_config", "vocab", "metadata"}
     assert doc["model_config"] == CFG.to_dict() and doc["vocab"] == VOCAB.to_dict()
     card = paths.card.read_text()
-    for text in ("# tiny", "A test model.", "reverse, 5 letters from 7", "| steps | 300 |", "12.3 s", "| device | cpu |",
-                 "| exact match | 0.995 |", "python -m engine.training.pretrain test", '"d_model": 16'):  # fmt: skip
+    for text in (
+        "# tiny",
+        "A test model.",
+        "reverse, 5 letters from 7",
+        "| steps | 300 |",
+        "12.3 s",
+        "| device | cpu |",
+        "| exact match | 0.995 |",
+        "python -m engine.training.pretrain test",
+        '"d_model": 16',
+    ):
         assert text in card, text
 
 
@@ -112,7 +121,9 @@ def test_loading_leaves_the_global_rng_alone(tmp_path):
 
 def test_save_rejects_a_model_that_does_not_match_its_config(tmp_path):
     other = TransformerConfig(**{**CFG.to_dict(), "d_mlp": 64})
-    with pytest.raises(CheckpointError, match=r"blocks.0.mlp.fc_in.weight: file has \(32, 16\), config expects \(64, 16\)"):
+    with pytest.raises(
+        CheckpointError, match=r"blocks.0.mlp.fc_in.weight: file has \(32, 16\), config expects \(64, 16\)"
+    ):
         save(tmp_path, config=other.to_dict())
     assert not list(tmp_path.iterdir())
 
@@ -177,30 +188,62 @@ def set_config(key, value):
 CORRUPTIONS = {
     "missing json": (lambda p: p.config.unlink(), r"tiny.json: the checkpoint's config file is missing"),
     "missing weights": (lambda p: p.weights.unlink(), r"tiny.safetensors: the checkpoint's weights file is missing"),
-    "bad json": (lambda p: p.config.write_text('{"format": "attention-playground/1",'), r"tiny.json: not valid JSON \(line 1"),
+    "bad json": (
+        lambda p: p.config.write_text('{"format": "attention-playground/1",'),
+        r"tiny.json: not valid JSON \(line 1",
+    ),
     "binary json": (lambda p: p.config.write_bytes(b"\xff\xfe\x00garbage"), r"tiny.json: not a text file"),
     "json not an object": (lambda p: p.config.write_text("[1, 2]"), r"tiny.json: expected a JSON object"),
-    "format missing": (lambda p: edit_json(p.config, lambda d: d.pop("format")), r'tiny.json: the "format" field is missing'),
-    "format unknown": (lambda p: edit_json(p.config, lambda d: d.update(format="other/9")), r"unsupported format 'other/9'"),
-    "unknown kind": (lambda p: edit_json(p.config, lambda d: d.update(kind="gru")), r"tiny.json: unknown model kind 'gru'; known kinds: \[.*'transformer'"),
-    "config not an object": (lambda p: edit_json(p.config, lambda d: d.update(model_config=3)), r'"model_config" must be a JSON object'),
-    "config invalid value": (lambda p: edit_json(p.config, set_config("n_heads", 3)), r"tiny.json: model_config is invalid: .*divisible by n_heads"),
-    "config unknown key": (lambda p: edit_json(p.config, set_config("d_modle", 3)), r"tiny.json: model_config is invalid: .*unknown key\(s\) \['d_modle'\]"),
+    "format missing": (
+        lambda p: edit_json(p.config, lambda d: d.pop("format")),
+        r'tiny.json: the "format" field is missing',
+    ),
+    "format unknown": (
+        lambda p: edit_json(p.config, lambda d: d.update(format="other/9")),
+        r"unsupported format 'other/9'",
+    ),
+    "unknown kind": (
+        lambda p: edit_json(p.config, lambda d: d.update(kind="gru")),
+        r"tiny.json: unknown model kind 'gru'; known kinds: \[.*'transformer'",
+    ),
+    "config not an object": (
+        lambda p: edit_json(p.config, lambda d: d.update(model_config=3)),
+        r'"model_config" must be a JSON object',
+    ),
+    "config invalid value": (
+        lambda p: edit_json(p.config, set_config("n_heads", 3)),
+        r"tiny.json: model_config is invalid: .*divisible by n_heads",
+    ),
+    "config unknown key": (
+        lambda p: edit_json(p.config, set_config("d_modle", 3)),
+        r"tiny.json: model_config is invalid: .*unknown key\(s\) \['d_modle'\]",
+    ),
     "config shape mismatch": (
         lambda p: edit_json(p.config, set_config("d_mlp", 64)),
         r"tiny.safetensors: blocks.0.mlp.fc_in.weight: file has \(32, 16\), config expects \(64, 16\)",
     ),
     "vocab missing": (lambda p: edit_json(p.config, lambda d: d.pop("vocab")), r'tiny.json: "vocab" must be'),
-    "vocab bad": (lambda p: edit_json(p.config, lambda d: d.update(vocab={"tokens": ["a", "b"]})), r"tiny.json: invalid vocabulary"),
+    "vocab bad": (
+        lambda p: edit_json(p.config, lambda d: d.update(vocab={"tokens": ["a", "b"]})),
+        r"tiny.json: invalid vocabulary",
+    ),
     "vocab too big": (
         lambda p: edit_json(p.config, lambda d: d.update(vocab=Vocab.from_words("abcdefghijk").to_dict())),
         r"vocabulary has 16 tokens but the model only 12 ids",
     ),
-    "truncated weights": (lambda p: p.weights.write_bytes(p.weights.read_bytes()[:-100]), r"tiny.safetensors: not a readable safetensors file"),
-    "weights cut in the header": (lambda p: p.weights.write_bytes(p.weights.read_bytes()[:40]), r"tiny.safetensors: not a readable safetensors file"),
+    "truncated weights": (
+        lambda p: p.weights.write_bytes(p.weights.read_bytes()[:-100]),
+        r"tiny.safetensors: not a readable safetensors file",
+    ),
+    "weights cut in the header": (
+        lambda p: p.weights.write_bytes(p.weights.read_bytes()[:40]),
+        r"tiny.safetensors: not a readable safetensors file",
+    ),
     "empty weights": (lambda p: p.weights.write_bytes(b""), r"tiny.safetensors: not a readable safetensors file"),
     "random bytes": (
-        lambda p: p.weights.write_bytes(torch.randint(0, 256, (4000,), generator=torch.Generator().manual_seed(0)).to(torch.uint8).numpy().tobytes()),
+        lambda p: p.weights.write_bytes(
+            torch.randint(0, 256, (4000,), generator=torch.Generator().manual_seed(0)).to(torch.uint8).numpy().tobytes()
+        ),
         r"tiny.safetensors: not a readable safetensors file",
     ),
     # the header's own failures: safetensors raises SafetensorError for each (the loader's except names it)
@@ -224,7 +267,10 @@ CORRUPTIONS = {
         lambda p: rewrite_tensors(p.weights, rename_tensor),
         r"tiny.safetensors: blocks.0.attn.w_q.weight: missing; blocks.0.attn.w_query.weight: unexpected tensor",
     ),
-    "extra tensor": (lambda p: rewrite_tensors(p.weights, lambda t: t.update(extra=torch.zeros(2))), r"extra: unexpected tensor"),
+    "extra tensor": (
+        lambda p: rewrite_tensors(p.weights, lambda t: t.update(extra=torch.zeros(2))),
+        r"extra: unexpected tensor",
+    ),
     "wrong shape": (
         lambda p: rewrite_tensors(p.weights, wrong_shape),
         r"tiny.safetensors: blocks.0.attn.w_q.weight: file has \(16, 8\), config expects \(16, 16\)",

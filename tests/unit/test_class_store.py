@@ -182,8 +182,11 @@ def test_rooms_end_after_four_hours_or_when_closed_and_are_purged(store, clock):
     clock.now += 4 * 3600 - 1
     store.answer(room.code, q.id, "b1", 0)
     clock.now += 1
-    for action in (lambda: store.join(room.code, "b2"), lambda: store.answer(room.code, q.id, "b1", 1),
-                   lambda: store.push_question(room.code, token, "choice", "Q?", ["a", "b"])):  # fmt: skip
+    for action in (
+        lambda: store.join(room.code, "b2"),
+        lambda: store.answer(room.code, q.id, "b1", 1),
+        lambda: store.push_question(room.code, token, "choice", "Q?", ["a", "b"]),
+    ):
         with pytest.raises(RoomError) as caught:
             action()
         assert str(caught.value) == ENDED
@@ -240,20 +243,31 @@ def test_a_browser_finds_the_room_it_joined_until_it_leaves_or_the_room_ends(sto
     assert store.joined_room("b1") == store.room(first.code)
 
 
-@pytest.mark.parametrize("prompt, message", [
-    ("", "Write the question"), ("   \n\t ", "Write the question"), ("x" * 301, "at most 300 fit"),
-    (None, "Write the question"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "prompt, message",
+    [
+        ("", "Write the question"),
+        ("   \n\t ", "Write the question"),
+        ("x" * 301, "at most 300 fit"),
+        (None, "Write the question"),
+    ],
+)
 def test_bad_questions_get_a_clear_message(store, prompt, message):
     room, token = store.create_room("teacher")
     with pytest.raises(RoomError, match=message):
         store.push_question(room.code, token, "choice", prompt, ["a", "b"])
 
 
-@pytest.mark.parametrize("options, message", [
-    (["only"], "2 to 8 options"), ([str(i) for i in range(9)], "2 to 8 options"), (["a", "A "], "the same"),
-    (["a", ""], "Write the option 2"), (["a", "b" * 81], "at most 80 fit"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["only"], "2 to 8 options"),
+        ([str(i) for i in range(9)], "2 to 8 options"),
+        (["a", "A "], "the same"),
+        (["a", ""], "Write the option 2"),
+        (["a", "b" * 81], "at most 80 fit"),
+    ],
+)
 def test_bad_options_get_a_clear_message(store, options, message):
     room, token = store.create_room("teacher")
     with pytest.raises(RoomError, match=message):
@@ -312,8 +326,12 @@ def test_another_process_sees_answers_and_a_killed_worker_loses_none(store, back
     q = store.push_question(room.code, token, "choice", "Q?", ["a", "b"])
     store.answer(room.code, q.id, "here", 0)
     url, folder = backend
-    done = subprocess.run([sys.executable, "-c", _ANSWER_AND_DIE, str(ROOT), url or "", str(folder), room.code, q.id],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _ANSWER_AND_DIE, str(ROOT), url or "", str(folder), room.code, q.id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert store.member_count(room.code) == 2
     assert store.distribution(q) == [1, 1]

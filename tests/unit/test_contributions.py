@@ -80,8 +80,12 @@ def assert_matches(tr: AttentionTrace, layer: int, ref: np.ndarray, what: str) -
         err = float(np.abs(ours - ref[head]).max() / np.abs(ref[head]).max())
         assert err < RTOL, f"{what} layer {layer} head {head}: relative error {err:.2e}"
         # the rows through the long-input path are the same numbers
-        np.testing.assert_allclose(tr.pattern_rows(layer, head, 0, tr.n_queries, "contribution"), ours,
-                                   rtol=1e-5, atol=1e-6 * float(ours.max()))  # fmt: skip
+        np.testing.assert_allclose(
+            tr.pattern_rows(layer, head, 0, tr.n_queries, "contribution"),
+            ours,
+            rtol=1e-5,
+            atol=1e-6 * float(ours.max()),
+        )
     return float(np.ptp(ref / ref.max(axis=-1, keepdims=True)))
 
 
@@ -113,9 +117,15 @@ def test_minilm_contributions_equal_the_definition(minilm) -> None:
     layers = ref.encoder.layer
     with torch.no_grad(), outputs_of([layer.attention.self.value for layer in layers]) as values:
         out = ref(input_ids=torch.tensor([list(tr.tokens.ids)]), output_attentions=True)
-    spreads = [assert_matches(tr, i, reference(out.attentions[i][0].numpy(), values[i],
-                                                weight(layer.attention.output.dense), tr.n_heads), "minilm")
-               for i, layer in enumerate(layers)]  # fmt: skip
+    spreads = [
+        assert_matches(
+            tr,
+            i,
+            reference(out.attentions[i][0].numpy(), values[i], weight(layer.attention.output.dense), tr.n_heads),
+            "minilm",
+        )
+        for i, layer in enumerate(layers)
+    ]
     assert_uneven(spreads)
 
 
@@ -170,10 +180,20 @@ def llama_folder(tmp_path_factory) -> Path:
 
     tokenizer = build_tokenizer()
     eos = tokenizer.eos_token_id
-    config = tf.LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                            intermediate_size=64, max_position_embeddings=128, initializer_range=0.25,
-                            attention_bias=True, vocab_size=len(tokenizer), bos_token_id=eos, eos_token_id=eos,
-                            pad_token_id=eos)  # fmt: skip
+    config = tf.LlamaConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        initializer_range=0.25,
+        attention_bias=True,
+        vocab_size=len(tokenizer),
+        bos_token_id=eos,
+        eos_token_id=eos,
+        pad_token_id=eos,
+    )
     torch.manual_seed(0)
     module = tf.AutoModelForCausalLM.from_config(config).eval()
     with torch.no_grad():  # value biases far from zero: f_h must include b_V
@@ -221,8 +241,11 @@ def test_cross_attention_contributions_equal_the_definition(tmp_path, kind: str)
         cross = [layer.encoder_attn for layer in ref.model.decoder.layers]
         v_proj, o_proj = [a.v_proj for a in cross], [a.out_proj for a in cross]
     with torch.no_grad(), outputs_of(v_proj) as values:
-        out = ref(input_ids=torch.tensor([list(tr.source.ids)]), decoder_input_ids=torch.tensor([list(tr.target.ids)]),
-                  output_attentions=True)  # fmt: skip
+        out = ref(
+            input_ids=torch.tensor([list(tr.source.ids)]),
+            decoder_input_ids=torch.tensor([list(tr.target.ids)]),
+            output_attentions=True,
+        )
     att = tr.cross
     assert att.n_keys == len(tr.source) and att.n_queries == len(tr.target)
     spreads = []
@@ -236,8 +259,9 @@ def test_cross_attention_contributions_equal_the_definition(tmp_path, kind: str)
 # ---- our own transformer -------------------------------------------------------------------------------
 def test_own_transformer_contributions_equal_the_definition() -> None:
     torch.manual_seed(0)
-    cfg = TransformerConfig(vocab_size=23, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=12,
-                            pos_encoding="learned", causal=True)  # fmt: skip
+    cfg = TransformerConfig(
+        vocab_size=23, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=12, pos_encoding="learned", causal=True
+    )
     model = Transformer(cfg).eval()
     with torch.no_grad():
         for p in model.parameters():
@@ -248,8 +272,12 @@ def test_own_transformer_contributions_equal_the_definition() -> None:
     patterns = [b.attn.hook_pattern for b in ref.blocks]
     with torch.no_grad(), outputs_of([b.attn.w_v for b in ref.blocks]) as values, outputs_of(patterns) as alphas:
         ref(torch.tensor([ids]), causal=True, attn_impl="explicit")
-    assert_uneven([assert_matches(tr, i, reference(alphas[i], values[i], weight(block.attn.w_o), cfg.n_heads), "own")
-                   for i, block in enumerate(ref.blocks)])  # fmt: skip
+    assert_uneven(
+        [
+            assert_matches(tr, i, reference(alphas[i], values[i], weight(block.attn.w_o), cfg.n_heads), "own")
+            for i, block in enumerate(ref.blocks)
+        ]
+    )
 
 
 # ---- the long-input path and a trace without norms -----------------------------------------------------
@@ -266,7 +294,9 @@ def test_overview_pools_contributions_and_a_trace_without_norms_says_why() -> No
     pooled = tr.overview(0, 1, size=8, weighting="contribution")  # 5 × 5 blocks, their maxima
     np.testing.assert_allclose(pooled, exact.reshape(8, 5, 8, 5).max(axis=(1, 3)), rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match=r"value_out_norms must be \[head, k_pos\]"):
-        AttentionTrace("hand", "decoder", tokens, tokens, (q,), (k,), (v,), (0.5,), True, value_out_norms=(norms[:, :3],))
+        AttentionTrace(
+            "hand", "decoder", tokens, tokens, (q,), (k,), (v,), (0.5,), True, value_out_norms=(norms[:, :3],)
+        )
     bare = AttentionTrace("hand", "decoder", tokens, tokens, (q,), (k,), (v,), (0.5,), True)
     assert not bare.has_contributions
     with pytest.raises(EngineError, match="output-projection norms"):
@@ -286,12 +316,20 @@ def test_own_translator_and_vit_keep_norms_through_their_own_w_o() -> None:
         stack, attr = stacks[name]
         for layer, block in enumerate(getattr(model.module, stack).blocks):
             w_o = weight(getattr(block, attr).w_o)
-            want = reference(np.ones((att.n_heads, 1, att.n_keys)), att.v(layer).transpose(1, 0, 2).reshape(att.n_keys, -1),
-                             w_o, att.n_heads)[:, 0]  # fmt: skip
+            want = reference(
+                np.ones((att.n_heads, 1, att.n_keys)),
+                att.v(layer).transpose(1, 0, 2).reshape(att.n_keys, -1),
+                w_o,
+                att.n_heads,
+            )[:, 0]
             np.testing.assert_allclose(att.value_out_norms[layer], want, rtol=1e-5, err_msg=f"{name} {layer}")
     vit = engine.load("tiny-vit-digits").module
     att = trace_vit(vit, np.zeros((8, 8), np.float32), model_id="vit").attention
     for layer, block in enumerate(vit.blocks):
-        want = reference(np.ones((att.n_heads, 1, att.n_keys)), att.v(layer).transpose(1, 0, 2).reshape(att.n_keys, -1),
-                         weight(block.attn.w_o), att.n_heads)[:, 0]  # fmt: skip
+        want = reference(
+            np.ones((att.n_heads, 1, att.n_keys)),
+            att.v(layer).transpose(1, 0, 2).reshape(att.n_keys, -1),
+            weight(block.attn.w_o),
+            att.n_heads,
+        )[:, 0]
         np.testing.assert_allclose(att.value_out_norms[layer], want, rtol=1e-5)

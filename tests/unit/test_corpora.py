@@ -239,8 +239,17 @@ def test_translate_rejects_unknown_words_and_bad_order() -> None:
     assert isinstance(info.value, UnknownWordError) and info.value.words == ["zebra"]
     with pytest.raises(UnknownWordError, match="'rd'.*'red'"):
         translate("the car is rd .")
-    for bad in ("red the car is fast .", "the dog see the cat .", "the dogs sees the cat .", "i is in the car .",
-                "i am happy .", "a dogs see the cat .", "the car is .", "", "the car is fast fast ."):
+    for bad in (
+        "red the car is fast .",
+        "the dog see the cat .",
+        "the dogs sees the cat .",
+        "i is in the car .",
+        "i am happy .",
+        "a dogs see the cat .",
+        "the car is .",
+        "",
+        "the car is fast fast .",
+    ):
         with pytest.raises(ValueError):
             translate(bad)
 
@@ -257,8 +266,14 @@ def test_suggest() -> None:
 def test_alignment_crosses_only_for_adjectives_after_the_noun() -> None:
     assert alignment("the red car is fast .") == [(0, 0), (1, 2), (2, 1), (3, 3), (4, 4), (5, 5)]
     assert alignment("she sees the small black dog .", "elle voit le petit chien noir .") == [
-        (0, 0), (1, 1), (2, 2), (3, 3), (4, 5), (5, 4), (6, 6),
-    ]  # fmt: skip
+        (0, 0),
+        (1, 1),
+        (2, 2),
+        (3, 3),
+        (4, 5),
+        (5, 4),
+        (6, 6),
+    ]
     assert alignment("i like the tree .") == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)]  # j' ↔ i, l' ↔ the
     with pytest.raises(ValueError):
         alignment("the red car is fast .", "la rouge voiture est rapide .")
@@ -314,9 +329,18 @@ def test_normalise_hand_cases(text: str, iso: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["29 February 2023", "29 February 1900", "31 April 2026", "30/02/2024", "Monday, 21 November 2026",
-     "21 Novembre 2026", "13/13/2026", "yesterday", ""],
-)  # fmt: skip
+    [
+        "29 February 2023",
+        "29 February 1900",
+        "31 April 2026",
+        "30/02/2024",
+        "Monday, 21 November 2026",
+        "21 Novembre 2026",
+        "13/13/2026",
+        "yesterday",
+        "",
+    ],
+)
 def test_normalise_rejects_invalid_dates(text: str) -> None:
     with pytest.raises(ValueError):
         normalise(text)

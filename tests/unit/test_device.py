@@ -62,8 +62,13 @@ def assert_same_attention(a, b, atol):
 # ------------------------------------------------------------------------------ OOM fallback (any machine)
 
 
-INPUTS = {MINILM.id: SENTENCE, STORIES: SENTENCE, "tiny-translator": "the red car is small",
-          "bahdanau-translator": "the red car is small", "tiny-vit-digits": digit(0)[0]}
+INPUTS = {
+    MINILM.id: SENTENCE,
+    STORIES: SENTENCE,
+    "tiny-translator": "the red car is small",
+    "bahdanau-translator": "the red car is small",
+    "tiny-vit-digits": digit(0)[0],
+}
 
 
 def comparable(trace) -> dict[str, np.ndarray]:
@@ -71,8 +76,11 @@ def comparable(trace) -> dict[str, np.ndarray]:
     if isinstance(trace, AttentionTrace):
         return {f"{name}{i}": a for name in ("queries", "keys", "values") for i, a in enumerate(getattr(trace, name))}
     if hasattr(trace, "cross"):
-        return {f"{block}.{k}": v for block in ("encoder", "decoder", "cross")
-                for k, v in comparable(getattr(trace, block)).items()}  # fmt: skip
+        return {
+            f"{block}.{k}": v
+            for block in ("encoder", "decoder", "cross")
+            for k, v in comparable(getattr(trace, block)).items()
+        }
     if hasattr(trace, "alignment"):
         return {"alignment": trace.alignment, "contexts": trace.contexts}
     return {"probs": trace.probs, **comparable(trace.attention)}
@@ -96,8 +104,9 @@ def test_gpu_out_of_memory_retries_on_a_cpu_copy(model_id):
         rebuilt.append(device)
         return reference.reload(device)
 
-    model = dataclasses.replace(reference, module=failing, device=ACCELERATOR, reload=reload,
-                                lock=threading.Lock(), _cpu_module=None)  # fmt: skip
+    model = dataclasses.replace(
+        reference, module=failing, device=ACCELERATOR, reload=reload, lock=threading.Lock(), _cpu_module=None
+    )
     got = engine.trace(model, INPUTS[model_id])
     assert rebuilt == [CPU], "the CPU copy is built once, on the CPU"
     assert any("ran out of memory" in n for n in got.notices), got.notices
@@ -115,8 +124,9 @@ def test_gpu_out_of_memory_retries_on_a_cpu_copy(model_id):
 
 def test_out_of_memory_on_the_cpu_is_not_hidden():
     reference = load_on(STORIES, CPU)
-    model = dataclasses.replace(reference, module=failing_copy(reference.module), lock=threading.Lock(),
-                                _cpu_module=None)  # fmt: skip
+    model = dataclasses.replace(
+        reference, module=failing_copy(reference.module), lock=threading.Lock(), _cpu_module=None
+    )
     with pytest.raises(torch.OutOfMemoryError):
         engine.trace(model, SENTENCE)
 

@@ -175,7 +175,9 @@ def test_unknown_hub_id_online_without_network_fails_after_one_bounded_probe(mon
     assert "HF_HUB_OFFLINE" not in str(err)  # it took the network path, not the offline shortcut
     probes = [kwargs for name, kwargs in hub_calls if name == "model_info"]
     assert len(probes) == 1 and 0 < probes[0]["timeout"] == PROBE_TIMEOUT_S <= 5  # one probe, bounded
-    assert not [kwargs for name, kwargs in hub_calls if name == "snapshot_download" and not kwargs.get("local_files_only")]
+    assert not [
+        kwargs for name, kwargs in hub_calls if name == "snapshot_download" and not kwargs.get("local_files_only")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -235,8 +237,10 @@ def test_list_models_puts_offline_models_first() -> None:
     assert offline == sorted(offline, reverse=True), "offline models must come first"
     assert models[0].family == "encoder" and models[ids.index("tiny-random-gpt2")].family == "decoder"
     assert len(set(ids)) == len(ids)
-    assert all(m.label and m.family in {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention",
-                                          "captioner"} for m in models)
+    assert all(
+        m.label and m.family in {"encoder", "decoder", "encoder-decoder", "vit", "rnn-attention", "captioner"}
+        for m in models
+    )
 
 
 def test_listing_models_does_not_import_heavy_modules(repo_root: Path) -> None:
@@ -247,7 +251,11 @@ def test_listing_models_does_not_import_heavy_modules(repo_root: Path) -> None:
         "('streamlit', 'torch', 'transformers')}}))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=repo_root, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", code],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(repo_root)},
     )
     assert out.returncode == 0, out.stderr
@@ -309,8 +317,18 @@ def test_app_never_imports_torch_or_transformers(repo_root: Path) -> None:
 # ---- text helpers ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "piece, shown",
-    [("##ing", "ing"), ("▁the", "the"), ("Ġcat", "cat"), ("Ġ", "␣"), ("Ċ", "↵"), ("cat", "cat"),
-     ("##", "##"), ("▁", "␣"), ("ĊĊ", "↵"), ("[CLS]", "[CLS]")],
+    [
+        ("##ing", "ing"),
+        ("▁the", "the"),
+        ("Ġcat", "cat"),
+        ("Ġ", "␣"),
+        ("Ċ", "↵"),
+        ("cat", "cat"),
+        ("##", "##"),
+        ("▁", "␣"),
+        ("ĊĊ", "↵"),
+        ("[CLS]", "[CLS]"),
+    ],
 )
 def test_clean_token(piece: str, shown: str) -> None:
     assert clean_token(piece) == shown
@@ -332,7 +350,9 @@ def _byte_level(text: str) -> str:
     return "".join(p for p, _ in pieces)
 
 
-@pytest.mark.parametrize("text", [" cat", "café", " 東京", "🙂", "a\u0301", "!~¡¬®ÿ", " \t", "x" + bytes(range(1, 32)).decode()])
+@pytest.mark.parametrize(
+    "text", [" cat", "café", " 東京", "🙂", "a\u0301", "!~¡¬®ÿ", " \t", "x" + bytes(range(1, 32)).decode()]
+)
 def test_byte_level_display_round_trips(text: str) -> None:
     piece = _byte_level(text)
     assert len(piece) == len(text.encode("utf-8"))

@@ -46,8 +46,10 @@ def test_every_named_piece_resolves(record: FamilyRecord) -> None:
 
 
 def _shipped() -> list[tuple[str, dict]]:
-    return [(path.stem, json.loads(path.read_text(encoding="utf-8")))
-            for path in sorted(registry.CHECKPOINTS.glob("*.json"))]  # fmt: skip
+    return [
+        (path.stem, json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted(registry.CHECKPOINTS.glob("*.json"))
+    ]
 
 
 @pytest.mark.parametrize("name, document", _shipped(), ids=lambda v: v if isinstance(v, str) else "")
@@ -67,8 +69,11 @@ def test_shipped_checkpoints_load_through_their_record(name: str, document: dict
 
 def test_the_checkpoint_format_knows_exactly_the_recorded_kinds(tmp_path) -> None:
     (tmp_path / "x.json").write_text(json.dumps({"format": checkpoint.FORMAT, "kind": "lstm", "model_config": {}}))
-    with pytest.raises(CheckpointError, match=r"unknown model kind 'lstm'; known kinds: \['captioner', 'rnn-attention', "
-                                              r"'seq2seq', 'transformer', 'vit'\]"):  # fmt: skip
+    with pytest.raises(
+        CheckpointError,
+        match=r"unknown model kind 'lstm'; known kinds: \['captioner', 'rnn-attention', "
+        r"'seq2seq', 'transformer', 'vit'\]",
+    ):
         checkpoint.read_checkpoint_config(tmp_path, "x")
 
 
@@ -111,9 +116,19 @@ def test_the_hub_loader_finds_a_family_only_in_the_table(tmp_path, monkeypatch) 
     with pytest.raises(ModelUnavailableError) as caught:
         engine.load(str(tmp_path))
     assert str(caught.value).endswith(f"supported here: {', '.join(sorted(HUB_TYPES))}.")
-    monkeypatch.setitem(HUB_TYPES, "lstm", FamilyRecord("lstm", "hf", ("encoder",), f"{__name__}:_fake_loader",
-                                                        "engine.pretrained.text_hf:BERT_LIKE", "AttentionTrace",
-                                                        "LSTM"))  # fmt: skip
+    monkeypatch.setitem(
+        HUB_TYPES,
+        "lstm",
+        FamilyRecord(
+            "lstm",
+            "hf",
+            ("encoder",),
+            f"{__name__}:_fake_loader",
+            "engine.pretrained.text_hf:BERT_LIKE",
+            "AttentionTrace",
+            "LSTM",
+        ),
+    )
     assert engine.load(str(tmp_path)) == ("fake", str(tmp_path), "lstm", None, None)
 
 
@@ -122,7 +137,12 @@ def test_pages_and_messages_read_their_families_from_the_table() -> None:
 
     drawn = {f for r in TABLE if r.trace_type in ("AttentionTrace", "Seq2SeqTrace") for f in r.families}
     assert text_families() == drawn == {"encoder", "decoder", "encoder-decoder"}
-    assert hub_labels("vit") == ("ViT", "DeiT", "Swin") and hub_labels("encoder-decoder") == ("T5", "mT5", "BART", "Marian")
+    assert hub_labels("vit") == ("ViT", "DeiT", "Swin") and hub_labels("encoder-decoder") == (
+        "T5",
+        "mT5",
+        "BART",
+        "Marian",
+    )
     assert set(hub_labels()) == {r.label for r in TABLE if r.source == "hf"}
     for r in TABLE:
         if r.positions is not None:

@@ -40,10 +40,19 @@ def llama(tmp_path_factory):
     from engine.pretrained.tiny_gpt2 import build_tokenizer
 
     tok = build_tokenizer()
-    cfg = tf.LlamaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
-                         initializer_range=0.25, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
-                         pad_token_id=tok.eos_token_id)  # fmt: skip
+    cfg = tf.LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        initializer_range=0.25,
+        bos_token_id=tok.eos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.eos_token_id,
+    )
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny_llama") / "llama"
     tf.AutoModelForCausalLM.from_config(cfg).eval().save_pretrained(folder)
@@ -81,7 +90,7 @@ def test_own_greedy_is_argmax_and_stops_at_eos(own):
     prompt_ids = list(engine.trace(own, PROMPT_OWN).tokens.ids)
     assert list(tr.tokens.ids[: tr.generated_from]) == prompt_ids and tr.generated_from == len(prompt_ids)
     _check_greedy(own, tr)
-    assert tr.tokens.ids[-1] == EOS_ID and EOS_ID not in tr.tokens.ids[tr.generated_from:-1]
+    assert tr.tokens.ids[-1] == EOS_ID and EOS_ID not in tr.tokens.ids[tr.generated_from : -1]
     assert len(tr.tokens) - tr.generated_from < 60
     assert any("greedy" in n and "end-of-text" in n for n in tr.notices)
 
@@ -106,7 +115,7 @@ def test_own_sampling_is_seeded_and_stays_in_top_k_top_p(own):
 def test_own_generated_text_joins_words(own):
     tr = engine.generate(own, PROMPT_OWN, DecodeSettings(max_new_tokens=5))
     prompt, rest = generated_text(own, tr)
-    assert prompt == PROMPT_OWN and rest == " " + " ".join(tr.tokens.strings[tr.generated_from:])
+    assert prompt == PROMPT_OWN and rest == " " + " ".join(tr.tokens.strings[tr.generated_from :])
 
 
 def test_prompt_filling_the_positions_is_refused(own):
@@ -148,8 +157,9 @@ def test_gpt2_sampling_and_trace_of_the_same_ids(gpt2):
     assert tr.tokens.ids == engine.generate(gpt2, PROMPT_HF, settings).tokens.ids
     _check_sampled_inside(gpt2, tr, settings)
     with torch.no_grad():
-        out = gpt2.module(input_ids=torch.tensor([list(tr.tokens.ids)], device=gpt2.device),
-                          output_attentions=True, use_cache=False)
+        out = gpt2.module(
+            input_ids=torch.tensor([list(tr.tokens.ids)], device=gpt2.device), output_attentions=True, use_cache=False
+        )
     for layer, att in enumerate(out.attentions):
         np.testing.assert_allclose(tr.pattern(layer), att[0].float().cpu().numpy(), atol=1e-5)
 

@@ -63,10 +63,21 @@ def _kept_by_transformers(logits: np.ndarray, settings: DecodeSettings) -> set[i
 
 
 @pytest.mark.parametrize("vocab", [8, 50, 1000])
-@pytest.mark.parametrize(("temperature", "top_k", "top_p"), [
-    (1.0, 2, 0.5), (1.0, 5, 0.9), (0.7, 10, 0.3), (1.5, 3, 0.95), (2.0, 40, 0.6), (0.5, 0, 0.8), (1.0, 7, 1.0),
-    (3.0, 20, 0.99), (0.3, 100, 0.5), (1.0, 1, 0.2),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("temperature", "top_k", "top_p"),
+    [
+        (1.0, 2, 0.5),
+        (1.0, 5, 0.9),
+        (0.7, 10, 0.3),
+        (1.5, 3, 0.95),
+        (2.0, 40, 0.6),
+        (0.5, 0, 0.8),
+        (1.0, 7, 1.0),
+        (3.0, 20, 0.99),
+        (0.3, 100, 0.5),
+        (1.0, 1, 0.2),
+    ],
+)
 def test_kept_tokens_equal_transformers_samplers(vocab, temperature, top_k, top_p):
     rng = np.random.default_rng(vocab)
     for draw in range(5):
@@ -87,9 +98,20 @@ def test_sampling_is_seeded_and_follows_the_distribution():
     np.testing.assert_allclose(freq[:3], np.array([0.5, 0.2, 0.15]) / 0.85, atol=0.03)
 
 
-@pytest.mark.parametrize("bad", [dict(max_new_tokens=0), dict(max_new_tokens=10_000), dict(temperature=0),
-                                 dict(top_p=0), dict(top_p=1.5), dict(top_k=-1), dict(seed=-1),
-                                 dict(max_new_tokens=True), dict(temperature="hot")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(max_new_tokens=0),
+        dict(max_new_tokens=10_000),
+        dict(temperature=0),
+        dict(top_p=0),
+        dict(top_p=1.5),
+        dict(top_k=-1),
+        dict(seed=-1),
+        dict(max_new_tokens=True),
+        dict(temperature="hot"),
+    ],
+)
 def test_out_of_range_settings_are_refused(bad):
     with pytest.raises(EngineError):
         DecodeSettings(**bad)

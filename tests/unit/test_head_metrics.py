@@ -101,13 +101,15 @@ def test_sink_positions_are_specials_and_the_first_token():
 # ---------------------------------------------------------------- unknown words are not sinks
 
 # [CLS] the [UNK] cat [SEP]: rows sum to 1; the [UNK] column (index 2) carries a lot of weight
-UNK_PATTERN = np.array([
-    [0.30, 0.05, 0.55, 0.05, 0.05],
-    [0.10, 0.10, 0.70, 0.05, 0.05],
-    [0.05, 0.05, 0.80, 0.05, 0.05],
-    [0.10, 0.05, 0.70, 0.10, 0.05],
-    [0.10, 0.05, 0.65, 0.05, 0.15],
-])
+UNK_PATTERN = np.array(
+    [
+        [0.30, 0.05, 0.55, 0.05, 0.05],
+        [0.10, 0.10, 0.70, 0.05, 0.05],
+        [0.05, 0.05, 0.80, 0.05, 0.05],
+        [0.10, 0.05, 0.70, 0.10, 0.05],
+        [0.10, 0.05, 0.65, 0.05, 0.15],
+    ]
+)
 UNK_TOKENS = ["[CLS]", "the", "[UNK]", "cat", "[SEP]"]
 
 

@@ -110,8 +110,12 @@ def test_trace_ids_reads_any_id_sequence(pair) -> None:
     assert not same.truncated and same.n_input_tokens == len(by_text.tokens) and same.notices == ()
 
     ids = list(by_text.tokens.ids) + [7, 11, 7, 30]  # 4 "generated" ids
-    tokens = dataclasses.replace(by_text.tokens, strings=by_text.tokens.strings + ("a", "b", "a", "c"),
-                                 ids=tuple(ids), special=by_text.tokens.special + (False,) * 4)  # fmt: skip
+    tokens = dataclasses.replace(
+        by_text.tokens,
+        strings=by_text.tokens.strings + ("a", "b", "a", "c"),
+        ids=tuple(ids),
+        special=by_text.tokens.special + (False,) * 4,
+    )
     tr = adapter.trace_ids(model, ids, tokens, causal=None, notices=("kept",))
     assert tr.notices == ("kept",) and tr.tokens is tokens
     assert_parity(tr, reference_attentions(ref, ids))
@@ -125,8 +129,9 @@ def test_trace_ids_refuses_what_it_cannot_trace(folders) -> None:
     with pytest.raises(EngineError, match="display tokens"):
         model.adapter.trace_ids(model, list(tokens.ids)[:-1], tokens, causal=None)
     too_many = [5] * (MAX_POS + 1)
-    long_tokens = dataclasses.replace(tokens, strings=("x",) * len(too_many), ids=tuple(too_many),
-                                      special=(False,) * len(too_many))  # fmt: skip
+    long_tokens = dataclasses.replace(
+        tokens, strings=("x",) * len(too_many), ids=tuple(too_many), special=(False,) * len(too_many)
+    )
     with pytest.raises(EngineError, match=f"at most {MAX_POS} tokens"):
         model.adapter.trace_ids(model, too_many, long_tokens, causal=None)
 
@@ -165,7 +170,9 @@ def test_head_ablation_zeroes_the_family_output_projection(pair) -> None:
     r = ablate(model, TEXT, [(0, 1), (1, 3)], top_k=5)
     edited = copy.deepcopy(ref)
     base = getattr(edited, edited.base_model_prefix, edited)
-    layers = base.h if family(kind) == "gpt2" else (base.transformer.layer if kind == "distilbert" else base.encoder.layer)
+    layers = (
+        base.h if family(kind) == "gpt2" else (base.transformer.layer if kind == "distilbert" else base.encoder.layer)
+    )
     for _block, layer, head in r.heads_off:
         proj = dict(layers[layer].named_modules())[model.adapter.out_proj]
         with torch.no_grad():
@@ -181,5 +188,7 @@ def test_head_ablation_zeroes_the_family_output_projection(pair) -> None:
             assert r.kl > 1e-6
         else:
             hidden = edited(input_ids=ids).last_hidden_state[0].mean(dim=0)
-            np.testing.assert_allclose(r.embedding_after, torch.nn.functional.normalize(hidden, dim=0).numpy(), atol=1e-5)
+            np.testing.assert_allclose(
+                r.embedding_after, torch.nn.functional.normalize(hidden, dim=0).numpy(), atol=1e-5
+            )
             assert r.cosine < 1.0 - 1e-6

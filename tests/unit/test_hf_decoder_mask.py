@@ -41,8 +41,16 @@ def _build(kind: str, folder: Path, **flags) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     tok = _tokenizer(folder)
-    common = dict(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=64, initializer_range=0.25, pad_token_id=tok.pad_token_id, **flags)
+    common = dict(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        initializer_range=0.25,
+        pad_token_id=tok.pad_token_id,
+        **flags,
+    )
     if kind == "bert":
         config, cls = BertConfig(max_position_embeddings=MAX_POS, **common), BertModel
     elif kind == "roberta":  # positions start after the padding index
@@ -73,8 +81,9 @@ def _assert_equal(tr, atts: list[np.ndarray]) -> None:
     assert tr.n_layers == len(atts) and tr.n_heads == atts[0].shape[0]
     for layer, att in enumerate(atts):
         for head in range(tr.n_heads):
-            np.testing.assert_allclose(tr.pattern(layer, head), att[head], atol=ATOL, rtol=0,
-                                       err_msg=f"layer {layer} head {head}")
+            np.testing.assert_allclose(
+                tr.pattern(layer, head), att[head], atol=ATOL, rtol=0, err_msg=f"layer {layer} head {head}"
+            )
 
 
 def _looks_ahead(atts: list[np.ndarray]) -> float:

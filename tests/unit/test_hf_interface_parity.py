@@ -29,8 +29,14 @@ SENTENCES = {
     "odd": "Héllo, wörld!! — naïve café… 東京 🙂 (x+y)² = z; «quotes»",
 }
 
-_COMMON = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-               max_position_embeddings=MAX_POS, initializer_range=0.25)  # fmt: skip
+_COMMON = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=MAX_POS,
+    initializer_range=0.25,
+)
 
 
 def _config(kind: str, vocab: int, eos: int):
@@ -42,8 +48,9 @@ def _config(kind: str, vocab: int, eos: int):
     if kind == "mistral":
         return tf.MistralConfig(num_key_value_heads=2, sliding_window=WINDOW, **_COMMON, **ids)
     if kind == "qwen2":  # sliding window on the layers from max_window_layers on
-        return tf.Qwen2Config(num_key_value_heads=2, use_sliding_window=True, sliding_window=WINDOW,
-                              max_window_layers=1, **_COMMON, **ids)  # fmt: skip
+        return tf.Qwen2Config(
+            num_key_value_heads=2, use_sliding_window=True, sliding_window=WINDOW, max_window_layers=1, **_COMMON, **ids
+        )
     if kind == "qwen3":
         return tf.Qwen3Config(num_key_value_heads=1, head_dim=8, **_COMMON, **ids)
     if kind == "gpt_neox":
@@ -54,13 +61,26 @@ def _config(kind: str, vocab: int, eos: int):
     if kind == "gemma":
         return tf.GemmaConfig(num_key_value_heads=1, head_dim=8, **_COMMON, **ids)
     if kind == "gemma2":  # a small logit cap so that it changes the patterns; local and global layers
-        return tf.Gemma2Config(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=12, attn_logit_softcapping=2.0,
-                               sliding_window=WINDOW, layer_types=["full_attention", "sliding_attention"],
-                               **_COMMON, **ids)  # fmt: skip
+        return tf.Gemma2Config(
+            num_key_value_heads=2,
+            head_dim=8,
+            query_pre_attn_scalar=12,
+            attn_logit_softcapping=2.0,
+            sliding_window=WINDOW,
+            layer_types=["full_attention", "sliding_attention"],
+            **_COMMON,
+            **ids,
+        )
     if kind == "gemma3_text":  # local (sliding) layers and global ones; scaling from query_pre_attn_scalar
-        return tf.Gemma3TextConfig(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=12,
-                                   sliding_window=WINDOW, layer_types=["sliding_attention", "full_attention"],
-                                   **_COMMON, **ids)  # fmt: skip
+        return tf.Gemma3TextConfig(
+            num_key_value_heads=2,
+            head_dim=8,
+            query_pre_attn_scalar=12,
+            sliding_window=WINDOW,
+            layer_types=["sliding_attention", "full_attention"],
+            **_COMMON,
+            **ids,
+        )
     raise ValueError(kind)
 
 
@@ -117,8 +137,9 @@ def test_pattern_equals_eager_output_attentions(folders, kind: str, sentence: st
     assert spread > 0.05, "reference patterns are nearly uniform: the comparison would mean little"
     for layer, att in enumerate(atts):
         for head in range(tr.n_heads):
-            np.testing.assert_allclose(tr.pattern(layer, head), att[head], atol=ATOL, rtol=0,
-                                       err_msg=f"{kind} layer {layer} head {head}")  # fmt: skip
+            np.testing.assert_allclose(
+                tr.pattern(layer, head), att[head], atol=ATOL, rtol=0, err_msg=f"{kind} layer {layer} head {head}"
+            )
 
 
 @pytest.mark.parametrize("kind", ["llama", "gpt_neox"])
@@ -128,8 +149,12 @@ def test_causal_off_equals_eager_with_an_all_zero_mask(folders, kind: str) -> No
     assert not tr.causal
     n = len(tr.tokens)
     with torch.no_grad():
-        out = ref(input_ids=torch.tensor([list(tr.tokens.ids)]), attention_mask=torch.zeros(1, 1, n, n),
-                  output_attentions=True, use_cache=False)  # fmt: skip
+        out = ref(
+            input_ids=torch.tensor([list(tr.tokens.ids)]),
+            attention_mask=torch.zeros(1, 1, n, n),
+            output_attentions=True,
+            use_cache=False,
+        )
     for layer, att in enumerate(out.attentions):
         np.testing.assert_allclose(tr.pattern(layer), att[0].numpy(), atol=ATOL, rtol=0)
     assert engine.trace(model, SENTENCES["short"]).causal  # the shared model is causal again
@@ -142,8 +167,9 @@ def test_causal_off_with_a_sliding_window_equals_eager(folders, kind: str) -> No
     tr = engine.trace(model, SENTENCES["short"], causal=False)
     assert not tr.causal and WINDOW in tr.window
     with torch.no_grad():
-        out = ref(input_ids=torch.tensor([list(tr.tokens.ids)]), is_causal=False, output_attentions=True,
-                  use_cache=False)  # fmt: skip
+        out = ref(
+            input_ids=torch.tensor([list(tr.tokens.ids)]), is_causal=False, output_attentions=True, use_cache=False
+        )
     for layer, att in enumerate(out.attentions):
         np.testing.assert_allclose(tr.pattern(layer), att[0].numpy(), atol=ATOL, rtol=0, err_msg=f"layer {layer}")
     windowed = tr.window.index(WINDOW)
@@ -155,9 +181,13 @@ def test_causal_off_with_a_sliding_window_equals_eager(folders, kind: str) -> No
 
 
 def test_sliding_windows_are_shorter_than_the_input(folders) -> None:
-    for kind, expected in (("mistral", (WINDOW, WINDOW)), ("qwen2", (None, WINDOW)), ("gemma3_text", (WINDOW, None)),
-                           ("phi3", (WINDOW, WINDOW)),
-                           ("gemma2", (None, WINDOW))):
+    for kind, expected in (
+        ("mistral", (WINDOW, WINDOW)),
+        ("qwen2", (None, WINDOW)),
+        ("gemma3_text", (WINDOW, None)),
+        ("phi3", (WINDOW, WINDOW)),
+        ("gemma2", (None, WINDOW)),
+    ):
         model, _ = _pair(kind, folders)
         tr = engine.trace(model, SENTENCES["short"])
         assert tr.window == expected, kind
@@ -193,8 +223,9 @@ def test_overview_with_a_window_equals_the_pattern_pooled_by_hand(folders, reduc
     edges = overview_edges(n, size)
     for layer in range(tr.n_layers):
         p = tr.pattern(layer, 2)
-        want = np.array([[getattr(p[a:b, c:d], reduce)() for c, d in zip(edges, edges[1:])]
-                         for a, b in zip(edges, edges[1:])])  # fmt: skip
+        want = np.array(
+            [[getattr(p[a:b, c:d], reduce)() for c, d in zip(edges, edges[1:])] for a, b in zip(edges, edges[1:])]
+        )
         np.testing.assert_allclose(tr.overview(layer, 2, size=size, reduce=reduce), want, atol=1e-6)
         np.testing.assert_allclose(tr.pattern_rows(layer, 2, 0, n), p, atol=1e-6)
 
@@ -240,8 +271,9 @@ def test_the_model_output_is_plain_sdpa(folders, kind: str, chunk, monkeypatch) 
     sdpa = AutoModelForCausalLM.from_pretrained(folders[kind], attn_implementation=impl).eval()
     ids = torch.tensor([[5, 9, 14, 3, 27, 8, 40, 41, 2, 77, 19, 60]])
     with torch.no_grad():
-        np.testing.assert_allclose(model.module(input_ids=ids).logits.numpy(), sdpa(input_ids=ids).logits.numpy(),
-                                   atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            model.module(input_ids=ids).logits.numpy(), sdpa(input_ids=ids).logits.numpy(), atol=1e-5
+        )
 
 
 def test_byte_level_tokens_are_displayed_decoded(folders) -> None:
@@ -346,8 +378,9 @@ def test_gpu_out_of_memory_retries_on_a_cpu_copy(folders) -> None:
 
     for sub in failing.modules():
         sub.forward = out_of_memory
-    gpu = dataclasses.replace(model, module=failing, device=torch.device("meta"), lock=threading.Lock(),
-                              _cpu_module=None)  # fmt: skip
+    gpu = dataclasses.replace(
+        model, module=failing, device=torch.device("meta"), lock=threading.Lock(), _cpu_module=None
+    )
     tr = engine.trace(gpu, SENTENCES["short"])
     assert tr.device == "cpu" and any("ran on the CPU" in n for n in tr.notices)
     assert tr.window == expected.window

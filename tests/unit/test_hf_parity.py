@@ -128,7 +128,9 @@ def gpt2(tiny_folders) -> Pair:
 def minilm_ref(minilm_path):
     from transformers import AutoModel, AutoTokenizer
 
-    return AutoModel.from_pretrained(minilm_path, attn_implementation="eager").eval(), AutoTokenizer.from_pretrained(minilm_path)
+    return AutoModel.from_pretrained(minilm_path, attn_implementation="eager").eval(), AutoTokenizer.from_pretrained(
+        minilm_path
+    )
 
 
 def state_checksum(module: torch.nn.Module) -> str:

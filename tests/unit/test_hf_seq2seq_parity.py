@@ -29,6 +29,8 @@ SENTENCES = {
     "odd": "Héllo <b>wörld</b> 🙂 — le chat!",
     "long": " ".join(["the house is small and le chat est assis sur le tapis"] * 8),  # cut at the limit
 }
+
+
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny_seq2seq")
@@ -44,14 +46,18 @@ def loaded(folders):
 def eager(folders):
     from transformers import AutoModelForSeq2SeqLM
 
-    return {kind: AutoModelForSeq2SeqLM.from_pretrained(folders[kind], attn_implementation="eager").eval()
-            for kind in KINDS}  # fmt: skip
+    return {
+        kind: AutoModelForSeq2SeqLM.from_pretrained(folders[kind], attn_implementation="eager").eval() for kind in KINDS
+    }
 
 
 def _reference(module, tr: Seq2SeqTrace):
     with torch.no_grad():
-        return module(input_ids=torch.tensor([list(tr.source.ids)]), decoder_input_ids=torch.tensor([list(tr.target.ids)]),
-                      output_attentions=True)  # fmt: skip
+        return module(
+            input_ids=torch.tensor([list(tr.source.ids)]),
+            decoder_input_ids=torch.tensor([list(tr.target.ids)]),
+            output_attentions=True,
+        )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -67,8 +73,9 @@ def test_three_attentions_equal_eager(loaded, eager, kind, sentence):
         mine = getattr(tr, name)
         assert mine.n_layers == len(theirs)
         for layer in range(mine.n_layers):
-            np.testing.assert_allclose(mine.pattern(layer), theirs[layer][0].numpy(), atol=ATOL,
-                                       err_msg=f"{kind} {name} layer {layer}")  # fmt: skip
+            np.testing.assert_allclose(
+                mine.pattern(layer), theirs[layer][0].numpy(), atol=ATOL, err_msg=f"{kind} {name} layer {layer}"
+            )
         # the chunked overview (what long inputs draw) agrees with the exact pattern
         np.testing.assert_allclose(mine.overview(mine.n_layers - 1, 1), theirs[-1][0, 1].numpy(), atol=ATOL)
     assert tr.decoder.causal and not tr.encoder.causal and not tr.cross.causal
@@ -102,8 +109,13 @@ def _generate(module, src_ids, n_new: int) -> list[int]:
     from transformers import DynamicCache, EncoderDecoderCache
 
     with torch.no_grad():
-        out = module.generate(torch.tensor([list(src_ids)]), do_sample=False, num_beams=1, max_new_tokens=n_new,
-                              past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()))  # fmt: skip
+        out = module.generate(
+            torch.tensor([list(src_ids)]),
+            do_sample=False,
+            num_beams=1,
+            max_new_tokens=n_new,
+            past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()),
+        )
     return out[0].tolist()
 
 

@@ -80,8 +80,14 @@ LEARNED_2_LAYERS = [
 def _model(pos_encoding: str, norm: str = "pre") -> Transformer:
     return Transformer(
         TransformerConfig(
-            vocab_size=11, d_model=8, n_layers=2, n_heads=2, d_mlp=16, max_len=8,
-            pos_encoding=pos_encoding, norm=norm,
+            vocab_size=11,
+            d_model=8,
+            n_layers=2,
+            n_heads=2,
+            d_mlp=16,
+            max_len=8,
+            pos_encoding=pos_encoding,
+            norm=norm,
         )
     )
 

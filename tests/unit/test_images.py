@@ -66,8 +66,9 @@ def test_truncated_file(fmt: str):
     assert "truncated" in str(err.value) or "Error" in str(err.value)
 
 
-@pytest.mark.parametrize("header", [_png_header_claiming(60_000, 60_000), _gif_header_claiming(65_000, 65_000)],
-                         ids=["png", "gif"])
+@pytest.mark.parametrize(
+    "header", [_png_header_claiming(60_000, 60_000), _gif_header_claiming(65_000, 65_000)], ids=["png", "gif"]
+)
 @pytest.mark.reliability  # also part of the reliability suite (-m reliability)
 def test_header_claiming_a_huge_size_is_refused_before_decoding(header: bytes):
     assert len(header) < 100

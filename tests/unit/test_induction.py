@@ -141,8 +141,11 @@ def test_the_task_repeats_a_run_of_letters_to_fill_the_context() -> None:
     assert batch.inputs.shape == (16, CONTEXT)
     for row, target in zip(batch.inputs.tolist(), batch.targets.tolist()):
         letters = row[1:]
-        period = next(m for m in range(task.min_period, task.max_period + 1)
-                      if all(letters[i] == letters[i % m] for i in range(len(letters))))  # fmt: skip
+        period = next(
+            m
+            for m in range(task.min_period, task.max_period + 1)
+            if all(letters[i] == letters[i % m] for i in range(len(letters)))
+        )
         assert row[0] == 1 and all(5 <= t < 31 for t in letters) and period <= task.max_period
         assert target[:-1] == row[1:] and target[-1] == -100
     words = task.vocab.decode(task.probe())
@@ -179,8 +182,9 @@ def test_head_scores_read_the_captured_patterns() -> None:
         for head in range(4):
             stripe = [p[layer, head, q, q - 19] for q in range(19, 41)]
             assert scores.prefix_matching[layer, head] == pytest.approx(np.mean(stripe))
-            assert scores.previous_token[layer, head] == pytest.approx(np.mean([p[layer, head, i, i - 1]
-                                                                                for i in range(1, 41)]))  # fmt: skip
+            assert scores.previous_token[layer, head] == pytest.approx(
+                np.mean([p[layer, head, i, i - 1] for i in range(1, 41)])
+            )
 
 
 def test_a_few_training_steps_yield_points_with_every_score() -> None:

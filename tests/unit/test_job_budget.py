@@ -40,15 +40,31 @@ class FixedEstimator:
 
 
 def make_manager(per_step: float = 1e-3, clock=None, **budget) -> JobManager:
-    return JobManager(max_running=1, heartbeat_timeout=1e9, reap_every=0.05, estimator=FixedEstimator(per_step),
-                      budget=TimeBudget(**budget), clock=clock or time.monotonic)  # fmt: skip
+    return JobManager(
+        max_running=1,
+        heartbeat_timeout=1e9,
+        reap_every=0.05,
+        estimator=FixedEstimator(per_step),
+        budget=TimeBudget(**budget),
+        clock=clock or time.monotonic,
+    )
 
 
 # ---- the estimate against the limit ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seconds, text", [(0.2, "1 s"), (40, "40 s"), (89, "89 s"), (300, "5 min"),
-                                           (2460, "41 min"), (37_500, "10.4 h"), (math.inf, "forever")])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (0.2, "1 s"),
+        (40, "40 s"),
+        (89, "89 s"),
+        (300, "5 min"),
+        (2460, "41 min"),
+        (37_500, "10.4 h"),
+        (math.inf, "forever"),
+    ],
+)
 def test_durations_read_well(seconds, text):
     assert about(seconds) == text
 
@@ -104,8 +120,18 @@ def test_submit_refuses_a_job_over_budget_and_starts_what_it_suggests(baseline_t
         m.shutdown()
 
 
-@pytest.mark.parametrize("forged", [dict(steps=math.nan), dict(steps=10**12), dict(steps="20000"), dict(steps=True),
-                                    dict(d_model=4096), dict(lr="fast"), dict(batch_size=-1)])
+@pytest.mark.parametrize(
+    "forged",
+    [
+        dict(steps=math.nan),
+        dict(steps=10**12),
+        dict(steps="20000"),
+        dict(steps=True),
+        dict(d_model=4096),
+        dict(lr="fast"),
+        dict(batch_size=-1),
+    ],
+)
 def test_forged_values_are_refused_before_anything_is_timed(forged):
     m = make_manager()
     with pytest.raises(JobSettingsError, match="must be"):
@@ -229,8 +255,13 @@ def test_the_deadline_is_twice_the_estimate_and_at_least_a_minute_more():
 
 
 def test_a_refused_resubmit_leaves_the_sessions_job_alone(baseline_threads):
-    m = JobManager(max_running=1, heartbeat_timeout=1e9, reap_every=0.05, budget=TimeBudget(max_seconds=300),
-                   estimator=lambda s: 0.01 if s.d_model == 16 else 0.1)  # fmt: skip
+    m = JobManager(
+        max_running=1,
+        heartbeat_timeout=1e9,
+        reap_every=0.05,
+        budget=TimeBudget(max_seconds=300),
+        estimator=lambda s: 0.01 if s.d_model == 16 else 0.1,
+    )
     try:
         first = m.submit("s1", LONG)  # 200 s: fits
         wait_until(lambda: first.progress().step >= 1, what="a step")
@@ -256,8 +287,9 @@ def test_a_second_job_replaces_the_first(baseline_threads):
 def test_racing_submits_of_one_session_leave_one_job(baseline_threads):
     """Two submits of one session at the same moment (two tabs, a forged double click): one job trains,
     the other is stopped at once; neither is left holding a slot out of the session's reach."""
-    m = JobManager(max_running=2, heartbeat_timeout=1e9, reap_every=0.05, estimator=FixedEstimator(1e-3),
-                   budget=TimeBudget())  # fmt: skip
+    m = JobManager(
+        max_running=2, heartbeat_timeout=1e9, reap_every=0.05, estimator=FixedEstimator(1e-3), budget=TimeBudget()
+    )
     try:
         start, jobs = threading.Barrier(4), []
 

@@ -58,8 +58,16 @@ def test_the_snapshots_are_the_loops(manager):
     assert job.wait(60)
     got = job.progress()
     task = build_task("reverse")
-    config = TrainConfig(steps=25, batch_size=8, lr=settings.lr, seed=3, device="cpu", snapshot_every=5,
-                         warmup=min(100, max(1, 25 // 10)), eval_batch_size=EVAL_BATCH)
+    config = TrainConfig(
+        steps=25,
+        batch_size=8,
+        lr=settings.lr,
+        seed=3,
+        device="cpu",
+        snapshot_every=5,
+        warmup=min(100, max(1, 25 // 10)),
+        eval_batch_size=EVAL_BATCH,
+    )
     before = torch.get_num_threads()
     torch.set_num_threads(got.threads)  # the same thread count: the same order of float sums
     try:
@@ -235,8 +243,15 @@ def test_not_a_mapping():
         validate_settings(["reverse"])  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("overrides", [dict(), dict(pos_encoding="rope", n_layers=3, d_model=96, n_heads=3),
-                                       dict(task="induction", pos_encoding="alibi"), dict(task="translation")])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(),
+        dict(pos_encoding="rope", n_layers=3, d_model=96, n_heads=3),
+        dict(task="induction", pos_encoding="alibi"),
+        dict(task="translation"),
+    ],
+)
 def test_parameter_count_matches_the_model(overrides):
     settings = validate_settings(overrides)
     task = build_task(settings.task)

@@ -43,8 +43,10 @@ def _model_calls_and_imports(path: Path) -> list[str]:
 
 def test_scanner_finds_get_model_and_torch(tmp_path) -> None:
     src = tmp_path / "page.py"
-    src.write_text("from app import services\nimport torch.nn\nfrom app.services.core import get_model\n"
-                   "m = services.get_model('x')\n")  # fmt: skip
+    src.write_text(
+        "from app import services\nimport torch.nn\nfrom app.services.core import get_model\n"
+        "m = services.get_model('x')\n"
+    )
     assert _model_calls_and_imports(src) == ["2: import torch.nn", "3: import get_model", "4: .get_model"]
 
 
@@ -66,8 +68,9 @@ print(json.dumps(sorted({m.split(".")[0] + "." + m.split(".")[1] for m in sys.mo
 
 
 def _packages_after_importing(repo_root: Path, modules: list[str]) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", _PROBE, *modules], cwd=repo_root, capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, *modules], cwd=repo_root, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -91,8 +94,11 @@ def test_shared_pieces_import_neither_models_nor_training(repo_root: Path) -> No
 
 def test_no_model_file_names_training_even_lazily(repo_root: Path) -> None:
     """A grep, for imports inside functions that the probe above cannot see."""
-    offenders = [str(f.relative_to(repo_root)) for f in sorted((repo_root / "engine/models").rglob("*.py"))
-                 if "engine.training" in f.read_text(encoding="utf-8")]  # fmt: skip
+    offenders = [
+        str(f.relative_to(repo_root))
+        for f in sorted((repo_root / "engine/models").rglob("*.py"))
+        if "engine.training" in f.read_text(encoding="utf-8")
+    ]
     assert not offenders, offenders
 
 
@@ -129,7 +135,7 @@ def _imported(tree: ast.AST, module: str, is_package: bool, known: set[str], laz
             base = node.module or ""
             if node.level:
                 package = module.split(".") if is_package else module.split(".")[:-1]
-                package = package[:len(package) - node.level + 1]
+                package = package[: len(package) - node.level + 1]
                 base = ".".join(package + ([base] if base else []))
             found.add(base)
             found.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known)
@@ -147,9 +153,16 @@ def _imported(tree: ast.AST, module: str, is_package: bool, known: set[str], laz
 def import_graph(root: Path, folders: tuple[str, ...] = ("app", "engine")) -> dict[str, set[str]]:
     files = {_module_name(root, f): f for folder in folders for f in sorted((root / folder).rglob("*.py"))}
     known = set(files)
-    return {name: _imported(ast.parse(f.read_text(encoding="utf-8")), name, f.name == "__init__.py", known,
-                            lazy=not name.startswith(EAGER_ONLY))
-            for name, f in files.items()}  # fmt: skip
+    return {
+        name: _imported(
+            ast.parse(f.read_text(encoding="utf-8")),
+            name,
+            f.name == "__init__.py",
+            known,
+            lazy=not name.startswith(EAGER_ONLY),
+        )
+        for name, f in files.items()
+    }
 
 
 def reachable(graph: dict[str, set[str]], start: str, stop: tuple[str, ...] = ()) -> dict[str, str]:
@@ -182,7 +195,8 @@ def test_the_graph_sees_lazy_imports_and_stops_at_the_gateway(tmp_path: Path) ->
     (tmp_path / "app" / "components" / "__init__.py").write_text("")
     (tmp_path / "app" / "components" / "page.py").write_text(
         "from typing import TYPE_CHECKING\nfrom app import services\nfrom . import helper\n"
-        "if TYPE_CHECKING:\n    import safetensors\n")
+        "if TYPE_CHECKING:\n    import safetensors\n"
+    )
     (tmp_path / "app" / "components" / "helper.py").write_text("def f():\n    import transformers.models\n")
     graph = import_graph(tmp_path, ("app",))
     seen = reachable(graph, "app.components.page", stop=(GATEWAY,))

@@ -27,10 +27,20 @@ from app.lesson_file import (
     write_lesson,
 )
 
-TRICKY = ['He said "it" twice', "back\\slash \\n not a newline", 'ends with a quote"', '"""three quotes"""',
-          "tab\tinside", "unicode: αβγ → √d · 日本語 🙂", "line one\nline two\n\nafter a blank line",
-          "\nstarts with a newline", "ends with a newline\n", "a ''' and a # and = and [steps]", "",
-          "   spaces kept   "]  # fmt: skip
+TRICKY = [
+    'He said "it" twice',
+    "back\\slash \\n not a newline",
+    'ends with a quote"',
+    '"""three quotes"""',
+    "tab\tinside",
+    "unicode: αβγ → √d · 日本語 🙂",
+    "line one\nline two\n\nafter a blank line",
+    "\nstarts with a newline",
+    "ends with a newline\n",
+    "a ''' and a # and = and [steps]",
+    "",
+    "   spaces kept   ",
+]
 
 
 @pytest.mark.parametrize("multiline", [False, True])
@@ -45,16 +55,37 @@ def test_every_string_reads_back_through_tomllib(multiline):
 def lesson_with(**changes) -> Lesson:
     """A lesson using every feature of the format (values any page reads)."""
     steps = (
-        Step("intro", TRICKY[0], TRICKY[6], (Link("explore.py", TRICKY[1], {"text": TRICKY[5] + "\n" + TRICKY[0],
-                                                                             "layer": "3", "head": "1"}),
-                                              Link("heads.py", "All heads", {"heads_tab": "Per-head metrics"}))),
+        Step(
+            "intro",
+            TRICKY[0],
+            TRICKY[6],
+            (
+                Link("explore.py", TRICKY[1], {"text": TRICKY[5] + "\n" + TRICKY[0], "layer": "3", "head": "1"}),
+                Link("heads.py", "All heads", {"heads_tab": "Per-head metrics"}),
+            ),
+        ),
         Step("q", "", "Only a note, no title", (), Choice(TRICKY[3], ("one", TRICKY[4], "three"), 2, TRICKY[8])),
-        Step("p", "Predict", "", (Link("step_by_step.py", "Step", {"step_query": "10"}),),
-             Predict("Where does **it** look?", "minilm", "The animal didn't cross the street because it was too tired.",
-                     "it", "animal", "", 3, 1, False, 0)),
+        Step(
+            "p",
+            "Predict",
+            "",
+            (Link("step_by_step.py", "Step", {"step_query": "10"}),),
+            Predict(
+                "Where does **it** look?",
+                "minilm",
+                "The animal didn't cross the street because it was too tired.",
+                "it",
+                "animal",
+                "",
+                3,
+                1,
+                False,
+                0,
+            ),
+        ),
         Step("demo", "Softmax", "", (), None, "softmax"),
         Step("look", "Captions", "", (), Look("Where does it look for **circle**?", "scene-captioner", 12, "circle")),
-    )  # fmt: skip
+    )
     fields = {"title": 'My "first" lesson', "steps": steps, "description": "For week 3\nof the course."} | changes
     return Lesson(**fields)
 
@@ -79,8 +110,9 @@ def test_the_built_in_lesson_is_a_lesson_file_read_by_the_same_code():
     assert read_lesson(write_lesson(lesson)) == lesson
     checks = [step.check for step in lesson.steps]
     assert all(check is not None for check in checks)
-    assert "answer" not in str([s.get("check") for s in tomllib.loads(data.decode())["steps"]
-                               if s.get("check", {}).get("kind") == "predict"])  # fmt: skip
+    assert "answer" not in str(
+        [s.get("check") for s in tomllib.loads(data.decode())["steps"] if s.get("check", {}).get("kind") == "predict"]
+    )
 
 
 def test_file_names_come_from_the_title():
@@ -92,27 +124,39 @@ def good() -> str:
     return write_lesson(lesson_with())
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda t: "x" * (MAX_BYTES + 1), f"at most {MAX_BYTES:,} bytes"),
-    (lambda t: t.replace("format = 1", "format = 1\nformat = 2"), "not readable TOML"),
-    (lambda t: t.replace("format = 1", "format = 2"), "this app reads format = 1"),
-    (lambda t: t.replace("format = 1", "fromat = 1"), "unknown key 'fromat'"),
-    (lambda t: t.replace('id = "q"', 'id = "q"\nnotes = "x"'), "Step 2: unknown key 'notes'"),
-    (lambda t: t.replace('id = "q"', 'id = "intro"'), "Step 2: the id 'intro' is used by an earlier step"),
-    (lambda t: t.replace('page = "heads"', 'page = "nowhere"'), "Step 1, link 2: there is no page 'nowhere'"),
-    (lambda t: t.replace('layer = "3"', 'layr = "3"'), "Step 1, link 1: the page explore has no link parameter 'layr'"),
-    (lambda t: t.replace('layer = "3"', 'layer = "three"'), "Step 1, link 1: layer = 'three' is not a value"),
-    (lambda t: t.replace('heads_tab = "Per-head metrics"', 'heads_tab = "Nope"'), "heads_tab = 'Nope' is not a value"),
-    (lambda t: t.replace('step_query = "10"', 'step_query = "10", room = "ABCDEF"'), "no link parameter 'room'"),
-    (lambda t: t.replace("answer = 3", "answer = 4"), "Step 2, check: answer is the number of the right option, 1 to 3"),
-    (lambda t: t.replace('model = "minilm"', 'model = "gpt-17"'), "Step 3, check: there is no model 'gpt-17'"),
-    (lambda t: t.replace('kind = "choice"', 'kind = "essay"'), "kind must be \"choice\", \"predict\" or \"look\""),
-    (lambda t: t.replace("scene = 12", "scene = -1"), "Step 5, check: scene is a held-out scene's number"),
-    (lambda t: t.replace('model = "scene-captioner"', 'model = "nope"'), "Step 5, check: there is no model 'nope'"),
-    (lambda t: t.replace('options = ["one"', 'options = ["three"'), "two options are the same"),
-    (lambda t: t.replace('title = "My \\"first\\" lesson"\n', ""), "The file: title is missing"),
-    (lambda t: t.split("\n[[steps]]")[0], "The file: steps is missing"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda t: "x" * (MAX_BYTES + 1), f"at most {MAX_BYTES:,} bytes"),
+        (lambda t: t.replace("format = 1", "format = 1\nformat = 2"), "not readable TOML"),
+        (lambda t: t.replace("format = 1", "format = 2"), "this app reads format = 1"),
+        (lambda t: t.replace("format = 1", "fromat = 1"), "unknown key 'fromat'"),
+        (lambda t: t.replace('id = "q"', 'id = "q"\nnotes = "x"'), "Step 2: unknown key 'notes'"),
+        (lambda t: t.replace('id = "q"', 'id = "intro"'), "Step 2: the id 'intro' is used by an earlier step"),
+        (lambda t: t.replace('page = "heads"', 'page = "nowhere"'), "Step 1, link 2: there is no page 'nowhere'"),
+        (
+            lambda t: t.replace('layer = "3"', 'layr = "3"'),
+            "Step 1, link 1: the page explore has no link parameter 'layr'",
+        ),
+        (lambda t: t.replace('layer = "3"', 'layer = "three"'), "Step 1, link 1: layer = 'three' is not a value"),
+        (
+            lambda t: t.replace('heads_tab = "Per-head metrics"', 'heads_tab = "Nope"'),
+            "heads_tab = 'Nope' is not a value",
+        ),
+        (lambda t: t.replace('step_query = "10"', 'step_query = "10", room = "ABCDEF"'), "no link parameter 'room'"),
+        (
+            lambda t: t.replace("answer = 3", "answer = 4"),
+            "Step 2, check: answer is the number of the right option, 1 to 3",
+        ),
+        (lambda t: t.replace('model = "minilm"', 'model = "gpt-17"'), "Step 3, check: there is no model 'gpt-17'"),
+        (lambda t: t.replace('kind = "choice"', 'kind = "essay"'), 'kind must be "choice", "predict" or "look"'),
+        (lambda t: t.replace("scene = 12", "scene = -1"), "Step 5, check: scene is a held-out scene's number"),
+        (lambda t: t.replace('model = "scene-captioner"', 'model = "nope"'), "Step 5, check: there is no model 'nope'"),
+        (lambda t: t.replace('options = ["one"', 'options = ["three"'), "two options are the same"),
+        (lambda t: t.replace('title = "My \\"first\\" lesson"\n', ""), "The file: title is missing"),
+        (lambda t: t.split("\n[[steps]]")[0], "The file: steps is missing"),
+    ],
+)
 def test_a_bad_file_gets_a_message_that_says_what_is_wrong(change, message):
     with pytest.raises(LessonFileError) as caught:
         read_lesson(change(good()).encode("utf-8"))

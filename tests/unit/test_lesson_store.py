@@ -68,10 +68,17 @@ def test_saves_are_rate_limited_per_browser(store, clock):
     lessons.save("busy", "t", "body")
 
 
-STEPS = [{"title": "Why RNNs struggle", "note": "one vector", "page": "bahdanau", "label": "Open",
-          "params": {"bahdanau_text": "the red car"}},
-         {"title": "", "note": "A note only"},
-         {"title": "Heads", "note": "", "page": "heads", "label": "Open", "params": {}}]  # fmt: skip
+STEPS = [
+    {
+        "title": "Why RNNs struggle",
+        "note": "one vector",
+        "page": "bahdanau",
+        "label": "Open",
+        "params": {"bahdanau_text": "the red car"},
+    },
+    {"title": "", "note": "A note only"},
+    {"title": "Heads", "note": "", "page": "heads", "label": "Open", "params": {}},
+]
 
 
 def test_a_room_walks_a_lesson_that_every_process_sees(store, backend, clock):

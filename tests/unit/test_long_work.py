@@ -280,7 +280,7 @@ def nice_of(tid: int) -> int:
     """The nice value of thread ``tid`` from /proc (field 19 of its stat line)."""
     with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as f:
         stat = f.read()
-    return int(stat[stat.rindex(")") + 2:].split()[16])
+    return int(stat[stat.rindex(")") + 2 :].split()[16])
 
 
 @linux_only

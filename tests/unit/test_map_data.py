@@ -16,17 +16,28 @@ from engine.analysis.overview import overview_edges
 from engine.types import AttentionTrace, Tokens
 
 
-def make_trace(n: int, *, causal: bool = False, special_ends: bool = True, seed: int = 0,
-               window: tuple[int | None, ...] = ()) -> AttentionTrace:  # fmt: skip
+def make_trace(
+    n: int, *, causal: bool = False, special_ends: bool = True, seed: int = 0, window: tuple[int | None, ...] = ()
+) -> AttentionTrace:
     rng = np.random.default_rng(seed)
-    strings = tuple("[CLS]" if i == 0 and special_ends else "[SEP]" if i == n - 1 and special_ends else f"w{i}"
-                    for i in range(n))
+    strings = tuple(
+        "[CLS]" if i == 0 and special_ends else "[SEP]" if i == n - 1 and special_ends else f"w{i}" for i in range(n)
+    )
     special = tuple(s.startswith("[") for s in strings)
     toks = Tokens(strings=strings, ids=tuple(range(n)), special=special)
     q, k, v = (rng.standard_normal((2, n, 8)).astype(np.float32) * 2 for _ in range(3))
-    return AttentionTrace(model_id="m", family="decoder" if causal else "encoder", tokens=toks, key_tokens=toks,
-                          queries=(q,), keys=(k,), values=(v,), scales=(8 ** -0.5,), causal=causal,
-                          window=window)  # fmt: skip
+    return AttentionTrace(
+        model_id="m",
+        family="decoder" if causal else "encoder",
+        tokens=toks,
+        key_tokens=toks,
+        queries=(q,),
+        keys=(k,),
+        values=(v,),
+        scales=(8**-0.5,),
+        causal=causal,
+        window=window,
+    )
 
 
 def test_short_input_is_exact_with_token_labels():

@@ -67,8 +67,16 @@ def _hand_built(tmp_path):
     from engine.vocab import Vocab
 
     vocab = Vocab.from_words(["cat", "dog", "sat", MASK])
-    cfg = TransformerConfig(vocab_size=len(vocab), d_model=4, n_layers=1, n_heads=2, d_mlp=8, max_len=8,
-                            pos_encoding="learned", causal=False)
+    cfg = TransformerConfig(
+        vocab_size=len(vocab),
+        d_model=4,
+        n_layers=1,
+        n_heads=2,
+        d_mlp=8,
+        max_len=8,
+        pos_encoding="learned",
+        causal=False,
+    )
     model = Transformer(cfg)
     with torch.no_grad():
         for p in model.parameters():

@@ -131,7 +131,9 @@ def test_finetune_nsp_reports_what_changed(model):
         assert probe.index >= 64 and probe.is_next == pair.is_next
         assert probe.tokens == ("[CLS]", *pair.a, "[SEP]", *pair.b, "[SEP]")
         assert probe.p_before == pytest.approx(float(probs[probe.index - 64, 1]), abs=1e-5)
-    assert all(torch.equal(v, model.module.state_dict()[k]) for k, v in before_weights.items())  # shared model untouched
+    assert all(
+        torch.equal(v, model.module.state_dict()[k]) for k, v in before_weights.items()
+    )  # shared model untouched
 
 
 @pytest.mark.parametrize("bad", [dict(steps=0), dict(steps=10_000), dict(lr=0.0), dict(lr=1.0)])

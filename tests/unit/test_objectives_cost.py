@@ -76,7 +76,7 @@ def test_counts_follow_the_table():
     assert attention.multiply_adds == 2 * n * n * d and attention.memory_values == n * n
     assert rnn.multiply_adds == 2 * n * d * d and rnn.sequential_steps == n and rnn.path_length == n
     assert conv.multiply_adds == KERNEL * n * d * d and conv.sequential_steps == 1
-    assert KERNEL ** (conv.path_length - 1) < n <= KERNEL ** conv.path_length
+    assert KERNEL ** (conv.path_length - 1) < n <= KERNEL**conv.path_length
     a, r, _ = counts(crossover(d), d)
     assert a.multiply_adds == r.multiply_adds  # attention costs more than the RNN only past n = d
 

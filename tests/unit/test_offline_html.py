@@ -48,8 +48,14 @@ def parse(page: str) -> Parsed:
 
 def test_notes_questions_and_titles_show_literally():
     evil = '<script>alert("x")</script> <img src="http://evil.example/i.png"> & **not bold**'
-    step = PackStep(evil, "line one\n" + evil, "Which <b>one</b>?", ("<i>a</i>", "b & c"), "1. <i>a</i>",
-                    (Note("<a href='https://evil.example'>x</a>"),))  # fmt: skip
+    step = PackStep(
+        evil,
+        "line one\n" + evil,
+        "Which <b>one</b>?",
+        ("<i>a</i>", "b & c"),
+        "1. <i>a</i>",
+        (Note("<a href='https://evil.example'>x</a>"),),
+    )
     page = render("Lesson <script>", [step], JS)
     parsed = parse(page)
     shown = "".join(parsed.text)
@@ -68,10 +74,17 @@ def test_the_builtin_lessons_emphasis_is_markup_made_after_escaping():
 
 
 def test_nothing_is_fetched_and_every_chart_has_its_div_and_json():
-    figures = [{"data": [{"type": "heatmap", "z": [[0.25, None], [1e-9, 0.5]], "x": ["</script>", "a&b"]}],
-                "layout": {"title": {"text": "<b>L0</b>"}}}, {"data": [], "layout": {}}]  # fmt: skip
-    steps = [PackStep("one", items=(Chart(json.dumps(figures[0]), "cap <1>"), Note("no chart"))),
-             PackStep("two", items=(Chart(json.dumps(figures[1])),))]  # fmt: skip
+    figures = [
+        {
+            "data": [{"type": "heatmap", "z": [[0.25, None], [1e-9, 0.5]], "x": ["</script>", "a&b"]}],
+            "layout": {"title": {"text": "<b>L0</b>"}},
+        },
+        {"data": [], "layout": {}},
+    ]
+    steps = [
+        PackStep("one", items=(Chart(json.dumps(figures[0]), "cap <1>"), Note("no chart"))),
+        PackStep("two", items=(Chart(json.dumps(figures[1])),)),
+    ]
     page = render("T", steps, JS)
     parsed = parse(page)
     for tag, attrs in parsed.tags:

@@ -62,8 +62,18 @@ def make_trace(
     )
 
 
-def by_hand(trace: AttentionTrace, layer: int, head: int, size: int, reduce: str, *, q_range=None, k_range=None,
-            keys=None, row_scale: bool = False) -> np.ndarray:  # fmt: skip
+def by_hand(
+    trace: AttentionTrace,
+    layer: int,
+    head: int,
+    size: int,
+    reduce: str,
+    *,
+    q_range=None,
+    k_range=None,
+    keys=None,
+    row_scale: bool = False,
+) -> np.ndarray:
     """The full pattern, cut to the region, pooled with reduceat / block means over linspace edges."""
     p = trace.pattern(layer, head).astype(np.float64)
     q0, q1 = q_range or (0, trace.n_queries)
@@ -175,8 +185,17 @@ def test_hand_worked_three_tokens() -> None:
     """Causal, d_head 1, scale 1, q = 1 and k = (0, ln 3, ln 3): rows (1), (1/4, 3/4), (1/7, 3/7, 3/7)."""
     q = np.array([[[1.0], [1.0], [1.0]]], dtype=np.float32)
     k = np.array([[[0.0], [math.log(3)], [math.log(3)]]], dtype=np.float32)
-    trace = AttentionTrace(model_id="hand", family="decoder", tokens=toks(3), key_tokens=toks(3), queries=(q,),
-                           keys=(k,), values=(k,), scales=(1.0,), causal=True)  # fmt: skip
+    trace = AttentionTrace(
+        model_id="hand",
+        family="decoder",
+        tokens=toks(3),
+        key_tokens=toks(3),
+        queries=(q,),
+        keys=(k,),
+        values=(k,),
+        scales=(1.0,),
+        causal=True,
+    )
     exact = [[1, 0, 0], [1 / 4, 3 / 4, 0], [1 / 7, 3 / 7, 3 / 7]]
     np.testing.assert_allclose(trace.overview(0, 0), exact, rtol=1e-6, atol=1e-7)
     # size 2: edges (0, 1, 3) on both sides, blocks {0}, {1, 2}
@@ -340,8 +359,9 @@ def test_gpt2_without_its_mask_needs_no_mask_tensor(tiny_gpt2, monkeypatch) -> N
     assert n > 8 and not trace.causal
     adapter = tiny_gpt2.adapter
     with torch.inference_mode(), tiny_gpt2.lock, recording() as rec:
-        adapter.base(tiny_gpt2.module)(input_ids=torch.tensor([list(trace.tokens.ids)]),
-                                       attention_mask=torch.zeros(1, 1, n, n))  # fmt: skip
+        adapter.base(tiny_gpt2.module)(
+            input_ids=torch.tensor([list(trace.tokens.ids)]), attention_mask=torch.zeros(1, 1, n, n)
+        )
     np.testing.assert_allclose(trace.q(-1), rec.calls[-1][1].query, rtol=1e-5, atol=1e-5)
     causal = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.")
     assert not np.allclose(causal.q(-1), trace.q(-1), atol=1e-3)  # the mask did change the later layers
@@ -357,8 +377,17 @@ def test_value_weighting_hand_worked_three_tokens() -> None:
     q = np.ones((1, 3, 1), dtype=np.float32)
     k = np.array([[[0.0], [math.log(3)], [math.log(3)]]], dtype=np.float32)
     v = np.array([[[0.06, 0.08], [0.0, 2.0], [3.0, 4.0]]], dtype=np.float32)  # ‖v‖ = 0.1, 2, 5
-    trace = AttentionTrace(model_id="hand", family="decoder", tokens=toks(3), key_tokens=toks(3), queries=(q,),
-                           keys=(k,), values=(v,), scales=(1.0,), causal=True)  # fmt: skip
+    trace = AttentionTrace(
+        model_id="hand",
+        family="decoder",
+        tokens=toks(3),
+        key_tokens=toks(3),
+        queries=(q,),
+        keys=(k,),
+        values=(v,),
+        scales=(1.0,),
+        causal=True,
+    )
     norms = trace.value_norms(0, 0)
     assert norms.dtype == np.float32 and norms.shape == (3,)
     np.testing.assert_allclose(norms, [0.1, 2.0, 5.0], rtol=1e-6)
@@ -370,8 +399,9 @@ def test_value_weighting_hand_worked_three_tokens() -> None:
     scaled = np.array([[1.0, 0.0, 0.0], [1 / 60, 1.0, 0.0], [1 / 150, 0.4, 1.0]], dtype=np.float64)
     np.testing.assert_allclose(trace.overview(0, 0, weighting="value", row_scale=True), scaled, rtol=1e-6, atol=1e-7)
     # size 2, blocks {0}, {1, 2}: max and mean of the weighted cells
-    np.testing.assert_allclose(trace.overview(0, 0, 2, "max", weighting="value"), [[0.1, 0.0], [0.025, 15 / 7]],
-                               rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        trace.overview(0, 0, 2, "max", weighting="value"), [[0.1, 0.0], [0.025, 15 / 7]], rtol=1e-6
+    )
     mean = [[0.1, 0.0], [(0.025 + 0.1 / 7) / 2, (1.5 + 0 + 6 / 7 + 15 / 7) / 4]]
     np.testing.assert_allclose(trace.overview(0, 0, 2, "mean", weighting="value"), mean, rtol=1e-6)
 

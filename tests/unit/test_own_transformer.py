@@ -28,9 +28,16 @@ def make_model(pos_encoding: str, *, causal: bool = True, norm: str = "pre", see
     """A 2-layer model whose weights are large enough for sharp, non-uniform patterns."""
     torch.manual_seed(seed)
     cfg = TransformerConfig(
-        vocab_size=23, d_model=D_MODEL, n_layers=2, n_heads=N_HEADS, d_mlp=32, max_len=12,
-        pos_encoding=pos_encoding, causal=causal, norm=norm,
-    )  # fmt: skip
+        vocab_size=23,
+        d_model=D_MODEL,
+        n_layers=2,
+        n_heads=N_HEADS,
+        d_mlp=32,
+        max_len=12,
+        pos_encoding=pos_encoding,
+        causal=causal,
+        norm=norm,
+    )
     model = Transformer(cfg)
     with torch.no_grad():
         for p in model.parameters():
@@ -42,9 +49,7 @@ def make_tokens(ids: list[int]) -> Tokens:
     return Tokens(tuple(f"w{i}" for i in ids), tuple(ids), (False,) * len(ids))
 
 
-def reference_mask(
-    n: int, *, causal: bool, alibi: bool, key_padding: torch.Tensor | None = None
-) -> torch.Tensor:
+def reference_mask(n: int, *, causal: bool, alibi: bool, key_padding: torch.Tensor | None = None) -> torch.Tensor:
     """The additive mask from scratch: −∞ above the diagonal and on padding, −m_h·|i−j| for ALiBi."""
     mask = torch.zeros(1, 1, n, n)  # (1, 1, T, T)
     if causal:
@@ -299,9 +304,16 @@ def test_three_token_trace_by_hand() -> None:
     k = np.array([[[0.5, 1.0], [1.0, 0.0], [2.0, 2.0]]], dtype=np.float32)
     v = np.array([[[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]]], dtype=np.float32)
     trace = AttentionTrace(
-        model_id="hand", family="decoder", tokens=make_tokens([0, 1, 2]), key_tokens=make_tokens([0, 1, 2]),
-        queries=(q,), keys=(k,), values=(v,), scales=(1 / math.sqrt(2),), causal=True,
-    )  # fmt: skip
+        model_id="hand",
+        family="decoder",
+        tokens=make_tokens([0, 1, 2]),
+        key_tokens=make_tokens([0, 1, 2]),
+        queries=(q,),
+        keys=(k,),
+        values=(v,),
+        scales=(1 / math.sqrt(2),),
+        causal=True,
+    )
     # raw[i, j] = q_i · k_j
     raw = [
         [1 * 0.5 + 0 * 1, 1 * 1 + 0 * 0, 1 * 2 + 0 * 2],  # 0.5, 1, 2

@@ -71,8 +71,15 @@ def test_the_command_runs_streamlit_on_the_entry_point_with_its_arguments(monkey
     monkeypatch.setattr(sys, "argv", ["attention-playground", "--server.port", "8502", "--server.headless", "true"])
     monkeypatch.chdir(tmp_path)  # somewhere else, as a user's shell would be
     launch.main()
-    assert seen["argv"] == ["streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
-                            "--server.port", "8502", "--server.headless", "true"]  # fmt: skip
+    assert seen["argv"] == [
+        "streamlit",
+        "run",
+        str(ROOT / "app" / "streamlit_app.py"),
+        "--server.port",
+        "8502",
+        "--server.headless",
+        "true",
+    ]
     assert seen["cwd"] == ROOT and (ROOT / ".streamlit" / "config.toml").is_file()
 
 

@@ -145,7 +145,7 @@ def test_alibi_slopes(n_heads: int) -> None:
     slopes, bias = P.alibi(n_heads, 5)
     assert slopes.tolist() == pytest.approx(paper_slopes(n_heads), rel=1e-6)
     if n_heads == 8:
-        assert slopes.tolist() == pytest.approx([1 / 2 ** h for h in range(1, 9)], rel=1e-7)
+        assert slopes.tolist() == pytest.approx([1 / 2**h for h in range(1, 9)], rel=1e-7)
     for h in range(n_heads):
         for i in range(5):
             for j in range(5):
@@ -196,8 +196,10 @@ SENTENCE = "Lily found a red ball. She gave it to Tom. Tom was happy."
 def explicit_patterns(module: Transformer, ids: list[int], causal: bool) -> np.ndarray:
     """``[layer, head, n, n]`` from the model's explicit path, via plain torch forward hooks."""
     found: list[np.ndarray] = []
-    handles = [b.attn.hook_pattern.register_forward_hook(lambda _m, _i, out: found.append(out[0].numpy().copy()))
-               for b in module.blocks]  # fmt: skip
+    handles = [
+        b.attn.hook_pattern.register_forward_hook(lambda _m, _i, out: found.append(out[0].numpy().copy()))
+        for b in module.blocks
+    ]
     try:
         with torch.no_grad():
             module(torch.tensor([ids]), causal=causal, attn_impl="explicit")
@@ -211,7 +213,11 @@ def test_permutation_equivariance_without_positions() -> None:
     with_pos, blind, vocab = fresh_copies("tiny-gpt-stories")
     ids = [BOS_ID, *vocab.encode(tokenize(SENTENCE))]
     perm = shuffle_order(len(ids), seed=4)
-    assert sorted(perm.tolist()) == list(range(len(ids))) and perm[0] == 0 and not np.array_equal(perm, np.arange(len(ids)))
+    assert (
+        sorted(perm.tolist()) == list(range(len(ids)))
+        and perm[0] == 0
+        and not np.array_equal(perm, np.arange(len(ids)))
+    )
     shuffled = [ids[i] for i in perm]
     p, p_s = explicit_patterns(blind, ids, False), explicit_patterns(blind, shuffled, False)
     np.testing.assert_allclose(p_s, p[:, :, perm][:, :, :, perm], atol=1e-5)
@@ -245,4 +251,6 @@ def test_fresh_copies_leave_the_shared_model_alone() -> None:
     order_blindness(SENTENCE, seed=1)
     after = shared.module.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
-    np.testing.assert_array_equal(blind.blocks[0].attn.w_q.weight.numpy(), shared.module.blocks[0].attn.w_q.weight.numpy())
+    np.testing.assert_array_equal(
+        blind.blocks[0].attn.w_q.weight.numpy(), shared.module.blocks[0].attn.w_q.weight.numpy()
+    )

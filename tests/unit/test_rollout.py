@@ -72,26 +72,32 @@ def test_discard_drops_weakest_off_diagonal_and_keeps_diagonal():
 # A 4×4 fused map, class token at index 0, rows summing to 1, no two off-diagonal weights equal.
 # Off-diagonal weights from weakest: .02 (3,0)  .05 (1,0)  .08 (3,1)  .10 (0,3)  .12 (1,3)  .15 (2,0)
 #                                    .20 (0,2)  .22 (2,3)  .23 (1,2)  .30 (0,1)  .33 (2,1)  .45 (3,2)
-HAND = np.array([
-    [0.40, 0.30, 0.20, 0.10],
-    [0.05, 0.60, 0.23, 0.12],
-    [0.15, 0.33, 0.30, 0.22],
-    [0.02, 0.08, 0.45, 0.45],
-])
+HAND = np.array(
+    [
+        [0.40, 0.30, 0.20, 0.10],
+        [0.05, 0.60, 0.23, 0.12],
+        [0.15, 0.33, 0.30, 0.22],
+        [0.02, 0.08, 0.45, 0.45],
+    ]
+)
 # all-off-diagonal, ratio 0.5: 12 candidates → the 6 weakest go, the whole class-token column among them
-HAND_ALL = np.array([
-    [0.40, 0.30, 0.20, 0.00],
-    [0.00, 0.60, 0.23, 0.00],
-    [0.00, 0.33, 0.30, 0.22],
-    [0.00, 0.00, 0.45, 0.45],
-])
+HAND_ALL = np.array(
+    [
+        [0.40, 0.30, 0.20, 0.00],
+        [0.00, 0.60, 0.23, 0.00],
+        [0.00, 0.33, 0.30, 0.22],
+        [0.00, 0.00, 0.45, 0.45],
+    ]
+)
 # keep-class-token, ratio 0.5: 9 candidates (column 0 and the diagonal are not) → 4 go: .08 .10 .12 .20
-HAND_KEEP = np.array([
-    [0.40, 0.30, 0.00, 0.00],
-    [0.05, 0.60, 0.23, 0.00],
-    [0.15, 0.33, 0.30, 0.22],
-    [0.02, 0.00, 0.45, 0.45],
-])
+HAND_KEEP = np.array(
+    [
+        [0.40, 0.30, 0.00, 0.00],
+        [0.05, 0.60, 0.23, 0.00],
+        [0.15, 0.33, 0.30, 0.22],
+        [0.02, 0.00, 0.45, 0.45],
+    ]
+)
 
 
 def loop_discard(a, ratio, rule):

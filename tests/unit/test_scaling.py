@@ -86,8 +86,9 @@ def test_the_frontier_is_the_lower_envelope_on_random_points():
 def test_the_count_is_every_non_embedding_parameter(d, layers, heads):
     from engine.models.transformer import Transformer, TransformerConfig
 
-    model = Transformer(TransformerConfig(vocab_size=133, d_model=d, n_layers=layers, n_heads=heads, d_mlp=4 * d,
-                                          max_len=64))  # fmt: skip
+    model = Transformer(
+        TransformerConfig(vocab_size=133, d_model=d, n_layers=layers, n_heads=heads, d_mlp=4 * d, max_len=64)
+    )
     n = non_embedding_params(model)
     embeddings = {"embed.weight", "pos_embed.weight", "unembed.weight"}
     assert n == sum(p.numel() for name, p in model.named_parameters() if name not in embeddings)
@@ -149,9 +150,16 @@ def test_each_shipped_point_is_consistent(shipped):
         np.testing.assert_array_equal(run.tokens, run.step * s["batch_size"] * s["seq_len"])
         np.testing.assert_array_equal(run.compute, 6.0 * run.n_params * run.tokens)
         np.testing.assert_array_equal(run.step, np.arange(0, s["steps"] + 1, s["every"]))
-        model = Transformer(TransformerConfig(vocab_size=len(story_vocab()) + 5, d_model=size.d_model,
-                                              n_layers=size.n_layers, n_heads=size.n_heads, d_mlp=size.d_mlp,
-                                              max_len=s["seq_len"]))  # fmt: skip
+        model = Transformer(
+            TransformerConfig(
+                vocab_size=len(story_vocab()) + 5,
+                d_model=size.d_model,
+                n_layers=size.n_layers,
+                n_heads=size.n_heads,
+                d_mlp=size.d_mlp,
+                max_len=s["seq_len"],
+            )
+        )
         assert run.n_params == non_embedding_params(model)
         assert run.n_params_total == sum(p.numel() for p in model.parameters())
 

@@ -25,8 +25,16 @@ TINY = dict(d_model=32, n_layers=2, n_heads=4, d_mlp=64, max_src=12, max_tgt=10)
 ATTN = ["hook_q", "hook_k", "hook_v", "hook_scores_raw", "hook_attn_scores", "hook_pattern", "hook_z"]
 MLP = ["mlp.hook_pre", "mlp.hook_post", "hook_mlp_out", "hook_resid_post"]
 ENCODER_BLOCK = ["hook_resid_pre", *(f"attn.{h}" for h in ATTN), "hook_attn_out", "hook_resid_mid", *MLP]
-DECODER_BLOCK = ["hook_resid_pre", *(f"attn.{h}" for h in ATTN), "hook_attn_out", "hook_resid_mid",
-                 *(f"cross_attn.{h}" for h in ATTN), "hook_cross_attn_out", "hook_resid_mid_cross", *MLP]  # fmt: skip
+DECODER_BLOCK = [
+    "hook_resid_pre",
+    *(f"attn.{h}" for h in ATTN),
+    "hook_attn_out",
+    "hook_resid_mid",
+    *(f"cross_attn.{h}" for h in ATTN),
+    "hook_cross_attn_out",
+    "hook_resid_mid_cross",
+    *MLP,
+]
 GOLDEN_2_LAYERS = [
     "encoder.hook_embed",
     "encoder.hook_pos_embed",
@@ -101,8 +109,11 @@ def test_decoder_self_attention_is_causal(vocabs):
 def test_source_padding_gets_no_attention_and_changes_nothing(vocabs):
     model = tiny_model(vocabs)
     src, tgt, pad = padded_batch()
-    names = [f"{part}.blocks.{layer}.{attn}.hook_pattern" for layer in (0, 1)
-             for part, attn in (("encoder", "attn"), ("decoder", "cross_attn"))]  # fmt: skip
+    names = [
+        f"{part}.blocks.{layer}.{attn}.hook_pattern"
+        for layer in (0, 1)
+        for part, attn in (("encoder", "attn"), ("decoder", "cross_attn"))
+    ]
     with torch.no_grad(), capture(model, names=names) as acts:
         logits = model(src, tgt, pad)
     for name in names:
@@ -146,10 +157,17 @@ def test_lazy_patterns_equal_the_models_own(vocabs):
     assert tr.target.strings[0] == "<bos>" and tr.source.strings[-1] == "<eos>"
     assert (tr.encoder.causal, tr.decoder.causal, tr.cross.causal) == (False, True, False)
     assert tr.cross.tokens is tr.target and tr.cross.key_tokens is tr.source
-    parts = {"encoder": (tr.encoder, "encoder.blocks.{}.attn"), "decoder": (tr.decoder, "decoder.blocks.{}.attn"),
-             "cross": (tr.cross, "decoder.blocks.{}.cross_attn")}  # fmt: skip
-    names = [f"{prefix.format(layer)}.{hook}" for _, prefix in parts.values() for layer in (0, 1)
-             for hook in ("hook_pattern", "hook_attn_scores")]  # fmt: skip
+    parts = {
+        "encoder": (tr.encoder, "encoder.blocks.{}.attn"),
+        "decoder": (tr.decoder, "decoder.blocks.{}.attn"),
+        "cross": (tr.cross, "decoder.blocks.{}.cross_attn"),
+    }
+    names = [
+        f"{prefix.format(layer)}.{hook}"
+        for _, prefix in parts.values()
+        for layer in (0, 1)
+        for hook in ("hook_pattern", "hook_attn_scores")
+    ]
     with torch.no_grad(), capture(model, names=names) as acts:
         model(torch.tensor([src_ids]), torch.tensor([tr.target.ids]), attn_impl="explicit")
     for trace, prefix in parts.values():
@@ -167,8 +185,15 @@ def test_lazy_patterns_equal_the_models_own(vocabs):
 def saved(tmp_path_factory, vocabs):
     folder = tmp_path_factory.mktemp("ckpt")
     model = tiny_model(vocabs, seed=2, pos_encoding="learned")
-    save_checkpoint(folder, "toy-translator", model, kind="seq2seq", config=model.cfg.to_dict(), vocab=vocabs,
-                    card={"family": "encoder-decoder", "label": "toy", "steps": 0})  # fmt: skip
+    save_checkpoint(
+        folder,
+        "toy-translator",
+        model,
+        kind="seq2seq",
+        config=model.cfg.to_dict(),
+        vocab=vocabs,
+        card={"family": "encoder-decoder", "label": "toy", "steps": 0},
+    )
     return folder, model
 
 
@@ -275,7 +300,11 @@ def test_shipped_translator_generates_greedy_and_sampled(translator):
     hot = DecodeSettings(max_new_tokens=20, sample=True, temperature=5.0, seed=1)
     first, again = engine.generate(translator, text, hot), engine.generate(translator, text, hot)
     assert first.target.strings == again.target.strings
-    draws = {engine.generate(translator, text, DecodeSettings(max_new_tokens=20, sample=True, temperature=5.0,
-                                                              seed=seed)).output_text for seed in range(6)}  # fmt: skip
+    draws = {
+        engine.generate(
+            translator, text, DecodeSettings(max_new_tokens=20, sample=True, temperature=5.0, seed=seed)
+        ).output_text
+        for seed in range(6)
+    }
     assert len(draws) > 1, "sampling at temperature 5 always wrote the same words"
     assert first.cross.pattern(0, 0).shape == (len(first.target), len(first.source))

@@ -17,26 +17,65 @@ from app.url_params import PARAMS
 
 ROOT = Path(__file__).resolve().parents[2]
 #: files whose keys all come from app.state (grows page by page)
-DECLARED_ONCE = ("app/views/bahdanau.py", "app/components/bahdanau_step.py", "app/components/alignment_views.py",
-                 "app/views/vit.py", "app/components/swin_sections.py", "app/views/positional.py",
-                 "app/components/positional_sections.py",
-                 "app/views/step_by_step.py", "app/components/step_sections.py", "app/components/step_calculator.py",
-                 "app/views/heads.py", "app/components/heads_sections.py",
-                 "app/views/pretraining.py", "app/components/nsp_sections.py", "app/views/bertviz_views.py",
-                 "app/views/lessons.py",
-                 "app/components/knowledge_check.py", "app/components/examples.py", "app/views/train.py",
-                 "app/views/classroom.py", "app/components/room_panel.py", "app/components/lesson_draft.py",
-                 "app/components/room_lesson.py",
-                 "app/views/explain.py", "app/views/scaling.py",
-                 "app/views/captions.py",
-                 "app/components/caption_check.py",
-                 "app/views/explore.py", "app/components/write_more.py", "app/components/next_token_panel.py",
-                 "app/components/ablation_panel.py", "app/components/theme.py", "app/components/linked_tokens.py",
-                 "app/components/pickers.py", "app/components/charts.py",
-                 "app/components/offline_pack.py")
-KEY_CLASSES = (state.K, state.Bahdanau, state.Vit, state.Captions, state.Positional, state.Step, state.Heads,
-               state.Pretraining, state.Bertviz, state.Lessons, state.Train, state.Examples, state.ROOM, state.Draft,
-               state.Explain, state.Scaling, state.Explore, state.Look, state.Offline)
+DECLARED_ONCE = (
+    "app/views/bahdanau.py",
+    "app/components/bahdanau_step.py",
+    "app/components/alignment_views.py",
+    "app/views/vit.py",
+    "app/components/swin_sections.py",
+    "app/views/positional.py",
+    "app/components/positional_sections.py",
+    "app/views/step_by_step.py",
+    "app/components/step_sections.py",
+    "app/components/step_calculator.py",
+    "app/views/heads.py",
+    "app/components/heads_sections.py",
+    "app/views/pretraining.py",
+    "app/components/nsp_sections.py",
+    "app/views/bertviz_views.py",
+    "app/views/lessons.py",
+    "app/components/knowledge_check.py",
+    "app/components/examples.py",
+    "app/views/train.py",
+    "app/views/classroom.py",
+    "app/components/room_panel.py",
+    "app/components/lesson_draft.py",
+    "app/components/room_lesson.py",
+    "app/views/explain.py",
+    "app/views/scaling.py",
+    "app/views/captions.py",
+    "app/components/caption_check.py",
+    "app/views/explore.py",
+    "app/components/write_more.py",
+    "app/components/next_token_panel.py",
+    "app/components/ablation_panel.py",
+    "app/components/theme.py",
+    "app/components/linked_tokens.py",
+    "app/components/pickers.py",
+    "app/components/charts.py",
+    "app/components/offline_pack.py",
+)
+KEY_CLASSES = (
+    state.K,
+    state.Bahdanau,
+    state.Vit,
+    state.Captions,
+    state.Positional,
+    state.Step,
+    state.Heads,
+    state.Pretraining,
+    state.Bertviz,
+    state.Lessons,
+    state.Train,
+    state.Examples,
+    state.ROOM,
+    state.Draft,
+    state.Explain,
+    state.Scaling,
+    state.Explore,
+    state.Look,
+    state.Offline,
+)
 
 
 def _names(cls) -> dict[str, str]:
@@ -59,8 +98,7 @@ def _offences(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg == "key" and _literal(node.value):
             found.append(f"line {node.value.lineno}: key={ast.unparse(node.value)}")
-        if (isinstance(node, ast.Subscript) and "session_state" in ast.unparse(node.value)
-                and _literal(node.slice)):  # fmt: skip
+        if isinstance(node, ast.Subscript) and "session_state" in ast.unparse(node.value) and _literal(node.slice):
             found.append(f"line {node.lineno}: {ast.unparse(node)}")
         if isinstance(node, ast.Assign) and _literal(node.value):
             for target in node.targets:
@@ -82,9 +120,10 @@ def test_a_key_is_declared_once():
             seen[value] = f"{cls.__name__}.{name}"
 
 
-@pytest.mark.parametrize("cls,page,local", [(state.Bahdanau, "bahdanau", ()),
-                                            (state.Vit, "vit", (state.Vit.discard_rule,)),
-                                            (state.Captions, "captions", ())])
+@pytest.mark.parametrize(
+    "cls,page,local",
+    [(state.Bahdanau, "bahdanau", ()), (state.Vit, "vit", (state.Vit.discard_rule,)), (state.Captions, "captions", ())],
+)
 def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
     """The URL table takes a moved page's parameter names and defaults from its key class (``local``: kept in
     the session but not in links)."""
@@ -97,8 +136,9 @@ def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
 
 
 def test_the_positional_tab_parameter_is_the_declared_key():
-    assert [p.name for p in PARAMS if "positional" in (p.pages or ()) and p.name.startswith("pos_")] == \
-        [state.Positional.tab]
+    assert [p.name for p in PARAMS if "positional" in (p.pages or ()) and p.name.startswith("pos_")] == [
+        state.Positional.tab
+    ]
 
 
 def test_step_by_step_parameters_are_its_declared_keys():

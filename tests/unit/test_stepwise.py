@@ -52,8 +52,7 @@ def test_three_tokens_by_hand_no_mask() -> None:
     #               = (0.5761169, 0.2119416, 0.2119416); row 1 is the same, rotated
     # softmax row 2 = (e, e, 1) / (2e + 1) = (2.7182818 / 6.4365637, …, 1 / 6.4365637)
     #               = (0.4223188, 0.4223188, 0.1553624)
-    weights = [[0.5761169, 0.2119416, 0.2119416], [0.2119416, 0.5761169, 0.2119416],
-               [0.4223188, 0.4223188, 0.1553624]]  # fmt: skip
+    weights = [[0.5761169, 0.2119416, 0.2119416], [0.2119416, 0.5761169, 0.2119416], [0.4223188, 0.4223188, 0.1553624]]
     np.testing.assert_allclose(s.weights, weights, atol=1e-7)
     # z0 = 0.5761169·(1, 0) + 0.2119416·(0, 1) + 0.2119416·(1, 1) = (0.7880585, 0.4238832)
     # z2 = 0.4223188·(1, 0) + 0.4223188·(0, 1) + 0.1553624·(1, 1) = (0.5776812, 0.5776812)
@@ -115,12 +114,18 @@ def test_causal_mask_with_query_offset() -> None:
 def test_matches_torch_sdpa(causal: bool, scale: float | None) -> None:
     gen = torch.Generator().manual_seed(7)
     n, d, dv = 6, 5, 3
-    q, k, v = (torch.randn(n, d, generator=gen) * 2, torch.randn(n, d, generator=gen) * 2, torch.randn(n, dv, generator=gen))
+    q, k, v = (
+        torch.randn(n, d, generator=gen) * 2,
+        torch.randn(n, d, generator=gen) * 2,
+        torch.randn(n, dv, generator=gen),
+    )
     q, k, v = q.double(), k.double(), v.double()
     ref = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal, scale=scale)[0]
     eye = torch.eye(n, dtype=torch.float64)
     ref_w = F.scaled_dot_product_attention(q[None], k[None], eye[None], is_causal=causal, scale=scale)[0]
-    s = attention_steps(q.numpy(), k.numpy(), v.numpy(), scale=1 / math.sqrt(d) if scale is None else scale, causal=causal)
+    s = attention_steps(
+        q.numpy(), k.numpy(), v.numpy(), scale=1 / math.sqrt(d) if scale is None else scale, causal=causal
+    )
     np.testing.assert_allclose(s.z, ref.numpy(), atol=1e-10)
     np.testing.assert_allclose(s.weights, ref_w.numpy(), atol=1e-10)
 
@@ -178,8 +183,9 @@ def test_query_steps_check_their_indices(traces: dict) -> None:
 
 def _alibi_model(causal: bool) -> Transformer:
     torch.manual_seed(3)
-    cfg = TransformerConfig(vocab_size=19, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=10,
-                            pos_encoding="alibi", causal=causal)  # fmt: skip
+    cfg = TransformerConfig(
+        vocab_size=19, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=10, pos_encoding="alibi", causal=causal
+    )
     model = Transformer(cfg)
     with torch.no_grad():
         for p in model.parameters():

@@ -55,8 +55,9 @@ def _eager(folder: Path, image: np.ndarray):
     pixels = AutoImageProcessor.from_pretrained(folder)(images=image, return_tensors="pt")["pixel_values"]
     blocks = [layer for stage in model.swin.encoder.layers for layer in stage.blocks]
     weights: list[np.ndarray] = []
-    hooks = [b.attention.register_forward_hook(lambda _m, _i, out: weights.append(out[1].detach().numpy()))
-             for b in blocks]  # fmt: skip
+    hooks = [
+        b.attention.register_forward_hook(lambda _m, _i, out: weights.append(out[1].detach().numpy())) for b in blocks
+    ]
     try:
         with torch.no_grad():
             out = model(pixel_values=pixels, output_attentions=True)

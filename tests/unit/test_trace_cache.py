@@ -16,8 +16,17 @@ def make_trace(n: int, seed: int = 0) -> AttentionTrace:
     rng = np.random.default_rng(seed)
     toks = Tokens(strings=tuple(f"t{i}" for i in range(n)), ids=tuple(range(n)), special=(False,) * n)
     qkv = [tuple(rng.standard_normal((2, n, 4)).astype(np.float32) for _ in range(1)) for _ in range(3)]
-    return AttentionTrace(model_id="m", family="encoder", tokens=toks, key_tokens=toks, queries=qkv[0],
-                          keys=qkv[1], values=qkv[2], scales=(0.5,), causal=False)
+    return AttentionTrace(
+        model_id="m",
+        family="encoder",
+        tokens=toks,
+        key_tokens=toks,
+        queries=qkv[0],
+        keys=qkv[1],
+        values=qkv[2],
+        scales=(0.5,),
+        causal=False,
+    )
 
 
 def test_nbytes_counts_every_array_once():

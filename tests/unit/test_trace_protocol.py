@@ -30,56 +30,125 @@ def _attention(n_q: int = 3, n_k: int | None = None, family: str = "encoder", de
     rng = np.random.default_rng(0)
     q = rng.standard_normal((2, n_q, 4)).astype(np.float32)
     k = rng.standard_normal((2, n_k, 4)).astype(np.float32)
-    return AttentionTrace(model_id="m", family=family, tokens=_tokens(n_q), key_tokens=_tokens(n_k),
-                          queries=(q,), keys=(k,), values=(k,), scales=(0.5,), causal=False, device=device,
-                          notices=("a notice",))  # fmt: skip
+    return AttentionTrace(
+        model_id="m",
+        family=family,
+        tokens=_tokens(n_q),
+        key_tokens=_tokens(n_k),
+        queries=(q,),
+        keys=(k,),
+        values=(k,),
+        scales=(0.5,),
+        causal=False,
+        device=device,
+        notices=("a notice",),
+    )
 
 
 def _seq2seq() -> Seq2SeqTrace:
-    return Seq2SeqTrace(model_id="m", source=_tokens(3), target=_tokens(2), output_text="x y",
-                        encoder=_attention(3), decoder=_attention(2, family="decoder"), cross=_attention(2, 3))
+    return Seq2SeqTrace(
+        model_id="m",
+        source=_tokens(3),
+        target=_tokens(2),
+        output_text="x y",
+        encoder=_attention(3),
+        decoder=_attention(2, family="decoder"),
+        cross=_attention(2, 3),
+    )
 
 
 def _alignment() -> AlignmentTrace:
     a = np.full((2, 3), 1 / 3, dtype=np.float32)
-    return AlignmentTrace(model_id="m", variant="additive", source=_tokens(3), target=_tokens(2), output_text="x y",
-                          encoder_states=np.zeros((3, 4)), decoder_states=np.zeros((2, 4)), energies=a, alignment=a,
-                          contexts=np.zeros((2, 4)), output_probs=np.ones(2))  # fmt: skip
+    return AlignmentTrace(
+        model_id="m",
+        variant="additive",
+        source=_tokens(3),
+        target=_tokens(2),
+        output_text="x y",
+        encoder_states=np.zeros((3, 4)),
+        decoder_states=np.zeros((2, 4)),
+        energies=a,
+        alignment=a,
+        contexts=np.zeros((2, 4)),
+        output_probs=np.ones(2),
+    )
 
 
 def _vision() -> VisionTrace:
-    return VisionTrace(model_id="m", image=np.zeros((4, 4), np.float32), patch_size=2, grid=(1, 2),
-                       attention=_attention(3, family="vit", device="cuda"), labels=("a", "b"), probs=np.array([0.2, 0.8]))
+    return VisionTrace(
+        model_id="m",
+        image=np.zeros((4, 4), np.float32),
+        patch_size=2,
+        grid=(1, 2),
+        attention=_attention(3, family="vit", device="cuda"),
+        labels=("a", "b"),
+        probs=np.array([0.2, 0.8]),
+    )
 
 
 def _windows() -> WindowTrace:
     q = np.zeros((4, 2, 4, 3), np.float32)  # a 4×4 grid in 2×2 windows: [window, head, N, d]
-    block = WindowBlock(stage=0, block=0, grid=(4, 4), window=2, shift=0, queries=q, keys=q, scale=0.5,
-                        bias=np.zeros((2, 4, 4), np.float32))  # fmt: skip
-    return WindowTrace(model_id="m", image=np.zeros((8, 8, 3), np.float32), patch_size=2, blocks=(block,),
-                       labels=("a", "b"), probs=np.array([0.2, 0.8]), device="cuda")  # fmt: skip
+    block = WindowBlock(
+        stage=0,
+        block=0,
+        grid=(4, 4),
+        window=2,
+        shift=0,
+        queries=q,
+        keys=q,
+        scale=0.5,
+        bias=np.zeros((2, 4, 4), np.float32),
+    )
+    return WindowTrace(
+        model_id="m",
+        image=np.zeros((8, 8, 3), np.float32),
+        patch_size=2,
+        blocks=(block,),
+        labels=("a", "b"),
+        probs=np.array([0.2, 0.8]),
+        device="cuda",
+    )
 
 
 def _caption() -> CaptionTrace:
-    return CaptionTrace(model_id="m", image=np.zeros((4, 4, 3), np.float32), words=_tokens(2), caption="t0",
-                        alphas=np.full((2, 2, 2), 0.25, np.float32), betas=np.ones(2, np.float32), log_prob=-1.0)
+    return CaptionTrace(
+        model_id="m",
+        image=np.zeros((4, 4, 3), np.float32),
+        words=_tokens(2),
+        caption="t0",
+        alphas=np.full((2, 2, 2), 0.25, np.float32),
+        betas=np.ones(2, np.float32),
+        log_prob=-1.0,
+    )
 
 
 def _patch_caption() -> PatchCaptionTrace:
     cross = _attention(2, 5, family="captioner")  # 2 words over [CLS] + 2×2 patches
-    return PatchCaptionTrace(model_id="m", image=np.zeros((4, 4, 3), np.float32), patch_size=2, grid=(2, 2), prefix=1,
-                             words=_tokens(2), caption="t0", cross=cross, log_prob=-1.0)  # fmt: skip
+    return PatchCaptionTrace(
+        model_id="m",
+        image=np.zeros((4, 4, 3), np.float32),
+        patch_size=2,
+        grid=(2, 2),
+        prefix=1,
+        words=_tokens(2),
+        caption="t0",
+        cross=cross,
+        log_prob=-1.0,
+    )
 
 
-@pytest.mark.parametrize("make, family, blocks", [
-    (_attention, "encoder", ("self",)),
-    (_seq2seq, "encoder-decoder", ("encoder", "decoder", "cross")),
-    (_alignment, "rnn-attention", ()),
-    (_vision, "vit", ("self",)),
-    (_windows, "vit", ()),
-    (_caption, "captioner", ()),
-    (_patch_caption, "captioner", ("cross",)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "make, family, blocks",
+    [
+        (_attention, "encoder", ("self",)),
+        (_seq2seq, "encoder-decoder", ("encoder", "decoder", "cross")),
+        (_alignment, "rnn-attention", ()),
+        (_vision, "vit", ("self",)),
+        (_windows, "vit", ()),
+        (_caption, "captioner", ()),
+        (_patch_caption, "captioner", ("cross",)),
+    ],
+)
 def test_every_trace_type_speaks_the_protocol(make, family, blocks) -> None:
     trace = make()
     assert isinstance(trace, Trace)
@@ -105,4 +174,4 @@ def test_new_fields_keep_old_constructors_working() -> None:
     assert dataclasses.replace(seq, device="cuda").device == "cuda"
     assert seq.written is None and seq.rows_written() is seq.target
     names = [f.name for f in dataclasses.fields(Seq2SeqTrace)]
-    assert names[names.index("notices"):] == ["notices", "family", "device", "written"]
+    assert names[names.index("notices") :] == ["notices", "family", "device", "written"]

@@ -43,8 +43,15 @@ def test_answer_reverse_matches_the_reversed_input(job):
     assert answer(job, "afcpbk").model == got.model  # letters typed without spaces
 
 
-@pytest.mark.parametrize("text, message", [("a b c", "exactly 6 letters"), ("a b c d e z", "not understood: z"),
-                                           ("", "type something"), ("<script> a b c d e", "not understood")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a b c", "exactly 6 letters"),
+        ("a b c d e z", "not understood: z"),
+        ("", "type something"),
+        ("<script> a b c d e", "not understood"),
+    ],
+)
 def test_answer_refuses_input_the_task_cannot_read(job, text, message):
     with pytest.raises(ValueError, match=message):
         answer(job, text)

@@ -191,7 +191,9 @@ def test_any_model_with_a_trace_fn():
 def test_logits_of_the_wrong_shape_are_a_readable_error():
     task = make_task("copy", length=3)
     narrow = nn.Embedding(len(task.vocab), 3)  # (B, T) -> (B, T, 3): fewer logits than tokens
-    with pytest.raises(ValueError, match=r"logits of shape \(256, 8, 3\); the copy task needs \(256, 8, V\) with V ≥ 21"):
+    with pytest.raises(
+        ValueError, match=r"logits of shape \(256, 8, 3\); the copy task needs \(256, 8, V\) with V ≥ 21"
+    ):
         next(train(narrow, task, TrainConfig(device="cpu"), trace_fn=uniform_trace))
 
 

@@ -23,11 +23,22 @@ GOLDEN_2_LAYERS = ["hook_embed", "hook_pos_embed"] + [
     f"blocks.{layer}.{name}"
     for layer in range(2)
     for name in (
-        "hook_resid_pre", "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_scores_raw",
-        "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z", "hook_attn_out", "hook_resid_mid",
-        "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out", "hook_resid_post",
+        "hook_resid_pre",
+        "attn.hook_q",
+        "attn.hook_k",
+        "attn.hook_v",
+        "attn.hook_scores_raw",
+        "attn.hook_attn_scores",
+        "attn.hook_pattern",
+        "attn.hook_z",
+        "hook_attn_out",
+        "hook_resid_mid",
+        "mlp.hook_pre",
+        "mlp.hook_post",
+        "hook_mlp_out",
+        "hook_resid_post",
     )
-]  # fmt: skip
+]
 SMALL = ViTConfig(image_size=8, patch_size=2, d_model=16, n_layers=2, n_heads=2, d_mlp=32)
 
 
@@ -73,8 +84,15 @@ def test_hook_names_golden():
 def test_config_round_trip_and_validation():
     cfg = ViTConfig.from_dict(json.loads(json.dumps(SMALL.to_dict())))
     assert cfg == SMALL and cfg.labels == tuple("0123456789") and cfg.n_tokens == 17 and cfg.patch_dim == 4
-    for bad in ({"patch_size": 3}, {"n_heads": 3}, {"channels": 2}, {"n_classes": 9}, {"labels": ["a", "a"]},
-                {"d_model": 0}, {"image_size": True}):  # fmt: skip
+    for bad in (
+        {"patch_size": 3},
+        {"n_heads": 3},
+        {"channels": 2},
+        {"n_classes": 9},
+        {"labels": ["a", "a"]},
+        {"d_model": 0},
+        {"image_size": True},
+    ):
         with pytest.raises(ValueError, match="ViTConfig"):
             ViTConfig(**bad)
     with pytest.raises(ValueError, match="unknown key"):
@@ -208,8 +226,15 @@ def test_preprocess_rejects_with_readable_errors(bad, message):
 def small_checkpoint(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ckpt")
     model = _small_model(3)
-    save_checkpoint(folder, "small-vit", model, kind="vit", config=SMALL.to_dict(),
-                    vocab=Vocab.from_words(SMALL.labels), card={"family": "vit", "label": "small", "steps": 0})  # fmt: skip
+    save_checkpoint(
+        folder,
+        "small-vit",
+        model,
+        kind="vit",
+        config=SMALL.to_dict(),
+        vocab=Vocab.from_words(SMALL.labels),
+        card={"family": "vit", "label": "small", "steps": 0},
+    )
     return folder, model
 
 
@@ -308,8 +333,9 @@ def test_the_digit_split_the_page_names_is_the_recipes():
     from engine.training.recipes.vit import digits_split
 
     digits = load_digits()
-    x_train, x_test, y_train, y_test = train_test_split(digits.images, digits.target, test_size=0.2,
-                                                        stratify=digits.target, random_state=0)  # fmt: skip
+    x_train, x_test, y_train, y_test = train_test_split(
+        digits.images, digits.target, test_size=0.2, stratify=digits.target, random_state=0
+    )
     train, held_out = samples.digit_split()
     assert len(held_out) == len(y_test) == 360 and not set(train) & set(held_out)
     np.testing.assert_array_equal(digits.images[held_out], x_test)

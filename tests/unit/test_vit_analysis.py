@@ -48,8 +48,9 @@ def test_rollout_map_is_engine_rollout_over_trace_patterns(digit_trace, fusion, 
     tr, _ = digit_trace
     layers = [tr.attention.pattern(layer) for layer in range(tr.attention.n_layers)]
     joint = rollout(layers, head_fusion=fusion, discard_ratio=discard)[-1]
-    np.testing.assert_allclose(rollout_map(tr, head_fusion=fusion, discard_ratio=discard),
-                               joint[0, 1:].reshape(4, 4), atol=1e-7)
+    np.testing.assert_allclose(
+        rollout_map(tr, head_fusion=fusion, discard_ratio=discard), joint[0, 1:].reshape(4, 4), atol=1e-7
+    )
 
 
 @pytest.mark.parametrize("rule", ["all-off-diagonal", "keep-class-token"])
@@ -59,8 +60,9 @@ def test_rollout_map_follows_the_discard_rule(digit_trace, rule):
     tr, _ = digit_trace
     layers = [tr.attention.pattern(layer) for layer in range(tr.attention.n_layers)]
     joint = rollout(layers, discard_ratio=0.9, discard_rule=rule)[-1]
-    np.testing.assert_allclose(rollout_map(tr, discard_ratio=0.9, discard_rule=rule), joint[0, 1:].reshape(4, 4),
-                               atol=1e-7)
+    np.testing.assert_allclose(
+        rollout_map(tr, discard_ratio=0.9, discard_rule=rule), joint[0, 1:].reshape(4, 4), atol=1e-7
+    )
     # at 0.9 the whole-map rule strips [CLS]'s column (15–16 of its 16 off-diagonal cells per layer here)
     for pattern in layers:
         fused = fuse_heads(pattern)

@@ -40,9 +40,18 @@ def _save(folder: Path, kind: str) -> Path:
         ViTModel,
     )
 
-    common = dict(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=48, initializer_range=0.5, num_labels=3,
-                  id2label={0: "cat", 1: "dog", 2: "<b>fish</b>"}, label2id={"cat": 0, "dog": 1, "<b>fish</b>": 2})  # fmt: skip
+    common = dict(
+        image_size=16,
+        patch_size=4,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        initializer_range=0.5,
+        num_labels=3,
+        id2label={0: "cat", 1: "dog", 2: "<b>fish</b>"},
+        label2id={"cat": 0, "dog": 1, "<b>fish</b>": 2},
+    )
     torch.manual_seed(0)
     if kind == "vit":
         model = ViTForImageClassification(ViTConfig(**common))
@@ -51,7 +60,9 @@ def _save(folder: Path, kind: str) -> Path:
     else:
         model = DeiTForImageClassificationWithTeacher(DeiTConfig(**common))
     model.save_pretrained(folder)
-    ViTImageProcessor(size={"height": 16, "width": 16}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]).save_pretrained(folder)
+    ViTImageProcessor(
+        size={"height": 16, "width": 16}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
+    ).save_pretrained(folder)
     return folder
 
 

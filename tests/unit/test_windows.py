@@ -33,8 +33,9 @@ def _region_labels(hp: int, wp: int, w: int, s: int) -> np.ndarray:
     return img.reshape(hp // w, w, wp // w, w).transpose(0, 2, 1, 3).reshape(-1, w * w)
 
 
-@pytest.mark.parametrize("grid, w, s", [((4, 4), 2, 0), ((4, 4), 2, 1), ((8, 8), 4, 2), ((6, 9), 3, 1), ((7, 5), 3, 1),
-                                        ((3, 3), 2, 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    "grid, w, s", [((4, 4), 2, 0), ((4, 4), 2, 1), ((8, 8), 4, 2), ((6, 9), 3, 1), ((7, 5), 3, 1), ((3, 3), 2, 1)]
+)
 def test_slots_and_mask_match_a_rolled_grid(grid, w, s):
     hp, wp = padded(grid, w)
     assert hp % w == wp % w == 0 and hp - w < grid[0] <= hp and wp - w < grid[1] <= wp
@@ -71,8 +72,17 @@ def _block(grid, w, s, field: np.ndarray, *, stage: int = 0, block: int = 0) -> 
     full = np.zeros((hp, wp), dtype=np.float32)
     full[: grid[0], : grid[1]] = field
     keys = full.ravel()[_rolled_windows(hp, wp, w, s)][:, None, :, None]  # [window, 1, N, 1]
-    return WindowBlock(stage=stage, block=block, grid=grid, window=w, shift=s, queries=np.ones_like(keys), keys=keys,
-                       scale=1.0, bias=np.zeros((1, w * w, w * w), np.float32))  # fmt: skip
+    return WindowBlock(
+        stage=stage,
+        block=block,
+        grid=grid,
+        window=w,
+        shift=s,
+        queries=np.ones_like(keys),
+        keys=keys,
+        scale=1.0,
+        bias=np.zeros((1, w * w, w * w), np.float32),
+    )
 
 
 def _expected(field: np.ndarray, seen: list[tuple[int, int]]) -> np.ndarray:
@@ -135,9 +145,14 @@ def test_blocks_and_traces_check_their_shapes():
         WindowBlock(0, 0, (4, 4), 2, 0, good.queries[:3], good.keys[:3], 1.0, good.bias)
     with pytest.raises(ValueError, match="bias"):
         WindowBlock(0, 0, (4, 4), 2, 0, good.queries, good.keys, 1.0, good.bias[:, :2])
-    trace = WindowTrace(model_id="m", image=np.zeros((8, 8, 3), np.float32), patch_size=2,
-                        blocks=(_block((4, 4), 2, 0, field), good, _block((2, 2), 2, 0, field[:2, :2], stage=1)),
-                        labels=("a",), probs=np.ones(1, np.float32))  # fmt: skip
+    trace = WindowTrace(
+        model_id="m",
+        image=np.zeros((8, 8, 3), np.float32),
+        patch_size=2,
+        blocks=(_block((4, 4), 2, 0, field), good, _block((2, 2), 2, 0, field[:2, :2], stage=1)),
+        labels=("a",),
+        probs=np.ones(1, np.float32),
+    )
     assert trace.n_stages == 2 and trace.grid == (4, 4) and trace.cell_size(1) == 4
     assert trace.block_at(0, 1) is good and len(trace.stage_blocks(0)) == 2 and trace.attention_blocks() == {}
     with pytest.raises(EngineError, match="no block 3"):

@@ -167,7 +167,9 @@ _VERB_LIST: tuple[Verb, ...] = (
     _V("wash", "washes", ("lave", "laves", "lave", "lavons", "lavent"), _k("animal vehicle thing food")),
     _V("push", "pushes", ("pousse", "pousses", "pousse", "poussons", "poussent"), _k("vehicle thing")),
     _V("draw", "draws", ("dessine", "dessines", "dessine", "dessinons", "dessinent"), _ALL),
-    _V("open", "opens", ("ouvre", "ouvres", "ouvre", "ouvrons", "ouvrent"), _k("box bag book letter computer umbrella")),
+    _V(
+        "open", "opens", ("ouvre", "ouvres", "ouvre", "ouvrons", "ouvrent"), _k("box bag book letter computer umbrella")
+    ),
     _V("visit", "visits", ("visite", "visites", "visite", "visitons", "visitent"), _k("person place")),
 )
 

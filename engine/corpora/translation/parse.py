@@ -37,7 +37,9 @@ class UnknownWordError(ValueError):
             hint = f" (did you mean {', '.join(repr(s) for s in self.suggestions[w])}?)" if self.suggestions[w] else ""
             parts.append(f"{quote_input(w, WORD_LIMIT)}{hint}")
         more = " …" if len(self.words) > MAX_UNKNOWN_LISTED else ""
-        super().__init__(f"Unknown word{'s' if len(self.words) > 1 else ''} for the toy grammar: {'; '.join(parts)}{more}")
+        super().__init__(
+            f"Unknown word{'s' if len(self.words) > 1 else ''} for the toy grammar: {'; '.join(parts)}{more}"
+        )
 
 
 class _Parser:
@@ -198,4 +200,3 @@ def suggest(word: str, k: int = 3) -> list[str]:
             prefix = next((i for i, (x, y) in enumerate(zip(w, cand)) if x != y), min(len(w), len(cand)))
             scored.append((d, -prefix, cand))
     return [c for _, _, c in sorted(scored)[:k]]
-

@@ -163,4 +163,3 @@ def _render(s: Sentence) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     if s.period:
         add(["."], ["."], [(0, 0)])
     return en, fr, align
-

@@ -53,9 +53,17 @@ from engine.training.recipes.translation_data import (  # noqa: F401  (re-export
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 NO_STOP_FRACTION = 0.25  # training sentences also shown without their final "." (people often omit it)
-SAMPLES = ("the red car is fast .", "the red car is fast", "she sees the small black dog .", "the old tree is under the bridge .",
-           "i have an umbrella .", "the girls are happy and tired .", "21 November 2026",
-           "Saturday, 21 November 2026", "03/07/1999")  # fmt: skip
+SAMPLES = (
+    "the red car is fast .",
+    "the red car is fast",
+    "she sees the small black dog .",
+    "the old tree is under the bridge .",
+    "i have an umbrella .",
+    "the girls are happy and tired .",
+    "21 November 2026",
+    "Saturday, 21 November 2026",
+    "03/07/1999",
+)
 
 
 def without_stop(pair: Pair) -> Pair:
@@ -99,7 +107,9 @@ def _batched(pairs: Sequence[Pair], size: int):
 
 
 @torch.no_grad()
-def translate(model: RNNAttentionModel, pairs: Sequence[Pair], vocabs: dict[str, Vocab], batch: int = 256) -> list[list[str]]:
+def translate(
+    model: RNNAttentionModel, pairs: Sequence[Pair], vocabs: dict[str, Vocab], batch: int = 256
+) -> list[list[str]]:
     """Greedy translations (target words, ``<eos>`` dropped) of the sources of ``pairs`` (model in eval mode)."""
     device = next(model.parameters()).device
     out = []
@@ -135,7 +145,10 @@ def alignment_agreement(model: RNNAttentionModel, pairs: Sequence[Pair], vocabs:
 
 
 def train_model(
-    cfg: RNNAttentionConfig, train_pairs: Sequence[Pair], vocabs: dict[str, Vocab], config: TrainConfig,
+    cfg: RNNAttentionConfig,
+    train_pairs: Sequence[Pair],
+    vocabs: dict[str, Vocab],
+    config: TrainConfig,
     log: Callable[[str], None] = print,
 ) -> tuple[RNNAttentionModel, float, str, float]:
     """Teacher-forced training; returns ``(model in eval mode, wall seconds, device, last mean loss)``."""
@@ -147,8 +160,11 @@ def train_model(
     gen = torch.Generator().manual_seed(config.seed)
     decay = [p for p in model.parameters() if p.ndim >= 2]
     rest = [p for p in model.parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": rest, "weight_decay": 0.0}], lr=config.lr_at(0), betas=(0.9, 0.98))
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+        lr=config.lr_at(0),
+        betas=(0.9, 0.98),
+    )
     model.train()
     started, window = time.perf_counter(), []
     for step in range(config.steps):
@@ -167,8 +183,10 @@ def train_model(
         optimizer.step()
         window.append(float(loss.detach()))
         if (step + 1) % config.snapshot_every == 0 or step + 1 == config.steps:
-            log(f"step {step + 1:5d}/{config.steps}  loss {sum(window) / len(window):.4f}  "
-                f"lr {config.lr_at(step):.2e}  {time.perf_counter() - started:.0f} s")
+            log(
+                f"step {step + 1:5d}/{config.steps}  loss {sum(window) / len(window):.4f}  "
+                f"lr {config.lr_at(step):.2e}  {time.perf_counter() - started:.0f} s"
+            )
             last_loss, window = sum(window) / len(window), []
     model.eval()
     return model, time.perf_counter() - started, device.type, last_loss
@@ -184,8 +202,17 @@ def _sample_translations(model: RNNAttentionModel, vocabs: dict[str, Vocab]) -> 
 def _build(out: Path, name: str, variant: str, label: str, description: str, *, steps: int | None, seed: int) -> dict:
     vocabs = vocabularies()
     train_pairs, test_pairs = split_pairs(seed)
-    cfg = RNNAttentionConfig(src_vocab=len(vocabs["source"]), tgt_vocab=len(vocabs["target"]), d_emb=64,
-                             d_enc=128, d_dec=128, d_attn=64, variant=variant, max_src=32, max_tgt=32)
+    cfg = RNNAttentionConfig(
+        src_vocab=len(vocabs["source"]),
+        tgt_vocab=len(vocabs["target"]),
+        d_emb=64,
+        d_enc=128,
+        d_dec=128,
+        d_attn=64,
+        variant=variant,
+        max_src=32,
+        max_tgt=32,
+    )
     config = TrainConfig(steps=steps or 2000, batch_size=64, lr=3e-3, warmup=100, snapshot_every=250, seed=seed)
     model, wall, device, last_loss = train_model(cfg, drop_some_stops(train_pairs, seed), vocabs, config)
     match = exact_match(model, test_pairs, vocabs)
@@ -206,8 +233,8 @@ def _build(out: Path, name: str, variant: str, label: str, description: str, *, 
         "family": "rnn-attention",
         "description": description,
         "data": f"{N_PAIRS:,} generated pairs (seed {seed}): toy English→French sentences and "
-                f"{DATE_FRACTION:.0%} written dates→ISO; {len(test_pairs):,} held out ({n_dates:,} dates), "
-                f"no source on both sides; {len(vocabs['source'])} source / {len(vocabs['target'])} target tokens",
+        f"{DATE_FRACTION:.0%} written dates→ISO; {len(test_pairs):,} held out ({n_dates:,} dates), "
+        f"no source on both sides; {len(vocabs['source'])} source / {len(vocabs['target'])} target tokens",
         "steps": config.steps,
         "batch": f"{config.batch_size} pairs, teacher forcing",
         "wall_time_s": round(wall, 1),
@@ -215,7 +242,7 @@ def _build(out: Path, name: str, variant: str, label: str, description: str, *, 
         "seed": seed,
         "final_metrics": metrics,
         "alignment agreement": "share of target words whose argmax α(i, ·) is the gold source word "
-                               "(teacher-forced on the reference translation)",
+        "(teacher-forced on the reference translation)",
         "samples": _sample_translations(model, vocabs),
         "command": f"python -m engine.training.pretrain {name}",
     }
@@ -226,19 +253,27 @@ def _build(out: Path, name: str, variant: str, label: str, description: str, *, 
 def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
     """``bahdanau-translator``: GRU encoder-decoder with additive attention."""
     return _build(
-        out, "bahdanau-translator", "additive", "Bahdanau translator En→Fr (GRU + additive attention)",
+        out,
+        "bahdanau-translator",
+        "additive",
+        "Bahdanau translator En→Fr (GRU + additive attention)",
         "A bidirectional GRU encoder and a GRU decoder with additive (Bahdanau) attention, trained here on a "
         "toy English→French grammar and on dates; its alignment map shows which English word each French word "
         "reads.",
-        steps=steps, seed=seed,
-    )  # fmt: skip
+        steps=steps,
+        seed=seed,
+    )
 
 
 def build_luong(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
     """``luong-translator``: the same model and data with the dot (Luong) energy."""
     return _build(
-        out, "luong-translator", "dot", "Luong translator En→Fr (GRU + dot attention)",
+        out,
+        "luong-translator",
+        "dot",
+        "Luong translator En→Fr (GRU + dot attention)",
         "The Bahdanau translator's twin with a dot-product (Luong) energy s(i−1)·W_h h(j) instead of the "
         "additive one; same data, steps and seed, for comparing the two alignment maps.",
-        steps=steps, seed=seed,
-    )  # fmt: skip
+        steps=steps,
+        seed=seed,
+    )

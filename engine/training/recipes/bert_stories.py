@@ -28,8 +28,9 @@ EVAL_BATCH = 64
 
 
 @torch.no_grad()
-def masked_accuracy(model: Transformer, task: MaskedStoriesTask, *, batches: int = EVAL_BATCHES,
-                    batch_size: int = EVAL_BATCH) -> float:  # fmt: skip
+def masked_accuracy(
+    model: Transformer, task: MaskedStoriesTask, *, batches: int = EVAL_BATCHES, batch_size: int = EVAL_BATCH
+) -> float:
     """Share of masked held-out positions whose original word is the model's top prediction."""
     model.eval()
     gen = torch.Generator().manual_seed(EVAL_SEED)
@@ -48,16 +49,28 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
     """A 3-layer, 4-head encoder (d_model 128, learned positions) with an MLM head (the unembedding)."""
     torch.manual_seed(seed)
     task = MaskedStoriesTask(seq_len_=64, n_stories=20_000, seed=seed)
-    cfg = TransformerConfig(vocab_size=len(task.vocab), d_model=128, n_layers=3, n_heads=4, d_mlp=512,
-                            max_len=task.seq_len, pos_encoding="learned", causal=False)  # fmt: skip
+    cfg = TransformerConfig(
+        vocab_size=len(task.vocab),
+        d_model=128,
+        n_layers=3,
+        n_heads=4,
+        d_mlp=512,
+        max_len=task.seq_len,
+        pos_encoding="learned",
+        causal=False,
+    )
     model = Transformer(cfg)
-    config = TrainConfig(steps=steps or 3000, batch_size=32, lr=2e-3, warmup=150, snapshot_every=250,
-                         seed=seed, eval_batch_size=64)  # fmt: skip
+    config = TrainConfig(
+        steps=steps or 3000, batch_size=32, lr=2e-3, warmup=150, snapshot_every=250, seed=seed, eval_batch_size=64
+    )
     started = time.perf_counter()
     device = "cpu"
     for snap in train(model, task, config, model_id=NAME):
-        print(f"step {snap.step:5d}/{snap.total_steps}  loss {snap.loss:.3f}  {snap.metric_name} "
-              f"{snap.metric:.3f}  {time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+        print(
+            f"step {snap.step:5d}/{snap.total_steps}  loss {snap.loss:.3f}  {snap.metric_name} "
+            f"{snap.metric:.3f}  {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
         device = snap.device
     wall = time.perf_counter() - started
     accuracy = masked_accuracy(model, task)
@@ -71,11 +84,11 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
         "label": "Tiny BERT trained on stories (own, masked LM)",
         "family": "encoder",
         "description": "A 3-layer encoder trained here with BERT's masked-language-model objective on "
-                       "generated children's stories: type a sentence with [MASK] and see what it fills in.",
+        "generated children's stories: type a sentence with [MASK] and see what it fills in.",
         "data": f"{task.n_stories:,} generated stories (seed {seed}), {task.test_fraction:.0%} held out; "
-                f"{len(task.vocab)} word tokens including <mask>; windows of {task.seq_len} tokens; "
-                f"{MASK_RATE:.0%} of words chosen, of those {SPLIT[0]:.0%} → <mask>, {SPLIT[1]:.0%} → a "
-                f"random word, {SPLIT[2]:.0%} kept",
+        f"{len(task.vocab)} word tokens including <mask>; windows of {task.seq_len} tokens; "
+        f"{MASK_RATE:.0%} of words chosen, of those {SPLIT[0]:.0%} → <mask>, {SPLIT[1]:.0%} → a "
+        f"random word, {SPLIT[2]:.0%} kept",
         "steps": config.steps,
         "batch": f"{config.batch_size} × {task.seq_len} tokens",
         "wall_time_s": round(wall, 1),

@@ -65,13 +65,22 @@ def batch(scenes: list[Scene], words: Vocab) -> tuple[torch.Tensor, torch.Tensor
 
 def model_config(words: Vocab) -> CaptionerConfig:
     """The shipped model: 64×64 input, an 8×8 grid of 64-wide features, a 128-wide LSTM."""
-    return CaptionerConfig(vocab_size=len(words), image_size=64, grid=8, channels=32, d_feat=64, d_emb=32,
-                           d_dec=128, d_attn=64, max_len=14)  # fmt: skip
+    return CaptionerConfig(
+        vocab_size=len(words), image_size=64, grid=8, channels=32, d_feat=64, d_emb=32, d_dec=128, d_attn=64, max_len=14
+    )
 
 
 def train_config(steps: int | None = None, seed: int = 0) -> TrainConfig:
-    return TrainConfig(steps=steps or 4000, batch_size=48, lr=2e-3, warmup=100, weight_decay=0.0,
-                       seed=seed, grad_clip=5.0, min_lr_ratio=0.05)  # fmt: skip
+    return TrainConfig(
+        steps=steps or 4000,
+        batch_size=48,
+        lr=2e-3,
+        warmup=100,
+        weight_decay=0.0,
+        seed=seed,
+        grad_clip=5.0,
+        min_lr_ratio=0.05,
+    )
 
 
 def fit(model: Captioner, words: Vocab, config: TrainConfig, *, log_every: int = 100, log=print) -> float:
@@ -95,8 +104,11 @@ def fit(model: Captioner, words: Vocab, config: TrainConfig, *, log_every: int =
         running += float(xent.detach())
         if (step + 1) % log_every == 0 or step + 1 == config.steps:
             mean_loss = running / ((step % log_every) + 1)
-            log(f"step {step + 1:5d}/{config.steps}  xent {mean_loss:.3f}  lr {config.lr_at(step):.2e}  "
-                f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+            log(
+                f"step {step + 1:5d}/{config.steps}  xent {mean_loss:.3f}  lr {config.lr_at(step):.2e}  "
+                f"{time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
             running = 0.0
     model.eval()
     return mean_loss
@@ -132,11 +144,11 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
         "title": NAME,
         "label": "Scene captioner with soft attention (own)",
         "family": "captioner",
-        "description": "A \"Show, Attend and Tell\" captioner trained here on generated 64×64 scenes of shapes: "
-                       "a small conv-net gives an 8×8 grid of features, an LSTM writes the caption and before "
-                       "every word attends over the grid (additive attention, a gate β scales the context).",
+        "description": 'A "Show, Attend and Tell" captioner trained here on generated 64×64 scenes of shapes: '
+        "a small conv-net gives an 8×8 grid of features, an LSTM writes the caption and before "
+        "every word attends over the grid (additive attention, a gate β scales the context).",
         "data": f"{config.steps * config.batch_size:,} freshly generated scenes (engine.corpora.scenes, seed {seed}); "
-                f"{HELD_OUT} held-out scenes from seed {HELD_OUT_SEED}, never trained on",
+        f"{HELD_OUT} held-out scenes from seed {HELD_OUT_SEED}, never trained on",
         "input": f"{cfg.image_size}×{cfg.image_size} RGB, 0–1; attention grid {cfg.grid}×{cfg.grid}",
         "steps": config.steps,
         "batch": f"{config.batch_size} scenes",
@@ -146,6 +158,6 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
         "seed": seed,
         "final_metrics": metrics,
         "command": f"python -m engine.training.pretrain {NAME}",
-    }  # fmt: skip
+    }
     save_checkpoint(out, NAME, model, kind="captioner", config=cfg.to_dict(), vocab=words, card=card)
     return card

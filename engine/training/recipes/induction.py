@@ -134,6 +134,7 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, snapshots: Path
     save_checkpoint(out, NAME, model, kind="transformer", config=model.cfg.to_dict(), vocab=task.vocab, card=card)
     snapshots.mkdir(parents=True, exist_ok=True)
     document = snapshot_document(points, last.probe_tokens, phase)
-    (snapshots / f"{NAME}.json").write_text(json.dumps(document, separators=(",", ":"), allow_nan=False) + "\n",
-                                            encoding="utf-8")  # fmt: skip
+    (snapshots / f"{NAME}.json").write_text(
+        json.dumps(document, separators=(",", ":"), allow_nan=False) + "\n", encoding="utf-8"
+    )
     return card

@@ -53,9 +53,16 @@ NAME = "tiny-translator"
 MAX_SRC = 24  # source tokens the model accepts (the corpus has at most 11 + <eos>)
 MAX_TGT = 24  # decoder positions (<bos> + at most 11 target tokens in the corpus)
 PROBE = "the red car is fast ."  # traced at every snapshot: "rouge" comes after "voiture"
-SAMPLES = ("the red car is fast .", "she sees the small black dog .", "the old tree is under the bridge .",
-           "i have an umbrella .", "the girls are happy and tired .", "21 November 2026",
-           "Saturday, 21 November 2026", "03/07/1999")  # fmt: skip
+SAMPLES = (
+    "the red car is fast .",
+    "she sees the small black dog .",
+    "the old tree is under the bridge .",
+    "i have an umbrella .",
+    "the girls are happy and tired .",
+    "21 November 2026",
+    "Saturday, 21 November 2026",
+    "03/07/1999",
+)
 #: the card's metric names (tests read them back)
 EXACT_SENTENCES = "held-out exact match (sentences)"
 EXACT_DATES = "held-out exact match (dates)"
@@ -141,8 +148,9 @@ class TranslationTask(Task):
         """:data:`PROBE` packed as a training row (its target is the grammar's translation)."""
         from engine.corpora.translation import tokenize, translate
 
-        src, tgt_in, _ = encode_pairs([(tokenize(PROBE), tokenize(translate(PROBE)))], self.vocabs,
-                                      self.max_src, self.max_tgt)  # fmt: skip
+        src, tgt_in, _ = encode_pairs(
+            [(tokenize(PROBE), tokenize(translate(PROBE)))], self.vocabs, self.max_src, self.max_tgt
+        )
         return torch.cat([src[0], tgt_in[0]]).tolist()
 
 
@@ -184,8 +192,9 @@ def _chunks(items: Sequence, size: int):
 
 
 @torch.no_grad()
-def translate_pairs(model: Seq2SeqTransformer, pairs: Sequence[Pair], vocabs: dict[str, Vocab],
-                    batch: int = 512) -> list[list[str]]:  # fmt: skip
+def translate_pairs(
+    model: Seq2SeqTransformer, pairs: Sequence[Pair], vocabs: dict[str, Vocab], batch: int = 512
+) -> list[list[str]]:
     """Greedy translations (target tokens, ``<eos>`` dropped) of the sources of ``pairs``."""
     device = model.unembed.weight.device
     out = []
@@ -231,9 +240,17 @@ def sample_translations(
 
 def model_config(vocabs: dict[str, Vocab]) -> Seq2SeqConfig:
     """The shipped size: 2 + 2 layers, 4 heads, d_model 64, sinusoidal positions."""
-    return Seq2SeqConfig(src_vocab=len(vocabs["source"]), tgt_vocab=len(vocabs["target"]), d_model=64,
-                         n_layers=2, n_heads=4, d_mlp=256, max_src=MAX_SRC, max_tgt=MAX_TGT,
-                         pos_encoding="sinusoidal")  # fmt: skip
+    return Seq2SeqConfig(
+        src_vocab=len(vocabs["source"]),
+        tgt_vocab=len(vocabs["target"]),
+        d_model=64,
+        n_layers=2,
+        n_heads=4,
+        d_mlp=256,
+        max_src=MAX_SRC,
+        max_tgt=MAX_TGT,
+        pos_encoding="sinusoidal",
+    )
 
 
 def build(out: Path, *, steps: int | None = None, seed: int = 0, log: Callable[[str], None] = print) -> dict:
@@ -245,13 +262,22 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, log: Callable[[
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = Seq2SeqTransformer(cfg)
-    config = TrainConfig(steps=steps or 2500, batch_size=64, lr=3e-3, warmup=100, snapshot_every=250, seed=seed,
-                         eval_batch_size=256)  # fmt: skip
+    config = TrainConfig(
+        steps=steps or 2500, batch_size=64, lr=3e-3, warmup=100, snapshot_every=250, seed=seed, eval_batch_size=256
+    )
     started = time.perf_counter()
-    for snap in train(model, task, config, forward_fn=packed_forward(MAX_SRC),
-                      trace_fn=probe_tracer(vocabs, MAX_SRC, NAME), model_id=NAME):  # fmt: skip
-        log(f"step {snap.step:5d}/{snap.total_steps}  loss {snap.loss:.4f}  {snap.metric_name} {snap.metric:.3f}  "
-            f"lr {snap.lr:.2e}  {time.perf_counter() - started:.0f} s")
+    for snap in train(
+        model,
+        task,
+        config,
+        forward_fn=packed_forward(MAX_SRC),
+        trace_fn=probe_tracer(vocabs, MAX_SRC, NAME),
+        model_id=NAME,
+    ):
+        log(
+            f"step {snap.step:5d}/{snap.total_steps}  loss {snap.loss:.4f}  {snap.metric_name} {snap.metric:.3f}  "
+            f"lr {snap.lr:.2e}  {time.perf_counter() - started:.0f} s"
+        )
         device, final_loss, train_time = snap.device, snap.loss, snap.elapsed_s
     wall = time.perf_counter() - started
     model.eval()
@@ -269,11 +295,11 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, log: Callable[[
         "label": "Tiny translator En→Fr (own transformer)",
         "family": "encoder-decoder",
         "description": "A 2+2-layer encoder-decoder transformer trained here on a toy English→French grammar "
-                       "(adjectives that move, gender agreement, elision) and on written dates→ISO; its "
-                       "cross-attention shows which source words each target word reads.",
+        "(adjectives that move, gender agreement, elision) and on written dates→ISO; its "
+        "cross-attention shows which source words each target word reads.",
         "data": f"{N_PAIRS:,} generated pairs (seed {seed}): toy English→French sentences and "
-                f"{DATE_FRACTION:.0%} written dates→ISO; {len(test_pairs):,} held out ({n_dates:,} dates), "
-                f"no source on both sides; {len(vocabs['source'])} source / {len(vocabs['target'])} target tokens",
+        f"{DATE_FRACTION:.0%} written dates→ISO; {len(test_pairs):,} held out ({n_dates:,} dates), "
+        f"no source on both sides; {len(vocabs['source'])} source / {len(vocabs['target'])} target tokens",
         "steps": config.steps,
         "batch": f"{config.batch_size} pairs, teacher forcing, lr {config.lr} (warm-up {config.warmup}, cosine)",
         "wall_time_s": round(wall, 1),
@@ -284,6 +310,6 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, log: Callable[[
         "exact match": "greedy decoding of every held-out pair; right when the output equals the reference",
         "samples": sample_translations(model, vocabs),
         "command": f"python -m engine.training.pretrain {NAME}",
-    }  # fmt: skip
+    }
     save_checkpoint(out, NAME, model, kind="seq2seq", config=cfg.to_dict(), vocab=vocabs, card=card)
     return card

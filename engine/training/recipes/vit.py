@@ -147,8 +147,10 @@ def fit(
         running += float(loss.detach())
         if (step + 1) % log_every == 0 or step + 1 == config.steps:
             mean_loss = running / ((step % log_every) + 1)
-            log(f"step {step + 1:5d}/{config.steps}  loss {mean_loss:.3f}  "
-                f"lr {config.lr_at(step):.2e}  {time.perf_counter() - started:.0f} s")  # fmt: skip
+            log(
+                f"step {step + 1:5d}/{config.steps}  loss {mean_loss:.3f}  "
+                f"lr {config.lr_at(step):.2e}  {time.perf_counter() - started:.0f} s"
+            )
             running = 0.0
     model.eval()
     return mean_loss
@@ -156,13 +158,30 @@ def fit(
 
 def model_config() -> ViTConfig:
     """The shipped model: 8×8 input, 2×2 patches (16 + [CLS] tokens), 3 layers × 4 heads, d_model 64."""
-    return ViTConfig(image_size=8, patch_size=2, channels=1, d_model=64, n_layers=3, n_heads=4, d_mlp=128,
-                     n_classes=10, labels=DIGITS)  # fmt: skip
+    return ViTConfig(
+        image_size=8,
+        patch_size=2,
+        channels=1,
+        d_model=64,
+        n_layers=3,
+        n_heads=4,
+        d_mlp=128,
+        n_classes=10,
+        labels=DIGITS,
+    )
 
 
 def train_config(steps: int | None = None, seed: int = 0) -> TrainConfig:
-    return TrainConfig(steps=steps or 2000, batch_size=128, lr=2e-3, warmup=150, weight_decay=0.05,
-                       seed=seed, grad_clip=1.0, min_lr_ratio=0.02)  # fmt: skip
+    return TrainConfig(
+        steps=steps or 2000,
+        batch_size=128,
+        lr=2e-3,
+        warmup=150,
+        weight_decay=0.05,
+        seed=seed,
+        grad_clip=1.0,
+        min_lr_ratio=0.02,
+    )
 
 
 def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
@@ -202,14 +221,14 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
         "label": "Tiny ViT on 8×8 digits (own)",
         "family": "vit",
         "description": "A 3-layer Vision Transformer trained here on scikit-learn's 8×8 handwritten digits: "
-                       "16 patches of 2×2 pixels and a [CLS] token.",
+        "16 patches of 2×2 pixels and a [CLS] token.",
         "labels": list(cfg.labels),
         "data": f"scikit-learn load_digits: {len(y_train)} training images, {len(y_test)} held out "
-                f"({TEST_FRACTION:.0%}, stratified, split seed {SPLIT_SEED}, never trained on); "
-                f"random shifts of up to {MAX_SHIFT} pixel",
+        f"({TEST_FRACTION:.0%}, stratified, split seed {SPLIT_SEED}, never trained on); "
+        f"random shifts of up to {MAX_SHIFT} pixel",
         "split_seed": SPLIT_SEED,
         "input": f"{cfg.image_size}×{cfg.image_size} grayscale, 0–1 (digits' 0–16 / 16), "
-                 f"{cfg.patch_size}×{cfg.patch_size} patches on a {cfg.grid}×{cfg.grid} grid",
+        f"{cfg.patch_size}×{cfg.patch_size} patches on a {cfg.grid}×{cfg.grid} grid",
         "steps": config.steps,
         "batch": f"{config.batch_size} images",
         "wall_time_s": round(wall, 1),
@@ -217,7 +236,7 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
         "seed": seed,
         "final_metrics": metrics,
         "command": f"python -m engine.training.pretrain {NAME}",
-    }  # fmt: skip
+    }
     # the checkpoint format stores a vocabulary: for a classifier, the class labels after the specials
     save_checkpoint(out, NAME, model, kind="vit", config=cfg.to_dict(), vocab=Vocab.from_words(cfg.labels), card=card)
     return card
