@@ -29,6 +29,7 @@ class K:
     head = "head"
     causal = "causal"
     max_tokens = "max_tokens"
+    session_id = "_session_id"  # this browser session's random id (services.session_id)
     causal_for = "_causal_for"  # the model the causal toggle's default was read for
     causal_default = "_causal_default"  # that default: a link names the mask only when it differs from it
 
@@ -270,6 +271,7 @@ class Heads:
         "heads_large",
         "heads_grid_pills",
     )  # pills: a phone's head buttons
+    grid_box = "heads_grid_box"  # presenter mode: the container the grid of every head fills (the window's height)
     metric, metric_map, metrics_table = "heads_metric", "heads_metric_map", "heads_metrics_table"
     similarity, pairs = "heads_similarity", "heads_pairs"
     cmp_a, cmp_b, cmp, cmp_metrics = "heads_cmp_a", "heads_cmp_b", "heads_cmp_", "heads_cmp_metrics"
@@ -445,6 +447,18 @@ class Look:
     download = "chart_download_format"  # PNG or SVG from every chart's camera button
     focus = "focus"  # the token highlighted on every text page
     source = "_chart_source"  # + a page's script hash: the model and sentence its charts show (charts.set_source)
+
+
+class Share:
+    """The sidebar's "Share this view" box (``app/components/share_box.py``): the teacher's choices for the link
+    (not part of the link itself) and the full-screen QR code."""
+
+    lock = "share_lock"  # the teacher's "lock in the link" choice
+    present_link = "share_present"  # the teacher's "open in presenter mode" choice for the shared link
+    qr_button = "share_qr_big"
+    qr_big = "share_qr_full"  # the dialog's image container (its CSS fits the code to the window)
+    link = "share_link"  # the link the box showed last (what the full-screen QR code encodes)
+    open = "share_open"  # the box is open (its expander's state)
 
 
 class Examples:

@@ -20,13 +20,9 @@ import streamlit as st
 
 from app.components.lesson_draft import add_view_box
 from app.links import page_link
+from app.state import Share
 from app.url_params import HIDE, HIDEABLE
 
-LOCK_KEY = "share_lock"  # the teacher's "lock in the link" choice (not part of the link itself)
-PRESENT_LINK_KEY = "share_present"  # the teacher's "open in presenter mode" choice for the shared link
-QR_BUTTON_KEY = "share_qr_big"
-QR_BIG_KEY = "share_qr_full"  # the dialog's image container (its CSS fits the code to the window)
-LINK_KEY = "share_link"  # the link the box showed last (what the full-screen QR code encodes)
 PRESENT = "present"  # the presenter-mode parameter (app.url_params)
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
 QR_BIG_SCALE = 16  # pixels per module of the full-screen QR code (sharp when the dialog stretches it)
@@ -42,14 +38,11 @@ LOCK_LABELS = {
 }
 
 
-OPEN_KEY = "share_open"
-
-
 def share_expander():
     """The expander (drawn each full run, before the page) and the placeholder the link is drawn into; None
     while it is closed. Lazy: a closed box builds no link, QR code or copy button (about 20–50 ms of server
     and browser work on every rerun, for a box most reruns never show); opening it reruns the page."""
-    box = st.sidebar.expander("Share this view", icon=":material/share:", key=OPEN_KEY, on_change="rerun")
+    box = st.sidebar.expander("Share this view", icon=":material/share:", key=Share.open, on_change="rerun")
     add_view_box()  # "Add this view to my lesson" (issue 21, 3): its own expander, under this one
     if box.open is False:
         return None
@@ -57,7 +50,7 @@ def share_expander():
         st.multiselect(
             "Lock in the shared link",
             list(HIDEABLE),
-            key=LOCK_KEY,
+            key=Share.lock,
             format_func=lambda name: LOCK_LABELS.get(name, name),
             placeholder="Nothing locked",
             help="Hides these controls for whoever opens the link (they keep the values of this view). "
@@ -65,16 +58,16 @@ def share_expander():
         )
         st.checkbox(
             "Open in presenter mode",
-            key=PRESENT_LINK_KEY,
+            key=Share.present_link,
             help="Off: the link opens the normal view (what phones and laptops need), even when you present.",
         )
         if st.button(
             "Show the QR code full screen",
             icon=":material/qr_code_2:",
-            key=QR_BUTTON_KEY,
-            disabled=not st.session_state.get(LINK_KEY),
+            key=Share.qr_button,
+            disabled=not st.session_state.get(Share.link),
         ):
-            qr_dialog(st.session_state[LINK_KEY])
+            qr_dialog(st.session_state[Share.link])
         offline_view()
         return st.empty()
 
@@ -96,10 +89,10 @@ def qr_dialog(link: str) -> None:
         st.write("This link is too long for a QR code: shorten the text to get one.")
         return
     st.html(
-        f"<style>.st-key-{QR_BIG_KEY} {{ align-items: center; }} .st-key-{QR_BIG_KEY} img {{ max-height: calc(100vh - 14rem); width: auto !important; "
+        f"<style>.st-key-{Share.qr_big} {{ align-items: center; }} .st-key-{Share.qr_big} img {{ max-height: calc(100vh - 14rem); width: auto !important; "
         "max-width: 100%; margin: 0 auto; display: block; image-rendering: pixelated; }</style>"
     )
-    with st.container(key=QR_BIG_KEY):  # as large as the window allows, whole (a phone must see all of it)
+    with st.container(key=Share.qr_big):  # as large as the window allows, whole (a phone must see all of it)
         st.image(png, width="stretch", alt="QR code of the shared link, full screen")
     st.caption(link)
 
@@ -110,10 +103,10 @@ def shared_link(link: str, hidden: tuple[str, ...]) -> str:
     phones should open the normal view)."""
     pairs = parse_qsl(urlsplit(link).query, keep_blank_values=True)
     wanted = [(name, value) for name, value in pairs if name != PRESENT]
-    lock = [name for name in HIDEABLE if name in hidden or name in (st.session_state.get(LOCK_KEY) or ())]
+    lock = [name for name in HIDEABLE if name in hidden or name in (st.session_state.get(Share.lock) or ())]
     if lock and set(lock) != set(hidden):
         wanted = [(name, value) for name, value in wanted if name != HIDE] + [(HIDE, ",".join(lock))]
-    if st.session_state.get(PRESENT_LINK_KEY):
+    if st.session_state.get(Share.present_link):
         wanted.append((PRESENT, "1"))
     if wanted == pairs:
         return link
@@ -167,7 +160,7 @@ document.getElementById("copy").addEventListener("click", async () => {{
 def draw_share(slot, link: str, hidden: tuple[str, ...]) -> None:
     """Fill ``slot`` (the placeholder of :func:`share_expander`) with the link, a copy button and its QR code."""
     link = shared_link(link, hidden)
-    st.session_state[LINK_KEY] = link
+    st.session_state[Share.link] = link
     with slot.container():
         st.code(link, language=None, wrap_lines=True)
         st.iframe(copy_button_html(link), height=40, alt="Copy link")

@@ -37,6 +37,7 @@ import streamlit as st
 import engine
 import engine.registry
 from app.services.request import TraceRequest
+from app.state import K
 from engine import AttentionTrace, EngineError, ModelSpec
 from engine.cache import TraceCache
 from engine.memory import release_memory_soon
@@ -385,8 +386,8 @@ _PUBLISHED_LOCK = threading.Lock()
 
 def session_id() -> str:
     """A random id for this browser session (kept in session state)."""
-    if "_session_id" not in st.session_state:
+    if K.session_id not in st.session_state:
         import uuid
 
-        st.session_state["_session_id"] = uuid.uuid4().hex
-    return st.session_state["_session_id"]
+        st.session_state[K.session_id] = uuid.uuid4().hex
+    return st.session_state[K.session_id]

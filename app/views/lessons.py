@@ -139,7 +139,7 @@ def steps_demo() -> None:
 def softmax_demo() -> None:
     """Four fixed scores through the softmax at a scale the student moves (the calculator's own steps)."""
     st.slider("Scale (multiplies the scores)", 0.0, 5.0, 1.0, 0.1, key=Lessons.softmax_scale, **PERSIST)
-    scale = float(np.clip(float(st.session_state.get("lesson_softmax_scale") or 0.0), 0.0, 5.0))
+    scale = float(np.clip(float(st.session_state.get(Lessons.softmax_scale) or 0.0), 0.0, 5.0))
     k = np.array(SOFTMAX_SCORES, dtype=float)[:, None]  # (n, 1): one-number keys, so q·k = the score
     steps = services.calculator_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
     weights = steps.weights[0]

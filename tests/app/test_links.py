@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from app import links
 from app.components import share_box
+from app.state import Share
 from apptest_helpers import ROOT, TIMEOUT
 
 HOST = "http://school.example:8501"
@@ -44,7 +45,7 @@ def test_every_value_survives_the_round_trip() -> None:
 
 
 def test_the_share_box_lock_goes_through_the_builder(monkeypatch) -> None:
-    monkeypatch.setattr(share_box.st, "session_state", {share_box.LOCK_KEY: ["model"]})
+    monkeypatch.setattr(share_box.st, "session_state", {Share.lock: ["model"]})
     assert (
         share_box.shared_link(f"{HOST}/heads?text=a&hide=layer", ("layer",))
         == f"{HOST}/heads?text=a&hide=model%2Clayer"
@@ -59,7 +60,7 @@ def test_a_shared_link_opens_presenter_mode_only_when_asked(monkeypatch) -> None
     monkeypatch.setattr(share_box.st, "session_state", {})
     link = f"{HOST}/heads?text=a&present=1&tok=1&tok=2"
     assert share_box.shared_link(link, ()) == f"{HOST}/heads?text=a&tok=1&tok=2"
-    monkeypatch.setattr(share_box.st, "session_state", {share_box.PRESENT_LINK_KEY: True})
+    monkeypatch.setattr(share_box.st, "session_state", {Share.present_link: True})
     assert share_box.shared_link(link, ()) == f"{HOST}/heads?text=a&tok=1&tok=2&present=1"
     assert share_box.shared_link(f"{HOST}/?text=a", ()) == f"{HOST}/?text=a&present=1"
 

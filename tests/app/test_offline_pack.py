@@ -19,9 +19,8 @@ from test_lesson_editor import downloads  # noqa: F401 — the fixture that keep
 from app import services
 from app.components.lesson_draft import WRITE_TAB
 from app.components.offline_pack import lesson_html, view_html
-from app.components.share_box import OPEN_KEY
 from app.lesson_file import Choice, Lesson, Link, Step
-from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline
+from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline, Share
 from apptest_helpers import assert_clean, decode, main_figure, open_page, z
 
 SCRIPT_NOTE = "<script>alert('x')</script> & <b>not bold</b>"
@@ -170,7 +169,7 @@ def test_the_lessons_editor_builds_and_serves_the_pack(downloads):  # noqa: F811
 
 
 def test_the_share_box_serves_the_view_on_screen(downloads):  # noqa: F811 — the imported fixture
-    at = open_page("explore", **{OPEN_KEY: True, K.layer: 2, K.head: 3})
+    at = open_page("explore", **{Share.open: True, K.layer: 2, K.head: 3})
     assert_clean(at)
     at.button(key=f"{Offline.build}view").click().run()
     assert_clean(at)
@@ -183,7 +182,7 @@ def test_the_share_box_serves_the_view_on_screen(downloads):  # noqa: F811 — t
 def test_a_pack_made_in_presenter_mode_has_the_default_look(downloads):  # noqa: F811 — the imported fixture
     from app.components import theme
 
-    at = open_page("explore", **{OPEN_KEY: True, Look.present: True})
+    at = open_page("explore", **{Share.open: True, Look.present: True})
     at.button(key=f"{Offline.build}view").click().run()
     assert_clean(at)
     (button,) = [b for b in at.get("download_button") if b.proto.label == "Download this view as offline HTML"]

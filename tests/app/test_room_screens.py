@@ -10,7 +10,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from app.components import share_box, theme
-from app.state import Look
+from app.state import Look, Share
 from apptest_helpers import APP, TIMEOUT, assert_clean, decode
 
 IPHONE = (
@@ -109,9 +109,9 @@ def test_the_qr_code_opens_full_screen_and_the_link_leaves_presenter_mode_out():
     at = run(present=True, share_open=True)
     link = at.sidebar.code[0].value
     assert "present" not in link  # a class's phones open the normal view
-    at.checkbox(key=share_box.PRESENT_LINK_KEY).check().run()
+    at.checkbox(key=Share.present_link).check().run()
     assert at.sidebar.code[0].value.endswith("present=1")
-    at.button(key=share_box.QR_BUTTON_KEY).click().run()
+    at.button(key=Share.qr_button).click().run()
     assert_clean(at)
     dialogs = at.get("dialog")
     assert len(dialogs) == 1 and len(dialogs[0].get("image")) == 1, "no QR image in the dialog"

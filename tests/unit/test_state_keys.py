@@ -74,6 +74,7 @@ KEY_CLASSES = (
     state.Scaling,
     state.Explore,
     state.Look,
+    state.Share,
     state.Offline,
 )
 
