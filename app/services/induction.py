@@ -34,8 +34,8 @@ def induction_shipped() -> dict[str, Any]:
         return json.loads(SNAPSHOT_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ValueError(
-            f"the shipped induction run ({SNAPSHOT_FILE.name}) cannot be read ({type(err).__name__}); "
-            f"rebuild it with `python -m engine.training.pretrain {INDUCTION_MODEL}`"
+            f"The shipped induction run ({SNAPSHOT_FILE.name}) cannot be read ({type(err).__name__}). "
+            f"Rebuild it with `python -m engine.training.pretrain {INDUCTION_MODEL}`."
         ) from err
 
 

@@ -239,22 +239,22 @@ def check_settings(steps: Any, lr: Any, seed: Any) -> tuple[int, float, int]:
     """Validated ``(steps, lr, seed)`` for a live run.
 
     Raises:
-        ValueError: a readable message naming every problem.
+        ValueError: a readable message naming every problem, one sentence each (shown to the user as it is).
     """
     problems = []
     if isinstance(steps, bool) or not isinstance(steps, int) or not STEP_RANGE[0] <= steps <= STEP_RANGE[1]:
-        problems.append(f"steps must be a whole number from {STEP_RANGE[0]} to {STEP_RANGE[1]:,}, got {steps!r}")
+        problems.append(f"Steps must be a whole number from {STEP_RANGE[0]} to {STEP_RANGE[1]:,}, got {steps!r}.")
     if (
         isinstance(lr, bool)
         or not isinstance(lr, (int, float))
         or not math.isfinite(lr)
         or not LR_RANGE[0] <= lr <= LR_RANGE[1]
     ):
-        problems.append(f"the learning rate must be from {LR_RANGE[0]:g} to {LR_RANGE[1]:g}, got {lr!r}")
+        problems.append(f"The learning rate must be from {LR_RANGE[0]:g} to {LR_RANGE[1]:g}, got {lr!r}.")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-        problems.append(f"the seed must be a whole number ≥ 0, got {seed!r}")
+        problems.append(f"The seed must be a whole number ≥ 0, got {seed!r}.")
     if problems:
-        raise ValueError("; ".join(problems))
+        raise ValueError(" ".join(problems))
     return steps, float(lr), seed
 
 

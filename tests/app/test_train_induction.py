@@ -5,6 +5,7 @@ file read here independently."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -116,7 +117,21 @@ def test_a_bad_setting_gets_a_message_and_starts_nothing() -> None:
     at = open_page("train", **TAB, train_ind_lr=0.5)
     at.button(key="train_ind_start").click().run()
     assert_clean(at)
-    assert any("the learning rate must be from 0.0001 to 0.03, got 0.5" in m for m in messages(at.error))
+    assert any("The learning rate must be from 0.0001 to 0.03, got 0.5." in m for m in messages(at.error))
+    assert get_queue().status(at.session_state["_session_id"], "induction") is None
+
+
+def test_every_bad_setting_reads_as_sentences_starting_with_a_capital() -> None:
+    """The message started in lower case ("the learning rate must be …; the seed …"): each problem is a sentence."""
+    at = open_page("train", **TAB, train_ind_lr=-1.0, train_ind_seed=-3, train_ind_steps=7)
+    at.button(key="train_ind_start").click().run()
+    assert_clean(at)
+    shown = messages(at.error)
+    assert len(shown) == 1, shown
+    sentences = [s for s in re.split(r"(?<=\.) (?=[A-Z])", shown[0].strip())]
+    assert [s.split(" must ")[0] for s in sentences] == ["Steps", "The learning rate", "The seed"], sentences
+    assert all(s.endswith(".") for s in sentences), sentences
+    assert "got -1.0." in sentences[1] and "got -3." in sentences[2] and "got 7." in sentences[0]
     assert get_queue().status(at.session_state["_session_id"], "induction") is None
 
 

@@ -193,7 +193,7 @@ def test_a_few_training_steps_yield_points_with_every_score() -> None:
     assert [p.step for p in points] == [0, 25, 50] and updates[-1].final
     assert all(p.scores.prefix_matching.shape == (2, 4) and p.probe.shape == (2, 4, 25, 25) for p in points)
     assert updates[-1].fraction == 1.0 and "ICL score" in updates[-1].text
-    with pytest.raises(ValueError, match="steps must be a whole number from 50"):
+    with pytest.raises(ValueError, match="^Steps must be a whole number from 50"):
         next(train_induction(10, 1e-2, 0))
 
 
