@@ -99,16 +99,17 @@ def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:
 
 
 SOURCE_CHARS = 70  # characters of the sentence a chart's subtitle quotes
+NARROW_SOURCE_CHARS = 28  # the same for a chart a third of the page wide (its model and sentence on two lines)
 
 
-def source_line(model: str, text: str = "") -> str:
-    """What a chart shows, for its subtitle: the model and the start of the text (escaped: Plotly reads a
-    subset of HTML in titles, and the text is the user's)."""
+def source_line(model: str, text: str = "", chars: int = SOURCE_CHARS) -> str:
+    """What a chart shows, for its subtitle: the model and the start of the text, at most ``chars`` characters
+    of it, cut with "…" (escaped: Plotly reads a subset of HTML in titles, and the text is the user's)."""
     import html
 
     words = " ".join(str(text).split())
-    if len(words) > SOURCE_CHARS:
-        words = words[: SOURCE_CHARS - 1].rstrip() + "…"
+    if len(words) > chars:
+        words = words[: chars - 1].rstrip() + "…"
     return html.escape(f"{model} · “{words}”" if words else model, quote=False)
 
 
@@ -124,24 +125,28 @@ def set_source(model: str, text: str = "") -> None:
     sentence and model): every :func:`show_chart` of the page writes it under its title, also when a
     fragment reruns alone. Kept per page, so another page's charts never show it."""
     st.session_state[_source_key()] = source_line(model, text)
+    st.session_state[_source_key() + ":narrow"] = source_line(model, text, NARROW_SOURCE_CHARS)
 
 
-def page_source() -> str | None:
-    """What :func:`set_source` said for the page being drawn, or None."""
-    return st.session_state.get(_source_key())
+def page_source(narrow: bool = False) -> str | None:
+    """What :func:`set_source` said for the page being drawn, or None; ``narrow``: its shorter line, for
+    charts a third of the page wide (their subtitle was cut at the chart's edge)."""
+    return st.session_state.get(_source_key() + (":narrow" if narrow else ""))
 
 
-def with_source(fig: ReadyFigure, source: str | None) -> ReadyFigure:
+def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -> ReadyFigure:
     """A new figure: ``fig`` with ``source`` (from :func:`source_line`) as its title's subtitle, so a chart
     on the projector and a downloaded PNG or SVG say which model and sentence they show (``fig``, perhaps
-    shared, is not changed)."""
+    shared, is not changed). ``narrow``: a narrow chart, the model and the sentence on two lines."""
     if not source:
         return fig
     layout = fig.spec.get("layout", {})
     title = layout.get("title") if isinstance(layout.get("title"), dict) else {}
     look = theme.current()
     lines = 1
-    if look.compact and " · " in source:  # a phone: model and sentence on two lines (one ran off a 390 px screen)
+    if (
+        look.compact or narrow
+    ) and " · " in source:  # a phone: model and sentence on two lines (one ran off a 390 px screen)
         model, _, words = source.partition(" · ")
         source, lines = f"{model}<br>{words}", 2
     margin = dict(layout.get("margin") or {})
@@ -254,12 +259,13 @@ def clicked_point(key: str) -> tuple[float, float] | None:
         return None
 
 
-def show_chart(fig, *, key: str, source: str | None = None, **kwargs):
+def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False, **kwargs):
     """Draw ``fig`` themed, with a PNG/SVG download; every other argument goes to ``st.plotly_chart``.
 
     ``fig`` is a ``go.Figure`` (themed here) or a :class:`ReadyFigure` (sent as it is). ``source``: the
     model and sentence the chart shows (:func:`source_line`), written under its title; default: what the
-    page named with :func:`set_source` ("" for none)."""
-    fig = with_source(ready(fig), page_source() if source is None else source)
+    page named with :func:`set_source` ("" for none). ``narrow``: a chart a third of the page wide or less,
+    whose default source is the page's shorter line (:data:`NARROW_SOURCE_CHARS`), on two lines."""
+    fig = with_source(ready(fig), page_source(narrow) if source is None else source, narrow=narrow)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

@@ -169,7 +169,9 @@ def show_importances(pred, results: dict) -> None:
     for start in range(0, len(items), 3):
         for column, (method, result) in zip(side_by_side(3), items[start : start + 3]):
             with column:
-                show_chart(importance_bars(tokens, result.scores, methods[method]), key=f"{E.bars}{method}")
+                show_chart(
+                    importance_bars(tokens, result.scores, methods[method]), key=f"{E.bars}{method}", narrow=True
+                )
     ig = results["integrated_gradients"]
     st.caption(
         f"Integrated gradients' completeness check ({ig.steps} steps): f(input) − f(baseline) = "

@@ -70,3 +70,43 @@ def test_each_methods_bars_label_every_token_of_a_short_sentence(page: Page, app
         centres = sorted(t["centre"] for t in ticks)  # upright labels: one line of text (1 em) each, side by side
         assert min(b - a for a, b in zip(centres, centres[1:])) >= ticks[0]["em"], (i, centres)
     page.screenshot(path=str(artifacts / "explain_bars_labels.png"), full_page=True)
+
+
+SUBTITLE = """el => {
+  const sub = el.querySelector('.gtitle-subtitle') || el.querySelectorAll('.gtitle')[1];
+  const lines = sub ? Array.from(sub.querySelectorAll('tspan.line')) : [];
+  const box = el.getBoundingClientRect();
+  const parts = (lines.length ? lines : (sub ? [sub] : [])).map(t => {
+    const b = t.getBoundingClientRect();
+    return {text: t.textContent, left: b.left, right: b.right};
+  });
+  return {parts, left: box.left, right: box.right};
+}"""
+
+LONG_TEXT = "tom had a big red ball and he liked to play with it in the park every day with his dog"
+
+
+def test_each_methods_bars_source_line_fits_the_chart(page: Page, app_url: str, artifacts: Path):
+    """The bar charts' source line (the model and the sentence under the title) ran past the chart's right edge,
+    cut without "…"; a narrow chart gets the model on one line and the sentence, shortened with "…", on the next."""
+    page.goto(f"{app_url}/explain")
+    expect(page.locator(PLOT)).to_have_count(N_CHARTS, timeout=FIRST_DRAW_MS)
+    expect_idle(page, FIRST_DRAW_MS)
+    box = page.get_by_role("textbox", name="Text")
+    box.fill(LONG_TEXT)
+    box.press("Enter")
+    expect(page.get_by_text("The model predicts")).to_be_visible(timeout=REDRAW_MS)
+    expect(page.locator(PLOT)).to_have_count(N_CHARTS, timeout=REDRAW_MS)
+    expect_idle(page, FIRST_DRAW_MS)
+    expect_no_exception(page)
+    for i in range(1, 7):  # the six methods' bars
+        sub = page.locator(PLOT).nth(i).evaluate(SUBTITLE)
+        texts = [p["text"] for p in sub["parts"]]
+        assert len(texts) == 2, (i, texts)  # the model, then the sentence
+        assert texts[1].startswith("“tom had") and texts[1].endswith("…”"), (i, texts)
+        assert LONG_TEXT.startswith(texts[1][1:-2].rstrip()), (i, texts)  # the sentence's start, cut, not changed
+        for part in sub["parts"]:
+            assert sub["left"] <= part["left"] and part["right"] <= sub["right"], (i, part, sub)
+    heat = page.locator(PLOT).first.evaluate(SUBTITLE)  # the full-width heatmap keeps its one longer line
+    assert len(heat["parts"]) == 1 and LONG_TEXT[:60] in heat["parts"][0]["text"], heat
+    page.screenshot(path=str(artifacts / "explain_bars_source.png"), full_page=True)
