@@ -54,6 +54,15 @@ TAKE_TAB, WRITE_TAB = "Take a lesson", "Write a lesson"
 PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
 LEFT_OUT = ("present",)  # link parameters a lesson step does not keep (presenter mode is the teacher's own)
 EMPTY = Lesson("My lesson", ())
+# where the draft lives, said next to "Add" and in the editor (a reload used to lose it silently)
+KEEP_IT = (
+    ":material/warning: The draft lives only in this browser tab: a reload, or a page opened by typing its "
+    "address, starts an empty one. To keep it, **save** it or **download** it (Lessons page, “Write a lesson”)."
+)
+KEEP_IT_HELP = (
+    "Moving between pages with the sidebar keeps the draft. Saving stores it in the class store and gives you a "
+    "link to open it again (and an edit link); downloading gives you a lesson file to open here later."
+)
 
 
 def draft() -> Lesson:
@@ -153,6 +162,7 @@ def add_view_box() -> None:
             f"Your lesson has {n} step{'s' if n != 1 else ''}. This page, as it is now, becomes the next one: "
             "reorder, edit, save, share or download it on the Lessons page, tab “Write a lesson”."
         )
+        st.caption(KEEP_IT, help=KEEP_IT_HELP)
         with st.form(key=Draft.add_form, border=False):
             st.text_input("Step title (optional)", key=Draft.add_title, max_chars=TITLE_CHARS)
             st.text_area(
@@ -222,6 +232,13 @@ def editor() -> None:
             "view on screen becomes a step, with your note and, if you like, a question. Or start from the "
             "built-in lesson or open a lesson file, below.",
             icon=":material/info:",
+        )
+    else:
+        st.warning(
+            "This draft lives only in this browser tab: reloading the page, or opening a page by typing its "
+            "address, starts an empty draft. To keep it, **save** it below (a link opens it again, on any "
+            "device) or **download** it as a lesson file.",
+            icon=":material/save:",
         )
     for i, step in enumerate(lesson.steps):
         _step_row(i, step, len(lesson.steps))

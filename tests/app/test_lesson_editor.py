@@ -231,3 +231,23 @@ def test_a_view_of_the_lessons_page_keeps_its_step():
     at = open_page("lessons", **{Draft.add_open: True, "lesson_step": 4})
     add_view(at, note="Step 4 of the built-in lesson")
     assert draft(at).steps[0].links[0].params == {"lesson_step": "4"}
+
+
+def test_the_add_box_and_the_editor_say_where_the_draft_lives():
+    """A reload lost the draft silently ("Added as step 1" again): next to "Add" and in the editor, the user reads
+    that the draft lives only in this browser tab and how to keep it (save or download)."""
+    at = open_page("positional", **{Draft.add_open: True})
+    assert_clean(at)
+    box = " ".join(messages(at.sidebar.caption))
+    assert "The draft lives only in this browser tab" in box and "a reload" in box
+    assert "**save**" in box and "**download**" in box
+    add_view(at, title="Sinusoids")
+    at.switch_page(LESSONS)
+    at.run()
+    assert_clean(at)
+    said = " ".join(messages(at.warning))
+    assert "This draft lives only in this browser tab: reloading the page" in said
+    assert "**save** it below" in said and "**download** it as a lesson file" in said
+    assert [b.label for b in at.button if b.label.startswith("Save")], "the Save button the message points to"
+    at.button(key=Draft.clear).click().run()
+    assert "This draft lives only in this browser tab" not in " ".join(messages(at.warning))  # nothing to lose yet
