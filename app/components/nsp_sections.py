@@ -124,11 +124,47 @@ def _tail(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else "…" + text[-(limit - 1) :]
 
 
+def running_figure(steps: list[int], accuracy: list[float], total: int) -> go.Figure:
+    """The held-out accuracy measured so far, on fixed axes (steps 0 to ``total``, accuracy 0 to 100 %), so the
+    chart keeps its frame while points arrive; a dashed line at chance (50 %)."""
+    fig = go.Figure(
+        go.Scatter(
+            x=steps,
+            y=accuracy,
+            mode="lines+markers",
+            name="held-out pairs",
+            line=dict(width=2, color="#1f5fbf"),
+            hovertemplate="step %{x}: %{y:.0%}<extra>held-out accuracy</extra>",
+        )
+    )
+    fig.add_hline(
+        y=0.5, line_dash="dash", line_color="#888888", annotation_text="chance", annotation_position="top left"
+    )
+    fig.update_layout(
+        height=240,
+        margin=dict(l=5, r=5, t=30, b=5),
+        title=dict(text="Held-out accuracy so far", x=0.0),
+        xaxis=dict(title="step", range=[0, max(total, 1)]),
+        yaxis=dict(title="held-out accuracy", range=[0, 1], tickformat=".0%"),
+        showlegend=False,
+    )
+    return fig
+
+
 def _running_curve(status) -> None:
-    """The held-out accuracy of a running NSP fine-tune so far (its progress updates)."""
-    curve = [{"step": u.step, "held-out accuracy": u.accuracy} for u in status.updates if hasattr(u, "step")]
-    if curve:
-        st.line_chart(pd.DataFrame(curve).set_index("step"), height=220)
+    """The held-out accuracy of a running NSP fine-tune so far (its progress updates), once there is a point
+    (Streamlit's Vega chart of no points filled the browser console with "Infinite extent" warnings)."""
+    points = [u for u in status.updates if hasattr(u, "step") and hasattr(u, "accuracy")]
+    if not points:
+        return
+    total = max(getattr(u, "steps", 0) or 0 for u in points) or points[-1].step
+    show_chart(
+        running_figure([u.step for u in points], [u.accuracy for u in points], total), key=f"{P.nsp_loss}_running"
+    )
+    st.caption(
+        f"The fine-tune running now: accuracy on the held-out pairs (stories it never trains on), measured every "
+        f"few of its {total} steps; the dashed line is chance (50 %). The full loss curve follows when it ends."
+    )
 
 
 def loss_figure(curve) -> go.Figure:
@@ -317,4 +353,12 @@ def inspect_pair(result) -> None:
     )
 
 
-__all__ = ["head_change_chart", "loss_figure", "most_moved", "next_sentence", "shares_figure", "show_nsp_result"]
+__all__ = [
+    "head_change_chart",
+    "loss_figure",
+    "most_moved",
+    "next_sentence",
+    "running_figure",
+    "shares_figure",
+    "show_nsp_result",
+]

@@ -95,3 +95,27 @@ def test_next_sentence_prediction_fine_tunes_and_inspects_a_pair(page: Page, app
     expect(page.locator('[data-testid="stMetricValue"]').filter(has_text=truth)).to_have_count(1)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "pretraining_nsp.png"), full_page=True)
+
+
+def test_nsp_running_chart_has_a_caption_and_a_quiet_console(page: Page, app_url: str):
+    """While the NSP fine-tune ran, its held-out accuracy chart had no caption, and the console filled with Vega's
+    'Infinite extent for field "step"' warnings (a chart drawn before it had a point): now a captioned chart on
+    fixed axes, drawn once the first accuracy is measured, and no such warning."""
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+    page.goto(f"{app_url}/pretraining?pretraining_tab=nsp")
+    expect(page.get_by_text("segment embedding")).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    page.get_by_role("button", name="Fine-tune on NSP").click()  # 300 steps: long enough to watch it run
+    live = page.locator(PLOT).filter(has_text="Held-out accuracy so far")
+    expect(live).to_have_count(1, timeout=120_000)
+    expect(page.get_by_text("The fine-tune running now: accuracy on the held-out pairs")).to_be_visible()
+    y_range = live.evaluate("el => Array.from(el._fullLayout.yaxis.range)")
+    assert y_range == [0, 1]
+    points = live.evaluate("el => Array.from(el._fullData[0].y)")
+    assert points and all(0.0 <= p <= 1.0 for p in points)
+    expect(page.get_by_text("NSP accuracy after")).to_be_visible(timeout=240_000)
+    expect_idle(page)
+    expect_no_exception(page)
+    page.wait_for_timeout(500)
+    assert not [m for m in console if "Infinite extent" in m or "vega" in m.lower()], console
