@@ -107,6 +107,8 @@ PRESENTER_COMPACT = dataclasses.replace(PRESENTER, name="presenter-compact", com
 #: presenter mode: the main map's height is the window's (CSS ``vh``) less the one row of controls above it
 PRESENTER_MAP_VH = 100
 PRESENTER_MAP_OFF_PX = 190
+#: presenter mode: the Heads page's grid of every head sits below a row of controls and the tabs (about 250 px at 720)
+PRESENTER_GRID_OFF_PX = 260
 #: pixels the main map's row labels are thinned for in presenter mode (the server never knows the window): what a
 #: 1280×720 projector leaves the rows once the controls, title, subtitle and column labels are placed
 PRESENTER_MAP_ROWS_PX = 720 - PRESENTER_MAP_OFF_PX - 230
@@ -289,10 +291,10 @@ def side_by_side(spec: int | list[float], **kwargs) -> list:
     return list(st.columns(spec, **kwargs))
 
 
-def map_css(key: str) -> str:
-    """Presenter mode's CSS that gives the container ``key`` the window's height less one row of controls; a chart
-    in it drawn with ``height="stretch"`` and no height of its own fills it."""
-    size = f"calc({PRESENTER_MAP_VH}vh - {PRESENTER_MAP_OFF_PX}px)"
+def map_css(key: str, off_px: int = PRESENTER_MAP_OFF_PX) -> str:
+    """Presenter mode's CSS that gives the container ``key`` the window's height less ``off_px`` (one row of
+    controls, by default); a chart in it drawn with ``height="stretch"`` and no height of its own fills it."""
+    size = f"calc({PRESENTER_MAP_VH}vh - {off_px}px)"
     return f"<style>.st-key-{key} {{ flex: 0 0 {size} !important; height: {size} !important; }}</style>"
 
 

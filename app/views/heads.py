@@ -13,7 +13,7 @@ import streamlit as st
 
 from app import services
 from app.components.ablation_panel import render_ablation
-from app.components.charts import show_chart
+from app.components.charts import fill_height, ready, show_chart
 from app.components.examples import examples_picker
 from app.components.export import head_json_button
 from app.components.guard import calm_errors, show_error
@@ -41,7 +41,7 @@ from app.components.pickers import (
     text_and_model,
 )
 from app.components.safe_text import quoted
-from app.components.theme import controls, current, presenting, tools
+from app.components.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, presenting, tools
 from app.state import PERSIST, Heads, K, current_text
 from app.url_state import synced
 
@@ -89,13 +89,18 @@ def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
         att.n_layers,
         att.n_heads,
     )  # the callback, kept with the session's widgets, must not hold the trace
-    show_chart(
-        fig,
+    chart = dict(
         key=Heads.model_view,
         on_select=lambda: _select_clicked_head(n_layers, n_heads),
         selection_mode="points",
         config={"displayModeBar": False},
     )
+    if presenting():  # the projector: every layer on the screen, the grid as tall as the window less the controls
+        st.html(map_css(Heads.grid_box, PRESENTER_GRID_OFF_PX))
+        with st.container(key=Heads.grid_box):  # square tiles (scaleanchor): the grid narrows to fit the height
+            show_chart(fill_height(ready(fig)), height="stretch", **chart)
+    else:
+        show_chart(fig, **chart)
     st.caption(
         f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns). Each tile is one head's attention pattern: "
         "rows are queries, columns are keys, as in the large view. Every tile is coloured from 0 to its own maximum, "
