@@ -53,9 +53,10 @@ def colorscale() -> str:
     return theme.current().colorscale
 
 
-def _ticks(labels: list[str], plot_px: int) -> tuple[list, list[str]]:
-    """Every k-th label, so that the printed ones fit ``plot_px`` pixels (bigger type: fewer labels)."""
-    fit = max(4, plot_px // max(LABEL_PX, theme.current().label_px))
+def _ticks(labels: list[str], plot_px: int, need_px: int | None = None) -> tuple[list, list[str]]:
+    """Every k-th label, so that the printed ones fit ``plot_px`` pixels (bigger type: fewer labels); ``need_px``:
+    the pixels one label needs (default the theme's ``label_px``, which leaves a margin)."""
+    fit = max(4, plot_px // (need_px or max(LABEL_PX, theme.current().label_px)))
     step = max(1, math.ceil(len(labels) / fit))
     idx = list(range(0, len(labels), step))
     return [labels[i] for i in idx], [labels[i] for i in idx]
@@ -118,7 +119,8 @@ def map_spec(
             presenter mode, which stacks them); the column labels are thinned to fit it.
         showscale: draw the colour bar (one per row of maps on a shared scale is enough).
         rows_px: pixels the rows will get when the browser sizes the map (presenter mode fills the window, which
-            the server does not know): the row labels are thinned for it instead of for ``height``.
+            the server does not know): the row labels are thinned for it instead of for ``height``, and only
+            where they would collide (less than one tick font size, one em, between neighbouring labels).
 
     Returns:
         ``{"data": [...], "layout": {...}}``; hovering a cell shows its query, key and value.
@@ -149,7 +151,10 @@ def map_spec(
         xv, xt = _ticks(k_lab, PHONE_PLOT_PX * look.label_px // PHONE_LABEL_PX)
     else:  # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
         xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
-    yv, yt = _ticks(q_lab, rows_px if rows_px is not None else side - 140)
+    if rows_px is not None:  # rows sized by the browser: thinned only where one em per label does not fit
+        yv, yt = _ticks(q_lab, rows_px, look.tick_px)
+    else:
+        yv, yt = _ticks(q_lab, side - 140)
     return {
         "data": [
             {

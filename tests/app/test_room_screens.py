@@ -5,6 +5,7 @@ tests/e2e/test_room_screens_e2e.py."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
@@ -60,7 +61,21 @@ def test_the_projector_shows_the_map_first():
     css = "".join(h.proto.body for h in at.get("html"))
     assert ".st-key-explore_map_box" in css and "vh" in css
     rows = fig["layout"]["yaxis"]["ticktext"]
-    assert 4 <= len(rows) < len(fig["data"][0]["y"])  # row labels thinned for a 720 px projector's map
+    assert len(fig["data"][0]["y"]) == 16  # the default sentence's tokens
+    assert rows == fig["data"][0]["y"]  # 16 rows fit a 720 px projector's map at its font size: none thinned
+    assert len(rows) * theme.PRESENTER.tick_px <= theme.PRESENTER_MAP_ROWS_PX  # one em of height per label
+
+
+def test_the_projector_thins_row_labels_only_where_they_collide():
+    """A sentence too long for the projector's map: every k-th row label, the fewest dropped so that one em of
+    the tick font fits each printed label in the rows' height."""
+    words = " ".join(["word"] * 40)
+    at = run(present=True, text=words)
+    fig, _ = charts(at)["main_heatmap"]
+    n = len(fig["data"][0]["y"])
+    rows = fig["layout"]["yaxis"]["tickvals"]
+    step = math.ceil(n / (theme.PRESENTER_MAP_ROWS_PX // theme.PRESENTER.tick_px))
+    assert step > 1 and rows == fig["data"][0]["y"][::step]
 
 
 def test_the_default_view_is_unchanged_by_the_projector_code():

@@ -70,6 +70,13 @@ def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(
         assert box["height"] >= 720 * 0.6, box  # and it fills most of the screen's height
         assert box["y"] + box["height"] <= 720 + 2, box  # without running off the bottom
         assert_title_clear(page)
+        # every one of the 16 rows keeps its label, one em of the tick font apart at least: none collide
+        rows = page.locator(MAIN_MAP).evaluate("""(gd) => Array.from(gd.querySelectorAll('.ytick text')).map(t => {
+            const r = t.getBoundingClientRect();
+            return [(r.top + r.bottom) / 2, parseFloat(getComputedStyle(t).fontSize)];})""")
+        assert len(rows) == 16, rows
+        assert all(b[0] - a[0] >= a[1] - 0.5 for a, b in zip(rows, rows[1:])), rows
+        assert rows[-1][0] <= 720, rows
 
         # the teacher opens the sidebar's share box; the shared link leaves presenter mode out
         page.get_by_test_id("stExpandSidebarButton").click()
