@@ -3,7 +3,9 @@
 The draft is this session's :class:`app.lesson_file.Lesson` (``Draft.lesson``). Every change goes through
 :func:`_replace`, which writes the lesson file and reads it back with the checks an uploaded file gets, so the
 draft is always a lesson that can be downloaded, saved and opened again; a change that would break it (a note
-too long, a question with one option) gets a message and changes nothing.
+too long, a question with one option) gets a message and changes nothing. Each change is also kept in the class
+store under the browser's anonymous id (``services.browser_id``, its cookie written while there is a draft), so
+a new session of the same browser (a reload) starts from it; the add box and the editor say where it lives.
 
 - :func:`add_view_box`: a sidebar expander under "Share this view" on every page (drawn by
   ``share_box.share_expander``): the page on screen and its link parameters (``url_state.page_params``, the
@@ -23,6 +25,7 @@ from dataclasses import replace
 import streamlit as st
 
 from app import services, url_state
+from app.components.browser_cookie import remember_browser
 from app.components.guard import show_error
 from app.components.safe_text import md, quoted
 from app.lesson_file import (
@@ -56,18 +59,48 @@ LEFT_OUT = ("present",)  # link parameters a lesson step does not keep (presente
 EMPTY = Lesson("My lesson", ())
 # where the draft lives, said next to "Add" and in the editor (a reload used to lose it silently)
 KEEP_IT = (
-    ":material/warning: The draft lives only in this browser tab: a reload, or a page opened by typing its "
-    "address, starts an empty one. To keep it, **save** it or **download** it (Lessons page, “Write a lesson”)."
+    ":material/info: The draft is kept in this browser only, for a day: a reload brings it back, another browser or "
+    "device does not see it. To keep it, **save** it or **download** it (Lessons page, “Write a lesson”)."
 )
 KEEP_IT_HELP = (
-    "Moving between pages with the sidebar keeps the draft. Saving stores it in the class store and gives you a "
-    "link to open it again (and an edit link); downloading gives you a lesson file to open here later."
+    "The app keeps your draft under an anonymous id this browser holds in a cookie (no name). Saving stores the "
+    "lesson for good and gives you a link to open it again (and an edit link); downloading gives you a lesson "
+    "file to open here later."
 )
 
 
 def draft() -> Lesson:
-    """This session's lesson draft (empty until a view is added or a lesson opened)."""
-    return st.session_state.get(Draft.lesson) or EMPTY
+    """This session's lesson draft (empty until a view is added or a lesson opened); a new session starts from
+    the draft this browser kept (:func:`_kept`: a reload, or a page opened by typing its address)."""
+    state = st.session_state
+    if Draft.lesson not in state:
+        state[Draft.lesson] = _kept()
+    return state.get(Draft.lesson) or EMPTY
+
+
+def _kept() -> Lesson:
+    """The draft this browser kept in the class store, when its id came back in its cookie; else empty."""
+    if services.browser_cookie_missing():  # a new browser (or one that never wrote a draft): nothing to look up
+        return EMPTY
+    try:
+        body = services.lesson_store().kept_draft(services.browser_id())
+        return read_lesson(body) if body else EMPTY
+    except (StoreUnavailable, RoomError, LessonFileError):
+        return EMPTY  # the store is a bonus here: the session starts an empty draft, as it did before
+
+
+def _keep(lesson: Lesson) -> None:
+    """Write the draft (every change) to the class store under this browser's id, so a reload brings it back."""
+    try:
+        services.lesson_store().keep_draft(services.browser_id(), write_lesson(lesson) if lesson.steps else "")
+    except (StoreUnavailable, RoomError):
+        pass  # the session still holds the draft; the editor says how to keep it (save, download)
+
+
+def _remember_browser() -> None:
+    """While there is a draft, the browser keeps its anonymous id in its cookie (what :func:`_kept` reads back)."""
+    if draft().steps:
+        remember_browser()
 
 
 def owned() -> dict[str, str]:
@@ -82,6 +115,7 @@ def _replace(lesson: Lesson) -> str | None:
     except LessonFileError as exc:
         return str(exc)
     st.session_state[Draft.lesson] = checked
+    _keep(checked)
     return None
 
 
@@ -157,6 +191,7 @@ def add_view_box() -> None:
     if box.open is False:
         return
     with box:
+        _remember_browser()
         n = len(draft().steps)
         st.caption(
             f"Your lesson has {n} step{'s' if n != 1 else ''}. This page, as it is now, becomes the next one: "
@@ -224,6 +259,7 @@ def _add_view() -> None:
 def editor() -> None:
     """The Lessons page's "Write a lesson" tab."""
     lesson = draft()
+    _remember_browser()
     st.session_state.setdefault(Draft.title, lesson.title)
     st.text_input("Title of your lesson", key=Draft.title, max_chars=TITLE_CHARS, on_change=_retitle)
     if not lesson.steps:
@@ -234,10 +270,10 @@ def editor() -> None:
             icon=":material/info:",
         )
     else:
-        st.warning(
-            "This draft lives only in this browser tab: reloading the page, or opening a page by typing its "
-            "address, starts an empty draft. To keep it, **save** it below (a link opens it again, on any "
-            "device) or **download** it as a lesson file.",
+        st.info(
+            "This draft is kept in this browser only, for a day (a reload brings it back; another browser or "
+            "device does not see it). To keep it, **save** it below (a link opens it again, on any device) or "
+            "**download** it as a lesson file.",
             icon=":material/save:",
         )
     for i, step in enumerate(lesson.steps):

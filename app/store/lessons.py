@@ -27,6 +27,7 @@ MAX_BODY = 200_000  # bytes of a saved lesson's text (app.lesson_file.MAX_BYTES)
 MAX_SNAPSHOT = 400_000  # bytes of a room's steps as JSON
 TITLE_CHARS = 160
 ID_RE = re.compile(r"[A-Za-z0-9_-]{12}")  # what secrets.token_urlsafe(9) makes
+DRAFT_KEEP_S = 2 * 24 * 3600  # an unsaved draft untouched this long is forgotten (the browser's cookie lasts a day)
 
 NO_LESSON = "There is no saved lesson with this link. Check the link, or ask its author for a new one."
 NOT_AUTHOR = "Only the lesson's author can change it: save your own copy instead (this one stays as it was)."
@@ -133,6 +134,42 @@ class LessonStore:
             raise LessonError(NO_LESSON)
         if not isinstance(secret, str) or not hmac.compare_digest(rows[0][0], _hash(secret)):
             raise LessonError(NOT_AUTHOR)
+
+    # ---------------------------------------------------------------- a browser's unsaved draft
+
+    def keep_draft(self, browser: str, body: str) -> None:
+        """Keep ``body`` (a lesson file's text) as ``browser``'s unsaved draft, replacing the one before; an empty
+        ``body`` forgets it. Drafts untouched for :data:`DRAFT_KEEP_S` are removed on the way."""
+        store = self.store
+        store.ready()
+        if not isinstance(browser, str) or not browser:
+            raise LessonError("This browser has no id to keep a draft under.")
+        size = len(body.encode("utf-8"))
+        if size > MAX_BODY:
+            raise LessonError(TOO_BIG.format(size=size, most=MAX_BODY))
+        now = store.clock()
+        with store.db.transaction() as run:
+            run("DELETE FROM lesson_drafts WHERE updated_at < ?", (now - DRAFT_KEEP_S,))
+            if not body:
+                run("DELETE FROM lesson_drafts WHERE browser = ?", (browser,))
+                return
+            run(
+                "INSERT INTO lesson_drafts (browser, body, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (browser) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+                (browser, body, now),
+            )
+
+    def kept_draft(self, browser: object) -> str | None:
+        """The text of ``browser``'s unsaved draft, None when it has none (or it is older than :data:`DRAFT_KEEP_S`)."""
+        store = self.store
+        store.ready()
+        if not isinstance(browser, str) or not browser:
+            return None
+        rows = store.db.run(
+            "SELECT body FROM lesson_drafts WHERE browser = ? AND updated_at >= ?",
+            (browser, store.clock() - DRAFT_KEEP_S),
+        )
+        return rows[0][0] if rows else None
 
     # ---------------------------------------------------------------- a room's lesson
 

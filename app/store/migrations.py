@@ -84,6 +84,18 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
         )""",
         ),
     ),
+    (
+        3,
+        (
+            # a browser's unsaved lesson draft (the lesson file's text), keyed by its anonymous id (rooms.browser_id),
+            # so a reload brings the draft back; one row per browser, gone after lessons.DRAFT_KEEP_S untouched
+            """CREATE TABLE lesson_drafts (
+            browser TEXT PRIMARY KEY,
+            body TEXT NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+        ),
+    ),
 )
 
 LATEST = STEPS[-1][0]

@@ -14,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 from app.components.lesson_draft import TAKE_TAB, WRITE_TAB
 from app.lesson_file import Choice, Lesson, Link, Step, read_lesson
 from app.state import ROOM, Draft, Positional
+from app.store import open_store, settings
+from app.store.lessons import LessonStore
 from apptest_helpers import APP, ROOT, assert_clean, messages, open_page
 
 LESSONS = str(ROOT / "app" / "views" / "lessons.py")
@@ -235,19 +237,23 @@ def test_a_view_of_the_lessons_page_keeps_its_step():
 
 def test_the_add_box_and_the_editor_say_where_the_draft_lives():
     """A reload lost the draft silently ("Added as step 1" again): next to "Add" and in the editor, the user reads
-    that the draft lives only in this browser tab and how to keep it (save or download)."""
+    where the draft lives (this browser, a day) and how to keep it (save or download); the class store holds it
+    under this browser's id from the first change, and forgets it when the draft is emptied."""
     at = open_page("positional", **{Draft.add_open: True})
     assert_clean(at)
     box = " ".join(messages(at.sidebar.caption))
-    assert "The draft lives only in this browser tab" in box and "a reload" in box
+    assert "The draft is kept in this browser only, for a day: a reload brings it back" in box
     assert "**save**" in box and "**download**" in box
     add_view(at, title="Sinusoids")
     at.switch_page(LESSONS)
     at.run()
     assert_clean(at)
-    said = " ".join(messages(at.warning))
-    assert "This draft lives only in this browser tab: reloading the page" in said
+    said = " ".join(messages(at.info))
+    assert "This draft is kept in this browser only, for a day (a reload brings it back" in said
     assert "**save** it below" in said and "**download** it as a lesson file" in said
     assert [b.label for b in at.button if b.label.startswith("Save")], "the Save button the message points to"
+    kept = LessonStore(open_store(*settings())).kept_draft(at.session_state[ROOM.browser])  # another process's store
+    assert kept is not None and read_lesson(kept) == draft(at)
     at.button(key=Draft.clear).click().run()
-    assert "This draft lives only in this browser tab" not in " ".join(messages(at.warning))  # nothing to lose yet
+    assert "This draft is kept in this browser only" not in " ".join(messages(at.info))  # nothing to lose yet
+    assert LessonStore(open_store(*settings())).kept_draft(at.session_state[ROOM.browser]) is None

@@ -110,3 +110,33 @@ def test_a_lesson_runs_in_a_room_and_a_students_panel_follows(browser, tmp_path:
         expect_no_exception(student)
         teacher.context.close()
         student.context.close()
+
+
+def test_a_reload_or_a_typed_address_keeps_the_draft(page: Page, app_url: str):
+    """A reload, or a page opened by typing its address, started an empty draft without a word ("Added as step 1"
+    again): the draft comes back (kept in the class store under the browser's anonymous id), and the box says so."""
+    page.goto(f"{app_url}/positional")
+    expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    add_this_view(page, "Sinusoids: a frequency per column.", title="Kept across a reload")
+    page.reload()
+    expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    box = sidebar.locator('[data-testid="stExpander"]').filter(has_text="Add this view to my lesson")
+    if not box.get_by_label("Note for the class").is_visible():
+        box.locator("summary").click()
+    expect(box.get_by_text("Your lesson has 1 step.")).to_be_visible(timeout=LOAD_MS)
+    expect(box.get_by_text("a reload brings it back")).to_be_visible()
+    add_this_view(page, "The same view again.", title="After the reload")
+    expect(box.get_by_text("Added as step 2 of your lesson")).to_be_visible()
+
+    page.goto(f"{app_url}/lessons")  # typed into the address bar: a new session of the same browser
+    expect(page.get_by_role("heading", name="Lessons", level=1)).to_be_visible(timeout=LOAD_MS)
+    page.get_by_role("tab", name="Write a lesson").click()
+    editor = page.get_by_role("tabpanel")
+    expect(editor.get_by_text("1. Kept across a reload")).to_be_visible(timeout=LOAD_MS)
+    expect(editor.get_by_text("2. After the reload")).to_be_visible(timeout=LOAD_MS)
+    expect(editor.get_by_text("This draft is kept in this browser only, for a day")).to_be_visible()
+    expect_idle(page, LOAD_MS)
+    expect_no_exception(page)

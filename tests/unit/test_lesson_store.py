@@ -121,3 +121,33 @@ def test_a_rooms_lesson_is_gone_with_its_room(store, clock):
     lessons.start_in_room(other.code, other_token, "Week 4", STEPS)  # also drops lessons of purged rooms
     rows = store.db.run("SELECT room, steps FROM room_lessons")
     assert [(r[0], json.loads(r[1])) for r in rows] == [(other.code, STEPS)]
+
+
+def test_a_browsers_draft_is_kept_replaced_forgotten_and_expires(store, backend, clock):
+    """A reload lost the draft: it is kept per browser id (one row, replaced on every change), read back by another
+    process, forgotten when emptied, and gone after DRAFT_KEEP_S untouched."""
+    from app.store.lessons import DRAFT_KEEP_S
+
+    lessons = LessonStore(store)
+    other = LessonStore(open_store(*backend, clock=clock))  # another process: the reload may land on another worker
+    assert other.kept_draft("browser-a") is None
+    first, second = write_lesson(lesson_with()), write_lesson(lesson_with(title="Week 4"))
+    lessons.keep_draft("browser-a", first)
+    lessons.keep_draft("browser-b", second)
+    assert other.kept_draft("browser-a") == first and read_lesson(other.kept_draft("browser-a")) == lesson_with()
+    lessons.keep_draft("browser-a", second)  # a change replaces the draft
+    assert other.kept_draft("browser-a") == second
+    assert store.db.run("SELECT COUNT(*) FROM lesson_drafts WHERE browser = ?", ("browser-a",)) == [(1,)]
+    lessons.keep_draft("browser-a", "")  # emptied: forgotten
+    assert other.kept_draft("browser-a") is None and other.kept_draft("browser-b") == second
+    assert other.kept_draft(None) is None and other.kept_draft("") is None
+    with pytest.raises(LessonError):
+        lessons.keep_draft("browser-a", "x" * (MAX_BODY + 1))
+    with pytest.raises(LessonError):
+        lessons.keep_draft("", first)
+    clock.now += DRAFT_KEEP_S + 1
+    assert other.kept_draft("browser-b") is None  # too old to bring back
+    lessons.keep_draft("browser-c", first)  # a write clears the old rows on the way
+    assert store.db.run("SELECT browser FROM lesson_drafts") == [("browser-c",)]
+    lessons.keep_draft("it's'; DROP TABLE lessons; --", first)  # an id is only ever a parameter
+    assert other.kept_draft("it's'; DROP TABLE lessons; --") == first
