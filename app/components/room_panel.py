@@ -19,14 +19,18 @@ import streamlit as st
 
 from app import services
 from app.components.browser_cookie import remember_browser
-from app.components.charts import show_chart
+from app.components.charts import ready, show_chart
 from app.components.guard import calm_errors, show_error
-from app.components.heatmap import safe_label
+from app.components.heatmap import safe_label, unique_labels
 from app.components.room_lesson import show_step
 from app.components.safe_text import md, quoted
 from app.state import ROOM
 from app.store import RoomError, StoreUnavailable
 
+#: a "which head is this?" map with up to this many key tokens fits half the teacher's page, every column label
+#: printed upright at the theme's size; a longer sentence's map gets the page's width and a smaller type
+QUESTION_MAP_HALF = 16
+QUESTION_MAP_TICK_PX = 11  # up to 32 upright labels, none overlapping, across the page (its plot ~590 px)
 POLL_S = 2.0  # seconds between a student's looks at the room (30 students: 15 small reads a second)
 
 
@@ -141,22 +145,40 @@ def question_map(question, key: str) -> None:
         isinstance(grid, list) and isinstance(queries, list) and isinstance(keys, list) and len(grid) == len(queries)
     ):
         return
+    # the tokens' own labels, no numbers (the answers number their options from 1): token_options already tells
+    # a repeated word's k-th appearance apart ("the (2)"), unique_labels what shortening long tokens might merge
+    x = unique_labels([safe_label(str(k)) for k in keys])
+    y = unique_labels([safe_label(str(q)) for q in queries])
+    dense = len(x) > QUESTION_MAP_HALF  # every label printed, upright; past 16 in a smaller type
     fig = go.Figure(
         go.Heatmap(
             z=grid,
-            x=[f"{j}. {safe_label(k)}" for j, k in enumerate(keys)],
-            y=[f"{i}. {safe_label(q)}" for i, q in enumerate(queries)],
+            x=x,
+            y=y,
             colorscale="Blues",
             zmin=0,
             zmax=max(max(max(row) for row in grid), 1e-6),
             hovertemplate="from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
+            colorbar=dict(thickness=12),
         )
     )
     fig.update_layout(
-        height=120 + 22 * len(queries),
+        height=160 + 22 * len(queries),
         margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(title="looks at (key)", type="category", tickangle=-60),
-        yaxis=dict(title="from (query)", type="category", autorange="reversed"),
+        xaxis=dict(
+            title="looks at (key)",
+            type="category",
+            tickmode="array",
+            tickvals=x,
+            ticktext=x,
+            tickangle=-90,
+        ),
+        yaxis=dict(
+            title="from (query)", type="category", autorange="reversed", tickmode="array", tickvals=y, ticktext=y
+        ),
     )
-    show_chart(fig, key=key, width="stretch")
+    themed = ready(fig)
+    if dense:  # the theme's tick size, smaller: up to 32 labels side by side
+        themed.spec["layout"]["xaxis"]["tickfont"]["size"] = QUESTION_MAP_TICK_PX
+    show_chart(themed, key=key, width="stretch")
     st.caption("Each row: how much one token looks at every token (the row sums to 1). Which head drew it?")

@@ -18,7 +18,7 @@ from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import safe_label
 from app.components.room_lesson import teacher_controls
-from app.components.room_panel import question_map
+from app.components.room_panel import QUESTION_MAP_HALF, question_map
 from app.components.safe_text import isolated, md
 from app.components.share_box import qr_png
 from app.links import app_link
@@ -139,8 +139,10 @@ def _reveal(code: str, token: str, question_id: str) -> None:
 
 def _results(question, counts: list[int], prefix: str) -> None:
     """The class's answers; for a revealed "which token" question, the model's own row beside them (issue 21, 3)."""
-    if question.kind == "head":  # the map is the question: beside the answers all along
-        left, right = st.columns(2)
+    if question.kind == "head":  # the map is the question: beside the answers all along (a long sentence: below)
+        keys = question.detail.get("keys")
+        half = isinstance(keys, list) and len(keys) <= QUESTION_MAP_HALF  # room for a label per token
+        left, right = st.columns([2, 3]) if half else (st.container(), st.container())
         with left:
             _distribution(question, counts, f"{prefix}answers_{question.id}", title="The class's answers")
         with right:
@@ -182,6 +184,10 @@ def _distribution(question, counts: list[int], key: str, title: str = "") -> Non
         xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
     )
     show_chart(fig, key=key, width="stretch")
+    st.caption(
+        "Each bar is one answer, numbered in the order students see them; its length is how many students picked "
+        "it" + (" (green: the right answer)." if right is not None else ". The right one turns green when revealed.")
+    )
 
 
 def _head_row(question, weights: list[float], key: str) -> None:

@@ -276,3 +276,31 @@ def test_which_head_is_this_refuses_a_head_the_model_does_not_have():
     teacher.button(key="class_ask_head").click().run()
     assert_clean(teacher)
     assert "This model has layers 0–5 and heads 0–11." in " ".join(messages(teacher.warning) + messages(teacher.error))
+
+
+def test_which_head_is_this_map_names_tokens_without_numbers_and_the_answers_have_a_caption():
+    """The teacher's map labels every token with its own word (a repeated one as "the (2)"), with no index that
+    could be read as an answer's number, upright and smaller past 16 tokens; the answer bars say what they count."""
+    from app.components.room_panel import QUESTION_MAP_TICK_PX
+
+    teacher, _code = start_class()
+    text = "the cat saw the dog and the bird and then the cat ran away from the big dog"  # whole words in MiniLM
+    teacher.text_input(key="class_h_text").input(text)
+    teacher.button(key="class_ask_head").click().run()
+    assert_clean(teacher)
+    (qid,) = {
+        c.proto.id.rsplit("class_class_map_", 1)[1] for c in teacher.get("plotly_chart") if "class_map_" in c.proto.id
+    }
+    fig = chart(teacher, f"class_class_map_{qid}")
+    expected, seen = [], {}
+    for word in ["[CLS]", *text.split(), "[SEP]"]:  # the k-th appearance of a word: "word (k)"
+        seen[word] = seen.get(word, 0) + 1
+        expected.append(word if seen[word] == 1 else f"{word} ({seen[word]})")
+    assert len(expected) == 20
+    assert fig["layout"]["xaxis"]["ticktext"] == expected == list(fig["data"][0]["x"])  # every one, no "0."
+    assert fig["layout"]["yaxis"]["ticktext"] == expected
+    assert fig["layout"]["xaxis"]["tickangle"] == -90  # past 16 tokens: upright, in a smaller type
+    assert fig["layout"]["xaxis"]["tickfont"]["size"] == QUESTION_MAP_TICK_PX
+    answers = chart(teacher, f"class_answers_{qid}")
+    assert [label.split(". ", 1)[0] for label in answers["data"][0]["y"]] == ["1", "2", "3", "4"]
+    assert any("Each bar is one answer" in c.value and "how many students" in c.value for c in teacher.caption)

@@ -183,3 +183,41 @@ def test_projector_heads_grid_shows_every_layer_with_square_tiles(browser: Brows
         assert t * cell_w >= 40, t * cell_w  # tiles still large enough to read and click
     finally:
         context.close()
+
+
+def test_class_which_head_map_prints_every_token_apart(browser: Browser, app_url: str, artifacts: Path):
+    """The teacher's "which head is this?" map: beside the answers for the default sentence (16 tokens), under them
+    for a 32-token one; either way every token keeps its column label, no two labels' boxes overlap, and the
+    labels are the tokens' own (a repeated word as "the (2)", no index). The class's answers have a caption."""
+    long_words = (
+        "the cat saw the dog and the bird and then the cat ran away from the big dog to the old red "
+        "house by the sea on a cold day"
+    ).split()
+    assert len(long_words) == 30  # whole words in MiniLM's vocabulary: 32 tokens with [CLS] and [SEP]
+    context = browser.new_context(viewport={"width": 1280, "height": 1400})
+    page = context.new_page()
+    try:
+        page.goto(app_url + "/classroom")
+        page.get_by_role("button", name="Start a class").click(timeout=FIRST_DRAW_MS)
+        expect(page.get_by_text("Class code:")).to_be_visible(timeout=FIRST_DRAW_MS)
+        page.get_by_role("tab", name="Which head is this?").click()
+        for n, text, second in [(16, None, "the"), (32, " ".join(long_words), "the")]:
+            if text is not None:
+                page.locator(".st-key-class_h_text input").fill(text)
+            page.locator(".st-key-class_ask_head button").click()
+            plot = page.locator('[class*="st-key-class_class_map_"] .js-plotly-plot')
+            expect(plot.locator(".xtick text")).to_have_count(n, timeout=REDRAW_MS)
+            expect_idle(page)
+            expect_no_exception(page)
+            plot.scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts / f"class-which-head-{n}-tokens-1280.png"))
+            labels = plot.evaluate("""(gd) => Array.from(gd.querySelectorAll('.xtick text')).map(t => {
+                const r = t.getBoundingClientRect(); return [t.textContent, [r.left, r.top, r.right, r.bottom]];})""")
+            names = [name for name, _ in labels]
+            assert names[0] == "[CLS]" and names[1] == second and names[-1] == "[SEP]", names
+            assert len(set(names)) == n and not any(name.split(".")[0].isdigit() for name in names), names
+            for (_, a), (_, b) in zip(labels, labels[1:]):
+                assert not overlap(a, b), (a, b)
+            expect(page.get_by_text("Each bar is one answer", exact=False).first).to_be_visible()
+    finally:
+        context.close()
