@@ -95,7 +95,8 @@ def test_each_methods_bars_source_line_fits_the_chart(page: Page, app_url: str, 
     box = page.get_by_role("textbox", name="Text")
     box.fill(LONG_TEXT)
     box.press("Enter")
-    expect(page.get_by_text("The model predicts")).to_be_visible(timeout=REDRAW_MS)
+    for i in range(7):  # the heatmap and the six bar charts redrawn for the new sentence
+        expect(page.locator(PLOT).nth(i)).to_contain_text("tom had a big red", timeout=FIRST_DRAW_MS)
     expect(page.locator(PLOT)).to_have_count(N_CHARTS, timeout=REDRAW_MS)
     expect_idle(page, FIRST_DRAW_MS)
     expect_no_exception(page)
