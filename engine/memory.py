@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 TRIM_DELAY_S = 3.0
+TRIM_THREAD = "memory-trim"  # the name of the short-lived thread a pending trim runs in
 LARGE_BYTES = 16 * 2**20  # a value this large had temporaries of its size or more: worth a trim
 
 _lock = threading.Lock()
@@ -48,7 +49,7 @@ def release_memory_soon(delay_s: float = TRIM_DELAY_S) -> None:
         if _due[0] is not None:
             return
         _due[0] = time.monotonic() + delay_s
-    threading.Thread(target=_trim_when_due, name="memory-trim", daemon=True).start()
+    threading.Thread(target=_trim_when_due, name=TRIM_THREAD, daemon=True).start()
 
 
 def _trim_when_due() -> None:

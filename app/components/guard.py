@@ -40,6 +40,16 @@ ICONS = {"info": ":material/info:", "warning": ":material/warning:", "error": ":
 LIMIT = 300  # characters of a message shown (as ``services.friendly_error``)
 
 
+def plain_error(problem: BaseException | str) -> str:
+    """``problem`` as plain text (for a file, not the page: an offline pack's note is escaped as HTML there):
+    an exception through ``services.friendly_error``, a message as it is; both bounded in length."""
+    if isinstance(problem, BaseException):
+        from app import services
+
+        return services.friendly_error(problem)
+    return shorten(str(problem), LIMIT)
+
+
 def error_text(problem: BaseException | str) -> str:
     """``problem`` as safe markdown: an exception through ``services.friendly_error`` (engine errors in their own
     words with paths hidden, anything else one calm sentence, logged), a message escaped (:func:`md`); both

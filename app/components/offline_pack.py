@@ -27,6 +27,7 @@ from app import services
 from app.components import theme
 from app.components.alignment_views import alignment_map
 from app.components.charts import ready, source_line, with_source
+from app.components.guard import plain_error
 from app.components.head_views import model_view_spec
 from app.components.heatmap import map_spec
 from app.lesson_file import Choice, Lesson, Link, Look, Predict, Step
@@ -138,7 +139,7 @@ def link_items(link: Link) -> list[Chart | Note]:
     try:
         return _charts(services.pack_view(page, dict(link.params)), label)
     except Exception as err:  # noqa: BLE001 — a figure that cannot be built is a note, never a crash
-        return [Note(f"{label}: this view could not be drawn for the pack: {services.friendly_error(err)}")]
+        return [Note(f"{label}: this view could not be drawn for the pack: {plain_error(err)}")]
 
 
 def _check(check) -> tuple[str, tuple[str, ...], str]:

@@ -14,6 +14,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from app.lesson_file import read_lesson
+from conftest import (
+    running_app,  # the e2e conftest's, imported while it is the one on sys.path (as the other e2e tests do)
+)
 from e2e_helpers import expect_idle, expect_no_exception
 
 pytestmark = pytest.mark.e2e
@@ -76,7 +79,6 @@ def test_a_lesson_runs_in_a_room_and_a_students_panel_follows(browser, tmp_path:
     """The teacher starts the built-in lesson in a class and presses Next; a student's phone, on another page,
     shows each step (the panel polls the store every 2 s) and opens the step's view from its link."""
     from app.components.lesson_plan import STEPS
-    from conftest import running_app
 
     n = len(STEPS)
     with running_app("e2e-lesson-room.log", {"AP_DATA_DIR": str(tmp_path / "data")}) as url:
