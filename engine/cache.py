@@ -117,14 +117,24 @@ class TraceCache:
         """The cached value of ``key``, computing it with ``compute()`` once if it is missing.
 
         Concurrent callers with the same key share one computation; an exception reaches every one
-        of them and nothing is cached.
+        of them and nothing is cached. A computation stopped by a control-flow exception that is not an
+        ``Exception`` (its caller's page run was stopped or rerun: Streamlit raises its own ``StopException`` /
+        ``RerunException`` inside a progress callback; ``KeyboardInterrupt``) says nothing about the key: the
+        other callers are not handed the stopped run's exception but compute the value themselves.
         """
+        while True:
+            found, value = self._get_once(key, compute)
+            if found:
+                return value
+
+    def _get_once(self, key: Hashable, compute: Callable[[], T]) -> tuple[bool, T | None]:
+        """``(True, value)``; ``(False, None)`` when the computation waited on was stopped (try again)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
                 self.hits += 1
-                return entry[0]
+                return True, entry[0]
             pending = self._pending.get(key)
             owner = pending is None
             if owner:
@@ -133,13 +143,15 @@ class TraceCache:
         if not owner:
             pending.done.wait()
             if pending.error is not None:
+                if not isinstance(pending.error, Exception):
+                    return False, None  # the owner's run was stopped, not the computation refused
                 raise pending.error
-            return pending.value
+            return True, pending.value
         try:
             value = compute()
             pending.value = value
             self._put(key, value)
-            return value
+            return True, value
         except BaseException as err:
             pending.error = err
             raise

@@ -24,12 +24,19 @@ pytestmark = pytest.mark.e2e
 LOAD_MS = 60_000
 
 
-def add_this_view(page: Page, note: str, title: str = "") -> None:
+def open_box(page: Page):
+    """The sidebar's "Add this view to my lesson" expander, opened once (a second click on its summary while it
+    opens would fold it again: its fields then turn inert)."""
     sidebar = page.locator('[data-testid="stSidebar"]')
     box = sidebar.locator('[data-testid="stExpander"]').filter(has_text="Add this view to my lesson")
-    if not box.get_by_label("Note for the class").is_visible():
+    if box.locator("details[open]").count() == 0:
         box.locator("summary").click()
     expect(box.get_by_label("Note for the class")).to_be_visible(timeout=LOAD_MS)
+    return box
+
+
+def add_this_view(page: Page, note: str, title: str = "") -> None:
+    box = open_box(page)
     if title:
         box.get_by_label("Step title (optional)").fill(title)
     box.get_by_label("Note for the class").fill(note)
@@ -124,10 +131,7 @@ def test_a_reload_or_a_typed_address_keeps_the_draft(page: Page, app_url: str):
     page.reload()
     expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
     expect_idle(page, LOAD_MS)
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    box = sidebar.locator('[data-testid="stExpander"]').filter(has_text="Add this view to my lesson")
-    if not box.get_by_label("Note for the class").is_visible():
-        box.locator("summary").click()
+    box = open_box(page)
     expect(box.get_by_text("Your lesson has 1 step.")).to_be_visible(timeout=LOAD_MS)
     expect(box.get_by_text("a reload brings it back")).to_be_visible()
     add_this_view(page, "The same view again.", title="After the reload")

@@ -139,3 +139,68 @@ def test_a_large_entry_stored_or_dropped_asks_for_a_trim():
     assert "big" not in cache and calls == [1, 1, 1]
     cache.get("huge", lambda: np.zeros(1000, dtype=np.float32))  # over the budget: served, not kept, still large
     assert "huge" not in cache and calls == [1, 1, 1, 1]
+
+
+class _Stopped(BaseException):
+    """Like Streamlit's StopException: the caller's page run was stopped, not the computation refused."""
+
+
+def test_a_waiter_computes_for_itself_when_the_run_it_waited_on_was_stopped():
+    cache = TraceCache(max_bytes=10_000)
+    started, release = threading.Event(), threading.Event()
+
+    def stopped_compute():
+        started.set()
+        release.wait(5)
+        raise _Stopped()
+
+    results, errors = [], []
+
+    def owner():
+        try:
+            cache.get("k", stopped_compute)
+        except _Stopped as err:
+            errors.append(err)
+
+    def waiter():
+        results.append(cache.get("k", lambda: np.arange(3, dtype=np.float32)))
+
+    a = threading.Thread(target=owner)
+    a.start()
+    started.wait(5)
+    b = threading.Thread(target=waiter)
+    b.start()
+    time.sleep(0.05)  # b is waiting on a's computation
+    release.set()
+    a.join(5), b.join(5)
+    assert len(errors) == 1, "the stopped run gets its own exception"
+    assert len(results) == 1 and results[0].tolist() == [0.0, 1.0, 2.0], "the waiter computed the value itself"
+    assert "k" in cache
+
+
+def test_an_ordinary_error_still_reaches_every_waiter():
+    cache = TraceCache(max_bytes=10_000)
+    started, release = threading.Event(), threading.Event()
+
+    def failing():
+        started.set()
+        release.wait(5)
+        raise ValueError("bad text")
+
+    seen = []
+
+    def call():
+        try:
+            cache.get("k", failing)
+        except ValueError as err:
+            seen.append(str(err))
+
+    a = threading.Thread(target=call)
+    a.start()
+    started.wait(5)
+    b = threading.Thread(target=call)
+    b.start()
+    time.sleep(0.05)
+    release.set()
+    a.join(5), b.join(5)
+    assert seen == ["bad text", "bad text"]
