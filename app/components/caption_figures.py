@@ -42,50 +42,38 @@ def word_map(image: np.ndarray, view: CaptionView, word: int, cell: int | None =
 
 def beta_bars(view: CaptionView, selected: int) -> go.Figure:
     """β of every written word as bars (the chosen word in orange), with each word's peak α on hover."""
-    peaks = view.alphas.reshape(len(view.words), -1).max(axis=1)
-    labels = [html.escape(label) for label in view.labels]
-    fig = go.Figure(
-        go.Bar(
-            x=labels,
-            y=view.betas,
-            customdata=peaks,
-            marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
-            text=[f"{b:.2f}" for b in view.betas],
-            textposition="outside",
-            hovertemplate="%{x}<br>β %{y:.3f}<br>largest α %{customdata:.3f}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=300,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text="β: how much each word uses the image", x=0.0),
-        yaxis=dict(title="β", range=[0, 1.15]),
-        xaxis=dict(type="category"),
-    )
-    return fig
+    return _word_bars(view, view.betas, selected, "β: how much each word uses the image", "β", "β", "largest α")
 
 
 def cls_bars(view: CaptionView, selected: int) -> go.Figure:
     """A pretrained captioner's weight on [CLS] for every written word (what its row leaves off the patches), the
     chosen word in orange, each word's largest patch weight on hover."""
+    return _word_bars(
+        view, view.rest, selected, "Weight on [CLS], not on a patch", "α on [CLS]", "on [CLS]", "largest patch α"
+    )
+
+
+def _word_bars(view: CaptionView, values, selected: int, title: str, axis: str, said: str, peak: str) -> go.Figure:
+    """One bar per written word (the chosen one in orange) with its number on top and, on hover, the word's
+    largest weight on the picture."""
     peaks = view.alphas.reshape(len(view.words), -1).max(axis=1)
     labels = [html.escape(label) for label in view.labels]
     fig = go.Figure(
         go.Bar(
             x=labels,
-            y=view.rest,
+            y=values,
             customdata=peaks,
             marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
-            text=[f"{r:.2f}" for r in view.rest],
+            text=[f"{v:.2f}" for v in values],
             textposition="outside",
-            hovertemplate="%{x}<br>on [CLS] %{y:.3f}<br>largest patch α %{customdata:.3f}<extra></extra>",
+            hovertemplate=f"%{{x}}<br>{said} %{{y:.3f}}<br>{peak} %{{customdata:.3f}}<extra></extra>",
         )
     )
     fig.update_layout(
         height=300,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text="Weight on [CLS], not on a patch", x=0.0),
-        yaxis=dict(title="α on [CLS]", range=[0, 1.15]),
+        title=dict(text=title, x=0.0),
+        yaxis=dict(title=axis, range=[0, 1.15]),
         xaxis=dict(type="category"),
     )
     return fig
