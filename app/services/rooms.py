@@ -90,6 +90,18 @@ def token_options(strings) -> tuple[str, ...]:
     return tuple(labels)
 
 
+def _read(model_id: str, text: str, layer: int, head: int):
+    """``text``'s attention block as ``model_id`` reads it for a class question, with ``(layer, head)`` checked.
+
+    Raises :class:`RoomError` for an empty sentence or a layer or head the model does not have."""
+    if not isinstance(text, str) or not text.strip():
+        raise RoomError("Write the sentence the model should read.")
+    attention = attention_block(get_trace(TraceRequest(model_id, text, None, PREDICT_READ_TOKENS)))
+    if not (0 <= layer < attention.n_layers and 0 <= head < attention.n_heads):
+        raise RoomError(f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1}.")
+    return attention
+
+
 def predict_question(model_id: str, text: str, layer: int, head: int, word: str) -> PredictQuestion:
     """The question for ``word``'s row of ``pattern(layer, head)`` in ``text`` read by ``model_id``.
 
@@ -97,19 +109,15 @@ def predict_question(model_id: str, text: str, layer: int, head: int, word: str)
     the model does not have, or a word that is not one of the sentence's tokens; an ``EngineError`` from the
     model comes through as it is.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise RoomError("Write the sentence the model should read.")
-    if not isinstance(word, str) or not word.strip():
+    if isinstance(text, str) and text.strip() and (not isinstance(word, str) or not word.strip()):
         raise RoomError("Write the word whose attention students predict (one of the sentence's tokens).")
-    attention = attention_block(get_trace(TraceRequest(model_id, text, None, PREDICT_READ_TOKENS)))
+    attention = _read(model_id, text, layer, head)
     keys = tuple(attention.key_tokens.strings)
     if len(keys) > PREDICT_MAX_TOKENS:
         raise RoomError(
             f"The model reads this sentence as {len(keys)} or more tokens; a class question offers each "
             f"token as an answer, so use a sentence of at most {PREDICT_MAX_TOKENS} tokens."
         )
-    if not (0 <= layer < attention.n_layers and 0 <= head < attention.n_heads):
-        raise RoomError(f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1}.")
     queries = tuple(attention.tokens.strings)
     target = " ".join(word.split()).casefold()
     hits = [i for i, s in enumerate(queries) if s.strip().casefold() == target]
@@ -149,16 +157,12 @@ def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQue
     Raises :class:`RoomError` (a message for the teacher) as :func:`predict_question` does; a model with fewer
     than two heads in all cannot be asked about.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise RoomError("Write the sentence the model should read.")
-    attention = attention_block(get_trace(TraceRequest(model_id, text, None, PREDICT_READ_TOKENS)))
+    attention = _read(model_id, text, layer, head)
     if attention.n_queries > PREDICT_MAX_TOKENS or attention.n_keys > PREDICT_MAX_TOKENS:
         raise RoomError(
             f"The model reads this sentence as {max(attention.n_queries, attention.n_keys)} or more tokens; "
             f"a map students read on a phone needs at most {PREDICT_MAX_TOKENS}: use a shorter sentence."
         )
-    if not (0 <= layer < attention.n_layers and 0 <= head < attention.n_heads):
-        raise RoomError(f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1}.")
     every = [(ly, h) for ly in range(attention.n_layers) for h in range(attention.n_heads) if (ly, h) != (layer, head)]
     if not every:
         raise RoomError("This model has one head only: there is nothing to choose from.")
