@@ -4,8 +4,9 @@ The draft is this session's :class:`app.lesson_file.Lesson` (``Draft.lesson``). 
 :func:`_replace`, which writes the lesson file and reads it back with the checks an uploaded file gets, so the
 draft is always a lesson that can be downloaded, saved and opened again; a change that would break it (a note
 too long, a question with one option) gets a message and changes nothing. Each change is also kept in the class
-store under the browser's anonymous id (``services.browser_id``, its cookie written while there is a draft), so
-a new session of the same browser (a reload) starts from it; the add box and the editor say where it lives.
+store under the browser's anonymous id (``services.browser_id``, its cookie written while there is a draft), with
+the saved lesson it edits (``Draft.saved``: id and edit secret), so a new session of the same browser (a reload)
+starts from it and "Save changes" still updates that lesson; the add box and the editor say where it lives.
 
 - :func:`add_view_box`: a sidebar expander under "Share this view" on every page (drawn by
   ``share_box.share_expander``): the page on screen and its link parameters (``url_state.page_params``, the
@@ -74,25 +75,35 @@ def draft() -> Lesson:
     the draft this browser kept (:func:`_kept`: a reload, or a page opened by typing its address)."""
     state = st.session_state
     if Draft.lesson not in state:
-        state[Draft.lesson] = _kept()
+        state[Draft.lesson], saved = _kept()
+        if saved is not None:  # the draft edits a saved lesson: "Save changes" updates it, its links stay the same
+            state[Draft.saved] = saved
+            owned()[saved[0]] = saved[1]
     return state.get(Draft.lesson) or EMPTY
 
 
-def _kept() -> Lesson:
-    """The draft this browser kept in the class store, when its id came back in its cookie; else empty."""
+def _kept() -> tuple[Lesson, tuple[str, str] | None]:
+    """The draft this browser kept in the class store, when its id came back in its cookie, and the saved lesson
+    (id, edit secret) it edits, if any; else an empty draft."""
     if services.browser_cookie_missing():  # a new browser (or one that never wrote a draft): nothing to look up
-        return EMPTY
+        return EMPTY, None
     try:
-        body = services.lesson_store().kept_draft(services.browser_id())
-        return read_lesson(body) if body else EMPTY
+        store, browser = services.lesson_store(), services.browser_id()
+        body = store.kept_draft(browser)
+        if not body:
+            return EMPTY, None
+        return read_lesson(body), store.kept_draft_lesson(browser)
     except (StoreUnavailable, RoomError, LessonFileError):
-        return EMPTY  # the store is a bonus here: the session starts an empty draft, as it did before
+        return EMPTY, None  # the store is a bonus here: the session starts an empty draft, as it did before
 
 
 def _keep(lesson: Lesson) -> None:
-    """Write the draft (every change) to the class store under this browser's id, so a reload brings it back."""
+    """Write the draft (every change) to the class store under this browser's id, with the saved lesson it edits
+    (``Draft.saved``), so a reload brings both back."""
     try:
-        services.lesson_store().keep_draft(services.browser_id(), write_lesson(lesson) if lesson.steps else "")
+        services.lesson_store().keep_draft(
+            services.browser_id(), write_lesson(lesson) if lesson.steps else "", st.session_state.get(Draft.saved)
+        )
     except (StoreUnavailable, RoomError):
         pass  # the session still holds the draft; the editor says how to keep it (save, download)
 
@@ -121,11 +132,13 @@ def _replace(lesson: Lesson) -> str | None:
 
 def use(lesson: Lesson, saved: tuple[str, str] | None = None) -> None:
     """Put ``lesson`` in the editor (``saved``: the id and edit secret of the stored lesson it is, if any)."""
+    before = st.session_state.get(Draft.saved)
+    st.session_state[Draft.saved] = saved  # first, so the kept draft names the lesson it edits
     problem = _replace(lesson)
     if problem:
+        st.session_state[Draft.saved] = before
         _say("editor", "warning", problem)
         return
-    st.session_state[Draft.saved] = saved
     st.session_state[Draft.title] = lesson.title
     forms = (Draft.edit_title, Draft.edit_note, Draft.edit_question, Draft.edit_options, Draft.edit_right)
     for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(forms)]:
@@ -462,6 +475,7 @@ def _save() -> None:
         return
     st.session_state[Draft.saved] = (lid, secret)
     owned()[lid] = secret
+    _keep(lesson)  # a reload brings back the draft with the lesson it now edits
     _say("editor", "success", "Saved. Share the link below.")
 
 

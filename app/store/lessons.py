@@ -137,9 +137,11 @@ class LessonStore:
 
     # ---------------------------------------------------------------- a browser's unsaved draft
 
-    def keep_draft(self, browser: str, body: str) -> None:
+    def keep_draft(self, browser: str, body: str, saved: tuple[str, str] | None = None) -> None:
         """Keep ``body`` (a lesson file's text) as ``browser``'s unsaved draft, replacing the one before; an empty
-        ``body`` forgets it. Drafts untouched for :data:`DRAFT_KEEP_S` are removed on the way."""
+        ``body`` forgets it. ``saved``: the id and edit secret of the saved lesson the draft edits (None: a draft
+        never saved), so "Save" after a reload changes that lesson (:meth:`kept_draft_lesson`). Drafts untouched for
+        :data:`DRAFT_KEEP_S` are removed on the way."""
         store = self.store
         store.ready()
         if not isinstance(browser, str) or not browser:
@@ -147,6 +149,9 @@ class LessonStore:
         size = len(body.encode("utf-8"))
         if size > MAX_BODY:
             raise LessonError(TOO_BIG.format(size=size, most=MAX_BODY))
+        lesson_id, secret = saved if saved is not None else (None, None)
+        if lesson_id is not None and not (ID_RE.fullmatch(str(lesson_id)) and isinstance(secret, str) and secret):
+            raise LessonError(NO_LESSON)
         now = store.clock()
         with store.db.transaction() as run:
             run("DELETE FROM lesson_drafts WHERE updated_at < ?", (now - DRAFT_KEEP_S,))
@@ -154,9 +159,10 @@ class LessonStore:
                 run("DELETE FROM lesson_drafts WHERE browser = ?", (browser,))
                 return
             run(
-                "INSERT INTO lesson_drafts (browser, body, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (browser) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
-                (browser, body, now),
+                "INSERT INTO lesson_drafts (browser, body, updated_at, lesson, edit_secret) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (browser) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at, "
+                "lesson = excluded.lesson, edit_secret = excluded.edit_secret",
+                (browser, body, now, lesson_id, secret),
             )
 
     def kept_draft(self, browser: object) -> str | None:
@@ -170,6 +176,21 @@ class LessonStore:
             (browser, store.clock() - DRAFT_KEEP_S),
         )
         return rows[0][0] if rows else None
+
+    def kept_draft_lesson(self, browser: object) -> tuple[str, str] | None:
+        """``(id, edit secret)`` of the saved lesson ``browser``'s kept draft edits; None for a draft never saved, no
+        draft, or a secret that no longer opens that lesson (the lesson is gone)."""
+        store = self.store
+        store.ready()
+        if not isinstance(browser, str) or not browser:
+            return None
+        rows = store.db.run(
+            "SELECT lesson, edit_secret FROM lesson_drafts WHERE browser = ? AND updated_at >= ?",
+            (browser, store.clock() - DRAFT_KEEP_S),
+        )
+        if not rows or rows[0][0] is None or not self.can_edit(rows[0][0], rows[0][1]):
+            return None
+        return rows[0][0], rows[0][1]
 
     # ---------------------------------------------------------------- a room's lesson
 

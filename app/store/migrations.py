@@ -96,6 +96,16 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
         )""",
         ),
     ),
+    (
+        4,
+        (
+            # the saved lesson a draft edits (its id and edit secret), so "Save" after a reload changes that lesson
+            # instead of saving a new one; NULL for a draft never saved. The secret is the author's edit link's,
+            # kept as long as the draft row (lessons.DRAFT_KEEP_S), read only under the browser's own id
+            "ALTER TABLE lesson_drafts ADD COLUMN lesson TEXT",
+            "ALTER TABLE lesson_drafts ADD COLUMN edit_secret TEXT",
+        ),
+    ),
 )
 
 LATEST = STEPS[-1][0]

@@ -8,6 +8,7 @@ Waits are on selectors or conditions, never sleeps.
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,44 @@ def test_a_reload_or_a_typed_address_keeps_the_draft(page: Page, app_url: str):
     expect(editor.get_by_text("This draft is kept in this browser only, for a day")).to_be_visible()
     expect_idle(page, LOAD_MS)
     expect_no_exception(page)
+
+
+def test_save_after_a_reload_changes_the_lesson_the_draft_was_saved_as(page: Page, app_url: str):
+    """A draft kept across a reload forgot the lesson it had been saved as: "Save" then made a new lesson with a new
+    share link. The draft now remembers its lesson and edit secret: after the reload the editor offers "Save
+    changes" with the same link, and saving updates that lesson (one lesson in the store, the new text in it)."""
+    from app.store import open_store, settings
+    from app.store.lessons import LessonStore
+
+    marker = f"reload-{uuid.uuid4().hex[:8]}"  # this test's lesson among the server's others
+    page.goto(f"{app_url}/positional")
+    expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    add_this_view(page, f"Saved once ({marker}).", title="Before the reload")
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lessons").click()
+    editor = page.get_by_role("tabpanel")
+    expect(editor.get_by_text("1. Before the reload")).to_be_visible(timeout=LOAD_MS)
+    editor.get_by_role("button", name="Save and get a link").click()
+    expect(editor.get_by_text("Saved. Share the link below.")).to_be_visible(timeout=LOAD_MS)
+    share = editor.locator('[data-testid="stCode"]').filter(has_text="lesson=").first
+    lid = re.search(r"lesson=([A-Za-z0-9_-]{12})", share.inner_text()).group(1)
+
+    page.reload()
+    expect(page.get_by_role("heading", name="Lessons", level=1)).to_be_visible(timeout=LOAD_MS)
+    page.get_by_role("tab", name="Write a lesson").click()
+    editor = page.get_by_role("tabpanel")
+    expect(editor.get_by_text("1. Before the reload")).to_be_visible(timeout=LOAD_MS)
+    expect(editor.get_by_role("button", name="Save changes")).to_be_visible(timeout=LOAD_MS)
+    expect(editor.locator('[data-testid="stCode"]').filter(has_text=f"lesson={lid}").first).to_be_visible()
+    editor.get_by_text("Edit this step").click()
+    editor.get_by_label("Title", exact=True).fill("After the reload")
+    editor.get_by_role("button", name="Save this step").click()
+    expect(editor.get_by_text("Step 1 changed.")).to_be_visible(timeout=LOAD_MS)
+    editor.get_by_role("button", name="Save changes").click()
+    expect(editor.get_by_text("Saved. Share the link below.")).to_be_visible(timeout=LOAD_MS)
+    expect(editor.locator('[data-testid="stCode"]').filter(has_text=f"lesson={lid}").first).to_be_visible()
+    expect_no_exception(page)
+
+    store = open_store(*settings())  # the server's own store (the same settings, another process)
+    assert 'title = "After the reload"' in LessonStore(store).lesson(lid).body
+    assert store.db.run("SELECT COUNT(*) FROM lessons WHERE body LIKE ?", (f"%{marker}%",)) == [(1,)]

@@ -151,3 +151,26 @@ def test_a_browsers_draft_is_kept_replaced_forgotten_and_expires(store, backend,
     assert store.db.run("SELECT browser FROM lesson_drafts") == [("browser-c",)]
     lessons.keep_draft("it's'; DROP TABLE lessons; --", first)  # an id is only ever a parameter
     assert other.kept_draft("it's'; DROP TABLE lessons; --") == first
+
+
+def test_a_kept_draft_remembers_the_saved_lesson_it_edits(store, backend, clock):
+    """A draft opened from a saved lesson came back after a reload without its lesson, and "Save" made a new lesson:
+    the kept row names the lesson and its edit secret, read back by another process; a new draft, a wrong secret or
+    a forgotten draft names none."""
+    lessons = LessonStore(store)
+    other = LessonStore(open_store(*backend, clock=clock))
+    body = write_lesson(lesson_with())
+    lid, secret = lessons.save("browser-a", "Week 3", body)
+    lessons.keep_draft("browser-a", body, (lid, secret))
+    assert other.kept_draft("browser-a") == body and other.kept_draft_lesson("browser-a") == (lid, secret)
+    changed = write_lesson(lesson_with(title="Week 4"))
+    lessons.keep_draft("browser-a", changed)  # a draft started afresh (a file opened, the built-in lesson) edits none
+    assert other.kept_draft("browser-a") == changed and other.kept_draft_lesson("browser-a") is None
+    lessons.keep_draft("browser-a", changed, (lid, "not the secret"))
+    assert other.kept_draft_lesson("browser-a") is None  # a secret that does not open the lesson is not handed back
+    with pytest.raises(LessonError):
+        lessons.keep_draft("browser-a", changed, ("not an id", secret))
+    lessons.keep_draft("browser-a", changed, (lid, secret))
+    lessons.keep_draft("browser-a", "")  # emptied: forgotten with its lesson
+    assert other.kept_draft_lesson("browser-a") is None and other.kept_draft_lesson(None) is None
+    assert lessons.lesson(lid).body == body  # keeping a draft never changes the saved lesson itself
