@@ -409,6 +409,25 @@ class Draft:
         "draft_edit_save_",
     )
     edit_question, edit_options, edit_right = "draft_edit_question_", "draft_edit_options_", "draft_edit_right_"
+    # a step's knowledge check of any kind (``app/components/check_editor.py``): the kind, then the file's keys
+    edit_kind, edit_explain, edit_model, edit_text = (
+        "draft_edit_kind_",
+        "draft_edit_explain_",
+        "draft_edit_model_",
+        "draft_edit_text_",
+    )
+    edit_word, edit_occurrence, edit_layer, edit_head = (
+        "draft_edit_word_",
+        "draft_edit_occurrence_",
+        "draft_edit_layer_",
+        "draft_edit_head_",
+    )
+    edit_causal, edit_expect, edit_captioner, edit_scene = (
+        "draft_edit_causal_",
+        "draft_edit_expect_",
+        "draft_edit_captioner_",
+        "draft_edit_scene_",
+    )
 
 
 class Train:

@@ -12,7 +12,7 @@ starts from it and "Save changes" still updates that lesson; the add box and the
   ``share_box.share_expander``): the page on screen and its link parameters (``url_state.page_params``, the
   Share box's own link), a title, a note and an optional multiple-choice question become the draft's next step.
 - :func:`editor`: the Lessons page's "Write a lesson" tab: the steps with Up / Down / Delete and an edit form
-  each; save in the class store (a share link ``?lesson=ID`` that opens it read-only, and an edit link for the
+  each (title, note and the knowledge check of any kind: ``app/components/check_editor.py``); save in the class store (a share link ``?lesson=ID`` that opens it read-only, and an edit link for the
   author), download as a TOML file, open a file, or start from the built-in lesson.
 
 Text typed here is shown literally (``safe_text.md``): a draft may come from anyone's file.
@@ -26,7 +26,9 @@ from dataclasses import replace
 import streamlit as st
 
 from app import services, url_state
+from app.components import check_editor
 from app.components.browser_cookie import remember_browser
+from app.components.check_editor import choice_from
 from app.components.guard import show_error
 from app.components.safe_text import md, quoted
 from app.lesson_file import (
@@ -140,7 +142,7 @@ def use(lesson: Lesson, saved: tuple[str, str] | None = None) -> None:
         _say("editor", "warning", problem)
         return
     st.session_state[Draft.title] = lesson.title
-    forms = (Draft.edit_title, Draft.edit_note, Draft.edit_question, Draft.edit_options, Draft.edit_right)
+    forms = (Draft.edit_title, Draft.edit_note, *check_editor.FIELDS)
     for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(forms)]:
         del st.session_state[key]  # the edit forms start from the new lesson's steps
     st.session_state[Draft.tab] = WRITE_TAB
@@ -167,22 +169,6 @@ def _clean(text: object, lines: bool = True) -> str:
     s = str(text or "").replace("\r\n", "\n").replace("\r", "\n")
     s = "".join(c for c in s if c in "\n\t" or (ord(c) >= 32 and ord(c) != 127 and not 0xD800 <= ord(c) <= 0xDFFF))
     return s.strip() if lines else " ".join(s.split())
-
-
-def _question(question: object, options: object, right: object, explain: str = "") -> Choice | None:
-    """A multiple-choice check from the form's fields; None when both are empty; LessonFileError when half-done."""
-    question = _clean(question, lines=False)
-    lines = [_clean(line, lines=False) for line in str(options or "").splitlines() if line.strip()]
-    if not question and not lines:
-        return None
-    if not question:
-        raise LessonFileError("Write the question, or clear its options.")
-    if not 2 <= len(lines) <= MAX_OPTIONS:
-        raise LessonFileError(f"A question needs 2 to {MAX_OPTIONS} options, one per line (it has {len(lines)}).")
-    number = right if isinstance(right, int) and not isinstance(right, bool) else 0
-    if not 1 <= number <= len(lines):
-        raise LessonFileError(f"The number of the right option must be 1 to {len(lines)}.")
-    return Choice(question, tuple(lines), number - 1, explain)
 
 
 def _new_id(lesson: Lesson) -> str:
@@ -242,7 +228,7 @@ def _add_view() -> None:
         params |= {LESSON_ID: st.query_params.get(LESSON_ID), LESSON_STEP: str(state.get(Lessons.step) or "")}
         params = {k: v for k, v in params.items() if v}
     try:
-        check = _question(state.get(Draft.add_question), state.get(Draft.add_options), state.get(Draft.add_right))
+        check = choice_from(state.get(Draft.add_question), state.get(Draft.add_options), state.get(Draft.add_right))
     except LessonFileError as exc:
         _say("add", "warning", str(exc))
         return
@@ -354,27 +340,13 @@ def _step_row(i: int, step: Step, n: int) -> None:
 
 def _edit_form(step: Step) -> None:
     sid = step.id
-    check = step.check if isinstance(step.check, Choice) else None
-    defaults = {
-        f"{Draft.edit_title}{sid}": step.title,
-        f"{Draft.edit_note}{sid}": step.text,
-        f"{Draft.edit_question}{sid}": check.question if check else "",
-        f"{Draft.edit_options}{sid}": "\n".join(check.options) if check else "",
-        f"{Draft.edit_right}{sid}": check.answer + 1 if check else 1,
-    }
-    for key, value in defaults.items():
-        st.session_state.setdefault(key, value)
+    st.session_state.setdefault(f"{Draft.edit_title}{sid}", step.title)
+    st.session_state.setdefault(f"{Draft.edit_note}{sid}", step.text)
+    kind = check_editor.kind_picker(step)  # outside the form: a new kind shows its fields at once
     with st.form(key=f"{Draft.edit_form}{sid}", border=False):
         st.text_input("Title", key=f"{Draft.edit_title}{sid}", max_chars=TITLE_CHARS)
         st.text_area("Note", key=f"{Draft.edit_note}{sid}", max_chars=TEXT_CHARS, height=120)
-        if isinstance(step.check, (Predict, Look)):
-            st.caption("This step's check reads a model: change it in the lesson file (download, edit, open).")
-        else:
-            st.text_input("Question (optional)", key=f"{Draft.edit_question}{sid}", max_chars=QUESTION_CHARS)
-            st.text_area("Its options, one per line", key=f"{Draft.edit_options}{sid}", height=80)
-            st.number_input(
-                "Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=f"{Draft.edit_right}{sid}"
-            )
+        check_editor.fields(step, kind)
         st.form_submit_button("Save this step", key=f"{Draft.edit_save}{sid}", on_click=_edit, args=(sid,))
 
 
@@ -405,18 +377,15 @@ def _edit(sid: str) -> None:
     if i < 0:
         return
     step = lesson.steps[i]
-    check = step.check
-    if not isinstance(check, (Predict, Look)):
-        try:
-            check = _question(
-                state.get(f"{Draft.edit_question}{sid}"),
-                state.get(f"{Draft.edit_options}{sid}"),
-                state.get(f"{Draft.edit_right}{sid}"),
-                check.explain if isinstance(check, Choice) else "",
-            )
-        except LessonFileError as exc:
-            _say("editor", "warning", f"Step {i + 1}: {exc}")
-            return
+    try:
+        check = check_editor.read_check(sid)
+    except LessonFileError as exc:
+        _say("editor", "warning", f"Step {i + 1}: {exc}")
+        return
+    problem = check_editor.model_problem(check) if check != step.check else None  # ask the model what changed
+    if problem:
+        _say("editor", "warning", f"Step {i + 1}: {problem}")
+        return
     title, note = (
         _clean(state.get(f"{Draft.edit_title}{sid}"), lines=False),
         _clean(state.get(f"{Draft.edit_note}{sid}")),
@@ -429,7 +398,7 @@ def _edit(sid: str) -> None:
     if problem:
         _say("editor", "warning", problem)
     else:
-        _say("editor", "success", f"Step {i + 1} changed.")
+        _say("editor", "success", f"Step {i + 1} changed." + check_editor.top_key_note(check))
 
 
 def _retitle() -> None:

@@ -40,6 +40,7 @@ DECLARED_ONCE = (
     "app/views/classroom.py",
     "app/components/room_panel.py",
     "app/components/lesson_draft.py",
+    "app/components/check_editor.py",
     "app/components/room_lesson.py",
     "app/views/explain.py",
     "app/views/scaling.py",
