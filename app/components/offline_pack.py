@@ -3,7 +3,8 @@
 For each step: its title, note and question, and for each of its links the chart the link's page draws first,
 computed on the server (``services.pack_view``: the same trace and map a page shows, at most
 ``services.PACK_CELLS``² cells a map) and drawn here by the app's own figure builders (``heatmap.map_spec``,
-``alignment_views.alignment_map``, themed by ``charts.ready``), as Plotly JSON. plotly.js is read from the
+``alignment_views.alignment_map``, and for the other pages ``app/components/offline_figures.py``, themed by
+``charts.ready``), as Plotly JSON. plotly.js is read from the
 installed ``plotly`` package when the pack is built (never copied into the repository, no CDN), and
 ``app/offline_html.py`` writes the page. A view with no static chart, or one that fails, becomes a note.
 
@@ -30,6 +31,7 @@ from app.components.charts import ready, source_line, with_source
 from app.components.guard import plain_error
 from app.components.head_views import model_view_spec
 from app.components.heatmap import map_spec
+from app.components.offline_figures import page_figures
 from app.lesson_file import Choice, Lesson, Link, Look, Predict, Step
 from app.offline_html import Chart, Note, PackStep, render
 from app.routes import PAGES
@@ -78,6 +80,9 @@ def _charts(view: services.PackView, label: str) -> list[Chart | Note]:
     if isinstance(view, services.NoChart):
         return [Note(f"{label}: {view.reason}")]
     with theme.looking(theme.DEFAULT):  # the pack is read on a laptop, not on this projector or phone
+        figures = page_figures(view)  # the pages other than the text pages and Bahdanau
+        if figures is not None:
+            return [Chart(_json(fig), f"{label}. {caption}") for fig, caption in figures]
         if isinstance(view, services.Alignment):
             fig = ready(
                 alignment_map(

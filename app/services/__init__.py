@@ -17,7 +17,7 @@ is re-exported here from the module that holds it:
   question built from a real head;
 - ``maps``: the figure layer's cached maps (one head exact or pooled, one layer's thumbnails);
 - ``offline_pack``: what a lesson link's view shows in an offline lesson pack (a head's map, an alignment map, or
-  why there is none);
+  why there is none), and ``offline_pages`` the other pages' first charts' data;
 - one module per page: ``heads`` (ablation panel and whole-model views), ``bahdanau``, ``vit``,
   ``positional``, ``step``, ``bertviz``, ``train``, ``scaling`` (the Scaling page's curves and live run), ``captions`` (the Captions page and the lesson's
   "where will it look?" check).
@@ -127,6 +127,16 @@ from app.services.lessons import (
 from app.services.long_work import FINETUNE, MEASURE, NSP, SCALE, WRITE, cancel_long, long_status
 from app.services.maps import grid_cells, grid_is_quick, head_view, layer_grid
 from app.services.offline_pack import PACK_CELLS, PACK_MAX_TOKENS, Alignment, HeadMap, NoChart, PackView, pack_view
+from app.services.offline_pages import (
+    Biases,
+    BlankGuesses,
+    Curves,
+    Importances,
+    Matrices,
+    PatchAttention,
+    WindowAttention,
+    WordMaps,
+)
 from app.services.positional import (
     pos_alibi,
     pos_learned_table,
@@ -318,6 +328,14 @@ __all__ = [
     "NoChart",
     "PackView",
     "pack_view",
+    "Biases",
+    "BlankGuesses",
+    "Curves",
+    "Importances",
+    "Matrices",
+    "PatchAttention",
+    "WindowAttention",
+    "WordMaps",
     # bahdanau
     "BAHDANAU_MAX_TOKENS",
     "BAHDANAU_MODELS",

@@ -10,10 +10,12 @@ the chart the page draws first for that link:
   :data:`PACK_CELLS` × :data:`PACK_CELLS` cells (a longer input is pooled into block maxima; a link's token limit
   is at most :data:`PACK_MAX_TOKENS` here, since one click traces every link of a lesson); for the Heads page
   also its model view, every head as tiles;
-- the Bahdanau page: the RNN translator's alignment map, with the toy grammar's gold links.
+- the Bahdanau page: the RNN translator's alignment map, with the toy grammar's gold links;
+- Positional encodings, Vision Transformer, Captions, Pretraining objectives, Scaling and "Is attention the
+  explanation?": their first chart's data, from ``app/services/offline_pages.py``.
 
-Any other page draws nothing static (a live demo, a training run, a picture to click), and a view whose model
-fails gives the reason: both come back as :class:`NoChart`, which the pack shows as a note instead of a chart.
+A view with nothing static to draw (a live training run, the Class room, an upload, a tab of sliders) and a view
+whose model fails come back as :class:`NoChart` with the reason and what to do, which the pack shows as a note.
 Plain data only: the figures are built by ``app/components/offline_pack.py`` and the HTML by
 ``app/offline_html.py`` (services never import components).
 """
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.figure_data.attention_maps import MapData
+from app.services import offline_pages
 from app.services.bahdanau import BAHDANAU_MODELS, bahdanau_agreement, bahdanau_trace
 from app.services.core import friendly_error, get_trace
 from app.services.heads import attention_block, model_view_tiles
@@ -88,7 +91,19 @@ class NoChart:
     reason: str
 
 
-PackView = HeadMap | Alignment | NoChart
+PackView = (
+    HeadMap
+    | Alignment
+    | NoChart
+    | offline_pages.Matrices
+    | offline_pages.Biases
+    | offline_pages.PatchAttention
+    | offline_pages.WindowAttention
+    | offline_pages.WordMaps
+    | offline_pages.BlankGuesses
+    | offline_pages.Curves
+    | offline_pages.Importances
+)
 
 
 def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
@@ -107,6 +122,25 @@ def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
     return out
 
 
+#: the other pages' first charts (app/services/offline_pages.py), by page stem
+PAGE_DATA = {
+    "positional": offline_pages.positional,
+    "vit": offline_pages.vision,
+    "captions": offline_pages.caption,
+    "pretraining": offline_pages.pretraining,
+    "scaling": offline_pages.scaling,
+    "explain": offline_pages.explain,
+}
+#: pages that are live by nature: why the pack has no chart for them, and what to do
+LIVE_PAGES = {
+    "train": "Train live trains a model while you watch (a live training run): open the link in the app to train it.",
+    "classroom": "The Class page is a live room (students joining, polls, the lesson run): open the link in the app "
+    "during the class.",
+    "lessons": "This link opens a lesson on the Lessons page: open the link in the app, or save that lesson's own "
+    "offline pack there.",
+}
+
+
 def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS) -> PackView:
     """The data of the first chart ``page`` draws for ``params`` (a lesson link's page stem and parameters);
     :class:`NoChart` with a reason when the page has no static chart or the view cannot be computed."""
@@ -116,9 +150,13 @@ def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS) -> Pack
             return _head_map(page, read_params(page, params), size)
         if page == "bahdanau":
             return _alignment(read_params(page, params))
+        if page in PAGE_DATA:
+            return PAGE_DATA[page](read_params(page, params))
+    except offline_pages.Unchartable as why:
+        return NoChart(f"No chart in the offline pack: {why}")
     except Exception as err:  # noqa: BLE001 — every failure becomes the note's reason
         return NoChart(f"This view could not be drawn for the pack: {friendly_error(err)}")
-    return NoChart("This page is interactive and has no chart in the offline pack: open it in the app.")
+    return NoChart(f"No chart in the offline pack: {LIVE_PAGES.get(page, 'open the link in the app.')}")
 
 
 def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:

@@ -137,7 +137,7 @@ def test_a_failing_view_and_a_page_without_chart_give_notes_and_text_stays_liter
     said = notes(page)
     assert len(said) == 3
     assert said[0].startswith("A folder model: This view could not be drawn for the pack: ")
-    assert said[1].startswith("Order blindness: This page is interactive")
+    assert said[1].startswith("Order blindness: No chart in the offline pack: The order-blindness demo runs")
     assert "No sentence: This view could not be drawn for the pack: The link has no sentence" in said[2]
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &lt;b&gt;not bold&lt;/b&gt;" in page
     assert "<script>alert" not in page and "<b>" not in page and "<em>text" not in page
@@ -151,7 +151,7 @@ def test_the_lessons_editor_builds_and_serves_the_pack(downloads):  # noqa: F811
             Step(
                 "s1", "Where it looks", SCRIPT_NOTE, (Link("explore.py", "Open MiniLM", {K.layer: "3", K.head: "1"}),)
             ),
-            Step("s2", "Positions", "", (Link("positional.py", "Open Positional", {}),)),
+            Step("s2", "Positions", "", (Link("positional.py", "Open Positional", {}), Link("train.py", "Train", {}))),
         ),
     )
     at = open_page("lessons", **{Draft.lesson: lesson, Draft.tab: WRITE_TAB})
@@ -161,11 +161,12 @@ def test_the_lessons_editor_builds_and_serves_the_pack(downloads):  # noqa: F811
     assert_clean(at)
     (button,) = [b for b in at.get("download_button") if b.proto.label == "Download offline pack (HTML)"]
     page = downloads[button.proto.deferred_file_id]()
-    (fig,) = charts(page)
+    fig, table, _similarity = charts(page)  # Explore's head, then the Positional page's sinusoidal table
     view = services.pack_view("explore", {K.layer: "3", K.head: "1"})
     np.testing.assert_array_equal(decode(fig["data"][0]["z"]), view.data.values)
+    np.testing.assert_array_equal(decode(table["data"][0]["z"]), services.pos_sinusoidal(64, 64)[0].astype(np.float32))
     assert len(notes(page)) == 1 and "&lt;script&gt;alert" in page
-    assert any("1 chart and 1 note" in c.value for c in at.caption)
+    assert any("3 charts and 1 note" in c.value for c in at.caption)
 
 
 def test_the_share_box_serves_the_view_on_screen(downloads):  # noqa: F811 — the imported fixture
@@ -197,3 +198,152 @@ def test_file_names(title):
     from app.components.offline_pack import file_name
 
     assert file_name(title) == ("attention-in-ten-steps-offline.html" if title else "lesson-offline.html")
+
+
+# ---------------------------------------------------------------- the other pages' first charts
+
+
+def _attention(fig: dict) -> np.ndarray:
+    """The overlay trace of a picture chart (ViT, Captions, Swin): the weights drawn over the image."""
+    (trace,) = [t for t in fig["data"] if t.get("name") == "attention"]
+    return decode(trace["z"])
+
+
+def test_positional_draws_the_open_tabs_matrices_as_the_page_and_a_bad_tab_falls_back():
+    table_fig, sim_fig = charts(view_html("positional", {}))
+    table, sim, _spread = services.pos_sinusoidal(64, 64)  # the Sinusoidal tab opens at 64 positions × 64 dims
+    np.testing.assert_array_equal(decode(table_fig["data"][0]["z"]), table.astype(np.float32))
+    np.testing.assert_array_equal(decode(sim_fig["data"][0]["z"]), sim.astype(np.float32))
+    import math
+
+    pe = [math.sin(5 / 10000 ** (2 * 3 / 64)), math.cos(5 / 10000 ** (2 * 3 / 64))]  # the formula, by hand
+    np.testing.assert_allclose(decode(table_fig["data"][0]["z"])[5, 6:8], pe, atol=1e-6)
+    assert "%{z" in table_fig["data"][0]["hovertemplate"]  # the numbers on hover
+    assert charts(view_html("positional", {"pos_tab": "no-such-tab"})) == [table_fig, sim_fig]  # back to the default
+
+    learned, cosine = charts(view_html("positional", {"pos_tab": "learned"}))
+    values, cos_sim = services.pos_learned_table("minilm")
+    np.testing.assert_array_equal(decode(learned["data"][0]["z"]), values.values[:128].astype(np.float32))
+    np.testing.assert_array_equal(decode(cosine["data"][0]["z"]), cos_sim[:128, :128].astype(np.float32))
+    view = services.pack_view("positional", {"pos_tab": "alibi"})
+    slopes, bias = services.pos_alibi(8, 12)
+    assert isinstance(view, services.Biases) and view.heads == (0, 3, 7)
+    np.testing.assert_array_equal(view.bias, bias)
+    (grid,) = charts(view_html("positional", {"pos_tab": "alibi"}))
+    from app.components.head_views import GAP
+
+    tile = decode(grid["data"][0]["z"])[:, 12 + GAP : 2 * 12 + GAP]  # the second tile: head 3, causal
+    lower = np.tril(np.ones((12, 12), dtype=bool))
+    np.testing.assert_allclose(tile[lower], bias[3][lower], atol=1e-6)
+    assert np.isnan(tile[~lower]).all() and grid["layout"]["annotations"][1]["text"].startswith("head 3: slope")
+    said = notes(view_html("positional", {"pos_tab": "rope"}))
+    assert len(said) == 1 and "tab turns a query and a key with sliders" in said[0]
+    assert "open the link in the app" in said[0]
+
+
+def test_the_vit_pack_draws_cls_attention_over_the_links_sample():
+    params = {"vit_digit": "7", "vit_layer": "1", "vit_head": "2"}
+    one, every = charts(view_html("vit", params))
+    image = services.vit_sample("digit", "7")
+    trace = services.get_vision_trace("tiny-vit-digits", image)
+    maps = services.vit_cls_maps(trace, 1)
+    np.testing.assert_array_equal(_attention(one), maps[2])
+    import engine
+    from engine.analysis.vision import cls_map
+
+    separate = engine.trace(engine.load("tiny-vit-digits"), image)  # not through the app's caches
+    np.testing.assert_allclose(_attention(one), cls_map(separate, 1)[2], atol=1e-6)
+    assert one["layout"]["title"]["text"] == "[CLS] → patches, layer 1, head 2"
+    assert "weight %{z" in [t for t in one["data"] if t.get("name") == "attention"][0]["hovertemplate"]
+    assert every["layout"]["shapes"] and len(every["layout"]["annotations"]) == maps.shape[0]
+    # a refused digit number falls back to the default sample, and a layer past the last is the last (as the page)
+    view = services.pack_view("vit", {"vit_digit": "99999", "vit_layer": "4000"})
+    default = services.get_vision_trace("tiny-vit-digits", services.vit_sample("digit", "1500"))
+    assert view.layer == default.attention.n_layers - 1 and "digit sample 1500" in view.described
+    np.testing.assert_array_equal(view.maps, services.vit_cls_maps(default, view.layer))
+    said = notes(view_html("vit", {"vit_source": "upload"}))
+    assert len(said) == 1 and "An uploaded image is not part of a link" in said[0]
+
+
+def test_a_swin_link_draws_its_query_patchs_window(tmp_path, monkeypatch):
+    import engine
+    from engine import samples
+    from engine.analysis.windows import window_row
+    from tests.swin_helpers import save_tiny_swin
+
+    folder = save_tiny_swin(tmp_path / "allowed" / "swin", window=2)
+    monkeypatch.setenv("AP_MODEL_DIRS", str(folder.parent))
+    params = {"vit_hub_id": str(folder), "vit_source": "photo", "vit_swin_block": "1", "vit_swin_head": "9"}
+    (fig,) = charts(view_html("vit", params))
+    view = services.pack_view("vit", params)
+    assert (view.stage, view.block, view.head, view.patch) == (0, 1, 1, 0)  # head 9 kept inside the block's heads
+    row = window_row(engine.trace(engine.load(str(folder)), samples.photo("china")).block_at(0, 1), 1, 0)
+    drawn = _attention(fig)
+    np.testing.assert_array_equal(np.isnan(drawn), ~row.visible)
+    np.testing.assert_allclose(drawn[row.visible], row.weights[row.visible], atol=1e-6)
+    assert fig["layout"]["title"]["text"] == "Patch 0 → its window, stage 0, block 1, head 1"
+
+
+def test_the_captions_pack_draws_a_map_per_written_word():
+    from app.components.head_views import GAP
+
+    (fig,) = charts(page := view_html("captions", {"cap_scene": "12"}))
+    view = services.caption_attention(services.CaptionRequest(source="scene", scene=12))
+    weights = decode([t for t in fig["data"] if t.get("name") == "attention"][0]["customdata"])
+    grid, per_row = view.grid, min(len(view.words), 5)
+    for w in range(len(view.words)):  # tile w of the mosaic is the word's α, as the page draws it
+        r, c = divmod(w, per_row)
+        tile = weights[r * (grid + GAP) : r * (grid + GAP) + grid, c * (grid + GAP) : c * (grid + GAP) + grid]
+        np.testing.assert_allclose(tile, view.alphas[w], atol=1e-7)
+    trace = services.caption_trace(services.CaptionRequest(source="scene", scene=12))
+    assert f"The model writes “{trace.caption}”" in page
+    bad = services.pack_view("captions", {"cap_scene": "9999"})  # refused: the page's default scene
+    assert bad.view is services.caption_attention(services.CaptionRequest(source="scene", scene=4))
+    said = notes(view_html("captions", {"cap_view": "mistakes"}))
+    assert len(said) == 1 and "mistakes view" in said[0] and "open the link in the app" in said[0]
+
+
+def test_pretraining_scaling_and_explain_draw_their_static_first_charts():
+    text = "tom saw a big dog . [MASK] ran to the park ."
+    bars, heat = charts(view_html("pretraining", {"fill_text": text}))
+    result = services.get_fill_mask(text)
+    blank = result.blanks[0]
+    np.testing.assert_allclose(decode(bars["data"][0]["x"]), np.asarray(blank.probs, dtype=float), atol=1e-7)
+    att = services.blank_attention(text, blank.position)
+    np.testing.assert_allclose(decode(heat["data"][0]["z"]), att.reshape(-1, att.shape[-1]), atol=1e-7)
+    np.testing.assert_allclose(decode(heat["data"][0]["z"]).sum(axis=1), 1.0, atol=1e-5)  # each head's row
+    said = notes(view_html("pretraining", {"pretraining_tab": "finetune"}))
+    assert len(said) == 1 and "fine-tunes a copy of the model live" in said[0]
+    assert "[MASK]" in notes(view_html("pretraining", {"fill_text": "no blank here"}))[0]
+
+    params_fig, compute_fig = charts(view_html("scaling", {}))
+    curves = services.scaling_curves()
+    (shipped,) = [t for t in params_fig["data"] if t.get("name") == "shipped sizes"]
+    np.testing.assert_allclose(decode(shipped["y"]), [r.final_loss for r in curves.runs])
+    np.testing.assert_allclose(decode(shipped["x"]), [r.n_params for r in curves.runs])
+    assert len(compute_fig["data"]) >= len(curves.runs)
+
+    (fig,) = charts(view_html("explain", {}))
+    request = services.ExplainRequest(
+        "tiny-gpt-stories",
+        services.EXPLAIN_EXAMPLES["tiny-gpt-stories"],
+        "",
+        services.EXPLAIN_MAX_TOKENS,
+        32,
+        "zero",
+        "remove",
+    )
+    raw = decode(fig["data"][0]["customdata"])
+    for row, method in zip(raw, services.explain_methods()):
+        np.testing.assert_allclose(row, services.explain_importance(request, method).scores, atol=1e-12, equal_nan=True)
+    assert fig["data"][0]["y"] == list(services.explain_methods().values())
+
+
+def test_live_pages_say_what_to_do():
+    train, room = notes(
+        lesson_html(
+            Lesson("Live", (Step("a", "t", "", (Link("train.py", "Train", {}), Link("classroom.py", "Class", {}))),))
+        )
+    )
+    assert "a live training run" in train and "open the link in the app" in train
+    assert "live room" in room and "open the link in the app" in room
