@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect
 
 from app.components.offline_pack import lesson_html
 from app.lesson_file import Lesson, Link, Step
-from app.state import Bahdanau, K
+from app.state import Bahdanau, Captions, K, Vit
 from e2e_helpers import PLOT, expect_idle, expect_no_exception
 
 pytestmark = pytest.mark.e2e
@@ -46,6 +46,15 @@ def pack_file(tmp_path_factory):
                     Link("positional.py", "Order blindness", {"pos_tab": "order"}),
                 ),
             ),
+            Step(
+                "c",
+                "Pictures",
+                "",
+                (
+                    Link("vit.py", "Digit 7", {Vit.digit: "7", Vit.layer: "1", Vit.head: "2"}),
+                    Link("captions.py", "Scene 12", {Captions.scene: "12"}),
+                ),
+            ),
         ),
     )
     path = tmp_path_factory.mktemp("pack") / "lesson-offline.html"
@@ -59,12 +68,22 @@ def test_the_pack_draws_its_charts_from_disk_with_the_network_cut(page: Page, pa
     page.context.route(re.compile(r"^https?://"), lambda route: route.abort())
     page.goto(pack_file.as_uri())
     charts = page.locator("div.chart")
-    expect(charts).to_have_count(2)
-    for i in range(2):  # plotly.js (from the file) drew each one: its SVG and the heatmap's picture
+    expect(charts).to_have_count(5)  # Explore's head, Bahdanau's map, the ViT's [CLS] map and heads, the captions
+    for i in range(5):  # plotly.js (from the file) drew each one: its SVG and the heatmap's picture
         expect(charts.nth(i).locator(".main-svg").first).to_be_attached(timeout=DRAW_MS)
-        expect(charts.nth(i).locator("g.hm image")).to_have_count(1, timeout=DRAW_MS)
+        expect(charts.nth(i).locator("g.hm image").first).to_be_attached(timeout=DRAW_MS)
+    for i in range(2):
+        expect(charts.nth(i).locator("g.hm image")).to_have_count(1)
+    vit = charts.nth(2)  # the image under the overlay and the weights, both heatmaps of the grey digit
+    expect(vit.locator("g.hm image")).to_have_count(2)
+    expect(vit.locator(".gtitle")).to_have_text("[CLS] → patches, layer 1, head 2")
+    vit.scroll_into_view_if_needed()
+    box = vit.locator(".nsewdrag").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # a patch's weight on hover
+    expect(vit.locator(".hovertext")).to_contain_text("weight", timeout=DRAW_MS)
+    expect(charts.nth(4).locator(".annotation-text").first).to_be_attached()  # the captions' words name their maps
     expect(page.locator("p.note")).to_have_count(1)
-    expect(page.locator("p.note")).to_contain_text("Order blindness: This page is interactive")
+    expect(page.locator("p.note")).to_contain_text("Order blindness: No chart in the offline pack")
     assert page.locator("#step-1 .text").inner_text() == NOTE  # the teacher's text, literally
     assert page.title() == "Offline <b>check</b>"  # the note's script never ran
     expect(page.locator("h1")).to_have_text("Offline <b>check</b>")
