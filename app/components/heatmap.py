@@ -237,3 +237,16 @@ def attention_heatmap(
         width=width,
         showscale=showscale,
     )
+
+
+def layer_mean_map(real) -> go.Figure:
+    """A layer's mean of heads (``services.MeanAttention``) as the Pretraining page's "Real" map, grey where the
+    causal mask blocks (the page and the offline pack draw it alike)."""
+    return attention_heatmap(
+        real.weights,
+        list(real.queries),
+        list(real.keys),
+        blocked=real.blocked,
+        title=f"Real: {real.model_id}, layer {real.layer}, mean of heads",
+        height=320,
+    )

@@ -12,7 +12,7 @@ from app import services
 from app.components.caption_figures import word_panels
 from app.components.charts import ReadyFigure, ready, source_line, with_source
 from app.components.explain_figures import importance_heatmap
-from app.components.heatmap import attention_heatmap
+from app.components.heatmap import attention_heatmap, layer_mean_map
 from app.components.positional_figs import bias_grid, matrix_heatmap
 from app.components.scaling_figures import loss_vs_compute, loss_vs_params
 from app.components.vit_figures import overlay, overlay_grid, probability_bars
@@ -114,6 +114,18 @@ def _blank(view: services.BlankGuesses) -> Figures:
     ]
 
 
+def _objectives(view: services.Objectives) -> Figures:
+    return [
+        (
+            with_source(ready(layer_mean_map(real)), source_line(real.model_id, real.text)),
+            f"{name}: what the model's attention really does, the mean of layer {real.layer}'s heads (grey: blocked "
+            "by the causal mask)."
+            + (" The translator's cross-attention: built like span corruption's decoder." if i == 2 else ""),
+        )
+        for i, (name, real) in enumerate(zip(view.names, view.maps))
+    ]
+
+
 def _curves(view: services.Curves) -> Figures:
     curves = view.curves
     fit = curves.fit
@@ -149,6 +161,7 @@ DRAWERS = {
     services.WindowAttention: _window,
     services.WordMaps: _words,
     services.BlankGuesses: _blank,
+    services.Objectives: _objectives,
     services.Curves: _curves,
     services.Importances: _importances,
 }

@@ -133,6 +133,7 @@ from app.services.offline_pages import (
     Curves,
     Importances,
     Matrices,
+    Objectives,
     PatchAttention,
     WindowAttention,
     WordMaps,
@@ -158,6 +159,7 @@ from app.services.pretraining import (
     mlm_vocabulary,
     nsp_examples,
     nsp_start,
+    objective_attention,
     objective_examples,
 )
 from app.services.request import ExplainRequest, TraceRequest
@@ -278,6 +280,7 @@ __all__ = [
     "mlm_vocabulary",
     "nsp_examples",
     "nsp_start",
+    "objective_attention",
     "objective_examples",
     # heads
     "HEAD_BLOCKS",
@@ -333,6 +336,7 @@ __all__ = [
     "Curves",
     "Importances",
     "Matrices",
+    "Objectives",
     "PatchAttention",
     "WindowAttention",
     "WordMaps",

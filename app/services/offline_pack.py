@@ -101,6 +101,7 @@ PackView = (
     | offline_pages.WindowAttention
     | offline_pages.WordMaps
     | offline_pages.BlankGuesses
+    | offline_pages.Objectives
     | offline_pages.Curves
     | offline_pages.Importances
 )

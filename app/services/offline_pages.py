@@ -11,7 +11,8 @@ the same services and caches the page calls, as plain data (numpy arrays in froz
 - Vision Transformer: [CLS]'s attention over the link's sample image in its layer, every head of that layer
   (``services.vit_cls_maps``); for a Swin, the query patch's window (``services.swin_window_row``);
 - Captions: the caption of the link's held-out scene (or the page's first drawing) and one map per written word;
-- Pretraining objectives: the fill-in-the-blank tab's guesses and the blank's attention, layer by layer;
+- Pretraining objectives: the fill-in-the-blank tab's guesses and the blank's attention, layer by layer, or the
+  objectives tab's three models' real attention (their mean of heads);
 - Scaling: the shipped curves (loss against parameters and against compute);
 - Is attention the explanation?: the six importances of the page's first prediction (a link carries no sentence).
 
@@ -137,6 +138,14 @@ class BlankGuesses:
     position: int
     model_id: str
     text: str
+
+
+@dataclass(frozen=True, eq=False)
+class Objectives:
+    """The objectives tab's real attention, one layer's mean of heads per objective (``MeanAttention`` each)."""
+
+    names: tuple[str, ...]
+    maps: tuple[_pretraining.MeanAttention, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -302,8 +311,9 @@ def caption(values: dict[str, object]) -> WordMaps:
 # ---------------------------------------------------------------- Pretraining objectives
 
 
-def pretraining(values: dict[str, object]) -> BlankGuesses:
-    """The fill-in-the-blank tab's first blank: the model's guesses and where the blank looks."""
+def pretraining(values: dict[str, object]) -> BlankGuesses | Objectives:
+    """The fill-in-the-blank tab's first blank (the model's guesses and where the blank looks), or the objectives
+    tab's three real maps; the fine-tuning, next-sentence and cost tabs are live or measured: a note."""
     tab = values["pretraining_tab"]
     if tab in (PRETRAINING_TABS["finetune"], PRETRAINING_TABS["nsp"]):
         raise Unchartable("This tab fine-tunes a copy of the model live while you watch: " + OPEN_IN_APP + ".")
@@ -314,10 +324,7 @@ def pretraining(values: dict[str, object]) -> BlankGuesses:
             + "."
         )
     if tab == PRETRAINING_TABS["objectives"]:
-        raise Unchartable(
-            "The pack draws this page's fill-in-the-blank tab; the objectives side by side (three models' masks and "
-            "attention) are drawn in the app: " + OPEN_IN_APP + "."
-        )
+        return _objectives(values)
     text = str(values["fill_text"])
     result = _pretraining.get_fill_mask(text)
     if not result.blanks:
@@ -333,6 +340,22 @@ def pretraining(values: dict[str, object]) -> BlankGuesses:
         _pretraining.MLM_MODEL,
         text,
     )
+
+
+def _objectives(values: dict[str, object]) -> Objectives:
+    """The objectives tab's three "Real" maps (masked LM, next token, span corruption's cross-attention) of the
+    link's sentence (lower-cased, 24 words at most) in its layer, as ``app/views/pretraining.py`` draws them."""
+    words = tuple(str(values["objectives_text"]).lower().split())[:24]
+    if len(words) < 2:
+        raise EngineError("The link's sentence has fewer than two words.")
+    masked = _pretraining.objective_examples(words)["masked"]
+    layer = int(values["objectives_layer"])
+    maps = (
+        _pretraining.objective_attention(_pretraining.MLM_MODEL, " ".join(masked.inputs), False, layer, "self"),
+        _pretraining.objective_attention(_pretraining.NEXT_TOKEN_MODEL, " ".join(words), True, layer, "self"),
+        _pretraining.objective_attention(_pretraining.SEQ2SEQ_MODEL, " ".join(words), None, layer, "cross"),
+    )
+    return Objectives(("Masked LM (BERT)", "Next token (GPT)", "Span corruption (T5)"), maps)
 
 
 # ---------------------------------------------------------------- Scaling and explain

@@ -13,9 +13,14 @@ from __future__ import annotations
 import copy
 import functools
 import time
+from dataclasses import dataclass
 
-from app.services.core import TRACES, _jobs, get_model
+import numpy as np
+
+from app.services.core import TRACES, _jobs, get_model, get_trace
+from app.services.heads import attention_block
 from app.services.long_work import FINETUNE, MEASURE, NSP, long_status, submit_long
+from app.services.request import TraceRequest
 from engine.analysis import cost, objectives
 from engine.cache import TraceCache
 from engine.jobs import JobStatus
@@ -70,6 +75,36 @@ def objective_examples(words: tuple[str, ...], seed: int = 0) -> dict:
         "next": objectives.next_token_examples(words),
         "span": objectives.span_example(words, seed=seed),
     }
+
+
+@dataclass(frozen=True, eq=False)
+class MeanAttention:
+    """One layer of a model on a sentence, its heads' mean: what the objectives tab draws as "Real" (plain data).
+
+    Attributes:
+        weights: ``[query, key]`` the mean of the layer's heads' patterns.
+        queries, keys: the tokens on each side; blocked: True where the causal mask blocks (None: no mask).
+        layer: the layer drawn (the one asked for, or the model's last); model_id, text: what was traced.
+    """
+
+    weights: np.ndarray
+    queries: tuple[str, ...]
+    keys: tuple[str, ...]
+    blocked: np.ndarray | None
+    layer: int
+    model_id: str
+    text: str
+
+
+def objective_attention(model_id: str, text: str, causal: bool | None, layer: int, block: str) -> MeanAttention:
+    """The mean of the heads of ``layer`` (at most the last) of ``model_id`` on ``text``, in attention ``block`` (an
+    encoder-decoder's ``"cross"``), from the shared trace (64 tokens at most)."""
+    trace = get_trace(TraceRequest(model_id, text, causal, 64))
+    att = attention_block(trace, block)
+    layer = min(int(layer), att.n_layers - 1)
+    mean = np.mean([att.pattern_rows(layer, h, 0, att.n_queries) for h in range(att.n_heads)], axis=0)
+    blocked = np.isneginf(att.mask(layer)) if att.causal else None
+    return MeanAttention(mean, tuple(att.tokens.strings), tuple(att.key_tokens.strings), blocked, layer, model_id, text)
 
 
 def layer_costs(n: int, d: int):

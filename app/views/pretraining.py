@@ -19,7 +19,7 @@ import streamlit as st
 from app import services
 from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
-from app.components.heatmap import attention_heatmap
+from app.components.heatmap import attention_heatmap, layer_mean_map
 from app.components.job_status import follow
 from app.components.nsp_sections import head_change_chart, most_moved, next_sentence
 from app.components.pickers import page_tabs
@@ -184,23 +184,11 @@ def objectives_side_by_side() -> None:
 def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, block: str) -> None:
     """The mean of the heads of one layer of ``model_id`` on ``text`` (the block of an encoder-decoder)."""
     try:
-        trace = services.get_trace(services.TraceRequest(model_id, text, causal, 64))
-        att = services.attention_block(trace, block)
+        real = services.objective_attention(model_id, text, causal, layer, block)
     except Exception as err:  # noqa: BLE001
         show_error(err)
         return
-    layer = min(layer, att.n_layers - 1)
-    mean = np.mean([att.pattern_rows(layer, h, 0, att.n_queries) for h in range(att.n_heads)], axis=0)
-    blocked = np.isneginf(att.mask(layer)) if att.causal else None
-    fig = attention_heatmap(
-        mean,
-        list(att.tokens.strings),
-        list(att.key_tokens.strings),
-        blocked=blocked,
-        title=f"Real: {model_id}, layer {layer}, mean of heads",
-        height=320,
-    )
-    show_chart(fig, key=key)
+    show_chart(layer_mean_map(real), key=key)
 
 
 def fine_tuning() -> None:

@@ -21,6 +21,7 @@ from app.components.lesson_draft import WRITE_TAB
 from app.components.offline_pack import lesson_html, view_html
 from app.lesson_file import Choice, Lesson, Link, Step
 from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline, Share
+from app.url_params import OBJECTIVES_DEFAULT
 from apptest_helpers import assert_clean, decode, main_figure, open_page, z
 
 SCRIPT_NOTE = "<script>alert('x')</script> & <b>not bold</b>"
@@ -315,6 +316,21 @@ def test_pretraining_scaling_and_explain_draw_their_static_first_charts():
     said = notes(view_html("pretraining", {"pretraining_tab": "finetune"}))
     assert len(said) == 1 and "fine-tunes a copy of the model live" in said[0]
     assert "[MASK]" in notes(view_html("pretraining", {"fill_text": "no blank here"}))[0]
+
+    mlm, nxt, span = charts(view_html("pretraining", {"pretraining_tab": "objectives", "objectives_layer": "1"}))
+    words = tuple(OBJECTIVES_DEFAULT.split())
+    masked = " ".join(services.objective_examples(words)["masked"].inputs)
+    real = services.objective_attention(services.MLM_MODEL, masked, False, 1, "self")
+    np.testing.assert_array_equal(decode(mlm["data"][0]["z"]), real.weights.astype(np.float32))
+    att = services.attention_block(
+        services.get_trace(services.TraceRequest(services.NEXT_TOKEN_MODEL, " ".join(words), True, 64))
+    )
+    mean = np.mean([att.pattern(1, h) for h in range(att.n_heads)], axis=0)  # every head of layer 1, averaged here
+    drawn = decode(nxt["data"][0]["z"])
+    lower = np.tril(np.ones(drawn.shape, dtype=bool))
+    np.testing.assert_allclose(drawn[lower], mean[lower], atol=1e-6)
+    assert np.isnan(drawn[~lower]).all()  # the causal mask's cells are grey
+    assert span["layout"]["title"]["text"].startswith(f"Real: {services.SEQ2SEQ_MODEL}, layer 1")
 
     params_fig, compute_fig = charts(view_html("scaling", {}))
     curves = services.scaling_curves()
