@@ -37,6 +37,8 @@ from app.services.core import get_card
 from app.state import Captions, Explain, K, Positional, Vit
 from app.url_params import PRETRAINING_TABS
 from engine import EngineError
+from engine.analysis.scaling_laws import Curves as ScalingCurves
+from engine.analysis.windows import WindowRow
 
 OPEN_IN_APP = "open the link in the app"
 SIN_OPENS = (64, 64)  # positions and d_model the Sinusoidal tab opens with (app/views/positional.py)
@@ -105,7 +107,7 @@ class WindowAttention:
     """A Swin's query patch and its window's weights laid on the stage's grid (``row``: a ``WindowRow``)."""
 
     image: np.ndarray
-    row: object
+    row: WindowRow
     cell: int
     patch: int
     stage: int
@@ -150,9 +152,9 @@ class Objectives:
 
 @dataclass(frozen=True, eq=False)
 class Curves:
-    """The Scaling page's shipped curves (``engine.analysis.scaling_laws.Curves``)."""
+    """The Scaling page's shipped curves (runs, fits and the compute frontier: numpy and plain numbers)."""
 
-    curves: object
+    curves: ScalingCurves
 
 
 @dataclass(frozen=True, eq=False)
