@@ -181,6 +181,21 @@ def test_the_share_box_serves_the_view_on_screen(downloads):  # noqa: F811 — t
     assert fig["layout"]["title"]["text"] == "Layer 2, head 3"
 
 
+def test_the_share_box_on_the_vit_page_saves_its_cls_map(downloads):  # noqa: F811 — the imported fixture
+    from app.state import Vit
+
+    at = open_page("vit", **{Share.open: True, Vit.digit: 7, Vit.layer: 1, Vit.head: 3})
+    assert_clean(at)
+    at.button(key=f"{Offline.build}view").click().run()
+    assert_clean(at)
+    (button,) = [b for b in at.get("download_button") if b.proto.label == "Download this view as offline HTML"]
+    one, _every = charts(downloads[button.proto.deferred_file_id]())
+    (shown,) = [f for f in (c.proto.spec for c in at.get("plotly_chart")) if "[CLS] → patches" in f]
+    page_fig = json.loads(shown)  # the page's own [CLS] map of the same layer and head
+    assert one["layout"]["title"]["text"] == page_fig["layout"]["title"]["text"] == "[CLS] → patches, layer 1, head 3"
+    np.testing.assert_array_equal(_attention(one), _attention(page_fig))
+
+
 def test_a_pack_made_in_presenter_mode_has_the_default_look(downloads):  # noqa: F811 — the imported fixture
     from app.components import theme
 
