@@ -89,6 +89,7 @@ class ROOM:
         "class_h_head",
         "class_ask_head",
     )
+    invite = "class_invite"  # presenter mode: the container of the code, join link and QR code (its CSS sizes them)
 
 
 class Vit:

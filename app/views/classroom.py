@@ -5,6 +5,10 @@ every app process), so it works behind the classroom launch's several workers. T
 the room's secret (the control link); students are anonymous. Students see questions above whatever page
 they are on (``components.room_panel``); this page shows the teacher how many joined and, live, how they
 answered (a fragment polling the store every second), and reveals the answer.
+
+On a projector (presenter mode, ``?present=1``) the first screen is what the room reads: the class code in large
+type, the join link and its QR code on the left, the live poll and its answers on the right; the teacher's
+controls (the control link, asking, the lesson, ending the class) are folded in one expander under them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from app.components.room_lesson import teacher_controls
 from app.components.room_panel import QUESTION_MAP_HALF, question_map
 from app.components.safe_text import isolated, md
 from app.components.share_box import qr_png
+from app.components.theme import controls, presenting
 from app.links import app_link
 from app.state import DEFAULT_TEXT, ROOM
 from app.store import ROOM_HOURS, RoomError, StoreUnavailable
@@ -31,6 +36,18 @@ PREDICT_MODELS = ("minilm", "tiny-gpt-stories")
 #: the "which token" form's defaults: MiniLM's pronoun head, "it" → "animal" (the Lessons page's measured head)
 PREDICT_DEFAULT = (DEFAULT_TEXT, 3, 1, "it")
 HISTORY = 10  # earlier questions listed under the live one
+#: presenter mode: the join link breaks anywhere and keeps clear of its copy button (a long address stays whole,
+#: not hidden under the button), and the QR code's side follows the window's height (245 px at 720 px, 367 px at
+#: 1080 px; the column's width at most), scannable from the back of the room
+PROJECTED_CSS = f"""<style>
+.st-key-{ROOM.invite} pre {{ padding-right: 3.2rem !important; }}
+.st-key-{ROOM.invite} pre code {{ white-space: pre-wrap !important; word-break: break-all; }}
+.st-key-{ROOM.invite} [data-testid="stElementContainer"]:has([data-testid="stImage"]) {{ width: 100% !important; }}
+.st-key-{ROOM.invite} [data-testid="stFullScreenFrame"] > div {{ width: min(34vh, 100%) !important; }}
+.st-key-{ROOM.invite} [data-testid="stImage"], .st-key-{ROOM.invite} [data-testid="stImageContainer"],
+.st-key-{ROOM.invite} [data-testid="stImage"] img {{ width: 100% !important; }}
+</style>"""
+FOLDED = "Ask a question, run a lesson, end the class"  # presenter mode: the expander that holds the controls
 LIVE_S = 0.5  # seconds between the teacher's looks at the answers: an answer shows within 2 s (tests/e2e/test_class_room_e2e.py)
 
 
@@ -88,12 +105,35 @@ def _invite(code: str, token: str) -> None:
         st.caption("Students open this link (or scan the code) on any page of the app:")
         st.code(join, language=None, wrap_lines=True)
         with st.expander("Your control link (keep it to yourself)", icon=":material/key:"):
-            st.caption("Open it on another device to run this class from there. Anyone with it controls the class.")
-            st.code(app_link(PAGE_PATH, {TEACHER_PARAM: f"{code}-{token}"}), language=None, wrap_lines=True)
+            _control_link(code, token)
     with right:
-        png = qr_png(join)
-        if png is not None:
-            st.image(png, caption=f"Scan to join class {code}", alt="QR code of the join link")
+        _join_qr(code, join)
+    _class_note()
+
+
+def _projected_invite(code: str) -> None:
+    """Presenter mode: what the room needs to join, readable from the back: the code large, the link, the QR code."""
+    join = app_link("", {"room": code})
+    st.html(PROJECTED_CSS)
+    with st.container(key=ROOM.invite):
+        st.markdown(f"## Class code: `{code}`")
+        st.caption("Open this link or scan the code, on any page of the app:")
+        st.code(join, language=None, wrap_lines=True)
+        _join_qr(code, join)
+
+
+def _join_qr(code: str, join: str) -> None:
+    png = qr_png(join)
+    if png is not None:
+        st.image(png, caption=f"Scan to join class {code}", alt="QR code of the join link")
+
+
+def _control_link(code: str, token: str) -> None:
+    st.caption("Open it on another device to run this class from there. Anyone with it controls the class.")
+    st.code(app_link(PAGE_PATH, {TEACHER_PARAM: f"{code}-{token}"}), language=None, wrap_lines=True)
+
+
+def _class_note() -> None:
     st.caption(f"A class lasts {ROOM_HOURS:g} hours. Nothing about students is kept but an anonymous id per browser.")
 
 
@@ -294,9 +334,9 @@ def _push(code: str, token: str, kind: str, prompt, options, answer, detail) -> 
 
 
 def main() -> None:
-    st.title("Class")
     teacher = _teacher()
     if teacher is None:
+        st.title("Class")
         if read_cookie(TEACHER_COOKIE):
             write_cookie(TEACHER_COOKIE, "", 0)  # its class ended: a reload starts clean
         _start()
@@ -305,15 +345,35 @@ def main() -> None:
     try:
         services.class_store().teacher_room(code, token)
     except (RoomError, StoreUnavailable) as exc:
+        st.title("Class")
         show_error(str(exc))
         if st.button("Start a new class", key=ROOM.restart):
             st.session_state[ROOM.teacher] = None
             st.rerun()
         return
     _keep_teacher(code, token)
+    if presenting():  # the projector: the code, link, QR code and the poll fill the first screen; controls folded
+        invite, live = st.columns([2, 3], gap="large")
+        with invite:
+            _projected_invite(code)
+        with live:
+            _live(code, token)
+        with controls(FOLDED):
+            st.markdown("**Your control link** (keep it to yourself)")
+            _control_link(code, token)
+            _class_note()
+            _teacher_tools(code, token)
+        _history(code)
+        return
+    st.title("Class")
     _invite(code, token)
     _live(code, token)
     _history(code)
+    _teacher_tools(code, token)
+
+
+def _teacher_tools(code: str, token: str) -> None:
+    """Asking a question, running a lesson and ending the class."""
     st.subheader("Ask a question")
     choice, predict, which = st.tabs(["Multiple choice", "Which token does a head look at?", "Which head is this?"])
     with choice:

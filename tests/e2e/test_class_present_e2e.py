@@ -1,0 +1,121 @@
+"""The Class page on a projector (``?present=1``), as the room sees it while a poll runs (issue 21).
+
+A teacher starts a class in Chromium; twenty students join and answer a multiple-choice poll through the class
+store (the same store the server reads, another process: what the students' own browsers would write). At
+1280×720 the room code, the join link, the QR code and the poll's answer distribution are all inside the first
+screen, without scrolling (their bounding boxes in the viewport), and the teacher's controls (asking, the lesson,
+ending the class, the control link) are folded away. Screenshots at 1280×720 and 1920×1080 go to test-artifacts/.
+
+Waits are on selectors or conditions, never sleeps.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from app.components.browser_cookie import TEACHER_COOKIE
+from app.store import open_store
+from conftest import running_app  # the e2e conftest's (as the other e2e tests import it)
+from e2e_helpers import PLOT, expect_idle, expect_no_exception
+
+pytestmark = pytest.mark.e2e
+
+LOAD_MS = 60_000
+STUDENTS = 20
+PICKS = [0] * 11 + [1] * 6 + [2] * 3  # eleven for the keys, six for the values, three for the queries
+SCREENS = ((1280, 720), (1920, 1080))
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    return not (a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1])
+
+
+def inside(page: Page, locator, name: str) -> dict:
+    """``locator``'s box, asserted whole inside the viewport (no scrolling needed to see it)."""
+    expect(locator).to_be_visible(timeout=LOAD_MS)
+    box = locator.bounding_box()
+    view = page.viewport_size
+    assert box is not None, name
+    assert box["x"] >= 0 and box["y"] >= 0, (name, box)
+    assert box["x"] + box["width"] <= view["width"] + 1, (name, box, view)
+    assert box["y"] + box["height"] <= view["height"] + 1, (name, box, view)
+    return box
+
+
+def test_the_class_page_on_a_projector_shows_code_link_qr_and_answers_in_the_first_screen(
+    browser: Browser, tmp_path: Path, artifacts: Path
+):
+    data = tmp_path / "data"
+    with running_app("e2e-class-present.log", {"AP_DATA_DIR": str(data)}) as url:
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        page = context.new_page()
+        try:
+            page.goto(f"{url}/classroom?present=1")
+            page.get_by_role("button", name="Start a class").click(timeout=LOAD_MS)
+            code_box = page.get_by_test_id("stMarkdown").filter(has_text="Class code")
+            expect(code_box).to_be_visible(timeout=LOAD_MS)
+            code = re.search(r"Class code:?\s*([A-Z0-9]{6})", code_box.inner_text()).group(1)
+            kept = {c["name"]: c["value"] for c in context.cookies()}
+            _, _, token = kept[TEACHER_COOKIE].partition("-")  # the teacher's secret, as this browser keeps it
+
+            store = open_store(None, data)  # the server's store, from another process: the students' answers
+            question = store.push_question(
+                code,
+                token,
+                "choice",
+                "Which vector does a query get compared with?",
+                ["the keys", "the values", "the queries"],
+                0,
+            )
+            for i, pick in enumerate(PICKS):
+                store.join(code, f"student-{i:02d}")
+                store.answer(code, question.id, f"student-{i:02d}", pick)
+            expect(page.get_by_text(f"{STUDENTS} of {STUDENTS} answered")).to_be_visible(timeout=LOAD_MS)
+            chart = page.locator(PLOT).filter(has=page.locator(".main-svg")).first
+            expect(chart).to_be_visible(timeout=LOAD_MS)
+            expect_idle(page, LOAD_MS)
+            expect_no_exception(page)
+
+            for width, height in SCREENS:
+                page.set_viewport_size({"width": width, "height": height})
+                expect(chart.locator(".main-svg").first).to_be_visible(timeout=LOAD_MS)
+                page.screenshot(path=str(artifacts / f"class-present-{width}x{height}.png"))
+            page.set_viewport_size({"width": 1280, "height": 720})
+            page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+            inside(page, code_box, "the room code")
+            link = page.get_by_test_id("stCode").filter(has_text=f"room={code}").first
+            inside(page, link, "the join link")
+            text, button = link.evaluate("""(el) => {
+                const range = document.createRange(); range.selectNodeContents(el.querySelector('pre code'));
+                const lines = Array.from(range.getClientRects()).map(r => [r.left, r.top, r.right, r.bottom]);
+                const b = el.querySelector('button').getBoundingClientRect();
+                return [lines, [b.left, b.top, b.right, b.bottom]];}""")
+            box = link.bounding_box()
+            for line in text:  # the whole address shows: no line under the copy button or out of its box
+                assert not overlap(line, button), (line, button)
+                assert line[2] <= box["x"] + box["width"] + 1, (line, box)
+            qr = inside(page, page.get_by_role("img", name="QR code of the join link"), "the QR code")
+            assert min(qr["width"], qr["height"]) >= 720 / 3, qr  # scannable from the back of a room
+            inside(page, page.get_by_text(question.prompt), "the poll's question")
+            bars = inside(page, chart.locator(".main-svg").first, "the answer distribution")
+            assert bars["height"] >= 120, bars
+            counts = chart.locator(".bars .point")  # one bar per option, drawn
+            expect(counts).to_have_count(3)
+            # the controls are folded: none of their fields is shown until the teacher opens them
+            expect(page.get_by_label("Options, one per line (2 to 8)")).not_to_be_visible()
+            expect(page.get_by_role("button", name="End the class")).not_to_be_visible()
+            secret = page.get_by_test_id("stCode").filter(has_text=f"teacher={code}-")
+            expect(secret).to_have_count(1)
+            expect(secret).not_to_be_visible()  # the control link is not on the projected screen
+            page.get_by_text("Ask a question, run a lesson, end the class").click()
+            expect(page.get_by_role("button", name="End the class")).to_be_visible(timeout=LOAD_MS)
+            expect(secret).to_be_visible()
+            expect(page.get_by_label("Options, one per line (2 to 8)")).to_be_visible()
+            expect_no_exception(page)
+        finally:
+            context.close()
