@@ -188,3 +188,40 @@ def test_save_after_a_reload_changes_the_lesson_the_draft_was_saved_as(page: Pag
     store = open_store(*settings())  # the server's own store (the same settings, another process)
     assert 'title = "After the reload"' in LessonStore(store).lesson(lid).body
     assert store.db.run("SELECT COUNT(*) FROM lessons WHERE body LIKE ?", (f"%{marker}%",)) == [(1,)]
+
+
+def test_a_step_gets_a_which_token_check_in_the_editor(page: Page, app_url: str):
+    """The editor changed only multiple-choice questions: a step now gets a "which token does this word look at?"
+    check with the file's fields; picking the kind shows them in the open edit box, a layer MiniLM lacks gets a
+    message, and the saved check is in the downloaded file."""
+    page.goto(f"{app_url}/positional")
+    expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    add_this_view(page, "Which token does it read?", title="A check of the model")
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lessons").click()
+    editor = page.get_by_role("tabpanel")
+    expect(editor.get_by_text("A check of the model").last).to_be_visible(timeout=LOAD_MS)
+    editor.get_by_text("Edit this step").last.click()
+    editor.get_by_text("Which token does a word look at?").last.click()
+    expect(editor.get_by_label("Sentence the model reads").last).to_be_visible(timeout=LOAD_MS)
+    editor.get_by_label("Question", exact=True).last.fill("Layer 3 head 1: which token does it look at?")
+    editor.get_by_label("Sentence the model reads").last.fill(
+        "The animal didn't cross the street because it was tired."
+    )
+    editor.get_by_label("Word (the query token)").last.fill("it")
+    editor.get_by_label("Layer", exact=True).last.fill("7")
+    editor.get_by_label("Head", exact=True).last.fill("1")
+    editor.get_by_label("Expected key token").last.fill("animal")
+    editor.get_by_role("button", name="Save this step").last.click()
+    expect(editor.get_by_text("This model has layers 0–5 and heads 0–11")).to_be_visible(timeout=LOAD_MS)
+    editor.get_by_label("Layer", exact=True).last.fill("3")
+    editor.get_by_role("button", name="Save this step").last.click()
+    expect(editor.get_by_text("changed.")).to_be_visible(timeout=LOAD_MS)
+    expect(editor.get_by_text("Check: which token does “it” look at").last).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    expect_no_exception(page)
+
+    with page.expect_download(timeout=LOAD_MS) as info:
+        editor.get_by_role("button", name=re.compile("Download as a file")).click()
+    check = read_lesson(Path(info.value.path()).read_bytes()).steps[-1].check
+    assert (check.model, check.word, check.layer, check.head, check.expect) == ("minilm", "it", 3, 1, "animal")
