@@ -40,8 +40,6 @@ SENTENCE_CHARS, WORD_CHARS = 400, 40
 PARAM_CHARS = 16_000  # a link's longest value (app.url_params.TEXT_LINK_MAX)
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,40}")
 DEMOS = ("steps", "softmax")  # the small live charts the Lessons page can draw inside a step (lessons.DEMOS)
-LESSON_STEP = "lesson_step"  # the Lessons page's own link parameters (not in app.url_params' table)
-LESSON_ID = "lesson"
 
 
 class LessonFileError(ValueError):
@@ -266,31 +264,17 @@ def _link(raw: dict, where: str, check_values: bool) -> Link:
 
 
 def check_param(page: str, name: str, value: str, where: str, check_values: bool = True) -> None:
-    """:class:`LessonFileError` unless ``page``'s links carry ``name`` and (``check_values``) its reader accepts ``value``."""
-    from app.url_params import BY_NAME, HIDE, HIDEABLE
+    """:class:`LessonFileError` unless ``page``'s links carry ``name`` and (``check_values``) its reader accepts ``value``
+    (its ``check`` where the reader depends on the session, e.g. a lesson step's bound: ``app.url_params``)."""
+    from app.url_params import BY_NAME
 
-    if name == HIDE:
-        unknown = [w for w in (w.strip().lower() for w in value.split(",")) if w and w not in HIDEABLE]
-        if unknown:
-            raise LessonFileError(
-                f"{where}: hide names controls the app does not have ({_show(', '.join(unknown))}); "
-                f"it can hide {', '.join(HIDEABLE)}."
-            )
-        return
-    if page == "lessons" and name in (LESSON_STEP, LESSON_ID):
-        pattern = r"[1-9][0-9]{0,2}" if name == LESSON_STEP else r"[A-Za-z0-9_-]{1,40}"
-        if not re.fullmatch(pattern, value):
-            raise LessonFileError(
-                f"{where}: {name} = {_show(value)} is not a {'step number' if name == LESSON_STEP else 'lesson id'}."
-            )
-        return
     param = BY_NAME.get(name)
     if param is None or (param.pages is not None and page not in param.pages):
         raise LessonFileError(f"{where}: the page {page} has no link parameter {_show(name)}.")
     if not check_values:
         return
     try:
-        param.read(value)
+        (param.check or param.read)(value)
     except ValueError as exc:  # every reader refuses a value with ValueError (app/url_params.py; a test pins it)
         raise LessonFileError(
             f"{where}: {name} = {_show(value)} is not a value the page reads ({_short(exc)})."

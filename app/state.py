@@ -365,10 +365,12 @@ class Bertviz:
 
 
 class Lessons:
-    """The Lessons page's keys (``app/views/lessons.py``, ``app/components/knowledge_check.py``); ``step`` is also
-    its URL parameter (read by the page itself). Prefixes: ``prev`` / ``next`` per place (``top``, ``bottom``),
-    ``goto`` per step, and per check ``row`` / ``again`` with the step's id."""
+    """The Lessons page's keys (``app/views/lessons.py``, ``app/components/knowledge_check.py``); ``lesson`` and
+    ``step`` are also its URL parameters (``app/url_params.py``). Prefixes: ``prev`` / ``next`` per place (``top``,
+    ``bottom``), ``goto`` per step, and per check ``row`` / ``again`` with the step's id."""
 
+    lesson = "lesson"  # the saved lesson on screen, by id ("": the built-in one)
+    builtin = "lesson_builtin"  # a saved lesson's "Back to the built-in lesson" button
     step, steps_table, softmax_scale, softmax = (
         "lesson_step",
         "lesson_steps_table",
@@ -460,9 +462,10 @@ class Explore:
 
 class Look:
     """How every page looks in this browser (``app/components/theme.py``), and the highlighted token
-    (``app/components/linked_tokens.py``); ``present`` and ``focus`` are also URL parameters."""
+    (``app/components/linked_tokens.py``); ``present``, ``hide`` and ``focus`` are also URL parameters."""
 
     present = "present"  # presenter mode
+    hide = "hide"  # the controls a link hides (a frozenset of url_params.HIDEABLE names: url_state.hidden)
     compact = "compact"  # the phone layout
     download = "chart_download_format"  # PNG or SVG from every chart's camera button
     focus = "focus"  # the token highlighted on every text page
@@ -479,6 +482,18 @@ class Share:
     qr_big = "share_qr_full"  # the dialog's image container (its CSS fits the code to the window)
     link = "share_link"  # the link the box showed last (what the full-screen QR code encodes)
     open = "share_open"  # the box is open (its expander's state)
+
+
+class Url:
+    """``app/url_state.py``'s own keys (no widget, no link): what it last wrote to the URL and read from it."""
+
+    page = "_url_page"  # the page the last full run showed (a file stem of app/views/)
+    written = "_url_written"  # {name: value} this session last wrote to the URL (None: nothing yet)
+    before = "_url_written_before"  # the write before that (see restore: a rerun that crossed our write)
+    applied = "_url_applied"  # the names this run's restore took from the link (url_state.from_link)
+    slot = "_url_share_slot"  # the sidebar placeholder the share box is drawn into
+    run = "_url_run"  # full runs of this session (the share box is drawn once per run and link)
+    drawn = "_url_drawn"  # (run, link) of the share box on screen
 
 
 class Examples:

@@ -5,8 +5,13 @@ parameter has a reader that turns the string into the widget's own type and boun
 ``ValueError`` (the value is then ignored, calmly: ``app.url_state``). Writers turn a value back into
 the string the reader accepts; a value equal to its default is left out of the link so links stay short.
 The URL name is the session-state key (one name to learn, and ``st.session_state[name]`` in tests).
-The names are listed in README ("Links") and docs/DESIGN.md. Two parameters are not in this table:
-``hide`` (``app.url_state`` reads and writes it) and the Lessons page's ``lesson_step`` (``app/views/lessons.py``).
+The names are listed in README ("Links") and docs/DESIGN.md. Every parameter the app restores is in this
+table, ``hide`` and the Lessons page's ``lesson`` and ``lesson_step`` included. One is not: the author's
+``lesson_edit`` (a secret the Lessons page reads once and takes out of the address bar; never written back).
+
+A lesson file's links are checked with the same readers (``app.lesson_file``), or with a parameter's own
+``check`` where its reader depends on this session: a lesson step's bound is the length of the lesson on
+screen, and ``hide`` drops words it does not know from a link but names them in a file.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, Captions, Heads, K, Positional, Step, Vit
+from app.lesson_file import MAX_STEPS
+from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, Captions, Heads, K, Lessons, Look, Positional, Step, Vit
 
 #: pages by their file stem in app/views/
 TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
@@ -122,6 +128,54 @@ def catalog_model(families: set[str] | None = None) -> Callable[[str], str]:
     return read
 
 
+def hide_words(raw: str) -> frozenset[str]:
+    """``?hide=model,causal``: the controls to hide (names of :data:`HIDEABLE`); words it does not know are left
+    out, and a link that names none is refused."""
+    words = frozenset(word.strip().lower() for word in raw.split(",")) & set(HIDEABLE)
+    if not words:
+        raise ValueError(f"{raw!r} names no control that can be hidden ({', '.join(HIDEABLE)})")
+    return words
+
+
+def hide_exactly(raw: str) -> frozenset[str]:
+    """A lesson file's ``hide``: every word a control that can be hidden (a file is checked, not forgiven)."""
+    unknown = [w for w in (w.strip().lower() for w in raw.split(",")) if w and w not in HIDEABLE]
+    if unknown:
+        raise ValueError(
+            f"names controls the app does not have ({', '.join(unknown)}); it can hide {', '.join(HIDEABLE)}"
+        )
+    return hide_words(raw)
+
+
+def lesson_ref(raw: str) -> str:
+    """A saved lesson's id (``""``: the built-in lesson); whether the class store has it, the page says."""
+    from app.lesson_file import ID_RE
+
+    value = raw.strip()
+    if value and not ID_RE.fullmatch(value):
+        raise ValueError(f"{raw[:60]!r} is not a lesson id")
+    return value
+
+
+def _lesson_steps() -> int:
+    """How many steps the lesson on the Lessons page has: the saved one ``lesson`` names, else the built-in one
+    (also when the saved one cannot be read: the page then shows the built-in lesson and says why)."""
+    import streamlit as st
+
+    from app import services
+    from app.components.lesson_plan import STEPS
+    from app.lesson_file import LessonFileError, read_lesson
+    from app.store import RoomError, StoreUnavailable
+
+    lid = st.session_state.get(Lessons.lesson)
+    if not lid:
+        return len(STEPS)
+    try:
+        return len(read_lesson(services.lesson_store().lesson(lid).body, check_values=False).steps)
+    except (RoomError, StoreUnavailable, LessonFileError):
+        return len(STEPS)
+
+
 # ---------------------------------------------------------------- writers (value → str)
 
 
@@ -148,6 +202,7 @@ class Param:
         words: for tabs, session value → short word written in the link.
         hide: the ``hide=`` name that hides its control (None: not hideable).
         show: a writer of its own (value → link string, or None to leave it out).
+        check: what a lesson file's link is checked with when ``read`` depends on this session (default: ``read``).
     """
 
     name: str
@@ -157,6 +212,7 @@ class Param:
     words: dict[str, str] | None = None
     hide: str | None = None
     show: Callable[[Any], str | None] | None = None
+    check: Callable[[str], Any] | None = None
 
     def write(self, value: Any) -> str | None:
         """The link's string for ``value``; None when the link leaves it out (default, too long, or a value
@@ -313,11 +369,21 @@ _EXPLORE, _STEP, _HEADS = frozenset({"explore"}), frozenset({"step_by_step"}), f
 _VIT, _BAHDANAU, _TRAIN = frozenset({"vit"}), frozenset({"bahdanau"}), frozenset({"train"})
 _PRETRAINING = frozenset({"pretraining"})
 _CAPTIONS = frozenset({"captions"})
+_LESSONS = frozenset({"lessons"})
 _MODEL_PAGES = TEXT_PAGES | {"positional"}
 
 PARAMS: tuple[Param, ...] = (
     # every page: presenter mode (app/components/theme.py), so a shared link opens on the projector as it is
-    Param("present", boolean, False, ALL_PAGES),
+    Param(Look.present, boolean, False, ALL_PAGES),
+    # every page: controls a link hides (url_state.hidden); their values still come from the link
+    Param(
+        Look.hide,
+        hide_words,
+        frozenset(),
+        ALL_PAGES,
+        show=lambda words: ",".join(name for name in HIDEABLE if name in words) or None,
+        check=hide_exactly,
+    ),
     # the text pages' shared controls (app/components/pickers.py)
     Param(K.text, text(TEXT_READ_MAX), DEFAULT_TEXT, TEXT_PAGES, hide="text"),
     Param(K.model, catalog_model(), DEFAULTS[K.model], _MODEL_PAGES, hide="model"),
@@ -414,7 +480,12 @@ PARAMS: tuple[Param, ...] = (
     Param("cost_d", choice(_options(COST_D)), 64, _PRETRAINING),
     Param("finetune_steps", integer(50, 500), 200, _PRETRAINING),
     Param("finetune_lr", choice(_options(FINETUNE_LRS)), 1e-3, _PRETRAINING),
+    # Lessons (app/views/lessons.py): the saved lesson, then its step (read second: its bound is that lesson's
+    # length). The step has no default, so the address always names the step on screen; the page keeps it in
+    # range before the link is written (no store read per write); a lesson file's link may name any lesson's step.
+    Param(Lessons.lesson, lesson_ref, "", _LESSONS),
+    Param(Lessons.step, integer(1, _lesson_steps), None, _LESSONS, show=as_text, check=integer(1, MAX_STEPS)),
 )
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
-HIDE = "hide"  # ?hide=model,causal: comma-separated control names, hidden (the value still comes from the link)
+HIDE = Look.hide  # ?hide=model,causal: comma-separated control names, hidden (the value still comes from the link)
 HIDEABLE = tuple(dict.fromkeys(p.hide for p in PARAMS if p.hide))  # text, model, layer, head, causal, ...

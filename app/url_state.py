@@ -7,7 +7,9 @@ their *labels* and whose bindings were dropped on page switches):
   that came from outside: a fresh link or a reload (a new session), or ``st.page_link(...,
   query_params=...)`` inside a running session. "From outside" means: present in the URL and
   different from what this session last wrote there. Comparing with the *current* value instead would
-  undo every change the user makes, since the URL still holds the old value when the widget reruns.
+  undo every change the user makes, since the URL still holds the old value when the widget reruns. A
+  value equal to the write before that is taken for a late URL (a rerun asked before the browser got the
+  last write), except when Back or Forward asked for the run: then it is where the browser went.
 - :func:`sync`, run at the end of each page run and of each fragment (:func:`synced`), writes the
   current page's values (defaults left out) to ``st.query_params`` and redraws the sidebar's share
   box. A fragment rerun (Explore's ``head_panel``: a layer or head change) runs neither the entry point
@@ -16,6 +18,7 @@ their *labels* and whose bindings were dropped on page switches):
 Values from a link are untrusted: each is read by its parameter's reader (type, bounds, options) and
 ignored when it does not fit, with nothing shown but a log line (a bad link still opens the page).
 ``?hide=model,causal`` hides those controls (:func:`hidden`); the value still comes from the link.
+:func:`from_link` tells a page which values this run took from the link. Session keys: ``app.state.Url``.
 """
 
 from __future__ import annotations
@@ -27,18 +30,10 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from app.state import K
+from app.state import K, Url
 from app.url_params import BY_NAME, HIDE, HIDEABLE, PARAMS
 
 log = logging.getLogger(__name__)
-
-_PAGE = "_url_page"  # the page the last full run showed (a file stem of app/views/)
-_WRITTEN = "_url_written"  # {name: value} this session last wrote to the URL (None: nothing yet)
-_BEFORE = "_url_written_before"  # the write before that (see restore: a rerun that crossed our write)
-_HIDDEN = "_url_hidden"  # control names hidden by ?hide=
-_SLOT = "_url_share_slot"  # the sidebar placeholder the share box is drawn into
-_RUN = "_url_run"  # full runs of this session (the share box is drawn once per run and link)
-_DRAWN = "_url_drawn"  # (run, link) of the share box on screen
 
 
 def page_name(page) -> str:
@@ -62,28 +57,44 @@ def restore(page: str) -> None:
         page: the page about to run, as its file stem in app/views/ (``"explore"``, ``"heads"``, ...).
     """
     state = st.session_state
-    state[_RUN] = state.get(_RUN, 0) + 1
-    written: dict[str, str] | None = state.get(_WRITTEN)
-    same_page = state.get(_PAGE) == page
-    state[_PAGE] = page
-    before = (state.get(_BEFORE) or {}) if same_page else {}
+    state[Url.run] = state.get(Url.run, 0) + 1
+    written: dict[str, str] | None = state.get(Url.written)
+    same_page = state.get(Url.page) == page
+    state[Url.page] = page
+    # Back / Forward: the browser's address is the one it went back to, never a late one
+    before = (state.get(Url.before) or {}) if same_page and not _history_navigation() else {}
     url = _url()
     applied: set[str] = set()
-    for name in (*BY_NAME, HIDE):  # the table's order: a decoding request is read after the sentence and model
+    for name in BY_NAME:  # the table's order: a decoding request is read after the sentence and model
         raw = url.get(name)
         if raw is None or (written is not None and raw == written.get(name)):
             continue  # absent, or our own value: the URL as this session left it
         if raw == before.get(name):
             continue  # a rerun asked before the browser got our last write: the URL is just late
-        if name == HIDE:
-            state[_HIDDEN] = _read_hide(raw)
-        elif _apply(name, raw):
+        if _apply(name, raw):
             applied.add(name)
     if K.model in applied and K.hub_id not in url:
         state[K.hub_id] = ""  # a link that names a catalog model means that model, not a typed one
     if K.causal in applied:  # the toggle resets to the model's own setting when the model changes
         state[K.causal_for] = (state.get(K.hub_id) or "").strip() or state.get(K.model)
+    state[Url.applied] = frozenset(applied)
     _share_slot()
+
+
+def from_link(name: str) -> bool:
+    """True when this run's :func:`restore` took ``name`` from the link (a link opened, Back or Forward), not
+    from this session's own last write: e.g. a lesson's link opens the Lessons page on that lesson's tab."""
+    return name in st.session_state.get(Url.applied, ())
+
+
+def _history_navigation() -> bool:
+    """True when the browser's Back or Forward asked for this run (Streamlit says so in the run's context)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        return bool(getattr(get_script_run_ctx(), "is_history_navigation", False))
+    except Exception:  # noqa: BLE001 — a private Streamlit module, whatever it raises: an ordinary run
+        return False
 
 
 def _apply(name: str, raw: str) -> bool:
@@ -98,13 +109,9 @@ def _apply(name: str, raw: str) -> bool:
     return True
 
 
-def _read_hide(raw: str) -> frozenset[str]:
-    return frozenset(word.strip().lower() for word in raw.split(",")) & set(HIDEABLE)
-
-
 def hidden(control: str) -> bool:
     """True when the link hides ``control`` (a name of ``url_params.HIDEABLE``: text, model, layer, ...)."""
-    return control in st.session_state.get(_HIDDEN, ())
+    return control in (st.session_state.get(HIDE) or ())
 
 
 def hidden_controls() -> tuple[str, ...]:
@@ -113,7 +120,7 @@ def hidden_controls() -> tuple[str, ...]:
 
 def shown_page() -> str:
     """The page the last full run showed (a file stem of app/views/; "" before the first run)."""
-    return st.session_state.get(_PAGE, "")
+    return st.session_state.get(Url.page, "")
 
 
 @functools.lru_cache(maxsize=64)
@@ -128,7 +135,7 @@ def page_params(page: str | None = None) -> dict[str, str]:
     Runs several times per rerun (the URL, the share box, "Add this view"): it reads only ``page``'s own
     parameters, each from session state once (a read there takes a lock)."""
     state = st.session_state
-    page = page if page is not None else state.get(_PAGE, "")
+    page = page if page is not None else state.get(Url.page, "")
     out: dict[str, str] = {}
     missing = object()
     for param in _params_of(page):
@@ -138,9 +145,6 @@ def page_params(page: str | None = None) -> dict[str, str]:
         value = param.write(raw)
         if value is not None:
             out[param.name] = value
-    hidden_now = state.get(_HIDDEN, ())
-    if hides := [name for name in HIDEABLE if name in hidden_now]:
-        out[HIDE] = ",".join(hides)
     return out
 
 
@@ -157,19 +161,19 @@ def sync() -> None:
     state = st.session_state
     ours = page_params()
     current = _url()
-    wanted = {k: v for k, v in current.items() if k not in BY_NAME and k != HIDE} | ours  # others' params kept
+    wanted = {k: v for k, v in current.items() if k not in BY_NAME} | ours  # others' params kept
     shown = ours
     if wanted != current and _means(current, ours):
-        shown = {k: v for k, v in current.items() if k in BY_NAME or k == HIDE}  # the link's own spelling
+        shown = {k: v for k, v in current.items() if k in BY_NAME}  # the link's own spelling
     elif wanted != current:
         try:
             st.query_params.from_dict(wanted)
         except Exception:  # noqa: BLE001 — StreamlitAPIException (a widget binds it) or any other: a link is a nicety
             log.exception("could not write the URL")
             return
-    if state.get(_WRITTEN) != shown:
-        state[_BEFORE] = state.get(_WRITTEN)
-        state[_WRITTEN] = shown
+    if state.get(Url.written) != shown:
+        state[Url.before] = state.get(Url.written)
+        state[Url.written] = shown
     _draw_share(wanted)  # the share box always offers our own spelling
 
 
@@ -178,12 +182,9 @@ def _means(url: dict[str, str], ours: dict[str, str]) -> bool:
     is read by its parameter's reader and written back as this app writes it (a default leaves it out). A
     parameter this page does not carry, or a value its reader refuses, makes it False (then the URL is
     rewritten, and the bad value leaves the address bar)."""
-    page = st.session_state.get(_PAGE, "")
+    page = st.session_state.get(Url.page, "")
     spelled: dict[str, str] = {}
     for name, raw in url.items():
-        if name == HIDE:
-            spelled[HIDE] = ",".join(n for n in HIDEABLE if n in _read_hide(raw))
-            continue
         param = BY_NAME.get(name)
         if param is None:
             continue  # not ours: kept as it is either way
@@ -219,7 +220,7 @@ def _share_slot() -> None:
     full run, which its ``sync`` does)."""
     from app.components.share_box import share_expander
 
-    st.session_state[_SLOT] = share_expander()
+    st.session_state[Url.slot] = share_expander()
 
 
 def _draw_share(params: dict[str, str]) -> None:
@@ -228,14 +229,14 @@ def _draw_share(params: dict[str, str]) -> None:
     from app.components.share_box import draw_share
     from app.links import current_link
 
-    slot = st.session_state.get(_SLOT)
+    slot = st.session_state.get(Url.slot)
     if slot is None:
         return
-    link = current_link(st.session_state.get(_PAGE, ""), params)
-    mark = (st.session_state.get(_RUN), link)
-    if st.session_state.get(_DRAWN) == mark and not _in_fragment():
+    link = current_link(st.session_state.get(Url.page, ""), params)
+    mark = (st.session_state.get(Url.run), link)
+    if st.session_state.get(Url.drawn) == mark and not _in_fragment():
         return
-    st.session_state[_DRAWN] = mark
+    st.session_state[Url.drawn] = mark
     draw_share(slot, link, hidden_controls())
 
 

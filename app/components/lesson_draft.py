@@ -32,8 +32,6 @@ from app.components.check_editor import choice_from
 from app.components.guard import show_error
 from app.components.safe_text import md, quoted
 from app.lesson_file import (
-    LESSON_ID,
-    LESSON_STEP,
     MAX_BYTES,
     MAX_OPTIONS,
     QUESTION_CHARS,
@@ -145,7 +143,12 @@ def use(lesson: Lesson, saved: tuple[str, str] | None = None) -> None:
     forms = (Draft.edit_title, Draft.edit_note, *check_editor.FIELDS)
     for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(forms)]:
         del st.session_state[key]  # the edit forms start from the new lesson's steps
-    st.session_state[Draft.tab] = WRITE_TAB
+    open_tab(WRITE_TAB)
+
+
+def open_tab(tab: str) -> None:
+    """Open the Lessons page on ``tab`` (:data:`TAKE_TAB` or :data:`WRITE_TAB`) at its next run."""
+    st.session_state[Draft.tab] = tab
 
 
 def _say(place: str, level: str, text: str) -> None:
@@ -224,9 +227,6 @@ def _add_view() -> None:
     state = st.session_state
     page = url_state.shown_page() or "explore"
     params = {k: v for k, v in url_state.page_params(page).items() if k not in LEFT_OUT}
-    if page == "lessons":  # the Lessons page keeps its lesson and step itself, outside the link table
-        params |= {LESSON_ID: st.query_params.get(LESSON_ID), LESSON_STEP: str(state.get(Lessons.step) or "")}
-        params = {k: v for k, v in params.items() if v}
     try:
         check = choice_from(state.get(Draft.add_question), state.get(Draft.add_options), state.get(Draft.add_right))
     except LessonFileError as exc:
@@ -248,7 +248,7 @@ def _add_view() -> None:
         return
     for key in (Draft.add_title, Draft.add_note, Draft.add_question, Draft.add_options):
         state[key] = ""
-    state[Draft.tab] = WRITE_TAB  # the Lessons page opens on the editor
+    open_tab(WRITE_TAB)  # the Lessons page opens on the editor
     _say("add", "success", f"Added as step {len(lesson.steps) + 1} of your lesson.")
 
 
@@ -426,10 +426,10 @@ def _save_box(lesson: Lesson) -> None:
         return
     lid, secret = saved
     st.caption("Anyone with this link opens your lesson (read only). In a class, the Class page runs it step by step.")
-    st.code(app_link("lessons", {LESSON_ID: lid}), language=None, wrap_lines=True)
+    st.code(app_link("lessons", {Lessons.lesson: lid}), language=None, wrap_lines=True)
     with st.expander("Your edit link (keep it to yourself)", icon=":material/key:"):
         st.caption("Open it on another device to change this lesson from there. Anyone with it can change it.")
-        st.code(app_link("lessons", {LESSON_ID: lid, EDIT_PARAM: secret}), language=None, wrap_lines=True)
+        st.code(app_link("lessons", {Lessons.lesson: lid, EDIT_PARAM: secret}), language=None, wrap_lines=True)
 
 
 def _save() -> None:

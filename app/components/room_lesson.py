@@ -19,9 +19,9 @@ from app import services
 from app.components.guard import show_error
 from app.components.lesson_draft import draft
 from app.components.safe_text import md
-from app.lesson_file import LESSON_ID, Lesson, LessonFileError, page_stems, read_lesson
+from app.lesson_file import Lesson, LessonFileError, page_stems, read_lesson
 from app.links import open_page
-from app.state import ROOM
+from app.state import ROOM, Lessons
 from app.store import RoomError, StoreUnavailable
 from app.store.lessons import RoomLesson
 
@@ -65,7 +65,7 @@ def lesson_id(text: object) -> str:
     """The lesson id in a pasted share link (``…/lessons?lesson=ID``) or the id itself."""
     raw = str(text or "").strip()
     if "?" in raw or "/" in raw:
-        found = parse_qs(urlsplit(raw).query).get(LESSON_ID)
+        found = parse_qs(urlsplit(raw).query).get(Lessons.lesson)
         return found[0] if found else ""
     return raw
 

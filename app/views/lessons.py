@@ -6,8 +6,9 @@ The built-in lesson is a lesson file (``assets/lessons/attention-in-ten-steps.to
 the page showing it in the right state (sentence, model, layer, head, tab) and a knowledge check; a few steps
 draw a small live chart inline, from the same services the pages use. The current step is
 ``st.session_state["lesson_step"]`` (1-based) and the URL's ``?lesson_step=k``, so a teacher can send the class
-to step k with a link. ``?lesson=ID`` opens a lesson a teacher saved (read only; its text shown literally).
-The "Write a lesson" tab is the editor (``app/components/lesson_draft.py``).
+to step k with a link. ``?lesson=ID`` opens a lesson a teacher saved (read only; its text shown literally). Both
+are parameters of the URL table (``app/url_params.py``), restored and written by ``app/url_state.py`` as every
+page's are. The "Write a lesson" tab is the editor (``app/components/lesson_draft.py``).
 """
 
 from __future__ import annotations
@@ -19,33 +20,24 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
+from app import services, url_state
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.knowledge_check import answers, is_right, knowledge_check
-from app.components.lesson_draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, owned, use
+from app.components.lesson_draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, open_tab, owned, use
 from app.components.lesson_plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
 from app.components.offline_pack import lesson_pack_buttons
 from app.components.safe_text import md
-from app.lesson_file import LESSON_ID, Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
+from app.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
 from app.links import open_page
 from app.state import PERSIST, Draft, Lessons, bounded, clamp
 from app.store import RoomError, StoreUnavailable
 
-URL_SEEN = "_lesson_step_url"  # the URL value this session last wrote or read
-LINK_SEEN = "_lesson_link_seen"  # the ?lesson= value this session last opened
-
 
 def current_step(n: int) -> int:
-    """The step shown (1-based): the URL's ``lesson_step`` when a link or the user changed it, else the
-    session's; written back to the URL so the address always names the step on screen."""
-    url = st.query_params.get(Lessons.step)
-    if url is not None and url != st.session_state.get(URL_SEEN):
-        st.session_state[Lessons.step] = bounded(url, 1, n)
-    k = clamp(Lessons.step, 1, n)
-    st.query_params[Lessons.step] = str(k)
-    st.session_state[URL_SEEN] = str(k)
-    return k
+    """The step shown (1-based), kept inside the lesson's ``n`` steps (a link's step was read by the URL table,
+    ``app.url_state`` writes it back, so the address always names the step on screen)."""
+    return clamp(Lessons.step, 1, n)
 
 
 def _go(k: int, n: int) -> None:
@@ -198,7 +190,7 @@ def literal(step: Step, scope: str) -> Step:
 def shared_lesson() -> tuple[str, Lesson] | None:
     """The saved lesson ``?lesson=ID`` names (read only), None without one; ``&lesson_edit=SECRET`` (the author's edit
     link) lets this session change it, and is taken out of the address bar at once."""
-    lid = st.query_params.get(LESSON_ID)
+    lid = st.session_state.get(Lessons.lesson)
     if not lid:
         return None
     secret = st.query_params.get(EDIT_PARAM)
@@ -238,7 +230,13 @@ def shared_header(lid: str, lesson: Lesson) -> None:
             icon=":material/edit:",
             help="You wrote this lesson: change it in “Write a lesson”, then save.",
         )
-    open_page("lessons.py", "Back to the built-in lesson", icon=":material/arrow_back:")
+    st.button("Back to the built-in lesson", key=Lessons.builtin, on_click=_builtin, icon=":material/arrow_back:")
+
+
+def _builtin() -> None:
+    """on_click of "Back to the built-in lesson": its first step (the address loses ``lesson``)."""
+    st.session_state[Lessons.lesson] = ""
+    st.session_state[Lessons.step] = 1
 
 
 # ---------------------------------------------------------------- page
@@ -286,11 +284,8 @@ def walk(shared: tuple[str, Lesson] | None) -> None:
 def main() -> None:
     st.title("Lessons")
     shared = shared_lesson()  # before the tabs: an edit link's secret leaves the address bar whichever tab is open
-    link = st.query_params.get(LESSON_ID)
-    if link != st.session_state.get(LINK_SEEN):
-        st.session_state[LINK_SEEN] = link
-        if link:
-            st.session_state[Draft.tab] = TAKE_TAB  # a lesson's link opens on the lesson
+    if url_state.from_link(Lessons.lesson) and st.session_state.get(Lessons.lesson):
+        open_tab(TAKE_TAB)  # a lesson's link opens on the lesson
     take, write = st.tabs([TAKE_TAB, WRITE_TAB], key=Draft.tab, on_change="rerun")
     with take:
         if take.open is not False:  # only the open tab runs (None: not tracked, both run)

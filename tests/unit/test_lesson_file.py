@@ -171,3 +171,40 @@ def test_bytes_that_are_not_text_and_too_many_steps_are_refused():
         read_lesson(write_lesson(many))
     with pytest.raises(LessonFileError, match="control characters"):
         read_lesson('format = 1\ntitle = "a\\u0007b"\n[[steps]]\ntitle = "x"\n')
+
+
+def _one_link(page: str, **params: str) -> Lesson:
+    return Lesson("Links", (Step("s", "Step", "", (Link(f"{page}.py", "Open", params),)),))
+
+
+@pytest.mark.parametrize("step", ["1", str(MAX_STEPS)])
+def test_a_link_to_any_lessons_step_is_read_whatever_this_session_shows(step):
+    """A file's link to another lesson's step k is checked against the longest lesson, not against the lesson this
+    session happens to show (the URL reader's bound); its id against the id's form."""
+    lesson = _one_link("lessons", lesson="AbC_12-x", lesson_step=step)
+    assert read_lesson(write_lesson(lesson)) == lesson
+
+
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"lesson_step": "0"}, "lesson_step = '0' is not a value the page reads"),
+        ({"lesson_step": str(MAX_STEPS + 1)}, f"lesson_step = '{MAX_STEPS + 1}' is not a value the page reads"),
+        ({"lesson_step": "NaN"}, "lesson_step = 'NaN' is not a value the page reads"),
+        ({"lesson": "../x"}, "lesson = '../x' is not a value the page reads"),
+    ],
+)
+def test_a_bad_lessons_link_is_named(params, message):
+    with pytest.raises(LessonFileError) as caught:
+        read_lesson(write_lesson(_one_link("lessons", **params)))
+    assert message in str(caught.value)
+
+
+def test_hide_in_a_file_names_the_words_a_link_would_drop():
+    from app.url_params import BY_NAME
+
+    assert BY_NAME["hide"].read("model,sparkles") == {"model"}  # a link: the unknown word is dropped
+    with pytest.raises(LessonFileError, match="controls the app does not have \\(sparkles\\)"):
+        read_lesson(write_lesson(_one_link("explore", hide="model,sparkles")))
+    lesson = _one_link("explore", hide="model,causal")
+    assert read_lesson(write_lesson(lesson)) == lesson
