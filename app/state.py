@@ -371,6 +371,7 @@ class Lessons:
 
     lesson = "lesson"  # the saved lesson on screen, by id ("": the built-in one)
     builtin = "lesson_builtin"  # a saved lesson's "Back to the built-in lesson" button
+    answers = "lesson_answers"  # {step id: the picked token position or option index} (knowledge_check.answers)
     step, steps_table, softmax_scale, softmax = (
         "lesson_step",
         "lesson_steps_table",

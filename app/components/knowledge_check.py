@@ -3,7 +3,7 @@
 Answering first and seeing the truth second is the point: a student who guessed *street* for "it" and then
 sees the head's bar on *animal* remembers it. The revealed numbers are the real head's row
 (``services.lesson_row``), the same ones Explore shows for that sentence, layer and head. Answers are kept
-per session in ``st.session_state[ANSWERS]`` ({step id: answer}), so leaving a step and coming back
+per session in ``st.session_state[Lessons.answers]`` ({step id: answer}), so leaving a step and coming back
 shows the reveal again, and the page can say how many checks are answered.
 """
 
@@ -19,14 +19,12 @@ from app.components.lesson_plan import Choice, Look, Predict, Step
 from app.components.safe_text import md
 from app.state import Lessons
 
-ANSWERS = "lesson_answers"  # {step id: the picked token position or option index}
-
 
 def answers() -> dict[str, int]:
     """This session's answers (created empty on first use)."""
-    if ANSWERS not in st.session_state:
-        st.session_state[ANSWERS] = {}
-    return st.session_state[ANSWERS]
+    if Lessons.answers not in st.session_state:
+        st.session_state[Lessons.answers] = {}
+    return st.session_state[Lessons.answers]
 
 
 def _record(step_id: str, key: str) -> None:

@@ -1,8 +1,8 @@
 """Issue 20, item 1: every session key is declared once, in ``app/state.py``.
 
-Pages moved to that rule name their keys through ``app.state`` (``K``, ``Bahdanau``, ...), never as string
-literals: a ``key="…"`` / ``key=f"…"`` argument, a ``st.session_state["…"]`` subscript or a ``*_KEY = "…"``
-constant in one of those files fails here. Pages not yet moved are listed in the report of issue 20.
+Every module of ``app/`` names its keys through ``app.state`` (``K``, ``Bahdanau``, ...), never as string
+literals: a ``key="…"`` / ``key=f"…"`` argument, a ``st.session_state["…"]`` subscript, a ``*_KEY = "…"``
+constant, or a module's own string constant used as a session key (``SEEN = "_page_seen"``) fails here.
 """
 
 from __future__ import annotations
@@ -16,46 +16,8 @@ from app import state
 from app.url_params import PARAMS
 
 ROOT = Path(__file__).resolve().parents[2]
-#: files whose keys all come from app.state (grows page by page)
-DECLARED_ONCE = (
-    "app/views/bahdanau.py",
-    "app/components/bahdanau_step.py",
-    "app/components/alignment_views.py",
-    "app/views/vit.py",
-    "app/components/swin_sections.py",
-    "app/views/positional.py",
-    "app/components/positional_sections.py",
-    "app/views/step_by_step.py",
-    "app/components/step_sections.py",
-    "app/components/step_calculator.py",
-    "app/views/heads.py",
-    "app/components/heads_sections.py",
-    "app/views/pretraining.py",
-    "app/components/nsp_sections.py",
-    "app/views/bertviz_views.py",
-    "app/views/lessons.py",
-    "app/components/knowledge_check.py",
-    "app/components/examples.py",
-    "app/views/train.py",
-    "app/views/classroom.py",
-    "app/components/room_panel.py",
-    "app/components/lesson_draft.py",
-    "app/components/check_editor.py",
-    "app/components/room_lesson.py",
-    "app/views/explain.py",
-    "app/views/scaling.py",
-    "app/views/captions.py",
-    "app/components/caption_check.py",
-    "app/views/explore.py",
-    "app/components/write_more.py",
-    "app/components/next_token_panel.py",
-    "app/components/ablation_panel.py",
-    "app/components/theme.py",
-    "app/components/linked_tokens.py",
-    "app/components/pickers.py",
-    "app/components/charts.py",
-    "app/components/offline_pack.py",
-)
+#: every module of the app (state.py declares the keys)
+DECLARED_ONCE = tuple(sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app").rglob("*.py")))
 KEY_CLASSES = (
     state.K,
     state.Bahdanau,
@@ -77,6 +39,7 @@ KEY_CLASSES = (
     state.Look,
     state.Share,
     state.Offline,
+    state.Url,
 )
 
 
@@ -94,9 +57,42 @@ def _literal(node: ast.AST) -> bool:
     return False
 
 
+def _is_state(node: ast.AST) -> bool:
+    text = ast.unparse(node)
+    return "session_state" in text or text == "state"
+
+
+def _session_reads(tree: ast.AST) -> set[str]:
+    """Names used as a session key: ``st.session_state[NAME]``, ``st.session_state.get(NAME)`` (or ``state``, a
+    local name for it), ``.setdefault`` / ``.pop`` alike."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _is_state(node.value):
+            key = node.slice
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "setdefault", "pop")
+            and _is_state(node.func.value)
+            and node.args
+        ):
+            key = node.args[0]
+        else:
+            continue
+        if isinstance(key, ast.Name):
+            names.add(key.id)
+    return names
+
+
 def _offences(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
     found = []
+    keys = _session_reads(tree)
+    for node in tree.body:  # a module's own constant used as a session key (``SEEN = "_page_seen"``)
+        if isinstance(node, ast.Assign) and _literal(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id in keys:
+                    found.append(f"line {node.lineno}: {target.id} = {ast.unparse(node.value)} (a session key)")
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg == "key" and _literal(node.value):
             found.append(f"line {node.value.lineno}: key={ast.unparse(node.value)}")
