@@ -32,6 +32,7 @@ from app.lesson_file import (
     Step,
 )
 from app.state import DEFAULT_MODEL, Draft
+from engine.families import text_families
 
 Check = Choice | Predict | Look
 KINDS = {
@@ -41,7 +42,6 @@ KINDS = {
     "look": "Where does the captioner look?",
 }
 CAUSAL = {"own": "the model's own mask", "on": "causal (each token sees only earlier ones)", "off": "not causal"}
-PREDICT_FAMILIES = ("encoder", "decoder", "rnn-attention")  # what knowledge_check.row_for reads a row from
 MAX_NUMBER = 4096  # layer, head and occurrence in a file (lesson_file._check)
 #: every field's key prefix (+ a step's id): the editor forgets them all when another lesson is opened
 FIELDS = (
@@ -94,10 +94,19 @@ def _defaults(step: Step) -> dict[str, object]:
     }
 
 
-def _models(families: tuple[str, ...], current: str) -> dict[str, str]:
-    """{id: label} of the catalog's models of ``families``, with ``current`` (a file's own value) kept."""
-    models = {spec.id: spec.label for spec in services.list_models() if spec.family in families}
+def _models(
+    families: tuple[str, ...] | frozenset[str], current: str, also: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """{id: label} of the catalog's models of ``families`` and the ids in ``also``, with ``current`` (a file's own
+    value) kept."""
+    models = {spec.id: spec.label for spec in services.list_models() if spec.family in families or spec.id in also}
     return models if current in models else {current: current, **models}
+
+
+def _predict_families() -> frozenset[str]:
+    """What ``knowledge_check.row_for`` reads a row from: one head of a self-attention text model (the table's
+    text families less the encoder-decoders, whose rows are cross-attention) — the RNN translators come by id."""
+    return text_families() - {"encoder-decoder"}
 
 
 def kind_picker(step: Step) -> str:
@@ -126,7 +135,9 @@ def fields(step: Step, kind: str) -> None:
         st.text_area("Its options, one per line", key=Draft.edit_options + sid, height=80)
         st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.edit_right + sid)
     elif kind == "predict":
-        models = _models(PREDICT_FAMILIES, st.session_state[Draft.edit_model + sid])
+        models = _models(
+            _predict_families(), st.session_state[Draft.edit_model + sid], frozenset(services.BAHDANAU_MODELS.values())
+        )
         st.selectbox("Model", list(models), format_func=models.get, key=Draft.edit_model + sid)
         st.text_area("Sentence the model reads", key=Draft.edit_text + sid, max_chars=SENTENCE_CHARS, height=68)
         word, occurrence = st.columns([3, 1])
