@@ -107,10 +107,11 @@ def test_no_heads_equals_plain_run_own(stories, causal):
     r = ablate(stories, STORY, [], causal=causal, top_k=20)
     assert r.heads_off == () and not r.changed and r.kl == 0.0 and r.tv == 0.0
     assert r.top_before == r.top_after
-    ids = torch.tensor([_own_ids(stories, STORY)])
+    ids = torch.tensor([_own_ids(stories, STORY)], device=stories.device)
     with torch.no_grad():
         logits = stories.module(ids, causal=causal)[0, -1]  # the model's own plain forward pass
-    plain = np.exp(torch.log_softmax(logits.double(), -1).numpy())  # p as the engine defines it: exp(log p)
+    # p as the engine defines it: exp(log p), log p from a float64 log-softmax on the CPU
+    plain = np.exp(torch.log_softmax(logits.double().cpu(), -1).numpy())
     np.testing.assert_array_equal(np.array(r.top_before), plain[list(r.top_ids)])
     assert list(r.top_ids) == list(np.argsort(-plain, kind="stable")[:20])
 
@@ -155,10 +156,10 @@ def test_own_decoder_matches_zeroed_weights(stories, heads):
     r = ablate(stories, STORY, heads, top_k=15)
     runner = runner_for(stories)
     ref = _zeroed_copy(stories.module, runner.projections, r.heads_off, stories.module.cfg.n_heads)
-    ids = torch.tensor([_own_ids(stories, STORY)])
+    ids = torch.tensor([_own_ids(stories, STORY)], device=stories.device)
     with torch.no_grad():
-        before = torch.log_softmax(stories.module(ids)[0, -1].double(), -1).numpy()
-        after = torch.log_softmax(ref(ids)[0, -1].double(), -1).numpy()
+        before = torch.log_softmax(stories.module(ids)[0, -1].double(), -1).cpu().numpy()
+        after = torch.log_softmax(ref(ids)[0, -1].double(), -1).cpu().numpy()
     np.testing.assert_allclose(r.top_after, np.exp(after)[list(r.top_ids)], atol=1e-6)
     kl = float(np.sum(np.exp(before) * (before - after)))
     assert r.kl == pytest.approx(kl, rel=1e-4, abs=1e-9)
@@ -169,10 +170,10 @@ def test_hf_bert_matches_zeroed_weights(tiny_hf):
     model = tiny_hf["bert"]
     r = ablate(model, "The cat sat on the mat.", [(1, 2), (0, 0)])
     ref = _zeroed_copy(model.module, runner_for(model).projections, r.heads_off, 4)
-    ids = torch.tensor([list(r.tokens.ids)])
+    ids = torch.tensor([list(r.tokens.ids)], device=model.device)
     with torch.no_grad():
         hidden = ref(input_ids=ids).last_hidden_state[0]
-    expected = torch.nn.functional.normalize(hidden.mean(0), dim=0).numpy()
+    expected = torch.nn.functional.normalize(hidden.mean(0), dim=0).cpu().numpy()
     np.testing.assert_allclose(r.embedding_after, expected, atol=1e-6)
     assert r.cosine == pytest.approx(float(np.dot(r.embedding_before, expected)), abs=1e-6)
     assert r.cosine < 1 - 1e-4
@@ -187,19 +188,20 @@ def test_hf_causal_override_matches_zeroed_weights_with_a_mask(tiny_hf, kind):
     r = ablate(model, text, [(0, 2)], causal=causal)
     default = ablate(model, text, [(0, 2)])
     ref = _zeroed_copy(model.module, runner_for(model).projections, r.heads_off, 4, conv1d=kind == "gpt2")
-    ids = torch.tensor([list(r.tokens.ids)])
+    ids = torch.tensor([list(r.tokens.ids)], device=model.device)
     n = ids.shape[1]
-    mask = torch.zeros(1, 1, n, n)
+    mask = torch.zeros(1, 1, n, n, device=model.device)
     if causal:
-        mask = mask.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), torch.finfo(torch.float32).min)
+        blocked = torch.ones(n, n, dtype=torch.bool, device=model.device).triu(1)
+        mask = mask.masked_fill(blocked, torch.finfo(torch.float32).min)
     with torch.no_grad():
         out = ref(input_ids=ids, attention_mask=mask)
     if kind == "bert":
-        expected = torch.nn.functional.normalize(out.last_hidden_state[0].mean(0), dim=0).numpy()
+        expected = torch.nn.functional.normalize(out.last_hidden_state[0].mean(0), dim=0).cpu().numpy()
         np.testing.assert_allclose(r.embedding_after, expected, atol=1e-6)
         assert not np.allclose(r.embedding_after, default.embedding_after, atol=1e-4)
     else:
-        after = torch.softmax(out.logits[0, -1].double(), -1).numpy()
+        after = torch.softmax(out.logits[0, -1].double(), -1).cpu().numpy()
         np.testing.assert_allclose(r.top_after, after[list(r.top_ids)], atol=1e-6)
         assert r.top_after != default.top_after
 
@@ -209,9 +211,9 @@ def test_hf_distilbert_matches_zeroed_weights(tiny_hf):
     r = ablate(model, "The cat sat on the mat.", [(0, 3)])
     ref = _zeroed_copy(model.module, runner_for(model).projections, r.heads_off, 4)
     with torch.no_grad():
-        hidden = ref(input_ids=torch.tensor([list(r.tokens.ids)])).last_hidden_state[0]
+        hidden = ref(input_ids=torch.tensor([list(r.tokens.ids)], device=model.device)).last_hidden_state[0]
     np.testing.assert_allclose(
-        r.embedding_after, torch.nn.functional.normalize(hidden.mean(0), dim=0).numpy(), atol=1e-6
+        r.embedding_after, torch.nn.functional.normalize(hidden.mean(0), dim=0).cpu().numpy(), atol=1e-6
     )
 
 
@@ -219,10 +221,10 @@ def test_hf_gpt2_matches_zeroed_weights(tiny_hf):
     model = tiny_hf["gpt2"]
     r = ablate(model, "The cat sat on the", [(0, 1), (1, 3)], top_k=12)
     ref = _zeroed_copy(model.module, runner_for(model).projections, r.heads_off, 4, conv1d=True)
-    ids = torch.tensor([list(r.tokens.ids)])
+    ids = torch.tensor([list(r.tokens.ids)], device=model.device)
     with torch.no_grad():
-        before = torch.log_softmax(model.module(input_ids=ids).logits[0, -1].double(), -1).numpy()
-        after = torch.log_softmax(ref(input_ids=ids).logits[0, -1].double(), -1).numpy()
+        before = torch.log_softmax(model.module(input_ids=ids).logits[0, -1].double(), -1).cpu().numpy()
+        after = torch.log_softmax(ref(input_ids=ids).logits[0, -1].double(), -1).cpu().numpy()
     np.testing.assert_allclose(r.top_before, np.exp(before)[list(r.top_ids)], atol=1e-7)
     np.testing.assert_allclose(r.top_after, np.exp(after)[list(r.top_ids)], atol=1e-6)
     assert r.kl == pytest.approx(float(np.sum(np.exp(before) * (before - after))), rel=1e-4)

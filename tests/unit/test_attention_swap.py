@@ -44,7 +44,7 @@ def test_permutations_keep_each_row_inside_the_mask():
 
 def test_the_own_models_forward_uses_the_permuted_pattern(gpt):
     module, layer, heads = gpt.module, 1, (0, 2)
-    ids = torch.tensor([list(predict(gpt, GPT_TEXT).ids)])
+    ids = torch.tensor([list(predict(gpt, GPT_TEXT).ids)], device=gpt.device)
     n = ids.shape[1]
     rng = np.random.default_rng(1)
     index = np.stack([row_permutations(n, True, rng) for _ in heads])
@@ -60,7 +60,7 @@ def test_the_own_models_forward_uses_the_permuted_pattern(gpt):
     expected = own.clone()
     for k, h in enumerate(heads):
         for i in range(n):
-            expected[0, h, i] = own[0, h, i, torch.as_tensor(index[k, i])]
+            expected[0, h, i] = own[0, h, i, torch.as_tensor(index[k, i], device=own.device)]
     assert torch.equal(acts[names[0]], expected)
     assert not torch.equal(expected, own)  # the permutation really changed the weights
     assert torch.all(expected[0].triu(1) == 0)  # and kept the causal mask
@@ -71,7 +71,7 @@ def test_the_own_models_forward_uses_the_permuted_pattern(gpt):
 
 def test_minilm_attention_is_replaced_inside_the_capture_function(minilm):
     module, layer = minilm.module, 2
-    ids = torch.tensor([minilm.tokenizer(MINILM_TEXT)["input_ids"]])
+    ids = torch.tensor([minilm.tokenizer(MINILM_TEXT)["input_ids"]], device=minilm.device)
     n = ids.shape[1]
     self_attention = minilm.adapter.layers(module)[layer].attention.self
     trace = engine.trace(minilm, MINILM_TEXT)
@@ -93,12 +93,12 @@ def test_minilm_attention_is_replaced_inside_the_capture_function(minilm):
     finally:
         handle.remove()
     (weights,) = received  # one call of that layer
-    np.testing.assert_allclose(weights[0].numpy(), trace.pattern(layer), atol=2e-6)
+    np.testing.assert_allclose(weights[0].cpu().numpy(), trace.pattern(layer), atol=2e-6)
     torch.testing.assert_close(same, plain, rtol=1e-4, atol=1e-5)  # written out = SDPA
     values = rec.layers[layer].value  # [H, n, d]
-    permuted = permute_weights(weights, heads, index)[0].numpy()
+    permuted = permute_weights(weights, heads, index)[0].cpu().numpy()
     expected = np.concatenate([permuted[h] @ values[h] for h in heads], axis=-1)  # head-major, as the module
-    np.testing.assert_allclose(outs[-1][0].numpy(), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(outs[-1][0].cpu().numpy(), expected, rtol=1e-4, atol=1e-5)
     assert not torch.allclose(changed, plain, atol=1e-3)
 
 

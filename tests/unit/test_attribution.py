@@ -176,7 +176,9 @@ def test_leave_one_out_removal_equals_a_direct_rerun(gpt, bert):
             ids = [t for j, t in enumerate(pred.ids) if j != i]
             position = len(ids) - 1 if pred.task == "next-token" else pred.position - (i < pred.position)
             with torch.no_grad():
-                logits = model.module(torch.tensor([ids]), causal=pred.causal)[0, position].double()
+                logits = model.module(torch.tensor([ids], device=model.device), causal=pred.causal)[
+                    0, position
+                ].double()
             direct = pred.value - float(torch.log_softmax(logits, -1)[pred.target_id])
             assert got[i] == pytest.approx(direct, abs=1e-4), (text, i)
 
@@ -190,8 +192,8 @@ def test_leave_one_out_replacement_equals_a_direct_rerun(minilm):
         ids = list(pred.ids)
         ids[i] = mask
         with torch.no_grad():
-            hidden = base(input_ids=torch.tensor([ids])).last_hidden_state[0].double()
-        e = torch.nn.functional.normalize(hidden.mean(0), dim=0).numpy()
+            hidden = base(input_ids=torch.tensor([ids], device=minilm.device)).last_hidden_state[0].double()
+        e = torch.nn.functional.normalize(hidden.mean(0), dim=0).cpu().numpy()
         assert got[i] == pytest.approx(pred.value - float(e @ pred.reference_embedding), abs=1e-5)
 
 

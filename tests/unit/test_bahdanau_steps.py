@@ -28,6 +28,11 @@ torch.set_num_threads(1)
 SENTENCES = ["the red car is big", "she sees the small black dog .", "21 November 2026", "the blue cat sees a xyzzy"]
 
 
+def _weight(linear: torch.nn.Linear) -> torch.Tensor:
+    """A layer's weight in float64 on the CPU, next to the trace's numpy states (wherever the model runs)."""
+    return linear.weight.detach().double().cpu()
+
+
 @pytest.fixture(scope="module", params=["bahdanau-translator", "luong-translator"])
 def model(request):
     return engine.load(request.param)
@@ -61,10 +66,10 @@ def test_additive_pieces_match_the_modules():
     s = torch.from_numpy(trace.decoder_states[2]).double()[None]
     h = torch.from_numpy(trace.encoder_states).double()
     with torch.no_grad():
-        ws = s @ attn.w.weight.double().T  # (1, d_attn)
-        uh = h @ attn.u.weight.double().T  # (S, d_attn)
+        ws = s @ _weight(attn.w).T  # (1, d_attn)
+        uh = h @ _weight(attn.u).T  # (S, d_attn)
         hidden = torch.tanh(ws + uh)
-        e = (hidden @ attn.v.weight.double().T)[:, 0]
+        e = (hidden @ _weight(attn.v).T)[:, 0]
     np.testing.assert_allclose(b.query, ws[0].numpy(), atol=1e-9)
     np.testing.assert_allclose(b.keys, uh.numpy(), atol=1e-9)
     np.testing.assert_allclose(b.hidden, hidden.numpy(), atol=1e-9)
@@ -77,7 +82,7 @@ def test_dot_pieces_match_the_module():
     trace = engine.trace(model, "the red car is big")
     b = step_breakdown(attention_parameters(model), trace, 1)
     with torch.no_grad():
-        keys = torch.from_numpy(trace.encoder_states).double() @ model.module.decoder.attn.w_h.weight.double().T
+        keys = torch.from_numpy(trace.encoder_states).double() @ _weight(model.module.decoder.attn.w_h).T
     np.testing.assert_allclose(b.keys, keys.numpy(), atol=1e-9)
     np.testing.assert_allclose(b.hidden.sum(axis=1), b.energies, atol=1e-9)
     assert b.v is None

@@ -38,7 +38,7 @@ def outputs_of(modules: list[torch.nn.Module]):
 
     def keep(i):
         def hook(_module, _inputs, output):
-            got[i] = output[0].detach().double().numpy()
+            got[i] = output[0].detach().double().cpu().numpy()
 
         return hook
 
@@ -96,7 +96,7 @@ def assert_uneven(spreads: list[float]) -> None:
 
 
 def weight(linear) -> np.ndarray:
-    return linear.weight.detach().double().numpy()
+    return linear.weight.detach().double().cpu().numpy()
 
 
 # ---- MiniLM --------------------------------------------------------------------------------------

@@ -142,7 +142,8 @@ def test_a_model_without_the_capturing_attention_is_refused(folders) -> None:
     from transformers import AutoModel
 
     model, _ = _pair("bert", folders)
-    plain = AutoModel.from_pretrained(folders["bert"], attn_implementation="sdpa").eval()
+    # on the loaded model's device, as Model.device promises: only the attention differs
+    plain = AutoModel.from_pretrained(folders["bert"], attn_implementation="sdpa").to(model.device).eval()
     other = dataclasses.replace(model, module=plain, lock=threading.Lock())
     with pytest.raises(EngineError, match="ap_capture"):
         engine.trace(other, TEXT)

@@ -34,6 +34,7 @@ from tests.hf_helpers import (
 )
 
 TRUNC_AT = 24
+CUDA_Z_ATOL = 5e-5  # z from a CUDA trace against the CPU reference: float32 GPU kernels sum in a different order
 
 SHORT = "The cat sat on the mat."
 ODD = "Héllo, wörld!! — naïve café… 東京 🙂 (x+y)² = z; «quotes» e\u0301 שלום <b>&amp;</b>"
@@ -219,7 +220,8 @@ def test_qkv_shapes_and_z_is_the_real_attention_output(pair: Pair) -> None:
             np.testing.assert_allclose(z_all[head], tr.z(layer, head), atol=1e-6)
         concat = torch.from_numpy(z_all.transpose(1, 0, 2).reshape(n, heads * d_head).copy())
         proj_in, proj_out = recorded[layer]
-        np.testing.assert_allclose(concat.numpy(), proj_in.numpy(), atol=ATOL, err_msg=f"layer {layer} z")
+        z_atol = ATOL if tr.device == "cpu" else CUDA_Z_ATOL
+        np.testing.assert_allclose(concat.numpy(), proj_in.numpy(), atol=z_atol, err_msg=f"layer {layer} z")
         proj = dict(pair.layers()[layer].named_modules())[OUT_PROJ[pair.family]]
         with torch.no_grad():
             np.testing.assert_allclose(proj(concat[None])[0].numpy(), proj_out.numpy(), atol=1e-4)

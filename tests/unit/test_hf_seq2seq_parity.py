@@ -96,7 +96,7 @@ def test_t5_relative_bias_is_captured_and_shared(loaded):
     # equal to T5's own bias for these lengths (buckets: far keys share one)
     attention = loaded["t5"].module.encoder.block[0].layer[0].SelfAttention
     with torch.no_grad():
-        want = attention.compute_bias(n, n, device=torch.device("cpu"))[0].numpy()
+        want = attention.compute_bias(n, n, device=loaded["t5"].device)[0].cpu().numpy()
     np.testing.assert_allclose(bias, want, atol=1e-6)
 
 
@@ -203,7 +203,7 @@ def test_positional_page_says_how_t5_and_rope_models_encode_positions(loaded, tm
     with pytest.raises(EngineError, match=r"learned bias b\(j − i\)"):
         position_table(loaded["t5"])
     bart = position_table(loaded["bart"])  # learned, after fairseq's offset of 2 rows
-    weight = loaded["bart"].module.model.encoder.embed_positions.weight.numpy()
+    weight = loaded["bart"].module.model.encoder.embed_positions.weight.detach().cpu().numpy()
     assert bart.kind == "learned" and bart.values.shape == (MAX_POS, 32)
     np.testing.assert_array_equal(bart.values, weight[2:])
     marian = position_table(loaded["marian"])  # fixed sinusoids: rebuilt by transformers' own init

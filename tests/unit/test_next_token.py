@@ -35,14 +35,15 @@ def tiny_gpt2(tmp_path_factory):
 
 
 def _reference(logits: torch.Tensor, t: float) -> np.ndarray:
-    return torch.softmax(logits.double() / t, dim=-1).numpy()
+    return torch.softmax(logits.double() / t, dim=-1).cpu().numpy()
 
 
 @pytest.mark.parametrize("t", TEMPERATURES)
 def test_own_decoder_equals_its_forward(stories, t):
     nt = next_token_logits(stories, STORY)
     assert nt.logits.dtype == np.float32 and nt.logits.shape == (len(stories.tokenizer),)
-    ids = torch.tensor([list(runner_for(stories).prepare(stories, STORY, causal=None, max_tokens=512).ids)])
+    ids = list(runner_for(stories).prepare(stories, STORY, causal=None, max_tokens=512).ids)
+    ids = torch.tensor([ids], device=stories.device)
     with torch.no_grad():
         ref = _reference(stories.module(ids)[0, -1], t)  # (V,)
     p = probabilities(nt.logits, t)

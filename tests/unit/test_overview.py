@@ -360,7 +360,8 @@ def test_gpt2_without_its_mask_needs_no_mask_tensor(tiny_gpt2, monkeypatch) -> N
     adapter = tiny_gpt2.adapter
     with torch.inference_mode(), tiny_gpt2.lock, recording() as rec:
         adapter.base(tiny_gpt2.module)(
-            input_ids=torch.tensor([list(trace.tokens.ids)]), attention_mask=torch.zeros(1, 1, n, n)
+            input_ids=torch.tensor([list(trace.tokens.ids)], device=tiny_gpt2.device),
+            attention_mask=torch.zeros(1, 1, n, n, device=tiny_gpt2.device),
         )
     np.testing.assert_allclose(trace.q(-1), rec.calls[-1][1].query, rtol=1e-5, atol=1e-5)
     causal = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.")

@@ -54,12 +54,12 @@ def test_trace_matches_the_models_own_pattern(stories):
     from engine.capture import capture
 
     tr = engine.trace(stories, "Tom saw Mia. He gave her a blue kite.")
-    ids = torch.tensor([tr.tokens.ids])
+    ids = torch.tensor([tr.tokens.ids], device=stories.device)
     names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(tr.n_layers)]
     with torch.no_grad(), capture(stories.module, names=names) as acts:
         stories.module(ids, attn_impl="explicit")
     for layer, name in enumerate(names):
-        np.testing.assert_allclose(tr.pattern(layer), acts[name][0].numpy(), atol=1e-5)
+        np.testing.assert_allclose(tr.pattern(layer), acts[name][0].cpu().numpy(), atol=1e-5)
 
 
 def test_unknown_words_and_truncation_are_reported(stories):

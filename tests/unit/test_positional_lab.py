@@ -197,12 +197,12 @@ def explicit_patterns(module: Transformer, ids: list[int], causal: bool) -> np.n
     """``[layer, head, n, n]`` from the model's explicit path, via plain torch forward hooks."""
     found: list[np.ndarray] = []
     handles = [
-        b.attn.hook_pattern.register_forward_hook(lambda _m, _i, out: found.append(out[0].numpy().copy()))
+        b.attn.hook_pattern.register_forward_hook(lambda _m, _i, out: found.append(out[0].cpu().numpy().copy()))
         for b in module.blocks
     ]
     try:
         with torch.no_grad():
-            module(torch.tensor([ids]), causal=causal, attn_impl="explicit")
+            module(torch.tensor([ids], device=next(module.parameters()).device), causal=causal, attn_impl="explicit")
     finally:
         for h in handles:
             h.remove()
@@ -252,5 +252,6 @@ def test_fresh_copies_leave_the_shared_model_alone() -> None:
     after = shared.module.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
     np.testing.assert_array_equal(
-        blind.blocks[0].attn.w_q.weight.numpy(), shared.module.blocks[0].attn.w_q.weight.numpy()
+        blind.blocks[0].attn.w_q.weight.detach().cpu().numpy(),
+        shared.module.blocks[0].attn.w_q.weight.detach().cpu().numpy(),
     )

@@ -319,9 +319,9 @@ def test_shipped_pattern_equals_hook_pattern(shipped, held_out):
     tr = engine.trace(shipped, held_out[0][0])
     names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(tr.attention.n_layers)]
     with torch.no_grad(), capture(shipped.module, names=names) as acts:
-        shipped.module(torch.from_numpy(tr.image)[None, None])
+        shipped.module(torch.from_numpy(tr.image)[None, None].to(shipped.device))
     for layer, name in enumerate(names):
-        np.testing.assert_allclose(tr.attention.pattern(layer), acts[name][0].numpy(), atol=1e-5)
+        np.testing.assert_allclose(tr.attention.pattern(layer), acts[name][0].cpu().numpy(), atol=1e-5)
 
 
 def test_the_digit_split_the_page_names_is_the_recipes():
