@@ -10,6 +10,8 @@ model allows) are drawn as an overview of block maxima with a zoom to exact cell
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import streamlit as st
 
@@ -280,9 +282,9 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
             seq2seq = family == "encoder-decoder"
             if presenting():  # one row: layer, head, block, then the display options' popover
                 columns = st.columns([1, 1, 2, 1] if seq2seq else [1, 1, 1], vertical_alignment="bottom")
-            else:
-                columns = [*st.columns([1, 1, 2] if seq2seq else [1, 1]), st.container()]
-            with columns[2] if seq2seq else st.container():
+            else:  # the display options follow the row in place (no container of their own: a block less per run)
+                columns = [*st.columns([1, 1, 2] if seq2seq else [1, 1]), contextlib.nullcontext()]
+            with columns[2] if seq2seq else contextlib.nullcontext():  # one block ("self"): pick_block draws nothing
                 block = pick_block(list(full.attention_blocks()), key=Explore.block)
             trace = services.attention_block(full, block)
         except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
