@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import services
+from app.components.pickers import open_head
 from app.state import Examples, K, current_text
 from engine.text import UNKNOWN_WORDS_LEAD
 
@@ -226,7 +227,7 @@ def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
     example = examples[index]
     st.session_state[K.text] = example.text
     if example.layer is not None:
-        st.session_state[K.layer], st.session_state[K.head] = example.layer, example.head
+        open_head(example.layer, example.head)
     st.session_state[Examples.applied] = (set_name, index)
     st.session_state[key] = None  # the picker is ready for the next choice (the same one again, too)
 

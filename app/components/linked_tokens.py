@@ -27,17 +27,22 @@ def focus() -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def set_focus(position: object) -> None:
+    """Highlight the token at ``position`` on every text page (None: none); read back through :func:`focus`."""
+    st.session_state[Look.focus] = position
+
+
 def focus_picker(strings: list[str] | tuple[str, ...], key_prefix: str) -> int | None:
     """The token picker above a page's maps; returns the highlighted position (None: none)."""
     n = len(strings)
     if focus() is not None and focus() >= n:  # a shorter sentence or another model
-        st.session_state[Look.focus] = None
+        set_focus(None)
     key = f"{key_prefix}_focus_pills" if n <= PILLS_MAX else f"{key_prefix}_focus_select"
     if st.session_state.get(key) != focus():  # the highlight picked on another page (or in the link)
         st.session_state[key] = focus()
 
     def picked() -> None:
-        st.session_state[Look.focus] = st.session_state.get(key)
+        set_focus(st.session_state.get(key))
 
     if n <= PILLS_MAX:
         st.pills(

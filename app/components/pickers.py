@@ -161,6 +161,12 @@ def load_model(model_id: str) -> ModelCard | None:
             return None
 
 
+def open_head(layer: int, head: int) -> None:
+    """Make ``layer`` / ``head`` the shared layer and head (a clicked tile, an example's measured head); the
+    pickers (:func:`layer_head`) keep them inside the model on their next run."""
+    st.session_state[K.layer], st.session_state[K.head] = layer, head
+
+
 def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
     """Layer and head selectboxes (shared keys, clamped to this model's size first)."""
     left, right = columns if columns is not None else st.columns(2)

@@ -35,6 +35,7 @@ from app.components.pickers import (
     causal_toggle,
     kv_sharing,
     layer_head,
+    open_head,
     page_tabs,
     pick_block,
     show_notices,
@@ -42,7 +43,7 @@ from app.components.pickers import (
 )
 from app.components.safe_text import quoted
 from app.components.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, presenting, tools
-from app.state import PERSIST, Heads, K, current_text
+from app.state import PERSIST, Heads, current_text
 from app.url_state import synced
 
 MAX_TOKENS_LIMIT = 16_384
@@ -55,7 +56,7 @@ def _select_clicked_head(n_layers: int, n_heads: int) -> None:
     """on_select callback of the model view: a clicked tile becomes the shared layer/head."""
     picked = clicked_in(Heads.model_view, n_layers, n_heads)
     if picked is not None:
-        st.session_state[K.layer], st.session_state[K.head] = picked
+        open_head(*picked)
 
 
 def model_view_section(ctx: HeadsContext) -> None:

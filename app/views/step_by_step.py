@@ -13,7 +13,7 @@ from app import services
 from app.components.examples import examples_picker
 from app.components.export import json_button, steps_record
 from app.components.guard import show_error
-from app.components.linked_tokens import focus
+from app.components.linked_tokens import focus, set_focus
 from app.components.pickers import (
     causal_toggle,
     layer_head,
@@ -27,7 +27,7 @@ from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
 from app.components.theme import controls as folded_controls
 from app.links import current_link
-from app.state import PERSIST, Look, Step, clamp, current_text
+from app.state import PERSIST, Step, clamp, current_text
 
 MAX_TOKENS_LIMIT = 1024
 
@@ -52,7 +52,7 @@ def pick_query(labels: list[str], strings, linked: bool = True) -> int:
 
     def share() -> None:
         if linked:
-            st.session_state[Look.focus] = st.session_state.get(Step.query)
+            set_focus(st.session_state.get(Step.query))
 
     query = st.selectbox(
         "Query token",
