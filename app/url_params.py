@@ -163,8 +163,8 @@ def _lesson_steps() -> int:
     import streamlit as st
 
     from app import services
-    from app.components.lesson_plan import STEPS
     from app.lesson_file import LessonFileError, read_lesson
+    from app.lesson_plan import STEPS
     from app.store import RoomError, StoreUnavailable
 
     lid = st.session_state.get(Lessons.lesson)

@@ -15,8 +15,8 @@ import streamlit as st
 from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
-from app.components.lesson_plan import Choice, Look, Predict, Step
 from app.components.safe_text import md
+from app.lesson_plan import Choice, Look, Predict, Step
 from app.state import Lessons
 
 

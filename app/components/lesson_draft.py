@@ -487,7 +487,7 @@ def _file_box(lesson: Lesson) -> None:
                 icon=":material/upload_file:",
             )
     left, right = st.columns(2)
-    from app.components.lesson_plan import LESSON  # the built-in lesson file, read once
+    from app.lesson_plan import LESSON  # the built-in lesson file, read once
 
     left.button(
         "Start from the built-in lesson",

@@ -116,7 +116,7 @@ def teacher_controls(code: str, token: str) -> None:
 
 
 def _pick(code: str, token: str) -> None:
-    from app.components.lesson_plan import LESSON
+    from app.lesson_plan import LESSON
 
     mine = draft()
     choices = {"builtin": f"{LESSON.title} (built in, {len(LESSON.steps)} steps)"}
@@ -137,7 +137,7 @@ def _pick(code: str, token: str) -> None:
 
 
 def _start(code: str, token: str) -> None:
-    from app.components.lesson_plan import LESSON
+    from app.lesson_plan import LESSON
 
     state = st.session_state
     pick = state.get(ROOM.lesson_pick) or "builtin"

@@ -2,7 +2,7 @@
 teachers write.
 
 The built-in lesson is a lesson file (``assets/lessons/attention-in-ten-steps.toml``, read by
-``app/lesson_file.py`` through ``app/components/lesson_plan.py``). Each step is a short text, links that open
+``app/lesson_file.py`` through ``app/lesson_plan.py``). Each step is a short text, links that open
 the page showing it in the right state (sentence, model, layer, head, tab) and a knowledge check; a few steps
 draw a small live chart inline, from the same services the pages use. The current step is
 ``st.session_state["lesson_step"]`` (1-based) and the URL's ``?lesson_step=k``, so a teacher can send the class
@@ -25,10 +25,10 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.knowledge_check import answers, is_right, knowledge_check
 from app.components.lesson_draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, open_tab, owned, use
-from app.components.lesson_plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
 from app.components.offline_pack import lesson_pack_buttons
 from app.components.safe_text import md
 from app.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
+from app.lesson_plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
 from app.links import open_page
 from app.state import PERSIST, Draft, Lessons, bounded, clamp
 from app.store import RoomError, StoreUnavailable

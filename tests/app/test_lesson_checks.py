@@ -16,8 +16,8 @@ from test_lesson_editor import LESSONS, add_view, downloads, draft, exported  # 
 from app import services
 from app.components.check_editor import kind_of
 from app.components.lesson_draft import WRITE_TAB
-from app.components.lesson_plan import LESSON
 from app.lesson_file import Choice, Lesson, Look, Predict, read_lesson, write_lesson
+from app.lesson_plan import LESSON
 from app.state import Draft
 from app.store.lessons import LessonStore
 from apptest_helpers import assert_clean, messages, open_page

@@ -162,7 +162,7 @@ def start_class() -> tuple[AppTest, str]:
 
 
 def test_a_lesson_runs_in_a_room_step_by_step():
-    from app.components.lesson_plan import STEPS
+    from app.lesson_plan import STEPS
 
     teacher, code = start_class()
     student = AppTest.from_file(str(APP), default_timeout=60)

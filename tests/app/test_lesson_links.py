@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.components.lesson_draft import TAKE_TAB
-from app.components.lesson_plan import STEPS
+from app.lesson_plan import STEPS
 from app.state import Draft, Lessons
 from apptest_helpers import APP, ROOT, assert_clean, open_page
 

@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app.components.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_SCORES, STEPS, Choice, Predict
+from app.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_SCORES, STEPS, Choice, Predict
 from apptest_helpers import APP, ROOT, assert_clean, decode, figures, messages, open_page
 
 N = len(STEPS)

@@ -86,7 +86,7 @@ def test_add_two_views_move_one_up_and_download_the_lesson(
 def test_a_lesson_runs_in_a_room_and_a_students_panel_follows(browser, tmp_path: Path, artifacts: Path):
     """The teacher starts the built-in lesson in a class and presses Next; a student's phone, on another page,
     shows each step (the panel polls the store every 2 s) and opens the step's view from its link."""
-    from app.components.lesson_plan import STEPS
+    from app.lesson_plan import STEPS
 
     n = len(STEPS)
     with running_app("e2e-lesson-room.log", {"AP_DATA_DIR": str(tmp_path / "data")}) as url:

@@ -102,7 +102,7 @@ def test_a_lesson_round_trips_through_its_file():
 
 
 def test_the_built_in_lesson_is_a_lesson_file_read_by_the_same_code():
-    from app.components.lesson_plan import BUILTIN_FILE, STEPS
+    from app.lesson_plan import BUILTIN_FILE, STEPS
 
     data = BUILTIN_FILE.read_bytes()
     lesson = read_lesson(data)  # every link value through its page's reader, every model in the catalog

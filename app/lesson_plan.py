@@ -41,7 +41,7 @@ __all__ = [
     "builtin_lesson",
 ]
 
-BUILTIN_FILE = Path(__file__).resolve().parents[2] / "assets" / "lessons" / "attention-in-ten-steps.toml"
+BUILTIN_FILE = Path(__file__).resolve().parents[1] / "assets" / "lessons" / "attention-in-ten-steps.toml"
 
 IT_SENTENCE = DEFAULT_TEXT  # "The animal didn't cross the street because it was too tired." (the "steps" demo)
 QKV_HEAD = (3, 1)  # MiniLM: "it" → "animal" (measured: 0.68, the next key 0.10); the "steps" demo's head
