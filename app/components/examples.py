@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app import services
-from app.components.pickers import open_head
-from app.state import Examples, K, current_text
+from app.components.pickers import open_head, use_text
+from app.state import Examples, current_text
 from engine.text import UNKNOWN_WORDS_LEAD
 
 
@@ -225,7 +225,7 @@ def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(examples):
         return  # cleared, or a value the picker never offered (forged)
     example = examples[index]
-    st.session_state[K.text] = example.text
+    use_text(example.text)
     if example.layer is not None:
         open_head(example.layer, example.head)
     st.session_state[Examples.applied] = (set_name, index)

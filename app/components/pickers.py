@@ -46,9 +46,15 @@ def long_example_text() -> str:
     return "\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026))
 
 
+def use_text(text: str) -> None:
+    """Make ``text`` the shared sentence of the text pages (an example, a long story, a trained model's probe);
+    call it before :func:`text_box` draws the box (a callback, or before switching page)."""
+    st.session_state[K.text] = text
+
+
 def _use_long_example(limit: int) -> None:
     """on_click of "Try a long text": the sentence becomes a long story and the token limit its maximum."""
-    st.session_state[K.text] = long_example_text()
+    use_text(long_example_text())
     st.session_state[K.max_tokens] = limit
 
 

@@ -17,6 +17,7 @@ from app import services
 from app.components import induction_section
 from app.components.charts import show_chart
 from app.components.guard import show_error
+from app.components.pickers import use_text
 from app.components.safe_text import md
 from app.components.theme import side_by_side
 from app.components.train_charts import (
@@ -375,7 +376,7 @@ def finished(p) -> None:
         trace = p.snapshots[-1].probe_trace
         st.session_state[K.model] = model_id
         st.session_state[K.hub_id] = ""
-        st.session_state[K.text] = " ".join(t for t in trace.tokens.strings if t != "<bos>")
+        use_text(" ".join(t for t in trace.tokens.strings if t != "<bos>"))
         st.switch_page("views/explore.py")
     right.download_button(
         "Download the model (safetensors + config JSON, zipped)",
