@@ -52,6 +52,7 @@ def test_type_a_captioner_folder_pick_a_head_and_click_a_patch(page: Page, capti
 
     # click the bottom-right patch of the 4×4 grid on the large map (number 15): its numbers are listed
     chart = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="α for word 0")
+    expect(chart).to_be_visible(timeout=REDRAW_MS)  # drawn again for the new head (a detached one failed once)
     chart.scroll_into_view_if_needed()
     area = chart.locator(".nsewdrag").first.bounding_box()
     assert area is not None
