@@ -19,6 +19,12 @@ Run from the repository root::
 
     python -m bench.bench_rerun                       # ~1 min
     python -m bench.bench_rerun --baseline 520ae35    # and the revision before the lecture-hall work
+    python -m bench.bench_rerun --profile             # py-spy on the server per case: where a rerun's time goes
+
+``--profile`` records the server with py-spy during each case only (after the students opened the page: no
+start-up, imports or model load in it) and prints the script threads' split per rerun (``bench.profile_split``);
+the raw files stay in ``test-artifacts/bench-rerun-CASE-*.raw``. py-spy stops the process for each sample, so a
+profiled run's CPU figures are not the benchmark's: take those from a run without it.
 
 It replaces the section "One rerun against its forward pass" of docs/BENCHMARKS.md (``--out PATH``).
 """
@@ -36,8 +42,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench import profile_split
 from bench.sentences import student_sentences
-from bench.serve import ROOT, checkout, footer, load_average, machine, running_server
+from bench.serve import LOGS, ROOT, checkout, footer, load_average, machine, running_server
 from bench.st_client import Session
 from bench.trace_report import _write_section
 
@@ -46,6 +53,7 @@ TEXT_LABEL = "Your text"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SETTLE_S = 0.25  # after script_finished: the server's last messages and clean-up are counted too
 IDLE_S = 3.0
+PROFILE_RATE = 250  # py-spy samples per second (a rerun is ~50 ms: 50/s would give a few samples each)
 MAX_TOKENS = 128  # Explore's default token limit
 
 
@@ -65,8 +73,9 @@ class Costs:
     failures: int = 0
 
 
-async def measure_server(url: str, pid: int, sentences: list[str], label: str) -> Costs:
-    """Open Explore twice (two students); student 1 types every sentence (misses), student 2 the same (hits)."""
+async def measure_server(url: str, pid: int, sentences: list[str], label: str, profile: bool = False) -> Costs:
+    """Open Explore twice (two students); student 1 types every sentence (misses), student 2 the same (hits).
+    ``profile``: py-spy records the server during each case (:func:`profiled`)."""
     costs = Costs(label)
     students = [Session(url, timeout_s=120), Session(url, timeout_s=120)]
     try:
@@ -82,6 +91,11 @@ async def measure_server(url: str, pid: int, sentences: list[str], label: str) -
         await asyncio.sleep(IDLE_S)
         idle_rate = (cpu_s(pid) - before) / (time.perf_counter() - start)
         for case, session, box in (("miss", students[0], boxes[0]), ("hit", students[1], boxes[1])):
+            spy = profile_split.PySpy(
+                {pid: "server"}, LOGS, f"bench-rerun-{case}", 60 + 5 * len(sentences), rate=PROFILE_RATE
+            )
+            if profile:
+                spy.start()
             for text in sentences:
                 before, start = cpu_s(pid), time.perf_counter()
                 run = await session.rerun({box: text})
@@ -92,10 +106,25 @@ async def measure_server(url: str, pid: int, sentences: list[str], label: str) -
                     continue
                 costs.cpu[case].append(max(0.0, cpu_s(pid) - before - idle_rate * elapsed))
                 costs.wall[case].append(run.seconds)
+            if profile:
+                profiled(spy, f"{label}, {case}", len(sentences))
     finally:
         for session in students:
             await session.close()
     return costs
+
+
+def profiled(spy: profile_split.PySpy, title: str, reruns: int) -> None:
+    """Stop ``spy`` and print where the script threads' samples went, per rerun."""
+    recordings = spy.stop()
+    written = [rec.path for rec in recordings if rec.problem is None]
+    for rec in recordings:
+        if rec.problem:
+            print(f"--profile ({title}): {rec.problem} (log {rec.log_path})", flush=True)
+    if written:
+        wall = max(rec.wall_s for rec in recordings if rec.problem is None)
+        report = profile_split.report(profile_split.split(written), reruns, spy.rate, wall)
+        print(f"### py-spy, {title}: {reruns} reruns\n{report}", flush=True)
 
 
 def forward_cpu(sentences: list[str], repeats: int) -> list[float]:
@@ -165,6 +194,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="forward passes per sentence (median)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--baseline", metavar="REV", help="also measure a server of git revision REV")
+    parser.add_argument("--profile", action="store_true", help="py-spy on the server per case (slows it: see above)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     return parser.parse_args(argv)
 
@@ -180,11 +210,13 @@ def main(argv: list[str] | None = None) -> None:
     }
     results = []
     with running_server("streamlit", "bench-rerun.log") as server:
-        results.append(asyncio.run(measure_server(server.url, server.pid, sentences, "this revision")))
+        results.append(asyncio.run(measure_server(server.url, server.pid, sentences, "this revision", args.profile)))
     if args.baseline:
         with checkout(args.baseline) as (folder, sha):
             with running_server("streamlit", "bench-rerun-baseline.log", root=folder) as server:
-                results.append(asyncio.run(measure_server(server.url, server.pid, sentences, f"baseline {sha}")))
+                results.append(
+                    asyncio.run(measure_server(server.url, server.pid, sentences, f"baseline {sha}", args.profile))
+                )
     forward = forward_cpu(sentences, args.repeats)
     context["load_after"] = load_average()
     text = section(results, forward, args, context)
