@@ -2,7 +2,8 @@
 
 A browser dropped a widget's value when its page was left (the next page showed the token limit at its
 minimum and an empty sentence); AppTest does not reproduce that, so this is checked in Chromium: the token
-limit, layer and head chosen on Explore are the ones Heads and Step by step open with.
+limit, layer and head chosen on Explore are the ones Heads and Step by step open with; and the sidebar's presenter
+mode, compact view and download format (drawn by the entry point on every page) chosen on one page hold on the next.
 """
 
 from __future__ import annotations
@@ -69,3 +70,30 @@ def test_shared_controls_follow_the_sidebar_to_other_pages(page: Page, app_url: 
         expect(page.get_by_role("combobox", name="Layer").first).to_have_value("2")
         expect(page.get_by_role("combobox", name="Head").first).to_have_value("3")
         expect_no_exception(page)
+
+
+def test_the_sidebar_look_follows_the_sidebar_to_other_pages(page: Page, app_url: str):
+    """Presenter mode, compact view and the chart-download format are drawn by the entry point on every page
+    (``theme.init_presenter``, without ``persist_state``): a page switch keeps what was chosen."""
+    page.goto(f"{app_url}/positional")
+    expect(page.get_by_role("heading", name="Positional encodings", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    toggles = sidebar.locator('[data-testid="stCheckbox"]')
+    choices = (  # (what shows the choice, what is clicked to make it)
+        (sidebar.get_by_role("radio", name="SVG"), sidebar.get_by_role("radio", name="SVG")),
+        (sidebar.get_by_role("switch", name="Compact view"), toggles.get_by_text("Compact view", exact=True)),
+        (sidebar.get_by_role("switch", name="Presenter mode"), toggles.get_by_text("Presenter mode", exact=True)),
+    )
+    for choice, control in choices:
+        expect(choice).not_to_be_checked()
+        control.click()
+        expect(choice).to_be_checked(timeout=REDRAW_MS)
+        expect_idle(page)
+    page.get_by_test_id("stExpandSidebarButton").click()  # presenter mode folds the sidebar away
+    sidebar.locator('[data-testid="stSidebarNav"]').get_by_text("Scaling", exact=True).click()
+    expect(page.get_by_role("heading", name="Scaling laws, in miniature", level=1)).to_be_visible(timeout=REDRAW_MS)
+    expect_idle(page)
+    for choice, _ in choices:
+        expect(choice).to_be_checked(timeout=REDRAW_MS)
+    expect_no_exception(page)
