@@ -7,10 +7,27 @@ in one place (``tests/unit/test_state_keys.py`` lists the moved files and fails 
 Widgets are created with ``key=K.*`` and ``persist_state="session"`` (a value survives a page
 switch). The URL carries them through ``app.url_state`` (the table of parameters: ``app/url_params.py``),
 not through ``bind="query-params"``.
+
+Writes that are not a user's action go through the helpers at the end of this module, one per idiom
+(``tests/unit/test_state_keys.py`` fails on a default written in place elsewhere):
+
+- :func:`default` / :func:`defaults`: the value a key starts a session with (set once, then left to the
+  user, a link, a widget); :func:`default_from` when the value must be made (read from the link or the
+  browser, a random id, a store lookup) and only once.
+- :func:`choose`: a choice among fixed options; a value that is none of them (a forged link, an old session, a
+  model that went away) becomes the first option or a given fallback.
+- :func:`clamp`: a number inside ``[low, high]`` (a layer after a model switch), with the value a session
+  starts with; :func:`bounded` is the same check on a value without writing it.
+- :func:`settle`: put a computed value in before its widget is drawn, writing only a change.
+- :func:`keep`: write a widget's value back to itself on every run, for the keys measured to need it.
+
+What a page still writes itself is what a user did (a callback storing a click, a button's result, an error
+to show once).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import streamlit as st
@@ -536,12 +553,64 @@ def init() -> None:
     lost the layer picked on Explore and Explore's in-app link to Positional stopped writing the tab it
     opened (measured with ``tests/e2e/test_page_switch_e2e.py`` and ``test_share_link_e2e.py``, issue 20).
     """
-    for key, value in DEFAULTS.items():
-        if key not in st.session_state:
-            st.session_state[key] = value
+    defaults(DEFAULTS)
     for key in (*DEFAULTS, K.text, K.causal):
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+        keep(key)
+
+
+def default(key: str, value: Any) -> Any:
+    """Give ``key`` the value a session starts with: written only while the session has no value for it, so a
+    user's choice, a link's value or a widget's own value is never overwritten. Returns the session's value.
+
+    Use it for a constant (or cheap) value; :func:`default_from` when making the value costs something or must
+    happen once (a lookup, a random id); :func:`clamp` or :func:`choose` when the value must also stay inside
+    bounds or options (they take the start value too).
+    """
+    if key not in st.session_state:
+        st.session_state[key] = value
+    return st.session_state[key]
+
+
+def defaults(values: Mapping[str, Any]) -> None:
+    """:func:`default` for each key of ``values`` (a page's ``DEFAULTS`` table)."""
+    for key, value in values.items():
+        default(key, value)
+
+
+def default_from(key: str, make: Callable[[], Any]) -> Any:
+    """:func:`default` with a value made by ``make()``, called only while the session has no value for ``key``
+    (reading the link or the browser's cookie, a random id, the first query token of a sentence)."""
+    if key not in st.session_state:
+        st.session_state[key] = make()
+    return st.session_state[key]
+
+
+_FIRST = object()
+
+
+def choose(key: str, options: Collection[Any], fallback: Any = _FIRST) -> Any:
+    """Keep a choice among ``options`` before its widget is drawn: a value that is none of them (a forged link,
+    an old session, a model or block this one does not have, nothing yet) becomes ``fallback``, by default the
+    first option. Returns the session's value.
+
+    Use it for radios, select boxes and segmented controls with fixed options; :func:`clamp` for a number in
+    a range.
+    """
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = [*options][0] if fallback is _FIRST else fallback
+    return st.session_state[key]
+
+
+def keep(key: str, convert: Callable[[Any], Any] | None = None) -> None:
+    """Write ``key``'s value back to itself (through ``convert``: ``bool``), when the session has one.
+
+    Streamlit dropped some widgets' values when the page that drew them was left, even with
+    ``persist_state="session"`` (see :func:`init`); this write keeps them. Use it only for a key measured to
+    need it: every write re-sends the value to the browser (see :func:`settle`).
+    """
+    if key in st.session_state:
+        value = st.session_state[key]
+        st.session_state[key] = convert(value) if convert is not None else value
 
 
 def bounded(value: Any, low: int, high: int) -> int:
@@ -564,9 +633,13 @@ def settle(key: str, value: Any) -> Any:
     return value
 
 
-def clamp(key: str, low: int, high: int) -> int:
-    """Keep a setting inside ``[low, high]`` before its widget is drawn (e.g. a layer after a model switch)."""
-    return settle(key, bounded(st.session_state.get(key, low), low, high))
+def clamp(key: str, low: int, high: int, start: Any = None) -> int:
+    """Keep a setting inside ``[low, high]`` before its widget is drawn (e.g. a layer after a model switch).
+
+    ``start``: the value a session starts with (``low`` when None); a preset or stale value outside the bounds
+    (an old session, a forged link) is clamped here, server-side, instead of failing in the widget.
+    """
+    return settle(key, bounded(st.session_state.get(key, low if start is None else start), low, high))
 
 
 def current_text() -> str:

@@ -24,7 +24,7 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import safe_label
 from app.components.safe_text import md
-from app.state import PERSIST, Explore, bounded
+from app.state import PERSIST, Explore, bounded, choose
 from engine.families import text_families
 
 MAX_LAYERS, MAX_HEADS = 128, 128  # server-side bounds on what the page passes in
@@ -66,8 +66,7 @@ def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[s
     """The selection widgets; returns the sorted ``(block, layer, head|None)`` tuple and keep-only flag."""
     block = "self"
     if family == "encoder-decoder":
-        if st.session_state.get(Explore.ablation_block) not in BLOCKS:
-            st.session_state[Explore.ablation_block] = "cross"
+        choose(Explore.ablation_block, BLOCKS, "cross")
         block = (
             st.segmented_control(
                 "Attention block",

@@ -20,7 +20,7 @@ from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
 from app.components.rollout_controls import discard_rule_picker, discard_sentence
 from app.components.theme import side_by_side
-from app.state import PERSIST, Heads, bounded, clamp
+from app.state import PERSIST, Heads, bounded, clamp, defaults
 from engine import AttentionTrace
 
 PAIR_A = "The animal didn't cross the street because it was too tired."
@@ -103,14 +103,11 @@ def shared_top(*maps: np.ndarray) -> float:
 def _head_picker(title: str, prefix: str, n_layers: int, n_heads: int, default: tuple[int, int]) -> tuple[int, int]:
     st.markdown(f"**{title}**")
     left, right = st.columns(2)
-    for key, value in ((f"{prefix}_layer", default[0]), (f"{prefix}_head", default[1])):
-        if key not in st.session_state:
-            st.session_state[key] = value
     with left:
-        clamp(f"{prefix}_layer", 0, n_layers - 1)
+        clamp(f"{prefix}_layer", 0, n_layers - 1, start=default[0])
         layer = st.selectbox("Layer", range(n_layers), key=f"{prefix}_layer", **PERSIST)
     with right:
-        clamp(f"{prefix}_head", 0, n_heads - 1)
+        clamp(f"{prefix}_head", 0, n_heads - 1, start=default[1])
         head = st.selectbox("Head", range(n_heads), key=f"{prefix}_head", **PERSIST)
     return int(layer), int(head)
 
@@ -177,9 +174,7 @@ def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace
 
 def sentence_pair(ctx: HeadsContext) -> None:
     """The chosen head on sentences A and B; their difference B − A when the tokens line up."""
-    for key, value in ((Heads.text_a, PAIR_A), (Heads.text_b, PAIR_B)):
-        if key not in st.session_state:
-            st.session_state[key] = value
+    defaults({Heads.text_a: PAIR_A, Heads.text_b: PAIR_B})
     left, right = st.columns(2)
     with left:
         text_a = st.text_input("Sentence A", key=Heads.text_a, max_chars=2000, **PERSIST)

@@ -22,7 +22,7 @@ from app.components.job_status import follow
 from app.components.theme import side_by_side
 from app.components.train_charts import _lines as lines_chart
 from app.components.train_charts import attention_grid
-from app.state import Train
+from app.state import Train, defaults
 
 SCORES = {
     "prefix_matching": (
@@ -260,8 +260,7 @@ def start() -> None:
 
 def live_controls() -> None:
     options = services.induction_options()
-    for name, value in (("steps", options["steps"]), ("lr", options["lr"]), ("seed", 0)):
-        st.session_state.setdefault(key(name), value)
+    defaults({key("steps"): options["steps"], key("lr"): options["lr"], key("seed"): 0})
     a, b, c, d = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
     a.number_input(
         "Steps",

@@ -17,14 +17,12 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.lesson_plan import Choice, Look, Predict, Step
-from app.state import Lessons
+from app.state import Lessons, default
 
 
 def answers() -> dict[str, int]:
     """This session's answers (created empty on first use)."""
-    if Lessons.answers not in st.session_state:
-        st.session_state[Lessons.answers] = {}
-    return st.session_state[Lessons.answers]
+    return default(Lessons.answers, {})
 
 
 def _record(step_id: str, key: str) -> None:

@@ -15,7 +15,7 @@ import streamlit as st
 
 from app.components.charts import ReadyFigure, with_shapes
 from app.figure_data.attention_maps import MapData
-from app.state import PERSIST, Look
+from app.state import PERSIST, Look, settle
 
 FOCUS_COLOR = "#e8590c"  # orange: apart from the blue scale and the grey mask
 PILLS_MAX = 40  # more tokens than this: the select box only
@@ -38,8 +38,7 @@ def focus_picker(strings: list[str] | tuple[str, ...], key_prefix: str) -> int |
     if focus() is not None and focus() >= n:  # a shorter sentence or another model
         set_focus(None)
     key = f"{key_prefix}_focus_pills" if n <= PILLS_MAX else f"{key_prefix}_focus_select"
-    if st.session_state.get(key) != focus():  # the highlight picked on another page (or in the link)
-        st.session_state[key] = focus()
+    settle(key, focus())  # the highlight picked on another page (or in the link)
 
     def picked() -> None:
         set_focus(st.session_state.get(key))

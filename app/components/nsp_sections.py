@@ -22,6 +22,7 @@ from app.components.heatmap import attention_heatmap
 from app.components.job_status import follow
 from app.components.theme import side_by_side
 from app.state import Pretraining as P
+from app.state import default
 from app.url_params import FINETUNE_LRS
 
 SHARES = ("sentence A", "sentence B", "[CLS] and [SEP]")  # engine.training.nsp.SHARES, the page's names
@@ -61,7 +62,7 @@ def next_sentence() -> None:
     _examples()
     left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
     with left:
-        st.session_state.setdefault(P.nsp_steps, 300)
+        default(P.nsp_steps, 300)
         steps = st.slider(
             "Steps",
             50,
@@ -71,7 +72,7 @@ def next_sentence() -> None:
             help="Training steps of 32 pairs each (a few seconds to a minute).",
         )
     with right:
-        st.session_state.setdefault(P.nsp_lr, 1e-3)
+        default(P.nsp_lr, 1e-3)
         lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.nsp_lr, format_func=lambda x: f"{x:g}")
     with button:
         pressed = st.button("Fine-tune on NSP", type="primary", icon=":material/model_training:", key=P.nsp_go)

@@ -35,7 +35,7 @@ from app.components.offline_figures import page_figures
 from app.lesson_file import Choice, Lesson, Link, Look, Predict, Step
 from app.offline_html import Chart, Note, PackStep, render
 from app.routes import PAGES
-from app.state import Offline
+from app.state import Offline, default
 
 PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
 MAX_CHART_CHARS = 40_000_000  # the charts' JSON in one pack at most (~160 maps of 256² cells); later ones: a note
@@ -240,7 +240,7 @@ def pack_buttons(
         build: makes the HTML, reporting through the progress function it is given.
         build_label, download_label: the two buttons' labels; name: the file's name.
     """
-    kept: dict = st.session_state.setdefault(Offline.built, {})
+    kept: dict = default(Offline.built, {})
     if st.button(
         build_label,
         key=f"{Offline.build}{place}",

@@ -13,7 +13,7 @@ from app import services
 from app.components.charts import set_source
 from app.components.guard import busy, show_error
 from app.components.safe_text import md, quoted
-from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, clamp, current_text
+from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, choose, clamp, current_text, settle
 from app.url_state import hidden
 from engine.families import hub_labels, text_families
 from engine.text import quote_input
@@ -70,8 +70,7 @@ def pick_model(families: frozenset[str] | None = None) -> str:
     families = text_families() if families is None else families
     specs = [s for s in (*services.session_models(), *services.list_models()) if s.family in families]
     by_id = {s.id: s for s in specs}
-    if st.session_state.get(K.model) not in by_id:
-        st.session_state[K.model] = specs[0].id
+    choose(K.model, by_id)  # the first spec's id
 
     def label(model_id: str) -> str:
         spec = by_id[model_id]
@@ -191,8 +190,7 @@ def pick_block(blocks: list[str], key: str = Heads.block) -> str:
     encoder, decoder or cross-attention; the only block ("self") of an encoder or decoder, with no widget."""
     if len(blocks) <= 1:
         return blocks[0] if blocks else "self"
-    if st.session_state.get(key) not in blocks:
-        st.session_state[key] = blocks[0]
+    choose(key, blocks)
     if hidden("block"):
         return st.session_state[key]
     return st.selectbox(
@@ -263,7 +261,7 @@ def causal_toggle(model_id: str, default: bool) -> bool:
     if st.session_state.get(K.causal_for) != model_id:
         st.session_state[K.causal] = bool(default)
         st.session_state[K.causal_for] = model_id
-    st.session_state[K.causal_default] = bool(default)  # a link names the mask only when it differs from this
+    settle(K.causal_default, bool(default))  # a link names the mask only when it differs from this
     if hidden("causal"):
         return bool(st.session_state.get(K.causal, default))
     own = "on" if default else "off"

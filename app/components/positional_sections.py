@@ -16,7 +16,7 @@ from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
 from app.components.safe_text import md
 from app.components.theme import side_by_side
-from app.state import PERSIST, Positional, bounded, settle
+from app.state import PERSIST, Positional, bounded, choose, clamp, default, settle
 
 D_HEADS = [4, 8, 16, 32, 64, 128]
 ROPE_POSITIONS = 64
@@ -24,15 +24,6 @@ ROPE_STARTS = (0, 1, 5, 12, 20, 33, 40)
 DEFAULT_STORY = "Lily found a red ball. She gave it to Tom. Tom was happy."
 BLIND_MAX_TOKENS = 32
 HALF_PX = 340  # a half-width column at a 1280 px window (sidebar open): the maps' labels are thinned for it
-
-
-def ensure(key: str, default: int, low: int, high: int) -> int:
-    """Give a page-local numeric setting its default, kept inside ``[low, high]``, before its widget is drawn.
-
-    Widgets then take their value from session state (no ``value=`` argument), so a preset or stale value
-    outside the bounds (an old session, a hand-made state) is clamped server-side instead of failing.
-    """
-    return settle(key, bounded(st.session_state.get(key, default), low, high))
 
 
 @st.fragment
@@ -48,23 +39,22 @@ def rope_section() -> None:
     )
     cols = st.columns(4)
     with cols[0]:
-        if st.session_state.get(Positional.rope_d) not in D_HEADS:
-            st.session_state[Positional.rope_d] = 16
+        choose(Positional.rope_d, D_HEADS, 16)
         st.select_slider("d_head", D_HEADS, key=Positional.rope_d, **PERSIST)
     d_head = st.session_state[Positional.rope_d] if st.session_state[Positional.rope_d] in D_HEADS else 16
     with cols[1]:
-        ensure(Positional.rope_pair, 0, 0, d_head // 2 - 1)
+        clamp(Positional.rope_pair, 0, d_head // 2 - 1)
         st.slider("Pair i (frequency)", 0, d_head // 2 - 1, key=Positional.rope_pair, **PERSIST)
     with cols[2]:
-        ensure(Positional.rope_m, 3, 0, ROPE_POSITIONS - 1)
+        clamp(Positional.rope_m, 0, ROPE_POSITIONS - 1, start=3)
         st.slider("Query position m", 0, ROPE_POSITIONS - 1, key=Positional.rope_m, **PERSIST)
     with cols[3]:
-        ensure(Positional.rope_n, 1, 0, ROPE_POSITIONS - 1)
+        clamp(Positional.rope_n, 0, ROPE_POSITIONS - 1, start=1)
         st.slider("Key position n", 0, ROPE_POSITIONS - 1, key=Positional.rope_n, **PERSIST)
     pair = bounded(st.session_state.get(Positional.rope_pair), 0, d_head // 2 - 1)
     m = bounded(st.session_state.get(Positional.rope_m), 0, ROPE_POSITIONS - 1)
     n = bounded(st.session_state.get(Positional.rope_n), 0, ROPE_POSITIONS - 1)
-    ensure(Positional.rope_k, 2, -20, 20)
+    clamp(Positional.rope_k, -20, 20, start=2)
     st.number_input("Offset k for the table (key at p + k)", -20, 20, key=Positional.rope_k, **PERSIST)
     k = bounded(st.session_state.get(Positional.rope_k), -20, 20)
     starts = tuple(p for p in ROPE_STARTS if p + k >= 0)
@@ -111,11 +101,11 @@ def alibi_section() -> None:
     )
     cols = st.columns([1, 1, 2, 1])
     with cols[0]:
-        ensure(Positional.alibi_heads, 8, 1, 16)
+        clamp(Positional.alibi_heads, 1, 16, start=8)
         st.slider("Heads H", 1, 16, key=Positional.alibi_heads, **PERSIST)
     n_heads = bounded(st.session_state.get(Positional.alibi_heads), 1, 16)
     with cols[1]:
-        ensure(Positional.alibi_len, 12, 2, 48)
+        clamp(Positional.alibi_len, 2, 48, start=12)
         st.slider("Length", 2, 48, key=Positional.alibi_len, **PERSIST)
     n_pos = bounded(st.session_state.get(Positional.alibi_len), 2, 48)
     with cols[2]:
@@ -125,7 +115,7 @@ def alibi_section() -> None:
         settle(Positional.alibi_show, chosen or [0])
         st.multiselect("Heads to draw", list(range(n_heads)), key=Positional.alibi_show, max_selections=8, **PERSIST)
     with cols[3]:
-        st.session_state.setdefault(Positional.alibi_causal, True)
+        default(Positional.alibi_causal, True)
         causal = bool(
             st.toggle(
                 "Causal mask",
@@ -168,11 +158,11 @@ def order_section() -> None:
         "model is never changed): one with its learned positions, one with **no** positional encoding. "
         "Then we shuffle the words and compare the attention patterns."
     )
-    st.session_state.setdefault(Positional.blind_text, DEFAULT_STORY)
+    default(Positional.blind_text, DEFAULT_STORY)
     st.text_input("Sentence (story words work best)", key=Positional.blind_text, max_chars=2000, **PERSIST)
     cols = st.columns(4)
     with cols[0]:
-        ensure(Positional.blind_seed, 1, 0, 9999)
+        clamp(Positional.blind_seed, 0, 9999, start=1)
         st.number_input("Shuffle number", 0, 9999, key=Positional.blind_seed, **PERSIST)
     seed = bounded(st.session_state.get(Positional.blind_seed), 0, 9999)
     try:
@@ -187,10 +177,10 @@ def order_section() -> None:
         st.info(md(notice))
     n_layers, n_heads = result.runs[0].original.shape[:2]
     with cols[1]:
-        ensure(Positional.blind_layer, 0, 0, n_layers - 1)
+        clamp(Positional.blind_layer, 0, n_layers - 1)
         layer = st.selectbox("Layer", range(n_layers), key=Positional.blind_layer, **PERSIST)
     with cols[2]:
-        ensure(Positional.blind_head, 0, 0, n_heads - 1)
+        clamp(Positional.blind_head, 0, n_heads - 1)
         head = st.selectbox("Head", range(n_heads), key=Positional.blind_head, **PERSIST)
     names = [run.name for run in result.runs]
     with cols[3]:

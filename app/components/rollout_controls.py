@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.state import PERSIST
+from app.state import PERSIST, choose
 from engine.analysis.rollout import DISCARD_RULES
 
 DEFAULT_RULE = "all-off-diagonal"
@@ -24,8 +24,7 @@ def discard_rule_picker(key: str, class_token: str) -> str:
         key: the session-state key.
         class_token: how the page names position 0 ("`[CLS]`", "the first token"), in markdown.
     """
-    if st.session_state.get(key) not in DISCARD_RULES:
-        st.session_state[key] = DEFAULT_RULE
+    choose(key, DISCARD_RULES, DEFAULT_RULE)
     st.radio(
         "Discard rule",
         list(DISCARD_RULES),

@@ -29,7 +29,7 @@ from typing import Any
 
 import plotly.colors
 
-from app.state import Look
+from app.state import Look, choose, default_from
 
 PHONE_WORDS = ("iphone", "android", "mobile", "ipod", "windows phone")  # User-Agents of phones (and small tablets)
 DOWNLOAD_FORMATS = ("png", "svg")
@@ -238,24 +238,26 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
     return spec
 
 
+def _phone_browser() -> bool:
+    """Whether this session's browser is a phone's (from its User-Agent)."""
+    import streamlit as st
+
+    try:
+        agent = st.context.headers.get("User-Agent")
+    except Exception:  # noqa: BLE001 — Streamlit's context without a browser (AppTest): not a phone
+        agent = None
+    return is_phone(agent)
+
+
 def init_presenter() -> bool:
     """Run by the entry point: presenter mode from ``?present=1`` on load, a sidebar toggle, and the
     chart-download setting. Returns whether presenter mode is on."""
     import streamlit as st
 
-    if Look.present not in st.session_state:  # the link decides on load; the toggle after that
-        st.session_state[Look.present] = presenting_link()
-    st.session_state[Look.present] = bool(st.session_state[Look.present])  # kept when a page is left
-    if Look.compact not in st.session_state:  # a phone's browser decides on load; the toggle after that
-        try:
-            agent = st.context.headers.get("User-Agent")
-        except Exception:  # noqa: BLE001 — Streamlit's context without a browser (AppTest): not a phone
-            agent = None
-        st.session_state[Look.compact] = is_phone(agent)
-    st.session_state[Look.compact] = bool(st.session_state[Look.compact])
-    if st.session_state.get(Look.download) not in DOWNLOAD_FORMATS:  # new session, or the choice clicked off
-        st.session_state[Look.download] = "png"
-    st.session_state[Look.download] = st.session_state[Look.download]
+    # drawn here on every page, so a page switch keeps them with no write-back (tests/e2e/test_page_switch_e2e.py)
+    default_from(Look.present, presenting_link)  # the link decides on load; the toggle after that
+    default_from(Look.compact, _phone_browser)  # a phone's browser decides on load; the toggle after that
+    choose(Look.download, DOWNLOAD_FORMATS)  # new session, or the choice clicked off: PNG
     with st.sidebar:
         st.toggle(
             "Presenter mode",

@@ -37,7 +37,7 @@ import streamlit as st
 import engine
 import engine.registry
 from app.services.request import TraceRequest
-from app.state import K
+from app.state import K, default_from
 from engine import AttentionTrace, EngineError, ModelSpec
 from engine.cache import TraceCache
 from engine.memory import release_memory_soon
@@ -386,8 +386,6 @@ _PUBLISHED_LOCK = threading.Lock()
 
 def session_id() -> str:
     """A random id for this browser session (kept in session state)."""
-    if K.session_id not in st.session_state:
-        import uuid
+    import uuid
 
-        st.session_state[K.session_id] = uuid.uuid4().hex
-    return st.session_state[K.session_id]
+    return default_from(K.session_id, lambda: uuid.uuid4().hex)

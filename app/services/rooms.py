@@ -18,7 +18,7 @@ import streamlit as st
 from app.services.core import get_trace, list_models, session_id
 from app.services.heads import attention_block
 from app.services.request import TraceRequest
-from app.state import ROOM
+from app.state import ROOM, default_from
 from app.store import RoomError, Store, get_store
 from app.store.lessons import LessonStore
 from app.store.rooms import MAX_OPTIONS
@@ -50,11 +50,12 @@ def browser_id() -> str:
     starts one), so a reload, a new tab or a move to another worker keeps the same student, its answers and
     its rate-limit counts. A forged cookie is only ever an id: it is checked against :data:`BROWSER_ID_RE`.
     """
-    state = st.session_state
-    if ROOM.browser not in state:
+
+    def from_cookie() -> str:
         cookie = st.context.cookies.get(BROWSER_COOKIE)
-        state[ROOM.browser] = cookie if isinstance(cookie, str) and BROWSER_ID_RE.fullmatch(cookie) else session_id()
-    return state[ROOM.browser]
+        return cookie if isinstance(cookie, str) and BROWSER_ID_RE.fullmatch(cookie) else session_id()
+
+    return default_from(ROOM.browser, from_cookie)
 
 
 def browser_cookie_missing() -> bool:

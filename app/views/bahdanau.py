@@ -17,7 +17,7 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.theme import side_by_side
-from app.state import PERSIST, Bahdanau, clamp
+from app.state import PERSIST, Bahdanau, clamp, default
 
 TEXT, VARIANT, EXAMPLE, TF_LAYER, TF_HEAD = (
     Bahdanau.text,
@@ -44,8 +44,7 @@ def _set_text(sentence: str) -> None:
 
 def inputs() -> tuple[str, str]:
     """The sentence, the example picker, the vocabulary and the attention variant; returns ``(text, variant)``."""
-    if TEXT not in st.session_state:
-        st.session_state[TEXT] = DEFAULT_TEXT
+    default(TEXT, DEFAULT_TEXT)
     vocab = services.bahdanau_vocabulary()
     left, right = st.columns([3, 2])
     with left:

@@ -24,7 +24,7 @@ from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
 from app.components.vit_figures import square_at
 from app.links import open_page
-from app.state import PERSIST, Bahdanau, Captions, bounded, clamp
+from app.state import PERSIST, Bahdanau, Captions, bounded, choose, clamp, default, defaults
 from engine.corpora import scenes
 from engine.families import hub_labels
 
@@ -39,9 +39,7 @@ BAHDANAU_SENTENCE = "the red car is fast"
 
 def _defaults() -> None:
     """Defaults once per session; a choice that is not one of its options (a forged value) goes back to its default."""
-    for key, value in {**Captions.DEFAULTS, **Captions.DRAW_DEFAULTS}.items():
-        if key not in st.session_state:
-            st.session_state[key] = value
+    defaults({**Captions.DEFAULTS, **Captions.DRAW_DEFAULTS})
     choices = {**Captions.OPTIONS, Captions.count: (1, 2)}
     for i, (shape, colour, size, row, col) in enumerate(Captions.DRAWING):
         for prefix, value, options in (
@@ -49,14 +47,12 @@ def _defaults() -> None:
             (Captions.colour, colour, COLOURS),
             (Captions.size, size, SIZES),
         ):
-            st.session_state.setdefault(f"{prefix}{i}", value)
+            default(f"{prefix}{i}", value)
             choices[f"{prefix}{i}"] = options
         for prefix, value in ((Captions.row, row), (Captions.col, col)):
-            st.session_state.setdefault(f"{prefix}{i}", value)
-            clamp(f"{prefix}{i}", 0, SIDE - 1)
+            clamp(f"{prefix}{i}", 0, SIDE - 1, start=value)
     for key, options in choices.items():
-        if st.session_state.get(key) not in options:
-            st.session_state[key] = options[0]
+        choose(key, options)
 
 
 def _option(key: str, options) -> str:
@@ -160,8 +156,7 @@ def pick_decoding() -> int:
 def pick_model_id() -> str:
     specs = [s for s in services.list_models() if s.family == "captioner"]
     ids = [s.id for s in specs] or [services.CAPTION_MODEL]
-    if st.session_state.get(Captions.model) not in ids:
-        st.session_state[Captions.model] = ids[0]
+    choose(Captions.model, ids)
     labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
     st.selectbox(
         "Model",
@@ -186,11 +181,9 @@ def pick_model_id() -> str:
 
 def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
     """A pretrained captioner's decoder layer (default: the last) and head (or the mean over heads)."""
-    if st.session_state.get(Captions.layer) not in range(layers):
-        st.session_state[Captions.layer] = layers - 1
+    choose(Captions.layer, range(layers), fallback=layers - 1)
     options = [Captions.MEAN_HEADS, *range(heads)]
-    if st.session_state.get(Captions.head) not in options:
-        st.session_state[Captions.head] = Captions.MEAN_HEADS
+    choose(Captions.head, options)
     left, right = st.columns(2)
     with left:
         st.selectbox(

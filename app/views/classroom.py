@@ -27,7 +27,7 @@ from app.components.safe_text import isolated, md
 from app.components.share_box import qr_png
 from app.components.theme import controls, presenting
 from app.links import app_link
-from app.state import DEFAULT_TEXT, ROOM
+from app.state import DEFAULT_TEXT, ROOM, default_from
 from app.store import ROOM_HOURS, RoomError, StoreUnavailable
 
 PAGE_PATH = "classroom"  # this page's URL path (its file name)
@@ -60,19 +60,24 @@ def _teacher() -> tuple[str, str] | None:
         del st.query_params[TEACHER_PARAM]  # the secret does not stay on a projected screen or in the share box
         code, _, token = link.partition("-")
         state[ROOM.teacher] = (code, token)
-    elif ROOM.teacher not in state:
-        kept = read_cookie(TEACHER_COOKIE)
-        state[ROOM.teacher] = None
-        if kept:
-            code, _, token = kept.partition("-")
-            try:
-                services.class_store().teacher_room(code, token)
-                state[ROOM.teacher] = (code, token)
-            except RoomError:
-                pass  # that class has ended: the page offers a new one (and forgets the cookie)
-            except StoreUnavailable:
-                state[ROOM.teacher] = (code, token)  # main() says the store is away; the class may still be there
+    else:
+        default_from(ROOM.teacher, _teacher_from_cookie)
     return state.get(ROOM.teacher)
+
+
+def _teacher_from_cookie() -> tuple[str, str] | None:
+    """A new session's class: the one in the browser's teacher cookie, if it is still open."""
+    kept = read_cookie(TEACHER_COOKIE)
+    if not kept:
+        return None
+    code, _, token = kept.partition("-")
+    try:
+        services.class_store().teacher_room(code, token)
+    except RoomError:
+        return None  # that class has ended: the page offers a new one (and forgets the cookie)
+    except StoreUnavailable:
+        pass  # main() says the store is away; the class may still be there
+    return code, token
 
 
 def _keep_teacher(code: str, token: str) -> None:

@@ -20,7 +20,7 @@ from app.components.guard import show_error
 from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
 from app.state import Explain as E
-from app.state import bounded, clamp
+from app.state import bounded, choose, clamp, default, defaults
 
 BASELINES = {"zero": "all-zero embeddings", "pad": "the padding token's embedding"}
 LOO = {"remove": "remove the token", "replace": "replace it with `[MASK]` / `<unk>`"}
@@ -43,22 +43,10 @@ change the prediction.
 """
 
 
-def _defaults() -> None:
-    for key, value in E.DEFAULTS.items():
-        st.session_state.setdefault(key, value)
-
-
-def _choice(key: str, options: dict | list, default):
-    """A radio/select value from session state, refused (back to ``default``) when it is not one of ``options``."""
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default
-    return st.session_state[key]
-
-
 def controls() -> services.ExplainRequest:
     """The prediction and the methods' settings as one request."""
     models = list(services.EXPLAIN_MODELS)
-    _choice(E.model, models, E.DEFAULTS[E.model])
+    choose(E.model, models, E.DEFAULTS[E.model])
     model_id = st.radio(
         "What to explain",
         models,
@@ -69,7 +57,7 @@ def controls() -> services.ExplainRequest:
     )
     index = models.index(model_id)
     text_key = f"{E.text}{index}"
-    st.session_state.setdefault(text_key, services.EXPLAIN_EXAMPLES[model_id])
+    default(text_key, services.EXPLAIN_EXAMPLES[model_id])
     label = "Text with [MASK]" if model_id == "tiny-bert-stories" else "Text"
     helps = {
         "tiny-gpt-stories": "Our GPT predicts the word after this text; it knows the words of simple stories.",
@@ -79,7 +67,7 @@ def controls() -> services.ExplainRequest:
     text = st.text_input(label, key=text_key, max_chars=300, help=helps[model_id]) or ""
     reference = ""
     if model_id == "minilm":
-        st.session_state.setdefault(E.reference, services.EXPLAIN_REFERENCE)
+        default(E.reference, services.EXPLAIN_REFERENCE)
         reference = (
             st.text_input(
                 "Reference sentence",
@@ -102,12 +90,12 @@ def controls() -> services.ExplainRequest:
                 help="Points on the path from the baseline to the input; more steps, smaller gap.",
             )
         with middle:
-            _choice(E.baseline, BASELINES, "zero")
+            choose(E.baseline, BASELINES, "zero")
             baseline = st.radio(
                 "Integrated gradients: baseline", list(BASELINES), format_func=BASELINES.get, key=E.baseline
             )
         with right:
-            _choice(E.loo, LOO, "remove")
+            choose(E.loo, LOO, "remove")
             loo = st.radio("Leave-one-out", list(LOO), format_func=LOO.get, key=E.loo)
         st.checkbox(
             "Rank special tokens too (`[CLS]`, `[SEP]`, `<bos>`)",
@@ -215,10 +203,8 @@ def show_swap(request: services.ExplainRequest, pred) -> None:
         "explained the prediction, shuffled or very different weights should change it."
     )
     n_layers, n_heads = services.explain_layout(request.model_id)
-    st.session_state.setdefault(E.layer, n_layers - 1)
-    clamp(E.layer, 0, n_layers - 1)
-    st.session_state.setdefault(E.head, ALL_HEADS)
-    clamp(E.head, ALL_HEADS, n_heads - 1)
+    clamp(E.layer, 0, n_layers - 1, start=n_layers - 1)
+    clamp(E.head, ALL_HEADS, n_heads - 1, start=ALL_HEADS)
     a, b, c, d = st.columns(4)
     layer = a.selectbox("Layer", list(range(n_layers)), key=E.layer)
     head = b.selectbox(
@@ -227,7 +213,7 @@ def show_swap(request: services.ExplainRequest, pred) -> None:
         key=E.head,
         format_func=lambda h: "all heads" if h == ALL_HEADS else f"head {h}",
     )
-    _choice(E.kind, KINDS, "permuted")
+    choose(E.kind, KINDS, "permuted")
     kind = c.radio("Replace with", list(KINDS), format_func=KINDS.get, key=E.kind)
     clamp(E.runs, 5, 100)
     runs = d.slider("Permutations", 5, 100, step=5, key=E.runs, disabled=kind != "permuted")
@@ -289,7 +275,7 @@ def main() -> None:
         "same question — which input tokens mattered for this one prediction? — side by side, and a test asks "
         "whether the prediction even notices when the attention is replaced."
     )
-    _defaults()
+    defaults(E.DEFAULTS)
     request = controls()
     try:
         pred = services.explain_prediction(request)

@@ -19,9 +19,9 @@ from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.pickers import load_model, page_tabs, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
-from app.components.positional_sections import alibi_section, ensure, order_section, rope_section
+from app.components.positional_sections import alibi_section, order_section, rope_section
 from app.components.theme import side_by_side
-from app.state import PERSIST, K, Positional, bounded, current_text, settle
+from app.state import PERSIST, K, Positional, bounded, choose, clamp, current_text, settle
 from app.url_state import synced
 from engine.text import shorten
 
@@ -40,11 +40,10 @@ def table_csv(table: np.ndarray) -> bytes:
 def sinusoidal_controls() -> tuple[int, int]:
     left, right = st.columns(2)
     with left:
-        if st.session_state.get(Positional.sin_d) not in D_MODELS:
-            st.session_state[Positional.sin_d] = 64
+        choose(Positional.sin_d, D_MODELS, 64)
         st.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
     with right:
-        ensure(Positional.sin_len, 64, 2, MAX_LEN)
+        clamp(Positional.sin_len, 2, MAX_LEN, start=64)
         st.slider("Length (number of positions)", 2, MAX_LEN, key=Positional.sin_len, **PERSIST)
     d_model = st.session_state[Positional.sin_d] if st.session_state[Positional.sin_d] in D_MODELS else 64
     return d_model, bounded(st.session_state.get(Positional.sin_len), 2, MAX_LEN)
@@ -60,7 +59,7 @@ def shift_check_view(n_pos: int, d_model: int) -> None:
         r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
         r"\begin{pmatrix}\sin p\omega_i\\ \cos p\omega_i\end{pmatrix}"
     )
-    ensure(Positional.sin_k, 5, 1, n_pos - 1)
+    clamp(Positional.sin_k, 1, n_pos - 1, start=5)
     st.number_input("Shift k", 1, n_pos - 1, key=Positional.sin_k, **PERSIST)
     k = bounded(st.session_state.get(Positional.sin_k), 1, n_pos - 1)
     check = services.pos_shift_check(n_pos, d_model, k)
@@ -188,7 +187,7 @@ def learned_section() -> None:
         return
     n_table, d_model = table.values.shape
     rows = min(n_table, cos_sim.shape[0])  # a long-context table is shown up to where its similarity is computed
-    ensure(Positional.learned_n, 128, 2, rows)
+    clamp(Positional.learned_n, 2, rows, start=128)
     st.slider("Positions shown", 2, rows, key=Positional.learned_n, **PERSIST)
     n = bounded(st.session_state.get(Positional.learned_n), 2, rows)
     n_sentence = sentence_length(model_id)

@@ -27,6 +27,7 @@ from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
 from app.components.vit_figures import probability_bars
 from app.state import Pretraining as P
+from app.state import default
 from app.url_params import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT, PRETRAINING_TABS
 from engine.text import shorten
 
@@ -48,7 +49,7 @@ def fill_in_the_blank() -> None:
         "word should be guessed, or click a word to hide it. Our encoder was trained that way on generated "
         "children's stories."
     )
-    st.session_state.setdefault(P.fill_text, FILL_DEFAULT)
+    default(P.fill_text, FILL_DEFAULT)
     st.text_input(
         "Sentence with [MASK]",
         key=P.fill_text,
@@ -113,7 +114,7 @@ def objectives_side_by_side() -> None:
         "Three ways to learn from plain text, on the same sentence: what each lets a position see (its "
         "mask), what our own models' attention really does, and the training examples each makes."
     )
-    st.session_state.setdefault(P.objectives_text, OBJECTIVES_DEFAULT)
+    default(P.objectives_text, OBJECTIVES_DEFAULT)
     st.text_input(
         "Sentence",
         key=P.objectives_text,
@@ -199,12 +200,12 @@ def fine_tuning() -> None:
     )
     left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
     with left:
-        st.session_state.setdefault("finetune_steps", 200)
+        default(P.finetune_steps, 200)
         steps = st.slider(
             "Steps", 50, 500, step=50, key=P.finetune_steps, help="Training steps of 32 sentences each (a few seconds)."
         )
     with right:
-        st.session_state.setdefault("finetune_lr", 1e-3)
+        default(P.finetune_lr, 1e-3)
         lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.finetune_lr, format_func=lambda x: f"{x:g}")
     with button:
         pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key=P.finetune_go)
@@ -321,10 +322,10 @@ def cost_of_attention() -> None:
     )
     left, right = st.columns(2)
     with left:
-        st.session_state.setdefault("cost_n", 512)
+        default(P.cost_n, 512)
         n = st.select_slider("n: positions", COST_N, key=P.cost_n)
     with right:
-        st.session_state.setdefault("cost_d", 64)
+        default(P.cost_d, 64)
         d = st.select_slider("d: width", COST_D, key=P.cost_d)
     costs = services.layer_costs(int(n), int(d))
     frame = pd.DataFrame(

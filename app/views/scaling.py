@@ -20,12 +20,13 @@ from app.components.job_status import follow
 from app.components.scaling_figures import loss_vs_compute, loss_vs_params
 from app.components.theme import side_by_side
 from app.state import Scaling as S
+from app.state import choose, default
 from engine.jobs import about
 
 
 def _live_runs() -> dict:
     """Sizes this session trained here: name → ``Run``."""
-    return st.session_state.setdefault(S.live_runs, {})
+    return default(S.live_runs, {})
 
 
 def charts(curves, live: list) -> None:
@@ -106,8 +107,7 @@ def runs_table(curves, live: list) -> None:
 def train_one_more(curves) -> None:
     st.subheader("Train one more size")
     names = list(services.live_sizes())
-    if st.session_state.get(S.live_size) not in names:
-        st.session_state[S.live_size] = names[0]
+    choose(S.live_size, names)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     with left:
         name = st.radio(

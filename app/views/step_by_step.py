@@ -27,7 +27,7 @@ from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
 from app.components.theme import controls as folded_controls
 from app.links import current_link
-from app.state import PERSIST, Step, clamp, current_text
+from app.state import PERSIST, Step, clamp, current_text, default_from
 
 MAX_TOKENS_LIMIT = 1024
 
@@ -42,12 +42,13 @@ def pick_query(labels: list[str], strings, linked: bool = True) -> int:
     when the sentence has one (the classic example), else token 1. With ``linked`` (self-attention: the
     query is a token of the sentence), picking a query highlights that token on the other pages too."""
     n = len(labels)
-    if Step.query not in st.session_state:
+
+    def first_query() -> int:
         words = [s.lower() for s in strings]
         shared = focus() if linked else None
-        st.session_state[Step.query] = (
-            shared if shared is not None and shared < n else words.index("it") if "it" in words else min(1, n - 1)
-        )
+        return shared if shared is not None and shared < n else words.index("it") if "it" in words else min(1, n - 1)
+
+    default_from(Step.query, first_query)
     clamp(Step.query, 0, n - 1)
 
     def share() -> None:

@@ -28,7 +28,7 @@ from app.components.train_charts import (
     loss_chart,
     score_frame,
 )
-from app.state import PERSIST, K, Train
+from app.state import PERSIST, K, Train, default, defaults
 from engine.training.budget import about
 
 POLL_S = 0.75
@@ -64,9 +64,7 @@ def settings_from_state() -> dict:
 
 
 def setup_widgets(options: dict) -> None:
-    for name, value in DEFAULTS.items():
-        if key(name) not in st.session_state:
-            st.session_state[key(name)] = value
+    defaults({key(name): value for name, value in DEFAULTS.items()})
     tasks = options["tasks"]
     left, mid, right = st.columns(3)
     with left:
@@ -337,8 +335,7 @@ def finished(p) -> None:
     """Try the trained model, open it in Explore, download it."""
     st.subheader("Try the trained model")
     info = services.train_task_info(p.settings.task)
-    if key("try") not in st.session_state:
-        st.session_state[key("try")] = info["example"]
+    default(key("try"), info["example"])
     text = st.text_input(
         "Your input",
         key=key("try"),

@@ -17,7 +17,7 @@ from app.components.safe_text import quoted
 from app.components.swin_sections import show_windows
 from app.components.theme import side_by_side
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars, square_at
-from app.state import PERSIST, Vit, bounded, clamp
+from app.state import PERSIST, Vit, bounded, choose, clamp, defaults
 from engine.families import hub_labels
 
 DEFAULT_MODEL = Vit.DEFAULTS[Vit.model]
@@ -30,12 +30,6 @@ SOURCE_LABELS = {
 SOURCES = {name: SOURCE_LABELS[name] for name in Vit.OPTIONS[Vit.source]}
 SHAPES, PHOTOS, FUSIONS = Vit.OPTIONS[Vit.shape], Vit.OPTIONS[Vit.photo], Vit.OPTIONS[Vit.fusion]
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]
-
-
-def _defaults() -> None:
-    for key, value in Vit.DEFAULTS.items():
-        if key not in st.session_state:
-            st.session_state[key] = value
 
 
 def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
@@ -90,8 +84,7 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
 def pick_model_id() -> str:
     specs = [s for s in services.list_models() if s.family == "vit"]
     ids = [s.id for s in specs] or [DEFAULT_MODEL]
-    if st.session_state.get(Vit.model) not in ids:
-        st.session_state[Vit.model] = ids[0]
+    choose(Vit.model, ids)
     labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
     st.selectbox(
         "Model",
@@ -330,7 +323,7 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, fusion: str, discard
 
 
 def main() -> None:
-    _defaults()
+    defaults(Vit.DEFAULTS)
     st.title("Vision Transformer")
     st.write(
         "A Vision Transformer cuts an image into square patches and treats each one like a word. "

@@ -3,6 +3,9 @@
 Every module of ``app/`` names its keys through ``app.state`` (``K``, ``Bahdanau``, ...), never as string
 literals: a ``key="…"`` / ``key=f"…"`` argument, a ``st.session_state["…"]`` subscript, a ``*_KEY = "…"``
 constant, or a module's own string constant used as a session key (``SEEN = "_page_seen"``) fails here.
+
+Issue 20, "one state": a default written in place (``if KEY not in st.session_state: st.session_state[KEY] = …``,
+``st.session_state.setdefault``) fails too; ``app.state``'s ``default`` / ``defaults`` / ``default_from`` write it.
 """
 
 from __future__ import annotations
@@ -108,6 +111,94 @@ def _offences(path: Path) -> list[str]:
 @pytest.mark.parametrize("relative", DECLARED_ONCE)
 def test_moved_pages_name_their_keys_through_app_state(relative):
     assert _offences(ROOT / relative) == [], f"{relative} writes keys in place; declare them in app/state.py"
+
+
+def _defaults_in_place(source: str) -> list[str]:
+    """The "a default once per session" idiom written out in place: ``if KEY not in st.session_state:`` (or
+    ``elif``, or ``state``, a local name for it) whose body writes ``st.session_state[KEY]``, and any
+    ``st.session_state.setdefault(...)``; ``app.state``'s ``default``, ``defaults`` and ``default_from`` say it
+    once."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault":
+            if _is_state(node.func.value):
+                found.append((node.lineno, ast.unparse(node)))
+        test = node.test if isinstance(node, ast.If) else None
+        if not (
+            isinstance(test, ast.Compare)
+            and [type(op) for op in test.ops] == [ast.NotIn]
+            and _is_state(test.comparators[0])
+        ):
+            continue
+        key = ast.unparse(test.left)
+        written = [
+            target
+            for inner in (n for statement in node.body for n in ast.walk(statement))
+            for each in (inner.targets if isinstance(inner, ast.Assign) else [])
+            for target in (each.elts if isinstance(each, ast.Tuple) else [each])
+            if isinstance(target, ast.Subscript) and _is_state(target.value) and ast.unparse(target.slice) == key
+        ]
+        if written:
+            found.append((node.lineno, f"if {key} not in …: {ast.unparse(written[0])} = …"))
+    return [f"line {line}: {text}" for line, text in sorted(found)]
+
+
+#: modules that still write a default in place, each with how many: they held other engineers' uncommitted work
+#: when the rest moved to ``app.state``'s helpers (issue 20). The count may only fall; move one, then drop it here.
+NOT_YET_MOVED: dict[str, int] = {
+    "app/components/check_editor.py": 1,
+    "app/components/lesson_draft.py": 5,
+}
+
+
+@pytest.mark.parametrize("relative", [r for r in DECLARED_ONCE if r != "app/state.py"])
+def test_defaults_are_written_through_app_state(relative):
+    found = _defaults_in_place((ROOT / relative).read_text())
+    pending = NOT_YET_MOVED.get(relative, 0)
+    assert len(found) <= pending, (
+        f"{relative} writes a session default in place ({found}); use app.state's default / defaults / default_from"
+    )
+    assert len(found) == pending, f"{relative} moved (now {len(found)}): lower its count in NOT_YET_MOVED"
+
+
+def test_the_defaults_rule_finds_the_idiom():
+    """The rule flags the forms the pages wrote before issue 20 (vit.py's ``_defaults``, a ``setdefault`` loop, a
+    default made on first use under ``elif``, a tuple target) and not their replacements or other guards."""
+    written_out = """
+def _defaults():
+    for key, value in Vit.DEFAULTS.items():
+        if key not in st.session_state:
+            st.session_state[key] = value
+    for key, value in DRAW.items():
+        st.session_state.setdefault(key, value)
+
+def teacher(state, link):
+    if link:
+        state[ROOM.teacher] = link
+    elif ROOM.teacher not in state:
+        kept = read_cookie()
+        state[ROOM.teacher] = None
+
+def draft(state):
+    if Draft.lesson not in state:
+        state[Draft.lesson], saved = _kept()
+"""
+    assert [line.split(":")[0] for line in _defaults_in_place(written_out)] == [
+        "line 4",
+        "line 7",
+        "line 12",
+        "line 17",
+    ]
+    moved = """
+def _defaults():
+    defaults(Vit.DEFAULTS)
+    default_from(ROOM.teacher, from_cookie)
+    if key not in st.session_state:  # another key written: not a default of this one
+        st.session_state[other] = 1
+    if key in st.session_state:
+        st.session_state[key] = st.session_state[key]
+"""
+    assert _defaults_in_place(moved) == []
 
 
 def test_a_key_is_declared_once():
