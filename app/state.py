@@ -414,6 +414,9 @@ class Draft:
         "draft_add_options",
         "draft_add_right",
     )
+    # the add box's kind of question (multiple choice, or "which token does this head look at?" on a text page)
+    # and that question's query word (a token position of the sentence on screen)
+    add_kind, add_word = "draft_add_kind", "draft_add_word"
     title, save, download, upload, use_upload = (
         "draft_title",
         "draft_save",

@@ -309,7 +309,7 @@ def _pos_encodings() -> dict[str, str]:
     return {name: name for name in POS_ENCODINGS}
 
 
-def _shown_view() -> tuple[str, str, int]:
+def shown_view() -> tuple[str, str, int]:
     """(model id, sentence, token limit) as Explore computes them: a decoding request holds them, and is used
     only while they are still what the page shows (``explore.decoding``, ``write_more.show_write_more``)."""
     import streamlit as st
@@ -345,14 +345,14 @@ def read_decoding(raw: str) -> tuple:
         )
     else:
         raise ValueError(f"{raw!r}: sampling needs temperature, top_k, top_p and seed")
-    return (*_shown_view(), settings)
+    return (*shown_view(), settings)
 
 
 def show_decoding(request: Any) -> str | None:
     """The link's string of a decoding request, or None once the sentence, model or limit changed."""
     try:
         n_new, sampled, temperature, top_k, top_p, seed = request[3]
-        if tuple(request[:3]) != _shown_view():
+        if tuple(request[:3]) != shown_view():
             return None
     except (TypeError, ValueError):
         return None

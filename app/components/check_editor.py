@@ -12,13 +12,19 @@ would refuse), and :func:`model_problem` asks the real model what a student's an
 that cannot be answered is refused in the editor, not in front of the class: a layer or head the model does not
 have, a word that is not one of the sentence's tokens as the model reads it (or not that many times), an
 ``expect`` that is not one of its keys, a scene out of range, a word the captioner does not write for the scene.
+"Add this view to my lesson" (``lesson_draft``) makes a predict check from the view on screen with the same model
+list (:func:`predict_models`), trace (:func:`lesson_attention`) and checks, its ``expect`` the head's top key
+(:func:`with_top_key`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from app import services
+from app.components.guard import plain_error
 from app.lesson_file import (
     EXPLAIN_CHARS,
     MAX_OPTIONS,
@@ -31,7 +37,7 @@ from app.lesson_file import (
     Predict,
     Step,
 )
-from app.state import DEFAULT_MODEL, Draft
+from app.state import DEFAULT_MODEL, Draft, defaults
 from engine.families import text_families
 
 Check = Choice | Predict | Look
@@ -95,12 +101,18 @@ def _defaults(step: Step) -> dict[str, object]:
 
 
 def _models(
-    families: tuple[str, ...] | frozenset[str], current: str, also: frozenset[str] = frozenset()
+    families: tuple[str, ...] | frozenset[str], current: str | None = None, also: frozenset[str] = frozenset()
 ) -> dict[str, str]:
     """{id: label} of the catalog's models of ``families`` and the ids in ``also``, with ``current`` (a file's own
     value) kept."""
     models = {spec.id: spec.label for spec in services.list_models() if spec.family in families or spec.id in also}
-    return models if current in models else {current: current, **models}
+    return models if current is None or current in models else {current: current, **models}
+
+
+def predict_models(current: str | None = None) -> dict[str, str]:
+    """{id: label} of the models a predict check reads (the editor's list; "Add this view" offers the check only
+    for a view of one of them), with ``current`` (a file's own value) kept."""
+    return _models(_predict_families(), current, frozenset(services.BAHDANAU_MODELS.values()))
 
 
 def _predict_families() -> frozenset[str]:
@@ -111,8 +123,7 @@ def _predict_families() -> frozenset[str]:
 
 def kind_picker(step: Step) -> str:
     """The kind of check (drawn above the step's form, so a change shows that kind's fields); the kind picked."""
-    for key, value in _defaults(step).items():
-        st.session_state.setdefault(key, value)
+    defaults(_defaults(step))
     return st.radio(
         "Knowledge check",
         list(KINDS),
@@ -135,9 +146,7 @@ def fields(step: Step, kind: str) -> None:
         st.text_area("Its options, one per line", key=Draft.edit_options + sid, height=80)
         st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.edit_right + sid)
     elif kind == "predict":
-        models = _models(
-            _predict_families(), st.session_state[Draft.edit_model + sid], frozenset(services.BAHDANAU_MODELS.values())
-        )
+        models = predict_models(st.session_state[Draft.edit_model + sid])
         st.selectbox("Model", list(models), format_func=models.get, key=Draft.edit_model + sid)
         st.text_area("Sentence the model reads", key=Draft.edit_text + sid, max_chars=SENTENCE_CHARS, height=68)
         word, occurrence = st.columns([3, 1])
@@ -258,7 +267,8 @@ def _tokens(strings) -> str:
 
 def model_problem(check: Check | None) -> str | None:
     """What the real model says is wrong with a predict or look check (plain text), or None when a student's
-    answer will work: the same calls the Lessons page makes (``knowledge_check.row_for``, ``where_it_looks``)."""
+    answer will work: the same calls the Lessons page makes (``knowledge_check.row_for``, ``where_it_looks``). An
+    empty ``expect`` is not asked (a check from a view on screen: :func:`with_top_key` fills it)."""
     try:
         if isinstance(check, Predict):
             return _predict_problem(check)
@@ -267,18 +277,22 @@ def model_problem(check: Check | None) -> str | None:
                 return f"“{check.model}” is not a captioner of this server."
             services.where_it_looks(check.scene, check.word, check.model)
     except Exception as exc:  # noqa: BLE001 — a model that cannot run: its message, in the editor
-        return services.friendly_error(exc)
+        return plain_error(exc)
     return None
+
+
+def lesson_attention(model: str, text: str, causal: bool | None):
+    """The attention a predict check of a self-attention model reads: the sentence traced as a student's answer
+    traces it (``services.lesson_row``: ``LESSON_MAX_TOKENS``); its ``tokens`` are the words a query can be."""
+    trace = services.get_trace(services.TraceRequest(model, text, causal, services.LESSON_MAX_TOKENS))
+    return services.attention_block(trace)
 
 
 def _predict_problem(check: Predict) -> str | None:
     from app.components.knowledge_check import row_for  # the row a student's answer reveals
 
     if check.model not in services.BAHDANAU_MODELS.values():
-        trace = services.get_trace(
-            services.TraceRequest(check.model, check.text, check.causal, services.LESSON_MAX_TOKENS)
-        )
-        attention = services.attention_block(trace)
+        attention = lesson_attention(check.model, check.text, check.causal)
         if not (check.layer < attention.n_layers and check.head < attention.n_heads):
             return (
                 f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1} "
@@ -297,9 +311,24 @@ def _predict_problem(check: Predict) -> str | None:
         row = row_for(check)
     except ValueError:  # the translator does not write the word
         return f"The translator does not write “{check.word}” for this sentence."
-    if not any(k.strip().casefold() == check.expect.casefold() for k in row.keys):
+    if check.expect and not any(k.strip().casefold() == check.expect.casefold() for k in row.keys):
         return f"The expected key “{check.expect}” is not one of the keys: {_tokens(row.keys)}."
     return None
+
+
+def with_top_key(check: Predict) -> Predict | str:
+    """``check`` (a view's, its ``expect`` still empty) with ``expect`` the head's real top key, or what the real
+    model says is wrong with it (:func:`model_problem`'s message)."""
+    problem = model_problem(replace(check, expect=""))  # an empty expect is the one thing not asked
+    if problem:
+        return problem
+    from app.components.knowledge_check import row_for
+
+    try:
+        row = row_for(check)
+    except Exception as exc:  # noqa: BLE001 — model_problem ran the same row: this is only a second failure
+        return plain_error(exc)
+    return replace(check, expect=row.keys[row.top].strip())
 
 
 def top_key_note(check: Check | None) -> str:

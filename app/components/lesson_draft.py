@@ -11,6 +11,12 @@ starts from it and "Save changes" still updates that lesson; the add box and the
 - :func:`add_view_box`: a sidebar expander under "Share this view" on every page (drawn by
   ``share_box.share_expander``): the page on screen and its link parameters (``url_state.page_params``, the
   Share box's own link), a title, a note and an optional multiple-choice question become the draft's next step.
+  On a text page with one head on screen (Explore, Heads, Step by step) the question may instead be "which
+  token does this head look at from a word?": a predict check of the view's model, sentence, mask, layer and
+  head, the word picked among the sentence's tokens as the model reads them, the answer read from the model
+  when a student answers (``expect``: the head's top key). The model list, trace and checks are the lesson
+  editor's (``check_editor``); a view it cannot make one from (another page, a model not on that list, a
+  sentence too long for a lesson file) offers multiple choice only and says why.
 - :func:`editor`: the Lessons page's "Write a lesson" tab: the steps with Up / Down / Delete and an edit form
   each (title, note and the knowledge check of any kind: ``app/components/check_editor.py``); save in the class store (a share link ``?lesson=ID`` that opens it read-only, and an edit link for the
   author), download as a TOML file, open a file, or start from the built-in lesson.
@@ -21,7 +27,8 @@ Text typed here is shown literally (``safe_text.md``): a draft may come from any
 from __future__ import annotations
 
 import secrets
-from dataclasses import replace
+from collections import Counter
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
@@ -29,14 +36,16 @@ from app import services, url_state
 from app.components import check_editor
 from app.components.browser_cookie import remember_browser
 from app.components.check_editor import choice_from
-from app.components.guard import show_error
+from app.components.guard import plain_error, show_error
 from app.components.safe_text import md, quoted
 from app.lesson_file import (
     MAX_BYTES,
     MAX_OPTIONS,
     QUESTION_CHARS,
+    SENTENCE_CHARS,
     TEXT_CHARS,
     TITLE_CHARS,
+    WORD_CHARS,
     Choice,
     Lesson,
     LessonFileError,
@@ -50,14 +59,19 @@ from app.lesson_file import (
 )
 from app.links import app_link
 from app.routes import PAGES
-from app.state import Draft, Lessons
+from app.state import Draft, K, Lessons, bounded, default, default_from, settle
+from app.state import Look as Shown
+from app.state import Step as Walk
 from app.store import RoomError, StoreUnavailable
+from app.url_params import shown_view
 
 EDIT_PARAM = "lesson_edit"  # the author's edit link: ?lesson=ID&lesson_edit=SECRET (read once, then removed)
 TAKE_TAB, WRITE_TAB = "Take a lesson", "Write a lesson"
 PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
 LEFT_OUT = ("present",)  # link parameters a lesson step does not keep (presenter mode is the teacher's own)
 EMPTY = Lesson("My lesson", ())
+PREDICT_PAGES = ("explore", "heads", "step_by_step")  # text pages with one head on screen (K.layer, K.head)
+ADD_KINDS = {"choice": "Multiple choice", "predict": "Which token does this head look at from a word?"}
 # where the draft lives, said next to "Add" and in the editor (a reload used to lose it silently)
 KEEP_IT = (
     ":material/info: The draft is kept in this browser only, for a day: a reload brings it back, another browser or "
@@ -73,13 +87,16 @@ KEEP_IT_HELP = (
 def draft() -> Lesson:
     """This session's lesson draft (empty until a view is added or a lesson opened); a new session starts from
     the draft this browser kept (:func:`_kept`: a reload, or a page opened by typing its address)."""
-    state = st.session_state
-    if Draft.lesson not in state:
-        state[Draft.lesson], saved = _kept()
-        if saved is not None:  # the draft edits a saved lesson: "Save changes" updates it, its links stay the same
-            state[Draft.saved] = saved
-            owned()[saved[0]] = saved[1]
-    return state.get(Draft.lesson) or EMPTY
+    return default_from(Draft.lesson, _start) or EMPTY
+
+
+def _start() -> Lesson:
+    """A new session's draft: the one this browser kept (the saved lesson it edits, if any, remembered too)."""
+    lesson, saved = _kept()
+    if saved is not None:  # the draft edits a saved lesson: "Save changes" updates it, its links stay the same
+        st.session_state[Draft.saved] = saved
+        owned()[saved[0]] = saved[1]
+    return lesson
 
 
 def _kept() -> tuple[Lesson, tuple[str, str] | None]:
@@ -116,7 +133,7 @@ def _remember_browser() -> None:
 
 def owned() -> dict[str, str]:
     """{saved lesson id: edit secret} this session may change (its own saves, and edit links it opened)."""
-    return st.session_state.setdefault(Draft.owned, {})
+    return default(Draft.owned, {})
 
 
 def _replace(lesson: Lesson) -> str | None:
@@ -200,6 +217,7 @@ def add_view_box() -> None:
             "reorder, edit, save, share or download it on the Lessons page, tab “Write a lesson”."
         )
         st.caption(KEEP_IT, help=KEEP_IT_HELP)
+        view, words = _question_kind()
         with st.form(key=Draft.add_form, border=False):
             st.text_input("Step title (optional)", key=Draft.add_title, max_chars=TITLE_CHARS)
             st.text_area(
@@ -209,9 +227,12 @@ def add_view_box() -> None:
                 height=90,
                 placeholder="What to look at in this view, and why.",
             )
-            st.text_input("A question (optional)", key=Draft.add_question, max_chars=QUESTION_CHARS)
-            st.text_area("Its options, one per line", key=Draft.add_options, height=80)
-            st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.add_right)
+            if words:
+                _predict_fields(view, words)
+            else:
+                st.text_input("A question (optional)", key=Draft.add_question, max_chars=QUESTION_CHARS)
+                st.text_area("Its options, one per line", key=Draft.add_options, height=80)
+                st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.add_right)
             st.form_submit_button(
                 "Add this view to my lesson",
                 type="primary",
@@ -222,16 +243,164 @@ def add_view_box() -> None:
         _said("add")
 
 
+@dataclass(frozen=True)
+class View:
+    """The head on screen a "which token" question of the add box asks about (a predict check's fields)."""
+
+    model: str
+    label: str  # the model's name in the catalog
+    text: str
+    causal: bool | None  # None: the model's own mask
+    layer: int
+    head: int
+
+
+def _view() -> View | str | None:
+    """The view on screen as a predict check reads it; why it cannot make one (plain text), or None on a page
+    without one head on screen."""
+    state = st.session_state
+    if (url_state.shown_page() or "explore") not in PREDICT_PAGES:
+        return None
+    model, text, _ = shown_view()  # the model and sentence the page traces (a typed Hub id or folder included)
+    models = check_editor.predict_models()  # the lesson editor's list for this question
+    if model not in models:
+        return (
+            f"the model on screen (“{model}”) is not one a lesson's “which token” question reads: one of this "
+            "server's encoders or decoders of the model list (not an encoder-decoder, a typed or trained model)."
+        )
+    if not text.strip():
+        return "the sentence on screen is empty."
+    if len(text) > SENTENCE_CHARS:
+        return (
+            f"the sentence on screen has {len(text):,} characters; a lesson's question holds at most {SENTENCE_CHARS}."
+        )
+    causal, own = state.get(K.causal), state.get(K.causal_default)
+    if state.get(K.causal_for) != model or own is None or bool(causal) == bool(own):
+        causal = None  # the model's own mask (what the page shows unless the toggle changed it)
+    layer, head = bounded(state.get(K.layer), 0, 4096), bounded(state.get(K.head), 0, 4096)
+    return View(model, models[model], text, None if causal is None else bool(causal), layer, head)
+
+
+def _words(view: View) -> dict[int, tuple[str, int]] | str:
+    """{token position: (word, occurrence)} of the sentence's tokens as the model reads it in a lesson (the
+    trace a student's answer reads), specials left out; or why it cannot be read (plain text)."""
+    try:
+        tokens = check_editor.lesson_attention(view.model, view.text, view.causal).tokens
+    except Exception as exc:  # noqa: BLE001 — the model run may raise anything: the reason, multiple choice still
+        return plain_error(exc)
+    seen: Counter[str] = Counter()
+    words: dict[int, tuple[str, int]] = {}
+    for i, (string, special) in enumerate(zip(tokens.strings, tokens.special)):
+        word = string.strip()
+        occurrence = seen[word.lower()]  # as services.find_token counts them
+        seen[word.lower()] += 1
+        if word and not special and len(word) <= WORD_CHARS:
+            words[i] = (word, occurrence)
+    return words or "the sentence on screen has no word a question can ask about."
+
+
+def _question_kind() -> tuple[View | None, dict[int, tuple[str, int]]]:
+    """The kind of question (outside the form: a new kind shows its fields at once), offered where the view can
+    make a predict check; the view and its words when that kind is picked."""
+    view = _view()
+    if not isinstance(view, View):
+        settle(Draft.add_kind, "choice")
+        if view:
+            st.caption(md("Multiple choice only: " + view))
+        return None, {}
+    if st.session_state.get(Draft.add_kind) not in ADD_KINDS:
+        settle(Draft.add_kind, "choice")
+    kind = st.radio("Kind of question", list(ADD_KINDS), format_func=ADD_KINDS.get, key=Draft.add_kind)
+    if kind != "predict":
+        return view, {}
+    words = _words(view)
+    if isinstance(words, str):  # the radio is drawn: its value stays (Add then says why, as here)
+        st.caption(md("Multiple choice only: " + words))
+        return view, {}
+    return view, words
+
+
+def _first_word(words: dict[int, tuple[str, int]]) -> int:
+    """The word the picker starts from: the token highlighted on the page (Explore, Heads), Step by step's query,
+    else the sentence's first word."""
+    state = st.session_state
+    for key in (Shown.focus, Walk.query):
+        if state.get(key) in words:
+            return state[key]
+    return next(iter(words))
+
+
+def _predict_fields(view: View, words: dict[int, tuple[str, int]]) -> None:
+    """The "which token" question's one field, the word, under what the view fixes."""
+    mask = "" if view.causal is None else ", causal mask " + ("on" if view.causal else "off")
+    st.caption(
+        md(f"{view.label}, layer {view.layer} head {view.head}{mask}, on the sentence on screen.")
+        + " Students pick the token they think the word looks at; the answer is read from the model when they "
+        "answer. Change the question or add an explanation in the editor."
+    )
+    if st.session_state.get(Draft.add_word) not in words:
+        settle(Draft.add_word, _first_word(words))
+    st.selectbox(
+        "From the word",
+        list(words),
+        key=Draft.add_word,
+        format_func=lambda i: words[i][0] + (f" ({_nth(words[i][1] + 1)})" if words[i][1] else ""),
+        help="The sentence's tokens as the model reads them.",
+    )
+
+
+def _nth(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def question_for(layer: int, head: int, word: str) -> str:
+    """The "which token" question a view's check asks (the editor changes it)."""
+    return f"Which token does head {layer}.{head} look at from “{word}”?"
+
+
+def _view_check() -> Predict | str:
+    """The predict check of the view and the picked word (at submit: the last full run's view), or why not."""
+    view = _view()
+    if not isinstance(view, View):
+        return "This view cannot ask which token a head looks at" + (f": {view}" if view else ".")
+    words = _words(view)
+    if isinstance(words, str):
+        return words[:1].upper() + words[1:]
+    picked = st.session_state.get(Draft.add_word)
+    if picked not in words:  # a stale or forged pick: the picker offers the sentence's words
+        return "Pick the word the question asks about among the sentence's words."
+    word, occurrence = words[picked]
+    check = Predict(
+        question_for(view.layer, view.head, word),
+        view.model,
+        view.text,
+        word,
+        "",
+        "",
+        view.layer,
+        view.head,
+        view.causal,
+        occurrence,
+    )
+    return check_editor.with_top_key(check)  # the model checks the head and word; expect: its top key
+
+
 def _add_view() -> None:
     """on_click of the form: the last run's page and its link parameters become a step."""
     state = st.session_state
     page = url_state.shown_page() or "explore"
     params = {k: v for k, v in url_state.page_params(page).items() if k not in LEFT_OUT}
-    try:
-        check = choice_from(state.get(Draft.add_question), state.get(Draft.add_options), state.get(Draft.add_right))
-    except LessonFileError as exc:
-        _say("add", "warning", str(exc))
-        return
+    if state.get(Draft.add_kind) == "predict":
+        check = _view_check()
+        if isinstance(check, str):
+            _say("add", "warning", check)
+            return
+    else:
+        try:
+            check = choice_from(state.get(Draft.add_question), state.get(Draft.add_options), state.get(Draft.add_right))
+        except LessonFileError as exc:
+            _say("add", "warning", str(exc))
+            return
     name = PAGE_TITLES.get(page, page)
     title, note = _clean(state.get(Draft.add_title), lines=False), _clean(state.get(Draft.add_note))
     lesson = draft()
@@ -259,7 +428,7 @@ def editor() -> None:
     """The Lessons page's "Write a lesson" tab."""
     lesson = draft()
     _remember_browser()
-    st.session_state.setdefault(Draft.title, lesson.title)
+    default(Draft.title, lesson.title)
     st.text_input("Title of your lesson", key=Draft.title, max_chars=TITLE_CHARS, on_change=_retitle)
     if not lesson.steps:
         st.info(
@@ -340,8 +509,8 @@ def _step_row(i: int, step: Step, n: int) -> None:
 
 def _edit_form(step: Step) -> None:
     sid = step.id
-    st.session_state.setdefault(f"{Draft.edit_title}{sid}", step.title)
-    st.session_state.setdefault(f"{Draft.edit_note}{sid}", step.text)
+    default(f"{Draft.edit_title}{sid}", step.title)
+    default(f"{Draft.edit_note}{sid}", step.text)
     kind = check_editor.kind_picker(step)  # outside the form: a new kind shows its fields at once
     with st.form(key=f"{Draft.edit_form}{sid}", border=False):
         st.text_input("Title", key=f"{Draft.edit_title}{sid}", max_chars=TITLE_CHARS)

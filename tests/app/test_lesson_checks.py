@@ -9,16 +9,20 @@ own sentence and scene. Each test has its own class store (AP_DATA_DIR in a temp
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 from test_lesson_editor import LESSONS, add_view, downloads, draft, exported  # noqa: F401 — the shared fixture
+from test_lesson_links import open_link
+from test_lessons import engine_row
 
 from app import services
 from app.components.check_editor import kind_of
-from app.components.lesson_draft import WRITE_TAB
+from app.components.lesson_draft import ADD_KINDS, WRITE_TAB
 from app.lesson_file import Choice, Lesson, Look, Predict, read_lesson, write_lesson
 from app.lesson_plan import LESSON
-from app.state import Draft
+from app.state import Draft, K
+from app.state import Look as Shown
 from app.store.lessons import LessonStore
 from apptest_helpers import assert_clean, messages, open_page
 
@@ -203,3 +207,137 @@ def test_the_built_in_lessons_model_checks_open_in_the_editor_and_save_unchanged
         at.button(key=Draft.edit_save + step.id).click().run()
         assert_clean(at)
     assert draft(at) == LESSON
+
+
+def add_which_token(at: AppTest, word: str, note: str = "") -> AppTest:
+    """In the open "Add this view" box: the "which token" question, its word picked by label, then Add."""
+    at.radio(key=Draft.add_kind).set_value("predict").run()
+    assert_clean(at)
+    picker = at.selectbox(key=Draft.add_word)
+    picker.select_index(picker.options.index(word))
+    at.text_area(key=Draft.add_note).input(note)
+    at.button(key=Draft.add).click().run()
+    assert_clean(at)
+    return at
+
+
+def test_a_view_of_explore_becomes_a_which_token_check_answered_from_the_trace():
+    """Explore on MiniLM layer 3 head 1: "Add this view" asks "which token does this head look at from a word?"
+    with the view's model, sentence, layer and head; the word comes from the sentence's tokens. The saved lesson's
+    check reveals the engine's own row, and its expected key is that row's argmax."""
+    at = open_page("explore", **{Draft.add_open: True, K.layer: 3, K.head: 1})
+    assert_clean(at)
+    assert at.radio(key=Draft.add_kind).options == list(ADD_KINDS.values())
+    assert at.radio(key=Draft.add_kind).value == "choice"  # multiple choice stays the first kind
+    at.radio(key=Draft.add_kind).set_value("predict").run()
+    # the sentence's tokens as MiniLM reads them ([CLS] and [SEP] left out), a repeated one numbered
+    words = ["the", "animal", "didn", "'", "t", "cross", "the (2nd)", "street", "because", "it", "was", "too"]
+    assert at.selectbox(key=Draft.add_word).options == [*words, "tired", "."]
+    assert "all-MiniLM-L6-v2 (BERT encoder, pretrained), layer 3 head 1" in " ".join(messages(at.caption))
+    add_which_token(at, "it", note="The pronoun head.")
+    assert "Added as step 1 of your lesson" in said(at)
+    (step,) = draft(at).steps
+    check = step.check
+    assert isinstance(check, Predict)
+    assert (check.model, check.text, check.layer, check.head, check.word, check.occurrence, check.causal) == (
+        "minilm",
+        SENTENCE,
+        3,
+        1,
+        "it",
+        0,
+        None,
+    )
+    assert check.question == "Which token does head 3.1 look at from “it”?"
+    keys, weights = engine_row(check)  # the engine's own trace, not the app's services
+    top = int(np.argmax(weights))
+    assert check.expect == keys[top].strip()
+    assert step.links[0].page == "explore.py" and step.links[0].params[K.layer] == "3"
+
+    at.switch_page(LESSONS)
+    at.run()
+    at.button(key=Draft.save).click().run()
+    assert_clean(at)
+    lid, _ = at.session_state[Draft.saved]
+    student = open_link(lesson=lid)
+    wrong = next(i for i in range(len(keys)) if i != top)
+    (pick,) = [p for p in student.get("button_group") if p.key.startswith("lesson_pick_") and step.id in p.key]
+    pick.set_value(wrong).run()
+    assert_clean(student)
+    text = " ".join(messages(student.markdown))
+    assert check.question in text
+    assert f"the head's top key is **{keys[top]}** (weight {weights[top]:.3f})" in text
+
+
+@pytest.mark.parametrize("page", ["heads", "step_by_step"])
+def test_heads_and_step_by_step_views_ask_which_token_too(page):
+    """The other text pages with one head on screen: the same question, from their layer, head and model."""
+    story = "Lily found a red ball in the park. She gave it to Tom."
+    at = open_page(page, **{Draft.add_open: True, K.model: "tiny-gpt-stories", K.text: story, K.layer: 1, K.head: 2})
+    assert_clean(at)
+    add_which_token(at, "she")
+    (step,) = draft(at).steps
+    check = step.check
+    assert step.links[0].page == f"{page}.py"
+    assert (check.model, check.text, check.layer, check.head, check.word, check.causal) == (
+        "tiny-gpt-stories",
+        story,
+        1,
+        2,
+        "she",
+        None,
+    )
+    keys, weights = engine_row(check)  # a decoder: its own (causal) mask
+    assert check.expect == keys[int(np.argmax(weights))].strip()
+
+
+def test_a_repeated_word_keeps_its_occurrence():
+    at = open_page("explore", **{Draft.add_open: True, K.layer: 0, K.head: 2})
+    add_which_token(at, "the (2nd)")  # “The animal … cross the street”: the second “the”
+    check = draft(at).steps[0].check
+    assert (check.word, check.occurrence) == ("the", 1)
+    keys, weights = engine_row(check)
+    assert check.expect == keys[int(np.argmax(weights))].strip()
+
+
+def test_a_view_that_cannot_ask_which_token_offers_multiple_choice_and_a_forged_one_is_refused():
+    # an encoder-decoder on Explore: not a model the predict check reads, so only multiple choice, and why
+    at = open_page("explore", **{Draft.add_open: True, K.model: "tiny-translator"})
+    assert_clean(at)
+    assert not [r for r in at.radio if r.key == Draft.add_kind]
+    assert "Multiple choice only: the model on screen (“tiny-translator”)" in " ".join(messages(at.caption))
+    at.session_state[Draft.add_kind] = "predict"  # forged: the radio is not there
+    at.button(key=Draft.add).click().run()
+    assert_clean(at)
+    assert "This view cannot ask which token a head looks at: the model on screen" in said(at)
+    assert Draft.lesson not in at.session_state or not draft(at).steps
+
+    # MiniLM, its layer locked by the link (no layer picker): a submit without the word picker (forged) and a
+    # forged layer the model does not have are refused with a message
+    at = open_page("explore", **{Draft.add_open: True, Shown.hide: frozenset({"layer"}), K.layer: 3, K.head: 1})
+    assert_clean(at)
+    at.session_state[Draft.add_kind] = "predict"
+    at.session_state[Draft.add_word] = 0  # the [CLS] token's position: no word of the sentence
+    at.button(key=Draft.add).click().run()
+    assert_clean(at)
+    assert "Pick the word the question asks about among the sentence's words." in said(at)
+    at.selectbox(key=Draft.add_word).select_index(at.selectbox(key=Draft.add_word).options.index("it"))
+    at.session_state[K.layer] = 9
+    at.button(key=Draft.add).click().run()
+    assert_clean(at)
+    assert "This model has layers 0–5 and heads 0–11 (the check asks for layer 9 head 1)." in said(at)
+    assert Draft.lesson not in at.session_state or not draft(at).steps
+
+    # a sentence longer than a lesson file's question holds: multiple choice only, and why
+    at = open_page("explore", **{Draft.add_open: True, K.text: "word " * 100})
+    assert not [r for r in at.radio if r.key == Draft.add_kind]
+    assert "the sentence on screen has 500 characters; a lesson's question holds at most 400" in " ".join(
+        messages(at.caption)
+    )
+
+    # another page: the box has no such question, and a forged one says so
+    at = open_page("positional", **{Draft.add_open: True})
+    assert not [r for r in at.radio if r.key == Draft.add_kind]
+    at.session_state[Draft.add_kind] = "predict"
+    at.button(key=Draft.add).click().run()
+    assert "This view cannot ask which token a head looks at." in said(at)

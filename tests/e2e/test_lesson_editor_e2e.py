@@ -11,10 +11,14 @@ import re
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from app.lesson_file import read_lesson
+import engine
+from app.lesson_file import Predict, read_lesson
+from app.state import DEFAULT_TEXT
 from conftest import (
     running_app,  # the e2e conftest's, imported while it is the one on sys.path (as the other e2e tests do)
 )
@@ -225,3 +229,61 @@ def test_a_step_gets_a_which_token_check_in_the_editor(page: Page, app_url: str)
         editor.get_by_role("button", name=re.compile("Download as a file")).click()
     check = read_lesson(Path(info.value.path()).read_bytes()).steps[-1].check
     assert (check.model, check.word, check.layer, check.head, check.expect) == ("minilm", "it", 3, 1, "animal")
+
+
+def pick_option(page: Page, picker, name: str, tries: int = 3) -> None:
+    """Type ``name`` into a select box to filter its long list, as a teacher would, and take the match. Under load
+    the list sometimes opened before the typing reached it (no match shown): closed and typed again."""
+    option = page.get_by_role("option", name=name, exact=True)
+    for attempt in range(tries):
+        picker.click()
+        picker.fill("")  # nothing left from a try before
+        picker.press_sequentially(name)
+        try:
+            option.wait_for(state="visible", timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+            picker.press("Escape")
+    picker.press("Enter")
+
+
+def test_a_view_of_explore_is_added_with_a_which_token_question(page: Page, app_url: str):
+    """Explore on MiniLM layer 3 head 1: the add box's "which token does this head look at from a word?" takes the
+    view's model, sentence, layer and head and a word picked from the sentence; the editor shows the check and
+    the downloaded file holds it, its expected key the head's top key as the engine computes it."""
+    page.goto(f"{app_url}/?layer=3&head=1")
+    expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    box = open_box(page)
+    box.get_by_text("Which token does this head look at from a word?").click()
+    picker = box.get_by_role("combobox", name="From the word")
+    expect(picker).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)  # the rerun that drew it is over: it is not drawn again under the open list
+    expect(box.get_by_text(re.compile(r"MiniLM.*, layer 3 head 1, on the sentence on screen"))).to_be_visible()
+    pick_option(page, picker, "it")
+    expect(picker).to_have_value("it")
+    box.get_by_label("Note for the class").fill("Where does the pronoun look?")
+    box.get_by_role("button", name=re.compile("Add this view to my lesson")).click()
+    expect(box.get_by_text(re.compile(r"Added as step \d+ of your lesson"))).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+    expect_no_exception(page)
+
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lessons").click()
+    editor = page.get_by_role("tabpanel")
+    expect(editor.get_by_text("Check: which token does “it” look at (minilm, layer 3 head 1)").last).to_be_visible(
+        timeout=LOAD_MS
+    )
+    expect_idle(page, LOAD_MS)
+    expect_no_exception(page)
+    with page.expect_download(timeout=LOAD_MS) as info:
+        editor.get_by_role("button", name=re.compile("Download as a file")).click()
+    step = read_lesson(Path(info.value.path()).read_bytes()).steps[-1]
+    check = step.check
+    assert isinstance(check, Predict)
+    assert (check.model, check.text, check.layer, check.head, check.word) == ("minilm", DEFAULT_TEXT, 3, 1, "it")
+    assert step.links[0].page == "explore.py" and step.links[0].params["layer"] == "3"
+    trace = engine.trace(engine.load("minilm"), DEFAULT_TEXT, max_tokens=128)  # the engine's own, not the app's
+    query = [s.strip().lower() for s in trace.tokens.strings].index("it")
+    assert check.expect == trace.key_tokens.strings[int(np.argmax(trace.pattern(3, 1)[query]))].strip()
