@@ -80,7 +80,7 @@ def next_sentence() -> None:
         st.session_state.pop(P.nsp_result, None)
         try:
             services.nsp_start(int(steps), float(lr))
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
             show_error(err)
             return
     status = services.long_status(services.NSP)
@@ -101,7 +101,7 @@ def next_sentence() -> None:
 def _examples() -> None:
     try:
         pairs = services.nsp_examples()
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     frame = pd.DataFrame(

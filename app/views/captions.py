@@ -367,7 +367,7 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
         layer, head = pick_layer_head(*shape)
     try:
         view = services.caption_attention(request, layer, head)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     picture = services.as_seen(picture, trace)
@@ -414,7 +414,7 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     try:
         with st.spinner(f"Captioning the {services.HELD_OUT_SCENES} held-out scenes…"):
             mistakes = services.caption_mistakes(model_id)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     n = services.HELD_OUT_SCENES
@@ -450,7 +450,7 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     try:
         picture = services.caption_picture(request)
         view = services.caption_attention(request)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     set_source(model_id, picture.described)

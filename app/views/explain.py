@@ -281,7 +281,7 @@ def main() -> None:
         pred = services.explain_prediction(request)
         show_prediction(pred)
         results = importances(request)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     show_importances(pred, results)
@@ -290,7 +290,7 @@ def main() -> None:
         st.markdown(CLAIMS)
     try:
         show_swap(request, pred)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
 
 

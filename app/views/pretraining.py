@@ -68,7 +68,7 @@ def fill_in_the_blank() -> None:
     try:
         with st.spinner("Filling in…"):
             result = services.get_fill_mask(text)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     for notice in result.notices:
@@ -186,7 +186,7 @@ def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, b
     """The mean of the heads of one layer of ``model_id`` on ``text`` (the block of an encoder-decoder)."""
     try:
         real = services.objective_attention(model_id, text, causal, layer, block)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     show_chart(layer_mean_map(real), key=key)
@@ -213,7 +213,7 @@ def fine_tuning() -> None:
         st.session_state.pop(P.finetune_result, None)
         try:
             services.finetune_start(int(steps), float(lr))
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
             show_error(err)
             return
     status = services.long_status(services.FINETUNE)
@@ -356,7 +356,7 @@ def cost_of_attention() -> None:
         st.session_state[P.cost_measured] = (int(n), int(d))
         try:
             services.measure_start(int(n), int(d))
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
             show_error(err)
             return
     if st.session_state.get(P.cost_measured) == (int(n), int(d)):
