@@ -13,6 +13,8 @@ controls (the control link, asking, the lesson, ending the class) are folded in 
 
 from __future__ import annotations
 
+import contextlib
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -159,11 +161,12 @@ def _live(code: str, token: str) -> None:
             return
         st.markdown(f"**{md(question.prompt)}**")
         st.caption(f"{sum(counts)} of {count} answered" + (" · answer revealed" if question.revealed else " · live"))
+        answer = st.empty()  # the projector: the answer above the charts, inside the first screen; else below them
         _results(question, counts, ROOM.results)
-        if question.revealed:
-            if question.answer is not None:
+        if question.revealed and question.answer is not None:
+            with answer.container() if presenting() else contextlib.nullcontext():
                 st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
-        else:  # a callback: it runs before the fragment draws again, which then shows the answer
+        if not question.revealed:  # a callback: it runs before the fragment draws again, which then shows the answer
             st.button(
                 "Reveal the answer",
                 key=f"{ROOM.reveal}{question.id}",
@@ -208,15 +211,27 @@ def _labels(question) -> list[str]:
     return [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
 
 
+#: px per bar of a poll's chart; on the projector the bars of a long "which token" poll (up to 32 tokens) share
+#: PRESENT_BARS_PX, so the question, both charts and the revealed answer stay on a 1280×720 screen (28 px a bar
+#: drew a 32-token poll ~1,000 px tall), never below BAR_PX_MIN (the labels' font follows the bar).
+BAR_PX, PRESENT_BARS_PX, BAR_PX_MIN = 28, 330, 10
+
+
+def bar_px(n: int, projector: bool) -> int:
+    """Height of one bar of ``n``: :data:`BAR_PX`, or on the projector what fits :data:`PRESENT_BARS_PX`."""
+    return max(BAR_PX_MIN, min(BAR_PX, PRESENT_BARS_PX // max(n, 1))) if projector else BAR_PX
+
+
 def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
     """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
     labels = _labels(question)
+    px = bar_px(len(labels), presenting())
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
     fig.update_layout(
-        height=80 + 28 * len(labels) + (30 if title else 0),
+        height=80 + px * len(labels) + (30 if title else 0),
         margin=dict(l=10, r=10, t=40 if title else 10, b=30),
         title=dict(text=title) if title else None,
-        yaxis=dict(autorange="reversed", type="category"),
+        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=min(12, px))),
     )
     return fig
 

@@ -25,6 +25,7 @@ from e2e_helpers import PLOT, expect_idle, expect_no_exception
 pytestmark = pytest.mark.e2e
 
 LOAD_MS = 60_000
+FOLDED = "Ask a question, run a lesson, end the class"  # the teacher's controls on the projector
 STUDENTS = 20
 PICKS = [0] * 11 + [1] * 6 + [2] * 3  # eleven for the keys, six for the values, three for the queries
 SCREENS = ((1280, 720), (1920, 1080))
@@ -117,5 +118,100 @@ def test_the_class_page_on_a_projector_shows_code_link_qr_and_answers_in_the_fir
             expect(secret).to_be_visible()
             expect(page.get_by_label("Options, one per line (2 to 8)")).to_be_visible()
             expect_no_exception(page)
+        finally:
+            context.close()
+
+
+LONG = (  # 30 words that MiniLM reads as 32 tokens, the most a "which token" poll offers
+    "The old teacher told the students that she would give them more time because the exam was long and the room "
+    "was very hot on that day in June."
+)
+EIGHT = ["the keys", "the values", "the queries", "the softmax", "the scale", "the mask", "the heads", "the output"]
+
+
+def start_projected_class(page: Page, url: str) -> tuple[str, str]:
+    """A class started in presenter mode; its code and the teacher's secret (as the browser keeps it)."""
+    page.goto(f"{url}/classroom?present=1")
+    page.get_by_role("button", name="Start a class").click(timeout=LOAD_MS)
+    code_box = page.get_by_test_id("stMarkdown").filter(has_text="Class code")
+    expect(code_box).to_be_visible(timeout=LOAD_MS)
+    code = re.search(r"Class code:?\s*([A-Z0-9]{6})", code_box.inner_text()).group(1)
+    kept = {c["name"]: c["value"] for c in page.context.cookies()}
+    return code, kept[TEACHER_COOKIE].partition("-")[2]
+
+
+def answered_by_all(page: Page, store, code: str, question, picks: list[int]) -> None:
+    for i, pick in enumerate(picks):
+        store.join(code, f"student-{i:02d}")
+        store.answer(code, question.id, f"student-{i:02d}", pick)
+    expect(page.get_by_text(f"{len(picks)} of {len(picks)} answered")).to_be_visible(timeout=LOAD_MS)
+    expect_idle(page, LOAD_MS)
+
+
+def settled(page: Page) -> None:
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def test_an_eight_option_poll_and_a_revealed_which_token_poll_on_a_long_sentence_fit_the_projector(
+    browser: Browser, tmp_path: Path, artifacts: Path
+):
+    """The most options a teacher can give a multiple-choice poll (8: the Class page's form and the store agree),
+    then a "which token" poll on a 30-word sentence (32 tokens, the most a poll offers), revealed: the head's real
+    row beside the class's answers. At 1280×720 the question, both charts and the revealed answer are inside the
+    first screen, and every bar is drawn."""
+    from app import services
+    from app.store.rooms import MAX_OPTIONS
+
+    assert MAX_OPTIONS["choice"] == len(EIGHT)  # the poll below is the largest multiple choice there is
+    data = tmp_path / "data"
+    with running_app("e2e-class-present-long.log", {"AP_DATA_DIR": str(data)}) as url:
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        page = context.new_page()
+        try:
+            code, token = start_projected_class(page, url)
+            page.get_by_text(FOLDED).click()  # the teacher's form says 8 is its most
+            options_max = page.get_by_label("Number of the right option (0: none)")
+            expect(options_max).to_have_attribute("max", str(len(EIGHT)), timeout=LOAD_MS)
+            page.get_by_text(FOLDED).click()
+            expect(options_max).not_to_be_visible(timeout=LOAD_MS)
+
+            store = open_store(None, data)
+            choice = store.push_question(code, token, "choice", "What does a query get compared with?", EIGHT, 0)
+            answered_by_all(page, store, code, choice, [i % len(EIGHT) for i in range(STUDENTS)])
+            page.get_by_role("button", name="Reveal the answer").click()
+            revealed = page.get_by_text(f"The answer: {EIGHT[0]}")
+            expect(revealed).to_be_visible(timeout=LOAD_MS)
+            expect_idle(page, LOAD_MS)
+            chart = page.locator(PLOT).filter(has=page.locator(".main-svg")).first
+            expect(chart.locator(".bars .point")).to_have_count(len(EIGHT), timeout=LOAD_MS)
+            settled(page)
+            page.screenshot(path=str(artifacts / "class-present-eight-options.png"))
+            inside(page, page.get_by_text(choice.prompt), "the 8-option question")
+            inside(page, chart.locator(".main-svg").first, "the 8 options' answers")
+            inside(page, revealed, "the revealed answer")
+
+            asked = services.predict_question("minilm", LONG, 3, 1, "she")
+            assert len(asked.options) == 32, asked.options
+            predict = store.push_question(
+                code, token, "predict", asked.prompt, list(asked.options), asked.answer, asked.detail
+            )
+            answered_by_all(page, store, code, predict, [(3 * i) % len(asked.options) for i in range(STUDENTS)])
+            page.get_by_role("button", name="Reveal the answer").click()
+            row = page.locator(PLOT).filter(has_text="The model: layer 3 head 1")
+            expect(row).to_have_count(1, timeout=LOAD_MS)
+            answers = page.locator(PLOT).filter(has_text="The class's answers")
+            revealed = page.get_by_text(f"The answer: {asked.options[asked.answer]}", exact=True)
+            expect(revealed).to_be_visible(timeout=LOAD_MS)
+            expect_idle(page, LOAD_MS)
+            expect_no_exception(page)
+            for chart in (answers, row):
+                expect(chart.locator(".bars .point")).to_have_count(len(asked.options), timeout=LOAD_MS)
+            settled(page)
+            page.screenshot(path=str(artifacts / "class-present-long-which-token.png"))
+            inside(page, page.get_by_text(asked.prompt), "the which-token question")
+            left = inside(page, answers.locator(".main-svg").first, "the class's answers")
+            right = inside(page, row.locator(".main-svg").first, "the head's row")
+            assert left["x"] + left["width"] <= right["x"] + 1, (left, right)  # side by side
+            inside(page, revealed, "the revealed answer")
         finally:
             context.close()
