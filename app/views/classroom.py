@@ -213,8 +213,8 @@ def _labels(question) -> list[str]:
 
 #: px per bar of a poll's chart; on the projector the bars of a long "which token" poll (up to 32 tokens) share
 #: PRESENT_BARS_PX, so the question, both charts and the revealed answer stay on a 1280×720 screen (28 px a bar
-#: drew a 32-token poll ~1,000 px tall), never below BAR_PX_MIN (the labels' font follows the bar).
-BAR_PX, PRESENT_BARS_PX, BAR_PX_MIN = 28, 330, 10
+#: drew a 32-token poll ~1,000 px tall), never below BAR_PX_MIN (Plotly thins the labels that would overlap).
+BAR_PX, PRESENT_BARS_PX, BAR_PX_MIN = 28, 256, 8
 
 
 def bar_px(n: int, projector: bool) -> int:
@@ -231,7 +231,7 @@ def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
         height=80 + px * len(labels) + (30 if title else 0),
         margin=dict(l=10, r=10, t=40 if title else 10, b=30),
         title=dict(text=title) if title else None,
-        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=min(12, px))),
+        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=min(12, max(px, 10)))),
     )
     return fig
 

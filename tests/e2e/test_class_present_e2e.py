@@ -149,6 +149,8 @@ def answered_by_all(page: Page, store, code: str, question, picks: list[int]) ->
 
 
 def settled(page: Page) -> None:
+    """Drawn, and scrolled back to the top as a projector shows the page (a click may have scrolled it)."""
+    page.evaluate("() => document.querySelectorAll('*').forEach(e => { if (e.scrollTop) e.scrollTop = 0; })")
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
