@@ -329,6 +329,7 @@ class Pretraining:
         "cost_times",
     )
     cost_measured = "cost_measured"  # the (n, d) this session last asked to measure
+    finetune_running = "finetune_running"  # the running fine-tune's held-out accuracy chart
     # next-sentence prediction and a classifier on [CLS] (app/components/nsp_sections.py; its job: services.NSP)
     nsp_steps, nsp_lr, nsp_go, nsp_result = "nsp_steps", "nsp_lr", "nsp_go", "nsp_result"
     nsp_examples, nsp_loss, nsp_curve_csv, nsp_shares = "nsp_examples", "nsp_loss", "nsp_curve_csv", "nsp_shares"

@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shlex
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -152,6 +153,7 @@ class Student:
     outcome: str = "not started"
     detail: str = ""
     polls: int = 0
+    poll_seconds: list[float] = field(default_factory=list)  # each poll's rerun, BackMsg to script_finished
     poll_failures: list[str] = field(default_factory=list)
     running: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -229,6 +231,7 @@ class Student:
             if run is None:
                 continue
             self.polls += 1
+            self.poll_seconds.append(run.seconds)
             if run.failure:
                 self.poll_failures.append(run.failure)
                 if self.session._ws is None:  # lost the connection: the job stops with the session
@@ -450,7 +453,23 @@ async def run_all(server: Server, args: argparse.Namespace, context: dict) -> li
         print(f"[{server.target}] {TITLES[kind]}: {summary_line(case, cases)}", flush=True)
         for s in case.students:
             print(f"    {s.name}: {job_line(s)}", flush=True)
+        print(f"    slowest reruns: {slowest(case)}", flush=True)
     return cases
+
+
+def slowest(case: Case, n: int = 6) -> str:
+    """The case's ``n`` slowest observer reruns: when each was sent (from the presses) and which job ran then."""
+    pressed = min((s.pressed_at for s in case.students if s.pressed_at is not None), default=None)
+    origin = pressed if pressed is not None else min((t for t, _ in case.reruns), default=0.0)
+    parts = []
+    for sent, run in sorted(case.reruns, key=lambda item: -item[1].seconds)[:n]:
+        running = [
+            s.name
+            for s in case.students
+            if s.running_at is not None and s.running_at <= sent <= (s.ended_at or float("inf"))
+        ]
+        parts.append(f"+{sent - origin:.1f} s: {run.seconds * 1000:.0f} ms ({', '.join(running) or 'no job running'})")
+    return "; ".join(parts) or "none"
 
 
 # --- report -------------------------------------------------------------------------------------------------
@@ -503,6 +522,8 @@ def job_line(s: Student) -> str:
     if s.pressed_at is not None and s.ended_at is not None:
         parts.append(f"ended +{s.ended_at - s.pressed_at:.1f} s")
     parts.append(f"{s.polls} polls" + (f", {len(s.poll_failures)} failed" if s.poll_failures else ""))
+    if s.poll_seconds:
+        parts.append(f"a poll's rerun median {statistics.median(s.poll_seconds) * 1000:.0f} ms")
     if s.opened is not None and s.opened.failure is None:
         parts.append(f"page opened in {s.opened.seconds:.1f} s")
     return "; ".join(parts)

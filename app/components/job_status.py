@@ -2,9 +2,12 @@
 
 The page submits the job through a service (``services.finetune_start``, ``services.measure_start``,
 ``services.request_generation``) and passes its status to :func:`follow`. While the job is queued or
-running, a fragment polls ``services.long_status`` every :data:`POLL_S` seconds (the rest of the page
-stays as it is and usable: the script thread never waits for the job); when the job ends, the whole
-page reruns once and draws its result. A failed or stopped job leaves one calm message.
+running, a fragment polls ``services.long_status`` (the rest of the page stays as it is and usable: the script
+thread never waits for the job): every :data:`POLL_S` seconds while it runs, every :data:`QUEUED_POLL_S` while it
+waits in the queue (its position moves only when a job ahead ends, and five waiting pages polling fast cost the
+other students' reruns: docs/BENCHMARKS.md "Long work next to a class"). When the job starts, and when it ends,
+the whole page reruns once (the first draws the progress bar polled fast, the second the result). A failed or
+stopped job leaves one calm message.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from app.components.guard import show_error
 from app.components.safe_text import md
 from engine.jobs import JobStatus, about
 
-POLL_S = 0.75
+POLL_S = 0.75  # seconds between a running job's looks: its progress bar moves
+QUEUED_POLL_S = 2.5  # seconds between a queued job's looks: its position changes when a job ahead ends
 
 
 def follow(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus], None] | None = None) -> None:
@@ -37,15 +41,15 @@ def follow(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus],
             f"{what} stopped: {md(status.reason)}. Press the button again to start over.", icon=":material/stop_circle:"
         )
     elif status.active:
-        _poll(kind, status.job_id, what, extra)
+        _poll(kind, status.job_id, status.status == "queued", what, extra)
 
 
-def _poll(kind: str, job_id: int, what: str, extra: Callable[[JobStatus], None] | None) -> None:
-    @st.fragment(run_every=POLL_S)
+def _poll(kind: str, job_id: int, queued: bool, what: str, extra: Callable[[JobStatus], None] | None) -> None:
+    @st.fragment(run_every=QUEUED_POLL_S if queued else POLL_S)
     def poll() -> None:
         now = services.long_status(kind)
-        if now is None or now.job_id != job_id or not now.active:
-            st.rerun()  # the whole page: it draws the result (or why there is none)
+        if now is None or now.job_id != job_id or not now.active or (now.status == "queued") != queued:
+            st.rerun()  # the whole page: the result (or why there is none), or a started job polled faster
         _show(kind, now, what, extra)
 
     poll()
