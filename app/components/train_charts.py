@@ -3,6 +3,9 @@ the probe input. Render-only: inputs are plain numbers and numpy arrays.
 
 All are Plotly figures (the curves were Altair: on the page they came out ~45 px tall and had no
 download), so they share the theme and the PNG/SVG download of :func:`app.components.charts.show_chart`.
+Each is returned as the plain dict ``go.Figure`` would take (``charts.ready`` takes it as it is): the page
+redraws them on every poll while a model trains, and Plotly's validation of four figures made each poll
+~50 ms, long enough to hold up the other students' reruns (docs/BENCHMARKS.md "Long work next to a class").
 Every curve chart can carry a vertical rule at the step the time-lapse slider shows, so a pattern in
 the grid can be read against the loss at that moment.
 """
@@ -14,11 +17,10 @@ import math
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from app.components import theme
 from app.components.head_views import tile_centres, tile_mosaic
-from app.components.heatmap import MASKED_COLOR, colorscale, safe_label
+from app.components.heatmap import MASKED_COLOR, colorscale_stops, safe_label
 
 PAGE_PX = 680  # width of the page's main column at a 1280 px window, which the grid's tiles share
 CURVE_HEIGHT = 300  # px; the brief's floor is 200, and a legend on top takes ~40
@@ -35,7 +37,7 @@ def _lines(
     y_range: list[float] | None,
     rule_step: int | None,
     height: int = CURVE_HEIGHT,
-) -> go.Figure:
+) -> dict:
     """One line (with points) per column of ``frame`` against its ``step``; a dashed rule at ``rule_step``."""
     steps = frame["step"].to_numpy()
     data = [
@@ -70,23 +72,21 @@ def _lines(
     yaxis = {"title": {"text": y_title}, "rangemode": "tozero", "showgrid": True}
     if y_range is not None:
         yaxis["range"] = y_range
-    return go.Figure(
-        {
-            "data": data,
-            "layout": {
-                "title": {"text": html.escape(title), "x": 0.0},
-                "height": height,
-                "shapes": shapes,
-                "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
-                "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
-                "xaxis": {"title": {"text": "training step"}, "showgrid": True},
-                "yaxis": yaxis,
-            },
-        }
-    )
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": html.escape(title), "x": 0.0},
+            "height": height,
+            "shapes": shapes,
+            "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+            "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+            "xaxis": {"title": {"text": "training step"}, "showgrid": True},
+            "yaxis": yaxis,
+        },
+    }
 
 
-def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> go.Figure:
+def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> dict:
     """Training and evaluation loss against step (``frame``: step, training loss, evaluation loss)."""
     return _lines(
         frame,
@@ -99,7 +99,7 @@ def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> go.Figure:
     )
 
 
-def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None = None) -> go.Figure:
+def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None = None) -> dict:
     """The task's metric and token accuracy against step, from 0 to 1."""
     return _lines(
         frame,
@@ -112,13 +112,11 @@ def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None 
     )
 
 
-def head_score_chart(frame: pd.DataFrame, rule_step: int | None = None) -> go.Figure:
-    """One line per head: its overlap with the ideal pattern (``frame``: step, head, score)."""
-    wide = frame.pivot_table(index="step", columns="head", values="score", sort=False).reset_index()
-    heads = [c for c in wide.columns if c != "step"]
+def head_score_chart(frame: pd.DataFrame, rule_step: int | None = None) -> dict:
+    """One line per head: its overlap with the ideal pattern (``frame``: step, then a column per head, "L0 H1")."""
     return _lines(
-        wide,
-        heads,
+        frame,
+        [c for c in frame.columns if c != "step"],
         title="Which head learns the ideal pattern, and when",
         y_title="match with the ideal pattern",
         fmt=".3f",
@@ -130,7 +128,7 @@ def head_score_chart(frame: pd.DataFrame, rule_step: int | None = None) -> go.Fi
 
 def attention_grid(
     patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | None = None, blocked: np.ndarray | None = None
-) -> go.Figure:
+) -> dict:
     """Every head ``[layer, head, q, k]`` as a thumbnail (rows = layers), coloured from 0 to 1 for all.
 
     A shared 0–1 scale shows a head sharpening as it trains (a uniform head stays pale). With
@@ -148,17 +146,16 @@ def attention_grid(
     n_cols = tiles.shape[1]
     xs, ys = tile_centres(n_layers, n_cols, n, n)
     names = [f"H{h}" for h in range(n_heads)] + (["ideal"] if ideal is not None else [])
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            zmin=0,
-            zmax=1,
-            colorscale=colorscale(),
-            showscale=False,
-            hoverongaps=False,
-            hovertemplate="weight %{z:.2f}<extra></extra>",
-        )
-    )
+    heatmap = {
+        "type": "heatmap",
+        "z": z,
+        "zmin": 0,
+        "zmax": 1,
+        "colorscale": colorscale_stops(),  # a dict must not name the scale (plotly.js's own "Blues" differs)
+        "showscale": False,
+        "hoverongaps": False,
+        "hovertemplate": "weight %{z:.2f}<extra></extra>",
+    }
     size = max(110, min(220, 900 // n_cols))
     labels = [safe_label(t) for t in tokens][:n] if len(tokens) >= n else [str(i) for i in range(n)]
     pitch = n + 1  # tile_mosaic's GAP of one empty cell
@@ -198,24 +195,31 @@ def attention_grid(
             for c in range(n_cols)
             for j in shown
         ]
-    fig.update_layout(
-        height=size * n_layers + 50 + (60 if n <= 24 else 0),
-        plot_bgcolor=MASKED_COLOR,
-        annotations=notes,
-        margin=dict(l=5, r=40, t=30, b=60 if n <= 24 else 5),
-        xaxis=dict(tickmode="array", tickvals=xs.tolist(), ticktext=names, side="top", showgrid=False, zeroline=False),
-        yaxis=dict(
-            tickmode="array",
-            tickvals=y_vals,
-            ticktext=[labels[i] for i in shown] * n_layers,
-            autorange="reversed",
-            showgrid=False,
-            zeroline=False,
-            scaleanchor="x",
-            constrain="domain",
-        ),
-    )
-    return fig
+    layout = {
+        "height": size * n_layers + 50 + (60 if n <= 24 else 0),
+        "plot_bgcolor": MASKED_COLOR,
+        "annotations": notes,
+        "margin": {"l": 5, "r": 40, "t": 30, "b": 60 if n <= 24 else 5},
+        "xaxis": {
+            "tickmode": "array",
+            "tickvals": xs.tolist(),
+            "ticktext": names,
+            "side": "top",
+            "showgrid": False,
+            "zeroline": False,
+        },
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": y_vals,
+            "ticktext": [labels[i] for i in shown] * n_layers,
+            "autorange": "reversed",
+            "showgrid": False,
+            "zeroline": False,
+            "scaleanchor": "x",
+            "constrain": "domain",
+        },
+    }
+    return {"data": [heatmap], "layout": layout}
 
 
 def curve_frame(snapshots, metric_name: str) -> pd.DataFrame:
@@ -232,9 +236,10 @@ def curve_frame(snapshots, metric_name: str) -> pd.DataFrame:
 
 
 def score_frame(snapshots, scores) -> pd.DataFrame:
-    """Per-snapshot ``[layers, heads]`` scores → long rows (step, head "L0 H1", score)."""
-    rows = []
-    for snap, grid in zip(snapshots, scores):
-        for (layer, head), value in np.ndenumerate(grid):
-            rows.append({"step": snap.step, "head": f"L{layer} H{head}", "score": float(value)})
-    return pd.DataFrame(rows, columns=["step", "head", "score"])
+    """Per-snapshot ``[layers, heads]`` scores → one row per snapshot: its step, then a column per head ("L0 H1")."""
+    n = min(len(snapshots), len(scores))
+    grids = np.stack([np.asarray(g, dtype=float) for g in scores[:n]])  # [snapshots, layers, heads]
+    n_layers, n_heads = grids.shape[1:]
+    columns = {"step": [s.step for s in snapshots[:n]]}
+    columns.update({f"L{layer} H{head}": grids[:, layer, head] for layer in range(n_layers) for head in range(n_heads)})
+    return pd.DataFrame(columns)
