@@ -11,6 +11,7 @@ tokenization (no ``<unk>``) and that each named head exists.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import streamlit as st
@@ -244,7 +245,8 @@ def examples_picker(model_id: str, card) -> None:
     except Exception:  # noqa: BLE001 — the picker is a help; the page reports loading errors itself
         vocab = None
     set_name, examples = examples_for(model_id, card.family, vocab)
-    left, right = st.columns([3, 2])
+    # columns only when the word list sits beside the picker: three layout blocks less on every run of the page
+    left, right = st.columns([3, 2]) if vocab is not None else (contextlib.nullcontext(), None)
     if examples:
         key = f"examples_{set_name}"
         with left:
@@ -266,7 +268,7 @@ def examples_picker(model_id: str, card) -> None:
                 example = examples[applied[1]]
                 if example.text == current_text():
                     st.caption(where_to_look(example))
-    if vocab is not None:
+    if right is not None:
         with right:
             with st.expander(f"Words this model knows ({len(vocab)})", icon=":material/menu_book:"):
                 st.caption("Any other word is read as <unk> (unknown). Punctuation counts as a word.")

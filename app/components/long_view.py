@@ -75,7 +75,9 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
     shows = [w for w in SHOW if w != "contribution" or trace.has_contributions]
     if st.session_state.get(show_key) not in shows:
         settle(show_key, "attention")
-    left, middle, right = st.columns([4, 6, 3])  # "Show" has three options
+    # one wrapping row (a block, where columns were four of them on every run; a phone wraps it onto more lines)
+    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    left = middle = right = row
     with left:
         scale = (
             st.segmented_control(

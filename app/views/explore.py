@@ -282,8 +282,11 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
             seq2seq = family == "encoder-decoder"
             if presenting():  # one row: layer, head, block, then the display options' popover
                 columns = st.columns([1, 1, 2, 1] if seq2seq else [1, 1, 1], vertical_alignment="bottom")
-            else:  # the display options follow the row in place (no container of their own: a block less per run)
-                columns = [*st.columns([1, 1, 2] if seq2seq else [1, 1]), contextlib.nullcontext()]
+            elif seq2seq:  # the display options follow the row in place (no container of their own: a block less)
+                columns = [*st.columns([1, 1, 2]), contextlib.nullcontext()]
+            else:  # layer and head share one row, a block (columns were three)
+                row = st.container(horizontal=True)
+                columns = [row, row, contextlib.nullcontext()]
             with columns[2] if seq2seq else contextlib.nullcontext():  # one block ("self"): pick_block draws nothing
                 block = pick_block(list(full.attention_blocks()), key=Explore.block)
             trace = services.attention_block(full, block)
