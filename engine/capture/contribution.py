@@ -17,10 +17,15 @@ vector is the shared key/value head's, ``W_O^h`` is the query head's own block.
 
 The norms are computed from the ``d_head × d_head`` Gram matrix ``G_h = W_O^h W_O^hᵀ`` in float64:
 ``‖v W_O^h‖² = v G_h vᵀ``, O(n · d_head · d_model) per layer instead of building ``[n, d_model]``
-vectors per head.
+vectors per head. ``G_h`` depends on the weights alone: :func:`projection_grams` keeps it per weight tensor
+(and its version), so a served model's traces compute it once per layer, not once per trace (it was a quarter
+of a MiniLM trace on the CPU; on a GPU, W_O was copied to the host every trace).
 """
 
 from __future__ import annotations
+
+import threading
+import weakref
 
 import numpy as np
 
@@ -52,6 +57,44 @@ def module_blocks(proj, n_heads: int) -> np.ndarray:
     return head_blocks(weight, n_heads, transposed=type(proj).__name__ == "Conv1D")
 
 
+def grams(blocks: np.ndarray) -> np.ndarray:
+    """``G_h = W_O^h W_O^hᵀ`` for every head of ``blocks`` ``[head, d_head, d_out]``: ``[head, d_head, d_head]``."""
+    return np.matmul(blocks, blocks.transpose(0, 2, 1))
+
+
+#: id(weight) -> (a weak reference to it, its state, its read-only grams). Keyed by id, not a WeakKeyDictionary: a
+#: tensor's ``==`` is elementwise, and that dictionary compares keys with it. The entry goes when the weight does.
+_GRAMS: dict[int, tuple[weakref.ref, tuple, np.ndarray]] = {}
+_GRAMS_LOCK = threading.RLock()  # re-entrant: a weight collected while the lock is held forgets itself
+
+
+def _forget(key: int) -> None:
+    with _GRAMS_LOCK:
+        _GRAMS.pop(key, None)
+
+
+def projection_grams(proj, n_heads: int) -> np.ndarray:
+    """:func:`grams` of the projection ``proj``, computed once per weight: kept while the weight tensor lives, for
+    as long as it is unchanged (its version counter, storage, dtype and device; an optimizer's in-place step, a
+    ``load_state_dict`` or a move to another device computes them again). Read-only: traces of every session
+    share it. A weight that keeps no version (made under ``torch.inference_mode``) is never kept."""
+    weight = proj.weight
+    try:
+        state = (n_heads, int(weight._version), weight.data_ptr(), str(weight.dtype), str(weight.device))
+    except RuntimeError:  # an inference tensor: no version counter, so nothing says when it changed
+        return grams(module_blocks(proj, n_heads))
+    key = id(weight)
+    with _GRAMS_LOCK:
+        kept = _GRAMS.get(key)
+    if kept is not None and kept[0]() is weight and kept[1] == state:
+        return kept[2]
+    result = grams(module_blocks(proj, n_heads))
+    result.flags.writeable = False
+    with _GRAMS_LOCK:
+        _GRAMS[key] = (weakref.ref(weight, lambda _ref, key=key: _forget(key)), state, result)
+    return result
+
+
 def output_norms(values: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     """``‖v^h_j W_O^h‖`` for every head and key: ``[head, key]`` float32.
 
@@ -65,7 +108,13 @@ def output_norms(values: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     """
     if values.ndim != 3 or blocks.ndim != 3 or values.shape[0] != blocks.shape[0] or values.shape[2] != blocks.shape[1]:
         raise ValueError(f"values {values.shape} and output blocks {blocks.shape} do not match (head, ·, d_head)")
-    gram = np.matmul(blocks, blocks.transpose(0, 2, 1))  # [H, d_head, d_head]
+    return gram_norms(values, grams(blocks))
+
+
+def gram_norms(values: np.ndarray, gram: np.ndarray) -> np.ndarray:
+    """:func:`output_norms` from the heads' Gram matrices (:func:`grams`, :func:`projection_grams`)."""
+    if values.ndim != 3 or gram.ndim != 3 or values.shape[0] != gram.shape[0] or values.shape[2] != gram.shape[1]:
+        raise ValueError(f"values {values.shape} and Gram matrices {gram.shape} do not match (head, ·, d_head)")
     out = np.empty(values.shape[:2], dtype=np.float32)
     for h in range(values.shape[0]):
         for a in range(0, values.shape[1], _ROWS):
@@ -101,4 +150,4 @@ def attention_output(attention) -> object:
 
 def attention_norms(attention, values: np.ndarray) -> np.ndarray:
     """:func:`output_norms` of ``values`` ``[head, key, d_head]`` through the projection ``attention`` owns."""
-    return output_norms(values, module_blocks(attention_output(attention), values.shape[0]))
+    return gram_norms(values, projection_grams(attention_output(attention), values.shape[0]))

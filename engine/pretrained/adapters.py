@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from engine.capture import capture
-from engine.capture.contribution import module_blocks, output_norms
+from engine.capture.contribution import gram_norms, projection_grams
 from engine.model import Model
 from engine.pretrained.interface import recording
 from engine.text import (
@@ -336,7 +336,7 @@ class HFTextAdapter:
             window=_per_layer(r.sliding_window for r in records),
             softcap=_per_layer(r.softcap for r in records),
             kv_heads=kv_heads if kv_heads < n_heads else None,
-            value_out_norms=tuple(output_norms(v, w) for v, w in zip(values, blocks)),
+            value_out_norms=tuple(gram_norms(v, g) for v, g in zip(values, blocks)),
             pos_encoding=pos,
             pos_encoding_kind=self.pos_encoding_kind,
             truncated=n_input_tokens is not None and n_input_tokens > n,
@@ -346,9 +346,10 @@ class HFTextAdapter:
         )
 
     def output_blocks(self, module: nn.Module, n_heads: int) -> list[np.ndarray]:
-        """Per layer, the output projection (:attr:`out_proj`) split into one ``W_O^h`` per query head,
-        ``[head, d_head, d_model]`` (:func:`engine.capture.contribution.module_blocks`)."""
-        return [module_blocks(dict(layer.named_modules())[self.out_proj], n_heads) for layer in self.layers(module)]
+        """Per layer, the Gram matrices ``W_O^h W_O^hᵀ`` of the output projection (:attr:`out_proj`) split into one
+        block per query head, ``[head, d_head, d_head]`` (:func:`engine.capture.contribution.projection_grams`:
+        computed once per weight, not per trace)."""
+        return [projection_grams(layer.get_submodule(self.out_proj), n_heads) for layer in self.layers(module)]
 
     def _forward(self, model: Model, ids: list[int], causal: bool, default_causal: bool):
         """Run the base model once, recording every attention call: ``(records per layer, output
