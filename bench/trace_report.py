@@ -140,7 +140,9 @@ def _llama_reading(rows: dict[tuple[int, str], dict], sizes: tuple[int, ...], sk
 def _write_section(out_path: Path, section: str, header: str | None = None, after: str | None = None) -> None:
     """Replace the part of ``out_path`` under ``header`` (default: ``section``'s first line, a ``## ``
     header) up to the next ``## `` header, or add it: right after the section headed ``after`` when
-    that is given and present, else at the end (other sections are left as they are)."""
+    that is given and present, else at the end (other sections are left as they are). A ``### ``
+    subsection of the old part whose header the new text does not write stays, after it (another run of
+    the same benchmark wrote it: ``bench_class --profile``, ``--same-link``)."""
     if out_path.exists():
         doc = out_path.read_text()
     else:
@@ -153,8 +155,13 @@ def _write_section(out_path: Path, section: str, header: str | None = None, afte
         )
     header = header or section.split("\n", 1)[0]
     pattern = re.compile(rf"^{re.escape(header)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(doc):
-        doc = pattern.sub(lambda _: section.rstrip("\n") + "\n\n", doc, count=1)
+    if found := pattern.search(doc):
+        kept = [
+            sub.rstrip("\n") + "\n\n"
+            for sub in re.findall(r"^### .*?(?=^### |\Z)", found.group(0), re.S | re.M)
+            if not re.search(rf"^{re.escape(sub.split(chr(10), 1)[0])}$", section, re.M)
+        ]
+        doc = doc[: found.start()] + section.rstrip("\n") + "\n\n" + "".join(kept) + doc[found.end() :]
     elif after and (found := re.compile(rf"^{re.escape(after)}\n.*?(?=^## |\Z)", re.S | re.M).search(doc)):
         doc = doc[: found.end()].rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + doc[found.end() :]
     else:

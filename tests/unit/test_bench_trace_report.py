@@ -99,3 +99,21 @@ def test_llama_section_text_is_computed_from_the_run():
     assert lines[0] == LLAMA_SECTION and "- Command: `x`" in text
     assert "8 layers, hidden size 512, 8 query heads and 2 key/value heads" in text
     assert "median of 3 calls" in text and "under 8 GB" in text and "Reading:" in text
+
+
+def test_a_section_keeps_the_subsections_another_run_wrote(tmp_path):
+    doc = tmp_path / "B.md"
+    doc.write_text(
+        "# Benchmarks\n\n## Class\n\nold table\n\n### Profile\n\nprofile table\n\n"
+        "### One link\n\nlink table\n\n## Next\n\nnext\n"
+    )
+    _write_section(doc, "## Class\n\nnew table\n")  # the plain run: its lead only, the subsections stay
+    assert doc.read_text() == (
+        "# Benchmarks\n\n## Class\n\nnew table\n\n### Profile\n\nprofile table\n\n"
+        "### One link\n\nlink table\n\n## Next\n\nnext\n"
+    )
+    _write_section(doc, "## Class\n\nnewer table\n\n### Profile\n\nnew profile\n")  # writes its own subsection
+    assert doc.read_text() == (
+        "# Benchmarks\n\n## Class\n\nnewer table\n\n### Profile\n\nnew profile\n\n"
+        "### One link\n\nlink table\n\n## Next\n\nnext\n"
+    )
