@@ -20,6 +20,7 @@ Run from the repository root::
     python -m bench.bench_rerun                       # ~1 min
     python -m bench.bench_rerun --baseline 520ae35    # and the revision before the lecture-hall work
     python -m bench.bench_rerun --profile             # py-spy on the server per case: where a rerun's time goes
+    python -m bench.bench_rerun --sentences 40 --rounds 5 --baseline 520ae35   # five rounds, the servers taking turns
 
 ``--profile`` records the server with py-spy during each case only (after the students opened the page: no
 start-up, imports or model load in it) and prints the script threads' split per rerun (``bench.profile_split``);
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shlex
 import statistics
@@ -152,8 +154,33 @@ def _ms(values: list[float], mean: bool = False) -> str:
     return f"{1000 * (statistics.fmean(values) if mean else statistics.median(values)):.1f}"
 
 
-def section(results: list[Costs], forward: list[float], args: argparse.Namespace, context: dict) -> str:
-    fwd = statistics.median(forward)
+def ratio(costs: Costs, case: str, forward: list[float]) -> float | None:
+    """Server CPU per rerun (mean) over the forward pass (median) of the same sentences, or None."""
+    cpu = costs.cpu[case]
+    return statistics.fmean(cpu) / statistics.median(forward) if cpu and forward else None
+
+
+def round_summary(rounds: list[tuple[list[Costs], list[float]]]) -> list[str]:
+    """One line per server and case: its ratio in each round and their median (nothing for a single round)."""
+    if len(rounds) < 2:
+        return []
+    lines = []
+    for index, costs in enumerate(rounds[0][0]):
+        for case in ("miss", "hit"):
+            values = [r for results, forward in rounds if (r := ratio(results[index], case, forward)) is not None]
+            if values:
+                each = ", ".join(f"{v:.2f}×" for v in values)
+                lines.append(f"- {costs.label}, {case}: {each}; median **{statistics.median(values):.2f}×**")
+    return [
+        "",
+        f"Ratio in each of the {len(rounds)} rounds (new sentences each round, the servers taking turns):",
+        *lines,
+    ]
+
+
+def section(rounds: list[tuple[list[Costs], list[float]]], args: argparse.Namespace, context: dict) -> str:
+    forward_all = [f for _, forward in rounds for f in forward]
+    several = len(rounds) > 1
     lines = [
         SECTION,
         "",
@@ -162,23 +189,34 @@ def section(results: list[Costs], forward: list[float], args: argparse.Namespace
         f"{SETTLE_S:.2f} s after its `script_finished`, the idle rate subtracted; **forward pass** = `engine.trace` "
         "+ one head's pattern on the same sentences in the benchmark's own process (MiniLM, one torch thread, as the "
         f"server runs it; median of {args.repeats} per sentence). One student at a time, reruns one after another: "
-        f"**miss** = a sentence the server has not seen ({len(forward)} sentences of 14–38 words), **hit** = a "
+        f"**miss** = a sentence the server has not seen ({len(forward_all)} sentences of 14–38 words), **hit** = a "
         "second student sends the same sentences (a class on the teacher's link: trace, maps and figures cached). "
         "Server CPU is the **mean** per rerun (the kernel counts CPU in 10 ms ticks: a median of single reruns "
-        "would round), the forward pass and the wall time are medians.",
+        "would round), the forward pass and the wall time are medians."
+        + (
+            f" In {len(rounds)} rounds of {args.sentences} new sentences each; in a round every server is measured "
+            "in turn, then the forward pass of that round's sentences (a machine whose speed drifts moves them "
+            "together): the ratio of one round moved by ±0.15× from run to run on the AMD EPYC."
+            if several
+            else ""
+        ),
         "",
         "| server | case | reruns | server CPU per rerun, mean (ms) | forward pass, median (ms) | CPU ÷ forward | rerun wall, median (ms) |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for costs in results:
-        for case in ("miss", "hit"):
-            cpu = costs.cpu[case]
-            ratio = f"{statistics.fmean(cpu) / fwd:.2f}×" if cpu else "–"
-            lines.append(
-                f"| {costs.label} | {case} | {len(cpu)} | {_ms(cpu, mean=True)} | {1000 * fwd:.1f} | {ratio} "
-                f"| {_ms(costs.wall[case])} |"
-            )
-    failed = [f"{c.label}: {c.failures}" for c in results if c.failures]
+    for number, (results, forward) in enumerate(rounds, start=1):
+        fwd = statistics.median(forward)
+        for costs in results:
+            for case in ("miss", "hit"):
+                cpu = costs.cpu[case]
+                value = ratio(costs, case, forward)
+                label = f"{costs.label}, round {number}" if several else costs.label
+                lines.append(
+                    f"| {label} | {case} | {len(cpu)} | {_ms(cpu, mean=True)} | {1000 * fwd:.1f} | "
+                    f"{'–' if value is None else f'{value:.2f}×'} | {_ms(costs.wall[case])} |"
+                )
+    lines += round_summary(rounds)
+    failed = [f"{c.label}: {c.failures}" for results, _ in rounds for c in results if c.failures]
     lines += [
         "",
         "Failed reruns (not counted): " + ("; ".join(failed) if failed else "none") + ".",
@@ -195,6 +233,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--baseline", metavar="REV", help="also measure a server of git revision REV")
     parser.add_argument("--profile", action="store_true", help="py-spy on the server per case (slows it: see above)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of new sentences, the servers taking turns")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     return parser.parse_args(argv)
 
@@ -208,18 +247,22 @@ def main(argv: list[str] | None = None) -> None:
         "machine": machine(),
         "command": "python -m bench.bench_rerun " + shlex.join(sys.argv[1:] if argv is None else argv),
     }
-    results = []
-    with running_server("streamlit", "bench-rerun.log") as server:
-        results.append(asyncio.run(measure_server(server.url, server.pid, sentences, "this revision", args.profile)))
-    if args.baseline:
-        with checkout(args.baseline) as (folder, sha):
-            with running_server("streamlit", "bench-rerun-baseline.log", root=folder) as server:
-                results.append(
-                    asyncio.run(measure_server(server.url, server.pid, sentences, f"baseline {sha}", args.profile))
-                )
-    forward = forward_cpu(sentences, args.repeats)
+    rounds = []
+    with contextlib.ExitStack() as stack:
+        servers = [(stack.enter_context(running_server("streamlit", "bench-rerun.log")), "this revision")]
+        if args.baseline:
+            folder, sha = stack.enter_context(checkout(args.baseline))
+            server = stack.enter_context(running_server("streamlit", "bench-rerun-baseline.log", root=folder))
+            servers.append((server, f"baseline {sha}"))
+        for number in range(max(1, args.rounds)):
+            texts = sentences if number == 0 else student_sentences(args.seed + 1000 * number, args.sentences)
+            results = [
+                asyncio.run(measure_server(server.url, server.pid, texts, label, args.profile))
+                for server, label in servers
+            ]
+            rounds.append((results, forward_cpu(texts, args.repeats)))
     context["load_after"] = load_average()
-    text = section(results, forward, args, context)
+    text = section(rounds, args, context)
     _write_section(Path(args.out), text)
     print(text)
 
