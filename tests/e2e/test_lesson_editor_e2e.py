@@ -180,8 +180,10 @@ def test_save_after_a_reload_changes_the_lesson_the_draft_was_saved_as(page: Pag
     expect(editor.get_by_text("1. Before the reload")).to_be_visible(timeout=LOAD_MS)
     expect(editor.get_by_role("button", name="Save changes")).to_be_visible(timeout=LOAD_MS)
     expect(editor.locator('[data-testid="stCode"]').filter(has_text=f"lesson={lid}").first).to_be_visible()
+    expect_idle(page, LOAD_MS)  # the reload's runs are over: a submit sent during one was once lost in CI
     editor.get_by_text("Edit this step").click()
     editor.get_by_label("Title", exact=True).fill("After the reload")
+    expect_idle(page, LOAD_MS)
     editor.get_by_role("button", name="Save this step").click()
     expect(editor.get_by_text("Step 1 changed.")).to_be_visible(timeout=LOAD_MS)
     editor.get_by_role("button", name="Save changes").click()
