@@ -76,9 +76,7 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
     if st.session_state.get(show_key) not in shows:
         settle(show_key, "attention")
     # one wrapping row (a block, where columns were four of them on every run; a phone wraps it onto more lines)
-    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
-    left = middle = right = row
-    with left:
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         scale = (
             st.segmented_control(
                 "Colour scale",
@@ -92,12 +90,10 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
             )
             or "linear"
         )
-    with middle:
         weighting = (
             st.segmented_control("Show", shows, format_func=SHOW.get, key=show_key, help=SHOW_HELP, **PERSIST)
             or "attention"
         )
-    with right:
         hide = bool(st.toggle("Hide sink columns", key=hide_key, help=HIDE_HELP, **PERSIST))
     notes = []
     if weighting == "contribution":

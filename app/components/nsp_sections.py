@@ -168,20 +168,27 @@ def running_figure(steps: list[int], accuracy: list[float], total: int, chance: 
     return {"data": [trace], "layout": layout}
 
 
-def _running_curve(status) -> None:
-    """The held-out accuracy of a running NSP fine-tune so far (its progress updates), once there is a point
-    (Streamlit's Vega chart of no points filled the browser console with "Infinite extent" warnings)."""
+def show_running_accuracy(status, key: str, chance: float | None = 0.5) -> int | None:
+    """A running fine-tune's held-out accuracy so far (its progress updates with a ``step`` and an ``accuracy``), as
+    :func:`running_figure`; the run's total steps, or None and no chart before its first point (Streamlit's Vega
+    chart of no points filled the browser console with "Infinite extent" warnings)."""
     points = [u for u in status.updates if hasattr(u, "step") and hasattr(u, "accuracy")]
     if not points:
-        return
+        return None
     total = max(getattr(u, "steps", 0) or 0 for u in points) or points[-1].step
-    show_chart(
-        running_figure([u.step for u in points], [u.accuracy for u in points], total), key=f"{P.nsp_loss}_running"
-    )
-    st.caption(
-        f"The fine-tune running now: accuracy on the held-out pairs (stories it never trains on), measured every "
-        f"few of its {total} steps; the dashed line is chance (50 %). The full loss curve follows when it ends."
-    )
+    show_chart(running_figure([u.step for u in points], [u.accuracy for u in points], total, chance), key=key)
+    return total
+
+
+def _running_curve(status) -> None:
+    """The held-out accuracy of a running NSP fine-tune so far, with what it shows."""
+    total = show_running_accuracy(status, f"{P.nsp_loss}_running")
+    if total is not None:
+        st.caption(
+            f"The fine-tune running now: accuracy on the held-out pairs (stories it never trains on), measured "
+            f"every few of its {total} steps; the dashed line is chance (50 %). The full loss curve follows when it "
+            "ends."
+        )
 
 
 def loss_figure(curve) -> go.Figure:
@@ -376,6 +383,7 @@ __all__ = [
     "most_moved",
     "next_sentence",
     "running_figure",
+    "show_running_accuracy",
     "shares_figure",
     "show_nsp_result",
 ]

@@ -21,7 +21,7 @@ from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import attention_heatmap, layer_mean_map
 from app.components.job_status import follow
-from app.components.nsp_sections import head_change_chart, most_moved, next_sentence, running_figure
+from app.components.nsp_sections import head_change_chart, most_moved, next_sentence, show_running_accuracy
 from app.components.pickers import page_tabs
 from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
@@ -230,11 +230,7 @@ def fine_tuning() -> None:
 
 def accuracy_curve(status) -> None:
     """The held-out accuracy of a running fine-tune so far (its progress updates)."""
-    points = [u for u in status.updates if hasattr(u, "step") and hasattr(u, "accuracy")]
-    if points:  # a plain figure dict: this is redrawn every poll (an Altair line chart cost each poll ~40 ms)
-        total = max(getattr(u, "steps", 0) or 0 for u in points) or points[-1].step
-        fig = running_figure([u.step for u in points], [u.accuracy for u in points], total, chance=None)
-        show_chart(fig, key=P.finetune_running)
+    show_running_accuracy(status, P.finetune_running, chance=None)  # the colour task's chance is in the result
 
 
 def show_finetune_result(result) -> None:

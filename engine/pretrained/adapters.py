@@ -319,7 +319,7 @@ class HFTextAdapter:
             raise EngineError(f"This model reads at most {model.max_positions} tokens; got {n}.")
         default_causal = bool(model.default_causal)
         causal = default_causal if causal is None else bool(causal)
-        records, blocks, pos, device, notice = self._forward(model, ids, causal, default_causal)
+        records, grams, pos, device, notice = self._forward(model, ids, causal, default_causal)
         n_heads = records[0].query.shape[0]
         kv_heads = min(r.key.shape[0] for r in records)  # fewer than n_heads: grouped-query attention
         values = tuple(per_query_head(r.value, n_heads) for r in records)
@@ -336,7 +336,7 @@ class HFTextAdapter:
             window=_per_layer(r.sliding_window for r in records),
             softcap=_per_layer(r.softcap for r in records),
             kv_heads=kv_heads if kv_heads < n_heads else None,
-            value_out_norms=tuple(gram_norms(v, g) for v, g in zip(values, blocks)),
+            value_out_norms=tuple(gram_norms(v, g) for v, g in zip(values, grams)),
             pos_encoding=pos,
             pos_encoding_kind=self.pos_encoding_kind,
             truncated=n_input_tokens is not None and n_input_tokens > n,
@@ -345,7 +345,7 @@ class HFTextAdapter:
             notices=tuple(notices) + ((notice,) if notice else ()),
         )
 
-    def output_blocks(self, module: nn.Module, n_heads: int) -> list[np.ndarray]:
+    def output_grams(self, module: nn.Module, n_heads: int) -> list[np.ndarray]:
         """Per layer, the Gram matrices ``W_O^h W_O^hᵀ`` of the output projection (:attr:`out_proj`) split into one
         block per query head, ``[head, d_head, d_head]`` (:func:`engine.capture.contribution.projection_grams`:
         computed once per weight, not per trace)."""
@@ -353,7 +353,7 @@ class HFTextAdapter:
 
     def _forward(self, model: Model, ids: list[int], causal: bool, default_causal: bool):
         """Run the base model once, recording every attention call: ``(records per layer, output
-        projection blocks per layer, position vectors or None, device, notice)``."""
+        projection's Gram matrices per layer (:meth:`output_grams`), position vectors or None, device, notice)``."""
         n = len(ids)
 
         def forward(module: nn.Module, device: torch.device):
@@ -368,8 +368,8 @@ class HFTextAdapter:
                 self.base(module)(input_ids=input_ids, **kwargs)
             pos = acts.get("hook_pos_embed")
             records = layer_records(rec.calls, self.layers(module))
-            blocks = self.output_blocks(module, records[0].query.shape[0])
-            return records, blocks, None if pos is None else pos[0].float().cpu().numpy()
+            grams = self.output_grams(module, records[0].query.shape[0])
+            return records, grams, None if pos is None else pos[0].float().cpu().numpy()
 
-        (records, blocks, pos), device, notice = model.run(forward)
-        return records, blocks, pos, device, notice
+        (records, grams, pos), device, notice = model.run(forward)
+        return records, grams, pos, device, notice
