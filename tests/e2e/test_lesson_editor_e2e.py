@@ -40,6 +40,43 @@ def open_box(page: Page):
     return box
 
 
+def record_frames(page: Page) -> list[str]:
+    """What the page's websocket sends and receives, one line a message (a BackMsg's rerun and its triggers, a
+    ForwardMsg's kind), for a failure's message: a submit once did nothing in CI and nothing said whether it
+    was sent or answered."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    lines: list[str] = []
+
+    def sent(payload) -> None:
+        msg = BackMsg()
+        msg.ParseFromString(payload if isinstance(payload, bytes) else payload.encode())
+        kind = msg.WhichOneof("type")
+        triggers = [
+            w.id[-24:] for w in msg.rerun_script.widget_states.widgets if w.WhichOneof("value") == "trigger_value"
+        ]
+        lines.append(f"sent {kind} fragment={msg.rerun_script.fragment_id!r} triggers={triggers}")
+
+    def received(payload) -> None:
+        msg = ForwardMsg()
+        msg.ParseFromString(payload if isinstance(payload, bytes) else payload.encode())
+        kind = msg.WhichOneof("type")
+        if kind == "script_finished":
+            lines.append(f"got script_finished {msg.script_finished}")
+        elif kind == "delta":
+            element = msg.delta.new_element
+            text = getattr(element, element.WhichOneof("type") or "", None)
+            text = text.body if element.WhichOneof("type") in ("markdown", "alert") else ""
+            if "changed" in text or "Step" in text:
+                lines.append(f"got markdown {text[:60]!r}")
+        else:
+            lines.append(f"got {kind}")
+
+    page.on("websocket", lambda ws: (ws.on("framesent", sent), ws.on("framereceived", received)))
+    return lines
+
+
 def add_this_view(page: Page, note: str, title: str = "") -> None:
     box = open_box(page)
     if title:
@@ -161,6 +198,7 @@ def test_save_after_a_reload_changes_the_lesson_the_draft_was_saved_as(page: Pag
     from app.store.lessons import LessonStore
 
     marker = f"reload-{uuid.uuid4().hex[:8]}"  # this test's lesson among the server's others
+    frames = record_frames(page)
     page.goto(f"{app_url}/positional")
     expect(page.get_by_role("heading", name=re.compile("Positional"), level=1)).to_be_visible(timeout=LOAD_MS)
     expect_idle(page, LOAD_MS)
@@ -184,8 +222,12 @@ def test_save_after_a_reload_changes_the_lesson_the_draft_was_saved_as(page: Pag
     editor.get_by_text("Edit this step").click()
     editor.get_by_label("Title", exact=True).fill("After the reload")
     expect_idle(page, LOAD_MS)
+    frames.append("-- click: Save this step")
     editor.get_by_role("button", name="Save this step").click()
-    expect(editor.get_by_text("Step 1 changed.")).to_be_visible(timeout=LOAD_MS)
+    try:
+        expect(editor.get_by_text("Step 1 changed.")).to_be_visible(timeout=LOAD_MS)
+    except AssertionError as err:  # say what the websocket carried around the click (CI lost this submit twice)
+        raise AssertionError(f"{err}\nwebsocket, last 40 messages:\n" + "\n".join(frames[-40:])) from None
     editor.get_by_role("button", name="Save changes").click()
     expect(editor.get_by_text("Saved. Share the link below.")).to_be_visible(timeout=LOAD_MS)
     expect(editor.locator('[data-testid="stCode"]').filter(has_text=f"lesson={lid}").first).to_be_visible()
