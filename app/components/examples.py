@@ -233,18 +233,27 @@ def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
     st.session_state[key] = None  # the picker is ready for the next choice (the same one again, too)
 
 
-def examples_picker(model_id: str, card) -> None:
-    """The Examples picker for the chosen model and, for a closed vocabulary, the words it knows.
-
-    Args:
-        model_id: the model shown (its own example set when there is one).
-        card: its :class:`engine.types.ModelCard` (the family picks the fallback set).
-    """
+def _examples(model_id: str, card):
+    """``(set_name, examples, vocab)`` for the model: its example set and, for a closed vocabulary, its words."""
     try:
         vocab = services.model_vocabulary(model_id)
     except Exception:  # noqa: BLE001 — the picker is a help; the page reports loading errors itself
         vocab = None
     set_name, examples = examples_for(model_id, card.family, vocab)
+    return set_name, examples, vocab
+
+
+def examples_picker(model_id: str, card, hint: bool = True) -> None:
+    """The Examples picker for the chosen model and, for a closed vocabulary, the words it knows.
+
+    Args:
+        model_id: the model shown (its own example set when there is one).
+        card: its :class:`engine.types.ModelCard` (the family picks the fallback set).
+        hint: also say under the picker where to look for the example in the box (:func:`example_hint`);
+            False where the page draws that hint with the sentence (Explore: the picker is not redrawn
+            when the sentence changes).
+    """
+    set_name, examples, vocab = _examples(model_id, card)
     # columns only when the word list sits beside the picker: three layout blocks less on every run of the page
     left, right = st.columns([3, 2]) if vocab is not None else (contextlib.nullcontext(), None)
     if examples:
@@ -263,11 +272,8 @@ def examples_picker(model_id: str, card) -> None:
                 + (" that this model reads in full" if vocab is not None else "")
                 + "; where a head was measured for it, that layer and head are opened.",
             )
-            applied = st.session_state.get(Examples.applied)
-            if applied and applied[0] == set_name and applied[1] < len(examples):
-                example = examples[applied[1]]
-                if example.text == current_text():
-                    st.caption(where_to_look(example))
+            if hint:
+                _hint(set_name, examples)
     if right is not None:
         with right:
             with st.expander(f"Words this model knows ({len(vocab)})", icon=":material/menu_book:"):
@@ -275,8 +281,24 @@ def examples_picker(model_id: str, card) -> None:
                 st.markdown(", ".join(f"`{w}`" for w in sorted(vocab)))
 
 
+def example_hint(model_id: str, card) -> None:
+    """Where to look, while the box still holds the example last picked (nothing once the sentence is changed)."""
+    if not st.session_state.get(Examples.applied):  # no example picked yet: nothing to look up
+        return
+    set_name, examples, _ = _examples(model_id, card)
+    _hint(set_name, examples)
+
+
+def _hint(set_name: str, examples) -> None:
+    applied = st.session_state.get(Examples.applied)
+    if applied and applied[0] == set_name and applied[1] < len(examples):
+        example = examples[applied[1]]
+        if example.text == current_text():
+            st.caption(where_to_look(example))
+
+
 def unknown_words_hint(notice: str) -> str:
     """What to add to the unknown-words notice: where to find sentences this model reads in full."""
     if not notice.startswith(UNKNOWN_WORDS_LEAD):
         return ""
-    return " See **Examples** and **Words this model knows** below the text box."
+    return " See **Examples** and **Words this model knows**, next to the text box."

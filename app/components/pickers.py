@@ -132,26 +132,50 @@ def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None
     left, right = st.columns([3, 2])
     with left:
         text_box()
-        if max_tokens_limit > 1024 and not hidden("text") and not hidden("max_tokens"):
-            st.button(
-                "Try a long text",
-                icon=":material/article:",
-                on_click=_use_long_example,
-                args=(max_tokens_limit,),
-                key=Explore.long_example,
-                help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "
-                "Tiny random GPT-2 reads all of it; MiniLM reads the first 512 tokens.",
-            )
+        long_text_button(max_tokens_limit)
     with right:
-        model_id = pick_model(families)
-        max_tokens = max_tokens_input(max_tokens_limit)
-    card = load_model(model_id)
+        model_id, max_tokens, card = model_and_limit(max_tokens_limit, families)
     if card is not None:
-        name = card.spec.label if card.spec.id == model_id else model_id
-        if hidden("model"):  # a link locked the model: the page still says which one it shows
-            st.caption(f"Model: **{md(name)}** (fixed by this link)")
-        set_source(name, current_text())  # every chart of the page says what it shows (and its downloads)
+        name_source(model_id, card)
     return model_id, max_tokens, card
+
+
+def model_and_limit(max_tokens_limit: int, families: frozenset[str] | None = None):
+    """The model picker, the field for any other model and the token limit, then the load: the header's part that
+    does not depend on the sentence (Explore draws it in a fragment of its own, so a new sentence does not
+    redraw it). Returns ``(model_id, max_tokens, card)`` as :func:`text_and_model` does."""
+    model_id = pick_model(families)
+    max_tokens = max_tokens_input(max_tokens_limit)
+    card = load_model(model_id)
+    if card is not None and hidden("model"):  # a link locked the model: the page still says which one it shows
+        st.caption(f"Model: **{md(model_name(model_id, card))}** (fixed by this link)")
+    return model_id, max_tokens, card
+
+
+def long_text_button(max_tokens_limit: int) -> None:
+    """ "Try a long text": the box gets generated stories and the token limit its maximum (pages whose limit is
+    over 1,024 tokens, unless a link hides the text or the limit)."""
+    if max_tokens_limit > 1024 and not hidden("text") and not hidden("max_tokens"):
+        st.button(
+            "Try a long text",
+            icon=":material/article:",
+            on_click=_use_long_example,
+            args=(max_tokens_limit,),
+            key=Explore.long_example,
+            help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "
+            "Tiny random GPT-2 reads all of it; MiniLM reads the first 512 tokens.",
+        )
+
+
+def model_name(model_id: str, card: ModelCard) -> str:
+    """What the page calls the model: its catalog label, or the id typed for a model outside the catalog."""
+    return card.spec.label if card.spec.id == model_id else model_id
+
+
+def name_source(model_id: str, card: ModelCard) -> None:
+    """Every chart of the page says which model and sentence it shows (and so do its downloads): call it after
+    the sentence box, on every run that draws charts."""
+    set_source(model_name(model_id, card), current_text())
 
 
 def load_model(model_id: str) -> ModelCard | None:

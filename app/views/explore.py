@@ -1,11 +1,15 @@
 """Explore: type a sentence, pick a model, layer and head, and see where each token looks.
 
-The page does only what changed: the sentence and model sit outside :func:`head_panel`, a fragment, so
-picking a layer, a head, a colour scale or a zoom region reruns that panel alone (the trace comes from
-the per-process cache, no forward pass). The causal mask comparison traces a second time only while its
-tab is open (so does the next-token tab, once per input: its temperature slider only re-scales cached
-scores; the "Write more" tab runs the model only when its button is pressed), and the CSV is built when the button is clicked. Long inputs (up to 16,384 tokens where the
-model allows) are drawn as an overview of block maxima with a zoom to exact cells.
+The page does only what changed, in three nested fragments: :func:`explore_panel` (the model, token limit,
+examples and mask), :func:`sentence_panel` inside it (the sentence and its trace), :func:`head_panel` inside
+that (layer, head and display options). A new sentence reruns the sentence panel alone: the model picker,
+examples and mask above it are not drawn again (a dozen elements less on every rerun a class sends). Picking
+a layer, a head, a colour scale or a zoom region reruns the head panel alone (the trace comes from the
+per-process cache, no forward pass). The causal mask comparison traces a second time only while its tab is
+open (so does the next-token tab, once per input: its temperature slider only re-scales cached scores; the
+"Write more" tab runs the model only when its button is pressed), and the CSV is built when the button is
+clicked. Long inputs (up to 16,384 tokens where the model allows) are drawn as an overview of block maxima
+with a zoom to exact cells.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import fill_height, shared_chart, show_chart
-from app.components.examples import examples_picker
+from app.components.examples import example_hint, examples_picker
 from app.components.export import head_json_button
 from app.components.guard import busy, calm_errors, show_error
 from app.components.head_views import PHONE_TILES_PER_ROW, head_pills, model_view_spec, phone_grid_spec, pick_grid_head
@@ -29,10 +33,13 @@ from app.components.pickers import (
     causal_toggle,
     kv_sharing,
     layer_head,
+    long_text_button,
+    model_and_limit,
+    name_source,
     page_tabs,
     pick_block,
     show_notices,
-    text_and_model,
+    text_box,
 )
 from app.components.safe_text import quoted
 from app.components.theme import (
@@ -327,48 +334,76 @@ def main() -> None:
 
 
 @st.fragment
-@synced  # a new sentence, model, token limit or mask reruns this panel only (not the sidebar and the entry point)
+@synced  # a new model, token limit, mask or example reruns this panel only (not the sidebar and the entry point)
 def explore_panel() -> None:
-    """The sentence, model and mask, the trace, and the head panel: what a new sentence changes."""
+    """The model, the examples and the mask, then the sentence panel drawn for them."""
     with calm_errors("explore_panel"):
+        projector = presenting()
         with controls("Sentence, model and mask"):  # presenter mode: folded away, the chart gets the screen
-            model_id, max_tokens, model = text_and_model(MAX_TOKENS_LIMIT)
+            left, right = st.columns([2, 3])
+            with left:
+                model_id, max_tokens, model = model_and_limit(MAX_TOKENS_LIMIT)
             if model is None:
                 return
-            examples_picker(model_id, model)  # curated sentences per phenomenon; a closed vocabulary's words
             seq2seq = model.family == "encoder-decoder"
-            causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
-        text = current_text()
-        decode = decoding(model_id, text, max_tokens) if seq2seq else None
-        request = services.TraceRequest(model_id, text, causal, max_tokens, decode)
-        try:
-            with busy("Running the model…", services.trace_is_quick(request)):
-                trace = services.get_trace(request)
-        except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-            show_error(err)
-            return
+            with right:
+                examples_picker(model_id, model, hint=False)  # curated sentences per phenomenon; a vocabulary's words
+                with st.container(horizontal=True, vertical_alignment="center"):
+                    causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
+                    long_text_button(MAX_TOKENS_LIMIT)
+            if projector:  # the projector: one folded row of controls (a fragment's box could not sit in it)
+                text_box()
+        if projector:  # one presenter reruns it all; no second row of controls above the map
+            show_sentence(model_id, max_tokens, model, causal)
+        else:
+            sentence_panel(model_id, max_tokens, model, causal)
 
-        show_notices(trace, model.max_positions)
-        if seq2seq:
-            show_output(trace)
-            head_panel(request, model.spec.family)
-            return
-        if presenting():  # the projector: the map comes first
-            head_panel(request, model.spec.family)
-            return
-        st.caption(
-            f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
-            f"d_head {trace.d_head} · running on {services.device_label()}"
-            + (" · untrained weights: patterns are random" if "random" in model_id else "")
-        )
-        if trace.pos_encoding is not None:
-            open_page(
-                "positional.py",
-                "See the positional encodings this model adds to this sentence",
-                {Positional.tab: "learned"},
-                icon=":material/timeline:",
-            )
+
+@st.fragment
+@synced  # a new sentence reruns this panel only: the model, examples and mask above are not drawn again
+def sentence_panel(model_id: str, max_tokens: int, model, causal: bool | None) -> None:
+    """The sentence box, then :func:`show_sentence`: what a new sentence changes."""
+    with calm_errors("sentence_panel"):
+        text_box()
+        show_sentence(model_id, max_tokens, model, causal)
+
+
+def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) -> None:
+    """The trace of the sentence in the box, its notices and caption, and the head panel."""
+    seq2seq = model.family == "encoder-decoder"
+    name_source(model_id, model)
+    example_hint(model_id, model)  # where to look, while the box holds the example picked above
+    text = current_text()
+    decode = decoding(model_id, text, max_tokens) if seq2seq else None
+    request = services.TraceRequest(model_id, text, causal, max_tokens, decode)
+    try:
+        with busy("Running the model…", services.trace_is_quick(request)):
+            trace = services.get_trace(request)
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+        show_error(err)
+        return
+
+    show_notices(trace, model.max_positions)
+    if seq2seq:
+        show_output(trace)
         head_panel(request, model.spec.family)
+        return
+    if presenting():  # the projector: the map comes first
+        head_panel(request, model.spec.family)
+        return
+    st.caption(
+        f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
+        f"d_head {trace.d_head} · running on {services.device_label()}"
+        + (" · untrained weights: patterns are random" if "random" in model_id else "")
+    )
+    if trace.pos_encoding is not None:
+        open_page(
+            "positional.py",
+            "See the positional encodings this model adds to this sentence",
+            {Positional.tab: "learned"},
+            icon=":material/timeline:",
+        )
+    head_panel(request, model.spec.family)
 
 
 main()
