@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -199,13 +200,27 @@ def _means(url: dict[str, str], ours: dict[str, str]) -> bool:
     return {k: v for k, v in spelled.items() if v} == ours
 
 
+_nesting = threading.local()  # per script thread: how many synced fragments are running, one inside the other
+
+
 def synced(fragment: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a fragment's function (under ``@st.fragment``) so that its reruns update the link too."""
+    """Decorate a fragment's function (under ``@st.fragment``) so that its reruns update the link too.
+
+    Fragments nest (Explore: the sentence panel inside the model panel, the head panel inside that). In a
+    fragment's rerun only the outermost one running writes the link, once, at its end (the inner ones' values are
+    in it by then). In a full run every fragment writes it: a fragment keeps its right to write to the share box
+    (made outside it) for its own reruns only by writing there in the last full run."""
 
     @functools.wraps(fragment)
     def run(*args, **kwargs):
-        result = fragment(*args, **kwargs)
-        sync()
+        depth = getattr(_nesting, "depth", 0)
+        _nesting.depth = depth + 1
+        try:
+            result = fragment(*args, **kwargs)
+        finally:
+            _nesting.depth = depth
+        if depth == 0 or not _fragment_rerun():
+            sync()
         return result
 
     return run
@@ -238,6 +253,14 @@ def _draw_share(params: dict[str, str]) -> None:
         return
     st.session_state[Url.drawn] = mark
     draw_share(slot, link, hidden_controls())
+
+
+def _fragment_rerun() -> bool:
+    """True in a run of fragments alone (a widget inside one changed), False in a full run of the page."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(getattr(ctx, "fragment_ids_this_run", None)) if ctx is not None else False
 
 
 def _in_fragment() -> bool:
