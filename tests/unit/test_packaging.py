@@ -147,3 +147,20 @@ def test_the_test_command_lints_with_the_projects_rules():
     assert "python3 -m ruff check ." in script and "-r requirements-test.txt" in script
     lint = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
     assert {"E", "F", "W", "I"} <= set(lint["select"])  # pycodestyle, pyflakes, import order
+
+
+def test_the_server_runs_its_event_loop_on_uvloop():
+    """requirements.txt brings uvloop so that Streamlit's server loop (every rerun's ~30 messages: a wake-up from the
+    script thread and a socket write each) runs on it: Streamlit's own start-up function picks it when importable."""
+    import asyncio
+
+    from streamlit.web import bootstrap
+
+    assert any(Requirement(line).name == "uvloop" for line in _requirements(ROOT / "requirements.txt"))
+    seen = []
+
+    async def main() -> None:
+        seen.append(type(asyncio.get_running_loop()))
+
+    bootstrap._run_server_loop(main())
+    assert seen and seen[0].__module__.startswith("uvloop"), seen
