@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+import threading
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -162,5 +163,9 @@ def test_the_server_runs_its_event_loop_on_uvloop():
     async def main() -> None:
         seen.append(type(asyncio.get_running_loop()))
 
-    bootstrap._run_server_loop(main())
+    # in a thread of its own, as a server's loop has its thread to itself (the suite's browser tests leave a loop
+    # running in the main thread: Playwright's sync API)
+    thread = threading.Thread(target=lambda: bootstrap._run_server_loop(main()))
+    thread.start()
+    thread.join(30)
     assert seen and seen[0].__module__.startswith("uvloop"), seen
