@@ -47,6 +47,8 @@ def record_frames(page: Page) -> list[str]:
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+    from bench.st_client import _text  # the load-test client's reading of what an element says
+
     lines: list[str] = []
 
     def sent(payload) -> None:
@@ -66,10 +68,9 @@ def record_frames(page: Page) -> list[str]:
             lines.append(f"got script_finished {msg.script_finished}")
         elif kind == "delta":
             element = msg.delta.new_element
-            text = getattr(element, element.WhichOneof("type") or "", None)
-            text = text.body if element.WhichOneof("type") in ("markdown", "alert") else ""
+            text = _text(element, element.WhichOneof("type") or "")  # a markdown's or an alert's words, else ""
             if "changed" in text or "Step" in text:
-                lines.append(f"got markdown {text[:60]!r}")
+                lines.append(f"got text {text[:60]!r}")
         else:
             lines.append(f"got {kind}")
 
