@@ -363,11 +363,13 @@ class HFTextAdapter:
                 kwargs["use_cache"] = False  # a trace never reads a key/value cache
             pos_module = self.pos_module(module)
             targets = {} if pos_module is None else {"hook_pos_embed": pos_module}
-            with recording() as rec, capture(targets) as acts:
-                # the base model only: an LM head would build [n, vocab] logits a trace never reads
+            layers = self.layers(module)
+            # the base model only, and only up to the last layer's attention call: what comes after it (that
+            # call's output, the last MLP, an LM head's [n, vocab] logits) is never read by a trace
+            with recording(stop_after=layers[-1].modules()) as rec, capture(targets) as acts:
                 self.base(module)(input_ids=input_ids, **kwargs)
             pos = acts.get("hook_pos_embed")
-            records = layer_records(rec.calls, self.layers(module))
+            records = layer_records(rec.calls, layers)
             grams = self.output_grams(module, records[0].query.shape[0])
             return records, grams, None if pos is None else pos[0].float().cpu().numpy()
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -58,6 +58,10 @@ class Recorder:
     calls: list[tuple[object, LayerRecord]] = field(default_factory=list)
     #: keep every batch row of Q, K, V instead of batch 0 (Swin passes one row per window of the image)
     whole_batch: bool = False
+    #: ids of the attention modules whose call is the last one a trace reads: once one of them is recorded the
+    #: forward pass stops (:class:`ForwardStopped`); its attention output, the layers after it and any head are
+    #: never computed (empty: the forward runs to its end)
+    stop_after: frozenset[int] = frozenset()
     #: (address, shape) → (the tensor, kept alive so that no later tensor reuses its address; its vector)
     _biases: dict[tuple, tuple[object, np.ndarray | None]] = field(default_factory=dict)
 
@@ -80,6 +84,11 @@ class Recorder:
             int(getattr(module, "layer_idx", None) if getattr(module, "layer_idx", None) is not None else i): record
             for i, (module, record) in enumerate(self.calls)
         }
+
+
+class ForwardStopped(Exception):
+    """Raised by the capturing attention once the recorder holds the last call it needs
+    (``Recorder.stop_after``); the caller that set it catches it (:func:`recording`)."""
 
 
 _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_capture_recorder", default=None)
@@ -108,6 +117,8 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
             relative_bias=recorder.relative(kwargs.get("position_bias")),
         )
         recorder.calls.append((module, record))
+        if id(module) in recorder.stop_after:
+            raise ForwardStopped
     override = _OVERRIDE.get()
     if override is not None:
         weights = eager_weights(module, query, key, attention_mask, scaling, kwargs)
@@ -223,12 +234,19 @@ def register() -> str:
 
 
 @contextmanager
-def recording(whole_batch: bool = False) -> Iterator[Recorder]:
+def recording(whole_batch: bool = False, stop_after: Iterable[object] = ()) -> Iterator[Recorder]:
     """Record every ``ap_capture`` attention call made in this context (this thread / task only); with
-    ``whole_batch``, every batch row of Q, K and V (Swin: one per window), else batch 0."""
-    recorder = Recorder(whole_batch=whole_batch)
+    ``whole_batch``, every batch row of Q, K and V (Swin: one per window), else batch 0.
+
+    ``stop_after``: attention modules whose call is the last one wanted (a text trace: the last layer's);
+    the forward pass ends right after that call is recorded (nothing after it is computed, and the
+    model's output is never made) and the context exits normally, the recorder holding every call."""
+    recorder = Recorder(whole_batch=whole_batch, stop_after=frozenset(id(m) for m in stop_after))
     token = _RECORDER.set(recorder)
     try:
         yield recorder
+    except ForwardStopped:
+        if not recorder.stop_after:
+            raise
     finally:
         _RECORDER.reset(token)

@@ -99,6 +99,33 @@ def test_causal_toggles_equal_eager_with_the_same_mask(pair) -> None:
     assert engine.trace(model, TEXT).causal is decoder  # the shared model kept its own mask
 
 
+def test_a_trace_stops_after_the_last_layers_attention_call(pair) -> None:
+    """Nothing after the last layer's attention call is computed (its output, MLP, the final norm, a head):
+    every layer but the last returns, the last never does, and its pattern still equals eager's."""
+    kind, model, ref = pair
+    layers = model.adapter.layers(model.module)
+    returned: list[int] = []
+    handles = [layer.register_forward_hook(lambda *_a, i=i: returned.append(i)) for i, layer in enumerate(layers)]
+    try:
+        tr = engine.trace(model, TEXT)
+    finally:
+        for h in handles:
+            h.remove()
+    assert returned == list(range(len(layers) - 1))
+    assert tr.n_layers == len(layers)
+    assert_parity(tr, reference_attentions(ref, tr.tokens.ids))
+
+
+def test_a_recorder_that_stops_nothing_lets_the_stop_signal_through() -> None:
+    from engine.pretrained.interface import ForwardStopped, recording
+
+    with pytest.raises(ForwardStopped), recording():
+        raise ForwardStopped
+    with recording(stop_after=[torch.nn.Linear(1, 1)]) as rec:
+        raise ForwardStopped
+    assert rec.calls == []
+
+
 def test_trace_ids_reads_any_id_sequence(pair) -> None:
     """What token generation will call: the prompt's ids and then ids the model picked itself."""
     kind, model, ref = pair
