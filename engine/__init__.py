@@ -18,6 +18,7 @@ Bahdanau pages' traces are still in ``st.cache_data``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
@@ -70,6 +71,7 @@ __all__ = [
     "limit_numpy_threads",
     "set_threads",
     "trace",
+    "trace_many",
 ]
 
 
@@ -115,6 +117,47 @@ def trace(model: "Model", text, *, causal: bool | None = None, max_tokens: int =
         >>> tr.pattern(0, 0).sum(axis=-1)  # all ones
     """
     return model.adapter.trace(model, text, causal=causal, max_tokens=max_tokens)
+
+
+def trace_many(
+    model: "Model",
+    texts: Sequence[str],
+    *,
+    causal: bool | None = None,
+    max_tokens: int | Sequence[int] = DEFAULT_MAX_TOKENS,
+) -> list[Trace | Exception]:
+    """:func:`trace` for several texts at once: one forward pass over all of them where the model's family
+    allows it (Hugging Face BERT-likes, DistilBERT and GPT-2: the texts right-padded to the longest and the
+    padding masked out), else one pass each.
+
+    Args:
+        model: from :func:`load`.
+        texts: the sentences.
+        causal: as for :func:`trace`, the same for every text.
+        max_tokens: one limit for all, or one per text.
+
+    Returns:
+        One item per text, in order: its trace (equal to ``trace(model, text, ...)`` up to float rounding),
+        or the exception tracing it raised, so that one bad text fails only itself.
+
+    Example:
+        >>> a, b = trace_many(load("minilm"), ["The cat sat.", "A dog ran to the park."])
+        >>> a.tokens.strings == trace(load("minilm"), "The cat sat.").tokens.strings
+    """
+    texts = list(texts)
+    limits = [int(max_tokens)] * len(texts) if isinstance(max_tokens, int) else [int(m) for m in max_tokens]
+    if len(limits) != len(texts):
+        raise EngineError(f"{len(limits)} token limits for {len(texts)} texts")
+    batch = getattr(model.adapter, "trace_batch", None)
+    if batch is not None:
+        return batch(model, texts, causal=causal, max_tokens=limits)
+    out: list[Trace | Exception] = []
+    for text, limit in zip(texts, limits):
+        try:
+            out.append(trace(model, text, causal=causal, max_tokens=limit))
+        except Exception as err:  # noqa: BLE001 — the item's own error, handed back in its place
+            out.append(err)
+    return out
 
 
 def generate(

@@ -16,7 +16,8 @@
 - ``friendly_error``: an exception as plain text for the UI (no absolute paths, bounded length); pages show it through ``components.guard.show_error``, which escapes it.
 
 Torch work is bounded for a shared 2-core classroom server: one intra-op thread per job and at
-most ``MAX_JOBS`` forward passes at once. The page modules of ``app.services`` import from here.
+most ``MAX_JOBS`` forward passes at once; short texts that wait for a busy model share its next pass
+(``_LANE``, :class:`engine.batching.BatchLane`). The page modules of ``app.services`` import from here.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import engine.registry
 from app.services.request import TraceRequest
 from app.state import K, default_from
 from engine import AttentionTrace, EngineError, ModelSpec
+from engine.batching import BatchLane
 from engine.cache import TraceCache
 from engine.memory import release_memory_soon
 from engine.policy import ServerPolicy
@@ -269,13 +271,31 @@ def trace_loader(request: TraceRequest) -> Callable[[], AttentionTrace]:
     return lambda: _trace(request, trained, rules)
 
 
+#: short texts that wait for a busy model share its next forward pass (engine.batching; a class pressing Enter
+#: at once): at most MAX_JOBS passes, one per model and mask, up to 8 texts each
+_LANE = BatchLane(slots=MAX_JOBS, max_batch=8)
+
+
+def _trace_together(model, causal: bool | None, items: list[tuple[str, int]]) -> list:
+    """One forward pass over the texts of ``items`` (``(text, max_tokens)``): a trace or an error each."""
+    with _jobs, forward_threads(long_input=False):
+        return engine.trace_many(model, [text for text, _ in items], causal=causal, max_tokens=[m for _, m in items])
+
+
 def _trace(request: TraceRequest, trained, rules: ServerPolicy) -> AttentionTrace:
     def compute() -> AttentionTrace:
         from engine.generation import DecodeSettings
 
         settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
         model = trained if trained is not None else _served_model(request.model_id, rules)
-        with _jobs, forward_threads(long_input=len(request.text) > PARALLEL_CHARS):
+        long_input = len(request.text) > PARALLEL_CHARS
+        if settings is None and not long_input and getattr(model.adapter, "batches", False):
+            return _LANE.submit(
+                (id(model), request.causal),  # the lane holds the model (in the call) while the key is in use
+                (request.text, request.max_tokens),
+                functools.partial(_trace_together, model, request.causal),
+            )
+        with _jobs, forward_threads(long_input=long_input):
             if settings is not None:
                 return engine.generate(model, request.text, settings, max_tokens=request.max_tokens)
             return engine.trace(model, request.text, causal=request.causal, max_tokens=request.max_tokens)

@@ -39,6 +39,7 @@ BERT_LIKE = HFTextAdapter(
     out_proj="attention.output.dense",
     pos_path="embeddings.position_embeddings",
     reads_is_decoder=True,
+    batches=True,
 )
 ROBERTA_LIKE = replace(BERT_LIKE, position_offset=2)
 DISTILBERT = HFTextAdapter(
@@ -47,8 +48,11 @@ DISTILBERT = HFTextAdapter(
     out_proj="attention.out_lin",
     pos_path="embeddings.position_embeddings",
     caches=False,
+    batches=True,
 )
-GPT2 = HFTextAdapter(family="decoder", layers_path="h", out_proj="attn.c_proj", pos_path="wpe", byte_level=True)
+GPT2 = HFTextAdapter(
+    family="decoder", layers_path="h", out_proj="attn.c_proj", pos_path="wpe", byte_level=True, batches=True
+)
 #: decoders with rotary positions (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1–3)
 ROTARY_DECODER = HFTextAdapter(
     family="decoder",
@@ -57,6 +61,7 @@ ROTARY_DECODER = HFTextAdapter(
     pos_path=None,
     pos_encoding_kind="rope",
     byte_level=None,
+    batches=False,  # not checked with padding (sliding windows, softcaps): traced one by one
 )
 GPT_NEOX = replace(ROTARY_DECODER, out_proj="attention.dense")
 

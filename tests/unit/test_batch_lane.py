@@ -1,0 +1,139 @@
+"""engine.batching.BatchLane: requests that wait for a busy model share its next call; nobody waits to batch."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from engine.batching import BatchLane
+
+WAIT_S = 10.0
+
+
+def _spawn(lane: BatchLane, key, item, run, results: dict, name: str) -> threading.Thread:
+    def target() -> None:
+        try:
+            results[name] = lane.submit(key, item, run)
+        except Exception as err:  # noqa: BLE001 — what the caller saw
+            results[name] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def _until(predicate, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_a_lone_request_runs_at_once_by_itself() -> None:
+    lane = BatchLane(slots=1)
+    calls: list[list] = []
+    assert lane.submit("m", 3, lambda items: calls.append(items) or [x * 2 for x in items]) == 6
+    assert calls == [[3]] and lane.batches == [1]
+
+
+def test_requests_waiting_for_a_busy_key_share_its_next_call_in_arrival_order() -> None:
+    lane = BatchLane(slots=2, max_batch=8)
+    gate, started = threading.Event(), threading.Event()
+    calls: list[list] = []
+
+    def run(items):
+        calls.append(list(items))
+        if len(calls) == 1:
+            started.set()
+            assert gate.wait(WAIT_S)
+        return [f"r{x}" for x in items]
+
+    results: dict = {}
+    first = _spawn(lane, "m", 0, run, results, "first")
+    assert started.wait(WAIT_S)
+    waiting = []
+    for i in range(1, 6):
+        waiting.append(_spawn(lane, "m", i, run, results, f"w{i}"))
+        _until(lambda i=i: len(lane._queue) == i, "the request did not queue")  # arrival order is fixed
+    gate.set()
+    for t in [first, *waiting]:
+        t.join(WAIT_S)
+    assert calls == [[0], [1, 2, 3, 4, 5]]  # the second slot did not start a call of the busy key
+    assert results == {"first": "r0", **{f"w{i}": f"r{i}" for i in range(1, 6)}}
+    assert lane.batches == [1, 5]
+
+
+def test_other_keys_run_next_to_a_busy_one_and_never_merge() -> None:
+    lane = BatchLane(slots=2)
+    gate, started = threading.Event(), threading.Event()
+    calls: list[tuple] = []
+
+    def run_a(items):
+        calls.append(("a", list(items)))
+        started.set()
+        assert gate.wait(WAIT_S)
+        return items
+
+    def run_b(items):
+        calls.append(("b", list(items)))
+        return items
+
+    results: dict = {}
+    a = _spawn(lane, "a", 1, run_a, results, "a")
+    assert started.wait(WAIT_S)
+    b = _spawn(lane, "b", 2, run_b, results, "b")
+    b.join(WAIT_S)
+    assert results.get("b") == 2 and a.is_alive()  # b finished while a still runs
+    gate.set()
+    a.join(WAIT_S)
+    assert results == {"a": 1, "b": 2} and sorted(c[0] for c in calls) == ["a", "b"]
+
+
+def test_max_batch_splits_a_long_queue() -> None:
+    lane = BatchLane(slots=1, max_batch=2)
+    gate, started = threading.Event(), threading.Event()
+    sizes: list[int] = []
+
+    def run(items):
+        sizes.append(len(items))
+        if len(sizes) == 1:
+            started.set()
+            assert gate.wait(WAIT_S)
+        return items
+
+    results: dict = {}
+    threads = [_spawn(lane, "m", 0, run, results, "t0")]
+    assert started.wait(WAIT_S)
+    for i in range(1, 6):
+        threads.append(_spawn(lane, "m", i, run, results, f"t{i}"))
+    _until(lambda: len(lane._queue) == 5, "requests did not queue")
+    gate.set()
+    for t in threads:
+        t.join(WAIT_S)
+    assert sizes == [1, 2, 2, 1] and results == {f"t{i}": i for i in range(6)}
+
+
+def test_an_item_error_reaches_its_caller_only_and_a_failed_call_reaches_all_of_its_callers() -> None:
+    lane = BatchLane(slots=1)
+    bad = ValueError("item 2 is bad")
+    assert lane.submit("m", 1, lambda items: [bad if x == 2 else x for x in items]) == 1
+    with pytest.raises(ValueError, match="item 2"):
+        lane.submit("m", 2, lambda items: [bad if x == 2 else x for x in items])
+
+    def broken(items):
+        raise RuntimeError("the model failed")
+
+    with pytest.raises(RuntimeError, match="the model failed"):
+        lane.submit("m", 3, broken)
+    with pytest.raises(RuntimeError, match="returned 0 results"):
+        lane.submit("m", 4, lambda items: [])
+    assert lane.submit("m", 5, lambda items: items) == 5  # the lane still works: its slot came back
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError):
+        BatchLane(slots=0)
+    with pytest.raises(ValueError):
+        BatchLane(max_batch=0)

@@ -1,0 +1,145 @@
+"""Several texts in one forward pass (``engine.trace_many``): what a class pressing Enter at once costs less.
+
+Every family marked ``batches`` (BERT-likes, DistilBERT, GPT-2 and its scale switches) is loaded from a tiny
+random folder; texts of different lengths are traced together and each trace is compared with the trace of
+its text alone (Q, K, V, patterns, positions, value norms) and with a separate eager copy's
+``output_attentions``. A text that cannot be traced fails only itself; a mask the model does not make by
+itself, or a family not checked with padding, goes one text at a time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import engine
+from engine.types import EmptyInputError, EngineError
+from tests.hf_helpers import KINDS, assert_parity, build, family, reference_attentions
+
+TEXTS = [
+    "The cat sat on the mat.",
+    "A much longer sentence, so that the others are padded: the teacher explains attention to the class today.",
+    "Dogs bark.",
+]
+ATOL = 2e-5
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny_batch")
+    for kind in KINDS:
+        build(kind, root / kind)
+    return {kind: root / kind for kind in KINDS}
+
+
+_LOADED: dict[str, tuple] = {}
+
+
+def _pair(kind: str, folders: dict[str, Path]):
+    if kind not in _LOADED:
+        from transformers import AutoModel, AutoModelForCausalLM
+
+        cls = AutoModelForCausalLM if family(kind) == "gpt2" else AutoModel
+        ref = cls.from_pretrained(folders[kind], attn_implementation="eager").eval()
+        _LOADED[kind] = (engine.load(str(folders[kind])), ref)
+    return _LOADED[kind]
+
+
+def _forward_calls(model) -> tuple[list[int], object]:
+    """Count the base model's forward calls (and the batch size of each)."""
+    calls: list[int] = []
+    base = model.adapter.base(model.module)
+    handle = base.register_forward_pre_hook(lambda _m, _a, kw: calls.append(kw["input_ids"].shape[0]), with_kwargs=True)
+    return calls, handle
+
+
+def assert_same_trace(got, alone) -> None:
+    assert got.tokens == alone.tokens and got.notices == alone.notices and got.causal == alone.causal
+    assert got.truncated == alone.truncated and got.n_input_tokens == alone.n_input_tokens
+    for name in ("queries", "keys", "values", "value_out_norms"):
+        for a, b in zip(getattr(got, name), getattr(alone, name), strict=True):
+            assert a.shape == b.shape, name
+            np.testing.assert_allclose(a, b, atol=ATOL, rtol=0, err_msg=name)
+    for layer in range(alone.n_layers):
+        np.testing.assert_allclose(got.pattern(layer), alone.pattern(layer), atol=ATOL, rtol=0)
+    if alone.pos_encoding is None:
+        assert got.pos_encoding is None
+    else:
+        np.testing.assert_allclose(got.pos_encoding, alone.pos_encoding, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_texts_traced_together_equal_each_traced_alone_and_eager(kind, folders) -> None:
+    model, ref = _pair(kind, folders)
+    assert model.adapter.batches
+    calls, handle = _forward_calls(model)
+    try:
+        together = engine.trace_many(model, TEXTS, max_tokens=64)
+    finally:
+        handle.remove()
+    assert calls == [len(TEXTS)]  # one forward pass for all three
+    lengths = {len(tr.tokens) for tr in together}
+    assert len(lengths) >= 2  # padding really happened
+    for text, got in zip(TEXTS, together, strict=True):
+        alone = engine.trace(model, text, max_tokens=64)
+        assert_same_trace(got, alone)
+        assert_parity(got, reference_attentions(ref, got.tokens.ids))
+        assert got.pattern(0).sum(axis=-1) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_a_bad_text_fails_only_itself(kind, folders) -> None:
+    model, _ = _pair(kind, folders)
+    out = engine.trace_many(model, [TEXTS[0], "   ", TEXTS[2]], max_tokens=[64, 64, 3])
+    assert isinstance(out[1], EmptyInputError)
+    assert_same_trace(out[0], engine.trace(model, TEXTS[0], max_tokens=64))
+    cut = engine.trace(model, TEXTS[2], max_tokens=3)
+    assert cut.truncated or len(cut.tokens) <= 3
+    assert_same_trace(out[2], cut)  # its own token limit, its own notices
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_a_mask_against_the_model_default_goes_one_text_at_a_time(kind, folders) -> None:
+    model, ref = _pair(kind, folders)
+    flipped = not model.default_causal
+    calls, handle = _forward_calls(model)
+    try:
+        out = engine.trace_many(model, TEXTS, causal=flipped, max_tokens=64)
+    finally:
+        handle.remove()
+    assert calls == [1, 1, 1]
+    for text, got in zip(TEXTS, out, strict=True):
+        assert got.causal is flipped
+        assert_same_trace(got, engine.trace(model, text, causal=flipped, max_tokens=64))
+
+
+def test_limits_must_match_the_texts(folders) -> None:
+    model, _ = _pair("bert", folders)
+    with pytest.raises(EngineError):
+        engine.trace_many(model, TEXTS, max_tokens=[64])
+
+
+def test_minilm_batch_equals_single_traces() -> None:
+    """The offline default's real weights: the padded pass gives each sentence its own numbers."""
+    model = engine.load("minilm")
+    texts = [*TEXTS, "Attention lets every token look at every other token in the sentence."]
+    for got, text in zip(engine.trace_many(model, texts), texts, strict=True):
+        assert_same_trace(got, engine.trace(model, text))
+
+
+def test_a_model_that_does_not_batch_traces_each_text(folders) -> None:
+    model, _ = _pair("bert", folders)
+    import dataclasses
+
+    single = dataclasses.replace(model, adapter=dataclasses.replace(model.adapter, batches=False), lock=model.lock)
+    calls, handle = _forward_calls(single)
+    try:
+        out = engine.trace_many(single, TEXTS[:2], max_tokens=64)
+    finally:
+        handle.remove()
+    assert calls == [1, 1]
+    assert_same_trace(out[1], engine.trace(model, TEXTS[1], max_tokens=64))
+    assert torch.is_inference_mode_enabled() is False
