@@ -116,11 +116,12 @@ def gram_norms(values: np.ndarray, gram: np.ndarray) -> np.ndarray:
     if values.ndim != 3 or gram.ndim != 3 or values.shape[0] != gram.shape[0] or values.shape[2] != gram.shape[1]:
         raise ValueError(f"values {values.shape} and Gram matrices {gram.shape} do not match (head, ·, d_head)")
     out = np.empty(values.shape[:2], dtype=np.float32)
-    for h in range(values.shape[0]):
-        for a in range(0, values.shape[1], _ROWS):
-            v = np.asarray(values[h, a : a + _ROWS], dtype=np.float64)  # [rows, d_head]
-            squared = np.einsum("nd,nd->n", v @ gram[h], v)
-            out[h, a : a + _ROWS] = np.sqrt(np.maximum(squared, 0.0))
+    rows = max(16, _ROWS // values.shape[0])  # every head at once, in chunks of positions (one call per chunk)
+    gram = np.asarray(gram, dtype=np.float64)
+    for a in range(0, values.shape[1], rows):
+        v = np.asarray(values[:, a : a + rows], dtype=np.float64)  # [head, rows, d_head]
+        squared = np.einsum("hnd,hnd->hn", v @ gram, v)
+        out[:, a : a + rows] = np.sqrt(np.maximum(squared, 0.0))
     return out
 
 
