@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.components import theme
-from app.components.heatmap import MASKED_COLOR, _ticks, colorscale_stops, safe_label
+from app.components.heatmap import MASKED_COLOR, _ticks, colorscale_stops, label_margin, safe_label
 from app.state import K
 
 GAP = 1  # empty cells between tiles
@@ -128,11 +128,12 @@ def model_view_spec(
             }
         )
     tile_px = max(30, width_px // max(n_heads, 1))
+    row_names = layer_names or [f"L{layer}" for layer in range(n_layers)]
     return {
         "data": [heatmap, markers],
         "layout": {
             "height": int(min(1400, max(200, tile_px * n_layers * s / max(t, 1) + 80))),
-            "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+            "margin": {"l": label_margin(row_names, "layer"), "r": 10, "t": 40, "b": 10},
             "plot_bgcolor": "white",
             "clickmode": "event+select",
             "dragmode": False,
@@ -149,7 +150,7 @@ def model_view_spec(
             "yaxis": {
                 "tickmode": "array",
                 "tickvals": ys.tolist(),
-                "ticktext": layer_names or [f"L{layer}" for layer in range(n_layers)],
+                "ticktext": row_names,
                 "autorange": "reversed",
                 "showgrid": False,
                 "zeroline": False,

@@ -73,6 +73,16 @@ def test_explore_type_and_mask(page: Page, app_url: str, artifacts: Path, publis
     expect_tick(page, "tom")
     assert not any(t.endswith(" animal") for t in tick_texts(page))
     expect_no_exception(page)
+    expect_settled(page)
+    # the margins the server set leave room for the labels and the colour bar: plotly.js's automargin pushed
+    # none of them (a push draws the whole figure a second time); _size is plotly.js's own record of the margins
+    margins = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')].map(gd =>
+            [gd.layout.margin.l, gd._fullLayout._size.l, gd.layout.margin.r, gd._fullLayout._size.r])"""
+    )
+    assert len(margins) == 2 and all(
+        left == drawn_l and right == drawn_r for left, drawn_l, right, drawn_r in margins
+    ), margins
 
     # causal mask on: the title says so, the charts redraw
     page.locator('[data-testid="stCheckbox"]').get_by_text("Causal mask", exact=True).click()
