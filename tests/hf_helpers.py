@@ -179,6 +179,31 @@ def family(kind: str) -> str:
     return "roberta" if kind in ("xlm-roberta", "camembert") else kind
 
 
+def build_all(root: Path) -> dict[str, Path]:
+    """Every kind of :data:`KINDS` saved under ``root`` (one folder each)."""
+    for kind in KINDS:
+        build(kind, root / kind)
+    return {kind: root / kind for kind in KINDS}
+
+
+_LOADED: dict[str, tuple] = {}
+
+
+def engine_and_eager(kind: str, folders: dict[str, Path]) -> tuple:
+    """``(engine model, a separate eager copy)`` of ``folders[kind]``, loaded once per folder for the session
+    (both read-only)."""
+    key = str(folders[kind])
+    if key not in _LOADED:
+        from transformers import AutoModel, AutoModelForCausalLM
+
+        import engine
+
+        cls = AutoModelForCausalLM if family(kind) == "gpt2" else AutoModel
+        ref = cls.from_pretrained(folders[kind], attn_implementation="eager").eval()
+        _LOADED[key] = (engine.load(key), ref)
+    return _LOADED[key]
+
+
 # ---- comparing with the model's own attentions ------------------------------------------------
 def reference_attentions(ref, ids, attention_mask=None) -> list[np.ndarray]:
     with torch.no_grad():

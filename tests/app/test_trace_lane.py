@@ -17,6 +17,7 @@ import engine
 from app.services import core
 from app.services.request import TraceRequest
 from engine.types import EmptyInputError
+from tests.thread_helpers import call_in_thread, wait_until
 
 WAIT_S = 60.0
 SENTENCES = [
@@ -29,22 +30,11 @@ SENTENCES = [
 
 
 def _ask(request: TraceRequest, out: dict, name: str) -> threading.Thread:
-    def target() -> None:
-        try:
-            out[name] = core.get_trace(request)
-        except Exception as err:  # noqa: BLE001 — what the page would have shown
-            out[name] = err
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread
+    return call_in_thread(lambda: core.get_trace(request), out, name)
 
 
 def _until(predicate, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
+    wait_until(predicate, what, WAIT_S)
 
 
 def test_sentences_sent_while_the_model_is_busy_run_as_one_pass_and_each_gets_its_own_trace() -> None:

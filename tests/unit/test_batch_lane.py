@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from engine.batching import BatchLane
+from tests.thread_helpers import call_in_thread, wait_until
 
 WAIT_S = 10.0
 
 
 def _spawn(lane: BatchLane, key, item, run, results: dict, name: str) -> threading.Thread:
-    def target() -> None:
-        try:
-            results[name] = lane.submit(key, item, run)
-        except Exception as err:  # noqa: BLE001 — what the caller saw
-            results[name] = err
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread
+    return call_in_thread(lambda: lane.submit(key, item, run), results, name)
 
 
 def _until(predicate, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.005)
+    wait_until(predicate, what, WAIT_S)
 
 
 def test_a_lone_request_runs_at_once_by_itself() -> None:

@@ -26,7 +26,8 @@ from tests.hf_helpers import (
     additive_causal_mask,
     assert_not_uniform,
     assert_parity,
-    build,
+    build_all,
+    engine_and_eager,
     family,
     reference_attentions,
 )
@@ -37,24 +38,11 @@ TEXT = "The cat sat on the mat, and the teacher explains attention."
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("tiny_capture")
-    for kind in KINDS:
-        build(kind, root / kind)
-    return {kind: root / kind for kind in KINDS}
-
-
-_LOADED: dict[str, tuple] = {}
+    return build_all(tmp_path_factory.mktemp("tiny_hf"))
 
 
 def _pair(kind: str, folders: dict[str, Path]):
-    """``(engine model, separate eager reference)``, loaded once per kind."""
-    if kind not in _LOADED:
-        from transformers import AutoModel, AutoModelForCausalLM
-
-        cls = AutoModelForCausalLM if family(kind) == "gpt2" else AutoModel
-        ref = cls.from_pretrained(folders[kind], attn_implementation="eager").eval()
-        _LOADED[kind] = (engine.load(str(folders[kind])), ref)
-    return _LOADED[kind]
+    return engine_and_eager(kind, folders)
 
 
 @pytest.fixture(params=KINDS)

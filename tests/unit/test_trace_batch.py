@@ -17,7 +17,7 @@ import torch
 
 import engine
 from engine.types import EmptyInputError, EngineError
-from tests.hf_helpers import KINDS, assert_parity, build, family, reference_attentions
+from tests.hf_helpers import KINDS, assert_parity, build_all, engine_and_eager, reference_attentions
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -29,23 +29,11 @@ ATOL = 2e-5
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("tiny_batch")
-    for kind in KINDS:
-        build(kind, root / kind)
-    return {kind: root / kind for kind in KINDS}
-
-
-_LOADED: dict[str, tuple] = {}
+    return build_all(tmp_path_factory.mktemp("tiny_hf"))
 
 
 def _pair(kind: str, folders: dict[str, Path]):
-    if kind not in _LOADED:
-        from transformers import AutoModel, AutoModelForCausalLM
-
-        cls = AutoModelForCausalLM if family(kind) == "gpt2" else AutoModel
-        ref = cls.from_pretrained(folders[kind], attn_implementation="eager").eval()
-        _LOADED[kind] = (engine.load(str(folders[kind])), ref)
-    return _LOADED[kind]
+    return engine_and_eager(kind, folders)
 
 
 def _forward_calls(model) -> tuple[list[int], object]:
