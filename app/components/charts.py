@@ -162,7 +162,6 @@ def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -
     return ReadyFigure({**fig.spec, "layout": layout})
 
 
-CHAR_EM = 0.55  # a tick label's average character width, in font sizes (Source Sans; measured ~0.5)
 
 
 def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
@@ -179,7 +178,7 @@ def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
         texts = [re.sub(r"<[^>]+>|&#?\w+;", "x", str(t)) for t in axis.get("ticktext") or ()]
         longest = max((len(t) for t in texts), default=3)
         angle = math.radians(abs(float(axis.get("tickangle") or 0)))
-        labels = longest * CHAR_EM * look.tick_px * math.sin(angle) + look.tick_px * (1 + math.cos(angle))
+        labels = longest * theme.CHAR_EM * look.tick_px * math.sin(angle) + look.tick_px * (1 + math.cos(angle))
         titled = bool((axis.get("title") or {}).get("text")) if isinstance(axis.get("title"), dict) else False
         need = max(need, int(labels + (look.axis_title_px + 14 if titled else 0) + 8))
     return need

@@ -62,23 +62,19 @@ def _ticks(labels: list[str], plot_px: int, need_px: int | None = None) -> tuple
     return [labels[i] for i in idx], [labels[i] for i in idx]
 
 
-#: the width of one tick-label character, in ems: Source Sans averages ~0.48 em; wider here so that the estimate
-#: below rarely falls short (a short margin costs a second draw, a wide one a few pixels of white)
-CHAR_EM = 0.6
-
-
 def label_margin(labels: list[str], title: str, look: theme.Theme | None = None) -> int:
     """The left margin (px) plotly.js's automargin needs for y tick ``labels`` and an axis ``title``, estimated a
-    little wide. Set up front, the margin needs no push after the first draw: each push made plotly.js draw the
-    whole figure again (``doAutoMargin``: ~40 ms of the browser per map in Chromium on these machines)."""
+    little wide (fitted in Chromium: "17 neighbour" with a title needs 132 px, "L0" 73). Set up front, the margin
+    needs no push after the first draw: each push made plotly.js draw the whole figure again (``doAutoMargin``:
+    ~40 ms of the browser per map in Chromium on these machines)."""
     look = look or theme.current()
     widest = max((len(label.replace("\u200b", "")) for label in labels), default=0)
-    return int(math.ceil(widest * CHAR_EM * look.tick_px + (look.axis_title_px if title else 0) + 44))
+    return int(math.ceil(widest * theme.CHAR_EM * look.tick_px + (look.axis_title_px if title else 0) + 46))
 
 
 def colorbar_margin(title: str, look: theme.Theme | None = None) -> int:
     """The right margin (px) a vertical colour bar at the plot's right edge pushes to: its ticks (~5 characters)
-    or its title over it, whichever is wider, plus the bar and its padding (see :func:`label_margin`; fitted in
+    or its title over it, whichever is wider, plus the bar and its padding (as :func:`label_margin`; fitted in
     Chromium: "weight" needs 82 px, "weight (log colour)" 151 at the default sizes)."""
     look = look or theme.current()
     return int(math.ceil(max(5, len(title)) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))

@@ -74,6 +74,10 @@ class Theme:
     compact: bool = False
 
 
+#: a tick label's average character width, in font sizes (Source Sans; measured ~0.5): what the margin
+#: estimates (charts.top_labels_px, heatmap.label_margin) count per character of a label
+CHAR_EM = 0.55
+
 DEFAULT = Theme(name="default")
 PRESENTER_CSS = """
 <style>
