@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -25,7 +25,6 @@ class _Ticket:
     done: bool = False
     result: Any = None
     error: BaseException | None = None
-    batch: int = field(default=0)  # how many requests its call served (for tests and logs)
 
 
 class BatchLane:
@@ -110,7 +109,6 @@ class BatchLane:
                 ticket.error = result
             else:
                 ticket.result = result
-            ticket.batch = len(batch)
             ticket.done = True
         self.batches = [*self.batches[-255:], len(batch)]
         if stop is not None:

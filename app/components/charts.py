@@ -162,8 +162,6 @@ def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -
     return ReadyFigure({**fig.spec, "layout": layout})
 
 
-
-
 def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
     """Pixels that column labels on top of the plot (maps, the model view) and their axis title take above it.
 

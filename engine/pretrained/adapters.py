@@ -399,7 +399,8 @@ class HFTextAdapter:
         default_causal = bool(model.default_causal)
         want = default_causal if causal is None else bool(causal)
         longest = max((len(prepared[i][0]) for i in ready), default=0)
-        own_mask = self.causal_kwargs(model.module, longest, want, torch.device("cpu"), default=default_causal)
+        # what causal_kwargs would pass besides the padding: a mask of its own, or is_causal=False
+        own_mask = (want and not default_causal) or (not want and self._may_mask_itself(model.module.config))
         if len(ready) < 2 or not self.batches or own_mask or longest > model.max_positions:
             return [
                 p
