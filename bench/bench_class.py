@@ -64,7 +64,7 @@ from bench.serve import (
     running_server,
 )
 from bench.st_client import Run, Session
-from bench.trace_report import _write_section
+from bench.trace_report import _write_section, _write_subsection
 
 SECTION = "## A class on one server"
 TEXT_LABEL = "Your text"
@@ -571,8 +571,18 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     context["load_after"] = load_average()
     text = section(cases, args, context)
-    _write_section(Path(args.out), text)
+    if same_link(args):  # a subsection of its own under the plain class's section, which stays as it is
+        text = text.replace(SECTION, same_link_header(args), 1)
+        _write_subsection(Path(args.out), text, SECTION)
+    else:
+        _write_section(Path(args.out), text)
     print(text)
+
+
+def same_link_header(args: argparse.Namespace) -> str:
+    """The ``### `` header of a ``--same-link`` class, e.g. "… (100 students, one sentence)"."""
+    sizes = ", ".join(str(n) for n in args.students)
+    return f"### The whole class on the teacher's link ({sizes} students, one sentence)"
 
 
 if __name__ == "__main__":

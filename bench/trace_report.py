@@ -137,6 +137,26 @@ def _llama_reading(rows: dict[tuple[int, str], dict], sizes: tuple[int, ...], sk
     return lines
 
 
+def _write_subsection(out_path: Path, section: str, parent: str) -> None:
+    """Replace the ``### `` subsection headed by ``section``'s first line inside the ``## `` section ``parent``
+    (up to the next ``### `` or ``## `` header), or add it at the end of that section; a missing parent is
+    added with it, at the end of the file. Nothing else changes (``bench_class --same-link``: its class sits
+    under "A class on one server" without replacing the plain class above it)."""
+    doc = out_path.read_text() if out_path.exists() else "# Benchmarks\n"
+    header = section.split("\n", 1)[0]
+    text = section.strip("\n") + "\n\n"
+    found = re.compile(rf"^{re.escape(parent)}\n.*?(?=^## |\Z)", re.S | re.M).search(doc)
+    if found is None:
+        doc = doc.rstrip("\n") + "\n\n" + parent + "\n\n" + text
+    else:
+        body = found.group(0)
+        sub = re.compile(rf"^{re.escape(header)}\n.*?(?=^### |^## |\Z)", re.S | re.M).search(body)
+        body = body[: sub.start()] + text + body[sub.end() :] if sub else body.rstrip("\n") + "\n\n" + text
+        doc = doc[: found.start()] + body + doc[found.end() :]
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(doc.rstrip("\n") + "\n")
+
+
 def _write_section(out_path: Path, section: str, header: str | None = None, after: str | None = None) -> None:
     """Replace the part of ``out_path`` under ``header`` (default: ``section``'s first line, a ``## ``
     header) up to the next ``## `` header, or add it: right after the section headed ``after`` when

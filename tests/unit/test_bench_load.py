@@ -108,3 +108,28 @@ def test_client_finds_the_text_box_by_label_or_as_the_only_one():
     assert session.widget_id("text_area", "Your text") == "other"
     session.widgets = [("text_area", other), ("text_area", TextArea(id="third", label="More"))]
     assert session.widget_id("text_area", "Your text") is None
+
+
+def test_write_subsection_replaces_only_its_own_under_its_parent(tmp_path):
+    from bench.trace_report import _write_subsection
+
+    doc = tmp_path / "B.md"
+    doc.write_text("# Benchmarks\n\n## A\n\nplain a\n\n### P\n\nprofile\n\n### S\n\nold s\n\n## B\n\nold b\n")
+    _write_subsection(doc, "### S\n\nnew s\n", "## A")
+    _write_subsection(doc, "### T\n\nnew t\n", "## A")
+    assert doc.read_text() == (
+        "# Benchmarks\n\n## A\n\nplain a\n\n### P\n\nprofile\n\n### S\n\nnew s\n\n### T\n\nnew t\n\n## B\n\nold b\n"
+    )
+    _write_subsection(doc, "### U\n\nu\n", "## C")
+    assert doc.read_text().endswith("## B\n\nold b\n\n## C\n\n### U\n\nu\n")
+
+
+def test_a_same_link_class_writes_its_own_subsection():
+    import argparse
+
+    from bench.bench_class import SECTION, same_link_header
+
+    args = argparse.Namespace(students=[100], same_link=True)
+    assert same_link_header(args) == "### The whole class on the teacher's link (100 students, one sentence)"
+    assert "### The whole class on the teacher's link (100 students" in open("docs/BENCHMARKS.md").read()
+    assert SECTION == "## A class on one server"
