@@ -49,6 +49,8 @@ class BatchLane:
         self._running: dict[Hashable, int] = {}  # key -> calls running now (one per key: they would share a lock)
         #: how many requests each call served, most recent last (the last 256; for tests and benchmarks)
         self.batches: list[int] = []
+        #: calls made since the lane was created (``batches`` keeps only the last 256)
+        self.calls = 0
 
     def submit(self, key: Hashable, item: Any, run: Callable[[list[Any]], Sequence[Any]]) -> Any:
         """Run ``item`` (with any waiting items of the same ``key``) and return its result.
@@ -111,5 +113,6 @@ class BatchLane:
                 ticket.result = result
             ticket.done = True
         self.batches = [*self.batches[-255:], len(batch)]
+        self.calls += 1
         if stop is not None:
             raise stop

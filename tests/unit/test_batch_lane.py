@@ -24,7 +24,7 @@ def test_a_lone_request_runs_at_once_by_itself() -> None:
     lane = BatchLane(slots=1)
     calls: list[list] = []
     assert lane.submit("m", 3, lambda items: calls.append(items) or [x * 2 for x in items]) == 6
-    assert calls == [[3]] and lane.batches == [1]
+    assert calls == [[3]] and lane.batches == [1] and lane.calls == 1
 
 
 def test_requests_waiting_for_a_busy_key_share_its_next_call_in_arrival_order() -> None:
@@ -126,3 +126,10 @@ def test_settings_are_checked() -> None:
         BatchLane(slots=0)
     with pytest.raises(ValueError):
         BatchLane(max_batch=0)
+
+
+def test_the_record_of_batches_is_bounded_and_the_call_count_is_not() -> None:
+    lane = BatchLane(slots=1)
+    for i in range(300):
+        lane.submit("m", i, lambda items: items)
+    assert len(lane.batches) == 256 and lane.calls == 300
