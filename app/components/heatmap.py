@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from typing import Literal
 
 import numpy as np
@@ -68,16 +69,22 @@ def label_margin(labels: list[str], title: str, look: theme.Theme | None = None)
     needs no push after the first draw: each push made plotly.js draw the whole figure again (``doAutoMargin``:
     ~40 ms of the browser per map in Chromium on these machines)."""
     look = look or theme.current()
-    widest = max((len(label.replace("\u200b", "")) for label in labels), default=0)
+    widest = max((len(_shown(label)) for label in labels), default=0)
     return int(math.ceil(widest * theme.CHAR_EM * look.tick_px + (look.axis_title_px if title else 0) + 46))
+
+
+def _shown(label: str) -> str:
+    """A label as the browser shows it, for counting: a tag or an entity (``&lt;``) as one character, the
+    zero-width spaces of :func:`unique_labels` as none."""
+    return re.sub(r"<[^>]+>|&#?\w+;", "x", str(label)).replace("\u200b", "")
 
 
 def colorbar_margin(title: str, look: theme.Theme | None = None) -> int:
     """The right margin (px) a vertical colour bar at the plot's right edge pushes to: its ticks (~5 characters)
     or its title over it, whichever is wider, plus the bar and its padding (as :func:`label_margin`; fitted in
-    Chromium: "weight" needs 82 px, "weight (log colour)" 151 at the default sizes)."""
+    Chromium: "weight" needs 75–83 px (its tick labels vary), "weight (log colour)" 151 at the default sizes)."""
     look = look or theme.current()
-    return int(math.ceil(max(5, len(title)) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
+    return int(math.ceil(max(5, len(_shown(title))) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
 
 
 def unique_labels(labels: list[str]) -> list[str]:
@@ -165,14 +172,19 @@ def map_spec(
     row_px = max(22, look.label_px + 2)  # presenter mode: taller rows, so every label still fits
     side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
     across = width if width is not None and not look.stack else side
-    if look.compact:  # a phone: the plot is ~PHONE_PLOT_PX across whatever the figure's height; labels upright
-        xv, xt = _ticks(k_lab, PHONE_PLOT_PX * look.label_px // PHONE_LABEL_PX)
-    else:  # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
-        xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
     if rows_px is not None:  # rows sized by the browser: thinned only where one em per label does not fit
         yv, yt = _ticks(q_lab, rows_px, look.tick_px)
     else:
         yv, yt = _ticks(q_lab, side - 140)
+    if width is None:  # a map of its own: margins set for its labels and colour bar, so it is drawn once
+        margin_l = label_margin(yt, y_title, look)
+        margin_r = colorbar_margin(colorbar["title"]["text"], look) if showscale else 10
+    else:  # maps side by side, a few hundred px each: plotly.js's automargin fits them tightest (a second draw)
+        margin_l = margin_r = 10
+    if look.compact:  # a phone: the plot is ~PHONE_PLOT_PX across whatever the figure's height; labels upright
+        xv, xt = _ticks(k_lab, PHONE_PLOT_PX * look.label_px // PHONE_LABEL_PX)
+    else:  # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
+        xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
     return {
         "data": [
             {
@@ -199,8 +211,8 @@ def map_spec(
             },
             "height": side,
             "margin": {
-                "l": label_margin(yt, y_title, look),
-                "r": colorbar_margin(colorbar["title"]["text"], look) if showscale else 10,
+                "l": margin_l,
+                "r": margin_r,
                 "t": 40 if title else 10,
                 "b": 10,
             },
