@@ -79,6 +79,8 @@ class BatchLane:
                     self._running[key] -= 1
                     if not self._running[key]:
                         del self._running[key]
+                    self.batches = [*self.batches[-255:], len(batch)]  # under the lock: two slots may finish at once
+                    self.calls += 1
                     self._cond.notify_all()
         if ticket.error is not None:
             raise ticket.error
@@ -112,7 +114,5 @@ class BatchLane:
             else:
                 ticket.result = result
             ticket.done = True
-        self.batches = [*self.batches[-255:], len(batch)]
-        self.calls += 1
         if stop is not None:
             raise stop

@@ -133,3 +133,33 @@ def test_the_record_of_batches_is_bounded_and_the_call_count_is_not() -> None:
     for i in range(300):
         lane.submit("m", i, lambda items: items)
     assert len(lane.batches) == 256 and lane.calls == 300
+
+
+def test_many_callers_on_two_keys_each_get_their_own_result() -> None:
+    """40 threads, two keys, two slots: every caller gets its own answer, every request is served exactly once
+    and a key never runs two calls at once."""
+    lane = BatchLane(slots=2, max_batch=4)
+    running: dict[str, int] = {"a": 0, "b": 0}
+    overlap: list[str] = []
+
+    def run_for(key):
+        def run(items):
+            running[key] += 1
+            if running[key] > 1:
+                overlap.append(key)
+            threading.Event().wait(0.002)
+            running[key] -= 1
+            return [(key, x) for x in items]
+
+        return run
+
+    results: dict = {}
+    threads = [
+        call_in_thread(lambda i=i: lane.submit("ab"[i % 2], i, run_for("ab"[i % 2])), results, f"t{i}")
+        for i in range(40)
+    ]
+    for t in threads:
+        t.join(WAIT_S)
+    assert results == {f"t{i}": ("ab"[i % 2], i) for i in range(40)}
+    assert not overlap and sum(lane.batches) == 40 and lane.calls == len(lane.batches)
+    assert max(lane.batches) <= 4
