@@ -129,10 +129,14 @@ def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Mo
     return found
 
 
-def _row(x: np.ndarray, b: int, n: int) -> np.ndarray:
-    """Batch row ``b`` of a whole-batch record ``[B, H, n_pad, d]``, its first ``n`` positions, as an array
-    of its own (a trace never keeps the padded batch alive)."""
-    return np.ascontiguousarray(x[b, :, :n])
+def _row(x: np.ndarray, b: int, n: int, axis: int = 1) -> np.ndarray:
+    """Batch row ``b`` of a whole-batch array (records ``[B, H, n_pad, d]``; ``axis=0``: positions ``[B, n_pad,
+    d]``; positions may come as one row for the whole batch), its first ``n`` positions: the row itself when it
+    is all of the array (no copy: a long single trace's Q/K/V are never doubled), else an array of its own (a
+    trace never keeps the padded batch alive)."""
+    if x.shape[0] == 1 and x.shape[axis + 1] == n:
+        return x[0]
+    return np.ascontiguousarray(x[b][(slice(None),) * axis + (slice(0, n),)])
 
 
 def _or_error(fn):
@@ -411,43 +415,11 @@ class HFTextAdapter:
                 for p in prepared
             ]
         rows = [prepared[i] for i in ready]
-        records, grams, pos, device, notice = self._forward_batch(model, [r[0] for r in rows])
+        traced, grams, device, notice = self._forward_batch(model, [r[0] for r in rows])
         out: list = list(prepared)
-        for b, (i, (ids, tokens, notes, n_total)) in enumerate(zip(ready, rows)):
-            n = len(ids)
-            mine = [
-                replace(r, query=_row(r.query, b, n), key=_row(r.key, b, n), value=_row(r.value, b, n)) for r in records
-            ]
-            own_pos = None if pos is None else np.ascontiguousarray(pos[min(b, len(pos) - 1), :n])
-            out[i] = self._assemble(model, mine, grams, own_pos, device, notice, tokens, want, notes, n_total)
+        for i, (_, tokens, notes, n_total), (records, pos) in zip(ready, rows, traced):
+            out[i] = self._assemble(model, records, grams, pos, device, notice, tokens, want, notes, n_total)
         return out
-
-    def _forward_batch(self, model: Model, rows: list[list[int]]):
-        """:meth:`_forward` for several id sequences at once, right-padded, with the model's own mask."""
-        longest = max(len(r) for r in rows)
-        pad = model.tokenizer.pad_token_id if getattr(model.tokenizer, "pad_token_id", None) is not None else 0
-
-        def forward(module: nn.Module, device: torch.device):
-            input_ids = torch.full((len(rows), longest), int(pad), dtype=torch.long)
-            attention_mask = torch.zeros((len(rows), longest), dtype=torch.long)
-            for b, ids in enumerate(rows):
-                input_ids[b, : len(ids)] = torch.tensor(ids)
-                attention_mask[b, : len(ids)] = 1
-            kwargs = {"attention_mask": attention_mask.to(device)}
-            if self.caches:
-                kwargs["use_cache"] = False
-            pos_module = self.pos_module(module)
-            targets = {} if pos_module is None else {"hook_pos_embed": pos_module}
-            layers = self.layers(module)
-            with recording(whole_batch=True, stop_after=layers[-1].modules()) as rec, capture(targets) as acts:
-                self.base(module)(input_ids=input_ids.to(device), **kwargs)
-            pos = acts.get("hook_pos_embed")
-            records = layer_records(rec.calls, layers)
-            grams = self.output_grams(module, records[0].query.shape[1])
-            return records, grams, None if pos is None else pos.float().cpu().numpy()
-
-        (records, grams, pos), device, notice = model.run(forward)
-        return records, grams, pos, device, notice
 
     def output_grams(self, module: nn.Module, n_heads: int) -> list[np.ndarray]:
         """Per layer, the Gram matrices ``W_O^h W_O^hᵀ`` of the output projection (:attr:`out_proj`) split into one
@@ -456,13 +428,38 @@ class HFTextAdapter:
         return [projection_grams(layer.get_submodule(self.out_proj), n_heads) for layer in self.layers(module)]
 
     def _forward(self, model: Model, ids: list[int], causal: bool, default_causal: bool):
-        """Run the base model once, recording every attention call: ``(records per layer, output
+        """Run the base model once on ``ids``, recording every attention call: ``(records per layer, output
         projection's Gram matrices per layer (:meth:`output_grams`), position vectors or None, device, notice)``."""
         n = len(ids)
+        traced, grams, device, notice = self._run(
+            model,
+            [ids],
+            lambda module, device: self.causal_kwargs(module, n, causal, device=device, default=default_causal),
+        )
+        records, pos = traced[0]
+        return records, grams, pos, device, notice
+
+    def _forward_batch(self, model: Model, rows: list[list[int]]):
+        """:meth:`_forward` for several id sequences at once, right-padded, with the model's own mask and the
+        padding masked out: ``(records and positions per row, grams, device, notice)``."""
+        attention_mask = torch.zeros((len(rows), max(len(r) for r in rows)), dtype=torch.long)
+        for b, ids in enumerate(rows):
+            attention_mask[b, : len(ids)] = 1
+        return self._run(model, rows, lambda module, device: {"attention_mask": attention_mask.to(device)})
+
+    def _run(self, model: Model, rows: list[list[int]], mask_kwargs):
+        """One forward pass of the base model over ``rows`` (right-padded to the longest with the tokenizer's
+        padding id), stopped after the last layer's attention call. Returns, per row, its records (its own
+        tokens only) and position vectors, then the Gram matrices, the device and any notice (``Model.run``).
+        ``mask_kwargs(module, device)``: the mask arguments of the call."""
+        longest = max(len(r) for r in rows)
+        pad = getattr(model.tokenizer, "pad_token_id", None)
 
         def forward(module: nn.Module, device: torch.device):
-            input_ids = torch.tensor([ids], device=device)
-            kwargs = self.causal_kwargs(module, n, causal, device=device, default=default_causal)
+            input_ids = torch.full((len(rows), longest), 0 if pad is None else int(pad), dtype=torch.long)
+            for b, ids in enumerate(rows):
+                input_ids[b, : len(ids)] = torch.tensor(ids)
+            kwargs = mask_kwargs(module, device)
             if self.caches:
                 kwargs["use_cache"] = False  # a trace never reads a key/value cache
             pos_module = self.pos_module(module)
@@ -470,12 +467,19 @@ class HFTextAdapter:
             layers = self.layers(module)
             # the base model only, and only up to the last layer's attention call: what comes after it (that
             # call's output, the last MLP, an LM head's [n, vocab] logits) is never read by a trace
-            with recording(stop_after=layers[-1].modules()) as rec, capture(targets) as acts:
-                self.base(module)(input_ids=input_ids, **kwargs)
+            with recording(whole_batch=True, stop_after=layers[-1].modules()) as rec, capture(targets) as acts:
+                self.base(module)(input_ids=input_ids.to(device), **kwargs)
             pos = acts.get("hook_pos_embed")
             records = layer_records(rec.calls, layers)
-            grams = self.output_grams(module, records[0].query.shape[0])
-            return records, grams, None if pos is None else pos[0].float().cpu().numpy()
+            grams = self.output_grams(module, records[0].query.shape[1])
+            return records, grams, None if pos is None else pos.float().cpu().numpy()
 
         (records, grams, pos), device, notice = model.run(forward)
-        return records, grams, pos, device, notice
+        traced = []
+        for b, ids in enumerate(rows):
+            n = len(ids)
+            own = [
+                replace(r, query=_row(r.query, b, n), key=_row(r.key, b, n), value=_row(r.value, b, n)) for r in records
+            ]
+            traced.append((own, None if pos is None else _row(pos, min(b, len(pos) - 1), n, axis=0)))
+        return traced, grams, device, notice
