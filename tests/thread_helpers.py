@@ -1,9 +1,8 @@
-"""Threads a test starts to play several users at once, and a bounded wait for what they do."""
+"""Threads a test starts to play several users at once (wait for what they do with ``tests.job_helpers.wait_until``)."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,11 +19,3 @@ def call_in_thread(fn: Callable[[], Any], out: dict, name: str) -> threading.Thr
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread
-
-
-def wait_until(predicate: Callable[[], Any], what: str, timeout_s: float = 10.0) -> None:
-    """Poll ``predicate`` every 5 ms; fail with ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.005)

@@ -17,7 +17,8 @@ import engine
 from app.services import core
 from app.services.request import TraceRequest
 from engine.types import EmptyInputError
-from tests.thread_helpers import call_in_thread, wait_until
+from tests.job_helpers import wait_until
+from tests.thread_helpers import call_in_thread
 
 WAIT_S = 60.0
 SENTENCES = [
@@ -34,7 +35,7 @@ def _ask(request: TraceRequest, out: dict, name: str) -> threading.Thread:
 
 
 def _until(predicate, what: str) -> None:
-    wait_until(predicate, what, WAIT_S)
+    wait_until(predicate, timeout=WAIT_S, what=what)
 
 
 def test_sentences_sent_while_the_model_is_busy_run_as_one_pass_and_each_gets_its_own_trace() -> None:

@@ -7,7 +7,8 @@ import threading
 import pytest
 
 from engine.batching import BatchLane
-from tests.thread_helpers import call_in_thread, wait_until
+from tests.job_helpers import wait_until
+from tests.thread_helpers import call_in_thread
 
 WAIT_S = 10.0
 
@@ -17,7 +18,7 @@ def _spawn(lane: BatchLane, key, item, run, results: dict, name: str) -> threadi
 
 
 def _until(predicate, what: str) -> None:
-    wait_until(predicate, what, WAIT_S)
+    wait_until(predicate, timeout=WAIT_S, what=what)
 
 
 def test_a_lone_request_runs_at_once_by_itself() -> None:
