@@ -184,12 +184,36 @@ def _reset(*ranges: tuple[str, int]) -> None:
         st.session_state[key] = (0, n)
 
 
+def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
+    """Drop the number boxes' values of every zoom not drawn in this run (another token count, or none).
+
+    The boxes sit in a fragment inside the sentence's fragment; when a new sentence with another token count
+    reruns the outer one, Streamlit keeps the vanished boxes' values on the server (they belong to a fragment
+    that did not run) while the browser forgets them. Back at the old count, ``settle`` saw the kept value,
+    sent nothing, and the browser showed the box's minimum; its next run sent that minimum as an edit and
+    the map shrank to one cell (found at 511 → 510 → 511 tokens). Forgotten here, the value is written again
+    when the boxes are drawn, and the browser shows it.
+    """
+    stale = [
+        key
+        for key in st.session_state
+        if isinstance(key, str)
+        and key.startswith(f"{key_prefix}_zoom_")
+        and key.endswith(("_from", "_to"))
+        and key.rsplit("_", 1)[0] not in drawn
+    ]
+    for key in stale:
+        del st.session_state[key]
+
+
 def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
     """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the overview."""
     n_q, n_k = trace.n_queries, trace.n_keys
     if max(n_q, n_k) <= OVERVIEW_SIZE:
+        _forget_boxes(key_prefix, ())
         return None, None
     q_key, k_key = f"{key_prefix}_zoom_q_{n_q}", f"{key_prefix}_zoom_k_{n_k}"
+    _forget_boxes(key_prefix, (q_key, k_key))
     with st.expander(
         f"Zoom: {n_q} × {n_k} tokens are drawn as at most {OVERVIEW_SIZE} × {OVERVIEW_SIZE} cells; "
         f"pick a region of ≤ {OVERVIEW_SIZE} tokens a side for exact weights",

@@ -181,3 +181,24 @@ def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifact
     expect_settled(page)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "explore-next-token.png"))
+
+
+def test_a_long_text_keeps_its_whole_map_after_a_text_of_another_length(page: Page, app_url: str):
+    """511 tokens, then 510, then 511 again: the map still shows all 511 (it once shrank to one cell).
+
+    The zoom's number boxes vanish with a token count and come back with it; the browser had forgotten them
+    while the server kept their values, so it showed the boxes' minimum and sent it as an edit on the next run.
+    """
+    page.goto(app_url + "?max_tokens=528")
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_settled(page)
+    box = page.locator('[data-testid="stTextArea"] textarea')
+    zoom = page.locator('[data-testid="stExpander"]').filter(has_text="Zoom:")
+    for word, tokens in (("an", 511), ("a", 510), ("the", 511), ("one", 511)):
+        box.fill(" ".join([word] * (tokens - 2)))  # one token a word, plus [CLS] and [SEP]
+        box.press("Control+Enter")
+        expect(main_chart(page)).to_contain_text(f"{word} {word} {word}", timeout=REDRAW_MS)  # this text's map
+        expect(zoom).to_contain_text(f"{tokens} × {tokens} tokens", timeout=REDRAW_MS)
+        expect_settled(page)
+        expect_no_exception(page)
+    assert len(tick_texts(page)) > 10, f"the map lost its rows: {tick_texts(page)}"
