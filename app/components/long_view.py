@@ -149,6 +149,8 @@ def _range_control(label: str, key: str, n: int, help_text: str) -> tuple[int, i
     """
     if not _valid_range(st.session_state.get(key), n):
         settle(key, (0, n))
+    elif f"{key}_from" not in st.session_state:  # drawn again (the panel reopened): the browser forgot the value
+        st.session_state[key] = tuple(st.session_state[key])
     start, stop = st.slider(label, 0, n, key=key, help=help_text, **PERSIST)
     start, stop = int(start), int(stop)
     settle(f"{key}_from", start)
@@ -179,13 +181,22 @@ def _range_control(label: str, key: str, n: int, help_text: str) -> tuple[int, i
     return (start, stop) if stop > start else (start, min(n, start + 1))
 
 
+ZOOM_LABEL = f"Zoom: pick a region of ≤ {OVERVIEW_SIZE} tokens a side to see its exact weights"
+
+
+def _kept_range(key: str, n: int) -> tuple[int, int]:
+    """The range a closed zoom panel keeps (its slider's last value; everything when there is none)."""
+    value = st.session_state.get(key)
+    return (int(value[0]), int(value[1])) if _valid_range(value, n) else (0, n)
+
+
 def _reset(*ranges: tuple[str, int]) -> None:
     for key, n in ranges:
         st.session_state[key] = (0, n)
 
 
 def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
-    """Drop the number boxes' values of every zoom not drawn in this run (another token count, or none).
+    """Drop the number boxes' values of every zoom not drawn in this run (another token count, a closed panel).
 
     The boxes sit in a fragment inside the sentence's fragment; when a new sentence with another token count
     reruns the outer one, Streamlit keeps the vanished boxes' values on the server (they belong to a fragment
@@ -207,30 +218,41 @@ def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
 
 
 def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the overview."""
+    """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the overview.
+
+    The controls are drawn only while their panel is open (a closed one keeps its region): two sliders, four
+    boxes and a button were 16 of a long input's 48 elements per run, redrawn by the browser every time for a
+    panel most users never open. The panel's label and icon never change: Streamlit makes them part of the
+    panel's identity, and a new identity would close it (a new text's token count, a zoom just picked).
+    """
     n_q, n_k = trace.n_queries, trace.n_keys
     if max(n_q, n_k) <= OVERVIEW_SIZE:
         _forget_boxes(key_prefix, ())
         return None, None
     q_key, k_key = f"{key_prefix}_zoom_q_{n_q}", f"{key_prefix}_zoom_k_{n_k}"
-    _forget_boxes(key_prefix, (q_key, k_key))
-    with st.expander(
-        f"Zoom: {n_q} × {n_k} tokens are drawn as at most {OVERVIEW_SIZE} × {OVERVIEW_SIZE} cells; "
-        f"pick a region of ≤ {OVERVIEW_SIZE} tokens a side for exact weights",
-        expanded=False,
-    ):
-        left, right = st.columns(2)
-        with left:
-            q_range = _range_control("Query tokens (rows)", q_key, n_q, "Positions from … to (the end is excluded).")
-        with right:
-            k_range = _range_control("Key tokens (columns)", k_key, n_k, "Positions from … to (the end is excluded).")
-        st.button(
-            "Show everything",
-            key=f"{key_prefix}_zoom_reset",
-            icon=":material/zoom_out_map:",
-            on_click=_reset,
-            args=((q_key, n_q), (k_key, n_k)),
-        )
+    q_range, k_range = _kept_range(q_key, n_q), _kept_range(k_key, n_k)
+    panel = st.expander(ZOOM_LABEL, key=f"{key_prefix}_zoom_open", on_change="rerun")
+    if panel.open:
+        _forget_boxes(key_prefix, (q_key, k_key))
+        with panel:
+            left, right = st.columns(2)
+            with left:
+                q_range = _range_control(
+                    "Query tokens (rows)", q_key, n_q, "Positions from … to (the end is excluded)."
+                )
+            with right:
+                k_range = _range_control(
+                    "Key tokens (columns)", k_key, n_k, "Positions from … to (the end is excluded)."
+                )
+            st.button(
+                "Show everything",
+                key=f"{key_prefix}_zoom_reset",
+                icon=":material/zoom_out_map:",
+                on_click=_reset,
+                args=((q_key, n_q), (k_key, n_k)),
+            )
+    else:
+        _forget_boxes(key_prefix, ())
     q_range = None if q_range == (0, n_q) else q_range
     k_range = None if k_range == (0, n_k) else k_range
     return q_range, k_range

@@ -304,6 +304,13 @@ def test_contribution_is_kobayashis_measure_and_value_length_is_offered_apart():
     np.testing.assert_array_equal(z(main_figure(at)), weights)
 
 
+def opened(at):
+    """``at`` run once with Explore's zoom panel open, as a click on it would. AppTest sends no expander state:
+    a run that changes a widget closes the panel again (the zoom is kept), so each step opens it first."""
+    at.session_state["explore_zoom_open"] = True
+    return at.run()
+
+
 def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     from engine.analysis.overview import overview_edges
 
@@ -333,13 +340,26 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     at.segmented_control(key="explore_scale").set_value("linear").run()
     at.text_area(key="text").input(text + " again").run()
     assert at.segmented_control(key="explore_scale").value == "linear", "the user's choice is kept"
+    # the zoom's controls are drawn only while its panel is open
+    assert not at.slider and not any(box.key.startswith("explore_zoom") for box in at.number_input)
+    opened(at)
     # zoom to a region that fits: exact weights with token labels
-    at.slider(key="explore_zoom_q_512").set_value((100, 200)).run()
-    at.slider(key="explore_zoom_k_512").set_value((0, 120)).run()
+    opened(at).slider(key="explore_zoom_q_512").set_value((100, 200)).run()
+    opened(at).slider(key="explore_zoom_k_512").set_value((0, 120)).run()
     assert_clean(at)
     fig = main_figure(at)
     np.testing.assert_allclose(z(fig), full[100:200, 0:120], rtol=1e-5, atol=1e-7)
     assert fig["data"][0]["y"][0].startswith("100 ") and fig["data"][0]["x"][0] == "0 [CLS]"
+    # closed again, the panel keeps the region
+    at.session_state["explore_zoom_open"] = False
+    at.run()
+    assert not at.slider
+    np.testing.assert_allclose(z(main_figure(at)), full[100:200, 0:120], rtol=1e-5, atol=1e-7)
+    assert "queries 100–199, keys 0–119" in at.get("download_button")[0].proto.label
+    # open again: the sliders show the kept region
+    opened(at)
+    assert at.slider(key="explore_zoom_q_512").value == (100, 200)
+    assert at.number_input(key="explore_zoom_k_512_to").value == 120
     assert isinstance(engine.DEFAULT_MAX_TOKENS, int)
 
 
@@ -351,24 +371,28 @@ def test_a_zoom_region_can_be_typed_and_the_slider_follows():
     from app import services
 
     full = services.get_trace(services.TraceRequest("minilm", text, False, 512)).pattern(0, 0)
+    opened(at)
     assert at.number_input(key="explore_zoom_q_512_from").value == 0
     assert at.number_input(key="explore_zoom_q_512_to").value == 512
-    at.number_input(key="explore_zoom_q_512_from").set_value(300).run()
-    at.number_input(key="explore_zoom_q_512_to").set_value(340).run()
-    at.number_input(key="explore_zoom_k_512_to").set_value(200).run()
-    assert_clean(at)
+    opened(at).number_input(key="explore_zoom_q_512_from").set_value(300).run()
+    opened(at).number_input(key="explore_zoom_q_512_to").set_value(340).run()
+    opened(at).number_input(key="explore_zoom_k_512_to").set_value(200).run()
+    assert_clean(opened(at))
     assert at.slider(key="explore_zoom_q_512").value == (300, 340), "the slider follows the typed ends"
     assert at.slider(key="explore_zoom_k_512").value == (0, 200)
     np.testing.assert_allclose(z(main_figure(at)), full[300:340, 0:200], rtol=1e-5, atol=1e-7)
     # the boxes follow the slider, and a start typed past the end moves the end after it
-    at.slider(key="explore_zoom_k_512").set_value((10, 50)).run()
+    opened(at).slider(key="explore_zoom_k_512").set_value((10, 50)).run()
+    opened(at)
     assert at.number_input(key="explore_zoom_k_512_from").value == 10
     assert at.number_input(key="explore_zoom_k_512_to").value == 50
-    at.number_input(key="explore_zoom_k_512_from").set_value(80).run()
+    opened(at).number_input(key="explore_zoom_k_512_from").set_value(80).run()
+    opened(at)
     assert at.slider(key="explore_zoom_k_512").value == (80, 81)
     np.testing.assert_allclose(z(main_figure(at)), full[300:340, 80:81], rtol=1e-5, atol=1e-7)
     # "Show everything" resets the boxes too
-    at.button(key="explore_zoom_reset").click().run()
+    opened(at).button(key="explore_zoom_reset").click().run()
+    opened(at)
     assert at.number_input(key="explore_zoom_q_512_from").value == 0
     assert at.number_input(key="explore_zoom_k_512_to").value == 512
     assert z(main_figure(at)).shape == (256, 256)
