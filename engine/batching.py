@@ -116,3 +116,34 @@ class BatchLane:
             ticket.done = True
         if stop is not None:
             raise stop
+
+
+def length_groups(lengths: Sequence[int], pass_cost: int) -> list[list[int]]:
+    """Indices of ``lengths`` (token counts) split into padded passes that cost the least in all.
+
+    A pass over ``rows`` texts right-padded to the longest costs about ``pass_cost + rows × longest`` (in padded
+    tokens: ``pass_cost`` is what a pass costs whatever its size, e.g. reading every weight once). One pass pads a
+    short text to the longest; more passes pad less but pay ``pass_cost`` again. Texts are sorted by length and
+    cut into consecutive runs by dynamic programming (exact for this cost, n ≤ a batch). Returns the groups,
+    shortest texts first, each a list of indices into ``lengths``.
+
+    Example:
+        >>> length_groups([60, 20, 22, 58], pass_cost=32)
+        [[1, 2], [3, 0]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    n = len(order)
+    best = [0] + [None] * n  # best[j]: least cost of the j shortest texts
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        longest = lengths[order[j - 1]]
+        for i in range(j):
+            cost = best[i] + pass_cost + (j - i) * longest
+            if best[j] is None or cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups = []
+    j = n
+    while j:
+        groups.append(order[cut[j] : j])
+        j = cut[j]
+    return groups[::-1]

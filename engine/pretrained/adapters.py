@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.batching import length_groups
 from engine.capture import capture
 from engine.capture.contribution import gram_norms, projection_grams
 from engine.model import Model
@@ -55,6 +56,11 @@ from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnav
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
 MAX_MASK_TOKENS = 4096
+
+#: what one forward pass costs whatever its size, in padded tokens: MiniLM on one thread takes ~8 ms a pass (its
+#: weights read once) plus ~0.24 ms a padded token (AMD EPYC, 2026-11-28); a batch is split where a second pass
+#: costs less than the padding it saves (:meth:`HFTextAdapter.trace_batch`)
+PASS_TOKENS = 32
 
 NOT_CAPTURING = (
     "No attention call was recorded: this model was not loaded with the engine's capturing attention "
@@ -378,7 +384,9 @@ class HFTextAdapter:
     ) -> list[AttentionTrace | Exception]:
         """Trace several texts with one forward pass over them, right-padded to the longest (what a class
         pressing Enter at once asks for: a batch of 4–8 short sentences costs ~25% less per sentence
-        than one pass each, MiniLM on one thread).
+        than one pass each, MiniLM on one thread). Texts of very different lengths go in more than one
+        pass, each over texts of similar lengths, where that costs less than padding the short ones
+        (:func:`engine.batching.length_groups`, :data:`PASS_TOKENS`).
 
         Each text is prepared on its own, so a text that cannot be traced (empty, a bad token limit) is
         that item's exception and the others still run. The padding tokens are masked out of every
@@ -414,11 +422,13 @@ class HFTextAdapter:
                 )
                 for p in prepared
             ]
-        rows = [prepared[i] for i in ready]
-        traced, grams, device, notice = self._forward_batch(model, [r[0] for r in rows])
         out: list = list(prepared)
-        for i, (_, tokens, notes, n_total), (records, pos) in zip(ready, rows, traced):
-            out[i] = self._assemble(model, records, grams, pos, device, notice, tokens, want, notes, n_total)
+        for group in length_groups([len(prepared[i][0]) for i in ready], PASS_TOKENS):
+            rows = [ready[g] for g in group]  # texts of similar lengths: one pass each run (short ones padded less)
+            traced, grams, device, notice = self._forward_batch(model, [prepared[i][0] for i in rows])
+            for i, (records, pos) in zip(rows, traced, strict=True):
+                _, tokens, notes, n_total = prepared[i]
+                out[i] = self._assemble(model, records, grams, pos, device, notice, tokens, want, notes, n_total)
         return out
 
     def output_grams(self, module: nn.Module, n_heads: int) -> list[np.ndarray]:

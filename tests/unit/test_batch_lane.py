@@ -1,12 +1,13 @@
-"""engine.batching.BatchLane: requests that wait for a busy model share its next call; nobody waits to batch."""
+"""engine.batching: requests that wait for a busy model share its next call (BatchLane; nobody waits to batch), and a batch split by length (length_groups)."""
 
 from __future__ import annotations
 
+import random
 import threading
 
 import pytest
 
-from engine.batching import BatchLane
+from engine.batching import BatchLane, length_groups
 from tests.job_helpers import wait_until
 from tests.thread_helpers import call_in_thread
 
@@ -164,3 +165,39 @@ def test_many_callers_on_two_keys_each_get_their_own_result() -> None:
     assert results == {f"t{i}": ("ab"[i % 2], i) for i in range(40)}
     assert not overlap and sum(lane.batches) == 40 and lane.calls == len(lane.batches)
     assert max(lane.batches) <= 4
+
+
+def _cost(groups, lengths, pass_cost):
+    return sum(pass_cost + len(g) * max(lengths[i] for i in g) for g in groups)
+
+
+def _partitions(items):
+    """Every way to split ``items`` into non-empty groups (set partitions)."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in _partitions(rest):
+        for k in range(len(part)):
+            yield [*part[:k], [first, *part[k]], *part[k + 1 :]]
+        yield [[first], *part]
+
+
+def test_length_groups_cost_the_least_of_every_split():
+    """Against brute force: every set partition of up to 7 texts, random lengths and pass costs."""
+    rng = random.Random(3)
+    for _ in range(60):
+        n = rng.randint(1, 7)
+        lengths = [rng.randint(1, 120) for _ in range(n)]
+        pass_cost = rng.choice([0, 8, 32, 200])
+        groups = length_groups(lengths, pass_cost)
+        assert sorted(i for g in groups for i in g) == list(range(n))  # every text once
+        best = min(_cost(p, lengths, pass_cost) for p in _partitions(list(range(n))))
+        assert _cost(groups, lengths, pass_cost) == best
+
+
+def test_length_groups_keep_one_pass_for_similar_lengths_and_split_far_ones():
+    assert length_groups([20, 22, 25, 21], 32) == [[0, 3, 1, 2]]
+    assert length_groups([60, 20, 22, 58], 32) == [[1, 2], [3, 0]]
+    assert length_groups([5, 500], 0) == [[0], [1]] and length_groups([5, 500], 10_000) == [[0, 1]]
+    assert length_groups([], 32) == []
