@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         "load_before": load_average(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
-        "command": "python -m bench.bench_start " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "command": ("python -m bench.bench_start " + shlex.join(sys.argv[1:] if argv is None else argv)).strip(),
     }
     starts, refs = [], []
     for _ in range(args.repeats):
