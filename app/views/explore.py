@@ -124,7 +124,7 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
         + (
             f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
             f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
-            "Zoom in (below) to see exact weights. "
+            "Open **Zoom** above the map to see exact weights. "
             if data.pooled
             else ""
         )

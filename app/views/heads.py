@@ -139,7 +139,7 @@ def _chosen_head(ctx: HeadsContext) -> None:
         + COLOUR_SAYS.get(opts.weighting, "")
         + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
         + (
-            "Long input: each cell is the largest weight of its block; zoom in for exact weights. "
+            "Long input: each cell is the largest weight of its block; open **Zoom** above the map for exact weights. "
             if data.pooled
             else ""
         )
