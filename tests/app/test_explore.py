@@ -335,6 +335,16 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
     np.testing.assert_allclose(pooled, by_hand, rtol=1e-5, atol=1e-7)
     assert len(json.dumps(fig)) < 500_000, "one head's overview stays well under 0.5 MB"
+    # the layer's grid: 32 × 32 block maxima per head (2–3 px a cell on screen), each scaled to its own maximum
+    grid = figures(at)[1]
+    tiles = z(grid)
+    assert tiles.shape == (32, 12 * 33 - 1) and np.isnan(tiles[:, 32]).all(), "12 tiles of 32 columns, 1-cell gaps"
+    edges32 = overview_edges(512, 32)
+    head3 = services.get_trace(services.TraceRequest("minilm", text, False, 512)).pattern(0, 3)
+    pooled3 = np.maximum.reduceat(np.maximum.reduceat(head3, edges32[:-1], axis=0), edges32[:-1], axis=1)
+    np.testing.assert_allclose(tiles[:, 3 * 33 : 3 * 33 + 32], pooled3 / pooled3.max(), rtol=1e-5, atol=1e-6)
+    assert len(json.dumps(grid)) < 100_000, "a 512-token layer's grid stays under 100 kB"
+    assert any("32×32 cells per head" in c for c in messages(at.caption))
     # a long input starts on the log colour scale (linear looks empty there) until the user picks one
     assert at.segmented_control(key="explore_scale").value == "log"
     at.segmented_control(key="explore_scale").set_value("linear").run()
