@@ -17,16 +17,21 @@ from app.services.core import QUICK_CHARS, has_map, request_key, shared_map
 from app.services.heads import heads_attention
 from app.services.request import TraceRequest
 
-#: thumbnail cells per side in a layer's grid (fewer for many heads): a thumbnail is ~60–90 px wide, 2–3 px a cell.
-#: 48 (under 2 px a cell) sent 165 kB of a 512-token rerun; 32 sends 75 kB, and Enter → drawn at 512 tokens came
-#: ~25 ms sooner (0.42 against 0.45 s, alternating; AMD EPYC, 2026-11-28)
+#: inputs up to this many tokens get exact thumbnails in a layer's grid (a cell a token: a diagonal stays a diagonal)
+GRID_EXACT = 48
+#: thumbnail cells per side of a longer input (block maxima): a thumbnail is ~60–90 px wide, 2–3 px a cell. 48 (under
+#: 2 px a cell) sent 165 kB of a 512-token rerun; 32 sends 75 kB, and Enter → drawn at 512 tokens came ~25 ms sooner
+#: (0.42 against 0.45 s, alternating; AMD EPYC, 2026-11-28)
 GRID_CELLS = 32
-GRID_BUDGET = 12 * GRID_CELLS * GRID_CELLS  # cells of one layer's grid at most (12 heads × 32²: ~65 kB of base64)
+GRID_BUDGET = 12  # heads a grid holds at these sizes; more heads get fewer cells (at least 16), the same total
 
 
-def grid_cells(n_heads: int) -> int:
-    """Cells per side of a thumbnail so that a layer's grid stays within ``GRID_BUDGET`` cells."""
-    return int(max(16, min(GRID_CELLS, np.sqrt(GRID_BUDGET / max(n_heads, 1)))))
+def grid_cells(n_heads: int, n_tokens: int) -> int:
+    """Cells per side of a layer's thumbnails: the input's own length where it fits ``GRID_EXACT`` (exact tiles),
+    else ``GRID_CELLS`` (block maxima); both shrink for more than ``GRID_BUDGET`` heads."""
+    share = np.sqrt(GRID_BUDGET / max(n_heads, 1))
+    exact = int(max(16, min(GRID_EXACT, GRID_EXACT * share)))
+    return exact if n_tokens <= exact else int(max(16, min(GRID_CELLS, GRID_CELLS * share)))
 
 
 def head_view(
@@ -99,7 +104,7 @@ def layer_grid(request: TraceRequest, layer: int) -> tuple[np.ndarray, bool]:
 
     def build() -> tuple[np.ndarray, bool]:
         att = heads_attention(request)
-        tiles = layer_tiles(att, layer, grid_cells(att.n_heads))
+        tiles = layer_tiles(att, layer, grid_cells(att.n_heads, max(att.n_queries, att.n_keys)))
         return tiles[None].astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
 
     return shared_map(("grid", request_key(request), layer), build)

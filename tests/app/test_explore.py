@@ -373,6 +373,21 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     assert isinstance(engine.DEFAULT_MAX_TOKENS, int)
 
 
+def test_a_sentence_of_up_to_48_tokens_gets_exact_thumbnails():
+    """A class's sentence (20–60 tokens): its grid has a cell a token up to 48 (a diagonal stays a diagonal)."""
+    from app import services
+
+    text = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)  # 45 words, 47 tokens with [CLS]/[SEP]
+    at = run_app(text=text)
+    assert_clean(at)
+    tiles = z(figures(at)[1])
+    n = len(services.get_trace(services.TraceRequest("minilm", text, False, 128)).tokens)
+    assert n == 47 and tiles.shape == (n, 12 * (n + 1) - 1)
+    head = services.get_trace(services.TraceRequest("minilm", text, False, 128)).pattern(0, 5)
+    np.testing.assert_allclose(tiles[:, 5 * (n + 1) : 5 * (n + 1) + n], head / head.max(), rtol=1e-5, atol=1e-6)
+    assert not any("block maxima" in c for c in messages(at.caption))
+
+
 def test_a_zoom_region_can_be_typed_and_the_slider_follows():
     """Issue 20 (a): over thousands of tokens a slider moves dozens of tokens a pixel; the ends can be typed."""
     words = "the quick brown fox jumps over the lazy dog while a teacher explains attention".split()
