@@ -157,12 +157,17 @@ def _write_subsection(out_path: Path, section: str, parent: str) -> None:
     out_path.write_text(doc.rstrip("\n") + "\n")
 
 
+#: a line that starts notes written by hand under a benchmark's section: they stay when the benchmark rewrites it
+NOTES_MARK = "<!-- notes written by hand: kept when the benchmark rewrites this section -->"
+
+
 def _write_section(out_path: Path, section: str, header: str | None = None, after: str | None = None) -> None:
     """Replace the part of ``out_path`` under ``header`` (default: ``section``'s first line, a ``## ``
     header) up to the next ``## `` header, or add it: right after the section headed ``after`` when
     that is given and present, else at the end (other sections are left as they are). A ``### ``
     subsection of the old part whose header the new text does not write stays, after it (another run of
-    the same benchmark wrote it: ``bench_class --profile``, ``--same-link``)."""
+    the same benchmark wrote it: ``bench_class --profile``, ``--same-link``), and so do notes written by
+    hand from a :data:`NOTES_MARK` line to the next ``### `` header or the section's end."""
     if out_path.exists():
         doc = out_path.read_text()
     else:
@@ -181,6 +186,9 @@ def _write_section(out_path: Path, section: str, header: str | None = None, afte
             for sub in re.findall(r"^### .*?(?=^### |\Z)", found.group(0), re.S | re.M)
             if not re.search(rf"^{re.escape(sub.split(chr(10), 1)[0])}$", section, re.M)
         ]
+        notes = re.search(rf"^{re.escape(NOTES_MARK)}\n.*?(?=^### |\Z)", found.group(0), re.S | re.M)
+        if notes and NOTES_MARK not in section:
+            kept.insert(0, notes.group(0).rstrip("\n") + "\n\n")
         doc = doc[: found.start()] + section.rstrip("\n") + "\n\n" + "".join(kept) + doc[found.end() :]
     elif after and (found := re.compile(rf"^{re.escape(after)}\n.*?(?=^## |\Z)", re.S | re.M).search(doc)):
         doc = doc[: found.end()].rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + doc[found.end() :]

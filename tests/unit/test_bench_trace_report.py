@@ -4,7 +4,7 @@ the tables and reading with a skipped size, and where its section goes in the ou
 from __future__ import annotations
 
 from bench import bench_trace
-from bench.trace_report import LLAMA_SECTION, SECTION, _llama_reading, _tables, _write_section
+from bench.trace_report import LLAMA_SECTION, NOTES_MARK, SECTION, _llama_reading, _tables, _write_section
 
 
 def _rows(sizes, skipped):
@@ -117,3 +117,18 @@ def test_a_section_keeps_the_subsections_another_run_wrote(tmp_path):
         "# Benchmarks\n\n## Class\n\nnewer table\n\n### Profile\n\nnew profile\n\n"
         "### One link\n\nlink table\n\n## Next\n\nnext\n"
     )
+
+
+def test_notes_written_by_hand_under_a_section_stay_when_it_is_rewritten(tmp_path):
+    doc = tmp_path / "B.md"
+    doc.write_text(
+        f"# Benchmarks\n\n## Class\n\nold table\n\nReproduce: x\n\n{NOTES_MARK}\n\nWhy the morning was slower.\n\n"
+        "### One link\n\nlink table\n\n## Next\n\nnext\n"
+    )
+    _write_section(doc, "## Class\n\nnew table\n\nReproduce: x\n")
+    assert doc.read_text() == (
+        f"# Benchmarks\n\n## Class\n\nnew table\n\nReproduce: x\n\n{NOTES_MARK}\n\nWhy the morning was slower.\n\n"
+        "### One link\n\nlink table\n\n## Next\n\nnext\n"
+    )
+    _write_section(doc, "## Next\n\nnewer\n")  # another section: this one's notes untouched
+    assert "Why the morning was slower." in doc.read_text() and "newer" in doc.read_text()
