@@ -203,18 +203,15 @@ def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
     that did not run) while the browser forgets them. Back at the old count, ``settle`` saw the kept value,
     sent nothing, and the browser showed the box's minimum; its next run sent that minimum as an edit and
     the map shrank to one cell (found at 511 → 510 → 511 tokens). Forgotten here, the value is written again
-    when the boxes are drawn, and the browser shows it.
+    when the boxes are drawn, and the browser shows it. The zooms whose boxes were drawn are listed under their
+    own key, so no other widget's state is read here.
     """
-    stale = [
-        key
-        for key in st.session_state
-        if isinstance(key, str)
-        and key.startswith(f"{key_prefix}_zoom_")
-        and key.endswith(("_from", "_to"))
-        and key.rsplit("_", 1)[0] not in drawn
-    ]
-    for key in stale:
-        del st.session_state[key]
+    listed = f"{key_prefix}_zoom_boxes"
+    for key in set(st.session_state.get(listed, ())) - set(drawn):
+        for box in (f"{key}_from", f"{key}_to"):
+            if box in st.session_state:
+                del st.session_state[box]
+    st.session_state[listed] = tuple(drawn)
 
 
 def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
