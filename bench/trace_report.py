@@ -137,11 +137,23 @@ def _llama_reading(rows: dict[tuple[int, str], dict], sizes: tuple[int, ...], sk
     return lines
 
 
+#: a line that starts notes written by hand under a benchmark's section: they stay when the benchmark rewrites it
+NOTES_MARK = "<!-- notes written by hand: kept when the benchmark rewrites this section -->"
+
+
+def _kept_notes(old: str, new: str) -> str:
+    """The notes written by hand in ``old`` (a section or subsection being replaced by ``new``): from a
+    :data:`NOTES_MARK` line to the next ``### `` header or the end; "" when there are none or ``new`` has its own."""
+    notes = re.search(rf"^{re.escape(NOTES_MARK)}\n.*?(?=^### |\Z)", old, re.S | re.M)
+    return notes.group(0).rstrip("\n") + "\n\n" if notes and NOTES_MARK not in new else ""
+
+
 def _write_subsection(out_path: Path, section: str, parent: str) -> None:
     """Replace the ``### `` subsection headed by ``section``'s first line inside the ``## `` section ``parent``
     (up to the next ``### `` or ``## `` header), or add it at the end of that section; a missing parent is
     added with it, at the end of the file. Nothing else changes (``bench_class --same-link``: its class sits
-    under "A class on one server" without replacing the plain class above it)."""
+    under "A class on one server" without replacing the plain class above it); notes written by hand under
+    the subsection (:func:`_kept_notes`) stay."""
     doc = out_path.read_text() if out_path.exists() else "# Benchmarks\n"
     header = section.split("\n", 1)[0]
     text = section.strip("\n") + "\n\n"
@@ -151,14 +163,13 @@ def _write_subsection(out_path: Path, section: str, parent: str) -> None:
     else:
         body = found.group(0)
         sub = re.compile(rf"^{re.escape(header)}\n.*?(?=^### |^## |\Z)", re.S | re.M).search(body)
-        body = body[: sub.start()] + text + body[sub.end() :] if sub else body.rstrip("\n") + "\n\n" + text
+        if sub:
+            body = body[: sub.start()] + text + _kept_notes(sub.group(0), section) + body[sub.end() :]
+        else:
+            body = body.rstrip("\n") + "\n\n" + text
         doc = doc[: found.start()] + body + doc[found.end() :]
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(doc.rstrip("\n") + "\n")
-
-
-#: a line that starts notes written by hand under a benchmark's section: they stay when the benchmark rewrites it
-NOTES_MARK = "<!-- notes written by hand: kept when the benchmark rewrites this section -->"
 
 
 def _write_section(out_path: Path, section: str, header: str | None = None, after: str | None = None) -> None:
@@ -186,10 +197,8 @@ def _write_section(out_path: Path, section: str, header: str | None = None, afte
             for sub in re.findall(r"^### .*?(?=^### |\Z)", found.group(0), re.S | re.M)
             if not re.search(rf"^{re.escape(sub.split(chr(10), 1)[0])}$", section, re.M)
         ]
-        notes = re.search(rf"^{re.escape(NOTES_MARK)}\n.*?(?=^### |\Z)", found.group(0), re.S | re.M)
-        if notes and NOTES_MARK not in section:
-            kept.insert(0, notes.group(0).rstrip("\n") + "\n\n")
-        doc = doc[: found.start()] + section.rstrip("\n") + "\n\n" + "".join(kept) + doc[found.end() :]
+        notes = _kept_notes(found.group(0), section)
+        doc = doc[: found.start()] + section.rstrip("\n") + "\n\n" + notes + "".join(kept) + doc[found.end() :]
     elif after and (found := re.compile(rf"^{re.escape(after)}\n.*?(?=^## |\Z)", re.S | re.M).search(doc)):
         doc = doc[: found.end()].rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + doc[found.end() :]
     else:

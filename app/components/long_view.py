@@ -229,8 +229,8 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
     q_key, k_key = f"{key_prefix}_zoom_q_{n_q}", f"{key_prefix}_zoom_k_{n_k}"
     q_range, k_range = _kept_range(q_key, n_q), _kept_range(k_key, n_k)
     panel = st.expander(ZOOM_LABEL, key=f"{key_prefix}_zoom_open", on_change="rerun")
+    _forget_boxes(key_prefix, (q_key, k_key) if panel.open else ())
     if panel.open:
-        _forget_boxes(key_prefix, (q_key, k_key))
         with panel:
             left, right = st.columns(2)
             with left:
@@ -248,8 +248,6 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
                 on_click=_reset,
                 args=((q_key, n_q), (k_key, n_k)),
             )
-    else:
-        _forget_boxes(key_prefix, ())
     q_range = None if q_range == (0, n_q) else q_range
     k_range = None if k_range == (0, n_k) else k_range
     return q_range, k_range

@@ -23,13 +23,13 @@ GRID_EXACT = 48
 #: 2 px a cell) sent 165 kB of a 512-token rerun; 32 sends 75 kB, and Enter → drawn at 512 tokens came ~25 ms sooner
 #: (0.42 against 0.45 s, alternating; AMD EPYC, 2026-11-28)
 GRID_CELLS = 32
-GRID_BUDGET = 12  # heads a grid holds at these sizes; more heads get fewer cells (at least 16), the same total
+GRID_HEADS = 12  # heads a grid holds at these sizes; more heads get fewer cells (at least 16), the same total
 
 
 def grid_cells(n_heads: int, n_tokens: int) -> int:
     """Cells per side of a layer's thumbnails: the input's own length where it fits ``GRID_EXACT`` (exact tiles),
-    else ``GRID_CELLS`` (block maxima); both shrink for more than ``GRID_BUDGET`` heads."""
-    share = np.sqrt(GRID_BUDGET / max(n_heads, 1))
+    else ``GRID_CELLS`` (block maxima); both shrink for more than ``GRID_HEADS`` heads."""
+    share = np.sqrt(GRID_HEADS / max(n_heads, 1))
     exact = int(max(16, min(GRID_EXACT, GRID_EXACT * share)))
     return exact if n_tokens <= exact else int(max(16, min(GRID_CELLS, GRID_CELLS * share)))
 

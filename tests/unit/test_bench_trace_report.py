@@ -132,3 +132,15 @@ def test_notes_written_by_hand_under_a_section_stay_when_it_is_rewritten(tmp_pat
     )
     _write_section(doc, "## Next\n\nnewer\n")  # another section: this one's notes untouched
     assert "Why the morning was slower." in doc.read_text() and "newer" in doc.read_text()
+
+
+def test_notes_written_by_hand_under_a_subsection_stay_when_it_is_rewritten(tmp_path):
+    from bench.trace_report import _write_subsection
+
+    doc = tmp_path / "B.md"
+    doc.write_text(f"# Benchmarks\n\n## A\n\nplain a\n\n### S\n\nold s\n\n{NOTES_MARK}\n\nwhy s moved\n\n## B\n\nb\n")
+    _write_subsection(doc, "### S\n\nnew s\n", "## A")
+    assert (
+        doc.read_text()
+        == f"# Benchmarks\n\n## A\n\nplain a\n\n### S\n\nnew s\n\n{NOTES_MARK}\n\nwhy s moved\n\n## B\n\nb\n"
+    )
