@@ -6,6 +6,11 @@ the entry point found next to this file, so it works from any directory. Streaml
 directory it runs in, so when the package lives in a checkout that has one (an editable install), the
 app runs from that checkout's root, as the README's command does. Extra arguments go to ``streamlit
 run`` unchanged, e.g. ``attention-playground --server.port 8502``.
+
+Before Streamlit starts, a child process begins tracing the landing page's sentence (:mod:`engine.prefetch`):
+on a cold start it imports torch and loads the model on the second core while the server starts, and the
+first chart no longer waits for the server's own imports. ``AP_PREFETCH=0`` turns it off; a machine with one
+core never starts it (the child would only take the server's core).
 """
 
 from __future__ import annotations
@@ -25,12 +30,40 @@ def streamlit_argv(args: Sequence[str]) -> list[str]:
     return ["streamlit", "run", str(ENTRY_POINT), *args]
 
 
+PREFETCH_ENV = "AP_PREFETCH"
+
+
+def prefetch_on(environ=None) -> bool:
+    """The server admin's ``AP_PREFETCH`` (default on; ``0``, ``off``, ``false`` or ``no`` turn it off)."""
+    env = os.environ if environ is None else environ
+    return env.get(PREFETCH_ENV, "on").strip().lower() not in ("0", "false", "no", "off")
+
+
+def prefetch_wanted(environ=None) -> bool:
+    """Whether to start the first trace in a child process: not turned off, and two cores or more."""
+    return prefetch_on(environ) and (os.cpu_count() or 1) > 1
+
+
+def start_prefetch() -> None:
+    """Start the child first (its imports are the long part), then tell it the landing page's request: the
+    defaults the page's first run asks for (:func:`app.state.landing_request`), read after the child started
+    because reading them imports Streamlit."""
+    from engine import prefetch
+
+    early = prefetch.start()
+    from app.state import landing_request
+
+    early.send(*landing_request())
+
+
 def main(args: Sequence[str] | None = None) -> None:
     """Run the app through Streamlit's own command line (it exits the process when the server stops)."""
-    from streamlit.web import cli  # here, not at the top: the tests import this module without Streamlit's cost
-
     if CONFIG.is_file():
         os.chdir(ROOT)
+    if prefetch_wanted():
+        start_prefetch()
+    from streamlit.web import cli  # here, not at the top: the tests import this module without Streamlit's cost
+
     sys.argv = streamlit_argv(sys.argv[1:] if args is None else args)
     cli.main()
 

@@ -542,6 +542,13 @@ DEFAULTS: dict[str, Any] = {
     K.max_tokens: 128,
 }
 
+
+def landing_request() -> tuple[str, str, int]:
+    """``(model_id, text, max_tokens)`` of the landing page's first chart with no link: what the launcher's child
+    process traces while the server starts (:mod:`engine.prefetch`; the mask is the model's own)."""
+    return DEFAULTS[K.model], DEFAULT_TEXT, DEFAULTS[K.max_tokens]
+
+
 #: keyword arguments every shared widget gets
 PERSIST: dict[str, Any] = {"persist_state": "session"}
 SHARE: dict[str, Any] = PERSIST  # formerly bound to the URL too; app.url_state now writes every link

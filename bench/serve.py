@@ -1,6 +1,6 @@
 """The app's server for the load benchmarks (``bench_class``, ``bench_browser``): start it, watch it, stop it.
 
-- :func:`running_server` starts ``python -m streamlit run app/streamlit_app.py`` (target ``streamlit``) or
+- :func:`running_server` starts the README's ``python -m app`` (target ``streamlit``) or
   ``bash scripts/classroom.sh PORT`` (target ``classroom``: one Streamlit process per core behind HAProxy)
   on a free port with the Hub switched off, waits until it answers ``/_stcore/health`` (and, for the
   classroom, until every worker it can see does), yields a :class:`Server`, and stops its own process
@@ -54,18 +54,14 @@ class Server:
         ports = []
         for pid in descendants(self.pid) if self.pid else []:
             match = re.search(r"--server\.port[= ](\d+)", _cmdline(pid))
-            if match and "streamlit" in _cmdline(pid):
+            if match and _is_server(_cmdline(pid)):
                 ports.append(int(match.group(1)))
         return sorted(set(ports))
 
     def streamlit_pids(self) -> dict[int, str]:
         """The Streamlit server processes under ``pid`` (itself for target ``streamlit``, each worker of
         the classroom), pid -> label (``streamlit :PORT``); {} when no pid is known."""
-        return {
-            pid: label(pid)
-            for pid in (descendants(self.pid) if self.pid else [])
-            if re.search(r"\bstreamlit run\b", _cmdline(pid))
-        }
+        return {pid: label(pid) for pid in (descendants(self.pid) if self.pid else []) if _is_server(_cmdline(pid))}
 
 
 def free_port() -> int:
@@ -85,12 +81,13 @@ def healthy(url: str) -> bool:
 def _command(target: str, port: int, root: Path = ROOT) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     if target == "streamlit":
+        # the README's command: the launcher (its child traces the landing page while the server starts), then
+        # streamlit run; a revision from before the launcher (a baseline worktree) runs streamlit run itself
+        readme = ["app"] if (root / "app" / "__main__.py").is_file() else ["streamlit", "run", "app/streamlit_app.py"]
         return [
             sys.executable,
             "-m",
-            "streamlit",
-            "run",
-            "app/streamlit_app.py",
+            *readme,
             "--server.port",
             str(port),
             "--server.headless",
@@ -184,6 +181,11 @@ def _stat(pid: int) -> list[str] | None:
     return raw.rsplit(")", 1)[1].split()
 
 
+def _is_server(cmdline: str) -> bool:
+    """A Streamlit server's command line: ``streamlit run …`` or the README's ``python -m app …``."""
+    return bool(re.search(r"\bstreamlit run\b|\s-m app(\s|$)", cmdline))
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -211,7 +213,7 @@ def descendants(root: int) -> list[int]:
 def label(pid: int) -> str:
     """A readable name: ``streamlit :PORT``, ``haproxy``, ``classroom.sh (bash)`` or the command name."""
     cmdline = _cmdline(pid)
-    if "streamlit" in cmdline:
+    if _is_server(cmdline):
         match = re.search(r"--server\.port[= ](\d+)", cmdline)
         return "streamlit" + (f" :{match.group(1)}" if match else "")
     if "haproxy" in cmdline.split(" ", 1)[0]:

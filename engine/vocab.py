@@ -159,3 +159,16 @@ class Vocab:
         if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
             raise ValueError('Vocab: expected {"tokens": [list of strings]}')
         return cls(tuple(tokens))
+
+
+def known_words(tokenizer) -> tuple[str, ...] | None:
+    """The words a closed-vocabulary model reads (:data:`SPECIALS` left out), or None for an open tokenizer.
+
+    ``tokenizer``: a model's (``Model.tokenizer``): a :class:`Vocab` for our own word-level models, a translator's
+    ``{"source": Vocab, "target": Vocab}`` (the source side is what a student types), a Hugging Face tokenizer
+    otherwise (open: any text)."""
+    if isinstance(tokenizer, dict):
+        tokenizer = tokenizer.get("source")
+    if not isinstance(tokenizer, Vocab):
+        return None
+    return tuple(t for t in tokenizer.tokens if t not in SPECIALS)

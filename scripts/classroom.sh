@@ -196,7 +196,7 @@ export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-131072}"
 
 echo "classroom: $WORKERS worker(s); configuration and logs in $RUN_DIR (haproxy.cfg, worker-N.log)"
 for ((i = 0; i < WORKERS; i++)); do
-  AP_WORKER_ID="$i" python3 -m streamlit run app/streamlit_app.py \
+  AP_WORKER_ID="$i" python3 -m app \
     --server.port "${WORKER_PORTS[$i]}" \
     --server.headless true \
     --server.address 127.0.0.1 \

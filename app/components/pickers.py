@@ -144,12 +144,16 @@ def model_and_limit(max_tokens_limit: int, families: frozenset[str] | None = Non
     """The model picker, the field for any other model and the token limit, then the load: the header's part that
     does not depend on the sentence (Explore draws it in a fragment of its own, so a new sentence does not
     redraw it). Returns ``(model_id, max_tokens, card)`` as :func:`text_and_model` does."""
-    model_id = pick_model(families)
-    max_tokens = max_tokens_input(max_tokens_limit)
+    model_id, max_tokens = pick_model(families), max_tokens_input(max_tokens_limit)
+    return model_id, max_tokens, model_card(model_id)
+
+
+def model_card(model_id: str) -> ModelCard | None:
+    """:func:`load_model`, then, where a link locked the model, which one the page shows."""
     card = load_model(model_id)
     if card is not None and hidden("model"):  # a link locked the model: the page still says which one it shows
         st.caption(f"Model: **{md(model_name(model_id, card))}** (fixed by this link)")
-    return model_id, max_tokens, card
+    return card
 
 
 def long_text_button(max_tokens_limit: int) -> None:

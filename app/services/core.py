@@ -39,7 +39,7 @@ import engine
 import engine.registry
 from app.services.request import TraceRequest
 from app.state import K, default_from
-from engine import AttentionTrace, EngineError, ModelSpec
+from engine import AttentionTrace, EngineError, ModelSpec, prefetch
 from engine.batching import BatchLane
 from engine.cache import TraceCache
 from engine.memory import release_memory_soon
@@ -163,8 +163,23 @@ def get_card(model_id: str) -> ModelCard:
 
     Pages hold this plain record, never the torch-backed model shared by every session; a test
     (``tests/unit/test_layering.py``) checks that views and components never call ``get_model``."""
+    early = early_answer(model_id)
+    if early is not None:
+        return early.card
     model = get_model(model_id)
     return ModelCard(spec=model.spec, default_causal=bool(model.default_causal), max_positions=int(model.max_positions))
+
+
+def early_answer(model_id: str, rules: ServerPolicy | None = None) -> prefetch.Answer | None:
+    """On a cold start, the launcher's child's answer about ``model_id`` (:mod:`engine.prefetch`: its card, the
+    landing page's trace, its vocabulary), waiting for it, while this process has not loaded that model itself;
+    else None. A session's own trained model is never answered from it."""
+    if prefetch.asked() != model_id:  # the usual case, and every call after the warm-up loaded it here
+        return None
+    rules = policy() if rules is None else rules
+    if (model_id, rules) in _loaded or _runtime_model(model_id) is not None:
+        return None
+    return prefetch.answer(model_id)
 
 
 def _cache_budget_mb() -> int:
@@ -287,6 +302,9 @@ def _trace(request: TraceRequest, trained, rules: ServerPolicy) -> AttentionTrac
         from engine.generation import DecodeSettings
 
         settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
+        early = early_answer(request.model_id, rules) if trained is None and settings is None else None
+        if early is not None and early.key == (request.model_id, request.text, request.causal, request.max_tokens):
+            return early.trace  # a cold start: the launcher's child traced this request while the server started
         model = trained if trained is not None else _served_model(request.model_id, rules)
         long_input = len(request.text) > PARALLEL_CHARS
         if settings is None and not long_input and getattr(model.adapter, "batches", False):
@@ -323,10 +341,15 @@ def shared_figure(key: tuple, build: Callable[[], T]) -> T:
     return FIGURES.get(key, build)
 
 
-@functools.cache
+_device: list[str] = []
+
+
 def device_label() -> str:
-    """Where forward passes run, for the pages (fixed for the process: a plain memo, no per-call hashing)."""
-    return engine.device_name()
+    """Where forward passes run, for the pages (fixed for the process: a plain memo, no per-call hashing). On a
+    cold start, the launcher's child says it (asking torch here would wait for this process's own import)."""
+    if not _device:
+        _device.append(prefetch.device() or engine.device_name())
+    return _device[0]
 
 
 def friendly_error(err: BaseException) -> str:
@@ -343,16 +366,29 @@ def friendly_error(err: BaseException) -> str:
     return f"Something went wrong while computing this ({type(err).__name__}). Try a shorter text or another model."
 
 
-def warm_up() -> None:
-    """Import torch and transformers in the background so the first trace does not wait for them."""
+def warm_up(landing: bool = False) -> None:
+    """Import torch and transformers in the background so the first trace does not wait for them; after a launch
+    that started a prefetch (:mod:`engine.prefetch`), also load its model, which answers every later trace.
+
+    ``landing``: the process's first page run is the landing page the prefetch traces (no link's values): the
+    imports here then start once the child has answered (two imports under one GIL delayed its answer by
+    ~0.2–1 s). Any other first page (a deep link, a lesson) needs this process's own model, so they start at once.
+    """
 
     def work() -> None:
         try:
             from engine.pretrained.hf_api import hf
 
+            if landing:
+                prefetch.answered()  # the launcher's child first, if one runs (the first chart is its answer)
             hf()  # imports torch and transformers under the engine's import lock
+            early = prefetch.asked()
+            if early is not None:  # the launcher's child answers the first pages: load our own copy for the rest
+                _served_model(early, policy())
         except Exception:  # noqa: BLE001 — best effort in its own thread: the first real use reports any error
             log.debug("warm-up import failed", exc_info=True)
+        finally:
+            prefetch.forget()  # its trace lives on in TRACES if a page asked for it
 
     if not getattr(warm_up, "_started", False):
         warm_up._started = True  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.services.core import get_model, get_trace
+from app.services.core import early_answer, get_model, get_trace
 from app.services.request import TraceRequest
 
 LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
@@ -71,27 +71,18 @@ def alignment_row(model_id: str, text: str, word: str) -> QueryRow:
     return QueryRow(row, targets[row], tuple(trace.source.strings), np.asarray(trace.alignment[row], dtype=float))
 
 
-def _word_vocab(tokenizer):
-    """The word-level :class:`engine.vocab.Vocab` a model reads text with, or None (an open tokenizer)."""
-    from engine.vocab import Vocab
-
-    if isinstance(tokenizer, dict):  # a translator: {"source": Vocab, "target": Vocab}
-        tokenizer = tokenizer.get("source")
-    return tokenizer if isinstance(tokenizer, Vocab) else None
-
-
 def model_vocabulary(model_id: str) -> tuple[str, ...] | None:
     """The words a closed-vocabulary model knows (its specials left out), or None for an open tokenizer.
 
     Our own models (the stories GPT, the translators, models trained on the Train page) map every word
     outside this list to ``<unk>``; the pages show the list so a student can write sentences it reads.
     """
-    from engine.vocab import SPECIALS
+    early = early_answer(model_id)  # a cold start: the launcher's child read it already
+    if early is not None:
+        return early.vocabulary
+    from engine.vocab import known_words
 
-    vocab = _word_vocab(get_model(model_id).tokenizer)
-    if vocab is None:
-        return None
-    return tuple(t for t in vocab.tokens if t not in SPECIALS)
+    return known_words(get_model(model_id).tokenizer)
 
 
 def unknown_words(model_id: str, text: str) -> list[str]:

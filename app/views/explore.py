@@ -34,10 +34,12 @@ from app.components.pickers import (
     kv_sharing,
     layer_head,
     long_text_button,
-    model_and_limit,
+    max_tokens_input,
+    model_card,
     name_source,
     page_tabs,
     pick_block,
+    pick_model,
     show_notices,
     text_box,
 )
@@ -342,7 +344,14 @@ def explore_panel() -> None:
         with controls("Sentence, model and mask"):  # presenter mode: folded away, the chart gets the screen
             left, right = st.columns([2, 3])
             with left:
-                model_id, max_tokens, model = model_and_limit(MAX_TOKENS_LIMIT)
+                model_id, max_tokens = pick_model(), max_tokens_input(MAX_TOKENS_LIMIT)
+            # a model still loading (a server's first seconds): the sentence box first, usable while it loads,
+            # then the examples and the mask, which need the model, beside it once it has loaded
+            box_first = not projector and not services.model_loaded(model_id)
+            if box_first:
+                text_box()
+            with left:
+                model = model_card(model_id)
             if model is None:
                 return
             seq2seq = model.family == "encoder-decoder"
@@ -353,7 +362,7 @@ def explore_panel() -> None:
                     long_text_button(MAX_TOKENS_LIMIT)
             if projector:  # the projector: one folded row of controls (a fragment's box could not sit in it)
                 text_box()
-        if projector:  # one presenter reruns it all; no second row of controls above the map
+        if projector or box_first:  # one presenter reruns it all; no second row of controls above the map
             show_sentence(model_id, max_tokens, model, causal)
         else:
             sentence_panel(model_id, max_tokens, model, causal)

@@ -1,6 +1,6 @@
 """Real-browser fixtures: the app started exactly as the README says, and Debian's Chromium.
 
-The server runs ``python -m streamlit run app/streamlit_app.py`` from the repository root with the Hub
+The server runs ``python -m app`` (the README's command) from the repository root with the Hub
 switched off, on a free port, for the whole session; only that process is stopped at the end, and its
 log is kept in ``test-artifacts/e2e-server.log``. Playwright never downloads a browser here: it
 launches ``/usr/bin/chromium`` (override with ``E2E_CHROMIUM``).
@@ -40,9 +40,7 @@ def running_app(log_name: str, extra_env: dict[str, str] | None = None):
     cmd = [
         sys.executable,
         "-m",
-        "streamlit",
-        "run",
-        "app/streamlit_app.py",
+        "app",  # the README's command: the launcher (its prefetch child), then streamlit run
         "--server.port",
         str(port),
         "--server.headless",

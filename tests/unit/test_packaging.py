@@ -68,6 +68,7 @@ def test_the_command_runs_streamlit_on_the_entry_point_with_its_arguments(monkey
     from app import launch
 
     seen = {}
+    monkeypatch.setenv("AP_PREFETCH", "0")  # no child process here (the next test checks it is started)
     monkeypatch.setattr(cli, "main", lambda: seen.update(argv=list(sys.argv), cwd=Path.cwd()))
     monkeypatch.setattr(sys, "argv", ["attention-playground", "--server.port", "8502", "--server.headless", "true"])
     monkeypatch.chdir(tmp_path)  # somewhere else, as a user's shell would be
@@ -82,6 +83,45 @@ def test_the_command_runs_streamlit_on_the_entry_point_with_its_arguments(monkey
         "true",
     ]
     assert seen["cwd"] == ROOT and (ROOT / ".streamlit" / "config.toml").is_file()
+
+
+def test_the_command_starts_the_landing_pages_prefetch_before_streamlit(monkeypatch):
+    """The launcher starts the child process first, then tells it the landing page's request; ``AP_PREFETCH=0``
+    (and a one-core machine) starts none. ``python -m app`` is the same launcher."""
+    from streamlit.web import cli
+
+    from app import launch
+    from app.state import landing_request
+    from engine import prefetch
+
+    events = []
+
+    class Child:
+        def send(self, *request):
+            events.append(("send", request))
+
+    monkeypatch.setattr(prefetch, "start", lambda: events.append("start") or Child())
+    monkeypatch.setattr(cli, "main", lambda: events.append("streamlit"))
+    monkeypatch.setattr(sys, "argv", ["attention-playground"])
+    monkeypatch.setattr(launch.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("AP_PREFETCH", raising=False)
+    launch.main()
+    assert events == ["start", ("send", landing_request()), "streamlit"]
+
+    events.clear()
+    for off in ("0", "off", "false"):
+        monkeypatch.setenv("AP_PREFETCH", off)
+        launch.main()
+    monkeypatch.delenv("AP_PREFETCH")
+    monkeypatch.setattr(launch.os, "cpu_count", lambda: 1)
+    launch.main()
+    assert events == ["streamlit"] * 4
+
+    import runpy
+
+    monkeypatch.setattr(launch, "main", lambda: events.append("python -m app"))
+    runpy.run_module("app", run_name="__main__")
+    assert events[-1] == "python -m app"
 
 
 # ---- dependencies --------------------------------------------------------------------------------------

@@ -76,7 +76,7 @@ def code_defaults(cores: int) -> dict[str, object]:
     """What the code uses with no ``AP_*`` variable set, on a machine with ``cores`` cores."""
     import engine.jobs
     import engine.training.jobs
-    from app import store
+    from app import launch, store
     from app.services import core
     from engine.policy import GB, ServerPolicy
 
@@ -91,6 +91,7 @@ def code_defaults(cores: int) -> dict[str, object]:
         "AP_HUB_MAX_GB": policy.hub_max_bytes / GB,
         "AP_DATABASE_URL": store.settings({})[0],
         "AP_DATA_DIR": store.settings({})[1],
+        "AP_PREFETCH": launch.prefetch_on({}),
     }
     return values | classroom_fallbacks(cores)
 
