@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT_S = 120.0  # the longest a page waits for the child before it loads the model itself
+PARENT_ENV = "AP_PREFETCH_PARENT"  # the server's pid, for the child (set by start(), not by an admin)
 
 
 class Answer(NamedTuple):
@@ -92,7 +93,7 @@ def start(env: dict[str, str] | None = None) -> Prefetch:
     """Start the child (it begins importing torch and transformers at once); :meth:`Prefetch.send` says what to
     trace. The one prefetch of this process is what :func:`card` and :func:`trace` answer from."""
     global _current
-    child_env = {**(os.environ if env is None else env), "OMP_WAIT_POLICY": "PASSIVE"}
+    child_env = {**(os.environ if env is None else env), "OMP_WAIT_POLICY": "PASSIVE", PARENT_ENV: str(os.getpid())}
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine.prefetch"],
         cwd=ROOT,
@@ -136,8 +137,23 @@ def forget() -> None:
     _current = None
 
 
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this child when the server that started it dies (a worker stopped by the classroom
+    script while its child still imports must not outlive it); a server already gone: exit now."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if str(os.getppid()) != os.environ.get(PARENT_ENV, str(os.getppid())):
+        os._exit(1)
+
+
 def main() -> None:
     """The child: import, read the request, load, trace with one thread, write its answer and exit at once."""
+    _die_with_parent()
     out = os.fdopen(os.dup(1), "wb")  # the answer's pipe; anything a library prints goes to stderr instead
     os.dup2(2, 1)
     from engine.pretrained.hf_api import hf

@@ -73,3 +73,27 @@ def test_known_words_are_a_closed_vocabularys_words_without_its_specials():
     assert known_words({"source": vocab, "target": Vocab.from_words(["le", "chat"])}) == ("the", "cat", "sat")
     assert not set(SPECIALS) & set(known_words(vocab))
     assert known_words(engine.load("minilm").tokenizer) is None  # an open (WordPiece) tokenizer
+
+
+def test_the_child_dies_with_the_server_that_started_it():
+    """A server stopped while its child still imports (the classroom script's workers, stopped by Ctrl+C) leaves
+    nothing behind: the kernel kills the child with its parent, long before its imports would have ended."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    code = "from engine import prefetch; print(prefetch.start().proc.pid, flush=True); import os; os._exit(0)"
+    parent = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    child = int(parent.stdout.split()[-1])
+    deadline = time.monotonic() + 2.0  # its imports alone take 3–4 s here
+    while time.monotonic() < deadline:
+        try:
+            state = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return  # gone
+        if state == "Z":
+            return  # dead, waiting for init to reap it
+        time.sleep(0.05)
+    os.kill(child, 9)
+    raise AssertionError("the prefetch child outlived its server")

@@ -16,8 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE_COUNTS = (1, 2, 3, 8, 64)
-#: set by scripts/classroom.sh for its own workers, not by whoever starts the server
-INTERNAL = {"AP_WORKER_ID"}
+#: set by scripts/classroom.sh for its own workers, or by the launcher for its prefetch child; not by whoever starts the server
+INTERNAL = {"AP_WORKER_ID", "AP_PREFETCH_PARENT"}
 
 #: the table's words for a default → the value it means on a machine with ``cores`` cores
 PHRASES = {
