@@ -20,6 +20,8 @@ Child side: ``python -m engine.prefetch`` reads one JSON request on stdin and wr
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import logging
 import os
@@ -102,8 +104,16 @@ def start(env: dict[str, str] | None = None) -> Prefetch:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
+    atexit.register(_stop, proc)  # the server stopping (Ctrl+C, SIGTERM) takes its child with it, reaped
     _current = Prefetch(proc)
     return _current
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
 
 
 def answer(model_id: str | None, timeout_s: float = WAIT_S) -> Answer | None:

@@ -44,6 +44,10 @@ def _offline_env() -> bool:
 
 #: one Hub download at a time in this process (a second one is refused when a policy is given)
 _DOWNLOAD = threading.Lock()
+#: one ``from_pretrained`` at a time per process: transformers 5.23 builds a model's missing weights on the meta
+#: device, and a second model built at that moment in another thread (the server's background load of its default
+#: model next to a page loading a captioner) came out with meta tensors: "Cannot copy out of meta tensor"
+BUILD_LOCK = threading.Lock()
 DOWNLOAD_BUSY = "Another model is downloading on this server (one at a time); try again in a minute."
 
 
@@ -175,14 +179,16 @@ def sdpa_builder(cls, path: Path, model_id: str, attn: str = "sdpa") -> Callable
     """
 
     def build(dev: torch.device) -> nn.Module:
-        try:
-            module = cls.from_pretrained(path, use_safetensors=True, attn_implementation=attn)
-        # transformers' loaders, on files from anywhere, raise OSError, ValueError, KeyError, RuntimeError (shapes),
-        # ImportError (a missing extra), the Rust tokenizers' bare Exception and more: each is "cannot load this
-        # model", its cause chained for Python (every engine loader's tokenizer/processor catch says the same)
-        except Exception as err:  # noqa: BLE001 — any error of from_pretrained (above)
-            raise ModelUnavailableError(f"Loading {quote_input(model_id)} failed: {error_reason(err)}") from err
-        return freeze(module.to(dev))
+        with BUILD_LOCK:
+            try:
+                module = cls.from_pretrained(path, use_safetensors=True, attn_implementation=attn)
+            # transformers' loaders, on files from anywhere, raise OSError, ValueError, KeyError, RuntimeError
+            # (shapes), ImportError (a missing extra), the Rust tokenizers' bare Exception and more: each is "cannot
+            # load this model", its cause chained for Python (every engine loader's tokenizer/processor catch says
+            # the same)
+            except Exception as err:  # noqa: BLE001 — any error of from_pretrained (above)
+                raise ModelUnavailableError(f"Loading {quote_input(model_id)} failed: {error_reason(err)}") from err
+            return freeze(module.to(dev))
 
     return build
 
