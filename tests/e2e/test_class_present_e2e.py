@@ -36,9 +36,15 @@ def overlap(a: list[float], b: list[float]) -> bool:
 
 
 def inside(page: Page, locator, name: str) -> dict:
-    """``locator``'s box, asserted whole inside the viewport (no scrolling needed to see it)."""
-    expect(locator).to_be_visible(timeout=LOAD_MS)
-    box = locator.bounding_box()
+    """``locator``'s box, asserted whole inside the viewport (no scrolling needed to see it). The page's answer
+    counts refresh on a timer: an element redrawn between the visibility check and the measurement has no box for
+    that moment (CI, once), so it is measured again."""
+    box = None
+    for _ in range(20):
+        expect(locator).to_be_visible(timeout=LOAD_MS)
+        box = locator.bounding_box()
+        if box is not None:
+            break
     view = page.viewport_size
     assert box is not None, name
     assert box["x"] >= 0 and box["y"] >= 0, (name, box)
