@@ -93,7 +93,7 @@ _current: Prefetch | None = None
 
 def start(env: dict[str, str] | None = None) -> Prefetch:
     """Start the child (it begins importing torch and transformers at once); :meth:`Prefetch.send` says what to
-    trace. The one prefetch of this process is what :func:`card` and :func:`trace` answer from."""
+    trace. The one prefetch of this process is what :func:`answer` answers from."""
     global _current
     child_env = {**(os.environ if env is None else env), "OMP_WAIT_POLICY": "PASSIVE", PARENT_ENV: str(os.getpid())}
     proc = subprocess.Popen(
