@@ -35,8 +35,10 @@ PREFETCH_ENV = "AP_PREFETCH"
 
 def prefetch_on(environ=None) -> bool:
     """The server admin's ``AP_PREFETCH`` (default on; ``0``, ``off``, ``false`` or ``no`` turn it off)."""
+    from engine.policy import OFF_WORDS
+
     env = os.environ if environ is None else environ
-    return env.get(PREFETCH_ENV, "on").strip().lower() not in ("0", "false", "no", "off")
+    return env.get(PREFETCH_ENV, "on").strip().lower() not in OFF_WORDS
 
 
 def prefetch_wanted(environ=None) -> bool:

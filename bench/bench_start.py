@@ -32,7 +32,7 @@ from pathlib import Path
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import connect
 
-from bench.serve import ROOT, _command, _stop_group, footer, free_port, healthy, load_average, machine
+from bench.serve import ROOT, STREAMLIT_RUN, _command, _stop_group, footer, free_port, healthy, load_average, machine
 from bench.st_client import SUBPROTOCOL, Session
 from bench.trace_report import _write_section
 
@@ -94,16 +94,13 @@ async def first_run(url: str, start: float) -> dict[str, float]:
     return {**timed.first, "finished": time.perf_counter() - start}
 
 
-PLAIN = ["-m", "streamlit", "run", "app/streamlit_app.py"]  # the alternative: no launcher, so no prefetch
-
-
 def one_start(plain: bool = False) -> dict[str, float]:
     """Start the app (the README's command, or ``plain`` streamlit run), wait for health, time the first student's
     run; stop the server."""
     port = free_port()
     cmd, env = _command("streamlit", port)
     if plain:
-        cmd = [cmd[0], *PLAIN, *cmd[cmd.index("--server.port") :]]
+        cmd = [cmd[0], "-m", *STREAMLIT_RUN, *cmd[cmd.index("--server.port") :]]  # no launcher, so no prefetch
     url = f"http://127.0.0.1:{port}"
     start = time.perf_counter()
     proc = subprocess.Popen(

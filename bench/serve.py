@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "test-artifacts"
 CLASSROOM_SCRIPT = ROOT / "scripts" / "classroom.sh"
 TARGETS = ("streamlit", "classroom")
+STREAMLIT_RUN = ["streamlit", "run", "app/streamlit_app.py"]  # ``python -m`` this: the app without the launcher
 START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 15
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -83,7 +84,7 @@ def _command(target: str, port: int, root: Path = ROOT) -> tuple[list[str], dict
     if target == "streamlit":
         # the README's command: the launcher (its child traces the landing page while the server starts), then
         # streamlit run; a revision from before the launcher (a baseline worktree) runs streamlit run itself
-        readme = ["app"] if (root / "app" / "__main__.py").is_file() else ["streamlit", "run", "app/streamlit_app.py"]
+        readme = ["app"] if (root / "app" / "__main__.py").is_file() else STREAMLIT_RUN
         return [
             sys.executable,
             "-m",

@@ -40,7 +40,8 @@ DEFAULT_HUB_MAX_GB = 2.0
 GB = 10**9  # the Hub shows sizes in decimal units
 
 _ON = {"", "1", "on", "true", "yes"}
-_OFF = {"0", "off", "false", "no"}
+#: what an on/off setting may say to mean off (``AP_HUB``, ``AP_PREFETCH``)
+OFF_WORDS = {"0", "off", "false", "no"}
 
 #: refusals: fixed text, never the path, so they cannot tell whether a path exists
 FOLDERS_OFF = "This server does not load models from folders typed here; pick a model from the list."
@@ -123,7 +124,7 @@ def _hub_switch(value: str) -> bool:
     word = value.strip().lower()
     if word in _ON:
         return True
-    if word not in _OFF:
+    if word not in OFF_WORDS:
         log.warning("%s=%r is neither on nor off; the Hub is switched off", ENV_HUB, value)
     return False
 

@@ -303,7 +303,7 @@ def _trace(request: TraceRequest, trained, rules: ServerPolicy) -> AttentionTrac
 
         settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
         early = early_answer(request.model_id, rules) if trained is None and settings is None else None
-        if early is not None and early.key == (request.model_id, request.text, request.causal, request.max_tokens):
+        if early is not None and early.key == request.trace_key:
             return early.trace  # a cold start: the launcher's child traced this request while the server started
         model = trained if trained is not None else _served_model(request.model_id, rules)
         long_input = len(request.text) > PARALLEL_CHARS
@@ -341,15 +341,11 @@ def shared_figure(key: tuple, build: Callable[[], T]) -> T:
     return FIGURES.get(key, build)
 
 
-_device: list[str] = []
-
-
+@functools.cache
 def device_label() -> str:
     """Where forward passes run, for the pages (fixed for the process: a plain memo, no per-call hashing). On a
     cold start, the launcher's child says it (asking torch here would wait for this process's own import)."""
-    if not _device:
-        _device.append(prefetch.device() or engine.device_name())
-    return _device[0]
+    return prefetch.device() or engine.device_name()
 
 
 def friendly_error(err: BaseException) -> str:

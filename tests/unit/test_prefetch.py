@@ -81,19 +81,21 @@ def test_the_child_dies_with_the_server_that_started_it():
     import os
     import subprocess
     import sys
-    import time
+
+    from tests.job_helpers import wait_until
 
     code = "from engine import prefetch; print(prefetch.start().proc.pid, flush=True); import os; os._exit(0)"
     parent = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     child = int(parent.stdout.split()[-1])
-    deadline = time.monotonic() + 2.0  # its imports alone take 3–4 s here
-    while time.monotonic() < deadline:
+
+    def gone() -> bool:  # exited, or dead and waiting for init to reap it
         try:
-            state = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0]
+            return open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
         except OSError:
-            return  # gone
-        if state == "Z":
-            return  # dead, waiting for init to reap it
-        time.sleep(0.05)
-    os.kill(child, 9)
-    raise AssertionError("the prefetch child outlived its server")
+            return True
+
+    try:
+        wait_until(gone, timeout=2.0, what="the prefetch child to die with its server")  # its imports take 3–4 s
+    finally:
+        if not gone():
+            os.kill(child, 9)
