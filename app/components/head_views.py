@@ -1,8 +1,9 @@
 """Plotly figures for whole-model head views: the model view grid, layer × head maps, similarity, differences.
 
-The model view draws every layer × head as one heatmap of tiles (one trace, not L·H subplots: 144
-subplots are slow to build and to draw). Each tile is scaled to its own maximum, so shapes are
-comparable; an invisible marker at each tile's centre makes a click select that head. Inputs are
+The model view draws every layer × head in one plot (not L·H subplots: 144 subplots are slow to build and to
+draw): one heatmap of tiles with the weights for hover, or, for a grid of shapes only (Explore's layer), one
+small heatmap of whole percents per tile. Each tile is scaled to its own maximum, so shapes are comparable; an
+invisible marker at each tile's centre makes a click select that head. Inputs are
 numpy arrays and display strings; token text is escaped (``safe_label``).
 """
 
@@ -49,6 +50,45 @@ def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
     return z
 
 
+SHARE_LEVELS = 100  # a shapes-only grid's cells: whole percents of their head's maximum
+
+
+def share_tiles(tiles: np.ndarray) -> list[dict]:
+    """``[rows, cols, s, t]`` tiles as one small heatmap trace each, placed where :func:`tile_mosaic` puts them,
+    every cell a whole percent of its tile's maximum in one byte (``uint8``).
+
+    What a grid of thumbnails shows (shapes: hover says "43% of this head's max", the colour has 101 steps) in
+    a quarter of float32's bytes and without the gap cells a single mosaic must send: Explore's 12-head grid of
+    a 40-token sentence went from ~105 kB of JSON to ~26 kB, which the server encodes, hashes and sends on every
+    rerun and the browser parses. A tile with cells that are not finite and ≥ 0 keeps float percents (NaN stays a gap).
+    """
+    n_rows, n_cols, s, t = tiles.shape
+    stops = colorscale_stops()
+    out = []
+    for r in range(n_rows):
+        for c in range(n_cols):
+            tile = np.asarray(tiles[r, c], dtype=np.float32)
+            finite = np.isfinite(tile)
+            peak = float(np.max(tile[finite])) if finite.any() else 0.0
+            share = tile * np.float32(SHARE_LEVELS / (peak if peak > 0 else 1.0))
+            whole = finite.all() and float(share.min()) >= 0.0
+            out.append(
+                {
+                    "type": "heatmap",
+                    "z": np.rint(share).astype(np.uint8) if whole else share,
+                    "x0": c * (t + GAP),
+                    "y0": r * (s + GAP),
+                    "colorscale": stops,
+                    "zmin": 0,
+                    "zmax": SHARE_LEVELS,
+                    "showscale": False,
+                    "hoverongaps": False,
+                    "hovertemplate": "%{z:.0f}% of this head's max (exact weights: open the head large)<extra></extra>",
+                }
+            )
+    return out
+
+
 def model_view_figure(tiles: np.ndarray, selected: tuple[int, int] | None = None, **kwargs) -> go.Figure:
     """:func:`model_view_spec` as a ``go.Figure``."""
     return go.Figure(model_view_spec(tiles, selected, **kwargs))
@@ -69,35 +109,34 @@ def model_view_spec(
         selected: ``(layer, head)`` outlined in red.
         width_px: the width the figure is drawn for (sets the height so tiles stay square).
         layer_names: row labels (default "L0", "L1", …; Explore's one-layer grid passes its layer).
-        weights_in_hover: also send every cell's weight for the hover text (a second array of the
-            same size); without it hover shows the share of the head's maximum only.
+        weights_in_hover: one mosaic heatmap of shares (float32) with every cell's weight beside it for the
+            hover text; without it each tile is a heatmap of whole percents of its head's maximum
+            (:func:`share_tiles`, a quarter of the bytes) and hover shows that share only.
 
     Returns:
-        One figure's dict: a tiled heatmap plus one clickable marker per head (``customdata = [layer, head]``).
+        One figure's dict: the heatmap trace(s), then one clickable marker per head (``customdata = [layer, head]``),
+        always the last trace.
     """
     n_layers, n_heads, s, t = tiles.shape
-    z = tile_mosaic(tiles, normalise=True)
-    weight = tile_mosaic(tiles) if weights_in_hover else None
     xs, ys = tile_centres(n_layers, n_heads, s, t)
-    hover = (
-        "weight %{customdata:.3f} (%{z:.0%} of this head's max)"
-        if weight is not None
-        else "%{z:.0%} of this head's max (exact weights: open the head large)"
-    )
     grid_x, grid_y = np.meshgrid(xs, ys)
     heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
-    heatmap = {
-        "type": "heatmap",
-        "z": z,
-        "colorscale": colorscale_stops(),
-        "zmin": 0.0,
-        "zmax": 1.0,
-        "showscale": False,
-        "hoverongaps": False,
-        "hovertemplate": hover + "<extra></extra>",
-    }
-    if weight is not None:
-        heatmap["customdata"] = weight
+    if weights_in_hover:  # one heatmap of the whole mosaic (gaps NaN) and every cell's weight beside it
+        heatmaps = [
+            {
+                "type": "heatmap",
+                "z": tile_mosaic(tiles, normalise=True),
+                "customdata": tile_mosaic(tiles),
+                "colorscale": colorscale_stops(),
+                "zmin": 0.0,
+                "zmax": 1.0,
+                "showscale": False,
+                "hoverongaps": False,
+                "hovertemplate": "weight %{customdata:.3f} (%{z:.0%} of this head's max)<extra></extra>",
+            }
+        ]
+    else:
+        heatmaps = share_tiles(tiles)
     markers = {  # invisible, one per tile: a click selects that head
         "type": "scatter",
         "x": grid_x.ravel(),
@@ -130,7 +169,7 @@ def model_view_spec(
     tile_px = max(30, width_px // max(n_heads, 1))
     row_names = layer_names or [f"L{layer}" for layer in range(n_layers)]
     return {
-        "data": [heatmap, markers],
+        "data": [*heatmaps, markers],
         "layout": {
             "height": int(min(1400, max(200, tile_px * n_layers * s / max(t, 1) + 80))),
             "margin": {"l": label_margin(row_names, "layer"), "r": 10, "t": 40, "b": 10},
@@ -370,7 +409,7 @@ def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER
     layout = spec["layout"]
     layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})
     layout["yaxis"]["title"] = {"text": "heads"}
-    markers = spec["data"][1]
+    markers = spec["data"][-1]
     markers["text"] = [str(i) if i < n_heads else "" for i in range(rows * per_row)]  # row by row, as the markers
     markers["hovertemplate"] = "head %{text}<br>tap to open it large<extra></extra>"
     return spec

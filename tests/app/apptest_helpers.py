@@ -78,6 +78,11 @@ def z(fig: dict) -> np.ndarray:
     return decode(fig["data"][0]["z"])
 
 
+def grid_tiles(fig: dict) -> list[tuple[int, np.ndarray]]:
+    """A shapes-only grid's tiles (``head_views.share_tiles``): ``(x0, z)`` of each heatmap trace, in order."""
+    return [(int(t.get("x0", 0)), decode(t["z"])) for t in fig["data"] if t.get("type") == "heatmap"]
+
+
 def assert_clean(at: AppTest) -> None:
     """No uncaught exception on the page (nor one the page's guard caught: app/components/guard.py), and
     nothing written by Streamlit's "magic" by accident."""

@@ -130,3 +130,50 @@ def test_a_plain_dict_is_sent_as_plotly_would_send_the_figure(look, monkeypatch)
         lambda: model_view_spec(tiles, layer_names=["L3", "L4"], weights_in_hover=False),
     ):
         assert _json(charts.ready(build(), look)) == _json(charts.ready(go.Figure(build()), look))
+
+
+def test_typed_arrays_write_what_plotlys_encoder_writes():
+    """``charts.typed_arrays`` (the fast walk ``ready`` uses) against Plotly's own ``convert_to_base64`` on a spec
+    with every kind of value: arrays of each plain dtype, 2-d and sliced (not contiguous) ones, int64 (Plotly
+    narrows it), bool and empty arrays (left as they are), byte-swapped ones, arrays under skipped keys, in lists of
+    traces and nested dicts, and label lists."""
+    import copy
+
+    from _plotly_utils.utils import convert_to_base64
+
+    rng = np.random.default_rng(3)
+    grid = rng.random((5, 7))
+    spec = {
+        "data": [
+            {
+                "type": "heatmap",
+                "z": grid.astype(np.float32),
+                "customdata": grid[:, ::2],  # float64, not contiguous
+                "x": np.arange(7),  # int64: narrowed to int8
+                "y": np.arange(5, dtype=np.uint16),
+                "text": ["<b>", "a", "é"],
+                "marker": {"color": rng.integers(-300, 300, 4), "size": np.array([], dtype=np.float32)},
+                "selectedpoints": np.array([True, False]),
+                "big": np.array([2**40, -(2**40)]),
+                "swapped": grid[0].astype(">f8"),
+            },
+            {"type": "scatter", "x": [1, 2, 3], "y": (np.ones(3, dtype=np.int8),), "range": np.arange(2)},
+        ],
+        "layout": {"xaxis": {"range": np.array([0.0, 1.0]), "tickvals": np.arange(3.0)}, "title": {"text": "t"}},
+    }
+    ours, plotlys = copy.deepcopy(spec), copy.deepcopy(spec)
+    charts.typed_arrays(ours)
+    convert_to_base64(plotlys)
+    assert _plain(ours) == _plain(plotlys)
+    assert ours["data"][0]["z"]["dtype"] == "f4" and ours["data"][0]["z"]["shape"] == "5, 7"
+
+
+def _plain(obj):
+    """``obj`` with numpy arrays as (dtype, list) pairs: comparable with ``==``."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return ("array", obj.dtype.str, obj.tolist())
+    return obj
