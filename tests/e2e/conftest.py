@@ -27,10 +27,14 @@ START_TIMEOUT_S = 60
 
 
 @contextlib.contextmanager
-def running_app(log_name: str, extra_env: dict[str, str] | None = None):
+def running_app(log_name: str, extra_env: dict[str, str] | None = None, *, prefetch: bool = False):
     """Start the app as the README says (Hub off, free port); yield its URL; stop only this process.
 
-    ``extra_env``: server settings for this server only (e.g. ``AP_MODEL_DIRS``).
+    ``extra_env``: server settings for this server only (e.g. ``AP_MODEL_DIRS``). ``prefetch``: keep the
+    launcher's child process (it traces the landing page while the server starts): the session's server and
+    the fresh servers keep it, as users run the app; a server started for one page's test (captions, Swin, a
+    class) goes without it (``AP_PREFETCH=off``), whose imports would take ~4 s of CPU from the two cores the
+    test and its browser share.
     """
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
@@ -53,6 +57,8 @@ def running_app(log_name: str, extra_env: dict[str, str] | None = None):
     # Train's tests run jobs of a few thousand steps: on a busy test machine their estimate can pass the
     # default 5-minute limit per job (whose own tests are AppTests and unit tests), so the limit is raised here
     env = {"AP_TRAIN_MAX_SECONDS": "3600", **os.environ, "HF_HUB_OFFLINE": "1", **(extra_env or {})}
+    if not prefetch:
+        env["AP_PREFETCH"] = "off"
     log_path = ARTIFACTS / log_name
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 — closed after the server stops
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -80,14 +86,14 @@ def running_app(log_name: str, extra_env: dict[str, str] | None = None):
 @pytest.fixture(scope="session")
 def app_url():
     """The URL of a Streamlit server running the app for the whole test session."""
-    with running_app("e2e-server.log") as url:
+    with running_app("e2e-server.log", prefetch=True) as url:
         yield url
 
 
 @pytest.fixture
 def fresh_app_url():
     """A server of its own that no browser has visited yet (for deep links on a fresh server)."""
-    with running_app("e2e-fresh-server.log") as url:
+    with running_app("e2e-fresh-server.log", prefetch=True) as url:
         yield url
 
 
