@@ -33,6 +33,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from engine.builds import BUILD_LOCK
 from engine.families import KINDS
 from engine.text import error_reason, quote_input
 from engine.types import CheckpointError
@@ -241,7 +242,8 @@ def load_checkpoint(
     """
     paths = checkpoint_paths(directory, name)
     document = _read_json(paths.config)
-    model = _build(document["kind"], document["model_config"], where=f"{paths.config.name}: model_config")
+    with BUILD_LOCK:  # not while another thread's from_pretrained patches the process (engine.builds)
+        model = _build(document["kind"], document["model_config"], where=f"{paths.config.name}: model_config")
     vocab = _read_vocab(document.get("vocab"), paths.config.name)
     vocab_size = getattr(getattr(model, "cfg", None), "vocab_size", None)
     if isinstance(vocab, Vocab) and isinstance(vocab_size, int) and len(vocab) > vocab_size:

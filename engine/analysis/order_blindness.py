@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from engine.builds import BUILD_LOCK
 from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer
 from engine.registry import CHECKPOINTS
@@ -112,7 +113,8 @@ def fresh_copies(model_id: str) -> tuple[Transformer, Transformer, object]:
     module, vocab, _doc = load_checkpoint(CHECKPOINTS, model_id, device="cpu")
     if not isinstance(module, Transformer) or module.cfg.pos_encoding != "learned":
         raise EngineError(f"{model_id} is not one of our transformers with learned positions.")
-    blind = Transformer(dataclasses.replace(module.cfg, pos_encoding="none"))
+    with BUILD_LOCK:  # not while another thread's from_pretrained patches the process (engine.builds)
+        blind = Transformer(dataclasses.replace(module.cfg, pos_encoding="none"))
     weights = {k: v for k, v in module.state_dict().items() if not k.startswith("pos_embed.")}
     blind.load_state_dict(weights, strict=True)
     for m in (module, blind):

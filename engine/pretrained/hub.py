@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from engine.builds import BUILD_LOCK  # one build at a time per process: engine/builds.py
 from engine.families import HUB_TYPES, hub_record
 from engine.model import Model, freeze
 from engine.policy import GB, ServerPolicy
@@ -44,10 +45,6 @@ def _offline_env() -> bool:
 
 #: one Hub download at a time in this process (a second one is refused when a policy is given)
 _DOWNLOAD = threading.Lock()
-#: one ``from_pretrained`` at a time per process: transformers 5.23 builds a model's missing weights on the meta
-#: device, and a second model built at that moment in another thread (the server's background load of its default
-#: model next to a page loading a captioner) came out with meta tensors: "Cannot copy out of meta tensor"
-BUILD_LOCK = threading.Lock()
 DOWNLOAD_BUSY = "Another model is downloading on this server (one at a time); try again in a minute."
 
 

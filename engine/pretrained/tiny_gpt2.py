@@ -12,10 +12,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from engine.builds import BUILD_LOCK
 from engine.families import hub_record, resolve
 from engine.model import Model, freeze, pick_device
 from engine.pretrained.hf_api import hf
-from engine.pretrained.hub import BUILD_LOCK
 from engine.pretrained.interface import register
 from engine.types import ModelSpec
 
@@ -71,7 +71,7 @@ def load_tiny_random_gpt2(device: torch.device | None = None) -> Model:
     device = device or pick_device()
 
     def build(dev: torch.device) -> nn.Module:
-        with BUILD_LOCK:  # the seed and the weights drawn from it are this build's alone (engine.pretrained.hub)
+        with BUILD_LOCK:  # the seed and the weights drawn from it are this build's alone (engine.builds)
             torch.manual_seed(SEED)
             return freeze(api.GPT2LMHeadModel(config).to(dev))
 

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.builds import BUILD_LOCK
 from engine.corpora.stories.lexicon import COLOURS  # the stories' colour words
 from engine.types import EngineError
 from engine.vocab import BOS_ID, PAD_ID, Vocab
@@ -224,11 +225,12 @@ def check_settings(steps: int, lr: float) -> None:
 def trainable_copy(encoder: nn.Module, n_classes: int, seed: int = 0) -> Classifier:
     """A :class:`Classifier` over a private, trainable CPU copy of ``encoder`` (which is never touched); the head
     is initialised from ``torch.manual_seed(seed)``. Returned in eval mode."""
-    torch.manual_seed(seed)
-    copy_ = copy.deepcopy(encoder).cpu()
-    for p in copy_.parameters():
-        p.requires_grad_(True)
-    return Classifier(copy_, n_classes).eval()
+    with BUILD_LOCK:  # the seed's numbers and the head's initialisation are this build's (engine.builds)
+        torch.manual_seed(seed)
+        copy_ = copy.deepcopy(encoder).cpu()
+        for p in copy_.parameters():
+            p.requires_grad_(True)
+        return Classifier(copy_, n_classes).eval()
 
 
 def finetune(

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.analysis.induction import copying_score, icl_score, prefix_matching_score, previous_token_score
+from engine.builds import BUILD_LOCK
 from engine.capture import capture
 from engine.models.transformer import Transformer, TransformerConfig
 from engine.training.task_base import IGNORE, PROBE_SEED, Batch, Task, token_accuracy
@@ -260,7 +261,7 @@ def check_settings(steps: Any, lr: Any, seed: Any) -> tuple[int, float, int]:
 
 def make_model(seed: int = 0, **config: Any) -> Transformer:
     """A freshly initialised model for the task (``seed`` fixes the weights; the global RNG is left alone)."""
-    with torch.random.fork_rng(devices=[]):
+    with BUILD_LOCK, torch.random.fork_rng(devices=[]):  # the seed's numbers are this build's (engine.builds)
         torch.manual_seed(seed)
         return Transformer(induction_config(**config))
 

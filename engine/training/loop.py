@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.builds import BUILD_LOCK
 from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer, TransformerConfig
 from engine.training.tasks import IGNORE, Batch, Task, token_accuracy
@@ -182,7 +183,7 @@ def make_model(task: Task, seed: int = 0, **overrides: Any) -> Transformer:
     The global random state is left as it was (the seed is used inside ``torch.random.fork_rng``).
     """
     cfg = transformer_config_for(task, **overrides)
-    with torch.random.fork_rng(devices=[]):
+    with BUILD_LOCK, torch.random.fork_rng(devices=[]):  # the seed's numbers are this build's (engine.builds)
         torch.manual_seed(seed)
         return Transformer(cfg)
 

@@ -3,7 +3,7 @@
 transformers 5.23's ``from_pretrained`` patches process-wide state while it builds a model (the meta device for
 the weights it will read, no-op weight initialisers): a model built in another thread at that moment came out
 with meta tensors ("Cannot copy out of meta tensor", seen in CI when the server's background load of MiniLM met a
-page loading a captioner). Every engine build of a Hugging Face model holds ``engine.pretrained.hub.BUILD_LOCK``.
+page loading a captioner). Every engine build of a Hugging Face model holds ``engine.builds.BUILD_LOCK``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 import engine
-from engine.pretrained.hub import BUILD_LOCK
+from engine.builds import BUILD_LOCK
 from tests.caption_hf_helpers import save_tiny_ved
 
 
