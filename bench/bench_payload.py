@@ -1,8 +1,8 @@
 """Bytes sent to the browser: bertviz's views (offline HTML) vs the app's own Plotly views.
 
 bertviz ships every layer × head × n² weight as JSON text inside its HTML (the model view and the
-head view alike); Explore sends one head as a Plotly heatmap (base64 float32) plus one layer's head
-grid pooled to at most 64×64 cells per head. For MiniLM (6 × 12 heads, d_head 32) at n tokens, and
+head view alike); Explore sends one head as a Plotly heatmap (base64 float32) plus one layer's grid
+of heads (one byte a cell, at most 48×48 cells per head). For MiniLM (6 × 12 heads, d_head 32) at n tokens, and
 for a 12 × 12-head, d_head 64 shape (BERT-base/GPT-2-small; random Q/K, the sizes do not depend on
 the values), this measures, in one run:
 
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.trace_report import _write_section
 from engine.types import AttentionTrace, Tokens
 from engine.views import bertviz_html as bv
 
@@ -61,15 +62,24 @@ def bertviz_default_bytes(trace: AttentionTrace) -> int:
 
 
 def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
-    """Explore's payload: (one head's heatmap figure, one layer's head grid figure) as JSON bytes."""
+    """Explore's payload: (one head's map, one layer's grid of heads) as the JSON bytes ``st.plotly_chart`` sends.
+
+    Built as Explore builds them: ``head_map`` → ``map_spec`` (exact weights up to 256 tokens a side, block maxima
+    above), and the layer's tiles (``layer_tiles`` at ``grid_cells``) → ``model_view_spec`` without weights in the
+    hover (one byte a cell), both through ``charts.ready`` in the default theme."""
     import plotly.io as pio
 
-    from app.components.heatmap import attention_heatmap, head_grid
+    from app.components import charts, theme
+    from app.components.head_views import model_view_spec
+    from app.components.heatmap import map_spec
+    from app.figure_data.attention_maps import head_map, layer_tiles
+    from app.services.maps import grid_cells
 
-    labels = trace.tokens.labels()
-    fig = attention_heatmap(trace.pattern(0, 0), labels, labels, blocked=np.isneginf(trace.mask(0)))
-    grid, _ = head_grid(trace.pattern(0), trace.tokens.strings, selected=0)
-    return len(pio.to_json(fig).encode()), len(pio.to_json(grid).encode())
+    with theme.looking(theme.DEFAULT):
+        head = charts.ready(map_spec(head_map(trace, 0, 0), title="Layer 0, head 0"))
+        tiles = layer_tiles(trace, 0, grid_cells(trace.n_heads, max(trace.n_queries, trace.n_keys)))
+        grid = charts.ready(model_view_spec(tiles[None], selected=(0, 0), layer_names=["L0"], weights_in_hover=False))
+    return len(pio.to_json(head, validate=False).encode()), len(pio.to_json(grid, validate=False).encode())
 
 
 def draw_seconds(documents: dict[str, str], timeout_s: float = 60) -> dict[str, float | None]:
@@ -155,13 +165,6 @@ def table(title: str, rows: list[dict], draw: bool) -> list[str]:
     return lines + [""]
 
 
-def write_section(lines: list[str], out: Path) -> None:
-    """Replace (or append) this script's section at the end of ``out``."""
-    text = out.read_text(encoding="utf-8") if out.exists() else ""
-    before = text.split(SECTION, 1)[0].rstrip("\n")
-    out.write_text(before + "\n\n" + "\n".join(lines).rstrip("\n") + "\n", encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default="16,32,48,64,128,256", help="token counts")
@@ -180,7 +183,7 @@ def main() -> None:
     for rows, make, ns in ((minilm_rows, minilm_trace, sizes), (shape_rows, shape_trace, shape_sizes)):
         for n in ns:
             rows.append(measure(make(n), args.draw and n <= args.draw_max))
-            print(rows[-1], flush=True)
+            print(f"{make.__name__}: {n} tokens measured", flush=True)
 
     libs = sum(len(bv.offline_document("", title="").encode()) for _ in range(1))
     lines = [
@@ -190,8 +193,9 @@ def main() -> None:
         f"JSON weights rounded to 4 decimals (q/k to 3) + {fmt_bytes(libs)} of d3, jQuery and the require shim "
         'inlined in every document. "bertviz default" is `bertviz.model_view` on float32 tensors as its docs '
         "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
-        "`plotly.io.to_json` of `attention_heatmap` (one head, base64 float32) and `head_grid` (one layer, "
-        "pooled to ≤ 64×64 per head)."
+        "`plotly.io.to_json` of the figures Explore draws: one head (`map_spec`, base64 float32, block maxima above "
+        "256 tokens a side) and the layer's grid of heads (`model_view_spec` without weights in the hover: one byte a "
+        "cell, exact tiles up to 48 tokens, 32 × 32 block maxima above)."
         + (
             " Draw: Chromium (headless, network aborted), from `set_content` to "
             "drawn SVG; — = not timed (above `--draw-max`) or not drawn within 60 s. "
@@ -213,7 +217,7 @@ def main() -> None:
         + (" --draw" if args.draw else "")
         + "`",
     ]
-    write_section(lines, Path(args.out))
+    _write_section(Path(args.out), "\n".join(lines))  # this section only: the others and hand notes stay
     print("\n".join(lines))
 
 
