@@ -28,11 +28,12 @@ import argparse
 import datetime as _dt
 import os
 import platform
-import re
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from bench.trace_report import _write_section  # this section only; hand notes under its mark stay
 
 SECTION = "## Live training: job manager with snapshots vs a plain loop"
 TARGET = 0.99
@@ -205,17 +206,6 @@ def section(plain: list[dict], ui: list[dict], settings, load_before: str, load_
         "",
     ]
     return "\n".join(lines)
-
-
-def _write_section(out_path: Path, text: str) -> None:
-    doc = out_path.read_text() if out_path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    doc = (
-        pattern.sub(lambda _: text.rstrip("\n") + "\n\n", doc, count=1)
-        if pattern.search(doc)
-        else (doc.rstrip("\n") + "\n\n" + text)
-    )
-    out_path.write_text(doc.rstrip("\n") + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
