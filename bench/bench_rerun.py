@@ -20,6 +20,7 @@ Run from the repository root::
     python -m bench.bench_rerun                       # ~1 min
     python -m bench.bench_rerun --baseline 520ae35    # and the revision before the lecture-hall work
     python -m bench.bench_rerun --profile             # py-spy on the server per case: where a rerun's time goes
+    python -m bench.bench_rerun --split               # thread CPU of each part of a rerun, no sampling
     python -m bench.bench_rerun --sentences 40 --rounds 5 --baseline 520ae35   # five rounds, the servers taking turns
 
 ``--profile`` records the server with py-spy during each case only (after the students opened the page: no
@@ -27,7 +28,14 @@ start-up, imports or model load in it) and prints the script threads' split per 
 the raw files stay in ``test-artifacts/bench-rerun-CASE-*.raw``. py-spy stops the process for each sample, so a
 profiled run's CPU figures are not the benchmark's: take those from a run without it.
 
-It replaces the section "One rerun against its forward pass" of docs/BENCHMARKS.md (``--out PATH``).
+``--split`` serves this revision with ``bench/split_server.py`` (``streamlit run`` with thread-CPU counters around
+the forward pass, the attention maps, the figures and each script thread) and adds per case where the server's
+CPU went per rerun: those parts, the rest of the script thread (the page and Streamlit's widgets), the event loop
+(the main thread: every message of the run is serialised and sent there) and any other thread. No sampling:
+each figure is CPU the kernel counted for that thread (``time.thread_time_ns``, ``/proc/PID/task/TID/stat``).
+
+It replaces the section "One rerun against its forward pass" of docs/BENCHMARKS.md (``--out PATH``); a
+``--split`` run writes its table as a subsection, which later runs without ``--split`` keep.
 """
 
 from __future__ import annotations
@@ -35,8 +43,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import shlex
+import signal
 import statistics
 import sys
 import time
@@ -65,6 +75,28 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def thread_cpu_s(pid: int, tid: int) -> float:
+    """User + sys CPU seconds of thread ``tid`` of process ``pid``."""
+    fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+SPLIT_OUT = ROOT / "test-artifacts" / "bench-rerun-split.json"
+SPLIT_PARTS = ("forward pass", "attention maps", "figures")
+
+
+def read_split(pid: int) -> dict[str, float]:
+    """Ask the split server (``bench/split_server.py``) for its counters: ``{label: CPU seconds}``."""
+    SPLIT_OUT.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 10
+    while not SPLIT_OUT.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the split server wrote no counters (is it bench.split_server?)")
+        time.sleep(0.05)
+    return {label: ns / 1e9 for label, (ns, _calls) in json.loads(SPLIT_OUT.read_text()).items()}
+
+
 @dataclass
 class Costs:
     """What one server spent: CPU seconds and wall seconds per rerun, per case."""
@@ -73,11 +105,15 @@ class Costs:
     cpu: dict[str, list[float]] = field(default_factory=lambda: {"miss": [], "hit": []})
     wall: dict[str, list[float]] = field(default_factory=lambda: {"miss": [], "hit": []})
     failures: int = 0
+    split: dict[str, dict[str, float]] = field(default_factory=dict)  # case -> part -> ms per rerun (--split)
 
 
-async def measure_server(url: str, pid: int, sentences: list[str], label: str, profile: bool = False) -> Costs:
+async def measure_server(
+    url: str, pid: int, sentences: list[str], label: str, profile: bool = False, split: bool = False
+) -> Costs:
     """Open Explore twice (two students); student 1 types every sentence (misses), student 2 the same (hits).
-    ``profile``: py-spy records the server during each case (:func:`profiled`)."""
+    ``profile``: py-spy records the server during each case (:func:`profiled`); ``split``: the server is the split
+    server, whose counters give where each case's CPU went (:func:`split_case`)."""
     costs = Costs(label)
     students = [Session(url, timeout_s=120), Session(url, timeout_s=120)]
     try:
@@ -89,15 +125,20 @@ async def measure_server(url: str, pid: int, sentences: list[str], label: str, p
                 raise RuntimeError(f"{label}: Explore did not open ({opened.failure or 'no text area'})")
             boxes.append(box)
         await asyncio.sleep(1.0)
-        before, start = cpu_s(pid), time.perf_counter()
+        before, loop_before, start = cpu_s(pid), thread_cpu_s(pid, pid), time.perf_counter()
         await asyncio.sleep(IDLE_S)
         idle_rate = (cpu_s(pid) - before) / (time.perf_counter() - start)
+        loop_idle_rate = (thread_cpu_s(pid, pid) - loop_before) / (time.perf_counter() - start)
         for case, session, box in (("miss", students[0], boxes[0]), ("hit", students[1], boxes[1])):
             spy = profile_split.PySpy(
                 {pid: "server"}, LOGS, f"bench-rerun-{case}", 60 + 5 * len(sentences), rate=PROFILE_RATE
             )
             if profile:
                 spy.start()
+            if split:
+                os.kill(pid, signal.SIGUSR2)  # the counters start from zero
+                await asyncio.sleep(0.2)
+                case_start, case_cpu, case_loop = time.perf_counter(), cpu_s(pid), thread_cpu_s(pid, pid)
             for text in sentences:
                 before, start = cpu_s(pid), time.perf_counter()
                 run = await session.rerun({box: text})
@@ -110,10 +151,58 @@ async def measure_server(url: str, pid: int, sentences: list[str], label: str, p
                 costs.wall[case].append(run.seconds)
             if profile:
                 profiled(spy, f"{label}, {case}", len(sentences))
+            if split:
+                elapsed = time.perf_counter() - case_start
+                process = cpu_s(pid) - case_cpu - idle_rate * elapsed
+                loop = thread_cpu_s(pid, pid) - case_loop - loop_idle_rate * elapsed
+                costs.split[case] = split_case(read_split(pid), process, loop, len(sentences))
     finally:
         for session in students:
             await session.close()
     return costs
+
+
+def split_case(counters: dict[str, float], process: float, loop: float, reruns: int) -> dict[str, float]:
+    """Milliseconds per rerun of each part: the counted parts, the rest of the script threads (the page and
+    Streamlit's widgets), the event loop, and whatever else the process spent (other threads, ticks)."""
+    per = 1000 / max(1, reruns)
+    parts = {name: counters.get(name, 0.0) * per for name in SPLIT_PARTS}
+    script = counters.get("script thread", 0.0) * per
+    out = {**parts, "page and Streamlit (script thread)": script - sum(parts.values())}
+    out["event loop (main thread)"] = loop * per
+    out["other"] = process * per - script - loop * per
+    out["server, all threads"] = process * per
+    return out
+
+
+def split_lines(rounds: list[tuple[list[Costs], list[float]]]) -> list[str]:
+    """The ``--split`` subsection: where the server's CPU went per rerun, each case, each round."""
+    rows = [
+        (f"round {number}", case, costs.split[case], statistics.median(forward))
+        for number, (results, forward) in enumerate(rounds, start=1)
+        for costs in results
+        for case in ("miss", "hit")
+        if case in costs.split
+    ]
+    if not rows:
+        return []
+    names = list(rows[0][2])
+    lines = [
+        "",
+        "### Where the server's CPU went per rerun (`--split`, thread CPU, no sampling)",
+        "",
+        "The server is `bench/split_server.py` (`streamlit run` of this revision with thread-CPU counters around the "
+        "forward pass, the attention-map and figure caches, and each script thread); the event loop is the main "
+        "thread's CPU from `/proc`, its idle rate subtracted. Milliseconds per rerun (mean); the forward pass in the "
+        "benchmark's own process beside them.",
+        "",
+        "| round | case | " + " | ".join(names) + " | forward pass, benchmark process |",
+        "|---|---|" + "---:|" * (len(names) + 1),
+    ]
+    for where, case, parts, forward in rows:
+        values = " | ".join(f"{parts[name]:.1f}" for name in names)
+        lines.append(f"| {where} | {case} | {values} | {1000 * forward:.1f} |")
+    return lines
 
 
 def profiled(spy: profile_split.PySpy, title: str, reruns: int) -> None:
@@ -223,7 +312,10 @@ def section(rounds: list[tuple[list[Costs], list[float]]], args: argparse.Namesp
         "",
         *footer(context),
     ]
-    return "\n".join(lines) + "\n"
+    split = split_lines(rounds)
+    if split:  # a subsection of its own after the run's footer: a later run without --split keeps it as it is
+        split += ["", f"From the run measured {context['date']} (`{context['command']}`)."]
+    return "\n".join(lines + split) + "\n"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -234,6 +326,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--baseline", metavar="REV", help="also measure a server of git revision REV")
     parser.add_argument("--profile", action="store_true", help="py-spy on the server per case (slows it: see above)")
     parser.add_argument("--rounds", type=int, default=1, help="rounds of new sentences, the servers taking turns")
+    parser.add_argument("--split", action="store_true", help="where each case's CPU goes, by thread CPU (see above)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     return parser.parse_args(argv)
 
@@ -249,7 +342,10 @@ def main(argv: list[str] | None = None) -> None:
     }
     rounds = []
     with contextlib.ExitStack() as stack:
-        servers = [(stack.enter_context(running_server("streamlit", "bench-rerun.log")), "this revision")]
+        if args.split:
+            os.environ["AP_BENCH_SPLIT_OUT"] = str(SPLIT_OUT)  # the split server writes its counters there
+        target = "split" if args.split else "streamlit"
+        servers = [(stack.enter_context(running_server(target, "bench-rerun.log")), "this revision")]
         if args.baseline:
             folder, sha = stack.enter_context(checkout(args.baseline))
             server = stack.enter_context(running_server("streamlit", "bench-rerun-baseline.log", root=folder))
@@ -257,8 +353,10 @@ def main(argv: list[str] | None = None) -> None:
         for number in range(max(1, args.rounds)):
             texts = sentences if number == 0 else student_sentences(args.seed + 1000 * number, args.sentences)
             results = [
-                asyncio.run(measure_server(server.url, server.pid, texts, label, args.profile))
-                for server, label in servers
+                asyncio.run(
+                    measure_server(server.url, server.pid, texts, label, args.profile, args.split and index == 0)
+                )
+                for index, (server, label) in enumerate(servers)
             ]
             rounds.append((results, forward_cpu(texts, args.repeats)))
     context["load_after"] = load_average()

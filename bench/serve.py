@@ -98,6 +98,11 @@ def _command(target: str, port: int, root: Path = ROOT) -> tuple[list[str], dict
             "--browser.gatherUsageStats",
             "false",
         ], env
+    if target == "split":  # streamlit run with thread-CPU counters around a rerun's parts (bench/split_server.py)
+        if root != ROOT:
+            raise TargetUnavailable("the split server runs this checkout only")
+        args = ["--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1"]
+        return [sys.executable, "-m", "bench.split_server", *args, "--browser.gatherUsageStats", "false"], env
     if target == "classroom":
         script = root / CLASSROOM_SCRIPT.relative_to(ROOT)
         if not script.exists():

@@ -1,0 +1,99 @@
+"""The app's server with thread-CPU counters around the parts of a rerun: where a rerun's CPU goes, without sampling.
+
+``python -m bench.split_server [streamlit options]`` runs ``streamlit run app/streamlit_app.py`` (no launcher child)
+in this process after wrapping, for the threads that call them:
+
+- ``script thread``: ``ScriptRunner._run_script_thread``, a script run's whole thread;
+- ``forward pass``: ``engine.trace`` and ``engine.trace_many`` (the outermost call only);
+- ``attention maps``: the shared map cache's ``get`` (``app.services.core.MAPS``: a miss builds a head's map or a
+  layer's tiles from the trace);
+- ``figures``: the shared figure cache's ``get`` (``app.services.core.FIGURES``: a miss builds a figure's dict).
+
+Each counter adds ``time.thread_time_ns()`` of its call (CPU of the calling thread only: waits are not counted).
+``SIGUSR2`` zeroes the counters; ``SIGUSR1`` writes them as JSON (``{label: [nanoseconds, calls]}``) to the file
+named by ``AP_BENCH_SPLIT_OUT``. The event loop's CPU (the main thread) and the process's are read from ``/proc``
+by the benchmark (``bench.bench_rerun --split``). A wrapper costs ~1 µs a call: a handful of calls a rerun.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+_COUNTS: dict[str, list[int]] = {}
+_LOCK = threading.Lock()
+_DEPTH = threading.local()
+
+
+def _counted(label: str, func):
+    """``func`` adding its calling thread's CPU to ``label`` (an inner call under the same label is not counted)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        depth = getattr(_DEPTH, label, 0)
+        if depth:
+            return func(*args, **kwargs)
+        setattr(_DEPTH, label, 1)
+        start = time.thread_time_ns()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            spent = time.thread_time_ns() - start
+            setattr(_DEPTH, label, 0)
+            with _LOCK:
+                count = _COUNTS.setdefault(label, [0, 0])
+                count[0] += spent
+                count[1] += 1
+
+    return wrapper
+
+
+def _write(*_args) -> None:
+    with _LOCK:
+        data = {label: list(count) for label, count in _COUNTS.items()}
+    path = os.environ.get("AP_BENCH_SPLIT_OUT")
+    if path:
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(tmp, path)
+
+
+def _zero(*_args) -> None:
+    with _LOCK:
+        _COUNTS.clear()
+
+
+def install() -> None:
+    """Wrap the parts (module docstring) and set the two signals."""
+    from streamlit.runtime.scriptrunner import script_runner
+
+    import engine
+    from app.services import core
+
+    runner = script_runner.ScriptRunner
+    runner._run_script_thread = _counted("script thread", runner._run_script_thread)
+    engine.trace = _counted("forward pass", engine.trace)
+    engine.trace_many = _counted("forward pass", engine.trace_many)
+    core.MAPS.get = _counted("attention maps", core.MAPS.get)
+    core.FIGURES.get = _counted("figures", core.FIGURES.get)
+    signal.signal(signal.SIGUSR1, _write)
+    signal.signal(signal.SIGUSR2, _zero)
+
+
+def main() -> None:
+    sys.path.insert(0, os.getcwd())  # the app's packages, from the checkout the server runs in
+    install()
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", "run", "app/streamlit_app.py", *sys.argv[1:]]
+    cli.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""bench_rerun --split: the split server's counters and how a rerun's CPU is divided among its parts."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+from bench import split_server
+from bench.bench_rerun import Costs, section, split_case
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_a_counter_adds_its_thread_s_cpu_once_and_not_another_thread_s():
+    split_server._zero()
+    inner = split_server._counted("part", lambda: _spin(0.02))
+    outer = split_server._counted("part", lambda: (_spin(0.03), inner()))  # a call inside counts once
+    busy = threading.Thread(target=_spin, args=(0.1,))  # another thread's CPU is not this part's
+    busy.start()
+    outer()
+    busy.join()
+    spent_ns, calls = split_server._COUNTS["part"]
+    assert calls == 1
+    assert 0.045 <= spent_ns / 1e9 < 0.09
+
+
+def test_a_case_is_split_into_its_parts_and_the_rest():
+    counters = {"script thread": 3.0, "forward pass": 2.0, "attention maps": 0.1, "figures": 0.2}
+    parts = split_case(counters, process=4.0, loop=0.5, reruns=100)  # seconds over 100 reruns
+    assert parts == {
+        "forward pass": 20.0,
+        "attention maps": 1.0,
+        "figures": 2.0,
+        "page and Streamlit (script thread)": 7.0,
+        "event loop (main thread)": 5.0,
+        "other": 5.0,
+        "server, all threads": 40.0,
+    }
+    costs = Costs("this revision")
+    costs.cpu = {"miss": [0.04], "hit": [0.01]}
+    costs.wall = {"miss": [0.04], "hit": [0.01]}
+    costs.split = {"miss": parts}
+    context = {"date": "d", "machine": "m", "command": "c", "load_before": "l", "load_after": "l"}
+    text = section([([costs], [0.019])], argparse.Namespace(repeats=3, sentences=1), context)
+    assert "### Where the server's CPU went per rerun" in text
+    assert "| round 1 | miss | 20.0 | 1.0 | 2.0 | 7.0 | 5.0 | 5.0 | 40.0 | 19.0 |" in text
+    assert text.index("Reproduce") < text.index("### Where")  # after the run's footer: a subsection of its own
