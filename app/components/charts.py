@@ -122,13 +122,15 @@ def typed_arrays(obj: Any) -> None:
                 continue
             if isinstance(value, np.ndarray) and value.size and value.dtype.isnative:
                 value = _narrowed(value)
-            if isinstance(value, np.ndarray) and value.dtype.name in _TYPED and value.size and value.dtype.isnative:
-                obj[key] = {
-                    "dtype": _TYPED[value.dtype.name],
-                    "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii"),
-                    **({"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {}),
-                }
-            elif isinstance(value, (dict, list, tuple)):
+                short = _TYPED.get(value.dtype.name)
+                if short is not None:
+                    obj[key] = {
+                        "dtype": short,
+                        "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii"),
+                        **({"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {}),
+                    }
+                    continue
+            if isinstance(value, (dict, list, tuple)):
                 typed_arrays(value)
             elif is_homogeneous_array(value):
                 obj[key] = to_typed_array_spec(value)

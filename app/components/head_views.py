@@ -32,6 +32,12 @@ def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarra
     return xs, ys
 
 
+def tile_peak(tile: np.ndarray) -> float:
+    """A tile's largest finite value (its cells are shown as shares of it), 0.0 when it has none."""
+    finite = np.isfinite(tile)
+    return float(np.max(tile[finite])) if finite.any() else 0.0
+
+
 def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
     """``[rows, cols, s, t]`` tiles laid out as one ``[rows·(s+GAP)−GAP, cols·(t+GAP)−GAP]`` float32 array.
 
@@ -44,8 +50,7 @@ def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
         for c in range(n_cols):
             tile = tiles[r, c].astype(np.float32)
             if normalise:
-                peak = float(np.nanmax(tile)) if np.isfinite(tile).any() else 0.0
-                tile = tile / (peak or 1.0)
+                tile = tile / (tile_peak(tile) or 1.0)
             z[r * (s + GAP) : r * (s + GAP) + s, c * (t + GAP) : c * (t + GAP) + t] = tile
     return z
 
@@ -68,10 +73,8 @@ def share_tiles(tiles: np.ndarray) -> list[dict]:
     for r in range(n_rows):
         for c in range(n_cols):
             tile = np.asarray(tiles[r, c], dtype=np.float32)
-            finite = np.isfinite(tile)
-            peak = float(np.max(tile[finite])) if finite.any() else 0.0
-            share = tile * np.float32(SHARE_LEVELS / (peak if peak > 0 else 1.0))
-            whole = finite.all() and float(share.min()) >= 0.0
+            share = tile * np.float32(SHARE_LEVELS / (tile_peak(tile) or 1.0))
+            whole = bool(np.isfinite(share).all()) and float(share.min()) >= 0.0
             out.append(
                 {
                     "type": "heatmap",
