@@ -12,7 +12,7 @@ in this process after wrapping, for the threads that call them:
 Each counter adds ``time.thread_time_ns()`` of its call (CPU of the calling thread only: waits are not counted).
 ``SIGUSR2`` zeroes the counters; ``SIGUSR1`` writes them as JSON (``{label: [nanoseconds, calls]}``) to the file
 named by ``AP_BENCH_SPLIT_OUT``. The event loop's CPU (the main thread) and the process's are read from ``/proc``
-by the benchmark (``bench.bench_rerun --split``). A wrapper costs ~1 µs a call: a handful of calls a rerun.
+by the benchmark (``bench.bench_rerun --split``). The counters wrap a handful of calls a rerun.
 """
 
 from __future__ import annotations
