@@ -59,10 +59,17 @@ def _lasting_threads() -> list[threading.Thread]:
 
 @pytest.fixture()
 def baseline_threads():
-    """Threads before the test; every test must end with the same number (jobs, reapers, pollers gone)."""
-    before = len(_lasting_threads())
+    """Threads before the test; every thread the test started must have ended (jobs, reapers, pollers gone).
+
+    Compared by identity, not by count: a thread that was there before may end during the test (an earlier
+    browser test's asyncio worker did, in CI), which a count took for a leak's opposite and failed on."""
+    before = set(_lasting_threads())
     yield before
+
+    def started_here() -> list[threading.Thread]:
+        return [t for t in _lasting_threads() if t not in before]
+
     deadline = time.monotonic() + 10
-    while len(_lasting_threads()) > before and time.monotonic() < deadline:
+    while started_here() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(_lasting_threads()) == before, [t.name for t in _lasting_threads()]
+    assert not started_here(), [t.name for t in started_here()]
