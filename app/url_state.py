@@ -12,7 +12,7 @@ their *labels* and whose bindings were dropped on page switches):
   last write), except when Back or Forward asked for the run: then it is where the browser went.
 - :func:`sync`, run at the end of each page run and of each fragment (:func:`synced`), writes the
   current page's values (defaults left out) to ``st.query_params`` and redraws the sidebar's share
-  box. A fragment rerun (Explore's ``head_panel``: a layer or head change) runs neither the entry point
+  box. A fragment rerun (Explore's ``sentence_panel``: a new sentence, layer or head) runs neither the entry point
   nor the page, so without its own ``sync`` the link would keep the old layer.
 
 Values from a link are untrusted: each is read by its parameter's reader (type, bounds, options) and

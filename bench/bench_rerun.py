@@ -94,7 +94,7 @@ def read_split(pid: int) -> dict[str, float]:
         if time.monotonic() > deadline:
             raise RuntimeError("the split server wrote no counters (is it bench.split_server?)")
         time.sleep(0.05)
-    return {label: ns / 1e9 for label, (ns, _calls) in json.loads(SPLIT_OUT.read_text()).items()}
+    return {label: ns / 1e9 for label, (ns, _calls) in json.loads(SPLIT_OUT.read_text())["cpu"].items()}
 
 
 @dataclass

@@ -10,8 +10,10 @@ in this process after wrapping, for the threads that call them:
 - ``figures``: the shared figure cache's ``get`` (``app.services.core.FIGURES``: a miss builds a figure's dict).
 
 Each counter adds ``time.thread_time_ns()`` of its call (CPU of the calling thread only: waits are not counted).
-``SIGUSR2`` zeroes the counters; ``SIGUSR1`` writes them as JSON (``{label: [nanoseconds, calls]}``) to the file
-named by ``AP_BENCH_SPLIT_OUT``. The event loop's CPU (the main thread) and the process's are read from ``/proc``
+After each script run it also notes how many entries the session's state holds (widget values and the app's keys):
+every widget and text box of a rerun reads the whole of it, so it must not grow with the sentences a student types.
+``SIGUSR2`` zeroes both; ``SIGUSR1`` writes them as JSON (``{"cpu": {label: [nanoseconds, calls]},
+"session_state_entries": [one per run, in order]}``) to the file named by ``AP_BENCH_SPLIT_OUT``. The event loop's CPU (the main thread) and the process's are read from ``/proc``
 by the benchmark (``bench.bench_rerun --split``). The counters wrap a handful of calls a rerun.
 """
 
@@ -26,6 +28,8 @@ import threading
 import time
 
 _COUNTS: dict[str, list[int]] = {}
+_ENTRIES: list[int] = []  # the session state's size after each script run (the last MAX_RUNS)
+MAX_RUNS = 10_000
 _LOCK = threading.Lock()
 _DEPTH = threading.local()
 
@@ -53,9 +57,28 @@ def _counted(label: str, func):
     return wrapper
 
 
+def _noting_entries(func):
+    """``ScriptRunner._run_script`` noting, after each run, how many entries its session state holds."""
+
+    @functools.wraps(func)
+    def wrapper(runner, *args, **kwargs):
+        try:
+            return func(runner, *args, **kwargs)
+        finally:
+            entries = len(list(runner._session_state._state._keys()))  # noqa: SLF001 — a benchmark's probe
+            with _LOCK:
+                _ENTRIES.append(entries)
+                del _ENTRIES[:-MAX_RUNS]
+
+    return wrapper
+
+
 def _write(*_args) -> None:
     with _LOCK:
-        data = {label: list(count) for label, count in _COUNTS.items()}
+        data = {
+            "cpu": {label: list(count) for label, count in _COUNTS.items()},
+            "session_state_entries": list(_ENTRIES),
+        }
     path = os.environ.get("AP_BENCH_SPLIT_OUT")
     if path:
         tmp = f"{path}.tmp"
@@ -67,6 +90,7 @@ def _write(*_args) -> None:
 def _zero(*_args) -> None:
     with _LOCK:
         _COUNTS.clear()
+        _ENTRIES.clear()
 
 
 def install() -> None:
@@ -78,6 +102,7 @@ def install() -> None:
 
     runner = script_runner.ScriptRunner
     runner._run_script_thread = _counted("script thread", runner._run_script_thread)
+    runner._run_script = _noting_entries(runner._run_script)
     engine.trace = _counted("forward pass", engine.trace)
     engine.trace_many = _counted("forward pass", engine.trace_many)
     core.MAPS.get = _counted("attention maps", core.MAPS.get)

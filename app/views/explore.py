@@ -1,11 +1,11 @@
 """Explore: type a sentence, pick a model, layer and head, and see where each token looks.
 
-The page does only what changed, in three nested fragments: :func:`explore_panel` (the model, token limit,
-examples and mask), :func:`sentence_panel` inside it (the sentence and its trace), :func:`head_panel` inside
-that (layer, head and display options). A new sentence reruns the sentence panel alone: the model picker,
-examples and mask above it are not drawn again (a dozen elements less on every rerun a class sends). Picking
-a layer, a head, a colour scale or a zoom region reruns the head panel alone (the trace comes from the
-per-process cache, no forward pass). The causal mask comparison traces a second time only while its tab is
+The page does only what changed, in two nested fragments: :func:`explore_panel` (the model, token limit,
+examples and mask) and :func:`sentence_panel` inside it (the sentence, its trace, then :func:`head_panel`: layer,
+head and display options). A new sentence reruns the sentence panel alone: the model picker, examples and mask
+above it are not drawn again (a dozen elements less on every rerun a class sends). Picking a layer, a head, a
+colour scale or a zoom region reruns the sentence panel too, with its trace from the per-process cache (no
+forward pass). The causal mask comparison traces a second time only while its tab is
 open (so does the next-token tab, once per input: its temperature slider only re-scales cached scores; the
 "Write more" tab runs the model only when its button is pressed), and the CSV is built when the button is
 clicked. Long inputs (up to 16,384 tokens where the model allows) are drawn as an overview of block maxima
@@ -281,10 +281,14 @@ def show_output(trace) -> None:
     )
 
 
-@st.fragment
-@synced  # a layer or head change reruns this panel only: it writes the link itself
 def head_panel(request: services.TraceRequest, family: str = "") -> None:
-    """Everything that depends on the layer, head and display settings (a fragment: reruns alone)."""
+    """Everything that depends on the layer, head and display settings.
+
+    Not a fragment of its own: a layer or head change reruns the sentence panel around it (the trace is a cache
+    hit there). Streamlit forgets a widget left behind only when the fragment that drew it runs; the grid of
+    heads is a new widget for every sentence (its figure is part of its identity), so inside a fragment nested
+    in the sentence panel every sentence typed left one behind in the session, and every selectbox and text
+    box of a rerun reads the whole session state (tests/reliability/test_session_state_bounded.py)."""
     with calm_errors("head_panel"):
         try:
             full = services.get_trace(request)  # a cache hit: the page just traced it
