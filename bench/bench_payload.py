@@ -78,7 +78,7 @@ def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
     with theme.looking(theme.DEFAULT):
         head = charts.ready(map_spec(head_map(trace, 0, 0), title="Layer 0, head 0"))
         tiles = layer_tiles(trace, 0, grid_cells(trace.n_heads, max(trace.n_queries, trace.n_keys)))
-        grid = charts.ready(model_view_spec(tiles[None], selected=(0, 0), layer_names=["L0"], weights_in_hover=False))
+        grid = charts.ready(model_view_spec(tiles[None], selected=(0, 0), layer_names=["L0"], per_tile=True))
     return len(pio.to_json(head, validate=False).encode()), len(pio.to_json(grid, validate=False).encode())
 
 
@@ -194,7 +194,7 @@ def main() -> None:
         'inlined in every document. "bertviz default" is `bertviz.model_view` on float32 tensors as its docs '
         "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
         "`plotly.io.to_json` of the figures Explore draws: one head (`map_spec`, base64 float32, block maxima above "
-        "256 tokens a side) and the layer's grid of heads (`model_view_spec` without weights in the hover: one byte a "
+        "256 tokens a side) and the layer's grid of heads (`model_view_spec` per tile: one byte a "
         "cell, exact tiles up to 48 tokens, 32 × 32 block maxima above)."
         + (
             " Draw: Chromium (headless, network aborted), from `set_content` to "

@@ -231,7 +231,7 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
         per_row = PHONE_TILES_PER_ROW
     else:
         fig = shared_chart(
-            view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"], weights_in_hover=False)
+            view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"], per_tile=True)
         )
         per_row = None
     n_heads = trace.n_heads  # the callback, kept with the session's widgets, must not hold the trace

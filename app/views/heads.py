@@ -13,7 +13,7 @@ import streamlit as st
 
 from app import services
 from app.components.ablation_panel import render_ablation
-from app.components.charts import fill_height, ready, show_chart
+from app.components.charts import fill_height, ready, shared_chart, show_chart
 from app.components.examples import examples_picker
 from app.components.export import head_json_button
 from app.components.guard import calm_errors, show_error
@@ -22,7 +22,7 @@ from app.components.head_views import (
     clicked_in,
     head_pills,
     layer_head_heatmap,
-    model_view_figure,
+    model_view_spec,
     phone_grid_spec,
     pick_grid_head,
 )
@@ -85,7 +85,8 @@ def model_view_section(ctx: HeadsContext) -> None:
 
 
 def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
-    fig = model_view_figure(tiles, selected=(ctx.layer, ctx.head))
+    view = ("heads_model_view", services.request_key(ctx.request), ctx.layer, ctx.head)  # everything it shows
+    fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(ctx.layer, ctx.head)))  # once per process
     n_layers, n_heads = (
         att.n_layers,
         att.n_heads,

@@ -127,7 +127,7 @@ def test_a_plain_dict_is_sent_as_plotly_would_send_the_figure(look, monkeypatch)
         lambda: map_spec(exact_map(weights, tokens, tokens), title="Layer 0, head 1", scale="linear"),
         lambda: map_spec(exact_map(weights, tokens, tokens), scale="log"),
         lambda: model_view_spec(tiles, selected=(1, 2)),
-        lambda: model_view_spec(tiles, layer_names=["L3", "L4"], weights_in_hover=False),
+        lambda: model_view_spec(tiles, layer_names=["L3", "L4"], per_tile=True),
     ):
         assert _json(charts.ready(build(), look)) == _json(charts.ready(go.Figure(build()), look))
 

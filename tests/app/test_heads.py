@@ -82,10 +82,15 @@ def test_model_view_draws_every_head_and_the_chosen_one_large(minilm_page: AppTe
     assert grid["layout"]["yaxis"]["ticktext"] == [f"L{layer}" for layer in range(6)]
     att = engine_attention("minilm", TEXT)
     n = att.n_queries
-    tiles = decode(heat["customdata"])  # real weights, tiles separated by one empty cell
+    assert heat["z"]["dtype"] == "u1"  # one byte a cell: whole percents of each head's maximum
+    shares = decode(heat["z"])  # tiles separated by one cell of 255, drawn clear
+    pattern = att.pattern(2, 3)
     np.testing.assert_allclose(
-        tiles[(n + 1) * 2 : (n + 1) * 2 + n, (n + 1) * 3 : (n + 1) * 3 + n], att.pattern(2, 3), atol=1e-6
+        shares[(n + 1) * 2 : (n + 1) * 2 + n, (n + 1) * 3 : (n + 1) * 3 + n],
+        pattern / pattern.max() * 100,
+        atol=0.5 + 1e-6,
     )
+    assert (shares[n, :] == 255).all() and (shares[:, n] == 255).all()
     assert title(large).startswith("Layer 0, head 0")
     np.testing.assert_allclose(decode(large["data"][0]["z"]), att.pattern(0, 0), atol=1e-6)
 
@@ -338,3 +343,31 @@ def test_ablation_tab_switches_heads_off_and_matches_the_engine():
     expected = ablate(engine.load("minilm"), TEXT, [(0, 0), (2, 5)], causal=False, max_tokens=128)
     assert expected.cosine < 1.0
     assert at.metric[0].value == f"{expected.cosine:.4f}"
+
+
+def test_the_model_view_mosaic_is_one_byte_a_cell_with_clear_gaps():
+    from app.components.head_views import GAP, OFF_TILE, SHARE_LEVELS, share_mosaic
+
+    rng = np.random.default_rng(3)
+    tiles = rng.random((2, 3, 4, 5)).astype(np.float32)
+    tiles[1, 2] = 0.0  # a head with no weight here: all zero, no division by zero
+    tiles[0, 1, 0, 0] = np.nan  # a blocked cell: drawn clear like a gap
+    trace = share_mosaic(tiles)
+    z = trace["z"]
+    assert z.dtype == np.uint8 and z.shape == (2 * (4 + GAP) - GAP, 3 * (5 + GAP) - GAP)
+    for r in range(2):
+        for c in range(3):
+            tile = tiles[r, c]
+            peak = np.nanmax(tile) or 1.0
+            want = np.where(np.isnan(tile), OFF_TILE, np.rint(np.nan_to_num(tile) / peak * SHARE_LEVELS))
+            got = z[r * (4 + GAP) : r * (4 + GAP) + 4, c * (5 + GAP) : c * (5 + GAP) + 5]
+            np.testing.assert_array_equal(got, want)
+    assert (z[4, :] == OFF_TILE).all() and (z[:, 5] == OFF_TILE).all() and (z[:, 11] == OFF_TILE).all()
+    stops = trace["colorscale"]
+    positions = [position for position, _ in stops]
+    assert positions == sorted(positions) and positions[0] == 0.0 and positions[-1] == 1.0
+    # the theme's scale spans 0–100 on the 0–255 axis; above it every stop is clear
+    theme_colours = [colour for _, colour in stops[:-2]]
+    assert stops[-3][0] == pytest.approx(SHARE_LEVELS / OFF_TILE) and "rgba(255,255,255,0)" not in theme_colours
+    assert stops[-2][1] == stops[-1][1] == "rgba(255,255,255,0)" and stops[-2][0] > SHARE_LEVELS / OFF_TILE
+    assert trace["zmin"] == 0 and trace["zmax"] == OFF_TILE and trace["hoverinfo"] == "skip"

@@ -73,10 +73,14 @@ def test_a_heads_link_gives_the_model_view_and_the_chosen_head():
     model_view, chosen = charts(view_html("heads", {K.layer: "1", K.head: "2"}))
     att = services.attention_block(services.get_trace(services.TraceRequest("minilm", DEFAULT_TEXT, None, 128)))
     n = att.n_queries
-    weights = decode(model_view["data"][0]["customdata"])  # every head's weights, tiles with NaN gaps between
+    mosaic = model_view["data"][0]
+    assert mosaic["z"]["dtype"] == "u1"  # one byte a cell: whole percents of each head's maximum
+    shares = decode(mosaic["z"])
     for layer, head in ((0, 0), (1, 2), (att.n_layers - 1, att.n_heads - 1)):
         r, c = layer * (n + GAP), head * (n + GAP)
-        np.testing.assert_allclose(weights[r : r + n, c : c + n], softmax64(att, layer, head), atol=2e-6)
+        weights = softmax64(att, layer, head)
+        np.testing.assert_allclose(shares[r : r + n, c : c + n], weights / weights.max() * 100, atol=0.5 + 1e-6)
+    assert (shares[n, :] == 255).all() and (shares[:, n] == 255).all()  # the gaps between tiles: drawn clear
     assert model_view["layout"]["shapes"][0]["x0"] == 2 * (n + GAP) - 0.5  # the red frame on the chosen head
     np.testing.assert_allclose(decode(chosen["data"][0]["z"]), softmax64(att, 1, 2), atol=2e-6)
 
