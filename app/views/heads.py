@@ -28,7 +28,7 @@ from app.components.head_views import (
 )
 from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
-from app.components.heatmap import map_figure
+from app.components.heatmap import map_spec
 from app.components.linked_tokens import focus, focus_picker, outline
 from app.components.long_view import COLOUR_SAYS, csv_button, display_options, zoom_controls
 from app.components.pickers import (
@@ -133,7 +133,19 @@ def _chosen_head(ctx: HeadsContext) -> None:
         weighting=opts.weighting,
     )
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    fig = map_figure(data, title=title, scale=opts.scale)
+    view = (
+        "heads_large",
+        services.request_key(ctx.request),
+        ctx.layer,
+        ctx.head,
+        q_range,
+        k_range,
+        opts.scale,
+        opts.hide_sinks,
+        opts.weighting,
+        title,
+    )  # everything the map shows: built once per process, not validated by Plotly on every run
+    fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale))
     show_chart(outline(fig, data, focus()) if services.block_is_square(ctx.block) else fig, key=Heads.large)
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
