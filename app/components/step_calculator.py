@@ -17,7 +17,7 @@ import streamlit as st
 
 from app import services
 from app.components.guard import show_error
-from app.components.step_tables import matrix_text_frame, rounded
+from app.components.step_tables import frame_table, rounded, text_column
 from app.state import PERSIST, Step, clamp, settle
 from engine import EngineError
 
@@ -115,18 +115,18 @@ def show_calculator_steps(steps, tokens: list[str], scale: float, d: int, causal
     first, second, third = st.columns(3)
     with first:
         st.markdown("**① Scores** $QK^\\top$")
-        st.dataframe(pd.DataFrame(rounded(steps.raw), index=tokens, columns=tokens), key=Step.calc_raw)
+        st.dataframe(frame_table(rounded(steps.raw), tokens, tokens), key=Step.calc_raw)
         st.caption("Row i, column j: q(i)·k(j), how well token j's key matches token i's query.")
     with second:
         st.markdown(f"**② Scaled** $QK^\\top \\times {scale:.4g}$")
-        st.dataframe(pd.DataFrame(rounded(steps.scaled), index=tokens, columns=tokens), key=Step.calc_scaled)
+        st.dataframe(frame_table(rounded(steps.scaled), tokens, tokens), key=Step.calc_scaled)
         st.caption(
             f"Times the scale {scale:.4g} (temperature {temperature}; 1/√{d} = {1 / math.sqrt(d):.4f} is "
             "the usual choice). Bigger scale, bigger gaps, sharper softmax."
         )
     with third:
         st.markdown("**③ Masked** $+\\,M$")
-        st.dataframe(matrix_text_frame(steps.masked, tokens, tokens), key=Step.calc_masked)
+        st.dataframe(frame_table([text_column(row) for row in steps.masked], tokens, tokens), key=Step.calc_masked)
         st.caption(
             "The causal mask puts −∞ above the diagonal: no looking ahead."
             if causal
@@ -135,10 +135,10 @@ def show_calculator_steps(steps, tokens: list[str], scale: float, d: int, causal
     fourth, fifth = st.columns([3, 2])
     with fourth:
         st.markdown("**④ Weights** $\\mathrm{softmax}$ of each row")
-        st.dataframe(pd.DataFrame(rounded(steps.weights), index=tokens, columns=tokens), key=Step.calc_weights)
+        st.dataframe(frame_table(rounded(steps.weights), tokens, tokens), key=Step.calc_weights)
         st.caption("Each row: e^score divided by the row's total, so the row sums to 1; −∞ gives exactly 0.")
     with fifth:
         st.markdown("**⑤ Output** $Z = W V$")
         columns = [f"z{j + 1}" for j in range(steps.z.shape[1])]
-        st.dataframe(pd.DataFrame(rounded(steps.z), index=tokens, columns=columns), key=Step.calc_z)
+        st.dataframe(frame_table(rounded(steps.z), tokens, columns), key=Step.calc_z)
         st.caption("Each token's output is its row of weights times V: a weighted average of the value rows.")

@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
-from app.components.charts import show_chart
+from app.components.charts import shared_chart, show_chart
 from app.components.safe_text import md
-from app.components.step_tables import rounded, show_vectors, text_column, weights_bar
+from app.components.step_tables import content, frame_table, rounded, show_vectors, text_column, weights_bar
 from app.state import Step
 
 TABLE_HEIGHT = 280  # px: long texts scroll inside the table
@@ -77,7 +76,7 @@ def show_qkv(trace, steps, labels: list[str], query: int, query_label: str) -> N
 
 def show_dot_products(steps, labels: list[str], query: int) -> None:
     step_heading(2, "Dot products", r"s_{ij} = q_i \cdot k_j = \sum_t q_{it}\,k_{jt}")
-    st.dataframe(pd.DataFrame({"q·k": rounded(steps.raw[0])}, index=labels), key=Step.raw, height=TABLE_HEIGHT)
+    st.dataframe(frame_table({"q·k": rounded(steps.raw[0])}, labels), key=Step.raw, height=TABLE_HEIGHT)
     best = int(np.argmax(steps.raw[0]))
     st.caption(
         f"Multiply q({query}) and k(j) number by number and add up. A large positive score means the key points the "
@@ -88,7 +87,7 @@ def show_dot_products(steps, labels: list[str], query: int) -> None:
 def show_scaling(trace, steps, labels: list[str]) -> None:
     d = trace.d_head
     step_heading(3, "Scale the scores", r"\frac{s_{ij}}{\sqrt{d_k}} = s_{ij} \times \frac{1}{\sqrt{d_k}}")
-    frame = pd.DataFrame({"q·k": rounded(steps.raw[0]), "× scale": rounded(steps.scaled[0])}, index=labels)
+    frame = frame_table({"q·k": rounded(steps.raw[0]), "× scale": rounded(steps.scaled[0])}, labels)
     st.dataframe(frame, key=Step.scaled, height=TABLE_HEIGHT)
     usual = 1 / math.sqrt(d)
     if abs(steps.scale - usual) < 1e-6 * usual:
@@ -115,7 +114,7 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
         columns["+ bias"] = rounded(steps.bias[0])
     columns["+ mask"] = text_column(steps.mask[0])
     columns["= softmax input"] = text_column(steps.masked[0])
-    st.dataframe(pd.DataFrame(columns, index=labels), key=Step.masked, height=TABLE_HEIGHT)
+    st.dataframe(frame_table(columns, labels), key=Step.masked, height=TABLE_HEIGHT)
     blocked = int(steps.blocked[0].sum())
     if trace.causal:
         text = (
@@ -144,13 +143,13 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
 
 def show_softmax(steps, labels: list[str]) -> None:
     step_heading(5, "Softmax", r"w_{ij} = \frac{e^{\tilde s_{ij}}}{\sum_{j'} e^{\tilde s_{ij'}}}")
-    frame = pd.DataFrame(
+    frame = frame_table(
         {
             "softmax input": text_column(steps.masked[0]),
             "exp(x − max)": rounded(steps.exp[0]),
             "weight": rounded(steps.weights[0]),
         },
-        index=labels,
+        labels,
     )
     st.dataframe(frame, key=Step.weights, height=TABLE_HEIGHT)
     st.caption(
@@ -160,7 +159,9 @@ def show_softmax(steps, labels: list[str]) -> None:
 
 
 def show_weights_chart(steps, labels: list[str], query_label: str) -> None:
-    fig = weights_bar(steps.weights[0], labels, steps.blocked[0], f"Where {query_label} looks")
+    title = f"Where {query_label} looks"
+    view = ("step bar", content(steps.weights[0]), tuple(labels), content(steps.blocked[0]), title)  # what it shows
+    fig = shared_chart(view, lambda: weights_bar(steps.weights[0], labels, steps.blocked[0], title))
     show_chart(fig, key=Step.bar)
     st.caption(
         f"The softmax weights of query **{md(query_label)}** over every key token (step 5 as bars): the taller the bar, "

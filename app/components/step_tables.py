@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import html
 import io
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,6 +53,32 @@ def rounded(values: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(values, dtype=float), DECIMALS)
 
 
+def content(data: Any) -> Hashable:
+    """A key that is equal exactly when two tables' inputs are: arrays by dtype, shape and bytes."""
+    if isinstance(data, np.ndarray):
+        return (data.dtype.str, data.shape, data.tobytes())
+    if isinstance(data, dict):
+        return tuple((str(name), content(values)) for name, values in data.items())
+    if isinstance(data, (list, tuple)):
+        return tuple(content(item) if isinstance(item, (np.ndarray, list, tuple, dict)) else item for item in data)
+    return data
+
+
+def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
+    """What ``st.dataframe`` sends for ``pd.DataFrame(data, index=index, columns=columns)``: a ``pyarrow.Table``
+    converted from the frame once per server process for the same numbers and labels (the shared table cache).
+
+    Streamlit converts a pandas frame to Arrow on every rerun (~1–2 ms a table; the Step-by-step page draws 17),
+    and every student who picks the same sentence, head and token asks for the same tables. ``pyarrow`` converts as
+    Streamlit itself would (``Table.from_pandas``), so the browser gets the same bytes."""
+    import pyarrow as pa
+
+    from app import services
+
+    key = ("step table", content(data), tuple(map(str, index)), None if columns is None else tuple(map(str, columns)))
+    return services.shared_table(key, lambda: pa.Table.from_pandas(pd.DataFrame(data, index=index, columns=columns)))
+
+
 def vector_frame(matrix: np.ndarray, row_labels: list[str], dims: int | None = None) -> pd.DataFrame:
     """``[rows, d]`` as a table with columns ``d0, d1, …`` (the first ``dims`` only when given)."""
     matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
@@ -62,10 +90,17 @@ def show_vectors(name: str, matrix: np.ndarray, row_labels: list[str], *, key: s
     """A table of vectors: the first ``MAX_DIMS`` dims, and every dim in an expander when there are more."""
     d = np.atleast_2d(matrix).shape[1]
     kwargs = {"height": height} if height else {}
-    st.dataframe(vector_frame(matrix, row_labels, MAX_DIMS), key=f"{key}_short", **kwargs)
+    st.dataframe(vector_table(matrix, row_labels, MAX_DIMS), key=f"{key}_short", **kwargs)
     if d > MAX_DIMS:
         with st.expander(f"All {d} dimensions of {name}"):
-            st.dataframe(vector_frame(matrix, row_labels), key=f"{key}_full", **kwargs)
+            st.dataframe(vector_table(matrix, row_labels), key=f"{key}_full", **kwargs)
+
+
+def vector_table(matrix: np.ndarray, row_labels: list[str], dims: int | None = None):
+    """:func:`vector_frame` as the table that is sent (:func:`frame_table`)."""
+    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
+    width = matrix.shape[1] if dims is None else min(dims, matrix.shape[1])
+    return frame_table(rounded(matrix[:, :width]), row_labels, [f"d{j}" for j in range(width)])
 
 
 def weights_bar(weights: np.ndarray, key_labels: list[str], blocked: np.ndarray, title: str) -> go.Figure:
@@ -124,10 +159,3 @@ def steps_csv(steps, key_labels: list[str]) -> bytes:
     buf = io.StringIO()
     frame.to_csv(buf, index=False, float_format="%.8g")
     return buf.getvalue().encode("utf-8")
-
-
-def matrix_text_frame(matrix: np.ndarray, row_labels: list[str], col_labels: list[str]) -> pd.DataFrame:
-    """A square step (scores, masked scores) as text cells so −∞ shows as such."""
-    matrix = np.asarray(matrix, dtype=float)
-    cells = [[fmt(v) for v in row] for row in matrix]
-    return pd.DataFrame(cells, index=row_labels, columns=col_labels)

@@ -70,6 +70,7 @@ from app.services.core import (
     request_key,
     session_id,
     shared_figure,
+    shared_table,
     trace_is_quick,
     warm_up,
 )
@@ -231,6 +232,7 @@ __all__ = [
     "request_key",
     "session_id",
     "shared_figure",
+    "shared_table",
     "trace_is_quick",
     "warm_up",
     # long work

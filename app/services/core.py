@@ -202,6 +202,10 @@ FIGURES = TraceCache(
 )
 
 
+#: tables ready to send (``pyarrow.Table``, immutable): Streamlit turns a pandas frame into Arrow on every rerun
+TABLES = TraceCache(max_bytes=32 * 2**20, max_entries=2048, sizeof=lambda table: table.nbytes + 1024)
+
+
 def _text_bytes(obj: Any) -> int:
     """About the bytes a figure's traces take in JSON: their strings (labels, base64 arrays) plus 16 per other
     value (the layout is small, and its template is one object all figures share)."""
@@ -339,6 +343,12 @@ def shared_figure(key: tuple, build: Callable[[], T]) -> T:
     """A figure ready to send, built once per process for ``key`` (which names the view, its data and the
     theme) and shown as it is to every session that asks for the same view."""
     return FIGURES.get(key, build)
+
+
+def shared_table(key: tuple, build: Callable[[], T]) -> T:
+    """A table ready to send (a ``pyarrow.Table``), built once per process for ``key`` (which names its numbers
+    and labels) and shown as it is to every session that asks for the same table."""
+    return TABLES.get(key, build)
 
 
 @functools.cache

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -320,3 +321,25 @@ def test_alibi_bias_row_is_shown_and_added():
     np.testing.assert_allclose(decode(bar(at)["data"][0]["y"]), tr.pattern(1, 1)[4], atol=1e-6)
     captions = " ".join(c.value for c in at.caption)
     assert "ALiBi" in captions and "0.003906" in captions  # the head's slope, 2^-8
+
+
+def test_a_step_table_is_what_streamlit_sends_for_the_frame_converted_once():
+    from streamlit import dataframe_util
+
+    from app.components.step_tables import frame_table, rounded, text_column
+
+    labels = ["[CLS]", "the", "cat", "the"]  # a repeated token is a repeated row label
+    weights = rounded(np.array([0.1, 0.2, 0.3, 0.4]))
+    data = {"softmax input": text_column(np.array([-np.inf, 1.5, 0.25, -2.0])), "weight": weights}
+    table = frame_table(data, labels)
+    frame = pd.DataFrame(data, index=labels)
+    assert dataframe_util.convert_arrow_table_to_arrow_bytes(table) == dataframe_util.convert_pandas_df_to_arrow_bytes(
+        frame
+    )
+    assert frame_table({"softmax input": list(data["softmax input"]), "weight": weights.copy()}, labels) is table
+    assert frame_table({**data, "weight": weights + 0.0001}, labels) is not table  # other numbers, another table
+    assert frame_table(data, ["[CLS]", "the", "dog", "the"]) is not table  # other tokens too
+    square = rounded(np.arange(6.0).reshape(2, 3) / 7)
+    assert dataframe_util.convert_arrow_table_to_arrow_bytes(
+        frame_table(square, ["a", "b"], ["x", "y", "z"])
+    ) == dataframe_util.convert_pandas_df_to_arrow_bytes(pd.DataFrame(square, index=["a", "b"], columns=["x", "y", "z"]))
