@@ -19,8 +19,9 @@ sent as it is to every session that asks for it.
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -246,6 +247,19 @@ def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
     return need
 
 
+def content_key(data: Any) -> Hashable:
+    """A cache key equal exactly when two inputs are: arrays by dtype, shape and a 128-bit digest of their bytes; dicts, lists and tuples item by
+    item; anything else as it is (it must be hashable). For figures and tables built from numbers a page computed
+    (a ViT overlay, a step table): every session that computed the same numbers gets the one built copy."""
+    if isinstance(data, np.ndarray):  # a digest, not the bytes: a cache key outlives the call (a 224² image is 1 MB)
+        return (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data).data, digest_size=16).digest())
+    if isinstance(data, dict):
+        return tuple((str(name), content_key(values)) for name, values in data.items())
+    if isinstance(data, (list, tuple)):
+        return tuple(content_key(item) if isinstance(item, (np.ndarray, list, tuple, dict)) else item for item in data)
+    return data
+
+
 def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFigure:
     """The figure of ``view`` in this session's theme, built by ``build()`` once per server process.
 
@@ -257,6 +271,15 @@ def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFig
 
     look = theme.current()
     return services.shared_figure(view + (look.name,), lambda: ready(build(), look))
+
+
+def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:
+    """``build(*args, **kwargs)`` through :func:`shared_chart`, keyed by the builder and its arguments' content
+    (:func:`content_key`): for pages whose figures come from numbers they computed (an image and its attention
+    grid), so that a class opening the same view builds it once. ``build`` must depend on its arguments and the
+    theme only (no session state) and return a figure nobody changes afterwards."""
+    view = (build.__module__, build.__qualname__, content_key(args), content_key(tuple(sorted(kwargs.items()))))
+    return shared_chart(view, lambda: build(*args, **kwargs))
 
 
 def _layout(fig) -> dict[str, Any]:

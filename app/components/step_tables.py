@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import io
-from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from app.components.charts import content_key
 from app.components.heatmap import safe_label
 
 DECIMALS = 4
@@ -53,17 +53,6 @@ def rounded(values: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(values, dtype=float), DECIMALS)
 
 
-def content(data: Any) -> Hashable:
-    """A key that is equal exactly when two tables' inputs are: arrays by dtype, shape and bytes."""
-    if isinstance(data, np.ndarray):
-        return (data.dtype.str, data.shape, data.tobytes())
-    if isinstance(data, dict):
-        return tuple((str(name), content(values)) for name, values in data.items())
-    if isinstance(data, (list, tuple)):
-        return tuple(content(item) if isinstance(item, (np.ndarray, list, tuple, dict)) else item for item in data)
-    return data
-
-
 def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
     """What ``st.dataframe`` sends for ``pd.DataFrame(data, index=index, columns=columns)``: a ``pyarrow.Table``
     converted from the frame once per server process for the same numbers and labels (the shared table cache).
@@ -75,7 +64,12 @@ def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
 
     from app import services
 
-    key = ("step table", content(data), tuple(map(str, index)), None if columns is None else tuple(map(str, columns)))
+    key = (
+        "step table",
+        content_key(data),
+        tuple(map(str, index)),
+        None if columns is None else tuple(map(str, columns)),
+    )
     return services.shared_table(key, lambda: pa.Table.from_pandas(pd.DataFrame(data, index=index, columns=columns)))
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.charts import clicked_point, show_chart
+from app.components.charts import clicked_point, shared_build, show_chart
 from app.components.guard import show_error
 from app.components.pickers import load_model, typed_model_field
 from app.components.rollout_controls import SHORT, discard_rule_picker, discard_sentence
@@ -132,7 +132,9 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
         with original:
             st.image(image, caption="The original", clamp=True)
     with left:
-        show_chart(image_with_grid(trace.image, trace.patch_size, title="What the model sees"), key=Vit.image)
+        show_chart(
+            shared_build(image_with_grid, trace.image, trace.patch_size, title="What the model sees"), key=Vit.image
+        )
         st.caption(
             f"{described[:1].upper() + described[1:]}, as the model reads it: {trace.image.shape[0]}×{trace.image.shape[1]} pixels "
             f"cut into {rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels "
@@ -140,7 +142,7 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
         )
     with right:
         if len(trace.labels):
-            show_chart(probability_bars(trace.labels, trace.probs), key=Vit.probs)
+            show_chart(shared_build(probability_bars, tuple(trace.labels), trace.probs), key=Vit.probs)
             st.caption(
                 f"The model's answer is **{trace.prediction}** ({trace.probs.max():.0%}). Bars: the probability "
                 "of each class (the softmax of the class head's outputs), most likely first."
@@ -154,7 +156,9 @@ def show_cls(trace, layer: int, head: int) -> np.ndarray:
     left, right = side_by_side([2, 3])
     with left:
         show_chart(
-            overlay(trace.image, maps[head], trace.patch_size, title=f"[CLS] → patches, layer {layer}, head {head}"),
+            shared_build(
+                overlay, trace.image, maps[head], trace.patch_size, title=f"[CLS] → patches, layer {layer}, head {head}"
+            ),
             key=Vit.cls,
         )
         st.caption(
@@ -169,7 +173,7 @@ def show_cls(trace, layer: int, head: int) -> np.ndarray:
             icon=":material/download:",
         )
     with right:
-        show_chart(overlay_grid(trace.image, maps, trace.patch_size, selected=head), key=Vit.heads)
+        show_chart(shared_build(overlay_grid, trace.image, maps, trace.patch_size, selected=head), key=Vit.heads)
         st.caption(
             f"All {maps.shape[0]} heads of layer {layer} (the chosen one marked ▶), each coloured from 0 to its "
             "own maximum: compare where they look, not how bright they are."
@@ -207,7 +211,8 @@ def show_patch(trace, layer: int, head: int) -> None:
     with right:
         grid = services.vit_patch_map(trace, layer, head, patch)
         show_chart(
-            overlay(
+            shared_build(
+                overlay,
                 trace.image,
                 grid,
                 trace.patch_size,
@@ -258,7 +263,8 @@ def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float, s
     title = f"Rollout, heads fused by {fusion}, discard {discard:.1f}" + (f" ({SHORT[rule]})" if discard > 0 else "")
     with left:
         show_chart(
-            overlay(
+            shared_build(
+                overlay,
                 trace.image,
                 services.vit_rollout_map(model_id, image, fusion, discard, rule),
                 trace.patch_size,
@@ -268,7 +274,8 @@ def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float, s
         )
     with right:
         show_chart(
-            overlay(
+            shared_build(
+                overlay,
                 trace.image,
                 services.vit_last_layer_map(trace, fusion),
                 trace.patch_size,

@@ -177,3 +177,24 @@ def _plain(obj):
     if isinstance(obj, np.ndarray):
         return ("array", obj.dtype.str, obj.tolist())
     return obj
+
+
+def test_shared_build_builds_a_figure_once_per_content():
+    from app.components.charts import ReadyFigure, content_key, shared_build
+
+    calls = []
+
+    def bars(values, *, title=""):
+        calls.append(title)
+        return {"data": [{"type": "bar", "y": values}], "layout": {"title": {"text": title}}}
+
+    values = np.arange(4, dtype=np.float32)
+    first = shared_build(bars, values, title="t")
+    assert isinstance(first, ReadyFigure) and calls == ["t"]
+    assert shared_build(bars, values.copy(), title="t") is first and calls == ["t"]  # equal numbers: the same figure
+    assert shared_build(bars, values + 1, title="t") is not first  # other numbers
+    assert shared_build(bars, values, title="u") is not first  # another argument
+    assert len(calls) == 3
+    assert content_key(values) == content_key(values.copy()) != content_key(values.astype(np.float64))
+    assert content_key(values) != content_key(values.reshape(2, 2))  # the shape is part of it
+    assert len(content_key(np.zeros((224, 224, 3)))[2]) == 16  # a digest, not the array's bytes
