@@ -12,7 +12,7 @@ import streamlit as st
 
 from app import services
 from app.components.alignment_views import context_figure, csv_bytes, energies_and_weights, state_strip, table
-from app.components.charts import show_chart
+from app.components.charts import shared_build, show_chart
 from app.components.safe_text import md
 from app.state import PERSIST, Bahdanau, clamp
 
@@ -111,7 +111,8 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
             f"(α = {b.alignment.max():.3f})."
         )
     with right:
-        fig = state_strip(
+        fig = shared_build(
+            state_strip,
             b.s_prev,
             title=f"Decoder state s(i−1) read by step {step + 1} ({len(b.s_prev)} numbers)",
             meta=Bahdanau.state,
@@ -122,7 +123,8 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
             "The decoder's memory of what it has written so far (blue positive, red negative). "
             "Step 1 reads s(0), made from the backward encoder's summary of the whole sentence."
         )
-    fig = energies_and_weights(
+    fig = shared_build(
+        energies_and_weights,
         b.energies,
         b.alignment,
         list(b.source),
@@ -137,7 +139,9 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         _pieces_additive(b, rows)
     else:
         _pieces_dot(b, rows)
-    show_chart(context_figure(b.encoder_states, b.alignment, b.context, list(b.source)), key=Bahdanau.context)
+    show_chart(
+        shared_build(context_figure, b.encoder_states, b.alignment, b.context, list(b.source)), key=Bahdanau.context
+    )
     st.caption(
         f"The context vector c(i) ({len(b.context)} numbers, last row) is the weighted sum of the encoder states "
         "h(j) above it, with the weights α(i, j) shown in each row's label: when one word gets almost all the "

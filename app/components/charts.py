@@ -19,6 +19,7 @@ sent as it is to every session that asks for it.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Hashable
@@ -249,12 +250,15 @@ def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
 
 def content_key(data: Any) -> Hashable:
     """A cache key equal exactly when two inputs are: arrays by dtype, shape and a 128-bit digest of their bytes; dicts, lists and tuples item by
-    item; anything else as it is (it must be hashable). For figures and tables built from numbers a page computed
+    item; dataclasses field by field; anything else as it is (it must be hashable). For figures and tables built from numbers a page computed
     (a ViT overlay, a step table): every session that computed the same numbers gets the one built copy."""
     if isinstance(data, np.ndarray):  # a digest, not the bytes: a cache key outlives the call (a 224² image is 1 MB)
         return (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data).data, digest_size=16).digest())
     if isinstance(data, dict):
         return tuple((str(name), content_key(values)) for name, values in data.items())
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):  # a view's record: field by field
+        fields = dataclasses.fields(data)
+        return (type(data).__qualname__, tuple((f.name, content_key(getattr(data, f.name))) for f in fields))
     if isinstance(data, (list, tuple)):
         return tuple(content_key(item) if isinstance(item, (np.ndarray, list, tuple, dict)) else item for item in data)
     return data

@@ -13,7 +13,7 @@ import streamlit as st
 from app import services
 from app.components.alignment_views import alignment_map, csv_bytes
 from app.components.bahdanau_step import show_step
-from app.components.charts import show_chart
+from app.components.charts import shared_build, show_chart
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.theme import side_by_side
@@ -106,7 +106,8 @@ def show_map(trace, text: str, model_id: str) -> None:
     """The alignment map with the gold links, its caption and the agreement with the gold alignment."""
     agreement, why = services.bahdanau_agreement(model_id, text)
     gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
-    fig = alignment_map(
+    fig = shared_build(
+        alignment_map,
         trace.alignment,
         list(trace.target.strings),
         list(trace.source.strings),
@@ -189,7 +190,8 @@ def show_compare(text: str) -> None:
     for col, variant in zip(columns[:2], ("additive", "dot")):
         with col:
             tr = services.bahdanau_trace(services.BAHDANAU_MODELS[variant], text)
-            fig = alignment_map(
+            fig = shared_build(
+                alignment_map,
                 tr.alignment,
                 list(tr.target.strings),
                 list(tr.source.strings),
@@ -222,7 +224,8 @@ def show_compare(text: str) -> None:
         finished = not any("did not end" in n for n in s2s.notices)
         top = float(weights.max())
         title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
-        fig = alignment_map(
+        fig = shared_build(
+            alignment_map,
             weights,
             transformer_rows(cross.tokens.strings, finished),
             list(cross.key_tokens.strings),

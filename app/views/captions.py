@@ -17,7 +17,7 @@ import streamlit as st
 
 from app import services
 from app.components.caption_figures import beta_bars, cls_bars, picture_with_boxes, word_map, word_panels
-from app.components.charts import clicked_point, set_source, show_chart
+from app.components.charts import clicked_point, set_source, shared_build, show_chart
 from app.components.guard import busy, show_error
 from app.components.pickers import typed_model_field
 from app.components.safe_text import md, quoted
@@ -214,7 +214,7 @@ def show_caption(trace, picture, cell_px: int) -> None:
     shown, words = side_by_side([2, 3])
     with shown:
         show_chart(
-            picture_with_boxes(picture.image, picture.boxes, cell_px, title="What the model reads"),
+            shared_build(picture_with_boxes, picture.image, picture.boxes, cell_px, title="What the model reads"),
             key=Captions.picture,
         )
         boxes = " Dotted: the objects' true boxes." if picture.boxes else ""
@@ -247,7 +247,7 @@ def show_words(image: np.ndarray, view) -> int:
     n = len(view.words)
     clamp(Captions.word, 0, n - 1)
     word = bounded(st.session_state.get(Captions.word), 0, n - 1)
-    show_chart(word_panels(image, view, selected=word), key=Captions.panels)
+    show_chart(shared_build(word_panels, image, view, selected=word), key=Captions.panels)
     sums = "each map sums to 1" if view.rest is None else "each map sums to 1 less the word's weight on [CLS]"
     st.caption(
         "One picture per written word, in the caption's order: the brighter a cell, the more weight α the "
@@ -269,7 +269,12 @@ def show_words(image: np.ndarray, view) -> int:
     cell = bounded(st.session_state.get(Captions.cell), 0, cells - 1)
     left, right = side_by_side([3, 2])
     with left:
-        show_chart(word_map(image, view, word, cell), key=Captions.large, on_select="rerun", selection_mode="points")
+        show_chart(
+            shared_build(word_map, image, view, word, cell),
+            key=Captions.large,
+            on_select="rerun",
+            selection_mode="points",
+        )
         r, c = view.cell(view.peaks[word])
         st.caption(
             f"Where the model looks before writing “{md(view.words[word])}”: α over the {view.grid}×{view.grid} "
@@ -280,14 +285,14 @@ def show_words(image: np.ndarray, view) -> int:
         )
     with right:
         if view.betas is None:  # a pretrained captioner: no gate; what its row leaves off the patches
-            show_chart(cls_bars(view, word), key=Captions.betas)
+            show_chart(shared_build(cls_bars, view, word), key=Captions.betas)
             st.caption(
                 "The part of each word's cross-attention on [CLS], the image encoder's summary token, "
                 "rather than on any one patch: the maps show the rest. The chosen word is orange; hover for "
                 "its largest patch weight."
             )
             return word
-        show_chart(beta_bars(view, word), key=Captions.betas)
+        show_chart(shared_build(beta_bars, view, word), key=Captions.betas)
         st.caption(
             "β = σ(f_β(h)) gates the attended picture before the LSTM reads it: near 1 the word is written "
             "with what the map picks out, near 0 from the sentence so far alone. Compare the grammar words "
@@ -458,12 +463,12 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     left, right = side_by_side([1, 3])
     with left:
         show_chart(
-            picture_with_boxes(picture.image, picture.boxes, view.cell_px, title=f"Scene {chosen.scene}"),
+            shared_build(picture_with_boxes, picture.image, picture.boxes, view.cell_px, title=f"Scene {chosen.scene}"),
             key=Captions.mistake_picture,
         )
         st.caption("The scene with its objects' true boxes (dotted) and the 8×8 attention grid.")
     with right:
-        show_chart(word_panels(picture.image, view), key=Captions.mistake_panels)
+        show_chart(shared_build(word_panels, picture.image, view), key=Captions.mistake_panels)
         st.caption(
             "Where the model looked for each word it wrote (each map on its own colour scale). At the wrong "
             "word, does its map sit on the other object, spread out over the background, or on the right "

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from app import services
-from app.components.charts import set_source, show_chart
+from app.components.charts import set_source, shared_build, show_chart
 from app.components.explain_figures import agreement_heatmap, importance_bars, importance_heatmap, swap_scatter
 from app.components.guard import show_error
 from app.components.safe_text import md, quoted
@@ -147,7 +147,7 @@ def show_importances(pred, results: dict) -> None:
     methods = services.explain_methods()
     tokens = list(pred.tokens.strings)
     labels = list(methods.values())
-    show_chart(importance_heatmap(tokens, labels, [r.scores for r in results.values()]), key=E.heat)
+    show_chart(shared_build(importance_heatmap, tokens, labels, [r.scores for r in results.values()]), key=E.heat)
     st.caption(
         "Each row is one method, divided by its largest score so that all share one colour scale (hover for "
         "the raw number). Blue: the token raises the explained number, red: it lowers it; the three attention "
@@ -158,7 +158,9 @@ def show_importances(pred, results: dict) -> None:
         for column, (method, result) in zip(side_by_side(3), items[start : start + 3]):
             with column:
                 show_chart(
-                    importance_bars(tokens, result.scores, methods[method]), key=f"{E.bars}{method}", narrow=True
+                    shared_build(importance_bars, tokens, result.scores, methods[method]),
+                    key=f"{E.bars}{method}",
+                    narrow=True,
                 )
     ig = results["integrated_gradients"]
     st.caption(
@@ -186,9 +188,9 @@ def show_agreement(request: services.ExplainRequest) -> None:
     labels = list(services.explain_methods().values())
     left, right = side_by_side(2)
     with left:
-        show_chart(agreement_heatmap(agree.spearman, labels, "Spearman's ρ of the rankings"), key=E.rho)
+        show_chart(shared_build(agreement_heatmap, agree.spearman, labels, "Spearman's ρ of the rankings"), key=E.rho)
     with right:
-        show_chart(agreement_heatmap(agree.kendall, labels, "Kendall's τ_b of the rankings"), key=E.tau)
+        show_chart(shared_build(agreement_heatmap, agree.kendall, labels, "Kendall's τ_b of the rankings"), key=E.tau)
     st.caption(
         f"Rank correlations over {len(agree.compared)} tokens: 1 = the same order, 0 = unrelated, −1 = reversed "
         "(empty: a method gave every token the same score). Signed scores are ranked by size: a token that "
@@ -254,7 +256,10 @@ def show_swap(request: services.ExplainRequest, pred) -> None:
         help="Jensen–Shannon divergence of the new weights from the model's own, in nats (at most ln 2 ≈ 0.69).",
     )
     show_chart(
-        swap_scatter(result.attention_change, result.output_change, output_label=f"output change: {change}"), key=E.swap
+        shared_build(
+            swap_scatter, result.attention_change, result.output_change, output_label=f"output change: {change}"
+        ),
+        key=E.swap,
     )
     kept = "" if embedding else f" The predicted word stayed on top in {np.mean(result.top_kept):.0%} of the runs."
     rows = "the predicting row" if len(result.rows) == 1 else "every row"
