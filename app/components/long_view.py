@@ -60,6 +60,13 @@ class DisplayOptions:
     weighting: str = "attention"  # "attention", "contribution" or "value", as engine.analysis.overview takes it
 
 
+def map_view(name: str, request_key: tuple, layer: int, head: int, zoom, opts: DisplayOptions, title: str) -> tuple:
+    """The shared figure cache's key of one head's map (``charts.shared_chart``): the page's name for it, the
+    request's key, the head, the zoom's ranges, the display options and the title: everything the map shows."""
+    q_range, k_range = zoom
+    return (name, request_key, layer, head, q_range, k_range, opts.scale, opts.hide_sinks, opts.weighting, title)
+
+
 def _mark_chosen(key: str) -> None:
     st.session_state[key] = True
 

@@ -27,7 +27,7 @@ from app.components.guard import busy, calm_errors, show_error
 from app.components.head_views import PHONE_TILES_PER_ROW, head_pills, model_view_spec, phone_grid_spec, pick_grid_head
 from app.components.heatmap import map_figure, map_spec, safe_label
 from app.components.linked_tokens import focus, focus_picker, outline, row_of
-from app.components.long_view import COLOUR_SAYS, csv_button, display_options, zoom_controls
+from app.components.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
 from app.components.next_token_panel import show_next_token
 from app.components.pickers import (
     causal_toggle,
@@ -79,18 +79,7 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
         + (" · causal mask on" if trace.causal else "")
         + (f" · sliding window {window}" if window is not None else "")
     )
-    view = (
-        "explore_head",
-        services.request_key(request),
-        layer,
-        head,
-        q_range,
-        k_range,
-        opts.scale,
-        opts.hide_sinks,
-        opts.weighting,
-        title,
-    )
+    view = map_view("explore_head", services.request_key(request), layer, head, zoom, opts, title)
     fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
     view += (fill,)
     fig = shared_chart(

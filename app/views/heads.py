@@ -30,7 +30,7 @@ from app.components.heads_context import METRICS, HeadsContext, metric_columns
 from app.components.heads_sections import compare_section, rollout_section, similarity_section
 from app.components.heatmap import map_spec
 from app.components.linked_tokens import focus, focus_picker, outline
-from app.components.long_view import COLOUR_SAYS, csv_button, display_options, zoom_controls
+from app.components.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
 from app.components.pickers import (
     causal_toggle,
     kv_sharing,
@@ -133,18 +133,9 @@ def _chosen_head(ctx: HeadsContext) -> None:
         weighting=opts.weighting,
     )
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    view = (
-        "heads_large",
-        services.request_key(ctx.request),
-        ctx.layer,
-        ctx.head,
-        q_range,
-        k_range,
-        opts.scale,
-        opts.hide_sinks,
-        opts.weighting,
-        title,
-    )  # everything the map shows: built once per process, not validated by Plotly on every run
+    view = map_view(
+        "heads_large", services.request_key(ctx.request), ctx.layer, ctx.head, (q_range, k_range), opts, title
+    )
     fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale))
     show_chart(outline(fig, data, focus()) if services.block_is_square(ctx.block) else fig, key=Heads.large)
     st.caption(
