@@ -102,9 +102,10 @@ def share_mosaic(tiles: np.ndarray) -> dict:
     colour scale draws clear (the plot's background shows).
 
     The Heads page's model view of MiniLM at 40 tokens was two float32 mosaics, the shares and the weights for the
-    hover: 1.29 MB of JSON a rerun, built through Plotly's validators; this is ~0.16 MB. One trace draws as fast as the
-    float mosaic did, where one trace per tile (:func:`share_tiles`) drew 72 tiles in 80 ms against 46. The cells have
-    no hover of their own (a gap would read 255%); the head's marker names it, and its weights are one click away.
+    hover: 1.29 MB of JSON a rerun, built through Plotly's validators; the figure is now ~0.20 MB. It stays one trace,
+    as the float mosaic was: one trace per tile (:func:`share_tiles`) drew 72 tiles in 80 ms against the mosaic's 46
+    (session 11). The cells have no hover of their own (a gap would read 255%); the head's marker names it, and its
+    weights are one click away.
     """
     shares = tile_mosaic(tiles, normalise=True) * np.float32(SHARE_LEVELS)
     z = np.full(shares.shape, OFF_TILE, dtype=np.uint8)
