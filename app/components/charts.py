@@ -249,9 +249,10 @@ def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
 
 
 def content_key(data: Any) -> Hashable:
-    """A cache key equal exactly when two inputs are: arrays by dtype, shape and a 128-bit digest of their bytes; dicts, lists and tuples item by
-    item; dataclasses field by field; anything else as it is (it must be hashable). For figures and tables built from numbers a page computed
-    (a ViT overlay, a step table): every session that computed the same numbers gets the one built copy."""
+    """A cache key equal exactly when two inputs are: arrays by dtype, shape and a 128-bit digest of their bytes;
+    dicts, lists and tuples item by item; dataclasses field by field; anything else as it is (it must be hashable).
+    For figures and tables built from numbers a page computed (a ViT overlay, a step table): every session that
+    computed the same numbers gets the one built copy."""
     if isinstance(data, np.ndarray):  # a digest, not the bytes: a cache key outlives the call (a 224² image is 1 MB)
         return (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data).data, digest_size=16).digest())
     if isinstance(data, dict):

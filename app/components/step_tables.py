@@ -73,13 +73,6 @@ def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
     return services.shared_table(key, lambda: pa.Table.from_pandas(pd.DataFrame(data, index=index, columns=columns)))
 
 
-def vector_frame(matrix: np.ndarray, row_labels: list[str], dims: int | None = None) -> pd.DataFrame:
-    """``[rows, d]`` as a table with columns ``d0, d1, …`` (the first ``dims`` only when given)."""
-    matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
-    width = matrix.shape[1] if dims is None else min(dims, matrix.shape[1])
-    return pd.DataFrame(rounded(matrix[:, :width]), index=row_labels, columns=[f"d{j}" for j in range(width)])
-
-
 def show_vectors(name: str, matrix: np.ndarray, row_labels: list[str], *, key: str, height: int | None = None) -> None:
     """A table of vectors: the first ``MAX_DIMS`` dims, and every dim in an expander when there are more."""
     d = np.atleast_2d(matrix).shape[1]
@@ -91,7 +84,8 @@ def show_vectors(name: str, matrix: np.ndarray, row_labels: list[str], *, key: s
 
 
 def vector_table(matrix: np.ndarray, row_labels: list[str], dims: int | None = None):
-    """:func:`vector_frame` as the table that is sent (:func:`frame_table`)."""
+    """``[rows, d]`` as the table that is sent (:func:`frame_table`), rounded, with columns ``d0, d1, …`` (the first
+    ``dims`` only when given)."""
     matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
     width = matrix.shape[1] if dims is None else min(dims, matrix.shape[1])
     return frame_table(rounded(matrix[:, :width]), row_labels, [f"d{j}" for j in range(width)])
