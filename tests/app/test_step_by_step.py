@@ -342,4 +342,6 @@ def test_a_step_table_is_what_streamlit_sends_for_the_frame_converted_once():
     square = rounded(np.arange(6.0).reshape(2, 3) / 7)
     assert dataframe_util.convert_arrow_table_to_arrow_bytes(
         frame_table(square, ["a", "b"], ["x", "y", "z"])
-    ) == dataframe_util.convert_pandas_df_to_arrow_bytes(pd.DataFrame(square, index=["a", "b"], columns=["x", "y", "z"]))
+    ) == dataframe_util.convert_pandas_df_to_arrow_bytes(
+        pd.DataFrame(square, index=["a", "b"], columns=["x", "y", "z"])
+    )
