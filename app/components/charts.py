@@ -253,6 +253,8 @@ def content_key(data: Any) -> Hashable:
     dicts, lists and tuples item by item; dataclasses field by field; anything else as it is (it must be hashable).
     For figures and tables built from numbers a page computed (a ViT overlay, a step table): every session that
     computed the same numbers gets the one built copy."""
+    if isinstance(data, np.ndarray) and data.dtype.hasobject:  # its bytes are pointers: key the items themselves
+        return ("object array", data.shape, content_key(data.ravel().tolist()))
     if isinstance(data, np.ndarray):  # a digest, not the bytes: a cache key outlives the call (a 224² image is 1 MB)
         return (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data).data, digest_size=16).digest())
     if isinstance(data, dict):

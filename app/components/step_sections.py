@@ -13,7 +13,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from app.components.charts import content_key, shared_chart, show_chart
+from app.components.charts import shared_build, show_chart
 from app.components.safe_text import md
 from app.components.step_tables import frame_table, rounded, show_vectors, text_column, weights_bar
 from app.state import Step
@@ -159,15 +159,7 @@ def show_softmax(steps, labels: list[str]) -> None:
 
 
 def show_weights_chart(steps, labels: list[str], query_label: str) -> None:
-    title = f"Where {query_label} looks"
-    view = (
-        "step bar",
-        content_key(steps.weights[0]),
-        tuple(labels),
-        content_key(steps.blocked[0]),
-        title,
-    )  # what it shows
-    fig = shared_chart(view, lambda: weights_bar(steps.weights[0], labels, steps.blocked[0], title))
+    fig = shared_build(weights_bar, steps.weights[0], labels, steps.blocked[0], f"Where {query_label} looks")
     show_chart(fig, key=Step.bar)
     st.caption(
         f"The softmax weights of query **{md(query_label)}** over every key token (step 5 as bars): the taller the bar, "

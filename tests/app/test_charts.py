@@ -198,3 +198,5 @@ def test_shared_build_builds_a_figure_once_per_content():
     assert content_key(values) == content_key(values.copy()) != content_key(values.astype(np.float64))
     assert content_key(values) != content_key(values.reshape(2, 2))  # the shape is part of it
     assert len(content_key(np.zeros((224, 224, 3)))[2]) == 16  # a digest, not the array's bytes
+    words = np.array(["the", "cat"], dtype=object)  # bytes that are pointers: keyed by the items
+    assert content_key(words) == content_key(np.array(["the", "cat"], dtype=object)) != content_key(words[::-1].copy())
