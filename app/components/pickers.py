@@ -331,23 +331,20 @@ def max_tokens_input(limit: int = 1024) -> int:
     return bounded(st.session_state.get(K.max_tokens), 4, limit)
 
 
-class _ShownTab:
-    """The open tab when a link hides the tab bar (``hide=tabs``): a plain container, ``open`` like a tab's."""
+class _OpenSection:
+    """The open section: its content follows the row of section buttons (or, with ``hide=tabs``, stands alone)."""
 
     open = True
 
-    def __init__(self) -> None:
-        self._box = st.container()
-
     def __enter__(self):
-        return self._box.__enter__()
+        return self
 
     def __exit__(self, *exc):
-        return self._box.__exit__(*exc)
+        return False
 
 
 class _ClosedTab:
-    """Every other tab when the bar is hidden: never open (pages draw nothing in a closed tab)."""
+    """Every other section: never open (pages draw nothing in a closed section)."""
 
     open = False
 
@@ -359,9 +356,20 @@ class _ClosedTab:
 
 
 def page_tabs(labels: list[str], key: str) -> list:
-    """A page's tab bar (``st.tabs(..., on_change="rerun")``: only the open tab runs); with ``hide=tabs``
-    in the link, no bar and only the tab the link names (``explore_tab=mask``...) is drawn."""
-    if not hidden("tabs"):
-        return st.tabs(labels, key=key, on_change="rerun")
-    chosen = st.session_state.get(key) if st.session_state.get(key) in labels else labels[0]
-    return [_ShownTab() if label == chosen else _ClosedTab() for label in labels]
+    """A page's sections, one open at a time: a row of buttons (a segmented control) with one pressed, and only
+    the open section's code runs. Returns one object per label, each with ``open`` and usable in ``with``.
+
+    Why not ``st.tabs``: a tab bar cost Chromium's main thread 80–150 ms on every rerun of the page around it (it
+    measures itself again each time), and five messages a rerun against one here; on Explore at 512 tokens that
+    was a sixth of Enter → drawn (docs/BENCHMARKS.md, "Enter → every chart drawn"). The section's label is kept
+    under ``key`` in session state, as a tab bar kept it, so links (``explore_tab=mask``) and lessons are
+    unchanged. With ``hide=tabs`` in the link no buttons are drawn, only the section the link names."""
+    if hidden("tabs"):
+        chosen = st.session_state.get(key) if st.session_state.get(key) in labels else labels[0]
+    else:
+        if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
+            st.session_state[key] = labels[0]
+        chosen = st.segmented_control(
+            "Section", labels, key=key, required=True, default=labels[0], label_visibility="collapsed"
+        )
+    return [_OpenSection() if label == chosen else _ClosedTab() for label in labels]

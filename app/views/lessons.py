@@ -26,6 +26,7 @@ from app.components.guard import show_error
 from app.components.knowledge_check import answers, is_right, knowledge_check
 from app.components.lesson_draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, open_tab, owned, use
 from app.components.offline_pack import lesson_pack_buttons
+from app.components.pickers import page_tabs
 from app.components.safe_text import md
 from app.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
 from app.lesson_plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
@@ -286,7 +287,7 @@ def main() -> None:
     shared = shared_lesson()  # before the tabs: an edit link's secret leaves the address bar whichever tab is open
     if url_state.from_link(Lessons.lesson) and st.session_state.get(Lessons.lesson):
         open_tab(TAKE_TAB)  # a lesson's link opens on the lesson
-    take, write = st.tabs([TAKE_TAB, WRITE_TAB], key=Draft.tab, on_change="rerun")
+    take, write = page_tabs([TAKE_TAB, WRITE_TAB], Draft.tab)
     with take:
         if take.open is not False:  # only the open tab runs (None: not tracked, both run)
             walk(shared)

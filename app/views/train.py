@@ -17,7 +17,7 @@ from app import services
 from app.components import induction_section
 from app.components.charts import show_chart
 from app.components.guard import show_error
-from app.components.pickers import use_text
+from app.components.pickers import page_tabs, use_text
 from app.components.safe_text import md
 from app.components.theme import side_by_side
 from app.components.train_charts import (
@@ -395,7 +395,7 @@ TABS = ("Your own model", "Induction heads")
 
 def main() -> None:
     st.title("Train live")
-    own, induction = st.tabs(TABS, key=key("tab"), on_change="rerun")
+    own, induction = page_tabs(list(TABS), key("tab"))
     if induction.open:
         with induction:
             induction_section.show()

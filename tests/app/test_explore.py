@@ -54,6 +54,21 @@ def show_mask_tab(at: AppTest) -> AppTest:
     return at
 
 
+def test_sections_are_one_row_of_buttons_and_a_click_opens_one():
+    """The page's sections are a segmented control (one element a rerun; a tab bar was five and cost the browser
+    ~0.1 s a rerun at 512 tokens): pressing "Causal mask off vs on" runs that section and no other."""
+    from app.views.explore import TABS
+
+    at = run_app()
+    assert not at.tabs
+    row = at.segmented_control(key="explore_tab")
+    assert row.options == list(TABS) and row.value == TABS[0]
+    row.set_value(TABS[1]).run()
+    assert_clean(at)
+    assert [c.key for c in at.get("plotly_chart")] == ["main_heatmap", "mask_False", "mask_True"]
+    assert at.segmented_control(key="explore_tab").value == TABS[1]
+
+
 def test_default_main_chart_shows_the_sentence(default_app: AppTest):
     fig = main_figure(default_app)
     labels = y_labels(fig)

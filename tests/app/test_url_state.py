@@ -160,6 +160,7 @@ def test_hide_flags_hide_the_controls_and_keep_the_links_values():
 def test_hidden_tabs_show_only_the_tab_the_link_names():
     at = app_with({"explore_tab": "mask", "hide": "tabs"})
     assert not at.tabs
+    assert not [bar for bar in at.segmented_control if bar.key == "explore_tab"]  # no row of section buttons
     assert [title(f) for f in figures(at)] == ["Layer 0, head 0", "Causal mask OFF", "Causal mask ON"]
 
 

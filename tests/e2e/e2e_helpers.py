@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from bench.serve import free_port, healthy  # noqa: F401 — one copy for the benchmarks and the browser tests
 
-__all__ = ["IDLE_MS", "PLOT", "expect_idle", "expect_no_exception", "free_port", "healthy"]
+__all__ = ["IDLE_MS", "PLOT", "expect_idle", "expect_no_exception", "free_port", "healthy", "section", "section_body"]
 
 PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # a Plotly chart that plotly.js has drawn
 IDLE_MS = 30_000
@@ -24,3 +24,15 @@ def expect_idle(page: Page, timeout_ms: int = IDLE_MS) -> None:
     """The rerun is over: no "running" status widget and no spinner."""
     expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=timeout_ms)
     expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=timeout_ms)
+
+
+def section(page: Page, name: str) -> Locator:
+    """The button that opens a page's section ``name`` (``app.components.pickers.page_tabs``: a row of buttons, one
+    pressed, named "Section" for screen readers; each button is a radio, ``aria-checked`` when open)."""
+    return page.get_by_role("radiogroup", name="Section").get_by_role("radio", name=name, exact=True)
+
+
+def section_body(page: Page) -> Locator:
+    """Where the open section is drawn: the page's main area (only the open section runs, so nothing of a closed
+    one is on the page)."""
+    return page.locator('[data-testid="stMain"]')

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from e2e_helpers import PLOT, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_no_exception, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -147,7 +147,7 @@ def test_grid_click_opens_a_head_and_the_mask_tab_compares(page: Page, app_url: 
     page.get_by_text("weights α", exact=True).click()
     expect(main_chart(page).locator(".cbtitle")).not_to_contain_text("‖α·f(x)‖", timeout=REDRAW_MS)
 
-    page.get_by_role("tab", name="Causal mask off vs on").click()
+    section(page, "Causal mask off vs on").click()
     expect_settled(page, charts=3)
     titles = page.locator('[data-testid="stPlotlyChart"] .gtitle')
     expect(titles.filter(has_text="Causal mask OFF")).to_have_count(1)
@@ -161,13 +161,16 @@ def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifact
     open_app(page, app_url)
     page.get_by_role("combobox", name="Model").click()
     page.get_by_role("option", name=re.compile("GPT trained on stories", re.I)).first.click()
+    # the switch redrawn before typing: a box filled while that rerun is in flight can be drawn over by it
+    expect(page.get_by_text(re.compile(r"tokens · 3 layers × 4 heads"))).to_be_visible(timeout=REDRAW_MS)
+    expect_settled(page)
     box = page.locator('[data-testid="stTextArea"] textarea')
     box.fill("Lily found a red ball. She")
     box.press("Control+Enter")
     expect_tick(page, "lily")
-    expect_settled(page)  # the model switch and the new sentence fully redrawn: one tab bar, not two
-    expect(page.get_by_role("tab", name="What comes next?")).to_have_count(1, timeout=REDRAW_MS)
-    page.get_by_role("tab", name="What comes next?").click()
+    expect_settled(page)  # the new sentence fully redrawn: one row of section buttons, not two
+    expect(section(page, "What comes next?")).to_have_count(1, timeout=REDRAW_MS)
+    section(page, "What comes next?").click()
     expect(page.locator(PLOT)).to_have_count(2, timeout=REDRAW_MS)  # the head, and the bars
     bars = page.locator('[data-testid="stPlotlyChart"]').nth(1)
     expect(bars.locator(".ytick text")).not_to_have_count(0, timeout=REDRAW_MS)

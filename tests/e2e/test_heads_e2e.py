@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -67,7 +67,7 @@ def test_heads_model_view_metrics_and_picking(page: Page, app_url: str, artifact
     expect_no_exception(page)
 
     # the metrics tab: a layer × head heatmap and the table
-    page.get_by_role("tab", name="Per-head metrics").click()
+    section(page, "Per-head metrics").click()
     expect(page.locator(LARGE_TITLE).filter(has_text="entropy (nats)")).to_have_count(1, timeout=REDRAW_MS)
     expect(page.locator('[data-testid="stDataFrame"]')).to_have_count(1, timeout=REDRAW_MS)
     heat = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="entropy (nats)")
@@ -80,7 +80,7 @@ def test_heads_model_view_metrics_and_picking(page: Page, app_url: str, artifact
 def test_ablation_tab_switches_a_head_off(page: Page, app_url: str, artifacts: Path):
     """Open the Ablation tab, switch two MiniLM heads off: the cosine similarity drops below 1."""
     open_heads(page, app_url)
-    page.get_by_role("tab", name="Ablation").click()
+    section(page, "Ablation").click()
     cosine = (
         page.locator('[data-testid="stMetric"]')
         .filter(has_text="Cosine similarity")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +22,7 @@ def test_induction_tab_shows_the_phase_change_and_trains_a_short_run(
 ):
     page.goto(f"{app_url}/train")
     expect(page.get_by_role("heading", name="Train live", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
-    page.get_by_role("tab", name="Induction heads").click()
+    section(page, "Induction heads").click()
     first = page.locator(PLOT).first
     expect(first.locator(".gtitle")).to_contain_text("Loss and in-context learning", timeout=FIRST_DRAW_MS)
     expect(page.get_by_text("Phase change at step")).to_be_visible(timeout=REDRAW_MS)

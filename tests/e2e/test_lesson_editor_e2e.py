@@ -22,7 +22,7 @@ from app.state import DEFAULT_TEXT
 from conftest import (
     running_app,  # the e2e conftest's, imported while it is the one on sys.path (as the other e2e tests do)
 )
-from e2e_helpers import expect_idle, expect_no_exception
+from e2e_helpers import expect_idle, expect_no_exception, section, section_body
 
 pytestmark = pytest.mark.e2e
 
@@ -96,14 +96,14 @@ def test_add_two_views_move_one_up_and_download_the_lesson(
     expect_idle(page, LOAD_MS)
     add_this_view(page, "Sinusoids: a frequency per column.")
 
-    page.get_by_role("tab", name="RoPE").click()
+    section(page, "RoPE").click()
     expect(page).to_have_url(re.compile(r"pos_tab=rope"), timeout=LOAD_MS)
     expect_idle(page, LOAD_MS)
     add_this_view(page, "Rotations by position.", title="RoPE")
 
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lessons").click()
     expect(page.get_by_role("heading", name="Lessons", level=1)).to_be_visible(timeout=LOAD_MS)
-    editor = page.get_by_role("tabpanel")  # the open tab (role locators skip hidden panels)
+    editor = section_body(page)  # the open section
     expect(editor.get_by_text("2. RoPE")).to_be_visible(timeout=LOAD_MS)  # the editor opens after an add
     editor.get_by_role("button", name=re.compile(r"Up$")).nth(1).click()
     expect(editor.get_by_text("1. RoPE")).to_be_visible(timeout=LOAD_MS)
@@ -182,8 +182,8 @@ def test_a_reload_or_a_typed_address_keeps_the_draft(page: Page, app_url: str):
 
     page.goto(f"{app_url}/lessons")  # typed into the address bar: a new session of the same browser
     expect(page.get_by_role("heading", name="Lessons", level=1)).to_be_visible(timeout=LOAD_MS)
-    page.get_by_role("tab", name="Write a lesson").click()
-    editor = page.get_by_role("tabpanel")
+    section(page, "Write a lesson").click()
+    editor = section_body(page)
     expect(editor.get_by_text("1. Kept across a reload")).to_be_visible(timeout=LOAD_MS)
     expect(editor.get_by_text("2. After the reload")).to_be_visible(timeout=LOAD_MS)
     expect(editor.get_by_text("This draft is kept in this browser only, for a day")).to_be_visible()
@@ -205,7 +205,7 @@ def test_save_after_a_reload_changes_the_lesson_the_draft_was_saved_as(page: Pag
     expect_idle(page, LOAD_MS)
     add_this_view(page, f"Saved once ({marker}).", title="Before the reload")
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lessons").click()
-    editor = page.get_by_role("tabpanel")
+    editor = section_body(page)
     expect(editor.get_by_text("1. Before the reload")).to_be_visible(timeout=LOAD_MS)
     editor.get_by_role("button", name="Save and get a link").click()
     expect(editor.get_by_text("Saved. Share the link below.")).to_be_visible(timeout=LOAD_MS)
@@ -214,8 +214,8 @@ def test_save_after_a_reload_changes_the_lesson_the_draft_was_saved_as(page: Pag
 
     page.reload()
     expect(page.get_by_role("heading", name="Lessons", level=1)).to_be_visible(timeout=LOAD_MS)
-    page.get_by_role("tab", name="Write a lesson").click()
-    editor = page.get_by_role("tabpanel")
+    section(page, "Write a lesson").click()
+    editor = section_body(page)
     expect(editor.get_by_text("1. Before the reload")).to_be_visible(timeout=LOAD_MS)
     expect(editor.get_by_role("button", name="Save changes")).to_be_visible(timeout=LOAD_MS)
     expect(editor.locator('[data-testid="stCode"]').filter(has_text=f"lesson={lid}").first).to_be_visible()
@@ -253,7 +253,7 @@ def test_a_step_gets_a_which_token_check_in_the_editor(page: Page, app_url: str)
     expect_idle(page, LOAD_MS)
     add_this_view(page, "Which token does it read?", title="A check of the model")
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lessons").click()
-    editor = page.get_by_role("tabpanel")
+    editor = section_body(page)
     expect(editor.get_by_text("A check of the model").last).to_be_visible(timeout=LOAD_MS)
     editor.get_by_text("Edit this step").last.click()
     editor.get_by_text("Which token does a word look at?").last.click()
@@ -321,7 +321,7 @@ def test_a_view_of_explore_is_added_with_a_which_token_question(page: Page, app_
     expect_no_exception(page)
 
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Lessons").click()
-    editor = page.get_by_role("tabpanel")
+    editor = section_body(page)
     expect(editor.get_by_text("Check: which token does “it” look at (minilm, layer 3 head 1)").last).to_be_visible(
         timeout=LOAD_MS
     )

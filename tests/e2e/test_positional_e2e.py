@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, section, section_body  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -22,12 +22,13 @@ TABS = {"Sinusoidal": 3, "Learned": 3, "RoPE": 1, "ALiBi": 1, "Order blindness":
 
 
 def panel(page: Page) -> Locator:
-    """The visible tab panel."""
-    return page.locator('[role="tabpanel"]:visible')
+    """The open section (only its charts are on the page)."""
+    return section_body(page)
 
 
 def open_tab(page: Page, name: str) -> Locator:
-    page.get_by_role("tab", name=name, exact=True).click()
+    section(page, name).click()
+    expect(section(page, name)).to_have_attribute("aria-checked", "true", timeout=REDRAW_MS)
     visible = panel(page)
     expect(visible.locator(PLOT)).to_have_count(TABS[name], timeout=REDRAW_MS)
     return visible
@@ -44,7 +45,7 @@ def test_positional_tabs_draw_and_redraw(page: Page, app_url: str, artifacts: Pa
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
     page.get_by_role("link", name=re.compile("See the positional encodings")).click()
     expect(page.get_by_role("heading", name="Positional encodings")).to_be_visible(timeout=REDRAW_MS)
-    expect(page.get_by_role("tab", name="Learned", exact=True)).to_have_attribute("aria-selected", "true")
+    expect(section(page, "Learned")).to_have_attribute("aria-checked", "true")
     learned = panel(page)
     expect(learned.locator(PLOT)).to_have_count(TABS["Learned"], timeout=REDRAW_MS)
     expect(learned.locator(".gtitle").filter(has_text="minilm: embeddings.position_embeddings")).to_have_count(1)

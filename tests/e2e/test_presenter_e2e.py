@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, section_body  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -189,7 +189,7 @@ def test_bertviz_model_view_shows_every_head_at_1280(page: Page, app_url: str, a
 def test_order_blindness_maps_are_wide_and_their_labels_apart(page: Page, app_url: str, artifacts: Path):
     page.set_viewport_size({"width": 1280, "height": 1400})
     page.goto(app_url + "/positional?pos_tab=Order+blindness")
-    charts = page.locator('[role="tabpanel"]:visible').locator(PLOT)
+    charts = section_body(page).locator(PLOT)
     expect(charts).to_have_count(3, timeout=FIRST_DRAW_MS)
     expect_idle(page)
     layout = []

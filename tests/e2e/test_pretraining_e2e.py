@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -39,17 +39,17 @@ def test_fill_in_the_blank_and_the_other_tabs(page: Page, app_url: str, artifact
     expect_idle(page)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "pretraining_fill.png"), full_page=True)
-    page.get_by_role("tab", name="Objectives side by side").click()
+    section(page, "Objectives side by side").click()
     expect(page.get_by_role("heading", name="Span corruption (T5)")).to_be_visible(timeout=REDRAW_MS)
     expect(page.locator(PLOT)).to_have_count(6, timeout=REDRAW_MS)
     expect_no_exception(page)
-    page.get_by_role("tab", name="Fine-tuning changes attention").click()
+    section(page, "Fine-tuning changes attention").click()
     page.get_by_role("button", name="Fine-tune").click()
     expect(page.get_by_text("Accuracy after")).to_be_visible(timeout=60_000)
     expect(page.locator(PLOT).first.locator(".gtitle")).to_contain_text("attention moved", timeout=REDRAW_MS)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "pretraining_finetune.png"), full_page=True)
-    page.get_by_role("tab", name="The cost of attention").click()
+    section(page, "The cost of attention").click()
     page.get_by_role("button", name="Measure on this server").click()
     expect(page.locator(PLOT).first.locator(".gtitle")).to_contain_text("Seconds per call", timeout=REDRAW_MS)
     expect_no_exception(page)

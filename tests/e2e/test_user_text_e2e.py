@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, section
 
 pytestmark = [pytest.mark.e2e, pytest.mark.reliability]
 
@@ -112,7 +112,7 @@ def test_bahdanau_sentence_is_quoted_literally(guarded, app_url: str, artifacts:
 def test_heads_compare_and_positional_sentences(guarded, app_url: str):
     page, outside = guarded
     open_page(page, app_url, "heads")
-    page.get_by_role("tab", name="Compare").click()
+    section(page, "Compare").click()
     field = page.get_by_label("Sentence A")
     expect(field).to_be_visible(timeout=REDRAW_MS)
     field.fill(PAYLOAD)
@@ -121,7 +121,7 @@ def test_heads_compare_and_positional_sentences(guarded, app_url: str):
     assert_inert(page, outside)
 
     open_page(page, app_url, "positional")
-    page.get_by_role("tab", name="Order blindness", exact=True).click()
+    section(page, "Order blindness").click()
     field = page.get_by_label("Sentence (story words work best)")
     expect(field).to_be_visible(timeout=REDRAW_MS)
     field.fill(PAYLOAD)

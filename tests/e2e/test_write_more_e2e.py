@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -29,9 +29,9 @@ def test_write_more_on_the_stories_model(page: Page, app_url: str, artifacts: Pa
     head = page.locator('[data-testid="stPlotlyChart"]').first
     lily = head.locator(".ytick text").filter(has_text=re.compile(r"^\d+ lily$"))
     expect(lily).not_to_have_count(0, timeout=REDRAW_MS)
-    expect_idle(page)  # the model switch and the new sentence fully redrawn: one tab bar, not two
-    expect(page.get_by_role("tab", name="Write more")).to_have_count(1, timeout=REDRAW_MS)
-    page.get_by_role("tab", name="Write more").click()
+    expect_idle(page)  # the model switch and the new sentence fully redrawn: one row of section buttons, not two
+    expect(section(page, "Write more")).to_have_count(1, timeout=REDRAW_MS)
+    section(page, "Write more").click()
     tokens = page.get_by_role("spinbutton", name="Tokens to write")
     expect(tokens).to_have_value("20", timeout=REDRAW_MS)  # the default: greedy, 20 tokens
     tokens.fill("12")
