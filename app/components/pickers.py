@@ -359,9 +359,10 @@ def page_tabs(labels: list[str], key: str) -> list:
     """A page's sections, one open at a time: a row of buttons (a segmented control) with one pressed, and only
     the open section's code runs. Returns one object per label, each with ``open`` and usable in ``with``.
 
-    Why not ``st.tabs``: a tab bar cost Chromium's main thread 80–150 ms on every rerun of the page around it (it
-    measures itself again each time), and five messages a rerun against one here; on Explore at 512 tokens that
-    was a sixth of Enter → drawn (docs/BENCHMARKS.md, "Enter → every chart drawn"). The section's label is kept
+    Why not ``st.tabs``: with Streamlit 1.67 a tab bar cost Chromium's main thread 80–150 ms more on every rerun of
+    the page around it (Explore at 512 tokens, A/B; the bar itself, not the chart inside it: a bar with the chart
+    drawn after it cost as much), and five messages a rerun against one here (docs/BENCHMARKS.md, "Enter → every
+    chart drawn"). The section's label is kept
     under ``key`` in session state, as a tab bar kept it, so links (``explore_tab=mask``) and lessons are
     unchanged. With ``hide=tabs`` in the link no buttons are drawn, only the section the link names."""
     if hidden("tabs"):
