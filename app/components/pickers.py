@@ -362,9 +362,9 @@ def page_tabs(labels: list[str], key: str) -> list:
     Why not ``st.tabs``: with Streamlit 1.67 a tab bar cost Chromium's main thread 80–150 ms more on every rerun of
     the page around it (Explore at 512 tokens, A/B; the bar itself, not the chart inside it: a bar with the chart
     drawn after it cost as much), and five messages a rerun against one here (docs/BENCHMARKS.md, "Enter → every
-    chart drawn"). The section's label is kept
-    under ``key`` in session state, as a tab bar kept it, so links (``explore_tab=mask``) and lessons are
-    unchanged. With ``hide=tabs`` in the link no buttons are drawn, only the section the link names."""
+    chart drawn"). The section's label is kept under ``key`` in session state, as a tab bar kept it, so links
+    (``explore_tab=mask``) and lessons are unchanged. With ``hide=tabs`` in the link no buttons are drawn, only the
+    section the link names."""
     if hidden("tabs"):
         chosen = st.session_state.get(key) if st.session_state.get(key) in labels else labels[0]
     else:

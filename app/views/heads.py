@@ -1,8 +1,8 @@
 """Heads: every layer × head at once, what each head does (metrics), which heads are alike, comparisons, rollout.
 
 ``main()`` draws the shared controls, builds a :class:`HeadsContext`, then runs each entry of
-``SECTIONS`` in its own tab (only the open tab runs). A section is a function of the context, so
-one more tab is one more ``SECTIONS`` entry.
+``SECTIONS`` as a section of the page (``pickers.page_tabs``: only the open one runs). A section is a function
+of the context, so one more section is one more ``SECTIONS`` entry.
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ def run_sections(ctx: HeadsContext) -> None:
     """The tabs; only the open one runs."""
     tabs = page_tabs([name for name, _ in SECTIONS], key=Heads.tab)
     for tab, (_, section) in zip(tabs, SECTIONS):
-        if tab.open is False:  # only the open tab runs (None: state not tracked, run all)
+        if tab.open is False:  # only the open section runs
             continue
         with tab:
             if section is not model_view_section and ctx.attention.n_keys > WHOLE_MODEL_LIMIT:

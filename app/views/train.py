@@ -1,7 +1,8 @@
 """Train live: train a tiny transformer here and watch its attention patterns form, head by head.
 
-Two tabs: "Your own model" (below) and "Induction heads" (``app/components/induction_section.py``: a
-two-layer attention-only model's phase change, shipped and live). Only the open tab's content runs.
+Two sections (``pickers.page_tabs``): "Your own model" (below) and "Induction heads"
+(``app/components/induction_section.py``: a two-layer attention-only model's phase change, shipped and live). Only
+the open section's content runs.
 
 Training runs in a background job (engine.training.jobs) owned by this session; this page only polls
 its progress with a fragment that refreshes about once a second, which is also the job's heartbeat.
