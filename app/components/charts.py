@@ -262,8 +262,8 @@ def content_key(data: Any) -> Hashable:
     if dataclasses.is_dataclass(data) and not isinstance(data, type):  # a view's record: field by field
         fields = dataclasses.fields(data)
         return (type(data).__qualname__, tuple((f.name, content_key(getattr(data, f.name))) for f in fields))
-    if isinstance(data, (list, tuple)):
-        return tuple(content_key(item) if isinstance(item, (np.ndarray, list, tuple, dict)) else item for item in data)
+    if isinstance(data, (list, tuple)):  # every item: a dataclass argument (a caption's view) is keyed field by field
+        return tuple(content_key(item) for item in data)
     return data
 
 

@@ -7,6 +7,8 @@ then comes from the link (already in session state) and is checked here exactly 
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from app import services
@@ -331,22 +333,11 @@ def max_tokens_input(limit: int = 1024) -> int:
     return bounded(st.session_state.get(K.max_tokens), 4, limit)
 
 
-class _OpenSection:
-    """The open section: its content follows the row of section buttons (or, with ``hide=tabs``, stands alone)."""
+@dataclasses.dataclass(frozen=True)
+class _Section:
+    """One of a page's sections: ``open`` or not; usable in ``with`` (its content follows the row of buttons)."""
 
-    open = True
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _ClosedTab:
-    """Every other section: never open (pages draw nothing in a closed section)."""
-
-    open = False
+    open: bool
 
     def __enter__(self):
         return self
@@ -365,12 +356,13 @@ def page_tabs(labels: list[str], key: str) -> list:
     chart drawn"). The section's label is kept under ``key`` in session state, as a tab bar kept it, so links
     (``explore_tab=mask``) and lessons are unchanged. With ``hide=tabs`` in the link no buttons are drawn, only the
     section the link names."""
-    if hidden("tabs"):
-        chosen = st.session_state.get(key) if st.session_state.get(key) in labels else labels[0]
-    else:
-        if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
-            st.session_state[key] = labels[0]
-        chosen = st.segmented_control(
+    if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
+        st.session_state[key] = labels[0]
+    chosen = (
+        st.session_state[key]
+        if hidden("tabs")
+        else st.segmented_control(
             "Section", labels, key=key, required=True, default=labels[0], label_visibility="collapsed"
         )
-    return [_OpenSection() if label == chosen else _ClosedTab() for label in labels]
+    )
+    return [_Section(label == chosen) for label in labels]

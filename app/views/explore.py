@@ -307,7 +307,7 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
             show_grid(request, trace, layer, head)
             return
         tabs = page_tabs(list(TABS), key=Explore.tab)
-        if tabs[0].open is not False:
+        if tabs[0].open:
             with tabs[0]:
                 show_grid(request, trace, layer, head)
         if tabs[1].open:  # the second forward pass runs only while this tab is shown

@@ -255,7 +255,7 @@ def run_sections(ctx: HeadsContext) -> None:
     """The tabs; only the open one runs."""
     tabs = page_tabs([name for name, _ in SECTIONS], key=Heads.tab)
     for tab, (_, section) in zip(tabs, SECTIONS):
-        if tab.open is False:  # only the open section runs
+        if not tab.open:  # only the open section runs
             continue
         with tab:
             if section is not model_view_section and ctx.attention.n_keys > WHOLE_MODEL_LIMIT:

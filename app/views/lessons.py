@@ -289,10 +289,10 @@ def main() -> None:
         open_tab(TAKE_TAB)  # a lesson's link opens on the lesson
     take, write = page_tabs([TAKE_TAB, WRITE_TAB], Draft.tab)
     with take:
-        if take.open is not False:  # only the open section runs
+        if take.open:  # only the open section runs
             walk(shared)
     with write:
-        if write.open is not False:
+        if write.open:
             editor()
 
 

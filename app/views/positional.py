@@ -291,7 +291,7 @@ def main() -> None:
     tabs = page_tabs(list(TABS), key=Positional.tab)
     for tab, draw in zip(tabs, TABS.values()):
         with tab:
-            if tab.open is not False:  # only the open section runs
+            if tab.open:  # only the open section runs
                 draw()
 
 

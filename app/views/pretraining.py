@@ -388,7 +388,7 @@ def main() -> None:
     tabs = page_tabs(list(TABS), key=P.tab)
     sections = (fill_in_the_blank, objectives_side_by_side, fine_tuning, next_sentence, cost_of_attention)
     for tab, section in zip(tabs, sections):
-        if tab.open is False:
+        if not tab.open:
             continue
         with tab, calm_errors(section.__name__):
             section()

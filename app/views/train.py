@@ -400,7 +400,7 @@ def main() -> None:
     if induction.open:
         with induction:
             induction_section.show()
-    if own.open is False:
+    if not own.open:
         return
     with own:
         own_model()

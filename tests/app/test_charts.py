@@ -10,6 +10,7 @@ exactly as built, and a shared one must never change when a session outlines a t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import numpy as np
@@ -200,3 +201,16 @@ def test_shared_build_builds_a_figure_once_per_content():
     assert len(content_key(np.zeros((224, 224, 3)))[2]) == 16  # a digest, not the array's bytes
     words = np.array(["the", "cat"], dtype=object)  # bytes that are pointers: keyed by the items
     assert content_key(words) == content_key(np.array(["the", "cat"], dtype=object)) != content_key(words[::-1].copy())
+
+    @dataclasses.dataclass(frozen=True, eq=False)  # as a caption's view: no value equality, arrays inside
+    class View:
+        weights: np.ndarray
+        words: tuple
+
+    key = content_key((values, View(values, ("a",))))  # the arguments of a shared_build call
+    hash(key)  # a dataclass inside the arguments is keyed by its fields, not by the object
+    assert (
+        key
+        == content_key((values.copy(), View(values.copy(), ("a",))))
+        != content_key((values, View(values + 1, ("a",))))
+    )
