@@ -18,6 +18,8 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
+from app.routes import page as view_page
+
 
 def query(params: Mapping[str, object]) -> dict[str, str | list[str]]:
     """``params`` as URL values: booleans as ``"1"``/``"0"``, lists and tuples item by item, None left out."""
@@ -89,4 +91,4 @@ def app_link(page_path: str, params: Mapping[str, object]) -> str:
 
 def open_page(page: str, label: str, params: Mapping[str, object] | None = None, icon: str | None = None) -> None:
     """A link to ``page`` (a file of ``app/views/``) that opens it in this session with ``params`` set."""
-    st.page_link(f"views/{page}", label=label, query_params=query(params or {}), icon=icon)
+    st.page_link(view_page(page) or f"views/{page}", label=label, query_params=query(params or {}), icon=icon)

@@ -114,3 +114,31 @@ def test_no_other_module_builds_a_link() -> None:
         len(found) == 1 and found[0].startswith("app/components/share_box.py:") and found[0].endswith("calls page_link")
     ), found
     assert len(_builders(ROOT / "app" / "links.py")) >= 3  # the check sees what it looks for
+
+
+def _pages_script() -> None:
+    import streamlit as st
+
+    from app import routes
+
+    for file, _title, _icon in routes.PAGES:
+        made = routes.page(file)
+        st.text(f"{file} {made.url_path} {made.title} {made is routes.page(file)}")
+    st.text(f"missing {routes.page('nowhere.py')}")
+
+
+def test_open_page_links_to_the_page_made_once_not_to_a_path_resolved_each_rerun() -> None:
+    """``routes.page`` gives ``st.page_link`` the page object itself (a path would be resolved on disk every
+    rerun): each page file of the sidebar has one, the same object each time; a name that is not a page gives
+    None (the path then)."""
+    from streamlit.testing.v1 import AppTest
+
+    from app import routes
+
+    at = AppTest.from_function(_pages_script).run()
+    lines = [t.value for t in at.text]
+    expected = [
+        f"{file} {'' if i == 0 else file.removesuffix('.py')} {title} True"
+        for i, (file, title, _icon) in enumerate(routes.PAGES)
+    ]
+    assert lines == [*expected, "missing None"]
