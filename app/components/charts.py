@@ -74,28 +74,58 @@ def _default_template() -> dict[str, Any]:
     return _TEMPLATE[0]
 
 
-_LEAN: dict[frozenset[str], dict[str, Any]] = {}
+_LEAN: dict[tuple[frozenset[str], bool], dict[str, Any]] = {}
+#: what of the default template's layout is colour defaults for traces (the traces' colours, colour scales)
+_TRACE_COLOURS = ("colorway", "colorscale", "coloraxis")
+
+
+def _own_colours(trace: Any) -> bool:
+    """A trace that reads no colour of the template: a heatmap with a colour scale of its own (no shared colour
+    axis), or markers alone in one colour of their own (the grid's click targets); not a line, bar or pie, which
+    take theirs from the colorway."""
+    if not isinstance(trace, dict):
+        return False
+    if trace.get("type") == "heatmap":
+        return trace.get("colorscale") is not None and "coloraxis" not in trace
+    marker = trace.get("marker")
+    return (
+        trace.get("type") == "scatter"
+        and trace.get("mode") == "markers"
+        and isinstance(marker, dict)
+        and isinstance(marker.get("color"), str)
+    )
 
 
 def lean_template(fig: ReadyFigure) -> ReadyFigure:
-    """``fig`` with the default template cut down to what it can style: its layout defaults and the trace defaults
-    of the trace types ``fig`` draws (a new figure; ``fig``, perhaps shared, is not changed).
+    """``fig`` with the default template cut down to what can style it (a new figure; ``fig``, perhaps shared,
+    is not changed): its layout defaults and the trace defaults of the trace types it draws, and, when no
+    trace reads a colour of the template (:func:`_own_colours`: the maps, the grid of heads), none of its colours.
 
-    plotly.js applies ``template.data.<type>`` only to traces of that type, so the rest draws nothing; it was
-    ~2.2 kB of JSON and ~190 of the ~550 values of a 40-token map, on every chart of every rerun, which Streamlit
-    hashes and sends and the browser parses and re-themes each time. A figure with a template of its own is
-    sent as it is."""
+    plotly.js applies ``template.data.<type>`` only to traces of that type, a trace's own colour scale wins over
+    the template's, and a heatmap takes no colour from the colorway; the rest was ~2.2 kB of JSON and ~190 of the
+    ~550 values of a 40-token map on every chart of every rerun, which Streamlit hashes and sends. In the browser
+    Streamlit swaps the template's 30 placeholder colours for its theme's with a ``replaceAll`` over the whole
+    spec each, and each one found copies the spec: 30 copies of a 512-token map's ~360 kB on every Enter. A
+    figure with a template of its own is sent as it is."""
     layout = fig.spec.get("layout")
     template = layout.get("template") if isinstance(layout, dict) else None
     default = _default_template()
     if not isinstance(template, dict) or not (template is default or template == default):
         return fig
-    types = frozenset(str(trace.get("type") or "scatter") for trace in fig.spec.get("data") or ())
-    lean = _LEAN.get(types)
+    traces = fig.spec.get("data") or ()
+    types = frozenset(str(trace.get("type") or "scatter") for trace in traces if isinstance(trace, dict))
+    colourless = bool(traces) and all(_own_colours(trace) for trace in traces)
+    lean = _LEAN.get((types, colourless))
     if lean is None:
         data = default.get("data", {})
         lean = {**default, "data": {name: data[name] for name in data if name in types}}
-        _LEAN[types] = lean  # a few trace-type sets in all: kept for the process, never changed
+        if colourless:
+            lean["layout"] = {k: v for k, v in lean.get("layout", {}).items() if k not in _TRACE_COLOURS}
+            lean["data"] = {
+                name: [{k: v for k, v in d.items() if k != "colorscale"} for d in defaults]
+                for name, defaults in lean["data"].items()
+            }
+        _LEAN[(types, colourless)] = lean  # a few kinds of figure in all: kept for the process, never changed
     return ReadyFigure({**fig.spec, "layout": {**layout, "template": lean}})
 
 

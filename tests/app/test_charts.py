@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -222,8 +223,9 @@ def test_shared_build_builds_a_figure_once_per_content():
 
 def test_the_template_sent_keeps_the_defaults_of_the_trace_types_drawn_only():
     """plotly.js styles a trace from ``template.data.<its type>`` alone: the rest of the default template (candlestick,
-    sankey, table, … defaults) is cut from what is sent. A figure with a template of its own, and the shared figure
-    the lean one was made from, are left as they are."""
+    sankey, table, … defaults) is cut from what is sent, and so are its colours where every trace is a heatmap with
+    a colour scale of its own. A figure with a template of its own, and the shared figure the lean one was made
+    from, are left as they are."""
     default = go.Figure().to_dict()["layout"]["template"]
     for name, fig in figures().items():
         shared = charts.ready(fig, theme.DEFAULT)
@@ -238,6 +240,27 @@ def test_the_template_sent_keeps_the_defaults_of_the_trace_types_drawn_only():
             k: v for k, v in shared.spec["layout"].items() if k != "template"
         }
         assert shared.spec == before, name  # the shared figure is unchanged
+    # heatmaps that all bring their own colour scale (the attention maps) read none of the template's colours,
+    # nor do markers in one colour of their own (the grid's click targets)
+    scale = [[0, "#ffffff"], [1, "#08306b"]]
+    marks = go.Scatter(x=[0], y=[0], mode="markers", marker={"color": "rgba(0,0,0,0.01)"})
+    maps = charts.ready(
+        go.Figure([go.Heatmap(z=[[1]], colorscale=scale), go.Heatmap(z=[[2]], colorscale=scale), marks])
+    )
+    template = charts.lean_template(maps).spec["layout"]["template"]
+    assert template["layout"] == {k: v for k, v in default["layout"].items() if k not in charts._TRACE_COLOURS}
+    heatmap = [{k: v for k, v in default["data"]["heatmap"][0].items() if k != "colorscale"}]
+    assert template["data"] == {"heatmap": heatmap, "scatter": default["data"]["scatter"]}
+    assert not re.search(r"#0000\d\d", json.dumps(template))  # no placeholder left for the browser to swap
+    for mixed in (
+        go.Figure([go.Heatmap(z=[[1]], colorscale=scale), go.Heatmap(z=[[2]])]),  # one takes the default scale
+        go.Figure([go.Heatmap(z=[[1]], colorscale=scale, coloraxis="coloraxis")]),  # a shared colour axis
+        go.Figure([go.Heatmap(z=[[1]], colorscale=scale), go.Scatter(y=[1])]),  # a line: the colorway
+        go.Figure([go.Heatmap(z=[[1]], colorscale=scale), go.Scatter(y=[1], mode="markers")]),  # markers: too
+    ):
+        template = charts.lean_template(charts.ready(mixed)).spec["layout"]["template"]
+        assert template["layout"] == default["layout"]
+        assert template["data"]["heatmap"] == default["data"]["heatmap"]
     own = charts.ready(go.Figure(go.Bar(y=[1]), layout={"template": "plotly_dark"}), theme.DEFAULT)
     assert charts.lean_template(own) is own
     assert (
