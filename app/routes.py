@@ -62,7 +62,8 @@ def page(file: str) -> st.Page | None:
     """The page of ``file`` (a file of ``app/views/``, e.g. ``"explore.py"``), or None for a file that is not one.
 
     For ``st.page_link``, which only reads it: given a path instead it resolves it on disk (``realpath``, a
-    ``stat`` of every part) on every rerun, ~1 ms of each Explore rerun in a profile (session 14)."""
+    ``stat`` of every part) on every rerun (Explore's link: 0.20–0.24 ms of thread CPU a rerun, 0.11–0.14 ms given
+    the page; docs/BENCHMARKS.md, session 14)."""
     for (name, _title, _icon), made in zip(PAGES, _pages(), strict=True):
         if name == file:
             return made

@@ -105,8 +105,9 @@ def lean_template(fig: ReadyFigure) -> ReadyFigure:
     the template's, and a heatmap takes no colour from the colorway; the rest was ~2.2 kB of JSON and ~190 of the
     ~550 values of a 40-token map on every chart of every rerun, which Streamlit hashes and sends. In the browser
     Streamlit swaps the template's 30 placeholder colours for its theme's with a ``replaceAll`` over the whole
-    spec each, and each one found copies the spec: 30 copies of a 512-token map's ~360 kB on every Enter. A
-    figure with a template of its own is sent as it is."""
+    spec each, twice for every new figure, and each one found copies the spec: ~60 copies of a 512-token map's
+    ~360 kB on every Enter (docs/BENCHMARKS.md, "Explore in Chromium"). A figure with a template of its own is
+    sent as it is."""
     layout = fig.spec.get("layout")
     template = layout.get("template") if isinstance(layout, dict) else None
     default = _default_template()
