@@ -136,7 +136,9 @@ def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure
     ``fig`` is a ``go.Figure``, or the plain dict a builder would pass to ``go.Figure`` (``map_spec``,
     ``model_view_spec``: taken over, not copied). A dict skips Plotly's object graph: its numpy arrays
     become typed arrays with Plotly's own encoder and it gets the default template, as ``to_dict`` would
-    write them (tests/app/test_charts.py compares the two).
+    write them (tests/app/test_charts.py compares the two). Either way the template is then cut to what can
+    style the figure (:func:`lean_template`), once, where a shared figure is built: every figure derived from
+    a ready one (a source line, shapes, a fill) changes its layout only, never its traces.
     """
     if isinstance(fig, ReadyFigure):
         return fig
@@ -144,8 +146,8 @@ def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure
         typed_arrays(fig)
         layout = fig.setdefault("layout", {})
         layout.setdefault("template", _default_template())
-        return ReadyFigure(theme.style(fig, look))
-    return ReadyFigure(theme.style(fig.to_dict(), look))
+        return lean_template(ReadyFigure(theme.style(fig, look)))
+    return lean_template(ReadyFigure(theme.style(fig.to_dict(), look)))
 
 
 #: numpy dtype → plotly.js typed-array type (``bdata`` is the array's bytes, base64; the dtypes plotly.js reads)
@@ -413,6 +415,6 @@ def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False
     model and sentence the chart shows (:func:`source_line`), written under its title; default: what the
     page named with :func:`set_source` ("" for none). ``narrow``: a chart a third of the page wide or less,
     whose default source is the page's shorter line (:data:`NARROW_SOURCE_CHARS`), on two lines."""
-    fig = lean_template(with_source(ready(fig), page_source(narrow) if source is None else source, narrow=narrow))
+    fig = with_source(ready(fig), page_source(narrow) if source is None else source, narrow=narrow)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)
