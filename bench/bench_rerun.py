@@ -1,19 +1,29 @@
-"""What one Explore rerun costs the server, next to the forward pass it shows (one student, quiet server).
+"""What one Explore rerun costs the server, next to the forward pass it shows (a quiet server and a busy one).
 
 The class benchmark measures what students wait; this one measures what a rerun *costs*: the server
 process's CPU seconds (user + sys from ``/proc/PID/stat``, every thread, the idle rate subtracted) for
 one rerun, against the CPU seconds of the forward pass the rerun draws (``engine.trace`` + one head's
 pattern on the same sentence, MiniLM, one torch thread as the server runs it, measured in this
-process). Two cases, one student at a time:
+process). Two cases:
 
 - **miss**: a student types a sentence nobody typed before (the server traces it and builds its maps
   and figures);
 - **hit**: a second student sends the same sentences (the whole class on the teacher's link): the trace,
   the maps and the figures all come from the per-process caches.
 
-Reruns are sent one after another (never two at once) with a pause after each, so the CPU read between
-two samples belongs to that rerun (and its websocket traffic). ``--baseline REV`` measures a second server
-of git revision REV from a temporary worktree in the same run, against the same forward passes.
+Each case runs in two conditions, each against a forward pass measured in the same condition:
+
+- **one at a time**: a rerun, then a pause of ``SETTLE_S`` (so the CPU read between two samples belongs to that
+  rerun and its websocket traffic), as a quiet server sees one student; the forward pass is measured after the
+  same pause. An idle core comes back slower: on the AMD EPYC a pass after 0.25 s asleep took 20–21 ms of CPU
+  against 17–18 ms in a row, and 17–18 ms after 0.25 s of spinning instead of sleeping. The pass back to back,
+  the benchmark's only reference before 2026-11-29, stays in a column beside it;
+- **back to back**: the next rerun as soon as the last one finished, as a busy server (a class) sees them; the
+  CPU is the process's over the whole case divided by its reruns, against the forward pass back to back (in the
+  benchmark's process alone: the server's passes have the page's work between them, which this does not).
+
+``--baseline REV`` measures a second server of git revision REV from a temporary worktree in the same run,
+against the same forward passes.
 
 Run from the repository root::
 
@@ -81,6 +91,27 @@ def thread_cpu_s(pid: int, tid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+CASES = ("miss", "hit", "miss, back to back", "hit, back to back")
+QUIET = CASES[:2]  # one rerun at a time, a pause after each
+
+
+@dataclass
+class Forward:
+    """One round's forward passes in the benchmark's process: CPU seconds per sentence (median of the repeats)."""
+
+    paused: list[float]  # the one-at-a-time sentences, each pass after a pause as long as the server's (SETTLE_S)
+    in_a_row: list[float]  # the same sentences, the repeats back to back (the reference before 2026-11-29)
+    busy: list[float]  # the back-to-back case's sentences, back to back
+
+    def of(self, case: str) -> list[float]:
+        """The passes a case is compared with: the same condition as its reruns."""
+        return self.paused if case in QUIET else self.busy
+
+    def in_row_of(self, case: str) -> list[float]:
+        """The passes back to back for a case's sentences."""
+        return self.in_a_row if case in QUIET else self.busy
+
+
 SPLIT_OUT = ROOT / "test-artifacts" / "bench-rerun-split.json"
 SPLIT_PARTS = ("forward pass", "attention maps", "figures")
 
@@ -102,18 +133,29 @@ class Costs:
     """What one server spent: CPU seconds and wall seconds per rerun, per case."""
 
     label: str
-    cpu: dict[str, list[float]] = field(default_factory=lambda: {"miss": [], "hit": []})
-    wall: dict[str, list[float]] = field(default_factory=lambda: {"miss": [], "hit": []})
+    cpu: dict[str, list[float]] = field(default_factory=lambda: {case: [] for case in CASES})
+    wall: dict[str, list[float]] = field(default_factory=lambda: {case: [] for case in CASES})
     failures: int = 0
+    reruns: dict[str, int] = field(default_factory=dict)  # back-to-back cases: reruns behind their one CPU value
     split: dict[str, dict[str, float]] = field(default_factory=dict)  # case -> part -> ms per rerun (--split)
 
 
+Round = tuple[list[Costs], Forward]  # a round: each server's costs, and the forward passes of its sentences
+
+
 async def measure_server(
-    url: str, pid: int, sentences: list[str], label: str, profile: bool = False, split: bool = False
+    url: str,
+    pid: int,
+    sentences: list[str],
+    label: str,
+    profile: bool = False,
+    split: bool = False,
+    busy_sentences: list[str] | None = None,
 ) -> Costs:
-    """Open Explore twice (two students); student 1 types every sentence (misses), student 2 the same (hits).
-    ``profile``: py-spy records the server during each case (:func:`profiled`); ``split``: the server is the split
-    server, whose counters give where each case's CPU went (:func:`split_case`)."""
+    """Open Explore twice (two students); student 1 types every sentence (misses), student 2 the same (hits), one
+    rerun at a time; then the same with ``busy_sentences`` back to back (:func:`back_to_back`).
+    ``profile``: py-spy records the server during each one-at-a-time case (:func:`profiled`); ``split``: the server
+    is the split server, whose counters give where those cases' CPU went (:func:`split_case`)."""
     costs = Costs(label)
     students = [Session(url, timeout_s=120), Session(url, timeout_s=120)]
     try:
@@ -129,7 +171,7 @@ async def measure_server(
         await asyncio.sleep(IDLE_S)
         idle_rate = (cpu_s(pid) - before) / (time.perf_counter() - start)
         loop_idle_rate = (thread_cpu_s(pid, pid) - loop_before) / (time.perf_counter() - start)
-        for case, session, box in (("miss", students[0], boxes[0]), ("hit", students[1], boxes[1])):
+        for case, session, box in zip(QUIET, students, boxes):
             spy = profile_split.PySpy(
                 {pid: "server"}, LOGS, f"bench-rerun-{case}", 60 + 5 * len(sentences), rate=PROFILE_RATE
             )
@@ -156,10 +198,35 @@ async def measure_server(
                 process = cpu_s(pid) - case_cpu - idle_rate * elapsed
                 loop = thread_cpu_s(pid, pid) - case_loop - loop_idle_rate * elapsed
                 costs.split[case] = split_case(read_split(pid), process, loop, len(sentences))
+        for case, session, box in zip(CASES[2:], students, boxes):
+            if busy_sentences:
+                await back_to_back(costs, case, session, box, busy_sentences, pid, idle_rate)
     finally:
         for session in students:
             await session.close()
     return costs
+
+
+async def back_to_back(
+    costs: Costs, case: str, session: Session, box: str, sentences: list[str], pid: int, idle_rate: float
+) -> None:
+    """Send ``sentences`` one after another with no pause, as a busy server gets reruns; the case's CPU per rerun is
+    the process's CPU from the first BackMsg until ``SETTLE_S`` after the last run, the idle rate subtracted,
+    divided by the reruns (one value: a rerun's share; single reruns overlap the next one's start)."""
+    done = 0
+    before, start = cpu_s(pid), time.perf_counter()
+    for text in sentences:
+        run = await session.rerun({box: text})
+        if run.failure:
+            costs.failures += 1
+            continue
+        done += 1
+        costs.wall[case].append(run.seconds)
+    await asyncio.sleep(SETTLE_S)
+    elapsed = time.perf_counter() - start
+    if done:
+        costs.cpu[case].append(max(0.0, cpu_s(pid) - before - idle_rate * elapsed) / done)
+        costs.reruns[case] = done
 
 
 def split_case(counters: dict[str, float], process: float, loop: float, reruns: int) -> dict[str, float]:
@@ -175,13 +242,13 @@ def split_case(counters: dict[str, float], process: float, loop: float, reruns: 
     return out
 
 
-def split_lines(rounds: list[tuple[list[Costs], list[float]]]) -> list[str]:
-    """The ``--split`` subsection: where the server's CPU went per rerun, each case, each round."""
+def split_lines(rounds: list[Round]) -> list[str]:
+    """The ``--split`` subsection: where the server's CPU went per rerun, each one-at-a-time case, each round."""
     rows = [
-        (f"round {number}", case, costs.split[case], statistics.median(forward))
+        (f"round {number}", case, costs.split[case], statistics.median(forward.of(case)))
         for number, (results, forward) in enumerate(rounds, start=1)
         for costs in results
-        for case in ("miss", "hit")
+        for case in QUIET
         if case in costs.split
     ]
     if not rows:
@@ -194,9 +261,9 @@ def split_lines(rounds: list[tuple[list[Costs], list[float]]]) -> list[str]:
         "The server is `bench/split_server.py` (`streamlit run` of this revision with thread-CPU counters around the "
         "forward pass, the attention-map and figure caches, and each script thread); the event loop is the main "
         "thread's CPU from `/proc`, its idle rate subtracted. Milliseconds per rerun (mean); the forward pass in the "
-        "benchmark's own process beside them.",
+        "benchmark's own process beside them (after the same pause as the server's reruns).",
         "",
-        "| round | case | " + " | ".join(names) + " | forward pass, benchmark process |",
+        "| round | case | " + " | ".join(names) + " | forward pass after a pause, benchmark process |",
         "|---|---|" + "---:|" * (len(names) + 1),
     ]
     for where, case, parts, forward in rows:
@@ -218,23 +285,31 @@ def profiled(spy: profile_split.PySpy, title: str, reruns: int) -> None:
         print(f"### py-spy, {title}: {reruns} reruns\n{report}", flush=True)
 
 
-def forward_cpu(sentences: list[str], repeats: int) -> list[float]:
-    """CPU seconds of ``engine.trace`` + one head's pattern per sentence (median of ``repeats``), 1 thread."""
+def forward_passes(sentences: list[str], busy_sentences: list[str], repeats: int) -> Forward:
+    """CPU seconds of ``engine.trace`` + one head's pattern per sentence, one torch thread as the server runs it
+    (the median of ``repeats``): ``sentences`` after a pause of ``SETTLE_S`` each (the sentences in turn, so no
+    pass follows its own sentence) and back to back, ``busy_sentences`` back to back."""
     import engine
 
     engine.set_threads(1)
     engine.limit_numpy_threads(1)  # as the server does (app.services.core)
     model = engine.load("minilm")
     engine.trace(model, "A warm-up sentence.", max_tokens=MAX_TOKENS).pattern(0, 0)
-    out = []
-    for text in sentences:
-        runs = []
-        for _ in range(repeats):
-            start = time.process_time()
-            engine.trace(model, text, causal=False, max_tokens=MAX_TOKENS).pattern(0, 0)
-            runs.append(time.process_time() - start)
-        out.append(statistics.median(runs))
-    return out
+
+    def one(text: str) -> float:
+        start = time.process_time()
+        engine.trace(model, text, causal=False, max_tokens=MAX_TOKENS).pattern(0, 0)
+        return time.process_time() - start
+
+    def in_a_row(texts: list[str]) -> list[float]:
+        return [statistics.median(one(text) for _ in range(repeats)) for text in texts]
+
+    paused: list[list[float]] = [[] for _ in sentences]
+    for _ in range(repeats):
+        for runs, text in zip(paused, sentences):
+            time.sleep(SETTLE_S)
+            runs.append(one(text))
+    return Forward([statistics.median(runs) for runs in paused], in_a_row(sentences), in_a_row(busy_sentences))
 
 
 def _ms(values: list[float], mean: bool = False) -> str:
@@ -249,17 +324,33 @@ def ratio(costs: Costs, case: str, forward: list[float]) -> float | None:
     return statistics.fmean(cpu) / statistics.median(forward) if cpu and forward else None
 
 
-def round_summary(rounds: list[tuple[list[Costs], list[float]]]) -> list[str]:
-    """One line per server and case: its ratio in each round and their median (nothing for a single round)."""
+def _ratios(rounds: list[Round], index: int, case: str, in_a_row: bool = False) -> list[float]:
+    return [
+        r
+        for results, forward in rounds
+        if (r := ratio(results[index], case, forward.in_row_of(case) if in_a_row else forward.of(case))) is not None
+    ]
+
+
+def _listed(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}×" for v in values) + f"; median **{statistics.median(values):.2f}×**"
+
+
+def round_summary(rounds: list[Round]) -> list[str]:
+    """One line per server and case: its ratio in each round and their median (nothing for a single round); a
+    one-at-a-time case adds its ratio against the pass back to back."""
     if len(rounds) < 2:
         return []
     lines = []
     for index, costs in enumerate(rounds[0][0]):
-        for case in ("miss", "hit"):
-            values = [r for results, forward in rounds if (r := ratio(results[index], case, forward)) is not None]
-            if values:
-                each = ", ".join(f"{v:.2f}×" for v in values)
-                lines.append(f"- {costs.label}, {case}: {each}; median **{statistics.median(values):.2f}×**")
+        for case in CASES:
+            values = _ratios(rounds, index, case)
+            if not values:
+                continue
+            line = f"- {costs.label}, {case}{' (one at a time)' if case in QUIET else ''}: {_listed(values)}"
+            if case in QUIET:
+                line += f" (against the pass back to back: {_listed(_ratios(rounds, index, case, in_a_row=True))})"
+            lines.append(line)
     return [
         "",
         f"Ratio in each of the {len(rounds)} rounds (new sentences each round, the servers taking turns):",
@@ -267,42 +358,51 @@ def round_summary(rounds: list[tuple[list[Costs], list[float]]]) -> list[str]:
     ]
 
 
-def section(rounds: list[tuple[list[Costs], list[float]]], args: argparse.Namespace, context: dict) -> str:
-    forward_all = [f for _, forward in rounds for f in forward]
+def section(rounds: list[Round], args: argparse.Namespace, context: dict) -> str:
+    n_sentences = sum(len(forward.paused) for _, forward in rounds)
     several = len(rounds) > 1
     lines = [
         SECTION,
         "",
         "What one Explore rerun costs the server, against the forward pass it shows. **Server CPU** = user + sys "
-        "seconds of the Streamlit process (every thread) from the rerun's BackMsg until "
-        f"{SETTLE_S:.2f} s after its `script_finished`, the idle rate subtracted; **forward pass** = `engine.trace` "
+        "seconds of the Streamlit process (every thread), the idle rate subtracted; **forward pass** = `engine.trace` "
         "+ one head's pattern on the same sentences in the benchmark's own process (MiniLM, one torch thread, as the "
-        f"server runs it; median of {args.repeats} per sentence). One student at a time, reruns one after another: "
-        f"**miss** = a sentence the server has not seen ({len(forward_all)} sentences of 14–38 words), **hit** = a "
-        "second student sends the same sentences (a class on the teacher's link: trace, maps and figures cached). "
-        "Server CPU is the **mean** per rerun (the kernel counts CPU in 10 ms ticks: a median of single reruns "
-        "would round), the forward pass and the wall time are medians."
+        f"server runs it; median of {args.repeats} per sentence). **miss** = a sentence the server has not seen "
+        f"({n_sentences} sentences of 14–38 words in each condition), **hit** = a second student sends the same "
+        "sentences (a class on the teacher's link: trace, maps and figures cached). Two conditions, each against "
+        "the forward pass in the same condition: **one at a time** (a quiet server: from the rerun's BackMsg until "
+        f"{SETTLE_S:.2f} s after its `script_finished`, then the next; the forward pass after a pause as long) and "
+        "**back to back** (a busy server: the next rerun as soon as the last finished; the case's CPU divided by its "
+        "reruns; the forward pass back to back). A core that idled comes back slower, the pass and the page alike: "
+        "the one-at-a-time rows also give the ratio against the pass back to back, the comparison this benchmark "
+        "made before 2026-11-29 (an idle rerun against a warm pass). Server CPU is the **mean** per rerun (the "
+        "kernel counts CPU in 10 ms ticks: a median of single reruns would round), the forward pass and the wall "
+        "time are medians."
         + (
-            f" In {len(rounds)} rounds of {args.sentences} new sentences each; in a round every server is measured "
-            "in turn, then the forward pass of that round's sentences (a machine whose speed drifts moves them "
-            "together): the ratio of one round moved by ±0.15× from run to run on the AMD EPYC."
+            f" In {len(rounds)} rounds of {args.sentences} new sentences a condition; in a round every server is "
+            "measured in turn, then the forward passes of that round's sentences (a machine whose speed drifts moves "
+            "them together)."
             if several
             else ""
         ),
         "",
-        "| server | case | reruns | server CPU per rerun, mean (ms) | forward pass, median (ms) | CPU ÷ forward | rerun wall, median (ms) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| server | case | reruns | server CPU per rerun, mean (ms) | forward pass, same condition, median (ms) "
+        "| CPU ÷ forward | forward pass back to back, median (ms) | CPU ÷ that | rerun wall, median (ms) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for number, (results, forward) in enumerate(rounds, start=1):
-        fwd = statistics.median(forward)
         for costs in results:
-            for case in ("miss", "hit"):
+            for case in CASES:
                 cpu = costs.cpu[case]
-                value = ratio(costs, case, forward)
+                if not cpu and case not in QUIET:
+                    continue
+                same, in_row = ratio(costs, case, forward.of(case)), ratio(costs, case, forward.in_row_of(case))
                 label = f"{costs.label}, round {number}" if several else costs.label
                 lines.append(
-                    f"| {label} | {case} | {len(cpu)} | {_ms(cpu, mean=True)} | {1000 * fwd:.1f} | "
-                    f"{'–' if value is None else f'{value:.2f}×'} | {_ms(costs.wall[case])} |"
+                    f"| {label} | {case} | {costs.reruns.get(case, len(cpu))} | {_ms(cpu, mean=True)} | "
+                    f"{_ms(forward.of(case))} | {'–' if same is None else f'{same:.2f}×'} | "
+                    f"{_ms(forward.in_row_of(case))} | {'–' if in_row is None else f'{in_row:.2f}×'} | "
+                    f"{_ms(costs.wall[case])} |"
                 )
     lines += round_summary(rounds)
     failed = [f"{c.label}: {c.failures}" for results, _ in rounds for c in results if c.failures]
@@ -352,13 +452,14 @@ def main(argv: list[str] | None = None) -> None:
             servers.append((server, f"baseline {sha}"))
         for number in range(max(1, args.rounds)):
             texts = sentences if number == 0 else student_sentences(args.seed + 1000 * number, args.sentences)
+            busy = student_sentences(args.seed + 1000 * number + 500, args.sentences)
             results = [
                 asyncio.run(
-                    measure_server(server.url, server.pid, texts, label, args.profile, args.split and index == 0)
+                    measure_server(server.url, server.pid, texts, label, args.profile, args.split and index == 0, busy)
                 )
                 for index, (server, label) in enumerate(servers)
             ]
-            rounds.append((results, forward_cpu(texts, args.repeats)))
+            rounds.append((results, forward_passes(texts, busy, args.repeats)))
     context["load_after"] = load_average()
     text = section(rounds, args, context)
     _write_section(Path(args.out), text)

@@ -7,7 +7,7 @@ import threading
 import time
 
 from bench import split_server
-from bench.bench_rerun import Costs, section, split_case
+from bench.bench_rerun import Costs, Forward, section, split_case
 
 
 def _spin(seconds: float) -> None:
@@ -42,11 +42,12 @@ def test_a_case_is_split_into_its_parts_and_the_rest():
         "server, all threads": 40.0,
     }
     costs = Costs("this revision")
-    costs.cpu = {"miss": [0.04], "hit": [0.01]}
-    costs.wall = {"miss": [0.04], "hit": [0.01]}
+    costs.cpu.update({"miss": [0.04], "hit": [0.01]})
+    costs.wall.update({"miss": [0.04], "hit": [0.01]})
     costs.split = {"miss": parts}
     context = {"date": "d", "machine": "m", "command": "c", "load_before": "l", "load_after": "l"}
-    text = section([([costs], [0.019])], argparse.Namespace(repeats=3, sentences=1), context)
+    forward = Forward(paused=[0.019], in_a_row=[0.016], busy=[])
+    text = section([([costs], forward)], argparse.Namespace(repeats=3, sentences=1), context)
     assert "### Where the server's CPU went per rerun" in text
     assert "| round 1 | miss | 20.0 | 1.0 | 2.0 | 7.0 | 5.0 | 5.0 | 40.0 | 19.0 |" in text
     assert text.index("Reproduce") < text.index("### Where")  # after the run's footer: a subsection of its own
