@@ -261,15 +261,32 @@ def split_lines(rounds: list[Round]) -> list[str]:
         "The server is `bench/split_server.py` (`streamlit run` of this revision with thread-CPU counters around the "
         "forward pass, the attention-map and figure caches, and each script thread); the event loop is the main "
         "thread's CPU from `/proc`, its idle rate subtracted. Milliseconds per rerun (mean); the forward pass in the "
-        "benchmark's own process beside them (after the same pause as the server's reruns).",
+        "benchmark's own process beside them (after the same pause as the server's reruns). **Server ÷ its own "
+        "pass**: the server's CPU per rerun over the forward pass that ran in those reruns (the pass the rerun shows, "
+        "as the server ran it: whatever slows the server slows both); against the benchmark's pass in the table above.",
         "",
-        "| round | case | " + " | ".join(names) + " | forward pass after a pause, benchmark process |",
-        "|---|---|" + "---:|" * (len(names) + 1),
+        "| round | case | "
+        + " | ".join(names)
+        + " | forward pass after a pause, benchmark process | server ÷ its own pass |",
+        "|---|---|" + "---:|" * (len(names) + 2),
     ]
+    own = []
     for where, case, parts, forward in rows:
         values = " | ".join(f"{parts[name]:.1f}" for name in names)
-        lines.append(f"| {where} | {case} | {values} | {1000 * forward:.1f} |")
+        ratio_own = own_ratio(parts)
+        if ratio_own is not None and case == "miss":
+            own.append(ratio_own)
+        shown = "–" if ratio_own is None else f"{ratio_own:.2f}×"
+        lines.append(f"| {where} | {case} | {values} | {1000 * forward:.1f} | {shown} |")
+    if len(own) > 1:
+        lines += ["", f"A miss over its own pass, each round: {_listed(own)}."]
     return lines
+
+
+def own_ratio(parts: dict[str, float]) -> float | None:
+    """The server's CPU per rerun over the forward pass inside it (``--split``), or None (no pass: a hit)."""
+    forward = parts.get("forward pass", 0.0)
+    return parts["server, all threads"] / forward if forward > 0 else None
 
 
 def profiled(spy: profile_split.PySpy, title: str, reruns: int) -> None:

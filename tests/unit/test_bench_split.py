@@ -49,5 +49,13 @@ def test_a_case_is_split_into_its_parts_and_the_rest():
     forward = Forward(paused=[0.019], in_a_row=[0.016], busy=[])
     text = section([([costs], forward)], argparse.Namespace(repeats=3, sentences=1), context)
     assert "### Where the server's CPU went per rerun" in text
-    assert "| round 1 | miss | 20.0 | 1.0 | 2.0 | 7.0 | 5.0 | 5.0 | 40.0 | 19.0 |" in text
+    # the last column: the server's 40 ms a rerun over the 20 ms pass that ran inside it
+    assert "| round 1 | miss | 20.0 | 1.0 | 2.0 | 7.0 | 5.0 | 5.0 | 40.0 | 19.0 | 2.00× |" in text
     assert text.index("Reproduce") < text.index("### Where")  # after the run's footer: a subsection of its own
+
+
+def test_a_hit_has_no_pass_of_its_own_to_divide_by():
+    from bench.bench_rerun import own_ratio
+
+    assert own_ratio({"forward pass": 0.0, "server, all threads": 12.0}) is None
+    assert own_ratio({"forward pass": 20.0, "server, all threads": 36.0}) == 1.8
