@@ -50,6 +50,7 @@ from bench.serve import (
     footer,
     load_average,
     machine,
+    pace,
     running_server,
 )
 from bench.trace_report import _write_section
@@ -444,6 +445,7 @@ def main(argv: list[str] | None = None) -> None:
     if not Path(CHROMIUM).exists():
         sys.exit(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
     context = {
+        "pace_before": pace(),
         "load_before": load_average(),
         "machine": machine(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -465,6 +467,7 @@ def main(argv: list[str] | None = None) -> None:
     except TargetUnavailable as err:
         sys.exit(f"[{args.target}] skipped: {err}")
     context["load_after"] = load_average()
+    context["pace_after"] = pace()
     text = section(results, info, args, context)
     _write_section(Path(args.out), text)
     print(text)

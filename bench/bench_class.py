@@ -61,6 +61,7 @@ from bench.serve import (
     load_average,
     machine,
     own_cpu_s,
+    pace,
     running_server,
 )
 from bench.st_client import Run, Session
@@ -545,6 +546,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     context = {
+        "pace_before": pace(),
         "load_before": load_average(),
         "warm_ups": [],
         "skipped": [],
@@ -572,6 +574,7 @@ def main(argv: list[str] | None = None) -> None:
         print("nothing measured; docs not written", file=sys.stderr)
         sys.exit(1)
     context["load_after"] = load_average()
+    context["pace_after"] = pace()
     text = section(cases, args, context)
     if same_link(args):  # a subsection of its own under the plain class's section, which stays as it is
         text = text.replace(SECTION, same_link_header(args), 1)

@@ -66,7 +66,7 @@ from pathlib import Path
 
 from bench import profile_split
 from bench.sentences import student_sentences
-from bench.serve import LOGS, ROOT, checkout, footer, load_average, machine, running_server
+from bench.serve import LOGS, ROOT, checkout, footer, load_average, machine, pace, running_server
 from bench.st_client import Session
 from bench.trace_report import _write_section
 
@@ -452,6 +452,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     sentences = student_sentences(args.seed, args.sentences)
     context = {
+        "pace_before": pace(),
         "load_before": load_average(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
@@ -478,6 +479,7 @@ def main(argv: list[str] | None = None) -> None:
             ]
             rounds.append((results, forward_passes(texts, busy, args.repeats)))
     context["load_after"] = load_average()
+    context["pace_after"] = pace()
     text = section(rounds, args, context)
     _write_section(Path(args.out), text)
     print(text)
