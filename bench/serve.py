@@ -351,8 +351,8 @@ def pace_line(context: dict) -> list[str]:
     each = "; ".join(f"{when}: {figures['long_ms']:.0f} ms and {figures['short_ms']:.1f} ms" for when, figures in taken)
     return [
         "The machine's pace in this run (`python -m bench.pace`, alone: before the servers start, after they stop): "
-        "MiniLM's trace of 512 "
-        "tokens on two torch threads (wall, median of 5) and of a 30-word sentence on one (CPU, median of 15), "
+        "MiniLM's trace of 512 tokens on two torch threads (wall, median of 5) and of a 30-word sentence on one "
+        "(CPU, median of 15), "
         f"{each}. The absolute figures above move with it from hour to hour; ratios measured in one run do less.",
         "",
     ]
