@@ -27,7 +27,7 @@ against the same forward passes.
 
 Run from the repository root::
 
-    python -m bench.bench_rerun                       # ~1 min
+    python -m bench.bench_rerun                       # ~2 min
     python -m bench.bench_rerun --baseline 520ae35    # and the revision before the lecture-hall work
     python -m bench.bench_rerun --profile             # py-spy on the server per case: where a rerun's time goes
     python -m bench.bench_rerun --split               # thread CPU of each part of a rerun, no sampling
@@ -134,9 +134,8 @@ class Costs:
 
     label: str
     cpu: dict[str, list[float]] = field(default_factory=lambda: {case: [] for case in CASES})
-    wall: dict[str, list[float]] = field(default_factory=lambda: {case: [] for case in CASES})
+    wall: dict[str, list[float]] = field(default_factory=lambda: {case: [] for case in CASES})  # one per rerun done
     failures: int = 0
-    reruns: dict[str, int] = field(default_factory=dict)  # back-to-back cases: reruns behind their one CPU value
     split: dict[str, dict[str, float]] = field(default_factory=dict)  # case -> part -> ms per rerun (--split)
 
 
@@ -226,7 +225,6 @@ async def back_to_back(
     elapsed = time.perf_counter() - start
     if done:
         costs.cpu[case].append(max(0.0, cpu_s(pid) - before - idle_rate * elapsed) / done)
-        costs.reruns[case] = done
 
 
 def split_case(counters: dict[str, float], process: float, loop: float, reruns: int) -> dict[str, float]:
@@ -416,7 +414,7 @@ def section(rounds: list[Round], args: argparse.Namespace, context: dict) -> str
                 same, in_row = ratio(costs, case, forward.of(case)), ratio(costs, case, forward.in_row_of(case))
                 label = f"{costs.label}, round {number}" if several else costs.label
                 lines.append(
-                    f"| {label} | {case} | {costs.reruns.get(case, len(cpu))} | {_ms(cpu, mean=True)} | "
+                    f"| {label} | {case} | {len(costs.wall[case])} | {_ms(cpu, mean=True)} | "
                     f"{_ms(forward.of(case))} | {'–' if same is None else f'{same:.2f}×'} | "
                     f"{_ms(forward.in_row_of(case))} | {'–' if in_row is None else f'{in_row:.2f}×'} | "
                     f"{_ms(costs.wall[case])} |"
