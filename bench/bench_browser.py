@@ -13,7 +13,9 @@ answers). For each press it measures
   also Enter → ``script_finished`` alone (the server's part and the network);
 - bytes: the payload sizes of the websocket frames the page received between the press and drawn
   (``page.on("websocket")``, ``framereceived``; permessage-deflate, if negotiated, is already undone);
-- the number of charts drawn (not fixed here: the page decides how many it shows).
+- the number of charts drawn (not fixed here: the page decides how many it shows);
+- CPU per press (user + sys from /proc): the server's processes, press → drawn, and Chromium's, until
+  ``script_finished`` and after it (the browser and the server share the machine's cores).
 
 The first page load (not timed) loads the model. Run from the repository root::
 
@@ -47,9 +49,12 @@ from bench.serve import (
     Server,
     TargetUnavailable,
     checkout,
+    cpu_of,
+    descendants,
     footer,
     load_average,
     machine,
+    named,
     pace,
     running_server,
 )
@@ -152,6 +157,35 @@ class Meter:
         return live[-1]
 
 
+@dataclass
+class CpuProbe:
+    """CPU seconds (user + sys, from /proc) of the server's processes and of Chromium's, read at a press's marks:
+    before it, when its ``script_finished`` arrived, when it was drawn. The processes are found in :meth:`arm`, before
+    the press (a scan of /proc is not timed); a mark reads only their own stat files."""
+
+    server_root: int | None  # None: a server of ``--url`` (its processes are not ours to find)
+    marks: list[tuple[float, float]] = field(default_factory=list)
+    _server: list[int] = field(default_factory=list)
+    _browser: list[int] = field(default_factory=list)
+
+    def arm(self) -> None:
+        self._server = descendants(self.server_root) if self.server_root else []
+        self._browser = named(descendants(os.getpid()), "chromium")
+        self.marks = []
+        self.mark()
+
+    def mark(self) -> None:
+        self.marks.append((cpu_of(self._server), cpu_of(self._browser)))
+
+    def split(self) -> dict[str, float | None] | None:
+        """The press's CPU seconds: the server's (press → drawn; None without its processes), Chromium's until
+        ``script_finished`` and after it until drawn; None unless the press took its three marks."""
+        if len(self.marks) != 3:
+            return None
+        (s0, b0), (s1, b1), (s2, b2) = self.marks
+        return {"server": s2 - s0 if self._server else None, "browser before": b1 - b0, "browser after": b2 - b1}
+
+
 def run_finished(payload) -> bool:
     """True for the ForwardMsg that ends a script run (not one cut short by a newer run)."""
     if isinstance(payload, str):
@@ -163,20 +197,28 @@ def run_finished(payload) -> bool:
 
 
 def submit_and_wait(
-    page, meter: Meter, action, timeout_ms: float, redrawn: bool = True
+    page, meter: Meter, action, timeout_ms: float, redrawn: bool = True, probe: CpuProbe | None = None
 ) -> tuple[float, int, int, float]:
     """Run ``action`` (a key press); return (seconds to drawn, bytes received, charts drawn, seconds until
     the run's ``script_finished`` arrived). ``redrawn=False``: a rerun that may leave every chart as it was
-    (the browser then draws nothing) waits only for the run and the status widget."""
+    (the browser then draws nothing) waits only for the run and the status widget. ``probe``: its marks are
+    taken before the press, at ``script_finished`` and at drawn."""
     page.evaluate(ARM_JS if redrawn else DISARM_JS)
+    if probe is not None:
+        probe.arm()
     with meter.stream.expect_event("framereceived", predicate=run_finished, timeout=timeout_ms):
         meter.bytes = 0
         start = time.perf_counter()
         action()
     finished = time.perf_counter() - start
+    if probe is not None:
+        probe.mark()
     drawn = page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms).json_value()
     page.evaluate(TWO_FRAMES_JS)
-    return time.perf_counter() - start, meter.bytes, int(drawn["charts"]), finished
+    seconds = time.perf_counter() - start
+    if probe is not None:
+        probe.mark()
+    return seconds, meter.bytes, int(drawn["charts"]), finished
 
 
 def set_token_limit(page, meter: Meter, wanted: int, timeout_ms: float) -> int:
@@ -194,13 +236,13 @@ def set_token_limit(page, meter: Meter, wanted: int, timeout_ms: float) -> int:
     return int(field_.input_value())
 
 
-def _press(page, meter: Meter, box, text: str, row: dict, tok, timeout_ms: float) -> None:
+def _press(page, meter: Meter, box, text: str, row: dict, tok, timeout_ms: float, probe: CpuProbe) -> None:
     """Type ``text``, press Control+Enter, and add the press's figures to ``row``."""
     row["tokens"].append(len(tok.encode(text).ids))
     box.fill(text)
     try:
         seconds, received, charts, finished = submit_and_wait(
-            page, meter, lambda: box.press("Control+Enter"), timeout_ms
+            page, meter, lambda: box.press("Control+Enter"), timeout_ms, probe=probe
         )
     except Exception as err:  # noqa: BLE001 — a press that never draws is reported, not fatal
         row["failed"].append(type(err).__name__)
@@ -209,11 +251,13 @@ def _press(page, meter: Meter, box, text: str, row: dict, tok, timeout_ms: float
     row["finished"].append(finished)
     row["bytes"].append(received)
     row["charts"].append(charts)
+    if (cpu := probe.split()) is not None:
+        row["cpu"].append(cpu)
     row["errors"] += page.locator('[data-testid="stException"]').count()
 
 
 def measure(pages: list[tuple], tok, args: argparse.Namespace, timeout_ms: float) -> list[list[dict]]:
-    """Rows per server (``pages``: one ``(page, meter)`` each); the servers take turns press by press, so
+    """Rows per server (``pages``: one ``(page, meter, probe)`` each); the servers take turns press by press, so
     a burst of other load on the machine slows them alike."""
     results: list[list[dict]] = [[] for _ in pages]
     for size in args.sizes:
@@ -226,6 +270,7 @@ def measure(pages: list[tuple], tok, args: argparse.Namespace, timeout_ms: float
                 "finished": [],
                 "bytes": [],
                 "charts": [],
+                "cpu": [],
                 "errors": 0,
                 "failed": [],
             }
@@ -236,8 +281,9 @@ def measure(pages: list[tuple], tok, args: argparse.Namespace, timeout_ms: float
             if i % 2:
                 order.reverse()  # who goes first alternates
             for k in order:
-                page, meter = pages[k]
-                _press(page, meter, page.locator(TEXT_BOX).first, f"{base} {LAST_WORDS[i]}", rows[k], tok, timeout_ms)
+                page, meter, probe = pages[k]
+                text = f"{base} {LAST_WORDS[i]}"
+                _press(page, meter, page.locator(TEXT_BOX).first, text, rows[k], tok, timeout_ms, probe)
         for k, row in enumerate(rows):
             print(f"{size} tokens, server {k}: {row}", flush=True)
             results[k].append(row)
@@ -297,7 +343,7 @@ def run_browser(servers: list[Server], args: argparse.Namespace) -> tuple[list[l
                 page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms)
                 first_loads.append(time.perf_counter() - start)
                 limits.append(set_token_limit(page, meter, max(args.sizes) + 16, timeout_ms))
-                pages.append((page, meter))
+                pages.append((page, meter, CpuProbe(server.pid)))
             info = {"first_load": first_loads, "limit": limits, "chromium": browser.version}
             results = measure(pages, tok, args, timeout_ms)
             if args.long:
@@ -351,6 +397,36 @@ def table(rows: list[dict], baseline: list[dict] | None = None) -> list[str]:
     return lines
 
 
+def cpu_lines(results: list[list[dict]], labels: list[str]) -> list[str]:
+    """Where a press's CPU went, per size and server: medians over the presses of the server's processes (press →
+    drawn), of Chromium's until ``script_finished`` and after it, and of the three together (each press's sum)."""
+
+    def ms(values: list[float]) -> str:
+        return f"{1000 * statistics.median(values):.0f}" if values else "–"
+
+    lines = [
+        "CPU per press (user + sys from /proc, ms, median over the presses; the two cores give 2 ms of CPU per ms of "
+        "wall). **Server**: every process of the server, press → drawn; **Chromium**: every Chromium process of the "
+        "benchmark's browser (a second server's page sits idle in it), until `script_finished` arrived and after it "
+        "until drawn. /proc counts in 10 ms ticks, so a single press reads to ±10 ms.",
+        "",
+        "| MiniLM tokens | server | presses | server CPU | Chromium CPU until script_finished | Chromium CPU after it "
+        "| all three |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, rows in zip(labels, results):
+        for row in rows:
+            cpu = row.get("cpu") or []
+            server = [c["server"] for c in cpu if c["server"] is not None]
+            before = [c["browser before"] for c in cpu]
+            after = [c["browser after"] for c in cpu]
+            total = [c["server"] + c["browser before"] + c["browser after"] for c in cpu if c["server"] is not None]
+            lines.append(
+                f"| {row['size']} | {label} | {len(cpu)} | {ms(server)} | {ms(before)} | {ms(after)} | {ms(total)} |"
+            )
+    return lines + [""]
+
+
 def _long_lines(long: dict) -> list[str]:
     switches = long["switch_seconds"]
     return [
@@ -396,6 +472,7 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
         ),
         *table(rows, baseline),
         "",
+        *cpu_lines(results, ["this revision", f"baseline `{context.get('baseline')}`"]),
         *(_long_lines(info["long"]) if "long" in info else []),
         "First page load (not timed above; on a fresh server it includes the model load): "
         + " · ".join(f"{t:.1f} s" for t in info["first_load"])

@@ -217,6 +217,20 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def cpu_of(pids: list[int]) -> float:
+    """User + sys CPU seconds the processes ``pids`` have used so far (every thread; one that is gone counts 0)."""
+    total = 0
+    for pid in pids:
+        if fields := _stat(pid):
+            total += int(fields[11]) + int(fields[12])
+    return total / CLK_TCK
+
+
+def named(pids: list[int], word: str) -> list[int]:
+    """The processes among ``pids`` whose command line holds ``word``."""
+    return [pid for pid in pids if word in _cmdline(pid)]
+
+
 def label(pid: int) -> str:
     """A readable name: ``streamlit :PORT``, ``haproxy``, ``classroom.sh (bash)`` or the command name."""
     cmdline = _cmdline(pid)
