@@ -66,13 +66,12 @@ from pathlib import Path
 
 from bench import profile_split
 from bench.sentences import student_sentences
-from bench.serve import LOGS, ROOT, checkout, footer, load_average, machine, pace, running_server
+from bench.serve import LOGS, ROOT, checkout, footer, load_average, machine, pace, running_server, stat_cpu_s
 from bench.st_client import Session
 from bench.trace_report import _write_section
 
 SECTION = "## One rerun against its forward pass"
 TEXT_LABEL = "Your text"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 SETTLE_S = 0.25  # after script_finished: the server's last messages and clean-up are counted too
 IDLE_S = 3.0
 PROFILE_RATE = 250  # py-spy samples per second (a rerun is ~50 ms: 50/s would give a few samples each)
@@ -80,15 +79,13 @@ MAX_TOKENS = 128  # Explore's default token limit
 
 
 def cpu_s(pid: int) -> float:
-    """User + sys CPU seconds of process ``pid`` so far (every thread, finished ones included)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    """User + sys CPU seconds of process ``pid`` so far (every thread, finished ones included); raises if it is gone."""
+    return stat_cpu_s(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split())
 
 
 def thread_cpu_s(pid: int, tid: int) -> float:
     """User + sys CPU seconds of thread ``tid`` of process ``pid``."""
-    fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return stat_cpu_s(Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split())
 
 
 CASES = ("miss", "hit", "miss, back to back", "hit, back to back")

@@ -217,13 +217,14 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def stat_cpu_s(fields: list[str]) -> float:
+    """User + sys CPU seconds in a /proc stat line's fields as :func:`_stat` splits them (a process or a thread)."""
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def cpu_of(pids: list[int]) -> float:
     """User + sys CPU seconds the processes ``pids`` have used so far (every thread; one that is gone counts 0)."""
-    total = 0
-    for pid in pids:
-        if fields := _stat(pid):
-            total += int(fields[11]) + int(fields[12])
-    return total / CLK_TCK
+    return sum(stat_cpu_s(fields) for pid in pids if (fields := _stat(pid)))
 
 
 def named(pids: list[int], word: str) -> list[int]:
@@ -301,7 +302,7 @@ class ProcSampler:
             fields = _stat(pid)
             if fields is None:
                 continue
-            cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
+            cpu = stat_cpu_s(fields)
             rss = int(fields[21]) * PAGE_BYTES
             stats = self.procs.get(pid)
             if stats is None:
