@@ -6,27 +6,28 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 from bench import bench_browser, serve
 from bench.bench_browser import CpuProbe, cpu_lines
 
-BUSY = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ntime.sleep(30)  # busy-marker"
+# 0.3 s of CPU, a line saying so, then it waits for its stdin to close (the test ends it)
+BUSY = (
+    "import sys, time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    "print('busy', flush=True)\nsys.stdin.read()  # busy-marker"
+)
 
 
 def test_cpu_of_counts_a_child_found_by_its_command_line():
-    child = subprocess.Popen([sys.executable, "-c", BUSY])
+    child = subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 20
-        while serve.cpu_of([child.pid]) < 0.3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert child.stdout.readline() == "busy\n"  # its 0.3 s of CPU are spent
         found = serve.named(serve.descendants(os.getpid()), "busy-marker")
         assert found == [child.pid]
-        assert 0.3 <= serve.cpu_of(found) < 5.0
+        assert 0.25 <= serve.cpu_of(found) < 5.0  # /proc counts in 10 ms ticks
         assert serve.cpu_of([child.pid, child.pid]) == 2 * serve.cpu_of([child.pid])  # each pid once, as given
     finally:
-        child.kill()
-        child.wait()
+        child.stdin.close()
+        child.wait(timeout=30)
     assert serve.cpu_of([child.pid]) == 0.0  # gone: counts nothing
     assert serve.named([child.pid], "busy-marker") == []
 
