@@ -467,8 +467,7 @@ class Explore:
     (``app/url_params.py``)."""
 
     tab, block = "explore_tab", "explore_block"
-    grid = "explore_grid"  # the every-head grid chart (a click on a tile opens that head)
-    grid_pills = "explore_grid_pills"  # compact view: a button per head under the grid
+    grid_pills = "explore_grid_pills"  # a button per head under the picture of the layer's heads
     map_box = "explore_map_box"  # presenter mode: the container the head map fills
     main_map, query_bars, mask = "main_heatmap", "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
     decode = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder

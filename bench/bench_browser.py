@@ -8,12 +8,13 @@ answers). For each press it measures
 
 - Enter → drawn: from the key press until the rerun's ``script_finished`` message has arrived, every
   visible ``[data-testid="stPlotlyChart"]`` has been drawn again since the press (plotly.js fires
-  ``plotly_afterplot`` after each draw; a chart that is new holds a ``.main-svg``) and the status widget
-  is gone, then two animation frames (``time.perf_counter`` in this process around Playwright's waits);
+  ``plotly_afterplot`` after each draw; a chart that is new holds a ``.main-svg``), every visible picture
+  (``[data-testid="stImage"] img``: Explore's grid of heads) has loaded from a new address, and the status
+  widget is gone, then two animation frames (``time.perf_counter`` in this process around Playwright's waits);
   also Enter → ``script_finished`` alone (the server's part and the network);
 - bytes: the payload sizes of the websocket frames the page received between the press and drawn
   (``page.on("websocket")``, ``framereceived``; permessage-deflate, if negotiated, is already undone);
-- the number of charts drawn (not fixed here: the page decides how many it shows);
+- the number of charts and pictures drawn (not fixed here: the page decides how many it shows);
 - CPU per press (user + sys from /proc): the server's processes, press → drawn, and Chromium's, until
   ``script_finished`` and after it (the browser and the server share the machine's cores).
 
@@ -76,7 +77,8 @@ FINAL = {
     ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
 }
 # Before a press: count each Plotly chart's draws (plotly.js fires plotly_afterplot after every plot and react)
-# and remember the count, so that "drawn" means drawn again, not still showing the last sentence's chart.
+# and remember the count, so that "drawn" means drawn again, not still showing the last sentence's chart; and
+# remember each picture's address (Explore's grid of heads is a PNG: a new sentence is a new address).
 ARM_JS = """() => {
   for (const gd of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) {
     if (!gd.__apHooked && gd.on) {
@@ -85,21 +87,26 @@ ARM_JS = """() => {
     }
     gd.__apBase = gd.__apDraws || 0;
   }
+  for (const img of document.querySelectorAll('[data-testid="stImage"] img')) img.__apSrc = img.src;
 }"""
 DISARM_JS = """() => {
   for (const gd of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) gd.__apBase = undefined;
+  for (const img of document.querySelectorAll('[data-testid="stImage"] img')) img.__apSrc = undefined;
 }"""
 # every visible Plotly chart drawn by plotly.js since the press (a chart that was there before: drawn again; a
-# new one: holds its SVG) and no "running" status widget (charts in hidden tabs ignored)
+# new one: holds its SVG), every visible picture loaded from a new address (a new element: loaded) and no
+# "running" status widget (charts in hidden tabs ignored)
 DRAWN_JS = """() => {
-  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
-    .filter(c => c.checkVisibility ? c.checkVisibility() : c.offsetParent !== null);
+  const shown = c => c.checkVisibility ? c.checkVisibility() : c.offsetParent !== null;
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].filter(shown);
+  const pictures = [...document.querySelectorAll('[data-testid="stImage"] img')].filter(shown);
   const fresh = c => {
     const gd = c.querySelector('.js-plotly-plot');
     return gd && gd.querySelector('.main-svg') && (gd.__apBase === undefined || (gd.__apDraws || 0) > gd.__apBase);
   };
-  const drawn = charts.every(fresh) && !document.querySelector('[data-testid="stStatusWidget"]');
-  return drawn ? {charts: charts.length} : false;
+  const loaded = img => img.complete && img.naturalWidth > 0 && (img.__apSrc === undefined || img.src !== img.__apSrc);
+  const drawn = charts.every(fresh) && pictures.every(loaded) && !document.querySelector('[data-testid="stStatusWidget"]');
+  return drawn ? {charts: charts.length + pictures.length} : false;
 }"""
 TWO_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
 
@@ -133,13 +140,19 @@ def text_of(tok, tokens: int, seed: int) -> str:
 
 @dataclass
 class Meter:
-    """Counts websocket payload bytes the page receives; knows the stream socket for ``expect_event``."""
+    """Counts the bytes the page receives for the app (websocket payloads, and the media files it fetches: Explore's
+    grid of heads is a PNG at its own address); knows the stream socket for ``expect_event``."""
 
     bytes: int = 0
     sockets: list = field(default_factory=list)
 
     def attach(self, page) -> None:
         page.on("websocket", self._on_socket)
+        page.on("response", self._on_response)
+
+    def _on_response(self, response) -> None:
+        if "/media/" in response.url:  # the body's length as sent (a cached picture is not fetched again)
+            self.bytes += int(response.headers.get("content-length") or 0)
 
     def _on_socket(self, ws) -> None:
         if ws.url.endswith("/_stcore/stream"):
@@ -364,7 +377,7 @@ def _bytes(b: float) -> str:
 def table(rows: list[dict], baseline: list[dict] | None = None) -> list[str]:
     head = (
         "| MiniLM tokens (asked → typed) | presses (drawn) | Enter → drawn, median (s) | min–max (s) "
-        "| of which Enter → script_finished, median (s) | bytes received per rerun, median | charts drawn "
+        "| of which Enter → script_finished, median (s) | bytes received per rerun, median | charts and pictures drawn "
         "| exception boxes |"
     )
     rule = "|---|---:|---:|---|---:|---:|---:|---:|"
@@ -453,11 +466,12 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
         "different last word (the server's cache never answers). **Enter → drawn**: from Control+Enter in the "
         "sentence box until the rerun's `script_finished` has arrived, every visible Plotly chart has been drawn "
         "again since the press (plotly.js's `plotly_afterplot` event, counted per chart; a new chart: holds its "
-        "`.main-svg`) and the status widget is gone, then two animation frames (Python's `perf_counter` around "
+        "`.main-svg`), every visible picture has loaded from a new address (Explore's grid of heads is one PNG) "
+        "and the status widget is gone, then two animation frames (Python's `perf_counter` around "
         "Playwright's waits, so a few ms of Playwright round trips are included); **of which Enter → "
         "script_finished**: until the run's last message reached the page (the server's part and the network; "
         "the rest is the browser's). **Bytes**: websocket "
-        "payloads the page received between the press and drawn (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
+        "payloads and media files (their `Content-Length`) the page received between the press and drawn (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
         "is undone; unchanged large elements come as cache references, as they do in any browser).",
         "",
         *(

@@ -2,13 +2,14 @@
 
 bertviz ships every layer × head × n² weight as JSON text inside its HTML (the model view and the
 head view alike); Explore sends one head as a Plotly heatmap (base64 float32) plus one layer's grid
-of heads (one byte a cell, at most 48×48 cells per head). For MiniLM (6 × 12 heads, d_head 32) at n tokens, and
+of heads as one PNG (at most 48×48 cells per head). For MiniLM (6 × 12 heads, d_head 32) at n tokens, and
 for a 12 × 12-head, d_head 64 shape (BERT-base/GPT-2-small; random Q/K, the sizes do not depend on
 the values), this measures, in one run:
 
 - our offline bertviz documents (weights rounded to 4 decimals, q/k to 3; + ~330 kB of inlined d3
   and jQuery), and bertviz called the usual way on float32 tensors (CDN JS, not counted);
-- Explore's one-head figure and head grid (``plotly.io.to_json``, what ``st.plotly_chart`` sends);
+- Explore's one-head figure (``plotly.io.to_json``, what ``st.plotly_chart`` sends) and its grid of heads (the
+  PNG ``st.image`` serves);
 - with ``--draw``, the time Chromium takes to load and draw each offline document (network off).
 
 Run from the repository root::
@@ -62,15 +63,16 @@ def bertviz_default_bytes(trace: AttentionTrace) -> int:
 
 
 def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
-    """Explore's payload: (one head's map, one layer's grid of heads) as the JSON bytes ``st.plotly_chart`` sends.
+    """Explore's payload: (one head's map as the JSON bytes ``st.plotly_chart`` sends, one layer's grid of heads as
+    the PNG bytes ``st.image`` serves).
 
-    Built as Explore builds them: ``head_map`` → ``map_spec`` (exact weights up to 256 tokens a side, block maxima
-    above), and the layer's tiles (``layer_tiles`` at ``grid_cells``) → ``model_view_spec`` without weights in the
-    hover (one byte a cell), both through ``charts.ready`` in the default theme."""
+    Built as Explore builds them, in the default theme: ``head_map`` → ``map_spec`` (exact weights up to 256 tokens a
+    side, block maxima above) through ``charts.ready``, and the layer's tiles (``layer_tiles`` at ``grid_cells``) →
+    ``grid_png`` (six heads a row for MiniLM's twelve)."""
     import plotly.io as pio
 
     from app.components import charts, theme
-    from app.components.head_views import model_view_spec
+    from app.components.head_views import grid_per_row, grid_png
     from app.components.heatmap import map_spec
     from app.figure_data.attention_maps import head_map, layer_tiles
     from app.services.maps import grid_cells
@@ -78,8 +80,8 @@ def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
     with theme.looking(theme.DEFAULT):
         head = charts.ready(map_spec(head_map(trace, 0, 0), title="Layer 0, head 0"))
         tiles = layer_tiles(trace, 0, grid_cells(trace.n_heads, max(trace.n_queries, trace.n_keys)))
-        grid = charts.ready(model_view_spec(tiles[None], selected=(0, 0), layer_names=["L0"], per_tile=True))
-    return len(pio.to_json(head, validate=False).encode()), len(pio.to_json(grid, validate=False).encode())
+        grid = grid_png(tiles[None], 0, grid_per_row(trace.n_heads))
+    return len(pio.to_json(head, validate=False).encode()), len(grid)
 
 
 def draw_seconds(documents: dict[str, str], timeout_s: float = 60) -> dict[str, float | None]:
@@ -194,8 +196,8 @@ def main() -> None:
         'inlined in every document. "bertviz default" is `bertviz.model_view` on float32 tensors as its docs '
         "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
         "`plotly.io.to_json` of the figures Explore draws: one head (`map_spec`, base64 float32, block maxima above "
-        "256 tokens a side) and the layer's grid of heads (`model_view_spec` per tile: one byte a "
-        "cell, exact tiles up to 48 tokens, 32 × 32 block maxima above)."
+        "256 tokens a side) and the layer's grid of heads (`grid_png`, one PNG the browser fetches once: exact "
+        "tiles up to 48 tokens, 32 × 32 block maxima above)."
         + (
             " Draw: Chromium (headless, network aborted), from `set_content` to "
             "drawn SVG; — = not timed (above `--draw-max`) or not drawn within 60 s. "

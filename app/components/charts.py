@@ -338,6 +338,14 @@ def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFig
     return services.shared_figure(view + (look.name,), lambda: ready(build(), look))
 
 
+def shared_picture(view: tuple, build: Callable[[], bytes]) -> bytes:
+    """The picture (PNG bytes) of ``view`` in this session's theme, built by ``build()`` once per server process,
+    as :func:`shared_chart` builds a figure: every session asking for the same view and theme gets these bytes."""
+    from app import services
+
+    return services.shared_figure(view + ("png", theme.current().name), build)
+
+
 def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:
     """``build(*args, **kwargs)`` through :func:`shared_chart`, keyed by the builder and its arguments' content
     (:func:`content_key`): for pages whose figures come from numbers they computed (an image and its attention

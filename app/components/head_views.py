@@ -9,10 +9,13 @@ numpy arrays and display strings; token text is escaped (``safe_label``).
 
 from __future__ import annotations
 
+import functools
 import html
+import io
 import math
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -64,8 +67,8 @@ def share_tiles(tiles: np.ndarray) -> list[dict]:
 
     What a grid of thumbnails shows (shapes: hover says "43% of this head's max", the colour has 101 steps) in
     a quarter of float32's bytes and without the gap cells a single mosaic must send: Explore's 12-head grid of
-    a 40-token sentence went from ~105 kB of JSON to ~26 kB, which the server encodes, hashes and sends on every
-    rerun and the browser parses. A tile with cells that are not finite and ≥ 0 keeps float percents (NaN stays a gap).
+    a 40-token sentence (this, until it became one picture: :func:`grid_png`) went from ~105 kB of JSON to ~26 kB.
+    The Heads page's phone view draws one layer this way. A tile with cells that are not finite and ≥ 0 keeps float percents (NaN stays a gap).
     """
     n_rows, n_cols, s, t = tiles.shape
     stops = colorscale_stops()
@@ -397,9 +400,9 @@ def pick_grid_head(chart_key: str, n_heads: int, per_row: int | None = None) -> 
 
 
 def head_pills(key: str, n_heads: int, head: int) -> None:
-    """The compact view's buttons under a grid of heads, one per head (``key``: the pills' session key): a tap
-    on a chart selects nothing on a touch screen (Plotly sends a click but no selection there, measured in
-    Chromium), a pill does."""
+    """Buttons under a grid of heads, one per head (``key``: the pills' session key): Explore's grid is a picture,
+    and on the Heads page's compact view a tap on the chart selects nothing on a touch screen (Plotly sends a
+    click but no selection there, measured in Chromium); a pill does, and a keyboard reaches it."""
     st.session_state[key] = head  # the head chosen anywhere (the Head box, a link)
 
     def picked() -> None:
@@ -430,3 +433,95 @@ def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER
     markers["text"] = [str(i) if i < n_heads else "" for i in range(rows * per_row)]  # row by row, as the markers
     markers["hovertemplate"] = "head %{text}<br>tap to open it large<extra></extra>"
     return spec
+
+
+# ---- a layer's heads as one picture (Explore's grid: thumbnails to compare shapes; the head is picked with pills)
+
+GRID_TILE_PX = 96  # about this many pixels a side per thumbnail (whole pixels a cell: a diagonal stays crisp)
+GRID_MOST_PER_ROW = 8  # heads to a row at most on a wide screen (12 heads: two rows of 6)
+GRID_PAD_PX = 6  # around each thumbnail: room for the chosen head's red frame
+FRAME_PX = 3
+FRAME_RGB = (214, 39, 40)  # the red frame of the chosen head, as the charts' outline ("#d62728")
+EDGE_RGB = (200, 206, 214)  # a thumbnail's 1 px edge: the scale's lightest shade meets a white page
+# palette indices of a grid picture: 0–100 the share of the head's maximum, then these
+_PAPER, _FRAME, _TEXT, _EDGE = SHARE_LEVELS + 1, SHARE_LEVELS + 2, SHARE_LEVELS + 3, SHARE_LEVELS + 4
+
+
+def grid_per_row(n_heads: int, most: int = GRID_MOST_PER_ROW) -> int:
+    """Heads to a row of the grid picture: rows as even as they can be with at most ``most`` to a row."""
+    rows = -(-max(n_heads, 1) // most)
+    return -(-max(n_heads, 1) // rows)
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    """A colour written as Plotly writes them ("#rrggbb" or "rgb(r, g, b)") as three bytes."""
+    if colour.startswith("#"):
+        return tuple(int(c) for c in plotly.colors.hex_to_rgb(colour))
+    return tuple(int(round(float(c))) for c in plotly.colors.unlabel_rgb(colour))
+
+
+@functools.lru_cache(maxsize=8)
+def grid_palette(colors: tuple[str, ...], paper: str, text: str) -> bytes:
+    """A grid picture's palette (256 RGB triples): the theme's scale sampled at 0, 1 … 100 % (Plotly's own
+    interpolation), then the page's background, the red frame, the text colour and a thumbnail's edge."""
+    scale = plotly.colors.sample_colorscale(list(colors), [i / SHARE_LEVELS for i in range(SHARE_LEVELS + 1)])
+    table = np.zeros((256, 3), dtype=np.uint8)
+    table[: SHARE_LEVELS + 1] = [_rgb(c) for c in scale]
+    table[_PAPER], table[_FRAME], table[_TEXT], table[_EDGE] = _rgb(paper), FRAME_RGB, _rgb(text), EDGE_RGB
+    return table.tobytes()
+
+
+@functools.lru_cache(maxsize=4)
+def _label_font(size: int):
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=size)  # Pillow's own font (FreeType); a bitmap font without it
+
+
+def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
+    """One layer's heads ``[1, heads, s, t]`` as one PNG in the theme's colours: ``per_row`` thumbnails to a row,
+    each named above ("H3") and coloured from 0 to its own maximum (whole percents), the chosen ``head`` framed
+    in red.
+
+    What Explore's grid draws. A Plotly chart of the same thumbnails cost Chromium 115–150 ms of every press
+    (~130 ms of Enter → drawn at 512 tokens, ~65 at 40) and the server ~3 ms; this picture is one palette PNG
+    (~2 ms to build, once per view and theme for every session; the browser decodes it in about a millisecond).
+    A cell's hover and a click on a tile go: the head is picked from the pills under it, and its exact weights are
+    in the map above.
+    """
+    from PIL import Image, ImageDraw
+
+    look = theme.current()
+    shares = np.asarray(tiles[0], dtype=np.float32)
+    n_heads, s, t = shares.shape
+    scale = max(1, round(GRID_TILE_PX / max(s, t)))  # whole screen pixels a cell
+    label_px = look.tick_px + 5
+    tile_h, tile_w = s * scale, t * scale
+    cell_w, cell_h = tile_w + 2 * GRID_PAD_PX, label_px + tile_h + 2 * GRID_PAD_PX
+    rows = -(-n_heads // per_row)
+    canvas = np.full((rows * cell_h, per_row * cell_w), _PAPER, dtype=np.uint8)
+    for h in range(n_heads):
+        tile = shares[h]
+        finite = np.isfinite(tile) & (tile >= 0.0)
+        peak = float(tile[finite].max()) if finite.any() else 0.0
+        level = np.where(finite, np.rint(np.clip(tile / (peak or 1.0), 0.0, 1.0) * SHARE_LEVELS), _PAPER)
+        r, c = divmod(h, per_row)
+        y, x = r * cell_h + label_px + GRID_PAD_PX, c * cell_w + GRID_PAD_PX
+        canvas[y - 1 : y + tile_h + 1, x - 1 : x + tile_w + 1] = _EDGE
+        canvas[y : y + tile_h, x : x + tile_w] = level.astype(np.uint8).repeat(scale, 0).repeat(scale, 1)
+        if h == head:  # a frame in the padding, outside the thumbnail's edge
+            f = FRAME_PX + 1
+            canvas[y - f : y - 1, x - f : x + tile_w + f] = _FRAME
+            canvas[y + tile_h + 1 : y + tile_h + f, x - f : x + tile_w + f] = _FRAME
+            canvas[y - f : y + tile_h + f, x - f : x - 1] = _FRAME
+            canvas[y - f : y + tile_h + f, x + tile_w + 1 : x + tile_w + f] = _FRAME
+    picture = Image.frombytes("P", (canvas.shape[1], canvas.shape[0]), canvas.tobytes())
+    picture.putpalette(grid_palette(tuple(look.colors), look.paper, look.text))
+    draw = ImageDraw.Draw(picture)
+    font = _label_font(look.tick_px)
+    for h in range(n_heads):
+        r, c = divmod(h, per_row)
+        draw.text((c * cell_w + GRID_PAD_PX - 1, r * cell_h + 2), f"H{h}", fill=_TEXT, font=font)
+    out = io.BytesIO()
+    picture.save(out, format="PNG", compress_level=3)
+    return out.getvalue()

@@ -196,10 +196,17 @@ def _cache_budget_mb() -> int:
 TRACES = TraceCache(max_bytes=_cache_budget_mb() * 2**20, on_large=release_memory_soon)
 #: what pages draw from a trace (a head's map, a layer's thumbnails: small arrays), shared the same way
 MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048, on_large=release_memory_soon)
-#: figures ready to send (themed JSON dicts): a class on one link builds each figure once
-FIGURES = TraceCache(
-    max_bytes=64 * 2**20, max_entries=1024, sizeof=lambda fig: _text_bytes(fig.to_dict().get("data")) + 4096
-)
+
+
+def _figure_bytes(fig: Any) -> int:
+    """What a ready figure counts for in :data:`FIGURES`: a picture its bytes, a Plotly figure its traces' JSON."""
+    if isinstance(fig, bytes):
+        return len(fig) + 256
+    return _text_bytes(fig.to_dict().get("data")) + 4096
+
+
+#: figures ready to send (themed JSON dicts, or pictures as PNG bytes): a class on one link builds each figure once
+FIGURES = TraceCache(max_bytes=64 * 2**20, max_entries=1024, sizeof=_figure_bytes)
 
 
 #: tables ready to send (``pyarrow.Table``, immutable): Streamlit turns a pandas frame into Arrow on every rerun

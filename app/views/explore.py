@@ -20,11 +20,11 @@ import numpy as np
 import streamlit as st
 
 from app import services
-from app.components.charts import fill_height, shared_chart, show_chart
+from app.components.charts import fill_height, shared_chart, shared_picture, show_chart
 from app.components.examples import example_hint, examples_picker
 from app.components.export import head_json_button
 from app.components.guard import busy, calm_errors, show_error
-from app.components.head_views import PHONE_TILES_PER_ROW, head_pills, model_view_spec, phone_grid_spec, pick_grid_head
+from app.components.head_views import PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
 from app.components.heatmap import map_figure, map_spec, safe_label
 from app.components.linked_tokens import focus, focus_picker, outline, row_of
 from app.components.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
@@ -211,32 +211,22 @@ def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) 
 
 
 def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> None:
-    """Every head of the layer as thumbnails; clicking one opens it above."""
+    """Every head of the layer as thumbnails in one picture (the chosen one framed in red), and a button per head
+    under it that opens that head above."""
     with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", services.grid_is_quick(request, layer)):
         tiles, pooled = services.layer_grid(request, layer)
-    view = ("explore_grid", services.request_key(request), layer, head)
-    if current().compact:  # a phone: a few heads to a row, large enough to tap
-        fig = shared_chart(view, lambda: phone_grid_spec(tiles, head))
-        per_row = PHONE_TILES_PER_ROW
-    else:
-        fig = shared_chart(
-            view, lambda: model_view_spec(tiles, selected=(0, head), layer_names=[f"L{layer}"], per_tile=True)
-        )
-        per_row = None
-    n_heads = trace.n_heads  # the callback, kept with the session's widgets, must not hold the trace
-    show_chart(
-        fig,
-        key=Explore.grid,
-        on_select=lambda: pick_grid_head(Explore.grid, n_heads, per_row),
-        selection_mode="points",
-        config={"displayModeBar": False},
+    per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
+    view = ("explore_grid", services.request_key(request), layer, head, per_row)
+    st.image(
+        shared_picture(view, lambda: grid_png(tiles, head, per_row)),
+        alt=f"Thumbnails of the {trace.n_heads} heads of layer {layer}, head {head} framed in red",
     )
-    if per_row is not None:
-        head_pills(Explore.grid_pills, trace.n_heads, head)
+    head_pills(Explore.grid_pills, trace.n_heads, head)
     st.caption(
-        f"All {trace.n_heads} heads of layer {layer}; **click one** to open it above (red frame: the chosen head). "
-        "Each thumbnail is coloured from 0 to its own maximum, so compare shapes, not shades. Heads in one layer "
-        "often specialise: some look at the previous token, some at [CLS]/[SEP] or the first token, some spread out."
+        f"All {trace.n_heads} heads of layer {layer}, left to right and row by row; **pick one** with the buttons to "
+        "open it above (red frame: the chosen head). Each thumbnail is coloured from 0 to its own maximum, so compare "
+        "shapes, not shades. Heads in one layer often specialise: some look at the previous token, some at "
+        "[CLS]/[SEP] or the first token, some spread out."
         + (
             f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
             if pooled

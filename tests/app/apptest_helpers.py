@@ -127,3 +127,65 @@ def run_until(at: AppTest, condition, timeout: float = 120.0, what: str = "the p
         time.sleep(0.2)
         at.run()
     return at
+
+
+def grid_picture(request, layer: int = 0, head: int = 0, per_row: int = 6, look: str = "default") -> bytes:
+    """The PNG that Explore's grid of heads showed for ``request`` (a ``services.TraceRequest``), read from the
+    server's shared figures (AppTest keeps no media files); fails when that view was never drawn."""
+    from app import services
+
+    def never_drawn() -> bytes:
+        raise AssertionError(f"no grid picture of layer {layer}, head {head} ({per_row} a row, {look}) was drawn")
+
+    view = ("explore_grid", services.request_key(request), layer, head, per_row, "png", look)
+    return services.shared_figure(view, never_drawn)
+
+
+FRAME_RGB = (214, 39, 40)  # the chosen head's frame
+
+
+def picture_tiles(png: bytes, s: int, t: int) -> tuple[list[np.ndarray], int | None, list[tuple[int, ...]]]:
+    """A grid picture (``head_views.grid_png``) read back from its pixels: each thumbnail's ``[s, t]`` cells as
+    palette levels (0–100: the share of its head's maximum), row by row; the head framed in red (None if none);
+    and the palette's RGB triples. Thumbnails are found as the rectangles of level pixels; each cell must be a
+    square block of one level (whole pixels a cell)."""
+    import io
+
+    from PIL import Image
+
+    picture = Image.open(io.BytesIO(png))
+    assert picture.mode == "P", picture.mode
+    pixels = np.asarray(picture)
+    palette = [tuple(picture.getpalette()[3 * i : 3 * i + 3]) for i in range(256)]
+    level = pixels <= 100
+
+    def runs(mask: np.ndarray) -> list[tuple[int, int]]:
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+        return list(zip(edges[::2], edges[1::2]))
+
+    tiles, boxes = [], []
+    for y0, y1 in runs(level.any(axis=1)):
+        for x0, x1 in runs(level[y0:y1].any(axis=0)):
+            block = pixels[y0:y1, x0:x1]
+            scale = block.shape[0] // s
+            assert block.shape == (s * scale, t * scale), (block.shape, s, t)
+            cells = block[::scale, ::scale]
+            assert (cells.repeat(scale, 0).repeat(scale, 1) == block).all(), "a cell is not one square of one level"
+            tiles.append(cells.astype(int))
+            boxes.append((y0, y1, x0, x1))
+    framed = np.isin(pixels, [i for i, rgb in enumerate(palette) if rgb == FRAME_RGB])
+    head = None
+    if framed.any():
+        ys, xs = np.nonzero(framed)
+        cy, cx = (ys.min() + ys.max()) / 2, (xs.min() + xs.max()) / 2
+        inside = [i for i, (y0, y1, x0, x1) in enumerate(boxes) if y0 <= cy < y1 and x0 <= cx < x1]
+        assert len(inside) == 1, "the frame surrounds one thumbnail"
+        head = inside[0]
+    return tiles, head, palette
+
+
+def assert_head_and_grid(at: AppTest) -> None:
+    """Explore drew both of its default views: the chosen head (a chart) and its layer's heads (one picture)."""
+    assert [c.key for c in at.get("plotly_chart")] == ["main_heatmap"], [c.key for c in at.get("plotly_chart")]
+    alts = [image.proto.imgs[0].alt for image in at.get("image")]
+    assert len(alts) == 1 and alts[0].startswith("Thumbnails of the "), alts

@@ -20,7 +20,7 @@ from app import services
 from app.services import core
 from app.services.request import TraceRequest
 from app.state import K, landing_request
-from apptest_helpers import APP, TIMEOUT, assert_clean, main_figure, messages, y_labels
+from apptest_helpers import APP, TIMEOUT, assert_clean, assert_head_and_grid, main_figure, messages, y_labels
 from engine import prefetch
 from engine.cache import TraceCache
 from engine.types import ModelCard
@@ -65,7 +65,7 @@ def test_explores_first_run_takes_the_card_and_trace_from_the_prefetch_without_l
     assert_clean(at)
     assert not at.error, messages(at.error)
     assert box_drawn_before_load and box_drawn_before_load[0], "the sentence box must come before the model load"
-    assert [c.key for c in at.get("plotly_chart")] == ["main_heatmap", "explore_grid"]
+    assert_head_and_grid(at)
     assert any("animal" in label for label in y_labels(main_figure(at)))
     key = (TraceRequest(*cold.key).trace_key, None, core.policy())
     assert core.TRACES.get(key, lambda: None) is cold.trace  # the page's request is the one prefetched

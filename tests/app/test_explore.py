@@ -22,10 +22,12 @@ from apptest_helpers import (  # noqa: E402  (tests/app is on sys.path: rootdir-
     ROOT,
     TIMEOUT,
     assert_clean,
+    assert_head_and_grid,
     figures,
-    grid_tiles,
+    grid_picture,
     main_figure,
     messages,
+    picture_tiles,
     run_app,
     title,
     y_labels,
@@ -43,8 +45,39 @@ def default_app() -> AppTest:
 def test_default_run_draws_the_head_and_the_layer_grid(default_app: AppTest):
     assert_clean(default_app)
     assert not default_app.error, messages(default_app.error)
-    # the chosen head and every head of its layer; the mask comparison waits for its tab
-    assert [c.key for c in default_app.get("plotly_chart")] == ["main_heatmap", "explore_grid"]
+    # the chosen head as a chart, every head of its layer as one picture with a button per head; the mask
+    # comparison waits for its tab
+    assert [c.key for c in default_app.get("plotly_chart")] == ["main_heatmap"]
+    (picture,) = default_app.get("image")
+    assert picture.proto.imgs[0].alt == "Thumbnails of the 12 heads of layer 0, head 0 framed in red"
+    assert default_app.pills(key="explore_grid_pills").value == 0
+
+
+def test_the_grid_picture_shows_the_layer_s_heads_and_a_button_opens_one(default_app: AppTest):
+    """The picture's thumbnails are the layer's weights (each head's share of its maximum, in whole percents);
+    a button under it opens that head above, and the picture frames it."""
+    from app import services
+
+    text = default_app.text_area(key="text").value
+    request = services.TraceRequest("minilm", text, False, default_app.session_state["max_tokens"])
+    trace = services.get_trace(request)
+    n = len(trace.tokens)
+    tiles, framed, _ = picture_tiles(grid_picture(request, layer=0, head=0), n, n)
+    assert len(tiles) == 12 and framed == 0
+    for head in (0, 7):
+        weights = trace.pattern(0, head)
+        np.testing.assert_allclose(tiles[head], 100 * weights / weights.max(), rtol=0, atol=0.5 + 1e-3)
+    default_app.selectbox(key="layer").set_value(2).run()
+    default_app.pills(key="explore_grid_pills").set_value(7).run()
+    assert_clean(default_app)
+    assert default_app.selectbox(key="head").value == 7
+    assert title(main_figure(default_app)) == "Layer 2, head 7"
+    tiles, framed, _ = picture_tiles(grid_picture(request, layer=2, head=7), n, n)
+    assert framed == 7
+    weights = trace.pattern(2, 3)
+    np.testing.assert_allclose(tiles[3], 100 * weights / weights.max(), rtol=0, atol=0.5 + 1e-3)
+    default_app.selectbox(key="layer").set_value(0).run()
+    default_app.selectbox(key="head").set_value(0).run()
 
 
 def show_mask_tab(at: AppTest) -> AppTest:
@@ -164,7 +197,7 @@ def test_switching_to_gpt2_turns_the_causal_mask_on():
     fig = main_figure(at)
     assert "causal mask on" in title(fig)
     assert np.isnan(z(fig)[0, 1:]).all()
-    assert len(at.get("plotly_chart")) == 2
+    assert_head_and_grid(at)
 
     # back to MiniLM: its own default (off) comes back
     at.selectbox(key="model").set_value("minilm").run()
@@ -244,7 +277,7 @@ def test_unknown_hub_id_shows_an_error():
     at.text_input(key="hub_id").input("").run()
     assert_clean(at)
     assert not at.error
-    assert len(at.get("plotly_chart")) == 2
+    assert_head_and_grid(at)
 
 
 @pytest.mark.parametrize("hub_id", ["../../etc", "/nonexistent/folder", "a" * 300, "bad id with spaces"])
@@ -351,18 +384,17 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
     np.testing.assert_allclose(pooled, by_hand, rtol=1e-5, atol=1e-7)
     assert len(json.dumps(fig)) < 500_000, "one head's overview stays well under 0.5 MB"
-    # the layer's grid: 32 × 32 block maxima per head (2–3 px a cell on screen), each scaled to its own maximum
-    grid = figures(at)[1]
-    tiles = grid_tiles(grid)
-    assert [x0 for x0, _ in tiles] == [33 * h for h in range(12)], "12 tiles of 32 columns, 1-cell gaps"
-    assert all(tile.shape == (32, 32) for _, tile in tiles)
+    # the layer's grid: 32 × 32 block maxima per head, each scaled to its own maximum
+    request = services.TraceRequest("minilm", text, False, 512)
+    png = grid_picture(request, layer=0, head=0)
+    tiles, framed, _ = picture_tiles(png, 32, 32)
+    assert len(tiles) == 12 and framed == 0
     edges32 = overview_edges(512, 32)
-    head3 = services.get_trace(services.TraceRequest("minilm", text, False, 512)).pattern(0, 3)
+    head3 = services.get_trace(request).pattern(0, 3)
     pooled3 = np.maximum.reduceat(np.maximum.reduceat(head3, edges32[:-1], axis=0), edges32[:-1], axis=1)
     # whole percents of the head's maximum: within half a percent of the exact share
-    np.testing.assert_allclose(tiles[3][1], 100 * pooled3 / pooled3.max(), rtol=0, atol=0.5 + 1e-3)
-    assert grid["data"][3]["z"]["dtype"] == "u1", "one byte a cell"
-    assert len(json.dumps(grid)) < 40_000, "a 512-token layer's grid stays under 40 kB"
+    np.testing.assert_allclose(tiles[3], 100 * pooled3 / pooled3.max(), rtol=0, atol=0.5 + 1e-3)
+    assert len(png) < 40_000, "a 512-token layer's grid stays under 40 kB"
     assert any("32×32 cells per head" in c for c in messages(at.caption))
     # a long input starts on the log colour scale (linear looks empty there) until the user picks one
     assert at.segmented_control(key="explore_scale").value == "log"
@@ -399,14 +431,15 @@ def test_a_sentence_of_up_to_48_tokens_gets_exact_thumbnails():
     text = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)  # 45 words, 47 tokens with [CLS]/[SEP]
     at = run_app(text=text)
     assert_clean(at)
-    grid = figures(at)[1]
-    tiles = grid_tiles(grid)
-    n = len(services.get_trace(services.TraceRequest("minilm", text, False, 128)).tokens)
-    assert n == 47 and [x0 for x0, _ in tiles] == [h * (n + 1) for h in range(12)]
-    assert all(tile.shape == (n, n) for _, tile in tiles)
-    head = services.get_trace(services.TraceRequest("minilm", text, False, 128)).pattern(0, 5)
-    np.testing.assert_allclose(tiles[5][1], 100 * head / head.max(), rtol=0, atol=0.5 + 1e-3)
-    assert len(json.dumps(grid)) < 50_000, "12 exact 47 × 47 tiles, one byte a cell (as one float32 mosaic: ~145 kB)"
+    request = services.TraceRequest("minilm", text, False, 128)
+    n = len(services.get_trace(request).tokens)
+    assert n == 47
+    png = grid_picture(request, layer=0, head=0)
+    tiles, _, _ = picture_tiles(png, n, n)
+    assert len(tiles) == 12
+    head = services.get_trace(request).pattern(0, 5)
+    np.testing.assert_allclose(tiles[5], 100 * head / head.max(), rtol=0, atol=0.5 + 1e-3)
+    assert len(png) < 50_000, "12 exact 47 × 47 thumbnails (as one float32 Plotly mosaic: ~145 kB)"
     assert not any("block maxima" in c for c in messages(at.caption))
 
 
@@ -474,7 +507,7 @@ HUGE = ("word " * 10_000)[:50_000]
 def _assert_cut(at: AppTest, limit: int) -> None:
     assert_clean(at)
     assert not at.error, messages(at.error)
-    assert len(at.get("plotly_chart")) == 2
+    assert_head_and_grid(at)
     assert z(main_figure(at)).shape == (limit, limit)  # tick labels thin out above 60 tokens
     assert any(f"first {limit}" in w for w in messages(at.warning)), messages(at.warning)
 
@@ -554,7 +587,7 @@ def test_long_example_on_the_16k_model_is_an_overview_of_every_token():
     assert fig["data"][0]["y"][-1] == "16320–16383"  # blocks of 64 tokens
     assert np.isnan(values[0, 1:]).all(), "blocks wholly above the diagonal are masked (causal)"
     assert np.isfinite(np.diag(values)).all() and (np.diag(values) > 0).all()
-    assert len(at.get("plotly_chart")) == 2
+    assert_head_and_grid(at)
     # MiniLM reads 512 of them, and says so
     at.selectbox(key="model").set_value("minilm").run()
     assert_clean(at)

@@ -4,6 +4,7 @@ tests/e2e/test_room_screens_e2e.py."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -12,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from app.components import share_box, theme
 from app.state import Look, Share
-from apptest_helpers import APP, TIMEOUT, assert_clean, decode
+from apptest_helpers import APP, TIMEOUT, assert_clean, decode, grid_picture, picture_tiles
 
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
@@ -104,9 +105,16 @@ def test_a_phone_gets_upright_thinned_labels_no_toolbar_and_the_row_as_bars():
     row = decode(fig["data"][0]["z"])[0]
     np.testing.assert_allclose(decode(trace["x"]), np.nan_to_num(row), atol=1e-6)  # the first query's row
     assert abs(float(np.nansum(row)) - 1.0) < 1e-4
-    grid, _ = shown["explore_grid"]
-    n_heads = 12  # MiniLM
-    assert len(grid["layout"]["yaxis"]["ticktext"]) == n_heads // 3  # three heads a row, large enough to tap
+    # the layer's heads: one picture, three thumbnails a row (large enough to see on a 390 px phone)
+    from PIL import Image
+
+    from app import services
+
+    request = services.TraceRequest("minilm", at.text_area(key="text").value, False, at.session_state["max_tokens"])
+    png = grid_picture(request, per_row=3, look="compact")
+    tiles, framed, _ = picture_tiles(png, n_keys, n_keys)
+    assert len(tiles) == 12 and framed == 0  # MiniLM's heads
+    assert Image.open(io.BytesIO(png)).width <= 340
 
 
 def test_the_picked_token_s_row_is_drawn_as_bars():

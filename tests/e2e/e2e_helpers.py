@@ -6,10 +6,31 @@ from playwright.sync_api import Locator, Page, expect
 
 from bench.serve import free_port, healthy  # noqa: F401 — one copy for the benchmarks and the browser tests
 
-__all__ = ["IDLE_MS", "PLOT", "expect_idle", "expect_no_exception", "free_port", "healthy", "section", "section_body"]
+__all__ = [
+    "GRID",
+    "IDLE_MS",
+    "PLOT",
+    "expect_grid",
+    "expect_idle",
+    "expect_no_exception",
+    "free_port",
+    "healthy",
+    "section",
+    "section_body",
+]
 
 PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # a Plotly chart that plotly.js has drawn
 IDLE_MS = 30_000
+GRID = '[data-testid="stImage"] img[alt^="Thumbnails of the"]'  # Explore's grid of heads: one picture
+
+
+def expect_grid(page: Page, timeout_ms: int = IDLE_MS) -> Locator:
+    """Explore's grid of heads shown and loaded (one picture, decoded, wider than it is tall a row); returns it."""
+    grid = page.locator(GRID)
+    expect(grid).to_have_count(1, timeout=timeout_ms)
+    expect(grid).to_have_js_property("complete", True, timeout=timeout_ms)
+    assert grid.evaluate("img => img.naturalWidth") > 0, "the grid's picture did not load"
+    return grid
 
 
 def expect_no_exception(page: Page) -> None:

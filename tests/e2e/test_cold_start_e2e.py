@@ -13,7 +13,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_grid, expect_idle, expect_no_exception  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -33,7 +33,8 @@ def test_a_sentence_typed_as_soon_as_the_box_appears_is_the_one_charted(page: Pa
 
     ticks = page.locator('[data-testid="stPlotlyChart"]').first.locator(".ytick text")
     expect(ticks.filter(has_text=re.compile(r"^\d+ lily$"))).not_to_have_count(0, timeout=LOAD_MS)
-    expect(page.locator(PLOT)).to_have_count(2, timeout=LOAD_MS)  # the head and its layer's grid
+    expect(page.locator(PLOT)).to_have_count(1, timeout=LOAD_MS)  # the head
+    expect_grid(page, LOAD_MS)  # and its layer's grid of heads
     expect_idle(page, LOAD_MS)
     texts = [t.strip() for t in ticks.all_text_contents()]
     assert not any(t.endswith(" animal") for t in texts), texts  # the landing sentence is gone

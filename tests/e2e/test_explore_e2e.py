@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from e2e_helpers import PLOT, expect_no_exception, section  # noqa: E402
+from e2e_helpers import GRID, PLOT, expect_grid, expect_no_exception, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -37,9 +37,14 @@ def expect_tick(page: Page, word: str, timeout: int = REDRAW_MS) -> None:
     expect(y_ticks(page).filter(has_text=re.compile(rf"^\d+ {re.escape(word)}$"))).not_to_have_count(0, timeout=timeout)
 
 
-def expect_settled(page: Page, charts: int = 2) -> None:
-    """Every chart drawn (the head and its layer's grid by default) and the app idle (no status, no spinner)."""
+def expect_settled(page: Page, charts: int = 1, grid: bool = True) -> None:
+    """Every chart drawn (the head by default) and the layer's grid of heads loaded (a picture; ``grid=False``:
+    another section is open), and the app idle (no status, no spinner)."""
     expect(page.locator(PLOT)).to_have_count(charts, timeout=REDRAW_MS)
+    if grid:
+        expect_grid(page, REDRAW_MS)
+    else:
+        expect(page.locator(GRID)).to_have_count(0, timeout=REDRAW_MS)
     expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=REDRAW_MS)
     expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=REDRAW_MS)
 
@@ -80,7 +85,7 @@ def test_explore_type_and_mask(page: Page, app_url: str, artifacts: Path, publis
         """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')].map(gd =>
             [gd.layout.margin.l, gd._fullLayout._size.l, gd.layout.margin.r, gd._fullLayout._size.r])"""
     )
-    assert len(margins) == 2 and all(
+    assert len(margins) == 1 and all(
         left == drawn_l and right == drawn_r for left, drawn_l, right, drawn_r in margins
     ), margins
 
@@ -113,20 +118,20 @@ def test_switch_to_tiny_gpt2(page: Page, app_url: str, artifacts: Path):
     page.screenshot(path=str(artifacts / "explore-gpt2.png"))
 
 
-def test_grid_click_opens_a_head_and_the_mask_tab_compares(page: Page, app_url: str, artifacts: Path):
+def test_grid_buttons_open_a_head_and_the_mask_tab_compares(page: Page, app_url: str, artifacts: Path):
     open_app(page, app_url)
-    grid = page.locator('[data-testid="stPlotlyChart"]').nth(1)
-    expect(grid.locator(".xtick text")).to_have_count(12)  # MiniLM: 12 heads in one row
+    grid = expect_grid(page)
     grid.scroll_into_view_if_needed()
-    area = grid.locator(".nsewdrag").first
-    box = area.bounding_box()
-    assert box is not None
-    x, y = box["x"] + box["width"] * (5.5 / 12), box["y"] + box["height"] / 2  # the sixth tile: head 5
-    page.mouse.move(x, y)  # as a person does: hover (the tile's tooltip), then click
-    expect(page.locator(".hoverlayer .hovertext")).not_to_have_count(0, timeout=REDRAW_MS)
-    page.mouse.click(x, y)
+    before = grid.get_attribute("src")
+    width = grid.evaluate("img => img.getBoundingClientRect().width")
+    assert 400 <= width <= 760, width  # MiniLM: 12 heads, two rows of six, inside the page's column
+    buttons = page.locator(".st-key-explore_grid_pills")
+    expect(buttons.get_by_text(re.compile(r"^H\d+$"))).to_have_count(12)
+    buttons.get_by_text("H5", exact=True).click()
     expect(main_chart(page).locator(".gtitle")).to_have_text("Layer 0, head 5", timeout=REDRAW_MS)
     expect_settled(page)
+    expect(page.locator(GRID)).not_to_have_attribute("src", before or "", timeout=REDRAW_MS)  # head 5 framed now
+    page.locator(GRID).screenshot(path=str(artifacts / "explore-grid.png"))
 
     # the CSV of the chosen head is built when the button is clicked, and holds its exact weights
     with page.expect_download(timeout=REDRAW_MS) as download:
@@ -148,7 +153,7 @@ def test_grid_click_opens_a_head_and_the_mask_tab_compares(page: Page, app_url: 
     expect(main_chart(page).locator(".cbtitle")).not_to_contain_text("‖α·f(x)‖", timeout=REDRAW_MS)
 
     section(page, "Causal mask off vs on").click()
-    expect_settled(page, charts=3)
+    expect_settled(page, charts=3, grid=False)
     titles = page.locator('[data-testid="stPlotlyChart"] .gtitle')
     expect(titles.filter(has_text="Causal mask OFF")).to_have_count(1)
     expect(titles.filter(has_text="Causal mask ON")).to_have_count(1)
@@ -171,7 +176,7 @@ def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifact
     expect_settled(page)  # the new sentence fully redrawn: one row of section buttons, not two
     expect(section(page, "What comes next?")).to_have_count(1, timeout=REDRAW_MS)
     section(page, "What comes next?").click()
-    expect(page.locator(PLOT)).to_have_count(2, timeout=REDRAW_MS)  # the head, and the bars
+    expect(page.locator(PLOT)).to_have_count(2, timeout=REDRAW_MS)  # the head, and the bars (the grid's section closed)
     bars = page.locator('[data-testid="stPlotlyChart"]').nth(1)
     expect(bars.locator(".ytick text")).not_to_have_count(0, timeout=REDRAW_MS)
     top_bar = bars.locator(".point path").first
@@ -181,7 +186,7 @@ def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifact
     for _ in range(5):
         slider.press("ArrowLeft")  # a lower temperature: the top token's bar grows
     expect(top_bar).not_to_have_attribute("d", before or "", timeout=REDRAW_MS)
-    expect_settled(page)
+    expect_settled(page, charts=2, grid=False)  # the head and the bars
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "explore-next-token.png"))
 

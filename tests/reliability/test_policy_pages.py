@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import assert_clean, messages, open_page, run_app
+from apptest_helpers import assert_clean, assert_head_and_grid, messages, open_page, run_app
 from engine.policy import FOLDER_REFUSED, FOLDERS_OFF, HUB_OFF
 from engine.registry import HUB_SUGGESTIONS
 
@@ -64,7 +64,7 @@ def test_explore_loads_a_folder_only_inside_the_allowed_dir(folders, monkeypatch
     monkeypatch.setenv("AP_MODEL_DIRS", str(folders.allowed))
     at = type_model(run_app(), "hub_id", str(folders.inside))
     assert not at.error, messages(at.error)
-    assert len(at.get("plotly_chart")) == 2
+    assert_head_and_grid(at)
     assert "folder" in at.text_input(key="hub_id").label.lower()
 
     refused = []
@@ -96,7 +96,7 @@ def test_hub_off_removes_hub_models_and_the_field(monkeypatch):
     assert not at.text_input  # neither Hub ids nor folders: no field
     options = at.selectbox(key="model").options
     assert options and not any(s.label in option for s in HUB_SUGGESTIONS for option in options), options
-    assert len(at.get("plotly_chart")) == 2
+    assert_head_and_grid(at)
 
     at = open_page("vit", vit_hub_id="google/vit-base-patch16-224")
     assert_clean(at)
