@@ -22,7 +22,7 @@ def test_explore_charts_name_the_model_and_the_sentence_escaped():
     assert_clean(at)
     label = next(s.label for s in engine.list_models() if s.id == "minilm")
     subtitles = [_subtitle(f) for f in figures(at)]
-    assert len(subtitles) == 2  # the head and the layer's grid
+    assert len(subtitles) == 1  # the head (the layer's grid is a picture, named by its alt text)
     for text in subtitles:
         assert text == f"{label} · “The &lt;b&gt;tired&lt;/b&gt; cat sat on the mat because it was warm”"
     at.selectbox(key="head").set_value(3).run()  # a fragment rerun alone still names them

@@ -97,3 +97,11 @@ def test_a_cell_that_is_not_a_weight_is_drawn_as_the_page_not_as_a_level():
 )
 def test_rows_are_as_even_as_they_can_be_with_at_most_eight_heads(heads, per_row):
     assert grid_per_row(heads) == per_row
+
+
+def test_cross_attention_tiles_keep_their_shape():
+    """An encoder-decoder's cross-attention: 3 output steps reading 5 source tokens, each tile 3 × 5 cells."""
+    tiles = np.arange(2 * 3 * 5, dtype=np.float32).reshape(1, 2, 3, 5)
+    found, framed, _ = picture_tiles(grid_png(tiles, head=1, per_row=2), 3, 5)
+    assert framed == 1 and [t.shape for t in found] == [(3, 5), (3, 5)]
+    assert found[1].tolist() == np.rint(100 * tiles[0, 1] / tiles[0, 1].max()).astype(int).tolist()

@@ -15,7 +15,7 @@ import pytest
 
 import engine
 from app.state import DEFAULT_TEXT
-from apptest_helpers import assert_clean, main_figure, messages, open_page, run_app, y_labels, z
+from apptest_helpers import assert_clean, assert_head_and_grid, main_figure, messages, open_page, run_app, y_labels, z
 from tests.seq2seq_models import save_tiny_seq2seq
 
 TEXT = "the cat sat on the mat"
@@ -147,8 +147,7 @@ def _shows_the_decoded_output(at, ref) -> None:
     assert any(m.value.startswith("**Output:**") and ref.output_text.split()[0] in m.value for m in at.markdown)
     at.selectbox(key="explore_block").set_value("cross").run()
     assert_clean(at)
-    charts = at.get("plotly_chart")
-    assert len(charts) == 2, "the head map and the grid of every head"
+    assert_head_and_grid(at)  # the head map and the picture of every head
     np.testing.assert_allclose(z(main_figure(at)), ref.cross.pattern(0, 0), atol=1e-6)
     # rows named by the word each step wrote (the last one the end token, or "(cut)"), not the one read in
     rows = [html.unescape(label.split(" ", 1)[1]) for label in y_labels(main_figure(at))]
