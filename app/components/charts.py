@@ -338,12 +338,21 @@ def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFig
     return services.shared_figure(view + (look.name,), lambda: ready(build(), look))
 
 
-def shared_picture(view: tuple, build: Callable[[], bytes]) -> bytes:
-    """The picture (PNG bytes) of ``view`` in this session's theme, built by ``build()`` once per server process,
-    as :func:`shared_chart` builds a figure: every session asking for the same view and theme gets these bytes."""
+def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
+    """The picture of ``view`` in this session's theme as a ``data:`` URL of the PNG ``build()`` returns, built once
+    per server process as :func:`shared_chart` builds a figure: every session asking for the same view and theme
+    gets this one string.
+
+    ``st.image`` passes a ``data:`` URL on as it is; PNG bytes it would open with Pillow again, hash and store per
+    session on every run (~0.9 ms of a rerun), and the browser would fetch them with a request of its own. A picture
+    that did not change between two runs reaches the browser as a reference to its cached message (Streamlit caches
+    elements of 10 kB and more)."""
     from app import services
 
-    return services.shared_figure(view + ("png", theme.current().name), build)
+    def encoded() -> str:
+        return "data:image/png;base64," + base64.b64encode(build()).decode("ascii")
+
+    return services.shared_figure(view + ("png", theme.current().name), encoded)
 
 
 def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:

@@ -199,13 +199,14 @@ MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048, on_large=release_memor
 
 
 def _figure_bytes(fig: Any) -> int:
-    """What a ready figure counts for in :data:`FIGURES`: a picture its bytes, a Plotly figure its traces' JSON."""
-    if isinstance(fig, bytes):
+    """What a ready figure counts for in :data:`FIGURES`: a picture (a ``data:`` URL) its length, a Plotly figure
+    its traces' JSON."""
+    if isinstance(fig, (str, bytes)):
         return len(fig) + 256
     return _text_bytes(fig.to_dict().get("data")) + 4096
 
 
-#: figures ready to send (themed JSON dicts, or pictures as PNG bytes): a class on one link builds each figure once
+#: figures ready to send (themed JSON dicts, or pictures as ``data:`` URLs of PNGs): a class on one link builds each figure once
 FIGURES = TraceCache(max_bytes=64 * 2**20, max_entries=1024, sizeof=_figure_bytes)
 
 

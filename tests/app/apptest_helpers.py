@@ -129,16 +129,12 @@ def run_until(at: AppTest, condition, timeout: float = 120.0, what: str = "the p
     return at
 
 
-def grid_picture(request, layer: int = 0, head: int = 0, per_row: int = 6, look: str = "default") -> bytes:
-    """The PNG that Explore's grid of heads showed for ``request`` (a ``services.TraceRequest``), read from the
-    server's shared figures (AppTest keeps no media files); fails when that view was never drawn."""
-    from app import services
-
-    def never_drawn() -> bytes:
-        raise AssertionError(f"no grid picture of layer {layer}, head {head} ({per_row} a row, {look}) was drawn")
-
-    view = ("explore_grid", services.request_key(request), layer, head, per_row, "png", look)
-    return services.shared_figure(view, never_drawn)
+def grid_picture(at: AppTest) -> bytes:
+    """The PNG of Explore's grid of heads as the last run sent it (the page's one picture, a ``data:`` URL)."""
+    (image,) = at.get("image")
+    head, _, data = image.proto.imgs[0].url.partition(",")
+    assert head == "data:image/png;base64", head[:40]
+    return base64.b64decode(data)
 
 
 FRAME_RGB = (214, 39, 40)  # the chosen head's frame

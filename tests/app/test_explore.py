@@ -62,7 +62,7 @@ def test_the_grid_picture_shows_the_layer_s_heads_and_a_button_opens_one(default
     request = services.TraceRequest("minilm", text, False, default_app.session_state["max_tokens"])
     trace = services.get_trace(request)
     n = len(trace.tokens)
-    tiles, framed, _ = picture_tiles(grid_picture(request, layer=0, head=0), n, n)
+    tiles, framed, _ = picture_tiles(grid_picture(default_app), n, n)
     assert len(tiles) == 12 and framed == 0
     for head in (0, 7):
         weights = trace.pattern(0, head)
@@ -72,7 +72,7 @@ def test_the_grid_picture_shows_the_layer_s_heads_and_a_button_opens_one(default
     assert_clean(default_app)
     assert default_app.selectbox(key="head").value == 7
     assert title(main_figure(default_app)) == "Layer 2, head 7"
-    tiles, framed, _ = picture_tiles(grid_picture(request, layer=2, head=7), n, n)
+    tiles, framed, _ = picture_tiles(grid_picture(default_app), n, n)
     assert framed == 7
     weights = trace.pattern(2, 3)
     np.testing.assert_allclose(tiles[3], 100 * weights / weights.max(), rtol=0, atol=0.5 + 1e-3)
@@ -386,7 +386,7 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     assert len(json.dumps(fig)) < 500_000, "one head's overview stays well under 0.5 MB"
     # the layer's grid: 32 × 32 block maxima per head, each scaled to its own maximum
     request = services.TraceRequest("minilm", text, False, 512)
-    png = grid_picture(request, layer=0, head=0)
+    png = grid_picture(at)
     tiles, framed, _ = picture_tiles(png, 32, 32)
     assert len(tiles) == 12 and framed == 0
     edges32 = overview_edges(512, 32)
@@ -434,7 +434,7 @@ def test_a_sentence_of_up_to_48_tokens_gets_exact_thumbnails():
     request = services.TraceRequest("minilm", text, False, 128)
     n = len(services.get_trace(request).tokens)
     assert n == 47
-    png = grid_picture(request, layer=0, head=0)
+    png = grid_picture(at)
     tiles, _, _ = picture_tiles(png, n, n)
     assert len(tiles) == 12
     head = services.get_trace(request).pattern(0, 5)

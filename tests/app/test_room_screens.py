@@ -108,10 +108,7 @@ def test_a_phone_gets_upright_thinned_labels_no_toolbar_and_the_row_as_bars():
     # the layer's heads: one picture, three thumbnails a row (large enough to see on a 390 px phone)
     from PIL import Image
 
-    from app import services
-
-    request = services.TraceRequest("minilm", at.text_area(key="text").value, False, at.session_state["max_tokens"])
-    png = grid_picture(request, per_row=3, look="compact")
+    png = grid_picture(at)
     tiles, framed, _ = picture_tiles(png, n_keys, n_keys)
     assert len(tiles) == 12 and framed == 0  # MiniLM's heads
     assert Image.open(io.BytesIO(png)).width <= 340
