@@ -437,7 +437,7 @@ def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER
 
 # ---- a layer's heads as one picture (Explore's grid: thumbnails to compare shapes; the head is picked with pills)
 
-GRID_TILE_PX = 96  # about this many pixels a side per thumbnail (whole pixels a cell: a diagonal stays crisp)
+GRID_TILE_PX = 96  # about this many pixels a side per thumbnail at the default type size (whole pixels a cell)
 GRID_MOST_PER_ROW = 8  # heads to a row at most on a wide screen (12 heads: two rows of 6)
 GRID_PAD_PX = 6  # around each thumbnail: room for the chosen head's red frame
 FRAME_PX = 3
@@ -514,7 +514,9 @@ def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
     look = theme.current()
     shares = np.asarray(tiles[0], dtype=np.float32)
     n_heads, s, t = shares.shape
-    scale = max(1, round(GRID_TILE_PX / max(s, t)))  # whole screen pixels a cell
+    # larger with the type on a projector; a phone keeps the default size (three a row fit its width)
+    tile_px = GRID_TILE_PX * (1 if look.compact else look.tick_px / theme.DEFAULT.tick_px)
+    scale = max(1, round(tile_px / max(s, t)))  # whole screen pixels a cell
     label_px = look.tick_px + 5
     tile_h, tile_w = s * scale, t * scale
     cell_h, cell_w = label_px + tile_h + 2 * GRID_PAD_PX, tile_w + 2 * GRID_PAD_PX

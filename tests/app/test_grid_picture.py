@@ -67,11 +67,15 @@ def test_every_head_is_named_above_its_thumbnail_and_an_empty_slot_is_not():
         assert written[rows, cols].any() == named
 
 
-def test_the_presenter_theme_colours_the_grid_with_its_own_scale():
+def test_the_presenter_theme_colours_the_grid_with_its_own_scale_and_draws_it_larger():
     with theme.looking(theme.PRESENTER):
         png = grid_png(three_heads(), head=2, per_row=3)
     tiles, framed, palette = picture_tiles(png, 4, 4)
     assert framed == 2 and len(tiles) == 3
+    with theme.looking(theme.DEFAULT):
+        default = grid_png(three_heads(), head=2, per_row=3)
+    wider = Image.open(io.BytesIO(png)).width / Image.open(io.BytesIO(default)).width
+    assert 1.2 < wider < 1.6, "the projector's thumbnails grow with its type (18 px against 13)"
     first, last = (plotly.colors.hex_to_rgb(c) for c in (theme.PRESENTER.colors[0], theme.PRESENTER.colors[-1]))
     assert palette[0] == tuple(first) and palette[100] == tuple(last)
     assert FRAME_RGB in palette
