@@ -30,7 +30,7 @@ Run from the repository root::
     python -m bench.bench_rerun                       # ~2 min
     python -m bench.bench_rerun --baseline 520ae35    # and the revision before the lecture-hall work
     python -m bench.bench_rerun --profile             # py-spy on the server per case: where a rerun's time goes
-    python -m bench.bench_rerun --split               # thread CPU of each part of a rerun, no sampling
+    python -m bench.bench_rerun --split               # thread CPU of each part of a rerun (each case), no sampling
     python -m bench.bench_rerun --sentences 40 --rounds 5 --baseline 520ae35   # five rounds, the servers taking turns
 
 ``--profile`` records the server with py-spy during each case only (after the students opened the page: no
@@ -196,7 +196,9 @@ async def measure_server(
                 costs.split[case] = split_case(read_split(pid), process, loop, len(sentences))
         for case, session, box in zip(CASES[2:], students, boxes):
             if busy_sentences:
-                await back_to_back(costs, case, session, box, busy_sentences, pid, idle_rate)
+                await back_to_back(
+                    costs, case, session, box, busy_sentences, pid, idle_rate, (loop_idle_rate if split else None)
+                )
     finally:
         for session in students:
             await session.close()
@@ -204,12 +206,25 @@ async def measure_server(
 
 
 async def back_to_back(
-    costs: Costs, case: str, session: Session, box: str, sentences: list[str], pid: int, idle_rate: float
+    costs: Costs,
+    case: str,
+    session: Session,
+    box: str,
+    sentences: list[str],
+    pid: int,
+    idle_rate: float,
+    loop_idle_rate: float | None = None,
 ) -> None:
     """Send ``sentences`` one after another with no pause, as a busy server gets reruns; the case's CPU per rerun is
     the process's CPU from the first BackMsg until ``SETTLE_S`` after the last run, the idle rate subtracted,
-    divided by the reruns (one value: a rerun's share; single reruns overlap the next one's start)."""
+    divided by the reruns (one value: a rerun's share; single reruns overlap the next one's start).
+    ``loop_idle_rate`` (the event loop's idle CPU rate; the server is the split server): where the case's CPU went,
+    as :func:`measure_server` reads it for the one-at-a-time cases."""
     done = 0
+    if loop_idle_rate is not None:
+        os.kill(pid, signal.SIGUSR2)  # the counters start from zero
+        await asyncio.sleep(0.2)
+    loop_before = thread_cpu_s(pid, pid)
     before, start = cpu_s(pid), time.perf_counter()
     for text in sentences:
         run = await session.rerun({box: text})
@@ -221,7 +236,11 @@ async def back_to_back(
     await asyncio.sleep(SETTLE_S)
     elapsed = time.perf_counter() - start
     if done:
-        costs.cpu[case].append(max(0.0, cpu_s(pid) - before - idle_rate * elapsed) / done)
+        process = cpu_s(pid) - before - idle_rate * elapsed
+        costs.cpu[case].append(max(0.0, process) / done)
+        if loop_idle_rate is not None:
+            loop = thread_cpu_s(pid, pid) - loop_before - loop_idle_rate * elapsed
+            costs.split[case] = split_case(read_split(pid), process, loop, done)
 
 
 def split_case(counters: dict[str, float], process: float, loop: float, reruns: int) -> dict[str, float]:
@@ -238,12 +257,12 @@ def split_case(counters: dict[str, float], process: float, loop: float, reruns: 
 
 
 def split_lines(rounds: list[Round]) -> list[str]:
-    """The ``--split`` subsection: where the server's CPU went per rerun, each one-at-a-time case, each round."""
+    """The ``--split`` subsection: where the server's CPU went per rerun, each case, each round."""
     rows = [
         (f"round {number}", case, costs.split[case], statistics.median(forward.of(case)))
         for number, (results, forward) in enumerate(rounds, start=1)
         for costs in results
-        for case in QUIET
+        for case in CASES
         if case in costs.split
     ]
     if not rows:
@@ -256,25 +275,28 @@ def split_lines(rounds: list[Round]) -> list[str]:
         "The server is `bench/split_server.py` (`streamlit run` of this revision with thread-CPU counters around the "
         "forward pass, the attention-map and figure caches, and each script thread); the event loop is the main "
         "thread's CPU from `/proc`, its idle rate subtracted. Milliseconds per rerun (mean); the forward pass in the "
-        "benchmark's own process beside them (after the same pause as the server's reruns). **Server ÷ its own "
+        "benchmark's own process beside them, in the case's condition (after the same pause as the server's reruns, "
+        "or back to back). **Server ÷ its own "
         "pass**: the server's CPU per rerun over the forward pass that ran in those reruns (the pass the rerun shows, "
         "as the server ran it: whatever slows the server slows both); against the benchmark's pass in the table above.",
         "",
         "| round | case | "
         + " | ".join(names)
-        + " | forward pass after a pause, benchmark process | server ÷ its own pass |",
+        + " | forward pass, same condition, benchmark process | server ÷ its own pass |",
         "|---|---|" + "---:|" * (len(names) + 2),
     ]
-    own = []
+    own: dict[str, list[float]] = {}
     for where, case, parts, forward in rows:
         values = " | ".join(f"{parts[name]:.1f}" for name in names)
         ratio_own = own_ratio(parts)
-        if ratio_own is not None and case == "miss":
-            own.append(ratio_own)
+        if ratio_own is not None and case.startswith("miss"):
+            own.setdefault(case, []).append(ratio_own)
         shown = "–" if ratio_own is None else f"{ratio_own:.2f}×"
         lines.append(f"| {where} | {case} | {values} | {1000 * forward:.1f} | {shown} |")
-    if len(own) > 1:
-        lines += ["", f"A miss over its own pass, each round: {_listed(own)}."]
+    for case, ratios in own.items():
+        if len(ratios) > 1:
+            where = "A miss" if case == "miss" else "A miss back to back"
+            lines += ["", f"{where} over its own pass, each round: {_listed(ratios)}."]
     return lines
 
 
