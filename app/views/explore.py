@@ -265,9 +265,10 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
 
     Not a fragment of its own: a layer or head change reruns the sentence panel around it (the trace is a cache
     hit there). Streamlit forgets a widget left behind only when the fragment that drew it runs; the grid of
-    heads is a new widget for every sentence (its figure is part of its identity), so inside a fragment nested
-    in the sentence panel every sentence typed left one behind in the session, and every selectbox and text
-    box of a rerun reads the whole session state (tests/reliability/test_session_state_bounded.py)."""
+    heads was a selectable chart, a new widget for every sentence (its figure part of its identity), so inside a
+    fragment nested in the sentence panel every sentence typed left one behind in the session, and every selectbox
+    and text box of a rerun reads the whole session state (tests/reliability/test_session_state_bounded.py). It is
+    a picture now, with the same buttons for every sentence."""
     with calm_errors("head_panel"):
         try:
             full = services.get_trace(request)  # a cache hit: the page just traced it
