@@ -78,7 +78,7 @@ FINAL = {
 }
 # Before a press: count each Plotly chart's draws (plotly.js fires plotly_afterplot after every plot and react)
 # and remember the count, so that "drawn" means drawn again, not still showing the last sentence's chart; and
-# remember each picture's address (Explore's grid of heads is a PNG: a new sentence is a new address).
+# remember each picture's address (Explore's grid of heads is a PNG: a new sentence is a new ``data:`` URL).
 ARM_JS = """() => {
   for (const gd of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) {
     if (!gd.__apHooked && gd.on) {
@@ -140,19 +140,14 @@ def text_of(tok, tokens: int, seed: int) -> str:
 
 @dataclass
 class Meter:
-    """Counts the bytes the page receives for the app (websocket payloads, and the media files it fetches: Explore's
-    grid of heads is a PNG at its own address); knows the stream socket for ``expect_event``."""
+    """Counts websocket payload bytes the page receives (Explore's grid of heads, a PNG, comes inside its message as
+    a ``data:`` URL); knows the stream socket for ``expect_event``."""
 
     bytes: int = 0
     sockets: list = field(default_factory=list)
 
     def attach(self, page) -> None:
         page.on("websocket", self._on_socket)
-        page.on("response", self._on_response)
-
-    def _on_response(self, response) -> None:
-        if "/media/" in response.url:  # the body's length as sent (a cached picture is not fetched again)
-            self.bytes += int(response.headers.get("content-length") or 0)
 
     def _on_socket(self, ws) -> None:
         if ws.url.endswith("/_stcore/stream"):
@@ -471,7 +466,7 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
         "Playwright's waits, so a few ms of Playwright round trips are included); **of which Enter → "
         "script_finished**: until the run's last message reached the page (the server's part and the network; "
         "the rest is the browser's). **Bytes**: websocket "
-        "payloads and media files (their `Content-Length`) the page received between the press and drawn (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
+        "payloads the page received between the press and drawn (the grid of heads' PNG comes inside its message) (kB = 10³, MB = 10⁶ bytes; after any permessage-deflate "
         "is undone; unchanged large elements come as cache references, as they do in any browser).",
         "",
         *(

@@ -9,7 +9,7 @@ the values), this measures, in one run:
 - our offline bertviz documents (weights rounded to 4 decimals, q/k to 3; + ~330 kB of inlined d3
   and jQuery), and bertviz called the usual way on float32 tensors (CDN JS, not counted);
 - Explore's one-head figure (``plotly.io.to_json``, what ``st.plotly_chart`` sends) and its grid of heads (the
-  PNG ``st.image`` serves);
+  PNG, sent to ``st.image`` as a ``data:`` URL: a third more as base64);
 - with ``--draw``, the time Chromium takes to load and draw each offline document (network off).
 
 Run from the repository root::
@@ -64,7 +64,7 @@ def bertviz_default_bytes(trace: AttentionTrace) -> int:
 
 def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
     """Explore's payload: (one head's map as the JSON bytes ``st.plotly_chart`` sends, one layer's grid of heads as
-    the PNG bytes ``st.image`` serves).
+    PNG bytes; the page sends them base64-encoded in a ``data:`` URL, a third more).
 
     Built as Explore builds them, in the default theme: ``head_map`` → ``map_spec`` (exact weights up to 256 tokens a
     side, block maxima above) through ``charts.ready``, and the layer's tiles (``layer_tiles`` at ``grid_cells``) →
@@ -196,8 +196,8 @@ def main() -> None:
         'inlined in every document. "bertviz default" is `bertviz.model_view` on float32 tensors as its docs '
         "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
         "`plotly.io.to_json` of the figures Explore draws: one head (`map_spec`, base64 float32, block maxima above "
-        "256 tokens a side) and the layer's grid of heads (`grid_png`, one PNG the browser fetches once: exact "
-        "tiles up to 48 tokens, 32 × 32 block maxima above)."
+        "256 tokens a side) and the layer's grid of heads (`grid_png`, the PNG's bytes; the page sends them as a "
+        "base64 `data:` URL, a third more: exact tiles up to 48 tokens, 32 × 32 block maxima above)."
         + (
             " Draw: Chromium (headless, network aborted), from `set_content` to "
             "drawn SVG; — = not timed (above `--draw-max`) or not drawn within 60 s. "

@@ -173,10 +173,7 @@ async def measure_server(
             )
             if profile:
                 spy.start()
-            if split:
-                os.kill(pid, signal.SIGUSR2)  # the counters start from zero
-                await asyncio.sleep(0.2)
-                case_start, case_cpu, case_loop = time.perf_counter(), cpu_s(pid), thread_cpu_s(pid, pid)
+            window = await SplitWindow.open(pid, idle_rate, loop_idle_rate) if split else None
             for text in sentences:
                 before, start = cpu_s(pid), time.perf_counter()
                 run = await session.rerun({box: text})
@@ -189,16 +186,12 @@ async def measure_server(
                 costs.wall[case].append(run.seconds)
             if profile:
                 profiled(spy, f"{label}, {case}", len(sentences))
-            if split:
-                elapsed = time.perf_counter() - case_start
-                process = cpu_s(pid) - case_cpu - idle_rate * elapsed
-                loop = thread_cpu_s(pid, pid) - case_loop - loop_idle_rate * elapsed
-                costs.split[case] = split_case(read_split(pid), process, loop, len(sentences))
+            if window is not None:
+                costs.split[case] = window.close(len(sentences))
         for case, session, box in zip(CASES[2:], students, boxes):
             if busy_sentences:
-                await back_to_back(
-                    costs, case, session, box, busy_sentences, pid, idle_rate, (loop_idle_rate if split else None)
-                )
+                window = await SplitWindow.open(pid, idle_rate, loop_idle_rate) if split else None
+                await back_to_back(costs, case, session, box, busy_sentences, pid, idle_rate, window)
     finally:
         for session in students:
             await session.close()
@@ -213,18 +206,14 @@ async def back_to_back(
     sentences: list[str],
     pid: int,
     idle_rate: float,
-    loop_idle_rate: float | None = None,
+    window: SplitWindow | None = None,
 ) -> None:
     """Send ``sentences`` one after another with no pause, as a busy server gets reruns; the case's CPU per rerun is
     the process's CPU from the first BackMsg until ``SETTLE_S`` after the last run, the idle rate subtracted,
     divided by the reruns (one value: a rerun's share; single reruns overlap the next one's start).
-    ``loop_idle_rate`` (the event loop's idle CPU rate; the server is the split server): where the case's CPU went,
-    as :func:`measure_server` reads it for the one-at-a-time cases."""
+    ``window`` (the server is the split server, its counters just zeroed): where the case's CPU went, as for the
+    one-at-a-time cases."""
     done = 0
-    if loop_idle_rate is not None:
-        os.kill(pid, signal.SIGUSR2)  # the counters start from zero
-        await asyncio.sleep(0.2)
-    loop_before = thread_cpu_s(pid, pid)
     before, start = cpu_s(pid), time.perf_counter()
     for text in sentences:
         run = await session.rerun({box: text})
@@ -236,11 +225,35 @@ async def back_to_back(
     await asyncio.sleep(SETTLE_S)
     elapsed = time.perf_counter() - start
     if done:
-        process = cpu_s(pid) - before - idle_rate * elapsed
-        costs.cpu[case].append(max(0.0, process) / done)
-        if loop_idle_rate is not None:
-            loop = thread_cpu_s(pid, pid) - loop_before - loop_idle_rate * elapsed
-            costs.split[case] = split_case(read_split(pid), process, loop, done)
+        costs.cpu[case].append(max(0.0, cpu_s(pid) - before - idle_rate * elapsed) / done)
+        if window is not None:
+            costs.split[case] = window.close(done)
+
+
+@dataclass
+class SplitWindow:
+    """One case on the split server: its counters zeroed when the case starts (:meth:`open`), read when it ends
+    (:meth:`close`) with the process's and the event loop's CPU over the same time, the idle rates subtracted."""
+
+    pid: int
+    idle_rate: float
+    loop_idle_rate: float
+    start: float
+    cpu: float
+    loop: float
+
+    @classmethod
+    async def open(cls, pid: int, idle_rate: float, loop_idle_rate: float) -> SplitWindow:
+        os.kill(pid, signal.SIGUSR2)  # the counters start from zero
+        await asyncio.sleep(0.2)
+        return cls(pid, idle_rate, loop_idle_rate, time.perf_counter(), cpu_s(pid), thread_cpu_s(pid, pid))
+
+    def close(self, reruns: int) -> dict[str, float]:
+        """:func:`split_case` of the window's ``reruns``."""
+        elapsed = time.perf_counter() - self.start
+        process = cpu_s(self.pid) - self.cpu - self.idle_rate * elapsed
+        loop = thread_cpu_s(self.pid, self.pid) - self.loop - self.loop_idle_rate * elapsed
+        return split_case(read_split(self.pid), process, loop, reruns)
 
 
 def split_case(counters: dict[str, float], process: float, loop: float, reruns: int) -> dict[str, float]:

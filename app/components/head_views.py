@@ -68,7 +68,8 @@ def share_tiles(tiles: np.ndarray) -> list[dict]:
     What a grid of thumbnails shows (shapes: hover says "43% of this head's max", the colour has 101 steps) in
     a quarter of float32's bytes and without the gap cells a single mosaic must send: Explore's 12-head grid of
     a 40-token sentence (this, until it became one picture: :func:`grid_png`) went from ~105 kB of JSON to ~26 kB.
-    The Heads page's phone view draws one layer this way. A tile with cells that are not finite and ≥ 0 keeps float percents (NaN stays a gap).
+    The Heads page's phone view draws one layer this way. A tile with cells that are not finite and ≥ 0 keeps float
+    percents (NaN stays a gap).
     """
     n_rows, n_cols, s, t = tiles.shape
     stops = colorscale_stops()

@@ -201,7 +201,7 @@ MAPS = TraceCache(max_bytes=64 * 2**20, max_entries=2048, on_large=release_memor
 def _figure_bytes(fig: Any) -> int:
     """What a ready figure counts for in :data:`FIGURES`: a picture (a ``data:`` URL) its length, a Plotly figure
     its traces' JSON."""
-    if isinstance(fig, (str, bytes)):
+    if isinstance(fig, str):
         return len(fig) + 256
     return _text_bytes(fig.to_dict().get("data")) + 4096
 
