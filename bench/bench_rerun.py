@@ -43,6 +43,9 @@ the forward pass, the attention maps, the figures and each script thread) and ad
 CPU went per rerun: those parts, the rest of the script thread (the page and Streamlit's widgets), the event loop
 (the main thread: every message of the run is serialised and sent there) and any other thread. No sampling:
 each figure is CPU the kernel counted for that thread (``time.thread_time_ns``, ``/proc/PID/task/TID/stat``).
+Around each forward pass it also counts, per pass, the pass thread's page faults, how often another thread took its
+core and how long it waited for one, and the event loop's CPU meanwhile (a second table): what the server's pass
+meets that the benchmark's own pass does not.
 
 It replaces the section "One rerun against its forward pass" of docs/BENCHMARKS.md (``--out PATH``); a
 ``--split`` run writes its table as a subsection, which later runs without ``--split`` keep.
@@ -113,8 +116,9 @@ SPLIT_OUT = ROOT / "test-artifacts" / "bench-rerun-split.json"
 SPLIT_PARTS = ("forward pass", "attention maps", "figures")
 
 
-def read_split(pid: int) -> dict[str, float]:
-    """Ask the split server (``bench/split_server.py``) for its counters: ``{label: CPU seconds}``."""
+def read_split(pid: int) -> tuple[dict[str, float], dict[str, int]]:
+    """Ask the split server (``bench/split_server.py``) for its counters: ``{label: CPU seconds}``, and its totals
+    of what happened around the forward passes (``split_server._INSIDE``)."""
     SPLIT_OUT.unlink(missing_ok=True)
     os.kill(pid, signal.SIGUSR1)
     deadline = time.monotonic() + 10
@@ -122,7 +126,8 @@ def read_split(pid: int) -> dict[str, float]:
         if time.monotonic() > deadline:
             raise RuntimeError("the split server wrote no counters (is it bench.split_server?)")
         time.sleep(0.05)
-    return {label: ns / 1e9 for label, (ns, _calls) in json.loads(SPLIT_OUT.read_text())["cpu"].items()}
+    data = json.loads(SPLIT_OUT.read_text())
+    return {label: ns / 1e9 for label, (ns, _calls) in data["cpu"].items()}, data.get("inside", {})
 
 
 @dataclass
@@ -134,6 +139,7 @@ class Costs:
     wall: dict[str, list[float]] = field(default_factory=lambda: {case: [] for case in CASES})  # one per rerun done
     failures: int = 0
     split: dict[str, dict[str, float]] = field(default_factory=dict)  # case -> part -> ms per rerun (--split)
+    inside: dict[str, dict[str, float]] = field(default_factory=dict)  # case -> around each pass (--split, inside_pass)
 
 
 Round = tuple[list[Costs], Forward]  # a round: each server's costs, and the forward passes of its sentences
@@ -187,7 +193,7 @@ async def measure_server(
             if profile:
                 profiled(spy, f"{label}, {case}", len(sentences))
             if window is not None:
-                costs.split[case] = window.close(len(sentences))
+                costs.split[case], costs.inside[case] = window.close(len(sentences))
         for case, session, box in zip(CASES[2:], students, boxes):
             if busy_sentences:
                 window = await SplitWindow.open(pid, idle_rate, loop_idle_rate) if split else None
@@ -227,7 +233,7 @@ async def back_to_back(
     if done:
         costs.cpu[case].append(max(0.0, cpu_s(pid) - before - idle_rate * elapsed) / done)
         if window is not None:
-            costs.split[case] = window.close(done)
+            costs.split[case], costs.inside[case] = window.close(done)
 
 
 @dataclass
@@ -248,12 +254,13 @@ class SplitWindow:
         await asyncio.sleep(0.2)
         return cls(pid, idle_rate, loop_idle_rate, time.perf_counter(), cpu_s(pid), thread_cpu_s(pid, pid))
 
-    def close(self, reruns: int) -> dict[str, float]:
-        """:func:`split_case` of the window's ``reruns``."""
+    def close(self, reruns: int) -> tuple[dict[str, float], dict[str, float]]:
+        """:func:`split_case` of the window's ``reruns``, and :func:`inside_pass` of its forward passes."""
         elapsed = time.perf_counter() - self.start
         process = cpu_s(self.pid) - self.cpu - self.idle_rate * elapsed
         loop = thread_cpu_s(self.pid, self.pid) - self.loop - self.loop_idle_rate * elapsed
-        return split_case(read_split(self.pid), process, loop, reruns)
+        counters, inside = read_split(self.pid)
+        return split_case(counters, process, loop, reruns), inside_pass(inside)
 
 
 def split_case(counters: dict[str, float], process: float, loop: float, reruns: int) -> dict[str, float]:
@@ -267,6 +274,54 @@ def split_case(counters: dict[str, float], process: float, loop: float, reruns: 
     out["other"] = process * per - script - loop * per
     out["server, all threads"] = process * per
     return out
+
+
+INSIDE_COLUMNS = {
+    "page_faults": "page faults",
+    "preempted": "times another thread took its core",
+    "waited_ms": "waiting for a core (ms)",
+    "loop_ms": "the event loop's CPU meanwhile (ms)",
+}
+
+
+def inside_pass(inside: dict[str, int]) -> dict[str, float]:
+    """Per forward pass (mean) of the split server's totals around its passes; empty when no pass ran (a hit)."""
+    passes = inside.get("passes", 0)
+    if not passes:
+        return {}
+    return {
+        "page_faults": inside.get("page_faults", 0) / passes,
+        "preempted": inside.get("preempted", 0) / passes,
+        "waited_ms": inside.get("waited_ns", 0) / passes / 1e6,
+        "loop_ms": inside.get("loop_ns", 0) / passes / 1e6,
+    }
+
+
+def inside_lines(rounds: list[Round]) -> list[str]:
+    """The ``--split`` table of what happened around the server's forward passes, each miss case, each round."""
+    rows = [
+        (f"round {number}", case, costs.inside[case])
+        for number, (results, _forward) in enumerate(rounds, start=1)
+        for costs in results
+        for case in CASES
+        if costs.inside.get(case)
+    ]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Around each forward pass in the server (mean per pass; the pass's own thread, from `getrusage` and "
+        "`/proc/.../schedstat`; the event loop is the main thread):",
+        "",
+        "| round | case | " + " | ".join(INSIDE_COLUMNS.values()) + " |",
+        "|---|---|" + "---:|" * len(INSIDE_COLUMNS),
+    ]
+    for where, case, inside in rows:
+        values = " | ".join(
+            f"{inside[name]:.1f}" if name != "page_faults" else f"{inside[name]:.0f}" for name in INSIDE_COLUMNS
+        )
+        lines.append(f"| {where} | {case} | {values} |")
+    return lines
 
 
 def split_lines(rounds: list[Round]) -> list[str]:
@@ -310,7 +365,7 @@ def split_lines(rounds: list[Round]) -> list[str]:
         if len(ratios) > 1:
             where = "A miss" if case == "miss" else "A miss back to back"
             lines += ["", f"{where} over its own pass, each round: {_listed(ratios)}."]
-    return lines
+    return lines + inside_lines(rounds)
 
 
 def own_ratio(parts: dict[str, float]) -> float | None:

@@ -10,10 +10,13 @@ in this process after wrapping, for the threads that call them:
 - ``figures``: the shared figure cache's ``get`` (``app.services.core.FIGURES``: a miss builds a figure's dict).
 
 Each counter adds ``time.thread_time_ns()`` of its call (CPU of the calling thread only: waits are not counted).
+Around the forward pass it also notes what else happened while it ran (:func:`_watched`): the thread's page faults,
+how often another thread took its core, how long it waited for one, and the event loop's CPU meanwhile (why the
+server's pass costs more than the same pass in a process that runs nothing else).
 After each script run it also notes how many entries the session's state holds (widget values and the app's keys):
 every widget and text box of a rerun reads the whole of it, so it must not grow with the sentences a student types.
-``SIGUSR2`` zeroes both; ``SIGUSR1`` writes them as JSON (``{"cpu": {label: [nanoseconds, calls]},
-"session_state_entries": [one per run, in order]}``) to the file named by ``AP_BENCH_SPLIT_OUT``. The event loop's CPU (the main thread) and the process's are read from ``/proc``
+``SIGUSR2`` zeroes them; ``SIGUSR1`` writes them as JSON (``{"cpu": {label: [nanoseconds, calls]},
+"session_state_entries": [one per run, in order], "inside": {what: total over the passes}}``) to the file named by ``AP_BENCH_SPLIT_OUT``. The event loop's CPU (the main thread) and the process's are read from ``/proc``
 by the benchmark (``bench.bench_rerun --split``). The counters wrap a handful of calls a rerun.
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import resource
 import signal
 import sys
 import threading
@@ -32,6 +36,8 @@ _ENTRIES: list[int] = []  # the session state's size after each script run (the 
 MAX_RUNS = 10_000
 _LOCK = threading.Lock()
 _DEPTH = threading.local()
+#: totals over the forward passes (outermost calls): passes, page_faults, preempted, waited_ns, loop_ns
+_INSIDE: dict[str, int] = {}
 
 
 def _counted(label: str, func):
@@ -57,6 +63,46 @@ def _counted(label: str, func):
     return wrapper
 
 
+def _schedstat(path: str) -> tuple[int, int]:
+    """Nanoseconds a thread ran on a CPU and waited on a run queue (``/proc/.../schedstat``)."""
+    ran, waited = open(path, encoding="ascii").read().split()[:2]
+    return int(ran), int(waited)
+
+
+def _watched(func):
+    """``func`` (the forward pass) adding to :data:`_INSIDE` what happened while it ran: its thread's minor page
+    faults, the times another thread took its core (involuntary switches), the time it waited for a core, and the
+    event loop's CPU (the main thread's) meanwhile. An inner call is not counted again."""
+    loop_stat = f"/proc/self/task/{os.getpid()}/schedstat"
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if getattr(_DEPTH, "watched", 0):
+            return func(*args, **kwargs)
+        _DEPTH.watched = 1
+        before = resource.getrusage(resource.RUSAGE_THREAD)
+        _ran, waited = _schedstat("/proc/thread-self/schedstat")
+        loop, _ = _schedstat(loop_stat)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            after = resource.getrusage(resource.RUSAGE_THREAD)
+            _ran, waited_after = _schedstat("/proc/thread-self/schedstat")
+            loop_after, _ = _schedstat(loop_stat)
+            _DEPTH.watched = 0
+            with _LOCK:
+                for what, value in (
+                    ("passes", 1),
+                    ("page_faults", after.ru_minflt - before.ru_minflt),
+                    ("preempted", after.ru_nivcsw - before.ru_nivcsw),
+                    ("waited_ns", waited_after - waited),
+                    ("loop_ns", loop_after - loop),
+                ):
+                    _INSIDE[what] = _INSIDE.get(what, 0) + value
+
+    return wrapper
+
+
 def _noting_entries(func):
     """``ScriptRunner._run_script`` noting, after each run, how many entries its session state holds."""
 
@@ -78,6 +124,7 @@ def _write(*_args) -> None:
         data = {
             "cpu": {label: list(count) for label, count in _COUNTS.items()},
             "session_state_entries": list(_ENTRIES),
+            "inside": dict(_INSIDE),
         }
     path = os.environ.get("AP_BENCH_SPLIT_OUT")
     if path:
@@ -91,6 +138,7 @@ def _zero(*_args) -> None:
     with _LOCK:
         _COUNTS.clear()
         _ENTRIES.clear()
+        _INSIDE.clear()
 
 
 def install() -> None:
@@ -103,8 +151,8 @@ def install() -> None:
     runner = script_runner.ScriptRunner
     runner._run_script_thread = _counted("script thread", runner._run_script_thread)
     runner._run_script = _noting_entries(runner._run_script)
-    engine.trace = _counted("forward pass", engine.trace)
-    engine.trace_many = _counted("forward pass", engine.trace_many)
+    engine.trace = _counted("forward pass", _watched(engine.trace))
+    engine.trace_many = _counted("forward pass", _watched(engine.trace_many))
     core.MAPS.get = _counted("attention maps", core.MAPS.get)
     core.FIGURES.get = _counted("figures", core.FIGURES.get)
     signal.signal(signal.SIGUSR1, _write)

@@ -59,3 +59,47 @@ def test_a_hit_has_no_pass_of_its_own_to_divide_by():
 
     assert own_ratio({"forward pass": 0.0, "server, all threads": 12.0}) is None
     assert own_ratio({"forward pass": 20.0, "server, all threads": 36.0}) == 1.8
+
+
+def test_the_forward_pass_is_watched_once_with_its_page_faults_and_the_loop_s_cpu_meanwhile():
+    split_server._zero()
+    touched = 16 * 2**20
+
+    def forward() -> int:
+        memory = bytearray(touched)  # fresh pages: each first touch is a page fault of this thread
+        memory[::4096] = b"x" * len(memory[::4096])
+        return len(memory)
+
+    inner = split_server._watched(forward)
+    outer = split_server._watched(lambda: (_spin(0.02), inner())[1])  # the pass calling itself counts once
+    worker = threading.Thread(target=outer)  # the pass on a script thread, the "event loop" (main thread) busy
+    worker.start()
+    _spin(0.05)
+    worker.join()
+    inside = split_server._INSIDE
+    assert inside["passes"] == 1
+    assert inside["page_faults"] >= touched // 4096 // 2  # 4,096 pages (fewer if the kernel maps huge pages)
+    assert inside["loop_ns"] >= 0.02e9  # the main thread spun while the pass ran
+    assert inside["preempted"] >= 0 and inside["waited_ns"] >= 0
+
+
+def test_what_happened_around_the_passes_is_a_table_of_means_per_pass_for_the_misses():
+    from bench.bench_rerun import inside_pass
+
+    assert inside_pass({}) == {}  # a hit: no pass
+    per_pass = inside_pass({"passes": 4, "page_faults": 1000, "preempted": 10, "waited_ns": 2_000_000, "loop_ns": 4e6})
+    assert per_pass == {"page_faults": 250.0, "preempted": 2.5, "waited_ms": 0.5, "loop_ms": 1.0}
+    costs = Costs("this revision")
+    costs.cpu.update({"miss": [0.04], "hit": [0.01]})
+    costs.wall.update({"miss": [0.04], "hit": [0.01]})
+    parts = split_case({"script thread": 3.0, "forward pass": 2.0}, process=4.0, loop=0.5, reruns=100)
+    costs.split = {"miss": parts, "hit": parts}
+    costs.inside = {"miss": per_pass, "hit": {}}
+    context = {"date": "d", "machine": "m", "command": "c", "load_before": "l", "load_after": "l"}
+    text = section(
+        [([costs], Forward(paused=[0.019], in_a_row=[0.016], busy=[]))],
+        argparse.Namespace(repeats=3, sentences=1),
+        context,
+    )
+    assert "| round 1 | miss | 250 | 2.5 | 0.5 | 1.0 |" in text
+    assert "| round 1 | hit | " not in text.split("Around each forward pass")[1]
