@@ -438,6 +438,15 @@ def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER
 
 # ---- a layer's heads as one picture (Explore's grid: thumbnails to compare shapes; the head is picked with pills)
 
+GRID_ALT = "Thumbnails of the {heads} heads of layer {layer}, head {head} framed in red"  # the picture's alt text
+#: a screen of two or more device pixels a CSS pixel scales the grid's picture up: drawn nearest-neighbour, each cell
+#: and each pixel of a head's name stays a sharp square (smoothed, they blurred). Only there: shown smaller than its
+#: own size on a screen of one device pixel (a narrow window), a pixelated picture would drop whole cells.
+GRID_CSS = (
+    "<style>@media (min-resolution: 2dppx) { img[alt^='"
+    + GRID_ALT.split("{", 1)[0]
+    + "'] { image-rendering: pixelated; } }</style>"
+)
 GRID_TILE_PX = 96  # about this many pixels a side per thumbnail at the default type size (whole pixels a cell)
 GRID_MOST_PER_ROW = 8  # heads to a row at most on a wide screen (12 heads: two rows of 6)
 GRID_PAD_PX = 6  # around each thumbnail: room for the chosen head's red frame

@@ -24,7 +24,7 @@ from app.components.charts import fill_height, shared_chart, shared_picture, sho
 from app.components.examples import example_hint, examples_picker
 from app.components.export import head_json_button
 from app.components.guard import busy, calm_errors, show_error
-from app.components.head_views import PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
+from app.components.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
 from app.components.heatmap import map_figure, map_spec, safe_label
 from app.components.linked_tokens import focus, focus_picker, outline, row_of
 from app.components.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
@@ -219,7 +219,7 @@ def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> N
     view = ("explore_grid", services.request_key(request), layer, head, per_row)
     st.image(
         shared_picture(view, lambda: grid_png(tiles, head, per_row)),
-        alt=f"Thumbnails of the {trace.n_heads} heads of layer {layer}, head {head} framed in red",
+        alt=GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head),
     )
     head_pills(Explore.grid_pills, trace.n_heads, head)
     st.caption(
@@ -313,6 +313,7 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
 
 
 def main() -> None:
+    st.html(GRID_CSS)  # the grid's picture drawn sharp on a high-density screen (once a page, not once a sentence)
     if not presenting():  # the projector: the chart's own title and subtitle say what it shows
         st.title("Explore attention")
         st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from e2e_helpers import GRID, PLOT, expect_grid, expect_no_exception, section  # noqa: E402
 
@@ -125,6 +125,8 @@ def test_grid_buttons_open_a_head_and_the_mask_tab_compares(page: Page, app_url:
     before = grid.get_attribute("src")
     width = grid.evaluate("img => img.getBoundingClientRect().width")
     assert 400 <= width <= 760, width  # MiniLM: 12 heads, two rows of six, inside the page's column
+    # one device pixel a CSS pixel: the picture is shown as the browser draws any picture (pixelated is for dense screens)
+    assert grid.evaluate("img => getComputedStyle(img).imageRendering") == "auto"
     buttons = page.locator(".st-key-explore_grid_pills")
     expect(buttons.get_by_text(re.compile(r"^H\d+$"))).to_have_count(12)
     buttons.get_by_text("H5", exact=True).click()
@@ -159,6 +161,23 @@ def test_grid_buttons_open_a_head_and_the_mask_tab_compares(page: Page, app_url:
     expect(titles.filter(has_text="Causal mask ON")).to_have_count(1)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "explore-mask-tab.png"))
+
+
+def test_on_a_dense_screen_the_grid_is_drawn_in_sharp_pixels(browser: Browser, app_url: str, artifacts: Path):
+    """A laptop of two device pixels a CSS pixel: the browser scales the grid's picture up 2×; nearest-neighbour
+    keeps each cell a sharp square (smoothing blurred the cells and the heads' names)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1400}, device_scale_factor=2)
+    try:
+        page = context.new_page()
+        open_app(page, app_url)
+        grid = expect_grid(page)
+        assert grid.evaluate("img => getComputedStyle(img).imageRendering") == "pixelated"
+        shown, own = grid.evaluate("img => [img.getBoundingClientRect().width, img.naturalWidth]")
+        assert shown == own, (shown, own)  # at its own size: each of its pixels two by two on the screen
+        grid.scroll_into_view_if_needed()
+        grid.screenshot(path=str(artifacts / "explore-grid-dpr2.png"))
+    finally:
+        context.close()
 
 
 def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifacts: Path):
