@@ -7,7 +7,8 @@ in this process after wrapping, for the threads that call them:
 - ``forward pass``: ``engine.trace`` and ``engine.trace_many`` (the outermost call only);
 - ``attention maps``: the shared map cache's ``get`` (``app.services.core.MAPS``: a miss builds a head's map or a
   layer's tiles from the trace);
-- ``figures``: the shared figure cache's ``get`` (``app.services.core.FIGURES``: a miss builds a figure's dict).
+- ``figures``: the shared figure cache's ``get`` (``app.services.core.FIGURES``: a miss builds a figure's dict, or a
+  picture's ``data:`` URL).
 
 Each counter adds ``time.thread_time_ns()`` of its call (CPU of the calling thread only: waits are not counted).
 Around the forward pass it also notes what else happened while it ran (:func:`_watched`): the thread's page faults,
