@@ -17,6 +17,7 @@ import streamlit as st
 from app import services
 from app.components.caption_figures import picture_with_boxes, region_box, region_lines
 from app.components.charts import show_chart
+from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.vit_figures import overlay
@@ -94,7 +95,9 @@ def where_check(
         f"The model's α for “{md(check.word)}” in its own caption, “{md(look.caption)}”: brighter cells got "
         f"more weight. Your region is outlined in orange, the peak cell in cyan. {md(check.explain)}"
     )
-    st.button("Try again", key=f"{Lessons.again}{step_id}", on_click=forget, args=(step_id,), icon=":material/replay:")
+    st.button(
+        "Try again", key=f"{Lessons.again}{step_id}", on_click=once(forget), args=(step_id,), icon=":material/replay:"
+    )
 
 
 def is_right(check, picked: int) -> bool:

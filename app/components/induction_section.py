@@ -17,6 +17,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.job_status import follow
 from app.components.theme import side_by_side
@@ -288,7 +289,7 @@ def live_controls() -> None:
         type="primary",
         icon=":material/play_arrow:",
         key=key("start"),
-        on_click=start,
+        on_click=once(start),
         disabled=status is not None and status.active,
         use_container_width=True,
     )

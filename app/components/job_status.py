@@ -17,6 +17,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from app import services
+from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.safe_text import md
 from engine.jobs import JobStatus, about
@@ -66,4 +67,6 @@ def _show(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus], 
         st.progress(status.fraction, text=md(status.text) if status.text else f"{what}…")
         if extra is not None:
             extra(status)
-    st.button("Cancel", key=f"{kind}_cancel", icon=":material/cancel:", on_click=services.cancel_long, args=(kind,))
+    st.button(
+        "Cancel", key=f"{kind}_cancel", icon=":material/cancel:", on_click=once(services.cancel_long), args=(kind,)
+    )

@@ -14,6 +14,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import show_chart
+from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.lesson_plan import Choice, Look, Predict, Step
@@ -95,7 +96,9 @@ def predict_check(step: Step, check: Predict) -> None:
     st.markdown(reveal_text(row, picked))
     show_chart(row_figure(row, picked), key=f"{Lessons.row}{step.id}")
     st.caption(check.explain)
-    st.button("Try again", key=f"{Lessons.again}{step.id}", on_click=_forget, args=(step.id,), icon=":material/replay:")
+    st.button(
+        "Try again", key=f"{Lessons.again}{step.id}", on_click=once(_forget), args=(step.id,), icon=":material/replay:"
+    )
 
 
 def choice_check(step: Step, check: Choice) -> None:
@@ -119,7 +122,9 @@ def choice_check(step: Step, check: Choice) -> None:
         f"You answered **{check.options[picked]}**. {verdict}: the answer is **{check.options[check.answer]}**."
     )
     st.caption(check.explain)
-    st.button("Try again", key=f"{Lessons.again}{step.id}", on_click=_forget, args=(step.id,), icon=":material/replay:")
+    st.button(
+        "Try again", key=f"{Lessons.again}{step.id}", on_click=once(_forget), args=(step.id,), icon=":material/replay:"
+    )
 
 
 def is_right(step: Step, picked: int) -> bool:

@@ -36,6 +36,7 @@ from app import services, url_state
 from app.components import check_editor
 from app.components.browser_cookie import remember_browser
 from app.components.check_editor import choice_from
+from app.components.clicks import once
 from app.components.guard import plain_error, show_error
 from app.components.safe_text import md, quoted
 from app.lesson_file import (
@@ -238,7 +239,7 @@ def add_view_box() -> None:
                 type="primary",
                 icon=":material/playlist_add:",
                 key=Draft.add,
-                on_click=_add_view,
+                on_click=once(_add_view),
             )
         _said("add")
 
@@ -465,7 +466,7 @@ def _step_row(i: int, step: Step, n: int) -> None:
             "Up",
             key=f"{Draft.up}{step.id}",
             icon=":material/arrow_upward:",
-            on_click=_move,
+            on_click=once(_move),
             args=(step.id, -1),
             disabled=i == 0,
             help="Move this step up",
@@ -474,7 +475,7 @@ def _step_row(i: int, step: Step, n: int) -> None:
             "Down",
             key=f"{Draft.down}{step.id}",
             icon=":material/arrow_downward:",
-            on_click=_move,
+            on_click=once(_move),
             args=(step.id, 1),
             disabled=i == n - 1,
             help="Move this step down",
@@ -483,7 +484,7 @@ def _step_row(i: int, step: Step, n: int) -> None:
             "Delete",
             key=f"{Draft.delete}{step.id}",
             icon=":material/delete:",
-            on_click=_delete,
+            on_click=once(_delete),
             args=(step.id,),
             help="Delete this step",
         )
@@ -516,7 +517,7 @@ def _edit_form(step: Step) -> None:
         st.text_input("Title", key=f"{Draft.edit_title}{sid}", max_chars=TITLE_CHARS)
         st.text_area("Note", key=f"{Draft.edit_note}{sid}", max_chars=TEXT_CHARS, height=120)
         check_editor.fields(step, kind)
-        st.form_submit_button("Save this step", key=f"{Draft.edit_save}{sid}", on_click=_edit, args=(sid,))
+        st.form_submit_button("Save this step", key=f"{Draft.edit_save}{sid}", on_click=once(_edit), args=(sid,))
 
 
 def _find(sid: str) -> tuple[Lesson, int]:
@@ -586,7 +587,7 @@ def _save_box(lesson: Lesson) -> None:
     st.button(
         "Save changes" if saved else "Save and get a link",
         key=Draft.save,
-        on_click=_save,
+        on_click=once(_save),
         disabled=not lesson.steps,
         icon=":material/cloud_upload:",
         help="Kept on this server; anyone with the link can open it, only you can change it.",
@@ -651,7 +652,7 @@ def _file_box(lesson: Lesson) -> None:
             st.button(
                 "Put it in the editor (replaces your draft)",
                 key=Draft.use_upload,
-                on_click=use,
+                on_click=once(use),
                 args=(opened,),
                 icon=":material/upload_file:",
             )
@@ -661,8 +662,8 @@ def _file_box(lesson: Lesson) -> None:
     left.button(
         "Start from the built-in lesson",
         key=Draft.builtin,
-        on_click=use,
+        on_click=once(use),
         args=(LESSON,),
         help="Replaces your draft with the built-in lesson's steps, to change as you like.",
     )
-    right.button("Empty the draft", key=Draft.clear, on_click=use, args=(EMPTY,), disabled=not lesson.steps)
+    right.button("Empty the draft", key=Draft.clear, on_click=once(use), args=(EMPTY,), disabled=not lesson.steps)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.components.clicks import once
 from app.components.heatmap import SCALES
 from app.figure_data.attention_maps import OVERVIEW_SIZE
 from app.state import PERSIST, settle
@@ -252,7 +253,7 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
                 "Show everything",
                 key=f"{key_prefix}_zoom_reset",
                 icon=":material/zoom_out_map:",
-                on_click=_reset,
+                on_click=once(_reset),
                 args=((q_key, n_q), (k_key, n_k)),
             )
     q_range = None if q_range == (0, n_q) else q_range

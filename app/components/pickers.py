@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import services
 from app.components.charts import set_source
+from app.components.clicks import once
 from app.components.guard import busy, show_error
 from app.components.safe_text import md, quoted
 from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, choose, clamp, current_text, settle
@@ -165,7 +166,7 @@ def long_text_button(max_tokens_limit: int) -> None:
         st.button(
             "Try a long text",
             icon=":material/article:",
-            on_click=_use_long_example,
+            on_click=once(_use_long_example),
             args=(max_tokens_limit,),
             key=Explore.long_example,
             help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import streamlit as st
 
 from app import services
+from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.lesson_draft import draft
 from app.components.safe_text import md
@@ -89,7 +90,7 @@ def teacher_controls(code: str, token: str) -> None:
     back.button(
         "Previous step",
         key=ROOM.lesson_prev,
-        on_click=_move,
+        on_click=once(_move),
         args=(code, token, -1),
         disabled=running.step == 0,
         icon=":material/arrow_back:",
@@ -98,7 +99,7 @@ def teacher_controls(code: str, token: str) -> None:
     forward.button(
         "Next step",
         key=ROOM.lesson_next,
-        on_click=_move,
+        on_click=once(_move),
         args=(code, token, 1),
         disabled=running.step >= len(running.steps) - 1,
         icon=":material/arrow_forward:",
@@ -108,7 +109,7 @@ def teacher_controls(code: str, token: str) -> None:
     stop.button(
         "Stop the lesson",
         key=ROOM.lesson_stop,
-        on_click=_stop,
+        on_click=once(_stop),
         args=(code, token),
         icon=":material/stop:",
         width="stretch",
@@ -129,7 +130,7 @@ def _pick(code: str, token: str) -> None:
     st.button(
         "Start this lesson in the class",
         key=ROOM.lesson_start,
-        on_click=_start,
+        on_click=once(_start),
         args=(code, token),
         icon=":material/play_arrow:",
         type="primary",

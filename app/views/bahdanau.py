@@ -14,6 +14,7 @@ from app import services
 from app.components.alignment_views import alignment_map, csv_bytes
 from app.components.bahdanau_step import show_step
 from app.components.charts import shared_build, show_chart
+from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.theme import side_by_side
@@ -170,7 +171,7 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
     if found.sentence != text.strip():
         st.button(
             f"Try “{found.sentence}”",
-            on_click=_set_text,
+            on_click=once(_set_text),
             args=(found.sentence,),
             key=Bahdanau.differs,
             icon=":material/swap_horiz:",

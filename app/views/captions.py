@@ -18,6 +18,7 @@ import streamlit as st
 from app import services
 from app.components.caption_figures import beta_bars, cls_bars, picture_with_boxes, word_map, word_panels
 from app.components.charts import clicked_point, set_source, shared_build, show_chart
+from app.components.clicks import once
 from app.components.guard import busy, show_error
 from app.components.pickers import typed_model_field
 from app.components.safe_text import md, quoted
@@ -477,7 +478,7 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     st.button(
         "Open this scene in the captioner",
         key=Captions.open_mistake,
-        on_click=_open_mistake,
+        on_click=once(_open_mistake),
         args=(chosen.scene,),
         icon=":material/open_in_new:",
     )

@@ -21,6 +21,7 @@ import streamlit as st
 from app import services
 from app.components.browser_cookie import TEACHER_COOKIE, read_cookie, remember_browser, write_cookie
 from app.components.charts import show_chart
+from app.components.clicks import once
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import safe_label
 from app.components.room_lesson import teacher_controls
@@ -171,7 +172,7 @@ def _live(code: str, token: str) -> None:
                 "Reveal the answer",
                 key=f"{ROOM.reveal}{question.id}",
                 type="primary",
-                on_click=_reveal,
+                on_click=once(_reveal),
                 args=(code, token, question.id),
             )
         if problem := st.session_state.pop(ROOM.reveal_error, None):

@@ -22,6 +22,7 @@ import streamlit as st
 
 from app import services, url_state
 from app.components.charts import show_chart
+from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.knowledge_check import answers, is_right, knowledge_check
 from app.components.lesson_draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, open_tab, owned, use
@@ -53,7 +54,7 @@ def navigation(k: int, n: int, where: str) -> None:
         st.button(
             "Previous",
             key=f"{Lessons.prev}{where}",
-            on_click=_go,
+            on_click=once(_go),
             args=(k - 1, n),
             disabled=k <= 1,
             icon=":material/arrow_back:",
@@ -63,7 +64,7 @@ def navigation(k: int, n: int, where: str) -> None:
         st.button(
             "Next",
             key=f"{Lessons.next}{where}",
-            on_click=_go,
+            on_click=once(_go),
             args=(k + 1, n),
             disabled=k >= n,
             icon=":material/arrow_forward:",
@@ -86,7 +87,7 @@ def progress(k: int, steps: tuple[Step, ...]) -> None:
             st.button(
                 f"{i}. {step.title or f'Step {i}'}{mark}",
                 key=f"{Lessons.goto}{i}",
-                on_click=_go,
+                on_click=once(_go),
                 args=(i, len(steps)),
                 type="tertiary",
                 disabled=i == k,
@@ -217,7 +218,7 @@ def shared_header(lid: str, lesson: Lesson) -> None:
     left.button(
         "Copy it into my lesson",
         key=Draft.copy,
-        on_click=use,
+        on_click=once(use),
         args=(lesson,),
         icon=":material/content_copy:",
         help="Your copy opens in “Write a lesson”, to change and save as your own.",
@@ -226,12 +227,12 @@ def shared_header(lid: str, lesson: Lesson) -> None:
         right.button(
             "Edit it",
             key=Draft.edit_shared,
-            on_click=use,
+            on_click=once(use),
             args=(lesson, (lid, owned()[lid])),
             icon=":material/edit:",
             help="You wrote this lesson: change it in “Write a lesson”, then save.",
         )
-    st.button("Back to the built-in lesson", key=Lessons.builtin, on_click=_builtin, icon=":material/arrow_back:")
+    st.button("Back to the built-in lesson", key=Lessons.builtin, on_click=once(_builtin), icon=":material/arrow_back:")
 
 
 def _builtin() -> None:

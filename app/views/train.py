@@ -17,6 +17,7 @@ import streamlit as st
 from app import services
 from app.components import induction_section
 from app.components.charts import show_chart
+from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.pickers import page_tabs, use_text
 from app.components.safe_text import md
@@ -144,7 +145,7 @@ def controls(progress, fits: bool) -> None:
         icon=":material/play_arrow:",
         key=key("start"),
         disabled=active or not fits,
-        on_click=start,
+        on_click=once(start),
         use_container_width=True,
         help=None if fits else "Over the server's time limit per job: see the message above.",
     )
@@ -154,7 +155,7 @@ def controls(progress, fits: bool) -> None:
             icon=":material/resume:",
             key=key("resume"),
             use_container_width=True,
-            on_click=services.train_control,
+            on_click=once(services.train_control),
             args=("resume",),
         )
     else:
@@ -164,7 +165,7 @@ def controls(progress, fits: bool) -> None:
             key=key("pause"),
             disabled=status != "running",
             use_container_width=True,
-            on_click=services.train_control,
+            on_click=once(services.train_control),
             args=("pause",),
         )
     cols[2].button(
@@ -173,7 +174,7 @@ def controls(progress, fits: bool) -> None:
         key=key("stop"),
         disabled=not active,
         use_container_width=True,
-        on_click=services.train_control,
+        on_click=once(services.train_control),
         args=("stop",),
     )
     cols[3].button(
@@ -182,7 +183,7 @@ def controls(progress, fits: bool) -> None:
         key=key("reset"),
         disabled=progress is None,
         use_container_width=True,
-        on_click=services.train_control,
+        on_click=once(services.train_control),
         args=("reset",),
     )
 

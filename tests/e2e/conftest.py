@@ -27,14 +27,17 @@ START_TIMEOUT_S = 60
 
 
 @contextlib.contextmanager
-def running_app(log_name: str, extra_env: dict[str, str] | None = None, *, prefetch: bool = False):
+def running_app(
+    log_name: str, extra_env: dict[str, str] | None = None, *, prefetch: bool = False, script: str | None = None
+):
     """Start the app as the README says (Hub off, free port); yield its URL; stop only this process.
 
     ``extra_env``: server settings for this server only (e.g. ``AP_MODEL_DIRS``). ``prefetch``: keep the
     launcher's child process (it traces the landing page while the server starts): the session's server and
     the fresh servers keep it, as users run the app; a server started for one page's test (captions, Swin, a
     class) goes without it (``AP_PREFETCH=off``), whose imports would take ~4 s of CPU from the two cores the
-    test and its browser share.
+    test and its browser share. ``script``: a test page of its own (a path under ``tests/e2e/apps``), run with
+    ``streamlit run`` and the repository on its import path, instead of the app.
     """
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
@@ -44,7 +47,7 @@ def running_app(log_name: str, extra_env: dict[str, str] | None = None, *, prefe
     cmd = [
         sys.executable,
         "-m",
-        "app",  # the README's command: the launcher (its prefetch child), then streamlit run
+        *(["streamlit", "run", script] if script else ["app"]),  # app: the README's command (launcher, then run)
         "--server.port",
         str(port),
         "--server.headless",
@@ -57,6 +60,8 @@ def running_app(log_name: str, extra_env: dict[str, str] | None = None, *, prefe
     # Train's tests run jobs of a few thousand steps: on a busy test machine their estimate can pass the
     # default 5-minute limit per job (whose own tests are AppTests and unit tests), so the limit is raised here
     env = {"AP_TRAIN_MAX_SECONDS": "3600", **os.environ, "HF_HUB_OFFLINE": "1", **(extra_env or {})}
+    if script:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     if not prefetch:
         env["AP_PREFETCH"] = "off"
     log_path = ARTIFACTS / log_name

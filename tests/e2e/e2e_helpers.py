@@ -10,6 +10,8 @@ __all__ = [
     "GRID",
     "IDLE_MS",
     "PLOT",
+    "SLOW_FLUSH",
+    "press_while_a_timer_ticks",
     "expect_grid",
     "expect_idle",
     "expect_no_exception",
@@ -22,6 +24,29 @@ __all__ = [
 PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # a Plotly chart that plotly.js has drawn
 IDLE_MS = 30_000
 GRID = '[data-testid="stImage"] img[alt^="Thumbnails of the"]'  # Explore's grid of heads: one picture
+
+# An init script (``page.add_init_script``): while ``window.__slowFlush`` holds a number of milliseconds, the page's
+# zero-delay timeouts wait that long. Streamlit's browser code sends a button's press on such a timeout, so a timed
+# fragment (``run_every``) asks for its rerun in between, every time, instead of now and then (app/components/clicks.py).
+SLOW_FLUSH = """(() => {
+  const later = window.setTimeout;
+  window.__slowFlush = 0;
+  window.setTimeout = function (fn, delay, ...rest) {
+    const wait = window.__slowFlush && !(delay > 0) ? window.__slowFlush : delay;
+    return later.call(window, fn, wait, ...rest);
+  };
+})();"""
+
+
+def press_while_a_timer_ticks(page: Page, button: Locator, hold_ms: int) -> None:
+    """Press ``button`` with the press's message held back ``hold_ms`` (longer than the page's fragment timer), on a
+    page that ran :data:`SLOW_FLUSH` before it loaded; then let the page's timeouts run on time again."""
+    page.evaluate(f"window.__slowFlush = {int(hold_ms)}")
+    try:
+        button.click()
+        page.wait_for_timeout(hold_ms + 100)
+    finally:
+        page.evaluate("window.__slowFlush = 0")
 
 
 def expect_grid(page: Page, timeout_ms: int = IDLE_MS) -> Locator:

@@ -1,0 +1,44 @@
+"""A button's callback runs once a press, on a page with a timed fragment too.
+
+Streamlit's browser code sends a press on the next turn of its event loop. When a timed fragment
+(``st.fragment(run_every=...)``: the class panel every 2 s, the teacher's live answers every 0.5 s, a job's
+progress) asks for its own rerun in between, that request carries the press as well. The server then runs the
+button's callback in the fragment's run, and again in the run the press's own message asks for: a lesson's
+"Next step" moved two steps (a CI run, 2026-11-29; with the teacher's timer at 30 ms, one press in ten did).
+
+:func:`once` drops the early copy. A run of fragments alone never comes from a press of a button outside those
+fragments: the press's own run follows, and the callback runs there. A button inside a timed fragment cannot be
+told apart this way (its own press reruns that fragment too), so such buttons keep callbacks that do the same
+thing when run twice (reveal the answer, cancel a job, send my answer). ``tests/unit/test_button_callbacks.py``
+holds every ``on_click`` of the app to this rule.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import ParamSpec
+
+from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
+
+P = ParamSpec("P")
+
+
+def early_copy() -> bool:
+    """True in a widget callback that a run of other fragments carried ahead of the press's own run."""
+    ctx = get_script_run_ctx()
+    running = getattr(ctx, "fragment_ids_this_run", None) if ctx is not None else None
+    if not running:  # a full run of the page, or no run at all (a test calls the callback itself)
+        return False
+    return getattr(ThreadState.get(), "fragment_id", None) not in running
+
+
+def once(callback: Callable[P, object]) -> Callable[P, None]:
+    """``callback`` as a button's ``on_click``, run once a press (see the module's docstring)."""
+
+    @functools.wraps(callback)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        if not early_copy():
+            callback(*args, **kwargs)
+
+    return run

@@ -1,0 +1,43 @@
+"""A press of a button runs its callback once, on a page whose fragment reruns on a timer (app/components/clicks.py).
+
+The test page (``tests/e2e/apps/timed_fragment.py``) reruns a fragment every 20 ms and has two buttons that count
+their presses: "Plain" with the bare callback, "Once" with it wrapped in ``once``. The press's message is held back
+past a few of the timer's ticks (``SLOW_FLUSH``), as a busy browser does now and then; each tick's request carries
+the press along.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from conftest import running_app
+from e2e_helpers import IDLE_MS, SLOW_FLUSH, press_while_a_timer_ticks
+
+PRESSES = 3
+HOLD_MS = 200  # ten ticks of the page's 20 ms timer
+
+
+def _counts(page) -> tuple[int, int]:
+    text = page.get_by_text(re.compile(r"^counts: ")).inner_text()
+    found = re.search(r"plain=(\d+) once=(\d+)", text)
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_a_press_runs_its_callback_once_while_a_fragment_ticks(browser):
+    with running_app("e2e-clicks.log", script="tests/e2e/apps/timed_fragment.py") as url:
+        page = browser.new_page()
+        page.add_init_script(SLOW_FLUSH)
+        page.goto(url)
+        expect(page.get_by_text("counts: plain=0 once=0")).to_be_visible(timeout=IDLE_MS)
+        # the bare callback: each press counted more than once, so the page reproduces Streamlit's double run
+        press_while_a_timer_ticks(page, page.get_by_role("button", name="Plain"), HOLD_MS)
+        expect(page.get_by_text(re.compile(r"^counts: plain=([2-9]|\d\d+) once=0$"))).to_be_visible(timeout=IDLE_MS)
+        plain = _counts(page)[0]
+        for k in range(1, PRESSES + 1):
+            press_while_a_timer_ticks(page, page.get_by_role("button", name="Once"), HOLD_MS)
+            expect(page.get_by_text(f"counts: plain={plain} once={k}")).to_be_visible(timeout=IDLE_MS)
+        page.wait_for_timeout(300)  # a late second run would show by now
+        assert _counts(page) == (plain, PRESSES)
+        page.close()
