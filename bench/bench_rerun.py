@@ -346,7 +346,10 @@ def split_lines(rounds: list[Round]) -> list[str]:
         "benchmark's own process beside them, in the case's condition (after the same pause as the server's reruns, "
         "or back to back). **Server ÷ its own "
         "pass**: the server's CPU per rerun over the forward pass that ran in those reruns (the pass the rerun shows, "
-        "as the server ran it: whatever slows the server slows both); against the benchmark's pass in the table above.",
+        "as the server ran it: whatever slows the server slows both); against the benchmark's pass in the table above. "
+        "**Other**: the process's CPU less the script threads' and the event loop's (other threads, the kernel's "
+        "ticks); the process's and the event loop's idle rates are subtracted apart, so a case whose other threads "
+        "did almost nothing can come out a little below zero.",
         "",
         "| round | case | "
         + " | ".join(names)
