@@ -31,20 +31,23 @@ GRID = '[data-testid="stImage"] img[alt^="Thumbnails of the"]'  # Explore's grid
 SLOW_FLUSH = """(() => {
   const later = window.setTimeout;
   window.__slowFlush = 0;
+  window.__slowFlushWaiting = 0;  // zero-delay timeouts held back and not run yet
   window.setTimeout = function (fn, delay, ...rest) {
-    const wait = window.__slowFlush && !(delay > 0) ? window.__slowFlush : delay;
-    return later.call(window, fn, wait, ...rest);
+    if (!window.__slowFlush || delay > 0 || typeof fn !== "function") return later.call(window, fn, delay, ...rest);
+    window.__slowFlushWaiting += 1;
+    return later.call(window, (...args) => { window.__slowFlushWaiting -= 1; fn(...args); }, window.__slowFlush, ...rest);
   };
 })();"""
 
 
 def press_while_a_timer_ticks(page: Page, button: Locator, hold_ms: int) -> None:
     """Press ``button`` with the press's message held back ``hold_ms`` (longer than the page's fragment timer), on a
-    page that ran :data:`SLOW_FLUSH` before it loaded; then let the page's timeouts run on time again."""
+    page that ran :data:`SLOW_FLUSH` before it loaded; once every timeout held back has run (the press's message
+    sent), the page's timeouts run on time again."""
     page.evaluate(f"window.__slowFlush = {int(hold_ms)}")
     try:
         button.click()
-        page.wait_for_timeout(hold_ms + 100)
+        page.wait_for_function("window.__slowFlushWaiting === 0", timeout=hold_ms + IDLE_MS)
     finally:
         page.evaluate("window.__slowFlush = 0")
 
