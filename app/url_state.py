@@ -219,7 +219,7 @@ def synced(fragment: Callable[..., Any]) -> Callable[..., Any]:
             result = fragment(*args, **kwargs)
         finally:
             _nesting.depth = depth
-        if depth == 0 or not _fragment_rerun():
+        if depth == 0 or not fragment_rerun():
             sync()
         return result
 
@@ -255,7 +255,7 @@ def _draw_share(params: dict[str, str]) -> None:
     draw_share(slot, link, hidden_controls())
 
 
-def _fragment_rerun() -> bool:
+def fragment_rerun() -> bool:
     """True in a run of fragments alone (a widget inside one changed), False in a full run of the page."""
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 

@@ -21,16 +21,16 @@ from typing import ParamSpec
 
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
+from app.url_state import fragment_rerun
+
 P = ParamSpec("P")
 
 
 def early_copy() -> bool:
     """True in a widget callback that a run of other fragments carried ahead of the press's own run."""
-    ctx = get_script_run_ctx()
-    running = getattr(ctx, "fragment_ids_this_run", None) if ctx is not None else None
-    if not running:  # a full run of the page, or no run at all (a test calls the callback itself)
+    if not fragment_rerun():  # a full run of the page, or no run at all (a test calls the callback itself)
         return False
-    return getattr(ThreadState.get(), "fragment_id", None) not in running
+    return getattr(ThreadState.get(), "fragment_id", None) not in get_script_run_ctx().fragment_ids_this_run
 
 
 def once(callback: Callable[P, object]) -> Callable[P, None]:
