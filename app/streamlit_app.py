@@ -19,11 +19,12 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app import routes, services, state, url_state  # noqa: E402
+from app import routes, state, url_state  # noqa: E402
 from app.components.brand import favicon  # noqa: E402
 from app.components.guard import calm_errors  # noqa: E402
 from app.components.room_panel import student_panel  # noqa: E402
 from app.components.theme import init_presenter, presenting, presenting_link  # noqa: E402
+from app.services.core import warm_up  # noqa: E402
 
 # a projector link (?present=1) opens with the sidebar folded away: the chart gets the screen
 st.set_page_config(
@@ -36,7 +37,7 @@ navigation = st.navigation(
     routes.pages(), expanded=True
 )  # every page listed: past ten Streamlit folds the rest under "View N more"
 # the landing page with no link's values is what the launcher's child traces: the server's own imports wait for it
-services.warm_up(landing=navigation.url_path == "" and not st.query_params)
+warm_up(landing=navigation.url_path == "" and not st.query_params)
 with st.sidebar:
     st.caption(
         "**Attention Playground** — see what attention does inside real transformers, layer by layer and head by head."

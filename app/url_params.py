@@ -114,9 +114,10 @@ def catalog_model(families: set[str] | None = None) -> Callable[[str], str]:
     """A model of the catalog (or one this session trained) by id; its display label is accepted too."""
 
     def read(raw: str) -> str:
-        from app import services  # the catalog; imported when a link is read, not at import
+        from app.services.core import list_models
+        from app.services.train import session_models
 
-        specs = [*services.session_models(), *services.list_models()]
+        specs = [*session_models(), *list_models()]
         wanted = raw.strip()
         for spec in specs:
             if families is not None and spec.family not in families:
@@ -162,16 +163,16 @@ def _lesson_steps() -> int:
     (also when the saved one cannot be read: the page then shows the built-in lesson and says why)."""
     import streamlit as st
 
-    from app import services
     from app.lesson_file import LessonFileError, read_lesson
     from app.lesson_plan import STEPS
+    from app.services.rooms import lesson_store
     from app.store import RoomError, StoreUnavailable
 
     lid = st.session_state.get(Lessons.lesson)
     if not lid:
         return len(STEPS)
     try:
-        return len(read_lesson(services.lesson_store().lesson(lid).body, check_values=False).steps)
+        return len(read_lesson(lesson_store().lesson(lid).body, check_values=False).steps)
     except (RoomError, StoreUnavailable, LessonFileError):
         return len(STEPS)
 
@@ -286,9 +287,9 @@ def _causal_default() -> bool | None:
 
 
 def _digits() -> int:
-    from app import services
+    from app.services.vit import vit_digit_count
 
-    return services.vit_digit_count() - 1
+    return vit_digit_count() - 1
 
 
 def _train(name: str) -> Callable[[str], Any]:
@@ -314,10 +315,10 @@ def shown_view() -> tuple[str, str, int]:
     only while they are still what the page shows (``explore.decoding``, ``write_more.show_write_more``)."""
     import streamlit as st
 
-    from app import services
+    from app.services.core import policy
     from app.state import bounded, current_text
 
-    rules = services.policy()
+    rules = policy()
     typed = (st.session_state.get(K.hub_id) or "").strip() if rules.hub or rules.model_dirs else ""
     tokens = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, 16_384)
     return typed or st.session_state.get(K.model), current_text(), tokens

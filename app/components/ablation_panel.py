@@ -19,11 +19,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import safe_label
 from app.components.safe_text import md
+from app.services.heads import get_ablation
+from app.services.request import TraceRequest
 from app.state import PERSIST, Explore, bounded, choose
 from engine.families import text_families
 
@@ -242,7 +243,7 @@ def render_ablation(
     """Draw the head-ablation panel for one model and text.
 
     Args:
-        model_id: the model to use (loaded through ``services.get_model``).
+        model_id: the model to use (loaded through ``get_model``).
         text: the input sentence.
         causal: the causal-mask setting of the page (ignored by the translator).
         max_tokens: the token limit.
@@ -259,8 +260,8 @@ def render_ablation(
         st.info("Pick one or more heads (or whole layers) to switch off. Below: the output with every head on.")
     try:
         with st.spinner("Running the model with and without those heads…"):
-            result = services.get_ablation(
-                services.TraceRequest(model_id, text, causal, bounded(max_tokens, 1, 100_000)), heads, keep_only
+            result = get_ablation(
+                TraceRequest(model_id, text, causal, bounded(max_tokens, 1, 100_000)), heads, keep_only
             )
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)

@@ -1,6 +1,6 @@
 """The "step through decoding" section of the Bahdanau page: one output step's attention, number by number.
 
-Everything shown comes from ``services.bahdanau_step`` (a ``StepBreakdown`` computed in the engine
+Everything shown comes from ``bahdanau_step`` (a ``StepBreakdown`` computed in the engine
 as numpy from the model's weights and the captured states).
 """
 
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.alignment_views import context_figure, csv_bytes, energies_and_weights, state_strip, table
 from app.components.charts import shared_build, show_chart
 from app.components.safe_text import md
+from app.services.bahdanau import bahdanau_step
 from app.state import PERSIST, Bahdanau, clamp
 
 FORMULAS = {
@@ -98,7 +98,7 @@ def _pieces_dot(b, rows: list[str]) -> None:
 def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
     """The step picker and every number of the chosen step."""
     step = pick_step(target)
-    b = services.bahdanau_step(model_id, text, step)
+    b = bahdanau_step(model_id, text, step)
     rows = [f"{j} {w}" for j, w in enumerate(b.source)]
     st.latex(FORMULAS[b.variant])
     left, right = st.columns([1, 2])

@@ -6,7 +6,7 @@ websocket) but a page run has no HTTP response to set one on, so a cookie is wri
 connection (a reload, a new tab, a reconnect to another worker of the classroom launch) sends it back.
 Two cookies, both only for the class (issue 21), both holding random values and nothing about the person:
 
-- ``services.BROWSER_COOKIE``: the anonymous browser id a room knows a student or teacher by (written once
+- ``BROWSER_COOKIE``: the anonymous browser id a room knows a student or teacher by (written once
   the browser joins or starts a class), so a reload is the same student: one member, the same answer, the
   same rate-limit counts, and the panel comes back without the join link.
 - :data:`TEACHER_COOKIE`: ``CODE-TOKEN`` of the class this browser teaches (the control link's value), so
@@ -22,7 +22,7 @@ import re
 
 import streamlit as st
 
-from app import services
+from app.services.rooms import BROWSER_COOKIE, BROWSER_COOKIE_S, browser_cookie_missing, browser_id
 
 TEACHER_COOKIE = "ap_teacher"
 SAFE = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -41,8 +41,8 @@ def write_cookie(name: str, value: str, max_age_s: int) -> None:
 
 def remember_browser() -> None:
     """Write this browser's anonymous id into its cookie, unless the browser already sent it (once per connection)."""
-    if services.browser_cookie_missing():
-        write_cookie(services.BROWSER_COOKIE, services.browser_id(), services.BROWSER_COOKIE_S)
+    if browser_cookie_missing():
+        write_cookie(BROWSER_COOKIE, browser_id(), BROWSER_COOKIE_S)
 
 
 def read_cookie(name: str) -> str | None:

@@ -3,7 +3,7 @@ revealed from the real model.
 
 The student sees a held-out scene cut into nine regions (a 3×3 split along the captioner's grid cells) and
 picks the region they think the model looks at when it writes the word. The answer is read from the model
-when the student answers (``services.where_it_looks``: the word's α map in the model's own greedy caption,
+when the student answers (``where_it_looks``: the word's α map in the model's own greedy caption,
 its peak cell and the region that holds it), never written in the lesson: a retrained checkpoint changes the
 answer, not the lesson.
 """
@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from app import services
 from app.components.caption_figures import picture_with_boxes, region_box, region_lines
 from app.components.charts import show_chart
 from app.components.clicks import once
@@ -22,10 +21,12 @@ from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.vit_figures import overlay
 from app.figure_data.captions import REGIONS, region_bounds
+from app.services import captions
+from app.services.captions import where_it_looks
 from app.state import Lessons
 
 
-def reveal_text(look: services.captions.Peak, picked: int, word: str) -> str:
+def reveal_text(look: captions.Peak, picked: int, word: str) -> str:
     """ "You picked X; the model's map for “circle” peaks in cell (r, c), in the Y region (α = a)." """
     r, c = look.peak
     alpha = float(look.view.alphas[look.word, r, c])
@@ -48,7 +49,7 @@ def where_check(
     ``forget(step_id)`` clears it (the knowledge check's own callbacks).
     """
     try:
-        look = services.where_it_looks(check.scene, check.word, check.model)
+        look = where_it_looks(check.scene, check.word, check.model)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return
@@ -103,6 +104,6 @@ def where_check(
 def is_right(check, picked: int) -> bool:
     """Whether ``picked`` is the region of the word's attention peak in the real model."""
     try:
-        return picked == services.where_it_looks(check.scene, check.word, check.model).region
+        return picked == where_it_looks(check.scene, check.word, check.model).region
     except Exception:  # noqa: BLE001 — a captioner that cannot run grades nothing right; its error shows where the page draws it
         return False

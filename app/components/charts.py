@@ -332,10 +332,10 @@ def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFig
     title): every session asking for the same view and theme gets this one read-only figure. Per-session
     marks (a highlighted token) go on top with :func:`with_shapes`.
     """
-    from app import services
+    from app.services.core import shared_figure
 
     look = theme.current()
-    return services.shared_figure(view + (look.name,), lambda: ready(build(), look))
+    return shared_figure(view + (look.name,), lambda: ready(build(), look))
 
 
 def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
@@ -347,12 +347,12 @@ def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
     session on every run (~0.9 ms of a rerun), and the browser would fetch them with a request of its own. A picture
     that did not change between two runs reaches the browser as a reference to its cached message (Streamlit caches
     elements of 10 kB and more)."""
-    from app import services
+    from app.services.core import shared_figure
 
     def encoded() -> str:
         return "data:image/png;base64," + base64.b64encode(build()).decode("ascii")
 
-    return services.shared_figure(view + ("png", theme.current().name), encoded)
+    return shared_figure(view + ("png", theme.current().name), encoded)
 
 
 def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:

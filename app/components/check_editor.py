@@ -23,7 +23,6 @@ from dataclasses import replace
 
 import streamlit as st
 
-from app import services
 from app.components.guard import plain_error
 from app.lesson_file import (
     EXPLAIN_CHARS,
@@ -37,6 +36,12 @@ from app.lesson_file import (
     Predict,
     Step,
 )
+from app.services.bahdanau import BAHDANAU_MODELS
+from app.services.captions import CAPTION_MODEL, HELD_OUT_SCENES, where_it_looks
+from app.services.core import get_trace, list_models
+from app.services.heads import attention_block
+from app.services.lessons import LESSON_MAX_TOKENS
+from app.services.request import TraceRequest
 from app.state import DEFAULT_MODEL, Draft, defaults
 from engine.families import text_families
 
@@ -95,7 +100,7 @@ def _defaults(step: Step) -> dict[str, object]:
         Draft.edit_head + sid: predict.head if predict else 0,
         Draft.edit_causal + sid: {None: "own", True: "on", False: "off"}[causal],
         Draft.edit_expect + sid: predict.expect if predict else "",
-        Draft.edit_captioner + sid: look.model if look else services.CAPTION_MODEL,
+        Draft.edit_captioner + sid: look.model if look else CAPTION_MODEL,
         Draft.edit_scene + sid: look.scene if look else 0,
     }
 
@@ -105,14 +110,14 @@ def _models(
 ) -> dict[str, str]:
     """{id: label} of the catalog's models of ``families`` and the ids in ``also``, with ``current`` (a file's own
     value) kept."""
-    models = {spec.id: spec.label for spec in services.list_models() if spec.family in families or spec.id in also}
+    models = {spec.id: spec.label for spec in list_models() if spec.family in families or spec.id in also}
     return models if current is None or current in models else {current: current, **models}
 
 
 def predict_models(current: str | None = None) -> dict[str, str]:
     """{id: label} of the models a predict check reads (the editor's list; "Add this view" offers the check only
     for a view of one of them), with ``current`` (a file's own value) kept."""
-    return _models(_predict_families(), current, frozenset(services.BAHDANAU_MODELS.values()))
+    return _models(_predict_families(), current, frozenset(BAHDANAU_MODELS.values()))
 
 
 def _predict_families() -> frozenset[str]:
@@ -174,7 +179,7 @@ def fields(step: Step, kind: str) -> None:
         models = _models(("captioner",), st.session_state[Draft.edit_captioner + sid])
         st.selectbox("Captioner", list(models), format_func=models.get, key=Draft.edit_captioner + sid)
         scene, word = st.columns([1, 2])
-        most = max(services.HELD_OUT_SCENES - 1, st.session_state[Draft.edit_scene + sid])  # a file's own, checked
+        most = max(HELD_OUT_SCENES - 1, st.session_state[Draft.edit_scene + sid])  # a file's own, checked
         scene.number_input("Held-out scene", min_value=0, max_value=most, key=Draft.edit_scene + sid)
         word.text_input(
             "Word it writes", key=Draft.edit_word + sid, max_chars=WORD_CHARS, help="A word of the scene's caption."
@@ -239,7 +244,7 @@ def read_check(sid: str) -> Check | None:
     if not word:
         raise LessonFileError("Write the word: " + ("the query token." if kind == "predict" else "a word it writes."))
     if kind == "look":
-        scene = _whole(get(Draft.edit_scene), "The scene", services.HELD_OUT_SCENES - 1)
+        scene = _whole(get(Draft.edit_scene), "The scene", HELD_OUT_SCENES - 1)
         return Look(question, str(get(Draft.edit_captioner) or ""), scene, word, explain)
     text, expect = _note(get(Draft.edit_text)), _typed(get(Draft.edit_expect))
     if not text:
@@ -273,9 +278,9 @@ def model_problem(check: Check | None) -> str | None:
         if isinstance(check, Predict):
             return _predict_problem(check)
         if isinstance(check, Look):
-            if check.model not in {spec.id for spec in services.list_models() if spec.family == "captioner"}:
+            if check.model not in {spec.id for spec in list_models() if spec.family == "captioner"}:
                 return f"“{check.model}” is not a captioner of this server."
-            services.where_it_looks(check.scene, check.word, check.model)
+            where_it_looks(check.scene, check.word, check.model)
     except Exception as exc:  # noqa: BLE001 — a model that cannot run: its message, in the editor
         return plain_error(exc)
     return None
@@ -283,15 +288,15 @@ def model_problem(check: Check | None) -> str | None:
 
 def lesson_attention(model: str, text: str, causal: bool | None):
     """The attention a predict check of a self-attention model reads: the sentence traced as a student's answer
-    traces it (``services.lesson_row``: ``LESSON_MAX_TOKENS``); its ``tokens`` are the words a query can be."""
-    trace = services.get_trace(services.TraceRequest(model, text, causal, services.LESSON_MAX_TOKENS))
-    return services.attention_block(trace)
+    traces it (``lesson_row``: ``LESSON_MAX_TOKENS``); its ``tokens`` are the words a query can be."""
+    trace = get_trace(TraceRequest(model, text, causal, LESSON_MAX_TOKENS))
+    return attention_block(trace)
 
 
 def _predict_problem(check: Predict) -> str | None:
     from app.components.knowledge_check import row_for  # the row a student's answer reveals
 
-    if check.model not in services.BAHDANAU_MODELS.values():
+    if check.model not in BAHDANAU_MODELS.values():
         attention = lesson_attention(check.model, check.text, check.causal)
         if not (check.layer < attention.n_layers and check.head < attention.n_heads):
             return (

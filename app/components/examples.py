@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app import services
 from app.components.pickers import open_head, use_text
+from app.services.lessons import model_vocabulary
 from app.state import Examples, current_text
 from engine.text import UNKNOWN_WORDS_LEAD
 
@@ -236,7 +236,7 @@ def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
 def _examples(model_id: str, card):
     """``(set_name, examples, vocab)`` for the model: its example set and, for a closed vocabulary, its words."""
     try:
-        vocab = services.model_vocabulary(model_id)
+        vocab = model_vocabulary(model_id)
     except Exception:  # noqa: BLE001 — the picker is a help; the page reports loading errors itself
         vocab = None
     set_name, examples = examples_for(model_id, card.family, vocab)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app import services
+from app.services.heads import HEAD_BLOCKS, block_is_square
+from app.services.request import TraceRequest
 from engine import AttentionTrace
 
 #: metric column → (label for people, number format, what it means)
@@ -50,7 +51,7 @@ class HeadsContext:
     """The Heads page's shared choices and the attention block they select.
 
     Attributes:
-        model_id, text, causal, max_tokens: the trace's arguments (``services.get_trace``).
+        model_id, text, causal, max_tokens: the trace's arguments (``get_trace``).
         block: ``"self"`` for encoders/decoders; ``"encoder" | "decoder" | "cross"`` for a translator.
         family: the model family (encoder, decoder, encoder-decoder).
         attention: the block's AttentionTrace (from the cached trace).
@@ -68,15 +69,15 @@ class HeadsContext:
     head: int
 
     @property
-    def request(self) -> services.TraceRequest:
+    def request(self) -> TraceRequest:
         """The page's request for the chosen block (the one argument of the map services)."""
-        return services.TraceRequest(self.model_id, self.text, self.causal, self.max_tokens, block=self.block)
+        return TraceRequest(self.model_id, self.text, self.causal, self.max_tokens, block=self.block)
 
     @property
     def square(self) -> bool:
         """True for self-attention (queries and keys are the same tokens)."""
-        return services.block_is_square(self.block)
+        return block_is_square(self.block)
 
     @property
     def block_label(self) -> str:
-        return services.HEAD_BLOCKS.get(self.block, "")
+        return HEAD_BLOCKS.get(self.block, "")

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.head_views import difference_heatmap, similarity_figure
@@ -20,6 +19,15 @@ from app.components.heads_context import HeadsContext, metric_columns
 from app.components.heatmap import attention_heatmap
 from app.components.rollout_controls import discard_rule_picker, discard_sentence
 from app.components.theme import side_by_side
+from app.services.heads import (
+    SIMILARITY_MAX_HEADS,
+    SIMILARITY_MAX_TOKENS,
+    head_metrics_table,
+    head_similarity,
+    heads_attention,
+    rollout_maps,
+)
+from app.services.request import TraceRequest
 from app.state import PERSIST, Heads, bounded, clamp, defaults
 from engine import AttentionTrace
 
@@ -36,7 +44,7 @@ def similarity_section(ctx: HeadsContext) -> None:
     """The head × head Jensen–Shannon divergence matrix in clustering order, and the closest pairs."""
     att = ctx.attention
     with st.spinner("Comparing every pair of heads…"):
-        divergence, order, coarsened, n_layers = services.head_similarity(ctx.request)
+        divergence, order, coarsened, n_layers = head_similarity(ctx.request)
     labels = [f"L{layer}H{head}" for layer in range(n_layers) for head in range(att.n_heads)]
     show_chart(similarity_figure(divergence, labels, order), key=Heads.similarity)
     st.caption(
@@ -48,13 +56,12 @@ def similarity_section(ctx: HeadsContext) -> None:
     )
     if coarsened:
         st.info(
-            f"Long input: to stay fast, the comparison uses {services.SIMILARITY_MAX_TOKENS} evenly spaced query "
-            f"rows and sums the keys into {services.SIMILARITY_MAX_TOKENS} groups of neighbouring tokens."
+            f"Long input: to stay fast, the comparison uses {SIMILARITY_MAX_TOKENS} evenly spaced query "
+            f"rows and sums the keys into {SIMILARITY_MAX_TOKENS} groups of neighbouring tokens."
         )
     if n_layers < att.n_layers:
         st.info(
-            f"Only the first {n_layers} of {att.n_layers} layers are compared "
-            f"(at most {services.SIMILARITY_MAX_HEADS} heads)."
+            f"Only the first {n_layers} of {att.n_layers} layers are compared (at most {SIMILARITY_MAX_HEADS} heads)."
         )
     pairs = _closest_pairs(divergence, labels)
     st.dataframe(
@@ -137,7 +144,7 @@ def compare_section(ctx: HeadsContext) -> None:
                 zmax=top,
             )
             show_chart(fig, key=f"{Heads.cmp}{name}")
-    frame = services.head_metrics_table(ctx.request)
+    frame = head_metrics_table(ctx.request)
     st.dataframe(
         _metric_rows(frame, {"A": a, "B": b}),
         hide_index=True,
@@ -164,9 +171,7 @@ def _metric_rows(frame: pd.DataFrame, heads: dict[str, tuple[int, int]]) -> pd.D
 
 def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace | None:
     try:
-        return services.heads_attention(
-            services.TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block)
-        )
+        return heads_attention(TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block))
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err, before=f"Sentence {name}: ")
         return None
@@ -218,7 +223,7 @@ def sentence_pair(ctx: HeadsContext) -> None:
         )
     rows = []
     for name, text in (("A", text_a), ("B", text_b)):
-        frame = services.head_metrics_table(dataclasses.replace(ctx.request, text=text))
+        frame = head_metrics_table(dataclasses.replace(ctx.request, text=text))
         rows.append(_metric_rows(frame, {name: (layer, head)}))
     both = pd.concat(rows, ignore_index=True)
     st.dataframe(both, hide_index=True, key=Heads.sent_metrics, column_config=metric_columns(both.columns))
@@ -267,7 +272,7 @@ def rollout_section(ctx: HeadsContext) -> None:
     fusion = fusion if fusion in FUSIONS else "mean"
     discard = bounded(round(float(st.session_state.get(Heads.discard, 0.0)) * 100), 0, 90) / 100
     with st.spinner("Rolling attention out through the layers…"):
-        maps, fused = services.rollout_maps(ctx.request, fusion, discard, rule)
+        maps, fused = rollout_maps(ctx.request, fusion, discard, rule)
     att, layer = ctx.attention, ctx.layer
     labels = att.tokens.labels()
     blocked = np.isneginf(att.mask(layer))

@@ -1,9 +1,9 @@
 """Train live's "Induction heads" tab: the phase change of a two-layer attention-only model, shipped and live.
 
-One document (``services.induction_shipped()`` or ``services.run_document(progress)``) draws everything:
+One document (``induction_shipped()`` or ``run_document(progress)``) draws everything:
 the loss and in-context-learning curves, each head's scores per step, the loss at each position and the probe's
 attention before and after the phase change. The live run goes through the long-work lane
-(``services.induction_start``), followed by ``components.job_status.follow``.
+(``induction_start``), followed by ``components.job_status.follow``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.clicks import once
 from app.components.guard import show_error
@@ -23,6 +22,15 @@ from app.components.job_status import follow
 from app.components.theme import side_by_side
 from app.components.train_charts import _lines as lines_chart
 from app.components.train_charts import attention_grid
+from app.services.induction import (
+    INDUCTION,
+    INDUCTION_MODEL,
+    induction_options,
+    induction_shipped,
+    induction_start,
+    induction_status,
+    run_document,
+)
 from app.state import Train, defaults
 
 SCORES = {
@@ -252,15 +260,13 @@ def draw(doc: dict[str, Any], where: str) -> None:
 def start() -> None:
     st.session_state.pop(key("error"), None)
     try:
-        services.induction_start(
-            st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")]
-        )
+        induction_start(st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")])
     except ValueError as err:
         st.session_state[key("error")] = str(err)
 
 
 def live_controls() -> None:
-    options = services.induction_options()
+    options = induction_options()
     defaults({key("steps"): options["steps"], key("lr"): options["lr"], key("seed"): 0})
     a, b, c, d = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
     a.number_input(
@@ -283,7 +289,7 @@ def live_controls() -> None:
         help="Some seeds stay longer on the plateau, or find another "
         "way to use the context (no prefix-matching head): try another.",
     )
-    status = services.induction_status()
+    status = induction_status()
     d.button(
         "Train it here",
         type="primary",
@@ -296,11 +302,11 @@ def live_controls() -> None:
     if (error := st.session_state.get(key("error"))) is not None:
         show_error(error, level="error")
     if status is not None:
-        follow(services.INDUCTION, status, "Training", extra=live_curves)
+        follow(INDUCTION, status, "Training", extra=live_curves)
 
 
 def live_curves(status) -> None:
-    doc = services.run_document(status.latest)
+    doc = run_document(status.latest)
     if doc is not None and len(doc["curves"]["step"]) > 1:
         left, right = side_by_side(2)
         with left:
@@ -323,8 +329,8 @@ def show() -> None:
         "(Olsson et al. 2022). The shipped run is drawn below at once; train your own to watch it happen."
     )
     live_controls()
-    status = services.induction_status()
-    yours = services.run_document(status.result) if status is not None and status.status == "done" else None
+    status = induction_status()
+    yours = run_document(status.result) if status is not None and status.status == "done" else None
     shown = SHIPPED
     if yours is not None:
         shown = st.segmented_control("Show", [SHIPPED, YOURS], default=YOURS, key=key("shown"), required=True)
@@ -332,12 +338,12 @@ def show() -> None:
         draw(yours, "yours")
         return
     try:
-        doc = services.induction_shipped()
+        doc = induction_shipped()
     except ValueError as err:
         show_error(str(err))
         return
     st.markdown(
-        f"**{SHIPPED}**: `{services.INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "
+        f"**{SHIPPED}**: `{INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "
         "2-layer attention-only*; type letters, then the same letters again)."
     )
     draw(doc, "shipped")

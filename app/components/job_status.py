@@ -1,8 +1,8 @@
 """A long job of this session on a page: where it is in the queue, how far it has got, a Cancel button.
 
-The page submits the job through a service (``services.finetune_start``, ``services.measure_start``,
-``services.request_generation``) and passes its status to :func:`follow`. While the job is queued or
-running, a fragment polls ``services.long_status`` (the rest of the page stays as it is and usable: the script
+The page submits the job through a service (``finetune_start``, ``measure_start``,
+``request_generation``) and passes its status to :func:`follow`. While the job is queued or
+running, a fragment polls ``long_status`` (the rest of the page stays as it is and usable: the script
 thread never waits for the job): every :data:`POLL_S` seconds while it runs, every :data:`QUEUED_POLL_S` while it
 waits in the queue (its position moves only when a job ahead ends, and five waiting pages polling fast cost the
 other students' reruns: docs/BENCHMARKS.md "Long work next to a class"). When the job starts, and when it ends,
@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from app import services
 from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.safe_text import md
+from app.services.long_work import cancel_long, long_status
 from engine.jobs import JobStatus, about
 
 POLL_S = 0.75  # seconds between a running job's looks: its progress bar moves
@@ -30,7 +30,7 @@ def follow(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus],
     """Show this session's job of ``kind`` (its ``status`` from the page's run).
 
     Args:
-        kind: ``services.FINETUNE`` | ``services.MEASURE`` | ``services.WRITE``.
+        kind: ``FINETUNE`` | ``MEASURE`` | ``WRITE``.
         status: the job's status now.
         what: the work in a few words ("Fine-tuning"), the start of each message.
         extra: draws more of a running job (the fine-tuning curve so far), under its progress bar.
@@ -48,7 +48,7 @@ def follow(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus],
 def _poll(kind: str, job_id: int, queued: bool, what: str, extra: Callable[[JobStatus], None] | None) -> None:
     @st.fragment(run_every=QUEUED_POLL_S if queued else POLL_S)
     def poll() -> None:
-        now = services.long_status(kind)
+        now = long_status(kind)
         if now is None or now.job_id != job_id or not now.active or (now.status == "queued") != queued:
             st.rerun()  # the whole page: the result (or why there is none), or a started job polled faster
         _show(kind, now, what, extra)
@@ -67,6 +67,4 @@ def _show(kind: str, status: JobStatus, what: str, extra: Callable[[JobStatus], 
         st.progress(status.fraction, text=md(status.text) if status.text else f"{what}…")
         if extra is not None:
             extra(status)
-    st.button(
-        "Cancel", key=f"{kind}_cancel", icon=":material/cancel:", on_click=once(services.cancel_long), args=(kind,)
-    )
+    st.button("Cancel", key=f"{kind}_cancel", icon=":material/cancel:", on_click=once(cancel_long), args=(kind,))

@@ -2,7 +2,7 @@
 
 Answering first and seeing the truth second is the point: a student who guessed *street* for "it" and then
 sees the head's bar on *animal* remembers it. The revealed numbers are the real head's row
-(``services.lesson_row``), the same ones Explore shows for that sentence, layer and head. Answers are kept
+(``lesson_row``), the same ones Explore shows for that sentence, layer and head. Answers are kept
 per session in ``st.session_state[Lessons.answers]`` ({step id: answer}), so leaving a step and coming back
 shows the reveal again, and the page can say how many checks are answered.
 """
@@ -12,12 +12,13 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.lesson_plan import Choice, Look, Predict, Step
+from app.services.bahdanau import BAHDANAU_MODELS
+from app.services.lessons import QueryRow, alignment_row, lesson_row
 from app.state import Lessons, default
 
 
@@ -38,16 +39,14 @@ def _forget(step_id: str) -> None:
     answers().pop(step_id, None)
 
 
-def row_for(check: Predict) -> services.QueryRow:
+def row_for(check: Predict) -> QueryRow:
     """The real row a predict check reveals: the translator's alignment, or one head of a self-attention trace."""
-    if check.model in services.BAHDANAU_MODELS.values():
-        return services.alignment_row(check.model, check.text, check.word)
-    return services.lesson_row(
-        check.model, check.text, check.causal, check.layer, check.head, check.word, check.occurrence
-    )
+    if check.model in BAHDANAU_MODELS.values():
+        return alignment_row(check.model, check.text, check.word)
+    return lesson_row(check.model, check.text, check.causal, check.layer, check.head, check.word, check.occurrence)
 
 
-def row_figure(row: services.QueryRow, picked: int) -> go.Figure:
+def row_figure(row: QueryRow, picked: int) -> go.Figure:
     """The revealed row as bars: the student's pick in orange, the head's top key in dark blue."""
     labels = [f"{i} · {s}" for i, s in enumerate(row.keys)]
     colours = ["#e8710a" if i == picked else "#1f3b73" if i == row.top else "#9db4d8" for i in range(len(labels))]
@@ -64,7 +63,7 @@ def row_figure(row: services.QueryRow, picked: int) -> go.Figure:
     return fig
 
 
-def reveal_text(row: services.QueryRow, picked: int) -> str:
+def reveal_text(row: QueryRow, picked: int) -> str:
     """ "You picked X (weight a); the head's top key is Y (weight b)." with the real numbers."""
     mine = f"You picked **{md(row.keys[picked])}** (weight {row.weights[picked]:.3f})"
     if picked == row.top:

@@ -4,7 +4,7 @@ The draft is this session's :class:`app.lesson_file.Lesson` (``Draft.lesson``). 
 :func:`_replace`, which writes the lesson file and reads it back with the checks an uploaded file gets, so the
 draft is always a lesson that can be downloaded, saved and opened again; a change that would break it (a note
 too long, a question with one option) gets a message and changes nothing. Each change is also kept in the class
-store under the browser's anonymous id (``services.browser_id``, its cookie written while there is a draft), with
+store under the browser's anonymous id (``browser_id``, its cookie written while there is a draft), with
 the saved lesson it edits (``Draft.saved``: id and edit secret), so a new session of the same browser (a reload)
 starts from it and "Save changes" still updates that lesson; the add box and the editor say where it lives.
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from app import services, url_state
+from app import url_state
 from app.components import check_editor
 from app.components.browser_cookie import remember_browser
 from app.components.check_editor import choice_from
@@ -60,6 +60,7 @@ from app.lesson_file import (
 )
 from app.links import app_link
 from app.routes import PAGES
+from app.services.rooms import browser_cookie_missing, browser_id, lesson_store
 from app.state import Draft, K, Lessons, bounded, default, default_from, settle
 from app.state import Look as Shown
 from app.state import Step as Walk
@@ -103,10 +104,10 @@ def _start() -> Lesson:
 def _kept() -> tuple[Lesson, tuple[str, str] | None]:
     """The draft this browser kept in the class store, when its id came back in its cookie, and the saved lesson
     (id, edit secret) it edits, if any; else an empty draft."""
-    if services.browser_cookie_missing():  # a new browser (or one that never wrote a draft): nothing to look up
+    if browser_cookie_missing():  # a new browser (or one that never wrote a draft): nothing to look up
         return EMPTY, None
     try:
-        store, browser = services.lesson_store(), services.browser_id()
+        store, browser = lesson_store(), browser_id()
         body = store.kept_draft(browser)
         if not body:
             return EMPTY, None
@@ -119,8 +120,8 @@ def _keep(lesson: Lesson) -> None:
     """Write the draft (every change) to the class store under this browser's id, with the saved lesson it edits
     (``Draft.saved``), so a reload brings both back."""
     try:
-        services.lesson_store().keep_draft(
-            services.browser_id(), write_lesson(lesson) if lesson.steps else "", st.session_state.get(Draft.saved)
+        lesson_store().keep_draft(
+            browser_id(), write_lesson(lesson) if lesson.steps else "", st.session_state.get(Draft.saved)
         )
     except (StoreUnavailable, RoomError):
         pass  # the session still holds the draft; the editor says how to keep it (save, download)
@@ -293,7 +294,7 @@ def _words(view: View) -> dict[int, tuple[str, int]] | str:
     words: dict[int, tuple[str, int]] = {}
     for i, (string, special) in enumerate(zip(tokens.strings, tokens.special)):
         word = string.strip()
-        occurrence = seen[word.lower()]  # as services.find_token counts them
+        occurrence = seen[word.lower()]  # as find_token counts them
         seen[word.lower()] += 1
         if word and not special and len(word) <= WORD_CHARS:
             words[i] = (word, occurrence)
@@ -606,9 +607,7 @@ def _save() -> None:
     lesson = draft()
     lid, secret = st.session_state.get(Draft.saved) or (None, None)
     try:
-        lid, secret = services.lesson_store().save(
-            services.browser_id(), lesson.title, write_lesson(lesson), lid, secret
-        )
+        lid, secret = lesson_store().save(browser_id(), lesson.title, write_lesson(lesson), lid, secret)
     except (RoomError, StoreUnavailable) as exc:
         _say("editor", "error" if isinstance(exc, StoreUnavailable) else "warning", str(exc))
         return

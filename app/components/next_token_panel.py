@@ -11,10 +11,11 @@ import math
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import safe_label, unique_labels
+from app.services.heads import get_next_token
+from app.services.request import TraceRequest
 from app.state import PERSIST, Explore
 from engine.analysis.next_token import probabilities
 
@@ -62,7 +63,7 @@ def show_next_token(model_id: str, family: str, text: str, causal: bool | None, 
         return
     try:
         with st.spinner("Running the model once for its next-token scores…"):
-            nt = services.get_next_token(services.TraceRequest(model_id, text, causal, max_tokens))
+            nt = get_next_token(TraceRequest(model_id, text, causal, max_tokens))
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

@@ -1,7 +1,7 @@
 """The Pretraining page's "Next sentence and [CLS]" tab: BERT's next-sentence prediction, learned on the page by a
 linear head on [CLS], and what that fine-tuning changed in the encoder's attention.
 
-The fine-tuning runs on the long-work lane as this session's job of kind ``services.NSP`` (the colour task's
+The fine-tuning runs on the long-work lane as this session's job of kind ``NSP`` (the colour task's
 pattern: a queue place, then progress, then the result kept in the session). The result
 (``engine.training.nsp.NspResult``) is plain numbers: the charts here only draw it.
 """
@@ -15,12 +15,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import attention_heatmap
 from app.components.job_status import follow
 from app.components.theme import side_by_side
+from app.services.long_work import NSP, long_status
+from app.services.pretraining import nsp_examples, nsp_start
 from app.state import Pretraining as P
 from app.state import default
 from app.url_params import FINETUNE_LRS
@@ -79,15 +80,15 @@ def next_sentence() -> None:
     if pressed:
         st.session_state.pop(P.nsp_result, None)
         try:
-            services.nsp_start(int(steps), float(lr))
+            nsp_start(int(steps), float(lr))
         except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
             show_error(err)
             return
-    status = services.long_status(services.NSP)
+    status = long_status(NSP)
     if status is not None and status.status == "done":
         st.session_state[P.nsp_result] = status.result  # the session keeps it, whatever the queue forgets
     elif status is not None:
-        follow(services.NSP, status, "NSP fine-tuning", extra=_running_curve)
+        follow(NSP, status, "NSP fine-tuning", extra=_running_curve)
     result = st.session_state.get(P.nsp_result)
     if result is None:
         st.caption(
@@ -100,7 +101,7 @@ def next_sentence() -> None:
 
 def _examples() -> None:
     try:
-        pairs = services.nsp_examples()
+        pairs = nsp_examples()
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

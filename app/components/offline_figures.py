@@ -8,7 +8,6 @@ same figures the page shows (``positional_figs``, ``vit_figures``, ``window_figu
 
 from __future__ import annotations
 
-from app import services
 from app.components.caption_figures import word_panels
 from app.components.charts import ReadyFigure, ready, source_line, with_source
 from app.components.explain_figures import importance_heatmap
@@ -17,6 +16,17 @@ from app.components.positional_figs import bias_grid, matrix_heatmap
 from app.components.scaling_figures import loss_vs_compute, loss_vs_params
 from app.components.vit_figures import overlay, overlay_grid, probability_bars
 from app.components.window_figures import window_overlay
+from app.services.offline_pages import (
+    Biases,
+    BlankGuesses,
+    Curves,
+    Importances,
+    Matrices,
+    Objectives,
+    PatchAttention,
+    WindowAttention,
+    WordMaps,
+)
 
 Figures = list[tuple[ReadyFigure, str]]  # (figure, caption without the link's label)
 
@@ -27,7 +37,7 @@ def page_figures(view: object) -> Figures | None:
     return draw(view) if draw is not None else None
 
 
-def _matrices(view: services.Matrices) -> Figures:
+def _matrices(view: Matrices) -> Figures:
     out: Figures = []
     for panel in view.panels:
         bound = panel.bound
@@ -43,7 +53,7 @@ def _matrices(view: services.Matrices) -> Figures:
     return out
 
 
-def _biases(view: services.Biases) -> Figures:
+def _biases(view: Biases) -> Figures:
     fig = ready(bias_grid(view.bias, list(view.heads), view.slopes, causal=view.causal))
     n_heads, n_pos = view.bias.shape[0], view.bias.shape[1]
     return [
@@ -55,7 +65,7 @@ def _biases(view: services.Biases) -> Figures:
     ]
 
 
-def _patches(view: services.PatchAttention) -> Figures:
+def _patches(view: PatchAttention) -> Figures:
     source = source_line(view.model_id, view.described)
     title = f"[CLS] → patches, layer {view.layer}, head {view.head}"
     answer = f" The model's answer: {view.prediction}." if view.prediction else ""
@@ -67,7 +77,7 @@ def _patches(view: services.PatchAttention) -> Figures:
     ]
 
 
-def _window(view: services.WindowAttention) -> Figures:
+def _window(view: WindowAttention) -> Figures:
     title = f"Patch {view.patch} → its window, stage {view.stage}, block {view.block}, head {view.head}"
     fig = ready(window_overlay(view.image, view.row, view.cell, view.patch, title=title))
     return [
@@ -78,7 +88,7 @@ def _window(view: services.WindowAttention) -> Figures:
     ]
 
 
-def _words(view: services.WordMaps) -> Figures:
+def _words(view: WordMaps) -> Figures:
     fig = with_source(ready(word_panels(view.image, view.view)), source_line(view.model_id, view.described))
     reference = f" The scene's grammar says “{view.reference}”." if view.reference else ""
     return [
@@ -90,7 +100,7 @@ def _words(view: services.WordMaps) -> Figures:
     ]
 
 
-def _blank(view: services.BlankGuesses) -> Figures:
+def _blank(view: BlankGuesses) -> Figures:
     source = source_line(view.model_id, view.text)
     bars = probability_bars(view.words, view.probs, top=len(view.words))
     bars.update_layout(title=dict(text=f"Guesses for the blank at {view.position}"))
@@ -114,7 +124,7 @@ def _blank(view: services.BlankGuesses) -> Figures:
     ]
 
 
-def _objectives(view: services.Objectives) -> Figures:
+def _objectives(view: Objectives) -> Figures:
     return [
         (
             with_source(ready(layer_mean_map(real)), source_line(real.model_id, real.text)),
@@ -126,7 +136,7 @@ def _objectives(view: services.Objectives) -> Figures:
     ]
 
 
-def _curves(view: services.Curves) -> Figures:
+def _curves(view: Curves) -> Figures:
     curves = view.curves
     fit = curves.fit
     return [
@@ -143,7 +153,7 @@ def _curves(view: services.Curves) -> Figures:
     ]
 
 
-def _importances(view: services.Importances) -> Figures:
+def _importances(view: Importances) -> Figures:
     fig = importance_heatmap(list(view.tokens), list(view.methods), list(view.scores))
     return [
         (
@@ -155,13 +165,13 @@ def _importances(view: services.Importances) -> Figures:
 
 
 DRAWERS = {
-    services.Matrices: _matrices,
-    services.Biases: _biases,
-    services.PatchAttention: _patches,
-    services.WindowAttention: _window,
-    services.WordMaps: _words,
-    services.BlankGuesses: _blank,
-    services.Objectives: _objectives,
-    services.Curves: _curves,
-    services.Importances: _importances,
+    Matrices: _matrices,
+    Biases: _biases,
+    PatchAttention: _patches,
+    WindowAttention: _window,
+    WordMaps: _words,
+    BlankGuesses: _blank,
+    Objectives: _objectives,
+    Curves: _curves,
+    Importances: _importances,
 }

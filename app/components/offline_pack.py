@@ -1,8 +1,8 @@
 """The offline lesson pack (issue 21, 4): a lesson, or one view, as one HTML file that opens from disk.
 
 For each step: its title, note and question, and for each of its links the chart the link's page draws first,
-computed on the server (``services.pack_view``: the same trace and map a page shows, at most
-``services.PACK_CELLS``² cells a map) and drawn here by the app's own figure builders (``heatmap.map_spec``,
+computed on the server (``pack_view``: the same trace and map a page shows, at most
+``PACK_CELLS``² cells a map) and drawn here by the app's own figure builders (``heatmap.map_spec``,
 ``alignment_views.alignment_map``, and for the other pages ``app/components/offline_figures.py``, themed by
 ``charts.ready``), as Plotly JSON. plotly.js is read from the
 installed ``plotly`` package when the pack is built (never copied into the repository, no CDN), and
@@ -24,7 +24,6 @@ from datetime import datetime, timezone
 
 import streamlit as st
 
-from app import services
 from app.components import theme
 from app.components.alignment_views import alignment_map
 from app.components.charts import ready, source_line, with_source
@@ -35,6 +34,7 @@ from app.components.offline_figures import page_figures
 from app.lesson_file import Choice, Lesson, Link, Look, Predict, Step
 from app.offline_html import Chart, Note, PackStep, render
 from app.routes import PAGES
+from app.services.offline_pack import PACK_CELLS, PACK_MAX_TOKENS, Alignment, NoChart, PackView, pack_view
 from app.state import Offline, default
 
 PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
@@ -75,15 +75,15 @@ PAGE_SAYS = {  # what the pack draws of a text page other than Explore (which dr
 }
 
 
-def _charts(view: services.PackView, label: str) -> list[Chart | Note]:
+def _charts(view: PackView, label: str) -> list[Chart | Note]:
     """The figures of one link's view, as the page draws them (in the default look), with their captions."""
-    if isinstance(view, services.NoChart):
+    if isinstance(view, NoChart):
         return [Note(f"{label}: {view.reason}")]
     with theme.looking(theme.DEFAULT):  # the pack is read on a laptop, not on this projector or phone
         figures = page_figures(view)  # the pages other than the text pages and Bahdanau
         if figures is not None:
             return [Chart(_json(fig), f"{label}. {caption}") for fig, caption in figures]
-        if isinstance(view, services.Alignment):
+        if isinstance(view, Alignment):
             fig = ready(
                 alignment_map(
                     view.weights,
@@ -123,12 +123,12 @@ def _charts(view: services.PackView, label: str) -> list[Chart | Note]:
         n_q, n_k = view.n_tokens
         pooled = (
             f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
-            f"(a pack holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells a map)."
+            f"(a pack holds at most {PACK_CELLS} × {PACK_CELLS} cells a map)."
             if data.pooled
             else ""
         )
         cut = (
-            f" The pack reads at most the first {services.PACK_MAX_TOKENS:,} tokens of a text (the link asks for "
+            f" The pack reads at most the first {PACK_MAX_TOKENS:,} tokens of a text (the link asks for "
             "more; the app shows them)."
             if view.cut
             else ""
@@ -142,7 +142,7 @@ def link_items(link: Link) -> list[Chart | Note]:
     page = link.page.removesuffix(".py")
     label = link.label or PAGE_TITLES.get(page, page)
     try:
-        return _charts(services.pack_view(page, dict(link.params)), label)
+        return _charts(pack_view(page, dict(link.params)), label)
     except Exception as err:  # noqa: BLE001 — a figure that cannot be built is a note, never a crash
         return [Note(f"{label}: this view could not be drawn for the pack: {plain_error(err)}")]
 
@@ -189,7 +189,7 @@ def _about(what: str) -> str:
     return (
         f"{what}, saved from Attention Playground on {when}. This one file opens in any browser without the app "
         f"and without the internet: the charts' numbers and plotly.js {version} are inside it. Each attention map "
-        f"holds at most {services.PACK_CELLS} × {services.PACK_CELLS} cells: a longer input is drawn as blocks, "
+        f"holds at most {PACK_CELLS} × {PACK_CELLS} cells: a longer input is drawn as blocks, "
         "each showing the largest weight in it. Hover a cell to read its weight."
     )
 

@@ -11,11 +11,13 @@ import dataclasses
 
 import streamlit as st
 
-from app import services
 from app.components.charts import set_source
 from app.components.clicks import once
 from app.components.guard import busy, show_error
 from app.components.safe_text import md, quoted
+from app.services.core import get_card, list_models, model_loaded, policy
+from app.services.heads import HEAD_BLOCKS
+from app.services.train import session_models
 from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, choose, clamp, current_text, settle
 from app.url_state import hidden
 from engine.families import hub_labels, text_families
@@ -71,7 +73,7 @@ def pick_model(families: frozenset[str] | None = None) -> str:
     Returns the id to load: the typed Hub id/folder when there is one, else the picked model.
     """
     families = text_families() if families is None else families
-    specs = [s for s in (*services.session_models(), *services.list_models()) if s.family in families]
+    specs = [s for s in (*session_models(), *list_models()) if s.family in families]
     by_id = {s.id: s for s in specs}
     choose(K.model, by_id)  # the first spec's id
 
@@ -106,7 +108,7 @@ def typed_model_field(key: str, title: str, example: str, families_help: str, hi
     directories); where it accepts neither there is no field and nothing typed earlier is used.
     ``hide``: no field (a link locked the model), but what it holds (from the link) is used.
     """
-    rules = services.policy()
+    rules = policy()
     if not rules.hub and not rules.model_dirs:
         return ""
     if hide:
@@ -188,9 +190,9 @@ def name_source(model_id: str, card: ModelCard) -> None:
 def load_model(model_id: str) -> ModelCard | None:
     """Load (once per server) with a spinner and return its :class:`ModelCard` (pages never hold the
     torch-backed model); None and an error message if it cannot be loaded."""
-    with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", services.model_loaded(model_id)):
+    with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", model_loaded(model_id)):
         try:
-            return services.get_card(model_id)
+            return get_card(model_id)
         except Exception as err:  # noqa: BLE001 — loading may raise anything (engine, torch, Hub): the picker's message
             named = quote_input(model_id) in str(err)  # a typed id is shown once, not twice
             show_error(err, before=f"Could not load {'the model' if named else quoted(model_id)}: ", level="error")
@@ -229,7 +231,7 @@ def pick_block(blocks: list[str], key: str = Heads.block) -> str:
         blocks,
         key=key,
         **PERSIST,
-        format_func=lambda name: services.HEAD_BLOCKS.get(name, name),
+        format_func=lambda name: HEAD_BLOCKS.get(name, name),
         help="Encoder: the source sentence reads itself. Decoder: the output reads what it has "
         "written so far (causal). Cross: each output token reads the source sentence.",
     )

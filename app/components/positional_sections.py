@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import attention_heatmap
 from app.components.positional_figs import bias_grid, rope_pair_figure
 from app.components.safe_text import md
 from app.components.theme import side_by_side
+from app.services.positional import pos_alibi, pos_order_blindness, pos_rope
 from app.state import PERSIST, Positional, bounded, choose, clamp, default, settle
 
 D_HEADS = [4, 8, 16, 32, 64, 128]
@@ -58,7 +58,7 @@ def rope_section() -> None:
     st.number_input("Offset k for the table (key at p + k)", -20, 20, key=Positional.rope_k, **PERSIST)
     k = bounded(st.session_state.get(Positional.rope_k), -20, 20)
     starts = tuple(p for p in ROPE_STARTS if p + k >= 0)
-    q, key_vec, q_rot, k_rot, thetas, scores = services.pos_rope(d_head, k, 0, ROPE_POSITIONS, starts)
+    q, key_vec, q_rot, k_rot, thetas, scores = pos_rope(d_head, k, 0, ROPE_POSITIONS, starts)
     left, right = st.columns([3, 2])
     with left:
         sl = slice(2 * pair, 2 * pair + 2)
@@ -125,7 +125,7 @@ def alibi_section() -> None:
             )
         )
     heads = sorted(h for h in st.session_state[Positional.alibi_show] if 0 <= h < n_heads)
-    slopes, bias = services.pos_alibi(n_heads, n_pos)
+    slopes, bias = pos_alibi(n_heads, n_pos)
     left, right = st.columns([5, 2])
     with left:
         if heads:
@@ -167,9 +167,7 @@ def order_section() -> None:
     seed = bounded(st.session_state.get(Positional.blind_seed), 0, 9999)
     try:
         with st.spinner("Running the two copies…"):
-            result = services.pos_order_blindness(
-                st.session_state.get(Positional.blind_text) or "", seed, BLIND_MAX_TOKENS
-            )
+            result = pos_order_blindness(st.session_state.get(Positional.blind_text) or "", seed, BLIND_MAX_TOKENS)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

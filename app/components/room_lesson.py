@@ -15,13 +15,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import streamlit as st
 
-from app import services
 from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.lesson_draft import draft
 from app.components.safe_text import md
 from app.lesson_file import Lesson, LessonFileError, page_stems, read_lesson
 from app.links import open_page
+from app.services.rooms import lesson_store
 from app.state import ROOM, Lessons
 from app.store import RoomError, StoreUnavailable
 from app.store.lessons import RoomLesson
@@ -76,7 +76,7 @@ def teacher_controls(code: str, token: str) -> None:
     if problem := st.session_state.pop(ROOM.lesson_error, None):
         show_error(problem)
     try:
-        running = services.lesson_store().room_lesson(code)
+        running = lesson_store().room_lesson(code)
     except StoreUnavailable as exc:
         show_error(str(exc), level="error")
         return
@@ -146,24 +146,24 @@ def _start(code: str, token: str) -> None:
         if pick == "draft" and draft().steps:
             steps, title = snapshot(draft()), draft().title
         elif pick == "saved":
-            lesson = read_lesson(services.lesson_store().lesson(lesson_id(state.get(ROOM.lesson_ref))).body)
+            lesson = read_lesson(lesson_store().lesson(lesson_id(state.get(ROOM.lesson_ref))).body)
             steps, title = snapshot(lesson), lesson.title
         else:
             steps, title = snapshot(LESSON, markdown=True), LESSON.title
-        services.lesson_store().start_in_room(code, token, title, steps)
+        lesson_store().start_in_room(code, token, title, steps)
     except (RoomError, StoreUnavailable, LessonFileError) as exc:
         state[ROOM.lesson_error] = str(exc)
 
 
 def _move(code: str, token: str, by: int) -> None:
     try:
-        services.lesson_store().move_in_room(code, token, by, relative=True)
+        lesson_store().move_in_room(code, token, by, relative=True)
     except (RoomError, StoreUnavailable) as exc:
         st.session_state[ROOM.lesson_error] = str(exc)
 
 
 def _stop(code: str, token: str) -> None:
     try:
-        services.lesson_store().stop_in_room(code, token)
+        lesson_store().stop_in_room(code, token)
     except (RoomError, StoreUnavailable) as exc:
         st.session_state[ROOM.lesson_error] = str(exc)

@@ -17,13 +17,13 @@ import contextlib
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.browser_cookie import remember_browser
 from app.components.charts import ready, show_chart
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import safe_label, unique_labels
 from app.components.room_lesson import show_step
 from app.components.safe_text import md, quoted
+from app.services.rooms import browser_cookie_missing, browser_id, class_store, lesson_store
 from app.state import ROOM
 from app.store import RoomError, StoreUnavailable
 
@@ -42,7 +42,7 @@ def student_panel() -> None:
         state[ROOM.link_seen] = link
         state[ROOM.join_error] = None
         try:
-            state[ROOM.joined] = services.class_store().join(link, services.browser_id()).code
+            state[ROOM.joined] = class_store().join(link, browser_id()).code
         except (RoomError, StoreUnavailable) as exc:
             state[ROOM.join_error] = str(exc)
     elif link is None and not state.get(ROOM.joined) and not state.get(ROOM.looked_up):
@@ -57,10 +57,10 @@ def student_panel() -> None:
 def _find_my_room() -> None:
     """Once per session: the room this browser joined before (a reload without ``?room=``), if its id came back."""
     st.session_state[ROOM.looked_up] = True
-    if services.browser_cookie_missing():  # a fresh id has joined nothing: no query for every visitor
+    if browser_cookie_missing():  # a fresh id has joined nothing: no query for every visitor
         return
     try:
-        room = services.class_store().joined_room(services.browser_id())
+        room = class_store().joined_room(browser_id())
     except StoreUnavailable:
         return  # the panel is a bonus on this page: the page itself keeps working
     if room is not None:
@@ -70,12 +70,12 @@ def _find_my_room() -> None:
 @st.fragment(run_every=POLL_S)
 def _question(code: str) -> None:
     with calm_errors("class question"), st.container(border=True):
-        store = services.class_store()
+        store = class_store()
         try:
             room = store.room(code)
-            lesson = services.lesson_store().room_lesson(room.code)
+            lesson = lesson_store().room_lesson(room.code)
             question = store.current_question(room.code)
-            mine = None if question is None else store.my_answer(question.id, services.browser_id())
+            mine = None if question is None else store.my_answer(question.id, browser_id())
         except RoomError as exc:
             show_error(str(exc), level="info")
             if st.button("Leave the class", key=ROOM.leave):
@@ -107,7 +107,7 @@ def _question(code: str) -> None:
         )
         if st.button("Send my answer", key=f"{ROOM.send}{question.id}", disabled=pick is None, type="primary"):
             try:
-                store.answer(room.code, question.id, services.browser_id(), pick)
+                store.answer(room.code, question.id, browser_id(), pick)
                 mine = pick
             except (RoomError, StoreUnavailable) as exc:
                 show_error(str(exc))
@@ -120,7 +120,7 @@ def _question(code: str) -> None:
 def _leave(code: str) -> None:
     """Out of the room for good: a reload does not bring it back (the join link does)."""
     with contextlib.suppress(StoreUnavailable):
-        services.class_store().leave(code, services.browser_id())
+        class_store().leave(code, browser_id())
     st.session_state[ROOM.joined] = None
     st.rerun()
 

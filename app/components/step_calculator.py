@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.guard import show_error
 from app.components.step_tables import frame_table, rounded, text_column
+from app.services.step import calculator_example, calculator_matrix, calculator_steps
 from app.state import PERSIST, Step, clamp, settle
 from engine import EngineError
 
@@ -98,14 +98,14 @@ def calculator() -> None:
         )
     scale = _scale(st.session_state.get(scale_key(d)), d)
 
-    tokens, q0, k0, v0 = services.calculator_example(n, d)
+    tokens, q0, k0, v0 = calculator_example(n, d)
     edited = _editors(tokens, {"Q": q0, "K": k0, "V": v0}, n, d)
     try:
-        q, k, v = (services.calculator_matrix(edited[name], name, (n, d)) for name in ("Q", "K", "V"))
+        q, k, v = (calculator_matrix(edited[name], name, (n, d)) for name in ("Q", "K", "V"))
     except EngineError as err:
         show_error(f"{err} The steps update once every cell holds a number.", level="error")
         return
-    steps = services.calculator_steps(q, k, v, scale, causal)
+    steps = calculator_steps(q, k, v, scale, causal)
     show_calculator_steps(steps, list(tokens), scale, d, causal)
 
 

@@ -62,7 +62,7 @@ def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
     Streamlit itself would (``Table.from_pandas``), so the browser gets the same bytes."""
     import pyarrow as pa
 
-    from app import services
+    from app.services.core import shared_table
 
     key = (
         "step table",
@@ -70,7 +70,7 @@ def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
         tuple(map(str, index)),
         None if columns is None else tuple(map(str, columns)),
     )
-    return services.shared_table(key, lambda: pa.Table.from_pandas(pd.DataFrame(data, index=index, columns=columns)))
+    return shared_table(key, lambda: pa.Table.from_pandas(pd.DataFrame(data, index=index, columns=columns)))
 
 
 def show_vectors(name: str, matrix: np.ndarray, row_labels: list[str], *, key: str, height: int | None = None) -> None:

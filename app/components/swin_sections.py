@@ -4,7 +4,7 @@ A Swin has no [CLS] token and no attention over the whole image: each block atte
 its stage's patch grid, odd blocks shift those windows, and 2×2 patches merge between stages. So the page
 shows one query patch at a time: pick a stage, a block (odd ones shifted) and a head, click a patch, and see
 its window over the image with the weights it gives the patches there. The numbers come from
-``services.swin_window_row`` (the engine's ``engine.analysis.windows``).
+``swin_window_row`` (the engine's ``engine.analysis.windows``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from app import services
 from app.components.charts import clicked_point, show_chart
 from app.components.vit_figures import square_at
 from app.components.window_figures import window_overlay
+from app.services.vit import swin_window_row
 from app.state import PERSIST, Vit, bounded, clamp
 
 
@@ -138,7 +138,7 @@ def show_windows(trace, csv_bytes: Callable[[np.ndarray], bytes]) -> None:
             **PERSIST,
         )
         patch = bounded(st.session_state.get(Vit.swin_patch), 0, n - 1)
-        row = services.swin_window_row(trace, stage, block, head, patch)
+        row = swin_window_row(trace, stage, block, head, patch)
         r, c = divmod(patch, cols)
         st.caption(
             f"Patch {patch} is row {r}, column {c} of stage {stage}'s {rows}×{cols} grid; it sits in window "

@@ -5,7 +5,7 @@ it, outside the form, so that picking greedy at once disables the sampling contr
 form the choice would not rerun anything until the button). The button sends one request, which is
 remembered in session state (``Explore.write_request``) with the text and model it was made for, so a later
 rerun (another layer or head) redraws from the cache, and a new sentence or model clears it. The
-model writes on the server's long-work lane (``services.request_generation``), never in the page's
+model writes on the server's long-work lane (``request_generation``), never in the page's
 script thread: until the trace is ready the tab shows the job's place in the queue, then a progress
 bar token by token (``app/components/job_status.py``). The text is shown through ``md`` (never as
 markdown the user wrote); the generated part is highlighted, and the heatmap marks where generation
@@ -18,7 +18,6 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.heatmap import map_figure
@@ -26,6 +25,10 @@ from app.components.job_status import follow
 from app.components.linked_tokens import focus, outline
 from app.components.safe_text import md
 from app.figure_data.attention_maps import MapData
+from app.services.generate import get_generation, request_generation
+from app.services.long_work import WRITE
+from app.services.maps import head_view
+from app.services.request import TraceRequest
 from app.state import Explore
 from engine.generation import MAX_NEW_TOKENS
 
@@ -171,14 +174,14 @@ def show_write_more(
             "token at a time, each time reading everything before it."
         )
         return
-    request = services.TraceRequest(model_id, text, None, max_tokens, settings)
+    request = TraceRequest(model_id, text, None, max_tokens, settings)
     try:
-        status = services.request_generation(request, pressed=asked is not None, view=(layer, head))
+        status = request_generation(request, pressed=asked is not None, view=(layer, head))
         if status is not None and status.status != "done":
-            follow(services.WRITE, status, "Writing")
+            follow(WRITE, status, "Writing")
             return
-        trace, prompt, rest = services.get_generation(model_id, text, max_tokens, settings)
-        data = services.head_view(request, layer, head)
+        trace, prompt, rest = get_generation(model_id, text, max_tokens, settings)
+        data = head_view(request, layer, head)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.alignment_views import alignment_map, csv_bytes
 from app.components.bahdanau_step import show_step
 from app.components.charts import shared_build, show_chart
@@ -18,6 +17,15 @@ from app.components.clicks import once
 from app.components.guard import show_error
 from app.components.safe_text import md
 from app.components.theme import side_by_side
+from app.services.bahdanau import (
+    BAHDANAU_MODELS,
+    TRANSFORMER_TRANSLATOR,
+    bahdanau_agreement,
+    bahdanau_disagreement,
+    bahdanau_reference,
+    bahdanau_trace,
+    bahdanau_vocabulary,
+)
 from app.state import PERSIST, Bahdanau, clamp, default
 
 TEXT, VARIANT, EXAMPLE, TF_LAYER, TF_HEAD = (
@@ -46,7 +54,7 @@ def _set_text(sentence: str) -> None:
 def inputs() -> tuple[str, str]:
     """The sentence, the example picker, the vocabulary and the attention variant; returns ``(text, variant)``."""
     default(TEXT, DEFAULT_TEXT)
-    vocab = services.bahdanau_vocabulary()
+    vocab = bahdanau_vocabulary()
     left, right = st.columns([3, 2])
     with left:
         st.text_input(
@@ -90,7 +98,7 @@ def inputs() -> tuple[str, str]:
 
 def show_translation(trace, text: str) -> None:
     """The model's output, the grammar's reference, and whether they match."""
-    ref = services.bahdanau_reference(text)
+    ref = bahdanau_reference(text)
     out_col, ref_col = st.columns(2)
     with out_col:
         st.markdown(f"**Model output** (greedy decoding)\n\n> {md(trace.output_text) or '(nothing)'}")
@@ -105,7 +113,7 @@ def show_translation(trace, text: str) -> None:
 
 def show_map(trace, text: str, model_id: str) -> None:
     """The alignment map with the gold links, its caption and the agreement with the gold alignment."""
-    agreement, why = services.bahdanau_agreement(model_id, text)
+    agreement, why = bahdanau_agreement(model_id, text)
     gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
     fig = shared_build(
         alignment_map,
@@ -158,7 +166,7 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
             )
         )
     with st.spinner("Searching the grammar for a sentence where attention and gold links differ…"):
-        found = services.bahdanau_disagreement(model_id)
+        found = bahdanau_disagreement(model_id)
     if found is None:
         st.caption("A search over generated grammar sentences found none where attention and gold links differ.")
         return
@@ -190,7 +198,7 @@ def show_compare(text: str) -> None:
     columns = side_by_side(3)
     for col, variant in zip(columns[:2], ("additive", "dot")):
         with col:
-            tr = services.bahdanau_trace(services.BAHDANAU_MODELS[variant], text)
+            tr = bahdanau_trace(BAHDANAU_MODELS[variant], text)
             fig = shared_build(
                 alignment_map,
                 tr.alignment,
@@ -204,7 +212,7 @@ def show_compare(text: str) -> None:
             show_chart(fig, key=f"{Bahdanau.cmp}{variant}")
             st.caption(f"Output: {md(tr.output_text)}")
     with columns[2]:
-        s2s = services.bahdanau_trace(services.TRANSFORMER_TRANSLATOR, text)
+        s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
         cross = s2s.cross
         sel = st.columns(2)
         with sel[0]:
@@ -262,10 +270,10 @@ def main() -> None:
     if len(text) > MAX_CHARS:
         st.warning(f"The text is long: only its first {MAX_CHARS} characters are translated.")
         text = text[:MAX_CHARS]
-    model_id = services.BAHDANAU_MODELS.get(variant, services.BAHDANAU_MODELS["additive"])
+    model_id = BAHDANAU_MODELS.get(variant, BAHDANAU_MODELS["additive"])
     try:
         with st.spinner("Translating…"):
-            trace = services.bahdanau_trace(model_id, text)
+            trace = bahdanau_trace(model_id, text)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

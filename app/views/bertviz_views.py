@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import services
 from app.components.guard import show_error
 from app.components.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.components.safe_text import md
 from app.links import open_page
+from app.services.bertviz import bertviz_view, get_digit_trace
+from app.services.core import get_trace, list_models
+from app.services.request import TraceRequest
+from app.services.vit import vit_digit_count, vit_windowed
 from app.state import PERSIST, Bertviz, K, Vit
 from engine.families import FAMILIES, text_families  # every family: the views read any trace through attention_blocks()
 
@@ -40,7 +43,7 @@ def pick_source(family: str) -> str | int:
     """The sentence (shared with the other pages), or for a ViT one of the bundled 8×8 digits."""
     if family != "vit":
         return text_box()
-    last = services.vit_digit_count() - 1
+    last = vit_digit_count() - 1
     index = st.number_input(
         "Digit image (scikit-learn's 8×8 digits)",
         min_value=0,
@@ -68,7 +71,7 @@ def show_view(view: str, model_id: str, source: str | int, causal: bool | None, 
     """One bertviz view in an iframe, with its caption and a download button."""
     layer, head = int(st.session_state.get(K.layer) or 0), int(st.session_state.get(K.head) or 0)
     with st.spinner(f"Building the {VIEWS[view].lower()}…"):
-        result = services.bertviz_view(view, model_id, source, causal, max_tokens, layer, head)
+        result = bertviz_view(view, model_id, source, causal, max_tokens, layer, head)
     if result["reason"] == "no-qk":
         st.info(
             "The neuron view needs queries and keys. This RNN's attention has none: its score for each source "
@@ -120,21 +123,21 @@ def main() -> None:
     view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key=Bertviz.view, **PERSIST)
     try:
         trace = (
-            services.get_digit_trace(model_id, source)
+            get_digit_trace(model_id, source)
             if isinstance(source, int)
-            else services.get_trace(services.TraceRequest(model_id, source, causal, max_tokens))
+            else get_trace(TraceRequest(model_id, source, causal, max_tokens))
         )
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     show_notices(trace, card.max_positions)
-    if services.vit_windowed(trace):  # a Swin: small windows per block, not one attention over every token
+    if vit_windowed(trace):  # a Swin: small windows per block, not one attention over every token
         st.info(
             "This is a Swin: each block attends inside small windows of patches, not over all tokens at once, "
             "so bertviz's views (one token-to-token map per head) do not fit it. The Vision Transformer page "
             "shows its windows."
         )
-        listed = any(s.id == model_id for s in services.list_models())
+        listed = any(s.id == model_id for s in list_models())
         open_page(
             "vit.py",
             "Vision Transformer: this Swin's windows",

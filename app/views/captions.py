@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.caption_figures import beta_bars, cls_bars, picture_with_boxes, word_map, word_panels
 from app.components.charts import clicked_point, set_source, shared_build, show_chart
 from app.components.clicks import once
@@ -25,6 +24,24 @@ from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
 from app.components.vit_figures import square_at
 from app.links import open_page
+from app.services.captions import (
+    CAPTION_IMAGE_SIZE,
+    CAPTION_MAX_BEAM,
+    CAPTION_MODEL,
+    HELD_OUT_SCENES,
+    PRETRAINED_UPLOAD_SIZE,
+    CaptionRequest,
+    DrawnObject,
+    as_seen,
+    caption_attention,
+    caption_layers,
+    caption_mistakes,
+    caption_picture,
+    caption_trace,
+    is_pretrained_captioner,
+    read_caption_upload,
+)
+from app.services.core import list_models, model_loaded
 from app.state import PERSIST, Bahdanau, Captions, bounded, choose, clamp, default, defaults
 from engine.corpora import scenes
 from engine.families import hub_labels
@@ -34,7 +51,7 @@ SOURCES = {"scene": "A held-out scene", "draw": "Draw one", "upload": "Upload yo
 SEARCHES = {"greedy": "Greedy", "beam": "Beam search"}
 SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZES)  # what the scenes draw
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]  # as the Vision Transformer page
-SIDE = services.CAPTION_IMAGE_SIZE
+SIDE = CAPTION_IMAGE_SIZE
 BAHDANAU_SENTENCE = "the red car is fast"
 
 
@@ -65,7 +82,7 @@ def _option(key: str, options) -> str:
 # ---------------------------------------------------------------- the picture
 
 
-def draw_controls() -> tuple[tuple[services.DrawnObject, ...], bool]:
+def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
     """One or two objects: shape, colour, size and where (the centre, in pixels of the 64×64 picture)."""
     st.radio("Objects", [1, 2], key=Captions.count, horizontal=True, **PERSIST)
     count = bounded(st.session_state.get(Captions.count), 1, 2)
@@ -80,7 +97,7 @@ def draw_controls() -> tuple[tuple[services.DrawnObject, ...], bool]:
             st.slider("Across (column of its centre)", 0, SIDE - 1, key=f"{Captions.col}{i}", **PERSIST)
             row = bounded(st.session_state.get(f"{Captions.row}{i}"), 0, SIDE - 1)
             col = bounded(st.session_state.get(f"{Captions.col}{i}"), 0, SIDE - 1)
-            objects.append(services.DrawnObject(shape, colour, size, row, col))
+            objects.append(DrawnObject(shape, colour, size, row, col))
     st.checkbox("Textured background", key=Captions.textured, **PERSIST)
     st.caption(
         "Shapes near an edge are moved in until they fit. Two objects need a clear relation: one clearly "
@@ -89,13 +106,13 @@ def draw_controls() -> tuple[tuple[services.DrawnObject, ...], bool]:
     return tuple(objects), bool(st.session_state.get(Captions.textured))
 
 
-def pick_picture(pretrained: bool = False) -> tuple[services.CaptionRequest | None, tuple[str, ...]]:
+def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple[str, ...]]:
     """The source and its controls; the request without its decoding (None when there is no picture yet). An upload
     is fitted to our captioner's 64 pixels, or to 384 for a ``pretrained`` one."""
     st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, horizontal=True, **PERSIST)
     source = _option(Captions.source, SOURCES)
     if source == "scene":
-        last = services.HELD_OUT_SCENES - 1
+        last = HELD_OUT_SCENES - 1
         clamp(Captions.scene, 0, last)
         st.number_input(
             "Held-out scene number",
@@ -106,10 +123,10 @@ def pick_picture(pretrained: bool = False) -> tuple[services.CaptionRequest | No
             **PERSIST,
             help=f"The {last + 1} scenes the captioner's card was measured on; it never trained on them.",
         )
-        return services.CaptionRequest(source="scene", scene=bounded(st.session_state.get(Captions.scene), 0, last)), ()
+        return CaptionRequest(source="scene", scene=bounded(st.session_state.get(Captions.scene), 0, last)), ()
     if source == "draw":
         objects, textured = draw_controls()
-        return services.CaptionRequest(source="draw", drawing=objects, textured=textured), ()
+        return CaptionRequest(source="draw", drawing=objects, textured=textured), ()
     upload = st.file_uploader(
         "Your picture",
         type=UPLOAD_TYPES,
@@ -127,12 +144,12 @@ def pick_picture(pretrained: bool = False) -> tuple[services.CaptionRequest | No
         )
         return None, ()
     try:
-        side = services.PRETRAINED_UPLOAD_SIZE if pretrained else services.CAPTION_IMAGE_SIZE
-        pixels, notices = services.read_caption_upload(upload.getvalue(), side)
+        side = PRETRAINED_UPLOAD_SIZE if pretrained else CAPTION_IMAGE_SIZE
+        pixels, notices = read_caption_upload(upload.getvalue(), side)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
         return None, ()
-    return services.CaptionRequest(source="upload", upload=pixels), notices
+    return CaptionRequest(source="upload", upload=pixels), notices
 
 
 def pick_decoding() -> int:
@@ -149,14 +166,14 @@ def pick_decoding() -> int:
     )
     if _option(Captions.search, SEARCHES) == "greedy":
         return 1
-    clamp(Captions.beam, 2, services.CAPTION_MAX_BEAM)
-    st.slider("Beam width", 2, services.CAPTION_MAX_BEAM, key=Captions.beam, **PERSIST)
-    return bounded(st.session_state.get(Captions.beam), 2, services.CAPTION_MAX_BEAM)
+    clamp(Captions.beam, 2, CAPTION_MAX_BEAM)
+    st.slider("Beam width", 2, CAPTION_MAX_BEAM, key=Captions.beam, **PERSIST)
+    return bounded(st.session_state.get(Captions.beam), 2, CAPTION_MAX_BEAM)
 
 
 def pick_model_id() -> str:
-    specs = [s for s in services.list_models() if s.family == "captioner"]
-    ids = [s.id for s in specs] or [services.CAPTION_MODEL]
+    specs = [s for s in list_models() if s.family == "captioner"]
+    ids = [s.id for s in specs] or [CAPTION_MODEL]
     choose(Captions.model, ids)
     labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
     st.selectbox(
@@ -362,21 +379,21 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     request = dataclasses.replace(request, beam=beam, model_id=model_id)
     try:
         with st.spinner("Writing the caption…"):
-            picture = services.caption_picture(request)
-            trace = services.caption_trace(request)
+            picture = caption_picture(request)
+            trace = caption_trace(request)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return
     layer = head = None
-    shape = services.caption_layers(trace)
+    shape = caption_layers(trace)
     if shape is not None:
         layer, head = pick_layer_head(*shape)
     try:
-        view = services.caption_attention(request, layer, head)
+        view = caption_attention(request, layer, head)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
-    picture = services.as_seen(picture, trace)
+    picture = as_seen(picture, trace)
     set_source(model_id, picture.described)
     notices = (*notices, *trace.notices)
     if notices:
@@ -418,12 +435,12 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
         )
         return
     try:
-        with st.spinner(f"Captioning the {services.HELD_OUT_SCENES} held-out scenes…"):
-            mistakes = services.caption_mistakes(model_id)
+        with st.spinner(f"Captioning the {HELD_OUT_SCENES} held-out scenes…"):
+            mistakes = caption_mistakes(model_id)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
-    n = services.HELD_OUT_SCENES
+    n = HELD_OUT_SCENES
     st.write(
         f"Greedy decoding gets **{n - len(mistakes)} of {n}** held-out scenes exactly right. Here are the other "
         f"{len(mistakes)}, with where the model looked while it wrote the wrong caption."
@@ -452,10 +469,10 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
         format_func=lambda i: f"scene {mistakes[i].scene}: {mistakes[i].written}",
     )
     chosen = mistakes[bounded(st.session_state.get(Captions.mistake), 0, len(mistakes) - 1)]
-    request = services.CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
+    request = CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
     try:
-        picture = services.caption_picture(request)
-        view = services.caption_attention(request)
+        picture = caption_picture(request)
+        view = caption_attention(request)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -511,8 +528,8 @@ def main() -> None:
     with top_right:
         model_id = pick_model_id()
     try:
-        with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", services.model_loaded(model_id)):
-            pretrained = services.is_pretrained_captioner(model_id)
+        with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", model_loaded(model_id)):
+            pretrained = is_pretrained_captioner(model_id)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return

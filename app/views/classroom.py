@@ -1,6 +1,6 @@
 """Class: a teacher starts a room, students join with a code, link or QR code, and answer live questions.
 
-Everything the room shares is in the class store (``services.class_store``: SQLite or PostgreSQL, read by
+Everything the room shares is in the class store (``class_store``: SQLite or PostgreSQL, read by
 every app process), so it works behind the classroom launch's several workers. The teacher's browser keeps
 the room's secret (the control link); students are anonymous. Students see questions above whatever page
 they are on (``components.room_panel``); this page shows the teacher how many joined and, live, how they
@@ -18,7 +18,6 @@ import contextlib
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.browser_cookie import TEACHER_COOKIE, read_cookie, remember_browser, write_cookie
 from app.components.charts import show_chart
 from app.components.clicks import once
@@ -30,6 +29,7 @@ from app.components.safe_text import isolated, md
 from app.components.share_box import qr_png
 from app.components.theme import controls, presenting
 from app.links import app_link
+from app.services.rooms import HEAD_CHOICES, browser_id, class_store, head_question, predict_question
 from app.state import DEFAULT_TEXT, ROOM, default_from
 from app.store import ROOM_HOURS, RoomError, StoreUnavailable
 
@@ -75,7 +75,7 @@ def _teacher_from_cookie() -> tuple[str, str] | None:
         return None
     code, _, token = kept.partition("-")
     try:
-        services.class_store().teacher_room(code, token)
+        class_store().teacher_room(code, token)
     except RoomError:
         return None  # that class has ended: the page offers a new one (and forgets the cookie)
     except StoreUnavailable:
@@ -97,7 +97,7 @@ def _start() -> None:
     )
     if st.button("Start a class", type="primary", icon=":material/groups:", key=ROOM.start):
         try:
-            room, token = services.class_store().create_room(services.browser_id())
+            room, token = class_store().create_room(browser_id())
         except (RoomError, StoreUnavailable) as exc:
             show_error(str(exc))
             return
@@ -148,7 +148,7 @@ def _class_note() -> None:
 @st.fragment(run_every=LIVE_S)
 def _live(code: str, token: str) -> None:
     with calm_errors("class live"):
-        store = services.class_store()
+        store = class_store()
         try:
             count = store.member_count(code)
             question = store.current_question(code)
@@ -181,7 +181,7 @@ def _live(code: str, token: str) -> None:
 
 def _reveal(code: str, token: str, question_id: str) -> None:
     try:
-        services.class_store().reveal(code, token, question_id)
+        class_store().reveal(code, token, question_id)
     except (RoomError, StoreUnavailable) as exc:
         st.session_state[ROOM.reveal_error] = str(exc)
 
@@ -265,7 +265,7 @@ def _head_row(question, weights: list[float], key: str) -> None:
 
 def _history(code: str) -> None:
     """The room's earlier questions with their answers: a replaced question's results stay on the page."""
-    store = services.class_store()
+    store = class_store()
     try:
         past = [(q, store.distribution(q)) for q in store.earlier_questions(code, HISTORY)]
     except StoreUnavailable:
@@ -312,7 +312,7 @@ def _push_predict(code: str, token: str) -> None:
         )
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict):
             try:
-                asked = services.predict_question(model, text, int(layer), int(head), word)
+                asked = predict_question(model, text, int(layer), int(head), word)
             except RoomError as exc:
                 show_error(str(exc))
                 return
@@ -330,12 +330,12 @@ def _push_head(code: str, token: str) -> None:
         layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key=ROOM.h_layer)
         head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key=ROOM.h_head)
         st.caption(
-            f"Students see this head's map of the sentence (not its name) and pick it among {services.HEAD_CHOICES} "
+            f"Students see this head's map of the sentence (not its name) and pick it among {HEAD_CHOICES} "
             "heads of the same model; the map is read from the model when you push the question."
         )
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_head):
             try:
-                asked = services.head_question(model, text, int(layer), int(head))
+                asked = head_question(model, text, int(layer), int(head))
             except RoomError as exc:
                 show_error(str(exc))
                 return
@@ -347,7 +347,7 @@ def _push_head(code: str, token: str) -> None:
 
 def _push(code: str, token: str, kind: str, prompt, options, answer, detail) -> None:
     try:
-        services.class_store().push_question(code, token, kind, prompt, options, answer, detail)
+        class_store().push_question(code, token, kind, prompt, options, answer, detail)
     except (RoomError, StoreUnavailable) as exc:
         show_error(str(exc))
         return
@@ -364,7 +364,7 @@ def main() -> None:
         return
     code, token = teacher
     try:
-        services.class_store().teacher_room(code, token)
+        class_store().teacher_room(code, token)
     except (RoomError, StoreUnavailable) as exc:
         st.title("Class")
         show_error(str(exc))
@@ -407,7 +407,7 @@ def _teacher_tools(code: str, token: str) -> None:
     teacher_controls(code, token)
     if st.button("End the class", key=ROOM.end, icon=":material/logout:"):
         try:
-            services.class_store().close_room(code, token)
+            class_store().close_room(code, token)
         except (RoomError, StoreUnavailable) as exc:
             show_error(str(exc))
             return

@@ -13,12 +13,26 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.charts import set_source, shared_build, show_chart
 from app.components.explain_figures import agreement_heatmap, importance_bars, importance_heatmap, swap_scatter
 from app.components.guard import show_error
 from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
+from app.services.explain import (
+    EXPLAIN_EXAMPLES,
+    EXPLAIN_MAX_TOKENS,
+    EXPLAIN_MODELS,
+    EXPLAIN_REFERENCE,
+    explain_agreement,
+    explain_has_swap,
+    explain_importance,
+    explain_is_cached,
+    explain_layout,
+    explain_methods,
+    explain_prediction,
+    explain_swap,
+)
+from app.services.request import ExplainRequest
 from app.state import Explain as E
 from app.state import bounded, choose, clamp, default, defaults
 
@@ -43,21 +57,21 @@ change the prediction.
 """
 
 
-def controls() -> services.ExplainRequest:
+def controls() -> ExplainRequest:
     """The prediction and the methods' settings as one request."""
-    models = list(services.EXPLAIN_MODELS)
+    models = list(EXPLAIN_MODELS)
     choose(E.model, models, E.DEFAULTS[E.model])
     model_id = st.radio(
         "What to explain",
         models,
-        format_func=lambda m: services.EXPLAIN_MODELS[m],
+        format_func=lambda m: EXPLAIN_MODELS[m],
         key=E.model,
         horizontal=True,
         help="Three models, three kinds of output.",
     )
     index = models.index(model_id)
     text_key = f"{E.text}{index}"
-    default(text_key, services.EXPLAIN_EXAMPLES[model_id])
+    default(text_key, EXPLAIN_EXAMPLES[model_id])
     label = "Text with [MASK]" if model_id == "tiny-bert-stories" else "Text"
     helps = {
         "tiny-gpt-stories": "Our GPT predicts the word after this text; it knows the words of simple stories.",
@@ -67,7 +81,7 @@ def controls() -> services.ExplainRequest:
     text = st.text_input(label, key=text_key, max_chars=300, help=helps[model_id]) or ""
     reference = ""
     if model_id == "minilm":
-        default(E.reference, services.EXPLAIN_REFERENCE)
+        default(E.reference, EXPLAIN_REFERENCE)
         reference = (
             st.text_input(
                 "Reference sentence",
@@ -103,9 +117,7 @@ def controls() -> services.ExplainRequest:
             help="They often draw much attention without carrying a word; left out of the rankings by default.",
         )
     set_source(model_id, text)
-    return services.ExplainRequest(
-        model_id, text, reference, services.EXPLAIN_MAX_TOKENS, bounded(steps, 4, 128), baseline, loo
-    )
+    return ExplainRequest(model_id, text, reference, EXPLAIN_MAX_TOKENS, bounded(steps, 4, 128), baseline, loo)
 
 
 def show_prediction(pred) -> None:
@@ -124,10 +136,10 @@ def show_prediction(pred) -> None:
     )
 
 
-def importances(request: services.ExplainRequest) -> dict:
+def importances(request: ExplainRequest) -> dict:
     """Every method's importance; a progress bar while some are still to compute."""
-    methods = services.explain_methods()
-    todo = [m for m in methods if not services.explain_is_cached(request, m)]
+    methods = explain_methods()
+    todo = [m for m in methods if not explain_is_cached(request, m)]
     bar = st.progress(0.0, text="Computing the importances…") if todo else None
     results = {}
     for i, (method, label) in enumerate(methods.items()):
@@ -137,14 +149,14 @@ def importances(request: services.ExplainRequest) -> dict:
 
         if bar is not None:
             step(0.0)
-        results[method] = services.explain_importance(request, method, progress=step if bar is not None else None)
+        results[method] = explain_importance(request, method, progress=step if bar is not None else None)
     if bar is not None:
         bar.empty()
     return results
 
 
 def show_importances(pred, results: dict) -> None:
-    methods = services.explain_methods()
+    methods = explain_methods()
     tokens = list(pred.tokens.strings)
     labels = list(methods.values())
     show_chart(shared_build(importance_heatmap, tokens, labels, [r.scores for r in results.values()]), key=E.heat)
@@ -182,10 +194,10 @@ def show_importances(pred, results: dict) -> None:
     )
 
 
-def show_agreement(request: services.ExplainRequest) -> None:
+def show_agreement(request: ExplainRequest) -> None:
     st.subheader("Do the methods agree?")
-    agree = services.explain_agreement(request, bool(st.session_state.get(E.special)))
-    labels = list(services.explain_methods().values())
+    agree = explain_agreement(request, bool(st.session_state.get(E.special)))
+    labels = list(explain_methods().values())
     left, right = side_by_side(2)
     with left:
         show_chart(shared_build(agreement_heatmap, agree.spearman, labels, "Spearman's ρ of the rankings"), key=E.rho)
@@ -198,13 +210,13 @@ def show_agreement(request: services.ExplainRequest) -> None:
     )
 
 
-def show_swap(request: services.ExplainRequest, pred) -> None:
+def show_swap(request: ExplainRequest, pred) -> None:
     st.subheader("Jain & Wallace's test: other attention, same prediction?")
     st.write(
         "Replace one head's attention (or a whole layer's) in the forward pass and watch the output. If attention "
         "explained the prediction, shuffled or very different weights should change it."
     )
-    n_layers, n_heads = services.explain_layout(request.model_id)
+    n_layers, n_heads = explain_layout(request.model_id)
     clamp(E.layer, 0, n_layers - 1, start=n_layers - 1)
     clamp(E.head, ALL_HEADS, n_heads - 1, start=ALL_HEADS)
     a, b, c, d = st.columns(4)
@@ -222,9 +234,9 @@ def show_swap(request: services.ExplainRequest, pred) -> None:
     runs = bounded(runs, 5, 100) if kind == "permuted" else 1
     heads = None if head == ALL_HEADS else int(head)
     bar = None
-    if not services.explain_has_swap(request, layer, heads, kind, runs):
+    if not explain_has_swap(request, layer, heads, kind, runs):
         bar = st.progress(0.0, text="Running the test…")
-    result = services.explain_swap(
+    result = explain_swap(
         request,
         int(layer),
         heads,
@@ -283,7 +295,7 @@ def main() -> None:
     defaults(E.DEFAULTS)
     request = controls()
     try:
-        pred = services.explain_prediction(request)
+        pred = explain_prediction(request)
         show_prediction(pred)
         results = importances(request)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws

@@ -19,7 +19,6 @@ import contextlib
 import numpy as np
 import streamlit as st
 
-from app import services
 from app.components.charts import fill_height, shared_chart, shared_picture, show_chart
 from app.components.examples import example_hint, examples_picker
 from app.components.export import head_json_button
@@ -55,6 +54,10 @@ from app.components.theme import (
 )
 from app.components.write_more import remembered, settings_form, show_write_more
 from app.links import open_page
+from app.services.core import device_label, get_trace, model_loaded, request_key, trace_is_quick
+from app.services.heads import attention_block, block_loader
+from app.services.maps import grid_is_quick, head_view, layer_grid
+from app.services.request import TraceRequest
 from app.state import Explore, Positional, current_text
 from app.url_state import synced
 from engine.generation import SEQ2SEQ_NEW_TOKENS
@@ -66,11 +69,11 @@ TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?",
 PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
 
 
-def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts, zoom) -> None:
+def show_head(request: TraceRequest, trace, layer: int, head: int, opts, zoom) -> None:
     """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV.
     Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars."""
     q_range, k_range = zoom
-    data = services.head_view(
+    data = head_view(
         request, layer, head, q_range, k_range, opts.hide_sinks, opts.scale == "row", weighting=opts.weighting
     )
     window = trace.window_of(layer)
@@ -79,7 +82,7 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
         + (" · causal mask on" if trace.causal else "")
         + (f" · sliding window {window}" if window is not None else "")
     )
-    view = map_view("explore_head", services.request_key(request), layer, head, zoom, opts, title)
+    view = map_view("explore_head", request_key(request), layer, head, zoom, opts, title)
     fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
     view += (fill,)
     fig = shared_chart(
@@ -122,7 +125,7 @@ def show_head(request: services.TraceRequest, trace, layer: int, head: int, opts
         + opts.caption
         + kv_sharing(trace, head)
     )
-    load = services.block_loader(request)
+    load = block_loader(request)
     csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv", load)
     head_json_button(
         request.model_id,
@@ -187,12 +190,10 @@ def show_query_row(data, title: str) -> None:
     )
 
 
-def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) -> None:
+def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
     """The same weights traced with the causal mask off and on, side by side, on one colour scale."""
     with st.spinner("Running the model with and without the mask…"):
-        views = [
-            services.head_view(request.with_causal(causal).with_block("self"), layer, head) for causal in (False, True)
-        ]
+        views = [head_view(request.with_causal(causal).with_block("self"), layer, head) for causal in (False, True)]
     top = max(float(np.nanmax(v.values)) for v in views)
     left, right = side_by_side(2)  # presenter mode: one under the other, full width
     for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
@@ -210,13 +211,13 @@ def show_mask_comparison(request: services.TraceRequest, layer: int, head: int) 
     )
 
 
-def show_grid(request: services.TraceRequest, trace, layer: int, head: int) -> None:
+def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
     """Every head of the layer as thumbnails in one picture (the chosen one framed in red), and a button per head
     under it that opens that head above."""
-    with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", services.grid_is_quick(request, layer)):
-        tiles, pooled = services.layer_grid(request, layer)
+    with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", grid_is_quick(request, layer)):
+        tiles, pooled = layer_grid(request, layer)
     per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
-    view = ("explore_grid", services.request_key(request), layer, head, per_row)
+    view = ("explore_grid", request_key(request), layer, head, per_row)
     st.image(
         shared_picture(view, lambda: grid_png(tiles, head, per_row)),
         alt=GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head),
@@ -254,13 +255,13 @@ def show_output(trace) -> None:
     st.caption(
         f"**{len(trace.source)} source tokens → {len(trace.target)} output tokens** (the start token, then what the "
         f"model wrote) · {trace.encoder.n_layers} encoder and {trace.decoder.n_layers} decoder layers × "
-        f"{trace.encoder.n_heads} heads · running on {services.device_label()}. Pick the **attention block**: the "
+        f"{trace.encoder.n_heads} heads · running on {device_label()}. Pick the **attention block**: the "
         "encoder reads the source, the decoder reads the output written so far, and cross-attention lets each output "
         "token read the source (each cross-attention row is named by the token that step wrote)."
     )
 
 
-def head_panel(request: services.TraceRequest, family: str = "") -> None:
+def head_panel(request: TraceRequest, family: str = "") -> None:
     """Everything that depends on the layer, head and display settings.
 
     Not a fragment of its own: a layer or head change reruns the sentence panel around it (the trace is a cache
@@ -271,7 +272,7 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
     a picture now, with the same buttons for every sentence."""
     with calm_errors("head_panel"):
         try:
-            full = services.get_trace(request)  # a cache hit: the page just traced it
+            full = get_trace(request)  # a cache hit: the page just traced it
             seq2seq = family == "encoder-decoder"
             if presenting():  # one row: layer, head, block, then the display options' popover
                 columns = st.columns([1, 1, 2, 1] if seq2seq else [1, 1, 1], vertical_alignment="bottom")
@@ -282,7 +283,7 @@ def head_panel(request: services.TraceRequest, family: str = "") -> None:
                 columns = [row, row, contextlib.nullcontext()]
             with columns[2] if seq2seq else contextlib.nullcontext():  # one block ("self"): pick_block draws nothing
                 block = pick_block(list(full.attention_blocks()), key=Explore.block)
-            trace = services.attention_block(full, block)
+            trace = attention_block(full, block)
         except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
             show_error(err)
             return
@@ -332,7 +333,7 @@ def explore_panel() -> None:
                 model_id, max_tokens = pick_model(), max_tokens_input(MAX_TOKENS_LIMIT)
             # a model still loading (a server's first seconds): the sentence box first, usable while it loads,
             # then the examples and the mask, which need the model, beside it once it has loaded
-            box_first = not projector and not services.model_loaded(model_id)
+            box_first = not projector and not model_loaded(model_id)
             if box_first:
                 text_box()
             with left:
@@ -369,10 +370,10 @@ def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) ->
     example_hint(model_id, model)  # where to look, while the box holds the example picked above
     text = current_text()
     decode = decoding(model_id, text, max_tokens) if seq2seq else None
-    request = services.TraceRequest(model_id, text, causal, max_tokens, decode)
+    request = TraceRequest(model_id, text, causal, max_tokens, decode)
     try:
-        with busy("Running the model…", services.trace_is_quick(request)):
-            trace = services.get_trace(request)
+        with busy("Running the model…", trace_is_quick(request)):
+            trace = get_trace(request)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -387,7 +388,7 @@ def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) ->
         return
     st.caption(
         f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
-        f"d_head {trace.d_head} · running on {services.device_label()}"
+        f"d_head {trace.d_head} · running on {device_label()}"
         + (" · untrained weights: patterns are random" if "random" in model_id else "")
     )
     if trace.pos_encoding is not None:

@@ -11,7 +11,6 @@ from typing import Callable
 
 import streamlit as st
 
-from app import services
 from app.components.ablation_panel import render_ablation
 from app.components.charts import fill_height, ready, shared_chart, show_chart
 from app.components.examples import examples_picker
@@ -43,6 +42,10 @@ from app.components.pickers import (
 )
 from app.components.safe_text import quoted
 from app.components.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, presenting, tools
+from app.services.core import device_label, get_trace, request_key
+from app.services.heads import attention_block, block_is_square, block_loader, head_metrics_table, model_view_tiles
+from app.services.maps import head_view
+from app.services.request import TraceRequest
 from app.state import PERSIST, Heads, current_text
 from app.url_state import synced
 
@@ -63,7 +66,7 @@ def model_view_section(ctx: HeadsContext) -> None:
     """Every layer × head as small tiles; the chosen head large below (an overview with a zoom on long inputs)."""
     att = ctx.attention
     with st.spinner("Drawing every head…"):
-        tiles, pooled = services.model_view_tiles(ctx.request)
+        tiles, pooled = model_view_tiles(ctx.request)
     n_heads = att.n_heads  # a callback, kept with the session's widgets, must not hold the trace
     if current().compact:  # a phone: one layer's heads three to a row (tiles large enough to tap) and a pill each
         show_chart(
@@ -85,7 +88,7 @@ def model_view_section(ctx: HeadsContext) -> None:
 
 
 def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
-    view = ("heads_model_view", services.request_key(ctx.request), ctx.layer, ctx.head)  # everything it shows
+    view = ("heads_model_view", request_key(ctx.request), ctx.layer, ctx.head)  # everything it shows
     fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(ctx.layer, ctx.head)))  # once per process
     n_layers, n_heads = (
         att.n_layers,
@@ -122,7 +125,7 @@ def _chosen_head(ctx: HeadsContext) -> None:
     att = ctx.attention
     opts = display_options(att, key_prefix=Heads.display)
     q_range, k_range = zoom_controls(att, key_prefix=Heads.display)
-    data = services.head_view(
+    data = head_view(
         ctx.request,
         ctx.layer,
         ctx.head,
@@ -133,11 +136,9 @@ def _chosen_head(ctx: HeadsContext) -> None:
         weighting=opts.weighting,
     )
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    view = map_view(
-        "heads_large", services.request_key(ctx.request), ctx.layer, ctx.head, (q_range, k_range), opts, title
-    )
+    view = map_view("heads_large", request_key(ctx.request), ctx.layer, ctx.head, (q_range, k_range), opts, title)
     fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale))
-    show_chart(outline(fig, data, focus()) if services.block_is_square(ctx.block) else fig, key=Heads.large)
+    show_chart(outline(fig, data, focus()) if block_is_square(ctx.block) else fig, key=Heads.large)
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
         + COLOUR_SAYS.get(opts.weighting, "")
@@ -149,7 +150,7 @@ def _chosen_head(ctx: HeadsContext) -> None:
         )
         + opts.caption
     )
-    load = services.block_loader(ctx.request)
+    load = block_loader(ctx.request)
     csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
     head_json_button(
         ctx.model_id,
@@ -172,7 +173,7 @@ def _chosen_head(ctx: HeadsContext) -> None:
 def metrics_section(ctx: HeadsContext) -> None:
     """A layer × head map of one metric and the sortable table of every metric."""
     with st.spinner("Measuring every head…"):
-        frame = services.head_metrics_table(ctx.request)
+        frame = head_metrics_table(ctx.request)
     available = [m for m in METRICS if m in frame.columns]
     metric = st.selectbox(
         "Metric on the map", available, key=Heads.metric, format_func=lambda m: METRICS[m][0], **PERSIST
@@ -275,27 +276,25 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
     """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
     cached trace)."""
     with calm_errors("heads_panel"):
-        trace = services.get_trace(
-            services.TraceRequest(model_id, text, causal, max_tokens)
-        )  # a cache hit: the page just traced it
+        trace = get_trace(TraceRequest(model_id, text, causal, max_tokens))  # a cache hit: the page just traced it
         # presenter mode: one row of layer, head, block and a popover with the token pills
         controls = st.columns([1, 1, 2, 1] if presenting() else [1, 1, 2], vertical_alignment="bottom")
         with controls[2]:
             block = pick_block(list(trace.attention_blocks()))
         try:
-            attention = services.attention_block(trace, block)
+            attention = attention_block(trace, block)
         except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
             show_error(err)
             return
         layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
-        if services.block_is_square(block):  # one sequence on both axes: a token has a row and a column
+        if block_is_square(block):  # one sequence on both axes: a token has a row and a column
             with controls[3] if presenting() else st.container(), tools("Highlight a token"):
                 focus_picker(attention.tokens.strings, "heads")
         translation = getattr(trace, "output_text", None)
         if not presenting():  # the projector: the charts come first
             st.caption(
                 f"**{attention.n_queries} query × {attention.n_keys} key tokens** · {attention.n_layers} layers × "
-                f"{attention.n_heads} heads · running on {services.device_label()}"
+                f"{attention.n_heads} heads · running on {device_label()}"
                 + (f" · output: {quoted(translation)}" if translation is not None else "")
                 + kv_sharing(attention, head)
             )
@@ -331,7 +330,7 @@ def main() -> None:
     text = current_text()
     try:
         with st.spinner("Running the model…"):
-            trace = services.get_trace(services.TraceRequest(model_id, text, causal, max_tokens))
+            trace = get_trace(TraceRequest(model_id, text, causal, max_tokens))
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services, url_state
+from app import url_state
 from app.components.charts import show_chart
 from app.components.clicks import once
 from app.components.guard import show_error
@@ -32,6 +32,11 @@ from app.components.safe_text import md
 from app.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
 from app.lesson_plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
 from app.links import open_page
+from app.services.core import get_trace
+from app.services.lessons import LESSON_MAX_TOKENS, find_token
+from app.services.request import TraceRequest
+from app.services.rooms import lesson_store
+from app.services.step import calculator_steps, query_steps
 from app.state import PERSIST, Draft, Lessons, bounded, clamp
 from app.store import RoomError, StoreUnavailable
 
@@ -102,9 +107,9 @@ def steps_demo() -> None:
     keys (the numbers Step by step shows for the same head, cut to the keys that matter)."""
     layer, head = QKV_HEAD
     try:
-        trace = services.get_trace(services.TraceRequest("minilm", IT_SENTENCE, False, services.LESSON_MAX_TOKENS))
-        query = services.find_token(trace.tokens.strings, "it")
-        steps = services.query_steps(trace, layer, head, query)
+        trace = get_trace(TraceRequest("minilm", IT_SENTENCE, False, LESSON_MAX_TOKENS))
+        query = find_token(trace.tokens.strings, "it")
+        steps = query_steps(trace, layer, head, query)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return
@@ -135,7 +140,7 @@ def softmax_demo() -> None:
     st.slider("Scale (multiplies the scores)", 0.0, 5.0, 1.0, 0.1, key=Lessons.softmax_scale, **PERSIST)
     scale = float(np.clip(float(st.session_state.get(Lessons.softmax_scale) or 0.0), 0.0, 5.0))
     k = np.array(SOFTMAX_SCORES, dtype=float)[:, None]  # (n, 1): one-number keys, so q·k = the score
-    steps = services.calculator_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
+    steps = calculator_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
     weights = steps.weights[0]
     fig = go.Figure(
         go.Bar(
@@ -199,7 +204,7 @@ def shared_lesson() -> tuple[str, Lesson] | None:
     if secret is not None:
         del st.query_params[EDIT_PARAM]  # the secret does not stay on a projected screen or in the share box
     try:
-        store = services.lesson_store()
+        store = lesson_store()
         saved = store.lesson(lid)
         if secret and store.can_edit(lid, secret):
             owned()[lid] = secret

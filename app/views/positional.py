@@ -14,13 +14,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.pickers import load_model, page_tabs, pick_model
 from app.components.positional_figs import dimension_curves, matrix_heatmap
 from app.components.positional_sections import alibi_section, order_section, rope_section
 from app.components.theme import side_by_side
+from app.services.core import get_trace
+from app.services.positional import pos_learned_table, pos_shift_check, pos_sinusoidal
+from app.services.request import TraceRequest
 from app.state import PERSIST, K, Positional, bounded, choose, clamp, current_text, settle
 from app.url_state import synced
 from engine.text import shorten
@@ -62,7 +64,7 @@ def shift_check_view(n_pos: int, d_model: int) -> None:
     clamp(Positional.sin_k, 1, n_pos - 1, start=5)
     st.number_input("Shift k", 1, n_pos - 1, key=Positional.sin_k, **PERSIST)
     k = bounded(st.session_state.get(Positional.sin_k), 1, n_pos - 1)
-    check = services.pos_shift_check(n_pos, d_model, k)
+    check = pos_shift_check(n_pos, d_model, k)
     left, right = st.columns(2)
     with left:
         shown = sorted({0, 1, 7, 23, n_pos - k - 1} & set(range(n_pos - k)))
@@ -109,7 +111,7 @@ def sinusoidal_section() -> None:
         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)"
     )
     d_model, n_pos = sinusoidal_controls()
-    table, sim, spread = services.pos_sinusoidal(n_pos, d_model)
+    table, sim, spread = pos_sinusoidal(n_pos, d_model)
     left, right = side_by_side(2)
     with left:
         show_chart(
@@ -181,7 +183,7 @@ def learned_section() -> None:
     if card is None:
         return
     try:
-        table, cos_sim = services.pos_learned_table(model_id)
+        table, cos_sim = pos_learned_table(model_id)
     except Exception as err:  # noqa: BLE001 — no learned table (rope, alibi) or a load that failed: a message
         show_error(err, level="info")
         return
@@ -223,7 +225,7 @@ def learned_section() -> None:
             key=Positional.learned_sim,
         )
     with right:
-        _table, dot, _spread = services.pos_sinusoidal(n, d_model + d_model % 2)
+        _table, dot, _spread = pos_sinusoidal(n, d_model + d_model % 2)
         norms = np.sqrt(np.diag(dot))
         sin_cos = dot / np.outer(norms, norms)
         show_chart(
@@ -264,9 +266,7 @@ def sentence_length(model_id: str) -> int | None:
     """Token count of the shared sentence for this model (from the cached trace), or None."""
     text = current_text()
     try:
-        trace = services.get_trace(
-            services.TraceRequest(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024))
-        )
+        trace = get_trace(TraceRequest(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024)))
     except Exception:  # noqa: BLE001 — the count is a detail; the page works without it
         return None
     return len(trace.tokens)

@@ -16,7 +16,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import calm_errors, show_error
 from app.components.heatmap import attention_heatmap, layer_mean_map
@@ -26,6 +25,20 @@ from app.components.pickers import page_tabs
 from app.components.safe_text import md, quoted
 from app.components.theme import side_by_side
 from app.components.vit_figures import probability_bars
+from app.services.long_work import FINETUNE, MEASURE, long_status
+from app.services.pretraining import (
+    MLM_MODEL,
+    NEXT_TOKEN_MODEL,
+    SEQ2SEQ_MODEL,
+    blank_attention,
+    finetune_start,
+    get_fill_mask,
+    layer_costs,
+    measure_start,
+    measured_costs,
+    objective_attention,
+    objective_examples,
+)
 from app.state import Pretraining as P
 from app.state import default
 from app.url_params import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT, PRETRAINING_TABS
@@ -67,7 +80,7 @@ def fill_in_the_blank() -> None:
     )
     try:
         with st.spinner("Filling in…"):
-            result = services.get_fill_mask(text)
+            result = get_fill_mask(text)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -87,7 +100,7 @@ def fill_in_the_blank() -> None:
                 "out, one the context decides (a pronoun that refers back) is nearly certain."
             )
         with right:
-            att = services.blank_attention(text, blank.position)  # [layer, head, key]
+            att = blank_attention(text, blank.position)  # [layer, head, key]
             rows = [f"L{layer} H{head}" for layer in range(att.shape[0]) for head in range(att.shape[1])]
             fig = attention_heatmap(
                 att.reshape(-1, att.shape[-1]),
@@ -125,7 +138,7 @@ def objectives_side_by_side() -> None:
     if len(words) < 2:
         st.info("Type at least two words.")
         return
-    examples = services.objective_examples(words)
+    examples = objective_examples(words)
     layer = st.radio(
         "Layer of the real attention",
         [0, 1, 2],
@@ -141,7 +154,7 @@ def objectives_side_by_side() -> None:
             _mask_map(examples["bidirectional"], list(words), list(words), "Mask: everyone sees everyone"),
             key=P.mask_mlm,
         )
-        _real(services.MLM_MODEL, " ".join(masked.inputs), False, layer, "obj_real_mlm", "self")
+        _real(MLM_MODEL, " ".join(masked.inputs), False, layer, "obj_real_mlm", "self")
         st.caption(
             "**Example:** "
             + md(" ".join(masked.inputs))
@@ -154,7 +167,7 @@ def objectives_side_by_side() -> None:
             _mask_map(examples["causal"], list(words), list(words), "Mask: each word sees the words before it"),
             key=P.mask_next,
         )
-        _real(services.NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
+        _real(NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
         pairs = examples["next"]
         st.caption(
             f"**{len(pairs)} examples from one sentence**, e.g. "
@@ -171,7 +184,7 @@ def objectives_side_by_side() -> None:
             ),
             key=P.mask_span,
         )
-        _real(services.SEQ2SEQ_MODEL, " ".join(words), None, layer, "obj_real_span", "cross")
+        _real(SEQ2SEQ_MODEL, " ".join(words), None, layer, "obj_real_span", "cross")
         st.caption(
             "**Example:** encoder reads "
             + md(" ".join(enc))
@@ -185,7 +198,7 @@ def objectives_side_by_side() -> None:
 def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, block: str) -> None:
     """The mean of the heads of one layer of ``model_id`` on ``text`` (the block of an encoder-decoder)."""
     try:
-        real = services.objective_attention(model_id, text, causal, layer, block)
+        real = objective_attention(model_id, text, causal, layer, block)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -212,15 +225,15 @@ def fine_tuning() -> None:
     if pressed:
         st.session_state.pop(P.finetune_result, None)
         try:
-            services.finetune_start(int(steps), float(lr))
+            finetune_start(int(steps), float(lr))
         except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
             show_error(err)
             return
-    status = services.long_status(services.FINETUNE)
+    status = long_status(FINETUNE)
     if status is not None and status.status == "done":
         st.session_state[P.finetune_result] = status.result  # the session keeps it, whatever the queue forgets
     elif status is not None:
-        follow(services.FINETUNE, status, "Fine-tuning", extra=accuracy_curve)
+        follow(FINETUNE, status, "Fine-tuning", extra=accuracy_curve)
     result = st.session_state.get(P.finetune_result)
     if result is None:
         st.caption("Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.")
@@ -325,7 +338,7 @@ def cost_of_attention() -> None:
     with right:
         default(P.cost_d, 64)
         d = st.select_slider("d: width", COST_D, key=P.cost_d)
-    costs = services.layer_costs(int(n), int(d))
+    costs = layer_costs(int(n), int(d))
     frame = pd.DataFrame(
         {
             "layer": [c.name for c in costs],
@@ -353,7 +366,7 @@ def cost_of_attention() -> None:
     ):
         st.session_state[P.cost_measured] = (int(n), int(d))
         try:
-            services.measure_start(int(n), int(d))
+            measure_start(int(n), int(d))
         except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
             show_error(err)
             return
@@ -363,11 +376,11 @@ def cost_of_attention() -> None:
 
 def measurement(n: int, d: int) -> None:
     """The measured times at (n, d) once there; while this session's measurement waits or runs, its status."""
-    times = services.measured_costs(n, d)
+    times = measured_costs(n, d)
     if times is None:
-        status = services.long_status(services.MEASURE)
+        status = long_status(MEASURE)
         if status is not None and status.key == (n, d):
-            follow(services.MEASURE, status, "Measuring")
+            follow(MEASURE, status, "Measuring")
         return
     show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key=P.cost_times)
     st.caption(

@@ -13,12 +13,21 @@ import json
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.charts import show_chart
 from app.components.guard import show_error
 from app.components.job_status import follow
 from app.components.scaling_figures import loss_vs_compute, loss_vs_params
 from app.components.theme import side_by_side
+from app.services.long_work import SCALE, long_status
+from app.services.scaling import (
+    live_estimate_s,
+    live_run,
+    live_sizes,
+    refit,
+    scaling_curves,
+    scaling_json,
+    scaling_start,
+)
 from app.state import Scaling as S
 from app.state import choose, default
 from engine.jobs import about
@@ -44,7 +53,7 @@ def charts(curves, live: list) -> None:
             "trained briefly, so the exponent is only this mini-lab's."
         )
         if live:
-            both = services.refit(tuple(curves.runs) + tuple(live))
+            both = refit(tuple(curves.runs) + tuple(live))
             sizes = "the size" if len(live) == 1 else f"the {len(live)} sizes"
             st.caption(
                 f"With {sizes} trained here (orange) in the fit as well: α = {both.alpha:.3f} (r² = {both.r2:.3f})."
@@ -89,7 +98,7 @@ def runs_table(curves, live: list) -> None:
     )
     st.download_button(
         "Download the curves (JSON)",
-        services.scaling_json,
+        scaling_json,
         file_name="stories-scaling.json",
         mime="application/json",
         key=S.download,
@@ -106,7 +115,7 @@ def runs_table(curves, live: list) -> None:
 
 def train_one_more(curves) -> None:
     st.subheader("Train one more size")
-    names = list(services.live_sizes())
+    names = list(live_sizes())
     choose(S.live_size, names)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     with left:
@@ -115,7 +124,7 @@ def train_one_more(curves) -> None:
             names,
             key=S.live_size,
             horizontal=True,
-            format_func=lambda n: f"{n} (about {about(services.live_estimate_s(n))})",
+            format_func=lambda n: f"{n} (about {about(live_estimate_s(n))})",
             help="d_model and layers; d_mlp = 4·d_model. Trained with the shipped settings, "
             "on one core of this server.",
         )
@@ -123,15 +132,15 @@ def train_one_more(curves) -> None:
         pressed = st.button("Train it", type="primary", icon=":material/model_training:", key=S.live_go)
     if pressed:
         try:
-            services.scaling_start(name)
+            scaling_start(name)
         except Exception as err:  # noqa: BLE001 — a refused size or a full server: a calm message
             show_error(err)
-    status = services.long_status(services.SCALE)
+    status = long_status(SCALE)
     if status is not None and status.status == "done" and isinstance(status.result, dict):
-        run = services.live_run(status.result)
+        run = live_run(status.result)
         _live_runs()[run.name] = run  # the session keeps it, whatever the queue forgets
     elif status is not None:
-        follow(services.SCALE, status, "Training")
+        follow(SCALE, status, "Training")
     st.caption(
         "The new size trains with exactly the shipped settings (steps, batch, data order, schedule); when it "
         "ends its point joins both charts in orange. Does it land on the fitted line?"
@@ -146,7 +155,7 @@ def page() -> None:
         "trained on the same stories, in the same order, with the same schedule."
     )
     try:
-        curves = services.scaling_curves()
+        curves = scaling_curves()
     except Exception as err:  # noqa: BLE001 — a missing or damaged curves file
         show_error(err)
         return

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import services
 from app.components.examples import examples_picker
 from app.components.export import json_button, steps_record
 from app.components.guard import show_error
@@ -27,6 +26,10 @@ from app.components.step_sections import render_steps
 from app.components.step_tables import steps_csv
 from app.components.theme import controls as folded_controls
 from app.links import current_link
+from app.services.core import get_trace
+from app.services.heads import attention_block, block_loader
+from app.services.request import TraceRequest
+from app.services.step import query_steps
 from app.state import PERSIST, Step, clamp, current_text, default_from
 
 MAX_TOKENS_LIMIT = 1024
@@ -82,11 +85,11 @@ def walkthrough() -> None:
         causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     try:
         with st.spinner("Running the model…"):
-            request = services.TraceRequest(model_id, text, causal, max_tokens)
-            trace = services.get_trace(request)
+            request = TraceRequest(model_id, text, causal, max_tokens)
+            trace = get_trace(request)
         with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
             block = pick_block(list(trace.attention_blocks()), key=Step.block)
-        attention = services.attention_block(trace, block)
+        attention = attention_block(trace, block)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -100,7 +103,7 @@ def walkthrough() -> None:
     if output is not None:
         st.caption(f"Output: {quoted(output)}. Cross-attention's queries are the output tokens, its keys the source.")
 
-    steps = services.query_steps(attention, layer, head, query)
+    steps = query_steps(attention, layer, head, query)
     st.caption(
         f"**{len(labels)} query tokens** · layer {layer}, head {head} · d_head {attention.d_head} · query "
         f"**{md(labels[query])}**" + (" · causal mask on" if attention.causal else "")
@@ -115,9 +118,9 @@ def walkthrough() -> None:
     )
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
-    load = services.block_loader(services.TraceRequest(model_id, text, causal, max_tokens, block=block))
+    load = block_loader(TraceRequest(model_id, text, causal, max_tokens, block=block))
     json_button(
-        "Download the numbers as JSON",  # holds the request, not the trace (services.block_loader)
+        "Download the numbers as JSON",  # holds the request, not the trace (block_loader)
         lambda: steps_record(
             model_id=model_id,
             att=load(),

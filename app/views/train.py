@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components import induction_section
 from app.components.charts import show_chart
 from app.components.clicks import once
@@ -29,6 +28,17 @@ from app.components.train_charts import (
     head_score_chart,
     loss_chart,
     score_frame,
+)
+from app.services.train import (
+    train_answer,
+    train_checkpoint,
+    train_control,
+    train_estimate,
+    train_options,
+    train_progress,
+    train_register,
+    train_start,
+    train_task_info,
 )
 from app.state import PERSIST, K, Train, default, defaults
 from engine.training.budget import about
@@ -72,7 +82,7 @@ def setup_widgets(options: dict) -> None:
     with left:
         st.markdown("**Task**")
         st.selectbox("What to learn", list(tasks), format_func=tasks.get, key=key("task"), **PERSIST)
-        info = services.train_task_info(st.session_state[key("task")])
+        info = train_task_info(st.session_state[key("task")])
         st.caption(info["description"])
     with mid:
         st.markdown("**Model**")
@@ -119,7 +129,7 @@ def estimate_line() -> str | None:
     settings = settings_from_state()
     try:
         with st.spinner("Timing a few training steps…"):
-            params, estimate = services.train_estimate(settings)
+            params, estimate = train_estimate(settings)
     except ValueError as err:
         show_error(str(err), level="error")
         return None
@@ -155,7 +165,7 @@ def controls(progress, fits: bool) -> None:
             icon=":material/resume:",
             key=key("resume"),
             use_container_width=True,
-            on_click=once(services.train_control),
+            on_click=once(train_control),
             args=("resume",),
         )
     else:
@@ -165,7 +175,7 @@ def controls(progress, fits: bool) -> None:
             key=key("pause"),
             disabled=status != "running",
             use_container_width=True,
-            on_click=once(services.train_control),
+            on_click=once(train_control),
             args=("pause",),
         )
     cols[2].button(
@@ -174,7 +184,7 @@ def controls(progress, fits: bool) -> None:
         key=key("stop"),
         disabled=not active,
         use_container_width=True,
-        on_click=once(services.train_control),
+        on_click=once(train_control),
         args=("stop",),
     )
     cols[3].button(
@@ -183,7 +193,7 @@ def controls(progress, fits: bool) -> None:
         key=key("reset"),
         disabled=progress is None,
         use_container_width=True,
-        on_click=once(services.train_control),
+        on_click=once(train_control),
         args=("reset",),
     )
 
@@ -192,7 +202,7 @@ def start() -> None:
     st.session_state.pop(key("error"), None)
     settings = settings_from_state()
     try:
-        services.train_start(settings)
+        train_start(settings)
     except ValueError as err:
         st.session_state[key("error")] = (settings, str(err))  # shown until the settings change
 
@@ -312,7 +322,7 @@ def live(status: str | None) -> None:
 
     @st.fragment(run_every=POLL_S if active else None)
     def view() -> None:
-        p = services.train_progress()
+        p = train_progress()
         if p is None:
             st.info("Pick a task and a model, then press **Start**.", icon=":material/info:")
             return
@@ -323,7 +333,7 @@ def live(status: str | None) -> None:
             return
         numbers(p)
         index = pick_snapshot(p)
-        info = services.train_task_info(p.settings.task)
+        info = train_task_info(p.settings.task)
         st.subheader("Attention on the probe input")
         attention_view(p, index, info)
         st.subheader("Learning curves")
@@ -336,7 +346,7 @@ def live(status: str | None) -> None:
 def finished(p) -> None:
     """Try the trained model, open it in Explore, download it."""
     st.subheader("Try the trained model")
-    info = services.train_task_info(p.settings.task)
+    info = train_task_info(p.settings.task)
     default(key("try"), info["example"])
     text = st.text_input(
         "Your input",
@@ -346,7 +356,7 @@ def finished(p) -> None:
         "Translation: an English sentence of the toy grammar.",
     )
     try:
-        result = services.train_answer(text)
+        result = train_answer(text)
     except ValueError as err:
         show_error(str(err), before="Cannot read this input: ")
     else:
@@ -371,7 +381,7 @@ def finished(p) -> None:
             )
     left, right = st.columns(2)
     if left.button("Open this model in Explore", icon=":material/grid_on:", key=key("explore")):
-        model_id = services.train_register()
+        model_id = train_register()
         trace = p.snapshots[-1].probe_trace
         st.session_state[K.model] = model_id
         st.session_state[K.hub_id] = ""
@@ -379,7 +389,7 @@ def finished(p) -> None:
         st.switch_page("views/explore.py")
     right.download_button(
         "Download the model (safetensors + config JSON, zipped)",
-        services.train_checkpoint(),
+        train_checkpoint(),
         f"trained-{p.settings.task}.zip",
         "application/zip",
         icon=":material/download:",
@@ -412,7 +422,7 @@ def own_model() -> None:
         "Train a tiny transformer right here and watch attention patterns form, head by head. "
         "The defaults learn to reverse letters in well under a minute."
     )
-    options = services.train_options()
+    options = train_options()
     setup_widgets(options)
     task = st.session_state[key("task")]
     if not st.session_state[key("causal")] and task != "previous-token":
@@ -426,13 +436,13 @@ def own_model() -> None:
             "scored on the French part only (a prefix language model)."
         )
     over_time = estimate_line()
-    p = services.train_progress()
+    p = train_progress()
     controls(p, fits=over_time is None)
     refused = st.session_state.get(key("error"))
     if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
         show_error(refused[1], level="error")
     live(p.status if p is not None else None)
-    p = services.train_progress()
+    p = train_progress()
     if p is not None and p.finished and p.snapshots and p.status != "failed":
         finished(p)
 

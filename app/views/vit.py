@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import services
 from app.components.charts import clicked_point, shared_build, show_chart
 from app.components.guard import show_error
 from app.components.pickers import load_model, typed_model_field
@@ -17,6 +16,21 @@ from app.components.safe_text import quoted
 from app.components.swin_sections import show_windows
 from app.components.theme import side_by_side
 from app.components.vit_figures import image_with_grid, overlay, overlay_grid, probability_bars, square_at
+from app.services.core import list_models
+from app.services.vit import (
+    get_vision_trace,
+    vit_cls_maps,
+    vit_digit_count,
+    vit_digit_held_out,
+    vit_digit_label,
+    vit_last_layer_map,
+    vit_occlusion,
+    vit_patch_map,
+    vit_read_upload,
+    vit_rollout_map,
+    vit_sample,
+    vit_windowed,
+)
 from app.state import PERSIST, Vit, bounded, choose, clamp, defaults
 from engine.families import hub_labels
 
@@ -38,7 +52,7 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
     if source not in SOURCES:
         source = "digit"
     if source == "digit":
-        last = services.vit_digit_count() - 1
+        last = vit_digit_count() - 1
         st.number_input(
             "Digit sample number",
             min_value=0,
@@ -50,20 +64,20 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
             "them; the caption says whether this one is in the 20% it never saw.",
         )
         index = bounded(st.session_state.get(Vit.digit), 0, last)
-        label = services.vit_digit_label(index)
+        label = vit_digit_label(index)
         seen = (
             "held out: the own ViT never trained on it"
-            if services.vit_digit_held_out(index)
+            if vit_digit_held_out(index)
             else "one of the own ViT's training images"
         )
         described = f"digit sample {index} (true label {label}; {seen})"
-        return services.vit_sample("digit", str(index)), source, described, ()
+        return vit_sample("digit", str(index)), source, described, ()
     if source == "shape":
         name = st.selectbox("Shape", SHAPES, key=Vit.shape, **PERSIST)
-        return services.vit_sample("shape", name if name in SHAPES else SHAPES[0]), source, f"a drawn {name}", ()
+        return vit_sample("shape", name if name in SHAPES else SHAPES[0]), source, f"a drawn {name}", ()
     if source == "photo":
         name = st.selectbox("Photo", PHOTOS, key=Vit.photo, **PERSIST)
-        return services.vit_sample("photo", name if name in PHOTOS else PHOTOS[0]), source, f"the photo '{name}'", ()
+        return vit_sample("photo", name if name in PHOTOS else PHOTOS[0]), source, f"the photo '{name}'", ()
     upload = st.file_uploader(
         "Your image",
         type=UPLOAD_TYPES,
@@ -74,7 +88,7 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
         st.info("Choose an image file to see where the model looks.")
         return None, source, "", ()
     try:
-        pixels, notices = services.vit_read_upload(upload.getvalue())
+        pixels, notices = vit_read_upload(upload.getvalue())
     except Exception as err:  # noqa: BLE001 — read_image words its known failures; Pillow may raise others
         show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
         return None, source, "", ()
@@ -82,7 +96,7 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
 
 
 def pick_model_id() -> str:
-    specs = [s for s in services.list_models() if s.family == "vit"]
+    specs = [s for s in list_models() if s.family == "vit"]
     ids = [s.id for s in specs] or [DEFAULT_MODEL]
     choose(Vit.model, ids)
     labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
@@ -116,7 +130,7 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
     tokens = (
         "Each patch becomes one token; there is no [CLS] token: the answer reads the average of the last "
         "stage's patches."
-        if services.vit_windowed(trace)
+        if vit_windowed(trace)
         else "Each patch becomes one token, plus a [CLS] token that collects the answer."
     )
     if model_id == DEFAULT_MODEL and source != "digit":
@@ -152,7 +166,7 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
 
 
 def show_cls(trace, layer: int, head: int) -> np.ndarray:
-    maps = services.vit_cls_maps(trace, layer)
+    maps = vit_cls_maps(trace, layer)
     left, right = side_by_side([2, 3])
     with left:
         show_chart(
@@ -209,7 +223,7 @@ def show_patch(trace, layer: int, head: int) -> None:
         r, c = divmod(patch, cols)
         st.caption(f"Patch {patch} is row {r}, column {c} of the {rows}×{cols} grid.")
     with right:
-        grid = services.vit_patch_map(trace, layer, head, patch)
+        grid = vit_patch_map(trace, layer, head, patch)
         show_chart(
             shared_build(
                 overlay,
@@ -266,7 +280,7 @@ def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float, s
             shared_build(
                 overlay,
                 trace.image,
-                services.vit_rollout_map(model_id, image, fusion, discard, rule),
+                vit_rollout_map(model_id, image, fusion, discard, rule),
                 trace.patch_size,
                 title=title,
             ),
@@ -277,7 +291,7 @@ def show_rollout(model_id: str, image: np.ndarray, trace) -> tuple[str, float, s
             shared_build(
                 overlay,
                 trace.image,
-                services.vit_last_layer_map(trace, fusion),
+                vit_last_layer_map(trace, fusion),
                 trace.patch_size,
                 title=f"Raw attention of the last layer ({last}), {fusion} of heads",
             ),
@@ -302,7 +316,7 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, fusion: str, discard
     st.slider("Patches to hide (k)", 0, n, key=Vit.k, **PERSIST)
     k = bounded(st.session_state.get(Vit.k), 0, n)
     with st.spinner("Re-classifying with patches hidden…"):
-        result = services.vit_occlusion(model_id, image, k, fusion, discard, rule)
+        result = vit_occlusion(model_id, image, k, fusion, discard, rule)
     table = pd.DataFrame(
         {
             "hidden patches": [r.strategy for r in result.rows],
@@ -351,7 +365,7 @@ def main() -> None:
         return
     try:
         with st.spinner("Running the model…"):
-            trace = services.get_vision_trace(model_id, image)
+            trace = get_vision_trace(model_id, image)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -359,7 +373,7 @@ def main() -> None:
     if notices:
         st.info("\n".join(f"- {notice}" for notice in notices))
     show_input(image, trace, source, described, model_id)
-    if services.vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
+    if vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
         show_windows(trace, csv_bytes)
         return
 

@@ -16,8 +16,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app import services
+from app.components import pickers
 from app.services import core
+from app.services.lessons import model_vocabulary
 from app.services.request import TraceRequest
 from app.state import K, landing_request
 from apptest_helpers import APP, TIMEOUT, assert_clean, assert_head_and_grid, main_figure, messages, y_labels
@@ -57,9 +58,10 @@ def test_explores_first_run_takes_the_card_and_trace_from_the_prefetch_without_l
     def card(model_id):
         ids = get_script_run_ctx().shared.widget_ids_this_run.snapshot()
         box_drawn_before_load.append(any(i.endswith(f"-{K.text}") for i in ids))
-        return core.get_card(model_id)
+        return real_card(model_id)
 
-    monkeypatch.setattr(services, "get_card", card)
+    real_card = core.get_card
+    monkeypatch.setattr(pickers, "get_card", card)  # where the page asks for the card
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.run()
     assert_clean(at)
@@ -89,7 +91,7 @@ def test_once_the_model_is_loaded_here_the_prefetch_is_not_asked(cold, monkeypat
     landing = TraceRequest(*cold.key)
     assert core.get_trace(landing) is not cold.trace
     assert core.get_card("minilm") == cold.card  # the same card, computed from the model here
-    assert services.model_vocabulary("minilm") is None
+    assert model_vocabulary("minilm") is None
 
 
 def test_no_prefetch_at_all_loads_as_before(monkeypatch):

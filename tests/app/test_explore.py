@@ -56,11 +56,12 @@ def test_default_run_draws_the_head_and_the_layer_grid(default_app: AppTest):
 def test_the_grid_picture_shows_the_layer_s_heads_and_a_button_opens_one(default_app: AppTest):
     """The picture's thumbnails are the layer's weights (each head's share of its maximum, in whole percents);
     a button under it opens that head above, and the picture frames it."""
-    from app import services
+    from app.services.core import get_trace
+    from app.services.request import TraceRequest
 
     text = default_app.text_area(key="text").value
-    request = services.TraceRequest("minilm", text, False, default_app.session_state["max_tokens"])
-    trace = services.get_trace(request)
+    request = TraceRequest("minilm", text, False, default_app.session_state["max_tokens"])
+    trace = get_trace(request)
     n = len(trace.tokens)
     tiles, framed, _ = picture_tiles(grid_picture(default_app), n, n)
     assert len(tiles) == 12 and framed == 0
@@ -311,7 +312,8 @@ def test_display_options_log_scale_and_hidden_sink_columns(default_app: AppTest)
 
 
 def test_contribution_is_kobayashis_measure_and_value_length_is_offered_apart():
-    from app import services
+    from app.services.core import get_trace
+    from app.services.request import TraceRequest
     from app.state import DEFAULT_TEXT
 
     at = run_app()
@@ -320,7 +322,7 @@ def test_contribution_is_kobayashis_measure_and_value_length_is_offered_apart():
     at.segmented_control(key="explore_weighting").set_value("contribution").run()
     assert_clean(at)
     fig = main_figure(at)
-    trace = services.get_trace(services.TraceRequest("minilm", DEFAULT_TEXT, False, 128))
+    trace = get_trace(TraceRequest("minilm", DEFAULT_TEXT, False, 128))
     want = trace.contributions(0, 0)  # α·‖v W_O‖ (tests/unit/test_contributions.py checks it against the model)
     contribution = z(fig)
     np.testing.assert_allclose(contribution, want, rtol=1e-5, atol=1e-6)
@@ -377,20 +379,21 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     assert len(fig["data"][0]["y"]) == 256 and fig["data"][0]["y"][1] == "2–3"
     # against the full pattern pooled by hand
     import engine
-    from app import services
+    from app.services.core import get_trace
+    from app.services.request import TraceRequest
 
-    full = services.get_trace(services.TraceRequest("minilm", text, False, 512)).pattern(0, 0)
+    full = get_trace(TraceRequest("minilm", text, False, 512)).pattern(0, 0)
     edges = overview_edges(512, 256)
     by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
     np.testing.assert_allclose(pooled, by_hand, rtol=1e-5, atol=1e-7)
     assert len(json.dumps(fig)) < 500_000, "one head's overview stays well under 0.5 MB"
     # the layer's grid: 32 × 32 block maxima per head, each scaled to its own maximum
-    request = services.TraceRequest("minilm", text, False, 512)
+    request = TraceRequest("minilm", text, False, 512)
     png = grid_picture(at)
     tiles, framed, _ = picture_tiles(png, 32, 32)
     assert len(tiles) == 12 and framed == 0
     edges32 = overview_edges(512, 32)
-    head3 = services.get_trace(request).pattern(0, 3)
+    head3 = get_trace(request).pattern(0, 3)
     pooled3 = np.maximum.reduceat(np.maximum.reduceat(head3, edges32[:-1], axis=0), edges32[:-1], axis=1)
     # whole percents of the head's maximum: within half a percent of the exact share
     np.testing.assert_allclose(tiles[3], 100 * pooled3 / pooled3.max(), rtol=0, atol=0.5 + 1e-3)
@@ -426,18 +429,19 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
 
 def test_a_sentence_of_up_to_48_tokens_gets_exact_thumbnails():
     """A class's sentence (20–60 tokens): its grid has a cell a token up to 48 (a diagonal stays a diagonal)."""
-    from app import services
+    from app.services.core import get_trace
+    from app.services.request import TraceRequest
 
     text = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)  # 45 words, 47 tokens with [CLS]/[SEP]
     at = run_app(text=text)
     assert_clean(at)
-    request = services.TraceRequest("minilm", text, False, 128)
-    n = len(services.get_trace(request).tokens)
+    request = TraceRequest("minilm", text, False, 128)
+    n = len(get_trace(request).tokens)
     assert n == 47
     png = grid_picture(at)
     tiles, _, _ = picture_tiles(png, n, n)
     assert len(tiles) == 12
-    head = services.get_trace(request).pattern(0, 5)
+    head = get_trace(request).pattern(0, 5)
     np.testing.assert_allclose(tiles[5], 100 * head / head.max(), rtol=0, atol=0.5 + 1e-3)
     assert len(png) < 50_000, "12 exact 47 × 47 thumbnails (as one float32 Plotly mosaic: ~145 kB)"
     assert not any("block maxima" in c for c in messages(at.caption))
@@ -448,9 +452,10 @@ def test_a_zoom_region_can_be_typed_and_the_slider_follows():
     words = "the quick brown fox jumps over the lazy dog while a teacher explains attention".split()
     text = " ".join(words[i % len(words)] for i in range(700))
     at = run_app(text=text, max_tokens=512)
-    from app import services
+    from app.services.core import get_trace
+    from app.services.request import TraceRequest
 
-    full = services.get_trace(services.TraceRequest("minilm", text, False, 512)).pattern(0, 0)
+    full = get_trace(TraceRequest("minilm", text, False, 512)).pattern(0, 0)
     opened(at)
     assert at.number_input(key="explore_zoom_q_512_from").value == 0
     assert at.number_input(key="explore_zoom_q_512_to").value == 512

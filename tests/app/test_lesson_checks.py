@@ -16,11 +16,11 @@ from test_lesson_editor import LESSONS, add_view, downloads, draft, exported  # 
 from test_lesson_links import open_link
 from test_lessons import engine_row
 
-from app import services
 from app.components.check_editor import kind_of
 from app.components.lesson_draft import ADD_KINDS, WRITE_TAB
 from app.lesson_file import Choice, Lesson, Look, Predict, read_lesson, write_lesson
 from app.lesson_plan import LESSON
+from app.services.rooms import class_store
 from app.state import Draft, K
 from app.state import Look as Shown
 from app.store.lessons import LessonStore
@@ -136,7 +136,7 @@ def test_each_kind_of_check_is_added_changed_removed_and_comes_back_unchanged(do
     assert [s.check for s in draft(at).steps] == checks
     at.button(key=Draft.save).click().run()
     lid, _ = at.session_state[Draft.saved]
-    assert [s.check for s in read_lesson(LessonStore(services.class_store()).lesson(lid).body).steps] == checks
+    assert [s.check for s in read_lesson(LessonStore(class_store()).lesson(lid).body).steps] == checks
 
     # the fields start from the opened file's checks: a change of one field keeps the others
     fill(at, one, "predict", **{Draft.edit_layer: 0, Draft.edit_head: 2, Draft.edit_word: "street"})

@@ -223,10 +223,10 @@ def test_the_authors_edit_link_lets_another_device_change_the_lesson():
     laptop.button(key=f"{Draft.edit_save}{draft(laptop).steps[0].id}").click().run()
     laptop.button(key=Draft.save).click().run()
     assert_clean(laptop)
-    from app import services
+    from app.services.rooms import class_store
     from app.store.lessons import LessonStore
 
-    assert "Sinusoids, changed" in LessonStore(services.class_store()).lesson(lid).body
+    assert "Sinusoids, changed" in LessonStore(class_store()).lesson(lid).body
 
 
 def test_a_view_of_the_lessons_page_keeps_its_step():

@@ -16,10 +16,28 @@ import numpy as np
 import pytest
 from test_lesson_editor import downloads  # noqa: F401 — the fixture that keeps the download buttons' callables
 
-from app import services
 from app.components.lesson_draft import WRITE_TAB
 from app.components.offline_pack import lesson_html, view_html
 from app.lesson_file import Choice, Lesson, Link, Step
+from app.services.captions import CaptionRequest, caption_attention, caption_trace
+from app.services.core import get_trace
+from app.services.explain import EXPLAIN_EXAMPLES, EXPLAIN_MAX_TOKENS, explain_importance, explain_methods
+from app.services.heads import attention_block
+from app.services.offline_pack import PACK_CELLS, PACK_MAX_TOKENS, HeadMap, pack_view
+from app.services.offline_pages import Biases
+from app.services.positional import pos_alibi, pos_learned_table, pos_sinusoidal
+from app.services.pretraining import (
+    MLM_MODEL,
+    NEXT_TOKEN_MODEL,
+    SEQ2SEQ_MODEL,
+    blank_attention,
+    get_fill_mask,
+    objective_attention,
+    objective_examples,
+)
+from app.services.request import ExplainRequest, TraceRequest
+from app.services.scaling import scaling_curves
+from app.services.vit import get_vision_trace, vit_cls_maps, vit_sample
 from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline, Share
 from app.url_params import OBJECTIVES_DEFAULT
 from apptest_helpers import assert_clean, decode, main_figure, open_page, z
@@ -54,24 +72,24 @@ def softmax64(att, layer: int, head: int, causal: bool = False) -> np.ndarray:
 def test_a_head_map_holds_the_services_numbers_and_the_models():
     page = view_html("explore", {K.layer: "3", K.head: "1"})
     (fig,) = charts(page)
-    view = services.pack_view("explore", {K.layer: "3", K.head: "1"})
-    assert isinstance(view, services.HeadMap) and (view.layer, view.head) == (3, 1)
+    view = pack_view("explore", {K.layer: "3", K.head: "1"})
+    assert isinstance(view, HeadMap) and (view.layer, view.head) == (3, 1)
     drawn = decode(fig["data"][0]["z"])
     np.testing.assert_array_equal(drawn, view.data.values)  # the service's map, value for value
-    att = services.attention_block(services.get_trace(services.TraceRequest("minilm", DEFAULT_TEXT, None, 128)))
+    att = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, 128)))
     np.testing.assert_allclose(drawn, softmax64(att, 3, 1), atol=2e-6)
     assert fig["layout"]["title"]["text"] == "Layer 3, head 1"
     assert "minilm" in fig["layout"]["title"]["subtitle"]["text"]
     assert "plotly.js" in page and "Plotly.newPlot" in page and len(page) > 1_000_000  # plotly.js is inside
-    asks_more = services.pack_view("explore", {K.max_tokens: "16384"})  # one click traces every link: bounded
-    assert asks_more.request.max_tokens == services.PACK_MAX_TOKENS and not asks_more.cut  # a short text is whole
+    asks_more = pack_view("explore", {K.max_tokens: "16384"})  # one click traces every link: bounded
+    assert asks_more.request.max_tokens == PACK_MAX_TOKENS and not asks_more.cut  # a short text is whole
 
 
 def test_a_heads_link_gives_the_model_view_and_the_chosen_head():
     from app.components.head_views import GAP
 
     model_view, chosen = charts(view_html("heads", {K.layer: "1", K.head: "2"}))
-    att = services.attention_block(services.get_trace(services.TraceRequest("minilm", DEFAULT_TEXT, None, 128)))
+    att = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, 128)))
     n = att.n_queries
     mosaic = model_view["data"][0]
     assert mosaic["z"]["dtype"] == "u1"  # one byte a cell: whole percents of each head's maximum
@@ -87,7 +105,7 @@ def test_a_heads_link_gives_the_model_view_and_the_chosen_head():
 
 def test_the_causal_mask_a_long_input_pooled_and_the_alignment_map():
     causal = charts(view_html("explore", {K.causal: "1", K.layer: "0", K.head: "2"}))[0]
-    att = services.attention_block(services.get_trace(services.TraceRequest("minilm", DEFAULT_TEXT, True, 128)))
+    att = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, True, 128)))
     np.testing.assert_allclose(decode(causal["data"][0]["z"]), softmax64(att, 0, 2, causal=True), atol=2e-6)
     assert "causal mask on" in causal["layout"]["title"]["text"]
 
@@ -95,21 +113,17 @@ def test_the_causal_mask_a_long_input_pooled_and_the_alignment_map():
     params = {K.text: long_text, K.max_tokens: "512"}
     (fig,) = charts(page := view_html("explore", params))
     drawn = decode(fig["data"][0]["z"])
-    att = services.attention_block(services.get_trace(services.TraceRequest("minilm", long_text, None, 512)))
+    att = attention_block(get_trace(TraceRequest("minilm", long_text, None, 512)))
     n = att.n_queries
-    assert n > services.PACK_CELLS and drawn.shape == (services.PACK_CELLS, services.PACK_CELLS)
+    assert n > PACK_CELLS and drawn.shape == (PACK_CELLS, PACK_CELLS)
     from engine.analysis.overview import overview_edges
 
-    edges = overview_edges(n, services.PACK_CELLS)  # 256 blocks covering every token, of n // 256 or one more
-    assert (
-        edges[0] == 0
-        and edges[-1] == n
-        and set(np.diff(edges)) <= {n // services.PACK_CELLS, -(-n // services.PACK_CELLS)}
-    )
+    edges = overview_edges(n, PACK_CELLS)  # 256 blocks covering every token, of n // 256 or one more
+    assert edges[0] == 0 and edges[-1] == n and set(np.diff(edges)) <= {n // PACK_CELLS, -(-n // PACK_CELLS)}
     full = softmax64(att, 0, 0)
     pooled = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
     np.testing.assert_allclose(drawn, pooled, atol=2e-6)
-    assert f"at most {services.PACK_CELLS} × {services.PACK_CELLS} cells" in page
+    assert f"at most {PACK_CELLS} × {PACK_CELLS} cells" in page
 
     text = "the red car is fast"
     (fig,) = charts(view_html("bahdanau", {Bahdanau.text: text}))
@@ -167,9 +181,9 @@ def test_the_lessons_editor_builds_and_serves_the_pack(downloads):  # noqa: F811
     (button,) = [b for b in at.get("download_button") if b.proto.label == "Download offline pack (HTML)"]
     page = downloads[button.proto.deferred_file_id]()
     fig, table, _similarity = charts(page)  # Explore's head, then the Positional page's sinusoidal table
-    view = services.pack_view("explore", {K.layer: "3", K.head: "1"})
+    view = pack_view("explore", {K.layer: "3", K.head: "1"})
     np.testing.assert_array_equal(decode(fig["data"][0]["z"]), view.data.values)
-    np.testing.assert_array_equal(decode(table["data"][0]["z"]), services.pos_sinusoidal(64, 64)[0].astype(np.float32))
+    np.testing.assert_array_equal(decode(table["data"][0]["z"]), pos_sinusoidal(64, 64)[0].astype(np.float32))
     assert len(notes(page)) == 1 and "&lt;script&gt;alert" in page
     assert any("3 charts and 1 note" in c.value for c in at.caption)
 
@@ -231,7 +245,7 @@ def _attention(fig: dict) -> np.ndarray:
 
 def test_positional_draws_the_open_tabs_matrices_as_the_page_and_a_bad_tab_falls_back():
     table_fig, sim_fig = charts(view_html("positional", {}))
-    table, sim, _spread = services.pos_sinusoidal(64, 64)  # the Sinusoidal tab opens at 64 positions × 64 dims
+    table, sim, _spread = pos_sinusoidal(64, 64)  # the Sinusoidal tab opens at 64 positions × 64 dims
     np.testing.assert_array_equal(decode(table_fig["data"][0]["z"]), table.astype(np.float32))
     np.testing.assert_array_equal(decode(sim_fig["data"][0]["z"]), sim.astype(np.float32))
     import math
@@ -242,12 +256,12 @@ def test_positional_draws_the_open_tabs_matrices_as_the_page_and_a_bad_tab_falls
     assert charts(view_html("positional", {"pos_tab": "no-such-tab"})) == [table_fig, sim_fig]  # back to the default
 
     learned, cosine = charts(view_html("positional", {"pos_tab": "learned"}))
-    values, cos_sim = services.pos_learned_table("minilm")
+    values, cos_sim = pos_learned_table("minilm")
     np.testing.assert_array_equal(decode(learned["data"][0]["z"]), values.values[:128].astype(np.float32))
     np.testing.assert_array_equal(decode(cosine["data"][0]["z"]), cos_sim[:128, :128].astype(np.float32))
-    view = services.pack_view("positional", {"pos_tab": "alibi"})
-    slopes, bias = services.pos_alibi(8, 12)
-    assert isinstance(view, services.Biases) and view.heads == (0, 3, 7)
+    view = pack_view("positional", {"pos_tab": "alibi"})
+    slopes, bias = pos_alibi(8, 12)
+    assert isinstance(view, Biases) and view.heads == (0, 3, 7)
     np.testing.assert_array_equal(view.bias, bias)
     (grid,) = charts(view_html("positional", {"pos_tab": "alibi"}))
     from app.components.head_views import GAP
@@ -264,9 +278,9 @@ def test_positional_draws_the_open_tabs_matrices_as_the_page_and_a_bad_tab_falls
 def test_the_vit_pack_draws_cls_attention_over_the_links_sample():
     params = {"vit_digit": "7", "vit_layer": "1", "vit_head": "2"}
     one, every = charts(view_html("vit", params))
-    image = services.vit_sample("digit", "7")
-    trace = services.get_vision_trace("tiny-vit-digits", image)
-    maps = services.vit_cls_maps(trace, 1)
+    image = vit_sample("digit", "7")
+    trace = get_vision_trace("tiny-vit-digits", image)
+    maps = vit_cls_maps(trace, 1)
     np.testing.assert_array_equal(_attention(one), maps[2])
     import engine
     from engine.analysis.vision import cls_map
@@ -277,10 +291,10 @@ def test_the_vit_pack_draws_cls_attention_over_the_links_sample():
     assert "weight %{z" in [t for t in one["data"] if t.get("name") == "attention"][0]["hovertemplate"]
     assert every["layout"]["shapes"] and len(every["layout"]["annotations"]) == maps.shape[0]
     # a refused digit number falls back to the default sample, and a layer past the last is the last (as the page)
-    view = services.pack_view("vit", {"vit_digit": "99999", "vit_layer": "4000"})
-    default = services.get_vision_trace("tiny-vit-digits", services.vit_sample("digit", "1500"))
+    view = pack_view("vit", {"vit_digit": "99999", "vit_layer": "4000"})
+    default = get_vision_trace("tiny-vit-digits", vit_sample("digit", "1500"))
     assert view.layer == default.attention.n_layers - 1 and "digit sample 1500" in view.described
-    np.testing.assert_array_equal(view.maps, services.vit_cls_maps(default, view.layer))
+    np.testing.assert_array_equal(view.maps, vit_cls_maps(default, view.layer))
     said = notes(view_html("vit", {"vit_source": "upload"}))
     assert len(said) == 1 and "An uploaded image is not part of a link" in said[0]
 
@@ -295,7 +309,7 @@ def test_a_swin_link_draws_its_query_patchs_window(tmp_path, monkeypatch):
     monkeypatch.setenv("AP_MODEL_DIRS", str(folder.parent))
     params = {"vit_hub_id": str(folder), "vit_source": "photo", "vit_swin_block": "1", "vit_swin_head": "9"}
     (fig,) = charts(view_html("vit", params))
-    view = services.pack_view("vit", params)
+    view = pack_view("vit", params)
     assert (view.stage, view.block, view.head, view.patch) == (0, 1, 1, 0)  # head 9 kept inside the block's heads
     row = window_row(engine.trace(engine.load(str(folder)), samples.photo("china")).block_at(0, 1), 1, 0)
     drawn = _attention(fig)
@@ -308,17 +322,17 @@ def test_the_captions_pack_draws_a_map_per_written_word():
     from app.components.head_views import GAP
 
     (fig,) = charts(page := view_html("captions", {"cap_scene": "12"}))
-    view = services.caption_attention(services.CaptionRequest(source="scene", scene=12))
+    view = caption_attention(CaptionRequest(source="scene", scene=12))
     weights = decode([t for t in fig["data"] if t.get("name") == "attention"][0]["customdata"])
     grid, per_row = view.grid, min(len(view.words), 5)
     for w in range(len(view.words)):  # tile w of the mosaic is the word's α, as the page draws it
         r, c = divmod(w, per_row)
         tile = weights[r * (grid + GAP) : r * (grid + GAP) + grid, c * (grid + GAP) : c * (grid + GAP) + grid]
         np.testing.assert_allclose(tile, view.alphas[w], atol=1e-7)
-    trace = services.caption_trace(services.CaptionRequest(source="scene", scene=12))
+    trace = caption_trace(CaptionRequest(source="scene", scene=12))
     assert f"The model writes “{trace.caption}”" in page
-    bad = services.pack_view("captions", {"cap_scene": "9999"})  # refused: the page's default scene
-    assert bad.view is services.caption_attention(services.CaptionRequest(source="scene", scene=4))
+    bad = pack_view("captions", {"cap_scene": "9999"})  # refused: the page's default scene
+    assert bad.view is caption_attention(CaptionRequest(source="scene", scene=4))
     said = notes(view_html("captions", {"cap_view": "mistakes"}))
     assert len(said) == 1 and "mistakes view" in said[0] and "open the link in the app" in said[0]
 
@@ -326,10 +340,10 @@ def test_the_captions_pack_draws_a_map_per_written_word():
 def test_pretraining_scaling_and_explain_draw_their_static_first_charts():
     text = "tom saw a big dog . [MASK] ran to the park ."
     bars, heat = charts(view_html("pretraining", {"fill_text": text}))
-    result = services.get_fill_mask(text)
+    result = get_fill_mask(text)
     blank = result.blanks[0]
     np.testing.assert_allclose(decode(bars["data"][0]["x"]), np.asarray(blank.probs, dtype=float), atol=1e-7)
-    att = services.blank_attention(text, blank.position)
+    att = blank_attention(text, blank.position)
     np.testing.assert_allclose(decode(heat["data"][0]["z"]), att.reshape(-1, att.shape[-1]), atol=1e-7)
     np.testing.assert_allclose(decode(heat["data"][0]["z"]).sum(axis=1), 1.0, atol=1e-5)  # each head's row
     said = notes(view_html("pretraining", {"pretraining_tab": "finetune"}))
@@ -338,40 +352,38 @@ def test_pretraining_scaling_and_explain_draw_their_static_first_charts():
 
     mlm, nxt, span = charts(view_html("pretraining", {"pretraining_tab": "objectives", "objectives_layer": "1"}))
     words = tuple(OBJECTIVES_DEFAULT.split())
-    masked = " ".join(services.objective_examples(words)["masked"].inputs)
-    real = services.objective_attention(services.MLM_MODEL, masked, False, 1, "self")
+    masked = " ".join(objective_examples(words)["masked"].inputs)
+    real = objective_attention(MLM_MODEL, masked, False, 1, "self")
     np.testing.assert_array_equal(decode(mlm["data"][0]["z"]), real.weights.astype(np.float32))
-    att = services.attention_block(
-        services.get_trace(services.TraceRequest(services.NEXT_TOKEN_MODEL, " ".join(words), True, 64))
-    )
+    att = attention_block(get_trace(TraceRequest(NEXT_TOKEN_MODEL, " ".join(words), True, 64)))
     mean = np.mean([att.pattern(1, h) for h in range(att.n_heads)], axis=0)  # every head of layer 1, averaged here
     drawn = decode(nxt["data"][0]["z"])
     lower = np.tril(np.ones(drawn.shape, dtype=bool))
     np.testing.assert_allclose(drawn[lower], mean[lower], atol=1e-6)
     assert np.isnan(drawn[~lower]).all()  # the causal mask's cells are grey
-    assert span["layout"]["title"]["text"].startswith(f"Real: {services.SEQ2SEQ_MODEL}, layer 1")
+    assert span["layout"]["title"]["text"].startswith(f"Real: {SEQ2SEQ_MODEL}, layer 1")
 
     params_fig, compute_fig = charts(view_html("scaling", {}))
-    curves = services.scaling_curves()
+    curves = scaling_curves()
     (shipped,) = [t for t in params_fig["data"] if t.get("name") == "shipped sizes"]
     np.testing.assert_allclose(decode(shipped["y"]), [r.final_loss for r in curves.runs])
     np.testing.assert_allclose(decode(shipped["x"]), [r.n_params for r in curves.runs])
     assert len(compute_fig["data"]) >= len(curves.runs)
 
     (fig,) = charts(view_html("explain", {}))
-    request = services.ExplainRequest(
+    request = ExplainRequest(
         "tiny-gpt-stories",
-        services.EXPLAIN_EXAMPLES["tiny-gpt-stories"],
+        EXPLAIN_EXAMPLES["tiny-gpt-stories"],
         "",
-        services.EXPLAIN_MAX_TOKENS,
+        EXPLAIN_MAX_TOKENS,
         32,
         "zero",
         "remove",
     )
     raw = decode(fig["data"][0]["customdata"])
-    for row, method in zip(raw, services.explain_methods()):
-        np.testing.assert_allclose(row, services.explain_importance(request, method).scores, atol=1e-12, equal_nan=True)
-    assert fig["data"][0]["y"] == list(services.explain_methods().values())
+    for row, method in zip(raw, explain_methods()):
+        np.testing.assert_allclose(row, explain_importance(request, method).scores, atol=1e-12, equal_nan=True)
+    assert fig["data"][0]["y"] == list(explain_methods().values())
 
 
 def test_live_pages_say_what_to_do():

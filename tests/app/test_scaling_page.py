@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import services
 from app.services import scaling as scaling_service
+from app.services.scaling import scaling_start
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_until, title
 from engine.analysis.scaling_laws import read_curves
 from engine.training.scaling import CURVES
@@ -70,7 +70,7 @@ def test_one_more_size_trains_live_and_joins_the_charts():
 
 def test_a_forged_size_is_refused_before_anything_runs():
     with pytest.raises(EngineError, match="only these sizes"):
-        services.scaling_start("d512-L8")
+        scaling_start("d512-L8")
 
 
 def test_a_missing_curves_file_is_a_calm_message(tmp_path, monkeypatch):

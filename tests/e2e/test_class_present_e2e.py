@@ -167,7 +167,7 @@ def test_an_eight_option_poll_and_a_revealed_which_token_poll_on_a_long_sentence
     then a "which token" poll on a 30-word sentence (32 tokens, the most a poll offers), revealed: the head's real
     row beside the class's answers. At 1280×720 the question, both charts and the revealed answer are inside the
     first screen, and every bar is drawn."""
-    from app import services
+    from app.services.rooms import predict_question
     from app.store.rooms import MAX_OPTIONS
 
     assert MAX_OPTIONS["choice"] == len(EIGHT)  # the poll below is the largest multiple choice there is
@@ -198,7 +198,7 @@ def test_an_eight_option_poll_and_a_revealed_which_token_poll_on_a_long_sentence
             inside(page, chart.locator(".main-svg").first, "the 8 options' answers")
             inside(page, revealed, "the revealed answer")
 
-            asked = services.predict_question("minilm", LONG, 3, 1, "she")
+            asked = predict_question("minilm", LONG, 3, 1, "she")
             assert len(asked.options) == 32, asked.options
             predict = store.push_question(
                 code, token, "predict", asked.prompt, list(asked.options), asked.answer, asked.detail
