@@ -91,4 +91,9 @@ def app_link(page_path: str, params: Mapping[str, object]) -> str:
 
 def open_page(page: str, label: str, params: Mapping[str, object] | None = None, icon: str | None = None) -> None:
     """A link to ``page`` (a file of ``app/views/``) that opens it in this session with ``params`` set."""
-    st.page_link(view_page(page) or f"views/{page}", label=label, query_params=query(params or {}), icon=icon)
+    st.page_link(
+        view_page(page) or f"views/{page.removesuffix('.py')}/page.py",
+        label=label,
+        query_params=query(params or {}),
+        icon=icon,
+    )

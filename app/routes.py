@@ -15,12 +15,13 @@ from pathlib import Path
 
 import streamlit as st
 
-# Page files live in app/views/, not app/pages/: a pages/ folder beside the entry point switches on
-# Streamlit's automatic multipage discovery, which served a deep link on a fresh server as a bare
-# script (no navigation, no shared state). tests/e2e/test_deep_links_e2e.py pins this.
+# A page is a folder of app/views/ (its page.py the script), not of app/pages/: a pages/ folder beside the
+# entry point switches on Streamlit's automatic multipage discovery, which served a deep link on a fresh server
+# as a bare script (no navigation, no shared state). tests/e2e/test_deep_links_e2e.py pins this.
 VIEWS = Path(__file__).resolve().parent / "views"
 
-#: (file in app/views, title, icon); the first is the default page
+#: (page id: its folder in app/views + ".py", as lesson files name it; title, icon); the first is the default page.
+#: The folder's name is the page's URL path (``/heads``).
 PAGES: tuple[tuple[str, str, str], ...] = (
     ("explore.py", "Explore", ":material/grid_on:"),
     ("lessons.py", "Lessons", ":material/cast_for_education:"),
@@ -47,10 +48,15 @@ def _pages() -> list[st.Page]:
     with _lock:
         if not _made:
             _made.extend(
-                st.Page(VIEWS / file, title=title, icon=icon, default=i == 0)
+                st.Page(script(file), title=title, icon=icon, default=i == 0, url_path=file.removesuffix(".py"))
                 for i, (file, title, icon) in enumerate(PAGES)
             )
     return _made
+
+
+def script(file: str) -> Path:
+    """The script of page ``file`` (``"explore.py"`` → ``app/views/explore/page.py``)."""
+    return VIEWS / file.removesuffix(".py") / "page.py"
 
 
 def pages() -> list[st.Page]:

@@ -52,7 +52,7 @@ class K:
 
 
 class Bahdanau:
-    """The Bahdanau page's keys (``app/views/bahdanau.py``, ``app/components/bahdanau_step.py``); the four
+    """The Bahdanau page's keys (``app/views/bahdanau/page.py``, ``app/views/bahdanau/step.py``); the four
     its links carry are the URL parameters of the same names (``app/url_params.py``)."""
 
     text = "bahdanau_text"
@@ -80,7 +80,7 @@ class ROOM:
     browser = "class_browser"  # this browser's anonymous id (services.browser_id: from its cookie, else random)
     looked_up = "class_looked_up"  # True once this session asked the store which room this browser is in
     reveal_error = "class_reveal_error"  # why the last Reveal press failed (shown once)
-    # the Class page's widgets (``app/views/classroom.py``) and the student's panel (``room_panel``)
+    # the Class page's widgets (``app/views/classroom/page.py``) and the student's panel (``room_panel``)
     start, restart, end, leave = "class_start", "class_restart", "class_end", "class_leave"
     q_prompt, q_options, q_right, ask_choice = "class_q_prompt", "class_q_options", "class_q_right", "class_ask_choice"
     p_model, p_text, p_layer, p_head, p_word = (
@@ -91,7 +91,7 @@ class ROOM:
         "class_p_word",
     )
     ask_predict = "class_ask_predict"
-    # the lesson a room walks through (``app/components/room_lesson.py``): the teacher's pick and buttons
+    # the lesson a room walks through (``app/views/classroom/room_lesson.py``): the teacher's pick and buttons
     lesson_pick, lesson_ref, lesson_start = "class_lesson_pick", "class_lesson_ref", "class_lesson_start"
     lesson_prev, lesson_next, lesson_stop = "class_lesson_prev", "class_lesson_next", "class_lesson_stop"
     lesson_error = "class_lesson_error"  # why the last lesson button failed (shown once)
@@ -110,7 +110,7 @@ class ROOM:
 
 
 class Vit:
-    """The Vision Transformer page's keys (``app/views/vit.py``); those its links carry are the URL parameters of
+    """The Vision Transformer page's keys (``app/views/vit/page.py``); those its links carry are the URL parameters of
     the same names (``app/url_params.py``, which takes their defaults and options from here)."""
 
     model, hub_id = "vit_model", "vit_hub_id"
@@ -159,7 +159,7 @@ class Vit:
 
 
 class Captions:
-    """The Captions page's keys (``app/views/captions.py``); ``view``, ``source``, ``scene``, ``search`` and ``beam`` are
+    """The Captions page's keys (``app/views/captions/page.py``); ``view``, ``source``, ``scene``, ``search`` and ``beam`` are
     also its URL parameters (``app/url_params.py``). Prefixes + an object's number (0, 1): the drawn objects'
     ``shape``, ``colour``, ``size``, ``row`` and ``col``."""
 
@@ -213,7 +213,7 @@ class Captions:
 
 
 class Positional:
-    """The Positional page's keys (``app/views/positional.py``, ``app/components/positional_sections.py``):
+    """The Positional page's keys (``app/views/positional/page.py``, ``app/views/positional/sections.py``):
     widgets, charts and downloads of each tab; ``tab`` is also the URL parameter that opens a tab."""
 
     tab = "pos_tab"
@@ -262,7 +262,7 @@ class Positional:
 
 
 class Step:
-    """The Step by step page's keys (``app/views/step_by_step.py``, ``step_sections``, ``step_calculator``); ``query``
+    """The Step by step page's keys (``app/views/step_by_step/page.py``, ``step_sections``, ``step_calculator``); ``query``
     and ``block`` are also its URL parameters (``app/url_params.py``)."""
 
     query, block, json = "step_query", "step_block", "step_json"
@@ -278,7 +278,7 @@ class Step:
 
 
 class Heads:
-    """The Heads page's keys (``app/views/heads.py``, ``app/components/heads_sections.py``); ``tab`` and ``block``
+    """The Heads page's keys (``app/views/heads/page.py``, ``app/views/heads/sections.py``); ``tab`` and ``block``
     are also its URL parameters (``app/url_params.py``). Prefixes: ``display`` for the display and zoom
     controls (``long_view``), ``cmp_a`` / ``cmp_b`` for Compare's head pickers (``_layer``, ``_head``), ``cmp`` and
     ``sent`` for a chart per head or sentence (``A``, ``B``)."""
@@ -305,7 +305,7 @@ class Heads:
 
 
 class Pretraining:
-    """The Pretraining objectives page's keys (``app/views/pretraining.py``); ``tab``, ``fill_text``,
+    """The Pretraining objectives page's keys (``app/views/pretraining/page.py``); ``tab``, ``fill_text``,
     ``objectives_text``, ``objectives_layer``, ``cost_n``, ``cost_d``, ``finetune_steps`` and ``finetune_lr`` are
     also its URL parameters (``app/url_params.py``). Prefixes: ``fill_bars`` / ``fill_att`` per blank,
     ``finetune`` and ``nsp_inspect`` per moment (``before`` / ``after``)."""
@@ -330,14 +330,14 @@ class Pretraining:
     )
     cost_measured = "cost_measured"  # the (n, d) this session last asked to measure
     finetune_running = "finetune_running"  # the running fine-tune's held-out accuracy chart
-    # next-sentence prediction and a classifier on [CLS] (app/components/nsp_sections.py; its job: services.NSP)
+    # next-sentence prediction and a classifier on [CLS] (app/views/pretraining/nsp.py; its job: services.NSP)
     nsp_steps, nsp_lr, nsp_go, nsp_result = "nsp_steps", "nsp_lr", "nsp_go", "nsp_result"
     nsp_examples, nsp_loss, nsp_curve_csv, nsp_shares = "nsp_examples", "nsp_loss", "nsp_curve_csv", "nsp_shares"
     nsp_change, nsp_cls_change, nsp_pair, nsp_inspect = "nsp_change", "nsp_cls_change", "nsp_pair", "nsp_inspect_"
 
 
 class Explain:
-    """The "Is attention the explanation?" page's keys (``app/views/explain.py``). Prefixes: ``text`` + the model's
+    """The "Is attention the explanation?" page's keys (``app/views/explain/page.py``). Prefixes: ``text`` + the model's
     index in ``services.EXPLAIN_MODELS`` (each model keeps its own input), ``bars`` + a method id."""
 
     model, text, reference = "explain_model", "explain_text_", "explain_reference"
@@ -364,7 +364,7 @@ class Explain:
 
 
 class Scaling:
-    """The Scaling page's keys (``app/views/scaling.py``)."""
+    """The Scaling page's keys (``app/views/scaling/page.py``)."""
 
     params_chart, compute_chart, table, download = (
         "scaling_params",
@@ -376,14 +376,14 @@ class Scaling:
 
 
 class Bertviz:
-    """The bertviz views page's keys (``app/views/bertviz_views.py``); ``view`` and ``digit`` are also its URL
+    """The bertviz views page's keys (``app/views/bertviz_views/page.py``); ``view`` and ``digit`` are also its URL
     parameters. ``download`` prefixes each view's download button."""
 
     view, digit, download = "bertviz_view", "bertviz_digit", "bertviz_download_"
 
 
 class Lessons:
-    """The Lessons page's keys (``app/views/lessons.py``, ``app/components/knowledge_check.py``); ``lesson`` and
+    """The Lessons page's keys (``app/views/lessons/page.py``, ``app/views/lessons/check.py``); ``lesson`` and
     ``step`` are also its URL parameters (``app/url_params.py``). Prefixes: ``prev`` / ``next`` per place (``top``,
     ``bottom``), ``goto`` per step, and per check ``row`` / ``again`` with the step's id."""
 
@@ -402,7 +402,7 @@ class Lessons:
 
 class Draft:
     """A teacher's lesson (issue 21, 3): the draft in this session, "Add this view to my lesson" (the sidebar, every
-    page: ``app/components/lesson_draft.py``), the editor and the Lessons page's tabs (``app/views/lessons.py``).
+    page: ``app/views/lessons/draft.py``), the editor and the Lessons page's tabs (``app/views/lessons/page.py``).
     Prefixes + a step's id: ``up``, ``down``, ``delete``, and the ``edit_*`` form of each step."""
 
     lesson, saved, owned, said = "draft_lesson", "draft_saved", "draft_owned", "draft_said"
@@ -434,7 +434,7 @@ class Draft:
         "draft_edit_save_",
     )
     edit_question, edit_options, edit_right = "draft_edit_question_", "draft_edit_options_", "draft_edit_right_"
-    # a step's knowledge check of any kind (``app/components/check_editor.py``): the kind, then the file's keys
+    # a step's knowledge check of any kind (``app/views/lessons/check_editor.py``): the kind, then the file's keys
     edit_kind, edit_explain, edit_model, edit_text = (
         "draft_edit_kind_",
         "draft_edit_explain_",
@@ -456,13 +456,13 @@ class Draft:
 
 
 class Train:
-    """The Train live page's keys (``app/views/train.py``): ``prefix`` + a setting's name (``train_task``, ...)."""
+    """The Train live page's keys (``app/views/train/page.py``): ``prefix`` + a setting's name (``train_task``, ...)."""
 
     prefix = "train_"
 
 
 class Explore:
-    """The Explore page's keys (``app/views/explore.py``) and its panels' (``write_more``, ``next_token_panel``,
+    """The Explore page's keys (``app/views/explore/page.py``) and its panels' (``write_more``, ``next_token_panel``,
     ``ablation_panel``); ``tab``, ``block``, ``decode`` and ``write_request`` are also URL parameters
     (``app/url_params.py``)."""
 
@@ -482,8 +482,8 @@ class Explore:
 
 
 class Look:
-    """How every page looks in this browser (``app/components/theme.py``), and the highlighted token
-    (``app/components/linked_tokens.py``); ``present``, ``hide`` and ``focus`` are also URL parameters."""
+    """How every page looks in this browser (``app/ui/theme.py``), and the highlighted token
+    (``app/ui/linked_tokens.py``); ``present``, ``hide`` and ``focus`` are also URL parameters."""
 
     present = "present"  # presenter mode
     hide = "hide"  # the controls a link hides (a frozenset of url_params.HIDEABLE names: url_state.hidden)
@@ -494,7 +494,7 @@ class Look:
 
 
 class Share:
-    """The sidebar's "Share this view" box (``app/components/share_box.py``): the teacher's choices for the link
+    """The sidebar's "Share this view" box (``app/ui/share_box.py``): the teacher's choices for the link
     (not part of the link itself) and the full-screen QR code."""
 
     lock = "share_lock"  # the teacher's "lock in the link" choice
@@ -518,13 +518,13 @@ class Url:
 
 
 class Examples:
-    """The Examples picker's keys (``app/components/examples.py``)."""
+    """The Examples picker's keys (``app/ui/examples.py``)."""
 
     applied = "example_applied"  # (set name, index) of the example last put in the text box
 
 
 class Offline:
-    """The offline lesson pack's buttons (``app/components/offline_pack.py``): ``build`` / ``download`` + a place
+    """The offline lesson pack's buttons (``app/views/lessons/offline_pack.py``): ``build`` / ``download`` + a place
     (``walk``, ``draft``, ``view``); ``built``: {place: (what the pack is of, its HTML)} kept in this session."""
 
     build, download, built = "offline_build_", "offline_download_", "offline_built"

@@ -20,11 +20,11 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from app import routes, state, url_state  # noqa: E402
-from app.components.brand import favicon  # noqa: E402
-from app.components.guard import calm_errors  # noqa: E402
-from app.components.room_panel import student_panel  # noqa: E402
-from app.components.theme import init_presenter, presenting, presenting_link  # noqa: E402
-from app.services.core import warm_up  # noqa: E402
+from app.runtime.core import warm_up  # noqa: E402
+from app.ui.brand import favicon  # noqa: E402
+from app.ui.guard import calm_errors  # noqa: E402
+from app.ui.theme import init_presenter, presenting, presenting_link  # noqa: E402
+from app.views.classroom.room_panel import student_panel  # noqa: E402
 
 # a projector link (?present=1) opens with the sidebar folded away: the chart gets the screen
 st.set_page_config(

@@ -9,7 +9,7 @@ The names are listed in README ("Links") and docs/DESIGN.md. Every parameter the
 table, ``hide`` and the Lessons page's ``lesson`` and ``lesson_step`` included. One is not: the author's
 ``lesson_edit`` (a secret the Lessons page reads once and takes out of the address bar; never written back).
 
-A lesson file's links are checked with the same readers (``app.lesson_file``), or with a parameter's own
+A lesson file's links are checked with the same readers (``app.views.lessons.lesson_file``), or with a parameter's own
 ``check`` where its reader depends on this session: a lesson step's bound is the length of the lesson on
 screen, and ``hide`` drops words it does not know from a link but names them in a file.
 """
@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from app.lesson_file import MAX_STEPS
 from app.state import DEFAULT_TEXT, DEFAULTS, Bahdanau, Captions, Heads, K, Lessons, Look, Positional, Step, Vit
+from app.views.lessons.lesson_file import MAX_STEPS
 
 #: pages by their file stem in app/views/
 TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
@@ -114,8 +114,8 @@ def catalog_model(families: set[str] | None = None) -> Callable[[str], str]:
     """A model of the catalog (or one this session trained) by id; its display label is accepted too."""
 
     def read(raw: str) -> str:
-        from app.services.core import list_models
-        from app.services.train import session_models
+        from app.runtime.core import list_models
+        from app.views.train.data import session_models
 
         specs = [*session_models(), *list_models()]
         wanted = raw.strip()
@@ -150,7 +150,7 @@ def hide_exactly(raw: str) -> frozenset[str]:
 
 def lesson_ref(raw: str) -> str:
     """A saved lesson's id (``""``: the built-in lesson); whether the class store has it, the page says."""
-    from app.lesson_file import ID_RE
+    from app.views.lessons.lesson_file import ID_RE
 
     value = raw.strip()
     if value and not ID_RE.fullmatch(value):
@@ -163,10 +163,10 @@ def _lesson_steps() -> int:
     (also when the saved one cannot be read: the page then shows the built-in lesson and says why)."""
     import streamlit as st
 
-    from app.lesson_file import LessonFileError, read_lesson
-    from app.lesson_plan import STEPS
-    from app.services.rooms import lesson_store
+    from app.runtime.rooms import lesson_store
     from app.store import RoomError, StoreUnavailable
+    from app.views.lessons.lesson_file import LessonFileError, read_lesson
+    from app.views.lessons.plan import STEPS
 
     lid = st.session_state.get(Lessons.lesson)
     if not lid:
@@ -268,7 +268,7 @@ PRETRAINING_TABS = {
     "nsp": "Next sentence and [CLS]",
     "cost": "The cost of attention",
 }
-#: Train live's tabs (app/views/train.py ``TABS``, the same labels in the same order)
+#: Train live's tabs (app/views/train/page.py ``TABS``, the same labels in the same order)
 TRAIN_TABS = {"own": "Your own model", "induction": "Induction heads"}
 FILL_DEFAULT = "lily found a red ball . she gave [MASK] to tom ."
 OBJECTIVES_DEFAULT = "the big red ball , the small blue box and the old green car ."
@@ -287,7 +287,7 @@ def _causal_default() -> bool | None:
 
 
 def _digits() -> int:
-    from app.services.vit import vit_digit_count
+    from app.views.vit.data import vit_digit_count
 
     return vit_digit_count() - 1
 
@@ -315,7 +315,7 @@ def shown_view() -> tuple[str, str, int]:
     only while they are still what the page shows (``explore.decoding``, ``write_more.show_write_more``)."""
     import streamlit as st
 
-    from app.services.core import policy
+    from app.runtime.core import policy
     from app.state import bounded, current_text
 
     rules = policy()
@@ -374,7 +374,7 @@ _LESSONS = frozenset({"lessons"})
 _MODEL_PAGES = TEXT_PAGES | {"positional"}
 
 PARAMS: tuple[Param, ...] = (
-    # every page: presenter mode (app/components/theme.py), so a shared link opens on the projector as it is
+    # every page: presenter mode (app/ui/theme.py), so a shared link opens on the projector as it is
     Param(Look.present, boolean, False, ALL_PAGES),
     # every page: controls a link hides (url_state.hidden); their values still come from the link
     Param(
@@ -385,7 +385,7 @@ PARAMS: tuple[Param, ...] = (
         show=lambda words: ",".join(name for name in HIDEABLE if name in words) or None,
         check=hide_exactly,
     ),
-    # the text pages' shared controls (app/components/pickers.py)
+    # the text pages' shared controls (app/ui/pickers.py)
     Param(K.text, text(TEXT_READ_MAX), DEFAULT_TEXT, TEXT_PAGES, hide="text"),
     Param(K.model, catalog_model(), DEFAULTS[K.model], _MODEL_PAGES, hide="model"),
     Param(K.hub_id, model_ref, "", _MODEL_PAGES, hide="model"),
@@ -406,7 +406,7 @@ PARAMS: tuple[Param, ...] = (
     Param("explore_decode", read_decoding, None, _EXPLORE, show=show_decoding),
     Param("write_request", read_decoding, None, _EXPLORE, show=show_decoding),
     Param(Step.query, integer(0, 16_384), None, _STEP),
-    Param("focus", integer(0, 16_384), None, TEXT_PAGES),  # the highlighted token (app/components/linked_tokens.py)
+    Param("focus", integer(0, 16_384), None, TEXT_PAGES),  # the highlighted token (app/ui/linked_tokens.py)
     Param(
         "bertviz_view",
         choice({"head": "head", "model": "model", "neuron": "neuron"}),
@@ -436,7 +436,7 @@ PARAMS: tuple[Param, ...] = (
     Param(Vit.fusion, choice(_options(Vit.OPTIONS[Vit.fusion])), Vit.DEFAULTS[Vit.fusion], _VIT),
     Param(Vit.discard, number(0.0, 0.9, digits=1), Vit.DEFAULTS[Vit.discard], _VIT),
     Param(Vit.k, integer(0, 1_000_000), Vit.DEFAULTS[Vit.k], _VIT),
-    # Captions (keys, defaults and options: app.state.Captions; 500 held-out scenes: app.services.captions)
+    # Captions (keys, defaults and options: app.state.Captions; 500 held-out scenes: app.views.captions.data)
     *(
         Param(name, choice(_options(Captions.OPTIONS[name])), Captions.DEFAULTS[name], _CAPTIONS)
         for name in (Captions.view, Captions.source, Captions.search)
@@ -452,7 +452,7 @@ PARAMS: tuple[Param, ...] = (
     Param(Bahdanau.variant, choice(_options(("additive", "dot"))), Bahdanau.DEFAULTS[Bahdanau.variant], _BAHDANAU),
     Param(Bahdanau.tf_layer, integer(0, 64), Bahdanau.DEFAULTS[Bahdanau.tf_layer], _BAHDANAU),
     Param(Bahdanau.tf_head, integer(-1, 64), Bahdanau.DEFAULTS[Bahdanau.tf_head], _BAHDANAU),
-    # Train live (defaults: app/views/train.py ``DEFAULTS``; bounds: engine/training/job_settings.py)
+    # Train live (defaults: app/views/train/page.py ``DEFAULTS``; bounds: engine/training/job_settings.py)
     Param("train_task", choice(_train_tasks), "reverse", _TRAIN),
     Param("train_n_layers", _train("n_layers"), 2, _TRAIN),
     Param("train_n_heads", choice(_options((1, 2, 4, 8))), 4, _TRAIN),
@@ -465,7 +465,7 @@ PARAMS: tuple[Param, ...] = (
     Param("train_lr", number(1e-5, 0.1), 0.003, _TRAIN),
     # its tab bar is a plain st.tabs (no hide=tabs), so a share link or a lesson step opens the tab it was on
     Param("train_tab", choice(TRAIN_TABS), TRAIN_TABS["own"], _TRAIN, _words(TRAIN_TABS)),
-    # Pretraining objectives (app/views/pretraining.py)
+    # Pretraining objectives (app/views/pretraining/page.py)
     Param(
         "pretraining_tab",
         choice(PRETRAINING_TABS),
@@ -481,7 +481,7 @@ PARAMS: tuple[Param, ...] = (
     Param("cost_d", choice(_options(COST_D)), 64, _PRETRAINING),
     Param("finetune_steps", integer(50, 500), 200, _PRETRAINING),
     Param("finetune_lr", choice(_options(FINETUNE_LRS)), 1e-3, _PRETRAINING),
-    # Lessons (app/views/lessons.py): the saved lesson, then its step (read second: its bound is that lesson's
+    # Lessons (app/views/lessons/page.py): the saved lesson, then its step (read second: its bound is that lesson's
     # length). The step has no default, so the address always names the step on screen; the page keeps it in
     # range before the link is written (no store read per write); a lesson file's link may name any lesson's step.
     Param(Lessons.lesson, lesson_ref, "", _LESSONS),

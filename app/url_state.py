@@ -38,11 +38,11 @@ log = logging.getLogger(__name__)
 
 
 def page_name(page) -> str:
-    """A page's file stem in app/views/ (the parameter table's page names). ``url_path`` alone is not enough:
+    """A page's folder name in app/views/ (the parameter table's page names). ``url_path`` alone is not enough:
     the default page's is ""."""
-    source = getattr(page, "_page", None)  # st.Page keeps the path it was given
+    source = getattr(page, "_page", None)  # st.Page keeps the path it was given: app/views/<page>/page.py
     if isinstance(source, (str, Path)):
-        return Path(source).stem
+        return Path(source).parent.name
     return page.url_path or "explore"
 
 
@@ -233,7 +233,7 @@ def _share_slot() -> None:
     """The sidebar's "Share this view" expander and the placeholder :func:`sync` fills (made once per full run,
     before the page: a fragment may write to a container made outside it only if it wrote there in the last
     full run, which its ``sync`` does)."""
-    from app.components.share_box import share_expander
+    from app.ui.share_box import share_expander
 
     st.session_state[Url.slot] = share_expander()
 
@@ -241,8 +241,8 @@ def _share_slot() -> None:
 def _draw_share(params: dict[str, str]) -> None:
     """Fill the share box with the link of ``params``: always inside a fragment, else once per full run and
     link (the page's fragment usually drew the same link already)."""
-    from app.components.share_box import draw_share
     from app.links import current_link
+    from app.ui.share_box import draw_share
 
     slot = st.session_state.get(Url.slot)
     if slot is None:

@@ -71,11 +71,11 @@ def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
     ``grid_png`` (six heads a row for MiniLM's twelve)."""
     import plotly.io as pio
 
-    from app.components import charts, theme
-    from app.components.head_views import grid_per_row, grid_png
-    from app.components.heatmap import map_spec
-    from app.figure_data.attention_maps import head_map, layer_tiles
-    from app.services.maps import grid_cells
+    from app.runtime.maps import grid_cells
+    from app.ui import charts, theme
+    from app.ui.head_views import grid_per_row, grid_png
+    from app.ui.heatmap import map_spec
+    from app.ui.map_data import head_map, layer_tiles
 
     with theme.looking(theme.DEFAULT):
         head = charts.ready(map_spec(head_map(trace, 0, 0), title="Layer 0, head 0"))

@@ -74,12 +74,12 @@ MAP_PATHS = ("engine/analysis/", "engine/types.py")
 FIGURE_PATHS = (
     "plotly/",
     "_plotly_utils/",
-    "app/components/heatmap.py",
-    "app/components/theme.py",
-    "app/components/head_views.py",
-    "app/figure_data/attention_maps.py",
+    "app/ui/heatmap.py",
+    "app/ui/theme.py",
+    "app/ui/head_views.py",
+    "app/ui/map_data.py",
 )
-CHARTS = "app/components/charts.py"  # figure building too (ready, shared_chart, …), but not show_chart:
+CHARTS = "app/ui/charts.py"  # figure building too (ready, shared_chart, …), but not show_chart:
 CHART_CALL = "show_chart"  # that one calls st.plotly_chart, whose own work is not the figure's
 WRAPPERS = ("streamlit/navigation/", "streamlit/runtime/fragment.py", "streamlit/runtime/metrics_util.py")
 SERIAL_PATHS = ("json/", "google/protobuf/")

@@ -12,7 +12,7 @@ Public API::
     tr.generated_from                          # index of the first generated token
 
 The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and keeps text traces
-in a per-process :class:`engine.cache.TraceCache` (``app/services/core.py``: ``TRACES``; the ViT and
+in a per-process :class:`engine.cache.TraceCache` (``app/runtime/core.py``: ``TRACES``; the ViT and
 Bahdanau pages' traces are still in ``st.cache_data``).
 """
 

@@ -9,7 +9,7 @@ at long inputs), and counts entries, not bytes. This cache instead:
 - computes a key **once** when several threads ask for it at the same time (a class typing the same
   sentence): the others wait for the first one's result (or its exception).
 
-It has no Streamlit import; ``app/services/core.py`` holds the app's one instance.
+It has no Streamlit import; ``app/runtime/core.py`` holds the app's one instance.
 
 Example:
     >>> cache = TraceCache(max_bytes=512 * 2**20)

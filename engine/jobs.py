@@ -30,7 +30,7 @@ The rules:
 - The latest job of each (session, kind) stays readable, result included, for the ``keep`` most
   recent pairs. After every job the worker hands freed memory back to the OS (:func:`release_memory`).
 
-No Streamlit here; ``app/services/long_work.py`` is the app's side.
+No Streamlit here; ``app/runtime/long_work.py`` is the app's side.
 """
 
 from __future__ import annotations

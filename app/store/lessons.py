@@ -1,6 +1,6 @@
 """Lessons a teacher saves and shares by link, and the lesson a room walks through step by step (issue 21, 3).
 
-A saved lesson is the text of its lesson file (TOML, ``app/lesson_file.py``: the format of the download, read
+A saved lesson is the text of its lesson file (TOML, ``app/views/lessons/lesson_file.py``: the format of the download, read
 back with the same checks), kept under a random id (the share link's ``?lesson=ID``: 12 URL-safe characters
 from :mod:`secrets`, 72 bits) with the SHA-256 of its edit secret: anyone with the id reads the lesson, only the
 secret (the author's session, or the author's edit link) changes it. Saved lessons do not expire.
@@ -9,7 +9,7 @@ A room's lesson is a snapshot of its steps (title, note and the first link's pag
 JSON) and the step on screen; the teacher moves it, every student's panel reads it (any process: it is in the
 store). The snapshot is taken when the teacher starts the lesson, so a later edit of the lesson does not move
 a class in the middle of it. The store checks sizes and the teacher's secret; what a lesson says is checked by
-``app.lesson_file`` before it gets here.
+``app.views.lessons.lesson_file`` before it gets here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from app.store.rooms import RoomError, Store, _hash
 
-MAX_BODY = 200_000  # bytes of a saved lesson's text (app.lesson_file.MAX_BYTES)
+MAX_BODY = 200_000  # bytes of a saved lesson's text (app.views.lessons.lesson_file.MAX_BYTES)
 MAX_SNAPSHOT = 400_000  # bytes of a room's steps as JSON
 TITLE_CHARS = 160
 ID_RE = re.compile(r"[A-Za-z0-9_-]{12}")  # what secrets.token_urlsafe(9) makes

@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app.components.ablation_panel import render_ablation  # noqa: E402
+from app.views.heads.ablation import render_ablation  # noqa: E402
 
 state = st.session_state
 render_ablation(

@@ -84,9 +84,9 @@ def grid_tiles(fig: dict) -> list[tuple[int, np.ndarray]]:
 
 
 def assert_clean(at: AppTest) -> None:
-    """No uncaught exception on the page (nor one the page's guard caught: app/components/guard.py), and
+    """No uncaught exception on the page (nor one the page's guard caught: app/ui/guard.py), and
     nothing written by Streamlit's "magic" by accident."""
-    from app.components.guard import MESSAGE
+    from app.ui.guard import MESSAGE
 
     assert not at.exception, [e.value for e in at.exception]
     assert not any(MESSAGE in shown(str(e.value)) for e in at.error), (
@@ -107,9 +107,9 @@ def messages(elements) -> list[str]:
 
 
 def open_page(page: str, **state) -> AppTest:
-    """A fresh session switched to ``app/views/<page>.py`` (state preset before the first run)."""
+    """A fresh session switched to ``app/views/<page>/page.py`` (state preset before the first run)."""
     at = run_app(**state)
-    at.switch_page(str(ROOT / "app" / "views" / f"{page}.py"))
+    at.switch_page(str(ROOT / "app" / "views" / page / "page.py"))
     at.run()
     return at
 

@@ -1,4 +1,4 @@
-"""The head-ablation panel (app/components/ablation_panel.py) through AppTest.
+"""The head-ablation panel (app/views/heads/ablation.py) through AppTest.
 
 The panel is drawn by a tiny script (tests/app/ablation_panel_script.py) whose inputs come from
 session_state. What the panel shows is compared with ``engine.analysis.ablation.ablate`` called

@@ -141,7 +141,7 @@ def test_a_link_opens_the_captioner_on_its_layer_and_head(folders, monkeypatch):
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.query_params.update({"cap_hub_id": str(folders["blip"]), "cap_layer": "0", "cap_head": "3"})
     at.run()
-    at.switch_page(str(ROOT / "app" / "views" / "captions.py"))
+    at.switch_page(str(ROOT / "app" / "views" / "captions" / "page.py"))
     at.run()
     assert_clean(at)
     assert (at.selectbox(key=Captions.layer).value, at.selectbox(key=Captions.head).value) == (0, 3)

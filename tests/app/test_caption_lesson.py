@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import engine
-from app.figure_data.captions import REGIONS
-from app.lesson_plan import STEPS, Look
+from app.views.captions.map_data import REGIONS
+from app.views.lessons.plan import STEPS, Look
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
 from engine.corpora.scenes import make_scenes
 from engine.training.caption_metrics import cells_in_box

@@ -37,7 +37,7 @@ def test_a_long_sentence_is_cut_in_the_subtitle():
 
 def test_another_page_does_not_borrow_explores_source():
     at = run_app(text=SENTENCE)
-    at.switch_page("views/bahdanau.py").run()
+    at.switch_page("views/bahdanau/page.py").run()
     assert_clean(at)
     assert figures(at) and all(_subtitle(f) is None for f in figures(at))
 

@@ -20,7 +20,7 @@ import pytest
 from plotly.subplots import make_subplots
 from streamlit.testing.v1 import AppTest
 
-from app.components import charts, theme
+from app.ui import charts, theme
 
 
 def plotly_styled(fig: go.Figure, t: theme.Theme) -> dict:
@@ -90,7 +90,7 @@ def _script() -> None:
     import numpy as np
     import plotly.graph_objects as go
 
-    from app.components import charts, theme
+    from app.ui import charts, theme
 
     fig = go.Figure(go.Heatmap(z=np.arange(6, dtype=np.float32).reshape(2, 3)), layout={"title": {"text": "t"}})
     charts.show_chart(charts.ready(fig, theme.PRESENTER), key="ready")
@@ -119,9 +119,9 @@ def _json(fig: charts.ReadyFigure) -> dict:
 @pytest.mark.parametrize("look", [theme.DEFAULT, theme.PRESENTER], ids=lambda t: t.name)
 def test_a_plain_dict_is_sent_as_plotly_would_send_the_figure(look, monkeypatch):
     """``ready(spec)`` (no go.Figure built) equals ``ready(go.Figure(spec))`` for the map builders."""
-    from app.components.head_views import model_view_spec
-    from app.components.heatmap import map_spec
-    from app.figure_data.attention_maps import exact_map
+    from app.ui.head_views import model_view_spec
+    from app.ui.heatmap import map_spec
+    from app.ui.map_data import exact_map
 
     monkeypatch.setattr(theme, "current", lambda: look)
     rng = np.random.default_rng(0)
@@ -186,7 +186,7 @@ def _plain(obj):
 
 
 def test_shared_build_builds_a_figure_once_per_content():
-    from app.components.charts import ReadyFigure, content_key, shared_build
+    from app.ui.charts import ReadyFigure, content_key, shared_build
 
     calls = []
 

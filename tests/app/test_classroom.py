@@ -168,10 +168,10 @@ def test_after_the_reveal_the_teacher_sees_the_heads_row_next_to_the_answers():
     assert answers["data"][0]["y"] == row["data"][0]["y"]  # one bar per token, in the same order, side by side
     assert answers["data"][0]["x"][2] == 1 and sum(answers["data"][0]["x"]) == 1
     weights = decode(row["data"][0]["x"])
-    from app.services.core import get_trace
-    from app.services.heads import attention_block
-    from app.services.request import TraceRequest
-    from app.services.rooms import PREDICT_READ_TOKENS
+    from app.runtime.core import get_trace
+    from app.runtime.heads import attention_block
+    from app.runtime.request import TraceRequest
+    from app.runtime.rooms import PREDICT_READ_TOKENS
 
     attention = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, PREDICT_READ_TOKENS)))
     query = [s.strip() for s in attention.tokens.strings].index("it")
@@ -222,7 +222,7 @@ def test_a_right_to_left_question_keeps_its_answer_count_outside_its_words_in_th
 
 @pytest.mark.parametrize("value", ["x'; alert(1); '", "a b", "<script>", "a; Path=/; Domain=evil", "é", "x" * 201])
 def test_a_cookie_value_is_checked_before_it_reaches_the_script(value):
-    from app.components.browser_cookie import write_cookie
+    from app.views.classroom.browser_cookie import write_cookie
 
     with pytest.raises(ValueError):
         write_cookie("ap_browser", value, 60)
@@ -247,10 +247,10 @@ def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_
     options = [shown(o) for o in pupil.radio(key=f"class_pick_{qid}").options]
     assert len(options) == 4 and len(set(options)) == 4 and "layer 2 head 5" in options
     seen = chart(pupil, f"class_map_{qid}")  # the student's screen shows the map, not the head's name
-    from app.services.core import get_trace
-    from app.services.heads import attention_block
-    from app.services.request import TraceRequest
-    from app.services.rooms import PREDICT_READ_TOKENS
+    from app.runtime.core import get_trace
+    from app.runtime.heads import attention_block
+    from app.runtime.request import TraceRequest
+    from app.runtime.rooms import PREDICT_READ_TOKENS
 
     attention = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, PREDICT_READ_TOKENS)))
     np.testing.assert_allclose(
@@ -281,7 +281,7 @@ def test_which_head_is_this_refuses_a_head_the_model_does_not_have():
 def test_which_head_is_this_map_names_tokens_without_numbers_and_the_answers_have_a_caption():
     """The teacher's map labels every token with its own word (a repeated one as "the (2)"), with no index that
     could be read as an answer's number, upright and smaller past 16 tokens; the answer bars say what they count."""
-    from app.components.room_panel import QUESTION_MAP_TICK_PX
+    from app.views.classroom.room_panel import QUESTION_MAP_TICK_PX
 
     teacher, _code = start_class()
     text = "the cat saw the dog and the bird and then the cat ran away from the big dog"  # whole words in MiniLM

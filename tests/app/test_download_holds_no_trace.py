@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.services import core
-from app.services.heads import block_loader
-from app.services.request import TraceRequest
+from app.runtime import core
+from app.runtime.heads import block_loader
+from app.runtime.request import TraceRequest
 from apptest_helpers import APP, TIMEOUT, assert_clean
 
 TEXT = "The downloads of this sentence must not keep its trace alive once the cache lets it go."
@@ -27,7 +27,7 @@ def test_a_page_s_downloads_and_callbacks_do_not_keep_the_trace_alive(page):
     at.query_params["text"] = TEXT
     at.run()
     if page != "explore":
-        at.switch_page(f"views/{page}.py")
+        at.switch_page(f"views/{page}/page.py")
         at.run()
     assert_clean(at)
     assert any(b.label.startswith("Download") for b in at.get("download_button"))

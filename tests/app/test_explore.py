@@ -56,8 +56,8 @@ def test_default_run_draws_the_head_and_the_layer_grid(default_app: AppTest):
 def test_the_grid_picture_shows_the_layer_s_heads_and_a_button_opens_one(default_app: AppTest):
     """The picture's thumbnails are the layer's weights (each head's share of its maximum, in whole percents);
     a button under it opens that head above, and the picture frames it."""
-    from app.services.core import get_trace
-    from app.services.request import TraceRequest
+    from app.runtime.core import get_trace
+    from app.runtime.request import TraceRequest
 
     text = default_app.text_area(key="text").value
     request = TraceRequest("minilm", text, False, default_app.session_state["max_tokens"])
@@ -91,7 +91,7 @@ def show_mask_tab(at: AppTest) -> AppTest:
 def test_sections_are_one_row_of_buttons_and_a_click_opens_one():
     """The page's sections are a segmented control (one element a rerun; a tab bar was five and cost the browser
     ~0.1 s a rerun at 512 tokens): pressing "Causal mask off vs on" runs that section and no other."""
-    from app.views.explore import TABS
+    from app.views.explore.page import TABS
 
     at = run_app()
     assert not at.tabs
@@ -175,7 +175,7 @@ def test_mask_comparison_charts_are_off_then_on():
 
 
 def test_mask_comparison_traces_a_second_time_only_while_shown():
-    from app.services.core import TRACES
+    from app.runtime.core import TRACES
 
     text = "Only the open tab may run the model twice."
     at = run_app(text=text)
@@ -312,8 +312,8 @@ def test_display_options_log_scale_and_hidden_sink_columns(default_app: AppTest)
 
 
 def test_contribution_is_kobayashis_measure_and_value_length_is_offered_apart():
-    from app.services.core import get_trace
-    from app.services.request import TraceRequest
+    from app.runtime.core import get_trace
+    from app.runtime.request import TraceRequest
     from app.state import DEFAULT_TEXT
 
     at = run_app()
@@ -379,8 +379,8 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     assert len(fig["data"][0]["y"]) == 256 and fig["data"][0]["y"][1] == "2–3"
     # against the full pattern pooled by hand
     import engine
-    from app.services.core import get_trace
-    from app.services.request import TraceRequest
+    from app.runtime.core import get_trace
+    from app.runtime.request import TraceRequest
 
     full = get_trace(TraceRequest("minilm", text, False, 512)).pattern(0, 0)
     edges = overview_edges(512, 256)
@@ -429,8 +429,8 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
 
 def test_a_sentence_of_up_to_48_tokens_gets_exact_thumbnails():
     """A class's sentence (20–60 tokens): its grid has a cell a token up to 48 (a diagonal stays a diagonal)."""
-    from app.services.core import get_trace
-    from app.services.request import TraceRequest
+    from app.runtime.core import get_trace
+    from app.runtime.request import TraceRequest
 
     text = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)  # 45 words, 47 tokens with [CLS]/[SEP]
     at = run_app(text=text)
@@ -452,8 +452,8 @@ def test_a_zoom_region_can_be_typed_and_the_slider_follows():
     words = "the quick brown fox jumps over the lazy dog while a teacher explains attention".split()
     text = " ".join(words[i % len(words)] for i in range(700))
     at = run_app(text=text, max_tokens=512)
-    from app.services.core import get_trace
-    from app.services.request import TraceRequest
+    from app.runtime.core import get_trace
+    from app.runtime.request import TraceRequest
 
     full = get_trace(TraceRequest("minilm", text, False, 512)).pattern(0, 0)
     opened(at)
@@ -492,7 +492,7 @@ def test_token_limit_truncates_with_a_warning():
     warnings = messages(at.warning)
     assert any("first 8" in w for w in warnings), warnings
     # issue 20 (c): the warning says where the limit is changed, with the control's own label and place
-    from app.components.pickers import LIMIT_EXPANDER, LIMIT_LABEL
+    from app.ui.pickers import LIMIT_EXPANDER, LIMIT_LABEL
 
     assert LIMIT_LABEL == at.number_input(key="max_tokens").label == "Token limit"
     assert [e.label for e in at.expander if any(w.key == "max_tokens" for w in e.number_input)] == [LIMIT_EXPANDER]

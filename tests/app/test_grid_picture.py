@@ -15,8 +15,8 @@ import plotly.colors
 import pytest
 from PIL import Image
 
-from app.components import theme
-from app.components.head_views import GRID_TILE_PX, grid_per_row, grid_png
+from app.ui import theme
+from app.ui.head_views import GRID_TILE_PX, grid_per_row, grid_png
 from apptest_helpers import FRAME_RGB, picture_tiles  # noqa: E402  (tests/app is on sys.path)
 
 

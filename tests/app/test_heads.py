@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app.components.head_views import clicked_head
+from app.ui.head_views import clicked_head
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
 from engine.analysis import metrics as M
 
@@ -330,7 +330,7 @@ def test_out_of_range_page_settings_are_bounded():
     assert at.selectbox(key="heads_cmp_b_layer").value == 5 and at.selectbox(key="heads_cmp_b_head").value == 0
 
 
-# ---------------------------------------------------------------- ablation tab (app/components/ablation_panel.py)
+# ---------------------------------------------------------------- ablation tab (app/views/heads/ablation.py)
 
 
 def test_ablation_tab_switches_heads_off_and_matches_the_engine():
@@ -346,7 +346,7 @@ def test_ablation_tab_switches_heads_off_and_matches_the_engine():
 
 
 def test_the_model_view_mosaic_is_one_byte_a_cell_with_clear_gaps():
-    from app.components.head_views import GAP, OFF_TILE, SHARE_LEVELS, share_mosaic
+    from app.ui.head_views import GAP, OFF_TILE, SHARE_LEVELS, share_mosaic
 
     rng = np.random.default_rng(3)
     tiles = rng.random((2, 3, 4, 5)).astype(np.float32)

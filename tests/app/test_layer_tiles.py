@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import engine
-from app.figure_data.attention_maps import layer_tiles
+from app.ui.map_data import layer_tiles
 
 
 @pytest.mark.parametrize("model_id, causal", [("minilm", False), ("minilm", True), ("tiny-gpt-stories", None)])

@@ -11,15 +11,15 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.components.lesson_draft import TAKE_TAB, WRITE_TAB
-from app.lesson_file import Choice, Lesson, Link, Step, read_lesson
 from app.state import ROOM, Draft, Positional
 from app.store import open_store, settings
 from app.store.lessons import LessonStore
+from app.views.lessons.draft import TAKE_TAB, WRITE_TAB
+from app.views.lessons.lesson_file import Choice, Lesson, Link, Step, read_lesson
 from apptest_helpers import APP, ROOT, assert_clean, messages, open_page
 
-LESSONS = str(ROOT / "app" / "views" / "lessons.py")
-CLASS = str(ROOT / "app" / "views" / "classroom.py")
+LESSONS = str(ROOT / "app" / "views" / "lessons" / "page.py")
+CLASS = str(ROOT / "app" / "views" / "classroom" / "page.py")
 
 
 @pytest.fixture(autouse=True)
@@ -162,7 +162,7 @@ def start_class() -> tuple[AppTest, str]:
 
 
 def test_a_lesson_runs_in_a_room_step_by_step():
-    from app.lesson_plan import STEPS
+    from app.views.lessons.plan import STEPS
 
     teacher, code = start_class()
     student = AppTest.from_file(str(APP), default_timeout=60)
@@ -223,7 +223,7 @@ def test_the_authors_edit_link_lets_another_device_change_the_lesson():
     laptop.button(key=f"{Draft.edit_save}{draft(laptop).steps[0].id}").click().run()
     laptop.button(key=Draft.save).click().run()
     assert_clean(laptop)
-    from app.services.rooms import class_store
+    from app.runtime.rooms import class_store
     from app.store.lessons import LessonStore
 
     assert "Sinusoids, changed" in LessonStore(class_store()).lesson(lid).body

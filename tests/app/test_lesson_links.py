@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.components.lesson_draft import TAKE_TAB
-from app.lesson_plan import STEPS
 from app.state import Draft, Lessons
+from app.views.lessons.draft import TAKE_TAB
+from app.views.lessons.plan import STEPS
 from apptest_helpers import APP, ROOT, assert_clean, open_page
 
-LESSONS = str(ROOT / "app" / "views" / "lessons.py")
+LESSONS = str(ROOT / "app" / "views" / "lessons" / "page.py")
 N = len(STEPS)
 
 

@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app.lesson_plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_SCORES, STEPS, Choice, Predict
+from app.views.lessons.plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_SCORES, STEPS, Choice, Predict
 from apptest_helpers import APP, ROOT, assert_clean, decode, figures, messages, open_page
 
 N = len(STEPS)
@@ -74,7 +74,7 @@ def test_next_walks_every_step_and_each_renders_its_links():
 def test_the_url_opens_a_step():
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.run()
-    at.switch_page(str(ROOT / "app" / "views" / "lessons.py"))
+    at.switch_page(str(ROOT / "app" / "views" / "lessons" / "page.py"))
     at.query_params["lesson_step"] = "4"
     at.run()
     assert_clean(at)

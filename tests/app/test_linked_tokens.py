@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.components.linked_tokens import FOCUS_COLOR, column_of, outline, row_of
-from app.figure_data.attention_maps import exact_map
+from app.ui.linked_tokens import FOCUS_COLOR, column_of, outline, row_of
+from app.ui.map_data import exact_map
 from apptest_helpers import ROOT, assert_clean, run_app
 
 SENTENCE = "The cat sat on the mat because it was warm."
@@ -46,10 +46,10 @@ def test_picking_a_token_outlines_its_row_and_column_on_explore():
 def test_the_highlight_follows_to_heads_and_step_by_step():
     at = run_app(text=SENTENCE)
     at.pills(key="explore_focus_pills").set_value(3).run()
-    at.switch_page(str(ROOT / "app" / "views" / "heads.py")).run()
+    at.switch_page(str(ROOT / "app" / "views" / "heads" / "page.py")).run()
     assert_clean(at)
     assert at.pills(key="heads_focus_pills").value == 3 and frames(by_key(at, "heads_large"))
-    at.switch_page(str(ROOT / "app" / "views" / "step_by_step.py")).run()
+    at.switch_page(str(ROOT / "app" / "views" / "step_by_step" / "page.py")).run()
     assert_clean(at)
     assert at.selectbox(key="step_query").value == 3  # the query token is the highlighted one
     at.selectbox(key="step_query").set_value(5).run()
@@ -64,7 +64,7 @@ def test_clearing_the_highlight():
 
 
 def test_row_and_column_of_a_pooled_map_are_the_blocks_that_hold_the_token():
-    from app.figure_data.attention_maps import MapData
+    from app.ui.map_data import MapData
 
     data = MapData(
         values=np.zeros((4, 3), np.float32),

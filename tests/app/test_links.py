@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import links
-from app.components import share_box
 from app.state import Share
+from app.ui import share_box
 from apptest_helpers import ROOT, TIMEOUT
 
 HOST = "http://school.example:8501"
@@ -110,9 +110,9 @@ def test_no_other_module_builds_a_link() -> None:
         if path != ROOT / "app" / "links.py"
         for hit in _builders(path)
     ]
-    assert (
-        len(found) == 1 and found[0].startswith("app/components/share_box.py:") and found[0].endswith("calls page_link")
-    ), found
+    assert len(found) == 1 and found[0].startswith("app/ui/share_box.py:") and found[0].endswith("calls page_link"), (
+        found
+    )
     assert len(_builders(ROOT / "app" / "links.py")) >= 3  # the check sees what it looks for
 
 

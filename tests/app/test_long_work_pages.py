@@ -89,7 +89,7 @@ def _chart(at) -> dict | None:
 
 
 def test_write_more_waits_in_the_queue_then_reruns_from_the_cache(busy_lane):
-    from app.services import core
+    from app.runtime import core
 
     at = run_app(model="tiny-gpt-stories", text="lily found a red ball in the park")
     at.session_state["explore_tab"] = "Write more"

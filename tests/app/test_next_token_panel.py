@@ -76,7 +76,7 @@ def test_encoder_shows_a_one_line_note():
 
 
 def test_token_labels_are_escaped_and_distinct():
-    from app.components.next_token_panel import next_token_figure
+    from app.views.explore.next_token import next_token_figure
 
     fig = next_token_figure(("<b>x</b>", "a", "a"), [0.5, 0.3, 0.2], 1.0)
     labels = list(fig.data[0].y)

@@ -16,17 +16,20 @@ import numpy as np
 import pytest
 from test_lesson_editor import downloads  # noqa: F401 — the fixture that keeps the download buttons' callables
 
-from app.components.lesson_draft import WRITE_TAB
-from app.components.offline_pack import lesson_html, view_html
-from app.lesson_file import Choice, Lesson, Link, Step
-from app.services.captions import CaptionRequest, caption_attention, caption_trace
-from app.services.core import get_trace
-from app.services.explain import EXPLAIN_EXAMPLES, EXPLAIN_MAX_TOKENS, explain_importance, explain_methods
-from app.services.heads import attention_block
-from app.services.offline_pack import PACK_CELLS, PACK_MAX_TOKENS, HeadMap, pack_view
-from app.services.offline_pages import Biases
-from app.services.positional import pos_alibi, pos_learned_table, pos_sinusoidal
-from app.services.pretraining import (
+from app.runtime.core import get_trace
+from app.runtime.heads import attention_block
+from app.runtime.request import ExplainRequest, TraceRequest
+from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline, Share
+from app.url_params import OBJECTIVES_DEFAULT
+from app.views.captions.data import CaptionRequest, caption_attention, caption_trace
+from app.views.explain.data import EXPLAIN_EXAMPLES, EXPLAIN_MAX_TOKENS, explain_importance, explain_methods
+from app.views.lessons.draft import WRITE_TAB
+from app.views.lessons.lesson_file import Choice, Lesson, Link, Step
+from app.views.lessons.offline_data import PACK_CELLS, PACK_MAX_TOKENS, HeadMap, pack_view
+from app.views.lessons.offline_pack import lesson_html, view_html
+from app.views.lessons.offline_page_data import Biases
+from app.views.positional.data import pos_alibi, pos_learned_table, pos_sinusoidal
+from app.views.pretraining.data import (
     MLM_MODEL,
     NEXT_TOKEN_MODEL,
     SEQ2SEQ_MODEL,
@@ -35,11 +38,8 @@ from app.services.pretraining import (
     objective_attention,
     objective_examples,
 )
-from app.services.request import ExplainRequest, TraceRequest
-from app.services.scaling import scaling_curves
-from app.services.vit import get_vision_trace, vit_cls_maps, vit_sample
-from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline, Share
-from app.url_params import OBJECTIVES_DEFAULT
+from app.views.scaling.data import scaling_curves
+from app.views.vit.data import get_vision_trace, vit_cls_maps, vit_sample
 from apptest_helpers import assert_clean, decode, main_figure, open_page, z
 
 SCRIPT_NOTE = "<script>alert('x')</script> & <b>not bold</b>"
@@ -86,7 +86,7 @@ def test_a_head_map_holds_the_services_numbers_and_the_models():
 
 
 def test_a_heads_link_gives_the_model_view_and_the_chosen_head():
-    from app.components.head_views import GAP
+    from app.ui.head_views import GAP
 
     model_view, chosen = charts(view_html("heads", {K.layer: "1", K.head: "2"}))
     att = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, 128)))
@@ -215,7 +215,7 @@ def test_the_share_box_on_the_vit_page_saves_its_cls_map(downloads):  # noqa: F8
 
 
 def test_a_pack_made_in_presenter_mode_has_the_default_look(downloads):  # noqa: F811 — the imported fixture
-    from app.components import theme
+    from app.ui import theme
 
     at = open_page("explore", **{Share.open: True, Look.present: True})
     at.button(key=f"{Offline.build}view").click().run()
@@ -229,7 +229,7 @@ def test_a_pack_made_in_presenter_mode_has_the_default_look(downloads):  # noqa:
 
 @pytest.mark.parametrize("title", ["Attention in ten steps!", ""])
 def test_file_names(title):
-    from app.components.offline_pack import file_name
+    from app.views.lessons.offline_pack import file_name
 
     assert file_name(title) == ("attention-in-ten-steps-offline.html" if title else "lesson-offline.html")
 
@@ -264,7 +264,7 @@ def test_positional_draws_the_open_tabs_matrices_as_the_page_and_a_bad_tab_falls
     assert isinstance(view, Biases) and view.heads == (0, 3, 7)
     np.testing.assert_array_equal(view.bias, bias)
     (grid,) = charts(view_html("positional", {"pos_tab": "alibi"}))
-    from app.components.head_views import GAP
+    from app.ui.head_views import GAP
 
     tile = decode(grid["data"][0]["z"])[:, 12 + GAP : 2 * 12 + GAP]  # the second tile: head 3, causal
     lower = np.tril(np.ones((12, 12), dtype=bool))
@@ -319,7 +319,7 @@ def test_a_swin_link_draws_its_query_patchs_window(tmp_path, monkeypatch):
 
 
 def test_the_captions_pack_draws_a_map_per_written_word():
-    from app.components.head_views import GAP
+    from app.ui.head_views import GAP
 
     (fig,) = charts(page := view_html("captions", {"cap_scene": "12"}))
     view = caption_attention(CaptionRequest(source="scene", scene=12))

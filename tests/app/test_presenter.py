@@ -16,9 +16,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import links
-from app.components import charts, export, theme
-from app.figure_data.attention_maps import head_map
 from app.state import Look
+from app.ui import charts, export, theme
+from app.ui.map_data import head_map
 from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from engine.analysis.stepwise import query_steps
 from engine.types import AttentionTrace, Tokens

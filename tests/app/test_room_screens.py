@@ -11,8 +11,8 @@ import math
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from app.components import share_box, theme
 from app.state import Look, Share
+from app.ui import share_box, theme
 from apptest_helpers import APP, TIMEOUT, assert_clean, decode, grid_picture, picture_tiles
 
 IPHONE = (
@@ -143,7 +143,7 @@ def test_the_qr_code_opens_full_screen_and_the_link_leaves_presenter_mode_out():
 
 def test_heads_on_the_projector_folds_its_controls_into_one_row():
     at = run(present=True)
-    at.switch_page("views/heads.py")
+    at.switch_page("views/heads/page.py")
     at.run()
     assert_clean(at)
     assert not at.title
@@ -178,7 +178,7 @@ def test_a_phone_opens_a_head_with_the_grid_s_buttons():
 def test_heads_on_a_phone_shows_one_layer_s_heads_large_enough_to_tap():
     at = run(**{Look.compact: True})
     at.selectbox(key="layer").set_value(2).run()
-    at.switch_page("views/heads.py")
+    at.switch_page("views/heads/page.py")
     at.run()
     assert_clean(at)
     grid, config = charts(at)["heads_model_view"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.services import scaling as scaling_service
-from app.services.scaling import scaling_start
+from app.views.scaling import data as scaling_service
+from app.views.scaling.data import scaling_start
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_until, title
 from engine.analysis.scaling_laws import read_curves
 from engine.training.scaling import CURVES

@@ -14,8 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app.components.step_tables import parse
 from app.state import DEFAULT_TEXT
+from app.views.step_by_step.tables import parse
 from apptest_helpers import ROOT, assert_clean, decode, figures, messages, open_page, title  # noqa: E402
 
 ROUND = 5.1e-5  # tables show 4 decimals
@@ -285,7 +285,7 @@ def _alibi_script() -> None:
     import torch
 
     sys.path.insert(0, st.session_state["root"])
-    from app.components.step_sections import render_steps
+    from app.views.step_by_step.sections import render_steps
     from engine.analysis.stepwise import query_steps
     from engine.models.trace_own import trace_own
     from engine.models.transformer import Transformer, TransformerConfig
@@ -326,7 +326,7 @@ def test_alibi_bias_row_is_shown_and_added():
 def test_a_step_table_is_what_streamlit_sends_for_the_frame_converted_once():
     from streamlit import dataframe_util
 
-    from app.components.step_tables import frame_table, rounded, text_column
+    from app.views.step_by_step.tables import frame_table, rounded, text_column
 
     labels = ["[CLS]", "the", "cat", "the"]  # a repeated token is a repeated row label
     weights = rounded(np.array([0.1, 0.2, 0.3, 0.4]))

@@ -1,4 +1,4 @@
-"""Students who press Enter while the model is busy share its next forward pass (app.services.core._LANE).
+"""Students who press Enter while the model is busy share its next forward pass (app.runtime.core._LANE).
 
 The test holds MiniLM's lock, so the first request waits inside the model; four more sentences arrive meanwhile
 and must run as one padded pass once the lock is free. Each student gets the trace of their own sentence (the
@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 import engine
-from app.services import core
-from app.services.request import TraceRequest
+from app.runtime import core
+from app.runtime.request import TraceRequest
 from engine.types import EmptyInputError
 from tests.job_helpers import wait_until
 from tests.thread_helpers import call_in_thread

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.components.nsp_sections import running_figure
-from app.components.train_charts import accuracy_chart, attention_grid, head_score_chart, loss_chart, score_frame
+from app.views.pretraining.nsp import running_figure
+from app.views.train.charts import accuracy_chart, attention_grid, head_score_chart, loss_chart, score_frame
 
 
 def snapshots(n: int) -> list[SimpleNamespace]:

@@ -104,7 +104,7 @@ def test_a_link_inside_a_running_session_is_applied_like_page_link():
     at = app_with({})
     at.selectbox(key="layer").set_value(3).run()
     at.query_params.update({"text": SENTENCE, "layer": "1", "heads_tab": "metrics"})
-    at.switch_page(str(ROOT / "app" / "views" / "heads.py"))
+    at.switch_page(str(ROOT / "app" / "views" / "heads" / "page.py"))
     at.run()
     assert_clean(at)
     assert at.selectbox(key="layer").value == 1
@@ -117,7 +117,7 @@ def test_the_sentence_survives_a_page_switch_and_is_in_the_next_pages_link():
     at = app_with({})
     at.text_area(key="text").input(SENTENCE).run()
     at.query_params.clear()  # the sidebar's navigation drops the query string
-    at.switch_page(str(ROOT / "app" / "views" / "step_by_step.py"))
+    at.switch_page(str(ROOT / "app" / "views" / "step_by_step" / "page.py"))
     at.run()
     assert at.text_area(key="text").value == SENTENCE
     assert at.query_params["text"] == SENTENCE
@@ -219,7 +219,7 @@ def _qr_modules(png: bytes, n_modules: int) -> np.ndarray:
     """Read a QR code's modules back from its PNG (dark = True), sampling the centre of each module."""
     from PIL import Image
 
-    from app.components.share_box import QR_BORDER, QR_SCALE
+    from app.ui.share_box import QR_BORDER, QR_SCALE
 
     pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
     centres = (np.arange(n_modules) + QR_BORDER) * QR_SCALE + QR_SCALE // 2
@@ -229,7 +229,7 @@ def _qr_modules(png: bytes, n_modules: int) -> np.ndarray:
 def test_the_share_box_shows_the_full_link_and_a_qr_code_of_exactly_it(monkeypatch):
     import segno
 
-    from app.components import share_box
+    from app.ui import share_box
 
     drawn: list[tuple[str, bytes | None]] = []
     real = share_box.qr_png
@@ -259,7 +259,7 @@ def test_the_share_box_shows_the_full_link_and_a_qr_code_of_exactly_it(monkeypat
 
 def test_the_share_box_names_the_page():
     at = app_with({}, share=True, url=f"{HOST}/")
-    at.switch_page(str(ROOT / "app" / "views" / "bahdanau.py"))
+    at.switch_page(str(ROOT / "app" / "views" / "bahdanau" / "page.py"))
     at.query_params.update({"bahdanau_variant": "dot", "bahdanau_text": "the cat is small"})
     at.run()
     assert_clean(at)
@@ -316,7 +316,7 @@ def test_presenter_mode_is_carried_by_the_link():
 
 def test_a_fill_in_the_blank_link_restores_the_sentence():
     at = app_with({})
-    at.switch_page(str(ROOT / "app" / "views" / "pretraining.py"))
+    at.switch_page(str(ROOT / "app" / "views" / "pretraining" / "page.py"))
     at.query_params.update({"fill_text": "tom saw [MASK] ."})
     at.run()
     assert_clean(at)
@@ -326,13 +326,13 @@ def test_a_fill_in_the_blank_link_restores_the_sentence():
 @pytest.mark.parametrize("page", list(PAGE_LINKS))
 def test_every_page_reads_its_link_and_writes_the_same_link(page: str):
     at = app_with({})
-    at.switch_page(str(ROOT / "app" / "views" / f"{page}.py"))
+    at.switch_page(str(ROOT / "app" / "views" / page / "page.py"))
     at.run()
     assert_clean(at)
     assert at.query_params == {}, f"{page}: a fresh page wrote {at.query_params} (defaults must be left out)"
     fresh = AppTest.from_file(str(APP), default_timeout=TIMEOUT)  # the link opened in a new tab
     fresh.run()
-    fresh.switch_page(str(ROOT / "app" / "views" / f"{page}.py"))
+    fresh.switch_page(str(ROOT / "app" / "views" / page / "page.py"))
     fresh.query_params.update(PAGE_LINKS[page])
     fresh.run()
     assert_clean(fresh)
@@ -371,7 +371,7 @@ def test_train_lives_tab_is_in_the_link_so_a_share_or_lesson_step_opens_inductio
     from app.url_params import TRAIN_TABS
 
     at = app_with({})
-    at.switch_page(str(ROOT / "app" / "views" / "train.py"))
+    at.switch_page(str(ROOT / "app" / "views" / "train" / "page.py"))
     at.session_state["train_tab"] = TRAIN_TABS["induction"]  # the teacher opens the tab
     at.run()
     assert_clean(at)
@@ -381,7 +381,7 @@ def test_train_lives_tab_is_in_the_link_so_a_share_or_lesson_step_opens_inductio
 
     fresh = AppTest.from_file(str(APP), default_timeout=TIMEOUT)  # the link opened in a new tab
     fresh.run()
-    fresh.switch_page(str(ROOT / "app" / "views" / "train.py"))
+    fresh.switch_page(str(ROOT / "app" / "views" / "train" / "page.py"))
     fresh.query_params.update({"train_tab": "induction"})
     fresh.run()
     assert_clean(fresh)

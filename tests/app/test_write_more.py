@@ -127,7 +127,7 @@ def test_empty_prompt_and_encoders():
 def test_grouped_query_heads_are_named_in_the_caption():
     import numpy as np
 
-    from app.components.pickers import kv_sharing
+    from app.ui.pickers import kv_sharing
     from engine.types import AttentionTrace, Tokens
 
     toks = Tokens(strings=("a", "b"), ids=(1, 2), special=(False, False))
@@ -153,7 +153,7 @@ def test_the_writing_job_draws_the_head_map_off_the_page(monkeypatch):
     the page's next run finds that map in the shared cache instead of pooling a long trace itself."""
     import threading
 
-    from app.services import maps
+    from app.runtime import maps
 
     made = []
     real = maps.head_map

@@ -27,7 +27,7 @@ GRID = '[data-testid="stImage"] img[alt^="Thumbnails of the"]'  # Explore's grid
 
 # An init script (``page.add_init_script``): while ``window.__slowFlush`` holds a number of milliseconds, the page's
 # zero-delay timeouts wait that long. Streamlit's browser code sends a button's press on such a timeout, so a timed
-# fragment (``run_every``) asks for its rerun in between, every time, instead of now and then (app/components/clicks.py).
+# fragment (``run_every``) asks for its rerun in between, every time, instead of now and then (app/ui/clicks.py).
 SLOW_FLUSH = """(() => {
   const later = window.setTimeout;
   window.__slowFlush = 0;
@@ -63,7 +63,7 @@ def expect_grid(page: Page, timeout_ms: int = IDLE_MS) -> Locator:
 
 def expect_no_exception(page: Page) -> None:
     """No Streamlit exception box anywhere on the page, and no exception caught by the page's guard."""
-    from app.components.guard import MESSAGE
+    from app.ui.guard import MESSAGE
 
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     expect(page.get_by_text(MESSAGE)).to_have_count(0)
@@ -76,7 +76,7 @@ def expect_idle(page: Page, timeout_ms: int = IDLE_MS) -> None:
 
 
 def section(page: Page, name: str) -> Locator:
-    """The button that opens a page's section ``name`` (``app.components.pickers.page_tabs``: a row of buttons, one
+    """The button that opens a page's section ``name`` (``app.ui.pickers.page_tabs``: a row of buttons, one
     pressed, named "Section" for screen readers; each button is a radio, ``aria-checked`` when open)."""
     return page.get_by_role("radiogroup", name="Section").get_by_role("radio", name=name, exact=True)
 

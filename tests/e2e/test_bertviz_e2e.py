@@ -23,7 +23,7 @@ LOCAL = {"127.0.0.1", "localhost"}
 
 
 def needed(aborted: list[str]) -> list[str]:
-    """The aborted requests: the app must need none (its favicon is drawn locally, app/components/brand.py)."""
+    """The aborted requests: the app must need none (its favicon is drawn locally, app/ui/brand.py)."""
     return list(aborted)
 
 

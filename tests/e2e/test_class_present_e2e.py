@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from app.components.browser_cookie import TEACHER_COOKIE
 from app.store import open_store
+from app.views.classroom.browser_cookie import TEACHER_COOKIE
 from conftest import running_app  # the e2e conftest's (as the other e2e tests import it)
 from e2e_helpers import PLOT, expect_idle, expect_no_exception
 
@@ -167,7 +167,7 @@ def test_an_eight_option_poll_and_a_revealed_which_token_poll_on_a_long_sentence
     then a "which token" poll on a 30-word sentence (32 tokens, the most a poll offers), revealed: the head's real
     row beside the class's answers. At 1280×720 the question, both charts and the revealed answer are inside the
     first screen, and every bar is drawn."""
-    from app.services.rooms import predict_question
+    from app.runtime.rooms import predict_question
     from app.store.rooms import MAX_OPTIONS
 
     assert MAX_OPTIONS["choice"] == len(EIGHT)  # the poll below is the largest multiple choice there is

@@ -1,4 +1,4 @@
-"""A press of a button runs its callback once, on a page whose fragment reruns on a timer (app/components/clicks.py).
+"""A press of a button runs its callback once, on a page whose fragment reruns on a timer (app/ui/clicks.py).
 
 The test page (``tests/e2e/apps/timed_fragment.py``) reruns a fragment every 20 ms and has two buttons that count
 their presses: "Plain" with the bare callback, "Once" with it wrapped in ``once``. The press's message is held back

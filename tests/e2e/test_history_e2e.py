@@ -14,7 +14,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.lesson_plan import STEPS
+from app.views.lessons.plan import STEPS
 from e2e_helpers import PLOT, expect_idle, expect_no_exception
 
 pytestmark = pytest.mark.e2e

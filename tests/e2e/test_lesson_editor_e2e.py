@@ -17,8 +17,8 @@ from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import engine
-from app.lesson_file import Predict, read_lesson
 from app.state import DEFAULT_TEXT
+from app.views.lessons.lesson_file import Predict, read_lesson
 from conftest import (
     running_app,  # the e2e conftest's, imported while it is the one on sys.path (as the other e2e tests do)
 )
@@ -137,10 +137,10 @@ def test_a_lesson_runs_in_a_room_and_a_students_panel_follows(browser, tmp_path:
     shows each step (the panel polls the store every 2 s) and opens the step's view from its link.
 
     Each press of Next moves one step, also when the page's live answers (a fragment on a 0.5 s timer) ask for a
-    rerun before the press's own message goes: a CI run saw one press move two steps (app/components/clicks.py).
+    rerun before the press's own message goes: a CI run saw one press move two steps (app/ui/clicks.py).
     """
-    from app.lesson_plan import STEPS
-    from app.views.classroom import LIVE_S
+    from app.views.classroom.page import LIVE_S
+    from app.views.lessons.plan import STEPS
 
     n = len(STEPS)
     with running_app("e2e-lesson-room.log", {"AP_DATA_DIR": str(tmp_path / "data")}) as url:

@@ -14,9 +14,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.components.offline_pack import lesson_html
-from app.lesson_file import Lesson, Link, Step
 from app.state import Bahdanau, Captions, K, Vit
+from app.views.lessons.lesson_file import Lesson, Link, Step
+from app.views.lessons.offline_pack import lesson_html
 from e2e_helpers import PLOT, expect_idle, expect_no_exception
 
 pytestmark = pytest.mark.e2e

@@ -149,7 +149,7 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path, publi
 def test_projector_heads_grid_shows_every_layer_with_square_tiles(browser: Browser, app_url: str, artifacts: Path):
     """Heads at 1280×720 in presenter mode: all six layers of MiniLM's grid are on the first screen (each row label
     and the whole mosaic above the fold), and its tiles stay square."""
-    from app.components.head_views import GAP
+    from app.ui.head_views import GAP
 
     grid = ".st-key-heads_model_view .js-plotly-plot"
     context = browser.new_context(viewport={"width": 1280, "height": 720})

@@ -7,7 +7,7 @@ any field with any value. For every widget of every page this test sends values 
 
 - a value of the widget's own type that the page never offers (an unknown option, a NUL in a text,
   an index out of range) never shows Streamlit's exception box ("This app has encountered an error"):
-  the page copes, or its guard shows one calm message (``app/components/guard.py``). The exceptions:
+  the page copes, or its guard shows one calm message (``app/ui/guard.py``). The exceptions:
   a non-finite or out-of-range number in a number input or slider, and any value of another type,
   which Streamlit's own deserializer refuses in ``SessionState.on_script_will_rerun``, before the
   app's code runs (measured: ``number_input.deserialize`` raises ``cannot convert float NaN to

@@ -1,4 +1,4 @@
-"""Every button's ``on_click`` in app/ goes through ``once`` (app/components/clicks.py).
+"""Every button's ``on_click`` in app/ goes through ``once`` (app/ui/clicks.py).
 
 A timed fragment's rerun can carry a press ahead of the press's own message, and Streamlit then runs the button's
 callback twice (a lesson's Next moved two steps). ``once(callback)`` drops the early copy. A callback given as a
@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from app.components.clicks import early_copy, once
+from app.ui.clicks import early_copy, once
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import engine
-from app.figure_data.captions import REGIONS, caption_view, region_bounds, region_of
-from app.services import captions as service
+from app.views.captions import data as service
+from app.views.captions.map_data import REGIONS, caption_view, region_bounds, region_of
 from engine.corpora.scenes import SHAPES, draw_scene, make_scenes, parse_caption
 from engine.training.recipes.captioner import HELD_OUT_SEED
 from engine.types import EngineError

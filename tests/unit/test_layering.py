@@ -1,7 +1,8 @@
 """Who may import or call whom: pages hold plain data, and the engine's layers do not import in circles.
 
-- ``app/views`` and ``app/components`` get a model's :class:`engine.types.ModelCard` from
-  ``services.get_card``; the torch-backed, shared ``Model`` stays inside ``app/services``.
+- ``app/views`` and ``app/ui`` get a model's :class:`engine.types.ModelCard` from
+  ``runtime.core.get_card``; the torch-backed, shared ``Model`` stays inside the gateway: ``app/runtime`` and each
+  page folder's data modules (``data.py``, ``*_data.py``: the page's cached calls into the engine).
 - ``engine.models`` (the networks) never imports ``engine.training`` (which trains them); the shared
   pieces (vocabularies, toy corpora, the checkpoint format, the family records) are neutral modules.
 """
@@ -17,11 +18,20 @@ from pathlib import Path
 
 import pytest
 
-PAGES = ("app/views", "app/components")
+PAGES = ("app/views", "app/ui")
+
+
+def is_gateway(module: str) -> bool:
+    """``app.runtime`` and a page folder's data modules: the app's only way to the engine's models."""
+    leaf = module.rpartition(".")[2]
+    return module.startswith("app.runtime") or (
+        module.startswith("app.views.") and (leaf == "data" or leaf.endswith("_data"))
+    )
 
 
 def _page_files(repo_root: Path) -> list[Path]:
-    return sorted(f for folder in PAGES for f in (repo_root / folder).rglob("*.py"))
+    files = (f for folder in PAGES for f in (repo_root / folder).rglob("*.py"))
+    return sorted(f for f in files if not is_gateway(_module_name(repo_root, f)))
 
 
 def _model_calls_and_imports(path: Path) -> list[str]:
@@ -44,7 +54,7 @@ def _model_calls_and_imports(path: Path) -> list[str]:
 def test_scanner_finds_get_model_and_torch(tmp_path) -> None:
     src = tmp_path / "page.py"
     src.write_text(
-        "from app import services\nimport torch.nn\nfrom app.services.core import get_model\n"
+        "from app import services\nimport torch.nn\nfrom app.runtime.core import get_model\n"
         "m = services.get_model('x')\n"
     )
     assert _model_calls_and_imports(src) == ["2: import torch.nn", "3: import get_model", "4: .get_model"]
@@ -106,10 +116,9 @@ def test_no_model_file_names_training_even_lazily(repo_root: Path) -> None:
 # A static import graph of app/ and engine/: every import statement (inside functions too, since a page's
 # function runs on the server; not under ``if TYPE_CHECKING:``), ``from a import b`` counting a.b when that
 # is a module, and a module's packages counting too (importing a.b.c runs a/__init__ and a/b/__init__).
-# Pages reach the engine only through ``app.services``: the walk does not go on through it. In the engine
+# Pages reach the engine only through the gateway (``is_gateway``): the walk does not go on through it. In the engine
 # only imports at module level count: a page may name the engine's types and plain functions (the catalog,
 # token limits), which import torch inside the functions that run a model.
-GATEWAY = "app.services"
 EAGER_ONLY = ("engine",)
 HEAVY = {"torch", "transformers", "safetensors", "tokenizers"}
 
@@ -165,13 +174,13 @@ def import_graph(root: Path, folders: tuple[str, ...] = ("app", "engine")) -> di
     }
 
 
-def reachable(graph: dict[str, set[str]], start: str, stop: tuple[str, ...] = ()) -> dict[str, str]:
+def reachable(graph: dict[str, set[str]], start: str, stop=lambda name: False) -> dict[str, str]:
     """Every module ``start`` pulls in (ours and outside ones), each with the module that imported it."""
     seen: dict[str, str] = {start: ""}
     todo = [start]
     while todo:
         name = todo.pop()
-        if name != start and name.startswith(stop):
+        if name != start and stop(name):
             continue
         for dep in graph.get(name, ()):
             if dep not in seen:
@@ -188,22 +197,21 @@ def _path_to(seen: dict[str, str], name: str) -> str:
 
 
 def test_the_graph_sees_lazy_imports_and_stops_at_the_gateway(tmp_path: Path) -> None:
-    (tmp_path / "app" / "services").mkdir(parents=True)
-    (tmp_path / "app" / "components").mkdir()
-    (tmp_path / "app" / "__init__.py").write_text("")
-    (tmp_path / "app" / "services" / "__init__.py").write_text("import torch\n")
-    (tmp_path / "app" / "components" / "__init__.py").write_text("")
-    (tmp_path / "app" / "components" / "page.py").write_text(
-        "from typing import TYPE_CHECKING\nfrom app import services\nfrom . import helper\n"
+    (tmp_path / "app" / "views" / "x").mkdir(parents=True)
+    for init in ("app", "app/views", "app/views/x"):
+        (tmp_path / init / "__init__.py").write_text("")
+    (tmp_path / "app" / "views" / "x" / "data.py").write_text("import torch\n")
+    (tmp_path / "app" / "views" / "x" / "page.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom app.views.x import data\nfrom . import helper\n"
         "if TYPE_CHECKING:\n    import safetensors\n"
     )
-    (tmp_path / "app" / "components" / "helper.py").write_text("def f():\n    import transformers.models\n")
+    (tmp_path / "app" / "views" / "x" / "helper.py").write_text("def f():\n    import transformers.models\n")
     graph = import_graph(tmp_path, ("app",))
-    seen = reachable(graph, "app.components.page", stop=(GATEWAY,))
-    assert "app.components.helper" in seen and "transformers" in seen  # a lazy import two steps away
+    seen = reachable(graph, "app.views.x.page", stop=is_gateway)
+    assert "app.views.x.helper" in seen and "transformers" in seen  # a lazy import two steps away
     assert "safetensors" not in seen  # annotations only
-    assert "app.services" in seen and "torch" not in seen  # the gateway is reached, not walked through
-    assert _path_to(seen, "transformers") == "transformers ← app.components.helper ← app.components.page"
+    assert "app.views.x.data" in seen and "torch" not in seen  # the gateway is reached, not walked through
+    assert _path_to(seen, "transformers") == "transformers ← app.views.x.helper ← app.views.x.page"
 
 
 @pytest.fixture(scope="module")
@@ -211,30 +219,38 @@ def graph(repo_root: Path) -> dict[str, set[str]]:
     return import_graph(repo_root)
 
 
-def test_pages_pull_in_no_torch_except_through_services(graph: dict[str, set[str]]) -> None:
-    """app/views, app/components, app/figure_data and app's own modules (URL, state, routes) never reach
-    torch or transformers, even through an engine module: only ``app.services`` runs models."""
-    pages = [m for m in graph if m.startswith("app") and not m.startswith(GATEWAY)]
-    assert "app.views.explore" in pages and "app.figure_data.attention_maps" in pages
+def test_pages_pull_in_no_torch_except_through_the_gateway(graph: dict[str, set[str]]) -> None:
+    """app/views, app/ui and app's own modules (URL, state, routes) never reach torch or transformers, even
+    through an engine module: only the gateway (``app.runtime``, the pages' data modules) runs models."""
+    pages = [m for m in graph if m.startswith("app") and not is_gateway(m)]
+    assert "app.views.explore.page" in pages and "app.ui.map_data" in pages
     offenders = {}
     for page in pages:
-        seen = reachable(graph, page, stop=(GATEWAY,))
+        seen = reachable(graph, page, stop=is_gateway)
         offenders.update({page: _path_to(seen, heavy) for heavy in sorted(HEAVY & set(seen))})
     assert not offenders, offenders
 
 
-def test_services_never_import_pages(graph: dict[str, set[str]]) -> None:
-    """Services hold data and caches; what draws it (components, views) sits above them."""
+def test_the_gateway_never_imports_what_draws(graph: dict[str, set[str]]) -> None:
+    """The gateway holds data and caches; what draws it (a module of app/ui or app/views that imports streamlit or
+    plotly) sits above it. Plain data beside a page (a lesson file's parser) may be read by the gateway."""
+    drawing = {
+        m
+        for m, deps in graph.items()
+        if m.startswith(("app.ui", "app.views")) and not is_gateway(m) and {"streamlit", "plotly"} & deps
+    }
     offenders = {}
-    for service in (m for m in graph if m.startswith(GATEWAY)):
+    for service in (m for m in graph if is_gateway(m)):
         seen = reachable(graph, service)
-        offenders.update({service: _path_to(seen, m) for m in seen if m.startswith(("app.components", "app.views"))})
+        offenders.update({service: _path_to(seen, m) for m in seen if m in drawing})
     assert not offenders, offenders
 
 
-def test_figure_data_is_plain_numpy(graph: dict[str, set[str]]) -> None:
-    """``app.figure_data`` is what services cache and components draw: no Streamlit, Plotly or torch."""
-    for module in (m for m in graph if m.startswith("app.figure_data")):
+def test_map_data_is_plain_numpy(graph: dict[str, set[str]]) -> None:
+    """What the gateway caches and figures draw (``map_data`` modules): no Streamlit, Plotly or torch."""
+    modules = [m for m in graph if m.endswith(".map_data")]
+    assert len(modules) == 2, modules
+    for module in modules:
         seen = reachable(graph, module)
         assert not {"streamlit", "plotly"} & set(seen), (module, sorted(seen))
         assert not HEAVY & set(seen), {h: _path_to(seen, h) for h in HEAVY & set(seen)}

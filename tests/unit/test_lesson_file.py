@@ -1,4 +1,4 @@
-"""Lesson files (app/lesson_file.py, issue 21, 3): TOML written by hand, read back equal by Python's own tomllib;
+"""Lesson files (app/views/lessons/lesson_file.py, issue 21, 3): TOML written by hand, read back equal by Python's own tomllib;
 the built-in lesson is such a file; a bad file gets a message that names what is wrong, never a traceback.
 
 The reference for the writer is ``tomllib`` (the standard library's TOML 1.0 parser), not our reader.
@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 
-from app.lesson_file import (
+from app.views.lessons.lesson_file import (
     MAX_BYTES,
     MAX_STEPS,
     Choice,
@@ -102,7 +102,7 @@ def test_a_lesson_round_trips_through_its_file():
 
 
 def test_the_built_in_lesson_is_a_lesson_file_read_by_the_same_code():
-    from app.lesson_plan import BUILTIN_FILE, STEPS
+    from app.views.lessons.plan import BUILTIN_FILE, STEPS
 
     data = BUILTIN_FILE.read_bytes()
     lesson = read_lesson(data)  # every link value through its page's reader, every model in the catalog

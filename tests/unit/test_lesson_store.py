@@ -13,10 +13,10 @@ import pytest
 from test_class_store import backend, clock, postgres_url, store  # noqa: F401 — the shared fixtures
 from test_lesson_file import lesson_with
 
-from app.lesson_file import read_lesson, write_lesson
 from app.store import RoomError, open_store
 from app.store.lessons import MAX_BODY, NO_LESSON, NOT_AUTHOR, LessonError, LessonStore
 from app.store.rooms import LIMITS, NOT_TEACHER, TOO_MANY
+from app.views.lessons.lesson_file import read_lesson, write_lesson
 
 
 def test_a_saved_lesson_reads_back_and_only_its_author_changes_it(store, backend, clock):

@@ -1,6 +1,6 @@
 """Every link parameter's reader refuses a bad value with ValueError, and with nothing else.
 
-``app/url_state.py`` (a link opened in the browser) and ``app/lesson_file.py`` (a teacher's lesson file) catch
+``app/url_state.py`` (a link opened in the browser) and ``app/views/lessons/lesson_file.py`` (a teacher's lesson file) catch
 only ``ValueError`` around these readers: a bad value in a link is ignored, one in a lesson file is named in
 the message. Any other exception type would escape those catches, so this pins the readers' side of that
 contract on values a person could type or a link could carry.

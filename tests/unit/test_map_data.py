@@ -11,7 +11,7 @@ import io
 import numpy as np
 import pytest
 
-from app.figure_data.attention_maps import CSV_MAX_SIDE, csv_region, exact_map, head_csv, head_map, hidden_keys
+from app.ui.map_data import CSV_MAX_SIDE, csv_region, exact_map, head_csv, head_map, hidden_keys
 from engine.analysis.overview import overview_edges
 from engine.types import AttentionTrace, Tokens
 

@@ -28,7 +28,7 @@ def test_numpy_blas_pool_is_bounded_to_one_thread(restore_blas):
 
 
 def test_the_server_bounds_it_before_its_first_trace(restore_blas):
-    from app.services import core
+    from app.runtime import core
 
     threadpool_limits(2, user_api="blas")
     core._threads_set = False

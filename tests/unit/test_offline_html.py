@@ -1,4 +1,4 @@
-"""The offline pack's HTML (issue 21, 4), written by ``app/offline_html.py``: one file that loads nothing, shows a
+"""The offline pack's HTML (issue 21, 4), written by ``app/views/lessons/offline_html.py``: one file that loads nothing, shows a
 lesson's text literally and carries each chart's JSON so that it reads back equal."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 
-from app.offline_html import CSP, Chart, Note, PackStep, inline_script, render, script_json
+from app.views.lessons.offline_html import CSP, Chart, Note, PackStep, inline_script, render, script_json
 
 JS = "window.Plotly = {newPlot: function () {}}; var s = '</script><script>alert(1)</script>'; // <!-- x"
 

@@ -77,7 +77,7 @@ def code_defaults(cores: int) -> dict[str, object]:
     import engine.jobs
     import engine.training.jobs
     from app import launch, store
-    from app.services import core
+    from app.runtime import core
     from engine.policy import GB, ServerPolicy
 
     policy = ServerPolicy.from_env({})

@@ -1,9 +1,9 @@
 """A page with a fragment on a 20 ms timer and two buttons that count their presses: one whose callback is the
-bare function, one wrapped in :func:`app.components.clicks.once` (tests/e2e/test_clicks_e2e.py)."""
+bare function, one wrapped in :func:`app.ui.clicks.once` (tests/e2e/test_clicks_e2e.py)."""
 
 import streamlit as st
 
-from app.components.clicks import once
+from app.ui.clicks import once
 
 for name in ("plain", "once"):
     st.session_state.setdefault(name, 0)

@@ -1,1 +1,0 @@
-"""Render-only helpers: arrays in, figures out. No engine calls, no torch."""

@@ -1,0 +1,67 @@
+"""This session's long work on the server's long-work lane (:mod:`engine.jobs`): fine-tuning, timing, writing.
+
+Work that takes seconds never runs in a page's script thread and never holds the interactive bound on
+forward passes (``core._jobs``): a page module of this package builds the work (a closure over the
+model and plain values, no ``st.*`` inside: it runs in a low-priority worker thread) and hands it to
+:func:`submit_long`. The page then shows :func:`long_status` in a polling fragment
+(``app/ui/job_status.py``: queue position and expected wait, then a progress bar, and a
+Cancel button that calls :func:`cancel_long`). One job per session and kind; the result stays with
+the session's job (and, where other sessions can use it, in a shared cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from app.runtime.core import session_id
+from engine.jobs import JobStatus, LongWorkQueue, get_queue
+
+#: the kinds of long work (a session has at most one job of each)
+FINETUNE, MEASURE, WRITE = "finetune", "measure", "write"
+NSP = "nsp"  # fine-tuning a classifier on [CLS] for next-sentence prediction (Pretraining)
+SCALE = "scale"  # the Scaling page's "train one more size"
+INDUCTION = "induction"  # Train live's induction-heads run (app/views/train/induction_data.py)
+#: after submitting, the page waits this long for the job before it starts polling (most jobs are done by then)
+QUICK_WAIT_S = 1.0
+
+
+def long_queue() -> LongWorkQueue:
+    """The process's long-work queue (``AP_LONG_JOBS`` workers, ``AP_TRAIN_MAX_SECONDS`` per job)."""
+    return get_queue()
+
+
+def submit_long(kind: str, work: Callable[[], Any], *, key: Hashable, estimate_s: float) -> JobStatus:
+    """Queue ``work`` as this session's job of ``kind`` (replacing its queued one; the same ``key`` while it is
+    queued or running is the same job) and wait up to :data:`QUICK_WAIT_S` for it. This waits in the
+    session's own script thread: other sessions' reruns do not wait for it."""
+    queue = long_queue()
+    queue.submit(session_id(), kind, work, key=key, estimate_s=estimate_s, alive=connected())
+    status = queue.wait(session_id(), kind, QUICK_WAIT_S)
+    assert status is not None  # just submitted
+    return status
+
+
+def long_status(kind: str) -> JobStatus | None:
+    """This session's latest job of ``kind`` (queued, running or finished), or None."""
+    return long_queue().status(session_id(), kind)
+
+
+def cancel_long(kind: str) -> None:
+    """Stop this session's job of ``kind`` (a queued one at once, a running one at its next yield point)."""
+    long_queue().cancel(session_id(), kind)
+
+
+def connected() -> Callable[[], bool] | None:
+    """A thread-safe "is this browser session still connected?" check (None outside a served app)."""
+    try:
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        if ctx is None or not Runtime.exists():
+            return None
+        runtime, sid = Runtime.instance(), ctx.session_id
+        return lambda: runtime.is_active_session(sid)
+    except Exception:  # noqa: BLE001 — Streamlit's runtime API, whatever it raises: a job still ends at its budget
+        return None

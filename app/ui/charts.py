@@ -1,0 +1,437 @@
+"""``show_chart``: the one way pages put a Plotly figure on screen.
+
+Why one wrapper instead of ``st.plotly_chart`` everywhere: a projector and a slide deck need the same
+things from every chart. Here each figure gets the session's theme (:mod:`app.ui.theme`:
+font sizes, text contrast) and a download button (the modebar's camera) that saves a PNG or an SVG —
+the sidebar's "Chart downloads" setting — under a file name taken from the chart, at a size fit for
+a slide. The download is made by plotly.js in the browser, so the server does no work for it.
+
+Why :class:`ReadyFigure`: ``st.plotly_chart`` turns a figure into Plotly's JSON dict (``to_dict``:
+arrays as base64 typed arrays) and then into JSON. Theming a ``go.Figure`` through Plotly's
+validated ``update_*`` calls cost ~9 ms a chart (the largest part of a class's reruns in a
+profile, docs/BENCHMARKS.md), against ~0.5 ms for ``to_dict``. So a figure is turned into its dict
+once, themed as a dict (:func:`app.ui.theme.style`), and wrapped in a ``ReadyFigure`` that
+answers ``to_dict`` with it. A ``ReadyFigure`` is read-only: a page's shared figure (the same head
+for a class on one link, :func:`app.services.shared_figure`) is built once per server process and
+sent as it is to every session that asks for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import re
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.state import Look
+from app.ui import theme
+
+#: pixels of the exported picture when the chart does not fix its own width (a 16:9 slide's width)
+EXPORT_WIDTH = 1600
+SCALE_PNG = 2  # PNGs at twice the size: sharp on a projector; SVG is vector and needs none
+
+
+class ReadyFigure(go.Figure):
+    """A figure already in Plotly's JSON form (a dict, arrays as base64) and themed: what is sent.
+
+    ``st.plotly_chart`` accepts any ``go.Figure`` and reads it through ``to_dict()``; this one answers
+    with the dict it holds, so nothing is validated, copied or themed again per run. Treat it as
+    read-only: one instance may be shown to every session of the server (tests/app/test_charts.py
+    pins that ``st.plotly_chart`` sends exactly :attr:`spec`).
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:  # noqa: D107 — go.Figure's own init is skipped on purpose
+        self._spec = spec
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The figure's JSON dict (``data`` and ``layout``), themed."""
+        return self._spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._spec
+
+    def to_plotly_json(self) -> dict[str, Any]:
+        return self._spec
+
+    def __repr__(self) -> str:
+        return f"ReadyFigure({self._spec.get('layout', {}).get('title', {}).get('text', '')!r})"
+
+
+_TEMPLATE: list[dict] = []
+
+
+def _default_template() -> dict[str, Any]:
+    """Plotly's default template as ``go.Figure().to_dict()`` writes it: made once, shared, never changed."""
+    if not _TEMPLATE:
+        _TEMPLATE.append(go.Figure().to_dict()["layout"]["template"])
+    return _TEMPLATE[0]
+
+
+_LEAN: dict[tuple[frozenset[str], bool], dict[str, Any]] = {}
+#: what of the default template's layout is colour defaults for traces (the traces' colours, colour scales)
+_TRACE_COLOURS = ("colorway", "colorscale", "coloraxis")
+
+
+def _own_colours(trace: Any) -> bool:
+    """A trace that reads no colour of the template: a heatmap with a colour scale of its own (no shared colour
+    axis), or markers alone in one colour of their own (the grid's click targets); not a line, bar or pie, which
+    take theirs from the colorway."""
+    if not isinstance(trace, dict):
+        return False
+    if trace.get("type") == "heatmap":
+        return trace.get("colorscale") is not None and "coloraxis" not in trace
+    marker = trace.get("marker")
+    return (
+        trace.get("type") == "scatter"
+        and trace.get("mode") == "markers"
+        and isinstance(marker, dict)
+        and isinstance(marker.get("color"), str)
+    )
+
+
+def lean_template(fig: ReadyFigure) -> ReadyFigure:
+    """``fig`` with the default template cut down to what can style it (a new figure; ``fig``, perhaps shared,
+    is not changed): its layout defaults and the trace defaults of the trace types it draws, and, when no
+    trace reads a colour of the template (:func:`_own_colours`: the maps, the grid of heads), none of its colours.
+
+    plotly.js applies ``template.data.<type>`` only to traces of that type, a trace's own colour scale wins over
+    the template's, and a heatmap takes no colour from the colorway; the rest was ~2.2 kB of JSON and ~190 of the
+    ~550 values of a 40-token map on every chart of every rerun, which Streamlit hashes and sends. In the browser
+    Streamlit swaps the template's 30 placeholder colours for its theme's with a ``replaceAll`` over the whole
+    spec each, twice for every new figure, and each one found copies the spec: ~60 copies of a 512-token map's
+    ~360 kB on every Enter (docs/BENCHMARKS.md, "Explore in Chromium"). A figure with a template of its own is
+    sent as it is."""
+    layout = fig.spec.get("layout")
+    template = layout.get("template") if isinstance(layout, dict) else None
+    default = _default_template()
+    if not isinstance(template, dict) or not (template is default or template == default):
+        return fig
+    traces = fig.spec.get("data") or ()
+    types = frozenset(str(trace.get("type") or "scatter") for trace in traces if isinstance(trace, dict))
+    colourless = bool(traces) and all(_own_colours(trace) for trace in traces)
+    lean = _LEAN.get((types, colourless))
+    if lean is None:
+        data = default.get("data", {})
+        lean = {**default, "data": {name: data[name] for name in data if name in types}}
+        if colourless:
+            lean["layout"] = {k: v for k, v in lean.get("layout", {}).items() if k not in _TRACE_COLOURS}
+            lean["data"] = {
+                name: [{k: v for k, v in d.items() if k != "colorscale"} for d in defaults]
+                for name, defaults in lean["data"].items()
+            }
+        _LEAN[(types, colourless)] = lean  # a few kinds of figure in all: kept for the process, never changed
+    return ReadyFigure({**fig.spec, "layout": {**layout, "template": lean}})
+
+
+def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure:
+    """``fig`` as a themed :class:`ReadyFigure` (the session's theme unless ``look`` is given).
+
+    ``fig`` is a ``go.Figure``, or the plain dict a builder would pass to ``go.Figure`` (``map_spec``,
+    ``model_view_spec``: taken over, not copied). A dict skips Plotly's object graph: its numpy arrays
+    become typed arrays with Plotly's own encoder and it gets the default template, as ``to_dict`` would
+    write them (tests/app/test_charts.py compares the two). Either way the template is then cut to what can
+    style the figure (:func:`lean_template`), once, where a shared figure is built: every figure derived from
+    a ready one (a source line, shapes, a fill) changes its layout only, never its traces.
+    """
+    if isinstance(fig, ReadyFigure):
+        return fig
+    if isinstance(fig, dict):
+        typed_arrays(fig)
+        layout = fig.setdefault("layout", {})
+        layout.setdefault("template", _default_template())
+        return lean_template(ReadyFigure(theme.style(fig, look)))
+    return lean_template(ReadyFigure(theme.style(fig.to_dict(), look)))
+
+
+#: numpy dtype → plotly.js typed-array type (``bdata`` is the array's bytes, base64; the dtypes plotly.js reads)
+_TYPED = {
+    "int8": "i1",
+    "uint8": "u1",
+    "int16": "i2",
+    "uint16": "u2",
+    "int32": "i4",
+    "uint32": "u4",
+    "float32": "f4",
+    "float64": "f8",
+}
+_NOT_ARRAYS = frozenset({"geojson", "layer", "layers", "range"})  # keys Plotly's encoder leaves as they are
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def typed_arrays(obj: Any) -> None:
+    """Every numpy array in a figure's dict as a plotly.js typed array (``{"dtype", "bdata", "shape"}``), in place.
+
+    What Plotly's ``to_dict`` writes (tests/app/test_charts.py compares them), but Plotly's own walk asks of every
+    value, each tick label included, whether it is an array of any library it knows, and copies each array
+    first: a map's labels made it ~1 ms a figure. Here only dicts and lists are walked into, a numpy array of
+    a plain dtype is encoded as it is, and anything else array-like goes to Plotly's encoder.
+    """
+    from _plotly_utils.basevalidators import is_homogeneous_array
+    from _plotly_utils.utils import to_typed_array_spec
+
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in _NOT_ARRAYS or isinstance(value, _SCALARS):
+                continue
+            if isinstance(value, np.ndarray) and value.size and value.dtype.isnative:
+                value = _narrowed(value)
+                short = _TYPED.get(value.dtype.name)
+                if short is not None:
+                    obj[key] = {
+                        "dtype": short,
+                        "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii"),
+                        **({"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {}),
+                    }
+                    continue
+            if isinstance(value, (dict, list, tuple)):
+                typed_arrays(value)
+            elif is_homogeneous_array(value):
+                obj[key] = to_typed_array_spec(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            if isinstance(value, (dict, list, tuple)):
+                typed_arrays(value)
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """64-bit integers as the narrowest 8/16/32-bit type that holds them all (plotly.js has no 64-bit integer
+    arrays; Plotly's encoder narrows them the same way), unchanged when none does or the dtype is another."""
+    kind = values.dtype.name
+    if kind not in ("int64", "uint64"):
+        return values
+    low, high = values.min(), values.max()
+    for narrow in ("uint8", "uint16", "uint32") if kind == "uint64" else ("int8", "int16", "int32"):
+        limits = np.iinfo(narrow)
+        if limits.min <= low and high <= limits.max:
+            return values.astype(narrow)
+    return values
+
+
+def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:
+    """A new figure: ``fig`` plus ``shapes`` on top (``fig``, perhaps shared, is not changed)."""
+    if not shapes:
+        return fig
+    layout = fig.spec.get("layout", {})
+    return ReadyFigure({**fig.spec, "layout": {**layout, "shapes": [*layout.get("shapes", ()), *shapes]}})
+
+
+SOURCE_CHARS = 70  # characters of the sentence a chart's subtitle quotes
+NARROW_SOURCE_CHARS = 28  # the same for a chart a third of the page wide (its model and sentence on two lines)
+
+
+def source_line(model: str, text: str = "", chars: int = SOURCE_CHARS) -> str:
+    """What a chart shows, for its subtitle: the model and the start of the text, at most ``chars`` characters
+    of it, cut with "…" (escaped: Plotly reads a subset of HTML in titles, and the text is the user's)."""
+    import html
+
+    words = " ".join(str(text).split())
+    if len(words) > chars:
+        words = words[: chars - 1].rstrip() + "…"
+    return html.escape(f"{model} · “{words}”" if words else model, quote=False)
+
+
+def _source_key() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return f"{Look.source}:{ctx.page_script_hash if ctx is not None else ''}"
+
+
+def set_source(model: str, text: str = "") -> None:
+    """Name the model and text this page's charts show (the text pages' picker does, once per run of the
+    sentence and model): every :func:`show_chart` of the page writes it under its title, also when a
+    fragment reruns alone. Kept per page, so another page's charts never show it."""
+    st.session_state[_source_key()] = source_line(model, text)
+    st.session_state[_source_key() + ":narrow"] = source_line(model, text, NARROW_SOURCE_CHARS)
+
+
+def page_source(narrow: bool = False) -> str | None:
+    """What :func:`set_source` said for the page being drawn, or None; ``narrow``: its shorter line, for
+    charts a third of the page wide (their subtitle was cut at the chart's edge)."""
+    return st.session_state.get(_source_key() + (":narrow" if narrow else ""))
+
+
+def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -> ReadyFigure:
+    """A new figure: ``fig`` with ``source`` (from :func:`source_line`) as its title's subtitle, so a chart
+    on the projector and a downloaded PNG or SVG say which model and sentence they show (``fig``, perhaps
+    shared, is not changed). ``narrow``: a narrow chart, the model and the sentence on two lines."""
+    if not source:
+        return fig
+    layout = fig.spec.get("layout", {})
+    title = layout.get("title") if isinstance(layout.get("title"), dict) else {}
+    look = theme.current()
+    lines = 1
+    if (
+        look.compact or narrow
+    ) and " · " in source:  # a phone: model and sentence on two lines (one ran off a 390 px screen)
+        model, _, words = source.partition(" · ")
+        source, lines = f"{model}<br>{words}", 2
+    margin = dict(layout.get("margin") or {})
+    subtitle_px = max(11, look.tick_px - 1)
+    title_px = look.title_px if title.get("text") else 0
+    room = title_px + lines * (subtitle_px + 6) + 24 + top_labels_px(layout, look)  # title, subtitle, labels
+    before = int(margin.get("t") or 0)
+    margin["t"] = max(before, room)
+    subtitle = {"text": source, "font": {"size": subtitle_px, "color": look.text}}
+    layout = {**layout, "margin": margin, "title": {**title, "subtitle": subtitle}}
+    if isinstance(layout.get("height"), (int, float)):  # the plot keeps the size its builder gave it (square tiles)
+        layout["height"] = layout["height"] + margin["t"] - before
+    return ReadyFigure({**fig.spec, "layout": layout})
+
+
+def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
+    """Pixels that column labels on top of the plot (maps, the model view) and their axis title take above it.
+
+    The title sits at the top of the figure (``yref: container``), where Plotly does not keep it clear of the
+    labels: the top margin must hold both, or the subtitle is written over the labels."""
+    import math
+
+    need = 0
+    for name, axis in layout.items():
+        if not (re.fullmatch(r"xaxis\d*", name) and isinstance(axis, dict) and axis.get("side") == "top"):
+            continue
+        texts = [re.sub(r"<[^>]+>|&#?\w+;", "x", str(t)) for t in axis.get("ticktext") or ()]
+        longest = max((len(t) for t in texts), default=3)
+        angle = math.radians(abs(float(axis.get("tickangle") or 0)))
+        labels = longest * theme.CHAR_EM * look.tick_px * math.sin(angle) + look.tick_px * (1 + math.cos(angle))
+        titled = bool((axis.get("title") or {}).get("text")) if isinstance(axis.get("title"), dict) else False
+        need = max(need, int(labels + (look.axis_title_px + 14 if titled else 0) + 8))
+    return need
+
+
+def content_key(data: Any) -> Hashable:
+    """A cache key equal exactly when two inputs are: arrays by dtype, shape and a 128-bit digest of their bytes;
+    dicts, lists and tuples item by item; dataclasses field by field; anything else as it is (it must be hashable).
+    For figures and tables built from numbers a page computed (a ViT overlay, a step table): every session that
+    computed the same numbers gets the one built copy."""
+    if isinstance(data, np.ndarray) and data.dtype.hasobject:  # its bytes are pointers: key the items themselves
+        return ("object array", data.shape, content_key(data.ravel().tolist()))
+    if isinstance(data, np.ndarray):  # a digest, not the bytes: a cache key outlives the call (a 224² image is 1 MB)
+        return (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data).data, digest_size=16).digest())
+    if isinstance(data, dict):
+        return tuple((str(name), content_key(values)) for name, values in data.items())
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):  # a view's record: field by field
+        fields = dataclasses.fields(data)
+        return (type(data).__qualname__, tuple((f.name, content_key(getattr(data, f.name))) for f in fields))
+    if isinstance(data, (list, tuple)):  # every item: a dataclass argument (a caption's view) is keyed field by field
+        return tuple(content_key(item) for item in data)
+    return data
+
+
+def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFigure:
+    """The figure of ``view`` in this session's theme, built by ``build()`` once per server process.
+
+    ``view`` must name everything the figure shows (the request key, layer, head, display options,
+    title): every session asking for the same view and theme gets this one read-only figure. Per-session
+    marks (a highlighted token) go on top with :func:`with_shapes`.
+    """
+    from app.runtime.core import shared_figure
+
+    look = theme.current()
+    return shared_figure(view + (look.name,), lambda: ready(build(), look))
+
+
+def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
+    """The picture of ``view`` in this session's theme as a ``data:`` URL of the PNG ``build()`` returns, built once
+    per server process as :func:`shared_chart` builds a figure: every session asking for the same view and theme
+    gets this one string.
+
+    ``st.image`` passes a ``data:`` URL on as it is; PNG bytes it would open with Pillow again, hash and store per
+    session on every run (~0.9 ms of a rerun), and the browser would fetch them with a request of its own. A picture
+    that did not change between two runs reaches the browser as a reference to its cached message (Streamlit caches
+    elements of 10 kB and more)."""
+    from app.runtime.core import shared_figure
+
+    def encoded() -> str:
+        return "data:image/png;base64," + base64.b64encode(build()).decode("ascii")
+
+    return shared_figure(view + ("png", theme.current().name), encoded)
+
+
+def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:
+    """``build(*args, **kwargs)`` through :func:`shared_chart`, keyed by the builder and its arguments' content
+    (:func:`content_key`): for pages whose figures come from numbers they computed (an image and its attention
+    grid), so that a class opening the same view builds it once. ``build`` must depend on its arguments and the
+    theme only (no session state) and return a figure nobody changes afterwards."""
+    view = (build.__module__, build.__qualname__, content_key(args), content_key(tuple(sorted(kwargs.items()))))
+    return shared_chart(view, lambda: build(*args, **kwargs))
+
+
+def _layout(fig) -> dict[str, Any]:
+    """The layout of a figure as a plain dict (a ``ReadyFigure``'s own; a ``go.Figure``'s converted)."""
+    return fig.spec.get("layout", {}) if isinstance(fig, ReadyFigure) else fig.layout.to_plotly_json()
+
+
+def file_stem(fig, key: str | None) -> str:
+    """A file name for the chart: its title, else its key, reduced to letters, digits, '-' and '_'."""
+    title = _layout(fig).get("title") or {}
+    text = re.sub(r"<[^>]+>", "", str(title.get("text") or "")) if isinstance(title, dict) else ""
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", text or key or "chart").strip("_")
+    return (stem or "chart")[:80]
+
+
+def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Plotly's ``config`` for a chart: the modebar's download button in the chosen format and name.
+
+    ``extra`` (a page's own config) wins, except that a chart whose modebar a page hid gets it back:
+    every chart must be downloadable, and its download button is in that bar. The compact (phone) view hides
+    the bar, which covered the chart's title there.
+    """
+    fmt = theme.download_format()
+    layout = _layout(fig)
+    height = layout.get("height") or 450
+    width = layout.get("width") or EXPORT_WIDTH
+    config: dict[str, Any] = {
+        "toImageButtonOptions": {
+            "format": fmt,
+            "filename": file_stem(fig, key),
+            "height": int(height),
+            "width": int(width),
+            "scale": SCALE_PNG if fmt == "png" else 1,
+        },
+        "displaylogo": False,
+    }
+    for name, value in (extra or {}).items():
+        if name == "displayModeBar" and value is False:
+            continue  # keep the bar: it holds the download button
+        config[name] = value
+    if theme.current().compact:  # a phone: the bar covered the chart's title, and a phone rarely saves a slide
+        config["displayModeBar"] = False
+    return config
+
+
+def fill_height(fig: ReadyFigure) -> ReadyFigure:
+    """A new figure: ``fig`` without its fixed height, so Plotly sizes it to its box (presenter mode gives the main
+    map's box the window's height, :func:`app.ui.theme.map_css`); ``fig``, perhaps shared, is not changed."""
+    layout = {name: value for name, value in fig.spec.get("layout", {}).items() if name != "height"}
+    return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
+
+
+def clicked_point(key: str) -> tuple[float, float] | None:
+    """``(x, y)`` of the first point selected by a click on the chart drawn with ``key`` and ``on_select="rerun"``
+    (Streamlit keeps its selection in session state), or None: no selection, or one that is not a point."""
+    state = st.session_state.get(key)
+    try:
+        point = list(state["selection"]["points"])[0] if state else None
+        return float(point["x"]), float(point["y"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False, **kwargs):
+    """Draw ``fig`` themed, with a PNG/SVG download; every other argument goes to ``st.plotly_chart``.
+
+    ``fig`` is a ``go.Figure`` (themed here) or a :class:`ReadyFigure` (sent as it is). ``source``: the
+    model and sentence the chart shows (:func:`source_line`), written under its title; default: what the
+    page named with :func:`set_source` ("" for none). ``narrow``: a chart a third of the page wide or less,
+    whose default source is the page's shorter line (:data:`NARROW_SOURCE_CHARS`), on two lines."""
+    fig = with_source(ready(fig), page_source(narrow) if source is None else source, narrow=narrow)
+    config = chart_config(fig, key, kwargs.pop("config", None))
+    return st.plotly_chart(fig, key=key, config=config, **kwargs)

@@ -1,0 +1,208 @@
+"""The numbers behind the current view as JSON: for homework sheets, notebooks and slides' footnotes.
+
+Why JSON beside the charts' PNG/SVG: a picture cannot be checked or re-plotted; a JSON file carries the
+tokens, the model, layer, head and block, the exact weights of the region on screen, the display
+settings and a link that opens the same view again. The record is built by pure functions (tested
+without Streamlit); :func:`json_button` offers it through ``st.download_button(data=callable)``, so
+it is built only when someone clicks, outside the script run — closures hold plain data and the
+cached (read-only) trace, never session state.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from app.links import current_link
+from app.ui.map_data import MapData
+
+FORMAT = "attention-playground/view@1"
+#: exact weights go into a JSON file for regions up to this many tokens a side (512² numbers ≈ 3 MB)
+JSON_MAX_SIDE = 512
+
+
+def _number(x: float) -> float | None | str:
+    """A JSON-safe number: NaN (blocked cell) → None, ±∞ (a mask entry) → "-inf" / "inf"."""
+    x = float(x)
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "-inf" if x < 0 else "inf"
+    return x
+
+
+def matrix(values: np.ndarray) -> list:
+    """A numpy array as nested lists of JSON-safe numbers (float32 values keep their exact value)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if np.isfinite(arr).all():
+        return arr.tolist()
+    return [matrix(row) for row in arr] if arr.ndim > 1 else [_number(v) for v in arr]
+
+
+def head_record(
+    *,
+    page: str,
+    model_id: str,
+    att,
+    layer: int,
+    head: int,
+    block: str,
+    region,
+    settings: dict[str, Any],
+    link: str,
+    shown: MapData | None = None,
+) -> dict[str, Any]:
+    """One head of a trace as a JSON-ready record.
+
+    Args:
+        page: the page's name ("explore", "heads").
+        model_id, block, layer, head: what is shown.
+        att: the :class:`engine.AttentionTrace` of the block (cached, read-only).
+        region: ``((q0, q1), (k0, k1))`` token positions in view (the zoom region, else everything).
+        settings: causal, token limit, colour scale, weighting, hidden columns, as the page uses them.
+        link: :func:`app.links.page_link` of the view.
+        shown: the map as drawn; added under ``"shown"`` when it differs from the exact weights
+            (pooled blocks of a long input, hidden sink columns, per-row or α·‖v‖ colouring).
+
+    Returns:
+        ``{"format", "page", "model_id", "layer", "head", "block", "tokens": {"query", "key"},
+        "positions": {"query", "key"}, "pattern", "settings", "link"}``; ``pattern`` holds the exact
+        softmax weights (each full row sums to 1), None with a ``"note"`` past :data:`JSON_MAX_SIDE`.
+    """
+    (q0, q1), (k0, k1) = region
+    q_strings, k_strings = list(att.tokens.strings), list(att.key_tokens.strings)
+    record: dict[str, Any] = {
+        "format": FORMAT,
+        "page": page,
+        "model_id": model_id,
+        "layer": int(layer),
+        "head": int(head),
+        "block": block,
+        "tokens": {"query": q_strings[q0:q1], "key": k_strings[k0:k1]},
+        "positions": {"query": [q0, q1], "key": [k0, k1]},
+        "settings": settings,
+        "link": link,
+    }
+    if max(q1 - q0, k1 - k0) <= JSON_MAX_SIDE:
+        record["pattern"] = matrix(att.pattern_rows(layer, head, q0, q1)[:, k0:k1])
+    else:
+        record["pattern"] = None
+        record["note"] = (
+            f"{q1 - q0} × {k1 - k0} tokens: zoom to at most {JSON_MAX_SIDE} a side for exact weights "
+            "(the CSV takes up to 1,024); 'shown' holds the map as drawn."
+        )
+    differs = shown is not None and (shown.pooled or shown.value_name != "weight" or shown.k_pos.size != k1 - k0)
+    if differs:
+        record["shown"] = {
+            "value_name": shown.value_name,
+            "pooled": bool(shown.pooled),
+            "reduce": shown.reduce,
+            "query_labels": list(shown.q_labels),
+            "key_labels": list(shown.k_labels),
+            "query_edges": np.asarray(shown.q_edges).tolist(),
+            "key_positions": np.asarray(shown.k_pos).tolist(),
+            "values": matrix(shown.values),
+        }
+    return record
+
+
+def steps_record(
+    *, model_id: str, att, layer: int, head: int, block: str, query: int, steps, settings: dict[str, Any], link: str
+) -> dict[str, Any]:
+    """One query token's steps (Step by step) as a JSON-ready record: the scores at every stage and the
+    weights (``pattern``: one row, summing to 1), with ``-inf`` written as the string "-inf"."""
+    return {
+        "format": FORMAT,
+        "page": "step_by_step",
+        "model_id": model_id,
+        "layer": int(layer),
+        "head": int(head),
+        "block": block,
+        "query": int(query),
+        "tokens": {"query": list(att.tokens.strings), "key": list(att.key_tokens.strings)},
+        "scale": float(steps.scale),
+        "scores": {
+            "raw": matrix(steps.raw[0]),
+            "scaled": matrix(steps.scaled[0]),
+            "softmax_input": matrix(steps.masked[0]),
+        },
+        "pattern": [matrix(steps.weights[0])],
+        "output": matrix(np.asarray(steps.z).reshape(-1)),
+        "settings": settings,
+        "link": link,
+    }
+
+
+def to_json(record: dict[str, Any]) -> bytes:
+    """The record as UTF-8 JSON (strict: no NaN, tokens as written)."""
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+def head_json_button(
+    model_id: str,
+    att,
+    layer: int,
+    head: int,
+    block: str,
+    ranges,
+    data: MapData,
+    opts,
+    settings: dict[str, Any],
+    load: Callable[[], Any],
+    page: str = "explore",
+) -> None:
+    """Explore's and Heads' button: the head on screen as JSON (:func:`head_record`), built on click.
+
+    Args:
+        ranges: ``(q_range, k_range)`` of the zoom (None: everything).
+        data: the map as drawn; opts: the page's display options (colour scale, weighting, hiding).
+        settings: the page's causal flag and token limit (and an encoder-decoder's decoding).
+        load: gives ``att`` again on click (``services.block_loader``): the button holds this, not the trace.
+    """
+    from app.ui.heatmap import colorscale
+
+    q_range, k_range = ranges
+    region = (tuple(q_range or (0, att.n_queries)), tuple(k_range or (0, att.n_keys)))
+    settings = {
+        **settings,
+        "colour_scale": opts.scale,
+        "colorscale": colorscale(),
+        "weighting": opts.weighting,
+        "hide_sink_columns": bool(opts.hide_sinks),
+    }
+    link = current_link(page)
+    json_button(
+        "Download the numbers as JSON",
+        lambda: head_record(
+            page=page,
+            model_id=model_id,
+            att=load(),
+            layer=layer,
+            head=head,
+            block=block,
+            region=region,
+            settings=settings,
+            link=link,
+            shown=data,
+        ),
+        f"{page}_L{layer}_H{head}.json",
+        key=f"{page}_json",
+    )
+
+
+def json_button(label: str, build: Callable[[], dict[str, Any]], file_name: str, key: str) -> None:
+    """A download button whose JSON is built on click (``build`` must close over plain data only)."""
+    import streamlit as st
+
+    st.download_button(
+        label,
+        lambda: to_json(build()),
+        file_name=file_name,
+        mime="application/json",
+        icon=":material/data_object:",
+        key=key,
+        on_click="ignore",
+    )

@@ -1,0 +1,100 @@
+"""How a page shows what went wrong: :func:`show_error`, the one way, and :func:`calm_errors`, the last line of
+defence of a page run (an exception becomes one calm message, logged, never a traceback).
+
+:func:`show_error` takes an exception or a message and draws it: an engine error (something the user can
+change: the input, the model, a setting) as its own words in a warning, anything else as one calm sentence
+in an error box (the traceback goes to the log), a message as it is. The text is always made safe for
+Streamlit's markdown (``friendly_error`` for exceptions, absolute paths hidden; ``safe_text.md``
+for messages: no link, image, HTML or maths from what a user typed) and cut to a bounded length.
+
+Streamlit turns an exception in a page into its generic "This app has encountered an error" box. Most
+of what can raise here is a forged request: a student who sends a widget value of the wrong type (a
+string for a slider, NaN for a selectbox index) over the websocket makes Streamlit's own widget code
+raise before the page sees the value. That must not look like a crash, and it only ever affects the
+sender's own session. Real bugs are logged with their traceback (and tests fail on the message:
+``tests/app/apptest_helpers.assert_clean``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Literal
+
+import streamlit as st
+
+from app.ui.safe_text import md
+from engine.text import shorten
+from engine.types import EngineError
+
+log = logging.getLogger(__name__)
+
+MESSAGE = (
+    "This page could not use one of its settings (a value it does not accept). Change that setting, "
+    "or reload the page to start again."
+)
+
+
+Level = Literal["info", "warning", "error"]
+ICONS = {"info": ":material/info:", "warning": ":material/warning:", "error": ":material/error:"}
+LIMIT = 300  # characters of a message shown (as ``friendly_error``)
+
+
+def plain_error(problem: BaseException | str) -> str:
+    """``problem`` as plain text (for a file, not the page: an offline pack's note is escaped as HTML there):
+    an exception through ``friendly_error``, a message as it is; both bounded in length."""
+    if isinstance(problem, BaseException):
+        from app.runtime.core import friendly_error
+
+        return friendly_error(problem)
+    return shorten(str(problem), LIMIT)
+
+
+def error_text(problem: BaseException | str) -> str:
+    """``problem`` as safe markdown: an exception through ``friendly_error`` (engine errors in their own
+    words with paths hidden, anything else one calm sentence, logged), a message escaped (:func:`md`); both
+    bounded in length."""
+    if isinstance(problem, BaseException):
+        from app.runtime.core import friendly_error
+
+        return md(friendly_error(problem))
+    return md(shorten(str(problem), LIMIT))
+
+
+def show_error(problem: BaseException | str, *, before: str = "", level: Level | None = None) -> None:
+    """Show what went wrong, the one way every page does.
+
+    Args:
+        problem: the exception caught, or a message (shown literally: it may hold what a user typed).
+        before: markdown the page writes before it (e.g. ``f"{quoted(name)} cannot be used: "``); user input
+            in it goes through ``safe_text.quoted``.
+        level: ``"info"`` (not for this model: nothing went wrong), ``"warning"`` or ``"error"``; default:
+            ``"warning"`` for an engine error or a message (the user can change something), ``"error"`` for any
+            other exception.
+    """
+    if level is None:
+        level = "error" if isinstance(problem, BaseException) and not isinstance(problem, EngineError) else "warning"
+    getattr(st, level)(before + error_text(problem), icon=ICONS[level])
+
+
+@contextlib.contextmanager
+def calm_errors(where: str):
+    """Run a page (or a fragment of one); an ``Exception`` becomes :data:`MESSAGE` in the page.
+
+    Streamlit's own control flow (``st.rerun``, ``st.stop``, a newer rerun) is not an ``Exception``
+    and passes through.
+    """
+    try:
+        yield
+    except Exception:  # noqa: BLE001 — everything a page can raise: logged, shown calmly
+        log.exception("page %s failed", where)
+        show_error(MESSAGE, level="error")
+
+
+def busy(message: str, done: bool):
+    """``st.spinner(message)`` for work still to do; nothing when ``done`` (the result is cached).
+
+    A spinner starts a thread of its own and sends two messages; a rerun that reads a cached model and
+    trace (every rerun after the first of a sentence, and a class on one link) needs neither.
+    """
+    return contextlib.nullcontext() if done else st.spinner(message)

@@ -1,0 +1,554 @@
+"""Plotly figures for whole-model head views: the model view grid, layer × head maps, similarity, differences.
+
+The model view draws every layer × head in one plot (not L·H subplots: 144 subplots are slow to build and to
+draw): one heatmap of the whole mosaic (the Heads page, 72 tiles or more) or one small heatmap per tile (Explore's
+layer of 12), every cell a whole percent of its head's maximum in one byte. Each tile is scaled to its own maximum,
+so shapes are comparable; an invisible marker at each tile's centre makes a click select that head. Inputs are
+numpy arrays and display strings; token text is escaped (``safe_label``).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import io
+import math
+
+import numpy as np
+import plotly.colors
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.state import K
+from app.ui import theme
+from app.ui.heatmap import MASKED_COLOR, _ticks, colorscale_stops, label_margin, safe_label
+
+GAP = 1  # empty cells between tiles
+DIVERGING = "RdBu"
+SIMILARITY_WIDTH_PX = 700  # plot width the similarity matrix's column labels are thinned for
+
+
+def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """x (head) and y (layer) coordinates of every tile's centre in the model view."""
+    xs = np.arange(n_heads) * (t + GAP) + (t - 1) / 2
+    ys = np.arange(n_layers) * (s + GAP) + (s - 1) / 2
+    return xs, ys
+
+
+def tile_peak(tile: np.ndarray) -> float:
+    """A tile's largest finite value (its cells are shown as shares of it), 0.0 when it has none."""
+    finite = np.isfinite(tile)
+    return float(np.max(tile[finite])) if finite.any() else 0.0
+
+
+def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
+    """``[rows, cols, s, t]`` tiles laid out as one ``[rows·(s+GAP)−GAP, cols·(t+GAP)−GAP]`` float32 array.
+
+    Gaps between tiles are NaN (drawn in the plot background). With ``normalise`` each tile is divided by its
+    own maximum (shapes comparable across weak and strong heads).
+    """
+    n_rows, n_cols, s, t = tiles.shape
+    z = np.full((n_rows * (s + GAP) - GAP, n_cols * (t + GAP) - GAP), np.nan, dtype=np.float32)
+    for r in range(n_rows):
+        for c in range(n_cols):
+            tile = tiles[r, c].astype(np.float32)
+            if normalise:
+                tile = tile / (tile_peak(tile) or 1.0)
+            z[r * (s + GAP) : r * (s + GAP) + s, c * (t + GAP) : c * (t + GAP) + t] = tile
+    return z
+
+
+SHARE_LEVELS = 100  # a shapes-only grid's cells: whole percents of their head's maximum
+
+
+def share_tiles(tiles: np.ndarray) -> list[dict]:
+    """``[rows, cols, s, t]`` tiles as one small heatmap trace each, placed where :func:`tile_mosaic` puts them,
+    every cell a whole percent of its tile's maximum in one byte (``uint8``).
+
+    What a grid of thumbnails shows (shapes: hover says "43% of this head's max", the colour has 101 steps) in
+    a quarter of float32's bytes and without the gap cells a single mosaic must send: Explore's 12-head grid of
+    a 40-token sentence (this, until it became one picture: :func:`grid_png`) went from ~105 kB of JSON to ~26 kB.
+    The Heads page's phone view draws one layer this way. A tile with cells that are not finite and ≥ 0 keeps float
+    percents (NaN stays a gap).
+    """
+    n_rows, n_cols, s, t = tiles.shape
+    stops = colorscale_stops()
+    out = []
+    for r in range(n_rows):
+        for c in range(n_cols):
+            tile = np.asarray(tiles[r, c], dtype=np.float32)
+            share = tile * np.float32(SHARE_LEVELS / (tile_peak(tile) or 1.0))
+            whole = bool(np.isfinite(share).all()) and float(share.min()) >= 0.0
+            out.append(
+                {
+                    "type": "heatmap",
+                    "z": np.rint(share).astype(np.uint8) if whole else share,
+                    "x0": c * (t + GAP),
+                    "y0": r * (s + GAP),
+                    "colorscale": stops,
+                    "zmin": 0,
+                    "zmax": SHARE_LEVELS,
+                    "showscale": False,
+                    "hoverongaps": False,
+                    "hovertemplate": "%{z:.0f}% of this head's max (exact weights: open the head large)<extra></extra>",
+                }
+            )
+    return out
+
+
+#: a mosaic cell that is no head's (the gaps between tiles, a blocked cell): one byte above every share, drawn clear
+OFF_TILE = 255
+
+
+def share_mosaic(tiles: np.ndarray) -> dict:
+    """``[rows, cols, s, t]`` tiles as one heatmap of :func:`tile_mosaic`'s layout, every cell a whole percent of
+    its tile's maximum in one byte (``uint8``); gaps and cells that are not finite are :data:`OFF_TILE`, which the
+    colour scale draws clear (the plot's background shows).
+
+    The Heads page's model view of MiniLM at 40 tokens was two float32 mosaics, the shares and the weights for the
+    hover: 1.29 MB of JSON a rerun, built through Plotly's validators; the figure is now ~0.20 MB. It stays one trace,
+    as the float mosaic was: one trace per tile (:func:`share_tiles`) drew 72 tiles in 80 ms against the mosaic's 46
+    (session 11). The cells have no hover of their own (a gap would read 255%); the head's marker names it, and its
+    weights are one click away.
+    """
+    shares = tile_mosaic(tiles, normalise=True) * np.float32(SHARE_LEVELS)
+    z = np.full(shares.shape, OFF_TILE, dtype=np.uint8)
+    shown = np.isfinite(shares) & (shares >= 0.0)
+    z[shown] = np.rint(np.minimum(shares[shown], SHARE_LEVELS)).astype(np.uint8)
+    top = SHARE_LEVELS / OFF_TILE  # where the theme's scale ends on a 0–255 axis; above it, clear
+    clear = "rgba(255,255,255,0)"
+    stops = [[position * top, colour] for position, colour in colorscale_stops()]
+    return {
+        "type": "heatmap",
+        "z": z,
+        "colorscale": [*stops, [(SHARE_LEVELS + 0.5) / OFF_TILE, clear], [1.0, clear]],
+        "zmin": 0,
+        "zmax": OFF_TILE,
+        "showscale": False,
+        "hoverinfo": "skip",
+    }
+
+
+def model_view_spec(
+    tiles: np.ndarray,
+    selected: tuple[int, int] | None = None,
+    width_px: int = 760,
+    *,
+    layer_names: list[str] | None = None,
+    per_tile: bool = False,
+) -> dict:
+    """All heads at once: ``tiles`` ``[layer, head, s, t]`` (already pooled) in a layer × head grid.
+
+    Args:
+        tiles: attention (or block maxima) per head.
+        selected: ``(layer, head)`` outlined in red.
+        width_px: the width the figure is drawn for (sets the height so tiles stay square).
+        layer_names: row labels (default "L0", "L1", …; Explore's one-layer grid passes its layer).
+        per_tile: one heatmap per tile (:func:`share_tiles`: hover shows each cell's share; a grid of a dozen);
+            else one heatmap of the whole mosaic (:func:`share_mosaic`: no gap cells' hover, and faster to draw
+            when there are dozens of tiles). Both send whole percents of each head's maximum, one byte a cell.
+
+    Returns:
+        One figure's dict: the heatmap trace(s), then one clickable marker per head (``customdata = [layer, head]``),
+        always the last trace.
+    """
+    n_layers, n_heads, s, t = tiles.shape
+    xs, ys = tile_centres(n_layers, n_heads, s, t)
+    grid_x, grid_y = np.meshgrid(xs, ys)
+    heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
+    heatmaps = share_tiles(tiles) if per_tile else [share_mosaic(tiles)]
+    markers = {  # invisible, one per tile: a click selects that head
+        "type": "scatter",
+        "x": grid_x.ravel(),
+        "y": grid_y.ravel(),
+        "mode": "markers",
+        "showlegend": False,
+        "marker": {
+            "size": max(8, min(40, int(width_px / n_heads * 0.5))),
+            "color": "rgba(0,0,0,0.01)",
+            "symbol": "square",
+        },
+        "customdata": np.stack([layers.ravel(), heads.ravel()], axis=-1),
+        "name": "heads",
+        "hovertemplate": "layer %{customdata[0]}, head %{customdata[1]}<br>click to open it large (its exact "
+        "weights)<extra></extra>",
+    }
+    shapes = []
+    if selected is not None:
+        layer, head = selected
+        r0, c0 = layer * (s + GAP), head * (t + GAP)
+        shapes.append(
+            {
+                "type": "rect",
+                "x0": c0 - 0.5,
+                "x1": c0 + t - 0.5,
+                "y0": r0 - 0.5,
+                "y1": r0 + s - 0.5,
+                "line": {"color": "#d62728", "width": 3},
+            }
+        )
+    tile_px = max(30, width_px // max(n_heads, 1))
+    row_names = layer_names or [f"L{layer}" for layer in range(n_layers)]
+    return {
+        "data": [*heatmaps, markers],
+        "layout": {
+            "height": int(min(1400, max(200, tile_px * n_layers * s / max(t, 1) + 80))),
+            "margin": {"l": label_margin(row_names, "layer"), "r": 10, "t": 40, "b": 10},
+            "plot_bgcolor": "white",
+            "clickmode": "event+select",
+            "dragmode": False,
+            **({"shapes": shapes} if shapes else {}),
+            "xaxis": {
+                "tickmode": "array",
+                "tickvals": xs.tolist(),
+                "ticktext": [f"H{h}" for h in range(n_heads)],
+                "side": "top",
+                "showgrid": False,
+                "zeroline": False,
+                "title": {"text": "head"},
+            },
+            "yaxis": {
+                "tickmode": "array",
+                "tickvals": ys.tolist(),
+                "ticktext": row_names,
+                "autorange": "reversed",
+                "showgrid": False,
+                "zeroline": False,
+                "title": {"text": "layer"},
+                "scaleanchor": "x",
+                "constrain": "domain",
+            },  # square tiles whatever the page width
+        },
+    }
+
+
+def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:
+    """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key`` (its selection state), or None.
+
+    The ``on_select`` callbacks of Explore's layer grid and the Heads page's model view both read it.
+    """
+    import streamlit as st
+
+    event = st.session_state.get(chart_key)
+    points = event.get("selection", {}).get("points", []) if event else []
+    return clicked_head(points, n_layers, n_heads)
+
+
+def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, int] | None:
+    """The ``(layer, head)`` of the first clicked model-view marker, or None (a click elsewhere).
+
+    A point's ``customdata`` arrives as ``[layer, head]`` or, from the browser, as ``{"0": layer, "1": head}``.
+    """
+    for point in points or []:
+        data = point.get("customdata")
+        if isinstance(data, dict):
+            data = [data.get("0"), data.get("1")]
+        if not isinstance(data, (list, tuple)) or len(data) != 2:
+            continue
+        try:
+            layer, head = int(data[0]), int(data[1])
+        except (TypeError, ValueError):
+            continue
+        if 0 <= layer < n_layers and 0 <= head < n_heads:
+            return layer, head
+    return None
+
+
+def layer_head_heatmap(
+    values: np.ndarray,
+    title: str,
+    *,
+    selected: tuple[int, int] | None = None,
+    fmt: str = ".2f",
+    labels: np.ndarray | None = None,
+) -> go.Figure:
+    """A metric per head as a ``[layer, head]`` heatmap (hover: the value and the head's pattern label)."""
+    n_layers, n_heads = values.shape
+    custom = labels if labels is not None else np.full(values.shape, "", dtype=object)
+    fig = go.Figure(
+        go.Heatmap(
+            z=values.astype(float),
+            x=list(range(n_heads)),
+            y=list(range(n_layers)),
+            customdata=custom,
+            colorscale="Viridis",
+            colorbar=dict(title=html.escape(title), thickness=12),
+            hovertemplate="layer %{y}, head %{x}<br>"
+            + html.escape(title)
+            + " %{z:"
+            + fmt
+            + "}<br>%{customdata}<extra></extra>",
+            texttemplate="%{z:" + fmt + "}",
+            textfont=dict(size=max(11, theme.current().tick_px - 2)),
+        )
+    )
+    if selected is not None:
+        layer, head = selected
+        fig.add_shape(
+            type="rect",
+            x0=head - 0.5,
+            x1=head + 0.5,
+            y0=layer - 0.5,
+            y1=layer + 0.5,
+            line=dict(color="#d62728", width=3),
+        )
+    fig.update_layout(
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
+        height=max(240, 34 * n_layers + 110),
+        margin=dict(l=10, r=10, t=40, b=10),
+        xaxis=dict(title="head", dtick=1, side="top"),
+        yaxis=dict(title="layer", dtick=1, autorange="reversed"),
+    )
+    return fig
+
+
+def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarray) -> go.Figure:
+    """The head × head JS divergence matrix, rows and columns in ``order`` (similar heads adjacent)."""
+    d = divergence[np.ix_(order, order)].astype(np.float32)
+    names = [safe_label(labels[i]) for i in order]  # "L0 H3": unique, so categorical axes carry the hover
+    n = len(names)
+    fig = go.Figure(
+        go.Heatmap(
+            z=d,
+            x=names,
+            y=names,
+            colorscale="Viridis_r",
+            zmin=0.0,
+            zmax=float(np.log(2)),
+            hovertemplate="%{y} vs %{x}<br>JS divergence %{z:.3f} nats<extra></extra>",
+            colorbar=dict(title="JS (nats)", thickness=12),
+        )
+    )
+    # every label gets a full line of the theme's type (they were 9 px and printed 48 at a time): the
+    # figure grows with the heads, and past 1,400 px every k-th label is printed
+    label_px = theme.current().label_px
+    side = max(360, min(1400, label_px * n + 140))
+    ticks = names[:: max(1, math.ceil(n * label_px / (side - 140)))]
+    # across, the plot is as wide as the page's column (~700 px at a 1280 px window): thinned for that
+    x_ticks = names[:: max(1, math.ceil(n * label_px / SIMILARITY_WIDTH_PX))]
+    fig.update_layout(
+        height=side,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(type="category", tickmode="array", tickvals=x_ticks, ticktext=x_ticks, tickangle=-90, side="top"),
+        yaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, autorange="reversed"),
+    )
+    return fig
+
+
+def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: list[str], title: str) -> go.Figure:
+    """A signed ``[q, k]`` difference (B − A): red where B attends more, blue where A does."""
+    q_lab = [safe_label(t) for t in query_tokens]
+    k_lab = [safe_label(t) for t in key_tokens]
+    n_q, n_k = diff.shape
+    bound = float(np.nanmax(np.abs(diff))) or 1e-6
+    fig = go.Figure(
+        go.Heatmap(
+            z=diff.astype(np.float32),
+            x=k_lab,
+            y=q_lab,
+            colorscale=DIVERGING,
+            reversescale=True,
+            zmin=-bound,
+            zmax=bound,
+            zmid=0.0,
+            hovertemplate="%{y} → %{x}<br>B − A %{z:+.3f}<extra></extra>",
+            colorbar=dict(title="B − A", thickness=12),
+        )
+    )
+    side = max(360, min(760, 22 * max(n_q, n_k) + 160))
+    xv, xt = _ticks(k_lab, side - 160)
+    yv, yt = _ticks(q_lab, side - 160)
+    fig.update_layout(
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
+        height=side,
+        margin=dict(l=10, r=10, t=40, b=10),
+        plot_bgcolor=MASKED_COLOR,
+        xaxis=dict(
+            title="key (attended to)",
+            type="category",
+            tickmode="array",
+            tickvals=xv,
+            ticktext=xt,
+            tickangle=-60,
+            side="top",
+            scaleanchor="y",
+            constrain="domain",
+        ),
+        yaxis=dict(
+            title="query (attending)", type="category", tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed"
+        ),
+    )
+    return fig
+
+
+# ---- a phone's grid of one layer's heads (Explore's grid, the Heads page's model view in compact view)
+
+PHONE_GRID_PX = 250  # px across the grid's plot on a 390 px phone (row names and the page's padding taken)
+PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~80 px tiles on a phone: tappable)
+
+
+def pick_grid_head(chart_key: str, n_heads: int, per_row: int | None = None) -> None:
+    """on_select of one layer's grid of heads (one row; compact view: rows of ``per_row`` heads) drawn with
+    ``chart_key``: a clicked thumbnail becomes the chosen head."""
+    if per_row is None:
+        picked = clicked_in(chart_key, 1, n_heads)
+        head = None if picked is None else picked[1]
+    else:
+        picked = clicked_in(chart_key, -(-n_heads // per_row), per_row)
+        head = None if picked is None else picked[0] * per_row + picked[1]
+    if head is not None and head < n_heads:
+        st.session_state[K.head] = head
+
+
+def head_pills(key: str, n_heads: int, head: int) -> None:
+    """Buttons under a grid of heads, one per head (``key``: the pills' session key): Explore's grid is a picture,
+    and on the Heads page's compact view a tap on the chart selects nothing on a touch screen (Plotly sends a
+    click but no selection there, measured in Chromium); a pill does, and a keyboard reaches it."""
+    st.session_state[key] = head  # the head chosen anywhere (the Head box, a link)
+
+    def picked() -> None:
+        if st.session_state.get(key) is not None:
+            st.session_state[K.head] = st.session_state[key]
+
+    st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=key, on_change=picked)
+
+
+def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER_ROW) -> dict:
+    """One layer's heads ``[1, heads, s, t]`` as rows of ``per_row`` tiles (a phone's grid), each row named by
+    its heads; a click's ``[row, column]`` is turned back into a head by :func:`pick_grid_head`."""
+    n_heads = tiles.shape[1]
+    rows = -(-n_heads // per_row)
+    padded = np.zeros((rows * per_row, *tiles.shape[2:]), dtype=tiles.dtype)
+    padded[:n_heads] = tiles[0]
+    spec = model_view_spec(
+        padded.reshape(rows, per_row, *tiles.shape[2:]),
+        selected=divmod(head, per_row),
+        width_px=PHONE_GRID_PX,
+        per_tile=True,
+        layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)],
+    )
+    layout = spec["layout"]
+    layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})
+    layout["yaxis"]["title"] = {"text": "heads"}
+    markers = spec["data"][-1]
+    markers["text"] = [str(i) if i < n_heads else "" for i in range(rows * per_row)]  # row by row, as the markers
+    markers["hovertemplate"] = "head %{text}<br>tap to open it large<extra></extra>"
+    return spec
+
+
+# ---- a layer's heads as one picture (Explore's grid: thumbnails to compare shapes; the head is picked with pills)
+
+GRID_ALT = "Thumbnails of the {heads} heads of layer {layer}, head {head} framed in red"  # the picture's alt text
+#: a screen of two or more device pixels a CSS pixel scales the grid's picture up: drawn nearest-neighbour, each cell
+#: and each pixel of a head's name stays a sharp square (smoothed, they blurred). Only there: shown smaller than its
+#: own size on a screen of one device pixel (a narrow window), a pixelated picture would drop whole cells.
+GRID_CSS = (
+    "<style>@media (min-resolution: 2dppx) { img[alt^='"
+    + GRID_ALT.split("{", 1)[0]
+    + "'] { image-rendering: pixelated; } }</style>"
+)
+GRID_TILE_PX = 96  # about this many pixels a side per thumbnail at the default type size (whole pixels a cell)
+GRID_MOST_PER_ROW = 8  # heads to a row at most on a wide screen (12 heads: two rows of 6)
+GRID_PAD_PX = 6  # around each thumbnail: room for the chosen head's red frame
+FRAME_PX = 3
+FRAME_RGB = (214, 39, 40)  # the red frame of the chosen head, as the charts' outline ("#d62728")
+EDGE_RGB = (200, 206, 214)  # a thumbnail's 1 px edge: the scale's lightest shade meets a white page
+# palette indices of a grid picture: 0–100 the share of the head's maximum, then these
+_PAPER, _FRAME, _TEXT, _EDGE = SHARE_LEVELS + 1, SHARE_LEVELS + 2, SHARE_LEVELS + 3, SHARE_LEVELS + 4
+
+
+def grid_per_row(n_heads: int, most: int = GRID_MOST_PER_ROW) -> int:
+    """Heads to a row of the grid picture: rows as even as they can be with at most ``most`` to a row."""
+    rows = -(-max(n_heads, 1) // most)
+    return -(-max(n_heads, 1) // rows)
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    """A colour written as Plotly writes them ("#rrggbb" or "rgb(r, g, b)") as three bytes."""
+    if colour.startswith("#"):
+        return tuple(int(c) for c in plotly.colors.hex_to_rgb(colour))
+    return tuple(int(round(float(c))) for c in plotly.colors.unlabel_rgb(colour))
+
+
+@functools.lru_cache(maxsize=8)
+def grid_palette(colors: tuple[str, ...], paper: str, text: str) -> bytes:
+    """A grid picture's palette (256 RGB triples): the theme's scale sampled at 0, 1 … 100 % (Plotly's own
+    interpolation), then the page's background, the red frame, the text colour and a thumbnail's edge."""
+    scale = plotly.colors.sample_colorscale(list(colors), [i / SHARE_LEVELS for i in range(SHARE_LEVELS + 1)])
+    table = np.zeros((256, 3), dtype=np.uint8)
+    table[: SHARE_LEVELS + 1] = [_rgb(c) for c in scale]
+    table[_PAPER], table[_FRAME], table[_TEXT], table[_EDGE] = _rgb(paper), FRAME_RGB, _rgb(text), EDGE_RGB
+    return table.tobytes()
+
+
+@functools.lru_cache(maxsize=4)
+def _label_font(size: int):
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=size)  # Pillow's own font (FreeType); a bitmap font without it
+
+
+@functools.lru_cache(maxsize=32)
+def _label_pixels(n_heads: int, per_row: int, cell: tuple[int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where a grid picture's labels ("H0", "H1" … above each thumbnail) are written: the (rows, columns) of their
+    pixels in a picture of ``per_row`` cells of ``cell`` (height, width) pixels a row, in a font of ``size`` px.
+    The same for every sentence of a model and theme: drawn once, then stamped."""
+    from PIL import Image, ImageDraw
+
+    cell_h, cell_w = cell
+    rows = -(-n_heads // per_row)
+    mask = Image.new("L", (per_row * cell_w, rows * cell_h), 0)
+    draw = ImageDraw.Draw(mask)
+    font = _label_font(size)
+    for h in range(n_heads):
+        r, c = divmod(h, per_row)
+        draw.text((c * cell_w + GRID_PAD_PX - 1, r * cell_h + 2), f"H{h}", fill=255, font=font)
+    ys, xs = np.nonzero(np.asarray(mask) >= 128)
+    ys.flags.writeable = xs.flags.writeable = False
+    return ys, xs
+
+
+def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
+    """One layer's heads ``[1, heads, s, t]`` as one PNG in the theme's colours: ``per_row`` thumbnails to a row,
+    each named above ("H3") and coloured from 0 to its own maximum (whole percents), the chosen ``head`` framed
+    in red.
+
+    What Explore's grid draws. A Plotly chart of the same thumbnails cost Chromium 115–150 ms of every press
+    (~130 ms of Enter → drawn at 512 tokens, ~65 at 40) and the server ~3 ms; this picture is one palette PNG
+    (~1 ms to build, once per view and theme for every session; the browser decodes it in about a millisecond).
+    A cell's hover and a click on a tile go: the head is picked from the pills under it, and its exact weights are
+    in the map above.
+    """
+    from PIL import Image
+
+    look = theme.current()
+    shares = np.asarray(tiles[0], dtype=np.float32)
+    n_heads, s, t = shares.shape
+    # larger with the type on a projector; a phone keeps the default size (three a row fit its width)
+    tile_px = GRID_TILE_PX * (1 if look.compact else look.tick_px / theme.DEFAULT.tick_px)
+    scale = max(1, round(tile_px / max(s, t)))  # whole screen pixels a cell
+    label_px = look.tick_px + 5
+    tile_h, tile_w = s * scale, t * scale
+    cell_h, cell_w = label_px + tile_h + 2 * GRID_PAD_PX, tile_w + 2 * GRID_PAD_PX
+    rows = -(-n_heads // per_row)
+    # every head's cells at once: a whole percent of its maximum; a cell that is not a weight shows the page
+    finite = np.isfinite(shares) & (shares >= 0.0)
+    weights = np.where(finite, shares, np.float32(0.0))
+    peaks = weights.max(axis=(1, 2))
+    levels = np.rint(weights * (SHARE_LEVELS / np.where(peaks > 0, peaks, 1.0))[:, None, None].astype(np.float32))
+    levels = np.where(finite, np.minimum(levels, SHARE_LEVELS), _PAPER).astype(np.uint8)
+    # each head's cell of the picture: its label strip, padding, a 1 px edge and the thumbnail, whole pixels a cell
+    cells = np.full((rows * per_row, cell_h, cell_w), _PAPER, dtype=np.uint8)
+    y, x = label_px + GRID_PAD_PX, GRID_PAD_PX
+    cells[:n_heads, y - 1 : y + tile_h + 1, x - 1 : x + tile_w + 1] = _EDGE
+    cells[:n_heads, y : y + tile_h, x : x + tile_w] = levels.repeat(scale, axis=1).repeat(scale, axis=2)
+    f = FRAME_PX + 1  # the chosen head's frame: in the padding, outside the thumbnail's edge
+    frame = cells[min(max(head, 0), n_heads - 1), y - f : y + tile_h + f, x - f : x + tile_w + f]
+    frame[: f - 1], frame[-(f - 1) :], frame[:, : f - 1], frame[:, -(f - 1) :] = _FRAME, _FRAME, _FRAME, _FRAME
+    canvas = cells.reshape(rows, per_row, cell_h, cell_w).transpose(0, 2, 1, 3).reshape(rows * cell_h, -1)
+    canvas[_label_pixels(n_heads, per_row, (cell_h, cell_w), look.tick_px)] = _TEXT
+    picture = Image.frombuffer("P", (canvas.shape[1], canvas.shape[0]), np.ascontiguousarray(canvas), "raw", "P", 0, 1)
+    picture.putpalette(grid_palette(tuple(look.colors), look.paper, look.text))
+    out = io.BytesIO()
+    picture.save(out, format="PNG", compress_level=1)  # level 1: ~0.3 ms less than the default, ~5% larger
+    return out.getvalue()

@@ -1,0 +1,287 @@
+"""The one figure layer for attention maps: every page's heatmap of weights is built here.
+
+Compact by construction, because a classroom server sends every figure to every student:
+
+- values travel as one float32 array (Plotly encodes it as base64, 4 bytes a cell), blocked cells as
+  NaN (drawn in the grey plot background);
+- axes are categorical: each row and column label is sent once, and hover reads ``%{y}``, ``%{x}``
+  and ``%{z}`` — no per-cell label strings;
+- figures are plain dicts (``map_spec``; ``map_figure`` wraps one in a ``go.Figure``) with no subplots: a grid of heads is ONE heatmap
+  of tiles (:func:`app.ui.head_views.model_view_spec`).
+
+Long inputs arrive here already pooled (``app.ui.map_data``): this module draws what it is
+given. Colour scales: ``linear`` (0 → the largest value shown), ``log`` (the same weights, colour
+stops spaced by powers of ten below the maximum, so a 400-token head is not empty but for its sink
+column; hover still shows the true weight) and ``row`` (values already divided by their row's max).
+Token text is escaped, since Plotly reads a subset of HTML in labels.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from typing import Literal
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.ui import theme
+from app.ui.map_data import MapData, exact_map
+
+COLORSCALE = "Blues"  # the default theme's; figures ask :func:`colorscale` (presenter mode: Cividis)
+MASKED_COLOR = "#d9d9d9"
+LABEL_PX = 15  # vertical pixels one tick label needs; with more labels than fit, every k-th is printed
+Scale = Literal["linear", "log", "row"]
+SCALES: dict[str, str] = {  # short labels: the help text of the control says what each does
+    "linear": "linear",
+    "log": "log",
+    "row": "per-row max",
+}
+PHONE_PLOT_PX = 200  # px across a map's plot on a 390 px phone (page padding, row labels and colour bar taken)
+PHONE_LABEL_PX = 24  # px apart that two upright column labels need there (a line and a gap, measured)
+LOG_DECADES = 4  # the log colour scale spans 10⁻⁴ × max … max
+
+
+def safe_label(text: str) -> str:
+    """Token text safe for Plotly labels: HTML escaped, long tokens shortened."""
+    text = text if len(text) <= 24 else text[:23] + "…"
+    return html.escape(text, quote=True)
+
+
+def colorscale() -> str:
+    """The sequential scale of attention maps in this session (the theme's)."""
+    return theme.current().colorscale
+
+
+def _ticks(labels: list[str], plot_px: int, need_px: int | None = None) -> tuple[list, list[str]]:
+    """Every k-th label, so that the printed ones fit ``plot_px`` pixels (bigger type: fewer labels); ``need_px``:
+    the pixels one label needs (default the theme's ``label_px``, which leaves a margin)."""
+    fit = max(4, plot_px // (need_px or max(LABEL_PX, theme.current().label_px)))
+    step = max(1, math.ceil(len(labels) / fit))
+    idx = list(range(0, len(labels), step))
+    return [labels[i] for i in idx], [labels[i] for i in idx]
+
+
+def label_margin(labels: list[str], title: str, look: theme.Theme | None = None) -> int:
+    """The left margin (px) plotly.js's automargin needs for y tick ``labels`` and an axis ``title``, estimated a
+    little wide (fitted in Chromium: "17 neighbour" with a title needs 132 px, "L0" 73). Set up front, the margin
+    needs no push after the first draw: each push made plotly.js draw the whole figure again (``doAutoMargin``:
+    ~40 ms of the browser per map in Chromium on these machines)."""
+    look = look or theme.current()
+    widest = max((len(_shown(label)) for label in labels), default=0)
+    return int(math.ceil(widest * theme.CHAR_EM * look.tick_px + (look.axis_title_px if title else 0) + 46))
+
+
+def _shown(label: str) -> str:
+    """A label as the browser shows it, for counting: a tag or an entity (``&lt;``) as one character, the
+    zero-width spaces of :func:`unique_labels` as none."""
+    return re.sub(r"<[^>]+>|&#?\w+;", "x", str(label)).replace("\u200b", "")
+
+
+def colorbar_margin(title: str, look: theme.Theme | None = None) -> int:
+    """The right margin (px) a vertical colour bar at the plot's right edge pushes to: its ticks (~5 characters)
+    or its title over it, whichever is wider, plus the bar and its padding (as :func:`label_margin`; fitted in
+    Chromium: "weight" needs 75–83 px (its tick labels vary), "weight (log colour)" 151 at the default sizes)."""
+    look = look or theme.current()
+    return int(math.ceil(max(5, len(_shown(title))) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
+
+
+def unique_labels(labels: list[str]) -> list[str]:
+    """Labels made distinct with invisible zero-width spaces (a categorical axis merges equal names)."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        k = seen.get(label, 0)
+        seen[label] = k + 1
+        out.append(label + "\u200b" * k)
+    return out
+
+
+def colorscale_stops() -> list[list]:
+    """The theme's scale as colour stops, spelled out as Plotly's validator writes a named scale (a figure
+    sent as a plain dict must not carry the name: plotly.js's own "Blues" is another scale)."""
+    colors = theme.current().colors
+    return [[i / (len(colors) - 1), c] for i, c in enumerate(colors)]
+
+
+def log_colorscale() -> list[list]:
+    """The theme's colours with stops at 0, 10⁻⁴, …, 1 of the maximum: each decade gets about two shades."""
+    colors = theme.current().colors
+    stops = [0.0, *np.logspace(-LOG_DECADES, 0, len(colors) - 1).tolist()]
+    stops[-1] = 1.0
+    return [[s, c] for s, c in zip(stops, colors)]
+
+
+def map_figure(data: MapData, **kwargs) -> go.Figure:
+    """:func:`map_spec` as a ``go.Figure`` (for pages that add traces or shapes through Plotly)."""
+    return go.Figure(map_spec(data, **kwargs))
+
+
+def map_spec(
+    data: MapData,
+    *,
+    title: str = "",
+    scale: Scale = "linear",
+    zmax: float | None = None,
+    height: int | None = None,
+    width: int | None = None,
+    showscale: bool = True,
+    x_title: str = "key (attended to)",
+    y_title: str = "query (attending)",
+    rows_px: int | None = None,
+) -> dict:
+    """A heatmap of one map (exact cells or pooled blocks), as the plain dict a Plotly figure is made from
+    (:func:`app.ui.charts.ready` turns it into what is sent without building a ``go.Figure``).
+
+    Args:
+        data: values ``[rows, cols]`` (NaN = blocked) with one label per row and column.
+        title: figure title (escaped here).
+        scale: ``"linear"``, ``"log"`` or ``"row"`` (``data`` must already be row-scaled for ``"row"``).
+        zmax: top of the colour scale; default the largest finite value (shared scales: pass one).
+        height: pixels; defaults to grow with the number of rows.
+        width: pixels the chart gets across when it shares a row with others (None: a full-width chart, or
+            presenter mode, which stacks them); the column labels are thinned to fit it.
+        showscale: draw the colour bar (one per row of maps on a shared scale is enough).
+        rows_px: pixels the rows will get when the browser sizes the map (presenter mode fills the window, which
+            the server does not know): the row labels are thinned for it instead of for ``height``, and only
+            where they would collide (less than one tick font size, one em, between neighbouring labels).
+
+    Returns:
+        ``{"data": [...], "layout": {...}}``; hovering a cell shows its query, key and value.
+    """
+    values = np.asarray(data.values, dtype=np.float32)
+    n_q, n_k = values.shape
+    q_lab = unique_labels([safe_label(t) for t in data.q_labels])
+    k_lab = unique_labels([safe_label(t) for t in data.k_labels])
+    finite = values[np.isfinite(values)]
+    top = float(zmax) if zmax is not None else (float(finite.max()) if finite.size else 1.0)
+    top = top if top > 0 else 1.0
+    what = "share of row max" if scale == "row" and data.value_name == "weight" else data.value_name
+    cell = f"{data.reduce} over block" if data.pooled else ""
+    hover = (
+        "query <b>%{y}</b> → key <b>%{x}</b><br>"
+        + html.escape(what)
+        + (f" ({cell})" if cell else "")
+        + " %{z:.3f}<extra></extra>"
+    )
+    colorbar = dict(title={"text": html.escape(what) + (" (log colour)" if scale == "log" else "")}, thickness=12)
+    if scale == "log":
+        colorbar.update(tickvals=[top * 10.0**-k for k in range(LOG_DECADES, -1, -1)][-3:], tickformat=".3g")
+    look = theme.current()
+    row_px = max(22, look.label_px + 2)  # presenter mode: taller rows, so every label still fits
+    side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
+    across = width if width is not None and not look.stack else side
+    if rows_px is not None:  # rows sized by the browser: thinned only where one em per label does not fit
+        yv, yt = _ticks(q_lab, rows_px, look.tick_px)
+    else:
+        yv, yt = _ticks(q_lab, side - 140)
+    if width is None:  # a map of its own: margins set for its labels and colour bar, so it is drawn once
+        margin_l = label_margin(yt, y_title, look)
+        margin_r = colorbar_margin(colorbar["title"]["text"], look) if showscale else 10
+    else:  # maps side by side, a few hundred px each: plotly.js's automargin fits them tightest (a second draw)
+        margin_l = margin_r = 10
+    if look.compact:  # a phone: the plot is ~PHONE_PLOT_PX across whatever the figure's height; labels upright
+        xv, xt = _ticks(k_lab, PHONE_PLOT_PX * look.label_px // PHONE_LABEL_PX)
+    else:  # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
+        xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
+    return {
+        "data": [
+            {
+                "type": "heatmap",
+                "z": values,
+                "x": k_lab,
+                "y": q_lab,
+                "zmin": 0.0,
+                "zmax": top,
+                "colorscale": log_colorscale() if scale == "log" else colorscale_stops(),
+                "hovertemplate": hover,
+                "hoverongaps": False,
+                "colorbar": colorbar,
+                "showscale": showscale,
+            }
+        ],
+        "layout": {
+            "title": {
+                "text": html.escape(title),
+                "x": 0.0,
+                "font": {"size": 15},
+                "yref": "container",
+                "automargin": True,
+            },
+            "height": side,
+            "margin": {
+                "l": margin_l,
+                "r": margin_r,
+                "t": 40 if title else 10,
+                "b": 10,
+            },
+            "plot_bgcolor": MASKED_COLOR,
+            "xaxis": {
+                "title": {"text": x_title},
+                "type": "category",
+                "tickmode": "array",
+                "tickvals": xv,
+                "ticktext": xt,
+                "tickangle": -90 if look.compact else -60,
+                "side": "top",
+                "showgrid": False,
+                "zeroline": False,
+            },
+            "yaxis": {
+                "title": {"text": y_title},
+                "type": "category",
+                "tickmode": "array",
+                "tickvals": yv,
+                "ticktext": yt,
+                "autorange": "reversed",
+                "showgrid": False,
+                "zeroline": False,
+            },
+        },
+    }
+
+
+def attention_heatmap(
+    pattern: np.ndarray,
+    query_tokens: list[str],
+    key_tokens: list[str],
+    *,
+    blocked: np.ndarray | None = None,
+    title: str = "",
+    height: int | None = None,
+    scale: Scale = "linear",
+    zmax: float | None = None,
+    width: int | None = None,
+    showscale: bool = True,
+) -> go.Figure:
+    """One small exact map ``[q_pos, k_pos]`` with tokens on both axes (positional tables, rollout, …).
+
+    Args:
+        pattern: the values (attention weights: rows sum to 1).
+        query_tokens, key_tokens: display strings, one per row / column.
+        blocked: bool ``[q_pos, k_pos]``, True where the mask blocks attention; drawn grey.
+        title, height, scale, zmax, width, showscale: as for :func:`map_figure`.
+    """
+    return map_figure(
+        exact_map(pattern, query_tokens, key_tokens, blocked=blocked),
+        title=title,
+        height=height,
+        scale=scale,
+        zmax=zmax,
+        width=width,
+        showscale=showscale,
+    )
+
+
+def layer_mean_map(real) -> go.Figure:
+    """A layer's mean of heads (``services.MeanAttention``) as the Pretraining page's "Real" map, grey where the
+    causal mask blocks (the page and the offline pack draw it alike)."""
+    return attention_heatmap(
+        real.weights,
+        list(real.queries),
+        list(real.keys),
+        blocked=real.blocked,
+        title=f"Real: {real.model_id}, layer {real.layer}, mean of heads",
+        height=320,
+    )

@@ -1,0 +1,371 @@
+"""Widgets shared by the text pages (Explore, Step by step, Heads, …): the sentence, the model, layer/head.
+
+They all write the same session-state keys (``app.state.K``), so the sentence and model a user picked on
+one page are there on the next. A link's ``hide=`` (``app.url_state.hidden``) leaves a control out; its value
+then comes from the link (already in session state) and is checked here exactly as a widget's would be.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from app.runtime.core import get_card, list_models, model_loaded, policy
+from app.runtime.heads import HEAD_BLOCKS
+from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, choose, clamp, current_text, settle
+from app.ui.charts import set_source
+from app.ui.clicks import once
+from app.ui.guard import busy, show_error
+from app.ui.safe_text import md, quoted
+from app.url_state import hidden
+from app.views.train.data import session_models
+from engine.families import hub_labels, text_families
+from engine.text import quote_input
+from engine.types import ModelCard
+
+
+def text_box(label: str = "Your text", height: int = 90) -> str:
+    """The shared sentence (carried in the URL by app.url_state); returns its current value."""
+    if hidden("text"):
+        return current_text()
+    # no max_chars: the browser would drop a longer paste silently; the engine cuts it with a notice instead
+    st.text_area(
+        label,
+        value=current_text(),
+        key=K.text,
+        height=height,
+        **PERSIST,
+        help="Any text; long input is cut at the token limit (Advanced), with a notice.",
+    )
+    return current_text()
+
+
+LONG_EXAMPLE_STORIES = 900  # generated children's stories: ~80,000 characters, over 16,384 GPT-2 tokens
+
+
+def long_example_text() -> str:
+    """A long text to try long inputs with: generated stories (the same every time, no download)."""
+    from engine.corpora.stories import generate_stories
+
+    return "\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026))
+
+
+def use_text(text: str) -> None:
+    """Make ``text`` the shared sentence of the text pages (an example, a long story, a trained model's probe);
+    call it before :func:`text_box` draws the box (a callback, or before switching page)."""
+    st.session_state[K.text] = text
+
+
+def _use_long_example(limit: int) -> None:
+    """on_click of "Try a long text": the sentence becomes a long story and the token limit its maximum."""
+    use_text(long_example_text())
+    st.session_state[K.max_tokens] = limit
+
+
+def pick_model(families: frozenset[str] | None = None) -> str:
+    """The model picker (offline models first) and a field for any Hub id or local folder.
+
+    Args:
+        families: the catalog families offered; None: those the text pages draw (the family table's
+            :func:`engine.families.text_families`; ViTs and RNNs have pages of their own).
+
+    Returns the id to load: the typed Hub id/folder when there is one, else the picked model.
+    """
+    families = text_families() if families is None else families
+    specs = [s for s in (*session_models(), *list_models()) if s.family in families]
+    by_id = {s.id: s for s in specs}
+    choose(K.model, by_id)  # the first spec's id
+
+    def label(model_id: str) -> str:
+        spec = by_id[model_id]
+        return spec.label if spec.offline else f"{spec.label} — needs internet"
+
+    if not hidden("model"):
+        st.selectbox(
+            "Model",
+            list(by_id),
+            format_func=label,
+            key=K.model,
+            **PERSIST,
+            help="Offline models work anywhere; Hub models download the first time (internet needed).",
+        )
+    custom = typed_model_field(
+        K.hub_id,
+        "Another model",
+        "e.g. gpt2, bert-base-uncased",
+        f"{', '.join(hub_labels('encoder', 'decoder'))} models, and the "
+        f"{', '.join(hub_labels('encoder-decoder'))} encoder-decoders (e.g. google-t5/t5-small).",
+        hide=hidden("model"),
+    )
+    return custom or st.session_state[K.model]
+
+
+def typed_model_field(key: str, title: str, example: str, families_help: str, hide: bool = False) -> str:
+    """The field for a model outside the list, as far as the server's policy allows; returns what was typed.
+
+    Its title, placeholder and help say what this server accepts (Hub ids, folders under the admin's
+    directories); where it accepts neither there is no field and nothing typed earlier is used.
+    ``hide``: no field (a link locked the model), but what it holds (from the link) is used.
+    """
+    rules = policy()
+    if not rules.hub and not rules.model_dirs:
+        return ""
+    if hide:
+        return (st.session_state.get(key) or "").strip()
+    kinds = [what for what, on in (("Hugging Face id", rules.hub), ("folder", bool(rules.model_dirs))) if on]
+    name = " or ".join(kinds)
+    with st.expander(f"{title} ({name})", expanded=bool(st.session_state.get(key))):
+        where = " A folder must lie inside a model folder the server's admin allowed." if rules.model_dirs else ""
+        st.text_input(
+            name[:1].upper() + name[1:],
+            key=key,
+            placeholder=example if rules.hub else "/path/to/saved_model",
+            help=f"{families_help}{where} Leave empty to use the picker.",
+            **PERSIST,
+        )
+    return (st.session_state.get(key) or "").strip()
+
+
+def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None):
+    """The header of the text pages: the sentence (left), the model and token limit (right), then the load.
+
+    Returns:
+        ``(model_id, max_tokens, card)``: ``card`` is the model's plain :class:`engine.types.ModelCard`
+        (family, default causal mask, longest input), None when it could not be loaded (the message is shown).
+    """
+    left, right = st.columns([3, 2])
+    with left:
+        text_box()
+        long_text_button(max_tokens_limit)
+    with right:
+        model_id, max_tokens, card = model_and_limit(max_tokens_limit, families)
+    if card is not None:
+        name_source(model_id, card)
+    return model_id, max_tokens, card
+
+
+def model_and_limit(max_tokens_limit: int, families: frozenset[str] | None = None):
+    """The model picker, the field for any other model and the token limit, then the load: the header's part that
+    does not depend on the sentence (Explore draws it in a fragment of its own, so a new sentence does not
+    redraw it). Returns ``(model_id, max_tokens, card)`` as :func:`text_and_model` does."""
+    model_id, max_tokens = pick_model(families), max_tokens_input(max_tokens_limit)
+    return model_id, max_tokens, model_card(model_id)
+
+
+def model_card(model_id: str) -> ModelCard | None:
+    """:func:`load_model`, then, where a link locked the model, which one the page shows."""
+    card = load_model(model_id)
+    if card is not None and hidden("model"):  # a link locked the model: the page still says which one it shows
+        st.caption(f"Model: **{md(model_name(model_id, card))}** (fixed by this link)")
+    return card
+
+
+def long_text_button(max_tokens_limit: int) -> None:
+    """ "Try a long text": the box gets generated stories and the token limit its maximum (pages whose limit is
+    over 1,024 tokens, unless a link hides the text or the limit)."""
+    if max_tokens_limit > 1024 and not hidden("text") and not hidden("max_tokens"):
+        st.button(
+            "Try a long text",
+            icon=":material/article:",
+            on_click=once(_use_long_example),
+            args=(max_tokens_limit,),
+            key=Explore.long_example,
+            help=f"Fills the box with generated stories and sets the token limit to {max_tokens_limit:,}. "
+            "Tiny random GPT-2 reads all of it; MiniLM reads the first 512 tokens.",
+        )
+
+
+def model_name(model_id: str, card: ModelCard) -> str:
+    """What the page calls the model: its catalog label, or the id typed for a model outside the catalog."""
+    return card.spec.label if card.spec.id == model_id else model_id
+
+
+def name_source(model_id: str, card: ModelCard) -> None:
+    """Every chart of the page says which model and sentence it shows (and so do its downloads): call it after
+    the sentence box, on every run that draws charts."""
+    set_source(model_name(model_id, card), current_text())
+
+
+def load_model(model_id: str) -> ModelCard | None:
+    """Load (once per server) with a spinner and return its :class:`ModelCard` (pages never hold the
+    torch-backed model); None and an error message if it cannot be loaded."""
+    with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", model_loaded(model_id)):
+        try:
+            return get_card(model_id)
+        except Exception as err:  # noqa: BLE001 — loading may raise anything (engine, torch, Hub): the picker's message
+            named = quote_input(model_id) in str(err)  # a typed id is shown once, not twice
+            show_error(err, before=f"Could not load {'the model' if named else quoted(model_id)}: ", level="error")
+            return None
+
+
+def open_head(layer: int, head: int) -> None:
+    """Make ``layer`` / ``head`` the shared layer and head (a clicked tile, an example's measured head); the
+    pickers (:func:`layer_head`) keep them inside the model on their next run."""
+    st.session_state[K.layer], st.session_state[K.head] = layer, head
+
+
+def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
+    """Layer and head selectboxes (shared keys, clamped to this model's size first)."""
+    left, right = columns if columns is not None else st.columns(2)
+    layer, head = clamp(K.layer, 0, n_layers - 1), clamp(K.head, 0, n_heads - 1)
+    if not hidden("layer"):
+        with left:
+            layer = st.selectbox("Layer", range(n_layers), key=K.layer, **PERSIST)
+    if not hidden("head"):
+        with right:
+            head = st.selectbox("Head", range(n_heads), key=K.head, **PERSIST)
+    return int(layer), int(head)
+
+
+def pick_block(blocks: list[str], key: str = Heads.block) -> str:
+    """The attention block to show, among the trace's own (``Trace.attention_blocks``): an encoder-decoder's
+    encoder, decoder or cross-attention; the only block ("self") of an encoder or decoder, with no widget."""
+    if len(blocks) <= 1:
+        return blocks[0] if blocks else "self"
+    choose(key, blocks)
+    if hidden("block"):
+        return st.session_state[key]
+    return st.selectbox(
+        "Attention block",
+        blocks,
+        key=key,
+        **PERSIST,
+        format_func=lambda name: HEAD_BLOCKS.get(name, name),
+        help="Encoder: the source sentence reads itself. Decoder: the output reads what it has "
+        "written so far (causal). Cross: each output token reads the source sentence.",
+    )
+
+
+def kv_sharing(trace, head: int) -> str:
+    """ " Heads 0–3 share key/value head 0 (grouped-query attention)." for a grouped-query trace, else ""."""
+    if getattr(trace, "kv_heads", None) is None:
+        return ""
+    kv = trace.key_head(head)
+    group = trace.n_heads // trace.kv_heads
+    first, last = kv * group, kv * group + group - 1
+    return (
+        f" Heads {first}–{last} share key/value head {kv} (grouped-query attention: this model has "
+        f"{trace.kv_heads} key/value heads for {trace.n_heads} query heads), so their keys and values are the same."
+    )
+
+
+def limit_hint(max_positions: int | None = None) -> str:
+    """Where the token limit is changed, for a truncation warning ("" where raising it cannot help).
+
+    The engine says that the text was cut and to how many tokens; only the page knows the control's label
+    and place. Nothing is said when a link hides the control, or when the limit already reaches what the
+    model reads (``max_positions``: the engine's notice says so itself).
+    """
+    if hidden("max_tokens"):
+        return ""
+    limit = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, 10**9)
+    if max_positions is not None and limit >= max_positions:
+        return ""
+    most = f" (this model reads up to {max_positions:,} tokens)" if max_positions is not None else ""
+    return f" To read more of it, raise **{LIMIT_LABEL}** in **{LIMIT_EXPANDER}**, {LIMIT_PLACE}{most}."
+
+
+def show_notices(trace, max_positions: int | None = None) -> None:
+    """A trace's notices: truncation as a warning that ends with where the token limit is, the rest as info.
+
+    Args:
+        max_positions: the longest input the model reads (``ModelCard.max_positions``), when known.
+    """
+    from app.ui.examples import unknown_words_hint
+
+    truncated = getattr(trace, "truncated", False)
+    for i, notice in enumerate(trace.notices):
+        if truncated:
+            last = i == len(trace.notices) - 1
+            st.warning(md(notice) + unknown_words_hint(notice) + (limit_hint(max_positions) if last else ""))
+        else:
+            st.info(md(notice) + unknown_words_hint(notice))
+
+
+def causal_toggle(model_id: str, default: bool) -> bool:
+    """The causal-mask toggle; each time the model changes it starts at the model's own setting.
+
+    Args:
+        model_id: the model shown.
+        default: ``ModelCard.default_causal``, what the engine does with ``causal=None`` (on for GPT-style
+            decoders and BERT-family models configured as decoders, off for encoders).
+    """
+    if st.session_state.get(K.causal_for) != model_id:
+        st.session_state[K.causal] = bool(default)
+        st.session_state[K.causal_for] = model_id
+    settle(K.causal_default, bool(default))  # a link names the mask only when it differs from this
+    if hidden("causal"):
+        return bool(st.session_state.get(K.causal, default))
+    own = "on" if default else "off"
+    return bool(
+        st.toggle(
+            "Causal mask",
+            key=K.causal,
+            **PERSIST,
+            help="On: each token sees only itself and earlier tokens (as in GPT). "
+            "Off: every token sees the whole sentence (as in BERT). Same weights either way. "
+            f"This model's own setting: {own}.",
+        )
+    )
+
+
+#: the token limit's label and where it sits, also named by :func:`limit_hint` in a truncation warning
+LIMIT_LABEL = "Token limit"
+LIMIT_EXPANDER = "Advanced"
+LIMIT_PLACE = "under the model picker"
+
+
+def max_tokens_input(limit: int = 1024) -> int:
+    """The token-limit field (inside an "Advanced" expander); returns the bounded value."""
+    if hidden("max_tokens"):
+        return bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
+    with st.expander(LIMIT_EXPANDER):
+        current = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
+        # value= is the current setting, not the minimum: a page opened fresh must not fall back to 4
+        st.number_input(
+            LIMIT_LABEL,
+            min_value=4,
+            max_value=limit,
+            value=current,
+            step=16,
+            key=K.max_tokens,
+            help="Longer input is truncated; the page says when.",
+            **PERSIST,
+        )
+    return bounded(st.session_state.get(K.max_tokens), 4, limit)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Section:
+    """One of a page's sections: ``open`` or not; usable in ``with`` (its content follows the row of buttons)."""
+
+    open: bool
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def page_tabs(labels: list[str], key: str) -> list:
+    """A page's sections, one open at a time: a row of buttons (a segmented control) with one pressed, and only
+    the open section's code runs. Returns one object per label, each with ``open`` and usable in ``with``.
+
+    Why not ``st.tabs``: with Streamlit 1.67 a tab bar cost Chromium's main thread 80–150 ms more on every rerun of
+    the page around it (Explore at 512 tokens, A/B; the bar itself, not the chart inside it: a bar with the chart
+    drawn after it cost as much), and five messages a rerun against one here (docs/BENCHMARKS.md, "Enter → every
+    chart drawn"). The section's label is kept under ``key`` in session state, as a tab bar kept it, so links
+    (``explore_tab=mask``) and lessons are unchanged. With ``hide=tabs`` in the link no buttons are drawn, only the
+    section the link names."""
+    if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
+        st.session_state[key] = labels[0]
+    chosen = (
+        st.session_state[key]
+        if hidden("tabs")
+        else st.segmented_control(
+            "Section", labels, key=key, required=True, default=labels[0], label_visibility="collapsed"
+        )
+    )
+    return [_Section(label == chosen) for label in labels]

@@ -1,0 +1,80 @@
+"""The Bahdanau attention page's caches.
+
+The RNN translators (additive / dot attention) and the transformer translator, for app/views/bahdanau/page.py:
+their traces, attention parameters, per-step breakdowns and the toy grammar's references.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.runtime.core import _jobs, get_model, get_trace, request_key, shared_map
+from app.runtime.request import TraceRequest
+
+BAHDANAU_MODELS = {"additive": "bahdanau-translator", "dot": "luong-translator"}
+TRANSFORMER_TRANSLATOR = "tiny-translator"
+BAHDANAU_MAX_TOKENS = 32  # the RNN translators read at most 32 source tokens
+
+
+def bahdanau_request(model_id: str, text: str) -> TraceRequest:
+    """The page's one request: the translators read at most ``BAHDANAU_MAX_TOKENS`` source tokens."""
+    return TraceRequest(model_id, text, None, BAHDANAU_MAX_TOKENS)
+
+
+def bahdanau_trace(model_id: str, text: str):
+    """``engine.trace`` of an RNN translator (``AlignmentTrace``) or of tiny-translator (``Seq2SeqTrace``):
+    the shared trace cache's own object (``st.cache_data`` pickled a copy of it on every hit)."""
+    return get_trace(bahdanau_request(model_id, text))
+
+
+def bahdanau_parameters(model_id: str):
+    """The attention weights (W, U, v or W_h) of an RNN translator, as numpy (shared, read-only)."""
+    from engine.analysis.bahdanau_steps import attention_parameters
+
+    key = ("bahdanau_parameters",) + request_key(bahdanau_request(model_id, ""))
+    return shared_map(key, lambda: attention_parameters(get_model(model_id)))
+
+
+def bahdanau_step(model_id: str, text: str, step: int):
+    """Every number of one decoding step (``StepBreakdown``), recomputed in numpy from the model's weights."""
+    from engine.analysis.bahdanau_steps import step_breakdown
+
+    request = bahdanau_request(model_id, text)
+    return shared_map(
+        ("bahdanau_step", request_key(request), int(step)),
+        lambda: step_breakdown(bahdanau_parameters(model_id), get_trace(request), step),
+    )
+
+
+def bahdanau_agreement(model_id: str, text: str):
+    """``(Agreement | None, why not)``: attention argmax vs the grammar's gold alignment for this sentence."""
+    from engine.analysis.bahdanau_steps import trace_agreement
+
+    request = bahdanau_request(model_id, text)
+    return shared_map(("bahdanau_agreement", request_key(request)), lambda: trace_agreement(get_trace(request)))
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def bahdanau_disagreement(model_id: str):
+    """A grammar sentence where the model's attention and the gold alignment differ (searched once), or None."""
+    from engine.analysis.bahdanau_steps import find_disagreement
+
+    model = get_model(model_id)
+    with _jobs:
+        return find_disagreement(model)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def bahdanau_reference(text: str):
+    """The toy grammar's reference (``Reference``) of a source sentence or date."""
+    from engine.analysis.toy_grammar import reference
+
+    return reference(text)
+
+
+@st.cache_data(show_spinner=False)
+def bahdanau_vocabulary() -> dict[str, list[str]]:
+    """The translators' source words by kind, and the example sentences."""
+    from engine.analysis.toy_grammar import EXAMPLES, vocabulary_by_kind
+
+    return {"examples": list(EXAMPLES), **vocabulary_by_kind()}

@@ -1,0 +1,212 @@
+"""Plotly figures of the Bahdanau page: the alignment map, and one decoding step's vectors.
+
+Render only: every number comes from an ``AlignmentTrace``/``Seq2SeqTrace`` or a ``StepBreakdown``
+computed in the engine. Each figure carries ``layout.meta`` (a short name) so tests can find it.
+Token text is escaped (``safe_label``).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.state import Bahdanau
+from app.ui.heatmap import safe_label
+
+# Figure 3 of Bahdanau et al. (2015) draws weights in greyscale, white = high; we keep that look.
+PAPER_GREYS = [[0.0, "#000000"], [1.0, "#ffffff"]]
+GOLD_COLOR = "#e8590c"
+
+
+def labels(tokens: list[str] | tuple[str, ...]) -> list[str]:
+    """Unique, escaped axis labels ``"2 rouge"`` (position first, so repeated words stay distinct)."""
+    return [f"{i} {safe_label(t)}" for i, t in enumerate(tokens)]
+
+
+def alignment_map(
+    weights: np.ndarray,
+    target: list[str],
+    source: list[str],
+    *,
+    title: str,
+    meta: str,
+    gold: list[tuple[int, int]] | None = None,
+    height: int | None = None,
+    compact: bool = False,
+    zmax: float = 1.0,
+) -> go.Figure:
+    """Target words (rows, y) × source words (columns, x), weights in paper greyscale (white = high).
+
+    Args:
+        weights: ``[tgt_pos, src_pos]`` attention weights, rows sum to 1.
+        target, source: display words of the rows and columns.
+        title: the figure title; ``meta``: a name stored in ``layout.meta``.
+        gold: ``[(source_index, target_index)]`` gold word links, drawn as orange squares.
+        height: pixels (default grows with the number of rows).
+        compact: for a narrow column: no axis titles and no colour bar.
+        zmax: the weight drawn white (1.0, as in the paper; lower it for diffuse maps).
+    """
+    n_t, n_s = weights.shape
+    if (len(target), len(source)) != (n_t, n_s):
+        raise ValueError(f"weights are {n_t}×{n_s} but there are {len(target)} target and {len(source)} source words")
+    y_lab, x_lab = labels(target), labels(source)  # unique ("2 rouge"): categorical axes carry the hover
+    fig = go.Figure(
+        go.Heatmap(
+            z=weights.astype(np.float32),
+            x=x_lab,
+            y=y_lab,
+            zmin=0.0,
+            zmax=float(zmax),
+            colorscale=PAPER_GREYS,
+            colorbar=dict(title="α", thickness=10),
+            showscale=not compact,
+            hovertemplate="writing %{y} ← reading %{x}<br>α = %{z:.3f}<extra></extra>",
+        )
+    )
+    if gold:
+        fig.add_trace(
+            go.Scatter(
+                x=[x_lab[s] for s, _ in gold],
+                y=[y_lab[t] for _, t in gold],
+                mode="markers",
+                name="gold link",
+                marker=dict(symbol="square-open", size=18, color=GOLD_COLOR, line=dict(width=2)),
+                hovertemplate="gold link<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top"),
+        meta=meta,
+        height=height or max(300, min(700, 34 * n_t + 170)),
+        margin=dict(l=10, r=45 if compact else 10, t=95, b=10),
+        showlegend=bool(gold),
+        legend=dict(orientation="h", y=-0.02, yanchor="top"),
+        xaxis=dict(
+            title=None if compact else "source (English)",
+            type="category",
+            tickmode="array",
+            tickvals=x_lab,
+            ticktext=x_lab,
+            tickangle=-45,
+            side="top",
+            showgrid=False,
+            zeroline=False,
+        ),
+        yaxis=dict(
+            title=None if compact else "target (written)",
+            type="category",
+            tickmode="array",
+            tickvals=y_lab,
+            ticktext=y_lab,
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+        ),
+    )
+    return fig
+
+
+def state_strip(vector: np.ndarray, *, title: str, meta: str, name: str) -> go.Figure:
+    """A long vector as bars (one per component), e.g. the decoder state s(i−1)."""
+    fig = go.Figure(
+        go.Bar(
+            y=vector.astype(float),
+            x=list(range(len(vector))),
+            name=name,
+            marker_color=np.where(vector >= 0, "#1c7ed6", "#e03131").tolist(),
+            hovertemplate=name + "[%{x}] = %{y:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=14)),
+        meta=meta,
+        height=220,
+        margin=dict(l=10, r=10, t=40, b=30),
+        xaxis_title="component",
+        bargap=0.05,
+    )
+    return fig
+
+
+def energies_and_weights(energies: np.ndarray, alignment: np.ndarray, source: list[str], *, title: str) -> go.Figure:
+    """Two bar charts over the source words: the energies e(i, j) and their softmax α(i, j)."""
+    x = labels(source)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("energy e(i, j)", "weight α(i, j) = softmax_j e(i, j)"))
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=energies.astype(float),
+            name="e",
+            marker_color="#495057",
+            hovertemplate="%{x}: e = %{y:.4f}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=alignment.astype(float),
+            name="α",
+            marker_color="#1c7ed6",
+            hovertemplate="%{x}: α = %{y:.4f}<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    fig.update_yaxes(range=[0, 1], row=1, col=2)
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=14)),
+        meta=Bahdanau.energies,
+        height=300,
+        showlegend=False,
+        margin=dict(l=10, r=10, t=60, b=40),
+    )
+    return fig
+
+
+def context_figure(states: np.ndarray, alignment: np.ndarray, context: np.ndarray, source: list[str]) -> go.Figure:
+    """The encoder states h(j) (rows) above the context c(i) = Σ_j α(i, j) h(j) (last row)."""
+    rows = [f"h({j}) {safe_label(w)} · α={a:.2f}" for j, (w, a) in enumerate(zip(source, alignment))] + ["c(i) = Σ α h"]
+    z = np.vstack([states, context[None, :]]).astype(float)
+    limit = float(np.abs(z).max()) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            y=list(range(len(rows))),
+            colorscale="RdBu",
+            zmid=0.0,
+            zmin=-limit,
+            zmax=limit,
+            colorbar=dict(thickness=10),
+            hovertemplate="row %{y}, component %{x}: %{z:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=dict(text="Encoder states h(j) and the context vector c(i)", font=dict(size=14)),
+        meta=Bahdanau.context,
+        height=max(220, 26 * len(rows) + 90),
+        margin=dict(l=10, r=10, t=40, b=30),
+        xaxis_title="component",
+        yaxis=dict(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed"),
+    )
+    return fig
+
+
+def table(matrix: np.ndarray, row_names: list[str], prefix: str, decimals: int = 4) -> pd.DataFrame:
+    """A rounded table with one row per name and columns ``prefix[0]``, ``prefix[1]``, …."""
+    matrix = np.atleast_2d(matrix)
+    return pd.DataFrame(
+        np.round(matrix, decimals), index=row_names, columns=[f"{prefix}[{k}]" for k in range(matrix.shape[1])]
+    )
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    buf = io.StringIO()
+    frame.to_csv(buf, float_format="%.6f")
+    return buf.getvalue().encode("utf-8")

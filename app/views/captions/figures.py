@@ -1,0 +1,130 @@
+"""Plotly figures for the Captions page: a map per written word (the paper's figure), one large map, β per word,
+and a picture with its objects' true boxes.
+
+Built on the Vision Transformer page's overlays (:mod:`app.views.vit.figures`): the captioner's grid cell
+plays the part of a patch (8×8 pixels of the 64×64 picture). Inputs are the figure data of
+:mod:`app.views.captions.map_data`; nothing here computes attention.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.views.captions.map_data import CaptionView
+from app.views.vit.figures import image_with_grid, overlay, overlay_grid
+
+PICKED, OTHER = "#e8710a", "#1f3b73"  # the chosen word's bar (and the lesson's picked region), the others
+BOX = "#00e5ff"  # a true object's outline
+
+
+def word_panels(image: np.ndarray, view: CaptionView, selected: int | None = None) -> go.Figure:
+    """One small map per written word over the picture, in caption order (each on its own colour scale)."""
+    fig = overlay_grid(
+        image, view.alphas, view.cell_px, selected=selected, labels=list(view.labels), unit="word", per_row=5
+    )
+    fig.update_layout(
+        title=dict(text="Where it looks for each word", x=0.0, font=dict(size=15)), margin=dict(l=5, r=5, t=60, b=5)
+    )
+    return fig
+
+
+def word_map(image: np.ndarray, view: CaptionView, word: int, cell: int | None = None) -> go.Figure:
+    """The map of word ``word`` over the picture, large; ``cell`` outlined (click a cell to pick it)."""
+    if view.betas is not None:
+        title = f"α for word {word}, “{view.words[word]}” (β = {float(view.betas[word]):.2f})"
+    else:  # a pretrained captioner: the rest of the row is on [CLS]
+        title = f"α for word {word}, “{view.words[word]}” ([CLS] {float(view.rest[word]):.2f})"
+    return overlay(image, view.alphas[word], view.cell_px, title=title, mark=cell, clickable=True, unit="cell")
+
+
+def beta_bars(view: CaptionView, selected: int) -> go.Figure:
+    """β of every written word as bars (the chosen word in orange), with each word's peak α on hover."""
+    return _word_bars(view, view.betas, selected, "β: how much each word uses the image", "β", "β", "largest α")
+
+
+def cls_bars(view: CaptionView, selected: int) -> go.Figure:
+    """A pretrained captioner's weight on [CLS] for every written word (what its row leaves off the patches), the
+    chosen word in orange, each word's largest patch weight on hover."""
+    return _word_bars(
+        view, view.rest, selected, "Weight on [CLS], not on a patch", "α on [CLS]", "on [CLS]", "largest patch α"
+    )
+
+
+def _word_bars(view: CaptionView, values, selected: int, title: str, axis: str, said: str, peak: str) -> go.Figure:
+    """One bar per written word (the chosen one in orange) with its number on top and, on hover, the word's
+    largest weight on the picture."""
+    peaks = view.alphas.reshape(len(view.words), -1).max(axis=1)
+    labels = [html.escape(label) for label in view.labels]
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=values,
+            customdata=peaks,
+            marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
+            text=[f"{v:.2f}" for v in values],
+            textposition="outside",
+            hovertemplate=f"%{{x}}<br>{said} %{{y:.3f}}<br>{peak} %{{customdata:.3f}}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=300,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text=title, x=0.0),
+        yaxis=dict(title=axis, range=[0, 1.15]),
+        xaxis=dict(type="category"),
+    )
+    return fig
+
+
+def picture_with_boxes(image: np.ndarray, boxes, cell_px: int, *, title: str = "") -> go.Figure:
+    """The picture with the attention grid and each object's true box outlined and named."""
+    fig = image_with_grid(image, cell_px, title=title)
+    for name, (top, left, bottom, right) in boxes:
+        fig.add_shape(
+            type="rect",
+            x0=left - 0.5,
+            x1=right + 0.5,
+            y0=top - 0.5,
+            y1=bottom + 0.5,
+            line=dict(color=BOX, width=2, dash="dot"),
+            layer="above",
+        )
+        fig.add_annotation(
+            x=(left + right) / 2,
+            y=top - 0.5,
+            text=html.escape(name),
+            showarrow=False,
+            yanchor="bottom",
+            font=dict(color=BOX, size=12),
+        )
+    return fig
+
+
+def region_lines(fig: go.Figure, bounds: list[tuple[int, int]], cell_px: int, side: int) -> go.Figure:
+    """``fig`` with the 3×3 split into regions drawn (lines at the regions' cell edges)."""
+    for start, _stop in bounds[1:]:
+        edge = start * cell_px - 0.5
+        style = dict(line=dict(color="white", width=2, dash="dash"), layer="above")
+        fig.add_shape(type="line", x0=edge, x1=edge, y0=-0.5, y1=side - 0.5, **style)
+        fig.add_shape(type="line", x0=-0.5, x1=side - 0.5, y0=edge, y1=edge, **style)
+    return fig
+
+
+def region_box(
+    fig: go.Figure, bounds: list[tuple[int, int]], region: int, cell_px: int, colour: str = PICKED
+) -> go.Figure:
+    """``fig`` with region ``region`` (of the 3×3 split) outlined."""
+    (r0, r1), (c0, c1) = bounds[region // 3], bounds[region % 3]
+    fig.add_shape(
+        type="rect",
+        x0=c0 * cell_px - 0.5,
+        x1=c1 * cell_px - 0.5,
+        y0=r0 * cell_px - 0.5,
+        y1=r1 * cell_px - 0.5,
+        line=dict(color=colour, width=3),
+        layer="above",
+    )
+    return fig

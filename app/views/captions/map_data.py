@@ -1,0 +1,131 @@
+"""What the Captions page draws from a captioner's trace: one attention map per written word, β, peaks, regions.
+
+A :class:`~engine.types.CaptionTrace` holds, for every written word t, the map α(t, ·) over the encoder's L×L
+grid (each map sums to 1) and the gate β(t). A pretrained captioner's trace (:class:`~engine.types.PatchCaptionTrace`)
+gives, for a chosen decoder layer and head (or the heads' mean), each word's cross-attention on the image's patches
+and the rest of its weight, on [CLS] (``rest``); it has no β. :func:`caption_view` keeps exactly those numbers (no rescaling:
+the page's tables and hover texts show the model's own weights) with the words' labels, each word's peak
+cell, and the pixel side of one cell, so a map can be laid over the picture cell for cell.
+
+Regions: the lesson's "where will it look?" check asks for one of nine parts of the picture (a 3×3 split).
+A grid cell belongs to the third its centre falls in, so on the 8×8 grid the thirds are cells 0–2, 3–4 and
+5–7 (:func:`region_bounds`), and the region of a word is the region of its peak cell.
+
+Pure numpy, no Streamlit: the cached wrapper is ``app.views.captions.data``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: the nine regions of a picture, row-major (top row first)
+REGIONS: tuple[str, ...] = (
+    "top left",
+    "top",
+    "top right",
+    "left",
+    "middle",
+    "right",
+    "bottom left",
+    "bottom",
+    "bottom right",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class CaptionView:
+    """One caption's attention, ready to draw.
+
+    Attributes:
+        words: the written words as shown (``<eos>`` included when the model wrote it: that step looks too).
+        alphas: ``[word, L, L]`` float32, α of the step that wrote each word; row 0 is the top of the picture.
+        betas: ``[word]`` float32, β of that step (0–1); None for a pretrained captioner (no gate).
+        cell_px: pixels per cell side (the picture's side / L).
+        peaks: each word's largest-α cell, row-major (``r · L + c``).
+        rest: ``[word]`` float32, the weight each word put on the keys before the patches ([CLS]), so a map sums to
+            ``1 − rest``; None when every map sums to 1 (our captioner).
+    """
+
+    words: tuple[str, ...]
+    alphas: np.ndarray
+    betas: np.ndarray | None
+    cell_px: int
+    peaks: tuple[int, ...]
+    rest: np.ndarray | None = None
+
+    @property
+    def grid(self) -> int:
+        """L, the side of the grid."""
+        return int(self.alphas.shape[-1])
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """``"3 · red"``: a word's place in the caption and the word (one label per step, repeated words apart)."""
+        return tuple(f"{t} · {w}" for t, w in enumerate(self.words))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.alphas.nbytes + sum(a.nbytes for a in (self.betas, self.rest) if a is not None))
+
+    def cell(self, index: int) -> tuple[int, int]:
+        """``(row, column)`` of cell ``index`` (row-major)."""
+        return divmod(int(index), self.grid)
+
+    def at_cell(self, index: int) -> np.ndarray:
+        """``[word]``: how much every word's step looks at cell ``index``."""
+        r, c = self.cell(index)
+        return self.alphas[:, r, c]
+
+    def region(self, word: int) -> int:
+        """The region (index into :data:`REGIONS`) of word ``word``'s peak cell."""
+        r, c = self.cell(self.peaks[word])
+        return region_of(r, c, self.grid)
+
+
+def caption_view(
+    words: tuple[str, ...] | list[str],
+    alphas: np.ndarray,
+    betas: np.ndarray | None,
+    image_size: int,
+    rest: np.ndarray | None = None,
+) -> CaptionView:
+    """A :class:`CaptionView` of one caption: ``alphas`` ``[word, L, L]`` and ``betas`` ``[word]`` (or None) as written
+    by the model, over a square picture of ``image_size`` pixels; ``rest`` ``[word]``: weight off the patches.
+
+    Raises:
+        ValueError: the arrays do not fit the words or the grid does not divide the picture.
+    """
+    a = np.ascontiguousarray(alphas, dtype=np.float32)
+    b, r = (None if x is None else np.ascontiguousarray(x, dtype=np.float32) for x in (betas, rest))
+    words = tuple(str(w) for w in words)
+    if (
+        a.ndim != 3
+        or a.shape[1] != a.shape[2]
+        or a.shape[0] != len(words)
+        or any(x is not None and x.shape != (len(words),) for x in (b, r))
+    ):
+        raise ValueError(
+            f"{len(words)} words need alphas [words, L, L] and betas/rest [words]; got {a.shape}, "
+            f"{None if b is None else b.shape} and {None if r is None else r.shape}"
+        )
+    if image_size % a.shape[1]:
+        raise ValueError(f"a {a.shape[1]}×{a.shape[1]} grid does not divide a {image_size}-pixel picture")
+    peaks = tuple(int(np.argmax(m)) for m in a.reshape(len(words), -1))
+    for x in (a, b, r):
+        if x is not None:
+            x.flags.writeable = False  # shared by every session that asks for this caption
+    return CaptionView(words=words, alphas=a, betas=b, cell_px=image_size // a.shape[1], peaks=peaks, rest=r)
+
+
+def region_bounds(grid: int) -> list[tuple[int, int]]:
+    """``[(start, stop)]`` of cells in each third of a side of ``grid`` cells: those whose centre lies in it."""
+    thirds = np.minimum((3 * (np.arange(grid) + 0.5) / grid).astype(int), 2)  # (L,): the third of each cell
+    return [(int(np.argmax(thirds == k)), int(grid - np.argmax(thirds[::-1] == k))) for k in range(3)]
+
+
+def region_of(row: int, col: int, grid: int) -> int:
+    """The region (index into :data:`REGIONS`) holding cell ``(row, col)`` of a ``grid``×``grid`` map."""
+    third = [next(k for k, (start, stop) in enumerate(region_bounds(grid)) if start <= i < stop) for i in (row, col)]
+    return 3 * third[0] + third[1]

@@ -1,0 +1,137 @@
+"""Plotly figures for the "Is attention the explanation?" page: importances per method, their agreement, the swap test.
+
+Inputs are plain numpy arrays and labels from ``app.services``; nothing here computes an importance. Signed scores
+(leave-one-out, gradients) use a diverging scale centred on 0 (blue: the token raises the explained number, red:
+it lowers it); the attention readings are ≥ 0 and come out blue only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.ui.heatmap import safe_label, unique_labels
+
+DIVERGING = "RdBu"  # red (negative) … white … blue (positive); colour-blind safe
+UP, DOWN = "#2166ac", "#b2182b"  # the diverging scale's ends, for bars
+
+
+def token_labels(tokens: tuple[str, ...] | list[str]) -> list[str]:
+    """``"3 ball"``: position and token, escaped and made distinct for a categorical axis."""
+    return unique_labels([f"{i} {safe_label(t)}" for i, t in enumerate(tokens)])
+
+
+def normalised(scores: np.ndarray) -> np.ndarray:
+    """``scores`` divided by its largest size (NaN kept), so methods on different scales share one colour scale."""
+    scores = np.asarray(scores, dtype=np.float64)
+    top = np.nanmax(np.abs(scores)) if np.any(np.isfinite(scores)) else 0.0
+    return scores / top if top > 0 else np.zeros_like(scores)
+
+
+def importance_heatmap(
+    tokens: list[str], methods: list[str], scores: list[np.ndarray], *, height: int = 340
+) -> go.Figure:
+    """Methods (rows) × tokens (columns), each row divided by its largest size; hover shows the raw score."""
+    z = np.stack([normalised(s) for s in scores]).astype(np.float32)
+    raw = np.stack([np.asarray(s, dtype=np.float64) for s in scores])
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=token_labels(tokens),
+            y=methods,
+            customdata=raw,
+            colorscale=DIVERGING,
+            zmin=-1,
+            zmax=1,
+            zmid=0,
+            colorbar=dict(title=dict(text="share of<br>the largest"), thickness=12),
+            hovertemplate="%{y}<br>%{x}: %{customdata:.4g} (%{z:.2f} of the largest)<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text="Importance of each token, by method"),
+        xaxis=dict(type="category", tickangle=-60),
+        yaxis=dict(type="category", autorange="reversed"),
+    )
+    return fig
+
+
+EVERY_LABEL = 16  # tokens: up to this many, each bar of importance_bars is labelled
+
+
+def importance_bars(tokens: list[str], scores: np.ndarray, title: str, *, height: int = 260) -> go.Figure:
+    """One method's scores as bars in the text's order (blue up, red down; a left-out token has no bar)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    colours = [UP if not np.isfinite(s) or s >= 0 else DOWN for s in scores]
+    fig = go.Figure(
+        go.Bar(
+            x=token_labels(tokens),
+            y=np.nan_to_num(scores, nan=0.0),
+            marker_color=colours,
+            hovertemplate="%{x}: %{y:.4g}<extra></extra>",
+        )
+    )
+    # a third of the page wide, Plotly labelled every other token of a short sentence ("0 <bos>, 2 had, …"): up to
+    # EVERY_LABEL tokens each gets its label, upright to the axis so they fit; longer texts keep Plotly's thinning
+    every = len(scores) <= EVERY_LABEL
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text=title),
+        xaxis=dict(type="category", tickangle=-90 if every else -60, dtick=1 if every else None),
+        yaxis=dict(zeroline=True),
+    )
+    return fig
+
+
+def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str, *, height: int = 340) -> go.Figure:
+    """A method × method correlation matrix (−1 … 1) with its numbers printed in the cells."""
+    fig = go.Figure(
+        go.Heatmap(
+            z=np.asarray(matrix, dtype=np.float32),
+            x=methods,
+            y=methods,
+            colorscale=DIVERGING,
+            zmin=-1,
+            zmax=1,
+            texttemplate="%{z:.2f}",
+            colorbar=dict(thickness=12),
+            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text=title),
+        xaxis=dict(type="category", tickangle=-30),
+        yaxis=dict(type="category", autorange="reversed"),
+    )
+    return fig
+
+
+def swap_scatter(
+    attention_change: np.ndarray, output_change: np.ndarray, *, output_label: str, height: int = 320
+) -> go.Figure:
+    """One point per run of the swap test: how far the attention moved (JSD) against how far the output moved."""
+    fig = go.Figure(
+        go.Scatter(
+            x=np.asarray(attention_change, dtype=np.float64),
+            y=np.asarray(output_change, dtype=np.float64),
+            mode="markers",
+            marker=dict(size=9, color=UP, opacity=0.75),
+            hovertemplate="attention moved %{x:.3f} nats<br>output moved %{y:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text="Attention moved vs output moved, one point per run"),
+        xaxis=dict(
+            title=dict(text="attention change: mean JSD(α′, α), nats (max ln 2 ≈ 0.69)"),
+            range=[0, float(np.log(2)) * 1.05],
+        ),
+        yaxis=dict(title=dict(text=output_label), rangemode="tozero"),
+    )
+    return fig

@@ -1,0 +1,404 @@
+"""Explore: type a sentence, pick a model, layer and head, and see where each token looks.
+
+The page does only what changed, in two nested fragments: :func:`explore_panel` (the model, token limit,
+examples and mask) and :func:`sentence_panel` inside it (the sentence, its trace, then :func:`head_panel`: layer,
+head and display options). A new sentence reruns the sentence panel alone: the model picker, examples and mask
+above it are not drawn again (a dozen elements less on every rerun a class sends). Picking a layer, a head, a
+colour scale or a zoom region reruns the sentence panel too, with its trace from the per-process cache (no
+forward pass). The causal mask comparison traces a second time only while its tab is
+open (so does the next-token tab, once per input: its temperature slider only re-scales cached scores; the
+"Write more" tab runs the model only when its button is pressed), and the CSV is built when the button is
+clicked. Long inputs (up to 16,384 tokens where the model allows) are drawn as an overview of block maxima
+with a zoom to exact cells.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import streamlit as st
+
+from app.links import open_page
+from app.runtime.core import device_label, get_trace, model_loaded, request_key, trace_is_quick
+from app.runtime.heads import attention_block, block_loader
+from app.runtime.maps import grid_is_quick, head_view, layer_grid
+from app.runtime.request import TraceRequest
+from app.state import Explore, Positional, current_text
+from app.ui.charts import fill_height, shared_chart, shared_picture, show_chart
+from app.ui.examples import example_hint, examples_picker
+from app.ui.export import head_json_button
+from app.ui.guard import busy, calm_errors, show_error
+from app.ui.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
+from app.ui.heatmap import map_figure, map_spec, safe_label
+from app.ui.linked_tokens import focus, focus_picker, outline, row_of
+from app.ui.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
+from app.ui.pickers import (
+    causal_toggle,
+    kv_sharing,
+    layer_head,
+    long_text_button,
+    max_tokens_input,
+    model_card,
+    name_source,
+    page_tabs,
+    pick_block,
+    pick_model,
+    show_notices,
+    text_box,
+)
+from app.ui.safe_text import quoted
+from app.ui.theme import (
+    PRESENTER_MAP_ROWS_PX,
+    controls,
+    current,
+    map_css,
+    presenting,
+    side_by_side,
+    tools,
+)
+from app.url_state import synced
+from app.views.explore.next_token import show_next_token
+from app.views.explore.write_more import remembered, settings_form, show_write_more
+from engine.generation import SEQ2SEQ_NEW_TOKENS
+
+MAX_TOKENS_LIMIT = 16_384
+TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
+
+
+PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
+
+
+def show_head(request: TraceRequest, trace, layer: int, head: int, opts, zoom) -> None:
+    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV.
+    Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars."""
+    q_range, k_range = zoom
+    data = head_view(
+        request, layer, head, q_range, k_range, opts.hide_sinks, opts.scale == "row", weighting=opts.weighting
+    )
+    window = trace.window_of(layer)
+    title = (
+        f"Layer {layer}, head {head}"
+        + (" · causal mask on" if trace.causal else "")
+        + (f" · sliding window {window}" if window is not None else "")
+    )
+    view = map_view("explore_head", request_key(request), layer, head, zoom, opts, title)
+    fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
+    view += (fill,)
+    fig = shared_chart(
+        view, lambda: map_spec(data, title=title, scale=opts.scale, rows_px=PRESENTER_MAP_ROWS_PX if fill else None)
+    )
+    fig = outline(fig, data, focus()) if request.block != "cross" else fig
+    if fill:
+        st.html(map_css(Explore.map_box))
+        with st.container(key=Explore.map_box):  # its CSS height is the window's; the chart stretches to it
+            show_chart(fill_height(fig), key=Explore.main_map, height="stretch")
+    else:
+        show_chart(fig, key=Explore.main_map)
+    if current().compact:
+        show_query_row(data, title)
+    rows, cols = data.values.shape
+    st.caption(
+        "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
+        "(the key). "
+        + COLOUR_SAYS.get(opts.weighting, "")
+        + (
+            "Grey cells are blocked by the causal mask: a token cannot look ahead. "
+            if trace.causal
+            else "No mask: every token can look at every other token, ahead or behind. "
+            if window is None
+            else ""
+        )
+        + (
+            f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "
+            "than the window, which this layer never sees. "
+            if window is not None
+            else ""
+        )
+        + (
+            f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
+            f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
+            "Open **Zoom** above the map to see exact weights. "
+            if data.pooled
+            else ""
+        )
+        + opts.caption
+        + kv_sharing(trace, head)
+    )
+    load = block_loader(request)
+    csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv", load)
+    head_json_button(
+        request.model_id,
+        trace,
+        layer,
+        head,
+        request.block,
+        (q_range, k_range),
+        data,
+        opts,
+        {
+            "causal": bool(trace.causal),
+            "max_tokens": request.max_tokens,
+            "decode": list(request.decode) if request.decode else None,
+        },
+        load,
+    )
+
+
+def show_query_row(data, title: str) -> None:
+    """The highlighted query token's row (else the first row) as horizontal bars: what a phone can read."""
+    picked = focus()
+    row = row_of(data, picked) if picked is not None else None
+    row = 0 if row is None else row
+    weights = np.nan_to_num(np.asarray(data.values[row], dtype=float))
+    keys = [str(label) for label in data.k_labels]
+    query = str(data.q_labels[row])
+    if len(keys) > PHONE_BARS:  # a long input: the largest weights, in the text's order
+        kept = np.sort(np.argsort(-weights, kind="stable")[:PHONE_BARS])
+        weights, keys = weights[kept], [keys[i] for i in kept]
+    spec = {
+        "data": [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": weights,
+                "y": list(range(len(keys))),
+                "text": [f"{w:.2f}" for w in weights],
+                "textposition": "outside",
+                "cliponaxis": False,
+                "hovertemplate": "%{x:.3f}<extra></extra>",
+            }
+        ],
+        "layout": {
+            "title": {"text": f"Where “{safe_label(query)}” looks", "x": 0.0},
+            "height": 24 * len(keys) + 90,
+            "margin": {"l": 10, "r": 40, "t": 50, "b": 10},
+            "xaxis": {"title": {"text": "weight"}, "rangemode": "tozero"},
+            "yaxis": {
+                "tickmode": "array",
+                "tickvals": list(range(len(keys))),
+                "ticktext": [safe_label(k) for k in keys],
+                "autorange": "reversed",
+            },
+        },
+    }
+    show_chart(spec, key=Explore.query_bars)
+    st.caption(
+        f"{title}: the weights of one query token's row, as bars"
+        + (f" (its {PHONE_BARS} largest)" if len(data.k_labels) > PHONE_BARS else "")
+        + ". Highlight another token to see its row."
+    )
+
+
+def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
+    """The same weights traced with the causal mask off and on, side by side, on one colour scale."""
+    with st.spinner("Running the model with and without the mask…"):
+        views = [head_view(request.with_causal(causal).with_block("self"), layer, head) for causal in (False, True)]
+    top = max(float(np.nanmax(v.values)) for v in views)
+    left, right = side_by_side(2)  # presenter mode: one under the other, full width
+    for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
+        with col:
+            fig = outline(
+                map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420, zmax=top),
+                data,
+                focus(),
+            )
+            show_chart(fig, key=f"{Explore.mask}{causal}")
+    st.caption(
+        "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
+        "models use, on one colour scale. Masking changes every later layer too, because each layer reads the one "
+        "before."
+    )
+
+
+def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
+    """Every head of the layer as thumbnails in one picture (the chosen one framed in red), and a button per head
+    under it that opens that head above."""
+    with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", grid_is_quick(request, layer)):
+        tiles, pooled = layer_grid(request, layer)
+    per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
+    view = ("explore_grid", request_key(request), layer, head, per_row)
+    st.image(
+        shared_picture(view, lambda: grid_png(tiles, head, per_row)),
+        alt=GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head),
+    )
+    head_pills(Explore.grid_pills, trace.n_heads, head)
+    st.caption(
+        f"All {trace.n_heads} heads of layer {layer}, left to right and row by row; **pick one** with the buttons to "
+        "open it above (red frame: the chosen head). Each thumbnail is coloured from 0 to its own maximum, so compare "
+        "shapes, not shades. Heads in one layer often specialise: some look at the previous token, some at "
+        "[CLS]/[SEP] or the first token, some spread out."
+        + (
+            f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
+            if pooled
+            else ""
+        )
+    )
+
+
+def decoding(model_id: str, text: str, max_tokens: int) -> tuple | None:
+    """An encoder-decoder's decoding settings (greedy or sampled), in an expander; None until the user asks
+    for other settings than the default greedy decoding. A request is kept for the text and model it was
+    made for."""
+    with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
+        st.caption(
+            "The output is written one token at a time. Greedy takes the most likely token each step; "
+            "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed."
+        )
+        asked = settings_form(Explore.decode_form, "Decode again", SEQ2SEQ_NEW_TOKENS, prefix=Explore.decode_prefix)
+    return remembered(Explore.decode, asked, model_id, text, max_tokens)
+
+
+def show_output(trace) -> None:
+    """An encoder-decoder's input and output, and what its three kinds of attention are."""
+    st.markdown(f"**Output:** {quoted(trace.output_text or '(nothing)')}")
+    st.caption(
+        f"**{len(trace.source)} source tokens → {len(trace.target)} output tokens** (the start token, then what the "
+        f"model wrote) · {trace.encoder.n_layers} encoder and {trace.decoder.n_layers} decoder layers × "
+        f"{trace.encoder.n_heads} heads · running on {device_label()}. Pick the **attention block**: the "
+        "encoder reads the source, the decoder reads the output written so far, and cross-attention lets each output "
+        "token read the source (each cross-attention row is named by the token that step wrote)."
+    )
+
+
+def head_panel(request: TraceRequest, family: str = "") -> None:
+    """Everything that depends on the layer, head and display settings.
+
+    Not a fragment of its own: a layer or head change reruns the sentence panel around it (the trace is a cache
+    hit there). Streamlit forgets a widget left behind only when the fragment that drew it runs; the grid of
+    heads was a selectable chart, a new widget for every sentence (its figure part of its identity), so inside a
+    fragment nested in the sentence panel every sentence typed left one behind in the session, and every selectbox
+    and text box of a rerun reads the whole session state (tests/reliability/test_session_state_bounded.py). It is
+    a picture now, with the same buttons for every sentence."""
+    with calm_errors("head_panel"):
+        try:
+            full = get_trace(request)  # a cache hit: the page just traced it
+            seq2seq = family == "encoder-decoder"
+            if presenting():  # one row: layer, head, block, then the display options' popover
+                columns = st.columns([1, 1, 2, 1] if seq2seq else [1, 1, 1], vertical_alignment="bottom")
+            elif seq2seq:  # the display options follow the row in place (no container of their own: a block less)
+                columns = [*st.columns([1, 1, 2]), contextlib.nullcontext()]
+            else:  # layer and head share one row, a block (columns were three)
+                row = st.container(horizontal=True)
+                columns = [row, row, contextlib.nullcontext()]
+            with columns[2] if seq2seq else contextlib.nullcontext():  # one block ("self"): pick_block draws nothing
+                block = pick_block(list(full.attention_blocks()), key=Explore.block)
+            trace = attention_block(full, block)
+        except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+            show_error(err)
+            return
+        request = request.with_block(block)
+        layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
+        with columns[-1], tools():  # presenter mode: a popover in the row above the map
+            if block != "cross":  # one sequence on both axes: a token has a row and a column
+                focus_picker(trace.tokens.strings, "explore")
+            opts = display_options(trace, key_prefix="explore")
+            zoom = zoom_controls(trace, key_prefix="explore")
+        show_head(request, trace, layer, head, opts, zoom)
+        if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
+            show_grid(request, trace, layer, head)
+            return
+        tabs = page_tabs(list(TABS), key=Explore.tab)
+        if tabs[0].open:
+            with tabs[0]:
+                show_grid(request, trace, layer, head)
+        if tabs[1].open:  # the second forward pass runs only while this tab is shown
+            with tabs[1]:
+                show_mask_comparison(request, layer, head)
+        if tabs[2].open:  # the next-token forward pass (once per input; temperature reuses it)
+            with tabs[2]:
+                show_next_token(request.model_id, family, request.text, request.causal, request.max_tokens)
+        if tabs[3].open:  # generation runs only on the tab's button
+            with tabs[3]:
+                show_write_more(request.model_id, family, request.text, request.max_tokens, layer, head, request.causal)
+
+
+def main() -> None:
+    st.html(GRID_CSS)  # the grid's picture drawn sharp on a high-density screen (once a page, not once a sentence)
+    if not presenting():  # the projector: the chart's own title and subtitle say what it shows
+        st.title("Explore attention")
+        st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")
+    explore_panel()
+
+
+@st.fragment
+@synced  # a new model, token limit, mask or example reruns this panel only (not the sidebar and the entry point)
+def explore_panel() -> None:
+    """The model, the examples and the mask, then the sentence panel drawn for them."""
+    with calm_errors("explore_panel"):
+        projector = presenting()
+        with controls("Sentence, model and mask"):  # presenter mode: folded away, the chart gets the screen
+            left, right = st.columns([2, 3])
+            with left:
+                model_id, max_tokens = pick_model(), max_tokens_input(MAX_TOKENS_LIMIT)
+            # a model still loading (a server's first seconds): the sentence box first, usable while it loads,
+            # then the examples and the mask, which need the model, beside it once it has loaded
+            box_first = not projector and not model_loaded(model_id)
+            if box_first:
+                text_box()
+            with left:
+                model = model_card(model_id)
+            if model is None:
+                return
+            seq2seq = model.family == "encoder-decoder"
+            with right:
+                examples_picker(model_id, model, hint=False)  # curated sentences per phenomenon; a vocabulary's words
+                with st.container(horizontal=True, vertical_alignment="center"):
+                    causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
+                    long_text_button(MAX_TOKENS_LIMIT)
+            if projector:  # the projector: one folded row of controls (a fragment's box could not sit in it)
+                text_box()
+        if projector or box_first:  # one presenter reruns it all; no second row of controls above the map
+            show_sentence(model_id, max_tokens, model, causal)
+        else:
+            sentence_panel(model_id, max_tokens, model, causal)
+
+
+@st.fragment
+@synced  # a new sentence reruns this panel only: the model, examples and mask above are not drawn again
+def sentence_panel(model_id: str, max_tokens: int, model, causal: bool | None) -> None:
+    """The sentence box, then :func:`show_sentence`: what a new sentence changes."""
+    with calm_errors("sentence_panel"):
+        text_box()
+        show_sentence(model_id, max_tokens, model, causal)
+
+
+def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) -> None:
+    """The trace of the sentence in the box, its notices and caption, and the head panel."""
+    seq2seq = model.family == "encoder-decoder"
+    name_source(model_id, model)
+    example_hint(model_id, model)  # where to look, while the box holds the example picked above
+    text = current_text()
+    decode = decoding(model_id, text, max_tokens) if seq2seq else None
+    request = TraceRequest(model_id, text, causal, max_tokens, decode)
+    try:
+        with busy("Running the model…", trace_is_quick(request)):
+            trace = get_trace(request)
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+        show_error(err)
+        return
+
+    show_notices(trace, model.max_positions)
+    if seq2seq:
+        show_output(trace)
+        head_panel(request, model.spec.family)
+        return
+    if presenting():  # the projector: the map comes first
+        head_panel(request, model.spec.family)
+        return
+    st.caption(
+        f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
+        f"d_head {trace.d_head} · running on {device_label()}"
+        + (" · untrained weights: patterns are random" if "random" in model_id else "")
+    )
+    if trace.pos_encoding is not None:
+        open_page(
+            "positional.py",
+            "See the positional encodings this model adds to this sentence",
+            {Positional.tab: "learned"},
+            icon=":material/timeline:",
+        )
+    head_panel(request, model.spec.family)
+
+
+main()

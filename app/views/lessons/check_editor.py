@@ -1,0 +1,354 @@
+"""The lesson editor's knowledge check of a step (issue 21): add, change or remove a check of each kind a lesson
+file holds (``app/views/lessons/lesson_file.py``), with one field per key of the file's ``[steps.check]`` table.
+
+- ``choice``: question, options (one per line), the number of the right option, explain;
+- ``predict``: question, model, sentence (the file's ``text``), word, occurrence, layer, head, causal, expect,
+  explain: "which token does this word look at?", the answer read from the model when a student answers;
+- ``look``: question, captioner (``model``), scene, word, explain: "where will the captioner look?".
+
+:func:`kind_picker` is drawn above a step's edit form (a change of kind redraws the fields), :func:`fields` inside
+it; :func:`read_check` turns the submitted fields into the check (:class:`LessonFileError` for a field the file
+would refuse), and :func:`model_problem` asks the real model what a student's answer will ask it, so a check
+that cannot be answered is refused in the editor, not in front of the class: a layer or head the model does not
+have, a word that is not one of the sentence's tokens as the model reads it (or not that many times), an
+``expect`` that is not one of its keys, a scene out of range, a word the captioner does not write for the scene.
+"Add this view to my lesson" (``lesson_draft``) makes a predict check from the view on screen with the same model
+list (:func:`predict_models`), trace (:func:`lesson_attention`) and checks, its ``expect`` the head's top key
+(:func:`with_top_key`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from app.runtime.core import get_trace, list_models
+from app.runtime.heads import attention_block
+from app.runtime.request import TraceRequest
+from app.state import DEFAULT_MODEL, Draft, defaults
+from app.ui.guard import plain_error
+from app.views.bahdanau.data import BAHDANAU_MODELS
+from app.views.captions.data import CAPTION_MODEL, HELD_OUT_SCENES, where_it_looks
+from app.views.lessons.data import LESSON_MAX_TOKENS
+from app.views.lessons.lesson_file import (
+    EXPLAIN_CHARS,
+    MAX_OPTIONS,
+    QUESTION_CHARS,
+    SENTENCE_CHARS,
+    WORD_CHARS,
+    Choice,
+    LessonFileError,
+    Look,
+    Predict,
+    Step,
+)
+from engine.families import text_families
+
+Check = Choice | Predict | Look
+KINDS = {
+    "none": "No check",
+    "choice": "Multiple choice",
+    "predict": "Which token does a word look at?",
+    "look": "Where does the captioner look?",
+}
+CAUSAL = {"own": "the model's own mask", "on": "causal (each token sees only earlier ones)", "off": "not causal"}
+MAX_NUMBER = 4096  # layer, head and occurrence in a file (lesson_file._check)
+#: every field's key prefix (+ a step's id): the editor forgets them all when another lesson is opened
+FIELDS = (
+    Draft.edit_kind,
+    Draft.edit_question,
+    Draft.edit_options,
+    Draft.edit_right,
+    Draft.edit_explain,
+    Draft.edit_model,
+    Draft.edit_text,
+    Draft.edit_word,
+    Draft.edit_occurrence,
+    Draft.edit_layer,
+    Draft.edit_head,
+    Draft.edit_causal,
+    Draft.edit_expect,
+    Draft.edit_captioner,
+    Draft.edit_scene,
+)
+
+
+def kind_of(check: Check | None) -> str:
+    """The file's ``kind`` of ``check`` ("none" without one)."""
+    return {Choice: "choice", Predict: "predict", Look: "look"}.get(type(check), "none")
+
+
+def _defaults(step: Step) -> dict[str, object]:
+    """Each field's first value: the step's own check where it has that key, else an empty or first value."""
+    check, sid = step.check, step.id
+    choice = check if isinstance(check, Choice) else None
+    predict = check if isinstance(check, Predict) else None
+    look = check if isinstance(check, Look) else None
+    causal = None if predict is None else predict.causal
+    return {
+        Draft.edit_kind + sid: kind_of(check),
+        Draft.edit_question + sid: check.question if check else "",
+        Draft.edit_options + sid: "\n".join(choice.options) if choice else "",
+        Draft.edit_right + sid: choice.answer + 1 if choice else 1,
+        Draft.edit_explain + sid: check.explain if check else "",
+        Draft.edit_model + sid: predict.model if predict else DEFAULT_MODEL,
+        Draft.edit_text + sid: predict.text if predict else "",
+        Draft.edit_word + sid: check.word if predict or look else "",
+        Draft.edit_occurrence + sid: predict.occurrence if predict else 0,
+        Draft.edit_layer + sid: predict.layer if predict else 0,
+        Draft.edit_head + sid: predict.head if predict else 0,
+        Draft.edit_causal + sid: {None: "own", True: "on", False: "off"}[causal],
+        Draft.edit_expect + sid: predict.expect if predict else "",
+        Draft.edit_captioner + sid: look.model if look else CAPTION_MODEL,
+        Draft.edit_scene + sid: look.scene if look else 0,
+    }
+
+
+def _models(
+    families: tuple[str, ...] | frozenset[str], current: str | None = None, also: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """{id: label} of the catalog's models of ``families`` and the ids in ``also``, with ``current`` (a file's own
+    value) kept."""
+    models = {spec.id: spec.label for spec in list_models() if spec.family in families or spec.id in also}
+    return models if current is None or current in models else {current: current, **models}
+
+
+def predict_models(current: str | None = None) -> dict[str, str]:
+    """{id: label} of the models a predict check reads (the editor's list; "Add this view" offers the check only
+    for a view of one of them), with ``current`` (a file's own value) kept."""
+    return _models(_predict_families(), current, frozenset(BAHDANAU_MODELS.values()))
+
+
+def _predict_families() -> frozenset[str]:
+    """What ``knowledge_check.row_for`` reads a row from: one head of a self-attention text model (the table's
+    text families less the encoder-decoders, whose rows are cross-attention) — the RNN translators come by id."""
+    return text_families() - {"encoder-decoder"}
+
+
+def kind_picker(step: Step) -> str:
+    """The kind of check (drawn above the step's form, so a change shows that kind's fields); the kind picked."""
+    defaults(_defaults(step))
+    return st.radio(
+        "Knowledge check",
+        list(KINDS),
+        format_func=KINDS.get,
+        key=Draft.edit_kind + step.id,
+        horizontal=True,
+        help="Each kind has the fields of a lesson file's [steps.check] table. The model's checks are read from the "
+        "real model when a student answers; the editor asks the model first, so a check it cannot answer is refused.",
+    )
+
+
+def fields(step: Step, kind: str) -> None:
+    """The fields of a ``kind`` check, inside the step's edit form."""
+    sid = step.id
+    if kind == "none":
+        st.caption("This step ends without a check. Pick a kind above to add one; Save removes the step's check.")
+        return
+    st.text_input("Question", key=Draft.edit_question + sid, max_chars=QUESTION_CHARS)
+    if kind == "choice":
+        st.text_area("Its options, one per line", key=Draft.edit_options + sid, height=80)
+        st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.edit_right + sid)
+    elif kind == "predict":
+        models = predict_models(st.session_state[Draft.edit_model + sid])
+        st.selectbox("Model", list(models), format_func=models.get, key=Draft.edit_model + sid)
+        st.text_area("Sentence the model reads", key=Draft.edit_text + sid, max_chars=SENTENCE_CHARS, height=68)
+        word, occurrence = st.columns([3, 1])
+        word.text_input(
+            "Word (the query token)",
+            key=Draft.edit_word + sid,
+            max_chars=WORD_CHARS,
+            help="A token of the sentence as the model reads it; for a translator, a word of its French output.",
+        )
+        occurrence.number_input(
+            "Occurrence", min_value=0, max_value=MAX_NUMBER, key=Draft.edit_occurrence + sid, help="0: its first."
+        )
+        layer, head, causal = st.columns([1, 1, 2])
+        layer.number_input("Layer", min_value=0, max_value=MAX_NUMBER, key=Draft.edit_layer + sid)
+        head.number_input("Head", min_value=0, max_value=MAX_NUMBER, key=Draft.edit_head + sid)
+        causal.selectbox("Mask", list(CAUSAL), format_func=CAUSAL.get, key=Draft.edit_causal + sid)
+        st.text_input(
+            "Expected key token",
+            key=Draft.edit_expect + sid,
+            max_chars=WORD_CHARS,
+            help="The token your explanation talks about (the file's expect); the editor says if the head's top key "
+            "is another one.",
+        )
+    else:
+        models = _models(("captioner",), st.session_state[Draft.edit_captioner + sid])
+        st.selectbox("Captioner", list(models), format_func=models.get, key=Draft.edit_captioner + sid)
+        scene, word = st.columns([1, 2])
+        most = max(HELD_OUT_SCENES - 1, st.session_state[Draft.edit_scene + sid])  # a file's own, checked
+        scene.number_input("Held-out scene", min_value=0, max_value=most, key=Draft.edit_scene + sid)
+        word.text_input(
+            "Word it writes", key=Draft.edit_word + sid, max_chars=WORD_CHARS, help="A word of the scene's caption."
+        )
+    st.text_area("Explanation (shown after the answer)", key=Draft.edit_explain + sid, max_chars=EXPLAIN_CHARS)
+
+
+def _typed(value: object) -> str:
+    """A typed one-line field: control characters out, spaces folded."""
+    text = "".join(c for c in str(value or "") if c.isprintable() or c == " ")
+    return " ".join(text.split())
+
+
+def _note(value: object) -> str:
+    """A typed text that keeps its line breaks, trimmed."""
+    text = str(value or "").replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(c for c in text if c in "\n\t" or c.isprintable()).strip()
+
+
+def _whole(value: object, name: str, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise LessonFileError(f"{name} must be a whole number from 0 to {most}.")
+    return value
+
+
+def choice_from(question: object, options: object, right: object, explain: str = "") -> Choice | None:
+    """A multiple-choice check from typed fields; None when question and options are both empty; LessonFileError
+    when half-done."""
+    question = _typed(question)
+    lines = [_typed(line) for line in str(options or "").splitlines() if line.strip()]
+    if not question and not lines:
+        return None
+    if not question:
+        raise LessonFileError("Write the question, or clear its options.")
+    if not 2 <= len(lines) <= MAX_OPTIONS:
+        raise LessonFileError(f"A question needs 2 to {MAX_OPTIONS} options, one per line (it has {len(lines)}).")
+    number = right if isinstance(right, int) and not isinstance(right, bool) else 0
+    if not 1 <= number <= len(lines):
+        raise LessonFileError(f"The number of the right option must be 1 to {len(lines)}.")
+    return Choice(question, tuple(lines), number - 1, explain)
+
+
+def read_check(sid: str) -> Check | None:
+    """The check the step's submitted fields describe (None: "No check"); :class:`LessonFileError` names the field
+    to correct."""
+    state = st.session_state
+
+    def get(prefix: str) -> object:
+        return state.get(prefix + sid)
+
+    kind, explain = get(Draft.edit_kind), _note(get(Draft.edit_explain))
+    if kind == "choice":
+        check = choice_from(get(Draft.edit_question), get(Draft.edit_options), get(Draft.edit_right), explain)
+        if check is None:
+            raise LessonFileError("Write the question and its options, or pick “No check”.")
+        return check
+    if kind not in ("predict", "look"):
+        return None
+    question, word, model = _typed(get(Draft.edit_question)), _typed(get(Draft.edit_word)), get(Draft.edit_model)
+    if not question:
+        raise LessonFileError("Write the question students are asked.")
+    if not word:
+        raise LessonFileError("Write the word: " + ("the query token." if kind == "predict" else "a word it writes."))
+    if kind == "look":
+        scene = _whole(get(Draft.edit_scene), "The scene", HELD_OUT_SCENES - 1)
+        return Look(question, str(get(Draft.edit_captioner) or ""), scene, word, explain)
+    text, expect = _note(get(Draft.edit_text)), _typed(get(Draft.edit_expect))
+    if not text:
+        raise LessonFileError("Write the sentence the model reads.")
+    if not expect:
+        raise LessonFileError("Write the expected key token: the token your explanation talks about.")
+    return Predict(
+        question,
+        str(model or ""),
+        text,
+        word,
+        expect,
+        explain,
+        _whole(get(Draft.edit_layer), "The layer", MAX_NUMBER),
+        _whole(get(Draft.edit_head), "The head", MAX_NUMBER),
+        {"on": True, "off": False}.get(get(Draft.edit_causal)),
+        _whole(get(Draft.edit_occurrence), "The occurrence", MAX_NUMBER),
+    )
+
+
+def _tokens(strings) -> str:
+    """The tokens as a student sees them, for a message."""
+    return ", ".join(f"“{s.strip()}”" for s in strings)
+
+
+def model_problem(check: Check | None) -> str | None:
+    """What the real model says is wrong with a predict or look check (plain text), or None when a student's
+    answer will work: the same calls the Lessons page makes (``knowledge_check.row_for``, ``where_it_looks``). An
+    empty ``expect`` is not asked (a check from a view on screen: :func:`with_top_key` fills it)."""
+    try:
+        if isinstance(check, Predict):
+            return _predict_problem(check)
+        if isinstance(check, Look):
+            if check.model not in {spec.id for spec in list_models() if spec.family == "captioner"}:
+                return f"“{check.model}” is not a captioner of this server."
+            where_it_looks(check.scene, check.word, check.model)
+    except Exception as exc:  # noqa: BLE001 — a model that cannot run: its message, in the editor
+        return plain_error(exc)
+    return None
+
+
+def lesson_attention(model: str, text: str, causal: bool | None):
+    """The attention a predict check of a self-attention model reads: the sentence traced as a student's answer
+    traces it (``lesson_row``: ``LESSON_MAX_TOKENS``); its ``tokens`` are the words a query can be."""
+    trace = get_trace(TraceRequest(model, text, causal, LESSON_MAX_TOKENS))
+    return attention_block(trace)
+
+
+def _predict_problem(check: Predict) -> str | None:
+    from app.views.lessons.check import row_for  # the row a student's answer reveals
+
+    if check.model not in BAHDANAU_MODELS.values():
+        attention = lesson_attention(check.model, check.text, check.causal)
+        if not (check.layer < attention.n_layers and check.head < attention.n_heads):
+            return (
+                f"This model has layers 0–{attention.n_layers - 1} and heads 0–{attention.n_heads - 1} "
+                f"(the check asks for layer {check.layer} head {check.head})."
+            )
+        queries = tuple(attention.tokens.strings)
+        hits = sum(s.strip().casefold() == check.word.casefold() for s in queries)
+        if hits == 0:
+            return f"“{check.word}” is not one of the sentence's tokens as the model reads it: {_tokens(queries)}."
+        if check.occurrence >= hits:
+            return (
+                f"“{check.word}” is {hits} time{'s' if hits != 1 else ''} in the sentence; the occurrence counts "
+                f"from 0, so it is 0 to {hits - 1}."
+            )
+    try:
+        row = row_for(check)
+    except ValueError:  # the translator does not write the word
+        return f"The translator does not write “{check.word}” for this sentence."
+    if check.expect and not any(k.strip().casefold() == check.expect.casefold() for k in row.keys):
+        return f"The expected key “{check.expect}” is not one of the keys: {_tokens(row.keys)}."
+    return None
+
+
+def with_top_key(check: Predict) -> Predict | str:
+    """``check`` (a view's, its ``expect`` still empty) with ``expect`` the head's real top key, or what the real
+    model says is wrong with it (:func:`model_problem`'s message)."""
+    problem = model_problem(replace(check, expect=""))  # an empty expect is the one thing not asked
+    if problem:
+        return problem
+    from app.views.lessons.check import row_for
+
+    try:
+        row = row_for(check)
+    except Exception as exc:  # noqa: BLE001 — model_problem ran the same row: this is only a second failure
+        return plain_error(exc)
+    return replace(check, expect=row.keys[row.top].strip())
+
+
+def top_key_note(check: Check | None) -> str:
+    """ " The head's top key is “X”, not the expected “Y”." for a predict check whose expect is not the top key."""
+    if not isinstance(check, Predict):
+        return ""
+    from app.views.lessons.check import row_for
+
+    try:
+        row = row_for(check)
+        top = row.keys[row.top].strip()
+    except Exception:  # noqa: BLE001 — model_problem has spoken already
+        return ""
+    return (
+        ""
+        if top.casefold() == check.expect.casefold()
+        else f" Note: the head's top key is “{top}”, not “{check.expect}”."
+    )

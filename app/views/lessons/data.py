@@ -1,0 +1,100 @@
+"""The Lessons page's and the Examples picker's calls into the engine.
+
+The knowledge checks reveal a real head's weights: one query row of one head, read from the same cached
+trace the Explore page draws (``core.get_trace``), so the number a student sees in a lesson is the number
+Explore shows for the same sentence, layer and head. The Bahdanau check reads the RNN's alignment row.
+The Examples picker asks which words a closed-vocabulary model (our own word-level models) knows; open
+tokenizers (BERT, GPT-2, …) read any text and have no such list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.runtime.core import early_answer, get_model, get_trace
+from app.runtime.request import TraceRequest
+
+LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One query token's attention over the keys, as a knowledge check reveals it.
+
+    Attributes:
+        query: the query token's position (a row of the pattern).
+        query_label: its display string.
+        keys: the key tokens' display strings (the columns).
+        weights: ``[n_keys]`` softmax weights of that row (sum to 1).
+    """
+
+    query: int
+    query_label: str
+    keys: tuple[str, ...]
+    weights: np.ndarray
+
+    @property
+    def top(self) -> int:
+        """The key with the largest weight."""
+        return int(np.argmax(self.weights))
+
+
+def find_token(strings, word: str, occurrence: int = 0) -> int:
+    """Position of the ``occurrence``-th token equal to ``word`` (case-insensitive); ValueError if absent."""
+    hits = [i for i, s in enumerate(strings) if s.strip().lower() == word.lower()]
+    if len(hits) <= occurrence:
+        raise ValueError(f"{word!r} is not among the tokens {list(strings)}")
+    return hits[occurrence]
+
+
+def lesson_row(
+    model_id: str, text: str, causal: bool | None, layer: int, head: int, word: str, occurrence: int = 0
+) -> QueryRow:
+    """The row of ``word`` (its ``occurrence``-th appearance) in ``pattern(layer, head)`` of a self-attention
+    model, traced as Explore traces it (``max_tokens`` = :data:`LESSON_MAX_TOKENS`)."""
+    trace = get_trace(TraceRequest(model_id, text, causal, LESSON_MAX_TOKENS))
+    strings = tuple(trace.tokens.strings)
+    query = find_token(strings, word, occurrence)
+    weights = np.asarray(trace.pattern(layer, head)[query], dtype=float)
+    return QueryRow(query, strings[query], tuple(trace.key_tokens.strings), weights)
+
+
+def alignment_row(model_id: str, text: str, word: str) -> QueryRow:
+    """The Bahdanau/Luong translator's alignment row α(i, ·) of the target word ``word`` over the English."""
+    from app.views.bahdanau.data import bahdanau_trace  # the Bahdanau page's own cached trace
+
+    trace = bahdanau_trace(model_id, text)
+    targets = tuple(trace.target.strings)
+    row = find_token(targets, word)
+    return QueryRow(row, targets[row], tuple(trace.source.strings), np.asarray(trace.alignment[row], dtype=float))
+
+
+def model_vocabulary(model_id: str) -> tuple[str, ...] | None:
+    """The words a closed-vocabulary model knows (its specials left out), or None for an open tokenizer.
+
+    Our own models (the stories GPT, the translators, models trained on the Train page) map every word
+    outside this list to ``<unk>``; the pages show the list so a student can write sentences it reads.
+    """
+    early = early_answer(model_id)  # a cold start: the launcher's child read it already
+    if early is not None:
+        return early.vocabulary
+    from engine.vocab import known_words
+
+    return known_words(get_model(model_id).tokenizer)
+
+
+def unknown_words(model_id: str, text: str) -> list[str]:
+    """Words of ``text`` that a closed-vocabulary model reads as ``<unk>`` ([] for an open tokenizer)."""
+    from engine.vocab import tokenize
+
+    known = model_vocabulary(model_id)
+    if known is None:
+        return []
+    if isinstance(get_model(model_id).tokenizer, dict):  # a translator splits as its training data was split
+        from engine.models.seq2seq_adapter import source_tokens as split
+    else:
+        split = tokenize
+    words = set(known)
+    return list(dict.fromkeys(w for w in split(text) if w not in words))

@@ -1,0 +1,207 @@
+"""What an offline lesson pack shows for each link of a lesson (issue 21, 4): the data of the view the link opens.
+
+A lesson's link names a page and its URL parameters (``app/url_params.py``). :func:`pack_view` reads them as
+the page would (each value through its parameter's reader; a value the reader refuses falls back to the
+default, as a link opened in the browser does), traces through the shared caches and returns the numbers of
+the chart the page draws first for that link:
+
+- the text pages (Explore, Step by step, Heads, bertviz views): the head the link names (layer, head, attention
+  block, causal mask, token limit), as :func:`app.runtime.maps.head_view` gives it to Explore, at most
+  :data:`PACK_CELLS` × :data:`PACK_CELLS` cells (a longer input is pooled into block maxima; a link's token limit
+  is at most :data:`PACK_MAX_TOKENS` here, since one click traces every link of a lesson); for the Heads page
+  also its model view, every head as tiles;
+- the Bahdanau page: the RNN translator's alignment map, with the toy grammar's gold links;
+- Positional encodings, Vision Transformer, Captions, Pretraining objectives, Scaling and "Is attention the
+  explanation?": their first chart's data, from ``app/views/lessons/offline_page_data.py``.
+
+A view with nothing static to draw (a live training run, the Class room, an upload, a tab of sliders) and a view
+whose model fails come back as :class:`NoChart` with the reason and what to do, which the pack shows as a note.
+Plain data only: the figures are built by ``app/views/lessons/offline_pack.py`` and the HTML by
+``app/views/lessons/offline_html.py`` (services never import components).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.runtime.core import friendly_error, get_trace
+from app.runtime.heads import attention_block, model_view_tiles
+from app.runtime.maps import head_view
+from app.runtime.request import TraceRequest
+from app.state import Bahdanau, Heads, K, Step
+from app.ui.map_data import MapData
+from app.url_params import BY_NAME, TEXT_PAGES
+from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_agreement, bahdanau_trace
+from app.views.lessons import offline_page_data as offline_pages
+from engine import EngineError
+
+PACK_CELLS = 256  # a map's cells per side at most in a pack (the app's own overview size)
+PACK_MAX_TOKENS = 2_048  # a link's token limit in a pack at most: one click traces every link of a lesson (40 × 4)
+BAHDANAU_CHARS = 200  # the Bahdanau page translates at most this many characters
+BLOCK_PARAM = {"explore": "explore_block", "heads": Heads.block, "step_by_step": Step.block}
+VARIANT_LABELS = {"additive": "Additive (Bahdanau)", "dot": "Dot / general (Luong)"}
+
+
+@dataclass(frozen=True, eq=False)
+class HeadMap:
+    """One head of a text model, as the map a text page draws first.
+
+    Attributes:
+        data: the map (exact weights, or block maxima of a long input).
+        request: the trace request it was read from (model, text, mask, token limit, block).
+        layer, head: the head.
+        title: the chart's title ("Layer 3, head 1 · causal mask on").
+        n_tokens: tokens on each axis before pooling (queries, keys).
+        page: the page the link opens (a file stem of app/views/).
+        cut: the link asked for more than :data:`PACK_MAX_TOKENS` tokens and the text was longer: read up to it.
+        tiles: the Heads page's first chart, every head as tiles ``[layer, head, s, t]`` of block maxima
+            (``services.model_view_tiles``); None on the other pages.
+    """
+
+    data: MapData
+    request: TraceRequest
+    layer: int
+    head: int
+    title: str
+    n_tokens: tuple[int, int]
+    page: str = "explore"
+    cut: bool = False
+    tiles: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Alignment:
+    """An RNN translator's alignment map (target rows × source columns) and the grammar's gold links."""
+
+    weights: np.ndarray
+    target: tuple[str, ...]
+    source: tuple[str, ...]
+    gold: tuple[tuple[int, int], ...] | None
+    title: str
+    model_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class NoChart:
+    """Why a link's view has no chart in the pack (shown as a note in its place)."""
+
+    reason: str
+
+
+PackView = (
+    HeadMap
+    | Alignment
+    | NoChart
+    | offline_pages.Matrices
+    | offline_pages.Biases
+    | offline_pages.PatchAttention
+    | offline_pages.WindowAttention
+    | offline_pages.WordMaps
+    | offline_pages.BlankGuesses
+    | offline_pages.Objectives
+    | offline_pages.Curves
+    | offline_pages.Importances
+)
+
+
+def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
+    """The link's values for ``page``: each parameter the page carries, read by its own reader, or its default
+    (a callable default, the causal mask's, becomes None: the model's own setting)."""
+    out: dict[str, object] = {}
+    for name, param in BY_NAME.items():
+        if param.pages is not None and page not in param.pages:
+            continue
+        default = None if callable(param.default) else param.default
+        raw = params.get(name)
+        try:
+            out[name] = default if raw is None else param.read(raw)
+        except ValueError:  # a value its reader refuses is ignored, as in a browser (app.url_state.restore)
+            out[name] = default
+    return out
+
+
+#: the other pages' first charts (app/views/lessons/offline_page_data.py), by page stem
+PAGE_DATA = {
+    "positional": offline_pages.positional,
+    "vit": offline_pages.vision,
+    "captions": offline_pages.caption,
+    "pretraining": offline_pages.pretraining,
+    "scaling": offline_pages.scaling,
+    "explain": offline_pages.explain,
+}
+#: pages that are live by nature: why the pack has no chart for them, and what to do
+LIVE_PAGES = {
+    "train": "Train live trains a model while you watch (a live training run): open the link in the app to train it.",
+    "classroom": "The Class page is a live room (students joining, polls, the lesson run): open the link in the app "
+    "during the class.",
+    "lessons": "This link opens a lesson on the Lessons page: open the link in the app, or save that lesson's own "
+    "offline pack there.",
+}
+
+
+def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS) -> PackView:
+    """The data of the first chart ``page`` draws for ``params`` (a lesson link's page stem and parameters);
+    :class:`NoChart` with a reason when the page has no static chart or the view cannot be computed."""
+    page = page.removesuffix(".py")
+    try:
+        if page in TEXT_PAGES:
+            return _head_map(page, read_params(page, params), size)
+        if page == "bahdanau":
+            return _alignment(read_params(page, params))
+        if page in PAGE_DATA:
+            return PAGE_DATA[page](read_params(page, params))
+    except offline_pages.Unchartable as why:
+        return NoChart(f"No chart in the offline pack: {why}")
+    except Exception as err:  # noqa: BLE001 — every failure becomes the note's reason
+        return NoChart(f"This view could not be drawn for the pack: {friendly_error(err)}")
+    return NoChart(f"No chart in the offline pack: {LIVE_PAGES.get(page, 'open the link in the app.')}")
+
+
+def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
+    model_id = str(values.get(K.hub_id) or "").strip() or str(values[K.model])
+    text = str(values[K.text])
+    if not text.strip():
+        raise EngineError("The link has no text to read.")
+    request = TraceRequest(model_id, text, values.get(K.causal), min(int(values[K.max_tokens]), PACK_MAX_TOKENS))
+    trace = get_trace(request)
+    blocks = list(trace.attention_blocks())
+    wanted = values.get(BLOCK_PARAM.get(page, ""), "")
+    block = wanted if wanted in blocks else (blocks[0] if blocks else "self")
+    request = request.with_block(block)
+    att = attention_block(trace, block)
+    layer = min(max(int(values[K.layer]), 0), att.n_layers - 1)
+    head = min(max(int(values[K.head]), 0), att.n_heads - 1)
+    data = head_view(request, layer, head, size=size)
+    window = att.window_of(layer)
+    title = (
+        f"Layer {layer}, head {head}"
+        + (f" · {block}" if len(blocks) > 1 else "")
+        + (" · causal mask on" if att.causal else "")
+        + (f" · sliding window {window}" if window else "")
+    )
+    tiles = model_view_tiles(request)[0] if page == "heads" else None
+    cut = int(values[K.max_tokens]) > PACK_MAX_TOKENS and att.n_keys >= PACK_MAX_TOKENS
+    return HeadMap(data, request, layer, head, title, (att.n_queries, att.n_keys), page, cut, tiles)
+
+
+def _alignment(values: dict[str, object]) -> Alignment:
+    text = str(values[Bahdanau.text])[:BAHDANAU_CHARS]
+    if not text.strip():
+        raise EngineError("The link has no sentence to translate.")
+    variant = str(values[Bahdanau.variant])
+    model_id = BAHDANAU_MODELS.get(variant, BAHDANAU_MODELS["additive"])
+    trace = bahdanau_trace(model_id, text)
+    agreement, _ = bahdanau_agreement(model_id, text)
+    gold = tuple((r.gold_index, r.target_index) for r in agreement.rows) if agreement else None
+    return Alignment(
+        np.asarray(trace.alignment),
+        tuple(trace.target.strings),
+        tuple(trace.source.strings),
+        gold,
+        f"Alignment map α(i, j), {VARIANT_LABELS.get(variant, variant)}",
+        model_id,
+        text,
+    )

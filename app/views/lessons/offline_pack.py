@@ -1,0 +1,308 @@
+"""The offline lesson pack (issue 21, 4): a lesson, or one view, as one HTML file that opens from disk.
+
+For each step: its title, note and question, and for each of its links the chart the link's page draws first,
+computed on the server (``pack_view``: the same trace and map a page shows, at most
+``PACK_CELLS``² cells a map) and drawn here by the app's own figure builders (``heatmap.map_spec``,
+``alignment_views.alignment_map``, and for the other pages ``app/views/lessons/offline_figures.py``, themed by
+``charts.ready``), as Plotly JSON. plotly.js is read from the
+installed ``plotly`` package when the pack is built (never copied into the repository, no CDN), and
+``app/views/lessons/offline_html.py`` writes the page. A view with no static chart, or one that fails, becomes a note.
+
+Two places offer it: the Lessons page (the lesson being taken, or the draft in the editor) and the Share box
+(the view on screen). A pack takes a few seconds (one trace per link; plotly.js is ~4.8 MB), so it is built on
+a button's click with a progress bar and kept in this session until the lesson or view changes; the download
+button then serves it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+import streamlit as st
+
+from app.routes import PAGES
+from app.state import Offline, default
+from app.ui import theme
+from app.ui.charts import ready, source_line, with_source
+from app.ui.guard import plain_error
+from app.ui.head_views import model_view_spec
+from app.ui.heatmap import map_spec
+from app.views.bahdanau.figures import alignment_map
+from app.views.lessons.lesson_file import Choice, Lesson, Link, Look, Predict, Step
+from app.views.lessons.offline_data import PACK_CELLS, PACK_MAX_TOKENS, Alignment, NoChart, PackView, pack_view
+from app.views.lessons.offline_figures import page_figures
+from app.views.lessons.offline_html import Chart, Note, PackStep, render
+
+PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
+MAX_CHART_CHARS = 40_000_000  # the charts' JSON in one pack at most (~160 maps of 256² cells); later ones: a note
+Progress = Callable[[float, str], None]
+
+
+@functools.cache
+def plotly_js() -> tuple[str, str]:
+    """(plotly.js's source, its version), read once from the installed ``plotly`` package."""
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    return get_plotlyjs(), get_plotlyjs_version()
+
+
+def _json(fig) -> str:
+    """The figure as JSON, its axes making room for their labels (Streamlit's own Plotly template does that in the
+    app; a bare plotly.js leaves the map's margins as the builders set them and cut the row labels off)."""
+    from plotly.utils import PlotlyJSONEncoder
+
+    layout = dict(fig.spec.get("layout", {}))
+    for name, axis in layout.items():
+        if re.fullmatch(r"[xy]axis\d*", name) and isinstance(axis, dict):
+            layout[name] = {**axis, "automargin": True}
+    return json.dumps({**fig.spec, "layout": layout}, cls=PlotlyJSONEncoder, separators=(",", ":"))
+
+
+ROWS_SAY = (
+    "Each row is a token asking where to look (the query), each column a token it can look at (the key); darker "
+    "= more weight. Grey cells are blocked by the mask."
+)
+PAGE_SAYS = {  # what the pack draws of a text page other than Explore (which draws this head first)
+    "step_by_step": "The head this link opens on Step by step, as Explore draws it (the page itself takes one query "
+    "through every step of the calculation). ",
+    "bertviz_views": "The head this link names, as Explore draws it (the page itself draws bertviz's interactive "
+    "views). ",
+    "heads": "The head chosen on the Heads page, drawn large under its model view. ",
+}
+
+
+def _charts(view: PackView, label: str) -> list[Chart | Note]:
+    """The figures of one link's view, as the page draws them (in the default look), with their captions."""
+    if isinstance(view, NoChart):
+        return [Note(f"{label}: {view.reason}")]
+    with theme.looking(theme.DEFAULT):  # the pack is read on a laptop, not on this projector or phone
+        figures = page_figures(view)  # the pages other than the text pages and Bahdanau
+        if figures is not None:
+            return [Chart(_json(fig), f"{label}. {caption}") for fig, caption in figures]
+        if isinstance(view, Alignment):
+            fig = ready(
+                alignment_map(
+                    view.weights,
+                    list(view.target),
+                    list(view.source),
+                    gold=list(view.gold or ()) or None,
+                    title=view.title,
+                    meta="offline_alignment",
+                )
+            )
+            fig = with_source(fig, source_line(view.model_id, view.text))
+            return [
+                Chart(
+                    _json(fig),
+                    f"{label}. Each row is a French word being written, each column an English word; "
+                    "a white cell: the decoder looked almost only at that word. Orange squares: the "
+                    "grammar's gold word links.",
+                )
+            ]
+        data, request = view.data, view.request
+        source = source_line(request.model_id, request.text)
+        out: list[Chart | Note] = []
+        if view.tiles is not None:  # the Heads page's first chart: every head at once
+            spec = model_view_spec(view.tiles, selected=(view.layer, view.head))
+            spec["layout"]["title"] = {"text": "Every layer × head", "x": 0.0}
+            fig = with_source(ready(spec), source)
+            out.append(
+                Chart(
+                    _json(fig),
+                    f"{label}. All layers (rows) × heads (columns); each tile is one head's pattern "
+                    "coloured from 0 to its own maximum, so compare shapes. Red frame: the chosen "
+                    "head, drawn large below.",
+                )
+            )
+        fig = with_source(ready(map_spec(data, title=view.title)), source)
+        rows, cols = data.values.shape
+        n_q, n_k = view.n_tokens
+        pooled = (
+            f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
+            f"(a pack holds at most {PACK_CELLS} × {PACK_CELLS} cells a map)."
+            if data.pooled
+            else ""
+        )
+        cut = (
+            f" The pack reads at most the first {PACK_MAX_TOKENS:,} tokens of a text (the link asks for "
+            "more; the app shows them)."
+            if view.cut
+            else ""
+        )
+        out.append(Chart(_json(fig), f"{label}. {PAGE_SAYS.get(view.page, '')}{ROWS_SAY}{pooled}{cut}"))
+        return out
+
+
+def link_items(link: Link) -> list[Chart | Note]:
+    """One link's charts (or a note)."""
+    page = link.page.removesuffix(".py")
+    label = link.label or PAGE_TITLES.get(page, page)
+    try:
+        return _charts(pack_view(page, dict(link.params)), label)
+    except Exception as err:  # noqa: BLE001 — a figure that cannot be built is a note, never a crash
+        return [Note(f"{label}: this view could not be drawn for the pack: {plain_error(err)}")]
+
+
+def _check(check) -> tuple[str, tuple[str, ...], str]:
+    """(question, options, answer shown behind "Show the answer") of a step's knowledge check."""
+    if isinstance(check, Choice):
+        answer = f"{check.answer + 1}. {check.options[check.answer]}" + (f"\n{check.explain}" if check.explain else "")
+        return check.question, check.options, answer
+    if isinstance(check, (Predict, Look)):
+        return check.question, (), "This check is answered by the real model: try it in the app, on the Lessons page."
+    return "", (), ""
+
+
+def pack_steps(steps: tuple[Step, ...], progress: Progress | None = None) -> list[PackStep]:
+    """Every step with its links' charts; ``progress(fraction, text)`` after each link."""
+    total = max(1, sum(len(step.links) for step in steps))
+    done, used, out = 0, 0, []
+    for number, step in enumerate(steps, start=1):
+        items: list[Chart | Note] = []
+        for link in step.links:
+            if progress is not None:
+                progress(done / total, f"Step {number} of {len(steps)}: drawing “{link.label[:60]}”…")
+            for item in link_items(link):
+                if isinstance(item, Chart):
+                    used += len(item.figure_json)
+                    if used > MAX_CHART_CHARS:
+                        item = Note(
+                            f"{link.label}: left out, the pack already holds {MAX_CHART_CHARS // 1_000_000} MB "
+                            "of charts (its limit)."
+                        )
+                items.append(item)
+            done += 1
+        question, options, answer = _check(step.check)
+        out.append(PackStep(step.title, step.text, question, options, answer, tuple(items)))
+    if progress is not None:
+        progress(1.0, "Writing the file…")
+    return out
+
+
+def _about(what: str) -> str:
+    js, version = plotly_js()
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f"{what}, saved from Attention Playground on {when}. This one file opens in any browser without the app "
+        f"and without the internet: the charts' numbers and plotly.js {version} are inside it. Each attention map "
+        f"holds at most {PACK_CELLS} × {PACK_CELLS} cells: a longer input is drawn as blocks, "
+        "each showing the largest weight in it. Hover a cell to read its weight."
+    )
+
+
+def lesson_html(lesson: Lesson, *, emphasis: bool = False, progress: Progress | None = None) -> str:
+    """The offline pack of ``lesson`` (``emphasis``: the built-in lesson's ``**bold**`` as bold)."""
+    steps = pack_steps(lesson.steps, progress)
+    return render(
+        lesson.title,
+        steps,
+        plotly_js()[0],
+        description=lesson.description,
+        about=_about(f"A lesson of {len(steps)} step{'s' if len(steps) != 1 else ''}"),
+        emphasis=emphasis,
+    )
+
+
+def view_html(page: str, params: dict[str, str], progress: Progress | None = None) -> str:
+    """The offline pack of one view: ``page`` (a file stem of app/views/) opened with ``params``."""
+    title = PAGE_TITLES.get(page, page)
+    step = Step("view", title, "", (Link(f"{page}.py", f"This view of the {title} page", params),))
+    return render(f"{title}: one view", pack_steps((step,), progress), plotly_js()[0], about=_about("One view"))
+
+
+def file_name(title: str) -> str:
+    """A file name from a title: lower-case words joined by dashes, ``-offline.html``."""
+    words = re.findall(r"[a-z0-9]+", title.lower())
+    return ("-".join(words)[:60].strip("-") or "lesson") + "-offline.html"
+
+
+# ---------------------------------------------------------------- the buttons
+
+
+def pack_buttons(
+    place: str,
+    fingerprint: object,
+    build: Callable[[Progress], str],
+    *,
+    build_label: str,
+    download_label: str,
+    name: str,
+) -> None:
+    """A button that builds the pack (a progress bar while it does), then the download button that serves it.
+
+    Args:
+        place: where on the page ("walk", "draft", "view"): the buttons' keys and the kept pack's slot.
+        fingerprint: what the pack is of (the lesson, or the view's page and link); a change drops the kept pack.
+        build: makes the HTML, reporting through the progress function it is given.
+        build_label, download_label: the two buttons' labels; name: the file's name.
+    """
+    kept: dict = default(Offline.built, {})
+    if st.button(
+        build_label,
+        key=f"{Offline.build}{place}",
+        icon=":material/offline_pin:",
+        help="Charts, their numbers and plotly.js in one HTML file that opens without this server or the "
+        "internet, e.g. on a student's laptop.",
+    ):
+        bar = st.progress(0.0, text="Building the offline pack…")
+        try:
+            page = build(lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text))
+        except Exception as err:  # noqa: BLE001 — e.g. plotly's files missing: a message, not a traceback
+            from app.ui.guard import show_error
+
+            bar.empty()
+            show_error(err, before="The offline pack could not be built: ")
+            return
+        bar.empty()
+        kept[place] = (fingerprint, page)
+    if place not in kept or kept[place][0] != fingerprint:
+        return
+    page = kept[place][1]
+    st.download_button(
+        download_label,
+        data=lambda: page,
+        file_name=name,
+        mime="text/html",
+        on_click="ignore",
+        key=f"{Offline.download}{place}",
+        icon=":material/download:",
+        type="primary",
+    )
+    charts = page.count('<div class="chart"')
+    notes = page.count('<p class="note"')
+    st.caption(
+        f"One HTML file of {len(page.encode('utf-8')) / 1e6:.1f} MB: {charts} chart{'s' if charts != 1 else ''}"
+        + (f" and {notes} note{'s' if notes != 1 else ''} where a view has no chart offline" if notes else "")
+        + ". Open it from disk in any browser; no server, no internet."
+    )
+
+
+def lesson_pack_buttons(place: str, lesson: Lesson, *, emphasis: bool = False) -> None:
+    """The Lessons page's "Download offline pack (HTML)" for ``lesson``."""
+    if not lesson.steps:
+        return
+    pack_buttons(
+        place,
+        lesson,
+        lambda progress: lesson_html(lesson, emphasis=emphasis, progress=progress),
+        build_label="Build offline pack (HTML)",
+        download_label="Download offline pack (HTML)",
+        name=file_name(lesson.title),
+    )
+
+
+def view_pack_buttons(page: str, params: dict[str, str]) -> None:
+    """The Share box's "Download this view as offline HTML" for the view on screen."""
+    params = dict(params)
+    pack_buttons(
+        "view",
+        (page, tuple(sorted(params.items()))),
+        lambda progress: view_html(page, params, progress),
+        build_label="Build this view as offline HTML",
+        download_label="Download this view as offline HTML",
+        name=file_name(PAGE_TITLES.get(page, page)),
+    )

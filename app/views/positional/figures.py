@@ -1,0 +1,226 @@
+"""Plotly figures for the positional-encodings page: tables, similarity matrices, RoPE pairs, ALiBi biases.
+
+Render only: every number comes from ``app.services`` (numpy in, figure out). Token text is escaped
+with :func:`app.ui.heatmap.safe_label`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.ui.heatmap import safe_label
+
+DIVERGING = "RdBu_r"  # red positive, blue negative, white 0
+MASKED_COLOR = "#d9d9d9"
+
+
+def matrix_heatmap(
+    z: np.ndarray,
+    *,
+    x_title: str,
+    y_title: str,
+    title: str = "",
+    value_name: str = "value",
+    diverging: bool = True,
+    height: int = 420,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    x_labels: list[str] | None = None,
+    y_labels: list[str] | None = None,
+) -> go.Figure:
+    """A numeric matrix as a heatmap, row 0 at the top.
+
+    Args:
+        z: ``[rows, cols]`` numbers (NaN cells are drawn grey).
+        x_title, y_title: axis titles.
+        title: figure title.
+        value_name: what a cell holds, for the hover text and colour bar.
+        diverging: a red/blue scale centred on 0 (else "Blues").
+        height: pixels.
+        zmin, zmax: colour range (default: symmetric around 0 for diverging scales).
+        x_labels, y_labels: tick text (escaped here), one per column / row; default: indices.
+
+    Returns:
+        The figure; the first trace's ``z`` is ``z`` as float32.
+    """
+    z = np.asarray(z, dtype=np.float32)
+    finite = z[np.isfinite(z)]
+    if diverging and zmin is None and zmax is None:
+        # 99.5th percentile of |z|: a few outlier cells (learned tables have some) must not wash out the rest
+        bound = float(np.percentile(np.abs(finite), 99.5)) if finite.size else 1.0
+        zmin, zmax = -(bound or 1.0), bound or 1.0
+    kwargs = {}
+    if x_labels is not None or y_labels is not None:
+        xs = [safe_label(s) for s in (x_labels or [str(i) for i in range(z.shape[1])])]
+        ys = [safe_label(s) for s in (y_labels or [str(i) for i in range(z.shape[0])])]
+        kwargs["customdata"] = np.stack(
+            [
+                np.repeat(np.array(ys, dtype=object)[:, None], z.shape[1], 1),
+                np.repeat(np.array(xs, dtype=object)[None, :], z.shape[0], 0),
+            ],
+            -1,
+        )
+        hover = f"{y_title} %{{y}} <b>%{{customdata[0]}}</b><br>{x_title} %{{x}} <b>%{{customdata[1]}}</b>"
+    else:
+        hover = f"{y_title} %{{y}}<br>{x_title} %{{x}}"
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            colorscale=DIVERGING if diverging else "Blues",
+            zmin=zmin,
+            zmax=zmax,
+            hovertemplate=hover + f"<br>{value_name} %{{z:.4f}}<extra></extra>",
+            hoverongaps=False,
+            colorbar=dict(title=value_name, thickness=12),
+            **kwargs,
+        )
+    )
+    layout_axes = {}
+    for axis, labels in (("xaxis", x_labels), ("yaxis", y_labels)):
+        if labels is not None and len(labels) <= 40:
+            layout_axes[axis] = dict(
+                tickmode="array",
+                tickvals=list(range(len(labels))),
+                ticktext=[f"{i} {safe_label(s)}" for i, s in enumerate(labels)],
+            )
+    fig.update_layout(
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
+        height=height,
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        plot_bgcolor=MASKED_COLOR,
+    )
+    fig.update_xaxes(title=x_title, showgrid=False, zeroline=False, **layout_axes.get("xaxis", {}))
+    fig.update_yaxes(
+        title=y_title, showgrid=False, zeroline=False, autorange="reversed", **layout_axes.get("yaxis", {})
+    )
+    return fig
+
+
+def dimension_curves(table: np.ndarray, dims: list[int], *, height: int = 320) -> go.Figure:
+    """``table[:, d]`` over position for each chosen dimension ``d`` (one line each)."""
+    fig = go.Figure()
+    positions = np.arange(table.shape[0])
+    for d in dims:
+        kind = "sin" if d % 2 == 0 else "cos"
+        fig.add_trace(
+            go.Scatter(
+                x=positions, y=table[:, d].astype(np.float32), mode="lines", name=f"dim {d} ({kind}, pair {d // 2})"
+            )
+        )
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title="position",
+        yaxis_title="value",
+        legend=dict(orientation="h", y=-0.25),
+    )
+    return fig
+
+
+def rope_pair_figure(
+    q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, pair: int, height: int = 460
+) -> go.Figure:
+    """One coordinate pair of a query and a key, rotated by RoPE as the position moves.
+
+    Args:
+        q_path, k_path: ``[n_pos, 2]`` the pair ``(x[2i], x[2i+1])`` of q and k at positions 0 … n_pos − 1.
+        m, n: the query's and the key's position (drawn as arrows from the origin).
+        pair: the pair index ``i`` (for labels).
+    """
+    fig = go.Figure()
+    for path, name, color in ((q_path, "query", "#d62728"), (k_path, "key", "#1f77b4")):
+        fig.add_trace(
+            go.Scatter(
+                x=path[:, 0],
+                y=path[:, 1],
+                mode="markers",
+                name=f"{name} at positions 0…{len(path) - 1}",
+                marker=dict(size=5, color=color, opacity=0.3),
+                hovertemplate=f"{name} at position %{{pointNumber}}<extra></extra>",
+            )
+        )
+    for path, pos, name, color in ((q_path, m, "q", "#d62728"), (k_path, n, "k", "#1f77b4")):
+        x, y = float(path[pos, 0]), float(path[pos, 1])
+        fig.add_trace(
+            go.Scatter(
+                x=[0, x],
+                y=[0, y],
+                mode="lines+markers",
+                name=f"{name} at position {pos}",
+                line=dict(color=color, width=4),
+                marker=dict(size=[0, 12], color=color),
+            )
+        )
+    radius = float(max(np.abs(q_path).max(), np.abs(k_path).max(), 1e-6)) * 1.15
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis=dict(title=f"coordinate {2 * pair}", range=[-radius, radius], zeroline=True),
+        yaxis=dict(
+            title=f"coordinate {2 * pair + 1}", range=[-radius, radius], zeroline=True, scaleanchor="x", scaleratio=1
+        ),
+        legend=dict(orientation="h", y=-0.15),
+    )
+    return fig
+
+
+def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal: bool) -> go.Figure:
+    """ALiBi bias matrices of the chosen heads side by side (grey above the diagonal when causal).
+
+    One heatmap of tiles (the figure layer's mosaic, one empty cell between tiles), with the heads
+    named above their tiles, instead of a subplot per head.
+    """
+    from app.ui.head_views import GAP, tile_mosaic
+
+    cols = max(1, min(len(heads), 4))
+    rows = max(1, math.ceil(len(heads) / cols))
+    n = bias.shape[-1]
+    low = float(bias[heads].min()) if heads else -1.0
+    blocked = np.triu(np.ones((n, n), dtype=bool), k=1) if causal else np.zeros((n, n), dtype=bool)
+    tiles = np.full((rows * cols, n, n), np.nan, dtype=np.float32)
+    for idx, h in enumerate(heads):
+        tiles[idx] = np.where(blocked, np.nan, bias[h])
+    z = tile_mosaic(tiles.reshape(rows, cols, n, n))
+    pitch = n + GAP
+    notes = [
+        {
+            "text": f"head {h}: slope {slopes[h]:.4g}",
+            "x": (idx % cols) * pitch + (n - 1) / 2,
+            "y": (idx // cols) * pitch - 0.5,
+            "xref": "x",
+            "yref": "y",
+            "yanchor": "bottom",
+            "showarrow": False,
+            "font": {"size": 12},
+        }
+        for idx, h in enumerate(heads)
+    ]
+    axis = {"showticklabels": False, "showgrid": False, "zeroline": False}
+    return go.Figure(
+        {
+            "data": [
+                {
+                    "type": "heatmap",
+                    "z": z,
+                    "colorscale": "Blues_r",
+                    "zmin": low,
+                    "zmax": 0.0,
+                    "hoverongaps": False,
+                    "colorbar": {"title": {"text": "bias"}, "thickness": 12},
+                    "hovertemplate": "bias %{z:.3f} (−slope × distance)<extra></extra>",
+                }
+            ],
+            "layout": {
+                "height": max(300, 280 * rows),
+                "margin": {"l": 5, "r": 5, "t": 40, "b": 5},
+                "plot_bgcolor": MASKED_COLOR,
+                "annotations": notes,
+                "xaxis": axis,
+                "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+            },
+        }
+    )

@@ -1,0 +1,298 @@
+"""Positional encodings: attention alone is blind to order; each family of encodings restores it.
+
+Five tabs (only the open one runs; ``?pos_tab=learned`` in the URL opens one): sinusoidal (formula, table, curves, similarity, the shift-as-rotation check), learned tables
+of real models, RoPE (rotation of a q/k pair, scores that depend on the offset only), ALiBi (per-head
+linear biases) and the order-blindness demo on a copy of our own decoder. Every tab is a fragment:
+changing one of its controls redraws that tab only.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app.runtime.core import get_trace
+from app.runtime.request import TraceRequest
+from app.state import PERSIST, K, Positional, bounded, choose, clamp, current_text, settle
+from app.ui.charts import show_chart
+from app.ui.guard import show_error
+from app.ui.pickers import load_model, page_tabs, pick_model
+from app.ui.theme import side_by_side
+from app.url_state import synced
+from app.views.positional.data import pos_learned_table, pos_shift_check, pos_sinusoidal
+from app.views.positional.figures import dimension_curves, matrix_heatmap
+from app.views.positional.sections import alibi_section, order_section, rope_section
+from engine.text import shorten
+
+D_MODELS = [4, 8, 16, 32, 64, 128, 256, 512]
+MAX_LEN = 512
+
+
+def table_csv(table: np.ndarray) -> bytes:
+    frame = pd.DataFrame(table, columns=[f"dim{d}" for d in range(table.shape[1])])
+    frame.index.name = "position"
+    buf = io.StringIO()
+    frame.to_csv(buf, float_format="%.6f")
+    return buf.getvalue().encode("utf-8")
+
+
+def sinusoidal_controls() -> tuple[int, int]:
+    left, right = st.columns(2)
+    with left:
+        choose(Positional.sin_d, D_MODELS, 64)
+        st.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
+    with right:
+        clamp(Positional.sin_len, 2, MAX_LEN, start=64)
+        st.slider("Length (number of positions)", 2, MAX_LEN, key=Positional.sin_len, **PERSIST)
+    d_model = st.session_state[Positional.sin_d] if st.session_state[Positional.sin_d] in D_MODELS else 64
+    return d_model, bounded(st.session_state.get(Positional.sin_len), 2, MAX_LEN)
+
+
+def shift_check_view(n_pos: int, d_model: int) -> None:
+    st.markdown(
+        "**A shift is a rotation.** Moving every position by *k* applies one fixed 2×2 rotation to each "
+        "(sin, cos) pair, by the angle *k·ωᵢ*, whatever the starting position:"
+    )
+    st.latex(
+        r"\begin{pmatrix}\sin((p+k)\omega_i)\\ \cos((p+k)\omega_i)\end{pmatrix} = "
+        r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
+        r"\begin{pmatrix}\sin p\omega_i\\ \cos p\omega_i\end{pmatrix}"
+    )
+    clamp(Positional.sin_k, 1, n_pos - 1, start=5)
+    st.number_input("Shift k", 1, n_pos - 1, key=Positional.sin_k, **PERSIST)
+    k = bounded(st.session_state.get(Positional.sin_k), 1, n_pos - 1)
+    check = pos_shift_check(n_pos, d_model, k)
+    left, right = st.columns(2)
+    with left:
+        shown = sorted({0, 1, 7, 23, n_pos - k - 1} & set(range(n_pos - k)))
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "pos": shown,
+                    "pos + k": [p + k for p in shown],
+                    "max |PE(pos+k) − R_k·PE(pos)|": [f"{check.errors[p]:.2e}" for p in shown],
+                }
+            ),
+            hide_index=True,
+            key=Positional.sin_shift_table,
+        )
+        st.metric(f"Largest error over all {len(check.errors)} positions", f"{check.errors.max():.2e}")
+    with right:
+        pairs = min(4, d_model // 2)
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "pair i": range(pairs),
+                    "ωᵢ": 1.0 / 10000 ** (2 * np.arange(pairs) / d_model),
+                    "angle k·ωᵢ (rad)": check.angles[:pairs],
+                    "cos k·ωᵢ": np.cos(check.angles[:pairs]),
+                    "sin k·ωᵢ": np.sin(check.angles[:pairs]),
+                }
+            ),
+            hide_index=True,
+            key=Positional.sin_angles,
+        )
+    st.caption(
+        "Left: the same matrix R_k, built from k alone, maps PE(pos) to PE(pos + k) for every pos; the "
+        "errors are float32 rounding. Right: the rotation angle of the first pairs. Fast pairs (small i) "
+        "turn a lot, slow pairs barely move: together they tell near and far offsets apart. Because a "
+        "shift is linear, a layer can learn to attend 'k tokens back' with one matrix."
+    )
+
+
+@st.fragment
+def sinusoidal_section() -> None:
+    """Formula, table heatmap, dimension curves, similarity matrix and the shift check."""
+    st.latex(
+        r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\qquad "
+        r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)"
+    )
+    d_model, n_pos = sinusoidal_controls()
+    table, sim, spread = pos_sinusoidal(n_pos, d_model)
+    left, right = side_by_side(2)
+    with left:
+        show_chart(
+            matrix_heatmap(
+                table,
+                x_title="dimension",
+                y_title="position",
+                value_name="PE",
+                title=f"PE table: {n_pos} positions × {d_model} dimensions",
+            ),
+            key=Positional.sin_heatmap,
+        )
+        st.caption(
+            "Each **row** is the vector added to the token at that position; each **column** a dimension. "
+            "Left columns wave fast (high frequency), right columns slowly: like the hands of a clock, "
+            "together they give every position a unique pattern."
+        )
+        st.download_button(
+            "Download the table as CSV",
+            lambda: table_csv(table),
+            file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
+            mime="text/csv",
+            icon=":material/download:",
+            key=Positional.sin_csv,
+            on_click="ignore",
+        )
+    with right:
+        show_chart(
+            matrix_heatmap(
+                sim,
+                x_title="position q",
+                y_title="position p",
+                value_name="PE(p)·PE(q)",
+                title="Similarity PE(p)·PE(q)",
+            ),
+            key=Positional.sin_sim,
+        )
+        st.caption(
+            f"The dot product of two position vectors: Σᵢ cos((p − q)·ωᵢ). It is largest on the diagonal "
+            f"(d/2 = {d_model // 2}) and depends only on the distance |p − q|: every diagonal is one value "
+            f"(largest spread along a diagonal here: {spread:.1e})."
+        )
+    default_dims = [d for d in (0, 1, 6, 7) if d < d_model]
+    current = [d for d in st.session_state.get(Positional.sin_dims, default_dims) if isinstance(d, int) and d < d_model]
+    settle(Positional.sin_dims, current or default_dims)
+    st.multiselect("Dimensions to plot", list(range(d_model)), key=Positional.sin_dims, max_selections=8, **PERSIST)
+    dims = [d for d in st.session_state[Positional.sin_dims] if 0 <= d < d_model]
+    if dims:
+        show_chart(dimension_curves(table, dims), key=Positional.sin_curves)
+        st.caption(
+            "A few columns of the table over position: each pair (2i, 2i+1) is a sine and a cosine of one "
+            "frequency ωᵢ = 1/10000^(2i/d). Higher pairs have longer wavelengths (up to 2π·10000 positions)."
+        )
+    else:
+        st.info("Pick at least one dimension to plot its curve.")
+    shift_check_view(n_pos, d_model)
+
+
+@st.fragment
+@synced  # its model picker reruns this tab only: it writes the link itself
+def learned_section() -> None:
+    """A real model's learned position table and its cosine similarity, next to the sinusoidal one."""
+    st.write(
+        "Models like BERT and GPT-2 *learn* one vector per position instead. Pick a model (the one chosen on "
+        "Explore is preselected); GPT-2 works by typing `gpt2` under *Another model* when it is downloaded."
+    )
+    model_id = pick_model()
+    card = load_model(model_id)
+    if card is None:
+        return
+    try:
+        table, cos_sim = pos_learned_table(model_id)
+    except Exception as err:  # noqa: BLE001 — no learned table (rope, alibi) or a load that failed: a message
+        show_error(err, level="info")
+        return
+    n_table, d_model = table.values.shape
+    rows = min(n_table, cos_sim.shape[0])  # a long-context table is shown up to where its similarity is computed
+    clamp(Positional.learned_n, 2, rows, start=128)
+    st.slider("Positions shown", 2, rows, key=Positional.learned_n, **PERSIST)
+    n = bounded(st.session_state.get(Positional.learned_n), 2, rows)
+    n_sentence = sentence_length(model_id)
+    values = table.values[:n]
+    show_chart(
+        matrix_heatmap(
+            values,
+            x_title="dimension",
+            y_title="position",
+            value_name="value",
+            title=f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})",
+            height=380,
+        ),
+        key=Positional.learned_heatmap,
+    )
+    st.caption(
+        "The learned table, one row per position, one column per dimension (colours clipped at the "
+        "99.5th percentile of |value| so a few large entries do not wash out the rest)."
+    )
+    left, right = side_by_side(2)
+    with left:
+        show_chart(
+            matrix_heatmap(
+                cos_sim[:n, :n],
+                x_title="position q",
+                y_title="position p",
+                value_name="cosine",
+                title="Learned: cosine similarity",
+                height=460,
+                zmin=-1.0,
+                zmax=1.0,
+            ),
+            key=Positional.learned_sim,
+        )
+    with right:
+        _table, dot, _spread = pos_sinusoidal(n, d_model + d_model % 2)
+        norms = np.sqrt(np.diag(dot))
+        sin_cos = dot / np.outer(norms, norms)
+        show_chart(
+            matrix_heatmap(
+                sin_cos,
+                x_title="position q",
+                y_title="position p",
+                value_name="cosine",
+                title=f"Sinusoidal (d={d_model + d_model % 2}): cosine",
+                height=460,
+                zmin=-1.0,
+                zmax=1.0,
+            ),
+            key=Positional.learned_vs_sin,
+        )
+    st.caption(
+        "Left: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
+        "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "
+        "Nothing forced the learned ones to do that: training discovered it."
+        + (
+            f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}."
+            if n_sentence
+            else ""
+        )
+    )
+    st.download_button(
+        "Download the learned table as CSV",
+        lambda: table_csv(values),
+        file_name=f"{model_id.replace('/', '_')}_positions.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key=Positional.learned_csv,
+        on_click="ignore",
+    )
+
+
+def sentence_length(model_id: str) -> int | None:
+    """Token count of the shared sentence for this model (from the cached trace), or None."""
+    text = current_text()
+    try:
+        trace = get_trace(TraceRequest(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024)))
+    except Exception:  # noqa: BLE001 — the count is a detail; the page works without it
+        return None
+    return len(trace.tokens)
+
+
+TABS = {
+    "Sinusoidal": sinusoidal_section,
+    "Learned": learned_section,
+    "RoPE": rope_section,
+    "ALiBi": alibi_section,
+    "Order blindness": order_section,
+}
+
+
+def main() -> None:
+    st.title("Positional encodings")
+    st.write(
+        "Attention compares every token with every other token, but nothing in that comparison says *where* a "
+        "token is: shuffle the words and each one gets the same scores. Positional encodings put order back in. "
+        "Each tab shows one family."
+    )
+    tabs = page_tabs(list(TABS), key=Positional.tab)
+    for tab, draw in zip(tabs, TABS.values()):
+        with tab:
+            if tab.open:  # only the open section runs
+                draw()
+
+
+main()

@@ -1,0 +1,410 @@
+"""Pretraining objectives: how BERT, GPT and T5 learn from plain text, and what attention costs.
+
+Five tabs: fill in the blank with our masked-LM encoder (``tiny-bert-stories``) and see where the
+blank looks; the three objectives side by side on one sentence (their masks, the real attention of
+our encoder, decoder and translator, and the training examples each makes); fine-tuning the encoder on a
+colour task; next-sentence prediction learned by a classifier on [CLS] (``app/views/pretraining/nsp.py``);
+and the cost of attention against a recurrent and a convolutional layer, counted and measured on this server.
+Fine-tuning and measuring run on the server's long-work lane: the tab shows the job's place in the
+queue, then its progress, and draws the result when it ends (``app/ui/job_status.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.runtime.long_work import FINETUNE, MEASURE, long_status
+from app.state import Pretraining as P
+from app.state import default
+from app.ui.charts import show_chart
+from app.ui.guard import calm_errors, show_error
+from app.ui.heatmap import attention_heatmap, layer_mean_map
+from app.ui.job_status import follow
+from app.ui.pickers import page_tabs
+from app.ui.safe_text import md, quoted
+from app.ui.theme import side_by_side
+from app.url_params import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT, PRETRAINING_TABS
+from app.views.pretraining.data import (
+    MLM_MODEL,
+    NEXT_TOKEN_MODEL,
+    SEQ2SEQ_MODEL,
+    blank_attention,
+    finetune_start,
+    get_fill_mask,
+    layer_costs,
+    measure_start,
+    measured_costs,
+    objective_attention,
+    objective_examples,
+)
+from app.views.pretraining.nsp import head_change_chart, most_moved, next_sentence, show_running_accuracy
+from app.views.vit.figures import probability_bars
+from engine.text import shorten
+
+TABS = tuple(PRETRAINING_TABS.values())
+
+
+def _mask_word(index: int) -> None:
+    """on_change of the word pills: the picked word becomes [MASK] (the others stay as typed)."""
+    words = st.session_state.get(P.fill_text, FILL_DEFAULT).split()
+    if 0 <= index < len(words):
+        words[index] = "[MASK]"
+        st.session_state[P.fill_text] = " ".join(words)
+    st.session_state[P.fill_pick] = None
+
+
+def fill_in_the_blank() -> None:
+    st.write(
+        "BERT is trained by hiding words and asking for them back. Type a sentence with **[MASK]** where a "
+        "word should be guessed, or click a word to hide it. Our encoder was trained that way on generated "
+        "children's stories."
+    )
+    default(P.fill_text, FILL_DEFAULT)
+    st.text_input(
+        "Sentence with [MASK]",
+        key=P.fill_text,
+        max_chars=300,
+        help="Words the model never saw become <unk>; it knows the words of simple stories.",
+    )
+    text = st.session_state.get(P.fill_text) or ""
+    words = text.split()
+    st.pills(
+        "Hide a word",
+        list(range(len(words))),
+        format_func=lambda i: md(words[i]),
+        key=P.fill_pick,
+        on_change=lambda: _mask_word(st.session_state.get(P.fill_pick)),
+    )
+    try:
+        with st.spinner("Filling in…"):
+            result = get_fill_mask(text)
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+        show_error(err)
+        return
+    for notice in result.notices:
+        st.info(md(notice))
+    labels = [f"{i} {t}" for i, t in enumerate(result.tokens.strings)]
+    for n, blank in enumerate(result.blanks):
+        left, right = side_by_side([2, 3])
+        with left:
+            fig = probability_bars(blank.words, blank.probs, top=len(blank.words))
+            fig.update_layout(title=dict(text=f"Guesses for the blank at {blank.position}"))
+            show_chart(fig, key=f"{P.fill_bars}{n}")
+            best = blank.words[0]
+            st.caption(
+                f"The model's top guess is {quoted(best)} ({blank.probs[0]:.0%}). The bars are the softmax of "
+                "its scores at the blank over all the words it knows: a blank that many words fit spreads "
+                "out, one the context decides (a pronoun that refers back) is nearly certain."
+            )
+        with right:
+            att = blank_attention(text, blank.position)  # [layer, head, key]
+            rows = [f"L{layer} H{head}" for layer in range(att.shape[0]) for head in range(att.shape[1])]
+            fig = attention_heatmap(
+                att.reshape(-1, att.shape[-1]),
+                rows,
+                labels,
+                title=f"Where the blank at {blank.position} looks, layer by layer",
+                height=360,
+            )
+            fig.update_yaxes(title_text="layer and head")
+            show_chart(fig, key=f"{P.fill_att}{n}")
+            st.caption(
+                "Each row is one head's attention from the blank to every token (rows sum to 1); the "
+                "first layers at the top. No causal mask: the blank reads the words on both sides, which "
+                "is what makes an encoder good at filling in."
+            )
+
+
+def _mask_map(mask: np.ndarray, q: list[str], k: list[str], title: str):
+    return attention_heatmap(mask.astype(np.float32), q, k, blocked=~mask, title=title, height=320, zmax=1.0)
+
+
+def objectives_side_by_side() -> None:
+    st.write(
+        "Three ways to learn from plain text, on the same sentence: what each lets a position see (its "
+        "mask), what our own models' attention really does, and the training examples each makes."
+    )
+    default(P.objectives_text, OBJECTIVES_DEFAULT)
+    st.text_input(
+        "Sentence",
+        key=P.objectives_text,
+        max_chars=200,
+        help="Use simple words: the three models were trained on stories and toy translations.",
+    )
+    words = tuple((st.session_state.get(P.objectives_text) or "").lower().split())[:24]
+    if len(words) < 2:
+        st.info("Type at least two words.")
+        return
+    examples = objective_examples(words)
+    layer = st.radio(
+        "Layer of the real attention",
+        [0, 1, 2],
+        horizontal=True,
+        key=P.objectives_layer,
+        help="Each model has (at least) 3 layers; the maps show the mean of the heads of this layer.",
+    )
+    cols = side_by_side(3)
+    with cols[0]:
+        st.subheader("Masked LM (BERT)")
+        masked = examples["masked"]
+        show_chart(
+            _mask_map(examples["bidirectional"], list(words), list(words), "Mask: everyone sees everyone"),
+            key=P.mask_mlm,
+        )
+        _real(MLM_MODEL, " ".join(masked.inputs), False, layer, "obj_real_mlm", "self")
+        st.caption(
+            "**Example:** "
+            + md(" ".join(masked.inputs))
+            + " → predict "
+            + md(", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t))
+        )
+    with cols[1]:
+        st.subheader("Next token (GPT)")
+        show_chart(
+            _mask_map(examples["causal"], list(words), list(words), "Mask: each word sees the words before it"),
+            key=P.mask_next,
+        )
+        _real(NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
+        pairs = examples["next"]
+        st.caption(
+            f"**{len(pairs)} examples from one sentence**, e.g. "
+            + "; ".join(f"{md(' '.join(p[-3:]))} → {md(t)}" for p, t in pairs[:3])
+            + " … every position is trained at once."
+        )
+    with cols[2]:
+        st.subheader("Span corruption (T5)")
+        span = examples["span"]
+        enc, dec = list(span.inputs), list(span.targets)
+        show_chart(
+            _mask_map(
+                np.ones((len(dec), len(enc)), bool), dec, enc, "Cross-attention mask: the writer reads all of the input"
+            ),
+            key=P.mask_span,
+        )
+        _real(SEQ2SEQ_MODEL, " ".join(words), None, layer, "obj_real_span", "cross")
+        st.caption(
+            "**Example:** encoder reads "
+            + md(" ".join(enc))
+            + "; the decoder writes "
+            + md(" ".join(dec))
+            + " (causal), seeing the whole corrupted input through cross-attention. The real map is our "
+            "translator's cross-attention: trained to translate, not on spans, but built the same way."
+        )
+
+
+def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, block: str) -> None:
+    """The mean of the heads of one layer of ``model_id`` on ``text`` (the block of an encoder-decoder)."""
+    try:
+        real = objective_attention(model_id, text, causal, layer, block)
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+        show_error(err)
+        return
+    show_chart(layer_mean_map(real), key=key)
+
+
+def fine_tuning() -> None:
+    st.write(
+        "After pretraining, a model is fine-tuned on a task with labels. Here our masked-LM encoder learns to "
+        'name the colour in a sentence ("max found a **red** coin ." → red), read from the first token '
+        "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to."
+    )
+    left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
+    with left:
+        default(P.finetune_steps, 200)
+        steps = st.slider(
+            "Steps", 50, 500, step=50, key=P.finetune_steps, help="Training steps of 32 sentences each (a few seconds)."
+        )
+    with right:
+        default(P.finetune_lr, 1e-3)
+        lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.finetune_lr, format_func=lambda x: f"{x:g}")
+    with button:
+        pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key=P.finetune_go)
+    if pressed:
+        st.session_state.pop(P.finetune_result, None)
+        try:
+            finetune_start(int(steps), float(lr))
+        except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
+            show_error(err)
+            return
+    status = long_status(FINETUNE)
+    if status is not None and status.status == "done":
+        st.session_state[P.finetune_result] = status.result  # the session keeps it, whatever the queue forgets
+    elif status is not None:
+        follow(FINETUNE, status, "Fine-tuning", extra=accuracy_curve)
+    result = st.session_state.get(P.finetune_result)
+    if result is None:
+        st.caption("Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.")
+        return
+    show_finetune_result(result)
+
+
+def accuracy_curve(status) -> None:
+    """The held-out accuracy of a running fine-tune so far (its progress updates)."""
+    show_running_accuracy(status, P.finetune_running, chance=None)  # the colour task's chance is in the result
+
+
+def show_finetune_result(result) -> None:
+    a, b, c = st.columns(3)
+    a.metric("Accuracy before", f"{result.accuracy_before:.0%}", help="The untrained head: a guess.")
+    b.metric(
+        "Accuracy after", f"{result.accuracy_after:.0%}", delta=f"{result.accuracy_after - result.accuracy_before:+.0%}"
+    )
+    c.metric("Chance", f"{result.chance:.0%}", help=f"{round(1 / result.chance)} colours")
+    layers = [f"layer {i}" for i in range(result.change.shape[0])]
+    heads = [f"head {h}" for h in range(result.change.shape[1])]
+    left, right = side_by_side(2)
+    with left:
+        head_change_chart(result.change, "How far each head's attention moved", P.finetune_change)
+        st.caption(
+            f"Mean total-variation distance between each head's patterns before and after, over held-out "
+            f"sentences (0: unchanged, 1: completely different). Moved most: {most_moved(result.change)}."
+        )
+    with right:
+        gain = result.colour_after - result.colour_before
+        fig = attention_heatmap(
+            result.colour_after,
+            layers,
+            heads,
+            title="Weight <bos> puts on the colour word, after",
+            height=300,
+            zmax=1.0,
+        )
+        fig.update_xaxes(title_text="head")
+        fig.update_yaxes(title_text="layer")
+        show_chart(fig, key=P.finetune_colour)
+        best = np.unravel_index(np.argmax(gain), gain.shape)
+        st.caption(
+            f"Before fine-tuning, layer {best[0]} head {best[1]} put {result.colour_before[best]:.0%} of the "
+            f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}."
+        )
+    layer, head = (int(x) for x in best)
+    tokens = [f"{i} {t}" for i, t in enumerate(result.tokens)]
+    left, right = side_by_side(2)
+    for col, patterns, when in ((left, result.before_patterns, "before"), (right, result.after_patterns, "after")):
+        with col:
+            show_chart(
+                attention_heatmap(
+                    patterns[layer, head],
+                    tokens,
+                    tokens,
+                    zmax=1.0,
+                    height=360,
+                    title=f"Layer {layer}, head {head}, {when}: {shorten(result.probe_text)}",
+                ),
+                key=f"{P.finetune}{when}",
+            )
+    st.caption(
+        "The same held-out sentence and head before and after, on one colour scale; the first row is the "
+        "`<bos>` position the classifier reads."
+    )
+
+
+def time_bars(times: dict[str, float], title: str) -> go.Figure:
+    """Measured seconds per call as horizontal bars, each labelled with its own time in ms."""
+    names = list(times)
+    fig = go.Figure(
+        go.Bar(
+            x=[times[k] for k in names],
+            y=names,
+            orientation="h",
+            marker_color="#1f5fbf",
+            text=[f"{times[k] * 1e3:.1f} ms" for k in names],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.4f} s<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=240,
+        margin=dict(l=5, r=5, t=30, b=5),
+        title=dict(text=title, x=0.0),
+        xaxis=dict(title="seconds"),
+        yaxis=dict(autorange="reversed", type="category"),
+    )
+    return fig
+
+
+def cost_of_attention() -> None:
+    st.write(
+        "Attention compares every position with every other: its work grows with n², a recurrent layer's "
+        "with n but one step after another. Move n (positions) and d (width) and compare."
+    )
+    left, right = st.columns(2)
+    with left:
+        default(P.cost_n, 512)
+        n = st.select_slider("n: positions", COST_N, key=P.cost_n)
+    with right:
+        default(P.cost_d, 64)
+        d = st.select_slider("d: width", COST_D, key=P.cost_d)
+    costs = layer_costs(int(n), int(d))
+    frame = pd.DataFrame(
+        {
+            "layer": [c.name for c in costs],
+            "operations (multiply-adds)": [f"{c.multiply_adds:,}" for c in costs],
+            "complexity": ["O(n²·d)", "O(n·d²)", "O(k·n·d²)"],
+            "values kept": [f"{c.memory_values:,}" for c in costs],
+            "sequential steps": [f"{c.sequential_steps:,}" for c in costs],
+            "longest path between two words": [f"{c.path_length:,}" for c in costs],
+        }
+    )
+    st.dataframe(frame, hide_index=True, key=P.cost_table)
+    attention, rnn, _conv = costs
+    cheaper = "fewer" if attention.multiply_adds < rnn.multiply_adds else "more"
+    st.caption(
+        f"At n = {n}, d = {d}, attention needs {cheaper} operations than the RNN "
+        f"({attention.multiply_adds / rnn.multiply_adds:.2g}×): they cross at n = d. But the RNN takes {n} "
+        "steps one after another, and a word's information must pass through every step in between; "
+        "attention does all positions at once and links any two words in one step."
+    )
+    if st.button(
+        "Measure on this server",
+        icon=":material/timer:",
+        key=P.cost_measure,
+        help="Times one attention head, an RNN cell loop and a convolution at this n and d (a few seconds).",
+    ):
+        st.session_state[P.cost_measured] = (int(n), int(d))
+        try:
+            measure_start(int(n), int(d))
+        except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
+            show_error(err)
+            return
+    if st.session_state.get(P.cost_measured) == (int(n), int(d)):
+        measurement(int(n), int(d))
+
+
+def measurement(n: int, d: int) -> None:
+    """The measured times at (n, d) once there; while this session's measurement waits or runs, its status."""
+    times = measured_costs(n, d)
+    if times is None:
+        status = long_status(MEASURE)
+        if status is not None and status.key == (n, d):
+            follow(MEASURE, status, "Measuring")
+        return
+    show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key=P.cost_times)
+    st.caption(
+        "Median of 3 calls each, one CPU thread, torch: the attention head is "
+        "`scaled_dot_product_attention` (what our models run); the RNN is a loop of `RNNCell` steps; "
+        "the convolution a `Conv1d` with kernel 3. The RNN's loop cannot use the parallel hardware. "
+        "Measured on the server's long-work lane, at a lower priority than the pages: on a busy "
+        "server the times grow."
+    )
+
+
+def main() -> None:
+    st.title("Pretraining objectives")
+    st.write(
+        "Before a transformer is fine-tuned for a task it is pretrained on plain text. The objective decides "
+        "what each position may look at, and so what the model learns."
+    )
+    tabs = page_tabs(list(TABS), key=P.tab)
+    sections = (fill_in_the_blank, objectives_side_by_side, fine_tuning, next_sentence, cost_of_attention)
+    for tab, section in zip(tabs, sections):
+        if not tab.open:
+            continue
+        with tab, calm_errors(section.__name__):
+            section()
+
+
+main()

@@ -1,0 +1,81 @@
+"""The Scaling page's calls: the shipped curves (read once per process) and one more size trained live.
+
+The curves are ``assets/scaling/stories-scaling.json`` (``python -m engine.training.scaling``), read through
+``engine.analysis.scaling_laws.read_curves`` (numpy, no torch). "Train one more size" runs
+``engine.training.scaling.run_size`` with the shipped settings as this session's job on the long-work lane
+(kind :data:`SCALE`); its updates are ``RunProgress`` (the latest point) and its result the run as a plain dict,
+which :func:`live_run` turns into the same ``Run`` record the chart draws.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from app.runtime.long_work import SCALE, long_queue, submit_long
+from engine.analysis.scaling_laws import Curves, PowerLaw, Run, fit_power_law, read_curves
+from engine.jobs import JobStatus, about
+from engine.training.scaling import CURVES, LIVE_SIZES, Settings, Size, run_size
+from engine.types import EngineError
+
+CURVES_PATH = CURVES  # assets/scaling/stories-scaling.json
+SETUP_S = 8.0  # building the stories task once per process, and the model
+
+
+@functools.lru_cache(maxsize=1)
+def scaling_curves() -> Curves:
+    """The shipped curves (read once per process; the arrays are shared, so treat them as read-only)."""
+    return read_curves(CURVES_PATH)
+
+
+def scaling_json() -> bytes:
+    """The shipped curves file as it is (the page's download)."""
+    return CURVES_PATH.read_bytes()
+
+
+def live_sizes() -> dict[str, Size]:
+    """The sizes a visitor may train here (``engine.training.scaling.LIVE_SIZES``), by name."""
+    return {size.name: size for size in LIVE_SIZES}
+
+
+def live_estimate_s(name: str) -> float:
+    """Expected seconds for a live size: a straight line of the shipped runs' seconds against N, at its N (the
+    file's machine; the lane corrects its estimates by how long its jobs really take)."""
+    runs = scaling_curves().runs
+    slope, intercept = np.polyfit([r.n_params for r in runs], [r.wall_s for r in runs], 1)
+    return SETUP_S + max(1.0, float(intercept + slope * live_sizes()[name].n_params))
+
+
+def scaling_start(name: str) -> JobStatus:
+    """Train one more size with the shipped settings as this session's long job.
+
+    Raises:
+        EngineError: a size not in ``LIVE_SIZES``, or one whose estimate exceeds the server's limit per job.
+    """
+    sizes = live_sizes()
+    if name not in sizes:
+        raise EngineError(f"only these sizes can be trained here: {', '.join(sizes)}")
+    estimate = live_estimate_s(name)
+    limit = long_queue().max_seconds
+    if estimate > limit:
+        raise EngineError(
+            f"{name} would take about {about(estimate)} here, over this server's limit of "
+            f"{about(limit)} per job (AP_TRAIN_MAX_SECONDS); pick a smaller size"
+        )
+    size, settings = sizes[name], Settings(**scaling_curves().settings)
+
+    def work():
+        return (yield from run_size(size, settings))
+
+    return submit_long(SCALE, work, key=name, estimate_s=estimate)
+
+
+def live_run(result: dict) -> Run:
+    """A finished live job's result as a ``Run`` (the same record as the shipped ones)."""
+    return Run.from_dict(result)
+
+
+def refit(runs: tuple[Run, ...]) -> PowerLaw:
+    """L(N) over the final held-out losses of ``runs`` (the shipped ones and the live ones together)."""
+    return fit_power_law([r.n_params for r in runs], [r.final_loss for r in runs])

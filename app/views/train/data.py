@@ -1,0 +1,156 @@
+"""The Train page's calls into engine.training.jobs.
+
+One job per session (keyed by ``session_id()``), run by the server-wide JobManager in its own thread;
+the page polls progress and sends heartbeats. Also the models this session trained, for the pickers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import engine
+import engine.registry
+from app.runtime.core import _bound_threads, _jobs, session_id
+from app.runtime.long_work import connected
+from engine import ModelSpec
+
+if TYPE_CHECKING:
+    from engine.training.budget import Estimate
+
+
+def session_models() -> tuple[ModelSpec, ...]:
+    """Models this session trained (the Train page's "Open in Explore"), for the model pickers."""
+    return engine.registry.runtime_specs(session_id())
+
+
+def train_manager():
+    """The server-wide training job manager (cap on concurrent jobs, FIFO queue, heartbeat reaper)."""
+    from engine.training.jobs import get_manager
+
+    return get_manager()
+
+
+def train_estimate(settings: dict) -> "tuple[int, Estimate]":
+    """``(parameters, the server's time estimate)`` for some settings: the numbers :func:`train_start` checks.
+
+    The step time is measured on a few throwaway steps by the job manager, which keeps it a while per
+    model shape (so the page's reruns do not time it again, and Start finds the same number).
+
+    Raises:
+        JobSettingsError: the settings are invalid (message lists why).
+    """
+    from engine.training.job_settings import build_task, count_params, validate_settings
+
+    checked = validate_settings(settings)
+    _bound_threads()
+    task = build_task(checked.task)
+    with _jobs:
+        estimate = train_manager().estimate(checked)
+    return count_params(checked, len(task.vocab), task.seq_len), estimate
+
+
+def train_start(settings: dict) -> None:
+    """Validate and start (or queue) this session's job, replacing its previous one.
+
+    Raises:
+        JobSettingsError: invalid settings, or over the server's time limit per job (nothing started,
+            the previous job and model left as they were).
+    """
+    _bound_threads()
+    train_estimate(settings)  # times new settings under the bound on concurrent torch work; submit reuses it
+    train_manager().submit(session_id(), settings, alive=connected())
+    engine.registry.unregister_runtime(session_id())  # the replaced job's model, if it was opened elsewhere
+
+
+def train_progress():
+    """This session's job progress (None without a job); also the heartbeat that keeps the job alive."""
+    manager = train_manager()
+    manager.heartbeat(session_id())
+    job = manager.get(session_id())
+    return None if job is None else job.progress()
+
+
+def train_control(action: str) -> None:
+    """``pause`` | ``resume`` | ``stop`` | ``reset`` this session's job."""
+    manager = train_manager()
+    if action == "reset":
+        manager.discard(session_id())
+        engine.registry.unregister_runtime(session_id())
+    elif action in ("pause", "resume", "stop"):
+        getattr(manager, action)(session_id())
+
+
+def train_answer(text: str):
+    """The finished model's greedy answer to ``text`` and the right one (raises ValueError with a message)."""
+    from engine.training.export import answer
+
+    job = train_manager().get(session_id())
+    if job is None or not job.progress().finished:
+        raise ValueError("train a model first")
+    with _jobs:
+        return answer(job, text)
+
+
+def train_checkpoint() -> "Callable[[], bytes]":
+    """A builder of this session's finished model as a zip (safetensors + config JSON + model card).
+
+    ``st.download_button`` calls it when the button is clicked (outside the script run, so it closes over
+    the job instead of reading session state); nothing is zipped on the page's reruns.
+    """
+    from engine.training.export import checkpoint_zip
+
+    job = train_manager().get(session_id())
+    if job is None or not job.progress().finished:
+        raise ValueError("train a model first")
+    name = f"trained-{job.settings.task}"
+    return lambda: checkpoint_zip(job, name)
+
+
+def train_register() -> str:
+    """Register this session's finished model for the other pages; returns its model id."""
+    import uuid
+
+    from engine.training.export import runtime_model
+
+    job = train_manager().get(session_id())
+    if job is None or not job.progress().finished:
+        raise ValueError("train a model first")
+    model_id = f"trained-{job.settings.task}-{uuid.uuid4().hex[:6]}"
+    engine.registry.register_runtime(model_id, runtime_model(job, model_id), session_id())
+    return model_id
+
+
+def train_options() -> dict:
+    """Choices for the Train page's widgets: tasks (name → label), positional encodings, example inputs."""
+    from engine.training.job_settings import INT_RANGES, LR_RANGE, POS_ENCODINGS, TASK_LABELS
+
+    return {
+        "tasks": dict(TASK_LABELS),
+        "pos_encodings": list(POS_ENCODINGS),
+        "ranges": dict(INT_RANGES),
+        "lr_range": LR_RANGE,
+    }
+
+
+def train_task_info(task: str) -> dict:
+    """What the page shows about a task: description, metric, the ideal pattern (or None), an example input."""
+    from engine.training.job_settings import build_task
+
+    t = build_task(task)
+    examples = {
+        "copy": "a f c p b k",
+        "reverse": "a f c p b k",
+        "sort": "f a k c p b",
+        "previous-token": "a b c d e",
+        "induction": "a d c f",
+        "stories": "lily found a",
+        "translation": "the red car is fast .",
+    }
+    return {
+        "description": t.description,
+        "metric": t.metric_name,
+        "ideal": t.ideal_pattern(),
+        "example": examples.get(task, ""),
+        "seq_len": t.seq_len,
+    }

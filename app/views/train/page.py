@@ -1,0 +1,451 @@
+"""Train live: train a tiny transformer here and watch its attention patterns form, head by head.
+
+Two sections (``pickers.page_tabs``): "Your own model" (below) and "Induction heads"
+(``app/views/train/induction.py``: a two-layer attention-only model's phase change, shipped and live). Only
+the open section's content runs.
+
+Training runs in a background job (engine.training.jobs) owned by this session; this page only polls
+its progress with a fragment that refreshes about once a second, which is also the job's heartbeat.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import routes
+from app.state import PERSIST, K, Train, default, defaults
+from app.ui.charts import show_chart
+from app.ui.clicks import once
+from app.ui.guard import show_error
+from app.ui.pickers import page_tabs, use_text
+from app.ui.safe_text import md
+from app.ui.theme import side_by_side
+from app.views.train import induction as induction_section
+from app.views.train.charts import (
+    accuracy_chart,
+    attention_grid,
+    curve_frame,
+    head_score_chart,
+    loss_chart,
+    score_frame,
+)
+from app.views.train.data import (
+    train_answer,
+    train_checkpoint,
+    train_control,
+    train_estimate,
+    train_options,
+    train_progress,
+    train_register,
+    train_start,
+    train_task_info,
+)
+from engine.training.budget import about
+
+POLL_S = 0.75
+DEFAULTS = dict(
+    task="reverse",
+    n_layers=2,
+    n_heads=4,
+    d_model=64,
+    pos_encoding="learned",
+    causal=True,
+    steps=500,
+    batch_size=64,
+    lr=0.003,
+    seed=0,
+)
+FIELDS = tuple(DEFAULTS)
+STATUS = {
+    "running": "Training on **{device}**.",
+    "paused": "Paused at step {step}. Resume to go on (a paused job keeps its training slot: the server stops any "
+    "job that holds one longer than about {deadline}).",
+    "done": "Done: {step} steps.",
+    "stopped": "Stopped at step {step}.",
+}
+
+
+def key(name: str) -> str:
+    return f"{Train.prefix}{name}"
+
+
+def settings_from_state() -> dict:
+    """The settings as the widgets left them (validated on the server by the engine, not here)."""
+    return {name: st.session_state.get(key(name), DEFAULTS[name]) for name in FIELDS}
+
+
+def setup_widgets(options: dict) -> None:
+    defaults({key(name): value for name, value in DEFAULTS.items()})
+    tasks = options["tasks"]
+    left, mid, right = st.columns(3)
+    with left:
+        st.markdown("**Task**")
+        st.selectbox("What to learn", list(tasks), format_func=tasks.get, key=key("task"), **PERSIST)
+        info = train_task_info(st.session_state[key("task")])
+        st.caption(info["description"])
+    with mid:
+        st.markdown("**Model**")
+        st.slider("Layers", 1, 4, key=key("n_layers"), **PERSIST)
+        a, b = st.columns(2)
+        a.selectbox("Heads per layer", [1, 2, 4, 8], key=key("n_heads"), **PERSIST)
+        b.selectbox("d_model (width)", [16, 32, 64, 128, 256], key=key("d_model"), **PERSIST)
+        st.selectbox(
+            "Positional encoding",
+            options["pos_encodings"],
+            key=key("pos_encoding"),
+            **PERSIST,
+            help="How the model knows word order. 'none' leaves only the causal mask to tell positions apart.",
+        )
+        st.toggle(
+            "Causal mask",
+            key=key("causal"),
+            **PERSIST,
+            help="On: each token sees only earlier tokens (GPT). Off: the model can peek at the answer.",
+        )
+    with right:
+        st.markdown("**Training**")
+        st.number_input("Steps", step=100, key=key("steps"), **PERSIST, help="1 to 20,000 optimizer updates.")
+        a, b = st.columns(2)
+        a.selectbox("Batch size", [8, 16, 32, 64, 128, 256], key=key("batch_size"), **PERSIST)
+        b.number_input("Seed", step=1, key=key("seed"), **PERSIST)
+        st.number_input(
+            "Learning rate",
+            step=0.001,
+            format="%.4f",
+            key=key("lr"),
+            **PERSIST,
+            help="Peak learning rate, 0.00001 to 0.1 (warm-up, then cosine decay).",
+        )
+
+
+def estimate_line() -> str | None:
+    """Show the parameter count, the server's time estimate and its limit.
+
+    Returns:
+        The refusal (shown, with settings that fit) when the estimate is over the server's limit per job,
+        else None. Invalid settings show their error and return None: Start shows it again.
+    """
+    settings = settings_from_state()
+    try:
+        with st.spinner("Timing a few training steps…"):
+            params, estimate = train_estimate(settings)
+    except ValueError as err:
+        show_error(str(err), level="error")
+        return None
+    st.markdown(
+        f"**{params:,} parameters** · about **{estimate.per_step * 1000:.0f} ms per step** (a few steps "
+        f"timed on this server, one CPU thread) → {estimate.steps:,} steps in about "
+        f"**{about(estimate.seconds)}** (more if the server is busy); the limit per job is "
+        f"**{about(estimate.budget.max_seconds)}**."
+    )
+    if estimate.fits:
+        return None
+    st.error(estimate.refusal(), icon=":material/timer_off:")
+    return estimate.refusal()
+
+
+def controls(progress, fits: bool) -> None:
+    status = progress.status if progress is not None else None
+    active = status in ("queued", "running", "paused")
+    cols = st.columns(5)
+    cols[0].button(
+        "Start",
+        type="primary",
+        icon=":material/play_arrow:",
+        key=key("start"),
+        disabled=active or not fits,
+        on_click=once(start),
+        use_container_width=True,
+        help=None if fits else "Over the server's time limit per job: see the message above.",
+    )
+    if status == "paused":
+        cols[1].button(
+            "Resume",
+            icon=":material/resume:",
+            key=key("resume"),
+            use_container_width=True,
+            on_click=once(train_control),
+            args=("resume",),
+        )
+    else:
+        cols[1].button(
+            "Pause",
+            icon=":material/pause:",
+            key=key("pause"),
+            disabled=status != "running",
+            use_container_width=True,
+            on_click=once(train_control),
+            args=("pause",),
+        )
+    cols[2].button(
+        "Stop",
+        icon=":material/stop:",
+        key=key("stop"),
+        disabled=not active,
+        use_container_width=True,
+        on_click=once(train_control),
+        args=("stop",),
+    )
+    cols[3].button(
+        "Reset",
+        icon=":material/restart_alt:",
+        key=key("reset"),
+        disabled=progress is None,
+        use_container_width=True,
+        on_click=once(train_control),
+        args=("reset",),
+    )
+
+
+def start() -> None:
+    st.session_state.pop(key("error"), None)
+    settings = settings_from_state()
+    try:
+        train_start(settings)
+    except ValueError as err:
+        st.session_state[key("error")] = (settings, str(err))  # shown until the settings change
+
+
+def status_line(p) -> None:
+    if p.status == "queued":
+        when = f", starts in about **{about(p.wait_s)}**" if p.wait_s is not None else ""
+        st.info(
+            f"Queued: position **{p.queue_position}**{when}. The server trains a limited number of models at "
+            "once; yours starts when a slot frees up.",
+            icon=":material/hourglass_top:",
+        )
+    elif p.status == "failed":
+        show_error(str(p.error), before="Training failed: ", level="error")
+    else:
+        deadline = about(p.estimate.deadline) if p.estimate is not None else "twice its estimate"
+        message = STATUS[p.status].format(device=p.device or "cpu", step=p.step, deadline=deadline)
+        if p.status == "stopped" and p.error:
+            message += f" ({p.error})"
+        st.markdown(f"Status: {message}")
+
+
+def numbers(p) -> None:
+    last = p.snapshots[-1]
+    total = p.settings.steps
+    st.progress(min(1.0, last.step / total), text=f"step {last.step:,} of {total:,}")
+    cols = st.columns(5)
+    cols[0].metric("Loss", f"{last.loss:.3f}")
+    cols[1].metric(last.metric_name.capitalize(), f"{last.metric:.1%}")
+    cols[2].metric("Tokens / s", f"{last.tokens_per_s:,.0f}")
+    cols[3].metric("Elapsed", f"{last.elapsed_s:.1f} s")
+    cols[4].metric("Device", p.device or "—")
+
+
+def pick_snapshot(p) -> int:
+    """Index of the snapshot to show: the latest while following, else the time-lapse slider's."""
+    steps = [s.step for s in p.snapshots]
+    follow = st.toggle(
+        "Follow the latest snapshot",
+        value=True,
+        key=key("follow"),
+        help="Off: replay how the patterns formed with the time-lapse slider.",
+    )
+    if follow or len(steps) < 2:
+        return len(steps) - 1
+    chosen = st.select_slider("Time-lapse: training step", options=steps, value=steps[-1], key=key("timelapse"))
+    return steps.index(chosen) if chosen in steps else len(steps) - 1
+
+
+def attention_view(p, index: int, info: dict) -> None:
+    trace = p.snapshots[index].probe_trace
+    if trace is None:
+        return
+    patterns = np.stack([trace.pattern(layer) for layer in range(trace.n_layers)])  # [L, H, n, n]
+    ideal = info["ideal"] if info["ideal"] is not None and info["ideal"].shape[0] == trace.n_queries else None
+    fig = attention_grid(patterns, list(trace.tokens.strings), ideal, blocked=np.isneginf(trace.mask(0)))
+    show_chart(fig, key=key("grid"))
+    tokens = " ".join(trace.tokens.strings)
+    st.caption(
+        f"Attention of every head (rows: layers) on the probe input `{tokens}` at step "
+        f"{p.snapshots[index].step}. Each square: rows are queries (the token asking), columns keys (the "
+        "token looked at); dark = much weight, all on the same 0–1 scale, grey = hidden by the causal mask."
+        + (" The last column is the ideal pattern that solves the task." if ideal is not None else "")
+    )
+
+
+def curves(p, index: int) -> None:
+    metric = p.snapshots[-1].metric_name
+    frame = curve_frame(p.snapshots, metric)
+    rule = p.snapshots[index].step
+    left, right = side_by_side(2)
+    with left:
+        show_chart(loss_chart(frame, rule), key=key("loss_chart"))
+        st.caption(
+            "Cross-entropy loss: lower is better. Training loss is averaged over the steps since the "
+            "previous point; evaluation loss is on a fixed set of fresh examples. The dashed line is the step "
+            "shown in the attention grid."
+        )
+    with right:
+        show_chart(accuracy_chart(frame, metric, rule), key=key("acc_chart"))
+        st.caption(
+            f"{metric.capitalize()}: the share of evaluation examples answered entirely right; token accuracy: "
+            "the share of answer tokens right."
+        )
+    st.download_button(
+        "Download the curves as CSV",
+        lambda: frame.to_csv(index=False).encode(),
+        "training_curves.csv",
+        "text/csv",
+        icon=":material/download:",
+        key=key("curves_csv"),
+        on_click="ignore",
+    )
+
+
+def head_scores(p, index: int) -> None:
+    if not p.head_scores or p.head_scores[-1].size == 0:
+        return
+    show_chart(
+        head_score_chart(score_frame(p.snapshots, p.head_scores), p.snapshots[index].step), key=key("score_chart")
+    )
+    st.caption(
+        "For each head, the share of its attention (on the answer positions of the probe) that falls where "
+        "the ideal pattern puts it: 1 = the head does exactly what solves the task. A line that jumps up "
+        "is the moment that head 'clicks'."
+    )
+
+
+def live(status: str | None) -> None:
+    """The part that refreshes while training: status, numbers, curves, attention (also the heartbeat).
+
+    Args:
+        status: the job's status when the whole page last ran; a change that the buttons must follow
+            (queued → running, or the end) reruns the whole page.
+    """
+    active = status in ("queued", "running", "paused")
+
+    @st.fragment(run_every=POLL_S if active else None)
+    def view() -> None:
+        p = train_progress()
+        if p is None:
+            st.info("Pick a task and a model, then press **Start**.", icon=":material/info:")
+            return
+        if active and (p.finished or (status == "queued" and p.status != "queued")):
+            st.rerun()  # the whole page: buttons and the "try it" section follow the new state
+        status_line(p)
+        if not p.snapshots:
+            return
+        numbers(p)
+        index = pick_snapshot(p)
+        info = train_task_info(p.settings.task)
+        st.subheader("Attention on the probe input")
+        attention_view(p, index, info)
+        st.subheader("Learning curves")
+        curves(p, index)
+        head_scores(p, index)
+
+    view()
+
+
+def finished(p) -> None:
+    """Try the trained model, open it in Explore, download it."""
+    st.subheader("Try the trained model")
+    info = train_task_info(p.settings.task)
+    default(key("try"), info["example"])
+    text = st.text_input(
+        "Your input",
+        key=key("try"),
+        max_chars=300,
+        help="Toy tasks: type letters such as 'a f c p b k'. Stories: the start of a story. "
+        "Translation: an English sentence of the toy grammar.",
+    )
+    try:
+        result = train_answer(text)
+    except ValueError as err:
+        show_error(str(err), before="Cannot read this input: ")
+    else:
+        st.markdown(
+            f"The model read {md(' '.join(result.prompt))} and wrote **{md(' '.join(result.model)) or '(nothing)'}**"
+        )
+        if result.correct:
+            n_right = sum(result.right)
+            st.markdown(
+                f"Correct answer: **{md(' '.join(result.correct))}** — {n_right} of {len(result.correct)} tokens right."
+            )
+            st.dataframe(
+                pd.DataFrame(
+                    {
+                        "model": list(result.model[: len(result.correct)])
+                        + [""] * max(0, len(result.correct) - len(result.model)),
+                        "correct": list(result.correct),
+                        "right?": ["yes" if r else "no" for r in result.right],
+                    }
+                ),
+                height=220,
+            )
+    left, right = st.columns(2)
+    if left.button("Open this model in Explore", icon=":material/grid_on:", key=key("explore")):
+        model_id = train_register()
+        trace = p.snapshots[-1].probe_trace
+        st.session_state[K.model] = model_id
+        st.session_state[K.hub_id] = ""
+        use_text(" ".join(t for t in trace.tokens.strings if t != "<bos>"))
+        st.switch_page(routes.page("explore.py"))
+    right.download_button(
+        "Download the model (safetensors + config JSON, zipped)",
+        train_checkpoint(),
+        f"trained-{p.settings.task}.zip",
+        "application/zip",
+        icon=":material/download:",
+        key=key("download"),
+        on_click="ignore",
+    )
+    st.caption(
+        "The zip holds the weights (safetensors), the config and vocabulary (JSON) and a model card; "
+        "`engine.training.load_checkpoint(folder, name)` reads it back."
+    )
+
+
+TABS = ("Your own model", "Induction heads")
+
+
+def main() -> None:
+    st.title("Train live")
+    own, induction = page_tabs(list(TABS), key("tab"))
+    if induction.open:
+        with induction:
+            induction_section.show()
+    if not own.open:
+        return
+    with own:
+        own_model()
+
+
+def own_model() -> None:
+    st.write(
+        "Train a tiny transformer right here and watch attention patterns form, head by head. "
+        "The defaults learn to reverse letters in well under a minute."
+    )
+    options = train_options()
+    setup_widgets(options)
+    task = st.session_state[key("task")]
+    if not st.session_state[key("causal")] and task != "previous-token":
+        st.warning(
+            "Without the causal mask every token also sees the tokens after it, including the answer it "
+            "is asked to predict: the model can learn to copy from the future instead of solving the task."
+        )
+    if task == "translation":
+        st.caption(
+            "Translation is trained as one decoder-only model reading `<bos> English <sep> French <eos>`, "
+            "scored on the French part only (a prefix language model)."
+        )
+    over_time = estimate_line()
+    p = train_progress()
+    controls(p, fits=over_time is None)
+    refused = st.session_state.get(key("error"))
+    if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
+        show_error(refused[1], level="error")
+    live(p.status if p is not None else None)
+    p = train_progress()
+    if p is not None and p.finished and p.snapshots and p.status != "failed":
+        finished(p)
+
+
+main()
