@@ -24,23 +24,13 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from engine.generation import DecodeSettings
+from engine.records import CheckpointError, EmptyInputError, EngineError, ModelSpec, ModelUnavailableError, Tokens
 from engine.registry import list_models, load
-from engine.types import (
-    STAGES,
-    AlignmentTrace,
-    AttentionTrace,
-    CheckpointError,
-    EmptyInputError,
-    EngineError,
-    ModelSpec,
-    ModelUnavailableError,
-    Seq2SeqTrace,
-    Tokens,
-    Trace,
-    TrainingSnapshot,
-    VisionTrace,
-    WindowTrace,
-)
+from engine.traces import Trace, TrainingSnapshot
+from engine.traces.alignment import AlignmentTrace
+from engine.traces.attention import STAGES, AttentionTrace
+from engine.traces.seq2seq import Seq2SeqTrace
+from engine.traces.vision import VisionTrace, WindowTrace
 
 if TYPE_CHECKING:
     from engine.model import Model

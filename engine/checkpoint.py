@@ -9,7 +9,7 @@ A checkpoint ``NAME`` in a directory is three files::
 
 Loading checks everything before it trusts anything: the JSON (format, a known kind, a valid config),
 then the tensors' names, shapes and dtypes against a model built from that config. Any problem raises
-:class:`~engine.types.CheckpointError` with a message that names the file (its name, not its folder:
+:class:`~engine.records.CheckpointError` with a message that names the file (its name, not its folder:
 messages reach end users) and the problem.
 
 ``kind`` says which builder turns ``model_config`` into a module: the family records of
@@ -35,8 +35,8 @@ from torch import nn
 
 from engine.builds import BUILD_LOCK
 from engine.families import KINDS
+from engine.records import CheckpointError
 from engine.text import error_reason, quote_input
-from engine.types import CheckpointError
 from engine.vocab import Vocab
 
 FORMAT = "attention-playground/1"

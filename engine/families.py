@@ -9,7 +9,7 @@ as ``"module:attribute"`` strings imported only when used, the pieces one family
 - ``adapter``: what ``engine.trace`` dispatches to (``Model.adapter``): our adapter classes, a Hugging
   Face text family's :class:`~engine.pretrained.adapters.HFTextAdapter` settings, or the adapter class
   of the Hugging Face encoder-decoders and ViTs;
-- ``trace_type``: the :mod:`engine.types` class its adapter returns (it follows ``Trace``);
+- ``trace_type``: the name of the :mod:`engine.traces` class its adapter returns (it follows ``Trace``);
 - ``builder`` (own only): ``model_config dict -> freshly initialised nn.Module`` (the checkpoint format
   builds one to check the file's tensors against).
 
@@ -34,9 +34,9 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from engine.types import Family
+from engine.records import Family
 
-#: every catalog family (``ModelSpec.family``); the static type is :data:`engine.types.Family`
+#: every catalog family (``ModelSpec.family``); the static type is :data:`engine.records.Family`
 FAMILIES: frozenset[str] = frozenset(get_args(Family))
 
 #: trace types the text pages (Explore, Heads, Step by step, …) draw: layers × heads over a sentence
@@ -58,7 +58,7 @@ class FamilyRecord:
         source: ``"own"`` (our checkpoints in ``assets/checkpoints``) or ``"hf"`` (a folder or Hub id).
         families: catalog families its models may be (``ModelSpec.family``).
         loader, adapter: ``"module:attribute"`` of the loader function and the adapter.
-        trace_type: the name of the trace class in :mod:`engine.types` that its adapter returns.
+        trace_type: the name of the trace class (:mod:`engine.traces`) that its adapter returns.
         label: the family's name for people ("RoBERTa"), in help texts and messages.
         builder: own only: ``"module:attribute"`` of the builder function.
         positions: Hugging Face encoder-decoders: how the encoder encodes positions (``"relative"``:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 MAX_BYTES = 10 * 1024 * 1024  # the app's upload limit (.streamlit/config.toml: maxUploadSize = 10)
 MAX_PIXELS = 25_000_000  # a 25-megapixel photo; a header claiming more is refused before decoding

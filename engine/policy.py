@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from engine.types import ModelUnavailableError
+from engine.records import ModelUnavailableError
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.families import FAMILIES, KINDS
+from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import quote_input
-from engine.types import ModelSpec, ModelUnavailableError
 
 #: where our own trained checkpoints live (``python -m engine.training.pretrain NAME`` writes them)
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"

@@ -11,7 +11,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from engine.types import EmptyInputError, EngineError
+from engine.records import EmptyInputError, EngineError
 
 MAX_CHARS = 100_000  # text beyond this is cut before tokenizing (a 512-token window is ~3 kB)
 MAX_UNKNOWN_LISTED = 8  # unknown words named in one notice

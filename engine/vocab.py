@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.types import Tokens
+from engine.records import Tokens
 
 PAD, BOS, EOS, SEP, UNK = "<pad>", "<bos>", "<eos>", "<sep>", "<unk>"
 SPECIALS: tuple[str, ...] = (PAD, BOS, EOS, SEP, UNK)

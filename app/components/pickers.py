@@ -19,8 +19,8 @@ from app.components.safe_text import md, quoted
 from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, choose, clamp, current_text, settle
 from app.url_state import hidden
 from engine.families import hub_labels, text_families
+from engine.records import ModelCard
 from engine.text import quote_input
-from engine.types import ModelCard
 
 
 def text_box(label: str = "Your text", height: int = 90) -> str:

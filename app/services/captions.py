@@ -22,8 +22,9 @@ import streamlit as st
 
 from app.figure_data.captions import REGIONS, CaptionView, caption_view
 from app.services.core import TRACES, _jobs, _runtime_model, get_model, policy, shared_map
+from engine.records import EngineError
 from engine.text import quote_input
-from engine.types import CaptionTrace, EngineError, PatchCaptionTrace
+from engine.traces.caption import CaptionTrace, PatchCaptionTrace
 
 CAPTION_MODEL = "scene-captioner"
 SOURCES = ("scene", "draw", "upload")

@@ -44,9 +44,9 @@ from engine.batching import BatchLane
 from engine.cache import TraceCache
 from engine.memory import release_memory_soon
 from engine.policy import ServerPolicy
+from engine.records import ModelCard
 from engine.registry import HUB_SUGGESTIONS
 from engine.text import hide_paths, shorten
-from engine.types import ModelCard
 
 T = TypeVar("T")
 

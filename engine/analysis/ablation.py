@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 
 from engine.analysis.ablation_heads import HeadRef, normalise_heads
-from engine.types import EngineError, Tokens
+from engine.records import EngineError, Tokens
 
 DEFAULT_MAX_TOKENS = 512
 TOP_K = 10

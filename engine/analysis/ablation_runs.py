@@ -23,8 +23,8 @@ from engine.analysis.ablation import next_token_summary
 from engine.analysis.ablation_heads import SELF, HeadRef, heads_off
 from engine.generation import named_only
 from engine.pretrained.adapters import display_tokens
+from engine.records import EngineError, Tokens
 from engine.text import check_max_tokens, clean_input, length_notices, named_ids
-from engine.types import EngineError, Tokens
 
 
 @dataclass(frozen=True)

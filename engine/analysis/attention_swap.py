@@ -35,7 +35,7 @@ import numpy as np
 
 from engine.analysis.attribution import Prediction, value_of
 from engine.analysis.embedding_runs import embed, is_own, outputs, with_grad
-from engine.types import EngineError
+from engine.records import EngineError
 
 SwapKind = Literal["permuted", "uniform", "adversarial"]
 KINDS: tuple[str, ...] = ("permuted", "uniform", "adversarial")

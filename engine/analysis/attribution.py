@@ -49,7 +49,8 @@ from engine.analysis.embedding_runs import (
     token_label,
     with_grad,
 )
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.traces.attention import AttentionTrace
 
 #: method id → label for people, in the order pages show them
 METHODS: dict[str, str] = {

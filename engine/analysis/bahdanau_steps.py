@@ -1,6 +1,6 @@
 r"""One decoding step of the RNN translator, recomputed in numpy from its parameters and captured states.
 
-For step ``i`` (row ``i`` of an :class:`~engine.types.AlignmentTrace`, the step that writes
+For step ``i`` (row ``i`` of an :class:`~engine.traces.alignment.AlignmentTrace`, the step that writes
 ``target[i]``) the decoder reads its previous state ``s(i−1)`` and every encoder state ``h(j)``::
 
     additive (Bahdanau):  W s(i−1)          [d_attn]      the query part, one vector per step
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.types import AlignmentTrace
+from engine.traces.alignment import AlignmentTrace
 
 if TYPE_CHECKING:
     from engine.model import Model

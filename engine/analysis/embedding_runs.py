@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from engine.types import EngineError, Tokens
+from engine.records import EngineError, Tokens
 
 Task = Literal["next-token", "masked-word", "embedding"]
 NEEDS_TASK = (

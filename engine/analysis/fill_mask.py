@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.traces.attention import AttentionTrace
 
 TOP_K = 10
 NEEDS_MLM = "Fill-in-the-blank needs a model trained with the masked-LM objective: pick tiny-bert-stories."

@@ -26,9 +26,9 @@ import torch
 from engine.builds import BUILD_LOCK
 from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer
+from engine.records import EmptyInputError, EngineError
 from engine.registry import CHECKPOINTS
 from engine.text import check_max_tokens, clean_input, unknown_words_notice
-from engine.types import EmptyInputError, EngineError
 from engine.vocab import BOS_ID, UNK_ID, tokenize
 
 #: the settings compared: (name, position vectors on, causal mask on)

@@ -25,7 +25,7 @@ import torch
 
 from engine.families import hub_record
 from engine.models import positional as pe_math
-from engine.types import EngineError
+from engine.records import EngineError
 
 Metric = Literal["dot", "cosine"]
 

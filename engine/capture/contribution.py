@@ -137,7 +137,7 @@ def attention_output(attention) -> object:
         EngineError: the module has none of them (BERT-likes and GPT-2 keep theirs elsewhere: their
             adapter names the path).
     """
-    from engine.types import EngineError
+    from engine.records import EngineError
 
     for name in OWN_PROJECTIONS:
         proj = getattr(attention, name, None)

@@ -26,7 +26,7 @@ Hook points (module paths are the public names; the decoder's are called **once 
     decoder.attn.hook_context    [batch, 2·d_enc]           c(i)
 
 :func:`engine.capture.capture` keeps the last call of a hook; :func:`record_steps` keeps every step.
-:func:`trace_alignment` turns one greedy translation into an :class:`~engine.types.AlignmentTrace`;
+:func:`trace_alignment` turns one greedy translation into an :class:`~engine.traces.alignment.AlignmentTrace`;
 :func:`load_model` loads a checkpoint of kind ``"rnn-attention"`` as an :class:`~engine.model.Model`.
 """
 
@@ -49,8 +49,9 @@ from engine.capture import HookPoint
 from engine.model import Model
 from engine.models.config import JsonConfig
 from engine.models.loading import checkpoint_model, source_target_vocab
+from engine.records import EmptyInputError, ModelSpec, Tokens
 from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
-from engine.types import AlignmentTrace, EmptyInputError, ModelSpec, Tokens
+from engine.traces.alignment import AlignmentTrace
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 
 Variant = Literal["additive", "dot"]

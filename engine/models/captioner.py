@@ -26,7 +26,7 @@ Hook points (module paths are the public names; the decoder's are called **once 
     decoder.hook_context         [batch, d_feat]       z(t), after the gate
 
 :func:`greedy_decode` and :func:`beam_search` return, per written word, α over the grid and β;
-:func:`trace_caption` makes a :class:`~engine.types.CaptionTrace`; :func:`load_model` loads a checkpoint
+:func:`trace_caption` makes a :class:`~engine.traces.caption.CaptionTrace`; :func:`load_model` loads a checkpoint
 of kind ``"captioner"``.
 """
 
@@ -46,7 +46,8 @@ from engine.capture import HookPoint
 from engine.model import Model
 from engine.models.config import JsonConfig
 from engine.models.loading import checkpoint_model
-from engine.types import CaptionTrace, EmptyInputError, EngineError, ModelSpec
+from engine.records import EmptyInputError, EngineError, ModelSpec
+from engine.traces.caption import CaptionTrace
 from engine.vocab import BOS_ID, EOS_ID, Vocab
 
 KIND = "captioner"

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from engine.model import Adapter, Model, freeze, pick_device
-from engine.types import CheckpointError, ModelSpec
+from engine.records import CheckpointError, ModelSpec
 
 
 def checkpoint_model(

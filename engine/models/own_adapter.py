@@ -17,7 +17,8 @@ from engine.model import Model
 from engine.models.loading import checkpoint_model
 from engine.models.trace_own import trace_own
 from engine.models.word_input import decoder_input
-from engine.types import AttentionTrace, EngineError, ModelSpec
+from engine.records import EngineError, ModelSpec
+from engine.traces.attention import AttentionTrace
 
 
 def words_of(model: Model):

@@ -21,7 +21,9 @@ from engine.capture.contribution import attention_norms
 from engine.model import Model
 from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.seq2seq import Seq2SeqTransformer
-from engine.types import AttentionTrace, EmptyInputError, ModelSpec, Seq2SeqTrace, Tokens, written_tokens
+from engine.records import EmptyInputError, ModelSpec, Tokens
+from engine.traces.attention import AttentionTrace
+from engine.traces.seq2seq import Seq2SeqTrace, written_tokens
 from engine.vocab import BOS_ID, EOS_ID, Vocab
 
 

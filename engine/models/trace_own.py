@@ -14,7 +14,8 @@ import torch
 from engine.capture import capture
 from engine.capture.contribution import attention_norms
 from engine.models.transformer import Transformer
-from engine.types import AttentionTrace, EmptyInputError, Tokens
+from engine.records import EmptyInputError, Tokens
+from engine.traces.attention import AttentionTrace
 
 
 def _heads_first(t: torch.Tensor) -> np.ndarray:

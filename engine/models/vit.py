@@ -42,7 +42,9 @@ from engine.models.config import JsonConfig
 from engine.models.loading import checkpoint_model
 from engine.models.transformer import AttnImpl, Block, TransformerConfig
 from engine.models.vit_input import preprocess
-from engine.types import AttentionTrace, EngineError, ModelSpec, Tokens, VisionTrace
+from engine.records import EngineError, ModelSpec, Tokens
+from engine.traces.attention import AttentionTrace
+from engine.traces.vision import VisionTrace
 
 DIGITS = tuple(str(d) for d in range(10))
 UNSURE_BELOW = 0.5  # top probability under which the trace says the model is unsure

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 if TYPE_CHECKING:
     from engine.models.vit import ViTConfig

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from engine.records import EmptyInputError, Tokens
 from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
-from engine.types import EmptyInputError, Tokens
 from engine.vocab import BOS_ID, EOS_ID, UNK_ID, Vocab, tokenize
 
 

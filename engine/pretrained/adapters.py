@@ -42,6 +42,7 @@ from engine.capture import capture
 from engine.capture.contribution import gram_norms, projection_grams
 from engine.model import Model
 from engine.pretrained.interface import recording
+from engine.records import EmptyInputError, EngineError, ModelUnavailableError, Tokens
 from engine.text import (
     byte_level_display,
     check_max_tokens,
@@ -52,7 +53,7 @@ from engine.text import (
     token_pieces,
     unnamed_token,
 )
-from engine.types import AttentionTrace, EmptyInputError, EngineError, ModelUnavailableError, Tokens
+from engine.traces.attention import AttentionTrace
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
 MAX_MASK_TOKENS = 4096

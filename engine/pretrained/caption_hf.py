@@ -24,8 +24,8 @@ teacher-forced, and the cross-attention of that pass is captured:
   (:func:`engine.capture.capture`) on the layer's own ``query``, ``key`` and ``value`` projections, with scale
   ``d_head^−½`` as the module divides by ``√d_head``; BLIP is loaded with eager attention.
 
-Either way the trace keeps Q, K and V and computes the weights lazily (:class:`engine.types.PatchCaptionTrace`,
-whose ``cross`` is an ordinary :class:`~engine.types.AttentionTrace`); ``tests/unit/test_caption_hf.py`` checks
+Either way the trace keeps Q, K and V and computes the weights lazily (:class:`engine.traces.caption.PatchCaptionTrace`,
+whose ``cross`` is an ordinary :class:`~engine.traces.attention.AttentionTrace`); ``tests/unit/test_caption_hf.py`` checks
 them against eager ``output_attentions`` and the greedy ids against transformers' ``generate``.
 """
 
@@ -49,8 +49,10 @@ from engine.pretrained.hf_api import hf
 from engine.pretrained.hub import byte_level, sdpa_builder
 from engine.pretrained.interface import recording, register
 from engine.pretrained.vit_hf import to_rgb_uint8
+from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens
 from engine.text import error_reason, named_ids, quote_input
-from engine.types import AttentionTrace, EngineError, ModelSpec, ModelUnavailableError, PatchCaptionTrace, Tokens
+from engine.traces.attention import AttentionTrace
+from engine.traces.caption import PatchCaptionTrace
 
 #: most tokens a caption may have (the end token included), below the decoder's own position limit
 MAX_WORDS = 30

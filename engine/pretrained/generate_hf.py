@@ -20,8 +20,9 @@ from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_
 from engine.generation import DecodeSettings
 from engine.model import Model
 from engine.pretrained.adapters import display_tokens
+from engine.records import EngineError
 from engine.text import length_notices, named_ids
-from engine.types import AttentionTrace, EngineError
+from engine.traces.attention import AttentionTrace
 
 
 def stop_ids(model: Model) -> set[int]:

@@ -28,8 +28,8 @@ from engine.builds import BUILD_LOCK  # one build at a time per process: engine/
 from engine.families import HUB_TYPES, hub_record
 from engine.model import Model, freeze
 from engine.policy import GB, ServerPolicy
+from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import error_reason, quote_input
-from engine.types import ModelSpec, ModelUnavailableError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 PROBE_TIMEOUT_S = 5.0

@@ -39,16 +39,10 @@ from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
 from engine.model import Model, pick_device
 from engine.pretrained.adapters import display_tokens, per_query_head, prepare_text
 from engine.pretrained.hf_api import hf
+from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens
 from engine.text import error_reason, length_notices, named_ids, quote_input
-from engine.types import (
-    AttentionTrace,
-    EngineError,
-    ModelSpec,
-    ModelUnavailableError,
-    Seq2SeqTrace,
-    Tokens,
-    written_tokens,
-)
+from engine.traces.attention import AttentionTrace
+from engine.traces.seq2seq import Seq2SeqTrace, written_tokens
 
 
 def positions(model_type: str) -> str:

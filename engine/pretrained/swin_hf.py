@@ -3,7 +3,7 @@
 Swin (Liu et al. 2021) cuts each stage's patch grid into w×w windows and runs self-attention inside
 each window only; odd blocks roll the grid by w // 2 patches first, so their windows straddle the
 previous block's borders, and a mask keeps apart the patches the roll carried round from the opposite
-edge (:mod:`engine.analysis.windows` has the geometry). Between stages, 2×2 patches merge into one.
+edge (:mod:`engine.traces.vision` has the geometry). Between stages, 2×2 patches merge into one.
 
 transformers 5.23's ``SwinAttention.forward`` calls the registered attention function
 (``ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, eager_attention_forward)``) once per
@@ -19,7 +19,7 @@ function (:mod:`engine.pretrained.interface`). Two things differ from the other 
   ``shift_size``: transformers shrinks the window to the grid and drops the shift when a stage's grid is
   no larger than one window (Swin-T's last stage: 7×7 patches, one window, no shift).
 
-Per block and window, :meth:`engine.types.WindowBlock.pattern` is ``softmax(Q Kᵀ · scaling + bias + mask)``,
+Per block and window, :meth:`engine.traces.vision.WindowBlock.pattern` is ``softmax(Q Kᵀ · scaling + bias + mask)``,
 tested equal to the eager attention weights (``tests/unit/test_swin_hf.py``). Pixels, the class head and
 the occlusion fill are the ViT adapter's (:class:`engine.pretrained.vit_hf.HFViTAdapter`).
 """
@@ -38,7 +38,8 @@ from engine.model import Model
 from engine.pretrained.adapters import layer_records
 from engine.pretrained.interface import recording
 from engine.pretrained.vit_hf import HFViTAdapter, load_image_model
-from engine.types import ModelSpec, ModelUnavailableError, WindowBlock, WindowTrace
+from engine.records import ModelSpec, ModelUnavailableError
+from engine.traces.vision import WindowBlock, WindowTrace
 
 
 def swin_blocks(module: nn.Module) -> list[tuple[int, int, nn.Module]]:

@@ -30,8 +30,8 @@ from engine.model import Model, pick_device
 from engine.pretrained.adapters import HFTextAdapter
 from engine.pretrained.hf_api import hf
 from engine.pretrained.interface import register
+from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import error_reason, quote_input
-from engine.types import ModelSpec, ModelUnavailableError
 
 BERT_LIKE = HFTextAdapter(
     family="encoder",

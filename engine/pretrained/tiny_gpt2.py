@@ -17,7 +17,7 @@ from engine.families import hub_record, resolve
 from engine.model import Model, freeze, pick_device
 from engine.pretrained.hf_api import hf
 from engine.pretrained.interface import register
-from engine.types import ModelSpec
+from engine.records import ModelSpec
 
 SEED = 0
 VOCAB_SIZE = 1024

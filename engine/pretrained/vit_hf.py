@@ -5,7 +5,7 @@ they are loaded with ``attn_implementation="ap_capture"`` and read by the same c
 (:mod:`engine.pretrained.interface`): each layer's call records ``query``, ``key``, ``value``
 ``[H, T, d_head]`` and ``scaling`` and runs transformers' SDPA. The attention modules carry no
 ``layer_idx``, so a call is matched to its layer by module identity. The
-:class:`~engine.types.VisionTrace` computes, per head::
+:class:`~engine.traces.vision.VisionTrace` computes, per head::
 
     pattern = softmax(Q Kᵀ · scaling)           # scaling = the attention module's own (d_head^−½)
 
@@ -32,8 +32,10 @@ from engine.models.vit_input import _to_unit_range
 from engine.pretrained.adapters import layer_records
 from engine.pretrained.hf_api import hf
 from engine.pretrained.interface import recording, register
+from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens
 from engine.text import error_reason, quote_input
-from engine.types import AttentionTrace, EngineError, ModelSpec, ModelUnavailableError, Tokens, VisionTrace
+from engine.traces.attention import AttentionTrace
+from engine.traces.vision import VisionTrace
 
 WITH_TEACHER = "DeiTForImageClassificationWithTeacher"
 

@@ -23,8 +23,9 @@ from engine.checkpoint import FORMAT, _unique_tensors, model_card
 from engine.model import Model, freeze
 from engine.models.trace_own import trace_own
 from engine.models.word_input import decoder_input
+from engine.records import ModelSpec
+from engine.traces.attention import AttentionTrace
 from engine.training.job_settings import TASK_LABELS
-from engine.types import AttentionTrace, ModelSpec
 from engine.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS
 
 #: a special token written out (``<sep>``), a French elision (``l'``), a word, or one other character

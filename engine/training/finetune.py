@@ -24,7 +24,7 @@ from torch import nn
 
 from engine.builds import BUILD_LOCK
 from engine.corpora.stories.lexicon import COLOURS  # the stories' colour words
-from engine.types import EngineError
+from engine.records import EngineError
 from engine.vocab import BOS_ID, PAD_ID, Vocab
 
 MAX_STEPS = 500

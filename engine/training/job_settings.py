@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from typing import Any, Mapping
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 #: tasks offered by the page, in menu order: name → label
 TASK_LABELS: dict[str, str] = {

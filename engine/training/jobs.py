@@ -43,6 +43,7 @@ import numpy as np
 
 from engine.jobs import background_thread, cores, default_max_seconds, expected_start
 from engine.memory import release_memory
+from engine.traces import TrainingSnapshot
 from engine.training.budget import Estimate, StepTimer, TimeBudget
 from engine.training.job_settings import (
     EVAL_BATCH,
@@ -52,7 +53,6 @@ from engine.training.job_settings import (
     build_task,
     validate_settings,
 )
-from engine.types import TrainingSnapshot
 
 log = logging.getLogger(__name__)
 ACTIVE = ("queued", "running", "paused")

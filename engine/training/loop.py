@@ -1,4 +1,4 @@
-"""The training loop: a generator of :class:`~engine.types.TrainingSnapshot`s that can be paused and stopped.
+"""The training loop: a generator of :class:`~engine.traces.TrainingSnapshot`s that can be paused and stopped.
 
 ::
 
@@ -40,8 +40,10 @@ from torch import nn
 from engine.builds import BUILD_LOCK
 from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer, TransformerConfig
+from engine.records import Tokens
+from engine.traces import TrainingSnapshot
+from engine.traces.attention import AttentionTrace
 from engine.training.tasks import IGNORE, Batch, Task, token_accuracy
-from engine.types import AttentionTrace, Tokens, TrainingSnapshot
 
 ForwardFn = Callable[[nn.Module, torch.Tensor], torch.Tensor]
 TraceFn = Callable[[nn.Module, list[int], Tokens], AttentionTrace]

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from engine.corpora.stories import split_sentences
+from engine.records import EngineError
 from engine.training.finetune import (
     FinetuneProgress,
     TrainingCurve,
@@ -42,7 +43,6 @@ from engine.training.finetune import (
     train_classifier,
     trainable_copy,
 )
-from engine.types import EngineError
 from engine.vocab import BOS_ID, PAD_ID, SEP_ID, Vocab
 
 #: the classifier's classes, in label order

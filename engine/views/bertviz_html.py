@@ -28,7 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.types import AttentionTrace, EngineError, Seq2SeqTrace, Trace
+from engine.records import EngineError
+from engine.traces import Trace
+from engine.traces.attention import AttentionTrace
+from engine.traces.seq2seq import Seq2SeqTrace
 from engine.views.offline_js import offline_document, script_safe
 
 WEIGHT_DECIMALS = 4

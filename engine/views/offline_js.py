@@ -16,7 +16,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 #: where each library lives inside its installed package (package, relative path)
 D3_SOURCE = ("mpld3", "js/d3.v5.min.js")

@@ -98,7 +98,7 @@ def test_the_causal_mask_a_long_input_pooled_and_the_alignment_map():
     att = services.attention_block(services.get_trace(services.TraceRequest("minilm", long_text, None, 512)))
     n = att.n_queries
     assert n > services.PACK_CELLS and drawn.shape == (services.PACK_CELLS, services.PACK_CELLS)
-    from engine.analysis.overview import overview_edges
+    from engine.traces.overview import overview_edges
 
     edges = overview_edges(n, services.PACK_CELLS)  # 256 blocks covering every token, of n // 256 or one more
     assert (
@@ -288,7 +288,7 @@ def test_the_vit_pack_draws_cls_attention_over_the_links_sample():
 def test_a_swin_link_draws_its_query_patchs_window(tmp_path, monkeypatch):
     import engine
     from engine import samples
-    from engine.analysis.windows import window_row
+    from engine.traces.vision import window_row
     from tests.swin_helpers import save_tiny_swin
 
     folder = save_tiny_swin(tmp_path / "allowed" / "swin", window=2)

@@ -10,8 +10,8 @@ from app import services
 from app.services import scaling as scaling_service
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_until, title
 from engine.analysis.scaling_laws import read_curves
+from engine.records import EngineError
 from engine.training.scaling import CURVES
-from engine.types import EngineError
 
 
 def _by_title(at) -> dict[str, dict]:

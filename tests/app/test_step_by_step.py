@@ -289,7 +289,7 @@ def _alibi_script() -> None:
     from engine.analysis.stepwise import query_steps
     from engine.models.trace_own import trace_own
     from engine.models.transformer import Transformer, TransformerConfig
-    from engine.types import Tokens
+    from engine.records import Tokens
 
     torch.manual_seed(0)
     model = Transformer(

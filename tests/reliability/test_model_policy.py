@@ -27,8 +27,8 @@ import engine
 from engine.checkpoint import load_checkpoint
 from engine.policy import FOLDER_REFUSED, FOLDERS_OFF, GB, HUB_OFF, ServerPolicy
 from engine.pretrained import hub
+from engine.records import CheckpointError, ModelUnavailableError
 from engine.text import hide_paths, quote_input
-from engine.types import CheckpointError, ModelUnavailableError
 
 pytestmark = pytest.mark.reliability
 

@@ -23,8 +23,9 @@ from engine.models.bahdanau import (
     record_steps,
     source_tokens,
 )
+from engine.records import CheckpointError, EmptyInputError, ModelSpec
 from engine.registry import CHECKPOINTS
-from engine.types import AlignmentTrace, CheckpointError, EmptyInputError, ModelSpec
+from engine.traces.alignment import AlignmentTrace
 from engine.vocab import BOS_ID, PAD_ID, Vocab
 
 torch.set_num_threads(1)

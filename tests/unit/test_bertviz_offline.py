@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import engine
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.traces.attention import AttentionTrace
 from engine.views import bertviz_html as bv
 from engine.views.bertviz_html import FIT_JS
 from engine.views.offline_js import SHIM_MARKER, _package_file, library_js

@@ -10,8 +10,8 @@ import engine
 from app.figure_data.captions import REGIONS, caption_view, region_bounds, region_of
 from app.services import captions as service
 from engine.corpora.scenes import SHAPES, draw_scene, make_scenes, parse_caption
+from engine.records import EngineError
 from engine.training.recipes.captioner import HELD_OUT_SEED
-from engine.types import EngineError
 
 
 @pytest.fixture(scope="module")

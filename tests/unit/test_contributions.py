@@ -23,7 +23,8 @@ import torch
 import engine
 from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer, TransformerConfig
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.traces.attention import AttentionTrace
 from tests.hf_helpers import build as build_text
 from tests.seq2seq_models import save_tiny_seq2seq
 

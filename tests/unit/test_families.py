@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
+import pkgutil
 from pathlib import Path
 from typing import get_args
 
 import pytest
 
 import engine
-import engine.types
+import engine.traces
 from engine import checkpoint, registry, samples
 from engine.corpora.scenes import make_scenes
 from engine.families import (
@@ -25,9 +27,18 @@ from engine.families import (
     resolve,
     text_families,
 )
-from engine.types import CheckpointError, Family, ModelUnavailableError, Trace
+from engine.records import CheckpointError, Family, ModelUnavailableError
+from engine.traces import Trace
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def trace_class(name: str) -> type:
+    """The class a record's ``trace_type`` names, from the one module of :mod:`engine.traces` that defines it."""
+    modules = [importlib.import_module(f"engine.traces.{m.name}") for m in pkgutil.iter_modules(engine.traces.__path__)]
+    found = {getattr(m, name) for m in modules if isinstance(getattr(m, name, None), type)}
+    assert len(found) == 1, f"{name}: {found}"
+    return found.pop()
 
 
 def test_records_are_unique_and_families_match_the_type() -> None:
@@ -41,8 +52,8 @@ def test_records_are_unique_and_families_match_the_type() -> None:
 def test_every_named_piece_resolves(record: FamilyRecord) -> None:
     assert callable(resolve(record.builder)) and callable(resolve(record.loader))
     assert hasattr(resolve(record.adapter), "trace")
-    trace_type = getattr(engine.types, record.trace_type)
-    assert hasattr(trace_type, "attention_blocks"), f"{record.trace_type} does not follow engine.types.Trace"
+    trace_type = trace_class(record.trace_type)
+    assert hasattr(trace_type, "attention_blocks"), f"{record.trace_type} does not follow engine.traces.Trace"
 
 
 def _shipped() -> list[tuple[str, dict]]:
@@ -99,7 +110,7 @@ def test_every_family_appears_once_in_the_one_table() -> None:
 def test_every_hub_record_names_pieces_that_exist(record: FamilyRecord) -> None:
     assert callable(resolve(record.loader))
     assert hasattr(resolve(record.adapter), "trace"), "an adapter class or a text family's settings"
-    assert hasattr(getattr(engine.types, record.trace_type), "attention_blocks")
+    assert hasattr(trace_class(record.trace_type), "attention_blocks")
     assert hub_record(record.key) is record and hub_record("lstm") is None
     with pytest.raises(TypeError):
         record.build({})

@@ -15,7 +15,7 @@ import engine
 from engine.decoding import decode_loop, generated_text
 from engine.generation import DecodeSettings, candidate_probs
 from engine.models.trace_own import trace_own
-from engine.types import EngineError
+from engine.records import EngineError
 from engine.vocab import EOS_ID
 
 PROMPT_OWN = "lily found a"

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import engine
-from engine.types import EmptyInputError, EngineError
+from engine.records import EmptyInputError, EngineError
 from tests.hf_helpers import (
     KINDS,
     MAX_POS,

@@ -18,7 +18,8 @@ import torch
 
 import engine
 from engine.generation import DecodeSettings, candidate_probs
-from engine.types import ModelUnavailableError, Seq2SeqTrace
+from engine.records import ModelUnavailableError
+from engine.traces.seq2seq import Seq2SeqTrace
 from tests.seq2seq_models import MAX_POS, save_tiny_seq2seq
 
 ATOL = 1e-5
@@ -198,7 +199,7 @@ def test_unsupported_architecture_names_what_is_supported(tmp_path):
 
 def test_positional_page_says_how_t5_and_rope_models_encode_positions(loaded, tmp_path):
     from engine.analysis.positional import position_table
-    from engine.types import EngineError
+    from engine.records import EngineError
 
     with pytest.raises(EngineError, match=r"learned bias b\(j − i\)"):
         position_table(loaded["t5"])

@@ -1,6 +1,6 @@
 """Who may import or call whom: pages hold plain data, and the engine's layers do not import in circles.
 
-- ``app/views`` and ``app/components`` get a model's :class:`engine.types.ModelCard` from
+- ``app/views`` and ``app/components`` get a model's :class:`engine.records.ModelCard` from
   ``services.get_card``; the torch-backed, shared ``Model`` stays inside ``app/services``.
 - ``engine.models`` (the networks) never imports ``engine.training`` (which trains them); the shared
   pieces (vocabularies, toy corpora, the checkpoint format, the family records) are neutral modules.

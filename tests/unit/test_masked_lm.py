@@ -96,7 +96,7 @@ def _hand_built(tmp_path):
 def test_fill_mask_equals_the_hand_computed_softmax(tmp_path):
     from engine.analysis.fill_mask import fill_mask
     from engine.models.own_adapter import load_own
-    from engine.types import ModelSpec
+    from engine.records import ModelSpec
 
     folder = _hand_built(tmp_path)
     model = load_own(ModelSpec("hand-mlm", "encoder", "hand", offline=True), folder.parent)

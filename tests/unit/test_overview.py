@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import engine
-from engine.analysis import overview as ov
-from engine.analysis.overview import overview_edges
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.traces import overview as ov
+from engine.traces.attention import AttentionTrace
+from engine.traces.overview import overview_edges
 
 RTOL, ATOL = 1e-5, 1e-7  # float32 rounding (the overview sums means in float64)
 

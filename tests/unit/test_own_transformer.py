@@ -14,7 +14,8 @@ from engine.capture import HookPoint, capture
 from engine.models.positional import sinusoidal
 from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer, TransformerConfig
-from engine.types import AttentionTrace, EmptyInputError, Tokens
+from engine.records import EmptyInputError, Tokens
+from engine.traces.attention import AttentionTrace
 
 POS_ENCODINGS = ["sinusoidal", "learned", "rope", "alibi", "none"]
 N_HEADS, D_MODEL = 2, 16

@@ -24,7 +24,7 @@ from engine.analysis.stepwise import (
 from engine.capture import capture
 from engine.models.trace_own import trace_own
 from engine.models.transformer import Transformer, TransformerConfig
-from engine.types import Tokens
+from engine.records import Tokens
 
 torch.set_num_threads(1)
 INF = np.inf

@@ -35,6 +35,8 @@ from engine.checkpoint import save_checkpoint
 from engine.corpora import translation_corpus
 from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 from engine.models.seq2seq_adapter import source_tokens, target_text, trace_seq2seq
+from engine.records import Tokens
+from engine.traces.attention import AttentionTrace
 from engine.training.loop import TrainConfig, train
 from engine.training.recipes.translation_data import (
     DATE_FRACTION,
@@ -46,7 +48,6 @@ from engine.training.recipes.translation_data import (
 )
 from engine.training.recipes.translation_data import split_pairs as shared_split
 from engine.training.tasks import IGNORE, Batch, Task
-from engine.types import AttentionTrace, Tokens
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 NAME = "tiny-translator"

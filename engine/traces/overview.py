@@ -30,12 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import index
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from engine.types import AttentionTrace
 
 Reduce = Literal["max", "mean"]
 REDUCES: tuple[str, ...] = ("max", "mean")
@@ -74,8 +71,9 @@ def overview_edges(n: int, size: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Head:
-    """What one head's rows need: Q, K, the scale and the masking rules (no n×n array)."""
+class HeadRows:
+    """What one head's pattern rows are computed from: Q, K, the scale and the masking rules (no n×n array);
+    ``AttentionTrace.head_rows`` makes it."""
 
     q: np.ndarray  # [n_q, d_head] float32
     k: np.ndarray  # [n_k, d_head] float32
@@ -104,34 +102,11 @@ class _Head:
         return int(np.clip(stop + self.n_k - self.n_q, 0, self.n_k))
 
 
-def _head(trace: AttentionTrace, layer: int, head: int) -> _Head:
-    n_heads = trace.n_heads
-    if not -n_heads <= index(head) < n_heads:
-        raise IndexError(f"head {head} out of range: this model has {n_heads} heads (0–{n_heads - 1})")
-    head = index(head) % n_heads
-    q, k = trace.q(layer)[head], trace.k(layer)[head]  # q() / k() check the layer
-    padding = trace.key_padding
-    slopes = trace.alibi_slopes
-    return _Head(
-        q=np.ascontiguousarray(q, dtype=np.float32),  # one head of a captured [pos, 3·d_model] block is strided
-        k=np.ascontiguousarray(k, dtype=np.float32),
-        scale=np.float32(trace.scales[index(layer) % trace.n_layers]),
-        causal=bool(trace.causal),
-        window=trace.window_of(layer),
-        softcap=None
-        if not trace.softcap or trace.softcap[index(layer) % trace.n_layers] is None
-        else np.float32(trace.softcap[index(layer) % trace.n_layers]),
-        padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
-        slope=None if slopes is None else np.float32(slopes[head]),
-        relative=None if (rb := trace.relative_bias_of(layer)) is None else np.asarray(rb[head], dtype=np.float32),
-    )
-
-
 def _chunk_rows(n_k: int) -> int:
     return max(1, CHUNK_BYTES // (4 * max(n_k, 1)))
 
 
-def _rows(h: _Head, start: int, stop: int, buffer: np.ndarray | None = None) -> np.ndarray:
+def _rows(h: HeadRows, start: int, stop: int, buffer: np.ndarray | None = None) -> np.ndarray:
     """Exact pattern rows ``start:stop`` over the keys they may see: ``[stop − start, visible(stop)]``.
 
     Keys from ``visible(stop)`` on are blocked for every one of these rows (their weight is 0).
@@ -231,9 +206,7 @@ def _check_keys(keys: np.ndarray | None, k_start: int, k_stop: int) -> np.ndarra
 
 
 def overview(
-    trace: AttentionTrace,
-    layer: int,
-    head: int,
+    h: HeadRows,
     size: int = 1024,
     reduce: Reduce = "max",
     *,
@@ -241,14 +214,13 @@ def overview(
     k_range: tuple[int, int] | None = None,
     keys: np.ndarray | None = None,
     row_scale: bool = False,
-    weighting: Weighting = "attention",
+    norms: np.ndarray | None = None,
 ) -> np.ndarray:
-    """One head's exact pattern over a region, pooled to at most ``size`` × ``size`` cells.
+    """One head's exact pattern over a region, pooled to at most ``size`` × ``size`` cells
+    (``AttentionTrace.overview``, which makes ``h`` and ``norms`` from the layer, head and weighting).
 
     Args:
-        trace: the trace (only Q, K, scales and the masking rules of the head are read).
-        layer: layer index (negative counts from the end).
-        head: head index (negative counts from the end).
+        h: the head (:meth:`AttentionTrace.head_rows`).
         size: the most cells per side; a side of the region with ``size`` positions or fewer is
             not pooled.
         reduce: ``"max"`` (a sharp one-token pattern stays visible) or ``"mean"`` of each block.
@@ -259,11 +231,11 @@ def overview(
         row_scale: divide each exact row by its maximum over the selected keys before pooling
             (rows with no weight there stay 0), so one dominant sink column does not wash out
             every other cell.
-        weighting: ``"attention"`` pools the weights α_ij; ``"contribution"`` pools α_ij·‖v_j W_O^h‖, the
-            length of what key ``j`` adds to query ``i``'s output through this head (Kobayashi et al.
-            2020; a sink key with a large weight and a short value vector adds little); ``"value"``
-            pools α_ij·‖v_j‖ (the value's length only). ``row_scale`` then divides by the row's largest
-            weighted value.
+        norms: one factor per key that each weight is multiplied by before pooling, or None (the
+            weights α_ij): ``weighting="contribution"`` passes ‖v_j W_O^h‖, the length of what key ``j``
+            adds to query ``i``'s output through this head (Kobayashi et al. 2020; a sink key with a large
+            weight and a short value vector adds little); ``"value"`` passes ‖v_j‖ (the value's length
+            only). ``row_scale`` then divides by the row's largest weighted value.
 
     Returns:
         float32 ``[min(n_q', size), min(n_k', size)]``, with ``n_q'`` the rows in ``q_range`` and
@@ -273,12 +245,11 @@ def overview(
     Raises:
         ValueError: ``reduce`` or ``size`` invalid, an empty range, ``keys`` unsorted or outside
             ``k_range``.
-        IndexError: layer, head or a range out of bounds.
-        EngineError: ``"contribution"`` for a trace without output-projection norms.
+        IndexError: a range out of bounds.
 
     Example:
-        >>> grid = overview(tr, -1, 0, size=256)                     # 16,384 tokens → [256, 256]
-        >>> zoom = overview(tr, -1, 0, q_range=(8000, 8100), k_range=(0, 300))  # exact [100, 300]
+        >>> grid = tr.overview(-1, 0, size=256)                     # 16,384 tokens → [256, 256]
+        >>> zoom = tr.overview(-1, 0, q_range=(8000, 8100), k_range=(0, 300))  # exact [100, 300]
     """
     if reduce not in REDUCES:
         raise ValueError(f"reduce must be one of {REDUCES}, got {reduce!r}")
@@ -288,8 +259,6 @@ def overview(
         raise ValueError(f"size must be a whole number of at least 1, got {size!r}") from None
     if size < 1:
         raise ValueError(f"size must be at least 1, got {size}")
-    norms = _value_norms(trace, layer, head, weighting)
-    h = _head(trace, layer, head)
     q0, q1 = _check_range("q_range", q_range, h.n_q)
     k0, k1 = _check_range("k_range", k_range, h.n_k)
     keys = _check_keys(keys, k0, k1)
@@ -348,40 +317,22 @@ def overview(
     return (out / np.outer(rows_per_block, keys_per_block)).astype(np.float32)
 
 
-def _value_norms(trace: AttentionTrace, layer: int, head: int, weighting: str) -> np.ndarray | None:
-    """One factor per key: ‖v_j‖ for ``weighting="value"``, ‖v_j W_O^h‖ for ``"contribution"``; None for
-    plain weights."""
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
-    if weighting == "contribution":
-        return trace.output_norms(layer, head)
-    return trace.value_norms(layer, head) if weighting == "value" else None
-
-
-def pattern_rows(
-    trace: AttentionTrace, layer: int, head: int, start: int, stop: int, weighting: Weighting = "attention"
-) -> np.ndarray:
+def pattern_rows(h: HeadRows, start: int, stop: int, norms: np.ndarray | None = None) -> np.ndarray:
     """Exact pattern rows ``start:stop`` of one head over all keys, computed a chunk at a time.
 
     Args:
-        trace: the trace.
-        layer: layer index (negative counts from the end).
-        head: head index (negative counts from the end).
+        h: the head (:meth:`AttentionTrace.head_rows`).
         start: first query row.
         stop: one past the last query row.
-        weighting: ``"attention"`` (the weights), ``"contribution"`` (each weight times ``‖v_j W_O^h‖``:
-            rows of ``trace.contributions``) or ``"value"`` (each weight times ``‖v_j‖``).
+        norms: one factor per key each weight is multiplied by (see :func:`overview`), or None.
 
     Returns:
         float32 ``[stop − start, n_k]``: ``trace.pattern(layer, head)[start:stop]`` (to float32
-        rounding; weights below ~1e-33 are 0), times ``trace.output_norms(layer, head)`` for
-        "contribution", ``trace.value_norms(layer, head)`` for "value".
+        rounding; weights below ~1e-33 are 0), times ``norms``.
 
     Example:
-        >>> row = pattern_rows(tr, -1, 0, 9000, 9001)[0]   # one query token's weights, 16,384 keys
+        >>> row = tr.pattern_rows(-1, 0, 9000, 9001)[0]   # one query token's weights, 16,384 keys
     """
-    norms = _value_norms(trace, layer, head, weighting)
-    h = _head(trace, layer, head)
     start, stop = _check_range("rows", (start, stop), h.n_q)
     out = np.zeros((stop - start, h.n_k), dtype=np.float32)
     chunk = _chunk_rows(h.n_k)

@@ -1,4 +1,6 @@
-"""Swin's windows: which patch sits in which window, the shifted-window mask, one query's row laid on the image.
+"""The image models' traces: a ViT's attention over its patches (:class:`VisionTrace`), and a Swin's
+(:class:`WindowTrace`) inside windows of the patch grid, with the windows' geometry: which patch sits in which
+window, the shifted-window mask, one query's row laid on the image.
 
 Swin (Liu et al. 2021, "Swin Transformer: Hierarchical Vision Transformer using Shifted Windows")
 computes self-attention inside non-overlapping w×w windows of a stage's patch grid instead of over the
@@ -25,17 +27,191 @@ Inside a window, per head::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from engine.types import WindowBlock
+from engine.records import EngineError, Family
+from engine.traces.attention import AttentionTrace
 
 #: what transformers adds to the score of a key the shifted-window mask hides
 MASK_VALUE = -100.0
+
+
+@dataclass(frozen=True, eq=False)
+class VisionTrace:
+    """A Vision Transformer classifying one image, with its patch attention.
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        image: ``[H, W]`` or ``[H, W, 3]`` float32 in 0–1, as the model saw it (after resizing).
+        patch_size: pixels per patch side.
+        grid: ``(rows, cols)`` of patches.
+        attention: self-attention over ``[CLS] + patches`` (row-major patch order); ``tokens``
+            are ``"[CLS]", "p0", "p1", …``.
+        labels: class names.
+        probs: ``[n_classes]`` softmax of the logits.
+        notices: sentences for the UI (resized, converted, not a digit, …).
+    """
+
+    model_id: str
+    image: np.ndarray
+    patch_size: int
+    grid: tuple[int, int]
+    attention: AttentionTrace
+    labels: tuple[str, ...]
+    probs: np.ndarray
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def prediction(self) -> str:
+        return self.labels[int(np.argmax(self.probs))]
+
+    @property
+    def family(self) -> Family:
+        """The :class:`Trace` protocol; read from ``attention``, so the two cannot disagree."""
+        return self.attention.family
+
+    @property
+    def device(self) -> str:
+        """Where the forward pass ran; read from ``attention`` (the adapters set it there)."""
+        return self.attention.device
+
+    def attention_blocks(self) -> dict[str, AttentionTrace]:
+        """The :class:`Trace` protocol: self-attention over ``[CLS]`` + patches."""
+        return {"self": self.attention}
+
+
+@dataclass(frozen=True, eq=False)
+class WindowBlock:
+    """One Swin block: self-attention inside w×w windows of its stage's patch grid, shifted in odd blocks.
+
+    The geometry (which patch sits in which window and slot, the shifted-window mask) is below; the
+    lazy pattern, per window and head::
+
+        pattern = softmax(Q Kᵀ · scale + bias + shift mask)
+
+    Attributes:
+        stage: the stage it belongs to (Swin merges 2×2 patches between stages).
+        block: its place in the stage, from 0; odd blocks shift their windows.
+        grid: ``(rows, cols)`` of the stage's patch grid (before padding to a multiple of ``window``).
+        window: w, the window's side in patches (N = w² tokens per window).
+        shift: s, how far the grid is rolled up and left before it is cut (0, or w // 2 in odd blocks).
+        queries, keys: ``[window, head, N, d_head]`` float32; windows row-major over the padded, shifted
+            grid, tokens row-major inside a window.
+        scale: the factor applied to QKᵀ.
+        bias: ``[head, N, N]`` float32, the learned relative position bias added to every window's scores.
+    """
+
+    stage: int
+    block: int
+    grid: tuple[int, int]
+    window: int
+    shift: int
+    queries: np.ndarray
+    keys: np.ndarray
+    scale: float
+    bias: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grid", (int(self.grid[0]), int(self.grid[1])))  # hashable, for the mask cache
+        w, n = self.window, self.window * self.window
+        hp, wp = padded(self.grid, w) if w > 0 else (0, 0)
+        if w < 1 or not 0 <= self.shift < w:
+            raise ValueError(
+                f"stage {self.stage} block {self.block}: window {w} and shift {self.shift} need 0 ≤ shift < window"
+            )
+        if self.queries.ndim != 4 or self.keys.shape != self.queries.shape:
+            raise ValueError(
+                f"queries and keys must both be [window, head, N, d_head], got {self.queries.shape}, {self.keys.shape}"
+            )
+        if self.queries.shape[0] != (hp // w) * (wp // w) or self.queries.shape[2] != n:
+            raise ValueError(
+                f"a {self.grid} grid in windows of {w}×{w} has {(hp // w) * (wp // w)} windows of {n} "
+                f"tokens, got queries {self.queries.shape}"
+            )
+        if self.bias.shape != (self.queries.shape[1], n, n):
+            raise ValueError(f"bias must be [head, N, N] = {(self.queries.shape[1], n, n)}, got {self.bias.shape}")
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.queries.shape[1])
+
+    @property
+    def n_windows(self) -> int:
+        return int(self.queries.shape[0])
+
+    @property
+    def shifted(self) -> bool:
+        return self.shift > 0
+
+    def pattern(self, head: int | None = None) -> np.ndarray:
+        """``[window, head, N, N]`` (or ``[window, N, N]`` for one head), rows summing to 1."""
+        return block_pattern(self, head)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowTrace:
+    """A Swin Transformer classifying one image: attention inside local windows that shift between blocks.
+
+    Attributes:
+        model_id: the id the model was loaded with.
+        image: ``[H, W, 3]`` float32 in 0–1, as the model saw it (after resizing).
+        patch_size: pixels per patch side at stage 0 (a stage-k patch covers ``patch_size · 2^k`` pixels).
+        blocks: every block in forward order (stage by stage).
+        labels: class names (empty without a classification head).
+        probs: ``[n_classes]`` softmax of the logits.
+        notices: sentences for the UI.
+        device: where the forward pass ran ("cpu", "cuda").
+        family: always ``"vit"`` (the catalog family of image models; the :class:`Trace` protocol).
+    """
+
+    model_id: str
+    image: np.ndarray
+    patch_size: int
+    blocks: tuple[WindowBlock, ...]
+    labels: tuple[str, ...]
+    probs: np.ndarray
+    notices: tuple[str, ...] = field(default_factory=tuple)
+    device: str = "cpu"
+    family: Family = "vit"
+
+    def __post_init__(self) -> None:
+        if not self.blocks:
+            raise ValueError("WindowTrace needs at least one block")
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """The patch grid of the first stage (what the image is cut into)."""
+        return self.blocks[0].grid
+
+    @property
+    def n_stages(self) -> int:
+        return max(b.stage for b in self.blocks) + 1
+
+    def stage_blocks(self, stage: int) -> tuple[WindowBlock, ...]:
+        return tuple(b for b in self.blocks if b.stage == stage)
+
+    def block_at(self, stage: int, block: int) -> WindowBlock:
+        """The ``block``-th block of ``stage``."""
+        found = [b for b in self.blocks if b.stage == stage and b.block == block]
+        if not found:
+            raise EngineError(f"This Swin has no block {block} in stage {stage}.")
+        return found[0]
+
+    def cell_size(self, stage: int) -> int:
+        """Pixels per patch side in ``stage``."""
+        return self.patch_size * 2**stage
+
+    @property
+    def prediction(self) -> str:
+        return self.labels[int(np.argmax(self.probs))]
+
+    def attention_blocks(self) -> dict[str, AttentionTrace]:
+        """The :class:`Trace` protocol: none. Each block's attention is a set of small windows, not one
+        sequence of tokens; pages read ``blocks`` instead."""
+        return {}
 
 
 def padded(grid: tuple[int, int], window: int) -> tuple[int, int]:
