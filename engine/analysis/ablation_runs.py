@@ -1,4 +1,4 @@
-"""One runner per model family for :func:`engine.analysis.ablation.ablate`.
+"""One runner per model family for :func:`engine.analysis.ablation.ablate`, and the next-token summary two runners share.
 
 A runner knows the family's heads (``layout``), where its output projections are, how to turn text
 into ids (the same way the family's tracing adapter does), how to compute the output that ablation
@@ -19,7 +19,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.analysis.ablation import next_token_summary
 from engine.analysis.ablation_heads import SELF, HeadRef, heads_off
 from engine.generation import named_only
 from engine.pretrained.adapters import display_tokens
@@ -42,6 +41,27 @@ def _log_probs(logits: torch.Tensor, n_named: int | None = None) -> np.ndarray:
     :func:`~engine.generation.named_only`) get −inf, so they are never a next-token candidate."""
     z = torch.from_numpy(named_only(logits.double().cpu().numpy(), n_named))
     return torch.log_softmax(z, dim=-1).numpy()
+
+
+def next_token_summary(p_log_before: np.ndarray, p_log_after: np.ndarray, top_k: int) -> dict:
+    """Top tokens, KL and TV from two float64 log-probability vectors ``[vocab]`` (−inf where a token
+    cannot be picked: an id the tokenizer cannot name)."""
+    p_b, p_a = np.exp(p_log_before), np.exp(p_log_after)
+    live = p_b > 0  # 0 · log 0 = 0: ids at −inf before add nothing (and no −inf − −inf)
+    kl = float(np.sum(p_b[live] * (p_log_before[live] - p_log_after[live])))
+    tv = float(0.5 * np.abs(p_b - p_a).sum())
+    key = np.maximum(p_b, p_a)
+    k = max(1, int(top_k))
+    must = list(dict.fromkeys([int(np.argmax(p_b)), int(np.argmax(p_a))]))[:k]  # both winners always shown
+    rest = [int(i) for i in np.argsort(-key, kind="stable")[: k + 2] if int(i) not in must]
+    top = sorted(must + rest[: k - len(must)], key=lambda i: (-key[i], i))
+    return {
+        "top_ids": tuple(int(i) for i in top),
+        "top_before": tuple(float(p_b[i]) for i in top),
+        "top_after": tuple(float(p_a[i]) for i in top),
+        "kl": max(kl, 0.0),
+        "tv": tv,
+    }
 
 
 # ---- our own decoder ------------------------------------------------------------------------------
