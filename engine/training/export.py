@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from safetensors.torch import save as save_safetensors
 
-from engine.checkpoint import FORMAT, _unique_tensors, model_card
+from engine.checkpoint import FORMAT, model_card, unique_tensors
 from engine.model import Model, freeze
 from engine.models.trace_own import trace_own
 from engine.models.word_input import decoder_input
@@ -95,7 +95,7 @@ def checkpoint_zip(job, name: str = "trained") -> bytes:
     """``name.safetensors`` + ``name.json`` + ``name.md``, zipped in memory (readable by ``load_checkpoint``)."""
     snaps = job.progress().snapshots
     last = snaps[-1] if snaps else None
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in _unique_tensors(job.model).items()}
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in unique_tensors(job.model).items()}
     card = {
         "description": f"Trained live in Attention Playground on the {TASK_LABELS[job.settings.task]} task.",
         "data": job.settings.task,
