@@ -46,9 +46,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from engine.capture import HookPoint
+from engine.families.own import JsonConfig, checkpoint_model, source_target_vocab
 from engine.model import Model
-from engine.models.config import JsonConfig
-from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.records import EmptyInputError, ModelSpec, Tokens
 from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
 from engine.traces.alignment import AlignmentTrace

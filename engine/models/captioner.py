@@ -43,9 +43,8 @@ import torch
 from torch import nn
 
 from engine.capture import HookPoint
+from engine.families.own import JsonConfig, checkpoint_model
 from engine.model import Model
-from engine.models.config import JsonConfig
-from engine.models.loading import checkpoint_model
 from engine.records import EmptyInputError, EngineError, ModelSpec
 from engine.traces.caption import CaptionTrace
 from engine.vocab import BOS_ID, EOS_ID, Vocab

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
+from engine.families.own import checkpoint_model
 from engine.model import Model
-from engine.models.loading import checkpoint_model
 from engine.models.trace_own import trace_own
 from engine.models.word_input import decoder_input
 from engine.records import EngineError, ModelSpec

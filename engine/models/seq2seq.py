@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.capture import HookPoint
-from engine.models.config import JsonConfig
+from engine.families.own import JsonConfig
 from engine.models.positional import sinusoidal
 from engine.models.transformer import MLP, Attention, AttnImpl, Block, TransformerConfig
 from engine.vocab import BOS_ID, EOS_ID

@@ -18,8 +18,8 @@ import torch
 
 from engine.capture import capture
 from engine.capture.contribution import attention_norms
+from engine.families.own import checkpoint_model, source_target_vocab
 from engine.model import Model
-from engine.models.loading import checkpoint_model, source_target_vocab
 from engine.models.seq2seq import Seq2SeqTransformer
 from engine.records import EmptyInputError, ModelSpec, Tokens
 from engine.traces.attention import AttentionTrace

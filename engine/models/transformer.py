@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.capture import HookPoint
-from engine.models.config import JsonConfig
+from engine.families.own import JsonConfig
 from engine.models.positional import alibi_bias, alibi_slopes, apply_rope, rope_cos_sin, sinusoidal
 
 PosEncoding = Literal["sinusoidal", "learned", "rope", "alibi", "none"]

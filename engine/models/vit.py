@@ -37,9 +37,8 @@ from torch import nn
 
 from engine.capture import HookPoint, capture
 from engine.capture.contribution import attention_norms
+from engine.families.own import JsonConfig, checkpoint_model
 from engine.model import Model
-from engine.models.config import JsonConfig
-from engine.models.loading import checkpoint_model
 from engine.models.transformer import AttnImpl, Block, TransformerConfig
 from engine.models.vit_input import preprocess
 from engine.records import EngineError, ModelSpec, Tokens

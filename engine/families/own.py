@@ -1,16 +1,42 @@
-"""Turning one of our checkpoints into a read-only :class:`engine.model.Model` (every family)."""
+"""What our own families share: their configs' JSON round trip, and a checkpoint loaded as a read-only
+:class:`engine.model.Model`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
+from engine.checkpoint import load_checkpoint
 from engine.model import Adapter, Model, freeze, pick_device
 from engine.records import CheckpointError, ModelSpec
+
+C = TypeVar("C", bound="JsonConfig")
+
+
+class JsonConfig:
+    """Mixin for frozen dataclass configs: ``to_dict()`` and a strict ``from_dict()``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a JSON-ready dict (field name → value; tuples become lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
+        """Build a validated config from a dict such as ``to_dict()`` wrote; missing keys take defaults.
+
+        Raises:
+            ValueError: a key that is not a field (the known ones are listed) or an invalid value.
+        """
+        known = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown key(s) {unknown}; known keys are {known}")
+        return cls(**data)
 
 
 def checkpoint_model(
@@ -39,8 +65,6 @@ def checkpoint_model(
     Raises:
         CheckpointError: a missing, corrupt or mismatched file, or a failed ``validate`` (readable).
     """
-    from engine.checkpoint import load_checkpoint
-
     device = device or pick_device()
     module, vocab, document = load_checkpoint(folder, spec.id, device=device)
     problem = validate(module, vocab) if validate else None
