@@ -67,7 +67,7 @@ def next_token_summary(p_log_before: np.ndarray, p_log_after: np.ndarray, top_k:
 # ---- our own decoder ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OwnDecoderRunner:
-    """:class:`~engine.models.transformer.Transformer` checkpoints: next-token probabilities."""
+    """:class:`~engine.families.transformer.network.Transformer` checkpoints: next-token probabilities."""
 
     layout: dict
     vocab: Any
@@ -211,8 +211,8 @@ def runner_for(model):
     Raises:
         EngineError: a family without ablation here (RNN attention, ViT, unknown).
     """
+    from engine.families.transformer.network import Transformer
     from engine.models.seq2seq import Seq2SeqTransformer
-    from engine.models.transformer import Transformer
     from engine.pretrained.adapters import HFTextAdapter
 
     module = model.module

@@ -29,7 +29,7 @@ def task_of(model) -> Task:
     Raises:
         EngineError: a family this page does not explain (the translator, ViT, an own encoder without [MASK]).
     """
-    from engine.models.own_adapter import OwnTextAdapter
+    from engine.families.transformer.adapter import OwnTextAdapter
     from engine.pretrained.adapters import HFTextAdapter
     from engine.vocab import MASK
 
@@ -45,7 +45,7 @@ def task_of(model) -> Task:
 
 def is_own(model) -> bool:
     """True for our own transformer (its word embeddings are replaced through ``hook_embed``)."""
-    from engine.models.own_adapter import OwnTextAdapter
+    from engine.families.transformer.adapter import OwnTextAdapter
 
     return isinstance(model.adapter, OwnTextAdapter)
 
@@ -103,7 +103,7 @@ def with_grad(model, fn: Callable[[Any, Any], Any]) -> Any:
 def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, list[str]]:
     """The input's tokens as the model reads them (as its trace does), and the notices."""
     if is_own(model):
-        from engine.models.own_adapter import words_of
+        from engine.families.transformer.adapter import words_of
         from engine.models.word_input import decoder_input
 
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))

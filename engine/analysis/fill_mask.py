@@ -66,7 +66,7 @@ def fill_mask(model, text: str, *, top_k: int = TOP_K, max_tokens: int = 128) ->
     """
     import torch
 
-    from engine.models.own_adapter import words_of
+    from engine.families.transformer.adapter import words_of
     from engine.models.word_input import decoder_input
     from engine.vocab import MASK
 

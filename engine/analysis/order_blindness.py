@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from engine.builds import BUILD_LOCK
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer
 from engine.records import EmptyInputError, EngineError
 from engine.registry import CHECKPOINTS
 from engine.text import check_max_tokens, clean_input, unknown_words_notice

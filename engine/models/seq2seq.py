@@ -11,7 +11,7 @@ target position to the encoder's output, then an MLP::
     y   = y + MLP(LN3(y))
     logits = LN_f(y) W_U
 
-The attention math, the MLP and the encoder block are :mod:`engine.models.transformer`'s own
+The attention math, the MLP and the encoder block are :mod:`engine.families.transformer.network`'s own
 :class:`Attention`, :class:`MLP` and :class:`Block`; cross-attention is the same module reading keys
 and values from another sequence. Hook names (public API, TransformerLens vocabulary; ``{L}`` = 0 …
 n_layers − 1), in module order::
@@ -45,8 +45,8 @@ from torch import nn
 
 from engine.capture import HookPoint
 from engine.families.own import JsonConfig
-from engine.models.positional import sinusoidal
-from engine.models.transformer import MLP, Attention, AttnImpl, Block, TransformerConfig
+from engine.families.transformer.network import MLP, Attention, AttnImpl, Block, TransformerConfig
+from engine.families.transformer.positional import sinusoidal
 from engine.vocab import BOS_ID, EOS_ID
 
 Seq2SeqPosEncoding = Literal["sinusoidal", "learned"]

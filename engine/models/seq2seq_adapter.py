@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.capture import capture
+from engine.capture import capture, heads_first
 from engine.capture.contribution import attention_norms
 from engine.families.own import checkpoint_model, source_target_vocab
 from engine.model import Model
@@ -25,11 +25,6 @@ from engine.records import EmptyInputError, ModelSpec, Tokens
 from engine.traces.attention import AttentionTrace
 from engine.traces.seq2seq import Seq2SeqTrace, written_tokens
 from engine.vocab import BOS_ID, EOS_ID, Vocab
-
-
-def _heads_first(t: torch.Tensor) -> np.ndarray:
-    """``(1, T, H, dh)`` captured activation -> float32 numpy ``[H, T, dh]`` on the CPU."""
-    return np.ascontiguousarray(t[0].permute(1, 0, 2).to(device="cpu", dtype=torch.float32).numpy())
 
 
 def target_text(tokens: Sequence[str]) -> str:
@@ -99,15 +94,15 @@ def trace_seq2seq(
 
     def attention(part: str, queries: Tokens, keys: Tokens, causal: bool, pos: np.ndarray | None) -> AttentionTrace:
         prefix = parts[part]
-        values = tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_v"]) for layer in layers)  # [H, k, dh] each
+        values = tuple(heads_first(acts[f"{prefix.format(layer)}.hook_v"]) for layer in layers)  # [H, k, dh] each
         modules = [model.get_submodule(prefix.format(layer)) for layer in layers]  # each owns its w_o
         return AttentionTrace(
             model_id=model_id,
             family="encoder-decoder",
             tokens=queries,
             key_tokens=keys,
-            queries=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_q"]) for layer in layers),
-            keys=tuple(_heads_first(acts[f"{prefix.format(layer)}.hook_k"]) for layer in layers),
+            queries=tuple(heads_first(acts[f"{prefix.format(layer)}.hook_q"]) for layer in layers),
+            keys=tuple(heads_first(acts[f"{prefix.format(layer)}.hook_k"]) for layer in layers),
             values=values,
             value_out_norms=tuple(attention_norms(m, v) for m, v in zip(modules, values)),
             scales=tuple(1.0 / math.sqrt(cfg.d_head) for _ in layers),

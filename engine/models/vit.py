@@ -7,13 +7,13 @@ An image is cut into a grid of square patches; each patch is flattened and proje
     x_{l+1}  = Block_l(x_l)                                               pre-LN, no mask: every token sees all
     logits   = LN_f(x_L)[CLS] W_head + b_head
 
-The blocks are :class:`engine.models.transformer.Block` itself (same attention code, same hooks), built
-from a :class:`~engine.models.transformer.TransformerConfig` with no positional scheme of its own and
+The blocks are :class:`engine.families.transformer.network.Block` itself (same attention code, same hooks), built
+from a :class:`~engine.families.transformer.network.TransformerConfig` with no positional scheme of its own and
 no causal mask. The public activation names (``{L}`` = 0 … n_layers − 1) are therefore::
 
     hook_embed                    [batch, pos, d_model]   [CLS] + projected patches, pos 0 is [CLS]
     hook_pos_embed                [batch, pos, d_model]   the learned position vectors added to them
-    blocks.{L}.…                  exactly as in engine.models.transformer (hook_q … hook_pattern, hook_z)
+    blocks.{L}.…                  exactly as in engine.families.transformer.network (hook_q … hook_pattern, hook_z)
 
 Input size. scikit-learn's digits are 8×8 images with values 0–16: the UCI authors drew each digit as
 a 32×32 bitmap, scaled so its height fills the box, and counted the "on" pixels of each 4×4 block. The
@@ -35,11 +35,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from engine.capture import HookPoint, capture
+from engine.capture import HookPoint, capture, heads_first
 from engine.capture.contribution import attention_norms
 from engine.families.own import JsonConfig, checkpoint_model
+from engine.families.transformer.network import AttnImpl, Block, TransformerConfig
 from engine.model import Model
-from engine.models.transformer import AttnImpl, Block, TransformerConfig
 from engine.models.vit_input import preprocess
 from engine.records import EngineError, ModelSpec, Tokens
 from engine.traces.attention import AttentionTrace
@@ -204,11 +204,6 @@ def build_model(config: Mapping[str, Any]) -> nn.Module:
 # ---- attention out ----------------------------------------------------------------------------------
 
 
-def _heads_first(t: torch.Tensor) -> np.ndarray:
-    """``(1, T, H, dh)`` captured activation -> float32 numpy ``[H, T, dh]`` on the CPU."""
-    return np.ascontiguousarray(t[0].permute(1, 0, 2).to(device="cpu", dtype=torch.float32).numpy())
-
-
 def patch_tokens(cfg: ViTConfig) -> Tokens:
     """Display tokens ``"[CLS]", "p0", "p1", …`` (row-major patches); ids are the positions."""
     strings = ("[CLS]", *(f"p{i}" for i in range(cfg.n_patches)))
@@ -242,14 +237,14 @@ def trace_vit(model: ViT, image: Any, *, model_id: str) -> VisionTrace:
     probs = torch.softmax(logits[0].float(), dim=-1).cpu().numpy()  # (n_classes,)
     tokens = patch_tokens(cfg)
     layers = range(cfg.n_layers)
-    values = tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers)  # [H, T, dh] each
+    values = tuple(heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers)  # [H, T, dh] each
     attention = AttentionTrace(
         model_id=model_id,
         family="vit",
         tokens=tokens,
         key_tokens=tokens,
-        queries=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_q"]) for layer in layers),
-        keys=tuple(_heads_first(acts[f"blocks.{layer}.attn.hook_k"]) for layer in layers),
+        queries=tuple(heads_first(acts[f"blocks.{layer}.attn.hook_q"]) for layer in layers),
+        keys=tuple(heads_first(acts[f"blocks.{layer}.attn.hook_k"]) for layer in layers),
         values=values,
         value_out_norms=tuple(attention_norms(block.attn, v) for block, v in zip(model.blocks, values)),
         scales=tuple(float(block.attn.scale) for block in model.blocks),

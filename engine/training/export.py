@@ -20,8 +20,8 @@ import torch
 from safetensors.torch import save as save_safetensors
 
 from engine.checkpoint import FORMAT, model_card, unique_tensors
+from engine.families.transformer.adapter import trace_own
 from engine.model import Model, freeze
-from engine.models.trace_own import trace_own
 from engine.models.word_input import decoder_input
 from engine.records import ModelSpec
 from engine.traces.attention import AttentionTrace

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from engine.analysis.induction import copying_score, icl_score, prefix_matching_score, previous_token_score
 from engine.builds import BUILD_LOCK
 from engine.capture import capture
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.network import Transformer, TransformerConfig
 from engine.training.task_base import IGNORE, PROBE_SEED, Batch, Task, token_accuracy
 from engine.vocab import BOS_ID, SPECIALS, Vocab
 

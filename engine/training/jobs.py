@@ -216,7 +216,7 @@ class Job:
     def _train(self) -> None:
         import torch
 
-        from engine.models.trace_own import trace_own
+        from engine.families.transformer.adapter import trace_own
         from engine.training.loop import TrainConfig, resolve_device, train
         from engine.training.tasks import pattern_score
 

@@ -16,8 +16,8 @@ One step::
 
 The loop is model-agnostic: it needs ``forward_fn(model, inputs) -> logits (B, T, V)`` and
 ``trace_fn(model, token_ids, tokens) -> AttentionTrace``; both default to what our own
-:class:`~engine.models.transformer.Transformer` needs (the fused ``sdpa`` attention for speed, and
-:func:`~engine.models.trace_own.trace_own` for the probe).
+:class:`~engine.families.transformer.network.Transformer` needs (the fused ``sdpa`` attention for speed, and
+:func:`~engine.families.transformer.adapter.trace_own` for the probe).
 
 Between steps the loop looks at its :class:`TrainingControl`: paused, it blocks (no busy wait) until
 resumed or stopped; stopped, it yields a final snapshot and ends. On the CPU, the same seed and the same
@@ -38,8 +38,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.builds import BUILD_LOCK
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer, TransformerConfig
 from engine.records import Tokens
 from engine.traces import TrainingSnapshot
 from engine.traces.attention import AttentionTrace

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from engine.checkpoint import FORMAT, checkpoint_paths, load_checkpoint, read_checkpoint_config, save_checkpoint
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.network import Transformer, TransformerConfig
 from engine.records import CheckpointError, EngineError
 from engine.vocab import Vocab
 

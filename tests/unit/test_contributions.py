@@ -21,8 +21,8 @@ import pytest
 import torch
 
 import engine
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer, TransformerConfig
 from engine.records import EngineError, Tokens
 from engine.traces.attention import AttentionTrace
 from tests.hf_helpers import build as build_text

@@ -13,8 +13,8 @@ import torch
 
 import engine
 from engine.decoding import decode_loop, generated_text
+from engine.families.transformer.adapter import trace_own
 from engine.generation import DecodeSettings, candidate_probs
-from engine.models.trace_own import trace_own
 from engine.records import EngineError
 from engine.vocab import EOS_ID
 

@@ -2,8 +2,8 @@
 
 - ``app/views`` and ``app/components`` get a model's :class:`engine.records.ModelCard` from
   ``services.get_card``; the torch-backed, shared ``Model`` stays inside ``app/services``.
-- ``engine.models`` (the networks) never imports ``engine.training`` (which trains them); the shared
-  pieces (vocabularies, toy corpora, the checkpoint format, the family records) are neutral modules.
+- ``engine.families`` (the networks, adapters and loaders) never imports ``engine.training`` (which trains
+  them); the shared pieces (vocabularies, toy corpora, the checkpoint format, the family table) are neutral.
 """
 
 from __future__ import annotations
@@ -57,17 +57,16 @@ def test_pages_receive_the_card_not_the_model(repo_root: Path) -> None:
     assert not offenders, f"pages must use services.get_card (a ModelCard), never get_model or torch: {offenders}"
 
 
-# ---- engine.models and engine.training ---------------------------------------------------------------
+# ---- the model families and engine.training ----------------------------------------------------------
 _PROBE = """
 import importlib, json, sys
 for name in sys.argv[1:]:
     importlib.import_module(name)
-print(json.dumps(sorted({m.split(".")[0] + "." + m.split(".")[1] for m in sys.modules
-                         if m.startswith(("engine.models", "engine.training")) and m.count(".") >= 1})))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("engine."))))
 """
 
 
-def _packages_after_importing(repo_root: Path, modules: list[str]) -> list[str]:
+def _engine_modules_after_importing(repo_root: Path, modules: list[str]) -> list[str]:
     out = subprocess.run(
         [sys.executable, "-c", _PROBE, *modules], cwd=repo_root, capture_output=True, text=True, timeout=120
     )
@@ -75,28 +74,39 @@ def _packages_after_importing(repo_root: Path, modules: list[str]) -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_models_never_import_training(repo_root: Path) -> None:
-    """Every model file imports without ``engine.training``: models load checkpoints through the neutral
-    ``engine.checkpoint``/``engine.families`` and read words with ``engine.vocab``/``engine.corpora``."""
+def _family_modules() -> list[str]:
+    import engine.families
     import engine.models
 
-    names = [f"engine.models.{m.name}" for m in pkgutil.iter_modules(engine.models.__path__)]
-    assert "engine.models.bahdanau" in names and "engine.models.vit" in names
-    assert _packages_after_importing(repo_root, names) == ["engine.models"]
+    return [m.name for m in pkgutil.walk_packages(engine.families.__path__, "engine.families.")] + [
+        m.name for m in pkgutil.walk_packages(engine.models.__path__, "engine.models.")
+    ]
 
 
-def test_shared_pieces_import_neither_models_nor_training(repo_root: Path) -> None:
-    """The format, the family records, vocabularies and corpora sit below both (training, which trains
-    our models, may import ``engine.models``; the reverse is what this file forbids)."""
+def test_families_never_import_training(repo_root: Path) -> None:
+    """Every family module (network, adapter, loader) imports without ``engine.training``: families load
+    checkpoints through the neutral ``engine.checkpoint`` and read words with ``engine.vocab``/``engine.corpora``."""
+    names = _family_modules()
+    assert "engine.families.own" in names and "engine.families.transformer.network" in names
+    loaded = _engine_modules_after_importing(repo_root, names)
+    assert "engine.families.own" in loaded and not [m for m in loaded if m.startswith("engine.training")]
+
+
+def test_shared_pieces_import_neither_families_nor_training(repo_root: Path) -> None:
+    """The format, the family table, vocabularies, corpora and the catalog sit below both (training, which
+    trains our models, may import a family's network; the reverse is what this file forbids)."""
     shared = ["engine.checkpoint", "engine.families", "engine.vocab", "engine.corpora", "engine.registry"]
-    assert _packages_after_importing(repo_root, shared) == []
+    loaded = _engine_modules_after_importing(repo_root, shared)
+    assert "engine.families" in loaded
+    assert not [m for m in loaded if m.startswith(("engine.training", "engine.families.", "engine.models"))]
 
 
-def test_no_model_file_names_training_even_lazily(repo_root: Path) -> None:
+def test_no_family_file_names_training_even_lazily(repo_root: Path) -> None:
     """A grep, for imports inside functions that the probe above cannot see."""
     offenders = [
         str(f.relative_to(repo_root))
-        for f in sorted((repo_root / "engine/models").rglob("*.py"))
+        for folder in ("engine/families", "engine/models")
+        for f in sorted((repo_root / folder).rglob("*.py"))
         if "engine.training" in f.read_text(encoding="utf-8")
     ]
     assert not offenders, offenders

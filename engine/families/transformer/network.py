@@ -43,7 +43,7 @@ from torch import nn
 
 from engine.capture import HookPoint
 from engine.families.own import JsonConfig
-from engine.models.positional import alibi_bias, alibi_slopes, apply_rope, rope_cos_sin, sinusoidal
+from engine.families.transformer.positional import alibi_bias, alibi_slopes, apply_rope, rope_cos_sin, sinusoidal
 
 PosEncoding = Literal["sinusoidal", "learned", "rope", "alibi", "none"]
 NormPlacement = Literal["pre", "post"]
