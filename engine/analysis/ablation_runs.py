@@ -78,7 +78,7 @@ class OwnDecoderRunner:
         return {(SELF, i): block.attn.w_o for i, block in enumerate(module.blocks)}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        from engine.models.word_input import decoder_input
+        from engine.vocab import decoder_input
 
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions)
         return Prepared(inp.ids, inp.tokens, inp.notices, causal)
@@ -174,7 +174,7 @@ class Seq2SeqRunner:
         return out
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        from engine.models.word_input import source_input
+        from engine.families.seq2seq.adapter import source_input
 
         inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
         return Prepared(inp.ids, inp.tokens, inp.notices, None)
@@ -194,7 +194,7 @@ class Seq2SeqRunner:
         return {"generated": list(generated), "confidence": float(chosen.mean()) if len(reference) else float("nan")}
 
     def summarise(self, prep: Prepared, before, after, top_k: int) -> dict:
-        from engine.models.seq2seq_adapter import target_text
+        from engine.families.seq2seq.adapter import target_text
 
         out = {}
         for side, run in (("before", before), ("after", after)):
@@ -211,8 +211,8 @@ def runner_for(model):
     Raises:
         EngineError: a family without ablation here (RNN attention, ViT, unknown).
     """
+    from engine.families.seq2seq.network import Seq2SeqTransformer
     from engine.families.transformer.network import Transformer
-    from engine.models.seq2seq import Seq2SeqTransformer
     from engine.pretrained.adapters import HFTextAdapter
 
     module = model.module

@@ -104,7 +104,7 @@ def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, li
     """The input's tokens as the model reads them (as its trace does), and the notices."""
     if is_own(model):
         from engine.families.transformer.adapter import words_of
-        from engine.models.word_input import decoder_input
+        from engine.vocab import decoder_input
 
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
         return inp.tokens, list(inp.notices)

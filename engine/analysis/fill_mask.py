@@ -67,8 +67,7 @@ def fill_mask(model, text: str, *, top_k: int = TOP_K, max_tokens: int = 128) ->
     import torch
 
     from engine.families.transformer.adapter import words_of
-    from engine.models.word_input import decoder_input
-    from engine.vocab import MASK
+    from engine.vocab import MASK, decoder_input
 
     vocab = model.tokenizer
     if model.spec.family != "encoder" or not hasattr(vocab, "tokens") or MASK not in vocab:

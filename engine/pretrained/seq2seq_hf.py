@@ -3,7 +3,7 @@
 In transformers 5.23 their encoder self-attention, decoder self-attention and cross-attention all
 call the function registered with ``transformers.AttentionInterface``, so the model is loaded with
 ``attn_implementation="ap_capture"`` (:mod:`engine.pretrained.interface`) like the modern decoders.
-A trace is made in two steps, as for the own translator (:mod:`engine.models.seq2seq_adapter`):
+A trace is made in two steps, as for the own translator (:mod:`engine.families.seq2seq.adapter`):
 
 1. decode: the encoder runs once, then the decoder writes one token at a time (with its key/value
    cache) until the end-of-sequence token or the limit. Each step's scores first go through the rules

@@ -22,11 +22,10 @@ from safetensors.torch import save as save_safetensors
 from engine.checkpoint import FORMAT, model_card, unique_tensors
 from engine.families.transformer.adapter import trace_own
 from engine.model import Model, freeze
-from engine.models.word_input import decoder_input
 from engine.records import ModelSpec
 from engine.traces.attention import AttentionTrace
 from engine.training.job_settings import TASK_LABELS
-from engine.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS
+from engine.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS, decoder_input
 
 #: a special token written out (``<sep>``), a French elision (``l'``), a word, or one other character
 _WORD = re.compile(r"<[a-z]+>|\w+'|\w+|[^\w\s]")

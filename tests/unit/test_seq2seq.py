@@ -12,8 +12,8 @@ import torch
 import engine
 from engine.capture import capture, hook_point_names
 from engine.checkpoint import load_checkpoint, save_checkpoint
-from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
-from engine.models.seq2seq_adapter import load_model, source_tokens, trace_seq2seq
+from engine.families.seq2seq.adapter import load_model, source_tokens, trace_seq2seq
+from engine.families.seq2seq.network import Seq2SeqConfig, Seq2SeqTransformer
 from engine.records import EmptyInputError, ModelSpec
 from engine.registry import CHECKPOINTS
 from engine.traces.seq2seq import Seq2SeqTrace

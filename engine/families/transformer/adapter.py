@@ -23,10 +23,9 @@ from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_
 from engine.families.own import checkpoint_model
 from engine.families.transformer.network import Transformer
 from engine.model import Model
-from engine.models.word_input import decoder_input
 from engine.records import EmptyInputError, EngineError, ModelSpec, Tokens
 from engine.traces.attention import AttentionTrace
-from engine.vocab import EOS_ID, MASK, SPECIALS, tokenize, tokenize_with_masks
+from engine.vocab import EOS_ID, MASK, SPECIALS, decoder_input, tokenize, tokenize_with_masks
 
 
 def trace_own(

@@ -33,8 +33,8 @@ import torch.nn.functional as F
 
 from engine.checkpoint import save_checkpoint
 from engine.corpora import translation_corpus
-from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
-from engine.models.seq2seq_adapter import source_tokens, target_text, trace_seq2seq
+from engine.families.seq2seq.adapter import source_tokens, target_text, trace_seq2seq
+from engine.families.seq2seq.network import Seq2SeqConfig, Seq2SeqTransformer
 from engine.records import Tokens
 from engine.traces.attention import AttentionTrace
 from engine.training.loop import TrainConfig, train

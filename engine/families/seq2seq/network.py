@@ -29,8 +29,8 @@ n_layers − 1), in module order::
     decoder.blocks.{L}.hook_cross_attn_out | hook_resid_mid_cross   (TL's T5 names)
     decoder.blocks.{L}.mlp.hook_pre|hook_post, hook_mlp_out, hook_resid_post
 
-The tracing (:func:`~engine.models.seq2seq_adapter.trace_seq2seq`), the adapter ``engine.trace``
-uses and the checkpoint loader are in :mod:`engine.models.seq2seq_adapter`.
+The tracing (:func:`~engine.families.seq2seq.adapter.trace_seq2seq`), the adapter ``engine.trace``
+uses and the checkpoint loader are in :mod:`engine.families.seq2seq.adapter`.
 """
 
 from __future__ import annotations

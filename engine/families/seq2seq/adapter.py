@@ -1,4 +1,4 @@
-"""Tracing the encoder-decoder translator (:mod:`engine.models.seq2seq`) and loading it from a checkpoint.
+"""Tracing the encoder-decoder translator (:mod:`engine.families.seq2seq.network`) and loading it from a checkpoint.
 
 :func:`trace_seq2seq` translates one source greedily and captures one teacher-forced pass over what
 was generated; :class:`Seq2SeqAdapter` is what ``engine.trace`` uses for text → :class:`Seq2SeqTrace`;
@@ -18,20 +18,22 @@ import torch
 
 from engine.capture import capture, heads_first
 from engine.capture.contribution import attention_norms
+from engine.corpora.dates import to_tokens_src
+from engine.corpora.translation import detokenize, suggest, tokenize
+from engine.decoding import decode_loop
 from engine.families.own import checkpoint_model, source_target_vocab
+from engine.families.seq2seq.network import Seq2SeqTransformer
 from engine.model import Model
-from engine.models.seq2seq import Seq2SeqTransformer
 from engine.records import EmptyInputError, ModelSpec, Tokens
+from engine.text import length_notices, unknown_words_notice
 from engine.traces.attention import AttentionTrace
 from engine.traces.seq2seq import Seq2SeqTrace, written_tokens
-from engine.vocab import BOS_ID, EOS_ID, Vocab
+from engine.vocab import BOS_ID, EOS_ID, UNK_ID, Vocab, WordInput, checked_words
 
 
 def target_text(tokens: Sequence[str]) -> str:
     """Generated target tokens as text: a date's characters joined ("2026-11-21"), French words
     joined with spaces except after ``l'`` / ``j'``; ``<eos>`` dropped."""
-    from engine.corpora.translation import detokenize
-
     words = [t for t in tokens if t != "<eos>"]
     if words and all(t.isdigit() or t == "-" for t in words):
         return "".join(words)
@@ -133,10 +135,26 @@ def source_tokens(text: str) -> list[str]:
     """Split source text as the training data was split: with a digit in it, as a date
     (:func:`~engine.corpora.dates.to_tokens_src`, one token per digit), otherwise as an
     English sentence (:func:`~engine.corpora.translation.tokenize`)."""
-    from engine.corpora.dates import to_tokens_src
-    from engine.corpora.translation import tokenize
-
     return to_tokens_src(text) if any(ch.isdigit() for ch in text) else tokenize(text)
+
+
+def source_input(text: str, vocab: Vocab, max_tokens: int, max_positions: int) -> WordInput:
+    """A translator's source: the words of ``text`` + ``<eos>``, unknown words with spelling suggestions."""
+    words, cut_chars, max_tokens = checked_words(text, max_tokens, source_tokens)
+    limit = min(max_tokens, max_positions)
+    kept = words[: limit - 1]
+    ids = [*vocab.encode(kept), EOS_ID]
+    unknown = list(dict.fromkeys(w for w, i in zip(kept, ids) if i == UNK_ID))
+    notices = [n for n in [unknown_words_notice(unknown, lambda w: suggest(w, k=2))] if n]
+    notices += length_notices(
+        len(words) + 1,
+        limit,
+        max_tokens=max_tokens,
+        max_positions=max_positions,
+        cut_chars=cut_chars,
+        verb="translated",
+    )
+    return WordInput(tuple(ids), vocab.tokens_for_display(ids), tuple(notices), len(words) + 1, len(kept) < len(words))
 
 
 @dataclass(frozen=True)
@@ -149,8 +167,6 @@ class Seq2SeqAdapter:
     """
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> Seq2SeqTrace:
-        from engine.models.word_input import source_input
-
         tgt_vocab = model.tokenizer["target"]
         inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
         ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
@@ -169,9 +185,6 @@ class Seq2SeqAdapter:
         decoder over the output so far (``sdpa``, no capture) and takes the model's lock on its own, as
         our decoder's ``generate`` does. Greedy settings write what :meth:`trace` writes.
         """
-        from engine.decoding import decode_loop
-        from engine.models.word_input import source_input
-
         tgt_vocab = model.tokenizer["target"]
         inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
         ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
