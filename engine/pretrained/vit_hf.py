@@ -27,8 +27,8 @@ import torch
 from torch import nn
 
 from engine.capture.contribution import attention_norms
+from engine.images import to_unit_range
 from engine.model import Model, pick_device
-from engine.models.vit_input import _to_unit_range
 from engine.pretrained.adapters import layer_records
 from engine.pretrained.hf_api import hf
 from engine.pretrained.interface import recording, register
@@ -57,7 +57,7 @@ def to_rgb_uint8(image: np.ndarray) -> np.ndarray:
         raise EngineError(f"Expected an image [H, W] or [H, W, 3|4] (RGB / RGBA), got shape {image.shape}.")
     if image.dtype.kind == "f" and not np.isfinite(image).all():
         raise EngineError("The image contains NaN or infinite values.")
-    x = _to_unit_range(image)
+    x = to_unit_range(image)
     if x.ndim == 2:
         x = x[:, :, None]
     if x.shape[2] == 4:

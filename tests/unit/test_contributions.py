@@ -308,7 +308,7 @@ def test_overview_pools_contributions_and_a_trace_without_norms_says_why() -> No
 
 def test_own_translator_and_vit_keep_norms_through_their_own_w_o() -> None:
     """Our encoder-decoder (all three blocks) and ViT: ‖v^h_j W_O^h‖ from each block's own w_o, by the definition."""
-    from engine.models.vit import trace_vit
+    from engine.families.vit.adapter import trace_vit
 
     model = engine.load("tiny-translator")
     tr = engine.trace(model, "the red car is fast")

@@ -87,7 +87,7 @@ def test_families_never_import_training(repo_root: Path) -> None:
     """Every family module (network, adapter, loader) imports without ``engine.training``: families load
     checkpoints through the neutral ``engine.checkpoint`` and read words with ``engine.vocab``/``engine.corpora``."""
     names = _family_modules()
-    assert "engine.families.own" in names and "engine.families.transformer.network" in names
+    assert "engine.families.own" in names and "engine.families.vit.network" in names
     loaded = _engine_modules_after_importing(repo_root, names)
     assert "engine.families.own" in loaded and not [m for m in loaded if m.startswith("engine.training")]
 

@@ -9,39 +9,21 @@ bitmap, scaled so its height fills the box, and counted the "on" pixels of each 
     x  = 1 − x   if the border is light     dark strokes on paper → bright strokes on black
     x  = box_pool(centre(crop(x)), S)       crop to the strokes, pad to a square, average-pool
 
-(Split out of ``engine.models.vit``, which re-exports :func:`preprocess`.)
+The model reads the digits at their own size, 8×8 with patches of 2×2 pixels: upsampling to 16×16 with 4×4
+patches would give the same 16 patches with no new information, and bigger images would then differ from
+the blurred training images.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
+from engine.families.vit.network import ViTConfig
+from engine.images import MAX_SIDE, to_unit_range
 from engine.records import EngineError
-
-if TYPE_CHECKING:
-    from engine.models.vit import ViTConfig
-
-MAX_SIDE = 1024  # bigger images are subsampled to about this size before anything is computed
-
-
-def _to_unit_range(arr: np.ndarray) -> np.ndarray:
-    """Values to 0–1: uint8 and bool as usual; other types by their range (0–1, the digits' 0–16, 0–255)."""
-    if arr.dtype == np.bool_:
-        return arr.astype(np.float64)
-    if arr.dtype == np.uint8:
-        return arr.astype(np.float64) / 255.0
-    x = arr.astype(np.float64)
-    lo, hi = float(x.min()), float(x.max())
-    if lo >= 0 and hi <= 1:
-        return x
-    if lo >= 0 and hi <= 16:
-        return x / 16.0  # scikit-learn's digits: counts 0–16
-    if lo >= 0 and hi <= 255:
-        return x / 255.0
-    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
 
 
 def _to_gray(x: np.ndarray, notices: list[str]) -> np.ndarray:
@@ -120,8 +102,6 @@ def preprocess(image: Any, cfg: ViTConfig | None = None) -> tuple[torch.Tensor, 
         EngineError: not an array, no pixels, a wrong shape, or NaN / infinite values.
     """
     if cfg is None:
-        from engine.models.vit import ViTConfig
-
         cfg = ViTConfig()
     if not isinstance(image, np.ndarray):
         raise EngineError(f"A ViT reads an image (a numpy array or a PIL image), not {type(image).__name__}.")
@@ -135,7 +115,7 @@ def preprocess(image: Any, cfg: ViTConfig | None = None) -> tuple[torch.Tensor, 
         raise EngineError("The image contains NaN or infinite values.")
     stride = -(-max(image.shape[:2]) // MAX_SIDE)  # ceil: a 4000×3000 photo is read every 4th pixel
     notices: list[str] = []
-    x = _to_gray(_to_unit_range(image[::stride, ::stride]), notices)
+    x = _to_gray(to_unit_range(image[::stride, ::stride]), notices)
     if _border(x).mean() > 0.5:
         x = 1.0 - x
         notices.append("The image was inverted so strokes are bright like the training digits.")
