@@ -15,7 +15,7 @@ import torch
 from engine.capture import capture, hook_point_names
 from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.corpora import translation_corpus
-from engine.models.bahdanau import (
+from engine.families.bahdanau import (
     RNNAttentionConfig,
     RNNAttentionModel,
     greedy_decode,

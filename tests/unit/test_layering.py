@@ -76,18 +76,15 @@ def _engine_modules_after_importing(repo_root: Path, modules: list[str]) -> list
 
 def _family_modules() -> list[str]:
     import engine.families
-    import engine.models
 
-    return [m.name for m in pkgutil.walk_packages(engine.families.__path__, "engine.families.")] + [
-        m.name for m in pkgutil.walk_packages(engine.models.__path__, "engine.models.")
-    ]
+    return [m.name for m in pkgutil.walk_packages(engine.families.__path__, "engine.families.")]
 
 
 def test_families_never_import_training(repo_root: Path) -> None:
     """Every family module (network, adapter, loader) imports without ``engine.training``: families load
     checkpoints through the neutral ``engine.checkpoint`` and read words with ``engine.vocab``/``engine.corpora``."""
     names = _family_modules()
-    assert "engine.families.own" in names and "engine.families.vit.network" in names
+    assert "engine.families.bahdanau" in names and "engine.families.vit.network" in names
     loaded = _engine_modules_after_importing(repo_root, names)
     assert "engine.families.own" in loaded and not [m for m in loaded if m.startswith("engine.training")]
 
@@ -98,15 +95,14 @@ def test_shared_pieces_import_neither_families_nor_training(repo_root: Path) -> 
     shared = ["engine.checkpoint", "engine.families", "engine.vocab", "engine.corpora", "engine.registry"]
     loaded = _engine_modules_after_importing(repo_root, shared)
     assert "engine.families" in loaded
-    assert not [m for m in loaded if m.startswith(("engine.training", "engine.families.", "engine.models"))]
+    assert not [m for m in loaded if m.startswith(("engine.training", "engine.families."))]
 
 
 def test_no_family_file_names_training_even_lazily(repo_root: Path) -> None:
     """A grep, for imports inside functions that the probe above cannot see."""
     offenders = [
         str(f.relative_to(repo_root))
-        for folder in ("engine/families", "engine/models")
-        for f in sorted((repo_root / folder).rglob("*.py"))
+        for f in sorted((repo_root / "engine/families").rglob("*.py"))
         if "engine.training" in f.read_text(encoding="utf-8")
     ]
     assert not offenders, offenders

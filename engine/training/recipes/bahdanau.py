@@ -1,6 +1,6 @@
 """Recipes ``bahdanau-translator`` (additive attention) and ``luong-translator`` (dot attention).
 
-Both train an :class:`~engine.models.bahdanau.RNNAttentionModel` on the toy English → French grammar
+Both train an :class:`~engine.families.bahdanau.RNNAttentionModel` on the toy English → French grammar
 mixed with written dates → ISO (:func:`engine.corpora.translation_corpus`), with teacher
 forcing::
 
@@ -32,13 +32,7 @@ import torch.nn.functional as F
 
 from engine.checkpoint import save_checkpoint
 from engine.corpora.translation import alignment
-from engine.models.bahdanau import (
-    RNNAttentionConfig,
-    RNNAttentionModel,
-    greedy_decode,
-    record_steps,
-    target_text,
-)
+from engine.families.bahdanau import RNNAttentionConfig, RNNAttentionModel, greedy_decode, record_steps, target_text
 from engine.training.loop import TrainConfig, resolve_device
 from engine.training.recipes.translation_data import (  # noqa: F401  (re-exported for tests)
     DATE_FRACTION,
@@ -193,7 +187,7 @@ def train_model(
 
 
 def _sample_translations(model: RNNAttentionModel, vocabs: dict[str, Vocab]) -> list[str]:
-    from engine.models.bahdanau import source_tokens
+    from engine.families.bahdanau import source_tokens
 
     pairs = [(source_tokens(text), ["."]) for text in SAMPLES]
     return [f"{text} → {target_text(words)}" for text, words in zip(SAMPLES, translate(model, pairs, vocabs))]

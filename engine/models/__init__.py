@@ -1,1 +1,0 @@
-"""Our own models, one readable file each, with TransformerLens-style hook points."""
