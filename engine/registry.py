@@ -112,13 +112,13 @@ def _minilm_path() -> str:
 
 
 def _load_minilm(device=None):
-    from engine.pretrained.hub import load_hf
+    from engine.families.hub import load_hf
 
     return load_hf(_minilm_path(), spec=MINILM, device=device)
 
 
 def _load_tiny_random_gpt2(device=None):
-    from engine.pretrained.tiny_gpt2 import load_tiny_random_gpt2
+    from engine.families.hf_text.tiny_gpt2 import load_tiny_random_gpt2
 
     return load_tiny_random_gpt2(device)
 
@@ -292,6 +292,6 @@ def load(model_id: str, session_id: str | None = None, device: str | None = None
     if model_id in own:
         spec, kind = own[model_id]
         return KINDS[kind].load(spec, CHECKPOINTS, where)
-    from engine.pretrained.hub import load_hf
+    from engine.families.hub import load_hf
 
     return load_hf(model_id, device=where, policy=policy)

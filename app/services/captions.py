@@ -258,7 +258,7 @@ def is_pretrained_captioner(model_id: str) -> bool:
     model = get_model(model_id)
     if model.spec.family != "captioner":
         raise EngineError(f"{quote_input(model_id)} is not an image captioner (it is a {model.spec.family} model).")
-    from engine.pretrained.caption_hf import HFCaptionAdapter
+    from engine.families.hf_caption import HFCaptionAdapter
 
     return isinstance(model.adapter, HFCaptionAdapter)
 

@@ -21,9 +21,8 @@ from torch import nn
 
 from engine.analysis.ablation_heads import SELF, HeadRef, heads_off
 from engine.generation import named_only
-from engine.pretrained.adapters import display_tokens
 from engine.records import EngineError, Tokens
-from engine.text import check_max_tokens, clean_input, length_notices, named_ids
+from engine.text import check_max_tokens, clean_input, display_tokens, length_notices, named_ids
 
 
 @dataclass(frozen=True)
@@ -119,7 +118,7 @@ class HFRunner:
     default_causal: bool = False  # Model.default_causal: the mask the model applies by itself
 
     def projections(self, module: nn.Module) -> dict[tuple[str, int], nn.Module]:
-        name = self.adapter.out_proj  # per family: engine.pretrained.text_hf
+        name = self.adapter.out_proj  # per family: engine.families.hf_text.settings
         return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
@@ -211,9 +210,9 @@ def runner_for(model):
     Raises:
         EngineError: a family without ablation here (RNN attention, ViT, unknown).
     """
+    from engine.families.hf_text.adapter import HFTextAdapter
     from engine.families.seq2seq.network import Seq2SeqTransformer
     from engine.families.transformer.network import Transformer
-    from engine.pretrained.adapters import HFTextAdapter
 
     module = model.module
     if isinstance(module, Transformer):

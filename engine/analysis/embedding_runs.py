@@ -29,8 +29,8 @@ def task_of(model) -> Task:
     Raises:
         EngineError: a family this page does not explain (the translator, ViT, an own encoder without [MASK]).
     """
+    from engine.families.hf_text.adapter import HFTextAdapter
     from engine.families.transformer.adapter import OwnTextAdapter
-    from engine.pretrained.adapters import HFTextAdapter
     from engine.vocab import MASK
 
     if isinstance(model.adapter, OwnTextAdapter):
@@ -119,7 +119,7 @@ def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, li
 def token_label(model, token_id: int) -> str:
     if is_own(model):
         return model.tokenizer.decode([token_id])[0]
-    from engine.pretrained.adapters import display_tokens
+    from engine.text import display_tokens
 
     return display_tokens(model.tokenizer, [token_id], model.adapter.byte_level).strings[0]
 

@@ -1,9 +1,9 @@
 """Activation capture: identity ``HookPoint`` modules and a context manager that always cleans up.
 
 Own models place a ``HookPoint`` wherever an activation is worth looking at; its module path
-(``blocks.0.attn.hook_q``) is its public name, following TransformerLens's vocabulary. Pretrained
-models are captured the same way through forward hooks on their own submodules (see
-``engine.pretrained``).
+(``blocks.0.attn.hook_q``) is its public name, following TransformerLens's vocabulary. Hugging Face
+models' attention calls are recorded by :mod:`engine.capture.hf` (their position vectors through forward
+hooks on their own submodules, with :func:`capture`).
 
 Hooks are global state on a module that may be shared between threads (a model cached by the
 app is shared by every session). ``capture`` therefore removes every hook it added in a

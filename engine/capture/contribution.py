@@ -29,6 +29,8 @@ import weakref
 
 import numpy as np
 
+from engine.records import EngineError
+
 #: query rows per step of :func:`output_norms` (bounds its float64 temporaries)
 _ROWS = 4096
 
@@ -137,7 +139,6 @@ def attention_output(attention) -> object:
         EngineError: the module has none of them (BERT-likes and GPT-2 keep theirs elsewhere: their
             adapter names the path).
     """
-    from engine.records import EngineError
 
     for name in OWN_PROJECTIONS:
         proj = getattr(attention, name, None)

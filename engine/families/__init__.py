@@ -7,18 +7,22 @@ as ``"module:attribute"`` strings imported only when used, the pieces one family
 - ``loader``: what ``engine.load`` calls. Own: ``(ModelSpec, folder, device) -> engine.model.Model``;
   Hugging Face: ``(model_id, folder, config dict, *, spec, device) -> Model``;
 - ``adapter``: what ``engine.trace`` dispatches to (``Model.adapter``): our adapter classes, a Hugging
-  Face text family's :class:`~engine.pretrained.adapters.HFTextAdapter` settings, or the adapter class
+  Face text family's :class:`~engine.families.hf_text.adapter.HFTextAdapter` settings, or the adapter class
   of the Hugging Face encoder-decoders and ViTs;
 - ``trace_type``: the name of the :mod:`engine.traces` class its adapter returns (it follows ``Trace``);
 - ``builder`` (own only): ``model_config dict -> freshly initialised nn.Module`` (the checkpoint format
   builds one to check the file's tensors against).
 
-The code that differs lives in one module per kind of family: ``engine/models/<name>.py`` for ours,
-``engine/pretrained/text_hf.py`` (BERT-likes, GPT-2, the rotary decoders), ``seq2seq_hf.py`` (T5,
-BART, Marian), ``vit_hf.py`` (ViT, DeiT), ``swin_hf.py`` (Swin: windowed attention, its own trace
-type) and ``caption_hf.py`` (ViT + GPT-2 and BLIP captioners: cross-attention over the image's patches). Everything that needs a list of families reads it from here: the checkpoint format and the
-catalog (:data:`KINDS`), ``engine.pretrained.hub.load_hf`` (:func:`hub_record`), the encoder-decoders'
-position kinds (:attr:`FamilyRecord.positions`) and the pages' model pickers (:func:`text_families`).
+The code that differs lives next to this table, one file (or folder) per family: ours are
+``transformer/`` (decoders and encoders), ``seq2seq/`` (the translator), ``bahdanau.py`` (GRUs with additive
+or dot attention), ``vit/`` and ``captioner.py``, sharing ``own.py`` (configs, checkpoint loading); the Hugging
+Face ones are ``hf_text/`` (BERT-likes, GPT-2, the rotary decoders), ``hf_seq2seq.py`` (T5, BART, Marian),
+``hf_vit.py`` (ViT, DeiT), ``hf_swin.py`` (Swin: windowed attention, its own trace type) and ``hf_caption.py``
+(ViT + GPT-2 and BLIP captioners: cross-attention over the image's patches), sharing ``hub.py`` (folders, Hub
+ids, the server's policy) and :mod:`engine.capture.hf` (one capture path). Everything that needs a list of
+families reads it from here: the checkpoint format and the catalog (:data:`KINDS`),
+:func:`engine.families.hub.load_hf` (:func:`hub_record`), the encoder-decoders' position kinds
+(:attr:`FamilyRecord.positions`) and the pages' model pickers (:func:`text_families`).
 
 Why strings: listing the catalog reads this table and each checkpoint's JSON without importing torch
 (the first page must appear fast), and ``engine.checkpoint`` (the file format, shared by models and
@@ -92,7 +96,7 @@ class FamilyRecord:
         return resolve(self.loader)(*args, **kwargs)
 
 
-_TEXT, _S2S, _VIT = "engine.pretrained.text_hf", "engine.pretrained.seq2seq_hf", "engine.pretrained.vit_hf"
+_TEXT, _S2S, _VIT = "engine.families.hf_text.settings", "engine.families.hf_seq2seq", "engine.families.hf_vit"
 
 
 def _hf_text(model_type: str, family: Family, settings: str, label: str) -> FamilyRecord:
@@ -123,8 +127,8 @@ def _hf_captioner(model_type: str, kind: str, label: str) -> FamilyRecord:
         model_type,
         "hf",
         ("captioner",),
-        "engine.pretrained.caption_hf:load_hf_captioner",
-        f"engine.pretrained.caption_hf:{kind.upper()}",
+        "engine.families.hf_caption:load_hf_captioner",
+        f"engine.families.hf_caption:{kind.upper()}",
         "PatchCaptionTrace",
         label,
     )
@@ -132,7 +136,7 @@ def _hf_captioner(model_type: str, kind: str, label: str) -> FamilyRecord:
 
 #: THE table: every family, once (checked by tests/unit/test_families.py)
 TABLE: tuple[FamilyRecord, ...] = (
-    # ---- our own checkpoints (engine/models/) ------------------------------------------------------------
+    # ---- our own checkpoints ------------------------------------------------------------------------------
     FamilyRecord(
         "transformer",
         "own",
@@ -183,7 +187,7 @@ TABLE: tuple[FamilyRecord, ...] = (
         "our image captioner with soft attention",
         builder="engine.families.captioner:build_model",
     ),
-    # ---- Hugging Face text models (engine/pretrained/text_hf.py) -----------------------------------------
+    # ---- Hugging Face text models (hf_text/settings.py) ---------------------------------------------------
     _hf_text("bert", "encoder", "BERT_LIKE", "BERT"),
     _hf_text("roberta", "encoder", "ROBERTA_LIKE", "RoBERTa"),
     _hf_text("xlm-roberta", "encoder", "ROBERTA_LIKE", "XLM-R"),
@@ -200,24 +204,24 @@ TABLE: tuple[FamilyRecord, ...] = (
     _hf_text("gemma2", "decoder", "ROTARY_DECODER", "Gemma 2"),
     _hf_text("gemma3_text", "decoder", "ROTARY_DECODER", "Gemma 3"),
     _hf_text("gpt_neox", "decoder", "GPT_NEOX", "GPT-NeoX"),
-    # ---- Hugging Face encoder-decoders (engine/pretrained/seq2seq_hf.py) ---------------------------------
+    # ---- Hugging Face encoder-decoders (hf_seq2seq.py) ----------------------------------------------------
     _hf_seq2seq("t5", "relative", "T5"),
     _hf_seq2seq("mt5", "relative", "mT5"),
     _hf_seq2seq("bart", "learned", "BART"),
     _hf_seq2seq("marian", "sinusoidal", "Marian"),
-    # ---- Hugging Face vision models (engine/pretrained/vit_hf.py, swin_hf.py) ----------------------------
+    # ---- Hugging Face vision models (hf_vit.py, hf_swin.py) -----------------------------------------------
     _hf_vit("vit", "ViT"),
     _hf_vit("deit", "DeiT"),
     FamilyRecord(
         "swin",
         "hf",
         ("vit",),
-        "engine.pretrained.swin_hf:load_hf_swin",
-        "engine.pretrained.swin_hf:HFSwinAdapter",
+        "engine.families.hf_swin:load_hf_swin",
+        "engine.families.hf_swin:HFSwinAdapter",
         "WindowTrace",
         "Swin",
     ),
-    # ---- Hugging Face captioners (engine/pretrained/caption_hf.py) ---------------------------------------
+    # ---- Hugging Face captioners (hf_caption.py) ----------------------------------------------------------
     _hf_captioner("vision-encoder-decoder", "ved", "ViT + GPT-2 captioner"),
     _hf_captioner("blip", "blip", "BLIP"),
 )

@@ -46,6 +46,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from engine.capture import HookPoint
+from engine.corpora.translation import detokenize, suggest
 from engine.families.own import JsonConfig, checkpoint_model, source_target_vocab
 from engine.model import Model
 from engine.records import EmptyInputError, ModelSpec, Tokens
@@ -275,7 +276,6 @@ def source_tokens(text: str) -> list[str]:
 
 def target_text(tokens: list[str]) -> str:
     """Display text of target words: an ISO date is joined (``2026-11-21``), French spaced as usual."""
-    from engine.corpora.translation import detokenize
 
     if tokens and all(t.isdigit() or t == "-" for t in tokens):
         return "".join(tokens)
@@ -345,8 +345,6 @@ class AlignmentAdapter:
     """
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AlignmentTrace:
-        from engine.corpora.translation import suggest
-
         text, cut_chars = clean_input(text)
         max_tokens = check_max_tokens(max_tokens, 1)
         vocab: Vocab = model.tokenizer["source"]

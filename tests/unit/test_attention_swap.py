@@ -22,7 +22,7 @@ from engine.analysis.attention_swap import (
 )
 from engine.analysis.attribution import predict
 from engine.capture import capture
-from engine.pretrained.interface import recording
+from engine.capture.hf import recording
 from engine.records import EngineError
 
 GPT_TEXT = "lily found a red ball . she gave the red"

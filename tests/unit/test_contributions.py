@@ -177,7 +177,7 @@ def test_gpt2_contributions_equal_the_definition(gpt2_folder) -> None:
 def llama_folder(tmp_path_factory) -> Path:
     import transformers as tf
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tokenizer = build_tokenizer()
     eos = tokenizer.eos_token_id

@@ -135,7 +135,7 @@ def test_the_hub_loader_finds_a_family_only_in_the_table(tmp_path, monkeypatch) 
             "hf",
             ("encoder",),
             f"{__name__}:_fake_loader",
-            "engine.pretrained.text_hf:BERT_LIKE",
+            "engine.families.hf_text.settings:BERT_LIKE",
             "AttentionTrace",
             "LSTM",
         ),
@@ -144,7 +144,7 @@ def test_the_hub_loader_finds_a_family_only_in_the_table(tmp_path, monkeypatch) 
 
 
 def test_pages_and_messages_read_their_families_from_the_table() -> None:
-    from engine.pretrained import seq2seq_hf
+    from engine.families import hf_seq2seq as seq2seq_hf
 
     drawn = {f for r in TABLE if r.trace_type in ("AttentionTrace", "Seq2SeqTrace") for f in r.families}
     assert text_families() == drawn == {"encoder", "decoder", "encoder-decoder"}

@@ -37,7 +37,7 @@ def llama(tmp_path_factory):
     """A tiny random Llama with grouped-query attention (2 key/value heads for 4 query heads)."""
     import transformers as tf
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tok = build_tokenizer()
     cfg = tf.LlamaConfig(
@@ -212,7 +212,7 @@ def interface_folders(tmp_path_factory):
     grouped-query heads, Gemma 2's logit cap)."""
     import transformers as tf
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
     from test_hf_interface_parity import KINDS, _config
 
     tok = build_tokenizer()

@@ -92,7 +92,7 @@ KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gem
 def folders(tmp_path_factory) -> dict[str, Path]:
     from transformers import AutoModelForCausalLM
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tokenizer = build_tokenizer()
     root = tmp_path_factory.mktemp("tiny_interface")
@@ -259,7 +259,7 @@ def test_gemma2_softcap_is_in_the_trace_and_matters(folders) -> None:
 @pytest.mark.parametrize("chunk", [None, 2 * 4 * 12])  # 2 rows × 4 heads × 12 keys: chunks of 2 query rows
 @pytest.mark.parametrize("kind", ["llama", "mistral", "gemma2"])
 def test_the_model_output_is_plain_sdpa(folders, kind: str, chunk, monkeypatch) -> None:
-    from engine.pretrained import interface
+    from engine.capture import hf as interface
 
     if chunk is not None:
         if kind != "gemma2":
@@ -303,7 +303,7 @@ def test_unsupported_model_type_still_names_the_supported_ones(folders, tmp_path
 def test_a_recording_sees_only_its_own_thread(folders) -> None:
     import threading
 
-    from engine.pretrained.interface import recording
+    from engine.capture.hf import recording
 
     model, _ = _pair("llama", folders)
     ids = torch.tensor([[5, 9, 14, 3]], device=model.device)

@@ -174,7 +174,7 @@ def test_marian_bad_words_keep_pad_out(folders, tmp_path, monkeypatch):
 
 
 def test_sampled_decoding_is_seeded_and_stays_in_top_k(loaded, eager):
-    from engine.pretrained.seq2seq_hf import generation_rules
+    from engine.families.hf_seq2seq import generation_rules
 
     settings = DecodeSettings(max_new_tokens=8, sample=True, temperature=1.5, top_k=3, seed=11)
     a = engine.generate(loaded["marian"], SENTENCES["short"], settings)

@@ -1,4 +1,4 @@
-"""The small probes of engine/pretrained/hub.py and engine/registry.py catch only the errors they expect.
+"""The small probes of engine/families/hub.py and engine/registry.py catch only the errors they expect.
 
 ``byte_level`` reads a tokenizer's Rust backend; a tokenizer without one (transformers' Python and
 SentencePiece backends) raises AttributeError there, which means "not byte-level". ``_cached_on_disk`` asks
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from transformers import ByT5Tokenizer
 
-from engine.pretrained.hub import byte_level
+from engine.families.hub import byte_level
 from engine.registry import _cached_on_disk
 
 

@@ -13,10 +13,10 @@ import torch
 from torch import nn
 
 from engine.builds import BUILD_LOCK
+from engine.capture.hf import register
 from engine.families import hub_record, resolve
+from engine.families.hub import hf
 from engine.model import Model, freeze, pick_device
-from engine.pretrained.hf_api import hf
-from engine.pretrained.interface import register
 from engine.records import ModelSpec
 
 SEED = 0

@@ -2,7 +2,7 @@
 
 ViT and DeiT in transformers 5.23 call ``transformers.AttentionInterface`` like the text families, so
 they are loaded with ``attn_implementation="ap_capture"`` and read by the same capture path
-(:mod:`engine.pretrained.interface`): each layer's call records ``query``, ``key``, ``value``
+(:mod:`engine.capture.hf`): each layer's call records ``query``, ``key``, ``value``
 ``[H, T, d_head]`` and ``scaling`` and runs transformers' SDPA. The attention modules carry no
 ``layer_idx``, so a call is matched to its layer by module identity. The
 :class:`~engine.traces.vision.VisionTrace` computes, per head::
@@ -27,11 +27,10 @@ import torch
 from torch import nn
 
 from engine.capture.contribution import attention_norms
+from engine.capture.hf import layer_records, recording, register
+from engine.families.hub import hf, sdpa_builder
 from engine.images import to_unit_range
 from engine.model import Model, pick_device
-from engine.pretrained.adapters import layer_records
-from engine.pretrained.hf_api import hf
-from engine.pretrained.interface import recording, register
 from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens
 from engine.text import error_reason, quote_input
 from engine.traces.attention import AttentionTrace
@@ -195,11 +194,11 @@ def load_image_model(
 ) -> Model:
     """Load a Hugging Face image model folder (config, safetensors weights, ``preprocessor_config.json``) with
     its image processor, traced by ``adapter`` (ViT/DeiT: :class:`HFViTAdapter`; Swin:
-    :class:`engine.pretrained.swin_hf.HFSwinAdapter`).
+    :class:`engine.families.hf_swin.HFSwinAdapter`).
 
     Args:
         model_id: the id the user gave (for messages and the trace).
-        path: a local folder (``engine.pretrained.hub.resolve``).
+        path: a local folder (``engine.families.hub.resolve``).
         config: its parsed ``config.json``.
 
     Raises:
@@ -224,8 +223,6 @@ def load_image_model(
             f"The image processor of {quote_input(model_id)} cannot be loaded: {error_reason(err)}"
         ) from err
     device = device or pick_device()
-
-    from engine.pretrained.hub import sdpa_builder
 
     build = sdpa_builder(cls, path, model_id, register())
 

@@ -17,14 +17,23 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
+from torch import nn
+
+from engine.records import EngineError
 
 #: the attention implementation name these families are loaded with
 IMPL = "ap_capture"
+
+NOT_CAPTURING = (
+    "No attention call was recorded: this model was not loaded with the engine's capturing attention "
+    "(attn_implementation='ap_capture'). Load it with engine.load."
+)
 
 _REGISTERED = threading.Lock()
 _done = False
@@ -142,8 +151,6 @@ def _softcapped(module, query, key, value, attention_mask, scaling, softcap, is_
     allowed), a float additive mask, or None (then causal unless ``is_causal`` is False, as SDPA).
     Returns ``([b, n_q, H, d], None)`` like transformers' attention functions.
     """
-    import torch
-
     n_rep = query.shape[1] // key.shape[1]
     if n_rep > 1:
         key, value = key.repeat_interleave(n_rep, dim=1), value.repeat_interleave(n_rep, dim=1)
@@ -172,8 +179,6 @@ def eager_weights(module, query, key, attention_mask, scaling, kwargs: dict):
     T5's position bias, Gemma 2's softcap, the mask (bool: True where allowed; float: added; None: causal when
     SDPA would be), softmax in float32 (float64 kept); a fully blocked row is all zeros. n×n: for short inputs only
     (:func:`overriding`). Gradients flow through it."""
-    import torch
-
     n_rep = query.shape[1] // key.shape[1]
     if n_rep > 1:  # grouped-query attention: head h reads key head h // n_rep (transformers' repeat_kv)
         key = key.repeat_interleave(n_rep, dim=1)
@@ -198,8 +203,6 @@ def eager_weights(module, query, key, attention_mask, scaling, kwargs: dict):
 
 def weighted_values(weights, value):
     """``weights [b, H, n_q, n_k]`` times the values → the attention output ``[b, n_q, H, d]`` transformers expects."""
-    import torch
-
     n_rep = weights.shape[1] // value.shape[1]
     if n_rep > 1:
         value = value.repeat_interleave(n_rep, dim=1)
@@ -250,3 +253,38 @@ def recording(whole_batch: bool = False, stop_after: Iterable[object] = ()) -> I
             raise
     finally:
         _RECORDER.reset(token)
+
+
+def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Module]) -> list:
+    """One recorded attention call per layer, matched by module identity.
+
+    Args:
+        calls: ``Recorder.calls``, ``(attention module, record)`` in call order.
+        layers: the model's layers in order; a call belongs to the layer whose submodules hold its module.
+
+    Raises:
+        EngineError: nothing was recorded (the model does not run ``ap_capture``), a call outside
+            every layer, a layer called twice, or a layer with no call.
+    """
+    if not calls:
+        raise EngineError(NOT_CAPTURING)
+    owner = {id(m): i for i, layer in enumerate(layers) for m in layer.modules()}
+    found: list = [None] * len(layers)
+    for module, record in calls:
+        i = owner.get(id(module))
+        if i is None:
+            raise EngineError(f"an attention call from {type(module).__name__} lies outside the model's layers")
+        if found[i] is not None:
+            raise EngineError(f"layer {i} called attention twice; one self-attention per layer is expected")
+        found[i] = record
+    missing = [i for i, r in enumerate(found) if r is None]
+    if missing:
+        raise EngineError(f"no attention was recorded for layers {missing} of 0–{len(layers) - 1}")
+    return found
+
+
+def per_query_head(x: np.ndarray, n_heads: int) -> np.ndarray:
+    """Grouped-query keys/values ``[H_kv, n, d]`` → ``[H, n, d]``: head ``h`` reads ``h // (H / H_kv)``,
+    as transformers' ``repeat_kv``; returned as is when every query head has its own."""
+    n_rep = n_heads // x.shape[0]
+    return np.repeat(x, n_rep, axis=0) if n_rep > 1 else x

@@ -20,6 +20,7 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 from torch import nn
@@ -30,6 +31,44 @@ from engine.model import Model, freeze
 from engine.policy import GB, ServerPolicy
 from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import error_reason, quote_input
+
+#: ``transformers`` is a lazy module: two threads importing names from it at the same time (the app's background
+#: warm-up and a first page load) can see a half-initialised module and fail with ``ImportError: cannot import
+#: name 'AutoModel'``; every engine import of it goes through :func:`hf`, under this lock
+_HF_LOCK = threading.Lock()
+_api: SimpleNamespace | None = None
+
+
+def hf() -> SimpleNamespace:
+    """The transformers names the engine uses (imported once, under a lock; ~5 s the first time)."""
+    global _api
+    with _HF_LOCK:
+        if _api is None:
+            from transformers import (
+                AutoImageProcessor,
+                AutoModel,
+                AutoModelForCausalLM,
+                AutoModelForImageClassification,
+                AutoModelForSeq2SeqLM,
+                AutoTokenizer,
+                GPT2Config,
+                GPT2LMHeadModel,
+                PreTrainedTokenizerFast,
+            )
+
+            _api = SimpleNamespace(
+                AutoImageProcessor=AutoImageProcessor,
+                AutoModelForImageClassification=AutoModelForImageClassification,
+                AutoModel=AutoModel,
+                AutoModelForCausalLM=AutoModelForCausalLM,
+                AutoModelForSeq2SeqLM=AutoModelForSeq2SeqLM,
+                AutoTokenizer=AutoTokenizer,
+                GPT2Config=GPT2Config,
+                GPT2LMHeadModel=GPT2LMHeadModel,
+                PreTrainedTokenizerFast=PreTrainedTokenizerFast,
+            )
+        return _api
+
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 PROBE_TIMEOUT_S = 5.0
@@ -170,7 +209,7 @@ def sdpa_builder(cls, path: Path, model_id: str, attn: str = "sdpa") -> Callable
     """``build(device)``: load ``cls`` from ``path`` (safetensors only, SDPA attention), frozen, on ``device``.
 
     ``attn`` is the attention implementation: ``"sdpa"``, or ``"ap_capture"`` (SDPA that records Q, K,
-    V for a trace: :mod:`engine.pretrained.interface`), which every engine loader passes: a model
+    V for a trace: :mod:`engine.capture.hf`), which every engine loader passes: a model
     loaded with plain ``"sdpa"`` runs but cannot be traced. ``Model.reload`` calls it again to make a
     CPU copy after a CUDA out-of-memory error.
     """
@@ -210,10 +249,10 @@ def load_hf(
     with its tokenizer, an encoder-decoder, or a ViT/DeiT with its image processor.
 
     The folder's ``config.model_type`` picks the family's record, whose loader reads it
-    (:mod:`engine.pretrained.text_hf`, :mod:`~engine.pretrained.seq2seq_hf`, :mod:`~engine.pretrained.vit_hf`).
+    (:mod:`engine.families.hf_text.settings`, :mod:`~engine.families.hf_seq2seq`, :mod:`~engine.families.hf_vit`).
     Every model is loaded with ``attn_implementation="ap_capture"``: transformers' SDPA, which also
     records each attention call's Q, K, V and scale while a trace asks for them
-    (:mod:`engine.pretrained.interface`), so one capture path reads every family.
+    (:mod:`engine.capture.hf`), so one capture path reads every family.
 
     Args:
         model_id: folder or Hub id (see :func:`resolve`).

@@ -5,7 +5,7 @@ DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3) comput
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query``, ``key``, ``value`` ``[b, heads, n, d_head]`` and the factor
 ``scaling`` it applies to QKᵀ. The engine loads them with ``attn_implementation="ap_capture"``
-(:mod:`engine.pretrained.interface`): that function records what each call received and hands it to
+(:mod:`engine.capture.hf`): that function records what each call received and hands it to
 transformers' own SDPA, so the model runs its fast path and no n×n array is kept. The returned
 ``AttentionTrace`` computes scores and patterns lazily for the layer and head asked for.
 
@@ -14,7 +14,7 @@ them: GPT-2's two scale switches (``scale_attn_weights``, ``scale_attn_by_invers
 already folded into its ``scaling`` (its ``reorder_and_upcast_attn`` changes only the eager path:
 scores in float32, which the lazy pattern computes in anyway), and a recorded call is mapped to its
 layer by module identity (DistilBERT's and ViT's attention modules carry no ``layer_idx``). What
-still differs per family is listed in :mod:`engine.pretrained.text_hf`: where the layers are, the
+still differs per family is listed in :mod:`engine.families.hf_text.settings`: where the layers are, the
 position-embedding module (the vectors added to the input, read with one forward hook), the
 attention output projection that ablation switches heads off at, whether the tokenizer is
 byte-level, whether the model masks future tokens by itself (:meth:`HFTextAdapter.default_causal`),
@@ -40,18 +40,14 @@ from torch import nn
 from engine.batching import length_groups
 from engine.capture import capture
 from engine.capture.contribution import gram_norms, projection_grams
+from engine.capture.hf import layer_records, per_query_head, recording
+from engine.families.hf_text.generate import generate
 from engine.model import Model
-from engine.pretrained.interface import recording
 from engine.records import EmptyInputError, EngineError, ModelUnavailableError, Tokens
 from engine.text import (
-    byte_level_display,
-    check_max_tokens,
-    clean_input,
-    clean_token,
     length_notices,
-    special_flags,
-    token_pieces,
-    unnamed_token,
+    prepare_text,
+    tokenize_text,
 )
 from engine.traces.attention import AttentionTrace
 
@@ -62,78 +58,6 @@ MAX_MASK_TOKENS = 4096
 #: weights read once) plus ~0.24 ms a padded token (AMD EPYC, 2026-11-28); a batch is split where a second pass
 #: costs less than the padding it saves (:meth:`HFTextAdapter.trace_batch`)
 PASS_TOKENS = 32
-
-NOT_CAPTURING = (
-    "No attention call was recorded: this model was not loaded with the engine's capturing attention "
-    "(attn_implementation='ap_capture'). Load it with engine.load."
-)
-
-
-def display_tokens(tokenizer, ids: Sequence[int], byte_level: bool) -> Tokens:
-    """Display tokens of ``ids`` (typed or written by the model): byte-level pieces decoded, others cleaned;
-    special tokens as they are, ``[UNK]`` not special (it stands for the user's text); an id the tokenizer
-    cannot name (a config vocabulary larger than the tokenizer's) as :func:`~engine.text.unnamed_token`."""
-    ids = [int(i) for i in ids]
-    special = special_flags(tokenizer, ids)
-    show = byte_level_display if byte_level else clean_token
-    pieces = token_pieces(tokenizer, ids)
-    strings = tuple(unnamed_token(i) if p is None else p if s else show(p) for i, p, s in zip(ids, pieces, special))
-    return Tokens(strings=strings, ids=tuple(ids), special=special)
-
-
-def tokenize_text(tokenizer, text: str, max_tokens: int, byte_level: bool) -> tuple[list[int], Tokens, int]:
-    """Token ids of ``text`` (special tokens added, cut to ``max_tokens``), display tokens, the uncut count.
-
-    Raises:
-        EmptyInputError: only special tokens.
-    """
-    full = tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-    n_total = len(full)
-    if n_total > max_tokens:
-        ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_tokens)["input_ids"]
-    else:
-        ids = list(full)
-    tokens = display_tokens(tokenizer, ids, byte_level)
-    if all(tokens.special):
-        raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
-    return list(ids), tokens, n_total
-
-
-def prepare_text(model: Model, text: str, max_tokens: int, byte_level: bool) -> tuple[list[int], Tokens, int, int, int]:
-    """Clean, check and tokenize ``text`` for a Hugging Face ``model`` (decoder, encoder or an encoder-decoder's
-    source): ``(ids, tokens, uncut count, max_tokens as asked, characters cut)``."""
-    text, cut_chars = clean_input(text)
-    requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
-    ids, tokens, n_total = tokenize_text(model.tokenizer, text, min(requested, model.max_positions), byte_level)
-    return ids, tokens, n_total, requested, cut_chars
-
-
-def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Module]) -> list:
-    """One recorded attention call per layer, matched by module identity.
-
-    Args:
-        calls: ``Recorder.calls``, ``(attention module, record)`` in call order.
-        layers: the model's layers in order; a call belongs to the layer whose submodules hold its module.
-
-    Raises:
-        EngineError: nothing was recorded (the model does not run ``ap_capture``), a call outside
-            every layer, a layer called twice, or a layer with no call.
-    """
-    if not calls:
-        raise EngineError(NOT_CAPTURING)
-    owner = {id(m): i for i, layer in enumerate(layers) for m in layer.modules()}
-    found: list = [None] * len(layers)
-    for module, record in calls:
-        i = owner.get(id(module))
-        if i is None:
-            raise EngineError(f"an attention call from {type(module).__name__} lies outside the model's layers")
-        if found[i] is not None:
-            raise EngineError(f"layer {i} called attention twice; one self-attention per layer is expected")
-        found[i] = record
-    missing = [i for i, r in enumerate(found) if r is None]
-    if missing:
-        raise EngineError(f"no attention was recorded for layers {missing} of 0–{len(layers) - 1}")
-    return found
 
 
 def _row(x: np.ndarray, b: int, n: int, axis: int = 1) -> np.ndarray:
@@ -154,13 +78,6 @@ def _or_error(fn):
         return err
 
 
-def per_query_head(x: np.ndarray, n_heads: int) -> np.ndarray:
-    """Grouped-query keys/values ``[H_kv, n, d]`` → ``[H, n, d]``: head ``h`` reads ``h // (H / H_kv)``,
-    as transformers' ``repeat_kv``; returned as is when every query head has its own."""
-    n_rep = n_heads // x.shape[0]
-    return np.repeat(x, n_rep, axis=0) if n_rep > 1 else x
-
-
 def _per_layer(values) -> tuple:
     """A per-layer setting as the trace holds it: () when no layer has one."""
     values = tuple(values)
@@ -169,7 +86,7 @@ def _per_layer(values) -> tuple:
 
 @dataclass(frozen=True)
 class HFTextAdapter:
-    """Tracing for one family of Hugging Face text models (settings per family: :mod:`engine.pretrained.text_hf`).
+    """Tracing for one family of Hugging Face text models (settings per family: :mod:`engine.families.hf_text.settings`).
 
     Attributes:
         family: "encoder" or "decoder".
@@ -294,8 +211,7 @@ class HFTextAdapter:
         return {"attention_mask": mask}
 
     def generate(self, model: Model, prompt: str, settings, *, max_tokens: int) -> AttentionTrace:
-        """``engine.generate``: decoders write, then trace prompt + output (:mod:`engine.pretrained.generate_hf`)."""
-        from engine.pretrained.generate_hf import generate
+        """``engine.generate``: decoders write, then trace prompt + output (:mod:`engine.families.hf_text.generate`)."""
 
         return generate(self, model, prompt, settings, max_tokens=max_tokens)
 
@@ -321,7 +237,7 @@ class HFTextAdapter:
         """Trace one given id sequence (a tokenized text, or a prompt and the tokens generated after it).
 
         Args:
-            model: a text model loaded by :func:`engine.pretrained.hub.load_hf` (``ap_capture`` attention).
+            model: a text model loaded by :func:`engine.families.hub.load_hf` (``ap_capture`` attention).
             ids: token ids, at most ``model.max_positions`` of them.
             tokens: their display form (one per id).
             causal: force the causal mask on/off; None keeps the model's default.

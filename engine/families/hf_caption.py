@@ -17,7 +17,7 @@ teacher-forced, and the cross-attention of that pass is captured:
 
 - GPT-2 (transformers 5.23) calls the registered attention function for its cross-attention as for its
   self-attention, so a ``VisionEncoderDecoderModel`` is loaded with ``attn_implementation="ap_capture"`` and read
-  by the one capture path (:mod:`engine.pretrained.interface`); the cross-attention calls are told apart from the
+  by the one capture path (:mod:`engine.capture.hf`); the cross-attention calls are told apart from the
   encoder's and the decoder's self-attention by module identity (``block.crossattention``).
 - BLIP's text decoder (``BlipTextSelfAttention``) computes its attention inline and never calls the registered
   function, so its cross-attention is captured the way modules without it are: forward hooks
@@ -40,17 +40,15 @@ import torch
 from torch import nn
 
 from engine.capture import capture
+from engine.capture.hf import recording, register
 from engine.decoding import decode_loop
 from engine.families import TABLE, hub_record
+from engine.families.hf_vit import to_rgb_uint8
+from engine.families.hub import byte_level, hf, sdpa_builder
 from engine.generation import DecodeSettings
 from engine.model import Model, pick_device
-from engine.pretrained.adapters import display_tokens
-from engine.pretrained.hf_api import hf
-from engine.pretrained.hub import byte_level, sdpa_builder
-from engine.pretrained.interface import recording, register
-from engine.pretrained.vit_hf import to_rgb_uint8
 from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens
-from engine.text import error_reason, named_ids, quote_input
+from engine.text import display_tokens, error_reason, named_ids, quote_input
 from engine.traces.attention import AttentionTrace
 from engine.traces.caption import PatchCaptionTrace
 
@@ -350,6 +348,6 @@ def load_hf_captioner(
     )
 
 
-#: the adapters the family table names (``engine.families``: ``caption_hf:VED`` and ``caption_hf:BLIP``)
+#: the adapters the family table names (``engine.families``: ``hf_caption:VED`` and ``hf_caption:BLIP``)
 VED = HFCaptionAdapter("ved")
 BLIP = HFCaptionAdapter("blip")

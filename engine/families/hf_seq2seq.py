@@ -2,7 +2,7 @@
 
 In transformers 5.23 their encoder self-attention, decoder self-attention and cross-attention all
 call the function registered with ``transformers.AttentionInterface``, so the model is loaded with
-``attn_implementation="ap_capture"`` (:mod:`engine.pretrained.interface`) like the modern decoders.
+``attn_implementation="ap_capture"`` (:mod:`engine.capture.hf`) like the modern decoders.
 A trace is made in two steps, as for the own translator (:mod:`engine.families.seq2seq.adapter`):
 
 1. decode: the encoder runs once, then the decoder writes one token at a time (with its key/value
@@ -34,13 +34,13 @@ import torch
 from torch import nn
 
 from engine.capture.contribution import attention_norms
+from engine.capture.hf import per_query_head, recording, register
 from engine.families import hub_record
+from engine.families.hub import byte_level, hf, sdpa_builder
 from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
 from engine.model import Model, pick_device
-from engine.pretrained.adapters import display_tokens, per_query_head, prepare_text
-from engine.pretrained.hf_api import hf
 from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens
-from engine.text import error_reason, length_notices, named_ids, quote_input
+from engine.text import display_tokens, error_reason, length_notices, named_ids, prepare_text, quote_input
 from engine.traces.attention import AttentionTrace
 from engine.traces.seq2seq import Seq2SeqTrace, written_tokens
 
@@ -192,7 +192,6 @@ class Seq2SeqHFAdapter:
     # ---- capture -----------------------------------------------------------------------------
     def capture(self, module: nn.Module, device: torch.device, src_ids: list[int], tgt_ids: list[int]):
         """One teacher-forced pass; ``{part: [record per layer]}`` in layer order."""
-        from engine.pretrained.interface import recording
 
         names = {id(m): n for n, m in module.named_modules()}
         with recording() as rec:
@@ -276,8 +275,6 @@ def load_hf_seq2seq(
     model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None, device: torch.device | None = None
 ) -> Model:
     """A T5, BART or Marian model with its tokenizer, read through ``ap_capture`` (all three attentions)."""
-    from engine.pretrained.hub import byte_level, sdpa_builder
-    from engine.pretrained.interface import register
 
     api = hf()
     model_type = config.get("model_type")

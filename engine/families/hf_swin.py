@@ -8,7 +8,7 @@ edge (:mod:`engine.traces.vision` has the geometry). Between stages, 2×2 patche
 transformers 5.23's ``SwinAttention.forward`` calls the registered attention function
 (``ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, eager_attention_forward)``) once per
 block, like ViT, so Swin is loaded with ``attn_implementation="ap_capture"`` and captured by the same
-function (:mod:`engine.pretrained.interface`). Two things differ from the other families:
+function (:mod:`engine.capture.hf`). Two things differ from the other families:
 
 - the batch of that call is the image's windows (``[windows, head, N, d]``, N = w² tokens), so the
   trace records the whole batch (``recording(whole_batch=True)``), not batch 0;
@@ -21,7 +21,7 @@ function (:mod:`engine.pretrained.interface`). Two things differ from the other 
 
 Per block and window, :meth:`engine.traces.vision.WindowBlock.pattern` is ``softmax(Q Kᵀ · scaling + bias + mask)``,
 tested equal to the eager attention weights (``tests/unit/test_swin_hf.py``). Pixels, the class head and
-the occlusion fill are the ViT adapter's (:class:`engine.pretrained.vit_hf.HFViTAdapter`).
+the occlusion fill are the ViT adapter's (:class:`engine.families.hf_vit.HFViTAdapter`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.capture.hf import layer_records, recording
+from engine.families.hf_vit import HFViTAdapter, load_image_model
 from engine.model import Model
-from engine.pretrained.adapters import layer_records
-from engine.pretrained.interface import recording
-from engine.pretrained.vit_hf import HFViTAdapter, load_image_model
 from engine.records import ModelSpec, ModelUnavailableError
 from engine.traces.vision import WindowBlock, WindowTrace
 

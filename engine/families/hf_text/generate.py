@@ -19,9 +19,8 @@ import torch
 from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_for
 from engine.generation import DecodeSettings
 from engine.model import Model
-from engine.pretrained.adapters import display_tokens
 from engine.records import EngineError
-from engine.text import length_notices, named_ids
+from engine.text import display_tokens, length_notices, named_ids
 from engine.traces.attention import AttentionTrace
 
 

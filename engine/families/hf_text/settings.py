@@ -1,6 +1,6 @@
 """Hugging Face text models (BERT-likes, GPT-2, the rotary decoders): what differs per family, and loading.
 
-Every family here is traced by the same capture path (:class:`~engine.pretrained.adapters.HFTextAdapter`
+Every family here is traced by the same capture path (:class:`~engine.families.hf_text.adapter.HFTextAdapter`
 reading ``transformers.AttentionInterface`` calls); a settings object says only what that path cannot
 read from the calls themselves. Which ``config.model_type`` uses which settings is one record each in
 the family table (:data:`engine.families.TABLE`). Paths are as in transformers 5.23's modelling code.
@@ -26,10 +26,11 @@ from pathlib import Path
 
 import torch
 
+from engine.capture.hf import register
+from engine.families import hub_record, resolve
+from engine.families.hf_text.adapter import HFTextAdapter
+from engine.families.hub import byte_level, hf, sdpa_builder
 from engine.model import Model, pick_device
-from engine.pretrained.adapters import HFTextAdapter
-from engine.pretrained.hf_api import hf
-from engine.pretrained.interface import register
 from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import error_reason, quote_input
 
@@ -73,13 +74,11 @@ def load_hf_text(
 
     Args:
         model_id: the id the user gave (for messages and the catalog entry).
-        path: a local folder (:func:`engine.pretrained.hub.resolve`).
+        path: a local folder (:func:`engine.families.hub.resolve`).
         config: its parsed ``config.json`` (its ``model_type`` names a text record of the table).
         spec: the catalog entry to report; defaults to one built from the id and family.
         device: defaults to CUDA when present, else CPU.
     """
-    from engine.families import hub_record, resolve
-    from engine.pretrained.hub import byte_level, sdpa_builder
 
     adapter: HFTextAdapter = resolve(hub_record(config.get("model_type")).adapter)
     shown = quote_input(model_id)
