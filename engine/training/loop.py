@@ -208,12 +208,14 @@ def _default_trace(task: Task, model_id: str) -> TraceFn:
     return trace
 
 
-def _loss(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+def batch_loss(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Mean cross-entropy of ``logits`` ``(B, T, V)`` against the batch's targets, :data:`IGNORE` left out."""
     B, T, V = logits.shape
     return F.cross_entropy(logits.reshape(B * T, V).float(), batch.targets.reshape(B * T), ignore_index=IGNORE)
 
 
-def _optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+    """AdamW with weight decay on the matrices only (not on biases and norms); fused on CUDA."""
     decay, no_decay = [], []
     for p in model.parameters():  # shared (tied) parameters come once
         if p.requires_grad:
@@ -300,7 +302,7 @@ def train(
     probe_ids = task.probe()
     probe_tokens = task.vocab.tokens_for_display(probe_ids)
     model.to(device)
-    optimizer = _optimizer(model, config, device)
+    optimizer = make_optimizer(model, config, device)
     clock = _Clock()
     tokens_per_batch = config.batch_size * task.seq_len
 
@@ -310,7 +312,7 @@ def train(
             with torch.no_grad():
                 logits = forward(model, eval_batch.inputs)  # (B, T, V)
                 _check_logits(logits, eval_batch, task)
-                eval_loss = float(_loss(logits, eval_batch))
+                eval_loss = float(batch_loss(logits, eval_batch))
                 metric = task.metric(logits, eval_batch)
                 accuracy = token_accuracy(logits, eval_batch)
                 probe_trace = trace(model, probe_ids, probe_tokens)
@@ -352,7 +354,7 @@ def train(
             for group in optimizer.param_groups:
                 group["lr"] = config.lr_at(step)
             logits = forward(model, batch.inputs)  # (B, T, V)
-            loss = _loss(logits, batch)
+            loss = batch_loss(logits, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.grad_clip is not None:

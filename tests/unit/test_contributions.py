@@ -105,10 +105,10 @@ def weight(linear) -> np.ndarray:
 def minilm():
     from transformers import AutoModel
 
-    from engine.registry import _minilm_path
+    from engine.registry import minilm_path
 
     model = engine.load("minilm")
-    ref = AutoModel.from_pretrained(_minilm_path(), attn_implementation="eager", dtype=torch.float64).eval()
+    ref = AutoModel.from_pretrained(minilm_path(), attn_implementation="eager", dtype=torch.float64).eval()
     return model, ref
 
 
