@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from engine.decoding import NEEDS_DECODER
 from engine.generation import DecodeSettings
 from engine.records import CheckpointError, EmptyInputError, EngineError, ModelSpec, ModelUnavailableError, Tokens
 from engine.registry import list_models, load
@@ -176,7 +177,6 @@ def generate(
         >>> tr = generate(load("tiny-gpt-stories"), "lily found a", DecodeSettings(max_new_tokens=10))
         >>> tr.tokens.strings[tr.generated_from:]  # the words the model wrote
     """
-    from engine.decoding import NEEDS_DECODER
 
     settings = DecodeSettings() if settings is None else settings
     if not isinstance(settings, DecodeSettings):

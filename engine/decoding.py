@@ -21,6 +21,7 @@ from engine.generation import DecodeSettings, TokenPicker
 from engine.jobs import Step, checkpoint
 from engine.records import EngineError
 from engine.traces.attention import AttentionTrace
+from engine.vocab import UNK_ID, Vocab
 
 NEEDS_DECODER = (
     "Generating text needs a decoder (a GPT-style model such as tiny-gpt-stories, GPT-2, Llama or Qwen); "
@@ -101,7 +102,6 @@ def generated_text(model, trace: AttentionTrace) -> tuple[str, str]:
     sequence and the continuation is what follows the decoded prompt (so a leading space survives).
     Marker tokens (``<bos>``, ``<eos>``, ``<|endoftext|>``) are left out.
     """
-    from engine.vocab import UNK_ID, Vocab
 
     cut = len(trace.tokens) if trace.generated_from is None else trace.generated_from
     ids = list(trace.tokens.ids)

@@ -33,8 +33,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import NamedTuple
 
+import engine
 from engine.records import ModelCard
 from engine.traces.attention import AttentionTrace
+from engine.vocab import known_words
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +172,6 @@ def main() -> None:
     from engine.families.hub import hf
 
     hf()  # the slow part first: the parent writes the request meanwhile
-    import engine
-    from engine.vocab import known_words
 
     request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
     engine.set_threads(1)  # the server's process has the other core

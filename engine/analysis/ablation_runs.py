@@ -20,9 +20,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.analysis.ablation_heads import SELF, HeadRef, heads_off
+from engine.families.hf_text.adapter import HFTextAdapter
+from engine.families.seq2seq.adapter import source_input, target_text
+from engine.families.seq2seq.network import Seq2SeqTransformer
+from engine.families.transformer.network import Transformer
 from engine.generation import named_only
 from engine.records import EngineError, Tokens
 from engine.text import check_max_tokens, clean_input, display_tokens, length_notices, named_ids
+from engine.vocab import BOS_ID, decoder_input
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,6 @@ class OwnDecoderRunner:
         return {(SELF, i): block.attn.w_o for i, block in enumerate(module.blocks)}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        from engine.vocab import decoder_input
-
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions)
         return Prepared(inp.ids, inp.tokens, inp.notices, causal)
 
@@ -173,14 +176,10 @@ class Seq2SeqRunner:
         return out
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        from engine.families.seq2seq.adapter import source_input
-
         inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
         return Prepared(inp.ids, inp.tokens, inp.notices, None)
 
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], before) -> Any:
-        from engine.vocab import BOS_ID
-
         n_heads = {block: module.cfg.n_heads for block in self.layout}
         with heads_off(self.projections(module), off, n_heads):
             generated = module.greedy_decode(list(prep.ids))
@@ -193,8 +192,6 @@ class Seq2SeqRunner:
         return {"generated": list(generated), "confidence": float(chosen.mean()) if len(reference) else float("nan")}
 
     def summarise(self, prep: Prepared, before, after, top_k: int) -> dict:
-        from engine.families.seq2seq.adapter import target_text
-
         out = {}
         for side, run in (("before", before), ("after", after)):
             words = self.tgt_vocab.decode(run["generated"])
@@ -210,9 +207,6 @@ def runner_for(model):
     Raises:
         EngineError: a family without ablation here (RNN attention, ViT, unknown).
     """
-    from engine.families.hf_text.adapter import HFTextAdapter
-    from engine.families.seq2seq.network import Seq2SeqTransformer
-    from engine.families.transformer.network import Transformer
 
     module = model.module
     if isinstance(module, Transformer):

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+import engine
+from engine.corpora import translation as grammar
 from engine.traces.alignment import AlignmentTrace
 
 if TYPE_CHECKING:
@@ -236,7 +238,6 @@ def gold_alignment(trace: AlignmentTrace) -> tuple[list[tuple[int, int]] | None,
     Returns:
         ``(links, "")`` or ``(None, why not)``.
     """
-    from engine.corpora import translation as grammar
 
     source = " ".join(trace.source.strings)
     try:
@@ -281,8 +282,6 @@ def find_disagreement(model: "Model", n: int = 60, seed: int = 7) -> Disagreemen
     Returns:
         The sentence (without its final " .") or None when every sentence agrees fully.
     """
-    import engine
-    from engine.corpora import translation as grammar
 
     best: tuple[float, int, int, str, Agreement] | None = None
     for k, (english, _french) in enumerate(grammar.generate_pairs(n, seed)):

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from engine.records import EngineError, Tokens
+from engine.text import display_tokens, length_notices
+from engine.vocab import MASK, PAD_ID, UNK_ID, decoder_input
 
 Task = Literal["next-token", "masked-word", "embedding"]
 NEEDS_TASK = (
@@ -31,7 +33,6 @@ def task_of(model) -> Task:
     """
     from engine.families.hf_text.adapter import HFTextAdapter
     from engine.families.transformer.adapter import OwnTextAdapter
-    from engine.vocab import MASK
 
     if isinstance(model.adapter, OwnTextAdapter):
         if model.spec.family == "decoder":
@@ -104,11 +105,9 @@ def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, li
     """The input's tokens as the model reads them (as its trace does), and the notices."""
     if is_own(model):
         from engine.families.transformer.adapter import words_of
-        from engine.vocab import decoder_input
 
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
         return inp.tokens, list(inp.notices)
-    from engine.text import length_notices
 
     ids, tokens, n_total, requested, cut_chars = model.adapter.prepare(model, text, max_tokens)
     return tokens, length_notices(
@@ -119,7 +118,6 @@ def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, li
 def token_label(model, token_id: int) -> str:
     if is_own(model):
         return model.tokenizer.decode([token_id])[0]
-    from engine.text import display_tokens
 
     return display_tokens(model.tokenizer, [token_id], model.adapter.byte_level).strings[0]
 
@@ -128,8 +126,6 @@ def replacement_id(model) -> int:
     """The token leave-one-out puts in a token's place: [MASK] / <mask> where the vocabulary has one, else the
     unknown-word token."""
     if is_own(model):
-        from engine.vocab import MASK, UNK_ID
-
         return model.tokenizer.encode([MASK])[0] if MASK in model.tokenizer else UNK_ID
     tok = model.tokenizer
     for name in ("mask_token_id", "unk_token_id", "pad_token_id"):
@@ -141,8 +137,6 @@ def replacement_id(model) -> int:
 def baseline_id(model) -> int:
     """The padding token whose embedding the ``"pad"`` baseline puts at every position."""
     if is_own(model):
-        from engine.vocab import PAD_ID
-
         return PAD_ID
     pad = getattr(model.tokenizer, "pad_token_id", None)
     if pad is None:

@@ -20,6 +20,8 @@ import torch
 from safetensors.torch import save as save_safetensors
 
 from engine.checkpoint import FORMAT, model_card, unique_tensors
+from engine.corpora.translation import tokenize as fr_tokenize
+from engine.corpora.translation import translate
 from engine.families.transformer.adapter import trace_own
 from engine.model import Model, freeze
 from engine.records import ModelSpec
@@ -206,9 +208,6 @@ def answer(job, text: str) -> Answer:
         prompt = [BOS_ID, *run, run[0]]  # the run, then the start of its repeat
         got, want = _greedy(job, prompt, len(run) - 1), run[1:]
     elif name == "translation":
-        from engine.corpora.translation import tokenize as fr_tokenize
-        from engine.corpora.translation import translate
-
         words = split_words(text)
         prompt = [BOS_ID, *vocab.encode(words), SEP_ID]
         got = _greedy(job, prompt, 24, stop_at_eos=True)

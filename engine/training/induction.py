@@ -31,6 +31,7 @@ from engine.analysis.induction import copying_score, icl_score, prefix_matching_
 from engine.builds import BUILD_LOCK
 from engine.capture import capture
 from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.training.loop import TrainConfig, train
 from engine.training.task_base import IGNORE, PROBE_SEED, Batch, Task, token_accuracy
 from engine.vocab import BOS_ID, SPECIALS, Vocab
 
@@ -288,7 +289,6 @@ def train_induction(
     Yields:
         :class:`InductionProgress`, each with every point so far; the last has ``final=True``.
     """
-    from engine.training.loop import TrainConfig, train
 
     steps, lr, seed = check_settings(steps, lr, seed)
     task = RepeatedLettersTask()

@@ -32,7 +32,14 @@ import torch.nn.functional as F
 
 from engine.checkpoint import save_checkpoint
 from engine.corpora.translation import alignment
-from engine.families.bahdanau import RNNAttentionConfig, RNNAttentionModel, greedy_decode, record_steps, target_text
+from engine.families.bahdanau import (
+    RNNAttentionConfig,
+    RNNAttentionModel,
+    greedy_decode,
+    record_steps,
+    source_tokens,
+    target_text,
+)
 from engine.training.loop import TrainConfig, resolve_device
 from engine.training.recipes.translation_data import (  # noqa: F401  (re-exported for tests)
     DATE_FRACTION,
@@ -187,8 +194,6 @@ def train_model(
 
 
 def _sample_translations(model: RNNAttentionModel, vocabs: dict[str, Vocab]) -> list[str]:
-    from engine.families.bahdanau import source_tokens
-
     pairs = [(source_tokens(text), ["."]) for text in SAMPLES]
     return [f"{text} → {target_text(words)}" for text, words in zip(SAMPLES, translate(model, pairs, vocabs))]
 

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from engine.checkpoint import save_checkpoint
 from engine.corpora import translation_corpus
+from engine.corpora.translation import tokenize, translate
 from engine.families.seq2seq.adapter import source_tokens, target_text, trace_seq2seq
 from engine.families.seq2seq.network import Seq2SeqConfig, Seq2SeqTransformer
 from engine.records import Tokens
@@ -147,7 +148,6 @@ class TranslationTask(Task):
 
     def probe(self) -> list[int]:
         """:data:`PROBE` packed as a training row (its target is the grammar's translation)."""
-        from engine.corpora.translation import tokenize, translate
 
         src, tgt_in, _ = encode_pairs(
             [(tokenize(PROBE), tokenize(translate(PROBE)))], self.vocabs, self.max_src, self.max_tgt
