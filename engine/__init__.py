@@ -11,9 +11,9 @@ Public API::
     tr = engine.generate(model, "Lily found a", DecodeSettings(max_new_tokens=20))  # decoders only
     tr.generated_from                          # index of the first generated token
 
-The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and keeps text traces
-in a per-process :class:`engine.cache.TraceCache` (``app/services/core.py``: ``TRACES``; the ViT and
-Bahdanau pages' traces are still in ``st.cache_data``).
+The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and keeps traces in a
+per-process :class:`engine.cache.TraceCache`. The trace types are :mod:`engine.traces`, the model families
+:mod:`engine.families`.
 """
 
 from __future__ import annotations
@@ -208,10 +208,8 @@ def limit_numpy_threads(n: int = 1) -> bool:
 
     A server runs the engine's numpy work (the trace's output-projection norms, the overview's pattern
     rows) in many script threads at once, next to torch's own threads; BLAS's pool, sized to every
-    core and waiting busily between calls, took cores from them. On 2 cores (AMD EPYC, MiniLM, 512
-    tokens) a trace with 2 torch threads went from 0.14–0.19 s to 0.09 s and its CPU from 0.28–0.38 s
-    to 0.18 s once numpy used one thread (docs/BENCHMARKS.md, "Threads"). Call it once, before the
-    work: a notebook that wants numpy's every core simply does not. Returns False where no BLAS pool
+    core and waiting busily between calls, takes cores from them. Call it once, before the work: a
+    notebook that wants numpy's every core simply does not. Returns False where no BLAS pool
     was found to bound."""
     import numpy  # noqa: F401 — its BLAS library must be loaded to be found
     from threadpoolctl import threadpool_limits

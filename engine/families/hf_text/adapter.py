@@ -54,9 +54,8 @@ from engine.traces.attention import AttentionTrace
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
 MAX_MASK_TOKENS = 4096
 
-#: what one forward pass costs whatever its size, in padded tokens: MiniLM on one thread takes ~8 ms a pass (its
-#: weights read once) plus ~0.24 ms a padded token (AMD EPYC, 2026-11-28); a batch is split where a second pass
-#: costs less than the padding it saves (:meth:`HFTextAdapter.trace_batch`)
+#: what one forward pass costs whatever its size (its weights read once), in padded tokens: a batch is split
+#: where a second pass costs less than the padding it saves (:meth:`HFTextAdapter.trace_batch`)
 PASS_TOKENS = 32
 
 
@@ -300,8 +299,7 @@ class HFTextAdapter:
         self, model: Model, texts: Sequence[str], *, causal: bool | None, max_tokens: Sequence[int]
     ) -> list[AttentionTrace | Exception]:
         """Trace several texts with one forward pass over them, right-padded to the longest (what a class
-        pressing Enter at once asks for: a batch of 4–8 short sentences costs ~25% less per sentence
-        than one pass each, MiniLM on one thread). Texts of very different lengths go in more than one
+        pressing Enter at once asks for: the weights are read once for all). Texts of very different lengths go in more than one
         pass, each over texts of similar lengths, where that costs less than padding the short ones
         (:func:`engine.batching.length_groups`, :data:`PASS_TOKENS`).
 
