@@ -41,10 +41,9 @@ from engine.families.bahdanau import (
     target_text,
 )
 from engine.training.loop import TrainConfig, resolve_device
-from engine.training.recipes.translation_data import (  # noqa: F401  (re-exported for tests)
+from engine.training.recipes.translation_data import (
     DATE_FRACTION,
     N_PAIRS,
-    TEST_FRACTION,
     Pair,
     exact_match_shares,
     is_date,
