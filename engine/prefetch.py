@@ -169,7 +169,7 @@ def main() -> None:
     _die_with_parent()
     out = os.fdopen(os.dup(1), "wb")  # the answer's pipe; anything a library prints goes to stderr instead
     os.dup2(2, 1)
-    from engine.families.hub import hf
+    from engine.families.hf_api import hf
 
     hf()  # the slow part first: the parent writes the request meanwhile
 

@@ -391,7 +391,7 @@ def warm_up(landing: bool = False) -> None:
 
     def work() -> None:
         try:
-            from engine.families.hub import hf
+            from engine.families.hf_api import hf
 
             if landing:
                 prefetch.answered()  # the launcher's child first, if one runs (the first chart is its answer)

@@ -19,7 +19,8 @@ or dot attention), ``vit/`` and ``captioner.py``, sharing ``own.py`` (configs, c
 Face ones are ``hf_text/`` (BERT-likes, GPT-2, the rotary decoders), ``hf_seq2seq.py`` (T5, BART, Marian),
 ``hf_vit.py`` (ViT, DeiT), ``hf_swin.py`` (Swin: windowed attention, its own trace type) and ``hf_caption.py``
 (ViT + GPT-2 and BLIP captioners: cross-attention over the image's patches), sharing ``hub.py`` (folders, Hub
-ids, the server's policy) and :mod:`engine.capture.hf` (one capture path). Everything that needs a list of
+ids, the server's policy), ``hf_api.py`` (the one locked import of transformers) and :mod:`engine.capture.hf`
+(one capture path). Everything that needs a list of
 families reads it from here: the checkpoint format and the catalog (:data:`KINDS`),
 :func:`engine.families.hub.load_hf` (:func:`hub_record`), the encoder-decoders' position kinds
 (:attr:`FamilyRecord.positions`) and the pages' model pickers (:func:`text_families`).

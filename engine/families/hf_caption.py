@@ -43,8 +43,9 @@ from engine.capture import capture
 from engine.capture.hf import recording, register
 from engine.decoding import decode_loop
 from engine.families import TABLE, hub_record
+from engine.families.hf_api import hf
 from engine.families.hf_vit import to_rgb_uint8
-from engine.families.hub import byte_level, hf, sdpa_builder
+from engine.families.hub import byte_level, sdpa_builder
 from engine.generation import DecodeSettings
 from engine.model import Model, pick_device
 from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens

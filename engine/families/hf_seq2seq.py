@@ -36,7 +36,8 @@ from torch import nn
 from engine.capture.contribution import attention_norms
 from engine.capture.hf import per_query_head, recording, register
 from engine.families import hub_record
-from engine.families.hub import byte_level, hf, sdpa_builder
+from engine.families.hf_api import hf
+from engine.families.hub import byte_level, sdpa_builder
 from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
 from engine.model import Model, pick_device
 from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens

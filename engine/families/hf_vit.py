@@ -28,7 +28,8 @@ from torch import nn
 
 from engine.capture.contribution import attention_norms
 from engine.capture.hf import layer_records, recording, register
-from engine.families.hub import hf, sdpa_builder
+from engine.families.hf_api import hf
+from engine.families.hub import sdpa_builder
 from engine.images import to_unit_range
 from engine.model import Model, pick_device
 from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens

@@ -20,7 +20,6 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 from torch import nn
@@ -31,44 +30,6 @@ from engine.model import Model, freeze
 from engine.policy import GB, ServerPolicy
 from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import error_reason, quote_input
-
-#: ``transformers`` is a lazy module: two threads importing names from it at the same time (the app's background
-#: warm-up and a first page load) can see a half-initialised module and fail with ``ImportError: cannot import
-#: name 'AutoModel'``; every engine import of it goes through :func:`hf`, under this lock
-_HF_LOCK = threading.Lock()
-_api: SimpleNamespace | None = None
-
-
-def hf() -> SimpleNamespace:
-    """The transformers names the engine uses (imported once, under a lock; ~5 s the first time)."""
-    global _api
-    with _HF_LOCK:
-        if _api is None:
-            from transformers import (
-                AutoImageProcessor,
-                AutoModel,
-                AutoModelForCausalLM,
-                AutoModelForImageClassification,
-                AutoModelForSeq2SeqLM,
-                AutoTokenizer,
-                GPT2Config,
-                GPT2LMHeadModel,
-                PreTrainedTokenizerFast,
-            )
-
-            _api = SimpleNamespace(
-                AutoImageProcessor=AutoImageProcessor,
-                AutoModelForImageClassification=AutoModelForImageClassification,
-                AutoModel=AutoModel,
-                AutoModelForCausalLM=AutoModelForCausalLM,
-                AutoModelForSeq2SeqLM=AutoModelForSeq2SeqLM,
-                AutoTokenizer=AutoTokenizer,
-                GPT2Config=GPT2Config,
-                GPT2LMHeadModel=GPT2LMHeadModel,
-                PreTrainedTokenizerFast=PreTrainedTokenizerFast,
-            )
-        return _api
-
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 PROBE_TIMEOUT_S = 5.0

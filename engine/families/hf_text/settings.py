@@ -28,8 +28,9 @@ import torch
 
 from engine.capture.hf import register
 from engine.families import hub_record, resolve
+from engine.families.hf_api import hf
 from engine.families.hf_text.adapter import HFTextAdapter
-from engine.families.hub import byte_level, hf, sdpa_builder
+from engine.families.hub import byte_level, sdpa_builder
 from engine.model import Model, pick_device
 from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import error_reason, quote_input

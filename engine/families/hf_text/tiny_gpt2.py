@@ -15,7 +15,7 @@ from torch import nn
 from engine.builds import BUILD_LOCK
 from engine.capture.hf import register
 from engine.families import hub_record, resolve
-from engine.families.hub import hf
+from engine.families.hf_api import hf
 from engine.model import Model, freeze, pick_device
 from engine.records import ModelSpec
 
