@@ -176,10 +176,10 @@ def _inputs(model_name: str, path: str, sizes: tuple[int, ...]) -> tuple[str, di
     """
     from transformers import AutoTokenizer
 
-    from engine.families.hf_text.tiny_gpt2 import _CORPUS
+    from engine.families.hf_text.tiny_gpt2 import CORPUS
 
     tokenizer = AutoTokenizer.from_pretrained(path)
-    base = " ".join(_CORPUS.split())
+    base = " ".join(CORPUS.split())
     text = base
     while len(tokenizer(text)["input_ids"]) < max(sizes):
         text = text + " " + base

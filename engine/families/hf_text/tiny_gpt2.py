@@ -25,7 +25,7 @@ EOS = "<|endoftext|>"
 MAX_POSITIONS = 16384  # long-input views need a long-context model that exists offline
 
 # A small corpus written for this project; the tokenizer's merges are learned from it.
-_CORPUS = """
+CORPUS = """
 The cat sat on the mat because it was tired. The dog chased the ball across the garden.
 A teacher explains attention to the class, and the students watch the heads light up.
 Lily found a red ball. She gave it to Tom, who threw it over the fence.
@@ -50,7 +50,7 @@ def build_tokenizer():
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(_CORPUS.splitlines(), trainer=trainer)
+    tok.train_from_iterator(CORPUS.splitlines(), trainer=trainer)
     return hf().PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, bos_token=EOS, unk_token=EOS)
 
 
