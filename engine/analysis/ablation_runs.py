@@ -20,8 +20,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.analysis.ablation_heads import SELF, HeadRef, heads_off
+from engine.corpora import target_text
 from engine.families.hf_text.adapter import HFTextAdapter
-from engine.families.seq2seq.adapter import source_input, target_text
+from engine.families.seq2seq.adapter import source_input
 from engine.families.seq2seq.network import Seq2SeqTransformer
 from engine.families.transformer.network import Transformer
 from engine.generation import named_only

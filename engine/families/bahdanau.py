@@ -46,7 +46,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from engine.capture import HookPoint
-from engine.corpora.translation import detokenize, suggest
+from engine.corpora import target_text
+from engine.corpora.translation import suggest
 from engine.families.own import JsonConfig, checkpoint_model, source_target_vocab
 from engine.model import Model
 from engine.records import EmptyInputError, ModelSpec, Tokens
@@ -272,14 +273,6 @@ def source_tokens(text: str) -> list[str]:
     no apostrophes) it gives exactly :func:`engine.corpora.translation.tokenize`'s tokens.
     """
     return _SOURCE_TOKEN.findall(text.lower())
-
-
-def target_text(tokens: list[str]) -> str:
-    """Display text of target words: an ISO date is joined (``2026-11-21``), French spaced as usual."""
-
-    if tokens and all(t.isdigit() or t == "-" for t in tokens):
-        return "".join(tokens)
-    return detokenize(tokens)
 
 
 def _numpy(steps: list[torch.Tensor]) -> np.ndarray:

@@ -18,8 +18,9 @@ import torch
 
 from engine.capture import capture, heads_first
 from engine.capture.contribution import attention_norms
+from engine.corpora import target_text
 from engine.corpora.dates import to_tokens_src
-from engine.corpora.translation import detokenize, suggest, tokenize
+from engine.corpora.translation import suggest, tokenize
 from engine.decoding import decode_loop
 from engine.families.own import checkpoint_model, source_target_vocab
 from engine.families.seq2seq.network import Seq2SeqTransformer
@@ -29,15 +30,6 @@ from engine.text import length_notices, unknown_words_notice
 from engine.traces.attention import AttentionTrace
 from engine.traces.seq2seq import Seq2SeqTrace, written_tokens
 from engine.vocab import BOS_ID, EOS_ID, UNK_ID, Vocab, WordInput, checked_words
-
-
-def target_text(tokens: Sequence[str]) -> str:
-    """Generated target tokens as text: a date's characters joined ("2026-11-21"), French words
-    joined with spaces except after ``l'`` / ``j'``; ``<eos>`` dropped."""
-    words = [t for t in tokens if t != "<eos>"]
-    if words and all(t.isdigit() or t == "-" for t in words):
-        return "".join(words)
-    return detokenize(words)
 
 
 def trace_seq2seq(

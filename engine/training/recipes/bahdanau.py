@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.checkpoint import save_checkpoint
+from engine.corpora import target_text
 from engine.corpora.translation import alignment
 from engine.families.bahdanau import (
     RNNAttentionConfig,
@@ -38,7 +39,6 @@ from engine.families.bahdanau import (
     greedy_decode,
     record_steps,
     source_tokens,
-    target_text,
 )
 from engine.training.loop import TrainConfig, resolve_device
 from engine.training.recipes.translation_data import (

@@ -32,9 +32,9 @@ import torch
 import torch.nn.functional as F
 
 from engine.checkpoint import save_checkpoint
-from engine.corpora import translation_corpus
+from engine.corpora import target_text, translation_corpus
 from engine.corpora.translation import tokenize, translate
-from engine.families.seq2seq.adapter import source_tokens, target_text, trace_seq2seq
+from engine.families.seq2seq.adapter import source_tokens, trace_seq2seq
 from engine.families.seq2seq.network import Seq2SeqConfig, Seq2SeqTransformer
 from engine.records import Tokens
 from engine.traces.attention import AttentionTrace
