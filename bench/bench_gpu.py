@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from bench.bench_trace import _build_gpt2_folder, _build_llama_folder, _inputs, _machine, command_line
-from engine.registry import _minilm_path
+from engine.registry import minilm_path
 
 SIZES = {"minilm": (16, 128, 512), "gpt2": (128, 512, 1024), "llama": (1024, 4096, 8192)}
 QUICK_SIZES = {"minilm": (128,), "gpt2": (512,), "llama": (1024,)}
@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         _build_llama_folder(llama)
         par = parity({"gpt2-small-shape": str(gpt2), "llama-gqa-shape": str(llama)})
         print("parity done", file=sys.stderr, flush=True)
-        times = timing({"minilm": _minilm_path(), "gpt2": str(gpt2), "llama": str(llama)}, sizes, repeats)
+        times = timing({"minilm": minilm_path(), "gpt2": str(gpt2), "llama": str(llama)}, sizes, repeats)
         train_rows = training(TRAIN_STEPS)
     minutes = (time.perf_counter() - t_start) / 60
     machine = _machine(torch.get_num_threads())

@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_long_") as tmp:
         tmp_path = Path(tmp)
         folder = tmp_path / "gpt2-long-random"
-        from engine.pretrained.tiny_gpt2 import build_tokenizer
+        from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
         _build_gpt2_folder(folder, dict(LONG_SHAPE, vocab_size=len(build_tokenizer())))
         text, ids = _inputs("gpt2", str(folder), sizes)

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.trace_report import _write_section
-from engine.types import AttentionTrace, Tokens
+from engine.records import Tokens
+from engine.traces.attention import AttentionTrace
 from engine.views import bertviz_html as bv
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -102,7 +102,7 @@ def _build_gpt2_folder(folder: Path, shape: dict | None = None) -> None:
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tokenizer = build_tokenizer()
     config = GPT2Config(
@@ -123,7 +123,7 @@ def _build_llama_folder(folder: Path, shape: dict | None = None) -> None:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tokenizer = build_tokenizer()
     eos = tokenizer.eos_token_id
@@ -176,10 +176,10 @@ def _inputs(model_name: str, path: str, sizes: tuple[int, ...]) -> tuple[str, di
     """
     from transformers import AutoTokenizer
 
-    from engine.pretrained.tiny_gpt2 import _CORPUS
+    from engine.families.hf_text.tiny_gpt2 import CORPUS
 
     tokenizer = AutoTokenizer.from_pretrained(path)
-    base = " ".join(_CORPUS.split())
+    base = " ".join(CORPUS.split())
     text = base
     while len(tokenizer(text)["input_ids"]) < max(sizes):
         text = text + " " + base

@@ -45,7 +45,7 @@ def plain_run(settings) -> dict:
     import torch
 
     from engine.training.job_settings import EVAL_BATCH, build_model, build_task
-    from engine.training.loop import TrainConfig, _loss, _optimizer
+    from engine.training.loop import TrainConfig, batch_loss, make_optimizer
     from engine.training.tasks import exact_match
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -63,14 +63,14 @@ def plain_run(settings) -> dict:
     )
     gen = torch.Generator().manual_seed(config.seed)
     eval_batch = task.sample(config.eval_batch_size, torch.Generator().manual_seed(config.seed + 1))
-    optimizer = _optimizer(model, config, torch.device("cpu"))
+    optimizer = make_optimizer(model, config, torch.device("cpu"))
     reached = cpu_reached = None
     model.train()
     for step in range(config.steps):
         batch = task.sample(config.batch_size, gen)
         for group in optimizer.param_groups:
             group["lr"] = config.lr_at(step)
-        loss = _loss(model(batch.inputs, causal=settings.causal, attn_impl="sdpa"), batch)
+        loss = batch_loss(model(batch.inputs, causal=settings.causal, attn_impl="sdpa"), batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)

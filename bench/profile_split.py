@@ -69,8 +69,8 @@ WAIT_LEAVES = (
     ("concurrent/futures/thread.py", "_worker"),  # its work_queue.get(block=True) (C)
     ("streamlit/watcher/polling_path_watcher.py", "PollingPathWatcher._schedule.<locals>.task"),
 )  # sleep
-FORWARD_PATHS = ("engine/model.py", "engine/pretrained/", "engine/models/", "torch/", "transformers/")
-MAP_PATHS = ("engine/analysis/", "engine/types.py")
+FORWARD_PATHS = ("engine/model.py", "engine/families/", "engine/capture/", "torch/", "transformers/")
+MAP_PATHS = ("engine/analysis/", "engine/traces/")
 FIGURE_PATHS = (
     "plotly/",
     "_plotly_utils/",

@@ -11,9 +11,9 @@ Public API::
     tr = engine.generate(model, "Lily found a", DecodeSettings(max_new_tokens=20))  # decoders only
     tr.generated_from                          # index of the first generated token
 
-The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and keeps text traces
-in a per-process :class:`engine.cache.TraceCache` (``app/runtime/core.py``: ``TRACES``; the ViT and
-Bahdanau pages' traces are still in ``st.cache_data``).
+The engine never imports streamlit; the app wraps ``load`` in ``st.cache_resource`` and keeps traces in a
+per-process :class:`engine.cache.TraceCache`. The trace types are :mod:`engine.traces`, the model families
+:mod:`engine.families`.
 """
 
 from __future__ import annotations
@@ -23,24 +23,15 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from engine.decoding import NEEDS_DECODER
 from engine.generation import DecodeSettings
+from engine.records import CheckpointError, EmptyInputError, EngineError, ModelSpec, ModelUnavailableError, Tokens
 from engine.registry import list_models, load
-from engine.types import (
-    STAGES,
-    AlignmentTrace,
-    AttentionTrace,
-    CheckpointError,
-    EmptyInputError,
-    EngineError,
-    ModelSpec,
-    ModelUnavailableError,
-    Seq2SeqTrace,
-    Tokens,
-    Trace,
-    TrainingSnapshot,
-    VisionTrace,
-    WindowTrace,
-)
+from engine.traces import Trace, TrainingSnapshot
+from engine.traces.alignment import AlignmentTrace
+from engine.traces.attention import STAGES, AttentionTrace
+from engine.traces.seq2seq import Seq2SeqTrace
+from engine.traces.vision import VisionTrace, WindowTrace
 
 if TYPE_CHECKING:
     from engine.model import Model
@@ -186,7 +177,6 @@ def generate(
         >>> tr = generate(load("tiny-gpt-stories"), "lily found a", DecodeSettings(max_new_tokens=10))
         >>> tr.tokens.strings[tr.generated_from:]  # the words the model wrote
     """
-    from engine.decoding import NEEDS_DECODER
 
     settings = DecodeSettings() if settings is None else settings
     if not isinstance(settings, DecodeSettings):
@@ -218,10 +208,8 @@ def limit_numpy_threads(n: int = 1) -> bool:
 
     A server runs the engine's numpy work (the trace's output-projection norms, the overview's pattern
     rows) in many script threads at once, next to torch's own threads; BLAS's pool, sized to every
-    core and waiting busily between calls, took cores from them. On 2 cores (AMD EPYC, MiniLM, 512
-    tokens) a trace with 2 torch threads went from 0.14–0.19 s to 0.09 s and its CPU from 0.28–0.38 s
-    to 0.18 s once numpy used one thread (docs/BENCHMARKS.md, "Threads"). Call it once, before the
-    work: a notebook that wants numpy's every core simply does not. Returns False where no BLAS pool
+    core and waiting busily between calls, takes cores from them. Call it once, before the work: a
+    notebook that wants numpy's every core simply does not. Returns False where no BLAS pool
     was found to bound."""
     import numpy  # noqa: F401 — its BLAS library must be loaded to be found
     from threadpoolctl import threadpool_limits

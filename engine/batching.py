@@ -4,7 +4,7 @@ A model runs one forward pass at a time per process (``Model.run`` holds its loc
 press Enter in the same second, twenty-nine script threads wait for it. :class:`BatchLane` lets them wait in
 a queue instead: whoever finds a free slot takes the oldest waiting request and every other waiting request
 with the same key (same model and mask) and runs them as one call (``engine.trace_many``: one padded pass,
-~25% less CPU per sentence for 4–8 short sentences on MiniLM). Nobody waits for a batch to fill: a request
+the weights read once for all). Nobody waits for a batch to fill: a request
 that finds a free slot runs at once, alone if it is alone, so a quiet server answers as before. Each caller
 gets its own result, or its own exception.
 """

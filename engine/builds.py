@@ -9,7 +9,7 @@ Two things are process-wide while a model is built:
 - torch's global random generator, which a seeded build (our models' ``make_model``, the seeded tiny GPT-2) sets
   and draws from: two seeded builds at once would each get some of the other's numbers.
 
-So every engine build holds this lock: Hugging Face loads (``engine.pretrained.hub``), the seeded tiny GPT-2,
+So every engine build holds this lock: Hugging Face loads (``engine.families.hub``), the seeded tiny GPT-2,
 and our own models' seeded builds (``engine.training``: Train live's jobs, the recipes, induction heads, the
 order-blindness check). It is not re-entrant: nothing built under it builds another model.
 """

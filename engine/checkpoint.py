@@ -9,7 +9,7 @@ A checkpoint ``NAME`` in a directory is three files::
 
 Loading checks everything before it trusts anything: the JSON (format, a known kind, a valid config),
 then the tensors' names, shapes and dtypes against a model built from that config. Any problem raises
-:class:`~engine.types.CheckpointError` with a message that names the file (its name, not its folder:
+:class:`~engine.records.CheckpointError` with a message that names the file (its name, not its folder:
 messages reach end users) and the problem.
 
 ``kind`` says which builder turns ``model_config`` into a module: the family records of
@@ -35,8 +35,8 @@ from torch import nn
 
 from engine.builds import BUILD_LOCK
 from engine.families import KINDS
+from engine.records import CheckpointError
 from engine.text import error_reason, quote_input
-from engine.types import CheckpointError
 from engine.vocab import Vocab
 
 FORMAT = "attention-playground/1"
@@ -111,8 +111,8 @@ def save_checkpoint(
     """
     paths = checkpoint_paths(directory, name)
     reference = _build(kind, config, where="config")
-    expected = {k: tuple(v.shape) for k, v in _unique_tensors(reference).items()}
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in _unique_tensors(model).items()}
+    expected = {k: tuple(v.shape) for k, v in unique_tensors(reference).items()}
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in unique_tensors(model).items()}
     problems = _compare(expected, {k: tuple(v.shape) for k, v in tensors.items()})
     if problems:
         raise CheckpointError(f"cannot save {name}: the model does not match its config: {problems}")
@@ -252,7 +252,7 @@ def load_checkpoint(
         )
     tensors = _read_tensors(paths.weights, model)
     missing, unexpected = model.load_state_dict(tensors, strict=False)
-    tied = set(model.state_dict()) - set(_unique_tensors(model))
+    tied = set(model.state_dict()) - set(unique_tensors(model))
     if unexpected or set(missing) - tied:  # cannot happen after _read_tensors; kept as a guard
         raise CheckpointError(
             f"{paths.weights.name}: tensors do not fit the model: missing {missing}, unexpected {unexpected}"
@@ -311,7 +311,7 @@ def _build(kind: str, config: Mapping[str, Any], *, where: str) -> nn.Module:
         raise CheckpointError(f"{where} is invalid: {err}") from err
 
 
-def _unique_tensors(module: nn.Module) -> dict[str, torch.Tensor]:
+def unique_tensors(module: nn.Module) -> dict[str, torch.Tensor]:
     """The state dict with each shared (tied) tensor once, under its first name."""
     seen: set[int] = set()
     out = {}
@@ -338,7 +338,7 @@ def _compare(expected: Mapping[str, tuple[int, ...]], found: Mapping[str, tuple[
 def _read_tensors(path: Path, model: nn.Module) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise CheckpointError(f"{path.name}: the checkpoint's weights file is missing from its folder")
-    expected = _unique_tensors(model)
+    expected = unique_tensors(model)
     try:
         with safe_open(str(path), framework="pt") as f:
             found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}

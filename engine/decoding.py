@@ -3,7 +3,7 @@
 An adapter's ``generate`` turns the prompt into ids, hands :func:`decode_loop` a ``step`` function
 (ids so far → the last position's scores; our own models recompute the whole sequence, Hugging Face
 models feed one new token with their key/value cache) and then traces prompt + generated ids once,
-so the returned :class:`~engine.types.AttentionTrace` is an ordinary trace with ``generated_from``
+so the returned :class:`~engine.traces.attention.AttentionTrace` is an ordinary trace with ``generated_from``
 set. Keeping the loop here means greedy/sampled picking, the end-of-text stop and the position limit
 behave the same for every family. Adapters take the model's lock for each step, not for the whole
 loop, so a page tracing the same model waits for one token, not for a whole continuation; inside a
@@ -19,7 +19,9 @@ import numpy as np
 
 from engine.generation import DecodeSettings, TokenPicker
 from engine.jobs import Step, checkpoint
-from engine.types import AttentionTrace, EngineError
+from engine.records import EngineError
+from engine.traces.attention import AttentionTrace
+from engine.vocab import UNK_ID, Vocab
 
 NEEDS_DECODER = (
     "Generating text needs a decoder (a GPT-style model such as tiny-gpt-stories, GPT-2, Llama or Qwen); "
@@ -100,7 +102,6 @@ def generated_text(model, trace: AttentionTrace) -> tuple[str, str]:
     sequence and the continuation is what follows the decoded prompt (so a leading space survives).
     Marker tokens (``<bos>``, ``<eos>``, ``<|endoftext|>``) are left out.
     """
-    from engine.vocab import UNK_ID, Vocab
 
     cut = len(trace.tokens) if trace.generated_from is None else trace.generated_from
     ids = list(trace.tokens.ids)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 #: most tokens one request may generate (each is a forward pass of the model)
 MAX_NEW_TOKENS = 128

@@ -16,6 +16,7 @@ What an upload must pass, in this order (nothing is written to disk; the bytes s
     size        a side longer than MAX_SIDE is shrunk (box filter), with a notice
 
 The result is ``uint8`` ``[H, W]`` (grey) or ``[H, W, 3]`` (RGB), what ``engine.trace`` takes for a ViT.
+:func:`to_unit_range` is the first step every image model's own preprocessing shares.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 MAX_BYTES = 10 * 1024 * 1024  # the app's upload limit (.streamlit/config.toml: maxUploadSize = 10)
 MAX_PIXELS = 25_000_000  # a 25-megapixel photo; a header claiming more is refused before decoding
@@ -54,6 +55,23 @@ class DecodedImage:
     format: str
     original_size: tuple[int, int]
     notices: tuple[str, ...] = field(default_factory=tuple)
+
+
+def to_unit_range(arr: np.ndarray) -> np.ndarray:
+    """Values to 0–1: uint8 and bool as usual; other types by their range (0–1, the digits' 0–16, 0–255)."""
+    if arr.dtype == np.bool_:
+        return arr.astype(np.float64)
+    if arr.dtype == np.uint8:
+        return arr.astype(np.float64) / 255.0
+    x = arr.astype(np.float64)
+    lo, hi = float(x.min()), float(x.max())
+    if lo >= 0 and hi <= 1:
+        return x
+    if lo >= 0 and hi <= 16:
+        return x / 16.0  # scikit-learn's digits: counts 0–16
+    if lo >= 0 and hi <= 255:
+        return x / 255.0
+    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
 
 
 def _bomb(err: Exception, n_bytes: int) -> ImageError:

@@ -2,8 +2,7 @@
 
 glibc keeps what a process frees in its heaps (one per thread that allocated, up to 8 per core); a long
 input's trace, its overview and its pages allocate and free hundreds of MB, and without a trim the
-process keeps them: five students writing after a 15,000-character prompt left a server +39% above
-its level (its caches left out), +9% once trimmed (docs/BENCHMARKS.md, "Long work next to a class").
+process keeps them, and a server's memory only grows through a lecture.
 
 - :func:`release_memory`: trim now (the long-work lane calls it after every job).
 - :func:`release_memory_soon`: trim once, :data:`TRIM_DELAY_S` after the first call of a burst (later

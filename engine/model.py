@@ -16,7 +16,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from engine.types import ModelSpec, Trace
+from engine.records import ModelSpec
+from engine.traces import Trace
 
 
 class Adapter(Protocol):

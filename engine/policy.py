@@ -10,7 +10,7 @@ page loads), and then:
 - a Hub id loads only while ``AP_HUB`` is not ``off``; a download is refused before it starts when
   the files it would fetch add up to more than ``AP_HUB_MAX_GB`` (the Hub's own file sizes), and one
   download runs at a time in a process: a second one is refused at once with a try-again message
-  (``engine.pretrained.hub``).
+  (``engine.families.hub``).
 
 Catalog ids (the bundled models, our checkpoints, a session's trained model) are not affected.
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from engine.types import ModelUnavailableError
+from engine.records import ModelUnavailableError
 
 log = logging.getLogger(__name__)
 

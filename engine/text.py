@@ -1,4 +1,4 @@
-"""Text helpers: input cleaning and the one place that turns tokenizer pieces into display strings.
+"""Text helpers: input cleaning, and the one place that turns tokenizer pieces into ids and display strings.
 
 Tokenizers mark word boundaries in different ways: byte-level BPE (GPT-2) prefixes ``Ġ`` for a
 leading space and ``Ċ`` for a newline, SentencePiece prefixes ``▁``, WordPiece (BERT) prefixes
@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from engine.types import EmptyInputError, EngineError
+from engine.records import EmptyInputError, EngineError, Tokens
+
+if TYPE_CHECKING:
+    from engine.model import Model
 
 MAX_CHARS = 100_000  # text beyond this is cut before tokenizing (a 512-token window is ~3 kB)
 MAX_UNKNOWN_LISTED = 8  # unknown words named in one notice
@@ -229,6 +233,45 @@ def clean_token(piece: str, *, byte_level: bool = False) -> str:
     if "\t" in piece:
         return "⇥"
     return "␣"
+
+
+def display_tokens(tokenizer, ids: Sequence[int], byte_level: bool) -> Tokens:
+    """Display tokens of ``ids`` (typed or written by the model): byte-level pieces decoded, others cleaned;
+    special tokens as they are, ``[UNK]`` not special (it stands for the user's text); an id the tokenizer
+    cannot name (a config vocabulary larger than the tokenizer's) as :func:`~engine.text.unnamed_token`."""
+    ids = [int(i) for i in ids]
+    special = special_flags(tokenizer, ids)
+    show = byte_level_display if byte_level else clean_token
+    pieces = token_pieces(tokenizer, ids)
+    strings = tuple(unnamed_token(i) if p is None else p if s else show(p) for i, p, s in zip(ids, pieces, special))
+    return Tokens(strings=strings, ids=tuple(ids), special=special)
+
+
+def tokenize_text(tokenizer, text: str, max_tokens: int, byte_level: bool) -> tuple[list[int], Tokens, int]:
+    """Token ids of ``text`` (special tokens added, cut to ``max_tokens``), display tokens, the uncut count.
+
+    Raises:
+        EmptyInputError: only special tokens.
+    """
+    full = tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    n_total = len(full)
+    if n_total > max_tokens:
+        ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_tokens)["input_ids"]
+    else:
+        ids = list(full)
+    tokens = display_tokens(tokenizer, ids, byte_level)
+    if all(tokens.special):
+        raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
+    return list(ids), tokens, n_total
+
+
+def prepare_text(model: Model, text: str, max_tokens: int, byte_level: bool) -> tuple[list[int], Tokens, int, int, int]:
+    """Clean, check and tokenize ``text`` for a Hugging Face ``model`` (decoder, encoder or an encoder-decoder's
+    source): ``(ids, tokens, uncut count, max_tokens as asked, characters cut)``."""
+    text, cut_chars = clean_input(text)
+    requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
+    ids, tokens, n_total = tokenize_text(model.tokenizer, text, min(requested, model.max_positions), byte_level)
+    return ids, tokens, n_total, requested, cut_chars
 
 
 def check_max_tokens(value: object, minimum: int) -> int:

@@ -11,17 +11,19 @@ Ids ``0 … 4`` are always the special tokens, in this order::
 then the task's own tokens. Text is split by :func:`tokenize`: lowercase, then one token per run of
 word characters (letters, digits, ``_``) and one token per other visible character (punctuation,
 apostrophes): the regular expression ``\w+|[^\w\s]``, as in :mod:`engine.corpora.stories`.
-Whitespace only separates.
+Whitespace only separates. :func:`decoder_input` turns a text into the ids our decoders and encoders
+read (``<bos> w1 w2 …``), with the notices the page shows: unknown words (``<unk>``) and cuts.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.types import Tokens
+from engine.records import EmptyInputError, Tokens
+from engine.text import check_max_tokens, clean_input, length_notices, unknown_words_notice
 
 PAD, BOS, EOS, SEP, UNK = "<pad>", "<bos>", "<eos>", "<sep>", "<unk>"
 SPECIALS: tuple[str, ...] = (PAD, BOS, EOS, SEP, UNK)
@@ -172,3 +174,48 @@ def known_words(tokenizer) -> tuple[str, ...] | None:
     if not isinstance(tokenizer, Vocab):
         return None
     return tuple(t for t in tokenizer.tokens if t not in SPECIALS)
+
+
+@dataclass(frozen=True)
+class WordInput:
+    """Ids ready for a model, with what the UI needs to say about them.
+
+    Attributes:
+        ids: the ids the model reads (after any cut).
+        tokens: the same, for display.
+        notices: unknown words, truncation, characters removed.
+        n_input: how many tokens the whole text would have been.
+        truncated: True when ids were cut.
+    """
+
+    ids: tuple[int, ...]
+    tokens: Tokens
+    notices: tuple[str, ...]
+    n_input: int
+    truncated: bool
+
+
+def checked_words(text: str, max_tokens: int, split: Callable[[str], Sequence[str]]) -> tuple[list[str], int, int]:
+    """Cleaned, checked and split: (words, characters removed, the checked token limit)."""
+    text, cut_chars = clean_input(text)
+    max_tokens = check_max_tokens(max_tokens, 2)
+    words = list(split(text))
+    if not words:
+        raise EmptyInputError("The text has no words this model can read.")
+    return words, cut_chars, max_tokens
+
+
+def decoder_input(
+    text: str, vocab: Vocab, max_tokens: int, max_positions: int, split: Callable[[str], Sequence[str]] = tokenize
+) -> WordInput:
+    """``<bos>`` + the words of ``text``, cut to ``min(max_tokens, max_positions)``."""
+    words, cut_chars, max_tokens = checked_words(text, max_tokens, split)
+    ids_all = [BOS_ID, *vocab.encode(words)]
+    limit = min(max_tokens, max_positions)
+    ids = ids_all[:limit]
+    unknown = list(dict.fromkeys(w for w, i in zip(words, ids[1:]) if i == UNK_ID))
+    notices = [n for n in [unknown_words_notice(unknown)] if n]
+    notices += length_notices(
+        len(ids_all), limit, max_tokens=max_tokens, max_positions=max_positions, cut_chars=cut_chars
+    )
+    return WordInput(tuple(ids), vocab.tokens_for_display(ids), tuple(notices), len(ids_all), len(ids_all) > limit)

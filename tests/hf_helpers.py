@@ -74,7 +74,7 @@ def build(kind: str, folder: Path) -> None:
         XLMRobertaModel,
     )
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     init = 0.25  # peaked, non-uniform random attention
     if kind.startswith("gpt2"):

@@ -44,9 +44,9 @@ from engine.batching import BatchLane
 from engine.cache import TraceCache
 from engine.memory import release_memory_soon
 from engine.policy import ServerPolicy
+from engine.records import ModelCard
 from engine.registry import HUB_SUGGESTIONS
 from engine.text import hide_paths, shorten
-from engine.types import ModelCard
 
 T = TypeVar("T")
 
@@ -391,7 +391,7 @@ def warm_up(landing: bool = False) -> None:
 
     def work() -> None:
         try:
-            from engine.pretrained.hf_api import hf
+            from engine.families.hf_api import hf
 
             if landing:
                 prefetch.answered()  # the launcher's child first, if one runs (the first chart is its answer)

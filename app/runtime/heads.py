@@ -15,7 +15,7 @@ import streamlit as st
 from app.runtime.core import _jobs, get_model, get_trace, request_key, shared_map, trace_loader
 from app.runtime.request import TraceRequest
 from engine import AttentionTrace, EngineError
-from engine.types import Trace
+from engine.traces import Trace
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where the table is built: pandas is slow to import

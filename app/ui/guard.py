@@ -24,8 +24,8 @@ from typing import Literal
 import streamlit as st
 
 from app.ui.safe_text import md
+from engine.records import EngineError
 from engine.text import shorten
-from engine.types import EngineError
 
 log = logging.getLogger(__name__)
 

@@ -85,7 +85,7 @@ def exact_map(
 
 
 def _edges(n: int, size: int) -> np.ndarray:
-    from engine.analysis.overview import overview_edges
+    from engine.traces.overview import overview_edges
 
     return overview_edges(n, size)
 

@@ -21,8 +21,8 @@ from app.ui.safe_text import md, quoted
 from app.url_state import hidden
 from app.views.train.data import session_models
 from engine.families import hub_labels, text_families
+from engine.records import ModelCard
 from engine.text import quote_input
-from engine.types import ModelCard
 
 
 def text_box(label: str = "Your text", height: int = 90) -> str:

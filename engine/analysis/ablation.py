@@ -30,7 +30,8 @@ from typing import Literal
 import numpy as np
 
 from engine.analysis.ablation_heads import HeadRef, normalise_heads
-from engine.types import EngineError, Tokens
+from engine.analysis.ablation_runs import runner_for
+from engine.records import EngineError, Tokens
 
 DEFAULT_MAX_TOKENS = 512
 TOP_K = 10
@@ -93,35 +94,12 @@ class AblationResult:
         return self.kl != 0.0 or self.top_before != self.top_after
 
 
-def next_token_summary(p_log_before: np.ndarray, p_log_after: np.ndarray, top_k: int) -> dict:
-    """Top tokens, KL and TV from two float64 log-probability vectors ``[vocab]`` (−inf where a token
-    cannot be picked: an id the tokenizer cannot name)."""
-    p_b, p_a = np.exp(p_log_before), np.exp(p_log_after)
-    live = p_b > 0  # 0 · log 0 = 0: ids at −inf before add nothing (and no −inf − −inf)
-    kl = float(np.sum(p_b[live] * (p_log_before[live] - p_log_after[live])))
-    tv = float(0.5 * np.abs(p_b - p_a).sum())
-    key = np.maximum(p_b, p_a)
-    k = max(1, int(top_k))
-    must = list(dict.fromkeys([int(np.argmax(p_b)), int(np.argmax(p_a))]))[:k]  # both winners always shown
-    rest = [int(i) for i in np.argsort(-key, kind="stable")[: k + 2] if int(i) not in must]
-    top = sorted(must + rest[: k - len(must)], key=lambda i: (-key[i], i))
-    return {
-        "top_ids": tuple(int(i) for i in top),
-        "top_before": tuple(float(p_b[i]) for i in top),
-        "top_after": tuple(float(p_a[i]) for i in top),
-        "kl": max(kl, 0.0),
-        "tv": tv,
-    }
-
-
 def head_layout(model) -> dict[str, tuple[int, int]]:
     """``{block: (n_layers, n_heads)}`` of a model that can be ablated.
 
     Raises:
         EngineError: the model family has no ablation here (RNN attention, ViT).
     """
-    from engine.analysis.ablation_runs import runner_for
-
     return runner_for(model).layout
 
 
@@ -157,8 +135,6 @@ def ablate(
         EmptyInputError: the text is empty.
         EngineError: an unsupported model, a bad head or layer index, a bad ``max_tokens``.
     """
-    from engine.analysis.ablation_runs import runner_for
-
     runner = runner_for(model)
     off = normalise_heads(heads, runner.layout, keep_only=keep_only)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:

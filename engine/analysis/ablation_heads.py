@@ -24,7 +24,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 HeadRef = tuple[str, int, int]  # (block, layer, head)
 SELF = "self"

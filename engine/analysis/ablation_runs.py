@@ -1,4 +1,4 @@
-"""One runner per model family for :func:`engine.analysis.ablation.ablate`.
+"""One runner per model family for :func:`engine.analysis.ablation.ablate`, and the next-token summary two runners share.
 
 A runner knows the family's heads (``layout``), where its output projections are, how to turn text
 into ids (the same way the family's tracing adapter does), how to compute the output that ablation
@@ -19,12 +19,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.analysis.ablation import next_token_summary
 from engine.analysis.ablation_heads import SELF, HeadRef, heads_off
+from engine.corpora import target_text
+from engine.families.hf_text.adapter import HFTextAdapter
+from engine.families.seq2seq.adapter import source_input
+from engine.families.seq2seq.network import Seq2SeqTransformer
+from engine.families.transformer.network import Transformer
 from engine.generation import named_only
-from engine.pretrained.adapters import display_tokens
-from engine.text import check_max_tokens, clean_input, length_notices, named_ids
-from engine.types import EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.text import check_max_tokens, clean_input, display_tokens, length_notices, named_ids
+from engine.vocab import BOS_ID, decoder_input
 
 
 @dataclass(frozen=True)
@@ -44,10 +48,31 @@ def _log_probs(logits: torch.Tensor, n_named: int | None = None) -> np.ndarray:
     return torch.log_softmax(z, dim=-1).numpy()
 
 
+def next_token_summary(p_log_before: np.ndarray, p_log_after: np.ndarray, top_k: int) -> dict:
+    """Top tokens, KL and TV from two float64 log-probability vectors ``[vocab]`` (−inf where a token
+    cannot be picked: an id the tokenizer cannot name)."""
+    p_b, p_a = np.exp(p_log_before), np.exp(p_log_after)
+    live = p_b > 0  # 0 · log 0 = 0: ids at −inf before add nothing (and no −inf − −inf)
+    kl = float(np.sum(p_b[live] * (p_log_before[live] - p_log_after[live])))
+    tv = float(0.5 * np.abs(p_b - p_a).sum())
+    key = np.maximum(p_b, p_a)
+    k = max(1, int(top_k))
+    must = list(dict.fromkeys([int(np.argmax(p_b)), int(np.argmax(p_a))]))[:k]  # both winners always shown
+    rest = [int(i) for i in np.argsort(-key, kind="stable")[: k + 2] if int(i) not in must]
+    top = sorted(must + rest[: k - len(must)], key=lambda i: (-key[i], i))
+    return {
+        "top_ids": tuple(int(i) for i in top),
+        "top_before": tuple(float(p_b[i]) for i in top),
+        "top_after": tuple(float(p_a[i]) for i in top),
+        "kl": max(kl, 0.0),
+        "tv": tv,
+    }
+
+
 # ---- our own decoder ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OwnDecoderRunner:
-    """:class:`~engine.models.transformer.Transformer` checkpoints: next-token probabilities."""
+    """:class:`~engine.families.transformer.network.Transformer` checkpoints: next-token probabilities."""
 
     layout: dict
     vocab: Any
@@ -58,8 +83,6 @@ class OwnDecoderRunner:
         return {(SELF, i): block.attn.w_o for i, block in enumerate(module.blocks)}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        from engine.models.word_input import decoder_input
-
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions)
         return Prepared(inp.ids, inp.tokens, inp.notices, causal)
 
@@ -99,7 +122,7 @@ class HFRunner:
     default_causal: bool = False  # Model.default_causal: the mask the model applies by itself
 
     def projections(self, module: nn.Module) -> dict[tuple[str, int], nn.Module]:
-        name = self.adapter.out_proj  # per family: engine.pretrained.text_hf
+        name = self.adapter.out_proj  # per family: engine.families.hf_text.settings
         return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
@@ -154,14 +177,10 @@ class Seq2SeqRunner:
         return out
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        from engine.models.word_input import source_input
-
         inp = source_input(text, model.tokenizer["source"], max_tokens, model.max_positions)
         return Prepared(inp.ids, inp.tokens, inp.notices, None)
 
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], before) -> Any:
-        from engine.vocab import BOS_ID
-
         n_heads = {block: module.cfg.n_heads for block in self.layout}
         with heads_off(self.projections(module), off, n_heads):
             generated = module.greedy_decode(list(prep.ids))
@@ -174,8 +193,6 @@ class Seq2SeqRunner:
         return {"generated": list(generated), "confidence": float(chosen.mean()) if len(reference) else float("nan")}
 
     def summarise(self, prep: Prepared, before, after, top_k: int) -> dict:
-        from engine.models.seq2seq_adapter import target_text
-
         out = {}
         for side, run in (("before", before), ("after", after)):
             words = self.tgt_vocab.decode(run["generated"])
@@ -191,9 +208,6 @@ def runner_for(model):
     Raises:
         EngineError: a family without ablation here (RNN attention, ViT, unknown).
     """
-    from engine.models.seq2seq import Seq2SeqTransformer
-    from engine.models.transformer import Transformer
-    from engine.pretrained.adapters import HFTextAdapter
 
     module = model.module
     if isinstance(module, Transformer):

@@ -19,7 +19,7 @@ changed heads and the rows that can reach the output (only the predicting row in
 LM's last layer; every row otherwise).
 
 The weights are replaced by :func:`attention_override`: a forward hook on our transformer's ``hook_pattern``
-(written-out attention), or ``engine.pretrained.interface.overriding`` for Hugging Face models (that call
+(written-out attention), or ``engine.capture.hf.overriding`` for Hugging Face models (that call
 runs written out instead of SDPA). Both are removed on exit and run under the model's lock.
 """
 
@@ -35,7 +35,7 @@ import numpy as np
 
 from engine.analysis.attribution import Prediction, value_of
 from engine.analysis.embedding_runs import embed, is_own, outputs, with_grad
-from engine.types import EngineError
+from engine.records import EngineError
 
 SwapKind = Literal["permuted", "uniform", "adversarial"]
 KINDS: tuple[str, ...] = ("permuted", "uniform", "adversarial")
@@ -81,7 +81,7 @@ def attention_override(model, module, layer: int, replace: Callable[[Any], Any])
         finally:
             handle.remove()
         return
-    from engine.pretrained.interface import overriding
+    from engine.capture.hf import overriding
 
     owner = {id(m): i for i, block in enumerate(model.adapter.layers(module)) for m in block.modules()}
     with overriding(lambda called, weights: replace(weights) if owner.get(id(called)) == layer else None):

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+import engine
 from engine.analysis.embedding_runs import (
     Task,
     baseline_id,
@@ -49,7 +50,10 @@ from engine.analysis.embedding_runs import (
     token_label,
     with_grad,
 )
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.analysis.rollout import rollout
+from engine.records import EngineError, Tokens
+from engine.traces.attention import AttentionTrace
+from engine.vocab import MASK
 
 #: method id → label for people, in the order pages show them
 METHODS: dict[str, str] = {
@@ -168,8 +172,6 @@ def predict(model, text: str, *, reference: str = "", max_tokens: int = DEFAULT_
     position: int | None = n - 1
     excluded: tuple[int, ...] = ()
     if task == "masked-word":
-        from engine.vocab import MASK
-
         mask_id = model.tokenizer.encode([MASK])[0]
         blanks = [i for i, t in enumerate(ids) if t == mask_id]
         if not blanks:
@@ -249,7 +251,6 @@ def attention_scores(trace: AttentionTrace, pred: Prediction) -> np.ndarray:
 
 def rollout_scores(trace: AttentionTrace, pred: Prediction) -> np.ndarray:
     """Attention rollout through every layer (mean over heads), the predicting row ``[tokens]``."""
-    from engine.analysis.rollout import rollout
 
     _check_trace(trace, pred)
     return _row(pred, rollout([trace.pattern(layer) for layer in range(trace.n_layers)])[-1])
@@ -400,8 +401,6 @@ def importance(
     else:
         if method in FROM_TRACE:
             if trace is None:
-                import engine
-
                 trace = engine.trace(model, pred.text, causal=pred.causal, max_tokens=pred.max_tokens)
             read = {"attention": attention_scores, "rollout": rollout_scores, "contributions": contribution_scores}
             scores = read[method](trace, pred)

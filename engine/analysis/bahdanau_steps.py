@@ -1,6 +1,6 @@
 r"""One decoding step of the RNN translator, recomputed in numpy from its parameters and captured states.
 
-For step ``i`` (row ``i`` of an :class:`~engine.types.AlignmentTrace`, the step that writes
+For step ``i`` (row ``i`` of an :class:`~engine.traces.alignment.AlignmentTrace`, the step that writes
 ``target[i]``) the decoder reads its previous state ``s(i−1)`` and every encoder state ``h(j)``::
 
     additive (Bahdanau):  W s(i−1)          [d_attn]      the query part, one vector per step
@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.types import AlignmentTrace
+import engine
+from engine.corpora import translation as grammar
+from engine.traces.alignment import AlignmentTrace
 
 if TYPE_CHECKING:
     from engine.model import Model
@@ -236,7 +238,6 @@ def gold_alignment(trace: AlignmentTrace) -> tuple[list[tuple[int, int]] | None,
     Returns:
         ``(links, "")`` or ``(None, why not)``.
     """
-    from engine.corpora import translation as grammar
 
     source = " ".join(trace.source.strings)
     try:
@@ -281,8 +282,6 @@ def find_disagreement(model: "Model", n: int = 60, seed: int = 7) -> Disagreemen
     Returns:
         The sentence (without its final " .") or None when every sentence agrees fully.
     """
-    import engine
-    from engine.corpora import translation as grammar
 
     best: tuple[float, int, int, str, Agreement] | None = None
     for k, (english, _french) in enumerate(grammar.generate_pairs(n, seed)):

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from engine.types import EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.text import display_tokens, length_notices
+from engine.vocab import MASK, PAD_ID, UNK_ID, decoder_input
 
 Task = Literal["next-token", "masked-word", "embedding"]
 NEEDS_TASK = (
@@ -29,9 +31,8 @@ def task_of(model) -> Task:
     Raises:
         EngineError: a family this page does not explain (the translator, ViT, an own encoder without [MASK]).
     """
-    from engine.models.own_adapter import OwnTextAdapter
-    from engine.pretrained.adapters import HFTextAdapter
-    from engine.vocab import MASK
+    from engine.families.hf_text.adapter import HFTextAdapter
+    from engine.families.transformer.adapter import OwnTextAdapter
 
     if isinstance(model.adapter, OwnTextAdapter):
         if model.spec.family == "decoder":
@@ -45,7 +46,7 @@ def task_of(model) -> Task:
 
 def is_own(model) -> bool:
     """True for our own transformer (its word embeddings are replaced through ``hook_embed``)."""
-    from engine.models.own_adapter import OwnTextAdapter
+    from engine.families.transformer.adapter import OwnTextAdapter
 
     return isinstance(model.adapter, OwnTextAdapter)
 
@@ -103,12 +104,10 @@ def with_grad(model, fn: Callable[[Any, Any], Any]) -> Any:
 def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, list[str]]:
     """The input's tokens as the model reads them (as its trace does), and the notices."""
     if is_own(model):
-        from engine.models.own_adapter import words_of
-        from engine.models.word_input import decoder_input
+        from engine.families.transformer.adapter import words_of
 
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
         return inp.tokens, list(inp.notices)
-    from engine.text import length_notices
 
     ids, tokens, n_total, requested, cut_chars = model.adapter.prepare(model, text, max_tokens)
     return tokens, length_notices(
@@ -119,7 +118,6 @@ def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, li
 def token_label(model, token_id: int) -> str:
     if is_own(model):
         return model.tokenizer.decode([token_id])[0]
-    from engine.pretrained.adapters import display_tokens
 
     return display_tokens(model.tokenizer, [token_id], model.adapter.byte_level).strings[0]
 
@@ -128,8 +126,6 @@ def replacement_id(model) -> int:
     """The token leave-one-out puts in a token's place: [MASK] / <mask> where the vocabulary has one, else the
     unknown-word token."""
     if is_own(model):
-        from engine.vocab import MASK, UNK_ID
-
         return model.tokenizer.encode([MASK])[0] if MASK in model.tokenizer else UNK_ID
     tok = model.tokenizer
     for name in ("mask_token_id", "unk_token_id", "pad_token_id"):
@@ -141,8 +137,6 @@ def replacement_id(model) -> int:
 def baseline_id(model) -> int:
     """The padding token whose embedding the ``"pad"`` baseline puts at every position."""
     if is_own(model):
-        from engine.vocab import PAD_ID
-
         return PAD_ID
     pad = getattr(model.tokenizer, "pad_token_id", None)
     if pad is None:

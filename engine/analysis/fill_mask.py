@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.types import AttentionTrace, EngineError, Tokens
+import engine
+from engine.records import EngineError, Tokens
+from engine.traces.attention import AttentionTrace
+from engine.vocab import MASK, decoder_input
 
 TOP_K = 10
 NEEDS_MLM = "Fill-in-the-blank needs a model trained with the masked-LM objective: pick tiny-bert-stories."
@@ -65,9 +68,7 @@ def fill_mask(model, text: str, *, top_k: int = TOP_K, max_tokens: int = 128) ->
     """
     import torch
 
-    from engine.models.own_adapter import words_of
-    from engine.models.word_input import decoder_input
-    from engine.vocab import MASK
+    from engine.families.transformer.adapter import words_of
 
     vocab = model.tokenizer
     if model.spec.family != "encoder" or not hasattr(vocab, "tokens") or MASK not in vocab:
@@ -90,7 +91,6 @@ def fill_mask(model, text: str, *, top_k: int = TOP_K, max_tokens: int = 128) ->
         p = softmax(z)
         best = np.argsort(-p, kind="stable")[:top_k]
         blanks.append(Blank(position=pos, words=tuple(vocab.decode([int(i)])[0] for i in best), probs=p[best]))
-    import engine
 
     trace = engine.trace(model, text, causal=False, max_tokens=max_tokens)
     return FillMask(

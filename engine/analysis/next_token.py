@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.types import EngineError, Tokens
+from engine.records import EngineError, Tokens
 
 TOP_K = 10
 

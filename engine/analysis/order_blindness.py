@@ -24,11 +24,12 @@ import numpy as np
 import torch
 
 from engine.builds import BUILD_LOCK
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer
+from engine.checkpoint import load_checkpoint
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer
+from engine.records import EmptyInputError, EngineError
 from engine.registry import CHECKPOINTS
 from engine.text import check_max_tokens, clean_input, unknown_words_notice
-from engine.types import EmptyInputError, EngineError
 from engine.vocab import BOS_ID, UNK_ID, tokenize
 
 #: the settings compared: (name, position vectors on, causal mask on)
@@ -108,7 +109,6 @@ def fresh_copies(model_id: str) -> tuple[Transformer, Transformer, object]:
     Raises:
         EngineError: the checkpoint is not one of our transformers with a learned position table.
     """
-    from engine.checkpoint import load_checkpoint
 
     module, vocab, _doc = load_checkpoint(CHECKPOINTS, model_id, device="cpu")
     if not isinstance(module, Transformer) or module.cfg.pos_encoding != "learned":

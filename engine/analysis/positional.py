@@ -1,6 +1,6 @@
 """Positional encodings as numpy, for looking at: tables, similarities, shifts, rotations, biases.
 
-The formulas live in :mod:`engine.models.positional` (torch, used by the models); this module calls
+The formulas live in :mod:`engine.families.transformer.positional` (torch, used by the models); this module calls
 them and returns numpy, adding the views that explain *why* each encoding works:
 
 - Sinusoidal: ``PE(pos, 2i) = sin(pos·ω_i)``, ``PE(pos, 2i+1) = cos(pos·ω_i)``, ``ω_i = 10000^(−2i/d)``.
@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from engine.families import hub_record
-from engine.models import positional as pe_math
-from engine.types import EngineError
+from engine.families.transformer import positional as pe_math
+from engine.records import EngineError
 
 Metric = Literal["dot", "cosine"]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 FORMAT = 1  # version of the curves file
 FLOPS_PER_TOKEN_PER_PARAM = 6  # C ≈ 6·N·tokens (Kaplan et al. 2020, section 2.1)

@@ -10,7 +10,7 @@ For queries Q ``[n_q, d]``, keys K ``[n_k, d]`` and values V ``[n_k, d_v]``::
 
 i.e. ``softmax(QKᵀ/√d_k + M) V`` (Vaswani et al., 2017). Every intermediate is kept in an
 :class:`AttentionSteps` record so a page can show each one. :func:`query_steps` reads one query
-row's steps from an :class:`~engine.types.AttentionTrace` (its Q, K, V, scale, mask and bias), and
+row's steps from an :class:`~engine.traces.attention.AttentionTrace` (its Q, K, V, scale, mask and bias), and
 must agree with ``trace.scores()`` and ``trace.pattern()``. :func:`to_matrix` validates numbers a
 person typed (the Step-by-step calculator) and :func:`calculator_example` gives its default tables.
 """
@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.types import AttentionTrace, EngineError
+from engine.records import EngineError
+from engine.traces.attention import AttentionTrace
 
 #: largest absolute value the calculator accepts (exp() of bigger scores overflows nothing here,
 #: but such numbers teach nothing and make every weight 0 or 1)

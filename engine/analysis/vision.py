@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.analysis.rollout import DiscardRule, HeadFusion, rollout
-from engine.types import VisionTrace
+from engine.traces.vision import VisionTrace
 
 
 def n_prefix(trace: VisionTrace) -> int:

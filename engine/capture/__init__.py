@@ -1,9 +1,9 @@
 """Activation capture: identity ``HookPoint`` modules and a context manager that always cleans up.
 
 Own models place a ``HookPoint`` wherever an activation is worth looking at; its module path
-(``blocks.0.attn.hook_q``) is its public name, following TransformerLens's vocabulary. Pretrained
-models are captured the same way through forward hooks on their own submodules (see
-``engine.pretrained``).
+(``blocks.0.attn.hook_q``) is its public name, following TransformerLens's vocabulary. Hugging Face
+models' attention calls are recorded by :mod:`engine.capture.hf` (their position vectors through forward
+hooks on their own submodules, with :func:`capture`).
 
 Hooks are global state on a module that may be shared between threads (a model cached by the
 app is shared by every session). ``capture`` therefore removes every hook it added in a
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -26,6 +27,11 @@ class HookPoint(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
+
+
+def heads_first(t: torch.Tensor) -> np.ndarray:
+    """A captured ``(1, T, H, dh)`` activation as float32 numpy ``[H, T, dh]`` on the CPU (a trace's layout)."""
+    return np.ascontiguousarray(t[0].permute(1, 0, 2).to(device="cpu", dtype=torch.float32).numpy())
 
 
 def hook_point_names(model: nn.Module) -> list[str]:

@@ -18,8 +18,8 @@ vector is the shared key/value head's, ``W_O^h`` is the query head's own block.
 The norms are computed from the ``d_head × d_head`` Gram matrix ``G_h = W_O^h W_O^hᵀ`` in float64:
 ``‖v W_O^h‖² = v G_h vᵀ``, O(n · d_head · d_model) per layer instead of building ``[n, d_model]``
 vectors per head. ``G_h`` depends on the weights alone: :func:`projection_grams` keeps it per weight tensor
-(and its version), so a served model's traces compute it once per layer, not once per trace (~1 ms
-of a ~20 ms MiniLM trace on one CPU thread; on a GPU, W_O was copied to the host every trace).
+(and its version), so a served model's traces compute it once per layer, not once per trace (nor copy
+W_O from a GPU every trace).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import threading
 import weakref
 
 import numpy as np
+
+from engine.records import EngineError
 
 #: query rows per step of :func:`output_norms` (bounds its float64 temporaries)
 _ROWS = 4096
@@ -137,7 +139,6 @@ def attention_output(attention) -> object:
         EngineError: the module has none of them (BERT-likes and GPT-2 keep theirs elsewhere: their
             adapter names the path).
     """
-    from engine.types import EngineError
 
     for name in OWN_PROJECTIONS:
         proj = getattr(attention, name, None)

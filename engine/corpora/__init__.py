@@ -67,6 +67,7 @@ __all__ = [
     "to_tokens_src",
     "to_tokens_tgt",
     "tokenize",
+    "target_text",
     "train_test_split",
     "translate",
     "translation",
@@ -109,6 +110,15 @@ def translation_corpus(n: int, seed: int, date_fraction: float = 0.2) -> list[tu
     items += [(to_tokens_src(src), to_tokens_tgt(tgt)) for src, tgt in generate_date_pairs(n_dates, seed_dates)]
     rng.shuffle(items)
     return items
+
+
+def target_text(tokens: Sequence[str]) -> str:
+    """A translator's target tokens as text: a date's characters joined (``2026-11-21``), French words spaced
+    as usual (not after ``l'`` / ``j'``, :func:`detokenize`); ``<eos>`` dropped."""
+    words = [t for t in tokens if t != "<eos>"]
+    if words and all(t.isdigit() or t == "-" for t in words):
+        return "".join(words)
+    return detokenize(words)
 
 
 def story_vocab() -> list[str]:

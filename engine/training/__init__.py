@@ -59,7 +59,8 @@ _HOME = {
         "engine.training.tasks",
     ),
     **dict.fromkeys(("SPECIALS", "Vocab", "tokenize"), "engine.vocab"),
-    **dict.fromkeys(("CheckpointError", "TrainingSnapshot"), "engine.types"),
+    "CheckpointError": "engine.records",
+    "TrainingSnapshot": "engine.traces",
 }
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ if TYPE_CHECKING:
         read_checkpoint_config,
         save_checkpoint,
     )
+    from engine.records import CheckpointError
+    from engine.traces import TrainingSnapshot
     from engine.training.loop import (
         TrainConfig,
         TrainingControl,
@@ -95,7 +98,6 @@ if TYPE_CHECKING:
         register_task,
         token_accuracy,
     )
-    from engine.types import CheckpointError, TrainingSnapshot
     from engine.vocab import SPECIALS, Vocab, tokenize
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from engine.corpora.scenes import SHAPES, Box, Scene
-from engine.models.captioner import Captioner, greedy_decode, to_tensor
+from engine.families.captioner import Captioner, greedy_decode, to_tensor
 from engine.vocab import EOS_ID, Vocab
 
 

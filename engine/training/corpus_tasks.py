@@ -17,9 +17,9 @@ from typing import ClassVar
 
 import torch
 
-from engine.corpora import story_corpus, story_vocab, train_test_split
+from engine.corpora import story_corpus, story_vocab, train_test_split, translation_corpus, translation_vocab
 from engine.training.tasks import IGNORE, Batch, Task, token_accuracy
-from engine.vocab import BOS_ID, EOS_ID, PAD_ID, SEP_ID, Vocab
+from engine.vocab import BOS_ID, EOS_ID, PAD_ID, SEP_ID, Vocab, tokenize
 
 PROBE_STORY = "Lily found a red ball. She gave it to Tom. Tom threw the ball."
 
@@ -95,8 +95,6 @@ class StoriesTask(Task):
         return token_accuracy(logits, batch)
 
     def probe(self) -> list[int]:
-        from engine.vocab import tokenize
-
         return [BOS_ID, *self.vocab.encode(tokenize(PROBE_STORY))]
 
     def unigram_loss(self) -> float:
@@ -131,8 +129,6 @@ class TranslationTask(Task):
     suggested_steps: ClassVar[int] = 1500
 
     def __post_init__(self) -> None:
-        from engine.corpora import translation_corpus, translation_vocab
-
         src_words, tgt_words = translation_vocab()
         vocab = Vocab.from_words([*src_words, *tgt_words])
         pairs = translation_corpus(self.n_pairs, self.seed, date_fraction=0.0)

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 
 from engine.corpora.stories import is_grammatical, pronoun_pairs, split_sentences
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer
 from engine.training.corpus_tasks import StoriesTask
 from engine.vocab import BOS_ID, EOS_ID
 

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 import torch
 from safetensors.torch import save as save_safetensors
 
-from engine.checkpoint import FORMAT, _unique_tensors, model_card
+from engine.checkpoint import FORMAT, model_card, unique_tensors
+from engine.corpora.translation import tokenize as fr_tokenize
+from engine.corpora.translation import translate
+from engine.families.transformer.adapter import trace_own
 from engine.model import Model, freeze
-from engine.models.trace_own import trace_own
-from engine.models.word_input import decoder_input
+from engine.records import ModelSpec
+from engine.traces.attention import AttentionTrace
 from engine.training.job_settings import TASK_LABELS
-from engine.types import AttentionTrace, ModelSpec
-from engine.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS
+from engine.vocab import BOS_ID, EOS_ID, SEP_ID, SPECIALS, decoder_input
 
 #: a special token written out (``<sep>``), a French elision (``l'``), a word, or one other character
 _WORD = re.compile(r"<[a-z]+>|\w+'|\w+|[^\w\s]")
@@ -94,7 +96,7 @@ def checkpoint_zip(job, name: str = "trained") -> bytes:
     """``name.safetensors`` + ``name.json`` + ``name.md``, zipped in memory (readable by ``load_checkpoint``)."""
     snaps = job.progress().snapshots
     last = snaps[-1] if snaps else None
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in _unique_tensors(job.model).items()}
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in unique_tensors(job.model).items()}
     card = {
         "description": f"Trained live in Attention Playground on the {TASK_LABELS[job.settings.task]} task.",
         "data": job.settings.task,
@@ -206,9 +208,6 @@ def answer(job, text: str) -> Answer:
         prompt = [BOS_ID, *run, run[0]]  # the run, then the start of its repeat
         got, want = _greedy(job, prompt, len(run) - 1), run[1:]
     elif name == "translation":
-        from engine.corpora.translation import tokenize as fr_tokenize
-        from engine.corpora.translation import translate
-
         words = split_words(text)
         prompt = [BOS_ID, *vocab.encode(words), SEP_ID]
         got = _greedy(job, prompt, 24, stop_at_eos=True)

@@ -23,8 +23,10 @@ import torch
 from torch import nn
 
 from engine.builds import BUILD_LOCK
+from engine.capture import capture
+from engine.corpora import story_corpus
 from engine.corpora.stories.lexicon import COLOURS  # the stories' colour words
-from engine.types import EngineError
+from engine.records import EngineError
 from engine.vocab import BOS_ID, PAD_ID, Vocab
 
 MAX_STEPS = 500
@@ -44,8 +46,6 @@ class ColourTask:
 
     @classmethod
     def build(cls, vocab: Vocab, max_len: int, n_stories: int = 3000, seed: int = 1) -> ColourTask:
-        from engine.corpora import story_corpus
-
         colours = tuple(c for c in COLOURS if c in vocab)
         rows, labels, where = [], [], []
         for story in story_corpus(n_stories, seed):
@@ -132,7 +132,6 @@ class FinetuneResult:
 
 def attention_patterns(encoder: nn.Module, ids: torch.Tensor, lengths: torch.Tensor) -> list[np.ndarray]:
     """Each sentence's attention ``[layer, head, n, n]`` (its real length, no padding), via the model's hooks."""
-    from engine.capture import capture
 
     names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(encoder.cfg.n_layers)]
     out = []

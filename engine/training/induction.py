@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from engine.analysis.induction import copying_score, icl_score, prefix_matching_score, previous_token_score
 from engine.builds import BUILD_LOCK
 from engine.capture import capture
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.training.loop import TrainConfig, train
 from engine.training.task_base import IGNORE, PROBE_SEED, Batch, Task, token_accuracy
 from engine.vocab import BOS_ID, SPECIALS, Vocab
 
@@ -288,7 +289,6 @@ def train_induction(
     Yields:
         :class:`InductionProgress`, each with every point so far; the last has ``final=True``.
     """
-    from engine.training.loop import TrainConfig, train
 
     steps, lr, seed = check_settings(steps, lr, seed)
     task = RepeatedLettersTask()

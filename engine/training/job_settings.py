@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from typing import Any, Mapping
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 #: tasks offered by the page, in menu order: name → label
 TASK_LABELS: dict[str, str] = {
@@ -191,7 +191,7 @@ def _check_budget(settings: JobSettings) -> None:
 
 
 def build_model(settings: JobSettings, task):
-    """A fresh :class:`~engine.models.transformer.Transformer` for ``task`` (seeded by ``settings.seed``)."""
+    """A fresh :class:`~engine.families.transformer.network.Transformer` for ``task`` (seeded by ``settings.seed``)."""
     from engine.training.loop import make_model
 
     return make_model(

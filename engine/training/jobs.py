@@ -43,6 +43,7 @@ import numpy as np
 
 from engine.jobs import background_thread, cores, default_max_seconds, expected_start
 from engine.memory import release_memory
+from engine.traces import TrainingSnapshot
 from engine.training.budget import Estimate, StepTimer, TimeBudget
 from engine.training.job_settings import (
     EVAL_BATCH,
@@ -52,7 +53,6 @@ from engine.training.job_settings import (
     build_task,
     validate_settings,
 )
-from engine.types import TrainingSnapshot
 
 log = logging.getLogger(__name__)
 ACTIVE = ("queued", "running", "paused")
@@ -216,7 +216,7 @@ class Job:
     def _train(self) -> None:
         import torch
 
-        from engine.models.trace_own import trace_own
+        from engine.families.transformer.adapter import trace_own
         from engine.training.loop import TrainConfig, resolve_device, train
         from engine.training.tasks import pattern_score
 

@@ -1,4 +1,4 @@
-"""The training loop: a generator of :class:`~engine.types.TrainingSnapshot`s that can be paused and stopped.
+"""The training loop: a generator of :class:`~engine.traces.TrainingSnapshot`s that can be paused and stopped.
 
 ::
 
@@ -16,8 +16,8 @@ One step::
 
 The loop is model-agnostic: it needs ``forward_fn(model, inputs) -> logits (B, T, V)`` and
 ``trace_fn(model, token_ids, tokens) -> AttentionTrace``; both default to what our own
-:class:`~engine.models.transformer.Transformer` needs (the fused ``sdpa`` attention for speed, and
-:func:`~engine.models.trace_own.trace_own` for the probe).
+:class:`~engine.families.transformer.network.Transformer` needs (the fused ``sdpa`` attention for speed, and
+:func:`~engine.families.transformer.adapter.trace_own` for the probe).
 
 Between steps the loop looks at its :class:`TrainingControl`: paused, it blocks (no busy wait) until
 resumed or stopped; stopped, it yields a final snapshot and ends. On the CPU, the same seed and the same
@@ -38,10 +38,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.builds import BUILD_LOCK
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.records import Tokens
+from engine.traces import TrainingSnapshot
+from engine.traces.attention import AttentionTrace
 from engine.training.tasks import IGNORE, Batch, Task, token_accuracy
-from engine.types import AttentionTrace, Tokens, TrainingSnapshot
 
 ForwardFn = Callable[[nn.Module, torch.Tensor], torch.Tensor]
 TraceFn = Callable[[nn.Module, list[int], Tokens], AttentionTrace]
@@ -206,12 +208,14 @@ def _default_trace(task: Task, model_id: str) -> TraceFn:
     return trace
 
 
-def _loss(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+def batch_loss(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Mean cross-entropy of ``logits`` ``(B, T, V)`` against the batch's targets, :data:`IGNORE` left out."""
     B, T, V = logits.shape
     return F.cross_entropy(logits.reshape(B * T, V).float(), batch.targets.reshape(B * T), ignore_index=IGNORE)
 
 
-def _optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+    """AdamW with weight decay on the matrices only (not on biases and norms); fused on CUDA."""
     decay, no_decay = [], []
     for p in model.parameters():  # shared (tied) parameters come once
         if p.requires_grad:
@@ -298,7 +302,7 @@ def train(
     probe_ids = task.probe()
     probe_tokens = task.vocab.tokens_for_display(probe_ids)
     model.to(device)
-    optimizer = _optimizer(model, config, device)
+    optimizer = make_optimizer(model, config, device)
     clock = _Clock()
     tokens_per_batch = config.batch_size * task.seq_len
 
@@ -308,7 +312,7 @@ def train(
             with torch.no_grad():
                 logits = forward(model, eval_batch.inputs)  # (B, T, V)
                 _check_logits(logits, eval_batch, task)
-                eval_loss = float(_loss(logits, eval_batch))
+                eval_loss = float(batch_loss(logits, eval_batch))
                 metric = task.metric(logits, eval_batch)
                 accuracy = token_accuracy(logits, eval_batch)
                 probe_trace = trace(model, probe_ids, probe_tokens)
@@ -350,7 +354,7 @@ def train(
             for group in optimizer.param_groups:
                 group["lr"] = config.lr_at(step)
             logits = forward(model, batch.inputs)  # (B, T, V)
-            loss = _loss(logits, batch)
+            loss = batch_loss(logits, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.grad_clip is not None:

@@ -21,7 +21,7 @@ import torch
 from engine.corpora import story_vocab
 from engine.training.corpus_tasks import StoriesTask
 from engine.training.task_base import IGNORE, Batch, token_accuracy
-from engine.vocab import BOS_ID, MASK, SPECIALS, Vocab
+from engine.vocab import BOS_ID, MASK, SPECIALS, Vocab, tokenize
 
 MASK_RATE = 0.15
 #: of the chosen positions: replaced by <mask>, by a random word, kept as they are
@@ -100,8 +100,6 @@ class MaskedStoriesTask(StoriesTask):
         return token_accuracy(logits, batch)  # over the chosen positions only (the rest are IGNORE)
 
     def probe(self) -> list[int]:
-        from engine.vocab import tokenize
-
         ids = [BOS_ID, *self.vocab.encode(tokenize(PROBE_TEXT))]
         ids[3] = self.mask_id  # "lily found <mask> red ball": the probe shows where a masked word looks
         return ids

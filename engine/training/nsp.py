@@ -32,7 +32,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.corpora import story_corpus, train_test_split
 from engine.corpora.stories import split_sentences
+from engine.records import EngineError
 from engine.training.finetune import (
     FinetuneProgress,
     TrainingCurve,
@@ -42,7 +44,6 @@ from engine.training.finetune import (
     train_classifier,
     trainable_copy,
 )
-from engine.types import EngineError
 from engine.vocab import BOS_ID, PAD_ID, SEP_ID, Vocab
 
 #: the classifier's classes, in label order
@@ -154,7 +155,6 @@ class NspTask:
     ) -> NspTask:
         """Stories ``story_corpus(n_stories, seed)``, 10% held out (no story on both sides); the training pairs
         come from the rest, the held-out pairs (A and the random B's alike) from the held-out stories."""
-        from engine.corpora import story_corpus, train_test_split
 
         train_stories, test_stories = train_test_split(story_corpus(n_stories, seed), 0.1, seed, key=tuple)
         pairs = nsp_pairs(train_stories, n_train, seed, max_tokens=max_len)

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from engine.checkpoint import save_checkpoint
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.network import Transformer, TransformerConfig
 from engine.registry import CHECKPOINTS
 from engine.training.corpus_tasks import StoriesTask
 from engine.training.evaluate import grammatical_samples, held_out_loss, pronoun_head

@@ -28,14 +28,16 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.types import AttentionTrace, EngineError, Seq2SeqTrace, Trace
+from engine.records import EngineError
+from engine.traces import Trace
+from engine.traces.attention import AttentionTrace
+from engine.traces.seq2seq import Seq2SeqTrace
 from engine.views.offline_js import offline_document, script_safe
 
 WEIGHT_DECIMALS = 4
 VECTOR_DECIMALS = 3
-#: beyond these token counts a view is not built (docs/BENCHMARKS.md, "bertviz views: payload"; MiniLM in
-#: Chromium on a busy 2-core machine: model view 48 tokens 2.9 MB / 4.6 s, head view 64 tokens 4.9 MB / 3.2 s,
-#: neuron view 64 tokens 4.2 MB / 1.8 s)
+#: beyond these token counts a view is not built: its page grows with layers · heads · n² and a browser on a
+#: busy laptop takes seconds to draw it (docs/BENCHMARKS.md, "bertviz views: payload")
 MAX_TOKENS = {"head": 64, "model": 48, "neuron": 64}
 #: beyond this many numbers in a payload it is not built either (model/head view: layers·heads·n², so a
 #: 12 × 12-head model stops at 41 tokens in the model view and 64 in the head view; neuron view: + q/k)

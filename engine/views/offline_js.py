@@ -16,7 +16,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from engine.types import EngineError
+from engine.records import EngineError
 
 #: where each library lives inside its installed package (package, relative path)
 D3_SOURCE = ("mpld3", "js/d3.v5.min.js")
@@ -40,7 +40,7 @@ SHIM_MARKER = "/* attention-playground: require shim */"
 _CDN_SCRIPT = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>", re.IGNORECASE)
 
 
-def _package_file(package: str, relative: str) -> Path:
+def package_file(package: str, relative: str) -> Path:
     """A data file of an installed package, found without importing it (mpld3 imports matplotlib)."""
     top = package.split(".")[0]
     spec = importlib.util.find_spec(top)
@@ -57,7 +57,7 @@ def _package_file(package: str, relative: str) -> Path:
 def library_js(name: str) -> str:
     """The text of ``"d3"`` or ``"jquery"`` as shipped by its package (read once per process)."""
     package, relative = {"d3": D3_SOURCE, "jquery": JQUERY_SOURCE}[name]
-    text = _package_file(package, relative).read_text(encoding="utf-8")
+    text = package_file(package, relative).read_text(encoding="utf-8")
     if "</script" in text.lower():  # would end the inline <script> early
         raise EngineError(f"{name} cannot be inlined: it contains '</script'.")
     return text

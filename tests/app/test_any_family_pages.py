@@ -24,7 +24,7 @@ TEXT = "The cat sat on the mat and it was warm."
 def root(tmp_path_factory):
     from transformers import AutoModelForCausalLM
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
     from tests.unit.test_hf_interface_parity import _config
 
     root = tmp_path_factory.mktemp("allowed")

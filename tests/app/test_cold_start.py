@@ -24,7 +24,7 @@ from app.views.lessons.data import model_vocabulary
 from apptest_helpers import APP, TIMEOUT, assert_clean, assert_head_and_grid, main_figure, messages, y_labels
 from engine import prefetch
 from engine.cache import TraceCache
-from engine.types import ModelCard
+from engine.records import ModelCard
 
 
 def _answer(model_id: str, text: str, max_tokens: int):

@@ -363,7 +363,7 @@ def opened(at):
 
 
 def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
-    from engine.analysis.overview import overview_edges
+    from engine.traces.overview import overview_edges
 
     words = "the quick brown fox jumps over the lazy dog while a teacher explains attention".split()
     text = " ".join(words[i % len(words)] for i in range(700))

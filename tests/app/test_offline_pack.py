@@ -116,7 +116,7 @@ def test_the_causal_mask_a_long_input_pooled_and_the_alignment_map():
     att = attention_block(get_trace(TraceRequest("minilm", long_text, None, 512)))
     n = att.n_queries
     assert n > PACK_CELLS and drawn.shape == (PACK_CELLS, PACK_CELLS)
-    from engine.analysis.overview import overview_edges
+    from engine.traces.overview import overview_edges
 
     edges = overview_edges(n, PACK_CELLS)  # 256 blocks covering every token, of n // 256 or one more
     assert edges[0] == 0 and edges[-1] == n and set(np.diff(edges)) <= {n // PACK_CELLS, -(-n // PACK_CELLS)}
@@ -302,7 +302,7 @@ def test_the_vit_pack_draws_cls_attention_over_the_links_sample():
 def test_a_swin_link_draws_its_query_patchs_window(tmp_path, monkeypatch):
     import engine
     from engine import samples
-    from engine.analysis.windows import window_row
+    from engine.traces.vision import window_row
     from tests.swin_helpers import save_tiny_swin
 
     folder = save_tiny_swin(tmp_path / "allowed" / "swin", window=2)

@@ -21,7 +21,8 @@ from app.ui import charts, export, theme
 from app.ui.map_data import head_map
 from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from engine.analysis.stepwise import query_steps
-from engine.types import AttentionTrace, Tokens
+from engine.records import Tokens
+from engine.traces.attention import AttentionTrace
 
 
 def contrast(fg: str, bg: str) -> float:

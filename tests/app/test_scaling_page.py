@@ -10,8 +10,8 @@ from app.views.scaling import data as scaling_service
 from app.views.scaling.data import scaling_start
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_until, title
 from engine.analysis.scaling_laws import read_curves
+from engine.records import EngineError
 from engine.training.scaling import CURVES
-from engine.types import EngineError
 
 
 def _by_title(at) -> dict[str, dict]:

@@ -14,7 +14,7 @@ def _page(problem: str, level: str | None, before: str) -> None:
     import streamlit as st
 
     from app.ui.guard import show_error
-    from engine.types import ModelUnavailableError
+    from engine.records import ModelUnavailableError
 
     made = {
         "engine": ModelUnavailableError(

@@ -287,9 +287,9 @@ def _alibi_script() -> None:
     sys.path.insert(0, st.session_state["root"])
     from app.views.step_by_step.sections import render_steps
     from engine.analysis.stepwise import query_steps
-    from engine.models.trace_own import trace_own
-    from engine.models.transformer import Transformer, TransformerConfig
-    from engine.types import Tokens
+    from engine.families.transformer.adapter import trace_own
+    from engine.families.transformer.network import Transformer, TransformerConfig
+    from engine.records import Tokens
 
     torch.manual_seed(0)
     model = Transformer(

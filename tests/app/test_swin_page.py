@@ -13,7 +13,7 @@ import pytest
 import engine
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
 from engine import samples
-from engine.analysis.windows import window_row
+from engine.traces.vision import window_row
 from tests.swin_helpers import save_tiny_swin
 
 

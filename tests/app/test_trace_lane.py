@@ -16,7 +16,7 @@ import numpy as np
 import engine
 from app.runtime import core
 from app.runtime.request import TraceRequest
-from engine.types import EmptyInputError
+from engine.records import EmptyInputError
 from tests.job_helpers import wait_until
 from tests.thread_helpers import call_in_thread
 

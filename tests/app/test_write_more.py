@@ -128,7 +128,8 @@ def test_grouped_query_heads_are_named_in_the_caption():
     import numpy as np
 
     from app.ui.pickers import kv_sharing
-    from engine.types import AttentionTrace, Tokens
+    from engine.records import Tokens
+    from engine.traces.attention import AttentionTrace
 
     toks = Tokens(strings=("a", "b"), ids=(1, 2), special=(False, False))
     arr = np.zeros((8, 2, 4), dtype=np.float32)

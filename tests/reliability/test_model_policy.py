@@ -25,10 +25,10 @@ from huggingface_hub.hf_api import RepoSibling
 
 import engine
 from engine.checkpoint import load_checkpoint
+from engine.families import hub
 from engine.policy import FOLDER_REFUSED, FOLDERS_OFF, GB, HUB_OFF, ServerPolicy
-from engine.pretrained import hub
+from engine.records import CheckpointError, ModelUnavailableError
 from engine.text import hide_paths, quote_input
-from engine.types import CheckpointError, ModelUnavailableError
 
 pytestmark = pytest.mark.reliability
 

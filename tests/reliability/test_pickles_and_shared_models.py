@@ -21,7 +21,7 @@ import torch
 
 import engine
 from engine.policy import ServerPolicy
-from engine.types import CheckpointError, EngineError
+from engine.records import CheckpointError, EngineError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from test_checkpoint import save  # noqa: E402  (a tiny checkpoint of our own, as the unit tests write it)

@@ -17,8 +17,8 @@ import torch
 
 import engine
 from engine import EngineError
-from engine.analysis.ablation import ablate, head_layout, next_token_summary
-from engine.analysis.ablation_runs import runner_for
+from engine.analysis.ablation import ablate, head_layout
+from engine.analysis.ablation_runs import next_token_summary, runner_for
 
 STORY = "the little girl saw a big red ball and she"
 SENTENCE = "The animal didn't cross the street because it was too tired."

@@ -22,8 +22,8 @@ from engine.analysis.attention_swap import (
 )
 from engine.analysis.attribution import predict
 from engine.capture import capture
-from engine.pretrained.interface import recording
-from engine.types import EngineError
+from engine.capture.hf import recording
+from engine.records import EngineError
 
 GPT_TEXT = "lily found a red ball . she gave the red"
 MINILM_TEXT = "The cat sat on the mat."

@@ -31,7 +31,7 @@ from engine.analysis.attribution import (
     trapezoid_weights,
     value_of,
 )
-from engine.types import EngineError
+from engine.records import EngineError
 
 GPT_TEXT = "lily found a red ball . she gave the red"
 BERT_TEXT = "lily found a red ball . she gave [MASK] to tom ."

@@ -15,7 +15,7 @@ import torch
 from engine.capture import capture, hook_point_names
 from engine.checkpoint import load_checkpoint, save_checkpoint
 from engine.corpora import translation_corpus
-from engine.models.bahdanau import (
+from engine.families.bahdanau import (
     RNNAttentionConfig,
     RNNAttentionModel,
     greedy_decode,
@@ -23,8 +23,9 @@ from engine.models.bahdanau import (
     record_steps,
     source_tokens,
 )
+from engine.records import CheckpointError, EmptyInputError, ModelSpec
 from engine.registry import CHECKPOINTS
-from engine.types import AlignmentTrace, CheckpointError, EmptyInputError, ModelSpec
+from engine.traces.alignment import AlignmentTrace
 from engine.vocab import BOS_ID, PAD_ID, Vocab
 
 torch.set_num_threads(1)

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 import engine
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.traces.attention import AttentionTrace
 from engine.views import bertviz_html as bv
 from engine.views.bertviz_html import FIT_JS
-from engine.views.offline_js import SHIM_MARKER, _package_file, library_js
+from engine.views.offline_js import SHIM_MARKER, library_js, package_file
 
 W_TOL = 0.5e-4 + 1e-7  # weights rounded to 4 decimals
 V_TOL = 0.5e-3 + 1e-6  # q/k rounded to 3 decimals
@@ -89,9 +90,9 @@ class TagCollector(HTMLParser):
 
 
 def test_libraries_come_from_the_installed_packages():
-    d3 = _package_file("mpld3", "js/d3.v5.min.js").read_text(encoding="utf-8")
+    d3 = package_file("mpld3", "js/d3.v5.min.js").read_text(encoding="utf-8")
     assert d3.startswith("// https://d3js.org v5.7.0")
-    jq = _package_file("xstatic.pkg.jquery", "data/jquery.min.js").read_text(encoding="utf-8")
+    jq = package_file("xstatic.pkg.jquery", "data/jquery.min.js").read_text(encoding="utf-8")
     assert "jQuery v3" in jq[:200]
     assert library_js("d3") == d3 and library_js("jquery") == jq
 

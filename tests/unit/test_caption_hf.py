@@ -15,7 +15,9 @@ import pytest
 import torch
 
 import engine
-from engine.types import ModelUnavailableError, PatchCaptionTrace, Trace
+from engine.records import ModelUnavailableError
+from engine.traces import Trace
+from engine.traces.caption import PatchCaptionTrace
 from tests.caption_hf_helpers import save_tiny_blip, save_tiny_ved
 
 SAVERS = {"ved": save_tiny_ved, "blip": save_tiny_blip}

@@ -10,8 +10,8 @@ import engine
 from app.views.captions import data as service
 from app.views.captions.map_data import REGIONS, caption_view, region_bounds, region_of
 from engine.corpora.scenes import SHAPES, draw_scene, make_scenes, parse_caption
+from engine.records import EngineError
 from engine.training.recipes.captioner import HELD_OUT_SEED
-from engine.types import EngineError
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,12 @@ from safetensors.numpy import load_file
 
 import engine
 from engine.corpora.scenes import COLOURS, SHAPES, make_scene, make_scenes, parse_caption, relation_of
-from engine.models.captioner import Captioner, CaptionerConfig, beam_search, greedy_decode, to_tensor
+from engine.families.captioner import Captioner, CaptionerConfig, beam_search, greedy_decode, to_tensor
+from engine.records import EmptyInputError
 from engine.registry import CHECKPOINTS, own_checkpoints
+from engine.traces import Trace
+from engine.traces.caption import CaptionTrace
 from engine.training.caption_metrics import bleu4, cells_in_box
-from engine.types import CaptionTrace, EmptyInputError, Trace
 from engine.vocab import BOS_ID, EOS_ID
 
 NAME = "scene-captioner"

@@ -11,8 +11,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from engine.checkpoint import FORMAT, checkpoint_paths, load_checkpoint, read_checkpoint_config, save_checkpoint
-from engine.models.transformer import Transformer, TransformerConfig
-from engine.types import CheckpointError, EngineError
+from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.records import CheckpointError, EngineError
 from engine.vocab import Vocab
 
 CFG = TransformerConfig(vocab_size=12, d_model=16, n_layers=2, n_heads=2, d_mlp=32, max_len=10)

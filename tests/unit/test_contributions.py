@@ -21,9 +21,10 @@ import pytest
 import torch
 
 import engine
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer, TransformerConfig
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.records import EngineError, Tokens
+from engine.traces.attention import AttentionTrace
 from tests.hf_helpers import build as build_text
 from tests.seq2seq_models import save_tiny_seq2seq
 
@@ -104,10 +105,10 @@ def weight(linear) -> np.ndarray:
 def minilm():
     from transformers import AutoModel
 
-    from engine.registry import _minilm_path
+    from engine.registry import minilm_path
 
     model = engine.load("minilm")
-    ref = AutoModel.from_pretrained(_minilm_path(), attn_implementation="eager", dtype=torch.float64).eval()
+    ref = AutoModel.from_pretrained(minilm_path(), attn_implementation="eager", dtype=torch.float64).eval()
     return model, ref
 
 
@@ -176,7 +177,7 @@ def test_gpt2_contributions_equal_the_definition(gpt2_folder) -> None:
 def llama_folder(tmp_path_factory) -> Path:
     import transformers as tf
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tokenizer = build_tokenizer()
     eos = tokenizer.eos_token_id
@@ -307,7 +308,7 @@ def test_overview_pools_contributions_and_a_trace_without_norms_says_why() -> No
 
 def test_own_translator_and_vit_keep_norms_through_their_own_w_o() -> None:
     """Our encoder-decoder (all three blocks) and ViT: ‖v^h_j W_O^h‖ from each block's own w_o, by the definition."""
-    from engine.models.vit import trace_vit
+    from engine.families.vit.adapter import trace_vit
 
     model = engine.load("tiny-translator")
     tr = engine.trace(model, "the red car is fast")

@@ -27,6 +27,7 @@ from engine.corpora import (
     story_corpus,
     story_tokens,
     suggest,
+    target_text,
     to_tokens_src,
     to_tokens_tgt,
     tokenize,
@@ -389,6 +390,15 @@ def test_translation_corpus_mixes_tasks_deterministically() -> None:
     assert translation_corpus(10, seed=0, date_fraction=0.0)[0][1][-1] == "."
     with pytest.raises(ValueError):
         translation_corpus(10, seed=0, date_fraction=1.5)
+
+
+def test_target_text_reads_both_kinds_of_target_back() -> None:
+    """A translator's output tokens as text: every corpus target (with the end token a model writes) reads as
+    the ISO date or the French sentence it came from."""
+    for src, tgt in translation_corpus(200, seed=4, date_fraction=0.5):
+        expected = normalise(_join_date(src)) if tgt[4:5] == ["-"] else translate(" ".join(src))
+        assert target_text([*tgt, "<eos>"]) == target_text(tgt) == expected
+    assert target_text(["<eos>"]) == ""
 
 
 def _join_date(src: list[str]) -> str:

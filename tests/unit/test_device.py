@@ -19,11 +19,12 @@ import torch
 from torch import nn
 
 import engine
+from engine.records import ModelUnavailableError
 from engine.registry import MINILM
 from engine.samples import digit
+from engine.traces.attention import AttentionTrace
 from engine.training.loop import TrainConfig, make_model, train
 from engine.training.tasks import make_task
-from engine.types import AttentionTrace, ModelUnavailableError
 
 STORIES = "tiny-gpt-stories"
 SENTENCE = "Lily found a red ball . She gave it to Tom ."

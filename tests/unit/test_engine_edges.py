@@ -165,7 +165,7 @@ def test_unknown_hub_id_online_without_network_fails_after_one_bounded_probe(mon
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     import huggingface_hub.constants
 
-    from engine.pretrained.hub import PROBE_TIMEOUT_S
+    from engine.families.hub import PROBE_TIMEOUT_S
 
     # huggingface_hub reads the variable at import time: switch its copy off as well, so the
     # network path really runs (no network on the test machines; a 404 where there is one)

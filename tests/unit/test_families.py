@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
+import pkgutil
 from pathlib import Path
 from typing import get_args
 
 import pytest
 
 import engine
-import engine.types
+import engine.traces
 from engine import checkpoint, registry, samples
 from engine.corpora.scenes import make_scenes
 from engine.families import (
@@ -25,9 +27,18 @@ from engine.families import (
     resolve,
     text_families,
 )
-from engine.types import CheckpointError, Family, ModelUnavailableError, Trace
+from engine.records import CheckpointError, Family, ModelUnavailableError
+from engine.traces import Trace
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def trace_class(name: str) -> type:
+    """The class a record's ``trace_type`` names, from the one module of :mod:`engine.traces` that defines it."""
+    modules = [importlib.import_module(f"engine.traces.{m.name}") for m in pkgutil.iter_modules(engine.traces.__path__)]
+    found = {getattr(m, name) for m in modules if isinstance(getattr(m, name, None), type)}
+    assert len(found) == 1, f"{name}: {found}"
+    return found.pop()
 
 
 def test_records_are_unique_and_families_match_the_type() -> None:
@@ -41,8 +52,8 @@ def test_records_are_unique_and_families_match_the_type() -> None:
 def test_every_named_piece_resolves(record: FamilyRecord) -> None:
     assert callable(resolve(record.builder)) and callable(resolve(record.loader))
     assert hasattr(resolve(record.adapter), "trace")
-    trace_type = getattr(engine.types, record.trace_type)
-    assert hasattr(trace_type, "attention_blocks"), f"{record.trace_type} does not follow engine.types.Trace"
+    trace_type = trace_class(record.trace_type)
+    assert hasattr(trace_type, "attention_blocks"), f"{record.trace_type} does not follow engine.traces.Trace"
 
 
 def _shipped() -> list[tuple[str, dict]]:
@@ -99,7 +110,7 @@ def test_every_family_appears_once_in_the_one_table() -> None:
 def test_every_hub_record_names_pieces_that_exist(record: FamilyRecord) -> None:
     assert callable(resolve(record.loader))
     assert hasattr(resolve(record.adapter), "trace"), "an adapter class or a text family's settings"
-    assert hasattr(getattr(engine.types, record.trace_type), "attention_blocks")
+    assert hasattr(trace_class(record.trace_type), "attention_blocks")
     assert hub_record(record.key) is record and hub_record("lstm") is None
     with pytest.raises(TypeError):
         record.build({})
@@ -124,7 +135,7 @@ def test_the_hub_loader_finds_a_family_only_in_the_table(tmp_path, monkeypatch) 
             "hf",
             ("encoder",),
             f"{__name__}:_fake_loader",
-            "engine.pretrained.text_hf:BERT_LIKE",
+            "engine.families.hf_text.settings:BERT_LIKE",
             "AttentionTrace",
             "LSTM",
         ),
@@ -133,7 +144,7 @@ def test_the_hub_loader_finds_a_family_only_in_the_table(tmp_path, monkeypatch) 
 
 
 def test_pages_and_messages_read_their_families_from_the_table() -> None:
-    from engine.pretrained import seq2seq_hf
+    from engine.families import hf_seq2seq as seq2seq_hf
 
     drawn = {f for r in TABLE if r.trace_type in ("AttentionTrace", "Seq2SeqTrace") for f in r.families}
     assert text_families() == drawn == {"encoder", "decoder", "encoder-decoder"}
@@ -169,9 +180,9 @@ def _family_lists(path: Path) -> list[str]:
 
 def test_no_module_keeps_a_family_list_of_its_own() -> None:
     """Outside the table (and the ``Family`` type it reads) nothing in engine/ or app/ lists families."""
-    files = [f for d in ("engine", "app") for f in sorted((ROOT / d).rglob("*.py")) if f != ROOT / "engine/families.py"]
+    table = ROOT / "engine/families/__init__.py"
+    files = [f for d in ("engine", "app") for f in sorted((ROOT / d).rglob("*.py")) if f != table]
     assert len(files) > 100
     offenders = [hit for f in files for hit in _family_lists(f)]
     assert not offenders, offenders
-    assert [p.name for p in (ROOT / "engine").rglob("families.py")] == ["families.py"]
-    assert not list((ROOT / "app").rglob("families.py"))
+    assert not list((ROOT / "engine").rglob("families.py")) and not list((ROOT / "app").rglob("families.py"))

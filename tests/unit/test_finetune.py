@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import engine
+from engine.records import EngineError
 from engine.training.finetune import ColourTask, FinetuneProgress, FinetuneResult, finetune
-from engine.types import EngineError
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import torch
 
 import engine
 from engine.decoding import decode_loop, generated_text
+from engine.families.transformer.adapter import trace_own
 from engine.generation import DecodeSettings, candidate_probs
-from engine.models.trace_own import trace_own
-from engine.types import EngineError
+from engine.records import EngineError
 from engine.vocab import EOS_ID
 
 PROMPT_OWN = "lily found a"
@@ -37,7 +37,7 @@ def llama(tmp_path_factory):
     """A tiny random Llama with grouped-query attention (2 key/value heads for 4 query heads)."""
     import transformers as tf
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tok = build_tokenizer()
     cfg = tf.LlamaConfig(
@@ -212,7 +212,7 @@ def interface_folders(tmp_path_factory):
     grouped-query heads, Gemma 2's logit cap)."""
     import transformers as tf
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
     from test_hf_interface_parity import KINDS, _config
 
     tok = build_tokenizer()

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from engine.generation import DecodeSettings, TokenPicker, candidate_probs
-from engine.types import EngineError
+from engine.records import EngineError
 
 LOGITS = np.log(np.array([0.5, 0.2, 0.15, 0.1, 0.05]))
 

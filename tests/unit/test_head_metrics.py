@@ -160,7 +160,7 @@ def test_word_level_unk_is_not_special_but_the_markers_are():
 
 def test_an_unk_id_that_is_also_a_marker_stays_special():
     """GPT-2's ``<|endoftext|>`` is its unk, bos and eos token at once: still a marker."""
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
     from engine.text import special_flags
 
     tok = build_tokenizer()

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import engine
-from engine.types import EmptyInputError, EngineError
+from engine.records import EmptyInputError, EngineError
 from tests.hf_helpers import (
     KINDS,
     MAX_POS,
@@ -105,7 +105,7 @@ def test_a_trace_stops_after_the_last_layers_attention_call(pair) -> None:
 
 
 def test_a_recorder_that_stops_nothing_lets_the_stop_signal_through() -> None:
-    from engine.pretrained.interface import ForwardStopped, recording
+    from engine.capture.hf import ForwardStopped, recording
 
     with pytest.raises(ForwardStopped), recording():
         raise ForwardStopped
@@ -165,7 +165,7 @@ def test_a_model_without_the_capturing_attention_is_refused(folders) -> None:
 
 
 def test_a_layer_calling_attention_twice_is_refused() -> None:
-    from engine.pretrained.adapters import layer_records
+    from engine.capture.hf import layer_records
 
     layers = [torch.nn.Sequential(torch.nn.Linear(2, 2)), torch.nn.Sequential(torch.nn.Linear(2, 2))]
     one, two = layers[0][0], layers[1][0]

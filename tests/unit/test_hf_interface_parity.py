@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import engine
-from engine.types import ModelUnavailableError
+from engine.records import ModelUnavailableError
 
 ATOL = 1e-5
 CUDA_VS_CPU_ATOL = 5e-6  # a CUDA trace against a CPU one: float32 GPU kernels sum in a different order
@@ -92,7 +92,7 @@ KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gem
 def folders(tmp_path_factory) -> dict[str, Path]:
     from transformers import AutoModelForCausalLM
 
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tokenizer = build_tokenizer()
     root = tmp_path_factory.mktemp("tiny_interface")
@@ -216,7 +216,7 @@ def test_gqa_keys_are_repeated_per_query_head(folders) -> None:
 
 @pytest.mark.parametrize("reduce", ["max", "mean"])
 def test_overview_with_a_window_equals_the_pattern_pooled_by_hand(folders, reduce: str) -> None:
-    from engine.analysis.overview import overview_edges
+    from engine.traces.overview import overview_edges
 
     model, _ = _pair("mistral", folders)
     tr = engine.trace(model, SENTENCES["odd"])
@@ -248,7 +248,7 @@ def test_gemma2_softcap_is_in_the_trace_and_matters(folders) -> None:
     assert np.abs(masked[np.isfinite(masked)]).max() <= 2.0
     assert np.abs(tr.scores(0, 0, "scaled")).max() > 2.0  # the cap changed some scores
     n, size = len(tr.tokens), 4
-    from engine.analysis.overview import overview_edges
+    from engine.traces.overview import overview_edges
 
     e = overview_edges(n, size)
     p = tr.pattern(1, 3)
@@ -259,7 +259,7 @@ def test_gemma2_softcap_is_in_the_trace_and_matters(folders) -> None:
 @pytest.mark.parametrize("chunk", [None, 2 * 4 * 12])  # 2 rows × 4 heads × 12 keys: chunks of 2 query rows
 @pytest.mark.parametrize("kind", ["llama", "mistral", "gemma2"])
 def test_the_model_output_is_plain_sdpa(folders, kind: str, chunk, monkeypatch) -> None:
-    from engine.pretrained import interface
+    from engine.capture import hf as interface
 
     if chunk is not None:
         if kind != "gemma2":
@@ -303,7 +303,7 @@ def test_unsupported_model_type_still_names_the_supported_ones(folders, tmp_path
 def test_a_recording_sees_only_its_own_thread(folders) -> None:
     import threading
 
-    from engine.pretrained.interface import recording
+    from engine.capture.hf import recording
 
     model, _ = _pair("llama", folders)
     ids = torch.tensor([[5, 9, 14, 3]], device=model.device)
@@ -395,7 +395,7 @@ def test_gpu_out_of_memory_retries_on_a_cpu_copy(folders) -> None:
 
 def test_positional_table_of_a_rope_model_explains_rope(folders) -> None:
     from engine.analysis.positional import position_table
-    from engine.types import EngineError
+    from engine.records import EngineError
 
     model, _ = _pair("llama", folders)
     with pytest.raises(EngineError, match="rotary position embeddings"):

@@ -18,7 +18,8 @@ import torch
 
 import engine
 from engine.generation import DecodeSettings, candidate_probs
-from engine.types import ModelUnavailableError, Seq2SeqTrace
+from engine.records import ModelUnavailableError
+from engine.traces.seq2seq import Seq2SeqTrace
 from tests.seq2seq_models import MAX_POS, save_tiny_seq2seq
 
 ATOL = 1e-5
@@ -173,7 +174,7 @@ def test_marian_bad_words_keep_pad_out(folders, tmp_path, monkeypatch):
 
 
 def test_sampled_decoding_is_seeded_and_stays_in_top_k(loaded, eager):
-    from engine.pretrained.seq2seq_hf import generation_rules
+    from engine.families.hf_seq2seq import generation_rules
 
     settings = DecodeSettings(max_new_tokens=8, sample=True, temperature=1.5, top_k=3, seed=11)
     a = engine.generate(loaded["marian"], SENTENCES["short"], settings)
@@ -198,7 +199,7 @@ def test_unsupported_architecture_names_what_is_supported(tmp_path):
 
 def test_positional_page_says_how_t5_and_rope_models_encode_positions(loaded, tmp_path):
     from engine.analysis.positional import position_table
-    from engine.types import EngineError
+    from engine.records import EngineError
 
     with pytest.raises(EngineError, match=r"learned bias b\(j − i\)"):
         position_table(loaded["t5"])

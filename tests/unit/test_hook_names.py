@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.capture import hook_point_names
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.network import Transformer, TransformerConfig
 
 ROPE_2_LAYERS = [
     "hook_embed",

@@ -22,7 +22,7 @@ from engine.analysis.induction import (
 )
 from engine.capture import hook_point_names
 from engine.checkpoint import load_checkpoint
-from engine.models.transformer import Transformer
+from engine.families.transformer.network import Transformer
 from engine.registry import CHECKPOINTS
 from engine.training.induction import (
     CONTEXT,

@@ -1,10 +1,10 @@
 """Who may import or call whom: pages hold plain data, and the engine's layers do not import in circles.
 
-- ``app/views`` and ``app/ui`` get a model's :class:`engine.types.ModelCard` from
+- ``app/views`` and ``app/ui`` get a model's :class:`engine.records.ModelCard` from
   ``runtime.core.get_card``; the torch-backed, shared ``Model`` stays inside the gateway: ``app/runtime`` and each
   page folder's data modules (``data.py``, ``*_data.py``: the page's cached calls into the engine).
-- ``engine.models`` (the networks) never imports ``engine.training`` (which trains them); the shared
-  pieces (vocabularies, toy corpora, the checkpoint format, the family records) are neutral modules.
+- ``engine.families`` (the networks, adapters and loaders) never imports ``engine.training`` (which trains
+  them); the shared pieces (vocabularies, toy corpora, the checkpoint format, the family table) are neutral.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -67,17 +68,16 @@ def test_pages_receive_the_card_not_the_model(repo_root: Path) -> None:
     assert not offenders, f"pages must use services.get_card (a ModelCard), never get_model or torch: {offenders}"
 
 
-# ---- engine.models and engine.training ---------------------------------------------------------------
+# ---- the model families and engine.training ----------------------------------------------------------
 _PROBE = """
 import importlib, json, sys
 for name in sys.argv[1:]:
     importlib.import_module(name)
-print(json.dumps(sorted({m.split(".")[0] + "." + m.split(".")[1] for m in sys.modules
-                         if m.startswith(("engine.models", "engine.training")) and m.count(".") >= 1})))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("engine."))))
 """
 
 
-def _packages_after_importing(repo_root: Path, modules: list[str]) -> list[str]:
+def _engine_modules_after_importing(repo_root: Path, modules: list[str]) -> list[str]:
     out = subprocess.run(
         [sys.executable, "-c", _PROBE, *modules], cwd=repo_root, capture_output=True, text=True, timeout=120
     )
@@ -85,28 +85,35 @@ def _packages_after_importing(repo_root: Path, modules: list[str]) -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_models_never_import_training(repo_root: Path) -> None:
-    """Every model file imports without ``engine.training``: models load checkpoints through the neutral
-    ``engine.checkpoint``/``engine.families`` and read words with ``engine.vocab``/``engine.corpora``."""
-    import engine.models
+def _family_modules() -> list[str]:
+    import engine.families
 
-    names = [f"engine.models.{m.name}" for m in pkgutil.iter_modules(engine.models.__path__)]
-    assert "engine.models.bahdanau" in names and "engine.models.vit" in names
-    assert _packages_after_importing(repo_root, names) == ["engine.models"]
+    return [m.name for m in pkgutil.walk_packages(engine.families.__path__, "engine.families.")]
 
 
-def test_shared_pieces_import_neither_models_nor_training(repo_root: Path) -> None:
-    """The format, the family records, vocabularies and corpora sit below both (training, which trains
-    our models, may import ``engine.models``; the reverse is what this file forbids)."""
+def test_families_never_import_training(repo_root: Path) -> None:
+    """Every family module (network, adapter, loader) imports without ``engine.training``: families load
+    checkpoints through the neutral ``engine.checkpoint`` and read words with ``engine.vocab``/``engine.corpora``."""
+    names = _family_modules()
+    assert "engine.families.bahdanau" in names and "engine.families.vit.network" in names
+    loaded = _engine_modules_after_importing(repo_root, names)
+    assert "engine.families.own" in loaded and not [m for m in loaded if m.startswith("engine.training")]
+
+
+def test_shared_pieces_import_neither_families_nor_training(repo_root: Path) -> None:
+    """The format, the family table, vocabularies, corpora and the catalog sit below both (training, which
+    trains our models, may import a family's network; the reverse is what this file forbids)."""
     shared = ["engine.checkpoint", "engine.families", "engine.vocab", "engine.corpora", "engine.registry"]
-    assert _packages_after_importing(repo_root, shared) == []
+    loaded = _engine_modules_after_importing(repo_root, shared)
+    assert "engine.families" in loaded
+    assert not [m for m in loaded if m.startswith(("engine.training", "engine.families."))]
 
 
-def test_no_model_file_names_training_even_lazily(repo_root: Path) -> None:
+def test_no_family_file_names_training_even_lazily(repo_root: Path) -> None:
     """A grep, for imports inside functions that the probe above cannot see."""
     offenders = [
         str(f.relative_to(repo_root))
-        for f in sorted((repo_root / "engine/models").rglob("*.py"))
+        for f in sorted((repo_root / "engine/families").rglob("*.py"))
         if "engine.training" in f.read_text(encoding="utf-8")
     ]
     assert not offenders, offenders
@@ -260,3 +267,117 @@ def test_engine_never_reaches_streamlit(graph: dict[str, set[str]]) -> None:
     for module in (m for m in graph if m.startswith("engine")):
         seen = reachable(graph, module)
         assert "streamlit" not in seen, _path_to(seen, "streamlit")
+
+
+# ---- no import circles, no private names imported across modules ------------------------------------------
+# Every import statement counts, wherever it is (at the top, inside a function, under ``if TYPE_CHECKING:``): a
+# circle held together by a lazy import is still a circle. An import names the deepest module of ours it reaches
+# (``from engine.traces import overview`` names ``engine.traces.overview``, ``from engine.records import Tokens``
+# names ``engine.records``); the packages above it, which Python runs first, are not counted.
+NO_CIRCLES = ("engine",)
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the module the statement is in
+    line: int
+    target: str  # the module of ours it names
+    name: str | None  # the name it takes from ``target`` (None: the module itself)
+
+
+def _deepest(name: str, known: set[str]) -> str | None:
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(root: Path, folders: tuple[str, ...]) -> list[Import]:
+    """Every import of one of our modules by a module under ``folders``."""
+    files = {_module_name(root, f): f for folder in folders for f in sorted((root / folder).rglob("*.py"))}
+    known = set(files)
+    found = []
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found += [Import(module, node.lineno, t, None) for a in node.names if (t := _deepest(a.name, known))]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the package, one level up per dot after the first
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                for a in node.names:
+                    if f"{base}.{a.name}" in known:
+                        found.append(Import(module, node.lineno, f"{base}.{a.name}", None))
+                    elif target := _deepest(base, known):
+                        found.append(Import(module, node.lineno, target, a.name))
+    return found
+
+
+def circles(imports: list[Import]) -> list[list[str]]:
+    """Groups of two or more modules that each reach the others through imports (the graph's cycles)."""
+    edges: dict[str, set[str]] = {}
+    for i in imports:
+        if i.target != i.module:
+            edges.setdefault(i.module, set()).add(i.target)
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for dep in edges.get(todo.pop(), ()):
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        return seen
+
+    reached = {m: reach(m) for m in edges}
+    groups = {frozenset({m} | {n for n in reached[m] if m in reached.get(n, ())}) for m in edges}
+    return sorted(sorted(g) for g in groups if len(g) > 1)
+
+
+def private_imports(imports: list[Import]) -> list[str]:
+    """``from a import _x`` in a module other than ``a`` (dunder names such as ``__version__`` are public)."""
+    return [
+        f"{i.module}:{i.line} {i.name} from {i.target}"
+        for i in imports
+        if i.name and i.name.startswith("_") and not i.name.startswith("__") and i.target != i.module
+    ]
+
+
+def test_the_scanner_finds_circles_and_private_names_however_they_are_imported(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "from pkg.a import run\n",  # a package importing its child: no circle by itself
+        "a.py": "def run():\n    from pkg import b\n    return b\n",  # lazy, inside a function
+        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import run\n",  # annotations only
+        "c.py": "import pkg.a\nfrom pkg.a import _helper, __doc__\nfrom .sub import _d\nfrom os import _exit\n",
+        "sub/__init__.py": "",
+        "sub/d.py": "from .. import c\nfrom ..c import _private\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    imports = imports_of(tmp_path, ("pkg",))
+    assert Import("pkg.a", 2, "pkg.b", None) in imports and Import("pkg.sub.d", 1, "pkg.c", None) in imports
+    assert circles(imports) == [["pkg.a", "pkg.b"]]
+    assert private_imports(imports) == [
+        "pkg.c:2 _helper from pkg.a",
+        "pkg.c:3 _d from pkg.sub",
+        "pkg.sub.d:2 _private from pkg.c",
+    ]
+
+
+@pytest.fixture(scope="module")
+def our_imports(repo_root: Path) -> list[Import]:
+    return imports_of(repo_root, NO_CIRCLES)
+
+
+def test_no_import_circles(our_imports: list[Import]) -> None:
+    """Modules import downwards only: a piece two modules share sits below both, never in one of them."""
+    assert len({i.module for i in our_imports}) > 80
+    assert not circles(our_imports)
+
+
+def test_no_private_names_imported_across_modules(our_imports: list[Import]) -> None:
+    """A name another module needs is public (no leading ``_``); a private name stays in its module."""
+    assert not private_imports(our_imports)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from app.ui.map_data import CSV_MAX_SIDE, csv_region, exact_map, head_csv, head_map, hidden_keys
-from engine.analysis.overview import overview_edges
-from engine.types import AttentionTrace, Tokens
+from engine.records import Tokens
+from engine.traces.attention import AttentionTrace
+from engine.traces.overview import overview_edges
 
 
 def make_trace(

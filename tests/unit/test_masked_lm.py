@@ -63,7 +63,7 @@ def _hand_built(tmp_path):
     """A 1-layer encoder whose blocks do nothing (zero weights): the output at a position is
     unembed(LayerNorm(embedding)), so the blank's probabilities can be worked out by hand."""
     from engine.checkpoint import save_checkpoint
-    from engine.models.transformer import Transformer, TransformerConfig
+    from engine.families.transformer.network import Transformer, TransformerConfig
     from engine.vocab import Vocab
 
     vocab = Vocab.from_words(["cat", "dog", "sat", MASK])
@@ -95,8 +95,8 @@ def _hand_built(tmp_path):
 
 def test_fill_mask_equals_the_hand_computed_softmax(tmp_path):
     from engine.analysis.fill_mask import fill_mask
-    from engine.models.own_adapter import load_own
-    from engine.types import ModelSpec
+    from engine.families.transformer.adapter import load_own
+    from engine.records import ModelSpec
 
     folder = _hand_built(tmp_path)
     model = load_own(ModelSpec("hand-mlm", "encoder", "hand", offline=True), folder.parent)

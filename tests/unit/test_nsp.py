@@ -9,9 +9,9 @@ import torch
 import engine
 from engine.capture import capture
 from engine.corpora import story_corpus
+from engine.records import EngineError
 from engine.training.finetune import train_classifier, trainable_copy
 from engine.training.nsp import NspTask, encode_pair, finetune_nsp, nsp_pairs
-from engine.types import EngineError
 from engine.vocab import BOS_ID, PAD_ID, SEP_ID
 
 

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import engine
-from engine.analysis import overview as ov
-from engine.analysis.overview import overview_edges
-from engine.types import AttentionTrace, EngineError, Tokens
+from engine.records import EngineError, Tokens
+from engine.traces import overview as ov
+from engine.traces.attention import AttentionTrace
+from engine.traces.overview import overview_edges
 
 RTOL, ATOL = 1e-5, 1e-7  # float32 rounding (the overview sums means in float64)
 
@@ -337,7 +338,7 @@ def test_tiny_random_gpt2_reads_past_1024_tokens(tiny_gpt2) -> None:
 
 
 def test_causal_toggle_with_a_mask_is_refused_on_long_inputs(minilm, monkeypatch) -> None:
-    from engine.pretrained import adapters
+    from engine.families.hf_text import adapter as adapters
 
     monkeypatch.setattr(adapters, "MAX_MASK_TOKENS", 8)
     with pytest.raises(EngineError, match="shorter text"):
@@ -350,8 +351,8 @@ def test_gpt2_without_its_mask_needs_no_mask_tensor(tiny_gpt2, monkeypatch) -> N
     """Off on SDPA passes ``is_causal=False`` (no n×n mask, no limit); it equals an all-zero 4D mask."""
     import torch
 
-    from engine.pretrained import adapters
-    from engine.pretrained.interface import recording
+    from engine.capture.hf import recording
+    from engine.families.hf_text import adapter as adapters
 
     monkeypatch.setattr(adapters, "MAX_MASK_TOKENS", 8)
     trace = engine.trace(tiny_gpt2, "The cat sat on the mat because it was tired.", causal=False)

@@ -11,10 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from engine.capture import HookPoint, capture
-from engine.models.positional import sinusoidal
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer, TransformerConfig
-from engine.types import AttentionTrace, EmptyInputError, Tokens
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.families.transformer.positional import sinusoidal
+from engine.records import EmptyInputError, Tokens
+from engine.traces.attention import AttentionTrace
 
 POS_ENCODINGS = ["sinusoidal", "learned", "rope", "alibi", "none"]
 N_HEADS, D_MODEL = 2, 16

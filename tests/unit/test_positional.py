@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine.models.positional import alibi_bias, alibi_slopes, apply_rope, rope_cos_sin, sinusoidal
-from engine.types import AttentionTrace, Tokens
+from engine.families.transformer.positional import alibi_bias, alibi_slopes, apply_rope, rope_cos_sin, sinusoidal
+from engine.records import Tokens
+from engine.traces.attention import AttentionTrace
 
 # ---- sinusoidal ---------------------------------------------------------------------------------
 

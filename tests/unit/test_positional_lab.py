@@ -15,9 +15,9 @@ from safetensors import safe_open
 
 from engine.analysis import positional as P
 from engine.analysis.order_blindness import fresh_copies, order_blindness, shuffle_order
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.records import EngineError, ModelSpec
 from engine.registry import CHECKPOINTS
-from engine.types import EngineError, ModelSpec
 from engine.vocab import BOS_ID, tokenize
 
 torch.set_num_threads(1)

@@ -12,7 +12,7 @@ import pytest
 
 import engine
 from engine import prefetch
-from engine.types import ModelCard
+from engine.records import ModelCard
 from engine.vocab import SPECIALS, Vocab, known_words
 
 TEXT = "The prefetch child reads this sentence, <b>bold</b> and café ☕ included."

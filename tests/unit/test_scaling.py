@@ -84,7 +84,7 @@ def test_the_frontier_is_the_lower_envelope_on_random_points():
 
 @pytest.mark.parametrize("d, layers, heads", [(16, 1, 2), (48, 2, 4), (96, 4, 4)])
 def test_the_count_is_every_non_embedding_parameter(d, layers, heads):
-    from engine.models.transformer import Transformer, TransformerConfig
+    from engine.families.transformer.network import Transformer, TransformerConfig
 
     model = Transformer(
         TransformerConfig(vocab_size=133, d_model=d, n_layers=layers, n_heads=heads, d_mlp=4 * d, max_len=64)
@@ -142,7 +142,7 @@ def test_the_shipped_file_is_small_and_says_how_it_was_made(shipped):
 
 def test_each_shipped_point_is_consistent(shipped):
     from engine.corpora import story_vocab
-    from engine.models.transformer import Transformer, TransformerConfig
+    from engine.families.transformer.network import Transformer, TransformerConfig
 
     curves, _ = shipped
     s = curves.settings

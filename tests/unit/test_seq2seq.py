@@ -12,10 +12,11 @@ import torch
 import engine
 from engine.capture import capture, hook_point_names
 from engine.checkpoint import load_checkpoint, save_checkpoint
-from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
-from engine.models.seq2seq_adapter import load_model, source_tokens, trace_seq2seq
+from engine.families.seq2seq.adapter import load_model, source_tokens, trace_seq2seq
+from engine.families.seq2seq.network import Seq2SeqConfig, Seq2SeqTransformer
+from engine.records import EmptyInputError, ModelSpec
 from engine.registry import CHECKPOINTS
-from engine.types import EmptyInputError, ModelSpec, Seq2SeqTrace
+from engine.traces.seq2seq import Seq2SeqTrace
 from engine.vocab import EOS_ID, PAD_ID, Vocab
 
 SRC_WORDS = ["the", "red", "car", "is", "fast", ".", "dog", "1", "2", "november"]

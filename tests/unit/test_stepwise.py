@@ -22,9 +22,9 @@ from engine.analysis.stepwise import (
     to_matrix,
 )
 from engine.capture import capture
-from engine.models.trace_own import trace_own
-from engine.models.transformer import Transformer, TransformerConfig
-from engine.types import Tokens
+from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.records import Tokens
 
 torch.set_num_threads(1)
 INF = np.inf

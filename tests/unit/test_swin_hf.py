@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import engine
-from engine.analysis.windows import shift_mask, slot_positions, window_row
-from engine.types import ModelUnavailableError, WindowTrace
+from engine.records import ModelUnavailableError
+from engine.traces.vision import WindowTrace, shift_mask, slot_positions, window_row
 from tests.swin_helpers import LABELS, save_tiny_swin
 
 ATOL = 1e-5

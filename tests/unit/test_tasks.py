@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from engine.records import Tokens
 from engine.training.tasks import (
     IGNORE,
     TASKS,
@@ -16,7 +17,6 @@ from engine.training.tasks import (
     pattern_score,
     token_accuracy,
 )
-from engine.types import Tokens
 from engine.vocab import SPECIALS, Vocab, tokenize
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"

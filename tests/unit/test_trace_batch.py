@@ -17,8 +17,8 @@ import torch
 
 import engine
 from engine.batching import length_groups
-from engine.pretrained.adapters import PASS_TOKENS
-from engine.types import EmptyInputError, EngineError
+from engine.families.hf_text.adapter import PASS_TOKENS
+from engine.records import EmptyInputError, EngineError
 from tests.hf_helpers import KINDS, assert_parity, build_all, engine_and_eager, reference_attentions
 
 TEXTS = [

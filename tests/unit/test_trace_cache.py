@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from engine.cache import TraceCache, nbytes
-from engine.types import AttentionTrace, Tokens
+from engine.records import Tokens
+from engine.traces.attention import AttentionTrace
 
 
 def make_trace(n: int, seed: int = 0) -> AttentionTrace:

@@ -1,4 +1,4 @@
-"""Every trace type speaks :class:`engine.types.Trace`, so pages ask the trace instead of testing its type."""
+"""Every trace type speaks :class:`engine.traces.Trace`, so pages ask the trace instead of testing its type."""
 
 from __future__ import annotations
 
@@ -7,18 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from engine.types import (
-    AlignmentTrace,
-    AttentionTrace,
-    CaptionTrace,
-    PatchCaptionTrace,
-    Seq2SeqTrace,
-    Tokens,
-    Trace,
-    VisionTrace,
-    WindowBlock,
-    WindowTrace,
-)
+from engine.records import Tokens
+from engine.traces import Trace
+from engine.traces.alignment import AlignmentTrace
+from engine.traces.attention import AttentionTrace
+from engine.traces.caption import CaptionTrace, PatchCaptionTrace
+from engine.traces.seq2seq import Seq2SeqTrace
+from engine.traces.vision import VisionTrace, WindowBlock, WindowTrace
 
 
 def _tokens(n: int) -> Tokens:

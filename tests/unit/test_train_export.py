@@ -12,10 +12,10 @@ import torch
 import engine
 from engine import registry
 from engine.checkpoint import load_checkpoint
-from engine.models.trace_own import trace_own
+from engine.families.transformer.adapter import trace_own
+from engine.records import ModelUnavailableError
 from engine.training.export import answer, checkpoint_zip, runtime_model, split_words
 from engine.training.jobs import JobManager
-from engine.types import ModelUnavailableError
 
 
 @pytest.fixture(scope="module")

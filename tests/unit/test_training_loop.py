@@ -12,9 +12,11 @@ import pytest
 import torch
 from torch import nn
 
+from engine.records import Tokens
+from engine.traces import TrainingSnapshot
+from engine.traces.attention import AttentionTrace
 from engine.training.loop import TrainConfig, TrainingControl, make_model, train
 from engine.training.tasks import make_task
-from engine.types import AttentionTrace, Tokens, TrainingSnapshot
 
 TINY = dict(d_model=32, n_heads=2, n_layers=2, d_mlp=64)
 

@@ -15,8 +15,7 @@ import torch
 import engine
 from engine.decoding import generated_text
 from engine.generation import DecodeSettings, TokenPicker, named_only
-from engine.pretrained.adapters import display_tokens
-from engine.text import named_ids, unnamed_token
+from engine.text import display_tokens, named_ids, unnamed_token
 
 PROMPT = "The cat sat on the mat"
 PADDING = 64  # ids in the config beyond the tokenizer
@@ -25,7 +24,7 @@ UNNAMED = 37  # the padded id (counted from len(tokenizer)) the weights favour
 
 @pytest.fixture(scope="module")
 def tok():
-    from engine.pretrained.tiny_gpt2 import build_tokenizer
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     return build_tokenizer()
 

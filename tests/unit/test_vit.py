@@ -12,9 +12,12 @@ import torch
 import engine
 from engine.capture import capture, hook_point_names
 from engine.checkpoint import load_checkpoint, save_checkpoint
-from engine.models.vit import ViT, ViTAdapter, ViTConfig, load_model, preprocess, trace_vit
+from engine.families.vit.adapter import ViTAdapter, load_model, trace_vit
+from engine.families.vit.images import preprocess
+from engine.families.vit.network import ViT, ViTConfig
+from engine.records import EngineError, ModelSpec
 from engine.registry import CHECKPOINTS, own_checkpoints
-from engine.types import EngineError, ModelSpec, VisionTrace
+from engine.traces.vision import VisionTrace
 from engine.vocab import Vocab
 
 SHIPPED = "tiny-vit-digits"

@@ -17,7 +17,8 @@ import torch
 
 import engine
 from engine.analysis.vision import cls_map, occlusion_check, rollout_map
-from engine.types import ModelUnavailableError, VisionTrace
+from engine.records import ModelUnavailableError
+from engine.traces.vision import VisionTrace
 
 ATOL = 1e-5
 

@@ -1,4 +1,4 @@
-"""Swin's window geometry (``engine.analysis.windows``) against a second, independent construction.
+"""Swin's window geometry (``engine.traces.vision``) against a second, independent construction.
 
 The reference follows the paper's own recipe: roll the grid of patch numbers with ``np.roll``, cut the rolled
 grid into windows with a reshape, and label the mask's regions with the three slices per axis
@@ -11,8 +11,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.analysis.windows import MASK_VALUE, locate, padded, shift_mask, slot_positions, window_edges, window_row
-from engine.types import EngineError, WindowBlock, WindowTrace
+from engine.records import EngineError
+from engine.traces.vision import (
+    MASK_VALUE,
+    WindowBlock,
+    WindowTrace,
+    locate,
+    padded,
+    shift_mask,
+    slot_positions,
+    window_edges,
+    window_row,
+)
 
 
 def _rolled_windows(hp: int, wp: int, w: int, s: int) -> np.ndarray:

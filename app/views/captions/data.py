@@ -22,8 +22,9 @@ import streamlit as st
 
 from app.runtime.core import TRACES, _jobs, _runtime_model, get_model, policy, shared_map
 from app.views.captions.map_data import REGIONS, CaptionView, caption_view
+from engine.records import EngineError
 from engine.text import quote_input
-from engine.types import CaptionTrace, EngineError, PatchCaptionTrace
+from engine.traces.caption import CaptionTrace, PatchCaptionTrace
 
 CAPTION_MODEL = "scene-captioner"
 SOURCES = ("scene", "draw", "upload")
@@ -257,7 +258,7 @@ def is_pretrained_captioner(model_id: str) -> bool:
     model = get_model(model_id)
     if model.spec.family != "captioner":
         raise EngineError(f"{quote_input(model_id)} is not an image captioner (it is a {model.spec.family} model).")
-    from engine.pretrained.caption_hf import HFCaptionAdapter
+    from engine.families.hf_caption import HFCaptionAdapter
 
     return isinstance(model.adapter, HFCaptionAdapter)
 

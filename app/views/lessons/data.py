@@ -93,7 +93,7 @@ def unknown_words(model_id: str, text: str) -> list[str]:
     if known is None:
         return []
     if isinstance(get_model(model_id).tokenizer, dict):  # a translator splits as its training data was split
-        from engine.models.seq2seq_adapter import source_tokens as split
+        from engine.families.seq2seq.adapter import source_tokens as split
     else:
         split = tokenize
     words = set(known)

@@ -38,7 +38,7 @@ from app.views.scaling import data as _scaling
 from app.views.vit import data as _vit
 from engine import EngineError
 from engine.analysis.scaling_laws import Curves as ScalingCurves
-from engine.analysis.windows import WindowRow
+from engine.traces.vision import WindowRow
 
 OPEN_IN_APP = "open the link in the app"
 SIN_OPENS = (64, 64)  # positions and d_model the Sinusoidal tab opens with (app/views/positional/page.py)

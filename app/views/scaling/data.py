@@ -16,8 +16,8 @@ import numpy as np
 from app.runtime.long_work import SCALE, long_queue, submit_long
 from engine.analysis.scaling_laws import Curves, PowerLaw, Run, fit_power_law, read_curves
 from engine.jobs import JobStatus, about
+from engine.records import EngineError
 from engine.training.scaling import CURVES, LIVE_SIZES, Settings, Size, run_size
-from engine.types import EngineError
 
 CURVES_PATH = CURVES  # assets/scaling/stories-scaling.json
 SETUP_S = 8.0  # building the stories task once per process, and the model

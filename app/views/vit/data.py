@@ -15,7 +15,7 @@ import engine
 from app.runtime.core import TRACES, _jobs, _runtime_model, get_model, policy, shared_map
 from engine import EngineError, VisionTrace, WindowTrace
 from engine.analysis import vision as _vision
-from engine.analysis import windows as _windows
+from engine.traces import vision as _windows
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import random
 
-from engine.corpora.stories.grammar import _NAMES_LC
+from engine.corpora.stories.grammar import NAMES_LC
 from engine.corpora.stories.lexicon import (
-    _OBJ_PRONOUN,
-    _SUBJ_PRONOUN,
-    _VOWELS,
     CHARACTERS,
     COLOURS,
     FEELINGS,
+    OBJ_PRONOUN,
     OBJECTS,
     PLACES,
     SIZES,
+    SUBJ_PRONOUN,
+    VOWELS,
 )
 
 # ---- generator -----------------------------------------------------------------------------------
@@ -49,13 +49,13 @@ class _Story:
 
     def subj(self, name: str) -> list[str]:
         if name in self.mentioned and self.gender_unique(name) and self.rng.random() < 0.65:
-            return [_SUBJ_PRONOUN[CHARACTERS[name]]]
+            return [SUBJ_PRONOUN[CHARACTERS[name]]]
         self.mentioned.add(name)
         return [name]
 
     def person(self, name: str) -> list[str]:
         if name in self.mentioned and self.gender_unique(name) and self.rng.random() < 0.5:
-            return [_OBJ_PRONOUN[CHARACTERS[name]]]
+            return [OBJ_PRONOUN[CHARACTERS[name]]]
         self.mentioned.add(name)
         return [name]
 
@@ -75,7 +75,7 @@ class _Story:
     def indefinite(self) -> list[str]:
         words = [*self.adjectives(), self.noun]
         self.obj_mentioned = True
-        return ["an" if words[0].startswith(_VOWELS) else "a", *words]
+        return ["an" if words[0].startswith(VOWELS) else "a", *words]
 
     def loc(self, p: float = 0.35) -> list[str]:
         return ["in", "the", self.rng.choice(PLACES)] if self.rng.random() < p else []
@@ -188,7 +188,7 @@ def _render(words: list[str]) -> str:
     out = ""
     for i, w in enumerate(words):
         text = w
-        if w.lower() in _NAMES_LC:
+        if w.lower() in NAMES_LC:
             text = w.capitalize()
         if i == 0:
             text = text[0].upper() + text[1:]

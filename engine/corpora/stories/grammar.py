@@ -8,7 +8,6 @@ import re
 from functools import lru_cache
 
 from engine.corpora.stories.lexicon import (
-    _VOWELS,
     CHARACTERS,
     COLOURS,
     FEELINGS,
@@ -16,17 +15,18 @@ from engine.corpora.stories.lexicon import (
     PLACES,
     PRONOUN_GENDER,
     SIZES,
+    VOWELS,
 )
 
 # ---- the grammar (used by is_grammatical; the generator writes a subset of it) -------------------
 # A symbol in <angle brackets> is a non-terminal; a trailing "?" makes a symbol optional; anything else
 # is a word. Word classes are sets of words.
 
-_NAMES_LC = tuple(n.lower() for n in CHARACTERS)
+NAMES_LC = tuple(n.lower() for n in CHARACTERS)
 
 
 def _split_vowel(words: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return tuple(w for w in words if not w.startswith(_VOWELS)), tuple(w for w in words if w.startswith(_VOWELS))
+    return tuple(w for w in words if not w.startswith(VOWELS)), tuple(w for w in words if w.startswith(VOWELS))
 
 
 _OBJ_C, _OBJ_V = _split_vowel(OBJECTS)
@@ -34,7 +34,7 @@ _COL_C, _COL_V = _split_vowel(COLOURS)
 _SIZE_C, _SIZE_V = _split_vowel(SIZES)
 
 _CLASSES: dict[str, frozenset[str]] = {
-    "<name>": frozenset(_NAMES_LC),
+    "<name>": frozenset(NAMES_LC),
     "<noun>": frozenset(OBJECTS),
     "<noun_c>": frozenset(_OBJ_C),
     "<noun_v>": frozenset(_OBJ_V),

@@ -70,6 +70,6 @@ FEELINGS: tuple[str, ...] = ("happy", "sad", "glad", "tired", "proud", "sorry")
 #: Pronoun → gender of its antecedent ("f", "m", "n" for the object, "pl" for a pair).
 PRONOUN_GENDER: dict[str, str] = {"he": "m", "him": "m", "she": "f", "her": "f", "it": "n", "they": "pl"}
 
-_SUBJ_PRONOUN = {"f": "she", "m": "he"}
-_OBJ_PRONOUN = {"f": "her", "m": "him"}
-_VOWELS = tuple("aeiou")
+SUBJ_PRONOUN = {"f": "she", "m": "he"}
+OBJ_PRONOUN = {"f": "her", "m": "him"}
+VOWELS = tuple("aeiou")

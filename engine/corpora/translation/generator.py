@@ -6,22 +6,22 @@ from __future__ import annotations
 import random
 
 from engine.corpora.translation.lexicon import (
-    _ADJ_LIST,
-    _NOUN_LIST,
-    _PREP_OBJECTS,
-    _VERB_LIST,
+    ADJ_LIST,
+    NOUN_LIST,
+    PREP_OBJECTS,
     PREPOSITIONS,
     SUBJECT_PRONOUNS,
+    VERB_LIST,
     Adjective,
     Noun,
 )
-from engine.corpora.translation.sentence import NP, Sentence, _render, detokenize
+from engine.corpora.translation.sentence import NP, Sentence, detokenize, render
 
 # ---- generator -----------------------------------------------------------------------------------
 
-_SUBJECT_NOUNS = tuple(n for n in _NOUN_LIST if n.animate)
-_PRE = tuple(a for a in _ADJ_LIST if a.before)
-_POST = tuple(a for a in _ADJ_LIST if not a.before)
+_SUBJECT_NOUNS = tuple(n for n in NOUN_LIST if n.animate)
+_PRE = tuple(a for a in ADJ_LIST if a.before)
+_POST = tuple(a for a in ADJ_LIST if not a.before)
 
 
 # adjectives of one group do not describe the same noun twice ("the small apple is big")
@@ -44,7 +44,7 @@ def _fits(noun: Noun, spec: frozenset[str]) -> bool:
     return noun.kind in spec or noun.en in spec
 
 
-def _random_np(rng: random.Random, nouns: tuple[Noun, ...] | list[Noun] = _NOUN_LIST) -> NP:
+def _random_np(rng: random.Random, nouns: tuple[Noun, ...] | list[Noun] = NOUN_LIST) -> NP:
     noun = rng.choice(nouns)
     plural = rng.random() < 0.2
     det = "the" if plural or rng.random() < 0.6 else "a"
@@ -61,8 +61,8 @@ def _random_sentence(rng: random.Random) -> Sentence:
     if r < 0.5:  # subject verb object
         subject: NP | str
         subject = rng.choice(tuple(SUBJECT_PRONOUNS)) if rng.random() < 0.5 else _random_np(rng, _SUBJECT_NOUNS)
-        verb = rng.choice(_VERB_LIST)
-        objects = [n for n in _NOUN_LIST if _fits(n, verb.objects)]
+        verb = rng.choice(VERB_LIST)
+        objects = [n for n in NOUN_LIST if _fits(n, verb.objects)]
         return Sentence(subject, "verb", verb=verb, obj=_random_np(rng, objects))
     if r < 0.8:  # subject is adjective (and adjective)
         if rng.random() < 0.3:
@@ -72,18 +72,18 @@ def _random_sentence(rng: random.Random) -> Sentence:
             subject = _random_np(rng)
             kind = subject.noun.kind
         used = (subject.pre, subject.post) if isinstance(subject, NP) else ()
-        pool = [a for a in _ADJ_LIST if kind in a.kinds and not _clash(a, used)]
+        pool = [a for a in ADJ_LIST if kind in a.kinds and not _clash(a, used)]
         first = rng.choice(pool)
         adjs: tuple[Adjective, ...] = (first,)
         if rng.random() < 0.2:
             adjs = (first, rng.choice([a for a in pool if not _clash(a, (first,))]))
         return Sentence(subject, "adj", adjs=adjs)
     prep = rng.choice(tuple(PREPOSITIONS))
-    objects = [n for n in _NOUN_LIST if _fits(n, _PREP_OBJECTS[prep])]
+    objects = [n for n in NOUN_LIST if _fits(n, PREP_OBJECTS[prep])]
     if prep == "with" or rng.random() < 0.4:
         subject = rng.choice(tuple(SUBJECT_PRONOUNS)) if rng.random() < 0.5 else _random_np(rng, _SUBJECT_NOUNS)
     else:
-        subject = _random_np(rng, [n for n in _NOUN_LIST if n.kind in ("person", "animal", "thing", "food")])
+        subject = _random_np(rng, [n for n in NOUN_LIST if n.kind in ("person", "animal", "thing", "food")])
     obj = _random_np(rng, [n for n in objects if not (isinstance(subject, NP) and n == subject.noun)] or objects)
     return Sentence(subject, "prep", prep=prep, obj=obj)
 
@@ -101,6 +101,6 @@ def generate_pairs(n: int, seed: int) -> list[tuple[str, str]]:
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        en, fr, _ = _render(_random_sentence(rng))
+        en, fr, _ = render(_random_sentence(rng))
         out.append((detokenize(en), detokenize(fr)))
     return out

@@ -61,7 +61,7 @@ def _k(spec: str) -> frozenset[str]:
     return frozenset(spec.split())
 
 
-_NOUN_LIST: tuple[Noun, ...] = (
+NOUN_LIST: tuple[Noun, ...] = (
     # animals and people
     _n("dog", "dogs", "chien", "chiens", "m", "animal"),
     _n("cat", "cats", "chat", "chats", "m", "animal"),
@@ -118,7 +118,7 @@ _NOUN_LIST: tuple[Noun, ...] = (
 )
 
 _A = Adjective
-_ADJ_LIST: tuple[Adjective, ...] = (
+ADJ_LIST: tuple[Adjective, ...] = (
     # after the noun
     _A("red", "rouge", "rouge", "rouges", "rouges", False, kinds=_k("vehicle thing food place plant")),
     _A("black", "noir", "noire", "noirs", "noires", False, kinds=_k("-person")),
@@ -152,7 +152,7 @@ _ADJ_LIST: tuple[Adjective, ...] = (
 )
 
 _V = Verb
-_VERB_LIST: tuple[Verb, ...] = (
+VERB_LIST: tuple[Verb, ...] = (
     _V("see", "sees", ("vois", "vois", "voit", "voyons", "voient"), _ALL),
     _V("like", "likes", ("aime", "aimes", "aime", "aimons", "aiment"), _ALL),
     _V("have", "has", ("ai", "as", "a", "avons", "ont"), _k("animal vehicle thing food")),
@@ -182,11 +182,11 @@ SUBJECT_PRONOUNS: dict[str, tuple[str, int, str | None]] = {
     "we": ("nous", 3, None),
     "they": ("ils", 4, "mp"),
 }
-_BE_EN = ("am", "are", "is", "are", "are")
-_BE_FR = ("suis", "es", "est", "sommes", "sont")
+BE_EN = ("am", "are", "is", "are", "are")
+BE_FR = ("suis", "es", "est", "sommes", "sont")
 PREPOSITIONS: dict[str, str] = {"in": "dans", "on": "sur", "under": "sous", "behind": "derrière", "with": "avec"}
 # the nouns (or noun kinds) each preposition takes in generated sentences
-_PREP_OBJECTS: dict[str, frozenset[str]] = {
+PREP_OBJECTS: dict[str, frozenset[str]] = {
     "in": _k("house school garden city hotel car boat train plane box bag bed"),
     "on": _k("table chair bed bridge boat train island box"),
     "under": _k("table chair bed tree bridge umbrella car"),
@@ -194,38 +194,38 @@ _PREP_OBJECTS: dict[str, frozenset[str]] = {
     "with": _k("person animal"),
 }
 
-NOUNS: dict[str, Noun] = {n.en: n for n in _NOUN_LIST}
-ADJECTIVES: dict[str, Adjective] = {a.en: a for a in _ADJ_LIST}
-VERBS: dict[str, Verb] = {v.en: v for v in _VERB_LIST}
-_NOUN_BY_FORM: dict[str, tuple[Noun, bool]] = {
-    **{n.en: (n, False) for n in _NOUN_LIST},
-    **{n.en_pl: (n, True) for n in _NOUN_LIST},
+NOUNS: dict[str, Noun] = {n.en: n for n in NOUN_LIST}
+ADJECTIVES: dict[str, Adjective] = {a.en: a for a in ADJ_LIST}
+VERBS: dict[str, Verb] = {v.en: v for v in VERB_LIST}
+NOUN_BY_FORM: dict[str, tuple[Noun, bool]] = {
+    **{n.en: (n, False) for n in NOUN_LIST},
+    **{n.en_pl: (n, True) for n in NOUN_LIST},
 }
-_VERB_BY_FORM: dict[str, tuple[Verb, bool]] = {
-    **{v.en: (v, False) for v in _VERB_LIST},
-    **{v.en3: (v, True) for v in _VERB_LIST},
+VERB_BY_FORM: dict[str, tuple[Verb, bool]] = {
+    **{v.en: (v, False) for v in VERB_LIST},
+    **{v.en3: (v, True) for v in VERB_LIST},
 }
 
-_VOWELS_EN = tuple("aeiou")
-_VOWELS_FR = tuple("aeiouyhàâäéèêëîïôöûùüœ")
+VOWELS_EN = tuple("aeiou")
+VOWELS_FR = tuple("aeiouyhàâäéèêëîïôöûùüœ")
 
 # ---- vocabulary ----------------------------------------------------------------------------------
 
 
 def _en_vocab() -> frozenset[str]:
-    words = {"the", "a", "an", "and", ".", *SUBJECT_PRONOUNS, *_BE_EN, *PREPOSITIONS, *ADJECTIVES}
-    words |= set(_NOUN_BY_FORM) | set(_VERB_BY_FORM)
+    words = {"the", "a", "an", "and", ".", *SUBJECT_PRONOUNS, *BE_EN, *PREPOSITIONS, *ADJECTIVES}
+    words |= set(NOUN_BY_FORM) | set(VERB_BY_FORM)
     return frozenset(words)
 
 
 def _fr_vocab() -> frozenset[str]:
-    words = {"le", "la", "l'", "les", "un", "une", "et", ".", "j'", *_BE_FR, *PREPOSITIONS.values()}
+    words = {"le", "la", "l'", "les", "un", "une", "et", ".", "j'", *BE_FR, *PREPOSITIONS.values()}
     words |= {v[0] for v in SUBJECT_PRONOUNS.values()}
-    for n in _NOUN_LIST:
+    for n in NOUN_LIST:
         words |= {n.fr, n.fr_pl}
-    for a in _ADJ_LIST:
+    for a in ADJ_LIST:
         words |= {a.m, a.f, a.mp, a.fp} | ({a.m_vowel} if a.m_vowel else set())
-    for v in _VERB_LIST:
+    for v in VERB_LIST:
         words |= set(v.fr)
     return frozenset(words)
 

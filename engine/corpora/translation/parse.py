@@ -4,21 +4,21 @@
 from __future__ import annotations
 
 from engine.corpora.translation.lexicon import (
-    _BE_EN,
-    _NOUN_BY_FORM,
-    _VERB_BY_FORM,
     ADJECTIVES,
+    BE_EN,
     EN_VOCAB,
+    NOUN_BY_FORM,
     PREPOSITIONS,
     SUBJECT_PRONOUNS,
+    VERB_BY_FORM,
 )
 from engine.corpora.translation.sentence import (
     NP,
     Sentence,
-    _agreement,
-    _person,
-    _render,
+    agreement_of,
     detokenize,
+    person_of,
+    render,
     tokenize,
 )
 from engine.text import MAX_UNKNOWN_LISTED, WORD_LIMIT, quote_input
@@ -73,9 +73,9 @@ class _Parser:
         if tok in ADJECTIVES and not ADJECTIVES[tok].before:
             post = ADJECTIVES[self.take()]
             tok = self.peek()
-        if tok not in _NOUN_BY_FORM:
+        if tok not in NOUN_BY_FORM:
             raise self.fail(f"expected a noun after {det!r}, got {tok!r}" if tok else "a noun is missing")
-        noun, plural = _NOUN_BY_FORM[self.take()]
+        noun, plural = NOUN_BY_FORM[self.take()]
         if plural and det != "the":
             raise self.fail(f"plural {noun.en_pl!r} takes 'the' only")
         return NP("the" if det == "the" else "a", noun, plural, pre, post)
@@ -85,23 +85,23 @@ class _Parser:
             raise self.fail("it is empty")
         tok = self.peek()
         subject: NP | str = self.take() if tok in SUBJECT_PRONOUNS else self.np()
-        person = _person(subject)
+        person = person_of(subject)
         word = self.take()
-        if word in _VERB_BY_FORM:
-            verb, third = _VERB_BY_FORM[word]
+        if word in VERB_BY_FORM:
+            verb, third = VERB_BY_FORM[word]
             if third != (person == 2) and verb.en != verb.en3:
                 expected = verb.en3 if person == 2 else verb.en
                 raise self.fail(f"the verb should be {expected!r} here")
             s = Sentence(subject, "verb", verb=verb, obj=self.np())
         elif word in ("am", "is", "are"):
-            if word != _BE_EN[person]:
-                raise self.fail(f"the verb should be {_BE_EN[person]!r} here")
+            if word != BE_EN[person]:
+                raise self.fail(f"the verb should be {BE_EN[person]!r} here")
             tok = self.peek()
             if tok in PREPOSITIONS:
                 prep = self.take()
                 s = Sentence(subject, "prep", prep=prep, obj=self.np())
             elif tok in ADJECTIVES:
-                if _agreement(subject) is None:
+                if agreement_of(subject) is None:
                     raise self.fail(f"an adjective after {subject!r} needs a gender the grammar does not give")
                 adjs = [ADJECTIVES[self.take()]]
                 if self.peek() == "and":
@@ -144,7 +144,7 @@ def translate(english: str) -> str:
         UnknownWordError: (a ValueError) a word outside :data:`EN_VOCAB`, named with suggestions.
         ValueError: known words in an order the grammar does not produce.
     """
-    _, fr, _ = _render(_parse(english))
+    _, fr, _ = render(_parse(english))
     return detokenize(fr)
 
 
@@ -162,7 +162,7 @@ def alignment(english: str, french: str | None = None) -> list[tuple[int, int]]:
     Raises:
         ValueError: the English is not in the grammar, or ``french`` is not its translation.
     """
-    _, fr, align = _render(_parse(english))
+    _, fr, align = render(_parse(english))
     if french is not None and tokenize(french) != fr:
         raise ValueError(f"{french!r} is not the grammar's translation of {english!r} ({detokenize(fr)!r})")
     return sorted(align)

@@ -8,12 +8,12 @@ import re
 from dataclasses import dataclass
 
 from engine.corpora.translation.lexicon import (
-    _BE_EN,
-    _BE_FR,
-    _VOWELS_EN,
-    _VOWELS_FR,
+    BE_EN,
+    BE_FR,
     PREPOSITIONS,
     SUBJECT_PRONOUNS,
+    VOWELS_EN,
+    VOWELS_FR,
     Adjective,
     Noun,
     Verb,
@@ -66,13 +66,13 @@ class Sentence:
     period: bool = True
 
 
-def _person(subject: NP | str) -> int:
+def person_of(subject: NP | str) -> int:
     if isinstance(subject, str):
         return SUBJECT_PRONOUNS[subject][1]
     return 4 if subject.plural else 2
 
 
-def _agreement(subject: NP | str) -> tuple[str, bool] | None:
+def agreement_of(subject: NP | str) -> tuple[str, bool] | None:
     """(gender, plural) for a predicate adjective, None when unknown (I, you, we)."""
     if isinstance(subject, str):
         g = SUBJECT_PRONOUNS[subject][2]
@@ -87,7 +87,7 @@ def _render_np(np_: NP) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     if np_.det == "the":
         det_en = "the"
     else:
-        det_en = "an" if en_words[0].startswith(_VOWELS_EN) else "a"
+        det_en = "an" if en_words[0].startswith(VOWELS_EN) else "a"
     en = [det_en, *en_words]
 
     g, pl = n.gender, np_.plural
@@ -96,7 +96,7 @@ def _render_np(np_: NP) -> tuple[list[str], list[str], list[tuple[int, int]]]:
         pre_fr = np_.pre.form(g, pl)
         if g == "m" and not pl and n.elide and np_.pre.m_vowel:
             pre_fr = np_.pre.m_vowel
-    first_vowel = n.elide if pre_fr is None else pre_fr.startswith(_VOWELS_FR)
+    first_vowel = n.elide if pre_fr is None else pre_fr.startswith(VOWELS_FR)
     if np_.det == "the":
         det_fr = "les" if pl else ("l'" if first_vowel else ("le" if g == "m" else "la"))
     else:
@@ -120,7 +120,7 @@ def _render_np(np_: NP) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     return en, fr, align
 
 
-def _render(s: Sentence) -> tuple[list[str], list[str], list[tuple[int, int]]]:
+def render(s: Sentence) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     """English tokens, French tokens and the gold alignment of a sentence."""
     en: list[str] = []
     fr: list[str] = []
@@ -131,7 +131,7 @@ def _render(s: Sentence) -> tuple[list[str], list[str], list[tuple[int, int]]]:
         en.extend(e)
         fr.extend(f)
 
-    person = _person(s.subject)
+    person = person_of(s.subject)
     if isinstance(s.subject, str):
         subj_fr = SUBJECT_PRONOUNS[s.subject][0]
         subj_idx = (len(en), len(fr))
@@ -143,18 +143,18 @@ def _render(s: Sentence) -> tuple[list[str], list[str], list[tuple[int, int]]]:
     if s.kind == "verb":
         assert s.verb is not None and s.obj is not None
         verb_fr = s.verb.fr[person]
-        if person == 0 and verb_fr.startswith(_VOWELS_FR):
+        if person == 0 and verb_fr.startswith(VOWELS_FR):
             fr[-1] = "j'"
         add([s.verb.en3 if person == 2 else s.verb.en], [verb_fr], [(0, 0)])
         add(*_render_np(s.obj))
     else:
-        add([_BE_EN[person]], [_BE_FR[person]], [(0, 0)])
+        add([BE_EN[person]], [BE_FR[person]], [(0, 0)])
         if s.kind == "prep":
             assert s.prep is not None and s.obj is not None
             add([s.prep], [PREPOSITIONS[s.prep]], [(0, 0)])
             add(*_render_np(s.obj))
         else:
-            agr = _agreement(s.subject)
+            agr = agreement_of(s.subject)
             assert agr is not None and s.adjs
             for k, adj in enumerate(s.adjs):
                 if k:

@@ -1,6 +1,6 @@
 """Recipes ``bahdanau-translator`` (additive attention) and ``luong-translator`` (dot attention).
 
-Both train an :class:`~engine.models.bahdanau.RNNAttentionModel` on the toy English → French grammar
+Both train an :class:`~engine.families.bahdanau.RNNAttentionModel` on the toy English → French grammar
 mixed with written dates → ISO (:func:`engine.corpora.translation_corpus`), with teacher
 forcing::
 
@@ -31,19 +31,19 @@ import torch
 import torch.nn.functional as F
 
 from engine.checkpoint import save_checkpoint
+from engine.corpora import target_text
 from engine.corpora.translation import alignment
-from engine.models.bahdanau import (
+from engine.families.bahdanau import (
     RNNAttentionConfig,
     RNNAttentionModel,
     greedy_decode,
     record_steps,
-    target_text,
+    source_tokens,
 )
 from engine.training.loop import TrainConfig, resolve_device
-from engine.training.recipes.translation_data import (  # noqa: F401  (re-exported for tests)
+from engine.training.recipes.translation_data import (
     DATE_FRACTION,
     N_PAIRS,
-    TEST_FRACTION,
     Pair,
     exact_match_shares,
     is_date,
@@ -193,8 +193,6 @@ def train_model(
 
 
 def _sample_translations(model: RNNAttentionModel, vocabs: dict[str, Vocab]) -> list[str]:
-    from engine.models.bahdanau import source_tokens
-
     pairs = [(source_tokens(text), ["."]) for text in SAMPLES]
     return [f"{text} → {target_text(words)}" for text, words in zip(SAMPLES, translate(model, pairs, vocabs))]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from engine.checkpoint import save_checkpoint
-from engine.models.transformer import Transformer, TransformerConfig
+from engine.families.transformer.network import Transformer, TransformerConfig
 from engine.training.loop import TrainConfig, train
 from engine.training.masked_lm import MASK_RATE, SPLIT, MaskedStoriesTask
 

@@ -1,4 +1,4 @@
-r"""Recipe ``scene-captioner``: our :class:`~engine.models.captioner.Captioner` on generated shape scenes.
+r"""Recipe ``scene-captioner``: our :class:`~engine.families.captioner.Captioner` on generated shape scenes.
 
 ``python -m engine.training.pretrain scene-captioner`` rebuilds ``assets/checkpoints/scene-captioner.*``.
 
@@ -30,7 +30,7 @@ from torch import nn
 
 from engine.checkpoint import save_checkpoint
 from engine.corpora.scenes import WORDS, Scene, make_scene, make_scenes
-from engine.models.captioner import Captioner, CaptionerConfig, attention_penalty, to_tensor
+from engine.families.captioner import Captioner, CaptionerConfig, attention_penalty, to_tensor
 from engine.training.caption_metrics import evaluate
 from engine.training.loop import TrainConfig
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab

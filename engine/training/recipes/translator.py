@@ -32,9 +32,12 @@ import torch
 import torch.nn.functional as F
 
 from engine.checkpoint import save_checkpoint
-from engine.corpora import translation_corpus
-from engine.models.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
-from engine.models.seq2seq_adapter import source_tokens, target_text, trace_seq2seq
+from engine.corpora import target_text, translation_corpus
+from engine.corpora.translation import tokenize, translate
+from engine.families.seq2seq.adapter import source_tokens, trace_seq2seq
+from engine.families.seq2seq.network import Seq2SeqConfig, Seq2SeqTransformer
+from engine.records import Tokens
+from engine.traces.attention import AttentionTrace
 from engine.training.loop import TrainConfig, train
 from engine.training.recipes.translation_data import (
     DATE_FRACTION,
@@ -46,7 +49,6 @@ from engine.training.recipes.translation_data import (
 )
 from engine.training.recipes.translation_data import split_pairs as shared_split
 from engine.training.tasks import IGNORE, Batch, Task
-from engine.types import AttentionTrace, Tokens
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 NAME = "tiny-translator"
@@ -146,7 +148,6 @@ class TranslationTask(Task):
 
     def probe(self) -> list[int]:
         """:data:`PROBE` packed as a training row (its target is the grammar's translation)."""
-        from engine.corpora.translation import tokenize, translate
 
         src, tgt_in, _ = encode_pairs(
             [(tokenize(PROBE), tokenize(translate(PROBE)))], self.vocabs, self.max_src, self.max_tgt

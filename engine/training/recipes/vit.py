@@ -1,4 +1,4 @@
-"""Recipe ``tiny-vit-digits``: our :class:`~engine.models.vit.ViT` on scikit-learn's bundled 8×8 digits.
+"""Recipe ``tiny-vit-digits``: our :class:`~engine.families.vit.network.ViT` on scikit-learn's bundled 8×8 digits.
 
 ``python -m engine.training.pretrain tiny-vit-digits`` rebuilds ``assets/checkpoints/tiny-vit-digits.*``.
 
@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.checkpoint import save_checkpoint
-from engine.models.vit import DIGITS, ViT, ViTConfig
+from engine.families.vit.network import DIGITS, ViT, ViTConfig
 from engine.samples import DIGIT_SPLIT_SEED, DIGIT_TEST_FRACTION, digit_split
 from engine.training.loop import TrainConfig, resolve_device
 from engine.vocab import Vocab

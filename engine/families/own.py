@@ -1,0 +1,108 @@
+"""What our own families share: their configs' JSON round trip, and a checkpoint loaded as a read-only
+:class:`engine.model.Model`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
+from engine.checkpoint import load_checkpoint
+from engine.model import Adapter, Model, freeze, pick_device
+from engine.records import CheckpointError, ModelSpec
+
+C = TypeVar("C", bound="JsonConfig")
+
+
+class JsonConfig:
+    """Mixin for frozen dataclass configs: ``to_dict()`` and a strict ``from_dict()``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a JSON-ready dict (field name → value; tuples become lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
+        """Build a validated config from a dict such as ``to_dict()`` wrote; missing keys take defaults.
+
+        Raises:
+            ValueError: a key that is not a field (the known ones are listed) or an invalid value.
+        """
+        known = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown key(s) {unknown}; known keys are {known}")
+        return cls(**data)
+
+
+def checkpoint_model(
+    spec: ModelSpec,
+    folder: Path,
+    device: torch.device | None,
+    *,
+    adapter: Adapter,
+    architecture: str,
+    max_positions: Callable[[nn.Module], int],
+    tokenizer: Callable[[nn.Module, Any], Any] = lambda _module, vocab: vocab,
+    validate: Callable[[nn.Module, Any], str | None] | None = None,
+) -> Model:
+    """Load ``folder/spec.id.*`` and wrap it.
+
+    Args:
+        spec: the catalog entry.
+        folder: where the checkpoint files are.
+        device: defaults to CUDA when present, else CPU.
+        adapter: the family's tracing adapter.
+        architecture: a short description for the UI.
+        max_positions: the longest input the module accepts.
+        tokenizer: what ``Model.tokenizer`` holds (default: the checkpoint's vocabulary).
+        validate: ``(module, vocab) -> problem or None``, checks beyond the checkpoint loader's.
+
+    Raises:
+        CheckpointError: a missing, corrupt or mismatched file, or a failed ``validate`` (readable).
+    """
+    device = device or pick_device()
+    module, vocab, document = load_checkpoint(folder, spec.id, device=device)
+    problem = validate(module, vocab) if validate else None
+    if problem:
+        raise CheckpointError(f"{spec.id}.json: {problem}")
+
+    def rebuild(dev: torch.device) -> nn.Module:
+        return freeze(load_checkpoint(folder, spec.id, device=dev)[0])
+
+    return Model(
+        spec=spec,
+        module=freeze(module),
+        tokenizer=tokenizer(module, vocab),
+        adapter=adapter,
+        device=device,
+        max_positions=int(max_positions(module)),
+        reload=rebuild,
+        info={
+            "source": str(folder / f"{spec.id}.safetensors"),
+            "card": str(folder / f"{spec.id}.md"),
+            "architecture": architecture,
+            **document.get("metadata", {}),
+        },
+    )
+
+
+def source_target_vocab(kind: str) -> Callable[[nn.Module, Any], str | None]:
+    """A ``validate`` for translators: a ``{"source", "target"}`` vocabulary pair that fits the model."""
+
+    def check(module: nn.Module, vocab: Any) -> str | None:
+        if not isinstance(vocab, dict) or set(vocab) != {"source", "target"}:
+            return f'a {kind} checkpoint needs a "source" and a "target" vocabulary'
+        cfg = module.cfg
+        if len(vocab["source"]) > cfg.src_vocab or len(vocab["target"]) > cfg.tgt_vocab:
+            return (
+                f"vocabularies of {len(vocab['source'])} / {len(vocab['target'])} tokens do not fit the "
+                f"model's {cfg.src_vocab} / {cfg.tgt_vocab} ids"
+            )
+        return None
+
+    return check
