@@ -69,7 +69,7 @@ def page(file: str) -> st.Page | None:
 
     For ``st.page_link``, which only reads it: given a path instead it resolves it on disk (``realpath``, a
     ``stat`` of every part) on every rerun (Explore's link: 0.20–0.24 ms of thread CPU a rerun, 0.11–0.14 ms given
-    the page; docs/BENCHMARKS.md, session 14)."""
+    the page)."""
     for (name, _title, _icon), made in zip(PAGES, _pages(), strict=True):
         if name == file:
             return made

@@ -5,7 +5,7 @@ parameter has a reader that turns the string into the widget's own type and boun
 ``ValueError`` (the value is then ignored, calmly: ``app.url_state``). Writers turn a value back into
 the string the reader accepts; a value equal to its default is left out of the link so links stay short.
 The URL name is the session-state key (one name to learn, and ``st.session_state[name]`` in tests).
-The names are listed in README ("Links") and docs/DESIGN.md. Every parameter the app restores is in this
+The names are listed in docs/teaching.md ("Links") and docs/DESIGN.md. Every parameter the app restores is in this
 table, ``hide`` and the Lessons page's ``lesson`` and ``lesson_step`` included. One is not: the author's
 ``lesson_edit`` (a secret the Lessons page reads once and takes out of the address bar; never written back).
 

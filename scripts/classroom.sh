@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Serve the app to a class from one machine: one Streamlit process per core, and one more, behind HAProxy.
 #
-# Usage: bash scripts/classroom.sh PORT        (e.g. bash scripts/classroom.sh 8501)
+# Usage: bash scripts/classroom.sh PORT        (e.g. bash scripts/classroom.sh 8080)
 #
 #   AP_WORKERS  number of Streamlit processes (default: nproc + 1). One process is single-threaded
 #               Python: it uses at most one core however many students it serves, and leaves part
 #               of it idle (its event loop and script threads share one lock), so one extra process
 #               keeps the cores busy (100 students on 2 cores: p95 1.2 s with 3, 2.1 s with 2).
-#   AP_BIND     address HAProxy listens on (default 0.0.0.0: reachable from the students' laptops;
-#               127.0.0.1 keeps it on this machine). The workers always listen on 127.0.0.1 only.
+#   AP_BIND     address HAProxy listens on (default 0.0.0.0: every interface, so the students' laptops
+#               reach it; 127.0.0.1 keeps it on this machine). The workers always listen on 127.0.0.1 only.
 #
+# HAProxy comes from Debian (apt-get install haproxy). When it is missing the script says so and asks
+# before installing it, at a terminal only; anywhere else it prints the command and stops.
 # Each worker runs the README's app command from the repository root (so .streamlit/config.toml
 # applies) on a free loopback port, with AP_WORKER_ID=0..N-1 and this shell's environment. HAProxy
 # starts at once in front of them with every worker DOWN, and routes to each worker as soon as its
@@ -17,8 +19,8 @@
 # a Lua action in HAProxy) instead of getting an error: HAProxy 2.6 counts a server UP until its
 # first failed check, so without this the first students were sent to workers still starting.
 # Every response carries X-AP-Worker: wN (the worker that served it), for debugging.
-# Ctrl+C or SIGTERM stops HAProxy and every worker. The generated haproxy.cfg and one log per worker
-# are kept in a temporary folder whose path is printed.
+# It prints the addresses to give the students. Ctrl+C or SIGTERM stops HAProxy and every worker.
+# The generated haproxy.cfg and one log per worker are kept in a temporary folder whose path is printed.
 set -euo pipefail
 
 usage() {
@@ -46,15 +48,22 @@ BIND="${AP_BIND:-0.0.0.0}"
 
 cd "$(dirname "$0")/.."   # the repository root: .streamlit/config.toml is read from here
 
-# --- HAProxy: the load balancer from Debian; installed here when missing -------------------------
+# --- HAProxy: the load balancer from Debian; installed only when the person at the terminal says yes --------
 find_haproxy() { command -v haproxy 2>/dev/null || { [ -x /usr/sbin/haproxy ] && echo /usr/sbin/haproxy; } || true; }
 HAPROXY="$(find_haproxy)"
 if [ -z "$HAPROXY" ]; then
-  echo "classroom: installing Debian's haproxy…"
   SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq haproxy >/dev/null
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo "; fi
+  INSTALL="${SUDO}apt-get install haproxy"
+  echo "classroom: HAProxy is missing (it spreads the students over the app's processes)." >&2
+  answer=""
+  if [ -t 0 ]; then read -r -p "classroom: install it now with '$INSTALL'? [y/N] " answer || true; fi
+  if [[ ! "$answer" =~ ^[Yy] ]]; then
+    echo "classroom: install it with: $INSTALL   (then run this command again)" >&2
+    exit 1
+  fi
+  ${SUDO}apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive ${SUDO}apt-get install -y -qq haproxy >/dev/null
   HAPROXY="$(find_haproxy)"
   [ -n "$HAPROXY" ] || { echo "classroom: haproxy is still missing after apt-get" >&2; exit 1; }
 fi
@@ -209,16 +218,25 @@ done
 "$HAPROXY" -db -f "$CFG" &   # -db: stay in the foreground, messages to this terminal
 HAPROXY_PID=$!
 echo "classroom: haproxy pid $HAPROXY_PID listening on $BIND:$PORT"
+echo
 if [ "$BIND" = 0.0.0.0 ]; then
-  for addr in $(hostname -I 2>/dev/null || true); do
-    [[ "$addr" == *:* ]] || echo "classroom: students open http://$addr:$PORT"
-  done
+  echo "classroom: listening on every network interface of this machine (AP_BIND=127.0.0.1 keeps it to this one)."
+  ADDRS=()
+  for addr in $(hostname -I 2>/dev/null || true); do [[ "$addr" == *:* ]] || ADDRS+=("$addr"); done   # IPv4 only
+  if [ "${#ADDRS[@]}" -gt 0 ]; then
+    echo "classroom: give the students this address (one on their network, if there are several):"
+    for addr in "${ADDRS[@]}"; do echo "classroom:     http://$addr:$PORT"; done
+  else
+    echo "classroom: give the students http://THIS-MACHINE'S-ADDRESS:$PORT (its address on their network: ip addr)"
+  fi
   echo "classroom: on this machine open http://localhost:$PORT"
 else
   echo "classroom: open http://$BIND:$PORT"
 fi
 echo "classroom: workers take a few seconds to start: HAProxy reports them DOWN, then 'Server streamlit/wN is UP';" \
-  "a student who comes earlier waits for the first one. Ctrl+C stops everything."
+  "a student who comes earlier waits for the first one."
+echo "classroom: press Ctrl+C here to stop the class server (HAProxy and every worker)."
+echo
 
 # --- Watch: say when a worker dies; stop when HAProxy or the last worker is gone ----------------
 declare -A RUNNING=()

@@ -227,11 +227,11 @@ def test_a_pack_made_in_presenter_mode_has_the_default_look(downloads):  # noqa:
     assert fig["layout"]["font"]["size"] == theme.DEFAULT.tick_px
 
 
-@pytest.mark.parametrize("title", ["Attention in ten steps!", ""])
+@pytest.mark.parametrize("title", ["Attention in eleven steps!", ""])
 def test_file_names(title):
     from app.views.lessons.offline_pack import file_name
 
-    assert file_name(title) == ("attention-in-ten-steps-offline.html" if title else "lesson-offline.html")
+    assert file_name(title) == ("attention-in-eleven-steps-offline.html" if title else "lesson-offline.html")
 
 
 # ---------------------------------------------------------------- the other pages' first charts

@@ -116,7 +116,7 @@ def test_the_built_in_lesson_is_a_lesson_file_read_by_the_same_code():
 
 
 def test_file_names_come_from_the_title():
-    assert file_name(Lesson("Attention in ten steps!", ())) == "attention-in-ten-steps.toml"
+    assert file_name(Lesson("Attention in eleven steps!", ())) == "attention-in-eleven-steps.toml"
     assert file_name(Lesson("«»", ())) == "lesson.toml"
 
 

@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE_COUNTS = (1, 2, 3, 8, 64)
 #: set by scripts/classroom.sh for its own workers, or by the launcher for its prefetch child; not by whoever starts the server
 INTERNAL = {"AP_WORKER_ID", "AP_PREFETCH_PARENT"}
+#: read by the test command (scripts/test.sh), not by a server: the README's "Run the tests" names it instead
+TEST_COMMAND = {"AP_TEST_WORKERS"}
 
 #: the table's words for a default → the value it means on a machine with ``cores`` cores
 PHRASES = {
@@ -60,7 +62,7 @@ def variables_read() -> set[str]:
     """Every ``AP_*`` name in the server's code and scripts."""
     files = [*ROOT.glob("engine/**/*.py"), *ROOT.glob("app/**/*.py"), *ROOT.glob("scripts/*.sh")]
     names = {name for path in files for name in re.findall(r"\bAP_[A-Z_]*[A-Z]\b", path.read_text(encoding="utf-8"))}
-    return names - INTERNAL
+    return names - INTERNAL - TEST_COMMAND
 
 
 def classroom_fallbacks(cores: int) -> dict[str, object]:
@@ -98,6 +100,14 @@ def code_defaults(cores: int) -> dict[str, object]:
 
 def test_the_table_lists_every_variable_the_server_reads():
     assert set(documented()) == variables_read()
+
+
+def test_the_test_commands_own_settings_are_in_the_readmes_test_section():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Run the tests", 1)[1].split("\n## ", 1)[0]
+    script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert TEST_COMMAND == set(re.findall(r"\bAP_[A-Z_]*[A-Z]\b", script))
+    assert all(f"`{name}`" in section for name in TEST_COMMAND), section
 
 
 @pytest.mark.parametrize("cores", CORE_COUNTS)

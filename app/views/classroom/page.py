@@ -92,7 +92,7 @@ def _keep_teacher(code: str, token: str) -> None:
 
 def _start() -> None:
     st.write(
-        "Start a class and your students join with a six-letter code, a link or a QR code: no accounts, no "
+        "Start a class and your students join with a six-character code, a link or a QR code: no accounts, no "
         "names. Then push questions to every student's screen and watch the answers come in."
     )
     if st.button("Start a class", type="primary", icon=":material/groups:", key=ROOM.start):

@@ -11,7 +11,7 @@ for any other), links that open a page of the app in a given state (the page and
 - ``look``: "where will the captioner look when it writes this word?" on a held-out scene (model, scene, word);
   the answer is the region of the word's attention peak in the real model, read when a student answers.
 
-The built-in lesson is such a file (``assets/lessons/attention-in-ten-steps.toml``), read by the same
+The built-in lesson is such a file (``assets/lessons/attention-in-eleven-steps.toml``), read by the same
 :func:`read_lesson` as a teacher's upload or a lesson saved in the class store. It checks the size, the TOML
 syntax, every key (an unknown one is named, with the keys allowed there), types, lengths, the page of each
 link and each link parameter with the page's own reader, and raises :class:`LessonFileError`, whose message

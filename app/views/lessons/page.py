@@ -1,7 +1,7 @@
 """Lessons: a guided path through the topics of a transformers lecture, one step at a time, and the lessons
 teachers write.
 
-The built-in lesson is a lesson file (``assets/lessons/attention-in-ten-steps.toml``, read by
+The built-in lesson is a lesson file (``assets/lessons/attention-in-eleven-steps.toml``, read by
 ``app/views/lessons/lesson_file.py`` through ``app/views/lessons/plan.py``). Each step is a short text, links that open
 the page showing it in the right state (sentence, model, layer, head, tab) and a knowledge check; a few steps
 draw a small live chart inline, from the same services the pages use. The current step is

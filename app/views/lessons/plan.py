@@ -1,6 +1,6 @@
 """The built-in lesson: the topics of a transformers lecture in order, each a short text, links and a knowledge check.
 
-The lesson itself is a lesson file, ``assets/lessons/attention-in-ten-steps.toml``, read by the same code as a
+The lesson itself is a lesson file, ``assets/lessons/attention-in-eleven-steps.toml``, read by the same code as a
 teacher's own lesson (``app/views/lessons/lesson_file.py``: the data classes :class:`Link`, :class:`Predict`, :class:`Choice`,
 :class:`Step` and :class:`Lesson` live there and are re-exported here), so a teacher can download it, change it
 and open it again without touching Python. Links name a page of ``app/views/`` and the URL parameters that open
@@ -41,7 +41,7 @@ __all__ = [
     "builtin_lesson",
 ]
 
-BUILTIN_FILE = Path(__file__).resolve().parents[3] / "assets" / "lessons" / "attention-in-ten-steps.toml"
+BUILTIN_FILE = Path(__file__).resolve().parents[3] / "assets" / "lessons" / "attention-in-eleven-steps.toml"
 
 IT_SENTENCE = DEFAULT_TEXT  # "The animal didn't cross the street because it was too tired." (the "steps" demo)
 QKV_HEAD = (3, 1)  # MiniLM: "it" → "animal" (measured: 0.68, the next key 0.10); the "steps" demo's head
