@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from app import routes, state, url_state  # noqa: E402
-from app.runtime.core import warm_up  # noqa: E402
+from app.runtime.traces import warm_up  # noqa: E402
 from app.ui.brand import favicon  # noqa: E402
 from app.ui.guard import calm_errors  # noqa: E402
 from app.ui.theme import init_presenter, presenting, presenting_link  # noqa: E402

@@ -114,7 +114,7 @@ def catalog_model(families: set[str] | None = None) -> Callable[[str], str]:
     """A model of the catalog (or one this session trained) by id; its display label is accepted too."""
 
     def read(raw: str) -> str:
-        from app.runtime.core import list_models
+        from app.runtime.models import list_models
         from app.views.train.data import session_models
 
         specs = [*session_models(), *list_models()]
@@ -315,7 +315,7 @@ def shown_view() -> tuple[str, str, int]:
     only while they are still what the page shows (``explore.decoding``, ``write_more.show_write_more``)."""
     import streamlit as st
 
-    from app.runtime.core import policy
+    from app.runtime.models import policy
     from app.state import bounded, current_text
 
     rules = policy()

@@ -397,7 +397,7 @@ def forward_passes(sentences: list[str], busy_sentences: list[str], repeats: int
     import engine
 
     engine.set_threads(1)
-    engine.limit_numpy_threads(1)  # as the server does (app.runtime.core)
+    engine.limit_numpy_threads(1)  # as the server does (app.runtime.models.bound_threads)
     model = engine.load("minilm")
     engine.trace(model, "A warm-up sentence.", max_tokens=MAX_TOKENS).pattern(0, 0)
 

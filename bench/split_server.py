@@ -5,9 +5,9 @@ in this process after wrapping, for the threads that call them:
 
 - ``script thread``: ``ScriptRunner._run_script_thread``, a script run's whole thread;
 - ``forward pass``: ``engine.trace`` and ``engine.trace_many`` (the outermost call only);
-- ``attention maps``: the shared map cache's ``get`` (``app.runtime.core.MAPS``: a miss builds a head's map or a
+- ``attention maps``: the shared map cache's ``get`` (``app.runtime.caches.MAPS``: a miss builds a head's map or a
   layer's tiles from the trace);
-- ``figures``: the shared figure cache's ``get`` (``app.runtime.core.FIGURES``: a miss builds a figure's dict, or a
+- ``figures``: the shared figure cache's ``get`` (``app.runtime.caches.FIGURES``: a miss builds a figure's dict, or a
   picture's ``data:`` URL).
 
 Each counter adds ``time.thread_time_ns()`` of its call (CPU of the calling thread only: waits are not counted).
@@ -147,15 +147,15 @@ def install() -> None:
     from streamlit.runtime.scriptrunner import script_runner
 
     import engine
-    from app.runtime import core
+    from app.runtime import caches
 
     runner = script_runner.ScriptRunner
     runner._run_script_thread = _counted("script thread", runner._run_script_thread)
     runner._run_script = _noting_entries(runner._run_script)
     engine.trace = _counted("forward pass", _watched(engine.trace))
     engine.trace_many = _counted("forward pass", _watched(engine.trace_many))
-    core.MAPS.get = _counted("attention maps", core.MAPS.get)
-    core.FIGURES.get = _counted("figures", core.FIGURES.get)
+    caches.MAPS.get = _counted("attention maps", caches.MAPS.get)
+    caches.FIGURES.get = _counted("figures", caches.FIGURES.get)
     signal.signal(signal.SIGUSR1, _write)
     signal.signal(signal.SIGUSR2, _zero)
 

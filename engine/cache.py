@@ -9,7 +9,8 @@ at long inputs), and counts entries, not bytes. This cache instead:
 - computes a key **once** when several threads ask for it at the same time (a class typing the same
   sentence): the others wait for the first one's result (or its exception).
 
-It has no Streamlit import; ``app/runtime/core.py`` holds the app's one instance.
+It has no Streamlit import. A cache made with a ``name`` is listed in :data:`CACHES` (the app's traces, maps and
+figures: a server reports their sizes as a metric).
 
 Example:
     >>> cache = TraceCache(max_bytes=512 * 2**20)
@@ -68,6 +69,9 @@ def freeze_arrays(obj: Any) -> None:
         arr.flags.writeable = False
 
 
+CACHES: dict[str, TraceCache] = {}  # the named caches of this process (see TraceCache's ``name``)
+
+
 class _Pending:
     """A computation in flight: waiters block on ``done`` and then read ``value`` or ``error``."""
 
@@ -89,6 +93,7 @@ class TraceCache:
         on_large: called (outside the lock) after an entry of ``large_bytes`` or more was stored or dropped:
             its computation allocated and freed at least that much, which a server hands back to the OS
             (``engine.memory.release_memory_soon``).
+        name: lists the cache in :data:`CACHES` under this name (the newest cache of a name wins).
     """
 
     def __init__(
@@ -98,6 +103,7 @@ class TraceCache:
         sizeof: Callable[[Any], int] | None = None,
         on_large: Callable[[], None] | None = None,
         large_bytes: int = 16 * 2**20,
+        name: str | None = None,
     ) -> None:
         if max_bytes < 0 or max_entries < 1:
             raise ValueError("max_bytes must be >= 0 and max_entries >= 1")
@@ -111,6 +117,8 @@ class TraceCache:
         self._bytes = 0
         self.hits = 0
         self.misses = 0
+        if name is not None:
+            CACHES[name] = self
 
     # ---- reading -----------------------------------------------------------------------------
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:

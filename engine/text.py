@@ -7,12 +7,15 @@ continuation pieces with ``##``. The UI shows the piece without the marker.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from engine.records import EmptyInputError, EngineError, Tokens
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from engine.model import Model
@@ -97,6 +100,19 @@ def hide_paths(message: str) -> str:
         return f"…/{name}"
 
     return _ABS_PATH.sub(last_part, message)
+
+
+MESSAGE_LIMIT = 300  # characters of an error message a page shows
+
+
+def error_message(err: BaseException) -> str:
+    """An error as plain text for a page: an engine error as written, anything else as one calm sentence (and a
+    log line with its traceback). Absolute paths are cut to file names and the text to :data:`MESSAGE_LIMIT`
+    characters; it may quote what the user typed, so a page escapes it before showing it as markdown."""
+    if isinstance(err, EngineError):
+        return shorten(hide_paths(str(err)), MESSAGE_LIMIT)
+    log.exception("unexpected error", exc_info=err)
+    return f"Something went wrong while computing this ({type(err).__name__}). Try a shorter text or another model."
 
 
 def error_reason(err: BaseException, limit: int = 160) -> str:

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
-from app.runtime.core import _jobs, get_model, get_trace, request_key, shared_map, trace_loader
+from app.runtime.caches import shared_map
+from app.runtime.models import get_model, model_pass
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace, request_key, trace_loader
 from engine import AttentionTrace, EngineError
 from engine.traces import Trace
 
@@ -49,7 +51,7 @@ def get_ablation(request: TraceRequest, heads: tuple[tuple[str, int, int | None]
 
     def compute():
         model = get_model(request.model_id)
-        with _jobs:
+        with model_pass():
             return ablate(
                 model, request.text, heads, causal=request.causal, max_tokens=request.max_tokens, keep_only=keep_only
             )
@@ -72,7 +74,7 @@ def get_next_token(request: TraceRequest):
 
     def compute():
         model = get_model(request.model_id)
-        with _jobs:
+        with model_pass():
             return next_token_logits(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
 
     return shared_map(("next_token", request_key(request)), compute)
@@ -80,7 +82,7 @@ def get_next_token(request: TraceRequest):
 
 # ---------------------------------------------------------------- Heads
 # Whole-model views for the Heads page: every layer × head from one cached trace. The argument is the page's
-# request (its block included); results are shared by every session in core.MAPS under its request key.
+# request (its block included); results are shared by every session in caches.MAPS under its request key.
 
 #: attention blocks of an encoder-decoder trace; "self" is the only block of encoder/decoder traces
 HEAD_BLOCKS: dict[str, str] = {
@@ -94,7 +96,7 @@ MODEL_VIEW_CELLS = 64  # thumbnails pooled to at most this many cells per side (
 
 
 def block_loader(request: TraceRequest) -> Callable[[], AttentionTrace]:
-    """``request``'s attention block again, later (:func:`app.runtime.core.trace_loader`): what a download
+    """``request``'s attention block again, later (:func:`app.runtime.traces.trace_loader`): what a download
     button built on click holds instead of the trace."""
     load = trace_loader(request)
     return lambda: attention_block(load(), request.block)

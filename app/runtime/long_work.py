@@ -1,7 +1,7 @@
 """This session's long work on the server's long-work lane (:mod:`engine.jobs`): fine-tuning, timing, writing.
 
 Work that takes seconds never runs in a page's script thread and never holds the interactive bound on
-forward passes (``core._jobs``): a page module of this package builds the work (a closure over the
+forward passes (``models.model_pass``): a page module of this package builds the work (a closure over the
 model and plain values, no ``st.*`` inside: it runs in a low-priority worker thread) and hands it to
 :func:`submit_long`. The page then shows :func:`long_status` in a polling fragment
 (``app/ui/job_status.py``: queue position and expected wait, then a progress bar, and a
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from app.runtime.core import session_id
+from app.runtime.models import session_id
 from engine.jobs import JobStatus, LongWorkQueue, get_queue
 
 #: the kinds of long work (a session has at most one job of each)

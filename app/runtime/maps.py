@@ -1,8 +1,8 @@
 """The maps the figure layer draws: one head (exact or pooled) and one layer's thumbnails, shared by every session.
 
-Both read the cached trace (``core.get_trace``: no forward pass on a hit) and ask the engine for at most
+Both read the cached trace (``traces.get_trace``: no forward pass on a hit) and ask the engine for at most
 ``size`` × ``size`` cells per head (``AttentionTrace.overview``), so a 16,384-token input never builds an
-n×n matrix here. Results sit in the per-process ``core.MAPS`` cache keyed by the page's
+n×n matrix here. Results sit in the per-process ``caches.MAPS`` cache keyed by the page's
 :class:`~app.runtime.request.TraceRequest` and the view's options: a hit is the same read-only object
 (no pickled copy, no hashing of the text per call as ``st.cache_data`` did), so a class on one link
 computes each map once.
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.runtime.core import QUICK_CHARS, has_map, request_key, shared_map
+from app.runtime.caches import has_map, shared_map
 from app.runtime.heads import heads_attention
 from app.runtime.request import TraceRequest
+from app.runtime.traces import QUICK_CHARS, request_key
 from app.ui.map_data import OVERVIEW_SIZE, MapData, head_map, layer_tiles
 
 #: inputs up to this many tokens get exact thumbnails in a layer's grid (a cell a token: a diagonal stays a diagonal)
@@ -78,7 +79,7 @@ def head_view_key(
     size: int = OVERVIEW_SIZE,
     weighting: str = "attention",
 ) -> tuple:
-    """:func:`head_view`'s cache key for a request whose :func:`~app.runtime.core.request_key` is ``key``."""
+    """:func:`head_view`'s cache key for a request whose :func:`~app.runtime.traces.request_key` is ``key``."""
     return ("head", key, (layer, head, q_range, k_range, bool(hide_sinks), bool(row_scale), size, weighting))
 
 

@@ -3,7 +3,7 @@
 The store (:mod:`app.store`, SQLite or PostgreSQL) is shared by every app process, so a teacher on one
 worker and a student on another see the same room; this module only hands out this process's store object
 and builds questions whose right answer is read from a real model, through the same cached trace the other
-pages draw (``core.get_trace``), never typed in by the teacher.
+pages draw (``traces.get_trace``), never typed in by the teacher.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from app.runtime.core import get_trace, list_models, session_id
 from app.runtime.heads import attention_block
+from app.runtime.models import list_models, session_id
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 from app.state import ROOM, default_from
 from app.store import RoomError, Store, get_store
 from app.store.lessons import LessonStore

@@ -21,7 +21,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from app.store.rooms import RoomError, Store, _hash
+from app.store.rooms import RoomError, Store, token_hash
 
 MAX_BODY = 200_000  # bytes of a saved lesson's text (app.views.lessons.lesson_file.MAX_BYTES)
 MAX_SNAPSHOT = 400_000  # bytes of a room's steps as JSON
@@ -97,7 +97,7 @@ class LessonStore:
                 lesson_id, secret = secrets.token_urlsafe(9), secrets.token_urlsafe(18)
                 run(
                     "INSERT INTO lessons (id, edit_hash, title, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (lesson_id, _hash(secret), title, body, now, now),
+                    (lesson_id, token_hash(secret), title, body, now, now),
                 )
             else:
                 self._check_author(run, lesson_id, secret)
@@ -132,7 +132,7 @@ class LessonStore:
         rows = run("SELECT edit_hash FROM lessons WHERE id = ?", (lesson_id,))
         if not rows:
             raise LessonError(NO_LESSON)
-        if not isinstance(secret, str) or not hmac.compare_digest(rows[0][0], _hash(secret)):
+        if not isinstance(secret, str) or not hmac.compare_digest(rows[0][0], token_hash(secret)):
             raise LessonError(NOT_AUTHOR)
 
     # ---------------------------------------------------------------- a browser's unsaved draft

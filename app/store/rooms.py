@@ -119,7 +119,7 @@ def _question(row) -> Question:
     )
 
 
-def _hash(token: str) -> str:
+def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
@@ -162,7 +162,7 @@ class Store:
             expires = now + self.room_hours * 3600
             run(
                 "INSERT INTO rooms (code, teacher_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                (code, _hash(token), now, expires),
+                (code, token_hash(token), now, expires),
             )
         return Room(code, now, expires, False, None), token
 
@@ -192,7 +192,7 @@ class Store:
 
     def _check_teacher(self, run, code: str, token: object) -> None:
         (row,) = run("SELECT teacher_hash FROM rooms WHERE code = ?", (code,))
-        if not isinstance(token, str) or not hmac.compare_digest(row[0], _hash(token)):
+        if not isinstance(token, str) or not hmac.compare_digest(row[0], token_hash(token)):
             raise RoomError(NOT_TEACHER)
 
     def close_room(self, code: object, token: object) -> None:

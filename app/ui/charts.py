@@ -332,7 +332,7 @@ def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFig
     title): every session asking for the same view and theme gets this one read-only figure. Per-session
     marks (a highlighted token) go on top with :func:`with_shapes`.
     """
-    from app.runtime.core import shared_figure
+    from app.runtime.caches import shared_figure
 
     look = theme.current()
     return shared_figure(view + (look.name,), lambda: ready(build(), look))
@@ -347,7 +347,7 @@ def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
     session on every run (~0.9 ms of a rerun), and the browser would fetch them with a request of its own. A picture
     that did not change between two runs reaches the browser as a reference to its cached message (Streamlit caches
     elements of 10 kB and more)."""
-    from app.runtime.core import shared_figure
+    from app.runtime.caches import shared_figure
 
     def encoded() -> str:
         return "data:image/png;base64," + base64.b64encode(build()).decode("ascii")

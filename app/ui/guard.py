@@ -4,7 +4,7 @@ defence of a page run (an exception becomes one calm message, logged, never a tr
 :func:`show_error` takes an exception or a message and draws it: an engine error (something the user can
 change: the input, the model, a setting) as its own words in a warning, anything else as one calm sentence
 in an error box (the traceback goes to the log), a message as it is. The text is always made safe for
-Streamlit's markdown (``friendly_error`` for exceptions, absolute paths hidden; ``safe_text.md``
+Streamlit's markdown (``error_message`` for exceptions, absolute paths hidden; ``safe_text.md``
 for messages: no link, image, HTML or maths from what a user typed) and cut to a bounded length.
 
 Streamlit turns an exception in a page into its generic "This app has encountered an error" box. Most
@@ -25,7 +25,7 @@ import streamlit as st
 
 from app.ui.safe_text import md
 from engine.records import EngineError
-from engine.text import shorten
+from engine.text import MESSAGE_LIMIT, error_message, shorten
 
 log = logging.getLogger(__name__)
 
@@ -37,28 +37,23 @@ MESSAGE = (
 
 Level = Literal["info", "warning", "error"]
 ICONS = {"info": ":material/info:", "warning": ":material/warning:", "error": ":material/error:"}
-LIMIT = 300  # characters of a message shown (as ``friendly_error``)
 
 
 def plain_error(problem: BaseException | str) -> str:
     """``problem`` as plain text (for a file, not the page: an offline pack's note is escaped as HTML there):
-    an exception through ``friendly_error``, a message as it is; both bounded in length."""
+    an exception through ``error_message``, a message as it is; both bounded in length."""
     if isinstance(problem, BaseException):
-        from app.runtime.core import friendly_error
-
-        return friendly_error(problem)
-    return shorten(str(problem), LIMIT)
+        return error_message(problem)
+    return shorten(str(problem), MESSAGE_LIMIT)
 
 
 def error_text(problem: BaseException | str) -> str:
-    """``problem`` as safe markdown: an exception through ``friendly_error`` (engine errors in their own
+    """``problem`` as safe markdown: an exception through ``error_message`` (engine errors in their own
     words with paths hidden, anything else one calm sentence, logged), a message escaped (:func:`md`); both
     bounded in length."""
     if isinstance(problem, BaseException):
-        from app.runtime.core import friendly_error
-
-        return md(friendly_error(problem))
-    return md(shorten(str(problem), LIMIT))
+        return md(error_message(problem))
+    return md(shorten(str(problem), MESSAGE_LIMIT))
 
 
 def show_error(problem: BaseException | str, *, before: str = "", level: Level | None = None) -> None:

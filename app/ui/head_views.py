@@ -21,7 +21,7 @@ import streamlit as st
 
 from app.state import K
 from app.ui import theme
-from app.ui.heatmap import MASKED_COLOR, _ticks, colorscale_stops, label_margin, safe_label
+from app.ui.heatmap import MASKED_COLOR, colorscale_stops, label_margin, safe_label, tick_labels
 
 GAP = 1  # empty cells between tiles
 DIVERGING = "RdBu"
@@ -356,8 +356,8 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
         )
     )
     side = max(360, min(760, 22 * max(n_q, n_k) + 160))
-    xv, xt = _ticks(k_lab, side - 160)
-    yv, yt = _ticks(q_lab, side - 160)
+    xv, xt = tick_labels(k_lab, side - 160)
+    yv, yt = tick_labels(q_lab, side - 160)
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
         height=side,

@@ -54,7 +54,7 @@ def colorscale() -> str:
     return theme.current().colorscale
 
 
-def _ticks(labels: list[str], plot_px: int, need_px: int | None = None) -> tuple[list, list[str]]:
+def tick_labels(labels: list[str], plot_px: int, need_px: int | None = None) -> tuple[list, list[str]]:
     """Every k-th label, so that the printed ones fit ``plot_px`` pixels (bigger type: fewer labels); ``need_px``:
     the pixels one label needs (default the theme's ``label_px``, which leaves a margin)."""
     fit = max(4, plot_px // (need_px or max(LABEL_PX, theme.current().label_px)))
@@ -173,18 +173,18 @@ def map_spec(
     side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
     across = width if width is not None and not look.stack else side
     if rows_px is not None:  # rows sized by the browser: thinned only where one em per label does not fit
-        yv, yt = _ticks(q_lab, rows_px, look.tick_px)
+        yv, yt = tick_labels(q_lab, rows_px, look.tick_px)
     else:
-        yv, yt = _ticks(q_lab, side - 140)
+        yv, yt = tick_labels(q_lab, side - 140)
     if width is None:  # a map of its own: margins set for its labels and colour bar, so it is drawn once
         margin_l = label_margin(yt, y_title, look)
         margin_r = colorbar_margin(colorbar["title"]["text"], look) if showscale else 10
     else:  # maps side by side, a few hundred px each: plotly.js's automargin fits them tightest (a second draw)
         margin_l = margin_r = 10
     if look.compact:  # a phone: the plot is ~PHONE_PLOT_PX across whatever the figure's height; labels upright
-        xv, xt = _ticks(k_lab, PHONE_PLOT_PX * look.label_px // PHONE_LABEL_PX)
+        xv, xt = tick_labels(k_lab, PHONE_PLOT_PX * look.label_px // PHONE_LABEL_PX)
     else:  # rotated −60°, neighbouring labels need ~1.15 × their line apart across the plot (margins ≈ 160 px)
-        xv, xt = _ticks(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
+        xv, xt = tick_labels(k_lab, int((across - 160) / 1.15) if width is not None else side - 140)
     return {
         "data": [
             {

@@ -11,8 +11,8 @@ import dataclasses
 
 import streamlit as st
 
-from app.runtime.core import get_card, list_models, model_loaded, policy
 from app.runtime.heads import HEAD_BLOCKS
+from app.runtime.models import get_card, list_models, model_loaded, policy
 from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, choose, clamp, current_text, settle
 from app.ui.charts import set_source
 from app.ui.clicks import once

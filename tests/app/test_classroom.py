@@ -168,10 +168,10 @@ def test_after_the_reveal_the_teacher_sees_the_heads_row_next_to_the_answers():
     assert answers["data"][0]["y"] == row["data"][0]["y"]  # one bar per token, in the same order, side by side
     assert answers["data"][0]["x"][2] == 1 and sum(answers["data"][0]["x"]) == 1
     weights = decode(row["data"][0]["x"])
-    from app.runtime.core import get_trace
     from app.runtime.heads import attention_block
     from app.runtime.request import TraceRequest
     from app.runtime.rooms import PREDICT_READ_TOKENS
+    from app.runtime.traces import get_trace
 
     attention = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, PREDICT_READ_TOKENS)))
     query = [s.strip() for s in attention.tokens.strings].index("it")
@@ -247,10 +247,10 @@ def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_
     options = [shown(o) for o in pupil.radio(key=f"class_pick_{qid}").options]
     assert len(options) == 4 and len(set(options)) == 4 and "layer 2 head 5" in options
     seen = chart(pupil, f"class_map_{qid}")  # the student's screen shows the map, not the head's name
-    from app.runtime.core import get_trace
     from app.runtime.heads import attention_block
     from app.runtime.request import TraceRequest
     from app.runtime.rooms import PREDICT_READ_TOKENS
+    from app.runtime.traces import get_trace
 
     attention = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, PREDICT_READ_TOKENS)))
     np.testing.assert_allclose(

@@ -16,7 +16,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app.runtime import core
+from app.runtime import caches, models, traces
 from app.runtime.request import TraceRequest
 from app.state import K, landing_request
 from app.ui import pickers
@@ -43,16 +43,16 @@ def cold(monkeypatch):
     early.model_id = model_id
     early.result.set_result(answer)
     monkeypatch.setattr(prefetch, "_current", early)
-    monkeypatch.setattr(core, "_loaded", set())  # "not loaded here yet" (the model cache itself is left alone)
-    monkeypatch.setattr(core, "TRACES", TraceCache(max_bytes=64 * 2**20))
-    monkeypatch.setattr(core.warm_up, "_started", True, raising=False)  # no warm-up thread loading it meanwhile
+    monkeypatch.setattr(models, "_loaded", set())  # "not loaded here yet" (the model cache itself is left alone)
+    monkeypatch.setattr(caches, "TRACES", TraceCache(max_bytes=64 * 2**20))
+    monkeypatch.setattr(traces, "_warm", [True])  # no warm-up thread loading it meanwhile
     yield answer
 
 
 def test_explores_first_run_takes_the_card_and_trace_from_the_prefetch_without_loading_the_model(cold, monkeypatch):
     loads = []
-    real = core._served_model
-    monkeypatch.setattr(core, "_served_model", lambda *a: loads.append(a) or real(*a))
+    real = models.served_model
+    monkeypatch.setattr(models, "served_model", lambda *a: loads.append(a) or real(*a))
     box_drawn_before_load = []
 
     def card(model_id):
@@ -60,7 +60,7 @@ def test_explores_first_run_takes_the_card_and_trace_from_the_prefetch_without_l
         box_drawn_before_load.append(any(i.endswith(f"-{K.text}") for i in ids))
         return real_card(model_id)
 
-    real_card = core.get_card
+    real_card = models.get_card
     monkeypatch.setattr(pickers, "get_card", card)  # where the page asks for the card
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.run()
@@ -69,8 +69,8 @@ def test_explores_first_run_takes_the_card_and_trace_from_the_prefetch_without_l
     assert box_drawn_before_load and box_drawn_before_load[0], "the sentence box must come before the model load"
     assert_head_and_grid(at)
     assert any("animal" in label for label in y_labels(main_figure(at)))
-    key = (TraceRequest(*cold.key).trace_key, None, core.policy())
-    assert core.TRACES.get(key, lambda: None) is cold.trace  # the page's request is the one prefetched
+    key = (TraceRequest(*cold.key).trace_key, None, models.policy())
+    assert caches.TRACES.get(key, lambda: None) is cold.trace  # the page's request is the one prefetched
     assert loads == [], "the model was loaded here although the prefetch answered"
     assert at.text_area(key=K.text).value == cold.key[1]
     assert at.toggle(key=K.causal).value is False  # the mask starts at the card's default
@@ -78,26 +78,26 @@ def test_explores_first_run_takes_the_card_and_trace_from_the_prefetch_without_l
 
 def test_another_request_is_not_answered_from_the_prefetch(cold):
     other = TraceRequest(cold.key[0], "Another sentence than the landing page's.", False, cold.key[3])
-    got = core.get_trace(other)
+    got = traces.get_trace(other)
     assert got is not cold.trace and got.tokens != cold.trace.tokens  # traced here, by this process's model
     mask_on = TraceRequest(*cold.key[:2], True, cold.key[3])  # same text, the other mask: not what was traced
-    assert core.get_trace(mask_on) is not cold.trace and core.get_trace(mask_on).causal is True
+    assert traces.get_trace(mask_on) is not cold.trace and traces.get_trace(mask_on).causal is True
 
 
 def test_once_the_model_is_loaded_here_the_prefetch_is_not_asked(cold, monkeypatch):
-    core._served_model("minilm", core.policy())
-    core._loaded.add(("minilm", core.policy()))
+    models.served_model("minilm", models.policy())
+    models._loaded.add(("minilm", models.policy()))
     monkeypatch.setattr(prefetch, "answer", lambda *a, **k: pytest.fail("the prefetch was asked"))
     landing = TraceRequest(*cold.key)
-    assert core.get_trace(landing) is not cold.trace
-    assert core.get_card("minilm") == cold.card  # the same card, computed from the model here
+    assert traces.get_trace(landing) is not cold.trace
+    assert models.get_card("minilm") == cold.card  # the same card, computed from the model here
     assert model_vocabulary("minilm") is None
 
 
 def test_no_prefetch_at_all_loads_as_before(monkeypatch):
     monkeypatch.setattr(prefetch, "_current", None)
-    monkeypatch.setattr(core, "_loaded", set())
+    monkeypatch.setattr(models, "_loaded", set())
     model_id, text, max_tokens = landing_request()
-    assert core.early_answer(model_id) is None
-    card = core.get_card(model_id)
+    assert models.early_answer(model_id) is None
+    card = models.get_card(model_id)
     assert card.spec.id == model_id and card.default_causal is False

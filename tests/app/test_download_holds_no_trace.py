@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.runtime import core
+from app.runtime import caches
 from app.runtime.heads import block_loader
 from app.runtime.request import TraceRequest
 from apptest_helpers import APP, TIMEOUT, assert_clean
@@ -33,15 +33,15 @@ def test_a_page_s_downloads_and_callbacks_do_not_keep_the_trace_alive(page):
     assert any(b.label.startswith("Download") for b in at.get("download_button"))
     traces = [
         v
-        for v, _size in core.TRACES._entries.values()
+        for v, _size in caches.TRACES._entries.values()
         if getattr(v, "tokens", None) is not None and "downloads" in " ".join(v.tokens.strings)
     ]
     assert traces, "the page's trace is in the shared cache"
     alive = weakref.ref(traces[0])
     del traces
-    core.TRACES.clear()
-    core.MAPS.clear()
-    core.FIGURES.clear()
+    caches.TRACES.clear()
+    caches.MAPS.clear()
+    caches.FIGURES.clear()
     gc.collect()
     assert alive() is None, "something in the session (a download button's callable) still holds the trace"
 
@@ -51,7 +51,7 @@ def test_a_block_loader_gives_the_same_block_again_after_the_cache_dropped_it():
     load = block_loader(request)
     first = load()
     weights = np.array(first.pattern(2, 3))
-    core.TRACES.clear()
+    caches.TRACES.clear()
     again = load()
     assert again is not first  # traced anew
     np.testing.assert_allclose(again.pattern(2, 3), weights, atol=1e-6)

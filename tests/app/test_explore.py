@@ -56,8 +56,8 @@ def test_default_run_draws_the_head_and_the_layer_grid(default_app: AppTest):
 def test_the_grid_picture_shows_the_layer_s_heads_and_a_button_opens_one(default_app: AppTest):
     """The picture's thumbnails are the layer's weights (each head's share of its maximum, in whole percents);
     a button under it opens that head above, and the picture frames it."""
-    from app.runtime.core import get_trace
     from app.runtime.request import TraceRequest
+    from app.runtime.traces import get_trace
 
     text = default_app.text_area(key="text").value
     request = TraceRequest("minilm", text, False, default_app.session_state["max_tokens"])
@@ -175,7 +175,7 @@ def test_mask_comparison_charts_are_off_then_on():
 
 
 def test_mask_comparison_traces_a_second_time_only_while_shown():
-    from app.runtime.core import TRACES
+    from app.runtime.caches import TRACES
 
     text = "Only the open tab may run the model twice."
     at = run_app(text=text)
@@ -312,8 +312,8 @@ def test_display_options_log_scale_and_hidden_sink_columns(default_app: AppTest)
 
 
 def test_contribution_is_kobayashis_measure_and_value_length_is_offered_apart():
-    from app.runtime.core import get_trace
     from app.runtime.request import TraceRequest
+    from app.runtime.traces import get_trace
     from app.state import DEFAULT_TEXT
 
     at = run_app()
@@ -379,8 +379,8 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     assert len(fig["data"][0]["y"]) == 256 and fig["data"][0]["y"][1] == "2–3"
     # against the full pattern pooled by hand
     import engine
-    from app.runtime.core import get_trace
     from app.runtime.request import TraceRequest
+    from app.runtime.traces import get_trace
 
     full = get_trace(TraceRequest("minilm", text, False, 512)).pattern(0, 0)
     edges = overview_edges(512, 256)
@@ -429,8 +429,8 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
 
 def test_a_sentence_of_up_to_48_tokens_gets_exact_thumbnails():
     """A class's sentence (20–60 tokens): its grid has a cell a token up to 48 (a diagonal stays a diagonal)."""
-    from app.runtime.core import get_trace
     from app.runtime.request import TraceRequest
+    from app.runtime.traces import get_trace
 
     text = " ".join(["the quick brown fox jumps over the lazy dog"] * 5)  # 45 words, 47 tokens with [CLS]/[SEP]
     at = run_app(text=text)
@@ -452,8 +452,8 @@ def test_a_zoom_region_can_be_typed_and_the_slider_follows():
     words = "the quick brown fox jumps over the lazy dog while a teacher explains attention".split()
     text = " ".join(words[i % len(words)] for i in range(700))
     at = run_app(text=text, max_tokens=512)
-    from app.runtime.core import get_trace
     from app.runtime.request import TraceRequest
+    from app.runtime.traces import get_trace
 
     full = get_trace(TraceRequest("minilm", text, False, 512)).pattern(0, 0)
     opened(at)

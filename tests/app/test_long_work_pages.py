@@ -89,7 +89,7 @@ def _chart(at) -> dict | None:
 
 
 def test_write_more_waits_in_the_queue_then_reruns_from_the_cache(busy_lane):
-    from app.runtime import core
+    from app.runtime import caches
 
     at = run_app(model="tiny-gpt-stories", text="lily found a red ball in the park")
     at.session_state["explore_tab"] = "Write more"
@@ -102,8 +102,8 @@ def test_write_more_waits_in_the_queue_then_reruns_from_the_cache(busy_lane):
     run_until(at, lambda a: _chart(a) is not None, what="the generated text's chart")
     assert_clean(at)
     assert any(":orange-background[" in m.value for m in at.markdown)
-    misses = core.TRACES.stats()["misses"]
+    misses = caches.TRACES.stats()["misses"]
     at.selectbox(key="head").set_value(1).run()  # another head: drawn from the cached trace, no model run
     assert_clean(at)
-    assert _chart(at) is not None and core.TRACES.stats()["misses"] == misses
+    assert _chart(at) is not None and caches.TRACES.stats()["misses"] == misses
     assert "Head 1" in _chart(at)["layout"]["title"]["text"] or "head 1" in _chart(at)["layout"]["title"]["text"]

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from test_lesson_editor import downloads  # noqa: F401 — the fixture that keeps the download buttons' callables
 
-from app.runtime.core import get_trace
 from app.runtime.heads import attention_block
 from app.runtime.request import ExplainRequest, TraceRequest
+from app.runtime.traces import get_trace
 from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline, Share
 from app.url_params import OBJECTIVES_DEFAULT
 from app.views.captions.data import CaptionRequest, caption_attention, caption_trace

@@ -70,7 +70,7 @@ def test_the_page_picks_the_severity(level: str) -> None:
 
 
 def _shows_errors_another_way(path) -> list[str]:
-    """Calls of ``friendly_error`` outside guard.py, and ``st.error/warning/info`` whose text is an exception."""
+    """Calls of ``error_message`` outside guard.py, and ``st.error/warning/info`` whose text is an exception."""
     found = []
     tree = ast.parse(path.read_text(encoding="utf-8"))
     caught = {h.name for h in ast.walk(tree) if isinstance(h, ast.ExceptHandler) and h.name}
@@ -78,8 +78,8 @@ def _shows_errors_another_way(path) -> list[str]:
         if not isinstance(node, ast.Call):
             continue
         name = getattr(node.func, "attr", getattr(node.func, "id", ""))
-        if name == "friendly_error":
-            found.append(f"{path.name}:{node.lineno} friendly_error")
+        if name == "error_message":
+            found.append(f"{path.name}:{node.lineno} error_message")
         elif name in {"error", "warning", "info"} and node.args:
             names = {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)}
             if names & (caught | {"err", "exc", "error"}):

@@ -1,4 +1,4 @@
-"""Students who press Enter while the model is busy share its next forward pass (app.runtime.core._LANE).
+"""Students who press Enter while the model is busy share its next forward pass (app.runtime.traces.LANE).
 
 The test holds MiniLM's lock, so the first request waits inside the model; four more sentences arrive meanwhile
 and must run as one padded pass once the lock is free. Each student gets the trace of their own sentence (the
@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import engine
-from app.runtime import core
+from app.runtime import models, traces
 from app.runtime.request import TraceRequest
 from engine.records import EmptyInputError
 from tests.job_helpers import wait_until
@@ -31,7 +31,7 @@ SENTENCES = [
 
 
 def _ask(request: TraceRequest, out: dict, name: str) -> threading.Thread:
-    return call_in_thread(lambda: core.get_trace(request), out, name)
+    return call_in_thread(lambda: traces.get_trace(request), out, name)
 
 
 def _until(predicate, what: str) -> None:
@@ -39,22 +39,22 @@ def _until(predicate, what: str) -> None:
 
 
 def test_sentences_sent_while_the_model_is_busy_run_as_one_pass_and_each_gets_its_own_trace() -> None:
-    model = core._served_model("minilm", core.policy())
+    model = models.served_model("minilm", models.policy())
     stamp = str(time.monotonic_ns())  # new sentences: the per-process cache must miss
     requests = [TraceRequest("minilm", f"{text} {stamp}", None, 128) for text in SENTENCES]
     empty = TraceRequest("minilm", "   \u200b ", None, 128)
     out: dict = {}
-    before = core._LANE.calls
+    before = traces.LANE.calls
     with model.lock:  # the first request takes the lane and waits here, inside Model.run
         threads = [_ask(requests[0], out, "r0")]
-        _until(lambda: core._LANE._running, "the first request did not start")
+        _until(lambda: traces.LANE._running, "the first request did not start")
         for i, request in enumerate(requests[1:], start=1):
             threads.append(_ask(request, out, f"r{i}"))
         threads.append(_ask(empty, out, "empty"))
-        _until(lambda: len(core._LANE._queue) == len(requests), "the others did not queue")
+        _until(lambda: len(traces.LANE._queue) == len(requests), "the others did not queue")
     for thread in threads:
         thread.join(WAIT_S)
-    assert core._LANE.calls - before == 2 and core._LANE.batches[-2:] == [1, len(requests)]  # the rest: one call
+    assert traces.LANE.calls - before == 2 and traces.LANE.batches[-2:] == [1, len(requests)]  # the rest: one call
     assert isinstance(out["empty"], EmptyInputError)
     for i, request in enumerate(requests):
         got = out[f"r{i}"]
@@ -62,7 +62,7 @@ def test_sentences_sent_while_the_model_is_busy_run_as_one_pass_and_each_gets_it
         assert got.tokens == alone.tokens
         for layer in range(alone.n_layers):
             np.testing.assert_allclose(got.pattern(layer), alone.pattern(layer), atol=2e-5, rtol=0)
-        assert core.get_trace(request) is got  # the shared cache holds it: a second student gets it as is
+        assert traces.get_trace(request) is got  # the shared cache holds it: a second student gets it as is
 
 
 def test_a_long_text_never_waits_in_the_lane() -> None:
@@ -70,16 +70,16 @@ def test_a_long_text_never_waits_in_the_lane() -> None:
     request = TraceRequest(
         "minilm", ("A long text for one pass of its own. " * 20) + str(time.monotonic_ns()), None, 512
     )
-    before = core._LANE.calls
-    trace = core.get_trace(request)
-    assert core._LANE.calls == before and len(trace.tokens) > 128
+    before = traces.LANE.calls
+    trace = traces.get_trace(request)
+    assert traces.LANE.calls == before and len(trace.tokens) > 128
 
 
 def test_a_causal_toggle_keeps_its_own_mask_in_the_lane() -> None:
     """A mask the model does not make by itself is never merged into a padded pass (trace_many goes one by one)."""
-    model = core._served_model("minilm", core.policy())
+    model = models.served_model("minilm", models.policy())
     request = TraceRequest("minilm", f"The causal toggle goes alone {time.monotonic_ns()}.", True, 128)
-    trace = core.get_trace(request)
+    trace = traces.get_trace(request)
     assert trace.causal is True
     assert float(np.triu(trace.pattern(0), 1).sum()) == 0.0
     alone = engine.trace(model, request.text, causal=True, max_tokens=128)

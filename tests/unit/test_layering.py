@@ -55,7 +55,7 @@ def _model_calls_and_imports(path: Path) -> list[str]:
 def test_scanner_finds_get_model_and_torch(tmp_path) -> None:
     src = tmp_path / "page.py"
     src.write_text(
-        "from app import services\nimport torch.nn\nfrom app.runtime.core import get_model\n"
+        "from app import services\nimport torch.nn\nfrom app.runtime.models import get_model\n"
         "m = services.get_model('x')\n"
     )
     assert _model_calls_and_imports(src) == ["2: import torch.nn", "3: import get_model", "4: .get_model"]

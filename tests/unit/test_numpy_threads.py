@@ -28,9 +28,9 @@ def test_numpy_blas_pool_is_bounded_to_one_thread(restore_blas):
 
 
 def test_the_server_bounds_it_before_its_first_trace(restore_blas):
-    from app.runtime import core
+    from app.runtime import models
 
     threadpool_limits(2, user_api="blas")
-    core._threads_set = False
-    core._bound_threads()
+    models.bound_threads.cache_clear()  # as a fresh server process
+    models.bound_threads()
     assert _blas_threads() == [1] * len(_blas_threads())

@@ -79,12 +79,12 @@ def code_defaults(cores: int) -> dict[str, object]:
     import engine.jobs
     import engine.training.jobs
     from app import launch, store
-    from app.runtime import core
+    from app.runtime import caches
     from engine.policy import GB, ServerPolicy
 
     policy = ServerPolicy.from_env({})
     values = {
-        "AP_TRACE_CACHE_MB": float(core._cache_budget_mb()),
+        "AP_TRACE_CACHE_MB": float(caches._cache_budget_mb()),
         "AP_TRAIN_MAX_JOBS": engine.training.jobs.default_max_running(),
         "AP_LONG_JOBS": engine.jobs.default_workers(),
         "AP_TRAIN_MAX_SECONDS": float(engine.jobs.default_max_seconds()),

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.runtime.core import _jobs, get_model, get_trace, request_key, shared_map
+from app.runtime.caches import shared_map
+from app.runtime.models import get_model, model_pass
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace, request_key
 
 BAHDANAU_MODELS = {"additive": "bahdanau-translator", "dot": "luong-translator"}
 TRANSFORMER_TRANSLATOR = "tiny-translator"
@@ -60,7 +62,7 @@ def bahdanau_disagreement(model_id: str):
     from engine.analysis.bahdanau_steps import find_disagreement
 
     model = get_model(model_id)
-    with _jobs:
+    with model_pass():
         return find_disagreement(model)
 
 

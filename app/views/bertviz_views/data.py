@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.runtime.core import get_trace
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 from app.views.vit.data import get_vision_trace, vit_sample
 from engine import VisionTrace
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app.links import open_page
-from app.runtime.core import get_trace, list_models
+from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 from app.state import PERSIST, Bertviz, K, Vit
 from app.ui.guard import show_error
 from app.ui.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box

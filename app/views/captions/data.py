@@ -8,7 +8,7 @@ layer's cross-attention on the image's patches (one head or the heads' mean).
 A page run reads its controls into one :class:`CaptionRequest` (which picture, which decoding): the request is
 the cache key of everything computed from it. The picture is a held-out scene (the card's 500, never trained
 on), a scene drawn to order, or an upload fitted to the captioner's 64×64 input. Traces go into the shared
-trace cache (``core.TRACES``), the figure data and pictures into the map cache (``core.MAPS``): a class on one
+trace cache (``caches.TRACES``), the figure data and pictures into the map cache (``caches.MAPS``): a class on one
 scene computes it once, and every session reads the same read-only arrays.
 """
 
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from app.runtime.core import TRACES, _jobs, _runtime_model, get_model, policy, shared_map
+from app.runtime.caches import TRACES, shared_map
+from app.runtime.models import get_model, model_pass, policy, trained_model
 from app.views.captions.map_data import REGIONS, CaptionView, caption_view
 from engine.records import EngineError
 from engine.text import quote_input
@@ -82,7 +83,7 @@ class CaptionRequest:
     @property
     def trace_key(self) -> tuple:
         """The trace cache's key: the picture, the decoding, the model, a session's own model and the rules."""
-        return ("caption", self.model_id, self.picture_key, int(self.beam), _runtime_model(self.model_id), policy())
+        return ("caption", self.model_id, self.picture_key, int(self.beam), trained_model(self.model_id), policy())
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,7 +213,7 @@ def caption_trace(request: CaptionRequest) -> CaptionTrace | PatchCaptionTrace:
             raise EngineError(
                 f"{quote_input(request.model_id)} is not an image captioner (it is a {model.spec.family} model)."
             )
-        with _jobs:
+        with model_pass():
             return model.adapter.trace(model, picture.image, beam=request.beam)
 
     return TRACES.get(request.trace_key, compute)
@@ -289,7 +290,7 @@ def caption_mistakes(model_id: str = CAPTION_MODEL) -> tuple[Mistake, ...]:
 
         scenes = held_out_scenes(HELD_OUT_SCENES)
         model = get_model(model_id)
-        with _jobs:
+        with model_pass():
             scores, _device, _notice = model.run(lambda module, _dev: evaluate(module, scenes, model.tokenizer))
         return tuple(
             Mistake(k, scene.caption, " ".join(words))
@@ -297,7 +298,7 @@ def caption_mistakes(model_id: str = CAPTION_MODEL) -> tuple[Mistake, ...]:
             if words != scene.words
         )
 
-    return shared_map(("caption-mistakes", model_id, _runtime_model(model_id), policy()), compute)
+    return shared_map(("caption-mistakes", model_id, trained_model(model_id), policy()), compute)
 
 
 @dataclass(frozen=True, eq=False)

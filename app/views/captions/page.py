@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from app.links import open_page
-from app.runtime.core import list_models, model_loaded
+from app.runtime.models import list_models, model_loaded
 from app.state import PERSIST, Bahdanau, Captions, bounded, choose, clamp, default, defaults
 from app.ui.charts import clicked_point, set_source, shared_build, show_chart
 from app.ui.clicks import once

@@ -1,9 +1,9 @@
 """The "Is attention the explanation?" page: one prediction, six importances, their agreement, Jain & Wallace's test.
 
 Everything is computed by ``engine.analysis.attribution`` / ``attention_swap`` / ``rank_agreement`` and kept in the
-per-process ``core.MAPS`` cache under the request's key (``ExplainRequest`` plus the session's own trained model
-and the server's rules, as ``core.request_key``): a class on one link computes each method once. The three
-attention readings use the shared trace (``core.get_trace``); the model runs hold the job bound (``core._jobs``,
+per-process ``caches.MAPS`` cache under the request's key (``ExplainRequest`` plus the session's own trained model
+and the server's rules, as ``traces.request_key``): a class on one link computes each method once. The three
+attention readings use the shared trace (``traces.get_trace``); the model runs hold the job bound (``models.model_pass``,
 one torch thread each).
 """
 
@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.runtime.core import _jobs, forward_threads, get_model, get_trace, request_key, shared_map
+from app.runtime.caches import shared_map
+from app.runtime.models import get_model, model_pass
 from app.runtime.request import ExplainRequest
+from app.runtime.traces import get_trace, request_key
 
 #: the models the page explains → what is predicted (one of each kind of output)
 EXPLAIN_MODELS: dict[str, str] = {
@@ -39,7 +41,7 @@ def _key(request: ExplainRequest, *parts) -> tuple:
 
 
 def _run(work):
-    with _jobs, forward_threads(long_input=False):
+    with model_pass(long_input=False):
         return work()
 
 
@@ -68,7 +70,7 @@ def _settings(request: ExplainRequest, method: str) -> tuple:
 
 def explain_is_cached(request: ExplainRequest, method: str) -> bool:
     """True when ``method``'s importance for ``request`` is computed already."""
-    from app.runtime.core import has_map
+    from app.runtime.caches import has_map
 
     return has_map(_key(request, "importance", method, *_settings(request, method)))
 
@@ -159,7 +161,7 @@ def explain_has_swap(
     request: ExplainRequest, layer: int, head: int | None, kind: str, runs: int = 20, seed: int = 0
 ) -> bool:
     """True when that test's result is cached."""
-    from app.runtime.core import has_map
+    from app.runtime.caches import has_map
 
     heads = None if head is None else (int(head),)
     return has_map(_key(request, "swap", int(layer), heads, kind, int(runs), int(seed)))

@@ -2,8 +2,8 @@
 
 Writing is long work (up to 128 forward passes): :func:`request_generation` runs ``engine.generate`` on
 the long-work lane (``app.runtime.long_work``), never in the page's script thread, and puts the trace
-in the per-process trace cache under the key ``core.get_trace`` uses for the same request. Once it is
-there, :func:`get_generation` (``core.get_trace`` with the decoding settings) is a cache hit, so a rerun
+in the per-process trace cache under the key ``traces.get_trace`` uses for the same request. Once it is
+there, :func:`get_generation` (``traces.get_trace`` with the decoding settings) is a cache hit, so a rerun
 of the tab (a new layer or head) runs no model and one head of it is drawn by ``maps.head_view`` like
 any other. This module adds the text of the two parts.
 """
@@ -11,11 +11,13 @@ any other. This module adds the text of the two parts.
 from __future__ import annotations
 
 import engine
-from app.runtime.core import TRACES, _runtime_model, get_model, get_trace, has_trace, policy, request_key
+from app.runtime.caches import TRACES
 from app.runtime.heads import attention_block
 from app.runtime.long_work import WRITE, long_status, submit_long
 from app.runtime.maps import prefetch_head_view
+from app.runtime.models import get_model, policy, trained_model
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace, has_trace, request_key
 from engine.decoding import generated_text
 from engine.generation import DecodeSettings
 from engine.jobs import JobStatus
@@ -39,8 +41,8 @@ def request_generation(request: TraceRequest, pressed: bool, view: tuple[int, in
     if has_trace(request):
         return None
     settings = DecodeSettings(*request.decode)
-    trained, rules = _runtime_model(request.model_id), policy()
-    key = (request.trace_key, trained, rules)  # core.get_trace's key for this request
+    trained, rules = trained_model(request.model_id), policy()
+    key = (request.trace_key, trained, rules)  # traces.get_trace's key for this request
     status = long_status(WRITE)
     if status is not None and status.key == key and not pressed:
         return status

@@ -20,10 +20,11 @@ import numpy as np
 import streamlit as st
 
 from app.links import open_page
-from app.runtime.core import device_label, get_trace, model_loaded, request_key, trace_is_quick
 from app.runtime.heads import attention_block, block_loader
 from app.runtime.maps import grid_is_quick, head_view, layer_grid
+from app.runtime.models import device_label, model_loaded
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace, request_key, trace_is_quick
 from app.state import Explore, Positional, current_text
 from app.ui.charts import fill_height, shared_chart, shared_picture, show_chart
 from app.ui.examples import example_hint, examples_picker

@@ -11,10 +11,11 @@ from typing import Callable
 
 import streamlit as st
 
-from app.runtime.core import device_label, get_trace, request_key
 from app.runtime.heads import attention_block, block_is_square, block_loader, head_metrics_table, model_view_tiles
 from app.runtime.maps import head_view
+from app.runtime.models import device_label
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace, request_key
 from app.state import PERSIST, Heads, current_text
 from app.ui.charts import fill_height, ready, shared_chart, show_chart
 from app.ui.examples import examples_picker

@@ -23,9 +23,10 @@ from dataclasses import replace
 
 import streamlit as st
 
-from app.runtime.core import get_trace, list_models
 from app.runtime.heads import attention_block
+from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 from app.state import DEFAULT_MODEL, Draft, defaults
 from app.ui.guard import plain_error
 from app.views.bahdanau.data import BAHDANAU_MODELS

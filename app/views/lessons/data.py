@@ -1,7 +1,7 @@
 """The Lessons page's and the Examples picker's calls into the engine.
 
 The knowledge checks reveal a real head's weights: one query row of one head, read from the same cached
-trace the Explore page draws (``core.get_trace``), so the number a student sees in a lesson is the number
+trace the Explore page draws (``traces.get_trace``), so the number a student sees in a lesson is the number
 Explore shows for the same sentence, layer and head. The Bahdanau check reads the RNN's alignment row.
 The Examples picker asks which words a closed-vocabulary model (our own word-level models) knows; open
 tokenizers (BERT, GPT-2, …) read any text and have no such list.
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.runtime.core import early_answer, get_model, get_trace
+from app.runtime.models import early_answer, get_model
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 
 LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
 

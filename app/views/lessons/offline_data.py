@@ -26,16 +26,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.runtime.core import friendly_error, get_trace
 from app.runtime.heads import attention_block, model_view_tiles
 from app.runtime.maps import head_view
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 from app.state import Bahdanau, Heads, K, Step
 from app.ui.map_data import MapData
 from app.url_params import BY_NAME, TEXT_PAGES
 from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_agreement, bahdanau_trace
 from app.views.lessons import offline_page_data as offline_pages
 from engine import EngineError
+from engine.text import error_message
 
 PACK_CELLS = 256  # a map's cells per side at most in a pack (the app's own overview size)
 PACK_MAX_TOKENS = 2_048  # a link's token limit in a pack at most: one click traces every link of a lesson (40 × 4)
@@ -156,7 +157,7 @@ def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS) -> Pack
     except offline_pages.Unchartable as why:
         return NoChart(f"No chart in the offline pack: {why}")
     except Exception as err:  # noqa: BLE001 — every failure becomes the note's reason
-        return NoChart(f"This view could not be drawn for the pack: {friendly_error(err)}")
+        return NoChart(f"This view could not be drawn for the pack: {error_message(err)}")
     return NoChart(f"No chart in the offline pack: {LIVE_PAGES.get(page, 'open the link in the app.')}")
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.runtime.core import get_card
+from app.runtime.models import get_card
 from app.state import Captions, Explain, K, Positional, Vit
 from app.url_params import PRETRAINING_TABS
 from app.views.captions import data as _captions

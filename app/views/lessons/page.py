@@ -22,9 +22,9 @@ import streamlit as st
 
 from app import url_state
 from app.links import open_page
-from app.runtime.core import get_trace
 from app.runtime.request import TraceRequest
 from app.runtime.rooms import lesson_store
+from app.runtime.traces import get_trace
 from app.state import PERSIST, Draft, Lessons, bounded, clamp
 from app.store import RoomError, StoreUnavailable
 from app.ui.charts import show_chart
@@ -170,7 +170,7 @@ DEMOS = {"steps": steps_demo, "softmax": softmax_demo}
 # ---------------------------------------------------------------- a lesson shared by link
 
 
-def _lines(text: str) -> str:
+def line_chart(text: str) -> str:
     """A teacher's note as markdown that shows it literally, line breaks kept."""
     return "  \n".join(md(line) for line in text.split("\n"))
 
@@ -182,15 +182,15 @@ def literal(step: Step, scope: str) -> Step:
     if isinstance(check, Choice):
         check = replace(
             check,
-            question=_lines(check.question),
+            question=line_chart(check.question),
             options=tuple(md(o) for o in check.options),
-            explain=_lines(check.explain),
+            explain=line_chart(check.explain),
         )
     elif isinstance(check, (Predict, Look)):
-        check = replace(check, question=_lines(check.question), explain=_lines(check.explain))
+        check = replace(check, question=line_chart(check.question), explain=line_chart(check.explain))
     links = tuple(Link(link.page, md(link.label), link.params) for link in step.links)
     return replace(
-        step, id=f"{scope}-{step.id}", title=md(step.title), text=_lines(step.text), links=links, check=check
+        step, id=f"{scope}-{step.id}", title=md(step.title), text=line_chart(step.text), links=links, check=check
     )
 
 
@@ -217,7 +217,7 @@ def shared_lesson() -> tuple[str, Lesson] | None:
 def shared_header(lid: str, lesson: Lesson) -> None:
     st.subheader(md(lesson.title))
     st.caption(
-        "A lesson shared by link (read only)." + (f" {_lines(lesson.description)}" if lesson.description else "")
+        "A lesson shared by link (read only)." + (f" {line_chart(lesson.description)}" if lesson.description else "")
     )
     left, right = st.columns(2)
     left.button(

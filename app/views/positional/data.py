@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.runtime.core import _bound_threads, _jobs, get_model
+from app.runtime.models import bound_threads, get_model, model_pass
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -72,6 +72,6 @@ def pos_order_blindness(text: str, seed: int, max_tokens: int):
     """``engine.analysis.order_blindness.order_blindness`` on fresh copies of tiny-gpt-stories."""
     from engine.analysis.order_blindness import order_blindness
 
-    _bound_threads()
-    with _jobs:
+    bound_threads()
+    with model_pass():
         return order_blindness(text, seed=seed, max_tokens=max_tokens)

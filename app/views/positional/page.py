@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.runtime.core import get_trace
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 from app.state import PERSIST, K, Positional, bounded, choose, clamp, current_text, settle
 from app.ui.charts import show_chart
 from app.ui.guard import show_error

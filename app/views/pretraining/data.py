@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.runtime.core import TRACES, _jobs, get_model, get_trace
+from app.runtime.caches import TRACES
 from app.runtime.heads import attention_block
 from app.runtime.long_work import FINETUNE, MEASURE, NSP, long_status, submit_long
+from app.runtime.models import get_model, model_pass
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 from engine.analysis import cost, objectives
 from engine.cache import TraceCache
 from engine.jobs import JobStatus
@@ -45,7 +47,7 @@ def get_fill_mask(text: str, top_k: int = 10):
     model = get_model(MLM_MODEL)
 
     def compute():
-        with _jobs:
+        with model_pass():
             return fill_mask(model, text, top_k=top_k)
 
     return TRACES.get(("fill-mask", MLM_MODEL, text, int(top_k)), compute)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app.links import current_link
-from app.runtime.core import get_trace
 from app.runtime.heads import attention_block, block_loader
 from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
 from app.state import PERSIST, Step, clamp, current_text, default_from
 from app.ui.examples import examples_picker
 from app.ui.export import json_button, steps_record

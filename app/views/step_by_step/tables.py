@@ -62,7 +62,7 @@ def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
     Streamlit itself would (``Table.from_pandas``), so the browser gets the same bytes."""
     import pyarrow as pa
 
-    from app.runtime.core import shared_table
+    from app.runtime.caches import shared_table
 
     key = (
         "step table",

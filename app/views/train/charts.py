@@ -27,7 +27,7 @@ CURVE_HEIGHT = 300  # px; the brief's floor is 200, and a legend on top takes ~4
 RULE_COLOR = "#d62728"
 
 
-def _lines(
+def line_chart(
     frame: pd.DataFrame,
     columns: list[str],
     *,
@@ -88,7 +88,7 @@ def _lines(
 
 def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> dict:
     """Training and evaluation loss against step (``frame``: step, training loss, evaluation loss)."""
-    return _lines(
+    return line_chart(
         frame,
         ["training loss", "evaluation loss"],
         title="Loss",
@@ -101,7 +101,7 @@ def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> dict:
 
 def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None = None) -> dict:
     """The task's metric and token accuracy against step, from 0 to 1."""
-    return _lines(
+    return line_chart(
         frame,
         [metric_name, "token accuracy"],
         title="Accuracy on held-out examples",
@@ -114,7 +114,7 @@ def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None 
 
 def head_score_chart(frame: pd.DataFrame, rule_step: int | None = None) -> dict:
     """One line per head: its overlap with the ideal pattern (``frame``: step, then a column per head, "L0 H1")."""
-    return _lines(
+    return line_chart(
         frame,
         [c for c in frame.columns if c != "step"],
         title="Which head learns the ideal pattern, and when",

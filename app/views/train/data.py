@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import engine
 import engine.registry
-from app.runtime.core import _bound_threads, _jobs, session_id
 from app.runtime.long_work import connected
+from app.runtime.models import bound_threads, model_pass, session_id
 from engine import ModelSpec
 
 if TYPE_CHECKING:
@@ -43,9 +43,9 @@ def train_estimate(settings: dict) -> "tuple[int, Estimate]":
     from engine.training.job_settings import build_task, count_params, validate_settings
 
     checked = validate_settings(settings)
-    _bound_threads()
+    bound_threads()
     task = build_task(checked.task)
-    with _jobs:
+    with model_pass():
         estimate = train_manager().estimate(checked)
     return count_params(checked, len(task.vocab), task.seq_len), estimate
 
@@ -57,7 +57,7 @@ def train_start(settings: dict) -> None:
         JobSettingsError: invalid settings, or over the server's time limit per job (nothing started,
             the previous job and model left as they were).
     """
-    _bound_threads()
+    bound_threads()
     train_estimate(settings)  # times new settings under the bound on concurrent torch work; submit reuses it
     train_manager().submit(session_id(), settings, alive=connected())
     engine.registry.unregister_runtime(session_id())  # the replaced job's model, if it was opened elsewhere
@@ -88,7 +88,7 @@ def train_answer(text: str):
     job = train_manager().get(session_id())
     if job is None or not job.progress().finished:
         raise ValueError("train a model first")
-    with _jobs:
+    with model_pass():
         return answer(job, text)
 
 

@@ -21,8 +21,8 @@ from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.job_status import follow
 from app.ui.theme import side_by_side
-from app.views.train.charts import _lines as lines_chart
 from app.views.train.charts import attention_grid
+from app.views.train.charts import line_chart as lines_chart
 from app.views.train.induction_data import (
     INDUCTION,
     INDUCTION_MODEL,

@@ -12,7 +12,8 @@ import numpy as np
 import streamlit as st
 
 import engine
-from app.runtime.core import TRACES, _jobs, _runtime_model, get_model, policy, shared_map
+from app.runtime.caches import TRACES, shared_map
+from app.runtime.models import get_model, model_pass, policy, trained_model
 from engine import EngineError, VisionTrace, WindowTrace
 from engine.analysis import vision as _vision
 from engine.traces import vision as _windows
@@ -68,10 +69,10 @@ def vit_read_upload(data: bytes) -> tuple[np.ndarray, tuple[str, ...]]:
 
 def image_key(model_id: str, image: np.ndarray) -> tuple:
     """The cache key of everything computed from ``image`` by ``model_id``: its bytes' digest (shape and
-    dtype too), a session's own trained model and the server's rules (as ``core.request_key``)."""
+    dtype too), a session's own trained model and the server's rules (as ``traces.request_key``)."""
     pixels = np.ascontiguousarray(image)
     digest = hashlib.blake2b(pixels.tobytes(), digest_size=16).hexdigest()
-    return ("vision", model_id, pixels.shape, pixels.dtype.str, digest, _runtime_model(model_id), policy())
+    return ("vision", model_id, pixels.shape, pixels.dtype.str, digest, trained_model(model_id), policy())
 
 
 def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace | WindowTrace:
@@ -80,7 +81,7 @@ def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace | WindowTr
 
     def compute() -> VisionTrace | WindowTrace:
         model = get_model(model_id)
-        with _jobs:
+        with model_pass():
             return engine.trace(model, image)
 
     return TRACES.get(image_key(model_id, image), compute)
@@ -126,7 +127,7 @@ def vit_occlusion(
     def compute():
         trace = get_vision_trace(model_id, image)
         ranking = vit_rollout_map(model_id, image, fusion, discard, rule)
-        with _jobs:
+        with model_pass():
             return _vision.occlusion_check(get_model(model_id), trace, ranking, k, seed=seed)
 
     return shared_map(

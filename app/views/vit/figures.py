@@ -24,7 +24,7 @@ MAX_SHOWN_SIDE = 112  # images are thinned to about this many pixels per side be
 MAX_THUMB_SIDE = 56  # the same for each thumbnail of the all-heads grid (12 heads × a 224-px photo otherwise)
 
 
-def _image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTraceType:
+def image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTraceType:
     """The image (grey ``[S, S]`` or RGB ``[S, S, 3]``, values 0–1), thinned for the browser."""
     step = max(1, math.ceil(max(image.shape[:2]) / max_side))
     small = np.asarray(image, dtype=np.float64)[::step, ::step]
@@ -107,7 +107,7 @@ def _grid_lines(fig: go.Figure, side: int, patch_size: int, row: int | None = No
         fig.add_shape(type="line", x0=-0.5, x1=side - 0.5, y0=edge, y1=edge, **kwargs)
 
 
-def _square_axes(fig: go.Figure, side: int) -> None:
+def square_axes(fig: go.Figure, side: int) -> None:
     fig.update_xaxes(
         range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain"
     )
@@ -125,10 +125,10 @@ def _square_axes(fig: go.Figure, side: int) -> None:
 def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", height: int = 360) -> go.Figure:
     """The image as the model saw it, with the patch grid drawn on top and patch numbers on hover."""
     side = image.shape[0]
-    fig = go.Figure(_image_trace(image))
+    fig = go.Figure(image_trace(image))
     fig.add_trace(_patch_markers(side, patch_size))
     _grid_lines(fig, side, patch_size)
-    _square_axes(fig, side)
+    square_axes(fig, side)
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
         height=height,
@@ -154,7 +154,7 @@ def overlay(
     side = image.shape[0]
     fig = go.Figure(
         [
-            _image_trace(np.asarray(image) * UNDER_OVERLAY),
+            image_trace(np.asarray(image) * UNDER_OVERLAY),
             _overlay_trace(attention, patch_size, showscale=True, unit=unit),
         ]
     )
@@ -172,7 +172,7 @@ def overlay(
             line=dict(color="#00e5ff", width=3),
             layer="above",
         )
-    _square_axes(fig, side)
+    square_axes(fig, side)
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
         height=height,

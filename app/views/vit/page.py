@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.runtime.core import list_models
+from app.runtime.models import list_models
 from app.state import PERSIST, Vit, bounded, choose, clamp, defaults
 from app.ui.charts import clicked_point, shared_build, show_chart
 from app.ui.guard import show_error

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.ui import theme
-from app.views.vit.figures import OVERLAY_SCALE, UNDER_OVERLAY, _image_trace, _square_axes
+from app.views.vit.figures import OVERLAY_SCALE, UNDER_OVERLAY, image_trace, square_axes
 
 QUERY = "#00e5ff"  # the query patch (as on the ViT's patch map)
 WINDOW = "#ffffff"  # the query's window
@@ -84,7 +84,7 @@ def window_overlay(image: np.ndarray, row, cell: int, patch: int, *, title: str 
         showlegend=False,
         name="patches",
     )
-    fig = go.Figure([_image_trace(np.asarray(image) * UNDER_OVERLAY), weights, markers])
+    fig = go.Figure([image_trace(np.asarray(image) * UNDER_OVERLAY), weights, markers])
     right, bottom = cols * cell - 0.5, rows * cell - 0.5
     shapes = [_line(-0.5, right, e * cell - 0.5, e * cell - 0.5) for e in row.row_edges]
     shapes += [_line(e * cell - 0.5, e * cell - 0.5, -0.5, bottom) for e in row.col_edges]
@@ -93,7 +93,7 @@ def window_overlay(image: np.ndarray, row, cell: int, patch: int, *, title: str 
         shapes.append(_rect(r0, r1, c0, c1, cell, WINDOW, 2.5 if seen else 2, "solid" if seen else "dash"))
     r, c = divmod(int(patch), cols)
     shapes.append(_rect(r, r + 1, c, c + 1, cell, QUERY, 3))
-    _square_axes(fig, side)
+    square_axes(fig, side)
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
         height=height,
