@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from app import routes, state, url_state  # noqa: E402
+from app import routes, sidebar, state, url_state  # noqa: E402
 from app.runtime.traces import warm_up  # noqa: E402
 from app.ui.brand import favicon  # noqa: E402
 from app.ui.guard import calm_errors  # noqa: E402
@@ -46,6 +46,7 @@ with calm_errors(navigation.title):
     init_presenter()  # presenter mode (?present=1 or the sidebar toggle) and the chart-download format
     state.init()  # reads every shared widget value: a forged one raises here
     url_state.restore(url_state.page_name(navigation))  # a link's values, before the page draws its widgets
+    sidebar.share_slot()  # "Share this view", filled with the link once the page has run
     student_panel()  # a class's join link (?room=CODE) and the question on screen, above every page
     navigation.run()
-    url_state.sync()  # the link of what the page now shows (fragments write theirs: url_state.synced)
+    sidebar.sync()  # the link of what the page now shows (fragments write theirs: sidebar.synced)

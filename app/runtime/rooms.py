@@ -19,10 +19,11 @@ from app.runtime.heads import attention_block
 from app.runtime.models import list_models, session_id
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
-from app.state import ROOM, default_from
+from app.state import default_from
 from app.store import RoomError, Store, get_store
 from app.store.lessons import LessonStore
 from app.store.rooms import MAX_OPTIONS
+from app.views.classroom.keys import ROOM
 
 PREDICT_READ_TOKENS = 128  # tokens traced (as the Lessons page), so a longer sentence is noticed, not cut silently
 PREDICT_MAX_TOKENS = MAX_OPTIONS["predict"]  # each token of the sentence is one option

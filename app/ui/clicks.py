@@ -21,9 +21,18 @@ from typing import ParamSpec
 
 from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
 
-from app.url_state import fragment_rerun
-
 P = ParamSpec("P")
+
+
+def fragment_rerun() -> bool:
+    """True in a run of fragments alone (a widget inside one changed), False in a full run of the page."""
+    ctx = get_script_run_ctx()
+    return bool(getattr(ctx, "fragment_ids_this_run", None)) if ctx is not None else False
+
+
+def in_fragment() -> bool:
+    """True inside a fragment's function, in a full run too."""
+    return getattr(ThreadState.get(), "fragment_id", None) is not None
 
 
 def early_copy() -> bool:

@@ -1,7 +1,7 @@
 """Widgets shared by the text pages (Explore, Step by step, Heads, …): the sentence, the model, layer/head.
 
 They all write the same session-state keys (``app.state.K``), so the sentence and model a user picked on
-one page are there on the next. A link's ``hide=`` (``app.url_state.hidden``) leaves a control out; its value
+one page are there on the next. A link's ``hide=`` (``app.state.hidden``) leaves a control out; its value
 then comes from the link (already in session state) and is checked here exactly as a widget's would be.
 """
 
@@ -13,12 +13,13 @@ import streamlit as st
 
 from app.runtime.heads import HEAD_BLOCKS
 from app.runtime.models import get_card, list_models, model_loaded, policy
-from app.state import DEFAULTS, PERSIST, Explore, Heads, K, bounded, choose, clamp, current_text, settle
+from app.state import DEFAULTS, PERSIST, K, bounded, choose, clamp, current_text, hidden, settle
 from app.ui.charts import set_source
 from app.ui.clicks import once
 from app.ui.guard import busy, show_error
 from app.ui.safe_text import md, quoted
-from app.url_state import hidden
+from app.views.explore.keys import Explore
+from app.views.heads.keys import Heads
 from app.views.train.data import session_models
 from engine.families import hub_labels, text_families
 from engine.records import ModelCard

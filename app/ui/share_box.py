@@ -19,11 +19,9 @@ from urllib.parse import parse_qsl, urlsplit
 import streamlit as st
 
 from app.links import page_link
-from app.state import Share
-from app.url_params import HIDE, HIDEABLE
-from app.views.lessons.draft import add_view_box
+from app.state import HIDEABLE, Look, Share
 
-PRESENT = "present"  # the presenter-mode parameter (app.url_params)
+PRESENT, HIDE = Look.present, Look.hide  # the presenter mode and locked controls parameters
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
 QR_BIG_SCALE = 16  # pixels per module of the full-screen QR code (sharp when the dialog stretches it)
 LOCK_LABELS = {
@@ -38,12 +36,11 @@ LOCK_LABELS = {
 }
 
 
-def share_expander():
-    """The expander (drawn each full run, before the page) and the placeholder the link is drawn into; None
-    while it is closed. Lazy: a closed box builds no link, QR code or copy button (about 20–50 ms of server
-    and browser work on every rerun, for a box most reruns never show); opening it reruns the page."""
+def share_options():
+    """The "Share this view" expander, drawn each full run before the page: its options and the placeholder the link
+    is drawn into (:func:`draw_share`), or None while it is closed (a closed box builds no link, QR code or copy
+    button; opening it reruns the page)."""
     box = st.sidebar.expander("Share this view", icon=":material/share:", key=Share.open, on_change="rerun")
-    add_view_box()  # "Add this view to my lesson" (issue 21, 3): its own expander, under this one
     if box.open is False:
         return None
     with box:
@@ -68,17 +65,7 @@ def share_expander():
             disabled=not st.session_state.get(Share.link),
         ):
             qr_dialog(st.session_state[Share.link])
-        offline_view()
-        return st.empty()
-
-
-def offline_view() -> None:
-    """ "Download this view as offline HTML" (issue 21, 4): the view on screen, its chart and data in one file."""
-    from app import url_state
-    from app.views.lessons.offline_pack import view_pack_buttons  # imported when the box is open
-
-    page = url_state.shown_page() or "explore"
-    view_pack_buttons(page, {k: v for k, v in url_state.page_params(page).items() if k != PRESENT})
+    return box
 
 
 @st.dialog("Scan to open this view", width="large")

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import engine
-from app.state import Captions
+from app.views.captions.keys import Captions
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
 from engine.corpora.scenes import make_scenes
 from engine.training.recipes.captioner import HELD_OUT_SEED

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app.state import Captions
+from app.views.captions.keys import Captions
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, png_bytes, title
 from engine.corpora.scenes import draw_scene, make_scenes
 from engine.training.recipes.captioner import HELD_OUT, HELD_OUT_SEED

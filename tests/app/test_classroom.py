@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.state import DEFAULT_TEXT, ROOM
+from app.state import DEFAULT_TEXT
+from app.views.classroom.keys import ROOM
 from apptest_helpers import APP, TIMEOUT, assert_clean, decode, messages, open_page, shown
 
 

@@ -17,11 +17,12 @@ from test_lesson_links import open_link
 from test_lessons import engine_row
 
 from app.runtime.rooms import class_store
-from app.state import Draft, K
+from app.state import K
 from app.state import Look as Shown
 from app.store.lessons import LessonStore
 from app.views.lessons.check_editor import kind_of
 from app.views.lessons.draft import ADD_KINDS, WRITE_TAB
+from app.views.lessons.keys import Draft
 from app.views.lessons.lesson_file import Choice, Lesson, Look, Predict, read_lesson, write_lesson
 from app.views.lessons.plan import LESSON
 from apptest_helpers import assert_clean, messages, open_page

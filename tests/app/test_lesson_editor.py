@@ -11,11 +11,13 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.state import ROOM, Draft, Positional
 from app.store import open_store, settings
 from app.store.lessons import LessonStore
+from app.views.classroom.keys import ROOM
 from app.views.lessons.draft import TAKE_TAB, WRITE_TAB
+from app.views.lessons.keys import Draft
 from app.views.lessons.lesson_file import Choice, Lesson, Link, Step, read_lesson
+from app.views.positional.keys import Positional
 from apptest_helpers import APP, ROOT, assert_clean, messages, open_page
 
 LESSONS = str(ROOT / "app" / "views" / "lessons" / "page.py")

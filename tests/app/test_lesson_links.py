@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.state import Draft, Lessons
 from app.views.lessons.draft import TAKE_TAB
+from app.views.lessons.keys import Draft, Lessons
 from app.views.lessons.plan import STEPS
 from apptest_helpers import APP, ROOT, assert_clean, open_page
 

@@ -19,11 +19,12 @@ from test_lesson_editor import downloads  # noqa: F401 — the fixture that keep
 from app.runtime.heads import attention_block
 from app.runtime.request import ExplainRequest, TraceRequest
 from app.runtime.traces import get_trace
-from app.state import DEFAULT_TEXT, Bahdanau, Draft, K, Look, Offline, Share
-from app.url_params import OBJECTIVES_DEFAULT
+from app.state import DEFAULT_TEXT, K, Look, Share
+from app.views.bahdanau.keys import Bahdanau
 from app.views.captions.data import CaptionRequest, caption_attention, caption_trace
 from app.views.explain.data import EXPLAIN_EXAMPLES, EXPLAIN_MAX_TOKENS, explain_importance, explain_methods
 from app.views.lessons.draft import WRITE_TAB
+from app.views.lessons.keys import Draft, Offline
 from app.views.lessons.lesson_file import Choice, Lesson, Link, Step
 from app.views.lessons.offline_data import PACK_CELLS, PACK_MAX_TOKENS, HeadMap, pack_view
 from app.views.lessons.offline_pack import lesson_html, view_html
@@ -38,6 +39,7 @@ from app.views.pretraining.data import (
     objective_attention,
     objective_examples,
 )
+from app.views.pretraining.keys import OBJECTIVES_DEFAULT
 from app.views.scaling.data import scaling_curves
 from app.views.vit.data import get_vision_trace, vit_cls_maps, vit_sample
 from apptest_helpers import assert_clean, decode, main_figure, open_page, z
@@ -200,7 +202,7 @@ def test_the_share_box_serves_the_view_on_screen(downloads):  # noqa: F811 — t
 
 
 def test_the_share_box_on_the_vit_page_saves_its_cls_map(downloads):  # noqa: F811 — the imported fixture
-    from app.state import Vit
+    from app.views.vit.keys import Vit
 
     at = open_page("vit", **{Share.open: True, Vit.digit: 7, Vit.layer: 1, Vit.head: 3})
     assert_clean(at)

@@ -188,12 +188,12 @@ def _fragment_script() -> None:
     import streamlit as st
 
     sys.path.insert(0, st.session_state["root"])
-    from app import url_state
+    from app import sidebar, url_state
 
     url_state.restore("explore")
 
     @st.fragment
-    @url_state.synced
+    @sidebar.synced
     def panel() -> None:
         st.selectbox("Layer", range(4), key="layer")
 
@@ -337,7 +337,7 @@ def test_every_page_reads_its_link_and_writes_the_same_link(page: str):
     fresh.run()
     assert_clean(fresh)
     assert fresh.query_params == PAGE_LINKS[page]
-    from app.url_params import BY_NAME
+    from app.url_state import BY_NAME
 
     kinds = ("selectbox", "radio", "slider", "number_input", "toggle", "text_area", "text_input", "select_slider")
     widgets = {e.key: e.value for kind in kinds for e in getattr(fresh, kind) if e.key}
@@ -368,7 +368,7 @@ def test_a_link_that_names_the_view_is_left_as_it_came():
 def test_train_lives_tab_is_in_the_link_so_a_share_or_lesson_step_opens_induction_heads():
     """Train live's tab bar is a plain ``st.tabs``: its tab was not a link parameter, so a share link or an "Add
     this view to my lesson" step made on the Induction heads tab opened "Your own model" instead."""
-    from app.url_params import TRAIN_TABS
+    from app.views.train.keys import TABS as TRAIN_TABS
 
     at = app_with({})
     at.switch_page(str(ROOT / "app" / "views" / "train" / "page.py"))

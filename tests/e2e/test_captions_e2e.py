@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 import engine
-from app.state import Captions
+from app.views.captions.keys import Captions
 from e2e_helpers import PLOT, expect_idle, expect_no_exception
 from engine.corpora.scenes import make_scenes
 from engine.training.recipes.captioner import HELD_OUT_SEED

@@ -14,9 +14,12 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.state import Bahdanau, Captions, K, Vit
+from app.state import K
+from app.views.bahdanau.keys import Bahdanau
+from app.views.captions.keys import Captions
 from app.views.lessons.lesson_file import Lesson, Link, Step
 from app.views.lessons.offline_pack import lesson_html
+from app.views.vit.keys import Vit
 from e2e_helpers import PLOT, expect_idle, expect_no_exception
 
 pytestmark = pytest.mark.e2e

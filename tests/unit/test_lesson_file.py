@@ -201,7 +201,7 @@ def test_a_bad_lessons_link_is_named(params, message):
 
 
 def test_hide_in_a_file_names_the_words_a_link_would_drop():
-    from app.url_params import BY_NAME
+    from app.url_state import BY_NAME
 
     assert BY_NAME["hide"].read("model,sparkles") == {"model"}  # a link: the unknown word is dropped
     with pytest.raises(LessonFileError, match="controls the app does not have \\(sparkles\\)"):

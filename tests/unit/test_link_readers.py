@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.url_params import PARAMS
+from app.url_state import PARAMS
 
 JUNK = [
     "",

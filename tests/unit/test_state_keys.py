@@ -1,6 +1,6 @@
-"""Issue 20, item 1: every session key is declared once, in ``app/state.py``.
+"""Every session key is declared once: the shared ones in ``app/state.py``, a page's own in its ``keys.py``.
 
-Every module of ``app/`` names its keys through ``app.state`` (``K``, ``Bahdanau``, ...), never as string
+Every module of ``app/`` names its keys through those classes (``K``, ``Bahdanau``, ...), never as string
 literals: a ``key="…"`` / ``key=f"…"`` argument, a ``st.session_state["…"]`` subscript, a ``*_KEY = "…"``
 constant, or a module's own string constant used as a session key (``SEEN = "_page_seen"``) fails here.
 
@@ -16,32 +16,46 @@ from pathlib import Path
 import pytest
 
 from app import state
-from app.url_params import PARAMS
+from app.url_state import PARAMS
+from app.views.bahdanau.keys import Bahdanau
+from app.views.bertviz_views.keys import Bertviz
+from app.views.captions.keys import Captions
+from app.views.classroom.keys import ROOM
+from app.views.explain.keys import Explain
+from app.views.explore.keys import Explore
+from app.views.heads.keys import Heads
+from app.views.lessons.keys import Draft, Lessons, Offline
+from app.views.positional.keys import Positional
+from app.views.pretraining.keys import Pretraining
+from app.views.scaling.keys import Scaling
+from app.views.step_by_step.keys import Step
+from app.views.train.keys import Train
+from app.views.vit.keys import Vit
 
 ROOT = Path(__file__).resolve().parents[2]
 #: every module of the app (state.py declares the keys)
 DECLARED_ONCE = tuple(sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app").rglob("*.py")))
 KEY_CLASSES = (
     state.K,
-    state.Bahdanau,
-    state.Vit,
-    state.Captions,
-    state.Positional,
-    state.Step,
-    state.Heads,
-    state.Pretraining,
-    state.Bertviz,
-    state.Lessons,
-    state.Train,
+    Bahdanau,
+    Vit,
+    Captions,
+    Positional,
+    Step,
+    Heads,
+    Pretraining,
+    Bertviz,
+    Lessons,
+    Train,
     state.Examples,
-    state.ROOM,
-    state.Draft,
-    state.Explain,
-    state.Scaling,
-    state.Explore,
+    ROOM,
+    Draft,
+    Explain,
+    Scaling,
+    Explore,
     state.Look,
     state.Share,
-    state.Offline,
+    Offline,
     state.Url,
 )
 
@@ -110,7 +124,7 @@ def _offences(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("relative", DECLARED_ONCE)
 def test_moved_pages_name_their_keys_through_app_state(relative):
-    assert _offences(ROOT / relative) == [], f"{relative} writes keys in place; declare them in app/state.py"
+    assert _offences(ROOT / relative) == [], f"{relative} writes keys in place; declare them in app/state.py or the page's keys.py"
 
 
 def _defaults_in_place(source: str) -> list[str]:
@@ -208,7 +222,7 @@ def test_a_key_is_declared_once():
 
 @pytest.mark.parametrize(
     "cls,page,local",
-    [(state.Bahdanau, "bahdanau", ()), (state.Vit, "vit", (state.Vit.discard_rule,)), (state.Captions, "captions", ())],
+    [(Bahdanau, "bahdanau", ()), (Vit, "vit", (Vit.discard_rule,)), (Captions, "captions", ())],
 )
 def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
     """The URL table takes a moved page's parameter names and defaults from its key class (``local``: kept in
@@ -223,15 +237,15 @@ def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
 
 def test_the_positional_tab_parameter_is_the_declared_key():
     assert [p.name for p in PARAMS if "positional" in (p.pages or ()) and p.name.startswith("pos_")] == [
-        state.Positional.tab
+        Positional.tab
     ]
 
 
 def test_step_by_step_parameters_are_its_declared_keys():
     names = [p.name for p in PARAMS if p.pages == frozenset({"step_by_step"})]
-    assert names == [state.Step.block, state.Step.query]
+    assert names == [Step.block, Step.query]
 
 
 def test_heads_parameters_are_its_declared_keys():
     names = [p.name for p in PARAMS if p.pages == frozenset({"heads"})]
-    assert names == [state.Heads.block, state.Heads.tab]
+    assert names == [Heads.block, Heads.tab]

@@ -15,8 +15,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.state import Bahdanau
 from app.ui.heatmap import safe_label
+from app.views.bahdanau.keys import Bahdanau
 
 # Figure 3 of Bahdanau et al. (2015) draws weights in greyscale, white = high; we keep that look.
 PAPER_GREYS = [[0.0, "#000000"], [1.0, "#ffffff"]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app.state import PERSIST, Bahdanau, clamp, default
+from app.state import PERSIST, clamp, default
 from app.ui.charts import shared_build, show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
@@ -26,6 +26,7 @@ from app.views.bahdanau.data import (
     bahdanau_vocabulary,
 )
 from app.views.bahdanau.figures import alignment_map, csv_bytes
+from app.views.bahdanau.keys import Bahdanau
 from app.views.bahdanau.step import show_step
 
 TEXT, VARIANT, EXAMPLE, TF_LAYER, TF_HEAD = (

@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.state import PERSIST, Bahdanau, clamp
+from app.state import PERSIST, clamp
 from app.ui.charts import shared_build, show_chart
 from app.ui.safe_text import md
 from app.views.bahdanau.data import bahdanau_step
 from app.views.bahdanau.figures import context_figure, csv_bytes, energies_and_weights, state_strip, table
+from app.views.bahdanau.keys import Bahdanau
 
 FORMULAS = {
     "additive": r"e(i,j) = v^\top \tanh\big(W\,s_{i-1} + U\,h_j\big),\quad "

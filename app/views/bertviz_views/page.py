@@ -12,12 +12,14 @@ from app.links import open_page
 from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
-from app.state import PERSIST, Bertviz, K, Vit
+from app.state import PERSIST, K
 from app.ui.guard import show_error
 from app.ui.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.ui.safe_text import md
 from app.views.bertviz_views.data import bertviz_view, get_digit_trace
+from app.views.bertviz_views.keys import Bertviz
 from app.views.vit.data import vit_digit_count, vit_windowed
+from app.views.vit.keys import Vit
 from engine.families import FAMILIES, text_families  # every family: the views read any trace through attention_blocks()
 
 BERTVIZ_FAMILIES = FAMILIES - {"captioner"}  # the captioner's attention is over an image grid, one map per word

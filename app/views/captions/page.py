@@ -17,13 +17,14 @@ import streamlit as st
 
 from app.links import open_page
 from app.runtime.models import list_models, model_loaded
-from app.state import PERSIST, Bahdanau, Captions, bounded, choose, clamp, default, defaults
+from app.state import PERSIST, bounded, choose, clamp, default, defaults
 from app.ui.charts import clicked_point, set_source, shared_build, show_chart
 from app.ui.clicks import once
 from app.ui.guard import busy, show_error
 from app.ui.pickers import typed_model_field
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
+from app.views.bahdanau.keys import Bahdanau
 from app.views.captions.data import (
     CAPTION_IMAGE_SIZE,
     CAPTION_MAX_BEAM,
@@ -42,6 +43,7 @@ from app.views.captions.data import (
     read_caption_upload,
 )
 from app.views.captions.figures import beta_bars, cls_bars, picture_with_boxes, word_map, word_panels
+from app.views.captions.keys import Captions
 from app.views.vit.figures import square_at
 from engine.corpora import scenes
 from engine.families import hub_labels

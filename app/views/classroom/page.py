@@ -20,7 +20,7 @@ import streamlit as st
 
 from app.links import app_link
 from app.runtime.rooms import HEAD_CHOICES, browser_id, class_store, head_question, predict_question
-from app.state import DEFAULT_TEXT, ROOM, default_from
+from app.state import DEFAULT_TEXT, default_from
 from app.store import ROOM_HOURS, RoomError, StoreUnavailable
 from app.ui.charts import show_chart
 from app.ui.clicks import once
@@ -30,6 +30,7 @@ from app.ui.safe_text import isolated, md
 from app.ui.share_box import qr_png
 from app.ui.theme import controls, presenting
 from app.views.classroom.browser_cookie import TEACHER_COOKIE, read_cookie, remember_browser, write_cookie
+from app.views.classroom.keys import ROOM
 from app.views.classroom.room_lesson import teacher_controls
 from app.views.classroom.room_panel import QUESTION_MAP_HALF, question_map
 

@@ -17,13 +17,14 @@ import streamlit as st
 
 from app.links import open_page
 from app.runtime.rooms import lesson_store
-from app.state import ROOM, Lessons
 from app.store import RoomError, StoreUnavailable
 from app.store.lessons import RoomLesson
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
+from app.views.classroom.keys import ROOM
 from app.views.lessons.draft import draft
+from app.views.lessons.keys import Lessons
 from app.views.lessons.lesson_file import Lesson, LessonFileError, page_stems, read_lesson
 
 NOTE_CHARS = 600  # of a step's note shown in a student's panel (the view itself is the lesson)

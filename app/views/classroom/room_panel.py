@@ -18,13 +18,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.runtime.rooms import browser_cookie_missing, browser_id, class_store, lesson_store
-from app.state import ROOM
 from app.store import RoomError, StoreUnavailable
 from app.ui.charts import ready, show_chart
 from app.ui.guard import calm_errors, show_error
 from app.ui.heatmap import safe_label, unique_labels
 from app.ui.safe_text import md, quoted
 from app.views.classroom.browser_cookie import remember_browser
+from app.views.classroom.keys import ROOM
 from app.views.classroom.room_lesson import show_step
 
 #: a "which head is this?" map with up to this many key tokens fits half the teacher's page, every column label

@@ -14,7 +14,6 @@ import pandas as pd
 import streamlit as st
 
 from app.runtime.request import ExplainRequest
-from app.state import Explain as E
 from app.state import bounded, choose, clamp, default, defaults
 from app.ui.charts import set_source, shared_build, show_chart
 from app.ui.guard import show_error
@@ -35,6 +34,7 @@ from app.views.explain.data import (
     explain_swap,
 )
 from app.views.explain.figures import agreement_heatmap, importance_bars, importance_heatmap, swap_scatter
+from app.views.explain.keys import Explain as E
 
 BASELINES = {"zero": "all-zero embeddings", "pad": "the padding token's embedding"}
 LOO = {"remove": "remove the token", "replace": "replace it with `[MASK]` / `<unk>`"}

@@ -13,10 +13,11 @@ import streamlit as st
 
 from app.runtime.heads import get_next_token
 from app.runtime.request import TraceRequest
-from app.state import PERSIST, Explore
+from app.state import PERSIST
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import safe_label, unique_labels
+from app.views.explore.keys import Explore
 from engine.analysis.next_token import probabilities
 
 

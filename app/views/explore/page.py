@@ -25,7 +25,8 @@ from app.runtime.maps import grid_is_quick, head_view, layer_grid
 from app.runtime.models import device_label, model_loaded
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key, trace_is_quick
-from app.state import Explore, Positional, current_text
+from app.sidebar import synced
+from app.state import current_text
 from app.ui.charts import fill_height, shared_chart, shared_picture, show_chart
 from app.ui.examples import example_hint, examples_picker
 from app.ui.export import head_json_button
@@ -58,9 +59,10 @@ from app.ui.theme import (
     side_by_side,
     tools,
 )
-from app.url_state import synced
+from app.views.explore.keys import Explore
 from app.views.explore.next_token import show_next_token
 from app.views.explore.write_more import remembered, settings_form, show_write_more
+from app.views.positional.keys import Positional
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384

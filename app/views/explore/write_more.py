@@ -21,7 +21,6 @@ import streamlit as st
 from app.runtime.long_work import WRITE
 from app.runtime.maps import head_view
 from app.runtime.request import TraceRequest
-from app.state import Explore
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import map_figure
@@ -30,6 +29,7 @@ from app.ui.linked_tokens import focus, outline
 from app.ui.map_data import MapData
 from app.ui.safe_text import md
 from app.views.explore.data import get_generation, request_generation
+from app.views.explore.keys import Explore
 from engine.generation import MAX_NEW_TOKENS
 
 MODES = ("Greedy", "Sampled")

@@ -21,11 +21,12 @@ import streamlit as st
 
 from app.runtime.heads import get_ablation
 from app.runtime.request import TraceRequest
-from app.state import PERSIST, Explore, bounded, choose
+from app.state import PERSIST, bounded, choose
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import safe_label
 from app.ui.safe_text import md
+from app.views.explore.keys import Explore
 from engine.families import text_families
 
 MAX_LAYERS, MAX_HEADS = 128, 128  # server-side bounds on what the page passes in

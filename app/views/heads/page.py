@@ -16,7 +16,8 @@ from app.runtime.maps import head_view
 from app.runtime.models import device_label
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key
-from app.state import PERSIST, Heads, current_text
+from app.sidebar import synced
+from app.state import PERSIST, current_text
 from app.ui.charts import fill_height, ready, shared_chart, show_chart
 from app.ui.examples import examples_picker
 from app.ui.export import head_json_button
@@ -45,9 +46,9 @@ from app.ui.pickers import (
 )
 from app.ui.safe_text import quoted
 from app.ui.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, presenting, tools
-from app.url_state import synced
 from app.views.heads.ablation import render_ablation
 from app.views.heads.context import METRICS, HeadsContext, metric_columns
+from app.views.heads.keys import Heads
 from app.views.heads.sections import compare_section, rollout_section, similarity_section
 
 MAX_TOKENS_LIMIT = 16_384

@@ -21,7 +21,7 @@ from app.runtime.heads import (
     rollout_maps,
 )
 from app.runtime.request import TraceRequest
-from app.state import PERSIST, Heads, bounded, clamp, defaults
+from app.state import PERSIST, bounded, clamp, defaults
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.head_views import difference_heatmap, similarity_figure
@@ -29,6 +29,7 @@ from app.ui.heatmap import attention_heatmap
 from app.ui.rollout_controls import discard_rule_picker, discard_sentence
 from app.ui.theme import side_by_side
 from app.views.heads.context import HeadsContext, metric_columns
+from app.views.heads.keys import Heads
 from engine import AttentionTrace
 
 PAIR_A = "The animal didn't cross the street because it was too tired."

@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from app.state import Lessons
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
@@ -23,6 +22,7 @@ from app.views.captions import data as captions
 from app.views.captions.data import where_it_looks
 from app.views.captions.figures import picture_with_boxes, region_box, region_lines
 from app.views.captions.map_data import REGIONS, region_bounds
+from app.views.lessons.keys import Lessons
 from app.views.vit.figures import overlay
 
 

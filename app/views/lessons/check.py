@@ -12,13 +12,14 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from app.state import Lessons, default
+from app.state import default
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
 from app.views.bahdanau.data import BAHDANAU_MODELS
 from app.views.lessons.data import QueryRow, alignment_row, lesson_row
+from app.views.lessons.keys import Lessons
 from app.views.lessons.plan import Choice, Look, Predict, Step
 
 

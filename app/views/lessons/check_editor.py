@@ -27,11 +27,12 @@ from app.runtime.heads import attention_block
 from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
-from app.state import DEFAULT_MODEL, Draft, defaults
+from app.state import DEFAULT_MODEL, defaults
 from app.ui.guard import plain_error
 from app.views.bahdanau.data import BAHDANAU_MODELS
 from app.views.captions.data import CAPTION_MODEL, HELD_OUT_SCENES, where_it_looks
 from app.views.lessons.data import LESSON_MAX_TOKENS
+from app.views.lessons.keys import Draft
 from app.views.lessons.lesson_file import (
     EXPLAIN_CHARS,
     MAX_OPTIONS,

@@ -36,9 +36,8 @@ from app import url_state
 from app.links import app_link
 from app.routes import PAGES
 from app.runtime.rooms import browser_cookie_missing, browser_id, lesson_store
-from app.state import Draft, K, Lessons, bounded, default, default_from, settle
+from app.state import K, bounded, default, default_from, settle
 from app.state import Look as Shown
-from app.state import Step as Walk
 from app.store import RoomError, StoreUnavailable
 from app.ui.clicks import once
 from app.ui.guard import plain_error, show_error
@@ -47,6 +46,7 @@ from app.url_params import shown_view
 from app.views.classroom.browser_cookie import remember_browser
 from app.views.lessons import check_editor
 from app.views.lessons.check_editor import choice_from
+from app.views.lessons.keys import Draft, Lessons
 from app.views.lessons.lesson_file import (
     MAX_BYTES,
     MAX_OPTIONS,
@@ -66,6 +66,7 @@ from app.views.lessons.lesson_file import (
     read_lesson,
     write_lesson,
 )
+from app.views.step_by_step.keys import Step as Walk
 
 EDIT_PARAM = "lesson_edit"  # the author's edit link: ?lesson=ID&lesson_edit=SECRET (read once, then removed)
 TAKE_TAB, WRITE_TAB = "Take a lesson", "Write a lesson"

@@ -28,17 +28,20 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
+from app.routes import PAGES
+from app.url_params import TEXT_LINK_MAX, catalog_model
+from app.url_state import BY_NAME
+from app.views.lessons.keys import ID_RE, MAX_STEPS
+
 FORMAT = 1  # the file format's version (``format = 1`` at the top of a file)
 MAX_BYTES = 200_000  # a lesson file (the built-in one is ~15 kB)
-MAX_STEPS = 40
 MAX_LINKS = 4  # per step
 MAX_PARAMS = 24  # per link
 TITLE_CHARS, TEXT_CHARS, LABEL_CHARS = 160, 4_000, 200
 QUESTION_CHARS, OPTION_CHARS, EXPLAIN_CHARS = 400, 160, 1_000
 MIN_OPTIONS, MAX_OPTIONS = 2, 8
 SENTENCE_CHARS, WORD_CHARS = 400, 40
-PARAM_CHARS = 16_000  # a link's longest value (app.url_params.TEXT_LINK_MAX)
-ID_RE = re.compile(r"[A-Za-z0-9_-]{1,40}")
+PARAM_CHARS = TEXT_LINK_MAX  # a link's longest value
 DEMOS = ("steps", "softmax")  # the small live charts the Lessons page can draw inside a step (lessons.DEMOS)
 
 
@@ -232,8 +235,6 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
 
 def page_stems() -> tuple[str, ...]:
     """The app's pages as their file stems in ``app/views/`` (``explore``, ``lessons``, ...)."""
-    from app.routes import PAGES
-
     return tuple(file.removesuffix(".py") for file, _, _ in PAGES)
 
 
@@ -265,9 +266,7 @@ def _link(raw: dict, where: str, check_values: bool) -> Link:
 
 def check_param(page: str, name: str, value: str, where: str, check_values: bool = True) -> None:
     """:class:`LessonFileError` unless ``page``'s links carry ``name`` and (``check_values``) its reader accepts ``value``
-    (its ``check`` where the reader depends on the session, e.g. a lesson step's bound: ``app.url_params``)."""
-    from app.url_params import BY_NAME
-
+    (its ``check`` where the reader depends on the session, e.g. a lesson step's bound)."""
     param = BY_NAME.get(name)
     if param is None or (param.pages is not None and page not in param.pages):
         raise LessonFileError(f"{where}: the page {page} has no link parameter {_show(name)}.")
@@ -370,8 +369,6 @@ def _check(raw: object, where: str, check_values: bool) -> Predict | Choice | Lo
 
 def check_model(model: str, where: str) -> None:
     """:class:`LessonFileError` unless ``model`` is a model of this server's catalog."""
-    from app.url_params import catalog_model
-
     try:
         catalog_model()(model)
     except ValueError:

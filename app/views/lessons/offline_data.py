@@ -30,11 +30,15 @@ from app.runtime.heads import attention_block, model_view_tiles
 from app.runtime.maps import head_view
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
-from app.state import Bahdanau, Heads, K, Step
+from app.state import K
 from app.ui.map_data import MapData
-from app.url_params import BY_NAME, TEXT_PAGES
+from app.url_params import TEXT_PAGES
+from app.url_state import BY_NAME
 from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_agreement, bahdanau_trace
+from app.views.bahdanau.keys import Bahdanau
+from app.views.heads.keys import Heads
 from app.views.lessons import offline_page_data as offline_pages
+from app.views.step_by_step.keys import Step
 from engine import EngineError
 from engine.text import error_message
 

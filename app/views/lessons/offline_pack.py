@@ -25,13 +25,14 @@ from datetime import datetime, timezone
 import streamlit as st
 
 from app.routes import PAGES
-from app.state import Offline, default
+from app.state import default
 from app.ui import theme
 from app.ui.charts import ready, source_line, with_source
 from app.ui.guard import plain_error
 from app.ui.head_views import model_view_spec
 from app.ui.heatmap import map_spec
 from app.views.bahdanau.figures import alignment_map
+from app.views.lessons.keys import Offline
 from app.views.lessons.lesson_file import Choice, Lesson, Link, Look, Predict, Step
 from app.views.lessons.offline_data import PACK_CELLS, PACK_MAX_TOKENS, Alignment, NoChart, PackView, pack_view
 from app.views.lessons.offline_figures import page_figures

@@ -27,15 +27,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.runtime.models import get_card
-from app.state import Captions, Explain, K, Positional, Vit
-from app.url_params import PRETRAINING_TABS
+from app.state import K
 from app.views.captions import data as _captions
+from app.views.captions.keys import Captions
 from app.views.captions.map_data import CaptionView
 from app.views.explain import data as _explain
+from app.views.explain.keys import Explain
 from app.views.positional import data as _positional
+from app.views.positional.keys import Positional
 from app.views.pretraining import data as _pretraining
+from app.views.pretraining.keys import TABS as PRETRAINING_TABS
 from app.views.scaling import data as _scaling
 from app.views.vit import data as _vit
+from app.views.vit.keys import Vit
 from engine import EngineError
 from engine.analysis.scaling_laws import Curves as ScalingCurves
 from engine.traces.vision import WindowRow

@@ -25,7 +25,7 @@ from app.links import open_page
 from app.runtime.request import TraceRequest
 from app.runtime.rooms import lesson_store
 from app.runtime.traces import get_trace
-from app.state import PERSIST, Draft, Lessons, bounded, clamp
+from app.state import PERSIST, bounded, clamp
 from app.store import RoomError, StoreUnavailable
 from app.ui.charts import show_chart
 from app.ui.clicks import once
@@ -35,6 +35,7 @@ from app.ui.safe_text import md
 from app.views.lessons.check import answers, is_right, knowledge_check
 from app.views.lessons.data import LESSON_MAX_TOKENS, find_token
 from app.views.lessons.draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, open_tab, owned, use
+from app.views.lessons.keys import Draft, Lessons
 from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
 from app.views.lessons.offline_pack import lesson_pack_buttons
 from app.views.lessons.plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step

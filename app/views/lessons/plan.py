@@ -18,9 +18,9 @@ What stays here is what the page's two inline demos draw (``lessons.DEMOS``): th
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 from app.state import DEFAULT_TEXT
+from app.views.lessons.keys import BUILTIN_FILE
 from app.views.lessons.lesson_file import Choice, Lesson, Link, Look, Predict, Step, read_lesson
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "builtin_lesson",
 ]
 
-BUILTIN_FILE = Path(__file__).resolve().parents[3] / "assets" / "lessons" / "attention-in-eleven-steps.toml"
 
 IT_SENTENCE = DEFAULT_TEXT  # "The animal didn't cross the street because it was too tired." (the "steps" demo)
 QKV_HEAD = (3, 1)  # MiniLM: "it" → "animal" (measured: 0.68, the next key 0.10); the "steps" demo's head

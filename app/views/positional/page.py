@@ -16,14 +16,15 @@ import streamlit as st
 
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
-from app.state import PERSIST, K, Positional, bounded, choose, clamp, current_text, settle
+from app.sidebar import synced
+from app.state import PERSIST, K, bounded, choose, clamp, current_text, settle
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.pickers import load_model, page_tabs, pick_model
 from app.ui.theme import side_by_side
-from app.url_state import synced
 from app.views.positional.data import pos_learned_table, pos_shift_check, pos_sinusoidal
 from app.views.positional.figures import dimension_curves, matrix_heatmap
+from app.views.positional.keys import Positional
 from app.views.positional.sections import alibi_section, order_section, rope_section
 from engine.text import shorten
 

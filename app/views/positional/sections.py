@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.state import PERSIST, Positional, bounded, choose, clamp, default, settle
+from app.state import PERSIST, bounded, choose, clamp, default, settle
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import attention_heatmap
@@ -17,6 +17,7 @@ from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.positional.data import pos_alibi, pos_order_blindness, pos_rope
 from app.views.positional.figures import bias_grid, rope_pair_figure
+from app.views.positional.keys import Positional
 
 D_HEADS = [4, 8, 16, 32, 64, 128]
 ROPE_POSITIONS = 64

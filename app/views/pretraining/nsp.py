@@ -16,15 +16,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.runtime.long_work import NSP, long_status
-from app.state import Pretraining as P
 from app.state import default
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import attention_heatmap
 from app.ui.job_status import follow
 from app.ui.theme import side_by_side
-from app.url_params import FINETUNE_LRS
 from app.views.pretraining.data import nsp_examples, nsp_start
+from app.views.pretraining.keys import FINETUNE_LRS
+from app.views.pretraining.keys import Pretraining as P
 
 SHARES = ("sentence A", "sentence B", "[CLS] and [SEP]")  # engine.training.nsp.SHARES, the page's names
 NO_SEGMENTS = (

@@ -17,7 +17,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.runtime.long_work import FINETUNE, MEASURE, long_status
-from app.state import Pretraining as P
 from app.state import default
 from app.ui.charts import show_chart
 from app.ui.guard import calm_errors, show_error
@@ -26,7 +25,6 @@ from app.ui.job_status import follow
 from app.ui.pickers import page_tabs
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
-from app.url_params import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT, PRETRAINING_TABS
 from app.views.pretraining.data import (
     MLM_MODEL,
     NEXT_TOKEN_MODEL,
@@ -40,6 +38,9 @@ from app.views.pretraining.data import (
     objective_attention,
     objective_examples,
 )
+from app.views.pretraining.keys import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT
+from app.views.pretraining.keys import TABS as PRETRAINING_TABS
+from app.views.pretraining.keys import Pretraining as P
 from app.views.pretraining.nsp import head_change_chart, most_moved, next_sentence, show_running_accuracy
 from app.views.vit.figures import probability_bars
 from engine.text import shorten

@@ -14,7 +14,6 @@ import pandas as pd
 import streamlit as st
 
 from app.runtime.long_work import SCALE, long_status
-from app.state import Scaling as S
 from app.state import choose, default
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
@@ -30,6 +29,7 @@ from app.views.scaling.data import (
     scaling_start,
 )
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
+from app.views.scaling.keys import Scaling as S
 from engine.jobs import about
 
 

@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.state import PERSIST, Step, clamp, settle
+from app.state import PERSIST, clamp, settle
 from app.ui.guard import show_error
 from app.views.step_by_step.data import calculator_example, calculator_matrix, calculator_steps
+from app.views.step_by_step.keys import Step
 from app.views.step_by_step.tables import frame_table, rounded, text_column
 from engine import EngineError
 

@@ -13,7 +13,7 @@ from app.links import current_link
 from app.runtime.heads import attention_block, block_loader
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
-from app.state import PERSIST, Step, clamp, current_text, default_from
+from app.state import PERSIST, clamp, current_text, default_from
 from app.ui.examples import examples_picker
 from app.ui.export import json_button, steps_record
 from app.ui.guard import show_error
@@ -29,6 +29,7 @@ from app.ui.safe_text import md, quoted
 from app.ui.theme import controls as folded_controls
 from app.views.step_by_step.calculator import calculator
 from app.views.step_by_step.data import query_steps
+from app.views.step_by_step.keys import Step
 from app.views.step_by_step.sections import render_steps
 from app.views.step_by_step.tables import steps_csv
 

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import streamlit as st
 
-from app.state import Step
 from app.ui.charts import shared_build, show_chart
 from app.ui.safe_text import md
+from app.views.step_by_step.keys import Step
 from app.views.step_by_step.tables import frame_table, rounded, show_vectors, text_column, weights_bar
 
 TABLE_HEIGHT = 280  # px: long texts scroll inside the table

@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app.state import Train, defaults
+from app.state import defaults
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
@@ -32,6 +32,7 @@ from app.views.train.induction_data import (
     induction_status,
     run_document,
 )
+from app.views.train.keys import Train
 
 SCORES = {
     "prefix_matching": (

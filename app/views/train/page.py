@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from app import routes
-from app.state import PERSIST, K, Train, default, defaults
+from app.state import PERSIST, K, default, defaults
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
@@ -42,6 +42,7 @@ from app.views.train.data import (
     train_start,
     train_task_info,
 )
+from app.views.train.keys import Train
 from engine.training.budget import about
 
 POLL_S = 0.75

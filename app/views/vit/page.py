@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app.runtime.models import list_models
-from app.state import PERSIST, Vit, bounded, choose, clamp, defaults
+from app.state import PERSIST, bounded, choose, clamp, defaults
 from app.ui.charts import clicked_point, shared_build, show_chart
 from app.ui.guard import show_error
 from app.ui.pickers import load_model, typed_model_field
@@ -31,6 +31,7 @@ from app.views.vit.data import (
     vit_windowed,
 )
 from app.views.vit.figures import image_with_grid, overlay, overlay_grid, probability_bars, square_at
+from app.views.vit.keys import Vit
 from app.views.vit.swin import show_windows
 from engine.families import hub_labels
 

@@ -14,10 +14,11 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from app.state import PERSIST, Vit, bounded, clamp
+from app.state import PERSIST, bounded, clamp
 from app.ui.charts import clicked_point, show_chart
 from app.views.vit.data import swin_window_row
 from app.views.vit.figures import square_at
+from app.views.vit.keys import Vit
 from app.views.vit.windows import window_overlay
 
 
