@@ -124,7 +124,9 @@ def _offences(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("relative", DECLARED_ONCE)
 def test_moved_pages_name_their_keys_through_app_state(relative):
-    assert _offences(ROOT / relative) == [], f"{relative} writes keys in place; declare them in app/state.py or the page's keys.py"
+    assert _offences(ROOT / relative) == [], (
+        f"{relative} writes keys in place; declare them in app/state.py or the page's keys.py"
+    )
 
 
 def _defaults_in_place(source: str) -> list[str]:
@@ -236,9 +238,7 @@ def test_a_pages_links_use_its_declared_keys_and_defaults(cls, page, local):
 
 
 def test_the_positional_tab_parameter_is_the_declared_key():
-    assert [p.name for p in PARAMS if "positional" in (p.pages or ()) and p.name.startswith("pos_")] == [
-        Positional.tab
-    ]
+    assert [p.name for p in PARAMS if "positional" in (p.pages or ()) and p.name.startswith("pos_")] == [Positional.tab]
 
 
 def test_step_by_step_parameters_are_its_declared_keys():
