@@ -16,10 +16,13 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app.state import Examples, current_text
+from app.state import current_text
 from app.ui.pickers import open_head, use_text
 from app.views.lessons.data import model_vocabulary
-from engine.text import UNKNOWN_WORDS_LEAD
+
+
+class Examples:
+    applied = "example_applied"  # (set name, index) of the example last put in the text box
 
 
 @dataclass(frozen=True)
@@ -295,10 +298,3 @@ def _hint(set_name: str, examples) -> None:
         example = examples[applied[1]]
         if example.text == current_text():
             st.caption(where_to_look(example))
-
-
-def unknown_words_hint(notice: str) -> str:
-    """What to add to the unknown-words notice: where to find sentences this model reads in full."""
-    if not notice.startswith(UNKNOWN_WORDS_LEAD):
-        return ""
-    return " See **Examples** and **Words this model knows**, next to the text box."

@@ -23,7 +23,7 @@ from app.views.heads.keys import Heads
 from app.views.train.data import session_models
 from engine.families import hub_labels, text_families
 from engine.records import ModelCard
-from engine.text import quote_input
+from engine.text import UNKNOWN_WORDS_LEAD, quote_input
 
 
 def text_box(label: str = "Your text", height: int = 90) -> str:
@@ -267,14 +267,19 @@ def limit_hint(max_positions: int | None = None) -> str:
     return f" To read more of it, raise **{LIMIT_LABEL}** in **{LIMIT_EXPANDER}**, {LIMIT_PLACE}{most}."
 
 
+def unknown_words_hint(notice: str) -> str:
+    """What to add to the unknown-words notice: where to find sentences this model reads in full."""
+    if not notice.startswith(UNKNOWN_WORDS_LEAD):
+        return ""
+    return " See **Examples** and **Words this model knows**, next to the text box."
+
+
 def show_notices(trace, max_positions: int | None = None) -> None:
     """A trace's notices: truncation as a warning that ends with where the token limit is, the rest as info.
 
     Args:
         max_positions: the longest input the model reads (``ModelCard.max_positions``), when known.
     """
-    from app.ui.examples import unknown_words_hint
-
     truncated = getattr(trace, "truncated", False)
     for i, notice in enumerate(trace.notices):
         if truncated:

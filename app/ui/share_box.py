@@ -19,7 +19,19 @@ from urllib.parse import parse_qsl, urlsplit
 import streamlit as st
 
 from app.links import page_link
-from app.state import HIDEABLE, Look, Share
+from app.state import HIDEABLE, Look
+
+
+class Share:
+    """The share box's keys: the teacher's choices for the link (not part of it) and the full-screen QR code."""
+
+    lock = "share_lock"  # the teacher's "lock in the link" choice
+    present_link = "share_present"  # the teacher's "open in presenter mode" choice for the shared link
+    qr_button = "share_qr_big"
+    qr_big = "share_qr_full"  # the dialog's image container (its CSS fits the code to the window)
+    link = "share_link"  # the link the box showed last (what the full-screen QR code encodes)
+    open = "share_open"  # the box is open (its expander's state)
+
 
 PRESENT, HIDE = Look.present, Look.hide  # the presenter mode and locked controls parameters
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules

@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import links
-from app.state import Share
 from app.ui import share_box
+from app.ui.share_box import Share
 from apptest_helpers import ROOT, TIMEOUT
 
 HOST = "http://school.example:8501"

@@ -19,7 +19,8 @@ from test_lesson_editor import downloads  # noqa: F401 — the fixture that keep
 from app.runtime.heads import attention_block
 from app.runtime.request import ExplainRequest, TraceRequest
 from app.runtime.traces import get_trace
-from app.state import DEFAULT_TEXT, K, Look, Share
+from app.state import DEFAULT_TEXT, K, Look
+from app.ui.share_box import Share
 from app.views.bahdanau.keys import Bahdanau
 from app.views.captions.data import CaptionRequest, caption_attention, caption_trace
 from app.views.explain.data import EXPLAIN_EXAMPLES, EXPLAIN_MAX_TOKENS, explain_importance, explain_methods

@@ -11,8 +11,9 @@ import math
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from app.state import Look, Share
+from app.state import Look
 from app.ui import share_box, theme
+from app.ui.share_box import Share
 from apptest_helpers import APP, TIMEOUT, assert_clean, decode, grid_picture, picture_tiles
 
 IPHONE = (

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from app import state
+from app.ui.examples import Examples
+from app.ui.share_box import Share
 from app.url_state import PARAMS
 from app.views.bahdanau.keys import Bahdanau
 from app.views.bertviz_views.keys import Bertviz
@@ -47,14 +49,14 @@ KEY_CLASSES = (
     Bertviz,
     Lessons,
     Train,
-    state.Examples,
+    Examples,
     ROOM,
     Draft,
     Explain,
     Scaling,
     Explore,
     state.Look,
-    state.Share,
+    Share,
     Offline,
     state.Url,
 )
