@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.job_limits import DEFAULT_MAX_SECONDS, about, expected_start
+from engine.job_limits import DEFAULT_MAX_SECONDS, about
 from engine.training.job_settings import JobSettings, time_steps
 
 #: a running job is stopped once it has held its slot this many times its estimate …
@@ -184,14 +184,4 @@ class StepTimer:
                 torch.set_num_threads(before)
 
 
-__all__ = [
-    "DEFAULT_MAX_SECONDS",
-    "ESTIMATE_TTL_S",
-    "Estimate",
-    "OVERRUN_FACTOR",
-    "OVERRUN_MIN_S",
-    "StepTimer",
-    "TimeBudget",
-    "about",
-    "expected_start",
-]
+__all__ = ["ESTIMATE_TTL_S", "Estimate", "OVERRUN_FACTOR", "OVERRUN_MIN_S", "StepTimer", "TimeBudget"]

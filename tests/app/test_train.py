@@ -46,8 +46,8 @@ def test_page_renders_with_an_estimate():
     params = sum(p.numel() for p in build_model(validate_settings({}), task).parameters())  # the model itself
     assert any(f"**{params:,} parameters**" in m.value and "ms per step" in m.value for m in at.markdown)
     assert any("the limit per job is" in m.value for m in at.markdown)
-    assert not at.button(key="train_start").disabled
-    assert at.button(key="train_pause").disabled and at.button(key="train_stop").disabled
+    assert not at.button(key="train_start").disabled and at.button(key="train_reset").disabled
+    assert not any(b.key in ("train_pause", "train_stop") for b in at.button)  # they come with a job
     assert any("press **Start**" in m for m in messages(at.info))
 
 
@@ -224,7 +224,7 @@ def test_a_queued_job_shows_when_it_starts(fake_estimate, monkeypatch):
     at.button(key="train_start").click().run()
     assert_clean(at)
     assert job_of(at).progress().status == "queued"
-    info = [m for m in messages(at.info) if m.startswith("Queued: position **1**")]
+    info = [m for m in messages(at.info) if m.startswith("Training: queued, position **1**")]
     assert info and "starts in about **" in info[0], messages(at.info)
     manager.stop(ahead.session_id)
     assert ahead.wait(10)

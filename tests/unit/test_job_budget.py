@@ -14,16 +14,9 @@ import time
 import pytest
 import torch
 
-from engine.training.budget import (
-    DEFAULT_MAX_SECONDS,
-    Estimate,
-    StepTimer,
-    TimeBudget,
-    about,
-    expected_start,
-)
+from engine.job_limits import DEFAULT_MAX_SECONDS, about, default_max_seconds, expected_start
+from engine.training.budget import Estimate, StepTimer, TimeBudget
 from engine.training.job_settings import JobSettingsError, validate_settings
-from engine.job_limits import default_max_seconds
 from engine.training.jobs import JobManager
 from tests.job_helpers import LONG, TINY, FakeClock, parked, reaper_rounds, wait_until
 
