@@ -25,7 +25,7 @@ from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import attention_heatmap
 from app.ui.theme import side_by_side
-from app.views.pretraining.data import nsp_examples, nsp_start
+from app.views.pretraining.data import fine_tune_start, nsp_examples
 from app.views.pretraining.keys import FINETUNE_LRS
 from app.views.pretraining.keys import Pretraining as P
 
@@ -57,13 +57,11 @@ def most_moved(change: np.ndarray, n: int = 3) -> str:
 @dataclass(frozen=True)
 class FineTune:
     """A fine-tuning section of the page (the colour task's, next-sentence prediction's): its job's kind and
-    words, what starts it (steps, learning rate), what draws its running curve, its default steps, what a step
-    is, and its session keys."""
+    words, what draws its running curve, its default steps, what a step is, and its session keys."""
 
     kind: str
     what: str
     button: str
-    start: Callable[[int, float], Any]
     curve: Callable[[Any], None]
     default_steps: int
     a_step: str
@@ -84,7 +82,7 @@ def fine_tune(job: FineTune) -> Any:
         lr = st.select_slider("Learning rate", FINETUNE_LRS, key=job.lr_key, format_func=lambda x: f"{x:g}")
     with button:
         pressed = st.button(job.button, type="primary", icon=":material/model_training:", key=job.go_key)
-    start = (lambda: job.start(int(steps), float(lr))) if pressed else None
+    start = (lambda: fine_tune_start(job.kind, steps, lr)) if pressed else None
     return run_job(job.kind, job.what, start, keep=job.result_key, extra=job.curve)
 
 
@@ -99,7 +97,7 @@ def next_sentence() -> None:
     st.info(NO_SEGMENTS, icon=":material/info:")
     _examples()
     result = fine_tune(
-        FineTune(NSP, "NSP fine-tuning", "Fine-tune on NSP", nsp_start, _running_curve, 300, "32 pairs each (a few "
+        FineTune(NSP, "NSP fine-tuning", "Fine-tune on NSP", _running_curve, 300, "32 pairs each (a few "
                  "seconds to a minute)", P.nsp_steps, P.nsp_lr, P.nsp_go, P.nsp_result)
     )  # fmt: skip
     if result is None:

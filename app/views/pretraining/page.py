@@ -30,7 +30,6 @@ from app.views.pretraining.data import (
     NEXT_TOKEN_MODEL,
     SEQ2SEQ_MODEL,
     blank_attention,
-    finetune_start,
     get_fill_mask,
     layer_costs,
     measure_start,
@@ -220,7 +219,7 @@ def fine_tuning() -> None:
         "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to."
     )
     result = fine_tune(
-        FineTune(FINETUNE, "Fine-tuning", "Fine-tune", finetune_start, accuracy_curve, 200, "32 sentences each (a "
+        FineTune(FINETUNE, "Fine-tuning", "Fine-tune", accuracy_curve, 200, "32 sentences each (a "
                  "few seconds)", P.finetune_steps, P.finetune_lr, P.finetune_go, P.finetune_result)
     )  # fmt: skip
     if result is None:
