@@ -343,8 +343,9 @@ class LongWorkQueue:
             with self.lock:
                 for job in list(self._queue) + list(self._running):
                     if job.stop_reason is None and (reason := self._why_stop(job, now)) is not None:
-                        why = "it ran far past its estimate" if job.started_at and reason not in (GONE, SILENT) else ""
-                        log.warning("%s job %s stopped: %s", job.kind, job.job_id, why or "its session went away")
+                        why = "it ran far past its estimate" if job.overrun else "it ran past the limit per job"
+                        why = "its session went away" if reason in (GONE, SILENT) else why
+                        log.warning("%s job %s stopped: %s", job.kind, job.job_id, why)
                         if job.status == "queued":
                             self._queue.remove(job)
                             self._finish(job, "stopped", reason=reason, now=now)
