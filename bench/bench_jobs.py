@@ -617,7 +617,7 @@ def jobs_detail(cases: list[Case]) -> list[str]:
 
 
 def section(cases: list[Case], args: argparse.Namespace, context: dict) -> str:
-    from engine.jobs import default_workers
+    from engine.job_limits import default_workers
 
     train = f"{args.train_steps} steps" if args.train_steps else "default settings: reverse, 500 steps"
     finetune = f"{args.finetune_steps} steps" if args.finetune_steps else "default settings: 200 steps, lr 0.001"

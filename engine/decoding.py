@@ -18,7 +18,8 @@ from collections.abc import Callable, Collection, Sequence
 import numpy as np
 
 from engine.generation import DecodeSettings, TokenPicker
-from engine.jobs import Step, checkpoint
+from engine.job_records import Step
+from engine.jobs import checkpoint
 from engine.records import EngineError
 from engine.traces.attention import AttentionTrace
 from engine.vocab import UNK_ID, Vocab

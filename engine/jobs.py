@@ -1,287 +1,97 @@
-"""The server's lane for long work: a few low-priority worker threads, a FIFO queue, a time budget per job.
+"""The server's one lane for long work: a few low-priority worker threads, a FIFO queue, a time budget per job.
 
-Interactive forward passes (a page rerun's trace) run in the page's own thread, at normal priority.
-Everything that takes seconds instead (fine-tuning, timing layers, a decoder writing many tokens)
-goes through one :class:`LongWorkQueue` per process, so a class pressing the same button at once
-queues up instead of taking every core from the students who are only reading::
+Interactive forward passes run in the page's own thread. Everything that takes seconds (Train live, fine-tuning,
+timing layers, a decoder writing many tokens, Scaling's one more size) goes through one :class:`LongWorkQueue`
+per process, so a class pressing the same button at once queues up instead of taking every core::
 
     queue = get_queue()
     queue.submit(session_id, "finetune", work, key=(200, 1e-3), estimate_s=6.0)
     status = queue.status(session_id, "finetune")   # queued: position and expected wait; running: progress
-    queue.cancel(session_id, "finetune")
+    queue.pause(session_id, "train"); queue.resume(...); queue.cancel(...); queue.heartbeat(session_id)
 
 The rules:
 
-- At most ``workers`` jobs run at once (:func:`default_workers`: ``AP_LONG_JOBS``, else half the cores,
-  at least 1); the rest wait in submission order. Worker threads exist only while there is work.
-- Every worker thread runs at a lower CPU priority (:func:`background_thread`: nice +10 on Linux, torch
-  at one intra-op thread), so the OS scheduler prefers the page threads; the Train page's
-  :class:`engine.training.jobs.JobManager` runs its training threads the same way.
-- One job per session and kind: a new request takes the place of the session's queued one (which is
-  reported as stopped) and stops its running one at its next yield point; the same request (equal
-  ``key``) while the first is queued or running is that job, not a second one.
-- A job is a callable. If it returns a generator, every item it yields is a progress update and a
-  yield point, and the generator's return value is the result; otherwise the return value is the
-  result. Code deeper down (a decoding loop) reports and yields through :func:`checkpoint`.
-- At each yield point a job is stopped (status ``stopped``, with the reason) when it was cancelled or
-  replaced, when its session has been gone for ``grace`` seconds, or when it has run longer than
-  ``max_seconds`` (:func:`default_max_seconds`: ``AP_TRAIN_MAX_SECONDS``, default 300). Work without
-  yield points runs to its end.
-- The latest job of each (session, kind) stays readable, result included, for the ``keep`` most
-  recent pairs. After every job the worker hands freed memory back to the OS (:func:`release_memory`).
-
-No Streamlit here; ``app/runtime/long_work.py`` is the app's side.
+- At most ``workers`` jobs run at once (:func:`engine.job_limits.default_workers`); the rest wait in submission
+  order. Worker threads exist only while there is work; they run at a lower CPU priority with ``threads`` torch
+  threads (:func:`engine.job_limits.background_thread`), and hand freed memory back after each job.
+- One job per session and kind: a new request takes the place of the session's queued one (reported as stopped)
+  and stops its running one; the same request (equal ``key``) while the first is active is that job.
+- A job is a callable. If it returns a generator, each item is a progress update and a yield point, and its
+  return value is the result. Deeper code reports with :func:`report` and yields with :func:`checkpoint`. Each
+  job has a :class:`Control` (pause, resume, stop) that long loops (training) may read between their steps.
+- A job stops (status ``stopped``, with the reason) at its next yield point when cancelled or replaced, when it
+  has held its slot past its deadline (``deadline_s``, default ``max_seconds``: ``AP_TRAIN_MAX_SECONDS``; a
+  paused job keeps its slot and its time counts), or when its session is gone: ``alive()`` false for ``grace``
+  seconds, or, without ``alive``, no :meth:`LongWorkQueue.heartbeat` for ``heartbeat_s``. A reaper thread, alive
+  while jobs are, checks the queued and paused ones too. Work without yield points runs to its end.
+- The latest job of each (session, kind) stays readable, result included, for the ``keep`` most recent pairs.
+  No Streamlit here; ``app/runtime/long_work.py`` is the app's side.
 """
 
 from __future__ import annotations
 
 import atexit
-import heapq
 import inspect
 import itertools
 import logging
 import math
-import os
-import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
+from engine.job_limits import (
+    LOW_PRIORITY_NICE,
+    about,
+    background_thread,
+    default_max_seconds,
+    default_workers,
+    expected_start,
+)
+from engine.job_records import (
+    ACTIVE,
+    CANCELLED,
+    FINISHED,
+    GONE,
+    REPLACED,
+    SILENT,
+    Control,
+    JobStatus,
+    JobStopped,
+)
 from engine.memory import release_memory, release_memory_soon
 
 log = logging.getLogger(__name__)
 
-LOW_PRIORITY_NICE = 10  # what background threads add to their nice value (Linux: per thread)
-DEFAULT_MAX_SECONDS = 300  # seconds one job may run (AP_TRAIN_MAX_SECONDS overrides)
 EXIT_WAIT_S = 2.0  # at server exit, seconds to wait for running jobs to reach a yield point
-ACTIVE = ("queued", "running")
-FINISHED = ("done", "stopped", "failed")
-CANCELLED = "cancelled"
-REPLACED = "replaced by a newer request"
-GONE = "the page was closed"
 
 
-# ---- the server's settings ---------------------------------------------------------------------------------
+class LongJob:
+    """One job's mutable record; every field is read and written under its queue's lock. ``done`` is set when it
+    ends, ``thread`` is the worker that runs it (None while queued), ``control`` pauses and stops it."""
 
-
-def cores() -> int:
-    """CPU cores this process may run on (its affinity where the OS says, else the machine's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def default_workers() -> int:
-    """Long jobs that may run at once: ``AP_LONG_JOBS`` if set (a whole number > 0), else half the cores, at
-    least 1 (a 2-core server runs one, the other core stays free for page reruns)."""
-    env = os.environ.get("AP_LONG_JOBS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    if env:
-        log.warning("AP_LONG_JOBS=%r is not a whole number > 0; using half the cores", env)
-    return max(1, cores() // 2)
-
-
-def default_max_seconds() -> float:
-    """Seconds one job may take: ``AP_TRAIN_MAX_SECONDS`` if set (a number > 0), else 300."""
-    env = os.environ.get("AP_TRAIN_MAX_SECONDS", "")
-    try:
-        value = float(env) if env else DEFAULT_MAX_SECONDS
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        log.warning("AP_TRAIN_MAX_SECONDS=%r is not a number of seconds > 0; using %d", env, DEFAULT_MAX_SECONDS)
-        return DEFAULT_MAX_SECONDS
-    return value
-
-
-def expected_start(running_left: Sequence[float], ahead: Sequence[float], slots: int) -> float:
-    """Seconds until a queued job starts.
-
-    Args:
-        running_left: estimated seconds each running job has left.
-        ahead: estimated seconds of each job ahead in the queue, in queue order.
-        slots: jobs that may run at once.
-
-    Returns:
-        When the job gets a slot, if every estimate holds: each busy slot frees up when its job ends,
-        the jobs ahead take the earliest free slot in turn, the job starts at the next one.
-
-    Example:
-        >>> expected_start([120.0], [60.0], slots=1)  # one running (2 min left), one queued ahead
-        180.0
-    """
-    free = sorted(max(0.0, t) for t in running_left)  # when each busy slot frees up
-    free += [0.0] * max(0, slots - len(free))  # idle slots
-    heapq.heapify(free)
-    for seconds in ahead:
-        heapq.heappush(free, heapq.heappop(free) + max(0.0, seconds))
-    return free[0]
-
-
-def about(seconds: float) -> str:
-    """A duration for people: ``"40 s"``, ``"5 min"``, ``"10.4 h"``."""
-    if not math.isfinite(seconds):
-        return "forever"
-    if seconds < 90:
-        return f"{max(1, round(seconds))} s"
-    if seconds < 90 * 60:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-# ---- what a background thread does to itself ---------------------------------------------------------------
-
-
-def lower_priority(nice: int = LOW_PRIORITY_NICE) -> bool:
-    """Raise the calling thread's nice value to ``nice`` (Linux keeps it per thread; other threads keep
-    theirs). A thread already nicer is left alone (an unprivileged process cannot lower it again).
-
-    Returns:
-        True when the thread now runs at ``nice`` or lower priority; False where the OS does not allow it.
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        tid = threading.get_native_id()
-        if os.getpriority(os.PRIO_PROCESS, tid) < nice:
-            os.setpriority(os.PRIO_PROCESS, tid, nice)
-        return True
-    except (AttributeError, OSError):
-        log.debug("could not lower the priority of thread %s", threading.current_thread().name, exc_info=True)
-        return False
-
-
-def background_thread(threads: int = 1, nice: int = LOW_PRIORITY_NICE) -> None:
-    """Make the calling thread a background worker: lower CPU priority, torch at ``threads`` intra-op threads
-    (torch keeps that per thread, so the page threads are not changed)."""
-    lower_priority(nice)
-    import torch
-
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-
-
-# ---- progress and status -----------------------------------------------------------------------------------
-
-
-class JobStopped(Exception):
-    """Raised at a yield point of a job that must stop (cancelled, replaced, over its budget, session gone)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Step:
-    """A plain progress update: ``done`` of ``total`` units, and a line for people."""
-
-    done: float
-    total: float
-    text: str = ""
-
-    @property
-    def fraction(self) -> float:
-        return min(1.0, max(0.0, self.done / self.total)) if self.total > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    """A consistent copy of one job's state (plain data; the updates and result are shared, not copied).
-
-    Attributes:
-        job_id: unique per process (a replaced job has another).
-        kind: what the job does (``"finetune"``, ``"write"``, …).
-        key: the request it answers (equal keys are the same request).
-        status: queued | running | done | stopped | failed.
-        position: 1 = next to start; 0 when not queued.
-        wait_s: while queued, the expected seconds until it starts (None otherwise).
-        estimate_s: how long it is expected to run.
-        elapsed_s: seconds it has run (0 while queued).
-        updates: what it yielded so far (the latest ``max_updates``).
-        result: its result once done.
-        error: the exception it failed with.
-        reason: why it was stopped ("" otherwise).
-    """
-
-    job_id: int
-    kind: str
-    key: Hashable
-    status: str
-    position: int
-    wait_s: float | None
-    estimate_s: float
-    elapsed_s: float
-    updates: tuple[Any, ...]
-    result: Any = None
-    error: BaseException | None = None
-    reason: str = ""
-
-    @property
-    def active(self) -> bool:
-        return self.status in ACTIVE
-
-    @property
-    def finished(self) -> bool:
-        return self.status in FINISHED
-
-    @property
-    def latest(self) -> Any:
-        """The last update, or None."""
-        return self.updates[-1] if self.updates else None
-
-    @property
-    def fraction(self) -> float:
-        """How far it has got: the latest update's own ``fraction`` where it has one, else the time it has run
-        against its estimate (never shown as finished before it is)."""
-        own = getattr(self.latest, "fraction", None)
-        if isinstance(own, (int, float)) and math.isfinite(own):
-            return min(1.0, max(0.0, float(own)))
-        if self.status == "done":
-            return 1.0
-        return min(0.95, self.elapsed_s / self.estimate_s) if self.estimate_s > 0 else 0.0
-
-    @property
-    def text(self) -> str:
-        """The latest update's ``text`` ("" when it has none)."""
-        return str(getattr(self.latest, "text", "") or "")
-
-
-class _Job:
-    """One job's mutable state; every field is read and written under its queue's lock."""
-
-    def __init__(
-        self,
-        job_id: int,
-        session_id: str,
-        kind: str,
-        key: Hashable,
-        work: Callable[[], Any],
-        hint_s: float,
-        estimate_s: float,
-        alive: Callable[[], bool] | None,
-        max_updates: int,
-    ) -> None:
+    def __init__(self, job_id: int, session_id: str, kind: str, key: Hashable, work: Callable[[], Any]) -> None:
         self.job_id, self.session_id, self.kind, self.key = job_id, session_id, kind, key
         self.work: Callable[[], Any] | None = work
-        self.hint_s = hint_s  # the caller's estimate
-        self.estimate_s = estimate_s  # … corrected by how long this kind's jobs really took
-        self.alive = alive
+        self.hint_s = self.estimate_s = 10.0  # the caller's estimate; … corrected by how long this kind took
+        self.deadline_s = math.inf
+        self.overrun: Callable[[float], str] | None = None  # held seconds → why it was stopped
+        self.left: Callable[[float], float] | None = None  # held seconds → seconds it has left
+        self.alive: Callable[[], bool] | None = None
+        self.heartbeat_s: float | None = None
+        self.control = Control()
         self.status = "queued"
-        self.updates: deque[Any] = deque(maxlen=max_updates)
+        self.updates: deque[Any] = deque()
         self.result: Any = None
         self.error: BaseException | None = None
         self.reason = ""
-        self.stop_reason: str | None = None  # set by cancel/replace: the job stops at its next yield point
+        self.stop_reason: str | None = None  # set by a stop: it ends at its next yield point
         self.started_at: float | None = None
         self.ended_at: float | None = None
+        self.last_heartbeat = 0.0
         self.gone_since: float | None = None
-        self.alive_checked_at = -math.inf
+        self.thread: threading.Thread | None = None
         self.done = threading.Event()
 
     def elapsed(self, now: float) -> float:
@@ -293,29 +103,33 @@ class _Job:
 _current = threading.local()  # .job and .queue while a worker runs a job
 
 
-def checkpoint(update: Any = None) -> None:
-    """A yield point for code running inside a job: record ``update`` (if any) as its progress, and raise
-    :class:`JobStopped` if the job must stop. Does nothing outside a job (the interactive path)."""
+def report(update: Any) -> None:
+    """Record ``update`` as the running job's progress (nothing outside a job)."""
     job = getattr(_current, "job", None)
     if job is not None:
-        _current.queue._checkpoint(job, update)
+        with _current.queue.lock:
+            job.updates.append(update)
 
 
-# ---- the queue ---------------------------------------------------------------------------------------------
+def checkpoint(update: Any = None) -> None:
+    """A yield point for code running inside a job: record ``update`` (if any), wait while paused, and raise
+    :class:`JobStopped` if the job must stop. Does nothing outside a job (the interactive path)."""
+    job = getattr(_current, "job", None)
+    if job is None:
+        return
+    if update is not None:
+        report(update)
+    job.control.wait_if_paused()
+    _current.queue.look(job)
 
 
 class LongWorkQueue:
     """Long work for the whole process: at most ``workers`` jobs at once, FIFO, one per session and kind.
 
-    Args:
-        workers: jobs running at once (default :func:`default_workers`).
-        max_seconds: the time budget per job (default :func:`default_max_seconds`).
-        keep: (session, kind) pairs whose latest job stays readable (the oldest finished ones go first).
-        max_updates: progress updates kept per job (the latest).
-        grace: seconds a job's ``alive()`` may say no (a reconnecting browser) before the job is stopped.
-        threads: torch intra-op threads in the workers.
-        nice: the workers' nice value.
-        clock: monotonic seconds (tests pass a fake one).
+    ``workers`` and ``max_seconds`` default to the ``AP_*`` settings; ``keep``: (session, kind) pairs whose latest
+    job stays readable; ``max_updates``: progress updates kept per job; ``grace``: seconds a job's ``alive()`` may
+    say no (a reconnecting browser); ``threads``, ``nice``: the workers' torch threads and nice value;
+    ``reap_every``: seconds between the reaper's rounds; ``clock``: monotonic seconds (tests pass a fake one).
     """
 
     def __init__(
@@ -327,24 +141,32 @@ class LongWorkQueue:
         grace: float = 3.0,
         threads: int = 1,
         nice: int = LOW_PRIORITY_NICE,
+        reap_every: float = 0.5,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.workers = workers or default_workers()
         self.max_seconds = max_seconds or default_max_seconds()
         self.keep, self.max_updates, self.grace = keep, max_updates, grace
-        self.threads, self.nice, self.clock = threads, nice, clock
-        self._lock = threading.RLock()
-        self._queue: list[_Job] = []
-        self._running: set[_Job] = set()
-        self._latest: OrderedDict[tuple[str, str], _Job] = OrderedDict()
+        self.threads, self.nice, self.reap_every, self.clock = threads, nice, reap_every, clock
+        self.lock = threading.RLock()
+        self._queue: list[LongJob] = []
+        self._running: set[LongJob] = set()
+        self._latest: OrderedDict[tuple[str, str], LongJob] = OrderedDict()
         self._pace: dict[str, float] = {}  # kind → how long its jobs ran against their estimates (learned)
         self._threads: set[threading.Thread] = set()
+        self._reaper: threading.Thread | None = None
         self._ids = itertools.count(1)
         self._names = itertools.count(1)
 
     # ---- what a page asks ----
 
-    def submit(
+    def submit(self, session_id: str, kind: str, work: Callable[[], Any], **options: Any) -> JobStatus:
+        """Queue ``work`` as the session's job of ``kind``; its status (see :meth:`enqueue` for the options)."""
+        job = self.enqueue(session_id, kind, work, **options)
+        with self.lock:
+            return self.status_of(job)
+
+    def enqueue(
         self,
         session_id: str,
         kind: str,
@@ -353,150 +175,200 @@ class LongWorkQueue:
         key: Hashable = None,
         estimate_s: float = 10.0,
         alive: Callable[[], bool] | None = None,
-    ) -> JobStatus:
+        heartbeat_s: float | None = None,
+        deadline_s: float | None = None,
+        overrun: Callable[[float], str] | None = None,
+        left: Callable[[float], float] | None = None,
+    ) -> LongJob:
         """Queue ``work`` for ``session_id``: the session's job of this ``kind`` from now on.
 
         Args:
-            session_id: the owner.
-            kind: what it does; a session has one job per kind.
-            work: a callable; its return value is the result, or a generator whose items are progress
-                updates and whose return value is the result.
-            key: the request; while the session's job of this kind with an equal key is queued or running,
-                that job is returned and nothing new is queued.
+            key: the request; while the session's job of this kind with an equal key is active, that job is
+                returned and nothing new is queued.
             estimate_s: expected seconds (corrected by how long this kind's jobs really took).
-            alive: optional thread-safe "is the session still there?"; a job whose session is gone is
-                dropped from the queue, or stopped at its next yield point, after ``grace`` seconds.
-
-        Raises:
-            ValueError: an empty session id or kind.
+            alive: thread-safe "is the session still there?"; without it, ``heartbeat_s`` (if given) decides.
+            deadline_s: seconds it may hold its slot (default ``max_seconds``); ``overrun(held)`` says why it
+                was stopped past it.
+            left: held seconds → seconds it has left (default: its estimate less its time), for queue waits.
+        Raises ValueError for an empty session id or kind.
         """
         if not session_id or not kind:
             raise ValueError("a long job needs a session id and a kind")
-        with self._lock:
+        with self.lock:
             old = self._latest.get((session_id, kind))
             if old is not None and old.status in ACTIVE and old.key == key:
-                return self._status(old)
-            hint = float(estimate_s) if math.isfinite(estimate_s) and estimate_s > 0 else 10.0
-            job = _Job(
-                next(self._ids),
-                session_id,
-                kind,
-                key,
-                work,
-                hint,
-                hint * self._pace.get(kind, 1.0),
-                alive,
-                self.max_updates,
-            )
-            self._enqueue(job, old)
+                return old
+            job = LongJob(next(self._ids), session_id, kind, key, work)
+            job.hint_s = float(estimate_s) if math.isfinite(estimate_s) and estimate_s > 0 else 10.0
+            job.estimate_s = job.hint_s * self._pace.get(kind, 1.0)
+            job.deadline_s = deadline_s or self.max_seconds
+            job.overrun, job.left, job.alive, job.heartbeat_s = overrun, left, alive, heartbeat_s
+            job.updates = deque(maxlen=self.max_updates)
+            job.last_heartbeat = self.clock()
+            if old is not None and old.status == "queued":  # the new one takes its place in line
+                self._queue[self._queue.index(old)] = job
+                self._finish(old, "stopped", reason=REPLACED)
+            else:
+                if old is not None:
+                    self.stop(old, REPLACED)
+                self._queue.append(job)
             self._latest[(session_id, kind)] = job
             self._latest.move_to_end((session_id, kind))
-            self._forget_old()
+            extra = len(self._latest) - self.keep  # keep at most ``keep`` pairs: the oldest finished ones go
+            for pair in [p for p, j in self._latest.items() if j.status in FINISHED][: max(0, extra)]:
+                del self._latest[pair]
             self._spawn()
-            return self._status(job)
+            return job
+
+    def job(self, session_id: str, kind: str) -> LongJob | None:
+        """The session's latest job record of ``kind``, or None."""
+        with self.lock:
+            return self._latest.get((session_id, kind))
 
     def status(self, session_id: str, kind: str) -> JobStatus | None:
         """The session's latest job of ``kind`` (queued, running or finished), or None."""
-        with self._lock:
+        with self.lock:
             job = self._latest.get((session_id, kind))
-            return None if job is None else self._status(job)
+            return None if job is None else self.status_of(job)
 
     def wait(self, session_id: str, kind: str, timeout: float) -> JobStatus | None:
         """:meth:`status` once the session's job of ``kind`` has ended, or after ``timeout`` seconds."""
-        with self._lock:
-            job = self._latest.get((session_id, kind))
+        job = self.job(session_id, kind)
         if job is not None:
             job.done.wait(timeout)
         return self.status(session_id, kind)
 
     def cancel(self, session_id: str, kind: str) -> None:
         """Stop the session's job of ``kind``: a queued one at once, a running one at its next yield point."""
-        with self._lock:
-            job = self._latest.get((session_id, kind))
-            if job is not None:
-                self._stop(job, CANCELLED)
+        if (job := self.job(session_id, kind)) is not None:
+            self.stop(job, CANCELLED)
+
+    def pause(self, session_id: str, kind: str) -> None:
+        """Pause the session's job of ``kind`` at its next yield point (it keeps its slot)."""
+        if (job := self.job(session_id, kind)) is not None:
+            job.control.pause()
+
+    def resume(self, session_id: str, kind: str) -> None:
+        if (job := self.job(session_id, kind)) is not None:
+            job.control.resume()
+
+    def heartbeat(self, session_id: str) -> None:
+        """The session is still there (its page polls): keeps its jobs that have no ``alive`` check."""
+        with self.lock:
+            now = self.clock()
+            for (session, _), job in self._latest.items():
+                if session == session_id:
+                    job.last_heartbeat = now
+
+    def stop(self, job: LongJob, reason: str) -> None:
+        """Stop ``job``: a queued one at once, a running one at its next yield point (the first reason holds)."""
+        with self.lock:
+            if job.status == "queued":
+                self._queue.remove(job)
+                self._finish(job, "stopped", reason=reason)
+            elif job.status == "running":
+                job.stop_reason = job.stop_reason or reason
+                job.control.stop()
 
     def queue_length(self) -> int:
-        """Jobs waiting to start."""
-        with self._lock:
-            return len(self._queue)
+        return len(self._queue)  # jobs waiting to start
 
     def running_count(self) -> int:
-        """Jobs running now."""
-        with self._lock:
-            return len(self._running)
+        return len(self._running)  # jobs running now
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop every job, wait for the workers and forget every job (tests, server exit). The queue takes
-        new work afterwards."""
-        with self._lock:
+        """Stop every job, wait for the threads and forget every job (tests, server exit)."""
+        with self.lock:
             for job in list(self._queue) + list(self._running):
-                self._stop(job, CANCELLED)
-            workers = list(self._threads)
-        for thread in workers:
+                self.stop(job, CANCELLED)
+            threads = list(self._threads) + ([self._reaper] if self._reaper else [])
+        for thread in threads:
             thread.join(timeout)
-        with self._lock:
+        with self.lock:
             self._latest.clear()
 
-    # ---- internals: queue ----
-
-    def _enqueue(self, job: _Job, old: _Job | None) -> None:
-        """Put ``job`` in line: in ``old``'s place if that one was still queued, else at the end."""
-        if old is not None and old.status == "queued":
-            self._queue[self._queue.index(old)] = job
-            self._finish(old, "stopped", reason=REPLACED)
-            return
-        if old is not None and old.status == "running":
-            old.stop_reason = old.stop_reason or REPLACED
-        self._queue.append(job)
-
-    def _stop(self, job: _Job, reason: str) -> None:
-        if job.status == "queued":
-            self._queue.remove(job)
-            self._finish(job, "stopped", reason=reason)
-        elif job.status == "running":
-            job.stop_reason = job.stop_reason or reason
-
-    def _forget_old(self) -> None:
-        """Keep at most ``keep`` (session, kind) pairs: the oldest finished ones go."""
-        extra = len(self._latest) - self.keep
-        for pair in [p for p, j in self._latest.items() if j.status in FINISHED][: max(0, extra)]:
-            del self._latest[pair]
-
-    def _spawn(self) -> None:
-        """Start workers while jobs wait and fewer than ``workers`` run (a worker ends when the queue is empty)."""
-        while len(self._threads) < self.workers and len(self._threads) - len(self._running) < len(self._queue):
-            thread = threading.Thread(target=self._work, name=f"long-work-{next(self._names)}", daemon=True)
-            self._threads.add(thread)
-            thread.start()
-
-    def _status(self, job: _Job) -> JobStatus:
+    def status_of(self, job: LongJob) -> JobStatus:
+        """A copy of ``job``'s state now (call under :attr:`lock`)."""
         now = self.clock()
         position = self._queue.index(job) + 1 if job.status == "queued" else 0
         wait = None
         if position:
-            running = [max(0.0, j.estimate_s - j.elapsed(now)) for j in self._running]
+            running = [j.left(j.elapsed(now)) if j.left else j.estimate_s - j.elapsed(now) for j in self._running]
             wait = expected_start(running, [j.estimate_s for j in self._queue[: position - 1]], self.workers)
+        status = "paused" if job.status == "running" and job.control.is_paused else job.status
         return JobStatus(
-            job_id=job.job_id,
-            kind=job.kind,
-            key=job.key,
-            status=job.status,
-            position=position,
-            wait_s=wait,
-            estimate_s=job.estimate_s,
-            elapsed_s=job.elapsed(now),
-            updates=tuple(job.updates),
-            result=job.result,
-            error=job.error,
-            reason=job.reason,
-        )
+            job.job_id, job.kind, job.key, status, position, wait, job.estimate_s, job.elapsed(now),
+            tuple(job.updates), job.result, job.error, job.reason,
+        )  # fmt: skip
 
-    def _finish(
-        self, job: _Job, status: str, result: Any = None, error: BaseException | None = None, reason: str = ""
-    ) -> None:
+    # ---- the checks at yield points and in the reaper ----
+
+    def look(self, job: LongJob) -> None:
+        """Raise :class:`JobStopped` if ``job`` must stop now (its worker's yield point)."""
+        reason = self._why_stop(job, self.clock())
+        if reason is not None:
+            raise JobStopped(reason)
+
+    def _why_stop(self, job: LongJob, now: float) -> str | None:
+        with self.lock:
+            if job.stop_reason is not None:
+                return job.stop_reason
+            held = job.elapsed(now)
+            if job.started_at is not None and held > job.deadline_s:
+                if job.overrun is not None:
+                    return job.overrun(held)
+                return f"it ran past the server's limit of {about(job.deadline_s)} per job"
+            return self._gone(job, now)
+
+    def _gone(self, job: LongJob, now: float, grace: float | None = None) -> str | None:
+        """Why ``job``'s session counts as gone (None while it is there)."""
+        silent = job.heartbeat_s is not None and now - job.last_heartbeat > job.heartbeat_s
+        if job.alive is None:
+            return SILENT if silent else None
+        try:
+            here = bool(job.alive())
+        except Exception:  # noqa: BLE001 — the page's liveness callback may raise anything: heartbeats decide
+            return SILENT if silent else None
+        if here:
+            job.gone_since = None
+            return None
+        job.gone_since = now if job.gone_since is None else job.gone_since
+        return GONE if now - job.gone_since >= (self.grace if grace is None else grace) else None
+
+    def _reap(self) -> None:
+        """Stop the queued, running and paused jobs that must stop; end when no job is left."""
+        while True:
+            time.sleep(self.reap_every)
+            now = self.clock()
+            with self.lock:
+                for job in list(self._queue) + list(self._running):
+                    if job.stop_reason is None and (reason := self._why_stop(job, now)) is not None:
+                        why = "it ran far past its estimate" if job.overrun else "it ran past the limit per job"
+                        why = "its session went away" if reason in (GONE, SILENT) else why
+                        log.warning("%s job %s stopped: %s", job.kind, job.job_id, why)
+                        if job.status == "queued":
+                            self._queue.remove(job)
+                            self._finish(job, "stopped", reason=reason, now=now)
+                        else:
+                            self.stop(job, reason)
+                if not self._queue and not self._running:
+                    self._reaper = None
+                    return
+
+    def _spawn(self) -> None:
+        """Start workers while jobs wait and fewer than ``workers`` run, and the reaper while jobs are active."""
+        while len(self._threads) < self.workers and len(self._threads) - len(self._running) < len(self._queue):
+            thread = threading.Thread(target=self._work, name=f"long-work-{next(self._names)}", daemon=True)
+            self._threads.add(thread)
+            thread.start()
+        if self._reaper is None and (self._queue or self._running):
+            self._reaper = threading.Thread(target=self._reap, name="long-work-reaper", daemon=True)
+            self._reaper.start()
+
+    def _finish(self, job: LongJob, status: str, result: Any = None, error: BaseException | None = None,
+                reason: str = "", now: float | None = None) -> None:  # fmt: skip
         job.status, job.result, job.error, job.reason = status, result, error, reason
-        job.ended_at = self.clock()
+        job.ended_at = self.clock() if now is None else now
         job.work = None  # whatever the work closed over (a model, a prompt) is not kept with the result
         self._running.discard(job)
         if status == "done" and job.started_at is not None:
@@ -504,18 +376,16 @@ class LongWorkQueue:
             self._pace[job.kind] = 0.5 * self._pace.get(job.kind, 1.0) + 0.5 * ratio
         job.done.set()
 
-    # ---- internals: the worker threads ----
-
-    def _next(self) -> _Job | None:
+    def _next(self) -> LongJob | None:
         """The next job to run, marked running; None (and this worker leaves) when the queue is empty."""
-        with self._lock:
+        with self.lock:
             now = self.clock()
             while self._queue:
                 job = self._queue.pop(0)
-                if self._gone(job, now, grace=0.0):
+                if job.alive is not None and self._gone(job, now, grace=0.0):
                     self._finish(job, "stopped", reason=GONE)
                     continue
-                job.status, job.started_at = "running", now
+                job.status, job.started_at, job.thread = "running", now, threading.current_thread()
                 self._running.add(job)
                 return job
             self._threads.discard(threading.current_thread())
@@ -532,56 +402,27 @@ class LongWorkQueue:
                 release_memory()
                 release_memory_soon()  # and again once the pages have drawn the job's result
         finally:
-            with self._lock:
+            with self.lock:
                 self._threads.discard(threading.current_thread())
 
-    def _run(self, job: _Job) -> None:
+    def _run(self, job: LongJob) -> None:
         _current.job, _current.queue = job, self
         try:
-            work = job.work
-            assert work is not None
-            out = work()
+            assert job.work is not None
+            out = job.work()
             result = _drain(out) if inspect.isgenerator(out) else out
         except JobStopped as stop:
-            with self._lock:
+            with self.lock:
                 self._finish(job, "stopped", reason=stop.reason)
         except Exception as err:  # noqa: BLE001 — a job may raise anything: shown on its page, the thread lives
             log.debug("long job %s/%s failed", job.kind, job.job_id, exc_info=True)
-            with self._lock:
+            with self.lock:
                 self._finish(job, "failed", error=err)
         else:
-            with self._lock:
+            with self.lock:
                 self._finish(job, "done", result=result)
         finally:
             _current.job = _current.queue = None
-
-    def _checkpoint(self, job: _Job, update: Any) -> None:
-        now = self.clock()
-        with self._lock:
-            if update is not None:
-                job.updates.append(update)
-            reason = job.stop_reason
-        if reason is None and job.started_at is not None and now - job.started_at > self.max_seconds:
-            reason = f"it ran past the server's limit of {about(self.max_seconds)} per job"
-        if reason is None and now - job.alive_checked_at >= 1.0 and self._gone(job, now, self.grace):
-            reason = GONE
-        if reason is not None:
-            raise JobStopped(reason)
-
-    def _gone(self, job: _Job, now: float, grace: float) -> bool:
-        """True when ``job``'s session has been away ``grace`` seconds (0: away now)."""
-        if job.alive is None:
-            return False
-        job.alive_checked_at = now
-        try:
-            here = bool(job.alive())
-        except Exception:  # noqa: BLE001 — the page's liveness callback may raise anything: keep the job
-            return False
-        if here:
-            job.gone_since = None
-            return False
-        job.gone_since = now if job.gone_since is None else job.gone_since
-        return now - job.gone_since >= grace
 
 
 def _drain(gen: Iterator[Any]) -> Any:

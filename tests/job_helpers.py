@@ -42,10 +42,10 @@ class FakeClock:
 
 
 def reaper_rounds(clock: FakeClock, rounds: int = 2, timeout: float = 30.0) -> None:
-    """Wait until a JobManager's reaper has looked at its jobs ``rounds`` more times (it reads ``clock``
+    """Wait until the long-work queue's reaper has looked at its jobs ``rounds`` more times (it reads ``clock``
     once per round), so what the clock says now has been seen."""
-    start = clock.reads["train-reaper"]
-    wait_until(lambda: clock.reads["train-reaper"] >= start + rounds, timeout, what=f"{rounds} reaper rounds")
+    start = clock.reads["long-work-reaper"]
+    wait_until(lambda: clock.reads["long-work-reaper"] >= start + rounds, timeout, what=f"{rounds} reaper rounds")
 
 
 def parked(job) -> bool:

@@ -1,12 +1,13 @@
-"""This session's long work on the server's long-work lane (:mod:`engine.jobs`): fine-tuning, timing, writing.
+"""This session's long work on the server's one long-work queue (:mod:`engine.jobs`): Train live, fine-tuning,
+timing, writing, Scaling's one more size, the induction run.
 
-Work that takes seconds never runs in a page's script thread and never holds the interactive bound on
-forward passes (``models.model_pass``): a page module of this package builds the work (a closure over the
-model and plain values, no ``st.*`` inside: it runs in a low-priority worker thread) and hands it to
-:func:`submit_long`. The page then shows :func:`long_status` in a polling fragment
-(``app/ui/job_status.py``: queue position and expected wait, then a progress bar, and a
-Cancel button that calls :func:`cancel_long`). One job per session and kind; the result stays with
-the session's job (and, where other sessions can use it, in a shared cache).
+Work that takes seconds never runs in a page's script thread and never holds the interactive bound on forward
+passes (``models.model_pass``): a page's data module builds the work (a closure over the model and plain values,
+no ``st.*`` inside: it runs in a low-priority worker thread) and hands it to :func:`submit_long` (Train live
+through its manager, as the queue's ``TRAIN`` kind). The page follows it with ``app/controls/long_job.py``, which
+polls :func:`long_status` (also the session's heartbeat) and offers Stop (:func:`cancel_long`) and, for Train
+live, Pause and Resume. One job per session and kind; the result stays with the session's job (and, where other
+sessions can use it, in a shared cache).
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from app.runtime.models import session_id
-from engine.jobs import JobStatus, LongWorkQueue, get_queue
+from engine.job_records import JobStatus
+from engine.jobs import LongWorkQueue, get_queue
 
 #: the kinds of long work (a session has at most one job of each)
 FINETUNE, MEASURE, WRITE = "finetune", "measure", "write"
 NSP = "nsp"  # fine-tuning a classifier on [CLS] for next-sentence prediction (Pretraining)
 SCALE = "scale"  # the Scaling page's "train one more size"
 INDUCTION = "induction"  # Train live's induction-heads run (app/views/train/induction_data.py)
+TRAIN = "train"  # Train live's own model (engine.training.jobs.KIND)
 #: after submitting, the page waits this long for the job before it starts polling (most jobs are done by then)
 QUICK_WAIT_S = 1.0
 
@@ -43,13 +46,24 @@ def submit_long(kind: str, work: Callable[[], Any], *, key: Hashable, estimate_s
 
 
 def long_status(kind: str) -> JobStatus | None:
-    """This session's latest job of ``kind`` (queued, running or finished), or None."""
-    return long_queue().status(session_id(), kind)
+    """This session's latest job of ``kind`` (queued, running or finished), or None; also its heartbeat."""
+    queue = long_queue()
+    queue.heartbeat(session_id())
+    return queue.status(session_id(), kind)
 
 
 def cancel_long(kind: str) -> None:
     """Stop this session's job of ``kind`` (a queued one at once, a running one at its next yield point)."""
     long_queue().cancel(session_id(), kind)
+
+
+def pause_long(kind: str) -> None:
+    """Pause this session's job of ``kind`` at its next yield point (it keeps its place on the server)."""
+    long_queue().pause(session_id(), kind)
+
+
+def resume_long(kind: str) -> None:
+    long_queue().resume(session_id(), kind)
 
 
 def connected() -> Callable[[], bool] | None:

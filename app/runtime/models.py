@@ -67,12 +67,9 @@ def model_pass(long_input: bool = False):
 
 
 def long_work_running() -> bool:
-    """True while a Train live job or another long job runs in this process (it keeps a core busy)."""
+    """True while a long job (Train live included) runs in this process (it keeps a core busy)."""
     lane = sys.modules.get("engine.jobs")  # not imported: no long job ever started here
-    training = sys.modules.get("engine.training.jobs")
-    return bool(
-        (lane is not None and lane.get_queue().running_count()) or (training is not None and training.training_now())
-    )
+    return bool(lane is not None and lane.get_queue().running_count())
 
 
 def policy() -> ServerPolicy:

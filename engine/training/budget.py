@@ -1,8 +1,9 @@
 """Time budget of live-training jobs on a shared server: estimate, refusal, queue wait, hard stop.
 
 The estimate is the server's own, the one the Train page shows: seconds per step measured on a
-throwaway model with the job's settings (:func:`~engine.training.job_settings.time_steps`, kept
-``ttl`` seconds per model shape by :class:`StepTimer`), times the steps::
+throwaway model with the job's settings (:func:`~engine.training.job_settings.time_steps`: the thread's CPU
+time, which other threads' load does not inflate; kept ``ttl`` seconds per model shape by :class:`StepTimer`),
+times the steps; the job's own first steps then check it (:mod:`engine.training.jobs`)::
 
     estimate  = per_step · steps             a job is refused when estimate > max_seconds (AP_TRAIN_MAX_SECONDS)
     max_steps = ⌊max_seconds / per_step⌋     rounded down to two significant digits: it fits, by the same estimate
@@ -11,7 +12,7 @@ throwaway model with the job's settings (:func:`~engine.training.job_settings.ti
 A running job that has held its slot (pauses included: a paused job keeps its slot) past its deadline
 is stopped by the server, so a wrong estimate (the machine got busier) cannot keep a slot for hours.
 
-A queued job's wait (:func:`expected_start`, shared with the long-work lane in :mod:`engine.jobs`):
+A queued job's wait (:func:`expected_start`, the long-work queue's):
 each slot frees up when its running job ends (the steps it has left × per_step, never past its
 deadline); the jobs ahead in the queue take the earliest free slot in turn; the job starts at the
 next one.
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.jobs import DEFAULT_MAX_SECONDS, about, expected_start  # shared with the long-work lane
+from engine.job_limits import DEFAULT_MAX_SECONDS, about
 from engine.training.job_settings import JobSettings, time_steps
 
 #: a running job is stopped once it has held its slot this many times its estimate …
@@ -183,14 +184,4 @@ class StepTimer:
                 torch.set_num_threads(before)
 
 
-__all__ = [
-    "DEFAULT_MAX_SECONDS",
-    "ESTIMATE_TTL_S",
-    "Estimate",
-    "OVERRUN_FACTOR",
-    "OVERRUN_MIN_S",
-    "StepTimer",
-    "TimeBudget",
-    "about",
-    "expected_start",
-]
+__all__ = ["ESTIMATE_TTL_S", "Estimate", "OVERRUN_FACTOR", "OVERRUN_MIN_S", "StepTimer", "TimeBudget"]

@@ -1,38 +1,28 @@
-"""Live-training jobs for a shared server: one per session, a cap on how many train at once, a FIFO queue,
-a time budget per job.
+"""Train live as one kind of long work (``"train"``) on the server's queue (:mod:`engine.jobs`).
 
 ::
 
     manager = get_manager()
-    job = manager.submit(session_id, {"task": "reverse", "steps": 500})   # validated, queued or started
-    manager.heartbeat(session_id)                                         # the page's poll, every ~1 s
+    job = manager.submit(session_id, {"task": "reverse", "steps": 500})   # validated, estimated, queued
+    manager.heartbeat(session_id)                                         # the page's poll
     job.progress()          # status, queue position and expected wait, snapshots so far, head scores
     manager.pause(session_id); manager.resume(session_id); manager.stop(session_id)
 
-Each job trains its own freshly built model in a background thread that never touches the UI; the
-page only reads :meth:`Job.progress`. A reaper thread stops a job whose session has gone: when the
-caller passed an ``alive()`` check (the app passes "is this Streamlit session still connected?"),
-``grace`` seconds after it turns false; otherwise when the page's heartbeats stop for
-``heartbeat_timeout`` seconds. The reaper exits when no job is left, so the thread count returns to
-its baseline. At most ``max_running`` jobs train at once;
-the others wait in order (position 1 = next), each told when it should start. Each job's thread sets
-torch's intra-op threads to ``threads`` (1 on a 2-core server, where 2 threads ran 8–10× slower under
-load); torch keeps that setting per thread (and as the default for threads started later), so the
-caller's is not changed. Like the long-work lane's workers (:mod:`engine.jobs`), a training thread
-runs at a lower CPU priority (:func:`engine.jobs.background_thread`: nice +10), so page reruns come
-first, and hands freed memory back to the OS when it ends. Training keeps its own manager and cap
-(``AP_TRAIN_MAX_JOBS``) because its jobs pause, resume and answer heartbeats.
+Each job trains its own freshly built model in a queue worker (low priority, ``threads`` torch threads) and never
+touches the UI; the page only reads :meth:`Job.progress`. The queue gives it what every long job has: one job per
+session and kind (submitting again stops and replaces it), a FIFO line with expected waits, pause and resume (a
+paused job keeps its slot), and the reaper that stops a job whose session has gone (``alive()`` false for
+``grace`` seconds, else no heartbeat for ``heartbeat_timeout``) or that has held its slot past its deadline.
 
-Fairness (:mod:`engine.training.budget`): a session has one job (submitting again stops and replaces
-it); a job whose estimated time, the server's own, is over ``AP_TRAIN_MAX_SECONDS`` (default 300) is
-refused with a suggestion that fits; a job that holds its slot past its deadline (twice its
-estimate, at least a minute more, pauses included) is stopped by the reaper.
+Its time (:mod:`engine.training.budget`): settings whose estimate (seconds per step measured on this server, in
+thread CPU time so that a busy machine does not inflate it, × steps) is over ``AP_TRAIN_MAX_SECONDS`` are refused
+with the steps that fit. Once it runs, the job's own first :data:`PROBE_STEPS` steps give its pace on the machine
+as it is now; a run that would not fit at that pace is stopped at the steps that do (:attr:`JobProgress.notice`
+says so from then on), and one that holds its slot past twice its estimate (at least a minute more) is stopped.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -41,8 +31,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.jobs import background_thread, cores, default_max_seconds, expected_start
-from engine.memory import release_memory
+from engine.job_limits import about
+from engine.job_records import ACTIVE, CANCELLED, FINISHED, REPLACED, Step
+from engine.jobs import LongJob, LongWorkQueue, checkpoint, get_queue, report
 from engine.traces import TrainingSnapshot
 from engine.training.budget import Estimate, StepTimer, TimeBudget
 from engine.training.job_settings import (
@@ -54,36 +45,24 @@ from engine.training.job_settings import (
     validate_settings,
 )
 
-log = logging.getLogger(__name__)
-ACTIVE = ("queued", "running", "paused")
-FINISHED = ("done", "stopped", "failed")
+KIND = "train"
+PROBE_STEPS = 20  # the job's own pace is read at its first snapshot at or past this many steps
 
 
-def default_max_running() -> int:
-    """Jobs allowed to train at once: ``AP_TRAIN_MAX_JOBS`` if set, else 1 per 2 CPU cores (at least 1)."""
-    env = os.environ.get("AP_TRAIN_MAX_JOBS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return max(1, cores() // 2)
+def own_pace(snap: TrainingSnapshot) -> float:
+    """Seconds per step a run has taken so far (its training time, pauses and snapshots excluded)."""
+    return snap.elapsed_s / snap.step if snap.step > 0 else 0.0
 
 
 @dataclass(frozen=True)
 class JobProgress:
     """A consistent copy of a job's state for the page (plain data; snapshots are shared, immutable).
 
-    Attributes:
-        status: queued | running | paused | done | stopped | failed.
-        queue_position: 1 = next to start (0 when not queued).
-        settings: the validated settings.
-        snapshots: every snapshot so far, in step order.
-        head_scores: per snapshot ``[layers, heads]`` overlap with the task's ideal pattern (empty when
-            the task has none).
-        device: where it trains ("cpu", "cuda"); "" before it starts.
-        error: why it failed or was stopped by the server ("" otherwise).
-        n_params: parameters of the model.
-        threads: torch intra-op threads the training thread runs with (0 before it starts).
-        estimate: the server's time estimate and limits for this job.
-        wait_s: while queued, estimated seconds until it starts (None otherwise).
+    ``status``: queued | running | paused | done | stopped | failed; ``queue_position``: 1 = next (0 when not
+    queued); ``head_scores``: per snapshot ``[layers, heads]`` overlap with the task's ideal pattern (empty when
+    it has none); ``error``: why it failed or why the server stopped it; ``threads``: torch threads it trains
+    with; ``estimate``: the server's estimate at Start; ``wait_s``: while queued, seconds until it starts;
+    ``pace``: seconds per step measured on its own first steps (0 before); ``notice``: why it will stop early.
     """
 
     status: str
@@ -97,6 +76,8 @@ class JobProgress:
     threads: int = 0
     estimate: Estimate | None = None
     wait_s: float | None = None
+    pace: float = 0.0
+    notice: str = ""
 
     @property
     def step(self) -> int:
@@ -108,80 +89,58 @@ class JobProgress:
 
 
 class Job:
-    """One training run in its own thread. Create through :meth:`JobManager.submit`."""
+    """One training run, a job on the queue. Create through :meth:`JobManager.submit`."""
 
-    def __init__(
-        self,
-        session_id: str,
-        settings: JobSettings,
-        manager: "JobManager",
-        estimate: Estimate,
-        alive: Callable[[], bool] | None = None,
-    ) -> None:
-        from engine.training.loop import TrainingControl
-
-        self.session_id = session_id
-        self.settings = settings
-        self.estimate = estimate
-        self.control = TrainingControl()
+    def __init__(self, session_id: str, settings: JobSettings, manager: JobManager, estimate: Estimate) -> None:
+        self.session_id, self.settings, self.estimate, self.manager = session_id, settings, estimate, manager
         self.task = build_task(settings.task)
         self.model = build_model(settings, self.task)  # the job's own model, never a shared one
         self.n_params = sum(p.numel() for p in self.model.parameters())
-        self._manager = manager
+        self.handle: LongJob | None = None
+        self._queued = threading.Event()  # set once ``handle`` is
         self._lock = threading.Lock()
-        self._admitted = threading.Event()
         self._snapshots: list[TrainingSnapshot] = []
         self._scores: list[np.ndarray] = []
         self._times: list[tuple[float, float]] = []  # (perf_counter, process_time) as each snapshot arrived
-        self._status = "queued"
-        self._device = ""
-        self._threads = 0
-        self._error = ""
-        self.last_heartbeat = manager.clock()
-        self.admitted_at: float | None = None  # manager.clock() when it got a slot
-        self.alive = alive  # "is the session still connected?" (None: heartbeats only)
-        self.gone_since: float | None = None  # when alive() first said no
-        self.thread = threading.Thread(target=self._run, name=f"train-{session_id[:8]}", daemon=True)
+        self._device, self._threads, self._pace, self._notice, self._stop_at = "", 0, 0.0, "", settings.steps
 
-    # ---- read from any thread ----
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The worker thread that trains it (None while queued)."""
+        return self.handle.thread if self.handle else None
+
+    @property
+    def last_heartbeat(self) -> float:
+        return self.handle.last_heartbeat if self.handle else 0.0
 
     @property
     def status(self) -> str:
-        with self._lock:
-            if self._status == "running" and self.control.is_paused:
-                return "paused"
-            return self._status
+        return self.progress().status
 
     def progress(self) -> JobProgress:
         """The job's state now (cheap: copies two lists of references)."""
-        status = self.status
-        position = self._manager.queue_position(self)  # before taking our lock (the reaper locks in that order)
-        wait = self._manager.expected_wait(self) if position else None
+        queue = self.manager.queue
+        with queue.lock:
+            now = queue.status_of(self.handle)
+        error = ""
+        if now.status == "failed":
+            error = f"{type(now.error).__name__}: {now.error}"
+        elif now.status == "stopped" and now.reason not in (CANCELLED, REPLACED):
+            error = now.reason if now.reason.startswith("stopped by") else f"stopped by the server: {now.reason}"
         with self._lock:
             return JobProgress(
-                status=status,
-                queue_position=position,
-                settings=self.settings,
-                snapshots=tuple(self._snapshots),
-                head_scores=tuple(self._scores),
-                device=self._device,
-                error=self._error,
-                n_params=self.n_params,
-                threads=self._threads,
-                estimate=self.estimate,
-                wait_s=wait,
-            )
+                now.status, now.position, self.settings, tuple(self._snapshots), tuple(self._scores), self._device,
+                error, self.n_params, self._threads, self.estimate, now.wait_s, self._pace, self._notice,
+            )  # fmt: skip
 
-    def seconds_left(self, now: float) -> float:
+    def seconds_left(self, held: float) -> float:
         """Estimated seconds until it ends: its steps left × the estimated step time, never past its deadline."""
-        if self.control.is_stopped:
+        if self.handle is not None and self.handle.control.is_stopped:
             return 0.0
         with self._lock:
             done = self._snapshots[-1].step if self._snapshots else 0
-        left = self.estimate.per_step * max(0, self.settings.steps - done)
-        if self.admitted_at is None:
-            return left
-        return max(0.0, min(left, self.estimate.deadline - (now - self.admitted_at)))
+        left = self.estimate.per_step * max(0, self._stop_at - done)
+        return max(0.0, min(left, self.estimate.deadline - held))
 
     def snapshot_times(self) -> list[tuple[float, float]]:
         """``(time.perf_counter(), time.process_time())`` as each snapshot arrived (for benchmarks)."""
@@ -189,39 +148,22 @@ class Job:
             return list(self._times)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the thread ends; True if it has."""
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
+        """Block until the job has ended; True if it has."""
+        self._queued.wait(timeout)
+        return self.handle is not None and self.handle.done.wait(timeout)
 
-    # ---- the worker thread ----
+    # ---- in the queue's worker thread ----
 
-    def _run(self) -> None:
-        try:
-            while not self._admitted.wait(timeout=0.2):  # queued: wait for a free slot, or a stop
-                if self.control.is_stopped:
-                    self._finish("stopped")
-                    return
-            if self.control.is_stopped:
-                self._finish("stopped")
-                return
-            self._train()
-        except Exception as err:  # noqa: BLE001 — any failure is shown on the page, never raised in a thread
-            with self._lock:
-                self._error = f"{type(err).__name__}: {err}"
-            self._finish("failed")
-        finally:
-            self._manager._release(self)
-            release_memory()
-
-    def _train(self) -> None:
+    def work(self) -> None:
         import torch
 
         from engine.families.transformer.adapter import trace_own
         from engine.training.loop import TrainConfig, resolve_device, train
         from engine.training.tasks import pattern_score
 
-        background_thread(self._manager.threads)  # lower CPU priority, torch threads: as the long-work lane's
-        s, task, causal = self.settings, self.task, self.settings.causal
+        self._queued.wait()
+        assert self.handle is not None
+        s, task, causal, control = self.settings, self.task, self.settings.causal, self.handle.control
         config = TrainConfig(
             steps=s.steps,
             batch_size=s.batch_size,
@@ -233,9 +175,8 @@ class Job:
             eval_batch_size=EVAL_BATCH,
         )
         with self._lock:
-            self._status = "running"
             self._device = resolve_device(s.device).type
-            self._threads = torch.get_num_threads()  # per thread: the job's own setting, not the caller's
+            self._threads = torch.get_num_threads()  # per thread: the worker's own setting, not the caller's
         ideal, rows = task.ideal_pattern(), task.ideal_rows()
 
         def forward(model, inputs):
@@ -244,7 +185,7 @@ class Job:
         def trace(model, ids, tokens):
             return trace_own(model, ids, tokens, model_id=f"train:{task.name}", causal=causal)
 
-        for snap in train(self.model, task, config, self.control, forward_fn=forward, trace_fn=trace):
+        for snap in train(self.model, task, config, control, forward_fn=forward, trace_fn=trace):
             scores = np.zeros((0, 0))
             tr = snap.probe_trace
             if ideal is not None and tr is not None and tr.n_queries == ideal.shape[0]:
@@ -258,26 +199,43 @@ class Job:
                 self._snapshots.append(snap)
                 self._scores.append(scores)
                 self._times.append((time.perf_counter(), time.process_time()))
-        self._finish("stopped" if self.control.is_stopped and self._snapshots[-1].stopped else "done")
+            report(Step(snap.step, s.steps, f"step {snap.step:,} of {s.steps:,}"))
+            self._keep_to_budget(snap)
+        if self._snapshots[-1].stopped:
+            checkpoint()  # raises JobStopped with the queue's reason
 
-    def _finish(self, status: str) -> None:
-        with self._lock:
-            self._status = status
+    def _keep_to_budget(self, snap: TrainingSnapshot) -> None:
+        """At the first snapshot past :data:`PROBE_STEPS`, project the run at its own pace; stop it at the steps
+        that fit when it would not."""
+        s, budget = self.settings, self.estimate.budget
+        if not self._pace and snap.step >= min(PROBE_STEPS, s.steps) and not snap.final:
+            pace = self.manager.pace(snap)
+            if pace > 0 and pace * s.steps > budget.max_seconds:
+                fit = max(snap.step, Estimate(per_step=pace, steps=s.steps, budget=budget).max_steps)
+                notice = (
+                    f"at its own pace on this server now ({pace * 1000:,.0f} ms a step over its first "
+                    f"{snap.step:,} steps) {s.steps:,} steps would take about {about(pace * s.steps)}, over the "
+                    f"limit of {about(budget.max_seconds)} per job: it stops at step {fit:,}"
+                )
+                with self._lock:
+                    self._notice, self._stop_at = notice, fit
+            with self._lock:
+                self._pace = pace or -1.0  # measured (-1: not measurable; no second look)
+        if snap.step >= self._stop_at and not snap.final:
+            self.manager.queue.stop(self.handle, f"stopped by the server: {self._notice}; what it learned is kept")
 
 
 class JobManager:
-    """Owns every session's job, the running cap, the FIFO queue, the time budget and the reaper.
+    """Train live's jobs on a :class:`LongWorkQueue`: settings checked against the budget, one job per session.
 
     Args:
-        max_running: jobs that may train at once (default :func:`default_max_running`).
-        heartbeat_timeout: seconds without a heartbeat after which a job is stopped.
-        threads: torch intra-op threads while training (set in the job's own thread).
-        reap_every: seconds between the reaper's checks.
-        grace: seconds a job's ``alive()`` may say no (a reconnecting browser) before the job is stopped.
-        budget: limits on a job's time (default: :func:`default_max_seconds`, the documented margins).
-        estimator: validated settings → seconds per step (default: a :class:`StepTimer` measuring with
-            ``threads`` threads; tests pass a fake).
-        clock: monotonic seconds for heartbeats, deadlines and waits (tests pass a fake).
+        max_running: with no ``queue``, the workers of the manager's own queue (tests); else the shared one's.
+        heartbeat_timeout: seconds without a heartbeat after which a job without an ``alive`` check is stopped.
+        threads, reap_every, grace, clock: the own queue's (see :class:`LongWorkQueue`).
+        budget: limits on a job's time (default: the queue's ``max_seconds``, the documented margins).
+        estimator: validated settings → seconds per step (default: a :class:`StepTimer`; tests pass a fake).
+        pace: a snapshot → the run's own seconds per step (default :func:`own_pace`; tests inject a step cost).
+        queue: the queue to use (default: a new one; :func:`get_manager` passes the server's).
     """
 
     def __init__(
@@ -290,60 +248,55 @@ class JobManager:
         budget: TimeBudget | None = None,
         estimator: Callable[[JobSettings], float] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pace: Callable[[TrainingSnapshot], float] = own_pace,
+        queue: LongWorkQueue | None = None,
     ) -> None:
-        self.max_running = max_running or default_max_running()
-        self.heartbeat_timeout = heartbeat_timeout
-        self.threads = threads
-        self.reap_every = reap_every
-        self.grace = grace
-        self.budget = budget or TimeBudget(max_seconds=default_max_seconds())
-        self.estimator = estimator or StepTimer(threads=threads)
-        self.clock = clock
+        self.queue = queue or LongWorkQueue(
+            workers=max_running, threads=threads, reap_every=reap_every, grace=grace, clock=clock
+        )
+        self._own_queue = queue is None
+        self.heartbeat_timeout, self.pace, self.clock = heartbeat_timeout, pace, self.queue.clock
+        self.budget = budget or TimeBudget(max_seconds=self.queue.max_seconds)
+        self.estimator = estimator or StepTimer(threads=self.queue.threads)
         self._lock = threading.RLock()
         self._jobs: dict[str, Job] = {}
-        self._queue: list[Job] = []
-        self._running: set[Job] = set()
-        self._reaper: threading.Thread | None = None
+
+    @property
+    def max_running(self) -> int:
+        return self.queue.workers
+
+    @max_running.setter
+    def max_running(self, value: int) -> None:
+        self.queue.workers = value
 
     def submit(
         self, session_id: str, settings: Mapping[str, Any] | JobSettings, alive: Callable[[], bool] | None = None
     ) -> Job:
-        """Validate ``settings``, check their estimated time, and start (or queue) a job for ``session_id``.
+        """Validate ``settings``, check their estimated time, and queue a job for ``session_id``, stopping and
+        replacing the session's previous one (also when two submits race). Refused settings change nothing.
 
-        The session's previous job, if any, is stopped and replaced (also when two submits race): a
-        session never has two jobs. Refused settings leave the previous job as it was.
-
-        Args:
-            session_id: the owner; one job per session.
-            settings: untrusted settings (see :func:`validate_settings`); their estimated time must be
-                within ``budget.max_seconds``.
-            alive: optional "is the session still connected?" check (thread-safe). With it, the job
-                stops ``grace`` seconds after the session disconnects, and keeps training while the
-                session is connected but on another page (no heartbeats); without it, heartbeats decide.
+        ``alive``: optional "is the session still connected?" check (thread-safe); with it the job keeps training
+        while the session is on another page (no heartbeats) and stops ``grace`` seconds after it disconnects.
 
         Raises:
-            JobSettingsError: invalid settings, or over the time budget (the message suggests what fits);
-                nothing is started or stopped.
+            JobSettingsError: invalid settings, or over the time budget (the message suggests what fits).
             ValueError: an empty session id.
         """
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("a job needs a session id")
-        checked = validate_settings(settings)
-        estimate = self.estimate(checked)
+        estimate = self.estimate(settings)
         if not estimate.fits:
             raise JobSettingsError(estimate.refusal())
-        job = Job(session_id, checked, self, estimate, alive)
+        job = Job(session_id, validate_settings(settings), self, estimate)
         with self._lock:  # one step: no moment with two jobs of one session, whoever else submits
             old = self._jobs.get(session_id)
+            job.handle = self.queue.enqueue(
+                session_id, KIND, job.work, key=object(), estimate_s=estimate.seconds, alive=alive,
+                heartbeat_s=self.heartbeat_timeout, deadline_s=estimate.deadline, overrun=estimate.overrun_notice,
+                left=job.seconds_left,
+            )  # fmt: skip
+            job._queued.set()
             self._jobs[session_id] = job
-            if old is not None:
-                old.control.stop()
-            self._queue.append(job)
-            job.thread.start()
-            self._admit()
-            if self._reaper is None:
-                self._reaper = threading.Thread(target=self._reap, name="train-reaper", daemon=True)
-                self._reaper.start()
         if old is not None:
             old.wait(10.0)
         return job
@@ -364,135 +317,56 @@ class JobManager:
 
     def heartbeat(self, session_id: str) -> None:
         """The session is still there (the page calls this on every poll)."""
-        job = self.get(session_id)
-        if job is not None:
-            job.last_heartbeat = self.clock()
+        self.queue.heartbeat(session_id)
 
     def pause(self, session_id: str) -> None:
-        if (job := self.get(session_id)) is not None:
-            job.control.pause()
+        self.queue.pause(session_id, KIND)
 
     def resume(self, session_id: str) -> None:
-        if (job := self.get(session_id)) is not None:
-            job.control.resume()
+        self.queue.resume(session_id, KIND)
 
     def stop(self, session_id: str) -> None:
         """Ask the session's job to stop (it keeps its snapshots and model)."""
-        if (job := self.get(session_id)) is not None:
-            job.control.stop()
+        self.queue.cancel(session_id, KIND)
 
     def discard(self, session_id: str, timeout: float = 10.0) -> None:
-        """Stop the session's job, wait for its thread, and forget it (the page's Reset)."""
+        """Stop the session's job, wait for it, and forget it (the page's Reset)."""
         with self._lock:
             job = self._jobs.pop(session_id, None)
         if job is not None:
-            job.control.stop()
+            self.queue.stop(job.handle, CANCELLED)
             job.wait(timeout)
 
     def queue_position(self, job: Job) -> int:
         """1 for the next job to start, 2 after it, …; 0 when ``job`` is not waiting."""
-        with self._lock:
-            return self._queue.index(job) + 1 if job in self._queue else 0
-
-    def expected_wait(self, job: Job) -> float | None:
-        """Estimated seconds until a queued ``job`` starts (:func:`expected_start`); None when not queued."""
-        with self._lock:
-            if job not in self._queue:
-                return None
-            now = self.clock()
-            ahead = [j.estimate.seconds for j in self._queue[: self._queue.index(job)] if not j.control.is_stopped]
-            return expected_start([j.seconds_left(now) for j in self._running], ahead, self.max_running)
+        return job.progress().queue_position
 
     def active_count(self) -> int:
-        """Jobs queued or training."""
+        """This manager's jobs queued, training or paused."""
         with self._lock:
-            return len(self._queue) + len(self._running)
+            return sum(job.progress().status in ACTIVE for job in self._jobs.values())
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop every job and wait for all threads (tests, server exit)."""
+        """Stop every job and wait for them (tests, server exit); the manager's own queue ends its threads."""
         with self._lock:
-            jobs = list(self._jobs.values()) + list(self._queue) + list(self._running)
+            jobs = list(self._jobs.values())
             self._jobs.clear()
         for job in jobs:
-            job.control.stop()
+            self.queue.stop(job.handle, CANCELLED)
         for job in jobs:
             job.wait(timeout)
-        reaper = self._reaper
-        if reaper is not None:
-            reaper.join(timeout)
-
-    # ---- internals ----
-
-    def _admit(self) -> None:
-        with self._lock:
-            while self._queue and len(self._running) < self.max_running:
-                job = self._queue.pop(0)
-                job.admitted_at = self.clock()
-                self._running.add(job)
-                job._admitted.set()
-
-    def _release(self, job: Job) -> None:
-        with self._lock:
-            self._running.discard(job)
-            if job in self._queue:
-                self._queue.remove(job)
-            self._admit()
-
-    def _abandoned(self, job: Job, now: float) -> bool:
-        stale = now - job.last_heartbeat > self.heartbeat_timeout
-        if job.alive is None:
-            return stale
-        try:
-            connected = bool(job.alive())
-        except Exception:  # noqa: BLE001 — a broken check falls back to heartbeats
-            return stale
-        if connected:
-            job.gone_since = None
-            return False
-        job.gone_since = job.gone_since or now
-        return now - job.gone_since > self.grace
-
-    def _overran(self, job: Job, now: float) -> bool:
-        return job in self._running and job.admitted_at is not None and now - job.admitted_at > job.estimate.deadline
-
-    def _reap(self) -> None:
-        while True:
-            time.sleep(self.reap_every)
-            now = self.clock()
-            with self._lock:
-                for job in list(self._queue) + list(self._running):
-                    if job.control.is_stopped:
-                        continue
-                    if self._overran(job, now):
-                        reason, why = job.estimate.overrun_notice(now - job.admitted_at), "it ran far past its estimate"
-                    elif self._abandoned(job, now):
-                        reason = "stopped by the server: the page stopped asking for updates (closed?)"
-                        why = "its session went away"
-                    else:
-                        continue
-                    with job._lock:
-                        job._error = reason
-                    job.control.stop()
-                    log.warning("training job %s stopped: %s", job.thread.name, why)
-                if not self._queue and not self._running:
-                    self._reaper = None
-                    return
+        if self._own_queue:
+            self.queue.shutdown(timeout)
 
 
 _manager: JobManager | None = None
 _manager_lock = threading.Lock()
 
 
-def training_now() -> bool:
-    """True when a Train live job is queued or training in this process (no manager is made to ask)."""
-    manager = _manager
-    return manager is not None and manager.active_count() > 0
-
-
 def get_manager() -> JobManager:
-    """The server-wide job manager (created on first use)."""
+    """Train live's jobs on the server's one long-work queue (created on first use)."""
     global _manager
     with _manager_lock:
         if _manager is None:
-            _manager = JobManager()
+            _manager = JobManager(queue=get_queue())
         return _manager

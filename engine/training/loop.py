@@ -27,7 +27,6 @@ initial weights give the same losses, step for step.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -40,6 +39,7 @@ from torch import nn
 from engine.builds import BUILD_LOCK
 from engine.families.transformer.adapter import trace_own
 from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.job_records import Control
 from engine.records import Tokens
 from engine.traces import TrainingSnapshot
 from engine.traces.attention import AttentionTrace
@@ -107,48 +107,9 @@ class TrainConfig:
         return self.lr * (r + (1 - r) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-class TrainingControl:
-    """Pause, resume and stop a running :func:`train`, from any thread.
-
-    Two ``threading.Event``s: ``_go`` is set while the loop may run (cleared by :meth:`pause`), and
-    ``_stop`` once :meth:`stop` is called. Stopping also sets ``_go``, so a paused loop wakes up to end.
-    """
-
-    def __init__(self) -> None:
-        self._go = threading.Event()
-        self._go.set()
-        self._stop = threading.Event()
-
-    def pause(self) -> None:
-        """Ask the loop to wait before its next step (no effect once stopped)."""
-        if not self._stop.is_set():
-            self._go.clear()
-
-    def resume(self) -> None:
-        """Let a paused loop go on."""
-        self._go.set()
-
-    def stop(self) -> None:
-        """Ask the loop to end after its current step; it yields a final snapshot first."""
-        self._stop.set()
-        self._go.set()
-
-    @property
-    def is_paused(self) -> bool:
-        return not self._go.is_set() and not self._stop.is_set()
-
-    @property
-    def is_stopped(self) -> bool:
-        return self._stop.is_set()
-
-    def wait_if_paused(self, timeout: float | None = None) -> bool:
-        """Block while paused, at most ``timeout`` seconds (None: until resumed or stopped).
-
-        Returns:
-            True when the loop may take a step now (neither paused nor stopped).
-        """
-        self._go.wait(timeout)
-        return self._go.is_set() and not self._stop.is_set()
+class TrainingControl(Control):
+    """Pause, resume and stop a running :func:`train` from any thread: a long job's :class:`engine.jobs.Control`
+    (the queue hands its job's own to the loop)."""
 
 
 def resolve_device(device: str) -> torch.device:
@@ -257,7 +218,7 @@ def train(
     model: nn.Module,
     task: Task,
     config: TrainConfig,
-    control: TrainingControl | None = None,
+    control: Control | None = None,
     *,
     forward_fn: ForwardFn | None = None,
     trace_fn: TraceFn | None = None,

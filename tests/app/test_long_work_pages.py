@@ -1,6 +1,6 @@
 """The pages' long work through the long-work lane (engine.jobs), with AppTest: fine-tuning and "Measure on this
 server" on the Pretraining page, "Write more" on Explore. With the lane held busy the page says where the job
-is in the queue and offers Cancel, another session's Explore still runs, and once the lane frees up each
+is in the queue and offers Stop, another session's Explore still runs, and once the lane frees up each
 page draws its result (AppTest does not tick polling fragments: ``run_until`` reruns until it is there)."""
 
 from __future__ import annotations
@@ -44,26 +44,26 @@ def has_button(at, key: str) -> bool:
     return any(b.key == key for b in at.button)
 
 
-def test_fine_tuning_waits_in_the_queue_can_be_cancelled_and_then_runs(busy_lane):
+def test_fine_tuning_waits_in_the_queue_can_be_stopped_and_then_runs(busy_lane):
     at = open_page("pretraining", pretraining_tab="Fine-tuning changes attention")
     at.slider(key="finetune_steps").set_value(50)
     at.button(key="finetune_go").click().run()
     assert_clean(at)
     assert queued_message(at).startswith("Fine-tuning: queued, position 1, starts in about "), messages(at.info)
-    assert has_button(at, "finetune_cancel") and not at.metric
+    assert has_button(at, "finetune_stop") and not at.metric
 
     explore = run_app(text="The cat sat on the mat.")  # another student, meanwhile: not held up by the lane
     assert_clean(explore)
     assert figures(explore) and get_queue().running_count() == get_queue().workers
 
-    at.button(key="finetune_cancel").click().run()
+    at.button(key="finetune_stop").click().run()
     assert any("Fine-tuning stopped: cancelled" in m for m in messages(at.info)), messages(at.info)
 
     at.button(key="finetune_go").click().run()
     busy_lane.set()
     run_until(at, lambda a: any(m.label == "Accuracy after" for m in a.metric), what="the fine-tuning result")
     assert_clean(at)
-    assert not queued_message(at) and not has_button(at, "finetune_cancel")
+    assert not queued_message(at) and not has_button(at, "finetune_stop")
     at.run()  # the result stays with the session
     assert any(m.label == "Accuracy after" for m in at.metric)
 
@@ -97,7 +97,7 @@ def test_write_more_waits_in_the_queue_then_reruns_from_the_cache(busy_lane):
     at.button(key="FormSubmitter:write_form-Write more").click().run()
     assert_clean(at)
     assert queued_message(at).startswith("Writing: queued, position 1"), messages(at.info)
-    assert _chart(at) is None and has_button(at, "write_cancel")
+    assert _chart(at) is None and has_button(at, "write_stop")
     busy_lane.set()
     run_until(at, lambda a: _chart(a) is not None, what="the generated text's chart")
     assert_clean(at)

@@ -46,8 +46,8 @@ def test_page_renders_with_an_estimate():
     params = sum(p.numel() for p in build_model(validate_settings({}), task).parameters())  # the model itself
     assert any(f"**{params:,} parameters**" in m.value and "ms per step" in m.value for m in at.markdown)
     assert any("the limit per job is" in m.value for m in at.markdown)
-    assert not at.button(key="train_start").disabled
-    assert at.button(key="train_pause").disabled and at.button(key="train_stop").disabled
+    assert not at.button(key="train_start").disabled and at.button(key="train_reset").disabled
+    assert not any(b.key in ("train_pause", "train_stop") for b in at.button)  # they come with a job
     assert any("press **Start**" in m for m in messages(at.info))
 
 
@@ -224,7 +224,31 @@ def test_a_queued_job_shows_when_it_starts(fake_estimate, monkeypatch):
     at.button(key="train_start").click().run()
     assert_clean(at)
     assert job_of(at).progress().status == "queued"
-    info = [m for m in messages(at.info) if m.startswith("Queued: position **1**")]
+    info = [m for m in messages(at.info) if m.startswith("Training: queued, position **1**")]
     assert info and "starts in about **" in info[0], messages(at.info)
     manager.stop(ahead.session_id)
     assert ahead.wait(10)
+
+
+def test_a_run_slower_than_its_estimate_says_so_and_stops_at_the_steps_that_fit(fake_estimate, monkeypatch):
+    """The estimate admits 2,000 steps (1 ms a step); the run's own steps cost 500 ms each (an injected step
+    cost): while it trains the page says it will stop early and where, and it stops there."""
+    fake_estimate(1e-3)
+    monkeypatch.setattr(get_manager(), "pace", lambda snap: 0.5)
+    at = open_page("train", train_steps=2000, train_n_layers=1, train_d_model=16, train_batch_size=8)
+    at.button(key="train_start").click().run()
+    job = job_of(at)
+    deadline = time.monotonic() + 60
+    while not job.progress().notice:
+        assert time.monotonic() < deadline, "the run did not measure its own pace"
+        time.sleep(0.05)
+    if not job.progress().finished:
+        at.run()
+        early = [m for m in messages(at.warning) if m.startswith("This run stops early")]
+        assert early and "it stops at step 600" in early[0], messages(at.warning)
+    wait_done(at)
+    at.run()
+    assert_clean(at)
+    status = [m.value for m in at.markdown if m.value.startswith("Status:")]
+    assert status and "Stopped at step 600" in status[0] and "2,000 steps would take about 17 min" in status[0], status
+    assert at.text_input(key="train_try") is not None  # what it learned is kept: the model can be tried

@@ -120,7 +120,7 @@ def test_a_new_job_replaces_the_sessions_old_one(manager):
     first = manager.submit("s1", LONG)
     wait_until(lambda: first.progress().step >= 1, what="a step")
     second = manager.submit("s1", dict(TINY, steps=5, snapshot_every=5))
-    assert not first.thread.is_alive() and first.status == "stopped"
+    assert first.wait(0) and first.status == "stopped"  # ended before submit returned
     assert manager.get("s1") is second and second.wait(30) and second.status == "done"
     manager.discard("s1")
     assert manager.get("s1") is None

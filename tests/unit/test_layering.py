@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-PAGES = ("app/views", "app/ui")
+PAGES = ("app/views", "app/ui", "app/controls")
 
 
 def is_gateway(module: str) -> bool:

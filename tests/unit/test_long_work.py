@@ -10,8 +10,10 @@ import threading
 
 import pytest
 
-from engine import jobs, memory
-from engine.jobs import CANCELLED, GONE, LOW_PRIORITY_NICE, LongWorkQueue, Step, checkpoint
+from engine import job_limits, jobs, memory
+from engine.job_limits import LOW_PRIORITY_NICE
+from engine.job_records import CANCELLED, GONE, JobStatus, Step
+from engine.jobs import LongWorkQueue, checkpoint
 from tests.job_helpers import wait_until
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
@@ -51,7 +53,7 @@ def running(q: LongWorkQueue, session: str, kind: str = "k") -> None:
     wait_until(lambda: q.status(session, kind).status == "running", 10, f"{session} running")
 
 
-def ended(q: LongWorkQueue, session: str, kind: str = "k", timeout: float = 30) -> jobs.JobStatus:
+def ended(q: LongWorkQueue, session: str, kind: str = "k", timeout: float = 30) -> JobStatus:
     wait_until(lambda: q.status(session, kind).finished, timeout, f"{session} finished")
     return q.status(session, kind)
 
@@ -269,7 +271,7 @@ def test_memory_is_handed_back_after_each_job(queue, monkeypatch):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc")
 def test_release_memory_calls_malloc_trim():
-    assert jobs.release_memory() in (True, False)  # 1 when memory went back, 0 when there was none to give
+    assert memory.release_memory() in (True, False)  # 1 when memory went back, 0 when there was none to give
     assert memory._libc().malloc_trim is not None
 
 
@@ -325,14 +327,20 @@ def test_worker_threads_end_when_the_queue_is_empty(queue):
 
 
 def test_ap_long_jobs_sets_the_workers(monkeypatch):
-    default = max(1, jobs.cores() // 2)
+    default = max(1, job_limits.cores() // 2)
     monkeypatch.delenv("AP_LONG_JOBS", raising=False)
-    assert jobs.default_workers() == default
+    monkeypatch.delenv("AP_TRAIN_MAX_JOBS", raising=False)
+    assert job_limits.default_workers() == default
     monkeypatch.setenv("AP_LONG_JOBS", "3")
-    assert jobs.default_workers() == 3 and LongWorkQueue().workers == 3
+    assert job_limits.default_workers() == 3 and LongWorkQueue().workers == 3
     for bad in ("0", "-1", "two", "1.5"):
         monkeypatch.setenv("AP_LONG_JOBS", bad)
-        assert jobs.default_workers() == default, bad
+        assert job_limits.default_workers() == default, bad
+    monkeypatch.delenv("AP_LONG_JOBS")
+    monkeypatch.setenv("AP_TRAIN_MAX_JOBS", "2")  # the old name of the same setting, read when the new one is unset
+    assert job_limits.default_workers() == 2
+    monkeypatch.setenv("AP_LONG_JOBS", "5")
+    assert job_limits.default_workers() == 5
 
 
 def test_ap_train_max_seconds_is_the_budget(monkeypatch):

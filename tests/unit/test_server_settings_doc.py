@@ -76,8 +76,7 @@ def classroom_fallbacks(cores: int) -> dict[str, object]:
 
 def code_defaults(cores: int) -> dict[str, object]:
     """What the code uses with no ``AP_*`` variable set, on a machine with ``cores`` cores."""
-    import engine.jobs
-    import engine.training.jobs
+    import engine.job_limits
     from app import launch, store
     from app.runtime import caches
     from engine.policy import GB, ServerPolicy
@@ -85,9 +84,9 @@ def code_defaults(cores: int) -> dict[str, object]:
     policy = ServerPolicy.from_env({})
     values = {
         "AP_TRACE_CACHE_MB": float(caches._cache_budget_mb()),
-        "AP_TRAIN_MAX_JOBS": engine.training.jobs.default_max_running(),
-        "AP_LONG_JOBS": engine.jobs.default_workers(),
-        "AP_TRAIN_MAX_SECONDS": float(engine.jobs.default_max_seconds()),
+        "AP_LONG_JOBS": engine.job_limits.default_workers(),
+        "AP_TRAIN_MAX_JOBS": engine.job_limits.default_workers(),  # the old name of AP_LONG_JOBS
+        "AP_TRAIN_MAX_SECONDS": float(engine.job_limits.default_max_seconds()),
         "AP_MODEL_DIRS": policy.model_dirs,
         "AP_HUB": policy.hub,
         "AP_HUB_MAX_GB": policy.hub_max_bytes / GB,
@@ -112,13 +111,11 @@ def test_the_test_commands_own_settings_are_in_the_readmes_test_section():
 
 @pytest.mark.parametrize("cores", CORE_COUNTS)
 def test_each_documented_default_is_the_codes(cores, monkeypatch):
-    import engine.jobs
-    import engine.training.jobs
+    import engine.job_limits
 
     for name in variables_read():
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(engine.jobs, "cores", lambda: cores)
-    monkeypatch.setattr(engine.training.jobs, "cores", lambda: cores)
+    monkeypatch.setattr(engine.job_limits, "cores", lambda: cores)
     actual = code_defaults(cores)
     for name, text in documented().items():
         assert name in actual, f"{name}: the test does not know where the code keeps its default"

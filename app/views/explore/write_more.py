@@ -7,7 +7,7 @@ remembered in session state (``Explore.write_request``) with the text and model 
 rerun (another layer or head) redraws from the cache, and a new sentence or model clears it. The
 model writes on the server's long-work lane (``request_generation``), never in the page's
 script thread: until the trace is ready the tab shows the job's place in the queue, then a progress
-bar token by token (``app/ui/job_status.py``). The text is shown through ``md`` (never as
+bar token by token (``app/controls/long_job.py``). The text is shown through ``md`` (never as
 markdown the user wrote); the generated part is highlighted, and the heatmap marks where generation
 began with dashed lines and coloured tick labels.
 """
@@ -18,13 +18,13 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from app.controls.long_job import follow
 from app.runtime.long_work import WRITE
 from app.runtime.maps import head_view
 from app.runtime.request import TraceRequest
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import map_figure
-from app.ui.job_status import follow
 from app.ui.linked_tokens import focus, outline
 from app.ui.map_data import MapData
 from app.ui.safe_text import md

@@ -1,8 +1,8 @@
 """The Pretraining objectives page: fill-in-the-blank, the objectives' masks and examples, the cost table.
 
 ``get_fill_mask`` keeps its result in the per-process trace cache (shared, not copied); the
-objectives' examples are pure numpy. Fine-tuning (``finetune_start`` on the colour task, ``nsp_start``
-on next-sentence prediction) and timing the three layers (``measure_start``) are long work: they run on
+objectives' examples are pure numpy. Fine-tuning (``fine_tune_start``: the colour task, next-sentence
+prediction) and timing the three layers (``measure_start``) are long work: they run on
 the long-work lane (``app.runtime.long_work``), never in
 the page's script thread; a measurement is shared by every session for the clock hour it was made in
 (``measured_costs``).
@@ -19,13 +19,13 @@ import numpy as np
 
 from app.runtime.caches import TRACES
 from app.runtime.heads import attention_block
-from app.runtime.long_work import FINETUNE, MEASURE, NSP, long_status, submit_long
+from app.runtime.long_work import MEASURE, NSP, long_status, submit_long
 from app.runtime.models import get_model, model_pass
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from engine.analysis import cost, objectives
 from engine.cache import TraceCache
-from engine.jobs import JobStatus
+from engine.job_records import JobStatus
 
 #: fine-tuning's expected seconds: building the task and the before/after patterns, then per step (one thread)
 FINETUNE_SETUP_S, FINETUNE_STEP_S = 2.5, 0.02
@@ -159,22 +159,31 @@ def _private_copy(model):
         return copy.deepcopy(model.module), model.tokenizer
 
 
-def finetune_start(steps: int, lr: float) -> JobStatus:
-    """Fine-tune a copy of the masked-LM encoder on the colour task (``engine.training.finetune``) as this
-    session's long job: its updates are ``FinetuneProgress``, its result the ``FinetuneResult`` (plain
-    numbers). The shared model is only read, under its lock, while the worker makes a private copy."""
-    from engine.training.finetune import FinetuneResult, finetune
+def fine_tune_start(kind: str, steps: int, lr: float) -> JobStatus:
+    """Fine-tune a copy of the masked-LM encoder as this session's long job of ``kind``: ``FINETUNE`` on the colour
+    task (``engine.training.finetune``), ``NSP`` with a linear head on [CLS] for next-sentence prediction
+    (``engine.training.nsp``). Its updates are ``FinetuneProgress``, its result the task's result record (plain
+    numbers and arrays). The shared model is only read, under its lock, while the worker makes a private copy."""
+    if kind == NSP:
+        from engine.training.nsp import NspResult as Result
+        from engine.training.nsp import finetune_nsp as fine_tune
 
+        setup_s, step_s = NSP_SETUP_S, NSP_STEP_S
+    else:
+        from engine.training.finetune import FinetuneResult as Result
+        from engine.training.finetune import finetune as fine_tune
+
+        setup_s, step_s = FINETUNE_SETUP_S, FINETUNE_STEP_S
     model, steps, lr = get_model(MLM_MODEL), int(steps), float(lr)
 
     def work():
         encoder, vocab = _private_copy(model)
-        for item in finetune(encoder, vocab, steps=steps, lr=lr):
-            if isinstance(item, FinetuneResult):
+        for item in fine_tune(encoder, vocab, steps=steps, lr=lr):
+            if isinstance(item, Result):
                 return item
             yield item
 
-    return submit_long(FINETUNE, work, key=(steps, lr), estimate_s=FINETUNE_SETUP_S + FINETUNE_STEP_S * steps)
+    return submit_long(kind, work, key=(steps, lr), estimate_s=setup_s + step_s * steps)
 
 
 def nsp_examples(n: int = 6, seed: int = 0) -> tuple:
@@ -190,21 +199,3 @@ def _nsp_examples(n: int, seed: int) -> tuple:
 
     max_len = get_model(MLM_MODEL).module.cfg.max_len
     return tuple(nsp_pairs(story_corpus(200, seed + 7), n, seed, max_tokens=max_len))
-
-
-def nsp_start(steps: int, lr: float) -> JobStatus:
-    """Fine-tune a copy of the masked-LM encoder with a linear head on [CLS] for next-sentence prediction
-    (``engine.training.nsp.finetune_nsp``) as this session's long job of kind ``NSP``: its updates are
-    ``FinetuneProgress``, its result the ``NspResult`` (plain numbers and arrays)."""
-    from engine.training.nsp import NspResult, finetune_nsp
-
-    model, steps, lr = get_model(MLM_MODEL), int(steps), float(lr)
-
-    def work():
-        encoder, vocab = _private_copy(model)
-        for item in finetune_nsp(encoder, vocab, steps=steps, lr=lr):
-            if isinstance(item, NspResult):
-                return item
-            yield item
-
-    return submit_long(NSP, work, key=(steps, lr), estimate_s=NSP_SETUP_S + NSP_STEP_S * steps)

@@ -9,20 +9,23 @@ pattern: a queue place, then progress, then the result kept in the session). The
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app.runtime.long_work import NSP, long_status
+from app.controls.long_job import run_job
+from app.runtime.long_work import NSP
 from app.state import default
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import attention_heatmap
-from app.ui.job_status import follow
 from app.ui.theme import side_by_side
-from app.views.pretraining.data import nsp_examples, nsp_start
+from app.views.pretraining.data import fine_tune_start, nsp_examples
 from app.views.pretraining.keys import FINETUNE_LRS
 from app.views.pretraining.keys import Pretraining as P
 
@@ -51,6 +54,38 @@ def most_moved(change: np.ndarray, n: int = 3) -> str:
     return ", ".join(f"layer {i // heads} head {i % heads} ({change.flat[i]:.2f})" for i in order)
 
 
+@dataclass(frozen=True)
+class FineTune:
+    """A fine-tuning section of the page (the colour task's, next-sentence prediction's): its job's kind and
+    words, what draws its running curve, its default steps, what a step is, and its session keys."""
+
+    kind: str
+    what: str
+    button: str
+    curve: Callable[[Any], None]
+    default_steps: int
+    a_step: str
+    steps_key: str
+    lr_key: str
+    go_key: str
+    result_key: str
+
+
+def fine_tune(job: FineTune) -> Any:
+    """The steps and learning-rate controls and the button, then the job (start → follow → collect); its result."""
+    left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
+    with left:
+        default(job.steps_key, job.default_steps)
+        steps = st.slider("Steps", 50, 500, step=50, key=job.steps_key, help=f"Training steps of {job.a_step}.")
+    with right:
+        default(job.lr_key, 1e-3)
+        lr = st.select_slider("Learning rate", FINETUNE_LRS, key=job.lr_key, format_func=lambda x: f"{x:g}")
+    with button:
+        pressed = st.button(job.button, type="primary", icon=":material/model_training:", key=job.go_key)
+    start = (lambda: fine_tune_start(job.kind, steps, lr)) if pressed else None
+    return run_job(job.kind, job.what, start, keep=job.result_key, extra=job.curve)
+
+
 def next_sentence() -> None:
     st.write(
         "BERT's second pretraining task: given two pieces of text, A and B, is B what really comes next? Half "
@@ -61,35 +96,10 @@ def next_sentence() -> None:
     )
     st.info(NO_SEGMENTS, icon=":material/info:")
     _examples()
-    left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
-    with left:
-        default(P.nsp_steps, 300)
-        steps = st.slider(
-            "Steps",
-            50,
-            500,
-            step=50,
-            key=P.nsp_steps,
-            help="Training steps of 32 pairs each (a few seconds to a minute).",
-        )
-    with right:
-        default(P.nsp_lr, 1e-3)
-        lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.nsp_lr, format_func=lambda x: f"{x:g}")
-    with button:
-        pressed = st.button("Fine-tune on NSP", type="primary", icon=":material/model_training:", key=P.nsp_go)
-    if pressed:
-        st.session_state.pop(P.nsp_result, None)
-        try:
-            nsp_start(int(steps), float(lr))
-        except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
-            show_error(err)
-            return
-    status = long_status(NSP)
-    if status is not None and status.status == "done":
-        st.session_state[P.nsp_result] = status.result  # the session keeps it, whatever the queue forgets
-    elif status is not None:
-        follow(NSP, status, "NSP fine-tuning", extra=_running_curve)
-    result = st.session_state.get(P.nsp_result)
+    result = fine_tune(
+        FineTune(NSP, "NSP fine-tuning", "Fine-tune on NSP", _running_curve, 300, "32 pairs each (a few "
+                 "seconds to a minute)", P.nsp_steps, P.nsp_lr, P.nsp_go, P.nsp_result)
+    )  # fmt: skip
     if result is None:
         st.caption(
             "Press **Fine-tune on NSP**: the held-out accuracy starts at a coin flip (the head is untrained) "

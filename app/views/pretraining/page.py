@@ -6,7 +6,7 @@ our encoder, decoder and translator, and the training examples each makes); fine
 colour task; next-sentence prediction learned by a classifier on [CLS] (``app/views/pretraining/nsp.py``);
 and the cost of attention against a recurrent and a convolutional layer, counted and measured on this server.
 Fine-tuning and measuring run on the server's long-work lane: the tab shows the job's place in the
-queue, then its progress, and draws the result when it ends (``app/ui/job_status.py``).
+queue, then its progress, and draws the result when it ends (``app/controls/long_job.py``).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app.runtime.long_work import FINETUNE, MEASURE, long_status
+from app.controls.long_job import run_job
+from app.runtime.long_work import FINETUNE, MEASURE
 from app.state import default
 from app.ui.charts import show_chart
 from app.ui.guard import calm_errors, show_error
 from app.ui.heatmap import attention_heatmap, layer_mean_map
-from app.ui.job_status import follow
 from app.ui.pickers import page_tabs
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
@@ -30,7 +30,6 @@ from app.views.pretraining.data import (
     NEXT_TOKEN_MODEL,
     SEQ2SEQ_MODEL,
     blank_attention,
-    finetune_start,
     get_fill_mask,
     layer_costs,
     measure_start,
@@ -38,10 +37,17 @@ from app.views.pretraining.data import (
     objective_attention,
     objective_examples,
 )
-from app.views.pretraining.keys import COST_D, COST_N, FILL_DEFAULT, FINETUNE_LRS, OBJECTIVES_DEFAULT
+from app.views.pretraining.keys import COST_D, COST_N, FILL_DEFAULT, OBJECTIVES_DEFAULT
 from app.views.pretraining.keys import TABS as PRETRAINING_TABS
 from app.views.pretraining.keys import Pretraining as P
-from app.views.pretraining.nsp import head_change_chart, most_moved, next_sentence, show_running_accuracy
+from app.views.pretraining.nsp import (
+    FineTune,
+    fine_tune,
+    head_change_chart,
+    most_moved,
+    next_sentence,
+    show_running_accuracy,
+)
 from app.views.vit.figures import probability_bars
 from engine.text import shorten
 
@@ -212,30 +218,10 @@ def fine_tuning() -> None:
         'name the colour in a sentence ("max found a **red** coin ." → red), read from the first token '
         "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to."
     )
-    left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
-    with left:
-        default(P.finetune_steps, 200)
-        steps = st.slider(
-            "Steps", 50, 500, step=50, key=P.finetune_steps, help="Training steps of 32 sentences each (a few seconds)."
-        )
-    with right:
-        default(P.finetune_lr, 1e-3)
-        lr = st.select_slider("Learning rate", FINETUNE_LRS, key=P.finetune_lr, format_func=lambda x: f"{x:g}")
-    with button:
-        pressed = st.button("Fine-tune", type="primary", icon=":material/model_training:", key=P.finetune_go)
-    if pressed:
-        st.session_state.pop(P.finetune_result, None)
-        try:
-            finetune_start(int(steps), float(lr))
-        except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
-            show_error(err)
-            return
-    status = long_status(FINETUNE)
-    if status is not None and status.status == "done":
-        st.session_state[P.finetune_result] = status.result  # the session keeps it, whatever the queue forgets
-    elif status is not None:
-        follow(FINETUNE, status, "Fine-tuning", extra=accuracy_curve)
-    result = st.session_state.get(P.finetune_result)
+    result = fine_tune(
+        FineTune(FINETUNE, "Fine-tuning", "Fine-tune", accuracy_curve, 200, "32 sentences each (a "
+                 "few seconds)", P.finetune_steps, P.finetune_lr, P.finetune_go, P.finetune_result)
+    )  # fmt: skip
     if result is None:
         st.caption("Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.")
         return
@@ -359,29 +345,22 @@ def cost_of_attention() -> None:
         "steps one after another, and a word's information must pass through every step in between; "
         "attention does all positions at once and links any two words in one step."
     )
-    if st.button(
+    n, d = int(n), int(d)
+    pressed = st.button(
         "Measure on this server",
         icon=":material/timer:",
         key=P.cost_measure,
         help="Times one attention head, an RNN cell loop and a convolution at this n and d (a few seconds).",
-    ):
-        st.session_state[P.cost_measured] = (int(n), int(d))
-        try:
-            measure_start(int(n), int(d))
-        except Exception as err:  # noqa: BLE001 — a job that cannot start (queue full, bad settings, model error) says why; the page draws
-            show_error(err)
-            return
-    if st.session_state.get(P.cost_measured) == (int(n), int(d)):
-        measurement(int(n), int(d))
-
-
-def measurement(n: int, d: int) -> None:
-    """The measured times at (n, d) once there; while this session's measurement waits or runs, its status."""
-    times = measured_costs(n, d)
+    )
+    if pressed:
+        st.session_state[P.cost_measured] = (n, d)
+    if st.session_state.get(P.cost_measured) != (n, d):
+        return
+    times = None if pressed else measured_costs(n, d)
+    if times is None:  # start (when pressed) and follow this session's measurement of that size
+        run_job(MEASURE, "Measuring", (lambda: measure_start(n, d)) if pressed else None, match=(n, d))
+        times = measured_costs(n, d)
     if times is None:
-        status = long_status(MEASURE)
-        if status is not None and status.key == (n, d):
-            follow(MEASURE, status, "Measuring")
         return
     show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key=P.cost_times)
     st.caption(

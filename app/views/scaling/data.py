@@ -15,7 +15,8 @@ import numpy as np
 
 from app.runtime.long_work import SCALE, long_queue, submit_long
 from engine.analysis.scaling_laws import Curves, PowerLaw, Run, fit_power_law, read_curves
-from engine.jobs import JobStatus, about
+from engine.job_limits import about
+from engine.job_records import JobStatus
 from engine.records import EngineError
 from engine.training.scaling import CURVES, LIVE_SIZES, Settings, Size, run_size
 

@@ -13,11 +13,11 @@ import json
 import pandas as pd
 import streamlit as st
 
-from app.runtime.long_work import SCALE, long_status
+from app.controls.long_job import run_job
+from app.runtime.long_work import SCALE
 from app.state import choose, default
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
-from app.ui.job_status import follow
 from app.ui.theme import side_by_side
 from app.views.scaling.data import (
     live_estimate_s,
@@ -30,7 +30,7 @@ from app.views.scaling.data import (
 )
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
 from app.views.scaling.keys import Scaling as S
-from engine.jobs import about
+from engine.job_limits import about
 
 
 def _live_runs() -> dict:
@@ -130,17 +130,10 @@ def train_one_more(curves) -> None:
         )
     with right:
         pressed = st.button("Train it", type="primary", icon=":material/model_training:", key=S.live_go)
-    if pressed:
-        try:
-            scaling_start(name)
-        except Exception as err:  # noqa: BLE001 — a refused size or a full server: a calm message
-            show_error(err)
-    status = long_status(SCALE)
-    if status is not None and status.status == "done" and isinstance(status.result, dict):
-        run = live_run(status.result)
+    result = run_job(SCALE, "Training", (lambda: scaling_start(name)) if pressed else None)
+    if isinstance(result, dict):
+        run = live_run(result)
         _live_runs()[run.name] = run  # the session keeps it, whatever the queue forgets
-    elif status is not None:
-        follow(SCALE, status, "Training")
     st.caption(
         "The new size trains with exactly the shipped settings (steps, batch, data order, schedule); when it "
         "ends its point joins both charts in orange. Does it land on the fitted line?"

@@ -1,7 +1,8 @@
-"""The Train page's calls into engine.training.jobs.
+"""The Train page's calls into engine.training.jobs: Train live's kind on the server's long-work queue.
 
-One job per session (keyed by ``session_id()``), run by the server-wide JobManager in its own thread;
-the page polls progress and sends heartbeats. Also the models this session trained, for the pickers.
+One job per session (keyed by ``session_id()``); the page follows it through ``app.runtime.long_work`` (its
+status, Pause, Resume, Stop, the heartbeat) and reads its snapshots here. Also the models this session trained,
+for the pickers.
 """
 
 from __future__ import annotations
@@ -71,14 +72,10 @@ def train_progress():
     return None if job is None else job.progress()
 
 
-def train_control(action: str) -> None:
-    """``pause`` | ``resume`` | ``stop`` | ``reset`` this session's job."""
-    manager = train_manager()
-    if action == "reset":
-        manager.discard(session_id())
-        engine.registry.unregister_runtime(session_id())
-    elif action in ("pause", "resume", "stop"):
-        getattr(manager, action)(session_id())
+def train_reset() -> None:
+    """Stop this session's job, wait for it, and forget it and its model."""
+    train_manager().discard(session_id())
+    engine.registry.unregister_runtime(session_id())
 
 
 def train_answer(text: str):

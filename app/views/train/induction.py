@@ -3,7 +3,7 @@
 One document (``induction_shipped()`` or ``run_document(progress)``) draws everything:
 the loss and in-context-learning curves, each head's scores per step, the loss at each position and the probe's
 attention before and after the phase change. The live run goes through the long-work lane
-(``induction_start``), followed by ``components.job_status.follow``.
+(``induction_start``), followed by ``app/controls/long_job.py``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from app.controls.long_job import run_job
 from app.state import defaults
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
-from app.ui.job_status import follow
 from app.ui.theme import side_by_side
 from app.views.train.charts import attention_grid
 from app.views.train.charts import line_chart as lines_chart
@@ -266,7 +266,7 @@ def start() -> None:
         st.session_state[key("error")] = str(err)
 
 
-def live_controls() -> None:
+def live_controls() -> Any:
     options = induction_options()
     defaults({key("steps"): options["steps"], key("lr"): options["lr"], key("seed"): 0})
     a, b, c, d = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
@@ -302,8 +302,7 @@ def live_controls() -> None:
     )
     if (error := st.session_state.get(key("error"))) is not None:
         show_error(error, level="error")
-    if status is not None:
-        follow(INDUCTION, status, "Training", extra=live_curves)
+    return run_job(INDUCTION, "Training", extra=live_curves)  # the finished run's last progress, or None
 
 
 def live_curves(status) -> None:
@@ -329,9 +328,8 @@ def show() -> None:
         "form together, and the model copies from earlier in its context: in-context learning "
         "(Olsson et al. 2022). The shipped run is drawn below at once; train your own to watch it happen."
     )
-    live_controls()
-    status = induction_status()
-    yours = run_document(status.result) if status is not None and status.status == "done" else None
+    finished = live_controls()
+    yours = run_document(finished) if finished is not None else None
     shown = SHIPPED
     if yours is not None:
         shown = st.segmented_control("Show", [SHIPPED, YOURS], default=YOURS, key=key("shown"), required=True)

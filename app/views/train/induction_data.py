@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.runtime.long_work import INDUCTION, long_status, submit_long
-from engine.jobs import JobStatus
+from engine.job_records import JobStatus
 
 #: the shipped checkpoint and its snapshot file (written by ``python -m engine.training.pretrain induction-2l-attn-only``)
 INDUCTION_MODEL = "induction-2l-attn-only"

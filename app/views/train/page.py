@@ -4,8 +4,9 @@ Two sections (``pickers.page_tabs``): "Your own model" (below) and "Induction he
 (``app/views/train/induction.py``: a two-layer attention-only model's phase change, shipped and live). Only
 the open section's content runs.
 
-Training runs in a background job (engine.training.jobs) owned by this session; this page only polls
-its progress with a fragment that refreshes about once a second, which is also the job's heartbeat.
+Training is this session's job of kind ``TRAIN`` on the server's long-work queue (engine.training.jobs); the page
+follows it with ``app/controls/long_job.py`` (queue place, progress, Pause/Resume and Stop, a fragment polling about
+once a second, which is also the job's heartbeat) and draws the run's snapshots under it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from app import routes
+from app.controls.long_job import follow
+from app.runtime.long_work import TRAIN, long_status
 from app.state import PERSIST, K, default, defaults
 from app.ui.charts import show_chart
 from app.ui.clicks import once
@@ -34,18 +37,17 @@ from app.views.train.charts import (
 from app.views.train.data import (
     train_answer,
     train_checkpoint,
-    train_control,
     train_estimate,
     train_options,
     train_progress,
     train_register,
+    train_reset,
     train_start,
     train_task_info,
 )
 from app.views.train.keys import Train
-from engine.training.budget import about
+from engine.job_limits import about
 
-POLL_S = 0.75
 DEFAULTS = dict(
     task="reverse",
     n_layers=2,
@@ -137,9 +139,9 @@ def estimate_line() -> str | None:
         return None
     st.markdown(
         f"**{params:,} parameters** · about **{estimate.per_step * 1000:.0f} ms per step** (a few steps "
-        f"timed on this server, one CPU thread) → {estimate.steps:,} steps in about "
-        f"**{about(estimate.seconds)}** (more if the server is busy); the limit per job is "
-        f"**{about(estimate.budget.max_seconds)}**."
+        f"timed on this server, in one CPU thread's time) → {estimate.steps:,} steps in about "
+        f"**{about(estimate.seconds)}** (more if the server is busy: the run checks its own first steps); the "
+        f"limit per job is **{about(estimate.budget.max_seconds)}**."
     )
     if estimate.fits:
         return None
@@ -148,10 +150,10 @@ def estimate_line() -> str | None:
 
 
 def controls(progress, fits: bool) -> None:
-    status = progress.status if progress is not None else None
-    active = status in ("queued", "running", "paused")
-    cols = st.columns(5)
-    cols[0].button(
+    """Start and Reset (Pause, Resume and Stop come with the running job: :func:`live`)."""
+    active = progress is not None and not progress.finished
+    start_col, reset_col, _ = st.columns([1, 1, 3])
+    start_col.button(
         "Start",
         type="primary",
         icon=":material/play_arrow:",
@@ -161,42 +163,13 @@ def controls(progress, fits: bool) -> None:
         use_container_width=True,
         help=None if fits else "Over the server's time limit per job: see the message above.",
     )
-    if status == "paused":
-        cols[1].button(
-            "Resume",
-            icon=":material/resume:",
-            key=key("resume"),
-            use_container_width=True,
-            on_click=once(train_control),
-            args=("resume",),
-        )
-    else:
-        cols[1].button(
-            "Pause",
-            icon=":material/pause:",
-            key=key("pause"),
-            disabled=status != "running",
-            use_container_width=True,
-            on_click=once(train_control),
-            args=("pause",),
-        )
-    cols[2].button(
-        "Stop",
-        icon=":material/stop:",
-        key=key("stop"),
-        disabled=not active,
-        use_container_width=True,
-        on_click=once(train_control),
-        args=("stop",),
-    )
-    cols[3].button(
+    reset_col.button(
         "Reset",
         icon=":material/restart_alt:",
         key=key("reset"),
         disabled=progress is None,
         use_container_width=True,
-        on_click=once(train_control),
-        args=("reset",),
+        on_click=once(train_reset),
     )
 
 
@@ -210,27 +183,20 @@ def start() -> None:
 
 
 def status_line(p) -> None:
-    if p.status == "queued":
-        when = f", starts in about **{about(p.wait_s)}**" if p.wait_s is not None else ""
-        st.info(
-            f"Queued: position **{p.queue_position}**{when}. The server trains a limited number of models at "
-            "once; yours starts when a slot frees up.",
-            icon=":material/hourglass_top:",
-        )
-    elif p.status == "failed":
+    if p.status == "failed":
         show_error(str(p.error), before="Training failed: ", level="error")
-    else:
+    elif p.status in STATUS:
         deadline = about(p.estimate.deadline) if p.estimate is not None else "twice its estimate"
         message = STATUS[p.status].format(device=p.device or "cpu", step=p.step, deadline=deadline)
         if p.status == "stopped" and p.error:
             message += f" ({p.error})"
         st.markdown(f"Status: {message}")
+        if p.notice and not p.finished:
+            st.warning(f"This run stops early: {p.notice}.", icon=":material/timer:")
 
 
 def numbers(p) -> None:
     last = p.snapshots[-1]
-    total = p.settings.steps
-    st.progress(min(1.0, last.step / total), text=f"step {last.step:,} of {total:,}")
     cols = st.columns(5)
     cols[0].metric("Loss", f"{last.loss:.3f}")
     cols[1].metric(last.metric_name.capitalize(), f"{last.metric:.1%}")
@@ -313,36 +279,34 @@ def head_scores(p, index: int) -> None:
     )
 
 
-def live(status: str | None) -> None:
-    """The part that refreshes while training: status, numbers, curves, attention (also the heartbeat).
+def run_view(p) -> None:
+    """The run so far: status, numbers, the attention grid, the curves, the head scores."""
+    status_line(p)
+    if not p.snapshots:
+        return
+    numbers(p)
+    index = pick_snapshot(p)
+    info = train_task_info(p.settings.task)
+    st.subheader("Attention on the probe input")
+    attention_view(p, index, info)
+    st.subheader("Learning curves")
+    curves(p, index)
+    head_scores(p, index)
 
-    Args:
-        status: the job's status when the whole page last ran; a change that the buttons must follow
-            (queued → running, or the end) reruns the whole page.
-    """
-    active = status in ("queued", "running", "paused")
 
-    @st.fragment(run_every=POLL_S if active else None)
-    def view() -> None:
-        p = train_progress()
-        if p is None:
-            st.info("Pick a task and a model, then press **Start**.", icon=":material/info:")
-            return
-        if active and (p.finished or (status == "queued" and p.status != "queued")):
-            st.rerun()  # the whole page: buttons and the "try it" section follow the new state
-        status_line(p)
-        if not p.snapshots:
-            return
-        numbers(p)
-        index = pick_snapshot(p)
-        info = train_task_info(p.settings.task)
-        st.subheader("Attention on the probe input")
-        attention_view(p, index, info)
-        st.subheader("Learning curves")
-        curves(p, index)
-        head_scores(p, index)
-
-    view()
+def live() -> None:
+    """This session's job: followed while it waits or trains (Pause, Resume, Stop; the view polled under its
+    progress bar), else the finished run and what to do with its model."""
+    status = long_status(TRAIN)
+    p = train_progress()
+    if p is None or status is None:
+        st.info("Pick a task and a model, then press **Start**.", icon=":material/info:")
+    elif status.active:
+        follow(TRAIN, status, "Training", extra=lambda _: run_view(train_progress()), pause=True)
+    else:
+        run_view(p)
+        if p.snapshots and p.status != "failed":
+            finished(p)
 
 
 def finished(p) -> None:
@@ -443,10 +407,7 @@ def own_model() -> None:
     refused = st.session_state.get(key("error"))
     if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
         show_error(refused[1], level="error")
-    live(p.status if p is not None else None)
-    p = train_progress()
-    if p is not None and p.finished and p.snapshots and p.status != "failed":
-        finished(p)
+    live()
 
 
 main()

@@ -1,0 +1,110 @@
+"""Long work on a page, written once: start → follow → collect, for every kind of job (Train live, fine-tuning,
+next-sentence prediction, Measure, Scaling's one more size, the induction run, Write more).
+
+:func:`run_job` starts the job when its button was pressed (``start``: the page's ``*_start``), then shows it
+with :func:`follow` while it waits or runs, and returns its result once done (kept in the session under ``keep``,
+whatever the queue forgets later). While the job is queued or running, a fragment polls it (the rest of the page
+stays usable; the script thread never waits for the job): every :data:`POLL_S` seconds while it runs, every
+:data:`QUEUED_POLL_S` while it waits (its position moves only when a job ahead ends, and many waiting pages
+polling fast cost the other students' reruns). When the job starts, and when it ends, the whole page reruns once.
+Each poll is also the session's heartbeat. A failed or stopped job leaves one calm message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import streamlit as st
+
+from app.runtime.long_work import cancel_long, long_status, pause_long, resume_long
+from app.ui.clicks import once
+from app.ui.guard import show_error
+from app.ui.safe_text import md
+from engine.job_limits import about
+from engine.job_records import JobStatus
+
+POLL_S = 0.75  # seconds between a running job's looks: its progress bar moves
+QUEUED_POLL_S = 2.5  # seconds between a queued job's looks: its position changes when a job ahead ends
+Extra = Callable[[JobStatus], None]
+
+
+def run_job(
+    kind: str,
+    what: str,
+    start: Callable[[], Any] | None = None,
+    *,
+    keep: str | None = None,
+    match: Hashable = None,
+    extra: Extra | None = None,
+) -> Any:
+    """Start (when ``start`` is given), follow and collect this session's job of ``kind``.
+
+    Args:
+        what: the work in a few words ("Fine-tuning"), the start of each message.
+        start: submits the job (the button was pressed); what it raises is shown, and nothing else.
+        keep: the session key that keeps the result (cleared on start).
+        match: only the job of this key belongs here (a measurement of another size does not); None: any.
+        extra: draws more of a running job (the curve so far), under its progress bar.
+
+    Returns:
+        The job's result once done (or kept from before), else None.
+    """
+    if start is not None:
+        if keep:
+            st.session_state.pop(keep, None)
+        try:
+            start()
+        except Exception as err:  # noqa: BLE001 — a job that cannot start (bad settings, model error) says why
+            show_error(err)
+            return None
+    status = long_status(kind)
+    if status is not None and (match is None or status.key == match):
+        if status.status != "done":
+            follow(kind, status, what, extra)
+        elif not keep:
+            return status.result
+        else:
+            st.session_state[keep] = status.result
+    return st.session_state.get(keep) if keep else None
+
+
+def follow(kind: str, status: JobStatus, what: str, extra: Extra | None = None, pause: bool = False) -> None:
+    """Show this session's job of ``kind`` (its ``status`` from the page's run): why it failed or stopped, or a
+    polling view of it while it waits or runs, with Stop (and Pause/Resume when ``pause``)."""
+    if status.status == "failed":
+        show_error(status.error)
+    elif status.status == "stopped":
+        st.info(f"{what} stopped: {md(status.reason)}. Start it again to start over.", icon=":material/stop_circle:")
+    elif status.active:
+        queued = status.status == "queued"
+
+        @st.fragment(run_every=QUEUED_POLL_S if queued else POLL_S)
+        def poll() -> None:
+            now = long_status(kind)
+            if now is None or now.job_id != status.job_id or not now.active or (now.status == "queued") != queued:
+                st.rerun()  # the whole page: the result (or why there is none), or a started job polled faster
+            show(kind, now, what, extra, pause)
+
+        poll()
+
+
+def show(kind: str, status: JobStatus, what: str, extra: Extra | None, pause: bool) -> None:
+    """One look at an active job: its place in the queue, or its progress and what ``extra`` draws; its buttons."""
+    if status.status == "queued":
+        st.info(
+            f"{what}: queued, position **{status.position}**, starts in about **{about(status.wait_s or 0)}**. "
+            "The server runs long work a few jobs at a time, so that every page stays quick.",
+            icon=":material/hourglass_top:",
+        )
+    else:
+        st.progress(status.fraction, text=md(status.text) if status.text else f"{what}…")
+    cols = iter(st.columns(4))
+    if pause and status.status != "queued":
+        name, action = ("resume", resume_long) if status.status == "paused" else ("pause", pause_long)
+        next(cols).button(
+            name.capitalize(), icon=f":material/{name}:", key=f"{kind}_{name}", on_click=once(action), args=(kind,)
+        )
+    next(cols).button("Stop", icon=":material/stop:", key=f"{kind}_stop", on_click=once(cancel_long), args=(kind,))
+    if extra is not None and status.status != "queued":
+        extra(status)
