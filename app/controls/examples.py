@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.controls.pickers import open_head, use_text
 from app.state import current_text
-from app.ui.pickers import open_head, use_text
 from app.views.lessons.data import model_vocabulary
 
 

@@ -1,0 +1,1 @@
+"""Shared widgets that read session state and call app.runtime (the model picker, layer/head, examples)."""
