@@ -59,6 +59,12 @@ def script(file: str) -> Path:
     return VIEWS / file.removesuffix(".py") / "page.py"
 
 
+def page_name(page: st.Page) -> str:
+    """A page's folder name in app/views/ (the URL parameters' page names); the default page's ``url_path`` is ""."""
+    source = getattr(page, "_page", None)  # st.Page keeps the path it was given: app/views/<page>/page.py
+    return Path(source).parent.name if isinstance(source, (str, Path)) else page.url_path or "explore"
+
+
 def pages() -> list[st.Page]:
     """This run's ``st.Page`` objects (fresh copies of the ones made once per process)."""
     return [copy.copy(page) for page in _pages()]

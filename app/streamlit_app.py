@@ -45,7 +45,7 @@ with st.sidebar:
 with calm_errors(navigation.title):
     init_presenter()  # presenter mode (?present=1 or the sidebar toggle) and the chart-download format
     state.init()  # reads every shared widget value: a forged one raises here
-    url_state.restore(url_state.page_name(navigation))  # a link's values, before the page draws its widgets
+    url_state.restore(routes.page_name(navigation))  # a link's values, before the page draws its widgets
     sidebar.share_slot()  # "Share this view", filled with the link once the page has run
     student_panel()  # a class's join link (?room=CODE) and the question on screen, above every page
     navigation.run()
