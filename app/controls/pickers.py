@@ -260,7 +260,7 @@ def limit_hint(max_positions: int | None = None) -> str:
     """
     if hidden("max_tokens"):
         return ""
-    limit = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, 10**9)
+    limit = token_limit(10**9)
     if max_positions is not None and limit >= max_positions:
         return ""
     most = f" (this model reads up to {max_positions:,} tokens)" if max_positions is not None else ""
@@ -322,24 +322,28 @@ LIMIT_EXPANDER = "Advanced"
 LIMIT_PLACE = "under the model picker"
 
 
+def token_limit(limit: int) -> int:
+    """The shared token limit, inside ``[4, limit]``."""
+    return bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
+
+
 def max_tokens_input(limit: int = 1024) -> int:
     """The token-limit field (inside an "Advanced" expander); returns the bounded value."""
     if hidden("max_tokens"):
-        return bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
+        return token_limit(limit)
     with st.expander(LIMIT_EXPANDER):
-        current = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
         # value= is the current setting, not the minimum: a page opened fresh must not fall back to 4
         st.number_input(
             LIMIT_LABEL,
             min_value=4,
             max_value=limit,
-            value=current,
+            value=token_limit(limit),
             step=16,
             key=K.max_tokens,
             help="Longer input is truncated; the page says when.",
             **PERSIST,
         )
-    return bounded(st.session_state.get(K.max_tokens), 4, limit)
+    return token_limit(limit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,14 +361,9 @@ class _Section:
 
 def page_tabs(labels: list[str], key: str) -> list:
     """A page's sections, one open at a time: a row of buttons (a segmented control) with one pressed, and only
-    the open section's code runs. Returns one object per label, each with ``open`` and usable in ``with``.
-
-    Why not ``st.tabs``: with Streamlit 1.67 a tab bar cost Chromium's main thread 80–150 ms more on every rerun of
-    the page around it (Explore at 512 tokens, A/B; the bar itself, not the chart inside it: a bar with the chart
-    drawn after it cost as much), and five messages a rerun against one here (docs/BENCHMARKS.md, "Enter → every
-    chart drawn"). The section's label is kept under ``key`` in session state, as a tab bar kept it, so links
-    (``explore_tab=mask``) and lessons are unchanged. With ``hide=tabs`` in the link no buttons are drawn, only the
-    section the link names."""
+    the open section's code runs (``st.tabs`` runs every tab and costs the browser more on every rerun). Returns one
+    object per label, each with ``open`` and usable in ``with``. The open label is kept under ``key`` (links:
+    ``explore_tab=mask``); with ``hide=tabs`` in the link no buttons are drawn, only the section the link names."""
     if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
         st.session_state[key] = labels[0]
     chosen = (
