@@ -21,6 +21,7 @@ from app.ui.safe_text import md, quoted
 from app.views.explore.keys import Explore
 from app.views.heads.keys import Heads
 from app.views.train.data import session_models
+from engine.corpora.stories import generate_stories
 from engine.families import hub_labels, text_families
 from engine.records import ModelCard
 from engine.text import UNKNOWN_WORDS_LEAD, quote_input
@@ -47,8 +48,6 @@ LONG_EXAMPLE_STORIES = 900  # generated children's stories: ~80,000 characters, 
 
 def long_example_text() -> str:
     """A long text to try long inputs with: generated stories (the same every time, no download)."""
-    from engine.corpora.stories import generate_stories
-
     return "\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026))
 
 
