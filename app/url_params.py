@@ -6,7 +6,7 @@ out. The URL name is the session-state key. The shared rows are :data:`SHARED`, 
 ``keys.py``. No control is bound with Streamlit 1.67's ``bind="query-params"``; each reason fails its test in
 ``tests/e2e/test_streamlit_url_limits_e2e.py`` the day it is lifted:
 
-- every row: a page switch with a bound widget pushes several history entries (Back walks unseen views);
+- every row: a page switch with any bound widget, even one page's own, pushes two history entries or more;
 - every row: a link's values are lost when the first click switches pages (``app.state.init`` writes them back);
 - booleans, pickers and tabs: Streamlit reads only its own spelling, so older links (``?present=1``) would break;
 - the decoding settings: a bound widget in a form writes the URL before the form is sent;
