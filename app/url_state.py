@@ -92,11 +92,11 @@ def _params_of(page: str) -> tuple[Param, ...]:
 
 def page_params(page: str | None = None) -> dict[str, str]:
     """The link's parameters for ``page`` (default: the page shown) from session state, defaults left out."""
-    state = st.session_state
-    values = {
-        p.name: p.write(state[p.name]) for p in _params_of(shown_page() if page is None else page) if p.name in state
-    }
-    return {name: value for name, value in values.items() if value is not None}
+    state, out = st.session_state, {}
+    for param in _params_of(shown_page() if page is None else page):
+        if param.name in state and (value := param.write(state[param.name])) is not None:
+            out[param.name] = value
+    return out
 
 
 def write() -> dict[str, str]:
