@@ -1,8 +1,8 @@
 """Widgets shared by the text pages (Explore, Step by step, Heads, …): the sentence, the model, layer/head.
 
-They all write the same session-state keys (``app.state.K``), so the sentence and model a user picked on
-one page are there on the next. A link's ``hide=`` (``app.state.hidden``) leaves a control out; its value
-then comes from the link (already in session state) and is checked here exactly as a widget's would be.
+They write the shared keys (``app.state.K``), so what a user picked on one page is there on the next. A link's
+``hide=`` (``app.state.hidden``) leaves a control out; its value then comes from the link and is checked here as a
+widget's would be.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import dataclasses
 import streamlit as st
 
 from app.runtime.heads import HEAD_BLOCKS
-from app.runtime.models import get_card, list_models, model_loaded, policy
+from app.runtime.models import get_card, list_models, model_loaded, policy, session_models
 from app.state import DEFAULTS, PERSIST, K, bounded, choose, clamp, current_text, hidden, settle
 from app.ui.charts import set_source
 from app.ui.clicks import once
@@ -20,7 +20,6 @@ from app.ui.guard import busy, show_error
 from app.ui.safe_text import md, quoted
 from app.views.explore.keys import Explore
 from app.views.heads.keys import Heads
-from app.views.train.data import session_models
 from engine.corpora.stories import generate_stories
 from engine.families import hub_labels, text_families
 from engine.records import ModelCard
