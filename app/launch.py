@@ -1,16 +1,11 @@
-"""The ``attention-playground`` command (``pip install -e .``): the README's app command from anywhere.
+"""The ``attention-playground`` command (``pip install -e .``, also ``python -m app``): ``streamlit run
+app/streamlit_app.py [streamlit args]`` from any directory. Streamlit reads ``.streamlit/config.toml`` (no
+tracebacks for students, no file watcher) from where it runs, so in a checkout that has one the app runs from its
+root. Extra arguments go to ``streamlit run`` unchanged (``attention-playground --server.port 8502``).
 
-``attention-playground [streamlit args]`` is ``streamlit run app/streamlit_app.py [streamlit args]`` with
-the entry point found next to this file, so it works from any directory. Streamlit reads
-``.streamlit/config.toml`` (the classroom settings: no tracebacks for students, no file watcher) from the
-directory it runs in, so when the package lives in a checkout that has one (an editable install), the
-app runs from that checkout's root, as the README's command does. Extra arguments go to ``streamlit
-run`` unchanged, e.g. ``attention-playground --server.port 8502``.
-
-Before Streamlit starts, a child process begins tracing the landing page's sentence (:mod:`engine.prefetch`):
-on a cold start it imports torch and loads the model on the second core while the server starts, and the
-first chart no longer waits for the server's own imports. ``AP_PREFETCH=0`` turns it off; a machine with one
-core never starts it (the child would only take the server's core).
+Before Streamlit starts, a child process traces the landing page's sentence (:mod:`engine.prefetch`): it imports
+torch and loads the model on the second core while the server starts. ``AP_PREFETCH=0`` turns it off; a machine
+with one core never starts it.
 """
 
 from __future__ import annotations
@@ -47,9 +42,8 @@ def prefetch_wanted(environ=None) -> bool:
 
 
 def start_prefetch() -> None:
-    """Start the child first (its imports are the long part), then tell it the landing page's request: the
-    defaults the page's first run asks for (:func:`app.state.landing_request`), read after the child started
-    because reading them imports Streamlit."""
+    """Start the child first (its imports are the long part), then send it the landing page's request
+    (:func:`app.state.landing_request`, read after the start because it imports Streamlit)."""
     from engine import prefetch
 
     early = prefetch.start()

@@ -1,10 +1,8 @@
 """The app's pages, in the sidebar's order: made once per server process, copied for every run.
 
-``st.Page(path)`` resolves its file's path on disk (``realpath`` + ``stat`` of each part) each time
-it is made; the entry point runs on every rerun of every session, and making the ten pages there
-took ~6% of a class's rerun time in a profile (docs/BENCHMARKS.md). Here each page is made once and
-every run gets a shallow copy: a copy carries the run's own "may be run" flag, which
-``st.navigation`` sets, so two sessions running at once never share one.
+``st.Page(path)`` resolves its file on disk (``realpath``, a ``stat`` of each part) each time it is made, and the
+entry point runs on every rerun. Each run gets a shallow copy of the pages made once: a copy carries the run's own
+"may be run" flag, which ``st.navigation`` sets, so two sessions running at once never share one.
 """
 
 from __future__ import annotations
@@ -59,17 +57,20 @@ def script(file: str) -> Path:
     return VIEWS / file.removesuffix(".py") / "page.py"
 
 
+def page_name(page: st.Page) -> str:
+    """A page's folder name in app/views/ (the URL parameters' page names); the default page's ``url_path`` is ""."""
+    source = getattr(page, "_page", None)  # st.Page keeps the path it was given: app/views/<page>/page.py
+    return Path(source).parent.name if isinstance(source, (str, Path)) else page.url_path or "explore"
+
+
 def pages() -> list[st.Page]:
     """This run's ``st.Page`` objects (fresh copies of the ones made once per process)."""
     return [copy.copy(page) for page in _pages()]
 
 
 def page(file: str) -> st.Page | None:
-    """The page of ``file`` (a file of ``app/views/``, e.g. ``"explore.py"``), or None for a file that is not one.
-
-    For ``st.page_link``, which only reads it: given a path instead it resolves it on disk (``realpath``, a
-    ``stat`` of every part) on every rerun (Explore's link: 0.20–0.24 ms of thread CPU a rerun, 0.11–0.14 ms given
-    the page)."""
+    """The page of ``file`` (``"explore.py"``), or None for a file that is not one: for ``st.page_link``, which
+    given a path would resolve it on disk on every rerun."""
     for (name, _title, _icon), made in zip(PAGES, _pages(), strict=True):
         if name == file:
             return made

@@ -19,7 +19,7 @@ import streamlit as st
 
 from app import url_state
 from app.links import current_link
-from app.state import Look, Url, hidden_controls
+from app.state import HIDEABLE, Look, Url, hidden
 from app.ui.clicks import fragment_rerun, in_fragment
 from app.ui.share_box import draw_share, share_options
 from app.views.lessons.draft import add_view_box
@@ -51,7 +51,7 @@ def sync() -> None:
     if st.session_state.get(Url.drawn) == mark and not in_fragment():
         return
     st.session_state[Url.drawn] = mark
-    draw_share(slot, link, hidden_controls())
+    draw_share(slot, link, tuple(name for name in HIDEABLE if hidden(name)))
 
 
 _nesting = threading.local()  # per script thread: how many synced fragments are running, one inside the other

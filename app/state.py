@@ -1,15 +1,10 @@
 """The session keys every page shares and the one way to write a value that is not a user's action.
 
-A page's own keys are a class in its ``keys.py`` (``app/views/<page>/keys.py``); a key is never written as a
-string in place (``tests/unit/test_state_keys.py``). Shared widgets get ``key=K.*`` and ``PERSIST``; the URL
-carries them through ``app.url_state``.
-
-- :func:`default` / :func:`defaults` / :func:`default_from`: the value a key starts a session with (written once,
-  then left to the user, a link, a widget); ``default_from`` when the value must be made (a random id, a lookup).
-- :func:`choose`: a choice among fixed options (a forged link's value becomes the first option or a fallback).
-- :func:`clamp`: a number inside ``[low, high]`` (a layer after a model switch); :func:`bounded` checks without
-  writing. :func:`settle`: a computed value put in before its widget is drawn, written only when it changed
-  (every write re-sends the value to the browser, which undoes a key press made there meanwhile).
+A page's own keys are a class in its ``app/views/<page>/keys.py``; a key is never a string written in place
+(``tests/unit/test_state_keys.py``). Shared widgets get ``key=K.*`` and ``PERSIST``; ``app.url_state`` puts them in
+the URL. :func:`default`, :func:`defaults` and :func:`default_from` write a session's start value once;
+:func:`choose`, :func:`clamp` and :func:`settle` keep a value valid before its widget is drawn, writing only when it
+changed (every write re-sends the value to the browser, undoing a key press made there meanwhile).
 """
 
 from __future__ import annotations
@@ -26,15 +21,8 @@ DEFAULT_MODEL = "minilm"
 class K:
     """The text pages' shared keys (also their URL parameters)."""
 
-    text, model, hub_id, layer, head, causal, max_tokens = (
-        "text",
-        "model",
-        "hub_id",
-        "layer",
-        "head",
-        "causal",
-        "max_tokens",
-    )
+    text, model, hub_id, layer, head = "text", "model", "hub_id", "layer", "head"
+    causal, max_tokens = "causal", "max_tokens"
     session_id = "_session_id"  # this browser session's random id (runtime.models.session_id)
     causal_for = "_causal_for"  # the model the causal toggle's default was read for
     causal_default = "_causal_default"  # that default: a link names the mask only when it differs from it
@@ -66,8 +54,8 @@ class Url:
 
 #: what ``?hide=`` can hide (each URL parameter's ``hide`` is one of these)
 HIDEABLE = ("text", "model", "layer", "head", "causal", "max_tokens", "block", "tabs")
-#: the shared widgets' start values (the sentence's is its text box's ``value``: a default put in session state was
-#: lost in the browser when a page opened without ``?text=``)
+#: the shared widgets' start values (the sentence's is its box's ``value``: one put in session state was lost in the
+#: browser when a page opened without ``?text=``)
 DEFAULTS: dict[str, Any] = {K.model: DEFAULT_MODEL, K.hub_id: "", K.layer: 0, K.head: 0, K.max_tokens: 128}
 PERSIST: dict[str, Any] = {"persist_state": "session"}  # keyword arguments every shared widget gets
 
@@ -77,31 +65,32 @@ def hidden(control: str) -> bool:
     return control in (st.session_state.get(Look.hide) or ())
 
 
-def hidden_controls() -> tuple[str, ...]:
-    return tuple(name for name in HIDEABLE if hidden(name))
-
-
 def landing_request() -> tuple[str, str, int]:
-    """``(model_id, text, max_tokens)`` of the landing page's first chart with no link: what the launcher's child
-    process traces while the server starts (:mod:`engine.prefetch`; the mask is the model's own)."""
+    """``(model_id, text, max_tokens)`` of the landing page's first chart with no link, which the launcher's child
+    traces while the server starts (:mod:`engine.prefetch`)."""
     return DEFAULTS[K.model], DEFAULT_TEXT, DEFAULTS[K.max_tokens]
 
 
 def init() -> None:
-    """Run by the entry point on every rerun: the shared defaults once per session, and each shared value written
-    back to itself. Streamlit 1.67 loses a value set in a session's first run (a link's) when the first click is a
-    page switch, with ``persist_state`` too (tests/e2e/test_streamlit_url_limits_e2e.py); this write keeps it."""
+    """Run by the entry point on every rerun: the shared defaults once, and each shared value written back to
+    itself, since Streamlit 1.67 loses a link's values when the first click switches pages, ``persist_state`` or
+    not (tests/e2e/test_streamlit_url_limits_e2e.py)."""
     defaults(DEFAULTS)
     for key in (*DEFAULTS, K.text, K.causal):
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
 
 
-def default(key: str, value: Any) -> Any:
-    """Give ``key`` the value a session starts with (written only while the session has none); its value."""
+def default_from(key: str, make: Callable[[], Any]) -> Any:
+    """``key``'s value, set to ``make()`` first when the session has none (a random id, a lookup)."""
     if key not in st.session_state:
-        st.session_state[key] = value
+        st.session_state[key] = make()
     return st.session_state[key]
+
+
+def default(key: str, value: Any) -> Any:
+    """``key``'s value, set to ``value`` first when the session has none (then left to the user, a link, a widget)."""
+    return default_from(key, lambda: value)
 
 
 def defaults(values: Mapping[str, Any]) -> None:
@@ -110,19 +99,12 @@ def defaults(values: Mapping[str, Any]) -> None:
         default(key, value)
 
 
-def default_from(key: str, make: Callable[[], Any]) -> Any:
-    """:func:`default` with a value made by ``make()``, called only while the session has no value for ``key``."""
-    if key not in st.session_state:
-        st.session_state[key] = make()
-    return st.session_state[key]
-
-
 _FIRST = object()
 
 
 def choose(key: str, options: Collection[Any], fallback: Any = _FIRST) -> Any:
-    """Keep a choice among ``options`` before its widget is drawn: a value that is none of them (a forged link, an
-    old session, a model this one does not have) becomes ``fallback``, by default the first option."""
+    """Keep a choice among ``options``: any other value (a forged link, a model this server lacks) becomes
+    ``fallback``, by default the first option."""
     if st.session_state.get(key) not in options:
         st.session_state[key] = [*options][0] if fallback is _FIRST else fallback
     return st.session_state[key]
@@ -131,21 +113,20 @@ def choose(key: str, options: Collection[Any], fallback: Any = _FIRST) -> Any:
 def bounded(value: Any, low: int, high: int) -> int:
     """``value`` as an int inside ``[low, high]`` (server-side check; widget bounds are not trusted)."""
     try:
-        number = int(value)
+        return min(max(int(value), low), high)
     except (TypeError, ValueError, OverflowError):
         return low
-    return min(max(number, low), high)
 
 
 def settle(key: str, value: Any) -> Any:
-    """Put ``value`` in session state before its widget is drawn, but only when it differs."""
+    """Put ``value`` in session state before its widget is drawn, only when it differs."""
     if st.session_state.get(key) != value:
         st.session_state[key] = value
     return value
 
 
 def clamp(key: str, low: int, high: int, start: Any = None) -> int:
-    """Keep a setting inside ``[low, high]`` before its widget is drawn; ``start``: a new session's value (``low``)."""
+    """Keep a number inside ``[low, high]`` (a layer after a model switch); ``start``: a new session's (``low``)."""
     return settle(key, bounded(st.session_state.get(key, low if start is None else start), low, high))
 
 

@@ -1,16 +1,11 @@
-"""Entry point: ``streamlit run app/streamlit_app.py`` from the repository root.
-
-Only routing lives here. ``streamlit run`` puts ``app/`` on ``sys.path``, not the repository root,
-so the root is added explicitly (tested in tests/app) and ``import engine`` works with no
-PYTHONPATH and no install step.
-"""
+"""Entry point: ``streamlit run app/streamlit_app.py`` from the repository root. ``streamlit run`` puts ``app/``
+on ``sys.path``, not the root, so the root is added here (tested in tests/app): no PYTHONPATH, no install step."""
 
 import os
 import sys
 from pathlib import Path
 
-# Before torch loads: idle OpenMP threads sleep instead of spinning. On a shared 2-core server,
-# spinning made a 512-token MiniLM trace 4× slower (docs/BENCHMARKS.md).
+# Before torch loads: idle OpenMP threads sleep instead of spinning (spinning slows a shared 2-core server).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,9 +28,8 @@ st.set_page_config(
     layout="wide",
     initial_sidebar_state="collapsed" if presenting_link() or presenting() else "auto",
 )
-navigation = st.navigation(
-    routes.pages(), expanded=True
-)  # every page listed: past ten Streamlit folds the rest under "View N more"
+# every page listed: past ten Streamlit folds the rest under "View N more"
+navigation = st.navigation(routes.pages(), expanded=True)
 # the landing page with no link's values is what the launcher's child traces: the server's own imports wait for it
 warm_up(landing=navigation.url_path == "" and not st.query_params)
 with st.sidebar:
@@ -45,7 +39,7 @@ with st.sidebar:
 with calm_errors(navigation.title):
     init_presenter()  # presenter mode (?present=1 or the sidebar toggle) and the chart-download format
     state.init()  # reads every shared widget value: a forged one raises here
-    url_state.restore(url_state.page_name(navigation))  # a link's values, before the page draws its widgets
+    url_state.restore(routes.page_name(navigation))  # a link's values, before the page draws its widgets
     sidebar.share_slot()  # "Share this view", filled with the link once the page has run
     student_panel()  # a class's join link (?room=CODE) and the question on screen, above every page
     navigation.run()

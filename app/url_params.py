@@ -1,16 +1,16 @@
 """What a URL query parameter is: a reader, a writer, a default and the pages whose links carry it.
 
-Every control keeps its value in the URL through this table, not through Streamlit's ``bind="query-params"``:
-in Streamlit 1.67 a page switch with bound widgets pushes one history entry per value (Back then walks through
-views with defaults), a link's values are lost when the first click is a page switch, and bound widgets accept
-only Streamlit's own spelling (``true``, a selectbox's label), so older links (``?present=1``, ``?model=minilm``)
-would stop working. ``tests/e2e/test_streamlit_url_limits_e2e.py`` reproduces each limitation: the day one is
-lifted, its test fails and the controls it concerns can move to ``bind``.
+A link is untrusted: a reader turns the string into the widget's type and bounds or raises ``ValueError`` (the value
+is then ignored, ``app.url_state``); ``Param.write`` spells a value back as its reader accepts it, a default left
+out. The URL name is the session-state key. The shared rows are :data:`SHARED`, a page's own ``PARAMS`` in its
+``keys.py``. No control is bound with Streamlit 1.67's ``bind="query-params"``; each reason fails its test in
+``tests/e2e/test_streamlit_url_limits_e2e.py`` the day it is lifted:
 
-A link is untrusted input, so every parameter has a reader that turns the string into the widget's own type and
-bounds, or raises ``ValueError`` (the value is then ignored: ``app.url_state``). Writers turn a value back into
-the string the reader accepts; a value equal to its default is left out. The URL name is the session-state key.
-The shared parameters are :data:`SHARED`; each page's own are ``PARAMS`` in its ``keys.py``.
+- every row: a page switch with any bound widget, even one page's own, pushes two history entries or more;
+- every row: a link's values are lost when the first click switches pages (``app.state.init`` writes them back);
+- booleans, pickers and tabs: Streamlit reads only its own spelling, so older links (``?present=1``) would break;
+- the decoding settings: a bound widget in a form writes the URL before the form is sent;
+- ``hide`` and any value no widget holds: a page switch drops the parameters no widget binds.
 """
 
 from __future__ import annotations
@@ -26,24 +26,18 @@ import streamlit as st
 from app.runtime.models import list_models, policy, session_models
 from app.state import DEFAULT_TEXT, DEFAULTS, HIDEABLE, K, Look, bounded, current_text
 
-#: pages by their folder in app/views/
-TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})
-ALL_PAGES = None  # a parameter written on every page
-
+TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})  # pages by their app/views folder
 TEXT_LINK_MAX = 16_000  # longer sentences are not written into a link (a browser URL of ~50 kB is unwieldy)
 TEXT_READ_MAX = 100_000  # longer ones are refused when read (Streamlit itself drops query strings over 512 Ki)
 ID_RE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/@:+-]{0,299}$")  # a Hub id or a folder path, nothing else
+Reader = Callable[[str], Any]
 
 
-# ---------------------------------------------------------------- readers (str → value, or ValueError)
-
-
-def integer(low: int, high: int | Callable[[], int]) -> Callable[[str], int]:
-    """An int in ``[low, high]`` (``high`` may be computed when the link is read, e.g. the digit count)."""
+def integer(low: int, high: int | Callable[[], int]) -> Reader:
+    """An int in ``[low, high]`` (``high`` may be computed when the link is read, e.g. a lesson's step count)."""
 
     def read(raw: str) -> int:
-        value = int(raw.strip())  # "3.5", "NaN", "" raise ValueError
-        top = high() if callable(high) else high
+        value, top = int(raw.strip()), high() if callable(high) else high  # "3.5", "NaN", "" raise ValueError
         if not low <= value <= top:
             raise ValueError(f"{value} is outside [{low}, {top}]")
         return value
@@ -51,7 +45,7 @@ def integer(low: int, high: int | Callable[[], int]) -> Callable[[str], int]:
     return read
 
 
-def number(low: float, high: float, digits: int | None = None) -> Callable[[str], float]:
+def number(low: float, high: float, digits: int | None = None) -> Reader:
     """A finite float in ``[low, high]``, rounded to ``digits`` decimals when given (a slider's step)."""
 
     def read(raw: str) -> float:
@@ -63,23 +57,32 @@ def number(low: float, high: float, digits: int | None = None) -> Callable[[str]
     return read
 
 
+BOOLEAN_WORDS = {
+    "1": True,
+    "true": True,
+    "on": True,
+    "yes": True,
+    "0": False,
+    "false": False,
+    "off": False,
+    "no": False,
+}
+
+
 def boolean(raw: str) -> bool:
     """``1/0``, ``true/false``, ``on/off``, ``yes/no`` (any case)."""
-    word = raw.strip().lower()
-    if word in ("1", "true", "on", "yes"):
-        return True
-    if word in ("0", "false", "off", "no"):
-        return False
-    raise ValueError(f"{raw!r} is not on/off")
+    try:
+        return BOOLEAN_WORDS[raw.strip().lower()]
+    except KeyError:
+        raise ValueError(f"{raw!r} is not on/off") from None
 
 
-def choice(options: dict[str, Any] | Callable[[], dict[str, Any]]) -> Callable[[str], Any]:
-    """One of ``options`` (link word → session value), matched case-insensitively on the word or the value: tabs
-    keep their label in session state but a short word in the link (``explore_tab=mask``; the label works too)."""
+def choice(options: dict[str, Any] | Callable[[], dict[str, Any]]) -> Reader:
+    """One of ``options`` (link word → session value), matched case-insensitively on the word or the value: a tab
+    keeps its label in session state but a short word in the link (``explore_tab=mask``; the label works too)."""
 
     def read(raw: str) -> Any:
-        table = options() if callable(options) else options
-        wanted = raw.strip().lower()
+        table, wanted = options() if callable(options) else options, raw.strip().lower()
         for word, value in table.items():
             if wanted in (str(word).lower(), str(value).lower()):
                 return value
@@ -88,12 +91,12 @@ def choice(options: dict[str, Any] | Callable[[], dict[str, Any]]) -> Callable[[
     return read
 
 
-def one_of(values) -> Callable[[str], Any]:
+def one_of(values) -> Reader:
     """One of ``values``, each spelled as its ``str``."""
     return choice({str(v): v for v in values})
 
 
-def text(limit: int) -> Callable[[str], str]:
+def text(limit: int) -> Reader:
     """Free text up to ``limit`` characters, without NUL or other control characters but tab and newline."""
 
     def read(raw: str) -> str:
@@ -114,7 +117,7 @@ def model_ref(raw: str) -> str:
     return value
 
 
-def catalog_model(families: set[str] | None = None) -> Callable[[str], str]:
+def catalog_model(families: set[str] | None = None) -> Reader:
     """A model of the catalog (or one this session trained) by id; its display label is accepted too."""
 
     def read(raw: str) -> str:
@@ -129,75 +132,57 @@ def catalog_model(families: set[str] | None = None) -> Callable[[str], str]:
     return read
 
 
-def hide_words(raw: str) -> frozenset[str]:
-    """``?hide=model,causal``: the controls to hide; unknown words are left out, a link that names none is refused."""
-    words = frozenset(word.strip().lower() for word in raw.split(",")) & set(HIDEABLE)
-    if not words:
-        raise ValueError(f"{raw!r} names no control that can be hidden ({', '.join(HIDEABLE)})")
-    return words
-
-
-def hide_exactly(raw: str) -> frozenset[str]:
-    """A lesson file's ``hide``: every word a control that can be hidden (a file is checked, not forgiven)."""
-    unknown = [w for w in (w.strip().lower() for w in raw.split(",")) if w and w not in HIDEABLE]
-    if unknown:
-        raise ValueError(
-            f"names controls the app does not have ({', '.join(unknown)}); it can hide {', '.join(HIDEABLE)}"
-        )
-    return hide_words(raw)
+def hide_words(raw: str, exact: bool = False) -> frozenset[str]:
+    """``?hide=model,causal``: the controls to hide; a link that names none is refused, other unknown words are left
+    out (``exact``: refused too, as in a lesson file, which is checked, not forgiven)."""
+    words = [w.strip().lower() for w in raw.split(",")]
+    can = f"it can hide {', '.join(HIDEABLE)}"
+    if exact and (unknown := [w for w in words if w and w not in HIDEABLE]):
+        raise ValueError(f"names controls the app does not have ({', '.join(unknown)}); {can}")
+    if not (known := frozenset(words) & set(HIDEABLE)):
+        raise ValueError(f"{raw!r} names no control that can be hidden; {can}")
+    return known
 
 
 def as_text(value: Any) -> str:
     """A value as a link writes it: ``1``/``0`` for booleans, ``1`` for ``1.0``."""
     if isinstance(value, bool):
         return "1" if value else "0"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 @dataclass(frozen=True)
 class Param:
-    """One URL query parameter.
-
-    Attributes:
-        name: the URL name and the session-state key it sets.
-        read: string → value in the widget's type and bounds; raises ``ValueError`` for anything else.
-        default: left out of links; a callable is asked each time (the causal mask's depends on the model).
-        pages: the pages (app/views folder names) whose links carry it; ``None``: every page.
-        words: for tabs, session value → short word written in the link.
-        hide: the ``hide=`` name that hides its control (None: not hideable).
-        show: a writer of its own (value → link string, or None to leave it out).
-        check: what a lesson file's link is checked with when ``read`` depends on this session (default: ``read``).
-    """
+    """One URL query parameter: ``name`` (the URL name and session key), ``read`` (string → value, or
+    ``ValueError``), ``default`` (left out of links; a callable is asked each time), ``pages`` (the app/views folders
+    whose links carry it; None: every page), ``words`` (a tab's label → its link word), ``hide`` (the ``hide=`` name
+    of its control), ``show`` (a writer of its own: value → string or None) and ``check`` (what a lesson file's link
+    is read with when ``read`` depends on this session)."""
 
     name: str
-    read: Callable[[str], Any]
+    read: Reader
     default: Any = None
-    pages: frozenset[str] | None = ALL_PAGES
+    pages: frozenset[str] | None = None
     words: dict[str, str] | None = None
     hide: str | None = None
     show: Callable[[Any], str | None] | None = None
-    check: Callable[[str], Any] | None = None
+    check: Reader | None = None
 
     def write(self, value: Any) -> str | None:
-        """The link's string for ``value``; None when the link leaves it out (default, too long, or a value
-        its own reader would refuse)."""
-        default = self.default() if callable(self.default) else self.default
-        if value is None or value == default:
+        """The link's string for ``value``; None when the link leaves it out (its default, too long, or a value its
+        own reader would refuse, e.g. a 10,000-character model id)."""
+        if value is None or value == (self.default() if callable(self.default) else self.default):
             return None
         if self.words is not None:
             return self.words.get(value)
         if self.show is not None:
             return self.show(value)
         out = as_text(value)
-        if len(out) > TEXT_LINK_MAX:
-            return None
-        try:  # a link carries only what a link can restore (e.g. not a 10,000-character model id)
+        try:
             self.read(out)
         except (ValueError, TypeError):
             return None
-        return out
+        return out if len(out) <= TEXT_LINK_MAX else None
 
 
 def tab_bar(name: str, tabs: dict[str, str], pages: frozenset[str], hide: str | None = "tabs") -> Param:
@@ -219,28 +204,21 @@ def block(name: str, pages: frozenset[str]) -> Param:
     return Param(name, one_of(("encoder", "decoder", "cross", "self")), "encoder", pages, hide="block")
 
 
-def _causal_default() -> bool | None:
-    """The shown model's own causal setting (``pickers.causal_toggle`` records it): a link names the mask only
-    when it differs from what the model does by itself."""
-    return st.session_state.get(K.causal_default)
+def _hide_text(words: frozenset[str]) -> str | None:
+    return ",".join(name for name in HIDEABLE if name in words) or None
 
 
 #: the parameters every page or every text page shares (the pages' own: ``PARAMS`` in each page's keys.py)
 SHARED: tuple[Param, ...] = (
     Param(Look.present, boolean, False),  # presenter mode, so a shared link opens on the projector as it is
-    Param(
-        Look.hide,
-        hide_words,
-        frozenset(),
-        show=lambda words: ",".join(name for name in HIDEABLE if name in words) or None,
-        check=hide_exactly,
-    ),
+    Param(Look.hide, hide_words, frozenset(), show=_hide_text, check=lambda raw: hide_words(raw, exact=True)),
     Param(K.text, text(TEXT_READ_MAX), DEFAULT_TEXT, TEXT_PAGES, hide="text"),
     Param(K.model, catalog_model(), DEFAULTS[K.model], TEXT_PAGES | {"positional"}, hide="model"),
     Param(K.hub_id, model_ref, "", TEXT_PAGES | {"positional"}, hide="model"),
     Param(K.layer, integer(0, 4096), 0, TEXT_PAGES, hide="layer"),
     Param(K.head, integer(0, 4096), 0, TEXT_PAGES, hide="head"),
-    Param(K.causal, boolean, _causal_default, TEXT_PAGES, hide="causal"),
+    # the mask is named only when it differs from the shown model's own (pickers.causal_toggle records that)
+    Param(K.causal, boolean, lambda: st.session_state.get(K.causal_default), TEXT_PAGES, hide="causal"),
     Param(K.max_tokens, integer(4, 16_384), DEFAULTS[K.max_tokens], TEXT_PAGES, hide="max_tokens"),
     Param(Look.focus, integer(0, 16_384), None, TEXT_PAGES),  # the highlighted token (app/ui/linked_tokens.py)
 )

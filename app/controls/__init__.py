@@ -1,1 +1,2 @@
-"""Widgets that several pages share and that call ``app.runtime`` (a job's follow-up, …); app/ui stays render-only."""
+"""Widgets several pages share that read session state and call ``app.runtime`` (the model picker, layer and
+head pickers, examples, the long-work poll component); app/ui stays render-only."""

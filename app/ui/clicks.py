@@ -1,16 +1,13 @@
 """A button's callback runs once a press, on a page with a timed fragment too.
 
-Streamlit's browser code sends a press on the next turn of its event loop. When a timed fragment
-(``st.fragment(run_every=...)``: the class panel every 2 s, the teacher's live answers every 0.5 s, a job's
-progress) asks for its own rerun in between, that request carries the press as well. The server then runs the
-button's callback in the fragment's run, and again in the run the press's own message asks for: a lesson's
-"Next step" moved two steps (a CI run, 2026-11-29; with the teacher's timer at 30 ms, one press in ten did).
+Streamlit's browser sends a press on the next turn of its event loop. When a timed fragment
+(``st.fragment(run_every=...)``: the class panel, the teacher's live answers, a job's progress) asks for its own
+rerun in between, that request carries the press as well, and the server runs the callback in the fragment's run and
+again in the press's own run (a lesson's "Next step" moved two steps).
 
-:func:`once` drops the early copy. A run of fragments alone never comes from a press of a button outside those
-fragments: the press's own run follows, and the callback runs there. A button inside a timed fragment cannot be
-told apart this way (its own press reruns that fragment too), so such buttons keep callbacks that do the same
-thing when run twice (reveal the answer, cancel a job, send my answer). ``tests/unit/test_button_callbacks.py``
-holds every ``on_click`` of the app to this rule.
+:func:`once` drops the early copy: a run of fragments alone never comes from a press of a button outside them. A
+button inside a timed fragment cannot be told apart this way, so its callback must do the same when run twice
+(reveal the answer, cancel a job). ``tests/unit/test_button_callbacks.py`` holds every ``on_click`` to this rule.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The numbers behind the current view as JSON: for homework sheets, notebooks and slides' footnotes.
 
-Why JSON beside the charts' PNG/SVG: a picture cannot be checked or re-plotted; a JSON file carries the
-tokens, the model, layer, head and block, the exact weights of the region on screen, the display
-settings and a link that opens the same view again. The record is built by pure functions (tested
-without Streamlit); :func:`json_button` offers it through ``st.download_button(data=callable)``, so
-it is built only when someone clicks, outside the script run — closures hold plain data and the
-cached (read-only) trace, never session state.
+A picture cannot be checked or re-plotted; a JSON file carries the tokens, the model, layer, head and block, the
+exact weights of the region on screen, the display settings and a link that opens the same view again. Pure
+functions build the record; :func:`json_button` offers it through ``st.download_button(data=callable)``, so it is
+built only on a click, outside the script run: closures hold plain data and the cached trace, never session state.
 """
 
 from __future__ import annotations
@@ -15,8 +13,10 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+import streamlit as st
 
 from app.links import current_link
+from app.ui.heatmap import colorscale
 from app.ui.map_data import MapData
 
 FORMAT = "attention-playground/view@1"
@@ -162,8 +162,6 @@ def head_json_button(
         settings: the page's causal flag and token limit (and an encoder-decoder's decoding).
         load: gives ``att`` again on click (``services.block_loader``): the button holds this, not the trace.
     """
-    from app.ui.heatmap import colorscale
-
     q_range, k_range = ranges
     region = (tuple(q_range or (0, att.n_queries)), tuple(k_range or (0, att.n_keys)))
     settings = {
@@ -173,21 +171,11 @@ def head_json_button(
         "weighting": opts.weighting,
         "hide_sink_columns": bool(opts.hide_sinks),
     }
+    view = {"page": page, "model_id": model_id, "layer": layer, "head": head, "block": block, "region": region}
     link = current_link(page)
     json_button(
         "Download the numbers as JSON",
-        lambda: head_record(
-            page=page,
-            model_id=model_id,
-            att=load(),
-            layer=layer,
-            head=head,
-            block=block,
-            region=region,
-            settings=settings,
-            link=link,
-            shown=data,
-        ),
+        lambda: head_record(**view, att=load(), settings=settings, link=link, shown=data),
         f"{page}_L{layer}_H{head}.json",
         key=f"{page}_json",
     )
@@ -195,8 +183,6 @@ def head_json_button(
 
 def json_button(label: str, build: Callable[[], dict[str, Any]], file_name: str, key: str) -> None:
     """A download button whose JSON is built on click (``build`` must close over plain data only)."""
-    import streamlit as st
-
     st.download_button(
         label,
         lambda: to_json(build()),

@@ -1,18 +1,14 @@
 """How a page shows what went wrong: :func:`show_error`, the one way, and :func:`calm_errors`, the last line of
 defence of a page run (an exception becomes one calm message, logged, never a traceback).
 
-:func:`show_error` takes an exception or a message and draws it: an engine error (something the user can
-change: the input, the model, a setting) as its own words in a warning, anything else as one calm sentence
-in an error box (the traceback goes to the log), a message as it is. The text is always made safe for
-Streamlit's markdown (``error_message`` for exceptions, absolute paths hidden; ``safe_text.md``
-for messages: no link, image, HTML or maths from what a user typed) and cut to a bounded length.
+:func:`show_error` draws an exception or a message: an engine error (the user can change the input, the model, a
+setting) in its own words as a warning, anything else as one calm sentence in an error box (the traceback goes to
+the log), a message as it is; always safe for Streamlit's markdown and bounded in length.
 
-Streamlit turns an exception in a page into its generic "This app has encountered an error" box. Most
-of what can raise here is a forged request: a student who sends a widget value of the wrong type (a
-string for a slider, NaN for a selectbox index) over the websocket makes Streamlit's own widget code
-raise before the page sees the value. That must not look like a crash, and it only ever affects the
-sender's own session. Real bugs are logged with their traceback (and tests fail on the message:
-``tests/app/apptest_helpers.assert_clean``).
+Most of what reaches :func:`calm_errors` is a forged request: a widget value of the wrong type sent over the
+websocket makes Streamlit's own widget code raise before the page sees it. That must not look like a crash, and it
+only affects the sender's session. Real bugs are logged with their traceback (``apptest_helpers.assert_clean``
+fails a test on the message).
 """
 
 from __future__ import annotations
@@ -48,12 +44,8 @@ def plain_error(problem: BaseException | str) -> str:
 
 
 def error_text(problem: BaseException | str) -> str:
-    """``problem`` as safe markdown: an exception through ``error_message`` (engine errors in their own
-    words with paths hidden, anything else one calm sentence, logged), a message escaped (:func:`md`); both
-    bounded in length."""
-    if isinstance(problem, BaseException):
-        return md(error_message(problem))
-    return md(shorten(str(problem), MESSAGE_LIMIT))
+    """:func:`plain_error` as safe markdown (:func:`md`: no link, image, HTML or maths from what a user typed)."""
+    return md(plain_error(problem))
 
 
 def show_error(problem: BaseException | str, *, before: str = "", level: Level | None = None) -> None:

@@ -1,10 +1,9 @@
 """User text shown literally in Streamlit's markdown (captions, messages, notices).
 
-Streamlit renders ``st.markdown``, ``st.caption``, ``st.error``, ``st.warning``, ``st.info`` bodies as
-GitHub-flavoured markdown with LaTeX and colour directives: a typed ``[x](http://…)`` became a link, a
-``![](http://…)`` an image the browser fetched, ``$…$`` maths, and a bare ``http://…`` or ``www.…`` a
-link too (measured in Chromium: GFM turns those into links *after* parsing, so backslash escapes do not
-stop it). Two tools:
+Streamlit renders ``st.markdown``, ``st.caption``, ``st.error``, ``st.warning`` and ``st.info`` as GitHub-flavoured
+markdown with LaTeX and colour directives: a typed ``[x](http://…)`` is a link, ``![](http://…)`` an image the
+browser fetches, ``$…$`` maths, and a bare ``http://…`` or ``www.…`` a link too (GFM links those *after* parsing,
+so backslash escapes do not stop it). Two tools:
 
 - :func:`quoted` for the user's own input in a message (a model id, a file name, a sentence): an
   inline code span, whose characters markdown shows as they are and never links; cut to ~80 characters.

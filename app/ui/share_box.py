@@ -1,12 +1,9 @@
-"""The sidebar's "Share this view": the page's full link, a copy button, and a QR code for phones.
+"""The sidebar's "Share this view": the page's full link (:func:`app.links.page_link`), a copy button, and a QR code.
 
-The link is :func:`app.links.page_link` of the parameters :mod:`app.url_state` wrote (the browser's
-address, which stays right behind a proxy, and the query string). A teacher can also lock
-controls in the link (``hide=``) without hiding them on their own screen. The QR code is drawn with
-``segno`` (pure Python) as a PNG; links too long for a QR code (about 2,900 bytes) get a note instead, and
-"Show the QR code full screen" opens it large in a dialog, for a room to scan from the projector. A link
-shared from presenter mode leaves ``present=1`` out (students' phones open the normal view) unless the
-teacher ticks "Open in presenter mode".
+A teacher can lock controls in the link (``hide=``) without hiding them on their own screen. The QR code is a PNG
+drawn with ``segno`` (a link over about 2,900 bytes gets a note instead), also full screen in a dialog for a room to
+scan from the projector. A link shared from presenter mode leaves ``present=1`` out (phones open the normal view)
+unless the teacher ticks "Open in presenter mode".
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ import io
 import json
 from urllib.parse import parse_qsl, urlsplit
 
+import segno
 import streamlit as st
 
 from app.links import page_link
@@ -36,16 +34,7 @@ class Share:
 PRESENT, HIDE = Look.present, Look.hide  # the presenter mode and locked controls parameters
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
 QR_BIG_SCALE = 16  # pixels per module of the full-screen QR code (sharp when the dialog stretches it)
-LOCK_LABELS = {
-    "text": "text",
-    "model": "model",
-    "layer": "layer",
-    "head": "head",
-    "causal": "causal mask",
-    "max_tokens": "token limit",
-    "block": "attention block",
-    "tabs": "tabs",
-}
+LOCK_LABELS = {"causal": "causal mask", "max_tokens": "token limit", "block": "attention block"}  # others: the name
 
 
 def share_options():
@@ -117,12 +106,8 @@ def shared_link(link: str, hidden: tuple[str, ...]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def qr_png(link: str, scale: int = QR_SCALE) -> bytes | None:
-    """The QR code of ``link`` as PNG bytes (error correction L, the most room); None when it does not fit.
-
-    Kept per link (~20 ms to encode): a full rerun draws the box, and the fragment inside it draws it again
-    with the same link."""
-    import segno
-
+    """The QR code of ``link`` as PNG bytes (error correction L, the most room); None when it does not fit. Kept
+    per link: a full rerun and the fragment inside it draw the same one."""
     try:
         code = segno.make(link, error="l", micro=False, boost_error=False)
     except segno.DataOverflowError:
@@ -157,18 +142,14 @@ document.getElementById("copy").addEventListener("click", async () => {{
 
 
 def draw_share(slot, link: str, hidden: tuple[str, ...]) -> None:
-    """Fill ``slot`` (the placeholder of :func:`share_expander`) with the link, a copy button and its QR code."""
+    """Fill ``slot`` (the placeholder under :func:`share_options`) with the link, a copy button and its QR code."""
     link = shared_link(link, hidden)
     st.session_state[Share.link] = link
     with slot.container():
         st.code(link, language=None, wrap_lines=True)
         st.iframe(copy_button_html(link), height=40, alt="Copy link")
         if hidden:
-            st.caption(
-                "This view came from a link that hides: "
-                + ", ".join(LOCK_LABELS.get(name, name) for name in hidden)
-                + "."
-            )
+            st.caption(f"This view came from a link that hides: {', '.join(LOCK_LABELS.get(n, n) for n in hidden)}.")
         png = qr_png(link)
         if png is None:
             st.caption(

@@ -1,11 +1,9 @@
-"""One place for how charts look: font sizes, text colours, colour scales, and presenter mode.
+"""One place for how charts look: font sizes, text colours, colour scales, presenter mode and the phone view.
 
-Why a module: every page builds Plotly figures in its own component, and a projector needs all of
-them to change together (larger type, darker text, a colour-blind-safe scale). Builders read
-:func:`current` for the colour scale and sizes they choose themselves; :func:`style` writes the rest
-(fonts, tick colours, the paper colour) into a figure's *layout*, where it overrides Streamlit's own
-Plotly template (that template only fills ``layout.template``, and its 12 px ticks in ``#808495``
-measured 3.7:1 against white, under the 4.5:1 WCAG asks for normal text).
+A projector needs every page's figures to change together (larger type, darker text, a colour-blind-safe scale).
+Builders read :func:`current` for the scale and sizes they choose; :func:`style` writes the rest (fonts, tick
+colours, the paper colour) into a figure's *layout*, over Streamlit's own Plotly template (whose 12 px ticks in
+``#808495`` are 3.7:1 on white, under WCAG's 4.5:1).
 
 Presenter mode is on when the URL says ``?present=1`` on load or the sidebar toggle (session key
 ``present``) is on. It stacks side-by-side charts (:func:`side_by_side`), folds page controls into an
@@ -28,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import plotly.colors
+import streamlit as st
 
 from app.state import Look, choose, default_from
 
@@ -127,19 +126,20 @@ def _flag(value: Any) -> bool:
 
 def presenting_link() -> bool:
     """True when this run's URL asks for presenter mode (``?present=1``)."""
-    import streamlit as st
-
     return _flag(st.query_params.get(Look.present, ""))
 
 
-def presenting() -> bool:
-    """True when presenter mode is on in this session (False outside a Streamlit run, e.g. a notebook)."""
+def _session(key: str, default: Any) -> Any:
+    """A value of this browser's look, ``default`` outside a script run (a notebook, a thread)."""
     try:
-        import streamlit as st
+        return st.session_state.get(key, default)
+    except Exception:  # noqa: BLE001 — outside a script run, whatever Streamlit raises: the default look
+        return default
 
-        return bool(st.session_state.get(Look.present, False))
-    except Exception:  # noqa: BLE001 — outside a script run (a notebook, a thread): the default look
-        return False
+
+def presenting() -> bool:
+    """True when presenter mode is on in this session."""
+    return bool(_session(Look.present, False))
 
 
 def is_phone(user_agent: str | None) -> bool:
@@ -149,13 +149,8 @@ def is_phone(user_agent: str | None) -> bool:
 
 
 def compact() -> bool:
-    """True when this session shows the compact (phone) view (False outside a Streamlit run)."""
-    try:
-        import streamlit as st
-
-        return bool(st.session_state.get(Look.compact, False))
-    except Exception:  # noqa: BLE001 — outside a script run (a notebook, a thread): not compact
-        return False
+    """True when this session shows the compact (phone) view."""
+    return bool(_session(Look.compact, False))
 
 
 _FORCED: contextvars.ContextVar[Theme | None] = contextvars.ContextVar("ap_forced_theme", default=None)
@@ -184,12 +179,7 @@ def current() -> Theme:
 
 def download_format() -> str:
     """ "png" or "svg": what a chart's download button saves (the sidebar setting)."""
-    try:
-        import streamlit as st
-
-        value = st.session_state.get(Look.download, "png")
-    except Exception:  # noqa: BLE001 — outside a script run (a notebook, a thread): png
-        value = "png"
+    value = _session(Look.download, "png")
     return value if value in DOWNLOAD_FORMATS else "png"
 
 
@@ -244,8 +234,6 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
 
 def _phone_browser() -> bool:
     """Whether this session's browser is a phone's (from its User-Agent)."""
-    import streamlit as st
-
     try:
         agent = st.context.headers.get("User-Agent")
     except Exception:  # noqa: BLE001 — Streamlit's context without a browser (AppTest): not a phone
@@ -256,8 +244,6 @@ def _phone_browser() -> bool:
 def init_presenter() -> bool:
     """Run by the entry point: presenter mode from ``?present=1`` on load, a sidebar toggle, and the
     chart-download setting. Returns whether presenter mode is on."""
-    import streamlit as st
-
     # drawn here on every page, so a page switch keeps them with no write-back (tests/e2e/test_page_switch_e2e.py)
     default_from(Look.present, presenting_link)  # the link decides on load; the toggle after that
     default_from(Look.compact, _phone_browser)  # a phone's browser decides on load; the toggle after that
@@ -290,8 +276,6 @@ def init_presenter() -> bool:
 
 def side_by_side(spec: int | list[float], **kwargs) -> list:
     """``st.columns(spec)`` normally; in presenter mode as many full-width containers, one under the other."""
-    import streamlit as st
-
     if current().stack:
         return [st.container() for _ in range(spec if isinstance(spec, int) else len(spec))]
     return list(st.columns(spec, **kwargs))
@@ -308,8 +292,6 @@ def map_css(key: str, off_px: int = PRESENTER_MAP_OFF_PX) -> str:
 def tools(label: str = "Display options"):
     """A map's secondary controls (highlight a token, colour scale, zoom) in place; in presenter mode in a popover
     in the row above the map, so the map starts at the top of the screen."""
-    import streamlit as st
-
     if current().stack:
         with st.popover(label, icon=":material/tune:"):
             yield
@@ -320,8 +302,6 @@ def tools(label: str = "Display options"):
 @contextlib.contextmanager
 def controls(label: str = "Controls"):
     """Page controls as they are; in presenter mode inside a collapsed expander (the chart gets the screen)."""
-    import streamlit as st
-
     if current().stack:
         with st.expander(label, icon=":material/tune:", expanded=False):
             yield

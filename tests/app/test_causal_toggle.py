@@ -13,7 +13,7 @@ def _script() -> None:
     import streamlit as st
 
     sys.path.insert(0, st.session_state["root"])
-    from app.ui.pickers import causal_toggle
+    from app.controls.pickers import causal_toggle
 
     st.session_state["shown"] = causal_toggle(st.session_state["model_id"], st.session_state["default"])
 

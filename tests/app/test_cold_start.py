@@ -16,10 +16,10 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.testing.v1 import AppTest
 
 import engine
+from app.controls import pickers
 from app.runtime import caches, models, traces
 from app.runtime.request import TraceRequest
 from app.state import K, landing_request
-from app.ui import pickers
 from app.views.lessons.data import model_vocabulary
 from apptest_helpers import APP, TIMEOUT, assert_clean, assert_head_and_grid, main_figure, messages, y_labels
 from engine import prefetch

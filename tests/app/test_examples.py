@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import engine
+from app.controls.examples import EXAMPLES, examples_for
 from app.state import DEFAULT_TEXT
-from app.ui.examples import EXAMPLES, examples_for
 from apptest_helpers import assert_clean, messages, open_page
 
 

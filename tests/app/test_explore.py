@@ -492,7 +492,7 @@ def test_token_limit_truncates_with_a_warning():
     warnings = messages(at.warning)
     assert any("first 8" in w for w in warnings), warnings
     # issue 20 (c): the warning says where the limit is changed, with the control's own label and place
-    from app.ui.pickers import LIMIT_EXPANDER, LIMIT_LABEL
+    from app.controls.pickers import LIMIT_EXPANDER, LIMIT_LABEL
 
     assert LIMIT_LABEL == at.number_input(key="max_tokens").label == "Token limit"
     assert [e.label for e in at.expander if any(w.key == "max_tokens" for w in e.number_input)] == [LIMIT_EXPANDER]

@@ -137,7 +137,7 @@ def test_every_bad_setting_reads_as_sentences_starting_with_a_capital() -> None:
 
 def test_the_explore_examples_name_the_shipped_models_heads() -> None:
     import engine
-    from app.ui.examples import EXAMPLES, INDUCTION, PREV
+    from app.controls.examples import EXAMPLES, INDUCTION, PREV
 
     model = engine.load(NAME)
     for example in EXAMPLES[NAME]:

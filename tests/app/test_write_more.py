@@ -127,7 +127,7 @@ def test_empty_prompt_and_encoders():
 def test_grouped_query_heads_are_named_in_the_caption():
     import numpy as np
 
-    from app.ui.pickers import kv_sharing
+    from app.controls.pickers import kv_sharing
     from engine.records import Tokens
     from engine.traces.attention import AttentionTrace
 

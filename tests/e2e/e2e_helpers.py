@@ -76,7 +76,7 @@ def expect_idle(page: Page, timeout_ms: int = IDLE_MS) -> None:
 
 
 def section(page: Page, name: str) -> Locator:
-    """The button that opens a page's section ``name`` (``app.ui.pickers.page_tabs``: a row of buttons, one
+    """The button that opens a page's section ``name`` (``app.controls.pickers.page_tabs``: a row of buttons, one
     pressed, named "Section" for screen readers; each button is a radio, ``aria-checked`` when open)."""
     return page.get_by_role("radiogroup", name="Section").get_by_role("radio", name=name, exact=True)
 

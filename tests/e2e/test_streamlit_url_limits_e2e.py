@@ -34,6 +34,12 @@ def bound():
         yield url
 
 
+@pytest.fixture(scope="module")
+def own():
+    with running_app("e2e-url-limits-own.log", {"LIMIT_MODE": "own"}, script=SCRIPT) as url:
+        yield url
+
+
 class Probe:
     """The test app's PROBE line: :meth:`wait` returns the next full run's values."""
 
@@ -96,6 +102,22 @@ def test_a_page_switch_with_bound_widgets_takes_several_back_presses(bound, page
     page.go_back()
     seen = probe.wait()
     assert page.url != before and seen["layer"] == 0  # one press later: a view the user never saw
+
+
+def test_leaving_a_page_with_one_bound_widget_of_its_own_takes_several_back_presses(own, page: Page):
+    """Why not even a control only one page has is bound: leaving the page drops its parameter in an entry of its
+    own, so Back lands on a view the user never saw."""
+    probe = Probe(page)
+    probe.open(own + "/")
+    page.get_by_label("Zoom").fill("5")
+    page.get_by_label("Zoom").press("Enter")
+    assert probe.wait()["zoom"] == 5
+    before, entries = page.url, page.evaluate("history.length")
+    probe.nav("b")
+    assert page.evaluate("history.length") - entries > 1, "one history entry per page switch: limitation lifted"
+    page.go_back()
+    seen = probe.wait()
+    assert page.url != before and seen["zoom"] == 0  # one press later: page a without its zoom
 
 
 def test_bound_widgets_refuse_the_apps_link_spelling(bound, page: Page):

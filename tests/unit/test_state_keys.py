@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app import state
-from app.ui.examples import Examples
+from app.controls.examples import Examples
 from app.ui.share_box import Share
 from app.url_state import PARAMS
 from app.views.bahdanau.keys import Bahdanau

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.links import open_page
 from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from app.state import PERSIST, K
 from app.ui.guard import show_error
-from app.ui.pickers import causal_toggle, load_model, max_tokens_input, pick_model, show_notices, text_box
 from app.ui.safe_text import md
 from app.views.bertviz_views.data import bertviz_view, get_digit_trace
 from app.views.bertviz_views.keys import Bertviz

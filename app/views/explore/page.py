@@ -19,23 +19,8 @@ import contextlib
 import numpy as np
 import streamlit as st
 
-from app.links import open_page
-from app.runtime.heads import attention_block, block_loader
-from app.runtime.maps import grid_is_quick, head_view, layer_grid
-from app.runtime.models import device_label, model_loaded
-from app.runtime.request import TraceRequest
-from app.runtime.traces import get_trace, request_key, trace_is_quick
-from app.sidebar import synced
-from app.state import current_text
-from app.ui.charts import fill_height, shared_chart, shared_picture, show_chart
-from app.ui.examples import example_hint, examples_picker
-from app.ui.export import head_json_button
-from app.ui.guard import busy, calm_errors, show_error
-from app.ui.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
-from app.ui.heatmap import map_figure, map_spec, safe_label
-from app.ui.linked_tokens import focus, focus_picker, outline, row_of
-from app.ui.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
-from app.ui.pickers import (
+from app.controls.examples import example_hint, examples_picker
+from app.controls.pickers import (
     causal_toggle,
     kv_sharing,
     layer_head,
@@ -49,6 +34,21 @@ from app.ui.pickers import (
     show_notices,
     text_box,
 )
+from app.links import open_page
+from app.runtime.heads import attention_block, block_loader
+from app.runtime.maps import grid_is_quick, head_view, layer_grid
+from app.runtime.models import device_label, model_loaded
+from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace, request_key, trace_is_quick
+from app.sidebar import synced
+from app.state import current_text
+from app.ui.charts import fill_height, shared_chart, shared_picture, show_chart
+from app.ui.export import head_json_button
+from app.ui.guard import busy, calm_errors, show_error
+from app.ui.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
+from app.ui.heatmap import map_figure, map_spec, safe_label
+from app.ui.linked_tokens import focus, focus_picker, outline, row_of
+from app.ui.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
 from app.ui.safe_text import quoted
 from app.ui.theme import (
     PRESENTER_MAP_ROWS_PX,

@@ -11,6 +11,17 @@ from typing import Callable
 
 import streamlit as st
 
+from app.controls.examples import examples_picker
+from app.controls.pickers import (
+    causal_toggle,
+    kv_sharing,
+    layer_head,
+    open_head,
+    page_tabs,
+    pick_block,
+    show_notices,
+    text_and_model,
+)
 from app.runtime.heads import attention_block, block_is_square, block_loader, head_metrics_table, model_view_tiles
 from app.runtime.maps import head_view
 from app.runtime.models import device_label
@@ -19,7 +30,6 @@ from app.runtime.traces import get_trace, request_key
 from app.sidebar import synced
 from app.state import PERSIST, current_text
 from app.ui.charts import fill_height, ready, shared_chart, show_chart
-from app.ui.examples import examples_picker
 from app.ui.export import head_json_button
 from app.ui.guard import calm_errors, show_error
 from app.ui.head_views import (
@@ -34,16 +44,6 @@ from app.ui.head_views import (
 from app.ui.heatmap import map_spec
 from app.ui.linked_tokens import focus, focus_picker, outline
 from app.ui.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
-from app.ui.pickers import (
-    causal_toggle,
-    kv_sharing,
-    layer_head,
-    open_head,
-    page_tabs,
-    pick_block,
-    show_notices,
-    text_and_model,
-)
 from app.ui.safe_text import quoted
 from app.ui.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, presenting, tools
 from app.views.heads.ablation import render_ablation

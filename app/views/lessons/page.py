@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import url_state
+from app.controls.pickers import page_tabs
 from app.links import open_page
 from app.runtime.request import TraceRequest
 from app.runtime.rooms import lesson_store
@@ -30,7 +31,6 @@ from app.store import RoomError, StoreUnavailable
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
-from app.ui.pickers import page_tabs
 from app.ui.safe_text import md
 from app.views.lessons.check import answers, is_right, knowledge_check
 from app.views.lessons.data import LESSON_MAX_TOKENS, find_token

@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.controls.pickers import load_model, page_tabs, pick_model
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from app.sidebar import synced
 from app.state import PERSIST, K, bounded, choose, clamp, current_text, settle
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
-from app.ui.pickers import load_model, page_tabs, pick_model
 from app.ui.theme import side_by_side
 from app.views.positional.data import pos_learned_table, pos_shift_check, pos_sinusoidal
 from app.views.positional.figures import dimension_curves, matrix_heatmap

@@ -17,12 +17,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.controls.long_job import run_job
+from app.controls.pickers import page_tabs
 from app.runtime.long_work import FINETUNE, MEASURE
 from app.state import default
 from app.ui.charts import show_chart
 from app.ui.guard import calm_errors, show_error
 from app.ui.heatmap import attention_heatmap, layer_mean_map
-from app.ui.pickers import page_tabs
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.pretraining.data import (

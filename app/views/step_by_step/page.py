@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.links import current_link
-from app.runtime.heads import attention_block, block_loader
-from app.runtime.request import TraceRequest
-from app.runtime.traces import get_trace
-from app.state import PERSIST, clamp, current_text, default_from
-from app.ui.examples import examples_picker
-from app.ui.export import json_button, steps_record
-from app.ui.guard import show_error
-from app.ui.linked_tokens import focus, set_focus
-from app.ui.pickers import (
+from app.controls.examples import examples_picker
+from app.controls.pickers import (
     causal_toggle,
     layer_head,
     pick_block,
     show_notices,
     text_and_model,
 )
+from app.links import current_link
+from app.runtime.heads import attention_block, block_loader
+from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace
+from app.state import PERSIST, clamp, current_text, default_from
+from app.ui.export import json_button, steps_record
+from app.ui.guard import show_error
+from app.ui.linked_tokens import focus, set_focus
 from app.ui.safe_text import md, quoted
 from app.ui.theme import controls as folded_controls
 from app.views.step_by_step.calculator import calculator

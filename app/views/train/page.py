@@ -17,12 +17,12 @@ import streamlit as st
 
 from app import routes
 from app.controls.long_job import follow
+from app.controls.pickers import page_tabs, use_text
 from app.runtime.long_work import TRAIN, long_status
 from app.state import PERSIST, K, default, defaults
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
-from app.ui.pickers import page_tabs, use_text
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.train import induction as induction_section

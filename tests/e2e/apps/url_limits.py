@@ -1,15 +1,17 @@
 """Two pages sharing a sentence, a layer, a toggle and a model picker, each bound to the URL by Streamlit
 (``LIMIT_MODE=bind``) or kept with ``persist_state`` and seeded from the link by the app (``persist``), and a form;
-every full run ends with a ``PROBE {json}`` line (tests/e2e/test_streamlit_url_limits_e2e.py)."""
+``own``: as ``persist``, plus one bound widget on page a alone. Every full run ends with a ``PROBE {json}`` line
+(tests/e2e/test_streamlit_url_limits_e2e.py)."""
 
 import json
 import os
 
 import streamlit as st
 
-BIND = os.environ.get("LIMIT_MODE", "bind") == "bind"
+MODE = os.environ.get("LIMIT_MODE", "bind")
+BIND = MODE == "bind"
 OPTS = {"bind": "query-params"} if BIND else {"persist_state": "session"}
-KEYS = ("text", "layer", "present", "model", "tokens")
+KEYS = ("text", "layer", "present", "model", "tokens", "zoom")
 
 
 def view() -> None:
@@ -24,6 +26,8 @@ def view() -> None:
 
 
 def a() -> None:
+    if MODE == "own":  # a control of page a's own, the only one bound
+        st.number_input("Zoom", 0, 11, 0, key="zoom", bind="query-params")
     view()
 
 

@@ -1,8 +1,8 @@
 """Widgets shared by the text pages (Explore, Step by step, Heads, …): the sentence, the model, layer/head.
 
-They all write the same session-state keys (``app.state.K``), so the sentence and model a user picked on
-one page are there on the next. A link's ``hide=`` (``app.state.hidden``) leaves a control out; its value
-then comes from the link (already in session state) and is checked here exactly as a widget's would be.
+They write the shared keys (``app.state.K``), so what a user picked on one page is there on the next. A link's
+``hide=`` (``app.state.hidden``) leaves a control out; its value then comes from the link and is checked here as a
+widget's would be.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import dataclasses
 import streamlit as st
 
 from app.runtime.heads import HEAD_BLOCKS
-from app.runtime.models import get_card, list_models, model_loaded, policy
+from app.runtime.models import get_card, list_models, model_loaded, policy, session_models
 from app.state import DEFAULTS, PERSIST, K, bounded, choose, clamp, current_text, hidden, settle
 from app.ui.charts import set_source
 from app.ui.clicks import once
@@ -20,7 +20,7 @@ from app.ui.guard import busy, show_error
 from app.ui.safe_text import md, quoted
 from app.views.explore.keys import Explore
 from app.views.heads.keys import Heads
-from app.views.train.data import session_models
+from engine.corpora.stories import generate_stories
 from engine.families import hub_labels, text_families
 from engine.records import ModelCard
 from engine.text import UNKNOWN_WORDS_LEAD, quote_input
@@ -47,8 +47,6 @@ LONG_EXAMPLE_STORIES = 900  # generated children's stories: ~80,000 characters, 
 
 def long_example_text() -> str:
     """A long text to try long inputs with: generated stories (the same every time, no download)."""
-    from engine.corpora.stories import generate_stories
-
     return "\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026))
 
 
@@ -260,7 +258,7 @@ def limit_hint(max_positions: int | None = None) -> str:
     """
     if hidden("max_tokens"):
         return ""
-    limit = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, 10**9)
+    limit = token_limit(10**9)
     if max_positions is not None and limit >= max_positions:
         return ""
     most = f" (this model reads up to {max_positions:,} tokens)" if max_positions is not None else ""
@@ -322,24 +320,28 @@ LIMIT_EXPANDER = "Advanced"
 LIMIT_PLACE = "under the model picker"
 
 
+def token_limit(limit: int) -> int:
+    """The shared token limit, inside ``[4, limit]``."""
+    return bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
+
+
 def max_tokens_input(limit: int = 1024) -> int:
     """The token-limit field (inside an "Advanced" expander); returns the bounded value."""
     if hidden("max_tokens"):
-        return bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
+        return token_limit(limit)
     with st.expander(LIMIT_EXPANDER):
-        current = bounded(st.session_state.get(K.max_tokens, DEFAULTS[K.max_tokens]), 4, limit)
         # value= is the current setting, not the minimum: a page opened fresh must not fall back to 4
         st.number_input(
             LIMIT_LABEL,
             min_value=4,
             max_value=limit,
-            value=current,
+            value=token_limit(limit),
             step=16,
             key=K.max_tokens,
             help="Longer input is truncated; the page says when.",
             **PERSIST,
         )
-    return bounded(st.session_state.get(K.max_tokens), 4, limit)
+    return token_limit(limit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,14 +359,9 @@ class _Section:
 
 def page_tabs(labels: list[str], key: str) -> list:
     """A page's sections, one open at a time: a row of buttons (a segmented control) with one pressed, and only
-    the open section's code runs. Returns one object per label, each with ``open`` and usable in ``with``.
-
-    Why not ``st.tabs``: with Streamlit 1.67 a tab bar cost Chromium's main thread 80–150 ms more on every rerun of
-    the page around it (Explore at 512 tokens, A/B; the bar itself, not the chart inside it: a bar with the chart
-    drawn after it cost as much), and five messages a rerun against one here (docs/BENCHMARKS.md, "Enter → every
-    chart drawn"). The section's label is kept under ``key`` in session state, as a tab bar kept it, so links
-    (``explore_tab=mask``) and lessons are unchanged. With ``hide=tabs`` in the link no buttons are drawn, only the
-    section the link names."""
+    the open section's code runs (``st.tabs`` runs every tab and costs the browser more on every rerun). Returns one
+    object per label, each with ``open`` and usable in ``with``. The open label is kept under ``key`` (links:
+    ``explore_tab=mask``); with ``hide=tabs`` in the link no buttons are drawn, only the section the link names."""
     if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
         st.session_state[key] = labels[0]
     chosen = (

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app.controls.pickers import open_head, use_text
 from app.state import current_text
-from app.ui.pickers import open_head, use_text
 from app.views.lessons.data import model_vocabulary
+from engine.vocab import tokenize
 
 
 class Examples:
@@ -207,8 +208,6 @@ def examples_for(model_id: str, family: str, vocab: tuple[str, ...] | None) -> t
     if model_id in EXAMPLES:
         return model_id, EXAMPLES[model_id]
     if vocab is not None:
-        from engine.vocab import tokenize
-
         known = set(vocab)
         readable = tuple(
             e for name in WORD_LEVEL_SETS for e in EXAMPLES[name] if all(w in known for w in tokenize(e.text))
