@@ -43,6 +43,7 @@ from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from bench import self_check
 from bench.sentences import student_sentences
 from bench.serve import (
     ROOT,
@@ -530,6 +531,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if not Path(CHROMIUM).exists():
         sys.exit(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
+    self_check.check("cpu_of")
     context = {
         "pace_before": pace(),
         "load_before": load_average(),

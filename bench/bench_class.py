@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import profile_split
+from bench import profile_split, self_check
 from bench.profile_split import PySpy, Recording, Split
 from bench.sentences import student_sentences
 from bench.serve import (
@@ -545,6 +545,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    self_check.check("sampler")
     context = {
         "pace_before": pace(),
         "load_before": load_average(),

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench import self_check
 from bench.bench_class import _median, _p95, _s
 from bench.sentences import student_sentences
 from bench.serve import (
@@ -710,6 +711,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    self_check.check("sampler")
     context = {
         "load_before": load_average(),
         "warm_up": "",

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from bench import self_check
 from bench.bench_class import _p95, _s  # the class benchmark's p95 and number format
 from bench.serve import ROOT, ProcSampler, Server, footer, load_average, machine, running_server
 from bench.st_client import Run, Session
@@ -231,6 +232,7 @@ async def _run(server: Server, store, args: argparse.Namespace) -> list[Case]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    self_check.check("sampler")
     context = {
         "load_before": load_average(),
         "machine": machine(),

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import profile_split
+from bench import profile_split, self_check
 from bench.sentences import student_sentences
 from bench.serve import LOGS, ROOT, checkout, footer, load_average, machine, pace, running_server, stat_cpu_s
 from bench.st_client import Session
@@ -538,6 +538,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.split:
+        self_check.check("thread cpu", "page faults")
     sentences = student_sentences(args.seed, args.sentences)
     context = {
         "pace_before": pace(),

@@ -72,6 +72,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def local_flags(port: int) -> list[str]:
+    """Streamlit's flags for a server of a test or a benchmark: PORT on the loopback only, headless, no usage stats."""
+    settings = {"server.port": port, "server.headless": "true", "server.address": "127.0.0.1"}
+    settings["browser.gatherUsageStats"] = "false"
+    return [arg for name, value in settings.items() for arg in (f"--{name}", str(value))]
+
+
 def healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
@@ -86,24 +93,11 @@ def _command(target: str, port: int, root: Path = ROOT) -> tuple[list[str], dict
         # the README's command: the launcher (its child traces the landing page while the server starts), then
         # streamlit run; a revision from before the launcher (a baseline worktree) runs streamlit run itself
         readme = ["app"] if (root / "app" / "__main__.py").is_file() else STREAMLIT_RUN
-        return [
-            sys.executable,
-            "-m",
-            *readme,
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-        ], env
+        return [sys.executable, "-m", *readme, *local_flags(port)], env
     if target == "split":  # streamlit run with thread-CPU counters around a rerun's parts (bench/split_server.py)
         if root != ROOT:
             raise TargetUnavailable("the split server runs this checkout only")
-        args = ["--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1"]
-        return [sys.executable, "-m", "bench.split_server", *args, "--browser.gatherUsageStats", "false"], env
+        return [sys.executable, "-m", "bench.split_server", *local_flags(port)], env
     if target == "classroom":
         script = root / CLASSROOM_SCRIPT.relative_to(ROOT)
         if not script.exists():

@@ -21,6 +21,17 @@ if str(ROOT) not in sys.path:  # pytest.ini has ``pythonpath = .``; this covers 
     sys.path.insert(0, str(ROOT))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A module whose tests share a module-scoped fixture (a model, a server, a classroom launch) runs on one xdist
+    worker (``--dist loadgroup`` in pytest.ini), in its order: the fixture is built once, not once per worker, and
+    a test that must run last in its module does. Every other test goes to whichever worker is free."""
+    for item in items:
+        fixtures = getattr(item, "_fixtureinfo", None)  # pytest's record of the fixtures an item uses
+        if fixtures and any(d.scope == "module" for defs in fixtures.name2fixturedefs.values() for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT

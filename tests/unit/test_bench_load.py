@@ -39,18 +39,18 @@ def test_write_section_replaces_only_its_own(tmp_path):
     assert doc.read_text() == "# Benchmarks\n\n## A\n\nnew a\n\n## B\n\nold b\n\n## C\n\nnew c\n"
 
 
-def test_sampler_sees_cpu_and_memory_of_a_process_tree():
-    child = subprocess.Popen(["python3", "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass"])
+def test_sampler_follows_a_process_tree():
+    """Which processes it samples; the CPU and memory it reads are checked where the benchmarks run
+    (bench/self_check.py)."""
+    child = subprocess.Popen(["python3", "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
-        sampler = serve.ProcSampler(os.getpid(), period_s=0.1).start()
-        time.sleep(1.0)
-        sampler.stop()
+        sampler = serve.ProcSampler(os.getpid(), period_s=0.1).start().stop()
     finally:
+        child.stdin.close()
         child.wait(timeout=10)
     assert child.pid in sampler.procs and os.getpid() in sampler.procs
-    assert sampler.procs[child.pid].cpu_s > 0  # a busy loop; how much it gets depends on the machine's load
-    assert sampler.procs[os.getpid()].rss_peak_bytes > 1e6
-    assert sampler.cpu_percent() > 0
+    assert sampler.procs[os.getpid()].rss_peak_bytes > 0
+    assert serve.ProcSampler(None).start().stop().cpu_percent() is None  # a --url server: nothing sampled
 
 
 def test_stop_group_ends_the_leader_and_its_children():
