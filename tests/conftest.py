@@ -60,6 +60,18 @@ def tiny_gpt2():
     return engine.load("tiny-random-gpt2")
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Torch on one thread for a module's tests (``pytestmark = pytest.mark.usefixtures("one_torch_thread")``),
+    restored after: tiny models run fastest so, and do not fight the other xdist worker for the 2 cores."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def _lasting_threads() -> list[threading.Thread]:
     """The threads now, without a pending heap trim's (engine.memory: it lives 3 s after a job or a large trace,
     whichever test started it, so it can end in the middle of another test)."""

@@ -19,6 +19,8 @@ from engine.registry import CHECKPOINTS
 from engine.traces.seq2seq import Seq2SeqTrace
 from engine.vocab import EOS_ID, PAD_ID, Vocab
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 SRC_WORDS = ["the", "red", "car", "is", "fast", ".", "dog", "1", "2", "november"]
 TGT_WORDS = ["la", "voiture", "rouge", "est", "rapide", ".", "chien", "1", "2", "-"]
 TINY = dict(d_model=32, n_layers=2, n_heads=4, d_mlp=64, max_src=12, max_tgt=10)
@@ -44,14 +46,6 @@ GOLDEN_2_LAYERS = [
     "decoder.hook_pos_embed",
     *(f"decoder.blocks.{layer}.{name}" for layer in (0, 1) for name in DECODER_BLOCK),
 ]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

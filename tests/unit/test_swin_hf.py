@@ -20,6 +20,8 @@ from engine.records import ModelUnavailableError
 from engine.traces.vision import WindowTrace, shift_mask, slot_positions, window_row
 from tests.swin_helpers import LABELS, save_tiny_swin
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 ATOL = 1e-5
 #: (stage, block, window, shift) transformers runs for each window size of the tiny Swin (8×8, then 4×4 patches)
 GEOMETRY = {
@@ -27,14 +29,6 @@ GEOMETRY = {
     3: [(0, 0, 3, 0), (0, 1, 3, 1), (1, 0, 3, 0), (1, 1, 3, 1)],  # both grids padded (9×9, 6×6)
     4: [(0, 0, 4, 0), (0, 1, 4, 2), (1, 0, 4, 0), (1, 1, 4, 0)],  # stage 1 is one window: no shift
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module", params=sorted(GEOMETRY))

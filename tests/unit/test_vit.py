@@ -20,6 +20,8 @@ from engine.registry import CHECKPOINTS, own_checkpoints
 from engine.traces.vision import VisionTrace
 from engine.vocab import Vocab
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 SHIPPED = "tiny-vit-digits"
 
 GOLDEN_2_LAYERS = ["hook_embed", "hook_pos_embed"] + [
@@ -43,14 +45,6 @@ GOLDEN_2_LAYERS = ["hook_embed", "hook_pos_embed"] + [
     )
 ]
 SMALL = ViTConfig(image_size=8, patch_size=2, d_model=16, n_layers=2, n_heads=2, d_mlp=32)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def _small_model(seed: int = 0, cfg: ViTConfig = SMALL) -> ViT:

@@ -20,15 +20,9 @@ from engine.analysis.vision import cls_map, occlusion_check, rollout_map
 from engine.records import ModelUnavailableError
 from engine.traces.vision import VisionTrace
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 ATOL = 1e-5
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def _save(folder: Path, kind: str) -> Path:
