@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from tests.hf_helpers import TINY_TEXT, save_image_processor
+
 WORDS = (
     "a",
     "red",
@@ -65,7 +67,6 @@ def save_tiny_ved(folder: Path, *, seed: int = 0) -> Path:
         VisionEncoderDecoderConfig,
         VisionEncoderDecoderModel,
         ViTConfig,
-        ViTImageProcessor,
     )
 
     tok = save_tokenizer(folder)
@@ -97,23 +98,18 @@ def save_tiny_ved(folder: Path, *, seed: int = 0) -> Path:
     config.eos_token_id = tok.eos_token_id
     torch.manual_seed(seed)
     VisionEncoderDecoderModel(config=config).save_pretrained(folder)
-    ViTImageProcessor(
-        size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
-    ).save_pretrained(folder)
+    save_image_processor(folder, 32)
     return folder
 
 
 def save_tiny_blip(folder: Path, *, seed: int = 0) -> Path:
     """Save a tiny random ``BlipForConditionalGeneration`` with its tokenizer and image processor."""
-    from transformers import BlipConfig, BlipForConditionalGeneration, BlipImageProcessor
+    from transformers import BlipConfig, BlipForConditionalGeneration
 
     tok = save_tokenizer(folder)
     text = dict(
         vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
+        **TINY_TEXT,
         max_position_embeddings=40,
         initializer_range=0.2,
         bos_token_id=tok.bos_token_id,
@@ -133,7 +129,5 @@ def save_tiny_blip(folder: Path, *, seed: int = 0) -> Path:
     config = BlipConfig(text_config=text, vision_config=vision)
     torch.manual_seed(seed)
     BlipForConditionalGeneration(config).save_pretrained(folder)
-    BlipImageProcessor(
-        size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
-    ).save_pretrained(folder)
+    save_image_processor(folder, 32, "BlipImageProcessor")
     return folder

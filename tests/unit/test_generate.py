@@ -17,6 +17,7 @@ from engine.families.transformer.adapter import trace_own
 from engine.generation import DecodeSettings, candidate_probs
 from engine.records import EngineError
 from engine.vocab import EOS_ID
+from tests.hf_helpers import tiny_llama
 
 PROMPT_OWN = "lily found a"
 PROMPT_HF = "The cat sat on the mat"
@@ -40,19 +41,7 @@ def llama(tmp_path_factory):
     from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tok = build_tokenizer()
-    cfg = tf.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        initializer_range=0.25,
-        bos_token_id=tok.eos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.eos_token_id,
-    )
+    cfg = tiny_llama(len(tok), tok.eos_token_id)
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny_llama") / "llama"
     tf.AutoModelForCausalLM.from_config(cfg).eval().save_pretrained(folder)

@@ -19,6 +19,7 @@ import engine
 from engine.analysis.vision import cls_map, occlusion_check, rollout_map
 from engine.records import ModelUnavailableError
 from engine.traces.vision import VisionTrace
+from tests.hf_helpers import save_image_processor
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -31,7 +32,6 @@ def _save(folder: Path, kind: str) -> Path:
         DeiTForImageClassificationWithTeacher,
         ViTConfig,
         ViTForImageClassification,
-        ViTImageProcessor,
         ViTModel,
     )
 
@@ -55,9 +55,7 @@ def _save(folder: Path, kind: str) -> Path:
     else:
         model = DeiTForImageClassificationWithTeacher(DeiTConfig(**common))
     model.save_pretrained(folder)
-    ViTImageProcessor(
-        size={"height": 16, "width": 16}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
-    ).save_pretrained(folder)
+    save_image_processor(folder, 16)
     return folder
 
 
