@@ -33,12 +33,10 @@ import argparse
 import contextlib
 import os
 import random
-import shlex
 import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -55,9 +53,9 @@ from bench.serve import (
     descendants,
     footer,
     load_average,
-    machine,
     named,
     pace,
+    run_context,
     running_server,
 )
 from bench.trace_report import _write_section
@@ -534,11 +532,8 @@ def main(argv: list[str] | None = None) -> None:
     self_check.check("cpu_of")
     context = {
         "pace_before": pace(),
-        "load_before": load_average(),
-        "machine": machine(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **run_context("bench_browser", argv),
         "target": "url" if args.url else args.target,
-        "command": "python -m bench.bench_browser " + shlex.join(sys.argv[1:] if argv is None else argv),
     }
     try:
         with contextlib.ExitStack() as stack:

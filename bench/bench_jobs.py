@@ -41,12 +41,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import self_check
@@ -62,7 +59,7 @@ from bench.serve import (
     descendants,
     footer,
     load_average,
-    machine,
+    run_context,
     running_server,
 )
 from bench.st_client import Run, Session, value_state
@@ -713,11 +710,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     self_check.check("sampler")
     context = {
-        "load_before": load_average(),
+        **run_context("bench_jobs", argv),
         "warm_up": "",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine(),
-        "command": "python -m bench.bench_jobs " + shlex.join(sys.argv[1:] if argv is None else argv),
         "target": "`streamlit run`, one process"
         if args.target == "streamlit"
         else "`scripts/classroom.sh`: HAProxy and one Streamlit process per core",

@@ -58,18 +58,25 @@ import asyncio
 import contextlib
 import json
 import os
-import shlex
 import signal
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from bench import profile_split, self_check
 from bench.sentences import student_sentences
-from bench.serve import LOGS, ROOT, checkout, footer, load_average, machine, pace, running_server, stat_cpu_s
+from bench.serve import (
+    LOGS,
+    ROOT,
+    checkout,
+    footer,
+    load_average,
+    pace,
+    run_context,
+    running_server,
+    stat_cpu_s,
+)
 from bench.st_client import Session
 from bench.trace_report import _write_section
 
@@ -541,13 +548,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.split:
         self_check.check("thread cpu", "page faults")
     sentences = student_sentences(args.seed, args.sentences)
-    context = {
-        "pace_before": pace(),
-        "load_before": load_average(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine(),
-        "command": "python -m bench.bench_rerun " + shlex.join(sys.argv[1:] if argv is None else argv),
-    }
+    context = {"pace_before": pace(), **run_context("bench_rerun", argv)}
     rounds = []
     with contextlib.ExitStack() as stack:
         if args.split:

@@ -22,17 +22,14 @@ import argparse
 import asyncio
 import random
 import re
-import shlex
 import statistics
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.sentences import student_sentences
-from bench.serve import ROOT, Server, descendants, footer, label, load_average, machine, running_server
+from bench.serve import ROOT, Server, descendants, footer, label, load_average, run_context, running_server
 from bench.st_client import Session
 from bench.trace_report import _write_section
 
@@ -264,12 +261,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    context = {
-        "load_before": load_average(),
-        "machine": machine(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python -m bench.bench_soak " + shlex.join(sys.argv[1:] if argv is None else argv),
-    }
+    context = run_context("bench_soak", argv)
     with running_server("classroom", "bench-soak.log") as server:
         windows, samples, baseline, end, total = asyncio.run(soak(server, args))
     context["load_after"] = load_average()

@@ -21,18 +21,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import connect
 
-from bench.serve import ROOT, STREAMLIT_RUN, _command, _stop_group, footer, free_port, healthy, load_average, machine
+from bench.serve import (
+    ROOT,
+    STREAMLIT_RUN,
+    _command,
+    _stop_group,
+    footer,
+    free_port,
+    healthy,
+    load_average,
+    run_context,
+)
 from bench.st_client import SUBPROTOCOL, Session
 from bench.trace_report import _write_section
 
@@ -175,12 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
-    context = {
-        "load_before": load_average(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine(),
-        "command": ("python -m bench.bench_start " + shlex.join(sys.argv[1:] if argv is None else argv)).strip(),
-    }
+    context = run_context("bench_start", argv)
     starts, plain, refs = [], [], []
     for _ in range(args.repeats):
         refs.append(reference())

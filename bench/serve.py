@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -25,6 +26,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -377,6 +379,19 @@ def footer(context: dict) -> list[str]:
         "",
         f"Reproduce (from the repository root): `{context['command']}`",
     ]
+
+
+def run_context(module: str, argv: list[str] | None) -> dict[str, str]:
+    """What a benchmark's footer says of its run (:func:`footer`, which adds ``load_after``): the load before it, the
+    machine, the date, and the command that reproduces it (with the classroom's worker count when it was set)."""
+    workers = f"AP_WORKERS={os.environ['AP_WORKERS']} " if "AP_WORKERS" in os.environ else ""
+    args = shlex.join(sys.argv[1:] if argv is None else argv)
+    return {
+        "load_before": load_average(),
+        "machine": machine(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": f"{workers}python -m bench.{module} {args}".strip(),
+    }
 
 
 def machine() -> str:
