@@ -145,13 +145,14 @@ KINDS = (
 )
 
 
-def tiny_llama(vocab_size: int, eos_id: int):
+def tiny_llama(vocab_size: int, eos_id: int, **overrides):
     """A tiny random Llama's config: :data:`TINY_TEXT` with grouped-query attention (2 key/value heads for the 4
-    query heads), 64 positions, peaked random weights; ``eos_id`` also its bos and pad."""
+    query heads), 64 positions, peaked random weights; ``eos_id`` also its bos and pad; ``overrides`` on top."""
     from transformers import LlamaConfig
 
     ids = dict(vocab_size=vocab_size, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=eos_id)
-    return LlamaConfig(num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.25, **TINY_TEXT, **ids)
+    settings = dict(num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.25, **TINY_TEXT, **ids)
+    return LlamaConfig(**{**settings, **overrides})
 
 
 def save_image_processor(folder: Path, side: int, processor: str = "ViTImageProcessor") -> None:
