@@ -53,6 +53,14 @@ def minilm_path() -> str:
 
 
 @pytest.fixture(scope="session")
+def tiny_stories():
+    """The shipped tiny-gpt-stories (the own decoder), loaded through the engine (shared, read-only)."""
+    import engine
+
+    return engine.load("tiny-gpt-stories")
+
+
+@pytest.fixture(scope="session")
 def tiny_gpt2():
     """The built-in tiny random GPT-2, loaded through the engine (shared, read-only)."""
     import engine
