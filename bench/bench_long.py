@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_trace import MMAP_THRESHOLD, _build_gpt2_folder, _inputs, _load, _machine, _run_worker, command_line
+from bench.bench_trace import MMAP_THRESHOLD, _inputs, _load, _machine, _run_worker, build_folder, command_line
 from bench.trace_report import _write_section
 from bench.trace_worker import RESULT_MARK, _memory_worker
 from bench.trace_worker import _make_case as _hf_case
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = tmp_path / "gpt2-long-random"
         from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
-        _build_gpt2_folder(folder, dict(LONG_SHAPE, vocab_size=len(build_tokenizer())))
+        build_folder(folder, shape=dict(LONG_SHAPE, vocab_size=len(build_tokenizer())))
         text, ids = _inputs("gpt2", str(folder), sizes)
         base = dict(model="gpt2", path=str(folder), text=text, threads=args.threads, fixed_mmap_threshold=True)
         for n in sizes:  # memory: a fresh process per case and size
