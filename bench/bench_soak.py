@@ -55,22 +55,14 @@ class Sample:
     sessions: dict[str, int]  # worker label → live sessions (Streamlit's active_sessions)
 
 
-def threads_of(pid: int) -> int:
+def rss_and_threads(pid: int) -> tuple[int, int]:
+    """A process's resident bytes (VmRSS) and threads from /proc; (0, 0) once it is gone."""
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return 0
-    match = re.search(r"^Threads:\s+(\d+)", text, re.M)
-    return int(match.group(1)) if match else 0
-
-
-def rss_of(pid: int) -> int:
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    match = re.search(r"^VmRSS:\s+(\d+) kB", text, re.M)
-    return int(match.group(1)) * 1024 if match else 0
+        return 0, 0
+    rss, threads = (re.search(rf"^{field}:\s+(\d+)", text, re.M) for field in ("VmRSS", "Threads"))
+    return (int(rss.group(1)) * 1024 if rss else 0), (int(threads.group(1)) if threads else 0)
 
 
 def active_sessions(port: int) -> int:
@@ -90,7 +82,7 @@ def sample(server: Server, t0: float) -> Sample:
     for pid in descendants(server.pid):
         name = label(pid)
         if name.startswith(("streamlit", "haproxy")):
-            rss[name], threads[name] = rss_of(pid), threads_of(pid)
+            rss[name], threads[name] = rss_and_threads(pid)
     for port in server.worker_ports():
         sessions[f"streamlit :{port}"] = active_sessions(port)
     return Sample(time.monotonic() - t0, rss, threads, sessions)
