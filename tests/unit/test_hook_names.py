@@ -6,32 +6,10 @@ import pytest
 
 from engine.capture import hook_point_names
 from engine.families.transformer.network import Transformer, TransformerConfig
+from tests.golden_hooks import BLOCK, ROPE_BLOCK, two_layers
 
-ROPE_BLOCK = [
-    "hook_resid_pre",
-    "attn.hook_q",
-    "attn.hook_k",
-    "attn.hook_v",
-    "attn.hook_rot_q",
-    "attn.hook_rot_k",
-    "attn.hook_scores_raw",
-    "attn.hook_attn_scores",
-    "attn.hook_pattern",
-    "attn.hook_z",
-    "hook_attn_out",
-    "hook_resid_mid",
-    "mlp.hook_pre",
-    "mlp.hook_post",
-    "hook_mlp_out",
-    "hook_resid_post",
-]
-LEARNED_BLOCK = [name for name in ROPE_BLOCK if name not in ("attn.hook_rot_q", "attn.hook_rot_k")]
-ROPE_2_LAYERS = ["hook_embed", *(f"blocks.{layer}.{name}" for layer in (0, 1) for name in ROPE_BLOCK)]
-LEARNED_2_LAYERS = [
-    "hook_embed",
-    "hook_pos_embed",
-    *(f"blocks.{layer}.{name}" for layer in (0, 1) for name in LEARNED_BLOCK),
-]
+ROPE_2_LAYERS = ["hook_embed", *two_layers(ROPE_BLOCK)]
+LEARNED_2_LAYERS = ["hook_embed", "hook_pos_embed", *two_layers(BLOCK)]
 
 
 def _model(pos_encoding: str, norm: str = "pre") -> Transformer:
