@@ -164,6 +164,22 @@ def save_image_processor(folder: Path, side: int, processor: str = "ViTImageProc
     getattr(transformers, processor)(size={"height": side, "width": side}, **normalise).save_pretrained(folder)
 
 
+def photo(height: int, width: int, seed: int = 0) -> np.ndarray:
+    """Random RGB pixels (uint8) of a size no tiny vision model takes: its processor resizes them."""
+    return np.random.default_rng(seed).integers(0, 256, size=(height, width, 3), dtype=np.uint8)
+
+
+def traced_photo(folder: Path, height: int, width: int) -> tuple:
+    """``engine.load(folder)`` (its attention recorded by ``ap_capture``: checked) and its trace of a :func:`photo`:
+    ``(model, photo, trace)``."""
+    import engine
+
+    model = engine.load(str(folder))
+    assert model.module.config._attn_implementation == "ap_capture"
+    image = photo(height, width)
+    return model, image, engine.trace(model, image)
+
+
 def family(kind: str) -> str:
     """The kind whose layout ``kind`` shares: ``"gpt2"`` for every GPT-2 variant, ``"roberta"`` for
     XLM-R and CamemBERT (RoBERTa's modelling code under other names), else the kind itself."""

@@ -18,6 +18,7 @@ import torch
 import engine
 from engine.records import ModelUnavailableError
 from engine.traces.vision import WindowTrace, shift_mask, slot_positions, window_row
+from tests.hf_helpers import photo, traced_photo
 from tests.swin_helpers import LABELS, save_tiny_swin
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -37,8 +38,7 @@ def saved(request, tmp_path_factory) -> tuple[int, Path]:
 
 
 def _photo(seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return rng.integers(0, 256, size=(27, 41, 3), dtype=np.uint8)
+    return photo(27, 41, seed)
 
 
 def _eager(folder: Path, image: np.ndarray):
@@ -63,10 +63,7 @@ def _eager(folder: Path, image: np.ndarray):
 
 def test_window_patterns_equal_eager_attentions(saved):
     window, folder = saved
-    model = engine.load(str(folder))
-    assert model.module.config._attn_implementation == "ap_capture"
-    image = _photo()
-    tr = engine.trace(model, image)
+    _, image, tr = traced_photo(folder, 27, 41)
     assert isinstance(tr, WindowTrace) and tr.family == "vit" and tr.attention_blocks() == {}
     assert [(b.stage, b.block, b.window, b.shift) for b in tr.blocks] == GEOMETRY[window]
     assert tr.grid == (8, 8) and tr.stage_blocks(1)[0].grid == (4, 4) and tr.patch_size == 4

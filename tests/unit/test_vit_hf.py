@@ -19,7 +19,7 @@ import engine
 from engine.analysis.vision import cls_map, occlusion_check, rollout_map
 from engine.records import ModelUnavailableError
 from engine.traces.vision import VisionTrace
-from tests.hf_helpers import save_image_processor
+from tests.hf_helpers import photo, save_image_processor, traced_photo
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -65,8 +65,7 @@ def saved(request, tmp_path_factory) -> tuple[str, Path]:
 
 
 def _photo(seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return rng.integers(0, 256, size=(23, 31, 3), dtype=np.uint8)
+    return photo(23, 31, seed)
 
 
 def _eager(folder: Path, kind: str):
@@ -84,10 +83,7 @@ def _eager(folder: Path, kind: str):
 
 def test_patterns_equal_eager_output_attentions(saved):
     kind, folder = saved
-    model = engine.load(str(folder))
-    assert model.module.config._attn_implementation == "ap_capture"
-    image = _photo()
-    tr = engine.trace(model, image)
+    _, image, tr = traced_photo(folder, 23, 31)
     assert isinstance(tr, VisionTrace)
     reference, processor = _eager(folder, kind)
     pixels = processor(images=image, return_tensors="pt")["pixel_values"]
