@@ -43,6 +43,10 @@ WORDS = (
     "mat",
 )
 SPECIALS = ("[PAD]", "[BOS]", "[EOS]", "[UNK]")  # ids 0–3
+#: both captioners' vision side but its width: 32×32 pixels in 8-pixel patches, 2 layers × 2 heads
+VISION = dict(
+    image_size=32, patch_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, initializer_range=0.2
+)
 
 
 def save_tokenizer(folder: Path):
@@ -62,23 +66,10 @@ def save_tokenizer(folder: Path):
 
 def save_tiny_ved(folder: Path, *, seed: int = 0) -> Path:
     """Save a tiny random ViT + GPT-2 ``VisionEncoderDecoderModel`` with its tokenizer and image processor."""
-    from transformers import (
-        GPT2Config,
-        VisionEncoderDecoderConfig,
-        VisionEncoderDecoderModel,
-        ViTConfig,
-    )
+    from transformers import GPT2Config, VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig
 
     tok = save_tokenizer(folder)
-    encoder = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        initializer_range=0.2,
-    )
+    encoder = ViTConfig(hidden_size=32, **VISION)
     decoder = GPT2Config(
         vocab_size=len(tok),
         n_positions=40,
@@ -117,15 +108,7 @@ def save_tiny_blip(folder: Path, *, seed: int = 0) -> Path:
         sep_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
     )
-    vision = dict(
-        image_size=32,
-        patch_size=8,
-        hidden_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        initializer_range=0.2,
-    )
+    vision = dict(hidden_size=48, **VISION)
     config = BlipConfig(text_config=text, vision_config=vision)
     torch.manual_seed(seed)
     BlipForConditionalGeneration(config).save_pretrained(folder)
