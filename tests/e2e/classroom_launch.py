@@ -55,9 +55,10 @@ def get(url: str, cookie: str | None = None):
     return served_by, (sticky[0] if sticky else None)
 
 
-def group_alive(pgid: int) -> bool:
+def alive(pid: int, *, group: bool = False) -> bool:
+    """Whether the process ``pid`` (``group``: any process of the group it leads) still exists."""
     try:
-        os.killpg(pgid, 0)
+        (os.killpg if group else os.kill)(pid, 0)
     except ProcessLookupError:
         return False
     return True
@@ -107,7 +108,7 @@ def script_running(port: int, log_path: Path, workers: int, extra_env: dict[str,
                 proc.send_signal(signal.SIGTERM)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=STOP_TIMEOUT_S)
-            if group_alive(proc.pid):
+            if alive(proc.pid, group=True):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=STOP_TIMEOUT_S)
 

@@ -21,8 +21,8 @@ from classroom_launch import (
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     Classroom,
+    alive,
     get,
-    group_alive,
     launch,
     parse_log,
     script_running,
@@ -46,14 +46,6 @@ def _answers(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -158,11 +150,11 @@ def test_the_first_student_waits_for_a_worker_instead_of_an_error():
 def test_sigterm_stops_everything_it_started(classroom: Classroom):
     """Runs last in this module: it stops the launch the other tests share."""
     pids = [*classroom.worker_pids.values(), classroom.haproxy_pid]
-    assert all(_alive(pid) for pid in pids)
+    assert all(alive(pid) for pid in pids)
     classroom.proc.send_signal(signal.SIGTERM)  # the script only, not its group
     classroom.proc.wait(timeout=STOP_TIMEOUT_S)
     assert classroom.proc.returncode == 128 + signal.SIGTERM
-    assert not [pid for pid in pids if _alive(pid)]
-    assert not group_alive(classroom.proc.pid)  # nothing else it started either
+    assert not [pid for pid in pids if alive(pid)]
+    assert not alive(classroom.proc.pid, group=True)  # nothing else it started either
     assert not [p for p in [classroom.port, *classroom.worker_ports.values()] if _answers(p)]
     assert "stopped" in classroom.log_path.read_text(encoding="utf-8")
