@@ -58,7 +58,7 @@ from bench.serve import (
     run_context,
     running_server,
 )
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-sandbox"]
@@ -551,9 +551,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"[{args.target}] skipped: {err}")
     context["load_after"] = load_average()
     context["pace_after"] = pace()
-    text = section(results, info, args, context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(results, info, args, context))
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ from bench.serve import (
     running_server,
 )
 from bench.st_client import Run, Session
-from bench.trace_report import _write_section, _write_subsection
+from bench.trace_report import write_section, write_subsection
 
 SECTION = "## A class on one server"
 TEXT_LABEL = "Your text"
@@ -562,9 +562,9 @@ def main(argv: list[str] | None = None) -> None:
     text = section(cases, args, context)
     if same_link(args):  # a subsection of its own under the plain class's section, which stays as it is
         text = text.replace(SECTION, same_link_header(args), 1)
-        _write_subsection(Path(args.out), text, SECTION)
+        write_subsection(Path(args.out), text, SECTION)
     else:
-        _write_section(Path(args.out), text)
+        write_section(Path(args.out), text)
     print(text)
 
 

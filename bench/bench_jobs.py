@@ -63,7 +63,7 @@ from bench.serve import (
     running_server,
 )
 from bench.st_client import Run, Session, value_state
-from bench.trace_report import _write_section
+from bench.trace_report import write_section
 
 SECTION = "## Long work next to a class"
 AFTER = "## A class on one server"
@@ -720,7 +720,7 @@ def main(argv: list[str] | None = None) -> None:
         cases = asyncio.run(run_all(server, args, context))
     context["load_after"] = load_average()
     text = section(cases, args, context)
-    _write_section(Path(args.out), text, after=AFTER)
+    write_section(Path(args.out), text, after=AFTER)
     print(text)
 
 

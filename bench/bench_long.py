@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from bench.bench_trace import MMAP_THRESHOLD, _inputs, _load, _machine, _run_worker, build_folder, command_line
-from bench.trace_report import _write_section
+from bench.trace_report import write_section
 from bench.trace_worker import RESULT_MARK, _memory_worker
 from bench.trace_worker import _make_case as _hf_case
 
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *_report(rows, sizes, repeats),
     ]
-    _write_section(Path(args.out), "\n".join(section), header=SECTION)
+    write_section(Path(args.out), "\n".join(section), header=SECTION)
     print(f"wrote {args.out} in {elapsed / 60:.1f} min", file=sys.stderr)
     return 0
 

@@ -33,7 +33,6 @@ import tempfile
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
@@ -41,7 +40,7 @@ from bench import self_check
 from bench.bench_class import _p95, _s  # the class benchmark's p95 and number format
 from bench.serve import ROOT, ProcSampler, Server, footer, load_average, run_context, running_server
 from bench.st_client import Run, Session
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 SECTION = "## A class answers a poll at once"
 LOOKS = 10  # most timer rounds a student fires waiting for the question (the panel polls every 2 s)
@@ -243,9 +242,7 @@ def main(argv: list[str] | None = None) -> None:
             with running_server("classroom", "bench-polls-classroom.log") as server:
                 cases = asyncio.run(_run(server, open_store(None, data), args))
     context["load_after"] = load_average()
-    text = section(cases, "url" if args.url else "classroom", context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(cases, "url" if args.url else "classroom", context))
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ from bench.serve import (
     stat_cpu_s,
 )
 from bench.st_client import Session
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 SECTION = "## One rerun against its forward pass"
 TEXT_LABEL = "Your text"
@@ -571,9 +571,7 @@ def main(argv: list[str] | None = None) -> None:
             rounds.append((results, forward_passes(texts, busy, args.repeats)))
     context["load_after"] = load_average()
     context["pace_after"] = pace()
-    text = section(rounds, args, context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(rounds, args, context))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from pathlib import Path
 from bench.sentences import student_sentences
 from bench.serve import ROOT, Server, descendants, footer, label, load_average, run_context, running_server
 from bench.st_client import Session
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 TEXT_LABEL = "Your text"
 SECTION = "## Soak: a class coming and going on the classroom launch"
@@ -257,9 +257,7 @@ def main(argv: list[str] | None = None) -> None:
     with running_server("classroom", "bench-soak.log") as server:
         windows, samples, baseline, end, total = asyncio.run(soak(server, args))
     context["load_after"] = load_average()
-    text = section(windows, samples, baseline, end, total, args, context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(windows, samples, baseline, end, total, args, context))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import connect
@@ -42,7 +41,7 @@ from bench.serve import (
     run_context,
 )
 from bench.st_client import SUBPROTOCOL, Session
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 SECTION = "## Server start to first chart"
 SENTENCE_BOX = "Your text"  # the landing page's sentence box: the page is usable once it has arrived
@@ -191,9 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         plain.append(one_start(plain=True))
         print(starts[-1], plain[-1], refs[-1], flush=True)
     context["load_after"] = load_average()
-    text = section(starts, plain, refs, context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(starts, plain, refs, context))
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.trace_report import LLAMA_SECTION, SECTION, _llama_reading, _reading, _tables, _write_section
+from bench.trace_report import LLAMA_SECTION, SECTION, _llama_reading, _reading, _tables, write_section
 from bench.trace_worker import CASES, RESULT_MARK, _memory_worker, _time_worker
 
 FULL_TOKENS = {"minilm": (16, 64, 128, 256, 512), "gpt2": (128, 256, 512, 1024), "llama": (1024, 2048, 4096, 8192)}
@@ -474,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         for model_name in trace_models:
             section += _tables(model_name, results[model_name], sizes[model_name])
         section += ["Reading:", "", *_reading({m: results[m] for m in trace_models}, sizes), ""]
-        _write_section(out_path, "\n".join(section))
+        write_section(out_path, "\n".join(section))
     if "llama" in models:
         minutes = f"the Llama row took {seconds['llama'] / 60:.1f} min"
         if trace_models:
@@ -490,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
             _run_lines(command, date, minutes, machine, load_before, load_after),
             limit_bytes,
         )
-        _write_section(out_path, "\n".join(section), header=LLAMA_SECTION, after=SECTION)
+        write_section(out_path, "\n".join(section), header=LLAMA_SECTION, after=SECTION)
     print(f"wrote {out_path} in {elapsed / 60:.1f} min", file=sys.stderr)
     return 0
 

@@ -13,7 +13,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from bench import bench_browser, bench_class, serve
 from bench.sentences import student_sentences
 from bench.st_client import Run
-from bench.trace_report import _write_section
+from bench.trace_report import write_section
 
 
 def test_sentences_are_seeded_distinct_and_sized():
@@ -34,8 +34,8 @@ def test_text_of_hits_the_token_count():
 def test_write_section_replaces_only_its_own(tmp_path):
     doc = tmp_path / "B.md"
     doc.write_text("# Benchmarks\n\n## A\n\nold a\n\n## B\n\nold b\n")
-    _write_section(doc, "## A\n\nnew a\n")
-    _write_section(doc, "## C\n\nnew c\n")
+    write_section(doc, "## A\n\nnew a\n")
+    write_section(doc, "## C\n\nnew c\n")
     assert doc.read_text() == "# Benchmarks\n\n## A\n\nnew a\n\n## B\n\nold b\n\n## C\n\nnew c\n"
 
 
@@ -111,16 +111,16 @@ def test_client_finds_the_text_box_by_label_or_as_the_only_one():
 
 
 def test_write_subsection_replaces_only_its_own_under_its_parent(tmp_path):
-    from bench.trace_report import _write_subsection
+    from bench.trace_report import write_subsection
 
     doc = tmp_path / "B.md"
     doc.write_text("# Benchmarks\n\n## A\n\nplain a\n\n### P\n\nprofile\n\n### S\n\nold s\n\n## B\n\nold b\n")
-    _write_subsection(doc, "### S\n\nnew s\n", "## A")
-    _write_subsection(doc, "### T\n\nnew t\n", "## A")
+    write_subsection(doc, "### S\n\nnew s\n", "## A")
+    write_subsection(doc, "### T\n\nnew t\n", "## A")
     assert doc.read_text() == (
         "# Benchmarks\n\n## A\n\nplain a\n\n### P\n\nprofile\n\n### S\n\nnew s\n\n### T\n\nnew t\n\n## B\n\nold b\n"
     )
-    _write_subsection(doc, "### U\n\nu\n", "## C")
+    write_subsection(doc, "### U\n\nu\n", "## C")
     assert doc.read_text().endswith("## B\n\nold b\n\n## C\n\n### U\n\nu\n")
 
 
