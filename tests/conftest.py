@@ -80,6 +80,15 @@ def one_torch_thread():
     torch.set_num_threads(previous)
 
 
+@pytest.fixture(scope="session")
+def tiny_hf_folders(tmp_path_factory) -> dict[str, Path]:
+    """Every tiny random text model of tests/hf_helpers.py (``KINDS``: BERT, RoBERTa, …, GPT-2 variants), saved once
+    for the session: kind -> folder (read-only)."""
+    from tests.hf_helpers import build_all
+
+    return build_all(tmp_path_factory.mktemp("tiny_hf"))
+
+
 def _lasting_threads() -> list[threading.Thread]:
     """The threads now, without a pending heap trim's (engine.memory: it lives 3 s after a job or a large trace,
     whichever test started it, so it can end in the middle of another test)."""

@@ -31,15 +31,9 @@ def translator():
 
 
 @pytest.fixture(scope="module")
-def tiny_hf(tmp_path_factory):
-    from tests.hf_helpers import build as _build  # the tiny random HF models of the parity tests
-
-    root = tmp_path_factory.mktemp("ablation_hf")
-    out = {}
-    for kind in ("bert", "gpt2", "distilbert"):
-        _build(kind, root / kind)
-        out[kind] = engine.load(str(root / kind))
-    return out
+def tiny_hf(tiny_hf_folders):
+    """Three of the tiny random HF models of the parity tests, loaded through the engine for this module."""
+    return {kind: engine.load(str(tiny_hf_folders[kind])) for kind in ("bert", "gpt2", "distilbert")}
 
 
 def _weights_digest(module: torch.nn.Module) -> str:

@@ -28,7 +28,6 @@ from tests.hf_helpers import (
     additive_causal_mask,
     assert_not_uniform,
     assert_parity,
-    build,
     family,
     reference_attentions,
 )
@@ -83,17 +82,6 @@ class Pair:
         return self.ref.embeddings.position_embeddings.weight
 
 
-@pytest.fixture(scope="session")
-def tiny_folders(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("tiny_hf")
-    out = {}
-    for kind in KINDS:
-        folder = root / kind
-        build(kind, folder)
-        out[kind] = folder
-    return out
-
-
 _PAIRS: dict[str, Pair] = {}
 
 
@@ -111,18 +99,18 @@ def _pair(kind: str, folders: dict[str, Path]) -> Pair:
 
 
 @pytest.fixture(params=KINDS)
-def pair(request, tiny_folders) -> Pair:
-    return _pair(request.param, tiny_folders)
+def pair(request, tiny_hf_folders) -> Pair:
+    return _pair(request.param, tiny_hf_folders)
 
 
 @pytest.fixture(scope="module")
-def bert(tiny_folders) -> Pair:
-    return _pair("bert", tiny_folders)
+def bert(tiny_hf_folders) -> Pair:
+    return _pair("bert", tiny_hf_folders)
 
 
 @pytest.fixture(scope="module")
-def gpt2(tiny_folders) -> Pair:
-    return _pair("gpt2", tiny_folders)
+def gpt2(tiny_hf_folders) -> Pair:
+    return _pair("gpt2", tiny_hf_folders)
 
 
 @pytest.fixture(scope="module")
