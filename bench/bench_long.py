@@ -42,7 +42,7 @@ from pathlib import Path
 
 from bench.bench_trace import MMAP_THRESHOLD, _inputs, _load, _machine, _run_worker, build_folder, command_line
 from bench.trace_report import write_section
-from bench.trace_worker import RESULT_MARK, _memory_worker
+from bench.trace_worker import RESULT_MARK, _memory_worker, engine_kept
 from bench.trace_worker import _make_case as _hf_case
 
 SECTION = "## Long inputs: overview at 16,384 tokens"
@@ -83,17 +83,13 @@ def _make_case(case: str, model_name: str, path: str, text: str):
         grid = tr.overview(last, 0, size=OVERVIEW_SIZE)
         return (tr, grid), t_mid
 
-    def kept(result) -> int:
-        tr, _ = result
-        return sum(a.nbytes for group in (tr.queries, tr.keys, tr.values) for a in group)
-
     def check(result, ids: list[int]) -> None:
         tr, grid = result
         assert list(tr.tokens.ids) == ids, "engine tokenized differently from the ids given to HF"
         side = min(len(ids), OVERVIEW_SIZE)
         assert grid.shape == (side, side), grid.shape
 
-    return call, kept, check
+    return call, engine_kept, check
 
 
 def _time_worker(spec: dict) -> dict:
