@@ -28,6 +28,7 @@ from tests.hf_helpers import (
     additive_causal_mask,
     assert_not_uniform,
     assert_parity,
+    engine_and_eager,
     family,
     reference_attentions,
 )
@@ -87,14 +88,11 @@ _PAIRS: dict[str, Pair] = {}
 
 def _pair(kind: str, folders: dict[str, Path]) -> Pair:
     if kind not in _PAIRS:
-        from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
-        path = folders[kind]
-        cls = AutoModelForCausalLM if kind.startswith("gpt2") else AutoModel
-        ref = cls.from_pretrained(path, attn_implementation="eager").eval()
-        model = engine.load(str(path))
+        model, ref = engine_and_eager(kind, folders)  # loaded once for the session, as the capture tests have them
         assert model.module.config is not ref.config  # never share a config with the reference
-        _PAIRS[kind] = Pair(kind, path, model, ref, AutoTokenizer.from_pretrained(path))
+        _PAIRS[kind] = Pair(kind, folders[kind], model, ref, AutoTokenizer.from_pretrained(folders[kind]))
     return _PAIRS[kind]
 
 
