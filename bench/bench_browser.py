@@ -33,16 +33,15 @@ import argparse
 import contextlib
 import os
 import random
-import shlex
 import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from bench import self_check
 from bench.sentences import student_sentences
 from bench.serve import (
     ROOT,
@@ -54,12 +53,12 @@ from bench.serve import (
     descendants,
     footer,
     load_average,
-    machine,
     named,
     pace,
+    run_context,
     running_server,
 )
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--disable-gpu", "--disable-quic", "--disable-dev-shm-usage", "--no-sandbox"]
@@ -530,13 +529,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if not Path(CHROMIUM).exists():
         sys.exit(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
+    self_check.check("cpu_of")
     context = {
         "pace_before": pace(),
-        "load_before": load_average(),
-        "machine": machine(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **run_context("bench_browser", argv),
         "target": "url" if args.url else args.target,
-        "command": "python -m bench.bench_browser " + shlex.join(sys.argv[1:] if argv is None else argv),
     }
     try:
         with contextlib.ExitStack() as stack:
@@ -554,9 +551,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"[{args.target}] skipped: {err}")
     context["load_after"] = load_average()
     context["pace_after"] = pace()
-    text = section(results, info, args, context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(results, info, args, context))
 
 
 if __name__ == "__main__":

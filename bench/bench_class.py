@@ -34,19 +34,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import os
 import random
-import shlex
 import shutil
 import statistics
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import profile_split
+from bench import profile_split, self_check
 from bench.profile_split import PySpy, Recording, Split
 from bench.sentences import student_sentences
 from bench.serve import (
@@ -59,13 +56,13 @@ from bench.serve import (
     checkout,
     footer,
     load_average,
-    machine,
     own_cpu_s,
     pace,
+    run_context,
     running_server,
 )
 from bench.st_client import Run, Session
-from bench.trace_report import _write_section, _write_subsection
+from bench.trace_report import write_section, write_subsection
 
 SECTION = "## A class on one server"
 TEXT_LABEL = "Your text"
@@ -489,12 +486,6 @@ def section(cases: list[Case], args: argparse.Namespace, context: dict[str, str]
     return "\n".join(lines) + "\n"
 
 
-def command(argv: list[str] | None) -> str:
-    """This run's command line, with the classroom's worker count when it was set."""
-    env = f"AP_WORKERS={os.environ['AP_WORKERS']} " if "AP_WORKERS" in os.environ else ""
-    return env + "python -m bench.bench_class " + shlex.join(sys.argv[1:] if argv is None else argv)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument(
@@ -545,15 +536,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    context = {
-        "pace_before": pace(),
-        "load_before": load_average(),
-        "warm_ups": [],
-        "skipped": [],
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine(),
-        "command": command(argv),
-    }
+    self_check.check("sampler")
+    context = {"pace_before": pace(), **run_context("bench_class", argv), "warm_ups": [], "skipped": []}
     cases: list[Case] = []
     if args.url:
         server = Server(args.url.rstrip("/"), "url", args.server_pid)
@@ -578,9 +562,9 @@ def main(argv: list[str] | None = None) -> None:
     text = section(cases, args, context)
     if same_link(args):  # a subsection of its own under the plain class's section, which stays as it is
         text = text.replace(SECTION, same_link_header(args), 1)
-        _write_subsection(Path(args.out), text, SECTION)
+        write_subsection(Path(args.out), text, SECTION)
     else:
-        _write_section(Path(args.out), text)
+        write_section(Path(args.out), text)
     print(text)
 
 

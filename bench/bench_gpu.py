@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_trace import _build_gpt2_folder, _build_llama_folder, _inputs, _machine, command_line
+from bench.bench_trace import _inputs, _machine, build_folder, command_line
 from engine.registry import minilm_path
 
 SIZES = {"minilm": (16, 128, 512), "gpt2": (128, 512, 1024), "llama": (1024, 4096, 8192)}
@@ -318,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else SIZES
     with tempfile.TemporaryDirectory() as tmp:
         gpt2, llama = Path(tmp) / "gpt2", Path(tmp) / "llama"
-        _build_gpt2_folder(gpt2)
-        _build_llama_folder(llama)
+        build_folder(gpt2)
+        build_folder(llama, "llama")
         par = parity({"gpt2-small-shape": str(gpt2), "llama-gqa-shape": str(llama)})
         print("parity done", file=sys.stderr, flush=True)
         times = timing({"minilm": minilm_path(), "gpt2": str(gpt2), "llama": str(llama)}, sizes, repeats)

@@ -41,14 +41,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
+from bench import self_check
 from bench.bench_class import _median, _p95, _s
 from bench.sentences import student_sentences
 from bench.serve import (
@@ -61,11 +59,11 @@ from bench.serve import (
     descendants,
     footer,
     load_average,
-    machine,
+    run_context,
     running_server,
 )
 from bench.st_client import Run, Session, value_state
-from bench.trace_report import _write_section
+from bench.trace_report import write_section
 
 SECTION = "## Long work next to a class"
 AFTER = "## A class on one server"
@@ -710,12 +708,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    self_check.check("sampler")
     context = {
-        "load_before": load_average(),
+        **run_context("bench_jobs", argv),
         "warm_up": "",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine(),
-        "command": "python -m bench.bench_jobs " + shlex.join(sys.argv[1:] if argv is None else argv),
         "target": "`streamlit run`, one process"
         if args.target == "streamlit"
         else "`scripts/classroom.sh`: HAProxy and one Streamlit process per core",
@@ -724,7 +720,7 @@ def main(argv: list[str] | None = None) -> None:
         cases = asyncio.run(run_all(server, args, context))
     context["load_after"] = load_average()
     text = section(cases, args, context)
-    _write_section(Path(args.out), text, after=AFTER)
+    write_section(Path(args.out), text, after=AFTER)
     print(text)
 
 

@@ -40,9 +40,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_trace import MMAP_THRESHOLD, _build_gpt2_folder, _inputs, _load, _machine, _run_worker, command_line
-from bench.trace_report import _write_section
-from bench.trace_worker import RESULT_MARK, _memory_worker
+from bench.bench_trace import MMAP_THRESHOLD, _inputs, _load, _machine, _run_worker, build_folder, command_line
+from bench.trace_report import write_section
+from bench.trace_worker import RESULT_MARK, _memory_worker, engine_kept
 from bench.trace_worker import _make_case as _hf_case
 
 SECTION = "## Long inputs: overview at 16,384 tokens"
@@ -83,17 +83,13 @@ def _make_case(case: str, model_name: str, path: str, text: str):
         grid = tr.overview(last, 0, size=OVERVIEW_SIZE)
         return (tr, grid), t_mid
 
-    def kept(result) -> int:
-        tr, _ = result
-        return sum(a.nbytes for group in (tr.queries, tr.keys, tr.values) for a in group)
-
     def check(result, ids: list[int]) -> None:
         tr, grid = result
         assert list(tr.tokens.ids) == ids, "engine tokenized differently from the ids given to HF"
         side = min(len(ids), OVERVIEW_SIZE)
         assert grid.shape == (side, side), grid.shape
 
-    return call, kept, check
+    return call, engine_kept, check
 
 
 def _time_worker(spec: dict) -> dict:
@@ -220,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = tmp_path / "gpt2-long-random"
         from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
-        _build_gpt2_folder(folder, dict(LONG_SHAPE, vocab_size=len(build_tokenizer())))
+        build_folder(folder, shape=dict(LONG_SHAPE, vocab_size=len(build_tokenizer())))
         text, ids = _inputs("gpt2", str(folder), sizes)
         base = dict(model="gpt2", path=str(folder), text=text, threads=args.threads, fixed_mmap_threshold=True)
         for n in sizes:  # memory: a fresh process per case and size
@@ -273,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *_report(rows, sizes, repeats),
     ]
-    _write_section(Path(args.out), "\n".join(section), header=SECTION)
+    write_section(Path(args.out), "\n".join(section), header=SECTION)
     print(f"wrote {args.out} in {elapsed / 60:.1f} min", file=sys.stderr)
     return 0
 

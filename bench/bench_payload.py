@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.trace_report import _write_section
+from bench.trace_report import write_section
 from engine.records import Tokens
 from engine.traces.attention import AttentionTrace
 from engine.views import bertviz_html as bv
@@ -220,7 +220,7 @@ def main() -> None:
         + (" --draw" if args.draw else "")
         + "`",
     ]
-    _write_section(Path(args.out), "\n".join(lines))  # this section only: the others and hand notes stay
+    write_section(Path(args.out), "\n".join(lines))  # this section only: the others and hand notes stay
     print("\n".join(lines))
 
 

@@ -28,22 +28,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shlex
 import statistics
-import sys
 import tempfile
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from bench import self_check
 from bench.bench_class import _p95, _s  # the class benchmark's p95 and number format
-from bench.serve import ROOT, ProcSampler, Server, footer, load_average, machine, running_server
+from bench.serve import ROOT, ProcSampler, Server, footer, load_average, run_context, running_server
 from bench.st_client import Run, Session
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 SECTION = "## A class answers a poll at once"
 LOOKS = 10  # most timer rounds a student fires waiting for the question (the panel polls every 2 s)
@@ -231,12 +228,8 @@ async def _run(server: Server, store, args: argparse.Namespace) -> list[Case]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    context = {
-        "load_before": load_average(),
-        "machine": machine(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python -m bench.bench_polls " + shlex.join(sys.argv[1:] if argv is None else argv),
-    }
+    self_check.check("sampler")
+    context = run_context("bench_polls", argv)
     from app.store import open_store, settings
 
     if args.url:
@@ -249,9 +242,7 @@ def main(argv: list[str] | None = None) -> None:
             with running_server("classroom", "bench-polls-classroom.log") as server:
                 cases = asyncio.run(_run(server, open_store(None, data), args))
     context["load_after"] = load_average()
-    text = section(cases, "url" if args.url else "classroom", context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(cases, "url" if args.url else "classroom", context))
 
 
 if __name__ == "__main__":

@@ -58,20 +58,27 @@ import asyncio
 import contextlib
 import json
 import os
-import shlex
 import signal
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import profile_split
+from bench import profile_split, self_check
 from bench.sentences import student_sentences
-from bench.serve import LOGS, ROOT, checkout, footer, load_average, machine, pace, running_server, stat_cpu_s
+from bench.serve import (
+    LOGS,
+    ROOT,
+    checkout,
+    footer,
+    load_average,
+    pace,
+    run_context,
+    running_server,
+    stat_cpu_s,
+)
 from bench.st_client import Session
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 SECTION = "## One rerun against its forward pass"
 TEXT_LABEL = "Your text"
@@ -538,14 +545,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.split:
+        self_check.check("thread cpu", "page faults")
     sentences = student_sentences(args.seed, args.sentences)
-    context = {
-        "pace_before": pace(),
-        "load_before": load_average(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine(),
-        "command": "python -m bench.bench_rerun " + shlex.join(sys.argv[1:] if argv is None else argv),
-    }
+    context = {"pace_before": pace(), **run_context("bench_rerun", argv)}
     rounds = []
     with contextlib.ExitStack() as stack:
         if args.split:
@@ -568,9 +571,7 @@ def main(argv: list[str] | None = None) -> None:
             rounds.append((results, forward_passes(texts, busy, args.repeats)))
     context["load_after"] = load_average()
     context["pace_after"] = pace()
-    text = section(rounds, args, context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(rounds, args, context))
 
 
 if __name__ == "__main__":

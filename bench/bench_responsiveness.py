@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.serve import ROOT, footer, load_average, machine
-from bench.trace_report import _write_section
+from bench.trace_report import write_section
 
 SECTION = "## Responsiveness the tests do not time"
 INVALID_IDS = [
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         for case, times, _ in new:
             print(f"{case}: median {statistics.median(times):.2f} s, slowest {max(times):.2f} s", flush=True)
     context["load_after"] = load_average()
-    _write_section(Path(args.out), section(rows, context))
+    write_section(Path(args.out), section(rows, context))
     print(f"wrote {SECTION!r} to {args.out}")
 
 

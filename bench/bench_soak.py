@@ -22,19 +22,16 @@ import argparse
 import asyncio
 import random
 import re
-import shlex
 import statistics
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.sentences import student_sentences
-from bench.serve import ROOT, Server, descendants, footer, label, load_average, machine, running_server
+from bench.serve import ROOT, Server, descendants, footer, label, load_average, run_context, running_server
 from bench.st_client import Session
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 TEXT_LABEL = "Your text"
 SECTION = "## Soak: a class coming and going on the classroom launch"
@@ -58,22 +55,14 @@ class Sample:
     sessions: dict[str, int]  # worker label → live sessions (Streamlit's active_sessions)
 
 
-def threads_of(pid: int) -> int:
+def rss_and_threads(pid: int) -> tuple[int, int]:
+    """A process's resident bytes (VmRSS) and threads from /proc; (0, 0) once it is gone."""
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return 0
-    match = re.search(r"^Threads:\s+(\d+)", text, re.M)
-    return int(match.group(1)) if match else 0
-
-
-def rss_of(pid: int) -> int:
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    match = re.search(r"^VmRSS:\s+(\d+) kB", text, re.M)
-    return int(match.group(1)) * 1024 if match else 0
+        return 0, 0
+    rss, threads = (re.search(rf"^{field}:\s+(\d+)", text, re.M) for field in ("VmRSS", "Threads"))
+    return (int(rss.group(1)) * 1024 if rss else 0), (int(threads.group(1)) if threads else 0)
 
 
 def active_sessions(port: int) -> int:
@@ -93,7 +82,7 @@ def sample(server: Server, t0: float) -> Sample:
     for pid in descendants(server.pid):
         name = label(pid)
         if name.startswith(("streamlit", "haproxy")):
-            rss[name], threads[name] = rss_of(pid), threads_of(pid)
+            rss[name], threads[name] = rss_and_threads(pid)
     for port in server.worker_ports():
         sessions[f"streamlit :{port}"] = active_sessions(port)
     return Sample(time.monotonic() - t0, rss, threads, sessions)
@@ -264,18 +253,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    context = {
-        "load_before": load_average(),
-        "machine": machine(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python -m bench.bench_soak " + shlex.join(sys.argv[1:] if argv is None else argv),
-    }
+    context = run_context("bench_soak", argv)
     with running_server("classroom", "bench-soak.log") as server:
         windows, samples, baseline, end, total = asyncio.run(soak(server, args))
     context["load_after"] = load_average()
-    text = section(windows, samples, baseline, end, total, args, context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(windows, samples, baseline, end, total, args, context))
 
 
 if __name__ == "__main__":

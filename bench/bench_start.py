@@ -21,20 +21,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
-from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import connect
 
-from bench.serve import ROOT, STREAMLIT_RUN, _command, _stop_group, footer, free_port, healthy, load_average, machine
+from bench.serve import (
+    ROOT,
+    STREAMLIT_RUN,
+    _command,
+    _stop_group,
+    footer,
+    free_port,
+    healthy,
+    load_average,
+    run_context,
+)
 from bench.st_client import SUBPROTOCOL, Session
-from bench.trace_report import _write_section
+from bench.trace_report import publish
 
 SECTION = "## Server start to first chart"
 SENTENCE_BOX = "Your text"  # the landing page's sentence box: the page is usable once it has arrived
@@ -175,12 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     args = parser.parse_args(argv)
-    context = {
-        "load_before": load_average(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine(),
-        "command": ("python -m bench.bench_start " + shlex.join(sys.argv[1:] if argv is None else argv)).strip(),
-    }
+    context = run_context("bench_start", argv)
     starts, plain, refs = [], [], []
     for _ in range(args.repeats):
         refs.append(reference())
@@ -188,9 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         plain.append(one_start(plain=True))
         print(starts[-1], plain[-1], refs[-1], flush=True)
     context["load_after"] = load_average()
-    text = section(starts, plain, refs, context)
-    _write_section(Path(args.out), text)
-    print(text)
+    publish(args.out, section(starts, plain, refs, context))
 
 
 if __name__ == "__main__":

@@ -66,14 +66,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.trace_report import LLAMA_SECTION, SECTION, _llama_reading, _reading, _tables, _write_section
+from bench.trace_report import LLAMA_SECTION, SECTION, _llama_reading, _reading, _tables, write_section
 from bench.trace_worker import CASES, RESULT_MARK, _memory_worker, _time_worker
 
 FULL_TOKENS = {"minilm": (16, 64, 128, 256, 512), "gpt2": (128, 256, 512, 1024), "llama": (1024, 2048, 4096, 8192)}
 QUICK_TOKENS = {"minilm": (16, 128), "gpt2": (128,), "llama": (1024,)}
 DEFAULT_MODELS = "minilm,gpt2"
 GPT2_SHAPE = dict(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)
-GPT2_SEED = 0
+SEED = 0  # the random models' weights
 #: the Llama-shaped row (vocab: the project's BPE tokenizer's); why this shape: see the module docstring
 LLAMA_SHAPE = dict(
     num_hidden_layers=8,
@@ -83,7 +83,6 @@ LLAMA_SHAPE = dict(
     intermediate_size=1408,
     max_position_embeddings=8192,
 )
-LLAMA_SEED = 0
 #: timed calls per case for the Llama row when --repeats is not given (its calls take seconds)
 LLAMA_REPEATS = 3
 #: HF eager + output_attentions is not run where :func:`eager_estimate_bytes` is above this
@@ -97,41 +96,23 @@ ENV_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OPENBLAS_NUM_
 # ---- parent -----------------------------------------------------------------------------------
 
 
-def _build_gpt2_folder(folder: Path, shape: dict | None = None) -> None:
-    """A GPT-2-family model (default: GPT-2-small shape) with seeded random weights and the project's tokenizer."""
+def build_folder(folder: Path, family: str = "gpt2", shape: dict | None = None) -> None:
+    """A GPT-2 (default: :data:`GPT2_SHAPE`) or Llama (``family="llama"``, default: :data:`LLAMA_SHAPE`) model with
+    seeded random weights and the project's tokenizer, saved into ``folder``."""
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
-
-    tokenizer = build_tokenizer()
-    config = GPT2Config(
-        **(shape or GPT2_SHAPE),
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(GPT2_SEED)
-    model = GPT2LMHeadModel(config).eval()
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-    del model
-    gc.collect()
-
-
-def _build_llama_folder(folder: Path, shape: dict | None = None) -> None:
-    """A Llama-shaped model (default :data:`LLAMA_SHAPE`) with seeded random weights and the project's tokenizer."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
     from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tokenizer = build_tokenizer()
     eos = tokenizer.eos_token_id
-    config = LlamaConfig(
-        **(shape or LLAMA_SHAPE), vocab_size=len(tokenizer), bos_token_id=eos, eos_token_id=eos, pad_token_id=eos
-    )
-    torch.manual_seed(LLAMA_SEED)
-    model = LlamaForCausalLM(config).eval()
+    if family == "llama":
+        ids = dict(vocab_size=len(tokenizer), bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
+        config, cls = LlamaConfig(**(shape or LLAMA_SHAPE), **ids), LlamaForCausalLM
+    else:
+        config, cls = GPT2Config(**(shape or GPT2_SHAPE), bos_token_id=eos, eos_token_id=eos), GPT2LMHeadModel
+    torch.manual_seed(SEED)
+    model = cls(config).eval()
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     del model
@@ -387,13 +368,13 @@ def main(argv: list[str] | None = None) -> int:
         if "gpt2" in models:
             gpt2_dir = tmp_path / "gpt2-small-random"
             t0 = time.perf_counter()
-            _build_gpt2_folder(gpt2_dir)
+            build_folder(gpt2_dir)
             print(f"built random GPT-2-small folder in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
             paths["gpt2"] = str(gpt2_dir)
         if "llama" in models:
             llama_dir = tmp_path / "llama-random"
             t0 = time.perf_counter()
-            _build_llama_folder(llama_dir)
+            build_folder(llama_dir, "llama")
             print(f"built random Llama-shaped folder in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
             paths["llama"] = str(llama_dir)
         for model_name in models:
@@ -493,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         for model_name in trace_models:
             section += _tables(model_name, results[model_name], sizes[model_name])
         section += ["Reading:", "", *_reading({m: results[m] for m in trace_models}, sizes), ""]
-        _write_section(out_path, "\n".join(section))
+        write_section(out_path, "\n".join(section))
     if "llama" in models:
         minutes = f"the Llama row took {seconds['llama'] / 60:.1f} min"
         if trace_models:
@@ -509,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
             _run_lines(command, date, minutes, machine, load_before, load_after),
             limit_bytes,
         )
-        _write_section(out_path, "\n".join(section), header=LLAMA_SECTION, after=SECTION)
+        write_section(out_path, "\n".join(section), header=LLAMA_SECTION, after=SECTION)
     print(f"wrote {out_path} in {elapsed / 60:.1f} min", file=sys.stderr)
     return 0
 

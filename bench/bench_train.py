@@ -31,9 +31,8 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
-from bench.trace_report import _write_section  # this section only; hand notes under its mark stay
+from bench.trace_report import publish  # this section only; hand notes under its mark stay
 
 SECTION = "## Live training: job manager with snapshots vs a plain loop"
 TARGET = 0.99
@@ -231,9 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "OMP_WAIT_POLICY=PASSIVE python -m bench.bench_train" + (
         f" --repeats {args.repeats}" if args.repeats != 5 else ""
     )
-    text = section(plain, ui, settings, load_before, _load(), command)
-    print(text)
-    _write_section(Path(args.out), text)
+    publish(args.out, section(plain, ui, settings, load_before, _load(), command))
     return 0
 
 

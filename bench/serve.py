@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -25,6 +26,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +74,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def local_flags(port: int) -> list[str]:
+    """Streamlit's flags for a server of a test or a benchmark: PORT on the loopback only, headless, no usage stats."""
+    settings = {"server.port": port, "server.headless": "true", "server.address": "127.0.0.1"}
+    settings["browser.gatherUsageStats"] = "false"
+    return [arg for name, value in settings.items() for arg in (f"--{name}", str(value))]
+
+
 def healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
@@ -86,24 +95,11 @@ def _command(target: str, port: int, root: Path = ROOT) -> tuple[list[str], dict
         # the README's command: the launcher (its child traces the landing page while the server starts), then
         # streamlit run; a revision from before the launcher (a baseline worktree) runs streamlit run itself
         readme = ["app"] if (root / "app" / "__main__.py").is_file() else STREAMLIT_RUN
-        return [
-            sys.executable,
-            "-m",
-            *readme,
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-        ], env
+        return [sys.executable, "-m", *readme, *local_flags(port)], env
     if target == "split":  # streamlit run with thread-CPU counters around a rerun's parts (bench/split_server.py)
         if root != ROOT:
             raise TargetUnavailable("the split server runs this checkout only")
-        args = ["--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1"]
-        return [sys.executable, "-m", "bench.split_server", *args, "--browser.gatherUsageStats", "false"], env
+        return [sys.executable, "-m", "bench.split_server", *local_flags(port)], env
     if target == "classroom":
         script = root / CLASSROOM_SCRIPT.relative_to(ROOT)
         if not script.exists():
@@ -383,6 +379,19 @@ def footer(context: dict) -> list[str]:
         "",
         f"Reproduce (from the repository root): `{context['command']}`",
     ]
+
+
+def run_context(module: str, argv: list[str] | None) -> dict[str, str]:
+    """What a benchmark's footer says of its run (:func:`footer`, which adds ``load_after``): the load before it, the
+    machine, the date, and the command that reproduces it (with the classroom's worker count when it was set)."""
+    workers = f"AP_WORKERS={os.environ['AP_WORKERS']} " if "AP_WORKERS" in os.environ else ""
+    args = shlex.join(sys.argv[1:] if argv is None else argv)
+    return {
+        "load_before": load_average(),
+        "machine": machine(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": f"{workers}python -m bench.{module} {args}".strip(),
+    }
 
 
 def machine() -> str:

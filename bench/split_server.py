@@ -142,6 +142,58 @@ def _zero(*_args) -> None:
         _INSIDE.clear()
 
 
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def check_thread_cpu() -> None:
+    """A counter adds its own thread's CPU once: 0.05 s spun in an outer and an inner call, while another thread
+    spins 0.1 s (``bench.self_check``)."""
+    _zero()
+    inner = _counted("part", lambda: _spin(0.02))
+    outer = _counted("part", lambda: (_spin(0.03), inner()))
+    busy = threading.Thread(target=_spin, args=(0.1,))
+    busy.start()
+    outer()
+    busy.join()
+    spent_ns, calls = _COUNTS.pop("part")
+    assert calls == 1 and 0.045 <= spent_ns / 1e9 < 0.09, (calls, spent_ns / 1e9)
+
+
+def check_page_faults() -> None:
+    """The watch of a pass counts the page faults of its thread (as the pass itself reads them) and the main thread's
+    CPU meanwhile: a pass on another thread touches 16 MiB of fresh pages while the main thread spins 0.05 s."""
+    import mmap
+
+    _zero()
+    touched, own_faults = 16 * 2**20, []
+
+    def forward() -> int:
+        # Fresh anonymous pages, each first touch a page fault of this thread. Small pages asked for: where the
+        # kernel maps huge pages by default (CI's machine did), 16 MiB comes in a few hundred faults.
+        before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+        memory = mmap.mmap(-1, touched)
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+        for offset in range(0, touched, mmap.PAGESIZE):
+            memory[offset] = 1
+        memory.close()
+        own_faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before)
+        return touched
+
+    pass_thread = threading.Thread(target=_watched(lambda: (_spin(0.02), forward())))
+    pass_thread.start()
+    _spin(0.05)
+    pass_thread.join()
+    inside = dict(_INSIDE)
+    _zero()
+    # at least one 2 MiB page on any kernel; 4,096 pages of 4 KiB where small pages are given
+    assert own_faults[0] >= touched // 2**21, own_faults
+    assert own_faults[0] <= inside["page_faults"] <= own_faults[0] + 200, (own_faults, inside)
+    assert inside["loop_ns"] >= 0.02e9, inside  # the main thread spun while the pass ran
+
+
 def install() -> None:
     """Wrap the parts (module docstring) and set the two signals."""
     from streamlit.runtime.scriptrunner import script_runner

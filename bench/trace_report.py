@@ -1,5 +1,5 @@
 """Report side of ``python -m bench.bench_trace``: the markdown tables and reading of one run,
-and :func:`_write_section`, which replaces (or adds) the benchmark's section of a markdown file.
+and :func:`write_section`, which replaces (or adds) the benchmark's section of a markdown file.
 
 Two sections: :data:`SECTION` (MiniLM and the GPT-2-small shape) and :data:`LLAMA_SECTION` (the
 Llama-shaped model at 1k–8k tokens, where HF eager + ``output_attentions`` is skipped at the sizes
@@ -148,7 +148,7 @@ def _kept_notes(old: str, new: str) -> str:
     return notes.group(0).rstrip("\n") + "\n\n" if notes and NOTES_MARK not in new else ""
 
 
-def _write_subsection(out_path: Path, section: str, parent: str) -> None:
+def write_subsection(out_path: Path, section: str, parent: str) -> None:
     """Replace the ``### `` subsection headed by ``section``'s first line inside the ``## `` section ``parent``
     (up to the next ``### `` or ``## `` header), or add it at the end of that section; a missing parent is
     added with it, at the end of the file. Nothing else changes (``bench_class --same-link``: its class sits
@@ -172,7 +172,13 @@ def _write_subsection(out_path: Path, section: str, parent: str) -> None:
     out_path.write_text(doc.rstrip("\n") + "\n")
 
 
-def _write_section(out_path: Path, section: str, header: str | None = None, after: str | None = None) -> None:
+def publish(out: str | Path, text: str) -> None:
+    """``text`` as its section of the document ``out`` (:func:`write_section`), and on the terminal."""
+    write_section(Path(out), text)
+    print(text)
+
+
+def write_section(out_path: Path, section: str, header: str | None = None, after: str | None = None) -> None:
     """Replace the part of ``out_path`` under ``header`` (default: ``section``'s first line, a ``## ``
     header) up to the next ``## `` header, or add it: right after the section headed ``after`` when
     that is given and present, else at the end (other sections are left as they are). A ``### ``

@@ -75,6 +75,12 @@ class _RssSampler:
 # ---- workers (each in its own process) --------------------------------------------------------
 
 
+def engine_kept(result) -> int:
+    """What the engine's case keeps: its trace's Q/K/V bytes (``result``: the trace and what the case drew from it)."""
+    trace, _ = result
+    return sum(a.nbytes for group in (trace.queries, trace.keys, trace.values) for a in group)
+
+
 def _make_case(case: str, model_name: str, path: str, text: str):
     """Load one case's model; return ``call(ids_or_n) -> (result, t_after_trace or None)``, ``kept``, ``check``."""
     import torch
@@ -91,16 +97,12 @@ def _make_case(case: str, model_name: str, path: str, text: str):
             p = tr.pattern(n_layers - 1, 0)
             return (tr, p), t_mid
 
-        def kept(result) -> int:
-            tr, _ = result
-            return sum(a.nbytes for group in (tr.queries, tr.keys, tr.values) for a in group)
-
         def check(result, ids: list[int]) -> None:
             tr, p = result
             assert list(tr.tokens.ids) == ids, "engine tokenized differently from the ids given to HF"
             assert p.shape == (len(ids), len(ids)), p.shape
 
-        return call, kept, check
+        return call, engine_kept, check
 
     from transformers import AutoModel
 

@@ -27,7 +27,8 @@ lint=0
 python3 -m ruff check . || lint=$?
 python3 -m ruff format --check . || lint=$?
 tests=0
-# two workers (AP_TEST_WORKERS to change; 0 runs in this process): 2,748 tests took 27 min in one, 14 in two (AMD EPYC, 2 cores)
+# two workers (AP_TEST_WORKERS to change; 0 runs in this process): a browser test's server and Chromium leave a core
+# idle that the other worker uses; a module whose tests share a module-scoped fixture stays on one (pytest.ini)
 python3 -m pytest -n "${AP_TEST_WORKERS:-2}" "$@" || tests=$?
 if [ "$lint" != 0 ]; then echo "ruff check or ruff format --check failed (see above): fix it, or run python3 -m ruff check --fix . && python3 -m ruff format ." >&2; fi
 if [ "$tests" != 0 ]; then exit "$tests"; fi

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from tests.hf_helpers import TINY_TEXT, save_image_processor
+
 WORDS = (
     "a",
     "red",
@@ -41,6 +43,10 @@ WORDS = (
     "mat",
 )
 SPECIALS = ("[PAD]", "[BOS]", "[EOS]", "[UNK]")  # ids 0–3
+#: both captioners' vision side but its width: 32×32 pixels in 8-pixel patches, 2 layers × 2 heads
+VISION = dict(
+    image_size=32, patch_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, initializer_range=0.2
+)
 
 
 def save_tokenizer(folder: Path):
@@ -60,24 +66,10 @@ def save_tokenizer(folder: Path):
 
 def save_tiny_ved(folder: Path, *, seed: int = 0) -> Path:
     """Save a tiny random ViT + GPT-2 ``VisionEncoderDecoderModel`` with its tokenizer and image processor."""
-    from transformers import (
-        GPT2Config,
-        VisionEncoderDecoderConfig,
-        VisionEncoderDecoderModel,
-        ViTConfig,
-        ViTImageProcessor,
-    )
+    from transformers import GPT2Config, VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig
 
     tok = save_tokenizer(folder)
-    encoder = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        initializer_range=0.2,
-    )
+    encoder = ViTConfig(hidden_size=32, **VISION)
     decoder = GPT2Config(
         vocab_size=len(tok),
         n_positions=40,
@@ -97,23 +89,18 @@ def save_tiny_ved(folder: Path, *, seed: int = 0) -> Path:
     config.eos_token_id = tok.eos_token_id
     torch.manual_seed(seed)
     VisionEncoderDecoderModel(config=config).save_pretrained(folder)
-    ViTImageProcessor(
-        size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
-    ).save_pretrained(folder)
+    save_image_processor(folder, 32)
     return folder
 
 
 def save_tiny_blip(folder: Path, *, seed: int = 0) -> Path:
     """Save a tiny random ``BlipForConditionalGeneration`` with its tokenizer and image processor."""
-    from transformers import BlipConfig, BlipForConditionalGeneration, BlipImageProcessor
+    from transformers import BlipConfig, BlipForConditionalGeneration
 
     tok = save_tokenizer(folder)
     text = dict(
         vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
+        **TINY_TEXT,
         max_position_embeddings=40,
         initializer_range=0.2,
         bos_token_id=tok.bos_token_id,
@@ -121,19 +108,9 @@ def save_tiny_blip(folder: Path, *, seed: int = 0) -> Path:
         sep_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
     )
-    vision = dict(
-        image_size=32,
-        patch_size=8,
-        hidden_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        initializer_range=0.2,
-    )
+    vision = dict(hidden_size=48, **VISION)
     config = BlipConfig(text_config=text, vision_config=vision)
     torch.manual_seed(seed)
     BlipForConditionalGeneration(config).save_pretrained(folder)
-    BlipImageProcessor(
-        size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
-    ).save_pretrained(folder)
+    save_image_processor(folder, 32, "BlipImageProcessor")
     return folder

@@ -15,6 +15,8 @@ import torch
 
 ATOL = 1e-5
 MAX_POS = 128  # position table of the tiny models
+#: the tiny BERT-like text models' sizes (their configs' names): 2 layers × 4 heads, width 32, MLP 64
+TINY_TEXT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 
 _TRAIN_TEXT = [
     "The cat sat on the mat.",
@@ -102,17 +104,7 @@ def build(kind: str, folder: Path) -> None:
         tokenizer = wordpiece_tokenizer()
         common = dict(vocab_size=len(tokenizer), initializer_range=init, pad_token_id=tokenizer.pad_token_id)
         if kind == "bert":
-            config, cls = (
-                BertConfig(
-                    hidden_size=32,
-                    num_hidden_layers=2,
-                    num_attention_heads=4,
-                    intermediate_size=64,
-                    max_position_embeddings=MAX_POS,
-                    **common,
-                ),
-                BertModel,
-            )
+            config, cls = BertConfig(max_position_embeddings=MAX_POS, **TINY_TEXT, **common), BertModel
         elif family(kind) == "roberta":
             # RoBERTa's positions start after the padding index: the table has 2 more rows.
             config_cls, cls = {
@@ -120,28 +112,10 @@ def build(kind: str, folder: Path) -> None:
                 "xlm-roberta": (XLMRobertaConfig, XLMRobertaModel),
                 "camembert": (CamembertConfig, CamembertModel),
             }[kind]
-            config = config_cls(
-                hidden_size=32,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                intermediate_size=64,
-                max_position_embeddings=MAX_POS + 2,
-                type_vocab_size=1,
-                **common,
-            )
+            config = config_cls(max_position_embeddings=MAX_POS + 2, type_vocab_size=1, **TINY_TEXT, **common)
         elif kind == "electra":  # embeddings of 16 dims projected to the hidden 32
-            config, cls = (
-                ElectraConfig(
-                    embedding_size=16,
-                    hidden_size=32,
-                    num_hidden_layers=2,
-                    num_attention_heads=4,
-                    intermediate_size=64,
-                    max_position_embeddings=MAX_POS,
-                    **common,
-                ),
-                ElectraModel,
-            )
+            config = ElectraConfig(embedding_size=16, max_position_embeddings=MAX_POS, **TINY_TEXT, **common)
+            cls = ElectraModel
         elif kind == "distilbert":
             config, cls = (
                 DistilBertConfig(
@@ -169,6 +143,41 @@ KINDS = (
     "gpt2-unscaled",
     "gpt2-upcast",
 )
+
+
+def tiny_llama(vocab_size: int, eos_id: int, **overrides):
+    """A tiny random Llama's config: :data:`TINY_TEXT` with grouped-query attention (2 key/value heads for the 4
+    query heads), 64 positions, peaked random weights; ``eos_id`` also its bos and pad; ``overrides`` on top."""
+    from transformers import LlamaConfig
+
+    ids = dict(vocab_size=vocab_size, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=eos_id)
+    settings = dict(num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.25, **TINY_TEXT, **ids)
+    return LlamaConfig(**{**settings, **overrides})
+
+
+def save_image_processor(folder: Path, side: int, processor: str = "ViTImageProcessor") -> None:
+    """A tiny vision model's image processor (``processor``, a transformers class) into ``folder``: ``side``×``side``
+    pixels, normalised with a mean and spread of their own (not ImageNet's: a processor read wrongly shows)."""
+    import transformers
+
+    normalise = dict(image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25])
+    getattr(transformers, processor)(size={"height": side, "width": side}, **normalise).save_pretrained(folder)
+
+
+def photo(height: int, width: int, seed: int = 0) -> np.ndarray:
+    """Random RGB pixels (uint8) of a size no tiny vision model takes: its processor resizes them."""
+    return np.random.default_rng(seed).integers(0, 256, size=(height, width, 3), dtype=np.uint8)
+
+
+def traced_photo(folder: Path, height: int, width: int) -> tuple:
+    """``engine.load(folder)`` (its attention recorded by ``ap_capture``: checked) and its trace of a :func:`photo`:
+    ``(model, photo, trace)``."""
+    import engine
+
+    model = engine.load(str(folder))
+    assert model.module.config._attn_implementation == "ap_capture"
+    image = photo(height, width)
+    return model, image, engine.trace(model, image)
 
 
 def family(kind: str) -> str:

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import torch
 
+from tests.hf_helpers import save_image_processor
+
 LABELS = {0: "cat", 1: "dog", 2: "<b>fish</b>"}
 
 
 def save_tiny_swin(folder: Path, *, window: int = 2, classifier: bool = True, seed: int = 0, init: float = 0.2) -> Path:
     """Save a tiny random Swin (with a 3-class head unless ``classifier`` is False) and its image processor."""
-    from transformers import SwinConfig, SwinForImageClassification, SwinModel, ViTImageProcessor
+    from transformers import SwinConfig, SwinForImageClassification, SwinModel
 
     config = SwinConfig(
         image_size=32,
@@ -44,7 +46,5 @@ def save_tiny_swin(folder: Path, *, window: int = 2, classifier: bool = True, se
             if table is not None:
                 table.normal_(0.0, 1.0)
     model.save_pretrained(folder)
-    ViTImageProcessor(
-        size={"height": 32, "width": 32}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
-    ).save_pretrained(folder)
+    save_image_processor(folder, 32)
     return folder

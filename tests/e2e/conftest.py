@@ -2,8 +2,8 @@
 
 The server runs ``python -m app`` (the README's command) from the repository root with the Hub
 switched off, on a free port, for the whole session; only that process is stopped at the end, and its
-log is kept in ``test-artifacts/e2e-server.log``. Playwright never downloads a browser here: it
-launches ``/usr/bin/chromium`` (override with ``E2E_CHROMIUM``).
+log is kept in ``test-artifacts/e2e-server.log`` (``e2e-server-gw0.log`` in xdist's worker gw0). Playwright
+never downloads a browser here: it launches ``/usr/bin/chromium`` (override with ``E2E_CHROMIUM``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import free_port, healthy
+from bench.serve import local_flags
+from e2e_helpers import ARTIFACTS, free_port, healthy, log_file
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
 START_TIMEOUT_S = 60
 
@@ -41,22 +41,10 @@ def running_app(
     """
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set E2E_CHROMIUM)")
-    ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    cmd = [
-        sys.executable,
-        "-m",
-        *(["streamlit", "run", script] if script else ["app"]),  # app: the README's command (launcher, then run)
-        "--server.port",
-        str(port),
-        "--server.headless",
-        "true",
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
+    # app: the README's command (launcher, then run)
+    cmd = [sys.executable, "-m", *(["streamlit", "run", script] if script else ["app"]), *local_flags(port)]
     # Train's tests run jobs of a few thousand steps: on a busy test machine their estimate can pass the
     # default 5-minute limit per job (whose own tests are AppTests and unit tests), so the limit is raised here
     env = {"AP_TRAIN_MAX_SECONDS": "3600", **os.environ, "HF_HUB_OFFLINE": "1", **(extra_env or {})}
@@ -64,7 +52,7 @@ def running_app(
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     if not prefetch:
         env["AP_PREFETCH"] = "off"
-    log_path = ARTIFACTS / log_name
+    log_path = log_file(log_name)
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 — closed after the server stops
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:

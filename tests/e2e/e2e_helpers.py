@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from playwright.sync_api import Locator, Page, expect
 
 from bench.serve import free_port, healthy  # noqa: F401 — one copy for the benchmarks and the browser tests
 
 __all__ = [
+    "ARTIFACTS",
     "GRID",
     "IDLE_MS",
     "PLOT",
@@ -17,10 +21,12 @@ __all__ = [
     "expect_no_exception",
     "free_port",
     "healthy",
+    "log_file",
     "section",
     "section_body",
 ]
 
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # a Plotly chart that plotly.js has drawn
 IDLE_MS = 30_000
 GRID = '[data-testid="stImage"] img[alt^="Thumbnails of the"]'  # Explore's grid of heads: one picture
@@ -38,6 +44,14 @@ SLOW_FLUSH = """(() => {
     return later.call(window, (...args) => { window.__slowFlushWaiting -= 1; fn(...args); }, window.__slowFlush, ...rest);
   };
 })();"""
+
+
+def log_file(name: str) -> Path:
+    """``test-artifacts/NAME`` for a server's output, ``NAME-gw1.log`` in xdist's worker gw1: two workers that start
+    the same server (the session's app, a module's classroom) never write into, or read back, each other's log."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return ARTIFACTS / (f"{Path(name).stem}-{worker}{Path(name).suffix}" if worker else name)
 
 
 def press_while_a_timer_ticks(page: Page, button: Locator, hold_ms: int) -> None:

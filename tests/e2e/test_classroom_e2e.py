@@ -3,37 +3,35 @@
 One launch serves the whole module (workers start in parallel, a few seconds): stickiness by the
 SERVERID cookie, the Streamlit websocket through HAProxy, one page in Chromium, and, last, that a
 SIGTERM to the script leaves nothing it started. The script runs in its own process group; only that
-group is ever signalled. Its output is kept in ``test-artifacts/classroom.log``.
+group is ever signalled. Its output is kept in ``test-artifacts/classroom.log`` (``classroom-gw0.log`` in xdist's
+worker gw0). The module's tests share the launch, so they run on one xdist worker (tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import signal
 import socket
-import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 from classroom_launch import (
-    ARTIFACTS,
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     Classroom,
+    alive,
     get,
-    group_alive,
     launch,
     parse_log,
+    script_running,
     wait_for_workers,
 )
 from playwright.sync_api import Page, expect
 from websockets.sync.client import connect
 
-from e2e_helpers import PLOT, expect_no_exception, free_port, healthy
+from e2e_helpers import ARTIFACTS, PLOT, expect_no_exception, free_port, healthy, log_file
 
 pytestmark = pytest.mark.e2e
 
@@ -50,22 +48,10 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def classroom():
     with launch("classroom.log", workers=len(WORKERS)) as room:
         yield room
-
-
-def _wait_for_both_workers(url: str) -> None:
-    wait_for_workers(url, WORKERS)
 
 
 def test_workers_keep_the_environment_and_get_an_id(classroom: Classroom):
@@ -81,7 +67,7 @@ def test_workers_keep_the_environment_and_get_an_id(classroom: Classroom):
 
 
 def test_cookie_keeps_a_browser_on_one_worker_and_new_ones_are_spread(classroom: Classroom):
-    _wait_for_both_workers(classroom.url)
+    wait_for_workers(classroom.url, WORKERS)
     page = f"{classroom.url}/"
 
     served_by, cookie = get(page)
@@ -101,7 +87,7 @@ def test_streamlit_websocket_upgrades_on_the_cookies_worker(classroom: Classroom
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    _wait_for_both_workers(classroom.url)
+    wait_for_workers(classroom.url, WORKERS)
     ws_url = classroom.url.replace("http://", "ws://") + "/_stcore/stream"
     for name in WORKERS:
         with connect(
@@ -143,53 +129,32 @@ def test_the_first_student_waits_for_a_worker_instead_of_an_error():
     """Issue 20: right after the launch HAProxy answered the first students with HTTP errors while the
     workers were still starting (HAProxy 2.6 counts a server UP until its first failed check, then 503).
     A request sent as soon as HAProxy listens, before its worker is healthy, must wait and get the page."""
-    if not (shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists()):
-        pytest.skip("haproxy is not installed (bash scripts/test.sh installs it: apt-get install haproxy)")
     port = free_port()
-    env = {**os.environ, "AP_WORKERS": "1", "AP_BIND": "127.0.0.1", "HF_HUB_OFFLINE": "1"}
-    log_path = ARTIFACTS / "classroom-first-request.log"
-    ARTIFACTS.mkdir(exist_ok=True)
-    with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(
-            ["bash", "scripts/classroom.sh", str(port)],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while not _answers(port):  # HAProxy listens: the first moment a student could come
-                assert proc.poll() is None, log_path.read_text(encoding="utf-8")
-                assert time.monotonic() < deadline, "HAProxy never listened"
-                time.sleep(0.02)
-            _pids, ports, _hap, _run_dir = parse_log(log_path.read_text(encoding="utf-8"))
-            worker_ready_before = healthy(f"http://127.0.0.1:{ports['w0']}")
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=START_TIMEOUT_S) as resp:
-                status, body, served_by = resp.status, resp.read().decode(), resp.headers.get("X-AP-Worker")
-            assert not worker_ready_before, "the worker was ready before the request: nothing was tested"
-            assert status == 200 and served_by == "w0"
-            assert "<title>Streamlit</title>" in body or "streamlit" in body.lower()
-            assert "is starting" not in body  # not the fallback page either
-        finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=STOP_TIMEOUT_S)
-            if group_alive(proc.pid):
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=STOP_TIMEOUT_S)
+    log_path = log_file("classroom-first-request.log")
+    with script_running(port, log_path, workers=1) as proc:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _answers(port):  # HAProxy listens: the first moment a student could come
+            assert proc.poll() is None, log_path.read_text(encoding="utf-8")
+            assert time.monotonic() < deadline, "HAProxy never listened"
+            time.sleep(0.02)
+        _pids, ports, _hap, _run_dir = parse_log(log_path.read_text(encoding="utf-8"))
+        worker_ready_before = healthy(f"http://127.0.0.1:{ports['w0']}")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=START_TIMEOUT_S) as resp:
+            status, body, served_by = resp.status, resp.read().decode(), resp.headers.get("X-AP-Worker")
+        assert not worker_ready_before, "the worker was ready before the request: nothing was tested"
+        assert status == 200 and served_by == "w0"
+        assert "<title>Streamlit</title>" in body or "streamlit" in body.lower()
+        assert "is starting" not in body  # not the fallback page either
 
 
 def test_sigterm_stops_everything_it_started(classroom: Classroom):
     """Runs last in this module: it stops the launch the other tests share."""
     pids = [*classroom.worker_pids.values(), classroom.haproxy_pid]
-    assert all(_alive(pid) for pid in pids)
+    assert all(alive(pid) for pid in pids)
     classroom.proc.send_signal(signal.SIGTERM)  # the script only, not its group
     classroom.proc.wait(timeout=STOP_TIMEOUT_S)
     assert classroom.proc.returncode == 128 + signal.SIGTERM
-    assert not [pid for pid in pids if _alive(pid)]
-    assert not group_alive(classroom.proc.pid)  # nothing else it started either
+    assert not [pid for pid in pids if alive(pid)]
+    assert not alive(classroom.proc.pid, group=True)  # nothing else it started either
     assert not [p for p in [classroom.port, *classroom.worker_ports.values()] if _answers(p)]
     assert "stopped" in classroom.log_path.read_text(encoding="utf-8")

@@ -26,25 +26,14 @@ SOURCE = "the cat sees the dog ."
 
 
 @pytest.fixture(scope="module")
-def stories():
-    return engine.load("tiny-gpt-stories")
-
-
-@pytest.fixture(scope="module")
 def translator():
     return engine.load("tiny-translator")
 
 
 @pytest.fixture(scope="module")
-def tiny_hf(tmp_path_factory):
-    from tests.hf_helpers import build as _build  # the tiny random HF models of the parity tests
-
-    root = tmp_path_factory.mktemp("ablation_hf")
-    out = {}
-    for kind in ("bert", "gpt2", "distilbert"):
-        _build(kind, root / kind)
-        out[kind] = engine.load(str(root / kind))
-    return out
+def tiny_hf(tiny_hf_folders):
+    """Three of the tiny random HF models of the parity tests, loaded through the engine for this module."""
+    return {kind: engine.load(str(tiny_hf_folders[kind])) for kind in ("bert", "gpt2", "distilbert")}
 
 
 def _weights_digest(module: torch.nn.Module) -> str:
@@ -103,13 +92,13 @@ def test_next_token_summary_keeps_both_winners():
 
 
 @pytest.mark.parametrize("causal", [None, False])
-def test_no_heads_equals_plain_run_own(stories, causal):
-    r = ablate(stories, STORY, [], causal=causal, top_k=20)
+def test_no_heads_equals_plain_run_own(tiny_stories, causal):
+    r = ablate(tiny_stories, STORY, [], causal=causal, top_k=20)
     assert r.heads_off == () and not r.changed and r.kl == 0.0 and r.tv == 0.0
     assert r.top_before == r.top_after
-    ids = torch.tensor([_own_ids(stories, STORY)], device=stories.device)
+    ids = torch.tensor([_own_ids(tiny_stories, STORY)], device=tiny_stories.device)
     with torch.no_grad():
-        logits = stories.module(ids, causal=causal)[0, -1]  # the model's own plain forward pass
+        logits = tiny_stories.module(ids, causal=causal)[0, -1]  # the model's own plain forward pass
     # p as the engine defines it: exp(log p), log p from a float64 log-softmax on the CPU
     plain = np.exp(torch.log_softmax(logits.double().cpu(), -1).numpy())
     np.testing.assert_array_equal(np.array(r.top_before), plain[list(r.top_ids)])
@@ -152,13 +141,13 @@ def test_no_heads_equals_plain_translation(translator):
 
 
 @pytest.mark.parametrize("heads", [[(1, 2)], [(0, None)], [(0, 0), (2, 3)]])
-def test_own_decoder_matches_zeroed_weights(stories, heads):
-    r = ablate(stories, STORY, heads, top_k=15)
-    runner = runner_for(stories)
-    ref = _zeroed_copy(stories.module, runner.projections, r.heads_off, stories.module.cfg.n_heads)
-    ids = torch.tensor([_own_ids(stories, STORY)], device=stories.device)
+def test_own_decoder_matches_zeroed_weights(tiny_stories, heads):
+    r = ablate(tiny_stories, STORY, heads, top_k=15)
+    runner = runner_for(tiny_stories)
+    ref = _zeroed_copy(tiny_stories.module, runner.projections, r.heads_off, tiny_stories.module.cfg.n_heads)
+    ids = torch.tensor([_own_ids(tiny_stories, STORY)], device=tiny_stories.device)
     with torch.no_grad():
-        before = torch.log_softmax(stories.module(ids)[0, -1].double(), -1).cpu().numpy()
+        before = torch.log_softmax(tiny_stories.module(ids)[0, -1].double(), -1).cpu().numpy()
         after = torch.log_softmax(ref(ids)[0, -1].double(), -1).cpu().numpy()
     np.testing.assert_allclose(r.top_after, np.exp(after)[list(r.top_ids)], atol=1e-6)
     kl = float(np.sum(np.exp(before) * (before - after)))
@@ -245,8 +234,8 @@ def test_translator_matches_zeroed_weights(translator):
 # ---------------------------------------------------------------- real heads change real outputs
 
 
-def test_real_heads_change_the_outputs(stories, minilm, translator):
-    r = ablate(stories, STORY, [(0, 1)])
+def test_real_heads_change_the_outputs(tiny_stories, minilm, translator):
+    r = ablate(tiny_stories, STORY, [(0, 1)])
     assert r.kl > 1e-3 and r.tv > 1e-3 and r.changed
     r = ablate(minilm, SENTENCE, [(0, 3)])
     assert 0.5 < r.cosine < 1 - 1e-5 and r.changed
@@ -256,12 +245,12 @@ def test_real_heads_change_the_outputs(stories, minilm, translator):
     assert r.confidence_after != r.confidence_before
 
 
-def test_keep_only_is_the_complement(stories):
-    keep = ablate(stories, STORY, [(0, 1), (2, 3)], keep_only=True)
-    n_layers, n_heads = head_layout(stories)["self"]
+def test_keep_only_is_the_complement(tiny_stories):
+    keep = ablate(tiny_stories, STORY, [(0, 1), (2, 3)], keep_only=True)
+    n_layers, n_heads = head_layout(tiny_stories)["self"]
     assert len(keep.heads_off) == n_layers * n_heads - 2
     assert ("self", 0, 1) not in keep.heads_off and ("self", 2, 3) not in keep.heads_off
-    explicit = ablate(stories, STORY, [h[1:] for h in keep.heads_off])
+    explicit = ablate(tiny_stories, STORY, [h[1:] for h in keep.heads_off])
     assert explicit.top_after == keep.top_after and explicit.kl == keep.kl
 
 
@@ -272,9 +261,9 @@ def _pre_hooks(model) -> int:
     return sum(len(m._forward_pre_hooks) for m in runner_for(model).projections(model.module).values())
 
 
-def test_hooks_removed_and_weights_untouched(stories, minilm, translator):
+def test_hooks_removed_and_weights_untouched(tiny_stories, minilm, translator):
     for model, text, heads in (
-        (stories, STORY, [(0, None)]),
+        (tiny_stories, STORY, [(0, None)]),
         (minilm, SENTENCE, [(2, 5)]),
         (translator, SOURCE, [("decoder", 0, 1)]),
     ):
@@ -286,8 +275,8 @@ def test_hooks_removed_and_weights_untouched(stories, minilm, translator):
 
 
 @pytest.mark.parametrize("which", ["own", "translator"])
-def test_hooks_removed_when_the_run_raises(stories, translator, which):
-    model = stories if which == "own" else translator
+def test_hooks_removed_when_the_run_raises(tiny_stories, translator, which):
+    model = tiny_stories if which == "own" else translator
     text, heads = (STORY, [(1, 1)]) if which == "own" else (SOURCE, [("cross", 0, 2)])
     calls = []
 
@@ -322,11 +311,11 @@ def test_hooks_removed_when_the_run_raises(stories, translator, which):
         ([("cross", 0, 1)], "Unknown attention block 'cross'"),
     ],
 )
-def test_bad_heads_raise_readable_errors(stories, heads, message):
+def test_bad_heads_raise_readable_errors(tiny_stories, heads, message):
     with pytest.raises(EngineError) as info:
-        ablate(stories, STORY, heads)
+        ablate(tiny_stories, STORY, heads)
     assert message in str(info.value)
-    assert _pre_hooks(stories) == 0
+    assert _pre_hooks(tiny_stories) == 0
 
 
 def test_translator_needs_a_block(translator):
@@ -336,12 +325,12 @@ def test_translator_needs_a_block(translator):
         ablate(translator, SOURCE, [("decoder", 0, 9)])
 
 
-def test_other_inputs_rejected(stories):
+def test_other_inputs_rejected(tiny_stories):
     with pytest.raises(engine.EmptyInputError):
-        ablate(stories, "   ", [(0, 0)])
+        ablate(tiny_stories, "   ", [(0, 0)])
     with pytest.raises(EngineError, match="max_tokens"):
-        ablate(stories, STORY, [(0, 0)], max_tokens=0)
+        ablate(tiny_stories, STORY, [(0, 0)], max_tokens=0)
     with pytest.raises(EngineError, match="top_k"):
-        ablate(stories, STORY, [(0, 0)], top_k=0)
+        ablate(tiny_stories, STORY, [(0, 0)], top_k=0)
     with pytest.raises(EngineError, match="not on bahdanau-translator"):
         head_layout(engine.load("bahdanau-translator"))

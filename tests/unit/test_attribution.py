@@ -48,21 +48,16 @@ def float64(model):
 
 
 @pytest.fixture(scope="module")
-def gpt():
-    return engine.load("tiny-gpt-stories")
-
-
-@pytest.fixture(scope="module")
 def bert():
     return engine.load("tiny-bert-stories")
 
 
 @pytest.fixture(scope="module")
-def cases(gpt, bert, minilm):
+def cases(tiny_stories, bert, minilm):
     """(float64 model, its prediction) for the three tasks."""
     out = {}
     for name, model, text, ref in (
-        ("gpt", gpt, GPT_TEXT, ""),
+        ("gpt", tiny_stories, GPT_TEXT, ""),
         ("bert", bert, BERT_TEXT, ""),
         ("minilm", minilm, MINILM_TEXT, REFERENCE),
     ):
@@ -165,8 +160,8 @@ def test_progress_is_reported_up_to_one(cases):
     assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) == 6  # 41 points in batches of 8
 
 
-def test_leave_one_out_removal_equals_a_direct_rerun(gpt, bert):
-    for model, text in ((gpt, GPT_TEXT), (bert, BERT_TEXT)):
+def test_leave_one_out_removal_equals_a_direct_rerun(tiny_stories, bert):
+    for model, text in ((tiny_stories, GPT_TEXT), (bert, BERT_TEXT)):
         pred = predict(model, text)
         got = leave_one_out(model, pred, "remove")
         for i in range(len(pred.ids)):
@@ -197,9 +192,9 @@ def test_leave_one_out_replacement_equals_a_direct_rerun(minilm):
         assert got[i] == pytest.approx(pred.value - float(e @ pred.reference_embedding), abs=1e-5)
 
 
-def test_attention_readings_come_from_the_trace(gpt, minilm):
-    pred = predict(gpt, GPT_TEXT)
-    trace = engine.trace(gpt, GPT_TEXT)
+def test_attention_readings_come_from_the_trace(tiny_stories, minilm):
+    pred = predict(tiny_stories, GPT_TEXT)
+    trace = engine.trace(tiny_stories, GPT_TEXT)
     last = trace.n_layers - 1
     np.testing.assert_allclose(attention_scores(trace, pred), trace.pattern(last).mean(0)[-1], atol=1e-7)
     assert attention_scores(trace, pred).sum() == pytest.approx(1.0, abs=1e-5)
@@ -212,7 +207,7 @@ def test_attention_readings_come_from_the_trace(gpt, minilm):
         attention_scores(mtrace, emb), mtrace.pattern(mtrace.n_layers - 1).mean(0).mean(0), atol=1e-7
     )
     with pytest.raises(EngineError):
-        attention_scores(engine.trace(gpt, "the cat"), pred)  # another input's trace
+        attention_scores(engine.trace(tiny_stories, "the cat"), pred)  # another input's trace
 
 
 def test_importance_leaves_the_blank_out(bert):
@@ -222,15 +217,15 @@ def test_importance_leaves_the_blank_out(bert):
         assert np.isnan(scores[pred.position]) and np.isfinite(np.delete(scores, pred.position)).all()
 
 
-def test_bad_inputs_say_what_to_do(gpt, bert, minilm):
+def test_bad_inputs_say_what_to_do(tiny_stories, bert, minilm):
     with pytest.raises(EngineError, match=r"\[MASK\]"):
         predict(bert, "lily found a red ball .")
     with pytest.raises(EngineError, match="reference"):
         predict(minilm, MINILM_TEXT, reference="  ")
-    pred = predict(gpt, GPT_TEXT)
+    pred = predict(tiny_stories, GPT_TEXT)
     with pytest.raises(EngineError, match="steps"):
-        integrated_gradients(gpt, pred, steps=0)
+        integrated_gradients(tiny_stories, pred, steps=0)
     with pytest.raises(EngineError, match="baseline"):
-        integrated_gradients(gpt, pred, baseline="noise")
+        integrated_gradients(tiny_stories, pred, baseline="noise")
     with pytest.raises(EngineError, match="Unknown method"):
-        importance(gpt, pred, "saliency")
+        importance(tiny_stories, pred, "saliency")

@@ -4,7 +4,7 @@ the tables and reading with a skipped size, and where its section goes in the ou
 from __future__ import annotations
 
 from bench import bench_trace
-from bench.trace_report import LLAMA_SECTION, NOTES_MARK, SECTION, _llama_reading, _tables, _write_section
+from bench.trace_report import LLAMA_SECTION, NOTES_MARK, SECTION, _llama_reading, _tables, write_section
 
 
 def _rows(sizes, skipped):
@@ -76,16 +76,16 @@ def test_llama_reading_uses_the_longest_input_eager_ran_on_and_names_the_skipped
 def test_llama_section_goes_after_the_trace_section_and_replaces_only_itself(tmp_path):
     doc = tmp_path / "B.md"
     doc.write_text(f"# Benchmarks\n\n{SECTION}\n\nminilm and gpt2 tables\n\n## Own checkpoints\n\nother\n")
-    _write_section(doc, f"{LLAMA_SECTION}\n\nllama 1\n", header=LLAMA_SECTION, after=SECTION)
+    write_section(doc, f"{LLAMA_SECTION}\n\nllama 1\n", header=LLAMA_SECTION, after=SECTION)
     first = f"# Benchmarks\n\n{SECTION}\n\nminilm and gpt2 tables\n\n{LLAMA_SECTION}\n\nllama 1\n\n## Own checkpoints\n\nother\n"
     assert doc.read_text() == first
-    _write_section(doc, f"{LLAMA_SECTION}\n\nllama 2\n", header=LLAMA_SECTION, after=SECTION)
+    write_section(doc, f"{LLAMA_SECTION}\n\nllama 2\n", header=LLAMA_SECTION, after=SECTION)
     assert doc.read_text() == first.replace("llama 1", "llama 2")
-    _write_section(doc, f"{SECTION}\n\nnew tables\n")  # the default run leaves the Llama section alone
+    write_section(doc, f"{SECTION}\n\nnew tables\n")  # the default run leaves the Llama section alone
     assert doc.read_text() == first.replace("llama 1", "llama 2").replace("minilm and gpt2 tables", "new tables")
     other = tmp_path / "C.md"  # no trace section yet: added at the end
     other.write_text("# Benchmarks\n\n## A\n\na\n")
-    _write_section(other, f"{LLAMA_SECTION}\n\nllama\n", header=LLAMA_SECTION, after=SECTION)
+    write_section(other, f"{LLAMA_SECTION}\n\nllama\n", header=LLAMA_SECTION, after=SECTION)
     assert other.read_text() == f"# Benchmarks\n\n## A\n\na\n\n{LLAMA_SECTION}\n\nllama\n"
 
 
@@ -107,12 +107,12 @@ def test_a_section_keeps_the_subsections_another_run_wrote(tmp_path):
         "# Benchmarks\n\n## Class\n\nold table\n\n### Profile\n\nprofile table\n\n"
         "### One link\n\nlink table\n\n## Next\n\nnext\n"
     )
-    _write_section(doc, "## Class\n\nnew table\n")  # the plain run: its lead only, the subsections stay
+    write_section(doc, "## Class\n\nnew table\n")  # the plain run: its lead only, the subsections stay
     assert doc.read_text() == (
         "# Benchmarks\n\n## Class\n\nnew table\n\n### Profile\n\nprofile table\n\n"
         "### One link\n\nlink table\n\n## Next\n\nnext\n"
     )
-    _write_section(doc, "## Class\n\nnewer table\n\n### Profile\n\nnew profile\n")  # writes its own subsection
+    write_section(doc, "## Class\n\nnewer table\n\n### Profile\n\nnew profile\n")  # writes its own subsection
     assert doc.read_text() == (
         "# Benchmarks\n\n## Class\n\nnewer table\n\n### Profile\n\nnew profile\n\n"
         "### One link\n\nlink table\n\n## Next\n\nnext\n"
@@ -125,21 +125,21 @@ def test_notes_written_by_hand_under_a_section_stay_when_it_is_rewritten(tmp_pat
         f"# Benchmarks\n\n## Class\n\nold table\n\nReproduce: x\n\n{NOTES_MARK}\n\nWhy the morning was slower.\n\n"
         "### One link\n\nlink table\n\n## Next\n\nnext\n"
     )
-    _write_section(doc, "## Class\n\nnew table\n\nReproduce: x\n")
+    write_section(doc, "## Class\n\nnew table\n\nReproduce: x\n")
     assert doc.read_text() == (
         f"# Benchmarks\n\n## Class\n\nnew table\n\nReproduce: x\n\n{NOTES_MARK}\n\nWhy the morning was slower.\n\n"
         "### One link\n\nlink table\n\n## Next\n\nnext\n"
     )
-    _write_section(doc, "## Next\n\nnewer\n")  # another section: this one's notes untouched
+    write_section(doc, "## Next\n\nnewer\n")  # another section: this one's notes untouched
     assert "Why the morning was slower." in doc.read_text() and "newer" in doc.read_text()
 
 
 def test_notes_written_by_hand_under_a_subsection_stay_when_it_is_rewritten(tmp_path):
-    from bench.trace_report import _write_subsection
+    from bench.trace_report import write_subsection
 
     doc = tmp_path / "B.md"
     doc.write_text(f"# Benchmarks\n\n## A\n\nplain a\n\n### S\n\nold s\n\n{NOTES_MARK}\n\nwhy s moved\n\n## B\n\nb\n")
-    _write_subsection(doc, "### S\n\nnew s\n", "## A")
+    write_subsection(doc, "### S\n\nnew s\n", "## A")
     assert (
         doc.read_text()
         == f"# Benchmarks\n\n## A\n\nplain a\n\n### S\n\nnew s\n\n{NOTES_MARK}\n\nwhy s moved\n\n## B\n\nb\n"

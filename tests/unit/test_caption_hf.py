@@ -20,15 +20,9 @@ from engine.traces import Trace
 from engine.traces.caption import PatchCaptionTrace
 from tests.caption_hf_helpers import save_tiny_blip, save_tiny_ved
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 SAVERS = {"ved": save_tiny_ved, "blip": save_tiny_blip}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module", params=sorted(SAVERS))

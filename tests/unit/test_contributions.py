@@ -26,6 +26,7 @@ from engine.families.transformer.network import Transformer, TransformerConfig
 from engine.records import EngineError, Tokens
 from engine.traces.attention import AttentionTrace
 from tests.hf_helpers import build as build_text
+from tests.hf_helpers import tiny_llama
 from tests.seq2seq_models import save_tiny_seq2seq
 
 RTOL = 1e-5  # relative to the head's largest contribution
@@ -181,20 +182,7 @@ def llama_folder(tmp_path_factory) -> Path:
 
     tokenizer = build_tokenizer()
     eos = tokenizer.eos_token_id
-    config = tf.LlamaConfig(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        initializer_range=0.25,
-        attention_bias=True,
-        vocab_size=len(tokenizer),
-        bos_token_id=eos,
-        eos_token_id=eos,
-        pad_token_id=eos,
-    )
+    config = tiny_llama(len(tokenizer), eos, max_position_embeddings=128, attention_bias=True)
     torch.manual_seed(0)
     module = tf.AutoModelForCausalLM.from_config(config).eval()
     with torch.no_grad():  # value biases far from zero: f_h must include b_V

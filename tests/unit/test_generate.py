@@ -17,19 +17,10 @@ from engine.families.transformer.adapter import trace_own
 from engine.generation import DecodeSettings, candidate_probs
 from engine.records import EngineError
 from engine.vocab import EOS_ID
+from tests.hf_helpers import tiny_llama
 
 PROMPT_OWN = "lily found a"
 PROMPT_HF = "The cat sat on the mat"
-
-
-@pytest.fixture(scope="module")
-def own():
-    return engine.load("tiny-gpt-stories")
-
-
-@pytest.fixture(scope="module")
-def gpt2():
-    return engine.load("tiny-random-gpt2")
 
 
 @pytest.fixture(scope="module")
@@ -40,19 +31,7 @@ def llama(tmp_path_factory):
     from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tok = build_tokenizer()
-    cfg = tf.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        initializer_range=0.25,
-        bos_token_id=tok.eos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.eos_token_id,
-    )
+    cfg = tiny_llama(len(tok), tok.eos_token_id)
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny_llama") / "llama"
     tf.AutoModelForCausalLM.from_config(cfg).eval().save_pretrained(folder)
@@ -85,48 +64,48 @@ def _check_sampled_inside(model, trace, settings) -> None:
 
 
 # ---- own decoder ------------------------------------------------------------------------------------
-def test_own_greedy_is_argmax_and_stops_at_eos(own):
-    tr = engine.generate(own, PROMPT_OWN, DecodeSettings(max_new_tokens=60))
-    prompt_ids = list(engine.trace(own, PROMPT_OWN).tokens.ids)
+def test_own_greedy_is_argmax_and_stops_at_eos(tiny_stories):
+    tr = engine.generate(tiny_stories, PROMPT_OWN, DecodeSettings(max_new_tokens=60))
+    prompt_ids = list(engine.trace(tiny_stories, PROMPT_OWN).tokens.ids)
     assert list(tr.tokens.ids[: tr.generated_from]) == prompt_ids and tr.generated_from == len(prompt_ids)
-    _check_greedy(own, tr)
+    _check_greedy(tiny_stories, tr)
     assert tr.tokens.ids[-1] == EOS_ID and EOS_ID not in tr.tokens.ids[tr.generated_from : -1]
     assert len(tr.tokens) - tr.generated_from < 60
     assert any("greedy" in n and "end-of-text" in n for n in tr.notices)
 
 
-def test_own_trace_equals_a_trace_of_the_same_ids(own):
-    tr = engine.generate(own, PROMPT_OWN, DecodeSettings(max_new_tokens=8))
+def test_own_trace_equals_a_trace_of_the_same_ids(tiny_stories):
+    tr = engine.generate(tiny_stories, PROMPT_OWN, DecodeSettings(max_new_tokens=8))
     assert len(tr.tokens) == tr.generated_from + 8 and tr.causal and tr.family == "decoder"
     with torch.no_grad():
-        ref = trace_own(own.module, list(tr.tokens.ids), tr.tokens, model_id="x", causal=True)
+        ref = trace_own(tiny_stories.module, list(tr.tokens.ids), tr.tokens, model_id="x", causal=True)
     for layer in range(tr.n_layers):
         np.testing.assert_allclose(tr.pattern(layer), ref.pattern(layer), atol=1e-6)
 
 
-def test_own_sampling_is_seeded_and_stays_in_top_k_top_p(own):
+def test_own_sampling_is_seeded_and_stays_in_top_k_top_p(tiny_stories):
     settings = DecodeSettings(max_new_tokens=15, sample=True, temperature=1.5, top_k=5, top_p=0.9, seed=7)
-    first = engine.generate(own, PROMPT_OWN, settings)
-    assert first.tokens.ids == engine.generate(own, PROMPT_OWN, settings).tokens.ids
-    _check_sampled_inside(own, first, settings)
+    first = engine.generate(tiny_stories, PROMPT_OWN, settings)
+    assert first.tokens.ids == engine.generate(tiny_stories, PROMPT_OWN, settings).tokens.ids
+    _check_sampled_inside(tiny_stories, first, settings)
     assert "top-k 5" in " ".join(first.notices)
 
 
-def test_own_generated_text_joins_words(own):
-    tr = engine.generate(own, PROMPT_OWN, DecodeSettings(max_new_tokens=5))
-    prompt, rest = generated_text(own, tr)
+def test_own_generated_text_joins_words(tiny_stories):
+    tr = engine.generate(tiny_stories, PROMPT_OWN, DecodeSettings(max_new_tokens=5))
+    prompt, rest = generated_text(tiny_stories, tr)
     assert prompt == PROMPT_OWN and rest == " " + " ".join(tr.tokens.strings[tr.generated_from :])
 
 
-def test_prompt_filling_the_positions_is_refused(own):
+def test_prompt_filling_the_positions_is_refused(tiny_stories):
     with pytest.raises(EngineError, match="positions"):
-        engine.generate(own, " ".join(["lily"] * 200), DecodeSettings())
+        engine.generate(tiny_stories, " ".join(["lily"] * 200), DecodeSettings())
 
 
-def test_generation_stops_at_the_position_limit(own):
-    words = " ".join(["lily"] * (own.max_positions - 4))
-    tr = engine.generate(own, words, DecodeSettings(max_new_tokens=20))
-    assert len(tr.tokens) <= own.max_positions
+def test_generation_stops_at_the_position_limit(tiny_stories):
+    words = " ".join(["lily"] * (tiny_stories.max_positions - 4))
+    tr = engine.generate(tiny_stories, words, DecodeSettings(max_new_tokens=20))
+    assert len(tr.tokens) <= tiny_stories.max_positions
     assert "limit of 96 positions" in " ".join(tr.notices) or tr.tokens.ids[-1] == EOS_ID
 
 
@@ -143,22 +122,24 @@ def test_decode_loop_keeps_eos_and_stops():
 
 
 # ---- Hugging Face decoders ------------------------------------------------------------------------
-def test_gpt2_greedy_is_argmax_of_fresh_forwards(gpt2):
-    tr = engine.generate(gpt2, PROMPT_HF, DecodeSettings(max_new_tokens=12))
-    assert tr.generated_from == len(engine.trace(gpt2, PROMPT_HF).tokens)
-    _check_greedy(gpt2, tr)
-    prompt, rest = generated_text(gpt2, tr)
+def test_gpt2_greedy_is_argmax_of_fresh_forwards(tiny_gpt2):
+    tr = engine.generate(tiny_gpt2, PROMPT_HF, DecodeSettings(max_new_tokens=12))
+    assert tr.generated_from == len(engine.trace(tiny_gpt2, PROMPT_HF).tokens)
+    _check_greedy(tiny_gpt2, tr)
+    prompt, rest = generated_text(tiny_gpt2, tr)
     assert prompt == PROMPT_HF and rest
 
 
-def test_gpt2_sampling_and_trace_of_the_same_ids(gpt2):
+def test_gpt2_sampling_and_trace_of_the_same_ids(tiny_gpt2):
     settings = DecodeSettings(max_new_tokens=10, sample=True, top_k=20, top_p=0.8, seed=3)
-    tr = engine.generate(gpt2, PROMPT_HF, settings)
-    assert tr.tokens.ids == engine.generate(gpt2, PROMPT_HF, settings).tokens.ids
-    _check_sampled_inside(gpt2, tr, settings)
+    tr = engine.generate(tiny_gpt2, PROMPT_HF, settings)
+    assert tr.tokens.ids == engine.generate(tiny_gpt2, PROMPT_HF, settings).tokens.ids
+    _check_sampled_inside(tiny_gpt2, tr, settings)
     with torch.no_grad():
-        out = gpt2.module(
-            input_ids=torch.tensor([list(tr.tokens.ids)], device=gpt2.device), output_attentions=True, use_cache=False
+        out = tiny_gpt2.module(
+            input_ids=torch.tensor([list(tr.tokens.ids)], device=tiny_gpt2.device),
+            output_attentions=True,
+            use_cache=False,
         )
     for layer, att in enumerate(out.attentions):
         np.testing.assert_allclose(tr.pattern(layer), att[0].float().cpu().numpy(), atol=1e-5)

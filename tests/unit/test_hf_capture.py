@@ -26,7 +26,6 @@ from tests.hf_helpers import (
     additive_causal_mask,
     assert_not_uniform,
     assert_parity,
-    build_all,
     engine_and_eager,
     family,
     reference_attentions,
@@ -36,18 +35,13 @@ LONG = "The quick brown fox jumps over the lazy dog, and the cat watches it. " *
 TEXT = "The cat sat on the mat, and the teacher explains attention."
 
 
-@pytest.fixture(scope="module")
-def folders(tmp_path_factory) -> dict[str, Path]:
-    return build_all(tmp_path_factory.mktemp("tiny_hf"))
-
-
-def _pair(kind: str, folders: dict[str, Path]):
-    return engine_and_eager(kind, folders)
+def _pair(kind: str, tiny_hf_folders: dict[str, Path]):
+    return engine_and_eager(kind, tiny_hf_folders)
 
 
 @pytest.fixture(params=KINDS)
-def pair(request, folders):
-    return request.param, *_pair(request.param, folders)
+def pair(request, tiny_hf_folders):
+    return request.param, *_pair(request.param, tiny_hf_folders)
 
 
 def test_every_family_runs_the_capturing_attention(pair) -> None:
@@ -136,8 +130,8 @@ def test_trace_ids_reads_any_id_sequence(pair) -> None:
     assert_parity(tr, reference_attentions(ref, ids))
 
 
-def test_trace_ids_refuses_what_it_cannot_trace(folders) -> None:
-    model, _ = _pair("gpt2", folders)
+def test_trace_ids_refuses_what_it_cannot_trace(tiny_hf_folders) -> None:
+    model, _ = _pair("gpt2", tiny_hf_folders)
     tokens = engine.trace(model, TEXT).tokens
     with pytest.raises(EmptyInputError):
         model.adapter.trace_ids(model, [], dataclasses.replace(tokens, strings=(), ids=(), special=()), causal=None)
@@ -151,14 +145,14 @@ def test_trace_ids_refuses_what_it_cannot_trace(folders) -> None:
         model.adapter.trace_ids(model, too_many, long_tokens, causal=None)
 
 
-def test_a_model_without_the_capturing_attention_is_refused(folders) -> None:
+def test_a_model_without_the_capturing_attention_is_refused(tiny_hf_folders) -> None:
     import threading
 
     from transformers import AutoModel
 
-    model, _ = _pair("bert", folders)
+    model, _ = _pair("bert", tiny_hf_folders)
     # on the loaded model's device, as Model.device promises: only the attention differs
-    plain = AutoModel.from_pretrained(folders["bert"], attn_implementation="sdpa").to(model.device).eval()
+    plain = AutoModel.from_pretrained(tiny_hf_folders["bert"], attn_implementation="sdpa").to(model.device).eval()
     other = dataclasses.replace(model, module=plain, lock=threading.Lock())
     with pytest.raises(EngineError, match="ap_capture"):
         engine.trace(other, TEXT)

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import engine
+from tests.hf_helpers import TINY_TEXT
 
 ATOL = 1e-5
 MAX_POS = 64
@@ -41,16 +42,7 @@ def _build(kind: str, folder: Path, **flags) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     tok = _tokenizer(folder)
-    common = dict(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        initializer_range=0.25,
-        pad_token_id=tok.pad_token_id,
-        **flags,
-    )
+    common = dict(vocab_size=len(tok), initializer_range=0.25, pad_token_id=tok.pad_token_id, **TINY_TEXT, **flags)
     if kind == "bert":
         config, cls = BertConfig(max_position_embeddings=MAX_POS, **common), BertModel
     elif kind == "roberta":  # positions start after the padding index

@@ -20,6 +20,7 @@ import torch
 
 import engine
 from engine.records import ModelUnavailableError
+from tests.hf_helpers import TINY_TEXT
 
 ATOL = 1e-5
 CUDA_VS_CPU_ATOL = 5e-6  # a CUDA trace against a CPU one: float32 GPU kernels sum in a different order
@@ -30,14 +31,7 @@ SENTENCES = {
     "odd": "Héllo, wörld!! — naïve café… 東京 🙂 (x+y)² = z; «quotes»",
 }
 
-_COMMON = dict(
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=64,
-    max_position_embeddings=MAX_POS,
-    initializer_range=0.25,
-)
+_COMMON = dict(**TINY_TEXT, max_position_embeddings=MAX_POS, initializer_range=0.25)
 
 
 def _config(kind: str, vocab: int, eos: int):

@@ -28,7 +28,7 @@ from tests.hf_helpers import (
     additive_causal_mask,
     assert_not_uniform,
     assert_parity,
-    build,
+    engine_and_eager,
     family,
     reference_attentions,
 )
@@ -83,46 +83,32 @@ class Pair:
         return self.ref.embeddings.position_embeddings.weight
 
 
-@pytest.fixture(scope="session")
-def tiny_folders(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("tiny_hf")
-    out = {}
-    for kind in KINDS:
-        folder = root / kind
-        build(kind, folder)
-        out[kind] = folder
-    return out
-
-
 _PAIRS: dict[str, Pair] = {}
 
 
 def _pair(kind: str, folders: dict[str, Path]) -> Pair:
     if kind not in _PAIRS:
-        from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
-        path = folders[kind]
-        cls = AutoModelForCausalLM if kind.startswith("gpt2") else AutoModel
-        ref = cls.from_pretrained(path, attn_implementation="eager").eval()
-        model = engine.load(str(path))
+        model, ref = engine_and_eager(kind, folders)  # loaded once for the session, as the capture tests have them
         assert model.module.config is not ref.config  # never share a config with the reference
-        _PAIRS[kind] = Pair(kind, path, model, ref, AutoTokenizer.from_pretrained(path))
+        _PAIRS[kind] = Pair(kind, folders[kind], model, ref, AutoTokenizer.from_pretrained(folders[kind]))
     return _PAIRS[kind]
 
 
 @pytest.fixture(params=KINDS)
-def pair(request, tiny_folders) -> Pair:
-    return _pair(request.param, tiny_folders)
+def pair(request, tiny_hf_folders) -> Pair:
+    return _pair(request.param, tiny_hf_folders)
 
 
 @pytest.fixture(scope="module")
-def bert(tiny_folders) -> Pair:
-    return _pair("bert", tiny_folders)
+def bert(tiny_hf_folders) -> Pair:
+    return _pair("bert", tiny_hf_folders)
 
 
 @pytest.fixture(scope="module")
-def gpt2(tiny_folders) -> Pair:
-    return _pair("gpt2", tiny_folders)
+def gpt2(tiny_hf_folders) -> Pair:
+    return _pair("gpt2", tiny_hf_folders)
 
 
 @pytest.fixture(scope="module")

@@ -6,75 +6,10 @@ import pytest
 
 from engine.capture import hook_point_names
 from engine.families.transformer.network import Transformer, TransformerConfig
+from tests.golden_hooks import BLOCK, ROPE_BLOCK, two_layers
 
-ROPE_2_LAYERS = [
-    "hook_embed",
-    "blocks.0.hook_resid_pre",
-    "blocks.0.attn.hook_q",
-    "blocks.0.attn.hook_k",
-    "blocks.0.attn.hook_v",
-    "blocks.0.attn.hook_rot_q",
-    "blocks.0.attn.hook_rot_k",
-    "blocks.0.attn.hook_scores_raw",
-    "blocks.0.attn.hook_attn_scores",
-    "blocks.0.attn.hook_pattern",
-    "blocks.0.attn.hook_z",
-    "blocks.0.hook_attn_out",
-    "blocks.0.hook_resid_mid",
-    "blocks.0.mlp.hook_pre",
-    "blocks.0.mlp.hook_post",
-    "blocks.0.hook_mlp_out",
-    "blocks.0.hook_resid_post",
-    "blocks.1.hook_resid_pre",
-    "blocks.1.attn.hook_q",
-    "blocks.1.attn.hook_k",
-    "blocks.1.attn.hook_v",
-    "blocks.1.attn.hook_rot_q",
-    "blocks.1.attn.hook_rot_k",
-    "blocks.1.attn.hook_scores_raw",
-    "blocks.1.attn.hook_attn_scores",
-    "blocks.1.attn.hook_pattern",
-    "blocks.1.attn.hook_z",
-    "blocks.1.hook_attn_out",
-    "blocks.1.hook_resid_mid",
-    "blocks.1.mlp.hook_pre",
-    "blocks.1.mlp.hook_post",
-    "blocks.1.hook_mlp_out",
-    "blocks.1.hook_resid_post",
-]
-
-LEARNED_2_LAYERS = [
-    "hook_embed",
-    "hook_pos_embed",
-    "blocks.0.hook_resid_pre",
-    "blocks.0.attn.hook_q",
-    "blocks.0.attn.hook_k",
-    "blocks.0.attn.hook_v",
-    "blocks.0.attn.hook_scores_raw",
-    "blocks.0.attn.hook_attn_scores",
-    "blocks.0.attn.hook_pattern",
-    "blocks.0.attn.hook_z",
-    "blocks.0.hook_attn_out",
-    "blocks.0.hook_resid_mid",
-    "blocks.0.mlp.hook_pre",
-    "blocks.0.mlp.hook_post",
-    "blocks.0.hook_mlp_out",
-    "blocks.0.hook_resid_post",
-    "blocks.1.hook_resid_pre",
-    "blocks.1.attn.hook_q",
-    "blocks.1.attn.hook_k",
-    "blocks.1.attn.hook_v",
-    "blocks.1.attn.hook_scores_raw",
-    "blocks.1.attn.hook_attn_scores",
-    "blocks.1.attn.hook_pattern",
-    "blocks.1.attn.hook_z",
-    "blocks.1.hook_attn_out",
-    "blocks.1.hook_resid_mid",
-    "blocks.1.mlp.hook_pre",
-    "blocks.1.mlp.hook_post",
-    "blocks.1.hook_mlp_out",
-    "blocks.1.hook_resid_post",
-]
+ROPE_2_LAYERS = ["hook_embed", *two_layers(ROPE_BLOCK)]
+LEARNED_2_LAYERS = ["hook_embed", "hook_pos_embed", *two_layers(BLOCK)]
 
 
 def _model(pos_encoding: str, norm: str = "pre") -> Transformer:

@@ -45,24 +45,24 @@ JUNK = [
 ]
 
 
-@pytest.mark.parametrize("param", PARAMS, ids=lambda p: p.name)
-def test_every_reader_accepts_or_raises_value_error(param) -> None:
+def _accepts_or_raises_value_error(read, where: str) -> None:
+    """``read`` of every :data:`JUNK` value returns or raises ValueError; any other error fails, named (``where``
+    is a format string of ``raw``)."""
     for raw in JUNK:
         try:
-            param.read(raw)
+            read(raw)
         except ValueError:
             continue
         except Exception as err:  # noqa: BLE001 — the test's point: name any other type
-            pytest.fail(f"?{param.name}={raw[:40]!r} raised {type(err).__name__}: {err}")
+            pytest.fail(f"{where.format(raw=repr(raw[:40]))} raised {type(err).__name__}: {err}")
+
+
+@pytest.mark.parametrize("param", PARAMS, ids=lambda p: p.name)
+def test_every_reader_accepts_or_raises_value_error(param) -> None:
+    _accepts_or_raises_value_error(param.read, f"?{param.name}={{raw}}")
 
 
 @pytest.mark.parametrize("param", [p for p in PARAMS if p.check is not None], ids=lambda p: p.name)
 def test_every_lesson_file_check_accepts_or_raises_value_error(param) -> None:
     """A parameter's own ``check`` (what a lesson file's link is read with) keeps the same contract."""
-    for raw in JUNK:
-        try:
-            param.check(raw)
-        except ValueError:
-            continue
-        except Exception as err:  # noqa: BLE001 — the test's point: name any other type
-            pytest.fail(f"{param.name} = {raw[:40]!r} in a file raised {type(err).__name__}: {err}")
+    _accepts_or_raises_value_error(param.check, f"{param.name} = {{raw}} in a file")

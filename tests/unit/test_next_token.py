@@ -21,16 +21,8 @@ TEMPERATURES = (0.1, 0.5, 1.0, 2.0)
 
 
 @pytest.fixture(scope="module")
-def stories():
-    return engine.load("tiny-gpt-stories")
-
-
-@pytest.fixture(scope="module")
-def tiny_gpt2(tmp_path_factory):
-    from tests.hf_helpers import build as _build  # the tiny random GPT-2 of the parity tests
-
-    folder = tmp_path_factory.mktemp("next_token") / "gpt2"
-    _build("gpt2", folder)
+def tiny_gpt2(tiny_hf_folders):
+    folder = tiny_hf_folders["gpt2"]  # the tiny random GPT-2 of the parity tests
     return folder, engine.load(str(folder))
 
 
@@ -39,13 +31,13 @@ def _reference(logits: torch.Tensor, t: float) -> np.ndarray:
 
 
 @pytest.mark.parametrize("t", TEMPERATURES)
-def test_own_decoder_equals_its_forward(stories, t):
-    nt = next_token_logits(stories, STORY)
-    assert nt.logits.dtype == np.float32 and nt.logits.shape == (len(stories.tokenizer),)
-    ids = list(runner_for(stories).prepare(stories, STORY, causal=None, max_tokens=512).ids)
-    ids = torch.tensor([ids], device=stories.device)
+def test_own_decoder_equals_its_forward(tiny_stories, t):
+    nt = next_token_logits(tiny_stories, STORY)
+    assert nt.logits.dtype == np.float32 and nt.logits.shape == (len(tiny_stories.tokenizer),)
+    ids = list(runner_for(tiny_stories).prepare(tiny_stories, STORY, causal=None, max_tokens=512).ids)
+    ids = torch.tensor([ids], device=tiny_stories.device)
     with torch.no_grad():
-        ref = _reference(stories.module(ids)[0, -1], t)  # (V,)
+        ref = _reference(tiny_stories.module(ids)[0, -1], t)  # (V,)
     p = probabilities(nt.logits, t)
     np.testing.assert_allclose(p, ref, atol=1e-5)
     assert list(nt.top_ids) == list(np.argsort(-ref, kind="stable")[:10])
@@ -64,15 +56,15 @@ def test_gpt2_equals_hf_lm_head(tiny_gpt2, t):
     assert list(nt.top_ids) == list(np.argsort(-ref, kind="stable")[:10])
 
 
-def test_t1_equals_the_ablation_panel(stories):
-    nt = next_token_logits(stories, STORY)
-    r = ablate(stories, STORY, [], top_k=10)
+def test_t1_equals_the_ablation_panel(tiny_stories):
+    nt = next_token_logits(tiny_stories, STORY)
+    r = ablate(tiny_stories, STORY, [], top_k=10)
     assert nt.top_ids == r.top_ids and nt.top_tokens == r.top_tokens
     np.testing.assert_allclose(probabilities(nt.logits, 1.0)[list(nt.top_ids)], r.top_before, rtol=1e-5)
 
 
-def test_low_temperature_is_the_argmax_high_is_flatter(stories):
-    nt = next_token_logits(stories, STORY)
+def test_low_temperature_is_the_argmax_high_is_flatter(tiny_stories):
+    nt = next_token_logits(tiny_stories, STORY)
     top = nt.top_ids[0]
     assert probabilities(nt.logits, 0.01)[top] >= 0.99
     p1, p2 = probabilities(nt.logits, 1.0), probabilities(nt.logits, 2.0)
@@ -80,10 +72,10 @@ def test_low_temperature_is_the_argmax_high_is_flatter(stories):
     assert -(p2 * np.log(p2 + 1e-300)).sum() > -(p1 * np.log(p1 + 1e-300)).sum()  # more entropy
 
 
-def test_encoder_and_bad_temperature_refused(minilm, stories):
+def test_encoder_and_bad_temperature_refused(minilm, tiny_stories):
     with pytest.raises(EngineError, match="needs a decoder"):
         next_token_logits(minilm, "a sentence")
-    nt = next_token_logits(stories, STORY)
+    nt = next_token_logits(tiny_stories, STORY)
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(EngineError, match="Temperature"):
             probabilities(nt.logits, bad)
@@ -103,12 +95,12 @@ def test_catalog_tiny_random_gpt2_equals_a_separate_hf_copy():
     assert model.module.training is False  # the shared module is left as it was
 
 
-def test_no_hooks_left_and_weights_untouched(stories):
+def test_no_hooks_left_and_weights_untouched(tiny_stories):
     def hooks(module):
         return sum(len(m._forward_pre_hooks) + len(m._forward_hooks) for m in module.modules())
 
-    state = {k: v.clone() for k, v in stories.module.state_dict().items()}
-    before = hooks(stories.module)
-    next_token_logits(stories, STORY)
-    assert hooks(stories.module) == before
-    assert all(torch.equal(v, state[k]) for k, v in stories.module.state_dict().items())
+    state = {k: v.clone() for k, v in tiny_stories.module.state_dict().items()}
+    before = hooks(tiny_stories.module)
+    next_token_logits(tiny_stories, STORY)
+    assert hooks(tiny_stories.module) == before
+    assert all(torch.equal(v, state[k]) for k, v in tiny_stories.module.state_dict().items())

@@ -18,14 +18,14 @@ from engine.records import EmptyInputError, ModelSpec
 from engine.registry import CHECKPOINTS
 from engine.traces.seq2seq import Seq2SeqTrace
 from engine.vocab import EOS_ID, PAD_ID, Vocab
+from tests.golden_hooks import ATTN, BLOCK, MLP, two_layers
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 SRC_WORDS = ["the", "red", "car", "is", "fast", ".", "dog", "1", "2", "november"]
 TGT_WORDS = ["la", "voiture", "rouge", "est", "rapide", ".", "chien", "1", "2", "-"]
 TINY = dict(d_model=32, n_layers=2, n_heads=4, d_mlp=64, max_src=12, max_tgt=10)
 
-ATTN = ["hook_q", "hook_k", "hook_v", "hook_scores_raw", "hook_attn_scores", "hook_pattern", "hook_z"]
-MLP = ["mlp.hook_pre", "mlp.hook_post", "hook_mlp_out", "hook_resid_post"]
-ENCODER_BLOCK = ["hook_resid_pre", *(f"attn.{h}" for h in ATTN), "hook_attn_out", "hook_resid_mid", *MLP]
 DECODER_BLOCK = [
     "hook_resid_pre",
     *(f"attn.{h}" for h in ATTN),
@@ -39,19 +39,11 @@ DECODER_BLOCK = [
 GOLDEN_2_LAYERS = [
     "encoder.hook_embed",
     "encoder.hook_pos_embed",
-    *(f"encoder.blocks.{layer}.{name}" for layer in (0, 1) for name in ENCODER_BLOCK),
+    *two_layers(BLOCK, "encoder."),
     "decoder.hook_embed",
     "decoder.hook_pos_embed",
-    *(f"decoder.blocks.{layer}.{name}" for layer in (0, 1) for name in DECODER_BLOCK),
+    *two_layers(DECODER_BLOCK, "decoder."),
 ]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,10 @@ import torch
 import engine
 from engine.records import ModelUnavailableError
 from engine.traces.vision import WindowTrace, shift_mask, slot_positions, window_row
+from tests.hf_helpers import photo, traced_photo
 from tests.swin_helpers import LABELS, save_tiny_swin
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 ATOL = 1e-5
 #: (stage, block, window, shift) transformers runs for each window size of the tiny Swin (8×8, then 4×4 patches)
@@ -29,22 +32,13 @@ GEOMETRY = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 @pytest.fixture(scope="module", params=sorted(GEOMETRY))
 def saved(request, tmp_path_factory) -> tuple[int, Path]:
     return request.param, save_tiny_swin(tmp_path_factory.mktemp(f"swin{request.param}"), window=request.param)
 
 
 def _photo(seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return rng.integers(0, 256, size=(27, 41, 3), dtype=np.uint8)
+    return photo(27, 41, seed)
 
 
 def _eager(folder: Path, image: np.ndarray):
@@ -69,10 +63,7 @@ def _eager(folder: Path, image: np.ndarray):
 
 def test_window_patterns_equal_eager_attentions(saved):
     window, folder = saved
-    model = engine.load(str(folder))
-    assert model.module.config._attn_implementation == "ap_capture"
-    image = _photo()
-    tr = engine.trace(model, image)
+    _, image, tr = traced_photo(folder, 27, 41)
     assert isinstance(tr, WindowTrace) and tr.family == "vit" and tr.attention_blocks() == {}
     assert [(b.stage, b.block, b.window, b.shift) for b in tr.blocks] == GEOMETRY[window]
     assert tr.grid == (8, 8) and tr.stage_blocks(1)[0].grid == (4, 4) and tr.patch_size == 4

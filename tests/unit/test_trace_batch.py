@@ -19,7 +19,7 @@ import engine
 from engine.batching import length_groups
 from engine.families.hf_text.adapter import PASS_TOKENS
 from engine.records import EmptyInputError, EngineError
-from tests.hf_helpers import KINDS, assert_parity, build_all, engine_and_eager, reference_attentions
+from tests.hf_helpers import KINDS, assert_parity, engine_and_eager, reference_attentions
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -29,13 +29,8 @@ TEXTS = [
 ATOL = 2e-5
 
 
-@pytest.fixture(scope="module")
-def folders(tmp_path_factory) -> dict[str, Path]:
-    return build_all(tmp_path_factory.mktemp("tiny_hf"))
-
-
-def _pair(kind: str, folders: dict[str, Path]):
-    return engine_and_eager(kind, folders)
+def _pair(kind: str, tiny_hf_folders: dict[str, Path]):
+    return engine_and_eager(kind, tiny_hf_folders)
 
 
 def _forward_calls(model) -> tuple[list[int], object]:
@@ -62,8 +57,8 @@ def assert_same_trace(got, alone) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_texts_traced_together_equal_each_traced_alone_and_eager(kind, folders) -> None:
-    model, ref = _pair(kind, folders)
+def test_texts_traced_together_equal_each_traced_alone_and_eager(kind, tiny_hf_folders) -> None:
+    model, ref = _pair(kind, tiny_hf_folders)
     assert model.adapter.batches
     calls, handle = _forward_calls(model)
     try:
@@ -82,8 +77,8 @@ def test_texts_traced_together_equal_each_traced_alone_and_eager(kind, folders) 
 
 
 @pytest.mark.parametrize("kind", ["bert", "gpt2"])
-def test_a_bad_text_fails_only_itself(kind, folders) -> None:
-    model, _ = _pair(kind, folders)
+def test_a_bad_text_fails_only_itself(kind, tiny_hf_folders) -> None:
+    model, _ = _pair(kind, tiny_hf_folders)
     out = engine.trace_many(model, [TEXTS[0], "   ", TEXTS[2]], max_tokens=[64, 64, 3])
     assert isinstance(out[1], EmptyInputError)
     assert_same_trace(out[0], engine.trace(model, TEXTS[0], max_tokens=64))
@@ -93,8 +88,8 @@ def test_a_bad_text_fails_only_itself(kind, folders) -> None:
 
 
 @pytest.mark.parametrize("kind", ["bert", "gpt2"])
-def test_a_mask_against_the_model_default_goes_one_text_at_a_time(kind, folders) -> None:
-    model, ref = _pair(kind, folders)
+def test_a_mask_against_the_model_default_goes_one_text_at_a_time(kind, tiny_hf_folders) -> None:
+    model, ref = _pair(kind, tiny_hf_folders)
     flipped = not model.default_causal
     calls, handle = _forward_calls(model)
     try:
@@ -108,10 +103,10 @@ def test_a_mask_against_the_model_default_goes_one_text_at_a_time(kind, folders)
 
 
 @pytest.mark.parametrize("kind", ["bert", "gpt2"])
-def test_texts_of_very_different_lengths_go_in_passes_of_similar_lengths(kind, folders) -> None:
+def test_texts_of_very_different_lengths_go_in_passes_of_similar_lengths(kind, tiny_hf_folders) -> None:
     """Two short texts and two long ones: two passes (the short ones not padded to the long), each text still
     equal to its trace alone."""
-    model, ref = _pair(kind, folders)
+    model, ref = _pair(kind, tiny_hf_folders)
     short, long = "Dogs bark.", " ".join(["the teacher explains attention to the class"] * 6)
     texts = [long, short, long + " again", short + " Cats too."]
     calls, handle = _forward_calls(model)
@@ -125,8 +120,8 @@ def test_texts_of_very_different_lengths_go_in_passes_of_similar_lengths(kind, f
         assert_parity(got, reference_attentions(ref, got.tokens.ids))
 
 
-def test_limits_must_match_the_texts(folders) -> None:
-    model, _ = _pair("bert", folders)
+def test_limits_must_match_the_texts(tiny_hf_folders) -> None:
+    model, _ = _pair("bert", tiny_hf_folders)
     with pytest.raises(EngineError):
         engine.trace_many(model, TEXTS, max_tokens=[64])
 
@@ -139,8 +134,8 @@ def test_minilm_batch_equals_single_traces() -> None:
         assert_same_trace(got, engine.trace(model, text))
 
 
-def test_a_model_that_does_not_batch_traces_each_text(folders) -> None:
-    model, _ = _pair("bert", folders)
+def test_a_model_that_does_not_batch_traces_each_text(tiny_hf_folders) -> None:
+    model, _ = _pair("bert", tiny_hf_folders)
     import dataclasses
 
     single = dataclasses.replace(model, adapter=dataclasses.replace(model.adapter, batches=False), lock=model.lock)

@@ -18,16 +18,9 @@ from engine.traces.attention import AttentionTrace
 from engine.training.loop import TrainConfig, TrainingControl, make_model, train
 from engine.training.tasks import make_task
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 TINY = dict(d_model=32, n_heads=2, n_layers=2, d_mlp=64)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models train fastest on one thread, and do not fight other jobs on a 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def tiny_run(task_name: str = "previous-token", seed: int = 0, **config) -> list[TrainingSnapshot]:

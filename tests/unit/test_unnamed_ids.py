@@ -16,6 +16,7 @@ import engine
 from engine.decoding import generated_text
 from engine.generation import DecodeSettings, TokenPicker, named_only
 from engine.text import display_tokens, named_ids, unnamed_token
+from tests.hf_helpers import tiny_llama
 
 PROMPT = "The cat sat on the mat"
 PADDING = 64  # ids in the config beyond the tokenizer
@@ -39,19 +40,7 @@ def padded_llama(tok, tmp_path_factory):
     """
     import transformers as tf
 
-    cfg = tf.LlamaConfig(
-        vocab_size=len(tok) + PADDING,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        initializer_range=0.25,
-        bos_token_id=tok.eos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.eos_token_id,
-    )
+    cfg = tiny_llama(len(tok) + PADDING, tok.eos_token_id)
     torch.manual_seed(0)
     net = tf.AutoModelForCausalLM.from_config(cfg).eval()
     with torch.no_grad():

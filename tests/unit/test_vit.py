@@ -19,38 +19,14 @@ from engine.records import EngineError, ModelSpec
 from engine.registry import CHECKPOINTS, own_checkpoints
 from engine.traces.vision import VisionTrace
 from engine.vocab import Vocab
+from tests.golden_hooks import BLOCK, two_layers
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 SHIPPED = "tiny-vit-digits"
 
-GOLDEN_2_LAYERS = ["hook_embed", "hook_pos_embed"] + [
-    f"blocks.{layer}.{name}"
-    for layer in range(2)
-    for name in (
-        "hook_resid_pre",
-        "attn.hook_q",
-        "attn.hook_k",
-        "attn.hook_v",
-        "attn.hook_scores_raw",
-        "attn.hook_attn_scores",
-        "attn.hook_pattern",
-        "attn.hook_z",
-        "hook_attn_out",
-        "hook_resid_mid",
-        "mlp.hook_pre",
-        "mlp.hook_post",
-        "hook_mlp_out",
-        "hook_resid_post",
-    )
-]
+GOLDEN_2_LAYERS = ["hook_embed", "hook_pos_embed", *two_layers(BLOCK)]
 SMALL = ViTConfig(image_size=8, patch_size=2, d_model=16, n_layers=2, n_heads=2, d_mlp=32)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def _small_model(seed: int = 0, cfg: ViTConfig = SMALL) -> ViT:

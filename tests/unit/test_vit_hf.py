@@ -19,16 +19,11 @@ import engine
 from engine.analysis.vision import cls_map, occlusion_check, rollout_map
 from engine.records import ModelUnavailableError
 from engine.traces.vision import VisionTrace
+from tests.hf_helpers import photo, save_image_processor, traced_photo
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 ATOL = 1e-5
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def _save(folder: Path, kind: str) -> Path:
@@ -37,7 +32,6 @@ def _save(folder: Path, kind: str) -> Path:
         DeiTForImageClassificationWithTeacher,
         ViTConfig,
         ViTForImageClassification,
-        ViTImageProcessor,
         ViTModel,
     )
 
@@ -61,9 +55,7 @@ def _save(folder: Path, kind: str) -> Path:
     else:
         model = DeiTForImageClassificationWithTeacher(DeiTConfig(**common))
     model.save_pretrained(folder)
-    ViTImageProcessor(
-        size={"height": 16, "width": 16}, image_mean=[0.4, 0.5, 0.6], image_std=[0.2, 0.3, 0.25]
-    ).save_pretrained(folder)
+    save_image_processor(folder, 16)
     return folder
 
 
@@ -73,8 +65,7 @@ def saved(request, tmp_path_factory) -> tuple[str, Path]:
 
 
 def _photo(seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return rng.integers(0, 256, size=(23, 31, 3), dtype=np.uint8)
+    return photo(23, 31, seed)
 
 
 def _eager(folder: Path, kind: str):
@@ -92,10 +83,7 @@ def _eager(folder: Path, kind: str):
 
 def test_patterns_equal_eager_output_attentions(saved):
     kind, folder = saved
-    model = engine.load(str(folder))
-    assert model.module.config._attn_implementation == "ap_capture"
-    image = _photo()
-    tr = engine.trace(model, image)
+    _, image, tr = traced_photo(folder, 23, 31)
     assert isinstance(tr, VisionTrace)
     reference, processor = _eager(folder, kind)
     pixels = processor(images=image, return_tensors="pt")["pixel_values"]
