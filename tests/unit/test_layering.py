@@ -390,7 +390,12 @@ def test_no_private_names_imported_across_modules(our_imports: list[Import]) -> 
 
 # ---- app/ui draws what it is given ----------------------------------------------------------------------
 RENDER_ONLY = "app.ui"
-UPSTAIRS = ("app.runtime", "app.views", "app.store", "app.controls")  # what a render-only module never imports, even lazily
+UPSTAIRS = (
+    "app.runtime",
+    "app.views",
+    "app.store",
+    "app.controls",
+)  # what a render-only module never imports, even lazily
 #: modules of app/ui still calling the runtime, each to move to app/controls or to take its data as arguments
 NOT_YET_RENDER_ONLY = {"app.ui.charts"}
 
