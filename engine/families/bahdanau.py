@@ -81,15 +81,10 @@ class RNNAttentionConfig(JsonConfig):
     max_tgt: int = 32  # most target words greedy decoding writes (<eos> included)
 
     def __post_init__(self) -> None:
-        problems = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name != "variant" and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                problems.append(f"{f.name} must be a positive integer, got {value!r}")
+        problems = self.positive_int_problems(f.name for f in fields(self) if f.name != "variant")
         if self.variant not in VARIANTS:
             problems.append(f"variant must be one of {list(VARIANTS)}, got {self.variant!r}")
-        if problems:
-            raise ValueError("RNNAttentionConfig: " + "; ".join(problems))
+        self.raise_problems(problems)
 
 
 class Encoder(nn.Module):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +19,21 @@ C = TypeVar("C", bound="JsonConfig")
 
 
 class JsonConfig:
-    """Mixin for frozen dataclass configs: ``to_dict()`` and a strict ``from_dict()``."""
+    """Mixin for frozen dataclass configs: ``to_dict()``, a strict ``from_dict()`` and the checks they share."""
+
+    def positive_int_problems(self, names: Iterable[str]) -> list[str]:
+        """A sentence for each named field that is not a positive integer (True and False are not)."""
+        values = {name: getattr(self, name) for name in names}
+        return [
+            f"{name} must be a positive integer, got {value!r}"
+            for name, value in values.items()
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0
+        ]
+
+    def raise_problems(self, problems: list[str]) -> None:
+        """Raise one ``ValueError`` naming the config class and every problem; nothing when there is none."""
+        if problems:
+            raise ValueError(f"{type(self).__name__}: " + "; ".join(problems))
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a JSON-ready dict (field name → value; tuples become lists)."""

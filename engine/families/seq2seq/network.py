@@ -45,7 +45,7 @@ from torch import nn
 
 from engine.capture import HookPoint
 from engine.families.own import JsonConfig
-from engine.families.transformer.network import MLP, Attention, AttnImpl, Block, TransformerConfig
+from engine.families.transformer.network import MLP, Attention, AttnImpl, Block, TransformerConfig, init_weights
 from engine.families.transformer.positional import sinusoidal
 from engine.vocab import BOS_ID, EOS_ID
 
@@ -67,17 +67,14 @@ class Seq2SeqConfig(JsonConfig):
     pos_encoding: Seq2SeqPosEncoding = "sinusoidal"  # position vectors added to both embeddings
 
     def __post_init__(self) -> None:
-        problems = []
-        for name in ("src_vocab", "tgt_vocab", "d_model", "n_layers", "n_heads", "d_mlp", "max_src", "max_tgt"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                problems.append(f"{name} must be a positive integer, got {value!r}")
+        problems = self.positive_int_problems(
+            ("src_vocab", "tgt_vocab", "d_model", "n_layers", "n_heads", "d_mlp", "max_src", "max_tgt")
+        )
         if not problems and self.d_model % self.n_heads:
             problems.append(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.pos_encoding not in get_args(Seq2SeqPosEncoding):
             problems.append(f"pos_encoding must be 'sinusoidal' or 'learned', got {self.pos_encoding!r}")
-        if problems:
-            raise ValueError("Seq2SeqConfig: " + "; ".join(problems))
+        self.raise_problems(problems)
 
     @property
     def d_head(self) -> int:
@@ -252,14 +249,7 @@ class Seq2SeqTransformer(nn.Module):
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
         self.unembed = nn.Linear(cfg.d_model, cfg.tgt_vocab, bias=False)
-        self.apply(self._init_weights)
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+        self.apply(init_weights)
 
     def _check(self, ids: torch.Tensor, limit: int, what: str) -> None:
         if ids.ndim != 2 or ids.shape[1] == 0:
