@@ -227,6 +227,19 @@ def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) 
     return torch.optim.AdamW(groups, lr=config.lr_at(0), betas=(0.9, 0.98), fused=device.type == "cuda")
 
 
+def update(
+    model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor, config: TrainConfig, step: int
+) -> None:
+    """One optimizer step: the learning rate of ``step``, backward, ``‖grad‖ ≤ grad_clip``, then the update."""
+    for group in optimizer.param_groups:
+        group["lr"] = config.lr_at(step)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if config.grad_clip is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+
+
 @dataclass
 class _Clock:
     """Training time: counts only while running steps (pauses and snapshots excluded)."""
@@ -351,15 +364,8 @@ def train(
                 break
             clock.start()
             batch = task.sample(config.batch_size, data_gen).to(device)
-            for group in optimizer.param_groups:
-                group["lr"] = config.lr_at(step)
-            logits = forward(model, batch.inputs)  # (B, T, V)
-            loss = batch_loss(logits, batch)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if config.grad_clip is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
+            loss = batch_loss(forward(model, batch.inputs), batch)  # logits (B, T, V)
+            update(model, optimizer, loss, config, step)
             step += 1
             clock.lap(tokens_per_batch, float(loss.detach()))
             if step % config.snapshot_every == 0 and step < config.steps:
