@@ -49,20 +49,11 @@ from engine.training.recipes.translation_data import (
     split_pairs,
     vocabularies,
 )
+from engine.training.recipes.translation_data import SAMPLES as TRANSLATOR_SAMPLES
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 NO_STOP_FRACTION = 0.25  # training sentences also shown without their final "." (people often omit it)
-SAMPLES = (
-    "the red car is fast .",
-    "the red car is fast",
-    "she sees the small black dog .",
-    "the old tree is under the bridge .",
-    "i have an umbrella .",
-    "the girls are happy and tired .",
-    "21 November 2026",
-    "Saturday, 21 November 2026",
-    "03/07/1999",
-)
+SAMPLES = (TRANSLATOR_SAMPLES[0], TRANSLATOR_SAMPLES[0].removesuffix(" ."), *TRANSLATOR_SAMPLES[1:])
 
 
 def without_stop(pair: Pair) -> Pair:

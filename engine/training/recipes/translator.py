@@ -41,6 +41,7 @@ from engine.training.recipes.common import chunks, run_fields, train_logged
 from engine.training.recipes.translation_data import (
     DATE_FRACTION,
     N_PAIRS,
+    SAMPLES,
     Pair,
     exact_match_shares,
     is_date,
@@ -54,16 +55,6 @@ NAME = "tiny-translator"
 MAX_SRC = 24  # source tokens the model accepts (the corpus has at most 11 + <eos>)
 MAX_TGT = 24  # decoder positions (<bos> + at most 11 target tokens in the corpus)
 PROBE = "the red car is fast ."  # traced at every snapshot: "rouge" comes after "voiture"
-SAMPLES = (
-    "the red car is fast .",
-    "she sees the small black dog .",
-    "the old tree is under the bridge .",
-    "i have an umbrella .",
-    "the girls are happy and tired .",
-    "21 November 2026",
-    "Saturday, 21 November 2026",
-    "03/07/1999",
-)
 #: the card's metric names (tests read them back)
 EXACT_SENTENCES = "held-out exact match (sentences)"
 EXACT_DATES = "held-out exact match (dates)"
