@@ -1,16 +1,16 @@
 """Rebuild a shipped checkpoint from scratch: ``python -m engine.training.pretrain NAME``.
 
-Each recipe fixes its data, model, seed and steps, trains with :func:`engine.training.loop.train`,
-evaluates on held-out data, and writes ``assets/checkpoints/NAME.{safetensors,json,md}``; the model
-card records the figures and this command.
+Each recipe fixes its data, model, seed and steps, trains (:func:`engine.training.loop.train`, or its own loop
+over the same :func:`~engine.training.loop.update`), evaluates on held-out data, and writes
+``assets/checkpoints/NAME.{safetensors,json,md}``; the model card records the figures and this command.
 
 Checkpoints: ``tiny-gpt-stories`` (decoder on generated children's stories), ``tiny-translator``
 (encoder-decoder transformer, toy En→Fr + dates), ``bahdanau-translator`` (GRU encoder-decoder with
-additive attention), ``luong-translator`` (the same with dot-product attention), ``tiny-vit-digits`` (ViT on scikit-learn's 8×8 digits), ``tiny-bert-stories`` (encoder with BERT's
-masked-LM objective on the stories), ``scene-captioner`` (CNN + LSTM with soft attention on generated
-shape scenes), ``induction-2l-attn-only`` (two attention-only layers on repeated random letters: induction
-heads). Recipes other than the
-first live in :mod:`engine.training.recipes`.
+additive attention), ``luong-translator`` (the same with dot-product attention), ``tiny-vit-digits`` (ViT on
+scikit-learn's 8×8 digits), ``tiny-bert-stories`` (encoder with BERT's masked-LM objective on the stories),
+``scene-captioner`` (CNN + LSTM with soft attention on generated shape scenes), ``induction-2l-attn-only`` (two
+attention-only layers on repeated random letters: induction heads). Recipes other than the first live in
+:mod:`engine.training.recipes`.
 """
 
 from __future__ import annotations

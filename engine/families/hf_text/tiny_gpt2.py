@@ -38,7 +38,7 @@ Numbers like 1, 2, 3 and dates like 21 November 2026 appear in stories too.
 
 
 def build_tokenizer():
-    """Train a byte-level BPE tokenizer on the built-in corpus (deterministic, ~10 ms)."""
+    """Train a byte-level BPE tokenizer on the built-in corpus (deterministic)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())

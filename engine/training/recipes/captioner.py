@@ -14,7 +14,7 @@ One step::
     loss = cross_entropy(logits, caption + <eos>) + λ Σ_i (1 − Σ_t α(t, i))²
     Adam step, learning rate warmed up then cosine-decayed, ‖grad‖ clipped
 
-Runs on one CPU thread (``torch.set_num_threads(1)``) in about nine minutes (9.0 on the shipped run).
+Runs on one CPU thread (``torch.set_num_threads(1)``).
 """
 
 from __future__ import annotations
