@@ -192,18 +192,9 @@ def _check_budget(settings: JobSettings) -> None:
 
 def build_model(settings: JobSettings, task):
     """A fresh :class:`~engine.families.transformer.network.Transformer` for ``task`` (seeded by ``settings.seed``)."""
-    from engine.training.loop import make_model
+    from engine.training.loop import model_for
 
-    return make_model(
-        task,
-        seed=settings.seed,
-        d_model=settings.d_model,
-        n_layers=settings.n_layers,
-        n_heads=settings.n_heads,
-        d_mlp=settings.d_mlp,
-        pos_encoding=settings.pos_encoding,
-        causal=settings.causal,
-    )
+    return model_for(task, settings, seed=settings.seed, pos_encoding=settings.pos_encoding, causal=settings.causal)
 
 
 def time_steps(settings: JobSettings, n: int = 3) -> float:

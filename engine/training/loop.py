@@ -190,6 +190,12 @@ def make_model(task: Task, seed: int = 0, **overrides: Any) -> Transformer:
         return Transformer(cfg)
 
 
+def model_for(task: Task, shape: Any, *, seed: int = 0, **overrides: Any) -> Transformer:
+    """:func:`make_model` sized by ``shape``: any record with ``d_model``, ``n_layers``, ``n_heads`` and ``d_mlp``."""
+    dims = {name: getattr(shape, name) for name in ("d_model", "n_layers", "n_heads", "d_mlp")}
+    return make_model(task, seed, **dims, **overrides)
+
+
 def _default_forward(task: Task) -> ForwardFn:
     def forward(model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
         if isinstance(model, Transformer):
