@@ -45,7 +45,15 @@ from torch import nn
 
 from engine.capture import HookPoint
 from engine.families.own import JsonConfig
-from engine.families.transformer.network import MLP, Attention, AttnImpl, Block, TransformerConfig, init_weights
+from engine.families.transformer.network import (
+    MLP,
+    Attention,
+    AttnImpl,
+    Block,
+    TransformerConfig,
+    init_weights,
+    layers_config,
+)
 from engine.families.transformer.positional import sinusoidal
 from engine.vocab import BOS_ID, EOS_ID
 
@@ -83,16 +91,7 @@ class Seq2SeqConfig(JsonConfig):
 
     def layer_config(self) -> TransformerConfig:
         """The :class:`TransformerConfig` that the shared Attention / MLP / Block modules are built from."""
-        return TransformerConfig(
-            vocab_size=self.tgt_vocab,
-            d_model=self.d_model,
-            n_layers=self.n_layers,
-            n_heads=self.n_heads,
-            d_mlp=self.d_mlp,
-            max_len=max(self.max_src, self.max_tgt),
-            pos_encoding="none",
-            norm="pre",
-        )
+        return layers_config(self, max(self.max_src, self.max_tgt))
 
 
 def padding_bias(key_padding: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

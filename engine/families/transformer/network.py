@@ -92,6 +92,14 @@ class TransformerConfig(JsonConfig):
         return self.d_model // self.n_heads
 
 
+def layers_config(shape: Any, max_len: int) -> TransformerConfig:
+    """The config another family's :class:`Attention`, :class:`MLP` and :class:`Block` modules are built from:
+    ``shape``'s ``d_model``, ``n_layers``, ``n_heads`` and ``d_mlp``, pre-norm, no positions and no mask of their
+    own (the family adds its position vectors and passes its masks per call)."""
+    dims = {name: getattr(shape, name) for name in ("d_model", "n_layers", "n_heads", "d_mlp")}
+    return TransformerConfig(vocab_size=1, max_len=max_len, pos_encoding="none", causal=False, norm="pre", **dims)
+
+
 class Attention(nn.Module):
     """Multi-head self-attention, one named step per line of the formula::
 

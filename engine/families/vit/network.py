@@ -31,7 +31,7 @@ from torch import nn
 
 from engine.capture import HookPoint
 from engine.families.own import JsonConfig
-from engine.families.transformer.network import AttnImpl, Block, TransformerConfig, init_weights
+from engine.families.transformer.network import AttnImpl, Block, TransformerConfig, init_weights, layers_config
 
 DIGITS = tuple(str(d) for d in range(10))
 
@@ -91,17 +91,7 @@ class ViTConfig(JsonConfig):
 
     def blocks_config(self) -> TransformerConfig:
         """The config the shared transformer :class:`Block`s are built from (no mask, pre-LN)."""
-        return TransformerConfig(
-            vocab_size=1,
-            d_model=self.d_model,
-            n_layers=self.n_layers,
-            n_heads=self.n_heads,
-            d_mlp=self.d_mlp,
-            max_len=self.n_tokens,
-            pos_encoding="none",
-            causal=False,
-            norm="pre",
-        )
+        return layers_config(self, self.n_tokens)
 
 
 class ViT(nn.Module):
