@@ -38,7 +38,8 @@ DIGITS = tuple(str(d) for d in range(10))
 
 @dataclass(frozen=True)
 class ViTConfig(JsonConfig):
-    """Hyper-parameters of :class:`ViT`; plain data, JSON round-trip via ``to_dict``/``from_dict``."""
+    """Hyper-parameters of :class:`ViT`; plain data, JSON round-trip via ``to_dict``/``from_dict``. The defaults
+    are the shipped ``tiny-vit-digits``."""
 
     image_size: int = 8  # side S of the square input image, in pixels
     patch_size: int = 2  # side p of a square patch; S must be a multiple of p

@@ -167,17 +167,8 @@ def _sample_translations(model: RNNAttentionModel, vocabs: dict[str, Vocab]) -> 
 def _build(out: Path, name: str, variant: str, label: str, description: str, *, steps: int | None, seed: int) -> dict:
     vocabs = vocabularies()
     train_pairs, test_pairs = split_pairs(seed)
-    cfg = RNNAttentionConfig(
-        src_vocab=len(vocabs["source"]),
-        tgt_vocab=len(vocabs["target"]),
-        d_emb=64,
-        d_enc=128,
-        d_dec=128,
-        d_attn=64,
-        variant=variant,
-        max_src=32,
-        max_tgt=32,
-    )
+    # the config's default widths (embeddings 64, GRU states 128, energy 64) and lengths (32) are the shipped ones
+    cfg = RNNAttentionConfig(src_vocab=len(vocabs["source"]), tgt_vocab=len(vocabs["target"]), variant=variant)
     config = TrainConfig(steps=steps or 2000, batch_size=64, lr=3e-3, warmup=100, snapshot_every=250, seed=seed)
     model, run = train_model(cfg, drop_some_stops(train_pairs, seed), vocabs, config)
     match = exact_match(model, test_pairs, vocabs)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.checkpoint import save_checkpoint
-from engine.families.vit.network import DIGITS, ViT, ViTConfig
+from engine.families.vit.network import ViT, ViTConfig
 from engine.samples import DIGIT_SPLIT_SEED, DIGIT_TEST_FRACTION, digit_split
 from engine.training.loop import TrainConfig, make_optimizer, resolve_device, update
 from engine.training.recipes.common import Log, LossLog, Run, log_line, run_fields
@@ -136,18 +136,9 @@ def fit(
 
 
 def model_config() -> ViTConfig:
-    """The shipped model: 8×8 input, 2×2 patches (16 + [CLS] tokens), 3 layers × 4 heads, d_model 64."""
-    return ViTConfig(
-        image_size=8,
-        patch_size=2,
-        channels=1,
-        d_model=64,
-        n_layers=3,
-        n_heads=4,
-        d_mlp=128,
-        n_classes=10,
-        labels=DIGITS,
-    )
+    """The shipped model, :class:`ViTConfig`'s defaults: 8×8 input, 2×2 patches (16 + [CLS] tokens), 3 layers × 4
+    heads, d_model 64, the ten digits."""
+    return ViTConfig()
 
 
 def train_config(steps: int | None = None, seed: int = 0) -> TrainConfig:
