@@ -85,8 +85,19 @@ class JobSettings:
         return asdict(self)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def whole_in(value: Any, low: int, high: int) -> bool:
+    """``value`` is an int (not a bool) from ``low`` to ``high``."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def number_in(value: Any, low: float, high: float) -> bool:
+    """``value`` is a finite int or float (not a bool) from ``low`` to ``high``."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and low <= value <= high
+    )
 
 
 def validate_settings(raw: Mapping[str, Any] | JobSettings) -> JobSettings:
@@ -114,15 +125,10 @@ def validate_settings(raw: Mapping[str, Any] | JobSettings) -> JobSettings:
         value = values[name]
         if name == "snapshot_every" and value is None:
             continue
-        if not _is_int(value) or not low <= value <= high:
+        if not whole_in(value, low, high):
             problems.append(f"{name} must be a whole number from {low} to {high:,}, got {value!r}")
     lr = values["lr"]
-    if (
-        isinstance(lr, bool)
-        or not isinstance(lr, (int, float))
-        or not math.isfinite(lr)
-        or not LR_RANGE[0] <= lr <= LR_RANGE[1]
-    ):
+    if not number_in(lr, *LR_RANGE):
         problems.append(f"learning rate must be a finite number from {LR_RANGE[0]:g} to {LR_RANGE[1]:g}, got {lr!r}")
     if values["pos_encoding"] not in POS_ENCODINGS:
         problems.append(f"positional encoding must be one of {list(POS_ENCODINGS)}, got {values['pos_encoding']!r}")
