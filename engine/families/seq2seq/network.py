@@ -173,9 +173,11 @@ class DecoderBlock(nn.Module):
 
 
 class _Stack(nn.Module):
-    """Token embedding + position vectors, shared by :class:`Encoder` and :class:`Decoder`."""
+    """What :class:`Encoder` and :class:`Decoder` share: token embedding + position vectors, ``n_layers`` blocks of
+    type ``block``, a final LayerNorm."""
 
-    def _embeddings(self, vocab: int, max_len: int, cfg: Seq2SeqConfig) -> None:
+    def __init__(self, vocab: int, max_len: int, cfg: Seq2SeqConfig, block: type[nn.Module]) -> None:
+        super().__init__()
         self.pos_kind = cfg.pos_encoding
         self.embed = nn.Embedding(vocab, cfg.d_model)
         self.hook_embed = HookPoint()  # [batch, pos, d_model]
@@ -184,6 +186,8 @@ class _Stack(nn.Module):
         else:
             self.register_buffer("pos_table", sinusoidal(max_len, cfg.d_model), persistent=False)
         self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
+        self.blocks = nn.ModuleList(block(cfg.layer_config()) for _ in range(cfg.n_layers))
+        self.ln_final = nn.LayerNorm(cfg.d_model)
 
     def position_vectors(self, n_pos: int) -> torch.Tensor:
         """``[n_pos, d_model]``: the vectors added to the embeddings of positions ``0 … n_pos − 1``."""
@@ -200,10 +204,7 @@ class Encoder(_Stack):
     """Source embedding and ``n_layers`` non-causal :class:`Block`s, then a final LayerNorm."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
-        super().__init__()
-        self._embeddings(cfg.src_vocab, cfg.max_src, cfg)
-        self.blocks = nn.ModuleList(Block(cfg.layer_config()) for _ in range(cfg.n_layers))
-        self.ln_final = nn.LayerNorm(cfg.d_model)
+        super().__init__(cfg.src_vocab, cfg.max_src, cfg, Block)
 
     def forward(self, src: torch.Tensor, bias: torch.Tensor | None, attn_impl: AttnImpl) -> torch.Tensor:
         """Args: src ``(B, S)``, bias ``(B, 1, 1, S)`` padding mask or None. Returns memory ``(B, S, D)``."""
@@ -217,10 +218,7 @@ class Decoder(_Stack):
     """Target embedding and ``n_layers`` :class:`DecoderBlock`s, then a final LayerNorm."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
-        super().__init__()
-        self._embeddings(cfg.tgt_vocab, cfg.max_tgt, cfg)
-        self.blocks = nn.ModuleList(DecoderBlock(cfg.layer_config()) for _ in range(cfg.n_layers))
-        self.ln_final = nn.LayerNorm(cfg.d_model)
+        super().__init__(cfg.tgt_vocab, cfg.max_tgt, cfg, DecoderBlock)
 
     def forward(
         self, tgt_in: torch.Tensor, memory: torch.Tensor, cross_bias: torch.Tensor | None, attn_impl: AttnImpl
