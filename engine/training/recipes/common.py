@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from engine.families.transformer.network import Transformer, TransformerConfig
-from engine.training.loop import TrainConfig, train
+from engine.training.loop import TrainConfig, train, transformer_config_for
 from engine.training.tasks import Task
 
 T = TypeVar("T")
@@ -49,8 +49,8 @@ class LossLog:
     log: Log = log_line
     mean: float = float("nan")  # the mean of the last logged window
     started: float = field(default_factory=time.perf_counter)
-    _sum: float = 0.0
-    _count: int = 0
+    _sum: float = field(default=0.0, init=False, repr=False)
+    _count: int = field(default=0, init=False, repr=False)
 
     @property
     def elapsed(self) -> float:
@@ -99,14 +99,7 @@ def run_fields(name: str, run: Run, *, steps: int, seed: int, metrics: dict) -> 
 def stories_transformer(task: Task, *, causal: bool) -> tuple[TransformerConfig, Transformer]:
     """The model of both stories recipes: 3 layers × 4 heads, d_model 128, learned positions, ``task``'s vocabulary
     and window; ``causal`` makes it the decoder (GPT) or the encoder (BERT). Seed torch before calling."""
-    cfg = TransformerConfig(
-        vocab_size=len(task.vocab),
-        d_model=128,
-        n_layers=3,
-        n_heads=4,
-        d_mlp=512,
-        max_len=task.seq_len,
-        pos_encoding="learned",
-        causal=causal,
+    cfg = transformer_config_for(
+        task, d_model=128, n_layers=3, n_heads=4, d_mlp=512, pos_encoding="learned", causal=causal
     )
     return cfg, Transformer(cfg)
