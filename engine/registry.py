@@ -120,7 +120,7 @@ def _load_minilm(device=None):
 def _load_tiny_random_gpt2(device=None):
     from engine.families.hf_text.tiny_gpt2 import load_tiny_random_gpt2
 
-    return load_tiny_random_gpt2(device)
+    return load_tiny_random_gpt2(TINY_RANDOM_GPT2, device)
 
 
 _BUILTIN: dict[str, tuple[ModelSpec, Callable]] = {

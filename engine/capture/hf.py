@@ -57,6 +57,11 @@ class LayerRecord:
     #: output projection from the calling module; None until then
     out_norms: np.ndarray | None = None
 
+    @property
+    def scale(self) -> float:
+        """The factor on ``Q Kᵀ``: the call's ``scaling``, or ``1/√d_head`` when it passed none."""
+        return self.scaling if self.scaling is not None else self.query.shape[-1] ** -0.5
+
 
 @dataclass
 class Recorder:

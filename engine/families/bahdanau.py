@@ -68,7 +68,8 @@ STEP_HOOKS = (
 
 @dataclass(frozen=True)
 class RNNAttentionConfig(JsonConfig):
-    """Hyper-parameters of :class:`RNNAttentionModel`; JSON round-trip via ``to_dict``/``from_dict``."""
+    """Hyper-parameters of :class:`RNNAttentionModel`; JSON round-trip via ``to_dict``/``from_dict``. Apart from
+    the vocabulary sizes, the defaults are the shipped translators'."""
 
     src_vocab: int = 256  # source token ids
     tgt_vocab: int = 320  # target token ids
@@ -81,15 +82,10 @@ class RNNAttentionConfig(JsonConfig):
     max_tgt: int = 32  # most target words greedy decoding writes (<eos> included)
 
     def __post_init__(self) -> None:
-        problems = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name != "variant" and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                problems.append(f"{f.name} must be a positive integer, got {value!r}")
+        problems = self.positive_int_problems(f.name for f in fields(self) if f.name != "variant")
         if self.variant not in VARIANTS:
             problems.append(f"variant must be one of {list(VARIANTS)}, got {self.variant!r}")
-        if problems:
-            raise ValueError("RNNAttentionConfig: " + "; ".join(problems))
+        self.raise_problems(problems)
 
 
 class Encoder(nn.Module):

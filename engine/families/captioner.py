@@ -67,19 +67,12 @@ class CaptionerConfig(JsonConfig):
     max_len: int = 14  # most words greedy decoding writes (<eos> included)
 
     def __post_init__(self) -> None:
-        problems = [
-            f"{f.name} must be a positive integer, got {getattr(self, f.name)!r}"
-            for f in fields(self)
-            if isinstance(getattr(self, f.name), bool)
-            or not isinstance(getattr(self, f.name), int)
-            or getattr(self, f.name) <= 0
-        ]
+        problems = self.positive_int_problems(f.name for f in fields(self))
         if not problems:
             ratio = self.image_size // self.grid
             if self.image_size % self.grid or ratio & (ratio - 1) or ratio < 2:
                 problems.append(f"image_size / grid must be a power of two ≥ 2, got {self.image_size}/{self.grid}")
-        if problems:
-            raise ValueError("CaptionerConfig: " + "; ".join(problems))
+        self.raise_problems(problems)
 
     @property
     def cells(self) -> int:

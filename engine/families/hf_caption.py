@@ -44,7 +44,7 @@ from engine.capture.hf import recording, register
 from engine.decoding import decode_loop
 from engine.families import TABLE, hub_record
 from engine.families.hf_api import hf
-from engine.families.hf_vit import to_rgb_uint8
+from engine.families.hf_vit import image_processor, to_rgb_uint8
 from engine.families.hub import byte_level, sdpa_builder
 from engine.generation import DecodeSettings
 from engine.model import Model, pick_device
@@ -187,10 +187,7 @@ class HFCaptionAdapter:
             if len(found) != len(layers):
                 raise EngineError("The decoder's cross-attention was not recorded (the model does not run ap_capture).")
             records = [found[id(m)] for m in layers]
-            return [
-                (r.query, r.key, r.value, r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5)
-                for r in records
-            ], out.logits[0].float().cpu()
+            return [(r.query, r.key, r.value, r.scale) for r in records], out.logits[0].float().cpu()
         names = {
             f"{i}.{part}": getattr(layer, part) for i, layer in enumerate(layers) for part in ("query", "key", "value")
         }
@@ -313,16 +310,12 @@ def load_hf_captioner(
     api = hf()
     kind = "ved" if config.get("model_type") == "vision-encoder-decoder" else "blip"
     _check_parts(kind, config, model_id)
-    if not (path / "preprocessor_config.json").is_file():
-        raise ModelUnavailableError(
-            f"{quote_input(model_id)} has no preprocessor_config.json, so its pixels cannot be prepared."
-        )
+    images = image_processor(path, model_id)
     try:
-        images = api.AutoImageProcessor.from_pretrained(path)
         tokenizer = api.AutoTokenizer.from_pretrained(path)
     except Exception as err:  # noqa: BLE001 — any loader error (see hub.sdpa_builder) means this model cannot load
         raise ModelUnavailableError(
-            f"The image processor or tokenizer of {quote_input(model_id)} cannot be loaded: {error_reason(err)}"
+            f"The tokenizer of {quote_input(model_id)} cannot be loaded: {error_reason(err)}"
         ) from err
     device = device or pick_device()
 

@@ -226,7 +226,7 @@ class Seq2SeqHFAdapter:
             queries=tuple(r.query for r in records),
             keys=tuple(r.key for r in records),
             values=tuple(r.value for r in records),
-            scales=tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records),
+            scales=tuple(r.scale for r in records),
             causal=causal,
             relative_bias=tuple(relative) if any(b is not None for b in relative) else (),
             value_out_norms=tuple(r.out_norms for r in records),

@@ -98,20 +98,12 @@ class HFSwinAdapter(HFViTAdapter):
                 shift=shift,
                 queries=r.query,
                 keys=r.key,
-                scale=r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5,
+                scale=r.scale,
                 bias=bias,
             )
             for (s, b, w, shift), r, bias in zip(geometry, records, biases)
         )
-        mean, std = self._norm(model.tokenizer)
-        seen = np.clip(pixels[0].permute(1, 2, 0).numpy() * std + mean, 0.0, 1.0).astype(np.float32)  # (S, S, 3)
-        notices = [
-            f"The image was resized to {seen.shape[0]}×{seen.shape[1]} pixels by the model's own image processor."
-        ]
-        if not labels:
-            notices.append("This checkpoint has no classification head: attention only, no prediction.")
-        if notice:
-            notices.append(notice)
+        seen, notices = self.seen_image(model, pixels, labels, notice)
         return WindowTrace(
             model_id=model.spec.id,
             image=seen,
@@ -119,7 +111,7 @@ class HFSwinAdapter(HFViTAdapter):
             blocks=blocks,
             labels=labels,
             probs=probs,
-            notices=tuple(notices),
+            notices=notices,
             device=device.type,
         )
 

@@ -118,7 +118,7 @@ class HFViTAdapter:
 
         (records, probs, labels), device, notice = model.run(forward)
         queries = tuple(r.query for r in records)
-        scales = tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records)
+        scales = tuple(r.scale for r in records)
         side, patch = int(config.image_size), int(config.patch_size)
         grid = (side // patch, side // patch)
         n_tokens = queries[0].shape[1]
@@ -142,13 +142,7 @@ class HFViTAdapter:
             n_input_tokens=n_tokens,
             device=device.type,
         )
-        mean, std = self._norm(model.tokenizer)
-        seen = np.clip(pixels[0].permute(1, 2, 0).numpy() * std + mean, 0.0, 1.0).astype(np.float32)  # (S, S, 3)
-        notices = [f"The image was resized to {side}×{side} pixels by the model's own image processor."]
-        if not labels:
-            notices.append("This checkpoint has no classification head: attention only, no prediction.")
-        if notice:
-            notices.append(notice)
+        seen, notices = self.seen_image(model, pixels, labels, notice)
         return VisionTrace(
             model_id=model.spec.id,
             image=seen,
@@ -157,8 +151,22 @@ class HFViTAdapter:
             attention=attention,
             labels=labels,
             probs=probs,
-            notices=tuple(notices),
+            notices=notices,
         )
+
+    def seen_image(
+        self, model: Model, pixels: torch.Tensor, labels: tuple[str, ...], notice: str | None
+    ) -> tuple[np.ndarray, tuple[str, ...]]:
+        """The image as the model saw it, ``[S, S, 3]`` (0–1, the processor's normalisation undone), and the
+        trace's notices: the resizing, a missing class head, and ``notice`` from the run (if any)."""
+        mean, std = self._norm(model.tokenizer)
+        seen = np.clip(pixels[0].permute(1, 2, 0).numpy() * std + mean, 0.0, 1.0).astype(np.float32)  # (S, S, 3)
+        notices = [
+            f"The image was resized to {seen.shape[0]}×{seen.shape[1]} pixels by the model's own image processor."
+        ]
+        if not labels:
+            notices.append("This checkpoint has no classification head: attention only, no prediction.")
+        return seen, (*notices, notice) if notice else tuple(notices)
 
     def classify(self, model: Model, seen: np.ndarray) -> np.ndarray:
         """Probabilities for an image in the trace's ``image`` form (``[S, S, 3]``, 0–1), no resizing."""
@@ -174,6 +182,24 @@ class HFViTAdapter:
     def occlusion_fill(self, model: Model) -> np.ndarray:
         """A hidden patch becomes the processor's mean colour (0 after normalisation)."""
         return self._norm(model.tokenizer)[0]
+
+
+def image_processor(path: Path, model_id: str) -> Any:
+    """The image processor of the folder ``path`` (how the model's pixels are prepared).
+
+    Raises:
+        ModelUnavailableError: no ``preprocessor_config.json``, or one that does not load.
+    """
+    if not (path / "preprocessor_config.json").is_file():
+        raise ModelUnavailableError(
+            f"{quote_input(model_id)} has no preprocessor_config.json, so its pixels cannot be prepared."
+        )
+    try:
+        return hf().AutoImageProcessor.from_pretrained(path)
+    except Exception as err:  # noqa: BLE001 — any loader error (see hub.sdpa_builder) means this model cannot load
+        raise ModelUnavailableError(
+            f"The image processor of {quote_input(model_id)} cannot be loaded: {error_reason(err)}"
+        ) from err
 
 
 def load_hf_vit(
@@ -213,20 +239,9 @@ def load_image_model(
         cls = api.AutoModelForImageClassification
     else:
         cls = api.AutoModel
-    if not (path / "preprocessor_config.json").is_file():
-        raise ModelUnavailableError(
-            f"{quote_input(model_id)} has no preprocessor_config.json, so its pixels cannot be prepared."
-        )
-    try:
-        processor = api.AutoImageProcessor.from_pretrained(path)
-    except Exception as err:  # noqa: BLE001 — any loader error (see hub.sdpa_builder) means this model cannot load
-        raise ModelUnavailableError(
-            f"The image processor of {quote_input(model_id)} cannot be loaded: {error_reason(err)}"
-        ) from err
+    processor = image_processor(path, model_id)
     device = device or pick_device()
-
     build = sdpa_builder(cls, path, model_id, register())
-
     module = build(device)
     spec = spec or ModelSpec(id=model_id, family="vit", label=model_id, offline=True)
     return Model(

@@ -1,9 +1,9 @@
-"""What our own families share: their configs' JSON round trip, and a checkpoint loaded as a read-only
-:class:`engine.model.Model`."""
+"""What our own families share: their configs' JSON round trip, a checkpoint loaded as a read-only
+:class:`engine.model.Model`, and the per-layer heads a trace reads from their attention hooks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
+from engine.capture import heads_first
+from engine.capture.contribution import attention_norms
 from engine.checkpoint import load_checkpoint
 from engine.model import Adapter, Model, freeze, pick_device
 from engine.records import CheckpointError, ModelSpec
@@ -19,7 +21,21 @@ C = TypeVar("C", bound="JsonConfig")
 
 
 class JsonConfig:
-    """Mixin for frozen dataclass configs: ``to_dict()`` and a strict ``from_dict()``."""
+    """Mixin for frozen dataclass configs: ``to_dict()``, a strict ``from_dict()`` and the checks they share."""
+
+    def positive_int_problems(self, names: Iterable[str]) -> list[str]:
+        """A sentence for each named field that is not a positive integer (True and False are not)."""
+        values = {name: getattr(self, name) for name in names}
+        return [
+            f"{name} must be a positive integer, got {value!r}"
+            for name, value in values.items()
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0
+        ]
+
+    def raise_problems(self, problems: list[str]) -> None:
+        """Raise one ``ValueError`` naming the config class and every problem; nothing when there is none."""
+        if problems:
+            raise ValueError(f"{type(self).__name__}: " + "; ".join(problems))
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a JSON-ready dict (field name → value; tuples become lists)."""
@@ -106,3 +122,37 @@ def source_target_vocab(kind: str) -> Callable[[nn.Module, Any], str | None]:
         return None
 
     return check
+
+
+def qkv_names(prefixes: list[str], q: str = "hook_q", k: str = "hook_k") -> list[str]:
+    """The hook names :func:`captured_heads` reads: ``{prefix}.{q|k|hook_v}`` for each attention layer."""
+    return [f"{prefix}.{hook}" for prefix in prefixes for hook in (q, k, "hook_v")]
+
+
+def captured_heads(
+    acts: Mapping[str, torch.Tensor],
+    prefixes: list[str],
+    modules: list[nn.Module],
+    q: str = "hook_q",
+    k: str = "hook_k",
+) -> dict[str, tuple]:
+    """The :class:`~engine.traces.attention.AttentionTrace` fields of our own attention layers, one per prefix.
+
+    Args:
+        acts: captured activations, ``[1, pos, head, d_head]`` at each of :func:`qkv_names`.
+        prefixes: each layer's attention module path (``"blocks.0.attn"``).
+        modules: those modules (each owns its ``w_o`` and ``scale``).
+        q, k: the query and key hooks (``hook_rot_q``/``hook_rot_k`` for RoPE, after the rotation).
+
+    Returns:
+        ``queries``, ``keys``, ``values`` (``[head, pos, d_head]`` each), ``value_out_norms`` (‖v^h_j W_O^h‖ per
+        head and key, through each module's ``w_o``) and ``scales``.
+    """
+    values = tuple(heads_first(acts[f"{prefix}.hook_v"]) for prefix in prefixes)
+    return {
+        "queries": tuple(heads_first(acts[f"{prefix}.{q}"]) for prefix in prefixes),
+        "keys": tuple(heads_first(acts[f"{prefix}.{k}"]) for prefix in prefixes),
+        "values": values,
+        "value_out_norms": tuple(attention_norms(module, v) for module, v in zip(modules, values)),
+        "scales": tuple(float(module.scale) for module in modules),
+    }

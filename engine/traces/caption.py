@@ -80,11 +80,7 @@ class PatchCaptionTrace:
         caption: the caption as text (special tokens left out).
         cross: the decoder's cross-attention, an :class:`AttentionTrace` with one query row per written word
             (``tokens``: the decoder's inputs) and one key per encoder output (``key_tokens``: ``[CLS]``, ``p0`` …).
-        log_prob: the written tokens' summed log-probability.
-        beam: 1 for greedy decoding, else the beam width it was the best of.
-        notices: sentences for the UI.
-        family: always ``"captioner"`` (the :class:`Trace` protocol).
-        device: where the forward pass ran ("cpu", "cuda").
+        log_prob, beam, notices, family, device: as in :class:`CaptionTrace` (``log_prob`` over the written tokens).
     """
 
     model_id: str
@@ -121,20 +117,22 @@ class PatchCaptionTrace:
         """``[head, word, key]``: the cross-attention weights of decoder layer ``layer`` (rows sum to 1)."""
         return self.cross.pattern(layer)
 
+    def head_weights(self, layer: int, head: int | None = None) -> np.ndarray:
+        """``[word, key]``: one head's cross-attention weights in ``layer``, or their mean over heads (``None``)."""
+        w = self.weights(layer)  # (H, T, K)
+        return w.mean(axis=0) if head is None else w[head]
+
     def patch_maps(self, layer: int, head: int | None = None) -> np.ndarray:
         """``[word, rows, cols]``: each written word's weights on the patches, laid on the image's grid (one head,
         or the mean over heads when ``head`` is None). Not renormalised: the rest went to the prefix
         (:meth:`prefix_weight`)."""
-        w = self.weights(layer)  # (H, T, K)
-        w = w.mean(axis=0) if head is None else w[head]  # (T, K)
+        w = self.head_weights(layer, head)  # (T, K)
         rows, cols = self.grid
         return np.ascontiguousarray(w[:, self.prefix :].reshape(len(self.words), rows, cols), dtype=np.float32)
 
     def prefix_weight(self, layer: int, head: int | None = None) -> np.ndarray:
         """``[word]``: the weight each word's row puts on the keys before the patches ([CLS])."""
-        w = self.weights(layer)
-        w = w.mean(axis=0) if head is None else w[head]
-        return w[:, : self.prefix].sum(axis=1).astype(np.float32)
+        return self.head_weights(layer, head)[:, : self.prefix].sum(axis=1).astype(np.float32)
 
     def attention_blocks(self) -> dict[str, AttentionTrace]:
         """The :class:`Trace` protocol: the decoder's cross-attention over the image (``"cross"``)."""

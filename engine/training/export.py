@@ -9,7 +9,6 @@ it, repeat. For the question–answer tasks the correct answer is re-derived by 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import io
 import json
 import re
@@ -22,7 +21,7 @@ from safetensors.torch import save as save_safetensors
 from engine.checkpoint import FORMAT, model_card, unique_tensors
 from engine.corpora.translation import tokenize as fr_tokenize
 from engine.corpora.translation import translate
-from engine.families.transformer.adapter import trace_own
+from engine.families.transformer.adapter import trace_input
 from engine.model import Model, freeze
 from engine.records import ModelSpec
 from engine.traces.attention import AttentionTrace
@@ -52,19 +51,7 @@ class TrainedTextAdapter:
             model.max_positions,
             split=lambda t: [w for w in split_words(t) if w != "<bos>"],
         )
-        ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
-        use_causal = self.causal if causal is None else causal
-        tr, device, _ = model.run(
-            lambda module, _dev: trace_own(module, ids, tokens, model_id=model.spec.id, causal=use_causal)
-        )
-        return dataclasses.replace(
-            tr,
-            family=model.spec.family,
-            truncated=inp.truncated,
-            n_input_tokens=inp.n_input,
-            device=device.type,
-            notices=tuple(notices),
-        )
+        return trace_input(model, inp, self.causal if causal is None else causal)
 
 
 def runtime_model(job, model_id: str) -> Model:

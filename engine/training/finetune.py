@@ -27,6 +27,7 @@ from engine.capture import capture
 from engine.corpora import story_corpus
 from engine.corpora.stories.lexicon import COLOURS  # the stories' colour words
 from engine.records import EngineError
+from engine.training.job_settings import number_in, whole_in
 from engine.vocab import BOS_ID, PAD_ID, Vocab
 
 MAX_STEPS = 500
@@ -215,9 +216,9 @@ def check_settings(steps: int, lr: float) -> None:
     Raises:
         EngineError: ``steps`` outside 1–:data:`MAX_STEPS` or ``lr`` outside (0, 0.1].
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+    if not whole_in(steps, 1, MAX_STEPS):
         raise EngineError(f"steps must be a whole number from 1 to {MAX_STEPS}, got {steps!r}.")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr <= 0.1:
+    if not number_in(lr, 0, 0.1) or lr == 0:
         raise EngineError(f"The learning rate must be above 0 and at most 0.1, got {lr!r}.")
 
 

@@ -18,7 +18,6 @@ shows them as curves while it trains; the long-work lane reads each as a yield p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -31,6 +30,7 @@ from engine.analysis.induction import copying_score, icl_score, prefix_matching_
 from engine.builds import BUILD_LOCK
 from engine.capture import capture
 from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.training.job_settings import number_in, whole_in
 from engine.training.loop import TrainConfig, train
 from engine.training.task_base import IGNORE, PROBE_SEED, Batch, Task, token_accuracy
 from engine.vocab import BOS_ID, SPECIALS, Vocab
@@ -244,16 +244,11 @@ def check_settings(steps: Any, lr: Any, seed: Any) -> tuple[int, float, int]:
         ValueError: a readable message naming every problem, one sentence each (shown to the user as it is).
     """
     problems = []
-    if isinstance(steps, bool) or not isinstance(steps, int) or not STEP_RANGE[0] <= steps <= STEP_RANGE[1]:
+    if not whole_in(steps, *STEP_RANGE):
         problems.append(f"Steps must be a whole number from {STEP_RANGE[0]} to {STEP_RANGE[1]:,}, got {steps!r}.")
-    if (
-        isinstance(lr, bool)
-        or not isinstance(lr, (int, float))
-        or not math.isfinite(lr)
-        or not LR_RANGE[0] <= lr <= LR_RANGE[1]
-    ):
+    if not number_in(lr, *LR_RANGE):
         problems.append(f"The learning rate must be from {LR_RANGE[0]:g} to {LR_RANGE[1]:g}, got {lr!r}.")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+    if not whole_in(seed, 0, 2**31 - 1):
         problems.append(f"The seed must be a whole number ≥ 0, got {seed!r}.")
     if problems:
         raise ValueError(" ".join(problems))

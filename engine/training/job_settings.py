@@ -85,8 +85,19 @@ class JobSettings:
         return asdict(self)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def whole_in(value: Any, low: int, high: int) -> bool:
+    """``value`` is an int (not a bool) from ``low`` to ``high``."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def number_in(value: Any, low: float, high: float) -> bool:
+    """``value`` is a finite int or float (not a bool) from ``low`` to ``high``."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and low <= value <= high
+    )
 
 
 def validate_settings(raw: Mapping[str, Any] | JobSettings) -> JobSettings:
@@ -114,15 +125,10 @@ def validate_settings(raw: Mapping[str, Any] | JobSettings) -> JobSettings:
         value = values[name]
         if name == "snapshot_every" and value is None:
             continue
-        if not _is_int(value) or not low <= value <= high:
+        if not whole_in(value, low, high):
             problems.append(f"{name} must be a whole number from {low} to {high:,}, got {value!r}")
     lr = values["lr"]
-    if (
-        isinstance(lr, bool)
-        or not isinstance(lr, (int, float))
-        or not math.isfinite(lr)
-        or not LR_RANGE[0] <= lr <= LR_RANGE[1]
-    ):
+    if not number_in(lr, *LR_RANGE):
         problems.append(f"learning rate must be a finite number from {LR_RANGE[0]:g} to {LR_RANGE[1]:g}, got {lr!r}")
     if values["pos_encoding"] not in POS_ENCODINGS:
         problems.append(f"positional encoding must be one of {list(POS_ENCODINGS)}, got {values['pos_encoding']!r}")
@@ -192,18 +198,9 @@ def _check_budget(settings: JobSettings) -> None:
 
 def build_model(settings: JobSettings, task):
     """A fresh :class:`~engine.families.transformer.network.Transformer` for ``task`` (seeded by ``settings.seed``)."""
-    from engine.training.loop import make_model
+    from engine.training.loop import model_for
 
-    return make_model(
-        task,
-        seed=settings.seed,
-        d_model=settings.d_model,
-        n_layers=settings.n_layers,
-        n_heads=settings.n_heads,
-        d_mlp=settings.d_mlp,
-        pos_encoding=settings.pos_encoding,
-        causal=settings.causal,
-    )
+    return model_for(task, settings, seed=settings.seed, pos_encoding=settings.pos_encoding, causal=settings.causal)
 
 
 def time_steps(settings: JobSettings, n: int = 4) -> float:

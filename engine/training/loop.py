@@ -151,6 +151,12 @@ def make_model(task: Task, seed: int = 0, **overrides: Any) -> Transformer:
         return Transformer(cfg)
 
 
+def model_for(task: Task, shape: Any, *, seed: int = 0, **overrides: Any) -> Transformer:
+    """:func:`make_model` sized by ``shape``: any record with ``d_model``, ``n_layers``, ``n_heads`` and ``d_mlp``."""
+    dims = {name: getattr(shape, name) for name in ("d_model", "n_layers", "n_heads", "d_mlp")}
+    return make_model(task, seed, **dims, **overrides)
+
+
 def _default_forward(task: Task) -> ForwardFn:
     def forward(model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
         if isinstance(model, Transformer):
@@ -186,6 +192,19 @@ def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) 
         {"params": no_decay, "weight_decay": 0.0},
     ]
     return torch.optim.AdamW(groups, lr=config.lr_at(0), betas=(0.9, 0.98), fused=device.type == "cuda")
+
+
+def update(
+    model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor, config: TrainConfig, step: int
+) -> None:
+    """One optimizer step: the learning rate of ``step``, backward, ``‖grad‖ ≤ grad_clip``, then the update."""
+    for group in optimizer.param_groups:
+        group["lr"] = config.lr_at(step)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if config.grad_clip is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
 
 
 @dataclass
@@ -312,15 +331,8 @@ def train(
                 break
             clock.start()
             batch = task.sample(config.batch_size, data_gen).to(device)
-            for group in optimizer.param_groups:
-                group["lr"] = config.lr_at(step)
-            logits = forward(model, batch.inputs)  # (B, T, V)
-            loss = batch_loss(logits, batch)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if config.grad_clip is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
+            loss = batch_loss(forward(model, batch.inputs), batch)  # logits (B, T, V)
+            update(model, optimizer, loss, config, step)
             step += 1
             clock.lap(tokens_per_batch, float(loss.detach()))
             if step % config.snapshot_every == 0 and step < config.steps:

@@ -1,70 +1,45 @@
 """Rebuild a shipped checkpoint from scratch: ``python -m engine.training.pretrain NAME``.
 
-Each recipe fixes its data, model, seed and steps, trains with :func:`engine.training.loop.train`,
-evaluates on held-out data, and writes ``assets/checkpoints/NAME.{safetensors,json,md}``; the model
-card records the figures and this command.
+Each recipe fixes its data, model, seed and steps, trains (:func:`engine.training.loop.train`, or its own loop
+over the same :func:`~engine.training.loop.update`), evaluates on held-out data, and writes
+``assets/checkpoints/NAME.{safetensors,json,md}``; the model card records the figures and this command.
 
 Checkpoints: ``tiny-gpt-stories`` (decoder on generated children's stories), ``tiny-translator``
 (encoder-decoder transformer, toy En→Fr + dates), ``bahdanau-translator`` (GRU encoder-decoder with
-additive attention), ``luong-translator`` (the same with dot-product attention), ``tiny-vit-digits`` (ViT on scikit-learn's 8×8 digits), ``tiny-bert-stories`` (encoder with BERT's
-masked-LM objective on the stories), ``scene-captioner`` (CNN + LSTM with soft attention on generated
-shape scenes), ``induction-2l-attn-only`` (two attention-only layers on repeated random letters: induction
-heads). Recipes other than the
-first live in :mod:`engine.training.recipes`.
+additive attention), ``luong-translator`` (the same with dot-product attention), ``tiny-vit-digits`` (ViT on
+scikit-learn's 8×8 digits), ``tiny-bert-stories`` (encoder with BERT's masked-LM objective on the stories),
+``scene-captioner`` (CNN + LSTM with soft attention on generated shape scenes), ``induction-2l-attn-only`` (two
+attention-only layers on repeated random letters: induction heads). Recipes other than the first live in
+:mod:`engine.training.recipes`.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import platform
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from engine.checkpoint import save_checkpoint
-from engine.families.transformer.network import Transformer, TransformerConfig
 from engine.registry import CHECKPOINTS
 from engine.training.corpus_tasks import StoriesTask
 from engine.training.evaluate import grammatical_samples, held_out_loss, pronoun_head
-from engine.training.loop import TrainConfig, train
-
-
-def _progress(snapshot, started: float) -> None:
-    print(
-        f"step {snapshot.step:5d}/{snapshot.total_steps}  loss {snapshot.loss:.3f}  "
-        f"{snapshot.metric_name} {snapshot.metric:.3f}  lr {snapshot.lr:.2e}  "
-        f"{snapshot.tokens_per_s:,.0f} tok/s  {time.perf_counter() - started:.0f} s",
-        flush=True,
-    )
+from engine.training.loop import TrainConfig
+from engine.training.recipes.common import run_fields, stories_transformer, train_logged
 
 
 def tiny_gpt_stories(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
     """A 3-layer, 4-head decoder (d_model 128, learned positions) on 20,000 generated stories."""
     torch.manual_seed(seed)
     task = StoriesTask(seq_len_=96, n_stories=20_000, seed=seed)
-    cfg = TransformerConfig(
-        vocab_size=len(task.vocab),
-        d_model=128,
-        n_layers=3,
-        n_heads=4,
-        d_mlp=512,
-        max_len=task.seq_len,
-        pos_encoding="learned",
-        causal=True,
-    )
-    model = Transformer(cfg)
+    cfg, model = stories_transformer(task, causal=True)
     config = TrainConfig(
         steps=steps or 2500, batch_size=32, lr=3e-3, warmup=100, snapshot_every=250, seed=seed, eval_batch_size=64
     )
-    started = time.perf_counter()
-    for snap in train(model, task, config, model_id="tiny-gpt-stories"):
-        _progress(snap, started)
-        device = snap.device
-    wall = time.perf_counter() - started
+    run = train_logged(model, task, config, model_id="tiny-gpt-stories")
     model.eval()
     loss = held_out_loss(model, task)
     unigram = task.unigram_loss()
@@ -86,14 +61,9 @@ def tiny_gpt_stories(out: Path, *, steps: int | None = None, seed: int = 0) -> d
         "that refer back, repeated objects.",
         "data": f"{task.n_stories:,} generated stories (seed {seed}), {task.test_fraction:.0%} held out; "
         f"{len(task.vocab)} word tokens",
-        "steps": config.steps,
         "batch": f"{config.batch_size} × {task.seq_len} tokens",
-        "wall_time_s": round(wall, 1),
-        "device": f"{device} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
-        "seed": seed,
-        "final_metrics": metrics,
         "samples": samples[:3],
-        "command": "python -m engine.training.pretrain tiny-gpt-stories",
+        **run_fields("tiny-gpt-stories", run, steps=config.steps, seed=seed, metrics=metrics),
     }
     save_checkpoint(
         out, "tiny-gpt-stories", model, kind="transformer", config=cfg.to_dict(), vocab=task.vocab, card=card

@@ -133,19 +133,10 @@ def stories_task(seq_len: int, n_stories: int, seed: int):
 
 def make_size(size: Size, settings: Settings):
     """A fresh stories decoder of ``size`` (initial weights from ``settings.seed``)."""
-    from engine.training.loop import make_model
+    from engine.training.loop import model_for
 
     task = stories_task(settings.seq_len, settings.n_stories, settings.seed)
-    return make_model(
-        task,
-        seed=settings.seed,
-        d_model=size.d_model,
-        n_layers=size.n_layers,
-        n_heads=size.n_heads,
-        d_mlp=size.d_mlp,
-        pos_encoding="learned",
-        causal=True,
-    )
+    return model_for(task, size, seed=settings.seed, pos_encoding="learned", causal=True)
 
 
 def run_size(size: Size, settings: Settings = Settings()) -> Iterator[RunProgress]:

@@ -47,8 +47,13 @@ class Verb:
     objects: frozenset[str] = frozenset()  # noun kinds or nouns it takes as objects (generator only)
 
 
-def _n(en: str, en_pl: str, fr: str, fr_pl: str, gender: str, kind: str, elide: bool = False) -> Noun:
-    return Noun(en, en_pl, fr, fr_pl, gender, elide, kind)
+def _nouns(table: str) -> tuple[Noun, ...]:
+    """Nouns from a table: ``en en_pl fr fr_pl gender kind [elide]`` a line; ``#`` lines are comments."""
+    rows = [line.split() for line in table.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return tuple(
+        Noun(en, en_pl, fr, fr_pl, gender, elide == ["elide"], kind)
+        for en, en_pl, fr, fr_pl, gender, kind, *elide in rows
+    )
 
 
 _ALL = frozenset({"person", "animal", "vehicle", "thing", "food", "place", "plant"})
@@ -61,61 +66,63 @@ def _k(spec: str) -> frozenset[str]:
     return frozenset(spec.split())
 
 
-NOUN_LIST: tuple[Noun, ...] = (
-    # animals and people
-    _n("dog", "dogs", "chien", "chiens", "m", "animal"),
-    _n("cat", "cats", "chat", "chats", "m", "animal"),
-    _n("bird", "birds", "oiseau", "oiseaux", "m", "animal", elide=True),
-    _n("horse", "horses", "cheval", "chevaux", "m", "animal"),
-    _n("cow", "cows", "vache", "vaches", "f", "animal"),
-    _n("mouse", "mice", "souris", "souris", "f", "animal"),
-    _n("elephant", "elephants", "éléphant", "éléphants", "m", "animal", elide=True),
-    _n("girl", "girls", "fille", "filles", "f", "person"),
-    _n("boy", "boys", "garçon", "garçons", "m", "person"),
-    _n("man", "men", "homme", "hommes", "m", "person", elide=True),
-    _n("woman", "women", "femme", "femmes", "f", "person"),
-    _n("child", "children", "enfant", "enfants", "m", "person", elide=True),
-    _n("friend", "friends", "ami", "amis", "m", "person", elide=True),
-    _n("king", "kings", "roi", "rois", "m", "person"),
-    _n("queen", "queens", "reine", "reines", "f", "person"),
-    # things and places
-    _n("car", "cars", "voiture", "voitures", "f", "vehicle"),
-    _n("house", "houses", "maison", "maisons", "f", "place"),
-    _n("tree", "trees", "arbre", "arbres", "m", "plant", elide=True),
-    _n("school", "schools", "école", "écoles", "f", "place", elide=True),
-    _n("book", "books", "livre", "livres", "m", "thing"),
-    _n("table", "tables", "table", "tables", "f", "thing"),
-    _n("chair", "chairs", "chaise", "chaises", "f", "thing"),
-    _n("apple", "apples", "pomme", "pommes", "f", "food"),
-    _n("flower", "flowers", "fleur", "fleurs", "f", "plant"),
-    _n("boat", "boats", "bateau", "bateaux", "m", "vehicle"),
-    _n("bike", "bikes", "vélo", "vélos", "m", "vehicle"),
-    _n("bag", "bags", "sac", "sacs", "m", "thing"),
-    _n("ball", "balls", "balle", "balles", "f", "thing"),
-    _n("cake", "cakes", "gâteau", "gâteaux", "m", "food"),
-    _n("letter", "letters", "lettre", "lettres", "f", "thing"),
-    _n("key", "keys", "clé", "clés", "f", "thing"),
-    _n("bed", "beds", "lit", "lits", "m", "thing"),
-    _n("box", "boxes", "boîte", "boîtes", "f", "thing"),
-    _n("hat", "hats", "chapeau", "chapeaux", "m", "thing"),
-    _n("shirt", "shirts", "chemise", "chemises", "f", "thing"),
-    _n("shoe", "shoes", "chaussure", "chaussures", "f", "thing"),
-    _n("plane", "planes", "avion", "avions", "m", "vehicle", elide=True),
-    _n("train", "trains", "train", "trains", "m", "vehicle"),
-    _n("hotel", "hotels", "hôtel", "hôtels", "m", "place", elide=True),
-    _n("island", "islands", "île", "îles", "f", "place", elide=True),
-    _n("egg", "eggs", "œuf", "œufs", "m", "food", elide=True),
-    _n("picture", "pictures", "image", "images", "f", "thing", elide=True),
-    _n("city", "cities", "ville", "villes", "f", "place"),
-    _n("garden", "gardens", "jardin", "jardins", "m", "place"),
-    _n("river", "rivers", "rivière", "rivières", "f", "place"),
-    _n("bridge", "bridges", "pont", "ponts", "m", "place"),
-    _n("lamp", "lamps", "lampe", "lampes", "f", "thing"),
-    _n("cup", "cups", "tasse", "tasses", "f", "thing"),
-    _n("pen", "pens", "stylo", "stylos", "m", "thing"),
-    _n("computer", "computers", "ordinateur", "ordinateurs", "m", "thing", elide=True),
-    _n("umbrella", "umbrellas", "parapluie", "parapluies", "m", "thing"),
-)
+#: one noun a line: English singular and plural, French singular and plural, gender, kind, and ``elide`` where
+#: le/la becomes l'
+NOUN_LIST: tuple[Noun, ...] = _nouns("""
+# animals and people
+dog      dogs      chien      chiens      m animal
+cat      cats      chat       chats       m animal
+bird     birds     oiseau     oiseaux     m animal  elide
+horse    horses    cheval     chevaux     m animal
+cow      cows      vache      vaches      f animal
+mouse    mice      souris     souris      f animal
+elephant elephants éléphant   éléphants   m animal  elide
+girl     girls     fille      filles      f person
+boy      boys      garçon     garçons     m person
+man      men       homme      hommes      m person  elide
+woman    women     femme      femmes      f person
+child    children  enfant     enfants     m person  elide
+friend   friends   ami        amis        m person  elide
+king     kings     roi        rois        m person
+queen    queens    reine      reines      f person
+# things and places
+car      cars      voiture    voitures    f vehicle
+house    houses    maison     maisons     f place
+tree     trees     arbre      arbres      m plant   elide
+school   schools   école      écoles      f place   elide
+book     books     livre      livres      m thing
+table    tables    table      tables      f thing
+chair    chairs    chaise     chaises     f thing
+apple    apples    pomme      pommes      f food
+flower   flowers   fleur      fleurs      f plant
+boat     boats     bateau     bateaux     m vehicle
+bike     bikes     vélo       vélos       m vehicle
+bag      bags      sac        sacs        m thing
+ball     balls     balle      balles      f thing
+cake     cakes     gâteau     gâteaux     m food
+letter   letters   lettre     lettres     f thing
+key      keys      clé        clés        f thing
+bed      beds      lit        lits        m thing
+box      boxes     boîte      boîtes      f thing
+hat      hats      chapeau    chapeaux    m thing
+shirt    shirts    chemise    chemises    f thing
+shoe     shoes     chaussure  chaussures  f thing
+plane    planes    avion      avions      m vehicle elide
+train    trains    train      trains      m vehicle
+hotel    hotels    hôtel      hôtels      m place   elide
+island   islands   île        îles        f place   elide
+egg      eggs      œuf        œufs        m food    elide
+picture  pictures  image      images      f thing   elide
+city     cities    ville      villes      f place
+garden   gardens   jardin     jardins     m place
+river    rivers    rivière    rivières    f place
+bridge   bridges   pont       ponts       m place
+lamp     lamps     lampe      lampes      f thing
+cup      cups      tasse      tasses      f thing
+pen      pens      stylo      stylos      m thing
+computer computers ordinateur ordinateurs m thing   elide
+umbrella umbrellas parapluie  parapluies  m thing
+""")
 
 _A = Adjective
 ADJ_LIST: tuple[Adjective, ...] = (

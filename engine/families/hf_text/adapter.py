@@ -281,7 +281,7 @@ class HFTextAdapter:
             queries=tuple(r.query for r in records),
             keys=tuple(per_query_head(r.key, n_heads) for r in records),
             values=values,
-            scales=tuple(r.scaling if r.scaling is not None else r.query.shape[-1] ** -0.5 for r in records),
+            scales=tuple(r.scale for r in records),
             causal=causal,
             window=_per_layer(r.sliding_window for r in records),
             softcap=_per_layer(r.softcap for r in records),

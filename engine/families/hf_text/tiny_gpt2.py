@@ -38,7 +38,7 @@ Numbers like 1, 2, 3 and dates like 21 November 2026 appear in stories too.
 
 
 def build_tokenizer():
-    """Train a byte-level BPE tokenizer on the built-in corpus (deterministic, ~10 ms)."""
+    """Train a byte-level BPE tokenizer on the built-in corpus (deterministic)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -54,8 +54,9 @@ def build_tokenizer():
     return hf().PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, bos_token=EOS, unk_token=EOS)
 
 
-def load_tiny_random_gpt2(device: torch.device | None = None) -> Model:
-    """Build the model: 4 layers, 4 heads, d_model 128, 16,384 positions, seeded random weights."""
+def load_tiny_random_gpt2(spec: ModelSpec, device: torch.device | None = None) -> Model:
+    """Build the model for its catalog entry ``spec``: 4 layers, 4 heads, d_model 128, 16,384 positions, seeded
+    random weights."""
     api = hf()
     tokenizer = build_tokenizer()
     config = api.GPT2Config(
@@ -76,13 +77,7 @@ def load_tiny_random_gpt2(device: torch.device | None = None) -> Model:
             return freeze(api.GPT2LMHeadModel(config).to(dev))
 
     return Model(
-        spec=ModelSpec(
-            id="tiny-random-gpt2",
-            family="decoder",
-            label="Tiny random GPT-2 (untrained)",
-            offline=True,
-            description="GPT-2 code with random weights: shows the mechanics, not meaningful patterns.",
-        ),
+        spec=spec,
         module=build(device),
         tokenizer=tokenizer,
         adapter=resolve(hub_record("gpt2").adapter),  # GPT-2 code, GPT-2 settings

@@ -8,7 +8,6 @@ was generated; :class:`Seq2SeqAdapter` is what ``engine.trace`` uses for text â†
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,13 +15,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.capture import capture, heads_first
-from engine.capture.contribution import attention_norms
+from engine.capture import capture
 from engine.corpora import target_text
 from engine.corpora.dates import to_tokens_src
 from engine.corpora.translation import suggest, tokenize
 from engine.decoding import decode_loop
-from engine.families.own import checkpoint_model, source_target_vocab
+from engine.families.own import captured_heads, checkpoint_model, qkv_names, source_target_vocab
 from engine.families.seq2seq.network import Seq2SeqTransformer
 from engine.model import Model
 from engine.records import EmptyInputError, ModelSpec, Tokens
@@ -76,8 +74,7 @@ def trace_seq2seq(
         "decoder": "decoder.blocks.{}.attn",
         "cross": "decoder.blocks.{}.cross_attn",
     }
-    qkv = ("hook_q", "hook_k", "hook_v")
-    names = [f"{prefix.format(layer)}.{hook}" for prefix in parts.values() for layer in layers for hook in qkv]
+    names = qkv_names([prefix.format(layer) for prefix in parts.values() for layer in layers])
     device = model.unembed.weight.device
     src = torch.tensor([list(src_ids)], device=device)  # (1, S)
     tgt = torch.tensor([tgt_ids], device=device)  # (1, T)
@@ -87,19 +84,13 @@ def trace_seq2seq(
     pos_tgt = model.decoder.position_vectors(len(tgt_ids)).detach().to("cpu", torch.float32).numpy().copy()
 
     def attention(part: str, queries: Tokens, keys: Tokens, causal: bool, pos: np.ndarray | None) -> AttentionTrace:
-        prefix = parts[part]
-        values = tuple(heads_first(acts[f"{prefix.format(layer)}.hook_v"]) for layer in layers)  # [H, k, dh] each
-        modules = [model.get_submodule(prefix.format(layer)) for layer in layers]  # each owns its w_o
+        prefixes = [parts[part].format(layer) for layer in layers]
         return AttentionTrace(
             model_id=model_id,
             family="encoder-decoder",
             tokens=queries,
             key_tokens=keys,
-            queries=tuple(heads_first(acts[f"{prefix.format(layer)}.hook_q"]) for layer in layers),
-            keys=tuple(heads_first(acts[f"{prefix.format(layer)}.hook_k"]) for layer in layers),
-            values=values,
-            value_out_norms=tuple(attention_norms(m, v) for m, v in zip(modules, values)),
-            scales=tuple(1.0 / math.sqrt(cfg.d_head) for _ in layers),
+            **captured_heads(acts, prefixes, [model.get_submodule(prefix) for prefix in prefixes]),
             causal=causal,
             pos_encoding=pos,
             pos_encoding_kind=cfg.pos_encoding,

@@ -45,7 +45,15 @@ from torch import nn
 
 from engine.capture import HookPoint
 from engine.families.own import JsonConfig
-from engine.families.transformer.network import MLP, Attention, AttnImpl, Block, TransformerConfig
+from engine.families.transformer.network import (
+    MLP,
+    Attention,
+    AttnImpl,
+    Block,
+    TransformerConfig,
+    init_weights,
+    layers_config,
+)
 from engine.families.transformer.positional import sinusoidal
 from engine.vocab import BOS_ID, EOS_ID
 
@@ -67,17 +75,14 @@ class Seq2SeqConfig(JsonConfig):
     pos_encoding: Seq2SeqPosEncoding = "sinusoidal"  # position vectors added to both embeddings
 
     def __post_init__(self) -> None:
-        problems = []
-        for name in ("src_vocab", "tgt_vocab", "d_model", "n_layers", "n_heads", "d_mlp", "max_src", "max_tgt"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                problems.append(f"{name} must be a positive integer, got {value!r}")
+        problems = self.positive_int_problems(
+            ("src_vocab", "tgt_vocab", "d_model", "n_layers", "n_heads", "d_mlp", "max_src", "max_tgt")
+        )
         if not problems and self.d_model % self.n_heads:
             problems.append(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.pos_encoding not in get_args(Seq2SeqPosEncoding):
             problems.append(f"pos_encoding must be 'sinusoidal' or 'learned', got {self.pos_encoding!r}")
-        if problems:
-            raise ValueError("Seq2SeqConfig: " + "; ".join(problems))
+        self.raise_problems(problems)
 
     @property
     def d_head(self) -> int:
@@ -86,16 +91,7 @@ class Seq2SeqConfig(JsonConfig):
 
     def layer_config(self) -> TransformerConfig:
         """The :class:`TransformerConfig` that the shared Attention / MLP / Block modules are built from."""
-        return TransformerConfig(
-            vocab_size=self.tgt_vocab,
-            d_model=self.d_model,
-            n_layers=self.n_layers,
-            n_heads=self.n_heads,
-            d_mlp=self.d_mlp,
-            max_len=max(self.max_src, self.max_tgt),
-            pos_encoding="none",
-            norm="pre",
-        )
+        return layers_config(self, max(self.max_src, self.max_tgt))
 
 
 def padding_bias(key_padding: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -177,9 +173,11 @@ class DecoderBlock(nn.Module):
 
 
 class _Stack(nn.Module):
-    """Token embedding + position vectors, shared by :class:`Encoder` and :class:`Decoder`."""
+    """What :class:`Encoder` and :class:`Decoder` share: token embedding + position vectors, ``n_layers`` blocks of
+    type ``block``, a final LayerNorm."""
 
-    def _embeddings(self, vocab: int, max_len: int, cfg: Seq2SeqConfig) -> None:
+    def __init__(self, vocab: int, max_len: int, cfg: Seq2SeqConfig, block: type[nn.Module]) -> None:
+        super().__init__()
         self.pos_kind = cfg.pos_encoding
         self.embed = nn.Embedding(vocab, cfg.d_model)
         self.hook_embed = HookPoint()  # [batch, pos, d_model]
@@ -188,6 +186,8 @@ class _Stack(nn.Module):
         else:
             self.register_buffer("pos_table", sinusoidal(max_len, cfg.d_model), persistent=False)
         self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
+        self.blocks = nn.ModuleList(block(cfg.layer_config()) for _ in range(cfg.n_layers))
+        self.ln_final = nn.LayerNorm(cfg.d_model)
 
     def position_vectors(self, n_pos: int) -> torch.Tensor:
         """``[n_pos, d_model]``: the vectors added to the embeddings of positions ``0 … n_pos − 1``."""
@@ -204,10 +204,7 @@ class Encoder(_Stack):
     """Source embedding and ``n_layers`` non-causal :class:`Block`s, then a final LayerNorm."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
-        super().__init__()
-        self._embeddings(cfg.src_vocab, cfg.max_src, cfg)
-        self.blocks = nn.ModuleList(Block(cfg.layer_config()) for _ in range(cfg.n_layers))
-        self.ln_final = nn.LayerNorm(cfg.d_model)
+        super().__init__(cfg.src_vocab, cfg.max_src, cfg, Block)
 
     def forward(self, src: torch.Tensor, bias: torch.Tensor | None, attn_impl: AttnImpl) -> torch.Tensor:
         """Args: src ``(B, S)``, bias ``(B, 1, 1, S)`` padding mask or None. Returns memory ``(B, S, D)``."""
@@ -221,10 +218,7 @@ class Decoder(_Stack):
     """Target embedding and ``n_layers`` :class:`DecoderBlock`s, then a final LayerNorm."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
-        super().__init__()
-        self._embeddings(cfg.tgt_vocab, cfg.max_tgt, cfg)
-        self.blocks = nn.ModuleList(DecoderBlock(cfg.layer_config()) for _ in range(cfg.n_layers))
-        self.ln_final = nn.LayerNorm(cfg.d_model)
+        super().__init__(cfg.tgt_vocab, cfg.max_tgt, cfg, DecoderBlock)
 
     def forward(
         self, tgt_in: torch.Tensor, memory: torch.Tensor, cross_bias: torch.Tensor | None, attn_impl: AttnImpl
@@ -252,14 +246,7 @@ class Seq2SeqTransformer(nn.Module):
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
         self.unembed = nn.Linear(cfg.d_model, cfg.tgt_vocab, bias=False)
-        self.apply(self._init_weights)
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+        self.apply(init_weights)
 
     def _check(self, ids: torch.Tensor, limit: int, what: str) -> None:
         if ids.ndim != 2 or ids.shape[1] == 0:

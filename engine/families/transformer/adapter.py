@@ -17,15 +17,14 @@ from pathlib import Path
 
 import torch
 
-from engine.capture import capture, heads_first
-from engine.capture.contribution import attention_norms
+from engine.capture import capture
 from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_for
-from engine.families.own import checkpoint_model
+from engine.families.own import captured_heads, checkpoint_model, qkv_names
 from engine.families.transformer.network import Transformer
 from engine.model import Model
 from engine.records import EmptyInputError, EngineError, ModelSpec, Tokens
 from engine.traces.attention import AttentionTrace
-from engine.vocab import EOS_ID, MASK, SPECIALS, decoder_input, tokenize, tokenize_with_masks
+from engine.vocab import EOS_ID, MASK, SPECIALS, WordInput, decoder_input, tokenize, tokenize_with_masks
 
 
 def trace_own(
@@ -66,32 +65,43 @@ def trace_own(
         raise ValueError(f"{len(token_ids)} token ids but {len(tokens)} display tokens {list(tokens.strings)[:20]}")
     causal = cfg.causal if causal is None else causal
     q_name, k_name = ("hook_rot_q", "hook_rot_k") if cfg.pos_encoding == "rope" else ("hook_q", "hook_k")
-    layers = range(cfg.n_layers)
-    names = [f"blocks.{layer}.attn.{hook}" for layer in layers for hook in (q_name, k_name, "hook_v")]
+    prefixes = [f"blocks.{layer}.attn" for layer in range(cfg.n_layers)]
+    names = qkv_names(prefixes, q_name, k_name)
     device = next(model.parameters()).device
     ids = torch.tensor([token_ids], dtype=torch.long, device=device)  # (1, T)
     with torch.no_grad(), capture(model, names=names) as acts:
         model(ids, causal=causal, attn_impl="sdpa")
         pos = model.position_vectors(len(token_ids))  # (T, D) or None
     slopes = model.alibi_slopes if cfg.pos_encoding == "alibi" else None  # (H,) or None
-    values = tuple(heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers)  # [H, T, dh] each
     return AttentionTrace(
         model_id=model_id,
         family="decoder" if causal else "encoder",
         tokens=tokens,
         key_tokens=tokens,
-        queries=tuple(heads_first(acts[f"blocks.{layer}.attn.{q_name}"]) for layer in layers),
-        keys=tuple(heads_first(acts[f"blocks.{layer}.attn.{k_name}"]) for layer in layers),
-        values=values,
-        # ‖v^h_j W_O^h‖ per head and key, through each block's w_o: what contributions() multiplies α by
-        value_out_norms=tuple(attention_norms(block.attn, v) for block, v in zip(model.blocks, values)),
-        scales=tuple(float(block.attn.scale) for block in model.blocks),
+        **captured_heads(acts, prefixes, [block.attn for block in model.blocks], q_name, k_name),
         causal=bool(causal),
         alibi_slopes=None if slopes is None else slopes.to("cpu", torch.float32).numpy().copy(),
         pos_encoding=None if pos is None else pos.detach().to("cpu", torch.float32).numpy().copy(),
         pos_encoding_kind=cfg.pos_encoding,
         n_input_tokens=len(token_ids),
         device=device.type,
+    )
+
+
+def trace_input(model: Model, inp: WordInput, causal: bool | None) -> AttentionTrace:
+    """:func:`trace_own` of a prepared input on the model's device: the trace carries the input's notices and
+    cut (``truncated``, ``n_input_tokens``), the model's family and the device it ran on."""
+    ids, tokens = list(inp.ids), inp.tokens
+    trace, device, notice = model.run(
+        lambda module, _device: trace_own(module, ids, tokens, model_id=model.spec.id, causal=causal)
+    )
+    return dataclasses.replace(
+        trace,
+        family=model.spec.family,
+        truncated=inp.truncated,
+        n_input_tokens=inp.n_input,
+        device=device.type,
+        notices=(*inp.notices, notice) if notice else tuple(inp.notices),
     )
 
 
@@ -120,20 +130,7 @@ class OwnTextAdapter:
 
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
-        ids, tokens, notices = list(inp.ids), inp.tokens, list(inp.notices)
-        trace, device, notice = model.run(
-            lambda module, _device: trace_own(module, ids, tokens, model_id=model.spec.id, causal=causal)
-        )
-        if notice:
-            notices.append(notice)
-        return dataclasses.replace(
-            trace,
-            family=model.spec.family,
-            truncated=inp.truncated,
-            n_input_tokens=inp.n_input,
-            device=device.type,
-            notices=tuple(notices),
-        )
+        return trace_input(model, inp, causal)
 
     def generate(self, model: Model, prompt: str, settings, *, max_tokens: int) -> AttentionTrace:
         """Write up to ``settings.max_new_tokens`` words after ``prompt``; the trace of prompt + words.

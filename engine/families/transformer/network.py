@@ -70,11 +70,7 @@ class TransformerConfig(JsonConfig):
     attn_only: bool = False  # blocks without MLPs (Olsson et al.'s attention-only models); d_mlp is unused
 
     def __post_init__(self) -> None:
-        problems = []
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_mlp", "max_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                problems.append(f"{name} must be a positive integer, got {value!r}")
+        problems = self.positive_int_problems(("vocab_size", "d_model", "n_layers", "n_heads", "d_mlp", "max_len"))
         if not problems and self.d_model % self.n_heads:
             problems.append(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.pos_encoding not in POS_ENCODINGS:
@@ -88,13 +84,20 @@ class TransformerConfig(JsonConfig):
         for name in ("causal", "tie_embeddings", "attn_only"):
             if not isinstance(getattr(self, name), bool):
                 problems.append(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if problems:
-            raise ValueError("TransformerConfig: " + "; ".join(problems))
+        self.raise_problems(problems)
 
     @property
     def d_head(self) -> int:
         """Width of one head, ``d_model // n_heads``."""
         return self.d_model // self.n_heads
+
+
+def layers_config(shape: Any, max_len: int) -> TransformerConfig:
+    """The config another family's :class:`Attention`, :class:`MLP` and :class:`Block` modules are built from:
+    ``shape``'s ``d_model``, ``n_layers``, ``n_heads`` and ``d_mlp``, pre-norm, no positions and no mask of their
+    own (the family adds its position vectors and passes its masks per call)."""
+    dims = {name: getattr(shape, name) for name in ("d_model", "n_layers", "n_heads", "d_mlp")}
+    return TransformerConfig(vocab_size=1, max_len=max_len, pos_encoding="none", causal=False, norm="pre", **dims)
 
 
 class Attention(nn.Module):
@@ -262,6 +265,14 @@ class Block(nn.Module):
         return self.hook_resid_post(x)  # (B, T, D)
 
 
+def init_weights(module: nn.Module) -> None:
+    """GPT-2's initialisation, for ``module.apply``: weights ~ normal(0, 0.02), biases 0 (Linear, Embedding)."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
 class Transformer(nn.Module):
     """Embedding, ``n_layers`` blocks and a language-model head::
 
@@ -297,16 +308,9 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_final = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if cfg.norm == "pre" else nn.Identity()
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.apply(self._init_weights)
+        self.apply(init_weights)
         if cfg.tie_embeddings:
             self.unembed.weight = self.embed.weight
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
 
     def position_vectors(self, n_pos: int) -> torch.Tensor | None:
         """The vectors added to the embeddings of positions ``0 … n_pos − 1``.

@@ -17,9 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from engine.capture import capture, heads_first
-from engine.capture.contribution import attention_norms
-from engine.families.own import checkpoint_model
+from engine.capture import capture
+from engine.families.own import captured_heads, checkpoint_model, qkv_names
 from engine.families.vit.images import preprocess
 from engine.families.vit.network import ViT, ViTConfig
 from engine.model import Model
@@ -56,24 +55,19 @@ def trace_vit(model: ViT, image: Any, *, model_id: str) -> VisionTrace:
     """
     cfg = model.cfg
     pixels, notices = preprocess(image, cfg)  # (C, S, S)
-    names = [f"blocks.{layer}.attn.{hook}" for layer in range(cfg.n_layers) for hook in ("hook_q", "hook_k", "hook_v")]
+    prefixes = [f"blocks.{layer}.attn" for layer in range(cfg.n_layers)]
+    names = qkv_names(prefixes)
     device = next(model.parameters()).device
     with torch.no_grad(), capture(model, names=names) as acts:
         logits = model(pixels[None].to(device), attn_impl="sdpa")  # (1, n_classes)
     probs = torch.softmax(logits[0].float(), dim=-1).cpu().numpy()  # (n_classes,)
     tokens = patch_tokens(cfg)
-    layers = range(cfg.n_layers)
-    values = tuple(heads_first(acts[f"blocks.{layer}.attn.hook_v"]) for layer in layers)  # [H, T, dh] each
     attention = AttentionTrace(
         model_id=model_id,
         family="vit",
         tokens=tokens,
         key_tokens=tokens,
-        queries=tuple(heads_first(acts[f"blocks.{layer}.attn.hook_q"]) for layer in layers),
-        keys=tuple(heads_first(acts[f"blocks.{layer}.attn.hook_k"]) for layer in layers),
-        values=values,
-        value_out_norms=tuple(attention_norms(block.attn, v) for block, v in zip(model.blocks, values)),
-        scales=tuple(float(block.attn.scale) for block in model.blocks),
+        **captured_heads(acts, prefixes, [block.attn for block in model.blocks]),
         causal=False,
         pos_encoding=model.pos_embed.weight.detach().to("cpu", torch.float32).numpy().copy(),
         pos_encoding_kind="learned",

@@ -31,14 +31,15 @@ from torch import nn
 
 from engine.capture import HookPoint
 from engine.families.own import JsonConfig
-from engine.families.transformer.network import AttnImpl, Block, TransformerConfig
+from engine.families.transformer.network import AttnImpl, Block, TransformerConfig, init_weights, layers_config
 
 DIGITS = tuple(str(d) for d in range(10))
 
 
 @dataclass(frozen=True)
 class ViTConfig(JsonConfig):
-    """Hyper-parameters of :class:`ViT`; plain data, JSON round-trip via ``to_dict``/``from_dict``."""
+    """Hyper-parameters of :class:`ViT`; plain data, JSON round-trip via ``to_dict``/``from_dict``. The defaults
+    are the shipped ``tiny-vit-digits``."""
 
     image_size: int = 8  # side S of the square input image, in pixels
     patch_size: int = 2  # side p of a square patch; S must be a multiple of p
@@ -53,11 +54,9 @@ class ViTConfig(JsonConfig):
     def __post_init__(self) -> None:
         if isinstance(self.labels, list):  # from JSON
             object.__setattr__(self, "labels", tuple(self.labels))
-        problems = []
-        for name in ("image_size", "patch_size", "d_model", "n_layers", "n_heads", "d_mlp", "n_classes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                problems.append(f"{name} must be a positive integer, got {value!r}")
+        problems = self.positive_int_problems(
+            ("image_size", "patch_size", "d_model", "n_layers", "n_heads", "d_mlp", "n_classes")
+        )
         if self.channels not in (1, 3) or isinstance(self.channels, bool):
             problems.append(f"channels must be 1 or 3, got {self.channels!r}")
         if not problems and self.image_size % self.patch_size:
@@ -70,8 +69,7 @@ class ViTConfig(JsonConfig):
             problems.append(f"labels must be distinct, got {list(self.labels)}")
         elif len(self.labels) != self.n_classes:
             problems.append(f"n_classes ({self.n_classes}) must equal the number of labels ({len(self.labels)})")
-        if problems:
-            raise ValueError("ViTConfig: " + "; ".join(problems))
+        self.raise_problems(problems)
 
     @property
     def grid(self) -> int:
@@ -94,17 +92,7 @@ class ViTConfig(JsonConfig):
 
     def blocks_config(self) -> TransformerConfig:
         """The config the shared transformer :class:`Block`s are built from (no mask, pre-LN)."""
-        return TransformerConfig(
-            vocab_size=1,
-            d_model=self.d_model,
-            n_layers=self.n_layers,
-            n_heads=self.n_heads,
-            d_mlp=self.d_mlp,
-            max_len=self.n_tokens,
-            pos_encoding="none",
-            causal=False,
-            norm="pre",
-        )
+        return layers_config(self, self.n_tokens)
 
 
 class ViT(nn.Module):
@@ -130,15 +118,8 @@ class ViT(nn.Module):
         self.blocks = nn.ModuleList(Block(block_cfg) for _ in range(cfg.n_layers))
         self.ln_final = nn.LayerNorm(cfg.d_model, eps=block_cfg.ln_eps)
         self.head = nn.Linear(cfg.d_model, cfg.n_classes)
-        self.apply(self._init_weights)
+        self.apply(init_weights)
         nn.init.normal_(self.cls_token, mean=0.0, std=0.02)
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
 
     def patchify(self, images: torch.Tensor) -> torch.Tensor:
         """Cut ``(B, C, S, S)`` images into flattened patches ``(B, N, p·p·C)``, row-major.

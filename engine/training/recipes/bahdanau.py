@@ -21,10 +21,8 @@ public so tests can re-measure a shipped checkpoint.
 
 from __future__ import annotations
 
-import platform
 import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -40,7 +38,8 @@ from engine.families.bahdanau import (
     record_steps,
     source_tokens,
 )
-from engine.training.loop import TrainConfig, resolve_device
+from engine.training.loop import TrainConfig, make_optimizer, resolve_device, update
+from engine.training.recipes.common import Log, LossLog, Run, chunks, log_line, run_fields
 from engine.training.recipes.translation_data import (
     DATE_FRACTION,
     N_PAIRS,
@@ -50,20 +49,11 @@ from engine.training.recipes.translation_data import (
     split_pairs,
     vocabularies,
 )
+from engine.training.recipes.translation_data import SAMPLES as TRANSLATOR_SAMPLES
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 NO_STOP_FRACTION = 0.25  # training sentences also shown without their final "." (people often omit it)
-SAMPLES = (
-    "the red car is fast .",
-    "the red car is fast",
-    "she sees the small black dog .",
-    "the old tree is under the bridge .",
-    "i have an umbrella .",
-    "the girls are happy and tired .",
-    "21 November 2026",
-    "Saturday, 21 November 2026",
-    "03/07/1999",
-)
+SAMPLES = (TRANSLATOR_SAMPLES[0], TRANSLATOR_SAMPLES[0].removesuffix(" ."), *TRANSLATOR_SAMPLES[1:])
 
 
 def without_stop(pair: Pair) -> Pair:
@@ -101,11 +91,6 @@ def encode_pairs(pairs: Sequence[Pair], vocabs: dict[str, Vocab]) -> tuple[torch
     return src, tgt_in, tgt_out
 
 
-def _batched(pairs: Sequence[Pair], size: int):
-    for start in range(0, len(pairs), size):
-        yield pairs[start : start + size]
-
-
 @torch.no_grad()
 def translate(
     model: RNNAttentionModel, pairs: Sequence[Pair], vocabs: dict[str, Vocab], batch: int = 256
@@ -113,7 +98,7 @@ def translate(
     """Greedy translations (target words, ``<eos>`` dropped) of the sources of ``pairs`` (model in eval mode)."""
     device = next(model.parameters()).device
     out = []
-    for chunk in _batched(pairs, batch):
+    for chunk in chunks(pairs, batch):
         src, _, _ = encode_pairs(chunk, vocabs)
         for ids in greedy_decode(model, src.to(device)):
             out.append(vocabs["target"].decode([i for i in ids if i != EOS_ID]))
@@ -132,7 +117,7 @@ def alignment_agreement(model: RNNAttentionModel, pairs: Sequence[Pair], vocabs:
     device = next(model.parameters()).device
     sentences = [p for p in pairs if not is_date(p)]
     hits = total = 0
-    for chunk in _batched(sentences, 256):
+    for chunk in chunks(sentences, 256):
         src, tgt_in, _ = encode_pairs(chunk, vocabs)
         with record_steps(model, ("decoder.attn.hook_alignment",)) as steps:
             model(src.to(device), tgt_in.to(device))
@@ -149,47 +134,29 @@ def train_model(
     train_pairs: Sequence[Pair],
     vocabs: dict[str, Vocab],
     config: TrainConfig,
-    log: Callable[[str], None] = print,
-) -> tuple[RNNAttentionModel, float, str, float]:
-    """Teacher-forced training; returns ``(model in eval mode, wall seconds, device, last mean loss)``."""
+    log: Log = log_line,
+) -> tuple[RNNAttentionModel, Run]:
+    """Teacher-forced training; returns the model in eval mode and the run (time, device, last mean loss)."""
     device = resolve_device(config.device)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = RNNAttentionModel(cfg).to(device)
     src_all, in_all, out_all = encode_pairs(train_pairs, vocabs)
     gen = torch.Generator().manual_seed(config.seed)
-    decay = [p for p in model.parameters() if p.ndim >= 2]
-    rest = [p for p in model.parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-        lr=config.lr_at(0),
-        betas=(0.9, 0.98),
-    )
+    optimizer = make_optimizer(model, config, device)
     model.train()
-    started, window = time.perf_counter(), []
+    losses = LossLog(config, config.snapshot_every, log)
     for step in range(config.steps):
         idx = torch.randint(len(train_pairs), (config.batch_size,), generator=gen)
         src, tgt_in, tgt_out = src_all[idx], in_all[idx], out_all[idx]
         s_len, t_len = int((src != PAD_ID).sum(1).max()), int((tgt_out != PAD_ID).sum(1).max())
         src, tgt_in, tgt_out = src[:, :s_len].to(device), tgt_in[:, :t_len].to(device), tgt_out[:, :t_len].to(device)
-        for group in optimizer.param_groups:
-            group["lr"] = config.lr_at(step)
         logits = model(src, tgt_in)  # (B, T, V)
         loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD_ID)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if config.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        window.append(float(loss.detach()))
-        if (step + 1) % config.snapshot_every == 0 or step + 1 == config.steps:
-            log(
-                f"step {step + 1:5d}/{config.steps}  loss {sum(window) / len(window):.4f}  "
-                f"lr {config.lr_at(step):.2e}  {time.perf_counter() - started:.0f} s"
-            )
-            last_loss, window = sum(window) / len(window), []
+        update(model, optimizer, loss, config, step)
+        losses.add(step, float(loss.detach()))
     model.eval()
-    return model, time.perf_counter() - started, device.type, last_loss
+    return model, losses.run(device.type)
 
 
 def _sample_translations(model: RNNAttentionModel, vocabs: dict[str, Vocab]) -> list[str]:
@@ -200,19 +167,10 @@ def _sample_translations(model: RNNAttentionModel, vocabs: dict[str, Vocab]) -> 
 def _build(out: Path, name: str, variant: str, label: str, description: str, *, steps: int | None, seed: int) -> dict:
     vocabs = vocabularies()
     train_pairs, test_pairs = split_pairs(seed)
-    cfg = RNNAttentionConfig(
-        src_vocab=len(vocabs["source"]),
-        tgt_vocab=len(vocabs["target"]),
-        d_emb=64,
-        d_enc=128,
-        d_dec=128,
-        d_attn=64,
-        variant=variant,
-        max_src=32,
-        max_tgt=32,
-    )
+    # the config's default widths (embeddings 64, GRU states 128, energy 64) and lengths (32) are the shipped ones
+    cfg = RNNAttentionConfig(src_vocab=len(vocabs["source"]), tgt_vocab=len(vocabs["target"]), variant=variant)
     config = TrainConfig(steps=steps or 2000, batch_size=64, lr=3e-3, warmup=100, snapshot_every=250, seed=seed)
-    model, wall, device, last_loss = train_model(cfg, drop_some_stops(train_pairs, seed), vocabs, config)
+    model, run = train_model(cfg, drop_some_stops(train_pairs, seed), vocabs, config)
     match = exact_match(model, test_pairs, vocabs)
     no_stop = exact_match(model, [without_stop(p) for p in test_pairs if not is_date(p)], vocabs)["sentences"]
     agreement = alignment_agreement(model, test_pairs, vocabs)
@@ -223,7 +181,7 @@ def _build(out: Path, name: str, variant: str, label: str, description: str, *, 
         "held-out exact match (all)": round(match["all"], 4),
         "held-out exact match (sentences typed without the final '.')": round(no_stop, 4),
         "alignment agreement with gold (held-out sentences)": round(agreement, 4),
-        "final training loss (last 250 steps)": round(last_loss, 4),
+        "final training loss (last 250 steps)": round(run.last_loss, 4),
     }
     card = {
         "title": name,
@@ -233,16 +191,11 @@ def _build(out: Path, name: str, variant: str, label: str, description: str, *, 
         "data": f"{N_PAIRS:,} generated pairs (seed {seed}): toy English→French sentences and "
         f"{DATE_FRACTION:.0%} written dates→ISO; {len(test_pairs):,} held out ({n_dates:,} dates), "
         f"no source on both sides; {len(vocabs['source'])} source / {len(vocabs['target'])} target tokens",
-        "steps": config.steps,
         "batch": f"{config.batch_size} pairs, teacher forcing",
-        "wall_time_s": round(wall, 1),
-        "device": f"{device} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
-        "seed": seed,
-        "final_metrics": metrics,
         "alignment agreement": "share of target words whose argmax α(i, ·) is the gold source word "
         "(teacher-forced on the reference translation)",
         "samples": _sample_translations(model, vocabs),
-        "command": f"python -m engine.training.pretrain {name}",
+        **run_fields(name, run, steps=config.steps, seed=seed, metrics=metrics),
     }
     save_checkpoint(out, name, model, kind="rnn-attention", config=cfg.to_dict(), vocab=vocabs, card=card)
     return card

@@ -10,16 +10,15 @@ to the best context-free guess (always the most frequent word), both re-measured
 
 from __future__ import annotations
 
-import platform
-import time
 from pathlib import Path
 
 import torch
 
 from engine.checkpoint import save_checkpoint
-from engine.families.transformer.network import Transformer, TransformerConfig
-from engine.training.loop import TrainConfig, train
+from engine.families.transformer.network import Transformer
+from engine.training.loop import TrainConfig
 from engine.training.masked_lm import MASK_RATE, SPLIT, MaskedStoriesTask
+from engine.training.recipes.common import run_fields, stories_transformer, train_logged
 
 NAME = "tiny-bert-stories"
 EVAL_SEED = 1234
@@ -49,30 +48,11 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
     """A 3-layer, 4-head encoder (d_model 128, learned positions) with an MLM head (the unembedding)."""
     torch.manual_seed(seed)
     task = MaskedStoriesTask(seq_len_=64, n_stories=20_000, seed=seed)
-    cfg = TransformerConfig(
-        vocab_size=len(task.vocab),
-        d_model=128,
-        n_layers=3,
-        n_heads=4,
-        d_mlp=512,
-        max_len=task.seq_len,
-        pos_encoding="learned",
-        causal=False,
-    )
-    model = Transformer(cfg)
+    cfg, model = stories_transformer(task, causal=False)
     config = TrainConfig(
         steps=steps or 3000, batch_size=32, lr=2e-3, warmup=150, snapshot_every=250, seed=seed, eval_batch_size=64
     )
-    started = time.perf_counter()
-    device = "cpu"
-    for snap in train(model, task, config, model_id=NAME):
-        print(
-            f"step {snap.step:5d}/{snap.total_steps}  loss {snap.loss:.3f}  {snap.metric_name} "
-            f"{snap.metric:.3f}  {time.perf_counter() - started:.0f} s",
-            flush=True,
-        )
-        device = snap.device
-    wall = time.perf_counter() - started
+    run = train_logged(model, task, config, model_id=NAME)
     accuracy = masked_accuracy(model, task)
     unigram = task.unigram_accuracy()
     metrics = {
@@ -89,13 +69,8 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
         f"{len(task.vocab)} word tokens including <mask>; windows of {task.seq_len} tokens; "
         f"{MASK_RATE:.0%} of words chosen, of those {SPLIT[0]:.0%} → <mask>, {SPLIT[1]:.0%} → a "
         f"random word, {SPLIT[2]:.0%} kept",
-        "steps": config.steps,
         "batch": f"{config.batch_size} × {task.seq_len} tokens",
-        "wall_time_s": round(wall, 1),
-        "device": f"{device} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
-        "seed": seed,
-        "final_metrics": metrics,
-        "command": f"python -m engine.training.pretrain {NAME}",
+        **run_fields(NAME, run, steps=config.steps, seed=seed, metrics=metrics),
     }
     save_checkpoint(out, NAME, model, kind="transformer", config=cfg.to_dict(), vocab=task.vocab, card=card)
     return card

@@ -14,25 +14,23 @@ One step::
     loss = cross_entropy(logits, caption + <eos>) + λ Σ_i (1 − Σ_t α(t, i))²
     Adam step, learning rate warmed up then cosine-decayed, ‖grad‖ clipped
 
-Runs on one CPU thread (``torch.set_num_threads(1)``) in about nine minutes (9.0 on the shipped run).
+Runs on one CPU thread (``torch.set_num_threads(1)``).
 """
 
 from __future__ import annotations
 
-import platform
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from engine.checkpoint import save_checkpoint
 from engine.corpora.scenes import WORDS, Scene, make_scene, make_scenes
 from engine.families.captioner import Captioner, CaptionerConfig, attention_penalty, to_tensor
 from engine.training.caption_metrics import evaluate
-from engine.training.loop import TrainConfig
+from engine.training.loop import TrainConfig, update
+from engine.training.recipes.common import Log, LossLog, Run, log_line, run_fields
 from engine.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 NAME = "scene-captioner"
@@ -83,35 +81,20 @@ def train_config(steps: int | None = None, seed: int = 0) -> TrainConfig:
     )
 
 
-def fit(model: Captioner, words: Vocab, config: TrainConfig, *, log_every: int = 100, log=print) -> float:
-    """Train ``model`` in place on fresh scenes; returns the last logged mean cross-entropy (nats/word)."""
+def fit(model: Captioner, words: Vocab, config: TrainConfig, *, log_every: int = 100, log: Log = log_line) -> Run:
+    """Train ``model`` in place on fresh scenes; the run's last loss is the mean cross-entropy (nats/word)."""
     model.train()
     rng = np.random.default_rng(config.seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr_at(0))
-    started, running, mean_loss = time.perf_counter(), 0.0, float("nan")
+    losses = LossLog(config, log_every, log)
     for step in range(config.steps):
         images, words_in, targets = batch([make_scene(rng) for _ in range(config.batch_size)], words)
-        for group in optimizer.param_groups:
-            group["lr"] = config.lr_at(step)
         logits, alphas = model(images, words_in)  # (B, T, V), (B, T, L²)
         xent = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD_ID)
-        loss = xent + LAMBDA * attention_penalty(alphas, targets != PAD_ID)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if config.grad_clip is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        running += float(xent.detach())
-        if (step + 1) % log_every == 0 or step + 1 == config.steps:
-            mean_loss = running / ((step % log_every) + 1)
-            log(
-                f"step {step + 1:5d}/{config.steps}  xent {mean_loss:.3f}  lr {config.lr_at(step):.2e}  "
-                f"{time.perf_counter() - started:.0f} s",
-                flush=True,
-            )
-            running = 0.0
+        update(model, optimizer, xent + LAMBDA * attention_penalty(alphas, targets != PAD_ID), config, step)
+        losses.add(step, float(xent.detach()))
     model.eval()
-    return mean_loss
+    return losses.run("cpu")
 
 
 def card_metrics(model: Captioner, words: Vocab, scenes: list[Scene]) -> dict:
@@ -135,11 +118,9 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
     config = train_config(steps, seed)
     torch.manual_seed(seed)
     model = Captioner(cfg)
-    started = time.perf_counter()
-    final_loss = fit(model, words, config)
-    wall = time.perf_counter() - started
+    run = fit(model, words, config)
     metrics = card_metrics(model, words, held_out_scenes())
-    metrics["final training cross-entropy (nats/word)"] = round(final_loss, 4)
+    metrics["final training cross-entropy (nats/word)"] = round(run.last_loss, 4)
     card = {
         "title": NAME,
         "label": "Scene captioner with soft attention (own)",
@@ -150,14 +131,9 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
         "data": f"{config.steps * config.batch_size:,} freshly generated scenes (engine.corpora.scenes, seed {seed}); "
         f"{HELD_OUT} held-out scenes from seed {HELD_OUT_SEED}, never trained on",
         "input": f"{cfg.image_size}×{cfg.image_size} RGB, 0–1; attention grid {cfg.grid}×{cfg.grid}",
-        "steps": config.steps,
         "batch": f"{config.batch_size} scenes",
         "doubly stochastic penalty λ": LAMBDA,
-        "wall_time_s": round(wall, 1),
-        "device": f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} thread)",
-        "seed": seed,
-        "final_metrics": metrics,
-        "command": f"python -m engine.training.pretrain {NAME}",
+        **run_fields(NAME, run, steps=config.steps, seed=seed, metrics=metrics),
     }
     save_checkpoint(out, NAME, model, kind="captioner", config=cfg.to_dict(), vocab=words, card=card)
     return card

@@ -12,7 +12,6 @@ card from the checkpoint.
 from __future__ import annotations
 
 import json
-import platform
 import time
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from engine.training.induction import (
     make_model,
     train_induction,
 )
+from engine.training.recipes.common import Run, log_line, run_fields
 
 NAME = "induction-2l-attn-only"
 SNAPSHOTS = Path(__file__).resolve().parents[3] / "assets" / "snapshots"
@@ -76,8 +76,8 @@ def snapshot_document(points: list[InductionPoint], tokens: tuple[str, ...], pha
 
 
 def build(out: Path, *, steps: int | None = None, seed: int = 0, snapshots: Path = SNAPSHOTS) -> dict:
-    """Train with the page's defaults on one CPU thread (as the page's jobs do; two threads on a busy 2-core machine
-    ran ~10× slower), write the checkpoint, its card and the snapshot file."""
+    """Train with the page's defaults on one CPU thread, as the page's jobs do; write the checkpoint, its card and
+    the snapshot file."""
     torch.set_num_threads(1)
     steps = steps or DEFAULT_STEPS
     model = make_model(seed)
@@ -86,9 +86,10 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, snapshots: Path
     last = None
     for progress in train_induction(steps, DEFAULT_LR, seed, model=model):
         last = progress
-        print(progress.text, flush=True)
+        log_line(progress.text)
     assert last is not None
     wall = time.perf_counter() - started
+    run = Run(wall, "cpu", last_loss=float("nan"), training_s=wall)
     points = list(last.points)
     phase = phase_change_step(np.array([p.step for p in points]), np.array([p.icl for p in points]))
     if phase is None:
@@ -117,19 +118,14 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, snapshots: Path
         "head in layer 1 looks at the letter after the earlier copy.",
         "data": f"<bos> + a run of {MIN_PERIOD}–{MAX_PERIOD} random letters (with repeats) repeated to {CONTEXT} "
         f"tokens, fresh every step; {len(task.vocab)} tokens (26 letters + 5 specials)",
-        "steps": steps,
         "batch": f"{DEFAULT_BATCH} × {CONTEXT} tokens, lr {DEFAULT_LR:g} constant after 40 warm-up steps",
-        "wall_time_s": round(wall, 1),
-        "device": f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
-        "seed": seed,
-        "final_metrics": metrics,
         "measured_on": f"ICL score: loss at positions {LATE[0]}–{LATE[1]} minus positions {EARLY[0]}–{EARLY[1]}, "
         f"{len(eval_batch().inputs)} fixed sequences (engine.training.induction.eval_batch); head "
         f"scores on 64 fixed runs of {SCORE_PERIOD} letters repeated once (TransformerLens's "
         f"induction score); the phase change is the first snapshot (every {DEFAULT_EVERY} steps) "
         "halfway from the first ICL score to the last",
         "probe": f"<bos> + {PROBE_PERIOD} letters + the same letters",
-        "command": f"python -m engine.training.pretrain {NAME}",
+        **run_fields(NAME, run, steps=steps, seed=seed, metrics=metrics),
     }
     save_checkpoint(out, NAME, model, kind="transformer", config=model.cfg.to_dict(), vocab=task.vocab, card=card)
     snapshots.mkdir(parents=True, exist_ok=True)

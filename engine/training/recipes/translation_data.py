@@ -14,6 +14,17 @@ Pair = tuple[list[str], list[str]]
 N_PAIRS = 60_000  # generated pairs before the split
 DATE_FRACTION = 0.2  # share of dates among them
 TEST_FRACTION = 0.05  # share of distinct sources held out
+#: what the cards show translated
+SAMPLES = (
+    "the red car is fast .",
+    "she sees the small black dog .",
+    "the old tree is under the bridge .",
+    "i have an umbrella .",
+    "the girls are happy and tired .",
+    "21 November 2026",
+    "Saturday, 21 November 2026",
+    "03/07/1999",
+)
 
 
 def vocabularies() -> dict[str, Vocab]:

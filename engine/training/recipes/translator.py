@@ -23,8 +23,6 @@ tests can re-measure the shipped checkpoint.
 
 from __future__ import annotations
 
-import platform
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -38,10 +36,12 @@ from engine.families.seq2seq.adapter import source_tokens, trace_seq2seq
 from engine.families.seq2seq.network import Seq2SeqConfig, Seq2SeqTransformer
 from engine.records import Tokens
 from engine.traces.attention import AttentionTrace
-from engine.training.loop import TrainConfig, train
+from engine.training.loop import TrainConfig
+from engine.training.recipes.common import chunks, run_fields, train_logged
 from engine.training.recipes.translation_data import (
     DATE_FRACTION,
     N_PAIRS,
+    SAMPLES,
     Pair,
     exact_match_shares,
     is_date,
@@ -55,16 +55,6 @@ NAME = "tiny-translator"
 MAX_SRC = 24  # source tokens the model accepts (the corpus has at most 11 + <eos>)
 MAX_TGT = 24  # decoder positions (<bos> + at most 11 target tokens in the corpus)
 PROBE = "the red car is fast ."  # traced at every snapshot: "rouge" comes after "voiture"
-SAMPLES = (
-    "the red car is fast .",
-    "she sees the small black dog .",
-    "the old tree is under the bridge .",
-    "i have an umbrella .",
-    "the girls are happy and tired .",
-    "21 November 2026",
-    "Saturday, 21 November 2026",
-    "03/07/1999",
-)
 #: the card's metric names (tests read them back)
 EXACT_SENTENCES = "held-out exact match (sentences)"
 EXACT_DATES = "held-out exact match (dates)"
@@ -187,11 +177,6 @@ def probe_tracer(vocabs: dict[str, Vocab], max_src: int, model_id: str) -> Calla
 # ---- evaluation ---------------------------------------------------------------------------------------
 
 
-def _chunks(items: Sequence, size: int):
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 @torch.no_grad()
 def translate_pairs(
     model: Seq2SeqTransformer, pairs: Sequence[Pair], vocabs: dict[str, Vocab], batch: int = 512
@@ -199,7 +184,7 @@ def translate_pairs(
     """Greedy translations (target tokens, ``<eos>`` dropped) of the sources of ``pairs``."""
     device = model.unembed.weight.device
     out = []
-    for chunk in _chunks(pairs, batch):
+    for chunk in chunks(pairs, batch):
         src, _, _ = encode_pairs(chunk, vocabs, model.cfg.max_src, model.cfg.max_tgt)
         src = src[:, : int((src != PAD_ID).sum(1).max())].to(device)  # (B, s)
         for ids in model.greedy_decode_batch(src, src == PAD_ID):
@@ -218,7 +203,7 @@ def evaluate(model: Seq2SeqTransformer, pairs: Sequence[Pair], vocabs: dict[str,
     hits = total = 0
     forward = packed_forward(model.cfg.max_src)
     device = model.unembed.weight.device
-    for chunk in _chunks(pairs, 512):
+    for chunk in chunks(pairs, 512):
         src, tgt_in, tgt_out = encode_pairs(chunk, vocabs, model.cfg.max_src, model.cfg.max_tgt)
         logits = forward(model, torch.cat([src, tgt_in], dim=1).to(device))[:, model.cfg.max_src :]  # (B, T, V)
         scored = tgt_out != IGNORE  # (B, T)
@@ -240,17 +225,10 @@ def sample_translations(
 
 
 def model_config(vocabs: dict[str, Vocab]) -> Seq2SeqConfig:
-    """The shipped size: 2 + 2 layers, 4 heads, d_model 64, sinusoidal positions."""
+    """The shipped size, :class:`Seq2SeqConfig`'s default widths: 2 + 2 layers, 4 heads, d_model 64, sinusoidal
+    positions."""
     return Seq2SeqConfig(
-        src_vocab=len(vocabs["source"]),
-        tgt_vocab=len(vocabs["target"]),
-        d_model=64,
-        n_layers=2,
-        n_heads=4,
-        d_mlp=256,
-        max_src=MAX_SRC,
-        max_tgt=MAX_TGT,
-        pos_encoding="sinusoidal",
+        src_vocab=len(vocabs["source"]), tgt_vocab=len(vocabs["target"]), max_src=MAX_SRC, max_tgt=MAX_TGT
     )
 
 
@@ -266,21 +244,15 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, log: Callable[[
     config = TrainConfig(
         steps=steps or 2500, batch_size=64, lr=3e-3, warmup=100, snapshot_every=250, seed=seed, eval_batch_size=256
     )
-    started = time.perf_counter()
-    for snap in train(
+    run = train_logged(
         model,
         task,
         config,
+        log=log,
         forward_fn=packed_forward(MAX_SRC),
         trace_fn=probe_tracer(vocabs, MAX_SRC, NAME),
         model_id=NAME,
-    ):
-        log(
-            f"step {snap.step:5d}/{snap.total_steps}  loss {snap.loss:.4f}  {snap.metric_name} {snap.metric:.3f}  "
-            f"lr {snap.lr:.2e}  {time.perf_counter() - started:.0f} s"
-        )
-        device, final_loss, train_time = snap.device, snap.loss, snap.elapsed_s
-    wall = time.perf_counter() - started
+    )
     model.eval()
     scores = evaluate(model, test_pairs, vocabs)
     n_dates = sum(map(is_date, test_pairs))
@@ -289,7 +261,7 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, log: Callable[[
         EXACT_DATES: round(scores["dates"], 4),
         EXACT_ALL: round(scores["all"], 4),
         TOKEN_ACCURACY: round(scores["token_accuracy"], 4),
-        f"final training loss (last {config.snapshot_every} steps)": round(final_loss, 4),
+        f"final training loss (last {config.snapshot_every} steps)": round(run.last_loss, 4),
     }
     card = {
         "title": NAME,
@@ -301,16 +273,11 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0, log: Callable[[
         "data": f"{N_PAIRS:,} generated pairs (seed {seed}): toy English→French sentences and "
         f"{DATE_FRACTION:.0%} written dates→ISO; {len(test_pairs):,} held out ({n_dates:,} dates), "
         f"no source on both sides; {len(vocabs['source'])} source / {len(vocabs['target'])} target tokens",
-        "steps": config.steps,
         "batch": f"{config.batch_size} pairs, teacher forcing, lr {config.lr} (warm-up {config.warmup}, cosine)",
-        "wall_time_s": round(wall, 1),
-        "training_time_s": round(train_time, 1),
-        "device": f"{device} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
-        "seed": seed,
-        "final_metrics": metrics,
+        "training_time_s": round(run.training_s, 1),
         "exact match": "greedy decoding of every held-out pair; right when the output equals the reference",
         "samples": sample_translations(model, vocabs),
-        "command": f"python -m engine.training.pretrain {NAME}",
+        **run_fields(NAME, run, steps=config.steps, seed=seed, metrics=metrics),
     }
     save_checkpoint(out, NAME, model, kind="seq2seq", config=cfg.to_dict(), vocab=vocabs, card=card)
     return card

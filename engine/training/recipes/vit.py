@@ -18,8 +18,6 @@ One step::
 
 from __future__ import annotations
 
-import platform
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +26,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.checkpoint import save_checkpoint
-from engine.families.vit.network import DIGITS, ViT, ViTConfig
+from engine.families.vit.network import ViT, ViTConfig
 from engine.samples import DIGIT_SPLIT_SEED, DIGIT_TEST_FRACTION, digit_split
-from engine.training.loop import TrainConfig, resolve_device
+from engine.training.loop import TrainConfig, make_optimizer, resolve_device, update
+from engine.training.recipes.common import Log, LossLog, Run, log_line, run_fields
 from engine.vocab import Vocab
 
 NAME = "tiny-vit-digits"
@@ -104,13 +103,6 @@ def evaluate(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> tu
     return float(right.double().mean()), per_class
 
 
-def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    decay = [p for p in model.parameters() if p.ndim >= 2]  # matrices, [CLS], positions
-    no_decay = [p for p in model.parameters() if p.ndim < 2]  # biases, LayerNorm gains
-    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr_at(0), betas=(0.9, 0.98))
-
-
 def fit(
     model: ViT,
     images: torch.Tensor,
@@ -119,9 +111,9 @@ def fit(
     *,
     max_shift: int = MAX_SHIFT,
     log_every: int = 500,
-    log=print,
-) -> float:
-    """Train ``model`` in place on ``(images (N, C, S, S), labels (N,))``; returns the last logged mean loss.
+    log: Log = log_line,
+) -> Run:
+    """Train ``model`` in place on ``(images (N, C, S, S), labels (N,))``; returns the run (its last mean loss).
 
     Batches of ``config.batch_size`` are drawn with replacement from a generator seeded with
     ``config.seed``; the same seed and initial weights give the same run on the CPU. The model ends
@@ -130,45 +122,23 @@ def fit(
     device = resolve_device(config.device)
     model.to(device).train()
     generator = torch.Generator().manual_seed(config.seed)
-    optimizer = _optimizer(model, config)
-    started, running, mean_loss = time.perf_counter(), 0.0, float("nan")
+    optimizer = make_optimizer(model, config, device)
+    losses = LossLog(config, log_every, log)
     for step in range(config.steps):
         index = torch.randint(0, len(images), (config.batch_size,), generator=generator)  # (B,)
         x = random_shift(images[index], generator, max_shift).to(device)  # (B, C, S, S)
         y = labels[index].to(device)  # (B,)
-        for group in optimizer.param_groups:
-            group["lr"] = config.lr_at(step)
         loss = F.cross_entropy(model(x, attn_impl="sdpa"), y, label_smoothing=LABEL_SMOOTHING)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if config.grad_clip is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        running += float(loss.detach())
-        if (step + 1) % log_every == 0 or step + 1 == config.steps:
-            mean_loss = running / ((step % log_every) + 1)
-            log(
-                f"step {step + 1:5d}/{config.steps}  loss {mean_loss:.3f}  "
-                f"lr {config.lr_at(step):.2e}  {time.perf_counter() - started:.0f} s"
-            )
-            running = 0.0
+        update(model, optimizer, loss, config, step)
+        losses.add(step, float(loss.detach()))
     model.eval()
-    return mean_loss
+    return losses.run(device.type)
 
 
 def model_config() -> ViTConfig:
-    """The shipped model: 8×8 input, 2×2 patches (16 + [CLS] tokens), 3 layers × 4 heads, d_model 64."""
-    return ViTConfig(
-        image_size=8,
-        patch_size=2,
-        channels=1,
-        d_model=64,
-        n_layers=3,
-        n_heads=4,
-        d_mlp=128,
-        n_classes=10,
-        labels=DIGITS,
-    )
+    """The shipped model, :class:`ViTConfig`'s defaults: 8×8 input, 2×2 patches (16 + [CLS] tokens), 3 layers × 4
+    heads, d_model 64, the ten digits."""
+    return ViTConfig()
 
 
 def train_config(steps: int | None = None, seed: int = 0) -> TrainConfig:
@@ -202,18 +172,15 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
     config = train_config(steps, seed)
     torch.manual_seed(seed)
     model = ViT(cfg)
-    started = time.perf_counter()
-    final_loss = fit(model, train_images, train_labels, config)
-    wall = time.perf_counter() - started
+    run = fit(model, train_images, train_labels, config)
     model.to("cpu")
     accuracy, per_class = evaluate(model, test_images, test_labels)
     train_accuracy, _ = evaluate(model, train_images, train_labels)
-    device = resolve_device(config.device)
     metrics = {
         ACCURACY_KEY: round(accuracy, 4),
         "held-out images": len(y_test),
         "training accuracy (unshifted)": round(train_accuracy, 4),
-        "final training loss (label-smoothed)": round(final_loss, 4),
+        "final training loss (label-smoothed)": round(run.last_loss, 4),
         **{f"held-out accuracy, digit {k}": round(v, 4) for k, v in per_class.items()},
     }
     card = {
@@ -229,13 +196,8 @@ def build(out: Path, *, steps: int | None = None, seed: int = 0) -> dict:
         "split_seed": SPLIT_SEED,
         "input": f"{cfg.image_size}×{cfg.image_size} grayscale, 0–1 (digits' 0–16 / 16), "
         f"{cfg.patch_size}×{cfg.patch_size} patches on a {cfg.grid}×{cfg.grid} grid",
-        "steps": config.steps,
         "batch": f"{config.batch_size} images",
-        "wall_time_s": round(wall, 1),
-        "device": f"{device.type} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
-        "seed": seed,
-        "final_metrics": metrics,
-        "command": f"python -m engine.training.pretrain {NAME}",
+        **run_fields(NAME, run, steps=config.steps, seed=seed, metrics=metrics),
     }
     # the checkpoint format stores a vocabulary: for a classifier, the class labels after the specials
     save_checkpoint(out, NAME, model, kind="vit", config=cfg.to_dict(), vocab=Vocab.from_words(cfg.labels), card=card)
