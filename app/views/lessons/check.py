@@ -17,10 +17,9 @@ from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
-from app.views.bahdanau.data import BAHDANAU_MODELS
-from app.views.lessons.data import QueryRow, alignment_row, lesson_row
+from app.views.lessons.data import QueryRow, row_for
 from app.views.lessons.keys import Lessons
-from app.views.lessons.plan import Choice, Look, Predict, Step
+from app.views.lessons.lesson_file import Choice, Look, Predict, Step
 
 
 def answers() -> dict[str, int]:
@@ -38,13 +37,6 @@ def _record(step_id: str, key: str) -> None:
 def _forget(step_id: str) -> None:
     """on_click of "Try again"."""
     answers().pop(step_id, None)
-
-
-def row_for(check: Predict) -> QueryRow:
-    """The real row a predict check reveals: the translator's alignment, or one head of a self-attention trace."""
-    if check.model in BAHDANAU_MODELS.values():
-        return alignment_row(check.model, check.text, check.word)
-    return lesson_row(check.model, check.text, check.causal, check.layer, check.head, check.word, check.occurrence)
 
 
 def row_figure(row: QueryRow, picked: int) -> go.Figure:

@@ -16,6 +16,8 @@ import numpy as np
 from app.runtime.models import early_answer, get_model
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
+from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_trace
+from app.views.lessons.lesson_file import Predict
 
 LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
 
@@ -64,12 +66,17 @@ def lesson_row(
 
 def alignment_row(model_id: str, text: str, word: str) -> QueryRow:
     """The Bahdanau/Luong translator's alignment row α(i, ·) of the target word ``word`` over the English."""
-    from app.views.bahdanau.data import bahdanau_trace  # the Bahdanau page's own cached trace
-
     trace = bahdanau_trace(model_id, text)
     targets = tuple(trace.target.strings)
     row = find_token(targets, word)
     return QueryRow(row, targets[row], tuple(trace.source.strings), np.asarray(trace.alignment[row], dtype=float))
+
+
+def row_for(check: Predict) -> QueryRow:
+    """The real row a predict check reveals: the translator's alignment, or one head of a self-attention trace."""
+    if check.model in BAHDANAU_MODELS.values():
+        return alignment_row(check.model, check.text, check.word)
+    return lesson_row(check.model, check.text, check.causal, check.layer, check.head, check.word, check.occurrence)
 
 
 def model_vocabulary(model_id: str) -> tuple[str, ...] | None:

@@ -34,11 +34,12 @@ from app.ui.pickers import page_tabs
 from app.ui.safe_text import md
 from app.views.lessons.check import answers, is_right, knowledge_check
 from app.views.lessons.data import LESSON_MAX_TOKENS, find_token
-from app.views.lessons.draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, open_tab, owned, use
+from app.views.lessons.draft import TAKE_TAB, WRITE_TAB, open_tab, owned, use
+from app.views.lessons.editor import EDIT_PARAM, editor
 from app.views.lessons.keys import Draft, Lessons
-from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
+from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, Step, read_lesson
 from app.views.lessons.offline_pack import lesson_pack_buttons
-from app.views.lessons.plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
+from app.views.lessons.plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS
 from app.views.step_by_step.data import calculator_steps, query_steps
 
 
