@@ -1,13 +1,10 @@
 """A student's view of the class they joined: drawn by the entry point above every page.
 
-Opening a join link (``/?room=CODE``, any page) joins the room once per link; the code is then kept in the
-session, so the panel stays while the student moves between pages (the sidebar drops query parameters), and
-the browser keeps its anonymous id in a cookie (``components.browser_cookie``), so a reload without the link
-finds the room again (``Store.joined_room``) as the same student.
-The panel polls the class store every :data:`POLL_S` seconds (``st.fragment(run_every=...)``) for the
-question on screen: a student picks an option and sends it (written to the store at once), can change it
-until the teacher reveals the answer, and then sees the right one. Refusals (a forged or ended room, a
-revealed question, too many tries) are shown with ``guard.show_error``, literally.
+A join link (``/?room=CODE``, any page) joins the room once per link; the code is then kept in the session, and the
+browser keeps its anonymous id in a cookie, so a reload without the link finds the room again
+(``Store.joined_room``) as the same student. The panel polls the store every :data:`POLL_S` seconds for the
+question on screen: a student picks an option and sends it, can change it until the teacher reveals the answer,
+then sees the right one. Refusals are shown literally.
 """
 
 from __future__ import annotations
@@ -165,14 +162,7 @@ def question_map(question, key: str) -> None:
     fig.update_layout(
         height=160 + 22 * len(queries),
         margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(
-            title="looks at (key)",
-            type="category",
-            tickmode="array",
-            tickvals=x,
-            ticktext=x,
-            tickangle=-90,
-        ),
+        xaxis=dict(title="looks at (key)", type="category", tickmode="array", tickvals=x, ticktext=x, tickangle=-90),
         yaxis=dict(
             title="from (query)", type="category", autorange="reversed", tickmode="array", tickvals=y, ticktext=y
         ),

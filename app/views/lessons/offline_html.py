@@ -3,7 +3,7 @@
 The pack opens from disk on a laptop with neither the server nor the internet. Everything it needs is inside the
 one file: the steps' text, each chart's Plotly JSON (in a ``<script type="application/json">`` element, one per
 chart, beside the ``<div>`` it is drawn into) and plotly.js itself, read from the installed ``plotly`` package by
-the caller (``app/views/lessons/offline_data.py``, which also computes the charts). A Content-Security-Policy in the
+the caller (``app/views/lessons/offline_views.py``, which also computes the charts). A Content-Security-Policy in the
 file forbids every fetch, so a chart can never reach out to a CDN even by accident.
 
 Text from a lesson is anyone's text: every title, note, question and option is HTML-escaped and shown literally

@@ -1,7 +1,7 @@
 """The offline lesson pack: a lesson, or one view, as one HTML file that opens from disk.
 
 For each step: its title, note and question, and for each of its links the charts the link's page draws first
-(``offline_data.pack_view``), drawn in the default look by the app's own figure builders as Plotly JSON.
+(``offline_views.pack_view``), drawn in the default look by the app's own figure builders as Plotly JSON.
 plotly.js is read from the installed ``plotly`` package when the pack is built (never a CDN) and
 ``offline_html.py`` writes the page. A view with no static chart, or one that fails, becomes a note. The Lessons
 page (the lesson being taken, or the draft) and the Share box (the view on screen) offer it: a pack takes a few
@@ -25,8 +25,8 @@ from app.ui import theme
 from app.ui.guard import plain_error, show_error
 from app.views.lessons.keys import Offline
 from app.views.lessons.lesson_file import Choice, Lesson, Link, Look, Predict, Step
-from app.views.lessons.offline_data import PACK_CELLS, NoChart, pack_view
 from app.views.lessons.offline_html import Chart, Note, PackStep, render
+from app.views.lessons.offline_views import PACK_CELLS, NoChart, pack_view
 
 PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
 MAX_CHART_CHARS = 40_000_000  # the charts' JSON in one pack at most (~160 maps of 256² cells); later ones: a note

@@ -1,6 +1,6 @@
 """The offline pack's first charts of the pages that are not text pages, each drawn by the page's own builders.
 
-``offline_data.pack_view`` hands a link's values to the page's function here, which reads the numbers the page
+``offline_views.pack_view`` hands a link's values to the page's function here, which reads the numbers the page
 draws first from the same services and caches; its view's ``figures()`` are the page's figures, each with a caption
 in the page's words. A view only the app can show (a live run, an upload, a measurement, a tab of sliders) raises
 :class:`Unchartable` with the reason, which becomes a note.

@@ -1,14 +1,10 @@
 """Lessons: a guided path through the topics of a transformers lecture, one step at a time, and the lessons
 teachers write.
 
-The built-in lesson is a lesson file (``assets/lessons/attention-in-eleven-steps.toml``, read by
-``app/views/lessons/lesson_file.py`` through ``app/views/lessons/plan.py``). Each step is a short text, links that open
-the page showing it in the right state (sentence, model, layer, head, tab) and a knowledge check; a few steps
-draw a small live chart inline, from the same services the pages use. The current step is
-``st.session_state["lesson_step"]`` (1-based) and the URL's ``?lesson_step=k``, so a teacher can send the class
-to step k with a link. ``?lesson=ID`` opens a lesson a teacher saved (read only; its text shown literally). Both
-are parameters of the URL table (``app/url_params.py``), restored and written by ``app/url_state.py`` as every
-page's are. The "Write a lesson" tab is the editor (``app/views/lessons/draft.py``).
+Each step of the built-in lesson (``plan.py``) or of a saved one (``?lesson=ID``, read only, its text shown
+literally) is a short text, links that open the page showing it in the right state, a knowledge check and, for a
+few, a small live chart. The step on screen is ``?lesson_step=k`` (1-based, a URL parameter as every page's), so a
+teacher can send the class to step k with a link. The "Write a lesson" tab is the editor (``editor.py``).
 """
 
 from __future__ import annotations
@@ -37,7 +33,7 @@ from app.views.lessons.data import LESSON_MAX_TOKENS, find_token
 from app.views.lessons.draft import TAKE_TAB, WRITE_TAB, open_tab, owned, use
 from app.views.lessons.editor import EDIT_PARAM, editor
 from app.views.lessons.keys import Draft, Lessons
-from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, Step, read_lesson
+from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Step, read_lesson
 from app.views.lessons.offline_pack import lesson_pack_buttons
 from app.views.lessons.plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS
 from app.views.step_by_step.data import calculator_steps, query_steps
@@ -57,26 +53,19 @@ def _go(k: int, n: int) -> None:
 def navigation(k: int, n: int, where: str) -> None:
     """Previous / Next buttons (``where`` keeps the keys of the top and bottom rows apart)."""
     left, _, right = st.columns([1, 4, 1])
-    with left:
-        st.button(
-            "Previous",
-            key=f"{Lessons.prev}{where}",
+    for column, label, prefix, to, icon in (
+        (left, "Previous", Lessons.prev, k - 1, "arrow_back"),
+        (right, "Next", Lessons.next, k + 1, "arrow_forward"),
+    ):
+        column.button(
+            label,
+            key=f"{prefix}{where}",
             on_click=once(_go),
-            args=(k - 1, n),
-            disabled=k <= 1,
-            icon=":material/arrow_back:",
+            args=(to, n),
+            disabled=not 1 <= to <= n,
+            icon=f":material/{icon}:",
             width="stretch",
-        )
-    with right:
-        st.button(
-            "Next",
-            key=f"{Lessons.next}{where}",
-            on_click=once(_go),
-            args=(k + 1, n),
-            disabled=k >= n,
-            icon=":material/arrow_forward:",
-            width="stretch",
-            type="primary",
+            type="primary" if label == "Next" else "secondary",
         )
 
 
@@ -181,15 +170,10 @@ def literal(step: Step, scope: str) -> Step:
     """A step of a lesson someone wrote, its text made literal (no links, images or maths from markdown) and its id
     made the lesson's own (answers are kept per step id)."""
     check = step.check
-    if isinstance(check, Choice):
-        check = replace(
-            check,
-            question=line_chart(check.question),
-            options=tuple(md(o) for o in check.options),
-            explain=line_chart(check.explain),
-        )
-    elif isinstance(check, (Predict, Look)):
+    if check is not None:
         check = replace(check, question=line_chart(check.question), explain=line_chart(check.explain))
+    if isinstance(check, Choice):
+        check = replace(check, options=tuple(md(o) for o in check.options))
     links = tuple(Link(link.page, md(link.label), link.params) for link in step.links)
     return replace(
         step, id=f"{scope}-{step.id}", title=md(step.title), text=line_chart(step.text), links=links, check=check
