@@ -147,25 +147,15 @@ def question_map(question, key: str) -> None:
     x = unique_labels([safe_label(str(k)) for k in keys])
     y = unique_labels([safe_label(str(q)) for q in queries])
     dense = len(x) > QUESTION_MAP_HALF  # every label printed, upright; past 16 in a smaller type
-    fig = go.Figure(
-        go.Heatmap(
-            z=grid,
-            x=x,
-            y=y,
-            colorscale="Blues",
-            zmin=0,
-            zmax=max(max(max(row) for row in grid), 1e-6),
-            hovertemplate="from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
-            colorbar=dict(thickness=12),
-        )
-    )
+    zmax, hover = max(max(max(row) for row in grid), 1e-6), "from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>"
+    fig = go.Figure(go.Heatmap(z=grid, x=x, y=y, colorscale="Blues", zmin=0, zmax=zmax, hovertemplate=hover))
+    fig.update_traces(colorbar=dict(thickness=12))
+    axis = dict(type="category", tickmode="array")
     fig.update_layout(
         height=160 + 22 * len(queries),
         margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(title="looks at (key)", type="category", tickmode="array", tickvals=x, ticktext=x, tickangle=-90),
-        yaxis=dict(
-            title="from (query)", type="category", autorange="reversed", tickmode="array", tickvals=y, ticktext=y
-        ),
+        xaxis=dict(title="looks at (key)", tickvals=x, ticktext=x, tickangle=-90, **axis),
+        yaxis=dict(title="from (query)", autorange="reversed", tickvals=y, ticktext=y, **axis),
     )
     themed = ready(fig)
     if dense:  # the theme's tick size, smaller: up to 32 labels side by side

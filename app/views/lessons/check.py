@@ -171,6 +171,17 @@ def is_right(step: Step, picked: int) -> bool:
         return False
 
 
+def summary(check: Choice | Predict | Look) -> str:
+    """A check in one line, for the editor's list of steps."""
+    if isinstance(check, Choice):
+        return f"Question: {md(check.question)} (answer: {md(check.options[check.answer])})"
+    if isinstance(check, Predict):
+        where = f"{md(check.model)}, layer {check.layer} head {check.head}"
+        return f"Check: which token does “{md(check.word)}” look at ({where}); the answer is read from the model."
+    where = f"“{md(check.word)}” (scene {check.scene})"
+    return f"Check: where does {md(check.model)} look when it writes {where}; the answer is read from the model."
+
+
 def knowledge_check(step: Step) -> None:
     """The check that ends ``step``."""
     st.subheader("Check yourself", divider="gray")

@@ -137,6 +137,11 @@ def use(lesson: Lesson, saved: tuple[str, str] | None = None) -> None:
     open_tab(WRITE_TAB)
 
 
+def use_button(where, label: str, key: str, lesson: Lesson, saved: tuple[str, str] | None = None, **kwargs) -> None:
+    """A button (in ``where``: ``st`` or a column) that puts ``lesson`` in the editor (:func:`use`)."""
+    where.button(label, key=key, on_click=once(use), args=(lesson, saved), **kwargs)
+
+
 def open_tab(tab: str) -> None:
     """Open the Lessons page on ``tab`` (:data:`TAKE_TAB` or :data:`WRITE_TAB`) at its next run."""
     st.session_state[Draft.tab] = tab

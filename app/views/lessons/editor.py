@@ -18,19 +18,28 @@ from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md, quoted
 from app.views.lessons import check_editor
+from app.views.lessons.check import summary
 from app.views.lessons.check_editor import clean
-from app.views.lessons.draft import EMPTY, PAGE_TITLES, draft, keep, owned, remember, replace_draft, said, say, use
+from app.views.lessons.draft import (
+    EMPTY,
+    PAGE_TITLES,
+    draft,
+    keep,
+    owned,
+    remember,
+    replace_draft,
+    said,
+    say,
+    use_button,
+)
 from app.views.lessons.keys import Draft, Lessons
 from app.views.lessons.lesson_file import (
     MAX_BYTES,
     TEXT_CHARS,
     TITLE_CHARS,
-    Choice,
     Lesson,
     LessonFileError,
     Link,
-    Look,
-    Predict,
     Step,
     file_name,
     read_lesson,
@@ -81,22 +90,6 @@ def _describe(link: Link) -> str:
     return PAGE_TITLES.get(link.page.removesuffix(".py"), link.page) + (": " + " · ".join(shown) if shown else "")
 
 
-def _about_check(check: Choice | Predict | Look | None) -> str:
-    if isinstance(check, Choice):
-        return f"Question: {md(check.question)} (answer: {md(check.options[check.answer])})"
-    if isinstance(check, Predict):
-        return (
-            f"Check: which token does “{md(check.word)}” look at ({md(check.model)}, layer {check.layer} head "
-            f"{check.head}); the answer is read from the model."
-        )
-    if isinstance(check, Look):
-        return (
-            f"Check: where does {md(check.model)} look when it writes “{md(check.word)}” (scene {check.scene}); the "
-            "answer is read from the model."
-        )
-    return ""
-
-
 def _step_row(i: int, step: Step, n: int) -> None:
     with st.container(border=True):
         head, *buttons = st.columns([5, 1.1, 1.4, 1.4], vertical_alignment="center")
@@ -116,7 +109,7 @@ def _step_row(i: int, step: Step, n: int) -> None:
         for link in step.links:
             st.caption("Opens " + md(_describe(link)))
         if step.check is not None:
-            st.caption(_about_check(step.check))
+            st.caption(summary(step.check))
         with st.expander("Edit this step", icon=":material/edit:"):
             sid = step.id
             default(f"{Draft.edit_title}{sid}", step.title)
@@ -246,19 +239,14 @@ def _file_box(lesson: Lesson) -> None:
             show_error(str(exc), before=f"{quoted(upload.name, 40)} cannot be opened: ")
         else:
             st.caption(f"{quoted(upload.name, 40)}: {md(opened.title)}, {len(opened.steps)} steps.")
-            st.button(
+            use_button(
+                st,
                 "Put it in the editor (replaces your draft)",
-                key=Draft.use_upload,
-                on_click=once(use),
-                args=(opened,),
+                Draft.use_upload,
+                opened,
                 icon=":material/upload_file:",
             )
     left, right = st.columns(2)
-    left.button(
-        "Start from the built-in lesson",
-        key=Draft.builtin,
-        on_click=once(use),
-        args=(LESSON,),
-        help="Replaces your draft with the built-in lesson's steps, to change as you like.",
-    )
-    right.button("Empty the draft", key=Draft.clear, on_click=once(use), args=(EMPTY,), disabled=not lesson.steps)
+    help = "Replaces your draft with the built-in lesson's steps, to change as you like."
+    use_button(left, "Start from the built-in lesson", Draft.builtin, LESSON, help=help)
+    use_button(right, "Empty the draft", Draft.clear, EMPTY, disabled=not lesson.steps)

@@ -30,7 +30,7 @@ from app.ui.pickers import page_tabs
 from app.ui.safe_text import md
 from app.views.lessons.check import answers, is_right, knowledge_check
 from app.views.lessons.data import LESSON_MAX_TOKENS, find_token
-from app.views.lessons.draft import TAKE_TAB, WRITE_TAB, open_tab, owned, use
+from app.views.lessons.draft import TAKE_TAB, WRITE_TAB, open_tab, owned, use_button
 from app.views.lessons.editor import EDIT_PARAM, editor
 from app.views.lessons.keys import Draft, Lessons
 from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Step, read_lesson
@@ -206,23 +206,11 @@ def shared_header(lid: str, lesson: Lesson) -> None:
         "A lesson shared by link (read only)." + (f" {line_chart(lesson.description)}" if lesson.description else "")
     )
     left, right = st.columns(2)
-    left.button(
-        "Copy it into my lesson",
-        key=Draft.copy,
-        on_click=once(use),
-        args=(lesson,),
-        icon=":material/content_copy:",
-        help="Your copy opens in “Write a lesson”, to change and save as your own.",
-    )
+    help = "Your copy opens in “Write a lesson”, to change and save as your own."
+    use_button(left, "Copy it into my lesson", Draft.copy, lesson, icon=":material/content_copy:", help=help)
     if lid in owned():
-        right.button(
-            "Edit it",
-            key=Draft.edit_shared,
-            on_click=once(use),
-            args=(lesson, (lid, owned()[lid])),
-            icon=":material/edit:",
-            help="You wrote this lesson: change it in “Write a lesson”, then save.",
-        )
+        help = "You wrote this lesson: change it in “Write a lesson”, then save."
+        use_button(right, "Edit it", Draft.edit_shared, lesson, (lid, owned()[lid]), icon=":material/edit:", help=help)
     st.button("Back to the built-in lesson", key=Lessons.builtin, on_click=once(_builtin), icon=":material/arrow_back:")
 
 
