@@ -24,7 +24,7 @@ from app.ui.safe_text import md
 from app.views.classroom.keys import ROOM
 from app.views.lessons.draft import draft
 from app.views.lessons.keys import Lessons
-from app.views.lessons.lesson_file import Lesson, LessonFileError, page_stems, read_lesson
+from app.views.lessons.lesson_file import PAGE_TITLES, Lesson, LessonFileError, read_lesson
 from app.views.lessons.plan import LESSON
 
 NOTE_CHARS = 600  # of a step's note shown in a student's panel (the view itself is the lesson)
@@ -57,7 +57,7 @@ def show_step(lesson: RoomLesson) -> None:
     st.markdown(f"**Step {lesson.step + 1} of {len(lesson.steps)}: {text(title or note.split(chr(10))[0])}**")
     if title and note:
         st.caption(text(note))
-    if step.get("page") in page_stems():
+    if step.get("page") in PAGE_TITLES:
         params = step.get("params") if isinstance(step.get("params"), dict) else {}
         label = str(step.get("label") or "Open this step's view")
         open_page(f"{step['page']}.py", label if trusted else md(label), params, icon=":material/open_in_new:")

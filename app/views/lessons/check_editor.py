@@ -10,6 +10,7 @@ class. "Add this view to my lesson" makes a predict check with the same model li
 
 from __future__ import annotations
 
+from dataclasses import fields as fields_of
 from dataclasses import replace
 
 import streamlit as st
@@ -50,30 +51,23 @@ KINDS = {
 CAUSAL = {"own": "the model's own mask", "on": "causal (each token sees only earlier ones)", "off": "not causal"}
 
 
+#: each field's first value for a step without that key (the field's key: ``Draft.edit_<name>`` + the step's id)
+BLANK = {"question": "", "options": "", "right": 1, "explain": "", "model": DEFAULT_MODEL, "text": "", "word": ""}
+BLANK |= {"occurrence": 0, "layer": 0, "head": 0, "causal": None, "expect": "", "captioner": CAPTION_MODEL, "scene": 0}
+
+
 def _defaults(step: Step) -> dict[str, object]:
-    """Each field's first value: the step's own check where it has that key, else an empty or first value."""
-    check, sid = step.check, step.id
-    choice = check if isinstance(check, Choice) else None
-    predict = check if isinstance(check, Predict) else None
-    look = check if isinstance(check, Look) else None
-    causal = None if predict is None else predict.causal
-    return {
-        Draft.edit_kind + sid: kind_of(check),
-        Draft.edit_question + sid: check.question if check else "",
-        Draft.edit_options + sid: "\n".join(choice.options) if choice else "",
-        Draft.edit_right + sid: choice.answer + 1 if choice else 1,
-        Draft.edit_explain + sid: check.explain if check else "",
-        Draft.edit_model + sid: predict.model if predict else DEFAULT_MODEL,
-        Draft.edit_text + sid: predict.text if predict else "",
-        Draft.edit_word + sid: check.word if predict or look else "",
-        Draft.edit_occurrence + sid: predict.occurrence if predict else 0,
-        Draft.edit_layer + sid: predict.layer if predict else 0,
-        Draft.edit_head + sid: predict.head if predict else 0,
-        Draft.edit_causal + sid: {None: "own", True: "on", False: "off"}[causal],
-        Draft.edit_expect + sid: predict.expect if predict else "",
-        Draft.edit_captioner + sid: look.model if look else CAPTION_MODEL,
-        Draft.edit_scene + sid: look.scene if look else 0,
-    }
+    """Each field's first value: the step's own check where it has that key, else :data:`BLANK`'s."""
+    check = step.check
+    values = {**BLANK, "kind": kind_of(check)}
+    if check is not None:
+        values |= {f.name: getattr(check, f.name) for f in fields_of(check) if f.name in BLANK}
+    if isinstance(check, Choice):
+        values |= {"options": "\n".join(check.options), "right": check.answer + 1}
+    if isinstance(check, Look):
+        values |= {"captioner": check.model, "model": DEFAULT_MODEL}
+    values["causal"] = {None: "own", True: "on", False: "off"}[values["causal"]]
+    return {getattr(Draft, f"edit_{name}") + step.id: value for name, value in values.items()}
 
 
 def _models(

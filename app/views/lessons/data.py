@@ -1,10 +1,8 @@
-"""The Lessons page's and the Examples picker's calls into the engine.
+"""The Lessons page's calls into the engine, and the Examples picker's vocabulary of a closed-vocabulary model.
 
-The knowledge checks reveal a real head's weights: one query row of one head, read from the same cached
-trace the Explore page draws (``traces.get_trace``), so the number a student sees in a lesson is the number
-Explore shows for the same sentence, layer and head. The Bahdanau check reads the RNN's alignment row.
-The Examples picker asks which words a closed-vocabulary model (our own word-level models) knows; open
-tokenizers (BERT, GPT-2, …) read any text and have no such list.
+A knowledge check reveals one query row of one head, read from the same cached trace Explore draws
+(``traces.get_trace``), so the number a student sees in a lesson is the number Explore shows for that sentence,
+layer and head; the Bahdanau check reads the RNN's alignment row.
 """
 
 from __future__ import annotations
@@ -24,14 +22,8 @@ LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
 
 @dataclass(frozen=True)
 class QueryRow:
-    """One query token's attention over the keys, as a knowledge check reveals it.
-
-    Attributes:
-        query: the query token's position (a row of the pattern).
-        query_label: its display string.
-        keys: the key tokens' display strings (the columns).
-        weights: ``[n_keys]`` softmax weights of that row (sum to 1).
-    """
+    """One query token's attention over the keys, as a knowledge check reveals it: the query's position and label,
+    the keys' labels and the row's ``[n_keys]`` softmax weights."""
 
     query: int
     query_label: str
@@ -91,18 +83,3 @@ def model_vocabulary(model_id: str) -> tuple[str, ...] | None:
     from engine.vocab import known_words
 
     return known_words(get_model(model_id).tokenizer)
-
-
-def unknown_words(model_id: str, text: str) -> list[str]:
-    """Words of ``text`` that a closed-vocabulary model reads as ``<unk>`` ([] for an open tokenizer)."""
-    from engine.vocab import tokenize
-
-    known = model_vocabulary(model_id)
-    if known is None:
-        return []
-    if isinstance(get_model(model_id).tokenizer, dict):  # a translator splits as its training data was split
-        from engine.families.seq2seq.adapter import source_tokens as split
-    else:
-        split = tokenize
-    words = set(known)
-    return list(dict.fromkeys(w for w in split(text) if w not in words))

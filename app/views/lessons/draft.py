@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 import streamlit as st
 
 from app import url_state
-from app.routes import PAGES
 from app.runtime.rooms import browser_cookie_missing, browser_id, lesson_store
 from app.state import K, bounded, default, default_from, settle
 from app.state import Look as Shown
@@ -38,6 +37,7 @@ from app.views.lessons.check_editor import choice_from, clean
 from app.views.lessons.keys import EDIT_FIELDS, Draft
 from app.views.lessons.lesson_file import (
     MAX_OPTIONS,
+    PAGE_TITLES,
     QUESTION_CHARS,
     SENTENCE_CHARS,
     TEXT_CHARS,
@@ -54,7 +54,6 @@ from app.views.lessons.lesson_file import (
 from app.views.step_by_step.keys import Step as Walk
 
 TAKE_TAB, WRITE_TAB = "Take a lesson", "Write a lesson"
-PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
 LEFT_OUT = ("present",)  # link parameters a lesson step does not keep (presenter mode is the teacher's own)
 EMPTY = Lesson("My lesson", ())
 PREDICT_PAGES = ("explore", "heads", "step_by_step")  # text pages with one head on screen (K.layer, K.head)

@@ -20,21 +20,11 @@ from app.ui.safe_text import md, quoted
 from app.views.lessons import check_editor
 from app.views.lessons.check import summary
 from app.views.lessons.check_editor import clean
-from app.views.lessons.draft import (
-    EMPTY,
-    PAGE_TITLES,
-    draft,
-    keep,
-    owned,
-    remember,
-    replace_draft,
-    said,
-    say,
-    use_button,
-)
+from app.views.lessons.draft import EMPTY, draft, keep, owned, remember, replace_draft, said, say, use_button
 from app.views.lessons.keys import Draft, Lessons
 from app.views.lessons.lesson_file import (
     MAX_BYTES,
+    PAGE_TITLES,
     TEXT_CHARS,
     TITLE_CHARS,
     Lesson,

@@ -34,6 +34,7 @@ MIN_OPTIONS, MAX_OPTIONS = 2, 8
 SENTENCE_CHARS, WORD_CHARS = 400, 40
 MAX_NUMBER = 4_096  # a check's layer, head and occurrence
 PARAM_CHARS = TEXT_LINK_MAX  # a link's longest value
+PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}  # the pages a link may open, by stem
 DEMOS = ("steps", "softmax")  # the small live charts the Lessons page can draw inside a step (page.DEMOS)
 #: a check's text keys and their longest values
 CHECK_TEXTS = {
@@ -201,16 +202,11 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
     )
 
 
-def page_stems() -> tuple[str, ...]:
-    """The app's pages as their file stems in ``app/views/`` (``explore``, ``lessons``, ...)."""
-    return tuple(file.removesuffix(".py") for file, _, _ in PAGES)
-
-
 def _link(raw: dict, where: str, check_values: bool) -> Link:
     _keys(raw, ("page", "label", "params"), ("page", "label"), where)
     page = _text(raw, "page", where, 40)
-    if page not in page_stems():
-        raise LessonFileError(f"{where}: there is no page {_show(page)}; the pages are {', '.join(page_stems())}.")
+    if page not in PAGE_TITLES:
+        raise LessonFileError(f"{where}: there is no page {_show(page)}; the pages are {', '.join(PAGE_TITLES)}.")
     params = raw.get("params", {})
     if not isinstance(params, dict):
         raise LessonFileError(f'{where}: params must be a table, e.g. params = {{ layer = "3", head = "1" }}.')
@@ -408,7 +404,11 @@ def write_lesson(lesson: Lesson) -> str:
     return "\n".join(out) + "\n"
 
 
+def slug(title: str) -> str:
+    """A title as the stem of a file name: its words in lower case joined by dashes ("lesson" without any)."""
+    return "-".join(re.findall(r"[a-z0-9]+", title.lower()))[:60].strip("-") or "lesson"
+
+
 def file_name(lesson: Lesson) -> str:
-    """A file name for the download: the title in lower case, words joined by dashes, ``.toml``."""
-    words = re.findall(r"[a-z0-9]+", lesson.title.lower())
-    return ("-".join(words)[:60].strip("-") or "lesson") + ".toml"
+    """A file name for the download: ``slug.toml``."""
+    return slug(lesson.title) + ".toml"

@@ -19,16 +19,14 @@ from datetime import datetime, timezone
 
 import streamlit as st
 
-from app.routes import PAGES
 from app.state import default
 from app.ui import theme
 from app.ui.guard import plain_error, show_error
 from app.views.lessons.keys import Offline
-from app.views.lessons.lesson_file import Choice, Lesson, Link, Look, Predict, Step
+from app.views.lessons.lesson_file import PAGE_TITLES, Choice, Lesson, Link, Look, Predict, Step, slug
 from app.views.lessons.offline_html import Chart, Note, PackStep, render
 from app.views.lessons.offline_views import PACK_CELLS, NoChart, pack_view
 
-PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
 MAX_CHART_CHARS = 40_000_000  # the charts' JSON in one pack at most (~160 maps of 256² cells); later ones: a note
 Progress = Callable[[float, str], None]
 
@@ -135,9 +133,8 @@ def view_html(page: str, params: dict[str, str], progress: Progress | None = Non
 
 
 def file_name(title: str) -> str:
-    """A file name from a title: lower-case words joined by dashes, ``-offline.html``."""
-    words = re.findall(r"[a-z0-9]+", title.lower())
-    return ("-".join(words)[:60].strip("-") or "lesson") + "-offline.html"
+    """A file name from a title: ``slug-offline.html``."""
+    return slug(title) + "-offline.html"
 
 
 # ---------------------------------------------------------------- the buttons
@@ -153,13 +150,8 @@ def pack_buttons(
     name: str,
 ) -> None:
     """A button that builds the pack (a progress bar while it does), then the download button that serves it.
-
-    Args:
-        place: where on the page ("walk", "draft", "view"): the buttons' keys and the kept pack's slot.
-        fingerprint: what the pack is of (the lesson, or the view's page and link); a change drops the kept pack.
-        build: makes the HTML, reporting through the progress function it is given.
-        build_label, download_label: the two buttons' labels; name: the file's name.
-    """
+    ``place`` ("walk", "draft", "view") keys the buttons and the kept pack, which ``fingerprint`` (what the pack is
+    of) must still match; ``build`` makes the HTML, reporting through the progress function it is given."""
     kept: dict = default(Offline.built, {})
     if st.button(
         build_label,
