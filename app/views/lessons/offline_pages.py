@@ -102,56 +102,32 @@ def positional(values: dict[str, object]) -> Drawn | Biases:
     """The open tab's first charts (``pos_tab``; the model of the Learned tab: ``model`` or ``hub_id``)."""
     tab = str(values[Positional.tab])
     if tab == "Sinusoidal":
-        n_pos, d_model = SIN_OPENS
-        table, sim, spread = positional_data.pos_sinusoidal(n_pos, d_model)
-        source = f"sinusoidal, d = {d_model}"
-        return Drawn(
-            [
-                (
-                    _matrix(
-                        table,
-                        f"PE table: {n_pos} positions × {d_model} dimensions",
-                        "dimension",
-                        "position",
-                        "PE",
-                        source,
-                    ),
-                    "The vector added at each position (rows), one column per dimension: left columns wave fast.",
-                ),
-                (
-                    _matrix(sim, "Similarity PE(p)·PE(q)", "position q", "position p", "PE(p)·PE(q)", source),
-                    f"The dot product of two position vectors: largest on the diagonal (d/2 = {d_model // 2}) and the "
-                    f"same along every diagonal, it depends only on |p − q| (largest spread along a diagonal: "
-                    f"{spread:.1e}).",
-                ),
-            ]
+        n_pos, d = SIN_OPENS
+        table, sim, spread = positional_data.pos_sinusoidal(n_pos, d)
+        title, source = f"PE table: {n_pos} positions × {d} dimensions", f"sinusoidal, d = {d}"
+        table_fig = _matrix(table, title, "dimension", "position", "PE", source)
+        sim_fig = _matrix(sim, "Similarity PE(p)·PE(q)", "position q", "position p", "PE(p)·PE(q)", source)
+        table_says = "The vector added at each position (rows), one column per dimension: left columns wave fast."
+        sim_says = (
+            f"The dot product of two position vectors: largest on the diagonal (d/2 = {d // 2}) and the same along "
+            f"every diagonal, it depends only on |p − q| (largest spread along a diagonal: {spread:.1e})."
         )
+        return Drawn([(table_fig, table_says), (sim_fig, sim_says)])
     if tab == "Learned":
         model_id = _model(values)
         table, cos_sim = positional_data.pos_learned_table(model_id)
         n = min(LEARNED_OPENS, table.values.shape[0], cos_sim.shape[0])
         title = f"{table.source} ({n} of {table.values.shape[0]} positions × {table.values.shape[1]})"
-        return Drawn(
-            [
-                (
-                    _matrix(table.values[:n], title, "dimension", "position", "value", model_id),
-                    "The learned table, one row per position (colours clipped at the 99.5th percentile of |value|).",
-                ),
-                (
-                    _matrix(
-                        cos_sim[:n, :n],
-                        "Learned: cosine similarity",
-                        "position q",
-                        "position p",
-                        "cosine",
-                        model_id,
-                        1.0,
-                    ),
-                    "The cosine similarity of every pair of learned position vectors: bright along the diagonal, "
-                    "training gave neighbouring positions similar vectors.",
-                ),
-            ]
+        table_fig = _matrix(table.values[:n], title, "dimension", "position", "value", model_id)
+        sim_fig = _matrix(
+            cos_sim[:n, :n], "Learned: cosine similarity", "position q", "position p", "cosine", model_id, 1
         )
+        table_says = "The learned table, one row per position (colours clipped at the 99.5th percentile of |value|)."
+        sim_says = (
+            "The cosine similarity of every pair of learned position vectors: bright along the diagonal, training "
+            "gave neighbouring positions similar vectors."
+        )
+        return Drawn([(table_fig, table_says), (sim_fig, sim_says)])
     if tab == "ALiBi":
         n_heads, n_pos, heads = ALIBI_OPENS
         slopes, bias = positional_data.pos_alibi(n_heads, n_pos)
@@ -341,16 +317,11 @@ def pretraining(values: dict[str, object]) -> Drawn:
     title = f"Where the blank at {blank.position} looks, layer by layer"
     heat = attention_heatmap(att.reshape(-1, att.shape[-1]), rows, labels, title=title, height=360)
     heat.update_yaxes(title_text="layer and head")
-    return Drawn(
-        [
-            (with_source(ready(bars), source), f"The model's top guess is “{blank.words[0]}” ({float(probs[0]):.0%})."),
-            (
-                with_source(ready(heat), source),
-                "Each row is one head's attention from the blank to every token (rows sum to 1), first layers at the "
-                "top.",
-            ),
-        ]
+    bars_says = f"The model's top guess is “{blank.words[0]}” ({float(probs[0]):.0%})."
+    heat_says = (
+        "Each row is one head's attention from the blank to every token (rows sum to 1), first layers at the top."
     )
+    return Drawn([(with_source(ready(bars), source), bars_says), (with_source(ready(heat), source), heat_says)])
 
 
 def _objectives(values: dict[str, object]) -> Drawn:
@@ -377,13 +348,8 @@ def _objectives(values: dict[str, object]) -> Drawn:
     for name, model_id, text, causal, block, more in maps:
         real = pretraining_data.objective_attention(model_id, text, causal, layer, block)
         fig = with_source(ready(layer_mean_map(real)), source_line(real.model_id, real.text))
-        out.append(
-            (
-                fig,
-                f"{name}: what the model's attention really does, the mean of layer {real.layer}'s heads (grey: "
-                f"blocked by the causal mask).{more}",
-            )
-        )
+        says = f"the mean of layer {real.layer}'s heads (grey: blocked by the causal mask).{more}"
+        out.append((fig, f"{name}: what the model's attention really does, {says}"))
     return Drawn(out)
 
 
@@ -391,20 +357,17 @@ def scaling(values: dict[str, object]) -> Drawn:
     """The shipped curves (the page's two charts; the sizes a visitor trains live are not in a link)."""
     curves = scaling_curves()
     fit = curves.fit
-    return Drawn(
-        [
-            (
-                ready(loss_vs_params(curves.runs, fit)),
-                f"Each size's held-out loss against its non-embedding parameters N (log-log) and the fitted power "
-                f"law L(N) = (N_c / N)^α: α = {fit.alpha:.3f}, r² = {fit.r2:.3f} over {fit.n_points} sizes.",
-            ),
-            (
-                ready(loss_vs_compute(curves.runs, curves.frontier, curves.compute_fit)),
-                "Each size's loss as training goes on against the compute spent (C ≈ 6·N·tokens); the thick line is "
-                "the compute-optimal frontier.",
-            ),
-        ]
+    params_says = (
+        f"Each size's held-out loss against its non-embedding parameters N (log-log) and the fitted power law "
+        f"L(N) = (N_c / N)^α: α = {fit.alpha:.3f}, r² = {fit.r2:.3f} over {fit.n_points} sizes."
     )
+    compute_says = (
+        "Each size's loss as training goes on against the compute spent (C ≈ 6·N·tokens); the thick line is the "
+        "compute-optimal frontier."
+    )
+    params_fig = ready(loss_vs_params(curves.runs, fit))
+    compute_fig = ready(loss_vs_compute(curves.runs, curves.frontier, curves.compute_fit))
+    return Drawn([(params_fig, params_says), (compute_fig, compute_says)])
 
 
 def explain(values: dict[str, object]) -> Drawn:
@@ -427,16 +390,12 @@ def explain(values: dict[str, object]) -> Drawn:
         said = f"the cosine similarity with the reference, {pred.value:.3f}"
     else:
         said = f"the log-probability of “{pred.target}” ({pred.probability:.1%}), f = {pred.value:.3f}"
-    fig = importance_heatmap(list(pred.tokens.strings), list(methods.values()), scores)
-    return Drawn(
-        [
-            (
-                with_source(ready(fig), source_line(model_id, request.text)),
-                f"Explained: {said}. Each row is one method, divided by its largest score (hover for the raw "
-                "number); blue raises the explained number, red lowers it.",
-            )
-        ]
+    fig = ready(importance_heatmap(list(pred.tokens.strings), list(methods.values()), scores))
+    says = (
+        f"Explained: {said}. Each row is one method, divided by its largest score (hover for the raw number); blue "
+        "raises the explained number, red lowers it."
     )
+    return Drawn([(with_source(fig, source_line(model_id, request.text)), says)])
 
 
 #: the pages' first charts, by page stem
