@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import streamlit as st
 
@@ -207,20 +207,9 @@ def add_view_box() -> None:
         said("add")
 
 
-@dataclass(frozen=True)
-class View:
-    """The head on screen a "which token" question of the add box asks about (a predict check's fields)."""
-
-    model: str
-    label: str  # the model's name in the catalog
-    text: str
-    causal: bool | None  # None: the model's own mask
-    layer: int
-    head: int
-
-
-def _view() -> View | str | None:
-    """The view on screen as a predict check reads it; why it cannot make one, or None on a page without one head."""
+def _view() -> Predict | str | None:
+    """The head on screen as a predict check reads it (its question, word and expect still empty); why it cannot
+    make one, or None on a page without one head."""
     state = st.session_state
     if (url_state.shown_page() or "explore") not in PREDICT_PAGES:
         return None
@@ -241,10 +230,10 @@ def _view() -> View | str | None:
     if state.get(K.causal_for) != model or own is None or bool(causal) == bool(own):
         causal = None  # the model's own mask (what the page shows unless the toggle changed it)
     layer, head = bounded(state.get(K.layer), 0, 4096), bounded(state.get(K.head), 0, 4096)
-    return View(model, models[model], text, None if causal is None else bool(causal), layer, head)
+    return Predict("", model, text, "", "", "", layer, head, None if causal is None else bool(causal))
 
 
-def _words(view: View) -> Words | str:
+def _words(view: Predict) -> Words | str:
     """The sentence's tokens as the model reads it in a lesson (specials left out), or why they cannot be read."""
     try:
         tokens = check_editor.lesson_attention(view.model, view.text, view.causal).tokens
@@ -261,11 +250,11 @@ def _words(view: View) -> Words | str:
     return words or "the sentence on screen has no word a question can ask about."
 
 
-def _question_kind() -> tuple[View | None, Words]:
+def _question_kind() -> tuple[Predict | None, Words]:
     """The kind of question (outside the form: a new kind shows its fields at once), offered where the view can
     make a predict check; the view and its words when that kind is picked."""
     view = _view()
-    if not isinstance(view, View):
+    if not isinstance(view, Predict):
         settle(Draft.add_kind, "choice")
         if view:
             st.caption(md("Multiple choice only: " + view))
@@ -281,12 +270,14 @@ def _question_kind() -> tuple[View | None, Words]:
     return view, words
 
 
-def _predict_fields(view: View, words: Words) -> None:
+def _predict_fields(view: Predict, words: Words) -> None:
     """The "which token" question's one field, the word (first: the token highlighted on the page, Step by step's
     query, else the sentence's first word), under what the view fixes."""
     mask = "" if view.causal is None else ", causal mask " + ("on" if view.causal else "off")
     st.caption(
-        md(f"{view.label}, layer {view.layer} head {view.head}{mask}, on the sentence on screen.")
+        md(
+            f"{check_editor.predict_models()[view.model]}, layer {view.layer} head {view.head}{mask}, on the sentence on screen."
+        )
         + " Students pick the token they think the word looks at; the answer is read from the model when they "
         "answer. Change the question or add an explanation in the editor."
     )
@@ -309,7 +300,7 @@ def _nth(n: int) -> str:
 def _view_check() -> Predict | str:
     """The predict check of the view and the picked word (at submit: the last full run's view), or why not."""
     view = _view()
-    if not isinstance(view, View):
+    if not isinstance(view, Predict):
         return "This view cannot ask which token a head looks at" + (f": {view}" if view else ".")
     words = _words(view)
     if isinstance(words, str):
@@ -319,7 +310,7 @@ def _view_check() -> Predict | str:
         return "Pick the word the question asks about among the sentence's words."
     word, occurrence = words[picked]
     question = f"Which token does head {view.layer}.{view.head} look at from “{word}”?"
-    check = Predict(question, view.model, view.text, word, "", "", view.layer, view.head, view.causal, occurrence)
+    check = replace(view, question=question, word=word, occurrence=occurrence)
     return check_editor.with_top_key(check)  # the model checks the head and word; expect: its top key
 
 
