@@ -26,6 +26,7 @@ from app.views.captions.data import CAPTION_MODEL, HELD_OUT_SCENES, where_it_loo
 from app.views.lessons.data import LESSON_MAX_TOKENS, row_for
 from app.views.lessons.keys import Draft
 from app.views.lessons.lesson_file import (
+    CHECK_NUMBERS,
     EXPLAIN_CHARS,
     MAX_NUMBER,
     MAX_OPTIONS,
@@ -204,18 +205,9 @@ def read_check(sid: str) -> Check | None:
         raise LessonFileError("Write the sentence the model reads.")
     if not expect:
         raise LessonFileError("Write the expected key token: the token your explanation talks about.")
-    return Predict(
-        question,
-        str(get(Draft.edit_model) or ""),
-        text,
-        word,
-        expect,
-        explain,
-        _whole(get(Draft.edit_layer), "The layer", MAX_NUMBER),
-        _whole(get(Draft.edit_head), "The head", MAX_NUMBER),
-        {"on": True, "off": False}.get(get(Draft.edit_causal)),
-        _whole(get(Draft.edit_occurrence), "The occurrence", MAX_NUMBER),
-    )
+    numbers = {key: _whole(get(getattr(Draft, f"edit_{key}")), f"The {key}", MAX_NUMBER) for key in CHECK_NUMBERS}
+    causal = {"on": True, "off": False}.get(get(Draft.edit_causal))
+    return Predict(question, str(get(Draft.edit_model) or ""), text, word, expect, explain, causal=causal, **numbers)
 
 
 def _tokens(strings) -> str:

@@ -32,7 +32,7 @@ TITLE_CHARS, TEXT_CHARS, LABEL_CHARS = 160, 4_000, 200
 QUESTION_CHARS, OPTION_CHARS, EXPLAIN_CHARS = 400, 160, 1_000
 MIN_OPTIONS, MAX_OPTIONS = 2, 8
 SENTENCE_CHARS, WORD_CHARS = 400, 40
-MAX_NUMBER = 4_096  # a check's layer, head and occurrence
+CHECK_NUMBERS, MAX_NUMBER = ("layer", "head", "occurrence"), 4_096  # a predict check's whole numbers, at most
 PARAM_CHARS = TEXT_LINK_MAX  # a link's longest value
 PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}  # the pages a link may open, by stem
 DEMOS = ("steps", "softmax")  # the small live charts the Lessons page can draw inside a step (page.DEMOS)
@@ -257,7 +257,7 @@ def _check(raw: object, where: str, check_values: bool) -> Check:
     for name in (f.name for f in fields(cls)):
         if name in CHECK_TEXTS:
             values[name] = _text(raw, name, where, CHECK_TEXTS[name], name in required)
-        elif name in ("layer", "head", "occurrence"):
+        elif name in CHECK_NUMBERS:
             values[name] = _number(raw, name, where, 0, MAX_NUMBER, "must be a whole number from 0")
     if check_values and "model" in values:
         check_model(str(values["model"]), where)
