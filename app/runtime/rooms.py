@@ -25,7 +25,7 @@ PREDICT_READ_TOKENS = 128  # tokens traced (as the Lessons page), so a longer se
 PREDICT_MAX_TOKENS = MAX_OPTIONS["predict"]  # each token of the sentence is one option
 HEAD_CHOICES = 4  # options of a "which head is this?" question: the head that made the map and three others
 BROWSER_COOKIE = "ap_browser"  # the anonymous browser id, kept by the browser across reloads (no name)
-BROWSER_ID_RE = re.compile(r"[0-9a-f]{32}")  # what services.session_id makes: uuid4().hex
+BROWSER_ID_RE = re.compile(r"[0-9a-f]{32}")  # what runtime.models.session_id makes: uuid4().hex
 BROWSER_COOKIE_S = 24 * 3600  # a day: longer than a class (4 h), short enough not to follow a laptop for weeks
 
 

@@ -10,7 +10,7 @@ class ROOM:
     link_seen = "class_link_seen"  # the ?room= value already acted on (a join is tried once per link, not per rerun)
     join_error = "class_join_error"  # why that link could not join (shown while the link is open)
     teacher = "class_teacher"  # (code, token) of the class this browser teaches
-    browser = "class_browser"  # this browser's anonymous id (services.browser_id: from its cookie, else random)
+    browser = "class_browser"  # this browser's anonymous id (runtime.rooms.browser_id: from its cookie, else random)
     looked_up = "class_looked_up"  # True once this session asked the store which room this browser is in
     reveal_error = "class_reveal_error"  # why the last Reveal press failed (shown once)
     # the Class page's widgets (``app/views/classroom/page.py``) and the student's panel (``room_panel``)

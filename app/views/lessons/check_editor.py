@@ -15,15 +15,12 @@ from dataclasses import replace
 
 import streamlit as st
 
-from app.runtime.heads import attention_block
 from app.runtime.models import list_models
-from app.runtime.request import TraceRequest
-from app.runtime.traces import get_trace
 from app.state import DEFAULT_MODEL, defaults
 from app.ui.guard import plain_error
 from app.views.bahdanau.data import BAHDANAU_MODELS
 from app.views.captions.data import CAPTION_MODEL, HELD_OUT_SCENES, where_it_looks
-from app.views.lessons.data import LESSON_MAX_TOKENS, row_for
+from app.views.lessons.data import lesson_attention, row_for
 from app.views.lessons.keys import Draft
 from app.views.lessons.lesson_file import (
     CHECK_NUMBERS,
@@ -217,7 +214,7 @@ def _tokens(strings) -> str:
 
 def model_problem(check: Check | None) -> str | None:
     """What the real model says is wrong with a predict or look check (plain text), or None when a student's
-    answer will work: the same calls the Lessons page makes (``knowledge_check.row_for``, ``where_it_looks``). An
+    answer will work: the same calls the Lessons page makes (``data.row_for``, ``where_it_looks``). An
     empty ``expect`` is not asked (a check from a view on screen: :func:`with_top_key` fills it)."""
     try:
         if isinstance(check, Predict):
@@ -229,13 +226,6 @@ def model_problem(check: Check | None) -> str | None:
     except Exception as exc:  # noqa: BLE001 — a model that cannot run: its message, in the editor
         return plain_error(exc)
     return None
-
-
-def lesson_attention(model: str, text: str, causal: bool | None):
-    """The attention a predict check of a self-attention model reads: the sentence traced as a student's answer
-    traces it (``lesson_row``: ``LESSON_MAX_TOKENS``); its ``tokens`` are the words a query can be."""
-    trace = get_trace(TraceRequest(model, text, causal, LESSON_MAX_TOKENS))
-    return attention_block(trace)
 
 
 def _predict_problem(check: Predict) -> str | None:

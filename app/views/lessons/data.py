@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.runtime.heads import attention_block
 from app.runtime.models import early_answer, get_model
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_trace
 from app.views.lessons.lesson_file import Predict
+from engine import AttentionTrace
 
 LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
 
@@ -44,31 +46,26 @@ def find_token(strings, word: str, occurrence: int = 0) -> int:
     return hits[occurrence]
 
 
-def lesson_row(
-    model_id: str, text: str, causal: bool | None, layer: int, head: int, word: str, occurrence: int = 0
-) -> QueryRow:
-    """The row of ``word`` (its ``occurrence``-th appearance) in ``pattern(layer, head)`` of a self-attention
-    model, traced as Explore traces it (``max_tokens`` = :data:`LESSON_MAX_TOKENS`)."""
-    trace = get_trace(TraceRequest(model_id, text, causal, LESSON_MAX_TOKENS))
-    strings = tuple(trace.tokens.strings)
-    query = find_token(strings, word, occurrence)
-    weights = np.asarray(trace.pattern(layer, head)[query], dtype=float)
-    return QueryRow(query, strings[query], tuple(trace.key_tokens.strings), weights)
-
-
-def alignment_row(model_id: str, text: str, word: str) -> QueryRow:
-    """The Bahdanau/Luong translator's alignment row α(i, ·) of the target word ``word`` over the English."""
-    trace = bahdanau_trace(model_id, text)
-    targets = tuple(trace.target.strings)
-    row = find_token(targets, word)
-    return QueryRow(row, targets[row], tuple(trace.source.strings), np.asarray(trace.alignment[row], dtype=float))
+def lesson_attention(model_id: str, text: str, causal: bool | None) -> AttentionTrace:
+    """The attention a predict check of a self-attention model reads: the sentence traced as Explore traces it, at
+    most :data:`LESSON_MAX_TOKENS` tokens; its ``tokens`` are the words a query can be."""
+    return attention_block(get_trace(TraceRequest(model_id, text, causal, LESSON_MAX_TOKENS)))
 
 
 def row_for(check: Predict) -> QueryRow:
-    """The real row a predict check reveals: the translator's alignment, or one head of a self-attention trace."""
+    """The real row a predict check reveals: the translator's alignment row α(i, ·) of its French word over the
+    English, or the word's row (its ``occurrence``-th appearance) of one head of a self-attention model."""
     if check.model in BAHDANAU_MODELS.values():
-        return alignment_row(check.model, check.text, check.word)
-    return lesson_row(check.model, check.text, check.causal, check.layer, check.head, check.word, check.occurrence)
+        trace = bahdanau_trace(check.model, check.text)
+        queries, keys = tuple(trace.target.strings), tuple(trace.source.strings)
+        query = find_token(queries, check.word)
+        weights = trace.alignment[query]
+    else:
+        attention = lesson_attention(check.model, check.text, check.causal)
+        queries, keys = tuple(attention.tokens.strings), tuple(attention.key_tokens.strings)
+        query = find_token(queries, check.word, check.occurrence)
+        weights = attention.pattern(check.layer, check.head)[query]
+    return QueryRow(query, queries[query], keys, np.asarray(weights, dtype=float))
 
 
 def model_vocabulary(model_id: str) -> tuple[str, ...] | None:

@@ -34,6 +34,7 @@ from app.url_params import shown_view
 from app.views.classroom.browser_cookie import remember_browser
 from app.views.lessons import check_editor
 from app.views.lessons.check_editor import choice_from, clean
+from app.views.lessons.data import lesson_attention
 from app.views.lessons.keys import EDIT_FIELDS, Draft
 from app.views.lessons.lesson_file import (
     MAX_OPTIONS,
@@ -236,7 +237,7 @@ def _view() -> Predict | str | None:
 def _words(view: Predict) -> Words | str:
     """The sentence's tokens as the model reads it in a lesson (specials left out), or why they cannot be read."""
     try:
-        tokens = check_editor.lesson_attention(view.model, view.text, view.causal).tokens
+        tokens = lesson_attention(view.model, view.text, view.causal).tokens
     except Exception as exc:  # noqa: BLE001 — the model run may raise anything: the reason, multiple choice still
         return plain_error(exc)
     seen: Counter[str] = Counter()
@@ -274,10 +275,9 @@ def _predict_fields(view: Predict, words: Words) -> None:
     """The "which token" question's one field, the word (first: the token highlighted on the page, Step by step's
     query, else the sentence's first word), under what the view fixes."""
     mask = "" if view.causal is None else ", causal mask " + ("on" if view.causal else "off")
+    label = check_editor.predict_models()[view.model]
     st.caption(
-        md(
-            f"{check_editor.predict_models()[view.model]}, layer {view.layer} head {view.head}{mask}, on the sentence on screen."
-        )
+        md(f"{label}, layer {view.layer} head {view.head}{mask}, on the sentence on screen.")
         + " Students pick the token they think the word looks at; the answer is read from the model when they "
         "answer. Change the question or add an explanation in the editor."
     )

@@ -20,7 +20,7 @@ class Lessons:
 
     lesson = "lesson"  # the saved lesson on screen, by id ("": the built-in one)
     builtin = "lesson_builtin"  # a saved lesson's "Back to the built-in lesson" button
-    answers = "lesson_answers"  # {step id: the picked token position or option index} (knowledge_check.answers)
+    answers = "lesson_answers"  # {step id: the picked token position or option index} (check.answers)
     step, steps_table = "lesson_step", "lesson_steps_table"
     softmax_scale, softmax = "lesson_softmax_scale", "lesson_softmax"
     prev, next, goto, row, again = "lesson_prev_", "lesson_next_", "lesson_goto_", "lesson_row_", "lesson_again_"
@@ -28,8 +28,8 @@ class Lessons:
 
 
 class Draft:
-    """A teacher's lesson: the draft in this session, "Add this view to my lesson" (the sidebar of every page,
-    ``add_view.py``), the editor (``draft.py``) and the Lessons page's tabs. Prefixes + a step's id: ``up``,
+    """A teacher's lesson: the draft in this session and "Add this view to my lesson" (the sidebar of every page,
+    ``draft.py``), the editor (``editor.py``) and the Lessons page's tabs. Prefixes + a step's id: ``up``,
     ``down``, ``delete`` and the ``edit_*`` form of each step (its knowledge check's fields: ``check_editor.py``)."""
 
     lesson, saved, owned, said = "draft_lesson", "draft_saved", "draft_owned", "draft_said"
