@@ -120,8 +120,14 @@ class _Pooled:
         """Commit (``exc`` None) or roll back."""
         raise NotImplementedError
 
+    def _rows(self, conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+        try:
+            return self._execute(conn, sql, tuple(params))
+        except self.errors as exc:
+            raise _unavailable(exc) from exc
+
     @staticmethod
-    def _rows(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+    def _execute(conn: Any, sql: str, params: tuple) -> list[tuple]:
         raise NotImplementedError
 
 
@@ -155,15 +161,8 @@ class Sqlite(_Pooled):
         conn.execute("ROLLBACK" if exc else "COMMIT")
 
     @staticmethod
-    def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tuple]:
-        return _sqlite_rows(conn, sql, params)
-
-
-def _sqlite_rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tuple]:
-    try:
-        return conn.execute(sql, tuple(params)).fetchall()
-    except sqlite3.Error as exc:
-        raise _unavailable(exc) from exc
+    def _execute(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
+        return conn.execute(sql, params).fetchall()
 
 
 class Postgres(_Pooled):
@@ -196,18 +195,9 @@ class Postgres(_Pooled):
         tx.__exit__(*((type(exc), exc, exc.__traceback__) if exc else (None, None, None)))
 
     @staticmethod
-    def _rows(conn, sql: str, params: Sequence[Any]) -> list[tuple]:
-        return _pg_rows(conn, sql, params)
-
-
-def _pg_rows(conn, sql: str, params: Sequence[Any]) -> list[tuple]:
-    import psycopg
-
-    try:
-        cur = conn.execute(sql.replace("?", "%s"), tuple(params))
+    def _execute(conn, sql: str, params: tuple) -> list[tuple]:
+        cur = conn.execute(sql.replace("?", "%s"), params)
         return cur.fetchall() if cur.description else []
-    except psycopg.Error as exc:
-        raise _unavailable(exc) from exc
 
 
 def _unavailable(exc: BaseException) -> StoreUnavailable:

@@ -37,6 +37,14 @@ def _fits(text: str, most: int) -> str:
     return text
 
 
+def _row(run, sql: str, lesson_id: object) -> tuple:
+    """The saved lesson's row ``sql`` selects; :class:`LessonError` for a malformed or unknown id."""
+    rows = run(sql, (lesson_id,)) if isinstance(lesson_id, str) and ID_RE.fullmatch(lesson_id) else []
+    if not rows:
+        raise LessonError(NO_LESSON)
+    return rows[0]
+
+
 def _title(title: object) -> str:
     return " ".join(str(title).split())[:TITLE_CHARS] or "A lesson"
 
@@ -108,12 +116,8 @@ class LessonStore:
     def lesson(self, lesson_id: object) -> SavedLesson:
         """The saved lesson with this id; :class:`LessonError` for a malformed or unknown id."""
         self.store.ready()
-        if not isinstance(lesson_id, str) or not ID_RE.fullmatch(lesson_id):
-            raise LessonError(NO_LESSON)
-        rows = self.store.db.run("SELECT id, title, body, updated_at FROM lessons WHERE id = ?", (lesson_id,))
-        if not rows:
-            raise LessonError(NO_LESSON)
-        return SavedLesson(rows[0][0], rows[0][1], rows[0][2], float(rows[0][3]))
+        row = _row(self.store.db.run, "SELECT id, title, body, updated_at FROM lessons WHERE id = ?", lesson_id)
+        return SavedLesson(row[0], row[1], row[2], float(row[3]))
 
     def can_edit(self, lesson_id: object, secret: object) -> bool:
         """True when ``secret`` is the lesson's edit secret."""
@@ -126,12 +130,8 @@ class LessonStore:
 
     @staticmethod
     def _check_author(run, lesson_id: object, secret: object) -> None:
-        if not isinstance(lesson_id, str) or not ID_RE.fullmatch(lesson_id):
-            raise LessonError(NO_LESSON)
-        rows = run("SELECT edit_hash FROM lessons WHERE id = ?", (lesson_id,))
-        if not rows:
-            raise LessonError(NO_LESSON)
-        if not isinstance(secret, str) or not hmac.compare_digest(rows[0][0], token_hash(secret)):
+        (edit_hash,) = _row(run, "SELECT edit_hash FROM lessons WHERE id = ?", lesson_id)
+        if not isinstance(secret, str) or not hmac.compare_digest(edit_hash, token_hash(secret)):
             raise LessonError(NOT_AUTHOR)
 
     # ---------------------------------------------------------------- a browser's unsaved draft
@@ -230,9 +230,5 @@ class LessonStore:
         """The lesson the room is walking through, None when there is none."""
         self.store.ready()
         rows = self.store.db.run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (code,))
-        if not rows:
-            return None
-        steps = tuple(json.loads(rows[0][1]))
-        if not steps:
-            return None
-        return RoomLesson(rows[0][0], steps, min(max(int(rows[0][2]), 0), len(steps) - 1))
+        steps = tuple(json.loads(rows[0][1])) if rows else ()
+        return RoomLesson(rows[0][0], steps, min(max(int(rows[0][2]), 0), len(steps) - 1)) if steps else None
