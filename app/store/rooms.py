@@ -159,11 +159,8 @@ class Store:
         return self._open_room(self.db.run, normalise_code(code), self.clock())
 
     def _open_room(self, run, code: str | None, now: float) -> Room:
-        rows = (
-            run("SELECT code, created_at, expires_at, closed, current_question FROM rooms WHERE code = ?", (code,))
-            if code
-            else []
-        )
+        sql = "SELECT code, created_at, expires_at, closed, current_question FROM rooms WHERE code = ?"
+        rows = run(sql, (code,)) if code else []
         if not rows:
             raise RoomError(NO_ROOM)
         room = Room(rows[0][0], float(rows[0][1]), float(rows[0][2]), bool(rows[0][3]), rows[0][4])
@@ -174,13 +171,10 @@ class Store:
     def teacher_room(self, code: object, token: object) -> Room:
         """The room, if ``token`` is its teacher's secret; else :class:`RoomError`."""
         room = self.room(code)
-        self._check_teacher(self.db.run, room.code, token)
-        return room
-
-    def _check_teacher(self, run, code: str, token: object) -> None:
-        (row,) = run("SELECT teacher_hash FROM rooms WHERE code = ?", (code,))
-        if not isinstance(token, str) or not hmac.compare_digest(row[0], token_hash(token)):
+        ((teacher_hash,),) = self.db.run("SELECT teacher_hash FROM rooms WHERE code = ?", (room.code,))
+        if not isinstance(token, str) or not hmac.compare_digest(teacher_hash, token_hash(token)):
             raise RoomError(NOT_TEACHER)
+        return room
 
     def close_room(self, code: object, token: object) -> None:
         """End the class now (its data goes with the next purge)."""
