@@ -39,12 +39,6 @@ from app.views.lessons.plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, 
 from app.views.step_by_step.data import calculator_steps, query_steps
 
 
-def current_step(n: int) -> int:
-    """The step shown (1-based), kept inside the lesson's ``n`` steps (a link's step was read by the URL table,
-    ``app.url_state`` writes it back, so the address always names the step on screen)."""
-    return clamp(Lessons.step, 1, n)
-
-
 def _go(k: int, n: int) -> None:
     """on_click of Previous/Next and the contents: show step ``k``."""
     st.session_state[Lessons.step] = bounded(k, 1, n)
@@ -248,7 +242,7 @@ def walk(shared: tuple[str, Lesson] | None) -> None:
         lid, lesson = shared
         shared_header(lid, lesson)
         steps = tuple(literal(step, lid) for step in lesson.steps)
-    k = current_step(len(steps))
+    k = clamp(Lessons.step, 1, len(steps))  # a link's step was read by the URL table; the address names it
     progress(k, steps)
     navigation(k, len(steps), "top")
     show_step(k, steps[k - 1])
