@@ -1,9 +1,5 @@
-"""A class in one room (issue 21): the pages' way to the class store and the model-made "which token?" question.
-
-The store (:mod:`app.store`, SQLite or PostgreSQL) is shared by every app process, so a teacher on one
-worker and a student on another see the same room; this module only hands out this process's store object
-and builds questions whose right answer is read from a real model, through the same cached trace the other
-pages draw (``traces.get_trace``), never typed in by the teacher.
+"""A class in one room: the pages' way to the class store, the browser's anonymous id, and the questions whose
+answer is read from a real model (through the same cached trace the other pages draw), never typed by the teacher.
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ PREDICT_READ_TOKENS = 128  # tokens traced (as the Lessons page), so a longer se
 PREDICT_MAX_TOKENS = MAX_OPTIONS["predict"]  # each token of the sentence is one option
 HEAD_CHOICES = 4  # options of a "which head is this?" question: the head that made the map and three others
 BROWSER_COOKIE = "ap_browser"  # the anonymous browser id, kept by the browser across reloads (no name)
-BROWSER_ID_RE = re.compile(r"[0-9a-f]{32}")  # what services.session_id makes: uuid4().hex
+BROWSER_ID_RE = re.compile(r"[0-9a-f]{32}")  # what runtime.models.session_id makes: uuid4().hex
 BROWSER_COOKIE_S = 24 * 3600  # a day: longer than a class (4 h), short enough not to follow a laptop for weeks
 
 
@@ -44,14 +40,9 @@ def lesson_store() -> LessonStore:
 
 
 def browser_id() -> str:
-    """The anonymous id a room knows this browser by: random, no name, the same after a reload.
-
-    Read once per session from the browser's :data:`BROWSER_COOKIE` (``st.context.cookies``: the cookies the
-    browser sent when it opened the page's connection) when it holds a well-formed id, else this session's own
-    random id. ``components.room_panel`` writes the cookie once the browser takes part in a class (joins or
-    starts one), so a reload, a new tab or a move to another worker keeps the same student, its answers and
-    its rate-limit counts. A forged cookie is only ever an id: it is checked against :data:`BROWSER_ID_RE`.
-    """
+    """The anonymous id a room knows this browser by: random, no name, the same after a reload. Read once per
+    session from :data:`BROWSER_COOKIE` when it holds a well-formed id (:data:`BROWSER_ID_RE`), else this session's
+    own; the cookie is written once the browser takes part in a class or keeps a lesson draft."""
 
     def from_cookie() -> str:
         cookie = st.context.cookies.get(BROWSER_COOKIE)
@@ -67,14 +58,8 @@ def browser_cookie_missing() -> bool:
 
 @dataclass(frozen=True)
 class PredictQuestion:
-    """A "which token does head L.H look at from X?" question, with the model's own answer.
-
-    Attributes:
-        prompt: the question as students see it.
-        options: one label per key token (a repeated token gets its occurrence: ``the (2)``).
-        answer: the option with the largest weight in the query token's row.
-        detail: plain data for the reveal: model, text, layer, head, query position and the row's weights.
-    """
+    """A question read from a model, with the model's own answer and ``detail``, the plain data the reveal draws
+    (model, text, layer, head, and the query's row of weights or the head's map)."""
 
     prompt: str
     options: tuple[str, ...]
@@ -94,9 +79,7 @@ def token_options(strings) -> tuple[str, ...]:
 
 
 def _read(model_id: str, text: str, layer: int, head: int):
-    """``text``'s attention block as ``model_id`` reads it for a class question, with ``(layer, head)`` checked.
-
-    Raises :class:`RoomError` for an empty sentence or a layer or head the model does not have."""
+    """``text``'s attention as ``model_id`` reads it; :class:`RoomError` for no sentence or a head it lacks."""
     if not isinstance(text, str) or not text.strip():
         raise RoomError("Write the sentence the model should read.")
     attention = attention_block(get_trace(TraceRequest(model_id, text, None, PREDICT_READ_TOKENS)))
@@ -106,12 +89,9 @@ def _read(model_id: str, text: str, layer: int, head: int):
 
 
 def predict_question(model_id: str, text: str, layer: int, head: int, word: str) -> PredictQuestion:
-    """The question for ``word``'s row of ``pattern(layer, head)`` in ``text`` read by ``model_id``.
-
-    Raises :class:`RoomError` (a message for the teacher) for an empty or too long sentence, a layer or head
-    the model does not have, or a word that is not one of the sentence's tokens; an ``EngineError`` from the
-    model comes through as it is.
-    """
+    """ "Which token does head L.H look at from ``word``?": ``word``'s row of ``pattern(layer, head)``, one option
+    per key token. :class:`RoomError` (a message for the teacher) for a sentence that is empty or too long, a head
+    the model lacks, or a word that is not one of its tokens; an ``EngineError`` comes through as it is."""
     if isinstance(text, str) and text.strip() and (not isinstance(word, str) or not word.strip()):
         raise RoomError("Write the word whose attention students predict (one of the sentence's tokens).")
     attention = _read(model_id, text, layer, head)
@@ -134,14 +114,8 @@ def predict_question(model_id: str, text: str, layer: int, head: int, word: str)
     prompt = (
         f"{model_name(model_id)}, layer {layer} head {head}: which token does “{queries[query].strip()}” look at most?"
     )
-    detail = {
-        "model": model_id,
-        "text": text,
-        "layer": layer,
-        "head": head,
-        "query": query,
-        "weights": [round(float(w), 4) for w in weights],
-    }
+    detail = {"model": model_id, "text": text, "layer": layer, "head": head, "query": query}
+    detail["weights"] = [round(float(w), 4) for w in weights]
     return PredictQuestion(prompt, options, int(np.argmax(weights)), detail)
 
 
@@ -153,13 +127,9 @@ def model_name(model_id: str) -> str:
 
 
 def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQuestion:
-    """A "which head made this map?" question: ``pattern(layer, head)`` of ``text`` read by ``model_id``, with
-    :data:`HEAD_CHOICES` heads to choose from (the right one and others of the same model, drawn from a seed of
-    the question itself, so the same question always offers the same heads in the same order).
-
-    Raises :class:`RoomError` (a message for the teacher) as :func:`predict_question` does; a model with fewer
-    than two heads in all cannot be asked about.
-    """
+    """ "Which head made this map?": ``pattern(layer, head)`` among :data:`HEAD_CHOICES` heads of the model (drawn
+    from a seed of the question itself: the same question offers the same heads in the same order).
+    :class:`RoomError` as :func:`predict_question`, and for a model with one head."""
     attention = _read(model_id, text, layer, head)
     if attention.n_queries > PREDICT_MAX_TOKENS or attention.n_keys > PREDICT_MAX_TOKENS:
         raise RoomError(
@@ -175,14 +145,9 @@ def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQue
     order = rng.permutation(len(heads))
     heads = [heads[i] for i in order]
     weights = np.asarray(attention.pattern(layer, head), dtype=float)
-    detail = {
-        "model": model_id,
-        "text": text,
-        "layer": layer,
-        "head": head,
-        "queries": list(token_options(attention.tokens.strings)),
-        "keys": list(token_options(attention.key_tokens.strings)),
-        "map": [[round(float(w), 4) for w in row] for row in weights],
-    }
+    detail = {"model": model_id, "text": text, "layer": layer, "head": head}
+    detail["queries"] = list(token_options(attention.tokens.strings))
+    detail["keys"] = list(token_options(attention.key_tokens.strings))
+    detail["map"] = [[round(float(w), 4) for w in row] for row in weights]
     prompt = f"{model_name(model_id)} read “{' '.join(text.split())[:80]}”: which head made this map?"
     return PredictQuestion(prompt, tuple(f"layer {ly} head {h}" for ly, h in heads), heads.index((layer, head)), detail)

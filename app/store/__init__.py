@@ -1,17 +1,12 @@
-"""The class store: what a room shares (who joined, questions, answers), in one place every app process reaches.
+"""The class store: what a room shares (who joined, questions, answers, lessons), in one place every app process
+reaches.
 
-A classroom launch runs several app processes (``scripts/classroom.sh``: one per core behind HAProxy; on
-Kubernetes one per pod), and each student's browser is pinned to one of them. A teacher on process 1 and
-a student on process 2 share nothing in memory, so a room lives in a database: SQLite in WAL mode in a data
-directory by default (no set-up: ``AP_DATA_DIR``, default ``data/`` in the checkout, created on first use),
-PostgreSQL when ``AP_DATABASE_URL`` is set (``postgresql://user:password@host/db``, through ``psycopg``).
-
-Plain Python: no Streamlit, no torch, no ORM. Every statement is a constant with parameters; nothing typed by
-a user is ever put into SQL text. Pages reach the store through ``app.services`` (``services.class_store``).
-
-- :mod:`app.store.db`: connections (SQLite or PostgreSQL), :class:`StoreUnavailable`.
-- :mod:`app.store.migrations`: the numbered schema steps (table ``schema_version``).
-- :mod:`app.store.rooms`: rooms, members, questions, answers, rate limits (:class:`Store`, :class:`RoomError`).
+A classroom launch runs several app processes, and each student's browser is pinned to one of them, so a room
+lives in a database: SQLite in WAL mode in a data directory by default (``AP_DATA_DIR``, default ``data/`` in the
+checkout, created on first use), PostgreSQL when ``AP_DATABASE_URL`` is set (through ``psycopg``). Plain Python:
+no Streamlit, no torch, no ORM; every statement is a constant with parameters. ``db`` holds the connections,
+``migrations`` the numbered schema steps, ``rooms`` rooms, members, questions, answers and rate limits
+(:class:`Store`), ``lessons`` saved lessons, drafts and rooms' lessons.
 """
 
 from __future__ import annotations
@@ -20,23 +15,10 @@ import os
 import threading
 from pathlib import Path
 
-from app.store.db import StoreUnavailable
-from app.store.rooms import ROOM_HOURS, Question, Room, RoomError, Store, normalise_code
+from app.store.db import StoreUnavailable  # noqa: F401 — the store's API
+from app.store.rooms import ROOM_HOURS, Question, Room, RoomError, Store, normalise_code  # noqa: F401 — the store's API
 
 ROOT = Path(__file__).resolve().parents[2]
-
-__all__ = [
-    "ROOM_HOURS",
-    "Question",
-    "Room",
-    "RoomError",
-    "Store",
-    "StoreUnavailable",
-    "default_data_dir",
-    "get_store",
-    "normalise_code",
-    "open_store",
-]
 
 
 def default_data_dir() -> Path:

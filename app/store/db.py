@@ -1,14 +1,11 @@
 """Connections to the class store: SQLite (WAL, the default) or PostgreSQL, behind one small interface.
 
-Statements are written once, with ``?`` placeholders, and run on either database: for PostgreSQL the
-``?`` of a *constant* statement becomes psycopg's ``%s`` (statements never hold ``%`` or a literal ``?``;
-values always travel as parameters). Connections are pooled: each is used by one thread at a time and kept
-for the next caller (Streamlit runs every script run in a new thread). Any failure to reach the database becomes :class:`StoreUnavailable`,
-whose message a page can show as it is; the cause goes to the log.
-
-SQLite runs in WAL mode with ``synchronous=NORMAL``: a committed answer survives the app process being
-killed (it is in the WAL file); only a power loss of the machine can take the last transactions back.
-Several processes on one machine share the file; a writer waits up to ``BUSY_S`` for another.
+Statements are written once, with ``?`` placeholders, and run on either database (for PostgreSQL the ``?`` of a
+*constant* statement becomes psycopg's ``%s``; values always travel as parameters). Connections are pooled: each
+is used by one thread at a time and kept for the next caller (Streamlit runs every script run in a new thread).
+Any failure to reach the database becomes :class:`StoreUnavailable`, whose message a page shows as it is; the
+cause goes to the log. SQLite runs in WAL mode with ``synchronous=NORMAL`` (a committed answer survives the app
+process being killed); several processes on one machine share the file, a writer waiting up to ``BUSY_S``.
 """
 
 from __future__ import annotations
@@ -92,8 +89,45 @@ class _Pooled:
         self._give(conn)
         return rows
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Run]:
+        """A write transaction: its statements run through the function it yields; committed when the block ends,
+        rolled back when it raises."""
+        conn = self._take()
+        try:
+            tx = self._begin(conn)
+        except self.errors as exc:
+            self._give(conn, broken=True)
+            raise _unavailable(exc) from exc
+        try:
+            yield lambda sql, params=(): self._rows(conn, sql, params)
+        except BaseException as exc:
+            with contextlib.suppress(*self.errors):
+                self._end(conn, tx, exc)
+            self._give(conn, broken=isinstance(exc, (StoreUnavailable, *self.errors)))
+            raise
+        try:
+            self._end(conn, tx, None)
+        except self.errors as exc:
+            self._give(conn, broken=True)
+            raise _unavailable(exc) from exc
+        self._give(conn)
+
+    def _begin(self, conn: Any) -> Any:
+        raise NotImplementedError
+
+    def _end(self, conn: Any, tx: Any, exc: BaseException | None) -> None:
+        """Commit (``exc`` None) or roll back."""
+        raise NotImplementedError
+
+    def _rows(self, conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+        try:
+            return self._execute(conn, sql, tuple(params))
+        except self.errors as exc:
+            raise _unavailable(exc) from exc
+
     @staticmethod
-    def _rows(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+    def _execute(conn: Any, sql: str, params: tuple) -> list[tuple]:
         raise NotImplementedError
 
 
@@ -120,38 +154,15 @@ class Sqlite(_Pooled):
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Run]:
-        """A write transaction (``BEGIN IMMEDIATE``: the write lock is taken at once, so read-then-write is safe)."""
-        conn = self._take()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except self.errors as exc:
-            self._give(conn, broken=True)
-            raise _unavailable(exc) from exc
-        try:
-            yield lambda sql, params=(): _sqlite_rows(conn, sql, params)
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            broken = isinstance(exc, (StoreUnavailable, sqlite3.Error))
-            self._give(conn, broken=broken)
-            if isinstance(exc, sqlite3.Error):
-                raise _unavailable(exc) from exc
-            raise
-        self._give(conn)
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # the write lock is taken at once, so read-then-write is safe
+
+    def _end(self, conn: sqlite3.Connection, tx: None, exc: BaseException | None) -> None:
+        conn.execute("ROLLBACK" if exc else "COMMIT")
 
     @staticmethod
-    def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tuple]:
-        return _sqlite_rows(conn, sql, params)
-
-
-def _sqlite_rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tuple]:
-    try:
-        return conn.execute(sql, tuple(params)).fetchall()
-    except sqlite3.Error as exc:
-        raise _unavailable(exc) from exc
+    def _execute(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
+        return conn.execute(sql, params).fetchall()
 
 
 class Postgres(_Pooled):
@@ -175,42 +186,18 @@ class Postgres(_Pooled):
     def _usable(self, conn) -> bool:
         return not (conn.closed or conn.broken)
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Run]:
-        conn = self._take()
-        try:
-            tx = conn.transaction()
-            tx.__enter__()
-        except self.errors as exc:
-            self._give(conn, broken=True)
-            raise _unavailable(exc) from exc
-        try:
-            yield lambda sql, params=(): _pg_rows(conn, sql, params)
-        except BaseException as exc:
-            with contextlib.suppress(*self.errors):
-                tx.__exit__(type(exc), exc, exc.__traceback__)
-            self._give(conn, broken=isinstance(exc, (StoreUnavailable, *self.errors)))
-            raise
-        try:
-            tx.__exit__(None, None, None)
-        except self.errors as exc:
-            self._give(conn, broken=True)
-            raise _unavailable(exc) from exc
-        self._give(conn)
+    def _begin(self, conn):
+        tx = conn.transaction()
+        tx.__enter__()
+        return tx
+
+    def _end(self, conn, tx, exc: BaseException | None) -> None:
+        tx.__exit__(*((type(exc), exc, exc.__traceback__) if exc else (None, None, None)))
 
     @staticmethod
-    def _rows(conn, sql: str, params: Sequence[Any]) -> list[tuple]:
-        return _pg_rows(conn, sql, params)
-
-
-def _pg_rows(conn, sql: str, params: Sequence[Any]) -> list[tuple]:
-    import psycopg
-
-    try:
-        cur = conn.execute(sql.replace("?", "%s"), tuple(params))
+    def _execute(conn, sql: str, params: tuple) -> list[tuple]:
+        cur = conn.execute(sql.replace("?", "%s"), params)
         return cur.fetchall() if cur.description else []
-    except psycopg.Error as exc:
-        raise _unavailable(exc) from exc
 
 
 def _unavailable(exc: BaseException) -> StoreUnavailable:

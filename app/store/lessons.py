@@ -1,15 +1,11 @@
-"""Lessons a teacher saves and shares by link, and the lesson a room walks through step by step (issue 21, 3).
+"""Lessons a teacher saves and shares by link, a browser's unsaved draft, and the lesson a room walks through.
 
-A saved lesson is the text of its lesson file (TOML, ``app/views/lessons/lesson_file.py``: the format of the download, read
-back with the same checks), kept under a random id (the share link's ``?lesson=ID``: 12 URL-safe characters
-from :mod:`secrets`, 72 bits) with the SHA-256 of its edit secret: anyone with the id reads the lesson, only the
-secret (the author's session, or the author's edit link) changes it. Saved lessons do not expire.
-
-A room's lesson is a snapshot of its steps (title, note and the first link's page, label and parameters, as
-JSON) and the step on screen; the teacher moves it, every student's panel reads it (any process: it is in the
-store). The snapshot is taken when the teacher starts the lesson, so a later edit of the lesson does not move
-a class in the middle of it. The store checks sizes and the teacher's secret; what a lesson says is checked by
-``app.views.lessons.lesson_file`` before it gets here.
+A saved lesson is the text of its lesson file (``app/views/lessons/lesson_file.py`` checks it before it gets here),
+kept under a random id (the share link's ``?lesson=ID``: 12 URL-safe characters, 72 bits) with the SHA-256 of its
+edit secret: anyone with the id reads it, only the secret (the author's session or edit link) changes it. Saved
+lessons do not expire. A room's lesson is a JSON snapshot of its steps (title, note, the first link's page, label
+and parameters), taken when the teacher starts it (a later edit does not move a class in the middle of it), and
+the step on screen, which every student's panel reads from any process.
 """
 
 from __future__ import annotations
@@ -34,6 +30,25 @@ NOT_AUTHOR = "Only the lesson's author can change it: save your own copy instead
 TOO_BIG = "This lesson is too long to save ({size:,} bytes; at most {most:,})."
 
 
+def _fits(text: str, most: int) -> str:
+    """``text``, or :class:`LessonError` when its UTF-8 is longer than ``most`` bytes."""
+    if (size := len(text.encode("utf-8"))) > most:
+        raise LessonError(TOO_BIG.format(size=size, most=most))
+    return text
+
+
+def _row(run, sql: str, lesson_id: object) -> tuple:
+    """The saved lesson's row ``sql`` selects; :class:`LessonError` for a malformed or unknown id."""
+    rows = run(sql, (lesson_id,)) if isinstance(lesson_id, str) and ID_RE.fullmatch(lesson_id) else []
+    if not rows:
+        raise LessonError(NO_LESSON)
+    return rows[0]
+
+
+def _title(title: object) -> str:
+    return " ".join(str(title).split())[:TITLE_CHARS] or "A lesson"
+
+
 class LessonError(RoomError):
     """A refused lesson action, with a message for the person (plain text: show it literally)."""
 
@@ -50,14 +65,8 @@ class SavedLesson:
 
 @dataclass(frozen=True)
 class RoomLesson:
-    """The lesson a room is walking through.
-
-    Attributes:
-        title: the lesson's title.
-        steps: one plain dict per step: ``title``, ``note``, and for its view ``page`` (a file stem of
-            ``app/views``), ``label`` and ``params`` (absent when the step has no link).
-        step: the step on screen (0-based).
-    """
+    """The lesson a room is walking through: one plain dict per step (``title``, ``note``, and for its view ``page``,
+    ``label`` and ``params``, absent when the step has no link) and the step on screen (0-based)."""
 
     title: str
     steps: tuple[dict[str, Any], ...]
@@ -86,10 +95,8 @@ class LessonStore:
         """
         store = self.store
         store.ready()
-        size = len(body.encode("utf-8"))
-        if size > MAX_BODY:
-            raise LessonError(TOO_BIG.format(size=size, most=MAX_BODY))
-        title = " ".join(str(title).split())[:TITLE_CHARS] or "A lesson"
+        _fits(body, MAX_BODY)
+        title = _title(title)
         now = store.clock()
         with store.db.transaction() as run:
             store._allow(run, browser, "lesson", now)
@@ -109,12 +116,8 @@ class LessonStore:
     def lesson(self, lesson_id: object) -> SavedLesson:
         """The saved lesson with this id; :class:`LessonError` for a malformed or unknown id."""
         self.store.ready()
-        if not isinstance(lesson_id, str) or not ID_RE.fullmatch(lesson_id):
-            raise LessonError(NO_LESSON)
-        rows = self.store.db.run("SELECT id, title, body, updated_at FROM lessons WHERE id = ?", (lesson_id,))
-        if not rows:
-            raise LessonError(NO_LESSON)
-        return SavedLesson(rows[0][0], rows[0][1], rows[0][2], float(rows[0][3]))
+        row = _row(self.store.db.run, "SELECT id, title, body, updated_at FROM lessons WHERE id = ?", lesson_id)
+        return SavedLesson(row[0], row[1], row[2], float(row[3]))
 
     def can_edit(self, lesson_id: object, secret: object) -> bool:
         """True when ``secret`` is the lesson's edit secret."""
@@ -127,12 +130,8 @@ class LessonStore:
 
     @staticmethod
     def _check_author(run, lesson_id: object, secret: object) -> None:
-        if not isinstance(lesson_id, str) or not ID_RE.fullmatch(lesson_id):
-            raise LessonError(NO_LESSON)
-        rows = run("SELECT edit_hash FROM lessons WHERE id = ?", (lesson_id,))
-        if not rows:
-            raise LessonError(NO_LESSON)
-        if not isinstance(secret, str) or not hmac.compare_digest(rows[0][0], token_hash(secret)):
+        (edit_hash,) = _row(run, "SELECT edit_hash FROM lessons WHERE id = ?", lesson_id)
+        if not isinstance(secret, str) or not hmac.compare_digest(edit_hash, token_hash(secret)):
             raise LessonError(NOT_AUTHOR)
 
     # ---------------------------------------------------------------- a browser's unsaved draft
@@ -146,9 +145,7 @@ class LessonStore:
         store.ready()
         if not isinstance(browser, str) or not browser:
             raise LessonError("This browser has no id to keep a draft under.")
-        size = len(body.encode("utf-8"))
-        if size > MAX_BODY:
-            raise LessonError(TOO_BIG.format(size=size, most=MAX_BODY))
+        _fits(body, MAX_BODY)
         lesson_id, secret = saved if saved is not None else (None, None)
         if lesson_id is not None and not (ID_RE.fullmatch(str(lesson_id)) and isinstance(secret, str) and secret):
             raise LessonError(NO_LESSON)
@@ -165,32 +162,28 @@ class LessonStore:
                 (browser, body, now, lesson_id, secret),
             )
 
-    def kept_draft(self, browser: object) -> str | None:
-        """The text of ``browser``'s unsaved draft, None when it has none (or it is older than :data:`DRAFT_KEEP_S`)."""
-        store = self.store
-        store.ready()
+    def _draft_row(self, browser: object) -> tuple | None:
+        self.store.ready()
         if not isinstance(browser, str) or not browser:
             return None
-        rows = store.db.run(
-            "SELECT body FROM lesson_drafts WHERE browser = ? AND updated_at >= ?",
-            (browser, store.clock() - DRAFT_KEEP_S),
+        rows = self.store.db.run(
+            "SELECT body, lesson, edit_secret FROM lesson_drafts WHERE browser = ? AND updated_at >= ?",
+            (browser, self.store.clock() - DRAFT_KEEP_S),
         )
-        return rows[0][0] if rows else None
+        return rows[0] if rows else None
+
+    def kept_draft(self, browser: object) -> str | None:
+        """The text of ``browser``'s unsaved draft, None when it has none (or it is older than :data:`DRAFT_KEEP_S`)."""
+        row = self._draft_row(browser)
+        return row[0] if row else None
 
     def kept_draft_lesson(self, browser: object) -> tuple[str, str] | None:
         """``(id, edit secret)`` of the saved lesson ``browser``'s kept draft edits; None for a draft never saved, no
         draft, or a secret that no longer opens that lesson (the lesson is gone)."""
-        store = self.store
-        store.ready()
-        if not isinstance(browser, str) or not browser:
+        row = self._draft_row(browser)
+        if not row or row[1] is None or not self.can_edit(row[1], row[2]):
             return None
-        rows = store.db.run(
-            "SELECT lesson, edit_secret FROM lesson_drafts WHERE browser = ? AND updated_at >= ?",
-            (browser, store.clock() - DRAFT_KEEP_S),
-        )
-        if not rows or rows[0][0] is None or not self.can_edit(rows[0][0], rows[0][1]):
-            return None
-        return rows[0][0], rows[0][1]
+        return row[1], row[2]
 
     # ---------------------------------------------------------------- a room's lesson
 
@@ -199,10 +192,8 @@ class LessonStore:
         room = self.store.teacher_room(code, token)
         if not steps:
             raise LessonError("This lesson has no steps yet.")
-        snapshot = json.dumps(steps, ensure_ascii=False)
-        if len(snapshot.encode("utf-8")) > MAX_SNAPSHOT:
-            raise LessonError(TOO_BIG.format(size=len(snapshot.encode("utf-8")), most=MAX_SNAPSHOT))
-        title = " ".join(str(title).split())[:TITLE_CHARS] or "A lesson"
+        snapshot = _fits(json.dumps(steps, ensure_ascii=False), MAX_SNAPSHOT)
+        title = _title(title)
         now = self.store.clock()
         with self.store.db.transaction() as run:
             run("DELETE FROM room_lessons WHERE room NOT IN (SELECT code FROM rooms)")  # rooms purged since
@@ -239,9 +230,5 @@ class LessonStore:
         """The lesson the room is walking through, None when there is none."""
         self.store.ready()
         rows = self.store.db.run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (code,))
-        if not rows:
-            return None
-        steps = tuple(json.loads(rows[0][1]))
-        if not steps:
-            return None
-        return RoomLesson(rows[0][0], steps, min(max(int(rows[0][2]), 0), len(steps) - 1))
+        steps = tuple(json.loads(rows[0][1])) if rows else ()
+        return RoomLesson(rows[0][0], steps, min(max(int(rows[0][2]), 0), len(steps) - 1)) if steps else None

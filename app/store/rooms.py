@@ -63,19 +63,10 @@ class Room:
 
 @dataclass(frozen=True)
 class Question:
-    """A question pushed to a room.
-
-    Attributes:
-        id: random id (hex).
-        kind: ``"choice"`` (typed by the teacher), ``"predict"`` (which token a head looks at, from a model) or
-            ``"head"`` (which head made a map, from a model).
-        prompt: the question as shown.
-        options: the answers a student picks from.
-        answer: the index of the right option (None: the teacher marked none).
-        detail: kind-specific plain data (``predict``: model, text, layer, head, query, weights; ``head``: model,
-            text, layer, head, tokens, map).
-        revealed: True once the teacher revealed the answer (answers are closed).
-    """
+    """A question pushed to a room: ``kind`` ``"choice"`` (typed by the teacher), ``"predict"`` (which token a head
+    looks at) or ``"head"`` (which head made a map), both read from a model; ``answer`` the right option's index
+    (None: none marked); ``detail`` the kind's plain data (model, text, layer, head, and the row or map);
+    ``revealed`` once the teacher showed the answer (answers are closed)."""
 
     id: str
     kind: str
@@ -106,17 +97,13 @@ def clean_text(text: object, limit: int, what: str) -> str:
     return flat
 
 
+QUESTION_COLUMNS = "q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed"
+
+
 def _question(row) -> Question:
     qid, kind, prompt, options, answer, detail, revealed = row
-    return Question(
-        qid,
-        kind,
-        prompt,
-        tuple(json.loads(options)),
-        None if answer is None else int(answer),
-        json.loads(detail),
-        bool(revealed),
-    )
+    answer = None if answer is None else int(answer)
+    return Question(qid, kind, prompt, tuple(json.loads(options)), answer, json.loads(detail), bool(revealed))
 
 
 def token_hash(token: str) -> str:
@@ -172,11 +159,8 @@ class Store:
         return self._open_room(self.db.run, normalise_code(code), self.clock())
 
     def _open_room(self, run, code: str | None, now: float) -> Room:
-        rows = (
-            run("SELECT code, created_at, expires_at, closed, current_question FROM rooms WHERE code = ?", (code,))
-            if code
-            else []
-        )
+        sql = "SELECT code, created_at, expires_at, closed, current_question FROM rooms WHERE code = ?"
+        rows = run(sql, (code,)) if code else []
         if not rows:
             raise RoomError(NO_ROOM)
         room = Room(rows[0][0], float(rows[0][1]), float(rows[0][2]), bool(rows[0][3]), rows[0][4])
@@ -187,13 +171,10 @@ class Store:
     def teacher_room(self, code: object, token: object) -> Room:
         """The room, if ``token`` is its teacher's secret; else :class:`RoomError`."""
         room = self.room(code)
-        self._check_teacher(self.db.run, room.code, token)
-        return room
-
-    def _check_teacher(self, run, code: str, token: object) -> None:
-        (row,) = run("SELECT teacher_hash FROM rooms WHERE code = ?", (code,))
-        if not isinstance(token, str) or not hmac.compare_digest(row[0], token_hash(token)):
+        ((teacher_hash,),) = self.db.run("SELECT teacher_hash FROM rooms WHERE code = ?", (room.code,))
+        if not isinstance(token, str) or not hmac.compare_digest(teacher_hash, token_hash(token)):
             raise RoomError(NOT_TEACHER)
+        return room
 
     def close_room(self, code: object, token: object) -> None:
         """End the class now (its data goes with the next purge)."""
@@ -270,19 +251,11 @@ class Store:
         room = self.teacher_room(code, token)
         question = Question(secrets.token_hex(8), kind, prompt, options, answer, dict(detail or {}), False)
         with self.db.transaction() as run:
+            values = (question.id, room.code, kind, prompt, json.dumps(options), answer, json.dumps(question.detail))
             run(
                 "INSERT INTO questions (id, room, kind, prompt, options, answer, detail, opened_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    question.id,
-                    room.code,
-                    kind,
-                    prompt,
-                    json.dumps(options),
-                    answer,
-                    json.dumps(question.detail),
-                    self.clock(),
-                ),
+                (*values, self.clock()),
             )
             run("UPDATE rooms SET current_question = ? WHERE code = ?", (question.id, room.code))
         return question
@@ -291,8 +264,7 @@ class Store:
         """The question on screen in the room now (open or revealed), None before the first."""
         self.ready()
         rows = self.db.run(
-            "SELECT q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed "
-            "FROM rooms r JOIN questions q ON q.id = r.current_question WHERE r.code = ?",
+            f"SELECT {QUESTION_COLUMNS} FROM rooms r JOIN questions q ON q.id = r.current_question WHERE r.code = ?",
             (code,),
         )
         return _question(rows[0]) if rows else None
@@ -302,8 +274,7 @@ class Store:
         no longer change (a replaced question takes none), so a page may draw them once."""
         self.ready()
         rows = self.db.run(
-            "SELECT q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed "
-            "FROM questions q JOIN rooms r ON r.code = q.room "
+            f"SELECT {QUESTION_COLUMNS} FROM questions q JOIN rooms r ON r.code = q.room "
             "WHERE q.room = ? AND q.id <> COALESCE(r.current_question, '') "
             "ORDER BY q.opened_at DESC, q.id LIMIT ?",
             (code, int(limit)),

@@ -12,7 +12,8 @@ import pytest
 
 import engine
 from app.views.captions.map_data import REGIONS
-from app.views.lessons.plan import STEPS, Look
+from app.views.lessons.lesson_file import Look
+from app.views.lessons.plan import STEPS
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
 from engine.corpora.scenes import make_scenes
 from engine.training.caption_metrics import cells_in_box

@@ -15,7 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app.views.lessons.plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_SCORES, STEPS, Choice, Predict
+from app.views.lessons.lesson_file import Choice, Predict
+from app.views.lessons.plan import IT_SENTENCE, QKV_HEAD, SOFTMAX_SCORES, STEPS
 from apptest_helpers import APP, ROOT, assert_clean, decode, figures, messages, open_page
 
 N = len(STEPS)

@@ -27,9 +27,9 @@ from app.views.explain.data import EXPLAIN_EXAMPLES, EXPLAIN_MAX_TOKENS, explain
 from app.views.lessons.draft import WRITE_TAB
 from app.views.lessons.keys import Draft, Offline
 from app.views.lessons.lesson_file import Choice, Lesson, Link, Step
-from app.views.lessons.offline_data import PACK_CELLS, PACK_MAX_TOKENS, HeadMap, pack_view
 from app.views.lessons.offline_pack import lesson_html, view_html
-from app.views.lessons.offline_page_data import Biases
+from app.views.lessons.offline_pages import Biases
+from app.views.lessons.offline_views import PACK_CELLS, PACK_MAX_TOKENS, HeadMap, pack_view
 from app.views.positional.data import pos_alibi, pos_learned_table, pos_sinusoidal
 from app.views.pretraining.data import (
     MLM_MODEL,

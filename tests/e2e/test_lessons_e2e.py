@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.views.lessons.plan import STEPS, STORY, Predict
+from app.views.lessons.lesson_file import Predict
+from app.views.lessons.plan import STEPS, STORY
 from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
 
 pytestmark = pytest.mark.e2e

@@ -102,7 +102,8 @@ def test_a_lesson_round_trips_through_its_file():
 
 
 def test_the_built_in_lesson_is_a_lesson_file_read_by_the_same_code():
-    from app.views.lessons.plan import BUILTIN_FILE, STEPS
+    from app.views.lessons.keys import BUILTIN_FILE
+    from app.views.lessons.plan import STEPS
 
     data = BUILTIN_FILE.read_bytes()
     lesson = read_lesson(data)  # every link value through its page's reader, every model in the catalog

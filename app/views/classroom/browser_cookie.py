@@ -1,19 +1,11 @@
 """What a browser keeps for the class between reloads: two first-party cookies, written by a tiny script.
 
-Streamlit 1.67 reads cookies (``st.context.cookies``: those the browser sent when it opened the page's
-websocket) but a page run has no HTTP response to set one on, so a cookie is written in the browser by
-``st.html(..., unsafe_allow_javascript=True)`` with a one-line ``document.cookie`` script; the next
-connection (a reload, a new tab, a reconnect to another worker of the classroom launch) sends it back.
-Two cookies, both only for the class (issue 21), both holding random values and nothing about the person:
-
-- ``BROWSER_COOKIE``: the anonymous browser id a room knows a student or teacher by (written once
-  the browser joins or starts a class), so a reload is the same student: one member, the same answer, the
-  same rate-limit counts, and the panel comes back without the join link.
-- :data:`TEACHER_COOKIE`: ``CODE-TOKEN`` of the class this browser teaches (the control link's value), so
-  the teacher's page survives a reload or a worker that dies; removed when the class ends.
-
-Values are checked against :data:`SAFE` before they are put into the script (ids and tokens are hex or
-URL-safe base64), so nothing typed by a user ever reaches it.
+Streamlit reads cookies (``st.context.cookies``: those sent when the page's websocket opened) but a page run has no
+HTTP response to set one on, so a one-line ``document.cookie`` script (``st.html``) writes it; the next connection
+(a reload, a new tab, another worker) sends it back. Both hold random values, nothing about the person:
+``BROWSER_COOKIE``, the anonymous id a room knows a student or teacher by (one member, the same answer and rate
+limits after a reload), and :data:`TEACHER_COOKIE`, ``CODE-TOKEN`` of the class this browser teaches (removed when
+the class ends). Values are checked against :data:`SAFE` before they reach the script.
 """
 
 from __future__ import annotations

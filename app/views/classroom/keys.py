@@ -10,20 +10,17 @@ class ROOM:
     link_seen = "class_link_seen"  # the ?room= value already acted on (a join is tried once per link, not per rerun)
     join_error = "class_join_error"  # why that link could not join (shown while the link is open)
     teacher = "class_teacher"  # (code, token) of the class this browser teaches
-    browser = "class_browser"  # this browser's anonymous id (services.browser_id: from its cookie, else random)
+    browser = "class_browser"  # this browser's anonymous id (runtime.rooms.browser_id: from its cookie, else random)
     looked_up = "class_looked_up"  # True once this session asked the store which room this browser is in
     reveal_error = "class_reveal_error"  # why the last Reveal press failed (shown once)
     # the Class page's widgets (``app/views/classroom/page.py``) and the student's panel (``room_panel``)
     start, restart, end, leave = "class_start", "class_restart", "class_end", "class_leave"
     q_prompt, q_options, q_right, ask_choice = "class_q_prompt", "class_q_options", "class_q_right", "class_ask_choice"
-    p_model, p_text, p_layer, p_head, p_word = (
-        "class_p_model",
-        "class_p_text",
-        "class_p_layer",
-        "class_p_head",
-        "class_p_word",
-    )
-    ask_predict = "class_ask_predict"
+    # the two forms of a question read from a model: "which token" (``p_``) and "which head" (``h_``)
+    p_model, p_text, p_layer, p_head = "class_p_model", "class_p_text", "class_p_layer", "class_p_head"
+    p_word, ask_predict = "class_p_word", "class_ask_predict"
+    h_model, h_text, h_layer, h_head = "class_h_model", "class_h_text", "class_h_layer", "class_h_head"
+    ask_head = "class_ask_head"
     # the lesson a room walks through (``app/views/classroom/room_lesson.py``): the teacher's pick and buttons
     lesson_pick, lesson_ref, lesson_start = "class_lesson_pick", "class_lesson_ref", "class_lesson_start"
     lesson_prev, lesson_next, lesson_stop = "class_lesson_prev", "class_lesson_next", "class_lesson_stop"
@@ -32,11 +29,4 @@ class ROOM:
     # question (``results``) and of earlier ones (``past``)
     reveal, pick, send, results, past = "class_reveal_", "class_pick_", "class_send_", "class_", "class_past_"
     map = "class_map_"  # + a question's id: the map of a "which head is this?" question
-    h_model, h_text, h_layer, h_head, ask_head = (
-        "class_h_model",
-        "class_h_text",
-        "class_h_layer",
-        "class_h_head",
-        "class_ask_head",
-    )
     invite = "class_invite"  # presenter mode: the container of the code, join link and QR code (its CSS sizes them)

@@ -1,14 +1,11 @@
 """Class: a teacher starts a room, students join with a code, link or QR code, and answer live questions.
 
-Everything the room shares is in the class store (``class_store``: SQLite or PostgreSQL, read by
-every app process), so it works behind the classroom launch's several workers. The teacher's browser keeps
-the room's secret (the control link); students are anonymous. Students see questions above whatever page
-they are on (``components.room_panel``); this page shows the teacher how many joined and, live, how they
-answered (a fragment polling the store every second), and reveals the answer.
-
-On a projector (presenter mode, ``?present=1``) the first screen is what the room reads: the class code in large
-type, the join link and its QR code on the left, the live poll and its answers on the right; the teacher's
-controls (the control link, asking, the lesson, ending the class) are folded in one expander under them.
+Everything the room shares is in the class store (``class_store``: SQLite or PostgreSQL, read by every app
+process), so it works behind the classroom launch's several workers. The teacher's browser keeps the room's secret
+(the control link); students are anonymous and see questions above whatever page they are on (``room_panel``).
+This page shows the teacher, live, how many joined and how they answered, and reveals the answer. On a projector
+(``?present=1``) the first screen is what the room reads: the code in large type, the join link and its QR code,
+the live poll; the teacher's controls are folded in one expander under them.
 """
 
 from __future__ import annotations
@@ -299,51 +296,43 @@ def _push_choice(code: str, token: str) -> None:
             _push(code, token, "choice", prompt, lines, answer, {})
 
 
-def _push_predict(code: str, token: str) -> None:
-    with st.form("class_predict_form", clear_on_submit=False):
-        model = st.selectbox("Model", PREDICT_MODELS, key=ROOM.p_model)
-        text = st.text_input("Sentence", value=PREDICT_DEFAULT[0], max_chars=400, key=ROOM.p_text)
-        cols = st.columns(3)
-        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key=ROOM.p_layer)
-        head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key=ROOM.p_head)
-        word = cols[2].text_input("From the token", value=PREDICT_DEFAULT[3], max_chars=40, key=ROOM.p_word)
-        st.caption(
-            "Students pick the token they think this head looks at most from that token; the answer is read "
-            "from the model when you push the question."
-        )
-        if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict):
+def _push_model(code: str, token: str, kind: str) -> None:
+    """The form of a question read from a model: "which token does a head look at?" (``predict``: from a word) or
+    "which head is this?" (``head``: its map, among :data:`HEAD_CHOICES` heads)."""
+    predict = kind == "predict"
+    keys = (
+        (ROOM.p_model, ROOM.p_text, ROOM.p_layer, ROOM.p_head)
+        if predict
+        else (ROOM.h_model, ROOM.h_text, ROOM.h_layer, ROOM.h_head)
+    )
+    text, layer, head, word = PREDICT_DEFAULT
+    with st.form(f"class_{kind}_form", clear_on_submit=False):
+        model = st.selectbox("Model", PREDICT_MODELS, key=keys[0])
+        text = st.text_input("Sentence", value=text, max_chars=400, key=keys[1])
+        cols = st.columns(3 if predict else 2)
+        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=layer, key=keys[2])
+        head = cols[1].number_input("Head", min_value=0, max_value=63, value=head, key=keys[3])
+        if predict:
+            word = cols[2].text_input("From the token", value=word, max_chars=40, key=ROOM.p_word)
+            st.caption(
+                "Students pick the token they think this head looks at most from that token; the answer is read "
+                "from the model when you push the question."
+            )
+        else:
+            st.caption(
+                f"Students see this head's map of the sentence (not its name) and pick it among {HEAD_CHOICES} "
+                "heads of the same model; the map is read from the model when you push the question."
+            )
+        if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict if predict else ROOM.ask_head):
             try:
-                asked = predict_question(model, text, int(layer), int(head), word)
-            except RoomError as exc:
-                show_error(str(exc))
+                if predict:
+                    asked = predict_question(model, text, int(layer), int(head), word)
+                else:
+                    asked = head_question(model, text, int(layer), int(head))
+            except Exception as exc:  # noqa: BLE001 — a RoomError or an engine error (the text, the model), calmly
+                show_error(str(exc) if isinstance(exc, RoomError) else exc)
                 return
-            except Exception as exc:  # noqa: BLE001 — an engine error (the text, the model) shown calmly
-                show_error(exc)
-                return
-            _push(code, token, "predict", asked.prompt, list(asked.options), asked.answer, asked.detail)
-
-
-def _push_head(code: str, token: str) -> None:
-    with st.form("class_head_form", clear_on_submit=False):
-        model = st.selectbox("Model", PREDICT_MODELS, key=ROOM.h_model)
-        text = st.text_input("Sentence", value=PREDICT_DEFAULT[0], max_chars=400, key=ROOM.h_text)
-        cols = st.columns(2)
-        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=PREDICT_DEFAULT[1], key=ROOM.h_layer)
-        head = cols[1].number_input("Head", min_value=0, max_value=63, value=PREDICT_DEFAULT[2], key=ROOM.h_head)
-        st.caption(
-            f"Students see this head's map of the sentence (not its name) and pick it among {HEAD_CHOICES} "
-            "heads of the same model; the map is read from the model when you push the question."
-        )
-        if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_head):
-            try:
-                asked = head_question(model, text, int(layer), int(head))
-            except RoomError as exc:
-                show_error(str(exc))
-                return
-            except Exception as exc:  # noqa: BLE001 — an engine error (the text, the model) shown calmly
-                show_error(exc)
-                return
-            _push(code, token, "head", asked.prompt, list(asked.options), asked.answer, asked.detail)
+            _push(code, token, kind, asked.prompt, list(asked.options), asked.answer, asked.detail)
 
 
 def _push(code: str, token: str, kind: str, prompt, options, answer, detail) -> None:
@@ -401,9 +390,9 @@ def _teacher_tools(code: str, token: str) -> None:
     with choice:
         _push_choice(code, token)
     with predict:
-        _push_predict(code, token)
+        _push_model(code, token, "predict")
     with which:
-        _push_head(code, token)
+        _push_model(code, token, "head")
     st.subheader("Run a lesson")
     teacher_controls(code, token)
     if st.button("End the class", key=ROOM.end, icon=":material/logout:"):

@@ -1,11 +1,10 @@
-"""A lesson walked through in a class, step by step (issue 21, 3).
+"""A lesson walked through in a class, step by step.
 
-The teacher picks a lesson on the Class page (the built-in one, their draft, or a saved lesson by its link)
-and moves through it with Previous / Next; the room's current step is in the class store
-(:class:`app.store.lessons.LessonStore`), so every student's room panel, on whichever app process, shows
-"Step 3 of 10: <title>" with the step's note and a link that opens its view. The store holds a snapshot of
-the steps taken when the lesson starts: title, note, and the first link's page, label and parameters.
-Text from any lesson but the built-in one is shown literally (``safe_text.md``).
+The teacher picks a lesson on the Class page (the built-in one, their draft, or a saved lesson by its link) and
+moves through it with Previous / Next; the room's step is in the class store (``LessonStore``), so every student's
+room panel, on whichever app process, shows "Step 3 of 10: <title>" with the step's note and a link that opens its
+view. The store keeps a snapshot of the steps (title, note, first link) taken when the lesson starts. Text from any
+lesson but the built-in one is shown literally.
 """
 
 from __future__ import annotations
@@ -25,7 +24,8 @@ from app.ui.safe_text import md
 from app.views.classroom.keys import ROOM
 from app.views.lessons.draft import draft
 from app.views.lessons.keys import Lessons
-from app.views.lessons.lesson_file import Lesson, LessonFileError, page_stems, read_lesson
+from app.views.lessons.lesson_file import PAGE_TITLES, Lesson, LessonFileError, read_lesson
+from app.views.lessons.plan import LESSON
 
 NOTE_CHARS = 600  # of a step's note shown in a student's panel (the view itself is the lesson)
 
@@ -57,7 +57,7 @@ def show_step(lesson: RoomLesson) -> None:
     st.markdown(f"**Step {lesson.step + 1} of {len(lesson.steps)}: {text(title or note.split(chr(10))[0])}**")
     if title and note:
         st.caption(text(note))
-    if step.get("page") in page_stems():
+    if step.get("page") in PAGE_TITLES:
         params = step.get("params") if isinstance(step.get("params"), dict) else {}
         label = str(step.get("label") or "Open this step's view")
         open_page(f"{step['page']}.py", label if trusted else md(label), params, icon=":material/open_in_new:")
@@ -87,39 +87,25 @@ def teacher_controls(code: str, token: str) -> None:
     with st.container(border=True):
         st.caption(f"Running: {md(running.title)}. Your students see this step above their page.")
         show_step(running)
-    back, forward, stop = st.columns(3)
-    back.button(
-        "Previous step",
-        key=ROOM.lesson_prev,
-        on_click=once(_move),
-        args=(code, token, -1),
-        disabled=running.step == 0,
-        icon=":material/arrow_back:",
-        width="stretch",
+    buttons = (
+        ("Previous step", ROOM.lesson_prev, "arrow_back", -1, running.step == 0),
+        ("Next step", ROOM.lesson_next, "arrow_forward", 1, running.step >= len(running.steps) - 1),
+        ("Stop the lesson", ROOM.lesson_stop, "stop", None, False),
     )
-    forward.button(
-        "Next step",
-        key=ROOM.lesson_next,
-        on_click=once(_move),
-        args=(code, token, 1),
-        disabled=running.step >= len(running.steps) - 1,
-        icon=":material/arrow_forward:",
-        type="primary",
-        width="stretch",
-    )
-    stop.button(
-        "Stop the lesson",
-        key=ROOM.lesson_stop,
-        on_click=once(_stop),
-        args=(code, token),
-        icon=":material/stop:",
-        width="stretch",
-    )
+    for column, (label, key, icon, by, off) in zip(st.columns(3), buttons):
+        column.button(
+            label,
+            key=key,
+            on_click=once(_act),
+            args=(code, token, by),
+            disabled=off,
+            icon=f":material/{icon}:",
+            type="primary" if by == 1 else "secondary",
+            width="stretch",
+        )
 
 
 def _pick(code: str, token: str) -> None:
-    from app.views.lessons.plan import LESSON
-
     mine = draft()
     choices = {"builtin": f"{LESSON.title} (built in, {len(LESSON.steps)} steps)"}
     if mine.steps:
@@ -139,8 +125,6 @@ def _pick(code: str, token: str) -> None:
 
 
 def _start(code: str, token: str) -> None:
-    from app.views.lessons.plan import LESSON
-
     state = st.session_state
     pick = state.get(ROOM.lesson_pick) or "builtin"
     try:
@@ -156,15 +140,12 @@ def _start(code: str, token: str) -> None:
         state[ROOM.lesson_error] = str(exc)
 
 
-def _move(code: str, token: str, by: int) -> None:
+def _act(code: str, token: str, by: int | None) -> None:
+    """on_click of Previous / Next (``by`` steps on) and Stop (``by`` None)."""
     try:
-        lesson_store().move_in_room(code, token, by, relative=True)
-    except (RoomError, StoreUnavailable) as exc:
-        st.session_state[ROOM.lesson_error] = str(exc)
-
-
-def _stop(code: str, token: str) -> None:
-    try:
-        lesson_store().stop_in_room(code, token)
+        if by is None:
+            lesson_store().stop_in_room(code, token)
+        else:
+            lesson_store().move_in_room(code, token, by, relative=True)
     except (RoomError, StoreUnavailable) as exc:
         st.session_state[ROOM.lesson_error] = str(exc)

@@ -1,13 +1,10 @@
 """A student's view of the class they joined: drawn by the entry point above every page.
 
-Opening a join link (``/?room=CODE``, any page) joins the room once per link; the code is then kept in the
-session, so the panel stays while the student moves between pages (the sidebar drops query parameters), and
-the browser keeps its anonymous id in a cookie (``components.browser_cookie``), so a reload without the link
-finds the room again (``Store.joined_room``) as the same student.
-The panel polls the class store every :data:`POLL_S` seconds (``st.fragment(run_every=...)``) for the
-question on screen: a student picks an option and sends it (written to the store at once), can change it
-until the teacher reveals the answer, and then sees the right one. Refusals (a forged or ended room, a
-revealed question, too many tries) are shown with ``guard.show_error``, literally.
+A join link (``/?room=CODE``, any page) joins the room once per link; the code is then kept in the session, and the
+browser keeps its anonymous id in a cookie, so a reload without the link finds the room again
+(``Store.joined_room``) as the same student. The panel polls the store every :data:`POLL_S` seconds for the
+question on screen: a student picks an option and sends it, can change it until the teacher reveals the answer,
+then sees the right one. Refusals are shown literally.
 """
 
 from __future__ import annotations
@@ -150,32 +147,15 @@ def question_map(question, key: str) -> None:
     x = unique_labels([safe_label(str(k)) for k in keys])
     y = unique_labels([safe_label(str(q)) for q in queries])
     dense = len(x) > QUESTION_MAP_HALF  # every label printed, upright; past 16 in a smaller type
-    fig = go.Figure(
-        go.Heatmap(
-            z=grid,
-            x=x,
-            y=y,
-            colorscale="Blues",
-            zmin=0,
-            zmax=max(max(max(row) for row in grid), 1e-6),
-            hovertemplate="from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
-            colorbar=dict(thickness=12),
-        )
-    )
+    zmax, hover = max(max(max(row) for row in grid), 1e-6), "from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>"
+    fig = go.Figure(go.Heatmap(z=grid, x=x, y=y, colorscale="Blues", zmin=0, zmax=zmax, hovertemplate=hover))
+    fig.update_traces(colorbar=dict(thickness=12))
+    axis = dict(type="category", tickmode="array")
     fig.update_layout(
         height=160 + 22 * len(queries),
         margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(
-            title="looks at (key)",
-            type="category",
-            tickmode="array",
-            tickvals=x,
-            ticktext=x,
-            tickangle=-90,
-        ),
-        yaxis=dict(
-            title="from (query)", type="category", autorange="reversed", tickmode="array", tickvals=y, ticktext=y
-        ),
+        xaxis=dict(title="looks at (key)", tickvals=x, ticktext=x, tickangle=-90, **axis),
+        yaxis=dict(title="from (query)", autorange="reversed", tickvals=y, ticktext=y, **axis),
     )
     themed = ready(fig)
     if dense:  # the theme's tick size, smaller: up to 32 labels side by side

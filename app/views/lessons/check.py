@@ -1,10 +1,11 @@
-"""The knowledge check that ends each lesson step: predict-then-reveal, or multiple choice.
+"""The knowledge check that ends a lesson step: predict, then see the real model; or multiple choice.
 
-Answering first and seeing the truth second is the point: a student who guessed *street* for "it" and then
-sees the head's bar on *animal* remembers it. The revealed numbers are the real head's row
-(``lesson_row``), the same ones Explore shows for that sentence, layer and head. Answers are kept
-per session in ``st.session_state[Lessons.answers]`` ({step id: answer}), so leaving a step and coming back
-shows the reveal again, and the page can say how many checks are answered.
+Answering first and seeing the truth second is the point: a student who guessed *street* for "it" and then sees
+the head's bar on *animal* remembers it. A predict check reveals the real head's row (``data.row_for``: the
+numbers Explore shows for that sentence, layer and head); a look check shows a held-out scene cut into nine regions
+along the captioner's grid and reveals the word's α map in the model's own caption (``where_it_looks``: its peak
+cell and the region that holds it). Answers are kept per session (``Lessons.answers``: {step id: answer}), so
+coming back to a step shows the reveal again and the page can count the checks answered.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
-from app.views.bahdanau.data import BAHDANAU_MODELS
-from app.views.lessons.data import QueryRow, alignment_row, lesson_row
+from app.views.captions.data import Peak, where_it_looks
+from app.views.captions.figures import picture_with_boxes, region_box, region_lines
+from app.views.captions.map_data import REGIONS, region_bounds
+from app.views.lessons.data import QueryRow, row_for
 from app.views.lessons.keys import Lessons
-from app.views.lessons.plan import Choice, Look, Predict, Step
+from app.views.lessons.lesson_file import Choice, Look, Predict, Step
+from app.views.vit.figures import overlay
 
 
 def answers() -> dict[str, int]:
@@ -29,9 +33,9 @@ def answers() -> dict[str, int]:
 
 
 def _record(step_id: str, key: str) -> None:
-    """on_change of a check's widget: keep the answer (a cleared widget records nothing)."""
+    """on_change of a check's widget: keep the answer (a cleared or forged value records nothing)."""
     value = st.session_state.get(key)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:  # a forged value records nothing
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         answers()[step_id] = value
 
 
@@ -40,11 +44,22 @@ def _forget(step_id: str) -> None:
     answers().pop(step_id, None)
 
 
-def row_for(check: Predict) -> QueryRow:
-    """The real row a predict check reveals: the translator's alignment, or one head of a self-attention trace."""
-    if check.model in BAHDANAU_MODELS.values():
-        return alignment_row(check.model, check.text, check.word)
-    return lesson_row(check.model, check.text, check.causal, check.layer, check.head, check.word, check.occurrence)
+def _picked(step: Step, n: int, key: str, label: str, names, help: str = "", radio: bool = False) -> int | None:
+    """The student's answer among ``n`` options, or None after drawing the pills (a radio) that ask for it."""
+    picked = answers().get(step.id)
+    if picked is not None and 0 <= picked < n:
+        return picked
+    widget = st.radio if radio else st.pills
+    extra = {"index": None} if radio else {"help": help}
+    widget(label, list(range(n)), key=key, format_func=names, on_change=_record, args=(step.id, key), **extra)
+    return None
+
+
+def _try_again(step: Step, explain: str) -> None:
+    st.caption(explain)
+    st.button(
+        "Try again", key=f"{Lessons.again}{step.id}", on_click=once(_forget), args=(step.id,), icon=":material/replay:"
+    )
 
 
 def row_figure(row: QueryRow, picked: int) -> go.Figure:
@@ -64,14 +79,6 @@ def row_figure(row: QueryRow, picked: int) -> go.Figure:
     return fig
 
 
-def reveal_text(row: QueryRow, picked: int) -> str:
-    """ "You picked X (weight a); the head's top key is Y (weight b)." with the real numbers."""
-    mine = f"You picked **{md(row.keys[picked])}** (weight {row.weights[picked]:.3f})"
-    if picked == row.top:
-        return mine + ": that is the head's top key. Well predicted."
-    return mine + f"; the head's top key is **{md(row.keys[row.top])}** (weight {row.weights[row.top]:.3f})."
-
-
 def predict_check(step: Step, check: Predict) -> None:
     """Click a token; then the real weights of the query's row are drawn and compared with the pick."""
     try:
@@ -80,75 +87,103 @@ def predict_check(step: Step, check: Predict) -> None:
         show_error(err)
         return
     st.markdown(check.question)
-    picked = answers().get(step.id)
-    if picked is None or not 0 <= picked < len(row.keys):
-        key = f"lesson_pick_{step.id}"
-        st.pills(
-            f"Click the token you think “{md(check.word)}” looks at",
-            list(range(len(row.keys))),
-            key=key,
-            format_func=lambda i: row.keys[i],
-            on_change=_record,
-            args=(step.id, key),
-            help="Your guess is kept; then the real head's weights are shown.",
-        )
+    label = f"Click the token you think “{md(check.word)}” looks at"
+    help = "Your guess is kept; then the real head's weights are shown."
+    picked = _picked(step, len(row.keys), f"lesson_pick_{step.id}", label, lambda i: row.keys[i], help)
+    if picked is None:
         return
-    st.markdown(reveal_text(row, picked))
+    mine = f"You picked **{md(row.keys[picked])}** (weight {row.weights[picked]:.3f})"
+    if picked == row.top:
+        st.markdown(mine + ": that is the head's top key. Well predicted.")
+    else:
+        st.markdown(mine + f"; the head's top key is **{md(row.keys[row.top])}** (weight {row.weights[row.top]:.3f}).")
     show_chart(row_figure(row, picked), key=f"{Lessons.row}{step.id}")
-    st.caption(check.explain)
-    st.button(
-        "Try again", key=f"{Lessons.again}{step.id}", on_click=once(_forget), args=(step.id,), icon=":material/replay:"
-    )
+    _try_again(step, check.explain)
 
 
 def choice_check(step: Step, check: Choice) -> None:
     """A multiple-choice question; the explained answer appears once the student has answered."""
-    picked = answers().get(step.id)
-    if picked is None or not 0 <= picked < len(check.options):
-        key = f"lesson_choice_{step.id}"
-        st.radio(
-            check.question,
-            list(range(len(check.options))),
-            index=None,
-            key=key,
-            format_func=lambda i: check.options[i],
-            on_change=_record,
-            args=(step.id, key),
-        )
+    options = check.options
+    picked = _picked(step, len(options), f"lesson_choice_{step.id}", check.question, options.__getitem__, radio=True)
+    if picked is None:
         return
     st.markdown(check.question)
     verdict = ":green[Right]" if picked == check.answer else ":red[Not quite]"
-    st.markdown(
-        f"You answered **{check.options[picked]}**. {verdict}: the answer is **{check.options[check.answer]}**."
+    st.markdown(f"You answered **{options[picked]}**. {verdict}: the answer is **{options[check.answer]}**.")
+    _try_again(step, check.explain)
+
+
+def where_check(step: Step, check: Look) -> None:
+    """Pick a region of the scene; then the word's real α map is drawn over it and compared with the pick."""
+    try:
+        look = where_it_looks(check.scene, check.word, check.model)
+    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        show_error(err)
+        return
+    st.markdown(check.question)
+    image, view = look.picture.image, look.view
+    bounds, side, key = region_bounds(view.grid), image.shape[0], f"{Lessons.look}{step.id}"
+    if answers().get(step.id) not in range(len(REGIONS)):
+        scene = picture_with_boxes(image, (), view.cell_px, title=f"Held-out scene {check.scene}")
+        show_chart(region_lines(scene, bounds, view.cell_px, side), key=key)
+        st.caption(
+            "The scene the captioner describes, cut into nine regions (dashed lines) along its 8×8 grid of cells."
+        )
+    label = f"Click the region you think it looks at when it writes “{md(check.word)}”"
+    help = "Your guess is kept; then the model's real attention map is shown."
+    picked = _picked(step, len(REGIONS), f"{Lessons.region}{step.id}", label, REGIONS.__getitem__, help)
+    if picked is None:
+        return
+    st.markdown(reveal_text(look, picked, check.word))
+    title = f"Where it looks for “{check.word}”"
+    fig = overlay(image, view.alphas[look.word], view.cell_px, mark=view.peaks[look.word], unit="cell", title=title)
+    show_chart(region_box(region_lines(fig, bounds, view.cell_px, side), bounds, picked, view.cell_px), key=key)
+    _try_again(
+        step,
+        f"The model's α for “{md(check.word)}” in its own caption, “{md(look.caption)}”: brighter cells got more "
+        f"weight. Your region is outlined in orange, the peak cell in cyan. {md(check.explain)}",
     )
-    st.caption(check.explain)
-    st.button(
-        "Try again", key=f"{Lessons.again}{step.id}", on_click=once(_forget), args=(step.id,), icon=":material/replay:"
+
+
+def reveal_text(look: Peak, picked: int, word: str) -> str:
+    """ "You picked X; the model's map for “circle” peaks in cell (r, c), in the Y region (α = a)." """
+    r, c = look.peak
+    alpha = float(look.view.alphas[look.word, r, c])
+    where = (
+        f"the model's map for “{md(word)}” peaks in cell {look.view.peaks[look.word]} (row {r}, column {c}, "
+        f"α = {alpha:.3f}), in the **{look.region_name}**"
     )
+    if picked == look.region:
+        return f"You picked **{REGIONS[picked]}**: {where}. Well predicted."
+    return f"You picked **{REGIONS[picked]}**; {where}."
 
 
 def is_right(step: Step, picked: int) -> bool:
-    """Whether an answer is right: the head's real top key for a predict check, the answer for a choice."""
-    if isinstance(step.check, Choice):
-        return picked == step.check.answer
-    if isinstance(step.check, Look):
-        from app.views.lessons.caption_check import is_right as looked_right  # the captioner's check (issue 22)
-
-        return looked_right(step.check, picked)
+    """Whether an answer is right: the answer of a choice, the real model's top key or peak region otherwise."""
+    check = step.check
+    if isinstance(check, Choice):
+        return picked == check.answer
     try:
-        return picked == row_for(step.check).top
-    except Exception:  # noqa: BLE001 — the check's model run failed (predict_check shows why): not right
+        if isinstance(check, Look):
+            return picked == where_it_looks(check.scene, check.word, check.model).region
+        return picked == row_for(check).top
+    except Exception:  # noqa: BLE001 — a model that cannot run grades nothing right (the check shows why)
         return False
+
+
+def summary(check: Choice | Predict | Look) -> str:
+    """A check in one line, for the editor's list of steps."""
+    if isinstance(check, Choice):
+        return f"Question: {md(check.question)} (answer: {md(check.options[check.answer])})"
+    if isinstance(check, Predict):
+        where = f"{md(check.model)}, layer {check.layer} head {check.head}"
+        return f"Check: which token does “{md(check.word)}” look at ({where}); the answer is read from the model."
+    where = f"“{md(check.word)}” (scene {check.scene})"
+    return f"Check: where does {md(check.model)} look when it writes {where}; the answer is read from the model."
 
 
 def knowledge_check(step: Step) -> None:
     """The check that ends ``step``."""
     st.subheader("Check yourself", divider="gray")
-    if isinstance(step.check, Predict):
-        predict_check(step, step.check)
-    elif isinstance(step.check, Look):
-        from app.views.lessons.caption_check import where_check  # the captioner's check (issue 22)
-
-        where_check(step.id, step.check, answers().get(step.id), _record, _forget)
-    else:
-        choice_check(step, step.check)
+    draw = {Predict: predict_check, Look: where_check, Choice: choice_check}[type(step.check)]
+    draw(step, step.check)

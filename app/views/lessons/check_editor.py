@@ -1,53 +1,45 @@
-"""The lesson editor's knowledge check of a step (issue 21): add, change or remove a check of each kind a lesson
-file holds (``app/views/lessons/lesson_file.py``), with one field per key of the file's ``[steps.check]`` table.
-
-- ``choice``: question, options (one per line), the number of the right option, explain;
-- ``predict``: question, model, sentence (the file's ``text``), word, occurrence, layer, head, causal, expect,
-  explain: "which token does this word look at?", the answer read from the model when a student answers;
-- ``look``: question, captioner (``model``), scene, word, explain: "where will the captioner look?".
+"""The lesson editor's knowledge check of a step: one field per key of a lesson file's ``[steps.check]`` table.
 
 :func:`kind_picker` is drawn above a step's edit form (a change of kind redraws the fields), :func:`fields` inside
-it; :func:`read_check` turns the submitted fields into the check (:class:`LessonFileError` for a field the file
-would refuse), and :func:`model_problem` asks the real model what a student's answer will ask it, so a check
-that cannot be answered is refused in the editor, not in front of the class: a layer or head the model does not
-have, a word that is not one of the sentence's tokens as the model reads it (or not that many times), an
-``expect`` that is not one of its keys, a scene out of range, a word the captioner does not write for the scene.
-"Add this view to my lesson" (``lesson_draft``) makes a predict check from the view on screen with the same model
-list (:func:`predict_models`), trace (:func:`lesson_attention`) and checks, its ``expect`` the head's top key
-(:func:`with_top_key`).
+it; :func:`read_check` turns the submitted fields into the check (:class:`LessonFileError` names a field the file
+would refuse), and :func:`model_problem` asks the real model what a student's answer will ask it, so a check that
+cannot be answered (a layer or head the model lacks, a word that is not one of the sentence's tokens, an ``expect``
+that is not a key, a scene out of range, a word the captioner does not write) is refused here, not in front of the
+class. "Add this view to my lesson" makes a predict check with the same model list, trace and checks.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields as fields_of
 from dataclasses import replace
 
 import streamlit as st
 
-from app.runtime.heads import attention_block
 from app.runtime.models import list_models
-from app.runtime.request import TraceRequest
-from app.runtime.traces import get_trace
 from app.state import DEFAULT_MODEL, defaults
 from app.ui.guard import plain_error
 from app.views.bahdanau.data import BAHDANAU_MODELS
 from app.views.captions.data import CAPTION_MODEL, HELD_OUT_SCENES, where_it_looks
-from app.views.lessons.data import LESSON_MAX_TOKENS
+from app.views.lessons.data import lesson_attention, row_for
 from app.views.lessons.keys import Draft
 from app.views.lessons.lesson_file import (
+    CHECK_NUMBERS,
     EXPLAIN_CHARS,
+    MAX_NUMBER,
     MAX_OPTIONS,
     QUESTION_CHARS,
     SENTENCE_CHARS,
     WORD_CHARS,
+    Check,
     Choice,
     LessonFileError,
     Look,
     Predict,
     Step,
+    kind_of,
 )
 from engine.families import text_families
 
-Check = Choice | Predict | Look
 KINDS = {
     "none": "No check",
     "choice": "Multiple choice",
@@ -55,77 +47,39 @@ KINDS = {
     "look": "Where does the captioner look?",
 }
 CAUSAL = {"own": "the model's own mask", "on": "causal (each token sees only earlier ones)", "off": "not causal"}
-MAX_NUMBER = 4096  # layer, head and occurrence in a file (lesson_file._check)
-#: every field's key prefix (+ a step's id): the editor forgets them all when another lesson is opened
-FIELDS = (
-    Draft.edit_kind,
-    Draft.edit_question,
-    Draft.edit_options,
-    Draft.edit_right,
-    Draft.edit_explain,
-    Draft.edit_model,
-    Draft.edit_text,
-    Draft.edit_word,
-    Draft.edit_occurrence,
-    Draft.edit_layer,
-    Draft.edit_head,
-    Draft.edit_causal,
-    Draft.edit_expect,
-    Draft.edit_captioner,
-    Draft.edit_scene,
-)
 
 
-def kind_of(check: Check | None) -> str:
-    """The file's ``kind`` of ``check`` ("none" without one)."""
-    return {Choice: "choice", Predict: "predict", Look: "look"}.get(type(check), "none")
+#: each field's first value for a step without that key (the field's key: ``Draft.edit_<name>`` + the step's id)
+BLANK = {"question": "", "options": "", "right": 1, "explain": "", "model": DEFAULT_MODEL, "text": "", "word": ""}
+BLANK |= {"occurrence": 0, "layer": 0, "head": 0, "causal": None, "expect": "", "captioner": CAPTION_MODEL, "scene": 0}
 
 
 def _defaults(step: Step) -> dict[str, object]:
-    """Each field's first value: the step's own check where it has that key, else an empty or first value."""
-    check, sid = step.check, step.id
-    choice = check if isinstance(check, Choice) else None
-    predict = check if isinstance(check, Predict) else None
-    look = check if isinstance(check, Look) else None
-    causal = None if predict is None else predict.causal
-    return {
-        Draft.edit_kind + sid: kind_of(check),
-        Draft.edit_question + sid: check.question if check else "",
-        Draft.edit_options + sid: "\n".join(choice.options) if choice else "",
-        Draft.edit_right + sid: choice.answer + 1 if choice else 1,
-        Draft.edit_explain + sid: check.explain if check else "",
-        Draft.edit_model + sid: predict.model if predict else DEFAULT_MODEL,
-        Draft.edit_text + sid: predict.text if predict else "",
-        Draft.edit_word + sid: check.word if predict or look else "",
-        Draft.edit_occurrence + sid: predict.occurrence if predict else 0,
-        Draft.edit_layer + sid: predict.layer if predict else 0,
-        Draft.edit_head + sid: predict.head if predict else 0,
-        Draft.edit_causal + sid: {None: "own", True: "on", False: "off"}[causal],
-        Draft.edit_expect + sid: predict.expect if predict else "",
-        Draft.edit_captioner + sid: look.model if look else CAPTION_MODEL,
-        Draft.edit_scene + sid: look.scene if look else 0,
-    }
+    """Each field's first value: the step's own check where it has that key, else :data:`BLANK`'s."""
+    check = step.check
+    values = {**BLANK, "kind": kind_of(check)}
+    if check is not None:
+        values |= {f.name: getattr(check, f.name) for f in fields_of(check) if f.name in BLANK}
+    if isinstance(check, Choice):
+        values |= {"options": "\n".join(check.options), "right": check.answer + 1}
+    if isinstance(check, Look):
+        values |= {"captioner": check.model, "model": DEFAULT_MODEL}
+    values["causal"] = {None: "own", True: "on", False: "off"}[values["causal"]]
+    return {getattr(Draft, f"edit_{name}") + step.id: value for name, value in values.items()}
 
 
 def _models(
-    families: tuple[str, ...] | frozenset[str], current: str | None = None, also: frozenset[str] = frozenset()
+    families: set[str] | frozenset[str], current: str | None, also: frozenset[str] = frozenset()
 ) -> dict[str, str]:
-    """{id: label} of the catalog's models of ``families`` and the ids in ``also``, with ``current`` (a file's own
-    value) kept."""
+    """{id: label} of the catalog's models of ``families`` and the ids in ``also``, ``current`` (a file's own) kept."""
     models = {spec.id: spec.label for spec in list_models() if spec.family in families or spec.id in also}
     return models if current is None or current in models else {current: current, **models}
 
 
 def predict_models(current: str | None = None) -> dict[str, str]:
-    """{id: label} of the models a predict check reads (the editor's list; "Add this view" offers the check only
-    for a view of one of them), with ``current`` (a file's own value) kept."""
-    return _models(_predict_families(), current, frozenset(BAHDANAU_MODELS.values()))
-
-
-def _predict_families() -> frozenset[str]:
-    """What ``knowledge_check.row_for`` reads a row from: one head of a self-attention text model (the table's
-    text families less the encoder-decoders, whose rows are cross-attention) — the RNN translators come by id."""
-    return text_families() - {"encoder-decoder"}
+    """{id: label} of the models a predict check reads: one head of a self-attention text model (not an
+    encoder-decoder, whose rows are cross-attention) or an RNN translator, ``current`` kept."""
+    return _models(text_families() - {"encoder-decoder"}, current, frozenset(BAHDANAU_MODELS.values()))
 
 
 def kind_picker(step: Step) -> str:
@@ -189,16 +143,11 @@ def fields(step: Step, kind: str) -> None:
     st.text_area("Explanation (shown after the answer)", key=Draft.edit_explain + sid, max_chars=EXPLAIN_CHARS)
 
 
-def _typed(value: object) -> str:
-    """A typed one-line field: control characters out, spaces folded."""
-    text = "".join(c for c in str(value or "") if c.isprintable() or c == " ")
-    return " ".join(text.split())
-
-
-def _note(value: object) -> str:
-    """A typed text that keeps its line breaks, trimmed."""
+def clean(value: object, lines: bool = True) -> str:
+    """Typed text without control characters, trimmed (``lines``: line breaks kept, else spaces folded)."""
     text = str(value or "").replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(c for c in text if c in "\n\t" or c.isprintable()).strip()
+    text = "".join(c for c in text if c in "\n\t" or c.isprintable())
+    return text.strip() if lines else " ".join(text.split())
 
 
 def _whole(value: object, name: str, most: int) -> int:
@@ -210,8 +159,8 @@ def _whole(value: object, name: str, most: int) -> int:
 def choice_from(question: object, options: object, right: object, explain: str = "") -> Choice | None:
     """A multiple-choice check from typed fields; None when question and options are both empty; LessonFileError
     when half-done."""
-    question = _typed(question)
-    lines = [_typed(line) for line in str(options or "").splitlines() if line.strip()]
+    question = clean(question, False)
+    lines = [clean(line, False) for line in str(options or "").splitlines() if line.strip()]
     if not question and not lines:
         return None
     if not question:
@@ -232,7 +181,7 @@ def read_check(sid: str) -> Check | None:
     def get(prefix: str) -> object:
         return state.get(prefix + sid)
 
-    kind, explain = get(Draft.edit_kind), _note(get(Draft.edit_explain))
+    kind, explain = get(Draft.edit_kind), clean(get(Draft.edit_explain))
     if kind == "choice":
         check = choice_from(get(Draft.edit_question), get(Draft.edit_options), get(Draft.edit_right), explain)
         if check is None:
@@ -240,7 +189,7 @@ def read_check(sid: str) -> Check | None:
         return check
     if kind not in ("predict", "look"):
         return None
-    question, word, model = _typed(get(Draft.edit_question)), _typed(get(Draft.edit_word)), get(Draft.edit_model)
+    question, word = clean(get(Draft.edit_question), False), clean(get(Draft.edit_word), False)
     if not question:
         raise LessonFileError("Write the question students are asked.")
     if not word:
@@ -248,23 +197,14 @@ def read_check(sid: str) -> Check | None:
     if kind == "look":
         scene = _whole(get(Draft.edit_scene), "The scene", HELD_OUT_SCENES - 1)
         return Look(question, str(get(Draft.edit_captioner) or ""), scene, word, explain)
-    text, expect = _note(get(Draft.edit_text)), _typed(get(Draft.edit_expect))
+    text, expect = clean(get(Draft.edit_text)), clean(get(Draft.edit_expect), False)
     if not text:
         raise LessonFileError("Write the sentence the model reads.")
     if not expect:
         raise LessonFileError("Write the expected key token: the token your explanation talks about.")
-    return Predict(
-        question,
-        str(model or ""),
-        text,
-        word,
-        expect,
-        explain,
-        _whole(get(Draft.edit_layer), "The layer", MAX_NUMBER),
-        _whole(get(Draft.edit_head), "The head", MAX_NUMBER),
-        {"on": True, "off": False}.get(get(Draft.edit_causal)),
-        _whole(get(Draft.edit_occurrence), "The occurrence", MAX_NUMBER),
-    )
+    numbers = {key: _whole(get(getattr(Draft, f"edit_{key}")), f"The {key}", MAX_NUMBER) for key in CHECK_NUMBERS}
+    causal = {"on": True, "off": False}.get(get(Draft.edit_causal))
+    return Predict(question, str(get(Draft.edit_model) or ""), text, word, expect, explain, causal=causal, **numbers)
 
 
 def _tokens(strings) -> str:
@@ -274,7 +214,7 @@ def _tokens(strings) -> str:
 
 def model_problem(check: Check | None) -> str | None:
     """What the real model says is wrong with a predict or look check (plain text), or None when a student's
-    answer will work: the same calls the Lessons page makes (``knowledge_check.row_for``, ``where_it_looks``). An
+    answer will work: the same calls the Lessons page makes (``data.row_for``, ``where_it_looks``). An
     empty ``expect`` is not asked (a check from a view on screen: :func:`with_top_key` fills it)."""
     try:
         if isinstance(check, Predict):
@@ -288,16 +228,7 @@ def model_problem(check: Check | None) -> str | None:
     return None
 
 
-def lesson_attention(model: str, text: str, causal: bool | None):
-    """The attention a predict check of a self-attention model reads: the sentence traced as a student's answer
-    traces it (``lesson_row``: ``LESSON_MAX_TOKENS``); its ``tokens`` are the words a query can be."""
-    trace = get_trace(TraceRequest(model, text, causal, LESSON_MAX_TOKENS))
-    return attention_block(trace)
-
-
 def _predict_problem(check: Predict) -> str | None:
-    from app.views.lessons.check import row_for  # the row a student's answer reveals
-
     if check.model not in BAHDANAU_MODELS.values():
         attention = lesson_attention(check.model, check.text, check.causal)
         if not (check.layer < attention.n_layers and check.head < attention.n_heads):
@@ -323,30 +254,27 @@ def _predict_problem(check: Predict) -> str | None:
     return None
 
 
+def _top_key(check: Predict) -> str:
+    row = row_for(check)
+    return row.keys[row.top].strip()
+
+
 def with_top_key(check: Predict) -> Predict | str:
     """``check`` (a view's, its ``expect`` still empty) with ``expect`` the head's real top key, or what the real
     model says is wrong with it (:func:`model_problem`'s message)."""
     problem = model_problem(replace(check, expect=""))  # an empty expect is the one thing not asked
-    if problem:
-        return problem
-    from app.views.lessons.check import row_for
-
     try:
-        row = row_for(check)
+        return problem or replace(check, expect=_top_key(check))
     except Exception as exc:  # noqa: BLE001 — model_problem ran the same row: this is only a second failure
         return plain_error(exc)
-    return replace(check, expect=row.keys[row.top].strip())
 
 
 def top_key_note(check: Check | None) -> str:
     """ " The head's top key is “X”, not the expected “Y”." for a predict check whose expect is not the top key."""
     if not isinstance(check, Predict):
         return ""
-    from app.views.lessons.check import row_for
-
     try:
-        row = row_for(check)
-        top = row.keys[row.top].strip()
+        top = _top_key(check)
     except Exception:  # noqa: BLE001 — model_problem has spoken already
         return ""
     return (

@@ -1,10 +1,8 @@
-"""The Lessons page's and the Examples picker's calls into the engine.
+"""The Lessons page's calls into the engine, and the Examples picker's vocabulary of a closed-vocabulary model.
 
-The knowledge checks reveal a real head's weights: one query row of one head, read from the same cached
-trace the Explore page draws (``traces.get_trace``), so the number a student sees in a lesson is the number
-Explore shows for the same sentence, layer and head. The Bahdanau check reads the RNN's alignment row.
-The Examples picker asks which words a closed-vocabulary model (our own word-level models) knows; open
-tokenizers (BERT, GPT-2, …) read any text and have no such list.
+A knowledge check reveals one query row of one head, read from the same cached trace Explore draws
+(``traces.get_trace``), so the number a student sees in a lesson is the number Explore shows for that sentence,
+layer and head; the Bahdanau check reads the RNN's alignment row.
 """
 
 from __future__ import annotations
@@ -13,23 +11,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.runtime.heads import attention_block
 from app.runtime.models import early_answer, get_model
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
+from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_trace
+from app.views.lessons.lesson_file import Predict
+from engine import AttentionTrace
 
 LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
 
 
 @dataclass(frozen=True)
 class QueryRow:
-    """One query token's attention over the keys, as a knowledge check reveals it.
-
-    Attributes:
-        query: the query token's position (a row of the pattern).
-        query_label: its display string.
-        keys: the key tokens' display strings (the columns).
-        weights: ``[n_keys]`` softmax weights of that row (sum to 1).
-    """
+    """One query token's attention over the keys, as a knowledge check reveals it: the query's position and label,
+    the keys' labels and the row's ``[n_keys]`` softmax weights."""
 
     query: int
     query_label: str
@@ -50,26 +46,26 @@ def find_token(strings, word: str, occurrence: int = 0) -> int:
     return hits[occurrence]
 
 
-def lesson_row(
-    model_id: str, text: str, causal: bool | None, layer: int, head: int, word: str, occurrence: int = 0
-) -> QueryRow:
-    """The row of ``word`` (its ``occurrence``-th appearance) in ``pattern(layer, head)`` of a self-attention
-    model, traced as Explore traces it (``max_tokens`` = :data:`LESSON_MAX_TOKENS`)."""
-    trace = get_trace(TraceRequest(model_id, text, causal, LESSON_MAX_TOKENS))
-    strings = tuple(trace.tokens.strings)
-    query = find_token(strings, word, occurrence)
-    weights = np.asarray(trace.pattern(layer, head)[query], dtype=float)
-    return QueryRow(query, strings[query], tuple(trace.key_tokens.strings), weights)
+def lesson_attention(model_id: str, text: str, causal: bool | None) -> AttentionTrace:
+    """The attention a predict check of a self-attention model reads: the sentence traced as Explore traces it, at
+    most :data:`LESSON_MAX_TOKENS` tokens; its ``tokens`` are the words a query can be."""
+    return attention_block(get_trace(TraceRequest(model_id, text, causal, LESSON_MAX_TOKENS)))
 
 
-def alignment_row(model_id: str, text: str, word: str) -> QueryRow:
-    """The Bahdanau/Luong translator's alignment row α(i, ·) of the target word ``word`` over the English."""
-    from app.views.bahdanau.data import bahdanau_trace  # the Bahdanau page's own cached trace
-
-    trace = bahdanau_trace(model_id, text)
-    targets = tuple(trace.target.strings)
-    row = find_token(targets, word)
-    return QueryRow(row, targets[row], tuple(trace.source.strings), np.asarray(trace.alignment[row], dtype=float))
+def row_for(check: Predict) -> QueryRow:
+    """The real row a predict check reveals: the translator's alignment row α(i, ·) of its French word over the
+    English, or the word's row (its ``occurrence``-th appearance) of one head of a self-attention model."""
+    if check.model in BAHDANAU_MODELS.values():
+        trace = bahdanau_trace(check.model, check.text)
+        queries, keys = tuple(trace.target.strings), tuple(trace.source.strings)
+        query = find_token(queries, check.word)
+        weights = trace.alignment[query]
+    else:
+        attention = lesson_attention(check.model, check.text, check.causal)
+        queries, keys = tuple(attention.tokens.strings), tuple(attention.key_tokens.strings)
+        query = find_token(queries, check.word, check.occurrence)
+        weights = attention.pattern(check.layer, check.head)[query]
+    return QueryRow(query, queries[query], keys, np.asarray(weights, dtype=float))
 
 
 def model_vocabulary(model_id: str) -> tuple[str, ...] | None:
@@ -84,18 +80,3 @@ def model_vocabulary(model_id: str) -> tuple[str, ...] | None:
     from engine.vocab import known_words
 
     return known_words(get_model(model_id).tokenizer)
-
-
-def unknown_words(model_id: str, text: str) -> list[str]:
-    """Words of ``text`` that a closed-vocabulary model reads as ``<unk>`` ([] for an open tokenizer)."""
-    from engine.vocab import tokenize
-
-    known = model_vocabulary(model_id)
-    if known is None:
-        return []
-    if isinstance(get_model(model_id).tokenizer, dict):  # a translator splits as its training data was split
-        from engine.families.seq2seq.adapter import source_tokens as split
-    else:
-        split = tokenize
-    words = set(known)
-    return list(dict.fromkeys(w for w in split(text) if w not in words))

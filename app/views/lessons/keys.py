@@ -20,70 +20,39 @@ class Lessons:
 
     lesson = "lesson"  # the saved lesson on screen, by id ("": the built-in one)
     builtin = "lesson_builtin"  # a saved lesson's "Back to the built-in lesson" button
-    answers = "lesson_answers"  # {step id: the picked token position or option index} (knowledge_check.answers)
-    step, steps_table, softmax_scale, softmax = (
-        "lesson_step",
-        "lesson_steps_table",
-        "lesson_softmax_scale",
-        "lesson_softmax",
-    )
+    answers = "lesson_answers"  # {step id: the picked token position or option index} (check.answers)
+    step, steps_table = "lesson_step", "lesson_steps_table"
+    softmax_scale, softmax = "lesson_softmax_scale", "lesson_softmax"
     prev, next, goto, row, again = "lesson_prev_", "lesson_next_", "lesson_goto_", "lesson_row_", "lesson_again_"
     region, look = "lesson_region_", "lesson_look_"  # the captioning check's region pick and its revealed map
 
 
 class Draft:
-    """A teacher's lesson (issue 21, 3): the draft in this session, "Add this view to my lesson" (the sidebar, every
-    page: ``app/views/lessons/draft.py``), the editor and the Lessons page's tabs (``app/views/lessons/page.py``).
-    Prefixes + a step's id: ``up``, ``down``, ``delete``, and the ``edit_*`` form of each step."""
+    """A teacher's lesson: the draft in this session and "Add this view to my lesson" (the sidebar of every page,
+    ``draft.py``), the editor (``editor.py``) and the Lessons page's tabs. Prefixes + a step's id: ``up``,
+    ``down``, ``delete`` and the ``edit_*`` form of each step (its knowledge check's fields: ``check_editor.py``)."""
 
     lesson, saved, owned, said = "draft_lesson", "draft_saved", "draft_owned", "draft_said"
     tab = "lessons_tab"  # the Lessons page's tabs: take a lesson / write a lesson
     add_open, add_form, add = "draft_add_open", "draft_add_form", "draft_add"
-    add_title, add_note, add_question, add_options, add_right = (
-        "draft_add_title",
-        "draft_add_note",
-        "draft_add_question",
-        "draft_add_options",
-        "draft_add_right",
-    )
-    # the add box's kind of question (multiple choice, or "which token does this head look at?" on a text page)
-    # and that question's query word (a token position of the sentence on screen)
-    add_kind, add_word = "draft_add_kind", "draft_add_word"
-    title, save, download, upload, use_upload = (
-        "draft_title",
-        "draft_save",
-        "draft_download",
-        "draft_upload",
-        "draft_use_upload",
-    )
+    add_title, add_note, add_question = "draft_add_title", "draft_add_note", "draft_add_question"
+    add_options, add_right = "draft_add_options", "draft_add_right"
+    add_kind, add_word = "draft_add_kind", "draft_add_word"  # the add box's kind of question and its query word
+    title, save, download = "draft_title", "draft_save", "draft_download"
+    upload, use_upload = "draft_upload", "draft_use_upload"
     builtin, clear, copy, edit_shared = "draft_builtin", "draft_clear", "draft_copy", "draft_edit_shared"
     up, down, delete = "draft_up_", "draft_down_", "draft_delete_"
-    edit_form, edit_title, edit_note, edit_save = (
-        "draft_edit_form_",
-        "draft_edit_title_",
-        "draft_edit_note_",
-        "draft_edit_save_",
-    )
-    edit_question, edit_options, edit_right = "draft_edit_question_", "draft_edit_options_", "draft_edit_right_"
-    # a step's knowledge check of any kind (``app/views/lessons/check_editor.py``): the kind, then the file's keys
-    edit_kind, edit_explain, edit_model, edit_text = (
-        "draft_edit_kind_",
-        "draft_edit_explain_",
-        "draft_edit_model_",
-        "draft_edit_text_",
-    )
-    edit_word, edit_occurrence, edit_layer, edit_head = (
-        "draft_edit_word_",
-        "draft_edit_occurrence_",
-        "draft_edit_layer_",
-        "draft_edit_head_",
-    )
-    edit_causal, edit_expect, edit_captioner, edit_scene = (
-        "draft_edit_causal_",
-        "draft_edit_expect_",
-        "draft_edit_captioner_",
-        "draft_edit_scene_",
-    )
+    edit_form, edit_title, edit_note = "draft_edit_form_", "draft_edit_title_", "draft_edit_note_"
+    edit_save, edit_kind, edit_question = "draft_edit_save_", "draft_edit_kind_", "draft_edit_question_"
+    edit_options, edit_right, edit_explain = "draft_edit_options_", "draft_edit_right_", "draft_edit_explain_"
+    edit_model, edit_text, edit_word = "draft_edit_model_", "draft_edit_text_", "draft_edit_word_"
+    edit_occurrence, edit_layer, edit_head = "draft_edit_occurrence_", "draft_edit_layer_", "draft_edit_head_"
+    edit_causal, edit_expect = "draft_edit_causal_", "draft_edit_expect_"
+    edit_captioner, edit_scene = "draft_edit_captioner_", "draft_edit_scene_"
+
+
+#: every edit field's key prefix (+ a step's id): the editor forgets them all when another lesson is opened
+EDIT_FIELDS = tuple(v for k, v in vars(Draft).items() if k.startswith("edit_") and k not in ("edit_form", "edit_save"))
 
 
 class Offline:

@@ -1,32 +1,23 @@
-"""Lessons as data, and as a readable TOML file a teacher can keep under version control (issue 21, 3).
+"""Lessons as data, and as a readable TOML file a teacher can keep under version control.
 
-A lesson is a title and steps. A step is a heading, a note (markdown for the built-in lesson, shown literally
-for any other), links that open a page of the app in a given state (the page and its URL parameters,
-``app/url_params.py``) and, optionally, a knowledge check:
+A lesson is a title and steps. A step is a heading, a note, links that open a page of the app in a given state
+(the page and its URL parameters, ``app/url_params.py``) and, optionally, a knowledge check: ``choice`` (a
+multiple-choice question, its answer counted from 1 in the file), ``predict`` ("which token does this word look
+at?": model, sentence, layer, head and word; the answer is read from the real model when a student answers, never
+written) or ``look`` ("where will the captioner look?": model, held-out scene, word; the answer read the same way).
 
-- ``choice``: a multiple-choice question, its answer (the option's number, counting from 1) and an explanation;
-- ``predict``: "click the token the query looks at". The file names the model, sentence, layer, head and query
-  word; the answer is computed from the real model when a student answers, never written in the file
-  (``expect`` is the key the explanation talks about; tests check the model still agrees);
-- ``look``: "where will the captioner look when it writes this word?" on a held-out scene (model, scene, word);
-  the answer is the region of the word's attention peak in the real model, read when a student answers.
-
-The built-in lesson is such a file (``assets/lessons/attention-in-eleven-steps.toml``), read by the same
-:func:`read_lesson` as a teacher's upload or a lesson saved in the class store. It checks the size, the TOML
-syntax, every key (an unknown one is named, with the keys allowed there), types, lengths, the page of each
-link and each link parameter with the page's own reader, and raises :class:`LessonFileError`, whose message
-names the step and the key. :func:`write_lesson` writes TOML by hand (Python's ``tomllib`` reads, it does not
-write), escaping every string, so ``read_lesson(write_lesson(lesson)) == lesson``.
-
-Plain data and parsing only: no widgets (pages draw lessons: ``app/views/lessons/page.py``,
-``app/views/lessons/draft.py``).
+:func:`read_lesson` reads the built-in lesson (``assets/lessons/attention-in-eleven-steps.toml``), an upload and a
+lesson saved in the class store alike: size, TOML syntax, every key (an unknown one is named, with the keys allowed
+there), types, lengths, each link's page and each parameter through the page's own reader; a
+:class:`LessonFileError` names the step and the key. :func:`write_lesson` writes TOML by hand (``tomllib`` only
+reads), escaping every string, so ``read_lesson(write_lesson(lesson)) == lesson``. Plain data, no widgets.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 from app.routes import PAGES
 from app.url_params import TEXT_LINK_MAX, catalog_model
@@ -41,8 +32,19 @@ TITLE_CHARS, TEXT_CHARS, LABEL_CHARS = 160, 4_000, 200
 QUESTION_CHARS, OPTION_CHARS, EXPLAIN_CHARS = 400, 160, 1_000
 MIN_OPTIONS, MAX_OPTIONS = 2, 8
 SENTENCE_CHARS, WORD_CHARS = 400, 40
+CHECK_NUMBERS, MAX_NUMBER = ("layer", "head", "occurrence"), 4_096  # a predict check's whole numbers, at most
 PARAM_CHARS = TEXT_LINK_MAX  # a link's longest value
-DEMOS = ("steps", "softmax")  # the small live charts the Lessons page can draw inside a step (lessons.DEMOS)
+PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}  # the pages a link may open, by stem
+DEMOS = ("steps", "softmax")  # the small live charts the Lessons page can draw inside a step (page.DEMOS)
+#: a check's text keys and their longest values
+CHECK_TEXTS = {
+    "question": QUESTION_CHARS,
+    "model": 300,
+    "text": SENTENCE_CHARS,
+    "word": WORD_CHARS,
+    "expect": WORD_CHARS,
+    "explain": EXPLAIN_CHARS,
+}
 
 
 class LessonFileError(ValueError):
@@ -51,44 +53,11 @@ class LessonFileError(ValueError):
 
 @dataclass(frozen=True)
 class Link:
-    """A link that opens one page in a given state.
-
-    Attributes:
-        page: the page file under ``app/views/`` (``"explore.py"``).
-        label: the link's text.
-        params: URL query parameters (widget session keys → values, as strings).
-    """
+    """A link that opens ``page`` (a file under ``app/views/``, ``"explore.py"``) with URL parameters ``params``."""
 
     page: str
     label: str
     params: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Predict:
-    """ "Click the token you think the query looks at", then the real head's row is revealed.
-
-    Attributes:
-        question: what the student is asked.
-        model: model id (``"bahdanau-translator"`` reads the RNN's alignment instead of a head).
-        text: the sentence.
-        word: the query token (its ``occurrence``-th appearance); for the RNN, the French target word.
-        expect: the key token the explanation talks about (tests check it is the head's top key).
-        explain: shown after the reveal.
-        layer, head: the head (ignored for the RNN).
-        causal: the causal mask as Explore would trace it (None: the model's own setting).
-    """
-
-    question: str
-    model: str
-    text: str
-    word: str
-    expect: str
-    explain: str
-    layer: int = 0
-    head: int = 0
-    causal: bool | None = None
-    occurrence: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,17 +71,30 @@ class Choice:
 
 
 @dataclass(frozen=True)
-class Look:
-    """ "Where will it look?": the student picks the region of a held-out scene the captioner looks at while it writes
-    ``word``; the answer is read from the model when the student answers (``services.where_it_looks``), never written.
+class Predict:
+    """ "Click the token the query looks at", then the real head's row is revealed.
 
-    Attributes:
-        question: what the student is asked.
-        model: the captioner's id.
-        scene: the held-out scene's number.
-        word: the written word whose attention map is revealed.
-        explain: shown after the reveal.
+    ``model`` reads ``text``; ``word`` is the query token (its ``occurrence``-th appearance; for the RNN translator
+    ``bahdanau-translator``, a French target word); ``expect`` is the key the explanation talks about (tests check it
+    is the head's top key); ``causal`` None is the model's own mask.
     """
+
+    question: str
+    model: str
+    text: str
+    word: str
+    expect: str
+    explain: str = ""
+    layer: int = 0
+    head: int = 0
+    causal: bool | None = None
+    occurrence: int = 0
+
+
+@dataclass(frozen=True)
+class Look:
+    """ "Where will it look?": the region of held-out ``scene`` the captioner ``model`` looks at while it writes
+    ``word``, read from the model when the student answers (``captions.data.where_it_looks``)."""
 
     question: str
     model: str
@@ -121,24 +103,25 @@ class Look:
     explain: str = ""
 
 
+Check = Choice | Predict | Look
+CHECK_KINDS: dict[str, type[Check]] = {"choice": Choice, "predict": Predict, "look": Look}
+
+
+def kind_of(check: Check | None) -> str:
+    """The file's ``kind`` of ``check`` ("none" without one)."""
+    return next((kind for kind, cls in CHECK_KINDS.items() if type(check) is cls), "none")
+
+
 @dataclass(frozen=True)
 class Step:
-    """One step of a lesson.
-
-    Attributes:
-        id: a stable name (answers are kept under it).
-        title: the step's heading ("" : the page says "Step k").
-        text: what to look at and why (the teacher's note).
-        links: pages that show it, opened in the right state.
-        check: the knowledge check that ends the step, or None.
-        demo: the name of a small live chart drawn inline (:data:`DEMOS`), or "".
-    """
+    """One step: a stable ``id`` (answers are kept under it), a heading ("": the page says "Step k"), the teacher's
+    note, links, the knowledge check that ends it, and the name of a small live chart drawn inline (:data:`DEMOS`)."""
 
     id: str
     title: str
     text: str
     links: tuple[Link, ...]
-    check: Predict | Choice | Look | None = None
+    check: Check | None = None
     demo: str = ""
 
 
@@ -156,12 +139,7 @@ class Lesson:
 
 def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
     """The lesson in ``data`` (a file's bytes or its text); :class:`LessonFileError` says what is wrong.
-
-    Args:
-        data: the TOML text (UTF-8 bytes, or a string).
-        check_values: read every link parameter with its page's reader and every model id against the
-            catalog (off only for tests of the format itself).
-    """
+    ``check_values``: read every link parameter with its page's reader and every model id against the catalog."""
     size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
     if size > MAX_BYTES:
         raise LessonFileError(f"The file is {size:,} bytes long; a lesson file may be at most {MAX_BYTES:,} bytes.")
@@ -170,38 +148,30 @@ def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
             data = data.decode("utf-8")
         except UnicodeDecodeError:
             raise LessonFileError("The file is not UTF-8 text: a lesson file is a TOML text file (.toml).") from None
-    data = data.removeprefix("\ufeff")
     try:
-        doc = tomllib.loads(data)
+        doc = tomllib.loads(data.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
         raise LessonFileError(
             f"The file is not readable TOML: {exc}. A lesson file starts with "
             'format = 1 and title = "…", then one [[steps]] table per step.'
         ) from None
-    return _lesson(doc, check_values)
-
-
-def _lesson(doc: dict, check_values: bool) -> Lesson:
     _keys(doc, ("format", "title", "description", "steps"), ("title", "steps"), "The file")
-    version = doc.get("format", FORMAT)
-    if version != FORMAT:
-        raise LessonFileError(f"The file says format = {_show(version)}; this app reads format = {FORMAT}.")
-    title = _text(doc, "title", "The file", TITLE_CHARS)
-    description = _text(doc, "description", "The file", TEXT_CHARS, required=False)
+    if doc.get("format", FORMAT) != FORMAT:
+        raise LessonFileError(f"The file says format = {_show(doc['format'])}; this app reads format = {FORMAT}.")
     steps = doc["steps"]
     if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
         raise LessonFileError("The file has no steps: each step is a [[steps]] table.")
     if len(steps) > MAX_STEPS:
         raise LessonFileError(f"The file has {len(steps)} steps; a lesson may have at most {MAX_STEPS}.")
     out = tuple(_step(raw, i, check_values) for i, raw in enumerate(steps, start=1))
-    seen: set[str] = set()
     for i, step in enumerate(out, start=1):
-        if step.id in seen:
+        if step.id in (s.id for s in out[: i - 1]):
             raise LessonFileError(
                 f"Step {i}: the id {_show(step.id)} is used by an earlier step; give each step its own."
             )
-        seen.add(step.id)
-    return Lesson(title, out, description)
+    return Lesson(
+        _text(doc, "title", "The file", TITLE_CHARS), out, _text(doc, "description", "The file", TEXT_CHARS, False)
+    )
 
 
 def _step(raw: dict, number: int, check_values: bool) -> Step:
@@ -210,8 +180,7 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
     sid = raw.get("id", f"step-{number}")
     if not isinstance(sid, str) or not ID_RE.fullmatch(sid):
         raise LessonFileError(f"{where}: id must be 1 to 40 letters, digits, - or _ (it is {_show(sid)}).")
-    title = _text(raw, "title", where, TITLE_CHARS, required=False)
-    text = _text(raw, "text", where, TEXT_CHARS, required=False)
+    title, text = _text(raw, "title", where, TITLE_CHARS, False), _text(raw, "text", where, TEXT_CHARS, False)
     if not title and not text:
         raise LessonFileError(f"{where}: give it a title or a text.")
     links = raw.get("links", [])
@@ -219,7 +188,7 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
         raise LessonFileError(f"{where}: links must be [[steps.links]] tables.")
     if len(links) > MAX_LINKS:
         raise LessonFileError(f"{where} has {len(links)} links; a step may have at most {MAX_LINKS}.")
-    demo = _text(raw, "demo", where, 40, required=False)
+    demo = _text(raw, "demo", where, 40, False)
     if demo and demo not in DEMOS:
         raise LessonFileError(f"{where}: there is no demo {_show(demo)}; the demos are {', '.join(DEMOS)}.")
     check = raw.get("check")
@@ -233,17 +202,11 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
     )
 
 
-def page_stems() -> tuple[str, ...]:
-    """The app's pages as their file stems in ``app/views/`` (``explore``, ``lessons``, ...)."""
-    return tuple(file.removesuffix(".py") for file, _, _ in PAGES)
-
-
 def _link(raw: dict, where: str, check_values: bool) -> Link:
     _keys(raw, ("page", "label", "params"), ("page", "label"), where)
     page = _text(raw, "page", where, 40)
-    if page not in page_stems():
-        raise LessonFileError(f"{where}: there is no page {_show(page)}; the pages are {', '.join(page_stems())}.")
-    label = _text(raw, "label", where, LABEL_CHARS)
+    if page not in PAGE_TITLES:
+        raise LessonFileError(f"{where}: there is no page {_show(page)}; the pages are {', '.join(PAGE_TITLES)}.")
     params = raw.get("params", {})
     if not isinstance(params, dict):
         raise LessonFileError(f'{where}: params must be a table, e.g. params = {{ layer = "3", head = "1" }}.')
@@ -261,7 +224,7 @@ def _link(raw: dict, where: str, check_values: bool) -> Link:
             )
         check_param(page, name, value, where, check_values)
         out[name] = value
-    return Link(f"{page}.py", label, out)
+    return Link(f"{page}.py", _text(raw, "label", where, LABEL_CHARS), out)
 
 
 def check_param(page: str, name: str, value: str, where: str, check_values: bool = True) -> None:
@@ -280,12 +243,25 @@ def check_param(page: str, name: str, value: str, where: str, check_values: bool
         ) from None
 
 
-def _check(raw: object, where: str, check_values: bool) -> Predict | Choice | Look:
+def _check(raw: object, where: str, check_values: bool) -> Check:
+    """A ``[steps.check]`` table: its kind's fields are its keys (those without a default required)."""
     if not isinstance(raw, dict):
         raise LessonFileError(f"{where}: a check is a [steps.check] table.")
     kind = raw.get("kind")
-    if kind == "choice":
-        _keys(raw, ("kind", "question", "options", "answer", "explain"), ("question", "options", "answer"), where)
+    cls = CHECK_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise LessonFileError(f'{where}: kind must be "choice", "predict" or "look" (it is {_show(kind)}).')
+    required = tuple(f.name for f in fields(cls) if f.default is MISSING)
+    _keys(raw, ("kind", *(f.name for f in fields(cls))), required, where)
+    values: dict[str, object] = {}
+    for name in (f.name for f in fields(cls)):
+        if name in CHECK_TEXTS:
+            values[name] = _text(raw, name, where, CHECK_TEXTS[name], name in required)
+        elif name in CHECK_NUMBERS:
+            values[name] = _number(raw, name, where, 0, MAX_NUMBER, "must be a whole number from 0")
+    if check_values and "model" in values:
+        check_model(str(values["model"]), where)
+    if cls is Choice:
         options = raw["options"]
         if not isinstance(options, list) or not MIN_OPTIONS <= len(options) <= MAX_OPTIONS:
             raise LessonFileError(f"{where}: options must be a list of {MIN_OPTIONS} to {MAX_OPTIONS} answers.")
@@ -294,77 +270,17 @@ def _check(raw: object, where: str, check_values: bool) -> Predict | Choice | Lo
                 raise LessonFileError(f"{where}: option {k} must be text of 1 to {OPTION_CHARS} characters.")
         if len({o.strip().casefold() for o in options}) < len(options):
             raise LessonFileError(f"{where}: two options are the same; make each one different.")
-        answer = raw["answer"]
-        if isinstance(answer, bool) or not isinstance(answer, int) or not 1 <= answer <= len(options):
-            raise LessonFileError(
-                f"{where}: answer is the number of the right option, 1 to {len(options)} (it is {_show(answer)})."
-            )
-        return Choice(
-            _text(raw, "question", where, QUESTION_CHARS),
-            tuple(options),
-            answer - 1,
-            _text(raw, "explain", where, EXPLAIN_CHARS, required=False),
+        right = f"is the number of the right option, 1 to {len(options)}"
+        values |= {"options": tuple(options), "answer": _number(raw, "answer", where, 1, len(options), right) - 1}
+    elif cls is Look:
+        values["scene"] = _number(
+            raw, "scene", where, 0, 100_000, "is a held-out scene's number, a whole number from 0"
         )
-    if kind == "predict":
-        allowed = (
-            "kind",
-            "question",
-            "model",
-            "text",
-            "word",
-            "occurrence",
-            "layer",
-            "head",
-            "causal",
-            "expect",
-            "explain",
-        )
-        _keys(raw, allowed, ("question", "model", "text", "word", "expect"), where)
-        model = _text(raw, "model", where, 300)
-        if check_values:
-            check_model(model, where)
-        numbers = {name: raw.get(name, 0) for name in ("layer", "head", "occurrence")}
-        for name, value in numbers.items():
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 4096:
-                raise LessonFileError(f"{where}: {name} must be a whole number from 0 (it is {_show(value)}).")
-        causal = raw.get("causal")
-        if causal is not None and not isinstance(causal, bool):
+    else:
+        values["causal"] = raw.get("causal")
+        if values["causal"] is not None and not isinstance(values["causal"], bool):
             raise LessonFileError(f"{where}: causal must be true or false, or left out (the model's own mask).")
-        return Predict(
-            _text(raw, "question", where, QUESTION_CHARS),
-            model,
-            _text(raw, "text", where, SENTENCE_CHARS),
-            _text(raw, "word", where, WORD_CHARS),
-            _text(raw, "expect", where, WORD_CHARS),
-            _text(raw, "explain", where, EXPLAIN_CHARS, required=False),
-            numbers["layer"],
-            numbers["head"],
-            causal,
-            numbers["occurrence"],
-        )
-    if kind == "look":
-        _keys(
-            raw,
-            ("kind", "question", "model", "scene", "word", "explain"),
-            ("question", "model", "scene", "word"),
-            where,
-        )
-        model = _text(raw, "model", where, 300)
-        if check_values:
-            check_model(model, where)
-        scene = raw["scene"]
-        if isinstance(scene, bool) or not isinstance(scene, int) or not 0 <= scene <= 100_000:
-            raise LessonFileError(
-                f"{where}: scene is a held-out scene's number, a whole number from 0 (it is {_show(scene)})."
-            )
-        return Look(
-            _text(raw, "question", where, QUESTION_CHARS),
-            model,
-            scene,
-            _text(raw, "word", where, WORD_CHARS),
-            _text(raw, "explain", where, EXPLAIN_CHARS, required=False),
-        )
-    raise LessonFileError(f'{where}: kind must be "choice", "predict" or "look" (it is {_show(kind)}).')
+    return cls(**values)
 
 
 def check_model(model: str, where: str) -> None:
@@ -384,6 +300,13 @@ def _keys(table: dict, allowed: tuple[str, ...], required: tuple[str, ...], wher
     missing = [k for k in required if k not in table]
     if missing:
         raise LessonFileError(f"{where}: {missing[0]} is missing.")
+
+
+def _number(table: dict, key: str, where: str, low: int, high: int, what: str) -> int:
+    value = table.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise LessonFileError(f"{where}: {key} {what} (it is {_show(value)}).")
+    return value
 
 
 def _text(table: dict, key: str, where: str, limit: int, required: bool = True) -> str:
@@ -445,10 +368,6 @@ def toml_string(text: str, multiline: bool = False) -> str:
     return f'"""\n{body}"""' if multiline else f'"{body}"'
 
 
-def _key(name: str) -> str:
-    return name if _BARE.fullmatch(name) else toml_string(name)
-
-
 def _value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -457,74 +376,39 @@ def _value(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }" if value else "{}"
+        pairs = (f"{k if _BARE.fullmatch(k) else toml_string(k)} = {_value(v)}" for k, v in value.items())
+        return "{ " + ", ".join(pairs) + " }" if value else "{}"
     text = str(value)
     return toml_string(text, multiline="\n" in text)
 
 
+def _lines(pairs: dict[str, object]) -> list[str]:
+    """``key = value`` for each pair with a value (empty text, no params and no check are left out)."""
+    return [f"{key} = {_value(value)}" for key, value in pairs.items() if value not in ("", {}, None)]
+
+
 def write_lesson(lesson: Lesson) -> str:
     """The lesson as the text of a lesson file (TOML, readable; :func:`read_lesson` reads it back equal)."""
-    out = [HEADER, f"format = {FORMAT}", f"title = {_value(lesson.title)}"]
-    if lesson.description:
-        out.append(f"description = {_value(lesson.description)}")
+    out = [HEADER, *_lines({"format": FORMAT, "title": lesson.title, "description": lesson.description})]
     for step in lesson.steps:
-        out += ["", "[[steps]]", f"id = {_value(step.id)}"]
-        if step.title:
-            out.append(f"title = {_value(step.title)}")
-        if step.text:
-            out.append(f"text = {_value(step.text)}")
-        if step.demo:
-            out.append(f"demo = {_value(step.demo)}")
+        out += ["", "[[steps]]", *_lines({"id": step.id, "title": step.title, "text": step.text, "demo": step.demo})]
         for link in step.links:
-            out += [
-                "",
-                "[[steps.links]]",
-                f"page = {_value(link.page.removesuffix('.py'))}",
-                f"label = {_value(link.label)}",
-            ]
-            if link.params:
-                out.append(f"params = {_value(dict(link.params))}")
+            page = link.page.removesuffix(".py")
+            out += ["", "[[steps.links]]", *_lines({"page": page, "label": link.label, "params": dict(link.params)})]
         if step.check is not None:
-            out += ["", "[steps.check]", *_check_lines(step.check)]
+            check = step.check  # a key at its default is left out (answers count from 1 in the file)
+            pairs = {f.name: getattr(check, f.name) for f in fields(check) if getattr(check, f.name) != f.default}
+            if isinstance(check, Choice):
+                pairs["answer"] = check.answer + 1
+            out += ["", "[steps.check]", *_lines({"kind": kind_of(check), **pairs})]
     return "\n".join(out) + "\n"
 
 
-def _check_lines(check: Predict | Choice | Look) -> list[str]:
-    if isinstance(check, Choice):
-        lines = [
-            'kind = "choice"',
-            f"question = {_value(check.question)}",
-            f"options = {_value(list(check.options))}",
-            f"answer = {check.answer + 1}",
-        ]
-    elif isinstance(check, Look):
-        lines = [
-            'kind = "look"',
-            f"question = {_value(check.question)}",
-            f"model = {_value(check.model)}",
-            f"scene = {check.scene}",
-            f"word = {_value(check.word)}",
-        ]
-    else:
-        lines = [
-            'kind = "predict"',
-            f"question = {_value(check.question)}",
-            f"model = {_value(check.model)}",
-            f"text = {_value(check.text)}",
-            f"word = {_value(check.word)}",
-        ]
-        if check.occurrence:
-            lines.append(f"occurrence = {check.occurrence}")
-        lines += [f"layer = {check.layer}", f"head = {check.head}"]
-        if check.causal is not None:
-            lines.append(f"causal = {_value(check.causal)}")
-        lines.append(f"expect = {_value(check.expect)}")
-    if check.explain:
-        lines.append(f"explain = {_value(check.explain)}")
-    return lines
+def slug(title: str) -> str:
+    """A title as the stem of a file name: its words in lower case joined by dashes ("lesson" without any)."""
+    return "-".join(re.findall(r"[a-z0-9]+", title.lower()))[:60].strip("-") or "lesson"
 
 
 def file_name(lesson: Lesson) -> str:
-    """A file name for the download: the title in lower case, words joined by dashes, ``.toml``."""
-    words = re.findall(r"[a-z0-9]+", lesson.title.lower())
-    return ("-".join(words)[:60].strip("-") or "lesson") + ".toml"
+    """A file name for the download: ``slug.toml``."""
+    return slug(lesson.title) + ".toml"

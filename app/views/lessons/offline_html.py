@@ -1,14 +1,10 @@
-"""An offline lesson pack as one HTML file (issue 21, 4): pure text assembly, no Streamlit, no Plotly objects.
+"""The offline lesson pack's HTML: one file a student opens on a laptop with neither the server nor the internet.
 
-The pack opens from disk on a laptop with neither the server nor the internet. Everything it needs is inside the
-one file: the steps' text, each chart's Plotly JSON (in a ``<script type="application/json">`` element, one per
-chart, beside the ``<div>`` it is drawn into) and plotly.js itself, read from the installed ``plotly`` package by
-the caller (``app/views/lessons/offline_data.py``, which also computes the charts). A Content-Security-Policy in the
-file forbids every fetch, so a chart can never reach out to a CDN even by accident.
-
-Text from a lesson is anyone's text: every title, note, question and option is HTML-escaped and shown literally
-(line breaks kept). Only the built-in lesson may ask for ``emphasis``: its ``**bold**`` and ``*italic*`` become
-``<strong>``/``<em>`` after escaping, so no markup of the text itself ever reaches the page.
+Everything is inside it: the steps' text, each chart's Plotly JSON (in a ``<script type="application/json">``
+beside the ``<div>`` it is drawn into) and plotly.js itself, given by the caller. A Content-Security-Policy in the
+file forbids every fetch. A lesson's text is anyone's: every title, note, question and option is HTML-escaped and
+shown literally (line breaks kept); only the built-in lesson may ask for ``emphasis``, its ``**bold**`` and
+``*italic*`` made ``<strong>``/``<em>`` after escaping, so no markup of the text itself reaches the page.
 """
 
 from __future__ import annotations
@@ -41,16 +37,8 @@ class Note:
 
 @dataclass(frozen=True)
 class PackStep:
-    """One step as the pack shows it.
-
-    Attributes:
-        title: the step's heading.
-        text: the teacher's note.
-        question: the knowledge check's question ("" for none).
-        options: a multiple-choice question's options.
-        answer: the right option and its explanation, shown behind "Show the answer" ("" for none).
-        items: the step's charts and notes, in the order of its links.
-    """
+    """One step as the pack shows it: its heading, note, knowledge check (question, a choice's options, and the
+    answer shown behind "Show the answer"; "" for none) and its charts and notes in the order of its links."""
 
     title: str
     text: str = ""
@@ -150,16 +138,8 @@ def render(
     about: str = "",
     emphasis: bool = False,
 ) -> str:
-    """The whole pack: one HTML document with its charts and plotly.js inside.
-
-    Args:
-        title: the lesson's (or view's) title.
-        steps: the steps in order.
-        plotly_js: plotly.js's source (from the installed package).
-        description: the lesson's description, under the title.
-        about: how the file was made and what it holds (shown under the description).
-        emphasis: turn ``**bold**`` and ``*italic*`` of the text into markup (the built-in lesson only).
-    """
+    """The whole pack: one HTML document with its charts and plotly.js inside (``about``: how the file was made and
+    what it holds, under the lesson's description; ``emphasis``: the built-in lesson's bold and italic as markup)."""
     body, n = [], 0
     for number, step in enumerate(steps, start=1):
         section, n = _step(number, step, n, emphasis)

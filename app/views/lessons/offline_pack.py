@@ -1,17 +1,12 @@
-"""The offline lesson pack (issue 21, 4): a lesson, or one view, as one HTML file that opens from disk.
+"""The offline lesson pack: a lesson, or one view, as one HTML file that opens from disk.
 
-For each step: its title, note and question, and for each of its links the chart the link's page draws first,
-computed on the server (``pack_view``: the same trace and map a page shows, at most
-``PACK_CELLS``² cells a map) and drawn here by the app's own figure builders (``heatmap.map_spec``,
-``alignment_views.alignment_map``, and for the other pages ``app/views/lessons/offline_figures.py``, themed by
-``charts.ready``), as Plotly JSON. plotly.js is read from the
-installed ``plotly`` package when the pack is built (never copied into the repository, no CDN), and
-``app/views/lessons/offline_html.py`` writes the page. A view with no static chart, or one that fails, becomes a note.
-
-Two places offer it: the Lessons page (the lesson being taken, or the draft in the editor) and the Share box
-(the view on screen). A pack takes a few seconds (one trace per link; plotly.js is ~4.8 MB), so it is built on
-a button's click with a progress bar and kept in this session until the lesson or view changes; the download
-button then serves it.
+For each step: its title, note and question, and for each of its links the charts the link's page draws first
+(``offline_views.pack_view``), drawn in the default look by the app's own figure builders as Plotly JSON.
+plotly.js is read from the installed ``plotly`` package when the pack is built (never a CDN) and
+``offline_html.py`` writes the page. A view with no static chart, or one that fails, becomes a note. The Lessons
+page (the lesson being taken, or the draft) and the Share box (the view on screen) offer it: a pack takes a few
+seconds, so it is built on a button's click with a progress bar and kept in this session until the lesson or view
+changes; a download button then serves it.
 """
 
 from __future__ import annotations
@@ -24,21 +19,14 @@ from datetime import datetime, timezone
 
 import streamlit as st
 
-from app.routes import PAGES
 from app.state import default
 from app.ui import theme
-from app.ui.charts import ready, source_line, with_source
-from app.ui.guard import plain_error
-from app.ui.head_views import model_view_spec
-from app.ui.heatmap import map_spec
-from app.views.bahdanau.figures import alignment_map
+from app.ui.guard import plain_error, show_error
 from app.views.lessons.keys import Offline
-from app.views.lessons.lesson_file import Choice, Lesson, Link, Look, Predict, Step
-from app.views.lessons.offline_data import PACK_CELLS, PACK_MAX_TOKENS, Alignment, NoChart, PackView, pack_view
-from app.views.lessons.offline_figures import page_figures
+from app.views.lessons.lesson_file import PAGE_TITLES, Choice, Lesson, Link, Look, Predict, Step, slug
 from app.views.lessons.offline_html import Chart, Note, PackStep, render
+from app.views.lessons.offline_views import PACK_CELLS, NoChart, pack_view
 
-PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}
 MAX_CHART_CHARS = 40_000_000  # the charts' JSON in one pack at most (~160 maps of 256² cells); later ones: a note
 Progress = Callable[[float, str], None]
 
@@ -63,87 +51,16 @@ def _json(fig) -> str:
     return json.dumps({**fig.spec, "layout": layout}, cls=PlotlyJSONEncoder, separators=(",", ":"))
 
 
-ROWS_SAY = (
-    "Each row is a token asking where to look (the query), each column a token it can look at (the key); darker "
-    "= more weight. Grey cells are blocked by the mask."
-)
-PAGE_SAYS = {  # what the pack draws of a text page other than Explore (which draws this head first)
-    "step_by_step": "The head this link opens on Step by step, as Explore draws it (the page itself takes one query "
-    "through every step of the calculation). ",
-    "bertviz_views": "The head this link names, as Explore draws it (the page itself draws bertviz's interactive "
-    "views). ",
-    "heads": "The head chosen on the Heads page, drawn large under its model view. ",
-}
-
-
-def _charts(view: PackView, label: str) -> list[Chart | Note]:
-    """The figures of one link's view, as the page draws them (in the default look), with their captions."""
-    if isinstance(view, NoChart):
-        return [Note(f"{label}: {view.reason}")]
-    with theme.looking(theme.DEFAULT):  # the pack is read on a laptop, not on this projector or phone
-        figures = page_figures(view)  # the pages other than the text pages and Bahdanau
-        if figures is not None:
-            return [Chart(_json(fig), f"{label}. {caption}") for fig, caption in figures]
-        if isinstance(view, Alignment):
-            fig = ready(
-                alignment_map(
-                    view.weights,
-                    list(view.target),
-                    list(view.source),
-                    gold=list(view.gold or ()) or None,
-                    title=view.title,
-                    meta="offline_alignment",
-                )
-            )
-            fig = with_source(fig, source_line(view.model_id, view.text))
-            return [
-                Chart(
-                    _json(fig),
-                    f"{label}. Each row is a French word being written, each column an English word; "
-                    "a white cell: the decoder looked almost only at that word. Orange squares: the "
-                    "grammar's gold word links.",
-                )
-            ]
-        data, request = view.data, view.request
-        source = source_line(request.model_id, request.text)
-        out: list[Chart | Note] = []
-        if view.tiles is not None:  # the Heads page's first chart: every head at once
-            spec = model_view_spec(view.tiles, selected=(view.layer, view.head))
-            spec["layout"]["title"] = {"text": "Every layer × head", "x": 0.0}
-            fig = with_source(ready(spec), source)
-            out.append(
-                Chart(
-                    _json(fig),
-                    f"{label}. All layers (rows) × heads (columns); each tile is one head's pattern "
-                    "coloured from 0 to its own maximum, so compare shapes. Red frame: the chosen "
-                    "head, drawn large below.",
-                )
-            )
-        fig = with_source(ready(map_spec(data, title=view.title)), source)
-        rows, cols = data.values.shape
-        n_q, n_k = view.n_tokens
-        pooled = (
-            f" Overview: {n_q} × {n_k} tokens drawn as {rows} × {cols} cells, each the largest weight in its block "
-            f"(a pack holds at most {PACK_CELLS} × {PACK_CELLS} cells a map)."
-            if data.pooled
-            else ""
-        )
-        cut = (
-            f" The pack reads at most the first {PACK_MAX_TOKENS:,} tokens of a text (the link asks for "
-            "more; the app shows them)."
-            if view.cut
-            else ""
-        )
-        out.append(Chart(_json(fig), f"{label}. {PAGE_SAYS.get(view.page, '')}{ROWS_SAY}{pooled}{cut}"))
-        return out
-
-
 def link_items(link: Link) -> list[Chart | Note]:
-    """One link's charts (or a note)."""
+    """One link's charts (or a note), drawn in the default look (the pack is read on a laptop, not on a projector)."""
     page = link.page.removesuffix(".py")
     label = link.label or PAGE_TITLES.get(page, page)
     try:
-        return _charts(pack_view(page, dict(link.params)), label)
+        with theme.looking(theme.DEFAULT):
+            view = pack_view(page, dict(link.params))
+            if isinstance(view, NoChart):
+                return [Note(f"{label}: {view.reason}")]
+            return [Chart(_json(fig), f"{label}. {caption}") for fig, caption in view.figures()]
     except Exception as err:  # noqa: BLE001 — a figure that cannot be built is a note, never a crash
         return [Note(f"{label}: this view could not be drawn for the pack: {plain_error(err)}")]
 
@@ -216,9 +133,8 @@ def view_html(page: str, params: dict[str, str], progress: Progress | None = Non
 
 
 def file_name(title: str) -> str:
-    """A file name from a title: lower-case words joined by dashes, ``-offline.html``."""
-    words = re.findall(r"[a-z0-9]+", title.lower())
-    return ("-".join(words)[:60].strip("-") or "lesson") + "-offline.html"
+    """A file name from a title: ``slug-offline.html``."""
+    return slug(title) + "-offline.html"
 
 
 # ---------------------------------------------------------------- the buttons
@@ -234,13 +150,8 @@ def pack_buttons(
     name: str,
 ) -> None:
     """A button that builds the pack (a progress bar while it does), then the download button that serves it.
-
-    Args:
-        place: where on the page ("walk", "draft", "view"): the buttons' keys and the kept pack's slot.
-        fingerprint: what the pack is of (the lesson, or the view's page and link); a change drops the kept pack.
-        build: makes the HTML, reporting through the progress function it is given.
-        build_label, download_label: the two buttons' labels; name: the file's name.
-    """
+    ``place`` ("walk", "draft", "view") keys the buttons and the kept pack, which ``fingerprint`` (what the pack is
+    of) must still match; ``build`` makes the HTML, reporting through the progress function it is given."""
     kept: dict = default(Offline.built, {})
     if st.button(
         build_label,
@@ -253,8 +164,6 @@ def pack_buttons(
         try:
             page = build(lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=text))
         except Exception as err:  # noqa: BLE001 — e.g. plotly's files missing: a message, not a traceback
-            from app.ui.guard import show_error
-
             bar.empty()
             show_error(err, before="The offline pack could not be built: ")
             return

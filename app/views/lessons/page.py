@@ -1,14 +1,10 @@
 """Lessons: a guided path through the topics of a transformers lecture, one step at a time, and the lessons
 teachers write.
 
-The built-in lesson is a lesson file (``assets/lessons/attention-in-eleven-steps.toml``, read by
-``app/views/lessons/lesson_file.py`` through ``app/views/lessons/plan.py``). Each step is a short text, links that open
-the page showing it in the right state (sentence, model, layer, head, tab) and a knowledge check; a few steps
-draw a small live chart inline, from the same services the pages use. The current step is
-``st.session_state["lesson_step"]`` (1-based) and the URL's ``?lesson_step=k``, so a teacher can send the class
-to step k with a link. ``?lesson=ID`` opens a lesson a teacher saved (read only; its text shown literally). Both
-are parameters of the URL table (``app/url_params.py``), restored and written by ``app/url_state.py`` as every
-page's are. The "Write a lesson" tab is the editor (``app/views/lessons/draft.py``).
+Each step of the built-in lesson (``plan.py``) or of a saved one (``?lesson=ID``, read only, its text shown
+literally) is a short text, links that open the page showing it in the right state, a knowledge check and, for a
+few, a small live chart. The step on screen is ``?lesson_step=k`` (1-based, a URL parameter as every page's), so a
+teacher can send the class to step k with a link. The "Write a lesson" tab is the editor (``editor.py``).
 """
 
 from __future__ import annotations
@@ -34,18 +30,13 @@ from app.ui.guard import show_error
 from app.ui.safe_text import md
 from app.views.lessons.check import answers, is_right, knowledge_check
 from app.views.lessons.data import LESSON_MAX_TOKENS, find_token
-from app.views.lessons.draft import EDIT_PARAM, TAKE_TAB, WRITE_TAB, editor, open_tab, owned, use
+from app.views.lessons.draft import TAKE_TAB, WRITE_TAB, open_tab, owned, use_button
+from app.views.lessons.editor import EDIT_PARAM, editor
 from app.views.lessons.keys import Draft, Lessons
-from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Look, Predict, read_lesson
+from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Step, read_lesson
 from app.views.lessons.offline_pack import lesson_pack_buttons
-from app.views.lessons.plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS, Step
+from app.views.lessons.plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS
 from app.views.step_by_step.data import calculator_steps, query_steps
-
-
-def current_step(n: int) -> int:
-    """The step shown (1-based), kept inside the lesson's ``n`` steps (a link's step was read by the URL table,
-    ``app.url_state`` writes it back, so the address always names the step on screen)."""
-    return clamp(Lessons.step, 1, n)
 
 
 def _go(k: int, n: int) -> None:
@@ -56,26 +47,19 @@ def _go(k: int, n: int) -> None:
 def navigation(k: int, n: int, where: str) -> None:
     """Previous / Next buttons (``where`` keeps the keys of the top and bottom rows apart)."""
     left, _, right = st.columns([1, 4, 1])
-    with left:
-        st.button(
-            "Previous",
-            key=f"{Lessons.prev}{where}",
+    for column, label, prefix, to, icon in (
+        (left, "Previous", Lessons.prev, k - 1, "arrow_back"),
+        (right, "Next", Lessons.next, k + 1, "arrow_forward"),
+    ):
+        column.button(
+            label,
+            key=f"{prefix}{where}",
             on_click=once(_go),
-            args=(k - 1, n),
-            disabled=k <= 1,
-            icon=":material/arrow_back:",
+            args=(to, n),
+            disabled=not 1 <= to <= n,
+            icon=f":material/{icon}:",
             width="stretch",
-        )
-    with right:
-        st.button(
-            "Next",
-            key=f"{Lessons.next}{where}",
-            on_click=once(_go),
-            args=(k + 1, n),
-            disabled=k >= n,
-            icon=":material/arrow_forward:",
-            width="stretch",
-            type="primary",
+            type="primary" if label == "Next" else "secondary",
         )
 
 
@@ -180,15 +164,10 @@ def literal(step: Step, scope: str) -> Step:
     """A step of a lesson someone wrote, its text made literal (no links, images or maths from markdown) and its id
     made the lesson's own (answers are kept per step id)."""
     check = step.check
-    if isinstance(check, Choice):
-        check = replace(
-            check,
-            question=line_chart(check.question),
-            options=tuple(md(o) for o in check.options),
-            explain=line_chart(check.explain),
-        )
-    elif isinstance(check, (Predict, Look)):
+    if check is not None:
         check = replace(check, question=line_chart(check.question), explain=line_chart(check.explain))
+    if isinstance(check, Choice):
+        check = replace(check, options=tuple(md(o) for o in check.options))
     links = tuple(Link(link.page, md(link.label), link.params) for link in step.links)
     return replace(
         step, id=f"{scope}-{step.id}", title=md(step.title), text=line_chart(step.text), links=links, check=check
@@ -221,23 +200,11 @@ def shared_header(lid: str, lesson: Lesson) -> None:
         "A lesson shared by link (read only)." + (f" {line_chart(lesson.description)}" if lesson.description else "")
     )
     left, right = st.columns(2)
-    left.button(
-        "Copy it into my lesson",
-        key=Draft.copy,
-        on_click=once(use),
-        args=(lesson,),
-        icon=":material/content_copy:",
-        help="Your copy opens in “Write a lesson”, to change and save as your own.",
-    )
+    help = "Your copy opens in “Write a lesson”, to change and save as your own."
+    use_button(left, "Copy it into my lesson", Draft.copy, lesson, icon=":material/content_copy:", help=help)
     if lid in owned():
-        right.button(
-            "Edit it",
-            key=Draft.edit_shared,
-            on_click=once(use),
-            args=(lesson, (lid, owned()[lid])),
-            icon=":material/edit:",
-            help="You wrote this lesson: change it in “Write a lesson”, then save.",
-        )
+        help = "You wrote this lesson: change it in “Write a lesson”, then save."
+        use_button(right, "Edit it", Draft.edit_shared, lesson, (lid, owned()[lid]), icon=":material/edit:", help=help)
     st.button("Back to the built-in lesson", key=Lessons.builtin, on_click=once(_builtin), icon=":material/arrow_back:")
 
 
@@ -275,7 +242,7 @@ def walk(shared: tuple[str, Lesson] | None) -> None:
         lid, lesson = shared
         shared_header(lid, lesson)
         steps = tuple(literal(step, lid) for step in lesson.steps)
-    k = current_step(len(steps))
+    k = clamp(Lessons.step, 1, len(steps))  # a link's step was read by the URL table; the address names it
     progress(k, steps)
     navigation(k, len(steps), "top")
     show_step(k, steps[k - 1])

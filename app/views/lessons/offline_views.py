@@ -1,23 +1,17 @@
-"""What an offline lesson pack shows for each link of a lesson (issue 21, 4): the data of the view the link opens.
+"""What an offline lesson pack shows for each link of a lesson: the first chart of the view the link opens.
 
-A lesson's link names a page and its URL parameters (``app/url_params.py``). :func:`pack_view` reads them as
-the page would (each value through its parameter's reader; a value the reader refuses falls back to the
-default, as a link opened in the browser does), traces through the shared caches and returns the numbers of
-the chart the page draws first for that link:
+A link names a page and its URL parameters. :func:`pack_view` reads them as the page would (each value through its
+parameter's reader; a value the reader refuses falls back to the default, as in a browser), traces through the
+shared caches and returns a view whose ``figures()`` the pack draws:
 
-- the text pages (Explore, Step by step, Heads, bertviz views): the head the link names (layer, head, attention
-  block, causal mask, token limit), as :func:`app.runtime.maps.head_view` gives it to Explore, at most
-  :data:`PACK_CELLS` × :data:`PACK_CELLS` cells (a longer input is pooled into block maxima; a link's token limit
-  is at most :data:`PACK_MAX_TOKENS` here, since one click traces every link of a lesson); for the Heads page
-  also its model view, every head as tiles;
+- the text pages (Explore, Step by step, Heads, bertviz views): the head the link names, as
+  :func:`app.runtime.maps.head_view` gives it to Explore, at most :data:`PACK_CELLS`² cells (a longer input is
+  pooled into block maxima; a link's token limit is at most :data:`PACK_MAX_TOKENS`, since one click traces every
+  link of a lesson); for the Heads page also its model view, every head as tiles;
 - the Bahdanau page: the RNN translator's alignment map, with the toy grammar's gold links;
-- Positional encodings, Vision Transformer, Captions, Pretraining objectives, Scaling and "Is attention the
-  explanation?": their first chart's data, from ``app/views/lessons/offline_page_data.py``.
+- the other pages with a static first chart: ``offline_pages.py``.
 
-A view with nothing static to draw (a live training run, the Class room, an upload, a tab of sliders) and a view
-whose model fails come back as :class:`NoChart` with the reason and what to do, which the pack shows as a note.
-Plain data only: the figures are built by ``app/views/lessons/offline_pack.py`` and the HTML by
-``app/views/lessons/offline_html.py`` (services never import components).
+A view with nothing static to draw and a view whose model fails come back as :class:`NoChart` with the reason.
 """
 
 from __future__ import annotations
@@ -31,13 +25,17 @@ from app.runtime.maps import head_view
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from app.state import K
+from app.ui.charts import ready, source_line, with_source
+from app.ui.head_views import model_view_spec
+from app.ui.heatmap import map_spec
 from app.ui.map_data import MapData
 from app.url_params import TEXT_PAGES
 from app.url_state import BY_NAME
 from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_agreement, bahdanau_trace
+from app.views.bahdanau.figures import alignment_map
 from app.views.bahdanau.keys import Bahdanau
 from app.views.heads.keys import Heads
-from app.views.lessons import offline_page_data as offline_pages
+from app.views.lessons.offline_pages import PAGE_DATA, Figures, Unchartable
 from app.views.step_by_step.keys import Step
 from engine import EngineError
 from engine.text import error_message
@@ -47,23 +45,32 @@ PACK_MAX_TOKENS = 2_048  # a link's token limit in a pack at most: one click tra
 BAHDANAU_CHARS = 200  # the Bahdanau page translates at most this many characters
 BLOCK_PARAM = {"explore": "explore_block", "heads": Heads.block, "step_by_step": Step.block}
 VARIANT_LABELS = {"additive": "Additive (Bahdanau)", "dot": "Dot / general (Luong)"}
+ROWS_SAY = (
+    "Each row is a token asking where to look (the query), each column a token it can look at (the key); darker "
+    "= more weight. Grey cells are blocked by the mask."
+)
+PAGE_SAYS = {  # what the pack draws of a text page other than Explore (which draws this head first)
+    "step_by_step": "The head this link opens on Step by step, as Explore draws it (the page itself takes one query "
+    "through every step of the calculation). ",
+    "bertviz_views": "The head this link names, as Explore draws it (the page itself draws bertviz's interactive "
+    "views). ",
+    "heads": "The head chosen on the Heads page, drawn large under its model view. ",
+}
+#: pages that are live by nature: why the pack has no chart for them, and what to do
+LIVE_PAGES = {
+    "train": "Train live trains a model while you watch (a live training run): open the link in the app to train it.",
+    "classroom": "The Class page is a live room (students joining, polls, the lesson run): open the link in the app "
+    "during the class.",
+    "lessons": "This link opens a lesson on the Lessons page: open the link in the app, or save that lesson's own "
+    "offline pack there.",
+}
 
 
 @dataclass(frozen=True, eq=False)
 class HeadMap:
-    """One head of a text model, as the map a text page draws first.
-
-    Attributes:
-        data: the map (exact weights, or block maxima of a long input).
-        request: the trace request it was read from (model, text, mask, token limit, block).
-        layer, head: the head.
-        title: the chart's title ("Layer 3, head 1 · causal mask on").
-        n_tokens: tokens on each axis before pooling (queries, keys).
-        page: the page the link opens (a file stem of app/views/).
-        cut: the link asked for more than :data:`PACK_MAX_TOKENS` tokens and the text was longer: read up to it.
-        tiles: the Heads page's first chart, every head as tiles ``[layer, head, s, t]`` of block maxima
-            (``services.model_view_tiles``); None on the other pages.
-    """
+    """One head of a text model, as the map a text page draws first: ``n_tokens`` (queries, keys) before pooling;
+    ``cut``: the link asked for more than :data:`PACK_MAX_TOKENS` tokens of a longer text; ``tiles``: the Heads
+    page's model view, every head ``[layer, head, s, t]`` of block maxima (None on the other pages)."""
 
     data: MapData
     request: TraceRequest
@@ -74,6 +81,33 @@ class HeadMap:
     page: str = "explore"
     cut: bool = False
     tiles: np.ndarray | None = None
+
+    def figures(self) -> Figures:
+        source = source_line(self.request.model_id, self.request.text)
+        out: Figures = []
+        if self.tiles is not None:  # the Heads page's first chart: every head at once
+            spec = model_view_spec(self.tiles, selected=(self.layer, self.head))
+            spec["layout"]["title"] = {"text": "Every layer × head", "x": 0.0}
+            says = (
+                "All layers (rows) × heads (columns); each tile is one head's pattern coloured from 0 to its own "
+                "maximum, so compare shapes. Red frame: the chosen head, drawn large below."
+            )
+            out.append((with_source(ready(spec), source), says))
+        rows, cols = self.data.values.shape
+        pooled = (
+            f" Overview: {self.n_tokens[0]} × {self.n_tokens[1]} tokens drawn as {rows} × {cols} cells, each the "
+            f"largest weight in its block (a pack holds at most {PACK_CELLS} × {PACK_CELLS} cells a map)."
+            if self.data.pooled
+            else ""
+        )
+        cut = (
+            f" The pack reads at most the first {PACK_MAX_TOKENS:,} tokens of a text (the link asks for more; the app "
+            "shows them)."
+            if self.cut
+            else ""
+        )
+        fig = with_source(ready(map_spec(self.data, title=self.title)), source)
+        return [*out, (fig, f"{PAGE_SAYS.get(self.page, '')}{ROWS_SAY}{pooled}{cut}")]
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +122,17 @@ class Alignment:
     model_id: str
     text: str
 
+    def figures(self) -> Figures:
+        gold = list(self.gold or ()) or None
+        fig = alignment_map(
+            self.weights, list(self.target), list(self.source), gold=gold, title=self.title, meta="offline_alignment"
+        )
+        says = (
+            "Each row is a French word being written, each column an English word; a white cell: the decoder looked "
+            "almost only at that word. Orange squares: the grammar's gold word links."
+        )
+        return [(with_source(ready(fig), source_line(self.model_id, self.text)), says)]
+
 
 @dataclass(frozen=True)
 class NoChart:
@@ -95,21 +140,8 @@ class NoChart:
 
     reason: str
 
-
-PackView = (
-    HeadMap
-    | Alignment
-    | NoChart
-    | offline_pages.Matrices
-    | offline_pages.Biases
-    | offline_pages.PatchAttention
-    | offline_pages.WindowAttention
-    | offline_pages.WordMaps
-    | offline_pages.BlankGuesses
-    | offline_pages.Objectives
-    | offline_pages.Curves
-    | offline_pages.Importances
-)
+    def figures(self) -> Figures:
+        return []
 
 
 def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
@@ -128,27 +160,8 @@ def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
     return out
 
 
-#: the other pages' first charts (app/views/lessons/offline_page_data.py), by page stem
-PAGE_DATA = {
-    "positional": offline_pages.positional,
-    "vit": offline_pages.vision,
-    "captions": offline_pages.caption,
-    "pretraining": offline_pages.pretraining,
-    "scaling": offline_pages.scaling,
-    "explain": offline_pages.explain,
-}
-#: pages that are live by nature: why the pack has no chart for them, and what to do
-LIVE_PAGES = {
-    "train": "Train live trains a model while you watch (a live training run): open the link in the app to train it.",
-    "classroom": "The Class page is a live room (students joining, polls, the lesson run): open the link in the app "
-    "during the class.",
-    "lessons": "This link opens a lesson on the Lessons page: open the link in the app, or save that lesson's own "
-    "offline pack there.",
-}
-
-
-def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS) -> PackView:
-    """The data of the first chart ``page`` draws for ``params`` (a lesson link's page stem and parameters);
+def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS):
+    """The first chart ``page`` draws for ``params`` (a lesson link's page stem and parameters), or
     :class:`NoChart` with a reason when the page has no static chart or the view cannot be computed."""
     page = page.removesuffix(".py")
     try:
@@ -158,7 +171,7 @@ def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS) -> Pack
             return _alignment(read_params(page, params))
         if page in PAGE_DATA:
             return PAGE_DATA[page](read_params(page, params))
-    except offline_pages.Unchartable as why:
+    except Unchartable as why:
         return NoChart(f"No chart in the offline pack: {why}")
     except Exception as err:  # noqa: BLE001 — every failure becomes the note's reason
         return NoChart(f"This view could not be drawn for the pack: {error_message(err)}")
@@ -179,7 +192,6 @@ def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
     att = attention_block(trace, block)
     layer = min(max(int(values[K.layer]), 0), att.n_layers - 1)
     head = min(max(int(values[K.head]), 0), att.n_heads - 1)
-    data = head_view(request, layer, head, size=size)
     window = att.window_of(layer)
     title = (
         f"Layer {layer}, head {head}"
@@ -189,6 +201,7 @@ def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
     )
     tiles = model_view_tiles(request)[0] if page == "heads" else None
     cut = int(values[K.max_tokens]) > PACK_MAX_TOKENS and att.n_keys >= PACK_MAX_TOKENS
+    data = head_view(request, layer, head, size=size)
     return HeadMap(data, request, layer, head, title, (att.n_queries, att.n_keys), page, cut, tiles)
 
 
@@ -201,12 +214,6 @@ def _alignment(values: dict[str, object]) -> Alignment:
     trace = bahdanau_trace(model_id, text)
     agreement, _ = bahdanau_agreement(model_id, text)
     gold = tuple((r.gold_index, r.target_index) for r in agreement.rows) if agreement else None
-    return Alignment(
-        np.asarray(trace.alignment),
-        tuple(trace.target.strings),
-        tuple(trace.source.strings),
-        gold,
-        f"Alignment map α(i, j), {VARIANT_LABELS.get(variant, variant)}",
-        model_id,
-        text,
-    )
+    title = f"Alignment map α(i, j), {VARIANT_LABELS.get(variant, variant)}"
+    source = tuple(trace.source.strings)
+    return Alignment(np.asarray(trace.alignment), tuple(trace.target.strings), source, gold, title, model_id, text)
