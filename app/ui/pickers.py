@@ -375,3 +375,24 @@ def page_tabs(labels: list[str], key: str) -> list:
         )
     )
     return [_Section(label == chosen) for label in labels]
+
+
+def pick_index(label: str, n: int, key: str, **kwargs) -> int:
+    """A selectbox over 0 … n − 1 (a layer, a head), its value kept inside this model's range first."""
+    clamp(key, 0, n - 1)
+    return int(st.selectbox(label, range(n), key=key, **PERSIST, **kwargs))
+
+
+def pick_int(widget, label: str, low: int, high: int, key: str, start: int | None = None, **kwargs) -> int:
+    """``widget`` (``st.slider``, ``st.number_input``) over ``low … high``, its value kept inside them first (a
+    link may hold any number; ``start``: a new session's value) and read back bounded."""
+    clamp(key, low, high, start=start)
+    widget(label, low, high, key=key, **PERSIST, **kwargs)
+    return bounded(st.session_state.get(key), low, high)
+
+
+def catalog_select(key: str, specs: list, fallback: str, help: str) -> str:
+    """The "Model" selectbox over catalog ``specs`` (``fallback`` when there are none), a Hub model marked as such."""
+    labels = {s.id: s.label if s.offline else f"{s.label} — needs internet" for s in specs} or {fallback: fallback}
+    choose(key, labels)
+    return st.selectbox("Model", list(labels), format_func=labels.get, key=key, **PERSIST, help=help)

@@ -8,7 +8,6 @@ Token text is escaped (``safe_label``).
 from __future__ import annotations
 
 import html
-import io
 
 import numpy as np
 import pandas as pd
@@ -137,28 +136,9 @@ def energies_and_weights(energies: np.ndarray, alignment: np.ndarray, source: li
     """Two bar charts over the source words: the energies e(i, j) and their softmax α(i, j)."""
     x = labels(source)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("energy e(i, j)", "weight α(i, j) = softmax_j e(i, j)"))
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=energies.astype(float),
-            name="e",
-            marker_color="#495057",
-            hovertemplate="%{x}: e = %{y:.4f}<extra></extra>",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=alignment.astype(float),
-            name="α",
-            marker_color="#1c7ed6",
-            hovertemplate="%{x}: α = %{y:.4f}<extra></extra>",
-        ),
-        row=1,
-        col=2,
-    )
+    for col, (name, values, colour) in enumerate((("e", energies, "#495057"), ("α", alignment, "#1c7ed6")), 1):
+        bars = go.Bar(x=x, y=values.astype(float), name=name, marker_color=colour)
+        fig.add_trace(bars.update(hovertemplate=f"%{{x}}: {name} = %{{y:.4f}}<extra></extra>"), row=1, col=col)
     fig.update_yaxes(range=[0, 1], row=1, col=2)
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
@@ -207,6 +187,4 @@ def table(matrix: np.ndarray, row_names: list[str], prefix: str, decimals: int =
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    buf = io.StringIO()
-    frame.to_csv(buf, float_format="%.6f")
-    return buf.getvalue().encode("utf-8")
+    return frame.to_csv(float_format="%.6f").encode("utf-8")

@@ -14,6 +14,7 @@ from app.state import PERSIST, clamp, default
 from app.ui.charts import shared_build, show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
+from app.ui.pickers import pick_index
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.bahdanau.data import (
@@ -29,14 +30,7 @@ from app.views.bahdanau.figures import alignment_map, csv_bytes
 from app.views.bahdanau.keys import Bahdanau
 from app.views.bahdanau.step import show_step
 
-TEXT, VARIANT, EXAMPLE, TF_LAYER, TF_HEAD = (
-    Bahdanau.text,
-    Bahdanau.variant,
-    Bahdanau.example,
-    Bahdanau.tf_layer,
-    Bahdanau.tf_head,
-)
-DEFAULT_TEXT = Bahdanau.DEFAULTS[TEXT]
+TEXT, VARIANT, EXAMPLE = Bahdanau.text, Bahdanau.variant, Bahdanau.example
 MAX_CHARS = 200
 VARIANT_LABELS = {"additive": "Additive (Bahdanau)", "dot": "Dot / general (Luong)"}
 
@@ -54,7 +48,7 @@ def _set_text(sentence: str) -> None:
 
 def inputs() -> tuple[str, str]:
     """The sentence, the example picker, the vocabulary and the attention variant; returns ``(text, variant)``."""
-    default(TEXT, DEFAULT_TEXT)
+    default(TEXT, Bahdanau.DEFAULTS[TEXT])
     vocab = bahdanau_vocabulary()
     left, right = st.columns([3, 2])
     with left:
@@ -197,47 +191,45 @@ def show_compare(text: str) -> None:
     """Bahdanau, Luong and the transformer's cross-attention on the same sentence, side by side."""
     st.subheader("Compare: additive, dot-product and transformer cross-attention")
     columns = side_by_side(3)
-    for col, variant in zip(columns[:2], ("additive", "dot")):
+    with columns[2]:
+        s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
+        cross = s2s.cross
+        left, right = st.columns(2)
+        with left:
+            layer = pick_index("Layer", cross.n_layers, Bahdanau.tf_layer)
+        with right:
+            clamp(Bahdanau.tf_head, -1, cross.n_heads - 1)
+            name = lambda h: "average" if h < 0 else f"head {h}"  # noqa: E731
+            head = int(
+                st.selectbox("Head", range(-1, cross.n_heads), key=Bahdanau.tf_head, **PERSIST, format_func=name)
+            )
+    weights = cross.pattern(layer).mean(axis=0) if head < 0 else cross.pattern(layer, head)
+    finished = not any("did not end" in n for n in s2s.notices)
+    maps = [
+        (bahdanau_trace(BAHDANAU_MODELS[v], text), VARIANT_LABELS[v], f"{Bahdanau.cmp}{v}") for v in ("additive", "dot")
+    ]
+    rows = transformer_rows(cross.tokens.strings, finished)
+    title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
+    for col, (tr, label, key) in zip(columns, maps):
         with col:
-            tr = bahdanau_trace(BAHDANAU_MODELS[variant], text)
             fig = shared_build(
                 alignment_map,
                 tr.alignment,
                 list(tr.target.strings),
                 list(tr.source.strings),
                 compact=True,
-                title=VARIANT_LABELS[variant],
-                meta=f"{Bahdanau.cmp}{variant}",
+                title=label,
+                meta=key,
                 height=420,
             )
-            show_chart(fig, key=f"{Bahdanau.cmp}{variant}")
+            show_chart(fig, key=key)
             st.caption(f"Output: {md(tr.output_text)}")
     with columns[2]:
-        s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
-        cross = s2s.cross
-        sel = st.columns(2)
-        with sel[0]:
-            clamp(TF_LAYER, 0, cross.n_layers - 1)
-            layer = int(st.selectbox("Layer", range(cross.n_layers), key=TF_LAYER, **PERSIST))
-        with sel[1]:
-            clamp(TF_HEAD, -1, cross.n_heads - 1)
-            head = int(
-                st.selectbox(
-                    "Head",
-                    range(-1, cross.n_heads),
-                    key=TF_HEAD,
-                    **PERSIST,
-                    format_func=lambda h: "average" if h < 0 else f"head {h}",
-                )
-            )
-        weights = cross.pattern(layer).mean(axis=0) if head < 0 else cross.pattern(layer, head)
-        finished = not any("did not end" in n for n in s2s.notices)
         top = float(weights.max())
-        title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
         fig = shared_build(
             alignment_map,
             weights,
-            transformer_rows(cross.tokens.strings, finished),
+            rows,
             list(cross.key_tokens.strings),
             title=title,
             meta=Bahdanau.cmp_transformer,

@@ -43,57 +43,46 @@ def pick_step(target: tuple[str, ...]) -> int:
     return int(step)
 
 
-def _pieces_additive(b, rows: list[str]) -> None:
-    dim = len(b.query)
-    summary = pd.DataFrame(
-        {
-            "source word": list(b.source),
-            "vᵀ tanh(W s + U h(j)) = e(i, j)": np.round(b.energies, 4),
-            "α(i, j)": np.round(b.alignment, 4),
-            "|U h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
-        },
-        index=rows,
-    )
-    st.dataframe(summary, width="stretch", key=Bahdanau.step_table)
-    st.caption(
-        f"Each row is one source word j. The decoder state is turned into a query **W s(i−1)** ({dim} numbers), "
-        f"each encoder state into a key **U h(j)** ({dim} numbers); they are **added**, squashed by **tanh**, and "
-        "the vector **v** scores the result (a dot product): that number is the energy e(i, j). Softmax over the "
-        "row turns energies into weights α that sum to 1."
-    )
-    with st.expander(f"W s(i−1): the query part ({dim} numbers)"):
-        st.dataframe(table(b.query, ["W s(i−1)"], "k"), width="stretch")
-    with st.expander(f"U h(j): the key part, one row per source word ({len(rows)} × {dim})"):
-        st.dataframe(table(b.keys, rows, "k"), width="stretch")
-    with st.expander(f"tanh(W s(i−1) + U h(j)): the sum after tanh ({len(rows)} × {dim})"):
-        st.dataframe(table(b.hidden, rows, "k"), width="stretch")
-    with st.expander(f"v: the scoring vector ({dim} numbers); e(i, j) = v · row j of the table above"):
-        st.dataframe(table(b.v, ["v"], "k"), width="stretch")
-
-
-def _pieces_dot(b, rows: list[str]) -> None:
-    dim = len(b.query)
-    summary = pd.DataFrame(
-        {
-            "source word": list(b.source),
-            "s(i−1) · W_h h(j) = e(i, j)": np.round(b.energies, 4),
-            "α(i, j)": np.round(b.alignment, 4),
-            "|W_h h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
-        },
-        index=rows,
-    )
-    st.dataframe(summary, width="stretch", key=Bahdanau.step_table)
-    st.caption(
-        f"Luong's “general” score: each encoder state is mapped by **W_h** to {dim} numbers and multiplied "
-        "component by component with the decoder state s(i−1); the sum of those products is the energy. No tanh, "
-        "no v: a large energy means the two vectors point the same way."
-    )
-    with st.expander(f"s(i−1): the decoder state ({dim} numbers)"):
-        st.dataframe(table(b.query, ["s(i−1)"], "k"), width="stretch")
-    with st.expander(f"W_h h(j): the keys, one row per source word ({len(rows)} × {dim})"):
-        st.dataframe(table(b.keys, rows, "k"), width="stretch")
-    with st.expander(f"s(i−1) ⊙ W_h h(j): the products; each row sums to e(i, j) ({len(rows)} × {dim})"):
-        st.dataframe(table(b.hidden, rows, "k"), width="stretch")
+def show_pieces(b, rows: list[str]) -> None:
+    """The step's scores as a table per source word, how they are made, and each piece of the score in an expander."""
+    dim, n = len(b.query), len(rows)
+    if b.variant == "additive":
+        score, key = "vᵀ tanh(W s + U h(j))", "U h(j)"
+        how = (
+            f"Each row is one source word j. The decoder state is turned into a query **W s(i−1)** ({dim} numbers), "
+            f"each encoder state into a key **U h(j)** ({dim} numbers); they are **added**, squashed by **tanh**, "
+            "and the vector **v** scores the result (a dot product): that number is the energy e(i, j). Softmax "
+            "over the row turns energies into weights α that sum to 1."
+        )
+        pieces = [
+            (f"W s(i−1): the query part ({dim} numbers)", b.query, ["W s(i−1)"]),
+            (f"U h(j): the key part, one row per source word ({n} × {dim})", b.keys, rows),
+            (f"tanh(W s(i−1) + U h(j)): the sum after tanh ({n} × {dim})", b.hidden, rows),
+            (f"v: the scoring vector ({dim} numbers); e(i, j) = v · row j of the table above", b.v, ["v"]),
+        ]
+    else:
+        score, key = "s(i−1) · W_h h(j)", "W_h h(j)"
+        how = (
+            f"Luong's “general” score: each encoder state is mapped by **W_h** to {dim} numbers and multiplied "
+            "component by component with the decoder state s(i−1); the sum of those products is the energy. No "
+            "tanh, no v: a large energy means the two vectors point the same way."
+        )
+        pieces = [
+            (f"s(i−1): the decoder state ({dim} numbers)", b.query, ["s(i−1)"]),
+            (f"W_h h(j): the keys, one row per source word ({n} × {dim})", b.keys, rows),
+            (f"s(i−1) ⊙ W_h h(j): the products; each row sums to e(i, j) ({n} × {dim})", b.hidden, rows),
+        ]
+    summary = {
+        "source word": list(b.source),
+        f"{score} = e(i, j)": np.round(b.energies, 4),
+        "α(i, j)": np.round(b.alignment, 4),
+        f"|{key}| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
+    }
+    st.dataframe(pd.DataFrame(summary, index=rows), width="stretch", key=Bahdanau.step_table)
+    st.caption(how)
+    for title, values, names in pieces:
+        with st.expander(title):
+            st.dataframe(table(values, names, "k"), width="stretch")
 
 
 def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
@@ -136,10 +125,7 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         "Left: the raw energies (any real number). Right: after the softmax, the weights (0 to 1, summing to 1); "
         "this is row i of the alignment map above."
     )
-    if b.variant == "additive":
-        _pieces_additive(b, rows)
-    else:
-        _pieces_dot(b, rows)
+    show_pieces(b, rows)
     show_chart(
         shared_build(context_figure, b.encoder_states, b.alignment, b.context, list(b.source)), key=Bahdanau.context
     )

@@ -1,10 +1,9 @@
 """Captions: an image captioner with soft attention writes a caption word by word; see where it looks for each word.
 
 Picture (a held-out scene, a drawing, an upload) → greedy or beam-search caption → one α map per written word
-over the picture (the "Show, Attend and Tell" figure), the chosen word's map large, β per word, the numbers of
-any grid cell; and the held-out scenes the model gets wrong, with where it looked. A pretrained captioner (ViT + GPT-2,
-BLIP; a typed Hub id or folder) shows its decoder's cross-attention on the image's patches instead, with layer and
-head pickers, and each word's weight on [CLS] where our captioner shows β.
+(the "Show, Attend and Tell" figure), the chosen word's map large, β per word, the numbers of any grid cell; and
+the held-out scenes the model gets wrong. A pretrained captioner (ViT + GPT-2, BLIP) shows one decoder layer's
+cross-attention on the image's patches instead, and each word's weight on [CLS] where our captioner shows β.
 """
 
 from __future__ import annotations
@@ -18,10 +17,9 @@ import streamlit as st
 from app.links import open_page
 from app.runtime.models import list_models, model_loaded
 from app.state import PERSIST, bounded, choose, clamp, default, defaults
-from app.ui.charts import clicked_point, set_source, shared_build, show_chart
-from app.ui.clicks import once
+from app.ui.charts import clicked_square, set_source, shared_build, show_chart
 from app.ui.guard import busy, show_error
-from app.ui.pickers import typed_model_field
+from app.ui.pickers import catalog_select, pick_int, typed_model_field
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.bahdanau.keys import Bahdanau
@@ -36,7 +34,6 @@ from app.views.captions.data import (
     as_seen,
     caption_attention,
     caption_layers,
-    caption_mistakes,
     caption_picture,
     caption_trace,
     is_pretrained_captioner,
@@ -44,7 +41,8 @@ from app.views.captions.data import (
 )
 from app.views.captions.figures import beta_bars, cls_bars, picture_with_boxes, word_map, word_panels
 from app.views.captions.keys import Captions
-from app.views.vit.figures import square_at
+from app.views.captions.mistakes import mistakes_section
+from app.views.vit.data import UPLOAD_TYPES
 from engine.corpora import scenes
 from engine.families import hub_labels
 
@@ -52,8 +50,8 @@ VIEWS = {"caption": "Caption a picture", "mistakes": "Mistakes on held-out scene
 SOURCES = {"scene": "A held-out scene", "draw": "Draw one", "upload": "Upload your own"}
 SEARCHES = {"greedy": "Greedy", "beam": "Beam search"}
 SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZES)  # what the scenes draw
-UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]  # as the Vision Transformer page
 SIDE = CAPTION_IMAGE_SIZE
+OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
 BAHDANAU_SENTENCE = "the red car is fast"
 
 
@@ -62,15 +60,11 @@ def _defaults() -> None:
     defaults({**Captions.DEFAULTS, **Captions.DRAW_DEFAULTS})
     choices = {**Captions.OPTIONS, Captions.count: (1, 2)}
     for i, (shape, colour, size, row, col) in enumerate(Captions.DRAWING):
-        for prefix, value, options in (
-            (Captions.shape, shape, SHAPES),
-            (Captions.colour, colour, COLOURS),
-            (Captions.size, size, SIZES),
-        ):
-            default(f"{prefix}{i}", value)
+        for prefix, value, options in zip(OBJECT, (shape, colour, size), (SHAPES, COLOURS, SIZES)):
             choices[f"{prefix}{i}"] = options
-        for prefix, value in ((Captions.row, row), (Captions.col, col)):
-            clamp(f"{prefix}{i}", 0, SIDE - 1, start=value)
+            default(f"{prefix}{i}", value)
+        clamp(f"{Captions.row}{i}", 0, SIDE - 1, start=row)
+        clamp(f"{Captions.col}{i}", 0, SIDE - 1, start=col)
     for key, options in choices.items():
         choose(key, options)
 
@@ -92,14 +86,14 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
     for i, column in enumerate(st.columns(2)[:count]):
         with column:
             st.markdown(f"**Object {i + 1}**")
-            shape = st.selectbox("Shape", SHAPES, key=f"{Captions.shape}{i}", **PERSIST)
-            colour = st.selectbox("Colour", COLOURS, key=f"{Captions.colour}{i}", **PERSIST)
-            size = st.selectbox("Size", SIZES, key=f"{Captions.size}{i}", **PERSIST)
-            st.slider("Down (row of its centre)", 0, SIDE - 1, key=f"{Captions.row}{i}", **PERSIST)
-            st.slider("Across (column of its centre)", 0, SIDE - 1, key=f"{Captions.col}{i}", **PERSIST)
-            row = bounded(st.session_state.get(f"{Captions.row}{i}"), 0, SIDE - 1)
-            col = bounded(st.session_state.get(f"{Captions.col}{i}"), 0, SIDE - 1)
-            objects.append(DrawnObject(shape, colour, size, row, col))
+            chosen = [
+                st.selectbox(label, options, key=f"{prefix}{i}", **PERSIST)
+                for label, options, prefix in zip(("Shape", "Colour", "Size"), (SHAPES, COLOURS, SIZES), OBJECT)
+            ]
+            for label, prefix in (("Down (row", Captions.row), ("Across (column", Captions.col)):
+                st.slider(f"{label} of its centre)", 0, SIDE - 1, key=f"{prefix}{i}", **PERSIST)
+                chosen.append(bounded(st.session_state.get(f"{prefix}{i}"), 0, SIDE - 1))
+            objects.append(DrawnObject(*chosen))
     st.checkbox("Textured background", key=Captions.textured, **PERSIST)
     st.caption(
         "Shapes near an edge are moved in until they fit. Two objects need a clear relation: one clearly "
@@ -114,18 +108,9 @@ def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple
     st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, horizontal=True, **PERSIST)
     source = _option(Captions.source, SOURCES)
     if source == "scene":
-        last = HELD_OUT_SCENES - 1
-        clamp(Captions.scene, 0, last)
-        st.number_input(
-            "Held-out scene number",
-            min_value=0,
-            max_value=last,
-            step=1,
-            key=Captions.scene,
-            **PERSIST,
-            help=f"The {last + 1} scenes the captioner's card was measured on; it never trained on them.",
-        )
-        return CaptionRequest(source="scene", scene=bounded(st.session_state.get(Captions.scene), 0, last)), ()
+        help = f"The {HELD_OUT_SCENES} scenes the captioner's card was measured on; it never trained on them."
+        scene = pick_int(st.number_input, "Held-out scene number", 0, HELD_OUT_SCENES - 1, Captions.scene, help=help)
+        return CaptionRequest(source="scene", scene=scene), ()
     if source == "draw":
         objects, textured = draw_controls()
         return CaptionRequest(source="draw", drawing=objects, textured=textured), ()
@@ -136,13 +121,9 @@ def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple
         help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.",
     )
     if upload is None:
+        flat = " It only ever saw flat shapes on a light background, so draw a few on a plain page."
         st.info(
-            "Choose a picture file to see what the captioner writes and where it looks."
-            + (
-                ""
-                if pretrained
-                else " It only ever saw flat shapes on a light background, so draw a few on a plain page."
-            )
+            "Choose a picture file to see what the captioner writes and where it looks." + ("" if pretrained else flat)
         )
         return None, ()
     try:
@@ -168,22 +149,14 @@ def pick_decoding() -> int:
     )
     if _option(Captions.search, SEARCHES) == "greedy":
         return 1
-    clamp(Captions.beam, 2, CAPTION_MAX_BEAM)
-    st.slider("Beam width", 2, CAPTION_MAX_BEAM, key=Captions.beam, **PERSIST)
-    return bounded(st.session_state.get(Captions.beam), 2, CAPTION_MAX_BEAM)
+    return pick_int(st.slider, "Beam width", 2, CAPTION_MAX_BEAM, Captions.beam)
 
 
 def pick_model_id() -> str:
-    specs = [s for s in list_models() if s.family == "captioner"]
-    ids = [s.id for s in specs] or [CAPTION_MODEL]
-    choose(Captions.model, ids)
-    labels = {s.id: (s.label if s.offline else f"{s.label} — needs internet") for s in specs}
-    st.selectbox(
-        "Model",
-        ids,
-        format_func=lambda i: labels.get(i, i),
-        key=Captions.model,
-        **PERSIST,
+    catalog_select(
+        Captions.model,
+        [s for s in list_models() if s.family == "captioner"],
+        CAPTION_MODEL,
         help="The scene captioner, trained here on generated scenes: a small conv-net gives an 8×8 grid of "
         "features and an LSTM writes the caption, attending over the grid before every word. Pretrained "
         "captioners from the Hub write with a transformer decoder that attends over the picture's "
@@ -202,27 +175,14 @@ def pick_model_id() -> str:
 def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
     """A pretrained captioner's decoder layer (default: the last) and head (or the mean over heads)."""
     choose(Captions.layer, range(layers), fallback=layers - 1)
-    options = [Captions.MEAN_HEADS, *range(heads)]
-    choose(Captions.head, options)
+    mean = Captions.MEAN_HEADS
+    choose(Captions.head, options := [mean, *range(heads)])
     left, right = st.columns(2)
-    with left:
-        st.selectbox(
-            "Decoder layer",
-            list(range(layers)),
-            key=Captions.layer,
-            **PERSIST,
-            help="Every decoder layer has its own cross-attention over the picture's patches.",
-        )
-    with right:
-        st.selectbox(
-            "Head",
-            options,
-            key=Captions.head,
-            **PERSIST,
-            format_func=lambda h: "mean over heads" if h == Captions.MEAN_HEADS else f"head {h}",
-        )
-    head = st.session_state[Captions.head]
-    return st.session_state[Captions.layer], None if head == Captions.MEAN_HEADS else head
+    help = "Every decoder layer has its own cross-attention over the picture's patches."
+    layer = left.selectbox("Decoder layer", range(layers), key=Captions.layer, **PERSIST, help=help)
+    name = lambda h: "mean over heads" if h == mean else f"head {h}"  # noqa: E731
+    head = right.selectbox("Head", options, key=Captions.head, **PERSIST, format_func=name)
+    return layer, None if head == mean else head
 
 
 # ---------------------------------------------------------------- the caption and its maps
@@ -253,15 +213,6 @@ def show_caption(trace, picture, cell_px: int) -> None:
             st.markdown(f"**Reference** from the scene's grammar ({verdict})\n\n> {md(picture.reference)}")
 
 
-def apply_click(view) -> None:
-    """A click on the large map (its selection, kept in session state) picks the cell, once per click."""
-    point = clicked_point(Captions.large)
-    hit = square_at(point, view.cell_px, view.grid, view.grid) if point is not None else None
-    if hit is not None and st.session_state.get(Captions.last_click) != hit:
-        st.session_state[Captions.last_click] = hit
-        st.session_state[Captions.cell] = hit[0] * view.grid + hit[1]
-
-
 def show_words(image: np.ndarray, view) -> int:
     """Every word's small map, the word picker, its large map and β; returns the chosen word."""
     n = len(view.words)
@@ -283,7 +234,9 @@ def show_words(image: np.ndarray, view) -> int:
         help="Step through the caption one written word at a time.",
     )
     word = bounded(st.session_state.get(Captions.word), 0, n - 1)
-    apply_click(view)
+    hit = clicked_square(Captions.large, Captions.last_click, view.cell_px, view.grid, view.grid)
+    if hit is not None:
+        st.session_state[Captions.cell] = hit
     cells = view.grid * view.grid
     clamp(Captions.cell, 0, cells - 1)
     cell = bounded(st.session_state.get(Captions.cell), 0, cells - 1)
@@ -321,6 +274,11 @@ def show_words(image: np.ndarray, view) -> int:
     return word
 
 
+def numbers(columns, digits: int) -> dict:
+    """Column settings: ``columns`` shown with ``digits`` decimals."""
+    return {name: st.column_config.NumberColumn(format=f"%.{digits}f") for name in columns}
+
+
 def show_cell_numbers(view, word: int) -> None:
     """The chosen cell's α for every word, and the chosen word's α for every cell."""
     cells = view.grid * view.grid
@@ -337,12 +295,8 @@ def show_cell_numbers(view, word: int) -> None:
             **PERSIST,
         )
         last = ("β", view.betas) if view.betas is not None else ("α on [CLS]", view.rest)
-        st.dataframe(
-            pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), last[0]: last[1]}),
-            hide_index=True,
-            key=Captions.cell_words,
-            column_config={name: st.column_config.NumberColumn(format="%.4f") for name in ("α at this cell", last[0])},
-        )
+        words = pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), last[0]: last[1]})
+        st.dataframe(words, hide_index=True, key=Captions.cell_words, column_config=numbers(words.columns[1:], 4))
         st.caption(
             f"Cell {cell} is row {r}, column {c} (pixels {r * view.cell_px}–{(r + 1) * view.cell_px - 1} down, "
             f"{c * view.cell_px}–{(c + 1) * view.cell_px - 1} across): how much each word's step looked at it."
@@ -353,11 +307,7 @@ def show_cell_numbers(view, word: int) -> None:
             index=[f"row {i}" for i in range(view.grid)],
             columns=[f"col {j}" for j in range(view.grid)],
         )
-        st.dataframe(
-            table,
-            key=Captions.cell_table,
-            column_config={col: st.column_config.NumberColumn(format="%.3f") for col in table.columns},
-        )
+        st.dataframe(table, key=Captions.cell_table, column_config=numbers(table.columns, 3))
         sums = "they sum to 1" if view.rest is None else f"with {float(view.rest[word]):.4f} on [CLS] they sum to 1"
         st.caption(f"α of “{md(view.words[word])}” in every cell (the large map's numbers; {sums}).")
         st.download_button(
@@ -416,91 +366,6 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     word = show_words(picture.image, view)
     st.subheader("The numbers of one cell")
     show_cell_numbers(view, word)
-
-
-# ---------------------------------------------------------------- mistakes
-
-
-def _open_mistake(scene: int) -> None:
-    """on_click of "Open this scene": the caption view on that held-out scene, greedy as the list was made."""
-    st.session_state[Captions.view] = "caption"
-    st.session_state[Captions.source] = "scene"
-    st.session_state[Captions.scene] = scene
-    st.session_state[Captions.search] = "greedy"
-
-
-def mistakes_section(model_id: str, pretrained: bool = False) -> None:
-    if pretrained:
-        st.info(
-            "The mistakes view needs the held-out scenes' grammar captions, which only the scene captioner was "
-            "trained to write: pick it as the model to see them."
-        )
-        return
-    try:
-        with st.spinner(f"Captioning the {HELD_OUT_SCENES} held-out scenes…"):
-            mistakes = caption_mistakes(model_id)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
-        return
-    n = HELD_OUT_SCENES
-    st.write(
-        f"Greedy decoding gets **{n - len(mistakes)} of {n}** held-out scenes exactly right. Here are the other "
-        f"{len(mistakes)}, with where the model looked while it wrote the wrong caption."
-    )
-    if not mistakes:
-        st.info("No mistakes to show: every held-out caption is right.")
-        return
-    table = pd.DataFrame(
-        {
-            "scene": [m.scene for m in mistakes],
-            "reference": [m.reference for m in mistakes],
-            "written": [m.written for m in mistakes],
-        }
-    )
-    st.dataframe(table, hide_index=True, key=Captions.mistakes, height=240)
-    st.caption(
-        "Held-out scenes (never trained on) whose greedy caption differs from the grammar's: the scene "
-        "number, the true caption and the written one."
-    )
-    clamp(Captions.mistake, 0, len(mistakes) - 1)
-    st.selectbox(
-        "Look at",
-        list(range(len(mistakes))),
-        key=Captions.mistake,
-        **PERSIST,
-        format_func=lambda i: f"scene {mistakes[i].scene}: {mistakes[i].written}",
-    )
-    chosen = mistakes[bounded(st.session_state.get(Captions.mistake), 0, len(mistakes) - 1)]
-    request = CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
-    try:
-        picture = caption_picture(request)
-        view = caption_attention(request)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
-        return
-    set_source(model_id, picture.described)
-    st.markdown(f"**Reference**: {md(chosen.reference)}  \n**Written**: :red[{md(chosen.written)}]")
-    left, right = side_by_side([1, 3])
-    with left:
-        show_chart(
-            shared_build(picture_with_boxes, picture.image, picture.boxes, view.cell_px, title=f"Scene {chosen.scene}"),
-            key=Captions.mistake_picture,
-        )
-        st.caption("The scene with its objects' true boxes (dotted) and the 8×8 attention grid.")
-    with right:
-        show_chart(shared_build(word_panels, picture.image, view), key=Captions.mistake_panels)
-        st.caption(
-            "Where the model looked for each word it wrote (each map on its own colour scale). At the wrong "
-            "word, does its map sit on the other object, spread out over the background, or on the right "
-            "object after all (then the mistake is not in where it looked)?"
-        )
-    st.button(
-        "Open this scene in the captioner",
-        key=Captions.open_mistake,
-        on_click=once(_open_mistake),
-        args=(chosen.scene,),
-        icon=":material/open_in_new:",
-    )
 
 
 # ---------------------------------------------------------------- page

@@ -16,7 +16,7 @@ class Vit:
     source, digit, shape, photo, upload = "vit_source", "vit_digit", "vit_shape", "vit_photo", "vit_upload"
     layer, head, patch = "vit_layer", "vit_head", "vit_patch"
     fusion, discard, discard_rule, k = "vit_fusion", "vit_discard", "vit_discard_rule", "vit_k"
-    last_click = "_vit_click"  # the patch last clicked on the chart, so one click picks it once
+    last_click = "_vit_click"  # the point last clicked on the patch chart, read once
     # a Swin (windowed attention): stage, block in the stage, head, the query patch on the stage's grid
     swin_stage, swin_block, swin_head, swin_patch = (
         "vit_swin_stage",
