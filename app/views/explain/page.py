@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.runtime.caches import has_map
 from app.runtime.request import ExplainRequest
 from app.state import bounded, choose, clamp, default, defaults
 from app.ui.charts import set_source, shared_build, show_chart
@@ -24,14 +25,14 @@ from app.views.explain.data import (
     EXPLAIN_MAX_TOKENS,
     EXPLAIN_MODELS,
     EXPLAIN_REFERENCE,
+    Swap,
     explain_agreement,
-    explain_has_swap,
     explain_importance,
-    explain_is_cached,
     explain_layout,
     explain_methods,
     explain_prediction,
     explain_swap,
+    importance_key,
 )
 from app.views.explain.figures import agreement_heatmap, importance_bars, importance_heatmap, swap_scatter
 from app.views.explain.keys import Explain as E
@@ -82,15 +83,8 @@ def controls() -> ExplainRequest:
     reference = ""
     if model_id == "minilm":
         default(E.reference, EXPLAIN_REFERENCE)
-        reference = (
-            st.text_input(
-                "Reference sentence",
-                key=E.reference,
-                max_chars=300,
-                help="The number explained is the cosine similarity of the two embeddings.",
-            )
-            or ""
-        )
+        help = "The number explained is the cosine similarity of the two embeddings."
+        reference = st.text_input("Reference sentence", key=E.reference, max_chars=300, help=help) or ""
     with st.expander("Settings of the methods"):
         left, middle, right = st.columns(3)
         with left:
@@ -136,11 +130,15 @@ def show_prediction(pred) -> None:
     )
 
 
+def progress(text: str, cached: bool):
+    """A progress bar while something is computed (None when it is cached already)."""
+    return None if cached else st.progress(0.0, text=text)
+
+
 def importances(request: ExplainRequest) -> dict:
     """Every method's importance; a progress bar while some are still to compute."""
     methods = explain_methods()
-    todo = [m for m in methods if not explain_is_cached(request, m)]
-    bar = st.progress(0.0, text="Computing the importances…") if todo else None
+    bar = progress("Computing the importances…", all(has_map(importance_key(request, m)) for m in methods))
     results = {}
     for i, (method, label) in enumerate(methods.items()):
 
@@ -232,17 +230,12 @@ def show_swap(request: ExplainRequest, pred) -> None:
     clamp(E.runs, 5, 100)
     runs = d.slider("Permutations", 5, 100, step=5, key=E.runs, disabled=kind != "permuted")
     runs = bounded(runs, 5, 100) if kind == "permuted" else 1
-    heads = None if head == ALL_HEADS else int(head)
-    bar = None
-    if not explain_has_swap(request, layer, heads, kind, runs):
-        bar = st.progress(0.0, text="Running the test…")
+    test = Swap(int(layer), None if head == ALL_HEADS else int(head), kind, runs)
+    bar = progress("Running the test…", has_map(test.key(request)))
     result = explain_swap(
         request,
-        int(layer),
-        heads,
-        kind,
-        runs,
-        progress=(lambda share: bar.progress(min(1.0, share), text="Running the test…")) if bar is not None else None,
+        test,
+        (lambda share: bar.progress(min(1.0, share), text="Running the test…")) if bar is not None else None,
     )
     if bar is not None:
         bar.empty()
