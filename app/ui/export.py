@@ -15,6 +15,7 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 
 from app.links import current_link
 from app.ui.map_data import MapData
@@ -203,6 +204,27 @@ def json_button(label: str, build: Callable[[], dict[str, Any]], file_name: str,
         file_name=file_name,
         mime="application/json",
         icon=":material/data_object:",
+        key=key,
+        on_click="ignore",
+    )
+
+
+def grid_table(grid: np.ndarray) -> pd.DataFrame:
+    """A map ``[rows, cols]`` as a table whose rows and columns are named ("row 0", "col 0")."""
+    rows, cols = np.shape(grid)
+    return pd.DataFrame(grid, index=[f"row {r}" for r in range(rows)], columns=[f"col {c}" for c in range(cols)])
+
+
+def csv_button(label: str, frame, file_name: str, key: str | None = None, **to_csv: Any) -> None:
+    """A download button whose CSV is written from the table ``frame`` (a ``DataFrame``) on click."""
+    import streamlit as st
+
+    st.download_button(
+        label,
+        lambda: frame.to_csv(**to_csv).encode("utf-8"),
+        file_name=file_name,
+        mime="text/csv",
+        icon=":material/download:",
         key=key,
         on_click="ignore",
     )

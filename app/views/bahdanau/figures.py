@@ -39,17 +39,9 @@ def alignment_map(
     compact: bool = False,
     zmax: float = 1.0,
 ) -> go.Figure:
-    """Target words (rows, y) × source words (columns, x), weights in paper greyscale (white = high).
-
-    Args:
-        weights: ``[tgt_pos, src_pos]`` attention weights, rows sum to 1.
-        target, source: display words of the rows and columns.
-        title: the figure title; ``meta``: a name stored in ``layout.meta``.
-        gold: ``[(source_index, target_index)]`` gold word links, drawn as orange squares.
-        height: pixels (default grows with the number of rows).
-        compact: for a narrow column: no axis titles and no colour bar.
-        zmax: the weight drawn white (1.0, as in the paper; lower it for diffuse maps).
-    """
+    """``weights`` ``[target, source]`` (rows sum to 1) in paper greyscale, white = ``zmax`` (1.0 as in the paper);
+    ``gold``: ``[(source_index, target_index)]`` links drawn as orange squares; ``compact``: no axis titles and no
+    colour bar (a narrow column); ``meta``: a name stored in ``layout.meta``."""
     n_t, n_s = weights.shape
     if (len(target), len(source)) != (n_t, n_s):
         raise ValueError(f"weights are {n_t}×{n_s} but there are {len(target)} target and {len(source)} source words")
@@ -184,7 +176,3 @@ def table(matrix: np.ndarray, row_names: list[str], prefix: str, decimals: int =
     return pd.DataFrame(
         np.round(matrix, decimals), index=row_names, columns=[f"{prefix}[{k}]" for k in range(matrix.shape[1])]
     )
-
-
-def csv_bytes(frame: pd.DataFrame) -> bytes:
-    return frame.to_csv(float_format="%.6f").encode("utf-8")

@@ -13,6 +13,7 @@ import streamlit as st
 from app.state import PERSIST, clamp, default
 from app.ui.charts import shared_build, show_chart
 from app.ui.clicks import once
+from app.ui.export import csv_button
 from app.ui.guard import show_error
 from app.ui.pickers import pick_index
 from app.ui.safe_text import md
@@ -26,7 +27,7 @@ from app.views.bahdanau.data import (
     bahdanau_trace,
     bahdanau_vocabulary,
 )
-from app.views.bahdanau.figures import alignment_map, csv_bytes
+from app.views.bahdanau.figures import alignment_map
 from app.views.bahdanau.keys import Bahdanau
 from app.views.bahdanau.step import show_step
 
@@ -128,14 +129,7 @@ def show_map(trace, text: str, model_id: str) -> None:
         "*red* for *rouge*. Orange squares are the grammar's gold word links."
     )
     frame = pd.DataFrame(trace.alignment, index=list(trace.target.strings), columns=list(trace.source.strings))
-    st.download_button(
-        "Download the alignment map as CSV",
-        csv_bytes(frame),
-        file_name="alignment_map.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=Bahdanau.map_csv,
-    )
+    csv_button("Download the alignment map as CSV", frame, "alignment_map.csv", Bahdanau.map_csv, float_format="%.6f")
     show_agreement(agreement, why, model_id, text)
 
 
@@ -181,19 +175,13 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
         )
 
 
-def transformer_rows(cross_target: tuple[str, ...], finished: bool) -> list[str]:
-    """Row ``t`` of the transformer's cross-attention reads ``target[t]`` and writes ``target[t + 1]``."""
-    written = list(cross_target[1:])
-    return written + (["<eos>"] if finished else ["(cut)"])
-
-
 def show_compare(text: str) -> None:
     """Bahdanau, Luong and the transformer's cross-attention on the same sentence, side by side."""
     st.subheader("Compare: additive, dot-product and transformer cross-attention")
     columns = side_by_side(3)
+    s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
+    cross = s2s.cross
     with columns[2]:
-        s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
-        cross = s2s.cross
         left, right = st.columns(2)
         with left:
             layer = pick_index("Layer", cross.n_layers, Bahdanau.tf_layer)
@@ -204,41 +192,24 @@ def show_compare(text: str) -> None:
                 st.selectbox("Head", range(-1, cross.n_heads), key=Bahdanau.tf_head, **PERSIST, format_func=name)
             )
     weights = cross.pattern(layer).mean(axis=0) if head < 0 else cross.pattern(layer, head)
-    finished = not any("did not end" in n for n in s2s.notices)
+    # row t of the transformer's cross-attention reads target[t] and writes target[t + 1]
+    rows = [*cross.tokens.strings[1:], "(cut)" if any("did not end" in n for n in s2s.notices) else "<eos>"]
+    top = float(weights.max())
+    rnns = {v: bahdanau_trace(BAHDANAU_MODELS[v], text) for v in ("additive", "dot")}
     maps = [
-        (bahdanau_trace(BAHDANAU_MODELS[v], text), VARIANT_LABELS[v], f"{Bahdanau.cmp}{v}") for v in ("additive", "dot")
+        (tr.alignment, tr.target.strings, tr.source.strings, VARIANT_LABELS[v], f"{Bahdanau.cmp}{v}", tr, 1.0, "")
+        for v, tr in rnns.items()
     ]
-    rows = transformer_rows(cross.tokens.strings, finished)
     title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
-    for col, (tr, label, key) in zip(columns, maps):
+    note = f" · white = weight {top:.2f}"
+    maps.append((weights, rows, cross.key_tokens.strings, title, Bahdanau.cmp_transformer, s2s, top, note))
+    for col, (z, target, source, title, key, trace, zmax, note) in zip(columns, maps):
         with col:
             fig = shared_build(
-                alignment_map,
-                tr.alignment,
-                list(tr.target.strings),
-                list(tr.source.strings),
-                compact=True,
-                title=label,
-                meta=key,
-                height=420,
+                alignment_map, z, list(target), list(source), title=title, meta=key, height=420, compact=True, zmax=zmax
             )
             show_chart(fig, key=key)
-            st.caption(f"Output: {md(tr.output_text)}")
-    with columns[2]:
-        top = float(weights.max())
-        fig = shared_build(
-            alignment_map,
-            weights,
-            rows,
-            list(cross.key_tokens.strings),
-            title=title,
-            meta=Bahdanau.cmp_transformer,
-            height=420,
-            compact=True,
-            zmax=top,
-        )
-        show_chart(fig, key=Bahdanau.cmp_transformer)
-        st.caption(f"Output: {md(s2s.output_text)} · white = weight {top:.2f}")
+            st.caption(f"Output: {md(trace.output_text)}{note}")
     st.caption(
         "Left: Bahdanau's additive score; middle: Luong's dot (“general”) score, same RNN otherwise; right: the "
         "cross-attention of our small encoder-decoder transformer (tiny-translator), where each of its heads has its "

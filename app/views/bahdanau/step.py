@@ -12,9 +12,10 @@ import streamlit as st
 
 from app.state import PERSIST, clamp
 from app.ui.charts import shared_build, show_chart
+from app.ui.export import csv_button
 from app.ui.safe_text import md
 from app.views.bahdanau.data import bahdanau_step
-from app.views.bahdanau.figures import context_figure, csv_bytes, energies_and_weights, state_strip, table
+from app.views.bahdanau.figures import context_figure, energies_and_weights, state_strip, table
 from app.views.bahdanau.keys import Bahdanau
 
 FORMULAS = {
@@ -136,11 +137,5 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         f"“{md(b.target_word)}”."
     )
     frame = pd.DataFrame({"source": list(b.source), "energy": b.energies, "alpha": b.alignment}, index=rows)
-    st.download_button(
-        "Download this step (energies, weights) as CSV",
-        csv_bytes(frame),
-        file_name=f"bahdanau_step{step + 1}.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=Bahdanau.step_csv,
-    )
+    name = f"bahdanau_step{step + 1}.csv"
+    csv_button("Download this step (energies, weights) as CSV", frame, name, Bahdanau.step_csv, float_format="%.6f")

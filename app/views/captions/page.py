@@ -18,6 +18,7 @@ from app.links import open_page
 from app.runtime.models import list_models, model_loaded
 from app.state import PERSIST, bounded, choose, clamp, default, defaults
 from app.ui.charts import clicked_square, set_source, shared_build, show_chart
+from app.ui.export import csv_button, grid_table
 from app.ui.guard import busy, show_error
 from app.ui.pickers import catalog_select, pick_int, typed_model_field
 from app.ui.safe_text import md, quoted
@@ -39,7 +40,7 @@ from app.views.captions.data import (
     is_pretrained_captioner,
     read_caption_upload,
 )
-from app.views.captions.figures import beta_bars, cls_bars, picture_with_boxes, word_map, word_panels
+from app.views.captions.figures import gate_bars, picture_with_boxes, word_map, word_panels
 from app.views.captions.keys import Captions
 from app.views.captions.mistakes import mistakes_section
 from app.views.vit.data import UPLOAD_TYPES
@@ -257,19 +258,15 @@ def show_words(image: np.ndarray, view) -> int:
             "cell is the one whose numbers are listed below: click a cell to choose it."
         )
     with right:
-        if view.betas is None:  # a pretrained captioner: no gate; what its row leaves off the patches
-            show_chart(shared_build(cls_bars, view, word), key=Captions.betas)
-            st.caption(
-                "The part of each word's cross-attention on [CLS], the image encoder's summary token, "
-                "rather than on any one patch: the maps show the rest. The chosen word is orange; hover for "
-                "its largest patch weight."
-            )
-            return word
-        show_chart(shared_build(beta_bars, view, word), key=Captions.betas)
+        show_chart(shared_build(gate_bars, view, word), key=Captions.betas)
         st.caption(
             "β = σ(f_β(h)) gates the attended picture before the LSTM reads it: near 1 the word is written "
             "with what the map picks out, near 0 from the sentence so far alone. Compare the grammar words "
             "(“a”, “of”) with the colour and shape words. The chosen word is orange; hover for its largest α."
+            if view.betas is not None
+            else "The part of each word's cross-attention on [CLS], the image encoder's summary token, "
+            "rather than on any one patch: the maps show the rest. The chosen word is orange; hover for "
+            "its largest patch weight."
         )
     return word
 
@@ -294,30 +291,20 @@ def show_cell_numbers(view, word: int) -> None:
             key=Captions.cell,
             **PERSIST,
         )
-        last = ("β", view.betas) if view.betas is not None else ("α on [CLS]", view.rest)
-        words = pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), last[0]: last[1]})
+        name, values = view.gate
+        words = pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), name: values})
         st.dataframe(words, hide_index=True, key=Captions.cell_words, column_config=numbers(words.columns[1:], 4))
         st.caption(
             f"Cell {cell} is row {r}, column {c} (pixels {r * view.cell_px}–{(r + 1) * view.cell_px - 1} down, "
             f"{c * view.cell_px}–{(c + 1) * view.cell_px - 1} across): how much each word's step looked at it."
         )
     with right:
-        table = pd.DataFrame(
-            view.alphas[word],
-            index=[f"row {i}" for i in range(view.grid)],
-            columns=[f"col {j}" for j in range(view.grid)],
-        )
+        table = grid_table(view.alphas[word])
         st.dataframe(table, key=Captions.cell_table, column_config=numbers(table.columns, 3))
         sums = "they sum to 1" if view.rest is None else f"with {float(view.rest[word]):.4f} on [CLS] they sum to 1"
         st.caption(f"α of “{md(view.words[word])}” in every cell (the large map's numbers; {sums}).")
-        st.download_button(
-            "Download this map as CSV",
-            lambda: table.to_csv(float_format="%.6f").encode("utf-8"),
-            key=Captions.csv,
-            file_name=f"caption_word{word}_alpha.csv",
-            mime="text/csv",
-            icon=":material/download:",
-        )
+        name = f"caption_word{word}_alpha.csv"
+        csv_button("Download this map as CSV", table, name, key=Captions.csv, float_format="%.6f")
 
 
 def caption_section(model_id: str, pretrained: bool = False) -> None:

@@ -17,6 +17,7 @@ from app.runtime.caches import has_map
 from app.runtime.request import ExplainRequest
 from app.state import bounded, choose, clamp, default, defaults
 from app.ui.charts import set_source, shared_build, show_chart
+from app.ui.export import csv_button
 from app.ui.guard import show_error
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
@@ -181,15 +182,7 @@ def show_importances(pred, results: dict) -> None:
     frame = pd.DataFrame(
         {"position": range(len(tokens)), "token": tokens, **{methods[m]: r.scores for m, r in results.items()}}
     )
-    st.download_button(
-        "Download the scores as CSV",
-        lambda: frame.to_csv(index=False).encode("utf-8"),
-        file_name="importances.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=E.csv,
-        on_click="ignore",
-    )
+    csv_button("Download the scores as CSV", frame, "importances.csv", E.csv, index=False)
 
 
 def show_agreement(request: ExplainRequest) -> None:

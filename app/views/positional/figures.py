@@ -1,8 +1,5 @@
 """Plotly figures for the positional-encodings page: tables, similarity matrices, RoPE pairs, ALiBi biases.
-
-Render only: every number comes from ``app.services`` (numpy in, figure out). Token text is escaped
-with :func:`app.ui.heatmap.safe_label`.
-"""
+Render only (numpy in, figure out); token text is escaped with :func:`app.ui.heatmap.safe_label`."""
 
 from __future__ import annotations
 
@@ -32,21 +29,9 @@ def matrix_heatmap(
     x_labels: list[str] | None = None,
     y_labels: list[str] | None = None,
 ) -> go.Figure:
-    """A numeric matrix as a heatmap, row 0 at the top.
-
-    Args:
-        z: ``[rows, cols]`` numbers (NaN cells are drawn grey).
-        x_title, y_title: axis titles.
-        title: figure title.
-        value_name: what a cell holds, for the hover text and colour bar.
-        diverging: a red/blue scale centred on 0 (else "Blues").
-        height: pixels.
-        zmin, zmax: colour range (default: symmetric around 0 for diverging scales).
-        x_labels, y_labels: tick text (escaped here), one per column / row; default: indices.
-
-    Returns:
-        The figure; the first trace's ``z`` is ``z`` as float32.
-    """
+    """A matrix ``z`` ``[rows, cols]`` as a heatmap, row 0 at the top, NaN cells grey; ``value_name`` is what a cell
+    holds (hover, colour bar). ``diverging``: a red/blue scale centred on 0 (else "Blues"), by default up to the
+    99.5th percentile of |z|; ``x_labels``/``y_labels``: tick text (escaped here), default the indices."""
     z = np.asarray(z, dtype=np.float32)
     finite = z[np.isfinite(z)]
     if diverging and zmin is None and zmax is None:
@@ -124,13 +109,8 @@ def dimension_curves(table: np.ndarray, dims: list[int], *, height: int = 320) -
 def rope_pair_figure(
     q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, pair: int, height: int = 460
 ) -> go.Figure:
-    """One coordinate pair of a query and a key, rotated by RoPE as the position moves.
-
-    Args:
-        q_path, k_path: ``[n_pos, 2]`` the pair ``(x[2i], x[2i+1])`` of q and k at positions 0 … n_pos − 1.
-        m, n: the query's and the key's position (drawn as arrows from the origin).
-        pair: the pair index ``i`` (for labels).
-    """
+    """Coordinate pair ``pair`` (i) of a query and a key as RoPE rotates them: ``q_path``, ``k_path`` ``[n_pos, 2]``
+    hold ``(x[2i], x[2i+1])`` at positions 0 … n_pos − 1; arrows from the origin at positions ``m`` and ``n``."""
     fig = go.Figure()
     for path, name, color in ((q_path, "query", "#d62728"), (k_path, "key", "#1f77b4")):
         fig.add_trace(
@@ -169,11 +149,8 @@ def rope_pair_figure(
 
 
 def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal: bool) -> go.Figure:
-    """ALiBi bias matrices of the chosen heads side by side (grey above the diagonal when causal).
-
-    One heatmap of tiles (the figure layer's mosaic, one empty cell between tiles), with the heads
-    named above their tiles, instead of a subplot per head.
-    """
+    """ALiBi bias matrices of the chosen heads side by side (grey above the diagonal when causal): one heatmap of
+    tiles (one empty cell between them), each head named above its tile."""
     from app.ui.head_views import GAP, tile_mosaic
 
     cols = max(1, min(len(heads), 4))

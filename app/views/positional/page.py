@@ -17,6 +17,7 @@ from app.runtime.traces import get_trace
 from app.sidebar import synced
 from app.state import PERSIST, K, bounded, choose, current_text
 from app.ui.charts import show_chart
+from app.ui.export import csv_button
 from app.ui.guard import show_error
 from app.ui.pickers import load_model, page_tabs, pick_int, pick_model
 from app.ui.theme import side_by_side
@@ -30,9 +31,9 @@ D_MODELS = [4, 8, 16, 32, 64, 128, 256, 512]
 MAX_LEN = 512
 
 
-def table_csv(table: np.ndarray) -> bytes:
+def download_table(table: np.ndarray, file_name: str, key: str, label: str = "Download the table as CSV") -> None:
     frame = pd.DataFrame(table, columns=[f"dim{d}" for d in range(table.shape[1])]).rename_axis("position")
-    return frame.to_csv(float_format="%.6f").encode("utf-8")
+    csv_button(label, frame, file_name, key, float_format="%.6f")
 
 
 def position_map(z: np.ndarray, key: str, title: str, *, by_position: bool = False, **kwargs) -> None:
@@ -95,15 +96,7 @@ def sinusoidal_section() -> None:
             "Left columns wave fast (high frequency), right columns slowly: like the hands of a clock, "
             "together they give every position a unique pattern."
         )
-        st.download_button(
-            "Download the table as CSV",
-            lambda: table_csv(table),
-            file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
-            mime="text/csv",
-            icon=":material/download:",
-            key=Positional.sin_csv,
-            on_click="ignore",
-        )
+        download_table(table, f"sinusoidal_{n_pos}x{d_model}.csv", Positional.sin_csv)
     with right:
         position_map(sim, Positional.sin_sim, "Similarity PE(p)·PE(q)", by_position=True, value_name="PE(p)·PE(q)")
         st.caption(
@@ -169,15 +162,8 @@ def learned_section() -> None:
         "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "
         "Nothing forced the learned ones to do that: training discovered it." + uses
     )
-    st.download_button(
-        "Download the learned table as CSV",
-        lambda: table_csv(values),
-        file_name=f"{model_id.replace('/', '_')}_positions.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=Positional.learned_csv,
-        on_click="ignore",
-    )
+    name = f"{model_id.replace('/', '_')}_positions.csv"
+    download_table(values, name, Positional.learned_csv, "Download the learned table as CSV")
 
 
 def sentence_length(model_id: str) -> int | None:

@@ -9,6 +9,7 @@ import streamlit as st
 from app.runtime.models import list_models
 from app.state import PERSIST, bounded, defaults
 from app.ui.charts import clicked_square, shared_build, show_chart
+from app.ui.export import csv_button, grid_table
 from app.ui.guard import show_error
 from app.ui.pickers import catalog_select, load_model, pick_index, pick_int, typed_model_field
 from app.ui.rollout_controls import SHORT, discard_rule_picker, discard_sentence
@@ -30,7 +31,7 @@ from app.views.vit.data import (
 )
 from app.views.vit.figures import image_with_grid, overlay, overlay_grid, probability_bars
 from app.views.vit.keys import Vit
-from app.views.vit.swin import grid_csv, pick_patch, show_windows
+from app.views.vit.swin import pick_patch, show_windows
 from engine.analysis.vision import patch_map
 from engine.families import hub_labels
 from engine.samples import digit_held_out
@@ -153,13 +154,7 @@ def show_cls(trace, layer: int, head: int) -> None:
             "Where the [CLS] token looks: the brighter a patch, the more of its information [CLS] takes in this "
             "head (the [CLS] row of the attention pattern; the patches' weights plus [CLS]'s own sum to 1)."
         )
-        st.download_button(
-            "Download as CSV",
-            grid_csv(maps[head]),
-            file_name=f"vit_cls_L{layer}_H{head}.csv",
-            mime="text/csv",
-            icon=":material/download:",
-        )
+        csv_button("Download as CSV", grid_table(maps[head]), f"vit_cls_L{layer}_H{head}.csv", float_format="%.6f")
     with right:
         show_chart(shared_build(overlay_grid, trace.image, maps, trace.patch_size, selected=head), key=Vit.heads)
         st.caption(
@@ -264,13 +259,7 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> Non
         "should lower the probability the most. Try it: often it does not, because attention is not the same "
         "as importance."
     )
-    st.download_button(
-        "Download the table as CSV",
-        table.to_csv(index=False).encode("utf-8"),
-        file_name="vit_occlusion.csv",
-        mime="text/csv",
-        icon=":material/download:",
-    )
+    csv_button("Download the table as CSV", table, "vit_occlusion.csv", index=False)
 
 
 def main() -> None:

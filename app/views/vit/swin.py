@@ -9,22 +9,14 @@ its window over the image with the weights it gives the patches there (``swin_wi
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from app.ui.charts import clicked_square, show_chart
+from app.ui.export import csv_button, grid_table
 from app.ui.pickers import pick_index, pick_int
 from app.views.vit.data import swin_window_row
 from app.views.vit.keys import Vit
 from app.views.vit.windows import window_overlay
-
-
-def grid_csv(grid: np.ndarray) -> bytes:
-    """A map ``[rows, cols]`` as CSV, rows and columns named."""
-    rows, cols = grid.shape
-    frame = pd.DataFrame(grid, index=[f"row {r}" for r in range(rows)], columns=[f"col {c}" for c in range(cols)])
-    return frame.to_csv(float_format="%.6f").encode("utf-8")
 
 
 def pick_patch(key: str, n: int, clicked: int | None) -> int:
@@ -122,13 +114,8 @@ def show_windows(trace) -> None:
             f"Patch {patch} is row {r}, column {c} of stage {stage}'s {rows}×{cols} grid; it sits in window "
             f"{row.window_index} of {b.n_windows} in this block."
         )
-        st.download_button(
-            "Download the weights as CSV",
-            grid_csv(row.weights),
-            file_name=f"swin_S{stage}_B{block}_H{head}_P{patch}.csv",
-            mime="text/csv",
-            icon=":material/download:",
-        )
+        name = f"swin_S{stage}_B{block}_H{head}_P{patch}.csv"
+        csv_button("Download the weights as CSV", grid_table(row.weights), name, float_format="%.6f")
     with right:
         title = f"Patch {patch} → its window, stage {stage}, block {block}, head {head}"
         fig = window_overlay(trace.image, row, cell, patch, title=title)
