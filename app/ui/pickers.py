@@ -8,6 +8,8 @@ then comes from the link (already in session state) and is checked here exactly 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -396,3 +398,21 @@ def catalog_select(key: str, specs: list, fallback: str, help: str) -> str:
     labels = {s.id: s.label if s.offline else f"{s.label} — needs internet" for s in specs} or {fallback: fallback}
     choose(key, labels)
     return st.selectbox("Model", list(labels), format_func=labels.get, key=key, **PERSIST, help=help)
+
+
+UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]  # what engine.images.read_image reads
+
+
+def upload_field(label: str, key: str, empty: str, read: Callable[[bytes], Any]) -> tuple[Any, str] | None:
+    """A picture upload: ``read(bytes)`` of the file and its name; None with the note ``empty`` while there is no
+    file, or with the reason this one cannot be used."""
+    help = "PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved."
+    upload = st.file_uploader(label, type=UPLOAD_TYPES, key=key, help=help)
+    if upload is None:
+        st.info(empty)
+        return None
+    try:
+        return read(upload.getvalue()), upload.name
+    except Exception as err:  # noqa: BLE001 — read_image words its known failures; Pillow may raise others
+        show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
+        return None

@@ -20,7 +20,7 @@ from app.state import PERSIST, bounded, choose, clamp, default, defaults
 from app.ui.charts import clicked_square, set_source, shared_build, show_chart
 from app.ui.export import csv_button, grid_table
 from app.ui.guard import busy, show_error
-from app.ui.pickers import catalog_select, pick_int, typed_model_field
+from app.ui.pickers import catalog_select, pick_int, typed_model_field, upload_field
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.bahdanau.keys import Bahdanau
@@ -43,7 +43,6 @@ from app.views.captions.data import (
 from app.views.captions.figures import gate_bars, picture_with_boxes, word_map, word_panels
 from app.views.captions.keys import Captions
 from app.views.captions.mistakes import mistakes_section
-from app.views.vit.data import UPLOAD_TYPES
 from engine.corpora import scenes
 from engine.families import hub_labels
 
@@ -115,24 +114,13 @@ def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple
     if source == "draw":
         objects, textured = draw_controls()
         return CaptionRequest(source="draw", drawing=objects, textured=textured), ()
-    upload = st.file_uploader(
-        "Your picture",
-        type=UPLOAD_TYPES,
-        key=Captions.upload,
-        help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.",
-    )
+    empty = "Choose a picture file to see what the captioner writes and where it looks."
+    empty += "" if pretrained else " It only ever saw flat shapes on a light background, so draw a few on a plain page."
+    side = PRETRAINED_UPLOAD_SIZE if pretrained else CAPTION_IMAGE_SIZE
+    upload = upload_field("Your picture", Captions.upload, empty, lambda data: read_caption_upload(data, side))
     if upload is None:
-        flat = " It only ever saw flat shapes on a light background, so draw a few on a plain page."
-        st.info(
-            "Choose a picture file to see what the captioner writes and where it looks." + ("" if pretrained else flat)
-        )
         return None, ()
-    try:
-        side = PRETRAINED_UPLOAD_SIZE if pretrained else CAPTION_IMAGE_SIZE
-        pixels, notices = read_caption_upload(upload.getvalue(), side)
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
-        return None, ()
+    (pixels, notices), _name = upload
     return CaptionRequest(source="upload", upload=pixels), notices
 
 

@@ -9,6 +9,8 @@ adversary. Everything is computed by ``app.views.explain.data`` (cached per proc
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -131,26 +133,30 @@ def show_prediction(pred) -> None:
     )
 
 
+@contextlib.contextmanager
 def progress(text: str, cached: bool):
-    """A progress bar while something is computed (None when it is cached already)."""
-    return None if cached else st.progress(0.0, text=text)
+    """A progress bar while something is computed: yields its ``(share, label)`` callback (None when cached)."""
+    if cached:
+        yield None
+        return
+    bar = st.progress(0.0, text=text)
+    yield lambda share, label=text: bar.progress(min(1.0, share), text=label)
+    bar.empty()
 
 
 def importances(request: ExplainRequest) -> dict:
     """Every method's importance; a progress bar while some are still to compute."""
     methods = explain_methods()
-    bar = progress("Computing the importances…", all(has_map(importance_key(request, m)) for m in methods))
     results = {}
-    for i, (method, label) in enumerate(methods.items()):
+    with progress("Computing the importances…", all(has_map(importance_key(request, m)) for m in methods)) as step:
+        for i, (method, label) in enumerate(methods.items()):
 
-        def step(share: float, i: int = i, label: str = label) -> None:
-            bar.progress(min(1.0, (i + share) / len(methods)), text=f"{label}…")
+            def report(share: float, i: int = i, label: str = label) -> None:
+                step((i + share) / len(methods), f"{label}…")
 
-        if bar is not None:
-            step(0.0)
-        results[method] = explain_importance(request, method, progress=step if bar is not None else None)
-    if bar is not None:
-        bar.empty()
+            if step is not None:
+                report(0.0)
+            results[method] = explain_importance(request, method, progress=report if step is not None else None)
     return results
 
 
@@ -224,23 +230,14 @@ def show_swap(request: ExplainRequest, pred) -> None:
     runs = d.slider("Permutations", 5, 100, step=5, key=E.runs, disabled=kind != "permuted")
     runs = bounded(runs, 5, 100) if kind == "permuted" else 1
     test = Swap(int(layer), None if head == ALL_HEADS else int(head), kind, runs)
-    bar = progress("Running the test…", has_map(test.key(request)))
-    result = explain_swap(
-        request,
-        test,
-        (lambda share: bar.progress(min(1.0, share), text="Running the test…")) if bar is not None else None,
-    )
-    if bar is not None:
-        bar.empty()
+    with progress("Running the test…", has_map(test.key(request))) as step:
+        result = explain_swap(request, test, step)
     embedding = pred.task == "embedding"
     what = "cosine" if embedding else f"p({pred.target})"
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(f"{md(what)}, own attention", f"{result.before:.3f}")
-    m2.metric(
-        f"{md(what)}, replaced (median)",
-        f"{np.median(result.after):.3f}",
-        delta=f"{np.median(result.after) - result.before:+.3f}",
-    )
+    after = np.median(result.after)
+    m2.metric(f"{md(what)}, replaced (median)", f"{after:.3f}", delta=f"{after - result.before:+.3f}")
     change = "1 − cos(e, e′)" if embedding else "total variation"
     m3.metric(
         "Output moved (max)",
@@ -253,11 +250,9 @@ def show_swap(request: ExplainRequest, pred) -> None:
         f"{np.median(result.attention_change):.3f}",
         help="Jensen–Shannon divergence of the new weights from the model's own, in nats (at most ln 2 ≈ 0.69).",
     )
+    label = f"output change: {change}"
     show_chart(
-        shared_build(
-            swap_scatter, result.attention_change, result.output_change, output_label=f"output change: {change}"
-        ),
-        key=E.swap,
+        shared_build(swap_scatter, result.attention_change, result.output_change, output_label=label), key=E.swap
     )
     kept = "" if embedding else f" The predicted word stayed on top in {np.mean(result.top_kept):.0%} of the runs."
     rows = "the predicting row" if len(result.rows) == 1 else "every row"

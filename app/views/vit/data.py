@@ -17,17 +17,6 @@ from engine.analysis import vision
 from engine.analysis.rollout import fuse_heads
 from engine.traces.vision import WindowRow, window_row
 
-UPLOAD_TYPES = [
-    "png",
-    "jpg",
-    "jpeg",
-    "gif",
-    "bmp",
-    "webp",
-    "tif",
-    "tiff",
-]  # the upload fields' file types (and Captions')
-
 
 @dataclass(frozen=True)
 class Rollout:

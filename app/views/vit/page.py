@@ -7,16 +7,15 @@ import pandas as pd
 import streamlit as st
 
 from app.runtime.models import list_models
-from app.state import PERSIST, bounded, defaults
+from app.state import PERSIST, defaults
 from app.ui.charts import clicked_square, shared_build, show_chart
 from app.ui.export import csv_button, grid_table
 from app.ui.guard import show_error
-from app.ui.pickers import catalog_select, load_model, pick_index, pick_int, typed_model_field
+from app.ui.pickers import catalog_select, load_model, pick_index, pick_int, typed_model_field, upload_field
 from app.ui.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.ui.safe_text import quoted
 from app.ui.theme import side_by_side
 from app.views.vit.data import (
-    UPLOAD_TYPES,
     Rollout,
     get_vision_trace,
     vit_cls_maps,
@@ -46,23 +45,14 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
     source = st.radio("Image", list(SOURCES), format_func=SOURCES.get, key=Vit.source, horizontal=True, **PERSIST)
     source = source if source in SOURCES else "digit"
     if source == "digit":
-        last = vit_digit_count() - 1
-        st.number_input(
-            "Digit sample number",
-            min_value=0,
-            max_value=last,
-            step=1,
-            key=Vit.digit,
-            **PERSIST,
-            help=f"scikit-learn's {last + 1:,} hand-written digits. The own ViT trained on 80% of "
-            "them; the caption says whether this one is in the 20% it never saw.",
+        n = vit_digit_count()
+        help = (
+            f"scikit-learn's {n:,} hand-written digits. The own ViT trained on 80% of them; the caption says whether "
+            "this one is in the 20% it never saw."
         )
-        index = bounded(st.session_state.get(Vit.digit), 0, last)
-        seen = (
-            "held out: the own ViT never trained on it"
-            if digit_held_out(index)
-            else "one of the own ViT's training images"
-        )
+        index = pick_int(st.number_input, "Digit sample number", 0, n - 1, Vit.digit, help=help)
+        seen = "one of the own ViT's training images"
+        seen = "held out: the own ViT never trained on it" if digit_held_out(index) else seen
         described = f"digit sample {index} (true label {vit_digit_label(index)}; {seen})"
         return vit_sample("digit", str(index)), source, described, ()
     if source in ("shape", "photo"):
@@ -70,21 +60,13 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
         name = st.selectbox(source.title(), options, key=getattr(Vit, source), **PERSIST)
         name = name if name in options else options[0]
         return vit_sample(source, name), source, f"a drawn {name}" if source == "shape" else f"the photo '{name}'", ()
-    upload = st.file_uploader(
-        "Your image",
-        type=UPLOAD_TYPES,
-        key=Vit.upload,
-        help="PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved.",
+    upload = upload_field(
+        "Your image", Vit.upload, "Choose an image file to see where the model looks.", vit_read_upload
     )
     if upload is None:
-        st.info("Choose an image file to see where the model looks.")
         return None, source, "", ()
-    try:
-        pixels, notices = vit_read_upload(upload.getvalue())
-    except Exception as err:  # noqa: BLE001 — read_image words its known failures; Pillow may raise others
-        show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
-        return None, source, "", ()
-    return pixels, source, f"your image {quoted(upload.name)}", tuple(notices)
+    (pixels, notices), name = upload
+    return pixels, source, f"your image {quoted(name)}", tuple(notices)
 
 
 def pick_model_id() -> str:
