@@ -219,12 +219,5 @@ def csv_button(label: str, frame, file_name: str, key: str | None = None, **to_c
     """A download button whose CSV is written from the table ``frame`` (a ``DataFrame``) on click."""
     import streamlit as st
 
-    st.download_button(
-        label,
-        lambda: frame.to_csv(**to_csv).encode("utf-8"),
-        file_name=file_name,
-        mime="text/csv",
-        icon=":material/download:",
-        key=key,
-        on_click="ignore",
-    )
+    data = lambda: frame.to_csv(**to_csv).encode("utf-8")  # noqa: E731 — written on click
+    st.download_button(label, data, file_name, "text/csv", key, icon=":material/download:", on_click="ignore")

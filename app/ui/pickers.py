@@ -393,11 +393,14 @@ def pick_int(widget, label: str, low: int, high: int, key: str, start: int | Non
     return bounded(st.session_state.get(key), low, high)
 
 
-def catalog_select(key: str, specs: list, fallback: str, help: str) -> str:
-    """The "Model" selectbox over catalog ``specs`` (``fallback`` when there are none), a Hub model marked as such."""
+def pick_family_model(family: str, key: str, fallback: str, help: str, hub: tuple[str, str, str, str]) -> str:
+    """The "Model" box over the catalog's ``family`` models (a Hub model marked as such; ``fallback`` when there are
+    none) and the field for another (``hub``: its key, title, example and what it takes); returns the id to load."""
+    specs = [s for s in list_models() if s.family == family]
     labels = {s.id: s.label if s.offline else f"{s.label} — needs internet" for s in specs} or {fallback: fallback}
     choose(key, labels)
-    return st.selectbox("Model", list(labels), format_func=labels.get, key=key, **PERSIST, help=help)
+    st.selectbox("Model", list(labels), format_func=labels.get, key=key, **PERSIST, help=help)
+    return typed_model_field(*hub) or st.session_state[key]
 
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]  # what engine.images.read_image reads

@@ -70,6 +70,7 @@ def alignment_map(
                 hovertemplate="gold link<extra></extra>",
             )
         )
+    axis = dict(type="category", tickmode="array", showgrid=False, zeroline=False)
     fig.update_layout(
         title=dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top"),
         meta=meta,
@@ -78,25 +79,15 @@ def alignment_map(
         showlegend=bool(gold),
         legend=dict(orientation="h", y=-0.02, yanchor="top"),
         xaxis=dict(
+            axis,
             title=None if compact else "source (English)",
-            type="category",
-            tickmode="array",
             tickvals=x_lab,
             ticktext=x_lab,
             tickangle=-45,
             side="top",
-            showgrid=False,
-            zeroline=False,
         ),
         yaxis=dict(
-            title=None if compact else "target (written)",
-            type="category",
-            tickmode="array",
-            tickvals=y_lab,
-            ticktext=y_lab,
-            autorange="reversed",
-            showgrid=False,
-            zeroline=False,
+            axis, title=None if compact else "target (written)", tickvals=y_lab, ticktext=y_lab, autorange="reversed"
         ),
     )
     return fig
@@ -104,15 +95,10 @@ def alignment_map(
 
 def state_strip(vector: np.ndarray, *, title: str, meta: str, name: str) -> go.Figure:
     """A long vector as bars (one per component), e.g. the decoder state s(i−1)."""
-    fig = go.Figure(
-        go.Bar(
-            y=vector.astype(float),
-            x=list(range(len(vector))),
-            name=name,
-            marker_color=np.where(vector >= 0, "#1c7ed6", "#e03131").tolist(),
-            hovertemplate=name + "[%{x}] = %{y:.4f}<extra></extra>",
-        )
-    )
+    colours = np.where(vector >= 0, "#1c7ed6", "#e03131").tolist()
+    hover = name + "[%{x}] = %{y:.4f}<extra></extra>"
+    fig = go.Figure(go.Bar(y=vector.astype(float), x=list(range(len(vector))), name=name, marker_color=colours))
+    fig.update_traces(hovertemplate=hover)
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
         meta=meta,

@@ -14,7 +14,7 @@ from app.state import PERSIST, clamp, default
 from app.ui.charts import shared_build, show_chart
 from app.ui.clicks import once
 from app.ui.export import csv_button
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.pickers import pick_index
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
@@ -70,14 +70,9 @@ def inputs() -> tuple[str, str]:
             on_change=_use_example,
             placeholder="Choose an example sentence",
         )
+    help = "Both models have the same GRU encoder and decoder; only the score e(i, j) differs."
     st.radio(
-        "Attention",
-        list(VARIANT_LABELS),
-        format_func=VARIANT_LABELS.get,
-        key=VARIANT,
-        horizontal=True,
-        **PERSIST,
-        help="Both models have the same GRU encoder and decoder; only the score e(i, j) differs.",
+        "Attention", VARIANT_LABELS, format_func=VARIANT_LABELS.get, key=VARIANT, horizontal=True, help=help, **PERSIST
     )
     with st.expander("Vocabulary: the English words the models know"):
         st.caption(
@@ -235,11 +230,7 @@ def main() -> None:
         st.warning(f"The text is long: only its first {MAX_CHARS} characters are translated.")
         text = text[:MAX_CHARS]
     model_id = BAHDANAU_MODELS.get(variant, BAHDANAU_MODELS["additive"])
-    try:
-        with st.spinner("Translating…"):
-            trace = bahdanau_trace(model_id, text)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (trace := attempt(lambda: bahdanau_trace(model_id, text), "Translating…")) is None:
         return
     for notice in trace.notices:
         st.info(md(notice))

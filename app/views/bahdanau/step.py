@@ -47,32 +47,35 @@ def pick_step(target: tuple[str, ...]) -> int:
 def show_pieces(b, rows: list[str]) -> None:
     """The step's scores as a table per source word, how they are made, and each piece of the score in an expander."""
     dim, n = len(b.query), len(rows)
-    if b.variant == "additive":
-        score, key = "vᵀ tanh(W s + U h(j))", "U h(j)"
+    additive = b.variant == "additive"
+    if additive:
+        score, key, query = "vᵀ tanh(W s + U h(j))", "U h(j)", "W s(i−1)"
+        titles = ("W s(i−1): the query part", "U h(j): the key part", "tanh(W s(i−1) + U h(j)): the sum after tanh")
         how = (
             f"Each row is one source word j. The decoder state is turned into a query **W s(i−1)** ({dim} numbers), "
             f"each encoder state into a key **U h(j)** ({dim} numbers); they are **added**, squashed by **tanh**, "
             "and the vector **v** scores the result (a dot product): that number is the energy e(i, j). Softmax "
             "over the row turns energies into weights α that sum to 1."
         )
-        pieces = [
-            (f"W s(i−1): the query part ({dim} numbers)", b.query, ["W s(i−1)"]),
-            (f"U h(j): the key part, one row per source word ({n} × {dim})", b.keys, rows),
-            (f"tanh(W s(i−1) + U h(j)): the sum after tanh ({n} × {dim})", b.hidden, rows),
-            (f"v: the scoring vector ({dim} numbers); e(i, j) = v · row j of the table above", b.v, ["v"]),
-        ]
     else:
-        score, key = "s(i−1) · W_h h(j)", "W_h h(j)"
+        score, key, query = "s(i−1) · W_h h(j)", "W_h h(j)", "s(i−1)"
+        titles = (
+            "s(i−1): the decoder state",
+            "W_h h(j): the keys",
+            "s(i−1) ⊙ W_h h(j): the products; each row sums to e(i, j)",
+        )
         how = (
             f"Luong's “general” score: each encoder state is mapped by **W_h** to {dim} numbers and multiplied "
             "component by component with the decoder state s(i−1); the sum of those products is the energy. No "
             "tanh, no v: a large energy means the two vectors point the same way."
         )
-        pieces = [
-            (f"s(i−1): the decoder state ({dim} numbers)", b.query, ["s(i−1)"]),
-            (f"W_h h(j): the keys, one row per source word ({n} × {dim})", b.keys, rows),
-            (f"s(i−1) ⊙ W_h h(j): the products; each row sums to e(i, j) ({n} × {dim})", b.hidden, rows),
-        ]
+    pieces = [
+        (f"{titles[0]} ({dim} numbers)", b.query, [query]),
+        (f"{titles[1]}, one row per source word ({n} × {dim})", b.keys, rows),
+        (f"{titles[2]} ({n} × {dim})", b.hidden, rows),
+    ]
+    if additive:
+        pieces.append((f"v: the scoring vector ({dim} numbers); e(i, j) = v · row j of the table above", b.v, ["v"]))
     summary = {
         "source word": list(b.source),
         f"{score} = e(i, j)": np.round(b.energies, 4),

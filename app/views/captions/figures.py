@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.views.captions.map_data import CaptionView
-from app.views.vit.figures import image_with_grid, overlay, overlay_grid
+from app.views.vit.figures import image_with_grid, overlay, overlay_grid, square_outline
 
 PICKED, OTHER = "#e8710a", "#1f3b73"  # the chosen word's bar (and the lesson's picked region), the others
 BOX = "#00e5ff"  # a true object's outline
@@ -72,15 +72,7 @@ def picture_with_boxes(image: np.ndarray, boxes, cell_px: int, *, title: str = "
     """The picture with the attention grid and each object's true box outlined and named."""
     fig = image_with_grid(image, cell_px, title=title)
     for name, (top, left, bottom, right) in boxes:
-        fig.add_shape(
-            type="rect",
-            x0=left - 0.5,
-            x1=right + 0.5,
-            y0=top - 0.5,
-            y1=bottom + 0.5,
-            line=dict(color=BOX, width=2, dash="dot"),
-            layer="above",
-        )
+        fig.add_shape(square_outline(top, bottom + 1, left, right + 1, 1, BOX, 2, "dot"))
         fig.add_annotation(
             x=(left + right) / 2,
             y=top - 0.5,
@@ -107,13 +99,5 @@ def region_box(
 ) -> go.Figure:
     """``fig`` with region ``region`` (of the 3×3 split) outlined."""
     (r0, r1), (c0, c1) = bounds[region // 3], bounds[region % 3]
-    fig.add_shape(
-        type="rect",
-        x0=c0 * cell_px - 0.5,
-        x1=c1 * cell_px - 0.5,
-        y0=r0 * cell_px - 0.5,
-        y1=r1 * cell_px - 0.5,
-        line=dict(color=colour, width=3),
-        layer="above",
-    )
+    fig.add_shape(square_outline(r0, r1, c0, c1, cell_px, colour))
     return fig

@@ -10,7 +10,7 @@ import streamlit as st
 from app.state import PERSIST, bounded, clamp
 from app.ui.charts import set_source, shared_build, show_chart
 from app.ui.clicks import once
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.captions.data import (
@@ -39,11 +39,9 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
             "trained to write: pick it as the model to see them."
         )
         return
-    try:
-        with st.spinner(f"Captioning the {HELD_OUT_SCENES} held-out scenes…"):
-            mistakes = caption_mistakes(model_id)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (
+        mistakes := attempt(lambda: caption_mistakes(model_id), f"Captioning the {HELD_OUT_SCENES} held-out scenes…")
+    ) is None:
         return
     n = HELD_OUT_SCENES
     st.write(
@@ -69,12 +67,9 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     )
     chosen = mistakes[bounded(st.session_state.get(Captions.mistake), 0, len(mistakes) - 1)]
     request = CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
-    try:
-        picture = caption_picture(request)
-        view = caption_attention(request)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (found := attempt(lambda: (caption_picture(request), caption_attention(request)))) is None:
         return
+    picture, view = found
     set_source(model_id, picture.described)
     st.markdown(f"**Reference**: {md(chosen.reference)}  \n**Written**: :red[{md(chosen.written)}]")
     left, right = side_by_side([1, 3])

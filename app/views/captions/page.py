@@ -15,12 +15,12 @@ import pandas as pd
 import streamlit as st
 
 from app.links import open_page
-from app.runtime.models import list_models, model_loaded
+from app.runtime.models import model_loaded
 from app.state import PERSIST, bounded, choose, clamp, default, defaults
 from app.ui.charts import clicked_square, set_source, shared_build, show_chart
 from app.ui.export import csv_button, grid_table
-from app.ui.guard import busy, show_error
-from app.ui.pickers import catalog_select, pick_int, typed_model_field, upload_field
+from app.ui.guard import attempt, busy, show_error
+from app.ui.pickers import pick_family_model, pick_int, upload_field
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.bahdanau.keys import Bahdanau
@@ -53,6 +53,18 @@ SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZE
 SIDE = CAPTION_IMAGE_SIZE
 OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
 BAHDANAU_SENTENCE = "the red car is fast"
+MODEL_HELP = (
+    "The scene captioner, trained here on generated scenes: a small conv-net gives an 8×8 grid of features and an "
+    "LSTM writes the caption, attending over the grid before every word. Pretrained captioners from the Hub write "
+    "with a transformer decoder that attends over the picture's patches."
+)
+OTHER_MODEL = (
+    Captions.hub_id,
+    "A pretrained captioner",
+    "e.g. Salesforce/blip-image-captioning-base",
+    f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 decoder "
+    "(VisionEncoderDecoder), or BLIP's captioner.",
+)
 
 
 def _defaults() -> None:
@@ -139,26 +151,6 @@ def pick_decoding() -> int:
     if _option(Captions.search, SEARCHES) == "greedy":
         return 1
     return pick_int(st.slider, "Beam width", 2, CAPTION_MAX_BEAM, Captions.beam)
-
-
-def pick_model_id() -> str:
-    catalog_select(
-        Captions.model,
-        [s for s in list_models() if s.family == "captioner"],
-        CAPTION_MODEL,
-        help="The scene captioner, trained here on generated scenes: a small conv-net gives an 8×8 grid of "
-        "features and an LSTM writes the caption, attending over the grid before every word. Pretrained "
-        "captioners from the Hub write with a transformer decoder that attends over the picture's "
-        "patches.",
-    )
-    custom = typed_model_field(
-        Captions.hub_id,
-        "A pretrained captioner",
-        "e.g. Salesforce/blip-image-captioning-base",
-        f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 "
-        "decoder (VisionEncoderDecoder), or BLIP's captioner.",
-    )
-    return custom or st.session_state[Captions.model]
 
 
 def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
@@ -304,21 +296,14 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     if request is None:
         return
     request = dataclasses.replace(request, beam=beam, model_id=model_id)
-    try:
-        with st.spinner("Writing the caption…"):
-            picture = caption_picture(request)
-            trace = caption_trace(request)
-    except Exception as err:  # noqa: BLE001 — every failure becomes a message
-        show_error(err)
+    if (found := attempt(lambda: (caption_picture(request), caption_trace(request)), "Writing the caption…")) is None:
         return
+    picture, trace = found
     layer = head = None
     shape = caption_layers(trace)
     if shape is not None:
         layer, head = pick_layer_head(*shape)
-    try:
-        view = caption_attention(request, layer, head)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (view := attempt(lambda: caption_attention(request, layer, head))) is None:
         return
     picture = as_seen(picture, trace)
     set_source(model_id, picture.described)
@@ -368,7 +353,7 @@ def main() -> None:
     with top_left:
         st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, horizontal=True, **PERSIST)
     with top_right:
-        model_id = pick_model_id()
+        model_id = pick_family_model("captioner", Captions.model, CAPTION_MODEL, MODEL_HELP, OTHER_MODEL)
     try:
         with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", model_loaded(model_id)):
             pretrained = is_pretrained_captioner(model_id)

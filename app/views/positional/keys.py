@@ -24,21 +24,10 @@ class Positional:
     alibi_len, alibi_heads, alibi_causal = "pos_alibi_len", "pos_alibi_heads", "pos_alibi_causal"
     alibi_show, alibi_slopes, alibi_grid = "pos_alibi_show", "pos_alibi_slopes", "pos_alibi_grid"
     # Order blindness tab
-    blind_text, blind_seed, blind_layer, blind_head = (
-        "pos_blind_text",
-        "pos_blind_seed",
-        "pos_blind_layer",
-        "pos_blind_head",
-    )
-    blind_setting, blind_orig, blind_shuf = "pos_blind_setting", "pos_blind_orig", "pos_blind_shuf"
-    blind_perm, blind_errors = "pos_blind_perm", "pos_blind_errors"
+    blind_text, blind_seed, blind_layer = "pos_blind_text", "pos_blind_seed", "pos_blind_layer"
+    blind_head, blind_setting, blind_orig = "pos_blind_head", "pos_blind_setting", "pos_blind_orig"
+    blind_shuf, blind_perm, blind_errors = "pos_blind_shuf", "pos_blind_perm", "pos_blind_errors"
 
 
-TABS = {
-    "sinusoidal": "Sinusoidal",
-    "learned": "Learned",
-    "rope": "RoPE",
-    "alibi": "ALiBi",
-    "order": "Order blindness",
-}
+TABS = {"sinusoidal": "Sinusoidal", "learned": "Learned", "rope": "RoPE", "alibi": "ALiBi", "order": "Order blindness"}
 PARAMS = (tab_bar(Positional.tab, TABS, frozenset({"positional"})),)

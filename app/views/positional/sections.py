@@ -11,7 +11,7 @@ import streamlit as st
 
 from app.state import PERSIST, choose, default, settle
 from app.ui.charts import show_chart
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.heatmap import attention_heatmap
 from app.ui.pickers import pick_index, pick_int
 from app.ui.safe_text import md
@@ -143,11 +143,10 @@ def order_section() -> None:
     cols = st.columns(4)
     with cols[0]:
         seed = pick_int(st.number_input, "Shuffle number", 0, 9999, Positional.blind_seed, start=1)
-    try:
-        with st.spinner("Running the two copies…"):
-            result = pos_order_blindness(st.session_state.get(Positional.blind_text) or "", seed, BLIND_MAX_TOKENS)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    text = st.session_state.get(Positional.blind_text) or ""
+    if (
+        result := attempt(lambda: pos_order_blindness(text, seed, BLIND_MAX_TOKENS), "Running the two copies…")
+    ) is None:
         return
     for notice in result.notices:
         st.info(md(notice))

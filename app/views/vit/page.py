@@ -6,12 +6,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.runtime.models import list_models
 from app.state import PERSIST, defaults
 from app.ui.charts import clicked_square, shared_build, show_chart
 from app.ui.export import csv_button, grid_table
-from app.ui.guard import show_error
-from app.ui.pickers import catalog_select, load_model, pick_index, pick_int, typed_model_field, upload_field
+from app.ui.guard import attempt
+from app.ui.pickers import load_model, pick_family_model, pick_index, pick_int, upload_field
 from app.ui.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.ui.safe_text import quoted
 from app.ui.theme import side_by_side
@@ -36,8 +35,19 @@ from engine.families import hub_labels
 from engine.samples import digit_held_out
 
 DEFAULT_MODEL = Vit.DEFAULTS[Vit.model]
+INTRO = (
+    "A Vision Transformer cuts an image into square patches and treats each one like a word. "
+    "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer."
+)
 SOURCES = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)"}
 SOURCES["upload"] = "Upload your own"
+MODEL_HELP = "The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT, DeiT and Swin download from the Hub."
+OTHER_MODEL = (
+    Vit.hub_id,
+    "Another ViT",
+    "e.g. google/vit-base-patch16-224",
+    f"{', '.join(hub_labels('vit'))} image classifiers.",
+)
 
 
 def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
@@ -67,23 +77,6 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
         return None, source, "", ()
     (pixels, notices), name = upload
     return pixels, source, f"your image {quoted(name)}", tuple(notices)
-
-
-def pick_model_id() -> str:
-    catalog_select(
-        Vit.model,
-        [s for s in list_models() if s.family == "vit"],
-        DEFAULT_MODEL,
-        help="The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT, DeiT and Swin download "
-        "from the Hub.",
-    )
-    custom = typed_model_field(
-        Vit.hub_id,
-        "Another ViT",
-        "e.g. google/vit-base-patch16-224",
-        f"{', '.join(hub_labels('vit'))} image classifiers.",
-    )
-    return custom or st.session_state[Vit.model]
 
 
 def show_input(image: np.ndarray, trace, source: str, described: str, model_id: str) -> None:
@@ -247,25 +240,18 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> Non
 def main() -> None:
     defaults(Vit.DEFAULTS)
     st.title("Vision Transformer")
-    st.write(
-        "A Vision Transformer cuts an image into square patches and treats each one like a word. "
-        "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer."
-    )
+    st.write(INTRO)
     top_left, top_right = st.columns([3, 2])
     with top_left:
         image, source, described, notices = pick_image()
     with top_right:
-        model_id = pick_model_id()
+        model_id = pick_family_model("vit", Vit.model, DEFAULT_MODEL, MODEL_HELP, OTHER_MODEL)
     if image is None or (card := load_model(model_id)) is None:
         return
     if card.family != "vit":
         st.error(f"{quoted(model_id)} is not a Vision Transformer (it is a {card.family} model). Pick a ViT.")
         return
-    try:
-        with st.spinner("Running the model…"):
-            trace = get_vision_trace(model_id, image)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (trace := attempt(lambda: get_vision_trace(model_id, image), "Running the model…")) is None:
         return
     if notices := (*notices, *trace.notices):
         st.info("\n".join(f"- {notice}" for notice in notices))
