@@ -197,8 +197,7 @@ def show_caption(trace, picture, cell_px: int) -> None:
 def show_words(image: np.ndarray, view) -> int:
     """Every word's small map, the word picker, its large map and β; returns the chosen word."""
     n = len(view.words)
-    clamp(Captions.word, 0, n - 1)
-    word = bounded(st.session_state.get(Captions.word), 0, n - 1)
+    word = clamp(Captions.word, 0, n - 1)
     show_chart(shared_build(word_panels, image, view, selected=word), key=Captions.panels)
     sums = "each map sums to 1" if view.rest is None else "each map sums to 1 less the word's weight on [CLS]"
     st.caption(
@@ -206,29 +205,16 @@ def show_words(image: np.ndarray, view) -> int:
         f"model put on it just before writing that word ({sums}; each on its own colour scale, so "
         "compare where, not how bright). ▶ marks the word chosen below."
     )
-    st.select_slider(
-        "Word",
-        list(range(n)),
-        format_func=lambda t: view.labels[t],
-        key=Captions.word,
-        **PERSIST,
-        help="Step through the caption one written word at a time.",
-    )
-    word = bounded(st.session_state.get(Captions.word), 0, n - 1)
+    help = "Step through the caption one written word at a time."
+    st.select_slider("Word", range(n), format_func=view.labels.__getitem__, key=Captions.word, help=help, **PERSIST)
     hit = clicked_square(Captions.large, Captions.last_click, view.cell_px, view.grid, view.grid)
     if hit is not None:
         st.session_state[Captions.cell] = hit
-    cells = view.grid * view.grid
-    clamp(Captions.cell, 0, cells - 1)
-    cell = bounded(st.session_state.get(Captions.cell), 0, cells - 1)
+    cell = clamp(Captions.cell, 0, view.grid * view.grid - 1)
     left, right = side_by_side([3, 2])
     with left:
-        show_chart(
-            shared_build(word_map, image, view, word, cell),
-            key=Captions.large,
-            on_select="rerun",
-            selection_mode="points",
-        )
+        fig = shared_build(word_map, image, view, word, cell)
+        show_chart(fig, key=Captions.large, on_select="rerun", selection_mode="points")
         r, c = view.cell(view.peaks[word])
         st.caption(
             f"Where the model looks before writing “{md(view.words[word])}”: α over the {view.grid}×{view.grid} "
@@ -258,19 +244,10 @@ def numbers(columns, digits: int) -> dict:
 
 def show_cell_numbers(view, word: int) -> None:
     """The chosen cell's α for every word, and the chosen word's α for every cell."""
-    cells = view.grid * view.grid
-    cell = bounded(st.session_state.get(Captions.cell), 0, cells - 1)
-    r, c = view.cell(cell)
     left, right = st.columns([2, 3])
     with left:
-        st.number_input(
-            "Grid cell (or click one on the map)",
-            min_value=0,
-            max_value=cells - 1,
-            step=1,
-            key=Captions.cell,
-            **PERSIST,
-        )
+        cell = pick_int(st.number_input, "Grid cell (or click one on the map)", 0, view.grid**2 - 1, Captions.cell)
+        r, c = view.cell(cell)
         name, values = view.gate
         words = pd.DataFrame({"word": view.labels, "α at this cell": view.at_cell(cell), name: values})
         st.dataframe(words, hide_index=True, key=Captions.cell_words, column_config=numbers(words.columns[1:], 4))

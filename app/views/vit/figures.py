@@ -184,20 +184,17 @@ def overlay_grid(
         customdata=weights, hovertemplate=f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"
     )
     pitch = side + patch_size  # pixels from one thumbnail to the next
-    notes, shapes = [], []
-    for h in range(n):
-        r, c = divmod(h, cols)
-        name = html.escape(labels[h]) if labels is not None else f"head {h}"
-        notes.append(
-            dict(
-                text=f"<b>▶ {name}</b>" if h == selected else name,
-                **dict(x=c * pitch + side / 2 - 0.5, y=r * pitch - 0.5, xref="x", yref="y", yanchor="bottom"),
-                showarrow=False,
-                font={"size": 12},
-            )
-        )
-        if h == selected:
-            shapes.append(square_outline(r * pitch, r * pitch + side, c * pitch, c * pitch + side, 1, QUERY))
+    note = dict(xref="x", yref="y", yanchor="bottom", showarrow=False, font={"size": 12})
+    names = [html.escape(label) for label in labels] if labels is not None else [f"head {h}" for h in range(n)]
+    names = [f"<b>▶ {name}</b>" if h == selected else name for h, name in enumerate(names)]
+    notes = [
+        dict(note, text=name, x=(h % cols) * pitch + side / 2 - 0.5, y=(h // cols) * pitch - 0.5)
+        for h, name in enumerate(names)
+    ]
+    shapes = []
+    if selected is not None:
+        r, c = divmod(selected, cols)
+        shapes.append(square_outline(r * pitch, r * pitch + side, c * pitch, c * pitch + side, 1, QUERY))
     fig = square_figure([picture, attention], 0, title="", height=max(220, 200 * rows), shapes=shapes)
     x_end, y_end = cols * pitch - patch_size, rows * pitch - patch_size
     fig.update_xaxes(range=[-0.5, x_end - 0.5])
