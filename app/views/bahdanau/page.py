@@ -53,14 +53,8 @@ def inputs() -> tuple[str, str]:
     vocab = bahdanau_vocabulary()
     left, right = st.columns([3, 2])
     with left:
-        st.text_input(
-            "English sentence or a date",
-            key=TEXT,
-            max_chars=MAX_CHARS,
-            **PERSIST,
-            help="Words of the toy grammar (see the vocabulary), e.g. “the red car is big”, "
-            "or a date such as “21 November 2026”.",
-        )
+        help = "Words of the toy grammar (see the vocabulary), e.g. “the red car is big”, or a date such as “21 November 2026”."
+        st.text_input("English sentence or a date", key=TEXT, max_chars=MAX_CHARS, help=help, **PERSIST)
     with right:
         st.selectbox(
             "…or pick an example",

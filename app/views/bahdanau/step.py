@@ -33,15 +33,10 @@ def pick_step(target: tuple[str, ...]) -> int:
     if n == 1:
         st.caption(f"One decoding step: it writes **{md(target[0])}**.")
         return 0
-    step = st.select_slider(
-        "Decoding step i (the word it writes)",
-        options=list(range(n)),
-        key=Bahdanau.step,
-        format_func=lambda i: f"{i + 1}: {target[i]}",
-        **PERSIST,
-        help="Each step writes one word; before writing, the decoder looks back at every source word.",
-    )
-    return int(step)
+    help = "Each step writes one word; before writing, the decoder looks back at every source word."
+    name = lambda i: f"{i + 1}: {target[i]}"  # noqa: E731
+    label = "Decoding step i (the word it writes)"
+    return int(st.select_slider(label, range(n), key=Bahdanau.step, format_func=name, help=help, **PERSIST))
 
 
 def show_pieces(b, rows: list[str]) -> None:

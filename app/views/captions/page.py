@@ -138,16 +138,11 @@ def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple
 
 def pick_decoding() -> int:
     """Greedy or beam search; returns the beam width (1: greedy)."""
-    st.radio(
-        "Decoding",
-        list(SEARCHES),
-        format_func=SEARCHES.get,
-        key=Captions.search,
-        horizontal=True,
-        **PERSIST,
-        help="Greedy writes the most probable word at every step. Beam search keeps the best few partial "
-        "captions and returns the most probable whole caption.",
+    help = (
+        "Greedy writes the most probable word at every step. Beam search keeps the best few partial captions and "
+        "returns the most probable whole caption."
     )
+    st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, horizontal=True, help=help, **PERSIST)
     if _option(Captions.search, SEARCHES) == "greedy":
         return 1
     return pick_int(st.slider, "Beam width", 2, CAPTION_MAX_BEAM, Captions.beam)

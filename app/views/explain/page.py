@@ -65,13 +65,9 @@ def controls() -> ExplainRequest:
     """The prediction and the methods' settings as one request."""
     models = list(EXPLAIN_MODELS)
     choose(E.model, models, E.DEFAULTS[E.model])
+    help = "Three models, three kinds of output."
     model_id = st.radio(
-        "What to explain",
-        models,
-        format_func=lambda m: EXPLAIN_MODELS[m],
-        key=E.model,
-        horizontal=True,
-        help="Three models, three kinds of output.",
+        "What to explain", models, format_func=EXPLAIN_MODELS.get, key=E.model, horizontal=True, help=help
     )
     index = models.index(model_id)
     text_key = f"{E.text}{index}"
@@ -92,14 +88,8 @@ def controls() -> ExplainRequest:
         left, middle, right = st.columns(3)
         with left:
             clamp(E.steps, 4, 128)
-            steps = st.slider(
-                "Integrated gradients: steps",
-                4,
-                128,
-                step=4,
-                key=E.steps,
-                help="Points on the path from the baseline to the input; more steps, smaller gap.",
-            )
+            help = "Points on the path from the baseline to the input; more steps, smaller gap."
+            steps = st.slider("Integrated gradients: steps", 4, 128, step=4, key=E.steps, help=help)
         with middle:
             choose(E.baseline, BASELINES, "zero")
             baseline = st.radio(
@@ -108,11 +98,8 @@ def controls() -> ExplainRequest:
         with right:
             choose(E.loo, LOO, "remove")
             loo = st.radio("Leave-one-out", list(LOO), format_func=LOO.get, key=E.loo)
-        st.checkbox(
-            "Rank special tokens too (`[CLS]`, `[SEP]`, `<bos>`)",
-            key=E.special,
-            help="They often draw much attention without carrying a word; left out of the rankings by default.",
-        )
+        help = "They often draw much attention without carrying a word; left out of the rankings by default."
+        st.checkbox("Rank special tokens too (`[CLS]`, `[SEP]`, `<bos>`)", key=E.special, help=help)
     set_source(model_id, text)
     return ExplainRequest(model_id, text, reference, EXPLAIN_MAX_TOKENS, bounded(steps, 4, 128), baseline, loo)
 

@@ -162,26 +162,13 @@ def pick_rollout() -> Rollout:
     st.subheader("Attention rollout: following attention through all layers")
     c1, c2, c3 = st.columns([1, 1, 2])
     fusions = Vit.OPTIONS[Vit.fusion]
-    with c1:
-        fusion = st.radio(
-            "Head fusion",
-            fusions,
-            key=Vit.fusion,
-            horizontal=True,
-            **PERSIST,
-            help="How the heads of a layer become one map: their mean (the paper), max or min.",
-        )
-    with c2:
-        st.slider(
-            "Discard ratio",
-            0.0,
-            0.9,
-            step=0.1,
-            key=Vit.discard,
-            **PERSIST,
-            help="Drop this share of each layer's weakest weights before multiplying: sharper maps. The "
-            "discard rule says which weights may go.",
-        )
+    help = "How the heads of a layer become one map: their mean (the paper), max or min."
+    fusion = c1.radio("Head fusion", fusions, key=Vit.fusion, horizontal=True, help=help, **PERSIST)
+    help = (
+        "Drop this share of each layer's weakest weights before multiplying: sharper maps. The discard rule says "
+        "which weights may go."
+    )
+    c2.slider("Discard ratio", 0.0, 0.9, step=0.1, key=Vit.discard, help=help, **PERSIST)
     with c3:
         rule = discard_rule_picker(Vit.discard_rule, "`[CLS]`")
     discard = min(max(float(st.session_state.get(Vit.discard) or 0.0), 0.0), 0.9)
