@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -50,8 +52,18 @@ OTHER_MODEL = (
 )
 
 
-def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
-    """The input image, its source, a short description and decoding notices (None and a message when there is none)."""
+@dataclass(frozen=True, eq=False)
+class Picture:
+    """The input image, where it comes from (``SOURCES``), a few words that name it and its decoding notices."""
+
+    image: np.ndarray
+    source: str
+    described: str
+    notices: tuple[str, ...] = ()
+
+
+def pick_image() -> Picture | None:
+    """The input image (None, with a note, while there is none)."""
     source = st.radio("Image", list(SOURCES), format_func=SOURCES.get, key=Vit.source, horizontal=True, **PERSIST)
     source = source if source in SOURCES else "digit"
     if source == "digit":
@@ -64,22 +76,25 @@ def pick_image() -> tuple[np.ndarray | None, str, str, tuple[str, ...]]:
         seen = "one of the own ViT's training images"
         seen = "held out: the own ViT never trained on it" if digit_held_out(index) else seen
         described = f"digit sample {index} (true label {vit_digit_label(index)}; {seen})"
-        return vit_sample("digit", str(index)), source, described, ()
+        return Picture(vit_sample("digit", str(index)), source, described)
     if source in ("shape", "photo"):
         options = Vit.OPTIONS[getattr(Vit, source)]
         name = st.selectbox(source.title(), options, key=getattr(Vit, source), **PERSIST)
         name = name if name in options else options[0]
-        return vit_sample(source, name), source, f"a drawn {name}" if source == "shape" else f"the photo '{name}'", ()
+        return Picture(
+            vit_sample(source, name), source, f"a drawn {name}" if source == "shape" else f"the photo '{name}'"
+        )
     upload = upload_field(
         "Your image", Vit.upload, "Choose an image file to see where the model looks.", vit_read_upload
     )
     if upload is None:
-        return None, source, "", ()
+        return None
     (pixels, notices), name = upload
-    return pixels, source, f"your image {quoted(name)}", tuple(notices)
+    return Picture(pixels, source, f"your image {quoted(name)}", tuple(notices))
 
 
-def show_input(image: np.ndarray, trace, source: str, described: str, model_id: str) -> None:
+def show_input(picture: Picture, trace, model_id: str) -> None:
+    source, described = picture.source, picture.described
     tokens = (
         "Each patch becomes one token; there is no [CLS] token: the answer reads the average of the last "
         "stage's patches."
@@ -97,7 +112,7 @@ def show_input(image: np.ndarray, trace, source: str, described: str, model_id: 
     else:
         original, left, right = st.columns([2, 3, 3])
         with original:
-            st.image(image, caption="The original", clamp=True)
+            st.image(picture.image, caption="The original", clamp=True)
     with left:
         show_chart(
             shared_build(image_with_grid, trace.image, trace.patch_size, title="What the model sees"), key=Vit.image
@@ -230,19 +245,20 @@ def main() -> None:
     st.write(INTRO)
     top_left, top_right = st.columns([3, 2])
     with top_left:
-        image, source, described, notices = pick_image()
+        picture = pick_image()
     with top_right:
         model_id = pick_family_model("vit", Vit.model, DEFAULT_MODEL, MODEL_HELP, OTHER_MODEL)
-    if image is None or (card := load_model(model_id)) is None:
+    if picture is None or (card := load_model(model_id)) is None:
         return
     if card.family != "vit":
         st.error(f"{quoted(model_id)} is not a Vision Transformer (it is a {card.family} model). Pick a ViT.")
         return
+    image = picture.image
     if (trace := attempt(lambda: get_vision_trace(model_id, image), "Running the model…")) is None:
         return
-    if notices := (*notices, *trace.notices):
+    if notices := (*picture.notices, *trace.notices):
         st.info("\n".join(f"- {notice}" for notice in notices))
-    show_input(image, trace, source, described, model_id)
+    show_input(picture, trace, model_id)
     if vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
         show_windows(trace)
         return
