@@ -18,6 +18,8 @@ import streamlit as st
 from app.runtime.caches import TRACES, shared_map
 from app.runtime.models import get_model, model_pass, policy, trained_model
 from app.views.captions.map_data import REGIONS, CaptionView, caption_view
+from engine.corpora.scenes import draw_scene, make_scenes
+from engine.images import read_image
 from engine.records import EngineError
 from engine.text import quote_input
 from engine.traces.caption import CaptionTrace, PatchCaptionTrace
@@ -101,7 +103,6 @@ def _scene_picture(scene, described: str) -> CaptionPicture:
 
 
 def _held_out_scene(index: int):
-    from engine.corpora.scenes import make_scenes
     from engine.training.recipes.captioner import HELD_OUT_SEED
 
     return make_scenes(index + 1, seed=HELD_OUT_SEED)[index]  # the same draws as the card's held-out set
@@ -120,8 +121,6 @@ def caption_picture(request: CaptionRequest) -> CaptionPicture:
                 raise EngineError(f"held-out scenes are numbered 0 to {HELD_OUT_SCENES - 1}, not {request.scene}")
             return _scene_picture(_held_out_scene(int(request.scene)), f"held-out scene {request.scene}")
         if request.source == "draw":
-            from engine.corpora.scenes import draw_scene
-
             try:
                 scene = draw_scene(
                     [(o.shape, o.colour, o.size, o.row, o.col) for o in request.drawing], textured=request.textured
@@ -151,8 +150,6 @@ def read_caption_upload(data: bytes, side: int = CAPTION_IMAGE_SIZE) -> tuple[by
         engine.images.ImageError: with a message for the user.
     """
     from PIL import Image
-
-    from engine.images import read_image
 
     decoded = read_image(data)
     pixels = decoded.pixels if decoded.pixels.ndim == 3 else np.repeat(decoded.pixels[..., None], 3, axis=2)

@@ -15,6 +15,7 @@ from app.runtime.models import get_model, model_pass, policy, trained_model
 from engine import EngineError, VisionTrace, WindowTrace, samples
 from engine.analysis import vision
 from engine.analysis.rollout import fuse_heads
+from engine.images import read_image
 from engine.traces.vision import WindowRow, window_row
 
 
@@ -55,8 +56,6 @@ def vit_read_upload(data: bytes) -> tuple[np.ndarray, tuple[str, ...]]:
     Raises:
         engine.images.ImageError: with a message for the user.
     """
-    from engine.images import read_image
-
     decoded = read_image(data)
     return decoded.pixels, decoded.notices
 
