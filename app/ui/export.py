@@ -219,5 +219,7 @@ def csv_button(label: str, frame, file_name: str, key: str | None = None, **to_c
     """A download button whose CSV is written from the table ``frame`` (a ``DataFrame``) on click."""
     import streamlit as st
 
-    data = lambda: frame.to_csv(**to_csv).encode("utf-8")  # noqa: E731 — written on click
+    def data() -> bytes:  # written on click
+        return frame.to_csv(**to_csv).encode("utf-8")
+
     st.download_button(label, data, file_name, "text/csv", key, icon=":material/download:", on_click="ignore")

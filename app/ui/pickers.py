@@ -385,6 +385,18 @@ def pick_index(label: str, n: int, key: str, **kwargs) -> int:
     return int(st.selectbox(label, range(n), key=key, **PERSIST, **kwargs))
 
 
+def pick_head(n: int, key: str, every: str, persist: bool = True) -> int | None:
+    """A head selectbox whose first option (−1), named ``every``, stands for all heads together (their mean, all of
+    them); the value is kept inside this model's range first. Returns the head, or None for that first option."""
+    clamp(key, -1, n - 1)
+
+    def name(h: int) -> str:
+        return every if h < 0 else f"head {h}"
+
+    head = st.selectbox("Head", range(-1, n), key=key, format_func=name, **(PERSIST if persist else {}))
+    return None if head < 0 else int(head)
+
+
 def pick_int(widget, label: str, low: int, high: int, key: str, start: int | None = None, **kwargs) -> int:
     """``widget`` (``st.slider``, ``st.number_input``) over ``low … high``, its value kept inside them first (a
     link may hold any number; ``start``: a new session's value) and read back bounded."""

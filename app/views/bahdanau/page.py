@@ -10,12 +10,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app.state import PERSIST, clamp, default
+from app.state import PERSIST, default
 from app.ui.charts import shared_build, show_chart
 from app.ui.clicks import once
 from app.ui.export import csv_button
 from app.ui.guard import attempt
-from app.ui.pickers import pick_index
+from app.ui.pickers import pick_head, pick_index
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.bahdanau.data import (
@@ -175,12 +175,8 @@ def show_compare(text: str) -> None:
         with left:
             layer = pick_index("Layer", cross.n_layers, Bahdanau.tf_layer)
         with right:
-            clamp(Bahdanau.tf_head, -1, cross.n_heads - 1)
-            name = lambda h: "average" if h < 0 else f"head {h}"  # noqa: E731
-            head = int(
-                st.selectbox("Head", range(-1, cross.n_heads), key=Bahdanau.tf_head, **PERSIST, format_func=name)
-            )
-    weights = cross.pattern(layer).mean(axis=0) if head < 0 else cross.pattern(layer, head)
+            head = pick_head(cross.n_heads, Bahdanau.tf_head, "average")
+    weights = cross.pattern(layer).mean(axis=0) if head is None else cross.pattern(layer, head)
     # row t of the transformer's cross-attention reads target[t] and writes target[t + 1]
     rows = [*cross.tokens.strings[1:], "(cut)" if any("did not end" in n for n in s2s.notices) else "<eos>"]
     top = float(weights.max())
@@ -189,7 +185,7 @@ def show_compare(text: str) -> None:
         (tr.alignment, tr.target.strings, tr.source.strings, VARIANT_LABELS[v], f"{Bahdanau.cmp}{v}", tr, 1.0, "")
         for v, tr in rnns.items()
     ]
-    title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
+    title = f"Transformer, layer {layer}, " + ("head average" if head is None else f"head {head}")
     note = f" · white = weight {top:.2f}"
     maps.append((weights, rows, cross.key_tokens.strings, title, Bahdanau.cmp_transformer, s2s, top, note))
     for col, (z, target, source, title, key, trace, zmax, note) in zip(columns, maps):

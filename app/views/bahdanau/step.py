@@ -34,7 +34,10 @@ def pick_step(target: tuple[str, ...]) -> int:
         st.caption(f"One decoding step: it writes **{md(target[0])}**.")
         return 0
     help = "Each step writes one word; before writing, the decoder looks back at every source word."
-    name = lambda i: f"{i + 1}: {target[i]}"  # noqa: E731
+
+    def name(i: int) -> str:
+        return f"{i + 1}: {target[i]}"
+
     label = "Decoding step i (the word it writes)"
     return int(st.select_slider(label, range(n), key=Bahdanau.step, format_func=name, help=help, **PERSIST))
 

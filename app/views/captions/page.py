@@ -20,7 +20,7 @@ from app.state import PERSIST, bounded, choose, clamp, default, defaults
 from app.ui.charts import clicked_square, set_source, shared_build, show_chart
 from app.ui.export import csv_button, grid_table
 from app.ui.guard import attempt, busy, show_error
-from app.ui.pickers import pick_family_model, pick_int, upload_field
+from app.ui.pickers import pick_family_model, pick_head, pick_int, upload_field
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.bahdanau.keys import Bahdanau
@@ -151,14 +151,11 @@ def pick_decoding() -> int:
 def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
     """A pretrained captioner's decoder layer (default: the last) and head (or the mean over heads)."""
     choose(Captions.layer, range(layers), fallback=layers - 1)
-    mean = Captions.MEAN_HEADS
-    choose(Captions.head, options := [mean, *range(heads)])
     left, right = st.columns(2)
     help = "Every decoder layer has its own cross-attention over the picture's patches."
     layer = left.selectbox("Decoder layer", range(layers), key=Captions.layer, **PERSIST, help=help)
-    name = lambda h: "mean over heads" if h == mean else f"head {h}"  # noqa: E731
-    head = right.selectbox("Head", options, key=Captions.head, **PERSIST, format_func=name)
-    return layer, None if head == mean else head
+    with right:
+        return layer, pick_head(heads, Captions.head, "mean over heads")
 
 
 # ---------------------------------------------------------------- the caption and its maps

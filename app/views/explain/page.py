@@ -21,6 +21,7 @@ from app.state import bounded, choose, clamp, default, defaults
 from app.ui.charts import set_source, shared_build, show_chart
 from app.ui.export import csv_button
 from app.ui.guard import show_error
+from app.ui.pickers import pick_head
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.explain.data import (
@@ -43,7 +44,6 @@ from app.views.explain.keys import Explain as E
 BASELINES = {"zero": "all-zero embeddings", "pad": "the padding token's embedding"}
 LOO = {"remove": "remove the token", "replace": "replace it with `[MASK]` / `<unk>`"}
 KINDS = {"permuted": "permuted (shuffled rows)", "uniform": "uniform", "adversarial": "adversarial (gradient search)"}
-ALL_HEADS = -1
 
 CLAIMS = """
 | method | what it can claim | what it cannot |
@@ -202,21 +202,16 @@ def show_swap(request: ExplainRequest, pred) -> None:
     )
     n_layers, n_heads = explain_layout(request.model_id)
     clamp(E.layer, 0, n_layers - 1, start=n_layers - 1)
-    clamp(E.head, ALL_HEADS, n_heads - 1, start=ALL_HEADS)
     a, b, c, d = st.columns(4)
     layer = a.selectbox("Layer", list(range(n_layers)), key=E.layer)
-    head = b.selectbox(
-        "Head",
-        [ALL_HEADS, *range(n_heads)],
-        key=E.head,
-        format_func=lambda h: "all heads" if h == ALL_HEADS else f"head {h}",
-    )
+    with b:
+        head = pick_head(n_heads, E.head, "all heads", persist=False)
     choose(E.kind, KINDS, "permuted")
     kind = c.radio("Replace with", list(KINDS), format_func=KINDS.get, key=E.kind)
     clamp(E.runs, 5, 100)
     runs = d.slider("Permutations", 5, 100, step=5, key=E.runs, disabled=kind != "permuted")
     runs = bounded(runs, 5, 100) if kind == "permuted" else 1
-    test = Swap(int(layer), None if head == ALL_HEADS else int(head), kind, runs)
+    test = Swap(int(layer), head, kind, runs)
     with progress("Running the test…", has_map(test.key(request))) as step:
         result = explain_swap(request, test, step)
     embedding = pred.task == "embedding"
