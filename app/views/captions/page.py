@@ -102,8 +102,11 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
                 st.selectbox(label, options, key=f"{prefix}{i}", **PERSIST)
                 for label, options, prefix in zip(("Shape", "Colour", "Size"), (SHAPES, COLOURS, SIZES), OBJECT)
             ]
-            for label, prefix in (("Down (row", Captions.row), ("Across (column", Captions.col)):
-                st.slider(f"{label} of its centre)", 0, SIDE - 1, key=f"{prefix}{i}", **PERSIST)
+            for label, prefix in (
+                ("Down (row of its centre)", Captions.row),
+                ("Across (column of its centre)", Captions.col),
+            ):
+                st.slider(label, 0, SIDE - 1, key=f"{prefix}{i}", **PERSIST)
                 chosen.append(bounded(st.session_state.get(f"{prefix}{i}"), 0, SIDE - 1))
             objects.append(DrawnObject(*chosen))
     st.checkbox("Textured background", key=Captions.textured, **PERSIST)

@@ -20,8 +20,6 @@ from app.views.vit.data import (
     Rollout,
     get_vision_trace,
     vit_cls_maps,
-    vit_digit_count,
-    vit_digit_label,
     vit_last_layer_map,
     vit_occlusion,
     vit_read_upload,
@@ -32,17 +30,21 @@ from app.views.vit.data import (
 from app.views.vit.figures import image_with_grid, overlay, overlay_grid, probability_bars
 from app.views.vit.keys import Vit
 from app.views.vit.swin import pick_patch, show_windows
+from engine import samples
 from engine.analysis.vision import patch_map
 from engine.families import hub_labels
-from engine.samples import digit_held_out
 
 DEFAULT_MODEL = Vit.DEFAULTS[Vit.model]
 INTRO = (
     "A Vision Transformer cuts an image into square patches and treats each one like a word. "
     "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer."
 )
-SOURCES = {"digit": "Digit (scikit-learn)", "shape": "Shape (drawn)", "photo": "Photo (scikit-learn)"}
-SOURCES["upload"] = "Upload your own"
+SOURCES = {
+    "digit": "Digit (scikit-learn)",
+    "shape": "Shape (drawn)",
+    "photo": "Photo (scikit-learn)",
+    "upload": "Upload your own",
+}
 MODEL_HELP = "The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT, DeiT and Swin download from the Hub."
 OTHER_MODEL = (
     Vit.hub_id,
@@ -67,15 +69,15 @@ def pick_image() -> Picture | None:
     source = st.radio("Image", list(SOURCES), format_func=SOURCES.get, key=Vit.source, horizontal=True, **PERSIST)
     source = source if source in SOURCES else "digit"
     if source == "digit":
-        n = vit_digit_count()
+        n = samples.n_digits()
         help = (
             f"scikit-learn's {n:,} hand-written digits. The own ViT trained on 80% of them; the caption says whether "
             "this one is in the 20% it never saw."
         )
         index = pick_int(st.number_input, "Digit sample number", 0, n - 1, Vit.digit, help=help)
         seen = "one of the own ViT's training images"
-        seen = "held out: the own ViT never trained on it" if digit_held_out(index) else seen
-        described = f"digit sample {index} (true label {vit_digit_label(index)}; {seen})"
+        seen = "held out: the own ViT never trained on it" if samples.digit_held_out(index) else seen
+        described = f"digit sample {index} (true label {samples.digit(index)[1]}; {seen})"
         return Picture(vit_sample("digit", str(index)), source, described)
     if source in ("shape", "photo"):
         options = Vit.OPTIONS[getattr(Vit, source)]
