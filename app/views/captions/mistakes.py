@@ -7,10 +7,10 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from app.state import PERSIST, bounded, clamp
 from app.ui.charts import set_source, shared_build, show_chart
 from app.ui.clicks import once
 from app.ui.guard import attempt
+from app.ui.pickers import pick_index
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.captions.data import (
@@ -39,11 +39,9 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
             "trained to write: pick it as the model to see them."
         )
         return
-    if (
-        mistakes := attempt(lambda: caption_mistakes(model_id), f"Captioning the {HELD_OUT_SCENES} held-out scenes…")
-    ) is None:
-        return
     n = HELD_OUT_SCENES
+    if (mistakes := attempt(lambda: caption_mistakes(model_id), f"Captioning the {n} held-out scenes…")) is None:
+        return
     st.write(
         f"Greedy decoding gets **{n - len(mistakes)} of {n}** held-out scenes exactly right. Here are the other "
         f"{len(mistakes)}, with where the model looked while it wrote the wrong caption."
@@ -57,15 +55,8 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
         "Held-out scenes (never trained on) whose greedy caption differs from the grammar's: the scene "
         "number, the true caption and the written one."
     )
-    clamp(Captions.mistake, 0, len(mistakes) - 1)
-    st.selectbox(
-        "Look at",
-        list(range(len(mistakes))),
-        key=Captions.mistake,
-        **PERSIST,
-        format_func=lambda i: f"scene {mistakes[i].scene}: {mistakes[i].written}",
-    )
-    chosen = mistakes[bounded(st.session_state.get(Captions.mistake), 0, len(mistakes) - 1)]
+    names = [f"scene {m.scene}: {m.written}" for m in mistakes]
+    chosen = mistakes[pick_index("Look at", len(mistakes), Captions.mistake, format_func=names.__getitem__)]
     request = CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
     if (found := attempt(lambda: (caption_picture(request), caption_attention(request)))) is None:
         return
@@ -74,10 +65,10 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     st.markdown(f"**Reference**: {md(chosen.reference)}  \n**Written**: :red[{md(chosen.written)}]")
     left, right = side_by_side([1, 3])
     with left:
-        show_chart(
-            shared_build(picture_with_boxes, picture.image, picture.boxes, view.cell_px, title=f"Scene {chosen.scene}"),
-            key=Captions.mistake_picture,
+        fig = shared_build(
+            picture_with_boxes, picture.image, picture.boxes, view.cell_px, title=f"Scene {chosen.scene}"
         )
+        show_chart(fig, key=Captions.mistake_picture)
         st.caption("The scene with its objects' true boxes (dotted) and the 8×8 attention grid.")
     with right:
         show_chart(shared_build(word_panels, picture.image, view), key=Captions.mistake_panels)
