@@ -8,6 +8,8 @@ widget's would be.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -372,3 +374,57 @@ def page_tabs(labels: list[str], key: str) -> list:
         )
     )
     return [_Section(label == chosen) for label in labels]
+
+
+def pick_index(label: str, n: int, key: str, **kwargs) -> int:
+    """A selectbox over 0 … n − 1 (a layer, a head), its value kept inside this model's range first."""
+    clamp(key, 0, n - 1)
+    return int(st.selectbox(label, range(n), key=key, **PERSIST, **kwargs))
+
+
+def pick_head(n: int, key: str, every: str, persist: bool = True) -> int | None:
+    """A head selectbox whose first option (−1), named ``every``, stands for all heads together (their mean, all of
+    them); the value is kept inside this model's range first. Returns the head, or None for that first option."""
+    clamp(key, -1, n - 1)
+
+    def name(h: int) -> str:
+        return every if h < 0 else f"head {h}"
+
+    head = st.selectbox("Head", range(-1, n), key=key, format_func=name, **(PERSIST if persist else {}))
+    return None if head < 0 else int(head)
+
+
+def pick_int(widget, label: str, low: int, high: int, key: str, start: int | None = None, **kwargs) -> int:
+    """``widget`` (``st.slider``, ``st.number_input``) over ``low … high``, its value kept inside them first (a
+    link may hold any number; ``start``: a new session's value) and read back bounded."""
+    clamp(key, low, high, start=start)
+    widget(label, low, high, key=key, **PERSIST, **kwargs)
+    return bounded(st.session_state.get(key), low, high)
+
+
+def pick_family_model(family: str, key: str, fallback: str, help: str, hub: tuple[str, str, str, str]) -> str:
+    """The "Model" box over the catalog's ``family`` models (a Hub model marked as such; ``fallback`` when there are
+    none) and the field for another (``hub``: its key, title, example and what it takes); returns the id to load."""
+    specs = [s for s in list_models() if s.family == family]
+    labels = {s.id: s.label if s.offline else f"{s.label} — needs internet" for s in specs} or {fallback: fallback}
+    choose(key, labels)
+    st.selectbox("Model", list(labels), format_func=labels.get, key=key, **PERSIST, help=help)
+    return typed_model_field(*hub) or st.session_state[key]
+
+
+UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]  # what engine.images.read_image reads
+
+
+def upload_field(label: str, key: str, empty: str, read: Callable[[bytes], Any]) -> tuple[Any, str] | None:
+    """A picture upload: ``read(bytes)`` of the file and its name; None with the note ``empty`` while there is no
+    file, or with the reason this one cannot be used."""
+    help = "PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved."
+    upload = st.file_uploader(label, type=UPLOAD_TYPES, key=key, help=help)
+    if upload is None:
+        st.info(empty)
+        return None
+    try:
+        return read(upload.getvalue()), upload.name
+    except Exception as err:  # noqa: BLE001 — read_image words its known failures; Pillow may raise others
+        show_error(err, before=f"{quoted(upload.name)} cannot be used: ", level="error")
+        return None

@@ -425,6 +425,18 @@ def clicked_point(key: str) -> tuple[float, float] | None:
         return None
 
 
+def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int | None:
+    """The square (row-major, of ``size`` pixels on a ``rows`` × ``cols`` grid) under a new click on the chart drawn
+    with ``key``, or None. The clicked point is kept under ``memo``: a selection Streamlit still holds is read once,
+    and not again after the grid changed (a Swin's next stage)."""
+    point = clicked_point(key)
+    if point is None or st.session_state.get(memo) == point:
+        return None
+    st.session_state[memo] = point
+    r, c = int((point[1] + 0.5) // size), int((point[0] + 0.5) // size)
+    return r * cols + c if 0 <= r < rows and 0 <= c < cols else None
+
+
 def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False, **kwargs):
     """Draw ``fig`` themed, with a PNG/SVG download; every other argument goes to ``st.plotly_chart``.
 

@@ -13,6 +13,7 @@ import math
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from app.links import current_link
@@ -192,3 +193,19 @@ def json_button(label: str, build: Callable[[], dict[str, Any]], file_name: str,
         key=key,
         on_click="ignore",
     )
+
+
+def grid_table(grid: np.ndarray) -> pd.DataFrame:
+    """A map ``[rows, cols]`` as a table whose rows and columns are named ("row 0", "col 0")."""
+    rows, cols = np.shape(grid)
+    return pd.DataFrame(grid, index=[f"row {r}" for r in range(rows)], columns=[f"col {c}" for c in range(cols)])
+
+
+def csv_button(label: str, frame, file_name: str, key: str | None = None, **to_csv: Any) -> None:
+    """A download button whose CSV is written from the table ``frame`` (a ``DataFrame``) on click."""
+    import streamlit as st
+
+    def data() -> bytes:  # written on click
+        return frame.to_csv(**to_csv).encode("utf-8")
+
+    st.download_button(label, data, file_name, "text/csv", key, icon=":material/download:", on_click="ignore")

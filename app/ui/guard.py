@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Literal
+from collections.abc import Callable
+from typing import Literal, TypeVar
 
 import streamlit as st
 
@@ -24,6 +25,7 @@ from engine.records import EngineError
 from engine.text import MESSAGE_LIMIT, error_message, shorten
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MESSAGE = (
     "This page could not use one of its settings (a value it does not accept). Change that setting, "
@@ -62,6 +64,17 @@ def show_error(problem: BaseException | str, *, before: str = "", level: Level |
     if level is None:
         level = "error" if isinstance(problem, BaseException) and not isinstance(problem, EngineError) else "warning"
     getattr(st, level)(before + error_text(problem), icon=ICONS[level])
+
+
+def attempt(work: Callable[[], T], spinner: str = "") -> T | None:
+    """``work()`` (under ``spinner``), or None once its error is shown: a section's model run may raise anything,
+    and the rest of the page still draws."""
+    try:
+        with st.spinner(spinner) if spinner else contextlib.nullcontext():
+            return work()
+    except Exception as err:  # noqa: BLE001 — every failure becomes a message
+        show_error(err)
+        return None
 
 
 @contextlib.contextmanager

@@ -1,8 +1,5 @@
-"""The Bahdanau attention page's caches.
-
-The RNN translators (additive / dot attention) and the transformer translator, for app/views/bahdanau/page.py:
-their traces, attention parameters, per-step breakdowns and the toy grammar's references.
-"""
+"""The Bahdanau page's calls: the RNN translators' (additive / dot attention) and the transformer translator's
+traces, attention parameters, per-step breakdowns and agreement, and the toy grammar's references."""
 
 from __future__ import annotations
 
@@ -12,6 +9,8 @@ from app.runtime.caches import shared_map
 from app.runtime.models import get_model, model_pass
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key
+from engine.analysis.bahdanau_steps import attention_parameters, find_disagreement, step_breakdown, trace_agreement
+from engine.analysis.toy_grammar import EXAMPLES, reference, vocabulary_by_kind
 
 BAHDANAU_MODELS = {"additive": "bahdanau-translator", "dot": "luong-translator"}
 TRANSFORMER_TRANSLATOR = "tiny-translator"
@@ -31,16 +30,12 @@ def bahdanau_trace(model_id: str, text: str):
 
 def bahdanau_parameters(model_id: str):
     """The attention weights (W, U, v or W_h) of an RNN translator, as numpy (shared, read-only)."""
-    from engine.analysis.bahdanau_steps import attention_parameters
-
     key = ("bahdanau_parameters",) + request_key(bahdanau_request(model_id, ""))
     return shared_map(key, lambda: attention_parameters(get_model(model_id)))
 
 
 def bahdanau_step(model_id: str, text: str, step: int):
     """Every number of one decoding step (``StepBreakdown``), recomputed in numpy from the model's weights."""
-    from engine.analysis.bahdanau_steps import step_breakdown
-
     request = bahdanau_request(model_id, text)
     return shared_map(
         ("bahdanau_step", request_key(request), int(step)),
@@ -50,8 +45,6 @@ def bahdanau_step(model_id: str, text: str, step: int):
 
 def bahdanau_agreement(model_id: str, text: str):
     """``(Agreement | None, why not)``: attention argmax vs the grammar's gold alignment for this sentence."""
-    from engine.analysis.bahdanau_steps import trace_agreement
-
     request = bahdanau_request(model_id, text)
     return shared_map(("bahdanau_agreement", request_key(request)), lambda: trace_agreement(get_trace(request)))
 
@@ -59,8 +52,6 @@ def bahdanau_agreement(model_id: str, text: str):
 @st.cache_data(show_spinner=False, max_entries=4)
 def bahdanau_disagreement(model_id: str):
     """A grammar sentence where the model's attention and the gold alignment differ (searched once), or None."""
-    from engine.analysis.bahdanau_steps import find_disagreement
-
     model = get_model(model_id)
     with model_pass():
         return find_disagreement(model)
@@ -69,14 +60,10 @@ def bahdanau_disagreement(model_id: str):
 @st.cache_data(show_spinner=False, max_entries=64)
 def bahdanau_reference(text: str):
     """The toy grammar's reference (``Reference``) of a source sentence or date."""
-    from engine.analysis.toy_grammar import reference
-
     return reference(text)
 
 
 @st.cache_data(show_spinner=False)
 def bahdanau_vocabulary() -> dict[str, list[str]]:
     """The translators' source words by kind, and the example sentences."""
-    from engine.analysis.toy_grammar import EXAMPLES, vocabulary_by_kind
-
     return {"examples": list(EXAMPLES), **vocabulary_by_kind()}

@@ -8,7 +8,6 @@ Token text is escaped (``safe_label``).
 from __future__ import annotations
 
 import html
-import io
 
 import numpy as np
 import pandas as pd
@@ -40,17 +39,9 @@ def alignment_map(
     compact: bool = False,
     zmax: float = 1.0,
 ) -> go.Figure:
-    """Target words (rows, y) × source words (columns, x), weights in paper greyscale (white = high).
-
-    Args:
-        weights: ``[tgt_pos, src_pos]`` attention weights, rows sum to 1.
-        target, source: display words of the rows and columns.
-        title: the figure title; ``meta``: a name stored in ``layout.meta``.
-        gold: ``[(source_index, target_index)]`` gold word links, drawn as orange squares.
-        height: pixels (default grows with the number of rows).
-        compact: for a narrow column: no axis titles and no colour bar.
-        zmax: the weight drawn white (1.0, as in the paper; lower it for diffuse maps).
-    """
+    """``weights`` ``[target, source]`` (rows sum to 1) in paper greyscale, white = ``zmax`` (1.0 as in the paper);
+    ``gold``: ``[(source_index, target_index)]`` links drawn as orange squares; ``compact``: no axis titles and no
+    colour bar (a narrow column); ``meta``: a name stored in ``layout.meta``."""
     n_t, n_s = weights.shape
     if (len(target), len(source)) != (n_t, n_s):
         raise ValueError(f"weights are {n_t}×{n_s} but there are {len(target)} target and {len(source)} source words")
@@ -79,6 +70,7 @@ def alignment_map(
                 hovertemplate="gold link<extra></extra>",
             )
         )
+    axis = dict(type="category", tickmode="array", showgrid=False, zeroline=False)
     fig.update_layout(
         title=dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top"),
         meta=meta,
@@ -87,25 +79,15 @@ def alignment_map(
         showlegend=bool(gold),
         legend=dict(orientation="h", y=-0.02, yanchor="top"),
         xaxis=dict(
+            axis,
             title=None if compact else "source (English)",
-            type="category",
-            tickmode="array",
             tickvals=x_lab,
             ticktext=x_lab,
             tickangle=-45,
             side="top",
-            showgrid=False,
-            zeroline=False,
         ),
         yaxis=dict(
-            title=None if compact else "target (written)",
-            type="category",
-            tickmode="array",
-            tickvals=y_lab,
-            ticktext=y_lab,
-            autorange="reversed",
-            showgrid=False,
-            zeroline=False,
+            axis, title=None if compact else "target (written)", tickvals=y_lab, ticktext=y_lab, autorange="reversed"
         ),
     )
     return fig
@@ -113,15 +95,10 @@ def alignment_map(
 
 def state_strip(vector: np.ndarray, *, title: str, meta: str, name: str) -> go.Figure:
     """A long vector as bars (one per component), e.g. the decoder state s(i−1)."""
-    fig = go.Figure(
-        go.Bar(
-            y=vector.astype(float),
-            x=list(range(len(vector))),
-            name=name,
-            marker_color=np.where(vector >= 0, "#1c7ed6", "#e03131").tolist(),
-            hovertemplate=name + "[%{x}] = %{y:.4f}<extra></extra>",
-        )
-    )
+    colours = np.where(vector >= 0, "#1c7ed6", "#e03131").tolist()
+    hover = name + "[%{x}] = %{y:.4f}<extra></extra>"
+    fig = go.Figure(go.Bar(y=vector.astype(float), x=list(range(len(vector))), name=name, marker_color=colours))
+    fig.update_traces(hovertemplate=hover)
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
         meta=meta,
@@ -137,28 +114,9 @@ def energies_and_weights(energies: np.ndarray, alignment: np.ndarray, source: li
     """Two bar charts over the source words: the energies e(i, j) and their softmax α(i, j)."""
     x = labels(source)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("energy e(i, j)", "weight α(i, j) = softmax_j e(i, j)"))
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=energies.astype(float),
-            name="e",
-            marker_color="#495057",
-            hovertemplate="%{x}: e = %{y:.4f}<extra></extra>",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=alignment.astype(float),
-            name="α",
-            marker_color="#1c7ed6",
-            hovertemplate="%{x}: α = %{y:.4f}<extra></extra>",
-        ),
-        row=1,
-        col=2,
-    )
+    for col, (name, values, colour) in enumerate((("e", energies, "#495057"), ("α", alignment, "#1c7ed6")), 1):
+        bars = go.Bar(x=x, y=values.astype(float), name=name, marker_color=colour)
+        fig.add_trace(bars.update(hovertemplate=f"%{{x}}: {name} = %{{y:.4f}}<extra></extra>"), row=1, col=col)
     fig.update_yaxes(range=[0, 1], row=1, col=2)
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
@@ -204,9 +162,3 @@ def table(matrix: np.ndarray, row_names: list[str], prefix: str, decimals: int =
     return pd.DataFrame(
         np.round(matrix, decimals), index=row_names, columns=[f"{prefix}[{k}]" for k in range(matrix.shape[1])]
     )
-
-
-def csv_bytes(frame: pd.DataFrame) -> bytes:
-    buf = io.StringIO()
-    frame.to_csv(buf, float_format="%.6f")
-    return buf.getvalue().encode("utf-8")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app.state import PERSIST, clamp, default
+from app.state import PERSIST, default
 from app.ui.charts import shared_build, show_chart
 from app.ui.clicks import once
-from app.ui.guard import show_error
+from app.ui.export import csv_button
+from app.ui.guard import attempt
+from app.ui.pickers import pick_head, pick_index
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.bahdanau.data import (
@@ -25,18 +27,11 @@ from app.views.bahdanau.data import (
     bahdanau_trace,
     bahdanau_vocabulary,
 )
-from app.views.bahdanau.figures import alignment_map, csv_bytes
+from app.views.bahdanau.figures import alignment_map
 from app.views.bahdanau.keys import Bahdanau
 from app.views.bahdanau.step import show_step
 
-TEXT, VARIANT, EXAMPLE, TF_LAYER, TF_HEAD = (
-    Bahdanau.text,
-    Bahdanau.variant,
-    Bahdanau.example,
-    Bahdanau.tf_layer,
-    Bahdanau.tf_head,
-)
-DEFAULT_TEXT = Bahdanau.DEFAULTS[TEXT]
+TEXT, VARIANT, EXAMPLE = Bahdanau.text, Bahdanau.variant, Bahdanau.example
 MAX_CHARS = 200
 VARIANT_LABELS = {"additive": "Additive (Bahdanau)", "dot": "Dot / general (Luong)"}
 
@@ -54,18 +49,12 @@ def _set_text(sentence: str) -> None:
 
 def inputs() -> tuple[str, str]:
     """The sentence, the example picker, the vocabulary and the attention variant; returns ``(text, variant)``."""
-    default(TEXT, DEFAULT_TEXT)
+    default(TEXT, Bahdanau.DEFAULTS[TEXT])
     vocab = bahdanau_vocabulary()
     left, right = st.columns([3, 2])
     with left:
-        st.text_input(
-            "English sentence or a date",
-            key=TEXT,
-            max_chars=MAX_CHARS,
-            **PERSIST,
-            help="Words of the toy grammar (see the vocabulary), e.g. “the red car is big”, "
-            "or a date such as “21 November 2026”.",
-        )
+        help = "Words of the toy grammar (see the vocabulary), e.g. “the red car is big”, or a date such as “21 November 2026”."
+        st.text_input("English sentence or a date", key=TEXT, max_chars=MAX_CHARS, help=help, **PERSIST)
     with right:
         st.selectbox(
             "…or pick an example",
@@ -75,14 +64,9 @@ def inputs() -> tuple[str, str]:
             on_change=_use_example,
             placeholder="Choose an example sentence",
         )
+    help = "Both models have the same GRU encoder and decoder; only the score e(i, j) differs."
     st.radio(
-        "Attention",
-        list(VARIANT_LABELS),
-        format_func=VARIANT_LABELS.get,
-        key=VARIANT,
-        horizontal=True,
-        **PERSIST,
-        help="Both models have the same GRU encoder and decoder; only the score e(i, j) differs.",
+        "Attention", VARIANT_LABELS, format_func=VARIANT_LABELS.get, key=VARIANT, horizontal=True, help=help, **PERSIST
     )
     with st.expander("Vocabulary: the English words the models know"):
         st.caption(
@@ -134,14 +118,7 @@ def show_map(trace, text: str, model_id: str) -> None:
         "*red* for *rouge*. Orange squares are the grammar's gold word links."
     )
     frame = pd.DataFrame(trace.alignment, index=list(trace.target.strings), columns=list(trace.source.strings))
-    st.download_button(
-        "Download the alignment map as CSV",
-        csv_bytes(frame),
-        file_name="alignment_map.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=Bahdanau.map_csv,
-    )
+    csv_button("Download the alignment map as CSV", frame, "alignment_map.csv", Bahdanau.map_csv, float_format="%.6f")
     show_agreement(agreement, why, model_id, text)
 
 
@@ -187,66 +164,37 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
         )
 
 
-def transformer_rows(cross_target: tuple[str, ...], finished: bool) -> list[str]:
-    """Row ``t`` of the transformer's cross-attention reads ``target[t]`` and writes ``target[t + 1]``."""
-    written = list(cross_target[1:])
-    return written + (["<eos>"] if finished else ["(cut)"])
-
-
 def show_compare(text: str) -> None:
     """Bahdanau, Luong and the transformer's cross-attention on the same sentence, side by side."""
     st.subheader("Compare: additive, dot-product and transformer cross-attention")
     columns = side_by_side(3)
-    for col, variant in zip(columns[:2], ("additive", "dot")):
-        with col:
-            tr = bahdanau_trace(BAHDANAU_MODELS[variant], text)
-            fig = shared_build(
-                alignment_map,
-                tr.alignment,
-                list(tr.target.strings),
-                list(tr.source.strings),
-                compact=True,
-                title=VARIANT_LABELS[variant],
-                meta=f"{Bahdanau.cmp}{variant}",
-                height=420,
-            )
-            show_chart(fig, key=f"{Bahdanau.cmp}{variant}")
-            st.caption(f"Output: {md(tr.output_text)}")
+    s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
+    cross = s2s.cross
     with columns[2]:
-        s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
-        cross = s2s.cross
-        sel = st.columns(2)
-        with sel[0]:
-            clamp(TF_LAYER, 0, cross.n_layers - 1)
-            layer = int(st.selectbox("Layer", range(cross.n_layers), key=TF_LAYER, **PERSIST))
-        with sel[1]:
-            clamp(TF_HEAD, -1, cross.n_heads - 1)
-            head = int(
-                st.selectbox(
-                    "Head",
-                    range(-1, cross.n_heads),
-                    key=TF_HEAD,
-                    **PERSIST,
-                    format_func=lambda h: "average" if h < 0 else f"head {h}",
-                )
+        left, right = st.columns(2)
+        with left:
+            layer = pick_index("Layer", cross.n_layers, Bahdanau.tf_layer)
+        with right:
+            head = pick_head(cross.n_heads, Bahdanau.tf_head, "average")
+    weights = cross.pattern(layer).mean(axis=0) if head is None else cross.pattern(layer, head)
+    # row t of the transformer's cross-attention reads target[t] and writes target[t + 1]
+    rows = [*cross.tokens.strings[1:], "(cut)" if any("did not end" in n for n in s2s.notices) else "<eos>"]
+    top = float(weights.max())
+    rnns = {v: bahdanau_trace(BAHDANAU_MODELS[v], text) for v in ("additive", "dot")}
+    maps = [
+        (tr.alignment, tr.target.strings, tr.source.strings, VARIANT_LABELS[v], f"{Bahdanau.cmp}{v}", tr, 1.0, "")
+        for v, tr in rnns.items()
+    ]
+    title = f"Transformer, layer {layer}, " + ("head average" if head is None else f"head {head}")
+    note = f" · white = weight {top:.2f}"
+    maps.append((weights, rows, cross.key_tokens.strings, title, Bahdanau.cmp_transformer, s2s, top, note))
+    for col, (z, target, source, title, key, trace, zmax, note) in zip(columns, maps):
+        with col:
+            fig = shared_build(
+                alignment_map, z, list(target), list(source), title=title, meta=key, height=420, compact=True, zmax=zmax
             )
-        weights = cross.pattern(layer).mean(axis=0) if head < 0 else cross.pattern(layer, head)
-        finished = not any("did not end" in n for n in s2s.notices)
-        top = float(weights.max())
-        title = f"Transformer, layer {layer}, " + ("head average" if head < 0 else f"head {head}")
-        fig = shared_build(
-            alignment_map,
-            weights,
-            transformer_rows(cross.tokens.strings, finished),
-            list(cross.key_tokens.strings),
-            title=title,
-            meta=Bahdanau.cmp_transformer,
-            height=420,
-            compact=True,
-            zmax=top,
-        )
-        show_chart(fig, key=Bahdanau.cmp_transformer)
-        st.caption(f"Output: {md(s2s.output_text)} · white = weight {top:.2f}")
+            show_chart(fig, key=key)
+            st.caption(f"Output: {md(trace.output_text)}{note}")
     st.caption(
         "Left: Bahdanau's additive score; middle: Luong's dot (“general”) score, same RNN otherwise; right: the "
         "cross-attention of our small encoder-decoder transformer (tiny-translator), where each of its heads has its "
@@ -272,11 +220,7 @@ def main() -> None:
         st.warning(f"The text is long: only its first {MAX_CHARS} characters are translated.")
         text = text[:MAX_CHARS]
     model_id = BAHDANAU_MODELS.get(variant, BAHDANAU_MODELS["additive"])
-    try:
-        with st.spinner("Translating…"):
-            trace = bahdanau_trace(model_id, text)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (trace := attempt(lambda: bahdanau_trace(model_id, text), "Translating…")) is None:
         return
     for notice in trace.notices:
         st.info(md(notice))

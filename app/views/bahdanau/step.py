@@ -12,9 +12,10 @@ import streamlit as st
 
 from app.state import PERSIST, clamp
 from app.ui.charts import shared_build, show_chart
+from app.ui.export import csv_button
 from app.ui.safe_text import md
 from app.views.bahdanau.data import bahdanau_step
-from app.views.bahdanau.figures import context_figure, csv_bytes, energies_and_weights, state_strip, table
+from app.views.bahdanau.figures import context_figure, energies_and_weights, state_strip, table
 from app.views.bahdanau.keys import Bahdanau
 
 FORMULAS = {
@@ -32,68 +33,58 @@ def pick_step(target: tuple[str, ...]) -> int:
     if n == 1:
         st.caption(f"One decoding step: it writes **{md(target[0])}**.")
         return 0
-    step = st.select_slider(
-        "Decoding step i (the word it writes)",
-        options=list(range(n)),
-        key=Bahdanau.step,
-        format_func=lambda i: f"{i + 1}: {target[i]}",
-        **PERSIST,
-        help="Each step writes one word; before writing, the decoder looks back at every source word.",
-    )
-    return int(step)
+    help = "Each step writes one word; before writing, the decoder looks back at every source word."
+
+    def name(i: int) -> str:
+        return f"{i + 1}: {target[i]}"
+
+    label = "Decoding step i (the word it writes)"
+    return int(st.select_slider(label, range(n), key=Bahdanau.step, format_func=name, help=help, **PERSIST))
 
 
-def _pieces_additive(b, rows: list[str]) -> None:
-    dim = len(b.query)
-    summary = pd.DataFrame(
-        {
-            "source word": list(b.source),
-            "vᵀ tanh(W s + U h(j)) = e(i, j)": np.round(b.energies, 4),
-            "α(i, j)": np.round(b.alignment, 4),
-            "|U h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
-        },
-        index=rows,
-    )
-    st.dataframe(summary, width="stretch", key=Bahdanau.step_table)
-    st.caption(
-        f"Each row is one source word j. The decoder state is turned into a query **W s(i−1)** ({dim} numbers), "
-        f"each encoder state into a key **U h(j)** ({dim} numbers); they are **added**, squashed by **tanh**, and "
-        "the vector **v** scores the result (a dot product): that number is the energy e(i, j). Softmax over the "
-        "row turns energies into weights α that sum to 1."
-    )
-    with st.expander(f"W s(i−1): the query part ({dim} numbers)"):
-        st.dataframe(table(b.query, ["W s(i−1)"], "k"), width="stretch")
-    with st.expander(f"U h(j): the key part, one row per source word ({len(rows)} × {dim})"):
-        st.dataframe(table(b.keys, rows, "k"), width="stretch")
-    with st.expander(f"tanh(W s(i−1) + U h(j)): the sum after tanh ({len(rows)} × {dim})"):
-        st.dataframe(table(b.hidden, rows, "k"), width="stretch")
-    with st.expander(f"v: the scoring vector ({dim} numbers); e(i, j) = v · row j of the table above"):
-        st.dataframe(table(b.v, ["v"], "k"), width="stretch")
-
-
-def _pieces_dot(b, rows: list[str]) -> None:
-    dim = len(b.query)
-    summary = pd.DataFrame(
-        {
-            "source word": list(b.source),
-            "s(i−1) · W_h h(j) = e(i, j)": np.round(b.energies, 4),
-            "α(i, j)": np.round(b.alignment, 4),
-            "|W_h h(j)| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
-        },
-        index=rows,
-    )
-    st.dataframe(summary, width="stretch", key=Bahdanau.step_table)
-    st.caption(
-        f"Luong's “general” score: each encoder state is mapped by **W_h** to {dim} numbers and multiplied "
-        "component by component with the decoder state s(i−1); the sum of those products is the energy. No tanh, "
-        "no v: a large energy means the two vectors point the same way."
-    )
-    with st.expander(f"s(i−1): the decoder state ({dim} numbers)"):
-        st.dataframe(table(b.query, ["s(i−1)"], "k"), width="stretch")
-    with st.expander(f"W_h h(j): the keys, one row per source word ({len(rows)} × {dim})"):
-        st.dataframe(table(b.keys, rows, "k"), width="stretch")
-    with st.expander(f"s(i−1) ⊙ W_h h(j): the products; each row sums to e(i, j) ({len(rows)} × {dim})"):
-        st.dataframe(table(b.hidden, rows, "k"), width="stretch")
+def show_pieces(b, rows: list[str]) -> None:
+    """The step's scores as a table per source word, how they are made, and each piece of the score in an expander."""
+    dim, n = len(b.query), len(rows)
+    additive = b.variant == "additive"
+    if additive:
+        score, key, query = "vᵀ tanh(W s + U h(j))", "U h(j)", "W s(i−1)"
+        titles = ("W s(i−1): the query part", "U h(j): the key part", "tanh(W s(i−1) + U h(j)): the sum after tanh")
+        how = (
+            f"Each row is one source word j. The decoder state is turned into a query **W s(i−1)** ({dim} numbers), "
+            f"each encoder state into a key **U h(j)** ({dim} numbers); they are **added**, squashed by **tanh**, "
+            "and the vector **v** scores the result (a dot product): that number is the energy e(i, j). Softmax "
+            "over the row turns energies into weights α that sum to 1."
+        )
+    else:
+        score, key, query = "s(i−1) · W_h h(j)", "W_h h(j)", "s(i−1)"
+        titles = (
+            "s(i−1): the decoder state",
+            "W_h h(j): the keys",
+            "s(i−1) ⊙ W_h h(j): the products; each row sums to e(i, j)",
+        )
+        how = (
+            f"Luong's “general” score: each encoder state is mapped by **W_h** to {dim} numbers and multiplied "
+            "component by component with the decoder state s(i−1); the sum of those products is the energy. No "
+            "tanh, no v: a large energy means the two vectors point the same way."
+        )
+    pieces = [
+        (f"{titles[0]} ({dim} numbers)", b.query, [query]),
+        (f"{titles[1]}, one row per source word ({n} × {dim})", b.keys, rows),
+        (f"{titles[2]} ({n} × {dim})", b.hidden, rows),
+    ]
+    if additive:
+        pieces.append((f"v: the scoring vector ({dim} numbers); e(i, j) = v · row j of the table above", b.v, ["v"]))
+    summary = {
+        "source word": list(b.source),
+        f"{score} = e(i, j)": np.round(b.energies, 4),
+        "α(i, j)": np.round(b.alignment, 4),
+        f"|{key}| (length)": np.round(np.linalg.norm(b.keys, axis=1), 4),
+    }
+    st.dataframe(pd.DataFrame(summary, index=rows), width="stretch", key=Bahdanau.step_table)
+    st.caption(how)
+    for title, values, names in pieces:
+        with st.expander(title):
+            st.dataframe(table(values, names, "k"), width="stretch")
 
 
 def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
@@ -136,10 +127,7 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         "Left: the raw energies (any real number). Right: after the softmax, the weights (0 to 1, summing to 1); "
         "this is row i of the alignment map above."
     )
-    if b.variant == "additive":
-        _pieces_additive(b, rows)
-    else:
-        _pieces_dot(b, rows)
+    show_pieces(b, rows)
     show_chart(
         shared_build(context_figure, b.encoder_states, b.alignment, b.context, list(b.source)), key=Bahdanau.context
     )
@@ -150,11 +138,5 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         f"“{md(b.target_word)}”."
     )
     frame = pd.DataFrame({"source": list(b.source), "energy": b.energies, "alpha": b.alignment}, index=rows)
-    st.download_button(
-        "Download this step (energies, weights) as CSV",
-        csv_bytes(frame),
-        file_name=f"bahdanau_step{step + 1}.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=Bahdanau.step_csv,
-    )
+    name = f"bahdanau_step{step + 1}.csv"
+    csv_button("Download this step (energies, weights) as CSV", frame, name, Bahdanau.step_csv, float_format="%.6f")

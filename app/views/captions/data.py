@@ -1,15 +1,10 @@
 """The Captions page's calls into the engine: pictures to caption, one shared trace per request, the figure data
 drawn from it, the held-out scenes the model gets wrong, and the lesson's "where will it look?" answer.
 
-The model is our scene captioner or a pretrained one (a ViT + GPT-2 ``VisionEncoderDecoder`` or BLIP, typed as a
-Hub id or folder): the same request and caches serve both; a pretrained captioner's figure data is one decoder
-layer's cross-attention on the image's patches (one head or the heads' mean).
-
-A page run reads its controls into one :class:`CaptionRequest` (which picture, which decoding): the request is
-the cache key of everything computed from it. The picture is a held-out scene (the card's 500, never trained
-on), a scene drawn to order, or an upload fitted to the captioner's 64×64 input. Traces go into the shared
-trace cache (``caches.TRACES``), the figure data and pictures into the map cache (``caches.MAPS``): a class on one
-scene computes it once, and every session reads the same read-only arrays.
+The model is our scene captioner or a pretrained one (ViT + GPT-2 ``VisionEncoderDecoder``, BLIP): the same
+request and caches serve both. A page run reads its controls into one :class:`CaptionRequest`, the cache key of
+everything computed from it: traces go into the shared trace cache, pictures and figure data into the map cache,
+so a class on one scene computes them once and every session reads the same read-only arrays.
 """
 
 from __future__ import annotations
@@ -23,6 +18,8 @@ import streamlit as st
 from app.runtime.caches import TRACES, shared_map
 from app.runtime.models import get_model, model_pass, policy, trained_model
 from app.views.captions.map_data import REGIONS, CaptionView, caption_view
+from engine.corpora.scenes import draw_scene, make_scenes
+from engine.images import read_image
 from engine.records import EngineError
 from engine.text import quote_input
 from engine.traces.caption import CaptionTrace, PatchCaptionTrace
@@ -32,9 +29,7 @@ SOURCES = ("scene", "draw", "upload")
 HELD_OUT_SCENES = 500  # the card's held-out scenes (engine.training.recipes.captioner.HELD_OUT)
 CAPTION_IMAGE_SIZE = 64  # the shipped captioner's input side (its config's image_size)
 CAPTION_MAX_BEAM = 5  # widest beam the page offers (the engine accepts up to 10)
-PRETRAINED_UPLOAD_SIZE = (
-    384  # an upload for a pretrained captioner is fitted to this side (BLIP's input; ViTs shrink it)
-)
+PRETRAINED_UPLOAD_SIZE = 384  # an upload for a pretrained captioner is fitted to this side (BLIP's input)
 UPLOAD_SIZES = (CAPTION_IMAGE_SIZE, PRETRAINED_UPLOAD_SIZE)
 
 
@@ -51,17 +46,9 @@ class DrawnObject:
 
 @dataclass(frozen=True)
 class CaptionRequest:
-    """What one run of the Captions page asks for: the picture and the decoding.
-
-    Attributes:
-        source: ``"scene"`` (a held-out scene), ``"draw"`` or ``"upload"``.
-        scene: the held-out scene's number, 0 … 499 (source ``"scene"``).
-        drawing: the drawn objects (source ``"draw"``); ``textured``: their background.
-        upload: an uploaded picture already fitted to 64×64 RGB (384×384 for a pretrained captioner), as ``uint8``
-            bytes (:func:`read_caption_upload`).
-        beam: 1 for greedy decoding, else the beam width.
-        model_id: the captioner.
-    """
+    """What one run of the Captions page asks for: the picture (``source`` ``"scene"``: held-out ``scene`` 0 … 499;
+    ``"draw"``: the ``drawing`` on a ``textured`` background or not; ``"upload"``: ``uint8`` RGB bytes fitted by
+    :func:`read_caption_upload`), the decoding (``beam`` 1: greedy) and the captioner."""
 
     source: str = "scene"
     scene: int = 0
@@ -88,14 +75,8 @@ class CaptionRequest:
 
 @dataclass(frozen=True, eq=False)
 class CaptionPicture:
-    """The picture a request names, with what the generator knows about it.
-
-    Attributes:
-        image: ``[64, 64, 3]`` float32 in 0–1, as the captioner reads it.
-        described: a few words for captions and chart subtitles ("held-out scene 12").
-        reference: the grammar's caption of the scene, or None (an upload has none).
-        boxes: ``(shape word, (top, left, bottom, right))`` of each object, in caption order (none for an upload).
-    """
+    """The picture a request names: ``image`` ``[64, 64, 3]`` float32 in 0–1, a few words that name it, the
+    grammar's caption (None for an upload) and each object's ``(shape word, (top, left, bottom, right))``."""
 
     image: np.ndarray
     described: str
@@ -122,7 +103,6 @@ def _scene_picture(scene, described: str) -> CaptionPicture:
 
 
 def _held_out_scene(index: int):
-    from engine.corpora.scenes import make_scenes
     from engine.training.recipes.captioner import HELD_OUT_SEED
 
     return make_scenes(index + 1, seed=HELD_OUT_SEED)[index]  # the same draws as the card's held-out set
@@ -132,8 +112,7 @@ def caption_picture(request: CaptionRequest) -> CaptionPicture:
     """The picture ``request`` names (shared, read-only).
 
     Raises:
-        EngineError: an unknown source, a scene number out of range, a drawing the grammar cannot caption, or
-            upload bytes that are not a fitted picture.
+        EngineError: an unknown source, a scene out of range, a drawing the grammar cannot caption, bad upload bytes.
     """
 
     def build() -> CaptionPicture:
@@ -142,8 +121,6 @@ def caption_picture(request: CaptionRequest) -> CaptionPicture:
                 raise EngineError(f"held-out scenes are numbered 0 to {HELD_OUT_SCENES - 1}, not {request.scene}")
             return _scene_picture(_held_out_scene(int(request.scene)), f"held-out scene {request.scene}")
         if request.source == "draw":
-            from engine.corpora.scenes import draw_scene
-
             try:
                 scene = draw_scene(
                     [(o.shape, o.colour, o.size, o.row, o.col) for o in request.drawing], textured=request.textured
@@ -173,8 +150,6 @@ def read_caption_upload(data: bytes, side: int = CAPTION_IMAGE_SIZE) -> tuple[by
         engine.images.ImageError: with a message for the user.
     """
     from PIL import Image
-
-    from engine.images import read_image
 
     decoded = read_image(data)
     pixels = decoded.pixels if decoded.pixels.ndim == 3 else np.repeat(decoded.pixels[..., None], 3, axis=2)
@@ -207,12 +182,7 @@ def caption_trace(request: CaptionRequest) -> CaptionTrace | PatchCaptionTrace:
         raise EngineError(f"The beam width must be a whole number from 1 to {CAPTION_MAX_BEAM}, got {request.beam!r}.")
 
     def compute() -> CaptionTrace:
-        picture = caption_picture(request)
-        model = get_model(request.model_id)
-        if model.spec.family != "captioner":
-            raise EngineError(
-                f"{quote_input(request.model_id)} is not an image captioner (it is a {model.spec.family} model)."
-            )
+        picture, model = caption_picture(request), _captioner(request.model_id)
         with model_pass():
             return model.adapter.trace(model, picture.image, beam=request.beam)
 
@@ -249,9 +219,8 @@ def caption_layers(trace) -> tuple[int, int] | None:
     return (trace.n_layers, trace.n_heads) if isinstance(trace, PatchCaptionTrace) else None
 
 
-def is_pretrained_captioner(model_id: str) -> bool:
-    """Whether ``model_id`` is a pretrained captioner (ViT + GPT-2, BLIP) rather than our scene captioner; loads it
-    (once per process) as the trace will.
+def _captioner(model_id: str):
+    """The shared model ``model_id``, loaded once per process.
 
     Raises:
         EngineError: the model cannot be loaded (the engine's message) or is not an image captioner.
@@ -259,9 +228,14 @@ def is_pretrained_captioner(model_id: str) -> bool:
     model = get_model(model_id)
     if model.spec.family != "captioner":
         raise EngineError(f"{quote_input(model_id)} is not an image captioner (it is a {model.spec.family} model).")
+    return model
+
+
+def is_pretrained_captioner(model_id: str) -> bool:
+    """Whether ``model_id`` is a pretrained captioner (ViT + GPT-2, BLIP) rather than our scene captioner (loads it)."""
     from engine.families.hf_caption import HFCaptionAdapter
 
-    return isinstance(model.adapter, HFCaptionAdapter)
+    return isinstance(_captioner(model_id).adapter, HFCaptionAdapter)
 
 
 def as_seen(picture: CaptionPicture, trace) -> CaptionPicture:
@@ -303,15 +277,8 @@ def caption_mistakes(model_id: str = CAPTION_MODEL) -> tuple[Mistake, ...]:
 
 @dataclass(frozen=True, eq=False)
 class Peak:
-    """Where the captioner looks when it writes one word of a held-out scene's caption (the lesson's check).
-
-    Attributes:
-        picture: the scene.
-        view: the caption's figure data.
-        word: the index of the asked word in the written caption.
-        region: the region (index into :data:`REGIONS`) of that word's attention peak.
-        caption: the caption the model writes (greedy).
-    """
+    """Where the captioner looks when it writes one ``word`` (its index in the greedy ``caption``) of a held-out
+    scene's caption (the lesson's check): the ``region`` (index into :data:`REGIONS`) of its attention peak."""
 
     picture: CaptionPicture
     view: CaptionView

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.views.captions.map_data import CaptionView
-from app.views.vit.figures import image_with_grid, overlay, overlay_grid
+from app.views.vit.figures import image_with_grid, overlay, overlay_grid, square_outline
 
 PICKED, OTHER = "#e8710a", "#1f3b73"  # the chosen word's bar (and the lesson's picked region), the others
 BOX = "#00e5ff"  # a true object's outline
@@ -33,29 +33,18 @@ def word_panels(image: np.ndarray, view: CaptionView, selected: int | None = Non
 
 def word_map(image: np.ndarray, view: CaptionView, word: int, cell: int | None = None) -> go.Figure:
     """The map of word ``word`` over the picture, large; ``cell`` outlined (click a cell to pick it)."""
-    if view.betas is not None:
-        title = f"α for word {word}, “{view.words[word]}” (β = {float(view.betas[word]):.2f})"
-    else:  # a pretrained captioner: the rest of the row is on [CLS]
-        title = f"α for word {word}, “{view.words[word]}” ([CLS] {float(view.rest[word]):.2f})"
+    name, values = view.gate
+    title = f"α for word {word}, “{view.words[word]}” ({name.removeprefix('α on ')} = {float(values[word]):.2f})"
     return overlay(image, view.alphas[word], view.cell_px, title=title, mark=cell, clickable=True, unit="cell")
 
 
-def beta_bars(view: CaptionView, selected: int) -> go.Figure:
-    """β of every written word as bars (the chosen word in orange), with each word's peak α on hover."""
-    return _word_bars(view, view.betas, selected, "β: how much each word uses the image", "β", "β", "largest α")
-
-
-def cls_bars(view: CaptionView, selected: int) -> go.Figure:
-    """A pretrained captioner's weight on [CLS] for every written word (what its row leaves off the patches), the
-    chosen word in orange, each word's largest patch weight on hover."""
-    return _word_bars(
-        view, view.rest, selected, "Weight on [CLS], not on a patch", "α on [CLS]", "on [CLS]", "largest patch α"
-    )
-
-
-def _word_bars(view: CaptionView, values, selected: int, title: str, axis: str, said: str, peak: str) -> go.Figure:
-    """One bar per written word (the chosen one in orange) with its number on top and, on hover, the word's
-    largest weight on the picture."""
+def gate_bars(view: CaptionView, selected: int) -> go.Figure:
+    """Each written word's β (our captioner) or weight on [CLS] (a pretrained one: what its row leaves off the
+    patches) as bars, the chosen word in orange, with the word's largest α on the picture on hover."""
+    name, values = view.gate
+    title, peak = ("β: how much each word uses the image", "largest α")
+    if view.betas is None:
+        title, peak = "Weight on [CLS], not on a patch", "largest patch α"
     peaks = view.alphas.reshape(len(view.words), -1).max(axis=1)
     labels = [html.escape(label) for label in view.labels]
     fig = go.Figure(
@@ -66,14 +55,14 @@ def _word_bars(view: CaptionView, values, selected: int, title: str, axis: str, 
             marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
             text=[f"{v:.2f}" for v in values],
             textposition="outside",
-            hovertemplate=f"%{{x}}<br>{said} %{{y:.3f}}<br>{peak} %{{customdata:.3f}}<extra></extra>",
+            hovertemplate=f"%{{x}}<br>{name} %{{y:.3f}}<br>{peak} %{{customdata:.3f}}<extra></extra>",
         )
     )
     fig.update_layout(
         height=300,
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(text=title, x=0.0),
-        yaxis=dict(title=axis, range=[0, 1.15]),
+        yaxis=dict(title=name, range=[0, 1.15]),
         xaxis=dict(type="category"),
     )
     return fig
@@ -83,15 +72,7 @@ def picture_with_boxes(image: np.ndarray, boxes, cell_px: int, *, title: str = "
     """The picture with the attention grid and each object's true box outlined and named."""
     fig = image_with_grid(image, cell_px, title=title)
     for name, (top, left, bottom, right) in boxes:
-        fig.add_shape(
-            type="rect",
-            x0=left - 0.5,
-            x1=right + 0.5,
-            y0=top - 0.5,
-            y1=bottom + 0.5,
-            line=dict(color=BOX, width=2, dash="dot"),
-            layer="above",
-        )
+        fig.add_shape(square_outline(top, bottom + 1, left, right + 1, 1, BOX, 2, "dot"))
         fig.add_annotation(
             x=(left + right) / 2,
             y=top - 0.5,
@@ -118,13 +99,5 @@ def region_box(
 ) -> go.Figure:
     """``fig`` with region ``region`` (of the 3×3 split) outlined."""
     (r0, r1), (c0, c1) = bounds[region // 3], bounds[region % 3]
-    fig.add_shape(
-        type="rect",
-        x0=c0 * cell_px - 0.5,
-        x1=c1 * cell_px - 0.5,
-        y0=r0 * cell_px - 0.5,
-        y1=r1 * cell_px - 0.5,
-        line=dict(color=colour, width=3),
-        layer="above",
-    )
+    fig.add_shape(square_outline(r0, r1, c0, c1, cell_px, colour))
     return fig

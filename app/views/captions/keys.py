@@ -15,26 +15,16 @@ class Captions:
     view, model, source, scene, upload = "cap_view", "cap_model", "cap_source", "cap_scene", "cap_upload"
     count, textured = "cap_count", "cap_textured"
     shape, colour, size, row, col = "cap_shape_", "cap_colour_", "cap_size_", "cap_row_", "cap_col_"
-    search, beam, word, cell, mistake, open_mistake = (
-        "cap_search",
-        "cap_beam",
-        "cap_word",
-        "cap_cell",
-        "cap_mistake",
-        "cap_open_mistake",
-    )
+    search, beam, word, cell = "cap_search", "cap_beam", "cap_word", "cap_cell"
+    mistake, open_mistake = "cap_mistake", "cap_open_mistake"
     last_click = "_cap_click"  # the cell last clicked on the large map, so one click picks it once
     # a pretrained captioner (ViT + GPT-2, BLIP): the typed Hub id or folder, the decoder layer and head (−1: the mean)
     hub_id, layer, head = "cap_hub_id", "cap_layer", "cap_head"
     # charts, tables and downloads (element keys)
     picture, panels, large, betas = "cap_picture", "cap_panels", "cap_large", "cap_betas"
     cell_words, cell_table = "cap_cell_words", "cap_cell_table"
-    csv, mistakes, mistake_picture, mistake_panels = (
-        "cap_csv",
-        "cap_mistakes",
-        "cap_mistake_picture",
-        "cap_mistake_panels",
-    )
+    csv, mistakes, mistake_picture = "cap_csv", "cap_mistakes", "cap_mistake_picture"
+    mistake_panels = "cap_mistake_panels"
 
     OPTIONS: dict[str, tuple[str, ...]] = {
         view: ("caption", "mistakes"),

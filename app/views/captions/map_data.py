@@ -1,17 +1,11 @@
 """What the Captions page draws from a captioner's trace: one attention map per written word, β, peaks, regions.
 
-A :class:`~engine.types.CaptionTrace` holds, for every written word t, the map α(t, ·) over the encoder's L×L
-grid (each map sums to 1) and the gate β(t). A pretrained captioner's trace (:class:`~engine.types.PatchCaptionTrace`)
-gives, for a chosen decoder layer and head (or the heads' mean), each word's cross-attention on the image's patches
-and the rest of its weight, on [CLS] (``rest``); it has no β. :func:`caption_view` keeps exactly those numbers (no rescaling:
-the page's tables and hover texts show the model's own weights) with the words' labels, each word's peak
-cell, and the pixel side of one cell, so a map can be laid over the picture cell for cell.
-
-Regions: the lesson's "where will it look?" check asks for one of nine parts of the picture (a 3×3 split).
-A grid cell belongs to the third its centre falls in, so on the 8×8 grid the thirds are cells 0–2, 3–4 and
-5–7 (:func:`region_bounds`), and the region of a word is the region of its peak cell.
-
-Pure numpy, no Streamlit: the cached wrapper is ``app.views.captions.data``.
+A ``CaptionTrace`` holds, for every written word t, the map α(t, ·) over the encoder's L×L grid (each sums to 1)
+and the gate β(t); a pretrained captioner's ``PatchCaptionTrace`` gives, for one decoder layer and head (or their
+mean), each word's cross-attention on the image's patches and the rest of its weight, on [CLS]. :func:`caption_view`
+keeps exactly those numbers (the page's tables show the model's own weights) with each word's peak cell and the
+pixel side of a cell. Regions: the lesson's "where will it look?" asks for one of nine parts of the picture (a 3×3
+split); a cell belongs to the third its centre falls in (on 8×8: cells 0–2, 3–4, 5–7). Pure numpy.
 """
 
 from __future__ import annotations
@@ -21,17 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 #: the nine regions of a picture, row-major (top row first)
-REGIONS: tuple[str, ...] = (
-    "top left",
-    "top",
-    "top right",
-    "left",
-    "middle",
-    "right",
-    "bottom left",
-    "bottom",
-    "bottom right",
-)
+REGIONS = ("top left", "top", "top right", "left", "middle", "right", "bottom left", "bottom", "bottom right")
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +52,12 @@ class CaptionView:
     @property
     def nbytes(self) -> int:
         return int(self.alphas.nbytes + sum(a.nbytes for a in (self.betas, self.rest) if a is not None))
+
+    @property
+    def gate(self) -> tuple[str, np.ndarray]:
+        """The number shown beside each word's map: β (our captioner's gate) or the weight on [CLS] (a pretrained
+        captioner's, what its row leaves off the patches)."""
+        return ("β", self.betas) if self.betas is not None else ("α on [CLS]", self.rest)
 
     def cell(self, index: int) -> tuple[int, int]:
         """``(row, column)`` of cell ``index`` (row-major)."""

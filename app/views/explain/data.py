@@ -1,10 +1,7 @@
-"""The "Is attention the explanation?" page: one prediction, six importances, their agreement, Jain & Wallace's test.
-
-Everything is computed by ``engine.analysis.attribution`` / ``attention_swap`` / ``rank_agreement`` and kept in the
-per-process ``caches.MAPS`` cache under the request's key (``ExplainRequest`` plus the session's own trained model
-and the server's rules, as ``traces.request_key``): a class on one link computes each method once. The three
-attention readings use the shared trace (``traces.get_trace``); the model runs hold the job bound (``models.model_pass``,
-one torch thread each).
+"""The "Is attention the explanation?" page's calls: one prediction, six importances, their agreement, Jain &
+Wallace's test (``engine.analysis.attribution``, ``attention_swap``, ``rank_agreement``), each kept in the shared
+map cache under the request's key, so a class on one link computes each method once. The attention readings use
+the shared trace; the model runs go through ``models.model_pass``.
 """
 
 from __future__ import annotations
@@ -18,6 +15,9 @@ from app.runtime.caches import shared_map
 from app.runtime.models import get_model, model_pass
 from app.runtime.request import ExplainRequest
 from app.runtime.traces import get_trace, request_key
+from engine.analysis.attention_swap import swap_test
+from engine.analysis.attribution import FROM_TRACE, METHODS, importance, predict, ranked
+from engine.analysis.rank_agreement import agreement
 
 #: the models the page explains → what is predicted (one of each kind of output)
 EXPLAIN_MODELS: dict[str, str] = {
@@ -37,6 +37,8 @@ Progress = Callable[[float], None] | None
 
 
 def _key(request: ExplainRequest, *parts) -> tuple:
+    """The map cache's key of one result: the prediction, ``parts`` (what the result adds), the session's own trained
+    model and the server's rules."""
     return ("explain", request.prediction_key, *parts, *request_key(request.trace_request())[1:])
 
 
@@ -47,15 +49,11 @@ def _run(work):
 
 def explain_methods() -> dict[str, str]:
     """Method id → label, in the page's order (``engine.analysis.attribution.METHODS``)."""
-    from engine.analysis.attribution import METHODS
-
     return dict(METHODS)
 
 
 def explain_prediction(request: ExplainRequest):
     """``engine.analysis.attribution.predict`` of the request (cached, shared, read-only)."""
-    from engine.analysis.attribution import predict
-
     model = get_model(request.model_id)
     return shared_map(
         _key(request, "prediction"),
@@ -63,42 +61,24 @@ def explain_prediction(request: ExplainRequest):
     )
 
 
-def _settings(request: ExplainRequest, method: str) -> tuple:
-    """The settings one method's result depends on (its part of the cache key)."""
-    return {"leave_one_out": (request.loo,), "integrated_gradients": (request.steps, request.baseline)}.get(method, ())
-
-
-def explain_is_cached(request: ExplainRequest, method: str) -> bool:
-    """True when ``method``'s importance for ``request`` is computed already."""
-    from app.runtime.caches import has_map
-
-    return has_map(_key(request, "importance", method, *_settings(request, method)))
+def importance_key(request: ExplainRequest, method: str) -> tuple:
+    """One method's key: the prediction and the settings that method's result depends on."""
+    settings = {"leave_one_out": (request.loo,), "integrated_gradients": (request.steps, request.baseline)}
+    return _key(request, "importance", method, *settings.get(method, ()))
 
 
 def explain_importance(request: ExplainRequest, method: str, progress: Progress = None):
     """One method's ``Importance`` for the request's prediction (cached); ``progress``: called with the share done
     while integrated gradients runs."""
-    from engine.analysis.attribution import FROM_TRACE, importance
-
     pred = explain_prediction(request)
 
     def compute():
         trace = get_trace(request.trace_request()) if method in FROM_TRACE else None
         model = get_model(request.model_id)
-        return _run(
-            lambda: importance(
-                model,
-                pred,
-                method,
-                trace=trace,
-                steps=request.steps,
-                baseline=request.baseline,
-                loo=request.loo,
-                progress=progress,
-            )
-        )
+        how = dict(steps=request.steps, baseline=request.baseline, loo=request.loo, progress=progress)
+        return _run(lambda: importance(model, pred, method, trace=trace, **how))
 
-    return shared_map(_key(request, "importance", method, *_settings(request, method)), compute)
+    return shared_map(importance_key(request, method), compute)
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,54 +94,41 @@ class Agreement:
 def explain_agreement(request: ExplainRequest, include_special: bool) -> Agreement:
     """Spearman and Kendall matrices of every method's ranking (sizes of signed scores), over the input's tokens
     (special tokens only when ``include_special``; the [MASK] being filled never)."""
-    from engine.analysis.attribution import METHODS, ranked
-    from engine.analysis.rank_agreement import agreement
-
     pred = explain_prediction(request)
     keep = np.array(
         [(include_special or not special) and i not in pred.excluded for i, special in enumerate(pred.tokens.special)]
     )
-    scores = {m: ranked(explain_importance(request, m)) for m in METHODS}
-    rho, tau = agreement(scores, keep)
+    rho, tau = agreement({m: ranked(explain_importance(request, m)) for m in METHODS}, keep)
     return Agreement(tuple(METHODS), rho, tau, tuple(int(i) for i in np.flatnonzero(keep)))
 
 
 def explain_layout(model_id: str) -> tuple[int, int]:
     """``(layers, heads per layer)`` of a model the page explains."""
-    from engine.analysis.ablation import head_layout
+    from engine.analysis.ablation import head_layout  # torch: kept out of this module's import
 
     return head_layout(get_model(model_id))["self"]
 
 
-def explain_swap(
-    request: ExplainRequest,
-    layer: int,
-    head: int | None,
-    kind: str,
-    runs: int = 20,
-    seed: int = 0,
-    progress: Progress = None,
-):
-    """Jain & Wallace's test (``engine.analysis.attention_swap.swap_test``) on one head (None: the whole layer)."""
-    from engine.analysis.attention_swap import swap_test
+@dataclass(frozen=True)
+class Swap:
+    """Jain & Wallace's test on one ``layer``: which ``head`` (None: all), the ``kind`` of other weights and how many
+    ``runs`` (permutations) from ``seed``."""
 
-    pred = explain_prediction(request)
-    heads = None if head is None else (int(head),)
-    key = _key(request, "swap", int(layer), heads, kind, int(runs), int(seed))
-    model = get_model(request.model_id)
+    layer: int
+    head: int | None
+    kind: str
+    runs: int = 20
+    seed: int = 0
+
+    def key(self, request: ExplainRequest) -> tuple:
+        return _key(request, "swap", self)
+
+
+def explain_swap(request: ExplainRequest, test: Swap, progress: Progress = None):
+    """``engine.analysis.attention_swap.swap_test`` of ``test`` (cached)."""
+    pred, model = explain_prediction(request), get_model(request.model_id)
+    heads = None if test.head is None else (test.head,)
+    how = dict(runs=test.runs, seed=test.seed, progress=progress)
     return shared_map(
-        key,
-        lambda: _run(
-            lambda: swap_test(model, pred, int(layer), heads, kind, runs=int(runs), seed=int(seed), progress=progress)
-        ),
+        test.key(request), lambda: _run(lambda: swap_test(model, pred, test.layer, heads, test.kind, **how))
     )
-
-
-def explain_has_swap(
-    request: ExplainRequest, layer: int, head: int | None, kind: str, runs: int = 20, seed: int = 0
-) -> bool:
-    """True when that test's result is cached."""
-    from app.runtime.caches import has_map
-
-    heads = None if head is None else (int(head),)
-    return has_map(_key(request, "swap", int(layer), heads, kind, int(runs), int(seed)))

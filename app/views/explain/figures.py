@@ -28,34 +28,37 @@ def normalised(scores: np.ndarray) -> np.ndarray:
     return scores / top if top > 0 else np.zeros_like(scores)
 
 
-def importance_heatmap(
-    tokens: list[str], methods: list[str], scores: list[np.ndarray], *, height: int = 340
-) -> go.Figure:
-    """Methods (rows) × tokens (columns), each row divided by its largest size; hover shows the raw score."""
-    z = np.stack([normalised(s) for s in scores]).astype(np.float32)
-    raw = np.stack([np.asarray(s, dtype=np.float64) for s in scores])
+def labelled_heatmap(z: np.ndarray, x: list[str], y: list[str], title: str, *, height: int, tickangle: int, **trace):
+    """A categorical heatmap on the diverging scale −1 … 1, rows top to bottom."""
     fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=token_labels(tokens),
-            y=methods,
-            customdata=raw,
-            colorscale=DIVERGING,
-            zmin=-1,
-            zmax=1,
-            zmid=0,
-            colorbar=dict(title=dict(text="share of<br>the largest"), thickness=12),
-            hovertemplate="%{y}<br>%{x}: %{customdata:.4g} (%{z:.2f} of the largest)<extra></extra>",
-        )
+        go.Heatmap(z=np.asarray(z, dtype=np.float32), x=x, y=y, colorscale=DIVERGING, zmin=-1, zmax=1, **trace)
     )
     fig.update_layout(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text="Importance of each token, by method"),
-        xaxis=dict(type="category", tickangle=-60),
+        title=dict(text=title),
+        xaxis=dict(type="category", tickangle=tickangle),
         yaxis=dict(type="category", autorange="reversed"),
     )
     return fig
+
+
+def importance_heatmap(
+    tokens: list[str], methods: list[str], scores: list[np.ndarray], *, height: int = 340
+) -> go.Figure:
+    """Methods (rows) × tokens (columns), each row divided by its largest size; hover shows the raw score."""
+    return labelled_heatmap(
+        np.stack([normalised(s) for s in scores]),
+        token_labels(tokens),
+        methods,
+        "Importance of each token, by method",
+        height=height,
+        tickangle=-60,
+        customdata=np.stack([np.asarray(s, dtype=np.float64) for s in scores]),
+        zmid=0,
+        colorbar=dict(title=dict(text="share of<br>the largest"), thickness=12),
+        hovertemplate="%{y}<br>%{x}: %{customdata:.4g} (%{z:.2f} of the largest)<extra></extra>",
+    )
 
 
 EVERY_LABEL = 16  # tokens: up to this many, each bar of importance_bars is labelled
@@ -88,27 +91,17 @@ def importance_bars(tokens: list[str], scores: np.ndarray, title: str, *, height
 
 def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str, *, height: int = 340) -> go.Figure:
     """A method × method correlation matrix (−1 … 1) with its numbers printed in the cells."""
-    fig = go.Figure(
-        go.Heatmap(
-            z=np.asarray(matrix, dtype=np.float32),
-            x=methods,
-            y=methods,
-            colorscale=DIVERGING,
-            zmin=-1,
-            zmax=1,
-            texttemplate="%{z:.2f}",
-            colorbar=dict(thickness=12),
-            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
-        )
-    )
-    fig.update_layout(
+    return labelled_heatmap(
+        matrix,
+        methods,
+        methods,
+        title,
         height=height,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=title),
-        xaxis=dict(type="category", tickangle=-30),
-        yaxis=dict(type="category", autorange="reversed"),
+        tickangle=-30,
+        texttemplate="%{z:.2f}",
+        colorbar=dict(thickness=12),
+        hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
     )
-    return fig
 
 
 def swap_scatter(

@@ -9,14 +9,19 @@ adversary. Everything is computed by ``app.views.explain.data`` (cached per proc
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.runtime.caches import has_map
 from app.runtime.request import ExplainRequest
 from app.state import bounded, choose, clamp, default, defaults
 from app.ui.charts import set_source, shared_build, show_chart
+from app.ui.export import csv_button
 from app.ui.guard import show_error
+from app.ui.pickers import pick_head
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.explain.data import (
@@ -24,14 +29,14 @@ from app.views.explain.data import (
     EXPLAIN_MAX_TOKENS,
     EXPLAIN_MODELS,
     EXPLAIN_REFERENCE,
+    Swap,
     explain_agreement,
-    explain_has_swap,
     explain_importance,
-    explain_is_cached,
     explain_layout,
     explain_methods,
     explain_prediction,
     explain_swap,
+    importance_key,
 )
 from app.views.explain.figures import agreement_heatmap, importance_bars, importance_heatmap, swap_scatter
 from app.views.explain.keys import Explain as E
@@ -39,7 +44,6 @@ from app.views.explain.keys import Explain as E
 BASELINES = {"zero": "all-zero embeddings", "pad": "the padding token's embedding"}
 LOO = {"remove": "remove the token", "replace": "replace it with `[MASK]` / `<unk>`"}
 KINDS = {"permuted": "permuted (shuffled rows)", "uniform": "uniform", "adversarial": "adversarial (gradient search)"}
-ALL_HEADS = -1
 
 CLAIMS = """
 | method | what it can claim | what it cannot |
@@ -61,13 +65,9 @@ def controls() -> ExplainRequest:
     """The prediction and the methods' settings as one request."""
     models = list(EXPLAIN_MODELS)
     choose(E.model, models, E.DEFAULTS[E.model])
+    help = "Three models, three kinds of output."
     model_id = st.radio(
-        "What to explain",
-        models,
-        format_func=lambda m: EXPLAIN_MODELS[m],
-        key=E.model,
-        horizontal=True,
-        help="Three models, three kinds of output.",
+        "What to explain", models, format_func=EXPLAIN_MODELS.get, key=E.model, horizontal=True, help=help
     )
     index = models.index(model_id)
     text_key = f"{E.text}{index}"
@@ -82,27 +82,14 @@ def controls() -> ExplainRequest:
     reference = ""
     if model_id == "minilm":
         default(E.reference, EXPLAIN_REFERENCE)
-        reference = (
-            st.text_input(
-                "Reference sentence",
-                key=E.reference,
-                max_chars=300,
-                help="The number explained is the cosine similarity of the two embeddings.",
-            )
-            or ""
-        )
+        help = "The number explained is the cosine similarity of the two embeddings."
+        reference = st.text_input("Reference sentence", key=E.reference, max_chars=300, help=help) or ""
     with st.expander("Settings of the methods"):
         left, middle, right = st.columns(3)
         with left:
             clamp(E.steps, 4, 128)
-            steps = st.slider(
-                "Integrated gradients: steps",
-                4,
-                128,
-                step=4,
-                key=E.steps,
-                help="Points on the path from the baseline to the input; more steps, smaller gap.",
-            )
+            help = "Points on the path from the baseline to the input; more steps, smaller gap."
+            steps = st.slider("Integrated gradients: steps", 4, 128, step=4, key=E.steps, help=help)
         with middle:
             choose(E.baseline, BASELINES, "zero")
             baseline = st.radio(
@@ -111,11 +98,8 @@ def controls() -> ExplainRequest:
         with right:
             choose(E.loo, LOO, "remove")
             loo = st.radio("Leave-one-out", list(LOO), format_func=LOO.get, key=E.loo)
-        st.checkbox(
-            "Rank special tokens too (`[CLS]`, `[SEP]`, `<bos>`)",
-            key=E.special,
-            help="They often draw much attention without carrying a word; left out of the rankings by default.",
-        )
+        help = "They often draw much attention without carrying a word; left out of the rankings by default."
+        st.checkbox("Rank special tokens too (`[CLS]`, `[SEP]`, `<bos>`)", key=E.special, help=help)
     set_source(model_id, text)
     return ExplainRequest(model_id, text, reference, EXPLAIN_MAX_TOKENS, bounded(steps, 4, 128), baseline, loo)
 
@@ -136,22 +120,30 @@ def show_prediction(pred) -> None:
     )
 
 
+@contextlib.contextmanager
+def progress(text: str, cached: bool):
+    """A progress bar while something is computed: yields its ``(share, label)`` callback (None when cached)."""
+    if cached:
+        yield None
+        return
+    bar = st.progress(0.0, text=text)
+    yield lambda share, label=text: bar.progress(min(1.0, share), text=label)
+    bar.empty()
+
+
 def importances(request: ExplainRequest) -> dict:
     """Every method's importance; a progress bar while some are still to compute."""
     methods = explain_methods()
-    todo = [m for m in methods if not explain_is_cached(request, m)]
-    bar = st.progress(0.0, text="Computing the importances…") if todo else None
     results = {}
-    for i, (method, label) in enumerate(methods.items()):
+    with progress("Computing the importances…", all(has_map(importance_key(request, m)) for m in methods)) as step:
+        for i, (method, label) in enumerate(methods.items()):
 
-        def step(share: float, i: int = i, label: str = label) -> None:
-            bar.progress(min(1.0, (i + share) / len(methods)), text=f"{label}…")
+            def report(share: float, i: int = i, label: str = label) -> None:
+                step((i + share) / len(methods), f"{label}…")
 
-        if bar is not None:
-            step(0.0)
-        results[method] = explain_importance(request, method, progress=step if bar is not None else None)
-    if bar is not None:
-        bar.empty()
+            if step is not None:
+                report(0.0)
+            results[method] = explain_importance(request, method, progress=report if step is not None else None)
     return results
 
 
@@ -183,15 +175,7 @@ def show_importances(pred, results: dict) -> None:
     frame = pd.DataFrame(
         {"position": range(len(tokens)), "token": tokens, **{methods[m]: r.scores for m, r in results.items()}}
     )
-    st.download_button(
-        "Download the scores as CSV",
-        lambda: frame.to_csv(index=False).encode("utf-8"),
-        file_name="importances.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=E.csv,
-        on_click="ignore",
-    )
+    csv_button("Download the scores as CSV", frame, "importances.csv", E.csv, index=False)
 
 
 def show_agreement(request: ExplainRequest) -> None:
@@ -218,43 +202,24 @@ def show_swap(request: ExplainRequest, pred) -> None:
     )
     n_layers, n_heads = explain_layout(request.model_id)
     clamp(E.layer, 0, n_layers - 1, start=n_layers - 1)
-    clamp(E.head, ALL_HEADS, n_heads - 1, start=ALL_HEADS)
     a, b, c, d = st.columns(4)
     layer = a.selectbox("Layer", list(range(n_layers)), key=E.layer)
-    head = b.selectbox(
-        "Head",
-        [ALL_HEADS, *range(n_heads)],
-        key=E.head,
-        format_func=lambda h: "all heads" if h == ALL_HEADS else f"head {h}",
-    )
+    with b:
+        head = pick_head(n_heads, E.head, "all heads", persist=False)
     choose(E.kind, KINDS, "permuted")
     kind = c.radio("Replace with", list(KINDS), format_func=KINDS.get, key=E.kind)
     clamp(E.runs, 5, 100)
     runs = d.slider("Permutations", 5, 100, step=5, key=E.runs, disabled=kind != "permuted")
     runs = bounded(runs, 5, 100) if kind == "permuted" else 1
-    heads = None if head == ALL_HEADS else int(head)
-    bar = None
-    if not explain_has_swap(request, layer, heads, kind, runs):
-        bar = st.progress(0.0, text="Running the test…")
-    result = explain_swap(
-        request,
-        int(layer),
-        heads,
-        kind,
-        runs,
-        progress=(lambda share: bar.progress(min(1.0, share), text="Running the test…")) if bar is not None else None,
-    )
-    if bar is not None:
-        bar.empty()
+    test = Swap(int(layer), head, kind, runs)
+    with progress("Running the test…", has_map(test.key(request))) as step:
+        result = explain_swap(request, test, step)
     embedding = pred.task == "embedding"
     what = "cosine" if embedding else f"p({pred.target})"
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(f"{md(what)}, own attention", f"{result.before:.3f}")
-    m2.metric(
-        f"{md(what)}, replaced (median)",
-        f"{np.median(result.after):.3f}",
-        delta=f"{np.median(result.after) - result.before:+.3f}",
-    )
+    after = np.median(result.after)
+    m2.metric(f"{md(what)}, replaced (median)", f"{after:.3f}", delta=f"{after - result.before:+.3f}")
     change = "1 − cos(e, e′)" if embedding else "total variation"
     m3.metric(
         "Output moved (max)",
@@ -267,11 +232,9 @@ def show_swap(request: ExplainRequest, pred) -> None:
         f"{np.median(result.attention_change):.3f}",
         help="Jensen–Shannon divergence of the new weights from the model's own, in nats (at most ln 2 ≈ 0.69).",
     )
+    label = f"output change: {change}"
     show_chart(
-        shared_build(
-            swap_scatter, result.attention_change, result.output_change, output_label=f"output change: {change}"
-        ),
-        key=E.swap,
+        shared_build(swap_scatter, result.attention_change, result.output_change, output_label=label), key=E.swap
     )
     kept = "" if embedding else f" The predicted word stayed on top in {np.mean(result.top_kept):.0%} of the runs."
     rows = "the predicting row" if len(result.rows) == 1 else "every row"

@@ -1,8 +1,5 @@
 """Plotly figures for the positional-encodings page: tables, similarity matrices, RoPE pairs, ALiBi biases.
-
-Render only: every number comes from ``app.services`` (numpy in, figure out). Token text is escaped
-with :func:`app.ui.heatmap.safe_label`.
-"""
+Render only (numpy in, figure out); token text is escaped with :func:`app.ui.heatmap.safe_label`."""
 
 from __future__ import annotations
 
@@ -11,8 +8,6 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-
-from app.ui.heatmap import safe_label
 
 DIVERGING = "RdBu_r"  # red positive, blue negative, white 0
 MASKED_COLOR = "#d9d9d9"
@@ -25,78 +20,30 @@ def matrix_heatmap(
     y_title: str,
     title: str = "",
     value_name: str = "value",
-    diverging: bool = True,
     height: int = 420,
     zmin: float | None = None,
     zmax: float | None = None,
-    x_labels: list[str] | None = None,
-    y_labels: list[str] | None = None,
 ) -> go.Figure:
-    """A numeric matrix as a heatmap, row 0 at the top.
-
-    Args:
-        z: ``[rows, cols]`` numbers (NaN cells are drawn grey).
-        x_title, y_title: axis titles.
-        title: figure title.
-        value_name: what a cell holds, for the hover text and colour bar.
-        diverging: a red/blue scale centred on 0 (else "Blues").
-        height: pixels.
-        zmin, zmax: colour range (default: symmetric around 0 for diverging scales).
-        x_labels, y_labels: tick text (escaped here), one per column / row; default: indices.
-
-    Returns:
-        The figure; the first trace's ``z`` is ``z`` as float32.
-    """
+    """A matrix ``z`` ``[rows, cols]`` as a heatmap on a red/blue scale centred on 0, row 0 at the top, NaN cells
+    grey; ``value_name`` is what a cell holds (hover, colour bar). The default range is ±the 99.5th percentile of
+    |z|: a few outlier cells (learned tables have some) must not wash out the rest."""
     z = np.asarray(z, dtype=np.float32)
     finite = z[np.isfinite(z)]
-    if diverging and zmin is None and zmax is None:
-        # 99.5th percentile of |z|: a few outlier cells (learned tables have some) must not wash out the rest
-        bound = float(np.percentile(np.abs(finite), 99.5)) if finite.size else 1.0
-        zmin, zmax = -(bound or 1.0), bound or 1.0
-    kwargs = {}
-    if x_labels is not None or y_labels is not None:
-        xs = [safe_label(s) for s in (x_labels or [str(i) for i in range(z.shape[1])])]
-        ys = [safe_label(s) for s in (y_labels or [str(i) for i in range(z.shape[0])])]
-        kwargs["customdata"] = np.stack(
-            [
-                np.repeat(np.array(ys, dtype=object)[:, None], z.shape[1], 1),
-                np.repeat(np.array(xs, dtype=object)[None, :], z.shape[0], 0),
-            ],
-            -1,
-        )
-        hover = f"{y_title} %{{y}} <b>%{{customdata[0]}}</b><br>{x_title} %{{x}} <b>%{{customdata[1]}}</b>"
-    else:
-        hover = f"{y_title} %{{y}}<br>{x_title} %{{x}}"
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            colorscale=DIVERGING if diverging else "Blues",
-            zmin=zmin,
-            zmax=zmax,
-            hovertemplate=hover + f"<br>{value_name} %{{z:.4f}}<extra></extra>",
-            hoverongaps=False,
-            colorbar=dict(title=value_name, thickness=12),
-            **kwargs,
-        )
-    )
-    layout_axes = {}
-    for axis, labels in (("xaxis", x_labels), ("yaxis", y_labels)):
-        if labels is not None and len(labels) <= 40:
-            layout_axes[axis] = dict(
-                tickmode="array",
-                tickvals=list(range(len(labels))),
-                ticktext=[f"{i} {safe_label(s)}" for i, s in enumerate(labels)],
-            )
+    if zmin is None and zmax is None:
+        bound = (float(np.percentile(np.abs(finite), 99.5)) if finite.size else 1.0) or 1.0
+        zmin, zmax = -bound, bound
+    hover = f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>"
+    colorbar = dict(title=value_name, thickness=12)
+    heatmap = go.Heatmap(z=z, colorscale=DIVERGING, zmin=zmin, zmax=zmax, hoverongaps=False, colorbar=colorbar)
+    fig = go.Figure(heatmap.update(hovertemplate=hover))
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
         height=height,
         margin=dict(l=10, r=10, t=40 if title else 10, b=10),
         plot_bgcolor=MASKED_COLOR,
     )
-    fig.update_xaxes(title=x_title, showgrid=False, zeroline=False, **layout_axes.get("xaxis", {}))
-    fig.update_yaxes(
-        title=y_title, showgrid=False, zeroline=False, autorange="reversed", **layout_axes.get("yaxis", {})
-    )
+    fig.update_xaxes(title=x_title, showgrid=False, zeroline=False)
+    fig.update_yaxes(title=y_title, showgrid=False, zeroline=False, autorange="reversed")
     return fig
 
 
@@ -124,13 +71,8 @@ def dimension_curves(table: np.ndarray, dims: list[int], *, height: int = 320) -
 def rope_pair_figure(
     q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, pair: int, height: int = 460
 ) -> go.Figure:
-    """One coordinate pair of a query and a key, rotated by RoPE as the position moves.
-
-    Args:
-        q_path, k_path: ``[n_pos, 2]`` the pair ``(x[2i], x[2i+1])`` of q and k at positions 0 … n_pos − 1.
-        m, n: the query's and the key's position (drawn as arrows from the origin).
-        pair: the pair index ``i`` (for labels).
-    """
+    """Coordinate pair ``pair`` (i) of a query and a key as RoPE rotates them: ``q_path``, ``k_path`` ``[n_pos, 2]``
+    hold ``(x[2i], x[2i+1])`` at positions 0 … n_pos − 1; arrows from the origin at positions ``m`` and ``n``."""
     fig = go.Figure()
     for path, name, color in ((q_path, "query", "#d62728"), (k_path, "key", "#1f77b4")):
         fig.add_trace(
@@ -169,11 +111,8 @@ def rope_pair_figure(
 
 
 def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal: bool) -> go.Figure:
-    """ALiBi bias matrices of the chosen heads side by side (grey above the diagonal when causal).
-
-    One heatmap of tiles (the figure layer's mosaic, one empty cell between tiles), with the heads
-    named above their tiles, instead of a subplot per head.
-    """
+    """ALiBi bias matrices of the chosen heads side by side (grey above the diagonal when causal): one heatmap of
+    tiles (one empty cell between them), each head named above its tile."""
     from app.ui.head_views import GAP, tile_mosaic
 
     cols = max(1, min(len(heads), 4))
@@ -186,41 +125,26 @@ def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal:
         tiles[idx] = np.where(blocked, np.nan, bias[h])
     z = tile_mosaic(tiles.reshape(rows, cols, n, n))
     pitch = n + GAP
+    note = dict(xref="x", yref="y", yanchor="bottom", showarrow=False, font={"size": 12})
     notes = [
-        {
-            "text": f"head {h}: slope {slopes[h]:.4g}",
-            "x": (idx % cols) * pitch + (n - 1) / 2,
-            "y": (idx // cols) * pitch - 0.5,
-            "xref": "x",
-            "yref": "y",
-            "yanchor": "bottom",
-            "showarrow": False,
-            "font": {"size": 12},
-        }
-        for idx, h in enumerate(heads)
+        dict(
+            note,
+            text=f"head {h}: slope {slopes[h]:.4g}",
+            x=(i % cols) * pitch + (n - 1) / 2,
+            y=(i // cols) * pitch - 0.5,
+        )
+        for i, h in enumerate(heads)
     ]
-    axis = {"showticklabels": False, "showgrid": False, "zeroline": False}
-    return go.Figure(
-        {
-            "data": [
-                {
-                    "type": "heatmap",
-                    "z": z,
-                    "colorscale": "Blues_r",
-                    "zmin": low,
-                    "zmax": 0.0,
-                    "hoverongaps": False,
-                    "colorbar": {"title": {"text": "bias"}, "thickness": 12},
-                    "hovertemplate": "bias %{z:.3f} (−slope × distance)<extra></extra>",
-                }
-            ],
-            "layout": {
-                "height": max(300, 280 * rows),
-                "margin": {"l": 5, "r": 5, "t": 40, "b": 5},
-                "plot_bgcolor": MASKED_COLOR,
-                "annotations": notes,
-                "xaxis": axis,
-                "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
-            },
-        }
+    colorbar = dict(title=dict(text="bias"), thickness=12)
+    heatmap = go.Heatmap(z=z, colorscale="Blues_r", zmin=low, zmax=0.0, hoverongaps=False, colorbar=colorbar)
+    fig = go.Figure(heatmap.update(hovertemplate="bias %{z:.3f} (−slope × distance)<extra></extra>"))
+    axis = dict(showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_layout(
+        height=max(300, 280 * rows),
+        margin=dict(l=5, r=5, t=40, b=5),
+        plot_bgcolor=MASKED_COLOR,
+        annotations=notes,
+        xaxis=axis,
+        yaxis=dict(axis, autorange="reversed", scaleanchor="x", constrain="domain"),
     )
+    return fig

@@ -1,55 +1,45 @@
 """Positional encodings: attention alone is blind to order; each family of encodings restores it.
 
-Five tabs (only the open one runs; ``?pos_tab=learned`` in the URL opens one): sinusoidal (formula, table, curves, similarity, the shift-as-rotation check), learned tables
-of real models, RoPE (rotation of a q/k pair, scores that depend on the offset only), ALiBi (per-head
-linear biases) and the order-blindness demo on a copy of our own decoder. Every tab is a fragment:
-changing one of its controls redraws that tab only.
+Five tabs (only the open one runs; ``?pos_tab=learned`` opens one): sinusoidal (formula, table, curves,
+similarity, the shift-as-rotation check), learned tables of real models, RoPE (a rotated q/k pair, scores that
+depend on the offset only), ALiBi (per-head linear biases) and order blindness on a copy of our own decoder.
+Every tab is a fragment: changing one of its controls redraws that tab only.
 """
 
 from __future__ import annotations
-
-import io
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.controls.pickers import load_model, page_tabs, pick_model
+from app.controls.pickers import load_model, page_tabs, pick_int, pick_model
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from app.sidebar import synced
-from app.state import PERSIST, K, bounded, choose, clamp, current_text, settle
+from app.state import PERSIST, K, bounded, choose, current_text
 from app.ui.charts import show_chart
+from app.ui.export import csv_button
 from app.ui.guard import show_error
 from app.ui.theme import side_by_side
 from app.views.positional.data import pos_learned_table, pos_shift_check, pos_sinusoidal
 from app.views.positional.figures import dimension_curves, matrix_heatmap
 from app.views.positional.keys import Positional
-from app.views.positional.sections import alibi_section, order_section, rope_section
+from app.views.positional.sections import alibi_section, order_section, pick_some, rope_section
 from engine.text import shorten
 
 D_MODELS = [4, 8, 16, 32, 64, 128, 256, 512]
 MAX_LEN = 512
 
 
-def table_csv(table: np.ndarray) -> bytes:
-    frame = pd.DataFrame(table, columns=[f"dim{d}" for d in range(table.shape[1])])
-    frame.index.name = "position"
-    buf = io.StringIO()
-    frame.to_csv(buf, float_format="%.6f")
-    return buf.getvalue().encode("utf-8")
+def download_table(table: np.ndarray, file_name: str, key: str, label: str = "Download the table as CSV") -> None:
+    frame = pd.DataFrame(table, columns=[f"dim{d}" for d in range(table.shape[1])]).rename_axis("position")
+    csv_button(label, frame, file_name, key, float_format="%.6f")
 
 
-def sinusoidal_controls() -> tuple[int, int]:
-    left, right = st.columns(2)
-    with left:
-        choose(Positional.sin_d, D_MODELS, 64)
-        st.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
-    with right:
-        clamp(Positional.sin_len, 2, MAX_LEN, start=64)
-        st.slider("Length (number of positions)", 2, MAX_LEN, key=Positional.sin_len, **PERSIST)
-    d_model = st.session_state[Positional.sin_d] if st.session_state[Positional.sin_d] in D_MODELS else 64
-    return d_model, bounded(st.session_state.get(Positional.sin_len), 2, MAX_LEN)
+def position_map(z: np.ndarray, key: str, title: str, *, by_position: bool = False, **kwargs) -> None:
+    """A table (positions × dimensions) or, ``by_position``, a similarity (positions × positions)."""
+    x_title, y_title = ("position q", "position p") if by_position else ("dimension", "position")
+    show_chart(matrix_heatmap(z, x_title=x_title, y_title=y_title, title=title, **kwargs), key=key)
 
 
 def shift_check_view(n_pos: int, d_model: int) -> None:
@@ -62,40 +52,19 @@ def shift_check_view(n_pos: int, d_model: int) -> None:
         r"\begin{pmatrix}\cos k\omega_i & \sin k\omega_i\\ -\sin k\omega_i & \cos k\omega_i\end{pmatrix}"
         r"\begin{pmatrix}\sin p\omega_i\\ \cos p\omega_i\end{pmatrix}"
     )
-    clamp(Positional.sin_k, 1, n_pos - 1, start=5)
-    st.number_input("Shift k", 1, n_pos - 1, key=Positional.sin_k, **PERSIST)
-    k = bounded(st.session_state.get(Positional.sin_k), 1, n_pos - 1)
+    k = pick_int(st.number_input, "Shift k", 1, n_pos - 1, Positional.sin_k, start=5)
     check = pos_shift_check(n_pos, d_model, k)
     left, right = st.columns(2)
-    with left:
-        shown = sorted({0, 1, 7, 23, n_pos - k - 1} & set(range(n_pos - k)))
-        st.dataframe(
-            pd.DataFrame(
-                {
-                    "pos": shown,
-                    "pos + k": [p + k for p in shown],
-                    "max |PE(pos+k) − R_k·PE(pos)|": [f"{check.errors[p]:.2e}" for p in shown],
-                }
-            ),
-            hide_index=True,
-            key=Positional.sin_shift_table,
-        )
-        st.metric(f"Largest error over all {len(check.errors)} positions", f"{check.errors.max():.2e}")
-    with right:
-        pairs = min(4, d_model // 2)
-        st.dataframe(
-            pd.DataFrame(
-                {
-                    "pair i": range(pairs),
-                    "ωᵢ": 1.0 / 10000 ** (2 * np.arange(pairs) / d_model),
-                    "angle k·ωᵢ (rad)": check.angles[:pairs],
-                    "cos k·ωᵢ": np.cos(check.angles[:pairs]),
-                    "sin k·ωᵢ": np.sin(check.angles[:pairs]),
-                }
-            ),
-            hide_index=True,
-            key=Positional.sin_angles,
-        )
+    shown = sorted({0, 1, 7, 23, n_pos - k - 1} & set(range(n_pos - k)))
+    errors = {"pos": shown, "pos + k": [p + k for p in shown]}
+    errors["max |PE(pos+k) − R_k·PE(pos)|"] = [f"{check.errors[p]:.2e}" for p in shown]
+    left.dataframe(pd.DataFrame(errors), hide_index=True, key=Positional.sin_shift_table)
+    left.metric(f"Largest error over all {len(check.errors)} positions", f"{check.errors.max():.2e}")
+    pairs = min(4, d_model // 2)
+    angles = check.angles[:pairs]
+    table = {"pair i": range(pairs), "ωᵢ": 1.0 / 10000 ** (2 * np.arange(pairs) / d_model), "angle k·ωᵢ (rad)": angles}
+    table.update({"cos k·ωᵢ": np.cos(angles), "sin k·ωᵢ": np.sin(angles)})
+    right.dataframe(pd.DataFrame(table), hide_index=True, key=Positional.sin_angles)
     st.caption(
         "Left: the same matrix R_k, built from k alone, maps PE(pos) to PE(pos + k) for every pos; the "
         "errors are float32 rounding. Right: the rotation angle of the first pairs. Fast pairs (small i) "
@@ -111,55 +80,31 @@ def sinusoidal_section() -> None:
         r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\qquad "
         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)"
     )
-    d_model, n_pos = sinusoidal_controls()
+    left, right = st.columns(2)
+    with left:
+        d_model = choose(Positional.sin_d, D_MODELS, 64)
+        st.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
+    with right:
+        n_pos = pick_int(st.slider, "Length (number of positions)", 2, MAX_LEN, Positional.sin_len, start=64)
     table, sim, spread = pos_sinusoidal(n_pos, d_model)
     left, right = side_by_side(2)
     with left:
-        show_chart(
-            matrix_heatmap(
-                table,
-                x_title="dimension",
-                y_title="position",
-                value_name="PE",
-                title=f"PE table: {n_pos} positions × {d_model} dimensions",
-            ),
-            key=Positional.sin_heatmap,
-        )
+        title = f"PE table: {n_pos} positions × {d_model} dimensions"
+        position_map(table, Positional.sin_heatmap, title, value_name="PE")
         st.caption(
             "Each **row** is the vector added to the token at that position; each **column** a dimension. "
             "Left columns wave fast (high frequency), right columns slowly: like the hands of a clock, "
             "together they give every position a unique pattern."
         )
-        st.download_button(
-            "Download the table as CSV",
-            lambda: table_csv(table),
-            file_name=f"sinusoidal_{n_pos}x{d_model}.csv",
-            mime="text/csv",
-            icon=":material/download:",
-            key=Positional.sin_csv,
-            on_click="ignore",
-        )
+        download_table(table, f"sinusoidal_{n_pos}x{d_model}.csv", Positional.sin_csv)
     with right:
-        show_chart(
-            matrix_heatmap(
-                sim,
-                x_title="position q",
-                y_title="position p",
-                value_name="PE(p)·PE(q)",
-                title="Similarity PE(p)·PE(q)",
-            ),
-            key=Positional.sin_sim,
-        )
+        position_map(sim, Positional.sin_sim, "Similarity PE(p)·PE(q)", by_position=True, value_name="PE(p)·PE(q)")
         st.caption(
             f"The dot product of two position vectors: Σᵢ cos((p − q)·ωᵢ). It is largest on the diagonal "
             f"(d/2 = {d_model // 2}) and depends only on the distance |p − q|: every diagonal is one value "
             f"(largest spread along a diagonal here: {spread:.1e})."
         )
-    default_dims = [d for d in (0, 1, 6, 7) if d < d_model]
-    current = [d for d in st.session_state.get(Positional.sin_dims, default_dims) if isinstance(d, int) and d < d_model]
-    settle(Positional.sin_dims, current or default_dims)
-    st.multiselect("Dimensions to plot", list(range(d_model)), key=Positional.sin_dims, max_selections=8, **PERSIST)
-    dims = [d for d in st.session_state[Positional.sin_dims] if 0 <= d < d_model]
+    dims = pick_some(Positional.sin_dims, "Dimensions to plot", d_model, [0, 1, 6, 7])
     if dims:
         show_chart(dimension_curves(table, dims), key=Positional.sin_curves)
         st.caption(
@@ -180,8 +125,7 @@ def learned_section() -> None:
         "Explore is preselected); GPT-2 works by typing `gpt2` under *Another model* when it is downloaded."
     )
     model_id = pick_model()
-    card = load_model(model_id)
-    if card is None:
+    if load_model(model_id) is None:
         return
     try:
         table, cos_sim = pos_learned_table(model_id)
@@ -190,77 +134,36 @@ def learned_section() -> None:
         return
     n_table, d_model = table.values.shape
     rows = min(n_table, cos_sim.shape[0])  # a long-context table is shown up to where its similarity is computed
-    clamp(Positional.learned_n, 2, rows, start=128)
-    st.slider("Positions shown", 2, rows, key=Positional.learned_n, **PERSIST)
-    n = bounded(st.session_state.get(Positional.learned_n), 2, rows)
+    n = pick_int(st.slider, "Positions shown", 2, rows, Positional.learned_n, start=128)
     n_sentence = sentence_length(model_id)
     values = table.values[:n]
-    show_chart(
-        matrix_heatmap(
-            values,
-            x_title="dimension",
-            y_title="position",
-            value_name="value",
-            title=f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})",
-            height=380,
-        ),
-        key=Positional.learned_heatmap,
-    )
+    title = f"{shorten(model_id)}: {table.source} ({n} of {n_table} positions × {d_model})"
+    position_map(values, Positional.learned_heatmap, title, value_name="value", height=380)
     st.caption(
         "The learned table, one row per position, one column per dimension (colours clipped at the "
         "99.5th percentile of |value| so a few large entries do not wash out the rest)."
     )
+    _table, dot, _spread = pos_sinusoidal(n, d_model + d_model % 2)
+    norms = np.sqrt(np.diag(dot))
+    cosine = dict(by_position=True, value_name="cosine", height=460, zmin=-1.0, zmax=1.0)
     left, right = side_by_side(2)
     with left:
-        show_chart(
-            matrix_heatmap(
-                cos_sim[:n, :n],
-                x_title="position q",
-                y_title="position p",
-                value_name="cosine",
-                title="Learned: cosine similarity",
-                height=460,
-                zmin=-1.0,
-                zmax=1.0,
-            ),
-            key=Positional.learned_sim,
-        )
+        position_map(cos_sim[:n, :n], Positional.learned_sim, "Learned: cosine similarity", **cosine)
     with right:
-        _table, dot, _spread = pos_sinusoidal(n, d_model + d_model % 2)
-        norms = np.sqrt(np.diag(dot))
-        sin_cos = dot / np.outer(norms, norms)
-        show_chart(
-            matrix_heatmap(
-                sin_cos,
-                x_title="position q",
-                y_title="position p",
-                value_name="cosine",
-                title=f"Sinusoidal (d={d_model + d_model % 2}): cosine",
-                height=460,
-                zmin=-1.0,
-                zmax=1.0,
-            ),
-            key=Positional.learned_vs_sin,
-        )
+        title = f"Sinusoidal (d={d_model + d_model % 2}): cosine"
+        position_map(dot / np.outer(norms, norms), Positional.learned_vs_sin, title, **cosine)
+    uses = (
+        f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}."
+        if n_sentence
+        else ""
+    )
     st.caption(
         "Left: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
         "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "
-        "Nothing forced the learned ones to do that: training discovered it."
-        + (
-            f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}."
-            if n_sentence
-            else ""
-        )
+        "Nothing forced the learned ones to do that: training discovered it." + uses
     )
-    st.download_button(
-        "Download the learned table as CSV",
-        lambda: table_csv(values),
-        file_name=f"{model_id.replace('/', '_')}_positions.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=Positional.learned_csv,
-        on_click="ignore",
-    )
+    name = f"{model_id.replace('/', '_')}_positions.csv"
+    download_table(values, name, Positional.learned_csv, "Download the learned table as CSV")
 
 
 def sentence_length(model_id: str) -> int | None:

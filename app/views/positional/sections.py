@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.state import PERSIST, bounded, choose, clamp, default, settle
+from app.state import PERSIST, choose, default, settle
 from app.ui.charts import show_chart
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.heatmap import attention_heatmap
+from app.ui.pickers import pick_index, pick_int
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.positional.data import pos_alibi, pos_order_blindness, pos_rope
@@ -25,6 +26,15 @@ ROPE_STARTS = (0, 1, 5, 12, 20, 33, 40)
 DEFAULT_STORY = "Lily found a red ball. She gave it to Tom. Tom was happy."
 BLIND_MAX_TOKENS = 32
 HALF_PX = 340  # a half-width column at a 1280 px window (sidebar open): the maps' labels are thinned for it
+
+
+def pick_some(key: str, label: str, n: int, start: list[int]) -> list[int]:
+    """A multiselect of up to 8 of 0 … n − 1 (dimensions, heads); a choice left with none that fit gets the
+    ``start`` values that do."""
+    kept = [i for i in st.session_state.get(key, start) if isinstance(i, int) and 0 <= i < n]
+    settle(key, kept or [i for i in start if i < n] or [0])
+    st.multiselect(label, list(range(n)), key=key, max_selections=8, **PERSIST)
+    return sorted(i for i in st.session_state[key] if 0 <= i < n)
 
 
 @st.fragment
@@ -40,24 +50,16 @@ def rope_section() -> None:
     )
     cols = st.columns(4)
     with cols[0]:
-        choose(Positional.rope_d, D_HEADS, 16)
+        d_head = choose(Positional.rope_d, D_HEADS, 16)
         st.select_slider("d_head", D_HEADS, key=Positional.rope_d, **PERSIST)
-    d_head = st.session_state[Positional.rope_d] if st.session_state[Positional.rope_d] in D_HEADS else 16
     with cols[1]:
-        clamp(Positional.rope_pair, 0, d_head // 2 - 1)
-        st.slider("Pair i (frequency)", 0, d_head // 2 - 1, key=Positional.rope_pair, **PERSIST)
+        pair = pick_int(st.slider, "Pair i (frequency)", 0, d_head // 2 - 1, Positional.rope_pair)
+    last = ROPE_POSITIONS - 1
     with cols[2]:
-        clamp(Positional.rope_m, 0, ROPE_POSITIONS - 1, start=3)
-        st.slider("Query position m", 0, ROPE_POSITIONS - 1, key=Positional.rope_m, **PERSIST)
+        m = pick_int(st.slider, "Query position m", 0, last, Positional.rope_m, start=3)
     with cols[3]:
-        clamp(Positional.rope_n, 0, ROPE_POSITIONS - 1, start=1)
-        st.slider("Key position n", 0, ROPE_POSITIONS - 1, key=Positional.rope_n, **PERSIST)
-    pair = bounded(st.session_state.get(Positional.rope_pair), 0, d_head // 2 - 1)
-    m = bounded(st.session_state.get(Positional.rope_m), 0, ROPE_POSITIONS - 1)
-    n = bounded(st.session_state.get(Positional.rope_n), 0, ROPE_POSITIONS - 1)
-    clamp(Positional.rope_k, -20, 20, start=2)
-    st.number_input("Offset k for the table (key at p + k)", -20, 20, key=Positional.rope_k, **PERSIST)
-    k = bounded(st.session_state.get(Positional.rope_k), -20, 20)
+        n = pick_int(st.slider, "Key position n", 0, last, Positional.rope_n, start=1)
+    k = pick_int(st.number_input, "Offset k for the table (key at p + k)", -20, 20, Positional.rope_k, start=2)
     starts = tuple(p for p in ROPE_STARTS if p + k >= 0)
     q, key_vec, q_rot, k_rot, thetas, scores = pos_rope(d_head, k, 0, ROPE_POSITIONS, starts)
     left, right = st.columns([3, 2])
@@ -73,13 +75,8 @@ def rope_section() -> None:
             f"{m - n} (extra turn {angle:.3f} rad)."
         )
     with right:
-        st.dataframe(
-            pd.DataFrame(
-                {"query position p": starts, "key position p + k": [p + k for p in starts], "score q′·k′": scores}
-            ),
-            hide_index=True,
-            key=Positional.rope_table,
-        )
+        table = {"query position p": starts, "key position p + k": [p + k for p in starts], "score q′·k′": scores}
+        st.dataframe(pd.DataFrame(table), hide_index=True, key=Positional.rope_table)
         unrotated = float(np.dot(q.astype(np.float64), key_vec.astype(np.float64)))
         st.metric("Spread of the scores (max − min)", f"{float(np.ptp(scores)):.1e}")
         st.caption(
@@ -102,30 +99,15 @@ def alibi_section() -> None:
     )
     cols = st.columns([1, 1, 2, 1])
     with cols[0]:
-        clamp(Positional.alibi_heads, 1, 16, start=8)
-        st.slider("Heads H", 1, 16, key=Positional.alibi_heads, **PERSIST)
-    n_heads = bounded(st.session_state.get(Positional.alibi_heads), 1, 16)
+        n_heads = pick_int(st.slider, "Heads H", 1, 16, Positional.alibi_heads, start=8)
     with cols[1]:
-        clamp(Positional.alibi_len, 2, 48, start=12)
-        st.slider("Length", 2, 48, key=Positional.alibi_len, **PERSIST)
-    n_pos = bounded(st.session_state.get(Positional.alibi_len), 2, 48)
+        n_pos = pick_int(st.slider, "Length", 2, 48, Positional.alibi_len, start=12)
     with cols[2]:
-        chosen = [
-            h for h in st.session_state.get(Positional.alibi_show, [0, 3, 7]) if isinstance(h, int) and h < n_heads
-        ]
-        settle(Positional.alibi_show, chosen or [0])
-        st.multiselect("Heads to draw", list(range(n_heads)), key=Positional.alibi_show, max_selections=8, **PERSIST)
+        heads = pick_some(Positional.alibi_show, "Heads to draw", n_heads, [0, 3, 7])
     with cols[3]:
         default(Positional.alibi_causal, True)
-        causal = bool(
-            st.toggle(
-                "Causal mask",
-                key=Positional.alibi_causal,
-                **PERSIST,
-                help="On, as in the paper: a token only sees earlier tokens.",
-            )
-        )
-    heads = sorted(h for h in st.session_state[Positional.alibi_show] if 0 <= h < n_heads)
+        help = "On, as in the paper: a token only sees earlier tokens."
+        causal = bool(st.toggle("Causal mask", key=Positional.alibi_causal, **PERSIST, help=help))
     slopes, bias = pos_alibi(n_heads, n_pos)
     left, right = st.columns([5, 2])
     with left:
@@ -140,11 +122,8 @@ def alibi_section() -> None:
         else:
             st.info("Pick at least one head to draw.")
     with right:
-        st.dataframe(
-            pd.DataFrame({"head": range(n_heads), "slope m_h": slopes, "log₂ slope": np.round(np.log2(slopes), 3)}),
-            hide_index=True,
-            key=Positional.alibi_slopes,
-        )
+        table = {"head": range(n_heads), "slope m_h": slopes, "log₂ slope": np.round(np.log2(slopes), 3)}
+        st.dataframe(pd.DataFrame(table), hide_index=True, key=Positional.alibi_slopes)
         st.caption(
             "The slopes: a geometric sequence from 2^(−8/H). For H not a power of 2, the paper takes the "
             "slopes of the nearest smaller power of 2 and fills up with every other slope of the next one."
@@ -163,28 +142,22 @@ def order_section() -> None:
     st.text_input("Sentence (story words work best)", key=Positional.blind_text, max_chars=2000, **PERSIST)
     cols = st.columns(4)
     with cols[0]:
-        clamp(Positional.blind_seed, 0, 9999, start=1)
-        st.number_input("Shuffle number", 0, 9999, key=Positional.blind_seed, **PERSIST)
-    seed = bounded(st.session_state.get(Positional.blind_seed), 0, 9999)
-    try:
-        with st.spinner("Running the two copies…"):
-            result = pos_order_blindness(st.session_state.get(Positional.blind_text) or "", seed, BLIND_MAX_TOKENS)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+        seed = pick_int(st.number_input, "Shuffle number", 0, 9999, Positional.blind_seed, start=1)
+    text = st.session_state.get(Positional.blind_text) or ""
+    if (
+        result := attempt(lambda: pos_order_blindness(text, seed, BLIND_MAX_TOKENS), "Running the two copies…")
+    ) is None:
         return
     for notice in result.notices:
         st.info(md(notice))
     n_layers, n_heads = result.runs[0].original.shape[:2]
     with cols[1]:
-        clamp(Positional.blind_layer, 0, n_layers - 1)
-        layer = st.selectbox("Layer", range(n_layers), key=Positional.blind_layer, **PERSIST)
+        layer = pick_index("Layer", n_layers, Positional.blind_layer)
     with cols[2]:
-        clamp(Positional.blind_head, 0, n_heads - 1)
-        head = st.selectbox("Head", range(n_heads), key=Positional.blind_head, **PERSIST)
+        head = pick_index("Head", n_heads, Positional.blind_head)
     names = [run.name for run in result.runs]
     with cols[3]:
         name = st.selectbox("Model copy", names, key=Positional.blind_setting, **PERSIST)
-    layer, head = bounded(layer, 0, n_layers - 1), bounded(head, 0, n_heads - 1)
     run = result.runs[names.index(name) if name in names else 0]
     perm = result.perm
     permuted = run.permuted(perm)[layer, head]
@@ -193,19 +166,6 @@ def order_section() -> None:
     top = float(max(np.nanmax(run.original[layer, head]), np.nanmax(run.shuffled[layer, head]))) or 1.0
     # two rows of two (three in a row were ~80 px wide each, their labels on top of each other); one scale
     first, note = side_by_side(2)
-    with first:
-        show_chart(
-            attention_heatmap(
-                run.original[layer, head],
-                labels,
-                labels,
-                title="P (original order)",
-                height=440,
-                zmax=top,
-                width=HALF_PX,
-            ),
-            key=Positional.blind_orig,
-        )
     with note:
         st.caption(
             f"Layer {layer}, head {head} of the copy with **{run.name}**. Above left: attention on the "
@@ -214,40 +174,25 @@ def order_section() -> None:
             "the model could not see the order: it only saw *which* words were there. All three share one "
             "colour scale."
         )
-    for col, (matrix, title, key, bar) in zip(
-        side_by_side(2),
-        (
-            (run.shuffled[layer, head], "P shuffled (model run)", Positional.blind_shuf, False),
-            (permuted, "Π P Πᵀ (P reordered)", Positional.blind_perm, True),
-        ),
-    ):
-        with col:  # one colour bar for the pair (same scale): the left map gets its width back
-            show_chart(
-                attention_heatmap(
-                    matrix,
-                    shuffled_labels,
-                    shuffled_labels,
-                    title=title,
-                    height=440,
-                    zmax=top,
-                    width=HALF_PX,
-                    showscale=bar,
-                ),
-                key=key,
-            )
-    st.dataframe(
-        pd.DataFrame(
-            {
-                "model copy": names,
-                "position vectors": ["on" if r.positions else "off" for r in result.runs],
-                "causal mask": ["on" if r.causal else "off" for r in result.runs],
-                "max |P_shuffled − Π P Πᵀ| (all layers, heads)": [f"{r.error:.2e}" for r in result.runs],
-                f"this head (L{layer} H{head})": [f"{r.errors_by_head(perm)[layer, head]:.2e}" for r in result.runs],
-            }
-        ),
-        hide_index=True,
-        key=Positional.blind_errors,
+    maps = (  # one colour bar for the pair below (same scale): the left map gets its width back
+        (run.original[layer, head], labels, "P (original order)", Positional.blind_orig, True),
+        (run.shuffled[layer, head], shuffled_labels, "P shuffled (model run)", Positional.blind_shuf, False),
+        (permuted, shuffled_labels, "Π P Πᵀ (P reordered)", Positional.blind_perm, True),
     )
+    for col, (matrix, ticks, title, key, bar) in zip((first, *side_by_side(2)), maps):
+        with col:
+            fig = attention_heatmap(
+                matrix, ticks, ticks, title=title, height=440, zmax=top, width=HALF_PX, showscale=bar
+            )
+            show_chart(fig, key=key)
+    errors = {
+        "model copy": names,
+        "position vectors": ["on" if r.positions else "off" for r in result.runs],
+        "causal mask": ["on" if r.causal else "off" for r in result.runs],
+        "max |P_shuffled − Π P Πᵀ| (all layers, heads)": [f"{r.error:.2e}" for r in result.runs],
+        f"this head (L{layer} H{head})": [f"{r.errors_by_head(perm)[layer, head]:.2e}" for r in result.runs],
+    }
+    st.dataframe(pd.DataFrame(errors), hide_index=True, key=Positional.blind_errors)
     st.caption(
         "With no positions and no mask the difference is float rounding (≈1e-6): attention is blind to "
         "order. With learned positions it is large: the same word at another position gets another "

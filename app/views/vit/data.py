@@ -1,12 +1,10 @@
-"""The Vision Transformer page's caches.
-
-Images in (samples, validated uploads), one cached trace per (model, image), and the page's
-analyses as plain numpy / dataclasses from engine.analysis.vision (a Swin's windows: engine.analysis.windows).
-"""
+"""The Vision Transformer page's calls into the engine: images in (samples, validated uploads), one shared trace
+per (model, image), and the analyses of ``engine.analysis.vision`` (a Swin's windows: ``engine.traces.vision``)."""
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -14,43 +12,40 @@ import streamlit as st
 import engine
 from app.runtime.caches import TRACES, shared_map
 from app.runtime.models import get_model, model_pass, policy, trained_model
-from engine import EngineError, VisionTrace, WindowTrace
-from engine.analysis import vision as _vision
-from engine.traces import vision as _windows
+from engine import EngineError, VisionTrace, WindowTrace, samples
+from engine.analysis import vision
+from engine.analysis.rollout import fuse_heads
+from engine.images import read_image
+from engine.traces.vision import WindowRow, window_row
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """How the rollout is taken: head ``fusion`` (mean, max, min), the ``discard`` ratio and its ``rule``
+    (``engine.analysis.rollout.DISCARD_RULES``)."""
+
+    fusion: str = "mean"
+    discard: float = 0.0
+    rule: str = "all-off-diagonal"
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def vit_sample(source: str, name: str) -> np.ndarray:
     """A bundled sample: ``source`` digit (``name`` = index), shape or photo (``name`` = its name)."""
-    from engine import samples
-
     if source == "digit":
         return samples.digit(int(name))[0]
-    if source == "shape":
-        return samples.shape(name)
-    if source == "photo":
-        return samples.photo(name)
+    if source in ("shape", "photo"):
+        return getattr(samples, source)(name)
     raise EngineError(f"Unknown sample source {source!r}.")
 
 
 def vit_digit_count() -> int:
     """How many bundled digit samples there are (scikit-learn's 8×8 digits: 1797)."""
-    from engine import samples
-
     return samples.n_digits()
-
-
-def vit_digit_held_out(index: int) -> bool:
-    """True when the shipped digits ViT never trained on digit sample ``index`` (its held-out 20%)."""
-    from engine import samples
-
-    return samples.digit_held_out(index)
 
 
 def vit_digit_label(index: int) -> int:
     """The true label of digit sample ``index``."""
-    from engine import samples
-
     return samples.digit(index)[1]
 
 
@@ -61,8 +56,6 @@ def vit_read_upload(data: bytes) -> tuple[np.ndarray, tuple[str, ...]]:
     Raises:
         engine.images.ImageError: with a message for the user.
     """
-    from engine.images import read_image
-
     decoded = read_image(data)
     return decoded.pixels, decoded.notices
 
@@ -76,8 +69,8 @@ def image_key(model_id: str, image: np.ndarray) -> tuple:
 
 
 def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace | WindowTrace:
-    """Classify ``image`` with the cached model and capture its attention: one trace per (model, image) in
-    the shared trace cache (read-only; ``st.cache_data`` pickled a copy of ~5 MB per ViT-B trace per hit)."""
+    """Classify ``image`` with the cached model and capture its attention: one read-only trace per (model, image)
+    in the shared trace cache."""
 
     def compute() -> VisionTrace | WindowTrace:
         model = get_model(model_id)
@@ -89,50 +82,34 @@ def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace | WindowTr
 
 def vit_cls_maps(trace: VisionTrace, layer: int) -> np.ndarray:
     """[CLS]'s attention to every patch for every head of ``layer``: ``[head, rows, cols]``."""
-    return _vision.cls_map(trace, layer)
+    return vision.cls_map(trace, layer)
 
 
-def vit_patch_map(trace: VisionTrace, layer: int, head: int, patch: int) -> np.ndarray:
-    """Patch ``patch``'s attention to every patch: ``[rows, cols]``."""
-    return _vision.patch_map(trace, layer, head, patch)
-
-
-def vit_rollout_map(
-    model_id: str, image: np.ndarray, fusion: str, discard: float, rule: str = "all-off-diagonal"
-) -> np.ndarray:
-    """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]`` (shared: for ViT-B it
-    computes 12 layers × 12 heads of 197² weights, seconds on a busy 2-core server). ``rule``: the
-    discard rule (``engine.analysis.rollout.DISCARD_RULES``)."""
-    key = ("rollout", image_key(model_id, image), fusion, float(discard), rule)
+def vit_rollout_map(model_id: str, image: np.ndarray, how: Rollout) -> np.ndarray:
+    """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]``, shared (ViT-B: 12 layers ×
+    12 heads of 197² weights, seconds on a busy server)."""
     return shared_map(
-        key,
-        lambda: _vision.rollout_map(
-            get_vision_trace(model_id, image), head_fusion=fusion, discard_ratio=discard, discard_rule=rule
+        ("rollout", image_key(model_id, image), how),
+        lambda: vision.rollout_map(
+            get_vision_trace(model_id, image), head_fusion=how.fusion, discard_ratio=how.discard, discard_rule=how.rule
         ),
     )
 
 
 def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
     """[CLS]'s raw attention in the last layer, heads fused the same way as the rollout: ``[rows, cols]``."""
-    from engine.analysis.rollout import fuse_heads
-
-    return _vision.to_grid(trace, fuse_heads(trace.attention.pattern(trace.attention.n_layers - 1), fusion)[0])
+    return vision.to_grid(trace, fuse_heads(trace.attention.pattern(trace.attention.n_layers - 1), fusion)[0])
 
 
-def vit_occlusion(
-    model_id: str, image: np.ndarray, k: int, fusion: str, discard: float, rule: str = "all-off-diagonal", seed: int = 0
-):
+def vit_occlusion(model_id: str, image: np.ndarray, k: int, how: Rollout, seed: int = 0):
     """Hide the k patches the rollout ranks highest (vs k random, k lowest) and re-classify."""
 
     def compute():
-        trace = get_vision_trace(model_id, image)
-        ranking = vit_rollout_map(model_id, image, fusion, discard, rule)
+        ranking = vit_rollout_map(model_id, image, how)
         with model_pass():
-            return _vision.occlusion_check(get_model(model_id), trace, ranking, k, seed=seed)
+            return vision.occlusion_check(get_model(model_id), get_vision_trace(model_id, image), ranking, k, seed=seed)
 
-    return shared_map(
-        ("occlusion", image_key(model_id, image), int(k), fusion, float(discard), rule, int(seed)), compute
-    )
+    return shared_map(("occlusion", image_key(model_id, image), int(k), how, int(seed)), compute)
 
 
 def vit_windowed(trace: VisionTrace | WindowTrace) -> bool:
@@ -140,7 +117,7 @@ def vit_windowed(trace: VisionTrace | WindowTrace) -> bool:
     return isinstance(trace, WindowTrace)
 
 
-def swin_window_row(trace: WindowTrace, stage: int, block: int, head: int, patch: int) -> _windows.WindowRow:
+def swin_window_row(trace: WindowTrace, stage: int, block: int, head: int, patch: int) -> WindowRow:
     """Patch ``patch`` (row-major on ``stage``'s grid) as the query of ``head`` in that block: its window's row of
     the pattern laid back on the grid, the window's pieces and borders (one window's N² scores: not cached)."""
-    return _windows.window_row(trace.block_at(stage, block), head, patch)
+    return window_row(trace.block_at(stage, block), head, patch)

@@ -1,11 +1,10 @@
 """Plotly figures for the Vision Transformer page: the image with its patch grid, attention overlays.
 
-Coordinates are the model's input pixels: pixel (row i, column j) is centred at (x = j, y = i), so
-patch (r, c) of side p covers x ∈ [c·p − ½, (c+1)·p − ½]. An attention map ``[rows, cols]`` is drawn
-as a heatmap whose cells are exactly those patches (``x0 = (p − 1)/2, dx = p``), over the image at the
-theme's opacity (0.85) over the picture dimmed to half its brightness: at 0.6 over the bare picture a
-digit's white strokes shone through dark, unattended patches and read as attention; now they show as
-faint outlines and only the colour scale reads as weight. Inputs are numpy arrays from the engine; nothing here computes attention.
+Coordinates are the model's input pixels: pixel (row i, column j) is centred at (x = j, y = i), so a square
+(patch, grid cell) (r, c) of side p covers x ∈ [c·p − ½, (c+1)·p − ½], and a map ``[rows, cols]`` is a heatmap
+whose cells are exactly those squares (``x0 = (p − 1)/2, dx = p``). It lies at the theme's opacity over the
+picture dimmed to half its brightness, so a digit's white strokes show as faint outlines and only the colour
+scale reads as weight. Inputs are numpy arrays from the engine; nothing here computes attention.
 """
 
 from __future__ import annotations
@@ -17,8 +16,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.ui import theme
+from app.ui.head_views import tile_mosaic
 
 OVERLAY_SCALE = "Inferno"  # sequential and colour-blind safe; black (no weight) hides what is under it
+QUERY = "#00e5ff"  # the query patch's outline
 UNDER_OVERLAY = 0.5  # the picture under an overlay is dimmed: its white strokes show as outlines, not as weight
 MAX_SHOWN_SIDE = 112  # images are thinned to about this many pixels per side before they go to the browser
 MAX_THUMB_SIDE = 56  # the same for each thumbnail of the all-heads grid (12 heads × a 224-px photo otherwise)
@@ -27,68 +28,47 @@ MAX_THUMB_SIDE = 56  # the same for each thumbnail of the all-heads grid (12 hea
 def image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTraceType:
     """The image (grey ``[S, S]`` or RGB ``[S, S, 3]``, values 0–1), thinned for the browser."""
     step = max(1, math.ceil(max(image.shape[:2]) / max_side))
-    small = np.asarray(image, dtype=np.float64)[::step, ::step]
-    offset = (step - 1) / 2
+    small = np.asarray(image, dtype=np.float32)[::step, ::step]
+    place = dict(x0=(step - 1) / 2, dx=step, y0=(step - 1) / 2, dy=step, hoverinfo="skip", name="image")
     if small.ndim == 3:
-        rgb = np.clip(np.rint(small * 255), 0, 255).astype(np.uint8)
-        return go.Image(z=rgb, x0=offset, dx=step, y0=offset, dy=step, hoverinfo="skip", name="image")
-    return go.Heatmap(
-        z=small,
-        x0=offset,
-        dx=step,
-        y0=offset,
-        dy=step,
-        colorscale="gray",
-        zmin=0,
-        zmax=1,
-        showscale=False,
-        hoverinfo="skip",
-        name="image",
-    )
+        return go.Image(z=np.clip(np.rint(small * 255), 0, 255).astype(np.uint8), **place)
+    return go.Heatmap(z=small, colorscale="gray", zmin=0, zmax=1, showscale=False, **place)
 
 
-def square_at(point: tuple[float, float], size: int, rows: int, cols: int) -> tuple[int, int] | None:
-    """``(row, column)`` of the ``size``-pixel square (a patch, a grid cell) under ``point`` = ``(x, y)`` in the
-    image's pixels, or None outside the ``rows`` × ``cols`` grid."""
-    x, y = point
-    r, c = int((y + 0.5) // size), int((x + 0.5) // size)
-    return (r, c) if 0 <= r < rows and 0 <= c < cols else None
-
-
-def _overlay_trace(
-    attention: np.ndarray, patch_size: int, *, showscale: bool, zmax: float | None = None, unit: str = "patch"
+def attention_layer(
+    z: np.ndarray, size: int, *, zmax: float | None = None, unit: str = "patch", showscale: bool = True
 ) -> go.Heatmap:
-    rows, cols = attention.shape
-    numbers = np.arange(rows * cols).reshape(rows, cols)
+    """A map ``[rows, cols]`` whose cells are the image's ``size``-pixel squares, numbered row-major on hover."""
+    rows, cols = z.shape
     return go.Heatmap(
-        z=attention,
-        x0=(patch_size - 1) / 2,
-        dx=patch_size,
-        y0=(patch_size - 1) / 2,
-        dy=patch_size,
-        customdata=numbers,
+        z=z,
+        x0=(size - 1) / 2,
+        dx=size,
+        y0=(size - 1) / 2,
+        dy=size,
+        customdata=np.arange(rows * cols).reshape(rows, cols),
         colorscale=OVERLAY_SCALE,
         opacity=theme.current().overlay_opacity,
         zmin=0,
-        zmax=zmax if zmax is not None else (float(attention.max()) or 1.0),
+        zmax=zmax if zmax is not None else (float(np.nanmax(z)) or 1.0),
         showscale=showscale,
         colorbar=dict(title="weight", thickness=12),
         name="attention",
+        hoverongaps=False,
         hovertemplate=f"{unit} %{{customdata}}<br>weight %{{z:.3f}}<extra></extra>",
     )
 
 
-def _patch_markers(side: int, patch_size: int, unit: str = "patch") -> go.Scatter:
-    """Invisible markers at the patch centres: hover shows the patch number, a click selects the patch."""
-    grid = side // patch_size
-    centres = (np.arange(grid) * patch_size + (patch_size - 1) / 2).tolist()
-    xs, ys = np.meshgrid(centres, centres)
+def square_markers(rows: int, cols: int, size: int, unit: str = "patch") -> go.Scatter:
+    """Invisible markers at the squares' centres: hover names the square, a click selects it."""
+    centres = np.arange(max(rows, cols)) * size + (size - 1) / 2
+    xs, ys = np.meshgrid(centres[:cols], centres[:rows])
     return go.Scatter(
         x=xs.ravel(),
         y=ys.ravel(),
         mode="markers",
-        customdata=np.arange(grid * grid),
-        marker=dict(size=max(6, 240 // grid), opacity=0, symbol="square"),
+        customdata=np.arange(rows * cols),
+        marker=dict(size=max(6, 240 // max(rows, cols)), opacity=0, symbol="square"),
         unselected=dict(marker=dict(opacity=0)),
         selected=dict(marker=dict(opacity=0)),
         hovertemplate=f"{unit} %{{customdata}}<extra></extra>",
@@ -97,44 +77,47 @@ def _patch_markers(side: int, patch_size: int, unit: str = "patch") -> go.Scatte
     )
 
 
-def _grid_lines(fig: go.Figure, side: int, patch_size: int, row: int | None = None, col: int | None = None) -> None:
-    for k in range(0, side + 1, patch_size):
-        edge = k - 0.5
-        kwargs = dict(line=dict(color="rgba(120,200,255,0.7)", width=1), layer="above")
-        if row is not None:
-            kwargs.update(row=row, col=col)
-        fig.add_shape(type="line", x0=edge, x1=edge, y0=-0.5, y1=side - 0.5, **kwargs)
-        fig.add_shape(type="line", x0=-0.5, x1=side - 0.5, y0=edge, y1=edge, **kwargs)
+def square_outline(
+    r0: float, r1: float, c0: float, c1: float, size: int, color: str, width: float = 3, dash: str = "solid"
+) -> dict:
+    """A rectangle round rows ``r0 … r1`` and columns ``c0 … c1`` of ``size``-pixel squares."""
+    return {
+        "type": "rect",
+        **{"x0": c0 * size - 0.5, "x1": c1 * size - 0.5, "y0": r0 * size - 0.5, "y1": r1 * size - 0.5},
+        "line": {"color": color, "width": width, "dash": dash},
+        "layer": "above",
+    }
 
 
-def square_axes(fig: go.Figure, side: int) -> None:
-    fig.update_xaxes(
-        range=[-0.5, side - 0.5], showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain"
+def square_figure(
+    traces: list, side: int, *, title: str, height: int, shapes: tuple = (), clickable: bool = False
+) -> go.Figure:
+    """``traces`` on square, unlabelled axes of ``side`` pixels (row 0 on top), titled, ``clickable`` for a point."""
+    fig = go.Figure(traces)
+    axis = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain")
+    fig.update_xaxes(range=[-0.5, side - 0.5], **axis)
+    fig.update_yaxes(range=[side - 0.5, -0.5], scaleanchor="x", **axis)
+    fig.update_layout(
+        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
+        height=height,
+        shapes=list(shapes),
+        margin=dict(l=5, r=5, t=40 if title else 5, b=5),
     )
-    fig.update_yaxes(
-        range=[side - 0.5, -0.5],
-        showticklabels=False,
-        ticks="",
-        showgrid=False,
-        zeroline=False,
-        scaleanchor="x",
-        constrain="domain",
-    )
+    if clickable:
+        fig.update_layout(clickmode="event+select", dragmode=False)
+    return fig
 
 
 def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", height: int = 360) -> go.Figure:
     """The image as the model saw it, with the patch grid drawn on top and patch numbers on hover."""
     side = image.shape[0]
-    fig = go.Figure(image_trace(image))
-    fig.add_trace(_patch_markers(side, patch_size))
-    _grid_lines(fig, side, patch_size)
-    square_axes(fig, side)
-    fig.update_layout(
-        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
-        height=height,
-        margin=dict(l=5, r=5, t=40 if title else 5, b=5),
-    )
-    return fig
+    grid = side // patch_size
+    line = {"type": "line", "line": {"color": "rgba(120,200,255,0.7)", "width": 1}, "layer": "above"}
+    edges = [k - 0.5 for k in range(0, side + 1, patch_size)]
+    shapes = [{**line, "x0": e, "x1": e, "y0": -0.5, "y1": side - 0.5} for e in edges]
+    shapes += [{**line, "x0": -0.5, "x1": side - 0.5, "y0": e, "y1": e} for e in edges]
+    traces = [image_trace(image), square_markers(grid, grid, patch_size)]
+    return square_figure(traces, side, title=title, height=height, shapes=shapes)
 
 
 def overlay(
@@ -151,42 +134,15 @@ def overlay(
     """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
     ``clickable`` adds invisible patch markers so a click can select a patch; ``unit`` names a square in the
     hover text (the captioner's grid has cells)."""
-    side = image.shape[0]
-    fig = go.Figure(
-        [
-            image_trace(np.asarray(image) * UNDER_OVERLAY),
-            _overlay_trace(attention, patch_size, showscale=True, unit=unit),
-        ]
-    )
+    rows, cols = attention.shape
+    traces = [image_trace(np.asarray(image) * UNDER_OVERLAY), attention_layer(attention, patch_size, unit=unit)]
     if clickable:
-        fig.add_trace(_patch_markers(side, patch_size, unit))
-        fig.update_layout(clickmode="event+select", dragmode=False)
+        traces.append(square_markers(rows, cols, patch_size, unit))
+    shapes = []
     if mark is not None:
-        r, c = divmod(int(mark), attention.shape[1])
-        fig.add_shape(
-            type="rect",
-            x0=c * patch_size - 0.5,
-            x1=(c + 1) * patch_size - 0.5,
-            y0=r * patch_size - 0.5,
-            y1=(r + 1) * patch_size - 0.5,
-            line=dict(color="#00e5ff", width=3),
-            layer="above",
-        )
-    square_axes(fig, side)
-    fig.update_layout(
-        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
-        height=height,
-        margin=dict(l=5, r=5, t=40 if title else 5, b=5),
-    )
-    return fig
-
-
-def _thumb_step(side: int, patch_size: int) -> int:
-    """Pixels per thinned pixel for thumbnails: a divisor of the patch size (tiles stay patch-aligned)."""
-    for step in range(1, patch_size + 1):
-        if patch_size % step == 0 and side / step <= MAX_THUMB_SIDE:
-            return step
-    return patch_size
+        r, c = divmod(int(mark), cols)
+        shapes.append(square_outline(r, r + 1, c, c + 1, patch_size, QUERY))
+    return square_figure(traces, image.shape[0], title=title, height=height, shapes=shapes, clickable=clickable)
 
 
 def overlay_grid(
@@ -202,97 +158,49 @@ def overlay_grid(
     """Every head's map ``[head, rows, cols]`` over the image, one thumbnail each (own colour scale).
 
     ``labels`` name the thumbnails (default ``head h``); ``unit`` is what one map is in the hover text (the
-    Captions page draws a map per written word); ``per_row`` thumbnails a row.
-
-    One image mosaic and one overlay mosaic (the figure layer's tiles, one patch of gap between
-    thumbnails) instead of a subplot per head: built in a few ms however many heads.
+    Captions page draws a map per written word); ``per_row`` thumbnails a row. One image mosaic and one overlay
+    mosaic (tiles one patch apart), not a subplot per head: a few ms however many heads.
     """
-    from app.ui.head_views import tile_mosaic
-
-    n, grid = maps.shape[0], maps.shape[1]
+    n, grid, width = maps.shape
     cols = min(n, per_row)
     rows = math.ceil(n / cols)
     side = image.shape[0]
-    # overlays: [rows, cols, grid, grid] tiles (NaN for the empty places of the last row)
-    tiles = np.full((rows * cols, grid, maps.shape[2]), np.nan, dtype=np.float32)
+    tiles = np.full((rows * cols, grid, width), np.nan, dtype=np.float32)  # NaN: the last row's empty places
     tiles[:n] = maps
-    tiles = tiles.reshape(rows, cols, grid, maps.shape[2])
+    tiles = tiles.reshape(rows, cols, grid, width)
     shown, weights = tile_mosaic(tiles, normalise=True), tile_mosaic(tiles)
-    # the image under every thumbnail, thinned by a divisor of the patch size, white between tiles
-    step = _thumb_step(side, patch_size)
+    # the image under every thumbnail, thinned by a divisor of the patch size (tiles stay patch-aligned)
+    step = next((k for k in range(1, patch_size + 1) if patch_size % k == 0 and side / k <= MAX_THUMB_SIDE), patch_size)
     small = np.asarray(image, dtype=np.float32)[::step, ::step] * UNDER_OVERLAY
     t, gap = small.shape[0], patch_size // step
     canvas = np.ones((rows * (t + gap) - gap, cols * (t + gap) - gap) + small.shape[2:], dtype=np.float32)
     for h in range(n):
         r, c = divmod(h, cols)
         canvas[r * (t + gap) : r * (t + gap) + t, c * (t + gap) : c * (t + gap) + t] = small
-    offset = (step - 1) / 2
-    if canvas.ndim == 3:
-        picture = {"type": "image", "z": np.clip(np.rint(canvas * 255), 0, 255).astype(np.uint8)}
-    else:
-        picture = {"type": "heatmap", "z": canvas, "colorscale": "gray", "zmin": 0, "zmax": 1, "showscale": False}
-    picture.update(x0=offset, dx=step, y0=offset, dy=step, hoverinfo="skip", name="image")
-    attention = {
-        "type": "heatmap",
-        "z": shown,
-        "customdata": weights,
-        "x0": (patch_size - 1) / 2,
-        "dx": patch_size,
-        "y0": (patch_size - 1) / 2,
-        "dy": patch_size,
-        "colorscale": OVERLAY_SCALE,
-        "opacity": theme.current().overlay_opacity,
-        "zmin": 0,
-        "zmax": 1,
-        "showscale": False,
-        "name": "attention",
-        "hoverongaps": False,
-        "hovertemplate": f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>",
-    }
-    pitch = side + patch_size  # pixels from one thumbnail to the next
-    notes, shapes = [], []
-    for h in range(n):
-        r, c = divmod(h, cols)
-        name = html.escape(labels[h]) if labels is not None else f"head {h}"
-        notes.append(
-            {
-                "text": f"<b>▶ {name}</b>" if h == selected else name,
-                "x": c * pitch + side / 2 - 0.5,
-                "y": r * pitch - 0.5,
-                "xref": "x",
-                "yref": "y",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "font": {"size": 12},
-            }
-        )
-        if h == selected:
-            shapes.append(
-                {
-                    "type": "rect",
-                    "x0": c * pitch - 0.5,
-                    "x1": c * pitch + side - 0.5,
-                    "y0": r * pitch - 0.5,
-                    "y1": r * pitch + side - 0.5,
-                    "line": {"color": "#00e5ff", "width": 3},
-                }
-            )
-    width, height = cols * pitch - patch_size, rows * pitch - patch_size
-    axis = {"showticklabels": False, "ticks": "", "showgrid": False, "zeroline": False, "constrain": "domain"}
-    return go.Figure(
-        {
-            "data": [picture, attention],
-            "layout": {
-                "height": max(220, 200 * rows),
-                "margin": {"l": 5, "r": 5, "t": 30, "b": 5},
-                "plot_bgcolor": "white",
-                "annotations": notes,
-                "shapes": shapes,
-                "xaxis": {**axis, "range": [-0.5, width - 0.5]},
-                "yaxis": {**axis, "range": [height - 0.5, -0.5 - patch_size], "scaleanchor": "x"},
-            },
-        }
+    picture = image_trace(canvas, max_side=max(canvas.shape[:2]))
+    picture.update(x0=(step - 1) / 2, dx=step, y0=(step - 1) / 2, dy=step)
+    attention = attention_layer(shown, patch_size, zmax=1.0, showscale=False)
+    attention.update(
+        customdata=weights, hovertemplate=f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"
     )
+    pitch = side + patch_size  # pixels from one thumbnail to the next
+    note = dict(xref="x", yref="y", yanchor="bottom", showarrow=False, font={"size": 12})
+    names = [html.escape(label) for label in labels] if labels is not None else [f"head {h}" for h in range(n)]
+    names = [f"<b>▶ {name}</b>" if h == selected else name for h, name in enumerate(names)]
+    notes = [
+        dict(note, text=name, x=(h % cols) * pitch + side / 2 - 0.5, y=(h // cols) * pitch - 0.5)
+        for h, name in enumerate(names)
+    ]
+    shapes = []
+    if selected is not None:
+        r, c = divmod(selected, cols)
+        shapes.append(square_outline(r * pitch, r * pitch + side, c * pitch, c * pitch + side, 1, QUERY))
+    fig = square_figure([picture, attention], 0, title="", height=max(220, 200 * rows), shapes=shapes)
+    x_end, y_end = cols * pitch - patch_size, rows * pitch - patch_size
+    fig.update_xaxes(range=[-0.5, x_end - 0.5])
+    fig.update_yaxes(range=[y_end - 0.5, -0.5 - patch_size])
+    fig.update_layout(annotations=notes, plot_bgcolor="white", margin=dict(t=30))
+    return fig
 
 
 def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10, height: int = 320) -> go.Figure:

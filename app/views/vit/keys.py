@@ -9,21 +9,16 @@ from engine.samples import n_digits
 
 
 class Vit:
-    """The Vision Transformer page's keys (``app/views/vit/page.py``); those its links carry are the URL parameters of
-    the same names (``app/url_params.py``, which takes their defaults and options from here)."""
+    """The Vision Transformer page's keys; those its links carry are the URL parameters of the same names."""
 
     model, hub_id = "vit_model", "vit_hub_id"
     source, digit, shape, photo, upload = "vit_source", "vit_digit", "vit_shape", "vit_photo", "vit_upload"
     layer, head, patch = "vit_layer", "vit_head", "vit_patch"
     fusion, discard, discard_rule, k = "vit_fusion", "vit_discard", "vit_discard_rule", "vit_k"
-    last_click = "_vit_click"  # the patch last clicked on the chart, so one click picks it once
+    last_click = "_vit_click"  # the point last clicked on the patch chart, read once
     # a Swin (windowed attention): stage, block in the stage, head, the query patch on the stage's grid
-    swin_stage, swin_block, swin_head, swin_patch = (
-        "vit_swin_stage",
-        "vit_swin_block",
-        "vit_swin_head",
-        "vit_swin_patch",
-    )
+    swin_stage, swin_block, swin_head = "vit_swin_stage", "vit_swin_block", "vit_swin_head"
+    swin_patch = "vit_swin_patch"
     swin_click = "_vit_swin_click"  # the point last clicked on the window chart (pixels), read once
     # charts (element keys; ``patch_map``'s selection is read as the click)
     image, probs, cls, heads, patch_map = "vit_image", "vit_probs", "vit_cls", "vit_heads", "vit_patch_map"
