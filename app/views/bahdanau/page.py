@@ -10,12 +10,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app.controls.pickers import pick_head, pick_index
 from app.state import PERSIST, default
 from app.ui.charts import shared_build, show_chart
 from app.ui.clicks import once
 from app.ui.export import csv_button
 from app.ui.guard import attempt
-from app.ui.pickers import pick_head, pick_index
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.bahdanau.data import (

@@ -7,10 +7,10 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
+from app.controls.pickers import pick_index
 from app.ui.charts import set_source, shared_build, show_chart
 from app.ui.clicks import once
 from app.ui.guard import attempt
-from app.ui.pickers import pick_index
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.captions.data import (

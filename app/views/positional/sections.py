@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.controls.pickers import pick_index, pick_int
 from app.state import PERSIST, choose, default, settle
 from app.ui.charts import show_chart
 from app.ui.guard import attempt
 from app.ui.heatmap import attention_heatmap
-from app.ui.pickers import pick_index, pick_int
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
 from app.views.positional.data import pos_alibi, pos_order_blindness, pos_rope

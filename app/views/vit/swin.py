@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.controls.pickers import pick_index, pick_int
 from app.ui.charts import clicked_square, show_chart
 from app.ui.export import csv_button, grid_table
-from app.ui.pickers import pick_index, pick_int
 from app.views.vit.data import swin_window_row
 from app.views.vit.keys import Vit
 from app.views.vit.windows import window_overlay
