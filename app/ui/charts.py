@@ -22,7 +22,7 @@ import base64
 import dataclasses
 import hashlib
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -323,45 +323,6 @@ def content_key(data: Any) -> Hashable:
     if isinstance(data, (list, tuple)):  # every item: a dataclass argument (a caption's view) is keyed field by field
         return tuple(content_key(item) for item in data)
     return data
-
-
-def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFigure:
-    """The figure of ``view`` in this session's theme, built by ``build()`` once per server process.
-
-    ``view`` must name everything the figure shows (the request key, layer, head, display options,
-    title): every session asking for the same view and theme gets this one read-only figure. Per-session
-    marks (a highlighted token) go on top with :func:`with_shapes`.
-    """
-    from app.runtime.caches import shared_figure
-
-    look = theme.current()
-    return shared_figure(view + (look.name,), lambda: ready(build(), look))
-
-
-def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
-    """The picture of ``view`` in this session's theme as a ``data:`` URL of the PNG ``build()`` returns, built once
-    per server process as :func:`shared_chart` builds a figure: every session asking for the same view and theme
-    gets this one string.
-
-    ``st.image`` passes a ``data:`` URL on as it is; PNG bytes it would open with Pillow again, hash and store per
-    session on every run (~0.9 ms of a rerun), and the browser would fetch them with a request of its own. A picture
-    that did not change between two runs reaches the browser as a reference to its cached message (Streamlit caches
-    elements of 10 kB and more)."""
-    from app.runtime.caches import shared_figure
-
-    def encoded() -> str:
-        return "data:image/png;base64," + base64.b64encode(build()).decode("ascii")
-
-    return shared_figure(view + ("png", theme.current().name), encoded)
-
-
-def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:
-    """``build(*args, **kwargs)`` through :func:`shared_chart`, keyed by the builder and its arguments' content
-    (:func:`content_key`): for pages whose figures come from numbers they computed (an image and its attention
-    grid), so that a class opening the same view builds it once. ``build`` must depend on its arguments and the
-    theme only (no session state) and return a figure nobody changes afterwards."""
-    view = (build.__module__, build.__qualname__, content_key(args), content_key(tuple(sorted(kwargs.items()))))
-    return shared_chart(view, lambda: build(*args, **kwargs))
 
 
 def _layout(fig) -> dict[str, Any]:

@@ -12,14 +12,12 @@ boxes beside it, so a region can be typed ("from 1,000 to 1,256") where a slider
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import streamlit as st
 
 from app.state import PERSIST, settle
 from app.ui.clicks import once
 from app.ui.heatmap import SCALES
-from app.ui.map_data import OVERVIEW_SIZE
+from app.ui.map_data import CSV_MAX_SIDE, OVERVIEW_SIZE, MapView, csv_region, head_csv
 
 SCALE_HELP = (
     "Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
@@ -53,28 +51,21 @@ HIDE_HELP = (
 )
 
 
-@dataclass(frozen=True)
-class DisplayOptions:
-    scale: str
-    hide_sinks: bool
-    caption: str
-    weighting: str = "attention"  # "attention", "contribution" or "value", as engine.analysis.overview takes it
-
-
-def map_view(name: str, request_key: tuple, layer: int, head: int, zoom, opts: DisplayOptions, title: str) -> tuple:
-    """The shared figure cache's key of one head's map (``charts.shared_chart``): the page's name for it, the
-    request's key, the head, the zoom's ranges, the display options and the title: everything the map shows."""
-    q_range, k_range = zoom
-    return (name, request_key, layer, head, q_range, k_range, opts.scale, opts.hide_sinks, opts.weighting, title)
-
-
 def _mark_chosen(key: str) -> None:
     st.session_state[key] = True
 
 
-def display_options(trace, key_prefix: str) -> DisplayOptions:
-    """Colour scale, what to show (α, ‖α·f(x)‖, α·‖v‖) and "hide sink columns" widgets; returns the choice and a
-    sentence for the caption. The contribution is offered only where the trace kept its output-projection norms."""
+def map_controls(trace, key_prefix: str, layer: int, head: int) -> tuple[MapView, str]:
+    """The display options and, for a long input, the zoom of head ``(layer, head)``'s map: the view they choose
+    and a caption saying what the colour shows."""
+    scale, weighting, hide, caption = display_options(trace, key_prefix)
+    q_range, k_range = zoom_controls(trace, key_prefix)
+    return MapView(layer, head, q_range, k_range, hide, scale, weighting), caption
+
+
+def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
+    """Colour scale, what to show (α, ‖α·f(x)‖, α·‖v‖) and "hide sink columns" widgets: the scale, the weighting,
+    the hiding and a caption. The contribution is offered only where the trace kept its output-projection norms."""
     scale_key, hide_key, show_key = f"{key_prefix}_scale", f"{key_prefix}_hide_sinks", f"{key_prefix}_weighting"
     chosen_key = f"{scale_key}_chosen"
     if not st.session_state.get(chosen_key) or st.session_state.get(scale_key) not in SCALES:
@@ -130,7 +121,7 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
         notes.append(
             "Long input: if the map looks empty but for one column, try the log colour scale or hide the sink columns."
         )
-    return DisplayOptions(scale=scale, hide_sinks=hide, caption=" ".join(notes), weighting=weighting)
+    return scale, weighting, hide, " ".join(notes)
 
 
 def _valid_range(value, n: int) -> bool:
@@ -261,13 +252,11 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
     return q_range, k_range
 
 
-def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str, load) -> None:
-    """A CSV download of the exact weights in view, built only when clicked (too large a region: a hint).
-    ``att`` sizes the region; ``load`` (``services.block_loader``) gives the trace again on click: the button
-    must not hold the trace itself (it would outlive the shared cache's bound)."""
-    from app.ui.map_data import CSV_MAX_SIDE, csv_region, head_csv
-
-    region = csv_region(att, q_range, k_range)
+def csv_button(att, view: MapView, file_name: str, load) -> None:
+    """A CSV download of the exact weights in ``view``, built only when clicked (too large a region: a hint).
+    ``att`` sizes the region; ``load`` gives the trace again on click: the button must not hold the trace itself
+    (it would outlive the shared cache's bound)."""
+    region = csv_region(att, view.q_range, view.k_range)
     if region is None:
         st.caption(f"To download exact weights as CSV, zoom to at most {CSV_MAX_SIDE:,} tokens a side.")
         return
@@ -280,7 +269,7 @@ def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str, loa
     )
     st.download_button(
         label,
-        lambda: head_csv(load(), layer, head, (q0, q1), (k0, k1)),
+        lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)),
         on_click="ignore",
         file_name=file_name,
         mime="text/csv",

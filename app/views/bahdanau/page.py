@@ -10,8 +10,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app.figures import shared_build
 from app.state import PERSIST, clamp, default
-from app.ui.charts import shared_build, show_chart
+from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md

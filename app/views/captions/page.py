@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.figures import shared_build
 from app.links import open_page
 from app.runtime.models import list_models, model_loaded
 from app.state import PERSIST, bounded, choose, clamp, default, defaults
-from app.ui.charts import clicked_point, set_source, shared_build, show_chart
+from app.ui.charts import clicked_point, set_source, show_chart
 from app.ui.clicks import once
 from app.ui.guard import busy, show_error
 from app.ui.pickers import typed_model_field

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.figures import shared_build
 from app.runtime.request import ExplainRequest
 from app.state import bounded, choose, clamp, default, defaults
-from app.ui.charts import set_source, shared_build, show_chart
+from app.ui.charts import set_source, show_chart
 from app.ui.guard import show_error
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side

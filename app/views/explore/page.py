@@ -15,10 +15,12 @@ with a zoom to exact cells.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import astuple
 
 import numpy as np
 import streamlit as st
 
+from app.figures import shared_chart, shared_picture
 from app.links import open_page
 from app.runtime.heads import attention_block, block_loader
 from app.runtime.maps import grid_is_quick, head_view, layer_grid
@@ -27,14 +29,15 @@ from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key, trace_is_quick
 from app.sidebar import synced
 from app.state import current_text
-from app.ui.charts import fill_height, shared_chart, shared_picture, show_chart
+from app.ui.charts import fill_height, show_chart
 from app.ui.examples import example_hint, examples_picker
 from app.ui.export import head_json_button
 from app.ui.guard import busy, calm_errors, show_error
 from app.ui.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
 from app.ui.heatmap import map_figure, map_spec, safe_label
 from app.ui.linked_tokens import focus, focus_picker, outline, row_of
-from app.ui.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
+from app.ui.long_view import COLOUR_SAYS, csv_button, map_controls
+from app.ui.map_data import MapView
 from app.ui.pickers import (
     causal_toggle,
     kv_sharing,
@@ -72,24 +75,21 @@ TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?",
 PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
 
 
-def show_head(request: TraceRequest, trace, layer: int, head: int, opts, zoom) -> None:
-    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV.
-    Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars."""
-    q_range, k_range = zoom
-    data = head_view(
-        request, layer, head, q_range, k_range, opts.hide_sinks, opts.scale == "row", weighting=opts.weighting
-    )
-    window = trace.window_of(layer)
+def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
+    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its downloads.
+    Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars.
+    ``says``: the display options' caption."""
+    data = head_view(request, view)
+    window = trace.window_of(view.layer)
     title = (
-        f"Layer {layer}, head {head}"
+        f"Layer {view.layer}, head {view.head}"
         + (" · causal mask on" if trace.causal else "")
         + (f" · sliding window {window}" if window is not None else "")
     )
-    view = map_view("explore_head", request_key(request), layer, head, zoom, opts, title)
     fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
-    view += (fill,)
     fig = shared_chart(
-        view, lambda: map_spec(data, title=title, scale=opts.scale, rows_px=PRESENTER_MAP_ROWS_PX if fill else None)
+        ("explore_head", request_key(request), view, title, fill),
+        lambda: map_spec(data, title=title, scale=view.scale, rows_px=PRESENTER_MAP_ROWS_PX if fill else None),
     )
     fig = outline(fig, data, focus()) if request.block != "cross" else fig
     if fill:
@@ -104,7 +104,7 @@ def show_head(request: TraceRequest, trace, layer: int, head: int, opts, zoom) -
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
         "(the key). "
-        + COLOUR_SAYS.get(opts.weighting, "")
+        + COLOUR_SAYS.get(view.weighting, "")
         + (
             "Grey cells are blocked by the causal mask: a token cannot look ahead. "
             if trace.causal
@@ -125,27 +125,14 @@ def show_head(request: TraceRequest, trace, layer: int, head: int, opts, zoom) -
             if data.pooled
             else ""
         )
-        + opts.caption
-        + kv_sharing(trace, head)
+        + says
+        + kv_sharing(trace, view.head)
     )
     load = block_loader(request)
-    csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv", load)
-    head_json_button(
-        request.model_id,
-        trace,
-        layer,
-        head,
-        request.block,
-        (q_range, k_range),
-        data,
-        opts,
-        {
-            "causal": bool(trace.causal),
-            "max_tokens": request.max_tokens,
-            "decode": list(request.decode) if request.decode else None,
-        },
-        load,
-    )
+    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load)
+    decode = list(astuple(request.decode)) if request.decode else None
+    settings = {"causal": bool(trace.causal), "max_tokens": request.max_tokens, "decode": decode}
+    head_json_button(request.model_id, trace, view, request.block, data, settings, load, "explore")
 
 
 def show_query_row(data, title: str) -> None:
@@ -196,7 +183,9 @@ def show_query_row(data, title: str) -> None:
 def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
     """The same weights traced with the causal mask off and on, side by side, on one colour scale."""
     with st.spinner("Running the model with and without the mask…"):
-        views = [head_view(request.with_causal(causal).with_block("self"), layer, head) for causal in (False, True)]
+        views = [
+            head_view(request.with_causal(causal).with_block("self"), MapView(layer, head)) for causal in (False, True)
+        ]
     top = max(float(np.nanmax(v.values)) for v in views)
     left, right = side_by_side(2)  # presenter mode: one under the other, full width
     for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
@@ -239,17 +228,15 @@ def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
     )
 
 
-def decoding(model_id: str, text: str, max_tokens: int) -> tuple | None:
-    """An encoder-decoder's decoding settings (greedy or sampled), in an expander; None until the user asks
-    for other settings than the default greedy decoding. A request is kept for the text and model it was
-    made for."""
+def decoding() -> tuple | None:
+    """An encoder-decoder's decoding settings form (greedy or sampled), in an expander: the settings asked on
+    submit (``write_more.remembered`` keeps them for the text and model they were asked for)."""
     with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
         st.caption(
             "The output is written one token at a time. Greedy takes the most likely token each step; "
             "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed."
         )
-        asked = settings_form(Explore.decode_form, "Decode again", SEQ2SEQ_NEW_TOKENS, prefix=Explore.decode_prefix)
-    return remembered(Explore.decode, asked, model_id, text, max_tokens)
+        return settings_form(Explore.decode_form, "Decode again", SEQ2SEQ_NEW_TOKENS, prefix=Explore.decode_prefix)
 
 
 def show_output(trace) -> None:
@@ -295,9 +282,8 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
         with columns[-1], tools():  # presenter mode: a popover in the row above the map
             if block != "cross":  # one sequence on both axes: a token has a row and a column
                 focus_picker(trace.tokens.strings, "explore")
-            opts = display_options(trace, key_prefix="explore")
-            zoom = zoom_controls(trace, key_prefix="explore")
-        show_head(request, trace, layer, head, opts, zoom)
+            view, says = map_controls(trace, "explore", layer, head)
+        show_head(request, trace, view, says)
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             show_grid(request, trace, layer, head)
             return
@@ -310,10 +296,10 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
                 show_mask_comparison(request, layer, head)
         if tabs[2].open:  # the next-token forward pass (once per input; temperature reuses it)
             with tabs[2]:
-                show_next_token(request.model_id, family, request.text, request.causal, request.max_tokens)
+                show_next_token(request, family)
         if tabs[3].open:  # generation runs only on the tab's button
             with tabs[3]:
-                show_write_more(request.model_id, family, request.text, request.max_tokens, layer, head, request.causal)
+                show_write_more(request, family, layer, head)
 
 
 def main() -> None:
@@ -371,10 +357,11 @@ def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) ->
     seq2seq = model.family == "encoder-decoder"
     name_source(model_id, model)
     example_hint(model_id, model)  # where to look, while the box holds the example picked above
-    text = current_text()
-    decode = decoding(model_id, text, max_tokens) if seq2seq else None
-    request = TraceRequest(model_id, text, causal, max_tokens, decode)
+    request = TraceRequest(model_id, current_text(), causal, max_tokens)
+    asked = decoding() if seq2seq else None
     try:
+        settings = remembered(Explore.decode, asked, request) if seq2seq else None
+        request = request.with_decode(settings) if settings else request
         with busy("Running the model…", trace_is_quick(request)):
             trace = get_trace(request)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws

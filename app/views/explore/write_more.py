@@ -26,11 +26,11 @@ from app.ui.guard import show_error
 from app.ui.heatmap import map_figure
 from app.ui.job_status import follow
 from app.ui.linked_tokens import focus, outline
-from app.ui.map_data import MapData
+from app.ui.map_data import MapData, MapView
 from app.ui.safe_text import md
 from app.views.explore.data import get_generation, request_generation
 from app.views.explore.keys import Explore
-from engine.generation import MAX_NEW_TOKENS
+from engine.generation import MAX_NEW_TOKENS, DecodeSettings
 
 MODES = ("Greedy", "Sampled")
 GENERATED_COLOR = "#c2410c"  # dark orange: the generated part, on text and on the chart's tick labels
@@ -115,14 +115,18 @@ def settings_form(
     return (n_new, True, temperature, top_k, top_p, seed)
 
 
-def remembered(key: str, asked: tuple | None, model_id: str, text: str, max_tokens: int) -> tuple | None:
-    """Decoding settings kept in session state ``key`` with the model, text and token limit they were asked
-    for (``asked``: a form just submitted); None once any of those changed, or before any request."""
-    view = (model_id, text, int(max_tokens))
+def remembered(key: str, asked: tuple | None, request: TraceRequest) -> DecodeSettings | None:
+    """Decoding settings kept in session state ``key`` with the model, text and token limit they were asked for
+    (``asked``: a form just submitted); None once any of those changed, or before any request.
+
+    Raises:
+        EngineError: a setting out of range (``DecodeSettings`` checks them; a forged URL or widget).
+    """
+    view = (request.model_id, request.text, request.max_tokens)
     if asked is not None:
         st.session_state[key] = (*view, tuple(asked))
-    request = st.session_state.get(key)
-    return request[3] if request and tuple(request[:3]) == view else None
+    kept = st.session_state.get(key)
+    return DecodeSettings(*kept[3]) if kept and tuple(kept[:3]) == view else None
 
 
 def generated_markdown(prompt: str, rest: str) -> str:
@@ -154,34 +158,33 @@ def mark_generated(fig: go.Figure, data: MapData, start: int, n_tokens: int) -> 
     return fig
 
 
-def show_write_more(
-    model_id: str, family: str, text: str, max_tokens: int, layer: int, head: int, causal: bool | None = None
-) -> None:
+def show_write_more(request: TraceRequest, family: str, layer: int, head: int) -> None:
     """The tab: settings, the button, then the text and the chosen head over prompt + generated tokens."""
     if family != "decoder":
         st.info("Writing more text needs a decoder (a GPT-style model); pick tiny-gpt-stories.")
         return
-    if causal is False:
+    if request.causal is False:
         st.caption(
             "The model writes with its causal mask on, as it was trained: the mask toggle above changes "
             "the first chart only."
         )
     asked = settings_form()
-    settings = remembered(Explore.write_request, asked, model_id, text, max_tokens)
-    if settings is None:
-        st.caption(
-            "Set how many tokens and how to pick them, then press **Write more**: the model adds one "
-            "token at a time, each time reading everything before it."
-        )
-        return
-    request = TraceRequest(model_id, text, None, max_tokens, settings)
     try:
-        status = request_generation(request, pressed=asked is not None, view=(layer, head))
+        settings = remembered(Explore.write_request, asked, request)
+        if settings is None:
+            st.caption(
+                "Set how many tokens and how to pick them, then press **Write more**: the model adds one "
+                "token at a time, each time reading everything before it."
+            )
+            return
+        request = request.with_decode(settings)
+        view = MapView(layer, head)
+        status = request_generation(request, pressed=asked is not None, view=view)
         if status is not None and status.status != "done":
             follow(WRITE, status, "Writing")
             return
-        trace, prompt, rest = get_generation(model_id, text, max_tokens, settings)
-        data = head_view(request, layer, head)
+        trace, prompt, rest = get_generation(request)
+        data = head_view(request, view)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

@@ -11,6 +11,7 @@ from typing import Callable
 
 import streamlit as st
 
+from app.figures import shared_chart
 from app.runtime.heads import attention_block, block_is_square, block_loader, head_metrics_table, model_view_tiles
 from app.runtime.maps import head_view
 from app.runtime.models import device_label
@@ -18,7 +19,7 @@ from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key
 from app.sidebar import synced
 from app.state import PERSIST, current_text
-from app.ui.charts import fill_height, ready, shared_chart, show_chart
+from app.ui.charts import fill_height, ready, show_chart
 from app.ui.examples import examples_picker
 from app.ui.export import head_json_button
 from app.ui.guard import calm_errors, show_error
@@ -33,7 +34,7 @@ from app.ui.head_views import (
 )
 from app.ui.heatmap import map_spec
 from app.ui.linked_tokens import focus, focus_picker, outline
-from app.ui.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
+from app.ui.long_view import COLOUR_SAYS, csv_button, map_controls
 from app.ui.pickers import (
     causal_toggle,
     kv_sharing,
@@ -125,48 +126,28 @@ def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
 def _chosen_head(ctx: HeadsContext) -> None:
     """The chosen head large below the model view (an overview with a zoom on long inputs)."""
     att = ctx.attention
-    opts = display_options(att, key_prefix=Heads.display)
-    q_range, k_range = zoom_controls(att, key_prefix=Heads.display)
-    data = head_view(
-        ctx.request,
-        ctx.layer,
-        ctx.head,
-        q_range,
-        k_range,
-        opts.hide_sinks,
-        opts.scale == "row",
-        weighting=opts.weighting,
-    )
+    view, says = map_controls(att, Heads.display, ctx.layer, ctx.head)
+    data = head_view(ctx.request, view)
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    view = map_view("heads_large", request_key(ctx.request), ctx.layer, ctx.head, (q_range, k_range), opts, title)
-    fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale))
+    fig = shared_chart(
+        ("heads_large", request_key(ctx.request), view, title), lambda: map_spec(data, title=title, scale=view.scale)
+    )
     show_chart(outline(fig, data, focus()) if block_is_square(ctx.block) else fig, key=Heads.large)
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
-        + COLOUR_SAYS.get(opts.weighting, "")
+        + COLOUR_SAYS.get(view.weighting, "")
         + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
         + (
             "Long input: each cell is the largest weight of its block; open **Zoom** above the map for exact weights. "
             if data.pooled
             else ""
         )
-        + opts.caption
+        + says
     )
     load = block_loader(ctx.request)
-    csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
-    head_json_button(
-        ctx.model_id,
-        att,
-        ctx.layer,
-        ctx.head,
-        ctx.block,
-        (q_range, k_range),
-        data,
-        opts,
-        {"causal": bool(att.causal), "max_tokens": ctx.max_tokens},
-        load,
-        page="heads",
-    )
+    csv_button(att, view, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
+    settings = {"causal": bool(att.causal), "max_tokens": ctx.max_tokens}
+    head_json_button(ctx.model_id, att, view, ctx.block, data, settings, load, "heads")
 
 
 # ---------------------------------------------------------------- section: per-head metrics

@@ -31,7 +31,7 @@ from app.runtime.maps import head_view
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from app.state import K
-from app.ui.map_data import MapData
+from app.ui.map_data import MapData, MapView
 from app.url_params import TEXT_PAGES
 from app.url_state import BY_NAME
 from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_agreement, bahdanau_trace
@@ -179,7 +179,7 @@ def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
     att = attention_block(trace, block)
     layer = min(max(int(values[K.layer]), 0), att.n_layers - 1)
     head = min(max(int(values[K.head]), 0), att.n_heads - 1)
-    data = head_view(request, layer, head, size=size)
+    data = head_view(request, MapView(layer, head, size=size))
     window = att.window_of(layer)
     title = (
         f"Layer {layer}, head {head}"

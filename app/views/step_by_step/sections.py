@@ -13,7 +13,8 @@ import math
 import numpy as np
 import streamlit as st
 
-from app.ui.charts import shared_build, show_chart
+from app.figures import shared_build
+from app.ui.charts import show_chart
 from app.ui.safe_text import md
 from app.views.step_by_step.keys import Step
 from app.views.step_by_step.tables import frame_table, rounded, show_vectors, text_column, weights_bar

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.figures import shared_build
 from app.runtime.models import list_models
 from app.state import PERSIST, bounded, choose, clamp, defaults
-from app.ui.charts import clicked_point, shared_build, show_chart
+from app.ui.charts import clicked_point, show_chart
 from app.ui.guard import show_error
 from app.ui.pickers import load_model, typed_model_field
 from app.ui.rollout_controls import SHORT, discard_rule_picker, discard_sentence
