@@ -1,13 +1,11 @@
-"""Display settings shared by the pages that draw one head large: colour scale, hidden sink columns, zoom.
+"""Display settings of the pages that draw one head large: colour scale, what a cell shows, hidden sinks, zoom.
 
-With a linear colour scale a 400-token head looks empty except for its sink column ([CLS], [SEP] or the
-first token take most of the weight); a log scale, per-row scaling or hiding those columns makes the rest
-readable. "Show" swaps the weights α for each key's contribution ‖α·f(x)‖ (Kobayashi et al. 2020: the
-weight times the length of what the key's value adds through the head's block of the output projection),
-where a sink with a short value vector fades, or for α·‖v‖ (the value's length only). Inputs longer than the overview size
-get a zoom: the query rows and key columns are each a range slider (keyboard-friendly) with two number
-boxes beside it, so a region can be typed ("from 1,000 to 1,256") where a slider over 16,384 tokens moves
-~60 tokens a pixel; once the region fits, the exact weights appear.
+With a linear scale a 400-token head looks empty but for its sink column; a log scale, per-row scaling or hiding
+the sinks makes the rest readable. "Show" swaps the weights α for each key's contribution ‖α·f(x)‖ (Kobayashi et
+al. 2020), where a sink with a short value vector fades, or for α·‖v‖. Inputs longer than the overview get a zoom:
+a range slider per axis with two number boxes, so a region can be typed where a slider over 16,384 tokens moves
+~60 tokens a pixel; once the region fits, the exact weights appear. :func:`map_controls` returns a
+:class:`~app.ui.map_data.MapView`.
 """
 
 from __future__ import annotations
@@ -141,11 +139,8 @@ def _typed(key: str, n: int) -> None:
 
 
 def _range_control(label: str, key: str, n: int, help_text: str) -> tuple[int, int]:
-    """A range slider and, under it, "from" and "to" number boxes holding the same two ends.
-
-    The slider's key holds the range; the boxes are set from it before they are drawn, and a typed end is
-    written back to it (``_typed``), so either control moves the other.
-    """
+    """A range slider and, under it, "from" and "to" number boxes holding the same two ends: the slider's key holds
+    the range, the boxes are set from it, and a typed end is written back to it (``_typed``)."""
     if not _valid_range(st.session_state.get(key), n):
         settle(key, (0, n))
     elif f"{key}_from" not in st.session_state:  # drawn again (the panel reopened): the browser forgot the value
@@ -197,13 +192,9 @@ def _reset(*ranges: tuple[str, int]) -> None:
 def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
     """Drop the number boxes' values of every zoom not drawn in this run (another token count, a closed panel).
 
-    The boxes sit in a fragment inside the sentence's fragment; when a new sentence with another token count
-    reruns the outer one, Streamlit keeps the vanished boxes' values on the server (they belong to a fragment
-    that did not run) while the browser forgets them. Back at the old count, ``settle`` saw the kept value,
-    sent nothing, and the browser showed the box's minimum; its next run sent that minimum as an edit and
-    the map shrank to one cell (found at 511 → 510 → 511 tokens). Forgotten here, the value is written again
-    when the boxes are drawn, and the browser shows it. The zooms whose boxes were drawn are listed under their
-    own key, so no other widget's state is read here.
+    Streamlit keeps a vanished box's value on the server while the browser forgets it; back at the old token count,
+    ``settle`` would send nothing and the browser would show (and then send) the box's minimum. Forgotten here, the
+    value is written again when the boxes are drawn. The drawn zooms are listed under their own key.
     """
     listed = f"{key_prefix}_zoom_boxes"
     for key in set(st.session_state.get(listed, ())) - set(drawn):
@@ -214,13 +205,9 @@ def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
 
 
 def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the overview.
-
-    The controls are drawn only while their panel is open (a closed one keeps its region): two sliders, four
-    boxes and a button were 16 of a long input's 48 elements per run, redrawn by the browser every time for a
-    panel most users never open. The panel's label and icon never change: Streamlit makes them part of the
-    panel's identity, and a new identity would close it (a new text's token count, a zoom just picked).
-    """
+    """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the
+    overview, drawn only while their panel is open (a closed one keeps its region). The panel's label never changes:
+    Streamlit makes it part of the panel's identity, and a new identity would close it."""
     n_q, n_k = trace.n_queries, trace.n_keys
     if max(n_q, n_k) <= OVERVIEW_SIZE:
         _forget_boxes(key_prefix, ())

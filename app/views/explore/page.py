@@ -1,15 +1,11 @@
 """Explore: type a sentence, pick a model, layer and head, and see where each token looks.
 
-The page does only what changed, in two nested fragments: :func:`explore_panel` (the model, token limit,
-examples and mask) and :func:`sentence_panel` inside it (the sentence, its trace, then :func:`head_panel`: layer,
-head and display options). A new sentence reruns the sentence panel alone: the model picker, examples and mask
-above it are not drawn again (a dozen elements less on every rerun a class sends). Picking a layer, a head, a
-colour scale or a zoom region reruns the sentence panel too, with its trace from the per-process cache (no
-forward pass). The causal mask comparison traces a second time only while its tab is
-open (so does the next-token tab, once per input: its temperature slider only re-scales cached scores; the
-"Write more" tab runs the model only when its button is pressed), and the CSV is built when the button is
-clicked. Long inputs (up to 16,384 tokens where the model allows) are drawn as an overview of block maxima
-with a zoom to exact cells.
+The page does only what changed, in two nested fragments: :func:`explore_panel` (the model, token limit, examples
+and mask) and :func:`sentence_panel` inside it (the sentence, its trace, then :func:`head_panel`: layer, head and
+display options), so a new sentence does not redraw the controls above it. The page reads one
+:class:`TraceRequest` and hands it whole to each section; a layer, head or display change is a cache hit. The
+mask comparison and the next-token tab trace again only while open, "Write more" only on its button, and the
+downloads are built on click. Long inputs (up to 16,384 tokens) are drawn as block maxima with a zoom.
 """
 
 from __future__ import annotations
@@ -252,14 +248,9 @@ def show_output(trace) -> None:
 
 
 def head_panel(request: TraceRequest, family: str = "") -> None:
-    """Everything that depends on the layer, head and display settings.
-
-    Not a fragment of its own: a layer or head change reruns the sentence panel around it (the trace is a cache
-    hit there). Streamlit forgets a widget left behind only when the fragment that drew it runs; the grid of
-    heads was a selectable chart, a new widget for every sentence (its figure part of its identity), so inside a
-    fragment nested in the sentence panel every sentence typed left one behind in the session, and every selectbox
-    and text box of a rerun reads the whole session state (tests/reliability/test_session_state_bounded.py). It is
-    a picture now, with the same buttons for every sentence."""
+    """Everything that depends on the layer, head and display settings. Not a fragment of its own: a layer or head
+    change reruns the sentence panel around it (the trace is a cache hit there), and no widget it draws is left
+    behind in the session when the sentence changes (tests/reliability/test_session_state_bounded.py)."""
     with calm_errors("head_panel"):
         try:
             full = get_trace(request)  # a cache hit: the page just traced it
@@ -287,19 +278,16 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             show_grid(request, trace, layer, head)
             return
-        tabs = page_tabs(list(TABS), key=Explore.tab)
-        if tabs[0].open:
-            with tabs[0]:
-                show_grid(request, trace, layer, head)
-        if tabs[1].open:  # the second forward pass runs only while this tab is shown
-            with tabs[1]:
-                show_mask_comparison(request, layer, head)
-        if tabs[2].open:  # the next-token forward pass (once per input; temperature reuses it)
-            with tabs[2]:
-                show_next_token(request, family)
-        if tabs[3].open:  # generation runs only on the tab's button
-            with tabs[3]:
-                show_write_more(request, family, layer, head)
+        sections = (  # only the open tab runs: a second pass for the mask, one for the next token, writing on a button
+            lambda: show_grid(request, trace, layer, head),
+            lambda: show_mask_comparison(request, layer, head),
+            lambda: show_next_token(request, family),
+            lambda: show_write_more(request, family, layer, head),
+        )
+        for tab, section in zip(page_tabs(list(TABS), key=Explore.tab), sections):
+            if tab.open:
+                with tab:
+                    section()
 
 
 def main() -> None:

@@ -23,15 +23,7 @@ from app.ui.charts import fill_height, ready, show_chart
 from app.ui.examples import examples_picker
 from app.ui.export import head_json_button
 from app.ui.guard import calm_errors, show_error
-from app.ui.head_views import (
-    PHONE_TILES_PER_ROW,
-    clicked_in,
-    head_pills,
-    layer_head_heatmap,
-    model_view_spec,
-    phone_grid_spec,
-    pick_grid_head,
-)
+from app.ui.head_views import PHONE_TILES_PER_ROW, clicked_in, head_pills, model_view_spec
 from app.ui.heatmap import map_spec
 from app.ui.linked_tokens import focus, focus_picker, outline
 from app.ui.long_view import COLOUR_SAYS, csv_button, map_controls
@@ -49,6 +41,7 @@ from app.ui.safe_text import quoted
 from app.ui.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, presenting, tools
 from app.views.heads.ablation import render_ablation
 from app.views.heads.context import METRICS, HeadsContext, metric_columns
+from app.views.heads.figures import layer_head_heatmap, phone_grid_spec, pick_grid_head
 from app.views.heads.keys import Heads
 from app.views.heads.sections import compare_section, rollout_section, similarity_section
 
@@ -146,8 +139,8 @@ def _chosen_head(ctx: HeadsContext) -> None:
     )
     load = block_loader(ctx.request)
     csv_button(att, view, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
-    settings = {"causal": bool(att.causal), "max_tokens": ctx.max_tokens}
-    head_json_button(ctx.model_id, att, view, ctx.block, data, settings, load, "heads")
+    settings = {"causal": bool(att.causal), "max_tokens": ctx.request.max_tokens}
+    head_json_button(ctx.request.model_id, att, view, ctx.block, data, settings, load, "heads")
 
 
 # ---------------------------------------------------------------- section: per-head metrics
@@ -214,15 +207,7 @@ def _best_heads(frame) -> None:
 
 def ablation_section(ctx: HeadsContext) -> None:
     """Switch heads off and compare the model's output (the panel lives in app/views/heads/ablation.py)."""
-    render_ablation(
-        ctx.model_id,
-        ctx.text,
-        bool(ctx.causal),
-        ctx.max_tokens,
-        ctx.attention.n_layers,
-        ctx.attention.n_heads,
-        ctx.family,
-    )
+    render_ablation(ctx.request, ctx.attention.n_layers, ctx.attention.n_heads, ctx.family)
 
 
 SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
@@ -255,11 +240,11 @@ def run_sections(ctx: HeadsContext) -> None:
 
 @st.fragment
 @synced  # a layer, head, block or tab change reruns this panel only: it writes the link itself
-def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str) -> None:
+def heads_panel(request: TraceRequest, family: str) -> None:
     """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
     cached trace)."""
     with calm_errors("heads_panel"):
-        trace = get_trace(TraceRequest(model_id, text, causal, max_tokens))  # a cache hit: the page just traced it
+        trace = get_trace(request)  # a cache hit: the page just traced it
         # presenter mode: one row of layer, head, block and a popover with the token pills
         controls = st.columns([1, 1, 2, 1] if presenting() else [1, 1, 2], vertical_alignment="bottom")
         with controls[2]:
@@ -281,19 +266,7 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
                 + (f" · output: {quoted(translation)}" if translation is not None else "")
                 + kv_sharing(attention, head)
             )
-        run_sections(
-            HeadsContext(
-                model_id=model_id,
-                text=text,
-                causal=causal,
-                max_tokens=max_tokens,
-                block=block,
-                family=family,
-                attention=attention,
-                layer=layer,
-                head=head,
-            )
-        )
+        run_sections(HeadsContext(request.with_block(block), family, attention, layer, head))
 
 
 def main() -> None:
@@ -310,15 +283,15 @@ def main() -> None:
         examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
         family = card.family
         causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
-    text = current_text()
+    request = TraceRequest(model_id, current_text(), causal, max_tokens)
     try:
         with st.spinner("Running the model…"):
-            trace = get_trace(TraceRequest(model_id, text, causal, max_tokens))
+            trace = get_trace(request)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     show_notices(trace, card.max_positions)
-    heads_panel(model_id, text, causal, max_tokens, family)
+    heads_panel(request, family)
 
 
 main()

@@ -20,15 +20,14 @@ from app.runtime.heads import (
     heads_attention,
     rollout_maps,
 )
-from app.runtime.request import TraceRequest
 from app.state import PERSIST, bounded, clamp, defaults
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
-from app.ui.head_views import difference_heatmap, similarity_figure
 from app.ui.heatmap import attention_heatmap
 from app.ui.rollout_controls import discard_rule_picker, discard_sentence
 from app.ui.theme import side_by_side
 from app.views.heads.context import HeadsContext, metric_columns
+from app.views.heads.figures import difference_heatmap, similarity_figure
 from app.views.heads.keys import Heads
 from engine import AttentionTrace
 
@@ -172,7 +171,7 @@ def _metric_rows(frame: pd.DataFrame, heads: dict[str, tuple[int, int]]) -> pd.D
 
 def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace | None:
     try:
-        return heads_attention(TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block))
+        return heads_attention(dataclasses.replace(ctx.request, text=text))
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err, before=f"Sentence {name}: ")
         return None
