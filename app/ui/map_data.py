@@ -16,6 +16,7 @@ import numpy as np
 
 from engine import AttentionTrace
 from engine.analysis.metrics import sink_positions
+from engine.traces.overview import overview_edges
 
 OVERVIEW_SIZE = 256  # cells per side sent to the browser: 256² float32 ≈ 350 kB of base64
 #: what a cell holds under each weighting but plain weights: "contribution" is Kobayashi et al.'s ‖α·f(x)‖
@@ -111,12 +112,6 @@ def exact_map(
     )
 
 
-def _edges(n: int, size: int) -> np.ndarray:
-    from engine.traces.overview import overview_edges
-
-    return overview_edges(n, size)
-
-
 def hidden_keys(att: AttentionTrace) -> np.ndarray:
     """Key positions a "hide sinks" switch removes: the head metrics' sinks (marker tokens and the first
     token; never an unknown-word [UNK], which stands for the user's text)."""
@@ -176,8 +171,8 @@ def head_map(att: AttentionTrace, view: MapView) -> MapData:
         row_scale=row_scale,
         weighting=view.weighting,
     )
-    q_edges = q0 + _edges(q1 - q0, size)
-    k_edges = _edges(k_pos.size, size)
+    q_edges = q0 + overview_edges(q1 - q0, size)
+    k_edges = overview_edges(k_pos.size, size)
     pooled = values.shape != (q1 - q0, k_pos.size)
     blocked = _blocked_cells(att, view.layer, q_edges, k_pos, k_edges)
     return MapData(

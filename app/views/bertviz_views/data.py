@@ -23,20 +23,12 @@ def get_digit_trace(model_id: str, index: int) -> VisionTrace:
 def bertviz_view(
     view: str, model_id: str, source: str | int, causal: bool | None, max_tokens: int, layer: int = 0, head: int = 0
 ) -> dict:
-    """One bertviz view ("head", "model" or "neuron") of a model's trace, as an offline HTML document.
-
-    Args:
-        view: which bertviz view.
-        model_id: a model id; ``source`` is the text, or a digit index for a ViT.
-        causal, max_tokens: as for :func:`get_trace`.
-        layer, head: shown first.
-
-    Returns:
-        ``{"html": str | None, "height": int, "reason": str | None, "n_tokens": int}``; ``html`` is None
-        and ``reason`` says why when the view is too big or does not exist for this model.
-    """
+    """One bertviz view ("head", "model" or "neuron") of a model's trace (``source``: the text, or a digit index for
+    a ViT), as an offline HTML document, ``layer`` and ``head`` shown first: ``{"html", "height", "reason",
+    "n_tokens"}``, ``html`` None and ``reason`` saying why when the view is too big or does not exist for the model."""
     from engine.views import bertviz_html as bv
 
+    view = view if view in ("head", "model") else "neuron"
     if isinstance(source, int):
         trace = get_digit_trace(model_id, source)
     else:
@@ -47,18 +39,10 @@ def bertviz_view(
     reason = bv.too_big(trace, view)
     if reason:
         return {"html": None, "height": 0, "n_tokens": n, "reason": reason}
-    if view == "head":
-        return {
-            "html": bv.head_view_html(trace, layer),
-            "height": bv.head_view_height(trace),
-            "n_tokens": n,
-            "reason": None,
-        }
-    if view == "model":
-        return {"html": bv.model_view_html(trace), "height": bv.model_view_height(trace), "n_tokens": n, "reason": None}
-    return {
-        "html": bv.neuron_view_html(trace, layer, head),
-        "height": bv.neuron_view_height(trace),
-        "n_tokens": n,
-        "reason": None,
-    }
+    html = {
+        "head": lambda: bv.head_view_html(trace, layer),
+        "model": lambda: bv.model_view_html(trace),
+        "neuron": lambda: bv.neuron_view_html(trace, layer, head),
+    }[view]()
+    height = {"head": bv.head_view_height, "model": bv.model_view_height, "neuron": bv.neuron_view_height}[view]
+    return {"html": html, "height": height(trace), "n_tokens": n, "reason": None}

@@ -1,15 +1,10 @@
 """Explore's "Write more" tab: a decoder continues the user's text; its attention over prompt + output.
 
-The settings sit in a form, so moving a slider runs nothing; only the greedy/sampled choice sits above
-it, outside the form, so that picking greedy at once disables the sampling controls it ignores (inside a
-form the choice would not rerun anything until the button). The button sends one request, which is
-remembered in session state (``Explore.write_request``) with the text and model it was made for, so a later
-rerun (another layer or head) redraws from the cache, and a new sentence or model clears it. The
-model writes on the server's long-work lane (``request_generation``), never in the page's
-script thread: until the trace is ready the tab shows the job's place in the queue, then a progress
-bar token by token (``app/ui/job_status.py``). The text is shown through ``md`` (never as
-markdown the user wrote); the generated part is highlighted, and the heatmap marks where generation
-began with dashed lines and coloured tick labels.
+The settings sit in a form (moving a slider runs nothing); the greedy/sampled choice sits above it, so greedy at
+once disables the sampling controls it ignores. The settings asked are remembered with the text and model they
+were for (``Explore.write_request``), so another layer or head redraws from the cache and a new sentence clears
+them. The model writes on the long-work lane (``data.request_generation``); until then the tab follows the job.
+The generated part is highlighted in the text, and the map marks where generation began.
 """
 
 from __future__ import annotations
@@ -39,9 +34,8 @@ GENERATED_COLOR = "#c2410c"  # dark orange: the generated part, on text and on t
 def settings_form(
     form_key: str = Explore.write_form, button: str = "Write more", tokens: int = 20, prefix: str = Explore.write_prefix
 ) -> tuple | None:
-    """The decoding settings form; on submit, the settings as plain values (``DecodeSettings`` fields in
-    order; not yet checked: ``DecodeSettings`` does that). Used by the decoders' "Write more" tab and
-    by an encoder-decoder's decoding on Explore (``form_key``, ``button``, ``tokens``, ``prefix`` differ)."""
+    """The decoding settings form (Write more; an encoder-decoder's decoding on Explore); on submit, the settings as
+    plain values in ``DecodeSettings`` field order (checked by ``DecodeSettings``: see :func:`remembered`)."""
     mode = st.radio(
         "How to pick each token",
         MODES,

@@ -1,12 +1,8 @@
 """Head ablation panel: switch off chosen heads and see what changes in the model's output.
 
-Switching a head off means setting its output ``z_h`` (its weighted sum of values) to zero just
-before the layer mixes its heads with the output projection; every other head, layer and weight is
-left as it is (``engine.analysis.ablation``). What is compared depends on the model: the next-token
-probabilities (decoders), the sentence embedding's direction (MiniLM / BERT encoders), or the
-greedy translation (the translator).
-
-The Heads page calls :func:`render_ablation`; it draws its own widgets (keys prefixed ``ablation_``).
+A head is switched off by setting its output ``z_h`` to zero just before the layer mixes its heads with the output
+projection (``engine.analysis.ablation``). What is compared depends on the model: the next-token probabilities
+(decoders), the sentence embedding's direction (encoders) or the greedy translation (the translator).
 """
 
 from __future__ import annotations

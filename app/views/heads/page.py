@@ -86,10 +86,7 @@ def model_view_section(ctx: HeadsContext) -> None:
 def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
     view = ("heads_model_view", request_key(ctx.request), ctx.layer, ctx.head)  # everything it shows
     fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(ctx.layer, ctx.head)))  # once per process
-    n_layers, n_heads = (
-        att.n_layers,
-        att.n_heads,
-    )  # the callback, kept with the session's widgets, must not hold the trace
+    n_layers, n_heads = att.n_layers, att.n_heads  # the callback, kept with the session's widgets, holds no trace
     chart = dict(
         key=Heads.model_view,
         on_select=lambda: _select_clicked_head(n_layers, n_heads),
