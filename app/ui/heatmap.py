@@ -222,29 +222,11 @@ def map_spec(
 
 
 def attention_heatmap(
-    pattern: np.ndarray,
-    query_tokens: list[str],
-    key_tokens: list[str],
-    *,
-    blocked: np.ndarray | None = None,
-    title: str = "",
-    height: int | None = None,
-    scale: Scale = "linear",
-    zmax: float | None = None,
-    width: int | None = None,
-    showscale: bool = True,
+    pattern: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, blocked: np.ndarray | None = None, **options
 ) -> go.Figure:
     """One small exact map ``[q_pos, k_pos]`` with tokens on both axes (positional tables, rollout, …); ``blocked``:
-    True where the mask blocks attention (drawn grey); the rest as for :func:`map_spec`."""
-    return map_figure(
-        exact_map(pattern, query_tokens, key_tokens, blocked=blocked),
-        title=title,
-        height=height,
-        scale=scale,
-        zmax=zmax,
-        width=width,
-        showscale=showscale,
-    )
+    True where the mask blocks attention (drawn grey); ``options`` as for :func:`map_spec`."""
+    return map_figure(exact_map(pattern, query_tokens, key_tokens, blocked=blocked), **options)
 
 
 def layer_mean_map(real) -> go.Figure:

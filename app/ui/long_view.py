@@ -33,14 +33,16 @@ SHOW_HELP = (
     "Not Only a Weight: Analyzing Transformers with Vector Norms'). α·‖v‖: the weight times the value "
     "vector's length only, without the output projection (close to the contribution, not equal)."
 )
-#: a sentence for the caption under each weighting (pages say it where they explain the colour)
+#: what the colour is, under each weighting (the first sentence of :func:`display_options`' caption)
 COLOUR_SAYS = {
-    "attention": "Colour is the softmax weight: every row sums to 1. ",
-    "contribution": "Colour is the contribution ‖α·f(x)‖ (Kobayashi et al. 2020): the weight times the length of "
-    "what the key's value adds through this head's part of the output projection, so rows no "
-    "longer sum to 1. ",
-    "value": "Colour is α·‖v‖, the weight times the key's value length only (no output projection), so rows "
-    "no longer sum to 1. ",
+    "attention": "Colour is the softmax weight: every row sums to 1.",
+    "contribution": "Colour: **‖α·f(x)‖**, each weight times ‖v·W_O‖, the length of the vector that key adds to this "
+    "query's output through this head (Kobayashi et al. 2020, 'Attention is Not Only a Weight'; the output "
+    "projection's bias is shared by all heads and keys and left out), so rows no longer sum to 1. A token can get a "
+    "lot of attention and still contribute little: what it adds is short (sinks like [CLS] and [SEP] often are).",
+    "value": "Colour: **α·‖v‖**, each weight times the length of that key's value vector only, so rows no longer sum "
+    "to 1. It leaves out the output projection, so it only approximates how much the key adds to the output; "
+    "**contribution** shows the exact measure.",
 }
 HIDE_HELP = (
     "Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
@@ -92,21 +94,7 @@ def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
             or "attention"
         )
         hide = bool(st.toggle("Hide sink columns", key=hide_key, help=HIDE_HELP, **PERSIST))
-    notes = []
-    if weighting == "contribution":
-        notes.append(
-            "Colour: **‖α·f(x)‖**, each weight times ‖v·W_O‖, the length of the vector that key adds to "
-            "this query's output through this head (Kobayashi et al. 2020, 'Attention is Not Only a "
-            "Weight'; the output projection's bias is shared by all heads and keys and left out). A token "
-            "can get a lot of attention and still contribute little: what it adds is short (sinks like "
-            "[CLS] and [SEP] often are)."
-        )
-    elif weighting == "value":
-        notes.append(
-            "Colour: **α·‖v‖**, each weight times the length of that key's value vector only. It leaves "
-            "out the output projection, so it only approximates how much the key adds to the output; "
-            "**contribution** shows the exact measure."
-        )
+    notes = [COLOUR_SAYS.get(weighting, COLOUR_SAYS["attention"])]
     if scale == "log":
         notes.append("Colour: log scale, so weights down to 1/10,000 of the largest get a shade.")
     elif scale == "row":

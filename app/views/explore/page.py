@@ -32,7 +32,7 @@ from app.ui.guard import busy, calm_errors, show_error
 from app.ui.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
 from app.ui.heatmap import map_figure, map_spec, safe_label
 from app.ui.linked_tokens import focus, focus_picker, outline, row_of
-from app.ui.long_view import COLOUR_SAYS, csv_button, map_controls
+from app.ui.long_view import csv_button, map_controls
 from app.ui.map_data import MapView
 from app.ui.pickers import (
     causal_toggle,
@@ -100,7 +100,8 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
         "(the key). "
-        + COLOUR_SAYS.get(view.weighting, "")
+        + says
+        + " "
         + (
             "Grey cells are blocked by the causal mask: a token cannot look ahead. "
             if trace.causal
@@ -121,7 +122,6 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
             if data.pooled
             else ""
         )
-        + says
         + kv_sharing(trace, view.head)
     )
     load = block_loader(request)

@@ -1,4 +1,5 @@
-"""What every section of the Heads page receives: the chosen model, text, block, layer and head."""
+"""What every section of the Heads page receives (the request, its block chosen, and the head), and the metrics'
+names."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from app.ui.guard import calm_errors, show_error
 from app.ui.head_views import PHONE_TILES_PER_ROW, clicked_in, head_pills, model_view_spec
 from app.ui.heatmap import map_spec
 from app.ui.linked_tokens import focus, focus_picker, outline
-from app.ui.long_view import COLOUR_SAYS, csv_button, map_controls
+from app.ui.long_view import csv_button, map_controls
 from app.ui.pickers import (
     causal_toggle,
     kv_sharing,
@@ -125,14 +125,14 @@ def _chosen_head(ctx: HeadsContext) -> None:
     show_chart(outline(fig, data, focus()) if block_is_square(ctx.block) else fig, key=Heads.large)
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
-        + COLOUR_SAYS.get(view.weighting, "")
+        + says
+        + " "
         + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
         + (
             "Long input: each cell is the largest weight of its block; open **Zoom** above the map for exact weights. "
             if data.pooled
             else ""
         )
-        + says
     )
     load = block_loader(ctx.request)
     csv_button(att, view, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
