@@ -2,7 +2,7 @@
 
 A page reads its controls into one immutable :class:`TraceRequest` and hands it whole to the runtime
 (``get_trace(request)``, ``head_view(request, view)``, ``layer_grid(request, layer)``); a section derives what
-it needs from it (``with_block``, ``with_causal``, ``with_decode``) and never rebuilds it from loose values.
+it needs from it (``with_block``, ``with_causal``, ``with_text``, ``with_decode``) and never rebuilds it from loose values.
 ``traces.request_key(request)`` is the one cache key of everything computed from it. Plain, hashable, no Streamlit.
 """
 
@@ -45,6 +45,10 @@ class TraceRequest:
     def with_causal(self, causal: bool | None) -> TraceRequest:
         """The same text through the same model with the causal mask ``causal``."""
         return self if causal == self.causal else replace(self, causal=causal)
+
+    def with_text(self, text: str) -> TraceRequest:
+        """Another text through the same model, mask and block."""
+        return replace(self, text=text)
 
     def with_decode(self, decode: DecodeSettings) -> TraceRequest:
         """The model writes after the text with ``decode``, under its own mask (as it was trained)."""

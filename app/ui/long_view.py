@@ -126,40 +126,24 @@ def _typed(key: str, n: int) -> None:
     st.session_state[key] = (start, stop)
 
 
-def _range_control(label: str, key: str, n: int, help_text: str) -> tuple[int, int]:
+def _range_control(label: str, key: str, n: int) -> tuple[int, int]:
     """A range slider and, under it, "from" and "to" number boxes holding the same two ends: the slider's key holds
     the range, the boxes are set from it, and a typed end is written back to it (``_typed``)."""
     if not _valid_range(st.session_state.get(key), n):
         settle(key, (0, n))
     elif f"{key}_from" not in st.session_state:  # drawn again (the panel reopened): the browser forgot the value
         st.session_state[key] = tuple(st.session_state[key])
-    start, stop = st.slider(label, 0, n, key=key, help=help_text, **PERSIST)
+    start, stop = st.slider(label, 0, n, key=key, help="Positions from … to (the end is excluded).", **PERSIST)
     start, stop = int(start), int(stop)
     settle(f"{key}_from", start)
     settle(f"{key}_to", stop)
-    first, last = st.columns(2)
-    with first:
-        st.number_input(
-            "from",
-            0,
-            n - 1,
-            step=1,
-            key=f"{key}_from",
-            on_change=_typed,
-            args=(key, n),
-            help=f"First position of the {label.split()[0].lower()} range (0 to {n - 1}).",
-        )
-    with last:
-        st.number_input(
-            "to (excluded)",
-            1,
-            n,
-            step=1,
-            key=f"{key}_to",
-            on_change=_typed,
-            args=(key, n),
-            help=f"Position after the last one (up to {n}).",
-        )
+    boxes = (
+        ("from", 0, n - 1, "_from", f"First position of the {label.split()[0].lower()} range (0 to {n - 1})."),
+        ("to (excluded)", 1, n, "_to", f"Position after the last one (up to {n})."),
+    )
+    for column, (name, low, high, end, help_box) in zip(st.columns(2), boxes):
+        with column:
+            st.number_input(name, low, high, step=1, key=key + end, on_change=_typed, args=(key, n), help=help_box)
     return (start, stop) if stop > start else (start, min(n, start + 1))
 
 
@@ -208,13 +192,9 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
         with panel:
             left, right = st.columns(2)
             with left:
-                q_range = _range_control(
-                    "Query tokens (rows)", q_key, n_q, "Positions from … to (the end is excluded)."
-                )
+                q_range = _range_control("Query tokens (rows)", q_key, n_q)
             with right:
-                k_range = _range_control(
-                    "Key tokens (columns)", k_key, n_k, "Positions from … to (the end is excluded)."
-                )
+                k_range = _range_control("Key tokens (columns)", k_key, n_k)
             st.button(
                 "Show everything",
                 key=f"{key_prefix}_zoom_reset",

@@ -3,8 +3,6 @@ of :class:`HeadsContext` over the cached results of ``app.runtime.heads``."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -177,7 +175,7 @@ def _metric_rows(frame: pd.DataFrame, heads: dict[str, tuple[int, int]]) -> pd.D
 
 def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace | None:
     try:
-        return heads_attention(dataclasses.replace(ctx.request, text=text))
+        return heads_attention(ctx.request.with_text(text))
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err, before=f"Sentence {name}: ")
         return None
@@ -229,7 +227,7 @@ def sentence_pair(ctx: HeadsContext) -> None:
         )
     rows = []
     for name, text in (("A", text_a), ("B", text_b)):
-        frame = head_metrics_table(dataclasses.replace(ctx.request, text=text))
+        frame = head_metrics_table(ctx.request.with_text(text))
         rows.append(_metric_rows(frame, {name: (layer, head)}))
     both = pd.concat(rows, ignore_index=True)
     st.dataframe(both, hide_index=True, key=Heads.sent_metrics, column_config=metric_columns(both.columns))
