@@ -35,46 +35,41 @@ def get_head_layout(model_id: str) -> dict[str, tuple[int, int]]:
 
 
 def get_ablation(request: TraceRequest, heads: tuple[tuple[str, int, int | None], ...], keep_only: bool = False):
-    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data), shared by
-    every session that asks for the same request and heads.
-
-    Args:
-        heads: a sorted tuple of ``(block, layer, head)`` (``head=None``: the whole layer), hashable
-            so that the same selection hits the cache.
-    """
+    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data), shared;
+    ``heads``: a sorted tuple of ``(block, layer, head)`` (``head=None``: the whole layer)."""
     from engine.analysis.ablation import ablate
 
-    request = request.with_block("self")  # the heads name their own blocks
+    def run(model, r: TraceRequest):
+        return ablate(model, r.text, heads, causal=r.causal, max_tokens=r.max_tokens, keep_only=keep_only)
 
-    def compute():
-        model = get_model(request.model_id)
-        with model_pass():
-            return ablate(
-                model, request.text, heads, causal=request.causal, max_tokens=request.max_tokens, keep_only=keep_only
-            )
-
-    return shared_map(("ablation", request_key(request), tuple(heads), bool(keep_only)), compute)
+    return model_run(request, ("ablation", tuple(heads), bool(keep_only)), run)
 
 
 def get_next_token(request: TraceRequest):
-    """``engine.analysis.next_token.next_token_logits`` on the cached model (plain data, shared).
-
-    The last position's float32 scores over the whole vocabulary, one forward pass per input; the page
-    applies the temperature with ``next_token.probabilities``, so moving it is a cache hit.
+    """The last position's float32 scores over the whole vocabulary (``next_token_logits``, plain data, shared): the
+    page applies the temperature itself, so moving it is a cache hit.
 
     Raises:
         EngineError: not a decoder.
     """
     from engine.analysis.next_token import next_token_logits
 
+    def run(model, r: TraceRequest):
+        return next_token_logits(model, r.text, causal=r.causal, max_tokens=r.max_tokens)
+
+    return model_run(request, ("next_token",), run)
+
+
+def model_run(request: TraceRequest, what: tuple, run: Callable):
+    """``run(model, request)`` on the request's model in a forward-pass slot, shared under ``what`` and the request
+    (its block does not matter: a run reads the whole model)."""
     request = request.with_block("self")
 
     def compute():
-        model = get_model(request.model_id)
         with model_pass():
-            return next_token_logits(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
+            return run(get_model(request.model_id), request)
 
-    return shared_map(("next_token", request_key(request)), compute)
+    return shared_map((*what, request_key(request)), compute)
 
 
 #: attention blocks of an encoder-decoder trace; "self" is the only block of encoder/decoder traces

@@ -1,10 +1,9 @@
-"""Plotly figures for whole-model head views: the model view grid, layer × head maps, similarity, differences.
+"""Whole-model head views: every layer × head in one plot, and one layer's heads as one picture.
 
-The model view draws every layer × head in one plot (not L·H subplots: 144 subplots are slow to build and to
-draw): one heatmap of the whole mosaic (the Heads page, 72 tiles or more) or one small heatmap per tile (Explore's
-layer of 12), every cell a whole percent of its head's maximum in one byte. Each tile is scaled to its own maximum,
-so shapes are comparable; an invisible marker at each tile's centre makes a click select that head. Inputs are
-numpy arrays and display strings; token text is escaped (``safe_label``).
+The model view is one heatmap of the whole mosaic (many tiles) or one small heatmap per tile (a phone's layer), not
+L·H subplots; every cell is a whole percent of its head's maximum in one byte, so shapes compare across weak and
+strong heads, and an invisible marker at each tile's centre makes a click select that head. Explore's grid is one
+palette PNG (:func:`grid_png`). Inputs are numpy arrays and display strings; token text is escaped.
 """
 
 from __future__ import annotations
