@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-import streamlit as st
 
 from app.runtime.caches import shared_map
 from app.runtime.models import get_model, model_pass
@@ -20,18 +19,6 @@ from engine.traces import Trace
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where the table is built: pandas is slow to import
-
-
-@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
-def get_head_layout(model_id: str) -> dict[str, tuple[int, int]]:
-    """``{block: (n_layers, n_heads)}`` of a model that head ablation supports.
-
-    Raises:
-        EngineError: the model family has no head ablation (RNN attention, ViT).
-    """
-    from engine.analysis.ablation import head_layout
-
-    return head_layout(get_model(model_id))
 
 
 def get_ablation(request: TraceRequest, heads: tuple[tuple[str, int, int | None], ...], keep_only: bool = False):

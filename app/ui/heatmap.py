@@ -21,7 +21,6 @@ import plotly.graph_objects as go
 from app.ui import theme
 from app.ui.map_data import MapData, exact_map
 
-COLORSCALE = "Blues"  # the default theme's; figures ask :func:`colorscale` (presenter mode: Cividis)
 MASKED_COLOR = "#d9d9d9"
 LABEL_PX = 15  # vertical pixels one tick label needs; with more labels than fit, every k-th is printed
 Scale = Literal["linear", "log", "row"]
