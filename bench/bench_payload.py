@@ -76,10 +76,10 @@ def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
     from app.ui import charts, theme
     from app.ui.head_views import grid_per_row, grid_png
     from app.ui.heatmap import map_spec
-    from app.ui.map_data import head_map, layer_tiles
+    from app.ui.map_data import MapView, head_map, layer_tiles
 
     with theme.looking(theme.DEFAULT):
-        head = charts.ready(map_spec(head_map(trace, 0, 0), title="Layer 0, head 0"))
+        head = charts.ready(map_spec(head_map(trace, MapView(0, 0)), title="Layer 0, head 0"))
         tiles = layer_tiles(trace, 0, grid_cells(trace.n_heads, max(trace.n_queries, trace.n_keys)))
         grid = grid_png(tiles[None], 0, grid_per_row(trace.n_heads))
     return len(pio.to_json(head, validate=False).encode()), len(grid)

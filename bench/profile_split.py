@@ -79,7 +79,7 @@ FIGURE_PATHS = (
     "app/ui/head_views.py",
     "app/ui/map_data.py",
 )
-CHARTS = "app/ui/charts.py"  # figure building too (ready, shared_chart, …), but not show_chart:
+CHARTS = "app/ui/charts.py"  # figure building too (ready, …), but not show_chart:
 CHART_CALL = "show_chart"  # that one calls st.plotly_chart, whose own work is not the figure's
 WRAPPERS = ("streamlit/navigation/", "streamlit/runtime/fragment.py", "streamlit/runtime/metrics_util.py")
 SERIAL_PATHS = ("json/", "google/protobuf/")

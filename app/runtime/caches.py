@@ -2,8 +2,8 @@
 
 - :data:`TRACES`: every trace a page asked for (text, ViT, Bahdanau, …), ``AP_TRACE_CACHE_MB`` (default 512);
 - :data:`MAPS`: what pages draw from a trace (a head's map, a layer's thumbnails: small arrays);
-- :data:`FIGURES`: figures ready to send (themed JSON dicts, or pictures as ``data:`` URLs): a class on one link
-  builds each figure once; :data:`TABLES`: tables ready to send (``pyarrow.Table``).
+- :data:`FIGURES`: figures ready to send (themed JSON dicts, or pictures as ``data:`` URLs; ``app.figures``): a class
+  on one link builds each figure once; :data:`TABLES`: tables ready to send (``pyarrow.Table``).
 
 Each key starts with what decides the value (``traces.request_key`` for anything drawn from a request's trace).
 The sizes are a metric of the server's own endpoint (``GET /_stcore/metrics``: ``playground_cache_bytes``).

@@ -1,8 +1,6 @@
-"""The Heads page's caches: head ablation (the ablation panel) and the whole-model views.
-
-Ablation re-runs the cached model with heads switched off; the whole-model views (metrics table,
-thumbnails, head similarity, rollout) are computed from one cached trace, per attention block.
-"""
+"""What is computed from one request's heads, shared by every session in ``caches.MAPS`` under its request key:
+the whole-model views (metrics, thumbnails, similarity, rollout: from the cached trace, per attention block),
+head ablation and the next token (the cached model run again)."""
 
 from __future__ import annotations
 
@@ -10,79 +8,56 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-import streamlit as st
 
 from app.runtime.caches import shared_map
 from app.runtime.models import get_model, model_pass
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key, trace_loader
+from app.ui.map_data import layer_tiles
 from engine import AttentionTrace, EngineError
 from engine.traces import Trace
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where the table is built: pandas is slow to import
 
-# ---------------------------------------------------------------- Heads: ablation panel
-
-
-@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
-def get_head_layout(model_id: str) -> dict[str, tuple[int, int]]:
-    """``{block: (n_layers, n_heads)}`` of a model that head ablation supports.
-
-    Raises:
-        EngineError: the model family has no head ablation (RNN attention, ViT).
-    """
-    from engine.analysis.ablation import head_layout
-
-    return head_layout(get_model(model_id))
-
 
 def get_ablation(request: TraceRequest, heads: tuple[tuple[str, int, int | None], ...], keep_only: bool = False):
-    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data), shared by
-    every session that asks for the same request and heads.
-
-    Args:
-        heads: a sorted tuple of ``(block, layer, head)`` (``head=None``: the whole layer), hashable
-            so that the same selection hits the cache.
-    """
+    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data), shared;
+    ``heads``: a sorted tuple of ``(block, layer, head)`` (``head=None``: the whole layer)."""
     from engine.analysis.ablation import ablate
 
-    request = request.with_block("self")  # the heads name their own blocks
+    def run(model, r: TraceRequest):
+        return ablate(model, r.text, heads, causal=r.causal, max_tokens=r.max_tokens, keep_only=keep_only)
 
-    def compute():
-        model = get_model(request.model_id)
-        with model_pass():
-            return ablate(
-                model, request.text, heads, causal=request.causal, max_tokens=request.max_tokens, keep_only=keep_only
-            )
-
-    return shared_map(("ablation", request_key(request), tuple(heads), bool(keep_only)), compute)
+    return model_run(request, ("ablation", tuple(heads), bool(keep_only)), run)
 
 
 def get_next_token(request: TraceRequest):
-    """``engine.analysis.next_token.next_token_logits`` on the cached model (plain data, shared).
-
-    The last position's float32 scores over the whole vocabulary, one forward pass per input; the page
-    applies the temperature with ``next_token.probabilities``, so moving it is a cache hit.
+    """The last position's float32 scores over the whole vocabulary (``next_token_logits``, plain data, shared): the
+    page applies the temperature itself, so moving it is a cache hit.
 
     Raises:
         EngineError: not a decoder.
     """
     from engine.analysis.next_token import next_token_logits
 
+    def run(model, r: TraceRequest):
+        return next_token_logits(model, r.text, causal=r.causal, max_tokens=r.max_tokens)
+
+    return model_run(request, ("next_token",), run)
+
+
+def model_run(request: TraceRequest, what: tuple, run: Callable):
+    """``run(model, request)`` on the request's model in a forward-pass slot, shared under ``what`` and the request
+    (its block does not matter: a run reads the whole model)."""
     request = request.with_block("self")
 
     def compute():
-        model = get_model(request.model_id)
         with model_pass():
-            return next_token_logits(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
+            return run(get_model(request.model_id), request)
 
-    return shared_map(("next_token", request_key(request)), compute)
+    return shared_map((*what, request_key(request)), compute)
 
-
-# ---------------------------------------------------------------- Heads
-# Whole-model views for the Heads page: every layer × head from one cached trace. The argument is the page's
-# request (its block included); results are shared by every session in caches.MAPS under its request key.
 
 #: attention blocks of an encoder-decoder trace; "self" is the only block of encoder/decoder traces
 HEAD_BLOCKS: dict[str, str] = {
@@ -133,106 +108,95 @@ def block_is_square(block: str) -> bool:
 
 
 def head_metrics_table(request: TraceRequest) -> "pd.DataFrame":
-    """One row per head (see :func:`_head_metrics_table`), shared by every session asking for the request."""
-    return shared_map(("metrics", request_key(request)), lambda: _head_metrics_table(request))
+    """One row per head: layer, head, label, score and every metric of ``engine.analysis.metrics`` (shared)."""
 
+    def build() -> "pd.DataFrame":
+        import pandas as pd
 
-def _head_metrics_table(request: TraceRequest) -> "pd.DataFrame":
-    """One row per head: layer, head, label, score and every metric of ``engine.analysis.metrics``."""
-    import pandas as pd
+        from engine.analysis import metrics as M
 
-    from engine.analysis import metrics as M
+        att, square = heads_attention(request), block_is_square(request.block)
+        sinks = M.sink_positions(att.key_tokens.special)
+        # one layer at a time (bounded memory on long inputs), each with its own mask (sliding windows may differ)
+        per_layer = [
+            M.head_metrics(att.pattern(layer), sinks, blocked=np.isneginf(att.mask(layer)), square=square)
+            for layer in range(att.n_layers)
+        ]
+        values = {name: np.stack([m[name] for m in per_layer]) for name in per_layer[0]}
+        labels, scores = M.label_heads(values)
+        layers, heads = np.meshgrid(np.arange(att.n_layers), np.arange(att.n_heads), indexing="ij")
+        frame = pd.DataFrame(
+            {
+                "layer": layers.ravel(),
+                "head": heads.ravel(),
+                "pattern": labels.ravel().astype(str),
+                "score": scores.ravel(),
+            }
+        )
+        for name in (
+            "entropy",
+            "entropy_bits",
+            "broad",
+            "mean_distance",
+            "sink",
+            "previous",
+            "self",
+            "next",
+            "alignment",
+        ):
+            frame[name] = values[name].ravel()
+        return frame.drop(columns=list(M.CROSS_ONLY if square else M.SQUARE_ONLY))  # n/a for this block
 
-    att, block = heads_attention(request), request.block
-    square = block_is_square(block)
-    sinks = M.sink_positions(att.key_tokens.special)
-    # the mask per layer: a sliding window may differ between layers (Qwen2, Gemma 2/3)
-    per_layer = [
-        M.head_metrics(att.pattern(layer), sinks, blocked=np.isneginf(att.mask(layer)), square=square)
-        for layer in range(att.n_layers)
-    ]  # one layer at a time: bounded memory on long inputs
-    values = {name: np.stack([m[name] for m in per_layer]) for name in per_layer[0]}
-    labels, scores = M.label_heads(values)
-    layers, heads = np.meshgrid(np.arange(att.n_layers), np.arange(att.n_heads), indexing="ij")
-    frame = pd.DataFrame(
-        {
-            "layer": layers.ravel(),
-            "head": heads.ravel(),
-            "pattern": labels.ravel().astype(str),
-            "score": scores.ravel(),
-        }
-    )
-    for name in ("entropy", "entropy_bits", "broad", "mean_distance", "sink", "previous", "self", "next", "alignment"):
-        frame[name] = values[name].ravel()
-    frame = frame.drop(columns=list(M.CROSS_ONLY if square else M.SQUARE_ONLY))  # n/a for this block
-    return frame
+    return shared_map(("metrics", request_key(request)), build)
 
 
 def model_view_tiles(request: TraceRequest) -> tuple[np.ndarray, bool]:
-    """Every head pooled (see :func:`_model_view_tiles`), shared by every session asking for the request."""
-    return shared_map(("model_view", request_key(request)), lambda: _model_view_tiles(request))
+    """Every head's pattern pooled by the engine to block maxima ``[layer, head, s, t]`` (no n×n pattern built),
+    and whether it was pooled (shared)."""
 
+    def build() -> tuple[np.ndarray, bool]:
+        att = heads_attention(request)
+        cells = MODEL_VIEW_CELLS if att.n_layers * att.n_heads <= 36 else MODEL_VIEW_CELLS // 2
+        tiles = np.stack([layer_tiles(att, layer, cells) for layer in range(att.n_layers)])
+        return tiles.astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
 
-def _model_view_tiles(request: TraceRequest) -> tuple[np.ndarray, bool]:
-    """Every head's pattern pooled to block maxima ``[layer, head, s, t]`` (s, t ≤ the cell cap) and whether it was pooled.
-
-    Pooled by the engine from Q and K (``AttentionTrace.overview``): no head's n×n pattern is built.
-    """
-    from app.ui.map_data import layer_tiles
-
-    att = heads_attention(request)
-    cells = MODEL_VIEW_CELLS if att.n_layers * att.n_heads <= 36 else MODEL_VIEW_CELLS // 2
-    tiles = np.stack([layer_tiles(att, layer, cells) for layer in range(att.n_layers)])
-    return tiles.astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
+    return shared_map(("model_view", request_key(request)), build)
 
 
 def head_similarity(request: TraceRequest) -> tuple[np.ndarray, np.ndarray, bool, int]:
-    """Heads compared (see :func:`_head_similarity`), shared by every session asking for the request."""
-    return shared_map(("similarity", request_key(request)), lambda: _head_similarity(request))
+    """``(divergence [N, N], clustering order, coarsened, layers used)`` over heads flattened layer-major (shared):
+    at most ``SIMILARITY_MAX_HEADS`` heads (whole layers from the first) and ``SIMILARITY_MAX_TOKENS`` query rows ×
+    key bins."""
 
+    def build() -> tuple[np.ndarray, np.ndarray, bool, int]:
+        from engine.analysis.similarity import cluster_order, coarsen, head_divergence
 
-def _head_similarity(request: TraceRequest) -> tuple[np.ndarray, np.ndarray, bool, int]:
-    """``(divergence [N, N], clustering order, coarsened, layers used)`` over heads flattened layer-major.
+        att = heads_attention(request)
+        n_layers = min(att.n_layers, max(1, SIMILARITY_MAX_HEADS // att.n_heads))
+        pieces = [
+            coarsen(att.pattern(layer), SIMILARITY_MAX_TOKENS, SIMILARITY_MAX_TOKENS) for layer in range(n_layers)
+        ]
+        divergence = head_divergence(np.concatenate([piece for piece, _ in pieces]))  # [n_layers · n_heads, ≤64, ≤64]
+        return divergence, cluster_order(divergence), pieces[0][1], n_layers
 
-    At most ``SIMILARITY_MAX_HEADS`` heads (whole layers from the first) and ``SIMILARITY_MAX_TOKENS``
-    query rows × key bins enter the comparison.
-    """
-    from engine.analysis.similarity import cluster_order, coarsen, head_divergence
-
-    att = heads_attention(request)
-    n_layers = min(att.n_layers, max(1, SIMILARITY_MAX_HEADS // att.n_heads))
-    pieces = [coarsen(att.pattern(layer), SIMILARITY_MAX_TOKENS, SIMILARITY_MAX_TOKENS) for layer in range(n_layers)]
-    small = np.concatenate([piece for piece, _ in pieces])  # [n_layers · n_heads, ≤64, ≤64], layer-major
-    coarsened = pieces[0][1]
-    divergence = head_divergence(small)
-    return divergence, cluster_order(divergence), coarsened, n_layers
+    return shared_map(("similarity", request_key(request)), build)
 
 
 def rollout_maps(
     request: TraceRequest, head_fusion: str, discard_ratio: float, discard_rule: str = "all-off-diagonal"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The rollout (see :func:`_rollout_maps`), shared by every session asking for the same view."""
-    return shared_map(
-        ("rollout", request_key(request), head_fusion, float(discard_ratio), discard_rule),
-        lambda: _rollout_maps(request, head_fusion, discard_ratio, discard_rule),
-    )
+    """``(rollout [layer, n, n], fused [layer, n, n])`` of a self-attention block (shared): ``rollout[l]`` is the
+    rollout through layers 0..l (``discard_rule``: which weights the discard ratio may drop,
+    ``engine.analysis.rollout.DISCARD_RULES``); ``fused[l]`` is layer l's attention with its heads fused the same way."""
 
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        from engine.analysis.rollout import fuse_heads, rollout
 
-def _rollout_maps(
-    request: TraceRequest, head_fusion: str, discard_ratio: float, discard_rule: str = "all-off-diagonal"
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(rollout [layer, n, n], fused [layer, n, n])`` of a self-attention block.
+        if not block_is_square(request.block):
+            raise EngineError("Rollout needs self-attention: cross-attention has no path from layer to layer.")
+        att = heads_attention(request)
+        layers = [att.pattern(layer) for layer in range(att.n_layers)]
+        maps = rollout(layers, head_fusion=head_fusion, discard_ratio=float(discard_ratio), discard_rule=discard_rule)
+        return maps, np.stack([fuse_heads(p, head_fusion) for p in layers]).astype(np.float32)
 
-    ``rollout[l]`` is the rollout through layers 0..l (``discard_rule``: which weights the discard
-    ratio may drop, ``engine.analysis.rollout.DISCARD_RULES``); ``fused[l]`` is layer l's raw attention
-    with its heads fused the same way (no residual, nothing discarded).
-    """
-    from engine.analysis.rollout import fuse_heads, rollout
-
-    if not block_is_square(request.block):
-        raise EngineError("Rollout needs self-attention: cross-attention has no path from layer to layer.")
-    att = heads_attention(request)
-    layers = [att.pattern(layer) for layer in range(att.n_layers)]
-    maps = rollout(layers, head_fusion=head_fusion, discard_ratio=float(discard_ratio), discard_rule=discard_rule)
-    fused = np.stack([fuse_heads(p, head_fusion) for p in layers]).astype(np.float32)
-    return maps, fused
+    return shared_map(("rollout", request_key(request), head_fusion, float(discard_ratio), discard_rule), build)

@@ -1,15 +1,16 @@
 """The one request a page run makes: which model reads which text, how, and which attention block it shows.
 
-A page reads its controls into ONE immutable :class:`TraceRequest` and hands it whole to the
-services (``services.get_trace(request)``, ``services.head_view(request, layer, head, ...)``,
-``services.layer_grid(request, layer)``): the arguments that travel together are one object, and
-that object is also the cache key of everything computed from it (``request.trace_key`` for the
-trace, the whole request for what is drawn from one attention block). Plain, hashable, no Streamlit.
+A page reads its controls into one immutable :class:`TraceRequest` and hands it whole to the runtime
+(``get_trace(request)``, ``head_view(request, view)``, ``layer_grid(request, layer)``); a section derives what
+it needs from it (``with_block``, ``with_causal``, ``with_text``, ``with_decode``) and never rebuilds it from loose values.
+``traces.request_key(request)`` is the one cache key of everything computed from it. Plain, hashable, no Streamlit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+
+from engine.generation import DecodeSettings
 
 
 @dataclass(frozen=True)
@@ -21,30 +22,21 @@ class TraceRequest:
         text: the input, as typed.
         causal: the causal mask (None: the model's own default; encoder-decoders ignore it).
         max_tokens: the longest input read (longer text is cut, with a notice).
-        decode: an encoder-decoder's or "Write more"'s decoding settings, as plain values
-            (``engine.generation.DecodeSettings`` fields in order); None: no decoding asked.
+        decode: how an encoder-decoder or "Write more" picks each written token (checked when made);
+            None: no decoding asked (an encoder-decoder then writes greedily).
         block: the attention block drawn (``"self"``; ``"encoder" | "decoder" | "cross"`` for an
-            encoder-decoder). It does not change the trace, only what is drawn from it.
+            encoder-decoder). A trace holds every block: the trace cache keys the request with ``"self"``.
     """
 
     model_id: str
     text: str
     causal: bool | None = None
     max_tokens: int = 512
-    decode: tuple | None = None
+    decode: DecodeSettings | None = None
     block: str = "self"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_tokens", int(self.max_tokens))
-        if self.decode is not None:
-            object.__setattr__(self, "decode", tuple(self.decode))
-
-    @property
-    def trace_key(self) -> tuple:
-        """The part that decides the trace (the block does not): the trace cache's key."""
-        return (self.model_id, self.text, self.causal, self.max_tokens) + (
-            () if self.decode is None else ("decode", self.decode)
-        )
 
     def with_block(self, block: str) -> TraceRequest:
         """The same trace, another attention block."""
@@ -53,6 +45,14 @@ class TraceRequest:
     def with_causal(self, causal: bool | None) -> TraceRequest:
         """The same text through the same model with the causal mask ``causal``."""
         return self if causal == self.causal else replace(self, causal=causal)
+
+    def with_text(self, text: str) -> TraceRequest:
+        """Another text through the same model, mask and block."""
+        return replace(self, text=text)
+
+    def with_decode(self, decode: DecodeSettings) -> TraceRequest:
+        """The model writes after the text with ``decode``, under its own mask (as it was trained)."""
+        return replace(self, causal=None, decode=decode, block="self")
 
 
 @dataclass(frozen=True)

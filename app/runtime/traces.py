@@ -6,6 +6,7 @@ sessions ask for at once is traced once). Short texts that wait for a busy model
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -18,7 +19,6 @@ from app.runtime.request import TraceRequest
 from engine import AttentionTrace, prefetch
 from engine.batching import BatchLane
 from engine.memory import release_memory_soon
-from engine.policy import ServerPolicy
 
 log = logging.getLogger(__name__)
 
@@ -27,19 +27,17 @@ PARALLEL_CHARS = 600  # about 128 tokens: below it a second thread costs more CP
 TRIM_CHARS = 8_000  # a longer request asks for a trim of the heap soon (its maps and figures free hundreds of MB)
 
 
-def request_key(request: TraceRequest) -> tuple:
-    """The cache key of everything computed from ``request``: the request, the session's own trained model (a
-    retrained model is a new object) and the server's rules (a model a changed policy refuses is never served)."""
-    return (request, *model_key(request.model_id)[1:])
-
-
-def _trace_key(request: TraceRequest) -> tuple:
-    return (request.trace_key, *model_key(request.model_id)[1:])
+def request_key(request: TraceRequest, answers: tuple | None = None) -> tuple:
+    """The one cache key of everything computed from ``request``: the request, then who answers it (``answers``:
+    the session's own trained model or None, and the server's rules; default this session's). A retrained model
+    is a new object and changed rules are new rules, so neither is served an old entry. A trace holds every
+    block: it is kept under ``request_key(request.with_block("self"))``."""
+    return (request, *(answers or model_key(request.model_id)[1:]))
 
 
 def has_trace(request: TraceRequest) -> bool:
     """True when ``request``'s trace is in the cache (no forward pass to wait for)."""
-    return _trace_key(request) in caches.TRACES
+    return request_key(request.with_block("self")) in caches.TRACES
 
 
 def trace_is_quick(request: TraceRequest) -> bool:
@@ -52,18 +50,17 @@ def trace_is_quick(request: TraceRequest) -> bool:
 
 
 def get_trace(request: TraceRequest) -> AttentionTrace:
-    """Trace the request's text through the cached model (same request → the same read-only trace object).
-
-    ``request.decode``: an encoder-decoder's decoding settings (``DecodeSettings`` fields in order); None decodes
-    greedily as ``engine.trace`` does."""
-    return _trace(request, trained_model(request.model_id), policy())
+    """Trace the request's text through the cached model (same request → the same read-only trace object);
+    with ``request.decode`` the model writes after it (``engine.generate``)."""
+    return trace_loader(request)()
 
 
-def trace_loader(request: TraceRequest) -> Callable[[], AttentionTrace]:
-    """``request``'s trace again, later (a download built on click): the callable holds the request and the rules,
-    never the trace, so a button does not keep a trace alive after the shared cache dropped it."""
-    trained, rules = trained_model(request.model_id), policy()
-    return lambda: _trace(request, trained, rules)
+def trace_loader(request: TraceRequest, long_work: bool = False) -> Callable[[], AttentionTrace]:
+    """``request``'s trace, later or in another thread (a download built on click, a long-work job): the callable
+    holds the request and who answers it, never the trace, so nothing keeps a trace alive after the shared cache
+    dropped it. ``long_work``: it runs on the long-work lane, which has its own budget (no page's model slot)."""
+    answers = (trained_model(request.model_id), policy())
+    return lambda: _trace(request, answers, long_work)
 
 
 #: at most MAX_JOBS shared passes, one per model and mask, up to 8 texts each
@@ -76,13 +73,15 @@ def _trace_together(model, causal: bool | None, items: list[tuple[str, int]]) ->
         return engine.trace_many(model, [text for text, _ in items], causal=causal, max_tokens=[m for _, m in items])
 
 
-def _trace(request: TraceRequest, trained, rules: ServerPolicy) -> AttentionTrace:
-    def compute() -> AttentionTrace:
-        from engine.generation import DecodeSettings
+def _trace(request: TraceRequest, answers: tuple, long_work: bool) -> AttentionTrace:
+    """The one code path that makes a trace (read, or written with ``request.decode``) and keeps it."""
+    trained, rules = answers
+    request = request.with_block("self")
 
-        settings = None if request.decode is None else DecodeSettings(*request.decode)  # checked before anything runs
+    def compute() -> AttentionTrace:
+        settings = request.decode
         early = models.early_answer(request.model_id, rules) if trained is None and settings is None else None
-        if early is not None and early.key == request.trace_key:
+        if early is not None and TraceRequest(*early.key) == request:
             return early.trace  # a cold start: the launcher's child traced this request while the server started
         model = trained if trained is not None else models.served_model(request.model_id, rules)
         long_input = len(request.text) > PARALLEL_CHARS
@@ -92,14 +91,14 @@ def _trace(request: TraceRequest, trained, rules: ServerPolicy) -> AttentionTrac
                 (request.text, request.max_tokens),
                 functools.partial(_trace_together, model, request.causal),
             )
-        with model_pass(long_input=long_input):
+        with contextlib.nullcontext() if long_work else model_pass(long_input=long_input):
             if settings is not None:
                 return engine.generate(model, request.text, settings, max_tokens=request.max_tokens)
             return engine.trace(model, request.text, causal=request.causal, max_tokens=request.max_tokens)
 
     if len(request.text) > TRIM_CHARS:
         release_memory_soon()
-    return caches.TRACES.get((request.trace_key, trained, rules), compute)
+    return caches.TRACES.get(request_key(request, answers), compute)
 
 
 def warm_up(landing: bool = False) -> None:

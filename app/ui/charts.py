@@ -1,19 +1,9 @@
-"""``show_chart``: the one way pages put a Plotly figure on screen.
+"""``show_chart``: the one way pages put a Plotly figure on screen, themed (:mod:`app.ui.theme`) and with a PNG/SVG
+download (the modebar's camera, built by plotly.js in the browser) named after the chart, at a size fit for a slide.
 
-Why one wrapper instead of ``st.plotly_chart`` everywhere: a projector and a slide deck need the same
-things from every chart. Here each figure gets the session's theme (:mod:`app.ui.theme`:
-font sizes, text contrast) and a download button (the modebar's camera) that saves a PNG or an SVG —
-the sidebar's "Chart downloads" setting — under a file name taken from the chart, at a size fit for
-a slide. The download is made by plotly.js in the browser, so the server does no work for it.
-
-Why :class:`ReadyFigure`: ``st.plotly_chart`` turns a figure into Plotly's JSON dict (``to_dict``:
-arrays as base64 typed arrays) and then into JSON. Theming a ``go.Figure`` through Plotly's
-validated ``update_*`` calls cost ~9 ms a chart (the largest part of a class's reruns in a
-profile, docs/BENCHMARKS.md), against ~0.5 ms for ``to_dict``. So a figure is turned into its dict
-once, themed as a dict (:func:`app.ui.theme.style`), and wrapped in a ``ReadyFigure`` that
-answers ``to_dict`` with it. A ``ReadyFigure`` is read-only: a page's shared figure (the same head
-for a class on one link, :func:`app.services.shared_figure`) is built once per server process and
-sent as it is to every session that asks for it.
+A figure is turned into its JSON dict once, themed as a dict and wrapped in a read-only :class:`ReadyFigure` that
+answers ``to_dict`` with it: Plotly's validated ``update_*`` calls cost far more than the dict, and one shared
+figure (``app.figures.shared_chart``) is sent as it is to every session that asks for it.
 """
 
 from __future__ import annotations
@@ -22,7 +12,7 @@ import base64
 import dataclasses
 import hashlib
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -38,13 +28,9 @@ SCALE_PNG = 2  # PNGs at twice the size: sharp on a projector; SVG is vector and
 
 
 class ReadyFigure(go.Figure):
-    """A figure already in Plotly's JSON form (a dict, arrays as base64) and themed: what is sent.
-
-    ``st.plotly_chart`` accepts any ``go.Figure`` and reads it through ``to_dict()``; this one answers
-    with the dict it holds, so nothing is validated, copied or themed again per run. Treat it as
-    read-only: one instance may be shown to every session of the server (tests/app/test_charts.py
-    pins that ``st.plotly_chart`` sends exactly :attr:`spec`).
-    """
+    """A figure already in Plotly's JSON form (a dict, arrays as base64) and themed: ``st.plotly_chart`` reads it
+    through ``to_dict()``, which answers the dict it holds (nothing validated, copied or themed again). Read-only:
+    one instance may be shown to every session."""
 
     def __init__(self, spec: dict[str, Any]) -> None:  # noqa: D107 — go.Figure's own init is skipped on purpose
         self._spec = spec
@@ -97,17 +83,11 @@ def _own_colours(trace: Any) -> bool:
 
 
 def lean_template(fig: ReadyFigure) -> ReadyFigure:
-    """``fig`` with the default template cut down to what can style it (a new figure; ``fig``, perhaps shared,
-    is not changed): its layout defaults and the trace defaults of the trace types it draws, and, when no
-    trace reads a colour of the template (:func:`_own_colours`: the maps, the grid of heads), none of its colours.
-
-    plotly.js applies ``template.data.<type>`` only to traces of that type, a trace's own colour scale wins over
-    the template's, and a heatmap takes no colour from the colorway; the rest was ~2.2 kB of JSON and ~190 of the
-    ~550 values of a 40-token map on every chart of every rerun, which Streamlit hashes and sends. In the browser
-    Streamlit swaps the template's 30 placeholder colours for its theme's with a ``replaceAll`` over the whole
-    spec each, twice for every new figure, and each one found copies the spec: ~60 copies of a 512-token map's
-    ~360 kB on every Enter (docs/BENCHMARKS.md, "Explore in Chromium"). A figure with a template of its own is
-    sent as it is."""
+    """``fig`` with the default template cut down to what can style it (a new figure; ``fig`` is not changed): its
+    layout defaults and the trace defaults of the trace types it draws, and, when no trace reads a colour of the
+    template (:func:`_own_colours`: the maps, the grid of heads), none of its colours. plotly.js applies
+    ``template.data.<type>`` only to traces of that type; the rest is bytes Streamlit hashes and sends, and colours
+    the browser swaps with a copy of the whole spec each. A figure with a template of its own is sent as it is."""
     layout = fig.spec.get("layout")
     template = layout.get("template") if isinstance(layout, dict) else None
     default = _default_template()
@@ -133,13 +113,10 @@ def lean_template(fig: ReadyFigure) -> ReadyFigure:
 def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure:
     """``fig`` as a themed :class:`ReadyFigure` (the session's theme unless ``look`` is given).
 
-    ``fig`` is a ``go.Figure``, or the plain dict a builder would pass to ``go.Figure`` (``map_spec``,
-    ``model_view_spec``: taken over, not copied). A dict skips Plotly's object graph: its numpy arrays
-    become typed arrays with Plotly's own encoder and it gets the default template, as ``to_dict`` would
-    write them (tests/app/test_charts.py compares the two). Either way the template is then cut to what can
-    style the figure (:func:`lean_template`), once, where a shared figure is built: every figure derived from
-    a ready one (a source line, shapes, a fill) changes its layout only, never its traces.
-    """
+    ``fig`` is a ``go.Figure``, or the plain dict a builder would pass to it (``map_spec``: taken over, not copied),
+    whose numpy arrays become typed arrays and which gets the default template, as ``to_dict`` would write them.
+    Either way the template is then cut (:func:`lean_template`); a figure derived from a ready one (a source line,
+    shapes, a fill) changes its layout only."""
     if isinstance(fig, ReadyFigure):
         return fig
     if isinstance(fig, dict):
@@ -166,13 +143,9 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def typed_arrays(obj: Any) -> None:
-    """Every numpy array in a figure's dict as a plotly.js typed array (``{"dtype", "bdata", "shape"}``), in place.
-
-    What Plotly's ``to_dict`` writes (tests/app/test_charts.py compares them), but Plotly's own walk asks of every
-    value, each tick label included, whether it is an array of any library it knows, and copies each array
-    first: a map's labels made it ~1 ms a figure. Here only dicts and lists are walked into, a numpy array of
-    a plain dtype is encoded as it is, and anything else array-like goes to Plotly's encoder.
-    """
+    """Every numpy array in a figure's dict as a plotly.js typed array (``{"dtype", "bdata", "shape"}``), in place:
+    what Plotly's ``to_dict`` writes, walking only dicts and lists (Plotly asks every value, each tick label
+    included, whether it is an array); anything array-like but numpy goes to Plotly's encoder."""
     from _plotly_utils.basevalidators import is_homogeneous_array
     from _plotly_utils.utils import to_typed_array_spec
 
@@ -245,16 +218,14 @@ def _source_key() -> str:
 
 
 def set_source(model: str, text: str = "") -> None:
-    """Name the model and text this page's charts show (the text pages' picker does, once per run of the
-    sentence and model): every :func:`show_chart` of the page writes it under its title, also when a
-    fragment reruns alone. Kept per page, so another page's charts never show it."""
+    """Name the model and text this page's charts show: every :func:`show_chart` of the page writes it under its
+    title, also when a fragment reruns alone. Kept per page, so another page's charts never show it."""
     st.session_state[_source_key()] = source_line(model, text)
     st.session_state[_source_key() + ":narrow"] = source_line(model, text, NARROW_SOURCE_CHARS)
 
 
 def page_source(narrow: bool = False) -> str | None:
-    """What :func:`set_source` said for the page being drawn, or None; ``narrow``: its shorter line, for
-    charts a third of the page wide (their subtitle was cut at the chart's edge)."""
+    """What :func:`set_source` said for the page being drawn, or None; ``narrow``: its shorter line."""
     return st.session_state.get(_source_key() + (":narrow" if narrow else ""))
 
 
@@ -268,9 +239,7 @@ def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -
     title = layout.get("title") if isinstance(layout.get("title"), dict) else {}
     look = theme.current()
     lines = 1
-    if (
-        look.compact or narrow
-    ) and " · " in source:  # a phone: model and sentence on two lines (one ran off a 390 px screen)
+    if (look.compact or narrow) and " · " in source:  # model and sentence on two lines
         model, _, words = source.partition(" · ")
         source, lines = f"{model}<br>{words}", 2
     margin = dict(layout.get("margin") or {})
@@ -308,9 +277,7 @@ def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
 
 def content_key(data: Any) -> Hashable:
     """A cache key equal exactly when two inputs are: arrays by dtype, shape and a 128-bit digest of their bytes;
-    dicts, lists and tuples item by item; dataclasses field by field; anything else as it is (it must be hashable).
-    For figures and tables built from numbers a page computed (a ViT overlay, a step table): every session that
-    computed the same numbers gets the one built copy."""
+    dicts, lists and tuples item by item; dataclasses field by field; anything else as it is (it must be hashable)."""
     if isinstance(data, np.ndarray) and data.dtype.hasobject:  # its bytes are pointers: key the items themselves
         return ("object array", data.shape, content_key(data.ravel().tolist()))
     if isinstance(data, np.ndarray):  # a digest, not the bytes: a cache key outlives the call (a 224² image is 1 MB)
@@ -323,45 +290,6 @@ def content_key(data: Any) -> Hashable:
     if isinstance(data, (list, tuple)):  # every item: a dataclass argument (a caption's view) is keyed field by field
         return tuple(content_key(item) for item in data)
     return data
-
-
-def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFigure:
-    """The figure of ``view`` in this session's theme, built by ``build()`` once per server process.
-
-    ``view`` must name everything the figure shows (the request key, layer, head, display options,
-    title): every session asking for the same view and theme gets this one read-only figure. Per-session
-    marks (a highlighted token) go on top with :func:`with_shapes`.
-    """
-    from app.runtime.caches import shared_figure
-
-    look = theme.current()
-    return shared_figure(view + (look.name,), lambda: ready(build(), look))
-
-
-def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
-    """The picture of ``view`` in this session's theme as a ``data:`` URL of the PNG ``build()`` returns, built once
-    per server process as :func:`shared_chart` builds a figure: every session asking for the same view and theme
-    gets this one string.
-
-    ``st.image`` passes a ``data:`` URL on as it is; PNG bytes it would open with Pillow again, hash and store per
-    session on every run (~0.9 ms of a rerun), and the browser would fetch them with a request of its own. A picture
-    that did not change between two runs reaches the browser as a reference to its cached message (Streamlit caches
-    elements of 10 kB and more)."""
-    from app.runtime.caches import shared_figure
-
-    def encoded() -> str:
-        return "data:image/png;base64," + base64.b64encode(build()).decode("ascii")
-
-    return shared_figure(view + ("png", theme.current().name), encoded)
-
-
-def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:
-    """``build(*args, **kwargs)`` through :func:`shared_chart`, keyed by the builder and its arguments' content
-    (:func:`content_key`): for pages whose figures come from numbers they computed (an image and its attention
-    grid), so that a class opening the same view builds it once. ``build`` must depend on its arguments and the
-    theme only (no session state) and return a figure nobody changes afterwards."""
-    view = (build.__module__, build.__qualname__, content_key(args), content_key(tuple(sorted(kwargs.items()))))
-    return shared_chart(view, lambda: build(*args, **kwargs))
 
 
 def _layout(fig) -> dict[str, Any]:
@@ -378,12 +306,8 @@ def file_stem(fig, key: str | None) -> str:
 
 
 def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Plotly's ``config`` for a chart: the modebar's download button in the chosen format and name.
-
-    ``extra`` (a page's own config) wins, except that a chart whose modebar a page hid gets it back:
-    every chart must be downloadable, and its download button is in that bar. The compact (phone) view hides
-    the bar, which covered the chart's title there.
-    """
+    """Plotly's ``config`` for a chart: the modebar's download button in the chosen format and name. ``extra`` (a
+    page's own config) wins, but a hidden modebar comes back (it holds the download); a phone hides it."""
     fmt = theme.download_format()
     layout = _layout(fig)
     height = layout.get("height") or 450
@@ -408,8 +332,7 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> d
 
 
 def fill_height(fig: ReadyFigure) -> ReadyFigure:
-    """A new figure: ``fig`` without its fixed height, so Plotly sizes it to its box (presenter mode gives the main
-    map's box the window's height, :func:`app.ui.theme.map_css`); ``fig``, perhaps shared, is not changed."""
+    """A new figure: ``fig`` without its fixed height, so Plotly sizes it to its box (presenter mode)."""
     layout = {name: value for name, value in fig.spec.get("layout", {}).items() if name != "height"}
     return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
 
@@ -438,12 +361,9 @@ def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int 
 
 
 def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False, **kwargs):
-    """Draw ``fig`` themed, with a PNG/SVG download; every other argument goes to ``st.plotly_chart``.
-
-    ``fig`` is a ``go.Figure`` (themed here) or a :class:`ReadyFigure` (sent as it is). ``source``: the
-    model and sentence the chart shows (:func:`source_line`), written under its title; default: what the
-    page named with :func:`set_source` ("" for none). ``narrow``: a chart a third of the page wide or less,
-    whose default source is the page's shorter line (:data:`NARROW_SOURCE_CHARS`), on two lines."""
+    """Draw ``fig`` (a ``go.Figure``, themed here, or a :class:`ReadyFigure`) with a PNG/SVG download; every other
+    argument goes to ``st.plotly_chart``. ``source``: the model and sentence under its title (default: the page's
+    :func:`set_source`, "" for none); ``narrow``: a chart a third of the page wide, its source on two lines."""
     fig = with_source(ready(fig), page_source(narrow) if source is None else source, narrow=narrow)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

@@ -18,7 +18,7 @@ import streamlit as st
 
 from app.links import current_link
 from app.ui.heatmap import colorscale
-from app.ui.map_data import MapData
+from app.ui.map_data import MapData, MapView
 
 FORMAT = "attention-playground/view@1"
 #: exact weights go into a JSON file for regions up to this many tokens a side (512² numbers ≈ 3 MB)
@@ -143,40 +143,29 @@ def to_json(record: dict[str, Any]) -> bytes:
 
 
 def head_json_button(
-    model_id: str,
-    att,
-    layer: int,
-    head: int,
-    block: str,
-    ranges,
-    data: MapData,
-    opts,
-    settings: dict[str, Any],
-    load: Callable[[], Any],
-    page: str = "explore",
+    model_id: str, att, view: MapView, block: str, data: MapData, settings: dict[str, Any], load, page: str
 ) -> None:
-    """Explore's and Heads' button: the head on screen as JSON (:func:`head_record`), built on click.
+    """Explore's and Heads' button: the head in ``view`` as JSON (:func:`head_record`), built on click.
 
     Args:
-        ranges: ``(q_range, k_range)`` of the zoom (None: everything).
-        data: the map as drawn; opts: the page's display options (colour scale, weighting, hiding).
-        settings: the page's causal flag and token limit (and an encoder-decoder's decoding).
-        load: gives ``att`` again on click (``services.block_loader``): the button holds this, not the trace.
+        data: the map as drawn; settings: the page's causal flag and token limit (and an encoder-decoder's
+            decoding); the view's colour scale, weighting and hiding are added.
+        load: gives ``att`` again on click (``runtime.heads.block_loader``): the button holds this, not the trace.
     """
-    q_range, k_range = ranges
-    region = (tuple(q_range or (0, att.n_queries)), tuple(k_range or (0, att.n_keys)))
+    layer, head = view.layer, view.head
+    region = (tuple(view.q_range or (0, att.n_queries)), tuple(view.k_range or (0, att.n_keys)))
     settings = {
         **settings,
-        "colour_scale": opts.scale,
+        "colour_scale": view.scale,
         "colorscale": colorscale(),
-        "weighting": opts.weighting,
-        "hide_sink_columns": bool(opts.hide_sinks),
+        "weighting": view.weighting,
+        "hide_sink_columns": bool(view.hide_sinks),
     }
-    view = {"page": page, "model_id": model_id, "layer": layer, "head": head, "block": block, "region": region}
+    where = {"page": page, "model_id": model_id, "layer": layer, "head": head, "block": block, "region": region}
     link = current_link(page)
     json_button(
         "Download the numbers as JSON",
-        lambda: head_record(**view, att=load(), settings=settings, link=link, shown=data),
+        lambda: head_record(**where, att=load(), settings=settings, link=link, shown=data),
         f"{page}_L{layer}_H{head}.json",
         key=f"{page}_json",
     )

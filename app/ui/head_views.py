@@ -1,31 +1,25 @@
-"""Plotly figures for whole-model head views: the model view grid, layer × head maps, similarity, differences.
+"""Whole-model head views: every layer × head in one plot, and one layer's heads as one picture.
 
-The model view draws every layer × head in one plot (not L·H subplots: 144 subplots are slow to build and to
-draw): one heatmap of the whole mosaic (the Heads page, 72 tiles or more) or one small heatmap per tile (Explore's
-layer of 12), every cell a whole percent of its head's maximum in one byte. Each tile is scaled to its own maximum,
-so shapes are comparable; an invisible marker at each tile's centre makes a click select that head. Inputs are
-numpy arrays and display strings; token text is escaped (``safe_label``).
+The model view is one heatmap of the whole mosaic (many tiles) or one small heatmap per tile (a phone's layer), not
+L·H subplots; every cell is a whole percent of its head's maximum in one byte, so shapes compare across weak and
+strong heads, and an invisible marker at each tile's centre makes a click select that head. Explore's grid is one
+palette PNG (:func:`grid_png`). Inputs are numpy arrays and display strings; token text is escaped.
 """
 
 from __future__ import annotations
 
 import functools
-import html
 import io
-import math
 
 import numpy as np
 import plotly.colors
-import plotly.graph_objects as go
 import streamlit as st
 
 from app.state import K
 from app.ui import theme
-from app.ui.heatmap import MASKED_COLOR, colorscale_stops, label_margin, safe_label, tick_labels
+from app.ui.heatmap import colorscale_stops, label_margin
 
 GAP = 1  # empty cells between tiles
-DIVERGING = "RdBu"
-SIMILARITY_WIDTH_PX = 700  # plot width the similarity matrix's column labels are thinned for
 
 
 def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,14 +57,9 @@ SHARE_LEVELS = 100  # a shapes-only grid's cells: whole percents of their head's
 
 def share_tiles(tiles: np.ndarray) -> list[dict]:
     """``[rows, cols, s, t]`` tiles as one small heatmap trace each, placed where :func:`tile_mosaic` puts them,
-    every cell a whole percent of its tile's maximum in one byte (``uint8``).
-
-    What a grid of thumbnails shows (shapes: hover says "43% of this head's max", the colour has 101 steps) in
-    a quarter of float32's bytes and without the gap cells a single mosaic must send: Explore's 12-head grid of
-    a 40-token sentence (this, until it became one picture: :func:`grid_png`) went from ~105 kB of JSON to ~26 kB.
-    The Heads page's phone view draws one layer this way. A tile with cells that are not finite and ≥ 0 keeps float
-    percents (NaN stays a gap).
-    """
+    every cell a whole percent of its tile's maximum in one byte (``uint8``: a quarter of float32's bytes, no gap
+    cells; hover says "43% of this head's max"). A tile with cells that are not finite and ≥ 0 keeps float
+    percents (NaN stays a gap). The Heads page's phone view draws one layer this way."""
     n_rows, n_cols, s, t = tiles.shape
     stops = colorscale_stops()
     out = []
@@ -103,14 +92,8 @@ OFF_TILE = 255
 def share_mosaic(tiles: np.ndarray) -> dict:
     """``[rows, cols, s, t]`` tiles as one heatmap of :func:`tile_mosaic`'s layout, every cell a whole percent of
     its tile's maximum in one byte (``uint8``); gaps and cells that are not finite are :data:`OFF_TILE`, which the
-    colour scale draws clear (the plot's background shows).
-
-    The Heads page's model view of MiniLM at 40 tokens was two float32 mosaics, the shares and the weights for the
-    hover: 1.29 MB of JSON a rerun, built through Plotly's validators; the figure is now ~0.20 MB. It stays one trace,
-    as the float mosaic was: one trace per tile (:func:`share_tiles`) drew 72 tiles in 80 ms against the mosaic's 46
-    (session 11). The cells have no hover of their own (a gap would read 255%); the head's marker names it, and its
-    weights are one click away.
-    """
+    colour scale draws clear. One trace draws dozens of tiles faster than one per tile (:func:`share_tiles`); the
+    cells have no hover of their own (a gap would read 255%): the head's marker names it."""
     shares = tile_mosaic(tiles, normalise=True) * np.float32(SHARE_LEVELS)
     z = np.full(shares.shape, OFF_TILE, dtype=np.uint8)
     shown = np.isfinite(shares) & (shares >= 0.0)
@@ -223,12 +206,7 @@ def model_view_spec(
 
 
 def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:
-    """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key`` (its selection state), or None.
-
-    The ``on_select`` callbacks of Explore's layer grid and the Heads page's model view both read it.
-    """
-    import streamlit as st
-
+    """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key`` (its selection state), or None."""
     event = st.session_state.get(chart_key)
     points = event.get("selection", {}).get("points", []) if event else []
     return clicked_head(points, n_layers, n_heads)
@@ -254,156 +232,15 @@ def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, 
     return None
 
 
-def layer_head_heatmap(
-    values: np.ndarray,
-    title: str,
-    *,
-    selected: tuple[int, int] | None = None,
-    fmt: str = ".2f",
-    labels: np.ndarray | None = None,
-) -> go.Figure:
-    """A metric per head as a ``[layer, head]`` heatmap (hover: the value and the head's pattern label)."""
-    n_layers, n_heads = values.shape
-    custom = labels if labels is not None else np.full(values.shape, "", dtype=object)
-    fig = go.Figure(
-        go.Heatmap(
-            z=values.astype(float),
-            x=list(range(n_heads)),
-            y=list(range(n_layers)),
-            customdata=custom,
-            colorscale="Viridis",
-            colorbar=dict(title=html.escape(title), thickness=12),
-            hovertemplate="layer %{y}, head %{x}<br>"
-            + html.escape(title)
-            + " %{z:"
-            + fmt
-            + "}<br>%{customdata}<extra></extra>",
-            texttemplate="%{z:" + fmt + "}",
-            textfont=dict(size=max(11, theme.current().tick_px - 2)),
-        )
-    )
-    if selected is not None:
-        layer, head = selected
-        fig.add_shape(
-            type="rect",
-            x0=head - 0.5,
-            x1=head + 0.5,
-            y0=layer - 0.5,
-            y1=layer + 0.5,
-            line=dict(color="#d62728", width=3),
-        )
-    fig.update_layout(
-        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
-        height=max(240, 34 * n_layers + 110),
-        margin=dict(l=10, r=10, t=40, b=10),
-        xaxis=dict(title="head", dtick=1, side="top"),
-        yaxis=dict(title="layer", dtick=1, autorange="reversed"),
-    )
-    return fig
-
-
-def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarray) -> go.Figure:
-    """The head × head JS divergence matrix, rows and columns in ``order`` (similar heads adjacent)."""
-    d = divergence[np.ix_(order, order)].astype(np.float32)
-    names = [safe_label(labels[i]) for i in order]  # "L0 H3": unique, so categorical axes carry the hover
-    n = len(names)
-    fig = go.Figure(
-        go.Heatmap(
-            z=d,
-            x=names,
-            y=names,
-            colorscale="Viridis_r",
-            zmin=0.0,
-            zmax=float(np.log(2)),
-            hovertemplate="%{y} vs %{x}<br>JS divergence %{z:.3f} nats<extra></extra>",
-            colorbar=dict(title="JS (nats)", thickness=12),
-        )
-    )
-    # every label gets a full line of the theme's type (they were 9 px and printed 48 at a time): the
-    # figure grows with the heads, and past 1,400 px every k-th label is printed
-    label_px = theme.current().label_px
-    side = max(360, min(1400, label_px * n + 140))
-    ticks = names[:: max(1, math.ceil(n * label_px / (side - 140)))]
-    # across, the plot is as wide as the page's column (~700 px at a 1280 px window): thinned for that
-    x_ticks = names[:: max(1, math.ceil(n * label_px / SIMILARITY_WIDTH_PX))]
-    fig.update_layout(
-        height=side,
-        margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(type="category", tickmode="array", tickvals=x_ticks, ticktext=x_ticks, tickangle=-90, side="top"),
-        yaxis=dict(type="category", tickmode="array", tickvals=ticks, ticktext=ticks, autorange="reversed"),
-    )
-    return fig
-
-
-def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: list[str], title: str) -> go.Figure:
-    """A signed ``[q, k]`` difference (B − A): red where B attends more, blue where A does."""
-    q_lab = [safe_label(t) for t in query_tokens]
-    k_lab = [safe_label(t) for t in key_tokens]
-    n_q, n_k = diff.shape
-    bound = float(np.nanmax(np.abs(diff))) or 1e-6
-    fig = go.Figure(
-        go.Heatmap(
-            z=diff.astype(np.float32),
-            x=k_lab,
-            y=q_lab,
-            colorscale=DIVERGING,
-            reversescale=True,
-            zmin=-bound,
-            zmax=bound,
-            zmid=0.0,
-            hovertemplate="%{y} → %{x}<br>B − A %{z:+.3f}<extra></extra>",
-            colorbar=dict(title="B − A", thickness=12),
-        )
-    )
-    side = max(360, min(760, 22 * max(n_q, n_k) + 160))
-    xv, xt = tick_labels(k_lab, side - 160)
-    yv, yt = tick_labels(q_lab, side - 160)
-    fig.update_layout(
-        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
-        height=side,
-        margin=dict(l=10, r=10, t=40, b=10),
-        plot_bgcolor=MASKED_COLOR,
-        xaxis=dict(
-            title="key (attended to)",
-            type="category",
-            tickmode="array",
-            tickvals=xv,
-            ticktext=xt,
-            tickangle=-60,
-            side="top",
-            scaleanchor="y",
-            constrain="domain",
-        ),
-        yaxis=dict(
-            title="query (attending)", type="category", tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed"
-        ),
-    )
-    return fig
-
-
 # ---- a phone's grid of one layer's heads (Explore's grid, the Heads page's model view in compact view)
 
 PHONE_GRID_PX = 250  # px across the grid's plot on a 390 px phone (row names and the page's padding taken)
 PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~80 px tiles on a phone: tappable)
 
 
-def pick_grid_head(chart_key: str, n_heads: int, per_row: int | None = None) -> None:
-    """on_select of one layer's grid of heads (one row; compact view: rows of ``per_row`` heads) drawn with
-    ``chart_key``: a clicked thumbnail becomes the chosen head."""
-    if per_row is None:
-        picked = clicked_in(chart_key, 1, n_heads)
-        head = None if picked is None else picked[1]
-    else:
-        picked = clicked_in(chart_key, -(-n_heads // per_row), per_row)
-        head = None if picked is None else picked[0] * per_row + picked[1]
-    if head is not None and head < n_heads:
-        st.session_state[K.head] = head
-
-
 def head_pills(key: str, n_heads: int, head: int) -> None:
     """Buttons under a grid of heads, one per head (``key``: the pills' session key): Explore's grid is a picture,
-    and on the Heads page's compact view a tap on the chart selects nothing on a touch screen (Plotly sends a
-    click but no selection there, measured in Chromium); a pill does, and a keyboard reaches it."""
+    and on a touch screen a tap on a chart selects nothing (Plotly sends no selection there); a pill does."""
     st.session_state[key] = head  # the head chosen anywhere (the Head box, a link)
 
     def picked() -> None:
@@ -413,35 +250,11 @@ def head_pills(key: str, n_heads: int, head: int) -> None:
     st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=key, on_change=picked)
 
 
-def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER_ROW) -> dict:
-    """One layer's heads ``[1, heads, s, t]`` as rows of ``per_row`` tiles (a phone's grid), each row named by
-    its heads; a click's ``[row, column]`` is turned back into a head by :func:`pick_grid_head`."""
-    n_heads = tiles.shape[1]
-    rows = -(-n_heads // per_row)
-    padded = np.zeros((rows * per_row, *tiles.shape[2:]), dtype=tiles.dtype)
-    padded[:n_heads] = tiles[0]
-    spec = model_view_spec(
-        padded.reshape(rows, per_row, *tiles.shape[2:]),
-        selected=divmod(head, per_row),
-        width_px=PHONE_GRID_PX,
-        per_tile=True,
-        layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)],
-    )
-    layout = spec["layout"]
-    layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})
-    layout["yaxis"]["title"] = {"text": "heads"}
-    markers = spec["data"][-1]
-    markers["text"] = [str(i) if i < n_heads else "" for i in range(rows * per_row)]  # row by row, as the markers
-    markers["hovertemplate"] = "head %{text}<br>tap to open it large<extra></extra>"
-    return spec
-
-
 # ---- a layer's heads as one picture (Explore's grid: thumbnails to compare shapes; the head is picked with pills)
 
 GRID_ALT = "Thumbnails of the {heads} heads of layer {layer}, head {head} framed in red"  # the picture's alt text
-#: a screen of two or more device pixels a CSS pixel scales the grid's picture up: drawn nearest-neighbour, each cell
-#: and each pixel of a head's name stays a sharp square (smoothed, they blurred). Only there: shown smaller than its
-#: own size on a screen of one device pixel (a narrow window), a pixelated picture would drop whole cells.
+#: on a screen of two or more device pixels a CSS pixel the picture is drawn nearest-neighbour (sharp cells); not
+#: below, where a picture shown smaller than its size would drop whole cells
 GRID_CSS = (
     "<style>@media (min-resolution: 2dppx) { img[alt^='"
     + GRID_ALT.split("{", 1)[0]
@@ -509,16 +322,10 @@ def _label_pixels(n_heads: int, per_row: int, cell: tuple[int, int], size: int) 
 
 
 def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
-    """One layer's heads ``[1, heads, s, t]`` as one PNG in the theme's colours: ``per_row`` thumbnails to a row,
-    each named above ("H3") and coloured from 0 to its own maximum (whole percents), the chosen ``head`` framed
-    in red.
-
-    What Explore's grid draws. A Plotly chart of the same thumbnails cost Chromium 115–150 ms of every press
-    (~130 ms of Enter → drawn at 512 tokens, ~65 at 40) and the server ~3 ms; this picture is one palette PNG
-    (~1 ms to build, once per view and theme for every session; the browser decodes it in about a millisecond).
-    A cell's hover and a click on a tile go: the head is picked from the pills under it, and its exact weights are
-    in the map above.
-    """
+    """One layer's heads ``[1, heads, s, t]`` as one palette PNG in the theme's colours (Explore's grid): ``per_row``
+    thumbnails to a row, each named above ("H3") and coloured from 0 to its own maximum (whole percents), the
+    chosen ``head`` framed in red. A picture costs the browser far less than a chart of the same tiles; the head is
+    picked with the pills under it."""
     from PIL import Image
 
     look = theme.current()
@@ -550,5 +357,5 @@ def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
     picture = Image.frombuffer("P", (canvas.shape[1], canvas.shape[0]), np.ascontiguousarray(canvas), "raw", "P", 0, 1)
     picture.putpalette(grid_palette(tuple(look.colors), look.paper, look.text))
     out = io.BytesIO()
-    picture.save(out, format="PNG", compress_level=1)  # level 1: ~0.3 ms less than the default, ~5% larger
+    picture.save(out, format="PNG", compress_level=1)
     return out.getvalue()

@@ -1,19 +1,11 @@
 """The one figure layer for attention maps: every page's heatmap of weights is built here.
 
-Compact by construction, because a classroom server sends every figure to every student:
-
-- values travel as one float32 array (Plotly encodes it as base64, 4 bytes a cell), blocked cells as
-  NaN (drawn in the grey plot background);
-- axes are categorical: each row and column label is sent once, and hover reads ``%{y}``, ``%{x}``
-  and ``%{z}`` — no per-cell label strings;
-- figures are plain dicts (``map_spec``; ``map_figure`` wraps one in a ``go.Figure``) with no subplots: a grid of heads is ONE heatmap
-  of tiles (:func:`app.ui.head_views.model_view_spec`).
-
-Long inputs arrive here already pooled (``app.ui.map_data``): this module draws what it is
-given. Colour scales: ``linear`` (0 → the largest value shown), ``log`` (the same weights, colour
-stops spaced by powers of ten below the maximum, so a 400-token head is not empty but for its sink
-column; hover still shows the true weight) and ``row`` (values already divided by their row's max).
-Token text is escaped, since Plotly reads a subset of HTML in labels.
+Compact, because a classroom server sends every figure to every student: values travel as one float32 array
+(blocked cells NaN, drawn in the grey plot background); axes are categorical, so each label is sent once and hover
+reads ``%{y}``, ``%{x}``, ``%{z}``; figures are plain dicts (``map_spec``). Long inputs arrive already pooled
+(``app.ui.map_data``). Colour scales: ``linear``, ``log`` (stops spaced by powers of ten below the maximum, so a
+long input is not empty but for its sink column; hover shows the true weight) and ``row`` (values already divided
+by their row's max). Token text is escaped: Plotly reads a subset of HTML in labels.
 """
 
 from __future__ import annotations
@@ -29,7 +21,6 @@ import plotly.graph_objects as go
 from app.ui import theme
 from app.ui.map_data import MapData, exact_map
 
-COLORSCALE = "Blues"  # the default theme's; figures ask :func:`colorscale` (presenter mode: Cividis)
 MASKED_COLOR = "#d9d9d9"
 LABEL_PX = 15  # vertical pixels one tick label needs; with more labels than fit, every k-th is printed
 Scale = Literal["linear", "log", "row"]
@@ -64,10 +55,8 @@ def tick_labels(labels: list[str], plot_px: int, need_px: int | None = None) -> 
 
 
 def label_margin(labels: list[str], title: str, look: theme.Theme | None = None) -> int:
-    """The left margin (px) plotly.js's automargin needs for y tick ``labels`` and an axis ``title``, estimated a
-    little wide (fitted in Chromium: "17 neighbour" with a title needs 132 px, "L0" 73). Set up front, the margin
-    needs no push after the first draw: each push made plotly.js draw the whole figure again (``doAutoMargin``:
-    ~40 ms of the browser per map in Chromium on these machines)."""
+    """The left margin (px) y tick ``labels`` and an axis ``title`` need, estimated a little wide: set up front, it
+    needs no automargin push after the first draw (each push makes plotly.js draw the whole figure again)."""
     look = look or theme.current()
     widest = max((len(_shown(label)) for label in labels), default=0)
     return int(math.ceil(widest * theme.CHAR_EM * look.tick_px + (look.axis_title_px if title else 0) + 46))
@@ -80,9 +69,8 @@ def _shown(label: str) -> str:
 
 
 def colorbar_margin(title: str, look: theme.Theme | None = None) -> int:
-    """The right margin (px) a vertical colour bar at the plot's right edge pushes to: its ticks (~5 characters)
-    or its title over it, whichever is wider, plus the bar and its padding (as :func:`label_margin`; fitted in
-    Chromium: "weight" needs 75–83 px (its tick labels vary), "weight (log colour)" 151 at the default sizes)."""
+    """The right margin (px) a vertical colour bar needs: its ticks (~5 characters) or its title over it, whichever
+    is wider, plus the bar and its padding (as :func:`label_margin`)."""
     look = look or theme.current()
     return int(math.ceil(max(5, len(_shown(title))) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
 
@@ -131,8 +119,8 @@ def map_spec(
     y_title: str = "query (attending)",
     rows_px: int | None = None,
 ) -> dict:
-    """A heatmap of one map (exact cells or pooled blocks), as the plain dict a Plotly figure is made from
-    (:func:`app.ui.charts.ready` turns it into what is sent without building a ``go.Figure``).
+    """A heatmap of one map (exact cells or pooled blocks) as the plain dict a Plotly figure is made from; hovering
+    a cell shows its query, key and value.
 
     Args:
         data: values ``[rows, cols]`` (NaN = blocked) with one label per row and column.
@@ -140,15 +128,10 @@ def map_spec(
         scale: ``"linear"``, ``"log"`` or ``"row"`` (``data`` must already be row-scaled for ``"row"``).
         zmax: top of the colour scale; default the largest finite value (shared scales: pass one).
         height: pixels; defaults to grow with the number of rows.
-        width: pixels the chart gets across when it shares a row with others (None: a full-width chart, or
-            presenter mode, which stacks them); the column labels are thinned to fit it.
-        showscale: draw the colour bar (one per row of maps on a shared scale is enough).
-        rows_px: pixels the rows will get when the browser sizes the map (presenter mode fills the window, which
-            the server does not know): the row labels are thinned for it instead of for ``height``, and only
-            where they would collide (less than one tick font size, one em, between neighbouring labels).
-
-    Returns:
-        ``{"data": [...], "layout": {...}}``; hovering a cell shows its query, key and value.
+        width: pixels across when the chart shares a row with others (None: full width): column labels fit it.
+        showscale: draw the colour bar.
+        rows_px: pixels the rows get when the browser sizes the map (presenter mode): row labels are thinned for
+            it, and only where they would collide.
     """
     values = np.asarray(data.values, dtype=np.float32)
     n_q, n_k = values.shape
@@ -210,12 +193,7 @@ def map_spec(
                 "automargin": True,
             },
             "height": side,
-            "margin": {
-                "l": margin_l,
-                "r": margin_r,
-                "t": 40 if title else 10,
-                "b": 10,
-            },
+            "margin": {"l": margin_l, "r": margin_r, "t": 40 if title else 10, "b": 10},
             "plot_bgcolor": MASKED_COLOR,
             "xaxis": {
                 "title": {"text": x_title},
@@ -243,35 +221,11 @@ def map_spec(
 
 
 def attention_heatmap(
-    pattern: np.ndarray,
-    query_tokens: list[str],
-    key_tokens: list[str],
-    *,
-    blocked: np.ndarray | None = None,
-    title: str = "",
-    height: int | None = None,
-    scale: Scale = "linear",
-    zmax: float | None = None,
-    width: int | None = None,
-    showscale: bool = True,
+    pattern: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, blocked: np.ndarray | None = None, **options
 ) -> go.Figure:
-    """One small exact map ``[q_pos, k_pos]`` with tokens on both axes (positional tables, rollout, …).
-
-    Args:
-        pattern: the values (attention weights: rows sum to 1).
-        query_tokens, key_tokens: display strings, one per row / column.
-        blocked: bool ``[q_pos, k_pos]``, True where the mask blocks attention; drawn grey.
-        title, height, scale, zmax, width, showscale: as for :func:`map_figure`.
-    """
-    return map_figure(
-        exact_map(pattern, query_tokens, key_tokens, blocked=blocked),
-        title=title,
-        height=height,
-        scale=scale,
-        zmax=zmax,
-        width=width,
-        showscale=showscale,
-    )
+    """One small exact map ``[q_pos, k_pos]`` with tokens on both axes (positional tables, rollout, …); ``blocked``:
+    True where the mask blocks attention (drawn grey); ``options`` as for :func:`map_spec`."""
+    return map_figure(exact_map(pattern, query_tokens, key_tokens, blocked=blocked), **options)
 
 
 def layer_mean_map(real) -> go.Figure:

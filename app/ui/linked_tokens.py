@@ -1,11 +1,8 @@
 """Linked tokens: pick a token once and every attention map on the page outlines its row and its column.
 
-The chosen position lives in session state (``Look.focus``, also the ``focus`` URL parameter), so the
-highlight follows the user from Explore to Heads and Step by step. A token is picked by clicking it in
-a row of token buttons (short inputs) or from a keyboard-friendly select box (any length); the same
-picker clears it. :func:`outline` draws the highlight on any figure of the figure layer: one frame
-around the row (the token as a query) and one around the column (the token as a key), found through
-the map's block edges, so pooled overviews of long inputs and zoomed regions are outlined too.
+The chosen position lives in session state (``Look.focus``, also the ``focus`` URL parameter), so the highlight
+follows the user from Explore to Heads and Step by step. :func:`outline` frames the row (the token as a query) and
+the column (as a key) through the map's block edges, so pooled overviews and zoomed regions are outlined too.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ import streamlit as st
 from app.state import PERSIST, Look, settle
 from app.ui.charts import ReadyFigure, with_shapes
 from app.ui.map_data import MapData
+from app.ui.safe_text import md
 
 FOCUS_COLOR = "#e8590c"  # orange: apart from the blue scale and the grey mask
 PILLS_MAX = 40  # more tokens than this: the select box only
@@ -67,8 +65,6 @@ def focus_picker(strings: list[str] | tuple[str, ...], key_prefix: str) -> int |
 
 def _plain(token: str) -> str:
     """A token as a pill label: markdown characters escaped (labels render markdown), spaces shown."""
-    from app.ui.safe_text import md
-
     return md(token) if token.strip() else "␣"
 
 

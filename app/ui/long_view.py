@@ -1,25 +1,21 @@
-"""Display settings shared by the pages that draw one head large: colour scale, hidden sink columns, zoom.
+"""Display settings of the pages that draw one head large: colour scale, what a cell shows, hidden sinks, zoom.
 
-With a linear colour scale a 400-token head looks empty except for its sink column ([CLS], [SEP] or the
-first token take most of the weight); a log scale, per-row scaling or hiding those columns makes the rest
-readable. "Show" swaps the weights α for each key's contribution ‖α·f(x)‖ (Kobayashi et al. 2020: the
-weight times the length of what the key's value adds through the head's block of the output projection),
-where a sink with a short value vector fades, or for α·‖v‖ (the value's length only). Inputs longer than the overview size
-get a zoom: the query rows and key columns are each a range slider (keyboard-friendly) with two number
-boxes beside it, so a region can be typed ("from 1,000 to 1,256") where a slider over 16,384 tokens moves
-~60 tokens a pixel; once the region fits, the exact weights appear.
+With a linear scale a 400-token head looks empty but for its sink column; a log scale, per-row scaling or hiding
+the sinks makes the rest readable. "Show" swaps the weights α for each key's contribution ‖α·f(x)‖ (Kobayashi et
+al. 2020), where a sink with a short value vector fades, or for α·‖v‖. Inputs longer than the overview get a zoom:
+a range slider per axis with two number boxes, so a region can be typed where a slider over 16,384 tokens moves
+~60 tokens a pixel; once the region fits, the exact weights appear. :func:`map_controls` returns a
+:class:`~app.ui.map_data.MapView`.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import streamlit as st
 
 from app.state import PERSIST, settle
 from app.ui.clicks import once
 from app.ui.heatmap import SCALES
-from app.ui.map_data import OVERVIEW_SIZE
+from app.ui.map_data import CSV_MAX_SIDE, OVERVIEW_SIZE, MapView, csv_region, head_csv
 
 SCALE_HELP = (
     "Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
@@ -37,14 +33,16 @@ SHOW_HELP = (
     "Not Only a Weight: Analyzing Transformers with Vector Norms'). α·‖v‖: the weight times the value "
     "vector's length only, without the output projection (close to the contribution, not equal)."
 )
-#: a sentence for the caption under each weighting (pages say it where they explain the colour)
+#: what the colour is, under each weighting (the first sentence of :func:`display_options`' caption)
 COLOUR_SAYS = {
-    "attention": "Colour is the softmax weight: every row sums to 1. ",
-    "contribution": "Colour is the contribution ‖α·f(x)‖ (Kobayashi et al. 2020): the weight times the length of "
-    "what the key's value adds through this head's part of the output projection, so rows no "
-    "longer sum to 1. ",
-    "value": "Colour is α·‖v‖, the weight times the key's value length only (no output projection), so rows "
-    "no longer sum to 1. ",
+    "attention": "Colour is the softmax weight: every row sums to 1.",
+    "contribution": "Colour: **‖α·f(x)‖**, each weight times ‖v·W_O‖, the length of the vector that key adds to this "
+    "query's output through this head (Kobayashi et al. 2020, 'Attention is Not Only a Weight'; the output "
+    "projection's bias is shared by all heads and keys and left out), so rows no longer sum to 1. A token can get a "
+    "lot of attention and still contribute little: what it adds is short (sinks like [CLS] and [SEP] often are).",
+    "value": "Colour: **α·‖v‖**, each weight times the length of that key's value vector only, so rows no longer sum "
+    "to 1. It leaves out the output projection, so it only approximates how much the key adds to the output; "
+    "**contribution** shows the exact measure.",
 }
 HIDE_HELP = (
     "Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
@@ -53,28 +51,21 @@ HIDE_HELP = (
 )
 
 
-@dataclass(frozen=True)
-class DisplayOptions:
-    scale: str
-    hide_sinks: bool
-    caption: str
-    weighting: str = "attention"  # "attention", "contribution" or "value", as engine.analysis.overview takes it
-
-
-def map_view(name: str, request_key: tuple, layer: int, head: int, zoom, opts: DisplayOptions, title: str) -> tuple:
-    """The shared figure cache's key of one head's map (``charts.shared_chart``): the page's name for it, the
-    request's key, the head, the zoom's ranges, the display options and the title: everything the map shows."""
-    q_range, k_range = zoom
-    return (name, request_key, layer, head, q_range, k_range, opts.scale, opts.hide_sinks, opts.weighting, title)
-
-
 def _mark_chosen(key: str) -> None:
     st.session_state[key] = True
 
 
-def display_options(trace, key_prefix: str) -> DisplayOptions:
-    """Colour scale, what to show (α, ‖α·f(x)‖, α·‖v‖) and "hide sink columns" widgets; returns the choice and a
-    sentence for the caption. The contribution is offered only where the trace kept its output-projection norms."""
+def map_controls(trace, key_prefix: str, layer: int, head: int) -> tuple[MapView, str]:
+    """The display options and, for a long input, the zoom of head ``(layer, head)``'s map: the view they choose
+    and a caption saying what the colour shows."""
+    scale, weighting, hide, caption = display_options(trace, key_prefix)
+    q_range, k_range = zoom_controls(trace, key_prefix)
+    return MapView(layer, head, q_range, k_range, hide, scale, weighting), caption
+
+
+def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
+    """Colour scale, what to show (α, ‖α·f(x)‖, α·‖v‖) and "hide sink columns" widgets: the scale, the weighting,
+    the hiding and a caption. The contribution is offered only where the trace kept its output-projection norms."""
     scale_key, hide_key, show_key = f"{key_prefix}_scale", f"{key_prefix}_hide_sinks", f"{key_prefix}_weighting"
     chosen_key = f"{scale_key}_chosen"
     if not st.session_state.get(chosen_key) or st.session_state.get(scale_key) not in SCALES:
@@ -103,21 +94,7 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
             or "attention"
         )
         hide = bool(st.toggle("Hide sink columns", key=hide_key, help=HIDE_HELP, **PERSIST))
-    notes = []
-    if weighting == "contribution":
-        notes.append(
-            "Colour: **‖α·f(x)‖**, each weight times ‖v·W_O‖, the length of the vector that key adds to "
-            "this query's output through this head (Kobayashi et al. 2020, 'Attention is Not Only a "
-            "Weight'; the output projection's bias is shared by all heads and keys and left out). A token "
-            "can get a lot of attention and still contribute little: what it adds is short (sinks like "
-            "[CLS] and [SEP] often are)."
-        )
-    elif weighting == "value":
-        notes.append(
-            "Colour: **α·‖v‖**, each weight times the length of that key's value vector only. It leaves "
-            "out the output projection, so it only approximates how much the key adds to the output; "
-            "**contribution** shows the exact measure."
-        )
+    notes = [COLOUR_SAYS.get(weighting, COLOUR_SAYS["attention"])]
     if scale == "log":
         notes.append("Colour: log scale, so weights down to 1/10,000 of the largest get a shade.")
     elif scale == "row":
@@ -130,7 +107,7 @@ def display_options(trace, key_prefix: str) -> DisplayOptions:
         notes.append(
             "Long input: if the map looks empty but for one column, try the log colour scale or hide the sink columns."
         )
-    return DisplayOptions(scale=scale, hide_sinks=hide, caption=" ".join(notes), weighting=weighting)
+    return scale, weighting, hide, " ".join(notes)
 
 
 def _valid_range(value, n: int) -> bool:
@@ -149,43 +126,24 @@ def _typed(key: str, n: int) -> None:
     st.session_state[key] = (start, stop)
 
 
-def _range_control(label: str, key: str, n: int, help_text: str) -> tuple[int, int]:
-    """A range slider and, under it, "from" and "to" number boxes holding the same two ends.
-
-    The slider's key holds the range; the boxes are set from it before they are drawn, and a typed end is
-    written back to it (``_typed``), so either control moves the other.
-    """
+def _range_control(label: str, key: str, n: int) -> tuple[int, int]:
+    """A range slider and, under it, "from" and "to" number boxes holding the same two ends: the slider's key holds
+    the range, the boxes are set from it, and a typed end is written back to it (``_typed``)."""
     if not _valid_range(st.session_state.get(key), n):
         settle(key, (0, n))
     elif f"{key}_from" not in st.session_state:  # drawn again (the panel reopened): the browser forgot the value
         st.session_state[key] = tuple(st.session_state[key])
-    start, stop = st.slider(label, 0, n, key=key, help=help_text, **PERSIST)
+    start, stop = st.slider(label, 0, n, key=key, help="Positions from … to (the end is excluded).", **PERSIST)
     start, stop = int(start), int(stop)
     settle(f"{key}_from", start)
     settle(f"{key}_to", stop)
-    first, last = st.columns(2)
-    with first:
-        st.number_input(
-            "from",
-            0,
-            n - 1,
-            step=1,
-            key=f"{key}_from",
-            on_change=_typed,
-            args=(key, n),
-            help=f"First position of the {label.split()[0].lower()} range (0 to {n - 1}).",
-        )
-    with last:
-        st.number_input(
-            "to (excluded)",
-            1,
-            n,
-            step=1,
-            key=f"{key}_to",
-            on_change=_typed,
-            args=(key, n),
-            help=f"Position after the last one (up to {n}).",
-        )
+    boxes = (
+        ("from", 0, n - 1, "_from", f"First position of the {label.split()[0].lower()} range (0 to {n - 1})."),
+        ("to (excluded)", 1, n, "_to", f"Position after the last one (up to {n})."),
+    )
+    for column, (name, low, high, end, help_box) in zip(st.columns(2), boxes):
+        with column:
+            st.number_input(name, low, high, step=1, key=key + end, on_change=_typed, args=(key, n), help=help_box)
     return (start, stop) if stop > start else (start, min(n, start + 1))
 
 
@@ -206,13 +164,9 @@ def _reset(*ranges: tuple[str, int]) -> None:
 def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
     """Drop the number boxes' values of every zoom not drawn in this run (another token count, a closed panel).
 
-    The boxes sit in a fragment inside the sentence's fragment; when a new sentence with another token count
-    reruns the outer one, Streamlit keeps the vanished boxes' values on the server (they belong to a fragment
-    that did not run) while the browser forgets them. Back at the old count, ``settle`` saw the kept value,
-    sent nothing, and the browser showed the box's minimum; its next run sent that minimum as an edit and
-    the map shrank to one cell (found at 511 → 510 → 511 tokens). Forgotten here, the value is written again
-    when the boxes are drawn, and the browser shows it. The zooms whose boxes were drawn are listed under their
-    own key, so no other widget's state is read here.
+    Streamlit keeps a vanished box's value on the server while the browser forgets it; back at the old token count,
+    ``settle`` would send nothing and the browser would show (and then send) the box's minimum. Forgotten here, the
+    value is written again when the boxes are drawn. The drawn zooms are listed under their own key.
     """
     listed = f"{key_prefix}_zoom_boxes"
     for key in set(st.session_state.get(listed, ())) - set(drawn):
@@ -223,13 +177,9 @@ def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
 
 
 def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the overview.
-
-    The controls are drawn only while their panel is open (a closed one keeps its region): two sliders, four
-    boxes and a button were 16 of a long input's 48 elements per run, redrawn by the browser every time for a
-    panel most users never open. The panel's label and icon never change: Streamlit makes them part of the
-    panel's identity, and a new identity would close it (a new text's token count, a zoom just picked).
-    """
+    """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the
+    overview, drawn only while their panel is open (a closed one keeps its region). The panel's label never changes:
+    Streamlit makes it part of the panel's identity, and a new identity would close it."""
     n_q, n_k = trace.n_queries, trace.n_keys
     if max(n_q, n_k) <= OVERVIEW_SIZE:
         _forget_boxes(key_prefix, ())
@@ -242,13 +192,9 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
         with panel:
             left, right = st.columns(2)
             with left:
-                q_range = _range_control(
-                    "Query tokens (rows)", q_key, n_q, "Positions from … to (the end is excluded)."
-                )
+                q_range = _range_control("Query tokens (rows)", q_key, n_q)
             with right:
-                k_range = _range_control(
-                    "Key tokens (columns)", k_key, n_k, "Positions from … to (the end is excluded)."
-                )
+                k_range = _range_control("Key tokens (columns)", k_key, n_k)
             st.button(
                 "Show everything",
                 key=f"{key_prefix}_zoom_reset",
@@ -261,13 +207,11 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
     return q_range, k_range
 
 
-def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str, load) -> None:
-    """A CSV download of the exact weights in view, built only when clicked (too large a region: a hint).
-    ``att`` sizes the region; ``load`` (``services.block_loader``) gives the trace again on click: the button
-    must not hold the trace itself (it would outlive the shared cache's bound)."""
-    from app.ui.map_data import CSV_MAX_SIDE, csv_region, head_csv
-
-    region = csv_region(att, q_range, k_range)
+def csv_button(att, view: MapView, file_name: str, load) -> None:
+    """A CSV download of the exact weights in ``view``, built only when clicked (too large a region: a hint).
+    ``att`` sizes the region; ``load`` gives the trace again on click: the button must not hold the trace itself
+    (it would outlive the shared cache's bound)."""
+    region = csv_region(att, view.q_range, view.k_range)
     if region is None:
         st.caption(f"To download exact weights as CSV, zoom to at most {CSV_MAX_SIDE:,} tokens a side.")
         return
@@ -280,7 +224,7 @@ def csv_button(att, layer: int, head: int, q_range, k_range, file_name: str, loa
     )
     st.download_button(
         label,
-        lambda: head_csv(load(), layer, head, (q0, q1), (k0, k1)),
+        lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)),
         on_click="ignore",
         file_name=file_name,
         mime="text/csv",

@@ -1,30 +1,58 @@
 """What one attention map shows: exact cells for short inputs, pooled blocks of the exact pattern for long ones.
 
-``head_map`` turns a trace's head into a :class:`MapData` of at most ``size`` × ``size`` cells: the
-exact weights when the region fits, otherwise block maxima computed by the engine from Q and K
-(``AttentionTrace.overview``: never the n×n matrix). A region (``q_range``, ``k_range``) zooms in;
-once it fits in ``size`` cells the exact weights appear, with token labels. Hidden columns (marker
-tokens and the first token, the usual attention sinks; never [UNK]) are dropped before pooling, without
-renormalising: every weight shown is the model's own.
-
-Pure numpy, no Streamlit: the cached wrapper is ``app.runtime.maps``.
+``head_map`` turns a trace's head and a :class:`MapView` into a :class:`MapData` of at most ``size`` × ``size``
+cells: the exact weights when the region fits, otherwise block maxima computed by the engine from Q and K
+(``AttentionTrace.overview``: never the n×n matrix). Hidden columns (marker tokens and the first token, the usual
+attention sinks; never [UNK]) are dropped before pooling, without renormalising: every weight shown is the
+model's own. Pure numpy, no Streamlit: the cached wrapper is ``app.runtime.maps``.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from engine import AttentionTrace
 from engine.analysis.metrics import sink_positions
+from engine.traces.overview import overview_edges
 
 OVERVIEW_SIZE = 256  # cells per side sent to the browser: 256² float32 ≈ 350 kB of base64
 #: what a cell holds under each weighting but plain weights: "contribution" is Kobayashi et al.'s ‖α·f(x)‖
 #: (the value carried through the head's block of the output projection), "value" the weight times the
 #: value's length only
 WEIGHTED = {"contribution": "‖α·f(x)‖", "value": "α·‖v‖"}
+
+
+@dataclass(frozen=True)
+class MapView:
+    """What one head's map shows: the head, the region and how it is coloured (hashable: part of cache keys).
+
+    Attributes:
+        layer, head: which head.
+        q_range, k_range: ``(start, stop)`` token positions in view (None: all).
+        hide_sinks: drop the sink columns, :func:`hidden_keys` (weights are not renormalised).
+        scale: the colour scale, ``"linear"``, ``"log"`` or ``"row"`` (each row divided by its largest shown value:
+            the one scale that changes the numbers).
+        weighting: ``"attention"`` (the weights α), ``"contribution"`` (α_ij·‖v_j W_O^h‖, the length of what key j
+            adds to query i's output through this head, Kobayashi et al. 2020) or ``"value"`` (α_ij·‖v_j‖).
+        size: the most cells per side.
+    """
+
+    layer: int
+    head: int
+    q_range: tuple[int, int] | None = None
+    k_range: tuple[int, int] | None = None
+    hide_sinks: bool = False
+    scale: str = "linear"
+    weighting: str = "attention"
+    size: int = OVERVIEW_SIZE
+
+    @property
+    def numbers(self) -> MapView:
+        """The view of the numbers alone (linear and log colour the same values): a map cache's key."""
+        return replace(self, scale="linear") if self.scale == "log" else self
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,12 +112,6 @@ def exact_map(
     )
 
 
-def _edges(n: int, size: int) -> np.ndarray:
-    from engine.traces.overview import overview_edges
-
-    return overview_edges(n, size)
-
-
 def hidden_keys(att: AttentionTrace) -> np.ndarray:
     """Key positions a "hide sinks" switch removes: the head metrics' sinks (marker tokens and the first
     token; never an unknown-word [UNK], which stands for the user's text)."""
@@ -127,69 +149,42 @@ def _blocked_cells(
     return blocked
 
 
-def head_map(
-    att: AttentionTrace,
-    layer: int,
-    head: int,
-    *,
-    q_range: tuple[int, int] | None = None,
-    k_range: tuple[int, int] | None = None,
-    hide_sinks: bool = False,
-    row_scale: bool = False,
-    size: int = OVERVIEW_SIZE,
-    reduce: str = "max",
-    weighting: str = "attention",
-) -> MapData:
-    """One head of ``att`` as at most ``size`` × ``size`` cells (exact where the region fits).
-
-    Args:
-        att: the attention block.
-        layer, head: which head.
-        q_range, k_range: ``(start, stop)`` token positions to show (default: all).
-        hide_sinks: drop the sink columns, :func:`hidden_keys` (weights are not renormalised).
-        row_scale: divide every row by its largest shown weight (the "row" colour scale).
-        size: the most cells per side.
-        reduce: "max" (a sharp one-token pattern survives pooling) or "mean".
-        weighting: "attention" (the weights α), "contribution" (α_ij·‖v_j W_O^h‖: the length of what key j adds
-            to query i's output through this head, Kobayashi et al. 2020) or "value" (α_ij·‖v_j‖, the value's
-            length only).
-    """
-    q0, q1 = q_range or (0, att.n_queries)
-    k0, k1 = k_range or (0, att.n_keys)
+def head_map(att: AttentionTrace, view: MapView) -> MapData:
+    """One head of ``att`` as at most ``view.size`` × ``view.size`` cells: exact where the region fits, else block
+    maxima, so that a sharp one-token pattern survives pooling."""
+    q0, q1 = view.q_range or (0, att.n_queries)
+    k0, k1 = view.k_range or (0, att.n_keys)
     k_pos = np.arange(k0, k1)
-    if hide_sinks:
+    if view.hide_sinks:
         k_pos = np.setdiff1d(k_pos, hidden_keys(att))
         if k_pos.size == 0:
             k_pos = np.arange(k0, k1)  # nothing but sinks in view: show them rather than nothing
+    size, row_scale = view.size, view.scale == "row"
     values = att.overview(
-        layer,
-        head,
+        view.layer,
+        view.head,
         size=size,
-        reduce=reduce,
+        reduce="max",
         q_range=(q0, q1),
         k_range=(k0, k1),
         keys=k_pos,
         row_scale=row_scale,
-        weighting=weighting,
+        weighting=view.weighting,
     )
-    q_edges = q0 + _edges(q1 - q0, size)
-    k_edges = _edges(k_pos.size, size)
+    q_edges = q0 + overview_edges(q1 - q0, size)
+    k_edges = overview_edges(k_pos.size, size)
     pooled = values.shape != (q1 - q0, k_pos.size)
-    q_labels = _block_labels(att.tokens.labels(), np.arange(att.n_queries), q_edges)
-    k_labels = _block_labels(att.key_tokens.labels(), k_pos, k_edges)
-    values = np.where(_blocked_cells(att, layer, q_edges, k_pos, k_edges), np.float32(np.nan), values).astype(
-        np.float32
-    )
+    blocked = _blocked_cells(att, view.layer, q_edges, k_pos, k_edges)
     return MapData(
-        values=values,
-        q_labels=q_labels,
-        k_labels=k_labels,
+        values=np.where(blocked, np.float32(np.nan), values).astype(np.float32),
+        q_labels=_block_labels(att.tokens.labels(), np.arange(att.n_queries), q_edges),
+        k_labels=_block_labels(att.key_tokens.labels(), k_pos, k_edges),
         q_edges=q_edges,
         k_pos=k_pos,
         k_edges=k_edges,
         pooled=pooled,
-        reduce=reduce if pooled else "",
-        value_name=_value_name(row_scale, weighting),
+        reduce="max" if pooled else "",
+        value_name=_value_name(row_scale, view.weighting),
     )
 
 

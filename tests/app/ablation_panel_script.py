@@ -15,14 +15,17 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
+from app.runtime.request import TraceRequest  # noqa: E402
 from app.views.heads.ablation import render_ablation  # noqa: E402
 
 state = st.session_state
 render_ablation(
-    state.get("t_model", "minilm"),
-    state.get("t_text", "The animal didn't cross the street because it was too tired."),
-    state.get("t_causal", False),
-    state.get("t_max_tokens", 128),
+    TraceRequest(
+        state.get("t_model", "minilm"),
+        state.get("t_text", "The animal didn't cross the street because it was too tired."),
+        state.get("t_causal", False),
+        state.get("t_max_tokens", 128),
+    ),
     state.get("t_layers", 6),
     state.get("t_heads", 12),
     state.get("t_family", "encoder"),

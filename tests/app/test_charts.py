@@ -186,7 +186,8 @@ def _plain(obj):
 
 
 def test_shared_build_builds_a_figure_once_per_content():
-    from app.ui.charts import ReadyFigure, content_key, shared_build
+    from app.figures import shared_build
+    from app.ui.charts import ReadyFigure, content_key
 
     calls = []
 

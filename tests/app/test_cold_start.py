@@ -69,7 +69,7 @@ def test_explores_first_run_takes_the_card_and_trace_from_the_prefetch_without_l
     assert box_drawn_before_load and box_drawn_before_load[0], "the sentence box must come before the model load"
     assert_head_and_grid(at)
     assert any("animal" in label for label in y_labels(main_figure(at)))
-    key = (TraceRequest(*cold.key).trace_key, None, models.policy())
+    key = traces.request_key(TraceRequest(*cold.key), (None, models.policy()))
     assert caches.TRACES.get(key, lambda: None) is cold.trace  # the page's request is the one prefetched
     assert loads == [], "the model was loaded here although the prefetch answered"
     assert at.text_area(key=K.text).value == cold.key[1]

@@ -176,16 +176,18 @@ def test_mask_comparison_charts_are_off_then_on():
 
 def test_mask_comparison_traces_a_second_time_only_while_shown():
     from app.runtime.caches import TRACES
+    from app.runtime.request import TraceRequest
 
     text = "Only the open tab may run the model twice."
     at = run_app(text=text)
 
-    def keys() -> list[tuple]:  # the trace cache's keys are (request.trace_key, trained model)
-        return [entry[0] for entry in list(TRACES._entries) if isinstance(entry[0], tuple) and entry[0][1] == text]
+    def keys() -> list[TraceRequest]:  # the trace cache's keys are traces.request_key: (request, trained, rules)
+        requests = [entry[0] for entry in list(TRACES._entries) if isinstance(entry, tuple)]
+        return [r for r in requests if isinstance(r, TraceRequest) and r.text == text]
 
-    assert [k[2] for k in keys()] == [False], "the default tab traces once (mask off: MiniLM's own setting)"
+    assert [k.causal for k in keys()] == [False], "the default tab traces once (mask off: MiniLM's own setting)"
     show_mask_tab(at)
-    assert sorted(map(str, (k[2] for k in keys()))) == ["False", "True"]
+    assert sorted(map(str, (k.causal for k in keys()))) == ["False", "True"]
 
 
 def test_switching_to_gpt2_turns_the_causal_mask_on():

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 from app import links
 from app.state import Look
 from app.ui import charts, export, theme
-from app.ui.map_data import head_map
+from app.ui.map_data import MapView, head_map
 from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from engine.analysis.stepwise import query_steps
 from engine.records import Tokens
@@ -105,7 +105,7 @@ def test_head_record_rows_sum_to_one_and_carry_the_link():
         region=((0, tr.n_queries), (0, tr.n_keys)),
         settings={"causal": True},
         link=link,
-        shown=head_map(tr, 0, 1),
+        shown=head_map(tr, MapView(0, 1)),
     )
     data = json.loads(export.to_json(record))
     pattern = np.array(data["pattern"], dtype=float)
@@ -119,7 +119,7 @@ def test_head_record_rows_sum_to_one_and_carry_the_link():
 
 def test_head_record_of_a_zoomed_region_and_hidden_columns():
     tr = make_trace(9)
-    shown = head_map(tr, 0, 0, q_range=(2, 5), hide_sinks=True)
+    shown = head_map(tr, MapView(0, 0, q_range=(2, 5), hide_sinks=True))
     record = export.head_record(
         page="heads",
         model_id="m",

@@ -159,9 +159,9 @@ def test_the_writing_job_draws_the_head_map_off_the_page(monkeypatch):
     made = []
     real = maps.head_map
 
-    def recording(att, layer, head, **kwargs):
-        made.append((threading.current_thread().name, len(att.tokens), layer, head))
-        return real(att, layer, head, **kwargs)
+    def recording(att, view):
+        made.append((threading.current_thread().name, len(att.tokens), view.layer, view.head))
+        return real(att, view)
 
     monkeypatch.setattr(maps, "head_map", recording)
     at = _open(model="tiny-gpt-stories", text=STORY + " ball")

@@ -11,7 +11,7 @@ import io
 import numpy as np
 import pytest
 
-from app.ui.map_data import CSV_MAX_SIDE, csv_region, exact_map, head_csv, head_map, hidden_keys
+from app.ui.map_data import CSV_MAX_SIDE, MapView, csv_region, exact_map, head_csv, head_map, hidden_keys
 from engine.records import Tokens
 from engine.traces.attention import AttentionTrace
 from engine.traces.overview import overview_edges
@@ -43,7 +43,7 @@ def make_trace(
 
 def test_short_input_is_exact_with_token_labels():
     tr = make_trace(12)
-    data = head_map(tr, 0, 1)
+    data = head_map(tr, MapView(0, 1))
     np.testing.assert_allclose(data.values, tr.pattern(0, 1), rtol=1e-5, atol=1e-7)
     assert not data.pooled and data.reduce == ""
     assert data.q_labels[0] == "0 [CLS]" and data.k_labels[5] == "5 w5"
@@ -51,7 +51,7 @@ def test_short_input_is_exact_with_token_labels():
 
 def test_causal_cells_are_nan_exactly_where_blocked():
     tr = make_trace(10, causal=True)
-    data = head_map(tr, 0, 0)
+    data = head_map(tr, MapView(0, 0))
     blocked = np.triu(np.ones((10, 10), dtype=bool), k=1)
     assert np.isnan(data.values[blocked]).all() and np.isfinite(data.values[~blocked]).all()
     np.testing.assert_allclose(data.values[~blocked], tr.pattern(0, 0)[~blocked], rtol=1e-5)
@@ -60,12 +60,12 @@ def test_causal_cells_are_nan_exactly_where_blocked():
 @pytest.mark.parametrize("causal", [True, False])
 def test_sliding_window_cells_are_nan_exactly_where_blocked(causal: bool):
     tr = make_trace(12, causal=causal, window=(3,))
-    data = head_map(tr, 0, 1)
+    data = head_map(tr, MapView(0, 1))
     blocked = ~np.isfinite(tr.mask(0))
     assert blocked.any() and (~blocked).any()
     assert np.isnan(data.values[blocked]).all() and np.isfinite(data.values[~blocked]).all()
     np.testing.assert_allclose(data.values[~blocked], tr.pattern(0, 1)[~blocked], rtol=1e-5)
-    pooled = head_map(tr, 0, 1, size=4)  # 3 × 3 tokens a cell: a cell is grey only when all 9 are blocked
+    pooled = head_map(tr, MapView(0, 1, size=4))  # 3 × 3 tokens a cell: a cell is grey only when all 9 are blocked
     e = overview_edges(12, 4)
     whole = np.array([[blocked[a:b, c:d].all() for c, d in zip(e, e[1:])] for a, b in zip(e, e[1:])])
     np.testing.assert_array_equal(np.isnan(pooled.values), whole)
@@ -73,7 +73,7 @@ def test_sliding_window_cells_are_nan_exactly_where_blocked(causal: bool):
 
 def test_long_input_is_block_maxima_of_the_full_pattern():
     tr = make_trace(300, causal=True)
-    data = head_map(tr, 0, 1, size=64)
+    data = head_map(tr, MapView(0, 1, size=64))
     full = tr.pattern(0, 1)
     edges = overview_edges(300, 64)
     by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
@@ -88,7 +88,7 @@ def test_long_input_is_block_maxima_of_the_full_pattern():
 def test_hidden_sinks_drop_columns_without_renormalising():
     tr = make_trace(12)
     assert hidden_keys(tr).tolist() == [0, 11]  # [CLS] (also the first token) and [SEP]
-    data = head_map(tr, 0, 0, hide_sinks=True)
+    data = head_map(tr, MapView(0, 0, hide_sinks=True))
     np.testing.assert_allclose(data.values, tr.pattern(0, 0)[:, 1:11], rtol=1e-5)
     assert data.k_pos.tolist() == list(range(1, 11)) and data.k_labels[0] == "1 w1"
     assert (data.values.sum(axis=1) < 1).all()  # the hidden weight is not spread over the rest
@@ -101,13 +101,13 @@ def test_hiding_sinks_keeps_an_unknown_word(minilm):
     tr = engine.trace(minilm, "I love 🙂 pizza")
     assert list(tr.tokens.strings) == ["[CLS]", "i", "love", "[UNK]", "pizza", "[SEP]"]
     assert hidden_keys(tr).tolist() == [0, 5]
-    data = head_map(tr, 0, 0, hide_sinks=True)
+    data = head_map(tr, MapView(0, 0, hide_sinks=True))
     assert data.k_pos.tolist() == [1, 2, 3, 4] and data.k_labels[2] == "3 [UNK]"
 
 
 def test_row_scale_divides_each_row_by_its_largest_shown_weight():
     tr = make_trace(12)
-    data = head_map(tr, 0, 0, row_scale=True)
+    data = head_map(tr, MapView(0, 0, scale="row"))
     full = tr.pattern(0, 0)
     np.testing.assert_allclose(data.values, full / full.max(axis=1, keepdims=True), rtol=1e-5)
     assert data.value_name == "share of row max"
@@ -116,15 +116,15 @@ def test_row_scale_divides_each_row_by_its_largest_shown_weight():
 def test_value_weighting_multiplies_each_column_by_its_value_norm():
     tr = make_trace(12)
     norms = np.linalg.norm(tr.v(0)[1], axis=-1)
-    data = head_map(tr, 0, 1, weighting="value")
+    data = head_map(tr, MapView(0, 1, weighting="value"))
     np.testing.assert_allclose(data.values, tr.pattern(0, 1) * norms[None, :], rtol=1e-5, atol=1e-7)
     assert data.value_name == "α·‖v‖"
-    hidden = head_map(tr, 0, 1, weighting="value", hide_sinks=True, row_scale=True)
+    hidden = head_map(tr, MapView(0, 1, weighting="value", hide_sinks=True, scale="row"))
     want = (tr.pattern(0, 1) * norms[None, :])[:, 1:-1]
     np.testing.assert_allclose(hidden.values, want / want.max(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
     assert hidden.value_name == "share of row max of α·‖v‖"
     long = make_trace(300, causal=True)
-    pooled = head_map(long, 0, 0, weighting="value", size=64)
+    pooled = head_map(long, MapView(0, 0, weighting="value", size=64))
     full = long.pattern(0, 0) * np.linalg.norm(long.v(0)[0], axis=-1)[None, :]
     edges = overview_edges(300, 64)
     by_hand = np.maximum.reduceat(np.maximum.reduceat(full, edges[:-1], axis=0), edges[:-1], axis=1)
@@ -134,7 +134,7 @@ def test_value_weighting_multiplies_each_column_by_its_value_norm():
 
 def test_zoom_region_is_exact_once_it_fits():
     tr = make_trace(300)
-    data = head_map(tr, 0, 1, q_range=(40, 90), k_range=(100, 160), size=64)
+    data = head_map(tr, MapView(0, 1, q_range=(40, 90), k_range=(100, 160), size=64))
     np.testing.assert_allclose(data.values, tr.pattern(0, 1)[40:90, 100:160], rtol=1e-5, atol=1e-8)
     assert not data.pooled and data.q_labels[0] == "40 w40" and data.k_labels[0] == "100 w100"
 

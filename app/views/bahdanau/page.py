@@ -11,8 +11,9 @@ import pandas as pd
 import streamlit as st
 
 from app.controls.pickers import pick_head, pick_index
+from app.figures import shared_build
 from app.state import PERSIST, default
-from app.ui.charts import shared_build, show_chart
+from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.export import csv_button
 from app.ui.guard import attempt

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app.figures import shared_build
 from app.state import PERSIST, clamp
-from app.ui.charts import shared_build, show_chart
+from app.ui.charts import show_chart
 from app.ui.export import csv_button
 from app.ui.safe_text import md
 from app.views.bahdanau.data import bahdanau_step

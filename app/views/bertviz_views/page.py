@@ -12,11 +12,10 @@ from app.controls.pickers import causal_toggle, load_model, max_tokens_input, pi
 from app.links import open_page
 from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
-from app.runtime.traces import get_trace
 from app.state import PERSIST, K
 from app.ui.guard import show_error
 from app.ui.safe_text import md
-from app.views.bertviz_views.data import bertviz_view, get_digit_trace
+from app.views.bertviz_views.data import bertviz_view, source_trace
 from app.views.bertviz_views.keys import Bertviz
 from app.views.vit.data import vit_digit_count, vit_windowed
 from app.views.vit.keys import Vit
@@ -70,11 +69,11 @@ def link_own_views(reason: str) -> None:
     open_page("heads.py", "Heads: every layer × head, metrics, comparisons", icon=":material/view_module:")
 
 
-def show_view(view: str, model_id: str, source: str | int, causal: bool | None, max_tokens: int) -> None:
+def show_view(view: str, source: TraceRequest | tuple[str, int]) -> None:
     """One bertviz view in an iframe, with its caption and a download button."""
     layer, head = int(st.session_state.get(K.layer) or 0), int(st.session_state.get(K.head) or 0)
     with st.spinner(f"Building the {VIEWS[view].lower()}…"):
-        result = bertviz_view(view, model_id, source, causal, max_tokens, layer, head)
+        result = bertviz_view(view, source, layer, head)
     if result["reason"] == "no-qk":
         st.info(
             "The neuron view needs queries and keys. This RNN's attention has none: its score for each source "
@@ -124,12 +123,9 @@ def main() -> None:
             "has nothing to show."
         )
     view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key=Bertviz.view, **PERSIST)
+    source = (model_id, source) if isinstance(source, int) else TraceRequest(model_id, source, causal, max_tokens)
     try:
-        trace = (
-            get_digit_trace(model_id, source)
-            if isinstance(source, int)
-            else get_trace(TraceRequest(model_id, source, causal, max_tokens))
-        )
+        trace = source_trace(source)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -156,7 +152,7 @@ def main() -> None:
             "*Attention* menu; in Cross, left = French tokens written, right = English source."
         )
     try:
-        show_view(view or "head", model_id, source, causal, max_tokens)
+        show_view(view or "head", source)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
 

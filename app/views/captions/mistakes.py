@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from app.controls.pickers import pick_index
-from app.ui.charts import set_source, shared_build, show_chart
+from app.figures import shared_build
+from app.ui.charts import set_source, show_chart
 from app.ui.clicks import once
 from app.ui.guard import attempt
 from app.ui.safe_text import md

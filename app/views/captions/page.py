@@ -15,10 +15,11 @@ import pandas as pd
 import streamlit as st
 
 from app.controls.pickers import pick_family_model, pick_head, pick_int, upload_field
+from app.figures import shared_build
 from app.links import open_page
 from app.runtime.models import model_loaded
 from app.state import PERSIST, bounded, choose, clamp, default, defaults
-from app.ui.charts import clicked_square, set_source, shared_build, show_chart
+from app.ui.charts import clicked_square, set_source, show_chart
 from app.ui.export import csv_button, grid_table
 from app.ui.guard import attempt, busy, show_error
 from app.ui.safe_text import md, quoted

@@ -16,10 +16,11 @@ import pandas as pd
 import streamlit as st
 
 from app.controls.pickers import pick_head
+from app.figures import shared_build
 from app.runtime.caches import has_map
 from app.runtime.request import ExplainRequest
 from app.state import bounded, choose, clamp, default, defaults
-from app.ui.charts import set_source, shared_build, show_chart
+from app.ui.charts import set_source, show_chart
 from app.ui.export import csv_button
 from app.ui.guard import show_error
 from app.ui.safe_text import md, quoted

@@ -57,14 +57,14 @@ def next_token_figure(tokens: tuple[str, ...], probs: list[float], temperature: 
     return fig
 
 
-def show_next_token(model_id: str, family: str, text: str, causal: bool | None, max_tokens: int) -> None:
+def show_next_token(request: TraceRequest, family: str) -> None:
     """The tab's content: a one-line note for encoders, else the bars and the temperature slider."""
     if family != "decoder":
         st.info("Next-token prediction needs a decoder (a GPT-style model); pick tiny-gpt-stories.")
         return
     try:
         with st.spinner("Running the model once for its next-token scores…"):
-            nt = get_next_token(TraceRequest(model_id, text, causal, max_tokens))
+            nt = get_next_token(request)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

@@ -1,20 +1,17 @@
 """Explore: type a sentence, pick a model, layer and head, and see where each token looks.
 
-The page does only what changed, in two nested fragments: :func:`explore_panel` (the model, token limit,
-examples and mask) and :func:`sentence_panel` inside it (the sentence, its trace, then :func:`head_panel`: layer,
-head and display options). A new sentence reruns the sentence panel alone: the model picker, examples and mask
-above it are not drawn again (a dozen elements less on every rerun a class sends). Picking a layer, a head, a
-colour scale or a zoom region reruns the sentence panel too, with its trace from the per-process cache (no
-forward pass). The causal mask comparison traces a second time only while its tab is
-open (so does the next-token tab, once per input: its temperature slider only re-scales cached scores; the
-"Write more" tab runs the model only when its button is pressed), and the CSV is built when the button is
-clicked. Long inputs (up to 16,384 tokens where the model allows) are drawn as an overview of block maxima
-with a zoom to exact cells.
+The page does only what changed, in two nested fragments: :func:`explore_panel` (the model, token limit, examples
+and mask) and :func:`sentence_panel` inside it (the sentence, its trace, then :func:`head_panel`: layer, head and
+display options), so a new sentence does not redraw the controls above it. The page reads one
+:class:`TraceRequest` and hands it whole to each section; a layer, head or display change is a cache hit. The
+mask comparison and the next-token tab trace again only while open, "Write more" only on its button, and the
+downloads are built on click. Long inputs (up to 16,384 tokens) are drawn as block maxima with a zoom.
 """
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import astuple
 
 import numpy as np
 import streamlit as st
@@ -34,6 +31,7 @@ from app.controls.pickers import (
     show_notices,
     text_box,
 )
+from app.figures import shared_chart, shared_picture
 from app.links import open_page
 from app.runtime.heads import attention_block, block_loader
 from app.runtime.maps import grid_is_quick, head_view, layer_grid
@@ -42,13 +40,14 @@ from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key, trace_is_quick
 from app.sidebar import synced
 from app.state import current_text
-from app.ui.charts import fill_height, shared_chart, shared_picture, show_chart
+from app.ui.charts import fill_height, show_chart
 from app.ui.export import head_json_button
 from app.ui.guard import busy, calm_errors, show_error
 from app.ui.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
 from app.ui.heatmap import map_figure, map_spec, safe_label
 from app.ui.linked_tokens import focus, focus_picker, outline, row_of
-from app.ui.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
+from app.ui.long_view import csv_button, map_controls
+from app.ui.map_data import MapView
 from app.ui.safe_text import quoted
 from app.ui.theme import (
     PRESENTER_MAP_ROWS_PX,
@@ -72,24 +71,21 @@ TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?",
 PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
 
 
-def show_head(request: TraceRequest, trace, layer: int, head: int, opts, zoom) -> None:
-    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its CSV.
-    Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars."""
-    q_range, k_range = zoom
-    data = head_view(
-        request, layer, head, q_range, k_range, opts.hide_sinks, opts.scale == "row", weighting=opts.weighting
-    )
-    window = trace.window_of(layer)
+def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
+    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its downloads.
+    Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars.
+    ``says``: the display options' caption."""
+    data = head_view(request, view)
+    window = trace.window_of(view.layer)
     title = (
-        f"Layer {layer}, head {head}"
+        f"Layer {view.layer}, head {view.head}"
         + (" · causal mask on" if trace.causal else "")
         + (f" · sliding window {window}" if window is not None else "")
     )
-    view = map_view("explore_head", request_key(request), layer, head, zoom, opts, title)
     fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
-    view += (fill,)
     fig = shared_chart(
-        view, lambda: map_spec(data, title=title, scale=opts.scale, rows_px=PRESENTER_MAP_ROWS_PX if fill else None)
+        ("explore_head", request_key(request), view, title, fill),
+        lambda: map_spec(data, title=title, scale=view.scale, rows_px=PRESENTER_MAP_ROWS_PX if fill else None),
     )
     fig = outline(fig, data, focus()) if request.block != "cross" else fig
     if fill:
@@ -104,7 +100,8 @@ def show_head(request: TraceRequest, trace, layer: int, head: int, opts, zoom) -
     st.caption(
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
         "(the key). "
-        + COLOUR_SAYS.get(opts.weighting, "")
+        + says
+        + " "
         + (
             "Grey cells are blocked by the causal mask: a token cannot look ahead. "
             if trace.causal
@@ -125,27 +122,13 @@ def show_head(request: TraceRequest, trace, layer: int, head: int, opts, zoom) -
             if data.pooled
             else ""
         )
-        + opts.caption
-        + kv_sharing(trace, head)
+        + kv_sharing(trace, view.head)
     )
     load = block_loader(request)
-    csv_button(trace, layer, head, q_range, k_range, f"attention_L{layer}_H{head}.csv", load)
-    head_json_button(
-        request.model_id,
-        trace,
-        layer,
-        head,
-        request.block,
-        (q_range, k_range),
-        data,
-        opts,
-        {
-            "causal": bool(trace.causal),
-            "max_tokens": request.max_tokens,
-            "decode": list(request.decode) if request.decode else None,
-        },
-        load,
-    )
+    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load)
+    decode = list(astuple(request.decode)) if request.decode else None
+    settings = {"causal": bool(trace.causal), "max_tokens": request.max_tokens, "decode": decode}
+    head_json_button(request.model_id, trace, view, request.block, data, settings, load, "explore")
 
 
 def show_query_row(data, title: str) -> None:
@@ -196,7 +179,9 @@ def show_query_row(data, title: str) -> None:
 def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
     """The same weights traced with the causal mask off and on, side by side, on one colour scale."""
     with st.spinner("Running the model with and without the mask…"):
-        views = [head_view(request.with_causal(causal).with_block("self"), layer, head) for causal in (False, True)]
+        views = [
+            head_view(request.with_causal(causal).with_block("self"), MapView(layer, head)) for causal in (False, True)
+        ]
     top = max(float(np.nanmax(v.values)) for v in views)
     left, right = side_by_side(2)  # presenter mode: one under the other, full width
     for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
@@ -239,17 +224,15 @@ def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
     )
 
 
-def decoding(model_id: str, text: str, max_tokens: int) -> tuple | None:
-    """An encoder-decoder's decoding settings (greedy or sampled), in an expander; None until the user asks
-    for other settings than the default greedy decoding. A request is kept for the text and model it was
-    made for."""
+def decoding() -> tuple | None:
+    """An encoder-decoder's decoding settings form (greedy or sampled), in an expander: the settings asked on
+    submit (``write_more.remembered`` keeps them for the text and model they were asked for)."""
     with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
         st.caption(
             "The output is written one token at a time. Greedy takes the most likely token each step; "
             "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed."
         )
-        asked = settings_form(Explore.decode_form, "Decode again", SEQ2SEQ_NEW_TOKENS, prefix=Explore.decode_prefix)
-    return remembered(Explore.decode, asked, model_id, text, max_tokens)
+        return settings_form(Explore.decode_form, "Decode again", SEQ2SEQ_NEW_TOKENS, prefix=Explore.decode_prefix)
 
 
 def show_output(trace) -> None:
@@ -265,14 +248,9 @@ def show_output(trace) -> None:
 
 
 def head_panel(request: TraceRequest, family: str = "") -> None:
-    """Everything that depends on the layer, head and display settings.
-
-    Not a fragment of its own: a layer or head change reruns the sentence panel around it (the trace is a cache
-    hit there). Streamlit forgets a widget left behind only when the fragment that drew it runs; the grid of
-    heads was a selectable chart, a new widget for every sentence (its figure part of its identity), so inside a
-    fragment nested in the sentence panel every sentence typed left one behind in the session, and every selectbox
-    and text box of a rerun reads the whole session state (tests/reliability/test_session_state_bounded.py). It is
-    a picture now, with the same buttons for every sentence."""
+    """Everything that depends on the layer, head and display settings. Not a fragment of its own: a layer or head
+    change reruns the sentence panel around it (the trace is a cache hit there), and no widget it draws is left
+    behind in the session when the sentence changes (tests/reliability/test_session_state_bounded.py)."""
     with calm_errors("head_panel"):
         try:
             full = get_trace(request)  # a cache hit: the page just traced it
@@ -295,25 +273,21 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
         with columns[-1], tools():  # presenter mode: a popover in the row above the map
             if block != "cross":  # one sequence on both axes: a token has a row and a column
                 focus_picker(trace.tokens.strings, "explore")
-            opts = display_options(trace, key_prefix="explore")
-            zoom = zoom_controls(trace, key_prefix="explore")
-        show_head(request, trace, layer, head, opts, zoom)
+            view, says = map_controls(trace, "explore", layer, head)
+        show_head(request, trace, view, says)
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             show_grid(request, trace, layer, head)
             return
-        tabs = page_tabs(list(TABS), key=Explore.tab)
-        if tabs[0].open:
-            with tabs[0]:
-                show_grid(request, trace, layer, head)
-        if tabs[1].open:  # the second forward pass runs only while this tab is shown
-            with tabs[1]:
-                show_mask_comparison(request, layer, head)
-        if tabs[2].open:  # the next-token forward pass (once per input; temperature reuses it)
-            with tabs[2]:
-                show_next_token(request.model_id, family, request.text, request.causal, request.max_tokens)
-        if tabs[3].open:  # generation runs only on the tab's button
-            with tabs[3]:
-                show_write_more(request.model_id, family, request.text, request.max_tokens, layer, head, request.causal)
+        sections = (  # only the open tab runs: a second pass for the mask, one for the next token, writing on a button
+            lambda: show_grid(request, trace, layer, head),
+            lambda: show_mask_comparison(request, layer, head),
+            lambda: show_next_token(request, family),
+            lambda: show_write_more(request, family, layer, head),
+        )
+        for tab, section in zip(page_tabs(list(TABS), key=Explore.tab), sections):
+            if tab.open:
+                with tab:
+                    section()
 
 
 def main() -> None:
@@ -371,10 +345,11 @@ def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) ->
     seq2seq = model.family == "encoder-decoder"
     name_source(model_id, model)
     example_hint(model_id, model)  # where to look, while the box holds the example picked above
-    text = current_text()
-    decode = decoding(model_id, text, max_tokens) if seq2seq else None
-    request = TraceRequest(model_id, text, causal, max_tokens, decode)
+    request = TraceRequest(model_id, current_text(), causal, max_tokens)
+    asked = decoding() if seq2seq else None
     try:
+        settings = remembered(Explore.decode, asked, request) if seq2seq else None
+        request = request.with_decode(settings) if settings else request
         with busy("Running the model…", trace_is_quick(request)):
             trace = get_trace(request)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws

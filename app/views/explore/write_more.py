@@ -1,15 +1,11 @@
 """Explore's "Write more" tab: a decoder continues the user's text; its attention over prompt + output.
 
-The settings sit in a form, so moving a slider runs nothing; only the greedy/sampled choice sits above
-it, outside the form, so that picking greedy at once disables the sampling controls it ignores (inside a
-form the choice would not rerun anything until the button). The button sends one request, which is
-remembered in session state (``Explore.write_request``) with the text and model it was made for, so a later
-rerun (another layer or head) redraws from the cache, and a new sentence or model clears it. The
-model writes on the server's long-work lane (``request_generation``), never in the page's
-script thread: until the trace is ready the tab shows the job's place in the queue, then a progress
-bar token by token (``app/controls/long_job.py``). The text is shown through ``md`` (never as
-markdown the user wrote); the generated part is highlighted, and the heatmap marks where generation
-began with dashed lines and coloured tick labels.
+The settings sit in a form (moving a slider runs nothing); the greedy/sampled choice sits above it, so greedy at
+once disables the sampling controls it ignores. The settings asked are remembered with the text and model they
+were for (``Explore.write_request``), so another layer or head redraws from the cache and a new sentence clears
+them. The model writes on the long-work queue (``data.request_generation``); until then the tab follows the job
+(``app/controls/long_job.py``).
+The generated part is highlighted in the text, and the map marks where generation began.
 """
 
 from __future__ import annotations
@@ -26,11 +22,11 @@ from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.heatmap import map_figure
 from app.ui.linked_tokens import focus, outline
-from app.ui.map_data import MapData
+from app.ui.map_data import MapData, MapView
 from app.ui.safe_text import md
 from app.views.explore.data import get_generation, request_generation
 from app.views.explore.keys import Explore
-from engine.generation import MAX_NEW_TOKENS
+from engine.generation import MAX_NEW_TOKENS, DecodeSettings
 
 MODES = ("Greedy", "Sampled")
 GENERATED_COLOR = "#c2410c"  # dark orange: the generated part, on text and on the chart's tick labels
@@ -39,9 +35,8 @@ GENERATED_COLOR = "#c2410c"  # dark orange: the generated part, on text and on t
 def settings_form(
     form_key: str = Explore.write_form, button: str = "Write more", tokens: int = 20, prefix: str = Explore.write_prefix
 ) -> tuple | None:
-    """The decoding settings form; on submit, the settings as plain values (``DecodeSettings`` fields in
-    order; not yet checked: ``DecodeSettings`` does that). Used by the decoders' "Write more" tab and
-    by an encoder-decoder's decoding on Explore (``form_key``, ``button``, ``tokens``, ``prefix`` differ)."""
+    """The decoding settings form (Write more; an encoder-decoder's decoding on Explore); on submit, the settings as
+    plain values in ``DecodeSettings`` field order (checked by ``DecodeSettings``: see :func:`remembered`)."""
     mode = st.radio(
         "How to pick each token",
         MODES,
@@ -115,14 +110,18 @@ def settings_form(
     return (n_new, True, temperature, top_k, top_p, seed)
 
 
-def remembered(key: str, asked: tuple | None, model_id: str, text: str, max_tokens: int) -> tuple | None:
-    """Decoding settings kept in session state ``key`` with the model, text and token limit they were asked
-    for (``asked``: a form just submitted); None once any of those changed, or before any request."""
-    view = (model_id, text, int(max_tokens))
+def remembered(key: str, asked: tuple | None, request: TraceRequest) -> DecodeSettings | None:
+    """Decoding settings kept in session state ``key`` with the model, text and token limit they were asked for
+    (``asked``: a form just submitted); None once any of those changed, or before any request.
+
+    Raises:
+        EngineError: a setting out of range (``DecodeSettings`` checks them; a forged URL or widget).
+    """
+    view = (request.model_id, request.text, request.max_tokens)
     if asked is not None:
         st.session_state[key] = (*view, tuple(asked))
-    request = st.session_state.get(key)
-    return request[3] if request and tuple(request[:3]) == view else None
+    kept = st.session_state.get(key)
+    return DecodeSettings(*kept[3]) if kept and tuple(kept[:3]) == view else None
 
 
 def generated_markdown(prompt: str, rest: str) -> str:
@@ -154,34 +153,33 @@ def mark_generated(fig: go.Figure, data: MapData, start: int, n_tokens: int) -> 
     return fig
 
 
-def show_write_more(
-    model_id: str, family: str, text: str, max_tokens: int, layer: int, head: int, causal: bool | None = None
-) -> None:
+def show_write_more(request: TraceRequest, family: str, layer: int, head: int) -> None:
     """The tab: settings, the button, then the text and the chosen head over prompt + generated tokens."""
     if family != "decoder":
         st.info("Writing more text needs a decoder (a GPT-style model); pick tiny-gpt-stories.")
         return
-    if causal is False:
+    if request.causal is False:
         st.caption(
             "The model writes with its causal mask on, as it was trained: the mask toggle above changes "
             "the first chart only."
         )
     asked = settings_form()
-    settings = remembered(Explore.write_request, asked, model_id, text, max_tokens)
-    if settings is None:
-        st.caption(
-            "Set how many tokens and how to pick them, then press **Write more**: the model adds one "
-            "token at a time, each time reading everything before it."
-        )
-        return
-    request = TraceRequest(model_id, text, None, max_tokens, settings)
     try:
-        status = request_generation(request, pressed=asked is not None, view=(layer, head))
+        settings = remembered(Explore.write_request, asked, request)
+        if settings is None:
+            st.caption(
+                "Set how many tokens and how to pick them, then press **Write more**: the model adds one "
+                "token at a time, each time reading everything before it."
+            )
+            return
+        request = request.with_decode(settings)
+        view = MapView(layer, head)
+        status = request_generation(request, pressed=asked is not None, view=view)
         if status is not None and status.status != "done":
             follow(WRITE, status, "Writing")
             return
-        trace, prompt, rest = get_generation(model_id, text, max_tokens, settings)
-        data = head_view(request, layer, head)
+        trace, prompt, rest = get_generation(request)
+        data = head_view(request, view)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

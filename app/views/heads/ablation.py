@@ -1,12 +1,8 @@
 """Head ablation panel: switch off chosen heads and see what changes in the model's output.
 
-Switching a head off means setting its output ``z_h`` (its weighted sum of values) to zero just
-before the layer mixes its heads with the output projection; every other head, layer and weight is
-left as it is (``engine.analysis.ablation``). What is compared depends on the model: the next-token
-probabilities (decoders), the sentence embedding's direction (MiniLM / BERT encoders), or the
-greedy translation (the translator).
-
-The Heads page calls :func:`render_ablation`; it draws its own widgets (keys prefixed ``ablation_``).
+A head is switched off by setting its output ``z_h`` to zero just before the layer mixes its heads with the output
+projection (``engine.analysis.ablation``). What is compared depends on the model: the next-token probabilities
+(decoders), the sentence embedding's direction (encoders) or the greedy translation (the translator).
 """
 
 from __future__ import annotations
@@ -238,19 +234,9 @@ def _show_translation(result) -> None:
     )
 
 
-def render_ablation(
-    model_id: str, text: str, causal: bool, max_tokens: int, n_layers: int, n_heads: int, family: str
-) -> None:
-    """Draw the head-ablation panel for one model and text.
-
-    Args:
-        model_id: the model to use (loaded through ``get_model``).
-        text: the input sentence.
-        causal: the causal-mask setting of the page (ignored by the translator).
-        max_tokens: the token limit.
-        n_layers, n_heads: the model's layers and heads per layer (from the page's trace).
-        family: ``"encoder"``, ``"decoder"`` or ``"encoder-decoder"``.
-    """
+def render_ablation(request: TraceRequest, n_layers: int, n_heads: int, family: str) -> None:
+    """The head-ablation panel for the page's request (the model's ``n_layers`` × ``n_heads`` from its trace;
+    ``family``: ``"encoder"``, ``"decoder"`` or ``"encoder-decoder"``, whose causal setting is ignored)."""
     st.markdown("Switch heads off and see what changes in what the model produces.")
     if family not in text_families():
         st.info("Head ablation works on transformer text models and the transformer translator.")
@@ -261,9 +247,7 @@ def render_ablation(
         st.info("Pick one or more heads (or whole layers) to switch off. Below: the output with every head on.")
     try:
         with st.spinner("Running the model with and without those heads…"):
-            result = get_ablation(
-                TraceRequest(model_id, text, causal, bounded(max_tokens, 1, 100_000)), heads, keep_only
-            )
+            result = get_ablation(request, heads, keep_only)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return

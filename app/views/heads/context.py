@@ -1,4 +1,5 @@
-"""What every section of the Heads page receives: the chosen model, text, block, layer and head."""
+"""What every section of the Heads page receives (the request, its block chosen, and the head), and the metrics'
+names."""
 
 from __future__ import annotations
 
@@ -48,30 +49,18 @@ def metric_columns(columns) -> dict:
 
 @dataclass(frozen=True)
 class HeadsContext:
-    """The Heads page's shared choices and the attention block they select.
+    """The Heads page's shared choices: the request (its block chosen), the model family, the block's attention
+    (from the cached trace) and the chosen head."""
 
-    Attributes:
-        model_id, text, causal, max_tokens: the trace's arguments (``get_trace``).
-        block: ``"self"`` for encoders/decoders; ``"encoder" | "decoder" | "cross"`` for a translator.
-        family: the model family (encoder, decoder, encoder-decoder).
-        attention: the block's AttentionTrace (from the cached trace).
-        layer, head: the chosen head.
-    """
-
-    model_id: str
-    text: str
-    causal: bool | None
-    max_tokens: int
-    block: str
+    request: TraceRequest
     family: str
     attention: AttentionTrace
     layer: int
     head: int
 
     @property
-    def request(self) -> TraceRequest:
-        """The page's request for the chosen block (the one argument of the map services)."""
-        return TraceRequest(self.model_id, self.text, self.causal, self.max_tokens, block=self.block)
+    def block(self) -> str:
+        return self.request.block
 
     @property
     def square(self) -> bool:

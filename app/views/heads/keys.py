@@ -12,22 +12,13 @@ class Heads:
     ``sent`` for a chart per head or sentence (``A``, ``B``)."""
 
     tab, block, display = "heads_tab", "heads_block", "heads"
-    model_view, large, grid_pills = (
-        "heads_model_view",
-        "heads_large",
-        "heads_grid_pills",
-    )  # pills: a phone's head buttons
+    model_view, large, grid_pills = "heads_model_view", "heads_large", "heads_grid_pills"  # pills: a phone's heads
     grid_box = "heads_grid_box"  # presenter mode: the container the grid of every head fills (the window's height)
     metric, metric_map, metrics_table = "heads_metric", "heads_metric_map", "heads_metrics_table"
     similarity, pairs = "heads_similarity", "heads_pairs"
     cmp_a, cmp_b, cmp, cmp_metrics = "heads_cmp_a", "heads_cmp_b", "heads_cmp_", "heads_cmp_metrics"
-    text_a, text_b, sent, diff, sent_metrics = (
-        "heads_text_a",
-        "heads_text_b",
-        "heads_sent_",
-        "heads_diff",
-        "heads_sent_metrics",
-    )
+    text_a, text_b, sent, diff = "heads_text_a", "heads_text_b", "heads_sent_", "heads_diff"
+    sent_metrics = "heads_sent_metrics"
     fusion, discard, discard_rule = "heads_fusion", "heads_discard", "heads_discard_rule"
     raw, rollout = "heads_raw", "heads_rollout"
 

@@ -22,6 +22,7 @@ from app.controls.pickers import (
     show_notices,
     text_and_model,
 )
+from app.figures import shared_chart
 from app.runtime.heads import attention_block, block_is_square, block_loader, head_metrics_table, model_view_tiles
 from app.runtime.maps import head_view
 from app.runtime.models import device_label
@@ -29,25 +30,18 @@ from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key
 from app.sidebar import synced
 from app.state import PERSIST, current_text
-from app.ui.charts import fill_height, ready, shared_chart, show_chart
+from app.ui.charts import fill_height, ready, show_chart
 from app.ui.export import head_json_button
 from app.ui.guard import calm_errors, show_error
-from app.ui.head_views import (
-    PHONE_TILES_PER_ROW,
-    clicked_in,
-    head_pills,
-    layer_head_heatmap,
-    model_view_spec,
-    phone_grid_spec,
-    pick_grid_head,
-)
+from app.ui.head_views import PHONE_TILES_PER_ROW, clicked_in, head_pills, model_view_spec
 from app.ui.heatmap import map_spec
 from app.ui.linked_tokens import focus, focus_picker, outline
-from app.ui.long_view import COLOUR_SAYS, csv_button, display_options, map_view, zoom_controls
+from app.ui.long_view import csv_button, map_controls
 from app.ui.safe_text import quoted
 from app.ui.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, presenting, tools
 from app.views.heads.ablation import render_ablation
 from app.views.heads.context import METRICS, HeadsContext, metric_columns
+from app.views.heads.figures import layer_head_heatmap, phone_grid_spec, pick_grid_head
 from app.views.heads.keys import Heads
 from app.views.heads.sections import compare_section, rollout_section, similarity_section
 
@@ -92,10 +86,7 @@ def model_view_section(ctx: HeadsContext) -> None:
 def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
     view = ("heads_model_view", request_key(ctx.request), ctx.layer, ctx.head)  # everything it shows
     fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(ctx.layer, ctx.head)))  # once per process
-    n_layers, n_heads = (
-        att.n_layers,
-        att.n_heads,
-    )  # the callback, kept with the session's widgets, must not hold the trace
+    n_layers, n_heads = att.n_layers, att.n_heads  # the callback, kept with the session's widgets, holds no trace
     chart = dict(
         key=Heads.model_view,
         on_select=lambda: _select_clicked_head(n_layers, n_heads),
@@ -125,48 +116,28 @@ def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
 def _chosen_head(ctx: HeadsContext) -> None:
     """The chosen head large below the model view (an overview with a zoom on long inputs)."""
     att = ctx.attention
-    opts = display_options(att, key_prefix=Heads.display)
-    q_range, k_range = zoom_controls(att, key_prefix=Heads.display)
-    data = head_view(
-        ctx.request,
-        ctx.layer,
-        ctx.head,
-        q_range,
-        k_range,
-        opts.hide_sinks,
-        opts.scale == "row",
-        weighting=opts.weighting,
-    )
+    view, says = map_controls(att, Heads.display, ctx.layer, ctx.head)
+    data = head_view(ctx.request, view)
     title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    view = map_view("heads_large", request_key(ctx.request), ctx.layer, ctx.head, (q_range, k_range), opts, title)
-    fig = shared_chart(view, lambda: map_spec(data, title=title, scale=opts.scale))
+    fig = shared_chart(
+        ("heads_large", request_key(ctx.request), view, title), lambda: map_spec(data, title=title, scale=view.scale)
+    )
     show_chart(outline(fig, data, focus()) if block_is_square(ctx.block) else fig, key=Heads.large)
     st.caption(
         "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
-        + COLOUR_SAYS.get(opts.weighting, "")
+        + says
+        + " "
         + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
         + (
             "Long input: each cell is the largest weight of its block; open **Zoom** above the map for exact weights. "
             if data.pooled
             else ""
         )
-        + opts.caption
     )
     load = block_loader(ctx.request)
-    csv_button(att, ctx.layer, ctx.head, q_range, k_range, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
-    head_json_button(
-        ctx.model_id,
-        att,
-        ctx.layer,
-        ctx.head,
-        ctx.block,
-        (q_range, k_range),
-        data,
-        opts,
-        {"causal": bool(att.causal), "max_tokens": ctx.max_tokens},
-        load,
-        page="heads",
-    )
+    csv_button(att, view, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
+    settings = {"causal": bool(att.causal), "max_tokens": ctx.request.max_tokens}
+    head_json_button(ctx.request.model_id, att, view, ctx.block, data, settings, load, "heads")
 
 
 # ---------------------------------------------------------------- section: per-head metrics
@@ -233,15 +204,7 @@ def _best_heads(frame) -> None:
 
 def ablation_section(ctx: HeadsContext) -> None:
     """Switch heads off and compare the model's output (the panel lives in app/views/heads/ablation.py)."""
-    render_ablation(
-        ctx.model_id,
-        ctx.text,
-        bool(ctx.causal),
-        ctx.max_tokens,
-        ctx.attention.n_layers,
-        ctx.attention.n_heads,
-        ctx.family,
-    )
+    render_ablation(ctx.request, ctx.attention.n_layers, ctx.attention.n_heads, ctx.family)
 
 
 SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
@@ -274,11 +237,11 @@ def run_sections(ctx: HeadsContext) -> None:
 
 @st.fragment
 @synced  # a layer, head, block or tab change reruns this panel only: it writes the link itself
-def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, family: str) -> None:
+def heads_panel(request: TraceRequest, family: str) -> None:
     """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
     cached trace)."""
     with calm_errors("heads_panel"):
-        trace = get_trace(TraceRequest(model_id, text, causal, max_tokens))  # a cache hit: the page just traced it
+        trace = get_trace(request)  # a cache hit: the page just traced it
         # presenter mode: one row of layer, head, block and a popover with the token pills
         controls = st.columns([1, 1, 2, 1] if presenting() else [1, 1, 2], vertical_alignment="bottom")
         with controls[2]:
@@ -300,19 +263,7 @@ def heads_panel(model_id: str, text: str, causal: bool | None, max_tokens: int, 
                 + (f" · output: {quoted(translation)}" if translation is not None else "")
                 + kv_sharing(attention, head)
             )
-        run_sections(
-            HeadsContext(
-                model_id=model_id,
-                text=text,
-                causal=causal,
-                max_tokens=max_tokens,
-                block=block,
-                family=family,
-                attention=attention,
-                layer=layer,
-                head=head,
-            )
-        )
+        run_sections(HeadsContext(request.with_block(block), family, attention, layer, head))
 
 
 def main() -> None:
@@ -329,15 +280,15 @@ def main() -> None:
         examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
         family = card.family
         causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
-    text = current_text()
+    request = TraceRequest(model_id, current_text(), causal, max_tokens)
     try:
         with st.spinner("Running the model…"):
-            trace = get_trace(TraceRequest(model_id, text, causal, max_tokens))
+            trace = get_trace(request)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
     show_notices(trace, card.max_positions)
-    heads_panel(model_id, text, causal, max_tokens, family)
+    heads_panel(request, family)
 
 
 main()

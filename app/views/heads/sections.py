@@ -1,12 +1,7 @@
-"""Sections of the Heads page beyond the model view and metrics: similarity, compare, rollout.
-
-Each section is a function of :class:`HeadsContext`; it reads cached results from ``app.services``
-(numpy / pandas) and draws figures from ``app.components``.
-"""
+"""Sections of the Heads page beyond the model view and metrics: similarity, compare, rollout; each a function
+of :class:`HeadsContext` over the cached results of ``app.runtime.heads``."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -20,15 +15,14 @@ from app.runtime.heads import (
     heads_attention,
     rollout_maps,
 )
-from app.runtime.request import TraceRequest
 from app.state import PERSIST, bounded, clamp, defaults
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
-from app.ui.head_views import difference_heatmap, similarity_figure
 from app.ui.heatmap import attention_heatmap
 from app.ui.rollout_controls import discard_rule_picker, discard_sentence
 from app.ui.theme import side_by_side
 from app.views.heads.context import HeadsContext, metric_columns
+from app.views.heads.figures import difference_heatmap, similarity_figure
 from app.views.heads.keys import Heads
 from engine import AttentionTrace
 
@@ -108,6 +102,16 @@ def shared_top(*maps: np.ndarray) -> float:
     return max(tops, default=1.0) or 1.0
 
 
+def side_maps(maps: list[tuple[str, str, np.ndarray, list[str], list[str], np.ndarray]], height: int) -> None:
+    """Two maps side by side on one colour scale (the same shade is the same weight in both): each ``(chart key,
+    title, pattern, query labels, key labels, blocked)``; presenter mode stacks them."""
+    top = shared_top(*(pattern for _, _, pattern, *_ in maps))
+    for col, (key, title, pattern, q_labels, k_labels, blocked) in zip(side_by_side(2), maps):
+        with col:
+            fig = attention_heatmap(pattern, q_labels, k_labels, blocked=blocked, title=title, height=height, zmax=top)
+            show_chart(fig, key=key)
+
+
 def _head_picker(title: str, prefix: str, n_layers: int, n_heads: int, default: tuple[int, int]) -> tuple[int, int]:
     st.markdown(f"**{title}**")
     left, right = st.columns(2)
@@ -130,21 +134,20 @@ def compare_section(ctx: HeadsContext) -> None:
     with pick_b:
         b = _head_picker("Head B", Heads.cmp_b, att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
     q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
-    patterns = {name: att.pattern(layer, head) for name, (layer, head) in (("A", a), ("B", b))}
-    top = shared_top(*patterns.values())  # one colour scale: the same shade is the same weight in both
-    for col, (name, (layer, head)) in zip(side_by_side(2), (("A", a), ("B", b))):
-        with col:
-            blocked = np.isneginf(att.mask(layer))  # per layer: sliding windows may differ between layers
-            fig = attention_heatmap(
-                patterns[name],
+    side_maps(  # each layer's own mask: sliding windows may differ between layers
+        [
+            (
+                f"{Heads.cmp}{name}",
+                f"{name}: layer {layer}, head {head}",
+                att.pattern(layer, head),
                 q_labels,
                 k_labels,
-                blocked=blocked,
-                title=f"{name}: layer {layer}, head {head}",
-                height=440,
-                zmax=top,
+                np.isneginf(att.mask(layer)),
             )
-            show_chart(fig, key=f"{Heads.cmp}{name}")
+            for name, (layer, head) in (("A", a), ("B", b))
+        ],
+        height=440,
+    )
     frame = head_metrics_table(ctx.request)
     st.dataframe(
         _metric_rows(frame, {"A": a, "B": b}),
@@ -172,7 +175,7 @@ def _metric_rows(frame: pd.DataFrame, heads: dict[str, tuple[int, int]]) -> pd.D
 
 def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace | None:
     try:
-        return heads_attention(TraceRequest(ctx.model_id, text, ctx.causal, ctx.max_tokens, block=ctx.block))
+        return heads_attention(ctx.request.with_text(text))
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err, before=f"Sentence {name}: ")
         return None
@@ -191,21 +194,21 @@ def sentence_pair(ctx: HeadsContext) -> None:
         return
     layer, head = ctx.layer, ctx.head
     pat_a, pat_b = att_a.pattern(layer, head), att_b.pattern(layer, head)
-    same_shape = pat_a.shape == pat_b.shape
-    top = shared_top(pat_a, pat_b)
-    for col, (name, att, pat) in zip(side_by_side(2), (("A", att_a, pat_a), ("B", att_b, pat_b))):
-        with col:
-            fig = attention_heatmap(
+    side_maps(
+        [
+            (
+                f"{Heads.sent}{name}",
+                f"Sentence {name}",
                 pat,
                 att.tokens.labels(),
                 att.key_tokens.labels(),
-                zmax=top,
-                blocked=np.isneginf(att.mask(layer)),
-                title=f"Sentence {name}",
-                height=440,
+                np.isneginf(att.mask(layer)),
             )
-            show_chart(fig, key=f"{Heads.sent}{name}")
-    if same_shape:
+            for name, att, pat in (("A", att_a, pat_a), ("B", att_b, pat_b))
+        ],
+        height=440,
+    )
+    if pat_a.shape == pat_b.shape:
         q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
         k_lab = _merged_labels(att_a.key_tokens.strings, att_b.key_tokens.strings)
         show_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key=Heads.diff)
@@ -224,7 +227,7 @@ def sentence_pair(ctx: HeadsContext) -> None:
         )
     rows = []
     for name, text in (("A", text_a), ("B", text_b)):
-        frame = head_metrics_table(dataclasses.replace(ctx.request, text=text))
+        frame = head_metrics_table(ctx.request.with_text(text))
         rows.append(_metric_rows(frame, {name: (layer, head)}))
     both = pd.concat(rows, ignore_index=True)
     st.dataframe(both, hide_index=True, key=Heads.sent_metrics, column_config=metric_columns(both.columns))
@@ -275,30 +278,9 @@ def rollout_section(ctx: HeadsContext) -> None:
     with st.spinner("Rolling attention out through the layers…"):
         maps, fused = rollout_maps(ctx.request, fusion, discard, rule)
     att, layer = ctx.attention, ctx.layer
-    labels = att.tokens.labels()
-    blocked = np.isneginf(att.mask(layer))
-    top = shared_top(fused[layer], maps[layer])
-    raw_col, roll_col = side_by_side(2)
-    with raw_col:
-        show_chart(
-            attention_heatmap(
-                fused[layer],
-                labels,
-                labels,
-                blocked=blocked,
-                height=480,
-                zmax=top,
-                title=f"Raw attention, layer {layer} ({fusion} of heads)",
-            ),
-            key=Heads.raw,
-        )
-    with roll_col:
-        show_chart(
-            attention_heatmap(
-                maps[layer], labels, labels, blocked=blocked, height=480, zmax=top, title=f"Rollout, layers 0–{layer}"
-            ),
-            key=Heads.rollout,
-        )
+    labels, blocked = att.tokens.labels(), np.isneginf(att.mask(layer))
+    raw = (Heads.raw, f"Raw attention, layer {layer} ({fusion} of heads)", fused[layer], labels, labels, blocked)
+    side_maps([raw, (Heads.rollout, f"Rollout, layers 0–{layer}", maps[layer], labels, labels, blocked)], height=480)
     st.caption(
         "Left: where each token looks in this layer's *input* — but after the first layer those inputs are already "
         "mixtures of tokens. Right: **attention rollout** (Abnar & Zuidema, 2020) follows the mixing through every "

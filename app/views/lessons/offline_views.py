@@ -28,7 +28,7 @@ from app.state import K
 from app.ui.charts import ready, source_line, with_source
 from app.ui.head_views import model_view_spec
 from app.ui.heatmap import map_spec
-from app.ui.map_data import MapData
+from app.ui.map_data import MapData, MapView
 from app.url_params import TEXT_PAGES
 from app.url_state import BY_NAME
 from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_agreement, bahdanau_trace
@@ -201,7 +201,7 @@ def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
     )
     tiles = model_view_tiles(request)[0] if page == "heads" else None
     cut = int(values[K.max_tokens]) > PACK_MAX_TOKENS and att.n_keys >= PACK_MAX_TOKENS
-    data = head_view(request, layer, head, size=size)
+    data = head_view(request, MapView(layer, head, size=size))
     return HeadMap(data, request, layer, head, title, (att.n_queries, att.n_keys), page, cut, tiles)
 
 

@@ -119,7 +119,7 @@ def walkthrough() -> None:
     )
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
-    load = block_loader(TraceRequest(model_id, text, causal, max_tokens, block=block))
+    load = block_loader(request.with_block(block))
     json_button(
         "Download the numbers as JSON",  # holds the request, not the trace (block_loader)
         lambda: steps_record(

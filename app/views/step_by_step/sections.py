@@ -1,9 +1,8 @@
-"""The six sections of the Step-by-step page for one query token (render-only).
+"""The six sections of the Step-by-step page for one query token.
 
     1 q, K, V  →  2 q·k  →  3 × scale  →  4 + bias + mask  →  5 softmax (table and bars)  →  6 z = Σ w·v
 
-Every number comes from an ``AttentionSteps`` read from the trace (``services.query_steps``); the
-trace supplies the tokens, d_head, whether the causal mask is on and the ALiBi slopes.
+Every number comes from an ``AttentionSteps`` read from the trace (``data.query_steps``).
 """
 
 from __future__ import annotations
@@ -13,7 +12,8 @@ import math
 import numpy as np
 import streamlit as st
 
-from app.ui.charts import shared_build, show_chart
+from app.figures import shared_build
+from app.ui.charts import show_chart
 from app.ui.safe_text import md
 from app.views.step_by_step.keys import Step
 from app.views.step_by_step.tables import frame_table, rounded, show_vectors, text_column, weights_bar
@@ -22,11 +22,8 @@ TABLE_HEIGHT = 280  # px: long texts scroll inside the table
 
 
 def render_steps(trace, steps, labels: list[str], query: int, head: int, query_label: str | None = None) -> None:
-    """All six steps: q/K/V, then 2–3 and 4–5 side by side, the weights chart, the output.
-
-    ``labels`` name the keys; ``query_label`` the query (default ``labels[query]``: self-attention;
-    cross-attention's query is an output token and its keys are the source).
-    """
+    """All six steps: q/K/V, then 2–3 and 4–5 side by side, the weights chart, the output. ``labels`` name the keys,
+    ``query_label`` the query (default ``labels[query]``; cross-attention's query is an output token)."""
     query_label = labels[query] if query_label is None else query_label
     show_qkv(trace, steps, labels, query, query_label)
     left, right = st.columns(2, gap="large")

@@ -1,8 +1,7 @@
-"""Tables and the weights chart of the Step-by-step page (render-only: the numbers come from
-``engine.analysis.stepwise.AttentionSteps``).
+"""Tables and the weights chart of the Step-by-step page (the numbers: ``engine.analysis.stepwise.AttentionSteps``).
 
-Numbers are rounded to ``DECIMALS`` for display; columns that can hold −∞ (the mask and the softmax
-input) are shown as text so "−∞" reads as such. Token labels in Plotly are HTML-escaped.
+Numbers are rounded to ``DECIMALS``; columns that can hold −∞ (the mask, the softmax input) are text, so "−∞" reads
+as such. Token labels in Plotly are HTML-escaped.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from app.runtime.caches import shared_table
 from app.ui.charts import content_key
 from app.ui.heatmap import safe_label
 
@@ -55,21 +55,12 @@ def rounded(values: np.ndarray) -> np.ndarray:
 
 def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
     """What ``st.dataframe`` sends for ``pd.DataFrame(data, index=index, columns=columns)``: a ``pyarrow.Table``
-    converted from the frame once per server process for the same numbers and labels (the shared table cache).
-
-    Streamlit converts a pandas frame to Arrow on every rerun (~1–2 ms a table; the Step-by-step page draws 17),
-    and every student who picks the same sentence, head and token asks for the same tables. ``pyarrow`` converts as
-    Streamlit itself would (``Table.from_pandas``), so the browser gets the same bytes."""
+    converted once per server process for the same numbers and labels (Streamlit would convert it on every rerun,
+    and every student on the same sentence, head and token asks for the same tables), as Streamlit converts it."""
     import pyarrow as pa
 
-    from app.runtime.caches import shared_table
-
-    key = (
-        "step table",
-        content_key(data),
-        tuple(map(str, index)),
-        None if columns is None else tuple(map(str, columns)),
-    )
+    columns_key = None if columns is None else tuple(map(str, columns))
+    key = ("step table", content_key(data), tuple(map(str, index)), columns_key)
     return shared_table(key, lambda: pa.Table.from_pandas(pd.DataFrame(data, index=index, columns=columns)))
 
 
@@ -92,14 +83,7 @@ def vector_table(matrix: np.ndarray, row_labels: list[str], dims: int | None = N
 
 
 def weights_bar(weights: np.ndarray, key_labels: list[str], blocked: np.ndarray, title: str) -> go.Figure:
-    """Bars of one query's softmax weights over the key tokens; blocked keys drawn grey (weight 0).
-
-    Args:
-        weights: ``[n_k]`` weights (sum to 1 unless every key is blocked).
-        key_labels: display strings, one per key.
-        blocked: ``[n_k]`` bool, True where the mask blocks the key.
-        title: chart title (escaped here).
-    """
+    """Bars of one query's softmax weights ``[n_k]`` over the key tokens; keys the mask blocks (``blocked``) grey."""
     labels = [safe_label(t) for t in key_labels]
     n = len(labels)
     step = max(1, -(-n // 60))  # at most ~60 tick labels

@@ -9,8 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from app.controls.pickers import load_model, pick_family_model, pick_index, pick_int, upload_field
+from app.figures import shared_build
 from app.state import PERSIST, defaults
-from app.ui.charts import clicked_square, shared_build, show_chart
+from app.ui.charts import clicked_square, show_chart
 from app.ui.export import csv_button, grid_table
 from app.ui.guard import attempt
 from app.ui.rollout_controls import SHORT, discard_rule_picker, discard_sentence
