@@ -396,16 +396,14 @@ UPSTAIRS = (
     "app.store",
     "app.controls",
 )  # what a render-only module never imports, even lazily
-#: modules of app/ui still calling the runtime, each to move to app/controls or to take its data as arguments
-NOT_YET_RENDER_ONLY = {"app.ui.charts"}
 
 
 def test_ui_is_render_only(our_imports: list[Import]) -> None:
     """``app/ui`` takes arrays and records and draws them; what reads the runtime, a page or the store is a control
-    (``app/controls``) or the page's own. The known exceptions are listed exactly: a fixed one fails here too."""
+    (``app/controls``) or the page's own."""
     offenders: dict[str, list[str]] = {}
     for i in our_imports:
         if i.module.startswith(RENDER_ONLY + ".") and i.target.startswith(UPSTAIRS):
             offenders.setdefault(i.module, []).append(f"{i.line}: {i.target}")
     assert "app.controls.pickers" in {i.module for i in our_imports}
-    assert set(offenders) == NOT_YET_RENDER_ONLY, offenders
+    assert not offenders, offenders
