@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, log_file  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -142,9 +142,9 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
 
 
 @pytest.mark.reliability  # also part of the reliability suite (-m reliability)
-def test_closing_the_tab_stops_its_job(browser: Browser, app_url: str, artifacts: Path):
+def test_closing_the_tab_stops_its_job(browser: Browser, app_url: str):
     """The server stops a closed session's job (it logs when it does; how soon: bench/bench_responsiveness.py)."""
-    log = artifacts / "e2e-server.log"
+    log = log_file("e2e-server.log")  # the session server's log of this xdist worker
     before = log.read_text(errors="replace").count("stopped: its session went away")
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     page = context.new_page()
