@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import engine
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, png_bytes, title
 from engine import samples
 from engine.analysis.rollout import rollout
+from tests.hf_helpers import save_tiny_vit
 
 MODEL = "tiny-vit-digits"
 NOT_A_DIGIT = "only learned the hand-written digits"
@@ -179,21 +179,7 @@ def test_a_local_hugging_face_deit_folder_renders(tmp_path, monkeypatch):
     before the 16 patches, so the overlay must skip both (checked against the engine's own trace).
     Typed folders load only inside the server's allowed model directories (off by default)."""
     monkeypatch.setenv("AP_MODEL_DIRS", str(tmp_path))
-    from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher, ViTImageProcessor
-
-    torch.manual_seed(0)
-    config = DeiTConfig(
-        image_size=16,
-        patch_size=4,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=48,
-        initializer_range=0.5,
-        num_labels=3,
-    )
-    DeiTForImageClassificationWithTeacher(config).save_pretrained(tmp_path)
-    ViTImageProcessor(size={"height": 16, "width": 16}).save_pretrained(tmp_path)
+    save_tiny_vit(tmp_path, "deit")
     at = open_page("vit", vit_hub_id=str(tmp_path), vit_source="photo", vit_head=2)
     assert_clean(at)
     assert not at.error, messages(at.error)
