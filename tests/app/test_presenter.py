@@ -21,8 +21,7 @@ from app.ui import charts, export, theme
 from app.ui.map_data import MapView, head_map
 from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
 from engine.analysis.stepwise import query_steps
-from engine.records import Tokens
-from engine.traces.attention import AttentionTrace
+from tests.trace_helpers import random_trace
 
 
 def contrast(fg: str, bg: str) -> float:
@@ -35,24 +34,6 @@ def contrast(fg: str, bg: str) -> float:
 
     hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
     return (hi + 0.05) / (lo + 0.05)
-
-
-def make_trace(n: int = 7, *, causal: bool = False) -> AttentionTrace:
-    rng = np.random.default_rng(3)
-    strings = tuple(["[CLS]", *[f"w{i}" for i in range(1, n - 1)], "[SEP]"])
-    toks = Tokens(strings=strings, ids=tuple(range(n)), special=tuple(s.startswith("[") for s in strings))
-    q, k, v = (rng.standard_normal((2, n, 8)).astype(np.float32) for _ in range(3))
-    return AttentionTrace(
-        model_id="m",
-        family="decoder" if causal else "encoder",
-        tokens=toks,
-        key_tokens=toks,
-        queries=(q,),
-        keys=(k,),
-        values=(v,),
-        scales=(8**-0.5,),
-        causal=causal,
-    )
 
 
 # ---------------------------------------------------------------- theme values
@@ -93,7 +74,7 @@ def test_chart_config_names_the_file_and_keeps_the_download_button():
 
 
 def test_head_record_rows_sum_to_one_and_carry_the_link():
-    tr = make_trace(causal=True)
+    tr = random_trace(7, causal=True)
     link = links.page_link("http://host:8501/explore", {"text": "a b", "layer": 0, "present": True})
     record = export.head_record(
         page="explore",
@@ -118,7 +99,7 @@ def test_head_record_rows_sum_to_one_and_carry_the_link():
 
 
 def test_head_record_of_a_zoomed_region_and_hidden_columns():
-    tr = make_trace(9)
+    tr = random_trace(9)
     shown = head_map(tr, MapView(0, 0, q_range=(2, 5), hide_sinks=True))
     record = export.head_record(
         page="heads",
@@ -139,7 +120,7 @@ def test_head_record_of_a_zoomed_region_and_hidden_columns():
 
 
 def test_steps_record_writes_minus_infinity_as_text():
-    tr = make_trace(6, causal=True)
+    tr = random_trace(6, causal=True)
     steps = query_steps(tr, 0, 1, 2)
     data = json.loads(
         export.to_json(
