@@ -106,6 +106,17 @@ def messages(elements) -> list[str]:
     return [shown(str(e.value)) for e in elements]
 
 
+def assert_text_file_refused(at: AppTest, uploader_key: str) -> None:
+    """A text file named ``notes.png`` put in the uploader ``uploader_key``: the page runs cleanly, its error names the
+    file and says it is not an image, and no chart is drawn."""
+    text = ("notes.png", b"just some text, not a picture\n" * 5, "image/png")
+    at.file_uploader(key=uploader_key).set_value(text).run()
+    assert_clean(at)
+    errors = messages(at.error)
+    assert any("notes.png" in e and "not an image" in e for e in errors), errors
+    assert not at.get("plotly_chart")
+
+
 def open_page(page: str, **state) -> AppTest:
     """A fresh session switched to ``app/views/<page>/page.py`` (state preset before the first run)."""
     at = run_app(**state)

@@ -8,7 +8,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from apptest_helpers import assert_clean, decode, figures, messages, open_page, png_bytes, title
+from apptest_helpers import (
+    assert_clean,
+    assert_text_file_refused,
+    decode,
+    figures,
+    messages,
+    open_page,
+    png_bytes,
+    title,
+)
 from engine import samples
 from engine.analysis.rollout import rollout
 from tests.hf_helpers import save_tiny_vit
@@ -148,17 +157,12 @@ def test_upload_a_photo_and_a_bad_file():
     assert len(at.get("plotly_chart")) == 7
     assert any(NOT_A_DIGIT in w for w in messages(at.warning))
 
-    at.file_uploader(key="vit_upload").set_value(
-        ("notes.png", b"just some text, not a picture\n" * 5, "image/png")
-    ).run()
-    assert_clean(at)
-    errors = messages(at.error)
-    assert any("notes.png" in e and "not an image" in e for e in errors), errors
-    assert not at.get("plotly_chart")
+    assert_text_file_refused(at, "vit_upload")
 
 
-def test_offline_hub_id_gives_the_engines_message():
-    at = open_page("vit", vit_hub_id="google/vit-base-patch16-224")
+@pytest.mark.parametrize("hub_id", ["google/vit-base-patch16-224", "microsoft/swin-tiny-patch4-window7-224"])
+def test_offline_hub_id_gives_the_engines_message(hub_id):
+    at = open_page("vit", vit_hub_id=hub_id)
     assert_clean(at)
     errors = messages(at.error)
     assert any("not downloaded" in e or "Hub" in e for e in errors), errors
