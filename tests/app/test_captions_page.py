@@ -15,7 +15,7 @@ import engine
 from app.views.captions.keys import Captions
 from apptest_helpers import (
     assert_clean,
-    assert_text_file_refused,
+    assert_not_an_image,
     decode,
     figures,
     messages,
@@ -152,7 +152,7 @@ def test_upload_a_picture_and_a_bad_file():
     assert not at.error, messages(at.error)
     assert any("shrunk to 64×64" in m for m in messages(at.info)), messages(at.info)
     assert figures(at)
-    assert_text_file_refused(at, "cap_upload")
+    assert_not_an_image(at, "cap_upload")
 
 
 def test_the_mistakes_are_the_held_out_scenes_it_gets_wrong(captioner):

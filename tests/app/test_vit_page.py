@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 import engine
 from apptest_helpers import (
     assert_clean,
-    assert_text_file_refused,
+    assert_not_an_image,
     decode,
     figures,
     messages,
@@ -157,7 +157,7 @@ def test_upload_a_photo_and_a_bad_file():
     assert len(at.get("plotly_chart")) == 7
     assert any(NOT_A_DIGIT in w for w in messages(at.warning))
 
-    assert_text_file_refused(at, "vit_upload")
+    assert_not_an_image(at, "vit_upload")
 
 
 @pytest.mark.parametrize("hub_id", ["google/vit-base-patch16-224", "microsoft/swin-tiny-patch4-window7-224"])
