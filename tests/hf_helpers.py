@@ -263,6 +263,17 @@ def assert_not_uniform(atts: list[np.ndarray]) -> None:
     assert spread > 0.05, f"reference patterns are nearly uniform (max deviation {spread:.3g})"
 
 
+def assert_equals_eager(tr, ref, attention_mask=None, *, peaked: bool = False) -> list[np.ndarray]:
+    """Every head of trace ``tr`` equals the eager model ``ref``'s own attentions on ``tr``'s ids (with
+    ``attention_mask``) to :data:`ATOL`; ``peaked``: eager's patterns are first checked far from uniform.
+    Returns eager's attentions."""
+    atts = reference_attentions(ref, tr.tokens.ids, attention_mask=attention_mask)
+    if peaked:
+        assert_not_uniform(atts)
+    assert_parity(tr, atts)
+    return atts
+
+
 def additive_causal_mask(n: int) -> torch.Tensor:
     blocked = torch.ones(n, n, dtype=torch.bool).triu(1)
     return torch.zeros(1, 1, n, n).masked_fill(blocked, torch.finfo(torch.float32).min)

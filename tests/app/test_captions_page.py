@@ -13,16 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import engine
 from app.views.captions.keys import Captions
-from apptest_helpers import (
-    assert_clean,
-    assert_not_an_image,
-    decode,
-    figures,
-    messages,
-    open_page,
-    png_bytes,
-    title,
-)
+from apptest_helpers import assert_clean, assert_not_an_image, decode, figures, messages, open_page, png_bytes, title
 from engine.corpora.scenes import draw_scene, make_scenes
 from engine.training.recipes.captioner import HELD_OUT, HELD_OUT_SEED
 

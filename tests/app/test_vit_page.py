@@ -8,16 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from apptest_helpers import (
-    assert_clean,
-    assert_not_an_image,
-    decode,
-    figures,
-    messages,
-    open_page,
-    png_bytes,
-    title,
-)
+from apptest_helpers import assert_clean, assert_not_an_image, decode, figures, messages, open_page, png_bytes, title
 from engine import samples
 from engine.analysis.rollout import rollout
 from tests.hf_helpers import save_tiny_vit
