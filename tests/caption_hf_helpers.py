@@ -70,19 +70,9 @@ def save_tiny_ved(folder: Path, *, seed: int = 0) -> Path:
 
     tok = save_tokenizer(folder)
     encoder = ViTConfig(hidden_size=32, **VISION)
-    decoder = GPT2Config(
-        vocab_size=len(tok),
-        n_positions=40,
-        n_embd=48,
-        n_layer=2,
-        n_head=4,
-        initializer_range=0.2,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        is_decoder=True,
-        add_cross_attention=True,
-    )
+    sizes = dict(n_positions=40, n_embd=48, n_layer=2, n_head=4, initializer_range=0.2)
+    ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    decoder = GPT2Config(vocab_size=len(tok), is_decoder=True, add_cross_attention=True, **sizes, **ids)
     config = VisionEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
     config.decoder_start_token_id = tok.bos_token_id
     config.pad_token_id = tok.pad_token_id

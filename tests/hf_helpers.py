@@ -164,6 +164,30 @@ def save_image_processor(folder: Path, side: int, processor: str = "ViTImageProc
     getattr(transformers, processor)(size={"height": side, "width": side}, **normalise).save_pretrained(folder)
 
 
+#: the tiny ViT / DeiT's shape: 16×16 pixels in patches of 4, 2 layers × 4 heads, width 32, peaked random weights
+TINY_VIT = dict(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2, num_attention_heads=4)
+VIT_LABELS = {0: "cat", 1: "dog", 2: "<b>fish</b>"}
+
+
+def save_tiny_vit(folder: Path, kind: str) -> Path:
+    """Save a tiny random ``kind`` ("vit", "deit": distilled, with [DIST]; "vit-base": no classifier) with 3 labels
+    and its image processor into ``folder``."""
+    import transformers as hf
+
+    labels = dict(num_labels=3, id2label=VIT_LABELS, label2id={v: k for k, v in VIT_LABELS.items()})
+    settings = dict(intermediate_size=48, initializer_range=0.5, **TINY_VIT, **labels)
+    torch.manual_seed(0)
+    if kind == "deit":
+        model = hf.DeiTForImageClassificationWithTeacher(hf.DeiTConfig(**settings))
+    elif kind == "vit":
+        model = hf.ViTForImageClassification(hf.ViTConfig(**settings))
+    else:
+        model = hf.ViTModel(hf.ViTConfig(**settings), add_pooling_layer=False)
+    model.save_pretrained(folder)
+    save_image_processor(folder, 16)
+    return folder
+
+
 def photo(height: int, width: int, seed: int = 0) -> np.ndarray:
     """Random RGB pixels (uint8) of a size no tiny vision model takes: its processor resizes them."""
     return np.random.default_rng(seed).integers(0, 256, size=(height, width, 3), dtype=np.uint8)
@@ -237,6 +261,17 @@ def assert_not_uniform(atts: list[np.ndarray]) -> None:
     """The comparison means something only if the patterns are not (close to) uniform rows."""
     spread = max(float(np.abs(a - a.mean(axis=-1, keepdims=True)).max()) for a in atts)
     assert spread > 0.05, f"reference patterns are nearly uniform (max deviation {spread:.3g})"
+
+
+def assert_equals_eager(tr, ref, attention_mask=None, *, peaked: bool = False) -> list[np.ndarray]:
+    """Every head of trace ``tr`` equals the eager model ``ref``'s own attentions on ``tr``'s ids (with
+    ``attention_mask``) to :data:`ATOL`; ``peaked``: eager's patterns are first checked far from uniform.
+    Returns eager's attentions."""
+    atts = reference_attentions(ref, tr.tokens.ids, attention_mask=attention_mask)
+    if peaked:
+        assert_not_uniform(atts)
+    assert_parity(tr, atts)
+    return atts
 
 
 def additive_causal_mask(n: int) -> torch.Tensor:

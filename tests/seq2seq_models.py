@@ -36,30 +36,13 @@ def module(kind: str, vocab: int):
     import transformers as tf
 
     ids = dict(vocab_size=vocab, pad_token_id=0, eos_token_id=1)
-    sizes = dict(
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=MAX_POS,
-    )
-    if kind == "t5":  # relative position buckets shorter than the long input: far keys share a bucket
-        config = tf.T5Config(
-            d_model=32,
-            d_kv=8,
-            d_ff=64,
-            num_layers=2,
-            num_decoder_layers=3,
-            num_heads=4,
-            relative_attention_num_buckets=8,
-            relative_attention_max_distance=16,
-            decoder_start_token_id=0,
-            **ids,
-        )
-        return tf.T5ForConditionalGeneration(config)
+    if kind == "t5":
+        sizes = dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=3, num_heads=4)
+        # relative position buckets shorter than the long input: far keys share a bucket
+        buckets = dict(relative_attention_num_buckets=8, relative_attention_max_distance=16)
+        return tf.T5ForConditionalGeneration(tf.T5Config(decoder_start_token_id=0, **sizes, **buckets, **ids))
+    sides = dict(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4)
+    sizes = dict(d_model=32, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=MAX_POS, **sides)
     if kind == "bart":
         return tf.BartForConditionalGeneration(tf.BartConfig(bos_token_id=3, decoder_start_token_id=1, **sizes, **ids))
     return tf.MarianMTModel(tf.MarianConfig(decoder_start_token_id=0, **sizes, **ids))

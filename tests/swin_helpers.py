@@ -24,20 +24,9 @@ def save_tiny_swin(folder: Path, *, window: int = 2, classifier: bool = True, se
     """Save a tiny random Swin (with a 3-class head unless ``classifier`` is False) and its image processor."""
     from transformers import SwinConfig, SwinForImageClassification, SwinModel
 
-    config = SwinConfig(
-        image_size=32,
-        patch_size=4,
-        embed_dim=16,
-        depths=[2, 2],
-        num_heads=[2, 4],
-        window_size=window,
-        mlp_ratio=2.0,
-        initializer_range=init,
-        drop_path_rate=0.0,
-        num_labels=3,
-        id2label=LABELS,
-        label2id={v: k for k, v in LABELS.items()},
-    )
+    sizes = dict(image_size=32, patch_size=4, embed_dim=16, depths=[2, 2], num_heads=[2, 4], mlp_ratio=2.0)
+    labels = dict(num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
+    config = SwinConfig(window_size=window, initializer_range=init, drop_path_rate=0.0, **sizes, **labels)
     torch.manual_seed(seed)
     model = SwinForImageClassification(config) if classifier else SwinModel(config)
     with torch.no_grad():

@@ -35,9 +35,10 @@ def decode(value) -> np.ndarray:
     return np.array(value, dtype=float)  # None → nan
 
 
-def run_app(**state) -> AppTest:
-    """A fresh session of the app, after one run (``state`` preset in session_state first)."""
+def run_app(*, query: dict[str, str] | None = None, **state) -> AppTest:
+    """A fresh session of the app, after one run (``query`` in its URL and ``state`` in session_state first)."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update(query or {})
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
@@ -104,6 +105,17 @@ def shown(markdown: str) -> str:
 def messages(elements) -> list[str]:
     """The text of messages/captions as shown (user text inside them is markdown-escaped by the app)."""
     return [shown(str(e.value)) for e in elements]
+
+
+def assert_not_an_image(at: AppTest, uploader_key: str) -> None:
+    """A text file named ``notes.png`` put in the uploader ``uploader_key``: the page runs cleanly, its error names the
+    file and says it is not an image, and no chart is drawn."""
+    text = ("notes.png", b"just some text, not a picture\n" * 5, "image/png")
+    at.file_uploader(key=uploader_key).set_value(text).run()
+    assert_clean(at)
+    errors = messages(at.error)
+    assert any("notes.png" in e and "not an image" in e for e in errors), errors
+    assert not at.get("plotly_chart")
 
 
 def open_page(page: str, **state) -> AppTest:

@@ -8,11 +8,13 @@ the Positional page may say in one info box that a model adds no position vector
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
 from apptest_helpers import assert_clean, messages, open_page
-from tests.hf_helpers import build
 from tests.seq2seq_models import save_tiny_seq2seq
 
 PAGES = ("explore", "step_by_step", "heads", "bertviz_views", "positional")
@@ -21,15 +23,14 @@ TEXT = "The cat sat on the mat and it was warm."
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory):
+def folders(tmp_path_factory, tiny_hf_folders) -> dict[str, Path]:
+    """Each family's folder: BERT, DistilBERT and GPT-2 the session's (``tiny_hf_folders``), the others saved here."""
     from transformers import AutoModelForCausalLM
 
     from engine.families.hf_text.tiny_gpt2 import build_tokenizer
     from tests.unit.test_hf_interface_parity import _config
 
     root = tmp_path_factory.mktemp("allowed")
-    for kind in ("bert", "distilbert", "gpt2"):
-        build(kind, root / kind)
     tokenizer = build_tokenizer()
     for kind in ("llama", "gemma2"):
         torch.manual_seed(0)
@@ -39,14 +40,14 @@ def root(tmp_path_factory):
         tokenizer.save_pretrained(root / kind)
     for kind in ("t5", "bart"):
         save_tiny_seq2seq(kind, root / kind)
-    return root
+    return {kind: tiny_hf_folders[kind] if kind in tiny_hf_folders else root / kind for kind in FAMILIES}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("page", PAGES)
-def test_every_text_page_reads_every_family(root, monkeypatch, family, page):
-    monkeypatch.setenv("AP_MODEL_DIRS", str(root))
-    at = open_page(page, hub_id=str(root / family), text=TEXT)
+def test_every_text_page_reads_every_family(folders, monkeypatch, family, page):
+    monkeypatch.setenv("AP_MODEL_DIRS", os.pathsep.join(sorted({str(f.parent) for f in folders.values()})))
+    at = open_page(page, hub_id=str(folders[family]), text=TEXT)
     assert_clean(at)
     assert not at.error, messages(at.error)
     if page != "positional":

@@ -19,10 +19,10 @@ from app import links
 from app.state import Look
 from app.ui import charts, export, theme
 from app.ui.map_data import MapView, head_map
-from apptest_helpers import APP, TIMEOUT, assert_clean, figures, open_page
+from apptest_helpers import assert_clean, figures, open_page, run_app
 from engine.analysis.stepwise import query_steps
-from engine.records import Tokens
 from engine.traces.attention import AttentionTrace
+from tests.trace_helpers import random_trace
 
 
 def contrast(fg: str, bg: str) -> float:
@@ -35,24 +35,6 @@ def contrast(fg: str, bg: str) -> float:
 
     hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
     return (hi + 0.05) / (lo + 0.05)
-
-
-def make_trace(n: int = 7, *, causal: bool = False) -> AttentionTrace:
-    rng = np.random.default_rng(3)
-    strings = tuple(["[CLS]", *[f"w{i}" for i in range(1, n - 1)], "[SEP]"])
-    toks = Tokens(strings=strings, ids=tuple(range(n)), special=tuple(s.startswith("[") for s in strings))
-    q, k, v = (rng.standard_normal((2, n, 8)).astype(np.float32) for _ in range(3))
-    return AttentionTrace(
-        model_id="m",
-        family="decoder" if causal else "encoder",
-        tokens=toks,
-        key_tokens=toks,
-        queries=(q,),
-        keys=(k,),
-        values=(v,),
-        scales=(8**-0.5,),
-        causal=causal,
-    )
 
 
 # ---------------------------------------------------------------- theme values
@@ -92,22 +74,17 @@ def test_chart_config_names_the_file_and_keeps_the_download_button():
 # ---------------------------------------------------------------- JSON records
 
 
+def head_json(tr: AttentionTrace, **fields) -> dict:
+    """:func:`export.head_record` of layer 0's self-attention in model "m" (``fields``: the rest), as its JSON reads."""
+    return json.loads(export.to_json(export.head_record(model_id="m", att=tr, layer=0, block="self", **fields)))
+
+
 def test_head_record_rows_sum_to_one_and_carry_the_link():
-    tr = make_trace(causal=True)
+    tr = random_trace(7, causal=True)
     link = links.page_link("http://host:8501/explore", {"text": "a b", "layer": 0, "present": True})
-    record = export.head_record(
-        page="explore",
-        model_id="m",
-        att=tr,
-        layer=0,
-        head=1,
-        block="self",
-        region=((0, tr.n_queries), (0, tr.n_keys)),
-        settings={"causal": True},
-        link=link,
-        shown=head_map(tr, MapView(0, 1)),
-    )
-    data = json.loads(export.to_json(record))
+    region = ((0, tr.n_queries), (0, tr.n_keys))
+    shown = head_map(tr, MapView(0, 1))
+    data = head_json(tr, page="explore", head=1, region=region, settings={"causal": True}, link=link, shown=shown)
     pattern = np.array(data["pattern"], dtype=float)
     np.testing.assert_allclose(pattern.sum(axis=1), 1.0, atol=1e-5)
     np.testing.assert_allclose(pattern, tr.pattern(0, 1), atol=1e-7)
@@ -118,28 +95,16 @@ def test_head_record_rows_sum_to_one_and_carry_the_link():
 
 
 def test_head_record_of_a_zoomed_region_and_hidden_columns():
-    tr = make_trace(9)
+    tr = random_trace(9)
     shown = head_map(tr, MapView(0, 0, q_range=(2, 5), hide_sinks=True))
-    record = export.head_record(
-        page="heads",
-        model_id="m",
-        att=tr,
-        layer=0,
-        head=0,
-        block="self",
-        region=((2, 5), (0, 9)),
-        settings={},
-        link="/heads",
-        shown=shown,
-    )
-    data = json.loads(export.to_json(record))
+    data = head_json(tr, page="heads", head=0, region=((2, 5), (0, 9)), settings={}, link="/heads", shown=shown)
     assert data["positions"]["query"] == [2, 5] and len(data["pattern"]) == 3
     np.testing.assert_allclose(np.sum(data["pattern"], axis=1), 1.0, atol=1e-5)
     assert data["shown"]["key_positions"] == list(range(1, 8))  # [CLS] and [SEP] hidden
 
 
 def test_steps_record_writes_minus_infinity_as_text():
-    tr = make_trace(6, causal=True)
+    tr = random_trace(6, causal=True)
     steps = query_steps(tr, 0, 1, 2)
     data = json.loads(
         export.to_json(
@@ -155,17 +120,8 @@ def test_steps_record_writes_minus_infinity_as_text():
 # ---------------------------------------------------------------- the app
 
 
-def _app(url_present: bool = False, **state) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    if url_present:
-        at.query_params["present"] = "1"
-    for key, value in state.items():
-        at.session_state[key] = value
-    return at.run()
-
-
 def test_present_in_the_url_turns_presenter_mode_on():
-    at = _app(url_present=True)
+    at = run_app(query={"present": "1"})
     assert_clean(at)
     assert at.toggle(key=Look.present).value is True
     fig = figures(at)[0]
@@ -175,7 +131,7 @@ def test_present_in_the_url_turns_presenter_mode_on():
 
 
 def test_default_view_has_dark_ticks_and_json_download():
-    at = _app()
+    at = run_app()
     assert_clean(at)
     assert at.toggle(key=Look.present).value is False
     for chart in at.get("plotly_chart"):
@@ -188,7 +144,7 @@ def test_default_view_has_dark_ticks_and_json_download():
 
 
 def test_svg_setting_reaches_every_chart():
-    at = _app(**{Look.download: "svg"})
+    at = run_app(**{Look.download: "svg"})
     assert_clean(at)
     configs = [json.loads(c.proto.config) for c in at.get("plotly_chart")]
     assert configs and all(c["toImageButtonOptions"]["format"] == "svg" for c in configs)
@@ -209,7 +165,7 @@ def _zmax(at: AppTest, key: str) -> float:
 
 
 def test_maps_compared_side_by_side_share_one_colour_scale():
-    at = _app()
+    at = run_app()
     at.session_state["explore_tab"] = "Causal mask off vs on"
     at.run()
     assert_clean(at)

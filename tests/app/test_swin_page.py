@@ -81,14 +81,6 @@ def test_the_pickers_move_the_query_and_its_window(folder, reference, monkeypatc
     assert "next block shifts these windows" in captions, captions
 
 
-def test_an_offline_swin_hub_id_gives_the_engines_message():
-    at = open_page("vit", vit_hub_id="microsoft/swin-tiny-patch4-window7-224")
-    assert_clean(at)
-    errors = messages(at.error)
-    assert any("not downloaded" in e or "Hub" in e for e in errors), errors
-    assert not at.get("plotly_chart")
-
-
 def test_bertviz_sends_a_swin_to_the_vision_transformer_page(folder, monkeypatch):
     """bertviz draws one token-to-token map per head; a Swin has windows instead: a calm note and a link that
     opens the Vision Transformer page on the same model."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import engine
-from apptest_helpers import assert_clean, decode, figures, messages, open_page, png_bytes, title
+from apptest_helpers import assert_clean, assert_not_an_image, decode, figures, messages, open_page, png_bytes, title
 from engine import samples
 from engine.analysis.rollout import rollout
+from tests.hf_helpers import save_tiny_vit
 
 MODEL = "tiny-vit-digits"
 NOT_A_DIGIT = "only learned the hand-written digits"
@@ -148,17 +148,12 @@ def test_upload_a_photo_and_a_bad_file():
     assert len(at.get("plotly_chart")) == 7
     assert any(NOT_A_DIGIT in w for w in messages(at.warning))
 
-    at.file_uploader(key="vit_upload").set_value(
-        ("notes.png", b"just some text, not a picture\n" * 5, "image/png")
-    ).run()
-    assert_clean(at)
-    errors = messages(at.error)
-    assert any("notes.png" in e and "not an image" in e for e in errors), errors
-    assert not at.get("plotly_chart")
+    assert_not_an_image(at, "vit_upload")
 
 
-def test_offline_hub_id_gives_the_engines_message():
-    at = open_page("vit", vit_hub_id="google/vit-base-patch16-224")
+@pytest.mark.parametrize("hub_id", ["google/vit-base-patch16-224", "microsoft/swin-tiny-patch4-window7-224"])
+def test_offline_hub_id_gives_the_engines_message(hub_id):
+    at = open_page("vit", vit_hub_id=hub_id)
     assert_clean(at)
     errors = messages(at.error)
     assert any("not downloaded" in e or "Hub" in e for e in errors), errors
@@ -179,21 +174,7 @@ def test_a_local_hugging_face_deit_folder_renders(tmp_path, monkeypatch):
     before the 16 patches, so the overlay must skip both (checked against the engine's own trace).
     Typed folders load only inside the server's allowed model directories (off by default)."""
     monkeypatch.setenv("AP_MODEL_DIRS", str(tmp_path))
-    from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher, ViTImageProcessor
-
-    torch.manual_seed(0)
-    config = DeiTConfig(
-        image_size=16,
-        patch_size=4,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=48,
-        initializer_range=0.5,
-        num_labels=3,
-    )
-    DeiTForImageClassificationWithTeacher(config).save_pretrained(tmp_path)
-    ViTImageProcessor(size={"height": 16, "width": 16}).save_pretrained(tmp_path)
+    save_tiny_vit(tmp_path, "deit")
     at = open_page("vit", vit_hub_id=str(tmp_path), vit_source="photo", vit_head=2)
     assert_clean(at)
     assert not at.error, messages(at.error)

@@ -90,6 +90,16 @@ def fresh_app_url():
         yield url
 
 
+@pytest.fixture(scope="module")
+def folder_server(request, tmp_path_factory):
+    """A server of its own for a module whose test types a model folder: the module's ``save_model(root)`` saves the
+    model under ``root``, the one folder the server's admin allows (``AP_MODEL_DIRS``); yields ``(url, its folder)``."""
+    root = tmp_path_factory.mktemp("allowed")
+    folder = request.module.save_model(root)
+    with running_app(f"e2e-{Path(request.module.__file__).stem}.log", {"AP_MODEL_DIRS": str(root)}) as url:
+        yield url, str(folder)
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     return {

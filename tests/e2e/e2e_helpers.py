@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
@@ -15,6 +16,7 @@ __all__ = [
     "IDLE_MS",
     "PLOT",
     "SLOW_FLUSH",
+    "click_cell",
     "press_while_a_timer_ticks",
     "expect_grid",
     "expect_idle",
@@ -22,8 +24,12 @@ __all__ = [
     "free_port",
     "healthy",
     "log_file",
+    "open_in_sidebar",
+    "pick_model",
     "section",
     "section_body",
+    "type_model_folder",
+    "type_sentence",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -87,6 +93,51 @@ def expect_idle(page: Page, timeout_ms: int = IDLE_MS) -> None:
     """The rerun is over: no "running" status widget and no spinner."""
     expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=timeout_ms)
     expect(page.locator('[data-testid="stSpinner"]')).to_have_count(0, timeout=timeout_ms)
+
+
+def type_sentence(page: Page, text: str) -> Locator:
+    """Type ``text`` into the page's (first) sentence box in place of what it held, and send it (Ctrl+Enter)."""
+    box = page.locator('[data-testid="stTextArea"] textarea').first
+    box.click()
+    box.press("Control+a")
+    box.press_sequentially(text)
+    box.press("Control+Enter")
+    return box
+
+
+def pick_model(page: Page, name: str) -> None:
+    """Pick the first model whose name in the page's "Model" list contains ``name`` (any case)."""
+    page.get_by_role("combobox", name="Model").click()
+    page.get_by_role("option", name=re.compile(re.escape(name), re.I)).first.click()
+
+
+def open_in_sidebar(page: Page, url: str, name: str, timeout_ms: int = 60_000) -> None:
+    """Open the app at ``url`` and wait for its first chart (the first page draws one once torch is imported: a page
+    that imports scikit-learn while the background warm-up still imports torch can fail), then open page ``name``
+    from the sidebar and wait for its first chart and the end of the rerun."""
+    page.goto(url)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=timeout_ms)
+    expect_idle(page)
+    page.locator('[data-testid="stSidebarNav"]').get_by_text(name).click()
+    expect(page.get_by_role("heading", name=name)).to_be_visible(timeout=timeout_ms)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=timeout_ms)
+    expect_idle(page)
+
+
+def type_model_folder(page: Page, choice: str, folder: str) -> None:
+    """Open the model choice ``choice`` ("``choice`` (Hugging Face id or folder)") and type ``folder`` in its field."""
+    page.get_by_text(re.compile(rf"^{re.escape(choice)} \(")).click()
+    field = page.get_by_role("textbox", name=re.compile(r"folder$"))
+    field.fill(folder)
+    field.press("Enter")
+
+
+def click_cell(page: Page, chart: Locator, row: int, col: int, side: int) -> None:
+    """Click the middle of cell (``row``, ``col``) of a ``side`` × ``side`` grid drawn over ``chart``'s plot area."""
+    chart.scroll_into_view_if_needed()
+    area = chart.locator(".nsewdrag").first.bounding_box()
+    assert area is not None
+    page.mouse.click(area["x"] + area["width"] * (col + 0.5) / side, area["y"] + area["height"] * (row + 0.5) / side)
 
 
 def section(page: Page, name: str) -> Locator:

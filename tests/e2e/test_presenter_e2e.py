@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Frame, Page, expect
 
 from e2e_helpers import PLOT, expect_idle, expect_no_exception, section_body  # noqa: E402
 
@@ -58,6 +58,15 @@ def tick_style(page: Page) -> dict:
     }""")
 
 
+def measure(page: Page, view: str) -> dict:
+    """:func:`tick_style` with the ticks' ``contrast`` against the paper; kept in ``MEASURED[view]`` for the report."""
+    style = tick_style(page)
+    style["contrast"] = contrast(style["fill"], style["paper"])
+    MEASURED[view] = {"tick_px": style["size"], "fill": style["fill"], "paper": style["paper"]}
+    MEASURED[view]["contrast"] = round(style["contrast"], 2)
+    return style
+
+
 def open_explore(page: Page, url: str) -> None:
     page.goto(url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
@@ -71,16 +80,9 @@ def test_presenter_mode_at_1920(browser: Browser, app_url: str, artifacts: Path)
     try:
         open_explore(page, app_url + "/?present=1")
         page.screenshot(path=str(artifacts / "presenter-explore-1920.png"))
-        style = tick_style(page)
-        ratio = contrast(style["fill"], style["paper"])
-        MEASURED["presenter"] = {
-            "tick_px": style["size"],
-            "fill": style["fill"],
-            "paper": style["paper"],
-            "contrast": round(ratio, 2),
-        }
+        style = measure(page, "presenter")
         assert style["size"] >= 16, style
-        assert ratio >= 4.5, style
+        assert style["contrast"] >= 4.5, style
         # the sidebar starts folded away and the page's controls sit in a closed expander
         sidebar = page.locator('[data-testid="stSidebar"]')
         box = sidebar.bounding_box() if sidebar.count() else None
@@ -93,16 +95,9 @@ def test_presenter_mode_at_1920(browser: Browser, app_url: str, artifacts: Path)
 
 def test_normal_view_ticks_contrast_svg_and_json(page: Page, app_url: str, artifacts: Path):
     open_explore(page, app_url)
-    style = tick_style(page)
-    ratio = contrast(style["fill"], style["paper"])
-    MEASURED["normal"] = {
-        "tick_px": style["size"],
-        "fill": style["fill"],
-        "paper": style["paper"],
-        "contrast": round(ratio, 2),
-    }
+    style = measure(page, "normal")
     (artifacts / "presenter-measurements.json").write_text(json.dumps(MEASURED, indent=1))
-    assert ratio >= 4.5, style
+    assert style["contrast"] >= 4.5, style
 
     # SVG: pick it in the sidebar, then the chart's own download button
     page.locator('[data-testid="stSidebar"]').get_by_role("radio", name="SVG").click()
@@ -142,17 +137,22 @@ def test_normal_view_ticks_contrast_svg_and_json(page: Page, app_url: str, artif
     expect_no_exception(page)
 
 
+def fitted_view(page: Page, view: str, title: str) -> Frame:
+    """Pick bertviz's ``view``; its frame (titled ``title``) once the drawing was fitted to it."""
+    page.locator('[data-testid="stRadio"]').get_by_text(view, exact=True).click()
+    frame_el = page.locator(f'iframe[title="{title}"]')
+    expect(frame_el).to_be_visible(timeout=REDRAW_MS)
+    frame = frame_el.element_handle().content_frame()
+    frame.wait_for_selector("#vis > svg[data-fitted]", timeout=REDRAW_MS)
+    return frame
+
+
 def test_bertviz_model_view_shows_every_head_at_1280(page: Page, app_url: str, artifacts: Path):
     page.set_viewport_size({"width": 1280, "height": 1000})
     page.goto(app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("bertviz views", exact=True).click()
-    page.locator('[data-testid="stRadio"]').get_by_text("Model view", exact=True).click()
-    frame_el = page.locator('iframe[title="bertviz model view"]')
-    expect(frame_el).to_be_visible(timeout=REDRAW_MS)
-    frame = frame_el.element_handle().content_frame()
-    frame.wait_for_selector("#vis > svg[data-fitted]", timeout=REDRAW_MS)
-    fit = frame.evaluate("""() => {
+    fit = fitted_view(page, "Model view", "bertviz model view").evaluate("""() => {
         const svg = document.querySelector('#vis > svg');
         const width = document.documentElement.clientWidth;
         const heads = Array.from(svg.querySelectorAll('text'))
@@ -167,11 +167,7 @@ def test_bertviz_model_view_shows_every_head_at_1280(page: Page, app_url: str, a
     assert fit["svg_right"] <= fit["width"] + 1, fit
 
     # the neuron view: its drawing, including the panel that opens with "+", fits the frame
-    page.locator('[data-testid="stRadio"]').get_by_text("Neuron view (queries · keys)", exact=True).click()
-    frame_el = page.locator('iframe[title="bertviz neuron view"]')
-    expect(frame_el).to_be_visible(timeout=REDRAW_MS)
-    frame = frame_el.element_handle().content_frame()
-    frame.wait_for_selector("#vis > svg[data-fitted]", timeout=REDRAW_MS)
+    frame = fitted_view(page, "Neuron view (queries · keys)", "bertviz neuron view")
     neuron = frame.evaluate("""() => {
         const svg = document.querySelector('#vis > svg');
         return {width: document.documentElement.clientWidth, svg_right: svg.getBoundingClientRect().right,

@@ -8,14 +8,12 @@ and the map turns into output rows × source columns; Step by step then walks a 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from conftest import running_app
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, type_model_folder, type_sentence  # noqa: E402
 from tests.seq2seq_models import save_tiny_seq2seq
 
 pytestmark = pytest.mark.e2e
@@ -25,12 +23,8 @@ REDRAW_MS = 20_000
 ROWS_COLS = "el => [el._fullData[0].z.length, el._fullData[0].z[0].length]"
 
 
-@pytest.fixture(scope="module")
-def t5_server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("allowed")
-    folder = save_tiny_seq2seq("t5", root / "tiny-t5")
-    with running_app("e2e-seq2seq-server.log", {"AP_MODEL_DIRS": str(root)}) as url:
-        yield url, str(folder)
+def save_model(root: Path) -> Path:
+    return save_tiny_seq2seq("t5", root / "tiny-t5")
 
 
 def pick(page: Page, label: str, option: str) -> None:
@@ -39,20 +33,13 @@ def pick(page: Page, label: str, option: str) -> None:
     expect(page.get_by_role("combobox", name=label)).to_have_value(option)
 
 
-def test_type_a_t5_folder_and_read_cross_attention(page: Page, t5_server, artifacts: Path):
-    url, folder = t5_server
+def test_type_a_t5_folder_and_read_cross_attention(page: Page, folder_server, artifacts: Path):
+    url, folder = folder_server
     page.goto(url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
-    box = page.locator('[data-testid="stTextArea"] textarea')
-    box.click()
-    box.press("Control+a")
-    box.press_sequentially("the cat sat on the mat")
-    box.press("Control+Enter")
+    type_sentence(page, "the cat sat on the mat")
     expect_idle(page)
-    page.get_by_text(re.compile(r"^Another model \(")).click()  # "(Hugging Face id or folder)"
-    field = page.get_by_role("textbox", name=re.compile(r"folder$"))
-    field.fill(folder)
-    field.press("Enter")
+    type_model_folder(page, "Another model", folder)
     expect(page.get_by_text("Output:")).to_be_visible(timeout=FIRST_DRAW_MS)
     expect(page.get_by_role("combobox", name="Attention block")).to_have_value("Encoder self-attention")
     expect_idle(page)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, section  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, section, type_sentence  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -43,6 +43,15 @@ def share_code(page: Page):
     return code.first
 
 
+def type_the_sentence(page: Page, url: str) -> None:
+    """Open Explore at ``url`` and type :data:`SENTENCE`: the address bar then holds it."""
+    page.goto(url)
+    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_idle(page)
+    type_sentence(page, SENTENCE)
+    expect(page).to_have_url(re.compile(r"text=Lily\+found"), timeout=REDRAW_MS)
+
+
 def expect_view(page: Page) -> None:
     """The sentence, layer 2, head 3 and the causal mask, in the widgets and in the chart's title."""
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(SENTENCE, timeout=FIRST_DRAW_MS)
@@ -55,16 +64,7 @@ def expect_view(page: Page) -> None:
 
 def test_a_shared_link_restores_the_view_in_a_new_browser(page: Page, app_url: str, browser: Browser, artifacts: Path):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=app_url)
-    page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
-    expect_idle(page)
-
-    box = page.locator('[data-testid="stTextArea"] textarea').first
-    box.click()
-    box.press("Control+a")
-    box.press_sequentially(SENTENCE)
-    box.press("Control+Enter")
-    expect(page).to_have_url(re.compile(r"text=Lily\+found"), timeout=REDRAW_MS)
+    type_the_sentence(page, app_url)
     page.locator('[data-testid="stCheckbox"]').get_by_text("Causal mask", exact=True).click()
     expect(chart_title(page)).to_contain_text("causal mask on", timeout=REDRAW_MS)
     expect_idle(page)
@@ -99,15 +99,7 @@ def test_a_shared_link_restores_the_view_in_a_new_browser(page: Page, app_url: s
 
 
 def test_a_reload_keeps_the_typed_sentence(page: Page, app_url: str):
-    page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
-    expect_idle(page)
-    box = page.locator('[data-testid="stTextArea"] textarea').first
-    box.click()
-    box.press("Control+a")
-    box.press_sequentially(SENTENCE)
-    box.press("Control+Enter")
-    expect(page).to_have_url(re.compile(r"text=Lily\+found"), timeout=REDRAW_MS)
+    type_the_sentence(page, app_url)
     expect_idle(page)
     page.reload()
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(SENTENCE, timeout=FIRST_DRAW_MS)

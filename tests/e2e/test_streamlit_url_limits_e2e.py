@@ -6,6 +6,7 @@ the day one of these tests fails, Streamlit lifted the limitation and the contro
 
 from __future__ import annotations
 
+import contextlib
 import json
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,22 +23,34 @@ READ = """() => {
 }"""
 
 
-@pytest.fixture(scope="module", params=["bind", "persist"])
-def served(request):
-    with running_app(f"e2e-url-limits-{request.param}.log", {"LIMIT_MODE": request.param}, script=SCRIPT) as url:
-        yield request.param, url
-
-
 @pytest.fixture(scope="module")
-def bound():
-    with running_app("e2e-url-limits-bind.log", {"LIMIT_MODE": "bind"}, script=SCRIPT) as url:
+def servers():
+    """The test app's server in a ``LIMIT_MODE``, started on first use and kept for the module: mode -> its URL."""
+    with contextlib.ExitStack() as stack:
+        urls: dict[str, str] = {}
+
+        def url(mode: str) -> str:
+            if mode not in urls:
+                app = running_app(f"e2e-url-limits-{mode}.log", {"LIMIT_MODE": mode}, script=SCRIPT)
+                urls[mode] = stack.enter_context(app)
+            return urls[mode]
+
         yield url
 
 
-@pytest.fixture(scope="module")
-def own():
-    with running_app("e2e-url-limits-own.log", {"LIMIT_MODE": "own"}, script=SCRIPT) as url:
-        yield url
+@pytest.fixture(params=["bind", "persist"])
+def served(request, servers) -> tuple[str, str]:
+    return request.param, servers(request.param)
+
+
+@pytest.fixture
+def bound(servers) -> str:
+    return servers("bind")
+
+
+@pytest.fixture
+def own(servers) -> str:
+    return servers("own")
 
 
 class Probe:

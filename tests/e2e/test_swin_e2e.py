@@ -4,14 +4,12 @@ on the window chart that makes the clicked patch the query (AppTest cannot click
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from conftest import running_app
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import click_cell, expect_idle, expect_no_exception, open_in_sidebar, type_model_folder  # noqa: E402
 from tests.swin_helpers import save_tiny_swin
 
 pytestmark = pytest.mark.e2e
@@ -20,29 +18,14 @@ FIRST_DRAW_MS = 60_000
 REDRAW_MS = 30_000
 
 
-@pytest.fixture(scope="module")
-def swin_server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("allowed")
-    folder = save_tiny_swin(root / "tiny-swin", window=2)
-    with running_app("e2e-swin-server.log", {"AP_MODEL_DIRS": str(root)}) as url:
-        yield url, str(folder)
+def save_model(root: Path) -> Path:
+    return save_tiny_swin(root / "tiny-swin", window=2)
 
 
-def test_type_a_swin_folder_pick_a_shifted_block_and_click_a_patch(page: Page, swin_server, artifacts: Path):
-    url, folder = swin_server
-    page.goto(url)
-    # the first page draws a chart once torch is imported: a page that imports scikit-learn while the background
-    # warm-up is still importing torch can fail (scipy looks at the half-imported torch module)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
-    expect_idle(page)
-    page.locator('[data-testid="stSidebarNav"]').get_by_text("Vision Transformer").click()
-    expect(page.get_by_role("heading", name="Vision Transformer")).to_be_visible(timeout=FIRST_DRAW_MS)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
-    expect_idle(page)
-    page.get_by_text(re.compile(r"^Another ViT \(")).click()  # "(Hugging Face id or folder)"
-    field = page.get_by_role("textbox", name=re.compile(r"folder$"))
-    field.fill(folder)
-    field.press("Enter")
+def test_type_a_swin_folder_pick_a_shifted_block_and_click_a_patch(page: Page, folder_server, artifacts: Path):
+    url, folder = folder_server
+    open_in_sidebar(page, url, "Vision Transformer", FIRST_DRAW_MS)
+    type_model_folder(page, "Another ViT", folder)
     expect(page.get_by_text("Patch 0 → its window, stage 0, block 0, head 0")).to_be_visible(timeout=FIRST_DRAW_MS)
     expect_idle(page)
     expect(page.get_by_text("Where [CLS] looks")).to_have_count(0)
@@ -54,11 +37,7 @@ def test_type_a_swin_folder_pick_a_shifted_block_and_click_a_patch(page: Page, s
     expect_idle(page)
 
     # click the patch in row 2, column 5 of the 8×8 grid (number 21): it becomes the query
-    chart = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="its window")
-    chart.scroll_into_view_if_needed()
-    area = chart.locator(".nsewdrag").first.bounding_box()
-    assert area is not None
-    page.mouse.click(area["x"] + area["width"] * 5.5 / 8, area["y"] + area["height"] * 2.5 / 8)
+    click_cell(page, page.locator('[data-testid="stPlotlyChart"]').filter(has_text="its window"), 2, 5, 8)
     expect(page.get_by_text("Patch 21 → its window, stage 0, block 1, head 0")).to_be_visible(timeout=REDRAW_MS)
     expect(page.get_by_label("Patch (click one in the chart, or type its number)")).to_have_value("21")
     expect_idle(page)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, section
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, pick_model, section
 
 pytestmark = [pytest.mark.e2e, pytest.mark.reliability]
 
@@ -82,8 +82,7 @@ def test_explore_sentence_with_a_closed_vocabulary_model(guarded, app_url: str, 
     page, outside = guarded
     open_page(page, app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_MS)
-    page.get_by_role("combobox", name="Model").click()
-    page.get_by_role("option", name=re.compile("GPT trained on stories", re.I)).first.click()
+    pick_model(page, "GPT trained on stories")
     box = page.locator('[data-testid="stTextArea"] textarea')
     box.fill(PAYLOAD)
     box.press("Control+Enter")
@@ -109,20 +108,15 @@ def test_bahdanau_sentence_is_quoted_literally(guarded, app_url: str, artifacts:
     page.screenshot(path=str(artifacts / "user-text-bahdanau.png"))
 
 
-def test_heads_compare_and_positional_sentences(guarded, app_url: str):
+@pytest.mark.parametrize(
+    "path, tab, label",
+    [("heads", "Compare", "Sentence A"), ("positional", "Order blindness", "Sentence (story words work best)")],
+)
+def test_heads_compare_and_positional_sentences(guarded, app_url: str, path: str, tab: str, label: str):
     page, outside = guarded
-    open_page(page, app_url, "heads")
-    section(page, "Compare").click()
-    field = page.get_by_label("Sentence A")
-    expect(field).to_be_visible(timeout=REDRAW_MS)
-    field.fill(PAYLOAD)
-    field.press("Enter")
-    expect_idle(page)
-    assert_inert(page, outside)
-
-    open_page(page, app_url, "positional")
-    section(page, "Order blindness").click()
-    field = page.get_by_label("Sentence (story words work best)")
+    open_page(page, app_url, path)
+    section(page, tab).click()
+    field = page.get_by_label(label)
     expect(field).to_be_visible(timeout=REDRAW_MS)
     field.fill(PAYLOAD)
     field.press("Enter")

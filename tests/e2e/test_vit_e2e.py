@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, click_cell, expect_no_exception  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -66,11 +66,7 @@ def test_vit_default_upload_and_bad_file(page: Page, app_url: str, artifacts: Pa
     publish_screenshot(shot, "vit.png")
 
     # click a patch (bottom-right, number 15) in the patch chart: it becomes the query
-    chart = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Patch 0 → patches")
-    chart.scroll_into_view_if_needed()
-    area = chart.locator(".nsewdrag").first.bounding_box()
-    assert area is not None
-    page.mouse.click(area["x"] + area["width"] * 7 / 8, area["y"] + area["height"] * 7 / 8)
+    click_cell(page, page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Patch 0 → patches"), 3, 3, 4)
     expect(page.get_by_text("Patch 15 → patches, layer 0, head 0")).to_be_visible(timeout=REDRAW_MS)
     expect(page.get_by_label("Patch (click one in the chart, or type its number)")).to_have_value("15")
     expect_settled(page)

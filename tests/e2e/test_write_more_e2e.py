@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, section  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, pick_model, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -21,8 +21,7 @@ PROMPT = "Lily found a red ball. She"
 def test_write_more_on_the_stories_model(page: Page, app_url: str, artifacts: Path):
     page.goto(app_url)
     expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
-    page.get_by_role("combobox", name="Model").click()
-    page.get_by_role("option", name=re.compile("GPT trained on stories", re.I)).first.click()
+    pick_model(page, "GPT trained on stories")
     box = page.locator('[data-testid="stTextArea"] textarea')
     box.fill(PROMPT)
     box.press("Control+Enter")

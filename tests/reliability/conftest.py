@@ -48,15 +48,8 @@ def save_tiny_bert(folder: Path) -> Path:
     vocab.write_text("\n".join(words) + "\n", encoding="utf-8")
     tokenizer = BertTokenizer(vocab_file=str(vocab))
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(words),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-    )
-    BertModel(config).save_pretrained(folder)
+    sizes = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    BertModel(BertConfig(vocab_size=len(words), max_position_embeddings=32, **sizes)).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

@@ -9,7 +9,6 @@ These drive the engine's job manager directly, as a forged request from a browse
 from __future__ import annotations
 
 import re
-import threading
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from engine.training.job_settings import EVAL_BATCH, JobSettingsError, build_mod
 from engine.training.jobs import JobManager
 from engine.training.loop import TrainConfig, train
 from tests.job_helpers import LONG, TINY, wait_until
+from tests.thread_helpers import all_at_once
 
 pytestmark = pytest.mark.reliability
 
@@ -48,29 +48,24 @@ def test_a_forged_20000_step_job_on_the_largest_model_is_refused(baseline_thread
         m.shutdown()
 
 
-def test_one_session_cannot_hold_two_slots(baseline_threads):
-    """Two slots, one session submitting twice (and racing itself): it keeps one job, and another
-    session's job takes the other slot at once instead of queueing behind the first session."""
-    m = JobManager(
+def two_slots() -> JobManager:
+    """Two slots, no heartbeat limit, every job estimated at 1 ms a step, 5 min a job."""
+    return JobManager(
         max_running=2,
         heartbeat_timeout=1e9,
         reap_every=0.1,
         estimator=lambda s: 1e-3,
         budget=TimeBudget(max_seconds=300),
     )
+
+
+def test_one_session_cannot_hold_two_slots(baseline_threads):
+    """Two slots, one session submitting twice (and racing itself): it keeps one job, and another
+    session's job takes the other slot at once instead of queueing behind the first session."""
+    m = two_slots()
     try:
         first = m.submit("greedy", LONG)
-        go, jobs = threading.Barrier(3), []
-
-        def again() -> None:
-            go.wait()
-            jobs.append(m.submit("greedy", LONG))
-
-        racers = [threading.Thread(target=again) for _ in range(3)]
-        for t in racers:
-            t.start()
-        for t in racers:
-            t.join(30)
+        jobs = all_at_once(lambda: m.submit("greedy", LONG), 3, 30)
         kept = m.get("greedy")
         assert kept in jobs and first.wait(10) and first.status == "stopped"
         assert all(j.wait(10) and j.status == "stopped" for j in jobs if j is not kept)
@@ -134,13 +129,7 @@ def solo_run(settings: dict, n_snapshots: int) -> list:
 def test_two_sessions_training_at_once_do_not_mix(baseline_threads):
     """Two sessions train at the same time (two slots): each one's progress holds exactly its own run,
     number for number what its settings give alone; stopping one leaves the other training."""
-    m = JobManager(
-        max_running=2,
-        heartbeat_timeout=1e9,
-        reap_every=0.1,
-        estimator=lambda s: 1e-3,
-        budget=TimeBudget(max_seconds=300),
-    )
+    m = two_slots()
     a_settings = dict(LONG, task="reverse", seed=1, device="cpu")
     b_settings = dict(TINY, task="copy", seed=2, steps=40, snapshot_every=5, device="cpu")
     try:

@@ -18,6 +18,22 @@ def _spawn(lane: BatchLane, key, item, run, results: dict, name: str) -> threadi
     return call_in_thread(lambda: lane.submit(key, item, run), results, name)
 
 
+class FirstCallHeld:
+    """A lane's ``run``: records each call's items and answers with ``answer(items)``; the first call sets
+    ``started`` and waits for ``gate``."""
+
+    def __init__(self, answer) -> None:
+        self.answer, self.calls = answer, []
+        self.started, self.gate = threading.Event(), threading.Event()
+
+    def __call__(self, items):
+        self.calls.append(list(items))
+        if len(self.calls) == 1:
+            self.started.set()
+            assert self.gate.wait(WAIT_S)
+        return self.answer(items)
+
+
 def _until(predicate, what: str) -> None:
     wait_until(predicate, timeout=WAIT_S, what=what)
 
@@ -31,27 +47,18 @@ def test_a_lone_request_runs_at_once_by_itself() -> None:
 
 def test_requests_waiting_for_a_busy_key_share_its_next_call_in_arrival_order() -> None:
     lane = BatchLane(slots=2, max_batch=8)
-    gate, started = threading.Event(), threading.Event()
-    calls: list[list] = []
-
-    def run(items):
-        calls.append(list(items))
-        if len(calls) == 1:
-            started.set()
-            assert gate.wait(WAIT_S)
-        return [f"r{x}" for x in items]
-
+    run = FirstCallHeld(lambda items: [f"r{x}" for x in items])
     results: dict = {}
     first = _spawn(lane, "m", 0, run, results, "first")
-    assert started.wait(WAIT_S)
+    assert run.started.wait(WAIT_S)
     waiting = []
     for i in range(1, 6):
         waiting.append(_spawn(lane, "m", i, run, results, f"w{i}"))
         _until(lambda i=i: len(lane._queue) == i, "the request did not queue")  # arrival order is fixed
-    gate.set()
+    run.gate.set()
     for t in [first, *waiting]:
         t.join(WAIT_S)
-    assert calls == [[0], [1, 2, 3, 4, 5]]  # the second slot did not start a call of the busy key
+    assert run.calls == [[0], [1, 2, 3, 4, 5]]  # the second slot did not start a call of the busy key
     assert results == {"first": "r0", **{f"w{i}": f"r{i}" for i in range(1, 6)}}
     assert lane.batches == [1, 5]
 
@@ -84,26 +91,17 @@ def test_other_keys_run_next_to_a_busy_one_and_never_merge() -> None:
 
 def test_max_batch_splits_a_long_queue() -> None:
     lane = BatchLane(slots=1, max_batch=2)
-    gate, started = threading.Event(), threading.Event()
-    sizes: list[int] = []
-
-    def run(items):
-        sizes.append(len(items))
-        if len(sizes) == 1:
-            started.set()
-            assert gate.wait(WAIT_S)
-        return items
-
+    run = FirstCallHeld(lambda items: items)
     results: dict = {}
     threads = [_spawn(lane, "m", 0, run, results, "t0")]
-    assert started.wait(WAIT_S)
+    assert run.started.wait(WAIT_S)
     for i in range(1, 6):
         threads.append(_spawn(lane, "m", i, run, results, f"t{i}"))
     _until(lambda: len(lane._queue) == 5, "requests did not queue")
-    gate.set()
+    run.gate.set()
     for t in threads:
         t.join(WAIT_S)
-    assert sizes == [1, 2, 2, 1] and results == {f"t{i}": i for i in range(6)}
+    assert [len(items) for items in run.calls] == [1, 2, 2, 1] and results == {f"t{i}": i for i in range(6)}
 
 
 def test_an_item_error_reaches_its_caller_only_and_a_failed_call_reaches_all_of_its_callers() -> None:

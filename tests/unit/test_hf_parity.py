@@ -21,17 +21,7 @@ import pytest
 import torch
 
 import engine
-from tests.hf_helpers import (
-    ATOL,
-    KINDS,
-    MAX_POS,
-    additive_causal_mask,
-    assert_not_uniform,
-    assert_parity,
-    engine_and_eager,
-    family,
-    reference_attentions,
-)
+from tests.hf_helpers import ATOL, KINDS, MAX_POS, additive_causal_mask, assert_equals_eager, engine_and_eager, family
 
 TRUNC_AT = 24
 CUDA_Z_ATOL = 5e-5  # z from a CUDA trace against the CPU reference: float32 GPU kernels sum in a different order
@@ -141,9 +131,7 @@ def test_pattern_equals_eager_output_attentions(pair: Pair, sentence: str) -> No
     assert list(tr.tokens.ids) == expected_ids
     assert not tr.truncated and tr.n_input_tokens == len(expected_ids)
     assert tr.causal is pair.decoder
-    atts = reference_attentions(pair.ref, tr.tokens.ids)
-    assert_not_uniform(atts)
-    assert_parity(tr, atts)
+    assert_equals_eager(tr, pair.ref, peaked=True)
 
 
 def test_truncated_at_max_tokens_matches_reference(pair: Pair) -> None:
@@ -159,7 +147,7 @@ def test_truncated_at_max_tokens_matches_reference(pair: Pair) -> None:
     if not pair.decoder:  # the special tokens of an encoder survive truncation
         assert tr.tokens.special[0] and tr.tokens.special[-1]
         assert not any(tr.tokens.special[1:-1])
-    assert_parity(tr, reference_attentions(pair.ref, tr.tokens.ids))
+    assert_equals_eager(tr, pair.ref)
 
 
 def test_scales_follow_the_config(pair: Pair) -> None:
@@ -268,13 +256,12 @@ def test_gpt2_causal_toggle_never_touches_the_shared_model(gpt2: Pair) -> None:
     assert default.causal
     for layer in range(default.n_layers):
         assert np.all(np.triu(default.pattern(layer), 1) == 0.0)  # exactly zero above the diagonal
-    assert_parity(default, reference_attentions(gpt2.ref, default.tokens.ids))
+    assert_equals_eager(default, gpt2.ref)
 
     bidirectional = engine.trace(gpt2.model, ODD, causal=False)
     assert not bidirectional.causal
-    atts = reference_attentions(gpt2.ref, bidirectional.tokens.ids, attention_mask=torch.zeros(1, 1, n, n))
+    atts = assert_equals_eager(bidirectional, gpt2.ref, torch.zeros(1, 1, n, n))
     assert float(np.triu(atts[0][0], 1).sum()) > 0.1  # the reference really looked ahead
-    assert_parity(bidirectional, atts)
 
     again = engine.trace(gpt2.model, ODD, causal=True)
     for layer in range(again.n_layers):
@@ -293,7 +280,7 @@ def test_bert_causal_true_matches_additive_mask(bert: Pair) -> None:
     assert tr.causal
     for layer in range(tr.n_layers):
         assert np.all(np.triu(tr.pattern(layer), 1) == 0.0)
-    assert_parity(tr, reference_attentions(bert.ref, tr.tokens.ids, attention_mask=additive_causal_mask(n)))
+    assert_equals_eager(tr, bert.ref, additive_causal_mask(n))
     assert no_hooks_left(bert.model.module)
 
 
@@ -306,9 +293,7 @@ def test_minilm_parity(minilm, minilm_ref, sentence: str) -> None:
     assert list(tr.tokens.ids) == tok(unicodedata.normalize("NFC", text))["input_ids"]
     assert (tr.n_layers, tr.n_heads, tr.d_head) == (6, 12, 32)
     assert not tr.causal and not tr.truncated
-    atts = reference_attentions(ref, tr.tokens.ids)
-    assert_not_uniform(atts)
-    assert_parity(tr, atts)
+    assert_equals_eager(tr, ref, peaked=True)
     n = len(tr.tokens)
     np.testing.assert_allclose(tr.pos_encoding, ref.embeddings.position_embeddings.weight[:n].detach().numpy(), atol=0)
 
@@ -326,7 +311,7 @@ def test_minilm_truncated_at_512(minilm, minilm_ref) -> None:
     assert tr.truncated and len(tr.tokens) == 512 and tr.n_input_tokens == len(full)
     assert tr.notices and any("512" in note for note in tr.notices)
     assert list(tr.tokens.ids) == tok(text, truncation=True, max_length=512)["input_ids"]
-    assert_parity(tr, reference_attentions(ref, tr.tokens.ids))
+    assert_equals_eager(tr, ref)
 
 
 def test_minilm_causal_matches_additive_float_mask(minilm, minilm_ref) -> None:
@@ -338,10 +323,8 @@ def test_minilm_causal_matches_additive_float_mask(minilm, minilm_ref) -> None:
     assert tr.causal
     for layer in range(tr.n_layers):
         assert np.all(np.triu(tr.pattern(layer), 1) == 0.0)
-    atts = reference_attentions(ref, tr.tokens.ids, attention_mask=additive_causal_mask(n))
-    for att in atts:
+    for att in assert_equals_eager(tr, ref, additive_causal_mask(n)):
         assert np.all(np.triu(att, 1) == 0.0)
-    assert_parity(tr, atts)
     # and the shared model is still a bidirectional encoder
     assert module.config._attn_implementation == impl_before
     plain = engine.trace(minilm, ODD)

@@ -13,18 +13,8 @@ LEARNED_2_LAYERS = ["hook_embed", "hook_pos_embed", *two_layers(BLOCK)]
 
 
 def _model(pos_encoding: str, norm: str = "pre") -> Transformer:
-    return Transformer(
-        TransformerConfig(
-            vocab_size=11,
-            d_model=8,
-            n_layers=2,
-            n_heads=2,
-            d_mlp=16,
-            max_len=8,
-            pos_encoding=pos_encoding,
-            norm=norm,
-        )
-    )
+    sizes = dict(vocab_size=11, d_model=8, n_layers=2, n_heads=2, d_mlp=16, max_len=8)
+    return Transformer(TransformerConfig(pos_encoding=pos_encoding, norm=norm, **sizes))
 
 
 @pytest.mark.parametrize("norm", ["pre", "post"])

@@ -8,7 +8,6 @@ depends on how busy the machine is; the jobs themselves train for real, briefly.
 from __future__ import annotations
 
 import math
-import threading
 import time
 
 import pytest
@@ -19,6 +18,7 @@ from engine.training.budget import Estimate, StepTimer, TimeBudget
 from engine.training.job_settings import JobSettingsError, validate_settings
 from engine.training.jobs import JobManager
 from tests.job_helpers import LONG, TINY, FakeClock, parked, reaper_rounds, wait_until
+from tests.thread_helpers import all_at_once
 
 
 class FixedEstimator:
@@ -285,17 +285,7 @@ def test_racing_submits_of_one_session_leave_one_job(baseline_threads):
         max_running=2, heartbeat_timeout=1e9, reap_every=0.05, estimator=FixedEstimator(1e-3), budget=TimeBudget()
     )
     try:
-        start, jobs = threading.Barrier(4), []
-
-        def submit():
-            start.wait()
-            jobs.append(m.submit("s1", LONG))
-
-        threads = [threading.Thread(target=submit) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
+        jobs = all_at_once(lambda: m.submit("s1", LONG), 4, 30)
         assert len(jobs) == 4
         kept = m.get("s1")
         others = [j for j in jobs if j is not kept]

@@ -12,37 +12,12 @@ import numpy as np
 import pytest
 
 from app.ui.map_data import CSV_MAX_SIDE, MapView, csv_region, exact_map, head_csv, head_map, hidden_keys
-from engine.records import Tokens
-from engine.traces.attention import AttentionTrace
 from engine.traces.overview import overview_edges
-
-
-def make_trace(
-    n: int, *, causal: bool = False, special_ends: bool = True, seed: int = 0, window: tuple[int | None, ...] = ()
-) -> AttentionTrace:
-    rng = np.random.default_rng(seed)
-    strings = tuple(
-        "[CLS]" if i == 0 and special_ends else "[SEP]" if i == n - 1 and special_ends else f"w{i}" for i in range(n)
-    )
-    special = tuple(s.startswith("[") for s in strings)
-    toks = Tokens(strings=strings, ids=tuple(range(n)), special=special)
-    q, k, v = (rng.standard_normal((2, n, 8)).astype(np.float32) * 2 for _ in range(3))
-    return AttentionTrace(
-        model_id="m",
-        family="decoder" if causal else "encoder",
-        tokens=toks,
-        key_tokens=toks,
-        queries=(q,),
-        keys=(k,),
-        values=(v,),
-        scales=(8**-0.5,),
-        causal=causal,
-        window=window,
-    )
+from tests.trace_helpers import random_trace
 
 
 def test_short_input_is_exact_with_token_labels():
-    tr = make_trace(12)
+    tr = random_trace(12)
     data = head_map(tr, MapView(0, 1))
     np.testing.assert_allclose(data.values, tr.pattern(0, 1), rtol=1e-5, atol=1e-7)
     assert not data.pooled and data.reduce == ""
@@ -50,7 +25,7 @@ def test_short_input_is_exact_with_token_labels():
 
 
 def test_causal_cells_are_nan_exactly_where_blocked():
-    tr = make_trace(10, causal=True)
+    tr = random_trace(10, causal=True)
     data = head_map(tr, MapView(0, 0))
     blocked = np.triu(np.ones((10, 10), dtype=bool), k=1)
     assert np.isnan(data.values[blocked]).all() and np.isfinite(data.values[~blocked]).all()
@@ -59,7 +34,7 @@ def test_causal_cells_are_nan_exactly_where_blocked():
 
 @pytest.mark.parametrize("causal", [True, False])
 def test_sliding_window_cells_are_nan_exactly_where_blocked(causal: bool):
-    tr = make_trace(12, causal=causal, window=(3,))
+    tr = random_trace(12, causal=causal, window=(3,))
     data = head_map(tr, MapView(0, 1))
     blocked = ~np.isfinite(tr.mask(0))
     assert blocked.any() and (~blocked).any()
@@ -72,7 +47,7 @@ def test_sliding_window_cells_are_nan_exactly_where_blocked(causal: bool):
 
 
 def test_long_input_is_block_maxima_of_the_full_pattern():
-    tr = make_trace(300, causal=True)
+    tr = random_trace(300, causal=True)
     data = head_map(tr, MapView(0, 1, size=64))
     full = tr.pattern(0, 1)
     edges = overview_edges(300, 64)
@@ -86,7 +61,7 @@ def test_long_input_is_block_maxima_of_the_full_pattern():
 
 
 def test_hidden_sinks_drop_columns_without_renormalising():
-    tr = make_trace(12)
+    tr = random_trace(12)
     assert hidden_keys(tr).tolist() == [0, 11]  # [CLS] (also the first token) and [SEP]
     data = head_map(tr, MapView(0, 0, hide_sinks=True))
     np.testing.assert_allclose(data.values, tr.pattern(0, 0)[:, 1:11], rtol=1e-5)
@@ -106,7 +81,7 @@ def test_hiding_sinks_keeps_an_unknown_word(minilm):
 
 
 def test_row_scale_divides_each_row_by_its_largest_shown_weight():
-    tr = make_trace(12)
+    tr = random_trace(12)
     data = head_map(tr, MapView(0, 0, scale="row"))
     full = tr.pattern(0, 0)
     np.testing.assert_allclose(data.values, full / full.max(axis=1, keepdims=True), rtol=1e-5)
@@ -114,7 +89,7 @@ def test_row_scale_divides_each_row_by_its_largest_shown_weight():
 
 
 def test_value_weighting_multiplies_each_column_by_its_value_norm():
-    tr = make_trace(12)
+    tr = random_trace(12)
     norms = np.linalg.norm(tr.v(0)[1], axis=-1)
     data = head_map(tr, MapView(0, 1, weighting="value"))
     np.testing.assert_allclose(data.values, tr.pattern(0, 1) * norms[None, :], rtol=1e-5, atol=1e-7)
@@ -123,7 +98,7 @@ def test_value_weighting_multiplies_each_column_by_its_value_norm():
     want = (tr.pattern(0, 1) * norms[None, :])[:, 1:-1]
     np.testing.assert_allclose(hidden.values, want / want.max(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
     assert hidden.value_name == "share of row max of α·‖v‖"
-    long = make_trace(300, causal=True)
+    long = random_trace(300, causal=True)
     pooled = head_map(long, MapView(0, 0, weighting="value", size=64))
     full = long.pattern(0, 0) * np.linalg.norm(long.v(0)[0], axis=-1)[None, :]
     edges = overview_edges(300, 64)
@@ -133,7 +108,7 @@ def test_value_weighting_multiplies_each_column_by_its_value_norm():
 
 
 def test_zoom_region_is_exact_once_it_fits():
-    tr = make_trace(300)
+    tr = random_trace(300)
     data = head_map(tr, MapView(0, 1, q_range=(40, 90), k_range=(100, 160), size=64))
     np.testing.assert_allclose(data.values, tr.pattern(0, 1)[40:90, 100:160], rtol=1e-5, atol=1e-8)
     assert not data.pooled and data.q_labels[0] == "40 w40" and data.k_labels[0] == "100 w100"
@@ -153,7 +128,7 @@ def _read(csv_bytes: bytes) -> tuple[list[str], list[str], np.ndarray]:
 
 
 def test_csv_holds_the_exact_weights_of_the_whole_head_or_a_region():
-    tr = make_trace(40)
+    tr = random_trace(40)
     keys, queries, weights = _read(head_csv(tr, 0, 1, block_rows=7))  # several row blocks
     assert keys[0] == "0 [CLS]" and queries[-1] == "39 [SEP]"
     np.testing.assert_allclose(weights, tr.pattern(0, 1), atol=1e-6)
@@ -163,8 +138,8 @@ def test_csv_holds_the_exact_weights_of_the_whole_head_or_a_region():
 
 
 def test_csv_region_is_refused_past_the_cap():
-    tr = make_trace(8)
+    tr = random_trace(8)
     assert csv_region(tr, None, None) == ((0, 8), (0, 8))
-    big = make_trace(CSV_MAX_SIDE + 1, special_ends=False)
+    big = random_trace(CSV_MAX_SIDE + 1, special_ends=False)
     assert csv_region(big, None, None) is None
     assert csv_region(big, (0, 100), (0, CSV_MAX_SIDE)) == ((0, 100), (0, CSV_MAX_SIDE))

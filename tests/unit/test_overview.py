@@ -182,21 +182,28 @@ def test_row_scale_makes_each_rows_largest_selected_weight_one() -> None:
     assert np.all(blocked_rows[:5] == 0.0) and np.allclose(blocked_rows[5:].max(axis=1), 1.0)
 
 
-def test_hand_worked_three_tokens() -> None:
-    """Causal, d_head 1, scale 1, q = 1 and k = (0, ln 3, ln 3): rows (1), (1/4, 3/4), (1/7, 3/7, 3/7)."""
-    q = np.array([[[1.0], [1.0], [1.0]]], dtype=np.float32)
-    k = np.array([[[0.0], [math.log(3)], [math.log(3)]]], dtype=np.float32)
-    trace = AttentionTrace(
+HAND_K = np.array([[[0.0], [math.log(3)], [math.log(3)]]], dtype=np.float32)
+
+
+def hand_trace(values: np.ndarray) -> AttentionTrace:
+    """Causal, one head of d_head 1, scale 1, q = 1 and k = (0, ln 3, ln 3): rows (1), (1/4, 3/4), (1/7, 3/7, 3/7)."""
+    q = np.ones((1, 3, 1), dtype=np.float32)
+    return AttentionTrace(
         model_id="hand",
         family="decoder",
         tokens=toks(3),
         key_tokens=toks(3),
         queries=(q,),
-        keys=(k,),
-        values=(k,),
+        keys=(HAND_K,),
+        values=(values,),
         scales=(1.0,),
         causal=True,
     )
+
+
+def test_hand_worked_three_tokens() -> None:
+    """:func:`hand_trace`'s overview: its exact rows, and blocks of two."""
+    trace = hand_trace(HAND_K)
     exact = [[1, 0, 0], [1 / 4, 3 / 4, 0], [1 / 7, 3 / 7, 3 / 7]]
     np.testing.assert_allclose(trace.overview(0, 0), exact, rtol=1e-6, atol=1e-7)
     # size 2: edges (0, 1, 3) on both sides, blocks {0}, {1, 2}
@@ -376,20 +383,7 @@ def weighted_by_hand(trace: AttentionTrace, layer: int, head: int) -> np.ndarray
 
 def test_value_weighting_hand_worked_three_tokens() -> None:
     """The causal 3-token head above, with value vectors of lengths 0.1, 2 and 5 (d_head 2)."""
-    q = np.ones((1, 3, 1), dtype=np.float32)
-    k = np.array([[[0.0], [math.log(3)], [math.log(3)]]], dtype=np.float32)
-    v = np.array([[[0.06, 0.08], [0.0, 2.0], [3.0, 4.0]]], dtype=np.float32)  # ‖v‖ = 0.1, 2, 5
-    trace = AttentionTrace(
-        model_id="hand",
-        family="decoder",
-        tokens=toks(3),
-        key_tokens=toks(3),
-        queries=(q,),
-        keys=(k,),
-        values=(v,),
-        scales=(1.0,),
-        causal=True,
-    )
+    trace = hand_trace(np.array([[[0.06, 0.08], [0.0, 2.0], [3.0, 4.0]]], dtype=np.float32))  # ‖v‖ = 0.1, 2, 5
     norms = trace.value_norms(0, 0)
     assert norms.dtype == np.float32 and norms.shape == (3,)
     np.testing.assert_allclose(norms, [0.1, 2.0, 5.0], rtol=1e-6)

@@ -11,6 +11,7 @@ import pytest
 from engine.cache import TraceCache, nbytes
 from engine.records import Tokens
 from engine.traces.attention import AttentionTrace
+from tests.thread_helpers import all_at_once, call_in_thread
 
 
 def make_trace(n: int, seed: int = 0) -> AttentionTrace:
@@ -68,23 +69,13 @@ def test_entry_larger_than_budget_is_served_not_kept():
 def test_concurrent_requests_for_one_key_compute_once():
     cache = TraceCache(max_bytes=10**6)
     calls = []
-    start = threading.Barrier(6)
-    results = []
 
     def slow():
         calls.append(1)
         time.sleep(0.2)
         return make_trace(8)
 
-    def worker():
-        start.wait()
-        results.append(cache.get("same", slow))
-
-    threads = [threading.Thread(target=worker) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(5)
+    results = all_at_once(lambda: cache.get("same", slow), 6, 5)
     assert len(calls) == 1 and len(results) == 6
     assert all(r is results[0] for r in results)
 
@@ -146,62 +137,33 @@ class _Stopped(BaseException):
     """Like Streamlit's StopException: the caller's page run was stopped, not the computation refused."""
 
 
-def test_a_waiter_computes_for_itself_when_the_run_it_waited_on_was_stopped():
-    cache = TraceCache(max_bytes=10_000)
-    started, release = threading.Event(), threading.Event()
+def owner_and_waiter(cache: TraceCache, error: BaseException, waiter_compute) -> dict:
+    """Two calls of ``cache.get("k", ...)``: the owner's computation raises ``error`` once the waiter waits on it;
+    returns what each call returned or raised (``"owner"``, ``"waiter"``)."""
+    started, release, out = threading.Event(), threading.Event(), {}
 
-    def stopped_compute():
+    def raising():
         started.set()
         release.wait(5)
-        raise _Stopped()
+        raise error
 
-    results, errors = [], []
-
-    def owner():
-        try:
-            cache.get("k", stopped_compute)
-        except _Stopped as err:
-            errors.append(err)
-
-    def waiter():
-        results.append(cache.get("k", lambda: np.arange(3, dtype=np.float32)))
-
-    a = threading.Thread(target=owner)
-    a.start()
+    owner = call_in_thread(lambda: cache.get("k", raising), out, "owner")
     started.wait(5)
-    b = threading.Thread(target=waiter)
-    b.start()
-    time.sleep(0.05)  # b is waiting on a's computation
+    waiter = call_in_thread(lambda: cache.get("k", waiter_compute), out, "waiter")
+    time.sleep(0.05)  # the waiter is waiting on the owner's computation
     release.set()
-    a.join(5), b.join(5)
-    assert len(errors) == 1, "the stopped run gets its own exception"
-    assert len(results) == 1 and results[0].tolist() == [0.0, 1.0, 2.0], "the waiter computed the value itself"
+    owner.join(5), waiter.join(5)
+    return out
+
+
+def test_a_waiter_computes_for_itself_when_the_run_it_waited_on_was_stopped():
+    cache = TraceCache(max_bytes=10_000)
+    out = owner_and_waiter(cache, _Stopped(), lambda: np.arange(3, dtype=np.float32))
+    assert isinstance(out["owner"], _Stopped), "the stopped run gets its own exception"
+    assert out["waiter"].tolist() == [0.0, 1.0, 2.0], "the waiter computed the value itself"
     assert "k" in cache
 
 
 def test_an_ordinary_error_still_reaches_every_waiter():
-    cache = TraceCache(max_bytes=10_000)
-    started, release = threading.Event(), threading.Event()
-
-    def failing():
-        started.set()
-        release.wait(5)
-        raise ValueError("bad text")
-
-    seen = []
-
-    def call():
-        try:
-            cache.get("k", failing)
-        except ValueError as err:
-            seen.append(str(err))
-
-    a = threading.Thread(target=call)
-    a.start()
-    started.wait(5)
-    b = threading.Thread(target=call)
-    b.start()
-    time.sleep(0.05)
-    release.set()
-    a.join(5), b.join(5)
-    assert seen == ["bad text", "bad text"]
+    out = owner_and_waiter(TraceCache(max_bytes=10_000), ValueError("bad text"), lambda: "computed again")
+    assert [(type(e), str(e)) for e in out.values()] == [(ValueError, "bad text")] * 2

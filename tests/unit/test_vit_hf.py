@@ -19,49 +19,16 @@ import engine
 from engine.analysis.vision import cls_map, occlusion_check, rollout_map
 from engine.records import ModelUnavailableError
 from engine.traces.vision import VisionTrace
-from tests.hf_helpers import photo, save_image_processor, traced_photo
+from tests.hf_helpers import photo, save_tiny_vit, traced_photo
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 ATOL = 1e-5
 
 
-def _save(folder: Path, kind: str) -> Path:
-    from transformers import (
-        DeiTConfig,
-        DeiTForImageClassificationWithTeacher,
-        ViTConfig,
-        ViTForImageClassification,
-        ViTModel,
-    )
-
-    common = dict(
-        image_size=16,
-        patch_size=4,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=48,
-        initializer_range=0.5,
-        num_labels=3,
-        id2label={0: "cat", 1: "dog", 2: "<b>fish</b>"},
-        label2id={"cat": 0, "dog": 1, "<b>fish</b>": 2},
-    )
-    torch.manual_seed(0)
-    if kind == "vit":
-        model = ViTForImageClassification(ViTConfig(**common))
-    elif kind == "vit-base":
-        model = ViTModel(ViTConfig(**common), add_pooling_layer=False)
-    else:
-        model = DeiTForImageClassificationWithTeacher(DeiTConfig(**common))
-    model.save_pretrained(folder)
-    save_image_processor(folder, 16)
-    return folder
-
-
 @pytest.fixture(scope="module", params=["vit", "deit", "vit-base"])
 def saved(request, tmp_path_factory) -> tuple[str, Path]:
-    return request.param, _save(tmp_path_factory.mktemp(request.param), request.param)
+    return request.param, save_tiny_vit(tmp_path_factory.mktemp(request.param), request.param)
 
 
 def _photo(seed: int = 0) -> np.ndarray:
@@ -135,7 +102,7 @@ def test_hooks_are_removed_after_a_trace(saved):
 
 
 def test_folder_without_processor_config_is_refused(tmp_path):
-    folder = _save(tmp_path / "m", "vit")
+    folder = save_tiny_vit(tmp_path / "m", "vit")
     (folder / "preprocessor_config.json").unlink()
     with pytest.raises(ModelUnavailableError, match="preprocessor_config.json"):
         engine.load(str(folder))
