@@ -1,10 +1,5 @@
 """Plotly figures for the Captions page: a map per written word (the paper's figure), one large map, β per word,
-and a picture with its objects' true boxes.
-
-Built on the Vision Transformer page's overlays (:mod:`app.views.vit.figures`): the captioner's grid cell
-plays the part of a patch (8×8 pixels of the 64×64 picture). Inputs are the figure data of
-:mod:`app.views.captions.map_data`; nothing here computes attention.
-"""
+the picture with its objects' true boxes. Built on the ViT page's overlays: a grid cell plays the part of a patch."""
 
 from __future__ import annotations
 
@@ -22,13 +17,10 @@ BOX = "#00e5ff"  # a true object's outline
 
 def word_panels(image: np.ndarray, view: CaptionView, selected: int | None = None) -> go.Figure:
     """One small map per written word over the picture, in caption order (each on its own colour scale)."""
-    fig = overlay_grid(
-        image, view.alphas, view.cell_px, selected=selected, labels=list(view.labels), unit="word", per_row=5
-    )
-    fig.update_layout(
-        title=dict(text="Where it looks for each word", x=0.0, font=dict(size=15)), margin=dict(l=5, r=5, t=60, b=5)
-    )
-    return fig
+    labels = list(view.labels)
+    fig = overlay_grid(image, view.alphas, view.cell_px, selected=selected, labels=labels, unit="word", per_row=5)
+    title = dict(text="Where it looks for each word", x=0.0, font=dict(size=15))
+    return fig.update_layout(title=title, margin=dict(l=5, r=5, t=60, b=5))
 
 
 def word_map(image: np.ndarray, view: CaptionView, word: int, cell: int | None = None) -> go.Figure:
@@ -39,8 +31,7 @@ def word_map(image: np.ndarray, view: CaptionView, word: int, cell: int | None =
 
 
 def gate_bars(view: CaptionView, selected: int) -> go.Figure:
-    """Each written word's β (our captioner) or weight on [CLS] (a pretrained one: what its row leaves off the
-    patches) as bars, the chosen word in orange, with the word's largest α on the picture on hover."""
+    """Each written word's ``view.gate`` as bars, the chosen word in orange, its largest α on hover."""
     name, values = view.gate
     title, peak = ("β: how much each word uses the image", "largest α")
     if view.betas is None:
@@ -94,10 +85,7 @@ def region_lines(fig: go.Figure, bounds: list[tuple[int, int]], cell_px: int, si
     return fig
 
 
-def region_box(
-    fig: go.Figure, bounds: list[tuple[int, int]], region: int, cell_px: int, colour: str = PICKED
-) -> go.Figure:
+def region_box(fig: go.Figure, bounds: list[tuple[int, int]], region: int, cell_px: int) -> go.Figure:
     """``fig`` with region ``region`` (of the 3×3 split) outlined."""
     (r0, r1), (c0, c1) = bounds[region // 3], bounds[region % 3]
-    fig.add_shape(square_outline(r0, r1, c0, c1, cell_px, colour))
-    return fig
+    return fig.add_shape(square_outline(r0, r1, c0, c1, cell_px, PICKED))

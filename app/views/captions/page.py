@@ -1,10 +1,6 @@
-"""Captions: an image captioner with soft attention writes a caption word by word; see where it looks for each word.
-
-Picture (a held-out scene, a drawing, an upload) → greedy or beam-search caption → one α map per written word
-(the "Show, Attend and Tell" figure), the chosen word's map large, β per word, the numbers of any grid cell; and
-the held-out scenes the model gets wrong. A pretrained captioner (ViT + GPT-2, BLIP) shows one decoder layer's
-cross-attention on the image's patches instead, and each word's weight on [CLS] where our captioner shows β.
-"""
+"""Captions: a captioner writes a caption word by word; one α map per written word (the "Show, Attend and Tell"
+figure), the chosen word's map large, β per word, any cell's numbers, and the held-out scenes it gets wrong. A
+pretrained captioner shows a decoder layer's cross-attention on the patches, and its weight on [CLS] for β."""
 
 from __future__ import annotations
 
@@ -53,23 +49,19 @@ SEARCHES = {"greedy": "Greedy", "beam": "Beam search"}
 SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZES)  # what the scenes draw
 SIDE = CAPTION_IMAGE_SIZE
 OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
+PLACES = (("Down (row of its centre)", Captions.row), ("Across (column of its centre)", Captions.col))  # its sliders
 BAHDANAU_SENTENCE = "the red car is fast"
 MODEL_HELP = (
     "The scene captioner, trained here on generated scenes: a small conv-net gives an 8×8 grid of features and an "
     "LSTM writes the caption, attending over the grid before every word. Pretrained captioners from the Hub write "
     "with a transformer decoder that attends over the picture's patches."
 )
-OTHER_MODEL = (
-    Captions.hub_id,
-    "A pretrained captioner",
-    "e.g. Salesforce/blip-image-captioning-base",
-    f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 decoder "
-    "(VisionEncoderDecoder), or BLIP's captioner.",
-)
+HUB_HELP = f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 decoder, or BLIP's."
+OTHER_MODEL = (Captions.hub_id, "A pretrained captioner", "e.g. Salesforce/blip-image-captioning-base", HUB_HELP)
 
 
 def _defaults() -> None:
-    """Defaults once per session; a choice that is not one of its options (a forged value) goes back to its default."""
+    """Defaults once per session; a choice that is not one of its options (forged) goes back to its default."""
     defaults({**Captions.DEFAULTS, **Captions.DRAW_DEFAULTS})
     choices = {**Captions.OPTIONS, Captions.count: (1, 2)}
     for i, (shape, colour, size, row, col) in enumerate(Captions.DRAWING):
@@ -88,9 +80,6 @@ def _option(key: str, options) -> str:
     return value if value in options else Captions.DEFAULTS[key]
 
 
-# ---------------------------------------------------------------- the picture
-
-
 def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
     """One or two objects: shape, colour, size and where (the centre, in pixels of the 64×64 picture)."""
     st.radio("Objects", [1, 2], key=Captions.count, horizontal=True, **PERSIST)
@@ -103,10 +92,7 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
                 st.selectbox(label, options, key=f"{prefix}{i}", **PERSIST)
                 for label, options, prefix in zip(("Shape", "Colour", "Size"), (SHAPES, COLOURS, SIZES), OBJECT)
             ]
-            for label, prefix in (
-                ("Down (row of its centre)", Captions.row),
-                ("Across (column of its centre)", Captions.col),
-            ):
+            for label, prefix in PLACES:
                 st.slider(label, 0, SIDE - 1, key=f"{prefix}{i}", **PERSIST)
                 chosen.append(bounded(st.session_state.get(f"{prefix}{i}"), 0, SIDE - 1))
             objects.append(DrawnObject(*chosen))
@@ -119,8 +105,7 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
 
 
 def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple[str, ...]]:
-    """The source and its controls; the request without its decoding (None when there is no picture yet). An upload
-    is fitted to our captioner's 64 pixels, or to 384 for a ``pretrained`` one."""
+    """The source and its controls: the request without its decoding (None while there is no picture yet)."""
     st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, horizontal=True, **PERSIST)
     source = _option(Captions.source, SOURCES)
     if source == "scene":
@@ -142,10 +127,7 @@ def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple
 
 def pick_decoding() -> int:
     """Greedy or beam search; returns the beam width (1: greedy)."""
-    help = (
-        "Greedy writes the most probable word at every step. Beam search keeps the best few partial captions and "
-        "returns the most probable whole caption."
-    )
+    help = "Greedy writes the most probable word at every step; beam search keeps the best few partial captions."
     st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, horizontal=True, help=help, **PERSIST)
     if _option(Captions.search, SEARCHES) == "greedy":
         return 1
@@ -162,23 +144,18 @@ def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
         return layer, pick_head(heads, Captions.head, "mean over heads")
 
 
-# ---------------------------------------------------------------- the caption and its maps
-
-
 def show_caption(trace, picture, cell_px: int) -> None:
     """The picture as the model reads it, what the model wrote, the grammar's caption and whether they match."""
     how = "greedy decoding" if trace.beam == 1 else f"the best of a beam of {trace.beam}"
     shown, words = side_by_side([2, 3])
     with shown:
-        show_chart(
-            shared_build(picture_with_boxes, picture.image, picture.boxes, cell_px, title="What the model reads"),
-            key=Captions.picture,
-        )
+        fig = shared_build(picture_with_boxes, picture.image, picture.boxes, cell_px, title="What the model reads")
+        show_chart(fig, key=Captions.picture)
         boxes = " Dotted: the objects' true boxes." if picture.boxes else ""
+        side, grid = picture.image.shape[0], picture.image.shape[0] // cell_px
         st.caption(
-            f"{picture.described[:1].upper() + picture.described[1:]}, {picture.image.shape[0]}×"
-            f"{picture.image.shape[1]} pixels, and the {picture.image.shape[0] // cell_px}×"
-            f"{picture.image.shape[0] // cell_px} grid of cells the model attends over.{boxes}"
+            f"{picture.described[:1].upper() + picture.described[1:]}, {side}×{side} pixels, and the {grid}×{grid} "
+            f"grid of cells the model attends over.{boxes}"
         )
     with words:
         st.markdown(f"**The model writes** ({how})\n\n> {md(trace.caption) or '(nothing)'}")
@@ -214,10 +191,9 @@ def show_words(image: np.ndarray, view) -> int:
         r, c = view.cell(view.peaks[word])
         st.caption(
             f"Where the model looks before writing “{md(view.words[word])}”: α over the {view.grid}×{view.grid} "
-            f"grid, each {'cell' if view.rest is None else 'patch'} {view.cell_px}×{view.cell_px} pixels of "
-            "the picture. Its peak is cell "
-            f"{view.peaks[word]} (row {r}, column {c}, α = {float(view.alphas[word, r, c]):.3f}). The outlined "
-            "cell is the one whose numbers are listed below: click a cell to choose it."
+            f"grid, each {'cell' if view.rest is None else 'patch'} {view.cell_px}×{view.cell_px} pixels. Peak: cell "
+            f"{view.peaks[word]} (row {r}, column {c}, α = {float(view.alphas[word, r, c]):.3f}). The outlined cell's "
+            "numbers are listed below: click a cell to choose it."
         )
     with right:
         show_chart(shared_build(gate_bars, view, word), key=Captions.betas)
@@ -301,9 +277,6 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     show_cell_numbers(view, word)
 
 
-# ---------------------------------------------------------------- page
-
-
 def main() -> None:
     _defaults()
     st.title("Captions")
@@ -312,15 +285,11 @@ def main() -> None:
         "a time, and before every word it looks over the picture: a small conv-net cuts it into an 8×8 grid of "
         "feature vectors, and the LSTM decoder gives each cell a weight α (a softmax: they sum to 1)."
     )
-    open_page(
-        "bahdanau.py",
-        "The same additive attention over a source sentence: the Bahdanau page",
-        {Bahdanau.text: BAHDANAU_SENTENCE},
-        icon=":material/translate:",
-    )
+    title = "The same additive attention over a source sentence: the Bahdanau page"
+    open_page("bahdanau.py", title, {Bahdanau.text: BAHDANAU_SENTENCE}, icon=":material/translate:")
     st.caption(
-        "e(t, i) = vᵀ tanh(W h(t−1) + U a(i)), α(t, ·) = softmax(e(t, ·)): Bahdanau's translator scores every "
-        "English word's encoder state this way; here the “source” is the grid of picture cells."
+        "e(t, i) = vᵀ tanh(W h(t−1) + U a(i)), α(t, ·) = softmax(e(t, ·)): Bahdanau's translator scores English "
+        "words this way; here the “source” is the grid of picture cells."
     )
     top_left, top_right = st.columns([3, 2])
     with top_left:

@@ -1,10 +1,8 @@
-"""Plotly figures for the Vision Transformer page: the image with its patch grid, attention overlays.
+"""Plotly figures for the Vision Transformer page: the image with its patch grid, attention overlays, a Swin window.
 
-Coordinates are the model's input pixels: pixel (row i, column j) is centred at (x = j, y = i), so a square
-(patch, grid cell) (r, c) of side p covers x ∈ [c·p − ½, (c+1)·p − ½], and a map ``[rows, cols]`` is a heatmap
-whose cells are exactly those squares (``x0 = (p − 1)/2, dx = p``). It lies at the theme's opacity over the
-picture dimmed to half its brightness, so a digit's white strokes show as faint outlines and only the colour
-scale reads as weight. Inputs are numpy arrays from the engine; nothing here computes attention.
+Coordinates are the model's input pixels (pixel (i, j) centred at x = j, y = i), so square (r, c) of side p covers
+x ∈ [c·p − ½, (c+1)·p − ½] and a map ``[rows, cols]`` is a heatmap of those squares, at the theme's opacity over the
+picture dimmed to half (a digit's white strokes show as outlines, only the colour scale reads as weight).
 """
 
 from __future__ import annotations
@@ -108,7 +106,7 @@ def square_figure(
     return fig
 
 
-def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", height: int = 360) -> go.Figure:
+def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "") -> go.Figure:
     """The image as the model saw it, with the patch grid drawn on top and patch numbers on hover."""
     side = image.shape[0]
     grid = side // patch_size
@@ -117,32 +115,55 @@ def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", heig
     shapes = [{**line, "x0": e, "x1": e, "y0": -0.5, "y1": side - 0.5} for e in edges]
     shapes += [{**line, "x0": -0.5, "x1": side - 0.5, "y0": e, "y1": e} for e in edges]
     traces = [image_trace(image), square_markers(grid, grid, patch_size)]
-    return square_figure(traces, side, title=title, height=height, shapes=shapes)
+    return square_figure(traces, side, title=title, height=360, shapes=shapes)
 
 
 def overlay(
     image: np.ndarray,
     attention: np.ndarray,
-    patch_size: int,
+    size: int,
     *,
     title: str = "",
-    height: int = 380,
     mark: int | None = None,
     clickable: bool = False,
     unit: str = "patch",
 ) -> go.Figure:
-    """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
-    ``clickable`` adds invisible patch markers so a click can select a patch; ``unit`` names a square in the
-    hover text (the captioner's grid has cells)."""
+    """One map ``[rows, cols]`` of ``size``-pixel squares over the image; ``mark`` outlines the query square;
+    ``clickable`` adds invisible markers so a click picks a square; ``unit`` names a square on hover."""
     rows, cols = attention.shape
-    traces = [image_trace(np.asarray(image) * UNDER_OVERLAY), attention_layer(attention, patch_size, unit=unit)]
-    if clickable:
-        traces.append(square_markers(rows, cols, patch_size, unit))
-    shapes = []
-    if mark is not None:
-        r, c = divmod(int(mark), cols)
-        shapes.append(square_outline(r, r + 1, c, c + 1, patch_size, QUERY))
-    return square_figure(traces, image.shape[0], title=title, height=height, shapes=shapes, clickable=clickable)
+    traces = [image_trace(np.asarray(image) * UNDER_OVERLAY), attention_layer(attention, size, unit=unit)]
+    traces += [square_markers(rows, cols, size, unit)] if clickable else []
+    shapes = [] if mark is None else [query_outline(mark, cols, size)]
+    return square_figure(traces, image.shape[0], title=title, height=380, shapes=shapes, clickable=clickable)
+
+
+def query_outline(square: int, cols: int, size: int) -> dict:
+    """The query square's cyan outline."""
+    r, c = divmod(int(square), cols)
+    return square_outline(r, r + 1, c, c + 1, size, QUERY)
+
+
+def window_overlay(image: np.ndarray, row, cell: int, patch: int, *, title: str = "") -> go.Figure:
+    """A Swin query ``patch``'s weights inside its window (``row``: an ``engine.traces.vision.WindowRow``) over
+    ``image``: the block's window borders thin, the query's window outlined (dashed: pieces a shifted window brings
+    round from the opposite edge, which the mask hides), the query in cyan; a click picks a patch."""
+    rows, cols = row.weights.shape
+    side = max(image.shape[0], image.shape[1], rows * cell, cols * cell)
+    shown = np.where(row.visible, row.weights, np.nan).astype(np.float32)
+    traces = [
+        image_trace(np.asarray(image) * UNDER_OVERLAY),
+        attention_layer(shown, cell),
+        square_markers(rows, cols, cell),
+    ]
+    line = {"type": "line", "line": {"color": "rgba(255,255,255,0.55)", "width": 1.5}, "layer": "above"}
+    right, bottom = cols * cell - 0.5, rows * cell - 0.5
+    shapes = [{**line, "x0": -0.5, "x1": right, "y0": e * cell - 0.5, "y1": e * cell - 0.5} for e in row.row_edges]
+    shapes += [{**line, "x0": e * cell - 0.5, "x1": e * cell - 0.5, "y0": -0.5, "y1": bottom} for e in row.col_edges]
+    for r0, r1, c0, c1 in row.pieces:
+        seen = bool(row.visible[r0:r1, c0:c1].any())
+        shapes.append(square_outline(r0, r1, c0, c1, cell, "#ffffff", 2.5 if seen else 2, "solid" if seen else "dash"))
+    shapes.append(query_outline(patch, cols, cell))
+    return square_figure(traces, side, title=title, height=420, shapes=shapes, clickable=True)
 
 
 def overlay_grid(
@@ -155,12 +176,9 @@ def overlay_grid(
     unit: str = "head",
     per_row: int = 6,
 ) -> go.Figure:
-    """Every head's map ``[head, rows, cols]`` over the image, one thumbnail each (own colour scale).
-
-    ``labels`` name the thumbnails (default ``head h``); ``unit`` is what one map is in the hover text (the
-    Captions page draws a map per written word); ``per_row`` thumbnails a row. One image mosaic and one overlay
-    mosaic (tiles one patch apart), not a subplot per head: a few ms however many heads.
-    """
+    """Every map ``[n, rows, cols]`` over the image, one thumbnail each on its own colour scale, named by ``labels``
+    (default ``head h``); ``unit`` is what one map is on hover. One image mosaic and one overlay mosaic (tiles one
+    patch apart), not a subplot per map."""
     n, grid, width = maps.shape
     cols = min(n, per_row)
     rows = math.ceil(n / cols)
@@ -203,7 +221,7 @@ def overlay_grid(
     return fig
 
 
-def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10, height: int = 320) -> go.Figure:
+def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10) -> go.Figure:
     """Horizontal bars of the ``top`` most likely classes, most likely on top."""
     order = np.argsort(-probs)[:top]
     names = [html.escape(labels[i]) for i in order]
@@ -219,7 +237,7 @@ def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 1
         )
     )
     fig.update_layout(
-        height=height,
+        height=320,
         margin=dict(l=5, r=5, t=30, b=5),
         title=dict(text="Prediction", x=0.0),
         xaxis=dict(title="probability", range=[0, 1]),

@@ -31,25 +31,9 @@ class Vit:
         photo: ("china", "flower"),
         fusion: ("mean", "max", "min"),
     }
-    DEFAULTS: dict[str, Any] = {
-        source: "digit",
-        digit: 1500,
-        shape: "circle",
-        photo: "china",
-        model: "tiny-vit-digits",
-        hub_id: "",
-        fusion: "mean",
-        discard: 0.0,
-        discard_rule: "all-off-diagonal",
-        k: 2,
-        layer: 0,
-        head: 0,
-        patch: 0,
-        swin_stage: 0,
-        swin_block: 0,
-        swin_head: 0,
-        swin_patch: 0,
-    }
+    DEFAULTS: dict[str, Any] = {source: "digit", digit: 1500, shape: "circle", photo: "china", model: "tiny-vit-digits"}
+    DEFAULTS |= {hub_id: "", fusion: "mean", discard: 0.0, discard_rule: "all-off-diagonal", k: 2}
+    DEFAULTS |= dict.fromkeys((layer, head, patch, swin_stage, swin_block, swin_head, swin_patch), 0)
 
 
 PAGE = frozenset({"vit"})
