@@ -1,9 +1,5 @@
-"""Plotly figures of the Bahdanau page: the alignment map, and one decoding step's vectors.
-
-Render only: every number comes from an ``AlignmentTrace``/``Seq2SeqTrace`` or a ``StepBreakdown``
-computed in the engine. Each figure carries ``layout.meta`` (a short name) so tests can find it.
-Token text is escaped (``safe_label``).
-"""
+"""Plotly figures of the Bahdanau page: the alignment map and one decoding step's vectors, from the engine's traces
+and ``StepBreakdown``. Each figure carries ``layout.meta`` (a short name) so tests can find it."""
 
 from __future__ import annotations
 
@@ -35,13 +31,12 @@ def alignment_map(
     title: str,
     meta: str,
     gold: list[tuple[int, int]] | None = None,
-    height: int | None = None,
     compact: bool = False,
     zmax: float = 1.0,
 ) -> go.Figure:
     """``weights`` ``[target, source]`` (rows sum to 1) in paper greyscale, white = ``zmax`` (1.0 as in the paper);
     ``gold``: ``[(source_index, target_index)]`` links drawn as orange squares; ``compact``: no axis titles and no
-    colour bar (a narrow column); ``meta``: a name stored in ``layout.meta``."""
+    colour bar, a fixed height (a narrow column)."""
     n_t, n_s = weights.shape
     if (len(target), len(source)) != (n_t, n_s):
         raise ValueError(f"weights are {n_t}×{n_s} but there are {len(target)} target and {len(source)} source words")
@@ -74,7 +69,7 @@ def alignment_map(
     fig.update_layout(
         title=dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top"),
         meta=meta,
-        height=height or max(300, min(700, 34 * n_t + 170)),
+        height=420 if compact else max(300, min(700, 34 * n_t + 170)),
         margin=dict(l=10, r=45 if compact else 10, t=95, b=10),
         showlegend=bool(gold),
         legend=dict(orientation="h", y=-0.02, yanchor="top"),
@@ -93,15 +88,14 @@ def alignment_map(
     return fig
 
 
-def state_strip(vector: np.ndarray, *, title: str, meta: str, name: str) -> go.Figure:
-    """A long vector as bars (one per component), e.g. the decoder state s(i−1)."""
+def state_strip(vector: np.ndarray, *, title: str) -> go.Figure:
+    """The decoder state s(i−1) as bars, one per component (blue positive, red negative)."""
     colours = np.where(vector >= 0, "#1c7ed6", "#e03131").tolist()
-    hover = name + "[%{x}] = %{y:.4f}<extra></extra>"
-    fig = go.Figure(go.Bar(y=vector.astype(float), x=list(range(len(vector))), name=name, marker_color=colours))
-    fig.update_traces(hovertemplate=hover)
+    fig = go.Figure(go.Bar(y=vector.astype(float), x=list(range(len(vector))), name="s", marker_color=colours))
+    fig.update_traces(hovertemplate="s[%{x}] = %{y:.4f}<extra></extra>")
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
-        meta=meta,
+        meta=Bahdanau.state,
         height=220,
         margin=dict(l=10, r=10, t=40, b=30),
         xaxis_title="component",

@@ -1,9 +1,5 @@
-"""Plotly figures for the "Is attention the explanation?" page: importances per method, their agreement, the swap test.
-
-Inputs are plain numpy arrays and labels from ``app.services``; nothing here computes an importance. Signed scores
-(leave-one-out, gradients) use a diverging scale centred on 0 (blue: the token raises the explained number, red:
-it lowers it); the attention readings are ≥ 0 and come out blue only.
-"""
+"""Plotly figures for the "Is attention the explanation?" page: importances per method, their agreement, the swap
+test. Signed scores use a diverging scale centred on 0 (blue: the token raises the explained number, red: lowers it)."""
 
 from __future__ import annotations
 
@@ -43,16 +39,14 @@ def labelled_heatmap(z: np.ndarray, x: list[str], y: list[str], title: str, *, h
     return fig
 
 
-def importance_heatmap(
-    tokens: list[str], methods: list[str], scores: list[np.ndarray], *, height: int = 340
-) -> go.Figure:
+def importance_heatmap(tokens: list[str], methods: list[str], scores: list[np.ndarray]) -> go.Figure:
     """Methods (rows) × tokens (columns), each row divided by its largest size; hover shows the raw score."""
     return labelled_heatmap(
         np.stack([normalised(s) for s in scores]),
         token_labels(tokens),
         methods,
         "Importance of each token, by method",
-        height=height,
+        height=340,
         tickangle=-60,
         customdata=np.stack([np.asarray(s, dtype=np.float64) for s in scores]),
         zmid=0,
@@ -64,7 +58,7 @@ def importance_heatmap(
 EVERY_LABEL = 16  # tokens: up to this many, each bar of importance_bars is labelled
 
 
-def importance_bars(tokens: list[str], scores: np.ndarray, title: str, *, height: int = 260) -> go.Figure:
+def importance_bars(tokens: list[str], scores: np.ndarray, title: str) -> go.Figure:
     """One method's scores as bars in the text's order (blue up, red down; a left-out token has no bar)."""
     scores = np.asarray(scores, dtype=np.float64)
     colours = [UP if not np.isfinite(s) or s >= 0 else DOWN for s in scores]
@@ -80,7 +74,7 @@ def importance_bars(tokens: list[str], scores: np.ndarray, title: str, *, height
     # EVERY_LABEL tokens each gets its label, upright to the axis so they fit; longer texts keep Plotly's thinning
     every = len(scores) <= EVERY_LABEL
     fig.update_layout(
-        height=height,
+        height=260,
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(text=title),
         xaxis=dict(type="category", tickangle=-90 if every else -60, dtick=1 if every else None),
@@ -89,14 +83,14 @@ def importance_bars(tokens: list[str], scores: np.ndarray, title: str, *, height
     return fig
 
 
-def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str, *, height: int = 340) -> go.Figure:
+def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str) -> go.Figure:
     """A method × method correlation matrix (−1 … 1) with its numbers printed in the cells."""
     return labelled_heatmap(
         matrix,
         methods,
         methods,
         title,
-        height=height,
+        height=340,
         tickangle=-30,
         texttemplate="%{z:.2f}",
         colorbar=dict(thickness=12),
@@ -104,9 +98,7 @@ def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str, *, hei
     )
 
 
-def swap_scatter(
-    attention_change: np.ndarray, output_change: np.ndarray, *, output_label: str, height: int = 320
-) -> go.Figure:
+def swap_scatter(attention_change: np.ndarray, output_change: np.ndarray, *, output_label: str) -> go.Figure:
     """One point per run of the swap test: how far the attention moved (JSD) against how far the output moved."""
     fig = go.Figure(
         go.Scatter(
@@ -118,7 +110,7 @@ def swap_scatter(
         )
     )
     fig.update_layout(
-        height=height,
+        height=320,
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(text="Attention moved vs output moved, one point per run"),
         xaxis=dict(

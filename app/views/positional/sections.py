@@ -1,7 +1,4 @@
-"""Tabs of the positional-encodings page that are not about added vectors: RoPE, ALiBi, order blindness.
-
-Each tab is an ``st.fragment`` (a control redraws its own tab only); numbers come from ``app.services``.
-"""
+"""The positional-encodings page's tabs that add no vectors: RoPE, ALiBi, order blindness (each an ``st.fragment``)."""
 
 from __future__ import annotations
 
@@ -144,9 +141,8 @@ def order_section() -> None:
     with cols[0]:
         seed = pick_int(st.number_input, "Shuffle number", 0, 9999, Positional.blind_seed, start=1)
     text = st.session_state.get(Positional.blind_text) or ""
-    if (
-        result := attempt(lambda: pos_order_blindness(text, seed, BLIND_MAX_TOKENS), "Running the two copies…")
-    ) is None:
+    result = attempt(lambda: pos_order_blindness(text, seed, BLIND_MAX_TOKENS), "Running the two copies…")
+    if result is None:
         return
     for notice in result.notices:
         st.info(md(notice))
