@@ -106,9 +106,8 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
             "Step 1 reads s(0), made from the backward encoder's summary of the whole sentence."
         )
     title = f"Step {step + 1}: how much “{b.target_word}” looks at each source word"
-    show_chart(
-        shared_build(energies_and_weights, b.energies, b.alignment, list(b.source), title=title), key=Bahdanau.energies
-    )
+    fig = shared_build(energies_and_weights, b.energies, b.alignment, list(b.source), title=title)
+    show_chart(fig, key=Bahdanau.energies)
     st.caption(
         "Left: the raw energies (any real number). Right: after the softmax, the weights (0 to 1, summing to 1); "
         "this is row i of the alignment map above."

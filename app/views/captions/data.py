@@ -96,25 +96,21 @@ def _scene_picture(scene, described: str) -> CaptionPicture:
     return CaptionPicture(scene.image, described, scene.caption, tuple((obj.shape, obj.box) for obj in scene.objects))
 
 
-def _held_out_scene(index: int):
-    from engine.training.recipes.captioner import HELD_OUT_SEED
-
-    return make_scenes(index + 1, seed=HELD_OUT_SEED)[index]  # the same draws as the card's held-out set
-
-
 def caption_picture(request: CaptionRequest) -> CaptionPicture:
     """The picture ``request`` names (shared, read-only); ``EngineError`` for one that cannot be made."""
 
     def build() -> CaptionPicture:
         if request.source == "scene":
-            if not 0 <= int(request.scene) < HELD_OUT_SCENES:
+            from engine.training.recipes.captioner import HELD_OUT_SEED
+
+            if not 0 <= (index := int(request.scene)) < HELD_OUT_SCENES:
                 raise EngineError(f"held-out scenes are numbered 0 to {HELD_OUT_SCENES - 1}, not {request.scene}")
-            return _scene_picture(_held_out_scene(int(request.scene)), f"held-out scene {request.scene}")
+            scene = make_scenes(index + 1, seed=HELD_OUT_SEED)[index]  # the same draws as the card's held-out set
+            return _scene_picture(scene, f"held-out scene {index}")
         if request.source == "draw":
+            objects = [(o.shape, o.colour, o.size, o.row, o.col) for o in request.drawing]
             try:
-                scene = draw_scene(
-                    [(o.shape, o.colour, o.size, o.row, o.col) for o in request.drawing], textured=request.textured
-                )
+                scene = draw_scene(objects, textured=request.textured)
             except ValueError as err:
                 raise EngineError(f"This drawing cannot be captioned by the grammar: {err}") from err
             return _scene_picture(scene, "your drawing")
@@ -149,10 +145,8 @@ def read_caption_upload(data: bytes, side: int = CAPTION_IMAGE_SIZE) -> tuple[by
     if (h, w) != (side, side):
         cut = " cut to its middle square and" if h != w else ""
         how = "shrunk" if square_side >= side else "enlarged"
-        notices.append(
-            f"Your {w}×{h} picture was{cut} {how} to {side}×{side} pixels"
-            + (", the size the captioner reads." if side == CAPTION_IMAGE_SIZE else ".")
-        )
+        reads = ", the size the captioner reads." if side == CAPTION_IMAGE_SIZE else "."
+        notices.append(f"Your {w}×{h} picture was{cut} {how} to {side}×{side} pixels{reads}")
     return fitted.tobytes(), tuple(notices)
 
 

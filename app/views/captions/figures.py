@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.views.captions.map_data import CaptionView
-from app.views.vit.figures import image_with_grid, overlay, overlay_grid, square_outline
+from app.views.vit.figures import grid_lines, image_with_grid, overlay, overlay_grid, square_outline
 
 PICKED, OTHER = "#e8710a", "#1f3b73"  # the chosen word's bar (and the lesson's picked region), the others
 BOX = "#00e5ff"  # a true object's outline
@@ -77,12 +77,9 @@ def picture_with_boxes(image: np.ndarray, boxes, cell_px: int, *, title: str = "
 
 def region_lines(fig: go.Figure, bounds: list[tuple[int, int]], cell_px: int, side: int) -> go.Figure:
     """``fig`` with the 3×3 split into regions drawn (lines at the regions' cell edges)."""
-    for start, _stop in bounds[1:]:
-        edge = start * cell_px - 0.5
-        style = dict(line=dict(color="white", width=2, dash="dash"), layer="above")
-        fig.add_shape(type="line", x0=edge, x1=edge, y0=-0.5, y1=side - 0.5, **style)
-        fig.add_shape(type="line", x0=-0.5, x1=side - 0.5, y0=edge, y1=edge, **style)
-    return fig
+    edges = [start * cell_px - 0.5 for start, _stop in bounds[1:]]
+    lines = grid_lines(edges, edges, side - 0.5, side - 0.5, "white", 2, "dash")
+    return fig.update_layout(shapes=[*fig.layout.shapes, *lines])
 
 
 def region_box(fig: go.Figure, bounds: list[tuple[int, int]], region: int, cell_px: int) -> go.Figure:

@@ -48,6 +48,7 @@ SOURCES = {"scene": "A held-out scene", "draw": "Draw one", "upload": "Upload yo
 SEARCHES = {"greedy": "Greedy", "beam": "Beam search"}
 SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZES)  # what the scenes draw
 SIDE = CAPTION_IMAGE_SIZE
+ROW = dict(horizontal=True, **PERSIST)  # a radio's options in a row, its value kept across pages
 OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
 PLACES = (("Down (row of its centre)", Captions.row), ("Across (column of its centre)", Captions.col))  # its sliders
 BAHDANAU_SENTENCE = "the red car is fast"
@@ -74,15 +75,9 @@ def _defaults() -> None:
         choose(key, options)
 
 
-def _option(key: str, options) -> str:
-    """The session's value of a choice, or its default when it is not one of ``options`` (a forged value)."""
-    value = st.session_state.get(key)
-    return value if value in options else Captions.DEFAULTS[key]
-
-
 def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
     """One or two objects: shape, colour, size and where (the centre, in pixels of the 64×64 picture)."""
-    st.radio("Objects", [1, 2], key=Captions.count, horizontal=True, **PERSIST)
+    st.radio("Objects", [1, 2], key=Captions.count, **ROW)
     count = bounded(st.session_state.get(Captions.count), 1, 2)
     objects = []
     for i, column in enumerate(st.columns(2)[:count]):
@@ -106,8 +101,7 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
 
 def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple[str, ...]]:
     """The source and its controls: the request without its decoding (None while there is no picture yet)."""
-    st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, horizontal=True, **PERSIST)
-    source = _option(Captions.source, SOURCES)
+    source = st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, **ROW)
     if source == "scene":
         help = f"The {HELD_OUT_SCENES} scenes the captioner's card was measured on; it never trained on them."
         scene = pick_int(st.number_input, "Held-out scene number", 0, HELD_OUT_SCENES - 1, Captions.scene, help=help)
@@ -128,8 +122,7 @@ def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple
 def pick_decoding() -> int:
     """Greedy or beam search; returns the beam width (1: greedy)."""
     help = "Greedy writes the most probable word at every step; beam search keeps the best few partial captions."
-    st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, horizontal=True, help=help, **PERSIST)
-    if _option(Captions.search, SEARCHES) == "greedy":
+    if st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, help=help, **ROW) == "greedy":
         return 1
     return pick_int(st.slider, "Beam width", 2, CAPTION_MAX_BEAM, Captions.beam)
 
@@ -248,10 +241,7 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     if (found := attempt(lambda: (caption_picture(request), caption_trace(request)), "Writing the caption…")) is None:
         return
     picture, trace = found
-    layer = head = None
-    shape = caption_layers(trace)
-    if shape is not None:
-        layer, head = pick_layer_head(*shape)
+    layer, head = pick_layer_head(*shape) if (shape := caption_layers(trace)) else (None, None)
     if (view := attempt(lambda: caption_attention(request, layer, head))) is None:
         return
     picture = as_seen(picture, trace)
@@ -293,7 +283,7 @@ def main() -> None:
     )
     top_left, top_right = st.columns([3, 2])
     with top_left:
-        st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, horizontal=True, **PERSIST)
+        view = st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, **ROW)
     with top_right:
         model_id = pick_family_model("captioner", Captions.model, CAPTION_MODEL, MODEL_HELP, OTHER_MODEL)
     try:
@@ -302,7 +292,7 @@ def main() -> None:
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return
-    if _option(Captions.view, VIEWS) == "mistakes":
+    if view == "mistakes":
         mistakes_section(model_id, pretrained)
     else:
         caption_section(model_id, pretrained)

@@ -115,9 +115,9 @@ def show_prediction(pred) -> None:
 
 @contextlib.contextmanager
 def progress(text: str, cached: bool):
-    """A progress bar while something is computed: yields its ``(share, label)`` callback (None when cached)."""
+    """A progress bar while something is computed: yields its ``(share, label)`` callback (a no-op when cached)."""
     if cached:
-        yield None
+        yield lambda share, label="": None
         return
     bar = st.progress(0.0, text=text)
     yield lambda share, label=text: bar.progress(min(1.0, share), text=label)
@@ -134,9 +134,8 @@ def importances(request: ExplainRequest) -> dict:
             def report(share: float, i: int = i, label: str = label) -> None:
                 step((i + share) / len(methods), f"{label}…")
 
-            if step is not None:
-                report(0.0)
-            results[method] = explain_importance(request, method, progress=report if step is not None else None)
+            report(0.0)
+            results[method] = explain_importance(request, method, progress=report)
     return results
 
 
@@ -162,9 +161,8 @@ def show_importances(pred, results: dict) -> None:
         f"{ig.f_input:.4f} − {ig.f_baseline:.4f} = {ig.f_input - ig.f_baseline:.4f}; the scores add up to "
         f"{ig.f_input - ig.f_baseline - ig.gap:.4f}; gap {ig.gap:+.2e}. More steps shrink the gap."
     )
-    frame = pd.DataFrame(
-        {"position": range(len(tokens)), "token": tokens, **{methods[m]: r.scores for m, r in results.items()}}
-    )
+    scores = {methods[m]: r.scores for m, r in results.items()}
+    frame = pd.DataFrame({"position": range(len(tokens)), "token": tokens, **scores})
     csv_button("Download the scores as CSV", frame, "importances.csv", E.csv, index=False)
 
 

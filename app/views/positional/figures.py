@@ -42,12 +42,8 @@ def dimension_curves(table: np.ndarray, dims: list[int]) -> go.Figure:
     fig = go.Figure()
     positions = np.arange(table.shape[0])
     for d in dims:
-        kind = "sin" if d % 2 == 0 else "cos"
-        fig.add_trace(
-            go.Scatter(
-                x=positions, y=table[:, d].astype(np.float32), mode="lines", name=f"dim {d} ({kind}, pair {d // 2})"
-            )
-        )
+        name = f"dim {d} ({'sin' if d % 2 == 0 else 'cos'}, pair {d // 2})"
+        fig.add_trace(go.Scatter(x=positions, y=table[:, d].astype(np.float32), mode="lines", name=name))
     fig.update_layout(
         height=320,
         margin=dict(l=10, r=10, t=10, b=10),
@@ -74,17 +70,10 @@ def rope_pair_figure(q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, 
             )
         )
     for path, pos, name, color in ((q_path, m, "q", "#d62728"), (k_path, n, "k", "#1f77b4")):
-        x, y = float(path[pos, 0]), float(path[pos, 1])
-        fig.add_trace(
-            go.Scatter(
-                x=[0, x],
-                y=[0, y],
-                mode="lines+markers",
-                name=f"{name} at position {pos}",
-                line=dict(color=color, width=4),
-                marker=dict(size=[0, 12], color=color),
-            )
+        style = dict(
+            name=f"{name} at position {pos}", line=dict(color=color, width=4), marker=dict(size=[0, 12], color=color)
         )
+        fig.add_trace(go.Scatter(x=[0, float(path[pos, 0])], y=[0, float(path[pos, 1])], mode="lines+markers", **style))
     radius = float(max(np.abs(q_path).max(), np.abs(k_path).max(), 1e-6)) * 1.15
     fig.update_layout(
         height=460,

@@ -77,11 +77,9 @@ def sinusoidal_section() -> None:
         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)"
     )
     left, right = st.columns(2)
-    with left:
-        d_model = choose(Positional.sin_d, D_MODELS, 64)
-        st.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
-    with right:
-        n_pos = pick_int(st.slider, "Length (number of positions)", 2, MAX_LEN, Positional.sin_len, start=64)
+    d_model = choose(Positional.sin_d, D_MODELS, 64)
+    left.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
+    n_pos = pick_int(right.slider, "Length (number of positions)", 2, MAX_LEN, Positional.sin_len, start=64)
     table, sim, spread = pos_sinusoidal(n_pos, d_model)
     left, right = side_by_side(2)
     with left:

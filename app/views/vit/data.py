@@ -79,12 +79,9 @@ def vit_cls_maps(trace: VisionTrace, layer: int) -> np.ndarray:
 
 def vit_rollout_map(model_id: str, image: np.ndarray, how: Rollout) -> np.ndarray:
     """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]``, shared."""
-    return shared_map(
-        ("rollout", image_key(model_id, image), how),
-        lambda: vision.rollout_map(
-            get_vision_trace(model_id, image), head_fusion=how.fusion, discard_ratio=how.discard, discard_rule=how.rule
-        ),
-    )
+    rule = dict(head_fusion=how.fusion, discard_ratio=how.discard, discard_rule=how.rule)
+    key = ("rollout", image_key(model_id, image), how)
+    return shared_map(key, lambda: vision.rollout_map(get_vision_trace(model_id, image), **rule))
 
 
 def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:

@@ -87,6 +87,13 @@ def square_outline(
     }
 
 
+def grid_lines(ys: list, xs: list, right: float, bottom: float, color: str, width: float, dash: str = "solid") -> list:
+    """Lines across the picture at pixel rows ``ys`` and down it at pixel columns ``xs``."""
+    line = {"type": "line", "line": {"color": color, "width": width, "dash": dash}, "layer": "above"}
+    shapes = [{**line, "x0": -0.5, "x1": right, "y0": y, "y1": y} for y in ys]
+    return shapes + [{**line, "x0": x, "x1": x, "y0": -0.5, "y1": bottom} for x in xs]
+
+
 def square_figure(
     traces: list, side: int, *, title: str, height: int, shapes: tuple = (), clickable: bool = False
 ) -> go.Figure:
@@ -110,10 +117,8 @@ def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "") -> g
     """The image as the model saw it, with the patch grid drawn on top and patch numbers on hover."""
     side = image.shape[0]
     grid = side // patch_size
-    line = {"type": "line", "line": {"color": "rgba(120,200,255,0.7)", "width": 1}, "layer": "above"}
     edges = [k - 0.5 for k in range(0, side + 1, patch_size)]
-    shapes = [{**line, "x0": e, "x1": e, "y0": -0.5, "y1": side - 0.5} for e in edges]
-    shapes += [{**line, "x0": -0.5, "x1": side - 0.5, "y0": e, "y1": e} for e in edges]
+    shapes = grid_lines(edges, edges, side - 0.5, side - 0.5, "rgba(120,200,255,0.7)", 1)
     traces = [image_trace(image), square_markers(grid, grid, patch_size)]
     return square_figure(traces, side, title=title, height=360, shapes=shapes)
 
@@ -155,10 +160,8 @@ def window_overlay(image: np.ndarray, row, cell: int, patch: int, *, title: str 
         attention_layer(shown, cell),
         square_markers(rows, cols, cell),
     ]
-    line = {"type": "line", "line": {"color": "rgba(255,255,255,0.55)", "width": 1.5}, "layer": "above"}
-    right, bottom = cols * cell - 0.5, rows * cell - 0.5
-    shapes = [{**line, "x0": -0.5, "x1": right, "y0": e * cell - 0.5, "y1": e * cell - 0.5} for e in row.row_edges]
-    shapes += [{**line, "x0": e * cell - 0.5, "x1": e * cell - 0.5, "y0": -0.5, "y1": bottom} for e in row.col_edges]
+    ys, xs = ([e * cell - 0.5 for e in edges] for edges in (row.row_edges, row.col_edges))
+    shapes = grid_lines(ys, xs, cols * cell - 0.5, rows * cell - 0.5, "rgba(255,255,255,0.55)", 1.5)
     for r0, r1, c0, c1 in row.pieces:
         seen = bool(row.visible[r0:r1, c0:c1].any())
         shapes.append(square_outline(r0, r1, c0, c1, cell, "#ffffff", 2.5 if seen else 2, "solid" if seen else "dash"))

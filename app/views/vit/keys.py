@@ -37,23 +37,15 @@ class Vit:
 
 
 PAGE = frozenset({"vit"})
+# the largest layer, head and patch a link may ask for; a Swin's stage, block in the stage, head and query patch
+BOUNDS = {Vit.layer: 4096, Vit.head: 4096, Vit.patch: 1_000_000, Vit.swin_stage: 64, Vit.swin_block: 64}
+BOUNDS |= {Vit.swin_head: 4096, Vit.swin_patch: 1_000_000}
 PARAMS = (
     Param(Vit.model, catalog_model({"vit"}), Vit.DEFAULTS[Vit.model], PAGE),
     Param(Vit.hub_id, model_ref, Vit.DEFAULTS[Vit.hub_id], PAGE),
     *(Param(name, one_of(Vit.OPTIONS[name]), Vit.DEFAULTS[name], PAGE) for name in (Vit.source, Vit.shape, Vit.photo)),
     Param(Vit.digit, integer(0, lambda: n_digits() - 1), Vit.DEFAULTS[Vit.digit], PAGE),
-    *(
-        Param(name, integer(0, bound), Vit.DEFAULTS[name], PAGE)
-        for name, bound in (
-            (Vit.layer, 4096),
-            (Vit.head, 4096),
-            (Vit.patch, 1_000_000),
-            (Vit.swin_stage, 64),  # a Swin's stage, block in the stage, head and query patch
-            (Vit.swin_block, 64),
-            (Vit.swin_head, 4096),
-            (Vit.swin_patch, 1_000_000),
-        )
-    ),
+    *(Param(name, integer(0, bound), Vit.DEFAULTS[name], PAGE) for name, bound in BOUNDS.items()),
     Param(Vit.fusion, one_of(Vit.OPTIONS[Vit.fusion]), Vit.DEFAULTS[Vit.fusion], PAGE),
     Param(Vit.discard, number(0.0, 0.9, digits=1), Vit.DEFAULTS[Vit.discard], PAGE),
     Param(Vit.k, integer(0, 1_000_000), Vit.DEFAULTS[Vit.k], PAGE),

@@ -51,7 +51,7 @@ OTHER_MODEL = (
     Vit.hub_id,
     "Another ViT",
     "e.g. google/vit-base-patch16-224",
-    f"{', '.join(hub_labels('vit'))} image classifiers.",
+    ", ".join(hub_labels("vit")) + " image classifiers.",
 )
 
 
@@ -84,10 +84,10 @@ def pick_image() -> Picture | None:
         options = Vit.OPTIONS[getattr(Vit, source)]
         name = st.selectbox(source.title(), options, key=getattr(Vit, source), **PERSIST)
         name = name if name in options else options[0]
-        return Picture(
-            vit_sample(source, name), source, f"a drawn {name}" if source == "shape" else f"the photo '{name}'"
-        )
-    if (upload := upload_field("Your image", Vit.upload, "Choose an image file.", vit_read_upload)) is None:
+        described = f"a drawn {name}" if source == "shape" else f"the photo '{name}'"
+        return Picture(vit_sample(source, name), source, described)
+    empty = "Choose an image file to see where the model looks."
+    if (upload := upload_field("Your image", Vit.upload, empty, vit_read_upload)) is None:
         return None
     (pixels, notices), name = upload
     return Picture(pixels, source, f"your image {quoted(name)}", tuple(notices))
@@ -95,10 +95,9 @@ def pick_image() -> Picture | None:
 
 def show_input(picture: Picture, trace, model_id: str) -> None:
     source, described = picture.source, picture.described
-    tokens = "plus a [CLS] token that collects the answer"
-    tokens = (
-        "no [CLS] token: the answer reads the average of the last stage's patches" if vit_windowed(trace) else tokens
-    )
+    tokens = ", plus a [CLS] token that collects the answer"
+    if vit_windowed(trace):
+        tokens = "; there is no [CLS] token: the answer reads the average of the last stage's patches"
     if model_id == DEFAULT_MODEL and source != "digit":
         st.warning(
             "This tiny model only learned the hand-written digits 0–9 from 8×8 images, so its answer for "
@@ -115,7 +114,7 @@ def show_input(picture: Picture, trace, model_id: str) -> None:
         st.caption(
             f"{described[:1].upper() + described[1:]}, as the model reads it: {height}×{width} pixels cut into "
             f"{rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels (blue lines). "
-            f"Each patch becomes one token, {tokens}."
+            f"Each patch becomes one token{tokens}."
         )
     with right:
         if len(trace.labels):
