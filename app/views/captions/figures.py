@@ -38,25 +38,14 @@ def gate_bars(view: CaptionView, selected: int) -> go.Figure:
         title, peak = "Weight on [CLS], not on a patch", "largest patch α"
     peaks = view.alphas.reshape(len(view.words), -1).max(axis=1)
     labels = [html.escape(label) for label in view.labels]
-    fig = go.Figure(
-        go.Bar(
-            x=labels,
-            y=values,
-            customdata=peaks,
-            marker_color=[PICKED if t == selected else OTHER for t in range(len(labels))],
-            text=[f"{v:.2f}" for v in values],
-            textposition="outside",
-            hovertemplate=f"%{{x}}<br>{name} %{{y:.3f}}<br>{peak} %{{customdata:.3f}}<extra></extra>",
-        )
+    colours = [PICKED if t == selected else OTHER for t in range(len(labels))]
+    bars = go.Bar(x=labels, y=values, customdata=peaks, marker_color=colours, text=[f"{v:.2f}" for v in values])
+    hover = f"%{{x}}<br>{name} %{{y:.3f}}<br>{peak} %{{customdata:.3f}}<extra></extra>"
+    bars.update(textposition="outside", hovertemplate=hover)
+    layout = dict(yaxis=dict(title=name, range=[0, 1.15]), xaxis=dict(type="category"))
+    return go.Figure(bars).update_layout(
+        height=300, margin=dict(l=10, r=10, t=40, b=10), title=dict(text=title, x=0.0), **layout
     )
-    fig.update_layout(
-        height=300,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=title, x=0.0),
-        yaxis=dict(title=name, range=[0, 1.15]),
-        xaxis=dict(type="category"),
-    )
-    return fig
 
 
 def picture_with_boxes(image: np.ndarray, boxes, cell_px: int, *, title: str = "") -> go.Figure:

@@ -121,7 +121,10 @@ def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple
 
 def pick_decoding() -> int:
     """Greedy or beam search; returns the beam width (1: greedy)."""
-    help = "Greedy writes the most probable word at every step; beam search keeps the best few partial captions."
+    help = (
+        "Greedy writes the most probable word at every step. Beam search keeps the best few partial captions and "
+        "returns the most probable whole caption."
+    )
     if st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, help=help, **ROW) == "greedy":
         return 1
     return pick_int(st.slider, "Beam width", 2, CAPTION_MAX_BEAM, Captions.beam)
@@ -278,8 +281,8 @@ def main() -> None:
     title = "The same additive attention over a source sentence: the Bahdanau page"
     open_page("bahdanau.py", title, {Bahdanau.text: BAHDANAU_SENTENCE}, icon=":material/translate:")
     st.caption(
-        "e(t, i) = vᵀ tanh(W h(t−1) + U a(i)), α(t, ·) = softmax(e(t, ·)): Bahdanau's translator scores English "
-        "words this way; here the “source” is the grid of picture cells."
+        "e(t, i) = vᵀ tanh(W h(t−1) + U a(i)), α(t, ·) = softmax(e(t, ·)): Bahdanau's translator scores each English "
+        "word's encoder state this way; here the “source” is the grid of picture cells."
     )
     top_left, top_right = st.columns([3, 2])
     with top_left:

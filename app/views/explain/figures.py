@@ -26,17 +26,14 @@ def normalised(scores: np.ndarray) -> np.ndarray:
 
 def labelled_heatmap(z: np.ndarray, x: list[str], y: list[str], title: str, *, height: int, tickangle: int, **trace):
     """A categorical heatmap on the diverging scale −1 … 1, rows top to bottom."""
-    fig = go.Figure(
-        go.Heatmap(z=np.asarray(z, dtype=np.float32), x=x, y=y, colorscale=DIVERGING, zmin=-1, zmax=1, **trace)
-    )
-    fig.update_layout(
-        height=height,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=title),
-        xaxis=dict(type="category", tickangle=tickangle),
-        yaxis=dict(type="category", autorange="reversed"),
-    )
-    return fig
+    heatmap = go.Heatmap(z=np.asarray(z, dtype=np.float32), x=x, y=y, colorscale=DIVERGING, zmin=-1, zmax=1, **trace)
+    xaxis, yaxis = dict(type="category", tickangle=tickangle), dict(type="category", autorange="reversed")
+    return framed(go.Figure(heatmap), title, height, xaxis=xaxis, yaxis=yaxis)
+
+
+def framed(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
+    """``fig`` titled, ``height`` pixels high, with this page's margins and the rest of its ``layout``."""
+    return fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), title=dict(text=title), **layout)
 
 
 def importance_heatmap(tokens: list[str], methods: list[str], scores: list[np.ndarray]) -> go.Figure:
@@ -62,25 +59,13 @@ def importance_bars(tokens: list[str], scores: np.ndarray, title: str) -> go.Fig
     """One method's scores as bars in the text's order (blue up, red down; a left-out token has no bar)."""
     scores = np.asarray(scores, dtype=np.float64)
     colours = [UP if not np.isfinite(s) or s >= 0 else DOWN for s in scores]
-    fig = go.Figure(
-        go.Bar(
-            x=token_labels(tokens),
-            y=np.nan_to_num(scores, nan=0.0),
-            marker_color=colours,
-            hovertemplate="%{x}: %{y:.4g}<extra></extra>",
-        )
-    )
+    bars = go.Bar(x=token_labels(tokens), y=np.nan_to_num(scores, nan=0.0), marker_color=colours)
     # a third of the page wide, Plotly labelled every other token of a short sentence ("0 <bos>, 2 had, …"): up to
     # EVERY_LABEL tokens each gets its label, upright to the axis so they fit; longer texts keep Plotly's thinning
     every = len(scores) <= EVERY_LABEL
-    fig.update_layout(
-        height=260,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=title),
-        xaxis=dict(type="category", tickangle=-90 if every else -60, dtick=1 if every else None),
-        yaxis=dict(zeroline=True),
-    )
-    return fig
+    xaxis = dict(type="category", tickangle=-90 if every else -60, dtick=1 if every else None)
+    fig = go.Figure(bars.update(hovertemplate="%{x}: %{y:.4g}<extra></extra>"))
+    return framed(fig, title, 260, xaxis=xaxis, yaxis=dict(zeroline=True))
 
 
 def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str) -> go.Figure:
@@ -100,23 +85,11 @@ def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str) -> go.
 
 def swap_scatter(attention_change: np.ndarray, output_change: np.ndarray, *, output_label: str) -> go.Figure:
     """One point per run of the swap test: how far the attention moved (JSD) against how far the output moved."""
-    fig = go.Figure(
-        go.Scatter(
-            x=np.asarray(attention_change, dtype=np.float64),
-            y=np.asarray(output_change, dtype=np.float64),
-            mode="markers",
-            marker=dict(size=9, color=UP, opacity=0.75),
-            hovertemplate="attention moved %{x:.3f} nats<br>output moved %{y:.4f}<extra></extra>",
-        )
+    x, y = np.asarray(attention_change, dtype=np.float64), np.asarray(output_change, dtype=np.float64)
+    dots = go.Scatter(x=x, y=y, mode="markers", marker=dict(size=9, color=UP, opacity=0.75))
+    dots.update(hovertemplate="attention moved %{x:.3f} nats<br>output moved %{y:.4f}<extra></extra>")
+    xaxis = dict(
+        title=dict(text="attention change: mean JSD(α′, α), nats (max ln 2 ≈ 0.69)"), range=[0, float(np.log(2)) * 1.05]
     )
-    fig.update_layout(
-        height=320,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text="Attention moved vs output moved, one point per run"),
-        xaxis=dict(
-            title=dict(text="attention change: mean JSD(α′, α), nats (max ln 2 ≈ 0.69)"),
-            range=[0, float(np.log(2)) * 1.05],
-        ),
-        yaxis=dict(title=dict(text=output_label), rangemode="tozero"),
-    )
-    return fig
+    yaxis = dict(title=dict(text=output_label), rangemode="tozero")
+    return framed(go.Figure(dots), "Attention moved vs output moved, one point per run", 320, xaxis=xaxis, yaxis=yaxis)

@@ -146,11 +146,7 @@ def learned_section() -> None:
     with right:
         title = f"Sinusoidal (d={d_model + d_model % 2}): cosine"
         position_map(dot / np.outer(norms, norms), Positional.learned_vs_sin, title, **cosine)
-    uses = (
-        f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}."
-        if n_sentence
-        else ""
-    )
+    uses = f" Your sentence on Explore has {n_sentence} tokens: positions 0–{n_sentence - 1}." if n_sentence else ""
     st.caption(
         "Left: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
         "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "

@@ -27,7 +27,7 @@ def image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTra
     """The image (grey ``[S, S]`` or RGB ``[S, S, 3]``, values 0–1), thinned for the browser."""
     step = max(1, math.ceil(max(image.shape[:2]) / max_side))
     small = np.asarray(image, dtype=np.float32)[::step, ::step]
-    place = dict(x0=(step - 1) / 2, dx=step, y0=(step - 1) / 2, dy=step, hoverinfo="skip", name="image")
+    place = dict(centred(step), hoverinfo="skip", name="image")
     if small.ndim == 3:
         return go.Image(z=np.clip(np.rint(small * 255), 0, 255).astype(np.uint8), **place)
     return go.Heatmap(z=small, colorscale="gray", zmin=0, zmax=1, showscale=False, **place)
@@ -38,41 +38,30 @@ def attention_layer(
 ) -> go.Heatmap:
     """A map ``[rows, cols]`` whose cells are the image's ``size``-pixel squares, numbered row-major on hover."""
     rows, cols = z.shape
-    return go.Heatmap(
-        z=z,
-        x0=(size - 1) / 2,
-        dx=size,
-        y0=(size - 1) / 2,
-        dy=size,
-        customdata=np.arange(rows * cols).reshape(rows, cols),
-        colorscale=OVERLAY_SCALE,
-        opacity=theme.current().overlay_opacity,
-        zmin=0,
-        zmax=zmax if zmax is not None else (float(np.nanmax(z)) or 1.0),
-        showscale=showscale,
-        colorbar=dict(title="weight", thickness=12),
-        name="attention",
-        hoverongaps=False,
-        hovertemplate=f"{unit} %{{customdata}}<br>weight %{{z:.3f}}<extra></extra>",
+    heatmap = go.Heatmap(z=z, **centred(size), customdata=np.arange(rows * cols).reshape(rows, cols), name="attention")
+    zmax = zmax if zmax is not None else (float(np.nanmax(z)) or 1.0)
+    heatmap.update(
+        colorscale=OVERLAY_SCALE, opacity=theme.current().overlay_opacity, zmin=0, zmax=zmax, hoverongaps=False
     )
+    hover = f"{unit} %{{customdata}}<br>weight %{{z:.3f}}<extra></extra>"
+    return heatmap.update(showscale=showscale, colorbar=dict(title="weight", thickness=12), hovertemplate=hover)
+
+
+def centred(size: int) -> dict:
+    """Where a heatmap or image whose cells are ``size``-pixel squares lies: cell (0, 0) covers pixels 0 … size − 1."""
+    return dict(x0=(size - 1) / 2, dx=size, y0=(size - 1) / 2, dy=size)
 
 
 def square_markers(rows: int, cols: int, size: int, unit: str = "patch") -> go.Scatter:
     """Invisible markers at the squares' centres: hover names the square, a click selects it."""
     centres = np.arange(max(rows, cols)) * size + (size - 1) / 2
     xs, ys = np.meshgrid(centres[:cols], centres[:rows])
-    return go.Scatter(
-        x=xs.ravel(),
-        y=ys.ravel(),
-        mode="markers",
-        customdata=np.arange(rows * cols),
-        marker=dict(size=max(6, 240 // max(rows, cols)), opacity=0, symbol="square"),
-        unselected=dict(marker=dict(opacity=0)),
-        selected=dict(marker=dict(opacity=0)),
-        hovertemplate=f"{unit} %{{customdata}}<extra></extra>",
-        showlegend=False,
-        name="patches",
+    invisible = dict(size=max(6, 240 // max(rows, cols)), opacity=0, symbol="square")
+    markers = go.Scatter(
+        x=xs.ravel(), y=ys.ravel(), mode="markers", customdata=np.arange(rows * cols), marker=invisible
     )
+    markers.update(unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)), showlegend=False)
+    return markers.update(hovertemplate=f"{unit} %{{customdata}}<extra></extra>", name="patches")
 
 
 def square_outline(
@@ -199,7 +188,7 @@ def overlay_grid(
         r, c = divmod(h, cols)
         canvas[r * (t + gap) : r * (t + gap) + t, c * (t + gap) : c * (t + gap) + t] = small
     picture = image_trace(canvas, max_side=max(canvas.shape[:2]))
-    picture.update(x0=(step - 1) / 2, dx=step, y0=(step - 1) / 2, dy=step)
+    picture.update(centred(step))
     attention = attention_layer(shown, patch_size, zmax=1.0, showscale=False)
     attention.update(
         customdata=weights, hovertemplate=f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"
@@ -228,22 +217,10 @@ def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 1
     """Horizontal bars of the ``top`` most likely classes, most likely on top."""
     order = np.argsort(-probs)[:top]
     names = [html.escape(labels[i]) for i in order]
-    fig = go.Figure(
-        go.Bar(
-            x=probs[order],
-            y=names,
-            orientation="h",
-            marker_color="#1f5fbf",
-            text=[f"{p:.1%}" for p in probs[order]],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-        )
+    text = [f"{p:.1%}" for p in probs[order]]
+    bars = go.Bar(x=probs[order], y=names, orientation="h", marker_color="#1f5fbf", text=text)
+    bars.update(textposition="auto", hovertemplate="%{y}: %{x:.3f}<extra></extra>")
+    axes = dict(xaxis=dict(title="probability", range=[0, 1]), yaxis=dict(autorange="reversed", type="category"))
+    return go.Figure(bars).update_layout(
+        height=320, margin=dict(l=5, r=5, t=30, b=5), title=dict(text="Prediction", x=0.0), **axes
     )
-    fig.update_layout(
-        height=320,
-        margin=dict(l=5, r=5, t=30, b=5),
-        title=dict(text="Prediction", x=0.0),
-        xaxis=dict(title="probability", range=[0, 1]),
-        yaxis=dict(autorange="reversed", type="category"),
-    )
-    return fig

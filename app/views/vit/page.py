@@ -218,10 +218,9 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> Non
     st.dataframe(table, hide_index=True)
     st.caption(
         f"With nothing hidden the model says **{result.original}** ({result.p_original:.0%}). Each row hides k "
-        "patches (painted with the background/mean colour): the k that the rollout ranks highest, k random "
-        "ones, or the k it ranks lowest. If the rollout points at what the model uses, hiding its top patches "
-        "should lower the probability the most. Try it: often it does not, because attention is not the same "
-        "as importance."
+        "patches (painted with the background/mean colour): the k the rollout ranks highest, k random ones, or the "
+        "k it ranks lowest. If the rollout points at what the model uses, hiding its top patches should lower the "
+        "probability the most. Often it does not: attention is not the same as importance."
     )
     csv_button("Download the table as CSV", table, "vit_occlusion.csv", index=False)
 
