@@ -1,7 +1,6 @@
 """What the Captions page draws from a captioner's trace: one map per written word (α over the L×L grid, or a
 pretrained captioner's cross-attention on the patches), β, peaks, and the lesson's nine regions (a 3×3 split: a cell
-belongs to the third its centre falls in; on 8×8: cells 0–2, 3–4, 5–7). Pure numpy.
-"""
+belongs to the third its centre falls in; on 8×8: cells 0–2, 3–4, 5–7). Pure numpy."""
 
 from __future__ import annotations
 

@@ -44,14 +44,8 @@ def dimension_curves(table: np.ndarray, dims: list[int]) -> go.Figure:
     for d in dims:
         name = f"dim {d} ({'sin' if d % 2 == 0 else 'cos'}, pair {d // 2})"
         fig.add_trace(go.Scatter(x=positions, y=table[:, d].astype(np.float32), mode="lines", name=name))
-    fig.update_layout(
-        height=320,
-        margin=dict(l=10, r=10, t=10, b=10),
-        xaxis_title="position",
-        yaxis_title="value",
-        legend=dict(orientation="h", y=-0.25),
-    )
-    return fig
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25))
+    return fig.update_layout(xaxis_title="position", yaxis_title="value")
 
 
 def rope_pair_figure(q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, pair: int) -> go.Figure:
@@ -75,16 +69,10 @@ def rope_pair_figure(q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, 
         )
         fig.add_trace(go.Scatter(x=[0, float(path[pos, 0])], y=[0, float(path[pos, 1])], mode="lines+markers", **style))
     radius = float(max(np.abs(q_path).max(), np.abs(k_path).max(), 1e-6)) * 1.15
-    fig.update_layout(
-        height=460,
-        margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(title=f"coordinate {2 * pair}", range=[-radius, radius], zeroline=True),
-        yaxis=dict(
-            title=f"coordinate {2 * pair + 1}", range=[-radius, radius], zeroline=True, scaleanchor="x", scaleratio=1
-        ),
-        legend=dict(orientation="h", y=-0.15),
-    )
-    return fig
+    axis = dict(range=[-radius, radius], zeroline=True)
+    fig.update_layout(height=460, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.15))
+    fig.update_xaxes(title=f"coordinate {2 * pair}", **axis)
+    return fig.update_yaxes(title=f"coordinate {2 * pair + 1}", scaleanchor="x", scaleratio=1, **axis)
 
 
 def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal: bool) -> go.Figure:

@@ -1,9 +1,6 @@
 """Plotly figures for the Vision Transformer page: the image with its patch grid, attention overlays, a Swin window.
-
-Coordinates are the model's input pixels (pixel (i, j) centred at x = j, y = i), so square (r, c) of side p covers
-x ∈ [c·p − ½, (c+1)·p − ½] and a map ``[rows, cols]`` is a heatmap of those squares, at the theme's opacity over the
-picture dimmed to half (a digit's white strokes show as outlines, only the colour scale reads as weight).
-"""
+Coordinates are the model's input pixels (pixel (i, j) centred at x = j, y = i); a map ``[rows, cols]`` is a heatmap
+of p-pixel squares over the picture dimmed to half (a digit's white strokes show as outlines, not as weight)."""
 
 from __future__ import annotations
 
