@@ -1,5 +1,5 @@
-"""The Bahdanau page's calls: the RNN translators' (additive / dot attention) and the transformer translator's
-traces, attention parameters, per-step breakdowns and agreement, and the toy grammar's references."""
+"""The Bahdanau page's engine calls: the RNN translators' (additive / dot) and tiny-translator's traces, attention
+parameters, per-step breakdowns and agreement with the grammar's gold alignment, each shared under the request."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from app.runtime.models import get_model, model_pass
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key
 from engine.analysis.bahdanau_steps import attention_parameters, find_disagreement, step_breakdown, trace_agreement
-from engine.analysis.toy_grammar import EXAMPLES, reference, vocabulary_by_kind
 
 BAHDANAU_MODELS = {"additive": "bahdanau-translator", "dot": "luong-translator"}
 TRANSFORMER_TRANSLATOR = "tiny-translator"
@@ -23,8 +22,7 @@ def bahdanau_request(model_id: str, text: str) -> TraceRequest:
 
 
 def bahdanau_trace(model_id: str, text: str):
-    """``engine.trace`` of an RNN translator (``AlignmentTrace``) or of tiny-translator (``Seq2SeqTrace``):
-    the shared trace cache's own object (``st.cache_data`` pickled a copy of it on every hit)."""
+    """The shared trace of an RNN translator (``AlignmentTrace``) or of tiny-translator (``Seq2SeqTrace``)."""
     return get_trace(bahdanau_request(model_id, text))
 
 
@@ -55,15 +53,3 @@ def bahdanau_disagreement(model_id: str):
     model = get_model(model_id)
     with model_pass():
         return find_disagreement(model)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def bahdanau_reference(text: str):
-    """The toy grammar's reference (``Reference``) of a source sentence or date."""
-    return reference(text)
-
-
-@st.cache_data(show_spinner=False)
-def bahdanau_vocabulary() -> dict[str, list[str]]:
-    """The translators' source words by kind, and the example sentences."""
-    return {"examples": list(EXAMPLES), **vocabulary_by_kind()}

@@ -1,9 +1,5 @@
-"""Plotly figures of the Bahdanau page: the alignment map, and one decoding step's vectors.
-
-Render only: every number comes from an ``AlignmentTrace``/``Seq2SeqTrace`` or a ``StepBreakdown``
-computed in the engine. Each figure carries ``layout.meta`` (a short name) so tests can find it.
-Token text is escaped (``safe_label``).
-"""
+"""Plotly figures of the Bahdanau page: the alignment map and one decoding step's vectors, from the engine's traces
+and ``StepBreakdown``. Each figure carries ``layout.meta`` (a short name) so tests can find it."""
 
 from __future__ import annotations
 
@@ -35,13 +31,12 @@ def alignment_map(
     title: str,
     meta: str,
     gold: list[tuple[int, int]] | None = None,
-    height: int | None = None,
     compact: bool = False,
     zmax: float = 1.0,
 ) -> go.Figure:
     """``weights`` ``[target, source]`` (rows sum to 1) in paper greyscale, white = ``zmax`` (1.0 as in the paper);
     ``gold``: ``[(source_index, target_index)]`` links drawn as orange squares; ``compact``: no axis titles and no
-    colour bar (a narrow column); ``meta``: a name stored in ``layout.meta``."""
+    colour bar, a fixed height (a narrow column)."""
     n_t, n_s = weights.shape
     if (len(target), len(source)) != (n_t, n_s):
         raise ValueError(f"weights are {n_t}×{n_s} but there are {len(target)} target and {len(source)} source words")
@@ -74,7 +69,7 @@ def alignment_map(
     fig.update_layout(
         title=dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top"),
         meta=meta,
-        height=height or max(300, min(700, 34 * n_t + 170)),
+        height=420 if compact else max(300, min(700, 34 * n_t + 170)),
         margin=dict(l=10, r=45 if compact else 10, t=95, b=10),
         showlegend=bool(gold),
         legend=dict(orientation="h", y=-0.02, yanchor="top"),
@@ -93,21 +88,19 @@ def alignment_map(
     return fig
 
 
-def state_strip(vector: np.ndarray, *, title: str, meta: str, name: str) -> go.Figure:
-    """A long vector as bars (one per component), e.g. the decoder state s(i−1)."""
+def state_strip(vector: np.ndarray, *, title: str) -> go.Figure:
+    """The decoder state s(i−1) as bars, one per component (blue positive, red negative)."""
     colours = np.where(vector >= 0, "#1c7ed6", "#e03131").tolist()
-    hover = name + "[%{x}] = %{y:.4f}<extra></extra>"
-    fig = go.Figure(go.Bar(y=vector.astype(float), x=list(range(len(vector))), name=name, marker_color=colours))
-    fig.update_traces(hovertemplate=hover)
-    fig.update_layout(
-        title=dict(text=title, font=dict(size=14)),
-        meta=meta,
-        height=220,
-        margin=dict(l=10, r=10, t=40, b=30),
-        xaxis_title="component",
-        bargap=0.05,
-    )
-    return fig
+    fig = go.Figure(go.Bar(y=vector.astype(float), x=list(range(len(vector))), name="s", marker_color=colours))
+    fig.update_traces(hovertemplate="s[%{x}] = %{y:.4f}<extra></extra>")
+    return step_layout(fig, title, Bahdanau.state, 220, xaxis_title="component", bargap=0.05)
+
+
+def step_layout(fig: go.Figure, title: str, meta: str, height: int, **layout) -> go.Figure:
+    """A step figure's title, ``meta`` name, height and margins, then the rest of its ``layout``."""
+    margin = dict(l=10, r=10, t=40, b=30)
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), meta=meta, height=height, margin=margin)
+    return fig.update_layout(**layout)
 
 
 def energies_and_weights(energies: np.ndarray, alignment: np.ndarray, source: list[str], *, title: str) -> go.Figure:
@@ -118,14 +111,7 @@ def energies_and_weights(energies: np.ndarray, alignment: np.ndarray, source: li
         bars = go.Bar(x=x, y=values.astype(float), name=name, marker_color=colour)
         fig.add_trace(bars.update(hovertemplate=f"%{{x}}: {name} = %{{y:.4f}}<extra></extra>"), row=1, col=col)
     fig.update_yaxes(range=[0, 1], row=1, col=2)
-    fig.update_layout(
-        title=dict(text=title, font=dict(size=14)),
-        meta=Bahdanau.energies,
-        height=300,
-        showlegend=False,
-        margin=dict(l=10, r=10, t=60, b=40),
-    )
-    return fig
+    return step_layout(fig, title, Bahdanau.energies, 300, showlegend=False, margin=dict(t=60, b=40))
 
 
 def context_figure(states: np.ndarray, alignment: np.ndarray, context: np.ndarray, source: list[str]) -> go.Figure:
@@ -133,27 +119,11 @@ def context_figure(states: np.ndarray, alignment: np.ndarray, context: np.ndarra
     rows = [f"h({j}) {safe_label(w)} · α={a:.2f}" for j, (w, a) in enumerate(zip(source, alignment))] + ["c(i) = Σ α h"]
     z = np.vstack([states, context[None, :]]).astype(float)
     limit = float(np.abs(z).max()) or 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            y=list(range(len(rows))),
-            colorscale="RdBu",
-            zmid=0.0,
-            zmin=-limit,
-            zmax=limit,
-            colorbar=dict(thickness=10),
-            hovertemplate="row %{y}, component %{x}: %{z:.4f}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title=dict(text="Encoder states h(j) and the context vector c(i)", font=dict(size=14)),
-        meta=Bahdanau.context,
-        height=max(220, 26 * len(rows) + 90),
-        margin=dict(l=10, r=10, t=40, b=30),
-        xaxis_title="component",
-        yaxis=dict(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed"),
-    )
-    return fig
+    heatmap = go.Heatmap(z=z, y=list(range(len(rows))), colorscale="RdBu", zmid=0.0, zmin=-limit, zmax=limit)
+    heatmap.update(colorbar=dict(thickness=10), hovertemplate="row %{y}, component %{x}: %{z:.4f}<extra></extra>")
+    title, height = "Encoder states h(j) and the context vector c(i)", max(220, 26 * len(rows) + 90)
+    yaxis = dict(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed")
+    return step_layout(go.Figure(heatmap), title, Bahdanau.context, height, xaxis_title="component", yaxis=yaxis)
 
 
 def table(matrix: np.ndarray, row_names: list[str], prefix: str, decimals: int = 4) -> pd.DataFrame:

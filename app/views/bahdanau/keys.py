@@ -8,15 +8,10 @@ from app.url_params import Param, integer, one_of, text
 
 
 class Bahdanau:
-    """The Bahdanau page's keys (``app/views/bahdanau/page.py``, ``app/views/bahdanau/step.py``); the four
-    its links carry are the URL parameters of the same names (``app/url_params.py``)."""
+    """The Bahdanau page's keys; the four its links carry are the URL parameters of the same names."""
 
-    text = "bahdanau_text"
-    variant = "bahdanau_variant"
-    example = "bahdanau_example"
-    tf_layer = "bahdanau_tf_layer"
-    tf_head = "bahdanau_tf_head"  # -1: the average of the heads
-    step = "bahdanau_step"
+    text, variant, example, step = "bahdanau_text", "bahdanau_variant", "bahdanau_example", "bahdanau_step"
+    tf_layer, tf_head = "bahdanau_tf_layer", "bahdanau_tf_head"  # the transformer's layer and head (-1: their average)
     differs = "bahdanau_differs"  # the "Try <the sentence where attention and gold links differ>" button
     # charts and downloads (element keys; ``cmp`` is a prefix: one chart per attention variant)
     map, map_csv, cmp, cmp_transformer = "bahdanau_map", "bahdanau_map_csv", "bahdanau_cmp_", "bahdanau_cmp_transformer"

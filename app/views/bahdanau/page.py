@@ -1,9 +1,5 @@
-"""Bahdanau attention: an RNN translator writes French word by word, looking back at the English each time.
-
-Input (a toy-grammar sentence or a date) → greedy translation → the alignment map (target × source),
-one decoding step number by number, and the same sentence through Luong's dot attention and the
-transformer translator's cross-attention.
-"""
+"""Bahdanau attention: an RNN translator writes French word by word, looking back at the English each time: the
+alignment map, one decoding step number by number, and Luong's dot attention and a transformer's cross-attention."""
 
 from __future__ import annotations
 
@@ -24,13 +20,12 @@ from app.views.bahdanau.data import (
     TRANSFORMER_TRANSLATOR,
     bahdanau_agreement,
     bahdanau_disagreement,
-    bahdanau_reference,
     bahdanau_trace,
-    bahdanau_vocabulary,
 )
 from app.views.bahdanau.figures import alignment_map
 from app.views.bahdanau.keys import Bahdanau
 from app.views.bahdanau.step import show_step
+from engine.analysis.toy_grammar import EXAMPLES, reference, vocabulary_by_kind
 
 TEXT, VARIANT, EXAMPLE = Bahdanau.text, Bahdanau.variant, Bahdanau.example
 MAX_CHARS = 200
@@ -51,40 +46,31 @@ def _set_text(sentence: str) -> None:
 def inputs() -> tuple[str, str]:
     """The sentence, the example picker, the vocabulary and the attention variant; returns ``(text, variant)``."""
     default(TEXT, Bahdanau.DEFAULTS[TEXT])
-    vocab = bahdanau_vocabulary()
     left, right = st.columns([3, 2])
     with left:
         help = "Words of the toy grammar (see the vocabulary), e.g. “the red car is big”, or a date such as “21 November 2026”."
         st.text_input("English sentence or a date", key=TEXT, max_chars=MAX_CHARS, help=help, **PERSIST)
     with right:
-        st.selectbox(
-            "…or pick an example",
-            vocab["examples"],
-            index=None,
-            key=EXAMPLE,
-            on_change=_use_example,
-            placeholder="Choose an example sentence",
-        )
+        example = dict(index=None, key=EXAMPLE, on_change=_use_example, placeholder="Choose an example sentence")
+        st.selectbox("…or pick an example", EXAMPLES, **example)
     help = "Both models have the same GRU encoder and decoder; only the score e(i, j) differs."
-    st.radio(
-        "Attention", VARIANT_LABELS, format_func=VARIANT_LABELS.get, key=VARIANT, horizontal=True, help=help, **PERSIST
-    )
+    labels = VARIANT_LABELS
+    st.radio("Attention", labels, format_func=labels.get, key=VARIANT, horizontal=True, help=help, **PERSIST)
     with st.expander("Vocabulary: the English words the models know"):
         st.caption(
             "Sentences look like *subject verb object*, *subject is adjective (and adjective)* or "
             "*subject is preposition object*; plural nouns take *the*. Dates: “21 November 2026”, "
             "“November 21, 2026”, “21/11/2026”, “Saturday, 21 November 2026”."
         )
-        for kind, words in vocab.items():
-            if kind != "examples":
-                st.markdown(f"**{kind}**: " + ", ".join(f"`{w}`" for w in words))
+        for kind, words in vocabulary_by_kind().items():
+            st.markdown(f"**{kind}**: " + ", ".join(f"`{w}`" for w in words))
     text = str(st.session_state.get(TEXT) or "")
     return text, st.session_state.get(VARIANT) or Bahdanau.DEFAULTS[VARIANT]
 
 
 def show_translation(trace, text: str) -> None:
     """The model's output, the grammar's reference, and whether they match."""
-    ref = bahdanau_reference(text)
+    ref = reference(text)
     out_col, ref_col = st.columns(2)
     with out_col:
         st.markdown(f"**Model output** (greedy decoding)\n\n> {md(trace.output_text) or '(nothing)'}")
@@ -101,15 +87,9 @@ def show_map(trace, text: str, model_id: str) -> None:
     """The alignment map with the gold links, its caption and the agreement with the gold alignment."""
     agreement, why = bahdanau_agreement(model_id, text)
     gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
-    fig = shared_build(
-        alignment_map,
-        trace.alignment,
-        list(trace.target.strings),
-        list(trace.source.strings),
-        gold=gold,
-        title=f"Alignment map α(i, j), {VARIANT_LABELS[trace.variant]}",
-        meta=Bahdanau.map,
-    )
+    target, source = list(trace.target.strings), list(trace.source.strings)
+    title = f"Alignment map α(i, j), {VARIANT_LABELS[trace.variant]}"
+    fig = shared_build(alignment_map, trace.alignment, target, source, gold=gold, title=title, meta=Bahdanau.map)
     show_chart(fig, key=Bahdanau.map)
     st.caption(
         "Each **row** is a French word being written (top to bottom in writing order), each **column** an English "
@@ -118,7 +98,7 @@ def show_map(trace, text: str, model_id: str) -> None:
         "“voiture rouge”) the bright cells **cross**: the decoder reads *car* to write *voiture*, then goes back to "
         "*red* for *rouge*. Orange squares are the grammar's gold word links."
     )
-    frame = pd.DataFrame(trace.alignment, index=list(trace.target.strings), columns=list(trace.source.strings))
+    frame = pd.DataFrame(trace.alignment, index=target, columns=source)
     csv_button("Download the alignment map as CSV", frame, "alignment_map.csv", Bahdanau.map_csv, float_format="%.6f")
     show_agreement(agreement, why, model_id, text)
 
@@ -156,19 +136,24 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
         f"**{md(r.gold_word)}**."
     )
     if found.sentence != text.strip():
-        st.button(
-            f"Try “{found.sentence}”",
-            on_click=once(_set_text),
-            args=(found.sentence,),
-            key=Bahdanau.differs,
-            icon=":material/swap_horiz:",
-        )
+        click = dict(on_click=once(_set_text), args=(found.sentence,), key=Bahdanau.differs)
+        st.button(f"Try “{found.sentence}”", icon=":material/swap_horiz:", **click)
 
 
 def show_compare(text: str) -> None:
     """Bahdanau, Luong and the transformer's cross-attention on the same sentence, side by side."""
     st.subheader("Compare: additive, dot-product and transformer cross-attention")
     columns = side_by_side(3)
+
+    def compare(z, target, source, title: str, key: str, zmax: float = 1.0) -> None:
+        fig = shared_build(alignment_map, z, list(target), list(source), title=title, meta=key, compact=True, zmax=zmax)
+        show_chart(fig, key=key)
+
+    for column, (variant, label) in zip(columns, VARIANT_LABELS.items()):
+        with column:
+            rnn = bahdanau_trace(BAHDANAU_MODELS[variant], text)
+            compare(rnn.alignment, rnn.target.strings, rnn.source.strings, label, Bahdanau.cmp + variant)
+            st.caption(f"Output: {md(rnn.output_text)}")
     s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
     cross = s2s.cross
     with columns[2]:
@@ -177,32 +162,20 @@ def show_compare(text: str) -> None:
             layer = pick_index("Layer", cross.n_layers, Bahdanau.tf_layer)
         with right:
             head = pick_head(cross.n_heads, Bahdanau.tf_head, "average")
-    weights = cross.pattern(layer).mean(axis=0) if head is None else cross.pattern(layer, head)
-    # row t of the transformer's cross-attention reads target[t] and writes target[t + 1]
-    rows = [*cross.tokens.strings[1:], "(cut)" if any("did not end" in n for n in s2s.notices) else "<eos>"]
-    top = float(weights.max())
-    rnns = {v: bahdanau_trace(BAHDANAU_MODELS[v], text) for v in ("additive", "dot")}
-    maps = [
-        (tr.alignment, tr.target.strings, tr.source.strings, VARIANT_LABELS[v], f"{Bahdanau.cmp}{v}", tr, 1.0, "")
-        for v, tr in rnns.items()
-    ]
-    title = f"Transformer, layer {layer}, " + ("head average" if head is None else f"head {head}")
-    note = f" · white = weight {top:.2f}"
-    maps.append((weights, rows, cross.key_tokens.strings, title, Bahdanau.cmp_transformer, s2s, top, note))
-    for col, (z, target, source, title, key, trace, zmax, note) in zip(columns, maps):
-        with col:
-            fig = shared_build(
-                alignment_map, z, list(target), list(source), title=title, meta=key, height=420, compact=True, zmax=zmax
-            )
-            show_chart(fig, key=key)
-            st.caption(f"Output: {md(trace.output_text)}{note}")
+        weights = cross.pattern(layer).mean(axis=0) if head is None else cross.pattern(layer, head)
+        # row t of the transformer's cross-attention reads target[t] and writes target[t + 1]
+        rows = [*cross.tokens.strings[1:], "(cut)" if any("did not end" in n for n in s2s.notices) else "<eos>"]
+        title = f"Transformer, layer {layer}, " + ("head average" if head is None else f"head {head}")
+        top = float(weights.max())
+        compare(weights, rows, cross.key_tokens.strings, title, Bahdanau.cmp_transformer, top)
+        st.caption(f"Output: {md(s2s.output_text)} · white = weight {top:.2f}")
     st.caption(
         "Left: Bahdanau's additive score; middle: Luong's dot (“general”) score, same RNN otherwise; right: the "
         "cross-attention of our small encoder-decoder transformer (tiny-translator), where each of its heads has its "
         "own map and a row is the decoder position that reads the previous word to write this one (its source ends "
         "with <eos>; white is its largest weight, given under it, not 1). The RNNs have one attention and must put it "
-        "on the useful word; the transformer spreads the job "
-        "over heads and layers, so a single head is often far from a word alignment, and the average blurs."
+        "on the useful word; the transformer spreads the job over heads and layers, so a single head is often far "
+        "from a word alignment, and the average blurs."
     )
 
 

@@ -1,8 +1,5 @@
-"""The "step through decoding" section of the Bahdanau page: one output step's attention, number by number.
-
-Everything shown comes from ``bahdanau_step`` (a ``StepBreakdown`` computed in the engine
-as numpy from the model's weights and the captured states).
-"""
+"""The Bahdanau page's "step through decoding": one output step's attention, number by number, from the engine's
+``StepBreakdown`` (numpy from the model's weights and the captured states)."""
 
 from __future__ import annotations
 
@@ -35,12 +32,11 @@ def pick_step(target: tuple[str, ...]) -> int:
         st.caption(f"One decoding step: it writes **{md(target[0])}**.")
         return 0
     help = "Each step writes one word; before writing, the decoder looks back at every source word."
-
-    def name(i: int) -> str:
-        return f"{i + 1}: {target[i]}"
-
+    names = [f"{i + 1}: {word}" for i, word in enumerate(target)]
     label = "Decoding step i (the word it writes)"
-    return int(st.select_slider(label, range(n), key=Bahdanau.step, format_func=name, help=help, **PERSIST))
+    return int(
+        st.select_slider(label, range(n), key=Bahdanau.step, format_func=names.__getitem__, help=help, **PERSIST)
+    )
 
 
 def show_pieces(b, rows: list[str]) -> None:
@@ -96,42 +92,29 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
     st.latex(FORMULAS[b.variant])
     left, right = st.columns([1, 2])
     with left:
-        st.metric(
-            f"Step {step + 1} writes", b.target_word, help="The word with the highest probability (greedy decoding)."
-        )
+        help = "The word with the highest probability (greedy decoding)."
+        st.metric(f"Step {step + 1} writes", b.target_word, help=help)
         st.caption(
             f"with probability **{b.probability:.3f}**; it attends most to **{md(b.source[int(np.argmax(b.alignment))])}** "
             f"(α = {b.alignment.max():.3f})."
         )
     with right:
-        fig = shared_build(
-            state_strip,
-            b.s_prev,
-            title=f"Decoder state s(i−1) read by step {step + 1} ({len(b.s_prev)} numbers)",
-            meta=Bahdanau.state,
-            name="s",
-        )
-        show_chart(fig, key=Bahdanau.state)
+        title = f"Decoder state s(i−1) read by step {step + 1} ({len(b.s_prev)} numbers)"
+        show_chart(shared_build(state_strip, b.s_prev, title=title), key=Bahdanau.state)
         st.caption(
             "The decoder's memory of what it has written so far (blue positive, red negative). "
             "Step 1 reads s(0), made from the backward encoder's summary of the whole sentence."
         )
-    fig = shared_build(
-        energies_and_weights,
-        b.energies,
-        b.alignment,
-        list(b.source),
-        title=f"Step {step + 1}: how much “{b.target_word}” looks at each source word",
-    )
+    title = f"Step {step + 1}: how much “{b.target_word}” looks at each source word"
+    fig = shared_build(energies_and_weights, b.energies, b.alignment, list(b.source), title=title)
     show_chart(fig, key=Bahdanau.energies)
     st.caption(
         "Left: the raw energies (any real number). Right: after the softmax, the weights (0 to 1, summing to 1); "
         "this is row i of the alignment map above."
     )
     show_pieces(b, rows)
-    show_chart(
-        shared_build(context_figure, b.encoder_states, b.alignment, b.context, list(b.source)), key=Bahdanau.context
-    )
+    fig = shared_build(context_figure, b.encoder_states, b.alignment, b.context, list(b.source))
+    show_chart(fig, key=Bahdanau.context)
     st.caption(
         f"The context vector c(i) ({len(b.context)} numbers, last row) is the weighted sum of the encoder states "
         "h(j) above it, with the weights α(i, j) shown in each row's label: when one word gets almost all the "

@@ -1,11 +1,6 @@
-"""The Captions page's calls into the engine: pictures to caption, one shared trace per request, the figure data
-drawn from it, the held-out scenes the model gets wrong, and the lesson's "where will it look?" answer.
-
-The model is our scene captioner or a pretrained one (ViT + GPT-2 ``VisionEncoderDecoder``, BLIP): the same
-request and caches serve both. A page run reads its controls into one :class:`CaptionRequest`, the cache key of
-everything computed from it: traces go into the shared trace cache, pictures and figure data into the map cache,
-so a class on one scene computes them once and every session reads the same read-only arrays.
-"""
+"""The Captions page's engine calls: pictures, one shared trace per request, its figure data, the held-out scenes
+the model gets wrong and the lesson's "where will it look?" answer. One :class:`CaptionRequest` (our captioner or a
+pretrained one) is the cache key of all of it: a class on one scene computes each once."""
 
 from __future__ import annotations
 
@@ -46,9 +41,8 @@ class DrawnObject:
 
 @dataclass(frozen=True)
 class CaptionRequest:
-    """What one run of the Captions page asks for: the picture (``source`` ``"scene"``: held-out ``scene`` 0 … 499;
-    ``"draw"``: the ``drawing`` on a ``textured`` background or not; ``"upload"``: ``uint8`` RGB bytes fitted by
-    :func:`read_caption_upload`), the decoding (``beam`` 1: greedy) and the captioner."""
+    """The picture (a held-out ``scene``, a ``drawing``, ``upload`` bytes from :func:`read_caption_upload`), the
+    decoding (``beam`` 1: greedy) and the captioner."""
 
     source: str = "scene"
     scene: int = 0
@@ -75,8 +69,8 @@ class CaptionRequest:
 
 @dataclass(frozen=True, eq=False)
 class CaptionPicture:
-    """The picture a request names: ``image`` ``[64, 64, 3]`` float32 in 0–1, a few words that name it, the
-    grammar's caption (None for an upload) and each object's ``(shape word, (top, left, bottom, right))``."""
+    """``image`` ``[S, S, 3]`` in 0–1, a few words that name it, the grammar's caption (None for an upload) and each
+    object's ``(shape word, (top, left, bottom, right))``."""
 
     image: np.ndarray
     described: str
@@ -90,7 +84,7 @@ class CaptionPicture:
 
 @dataclass(frozen=True)
 class Mistake:
-    """A held-out scene the model captions wrongly (greedy): its number, the true caption and the written one."""
+    """A held-out scene captioned wrongly (greedy): its number, the true caption and the written one."""
 
     scene: int
     reference: str
@@ -102,29 +96,21 @@ def _scene_picture(scene, described: str) -> CaptionPicture:
     return CaptionPicture(scene.image, described, scene.caption, tuple((obj.shape, obj.box) for obj in scene.objects))
 
 
-def _held_out_scene(index: int):
-    from engine.training.recipes.captioner import HELD_OUT_SEED
-
-    return make_scenes(index + 1, seed=HELD_OUT_SEED)[index]  # the same draws as the card's held-out set
-
-
 def caption_picture(request: CaptionRequest) -> CaptionPicture:
-    """The picture ``request`` names (shared, read-only).
-
-    Raises:
-        EngineError: an unknown source, a scene out of range, a drawing the grammar cannot caption, bad upload bytes.
-    """
+    """The picture ``request`` names (shared, read-only); ``EngineError`` for one that cannot be made."""
 
     def build() -> CaptionPicture:
         if request.source == "scene":
-            if not 0 <= int(request.scene) < HELD_OUT_SCENES:
+            from engine.training.recipes.captioner import HELD_OUT_SEED
+
+            if not 0 <= (index := int(request.scene)) < HELD_OUT_SCENES:
                 raise EngineError(f"held-out scenes are numbered 0 to {HELD_OUT_SCENES - 1}, not {request.scene}")
-            return _scene_picture(_held_out_scene(int(request.scene)), f"held-out scene {request.scene}")
+            scene = make_scenes(index + 1, seed=HELD_OUT_SEED)[index]  # the same draws as the card's held-out set
+            return _scene_picture(scene, f"held-out scene {index}")
         if request.source == "draw":
+            objects = [(o.shape, o.colour, o.size, o.row, o.col) for o in request.drawing]
             try:
-                scene = draw_scene(
-                    [(o.shape, o.colour, o.size, o.row, o.col) for o in request.drawing], textured=request.textured
-                )
+                scene = draw_scene(objects, textured=request.textured)
             except ValueError as err:
                 raise EngineError(f"This drawing cannot be captioned by the grammar: {err}") from err
             return _scene_picture(scene, "your drawing")
@@ -142,13 +128,8 @@ def caption_picture(request: CaptionRequest) -> CaptionPicture:
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
 def read_caption_upload(data: bytes, side: int = CAPTION_IMAGE_SIZE) -> tuple[bytes, tuple[str, ...]]:
-    """Validate and decode uploaded bytes (the ViT page's checks: ``engine.images.read_image``), then fit the
-    picture to the captioner's input: the middle square, resized to ``side``×``side`` RGB (64: our captioner; 384:
-    a pretrained one, whose own processor resizes it again). Returns its ``uint8`` bytes and notices for the page.
-
-    Raises:
-        engine.images.ImageError: with a message for the user.
-    """
+    """Uploaded bytes read by ``engine.images.read_image``, their middle square resized to ``side``×``side`` RGB
+    (64: our captioner; 384: a pretrained one): its ``uint8`` bytes and notices for the page."""
     from PIL import Image
 
     decoded = read_image(data)
@@ -164,20 +145,13 @@ def read_caption_upload(data: bytes, side: int = CAPTION_IMAGE_SIZE) -> tuple[by
     if (h, w) != (side, side):
         cut = " cut to its middle square and" if h != w else ""
         how = "shrunk" if square_side >= side else "enlarged"
-        notices.append(
-            f"Your {w}×{h} picture was{cut} {how} to {side}×{side} pixels"
-            + (", the size the captioner reads." if side == CAPTION_IMAGE_SIZE else ".")
-        )
+        reads = ", the size the captioner reads." if side == CAPTION_IMAGE_SIZE else "."
+        notices.append(f"Your {w}×{h} picture was{cut} {how} to {side}×{side} pixels{reads}")
     return fitted.tobytes(), tuple(notices)
 
 
 def caption_trace(request: CaptionRequest) -> CaptionTrace | PatchCaptionTrace:
-    """Caption the request's picture (greedy, or the best of a beam search) and keep every word's α map and β;
-    one trace per request in the shared trace cache (read-only arrays).
-
-    Raises:
-        EngineError: a beam width out of range, a model that is not a captioner, or a picture that cannot be made.
-    """
+    """The request's picture captioned (greedy, or the best of a beam) with every word's α map and β, shared."""
     if not isinstance(request.beam, int) or not 1 <= request.beam <= CAPTION_MAX_BEAM:
         raise EngineError(f"The beam width must be a whole number from 1 to {CAPTION_MAX_BEAM}, got {request.beam!r}.")
 
@@ -190,10 +164,8 @@ def caption_trace(request: CaptionRequest) -> CaptionTrace | PatchCaptionTrace:
 
 
 def caption_attention(request: CaptionRequest, layer: int | None = None, head: int | None = None) -> CaptionView:
-    """The figure data of the request's caption (:class:`app.views.captions.map_data.CaptionView`), shared, read-only:
-    our captioner's own α maps and β per written word; a pretrained captioner's cross-attention on the patches of
-    decoder ``layer`` (default: the last) and ``head`` (None: the mean over heads), with each word's weight on
-    [CLS] as ``rest``."""
+    """The caption's figure data, shared: our captioner's α maps and β; a pretrained one's cross-attention on the
+    patches of decoder ``layer`` (None: the last) and ``head`` (None: their mean), its weight on [CLS] as ``rest``."""
 
     def build() -> CaptionView:
         trace = caption_trace(request)
@@ -202,29 +174,19 @@ def caption_attention(request: CaptionRequest, layer: int | None = None, head: i
         chosen = trace.n_layers - 1 if layer is None else layer
         if not 0 <= chosen < trace.n_layers or not (head is None or 0 <= head < trace.n_heads):
             raise EngineError(f"This captioner has layers 0–{trace.n_layers - 1} and heads 0–{trace.n_heads - 1}.")
-        return caption_view(
-            trace.words.strings,
-            trace.patch_maps(chosen, head),
-            None,
-            trace.image.shape[0],
-            rest=trace.prefix_weight(chosen, head),
-        )
+        maps, rest = trace.patch_maps(chosen, head), trace.prefix_weight(chosen, head)
+        return caption_view(trace.words.strings, maps, None, trace.image.shape[0], rest=rest)
 
     return shared_map(("caption-view", request.trace_key, layer, head), build)
 
 
 def caption_layers(trace) -> tuple[int, int] | None:
-    """``(decoder layers, heads)`` of a pretrained captioner's trace (the page's layer and head pickers); None for our
-    captioner (one additive attention, no layers or heads)."""
+    """``(decoder layers, heads)`` of a pretrained captioner's trace; None for ours (one additive attention)."""
     return (trace.n_layers, trace.n_heads) if isinstance(trace, PatchCaptionTrace) else None
 
 
 def _captioner(model_id: str):
-    """The shared model ``model_id``, loaded once per process.
-
-    Raises:
-        EngineError: the model cannot be loaded (the engine's message) or is not an image captioner.
-    """
+    """The shared model ``model_id``; ``EngineError`` when it is not an image captioner."""
     model = get_model(model_id)
     if model.spec.family != "captioner":
         raise EngineError(f"{quote_input(model_id)} is not an image captioner (it is a {model.spec.family} model).")
@@ -232,15 +194,14 @@ def _captioner(model_id: str):
 
 
 def is_pretrained_captioner(model_id: str) -> bool:
-    """Whether ``model_id`` is a pretrained captioner (ViT + GPT-2, BLIP) rather than our scene captioner (loads it)."""
+    """Whether ``model_id`` is a pretrained captioner (ViT + GPT-2, BLIP), not ours (loads it)."""
     from engine.families.hf_caption import HFCaptionAdapter
 
     return isinstance(_captioner(model_id).adapter, HFCaptionAdapter)
 
 
 def as_seen(picture: CaptionPicture, trace) -> CaptionPicture:
-    """``picture`` as the model saw it: the trace's image (a pretrained captioner's processor resizes it) with the
-    objects' boxes scaled to it."""
+    """``picture`` as the model saw it: the trace's image (a processor may resize it), the boxes scaled to it."""
     side, own = trace.image.shape[0], picture.image.shape[0]
     if side == own:
         return picture
@@ -253,10 +214,8 @@ def as_seen(picture: CaptionPicture, trace) -> CaptionPicture:
 
 
 def caption_mistakes(model_id: str = CAPTION_MODEL) -> tuple[Mistake, ...]:
-    """The held-out scenes (the card's 500) whose greedy caption differs from the grammar's, in scene order.
-
-    All 500 are captioned in two batches, as the card's figures were measured
-    (``engine.training.caption_metrics.evaluate``); once per server process."""
+    """The held-out scenes whose greedy caption differs from the grammar's, measured as the card's figures were
+    (``caption_metrics.evaluate``), once per server process."""
 
     def compute() -> tuple[Mistake, ...]:
         from engine.training.caption_metrics import evaluate
@@ -277,8 +236,8 @@ def caption_mistakes(model_id: str = CAPTION_MODEL) -> tuple[Mistake, ...]:
 
 @dataclass(frozen=True, eq=False)
 class Peak:
-    """Where the captioner looks when it writes one ``word`` (its index in the greedy ``caption``) of a held-out
-    scene's caption (the lesson's check): the ``region`` (index into :data:`REGIONS`) of its attention peak."""
+    """Where the captioner looks when it writes ``word`` (its index in the greedy ``caption``) of a held-out scene:
+    the ``region`` (index into :data:`REGIONS`) of its attention peak (the lesson's check)."""
 
     picture: CaptionPicture
     view: CaptionView
@@ -297,12 +256,8 @@ class Peak:
 
 
 def where_it_looks(scene: int, word: str, model_id: str = CAPTION_MODEL) -> Peak:
-    """The real model's attention peak for ``word`` (its first occurrence) in its greedy caption of held-out
-    scene ``scene``.
-
-    Raises:
-        EngineError: the model does not write ``word`` for that scene.
-    """
+    """The model's attention peak for ``word`` (first occurrence) in its greedy caption of held-out ``scene``;
+    ``EngineError`` when it does not write that word."""
     request = CaptionRequest(source="scene", scene=scene, model_id=model_id)
     view, caption = caption_attention(request), caption_trace(request).caption
     if word not in view.words:

@@ -8,9 +8,8 @@ from app.url_params import Param, catalog_model, integer, model_ref, one_of
 
 
 class Captions:
-    """The Captions page's keys (``app/views/captions/page.py``); ``view``, ``source``, ``scene``, ``search`` and ``beam`` are
-    also its URL parameters (``app/url_params.py``). Prefixes + an object's number (0, 1): the drawn objects'
-    ``shape``, ``colour``, ``size``, ``row`` and ``col``."""
+    """The Captions page's keys; those in ``PARAMS`` are also its URL parameters. Prefixes + an object's number (0, 1):
+    the drawn objects' ``shape``, ``colour``, ``size``, ``row`` and ``col``."""
 
     view, model, source, scene, upload = "cap_view", "cap_model", "cap_source", "cap_scene", "cap_upload"
     count, textured = "cap_count", "cap_textured"
@@ -32,17 +31,8 @@ class Captions:
         search: ("greedy", "beam"),
     }
     MEAN_HEADS = -1  # the head picker's "mean over heads"
-    DEFAULTS: dict[str, Any] = {
-        view: "caption",
-        source: "scene",
-        scene: 4,
-        search: "greedy",
-        beam: 3,
-        model: "scene-captioner",
-        hub_id: "",
-        layer: None,
-        head: MEAN_HEADS,
-    }
+    DEFAULTS: dict[str, Any] = {view: "caption", source: "scene", scene: 4, search: "greedy", beam: 3}
+    DEFAULTS |= {model: "scene-captioner", hub_id: "", layer: None, head: MEAN_HEADS}
     #: the drawing a session starts with: (shape, colour, size, row, column) of each object, and how many are shown
     DRAWING: tuple[tuple[str, str, str, int, int], ...] = (
         ("square", "blue", "large", 18, 20),

@@ -1,12 +1,6 @@
-"""What the Captions page draws from a captioner's trace: one attention map per written word, β, peaks, regions.
-
-A ``CaptionTrace`` holds, for every written word t, the map α(t, ·) over the encoder's L×L grid (each sums to 1)
-and the gate β(t); a pretrained captioner's ``PatchCaptionTrace`` gives, for one decoder layer and head (or their
-mean), each word's cross-attention on the image's patches and the rest of its weight, on [CLS]. :func:`caption_view`
-keeps exactly those numbers (the page's tables show the model's own weights) with each word's peak cell and the
-pixel side of a cell. Regions: the lesson's "where will it look?" asks for one of nine parts of the picture (a 3×3
-split); a cell belongs to the third its centre falls in (on 8×8: cells 0–2, 3–4, 5–7). Pure numpy.
-"""
+"""What the Captions page draws from a captioner's trace: one map per written word (α over the L×L grid, or a
+pretrained captioner's cross-attention on the patches), β, peaks, and the lesson's nine regions (a 3×3 split: a cell
+belongs to the third its centre falls in; on 8×8: cells 0–2, 3–4, 5–7). Pure numpy."""
 
 from __future__ import annotations
 
@@ -20,24 +14,14 @@ REGIONS = ("top left", "top", "top right", "left", "middle", "right", "bottom le
 
 @dataclass(frozen=True, eq=False)
 class CaptionView:
-    """One caption's attention, ready to draw.
+    """One caption's attention, ready to draw (read-only float32 arrays)."""
 
-    Attributes:
-        words: the written words as shown (``<eos>`` included when the model wrote it: that step looks too).
-        alphas: ``[word, L, L]`` float32, α of the step that wrote each word; row 0 is the top of the picture.
-        betas: ``[word]`` float32, β of that step (0–1); None for a pretrained captioner (no gate).
-        cell_px: pixels per cell side (the picture's side / L).
-        peaks: each word's largest-α cell, row-major (``r · L + c``).
-        rest: ``[word]`` float32, the weight each word put on the keys before the patches ([CLS]), so a map sums to
-            ``1 − rest``; None when every map sums to 1 (our captioner).
-    """
-
-    words: tuple[str, ...]
-    alphas: np.ndarray
-    betas: np.ndarray | None
-    cell_px: int
-    peaks: tuple[int, ...]
-    rest: np.ndarray | None = None
+    words: tuple[str, ...]  # as written, ``<eos>`` included when the model wrote it (that step looks too)
+    alphas: np.ndarray  # [word, L, L]: α of the step that wrote each word; row 0 is the top of the picture
+    betas: np.ndarray | None  # [word]: β of that step (0–1); None for a pretrained captioner (no gate)
+    cell_px: int  # pixels per cell side
+    peaks: tuple[int, ...]  # each word's largest-α cell, row-major
+    rest: np.ndarray | None = None  # [word]: weight on [CLS], so a map sums to 1 − rest; None for our captioner
 
     @property
     def grid(self) -> int:
@@ -81,12 +65,8 @@ def caption_view(
     image_size: int,
     rest: np.ndarray | None = None,
 ) -> CaptionView:
-    """A :class:`CaptionView` of one caption: ``alphas`` ``[word, L, L]`` and ``betas`` ``[word]`` (or None) as written
-    by the model, over a square picture of ``image_size`` pixels; ``rest`` ``[word]``: weight off the patches.
-
-    Raises:
-        ValueError: the arrays do not fit the words or the grid does not divide the picture.
-    """
+    """A :class:`CaptionView` of the model's own ``alphas``, ``betas`` and ``rest`` over an ``image_size`` picture;
+    ``ValueError`` when the arrays do not fit the words or the grid does not divide the picture."""
     a = np.ascontiguousarray(alphas, dtype=np.float32)
     b, r = (None if x is None else np.ascontiguousarray(x, dtype=np.float32) for x in (betas, rest))
     words = tuple(str(w) for w in words)

@@ -78,10 +78,5 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
             "word, does its map sit on the other object, spread out over the background, or on the right "
             "object after all (then the mistake is not in where it looked)?"
         )
-    st.button(
-        "Open this scene in the captioner",
-        key=Captions.open_mistake,
-        on_click=once(_open_mistake),
-        args=(chosen.scene,),
-        icon=":material/open_in_new:",
-    )
+    click = dict(key=Captions.open_mistake, on_click=once(_open_mistake), args=(chosen.scene,))
+    st.button("Open this scene in the captioner", icon=":material/open_in_new:", **click)

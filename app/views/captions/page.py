@@ -1,10 +1,6 @@
-"""Captions: an image captioner with soft attention writes a caption word by word; see where it looks for each word.
-
-Picture (a held-out scene, a drawing, an upload) → greedy or beam-search caption → one α map per written word
-(the "Show, Attend and Tell" figure), the chosen word's map large, β per word, the numbers of any grid cell; and
-the held-out scenes the model gets wrong. A pretrained captioner (ViT + GPT-2, BLIP) shows one decoder layer's
-cross-attention on the image's patches instead, and each word's weight on [CLS] where our captioner shows β.
-"""
+"""Captions: a captioner writes a caption word by word; one α map per written word (the "Show, Attend and Tell"
+figure), the chosen word's map large, β per word, any cell's numbers, and the held-out scenes it gets wrong. A
+pretrained captioner shows a decoder layer's cross-attention on the patches, and its weight on [CLS] for β."""
 
 from __future__ import annotations
 
@@ -52,24 +48,21 @@ SOURCES = {"scene": "A held-out scene", "draw": "Draw one", "upload": "Upload yo
 SEARCHES = {"greedy": "Greedy", "beam": "Beam search"}
 SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZES)  # what the scenes draw
 SIDE = CAPTION_IMAGE_SIZE
+ROW = dict(horizontal=True, **PERSIST)  # a radio's options in a row, its value kept across pages
 OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
+PLACES = (("Down (row of its centre)", Captions.row), ("Across (column of its centre)", Captions.col))  # its sliders
 BAHDANAU_SENTENCE = "the red car is fast"
 MODEL_HELP = (
     "The scene captioner, trained here on generated scenes: a small conv-net gives an 8×8 grid of features and an "
     "LSTM writes the caption, attending over the grid before every word. Pretrained captioners from the Hub write "
     "with a transformer decoder that attends over the picture's patches."
 )
-OTHER_MODEL = (
-    Captions.hub_id,
-    "A pretrained captioner",
-    "e.g. Salesforce/blip-image-captioning-base",
-    f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 decoder "
-    "(VisionEncoderDecoder), or BLIP's captioner.",
-)
+HUB_HELP = f"{' and '.join(hub_labels('captioner'))} checkpoints: a ViT encoder with a GPT-2 decoder, or BLIP's."
+OTHER_MODEL = (Captions.hub_id, "A pretrained captioner", "e.g. Salesforce/blip-image-captioning-base", HUB_HELP)
 
 
 def _defaults() -> None:
-    """Defaults once per session; a choice that is not one of its options (a forged value) goes back to its default."""
+    """Defaults once per session; a choice that is not one of its options (forged) goes back to its default."""
     defaults({**Captions.DEFAULTS, **Captions.DRAW_DEFAULTS})
     choices = {**Captions.OPTIONS, Captions.count: (1, 2)}
     for i, (shape, colour, size, row, col) in enumerate(Captions.DRAWING):
@@ -82,18 +75,9 @@ def _defaults() -> None:
         choose(key, options)
 
 
-def _option(key: str, options) -> str:
-    """The session's value of a choice, or its default when it is not one of ``options`` (a forged value)."""
-    value = st.session_state.get(key)
-    return value if value in options else Captions.DEFAULTS[key]
-
-
-# ---------------------------------------------------------------- the picture
-
-
 def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
     """One or two objects: shape, colour, size and where (the centre, in pixels of the 64×64 picture)."""
-    st.radio("Objects", [1, 2], key=Captions.count, horizontal=True, **PERSIST)
+    st.radio("Objects", [1, 2], key=Captions.count, **ROW)
     count = bounded(st.session_state.get(Captions.count), 1, 2)
     objects = []
     for i, column in enumerate(st.columns(2)[:count]):
@@ -103,10 +87,7 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
                 st.selectbox(label, options, key=f"{prefix}{i}", **PERSIST)
                 for label, options, prefix in zip(("Shape", "Colour", "Size"), (SHAPES, COLOURS, SIZES), OBJECT)
             ]
-            for label, prefix in (
-                ("Down (row of its centre)", Captions.row),
-                ("Across (column of its centre)", Captions.col),
-            ):
+            for label, prefix in PLACES:
                 st.slider(label, 0, SIDE - 1, key=f"{prefix}{i}", **PERSIST)
                 chosen.append(bounded(st.session_state.get(f"{prefix}{i}"), 0, SIDE - 1))
             objects.append(DrawnObject(*chosen))
@@ -119,10 +100,8 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
 
 
 def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple[str, ...]]:
-    """The source and its controls; the request without its decoding (None when there is no picture yet). An upload
-    is fitted to our captioner's 64 pixels, or to 384 for a ``pretrained`` one."""
-    st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, horizontal=True, **PERSIST)
-    source = _option(Captions.source, SOURCES)
+    """The source and its controls: the request without its decoding (None while there is no picture yet)."""
+    source = st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, **ROW)
     if source == "scene":
         help = f"The {HELD_OUT_SCENES} scenes the captioner's card was measured on; it never trained on them."
         scene = pick_int(st.number_input, "Held-out scene number", 0, HELD_OUT_SCENES - 1, Captions.scene, help=help)
@@ -146,8 +125,7 @@ def pick_decoding() -> int:
         "Greedy writes the most probable word at every step. Beam search keeps the best few partial captions and "
         "returns the most probable whole caption."
     )
-    st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, horizontal=True, help=help, **PERSIST)
-    if _option(Captions.search, SEARCHES) == "greedy":
+    if st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, help=help, **ROW) == "greedy":
         return 1
     return pick_int(st.slider, "Beam width", 2, CAPTION_MAX_BEAM, Captions.beam)
 
@@ -162,23 +140,18 @@ def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
         return layer, pick_head(heads, Captions.head, "mean over heads")
 
 
-# ---------------------------------------------------------------- the caption and its maps
-
-
 def show_caption(trace, picture, cell_px: int) -> None:
     """The picture as the model reads it, what the model wrote, the grammar's caption and whether they match."""
     how = "greedy decoding" if trace.beam == 1 else f"the best of a beam of {trace.beam}"
     shown, words = side_by_side([2, 3])
     with shown:
-        show_chart(
-            shared_build(picture_with_boxes, picture.image, picture.boxes, cell_px, title="What the model reads"),
-            key=Captions.picture,
-        )
+        fig = shared_build(picture_with_boxes, picture.image, picture.boxes, cell_px, title="What the model reads")
+        show_chart(fig, key=Captions.picture)
         boxes = " Dotted: the objects' true boxes." if picture.boxes else ""
+        side, grid = picture.image.shape[0], picture.image.shape[0] // cell_px
         st.caption(
-            f"{picture.described[:1].upper() + picture.described[1:]}, {picture.image.shape[0]}×"
-            f"{picture.image.shape[1]} pixels, and the {picture.image.shape[0] // cell_px}×"
-            f"{picture.image.shape[0] // cell_px} grid of cells the model attends over.{boxes}"
+            f"{picture.described[:1].upper() + picture.described[1:]}, {side}×{side} pixels, and the {grid}×{grid} "
+            f"grid of cells the model attends over.{boxes}"
         )
     with words:
         st.markdown(f"**The model writes** ({how})\n\n> {md(trace.caption) or '(nothing)'}")
@@ -214,10 +187,9 @@ def show_words(image: np.ndarray, view) -> int:
         r, c = view.cell(view.peaks[word])
         st.caption(
             f"Where the model looks before writing “{md(view.words[word])}”: α over the {view.grid}×{view.grid} "
-            f"grid, each {'cell' if view.rest is None else 'patch'} {view.cell_px}×{view.cell_px} pixels of "
-            "the picture. Its peak is cell "
-            f"{view.peaks[word]} (row {r}, column {c}, α = {float(view.alphas[word, r, c]):.3f}). The outlined "
-            "cell is the one whose numbers are listed below: click a cell to choose it."
+            f"grid, each {'cell' if view.rest is None else 'patch'} {view.cell_px}×{view.cell_px} pixels. Peak: cell "
+            f"{view.peaks[word]} (row {r}, column {c}, α = {float(view.alphas[word, r, c]):.3f}). The outlined cell's "
+            "numbers are listed below: click a cell to choose it."
         )
     with right:
         show_chart(shared_build(gate_bars, view, word), key=Captions.betas)
@@ -272,10 +244,7 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     if (found := attempt(lambda: (caption_picture(request), caption_trace(request)), "Writing the caption…")) is None:
         return
     picture, trace = found
-    layer = head = None
-    shape = caption_layers(trace)
-    if shape is not None:
-        layer, head = pick_layer_head(*shape)
+    layer, head = pick_layer_head(*shape) if (shape := caption_layers(trace)) else (None, None)
     if (view := attempt(lambda: caption_attention(request, layer, head))) is None:
         return
     picture = as_seen(picture, trace)
@@ -301,9 +270,6 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     show_cell_numbers(view, word)
 
 
-# ---------------------------------------------------------------- page
-
-
 def main() -> None:
     _defaults()
     st.title("Captions")
@@ -312,19 +278,15 @@ def main() -> None:
         "a time, and before every word it looks over the picture: a small conv-net cuts it into an 8×8 grid of "
         "feature vectors, and the LSTM decoder gives each cell a weight α (a softmax: they sum to 1)."
     )
-    open_page(
-        "bahdanau.py",
-        "The same additive attention over a source sentence: the Bahdanau page",
-        {Bahdanau.text: BAHDANAU_SENTENCE},
-        icon=":material/translate:",
-    )
+    title = "The same additive attention over a source sentence: the Bahdanau page"
+    open_page("bahdanau.py", title, {Bahdanau.text: BAHDANAU_SENTENCE}, icon=":material/translate:")
     st.caption(
-        "e(t, i) = vᵀ tanh(W h(t−1) + U a(i)), α(t, ·) = softmax(e(t, ·)): Bahdanau's translator scores every "
-        "English word's encoder state this way; here the “source” is the grid of picture cells."
+        "e(t, i) = vᵀ tanh(W h(t−1) + U a(i)), α(t, ·) = softmax(e(t, ·)): Bahdanau's translator scores each English "
+        "word's encoder state this way; here the “source” is the grid of picture cells."
     )
     top_left, top_right = st.columns([3, 2])
     with top_left:
-        st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, horizontal=True, **PERSIST)
+        view = st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, **ROW)
     with top_right:
         model_id = pick_family_model("captioner", Captions.model, CAPTION_MODEL, MODEL_HELP, OTHER_MODEL)
     try:
@@ -333,7 +295,7 @@ def main() -> None:
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return
-    if _option(Captions.view, VIEWS) == "mistakes":
+    if view == "mistakes":
         mistakes_section(model_id, pretrained)
     else:
         caption_section(model_id, pretrained)

@@ -1,8 +1,5 @@
-"""The "Is attention the explanation?" page's calls: one prediction, six importances, their agreement, Jain &
-Wallace's test (``engine.analysis.attribution``, ``attention_swap``, ``rank_agreement``), each kept in the shared
-map cache under the request's key, so a class on one link computes each method once. The attention readings use
-the shared trace; the model runs go through ``models.model_pass``.
-"""
+"""The "Is attention the explanation?" page's engine calls: one prediction, six importances, their agreement and
+Jain & Wallace's test, each shared under the request's key (a class on one link computes each method once)."""
 
 from __future__ import annotations
 
@@ -37,8 +34,7 @@ Progress = Callable[[float], None] | None
 
 
 def _key(request: ExplainRequest, *parts) -> tuple:
-    """The map cache's key of one result: the prediction, ``parts`` (what the result adds), the session's own trained
-    model and the server's rules."""
+    """One result's key: the prediction, ``parts`` (what the result adds), a session's own model and the rules."""
     return ("explain", request.prediction_key, *parts, *request_key(request.trace_request())[1:])
 
 
@@ -68,8 +64,7 @@ def importance_key(request: ExplainRequest, method: str) -> tuple:
 
 
 def explain_importance(request: ExplainRequest, method: str, progress: Progress = None):
-    """One method's ``Importance`` for the request's prediction (cached); ``progress``: called with the share done
-    while integrated gradients runs."""
+    """One method's ``Importance`` of the prediction (shared); ``progress`` gets integrated gradients' share done."""
     pred = explain_prediction(request)
 
     def compute():
@@ -92,8 +87,8 @@ class Agreement:
 
 
 def explain_agreement(request: ExplainRequest, include_special: bool) -> Agreement:
-    """Spearman and Kendall matrices of every method's ranking (sizes of signed scores), over the input's tokens
-    (special tokens only when ``include_special``; the [MASK] being filled never)."""
+    """Spearman and Kendall matrices of the methods' rankings (by size) over the input's tokens, special ones only
+    when ``include_special``, the [MASK] being filled never."""
     pred = explain_prediction(request)
     keep = np.array(
         [(include_special or not special) and i not in pred.excluded for i, special in enumerate(pred.tokens.special)]
@@ -111,8 +106,7 @@ def explain_layout(model_id: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Swap:
-    """Jain & Wallace's test on one ``layer``: which ``head`` (None: all), the ``kind`` of other weights and how many
-    ``runs`` (permutations) from ``seed``."""
+    """Jain & Wallace's test on one ``layer``: its ``head`` (None: all), the ``kind`` of weights, ``runs`` from ``seed``."""
 
     layer: int
     head: int | None

@@ -1,11 +1,5 @@
-"""Is attention the explanation? Six ways to say which tokens mattered for one prediction, and Jain & Wallace's test.
-
-Pick one of three predictions (our GPT's next word, our BERT's masked word, MiniLM's sentence embedding compared
-with a reference sentence); the page shows each input token's importance by raw attention, rollout, Kobayashi's
-contributions, leave-one-out, gradient×input and integrated gradients, how far their rankings agree (Spearman and
-Kendall), and what happens to the prediction when one head's attention is permuted, made uniform or chosen by an
-adversary. Everything is computed by ``app.views.explain.data`` (cached per process).
-"""
+"""Is attention the explanation? Six ways to say which tokens mattered for one prediction (of three models), how
+far their rankings agree, and Jain & Wallace's test: one head's attention permuted, made uniform or adversarial."""
 
 from __future__ import annotations
 
@@ -22,7 +16,7 @@ from app.runtime.request import ExplainRequest
 from app.state import bounded, choose, clamp, default, defaults
 from app.ui.charts import set_source, show_chart
 from app.ui.export import csv_button
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.explain.data import (
@@ -67,9 +61,8 @@ def controls() -> ExplainRequest:
     models = list(EXPLAIN_MODELS)
     choose(E.model, models, E.DEFAULTS[E.model])
     help = "Three models, three kinds of output."
-    model_id = st.radio(
-        "What to explain", models, format_func=EXPLAIN_MODELS.get, key=E.model, horizontal=True, help=help
-    )
+    names = EXPLAIN_MODELS.get
+    model_id = st.radio("What to explain", models, format_func=names, key=E.model, horizontal=True, help=help)
     index = models.index(model_id)
     text_key = f"{E.text}{index}"
     default(text_key, EXPLAIN_EXAMPLES[model_id])
@@ -93,9 +86,8 @@ def controls() -> ExplainRequest:
             steps = st.slider("Integrated gradients: steps", 4, 128, step=4, key=E.steps, help=help)
         with middle:
             choose(E.baseline, BASELINES, "zero")
-            baseline = st.radio(
-                "Integrated gradients: baseline", list(BASELINES), format_func=BASELINES.get, key=E.baseline
-            )
+            label = "Integrated gradients: baseline"
+            baseline = st.radio(label, list(BASELINES), format_func=BASELINES.get, key=E.baseline)
         with right:
             choose(E.loo, LOO, "remove")
             loo = st.radio("Leave-one-out", list(LOO), format_func=LOO.get, key=E.loo)
@@ -123,9 +115,9 @@ def show_prediction(pred) -> None:
 
 @contextlib.contextmanager
 def progress(text: str, cached: bool):
-    """A progress bar while something is computed: yields its ``(share, label)`` callback (None when cached)."""
+    """A progress bar while something is computed: yields its ``(share, label)`` callback (a no-op when cached)."""
     if cached:
-        yield None
+        yield lambda share, label="": None
         return
     bar = st.progress(0.0, text=text)
     yield lambda share, label=text: bar.progress(min(1.0, share), text=label)
@@ -142,9 +134,8 @@ def importances(request: ExplainRequest) -> dict:
             def report(share: float, i: int = i, label: str = label) -> None:
                 step((i + share) / len(methods), f"{label}…")
 
-            if step is not None:
-                report(0.0)
-            results[method] = explain_importance(request, method, progress=report if step is not None else None)
+            report(0.0)
+            results[method] = explain_importance(request, method, progress=report)
     return results
 
 
@@ -162,20 +153,16 @@ def show_importances(pred, results: dict) -> None:
     for start in range(0, len(items), 3):
         for column, (method, result) in zip(side_by_side(3), items[start : start + 3]):
             with column:
-                show_chart(
-                    shared_build(importance_bars, tokens, result.scores, methods[method]),
-                    key=f"{E.bars}{method}",
-                    narrow=True,
-                )
+                fig = shared_build(importance_bars, tokens, result.scores, methods[method])
+                show_chart(fig, key=f"{E.bars}{method}", narrow=True)
     ig = results["integrated_gradients"]
     st.caption(
         f"Integrated gradients' completeness check ({ig.steps} steps): f(input) − f(baseline) = "
         f"{ig.f_input:.4f} − {ig.f_baseline:.4f} = {ig.f_input - ig.f_baseline:.4f}; the scores add up to "
         f"{ig.f_input - ig.f_baseline - ig.gap:.4f}; gap {ig.gap:+.2e}. More steps shrink the gap."
     )
-    frame = pd.DataFrame(
-        {"position": range(len(tokens)), "token": tokens, **{methods[m]: r.scores for m, r in results.items()}}
-    )
+    scores = {methods[m]: r.scores for m, r in results.items()}
+    frame = pd.DataFrame({"position": range(len(tokens)), "token": tokens, **scores})
     csv_button("Download the scores as CSV", frame, "importances.csv", E.csv, index=False)
 
 
@@ -222,21 +209,14 @@ def show_swap(request: ExplainRequest, pred) -> None:
     after = np.median(result.after)
     m2.metric(f"{md(what)}, replaced (median)", f"{after:.3f}", delta=f"{after - result.before:+.3f}")
     change = "1 − cos(e, e′)" if embedding else "total variation"
-    m3.metric(
-        "Output moved (max)",
-        f"{np.max(result.output_change):.4f}",
-        help=f"The largest {change} between the output with the model's own weights and with replaced ones: "
-        + ("1 − the cosine of the two embeddings." if embedding else "½ Σ |p − p′| over the vocabulary."),
-    )
-    m4.metric(
-        "Attention moved (median)",
-        f"{np.median(result.attention_change):.3f}",
-        help="Jensen–Shannon divergence of the new weights from the model's own, in nats (at most ln 2 ≈ 0.69).",
-    )
+    help = f"The largest {change} between the output with the model's own weights and with replaced ones: "
+    help += "1 − the cosine of the two embeddings." if embedding else "½ Σ |p − p′| over the vocabulary."
+    m3.metric("Output moved (max)", f"{np.max(result.output_change):.4f}", help=help)
+    help = "Jensen–Shannon divergence of the new weights from the model's own, in nats (at most ln 2 ≈ 0.69)."
+    m4.metric("Attention moved (median)", f"{np.median(result.attention_change):.3f}", help=help)
     label = f"output change: {change}"
-    show_chart(
-        shared_build(swap_scatter, result.attention_change, result.output_change, output_label=label), key=E.swap
-    )
+    fig = shared_build(swap_scatter, result.attention_change, result.output_change, output_label=label)
+    show_chart(fig, key=E.swap)
     kept = "" if embedding else f" The predicted word stayed on top in {np.mean(result.top_kept):.0%} of the runs."
     rows = "the predicting row" if len(result.rows) == 1 else "every row"
     st.caption(
@@ -258,21 +238,16 @@ def main() -> None:
     )
     defaults(E.DEFAULTS)
     request = controls()
-    try:
-        pred = explain_prediction(request)
-        show_prediction(pred)
-        results = importances(request)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (pred := attempt(lambda: explain_prediction(request))) is None:
+        return
+    show_prediction(pred)
+    if (results := attempt(lambda: importances(request))) is None:
         return
     show_importances(pred, results)
     show_agreement(request)
     with st.expander("What each method can and cannot claim", expanded=True):
         st.markdown(CLAIMS)
-    try:
-        show_swap(request, pred)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    attempt(lambda: show_swap(request, pred))
 
 
 main()

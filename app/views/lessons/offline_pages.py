@@ -31,9 +31,8 @@ from app.views.pretraining.keys import TABS as PRETRAINING_TABS
 from app.views.scaling.data import scaling_curves
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
 from app.views.vit import data as vit_data
-from app.views.vit.figures import overlay, overlay_grid, probability_bars
+from app.views.vit.figures import overlay, overlay_grid, probability_bars, window_overlay
 from app.views.vit.keys import Vit
-from app.views.vit.windows import window_overlay
 from engine import EngineError
 from engine.traces.vision import WindowRow
 
@@ -93,8 +92,7 @@ class Biases:
 def _matrix(values: np.ndarray, title: str, x: str, y: str, name: str, source: str, bound: float | None = None):
     """A numeric matrix as the Positional page draws it (``bound``: a symmetric colour range, else the 99.5th
     percentile of |value|)."""
-    extra = {"zmin": -bound, "zmax": bound} if bound is not None else {}
-    fig = matrix_heatmap(values, x_title=x, y_title=y, title=title, value_name=name, **extra)
+    fig = matrix_heatmap(values, x_title=x, y_title=y, title=title, value_name=name, bound=bound or 0.0)
     return with_source(ready(fig), source_line(source))
 
 

@@ -9,8 +9,8 @@ from app.runtime.models import bound_threads, get_model, model_pass
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def pos_sinusoidal(n_pos: int, d_model: int):
-    """The sinusoidal table ``[n_pos, d_model]``, its dot-product similarity, and that matrix's
-    largest spread along a diagonal (0 = depends on ``|p − q|`` only)."""
+    """The sinusoidal table ``[n_pos, d_model]``, its dot-product similarity and that matrix's largest spread along
+    a diagonal (0: it depends on ``|p − q|`` only)."""
     from engine.analysis import positional
 
     table = positional.sinusoidal_table(n_pos, d_model)
@@ -47,16 +47,9 @@ def pos_rope(d_head: int, offset: int, seed: int, n_pos: int, starts: tuple[int,
     from engine.analysis import positional
 
     q, k = positional.rope_example_vectors(d_head, seed)
-    positions = np.arange(n_pos)
+    positions, rotate = np.arange(n_pos), positional.rope_rotate
     scores = positional.rope_relative_scores(q, k, offset, np.array(starts), base=10000.0)
-    return (
-        q,
-        k,
-        positional.rope_rotate(q, positions),
-        positional.rope_rotate(k, positions),
-        positional.rope_thetas(d_head),
-        scores,
-    )
+    return q, k, rotate(q, positions), rotate(k, positions), positional.rope_thetas(d_head), scores
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

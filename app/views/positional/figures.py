@@ -14,27 +14,17 @@ MASKED_COLOR = "#d9d9d9"
 
 
 def matrix_heatmap(
-    z: np.ndarray,
-    *,
-    x_title: str,
-    y_title: str,
-    title: str = "",
-    value_name: str = "value",
-    height: int = 420,
-    zmin: float | None = None,
-    zmax: float | None = None,
+    z: np.ndarray, *, x_title: str, y_title: str, title: str, value_name: str, height: int = 420, bound: float = 0.0
 ) -> go.Figure:
-    """A matrix ``z`` ``[rows, cols]`` as a heatmap on a red/blue scale centred on 0, row 0 at the top, NaN cells
-    grey; ``value_name`` is what a cell holds (hover, colour bar). The default range is ±the 99.5th percentile of
-    |z|: a few outlier cells (learned tables have some) must not wash out the rest."""
+    """A matrix ``z`` ``[rows, cols]`` on a red/blue scale from −``bound`` to ``bound``, row 0 at the top, NaN cells
+    grey; ``value_name`` is what a cell holds. The default bound is the 99.5th percentile of |z|: a few outlier cells
+    (learned tables have some) must not wash out the rest."""
     z = np.asarray(z, dtype=np.float32)
-    finite = z[np.isfinite(z)]
-    if zmin is None and zmax is None:
-        bound = (float(np.percentile(np.abs(finite), 99.5)) if finite.size else 1.0) or 1.0
-        zmin, zmax = -bound, bound
+    finite = np.abs(z[np.isfinite(z)])
+    bound = bound or (float(np.percentile(finite, 99.5)) if finite.size else 1.0) or 1.0
     hover = f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>"
     colorbar = dict(title=value_name, thickness=12)
-    heatmap = go.Heatmap(z=z, colorscale=DIVERGING, zmin=zmin, zmax=zmax, hoverongaps=False, colorbar=colorbar)
+    heatmap = go.Heatmap(z=z, colorscale=DIVERGING, zmin=-bound, zmax=bound, hoverongaps=False, colorbar=colorbar)
     fig = go.Figure(heatmap.update(hovertemplate=hover))
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
@@ -47,30 +37,18 @@ def matrix_heatmap(
     return fig
 
 
-def dimension_curves(table: np.ndarray, dims: list[int], *, height: int = 320) -> go.Figure:
+def dimension_curves(table: np.ndarray, dims: list[int]) -> go.Figure:
     """``table[:, d]`` over position for each chosen dimension ``d`` (one line each)."""
     fig = go.Figure()
     positions = np.arange(table.shape[0])
     for d in dims:
-        kind = "sin" if d % 2 == 0 else "cos"
-        fig.add_trace(
-            go.Scatter(
-                x=positions, y=table[:, d].astype(np.float32), mode="lines", name=f"dim {d} ({kind}, pair {d // 2})"
-            )
-        )
-    fig.update_layout(
-        height=height,
-        margin=dict(l=10, r=10, t=10, b=10),
-        xaxis_title="position",
-        yaxis_title="value",
-        legend=dict(orientation="h", y=-0.25),
-    )
-    return fig
+        name = f"dim {d} ({'sin' if d % 2 == 0 else 'cos'}, pair {d // 2})"
+        fig.add_trace(go.Scatter(x=positions, y=table[:, d].astype(np.float32), mode="lines", name=name))
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25))
+    return fig.update_layout(xaxis_title="position", yaxis_title="value")
 
 
-def rope_pair_figure(
-    q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, pair: int, height: int = 460
-) -> go.Figure:
+def rope_pair_figure(q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, pair: int) -> go.Figure:
     """Coordinate pair ``pair`` (i) of a query and a key as RoPE rotates them: ``q_path``, ``k_path`` ``[n_pos, 2]``
     hold ``(x[2i], x[2i+1])`` at positions 0 … n_pos − 1; arrows from the origin at positions ``m`` and ``n``."""
     fig = go.Figure()
@@ -86,28 +64,15 @@ def rope_pair_figure(
             )
         )
     for path, pos, name, color in ((q_path, m, "q", "#d62728"), (k_path, n, "k", "#1f77b4")):
-        x, y = float(path[pos, 0]), float(path[pos, 1])
-        fig.add_trace(
-            go.Scatter(
-                x=[0, x],
-                y=[0, y],
-                mode="lines+markers",
-                name=f"{name} at position {pos}",
-                line=dict(color=color, width=4),
-                marker=dict(size=[0, 12], color=color),
-            )
+        style = dict(
+            name=f"{name} at position {pos}", line=dict(color=color, width=4), marker=dict(size=[0, 12], color=color)
         )
+        fig.add_trace(go.Scatter(x=[0, float(path[pos, 0])], y=[0, float(path[pos, 1])], mode="lines+markers", **style))
     radius = float(max(np.abs(q_path).max(), np.abs(k_path).max(), 1e-6)) * 1.15
-    fig.update_layout(
-        height=height,
-        margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=dict(title=f"coordinate {2 * pair}", range=[-radius, radius], zeroline=True),
-        yaxis=dict(
-            title=f"coordinate {2 * pair + 1}", range=[-radius, radius], zeroline=True, scaleanchor="x", scaleratio=1
-        ),
-        legend=dict(orientation="h", y=-0.15),
-    )
-    return fig
+    axis = dict(range=[-radius, radius], zeroline=True)
+    fig.update_layout(height=460, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.15))
+    fig.update_xaxes(title=f"coordinate {2 * pair}", **axis)
+    return fig.update_yaxes(title=f"coordinate {2 * pair + 1}", scaleanchor="x", scaleratio=1, **axis)
 
 
 def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal: bool) -> go.Figure:

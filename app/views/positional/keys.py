@@ -6,8 +6,7 @@ from app.url_params import tab_bar
 
 
 class Positional:
-    """The Positional page's keys (``app/views/positional/page.py``, ``app/views/positional/sections.py``):
-    widgets, charts and downloads of each tab; ``tab`` is also the URL parameter that opens a tab."""
+    """The Positional page's keys, by tab; ``tab`` is also the URL parameter that opens a tab."""
 
     tab = "pos_tab"
     # Sinusoidal tab

@@ -1,10 +1,5 @@
-"""Positional encodings: attention alone is blind to order; each family of encodings restores it.
-
-Five tabs (only the open one runs; ``?pos_tab=learned`` opens one): sinusoidal (formula, table, curves,
-similarity, the shift-as-rotation check), learned tables of real models, RoPE (a rotated q/k pair, scores that
-depend on the offset only), ALiBi (per-head linear biases) and order blindness on a copy of our own decoder.
-Every tab is a fragment: changing one of its controls redraws that tab only.
-"""
+"""Positional encodings: attention alone is blind to order; each family of encodings restores it. Five tabs
+(sinusoidal, learned, RoPE, ALiBi, order blindness); only the open one runs, and each is a fragment."""
 
 from __future__ import annotations
 
@@ -23,7 +18,7 @@ from app.ui.guard import show_error
 from app.ui.theme import side_by_side
 from app.views.positional.data import pos_learned_table, pos_shift_check, pos_sinusoidal
 from app.views.positional.figures import dimension_curves, matrix_heatmap
-from app.views.positional.keys import Positional
+from app.views.positional.keys import TABS, Positional
 from app.views.positional.sections import alibi_section, order_section, pick_some, rope_section
 from engine.text import shorten
 
@@ -32,6 +27,7 @@ MAX_LEN = 512
 
 
 def download_table(table: np.ndarray, file_name: str, key: str, label: str = "Download the table as CSV") -> None:
+    """A CSV button for a table of position vectors (one row per position)."""
     frame = pd.DataFrame(table, columns=[f"dim{d}" for d in range(table.shape[1])]).rename_axis("position")
     csv_button(label, frame, file_name, key, float_format="%.6f")
 
@@ -81,11 +77,9 @@ def sinusoidal_section() -> None:
         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)"
     )
     left, right = st.columns(2)
-    with left:
-        d_model = choose(Positional.sin_d, D_MODELS, 64)
-        st.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
-    with right:
-        n_pos = pick_int(st.slider, "Length (number of positions)", 2, MAX_LEN, Positional.sin_len, start=64)
+    d_model = choose(Positional.sin_d, D_MODELS, 64)
+    left.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
+    n_pos = pick_int(right.slider, "Length (number of positions)", 2, MAX_LEN, Positional.sin_len, start=64)
     table, sim, spread = pos_sinusoidal(n_pos, d_model)
     left, right = side_by_side(2)
     with left:
@@ -145,18 +139,14 @@ def learned_section() -> None:
     )
     _table, dot, _spread = pos_sinusoidal(n, d_model + d_model % 2)
     norms = np.sqrt(np.diag(dot))
-    cosine = dict(by_position=True, value_name="cosine", height=460, zmin=-1.0, zmax=1.0)
+    cosine = dict(by_position=True, value_name="cosine", height=460, bound=1.0)
     left, right = side_by_side(2)
     with left:
         position_map(cos_sim[:n, :n], Positional.learned_sim, "Learned: cosine similarity", **cosine)
     with right:
         title = f"Sinusoidal (d={d_model + d_model % 2}): cosine"
         position_map(dot / np.outer(norms, norms), Positional.learned_vs_sin, title, **cosine)
-    uses = (
-        f" Your sentence on Explore has {n_sentence} tokens: it uses positions 0–{n_sentence - 1}."
-        if n_sentence
-        else ""
-    )
+    uses = f" Your sentence on Explore has {n_sentence} tokens: positions 0–{n_sentence - 1}." if n_sentence else ""
     st.caption(
         "Left: cosine similarity between every pair of learned position vectors; right: the same for sinusoidal "
         "vectors of the same width. Both are bright along the diagonal: neighbouring positions get similar vectors. "
@@ -176,13 +166,7 @@ def sentence_length(model_id: str) -> int | None:
     return len(trace.tokens)
 
 
-TABS = {
-    "Sinusoidal": sinusoidal_section,
-    "Learned": learned_section,
-    "RoPE": rope_section,
-    "ALiBi": alibi_section,
-    "Order blindness": order_section,
-}
+SECTIONS = (sinusoidal_section, learned_section, rope_section, alibi_section, order_section)  # in TABS' order
 
 
 def main() -> None:
@@ -192,8 +176,7 @@ def main() -> None:
         "token is: shuffle the words and each one gets the same scores. Positional encodings put order back in. "
         "Each tab shows one family."
     )
-    tabs = page_tabs(list(TABS), key=Positional.tab)
-    for tab, draw in zip(tabs, TABS.values()):
+    for tab, draw in zip(page_tabs(list(TABS.values()), key=Positional.tab), SECTIONS):
         with tab:
             if tab.open:  # only the open section runs
                 draw()

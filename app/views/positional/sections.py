@@ -1,7 +1,4 @@
-"""Tabs of the positional-encodings page that are not about added vectors: RoPE, ALiBi, order blindness.
-
-Each tab is an ``st.fragment`` (a control redraws its own tab only); numbers come from ``app.services``.
-"""
+"""The positional-encodings page's tabs that add no vectors: RoPE, ALiBi, order blindness (each an ``st.fragment``)."""
 
 from __future__ import annotations
 
@@ -49,16 +46,12 @@ def rope_section() -> None:
         r"\cos\!\big(\varphi_i + (m - n)\,\theta_i\big)"
     )
     cols = st.columns(4)
-    with cols[0]:
-        d_head = choose(Positional.rope_d, D_HEADS, 16)
-        st.select_slider("d_head", D_HEADS, key=Positional.rope_d, **PERSIST)
-    with cols[1]:
-        pair = pick_int(st.slider, "Pair i (frequency)", 0, d_head // 2 - 1, Positional.rope_pair)
+    d_head = choose(Positional.rope_d, D_HEADS, 16)
+    cols[0].select_slider("d_head", D_HEADS, key=Positional.rope_d, **PERSIST)
+    pair = pick_int(cols[1].slider, "Pair i (frequency)", 0, d_head // 2 - 1, Positional.rope_pair)
     last = ROPE_POSITIONS - 1
-    with cols[2]:
-        m = pick_int(st.slider, "Query position m", 0, last, Positional.rope_m, start=3)
-    with cols[3]:
-        n = pick_int(st.slider, "Key position n", 0, last, Positional.rope_n, start=1)
+    m = pick_int(cols[2].slider, "Query position m", 0, last, Positional.rope_m, start=3)
+    n = pick_int(cols[3].slider, "Key position n", 0, last, Positional.rope_n, start=1)
     k = pick_int(st.number_input, "Offset k for the table (key at p + k)", -20, 20, Positional.rope_k, start=2)
     starts = tuple(p for p in ROPE_STARTS if p + k >= 0)
     q, key_vec, q_rot, k_rot, thetas, scores = pos_rope(d_head, k, 0, ROPE_POSITIONS, starts)
@@ -98,16 +91,13 @@ def alibi_section() -> None:
         r"m_h = 2^{-8h/H}\ \ (h = 1 \dots H,\ H \text{ a power of 2})"
     )
     cols = st.columns([1, 1, 2, 1])
-    with cols[0]:
-        n_heads = pick_int(st.slider, "Heads H", 1, 16, Positional.alibi_heads, start=8)
-    with cols[1]:
-        n_pos = pick_int(st.slider, "Length", 2, 48, Positional.alibi_len, start=12)
+    n_heads = pick_int(cols[0].slider, "Heads H", 1, 16, Positional.alibi_heads, start=8)
+    n_pos = pick_int(cols[1].slider, "Length", 2, 48, Positional.alibi_len, start=12)
     with cols[2]:
         heads = pick_some(Positional.alibi_show, "Heads to draw", n_heads, [0, 3, 7])
-    with cols[3]:
-        default(Positional.alibi_causal, True)
-        help = "On, as in the paper: a token only sees earlier tokens."
-        causal = bool(st.toggle("Causal mask", key=Positional.alibi_causal, **PERSIST, help=help))
+    default(Positional.alibi_causal, True)
+    help = "On, as in the paper: a token only sees earlier tokens."
+    causal = bool(cols[3].toggle("Causal mask", key=Positional.alibi_causal, **PERSIST, help=help))
     slopes, bias = pos_alibi(n_heads, n_pos)
     left, right = st.columns([5, 2])
     with left:
@@ -141,12 +131,10 @@ def order_section() -> None:
     default(Positional.blind_text, DEFAULT_STORY)
     st.text_input("Sentence (story words work best)", key=Positional.blind_text, max_chars=2000, **PERSIST)
     cols = st.columns(4)
-    with cols[0]:
-        seed = pick_int(st.number_input, "Shuffle number", 0, 9999, Positional.blind_seed, start=1)
+    seed = pick_int(cols[0].number_input, "Shuffle number", 0, 9999, Positional.blind_seed, start=1)
     text = st.session_state.get(Positional.blind_text) or ""
-    if (
-        result := attempt(lambda: pos_order_blindness(text, seed, BLIND_MAX_TOKENS), "Running the two copies…")
-    ) is None:
+    result = attempt(lambda: pos_order_blindness(text, seed, BLIND_MAX_TOKENS), "Running the two copies…")
+    if result is None:
         return
     for notice in result.notices:
         st.info(md(notice))
@@ -156,8 +144,7 @@ def order_section() -> None:
     with cols[2]:
         head = pick_index("Head", n_heads, Positional.blind_head)
     names = [run.name for run in result.runs]
-    with cols[3]:
-        name = st.selectbox("Model copy", names, key=Positional.blind_setting, **PERSIST)
+    name = cols[3].selectbox("Model copy", names, key=Positional.blind_setting, **PERSIST)
     run = result.runs[names.index(name) if name in names else 0]
     perm = result.perm
     permuted = run.permuted(perm)[layer, head]

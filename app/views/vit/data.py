@@ -1,5 +1,4 @@
-"""The Vision Transformer page's calls into the engine: images in (samples, validated uploads), one shared trace
-per (model, image), and the analyses of ``engine.analysis.vision`` (a Swin's windows: ``engine.traces.vision``)."""
+"""The Vision Transformer page's engine calls: images in, one shared trace per (model, image), its analyses."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ from engine.traces.vision import WindowRow, window_row
 
 @dataclass(frozen=True)
 class Rollout:
-    """How the rollout is taken: head ``fusion`` (mean, max, min), the ``discard`` ratio and its ``rule``
-    (``engine.analysis.rollout.DISCARD_RULES``)."""
+    """How the rollout is taken: head ``fusion``, the ``discard`` ratio and its ``rule`` (``DISCARD_RULES``)."""
 
     fusion: str = "mean"
     discard: float = 0.0
@@ -40,7 +38,7 @@ def vit_sample(source: str, name: str) -> np.ndarray:
 
 
 def vit_digit_count() -> int:
-    """How many bundled digit samples there are (scikit-learn's 8×8 digits: 1797)."""
+    """How many bundled digit samples there are."""
     return samples.n_digits()
 
 
@@ -51,26 +49,20 @@ def vit_digit_label(index: int) -> int:
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
 def vit_read_upload(data: bytes) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Validate and decode uploaded bytes in the engine (Pillow sniffs the content; nothing on disk).
-
-    Raises:
-        engine.images.ImageError: with a message for the user.
-    """
+    """Uploaded bytes validated and decoded by the engine (``ImageError`` with a message for the user)."""
     decoded = read_image(data)
     return decoded.pixels, decoded.notices
 
 
 def image_key(model_id: str, image: np.ndarray) -> tuple:
-    """The cache key of everything computed from ``image`` by ``model_id``: its bytes' digest (shape and
-    dtype too), a session's own trained model and the server's rules (as ``traces.request_key``)."""
+    """The cache key of what ``model_id`` computes from ``image``: its digest, a session's own model, the rules."""
     pixels = np.ascontiguousarray(image)
     digest = hashlib.blake2b(pixels.tobytes(), digest_size=16).hexdigest()
     return ("vision", model_id, pixels.shape, pixels.dtype.str, digest, trained_model(model_id), policy())
 
 
 def get_vision_trace(model_id: str, image: np.ndarray) -> VisionTrace | WindowTrace:
-    """Classify ``image`` with the cached model and capture its attention: one read-only trace per (model, image)
-    in the shared trace cache."""
+    """``image`` classified with its attention captured: one read-only trace per (model, image), shared."""
 
     def compute() -> VisionTrace | WindowTrace:
         model = get_model(model_id)
@@ -86,14 +78,10 @@ def vit_cls_maps(trace: VisionTrace, layer: int) -> np.ndarray:
 
 
 def vit_rollout_map(model_id: str, image: np.ndarray, how: Rollout) -> np.ndarray:
-    """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]``, shared (ViT-B: 12 layers ×
-    12 heads of 197² weights, seconds on a busy server)."""
-    return shared_map(
-        ("rollout", image_key(model_id, image), how),
-        lambda: vision.rollout_map(
-            get_vision_trace(model_id, image), head_fusion=how.fusion, discard_ratio=how.discard, discard_rule=how.rule
-        ),
-    )
+    """[CLS]'s row of the attention rollout through all layers: ``[rows, cols]``, shared."""
+    rule = dict(head_fusion=how.fusion, discard_ratio=how.discard, discard_rule=how.rule)
+    key = ("rollout", image_key(model_id, image), how)
+    return shared_map(key, lambda: vision.rollout_map(get_vision_trace(model_id, image), **rule))
 
 
 def vit_last_layer_map(trace: VisionTrace, fusion: str) -> np.ndarray:
@@ -118,6 +106,5 @@ def vit_windowed(trace: VisionTrace | WindowTrace) -> bool:
 
 
 def swin_window_row(trace: WindowTrace, stage: int, block: int, head: int, patch: int) -> WindowRow:
-    """Patch ``patch`` (row-major on ``stage``'s grid) as the query of ``head`` in that block: its window's row of
-    the pattern laid back on the grid, the window's pieces and borders (one window's N² scores: not cached)."""
+    """Patch ``patch`` of ``stage``'s grid as ``head``'s query in that block: its window's row on the grid."""
     return window_row(trace.block_at(stage, block), head, patch)

@@ -1,11 +1,6 @@
-"""Plotly figures for the Vision Transformer page: the image with its patch grid, attention overlays.
-
-Coordinates are the model's input pixels: pixel (row i, column j) is centred at (x = j, y = i), so a square
-(patch, grid cell) (r, c) of side p covers x ∈ [c·p − ½, (c+1)·p − ½], and a map ``[rows, cols]`` is a heatmap
-whose cells are exactly those squares (``x0 = (p − 1)/2, dx = p``). It lies at the theme's opacity over the
-picture dimmed to half its brightness, so a digit's white strokes show as faint outlines and only the colour
-scale reads as weight. Inputs are numpy arrays from the engine; nothing here computes attention.
-"""
+"""Plotly figures for the Vision Transformer page: the image with its patch grid, attention overlays, a Swin window.
+Coordinates are the model's input pixels (pixel (i, j) centred at x = j, y = i); a map ``[rows, cols]`` is a heatmap
+of p-pixel squares over the picture dimmed to half (a digit's white strokes show as outlines, not as weight)."""
 
 from __future__ import annotations
 
@@ -29,7 +24,7 @@ def image_trace(image: np.ndarray, max_side: int = MAX_SHOWN_SIDE) -> go.BaseTra
     """The image (grey ``[S, S]`` or RGB ``[S, S, 3]``, values 0–1), thinned for the browser."""
     step = max(1, math.ceil(max(image.shape[:2]) / max_side))
     small = np.asarray(image, dtype=np.float32)[::step, ::step]
-    place = dict(x0=(step - 1) / 2, dx=step, y0=(step - 1) / 2, dy=step, hoverinfo="skip", name="image")
+    place = dict(centred(step), hoverinfo="skip", name="image")
     if small.ndim == 3:
         return go.Image(z=np.clip(np.rint(small * 255), 0, 255).astype(np.uint8), **place)
     return go.Heatmap(z=small, colorscale="gray", zmin=0, zmax=1, showscale=False, **place)
@@ -40,41 +35,30 @@ def attention_layer(
 ) -> go.Heatmap:
     """A map ``[rows, cols]`` whose cells are the image's ``size``-pixel squares, numbered row-major on hover."""
     rows, cols = z.shape
-    return go.Heatmap(
-        z=z,
-        x0=(size - 1) / 2,
-        dx=size,
-        y0=(size - 1) / 2,
-        dy=size,
-        customdata=np.arange(rows * cols).reshape(rows, cols),
-        colorscale=OVERLAY_SCALE,
-        opacity=theme.current().overlay_opacity,
-        zmin=0,
-        zmax=zmax if zmax is not None else (float(np.nanmax(z)) or 1.0),
-        showscale=showscale,
-        colorbar=dict(title="weight", thickness=12),
-        name="attention",
-        hoverongaps=False,
-        hovertemplate=f"{unit} %{{customdata}}<br>weight %{{z:.3f}}<extra></extra>",
+    heatmap = go.Heatmap(z=z, **centred(size), customdata=np.arange(rows * cols).reshape(rows, cols), name="attention")
+    zmax = zmax if zmax is not None else (float(np.nanmax(z)) or 1.0)
+    heatmap.update(
+        colorscale=OVERLAY_SCALE, opacity=theme.current().overlay_opacity, zmin=0, zmax=zmax, hoverongaps=False
     )
+    hover = f"{unit} %{{customdata}}<br>weight %{{z:.3f}}<extra></extra>"
+    return heatmap.update(showscale=showscale, colorbar=dict(title="weight", thickness=12), hovertemplate=hover)
+
+
+def centred(size: int) -> dict:
+    """Where a heatmap or image whose cells are ``size``-pixel squares lies: cell (0, 0) covers pixels 0 … size − 1."""
+    return dict(x0=(size - 1) / 2, dx=size, y0=(size - 1) / 2, dy=size)
 
 
 def square_markers(rows: int, cols: int, size: int, unit: str = "patch") -> go.Scatter:
     """Invisible markers at the squares' centres: hover names the square, a click selects it."""
     centres = np.arange(max(rows, cols)) * size + (size - 1) / 2
     xs, ys = np.meshgrid(centres[:cols], centres[:rows])
-    return go.Scatter(
-        x=xs.ravel(),
-        y=ys.ravel(),
-        mode="markers",
-        customdata=np.arange(rows * cols),
-        marker=dict(size=max(6, 240 // max(rows, cols)), opacity=0, symbol="square"),
-        unselected=dict(marker=dict(opacity=0)),
-        selected=dict(marker=dict(opacity=0)),
-        hovertemplate=f"{unit} %{{customdata}}<extra></extra>",
-        showlegend=False,
-        name="patches",
+    invisible = dict(size=max(6, 240 // max(rows, cols)), opacity=0, symbol="square")
+    markers = go.Scatter(
+        x=xs.ravel(), y=ys.ravel(), mode="markers", customdata=np.arange(rows * cols), marker=invisible
     )
+    markers.update(unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)), showlegend=False)
+    return markers.update(hovertemplate=f"{unit} %{{customdata}}<extra></extra>", name="patches")
 
 
 def square_outline(
@@ -87,6 +71,13 @@ def square_outline(
         "line": {"color": color, "width": width, "dash": dash},
         "layer": "above",
     }
+
+
+def grid_lines(ys: list, xs: list, right: float, bottom: float, color: str, width: float, dash: str = "solid") -> list:
+    """Lines across the picture at pixel rows ``ys`` and down it at pixel columns ``xs``."""
+    line = {"type": "line", "line": {"color": color, "width": width, "dash": dash}, "layer": "above"}
+    shapes = [{**line, "x0": -0.5, "x1": right, "y0": y, "y1": y} for y in ys]
+    return shapes + [{**line, "x0": x, "x1": x, "y0": -0.5, "y1": bottom} for x in xs]
 
 
 def square_figure(
@@ -108,41 +99,60 @@ def square_figure(
     return fig
 
 
-def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "", height: int = 360) -> go.Figure:
+def image_with_grid(image: np.ndarray, patch_size: int, *, title: str = "") -> go.Figure:
     """The image as the model saw it, with the patch grid drawn on top and patch numbers on hover."""
     side = image.shape[0]
     grid = side // patch_size
-    line = {"type": "line", "line": {"color": "rgba(120,200,255,0.7)", "width": 1}, "layer": "above"}
     edges = [k - 0.5 for k in range(0, side + 1, patch_size)]
-    shapes = [{**line, "x0": e, "x1": e, "y0": -0.5, "y1": side - 0.5} for e in edges]
-    shapes += [{**line, "x0": -0.5, "x1": side - 0.5, "y0": e, "y1": e} for e in edges]
+    shapes = grid_lines(edges, edges, side - 0.5, side - 0.5, "rgba(120,200,255,0.7)", 1)
     traces = [image_trace(image), square_markers(grid, grid, patch_size)]
-    return square_figure(traces, side, title=title, height=height, shapes=shapes)
+    return square_figure(traces, side, title=title, height=360, shapes=shapes)
 
 
 def overlay(
     image: np.ndarray,
     attention: np.ndarray,
-    patch_size: int,
+    size: int,
     *,
     title: str = "",
-    height: int = 380,
     mark: int | None = None,
     clickable: bool = False,
     unit: str = "patch",
 ) -> go.Figure:
-    """One attention map ``[rows, cols]`` over the image; ``mark`` outlines one patch (the query);
-    ``clickable`` adds invisible patch markers so a click can select a patch; ``unit`` names a square in the
-    hover text (the captioner's grid has cells)."""
+    """One map ``[rows, cols]`` of ``size``-pixel squares over the image; ``mark`` outlines the query square;
+    ``clickable`` adds invisible markers so a click picks a square; ``unit`` names a square on hover."""
     rows, cols = attention.shape
-    traces = [image_trace(np.asarray(image) * UNDER_OVERLAY), attention_layer(attention, patch_size, unit=unit)]
-    if clickable:
-        traces.append(square_markers(rows, cols, patch_size, unit))
-    shapes = []
-    if mark is not None:
-        r, c = divmod(int(mark), cols)
-        shapes.append(square_outline(r, r + 1, c, c + 1, patch_size, QUERY))
-    return square_figure(traces, image.shape[0], title=title, height=height, shapes=shapes, clickable=clickable)
+    traces = [image_trace(np.asarray(image) * UNDER_OVERLAY), attention_layer(attention, size, unit=unit)]
+    traces += [square_markers(rows, cols, size, unit)] if clickable else []
+    shapes = [] if mark is None else [query_outline(mark, cols, size)]
+    return square_figure(traces, image.shape[0], title=title, height=380, shapes=shapes, clickable=clickable)
+
+
+def query_outline(square: int, cols: int, size: int) -> dict:
+    """The query square's cyan outline."""
+    r, c = divmod(int(square), cols)
+    return square_outline(r, r + 1, c, c + 1, size, QUERY)
+
+
+def window_overlay(image: np.ndarray, row, cell: int, patch: int, *, title: str = "") -> go.Figure:
+    """A Swin query ``patch``'s weights inside its window (``row``: an ``engine.traces.vision.WindowRow``) over
+    ``image``: the block's window borders thin, the query's window outlined (dashed: pieces a shifted window brings
+    round from the opposite edge, which the mask hides), the query in cyan; a click picks a patch."""
+    rows, cols = row.weights.shape
+    side = max(image.shape[0], image.shape[1], rows * cell, cols * cell)
+    shown = np.where(row.visible, row.weights, np.nan).astype(np.float32)
+    traces = [
+        image_trace(np.asarray(image) * UNDER_OVERLAY),
+        attention_layer(shown, cell),
+        square_markers(rows, cols, cell),
+    ]
+    ys, xs = ([e * cell - 0.5 for e in edges] for edges in (row.row_edges, row.col_edges))
+    shapes = grid_lines(ys, xs, cols * cell - 0.5, rows * cell - 0.5, "rgba(255,255,255,0.55)", 1.5)
+    for r0, r1, c0, c1 in row.pieces:
+        seen = bool(row.visible[r0:r1, c0:c1].any())
+        shapes.append(square_outline(r0, r1, c0, c1, cell, "#ffffff", 2.5 if seen else 2, "solid" if seen else "dash"))
+    shapes.append(query_outline(patch, cols, cell))
+    return square_figure(traces, side, title=title, height=420, shapes=shapes, clickable=True)
 
 
 def overlay_grid(
@@ -155,12 +165,9 @@ def overlay_grid(
     unit: str = "head",
     per_row: int = 6,
 ) -> go.Figure:
-    """Every head's map ``[head, rows, cols]`` over the image, one thumbnail each (own colour scale).
-
-    ``labels`` name the thumbnails (default ``head h``); ``unit`` is what one map is in the hover text (the
-    Captions page draws a map per written word); ``per_row`` thumbnails a row. One image mosaic and one overlay
-    mosaic (tiles one patch apart), not a subplot per head: a few ms however many heads.
-    """
+    """Every map ``[n, rows, cols]`` over the image, one thumbnail each on its own colour scale, named by ``labels``
+    (default ``head h``); ``unit`` is what one map is on hover. One image mosaic and one overlay mosaic (tiles one
+    patch apart), not a subplot per map."""
     n, grid, width = maps.shape
     cols = min(n, per_row)
     rows = math.ceil(n / cols)
@@ -178,7 +185,7 @@ def overlay_grid(
         r, c = divmod(h, cols)
         canvas[r * (t + gap) : r * (t + gap) + t, c * (t + gap) : c * (t + gap) + t] = small
     picture = image_trace(canvas, max_side=max(canvas.shape[:2]))
-    picture.update(x0=(step - 1) / 2, dx=step, y0=(step - 1) / 2, dy=step)
+    picture.update(centred(step))
     attention = attention_layer(shown, patch_size, zmax=1.0, showscale=False)
     attention.update(
         customdata=weights, hovertemplate=f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"
@@ -203,26 +210,14 @@ def overlay_grid(
     return fig
 
 
-def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10, height: int = 320) -> go.Figure:
+def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10) -> go.Figure:
     """Horizontal bars of the ``top`` most likely classes, most likely on top."""
     order = np.argsort(-probs)[:top]
     names = [html.escape(labels[i]) for i in order]
-    fig = go.Figure(
-        go.Bar(
-            x=probs[order],
-            y=names,
-            orientation="h",
-            marker_color="#1f5fbf",
-            text=[f"{p:.1%}" for p in probs[order]],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-        )
+    text = [f"{p:.1%}" for p in probs[order]]
+    bars = go.Bar(x=probs[order], y=names, orientation="h", marker_color="#1f5fbf", text=text)
+    bars.update(textposition="auto", hovertemplate="%{y}: %{x:.3f}<extra></extra>")
+    axes = dict(xaxis=dict(title="probability", range=[0, 1]), yaxis=dict(autorange="reversed", type="category"))
+    return go.Figure(bars).update_layout(
+        height=320, margin=dict(l=5, r=5, t=30, b=5), title=dict(text="Prediction", x=0.0), **axes
     )
-    fig.update_layout(
-        height=height,
-        margin=dict(l=5, r=5, t=30, b=5),
-        title=dict(text="Prediction", x=0.0),
-        xaxis=dict(title="probability", range=[0, 1]),
-        yaxis=dict(autorange="reversed", type="category"),
-    )
-    return fig

@@ -31,45 +31,21 @@ class Vit:
         photo: ("china", "flower"),
         fusion: ("mean", "max", "min"),
     }
-    DEFAULTS: dict[str, Any] = {
-        source: "digit",
-        digit: 1500,
-        shape: "circle",
-        photo: "china",
-        model: "tiny-vit-digits",
-        hub_id: "",
-        fusion: "mean",
-        discard: 0.0,
-        discard_rule: "all-off-diagonal",
-        k: 2,
-        layer: 0,
-        head: 0,
-        patch: 0,
-        swin_stage: 0,
-        swin_block: 0,
-        swin_head: 0,
-        swin_patch: 0,
-    }
+    DEFAULTS: dict[str, Any] = {source: "digit", digit: 1500, shape: "circle", photo: "china", model: "tiny-vit-digits"}
+    DEFAULTS |= {hub_id: "", fusion: "mean", discard: 0.0, discard_rule: "all-off-diagonal", k: 2}
+    DEFAULTS |= dict.fromkeys((layer, head, patch, swin_stage, swin_block, swin_head, swin_patch), 0)
 
 
 PAGE = frozenset({"vit"})
+# the largest layer, head and patch a link may ask for; a Swin's stage, block in the stage, head and query patch
+BOUNDS = {Vit.layer: 4096, Vit.head: 4096, Vit.patch: 1_000_000, Vit.swin_stage: 64, Vit.swin_block: 64}
+BOUNDS |= {Vit.swin_head: 4096, Vit.swin_patch: 1_000_000}
 PARAMS = (
     Param(Vit.model, catalog_model({"vit"}), Vit.DEFAULTS[Vit.model], PAGE),
     Param(Vit.hub_id, model_ref, Vit.DEFAULTS[Vit.hub_id], PAGE),
     *(Param(name, one_of(Vit.OPTIONS[name]), Vit.DEFAULTS[name], PAGE) for name in (Vit.source, Vit.shape, Vit.photo)),
     Param(Vit.digit, integer(0, lambda: n_digits() - 1), Vit.DEFAULTS[Vit.digit], PAGE),
-    *(
-        Param(name, integer(0, bound), Vit.DEFAULTS[name], PAGE)
-        for name, bound in (
-            (Vit.layer, 4096),
-            (Vit.head, 4096),
-            (Vit.patch, 1_000_000),
-            (Vit.swin_stage, 64),  # a Swin's stage, block in the stage, head and query patch
-            (Vit.swin_block, 64),
-            (Vit.swin_head, 4096),
-            (Vit.swin_patch, 1_000_000),
-        )
-    ),
+    *(Param(name, integer(0, bound), Vit.DEFAULTS[name], PAGE) for name, bound in BOUNDS.items()),
     Param(Vit.fusion, one_of(Vit.OPTIONS[Vit.fusion]), Vit.DEFAULTS[Vit.fusion], PAGE),
     Param(Vit.discard, number(0.0, 0.9, digits=1), Vit.DEFAULTS[Vit.discard], PAGE),
     Param(Vit.k, integer(0, 1_000_000), Vit.DEFAULTS[Vit.k], PAGE),

@@ -51,13 +51,13 @@ OTHER_MODEL = (
     Vit.hub_id,
     "Another ViT",
     "e.g. google/vit-base-patch16-224",
-    f"{', '.join(hub_labels('vit'))} image classifiers.",
+    ", ".join(hub_labels("vit")) + " image classifiers.",
 )
 
 
 @dataclass(frozen=True, eq=False)
 class Picture:
-    """The input image, where it comes from (``SOURCES``), a few words that name it and its decoding notices."""
+    """The input image, its source (``SOURCES``), a few words that name it and its decoding notices."""
 
     image: np.ndarray
     source: str
@@ -84,13 +84,10 @@ def pick_image() -> Picture | None:
         options = Vit.OPTIONS[getattr(Vit, source)]
         name = st.selectbox(source.title(), options, key=getattr(Vit, source), **PERSIST)
         name = name if name in options else options[0]
-        return Picture(
-            vit_sample(source, name), source, f"a drawn {name}" if source == "shape" else f"the photo '{name}'"
-        )
-    upload = upload_field(
-        "Your image", Vit.upload, "Choose an image file to see where the model looks.", vit_read_upload
-    )
-    if upload is None:
+        described = f"a drawn {name}" if source == "shape" else f"the photo '{name}'"
+        return Picture(vit_sample(source, name), source, described)
+    empty = "Choose an image file to see where the model looks."
+    if (upload := upload_field("Your image", Vit.upload, empty, vit_read_upload)) is None:
         return None
     (pixels, notices), name = upload
     return Picture(pixels, source, f"your image {quoted(name)}", tuple(notices))
@@ -98,33 +95,26 @@ def pick_image() -> Picture | None:
 
 def show_input(picture: Picture, trace, model_id: str) -> None:
     source, described = picture.source, picture.described
-    tokens = (
-        "Each patch becomes one token; there is no [CLS] token: the answer reads the average of the last "
-        "stage's patches."
-        if vit_windowed(trace)
-        else "Each patch becomes one token, plus a [CLS] token that collects the answer."
-    )
+    tokens = ", plus a [CLS] token that collects the answer"
+    if vit_windowed(trace):
+        tokens = "; there is no [CLS] token: the answer reads the average of the last stage's patches"
     if model_id == DEFAULT_MODEL and source != "digit":
         st.warning(
             "This tiny model only learned the hand-written digits 0–9 from 8×8 images, so its answer for "
             f"{described} is a guess that means little. Where it looks is still worth seeing."
         )
     rows, cols = trace.grid
-    if source == "digit":
-        left, right = st.columns(2)
-    else:
-        original, left, right = st.columns([2, 3, 3])
-        with original:
-            st.image(picture.image, caption="The original", clamp=True)
+    *original, left, right = st.columns(2 if source == "digit" else [2, 3, 3])
+    for column in original:
+        column.image(picture.image, caption="The original", clamp=True)
     with left:
-        show_chart(
-            shared_build(image_with_grid, trace.image, trace.patch_size, title="What the model sees"), key=Vit.image
-        )
+        fig = shared_build(image_with_grid, trace.image, trace.patch_size, title="What the model sees")
+        show_chart(fig, key=Vit.image)
         height, width = trace.image.shape[:2]
         st.caption(
             f"{described[:1].upper() + described[1:]}, as the model reads it: {height}×{width} pixels cut into "
             f"{rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels (blue lines). "
-            f"{tokens}"
+            f"Each patch becomes one token{tokens}."
         )
     with right:
         if len(trace.labels):
@@ -182,10 +172,7 @@ def pick_rollout() -> Rollout:
     fusions = Vit.OPTIONS[Vit.fusion]
     help = "How the heads of a layer become one map: their mean (the paper), max or min."
     fusion = c1.radio("Head fusion", fusions, key=Vit.fusion, horizontal=True, help=help, **PERSIST)
-    help = (
-        "Drop this share of each layer's weakest weights before multiplying: sharper maps. The discard rule says "
-        "which weights may go."
-    )
+    help = "Drop this share of each layer's weakest weights before multiplying (sharper maps); the rule says which."
     c2.slider("Discard ratio", 0.0, 0.9, step=0.1, key=Vit.discard, help=help, **PERSIST)
     with c3:
         rule = discard_rule_picker(Vit.discard_rule, "`[CLS]`")
@@ -223,21 +210,17 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> Non
     with st.spinner("Re-classifying with patches hidden…"):
         result = vit_occlusion(model_id, image, k, how)
     table = pd.DataFrame(
-        {
-            "hidden patches": [r.strategy for r in result.rows],
-            "which": [", ".join(map(str, r.patches)) or "none" for r in result.rows],
-            "prediction": [r.prediction for r in result.rows],
-            f"p({result.original})": [round(r.p_original, 4) for r in result.rows],
-            "change": [round(r.p_original - result.p_original, 4) for r in result.rows],
-        }
+        [(r.strategy, ", ".join(map(str, r.patches)) or "none", r.prediction, r.p_original) for r in result.rows],
+        columns=["hidden patches", "which", "prediction", f"p({result.original})"],
     )
+    table["change"] = table[f"p({result.original})"] - result.p_original
+    table = table.round(4)
     st.dataframe(table, hide_index=True)
     st.caption(
         f"With nothing hidden the model says **{result.original}** ({result.p_original:.0%}). Each row hides k "
-        "patches (painted with the background/mean colour): the k that the rollout ranks highest, k random "
-        "ones, or the k it ranks lowest. If the rollout points at what the model uses, hiding its top patches "
-        "should lower the probability the most. Try it: often it does not, because attention is not the same "
-        "as importance."
+        "patches (painted with the background/mean colour): the k the rollout ranks highest, k random ones, or the "
+        "k it ranks lowest. If the rollout points at what the model uses, hiding its top patches should lower the "
+        "probability the most. Often it does not: attention is not the same as importance."
     )
     csv_button("Download the table as CSV", table, "vit_occlusion.csv", index=False)
 

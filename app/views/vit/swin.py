@@ -1,11 +1,5 @@
-"""The Vision Transformer page's Swin section: attention inside windows that shift between blocks, and the patch
-picker both sections use.
-
-A Swin has no [CLS] token and no attention over the whole image: each block attends inside w×w windows of
-its stage's patch grid, odd blocks shift those windows, and 2×2 patches merge between stages. So the page
-shows one query patch at a time: pick a stage, a block (odd ones shifted) and a head, click a patch, and see
-its window over the image with the weights it gives the patches there (``swin_window_row``).
-"""
+"""The Vision Transformer page's Swin section (attention inside w×w windows that odd blocks shift; 2×2 patches
+merge between stages): one query patch's window at a time; and the patch picker both sections use."""
 
 from __future__ import annotations
 
@@ -15,8 +9,8 @@ from app.controls.pickers import pick_index, pick_int
 from app.ui.charts import clicked_square, show_chart
 from app.ui.export import csv_button, grid_table
 from app.views.vit.data import swin_window_row
+from app.views.vit.figures import window_overlay
 from app.views.vit.keys import Vit
-from app.views.vit.windows import window_overlay
 
 
 def pick_patch(key: str, n: int, clicked: int | None) -> int:
@@ -34,26 +28,16 @@ def _pickers(trace) -> tuple[int, int, int]:
         rows, cols = trace.stage_blocks(s)[0].grid
         return f"{s}: {rows}×{cols} patches of {trace.cell_size(s)} px"
 
+    def block_name(b: int) -> str:
+        return f"{b}: windows shifted by {blocks[b].shift}" if blocks[b].shift else f"{b}: regular windows"
+
+    help = "Between stages Swin merges each 2×2 group of patches into one: fewer, larger patches, like a conv-net."
     with c1:
-        stage = pick_index(
-            "Stage",
-            trace.n_stages,
-            Vit.swin_stage,
-            format_func=stage_name,
-            help="Between stages Swin merges each 2×2 group of patches into one: fewer, larger "
-            "patches, like the layers of a conv-net.",
-        )
+        stage = pick_index("Stage", trace.n_stages, Vit.swin_stage, format_func=stage_name, help=help)
     blocks = trace.stage_blocks(stage)
+    help = "Even blocks cut the grid into regular windows; odd blocks shift the windows by half a window."
     with c2:
-        block = pick_index(
-            "Block",
-            len(blocks),
-            Vit.swin_block,
-            format_func=lambda b: (
-                f"{b}: windows shifted by {blocks[b].shift}" if blocks[b].shift else f"{b}: regular windows"
-            ),
-            help="Even blocks cut the grid into regular windows; odd blocks shift the windows by half a window.",
-        )
+        block = pick_index("Block", len(blocks), Vit.swin_block, format_func=block_name, help=help)
     with c3:
         head = pick_index("Head", blocks[block].n_heads, Vit.swin_head)
     return stage, block, head
