@@ -9,23 +9,18 @@ per process, so a class pressing the same button at once queues up instead of ta
     status = queue.status(session_id, "finetune")   # queued: position and expected wait; running: progress
     queue.pause(session_id, "train"); queue.resume(...); queue.cancel(...); queue.heartbeat(session_id)
 
-The rules:
-
-- At most ``workers`` jobs run at once (:func:`engine.job_limits.default_workers`); the rest wait in submission
-  order. Worker threads exist only while there is work; they run at a lower CPU priority with ``threads`` torch
-  threads (:func:`engine.job_limits.background_thread`), and hand freed memory back after each job.
-- One job per session and kind: a new request takes the place of the session's queued one (reported as stopped)
-  and stops its running one; the same request (equal ``key``) while the first is active is that job.
-- A job is a callable. If it returns a generator, each item is a progress update and a yield point, and its
-  return value is the result. Deeper code reports with :func:`report` and yields with :func:`checkpoint`. Each
-  job has a :class:`Control` (pause, resume, stop) that long loops (training) may read between their steps.
-- A job stops (status ``stopped``, with the reason) at its next yield point when cancelled or replaced, when it
-  has held its slot past its deadline (``deadline_s``, default ``max_seconds``: ``AP_TRAIN_MAX_SECONDS``; a
-  paused job keeps its slot and its time counts), or when its session is gone: ``alive()`` false for ``grace``
-  seconds, or, without ``alive``, no :meth:`LongWorkQueue.heartbeat` for ``heartbeat_s``. A reaper thread, alive
-  while jobs are, checks the queued and paused ones too. Work without yield points runs to its end.
-- The latest job of each (session, kind) stays readable, result included, for the ``keep`` most recent pairs.
-  No Streamlit here; ``app/runtime/long_work.py`` is the app's side.
+- At most ``workers`` jobs run at once (:func:`engine.job_limits.default_workers`), the rest wait in order, in
+  low-priority threads that exist only while there is work (:func:`engine.job_limits.background_thread`).
+- One job per session and kind: a new request replaces the queued one and stops the running one; an equal ``key``
+  while the first is active is that job.
+- A job is a callable; a generator's items are progress updates and yield points, its return value the result.
+  Deeper code reports with :func:`report` and yields with :func:`checkpoint`; a job's :class:`Control` pauses,
+  resumes and stops it, and long loops (training) read it between steps.
+- At its next yield point a job stops when cancelled or replaced, past its deadline (``deadline_s``, default
+  ``AP_TRAIN_MAX_SECONDS``; a paused job keeps its slot and its time counts), or when its session is gone
+  (``alive()`` false for ``grace`` seconds or, without ``alive``, no heartbeat for ``heartbeat_s``); a reaper
+  thread checks queued and paused jobs too. The latest job of each (session, kind) stays readable for the ``keep``
+  most recent pairs. ``app/runtime/long_work.py`` is the app's side.
 """
 
 from __future__ import annotations
@@ -49,17 +44,7 @@ from engine.job_limits import (
     default_workers,
     expected_start,
 )
-from engine.job_records import (
-    ACTIVE,
-    CANCELLED,
-    FINISHED,
-    GONE,
-    REPLACED,
-    SILENT,
-    Control,
-    JobStatus,
-    JobStopped,
-)
+from engine.job_records import ACTIVE, CANCELLED, FINISHED, GONE, REPLACED, SILENT, Control, JobStatus, JobStopped
 from engine.memory import release_memory, release_memory_soon
 
 log = logging.getLogger(__name__)
@@ -296,10 +281,10 @@ class LongWorkQueue:
             running = [j.left(j.elapsed(now)) if j.left else j.estimate_s - j.elapsed(now) for j in self._running]
             wait = expected_start(running, [j.estimate_s for j in self._queue[: position - 1]], self.workers)
         status = "paused" if job.status == "running" and job.control.is_paused else job.status
+        timing = (position, wait, job.estimate_s, job.elapsed(now))
         return JobStatus(
-            job.job_id, job.kind, job.key, status, position, wait, job.estimate_s, job.elapsed(now),
-            tuple(job.updates), job.result, job.error, job.reason,
-        )  # fmt: skip
+            job.job_id, job.kind, job.key, status, *timing, tuple(job.updates), job.result, job.error, job.reason
+        )
 
     # ---- the checks at yield points and in the reaper ----
 
@@ -365,8 +350,15 @@ class LongWorkQueue:
             self._reaper = threading.Thread(target=self._reap, name="long-work-reaper", daemon=True)
             self._reaper.start()
 
-    def _finish(self, job: LongJob, status: str, result: Any = None, error: BaseException | None = None,
-                reason: str = "", now: float | None = None) -> None:  # fmt: skip
+    def _finish(
+        self,
+        job: LongJob,
+        status: str,
+        result: Any = None,
+        error: BaseException | None = None,
+        reason: str = "",
+        now: float | None = None,
+    ) -> None:
         job.status, job.result, job.error, job.reason = status, result, error, reason
         job.ended_at = self.clock() if now is None else now
         job.work = None  # whatever the work closed over (a model, a prompt) is not kept with the result

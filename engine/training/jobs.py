@@ -129,9 +129,20 @@ class Job:
             error = now.reason if now.reason.startswith("stopped by") else f"stopped by the server: {now.reason}"
         with self._lock:
             return JobProgress(
-                now.status, now.position, self.settings, tuple(self._snapshots), tuple(self._scores), self._device,
-                error, self.n_params, self._threads, self.estimate, now.wait_s, self._pace, self._notice,
-            )  # fmt: skip
+                now.status,
+                now.position,
+                self.settings,
+                tuple(self._snapshots),
+                tuple(self._scores),
+                self._device,
+                error,
+                self.n_params,
+                self._threads,
+                self.estimate,
+                now.wait_s,
+                self._pace,
+                self._notice,
+            )
 
     def seconds_left(self, held: float) -> float:
         """Estimated seconds until it ends: its steps left × the estimated step time, never past its deadline."""
@@ -291,10 +302,17 @@ class JobManager:
         with self._lock:  # one step: no moment with two jobs of one session, whoever else submits
             old = self._jobs.get(session_id)
             job.handle = self.queue.enqueue(
-                session_id, KIND, job.work, key=object(), estimate_s=estimate.seconds, alive=alive,
-                heartbeat_s=self.heartbeat_timeout, deadline_s=estimate.deadline, overrun=estimate.overrun_notice,
+                session_id,
+                KIND,
+                job.work,
+                key=object(),
+                estimate_s=estimate.seconds,
+                alive=alive,
+                heartbeat_s=self.heartbeat_timeout,
+                deadline_s=estimate.deadline,
+                overrun=estimate.overrun_notice,
                 left=job.seconds_left,
-            )  # fmt: skip
+            )
             job._queued.set()
             self._jobs[session_id] = job
         if old is not None:
