@@ -1,12 +1,8 @@
 """Pretraining objectives: how BERT, GPT and T5 learn from plain text, and what attention costs.
 
-Five tabs: fill in the blank with our masked-LM encoder (``tiny-bert-stories``) and see where the
-blank looks; the three objectives side by side on one sentence (their masks, the real attention of
-our encoder, decoder and translator, and the training examples each makes); fine-tuning the encoder on a
-colour task; next-sentence prediction learned by a classifier on [CLS] (``app/views/pretraining/nsp.py``);
-and the cost of attention against a recurrent and a convolutional layer, counted and measured on this server.
-Fine-tuning and measuring run on the server's long-work lane: the tab shows the job's place in the
-queue, then its progress, and draws the result when it ends (``app/controls/long_job.py``).
+Five tabs: fill in the blank with our masked-LM encoder; the three objectives' masks, real attention and training
+examples on one sentence; the two fine-tuning tabs (``finetune.py``); the cost of attention against a recurrent
+and a convolutional layer, counted and measured on the long-work lane.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import streamlit as st
 
 from app.controls.long_job import run_job
 from app.controls.pickers import page_tabs
-from app.runtime.long_work import FINETUNE, MEASURE
+from app.runtime.long_work import MEASURE
 from app.state import default
 from app.ui.charts import show_chart
 from app.ui.guard import calm_errors, show_error
@@ -37,19 +33,11 @@ from app.views.pretraining.data import (
     objective_attention,
     objective_examples,
 )
+from app.views.pretraining.finetune import fine_tuning, next_sentence
 from app.views.pretraining.keys import COST_D, COST_N, FILL_DEFAULT, OBJECTIVES_DEFAULT
 from app.views.pretraining.keys import TABS as PRETRAINING_TABS
 from app.views.pretraining.keys import Pretraining as P
-from app.views.pretraining.nsp import (
-    FineTune,
-    fine_tune,
-    head_change_chart,
-    most_moved,
-    next_sentence,
-    show_running_accuracy,
-)
 from app.views.vit.figures import probability_bars
-from engine.text import shorten
 
 TABS = tuple(PRETRAINING_TABS.values())
 
@@ -210,83 +198,6 @@ def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, b
         show_error(err)
         return
     show_chart(layer_mean_map(real), key=key)
-
-
-def fine_tuning() -> None:
-    st.write(
-        "After pretraining, a model is fine-tuned on a task with labels. Here our masked-LM encoder learns to "
-        'name the colour in a sentence ("max found a **red** coin ." → red), read from the first token '
-        "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to."
-    )
-    result = fine_tune(
-        FineTune(FINETUNE, "Fine-tuning", "Fine-tune", accuracy_curve, 200, "32 sentences each (a "
-                 "few seconds)", P.finetune_steps, P.finetune_lr, P.finetune_go, P.finetune_result)
-    )  # fmt: skip
-    if result is None:
-        st.caption("Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.")
-        return
-    show_finetune_result(result)
-
-
-def accuracy_curve(status) -> None:
-    """The held-out accuracy of a running fine-tune so far (its progress updates)."""
-    show_running_accuracy(status, P.finetune_running, chance=None)  # the colour task's chance is in the result
-
-
-def show_finetune_result(result) -> None:
-    a, b, c = st.columns(3)
-    a.metric("Accuracy before", f"{result.accuracy_before:.0%}", help="The untrained head: a guess.")
-    b.metric(
-        "Accuracy after", f"{result.accuracy_after:.0%}", delta=f"{result.accuracy_after - result.accuracy_before:+.0%}"
-    )
-    c.metric("Chance", f"{result.chance:.0%}", help=f"{round(1 / result.chance)} colours")
-    layers = [f"layer {i}" for i in range(result.change.shape[0])]
-    heads = [f"head {h}" for h in range(result.change.shape[1])]
-    left, right = side_by_side(2)
-    with left:
-        head_change_chart(result.change, "How far each head's attention moved", P.finetune_change)
-        st.caption(
-            f"Mean total-variation distance between each head's patterns before and after, over held-out "
-            f"sentences (0: unchanged, 1: completely different). Moved most: {most_moved(result.change)}."
-        )
-    with right:
-        gain = result.colour_after - result.colour_before
-        fig = attention_heatmap(
-            result.colour_after,
-            layers,
-            heads,
-            title="Weight <bos> puts on the colour word, after",
-            height=300,
-            zmax=1.0,
-        )
-        fig.update_xaxes(title_text="head")
-        fig.update_yaxes(title_text="layer")
-        show_chart(fig, key=P.finetune_colour)
-        best = np.unravel_index(np.argmax(gain), gain.shape)
-        st.caption(
-            f"Before fine-tuning, layer {best[0]} head {best[1]} put {result.colour_before[best]:.0%} of the "
-            f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}."
-        )
-    layer, head = (int(x) for x in best)
-    tokens = [f"{i} {t}" for i, t in enumerate(result.tokens)]
-    left, right = side_by_side(2)
-    for col, patterns, when in ((left, result.before_patterns, "before"), (right, result.after_patterns, "after")):
-        with col:
-            show_chart(
-                attention_heatmap(
-                    patterns[layer, head],
-                    tokens,
-                    tokens,
-                    zmax=1.0,
-                    height=360,
-                    title=f"Layer {layer}, head {head}, {when}: {shorten(result.probe_text)}",
-                ),
-                key=f"{P.finetune}{when}",
-            )
-    st.caption(
-        "The same held-out sentence and head before and after, on one colour scale; the first row is the "
-        "`<bos>` position the classifier reads."
-    )
 
 
 def time_bars(times: dict[str, float], title: str) -> go.Figure:

@@ -1,11 +1,5 @@
-"""The Scaling page's calls: the shipped curves (read once per process) and one more size trained live.
-
-The curves are ``assets/scaling/stories-scaling.json`` (``python -m engine.training.scaling``), read through
-``engine.analysis.scaling_laws.read_curves`` (numpy, no torch). "Train one more size" runs
-``engine.training.scaling.run_size`` with the shipped settings as this session's job on the long-work lane
-(kind :data:`SCALE`); its updates are ``RunProgress`` (the latest point) and its result the run as a plain dict,
-which :func:`live_run` turns into the same ``Run`` record the chart draws.
-"""
+"""The Scaling page's calls: the shipped curves (``assets/scaling/stories-scaling.json``, read once per process)
+and one more size trained with the shipped settings as this session's long job of kind ``SCALE``."""
 
 from __future__ import annotations
 
@@ -41,8 +35,7 @@ def live_sizes() -> dict[str, Size]:
 
 
 def live_estimate_s(name: str) -> float:
-    """Expected seconds for a live size: a straight line of the shipped runs' seconds against N, at its N (the
-    file's machine; the lane corrects its estimates by how long its jobs really take)."""
+    """Expected seconds for a live size: the shipped runs' seconds against N, fitted by a line, at its N."""
     runs = scaling_curves().runs
     slope, intercept = np.polyfit([r.n_params for r in runs], [r.wall_s for r in runs], 1)
     return SETUP_S + max(1.0, float(intercept + slope * live_sizes()[name].n_params))
@@ -70,11 +63,6 @@ def scaling_start(name: str) -> JobStatus:
         return (yield from run_size(size, settings))
 
     return submit_long(SCALE, work, key=name, estimate_s=estimate)
-
-
-def live_run(result: dict) -> Run:
-    """A finished live job's result as a ``Run`` (the same record as the shipped ones)."""
-    return Run.from_dict(result)
 
 
 def refit(runs: tuple[Run, ...]) -> PowerLaw:

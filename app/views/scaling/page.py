@@ -1,9 +1,7 @@
 """Scaling: six sizes of our stories GPT, the same data and schedule, and the power law their losses follow.
 
-The curves are precomputed (``python -m engine.training.scaling`` writes ``assets/scaling/stories-scaling.json``),
-so the page draws at once: loss against non-embedding parameters with the fitted L(N) = (N_c / N)^α, and loss
-against compute with the compute-optimal frontier. "Train one more size" trains a small size with the same
-settings on the server's long-work lane and adds its point to both charts (kept in this session).
+The curves are precomputed (``python -m engine.training.scaling``): loss against non-embedding parameters with the
+fitted L(N) = (N_c / N)^α, and loss against compute with its frontier. "Train one more size" adds a point live.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from app.ui.guard import show_error
 from app.ui.theme import side_by_side
 from app.views.scaling.data import (
     live_estimate_s,
-    live_run,
     live_sizes,
     refit,
     scaling_curves,
@@ -30,6 +27,7 @@ from app.views.scaling.data import (
 )
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
 from app.views.scaling.keys import Scaling as S
+from engine.analysis.scaling_laws import Run
 from engine.job_limits import about
 
 
@@ -132,7 +130,7 @@ def train_one_more(curves) -> None:
         pressed = st.button("Train it", type="primary", icon=":material/model_training:", key=S.live_go)
     result = run_job(SCALE, "Training", (lambda: scaling_start(name)) if pressed else None)
     if isinstance(result, dict):
-        run = live_run(result)
+        run = Run.from_dict(result)
         _live_runs()[run.name] = run  # the session keeps it, whatever the queue forgets
     st.caption(
         "The new size trains with exactly the shipped settings (steps, batch, data order, schedule); when it "
