@@ -1,28 +1,28 @@
-"""The Train page's calls into engine.training.jobs: Train live's kind on the server's long-work queue.
-
-One job per session (keyed by ``session_id()``); the page follows it through ``app.runtime.long_work`` (its
-status, Pause, Resume, Stop, the heartbeat) and reads its snapshots here. Also the models this session trained,
-for the pickers.
-"""
+"""The Train page's calls into ``engine.training.jobs``: this session's one job on the long-work queue (keyed by
+``session_id()``), its snapshots, and what the finished model can do (answer, zip, open on the other pages)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import engine
 import engine.registry
 from app.runtime.long_work import connected
 from app.runtime.models import bound_threads, model_pass, session_id
-from engine import ModelSpec
 
 if TYPE_CHECKING:
     from engine.training.budget import Estimate
 
-
-def session_models() -> tuple[ModelSpec, ...]:
-    """Models this session trained (the Train page's "Open in Explore"), for the model pickers."""
-    return engine.registry.runtime_specs(session_id())
+#: an example input per task, for "Try the trained model"
+EXAMPLES = {
+    "copy": "a f c p b k",
+    "reverse": "a f c p b k",
+    "sort": "f a k c p b",
+    "previous-token": "a b c d e",
+    "induction": "a d c f",
+    "stories": "lily found a",
+    "translation": "the red car is fast .",
+}
 
 
 def train_manager():
@@ -33,10 +33,8 @@ def train_manager():
 
 
 def train_estimate(settings: dict) -> "tuple[int, Estimate]":
-    """``(parameters, the server's time estimate)`` for some settings: the numbers :func:`train_start` checks.
-
-    The step time is measured on a few throwaway steps by the job manager, which keeps it a while per
-    model shape (so the page's reruns do not time it again, and Start finds the same number).
+    """``(parameters, the server's time estimate)`` for some settings: the numbers :func:`train_start` checks. The
+    manager times a few throwaway steps and keeps that per model shape (reruns and Start find the same number).
 
     Raises:
         JobSettingsError: the settings are invalid (message lists why).
@@ -55,8 +53,7 @@ def train_start(settings: dict) -> None:
     """Validate and start (or queue) this session's job, replacing its previous one.
 
     Raises:
-        JobSettingsError: invalid settings, or over the server's time limit per job (nothing started,
-            the previous job and model left as they were).
+        JobSettingsError: invalid settings, or over the server's time limit per job (nothing started).
     """
     bound_threads()
     train_estimate(settings)  # times new settings under the bound on concurrent torch work; submit reuses it
@@ -78,30 +75,30 @@ def train_reset() -> None:
     engine.registry.unregister_runtime(session_id())
 
 
+def finished_job():
+    """This session's finished job (raises ValueError before there is one)."""
+    job = train_manager().get(session_id())
+    if job is None or not job.progress().finished:
+        raise ValueError("train a model first")
+    return job
+
+
 def train_answer(text: str):
     """The finished model's greedy answer to ``text`` and the right one (raises ValueError with a message)."""
     from engine.training.export import answer
 
-    job = train_manager().get(session_id())
-    if job is None or not job.progress().finished:
-        raise ValueError("train a model first")
+    job = finished_job()
     with model_pass():
         return answer(job, text)
 
 
 def train_checkpoint() -> "Callable[[], bytes]":
-    """A builder of this session's finished model as a zip (safetensors + config JSON + model card).
-
-    ``st.download_button`` calls it when the button is clicked (outside the script run, so it closes over
-    the job instead of reading session state); nothing is zipped on the page's reruns.
-    """
+    """A builder of the finished model's zip (safetensors + config JSON + model card), which
+    ``st.download_button`` calls on a click: it closes over the job, and nothing is zipped on reruns."""
     from engine.training.export import checkpoint_zip
 
-    job = train_manager().get(session_id())
-    if job is None or not job.progress().finished:
-        raise ValueError("train a model first")
-    name = f"trained-{job.settings.task}"
-    return lambda: checkpoint_zip(job, name)
+    job = finished_job()
+    return lambda: checkpoint_zip(job, f"trained-{job.settings.task}")
 
 
 def train_register() -> str:
@@ -110,44 +107,22 @@ def train_register() -> str:
 
     from engine.training.export import runtime_model
 
-    job = train_manager().get(session_id())
-    if job is None or not job.progress().finished:
-        raise ValueError("train a model first")
+    job = finished_job()
     model_id = f"trained-{job.settings.task}-{uuid.uuid4().hex[:6]}"
     engine.registry.register_runtime(model_id, runtime_model(job, model_id), session_id())
     return model_id
 
 
 def train_options() -> dict:
-    """Choices for the Train page's widgets: tasks (name → label), positional encodings, example inputs."""
-    from engine.training.job_settings import INT_RANGES, LR_RANGE, POS_ENCODINGS, TASK_LABELS
+    """Choices for the Train page's widgets: tasks (name → label) and positional encodings."""
+    from engine.training.job_settings import POS_ENCODINGS, TASK_LABELS
 
-    return {
-        "tasks": dict(TASK_LABELS),
-        "pos_encodings": list(POS_ENCODINGS),
-        "ranges": dict(INT_RANGES),
-        "lr_range": LR_RANGE,
-    }
+    return {"tasks": dict(TASK_LABELS), "pos_encodings": list(POS_ENCODINGS)}
 
 
 def train_task_info(task: str) -> dict:
-    """What the page shows about a task: description, metric, the ideal pattern (or None), an example input."""
+    """What the page shows about a task: its description, the ideal pattern (or None), an example input."""
     from engine.training.job_settings import build_task
 
     t = build_task(task)
-    examples = {
-        "copy": "a f c p b k",
-        "reverse": "a f c p b k",
-        "sort": "f a k c p b",
-        "previous-token": "a b c d e",
-        "induction": "a d c f",
-        "stories": "lily found a",
-        "translation": "the red car is fast .",
-    }
-    return {
-        "description": t.description,
-        "metric": t.metric_name,
-        "ideal": t.ideal_pattern(),
-        "example": examples.get(task, ""),
-        "seq_len": t.seq_len,
-    }
+    return {"description": t.description, "ideal": t.ideal_pattern(), "example": EXAMPLES.get(task, "")}

@@ -1,9 +1,8 @@
-"""The Train page's induction-heads section: the shipped run (a JSON file, no torch) and a live run on the long-work lane.
+"""The Train page's induction-heads tab: the shipped run (a JSON file, no torch) and a live run on the long-work lane.
 
-Both reach the page as the same plain document (the shape ``engine.training.recipes.induction`` writes:
-``curves`` of every snapshot, the two moments ``before`` and ``after`` the phase change, the probe's tokens),
-so one set of figures draws either. A live run is this session's long job of kind :data:`INDUCTION`: its
-updates are ``InductionProgress`` (every point so far), turned into that document by :func:`run_document`.
+Both reach the page as the same plain document (what ``engine.training.recipes.induction`` writes: every
+snapshot's ``curves``, the moments ``before`` and ``after`` the phase change, the probe's tokens); a live run's
+``InductionProgress`` becomes one through :func:`run_document`.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.runtime.long_work import INDUCTION, long_status, submit_long
+from app.runtime.long_work import INDUCTION, submit_long
 from engine.job_records import JobStatus
 
 #: the shipped checkpoint and its snapshot file (written by ``python -m engine.training.pretrain induction-2l-attn-only``)
@@ -64,11 +63,6 @@ def induction_start(steps: Any, lr: Any, seed: Any) -> JobStatus:
         return last
 
     return submit_long(INDUCTION, work, key=(steps, lr, seed), estimate_s=SETUP_S + STEP_S * steps)
-
-
-def induction_status() -> JobStatus | None:
-    """This session's live run (queued, running or finished), or None."""
-    return long_status(INDUCTION)
 
 
 def run_document(progress: Any) -> dict[str, Any] | None:

@@ -1,12 +1,8 @@
 """Train live: train a tiny transformer here and watch its attention patterns form, head by head.
 
-Two sections (``pickers.page_tabs``): "Your own model" (below) and "Induction heads"
-(``app/views/train/induction.py``: a two-layer attention-only model's phase change, shipped and live). Only
-the open section's content runs.
-
-Training is this session's job of kind ``TRAIN`` on the server's long-work queue (engine.training.jobs); the page
-follows it with ``app/controls/long_job.py`` (queue place, progress, Pause/Resume and Stop, a fragment polling about
-once a second, which is also the job's heartbeat) and draws the run's snapshots under it.
+Two tabs: "Your own model" (below) and "Induction heads" (``induction.py``). Training is this session's job of
+kind ``TRAIN`` on the long-work queue, followed by ``app/controls/long_job.py`` (queue place, progress, Pause/Resume
+and Stop); the run's snapshots are drawn under it.
 """
 
 from __future__ import annotations
@@ -38,29 +34,15 @@ from app.views.train.data import (
     train_answer,
     train_checkpoint,
     train_estimate,
-    train_options,
     train_progress,
     train_register,
     train_reset,
     train_start,
     train_task_info,
 )
-from app.views.train.keys import Train
+from app.views.train.keys import BATCHES, DEFAULTS, HEADS, POS_ENCODINGS, TABS, TASK_LABELS, WIDTHS, Train
 from engine.job_limits import about
 
-DEFAULTS = dict(
-    task="reverse",
-    n_layers=2,
-    n_heads=4,
-    d_model=64,
-    pos_encoding="learned",
-    causal=True,
-    steps=500,
-    batch_size=64,
-    lr=0.003,
-    seed=0,
-)
-FIELDS = tuple(DEFAULTS)
 STATUS = {
     "running": "Training on **{device}**.",
     "paused": "Paused at step {step}. Resume to go on (a paused job keeps its training slot: the server stops any "
@@ -74,53 +56,42 @@ def key(name: str) -> str:
     return f"{Train.prefix}{name}"
 
 
+def setting(name: str) -> dict:
+    """A setting's widget arguments: its key, kept across pages."""
+    return {"key": key(name), **PERSIST}
+
+
 def settings_from_state() -> dict:
     """The settings as the widgets left them (validated on the server by the engine, not here)."""
-    return {name: st.session_state.get(key(name), DEFAULTS[name]) for name in FIELDS}
+    return {name: st.session_state.get(key(name), value) for name, value in DEFAULTS.items()}
 
 
-def setup_widgets(options: dict) -> None:
+def setup_widgets() -> None:
     defaults({key(name): value for name, value in DEFAULTS.items()})
-    tasks = options["tasks"]
     left, mid, right = st.columns(3)
     with left:
         st.markdown("**Task**")
-        st.selectbox("What to learn", list(tasks), format_func=tasks.get, key=key("task"), **PERSIST)
+        st.selectbox("What to learn", list(TASK_LABELS), format_func=TASK_LABELS.get, **setting("task"))
         info = train_task_info(st.session_state[key("task")])
         st.caption(info["description"])
     with mid:
         st.markdown("**Model**")
-        st.slider("Layers", 1, 4, key=key("n_layers"), **PERSIST)
+        st.slider("Layers", 1, 4, **setting("n_layers"))
         a, b = st.columns(2)
-        a.selectbox("Heads per layer", [1, 2, 4, 8], key=key("n_heads"), **PERSIST)
-        b.selectbox("d_model (width)", [16, 32, 64, 128, 256], key=key("d_model"), **PERSIST)
-        st.selectbox(
-            "Positional encoding",
-            options["pos_encodings"],
-            key=key("pos_encoding"),
-            **PERSIST,
-            help="How the model knows word order. 'none' leaves only the causal mask to tell positions apart.",
-        )
-        st.toggle(
-            "Causal mask",
-            key=key("causal"),
-            **PERSIST,
-            help="On: each token sees only earlier tokens (GPT). Off: the model can peek at the answer.",
-        )
+        a.selectbox("Heads per layer", HEADS, **setting("n_heads"))
+        b.selectbox("d_model (width)", WIDTHS, **setting("d_model"))
+        order = "How the model knows word order. 'none' leaves only the causal mask to tell positions apart."
+        st.selectbox("Positional encoding", POS_ENCODINGS, **setting("pos_encoding"), help=order)
+        peek = "On: each token sees only earlier tokens (GPT). Off: the model can peek at the answer."
+        st.toggle("Causal mask", **setting("causal"), help=peek)
     with right:
         st.markdown("**Training**")
-        st.number_input("Steps", step=100, key=key("steps"), **PERSIST, help="1 to 20,000 optimizer updates.")
+        st.number_input("Steps", step=100, **setting("steps"), help="1 to 20,000 optimizer updates.")
         a, b = st.columns(2)
-        a.selectbox("Batch size", [8, 16, 32, 64, 128, 256], key=key("batch_size"), **PERSIST)
-        b.number_input("Seed", step=1, key=key("seed"), **PERSIST)
-        st.number_input(
-            "Learning rate",
-            step=0.001,
-            format="%.4f",
-            key=key("lr"),
-            **PERSIST,
-            help="Peak learning rate, 0.00001 to 0.1 (warm-up, then cosine decay).",
-        )
+        a.selectbox("Batch size", BATCHES, **setting("batch_size"))
+        b.number_input("Seed", step=1, **setting("seed"))
+        peak = "Peak learning rate, 0.00001 to 0.1 (warm-up, then cosine decay)."
+        st.number_input("Learning rate", step=0.001, format="%.4f", **setting("lr"), help=peak)
 
 
 def estimate_line() -> str | None:
@@ -330,21 +301,13 @@ def finished(p) -> None:
             f"The model read {md(' '.join(result.prompt))} and wrote **{md(' '.join(result.model)) or '(nothing)'}**"
         )
         if result.correct:
-            n_right = sum(result.right)
+            n = len(result.correct)
             st.markdown(
-                f"Correct answer: **{md(' '.join(result.correct))}** — {n_right} of {len(result.correct)} tokens right."
+                f"Correct answer: **{md(' '.join(result.correct))}** — {sum(result.right)} of {n} tokens right."
             )
-            st.dataframe(
-                pd.DataFrame(
-                    {
-                        "model": list(result.model[: len(result.correct)])
-                        + [""] * max(0, len(result.correct) - len(result.model)),
-                        "correct": list(result.correct),
-                        "right?": ["yes" if r else "no" for r in result.right],
-                    }
-                ),
-                height=220,
-            )
+            model = [*result.model[:n], *[""] * (n - len(result.model[:n]))]
+            right = ["yes" if r else "no" for r in result.right]
+            st.dataframe(pd.DataFrame({"model": model, "correct": list(result.correct), "right?": right}), height=220)
     left, right = st.columns(2)
     if left.button("Open this model in Explore", icon=":material/grid_on:", key=key("explore")):
         model_id = train_register()
@@ -368,12 +331,9 @@ def finished(p) -> None:
     )
 
 
-TABS = ("Your own model", "Induction heads")
-
-
 def main() -> None:
     st.title("Train live")
-    own, induction = page_tabs(list(TABS), key("tab"))
+    own, induction = page_tabs(list(TABS.values()), key("tab"))
     if induction.open:
         with induction:
             induction_section.show()
@@ -388,8 +348,7 @@ def own_model() -> None:
         "Train a tiny transformer right here and watch attention patterns form, head by head. "
         "The defaults learn to reverse letters in well under a minute."
     )
-    options = train_options()
-    setup_widgets(options)
+    setup_widgets()
     task = st.session_state[key("task")]
     if not st.session_state[key("causal")] and task != "previous-token":
         st.warning(
