@@ -41,23 +41,25 @@ BLUE, PALE, GREY = "#1f5fbf", "#9bb7e0", "#888888"
 
 @dataclass(frozen=True)
 class FineTune:
-    """A fine-tuning tab: its job's kind and words, its default steps and what a step is, its session keys
-    (steps, learning rate, button, result), what it says before a run, and what draws the running job and the result."""
+    """A fine-tuning tab: its job's kind and words, its default steps and what a step is, its session keys (steps,
+    learning rate, button, result, running chart), what it says before a run, the running curve's chance line and
+    caption (``{total}``: the run's steps), and what draws the result."""
 
     kind: str
     what: str
     button: str
     default_steps: int
     a_step: str
-    keys: tuple[str, str, str, str]
+    keys: tuple[str, str, str, str, str]
     idle: str
-    running: Callable[[JobStatus], None]
+    chance: float | None
+    running: str
     result: Callable[[Any], None]
 
 
 def fine_tune_tab(job: FineTune) -> None:
     """The steps and learning-rate controls and the button, then the job (start → follow → collect) and its result."""
-    steps_key, lr_key, go_key, result_key = job.keys
+    steps_key, lr_key, go_key, result_key, running_key = job.keys
     left, right, button = st.columns([2, 2, 1], vertical_alignment="bottom")
     with left:
         default(steps_key, job.default_steps)
@@ -68,7 +70,18 @@ def fine_tune_tab(job: FineTune) -> None:
     with button:
         pressed = st.button(job.button, type="primary", icon=":material/model_training:", key=go_key)
     start = (lambda: fine_tune_start(job.kind, steps, lr)) if pressed else None
-    result = run_job(job.kind, job.what, start, keep=result_key, extra=job.running)
+
+    def running(status: JobStatus) -> None:
+        """The held-out accuracy so far (updates with a ``step`` and an ``accuracy``; no chart before the first)."""
+        points = [u for u in status.updates if hasattr(u, "step") and hasattr(u, "accuracy")]
+        if points:
+            total = max(getattr(u, "steps", 0) or 0 for u in points) or points[-1].step
+            steps, accuracy = [u.step for u in points], [u.accuracy for u in points]
+            show_chart(running_figure(steps, accuracy, total, job.chance), key=running_key)
+            if job.running:
+                st.caption(job.running.format(total=total))
+
+    result = run_job(job.kind, job.what, start, keep=result_key, extra=running)
     if result is None:
         st.caption(job.idle)
     else:
@@ -137,17 +150,6 @@ def running_figure(steps: list[int], accuracy: list[float], total: int, chance: 
         "hovertemplate": "step %{x}: %{y:.0%}<extra>held-out accuracy</extra>",
     }
     return {"data": [trace], "layout": layout}
-
-
-def show_running_accuracy(status: JobStatus, key: str, chance: float | None = 0.5) -> int | None:
-    """A running fine-tune's held-out accuracy so far (updates with a ``step`` and an ``accuracy``); its total
-    steps, or None and no chart before its first point (an empty chart fills the browser console with warnings)."""
-    points = [u for u in status.updates if hasattr(u, "step") and hasattr(u, "accuracy")]
-    if not points:
-        return None
-    total = max(getattr(u, "steps", 0) or 0 for u in points) or points[-1].step
-    show_chart(running_figure([u.step for u in points], [u.accuracy for u in points], total, chance), key=key)
-    return total
 
 
 # --- the colour task
@@ -235,43 +237,27 @@ def next_sentence() -> None:
     fine_tune_tab(NEXT_SENTENCE)
 
 
-def nsp_running(status: JobStatus) -> None:
-    """The held-out accuracy of a running NSP fine-tune so far, with what it shows."""
-    total = show_running_accuracy(status, f"{P.nsp_loss}_running")
-    if total is not None:
-        st.caption(
-            f"The fine-tune running now: accuracy on the held-out pairs (stories it never trains on), measured "
-            f"every few of its {total} steps; the dashed line is chance (50 %). The full loss curve follows when it "
-            "ends."
-        )
+def small_layout(fig: go.Figure, title: str, legend_y: float, **more: Any) -> go.Figure:
+    """The tab's result charts: 300 px high, the title on the left, the legend underneath."""
+    legend = dict(orientation="h", y=legend_y)
+    return fig.update_layout(
+        height=300, margin=dict(l=5, r=5, t=30, b=5), title=dict(text=title, x=0.0), legend=legend, **more
+    )
 
 
 def loss_figure(curve) -> go.Figure:
     """Each step's training loss, the held-out loss where it was measured, and ln 2 (a coin flip's loss)."""
-    fig = go.Figure()
+    fig, steps = go.Figure(), np.arange(1, len(curve.train_loss) + 1)
     for x, y, name, mode, line in (
-        (
-            np.arange(1, len(curve.train_loss) + 1),
-            curve.train_loss,
-            "training batch",
-            "lines",
-            dict(width=1, color=PALE),
-        ),
+        (steps, curve.train_loss, "training batch", "lines", dict(width=1, color=PALE)),
         (curve.eval_steps, curve.eval_loss, "held-out pairs", "lines+markers", dict(width=2, color=BLUE)),
     ):
         hover = f"step %{{x}}: %{{y:.3f}}<extra>{name}</extra>"
         label = f"{name} (32 pairs)" if mode == "lines" else name
         fig.add_trace(go.Scatter(x=x, y=y, mode=mode, name=label, line=line, hovertemplate=hover))
     fig.add_hline(y=math.log(2), line_dash="dash", line_color=GREY, annotation_text="ln 2: a coin flip")
-    fig.update_layout(
-        height=300,
-        margin=dict(l=5, r=5, t=30, b=5),
-        title=dict(text="Loss while fine-tuning", x=0.0),
-        xaxis=dict(title="step"),
-        yaxis=dict(title="cross-entropy (nats)", rangemode="tozero"),
-        legend=dict(orientation="h", y=-0.25),
-    )
-    return fig
+    axes = dict(xaxis=dict(title="step"), yaxis=dict(title="cross-entropy (nats)", rangemode="tozero"))
+    return small_layout(fig, "Loss while fine-tuning", -0.25, **axes)
 
 
 def curve_csv(curve) -> bytes:
@@ -291,15 +277,8 @@ def shares_figure(before: np.ndarray, after: np.ndarray, title: str) -> go.Figur
         text = [f"{v:.0%}" for v in values]
         bar = go.Bar(x=list(SHARES), y=values, name=name, marker_color=colour, text=text, textposition="auto")
         fig.add_trace(bar.update(hovertemplate=hover))
-    fig.update_layout(
-        height=300,
-        margin=dict(l=5, r=5, t=30, b=5),
-        title=dict(text=title, x=0.0),
-        barmode="group",
-        yaxis=dict(title="share of [CLS]'s attention", range=[0, 1], tickformat=".0%"),
-        legend=dict(orientation="h", y=-0.2),
-    )
-    return fig
+    yaxis = dict(title="share of [CLS]'s attention", range=[0, 1], tickformat=".0%")
+    return small_layout(fig, title, -0.2, barmode="group", yaxis=yaxis)
 
 
 def show_nsp_result(result) -> None:
@@ -400,9 +379,10 @@ COLOUR = FineTune(
     "Fine-tune",
     200,
     "32 sentences each (a few seconds)",
-    (P.finetune_steps, P.finetune_lr, P.finetune_go, P.finetune_result),
+    (P.finetune_steps, P.finetune_lr, P.finetune_go, P.finetune_result, P.finetune_running),
     "Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.",
-    lambda status: show_running_accuracy(status, P.finetune_running, chance=None),  # its chance is in the result
+    None,  # the colour task's chance is in the result
+    "",
     show_colour_result,
 )
 NEXT_SENTENCE = FineTune(
@@ -411,9 +391,11 @@ NEXT_SENTENCE = FineTune(
     "Fine-tune on NSP",
     300,
     "32 pairs each (a few seconds to a minute)",
-    (P.nsp_steps, P.nsp_lr, P.nsp_go, P.nsp_result),
+    (P.nsp_steps, P.nsp_lr, P.nsp_go, P.nsp_result, P.nsp_running),
     "Press **Fine-tune on NSP**: the held-out accuracy starts at a coin flip (the head is untrained) and climbs "
     "as the encoder learns to compare B with A.",
-    nsp_running,
+    0.5,
+    "The fine-tune running now: accuracy on the held-out pairs (stories it never trains on), measured every few of "
+    "its {total} steps; the dashed line is chance (50 %). The full loss curve follows when it ends.",
     show_nsp_result,
 )

@@ -51,20 +51,21 @@ def _mask_word(index: int) -> None:
     st.session_state[P.fill_pick] = None
 
 
+def sentence(label: str, key: str, value: str, max_chars: int, help: str) -> str:
+    """A text input starting at ``value``; what it holds."""
+    default(key, value)
+    st.text_input(label, key=key, max_chars=max_chars, help=help)
+    return st.session_state.get(key) or ""
+
+
 def fill_in_the_blank() -> None:
     st.write(
         "BERT is trained by hiding words and asking for them back. Type a sentence with **[MASK]** where a "
         "word should be guessed, or click a word to hide it. Our encoder was trained that way on generated "
         "children's stories."
     )
-    default(P.fill_text, FILL_DEFAULT)
-    st.text_input(
-        "Sentence with [MASK]",
-        key=P.fill_text,
-        max_chars=300,
-        help="Words the model never saw become <unk>; it knows the words of simple stories.",
-    )
-    text = st.session_state.get(P.fill_text) or ""
+    unknown = "Words the model never saw become <unk>; it knows the words of simple stories."
+    text = sentence("Sentence with [MASK]", P.fill_text, FILL_DEFAULT, 300, unknown)
     words = text.split()
     st.pills(
         "Hide a word",
@@ -113,8 +114,16 @@ def fill_in_the_blank() -> None:
             )
 
 
-def _mask_map(mask: np.ndarray, q: list[str], k: list[str], title: str):
-    return attention_heatmap(mask.astype(np.float32), q, k, blocked=~mask, title=title, height=320, zmax=1.0)
+def objective_column(title: str, mask: np.ndarray, labels: tuple, mask_title: str, keys: tuple, real: tuple) -> None:
+    """One objective: its mask (``labels``: queries and keys) and the real mean attention of ``real`` = (model,
+    text, causal, layer, block); ``keys``: the two charts' keys."""
+    st.subheader(title)
+    fig = attention_heatmap(mask.astype(np.float32), *labels, blocked=~mask, title=mask_title, height=320, zmax=1.0)
+    show_chart(fig, key=keys[0])
+    try:
+        show_chart(layer_mean_map(objective_attention(*real)), key=keys[1])
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+        show_error(err)
 
 
 def objectives_side_by_side() -> None:
@@ -122,18 +131,12 @@ def objectives_side_by_side() -> None:
         "Three ways to learn from plain text, on the same sentence: what each lets a position see (its "
         "mask), what our own models' attention really does, and the training examples each makes."
     )
-    default(P.objectives_text, OBJECTIVES_DEFAULT)
-    st.text_input(
-        "Sentence",
-        key=P.objectives_text,
-        max_chars=200,
-        help="Use simple words: the three models were trained on stories and toy translations.",
-    )
-    words = tuple((st.session_state.get(P.objectives_text) or "").lower().split())[:24]
+    simple = "Use simple words: the three models were trained on stories and toy translations."
+    words = sentence("Sentence", P.objectives_text, OBJECTIVES_DEFAULT, 200, simple).lower().split()[:24]
     if len(words) < 2:
         st.info("Type at least two words.")
         return
-    examples = objective_examples(words)
+    examples = objective_examples(tuple(words))
     layer = st.radio(
         "Layer of the real attention",
         [0, 1, 2],
@@ -141,79 +144,44 @@ def objectives_side_by_side() -> None:
         key=P.objectives_layer,
         help="Each model has (at least) 3 layers; the maps show the mean of the heads of this layer.",
     )
-    cols = side_by_side(3)
-    with cols[0]:
-        st.subheader("Masked LM (BERT)")
-        masked = examples["masked"]
-        show_chart(
-            _mask_map(examples["bidirectional"], list(words), list(words), "Mask: everyone sees everyone"),
-            key=P.mask_mlm,
+    masked, pairs, span = examples["masked"], examples["next"], examples["span"]
+    enc, dec, text = list(span.inputs), list(span.targets), " ".join(words)
+    left, mid, right = side_by_side(3)
+    with left:
+        real, title = (MLM_MODEL, " ".join(masked.inputs), False, layer, "self"), "Mask: everyone sees everyone"
+        objective_column(
+            "Masked LM (BERT)", examples["bidirectional"], (words, words), title, (P.mask_mlm, P.real_mlm), real
         )
-        _real(MLM_MODEL, " ".join(masked.inputs), False, layer, "obj_real_mlm", "self")
-        st.caption(
-            "**Example:** "
-            + md(" ".join(masked.inputs))
-            + " → predict "
-            + md(", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t))
+        targets = ", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t)
+        st.caption(f"**Example:** {md(' '.join(masked.inputs))} → predict {md(targets)}")
+    with mid:
+        real, title = (NEXT_TOKEN_MODEL, text, True, layer, "self"), "Mask: each word sees the words before it"
+        objective_column(
+            "Next token (GPT)", examples["causal"], (words, words), title, (P.mask_next, P.real_next), real
         )
-    with cols[1]:
-        st.subheader("Next token (GPT)")
-        show_chart(
-            _mask_map(examples["causal"], list(words), list(words), "Mask: each word sees the words before it"),
-            key=P.mask_next,
-        )
-        _real(NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
-        pairs = examples["next"]
         st.caption(
             f"**{len(pairs)} examples from one sentence**, e.g. "
             + "; ".join(f"{md(' '.join(p[-3:]))} → {md(t)}" for p, t in pairs[:3])
             + " … every position is trained at once."
         )
-    with cols[2]:
-        st.subheader("Span corruption (T5)")
-        span = examples["span"]
-        enc, dec = list(span.inputs), list(span.targets)
-        show_chart(
-            _mask_map(
-                np.ones((len(dec), len(enc)), bool), dec, enc, "Cross-attention mask: the writer reads all of the input"
-            ),
-            key=P.mask_span,
-        )
-        _real(SEQ2SEQ_MODEL, " ".join(words), None, layer, "obj_real_span", "cross")
+    with right:
+        real, mask = (SEQ2SEQ_MODEL, text, None, layer, "cross"), np.ones((len(dec), len(enc)), bool)
+        title = "Cross-attention mask: the writer reads all of the input"
+        objective_column("Span corruption (T5)", mask, (dec, enc), title, (P.mask_span, P.real_span), real)
         st.caption(
-            "**Example:** encoder reads "
-            + md(" ".join(enc))
-            + "; the decoder writes "
-            + md(" ".join(dec))
-            + " (causal), seeing the whole corrupted input through cross-attention. The real map is our "
-            "translator's cross-attention: trained to translate, not on spans, but built the same way."
+            f"**Example:** encoder reads {md(' '.join(enc))}; the decoder writes {md(' '.join(dec))} (causal), seeing "
+            "the whole corrupted input through cross-attention. The real map is our translator's cross-attention: "
+            "trained to translate, not on spans, but built the same way."
         )
-
-
-def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, block: str) -> None:
-    """The mean of the heads of one layer of ``model_id`` on ``text`` (the block of an encoder-decoder)."""
-    try:
-        real = objective_attention(model_id, text, causal, layer, block)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
-        return
-    show_chart(layer_mean_map(real), key=key)
 
 
 def time_bars(times: dict[str, float], title: str) -> go.Figure:
     """Measured seconds per call as horizontal bars, each labelled with its own time in ms."""
-    names = list(times)
-    fig = go.Figure(
-        go.Bar(
-            x=[times[k] for k in names],
-            y=names,
-            orientation="h",
-            marker_color="#1f5fbf",
-            text=[f"{times[k] * 1e3:.1f} ms" for k in names],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.4f} s<extra></extra>",
-        )
+    text = [f"{t * 1e3:.1f} ms" for t in times.values()]
+    bar = dict(
+        orientation="h", marker_color="#1f5fbf", textposition="auto", hovertemplate="%{y}: %{x:.4f} s<extra></extra>"
     )
+    fig = go.Figure(go.Bar(x=list(times.values()), y=list(times), text=text, **bar))
     fig.update_layout(
         height=240,
         margin=dict(l=5, r=5, t=30, b=5),

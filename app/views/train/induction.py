@@ -14,15 +14,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.controls.long_job import run_job
-from app.runtime.long_work import long_status
+from app.runtime.long_work import INDUCTION, long_status
 from app.state import defaults
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.theme import side_by_side
 from app.views.train.charts import attention_grid, line_chart
-from app.views.train.induction_data import (
-    INDUCTION,
+from app.views.train.data import (
     INDUCTION_MODEL,
     induction_options,
     induction_shipped,
