@@ -34,18 +34,10 @@ def run_job(
     match: Hashable = None,
     extra: Extra | None = None,
 ) -> Any:
-    """Start (when ``start`` is given), follow and collect this session's job of ``kind``.
-
-    Args:
-        what: the work in a few words ("Fine-tuning"), the start of each message.
-        start: submits the job (the button was pressed); what it raises is shown, and nothing else.
-        keep: the session key that keeps the result (cleared on start).
-        match: only the job of this key belongs here (a measurement of another size does not); None: any.
-        extra: draws more of a running job (the curve so far), under its progress bar.
-
-    Returns:
-        The job's result once done (or kept from before), else None.
-    """
+    """Start (``start``: the pressed button's submit; what it raises is shown), follow and collect this session's
+    job of ``kind``; its result once done (or kept from before), else None. ``what`` ("Fine-tuning") starts each
+    message, ``keep`` is the session key that keeps the result (cleared on start), ``match`` the only job key that
+    belongs here (None: any), ``extra`` draws more of a running job under its progress bar."""
     if start is not None:
         if keep:
             st.session_state.pop(keep, None)

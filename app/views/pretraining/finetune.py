@@ -98,6 +98,15 @@ def head_change_chart(change: np.ndarray, title: str, key: str, zmax: float | No
     show_chart(fig, key=key)
 
 
+def moved(change: np.ndarray, title: str, key: str, over: str) -> None:
+    """How far each head's patterns moved in fine-tuning (measured ``over``), and which moved most."""
+    head_change_chart(change, title, key)
+    st.caption(
+        f"Mean total-variation distance between each head's patterns before and after fine-tuning, {over} (0: "
+        f"unchanged, 1: completely different). Moved most: {most_moved(change)}."
+    )
+
+
 def most_moved(change: np.ndarray, n: int = 3) -> str:
     """The ``n`` heads that moved most, as "layer 1 head 2 (0.41), …"."""
     heads = change.shape[1]
@@ -168,11 +177,7 @@ def show_colour_result(result) -> None:
     accuracy_metrics(result, "Accuracy", "a guess", f"{round(1 / result.chance)} colours")
     left, right = side_by_side(2)
     with left:
-        head_change_chart(result.change, "How far each head's attention moved", P.finetune_change)
-        st.caption(
-            f"Mean total-variation distance between each head's patterns before and after, over held-out "
-            f"sentences (0: unchanged, 1: completely different). Moved most: {most_moved(result.change)}."
-        )
+        moved(result.change, "How far each head's attention moved", P.finetune_change, "over held-out sentences")
     with right:
         title = "Weight <bos> puts on the colour word, after"
         head_change_chart(result.colour_after, title, P.finetune_colour, zmax=1.0)
@@ -306,12 +311,7 @@ def show_nsp_result(result) -> None:
     )
     left, right = side_by_side(2)
     with left:
-        head_change_chart(result.change, "How far each head's attention moved", P.nsp_change)
-        st.caption(
-            "Mean total-variation distance between each head's patterns before and after fine-tuning, over "
-            f"every query of held-out pairs (0: unchanged, 1: completely different). Moved most: "
-            f"{most_moved(result.change)}."
-        )
+        moved(result.change, "How far each head's attention moved", P.nsp_change, "over every query of held-out pairs")
     with right:
         head_change_chart(result.cls_change, "How far [CLS]'s attention moved", P.nsp_cls_change)
         st.caption(

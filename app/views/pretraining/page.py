@@ -21,18 +21,7 @@ from app.ui.guard import calm_errors, show_error
 from app.ui.heatmap import attention_heatmap, layer_mean_map
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
-from app.views.pretraining.data import (
-    MLM_MODEL,
-    NEXT_TOKEN_MODEL,
-    SEQ2SEQ_MODEL,
-    blank_attention,
-    get_fill_mask,
-    layer_costs,
-    measure_start,
-    measured_costs,
-    objective_attention,
-    objective_examples,
-)
+from app.views.pretraining import data
 from app.views.pretraining.finetune import fine_tuning, next_sentence
 from app.views.pretraining.keys import COST_D, COST_N, FILL_DEFAULT, OBJECTIVES_DEFAULT
 from app.views.pretraining.keys import TABS as PRETRAINING_TABS
@@ -76,7 +65,7 @@ def fill_in_the_blank() -> None:
     )
     try:
         with st.spinner("Filling in…"):
-            result = get_fill_mask(text)
+            result = data.get_fill_mask(text)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -96,7 +85,7 @@ def fill_in_the_blank() -> None:
                 "out, one the context decides (a pronoun that refers back) is nearly certain."
             )
         with right:
-            att = blank_attention(text, blank.position)  # [layer, head, key]
+            att = data.blank_attention(text, blank.position)  # [layer, head, key]
             rows = [f"L{layer} H{head}" for layer in range(att.shape[0]) for head in range(att.shape[1])]
             fig = attention_heatmap(
                 att.reshape(-1, att.shape[-1]),
@@ -121,7 +110,7 @@ def objective_column(title: str, mask: np.ndarray, labels: tuple, mask_title: st
     fig = attention_heatmap(mask.astype(np.float32), *labels, blocked=~mask, title=mask_title, height=320, zmax=1.0)
     show_chart(fig, key=keys[0])
     try:
-        show_chart(layer_mean_map(objective_attention(*real)), key=keys[1])
+        show_chart(layer_mean_map(data.objective_attention(*real)), key=keys[1])
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
 
@@ -136,7 +125,7 @@ def objectives_side_by_side() -> None:
     if len(words) < 2:
         st.info("Type at least two words.")
         return
-    examples = objective_examples(tuple(words))
+    examples = data.objective_examples(tuple(words))
     layer = st.radio(
         "Layer of the real attention",
         [0, 1, 2],
@@ -148,14 +137,14 @@ def objectives_side_by_side() -> None:
     enc, dec, text = list(span.inputs), list(span.targets), " ".join(words)
     left, mid, right = side_by_side(3)
     with left:
-        real, title = (MLM_MODEL, " ".join(masked.inputs), False, layer, "self"), "Mask: everyone sees everyone"
+        real, title = (data.MLM_MODEL, " ".join(masked.inputs), False, layer, "self"), "Mask: everyone sees everyone"
         objective_column(
             "Masked LM (BERT)", examples["bidirectional"], (words, words), title, (P.mask_mlm, P.real_mlm), real
         )
         targets = ", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t)
         st.caption(f"**Example:** {md(' '.join(masked.inputs))} → predict {md(targets)}")
     with mid:
-        real, title = (NEXT_TOKEN_MODEL, text, True, layer, "self"), "Mask: each word sees the words before it"
+        real, title = (data.NEXT_TOKEN_MODEL, text, True, layer, "self"), "Mask: each word sees the words before it"
         objective_column(
             "Next token (GPT)", examples["causal"], (words, words), title, (P.mask_next, P.real_next), real
         )
@@ -165,7 +154,7 @@ def objectives_side_by_side() -> None:
             + " … every position is trained at once."
         )
     with right:
-        real, mask = (SEQ2SEQ_MODEL, text, None, layer, "cross"), np.ones((len(dec), len(enc)), bool)
+        real, mask = (data.SEQ2SEQ_MODEL, text, None, layer, "cross"), np.ones((len(dec), len(enc)), bool)
         title = "Cross-attention mask: the writer reads all of the input"
         objective_column("Span corruption (T5)", mask, (dec, enc), title, (P.mask_span, P.real_span), real)
         st.caption(
@@ -204,7 +193,7 @@ def cost_of_attention() -> None:
     with right:
         default(P.cost_d, 64)
         d = st.select_slider("d: width", COST_D, key=P.cost_d)
-    costs = layer_costs(int(n), int(d))
+    costs = data.layer_costs(int(n), int(d))
     frame = pd.DataFrame(
         {
             "layer": [c.name for c in costs],
@@ -235,10 +224,10 @@ def cost_of_attention() -> None:
         st.session_state[P.cost_measured] = (n, d)
     if st.session_state.get(P.cost_measured) != (n, d):
         return
-    times = None if pressed else measured_costs(n, d)
+    times = None if pressed else data.measured_costs(n, d)
     if times is None:  # start (when pressed) and follow this session's measurement of that size
-        run_job(MEASURE, "Measuring", (lambda: measure_start(n, d)) if pressed else None, match=(n, d))
-        times = measured_costs(n, d)
+        run_job(MEASURE, "Measuring", (lambda: data.measure_start(n, d)) if pressed else None, match=(n, d))
+        times = data.measured_costs(n, d)
     if times is None:
         return
     show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key=P.cost_times)

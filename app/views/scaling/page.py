@@ -17,14 +17,7 @@ from app.state import choose, default
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.theme import side_by_side
-from app.views.scaling.data import (
-    live_estimate_s,
-    live_sizes,
-    refit,
-    scaling_curves,
-    scaling_json,
-    scaling_start,
-)
+from app.views.scaling import data
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
 from app.views.scaling.keys import Scaling as S
 from engine.analysis.scaling_laws import Run
@@ -51,7 +44,7 @@ def charts(curves, live: list) -> None:
             "trained briefly, so the exponent is only this mini-lab's."
         )
         if live:
-            both = refit(tuple(curves.runs) + tuple(live))
+            both = data.refit(tuple(curves.runs) + tuple(live))
             sizes = "the size" if len(live) == 1 else f"the {len(live)} sizes"
             st.caption(
                 f"With {sizes} trained here (orange) in the fit as well: α = {both.alpha:.3f} (r² = {both.r2:.3f})."
@@ -96,7 +89,7 @@ def runs_table(curves, live: list) -> None:
     )
     st.download_button(
         "Download the curves (JSON)",
-        scaling_json,
+        data.scaling_json,
         file_name="stories-scaling.json",
         mime="application/json",
         key=S.download,
@@ -113,7 +106,7 @@ def runs_table(curves, live: list) -> None:
 
 def train_one_more(curves) -> None:
     st.subheader("Train one more size")
-    names = list(live_sizes())
+    names = list(data.live_sizes())
     choose(S.live_size, names)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     with left:
@@ -122,13 +115,13 @@ def train_one_more(curves) -> None:
             names,
             key=S.live_size,
             horizontal=True,
-            format_func=lambda n: f"{n} (about {about(live_estimate_s(n))})",
+            format_func=lambda n: f"{n} (about {about(data.live_estimate_s(n))})",
             help="d_model and layers; d_mlp = 4·d_model. Trained with the shipped settings, "
             "on one core of this server.",
         )
     with right:
         pressed = st.button("Train it", type="primary", icon=":material/model_training:", key=S.live_go)
-    result = run_job(SCALE, "Training", (lambda: scaling_start(name)) if pressed else None)
+    result = run_job(SCALE, "Training", (lambda: data.scaling_start(name)) if pressed else None)
     if isinstance(result, dict):
         run = Run.from_dict(result)
         _live_runs()[run.name] = run  # the session keeps it, whatever the queue forgets
@@ -146,7 +139,7 @@ def page() -> None:
         "trained on the same stories, in the same order, with the same schedule."
     )
     try:
-        curves = scaling_curves()
+        curves = data.scaling_curves()
     except Exception as err:  # noqa: BLE001 — a missing or damaged curves file
         show_error(err)
         return

@@ -20,14 +20,8 @@ from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.theme import side_by_side
+from app.views.train import data
 from app.views.train.charts import attention_grid, line_chart
-from app.views.train.data import (
-    INDUCTION_MODEL,
-    induction_options,
-    induction_shipped,
-    induction_start,
-    run_document,
-)
 from app.views.train.keys import Train
 
 SCORES = {
@@ -93,19 +87,17 @@ def moment_labels(doc: dict[str, Any]) -> dict[str, str]:
 
 def position_figure(doc: dict[str, Any]) -> go.Figure:
     """The loss at each position at the two moments; grey bands where the ICL score compares."""
-    data, line = (
-        [],
-        {"type": "scatter", "mode": "lines", "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>"},
-    )
+    line = {"type": "scatter", "mode": "lines", "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>"}
+    traces = []
     for moment, label in moment_labels(doc).items():
         m = doc[moment]
         y = [np.nan if v is None else v for v in m["loss_by_position"]]
-        data.append({**line, "x": list(range(len(y))), "y": y, "name": f"{label.lower()} (step {m['step']})"})
+        traces.append({**line, "x": list(range(len(y))), "y": y, "name": f"{label.lower()} (step {m['step']})"})
     band = {"type": "rect", "xref": "x", "yref": "paper", "y0": 0, "y1": 1, "fillcolor": "#9e9e9e", "opacity": 0.18}
     bands = [{**band, "x0": a - 0.5, "x1": b + 0.5, "line": {"width": 0}} for a, b in (doc["early"], doc["late"])]
     return go.Figure(
         {
-            "data": data,
+            "data": traces,
             "layout": {
                 "title": {"text": "Loss at each position of the context", "x": 0.0},
                 "height": 300,
@@ -229,13 +221,13 @@ def draw(doc: dict[str, Any], where: str) -> None:
 def start() -> None:
     st.session_state.pop(key("error"), None)
     try:
-        induction_start(st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")])
+        data.induction_start(st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")])
     except ValueError as err:
         st.session_state[key("error")] = str(err)
 
 
 def live_controls() -> Any:
-    options = induction_options()
+    options = data.induction_options()
     defaults({key("steps"): options["steps"], key("lr"): options["lr"], key("seed"): 0})
     a, b, c, d = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
     (low, high), (slow, fast) = options["step_range"], options["lr_range"]
@@ -260,7 +252,7 @@ def live_controls() -> Any:
 
 
 def live_curves(status) -> None:
-    doc = run_document(status.latest)
+    doc = data.run_document(status.latest)
     if doc is not None and len(doc["curves"]["step"]) > 1:
         left, right = side_by_side(2)
         with left:
@@ -283,7 +275,7 @@ def show() -> None:
         "(Olsson et al. 2022). The shipped run is drawn below at once; train your own to watch it happen."
     )
     finished = live_controls()
-    yours = run_document(finished) if finished is not None else None
+    yours = data.run_document(finished) if finished is not None else None
     shown = SHIPPED
     if yours is not None:
         shown = st.segmented_control("Show", [SHIPPED, YOURS], default=YOURS, key=key("shown"), required=True)
@@ -291,12 +283,12 @@ def show() -> None:
         draw(yours, "yours")
         return
     try:
-        doc = induction_shipped()
+        doc = data.induction_shipped()
     except ValueError as err:
         show_error(str(err))
         return
     st.markdown(
-        f"**{SHIPPED}**: `{INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "
+        f"**{SHIPPED}**: `{data.INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "
         "2-layer attention-only*; type letters, then the same letters again)."
     )
     draw(doc, "shipped")

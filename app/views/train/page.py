@@ -21,25 +21,8 @@ from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
+from app.views.train import charts, data
 from app.views.train import induction as induction_section
-from app.views.train.charts import (
-    accuracy_chart,
-    attention_grid,
-    curve_frame,
-    head_score_chart,
-    loss_chart,
-    score_frame,
-)
-from app.views.train.data import (
-    train_answer,
-    train_checkpoint,
-    train_estimate,
-    train_progress,
-    train_register,
-    train_reset,
-    train_start,
-    train_task_info,
-)
 from app.views.train.keys import BATCHES, DEFAULTS, HEADS, POS_ENCODINGS, TABS, TASK_LABELS, WIDTHS, Train
 from engine.job_limits import about
 
@@ -72,7 +55,7 @@ def setup_widgets() -> None:
     with left:
         st.markdown("**Task**")
         st.selectbox("What to learn", list(TASK_LABELS), format_func=TASK_LABELS.get, **setting("task"))
-        info = train_task_info(st.session_state[key("task")])
+        info = data.train_task_info(st.session_state[key("task")])
         st.caption(info["description"])
     with mid:
         st.markdown("**Model**")
@@ -104,7 +87,7 @@ def estimate_line() -> str | None:
     settings = settings_from_state()
     try:
         with st.spinner("Timing a few training steps…"):
-            params, estimate = train_estimate(settings)
+            params, estimate = data.train_estimate(settings)
     except ValueError as err:
         show_error(str(err), level="error")
         return None
@@ -140,7 +123,7 @@ def controls(progress, fits: bool) -> None:
         key=key("reset"),
         disabled=progress is None,
         use_container_width=True,
-        on_click=once(train_reset),
+        on_click=once(data.train_reset),
     )
 
 
@@ -148,7 +131,7 @@ def start() -> None:
     st.session_state.pop(key("error"), None)
     settings = settings_from_state()
     try:
-        train_start(settings)
+        data.train_start(settings)
     except ValueError as err:
         st.session_state[key("error")] = (settings, str(err))  # shown until the settings change
 
@@ -197,7 +180,7 @@ def attention_view(p, index: int, info: dict) -> None:
         return
     patterns = np.stack([trace.pattern(layer) for layer in range(trace.n_layers)])  # [L, H, n, n]
     ideal = info["ideal"] if info["ideal"] is not None and info["ideal"].shape[0] == trace.n_queries else None
-    fig = attention_grid(patterns, list(trace.tokens.strings), ideal, blocked=np.isneginf(trace.mask(0)))
+    fig = charts.attention_grid(patterns, list(trace.tokens.strings), ideal, blocked=np.isneginf(trace.mask(0)))
     show_chart(fig, key=key("grid"))
     tokens = " ".join(trace.tokens.strings)
     st.caption(
@@ -210,18 +193,18 @@ def attention_view(p, index: int, info: dict) -> None:
 
 def curves(p, index: int) -> None:
     metric = p.snapshots[-1].metric_name
-    frame = curve_frame(p.snapshots, metric)
+    frame = charts.curve_frame(p.snapshots, metric)
     rule = p.snapshots[index].step
     left, right = side_by_side(2)
     with left:
-        show_chart(loss_chart(frame, rule), key=key("loss_chart"))
+        show_chart(charts.loss_chart(frame, rule), key=key("charts.loss_chart"))
         st.caption(
             "Cross-entropy loss: lower is better. Training loss is averaged over the steps since the "
             "previous point; evaluation loss is on a fixed set of fresh examples. The dashed line is the step "
             "shown in the attention grid."
         )
     with right:
-        show_chart(accuracy_chart(frame, metric, rule), key=key("acc_chart"))
+        show_chart(charts.accuracy_chart(frame, metric, rule), key=key("acc_chart"))
         st.caption(
             f"{metric.capitalize()}: the share of evaluation examples answered entirely right; token accuracy: "
             "the share of answer tokens right."
@@ -241,7 +224,8 @@ def head_scores(p, index: int) -> None:
     if not p.head_scores or p.head_scores[-1].size == 0:
         return
     show_chart(
-        head_score_chart(score_frame(p.snapshots, p.head_scores), p.snapshots[index].step), key=key("score_chart")
+        charts.head_score_chart(charts.score_frame(p.snapshots, p.head_scores), p.snapshots[index].step),
+        key=key("score_chart"),
     )
     st.caption(
         "For each head, the share of its attention (on the answer positions of the probe) that falls where "
@@ -257,7 +241,7 @@ def run_view(p) -> None:
         return
     numbers(p)
     index = pick_snapshot(p)
-    info = train_task_info(p.settings.task)
+    info = data.train_task_info(p.settings.task)
     st.subheader("Attention on the probe input")
     attention_view(p, index, info)
     st.subheader("Learning curves")
@@ -269,11 +253,11 @@ def live() -> None:
     """This session's job: followed while it waits or trains (Pause, Resume, Stop; the view polled under its
     progress bar), else the finished run and what to do with its model."""
     status = long_status(TRAIN)
-    p = train_progress()
+    p = data.train_progress()
     if p is None or status is None:
         st.info("Pick a task and a model, then press **Start**.", icon=":material/info:")
     elif status.active:
-        follow(TRAIN, status, "Training", extra=lambda _: run_view(train_progress()), pause=True)
+        follow(TRAIN, status, "Training", extra=lambda _: run_view(data.train_progress()), pause=True)
     else:
         run_view(p)
         if p.snapshots and p.status != "failed":
@@ -283,7 +267,7 @@ def live() -> None:
 def finished(p) -> None:
     """Try the trained model, open it in Explore, download it."""
     st.subheader("Try the trained model")
-    info = train_task_info(p.settings.task)
+    info = data.train_task_info(p.settings.task)
     default(key("try"), info["example"])
     text = st.text_input(
         "Your input",
@@ -293,7 +277,7 @@ def finished(p) -> None:
         "Translation: an English sentence of the toy grammar.",
     )
     try:
-        result = train_answer(text)
+        result = data.train_answer(text)
     except ValueError as err:
         show_error(str(err), before="Cannot read this input: ")
     else:
@@ -310,7 +294,7 @@ def finished(p) -> None:
             st.dataframe(pd.DataFrame({"model": model, "correct": list(result.correct), "right?": right}), height=220)
     left, right = st.columns(2)
     if left.button("Open this model in Explore", icon=":material/grid_on:", key=key("explore")):
-        model_id = train_register()
+        model_id = data.train_register()
         trace = p.snapshots[-1].probe_trace
         st.session_state[K.model] = model_id
         st.session_state[K.hub_id] = ""
@@ -318,7 +302,7 @@ def finished(p) -> None:
         st.switch_page(routes.page("explore.py"))
     right.download_button(
         "Download the model (safetensors + config JSON, zipped)",
-        train_checkpoint(),
+        data.train_checkpoint(),
         f"trained-{p.settings.task}.zip",
         "application/zip",
         icon=":material/download:",
@@ -361,7 +345,7 @@ def own_model() -> None:
             "scored on the French part only (a prefix language model)."
         )
     over_time = estimate_line()
-    p = train_progress()
+    p = data.train_progress()
     controls(p, fits=over_time is None)
     refused = st.session_state.get(key("error"))
     if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
