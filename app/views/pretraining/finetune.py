@@ -332,13 +332,11 @@ def _kind(probe) -> str:
     return "real next" if probe.is_next else "random B"
 
 
-def _cls_map(rows: np.ndarray, tokens: list[str], sep: int, title: str, zmax: float):
-    """[CLS]'s attention ``[layer, head, key]`` as a heatmap, one row per head, a line where B starts."""
-    labels = [f"L{layer} H{head}" for layer in range(rows.shape[0]) for head in range(rows.shape[1])]
-    fig = attention_heatmap(rows.reshape(-1, rows.shape[-1]), labels, tokens, title=title, height=380, zmax=zmax)
-    fig.add_vline(x=sep + 0.5, line_width=2, line_color="#d62728")
-    fig.update_yaxes(title_text="layer and head")
-    return fig
+def head_rows(att: np.ndarray, tokens: list[str], title: str, height: int, zmax: float | None = None) -> go.Figure:
+    """One position's attention ``[layer, head, key]`` as a heatmap, one row per head (first layers at the top)."""
+    rows = [f"L{layer} H{head}" for layer in range(att.shape[0]) for head in range(att.shape[1])]
+    fig = attention_heatmap(att.reshape(-1, att.shape[-1]), rows, tokens, title=title, height=height, zmax=zmax)
+    return fig.update_yaxes(title_text="layer and head")
 
 
 def inspect_pair(result) -> None:
@@ -365,7 +363,10 @@ def inspect_pair(result) -> None:
     sep = probe.segments.index(1) - 1  # the [SEP] after A
     zmax = float(max(probe.cls_before.max(), probe.cls_after.max()))
     rows = {"before": probe.cls_before, "after": probe.cls_after}
-    before_after({w: _cls_map(r, tokens, sep, f"[CLS]'s attention, {w}", zmax) for w, r in rows.items()}, P.nsp_inspect)
+    figures = {w: head_rows(r, tokens, f"[CLS]'s attention, {w}", 380, zmax) for w, r in rows.items()}
+    for fig in figures.values():
+        fig.add_vline(x=sep + 0.5, line_width=2, line_color="#d62728")  # where B starts
+    before_after(figures, P.nsp_inspect)
     st.caption(
         "Each row is one head's attention from [CLS] to every token of the pair (rows sum to 1), on one colour "
         f"scale before and after; the red line is where sentence B starts (after the [SEP] at {sep}). "

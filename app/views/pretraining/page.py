@@ -22,7 +22,7 @@ from app.ui.heatmap import attention_heatmap, layer_mean_map
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.pretraining import data
-from app.views.pretraining.finetune import fine_tuning, next_sentence
+from app.views.pretraining.finetune import fine_tuning, head_rows, next_sentence
 from app.views.pretraining.keys import COST_D, COST_N, FILL_DEFAULT, OBJECTIVES_DEFAULT
 from app.views.pretraining.keys import TABS as PRETRAINING_TABS
 from app.views.pretraining.keys import Pretraining as P
@@ -86,15 +86,7 @@ def fill_in_the_blank() -> None:
             )
         with right:
             att = data.blank_attention(text, blank.position)  # [layer, head, key]
-            rows = [f"L{layer} H{head}" for layer in range(att.shape[0]) for head in range(att.shape[1])]
-            fig = attention_heatmap(
-                att.reshape(-1, att.shape[-1]),
-                rows,
-                labels,
-                title=f"Where the blank at {blank.position} looks, layer by layer",
-                height=360,
-            )
-            fig.update_yaxes(title_text="layer and head")
+            fig = head_rows(att, labels, f"Where the blank at {blank.position} looks, layer by layer", 360)
             show_chart(fig, key=f"{P.fill_att}{n}")
             st.caption(
                 "Each row is one head's attention from the blank to every token (rows sum to 1); the "

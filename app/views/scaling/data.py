@@ -42,11 +42,8 @@ def live_estimate_s(name: str) -> float:
 
 
 def scaling_start(name: str) -> JobStatus:
-    """Train one more size with the shipped settings as this session's long job.
-
-    Raises:
-        EngineError: a size not in ``LIVE_SIZES``, or one whose estimate exceeds the server's limit per job.
-    """
+    """Train one more size with the shipped settings as this session's long job (``EngineError`` for a size not in
+    ``LIVE_SIZES`` or over the server's limit per job)."""
     sizes = live_sizes()
     if name not in sizes:
         raise EngineError(f"only these sizes can be trained here: {', '.join(sizes)}")

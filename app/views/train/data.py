@@ -43,12 +43,8 @@ def train_manager():
 
 
 def train_estimate(settings: dict) -> "tuple[int, Estimate]":
-    """``(parameters, the server's time estimate)`` for some settings: the numbers :func:`train_start` checks. The
-    manager times a few throwaway steps and keeps that per model shape (reruns and Start find the same number).
-
-    Raises:
-        JobSettingsError: the settings are invalid (message lists why).
-    """
+    """``(parameters, the server's time estimate)`` for some settings (``JobSettingsError`` when invalid): the
+    numbers :func:`train_start` checks. The manager times a few steps once per model shape (Start finds the same)."""
     from engine.training.job_settings import build_task, count_params, validate_settings
 
     checked = validate_settings(settings)
@@ -60,11 +56,8 @@ def train_estimate(settings: dict) -> "tuple[int, Estimate]":
 
 
 def train_start(settings: dict) -> None:
-    """Validate and start (or queue) this session's job, replacing its previous one.
-
-    Raises:
-        JobSettingsError: invalid settings, or over the server's time limit per job (nothing started).
-    """
+    """Validate and start (or queue) this session's job, replacing its previous one; ``JobSettingsError`` for
+    invalid settings or over the server's time limit per job (nothing started)."""
     bound_threads()
     train_estimate(settings)  # times new settings under the bound on concurrent torch work; submit reuses it
     train_manager().submit(session_id(), settings, alive=connected())
@@ -147,11 +140,8 @@ SETUP_S, STEP_S = 2.0, 0.05
 
 @functools.lru_cache(maxsize=1)
 def induction_shipped() -> dict[str, Any]:
-    """The shipped run's document (read once per process; callers must not change it).
-
-    Raises:
-        ValueError: the file is missing or unreadable (the message names it and the command that rebuilds it).
-    """
+    """The shipped run's document (read once per process; callers must not change it); ValueError when the file
+    cannot be read (the message names the command that rebuilds it)."""
     try:
         return json.loads(SNAPSHOT_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
@@ -169,11 +159,8 @@ def induction_options() -> dict[str, Any]:
 
 
 def induction_start(steps: Any, lr: Any, seed: Any) -> JobStatus:
-    """Check the settings and train a fresh model as this session's long job (replacing its previous run).
-
-    Raises:
-        ValueError: a setting out of range (the message says which and why); nothing is started.
-    """
+    """Check the settings and train a fresh model as this session's long job (replacing its previous run); a
+    setting out of range raises ValueError (which and why) and starts nothing."""
     from engine.training.induction import check_settings, train_induction
 
     steps, lr, seed = check_settings(steps, lr, seed)

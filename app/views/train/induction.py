@@ -118,17 +118,13 @@ def best_heads(doc: dict[str, Any]) -> tuple[int, int]:
 
 
 def scores_table(doc: dict[str, Any]) -> pd.DataFrame:
+    """Every head's three scores at the two moments, one row per moment and head."""
     rows = []
     for moment, label in moment_labels(doc).items():
-        s = doc[moment]["scores"]
+        s, when = doc[moment]["scores"], f"{label.lower()} (step {doc[moment]['step']})"
         for layer, head in np.ndindex(np.shape(s["previous_token"])):
-            rows.append(
-                {
-                    "moment": f"{label.lower()} (step {doc[moment]['step']})",
-                    "head": f"L{layer} H{head}",
-                    **{SCORES[n][0].split(" (")[0].lower(): round(float(s[n][layer][head]), 3) for n in SCORES},
-                }
-            )
+            scores = {SCORES[n][0].split(" (")[0].lower(): round(float(s[n][layer][head]), 3) for n in SCORES}
+            rows.append({"moment": when, "head": f"L{layer} H{head}", **scores})
     return pd.DataFrame(rows)
 
 

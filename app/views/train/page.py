@@ -78,12 +78,8 @@ def setup_widgets() -> None:
 
 
 def estimate_line() -> str | None:
-    """Show the parameter count, the server's time estimate and its limit.
-
-    Returns:
-        The refusal (shown, with settings that fit) when the estimate is over the server's limit per job,
-        else None. Invalid settings show their error and return None: Start shows it again.
-    """
+    """Show the parameter count, the server's time estimate and its limit; the refusal (shown, with settings that
+    fit) when over the limit per job, else None (invalid settings show their error: Start shows it again)."""
     settings = settings_from_state()
     try:
         with st.spinner("Timing a few training steps…"):
