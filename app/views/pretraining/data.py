@@ -53,20 +53,15 @@ def blank_attention(text: str, position: int):
     return attention_of(get_fill_mask(text).trace, position)
 
 
-def mlm_vocabulary() -> list[str]:
-    """The masked-LM model's words (specials and <mask> left out), for random replacements and the UI."""
-    tokens = get_model(MLM_MODEL).tokenizer.tokens
-    return [t for t in tokens if not (t.startswith("<") and t.endswith(">"))]
-
-
 def objective_examples(words: tuple[str, ...], seed: int = 0) -> dict:
     """The three objectives' training examples made from ``words``, and the encoder's and decoder's masks over
     them (see ``engine.analysis.objectives``)."""
     words = list(words)
+    vocabulary = [t for t in get_model(MLM_MODEL).tokenizer.tokens if not (t.startswith("<") and t.endswith(">"))]
     return {
         "bidirectional": objectives.bidirectional_mask(len(words)),
         "causal": objectives.causal_mask(len(words)),
-        "masked": objectives.masked_example(words, mlm_vocabulary(), seed=seed),
+        "masked": objectives.masked_example(words, vocabulary, seed=seed),
         "next": objectives.next_token_examples(words),
         "span": objectives.span_example(words, seed=seed),
     }

@@ -106,7 +106,7 @@ def runs_table(curves, live: list) -> None:
 
 def train_one_more(curves) -> None:
     st.subheader("Train one more size")
-    names = list(data.live_sizes())
+    names = list(data.LIVE)
     choose(S.live_size, names)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     with left:
