@@ -116,13 +116,6 @@ def train_register() -> str:
     return model_id
 
 
-def train_options() -> dict:
-    """Choices for the Train page's widgets: tasks (name → label) and positional encodings."""
-    from engine.training.job_settings import POS_ENCODINGS, TASK_LABELS
-
-    return {"tasks": dict(TASK_LABELS), "pos_encodings": list(POS_ENCODINGS)}
-
-
 def train_task_info(task: str) -> dict:
     """What the page shows about a task: its description, the ideal pattern (or None), an example input."""
     from engine.training.job_settings import build_task
