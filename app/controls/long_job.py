@@ -1,13 +1,9 @@
-"""Long work on a page, written once: start → follow → collect, for every kind of job (Train live, fine-tuning,
-next-sentence prediction, Measure, Scaling's one more size, the induction run, Write more).
+"""Long work on a page, written once: start → follow → collect, for every kind of job.
 
-:func:`run_job` starts the job when its button was pressed (``start``: the page's ``*_start``), then shows it
-with :func:`follow` while it waits or runs, and returns its result once done (kept in the session under ``keep``,
-whatever the queue forgets later). While the job is queued or running, a fragment polls it (the rest of the page
-stays usable; the script thread never waits for the job): every :data:`POLL_S` seconds while it runs, every
-:data:`QUEUED_POLL_S` while it waits (its position moves only when a job ahead ends, and many waiting pages
-polling fast cost the other students' reruns). When the job starts, and when it ends, the whole page reruns once.
-Each poll is also the session's heartbeat. A failed or stopped job leaves one calm message.
+:func:`run_job` starts the job when its button was pressed, follows it while it waits or runs, and returns its
+result once done (kept in the session under ``keep``). While the job is active a fragment polls it (the script
+thread never waits): every :data:`POLL_S` seconds while it runs, :data:`QUEUED_POLL_S` while it waits; the whole
+page reruns once when it starts and when it ends. A failed or stopped job leaves one calm message.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from app.runtime.long_work import cancel_long, long_status, pause_long, resume_long
+from app.runtime.long_work import control_long, long_status
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
@@ -38,18 +34,10 @@ def run_job(
     match: Hashable = None,
     extra: Extra | None = None,
 ) -> Any:
-    """Start (when ``start`` is given), follow and collect this session's job of ``kind``.
-
-    Args:
-        what: the work in a few words ("Fine-tuning"), the start of each message.
-        start: submits the job (the button was pressed); what it raises is shown, and nothing else.
-        keep: the session key that keeps the result (cleared on start).
-        match: only the job of this key belongs here (a measurement of another size does not); None: any.
-        extra: draws more of a running job (the curve so far), under its progress bar.
-
-    Returns:
-        The job's result once done (or kept from before), else None.
-    """
+    """Start (``start``: the pressed button's submit; what it raises is shown), follow and collect this session's
+    job of ``kind``; its result once done (or kept from before), else None. ``what`` ("Fine-tuning") starts each
+    message, ``keep`` is the session key that keeps the result (cleared on start), ``match`` the only job key that
+    belongs here (None: any), ``extra`` draws more of a running job under its progress bar."""
     if start is not None:
         if keep:
             st.session_state.pop(keep, None)
@@ -101,10 +89,10 @@ def show(kind: str, status: JobStatus, what: str, extra: Extra | None, pause: bo
         st.progress(status.fraction, text=md(status.text) if status.text else f"{what}…")
     cols = iter(st.columns(4))
     if pause and status.status != "queued":
-        name, action = ("resume", resume_long) if status.status == "paused" else ("pause", pause_long)
-        next(cols).button(
-            name.capitalize(), icon=f":material/{name}:", key=f"{kind}_{name}", on_click=once(action), args=(kind,)
-        )
-    next(cols).button("Stop", icon=":material/stop:", key=f"{kind}_stop", on_click=once(cancel_long), args=(kind,))
+        name = "resume" if status.status == "paused" else "pause"
+        click = dict(on_click=once(control_long), args=(kind, name))
+        next(cols).button(name.capitalize(), icon=f":material/{name}:", key=f"{kind}_{name}", **click)
+    click = dict(on_click=once(control_long), args=(kind, "cancel"))
+    next(cols).button("Stop", icon=":material/stop:", key=f"{kind}_stop", **click)
     if extra is not None and status.status != "queued":
         extra(status)

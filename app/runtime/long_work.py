@@ -1,13 +1,9 @@
 """This session's long work on the server's one long-work queue (:mod:`engine.jobs`): Train live, fine-tuning,
 timing, writing, Scaling's one more size, the induction run.
 
-Work that takes seconds never runs in a page's script thread and never holds the interactive bound on forward
-passes (``models.model_pass``): a page's data module builds the work (a closure over the model and plain values,
-no ``st.*`` inside: it runs in a low-priority worker thread) and hands it to :func:`submit_long` (Train live
-through its manager, as the queue's ``TRAIN`` kind). The page follows it with ``app/controls/long_job.py``, which
-polls :func:`long_status` (also the session's heartbeat) and offers Stop (:func:`cancel_long`) and, for Train
-live, Pause and Resume. One job per session and kind; the result stays with the session's job (and, where other
-sessions can use it, in a shared cache).
+A page's data module builds the work (a closure over the model and plain values, no ``st.*``: it runs in a
+low-priority worker thread) and hands it to :func:`submit_long`; the page follows it with
+``app/controls/long_job.py`` (:func:`long_status` is also the heartbeat). One job per session and kind.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ from engine.jobs import LongWorkQueue, get_queue
 FINETUNE, MEASURE, WRITE = "finetune", "measure", "write"
 NSP = "nsp"  # fine-tuning a classifier on [CLS] for next-sentence prediction (Pretraining)
 SCALE = "scale"  # the Scaling page's "train one more size"
-INDUCTION = "induction"  # Train live's induction-heads run (app/views/train/induction_data.py)
+INDUCTION = "induction"  # Train live's induction-heads run (app/views/train/data.py)
 TRAIN = "train"  # Train live's own model (engine.training.jobs.KIND)
 #: after submitting, the page waits this long for the job before it starts polling (most jobs are done by then)
 QUICK_WAIT_S = 1.0
@@ -36,8 +32,7 @@ def long_queue() -> LongWorkQueue:
 
 def submit_long(kind: str, work: Callable[[], Any], *, key: Hashable, estimate_s: float) -> JobStatus:
     """Queue ``work`` as this session's job of ``kind`` (replacing its queued one; the same ``key`` while it is
-    queued or running is the same job) and wait up to :data:`QUICK_WAIT_S` for it. This waits in the
-    session's own script thread: other sessions' reruns do not wait for it."""
+    queued or running is the same job) and wait up to :data:`QUICK_WAIT_S` for it (in this session's thread)."""
     queue = long_queue()
     queue.submit(session_id(), kind, work, key=key, estimate_s=estimate_s, alive=connected())
     status = queue.wait(session_id(), kind, QUICK_WAIT_S)
@@ -52,18 +47,10 @@ def long_status(kind: str) -> JobStatus | None:
     return queue.status(session_id(), kind)
 
 
-def cancel_long(kind: str) -> None:
-    """Stop this session's job of ``kind`` (a queued one at once, a running one at its next yield point)."""
-    long_queue().cancel(session_id(), kind)
-
-
-def pause_long(kind: str) -> None:
-    """Pause this session's job of ``kind`` at its next yield point (it keeps its place on the server)."""
-    long_queue().pause(session_id(), kind)
-
-
-def resume_long(kind: str) -> None:
-    long_queue().resume(session_id(), kind)
+def control_long(kind: str, action: str) -> None:
+    """``cancel``, ``pause`` or ``resume`` this session's job of ``kind`` (a queued one at once, a running one at its
+    next yield point; a paused one keeps its place on the server)."""
+    getattr(long_queue(), action)(session_id(), kind)
 
 
 def connected() -> Callable[[], bool] | None:

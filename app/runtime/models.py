@@ -1,14 +1,9 @@
 """The models the app serves: one read-only copy per id in ``st.cache_resource``, and the bound on forward passes.
 
-- :func:`get_model`: ``engine.load`` behind ``st.cache_resource``, shared by every session (never trained, moved or
-  re-configured here), or the model this session trained on Train live. Only the gateway (this package and the
-  pages' data modules) may hold it; pages get :func:`get_card`'s plain :class:`engine.records.ModelCard`.
-- :func:`policy`: the admin's rules for typed model ids (``engine.policy.ServerPolicy`` from the ``AP_*``
-  variables); every load goes through ``engine.load(..., policy=policy())``.
-- :func:`model_pass`: what every forward pass runs inside: one of :data:`MAX_JOBS` slots, one torch thread (every
-  core for a long input that runs alone).
-- :func:`model_key`: the part of every cache key that says which model answered (a session's trained model is
-  keyed by the object itself, so a retrained model is never served stale) and under which rules.
+:func:`get_model` is shared by every session (never trained or moved here) or is this session's Train live model;
+only ``app/runtime`` and the pages' data modules hold it, pages get :func:`get_card`. Every load goes through
+:func:`policy` (the ``AP_*`` rules), every forward pass inside :func:`model_pass`, and :func:`model_key` says
+which model answered in every cache key.
 """
 
 from __future__ import annotations
@@ -49,9 +44,8 @@ def bound_threads() -> None:
 
 @contextlib.contextmanager
 def model_pass(long_input: bool = False):
-    """Run a forward pass (or any model work a page waits for) inside this: at most :data:`MAX_JOBS` at once, and
-    torch at one thread, except a long input while it is the only pass and no long work runs (one student alone
-    gets the answer sooner). Torch keeps the setting per thread, so other sessions' passes are not changed."""
+    """Run a forward pass (or any model work a page waits for) inside this: at most :data:`MAX_JOBS` at once, torch
+    at one thread (this thread's setting), every core for a long input that runs alone with no long work."""
     bound_threads()
     with _slots:
         with _running_lock:
@@ -119,8 +113,8 @@ _model_refs: dict[tuple[str, ServerPolicy], weakref.ref] = {}  # (id, rules) -> 
 
 
 def served_model(model_id: str, rules: ServerPolicy):
-    """The shared model of ``model_id`` under ``rules``, looked up in a plain dict of weak references first
-    (``st.cache_resource`` hashes its arguments on every call; its own eviction still frees a model)."""
+    """The shared model of ``model_id`` under ``rules``: a dict of weak references first (``st.cache_resource``
+    hashes its arguments on every call; its eviction still frees a model)."""
     ref = _model_refs.get((model_id, rules))
     model = ref() if ref is not None else None
     if model is None:
@@ -162,9 +156,8 @@ def get_card(model_id: str) -> ModelCard:
 
 
 def early_answer(model_id: str, rules: ServerPolicy | None = None) -> prefetch.Answer | None:
-    """On a cold start, the launcher's child's answer about ``model_id`` (:mod:`engine.prefetch`: its card, the
-    landing page's trace, its vocabulary), waiting for it, while this process has not loaded that model itself;
-    else None. A session's own trained model is never answered from it."""
+    """On a cold start, the launcher's child's answer about ``model_id`` (:mod:`engine.prefetch`: card, landing
+    trace, vocabulary), waited for, until this process loads the model itself; never for a trained model."""
     if prefetch.asked() != model_id:  # the usual case, and every call after the warm-up loaded it here
         return None
     rules = policy() if rules is None else rules

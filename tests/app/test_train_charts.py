@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.views.pretraining.nsp import running_figure
+from app.views.pretraining.finetune import running_figure
 from app.views.train.charts import accuracy_chart, attention_grid, head_score_chart, loss_chart, score_frame
 
 

@@ -1,12 +1,6 @@
-"""The Pretraining objectives page: fill-in-the-blank, the objectives' masks and examples, the cost table.
-
-``get_fill_mask`` keeps its result in the per-process trace cache (shared, not copied); the
-objectives' examples are pure numpy. Fine-tuning (``fine_tune_start``: the colour task, next-sentence
-prediction) and timing the three layers (``measure_start``) are long work: they run on
-the long-work lane (``app.runtime.long_work``), never in
-the page's script thread; a measurement is shared by every session for the clock hour it was made in
-(``measured_costs``).
-"""
+"""The Pretraining page's calls: fill-in-the-blank (kept in the shared trace cache), the objectives' examples (pure
+numpy), and the long work: fine-tuning (``fine_tune_start``) and timing the three layers (``measure_start``, a
+measurement shared by every session for the clock hour it was made in)."""
 
 from __future__ import annotations
 
@@ -27,10 +21,9 @@ from engine.analysis import cost, objectives
 from engine.cache import TraceCache
 from engine.job_records import JobStatus
 
-#: fine-tuning's expected seconds: building the task and the before/after patterns, then per step (one thread)
+#: expected seconds of fine-tuning (setting up, then per step, one thread); NSP's inputs are longer (bench_nsp.py)
 FINETUNE_SETUP_S, FINETUNE_STEP_S = 2.5, 0.02
-#: … and next-sentence prediction's (longer inputs: a story so far and one sentence; 128 held-out pairs' patterns)
-NSP_SETUP_S, NSP_STEP_S = 4.0, 0.07  # bench/bench_nsp.py: 24.5 s for 300 steps (AMD EPYC, one thread)
+NSP_SETUP_S, NSP_STEP_S = 4.0, 0.07
 #: layer timings measured on this server, shared by every session (small dicts: bounded by entries)
 MEASURED = TraceCache(max_bytes=2**20, max_entries=128)
 
@@ -60,20 +53,15 @@ def blank_attention(text: str, position: int):
     return attention_of(get_fill_mask(text).trace, position)
 
 
-def mlm_vocabulary() -> list[str]:
-    """The masked-LM model's words (specials and <mask> left out), for random replacements and the UI."""
-    tokens = get_model(MLM_MODEL).tokenizer.tokens
-    return [t for t in tokens if not (t.startswith("<") and t.endswith(">"))]
-
-
 def objective_examples(words: tuple[str, ...], seed: int = 0) -> dict:
     """The three objectives' training examples made from ``words``, and the encoder's and decoder's masks over
     them (see ``engine.analysis.objectives``)."""
     words = list(words)
+    vocabulary = [t for t in get_model(MLM_MODEL).tokenizer.tokens if not (t.startswith("<") and t.endswith(">"))]
     return {
         "bidirectional": objectives.bidirectional_mask(len(words)),
         "causal": objectives.causal_mask(len(words)),
-        "masked": objectives.masked_example(words, mlm_vocabulary(), seed=seed),
+        "masked": objectives.masked_example(words, vocabulary, seed=seed),
         "next": objectives.next_token_examples(words),
         "span": objectives.span_example(words, seed=seed),
     }
@@ -81,13 +69,8 @@ def objective_examples(words: tuple[str, ...], seed: int = 0) -> dict:
 
 @dataclass(frozen=True, eq=False)
 class MeanAttention:
-    """One layer of a model on a sentence, its heads' mean: what the objectives tab draws as "Real" (plain data).
-
-    Attributes:
-        weights: ``[query, key]`` the mean of the layer's heads' patterns.
-        queries, keys: the tokens on each side; blocked: True where the causal mask blocks (None: no mask).
-        layer: the layer drawn (the one asked for, or the model's last); model_id, text: what was traced.
-    """
+    """The mean of one layer's heads ``[query, key]`` on a sentence (the objectives tab's "Real" map), its tokens,
+    where the causal mask blocks (None: no mask), the layer drawn and what was traced."""
 
     weights: np.ndarray
     queries: tuple[str, ...]
@@ -120,8 +103,8 @@ def _measure_key(n: int, d: int) -> tuple:
 
 
 def measured_costs(n: int, d: int) -> dict[str, float] | None:
-    """Median seconds per call of the three layers at (n, d) as measured on this server (this hour's
-    measurement, or this session's last one of that size), or None before any."""
+    """Median seconds per call of the three layers at (n, d) measured on this server (this hour's measurement, or
+    this session's last one of that size), or None before any."""
     key = _measure_key(n, d)
     if key in MEASURED:
         try:
@@ -152,18 +135,10 @@ def measure_start(n: int, d: int) -> JobStatus | None:
     return submit_long(MEASURE, work, key=(n, d), estimate_s=estimate)
 
 
-def _private_copy(model):
-    """A copy of ``model``'s network made under the shared model's lock (no forward pass runs meanwhile; other
-    sessions are not held up after that), and its vocabulary. Runs in the worker: the shared model is only read."""
-    with model.lock:
-        return copy.deepcopy(model.module), model.tokenizer
-
-
 def fine_tune_start(kind: str, steps: int, lr: float) -> JobStatus:
     """Fine-tune a copy of the masked-LM encoder as this session's long job of ``kind``: ``FINETUNE`` on the colour
-    task (``engine.training.finetune``), ``NSP`` with a linear head on [CLS] for next-sentence prediction
-    (``engine.training.nsp``). Its updates are ``FinetuneProgress``, its result the task's result record (plain
-    numbers and arrays). The shared model is only read, under its lock, while the worker makes a private copy."""
+    task (``engine.training.finetune``), ``NSP`` with a linear head on [CLS] (``engine.training.nsp``). The worker
+    copies the shared model under its lock (no forward pass meanwhile) and trains the copy."""
     if kind == NSP:
         from engine.training.nsp import NspResult as Result
         from engine.training.nsp import finetune_nsp as fine_tune
@@ -177,7 +152,8 @@ def fine_tune_start(kind: str, steps: int, lr: float) -> JobStatus:
     model, steps, lr = get_model(MLM_MODEL), int(steps), float(lr)
 
     def work():
-        encoder, vocab = _private_copy(model)
+        with model.lock:
+            encoder, vocab = copy.deepcopy(model.module), model.tokenizer
         for item in fine_tune(encoder, vocab, steps=steps, lr=lr):
             if isinstance(item, Result):
                 return item
@@ -186,14 +162,10 @@ def fine_tune_start(kind: str, steps: int, lr: float) -> JobStatus:
     return submit_long(kind, work, key=(steps, lr), estimate_s=setup_s + step_s * steps)
 
 
-def nsp_examples(n: int = 6, seed: int = 0) -> tuple:
-    """``n`` next-sentence-prediction pairs (``engine.training.nsp.NspPair``) from 200 generated stories, for the
-    page to show what the task looks like before any training (pure Python, cached per process)."""
-    return _nsp_examples(int(n), int(seed))
-
-
 @functools.lru_cache(maxsize=8)
-def _nsp_examples(n: int, seed: int) -> tuple:
+def nsp_examples(n: int = 6, seed: int = 0) -> tuple:
+    """``n`` next-sentence-prediction pairs (``engine.training.nsp.NspPair``) from 200 generated stories, to show
+    the task before any training (pure Python, cached per process)."""
     from engine.corpora import story_corpus
     from engine.training.nsp import nsp_pairs
 

@@ -6,35 +6,24 @@ from app.url_params import Param, integer, one_of, tab_bar, text
 
 
 class Pretraining:
-    """The Pretraining objectives page's keys (``app/views/pretraining/page.py``); ``tab``, ``fill_text``,
-    ``objectives_text``, ``objectives_layer``, ``cost_n``, ``cost_d``, ``finetune_steps`` and ``finetune_lr`` are
-    also its URL parameters (``app/url_params.py``). Prefixes: ``fill_bars`` / ``fill_att`` per blank,
-    ``finetune`` and ``nsp_inspect`` per moment (``before`` / ``after``)."""
+    """The Pretraining objectives page's keys (``app/views/pretraining/page.py``); prefixes: ``fill_bars`` /
+    ``fill_att`` per blank, ``finetune`` and ``nsp_inspect`` per moment (``before`` / ``after``)."""
 
     tab = "pretraining_tab"
     fill_text, fill_pick, fill_bars, fill_att = "fill_text", "fill_pick", "fill_bars_", "fill_att_"
     objectives_text, objectives_layer = "objectives_text", "objectives_layer"
     mask_mlm, mask_next, mask_span = "obj_mask_mlm", "obj_mask_next", "obj_mask_span"
+    real_mlm, real_next, real_span = "obj_real_mlm", "obj_real_next", "obj_real_span"
+    # the two fine-tuning tabs (finetune.py): the colour task's and next-sentence prediction's
     finetune_steps, finetune_lr, finetune_go = "finetune_steps", "finetune_lr", "finetune_go"
-    finetune_result, finetune_change, finetune_colour, finetune = (
-        "finetune_result",
-        "finetune_change",
-        "finetune_colour",
-        "finetune_",
-    )
-    cost_n, cost_d, cost_table, cost_measure, cost_times = (
-        "cost_n",
-        "cost_d",
-        "cost_table",
-        "cost_measure",
-        "cost_times",
-    )
-    cost_measured = "cost_measured"  # the (n, d) this session last asked to measure
-    finetune_running = "finetune_running"  # the running fine-tune's held-out accuracy chart
-    # next-sentence prediction and a classifier on [CLS] (app/views/pretraining/nsp.py; its job: services.NSP)
+    finetune_result, finetune_running, finetune = "finetune_result", "finetune_running", "finetune_"
+    finetune_change, finetune_colour = "finetune_change", "finetune_colour"
     nsp_steps, nsp_lr, nsp_go, nsp_result = "nsp_steps", "nsp_lr", "nsp_go", "nsp_result"
+    nsp_running = "nsp_loss_running"
     nsp_examples, nsp_loss, nsp_curve_csv, nsp_shares = "nsp_examples", "nsp_loss", "nsp_curve_csv", "nsp_shares"
     nsp_change, nsp_cls_change, nsp_pair, nsp_inspect = "nsp_change", "nsp_cls_change", "nsp_pair", "nsp_inspect_"
+    cost_n, cost_d, cost_table, cost_measure = "cost_n", "cost_d", "cost_table", "cost_measure"
+    cost_times, cost_measured = "cost_times", "cost_measured"  # cost_measured: the (n, d) last asked to measure
 
 
 TABS = {

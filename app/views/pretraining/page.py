@@ -1,12 +1,8 @@
 """Pretraining objectives: how BERT, GPT and T5 learn from plain text, and what attention costs.
 
-Five tabs: fill in the blank with our masked-LM encoder (``tiny-bert-stories``) and see where the
-blank looks; the three objectives side by side on one sentence (their masks, the real attention of
-our encoder, decoder and translator, and the training examples each makes); fine-tuning the encoder on a
-colour task; next-sentence prediction learned by a classifier on [CLS] (``app/views/pretraining/nsp.py``);
-and the cost of attention against a recurrent and a convolutional layer, counted and measured on this server.
-Fine-tuning and measuring run on the server's long-work lane: the tab shows the job's place in the
-queue, then its progress, and draws the result when it ends (``app/controls/long_job.py``).
+Five tabs: fill in the blank with our masked-LM encoder; the three objectives' masks, real attention and training
+examples on one sentence; the two fine-tuning tabs (``finetune.py``); the cost of attention against a recurrent
+and a convolutional layer, counted and measured on the long-work lane.
 """
 
 from __future__ import annotations
@@ -18,38 +14,19 @@ import streamlit as st
 
 from app.controls.long_job import run_job
 from app.controls.pickers import page_tabs
-from app.runtime.long_work import FINETUNE, MEASURE
+from app.runtime.long_work import MEASURE
 from app.state import default
 from app.ui.charts import show_chart
 from app.ui.guard import calm_errors, show_error
 from app.ui.heatmap import attention_heatmap, layer_mean_map
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
-from app.views.pretraining.data import (
-    MLM_MODEL,
-    NEXT_TOKEN_MODEL,
-    SEQ2SEQ_MODEL,
-    blank_attention,
-    get_fill_mask,
-    layer_costs,
-    measure_start,
-    measured_costs,
-    objective_attention,
-    objective_examples,
-)
+from app.views.pretraining import data
+from app.views.pretraining.finetune import fine_tuning, head_rows, next_sentence
 from app.views.pretraining.keys import COST_D, COST_N, FILL_DEFAULT, OBJECTIVES_DEFAULT
 from app.views.pretraining.keys import TABS as PRETRAINING_TABS
 from app.views.pretraining.keys import Pretraining as P
-from app.views.pretraining.nsp import (
-    FineTune,
-    fine_tune,
-    head_change_chart,
-    most_moved,
-    next_sentence,
-    show_running_accuracy,
-)
 from app.views.vit.figures import probability_bars
-from engine.text import shorten
 
 TABS = tuple(PRETRAINING_TABS.values())
 
@@ -63,20 +40,21 @@ def _mask_word(index: int) -> None:
     st.session_state[P.fill_pick] = None
 
 
+def sentence(label: str, key: str, value: str, max_chars: int, help: str) -> str:
+    """A text input starting at ``value``; what it holds."""
+    default(key, value)
+    st.text_input(label, key=key, max_chars=max_chars, help=help)
+    return st.session_state.get(key) or ""
+
+
 def fill_in_the_blank() -> None:
     st.write(
         "BERT is trained by hiding words and asking for them back. Type a sentence with **[MASK]** where a "
         "word should be guessed, or click a word to hide it. Our encoder was trained that way on generated "
         "children's stories."
     )
-    default(P.fill_text, FILL_DEFAULT)
-    st.text_input(
-        "Sentence with [MASK]",
-        key=P.fill_text,
-        max_chars=300,
-        help="Words the model never saw become <unk>; it knows the words of simple stories.",
-    )
-    text = st.session_state.get(P.fill_text) or ""
+    unknown = "Words the model never saw become <unk>; it knows the words of simple stories."
+    text = sentence("Sentence with [MASK]", P.fill_text, FILL_DEFAULT, 300, unknown)
     words = text.split()
     st.pills(
         "Hide a word",
@@ -87,7 +65,7 @@ def fill_in_the_blank() -> None:
     )
     try:
         with st.spinner("Filling in…"):
-            result = get_fill_mask(text)
+            result = data.get_fill_mask(text)
     except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
         show_error(err)
         return
@@ -107,16 +85,8 @@ def fill_in_the_blank() -> None:
                 "out, one the context decides (a pronoun that refers back) is nearly certain."
             )
         with right:
-            att = blank_attention(text, blank.position)  # [layer, head, key]
-            rows = [f"L{layer} H{head}" for layer in range(att.shape[0]) for head in range(att.shape[1])]
-            fig = attention_heatmap(
-                att.reshape(-1, att.shape[-1]),
-                rows,
-                labels,
-                title=f"Where the blank at {blank.position} looks, layer by layer",
-                height=360,
-            )
-            fig.update_yaxes(title_text="layer and head")
+            att = data.blank_attention(text, blank.position)  # [layer, head, key]
+            fig = head_rows(att, labels, f"Where the blank at {blank.position} looks, layer by layer", 360)
             show_chart(fig, key=f"{P.fill_att}{n}")
             st.caption(
                 "Each row is one head's attention from the blank to every token (rows sum to 1); the "
@@ -125,8 +95,16 @@ def fill_in_the_blank() -> None:
             )
 
 
-def _mask_map(mask: np.ndarray, q: list[str], k: list[str], title: str):
-    return attention_heatmap(mask.astype(np.float32), q, k, blocked=~mask, title=title, height=320, zmax=1.0)
+def objective_column(title: str, mask: np.ndarray, labels: tuple, mask_title: str, keys: tuple, real: tuple) -> None:
+    """One objective: its mask (``labels``: queries and keys) and the real mean attention of ``real`` = (model,
+    text, causal, layer, block); ``keys``: the two charts' keys."""
+    st.subheader(title)
+    fig = attention_heatmap(mask.astype(np.float32), *labels, blocked=~mask, title=mask_title, height=320, zmax=1.0)
+    show_chart(fig, key=keys[0])
+    try:
+        show_chart(layer_mean_map(data.objective_attention(*real)), key=keys[1])
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+        show_error(err)
 
 
 def objectives_side_by_side() -> None:
@@ -134,18 +112,12 @@ def objectives_side_by_side() -> None:
         "Three ways to learn from plain text, on the same sentence: what each lets a position see (its "
         "mask), what our own models' attention really does, and the training examples each makes."
     )
-    default(P.objectives_text, OBJECTIVES_DEFAULT)
-    st.text_input(
-        "Sentence",
-        key=P.objectives_text,
-        max_chars=200,
-        help="Use simple words: the three models were trained on stories and toy translations.",
-    )
-    words = tuple((st.session_state.get(P.objectives_text) or "").lower().split())[:24]
+    simple = "Use simple words: the three models were trained on stories and toy translations."
+    words = sentence("Sentence", P.objectives_text, OBJECTIVES_DEFAULT, 200, simple).lower().split()[:24]
     if len(words) < 2:
         st.info("Type at least two words.")
         return
-    examples = objective_examples(words)
+    examples = data.objective_examples(tuple(words))
     layer = st.radio(
         "Layer of the real attention",
         [0, 1, 2],
@@ -153,156 +125,44 @@ def objectives_side_by_side() -> None:
         key=P.objectives_layer,
         help="Each model has (at least) 3 layers; the maps show the mean of the heads of this layer.",
     )
-    cols = side_by_side(3)
-    with cols[0]:
-        st.subheader("Masked LM (BERT)")
-        masked = examples["masked"]
-        show_chart(
-            _mask_map(examples["bidirectional"], list(words), list(words), "Mask: everyone sees everyone"),
-            key=P.mask_mlm,
+    masked, pairs, span = examples["masked"], examples["next"], examples["span"]
+    enc, dec, text = list(span.inputs), list(span.targets), " ".join(words)
+    left, mid, right = side_by_side(3)
+    with left:
+        real, title = (data.MLM_MODEL, " ".join(masked.inputs), False, layer, "self"), "Mask: everyone sees everyone"
+        objective_column(
+            "Masked LM (BERT)", examples["bidirectional"], (words, words), title, (P.mask_mlm, P.real_mlm), real
         )
-        _real(MLM_MODEL, " ".join(masked.inputs), False, layer, "obj_real_mlm", "self")
-        st.caption(
-            "**Example:** "
-            + md(" ".join(masked.inputs))
-            + " → predict "
-            + md(", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t))
+        targets = ", ".join(f"{t} at {i}" for i, t in enumerate(masked.targets) if t)
+        st.caption(f"**Example:** {md(' '.join(masked.inputs))} → predict {md(targets)}")
+    with mid:
+        real, title = (data.NEXT_TOKEN_MODEL, text, True, layer, "self"), "Mask: each word sees the words before it"
+        objective_column(
+            "Next token (GPT)", examples["causal"], (words, words), title, (P.mask_next, P.real_next), real
         )
-    with cols[1]:
-        st.subheader("Next token (GPT)")
-        show_chart(
-            _mask_map(examples["causal"], list(words), list(words), "Mask: each word sees the words before it"),
-            key=P.mask_next,
-        )
-        _real(NEXT_TOKEN_MODEL, " ".join(words), True, layer, "obj_real_next", "self")
-        pairs = examples["next"]
         st.caption(
             f"**{len(pairs)} examples from one sentence**, e.g. "
             + "; ".join(f"{md(' '.join(p[-3:]))} → {md(t)}" for p, t in pairs[:3])
             + " … every position is trained at once."
         )
-    with cols[2]:
-        st.subheader("Span corruption (T5)")
-        span = examples["span"]
-        enc, dec = list(span.inputs), list(span.targets)
-        show_chart(
-            _mask_map(
-                np.ones((len(dec), len(enc)), bool), dec, enc, "Cross-attention mask: the writer reads all of the input"
-            ),
-            key=P.mask_span,
-        )
-        _real(SEQ2SEQ_MODEL, " ".join(words), None, layer, "obj_real_span", "cross")
-        st.caption(
-            "**Example:** encoder reads "
-            + md(" ".join(enc))
-            + "; the decoder writes "
-            + md(" ".join(dec))
-            + " (causal), seeing the whole corrupted input through cross-attention. The real map is our "
-            "translator's cross-attention: trained to translate, not on spans, but built the same way."
-        )
-
-
-def _real(model_id: str, text: str, causal: bool | None, layer: int, key: str, block: str) -> None:
-    """The mean of the heads of one layer of ``model_id`` on ``text`` (the block of an encoder-decoder)."""
-    try:
-        real = objective_attention(model_id, text, causal, layer, block)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
-        return
-    show_chart(layer_mean_map(real), key=key)
-
-
-def fine_tuning() -> None:
-    st.write(
-        "After pretraining, a model is fine-tuned on a task with labels. Here our masked-LM encoder learns to "
-        'name the colour in a sentence ("max found a **red** coin ." → red), read from the first token '
-        "(`<bos>`, BERT's [CLS]). To answer, that position has to find the colour word: watch which heads learn to."
-    )
-    result = fine_tune(
-        FineTune(FINETUNE, "Fine-tuning", "Fine-tune", accuracy_curve, 200, "32 sentences each (a "
-                 "few seconds)", P.finetune_steps, P.finetune_lr, P.finetune_go, P.finetune_result)
-    )  # fmt: skip
-    if result is None:
-        st.caption("Press **Fine-tune**: the accuracy on held-out sentences climbs as the heads change.")
-        return
-    show_finetune_result(result)
-
-
-def accuracy_curve(status) -> None:
-    """The held-out accuracy of a running fine-tune so far (its progress updates)."""
-    show_running_accuracy(status, P.finetune_running, chance=None)  # the colour task's chance is in the result
-
-
-def show_finetune_result(result) -> None:
-    a, b, c = st.columns(3)
-    a.metric("Accuracy before", f"{result.accuracy_before:.0%}", help="The untrained head: a guess.")
-    b.metric(
-        "Accuracy after", f"{result.accuracy_after:.0%}", delta=f"{result.accuracy_after - result.accuracy_before:+.0%}"
-    )
-    c.metric("Chance", f"{result.chance:.0%}", help=f"{round(1 / result.chance)} colours")
-    layers = [f"layer {i}" for i in range(result.change.shape[0])]
-    heads = [f"head {h}" for h in range(result.change.shape[1])]
-    left, right = side_by_side(2)
-    with left:
-        head_change_chart(result.change, "How far each head's attention moved", P.finetune_change)
-        st.caption(
-            f"Mean total-variation distance between each head's patterns before and after, over held-out "
-            f"sentences (0: unchanged, 1: completely different). Moved most: {most_moved(result.change)}."
-        )
     with right:
-        gain = result.colour_after - result.colour_before
-        fig = attention_heatmap(
-            result.colour_after,
-            layers,
-            heads,
-            title="Weight <bos> puts on the colour word, after",
-            height=300,
-            zmax=1.0,
-        )
-        fig.update_xaxes(title_text="head")
-        fig.update_yaxes(title_text="layer")
-        show_chart(fig, key=P.finetune_colour)
-        best = np.unravel_index(np.argmax(gain), gain.shape)
+        real, mask = (data.SEQ2SEQ_MODEL, text, None, layer, "cross"), np.ones((len(dec), len(enc)), bool)
+        title = "Cross-attention mask: the writer reads all of the input"
+        objective_column("Span corruption (T5)", mask, (dec, enc), title, (P.mask_span, P.real_span), real)
         st.caption(
-            f"Before fine-tuning, layer {best[0]} head {best[1]} put {result.colour_before[best]:.0%} of the "
-            f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}."
+            f"**Example:** encoder reads {md(' '.join(enc))}; the decoder writes {md(' '.join(dec))} (causal), seeing "
+            "the whole corrupted input through cross-attention. The real map is our translator's cross-attention: "
+            "trained to translate, not on spans, but built the same way."
         )
-    layer, head = (int(x) for x in best)
-    tokens = [f"{i} {t}" for i, t in enumerate(result.tokens)]
-    left, right = side_by_side(2)
-    for col, patterns, when in ((left, result.before_patterns, "before"), (right, result.after_patterns, "after")):
-        with col:
-            show_chart(
-                attention_heatmap(
-                    patterns[layer, head],
-                    tokens,
-                    tokens,
-                    zmax=1.0,
-                    height=360,
-                    title=f"Layer {layer}, head {head}, {when}: {shorten(result.probe_text)}",
-                ),
-                key=f"{P.finetune}{when}",
-            )
-    st.caption(
-        "The same held-out sentence and head before and after, on one colour scale; the first row is the "
-        "`<bos>` position the classifier reads."
-    )
 
 
 def time_bars(times: dict[str, float], title: str) -> go.Figure:
     """Measured seconds per call as horizontal bars, each labelled with its own time in ms."""
-    names = list(times)
-    fig = go.Figure(
-        go.Bar(
-            x=[times[k] for k in names],
-            y=names,
-            orientation="h",
-            marker_color="#1f5fbf",
-            text=[f"{times[k] * 1e3:.1f} ms" for k in names],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.4f} s<extra></extra>",
-        )
+    text = [f"{t * 1e3:.1f} ms" for t in times.values()]
+    bar = dict(
+        orientation="h", marker_color="#1f5fbf", textposition="auto", hovertemplate="%{y}: %{x:.4f} s<extra></extra>"
     )
+    fig = go.Figure(go.Bar(x=list(times.values()), y=list(times), text=text, **bar))
     fig.update_layout(
         height=240,
         margin=dict(l=5, r=5, t=30, b=5),
@@ -325,7 +185,7 @@ def cost_of_attention() -> None:
     with right:
         default(P.cost_d, 64)
         d = st.select_slider("d: width", COST_D, key=P.cost_d)
-    costs = layer_costs(int(n), int(d))
+    costs = data.layer_costs(int(n), int(d))
     frame = pd.DataFrame(
         {
             "layer": [c.name for c in costs],
@@ -356,10 +216,10 @@ def cost_of_attention() -> None:
         st.session_state[P.cost_measured] = (n, d)
     if st.session_state.get(P.cost_measured) != (n, d):
         return
-    times = None if pressed else measured_costs(n, d)
+    times = None if pressed else data.measured_costs(n, d)
     if times is None:  # start (when pressed) and follow this session's measurement of that size
-        run_job(MEASURE, "Measuring", (lambda: measure_start(n, d)) if pressed else None, match=(n, d))
-        times = measured_costs(n, d)
+        run_job(MEASURE, "Measuring", (lambda: data.measure_start(n, d)) if pressed else None, match=(n, d))
+        times = data.measured_costs(n, d)
     if times is None:
         return
     show_chart(time_bars(times, f"Seconds per call at n = {n}, d = {d}"), key=P.cost_times)

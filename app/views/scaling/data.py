@@ -1,11 +1,5 @@
-"""The Scaling page's calls: the shipped curves (read once per process) and one more size trained live.
-
-The curves are ``assets/scaling/stories-scaling.json`` (``python -m engine.training.scaling``), read through
-``engine.analysis.scaling_laws.read_curves`` (numpy, no torch). "Train one more size" runs
-``engine.training.scaling.run_size`` with the shipped settings as this session's job on the long-work lane
-(kind :data:`SCALE`); its updates are ``RunProgress`` (the latest point) and its result the run as a plain dict,
-which :func:`live_run` turns into the same ``Run`` record the chart draws.
-"""
+"""The Scaling page's calls: the shipped curves (``assets/scaling/stories-scaling.json``, read once per process)
+and one more size trained with the shipped settings as this session's long job of kind ``SCALE``."""
 
 from __future__ import annotations
 
@@ -18,9 +12,11 @@ from engine.analysis.scaling_laws import Curves, PowerLaw, Run, fit_power_law, r
 from engine.job_limits import about
 from engine.job_records import JobStatus
 from engine.records import EngineError
-from engine.training.scaling import CURVES, LIVE_SIZES, Settings, Size, run_size
+from engine.training.scaling import CURVES, LIVE_SIZES, Settings, run_size
 
 CURVES_PATH = CURVES  # assets/scaling/stories-scaling.json
+#: the sizes a visitor may train here, by name
+LIVE = {size.name: size for size in LIVE_SIZES}
 SETUP_S = 8.0  # building the stories task once per process, and the model
 
 
@@ -35,28 +31,18 @@ def scaling_json() -> bytes:
     return CURVES_PATH.read_bytes()
 
 
-def live_sizes() -> dict[str, Size]:
-    """The sizes a visitor may train here (``engine.training.scaling.LIVE_SIZES``), by name."""
-    return {size.name: size for size in LIVE_SIZES}
-
-
 def live_estimate_s(name: str) -> float:
-    """Expected seconds for a live size: a straight line of the shipped runs' seconds against N, at its N (the
-    file's machine; the lane corrects its estimates by how long its jobs really take)."""
+    """Expected seconds for a live size: the shipped runs' seconds against N, fitted by a line, at its N."""
     runs = scaling_curves().runs
     slope, intercept = np.polyfit([r.n_params for r in runs], [r.wall_s for r in runs], 1)
-    return SETUP_S + max(1.0, float(intercept + slope * live_sizes()[name].n_params))
+    return SETUP_S + max(1.0, float(intercept + slope * LIVE[name].n_params))
 
 
 def scaling_start(name: str) -> JobStatus:
-    """Train one more size with the shipped settings as this session's long job.
-
-    Raises:
-        EngineError: a size not in ``LIVE_SIZES``, or one whose estimate exceeds the server's limit per job.
-    """
-    sizes = live_sizes()
-    if name not in sizes:
-        raise EngineError(f"only these sizes can be trained here: {', '.join(sizes)}")
+    """Train one more size with the shipped settings as this session's long job (``EngineError`` for a size not in
+    ``LIVE_SIZES`` or over the server's limit per job)."""
+    if name not in LIVE:
+        raise EngineError(f"only these sizes can be trained here: {', '.join(LIVE)}")
     estimate = live_estimate_s(name)
     limit = long_queue().max_seconds
     if estimate > limit:
@@ -64,17 +50,12 @@ def scaling_start(name: str) -> JobStatus:
             f"{name} would take about {about(estimate)} here, over this server's limit of "
             f"{about(limit)} per job (AP_TRAIN_MAX_SECONDS); pick a smaller size"
         )
-    size, settings = sizes[name], Settings(**scaling_curves().settings)
+    size, settings = LIVE[name], Settings(**scaling_curves().settings)
 
     def work():
         return (yield from run_size(size, settings))
 
     return submit_long(SCALE, work, key=name, estimate_s=estimate)
-
-
-def live_run(result: dict) -> Run:
-    """A finished live job's result as a ``Run`` (the same record as the shipped ones)."""
-    return Run.from_dict(result)
 
 
 def refit(runs: tuple[Run, ...]) -> PowerLaw:

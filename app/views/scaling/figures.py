@@ -1,10 +1,5 @@
-"""Plotly figures for the Scaling page: loss against parameters and against compute, both on log-log axes.
-
-Inputs are the plain records ``services.scaling_curves()`` reads (``Run``s with float64 arrays, ``PowerLaw``s);
-nothing here trains or fits. Shipped sizes are drawn in a sequential colour from small (light) to large
-(dark); sizes trained live on the page are orange diamonds / dashed lines; the fitted power law is a dashed
-grey line and the compute-optimal frontier a thick black line through the points on it.
-"""
+"""The Scaling page's figures: loss against parameters and against compute, on log-log axes (``Run`` and
+``PowerLaw`` records in). Shipped sizes go light to dark blue, sizes trained here are orange, fits dashed grey."""
 
 from __future__ import annotations
 
@@ -26,9 +21,7 @@ def size_colours(n: int) -> list[str]:
 
 
 def _log_axes(fig: go.Figure, x_title: str, title: str, height: int) -> go.Figure:
-    # the legend hangs from the figure's bottom edge (yref container), not at a fraction of the plot's height: the
-    # compute chart's nine entries wrap to three rows in a half-width column, the bottom margin grows to hold them
-    # and the plot shrinks, so a legend at y=-0.25 of the plot rose onto the x-axis title
+    # the legend hangs from the figure's bottom edge (yref container): wrapped rows never climb onto the x title
     fig.update_layout(
         height=height,
         margin=dict(l=10, r=10, t=50, b=10),
@@ -45,41 +38,28 @@ def loss_vs_params(runs: Sequence[Run], fit: PowerLaw, live: Sequence[Run] = (),
     fig = go.Figure()
     n_all = [r.n_params for r in (*runs, *live)]
     xs = np.geomspace(min(n_all) / 1.5, max(n_all) * 1.5, 60)
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=fit.predict(xs),
-            mode="lines",
-            line=dict(color=FIT, dash="dash"),
-            name=f"fit: L = (N_c / N)^{fit.alpha:.3f}",
-            hovertemplate="N %{x:,.0f}: fit %{y:.3f}<extra></extra>",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=[r.n_params for r in runs],
-            y=[r.final_loss for r in runs],
-            mode="markers+text",
-            name="shipped sizes",
-            text=[r.name for r in runs],
-            textposition="top right",
-            marker=dict(size=11, color=size_colours(len(runs))),
-            hovertemplate="%{text}: N %{x:,.0f}, loss %{y:.3f}<extra></extra>",
-        )
-    )
-    if live:
-        fig.add_trace(
-            go.Scatter(
-                x=[r.n_params for r in live],
-                y=[r.final_loss for r in live],
-                mode="markers+text",
-                name="trained here",
-                text=[r.name for r in live],
-                textposition="bottom left",
-                marker=dict(size=13, color=LIVE, symbol="diamond"),
-                hovertemplate="%{text} (trained here): N %{x:,.0f}, loss %{y:.3f}<extra></extra>",
+    fit_name = f"fit: L = (N_c / N)^{fit.alpha:.3f}"
+    hover = "N %{x:,.0f}: fit %{y:.3f}<extra></extra>"
+    line = dict(color=FIT, dash="dash")
+    fig.add_trace(go.Scatter(x=xs, y=fit.predict(xs), mode="lines", line=line, name=fit_name, hovertemplate=hover))
+    shipped = dict(size=11, color=size_colours(len(runs)))
+    for group, name, where, marker in (
+        (runs, "shipped sizes", ("top right", ""), shipped),
+        (live, "trained here", ("bottom left", " (trained here)"), dict(size=13, color=LIVE, symbol="diamond")),
+    ):
+        if group:
+            fig.add_trace(
+                go.Scatter(
+                    x=[r.n_params for r in group],
+                    y=[r.final_loss for r in group],
+                    mode="markers+text",
+                    name=name,
+                    text=[r.name for r in group],
+                    textposition=where[0],
+                    marker=marker,
+                    hovertemplate=f"%{{text}}{where[1]}: N %{{x:,.0f}}, loss %{{y:.3f}}<extra></extra>",
+                )
             )
-        )
     fig = _log_axes(fig, "non-embedding parameters N", "Loss against parameters", height)
     fig.update_xaxes(range=[np.log10(xs[0]), np.log10(xs[-1] * 2.5)])  # room for the largest size's label
     return fig
@@ -95,31 +75,19 @@ def loss_vs_compute(
 ) -> go.Figure:
     """Each size's held-out curve against compute C = 6·N·tokens, the frontier and its power law."""
     fig = go.Figure()
-    for run, colour in zip(runs, size_colours(len(runs))):
+    lines = [(run, run.name, dict(color=colour, width=2)) for run, colour in zip(runs, size_colours(len(runs)))]
+    lines += [(run, f"{run.name} (trained here)", dict(color=LIVE, width=2, dash="dash")) for run in live]
+    for run, name, line in lines:
         seen = run.compute > 0  # step 0 has no place on a log axis
         fig.add_trace(
             go.Scatter(
                 x=run.compute[seen],
                 y=run.held_out_loss[seen],
                 mode="lines",
-                name=run.name,
-                line=dict(color=colour, width=2),
+                name=name,
+                line=line,
                 customdata=run.step[seen],
-                hovertemplate=f"{run.name}, step %{{customdata:.0f}}: C %{{x:.3g}}, loss %{{y:.3f}}<extra></extra>",
-            )
-        )
-    for run in live:
-        seen = run.compute > 0
-        fig.add_trace(
-            go.Scatter(
-                x=run.compute[seen],
-                y=run.held_out_loss[seen],
-                mode="lines",
-                name=f"{run.name} (trained here)",
-                line=dict(color=LIVE, width=2, dash="dash"),
-                customdata=run.step[seen],
-                hovertemplate=f"{run.name} (here), step %{{customdata:.0f}}: C %{{x:.3g}}, "
-                "loss %{y:.3f}<extra></extra>",
+                hovertemplate=f"{name}, step %{{customdata:.0f}}: C %{{x:.3g}}, loss %{{y:.3f}}<extra></extra>",
             )
         )
     by_name = {r.name: r for r in runs}

@@ -1,9 +1,7 @@
 """Scaling: six sizes of our stories GPT, the same data and schedule, and the power law their losses follow.
 
-The curves are precomputed (``python -m engine.training.scaling`` writes ``assets/scaling/stories-scaling.json``),
-so the page draws at once: loss against non-embedding parameters with the fitted L(N) = (N_c / N)^α, and loss
-against compute with the compute-optimal frontier. "Train one more size" trains a small size with the same
-settings on the server's long-work lane and adds its point to both charts (kept in this session).
+The curves are precomputed (``python -m engine.training.scaling``): loss against non-embedding parameters with the
+fitted L(N) = (N_c / N)^α, and loss against compute with its frontier. "Train one more size" adds a point live.
 """
 
 from __future__ import annotations
@@ -19,17 +17,10 @@ from app.state import choose, default
 from app.ui.charts import show_chart
 from app.ui.guard import show_error
 from app.ui.theme import side_by_side
-from app.views.scaling.data import (
-    live_estimate_s,
-    live_run,
-    live_sizes,
-    refit,
-    scaling_curves,
-    scaling_json,
-    scaling_start,
-)
+from app.views.scaling import data
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
 from app.views.scaling.keys import Scaling as S
+from engine.analysis.scaling_laws import Run
 from engine.job_limits import about
 
 
@@ -53,7 +44,7 @@ def charts(curves, live: list) -> None:
             "trained briefly, so the exponent is only this mini-lab's."
         )
         if live:
-            both = refit(tuple(curves.runs) + tuple(live))
+            both = data.refit(tuple(curves.runs) + tuple(live))
             sizes = "the size" if len(live) == 1 else f"the {len(live)} sizes"
             st.caption(
                 f"With {sizes} trained here (orange) in the fit as well: α = {both.alpha:.3f} (r² = {both.r2:.3f})."
@@ -98,7 +89,7 @@ def runs_table(curves, live: list) -> None:
     )
     st.download_button(
         "Download the curves (JSON)",
-        scaling_json,
+        data.scaling_json,
         file_name="stories-scaling.json",
         mime="application/json",
         key=S.download,
@@ -115,7 +106,7 @@ def runs_table(curves, live: list) -> None:
 
 def train_one_more(curves) -> None:
     st.subheader("Train one more size")
-    names = list(live_sizes())
+    names = list(data.LIVE)
     choose(S.live_size, names)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     with left:
@@ -124,15 +115,15 @@ def train_one_more(curves) -> None:
             names,
             key=S.live_size,
             horizontal=True,
-            format_func=lambda n: f"{n} (about {about(live_estimate_s(n))})",
+            format_func=lambda n: f"{n} (about {about(data.live_estimate_s(n))})",
             help="d_model and layers; d_mlp = 4·d_model. Trained with the shipped settings, "
             "on one core of this server.",
         )
     with right:
         pressed = st.button("Train it", type="primary", icon=":material/model_training:", key=S.live_go)
-    result = run_job(SCALE, "Training", (lambda: scaling_start(name)) if pressed else None)
+    result = run_job(SCALE, "Training", (lambda: data.scaling_start(name)) if pressed else None)
     if isinstance(result, dict):
-        run = live_run(result)
+        run = Run.from_dict(result)
         _live_runs()[run.name] = run  # the session keeps it, whatever the queue forgets
     st.caption(
         "The new size trains with exactly the shipped settings (steps, batch, data order, schedule); when it "
@@ -148,7 +139,7 @@ def page() -> None:
         "trained on the same stories, in the same order, with the same schedule."
     )
     try:
-        curves = scaling_curves()
+        curves = data.scaling_curves()
     except Exception as err:  # noqa: BLE001 — a missing or damaged curves file
         show_error(err)
         return

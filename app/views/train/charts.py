@@ -1,13 +1,8 @@
-"""Charts of a live training run: loss / accuracy curves, head scores, and every head's attention on
-the probe input. Render-only: inputs are plain numbers and numpy arrays.
+"""Charts of a live training run: loss and accuracy curves, head scores, every head's attention on the probe.
 
-All are Plotly figures (the curves were Altair: on the page they came out ~45 px tall and had no
-download), so they share the theme and the PNG/SVG download of :func:`app.ui.charts.show_chart`.
-Each is returned as the plain dict ``go.Figure`` would take (``charts.ready`` takes it as it is): the page
-redraws them on every poll while a model trains, and Plotly's validation of four figures made each poll
-~50 ms, long enough to hold up the other students' reruns (docs/BENCHMARKS.md "Long work next to a class").
-Every curve chart can carry a vertical rule at the step the time-lapse slider shows, so a pattern in
-the grid can be read against the loss at that moment.
+Render-only (numbers and arrays in). Each is the plain dict ``go.Figure`` would take: the page redraws them on
+every poll while a model trains, and Plotly's validation of four figures per poll held up other sessions' reruns.
+A curve can carry a dashed rule at the step the time-lapse slider shows.
 """
 
 from __future__ import annotations
@@ -33,9 +28,9 @@ def line_chart(
     *,
     title: str,
     y_title: str,
-    fmt: str,
-    y_range: list[float] | None,
-    rule_step: int | None,
+    fmt: str = ".3f",
+    y_range: list[float] | None = None,
+    rule_step: int | None = None,
     height: int = CURVE_HEIGHT,
 ) -> dict:
     """One line (with points) per column of ``frame`` against its ``step``; a dashed rule at ``rule_step``."""
@@ -52,23 +47,9 @@ def line_chart(
         }
         for c in columns
     ]
-    shapes = (
-        []
-        if rule_step is None
-        else [
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": rule_step,
-                "x1": rule_step,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": RULE_COLOR, "dash": "dash", "width": 2},
-                "name": "time-lapse step",
-            }
-        ]
-    )
+    rule = {"type": "line", "xref": "x", "yref": "paper", "x0": rule_step, "x1": rule_step, "y0": 0, "y1": 1}
+    rule.update(line={"color": RULE_COLOR, "dash": "dash", "width": 2}, name="time-lapse step")
+    shapes = [] if rule_step is None else [rule]
     yaxis = {"title": {"text": y_title}, "rangemode": "tozero", "showgrid": True}
     if y_range is not None:
         yaxis["range"] = y_range
@@ -88,54 +69,29 @@ def line_chart(
 
 def loss_chart(frame: pd.DataFrame, rule_step: int | None = None) -> dict:
     """Training and evaluation loss against step (``frame``: step, training loss, evaluation loss)."""
-    return line_chart(
-        frame,
-        ["training loss", "evaluation loss"],
-        title="Loss",
-        y_title="loss (cross-entropy)",
-        fmt=".4f",
-        y_range=None,
-        rule_step=rule_step,
-    )
+    columns = ["training loss", "evaluation loss"]
+    return line_chart(frame, columns, title="Loss", y_title="loss (cross-entropy)", fmt=".4f", rule_step=rule_step)
 
 
 def accuracy_chart(frame: pd.DataFrame, metric_name: str, rule_step: int | None = None) -> dict:
     """The task's metric and token accuracy against step, from 0 to 1."""
-    return line_chart(
-        frame,
-        [metric_name, "token accuracy"],
-        title="Accuracy on held-out examples",
-        y_title="fraction right",
-        fmt=".3f",
-        y_range=[0, 1.02],
-        rule_step=rule_step,
-    )
+    title = "Accuracy on held-out examples"
+    columns = [metric_name, "token accuracy"]
+    return line_chart(frame, columns, title=title, y_title="fraction right", y_range=[0, 1.02], rule_step=rule_step)
 
 
 def head_score_chart(frame: pd.DataFrame, rule_step: int | None = None) -> dict:
     """One line per head: its overlap with the ideal pattern (``frame``: step, then a column per head, "L0 H1")."""
-    return line_chart(
-        frame,
-        [c for c in frame.columns if c != "step"],
-        title="Which head learns the ideal pattern, and when",
-        y_title="match with the ideal pattern",
-        fmt=".3f",
-        y_range=[0, 1.02],
-        rule_step=rule_step,
-        height=CURVE_HEIGHT + 40,
-    )
+    title, heads = "Which head learns the ideal pattern, and when", [c for c in frame.columns if c != "step"]
+    y_title = "match with the ideal pattern"
+    return line_chart(frame, heads, title=title, y_title=y_title, y_range=[0, 1.02], rule_step=rule_step, height=340)
 
 
 def attention_grid(
     patterns: np.ndarray, tokens: list[str], ideal: np.ndarray | None = None, blocked: np.ndarray | None = None
 ) -> dict:
-    """Every head ``[layer, head, q, k]`` as a thumbnail (rows = layers), coloured from 0 to 1 for all.
-
-    A shared 0–1 scale shows a head sharpening as it trains (a uniform head stays pale). With
-    ``ideal`` a last column shows the pattern that solves the task; ``blocked`` cells are grey.
-    One heatmap of tiles (the figure layer's mosaic), not a subplot per head: the page redraws it on
-    every poll while a model trains.
-    """
+    """Every head ``[layer, head, q, k]`` as a tile of one heatmap (rows = layers) on one 0–1 scale, so a head
+    sharpening shows; with ``ideal`` a last column of the pattern that solves the task; ``blocked`` cells grey."""
     n_layers, n_heads, n, _ = patterns.shape
     tiles = patterns.astype(np.float32)
     if blocked is not None:
@@ -166,59 +122,22 @@ def attention_grid(
     k = max(1, math.ceil(theme.current().label_px * n / tile_px))
     shown = list(range(0, n, k))
     y_vals = [r * pitch + i for r in range(n_layers) for i in shown]
-    notes = [
-        {
-            "text": f"<b>L{layer}</b>",
-            "x": 1.0,
-            "xref": "paper",
-            "xanchor": "left",
-            "y": float(ys[layer]),
-            "yref": "y",
-            "showarrow": False,
-            "font": {"size": 13},
-        }
-        for layer in range(n_layers)
-    ]
-    if n <= 24:
-        notes += [
-            {
-                "text": labels[j],
-                "x": c * pitch + j,
-                "xref": "x",
-                "y": n_layers * pitch - 1.5,
-                "yref": "y",
-                "yanchor": "top",
-                "textangle": -90,
-                "showarrow": False,
-                "font": {"size": theme.current().tick_px},
-            }
-            for c in range(n_cols)
-            for j in shown
-        ]
+    layer_note = {"showarrow": False, "x": 1.0, "xref": "paper", "xanchor": "left", "yref": "y", "font": {"size": 13}}
+    notes = [{**layer_note, "text": f"<b>L{layer}</b>", "y": float(ys[layer])} for layer in range(n_layers)]
+    if n <= 24:  # the keys under every column of tiles
+        below = {"showarrow": False, "xref": "x", "yref": "y", "y": n_layers * pitch - 1.5, "yanchor": "top"}
+        below.update(textangle=-90, font={"size": theme.current().tick_px})
+        notes += [{**below, "text": labels[j], "x": c * pitch + j} for c in range(n_cols) for j in shown]
+    ticks = {"tickmode": "array", "showgrid": False, "zeroline": False}
     layout = {
         "height": size * n_layers + 50 + (60 if n <= 24 else 0),
         "plot_bgcolor": MASKED_COLOR,
         "annotations": notes,
         "margin": {"l": 5, "r": 40, "t": 30, "b": 60 if n <= 24 else 5},
-        "xaxis": {
-            "tickmode": "array",
-            "tickvals": xs.tolist(),
-            "ticktext": names,
-            "side": "top",
-            "showgrid": False,
-            "zeroline": False,
-        },
-        "yaxis": {
-            "tickmode": "array",
-            "tickvals": y_vals,
-            "ticktext": [labels[i] for i in shown] * n_layers,
-            "autorange": "reversed",
-            "showgrid": False,
-            "zeroline": False,
-            "scaleanchor": "x",
-            "constrain": "domain",
-        },
+        "xaxis": {**ticks, "tickvals": xs.tolist(), "ticktext": names, "side": "top"},
+        "yaxis": {**ticks, "tickvals": y_vals, "ticktext": [labels[i] for i in shown] * n_layers},
     }
+    layout["yaxis"].update(autorange="reversed", scaleanchor="x", constrain="domain")
     return {"data": [heatmap], "layout": layout}
 
 

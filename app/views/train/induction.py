@@ -1,9 +1,7 @@
 """Train live's "Induction heads" tab: the phase change of a two-layer attention-only model, shipped and live.
 
-One document (``induction_shipped()`` or ``run_document(progress)``) draws everything:
-the loss and in-context-learning curves, each head's scores per step, the loss at each position and the probe's
-attention before and after the phase change. The live run goes through the long-work lane
-(``induction_start``), followed by ``app/controls/long_job.py``.
+:func:`draw` draws one run's document (the shipped file's, or a live run's through ``run_document``): the loss and
+in-context-learning curves, each head's scores, the loss at each position, the probe's attention before and after.
 """
 
 from __future__ import annotations
@@ -16,22 +14,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.controls.long_job import run_job
+from app.runtime.long_work import INDUCTION, long_status
 from app.state import defaults
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.theme import side_by_side
-from app.views.train.charts import attention_grid
-from app.views.train.charts import line_chart as lines_chart
-from app.views.train.induction_data import (
-    INDUCTION,
-    INDUCTION_MODEL,
-    induction_options,
-    induction_shipped,
-    induction_start,
-    induction_status,
-    run_document,
-)
+from app.views.train import data
+from app.views.train.charts import attention_grid, line_chart
 from app.views.train.keys import Train
 
 SCORES = {
@@ -68,32 +58,22 @@ def curves_frame(doc: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
-def learning_figure(doc: dict[str, Any]) -> go.Figure:
-    frame = curves_frame(doc)
-    return lines_chart(
-        frame,
-        ["training loss", "ICL score"],
-        title="Loss and in-context learning",
-        y_title="nats",
-        fmt=".3f",
-        y_range=None,
-        rule_step=doc.get("phase_change_step"),
-    )
+def learning_figure(doc: dict[str, Any]) -> dict:
+    columns, title = ["training loss", "ICL score"], "Loss and in-context learning"
+    return line_chart(curves_frame(doc), columns, title=title, y_title="nats", rule_step=doc.get("phase_change_step"))
 
 
-def scores_figure(doc: dict[str, Any], name: str) -> go.Figure:
+def scores_figure(doc: dict[str, Any], name: str) -> dict:
+    """Each head's ``name`` score per snapshot, for the heads of the layer it is measured in."""
     label, layer, _ = SCORES[name]
     frame = curves_frame(doc)
-    columns = [c for c in frame.columns if c.startswith(f"L{layer} ") and c.endswith(name)]
-    renamed = frame[["step", *columns]].rename(columns={c: c.removesuffix(f" {name}") for c in columns})
-    low = -1.02 if name == "copying" else 0.0
-    return lines_chart(
-        renamed,
-        [c.removesuffix(f" {name}") for c in columns],
+    heads = {c: c.removesuffix(f" {name}") for c in frame.columns if c.startswith(f"L{layer} ") and c.endswith(name)}
+    return line_chart(
+        frame[["step", *heads]].rename(columns=heads),
+        list(heads.values()),
         title=f"{label} score of each head",
         y_title="score",
-        fmt=".3f",
-        y_range=[low, 1.02],
+        y_range=[-1.02 if name == "copying" else 0.0, 1.02],
         rule_step=doc.get("phase_change_step"),
     )
 
@@ -106,38 +86,18 @@ def moment_labels(doc: dict[str, Any]) -> dict[str, str]:
 
 
 def position_figure(doc: dict[str, Any]) -> go.Figure:
-    data = []
+    """The loss at each position at the two moments; grey bands where the ICL score compares."""
+    line = {"type": "scatter", "mode": "lines", "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>"}
+    traces = []
     for moment, label in moment_labels(doc).items():
         m = doc[moment]
         y = [np.nan if v is None else v for v in m["loss_by_position"]]
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "x": list(range(len(y))),
-                "y": y,
-                "name": f"{label.lower()} (step {m['step']})",
-                "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>",
-            }
-        )
-    bands = [
-        {
-            "type": "rect",
-            "xref": "x",
-            "yref": "paper",
-            "x0": a - 0.5,
-            "x1": b + 0.5,
-            "y0": 0,
-            "y1": 1,
-            "fillcolor": "#9e9e9e",
-            "opacity": 0.18,
-            "line": {"width": 0},
-        }
-        for a, b in (doc["early"], doc["late"])
-    ]
+        traces.append({**line, "x": list(range(len(y))), "y": y, "name": f"{label.lower()} (step {m['step']})"})
+    band = {"type": "rect", "xref": "x", "yref": "paper", "y0": 0, "y1": 1, "fillcolor": "#9e9e9e", "opacity": 0.18}
+    bands = [{**band, "x0": a - 0.5, "x1": b + 0.5, "line": {"width": 0}} for a, b in (doc["early"], doc["late"])]
     return go.Figure(
         {
-            "data": data,
+            "data": traces,
             "layout": {
                 "title": {"text": "Loss at each position of the context", "x": 0.0},
                 "height": 300,
@@ -158,17 +118,13 @@ def best_heads(doc: dict[str, Any]) -> tuple[int, int]:
 
 
 def scores_table(doc: dict[str, Any]) -> pd.DataFrame:
+    """Every head's three scores at the two moments, one row per moment and head."""
     rows = []
     for moment, label in moment_labels(doc).items():
-        s = doc[moment]["scores"]
+        s, when = doc[moment]["scores"], f"{label.lower()} (step {doc[moment]['step']})"
         for layer, head in np.ndindex(np.shape(s["previous_token"])):
-            rows.append(
-                {
-                    "moment": f"{label.lower()} (step {doc[moment]['step']})",
-                    "head": f"L{layer} H{head}",
-                    **{SCORES[n][0].split(" (")[0].lower(): round(float(s[n][layer][head]), 3) for n in SCORES},
-                }
-            )
+            scores = {SCORES[n][0].split(" (")[0].lower(): round(float(s[n][layer][head]), 3) for n in SCORES}
+            rows.append({"moment": when, "head": f"L{layer} H{head}", **scores})
     return pd.DataFrame(rows)
 
 
@@ -261,36 +217,22 @@ def draw(doc: dict[str, Any], where: str) -> None:
 def start() -> None:
     st.session_state.pop(key("error"), None)
     try:
-        induction_start(st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")])
+        data.induction_start(st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")])
     except ValueError as err:
         st.session_state[key("error")] = str(err)
 
 
 def live_controls() -> Any:
-    options = induction_options()
+    options = data.induction_options()
     defaults({key("steps"): options["steps"], key("lr"): options["lr"], key("seed"): 0})
     a, b, c, d = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
-    a.number_input(
-        "Steps",
-        step=100,
-        key=key("steps"),
-        help=f"{options['step_range'][0]} to {options['step_range'][1]:,} optimizer updates.",
-    )
-    b.number_input(
-        "Learning rate",
-        step=0.001,
-        format="%.4f",
-        key=key("lr"),
-        help=f"{options['lr_range'][0]:g} to {options['lr_range'][1]:g}, constant after a short warm-up.",
-    )
-    c.number_input(
-        "Seed",
-        step=1,
-        key=key("seed"),
-        help="Some seeds stay longer on the plateau, or find another "
-        "way to use the context (no prefix-matching head): try another.",
-    )
-    status = induction_status()
+    (low, high), (slow, fast) = options["step_range"], options["lr_range"]
+    a.number_input("Steps", step=100, key=key("steps"), help=f"{low} to {high:,} optimizer updates.")
+    warm = f"{slow:g} to {fast:g}, constant after a short warm-up."
+    b.number_input("Learning rate", step=0.001, format="%.4f", key=key("lr"), help=warm)
+    other = "Some seeds stay longer on the plateau, or find another way to use the context (no prefix-matching head)"
+    c.number_input("Seed", step=1, key=key("seed"), help=f"{other}: try another.")
+    status = long_status(INDUCTION)
     d.button(
         "Train it here",
         type="primary",
@@ -306,7 +248,7 @@ def live_controls() -> Any:
 
 
 def live_curves(status) -> None:
-    doc = run_document(status.latest)
+    doc = data.run_document(status.latest)
     if doc is not None and len(doc["curves"]["step"]) > 1:
         left, right = side_by_side(2)
         with left:
@@ -329,7 +271,7 @@ def show() -> None:
         "(Olsson et al. 2022). The shipped run is drawn below at once; train your own to watch it happen."
     )
     finished = live_controls()
-    yours = run_document(finished) if finished is not None else None
+    yours = data.run_document(finished) if finished is not None else None
     shown = SHIPPED
     if yours is not None:
         shown = st.segmented_control("Show", [SHIPPED, YOURS], default=YOURS, key=key("shown"), required=True)
@@ -337,12 +279,12 @@ def show() -> None:
         draw(yours, "yours")
         return
     try:
-        doc = induction_shipped()
+        doc = data.induction_shipped()
     except ValueError as err:
         show_error(str(err))
         return
     st.markdown(
-        f"**{SHIPPED}**: `{INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "
+        f"**{SHIPPED}**: `{data.INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "
         "2-layer attention-only*; type letters, then the same letters again)."
     )
     draw(doc, "shipped")

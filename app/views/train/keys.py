@@ -12,20 +12,25 @@ class Train:
     prefix = "train_"
 
 
-#: the tabs (``page.TABS``: the same labels in the same order); a plain ``st.tabs``, so not hideable
+#: the tabs (a plain ``st.tabs``, so not hideable)
 TABS = {"own": "Your own model", "induction": "Induction heads"}
 PAGE = frozenset({"train"})
-#: the settings' defaults are the page's ``DEFAULTS``; bounds: engine/training/job_settings.py
+HEADS, WIDTHS, BATCHES = (1, 2, 4, 8), (16, 32, 64, 128, 256), (8, 16, 32, 64, 128, 256)
+#: the settings (``train_<name>``), their defaults and how a link reads them; bounds: engine/training/job_settings.py
+SETTINGS = {
+    "task": (one_of(TASK_LABELS), "reverse"),
+    "n_layers": (integer(*INT_RANGES["n_layers"]), 2),
+    "n_heads": (one_of(HEADS), 4),
+    "d_model": (one_of(WIDTHS), 64),
+    "pos_encoding": (one_of(POS_ENCODINGS), "learned"),
+    "causal": (boolean, True),
+    "steps": (integer(*INT_RANGES["steps"]), 500),
+    "batch_size": (one_of(BATCHES), 64),
+    "seed": (integer(*INT_RANGES["seed"]), 0),
+    "lr": (number(1e-5, 0.1), 0.003),
+}
+DEFAULTS = {name: value for name, (_, value) in SETTINGS.items()}
 PARAMS = (
-    Param("train_task", one_of(TASK_LABELS), "reverse", PAGE),
-    Param("train_n_layers", integer(*INT_RANGES["n_layers"]), 2, PAGE),
-    Param("train_n_heads", one_of((1, 2, 4, 8)), 4, PAGE),
-    Param("train_d_model", one_of((16, 32, 64, 128, 256)), 64, PAGE),
-    Param("train_pos_encoding", one_of(POS_ENCODINGS), "learned", PAGE),
-    Param("train_causal", boolean, True, PAGE),
-    Param("train_steps", integer(*INT_RANGES["steps"]), 500, PAGE),
-    Param("train_batch_size", one_of((8, 16, 32, 64, 128, 256)), 64, PAGE),
-    Param("train_seed", integer(*INT_RANGES["seed"]), 0, PAGE),
-    Param("train_lr", number(1e-5, 0.1), 0.003, PAGE),
-    tab_bar("train_tab", TABS, PAGE, hide=None),
+    *(Param(f"{Train.prefix}{name}", read, value, PAGE) for name, (read, value) in SETTINGS.items()),
+    tab_bar(f"{Train.prefix}tab", TABS, PAGE, hide=None),
 )

@@ -1,12 +1,8 @@
 """Train live: train a tiny transformer here and watch its attention patterns form, head by head.
 
-Two sections (``pickers.page_tabs``): "Your own model" (below) and "Induction heads"
-(``app/views/train/induction.py``: a two-layer attention-only model's phase change, shipped and live). Only
-the open section's content runs.
-
-Training is this session's job of kind ``TRAIN`` on the server's long-work queue (engine.training.jobs); the page
-follows it with ``app/controls/long_job.py`` (queue place, progress, Pause/Resume and Stop, a fragment polling about
-once a second, which is also the job's heartbeat) and draws the run's snapshots under it.
+Two tabs: "Your own model" (below) and "Induction heads" (``induction.py``). Training is this session's job of
+kind ``TRAIN`` on the long-work queue, followed by ``app/controls/long_job.py`` (queue place, progress, Pause/Resume
+and Stop); the run's snapshots are drawn under it.
 """
 
 from __future__ import annotations
@@ -25,42 +21,11 @@ from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
+from app.views.train import charts, data
 from app.views.train import induction as induction_section
-from app.views.train.charts import (
-    accuracy_chart,
-    attention_grid,
-    curve_frame,
-    head_score_chart,
-    loss_chart,
-    score_frame,
-)
-from app.views.train.data import (
-    train_answer,
-    train_checkpoint,
-    train_estimate,
-    train_options,
-    train_progress,
-    train_register,
-    train_reset,
-    train_start,
-    train_task_info,
-)
-from app.views.train.keys import Train
+from app.views.train.keys import BATCHES, DEFAULTS, HEADS, POS_ENCODINGS, TABS, TASK_LABELS, WIDTHS, Train
 from engine.job_limits import about
 
-DEFAULTS = dict(
-    task="reverse",
-    n_layers=2,
-    n_heads=4,
-    d_model=64,
-    pos_encoding="learned",
-    causal=True,
-    steps=500,
-    batch_size=64,
-    lr=0.003,
-    seed=0,
-)
-FIELDS = tuple(DEFAULTS)
 STATUS = {
     "running": "Training on **{device}**.",
     "paused": "Paused at step {step}. Resume to go on (a paused job keeps its training slot: the server stops any "
@@ -74,66 +39,51 @@ def key(name: str) -> str:
     return f"{Train.prefix}{name}"
 
 
+def setting(name: str) -> dict:
+    """A setting's widget arguments: its key, kept across pages."""
+    return {"key": key(name), **PERSIST}
+
+
 def settings_from_state() -> dict:
     """The settings as the widgets left them (validated on the server by the engine, not here)."""
-    return {name: st.session_state.get(key(name), DEFAULTS[name]) for name in FIELDS}
+    return {name: st.session_state.get(key(name), value) for name, value in DEFAULTS.items()}
 
 
-def setup_widgets(options: dict) -> None:
+def setup_widgets() -> None:
     defaults({key(name): value for name, value in DEFAULTS.items()})
-    tasks = options["tasks"]
     left, mid, right = st.columns(3)
     with left:
         st.markdown("**Task**")
-        st.selectbox("What to learn", list(tasks), format_func=tasks.get, key=key("task"), **PERSIST)
-        info = train_task_info(st.session_state[key("task")])
+        st.selectbox("What to learn", list(TASK_LABELS), format_func=TASK_LABELS.get, **setting("task"))
+        info = data.train_task_info(st.session_state[key("task")])
         st.caption(info["description"])
     with mid:
         st.markdown("**Model**")
-        st.slider("Layers", 1, 4, key=key("n_layers"), **PERSIST)
+        st.slider("Layers", 1, 4, **setting("n_layers"))
         a, b = st.columns(2)
-        a.selectbox("Heads per layer", [1, 2, 4, 8], key=key("n_heads"), **PERSIST)
-        b.selectbox("d_model (width)", [16, 32, 64, 128, 256], key=key("d_model"), **PERSIST)
-        st.selectbox(
-            "Positional encoding",
-            options["pos_encodings"],
-            key=key("pos_encoding"),
-            **PERSIST,
-            help="How the model knows word order. 'none' leaves only the causal mask to tell positions apart.",
-        )
-        st.toggle(
-            "Causal mask",
-            key=key("causal"),
-            **PERSIST,
-            help="On: each token sees only earlier tokens (GPT). Off: the model can peek at the answer.",
-        )
+        a.selectbox("Heads per layer", HEADS, **setting("n_heads"))
+        b.selectbox("d_model (width)", WIDTHS, **setting("d_model"))
+        order = "How the model knows word order. 'none' leaves only the causal mask to tell positions apart."
+        st.selectbox("Positional encoding", POS_ENCODINGS, **setting("pos_encoding"), help=order)
+        peek = "On: each token sees only earlier tokens (GPT). Off: the model can peek at the answer."
+        st.toggle("Causal mask", **setting("causal"), help=peek)
     with right:
         st.markdown("**Training**")
-        st.number_input("Steps", step=100, key=key("steps"), **PERSIST, help="1 to 20,000 optimizer updates.")
+        st.number_input("Steps", step=100, **setting("steps"), help="1 to 20,000 optimizer updates.")
         a, b = st.columns(2)
-        a.selectbox("Batch size", [8, 16, 32, 64, 128, 256], key=key("batch_size"), **PERSIST)
-        b.number_input("Seed", step=1, key=key("seed"), **PERSIST)
-        st.number_input(
-            "Learning rate",
-            step=0.001,
-            format="%.4f",
-            key=key("lr"),
-            **PERSIST,
-            help="Peak learning rate, 0.00001 to 0.1 (warm-up, then cosine decay).",
-        )
+        a.selectbox("Batch size", BATCHES, **setting("batch_size"))
+        b.number_input("Seed", step=1, **setting("seed"))
+        peak = "Peak learning rate, 0.00001 to 0.1 (warm-up, then cosine decay)."
+        st.number_input("Learning rate", step=0.001, format="%.4f", **setting("lr"), help=peak)
 
 
 def estimate_line() -> str | None:
-    """Show the parameter count, the server's time estimate and its limit.
-
-    Returns:
-        The refusal (shown, with settings that fit) when the estimate is over the server's limit per job,
-        else None. Invalid settings show their error and return None: Start shows it again.
-    """
+    """Show the parameter count, the server's time estimate and its limit; the refusal (shown, with settings that
+    fit) when over the limit per job, else None (invalid settings show their error: Start shows it again)."""
     settings = settings_from_state()
     try:
         with st.spinner("Timing a few training steps…"):
-            params, estimate = train_estimate(settings)
+            params, estimate = data.train_estimate(settings)
     except ValueError as err:
         show_error(str(err), level="error")
         return None
@@ -169,7 +119,7 @@ def controls(progress, fits: bool) -> None:
         key=key("reset"),
         disabled=progress is None,
         use_container_width=True,
-        on_click=once(train_reset),
+        on_click=once(data.train_reset),
     )
 
 
@@ -177,7 +127,7 @@ def start() -> None:
     st.session_state.pop(key("error"), None)
     settings = settings_from_state()
     try:
-        train_start(settings)
+        data.train_start(settings)
     except ValueError as err:
         st.session_state[key("error")] = (settings, str(err))  # shown until the settings change
 
@@ -226,7 +176,7 @@ def attention_view(p, index: int, info: dict) -> None:
         return
     patterns = np.stack([trace.pattern(layer) for layer in range(trace.n_layers)])  # [L, H, n, n]
     ideal = info["ideal"] if info["ideal"] is not None and info["ideal"].shape[0] == trace.n_queries else None
-    fig = attention_grid(patterns, list(trace.tokens.strings), ideal, blocked=np.isneginf(trace.mask(0)))
+    fig = charts.attention_grid(patterns, list(trace.tokens.strings), ideal, blocked=np.isneginf(trace.mask(0)))
     show_chart(fig, key=key("grid"))
     tokens = " ".join(trace.tokens.strings)
     st.caption(
@@ -239,18 +189,18 @@ def attention_view(p, index: int, info: dict) -> None:
 
 def curves(p, index: int) -> None:
     metric = p.snapshots[-1].metric_name
-    frame = curve_frame(p.snapshots, metric)
+    frame = charts.curve_frame(p.snapshots, metric)
     rule = p.snapshots[index].step
     left, right = side_by_side(2)
     with left:
-        show_chart(loss_chart(frame, rule), key=key("loss_chart"))
+        show_chart(charts.loss_chart(frame, rule), key=key("charts.loss_chart"))
         st.caption(
             "Cross-entropy loss: lower is better. Training loss is averaged over the steps since the "
             "previous point; evaluation loss is on a fixed set of fresh examples. The dashed line is the step "
             "shown in the attention grid."
         )
     with right:
-        show_chart(accuracy_chart(frame, metric, rule), key=key("acc_chart"))
+        show_chart(charts.accuracy_chart(frame, metric, rule), key=key("acc_chart"))
         st.caption(
             f"{metric.capitalize()}: the share of evaluation examples answered entirely right; token accuracy: "
             "the share of answer tokens right."
@@ -270,7 +220,8 @@ def head_scores(p, index: int) -> None:
     if not p.head_scores or p.head_scores[-1].size == 0:
         return
     show_chart(
-        head_score_chart(score_frame(p.snapshots, p.head_scores), p.snapshots[index].step), key=key("score_chart")
+        charts.head_score_chart(charts.score_frame(p.snapshots, p.head_scores), p.snapshots[index].step),
+        key=key("score_chart"),
     )
     st.caption(
         "For each head, the share of its attention (on the answer positions of the probe) that falls where "
@@ -286,7 +237,7 @@ def run_view(p) -> None:
         return
     numbers(p)
     index = pick_snapshot(p)
-    info = train_task_info(p.settings.task)
+    info = data.train_task_info(p.settings.task)
     st.subheader("Attention on the probe input")
     attention_view(p, index, info)
     st.subheader("Learning curves")
@@ -298,11 +249,11 @@ def live() -> None:
     """This session's job: followed while it waits or trains (Pause, Resume, Stop; the view polled under its
     progress bar), else the finished run and what to do with its model."""
     status = long_status(TRAIN)
-    p = train_progress()
+    p = data.train_progress()
     if p is None or status is None:
         st.info("Pick a task and a model, then press **Start**.", icon=":material/info:")
     elif status.active:
-        follow(TRAIN, status, "Training", extra=lambda _: run_view(train_progress()), pause=True)
+        follow(TRAIN, status, "Training", extra=lambda _: run_view(data.train_progress()), pause=True)
     else:
         run_view(p)
         if p.snapshots and p.status != "failed":
@@ -312,7 +263,7 @@ def live() -> None:
 def finished(p) -> None:
     """Try the trained model, open it in Explore, download it."""
     st.subheader("Try the trained model")
-    info = train_task_info(p.settings.task)
+    info = data.train_task_info(p.settings.task)
     default(key("try"), info["example"])
     text = st.text_input(
         "Your input",
@@ -322,7 +273,7 @@ def finished(p) -> None:
         "Translation: an English sentence of the toy grammar.",
     )
     try:
-        result = train_answer(text)
+        result = data.train_answer(text)
     except ValueError as err:
         show_error(str(err), before="Cannot read this input: ")
     else:
@@ -330,24 +281,16 @@ def finished(p) -> None:
             f"The model read {md(' '.join(result.prompt))} and wrote **{md(' '.join(result.model)) or '(nothing)'}**"
         )
         if result.correct:
-            n_right = sum(result.right)
+            n = len(result.correct)
             st.markdown(
-                f"Correct answer: **{md(' '.join(result.correct))}** — {n_right} of {len(result.correct)} tokens right."
+                f"Correct answer: **{md(' '.join(result.correct))}** — {sum(result.right)} of {n} tokens right."
             )
-            st.dataframe(
-                pd.DataFrame(
-                    {
-                        "model": list(result.model[: len(result.correct)])
-                        + [""] * max(0, len(result.correct) - len(result.model)),
-                        "correct": list(result.correct),
-                        "right?": ["yes" if r else "no" for r in result.right],
-                    }
-                ),
-                height=220,
-            )
+            model = [*result.model[:n], *[""] * (n - len(result.model[:n]))]
+            right = ["yes" if r else "no" for r in result.right]
+            st.dataframe(pd.DataFrame({"model": model, "correct": list(result.correct), "right?": right}), height=220)
     left, right = st.columns(2)
     if left.button("Open this model in Explore", icon=":material/grid_on:", key=key("explore")):
-        model_id = train_register()
+        model_id = data.train_register()
         trace = p.snapshots[-1].probe_trace
         st.session_state[K.model] = model_id
         st.session_state[K.hub_id] = ""
@@ -355,7 +298,7 @@ def finished(p) -> None:
         st.switch_page(routes.page("explore.py"))
     right.download_button(
         "Download the model (safetensors + config JSON, zipped)",
-        train_checkpoint(),
+        data.train_checkpoint(),
         f"trained-{p.settings.task}.zip",
         "application/zip",
         icon=":material/download:",
@@ -368,12 +311,9 @@ def finished(p) -> None:
     )
 
 
-TABS = ("Your own model", "Induction heads")
-
-
 def main() -> None:
     st.title("Train live")
-    own, induction = page_tabs(list(TABS), key("tab"))
+    own, induction = page_tabs(list(TABS.values()), key("tab"))
     if induction.open:
         with induction:
             induction_section.show()
@@ -388,8 +328,7 @@ def own_model() -> None:
         "Train a tiny transformer right here and watch attention patterns form, head by head. "
         "The defaults learn to reverse letters in well under a minute."
     )
-    options = train_options()
-    setup_widgets(options)
+    setup_widgets()
     task = st.session_state[key("task")]
     if not st.session_state[key("causal")] and task != "previous-token":
         st.warning(
@@ -402,7 +341,7 @@ def own_model() -> None:
             "scored on the French part only (a prefix language model)."
         )
     over_time = estimate_line()
-    p = train_progress()
+    p = data.train_progress()
     controls(p, fits=over_time is None)
     refused = st.session_state.get(key("error"))
     if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
