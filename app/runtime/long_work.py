@@ -1,13 +1,8 @@
-"""This session's long work on the server's one long-work queue (:mod:`engine.jobs`): Train live, fine-tuning,
-timing, writing, Scaling's one more size, the induction run.
+"""This session's work on the server's one long-work queue (:mod:`engine.jobs`): anything that takes seconds.
 
-Work that takes seconds never runs in a page's script thread and never holds the interactive bound on forward
-passes (``models.model_pass``): a page's data module builds the work (a closure over the model and plain values,
-no ``st.*`` inside: it runs in a low-priority worker thread) and hands it to :func:`submit_long` (Train live
-through its manager, as the queue's ``TRAIN`` kind). The page follows it with ``app/controls/long_job.py``, which
-polls :func:`long_status` (also the session's heartbeat) and offers Stop (:func:`cancel_long`) and, for Train
-live, Pause and Resume. One job per session and kind; the result stays with the session's job (and, where other
-sessions can use it, in a shared cache).
+A data module builds the work (a closure over plain values, no ``st.*``: it runs in a low-priority worker thread)
+and hands it to :func:`submit_long`; ``app/controls/long_job.py`` follows it (:func:`long_status`, also the
+session's heartbeat) and offers Stop, Pause and Resume. One job per session and kind.
 """
 
 from __future__ import annotations
@@ -30,14 +25,12 @@ QUICK_WAIT_S = 1.0
 
 
 def long_queue() -> LongWorkQueue:
-    """The process's long-work queue (``AP_LONG_JOBS`` workers, ``AP_TRAIN_MAX_SECONDS`` per job)."""
     return get_queue()
 
 
 def submit_long(kind: str, work: Callable[[], Any], *, key: Hashable, estimate_s: float) -> JobStatus:
-    """Queue ``work`` as this session's job of ``kind`` (replacing its queued one; the same ``key`` while it is
-    queued or running is the same job) and wait up to :data:`QUICK_WAIT_S` for it. This waits in the
-    session's own script thread: other sessions' reruns do not wait for it."""
+    """Queue ``work`` as this session's job of ``kind`` (the same ``key`` while queued or running is the same job)
+    and wait up to :data:`QUICK_WAIT_S` for it."""
     queue = long_queue()
     queue.submit(session_id(), kind, work, key=key, estimate_s=estimate_s, alive=connected())
     status = queue.wait(session_id(), kind, QUICK_WAIT_S)
@@ -53,12 +46,10 @@ def long_status(kind: str) -> JobStatus | None:
 
 
 def cancel_long(kind: str) -> None:
-    """Stop this session's job of ``kind`` (a queued one at once, a running one at its next yield point)."""
     long_queue().cancel(session_id(), kind)
 
 
 def pause_long(kind: str) -> None:
-    """Pause this session's job of ``kind`` at its next yield point (it keeps its place on the server)."""
     long_queue().pause(session_id(), kind)
 
 
