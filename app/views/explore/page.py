@@ -61,9 +61,8 @@ PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the 
 
 
 def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
-    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its downloads.
-    Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars.
-    ``says``: the display options' caption."""
+    """The chosen head, large (an overview with a zoom for long inputs), and its downloads; compact view adds the
+    picked query's row as bars. ``says``: the display options' caption."""
     data = head_view(request, view)
     window = trace.window_of(view.layer)
     title = (
@@ -189,8 +188,7 @@ def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
 
 
 def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
-    """Every head of the layer as thumbnails in one picture (the chosen one framed in red), and a button per head
-    under it that opens that head above."""
+    """Every head of the layer as thumbnails in one picture (the chosen one framed), and a button per head."""
     with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", grid_is_quick(request, layer)):
         tiles, pooled = layer_grid(request, layer)
     per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
@@ -214,8 +212,7 @@ def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
 
 
 def decoding() -> tuple | None:
-    """An encoder-decoder's decoding settings form (greedy or sampled), in an expander: the settings asked on
-    submit (``write_more.remembered`` keeps them for the text and model they were asked for)."""
+    """An encoder-decoder's decoding settings form in an expander: the settings asked on submit."""
     with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
         st.caption(
             "The output is written one token at a time. Greedy takes the most likely token each step; "
@@ -237,9 +234,8 @@ def show_output(trace) -> None:
 
 
 def head_panel(request: TraceRequest, family: str = "") -> None:
-    """Everything that depends on the layer, head and display settings. Not a fragment of its own: a layer or head
-    change reruns the sentence panel around it (the trace is a cache hit there), and no widget it draws is left
-    behind in the session when the sentence changes (tests/reliability/test_session_state_bounded.py)."""
+    """Everything that depends on the layer, head and display settings (not a fragment: a layer or head change
+    reruns the sentence panel around it, on the cached trace)."""
     with calm_errors("head_panel"):
         try:
             full = get_trace(request)  # a cache hit: the page just traced it

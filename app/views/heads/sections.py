@@ -32,9 +32,6 @@ FUSIONS = ("mean", "max", "min")
 COMPARED = ("pattern", "score", "entropy", "sink", "previous", "self", "next", "mean_distance", "alignment")
 
 
-# ---------------------------------------------------------------- head similarity
-
-
 def similarity_section(ctx: HeadsContext) -> None:
     """The head × head Jensen–Shannon divergence matrix in clustering order, and the closest pairs."""
     att = ctx.attention
@@ -90,14 +87,8 @@ def _closest_pairs(divergence: np.ndarray, labels: list[str], count: int = 10) -
     )
 
 
-# ---------------------------------------------------------------- compare
-
-
 def shared_top(*maps: np.ndarray) -> float:
-    """The top of ONE colour scale for maps shown side by side (the largest finite value of all).
-
-    Two maps on their own scales (0–0.35 next to 0–1) paint different weights in the same shade.
-    """
+    """The top of ONE colour scale for maps shown side by side (the largest finite value of all)."""
     tops = [float(np.nanmax(m)) for m in maps if np.isfinite(m).any()]
     return max(tops, default=1.0) or 1.0
 
@@ -184,12 +175,10 @@ def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace
 def sentence_pair(ctx: HeadsContext) -> None:
     """The chosen head on sentences A and B; their difference B − A when the tokens line up."""
     defaults({Heads.text_a: PAIR_A, Heads.text_b: PAIR_B})
-    left, right = st.columns(2)
-    with left:
-        text_a = st.text_input("Sentence A", key=Heads.text_a, max_chars=2000, **PERSIST)
-    with right:
-        text_b = st.text_input("Sentence B", key=Heads.text_b, max_chars=2000, **PERSIST)
-    att_a, att_b = _trace_or_message(ctx, text_a, "A"), _trace_or_message(ctx, text_b, "B")
+    texts = {}
+    for column, name, key in zip(st.columns(2), "AB", (Heads.text_a, Heads.text_b)):
+        texts[name] = column.text_input(f"Sentence {name}", key=key, max_chars=2000, **PERSIST)
+    att_a, att_b = (_trace_or_message(ctx, text, name) for name, text in texts.items())
     if att_a is None or att_b is None:
         return
     layer, head = ctx.layer, ctx.head
@@ -225,19 +214,13 @@ def sentence_pair(ctx: HeadsContext) -> None:
             "over all tokens) can still be compared below. Make the sentences differ by words of one token each "
             "to get a difference map."
         )
-    rows = []
-    for name, text in (("A", text_a), ("B", text_b)):
-        frame = head_metrics_table(ctx.request.with_text(text))
-        rows.append(_metric_rows(frame, {name: (layer, head)}))
+    rows = [_metric_rows(head_metrics_table(ctx.request.with_text(t)), {n: (layer, head)}) for n, t in texts.items()]
     both = pd.concat(rows, ignore_index=True)
     st.dataframe(both, hide_index=True, key=Heads.sent_metrics, column_config=metric_columns(both.columns))
 
 
 def _merged_labels(a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:
     return [f"{i} {x}" if x == y else f"{i} {x}→{y}" for i, (x, y) in enumerate(zip(a, b))]
-
-
-# ---------------------------------------------------------------- rollout
 
 
 def rollout_section(ctx: HeadsContext) -> None:

@@ -1,10 +1,6 @@
-"""The Step-by-step calculator: type a tiny Q, K and V and watch every step of attention update.
-
-    scores = Q Kᵀ  →  × scale  →  + mask (0 / −∞)  →  softmax (rows)  →  weights · V
-
-The typed tables are validated server-side (``engine.analysis.stepwise.to_matrix``): an empty,
-non-numeric, NaN, infinite or huge cell, or a table of the wrong size, gives a message, not a
-traceback. Widget keys start with ``step_calc_``.
+"""The Step-by-step calculator: type a tiny Q, K and V and watch every step of attention update
+(scores = Q Kᵀ → × scale → + mask → softmax → weights · V). The typed tables are checked on the server
+(``engine.analysis.stepwise.to_matrix``): a bad cell or size gives a message, not a traceback.
 """
 
 from __future__ import annotations
@@ -40,10 +36,8 @@ def _scale(value, d: int) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        return 1 / math.sqrt(d)
-    if not math.isfinite(number):
-        return 1 / math.sqrt(d)
-    return min(max(number, 0.0), SCALE_MAX)
+        number = math.nan
+    return min(max(number, 0.0), SCALE_MAX) if math.isfinite(number) else 1 / math.sqrt(d)
 
 
 def _editors(tokens: tuple[str, ...], examples: dict[str, np.ndarray], n: int, d: int) -> dict[str, object]:
@@ -65,7 +59,6 @@ def _editors(tokens: tuple[str, ...], examples: dict[str, np.ndarray], n: int, d
 
 
 def calculator() -> None:
-    """Render the calculator section."""
     st.header("Calculator: try your own numbers")
     st.write("Type a tiny Q, K and V (click a cell, type, Enter; arrow keys move) and watch each step change.")
     size = st.columns(4)
