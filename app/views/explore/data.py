@@ -18,7 +18,7 @@ from engine.jobs import JobStatus
 WRITE_START_S, WRITE_TOKEN_S = 0.2, 0.03
 
 
-def request_generation(request: TraceRequest, pressed: bool, view: MapView | None = None) -> JobStatus | None:
+def request_generation(request: TraceRequest, pressed: bool, view: MapView) -> JobStatus | None:
     """None when the generation ``request`` asks for is in the trace cache, else this session's "write" job for it
     (submitted when ``pressed`` or none is there for it). The job also computes ``view``'s map, the head drawn."""
     if has_trace(request):
@@ -30,9 +30,7 @@ def request_generation(request: TraceRequest, pressed: bool, view: MapView | Non
     load, view_key = trace_loader(request, long_work=True), request_key(request)
 
     def work() -> None:  # the trace goes to the shared cache only: a finished job holds no copy
-        trace = load()
-        if view is not None:
-            prefetch_head_view(view_key, attention_block(trace, request.block), view)
+        prefetch_head_view(view_key, attention_block(load(), request.block), view)
 
     estimate_s = WRITE_START_S + WRITE_TOKEN_S * request.decode.max_new_tokens
     return submit_long(WRITE, work, key=key, estimate_s=estimate_s)

@@ -1,11 +1,8 @@
 """Explore: type a sentence, pick a model, layer and head, and see where each token looks.
 
-The page does only what changed, in two nested fragments: :func:`explore_panel` (the model, token limit, examples
-and mask) and :func:`sentence_panel` inside it (the sentence, its trace, then :func:`head_panel`: layer, head and
-display options), so a new sentence does not redraw the controls above it. The page reads one
-:class:`TraceRequest` and hands it whole to each section; a layer, head or display change is a cache hit. The
-mask comparison and the next-token tab trace again only while open, "Write more" only on its button, and the
-downloads are built on click. Long inputs (up to 16,384 tokens) are drawn as block maxima with a zoom.
+Two nested fragments, :func:`explore_panel` (model, token limit, examples, mask) and :func:`sentence_panel` (the
+sentence, its trace, then :func:`head_panel`), so a new sentence does not redraw the controls above it. Only the
+open tab runs; downloads are built on click; long inputs are drawn as block maxima with a zoom.
 """
 
 from __future__ import annotations
@@ -85,33 +82,27 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     if current().compact:
         show_query_row(data, title)
     rows, cols = data.values.shape
-    st.caption(
+    parts = [
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
-        "(the key). "
-        + says
-        + " "
-        + (
-            "Grey cells are blocked by the causal mask: a token cannot look ahead. "
-            if trace.causal
-            else "No mask: every token can look at every other token, ahead or behind. "
-            if window is None
-            else ""
-        )
-        + (
+        "(the key).",
+        says,
+    ]
+    if trace.causal:
+        parts.append("Grey cells are blocked by the causal mask: a token cannot look ahead.")
+    elif window is None:
+        parts.append("No mask: every token can look at every other token, ahead or behind.")
+    if window is not None:
+        parts.append(
             f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "
-            "than the window, which this layer never sees. "
-            if window is not None
-            else ""
+            "than the window, which this layer never sees."
         )
-        + (
+    if data.pooled:
+        parts.append(
             f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
             f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
-            "Open **Zoom** above the map to see exact weights. "
-            if data.pooled
-            else ""
+            "Open **Zoom** above the map to see exact weights."
         )
-        + kv_sharing(trace, view.head)
-    )
+    st.caption(" ".join(parts) + " " + kv_sharing(trace, view.head))
     load = block_loader(request)
     csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load)
     decode = list(astuple(request.decode)) if request.decode else None

@@ -103,6 +103,12 @@ def side_maps(maps: list[tuple[str, str, np.ndarray, list[str], list[str], np.nd
             show_chart(fig, key=key)
 
 
+def one_head(key: str, title: str, att: AttentionTrace, layer: int, head: int) -> tuple:
+    """One head's map for :func:`side_maps`, under its own layer's mask (sliding windows may differ by layer)."""
+    pattern, blocked = att.pattern(layer, head), np.isneginf(att.mask(layer))
+    return key, title, pattern, att.tokens.labels(), att.key_tokens.labels(), blocked
+
+
 def _head_picker(title: str, prefix: str, n_layers: int, n_heads: int, default: tuple[int, int]) -> tuple[int, int]:
     st.markdown(f"**{title}**")
     left, right = st.columns(2)
@@ -124,24 +130,13 @@ def compare_section(ctx: HeadsContext) -> None:
         a = _head_picker("Head A", Heads.cmp_a, att.n_layers, att.n_heads, (ctx.layer, ctx.head))
     with pick_b:
         b = _head_picker("Head B", Heads.cmp_b, att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
-    q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
-    side_maps(  # each layer's own mask: sliding windows may differ between layers
-        [
-            (
-                f"{Heads.cmp}{name}",
-                f"{name}: layer {layer}, head {head}",
-                att.pattern(layer, head),
-                q_labels,
-                k_labels,
-                np.isneginf(att.mask(layer)),
-            )
-            for name, (layer, head) in (("A", a), ("B", b))
-        ],
-        height=440,
+    heads = {"A": a, "B": b}
+    side_maps(
+        [one_head(f"{Heads.cmp}{n}", f"{n}: layer {ly}, head {h}", att, ly, h) for n, (ly, h) in heads.items()], 440
     )
     frame = head_metrics_table(ctx.request)
     st.dataframe(
-        _metric_rows(frame, {"A": a, "B": b}),
+        _metric_rows(frame, heads),
         hide_index=True,
         key=Heads.cmp_metrics,
         column_config=metric_columns(frame.columns),
@@ -184,18 +179,7 @@ def sentence_pair(ctx: HeadsContext) -> None:
     layer, head = ctx.layer, ctx.head
     pat_a, pat_b = att_a.pattern(layer, head), att_b.pattern(layer, head)
     side_maps(
-        [
-            (
-                f"{Heads.sent}{name}",
-                f"Sentence {name}",
-                pat,
-                att.tokens.labels(),
-                att.key_tokens.labels(),
-                np.isneginf(att.mask(layer)),
-            )
-            for name, att, pat in (("A", att_a, pat_a), ("B", att_b, pat_b))
-        ],
-        height=440,
+        [one_head(f"{Heads.sent}{n}", f"Sentence {n}", att, layer, head) for n, att in zip("AB", (att_a, att_b))], 440
     )
     if pat_a.shape == pat_b.shape:
         q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)

@@ -112,20 +112,11 @@ def walkthrough() -> None:
     )
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
-    load = block_loader(request.with_block(block))
+    load = block_loader(request.with_block(block))  # the button holds the request, not the trace
+    where = {"layer": layer, "head": head, "block": block, "query": query}
     json_button(
-        "Download the numbers as JSON",  # holds the request, not the trace (block_loader)
-        lambda: steps_record(
-            model_id=model_id,
-            att=load(),
-            layer=layer,
-            head=head,
-            block=block,
-            query=query,
-            steps=steps,
-            settings=settings,
-            link=link,
-        ),
+        "Download the numbers as JSON",
+        lambda: steps_record(model_id=model_id, att=load(), steps=steps, settings=settings, link=link, **where),
         f"steps_L{layer}_H{head}_q{query}.json",
         key=Step.json,
     )
