@@ -162,15 +162,10 @@ def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
             head_view(request.with_causal(causal).with_block("self"), MapView(layer, head)) for causal in (False, True)
         ]
     top = max(float(np.nanmax(v.values)) for v in views)
-    left, right = side_by_side(2)  # presenter mode: one under the other, full width
-    for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
+    for col, causal, data in zip(side_by_side(2), (False, True), views):  # presenter mode: one under the other
         with col:
-            fig = outline(
-                map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420, zmax=top),
-                data,
-                focus(),
-            )
-            show_chart(fig, key=f"{Explore.mask}{causal}")
+            fig = map_figure(data, title="Causal mask ON" if causal else "Causal mask OFF", height=420, zmax=top)
+            show_chart(outline(fig, data, focus()), key=f"{Explore.mask}{causal}")
     st.caption(
         "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
         "models use, on one colour scale. Masking changes every later layer too, because each layer reads the one "
