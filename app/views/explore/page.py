@@ -47,13 +47,15 @@ from app.ui.long_view import csv_button, map_controls
 from app.ui.map_data import MapView
 from app.ui.safe_text import quoted
 from app.ui.theme import PRESENTER_MAP_ROWS_PX, controls, current, map_css, presenting, side_by_side, tools
-from app.views.explore.keys import TABS, Explore
+from app.views.explore.keys import TABS as TAB_LABELS
+from app.views.explore.keys import Explore
 from app.views.explore.next_token import show_next_token
 from app.views.explore.write_more import remembered, settings_form, show_write_more
 from app.views.positional.keys import Positional
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384
+TABS = tuple(TAB_LABELS.values())
 PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
 
 
@@ -255,7 +257,7 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
             lambda: show_next_token(request, family),
             lambda: show_write_more(request, family, layer, head),
         )
-        for tab, section in zip(page_tabs(list(TABS.values()), key=Explore.tab), sections):
+        for tab, section in zip(page_tabs(list(TABS), key=Explore.tab), sections):
             if tab.open:
                 with tab:
                     section()
