@@ -124,8 +124,7 @@ def head_metrics_table(request: TraceRequest) -> "pd.DataFrame":
 
 
 def model_view_tiles(request: TraceRequest) -> tuple[np.ndarray, bool]:
-    """Every head's pattern pooled by the engine to block maxima ``[layer, head, s, t]`` (no n×n pattern built),
-    and whether it was pooled (shared)."""
+    """Every head pooled by the engine to block maxima ``[layer, head, s, t]``, and whether it was pooled (shared)."""
 
     def build() -> tuple[np.ndarray, bool]:
         att = heads_attention(request)

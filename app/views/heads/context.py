@@ -49,8 +49,7 @@ def metric_columns(columns) -> dict:
 
 @dataclass(frozen=True)
 class HeadsContext:
-    """The Heads page's shared choices: the request (its block chosen), the model family, the block's attention
-    (from the cached trace) and the chosen head."""
+    """The Heads page's shared choices: the request (its block chosen), the family, the block's attention, the head."""
 
     request: TraceRequest
     family: str

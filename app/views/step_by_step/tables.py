@@ -73,8 +73,7 @@ def show_vectors(name: str, matrix: np.ndarray, row_labels: list[str], *, key: s
 
 
 def vector_table(matrix: np.ndarray, row_labels: list[str], dims: int | None = None):
-    """``[rows, d]`` as the table that is sent (:func:`frame_table`), rounded, with columns ``d0, d1, …`` (the first
-    ``dims`` only when given)."""
+    """``[rows, d]`` as the table that is sent (:func:`frame_table`), rounded, columns ``d0, d1, …`` (``dims``)."""
     matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
     width = matrix.shape[1] if dims is None else min(dims, matrix.shape[1])
     return frame_table(rounded(matrix[:, :width]), row_labels, [f"d{j}" for j in range(width)])
