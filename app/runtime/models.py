@@ -128,11 +128,6 @@ def trained_model(model_id: str):
     return engine.registry.runtime_model(model_id, session_id())
 
 
-def model_key(model_id: str) -> tuple:
-    """``(model_id, this session's trained model or None, the rules)``: which model answers, for cache keys."""
-    return (model_id, trained_model(model_id), policy())
-
-
 def get_model(model_id: str):
     """This session's trained model of ``model_id``, else the shared read-only copy (as :func:`policy` allows)."""
     trained = trained_model(model_id)

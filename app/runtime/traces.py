@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import engine
 from app.runtime import caches, models
-from app.runtime.models import MAX_JOBS, model_key, model_pass, policy, trained_model
+from app.runtime.models import MAX_JOBS, model_pass, policy, trained_model
 from app.runtime.request import TraceRequest
 from engine import AttentionTrace, prefetch
 from engine.batching import BatchLane
@@ -28,7 +28,7 @@ TRIM_CHARS = 8_000  # a longer request asks for a trim of the heap soon (its map
 def request_key(request: TraceRequest, answers: tuple | None = None) -> tuple:
     """The one cache key of everything computed from ``request``: the request, then who answers it (``answers``:
     the session's trained model or None, and the server's rules). A trace is kept under its ``"self"`` block."""
-    return (request, *(answers or model_key(request.model_id)[1:]))
+    return (request, *(answers or (trained_model(request.model_id), policy())))
 
 
 def has_trace(request: TraceRequest) -> bool:
