@@ -111,14 +111,12 @@ def one_head(key: str, title: str, att: AttentionTrace, layer: int, head: int) -
 
 def _head_picker(title: str, prefix: str, n_layers: int, n_heads: int, default: tuple[int, int]) -> tuple[int, int]:
     st.markdown(f"**{title}**")
-    left, right = st.columns(2)
-    with left:
-        clamp(f"{prefix}_layer", 0, n_layers - 1, start=default[0])
-        layer = st.selectbox("Layer", range(n_layers), key=f"{prefix}_layer", **PERSIST)
-    with right:
-        clamp(f"{prefix}_head", 0, n_heads - 1, start=default[1])
-        head = st.selectbox("Head", range(n_heads), key=f"{prefix}_head", **PERSIST)
-    return int(layer), int(head)
+    picked = []
+    for column, name, n, start in zip(st.columns(2), ("Layer", "Head"), (n_layers, n_heads), default):
+        key = f"{prefix}_{name.lower()}"
+        clamp(key, 0, n - 1, start=start)
+        picked.append(int(column.selectbox(name, range(n), key=key, **PERSIST)))
+    return picked[0], picked[1]
 
 
 def compare_section(ctx: HeadsContext) -> None:
