@@ -64,10 +64,8 @@ def calculator() -> None:
     size = st.columns(4)
     n = clamp(Step.calc_tokens, 3, 5)  # server-side bounds (and the defaults: 3 tokens, width 2)
     d = clamp(Step.calc_width, 2, 4)
-    with size[0]:
-        st.number_input("Tokens", min_value=3, max_value=5, step=1, key=Step.calc_tokens, **PERSIST)
-    with size[1]:
-        st.number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=Step.calc_width, **PERSIST)
+    size[0].number_input("Tokens", min_value=3, max_value=5, step=1, key=Step.calc_tokens, **PERSIST)
+    size[1].number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=Step.calc_width, **PERSIST)
     settle(scale_key(d), _scale(st.session_state.get(scale_key(d), 1 / math.sqrt(d)), d))
     with size[2]:
         st.slider(
@@ -80,16 +78,8 @@ def calculator() -> None:
             help=f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights "
             "(low temperature); 0 = every key the same weight (infinite temperature).",
         )
-    with size[3]:
-        causal = bool(
-            st.toggle(
-                "Causal mask (M)",
-                value=False,
-                key=Step.calc_causal,
-                **PERSIST,
-                help="Each token may look only at itself and earlier tokens.",
-            )
-        )
+    help_causal = "Each token may look only at itself and earlier tokens."
+    causal = bool(size[3].toggle("Causal mask (M)", value=False, key=Step.calc_causal, **PERSIST, help=help_causal))
     scale = _scale(st.session_state.get(scale_key(d)), d)
 
     tokens, q0, k0, v0 = calculator_example(n, d)
