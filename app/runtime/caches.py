@@ -1,12 +1,8 @@
 """The server process's shared caches, bounded in bytes; a hit is the cached object itself (read-only arrays).
 
-- :data:`TRACES`: every trace a page asked for (text, ViT, Bahdanau, …), ``AP_TRACE_CACHE_MB`` (default 512);
-- :data:`MAPS`: what pages draw from a trace (a head's map, a layer's thumbnails: small arrays);
-- :data:`FIGURES`: figures ready to send (themed JSON dicts, or pictures as ``data:`` URLs; ``app.figures``): a class
-  on one link builds each figure once; :data:`TABLES`: tables ready to send (``pyarrow.Table``).
-
-Each key starts with what decides the value (``traces.request_key`` for anything drawn from a request's trace).
-The sizes are a metric of the server's own endpoint (``GET /_stcore/metrics``: ``playground_cache_bytes``).
+:data:`TRACES` (``AP_TRACE_CACHE_MB``, default 512), :data:`MAPS` (what pages draw from a trace), :data:`FIGURES`
+(figures ready to send, ``app.figures``) and :data:`TABLES` (``pyarrow.Table``). Each key starts with what decides
+the value (``traces.request_key``). Their sizes are a metric of the server (``playground_cache_bytes``).
 """
 
 from __future__ import annotations
@@ -56,7 +52,6 @@ TABLES = TraceCache(max_bytes=32 * 2**20, max_entries=2048, sizeof=lambda table:
 
 
 def has_map(key: tuple) -> bool:
-    """True when :func:`shared_map` has ``key`` already."""
     return key in MAPS
 
 
@@ -66,12 +61,10 @@ def shared_map(key: tuple, build: Callable[[], T]) -> T:
 
 
 def shared_figure(key: tuple, build: Callable[[], T]) -> T:
-    """A figure ready to send, built once per process for ``key`` (the view, its data and the theme)."""
     return FIGURES.get(key, build)
 
 
 def shared_table(key: tuple, build: Callable[[], T]) -> T:
-    """A table ready to send, built once per process for ``key`` (its numbers and labels)."""
     return TABLES.get(key, build)
 
 
@@ -83,18 +76,9 @@ class CacheSizes:
     def get_stats(self, family_names=None) -> dict[str, list]:
         from streamlit.runtime.stats import GaugeStat
 
-        return {
-            "playground_cache_bytes": [
-                GaugeStat(
-                    "playground_cache_bytes",
-                    cache.bytes,
-                    {"cache": name},
-                    "bytes",
-                    "Bytes held by the app's shared cache (traces, maps, figures), bounded by its budget",
-                )
-                for name, cache in CACHES.items()
-            ]
-        }
+        help_ = "Bytes held by the app's shared cache (traces, maps, figures), bounded by its budget"
+        family = "playground_cache_bytes"
+        return {family: [GaugeStat(family, c.bytes, {"cache": name}, "bytes", help_) for name, c in CACHES.items()]}
 
 
 _published: dict[str, Any] = {}

@@ -1,6 +1,5 @@
-"""What is computed from one request's heads, shared by every session in ``caches.MAPS`` under its request key:
-the whole-model views (metrics, thumbnails, similarity, rollout: from the cached trace, per attention block),
-head ablation and the next token (the cached model run again)."""
+"""What is computed from one request's heads, shared in ``caches.MAPS`` under its request key: the whole-model
+views (from the cached trace, per attention block), head ablation and the next token (the model run again)."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ if TYPE_CHECKING:
 
 
 def get_ablation(request: TraceRequest, heads: tuple[tuple[str, int, int | None], ...], keep_only: bool = False):
-    """``engine.analysis.ablation.ablate`` on the cached model (an ``AblationResult``, plain data), shared;
-    ``heads``: a sorted tuple of ``(block, layer, head)`` (``head=None``: the whole layer)."""
+    """``engine.analysis.ablation.ablate`` on the cached model, shared; ``heads``: a sorted tuple of ``(block, layer,
+    head)`` (``head=None``: the whole layer)."""
     from engine.analysis.ablation import ablate
 
     def run(model, r: TraceRequest):
@@ -33,12 +32,8 @@ def get_ablation(request: TraceRequest, heads: tuple[tuple[str, int, int | None]
 
 
 def get_next_token(request: TraceRequest):
-    """The last position's float32 scores over the whole vocabulary (``next_token_logits``, plain data, shared): the
-    page applies the temperature itself, so moving it is a cache hit.
-
-    Raises:
-        EngineError: not a decoder.
-    """
+    """The last position's scores over the vocabulary (``next_token_logits``, shared; EngineError: not a decoder).
+    The page applies the temperature itself, so moving it is a cache hit."""
     from engine.analysis.next_token import next_token_logits
 
     def run(model, r: TraceRequest):
@@ -48,8 +43,7 @@ def get_next_token(request: TraceRequest):
 
 
 def model_run(request: TraceRequest, what: tuple, run: Callable):
-    """``run(model, request)`` on the request's model in a forward-pass slot, shared under ``what`` and the request
-    (its block does not matter: a run reads the whole model)."""
+    """``run(model, request)`` in a forward-pass slot, shared under ``what`` and the request (any block)."""
     request = request.with_block("self")
 
     def compute():
@@ -68,23 +62,19 @@ HEAD_BLOCKS: dict[str, str] = {
 SIMILARITY_MAX_TOKENS = 64  # JS divergence on at most 64 query rows × 64 key bins
 SIMILARITY_MAX_HEADS = 192  # e.g. 16 layers × 12 heads; larger models: the first layers
 MODEL_VIEW_CELLS = 64  # thumbnails pooled to at most this many cells per side (32 above 36 heads)
+#: the metric columns of :func:`head_metrics_table`, in order
+METRIC_NAMES = ("entropy", "entropy_bits", "broad", "mean_distance", "sink", "previous", "self", "next", "alignment")
 
 
 def block_loader(request: TraceRequest) -> Callable[[], AttentionTrace]:
-    """``request``'s attention block again, later (:func:`app.runtime.traces.trace_loader`): what a download
-    button built on click holds instead of the trace."""
+    """``request``'s attention block, later (``trace_loader``): what a download holds instead of the trace."""
     load = trace_loader(request)
     return lambda: attention_block(load(), request.block)
 
 
 def attention_block(trace: Trace, block: str = "self") -> AttentionTrace:
-    """The AttentionTrace of ``block`` (``"self"`` for encoder/decoder traces; encoder|decoder|cross for seq2seq).
-
-    Asks the trace (``Trace.attention_blocks``) rather than testing its type: a trace with one block
-    of heads returns it whatever ``block`` says (the Heads page keeps its block choice across models).
-    Cross-attention comes with its rows named by the token each decoder step wrote
-    (``Seq2SeqTrace.cross_by_output``), so a map reads "rouge ← red", not "voiture ← red".
-    """
+    """The AttentionTrace of ``block`` (``Trace.attention_blocks``): a trace with one block returns it whatever
+    ``block`` says; cross-attention's rows are named by the token each decoder step wrote ("rouge ← red")."""
     blocks = trace.attention_blocks()
     if not blocks:
         raise EngineError("This model has no transformer attention heads to show here.")
@@ -125,34 +115,16 @@ def head_metrics_table(request: TraceRequest) -> "pd.DataFrame":
         values = {name: np.stack([m[name] for m in per_layer]) for name in per_layer[0]}
         labels, scores = M.label_heads(values)
         layers, heads = np.meshgrid(np.arange(att.n_layers), np.arange(att.n_heads), indexing="ij")
-        frame = pd.DataFrame(
-            {
-                "layer": layers.ravel(),
-                "head": heads.ravel(),
-                "pattern": labels.ravel().astype(str),
-                "score": scores.ravel(),
-            }
-        )
-        for name in (
-            "entropy",
-            "entropy_bits",
-            "broad",
-            "mean_distance",
-            "sink",
-            "previous",
-            "self",
-            "next",
-            "alignment",
-        ):
-            frame[name] = values[name].ravel()
+        columns = {"layer": layers, "head": heads, "pattern": labels.astype(str), "score": scores}
+        columns |= {name: values[name] for name in METRIC_NAMES}
+        frame = pd.DataFrame({name: column.ravel() for name, column in columns.items()})
         return frame.drop(columns=list(M.CROSS_ONLY if square else M.SQUARE_ONLY))  # n/a for this block
 
     return shared_map(("metrics", request_key(request)), build)
 
 
 def model_view_tiles(request: TraceRequest) -> tuple[np.ndarray, bool]:
-    """Every head's pattern pooled by the engine to block maxima ``[layer, head, s, t]`` (no n×n pattern built),
-    and whether it was pooled (shared)."""
+    """Every head pooled by the engine to block maxima ``[layer, head, s, t]``, and whether it was pooled (shared)."""
 
     def build() -> tuple[np.ndarray, bool]:
         att = heads_attention(request)
@@ -164,9 +136,8 @@ def model_view_tiles(request: TraceRequest) -> tuple[np.ndarray, bool]:
 
 
 def head_similarity(request: TraceRequest) -> tuple[np.ndarray, np.ndarray, bool, int]:
-    """``(divergence [N, N], clustering order, coarsened, layers used)`` over heads flattened layer-major (shared):
-    at most ``SIMILARITY_MAX_HEADS`` heads (whole layers from the first) and ``SIMILARITY_MAX_TOKENS`` query rows ×
-    key bins."""
+    """``(divergence [N, N], clustering order, coarsened, layers used)`` over heads flattened layer-major (shared),
+    bounded by ``SIMILARITY_MAX_HEADS`` (whole layers from the first) and ``SIMILARITY_MAX_TOKENS``."""
 
     def build() -> tuple[np.ndarray, np.ndarray, bool, int]:
         from engine.analysis.similarity import cluster_order, coarsen, head_divergence
@@ -185,9 +156,8 @@ def head_similarity(request: TraceRequest) -> tuple[np.ndarray, np.ndarray, bool
 def rollout_maps(
     request: TraceRequest, head_fusion: str, discard_ratio: float, discard_rule: str = "all-off-diagonal"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(rollout [layer, n, n], fused [layer, n, n])`` of a self-attention block (shared): ``rollout[l]`` is the
-    rollout through layers 0..l (``discard_rule``: which weights the discard ratio may drop,
-    ``engine.analysis.rollout.DISCARD_RULES``); ``fused[l]`` is layer l's attention with its heads fused the same way."""
+    """``(rollout [layer, n, n], fused [layer, n, n])`` of a self-attention block (shared): the rollout through
+    layers 0..l, and layer l's heads fused the same way (``discard_rule``: ``rollout.DISCARD_RULES``)."""
 
     def build() -> tuple[np.ndarray, np.ndarray]:
         from engine.analysis.rollout import fuse_heads, rollout

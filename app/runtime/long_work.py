@@ -1,9 +1,8 @@
-"""This session's long work on the server's one long-work queue (:mod:`engine.jobs`): Train live, fine-tuning,
-timing, writing, Scaling's one more size, the induction run.
+"""This session's work on the server's one long-work queue (:mod:`engine.jobs`): anything that takes seconds.
 
-A page's data module builds the work (a closure over the model and plain values, no ``st.*``: it runs in a
-low-priority worker thread) and hands it to :func:`submit_long`; the page follows it with
-``app/controls/long_job.py`` (:func:`long_status` is also the heartbeat). One job per session and kind.
+A data module builds the work (a closure over plain values, no ``st.*``: it runs in a low-priority worker thread)
+and hands it to :func:`submit_long`; ``app/controls/long_job.py`` follows it (:func:`long_status`, also the
+session's heartbeat) and offers Stop, Pause and Resume. One job per session and kind.
 """
 
 from __future__ import annotations
@@ -26,13 +25,12 @@ QUICK_WAIT_S = 1.0
 
 
 def long_queue() -> LongWorkQueue:
-    """The process's long-work queue (``AP_LONG_JOBS`` workers, ``AP_TRAIN_MAX_SECONDS`` per job)."""
     return get_queue()
 
 
 def submit_long(kind: str, work: Callable[[], Any], *, key: Hashable, estimate_s: float) -> JobStatus:
-    """Queue ``work`` as this session's job of ``kind`` (replacing its queued one; the same ``key`` while it is
-    queued or running is the same job) and wait up to :data:`QUICK_WAIT_S` for it (in this session's thread)."""
+    """Queue ``work`` as this session's job of ``kind`` (the same ``key`` while queued or running is the same job)
+    and wait up to :data:`QUICK_WAIT_S` for it."""
     queue = long_queue()
     queue.submit(session_id(), kind, work, key=key, estimate_s=estimate_s, alive=connected())
     status = queue.wait(session_id(), kind, QUICK_WAIT_S)

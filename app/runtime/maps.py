@@ -1,9 +1,7 @@
-"""The maps pages draw: one head (exact or pooled) and one layer's thumbnails, shared by every session.
+"""The maps pages draw: one head (exact or pooled) and one layer's thumbnails, from the cached trace.
 
-Both read the cached trace (``traces.get_trace``: no forward pass on a hit) and ask the engine for at most
-``size`` × ``size`` cells per head (``AttentionTrace.overview``), so a 16,384-token input never builds an n×n matrix
-here. Results sit in ``caches.MAPS`` under ``request_key(request)`` and the view: a hit is the same read-only object,
-so a class on one link computes each map once.
+The engine pools at most ``size`` × ``size`` cells per head (``AttentionTrace.overview``: never an n×n matrix);
+results sit in ``caches.MAPS`` under ``request_key(request)`` and the view, one read-only object for every session.
 """
 
 from __future__ import annotations
@@ -24,8 +22,8 @@ GRID_HEADS = 12  # heads a grid holds at these sizes; more heads get fewer cells
 
 
 def grid_cells(n_heads: int, n_tokens: int) -> int:
-    """Cells per side of a layer's thumbnails: the input's own length where it fits ``GRID_EXACT`` (exact tiles),
-    else ``GRID_CELLS`` (block maxima); both shrink for more than ``GRID_HEADS`` heads."""
+    """Cells per side of a layer's thumbnails: exact up to ``GRID_EXACT`` tokens, else ``GRID_CELLS`` block maxima;
+    both shrink for more than ``GRID_HEADS`` heads."""
     share = np.sqrt(GRID_HEADS / max(n_heads, 1))
     exact = int(max(16, min(GRID_EXACT, GRID_EXACT * share)))
     return exact if n_tokens <= exact else int(max(16, min(GRID_CELLS, GRID_CELLS * share)))
@@ -37,14 +35,13 @@ def head_view(request: TraceRequest, view: MapView) -> MapData:
 
 
 def prefetch_head_view(key: tuple, attention, view: MapView) -> None:
-    """Put :func:`head_view`'s map of ``attention`` (the block of the request whose ``request_key`` is ``key``,
-    already traced) in the shared cache, from any thread (a long-work job that just wrote the trace: the page's
-    next run then draws it without computing an overview of a long input itself)."""
+    """Put :func:`head_view`'s map of ``attention`` (the traced block of the request keyed ``key``) in the shared
+    cache from any thread (a long-work job that just wrote the trace)."""
     shared_map(("head", key, view.numbers), lambda: head_map(attention, view))
 
 
 def grid_is_quick(request: TraceRequest, layer: int) -> bool:
-    """True when the grid is cached or its input short (a spinner would never show: see ``trace_is_quick``)."""
+    """True when the grid is cached or its input short (no spinner needed)."""
     return len(request.text) <= QUICK_CHARS or has_map(("grid", request_key(request), layer))
 
 

@@ -1,9 +1,8 @@
 """The models the app serves: one read-only copy per id in ``st.cache_resource``, and the bound on forward passes.
 
-:func:`get_model` is shared by every session (never trained or moved here) or is this session's Train live model;
-only ``app/runtime`` and the pages' data modules hold it, pages get :func:`get_card`. Every load goes through
-:func:`policy` (the ``AP_*`` rules), every forward pass inside :func:`model_pass`, and :func:`model_key` says
-which model answered in every cache key.
+Only the gateway (this package and the pages' data modules) holds a model (:func:`get_model`); pages get
+:func:`get_card`'s plain ``ModelCard``. Every load goes through the admin's rules (:func:`policy`); every forward
+pass runs inside :func:`model_pass` (one of :data:`MAX_JOBS` slots, one torch thread).
 """
 
 from __future__ import annotations
@@ -44,8 +43,8 @@ def bound_threads() -> None:
 
 @contextlib.contextmanager
 def model_pass(long_input: bool = False):
-    """Run a forward pass (or any model work a page waits for) inside this: at most :data:`MAX_JOBS` at once, torch
-    at one thread (this thread's setting), every core for a long input that runs alone with no long work."""
+    """At most :data:`MAX_JOBS` forward passes at once, torch at one thread, except a long input while it is the
+    only pass and no long work runs (every core; torch keeps the setting per thread)."""
     bound_threads()
     with _slots:
         with _running_lock:
@@ -113,8 +112,8 @@ _model_refs: dict[tuple[str, ServerPolicy], weakref.ref] = {}  # (id, rules) -> 
 
 
 def served_model(model_id: str, rules: ServerPolicy):
-    """The shared model of ``model_id`` under ``rules``: a dict of weak references first (``st.cache_resource``
-    hashes its arguments on every call; its eviction still frees a model)."""
+    """The shared model of ``model_id`` under ``rules``, looked up in a dict of weak references first (cheaper than
+    ``st.cache_resource``'s hashing; its eviction still frees a model)."""
     ref = _model_refs.get((model_id, rules))
     model = ref() if ref is not None else None
     if model is None:
@@ -129,14 +128,8 @@ def trained_model(model_id: str):
     return engine.registry.runtime_model(model_id, session_id())
 
 
-def model_key(model_id: str) -> tuple:
-    """``(model_id, this session's trained model or None, the rules)``: which model answers, for cache keys."""
-    return (model_id, trained_model(model_id), policy())
-
-
 def get_model(model_id: str):
-    """The model of ``model_id``: this session's trained one, else the shared read-only copy (loaded once per
-    process). Ids outside the catalog (a typed folder or Hub id) load only as :func:`policy` allows."""
+    """This session's trained model of ``model_id``, else the shared read-only copy (as :func:`policy` allows)."""
     trained = trained_model(model_id)
     return trained if trained is not None else served_model(model_id, policy())
 
@@ -156,8 +149,8 @@ def get_card(model_id: str) -> ModelCard:
 
 
 def early_answer(model_id: str, rules: ServerPolicy | None = None) -> prefetch.Answer | None:
-    """On a cold start, the launcher's child's answer about ``model_id`` (:mod:`engine.prefetch`: card, landing
-    trace, vocabulary), waited for, until this process loads the model itself; never for a trained model."""
+    """On a cold start, the launcher's child's answer about ``model_id`` (:mod:`engine.prefetch`), waiting for it,
+    while this process has not loaded that model itself (and it is no session's trained model); else None."""
     if prefetch.asked() != model_id:  # the usual case, and every call after the warm-up loaded it here
         return None
     rules = policy() if rules is None else rules

@@ -1,9 +1,7 @@
 """The one request a page run makes: which model reads which text, how, and which attention block it shows.
 
-A page reads its controls into one immutable :class:`TraceRequest` and hands it whole to the runtime
-(``get_trace(request)``, ``head_view(request, view)``, ``layer_grid(request, layer)``); a section derives what
-it needs from it (``with_block``, ``with_causal``, ``with_text``, ``with_decode``) and never rebuilds it from loose values.
-``traces.request_key(request)`` is the one cache key of everything computed from it. Plain, hashable, no Streamlit.
+A page reads its controls into one immutable :class:`TraceRequest` and hands it whole to the runtime; a section
+derives what it needs with ``with_*`` and never rebuilds it from loose values. Plain, hashable, no Streamlit.
 """
 
 from __future__ import annotations
@@ -15,18 +13,9 @@ from engine.generation import DecodeSettings
 
 @dataclass(frozen=True)
 class TraceRequest:
-    """What one page run asks the engine for.
-
-    Attributes:
-        model_id: a catalog id, a session's trained model, or a Hub id / folder the server allows.
-        text: the input, as typed.
-        causal: the causal mask (None: the model's own default; encoder-decoders ignore it).
-        max_tokens: the longest input read (longer text is cut, with a notice).
-        decode: how an encoder-decoder or "Write more" picks each written token (checked when made);
-            None: no decoding asked (an encoder-decoder then writes greedily).
-        block: the attention block drawn (``"self"``; ``"encoder" | "decoder" | "cross"`` for an
-            encoder-decoder). A trace holds every block: the trace cache keys the request with ``"self"``.
-    """
+    """What one page run asks the engine for. ``causal`` None: the model's own mask; ``decode``: how an
+    encoder-decoder or "Write more" picks each written token (None: greedy / no writing); ``block``: the attention
+    block drawn (``"self"``, or ``"encoder" | "decoder" | "cross"``; a trace holds them all)."""
 
     model_id: str
     text: str
@@ -57,16 +46,9 @@ class TraceRequest:
 
 @dataclass(frozen=True)
 class ExplainRequest:
-    """What the "Is attention the explanation?" page asks for: one prediction and how its importances are made.
-
-    Attributes:
-        model_id: the model (``services.EXPLAIN_MODELS``).
-        text: the input (with a [MASK] for the masked-LM model).
-        reference: the sentence the embedding is compared with (MiniLM), else "".
-        max_tokens: the longest input read.
-        steps: integrated gradients' steps; baseline: its baseline (``"zero"`` / ``"pad"``).
-        loo: leave-one-out's ``"remove"`` or ``"replace"``.
-    """
+    """What the "Is attention the explanation?" page asks for: one prediction (``reference``: the sentence MiniLM's
+    embedding is compared with) and how its importances are made (integrated gradients' ``steps`` and
+    ``baseline``, leave-one-out's ``loo``)."""
 
     model_id: str
     text: str

@@ -40,9 +40,8 @@ def lesson_store() -> LessonStore:
 
 
 def browser_id() -> str:
-    """The anonymous id a room knows this browser by: random, no name, the same after a reload. Read once per
-    session from :data:`BROWSER_COOKIE` when it holds a well-formed id (:data:`BROWSER_ID_RE`), else this session's
-    own; the cookie is written once the browser takes part in a class or keeps a lesson draft."""
+    """The anonymous id a room knows this browser by: read once per session from :data:`BROWSER_COOKIE` when it
+    holds a well-formed id, else this session's own (the same after a reload once the cookie is written)."""
 
     def from_cookie() -> str:
         cookie = st.context.cookies.get(BROWSER_COOKIE)
@@ -90,8 +89,7 @@ def _read(model_id: str, text: str, layer: int, head: int):
 
 def predict_question(model_id: str, text: str, layer: int, head: int, word: str) -> PredictQuestion:
     """ "Which token does head L.H look at from ``word``?": ``word``'s row of ``pattern(layer, head)``, one option
-    per key token. :class:`RoomError` (a message for the teacher) for a sentence that is empty or too long, a head
-    the model lacks, or a word that is not one of its tokens; an ``EngineError`` comes through as it is."""
+    per key token; :class:`RoomError` (for the teacher) for a bad sentence, head or word."""
     if isinstance(text, str) and text.strip() and (not isinstance(word, str) or not word.strip()):
         raise RoomError("Write the word whose attention students predict (one of the sentence's tokens).")
     attention = _read(model_id, text, layer, head)
@@ -120,16 +118,14 @@ def predict_question(model_id: str, text: str, layer: int, head: int, word: str)
 
 
 def model_name(model_id: str) -> str:
-    """The name a class reads in a question: the catalog label without its note in brackets ("all-MiniLM-L6-v2",
-    not the id "minilm"); a typed id as it is."""
+    """The catalog label without its note in brackets ("all-MiniLM-L6-v2", not "minilm"); a typed id as it is."""
     label = next((s.label for s in list_models() if s.id == model_id), model_id)
     return label.split(" (")[0].strip() or model_id
 
 
 def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQuestion:
-    """ "Which head made this map?": ``pattern(layer, head)`` among :data:`HEAD_CHOICES` heads of the model (drawn
-    from a seed of the question itself: the same question offers the same heads in the same order).
-    :class:`RoomError` as :func:`predict_question`, and for a model with one head."""
+    """ "Which head made this map?": ``pattern(layer, head)`` among :data:`HEAD_CHOICES` heads, drawn from a seed of
+    the question itself (the same heads in the same order each time)."""
     attention = _read(model_id, text, layer, head)
     if attention.n_queries > PREDICT_MAX_TOKENS or attention.n_keys > PREDICT_MAX_TOKENS:
         raise RoomError(

@@ -1,7 +1,5 @@
-"""Traces: ``engine.trace`` of a page's :class:`~app.runtime.request.TraceRequest` through the shared models,
-kept in :data:`~app.runtime.caches.TRACES` (a hit touches neither the model cache nor the engine; a sentence several
-sessions ask for at once is traced once). Short texts that wait for a busy model share its next forward pass
-(:class:`engine.batching.BatchLane`: a class pressing Enter at once).
+"""Traces: ``engine.trace`` of a :class:`~app.runtime.request.TraceRequest` through the shared models, kept in
+:data:`~app.runtime.caches.TRACES`; short texts waiting for a busy model share its next pass (:class:`BatchLane`).
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from collections.abc import Callable
 
 import engine
 from app.runtime import caches, models
-from app.runtime.models import MAX_JOBS, model_key, model_pass, policy, trained_model
+from app.runtime.models import MAX_JOBS, model_pass, policy, trained_model
 from app.runtime.request import TraceRequest
 from engine import AttentionTrace, prefetch
 from engine.batching import BatchLane
@@ -29,10 +27,8 @@ TRIM_CHARS = 8_000  # a longer request asks for a trim of the heap soon (its map
 
 def request_key(request: TraceRequest, answers: tuple | None = None) -> tuple:
     """The one cache key of everything computed from ``request``: the request, then who answers it (``answers``:
-    the session's own trained model or None, and the server's rules; default this session's). A retrained model
-    is a new object and changed rules are new rules, so neither is served an old entry. A trace holds every
-    block: it is kept under ``request_key(request.with_block("self"))``."""
-    return (request, *(answers or model_key(request.model_id)[1:]))
+    the session's trained model or None, and the server's rules). A trace is kept under its ``"self"`` block."""
+    return (request, *(answers or (trained_model(request.model_id), policy())))
 
 
 def has_trace(request: TraceRequest) -> bool:
@@ -41,8 +37,7 @@ def has_trace(request: TraceRequest) -> bool:
 
 
 def trace_is_quick(request: TraceRequest) -> bool:
-    """True when ``request``'s trace is cached, or is a short text for an offline model already loaded: a spinner
-    would cost a thread and two messages per rerun and never be seen (Streamlit shows it after half a second)."""
+    """True when ``request``'s trace is cached, or a short text for an offline model already loaded (no spinner)."""
     if has_trace(request):
         return True
     offline = {spec.id for spec in models.catalog() if spec.offline}
@@ -50,15 +45,13 @@ def trace_is_quick(request: TraceRequest) -> bool:
 
 
 def get_trace(request: TraceRequest) -> AttentionTrace:
-    """Trace the request's text through the cached model (same request → the same read-only trace object);
-    with ``request.decode`` the model writes after it (``engine.generate``)."""
+    """The request's read-only trace (with ``request.decode`` the model writes after the text)."""
     return trace_loader(request)()
 
 
 def trace_loader(request: TraceRequest, long_work: bool = False) -> Callable[[], AttentionTrace]:
-    """``request``'s trace, later or in another thread (a download built on click, a long-work job): the callable
-    holds the request and who answers it, never the trace, so nothing keeps a trace alive after the shared cache
-    dropped it. ``long_work``: it runs on the long-work lane, which has its own budget (no page's model slot)."""
+    """``request``'s trace, later or in another thread: the callable holds the request and who answers it, never
+    the trace. ``long_work``: it runs on the long-work lane (no page's model slot)."""
     answers = (trained_model(request.model_id), policy())
     return lambda: _trace(request, answers, long_work)
 
@@ -102,12 +95,8 @@ def _trace(request: TraceRequest, answers: tuple, long_work: bool) -> AttentionT
 
 
 def warm_up(landing: bool = False) -> None:
-    """Import torch and transformers in the background so the first trace does not wait for them; after a launch
-    that started a prefetch (:mod:`engine.prefetch`), also load its model, which answers every later trace.
-
-    ``landing``: the process's first page run is the landing page the prefetch traces: the imports here then start
-    once the child has answered (two imports under one GIL delay its answer). Any other first page needs this
-    process's own model, so they start at once."""
+    """Import torch and transformers in the background, then load the prefetched model (:mod:`engine.prefetch`).
+    ``landing``: the first page is the one the launcher's child traces, so the imports wait for its answer."""
 
     def work() -> None:
         try:

@@ -32,9 +32,8 @@ def bertviz_view(view: str, source: TraceRequest | tuple[str, int], layer: int =
     view = view if view in ("head", "model") else "neuron"
     trace = source_trace(source)
     n = bv.n_tokens(trace)
-    if view == "neuron" and not trace.attention_blocks():  # RNN attention: no queries or keys
-        return {"html": None, "height": 0, "n_tokens": n, "reason": "no-qk"}
-    reason = bv.too_big(trace, view)
+    no_qk = view == "neuron" and not trace.attention_blocks()  # RNN attention: no queries or keys
+    reason = "no-qk" if no_qk else bv.too_big(trace, view)
     if reason:
         return {"html": None, "height": 0, "n_tokens": n, "reason": reason}
     html = {

@@ -13,7 +13,7 @@ from app.links import open_page
 from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
 from app.state import PERSIST, K
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.safe_text import md
 from app.views.bertviz_views.data import bertviz_view, source_trace
 from app.views.bertviz_views.keys import Bertviz
@@ -124,10 +124,7 @@ def main() -> None:
         )
     view = st.radio("View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key=Bertviz.view, **PERSIST)
     source = (model_id, source) if isinstance(source, int) else TraceRequest(model_id, source, causal, max_tokens)
-    try:
-        trace = source_trace(source)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (trace := attempt(lambda: source_trace(source))) is None:
         return
     show_notices(trace, card.max_positions)
     if vit_windowed(trace):  # a Swin: small windows per block, not one attention over every token
@@ -151,10 +148,7 @@ def main() -> None:
             f"Translation: **{md(trace.output_text)}**. Pick Encoder, Decoder or Cross in the view's "
             "*Attention* menu; in Cross, left = French tokens written, right = English source."
         )
-    try:
-        show_view(view or "head", source)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    attempt(lambda: show_view(view or "head", source))
 
 
 main()

@@ -9,9 +9,8 @@ from engine.generation import MAX_NEW_TOKENS
 
 
 class Explore:
-    """The Explore page's keys (``app/views/explore/page.py``) and its panels' (``write_more``, ``next_token_panel``,
-    ``ablation_panel``); ``tab``, ``block``, ``decode`` and ``write_request`` are also URL parameters
-    (``app/url_params.py``)."""
+    """The Explore page's keys and its panels' (write more, next token, ablation); ``tab``, ``block``, ``decode``
+    and ``write_request`` are also URL parameters."""
 
     tab, block = "explore_tab", "explore_block"
     grid_pills = "explore_grid_pills"  # a button per head under the picture of the layer's heads

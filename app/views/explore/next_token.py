@@ -1,8 +1,5 @@
-"""Explore's "What comes next?" tab: a decoder's top-10 next tokens, re-shaped by a temperature slider.
-
-The page asks the services cache for the last position's scores once per input; the slider only
-re-runs softmax(z / T) in numpy (``engine.analysis.next_token.probabilities``), never the model.
-"""
+"""Explore's "What comes next?" tab: a decoder's top-10 next tokens, re-shaped by a temperature slider that only
+re-runs softmax(z / T) in numpy on the shared scores (``runtime.heads.get_next_token``), never the model."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ from app.runtime.heads import get_next_token
 from app.runtime.request import TraceRequest
 from app.state import PERSIST
 from app.ui.charts import show_chart
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.heatmap import safe_label, unique_labels
 from app.views.explore.keys import Explore
 from engine.analysis.next_token import probabilities
@@ -29,7 +26,7 @@ def _temperature() -> float:
     try:
         t = float(value)
     except (TypeError, ValueError):
-        return 1.0
+        t = math.nan
     return min(max(t, 0.1), 2.0) if math.isfinite(t) else 1.0
 
 
@@ -62,11 +59,7 @@ def show_next_token(request: TraceRequest, family: str) -> None:
     if family != "decoder":
         st.info("Next-token prediction needs a decoder (a GPT-style model); pick tiny-gpt-stories.")
         return
-    try:
-        with st.spinner("Running the model once for its next-token scores…"):
-            nt = get_next_token(request)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (nt := attempt(lambda: get_next_token(request), "Running the model once for its next-token scores…")) is None:
         return
     t = _temperature()
     p = probabilities(nt.logits, t)

@@ -1,11 +1,8 @@
 """Explore: type a sentence, pick a model, layer and head, and see where each token looks.
 
-The page does only what changed, in two nested fragments: :func:`explore_panel` (the model, token limit, examples
-and mask) and :func:`sentence_panel` inside it (the sentence, its trace, then :func:`head_panel`: layer, head and
-display options), so a new sentence does not redraw the controls above it. The page reads one
-:class:`TraceRequest` and hands it whole to each section; a layer, head or display change is a cache hit. The
-mask comparison and the next-token tab trace again only while open, "Write more" only on its button, and the
-downloads are built on click. Long inputs (up to 16,384 tokens) are drawn as block maxima with a zoom.
+Two nested fragments, :func:`explore_panel` (model, token limit, examples, mask) and :func:`sentence_panel` (the
+sentence, its trace, then :func:`head_panel`), so a new sentence does not redraw the controls above it. Only the
+open tab runs; downloads are built on click; long inputs are drawn as block maxima with a zoom.
 """
 
 from __future__ import annotations
@@ -49,15 +46,8 @@ from app.ui.linked_tokens import focus, focus_picker, outline, row_of
 from app.ui.long_view import csv_button, map_controls
 from app.ui.map_data import MapView
 from app.ui.safe_text import quoted
-from app.ui.theme import (
-    PRESENTER_MAP_ROWS_PX,
-    controls,
-    current,
-    map_css,
-    presenting,
-    side_by_side,
-    tools,
-)
+from app.ui.theme import PRESENTER_MAP_ROWS_PX, controls, current, map_css, presenting, side_by_side, tools
+from app.views.explore.keys import TABS as TAB_LABELS
 from app.views.explore.keys import Explore
 from app.views.explore.next_token import show_next_token
 from app.views.explore.write_more import remembered, settings_form, show_write_more
@@ -65,16 +55,13 @@ from app.views.positional.keys import Positional
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384
-TABS = ("Every head of this layer", "Causal mask off vs on", "What comes next?", "Write more")
-
-
+TABS = tuple(TAB_LABELS.values())
 PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
 
 
 def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
-    """The chosen head, large (exact cells, or an overview with a zoom for long inputs), and its downloads.
-    Presenter mode: the map fills the window's height; compact view: the picked query token's row as bars.
-    ``says``: the display options' caption."""
+    """The chosen head, large (an overview with a zoom for long inputs), and its downloads; compact view adds the
+    picked query's row as bars. ``says``: the display options' caption."""
     data = head_view(request, view)
     window = trace.window_of(view.layer)
     title = (
@@ -97,33 +84,27 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     if current().compact:
         show_query_row(data, title)
     rows, cols = data.values.shape
-    st.caption(
+    parts = [
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
-        "(the key). "
-        + says
-        + " "
-        + (
-            "Grey cells are blocked by the causal mask: a token cannot look ahead. "
-            if trace.causal
-            else "No mask: every token can look at every other token, ahead or behind. "
-            if window is None
-            else ""
-        )
-        + (
+        "(the key).",
+        says,
+    ]
+    if trace.causal:
+        parts.append("Grey cells are blocked by the causal mask: a token cannot look ahead.")
+    elif window is None:
+        parts.append("No mask: every token can look at every other token, ahead or behind.")
+    if window is not None:
+        parts.append(
             f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "
-            "than the window, which this layer never sees. "
-            if window is not None
-            else ""
+            "than the window, which this layer never sees."
         )
-        + (
+    if data.pooled:
+        parts.append(
             f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
             f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
-            "Open **Zoom** above the map to see exact weights. "
-            if data.pooled
-            else ""
+            "Open **Zoom** above the map to see exact weights."
         )
-        + kv_sharing(trace, view.head)
-    )
+    st.caption(" ".join(parts) + " " + kv_sharing(trace, view.head))
     load = block_loader(request)
     csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load)
     decode = list(astuple(request.decode)) if request.decode else None
@@ -183,15 +164,10 @@ def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
             head_view(request.with_causal(causal).with_block("self"), MapView(layer, head)) for causal in (False, True)
         ]
     top = max(float(np.nanmax(v.values)) for v in views)
-    left, right = side_by_side(2)  # presenter mode: one under the other, full width
-    for col, causal, data in ((left, False, views[0]), (right, True, views[1])):
+    for col, causal, data in zip(side_by_side(2), (False, True), views):  # presenter mode: one under the other
         with col:
-            fig = outline(
-                map_figure(data, title=("Causal mask ON" if causal else "Causal mask OFF"), height=420, zmax=top),
-                data,
-                focus(),
-            )
-            show_chart(fig, key=f"{Explore.mask}{causal}")
+            fig = map_figure(data, title="Causal mask ON" if causal else "Causal mask OFF", height=420, zmax=top)
+            show_chart(outline(fig, data, focus()), key=f"{Explore.mask}{causal}")
     st.caption(
         "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
         "models use, on one colour scale. Masking changes every later layer too, because each layer reads the one "
@@ -200,8 +176,7 @@ def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
 
 
 def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
-    """Every head of the layer as thumbnails in one picture (the chosen one framed in red), and a button per head
-    under it that opens that head above."""
+    """Every head of the layer as thumbnails in one picture (the chosen one framed), and a button per head."""
     with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", grid_is_quick(request, layer)):
         tiles, pooled = layer_grid(request, layer)
     per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
@@ -225,8 +200,7 @@ def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
 
 
 def decoding() -> tuple | None:
-    """An encoder-decoder's decoding settings form (greedy or sampled), in an expander: the settings asked on
-    submit (``write_more.remembered`` keeps them for the text and model they were asked for)."""
+    """An encoder-decoder's decoding settings form in an expander: the settings asked on submit."""
     with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
         st.caption(
             "The output is written one token at a time. Greedy takes the most likely token each step; "
@@ -248,9 +222,8 @@ def show_output(trace) -> None:
 
 
 def head_panel(request: TraceRequest, family: str = "") -> None:
-    """Everything that depends on the layer, head and display settings. Not a fragment of its own: a layer or head
-    change reruns the sentence panel around it (the trace is a cache hit there), and no widget it draws is left
-    behind in the session when the sentence changes (tests/reliability/test_session_state_bounded.py)."""
+    """Everything that depends on the layer, head and display settings (not a fragment: a layer or head change
+    reruns the sentence panel around it, on the cached trace)."""
     with calm_errors("head_panel"):
         try:
             full = get_trace(request)  # a cache hit: the page just traced it

@@ -1,11 +1,7 @@
 """Explore's "Write more" tab: a decoder continues the user's text; its attention over prompt + output.
 
-The settings sit in a form (moving a slider runs nothing); the greedy/sampled choice sits above it, so greedy at
-once disables the sampling controls it ignores. The settings asked are remembered with the text and model they
-were for (``Explore.write_request``), so another layer or head redraws from the cache and a new sentence clears
-them. The model writes on the long-work queue (``data.request_generation``); until then the tab follows the job
-(``app/controls/long_job.py``).
-The generated part is highlighted in the text, and the map marks where generation began.
+The settings sit in a form, remembered with the text and model they were for (``Explore.write_request``); the model
+writes on the long-work queue (``data.request_generation``) while the tab follows the job.
 """
 
 from __future__ import annotations
@@ -112,11 +108,7 @@ def settings_form(
 
 def remembered(key: str, asked: tuple | None, request: TraceRequest) -> DecodeSettings | None:
     """Decoding settings kept in session state ``key`` with the model, text and token limit they were asked for
-    (``asked``: a form just submitted); None once any of those changed, or before any request.
-
-    Raises:
-        EngineError: a setting out of range (``DecodeSettings`` checks them; a forged URL or widget).
-    """
+    (``asked``: a form just submitted); None once any of those changed. EngineError: a setting out of range."""
     view = (request.model_id, request.text, request.max_tokens)
     if asked is not None:
         st.session_state[key] = (*view, tuple(asked))

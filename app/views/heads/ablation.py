@@ -7,7 +7,6 @@ projection (``engine.analysis.ablation``). What is compared depends on the model
 
 from __future__ import annotations
 
-import io
 import math
 import re
 
@@ -19,7 +18,7 @@ from app.runtime.heads import get_ablation
 from app.runtime.request import TraceRequest
 from app.state import PERSIST, bounded, choose
 from app.ui.charts import show_chart
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.heatmap import safe_label
 from app.ui.safe_text import md
 from app.views.explore.keys import Explore
@@ -61,7 +60,7 @@ def _keep_valid(key: str, options: list[str]) -> None:
 
 
 def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[str, int, int | None], ...], bool]:
-    """The selection widgets; returns the sorted ``(block, layer, head|None)`` tuple and keep-only flag."""
+    """The selection widgets: the sorted ``(block, layer, head|None)`` tuple and the keep-only flag."""
     block = "self"
     if family == "encoder-decoder":
         choose(Explore.ablation_block, BLOCKS, "cross")
@@ -105,13 +104,8 @@ def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[s
         **PERSIST,
         help="Turns the selection around: what can the chosen heads do on their own?",
     )
-    chosen: set[tuple[str, int, int | None]] = set()
-    for label in picked:
-        parsed = parse_head_label(label)
-        if parsed is not None:
-            chosen.add((block, *parsed))
-    for label in layers:
-        chosen.add((block, int(str(label).rsplit(" ", 1)[-1]), None))
+    chosen = {(block, *parsed) for parsed in map(parse_head_label, picked) if parsed is not None}
+    chosen |= {(block, int(str(label).rsplit(" ", 1)[-1]), None) for label in layers}
     ordered = sorted(chosen, key=lambda r: (r[1], -1 if r[2] is None else r[2]))
     return tuple(ordered), bool(keep_only)
 
@@ -161,9 +155,7 @@ def _csv(result) -> bytes:
     frame = pd.DataFrame(
         {"token": result.top_tokens, "id": result.top_ids, "p_before": result.top_before, "p_after": result.top_after}
     )
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False, float_format="%.8f")
-    return buf.getvalue().encode("utf-8")
+    return frame.to_csv(index=False, float_format="%.8f").encode("utf-8")
 
 
 def _show_next_token(result) -> None:
@@ -245,11 +237,8 @@ def render_ablation(request: TraceRequest, n_layers: int, n_heads: int, family: 
     heads, keep_only = _pick_heads(n_layers, n_heads, family)
     if not heads and not keep_only:
         st.info("Pick one or more heads (or whole layers) to switch off. Below: the output with every head on.")
-    try:
-        with st.spinner("Running the model with and without those heads…"):
-            result = get_ablation(request, heads, keep_only)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    result = attempt(lambda: get_ablation(request, heads, keep_only), "Running the model with and without those heads…")
+    if result is None:
         return
     for notice in result.notices:
         st.info(md(notice))

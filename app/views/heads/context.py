@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import streamlit as st
+
 from app.runtime.heads import HEAD_BLOCKS, block_is_square
 from app.runtime.request import TraceRequest
 from engine import AttentionTrace
@@ -33,8 +35,6 @@ METRICS: dict[str, tuple[str, str, str]] = {
 
 def metric_columns(columns) -> dict:
     """``st.dataframe`` column_config for the metric columns present in ``columns``."""
-    import streamlit as st
-
     config = {
         m: st.column_config.NumberColumn(METRICS[m][0], format="%.3f", help=METRICS[m][2])
         for m in METRICS
@@ -49,8 +49,7 @@ def metric_columns(columns) -> dict:
 
 @dataclass(frozen=True)
 class HeadsContext:
-    """The Heads page's shared choices: the request (its block chosen), the model family, the block's attention
-    (from the cached trace) and the chosen head."""
+    """The Heads page's shared choices: the request (its block chosen), the family, the block's attention, the head."""
 
     request: TraceRequest
     family: str

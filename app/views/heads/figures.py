@@ -19,43 +19,28 @@ SIMILARITY_WIDTH_PX = 700  # plot width the similarity matrix's column labels ar
 
 
 def layer_head_heatmap(
-    values: np.ndarray,
-    title: str,
-    *,
-    selected: tuple[int, int] | None = None,
-    fmt: str = ".2f",
-    labels: np.ndarray | None = None,
+    values: np.ndarray, title: str, *, selected: tuple[int, int], fmt: str, labels: np.ndarray
 ) -> go.Figure:
-    """A metric per head as a ``[layer, head]`` heatmap (hover: the value and the head's pattern label)."""
+    """A metric per head as a ``[layer, head]`` heatmap (hover: the value and the head's pattern label), the
+    ``selected`` head framed."""
     n_layers, n_heads = values.shape
-    custom = labels if labels is not None else np.full(values.shape, "", dtype=object)
+    layer, head = selected
     fig = go.Figure(
         go.Heatmap(
             z=values.astype(float),
             x=list(range(n_heads)),
             y=list(range(n_layers)),
-            customdata=custom,
+            customdata=labels,
             colorscale="Viridis",
             colorbar=dict(title=html.escape(title), thickness=12),
-            hovertemplate="layer %{y}, head %{x}<br>"
-            + html.escape(title)
-            + " %{z:"
-            + fmt
-            + "}<br>%{customdata}<extra></extra>",
+            hovertemplate=f"layer %{{y}}, head %{{x}}<br>{html.escape(title)} %{{z:{fmt}}}"
+            "<br>%{customdata}<extra></extra>",
             texttemplate="%{z:" + fmt + "}",
             textfont=dict(size=max(11, theme.current().tick_px - 2)),
         )
     )
-    if selected is not None:
-        layer, head = selected
-        fig.add_shape(
-            type="rect",
-            x0=head - 0.5,
-            x1=head + 0.5,
-            y0=layer - 0.5,
-            y1=layer + 0.5,
-            line=dict(color="#d62728", width=3),
-        )
+    frame = dict(color="#d62728", width=3)
+    fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5, line=frame)
     fig.update_layout(
         title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
         height=max(240, 34 * n_layers + 110),
@@ -144,16 +129,11 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
     return fig
 
 
-def pick_grid_head(chart_key: str, n_heads: int, per_row: int | None = None) -> None:
-    """on_select of one layer's grid of heads (compact view: rows of ``per_row`` heads): the clicked head is chosen."""
-    if per_row is None:
-        picked = clicked_in(chart_key, 1, n_heads)
-        head = None if picked is None else picked[1]
-    else:
-        picked = clicked_in(chart_key, -(-n_heads // per_row), per_row)
-        head = None if picked is None else picked[0] * per_row + picked[1]
-    if head is not None and head < n_heads:
-        st.session_state[K.head] = head
+def pick_grid_head(chart_key: str, n_heads: int, per_row: int) -> None:
+    """on_select of a phone's grid of heads (rows of ``per_row`` heads): the clicked head is chosen."""
+    picked = clicked_in(chart_key, -(-n_heads // per_row), per_row)
+    if picked is not None and picked[0] * per_row + picked[1] < n_heads:
+        st.session_state[K.head] = picked[0] * per_row + picked[1]
 
 
 def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER_ROW) -> dict:

@@ -6,10 +6,8 @@ from app.url_params import block, tab_bar
 
 
 class Heads:
-    """The Heads page's keys (``app/views/heads/page.py``, ``app/views/heads/sections.py``); ``tab`` and ``block``
-    are also its URL parameters (``app/url_params.py``). Prefixes: ``display`` for the display and zoom
-    controls (``long_view``), ``cmp_a`` / ``cmp_b`` for Compare's head pickers (``_layer``, ``_head``), ``cmp`` and
-    ``sent`` for a chart per head or sentence (``A``, ``B``)."""
+    """The Heads page's keys; ``tab`` and ``block`` are also URL parameters. Prefixes: ``display`` (the display and
+    zoom controls), ``cmp_a`` / ``cmp_b`` (Compare's head pickers), ``cmp`` and ``sent`` (a chart per head or sentence)."""
 
     tab, block, display = "heads_tab", "heads_block", "heads"
     model_view, large, grid_pills = "heads_model_view", "heads_large", "heads_grid_pills"  # pills: a phone's heads

@@ -1,8 +1,7 @@
 """Heads: every layer × head at once, what each head does (metrics), which heads are alike, comparisons, rollout.
 
-``main()`` draws the shared controls, builds a :class:`HeadsContext`, then runs each entry of
-``SECTIONS`` as a section of the page (``pickers.page_tabs``: only the open one runs). A section is a function
-of the context, so one more section is one more ``SECTIONS`` entry.
+``main()`` draws the shared controls and builds a :class:`HeadsContext`; each tab of ``keys.TABS`` is a function
+of it in ``SECTIONS`` (``pickers.page_tabs``: only the open one runs).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from app.sidebar import synced
 from app.state import PERSIST, current_text
 from app.ui.charts import fill_height, ready, show_chart
 from app.ui.export import head_json_button
-from app.ui.guard import calm_errors, show_error
+from app.ui.guard import attempt, calm_errors
 from app.ui.head_views import PHONE_TILES_PER_ROW, clicked_in, head_pills, model_view_spec
 from app.ui.heatmap import map_spec
 from app.ui.linked_tokens import focus, focus_picker, outline
@@ -42,17 +41,15 @@ from app.ui.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, pres
 from app.views.heads.ablation import render_ablation
 from app.views.heads.context import METRICS, HeadsContext, metric_columns
 from app.views.heads.figures import layer_head_heatmap, phone_grid_spec, pick_grid_head
-from app.views.heads.keys import Heads
+from app.views.heads.keys import TABS, Heads
 from app.views.heads.sections import compare_section, rollout_section, similarity_section
 
 MAX_TOKENS_LIMIT = 16_384
 WHOLE_MODEL_LIMIT = 2048  # tabs that need every head's full n×n pattern stop here
 
-# ---------------------------------------------------------------- section: model view
-
 
 def _select_clicked_head(n_layers: int, n_heads: int) -> None:
-    """on_select callback of the model view: a clicked tile becomes the shared layer/head."""
+    """on_select of the model view: a clicked tile becomes the shared layer/head."""
     picked = clicked_in(Heads.model_view, n_layers, n_heads)
     if picked is not None:
         open_head(*picked)
@@ -140,9 +137,6 @@ def _chosen_head(ctx: HeadsContext) -> None:
     head_json_button(ctx.request.model_id, att, view, ctx.block, data, settings, load, "heads")
 
 
-# ---------------------------------------------------------------- section: per-head metrics
-
-
 def metrics_section(ctx: HeadsContext) -> None:
     """A layer × head map of one metric and the sortable table of every metric."""
     with st.spinner("Measuring every head…"):
@@ -199,29 +193,25 @@ def _best_heads(frame) -> None:
     st.markdown(" · ".join(lines))
 
 
-# ---------------------------------------------------------------- page
-
-
 def ablation_section(ctx: HeadsContext) -> None:
-    """Switch heads off and compare the model's output (the panel lives in app/views/heads/ablation.py)."""
     render_ablation(ctx.request, ctx.attention.n_layers, ctx.attention.n_heads, ctx.family)
 
 
-SECTIONS: list[tuple[str, Callable[[HeadsContext], None]]] = [
-    ("Model view", model_view_section),
-    ("Per-head metrics", metrics_section),
-    ("Head similarity", similarity_section),
-    ("Compare", compare_section),
-    ("Rollout", rollout_section),
-    ("Ablation", ablation_section),
-]
+#: one section per tab of ``keys.TABS``, in its order
+SECTIONS: tuple[Callable[[HeadsContext], None], ...] = (
+    model_view_section,
+    metrics_section,
+    similarity_section,
+    compare_section,
+    rollout_section,
+    ablation_section,
+)
 
 
 def run_sections(ctx: HeadsContext) -> None:
     """The tabs; only the open one runs."""
-    tabs = page_tabs([name for name, _ in SECTIONS], key=Heads.tab)
-    for tab, (_, section) in zip(tabs, SECTIONS):
-        if not tab.open:  # only the open section runs
+    for tab, section in zip(page_tabs(list(TABS.values()), key=Heads.tab), SECTIONS):
+        if not tab.open:
             continue
         with tab:
             if section is not model_view_section and ctx.attention.n_keys > WHOLE_MODEL_LIMIT:
@@ -238,18 +228,14 @@ def run_sections(ctx: HeadsContext) -> None:
 @st.fragment
 @synced  # a layer, head, block or tab change reruns this panel only: it writes the link itself
 def heads_panel(request: TraceRequest, family: str) -> None:
-    """Block, layer, head and the tabs (a fragment: choosing among them reruns this panel alone, on the
-    cached trace)."""
+    """Block, layer, head and the tabs, on the cached trace."""
     with calm_errors("heads_panel"):
         trace = get_trace(request)  # a cache hit: the page just traced it
         # presenter mode: one row of layer, head, block and a popover with the token pills
         controls = st.columns([1, 1, 2, 1] if presenting() else [1, 1, 2], vertical_alignment="bottom")
         with controls[2]:
             block = pick_block(list(trace.attention_blocks()))
-        try:
-            attention = attention_block(trace, block)
-        except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-            show_error(err)
+        if (attention := attempt(lambda: attention_block(trace, block))) is None:
             return
         layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
         if block_is_square(block):  # one sequence on both axes: a token has a row and a column
@@ -281,11 +267,7 @@ def main() -> None:
         family = card.family
         causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
     request = TraceRequest(model_id, current_text(), causal, max_tokens)
-    try:
-        with st.spinner("Running the model…"):
-            trace = get_trace(request)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (trace := attempt(lambda: get_trace(request), "Running the model…")) is None:
         return
     show_notices(trace, card.max_positions)
     heads_panel(request, family)

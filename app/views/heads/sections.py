@@ -32,9 +32,6 @@ FUSIONS = ("mean", "max", "min")
 COMPARED = ("pattern", "score", "entropy", "sink", "previous", "self", "next", "mean_distance", "alignment")
 
 
-# ---------------------------------------------------------------- head similarity
-
-
 def similarity_section(ctx: HeadsContext) -> None:
     """The head × head Jensen–Shannon divergence matrix in clustering order, and the closest pairs."""
     att = ctx.attention
@@ -90,14 +87,8 @@ def _closest_pairs(divergence: np.ndarray, labels: list[str], count: int = 10) -
     )
 
 
-# ---------------------------------------------------------------- compare
-
-
 def shared_top(*maps: np.ndarray) -> float:
-    """The top of ONE colour scale for maps shown side by side (the largest finite value of all).
-
-    Two maps on their own scales (0–0.35 next to 0–1) paint different weights in the same shade.
-    """
+    """The top of ONE colour scale for maps shown side by side (the largest finite value of all)."""
     tops = [float(np.nanmax(m)) for m in maps if np.isfinite(m).any()]
     return max(tops, default=1.0) or 1.0
 
@@ -112,16 +103,20 @@ def side_maps(maps: list[tuple[str, str, np.ndarray, list[str], list[str], np.nd
             show_chart(fig, key=key)
 
 
+def one_head(key: str, title: str, att: AttentionTrace, layer: int, head: int) -> tuple:
+    """One head's map for :func:`side_maps`, under its own layer's mask (sliding windows may differ by layer)."""
+    pattern, blocked = att.pattern(layer, head), np.isneginf(att.mask(layer))
+    return key, title, pattern, att.tokens.labels(), att.key_tokens.labels(), blocked
+
+
 def _head_picker(title: str, prefix: str, n_layers: int, n_heads: int, default: tuple[int, int]) -> tuple[int, int]:
     st.markdown(f"**{title}**")
-    left, right = st.columns(2)
-    with left:
-        clamp(f"{prefix}_layer", 0, n_layers - 1, start=default[0])
-        layer = st.selectbox("Layer", range(n_layers), key=f"{prefix}_layer", **PERSIST)
-    with right:
-        clamp(f"{prefix}_head", 0, n_heads - 1, start=default[1])
-        head = st.selectbox("Head", range(n_heads), key=f"{prefix}_head", **PERSIST)
-    return int(layer), int(head)
+    picked = []
+    for column, name, n, start in zip(st.columns(2), ("Layer", "Head"), (n_layers, n_heads), default):
+        key = f"{prefix}_{name.lower()}"
+        clamp(key, 0, n - 1, start=start)
+        picked.append(int(column.selectbox(name, range(n), key=key, **PERSIST)))
+    return picked[0], picked[1]
 
 
 def compare_section(ctx: HeadsContext) -> None:
@@ -133,24 +128,13 @@ def compare_section(ctx: HeadsContext) -> None:
         a = _head_picker("Head A", Heads.cmp_a, att.n_layers, att.n_heads, (ctx.layer, ctx.head))
     with pick_b:
         b = _head_picker("Head B", Heads.cmp_b, att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
-    q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
-    side_maps(  # each layer's own mask: sliding windows may differ between layers
-        [
-            (
-                f"{Heads.cmp}{name}",
-                f"{name}: layer {layer}, head {head}",
-                att.pattern(layer, head),
-                q_labels,
-                k_labels,
-                np.isneginf(att.mask(layer)),
-            )
-            for name, (layer, head) in (("A", a), ("B", b))
-        ],
-        height=440,
+    heads = {"A": a, "B": b}
+    side_maps(
+        [one_head(f"{Heads.cmp}{n}", f"{n}: layer {ly}, head {h}", att, ly, h) for n, (ly, h) in heads.items()], 440
     )
     frame = head_metrics_table(ctx.request)
     st.dataframe(
-        _metric_rows(frame, {"A": a, "B": b}),
+        _metric_rows(frame, heads),
         hide_index=True,
         key=Heads.cmp_metrics,
         column_config=metric_columns(frame.columns),
@@ -184,29 +168,16 @@ def _trace_or_message(ctx: HeadsContext, text: str, name: str) -> AttentionTrace
 def sentence_pair(ctx: HeadsContext) -> None:
     """The chosen head on sentences A and B; their difference B − A when the tokens line up."""
     defaults({Heads.text_a: PAIR_A, Heads.text_b: PAIR_B})
-    left, right = st.columns(2)
-    with left:
-        text_a = st.text_input("Sentence A", key=Heads.text_a, max_chars=2000, **PERSIST)
-    with right:
-        text_b = st.text_input("Sentence B", key=Heads.text_b, max_chars=2000, **PERSIST)
-    att_a, att_b = _trace_or_message(ctx, text_a, "A"), _trace_or_message(ctx, text_b, "B")
+    texts = {}
+    for column, name, key in zip(st.columns(2), "AB", (Heads.text_a, Heads.text_b)):
+        texts[name] = column.text_input(f"Sentence {name}", key=key, max_chars=2000, **PERSIST)
+    att_a, att_b = (_trace_or_message(ctx, text, name) for name, text in texts.items())
     if att_a is None or att_b is None:
         return
     layer, head = ctx.layer, ctx.head
     pat_a, pat_b = att_a.pattern(layer, head), att_b.pattern(layer, head)
     side_maps(
-        [
-            (
-                f"{Heads.sent}{name}",
-                f"Sentence {name}",
-                pat,
-                att.tokens.labels(),
-                att.key_tokens.labels(),
-                np.isneginf(att.mask(layer)),
-            )
-            for name, att, pat in (("A", att_a, pat_a), ("B", att_b, pat_b))
-        ],
-        height=440,
+        [one_head(f"{Heads.sent}{n}", f"Sentence {n}", att, layer, head) for n, att in zip("AB", (att_a, att_b))], 440
     )
     if pat_a.shape == pat_b.shape:
         q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
@@ -225,19 +196,13 @@ def sentence_pair(ctx: HeadsContext) -> None:
             "over all tokens) can still be compared below. Make the sentences differ by words of one token each "
             "to get a difference map."
         )
-    rows = []
-    for name, text in (("A", text_a), ("B", text_b)):
-        frame = head_metrics_table(ctx.request.with_text(text))
-        rows.append(_metric_rows(frame, {name: (layer, head)}))
+    rows = [_metric_rows(head_metrics_table(ctx.request.with_text(t)), {n: (layer, head)}) for n, t in texts.items()]
     both = pd.concat(rows, ignore_index=True)
     st.dataframe(both, hide_index=True, key=Heads.sent_metrics, column_config=metric_columns(both.columns))
 
 
 def _merged_labels(a: tuple[str, ...], b: tuple[str, ...]) -> list[str]:
     return [f"{i} {x}" if x == y else f"{i} {x}→{y}" for i, (x, y) in enumerate(zip(a, b))]
-
-
-# ---------------------------------------------------------------- rollout
 
 
 def rollout_section(ctx: HeadsContext) -> None:

@@ -1,10 +1,6 @@
-"""The Step-by-step calculator: type a tiny Q, K and V and watch every step of attention update.
-
-    scores = Q Kᵀ  →  × scale  →  + mask (0 / −∞)  →  softmax (rows)  →  weights · V
-
-The typed tables are validated server-side (``engine.analysis.stepwise.to_matrix``): an empty,
-non-numeric, NaN, infinite or huge cell, or a table of the wrong size, gives a message, not a
-traceback. Widget keys start with ``step_calc_``.
+"""The Step-by-step calculator: type a tiny Q, K and V and watch every step of attention update
+(scores = Q Kᵀ → × scale → + mask → softmax → weights · V). The typed tables are checked on the server
+(``engine.analysis.stepwise.to_matrix``): a bad cell or size gives a message, not a traceback.
 """
 
 from __future__ import annotations
@@ -40,10 +36,8 @@ def _scale(value, d: int) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        return 1 / math.sqrt(d)
-    if not math.isfinite(number):
-        return 1 / math.sqrt(d)
-    return min(max(number, 0.0), SCALE_MAX)
+        number = math.nan
+    return min(max(number, 0.0), SCALE_MAX) if math.isfinite(number) else 1 / math.sqrt(d)
 
 
 def _editors(tokens: tuple[str, ...], examples: dict[str, np.ndarray], n: int, d: int) -> dict[str, object]:
@@ -65,16 +59,13 @@ def _editors(tokens: tuple[str, ...], examples: dict[str, np.ndarray], n: int, d
 
 
 def calculator() -> None:
-    """Render the calculator section."""
     st.header("Calculator: try your own numbers")
     st.write("Type a tiny Q, K and V (click a cell, type, Enter; arrow keys move) and watch each step change.")
     size = st.columns(4)
     n = clamp(Step.calc_tokens, 3, 5)  # server-side bounds (and the defaults: 3 tokens, width 2)
     d = clamp(Step.calc_width, 2, 4)
-    with size[0]:
-        st.number_input("Tokens", min_value=3, max_value=5, step=1, key=Step.calc_tokens, **PERSIST)
-    with size[1]:
-        st.number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=Step.calc_width, **PERSIST)
+    size[0].number_input("Tokens", min_value=3, max_value=5, step=1, key=Step.calc_tokens, **PERSIST)
+    size[1].number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=Step.calc_width, **PERSIST)
     settle(scale_key(d), _scale(st.session_state.get(scale_key(d), 1 / math.sqrt(d)), d))
     with size[2]:
         st.slider(
@@ -87,16 +78,8 @@ def calculator() -> None:
             help=f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights "
             "(low temperature); 0 = every key the same weight (infinite temperature).",
         )
-    with size[3]:
-        causal = bool(
-            st.toggle(
-                "Causal mask (M)",
-                value=False,
-                key=Step.calc_causal,
-                **PERSIST,
-                help="Each token may look only at itself and earlier tokens.",
-            )
-        )
+    help_causal = "Each token may look only at itself and earlier tokens."
+    causal = bool(size[3].toggle("Causal mask (M)", value=False, key=Step.calc_causal, **PERSIST, help=help_causal))
     scale = _scale(st.session_state.get(scale_key(d)), d)
 
     tokens, q0, k0, v0 = calculator_example(n, d)

@@ -6,8 +6,7 @@ from app.url_params import Param, block, integer
 
 
 class Step:
-    """The Step by step page's keys (``app/views/step_by_step/page.py``, ``step_sections``, ``step_calculator``); ``query``
-    and ``block`` are also its URL parameters (``app/url_params.py``)."""
+    """The Step by step page's keys; ``query`` and ``block`` are also its URL parameters."""
 
     query, block, json = "step_query", "step_block", "step_json"
     # the six steps' tables and chart (``step_tables.show_vectors`` adds ``_short`` / ``_full``)

@@ -10,13 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.controls.examples import examples_picker
-from app.controls.pickers import (
-    causal_toggle,
-    layer_head,
-    pick_block,
-    show_notices,
-    text_and_model,
-)
+from app.controls.pickers import causal_toggle, layer_head, pick_block, show_notices, text_and_model
 from app.links import current_link
 from app.runtime.heads import attention_block, block_loader
 from app.runtime.request import TraceRequest
@@ -42,9 +36,8 @@ def token_labels(strings) -> list[str]:
 
 
 def pick_query(labels: list[str], strings, linked: bool = True) -> int:
-    """The query-token picker; starts on the token highlighted on another page (linked tokens), else on "it"
-    when the sentence has one (the classic example), else token 1. With ``linked`` (self-attention: the
-    query is a token of the sentence), picking a query highlights that token on the other pages too."""
+    """The query-token picker; starts on the token highlighted on another page, else on "it", else token 1.
+    ``linked`` (self-attention): picking a query highlights that token on the other pages too."""
     n = len(labels)
 
     def first_query() -> int:
@@ -119,20 +112,11 @@ def walkthrough() -> None:
     )
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
-    load = block_loader(request.with_block(block))
+    load = block_loader(request.with_block(block))  # the button holds the request, not the trace
+    where = {"layer": layer, "head": head, "block": block, "query": query}
     json_button(
-        "Download the numbers as JSON",  # holds the request, not the trace (block_loader)
-        lambda: steps_record(
-            model_id=model_id,
-            att=load(),
-            layer=layer,
-            head=head,
-            block=block,
-            query=query,
-            steps=steps,
-            settings=settings,
-            link=link,
-        ),
+        "Download the numbers as JSON",
+        lambda: steps_record(model_id=model_id, att=load(), steps=steps, settings=settings, link=link, **where),
         f"steps_L{layer}_H{head}_q{query}.json",
         key=Step.json,
     )

@@ -23,7 +23,7 @@ TABLE_HEIGHT = 280  # px: long texts scroll inside the table
 
 def render_steps(trace, steps, labels: list[str], query: int, head: int, query_label: str | None = None) -> None:
     """All six steps: q/K/V, then 2–3 and 4–5 side by side, the weights chart, the output. ``labels`` name the keys,
-    ``query_label`` the query (default ``labels[query]``; cross-attention's query is an output token)."""
+    ``query_label`` the query (cross-attention's query is an output token)."""
     query_label = labels[query] if query_label is None else query_label
     show_qkv(trace, steps, labels, query, query_label)
     left, right = st.columns(2, gap="large")

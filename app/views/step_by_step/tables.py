@@ -7,7 +7,6 @@ as such. Token labels in Plotly are HTML-escaped.
 from __future__ import annotations
 
 import html
-import io
 from typing import Any
 
 import numpy as np
@@ -55,8 +54,7 @@ def rounded(values: np.ndarray) -> np.ndarray:
 
 def frame_table(data: Any, index: list[str], columns: list[str] | None = None):
     """What ``st.dataframe`` sends for ``pd.DataFrame(data, index=index, columns=columns)``: a ``pyarrow.Table``
-    converted once per server process for the same numbers and labels (Streamlit would convert it on every rerun,
-    and every student on the same sentence, head and token asks for the same tables), as Streamlit converts it."""
+    converted once per server process for the same numbers and labels (not on every rerun of every student)."""
     import pyarrow as pa
 
     columns_key = None if columns is None else tuple(map(str, columns))
@@ -75,8 +73,7 @@ def show_vectors(name: str, matrix: np.ndarray, row_labels: list[str], *, key: s
 
 
 def vector_table(matrix: np.ndarray, row_labels: list[str], dims: int | None = None):
-    """``[rows, d]`` as the table that is sent (:func:`frame_table`), rounded, with columns ``d0, d1, …`` (the first
-    ``dims`` only when given)."""
+    """``[rows, d]`` as the table that is sent (:func:`frame_table`), rounded, columns ``d0, d1, …`` (``dims``)."""
     matrix = np.atleast_2d(np.asarray(matrix, dtype=float))
     width = matrix.shape[1] if dims is None else min(dims, matrix.shape[1])
     return frame_table(rounded(matrix[:, :width]), row_labels, [f"d{j}" for j in range(width)])
@@ -128,6 +125,4 @@ def steps_csv(steps, key_labels: list[str]) -> bytes:
             "weight": steps.weights[0],
         }
     )
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False, float_format="%.8g")
-    return buf.getvalue().encode("utf-8")
+    return frame.to_csv(index=False, float_format="%.8g").encode("utf-8")
