@@ -1,13 +1,7 @@
-"""Long work on a page, written once: start → follow → collect, for every kind of job (Train live, fine-tuning,
-next-sentence prediction, Measure, Scaling's one more size, the induction run, Write more).
+"""Long work on a page, written once: start → follow → collect, for every kind of job.
 
-:func:`run_job` starts the job when its button was pressed (``start``: the page's ``*_start``), then shows it
-with :func:`follow` while it waits or runs, and returns its result once done (kept in the session under ``keep``,
-whatever the queue forgets later). While the job is queued or running, a fragment polls it (the rest of the page
-stays usable; the script thread never waits for the job): every :data:`POLL_S` seconds while it runs, every
-:data:`QUEUED_POLL_S` while it waits (its position moves only when a job ahead ends, and many waiting pages
-polling fast cost the other students' reruns). When the job starts, and when it ends, the whole page reruns once.
-Each poll is also the session's heartbeat. A failed or stopped job leaves one calm message.
+:func:`run_job` starts the job when its button was pressed, follows it while it waits or runs (a fragment polls it,
+slower while queued; the whole page reruns when it starts and ends) and returns its result once done.
 """
 
 from __future__ import annotations
@@ -38,18 +32,9 @@ def run_job(
     match: Hashable = None,
     extra: Extra | None = None,
 ) -> Any:
-    """Start (when ``start`` is given), follow and collect this session's job of ``kind``.
-
-    Args:
-        what: the work in a few words ("Fine-tuning"), the start of each message.
-        start: submits the job (the button was pressed); what it raises is shown, and nothing else.
-        keep: the session key that keeps the result (cleared on start).
-        match: only the job of this key belongs here (a measurement of another size does not); None: any.
-        extra: draws more of a running job (the curve so far), under its progress bar.
-
-    Returns:
-        The job's result once done (or kept from before), else None.
-    """
+    """Start (when ``start`` is given), follow and collect this session's job of ``kind``: its result once done (kept
+    under ``keep``), else None. ``match``: only the job of this key belongs here; ``extra`` draws more of a running
+    job under its progress bar."""
     if start is not None:
         if keep:
             st.session_state.pop(keep, None)
@@ -70,8 +55,7 @@ def run_job(
 
 
 def follow(kind: str, status: JobStatus, what: str, extra: Extra | None = None, pause: bool = False) -> None:
-    """Show this session's job of ``kind`` (its ``status`` from the page's run): why it failed or stopped, or a
-    polling view of it while it waits or runs, with Stop (and Pause/Resume when ``pause``)."""
+    """Why this session's job failed or stopped, or a polling view of it with Stop (and Pause/Resume)."""
     if status.status == "failed":
         show_error(status.error)
     elif status.status == "stopped":
@@ -90,7 +74,7 @@ def follow(kind: str, status: JobStatus, what: str, extra: Extra | None = None, 
 
 
 def show(kind: str, status: JobStatus, what: str, extra: Extra | None, pause: bool) -> None:
-    """One look at an active job: its place in the queue, or its progress and what ``extra`` draws; its buttons."""
+    """One look at an active job: its place in the queue, or its progress; its buttons."""
     if status.status == "queued":
         st.info(
             f"{what}: queued, position **{status.position}**, starts in about **{about(status.wait_s or 0)}**. "
