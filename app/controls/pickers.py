@@ -24,16 +24,16 @@ from engine.records import ModelCard
 from engine.text import UNKNOWN_WORDS_LEAD, quote_input
 
 
-def text_box(label: str = "Your text", height: int = 90) -> str:
+def text_box() -> str:
     """The shared sentence; returns its current value."""
     if hidden("text"):
         return current_text()
     # no max_chars: the browser would drop a longer paste silently; the engine cuts it with a notice instead
     st.text_area(
-        label,
+        "Your text",
         value=current_text(),
         key=K.text,
-        height=height,
+        height=90,
         **PERSIST,
         help="Any text; long input is cut at the token limit (Advanced), with a notice.",
     )
@@ -116,16 +116,11 @@ def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None
         text_box()
         long_text_button(max_tokens_limit)
     with right:
-        model_id, max_tokens, card = model_and_limit(max_tokens_limit, families)
+        model_id, max_tokens = pick_model(families), max_tokens_input(max_tokens_limit)
+        card = model_card(model_id)
     if card is not None:
         name_source(model_id, card)
     return model_id, max_tokens, card
-
-
-def model_and_limit(max_tokens_limit: int, families: frozenset[str] | None = None):
-    """The header's part that does not depend on the sentence (Explore's own fragment), as :func:`text_and_model`."""
-    model_id, max_tokens = pick_model(families), max_tokens_input(max_tokens_limit)
-    return model_id, max_tokens, model_card(model_id)
 
 
 def model_card(model_id: str) -> ModelCard | None:
@@ -231,22 +226,18 @@ def limit_hint(max_positions: int | None = None) -> str:
     return f" To read more of it, raise **{LIMIT_LABEL}** in **{LIMIT_EXPANDER}**, {LIMIT_PLACE}{most}."
 
 
-def unknown_words_hint(notice: str) -> str:
-    """Where to find sentences this model reads in full, after the unknown-words notice."""
-    if not notice.startswith(UNKNOWN_WORDS_LEAD):
-        return ""
-    return " See **Examples** and **Words this model knows**, next to the text box."
-
-
 def show_notices(trace, max_positions: int | None = None) -> None:
     """A trace's notices: truncation as a warning saying where the token limit is, the rest as info."""
     truncated = getattr(trace, "truncated", False)
     for i, notice in enumerate(trace.notices):
-        if truncated:
-            last = i == len(trace.notices) - 1
-            st.warning(md(notice) + unknown_words_hint(notice) + (limit_hint(max_positions) if last else ""))
+        if notice.startswith(UNKNOWN_WORDS_LEAD):  # where to find sentences this model reads in full
+            notice_md = md(notice) + " See **Examples** and **Words this model knows**, next to the text box."
         else:
-            st.info(md(notice) + unknown_words_hint(notice))
+            notice_md = md(notice)
+        if truncated:
+            st.warning(notice_md + (limit_hint(max_positions) if i == len(trace.notices) - 1 else ""))
+        else:
+            st.info(notice_md)
 
 
 def causal_toggle(model_id: str, default: bool) -> bool:

@@ -113,16 +113,10 @@ def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure
     return lean_template(ReadyFigure(theme.style(fig.to_dict(), look)))
 
 
-#: numpy dtype → plotly.js typed-array type (``bdata`` is the array's bytes, base64; the dtypes plotly.js reads)
+#: numpy dtype → plotly.js typed-array type ("int8" → "i1", "float32" → "f4": the dtypes plotly.js reads)
 _TYPED = {
-    "int8": "i1",
-    "uint8": "u1",
-    "int16": "i2",
-    "uint16": "u2",
-    "int32": "i4",
-    "uint32": "u4",
-    "float32": "f4",
-    "float64": "f8",
+    name: np.dtype(name).str[1:]
+    for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64")
 }
 _NOT_ARRAYS = frozenset({"geojson", "layer", "layers", "range"})  # keys Plotly's encoder leaves as they are
 _SCALARS = (str, int, float, bool, type(None))

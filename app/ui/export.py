@@ -59,12 +59,7 @@ def head_record(
     (q0, q1), (k0, k1) = region
     q_strings, k_strings = list(att.tokens.strings), list(att.key_tokens.strings)
     record: dict[str, Any] = {
-        "format": FORMAT,
-        "page": page,
-        "model_id": model_id,
-        "layer": int(layer),
-        "head": int(head),
-        "block": block,
+        **_head_fields(page, model_id, layer, head, block),
         "tokens": {"query": q_strings[q0:q1], "key": k_strings[k0:k1]},
         "positions": {"query": [q0, q1], "key": [k0, k1]},
         "settings": settings,
@@ -93,17 +88,23 @@ def head_record(
     return record
 
 
+def _head_fields(page: str, model_id: str, layer: int, head: int, block: str) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "page": page,
+        "model_id": model_id,
+        "layer": int(layer),
+        "head": int(head),
+        "block": block,
+    }
+
+
 def steps_record(
     *, model_id: str, att, layer: int, head: int, block: str, query: int, steps, settings: dict[str, Any], link: str
 ) -> dict[str, Any]:
     """One query token's steps (Step by step) as a JSON-ready record: the scores at every stage and the weights."""
     return {
-        "format": FORMAT,
-        "page": "step_by_step",
-        "model_id": model_id,
-        "layer": int(layer),
-        "head": int(head),
-        "block": block,
+        **_head_fields("step_by_step", model_id, layer, head, block),
         "query": int(query),
         "tokens": {"query": list(att.tokens.strings), "key": list(att.key_tokens.strings)},
         "scale": float(steps.scale),

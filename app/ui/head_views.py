@@ -15,7 +15,7 @@ import streamlit as st
 
 from app.state import K
 from app.ui import theme
-from app.ui.heatmap import colorscale_stops, label_margin
+from app.ui.heatmap import colorscale_stops, label_axis, label_margin
 
 GAP = 1  # empty cells between tiles
 
@@ -158,26 +158,11 @@ def model_view_spec(
             "clickmode": "event+select",
             "dragmode": False,
             **({"shapes": shapes} if shapes else {}),
-            "xaxis": {
-                "tickmode": "array",
-                "tickvals": xs.tolist(),
-                "ticktext": [f"H{h}" for h in range(n_heads)],
-                "side": "top",
-                "showgrid": False,
-                "zeroline": False,
-                "title": {"text": "head"},
-            },
-            "yaxis": {
-                "tickmode": "array",
-                "tickvals": ys.tolist(),
-                "ticktext": row_names,
-                "autorange": "reversed",
-                "showgrid": False,
-                "zeroline": False,
-                "title": {"text": "layer"},
-                "scaleanchor": "x",
-                "constrain": "domain",
-            },  # square tiles whatever the page width
+            "xaxis": label_axis("head", xs.tolist(), [f"H{h}" for h in range(n_heads)], side="top"),
+            # square tiles whatever the page width
+            "yaxis": label_axis(
+                "layer", ys.tolist(), row_names, autorange="reversed", scaleanchor="x", constrain="domain"
+            ),
         },
     }
 

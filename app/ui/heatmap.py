@@ -175,29 +175,16 @@ def map_spec(
             "height": side,
             "margin": {"l": margin_l, "r": margin_r, "t": 40 if title else 10, "b": 10},
             "plot_bgcolor": MASKED_COLOR,
-            "xaxis": {
-                "title": {"text": x_title},
-                "type": "category",
-                "tickmode": "array",
-                "tickvals": xv,
-                "ticktext": xt,
-                "tickangle": -90 if look.compact else -60,
-                "side": "top",
-                "showgrid": False,
-                "zeroline": False,
-            },
-            "yaxis": {
-                "title": {"text": y_title},
-                "type": "category",
-                "tickmode": "array",
-                "tickvals": yv,
-                "ticktext": yt,
-                "autorange": "reversed",
-                "showgrid": False,
-                "zeroline": False,
-            },
+            "xaxis": label_axis(x_title, xv, xt, type="category", tickangle=-90 if look.compact else -60, side="top"),
+            "yaxis": label_axis(y_title, yv, yt, type="category", autorange="reversed"),
         },
     }
+
+
+def label_axis(title: str, values: list, labels: list[str], **extra) -> dict:
+    """An axis that prints ``labels`` at ``values``, with no grid or zero line."""
+    axis = {"title": {"text": title}, "tickmode": "array", "tickvals": values, "ticktext": labels}
+    return {**axis, "showgrid": False, "zeroline": False, **extra}
 
 
 def attention_heatmap(
