@@ -1,8 +1,5 @@
-"""The sidebar under every page: "Share this view" and "Add this view to my lesson".
-
-:func:`share_slot` draws the box before the page; :func:`sync`, at the end of each full run and of each
-:func:`synced` fragment (whose rerun runs no entry point), writes the URL and fills the box with its link.
-"""
+"""The sidebar under every page: "Share this view" (filled by :func:`sync` at the end of each full run and of each
+:func:`synced` fragment, whose rerun runs no entry point) and "Add this view to my lesson"."""
 
 from __future__ import annotations
 

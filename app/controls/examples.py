@@ -1,8 +1,5 @@
-"""Curated example sentences per attention phenomenon, and the picker that puts one in the shared text box.
-
-Sets are keyed by model id (with the head measured there) or by family (any English, no head named); a
-closed-vocabulary model gets only sentences made of words it knows (tests/app/test_examples.py checks them).
-"""
+"""Curated example sentences per attention phenomenon, keyed by model id (with the head measured there) or family,
+and the picker that puts one in the shared text box."""
 
 from __future__ import annotations
 
@@ -204,12 +201,6 @@ def examples_for(model_id: str, family: str, vocab: tuple[str, ...] | None) -> t
     return family, EXAMPLES.get(family, ())
 
 
-def where_to_look(example: Example) -> str:
-    """The caption under the picker: the head to open and what to see there."""
-    head = f"Look at **layer {example.layer} head {example.head}**. " if example.layer is not None else ""
-    return head + example.look
-
-
 def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
     """on_change of the picker: the sentence into the text box, a measured head opened."""
     index = st.session_state.get(key)
@@ -275,5 +266,6 @@ def _hint(set_name: str, examples) -> None:
     applied = st.session_state.get(Examples.applied)
     if applied and applied[0] == set_name and applied[1] < len(examples):
         example = examples[applied[1]]
-        if example.text == current_text():
-            st.caption(where_to_look(example))
+        if example.text == current_text():  # the head to open, and what to see there
+            head = f"Look at **layer {example.layer} head {example.head}**. " if example.layer is not None else ""
+            st.caption(head + example.look)

@@ -1,8 +1,5 @@
-"""Long work on a page, written once: start → follow → collect, for every kind of job.
-
-:func:`run_job` starts the job when its button was pressed, follows it while it waits or runs (a fragment polls it,
-slower while queued; the whole page reruns when it starts and ends) and returns its result once done.
-"""
+"""Long work on a page, written once for every kind of job: start → follow (a fragment polls it, slower while
+queued; the page reruns when it starts and ends) → collect."""
 
 from __future__ import annotations
 

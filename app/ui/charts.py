@@ -1,8 +1,5 @@
-"""``show_chart``: the one way pages put a Plotly figure on screen, themed and with a PNG/SVG download.
-
-A figure becomes its JSON dict once, themed as a dict and wrapped in a read-only :class:`ReadyFigure` (Plotly's
-validated ``update_*`` calls cost far more), so one shared figure can be sent to every session.
-"""
+"""``show_chart``: the one way pages put a Plotly figure on screen, themed and with a PNG/SVG download. A figure is
+themed as its JSON dict, once, in a read-only :class:`ReadyFigure` that may be sent to every session."""
 
 from __future__ import annotations
 

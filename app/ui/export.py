@@ -1,8 +1,5 @@
-"""The numbers behind the current view as JSON (tokens, model, head, exact weights, settings, a link back).
-
-:func:`json_button` builds the record only on a click, outside the script run: closures hold plain data and the
-cached trace, never session state.
-"""
+"""The numbers behind the current view as JSON, built only on a click (:func:`json_button`), outside the script run:
+closures hold plain data and the cached trace, never session state."""
 
 from __future__ import annotations
 

@@ -24,7 +24,6 @@ MESSAGE = (
 
 
 Level = Literal["info", "warning", "error"]
-ICONS = {"info": ":material/info:", "warning": ":material/warning:", "error": ":material/error:"}
 
 
 def plain_error(problem: BaseException | str) -> str:
@@ -39,7 +38,7 @@ def show_error(problem: BaseException | str, *, before: str = "", level: Level |
     engine error or a message (the user can change something), an error for any other exception."""
     if level is None:
         level = "error" if isinstance(problem, BaseException) and not isinstance(problem, EngineError) else "warning"
-    getattr(st, level)(before + md(plain_error(problem)), icon=ICONS[level])
+    getattr(st, level)(before + md(plain_error(problem)), icon=f":material/{level}:")
 
 
 def attempt(work: Callable[[], T], spinner: str = "") -> T | None:

@@ -1,8 +1,5 @@
-"""Whole-model head views: every layer × head in one plot, and one layer's heads as one picture.
-
-The model view is one heatmap of the mosaic (or one per tile), every cell a whole percent of its head's maximum in
-one byte; an invisible marker at each tile's centre makes a click select that head. Explore's grid is a palette PNG.
-"""
+"""Whole-model head views: every layer × head in one plot (each cell a whole percent of its head's maximum, a click
+on a tile's marker selects the head), and one layer's heads as one palette PNG (Explore's grid)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Every page's heatmap of attention weights, as a compact plain dict (``map_spec``).
-
-Values travel as one float32 array (blocked cells NaN, drawn grey) on categorical axes; long inputs arrive pooled
-(``app.ui.map_data``). Scales: ``linear``, ``log`` (stops by powers of ten) and ``row`` (already row-scaled).
-Token text is escaped: Plotly reads a subset of HTML in labels.
-"""
+"""Every page's heatmap of attention weights, as a compact plain dict (``map_spec``): one float32 array (blocked
+cells NaN, drawn grey) on categorical axes, token text escaped (Plotly reads a subset of HTML in labels)."""
 
 from __future__ import annotations
 

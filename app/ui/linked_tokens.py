@@ -1,8 +1,5 @@
-"""Linked tokens: pick a token once and every attention map outlines its row and its column.
-
-The position lives in ``Look.focus`` (also the ``focus`` URL parameter), so it follows the user across pages;
-:func:`outline` frames it through the map's block edges (pooled and zoomed maps too).
-"""
+"""Linked tokens: pick a token once (``Look.focus``, kept across pages) and every attention map outlines its row and
+its column, through the map's block edges (pooled and zoomed maps too)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Display settings of the pages that draw one head large: colour scale, what a cell shows, hidden sinks, zoom.
-
-Inputs longer than the overview get a zoom: a range slider per axis with two number boxes (a slider over 16,384
-tokens moves ~60 a pixel). :func:`map_controls` returns a :class:`~app.ui.map_data.MapView`.
-"""
+"""Display settings of the pages that draw one head large (colour scale, what a cell shows, hidden sinks) and, for
+a long input, a zoom: a range slider per axis with number boxes. :func:`map_controls` returns a ``MapView``."""
 
 from __future__ import annotations
 

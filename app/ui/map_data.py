@@ -1,8 +1,5 @@
-"""What one attention map shows: exact cells for short inputs, block maxima of the exact pattern for long ones.
-
-``head_map`` turns a head and a :class:`MapView` into a :class:`MapData` of at most ``size`` × ``size`` cells (the
-engine pools from Q and K, never the n×n matrix). Hidden sink columns are dropped without renormalising. Pure numpy.
-"""
+"""What one attention map shows (pure numpy): exact cells for short inputs, block maxima of the exact pattern for
+long ones (pooled by the engine from Q and K, never the n×n matrix); hidden sinks are not renormalised."""
 
 from __future__ import annotations
 

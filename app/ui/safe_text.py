@@ -1,8 +1,5 @@
-"""User text shown literally in Streamlit's markdown (which makes links, images and maths of typed text).
-
-:func:`quoted`: the user's own input as an inline code span, cut to ~80 characters. :func:`md`: every ASCII
-punctuation escaped, one line, and a WORD JOINER inside ``http:``, ``www.`` and ``@`` so GFM autolinks nothing.
-"""
+"""User text shown literally in Streamlit's markdown (which makes links, images and maths of typed text):
+:func:`quoted` as an inline code span, :func:`md` with every punctuation escaped and no autolink."""
 
 from __future__ import annotations
 
@@ -21,7 +18,8 @@ FSI, PDI = "\u2068", "\u2069"  # FIRST STRONG ISOLATE, POP DIRECTIONAL ISOLATE: 
 
 
 def md(text: object) -> str:
-    """``text`` as markdown that displays exactly ``text`` (on one line) and makes no link."""
+    """``text`` as markdown that displays exactly ``text`` on one line: ASCII punctuation escaped, and a WORD JOINER
+    inside ``http:``, ``www.`` and ``@`` so GFM autolinks nothing."""
     flat = " ".join(str(text).splitlines())
     flat = _AUTOLINK.sub(lambda m: (m.group(0) or "") + JOINER, flat)
     return _PUNCT.sub(r"\\\1", flat)

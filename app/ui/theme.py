@@ -90,15 +90,9 @@ PRESENTER_GRID_OFF_PX = 260
 PRESENTER_MAP_ROWS_PX = 720 - PRESENTER_MAP_OFF_PX - 230
 
 
-def _flag(value: Any) -> bool:
-    if isinstance(value, (list, tuple)):
-        value = value[-1] if value else ""
-    return str(value).strip().lower() in {"1", "true", "yes", "on"}
-
-
 def presenting_link() -> bool:
     """True when this run's URL says ``?present=1``."""
-    return _flag(st.query_params.get(Look.present, ""))
+    return st.query_params.get(Look.present, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _session(key: str, default: Any) -> Any:
