@@ -17,7 +17,6 @@ from app.ui.clicks import once
 from app.ui.guard import busy, show_error
 from app.ui.safe_text import md, quoted
 from app.views.explore.keys import Explore
-from app.views.heads.keys import Heads
 from engine.corpora.stories import generate_stories
 from engine.families import hub_labels, text_families
 from engine.records import ModelCard
@@ -108,7 +107,7 @@ def typed_model_field(key: str, title: str, example: str, families_help: str, hi
     return (st.session_state.get(key) or "").strip()
 
 
-def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None):
+def text_and_model(max_tokens_limit: int):
     """The header of the text pages: the sentence, the model and token limit, then the load; returns
     ``(model_id, max_tokens, card)``, ``card`` None when the model could not be loaded (the message is shown)."""
     left, right = st.columns([3, 2])
@@ -116,7 +115,7 @@ def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None
         text_box()
         long_text_button(max_tokens_limit)
     with right:
-        model_id, max_tokens = pick_model(families), max_tokens_input(max_tokens_limit)
+        model_id, max_tokens = pick_model(), max_tokens_input(max_tokens_limit)
         card = model_card(model_id)
     if card is not None:
         name_source(model_id, card)
@@ -184,7 +183,7 @@ def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def pick_block(blocks: list[str], key: str = Heads.block) -> str:
+def pick_block(blocks: list[str], key: str) -> str:
     """The attention block to show among ``blocks`` (no widget for one block)."""
     if len(blocks) <= 1:
         return blocks[0] if blocks else "self"

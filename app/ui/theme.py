@@ -12,7 +12,7 @@ import contextvars
 import copy
 import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.colors
@@ -22,10 +22,6 @@ from app.state import Look, choose, default_from
 
 PHONE_WORDS = ("iphone", "android", "mobile", "ipod", "windows phone")  # User-Agents of phones (and small tablets)
 DOWNLOAD_FORMATS = ("png", "svg")
-
-
-def _scale(name: str) -> tuple[str, ...]:
-    return tuple(getattr(plotly.colors.sequential, name))
 
 
 @dataclass(frozen=True)
@@ -41,12 +37,16 @@ class Theme:
     title_px: int = 16
     legend_px: int = 13
     colorscale: str = "Blues"
-    colors: tuple[str, ...] = field(default_factory=lambda: _scale("Blues"))
     overlay_opacity: float = 0.85
     label_px: int = 15
     stack: bool = False
     css: str = ""
     compact: bool = False
+
+    @property
+    def colors(self) -> tuple[str, ...]:
+        """The colour stops of ``colorscale``, read from the installed plotly."""
+        return tuple(getattr(plotly.colors.sequential, self.colorscale))
 
 
 #: a tick label's average character width, in font sizes (Source Sans): what margin estimates count per character
@@ -74,7 +74,6 @@ PRESENTER = Theme(
     title_px=26,
     legend_px=18,
     colorscale="Cividis",
-    colors=_scale("Cividis"),
     overlay_opacity=0.9,
     label_px=24,
     stack=True,

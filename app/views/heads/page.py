@@ -245,7 +245,7 @@ def heads_panel(request: TraceRequest, family: str) -> None:
         # presenter mode: one row of layer, head, block and a popover with the token pills
         controls = st.columns([1, 1, 2, 1] if presenting() else [1, 1, 2], vertical_alignment="bottom")
         with controls[2]:
-            block = pick_block(list(trace.attention_blocks()))
+            block = pick_block(list(trace.attention_blocks()), key=Heads.block)
         try:
             attention = attention_block(trace, block)
         except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
