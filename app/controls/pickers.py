@@ -170,9 +170,9 @@ def open_head(layer: int, head: int) -> None:
     st.session_state[K.layer], st.session_state[K.head] = layer, head
 
 
-def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
-    """Layer and head selectboxes (shared keys, clamped to this model's size first)."""
-    left, right = columns if columns is not None else st.columns(2)
+def layer_head(n_layers: int, n_heads: int, columns) -> tuple[int, int]:
+    """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first)."""
+    left, right = columns
     layer, head = clamp(K.layer, 0, n_layers - 1), clamp(K.head, 0, n_heads - 1)
     if not hidden("layer"):
         with left:
