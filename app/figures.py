@@ -1,5 +1,5 @@
-"""Figures built once per server process and sent to every session that asks for the same view and theme: the
-builders and themes of ``app.ui`` (render-only) meet the runtime's figure cache (``caches.FIGURES``) here."""
+"""Figures built once per server process for every session asking for the same view and theme: ``app.ui``'s
+builders meet the runtime's figure cache here."""
 
 from __future__ import annotations
 
@@ -15,17 +15,13 @@ from app.ui.charts import ReadyFigure, content_key, ready
 
 
 def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFigure:
-    """The figure of ``view`` in this session's theme, built by ``build()`` once per server process: ``view`` must
-    name everything the figure shows (the request key, the map's view, the title). Every session asking for the same
-    view and theme gets this one read-only figure; per-session marks go on top (``charts.with_shapes``)."""
+    """The read-only figure of ``view`` (naming everything it shows) in this session's theme, built once per process."""
     look = theme.current()
     return shared_figure(view + (look.name,), lambda: ready(build(), look))
 
 
 def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
-    """The PNG ``build()`` returns as a ``data:`` URL, built once per process and theme as :func:`shared_chart`.
-    ``st.image`` passes a ``data:`` URL on as it is (PNG bytes it would open, hash and store per session on every
-    run), and an unchanged picture reaches the browser as a reference to its cached message."""
+    """The PNG ``build()`` returns as a ``data:`` URL (``st.image`` passes it on unhashed), built as :func:`shared_chart`."""
 
     def encoded() -> str:
         return "data:image/png;base64," + base64.b64encode(build()).decode("ascii")
@@ -34,8 +30,6 @@ def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
 
 
 def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:
-    """``build(*args, **kwargs)`` through :func:`shared_chart`, keyed by the builder and its arguments' content
-    (``charts.content_key``): for figures of numbers a page computed. ``build`` must depend on its arguments and
-    the theme only and return a figure nobody changes afterwards."""
+    """``build(*args, **kwargs)`` through :func:`shared_chart`, keyed by the builder and its arguments' content."""
     view = (build.__module__, build.__qualname__, content_key(args), content_key(tuple(sorted(kwargs.items()))))
     return shared_chart(view, lambda: build(*args, **kwargs))

@@ -1,12 +1,6 @@
-"""The ``attention-playground`` command (``pip install -e .``, also ``python -m app``): ``streamlit run
-app/streamlit_app.py [streamlit args]`` from any directory. Streamlit reads ``.streamlit/config.toml`` (no
-tracebacks for students, no file watcher) from where it runs, so in a checkout that has one the app runs from its
-root. Extra arguments go to ``streamlit run`` unchanged (``attention-playground --server.port 8502``).
-
-Before Streamlit starts, a child process traces the landing page's sentence (:mod:`engine.prefetch`): it imports
-torch and loads the model on the second core while the server starts. ``AP_PREFETCH=0`` turns it off; a machine
-with one core never starts it.
-"""
+"""The ``attention-playground`` command: ``streamlit run app/streamlit_app.py [args]`` from the checkout's root
+(where ``.streamlit/config.toml`` is read). Before Streamlit starts, a child process traces the landing page's
+sentence on a second core (:mod:`engine.prefetch`; ``AP_PREFETCH=0`` turns it off)."""
 
 from __future__ import annotations
 
@@ -21,7 +15,6 @@ CONFIG = ROOT / ".streamlit" / "config.toml"
 
 
 def streamlit_argv(args: Sequence[str]) -> list[str]:
-    """The ``streamlit`` command line that runs the app with ``args`` passed through."""
     return ["streamlit", "run", str(ENTRY_POINT), *args]
 
 
@@ -29,7 +22,7 @@ PREFETCH_ENV = "AP_PREFETCH"
 
 
 def prefetch_on(environ=None) -> bool:
-    """The server admin's ``AP_PREFETCH`` (default on; ``0``, ``off``, ``false`` or ``no`` turn it off)."""
+    """The server admin's ``AP_PREFETCH`` (default on)."""
     from engine.policy import OFF_WORDS
 
     env = os.environ if environ is None else environ
@@ -37,13 +30,12 @@ def prefetch_on(environ=None) -> bool:
 
 
 def prefetch_wanted(environ=None) -> bool:
-    """Whether to start the first trace in a child process: not turned off, and two cores or more."""
+    """Prefetch on, and two cores or more."""
     return prefetch_on(environ) and (os.cpu_count() or 1) > 1
 
 
 def start_prefetch() -> None:
-    """Start the child first (its imports are the long part), then send it the landing page's request
-    (:func:`app.state.landing_request`, read after the start because it imports Streamlit)."""
+    """Start the child first (its imports are the long part), then send it the landing page's request."""
     from engine import prefetch
 
     early = prefetch.start()
@@ -53,7 +45,7 @@ def start_prefetch() -> None:
 
 
 def main(args: Sequence[str] | None = None) -> None:
-    """Run the app through Streamlit's own command line (it exits the process when the server stops)."""
+    """Run the app through Streamlit's own command line."""
     if CONFIG.is_file():
         os.chdir(ROOT)
     if prefetch_wanted():

@@ -1,10 +1,5 @@
-"""The one place a link to a view is made: the Share box, the JSON exports, presenter links and lessons.
-
-A view's link is the page's address as the browser sees it (``st.context.url``, right behind a proxy too) with the
-view's parameters (:mod:`app.url_params`) as its query string; relative (``/page?…``) outside a browser (AppTest).
-A lesson's link opens another page inside the running session (``st.page_link`` keeps session state):
-:func:`open_page`, its parameters written by the same :func:`query` rule.
-"""
+"""The one place a link to a view is made: the browser's address (``st.context.url``; relative outside a browser)
+with the view's parameters as its query string. :func:`open_page` opens another page in this session."""
 
 from __future__ import annotations
 
@@ -31,10 +26,7 @@ def query(params: Mapping[str, object]) -> dict[str, str | list[str]]:
 
 
 def page_link(base_url: str | None, params: Mapping[str, object], page_path: str = "") -> str:
-    """The link that opens a view: ``base_url`` (the browser's address, or a link made here; its query and fragment
-    dropped) with ``params`` (:func:`query`); None outside a browser: a relative link to ``page_path``.
-    ``page_link("http://host:8501/explore?x=1", {"layer": 2, "present": True})`` →
-    ``"http://host:8501/explore?layer=2&present=1"``."""
+    """``base_url`` (its query dropped; None: a relative link to ``page_path``) with ``params`` as its query."""
     if base_url:
         parts = urlsplit(base_url)
         base = urlunsplit((parts.scheme, parts.netloc, parts.path or "/", "", ""))
@@ -45,7 +37,6 @@ def page_link(base_url: str | None, params: Mapping[str, object], page_path: str
 
 
 def browser_address() -> str | None:
-    """The page's address in the browser (``st.context.url``), None where there is none (AppTest, a bare run)."""
     try:
         return st.context.url or None
     except Exception:  # noqa: BLE001 — Streamlit's context outside a script run, whatever it raises: none
@@ -53,15 +44,12 @@ def browser_address() -> str | None:
 
 
 def current_link(page_path: str, params: Mapping[str, object] | None = None) -> str:
-    """:func:`page_link` of the view on screen: the browser's address and ``params`` (default: the page's own
-    link parameters, :func:`app.url_state.page_params`, the same link the Share box gives)."""
+    """:func:`page_link` of the view on screen (``params`` default: the page's own link parameters)."""
     return page_link(browser_address(), page_params() if params is None else params, page_path)
 
 
 def app_link(page_path: str, params: Mapping[str, object]) -> str:
-    """A link to another page of the app (``page_path`` as in its URL, ``""`` for the first page) with ``params``:
-    the browser's address with its last path part replaced (a server under a path prefix keeps it), e.g. the Class
-    page's join link (``app_link("", {"room": code})`` → ``http://host:8501/?room=CODE``)."""
+    """A link to another page of the app (``""``: the first) with ``params``; a server's path prefix is kept."""
     here = browser_address()
     if not here:
         return page_link(None, params, page_path)

@@ -1,9 +1,5 @@
-"""The app's pages, in the sidebar's order: made once per server process, copied for every run.
-
-``st.Page(path)`` resolves its file on disk (``realpath``, a ``stat`` of each part) each time it is made, and the
-entry point runs on every rerun. Each run gets a shallow copy of the pages made once: a copy carries the run's own
-"may be run" flag, which ``st.navigation`` sets, so two sessions running at once never share one.
-"""
+"""The app's pages, in the sidebar's order: made once per server process (``st.Page`` resolves its file on disk),
+shallow-copied for every run (``st.navigation`` marks the run's copies)."""
 
 from __future__ import annotations
 
@@ -13,13 +9,10 @@ from pathlib import Path
 
 import streamlit as st
 
-# A page is a folder of app/views/ (its page.py the script), not of app/pages/: a pages/ folder beside the
-# entry point switches on Streamlit's automatic multipage discovery, which served a deep link on a fresh server
-# as a bare script (no navigation, no shared state). tests/e2e/test_deep_links_e2e.py pins this.
+# Not app/pages/: that would switch on Streamlit's automatic multipage discovery (tests/e2e/test_deep_links_e2e.py).
 VIEWS = Path(__file__).resolve().parent / "views"
 
-#: (page id: its folder in app/views + ".py", as lesson files name it; title, icon); the first is the default page.
-#: The folder's name is the page's URL path (``/heads``).
+#: (page id: its folder in app/views + ".py", the URL path without it; title, icon); the first is the default page
 PAGES: tuple[tuple[str, str, str], ...] = (
     ("explore.py", "Explore", ":material/grid_on:"),
     ("lessons.py", "Lessons", ":material/cast_for_education:"),
@@ -42,7 +35,6 @@ _lock = threading.Lock()
 
 
 def _pages() -> list[st.Page]:
-    """The pages made once per process (never handed to ``st.navigation``: it marks the run's copies)."""
     with _lock:
         if not _made:
             _made.extend(
@@ -58,7 +50,7 @@ def script(file: str) -> Path:
 
 
 def page_name(page: st.Page) -> str:
-    """A page's folder name in app/views/ (the URL parameters' page names); the default page's ``url_path`` is ""."""
+    """A page's folder name in app/views/ (the URL parameters' page names)."""
     source = getattr(page, "_page", None)  # st.Page keeps the path it was given: app/views/<page>/page.py
     return Path(source).parent.name if isinstance(source, (str, Path)) else page.url_path or "explore"
 
@@ -69,8 +61,7 @@ def pages() -> list[st.Page]:
 
 
 def page(file: str) -> st.Page | None:
-    """The page of ``file`` (``"explore.py"``), or None for a file that is not one: for ``st.page_link``, which
-    given a path would resolve it on disk on every rerun."""
+    """The page of ``file`` (``"explore.py"``) for ``st.page_link``, or None."""
     for (name, _title, _icon), made in zip(PAGES, _pages(), strict=True):
         if name == file:
             return made

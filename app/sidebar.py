@@ -1,12 +1,5 @@
-"""What the sidebar shows on every page after the page's own controls: "Share this view" (the link of the view on
-screen, a copy button, a QR code, an offline copy) and "Add this view to my lesson".
-
-:func:`share_slot` draws the box once per full run, before the page; :func:`sync`, at the end of each full run and
-of each :func:`synced` fragment, writes the URL and fills the box with its link. A fragment's rerun (Explore's
-sentence panel: a new sentence, layer or head) runs neither the entry point nor the page, so without its own
-``sync`` the link would keep the old layer. A fragment may write to a container made outside it only if it wrote
-there in the last full run, which its ``sync`` does.
-"""
+"""The sidebar under every page: "Share this view" (filled by :func:`sync` at the end of each full run and of each
+:func:`synced` fragment, whose rerun runs no entry point) and "Add this view to my lesson"."""
 
 from __future__ import annotations
 
@@ -27,7 +20,7 @@ from app.views.lessons.offline_pack import view_pack_buttons
 
 
 def share_slot() -> None:
-    """The "Share this view" box and "Add this view to my lesson" under it; the placeholder :func:`sync` fills."""
+    """The "Share this view" box and "Add this view to my lesson" under it."""
     box = share_options()
     add_view_box()
     slot = None
@@ -40,8 +33,7 @@ def share_slot() -> None:
 
 
 def sync() -> None:
-    """Write the page's values to the URL and fill the share box with its link: inside a fragment always, else once
-    per full run and link (the page's fragment usually drew the same link already)."""
+    """Write the page's values to the URL and fill the share box: in a fragment always, else once per run and link."""
     params = url_state.write()
     slot = st.session_state.get(Url.slot)
     if slot is None:
@@ -58,9 +50,8 @@ _nesting = threading.local()  # per script thread: how many synced fragments are
 
 
 def synced(fragment: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a fragment's function (under ``@st.fragment``) so that its reruns update the link too. Fragments nest
-    (Explore: the sentence panel inside the model panel): in a fragment's rerun only the outermost one running
-    writes the link, once, at its end; in a full run every fragment writes it (to keep its right to the box)."""
+    """Decorate a fragment's function so its reruns update the link too: in a fragment's rerun only the outermost one
+    writes it; in a full run every fragment does (to keep its right to the box)."""
 
     @functools.wraps(fragment)
     def run(*args, **kwargs):

@@ -1,13 +1,5 @@
-"""Curated example sentences per attention phenomenon, and the picker that puts one in the shared text box.
-
-A teacher needs a sentence that *shows* something (a pronoun that refers back, a repeated phrase, a
-sink token) and the head where it shows; a closed-vocabulary model (our stories GPT, the translator, a
-model trained on the Train page) also needs sentences made only of words it knows, or it reads
-``<unk>``. The example sets live here, keyed by model id (with the layer and head measured on that
-model) or by family (open tokenizers: any English works, no head is named since none was measured).
-tests/app/test_examples.py checks every stories and translator example against the engine's
-tokenization (no ``<unk>``) and that each named head exists.
-"""
+"""Curated example sentences per attention phenomenon, keyed by model id (with the head measured there) or family,
+and the picker that puts one in the shared text box."""
 
 from __future__ import annotations
 
@@ -28,14 +20,7 @@ class Examples:
 
 @dataclass(frozen=True)
 class Example:
-    """One curated sentence.
-
-    Attributes:
-        phenomenon: what it shows (the picker's label starts with it).
-        text: the sentence put in the shared text box.
-        look: what to look at, shown under the picker once chosen.
-        layer, head: the head where it shows on the model this set is keyed by (None: no head named).
-    """
+    """One curated sentence: what it shows, the text, what to look at, and the head where it shows (None: none)."""
 
     phenomenon: str
     text: str
@@ -203,8 +188,8 @@ WORD_LEVEL_SETS = ("tiny-gpt-stories", "tiny-translator")
 
 
 def examples_for(model_id: str, family: str, vocab: tuple[str, ...] | None) -> tuple[str, tuple[Example, ...]]:
-    """``(set name, examples)`` for a model: its own set, else (closed vocabulary) the word-level examples
-    made only of words it knows, else its family's English examples."""
+    """``(set name, examples)``: the model's own set, else (closed vocabulary) the word-level examples it reads, else
+    its family's."""
     if model_id in EXAMPLES:
         return model_id, EXAMPLES[model_id]
     if vocab is not None:
@@ -216,14 +201,8 @@ def examples_for(model_id: str, family: str, vocab: tuple[str, ...] | None) -> t
     return family, EXAMPLES.get(family, ())
 
 
-def where_to_look(example: Example) -> str:
-    """The caption under the picker: the head to open (when one was measured) and what to see there."""
-    head = f"Look at **layer {example.layer} head {example.head}**. " if example.layer is not None else ""
-    return head + example.look
-
-
 def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
-    """on_change of the picker: the sentence goes into the shared text box; a measured head is opened."""
+    """on_change of the picker: the sentence into the text box, a measured head opened."""
     index = st.session_state.get(key)
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(examples):
         return  # cleared, or a value the picker never offered (forged)
@@ -236,7 +215,7 @@ def _use(set_name: str, examples: tuple[Example, ...], key: str) -> None:
 
 
 def _examples(model_id: str, card):
-    """``(set_name, examples, vocab)`` for the model: its example set and, for a closed vocabulary, its words."""
+    """``(set_name, examples, vocab)`` for the model (``vocab`` None for an open tokenizer)."""
     try:
         vocab = model_vocabulary(model_id)
     except Exception:  # noqa: BLE001 — the picker is a help; the page reports loading errors itself
@@ -246,17 +225,9 @@ def _examples(model_id: str, card):
 
 
 def examples_picker(model_id: str, card, hint: bool = True) -> None:
-    """The Examples picker for the chosen model and, for a closed vocabulary, the words it knows.
-
-    Args:
-        model_id: the model shown (its own example set when there is one).
-        card: its :class:`engine.types.ModelCard` (the family picks the fallback set).
-        hint: also say under the picker where to look for the example in the box (:func:`example_hint`);
-            False where the page draws that hint with the sentence (Explore: the picker is not redrawn
-            when the sentence changes).
-    """
+    """The Examples picker for the model and, for a closed vocabulary, the words it knows; ``hint``: also where to
+    look (False where the page draws :func:`example_hint` itself)."""
     set_name, examples, vocab = _examples(model_id, card)
-    # columns only when the word list sits beside the picker: three layout blocks less on every run of the page
     left, right = st.columns([3, 2]) if vocab is not None else (contextlib.nullcontext(), None)
     if examples:
         key = f"examples_{set_name}"
@@ -284,8 +255,8 @@ def examples_picker(model_id: str, card, hint: bool = True) -> None:
 
 
 def example_hint(model_id: str, card) -> None:
-    """Where to look, while the box still holds the example last picked (nothing once the sentence is changed)."""
-    if not st.session_state.get(Examples.applied):  # no example picked yet: nothing to look up
+    """Where to look, while the box still holds the example last picked."""
+    if not st.session_state.get(Examples.applied):
         return
     set_name, examples, _ = _examples(model_id, card)
     _hint(set_name, examples)
@@ -295,5 +266,6 @@ def _hint(set_name: str, examples) -> None:
     applied = st.session_state.get(Examples.applied)
     if applied and applied[0] == set_name and applied[1] < len(examples):
         example = examples[applied[1]]
-        if example.text == current_text():
-            st.caption(where_to_look(example))
+        if example.text == current_text():  # the head to open, and what to see there
+            head = f"Look at **layer {example.layer} head {example.head}**. " if example.layer is not None else ""
+            st.caption(head + example.look)

@@ -1,10 +1,5 @@
-"""Long work on a page, written once: start → follow → collect, for every kind of job.
-
-:func:`run_job` starts the job when its button was pressed, follows it while it waits or runs, and returns its
-result once done (kept in the session under ``keep``). While the job is active a fragment polls it (the script
-thread never waits): every :data:`POLL_S` seconds while it runs, :data:`QUEUED_POLL_S` while it waits; the whole
-page reruns once when it starts and when it ends. A failed or stopped job leaves one calm message.
-"""
+"""Long work on a page, written once for every kind of job: start → follow (a fragment polls it, slower while
+queued; the page reruns when it starts and ends) → collect."""
 
 from __future__ import annotations
 
@@ -34,10 +29,9 @@ def run_job(
     match: Hashable = None,
     extra: Extra | None = None,
 ) -> Any:
-    """Start (``start``: the pressed button's submit; what it raises is shown), follow and collect this session's
-    job of ``kind``; its result once done (or kept from before), else None. ``what`` ("Fine-tuning") starts each
-    message, ``keep`` is the session key that keeps the result (cleared on start), ``match`` the only job key that
-    belongs here (None: any), ``extra`` draws more of a running job under its progress bar."""
+    """Start (when ``start`` is given), follow and collect this session's job of ``kind``: its result once done (kept
+    under ``keep``), else None. ``match``: only the job of this key belongs here; ``extra`` draws more of a running
+    job under its progress bar."""
     if start is not None:
         if keep:
             st.session_state.pop(keep, None)
@@ -58,8 +52,7 @@ def run_job(
 
 
 def follow(kind: str, status: JobStatus, what: str, extra: Extra | None = None, pause: bool = False) -> None:
-    """Show this session's job of ``kind`` (its ``status`` from the page's run): why it failed or stopped, or a
-    polling view of it while it waits or runs, with Stop (and Pause/Resume when ``pause``)."""
+    """Why this session's job failed or stopped, or a polling view of it with Stop (and Pause/Resume)."""
     if status.status == "failed":
         show_error(status.error)
     elif status.status == "stopped":
@@ -78,7 +71,7 @@ def follow(kind: str, status: JobStatus, what: str, extra: Extra | None = None, 
 
 
 def show(kind: str, status: JobStatus, what: str, extra: Extra | None, pause: bool) -> None:
-    """One look at an active job: its place in the queue, or its progress and what ``extra`` draws; its buttons."""
+    """One look at an active job: its place in the queue, or its progress; its buttons."""
     if status.status == "queued":
         st.info(
             f"{what}: queued, position **{status.position}**, starts in about **{about(status.wait_s or 0)}**. "

@@ -1,9 +1,5 @@
-"""Widgets shared by the text pages (Explore, Step by step, Heads, …): the sentence, the model, layer/head.
-
-They write the shared keys (``app.state.K``), so what a user picked on one page is there on the next. A link's
-``hide=`` (``app.state.hidden``) leaves a control out; its value then comes from the link and is checked here as a
-widget's would be.
-"""
+"""Widgets shared by the text pages: the sentence, the model, layer/head. They write the shared keys
+(``app.state.K``); a link's ``hide=`` leaves a control out, its value then checked here as a widget's would be."""
 
 from __future__ import annotations
 
@@ -21,23 +17,22 @@ from app.ui.clicks import once
 from app.ui.guard import busy, show_error
 from app.ui.safe_text import md, quoted
 from app.views.explore.keys import Explore
-from app.views.heads.keys import Heads
 from engine.corpora.stories import generate_stories
 from engine.families import hub_labels, text_families
 from engine.records import ModelCard
 from engine.text import UNKNOWN_WORDS_LEAD, quote_input
 
 
-def text_box(label: str = "Your text", height: int = 90) -> str:
-    """The shared sentence (carried in the URL by app.url_state); returns its current value."""
+def text_box() -> str:
+    """The shared sentence; returns its current value."""
     if hidden("text"):
         return current_text()
     # no max_chars: the browser would drop a longer paste silently; the engine cuts it with a notice instead
     st.text_area(
-        label,
+        "Your text",
         value=current_text(),
         key=K.text,
-        height=height,
+        height=90,
         **PERSIST,
         help="Any text; long input is cut at the token limit (Advanced), with a notice.",
     )
@@ -47,32 +42,20 @@ def text_box(label: str = "Your text", height: int = 90) -> str:
 LONG_EXAMPLE_STORIES = 900  # generated children's stories: ~80,000 characters, over 16,384 GPT-2 tokens
 
 
-def long_example_text() -> str:
-    """A long text to try long inputs with: generated stories (the same every time, no download)."""
-    return "\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026))
-
-
 def use_text(text: str) -> None:
-    """Make ``text`` the shared sentence of the text pages (an example, a long story, a trained model's probe);
-    call it before :func:`text_box` draws the box (a callback, or before switching page)."""
+    """Make ``text`` the shared sentence (before :func:`text_box` draws the box)."""
     st.session_state[K.text] = text
 
 
 def _use_long_example(limit: int) -> None:
-    """on_click of "Try a long text": the sentence becomes a long story and the token limit its maximum."""
-    use_text(long_example_text())
+    """on_click of "Try a long text": generated stories (the same every time) and the largest token limit."""
+    use_text("\n".join(generate_stories(LONG_EXAMPLE_STORIES, seed=2026)))
     st.session_state[K.max_tokens] = limit
 
 
 def pick_model(families: frozenset[str] | None = None) -> str:
-    """The model picker (offline models first) and a field for any Hub id or local folder.
-
-    Args:
-        families: the catalog families offered; None: those the text pages draw (the family table's
-            :func:`engine.families.text_families`; ViTs and RNNs have pages of their own).
-
-    Returns the id to load: the typed Hub id/folder when there is one, else the picked model.
-    """
+    """The model picker over ``families`` (default the text families) and a field for any Hub id or folder;
+    returns the id to load."""
     families = text_families() if families is None else families
     specs = [s for s in (*session_models(), *list_models()) if s.family in families]
     by_id = {s.id: s for s in specs}
@@ -104,11 +87,7 @@ def pick_model(families: frozenset[str] | None = None) -> str:
 
 def typed_model_field(key: str, title: str, example: str, families_help: str, hide: bool = False) -> str:
     """The field for a model outside the list, as far as the server's policy allows; returns what was typed.
-
-    Its title, placeholder and help say what this server accepts (Hub ids, folders under the admin's
-    directories); where it accepts neither there is no field and nothing typed earlier is used.
-    ``hide``: no field (a link locked the model), but what it holds (from the link) is used.
-    """
+    ``hide``: no field (a link locked the model), but its value is used."""
     rules = policy()
     if not rules.hub and not rules.model_dirs:
         return ""
@@ -128,43 +107,31 @@ def typed_model_field(key: str, title: str, example: str, families_help: str, hi
     return (st.session_state.get(key) or "").strip()
 
 
-def text_and_model(max_tokens_limit: int, families: frozenset[str] | None = None):
-    """The header of the text pages: the sentence (left), the model and token limit (right), then the load.
-
-    Returns:
-        ``(model_id, max_tokens, card)``: ``card`` is the model's plain :class:`engine.types.ModelCard`
-        (family, default causal mask, longest input), None when it could not be loaded (the message is shown).
-    """
+def text_and_model(max_tokens_limit: int):
+    """The header of the text pages: the sentence, the model and token limit, then the load; returns
+    ``(model_id, max_tokens, card)``, ``card`` None when the model could not be loaded (the message is shown)."""
     left, right = st.columns([3, 2])
     with left:
         text_box()
         long_text_button(max_tokens_limit)
     with right:
-        model_id, max_tokens, card = model_and_limit(max_tokens_limit, families)
+        model_id, max_tokens = pick_model(), max_tokens_input(max_tokens_limit)
+        card = model_card(model_id)
     if card is not None:
         name_source(model_id, card)
     return model_id, max_tokens, card
 
 
-def model_and_limit(max_tokens_limit: int, families: frozenset[str] | None = None):
-    """The model picker, the field for any other model and the token limit, then the load: the header's part that
-    does not depend on the sentence (Explore draws it in a fragment of its own, so a new sentence does not
-    redraw it). Returns ``(model_id, max_tokens, card)`` as :func:`text_and_model` does."""
-    model_id, max_tokens = pick_model(families), max_tokens_input(max_tokens_limit)
-    return model_id, max_tokens, model_card(model_id)
-
-
 def model_card(model_id: str) -> ModelCard | None:
-    """:func:`load_model`, then, where a link locked the model, which one the page shows."""
+    """:func:`load_model`, and which model it is where a link locked the picker."""
     card = load_model(model_id)
-    if card is not None and hidden("model"):  # a link locked the model: the page still says which one it shows
+    if card is not None and hidden("model"):
         st.caption(f"Model: **{md(model_name(model_id, card))}** (fixed by this link)")
     return card
 
 
 def long_text_button(max_tokens_limit: int) -> None:
-    """ "Try a long text": the box gets generated stories and the token limit its maximum (pages whose limit is
-    over 1,024 tokens, unless a link hides the text or the limit)."""
+    """ "Try a long text", on pages whose limit is over 1,024 tokens (unless a link hides the text or the limit)."""
     if max_tokens_limit > 1024 and not hidden("text") and not hidden("max_tokens"):
         st.button(
             "Try a long text",
@@ -178,19 +145,17 @@ def long_text_button(max_tokens_limit: int) -> None:
 
 
 def model_name(model_id: str, card: ModelCard) -> str:
-    """What the page calls the model: its catalog label, or the id typed for a model outside the catalog."""
+    """The model's catalog label, or the id typed for a model outside the catalog."""
     return card.spec.label if card.spec.id == model_id else model_id
 
 
 def name_source(model_id: str, card: ModelCard) -> None:
-    """Every chart of the page says which model and sentence it shows (and so do its downloads): call it after
-    the sentence box, on every run that draws charts."""
+    """Every chart of the page names the model and sentence (call it after the sentence box)."""
     set_source(model_name(model_id, card), current_text())
 
 
 def load_model(model_id: str) -> ModelCard | None:
-    """Load (once per server) with a spinner and return its :class:`ModelCard` (pages never hold the
-    torch-backed model); None and an error message if it cannot be loaded."""
+    """Load (once per server) with a spinner; the :class:`ModelCard`, or None once the error is shown."""
     with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", model_loaded(model_id)):
         try:
             return get_card(model_id)
@@ -201,14 +166,13 @@ def load_model(model_id: str) -> ModelCard | None:
 
 
 def open_head(layer: int, head: int) -> None:
-    """Make ``layer`` / ``head`` the shared layer and head (a clicked tile, an example's measured head); the
-    pickers (:func:`layer_head`) keep them inside the model on their next run."""
+    """Make ``layer`` / ``head`` the shared layer and head (:func:`layer_head` keeps them in range)."""
     st.session_state[K.layer], st.session_state[K.head] = layer, head
 
 
-def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
-    """Layer and head selectboxes (shared keys, clamped to this model's size first)."""
-    left, right = columns if columns is not None else st.columns(2)
+def layer_head(n_layers: int, n_heads: int, columns) -> tuple[int, int]:
+    """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first)."""
+    left, right = columns
     layer, head = clamp(K.layer, 0, n_layers - 1), clamp(K.head, 0, n_heads - 1)
     if not hidden("layer"):
         with left:
@@ -219,9 +183,8 @@ def layer_head(n_layers: int, n_heads: int, columns=None) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def pick_block(blocks: list[str], key: str = Heads.block) -> str:
-    """The attention block to show, among the trace's own (``Trace.attention_blocks``): an encoder-decoder's
-    encoder, decoder or cross-attention; the only block ("self") of an encoder or decoder, with no widget."""
+def pick_block(blocks: list[str], key: str) -> str:
+    """The attention block to show among ``blocks`` (no widget for one block)."""
     if len(blocks) <= 1:
         return blocks[0] if blocks else "self"
     choose(key, blocks)
@@ -252,12 +215,7 @@ def kv_sharing(trace, head: int) -> str:
 
 
 def limit_hint(max_positions: int | None = None) -> str:
-    """Where the token limit is changed, for a truncation warning ("" where raising it cannot help).
-
-    The engine says that the text was cut and to how many tokens; only the page knows the control's label
-    and place. Nothing is said when a link hides the control, or when the limit already reaches what the
-    model reads (``max_positions``: the engine's notice says so itself).
-    """
+    """Where the token limit is changed, for a truncation warning ("" where raising it cannot help)."""
     if hidden("max_tokens"):
         return ""
     limit = token_limit(10**9)
@@ -267,36 +225,22 @@ def limit_hint(max_positions: int | None = None) -> str:
     return f" To read more of it, raise **{LIMIT_LABEL}** in **{LIMIT_EXPANDER}**, {LIMIT_PLACE}{most}."
 
 
-def unknown_words_hint(notice: str) -> str:
-    """What to add to the unknown-words notice: where to find sentences this model reads in full."""
-    if not notice.startswith(UNKNOWN_WORDS_LEAD):
-        return ""
-    return " See **Examples** and **Words this model knows**, next to the text box."
-
-
 def show_notices(trace, max_positions: int | None = None) -> None:
-    """A trace's notices: truncation as a warning that ends with where the token limit is, the rest as info.
-
-    Args:
-        max_positions: the longest input the model reads (``ModelCard.max_positions``), when known.
-    """
+    """A trace's notices: truncation as a warning saying where the token limit is, the rest as info."""
     truncated = getattr(trace, "truncated", False)
     for i, notice in enumerate(trace.notices):
-        if truncated:
-            last = i == len(trace.notices) - 1
-            st.warning(md(notice) + unknown_words_hint(notice) + (limit_hint(max_positions) if last else ""))
+        if notice.startswith(UNKNOWN_WORDS_LEAD):  # where to find sentences this model reads in full
+            notice_md = md(notice) + " See **Examples** and **Words this model knows**, next to the text box."
         else:
-            st.info(md(notice) + unknown_words_hint(notice))
+            notice_md = md(notice)
+        if truncated:
+            st.warning(notice_md + (limit_hint(max_positions) if i == len(trace.notices) - 1 else ""))
+        else:
+            st.info(notice_md)
 
 
 def causal_toggle(model_id: str, default: bool) -> bool:
-    """The causal-mask toggle; each time the model changes it starts at the model's own setting.
-
-    Args:
-        model_id: the model shown.
-        default: ``ModelCard.default_causal``, what the engine does with ``causal=None`` (on for GPT-style
-            decoders and BERT-family models configured as decoders, off for encoders).
-    """
+    """The causal-mask toggle; each time the model changes it starts at ``default`` (the model's own)."""
     if st.session_state.get(K.causal_for) != model_id:
         st.session_state[K.causal] = bool(default)
         st.session_state[K.causal_for] = model_id
@@ -348,7 +292,7 @@ def max_tokens_input(limit: int = 1024) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _Section:
-    """One of a page's sections: ``open`` or not; usable in ``with`` (its content follows the row of buttons)."""
+    """One of a page's sections: ``open`` or not; usable in ``with``."""
 
     open: bool
 
@@ -360,10 +304,8 @@ class _Section:
 
 
 def page_tabs(labels: list[str], key: str) -> list:
-    """A page's sections, one open at a time: a row of buttons (a segmented control) with one pressed, and only
-    the open section's code runs (``st.tabs`` runs every tab and costs the browser more on every rerun). Returns one
-    object per label, each with ``open`` and usable in ``with``. The open label is kept under ``key`` (links:
-    ``explore_tab=mask``); with ``hide=tabs`` in the link no buttons are drawn, only the section the link names."""
+    """A page's sections, one open at a time under a segmented control (unlike ``st.tabs`` only the open one runs);
+    one object per label. The open label is kept under ``key``; ``hide=tabs`` draws no buttons."""
     if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
         st.session_state[key] = labels[0]
     chosen = (
@@ -383,8 +325,7 @@ def pick_index(label: str, n: int, key: str, **kwargs) -> int:
 
 
 def pick_head(n: int, key: str, every: str, persist: bool = True) -> int | None:
-    """A head selectbox whose first option (−1), named ``every``, stands for all heads together (their mean, all of
-    them); the value is kept inside this model's range first. Returns the head, or None for that first option."""
+    """A head selectbox whose first option (−1), named ``every``, stands for all heads; returns None for it."""
     clamp(key, -1, n - 1)
 
     def name(h: int) -> str:
@@ -395,16 +336,14 @@ def pick_head(n: int, key: str, every: str, persist: bool = True) -> int | None:
 
 
 def pick_int(widget, label: str, low: int, high: int, key: str, start: int | None = None, **kwargs) -> int:
-    """``widget`` (``st.slider``, ``st.number_input``) over ``low … high``, its value kept inside them first (a
-    link may hold any number; ``start``: a new session's value) and read back bounded."""
+    """``widget`` (a slider, a number box) over ``low … high``, its value kept and read back inside them."""
     clamp(key, low, high, start=start)
     widget(label, low, high, key=key, **PERSIST, **kwargs)
     return bounded(st.session_state.get(key), low, high)
 
 
 def pick_family_model(family: str, key: str, fallback: str, help: str, hub: tuple[str, str, str, str]) -> str:
-    """The "Model" box over the catalog's ``family`` models (a Hub model marked as such; ``fallback`` when there are
-    none) and the field for another (``hub``: its key, title, example and what it takes); returns the id to load."""
+    """The "Model" box over the catalog's ``family`` models and a field for another (``hub``: its arguments)."""
     specs = [s for s in list_models() if s.family == family]
     labels = {s.id: s.label if s.offline else f"{s.label} — needs internet" for s in specs} or {fallback: fallback}
     choose(key, labels)
@@ -416,8 +355,7 @@ UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]  # wh
 
 
 def upload_field(label: str, key: str, empty: str, read: Callable[[bytes], Any]) -> tuple[Any, str] | None:
-    """A picture upload: ``read(bytes)`` of the file and its name; None with the note ``empty`` while there is no
-    file, or with the reason this one cannot be used."""
+    """A picture upload: ``read(bytes)`` of the file and its name; None with a note when there is none to use."""
     help = "PNG, JPEG, GIF, BMP, WebP or TIFF, up to 10 MB. It stays in memory and is never saved."
     upload = st.file_uploader(label, type=UPLOAD_TYPES, key=key, help=help)
     if upload is None:

@@ -1,7 +1,4 @@
-"""The app's favicon, drawn here at start-up so that no icon is fetched from the internet.
-
-(A ``:material/…:`` page icon makes the browser download the icon's SVG from Google's font CDN.)
-"""
+"""The app's favicon, drawn at start-up (a ``:material/…:`` icon would be fetched from Google's font CDN)."""
 
 from __future__ import annotations
 

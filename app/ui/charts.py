@@ -1,10 +1,5 @@
-"""``show_chart``: the one way pages put a Plotly figure on screen, themed (:mod:`app.ui.theme`) and with a PNG/SVG
-download (the modebar's camera, built by plotly.js in the browser) named after the chart, at a size fit for a slide.
-
-A figure is turned into its JSON dict once, themed as a dict and wrapped in a read-only :class:`ReadyFigure` that
-answers ``to_dict`` with it: Plotly's validated ``update_*`` calls cost far more than the dict, and one shared
-figure (``app.figures.shared_chart``) is sent as it is to every session that asks for it.
-"""
+"""``show_chart``: the one way pages put a Plotly figure on screen, themed and with a PNG/SVG download. A figure is
+themed as its JSON dict, once, in a read-only :class:`ReadyFigure` that may be sent to every session."""
 
 from __future__ import annotations
 
@@ -28,16 +23,13 @@ SCALE_PNG = 2  # PNGs at twice the size: sharp on a projector; SVG is vector and
 
 
 class ReadyFigure(go.Figure):
-    """A figure already in Plotly's JSON form (a dict, arrays as base64) and themed: ``st.plotly_chart`` reads it
-    through ``to_dict()``, which answers the dict it holds (nothing validated, copied or themed again). Read-only:
-    one instance may be shown to every session."""
+    """A themed figure already in Plotly's JSON form: ``to_dict()`` answers the dict it holds. Read-only."""
 
     def __init__(self, spec: dict[str, Any]) -> None:  # noqa: D107 — go.Figure's own init is skipped on purpose
         self._spec = spec
 
     @property
     def spec(self) -> dict[str, Any]:
-        """The figure's JSON dict (``data`` and ``layout``), themed."""
         return self._spec
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,7 +46,7 @@ _TEMPLATE: list[dict] = []
 
 
 def _default_template() -> dict[str, Any]:
-    """Plotly's default template as ``go.Figure().to_dict()`` writes it: made once, shared, never changed."""
+    """Plotly's default template, made once, shared, never changed."""
     if not _TEMPLATE:
         _TEMPLATE.append(go.Figure().to_dict()["layout"]["template"])
     return _TEMPLATE[0]
@@ -66,9 +58,7 @@ _TRACE_COLOURS = ("colorway", "colorscale", "coloraxis")
 
 
 def _own_colours(trace: Any) -> bool:
-    """A trace that reads no colour of the template: a heatmap with a colour scale of its own (no shared colour
-    axis), or markers alone in one colour of their own (the grid's click targets); not a line, bar or pie, which
-    take theirs from the colorway."""
+    """A trace that reads no colour of the template: a heatmap with its own scale, or markers in one colour."""
     if not isinstance(trace, dict):
         return False
     if trace.get("type") == "heatmap":
@@ -83,11 +73,8 @@ def _own_colours(trace: Any) -> bool:
 
 
 def lean_template(fig: ReadyFigure) -> ReadyFigure:
-    """``fig`` with the default template cut down to what can style it (a new figure; ``fig`` is not changed): its
-    layout defaults and the trace defaults of the trace types it draws, and, when no trace reads a colour of the
-    template (:func:`_own_colours`: the maps, the grid of heads), none of its colours. plotly.js applies
-    ``template.data.<type>`` only to traces of that type; the rest is bytes Streamlit hashes and sends, and colours
-    the browser swaps with a copy of the whole spec each. A figure with a template of its own is sent as it is."""
+    """A new ``fig`` whose default template keeps only the trace types it draws, and no colours when no trace reads
+    them (the rest is bytes to hash and send). A figure with a template of its own is returned as it is."""
     layout = fig.spec.get("layout")
     template = layout.get("template") if isinstance(layout, dict) else None
     default = _default_template()
@@ -111,12 +98,8 @@ def lean_template(fig: ReadyFigure) -> ReadyFigure:
 
 
 def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure:
-    """``fig`` as a themed :class:`ReadyFigure` (the session's theme unless ``look`` is given).
-
-    ``fig`` is a ``go.Figure``, or the plain dict a builder would pass to it (``map_spec``: taken over, not copied),
-    whose numpy arrays become typed arrays and which gets the default template, as ``to_dict`` would write them.
-    Either way the template is then cut (:func:`lean_template`); a figure derived from a ready one (a source line,
-    shapes, a fill) changes its layout only."""
+    """``fig`` (a ``go.Figure``, or a builder's plain dict, taken over) as a themed :class:`ReadyFigure`, in the
+    session's theme unless ``look`` is given."""
     if isinstance(fig, ReadyFigure):
         return fig
     if isinstance(fig, dict):
@@ -127,25 +110,18 @@ def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure
     return lean_template(ReadyFigure(theme.style(fig.to_dict(), look)))
 
 
-#: numpy dtype → plotly.js typed-array type (``bdata`` is the array's bytes, base64; the dtypes plotly.js reads)
+#: numpy dtype → plotly.js typed-array type ("int8" → "i1", "float32" → "f4": the dtypes plotly.js reads)
 _TYPED = {
-    "int8": "i1",
-    "uint8": "u1",
-    "int16": "i2",
-    "uint16": "u2",
-    "int32": "i4",
-    "uint32": "u4",
-    "float32": "f4",
-    "float64": "f8",
+    name: np.dtype(name).str[1:]
+    for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64")
 }
 _NOT_ARRAYS = frozenset({"geojson", "layer", "layers", "range"})  # keys Plotly's encoder leaves as they are
 _SCALARS = (str, int, float, bool, type(None))
 
 
 def typed_arrays(obj: Any) -> None:
-    """Every numpy array in a figure's dict as a plotly.js typed array (``{"dtype", "bdata", "shape"}``), in place:
-    what Plotly's ``to_dict`` writes, walking only dicts and lists (Plotly asks every value, each tick label
-    included, whether it is an array); anything array-like but numpy goes to Plotly's encoder."""
+    """Every numpy array in a figure's dict as a plotly.js typed array, in place, as Plotly's ``to_dict`` writes it
+    (walking only dicts and lists); other array-likes go to Plotly's encoder."""
     from _plotly_utils.basevalidators import is_homogeneous_array
     from _plotly_utils.utils import to_typed_array_spec
 
@@ -174,8 +150,7 @@ def typed_arrays(obj: Any) -> None:
 
 
 def _narrowed(values: np.ndarray) -> np.ndarray:
-    """64-bit integers as the narrowest 8/16/32-bit type that holds them all (plotly.js has no 64-bit integer
-    arrays; Plotly's encoder narrows them the same way), unchanged when none does or the dtype is another."""
+    """64-bit integers as the narrowest integer type that holds them (plotly.js has none of 64 bits)."""
     kind = values.dtype.name
     if kind not in ("int64", "uint64"):
         return values
@@ -200,8 +175,7 @@ NARROW_SOURCE_CHARS = 28  # the same for a chart a third of the page wide (its m
 
 
 def source_line(model: str, text: str = "", chars: int = SOURCE_CHARS) -> str:
-    """What a chart shows, for its subtitle: the model and the start of the text, at most ``chars`` characters
-    of it, cut with "…" (escaped: Plotly reads a subset of HTML in titles, and the text is the user's)."""
+    """A chart's subtitle: the model and the text cut to ``chars`` characters, HTML-escaped."""
     import html
 
     words = " ".join(str(text).split())
@@ -218,21 +192,13 @@ def _source_key() -> str:
 
 
 def set_source(model: str, text: str = "") -> None:
-    """Name the model and text this page's charts show: every :func:`show_chart` of the page writes it under its
-    title, also when a fragment reruns alone. Kept per page, so another page's charts never show it."""
+    """Name the model and text under every :func:`show_chart` title of this page (kept per page)."""
     st.session_state[_source_key()] = source_line(model, text)
     st.session_state[_source_key() + ":narrow"] = source_line(model, text, NARROW_SOURCE_CHARS)
 
 
-def page_source(narrow: bool = False) -> str | None:
-    """What :func:`set_source` said for the page being drawn, or None; ``narrow``: its shorter line."""
-    return st.session_state.get(_source_key() + (":narrow" if narrow else ""))
-
-
 def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -> ReadyFigure:
-    """A new figure: ``fig`` with ``source`` (from :func:`source_line`) as its title's subtitle, so a chart
-    on the projector and a downloaded PNG or SVG say which model and sentence they show (``fig``, perhaps
-    shared, is not changed). ``narrow``: a narrow chart, the model and the sentence on two lines."""
+    """A new figure: ``fig`` with ``source`` as its title's subtitle (``narrow``: model and sentence on two lines)."""
     if not source:
         return fig
     layout = fig.spec.get("layout", {})
@@ -256,10 +222,7 @@ def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -
 
 
 def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
-    """Pixels that column labels on top of the plot (maps, the model view) and their axis title take above it.
-
-    The title sits at the top of the figure (``yref: container``), where Plotly does not keep it clear of the
-    labels: the top margin must hold both, or the subtitle is written over the labels."""
+    """Pixels that column labels on top of the plot and their axis title take (the top margin holds them too)."""
     import math
 
     need = 0
@@ -276,8 +239,8 @@ def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
 
 
 def content_key(data: Any) -> Hashable:
-    """A cache key equal exactly when two inputs are: arrays by dtype, shape and a 128-bit digest of their bytes;
-    dicts, lists and tuples item by item; dataclasses field by field; anything else as it is (it must be hashable)."""
+    """A cache key equal exactly when two inputs are: arrays by a digest of their bytes, containers and dataclasses
+    item by item, anything else as it is (hashable)."""
     if isinstance(data, np.ndarray) and data.dtype.hasobject:  # its bytes are pointers: key the items themselves
         return ("object array", data.shape, content_key(data.ravel().tolist()))
     if isinstance(data, np.ndarray):  # a digest, not the bytes: a cache key outlives the call (a 224² image is 1 MB)
@@ -293,7 +256,6 @@ def content_key(data: Any) -> Hashable:
 
 
 def _layout(fig) -> dict[str, Any]:
-    """The layout of a figure as a plain dict (a ``ReadyFigure``'s own; a ``go.Figure``'s converted)."""
     return fig.spec.get("layout", {}) if isinstance(fig, ReadyFigure) else fig.layout.to_plotly_json()
 
 
@@ -306,8 +268,7 @@ def file_stem(fig, key: str | None) -> str:
 
 
 def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Plotly's ``config`` for a chart: the modebar's download button in the chosen format and name. ``extra`` (a
-    page's own config) wins, but a hidden modebar comes back (it holds the download); a phone hides it."""
+    """Plotly's ``config``: the modebar's download in the chosen format; ``extra`` wins but cannot hide the bar."""
     fmt = theme.download_format()
     layout = _layout(fig)
     height = layout.get("height") or 450
@@ -337,23 +298,16 @@ def fill_height(fig: ReadyFigure) -> ReadyFigure:
     return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
 
 
-def clicked_point(key: str) -> tuple[float, float] | None:
-    """``(x, y)`` of the first point selected by a click on the chart drawn with ``key`` and ``on_select="rerun"``
-    (Streamlit keeps its selection in session state), or None: no selection, or one that is not a point."""
+def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int | None:
+    """The square (row-major, ``size`` pixels on a ``rows`` × ``cols`` grid) under a new click on chart ``key``, or
+    None; the point is kept under ``memo`` so a selection Streamlit still holds is read once."""
     state = st.session_state.get(key)
     try:
-        point = list(state["selection"]["points"])[0] if state else None
-        return float(point["x"]), float(point["y"])
+        first = list(state["selection"]["points"])[0] if state else None
+        point = float(first["x"]), float(first["y"])
     except (KeyError, TypeError, ValueError, IndexError):
         return None
-
-
-def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int | None:
-    """The square (row-major, of ``size`` pixels on a ``rows`` × ``cols`` grid) under a new click on the chart drawn
-    with ``key``, or None. The clicked point is kept under ``memo``: a selection Streamlit still holds is read once,
-    and not again after the grid changed (a Swin's next stage)."""
-    point = clicked_point(key)
-    if point is None or st.session_state.get(memo) == point:
+    if st.session_state.get(memo) == point:
         return None
     st.session_state[memo] = point
     r, c = int((point[1] + 0.5) // size), int((point[0] + 0.5) // size)
@@ -361,9 +315,10 @@ def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int 
 
 
 def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False, **kwargs):
-    """Draw ``fig`` (a ``go.Figure``, themed here, or a :class:`ReadyFigure`) with a PNG/SVG download; every other
-    argument goes to ``st.plotly_chart``. ``source``: the model and sentence under its title (default: the page's
-    :func:`set_source`, "" for none); ``narrow``: a chart a third of the page wide, its source on two lines."""
-    fig = with_source(ready(fig), page_source(narrow) if source is None else source, narrow=narrow)
+    """Draw ``fig`` with a PNG/SVG download; other arguments go to ``st.plotly_chart``. ``source``: the line under
+    its title (default: the page's :func:`set_source`, "" for none); ``narrow``: a chart a third of the page wide."""
+    if source is None:
+        source = st.session_state.get(_source_key() + (":narrow" if narrow else ""))
+    fig = with_source(ready(fig), source, narrow=narrow)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

@@ -1,13 +1,8 @@
 """A button's callback runs once a press, on a page with a timed fragment too.
 
-Streamlit's browser sends a press on the next turn of its event loop. When a timed fragment
-(``st.fragment(run_every=...)``: the class panel, the teacher's live answers, a job's progress) asks for its own
-rerun in between, that request carries the press as well, and the server runs the callback in the fragment's run and
-again in the press's own run (a lesson's "Next step" moved two steps).
-
-:func:`once` drops the early copy: a run of fragments alone never comes from a press of a button outside them. A
-button inside a timed fragment cannot be told apart this way, so its callback must do the same when run twice
-(reveal the answer, cancel a job). ``tests/unit/test_button_callbacks.py`` holds every ``on_click`` to this rule.
+A timed fragment's rerun can carry a press made just before it, so Streamlit runs the callback there and again in
+the press's own run. :func:`once` drops that early copy; a button inside a timed fragment cannot be told apart, so
+its callback must be safe to run twice (``tests/unit/test_button_callbacks.py``).
 """
 
 from __future__ import annotations
@@ -40,7 +35,7 @@ def early_copy() -> bool:
 
 
 def once(callback: Callable[P, object]) -> Callable[P, None]:
-    """``callback`` as a button's ``on_click``, run once a press (see the module's docstring)."""
+    """``callback`` as a button's ``on_click``, run once a press."""
 
     @functools.wraps(callback)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:

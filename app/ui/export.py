@@ -1,10 +1,5 @@
-"""The numbers behind the current view as JSON: for homework sheets, notebooks and slides' footnotes.
-
-A picture cannot be checked or re-plotted; a JSON file carries the tokens, the model, layer, head and block, the
-exact weights of the region on screen, the display settings and a link that opens the same view again. Pure
-functions build the record; :func:`json_button` offers it through ``st.download_button(data=callable)``, so it is
-built only on a click, outside the script run: closures hold plain data and the cached trace, never session state.
-"""
+"""The numbers behind the current view as JSON, built only on a click (:func:`json_button`), outside the script run:
+closures hold plain data and the cached trace, never session state."""
 
 from __future__ import annotations
 
@@ -36,7 +31,7 @@ def _number(x: float) -> float | None | str:
 
 
 def matrix(values: np.ndarray) -> list:
-    """A numpy array as nested lists of JSON-safe numbers (float32 values keep their exact value)."""
+    """A numpy array as nested lists of JSON-safe numbers."""
     arr = np.asarray(values, dtype=np.float64)
     if np.isfinite(arr).all():
         return arr.tolist()
@@ -56,32 +51,12 @@ def head_record(
     link: str,
     shown: MapData | None = None,
 ) -> dict[str, Any]:
-    """One head of a trace as a JSON-ready record.
-
-    Args:
-        page: the page's name ("explore", "heads").
-        model_id, block, layer, head: what is shown.
-        att: the :class:`engine.AttentionTrace` of the block (cached, read-only).
-        region: ``((q0, q1), (k0, k1))`` token positions in view (the zoom region, else everything).
-        settings: causal, token limit, colour scale, weighting, hidden columns, as the page uses them.
-        link: :func:`app.links.page_link` of the view.
-        shown: the map as drawn; added under ``"shown"`` when it differs from the exact weights
-            (pooled blocks of a long input, hidden sink columns, per-row or α·‖v‖ colouring).
-
-    Returns:
-        ``{"format", "page", "model_id", "layer", "head", "block", "tokens": {"query", "key"},
-        "positions": {"query", "key"}, "pattern", "settings", "link"}``; ``pattern`` holds the exact
-        softmax weights (each full row sums to 1), None with a ``"note"`` past :data:`JSON_MAX_SIDE`.
-    """
+    """One head of a trace in ``region`` ``((q0, q1), (k0, k1))`` as a JSON-ready record: ``pattern`` the exact
+    weights (None with a note past :data:`JSON_MAX_SIDE`), ``shown`` the map as drawn where it differs."""
     (q0, q1), (k0, k1) = region
     q_strings, k_strings = list(att.tokens.strings), list(att.key_tokens.strings)
     record: dict[str, Any] = {
-        "format": FORMAT,
-        "page": page,
-        "model_id": model_id,
-        "layer": int(layer),
-        "head": int(head),
-        "block": block,
+        **_head_fields(page, model_id, layer, head, block),
         "tokens": {"query": q_strings[q0:q1], "key": k_strings[k0:k1]},
         "positions": {"query": [q0, q1], "key": [k0, k1]},
         "settings": settings,
@@ -110,18 +85,23 @@ def head_record(
     return record
 
 
-def steps_record(
-    *, model_id: str, att, layer: int, head: int, block: str, query: int, steps, settings: dict[str, Any], link: str
-) -> dict[str, Any]:
-    """One query token's steps (Step by step) as a JSON-ready record: the scores at every stage and the
-    weights (``pattern``: one row, summing to 1), with ``-inf`` written as the string "-inf"."""
+def _head_fields(page: str, model_id: str, layer: int, head: int, block: str) -> dict[str, Any]:
     return {
         "format": FORMAT,
-        "page": "step_by_step",
+        "page": page,
         "model_id": model_id,
         "layer": int(layer),
         "head": int(head),
         "block": block,
+    }
+
+
+def steps_record(
+    *, model_id: str, att, layer: int, head: int, block: str, query: int, steps, settings: dict[str, Any], link: str
+) -> dict[str, Any]:
+    """One query token's steps (Step by step) as a JSON-ready record: the scores at every stage and the weights."""
+    return {
+        **_head_fields("step_by_step", model_id, layer, head, block),
         "query": int(query),
         "tokens": {"query": list(att.tokens.strings), "key": list(att.key_tokens.strings)},
         "scale": float(steps.scale),
@@ -145,13 +125,8 @@ def to_json(record: dict[str, Any]) -> bytes:
 def head_json_button(
     model_id: str, att, view: MapView, block: str, data: MapData, settings: dict[str, Any], load, page: str
 ) -> None:
-    """Explore's and Heads' button: the head in ``view`` as JSON (:func:`head_record`), built on click.
-
-    Args:
-        data: the map as drawn; settings: the page's causal flag and token limit (and an encoder-decoder's
-            decoding); the view's colour scale, weighting and hiding are added.
-        load: gives ``att`` again on click (``runtime.heads.block_loader``): the button holds this, not the trace.
-    """
+    """Explore's and Heads' button: the head in ``view`` as JSON (:func:`head_record`), built on click from
+    ``load()`` (the button holds no trace); ``data``: the map as drawn."""
     layer, head = view.layer, view.head
     region = (tuple(view.q_range or (0, att.n_queries)), tuple(view.k_range or (0, att.n_keys)))
     settings = {
@@ -191,8 +166,7 @@ def grid_table(grid: np.ndarray) -> pd.DataFrame:
 
 
 def csv_button(label: str, frame, file_name: str, key: str | None = None, **to_csv: Any) -> None:
-    """A download button whose CSV is written from the table ``frame`` (a ``DataFrame``) on click."""
-    import streamlit as st
+    """A download button whose CSV is written from the table ``frame`` on click."""
 
     def data() -> bytes:  # written on click
         return frame.to_csv(**to_csv).encode("utf-8")

@@ -1,15 +1,5 @@
 """How a page shows what went wrong: :func:`show_error`, the one way, and :func:`calm_errors`, the last line of
-defence of a page run (an exception becomes one calm message, logged, never a traceback).
-
-:func:`show_error` draws an exception or a message: an engine error (the user can change the input, the model, a
-setting) in its own words as a warning, anything else as one calm sentence in an error box (the traceback goes to
-the log), a message as it is; always safe for Streamlit's markdown and bounded in length.
-
-Most of what reaches :func:`calm_errors` is a forged request: a widget value of the wrong type sent over the
-websocket makes Streamlit's own widget code raise before the page sees it. That must not look like a crash, and it
-only affects the sender's session. Real bugs are logged with their traceback (``apptest_helpers.assert_clean``
-fails a test on the message).
-"""
+defence of a page run (an exception, mostly a forged widget value, becomes one calm message, logged)."""
 
 from __future__ import annotations
 
@@ -34,41 +24,25 @@ MESSAGE = (
 
 
 Level = Literal["info", "warning", "error"]
-ICONS = {"info": ":material/info:", "warning": ":material/warning:", "error": ":material/error:"}
 
 
 def plain_error(problem: BaseException | str) -> str:
-    """``problem`` as plain text (for a file, not the page: an offline pack's note is escaped as HTML there):
-    an exception through ``error_message``, a message as it is; both bounded in length."""
+    """``problem`` as plain text (an offline pack's note), bounded in length."""
     if isinstance(problem, BaseException):
         return error_message(problem)
     return shorten(str(problem), MESSAGE_LIMIT)
 
 
-def error_text(problem: BaseException | str) -> str:
-    """:func:`plain_error` as safe markdown (:func:`md`: no link, image, HTML or maths from what a user typed)."""
-    return md(plain_error(problem))
-
-
 def show_error(problem: BaseException | str, *, before: str = "", level: Level | None = None) -> None:
-    """Show what went wrong, the one way every page does.
-
-    Args:
-        problem: the exception caught, or a message (shown literally: it may hold what a user typed).
-        before: markdown the page writes before it (e.g. ``f"{quoted(name)} cannot be used: "``); user input
-            in it goes through ``safe_text.quoted``.
-        level: ``"info"`` (not for this model: nothing went wrong), ``"warning"`` or ``"error"``; default:
-            ``"warning"`` for an engine error or a message (the user can change something), ``"error"`` for any
-            other exception.
-    """
+    """Show an exception or a message (literally), after the markdown ``before``; default level: a warning for an
+    engine error or a message (the user can change something), an error for any other exception."""
     if level is None:
         level = "error" if isinstance(problem, BaseException) and not isinstance(problem, EngineError) else "warning"
-    getattr(st, level)(before + error_text(problem), icon=ICONS[level])
+    getattr(st, level)(before + md(plain_error(problem)), icon=f":material/{level}:")
 
 
 def attempt(work: Callable[[], T], spinner: str = "") -> T | None:
-    """``work()`` (under ``spinner``), or None once its error is shown: a section's model run may raise anything,
-    and the rest of the page still draws."""
+    """``work()`` (under ``spinner``), or None once its error is shown."""
     try:
         with st.spinner(spinner) if spinner else contextlib.nullcontext():
             return work()
@@ -79,11 +53,7 @@ def attempt(work: Callable[[], T], spinner: str = "") -> T | None:
 
 @contextlib.contextmanager
 def calm_errors(where: str):
-    """Run a page (or a fragment of one); an ``Exception`` becomes :data:`MESSAGE` in the page.
-
-    Streamlit's own control flow (``st.rerun``, ``st.stop``, a newer rerun) is not an ``Exception``
-    and passes through.
-    """
+    """Run a page (or a fragment); an ``Exception`` becomes :data:`MESSAGE` (``st.rerun``/``st.stop`` pass)."""
     try:
         yield
     except Exception:  # noqa: BLE001 — everything a page can raise: logged, shown calmly
@@ -92,9 +62,5 @@ def calm_errors(where: str):
 
 
 def busy(message: str, done: bool):
-    """``st.spinner(message)`` for work still to do; nothing when ``done`` (the result is cached).
-
-    A spinner starts a thread of its own and sends two messages; a rerun that reads a cached model and
-    trace (every rerun after the first of a sentence, and a class on one link) needs neither.
-    """
+    """``st.spinner(message)`` for work still to do; nothing when ``done`` (a spinner costs a thread and messages)."""
     return contextlib.nullcontext() if done else st.spinner(message)

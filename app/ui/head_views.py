@@ -1,10 +1,5 @@
-"""Whole-model head views: every layer × head in one plot, and one layer's heads as one picture.
-
-The model view is one heatmap of the whole mosaic (many tiles) or one small heatmap per tile (a phone's layer), not
-L·H subplots; every cell is a whole percent of its head's maximum in one byte, so shapes compare across weak and
-strong heads, and an invisible marker at each tile's centre makes a click select that head. Explore's grid is one
-palette PNG (:func:`grid_png`). Inputs are numpy arrays and display strings; token text is escaped.
-"""
+"""Whole-model head views: every layer × head in one plot (each cell a whole percent of its head's maximum, a click
+on a tile's marker selects the head), and one layer's heads as one palette PNG (Explore's grid)."""
 
 from __future__ import annotations
 
@@ -17,30 +12,25 @@ import streamlit as st
 
 from app.state import K
 from app.ui import theme
-from app.ui.heatmap import colorscale_stops, label_margin
+from app.ui.heatmap import colorscale_stops, label_axis, label_margin
 
 GAP = 1  # empty cells between tiles
 
 
 def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """x (head) and y (layer) coordinates of every tile's centre in the model view."""
     xs = np.arange(n_heads) * (t + GAP) + (t - 1) / 2
     ys = np.arange(n_layers) * (s + GAP) + (s - 1) / 2
     return xs, ys
 
 
 def tile_peak(tile: np.ndarray) -> float:
-    """A tile's largest finite value (its cells are shown as shares of it), 0.0 when it has none."""
+    """A tile's largest finite value, 0.0 when it has none."""
     finite = np.isfinite(tile)
     return float(np.max(tile[finite])) if finite.any() else 0.0
 
 
 def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
-    """``[rows, cols, s, t]`` tiles laid out as one ``[rows·(s+GAP)−GAP, cols·(t+GAP)−GAP]`` float32 array.
-
-    Gaps between tiles are NaN (drawn in the plot background). With ``normalise`` each tile is divided by its
-    own maximum (shapes comparable across weak and strong heads).
-    """
+    """``[rows, cols, s, t]`` tiles as one float32 array, NaN gaps between them; ``normalise``: each by its maximum."""
     n_rows, n_cols, s, t = tiles.shape
     z = np.full((n_rows * (s + GAP) - GAP, n_cols * (t + GAP) - GAP), np.nan, dtype=np.float32)
     for r in range(n_rows):
@@ -56,10 +46,8 @@ SHARE_LEVELS = 100  # a shapes-only grid's cells: whole percents of their head's
 
 
 def share_tiles(tiles: np.ndarray) -> list[dict]:
-    """``[rows, cols, s, t]`` tiles as one small heatmap trace each, placed where :func:`tile_mosaic` puts them,
-    every cell a whole percent of its tile's maximum in one byte (``uint8``: a quarter of float32's bytes, no gap
-    cells; hover says "43% of this head's max"). A tile with cells that are not finite and ≥ 0 keeps float
-    percents (NaN stays a gap). The Heads page's phone view draws one layer this way."""
+    """``[rows, cols, s, t]`` tiles as one small heatmap trace each, every cell a whole percent of its tile's maximum
+    (``uint8``; float where a cell is not a finite weight)."""
     n_rows, n_cols, s, t = tiles.shape
     stops = colorscale_stops()
     out = []
@@ -90,10 +78,8 @@ OFF_TILE = 255
 
 
 def share_mosaic(tiles: np.ndarray) -> dict:
-    """``[rows, cols, s, t]`` tiles as one heatmap of :func:`tile_mosaic`'s layout, every cell a whole percent of
-    its tile's maximum in one byte (``uint8``); gaps and cells that are not finite are :data:`OFF_TILE`, which the
-    colour scale draws clear. One trace draws dozens of tiles faster than one per tile (:func:`share_tiles`); the
-    cells have no hover of their own (a gap would read 255%): the head's marker names it."""
+    """``[rows, cols, s, t]`` tiles as one ``uint8`` heatmap of whole percents, gaps :data:`OFF_TILE` (drawn clear);
+    no hover of its own: the head's marker names it."""
     shares = tile_mosaic(tiles, normalise=True) * np.float32(SHARE_LEVELS)
     z = np.full(shares.shape, OFF_TILE, dtype=np.uint8)
     shown = np.isfinite(shares) & (shares >= 0.0)
@@ -120,21 +106,9 @@ def model_view_spec(
     layer_names: list[str] | None = None,
     per_tile: bool = False,
 ) -> dict:
-    """All heads at once: ``tiles`` ``[layer, head, s, t]`` (already pooled) in a layer × head grid.
-
-    Args:
-        tiles: attention (or block maxima) per head.
-        selected: ``(layer, head)`` outlined in red.
-        width_px: the width the figure is drawn for (sets the height so tiles stay square).
-        layer_names: row labels (default "L0", "L1", …; Explore's one-layer grid passes its layer).
-        per_tile: one heatmap per tile (:func:`share_tiles`: hover shows each cell's share; a grid of a dozen);
-            else one heatmap of the whole mosaic (:func:`share_mosaic`: no gap cells' hover, and faster to draw
-            when there are dozens of tiles). Both send whole percents of each head's maximum, one byte a cell.
-
-    Returns:
-        One figure's dict: the heatmap trace(s), then one clickable marker per head (``customdata = [layer, head]``),
-        always the last trace.
-    """
+    """All heads ``tiles`` ``[layer, head, s, t]`` in a layer × head grid, ``selected`` outlined in red, sized for
+    ``width_px``; ``per_tile``: one heatmap per tile (hover per cell) instead of one mosaic. The last trace is one
+    clickable marker per head (``customdata = [layer, head]``)."""
     n_layers, n_heads, s, t = tiles.shape
     xs, ys = tile_centres(n_layers, n_heads, s, t)
     grid_x, grid_y = np.meshgrid(xs, ys)
@@ -181,42 +155,24 @@ def model_view_spec(
             "clickmode": "event+select",
             "dragmode": False,
             **({"shapes": shapes} if shapes else {}),
-            "xaxis": {
-                "tickmode": "array",
-                "tickvals": xs.tolist(),
-                "ticktext": [f"H{h}" for h in range(n_heads)],
-                "side": "top",
-                "showgrid": False,
-                "zeroline": False,
-                "title": {"text": "head"},
-            },
-            "yaxis": {
-                "tickmode": "array",
-                "tickvals": ys.tolist(),
-                "ticktext": row_names,
-                "autorange": "reversed",
-                "showgrid": False,
-                "zeroline": False,
-                "title": {"text": "layer"},
-                "scaleanchor": "x",
-                "constrain": "domain",
-            },  # square tiles whatever the page width
+            "xaxis": label_axis("head", xs.tolist(), [f"H{h}" for h in range(n_heads)], side="top"),
+            # square tiles whatever the page width
+            "yaxis": label_axis(
+                "layer", ys.tolist(), row_names, autorange="reversed", scaleanchor="x", constrain="domain"
+            ),
         },
     }
 
 
 def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:
-    """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key`` (its selection state), or None."""
+    """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key``, or None."""
     event = st.session_state.get(chart_key)
     points = event.get("selection", {}).get("points", []) if event else []
     return clicked_head(points, n_layers, n_heads)
 
 
 def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, int] | None:
-    """The ``(layer, head)`` of the first clicked model-view marker, or None (a click elsewhere).
-
-    A point's ``customdata`` arrives as ``[layer, head]`` or, from the browser, as ``{"0": layer, "1": head}``.
-    """
+    """The ``(layer, head)`` of the first clicked marker (``customdata`` a list or ``{"0": .., "1": ..}``), or None."""
     for point in points or []:
         data = point.get("customdata")
         if isinstance(data, dict):
@@ -239,8 +195,7 @@ PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~8
 
 
 def head_pills(key: str, n_heads: int, head: int) -> None:
-    """Buttons under a grid of heads, one per head (``key``: the pills' session key): Explore's grid is a picture,
-    and on a touch screen a tap on a chart selects nothing (Plotly sends no selection there); a pill does."""
+    """One pill per head under a grid of heads (a picture, and a tap on a chart selects nothing on a phone)."""
     st.session_state[key] = head  # the head chosen anywhere (the Head box, a link)
 
     def picked() -> None:
@@ -253,8 +208,7 @@ def head_pills(key: str, n_heads: int, head: int) -> None:
 # ---- a layer's heads as one picture (Explore's grid: thumbnails to compare shapes; the head is picked with pills)
 
 GRID_ALT = "Thumbnails of the {heads} heads of layer {layer}, head {head} framed in red"  # the picture's alt text
-#: on a screen of two or more device pixels a CSS pixel the picture is drawn nearest-neighbour (sharp cells); not
-#: below, where a picture shown smaller than its size would drop whole cells
+#: on a screen of ≥ 2 device pixels a CSS pixel the picture is drawn nearest-neighbour (sharp cells)
 GRID_CSS = (
     "<style>@media (min-resolution: 2dppx) { img[alt^='"
     + GRID_ALT.split("{", 1)[0]
@@ -271,13 +225,13 @@ _PAPER, _FRAME, _TEXT, _EDGE = SHARE_LEVELS + 1, SHARE_LEVELS + 2, SHARE_LEVELS 
 
 
 def grid_per_row(n_heads: int, most: int = GRID_MOST_PER_ROW) -> int:
-    """Heads to a row of the grid picture: rows as even as they can be with at most ``most`` to a row."""
+    """Heads to a row of the grid picture: rows as even as can be, at most ``most`` to a row."""
     rows = -(-max(n_heads, 1) // most)
     return -(-max(n_heads, 1) // rows)
 
 
 def _rgb(colour: str) -> tuple[int, int, int]:
-    """A colour written as Plotly writes them ("#rrggbb" or "rgb(r, g, b)") as three bytes."""
+    """A Plotly colour ("#rrggbb" or "rgb(r, g, b)") as three bytes."""
     if colour.startswith("#"):
         return tuple(int(c) for c in plotly.colors.hex_to_rgb(colour))
     return tuple(int(round(float(c))) for c in plotly.colors.unlabel_rgb(colour))
@@ -285,8 +239,7 @@ def _rgb(colour: str) -> tuple[int, int, int]:
 
 @functools.lru_cache(maxsize=8)
 def grid_palette(colors: tuple[str, ...], paper: str, text: str) -> bytes:
-    """A grid picture's palette (256 RGB triples): the theme's scale sampled at 0, 1 … 100 % (Plotly's own
-    interpolation), then the page's background, the red frame, the text colour and a thumbnail's edge."""
+    """A grid picture's 256-colour palette: the scale at 0 … 100 %, then paper, frame, text and edge colours."""
     scale = plotly.colors.sample_colorscale(list(colors), [i / SHARE_LEVELS for i in range(SHARE_LEVELS + 1)])
     table = np.zeros((256, 3), dtype=np.uint8)
     table[: SHARE_LEVELS + 1] = [_rgb(c) for c in scale]
@@ -303,9 +256,7 @@ def _label_font(size: int):
 
 @functools.lru_cache(maxsize=32)
 def _label_pixels(n_heads: int, per_row: int, cell: tuple[int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where a grid picture's labels ("H0", "H1" … above each thumbnail) are written: the (rows, columns) of their
-    pixels in a picture of ``per_row`` cells of ``cell`` (height, width) pixels a row, in a font of ``size`` px.
-    The same for every sentence of a model and theme: drawn once, then stamped."""
+    """The (rows, columns) of the pixels of a grid picture's labels ("H0", "H1" …): drawn once, then stamped."""
     from PIL import Image, ImageDraw
 
     cell_h, cell_w = cell
@@ -322,10 +273,8 @@ def _label_pixels(n_heads: int, per_row: int, cell: tuple[int, int], size: int) 
 
 
 def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
-    """One layer's heads ``[1, heads, s, t]`` as one palette PNG in the theme's colours (Explore's grid): ``per_row``
-    thumbnails to a row, each named above ("H3") and coloured from 0 to its own maximum (whole percents), the
-    chosen ``head`` framed in red. A picture costs the browser far less than a chart of the same tiles; the head is
-    picked with the pills under it."""
+    """One layer's heads ``[1, heads, s, t]`` as one palette PNG (Explore's grid): ``per_row`` named thumbnails to a
+    row, each coloured to its own maximum, ``head`` framed in red."""
     from PIL import Image
 
     look = theme.current()

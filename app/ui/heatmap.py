@@ -1,12 +1,5 @@
-"""The one figure layer for attention maps: every page's heatmap of weights is built here.
-
-Compact, because a classroom server sends every figure to every student: values travel as one float32 array
-(blocked cells NaN, drawn in the grey plot background); axes are categorical, so each label is sent once and hover
-reads ``%{y}``, ``%{x}``, ``%{z}``; figures are plain dicts (``map_spec``). Long inputs arrive already pooled
-(``app.ui.map_data``). Colour scales: ``linear``, ``log`` (stops spaced by powers of ten below the maximum, so a
-long input is not empty but for its sink column; hover shows the true weight) and ``row`` (values already divided
-by their row's max). Token text is escaped: Plotly reads a subset of HTML in labels.
-"""
+"""Every page's heatmap of attention weights, as a compact plain dict (``map_spec``): one float32 array (blocked
+cells NaN, drawn grey) on categorical axes, token text escaped (Plotly reads a subset of HTML in labels)."""
 
 from __future__ import annotations
 
@@ -35,19 +28,17 @@ LOG_DECADES = 4  # the log colour scale spans 10⁻⁴ × max … max
 
 
 def safe_label(text: str) -> str:
-    """Token text safe for Plotly labels: HTML escaped, long tokens shortened."""
+    """Token text for Plotly labels: HTML escaped, long tokens shortened."""
     text = text if len(text) <= 24 else text[:23] + "…"
     return html.escape(text, quote=True)
 
 
 def colorscale() -> str:
-    """The sequential scale of attention maps in this session (the theme's)."""
     return theme.current().colorscale
 
 
 def tick_labels(labels: list[str], plot_px: int, need_px: int | None = None) -> tuple[list, list[str]]:
-    """Every k-th label, so that the printed ones fit ``plot_px`` pixels (bigger type: fewer labels); ``need_px``:
-    the pixels one label needs (default the theme's ``label_px``, which leaves a margin)."""
+    """Every k-th label, so that the printed ones fit ``plot_px`` pixels, ``need_px`` each (default the theme's)."""
     fit = max(4, plot_px // (need_px or max(LABEL_PX, theme.current().label_px)))
     step = max(1, math.ceil(len(labels) / fit))
     idx = list(range(0, len(labels), step))
@@ -55,22 +46,19 @@ def tick_labels(labels: list[str], plot_px: int, need_px: int | None = None) -> 
 
 
 def label_margin(labels: list[str], title: str, look: theme.Theme | None = None) -> int:
-    """The left margin (px) y tick ``labels`` and an axis ``title`` need, estimated a little wide: set up front, it
-    needs no automargin push after the first draw (each push makes plotly.js draw the whole figure again)."""
+    """The left margin (px) y tick ``labels`` and an axis ``title`` need, set up front (no automargin redraw)."""
     look = look or theme.current()
     widest = max((len(_shown(label)) for label in labels), default=0)
     return int(math.ceil(widest * theme.CHAR_EM * look.tick_px + (look.axis_title_px if title else 0) + 46))
 
 
 def _shown(label: str) -> str:
-    """A label as the browser shows it, for counting: a tag or an entity (``&lt;``) as one character, the
-    zero-width spaces of :func:`unique_labels` as none."""
+    """A label as the browser shows it, for counting characters."""
     return re.sub(r"<[^>]+>|&#?\w+;", "x", str(label)).replace("\u200b", "")
 
 
 def colorbar_margin(title: str, look: theme.Theme | None = None) -> int:
-    """The right margin (px) a vertical colour bar needs: its ticks (~5 characters) or its title over it, whichever
-    is wider, plus the bar and its padding (as :func:`label_margin`)."""
+    """The right margin (px) a vertical colour bar with ``title`` needs."""
     look = look or theme.current()
     return int(math.ceil(max(5, len(_shown(title))) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
 
@@ -87,14 +75,13 @@ def unique_labels(labels: list[str]) -> list[str]:
 
 
 def colorscale_stops() -> list[list]:
-    """The theme's scale as colour stops, spelled out as Plotly's validator writes a named scale (a figure
-    sent as a plain dict must not carry the name: plotly.js's own "Blues" is another scale)."""
+    """The theme's scale as colour stops (a plain dict must not carry the name: plotly.js's "Blues" differs)."""
     colors = theme.current().colors
     return [[i / (len(colors) - 1), c] for i, c in enumerate(colors)]
 
 
 def log_colorscale() -> list[list]:
-    """The theme's colours with stops at 0, 10⁻⁴, …, 1 of the maximum: each decade gets about two shades."""
+    """The theme's colours with stops at 0, 10⁻⁴, …, 1 of the maximum."""
     colors = theme.current().colors
     stops = [0.0, *np.logspace(-LOG_DECADES, 0, len(colors) - 1).tolist()]
     stops[-1] = 1.0
@@ -119,20 +106,9 @@ def map_spec(
     y_title: str = "query (attending)",
     rows_px: int | None = None,
 ) -> dict:
-    """A heatmap of one map (exact cells or pooled blocks) as the plain dict a Plotly figure is made from; hovering
-    a cell shows its query, key and value.
-
-    Args:
-        data: values ``[rows, cols]`` (NaN = blocked) with one label per row and column.
-        title: figure title (escaped here).
-        scale: ``"linear"``, ``"log"`` or ``"row"`` (``data`` must already be row-scaled for ``"row"``).
-        zmax: top of the colour scale; default the largest finite value (shared scales: pass one).
-        height: pixels; defaults to grow with the number of rows.
-        width: pixels across when the chart shares a row with others (None: full width): column labels fit it.
-        showscale: draw the colour bar.
-        rows_px: pixels the rows get when the browser sizes the map (presenter mode): row labels are thinned for
-            it, and only where they would collide.
-    """
+    """One map (exact cells or pooled blocks) as a Plotly figure's plain dict. ``zmax``: top of the colour scale
+    (default the largest value); ``width``: pixels across when the chart shares a row; ``rows_px``: pixels the rows
+    get when the browser sizes the map (presenter mode)."""
     values = np.asarray(data.values, dtype=np.float32)
     n_q, n_k = values.shape
     q_lab = unique_labels([safe_label(t) for t in data.q_labels])
@@ -195,42 +171,27 @@ def map_spec(
             "height": side,
             "margin": {"l": margin_l, "r": margin_r, "t": 40 if title else 10, "b": 10},
             "plot_bgcolor": MASKED_COLOR,
-            "xaxis": {
-                "title": {"text": x_title},
-                "type": "category",
-                "tickmode": "array",
-                "tickvals": xv,
-                "ticktext": xt,
-                "tickangle": -90 if look.compact else -60,
-                "side": "top",
-                "showgrid": False,
-                "zeroline": False,
-            },
-            "yaxis": {
-                "title": {"text": y_title},
-                "type": "category",
-                "tickmode": "array",
-                "tickvals": yv,
-                "ticktext": yt,
-                "autorange": "reversed",
-                "showgrid": False,
-                "zeroline": False,
-            },
+            "xaxis": label_axis(x_title, xv, xt, type="category", tickangle=-90 if look.compact else -60, side="top"),
+            "yaxis": label_axis(y_title, yv, yt, type="category", autorange="reversed"),
         },
     }
+
+
+def label_axis(title: str, values: list, labels: list[str], **extra) -> dict:
+    """An axis that prints ``labels`` at ``values``, with no grid or zero line."""
+    axis = {"title": {"text": title}, "tickmode": "array", "tickvals": values, "ticktext": labels}
+    return {**axis, "showgrid": False, "zeroline": False, **extra}
 
 
 def attention_heatmap(
     pattern: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, blocked: np.ndarray | None = None, **options
 ) -> go.Figure:
-    """One small exact map ``[q_pos, k_pos]`` with tokens on both axes (positional tables, rollout, …); ``blocked``:
-    True where the mask blocks attention (drawn grey); ``options`` as for :func:`map_spec`."""
+    """One small exact map with tokens on both axes; ``blocked`` cells grey; ``options`` as for :func:`map_spec`."""
     return map_figure(exact_map(pattern, query_tokens, key_tokens, blocked=blocked), **options)
 
 
 def layer_mean_map(real) -> go.Figure:
-    """A layer's mean of heads (``services.MeanAttention``) as the Pretraining page's "Real" map, grey where the
-    causal mask blocks (the page and the offline pack draw it alike)."""
+    """A layer's mean of heads as the Pretraining page's "Real" map (the page and the offline pack)."""
     return attention_heatmap(
         real.weights,
         list(real.queries),

@@ -1,9 +1,5 @@
-"""Linked tokens: pick a token once and every attention map on the page outlines its row and its column.
-
-The chosen position lives in session state (``Look.focus``, also the ``focus`` URL parameter), so the highlight
-follows the user from Explore to Heads and Step by step. :func:`outline` frames the row (the token as a query) and
-the column (as a key) through the map's block edges, so pooled overviews and zoomed regions are outlined too.
-"""
+"""Linked tokens: pick a token once (``Look.focus``, kept across pages) and every attention map outlines its row and
+its column, through the map's block edges (pooled and zoomed maps too)."""
 
 from __future__ import annotations
 
@@ -20,13 +16,11 @@ PILLS_MAX = 40  # more tokens than this: the select box only
 
 
 def focus() -> int | None:
-    """The highlighted token position, or None."""
     value = st.session_state.get(Look.focus)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def set_focus(position: object) -> None:
-    """Highlight the token at ``position`` on every text page (None: none); read back through :func:`focus`."""
     st.session_state[Look.focus] = position
 
 
@@ -64,7 +58,7 @@ def focus_picker(strings: list[str] | tuple[str, ...], key_prefix: str) -> int |
 
 
 def _plain(token: str) -> str:
-    """A token as a pill label: markdown characters escaped (labels render markdown), spaces shown."""
+    """A token as a pill label: markdown escaped, spaces shown."""
     return md(token) if token.strip() else "␣"
 
 
@@ -86,8 +80,7 @@ def column_of(data: MapData, position: int) -> int | None:
 
 
 def outline_shapes(data: MapData, position: int | None) -> list[dict]:
-    """The frames around the row and the column of token ``position`` on a self-attention map drawn from
-    ``data`` (queries and keys are one sequence; a row or column outside the drawn region is left out)."""
+    """The frames around the row and the column of token ``position`` on a self-attention map of ``data``."""
     if position is None:
         return []
     n_rows, n_cols = np.asarray(data.values).shape
@@ -102,8 +95,7 @@ def outline_shapes(data: MapData, position: int | None) -> list[dict]:
 
 
 def outline(fig, data: MapData, position: int | None):
-    """``fig`` with token ``position`` framed (:func:`outline_shapes`). A shared
-    :class:`~app.ui.charts.ReadyFigure` is not changed: the framed one is a new figure."""
+    """``fig`` with token ``position`` framed (a shared :class:`ReadyFigure` is not changed)."""
     shapes = outline_shapes(data, position)
     if isinstance(fig, ReadyFigure):
         return with_shapes(fig, shapes)

@@ -1,12 +1,5 @@
-"""Display settings of the pages that draw one head large: colour scale, what a cell shows, hidden sinks, zoom.
-
-With a linear scale a 400-token head looks empty but for its sink column; a log scale, per-row scaling or hiding
-the sinks makes the rest readable. "Show" swaps the weights α for each key's contribution ‖α·f(x)‖ (Kobayashi et
-al. 2020), where a sink with a short value vector fades, or for α·‖v‖. Inputs longer than the overview get a zoom:
-a range slider per axis with two number boxes, so a region can be typed where a slider over 16,384 tokens moves
-~60 tokens a pixel; once the region fits, the exact weights appear. :func:`map_controls` returns a
-:class:`~app.ui.map_data.MapView`.
-"""
+"""Display settings of the pages that draw one head large (colour scale, what a cell shows, hidden sinks) and, for
+a long input, a zoom: a range slider per axis with number boxes. :func:`map_controls` returns a ``MapView``."""
 
 from __future__ import annotations
 
@@ -33,7 +26,7 @@ SHOW_HELP = (
     "Not Only a Weight: Analyzing Transformers with Vector Norms'). α·‖v‖: the weight times the value "
     "vector's length only, without the output projection (close to the contribution, not equal)."
 )
-#: what the colour is, under each weighting (the first sentence of :func:`display_options`' caption)
+#: what the colour is, under each weighting
 COLOUR_SAYS = {
     "attention": "Colour is the softmax weight: every row sums to 1.",
     "contribution": "Colour: **‖α·f(x)‖**, each weight times ‖v·W_O‖, the length of the vector that key adds to this "
@@ -56,16 +49,14 @@ def _mark_chosen(key: str) -> None:
 
 
 def map_controls(trace, key_prefix: str, layer: int, head: int) -> tuple[MapView, str]:
-    """The display options and, for a long input, the zoom of head ``(layer, head)``'s map: the view they choose
-    and a caption saying what the colour shows."""
+    """The display options and zoom of head ``(layer, head)``'s map: the view they choose and a caption."""
     scale, weighting, hide, caption = display_options(trace, key_prefix)
     q_range, k_range = zoom_controls(trace, key_prefix)
     return MapView(layer, head, q_range, k_range, hide, scale, weighting), caption
 
 
 def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
-    """Colour scale, what to show (α, ‖α·f(x)‖, α·‖v‖) and "hide sink columns" widgets: the scale, the weighting,
-    the hiding and a caption. The contribution is offered only where the trace kept its output-projection norms."""
+    """Colour scale, weighting and "hide sink columns" widgets: their values and a caption saying what colour shows."""
     scale_key, hide_key, show_key = f"{key_prefix}_scale", f"{key_prefix}_hide_sinks", f"{key_prefix}_weighting"
     chosen_key = f"{scale_key}_chosen"
     if not st.session_state.get(chosen_key) or st.session_state.get(scale_key) not in SCALES:
@@ -74,7 +65,6 @@ def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
     shows = [w for w in SHOW if w != "contribution" or trace.has_contributions]
     if st.session_state.get(show_key) not in shows:
         settle(show_key, "attention")
-    # one wrapping row (a block, where columns were four of them on every run; a phone wraps it onto more lines)
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         scale = (
             st.segmented_control(
@@ -120,15 +110,14 @@ def _valid_range(value, n: int) -> bool:
 
 
 def _typed(key: str, n: int) -> None:
-    """on_change of a range's number boxes: the typed ends become the slider's value (kept inside ``[0, n]``)."""
+    """on_change of a range's number boxes: the typed ends become the slider's value."""
     start = min(max(int(st.session_state.get(f"{key}_from") or 0), 0), n - 1)
     stop = min(max(int(st.session_state.get(f"{key}_to") or n), start + 1), n)
     st.session_state[key] = (start, stop)
 
 
 def _range_control(label: str, key: str, n: int) -> tuple[int, int]:
-    """A range slider and, under it, "from" and "to" number boxes holding the same two ends: the slider's key holds
-    the range, the boxes are set from it, and a typed end is written back to it (``_typed``)."""
+    """A range slider with "from" and "to" number boxes under it; the slider's key holds the range."""
     if not _valid_range(st.session_state.get(key), n):
         settle(key, (0, n))
     elif f"{key}_from" not in st.session_state:  # drawn again (the panel reopened): the browser forgot the value
@@ -151,7 +140,6 @@ ZOOM_LABEL = f"Zoom: pick a region of ≤ {OVERVIEW_SIZE} tokens a side to see i
 
 
 def _kept_range(key: str, n: int) -> tuple[int, int]:
-    """The range a closed zoom panel keeps (its slider's last value; everything when there is none)."""
     value = st.session_state.get(key)
     return (int(value[0]), int(value[1])) if _valid_range(value, n) else (0, n)
 
@@ -162,12 +150,8 @@ def _reset(*ranges: tuple[str, int]) -> None:
 
 
 def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
-    """Drop the number boxes' values of every zoom not drawn in this run (another token count, a closed panel).
-
-    Streamlit keeps a vanished box's value on the server while the browser forgets it; back at the old token count,
-    ``settle`` would send nothing and the browser would show (and then send) the box's minimum. Forgotten here, the
-    value is written again when the boxes are drawn. The drawn zooms are listed under their own key.
-    """
+    """Drop the number boxes' values of every zoom not drawn in this run: the browser forgets a vanished box, and
+    would show its minimum when it comes back."""
     listed = f"{key_prefix}_zoom_boxes"
     for key in set(st.session_state.get(listed, ())) - set(drawn):
         for box in (f"{key}_from", f"{key}_to"):
@@ -177,9 +161,8 @@ def _forget_boxes(key_prefix: str, drawn: tuple[str, ...]) -> None:
 
 
 def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """Query and key ranges to draw (None: everything): sliders and number boxes when the input is longer than the
-    overview, drawn only while their panel is open (a closed one keeps its region). The panel's label never changes:
-    Streamlit makes it part of the panel's identity, and a new identity would close it."""
+    """Query and key ranges to draw (None: everything), from a zoom panel when the input is longer than the overview
+    (drawn while open; the label never changes, or Streamlit would close it)."""
     n_q, n_k = trace.n_queries, trace.n_keys
     if max(n_q, n_k) <= OVERVIEW_SIZE:
         _forget_boxes(key_prefix, ())
@@ -208,9 +191,7 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
 
 
 def csv_button(att, view: MapView, file_name: str, load) -> None:
-    """A CSV download of the exact weights in ``view``, built only when clicked (too large a region: a hint).
-    ``att`` sizes the region; ``load`` gives the trace again on click: the button must not hold the trace itself
-    (it would outlive the shared cache's bound)."""
+    """A CSV download of the exact weights in ``view``, built on click from ``load()`` (the button holds no trace)."""
     region = csv_region(att, view.q_range, view.k_range)
     if region is None:
         st.caption(f"To download exact weights as CSV, zoom to at most {CSV_MAX_SIDE:,} tokens a side.")

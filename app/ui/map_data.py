@@ -1,11 +1,5 @@
-"""What one attention map shows: exact cells for short inputs, pooled blocks of the exact pattern for long ones.
-
-``head_map`` turns a trace's head and a :class:`MapView` into a :class:`MapData` of at most ``size`` × ``size``
-cells: the exact weights when the region fits, otherwise block maxima computed by the engine from Q and K
-(``AttentionTrace.overview``: never the n×n matrix). Hidden columns (marker tokens and the first token, the usual
-attention sinks; never [UNK]) are dropped before pooling, without renormalising: every weight shown is the
-model's own. Pure numpy, no Streamlit: the cached wrapper is ``app.runtime.maps``.
-"""
+"""What one attention map shows (pure numpy): exact cells for short inputs, block maxima of the exact pattern for
+long ones (pooled by the engine from Q and K, never the n×n matrix); hidden sinks are not renormalised."""
 
 from __future__ import annotations
 
@@ -19,26 +13,15 @@ from engine.analysis.metrics import sink_positions
 from engine.traces.overview import overview_edges
 
 OVERVIEW_SIZE = 256  # cells per side sent to the browser: 256² float32 ≈ 350 kB of base64
-#: what a cell holds under each weighting but plain weights: "contribution" is Kobayashi et al.'s ‖α·f(x)‖
-#: (the value carried through the head's block of the output projection), "value" the weight times the
-#: value's length only
+#: what a cell holds under each weighting but plain weights
 WEIGHTED = {"contribution": "‖α·f(x)‖", "value": "α·‖v‖"}
 
 
 @dataclass(frozen=True)
 class MapView:
-    """What one head's map shows: the head, the region and how it is coloured (hashable: part of cache keys).
-
-    Attributes:
-        layer, head: which head.
-        q_range, k_range: ``(start, stop)`` token positions in view (None: all).
-        hide_sinks: drop the sink columns, :func:`hidden_keys` (weights are not renormalised).
-        scale: the colour scale, ``"linear"``, ``"log"`` or ``"row"`` (each row divided by its largest shown value:
-            the one scale that changes the numbers).
-        weighting: ``"attention"`` (the weights α), ``"contribution"`` (α_ij·‖v_j W_O^h‖, the length of what key j
-            adds to query i's output through this head, Kobayashi et al. 2020) or ``"value"`` (α_ij·‖v_j‖).
-        size: the most cells per side.
-    """
+    """What one head's map shows: the head, the region (``(start, stop)``, None: all), the hidden sinks, the colour
+    scale (``"row"`` changes the numbers), the weighting (``"attention"``, ``"contribution"`` or ``"value"``) and the
+    most cells per side. Hashable: part of cache keys."""
 
     layer: int
     head: int
@@ -57,19 +40,9 @@ class MapView:
 
 @dataclass(frozen=True, eq=False)
 class MapData:
-    """A map ready to draw.
-
-    Attributes:
-        values: ``[rows, cols]`` float32; NaN where attention is blocked (mask or padding).
-        q_labels, k_labels: one display label per row / column ("3 cat", or "64–127" for a block).
-        q_edges: ``[rows + 1]`` query positions bounding each row block.
-        k_pos: the key positions in view (after hiding), ascending.
-        k_edges: ``[cols + 1]`` indices into ``k_pos`` bounding each column block.
-        pooled: True when some cell stands for more than one query or key.
-        reduce: how a block is summarised ("max" or "mean"); "" for exact cells.
-        value_name: what a value is ("weight", "share of row max", "‖α·f(x)‖", "α·‖v‖", "share of row max of
-            ‖α·f(x)‖", …).
-    """
+    """A map ready to draw: ``values`` ``[rows, cols]`` (NaN blocked), a label per row and column, ``q_edges``
+    (query positions bounding each row), ``k_pos`` (key positions in view) and ``k_edges`` (indices into ``k_pos``
+    bounding each column)."""
 
     values: np.ndarray
     q_labels: tuple[str, ...]
@@ -113,8 +86,7 @@ def exact_map(
 
 
 def hidden_keys(att: AttentionTrace) -> np.ndarray:
-    """Key positions a "hide sinks" switch removes: the head metrics' sinks (marker tokens and the first
-    token; never an unknown-word [UNK], which stands for the user's text)."""
+    """Key positions "hide sinks" removes: marker tokens and the first token (never [UNK])."""
     return np.asarray(sink_positions(att.key_tokens.special), dtype=np.int64)
 
 
@@ -129,8 +101,7 @@ def _block_labels(labels: list[str], positions: np.ndarray, edges: np.ndarray) -
 def _blocked_cells(
     att: AttentionTrace, layer: int, q_edges: np.ndarray, k_pos: np.ndarray, k_edges: np.ndarray
 ) -> np.ndarray:
-    """True where every (query, key) pair of a cell is blocked by the causal mask, the layer's sliding
-    window, or padding (one rule for the whole cell: exact for unpooled maps)."""
+    """True where every (query, key) pair of a cell is blocked by the causal mask, the sliding window or padding."""
     offset = att.n_keys - att.n_queries
     q_last = q_edges[1:] - 1  # the latest query of each row block sees the most keys
     k_first = k_pos[k_edges[:-1]]
@@ -150,8 +121,7 @@ def _blocked_cells(
 
 
 def head_map(att: AttentionTrace, view: MapView) -> MapData:
-    """One head of ``att`` as at most ``view.size`` × ``view.size`` cells: exact where the region fits, else block
-    maxima, so that a sharp one-token pattern survives pooling."""
+    """One head of ``att`` as at most ``view.size`` cells a side: exact where the region fits, else block maxima."""
     q0, q1 = view.q_range or (0, att.n_queries)
     k0, k1 = view.k_range or (0, att.n_keys)
     k_pos = np.arange(k0, k1)
@@ -196,10 +166,7 @@ def _value_name(row_scale: bool, weighting: str) -> str:
 
 
 def layer_tiles(att: AttentionTrace, layer: int, cells: int) -> np.ndarray:
-    """Every head of ``layer`` pooled to at most ``cells`` per side (block maxima): ``[head, s, t]``.
-
-    An input that fits in ``cells`` is the layer's exact pattern, computed for all heads at once (blocks
-    of one cell: the same numbers, tested, ~10× faster than one overview per head)."""
+    """Every head of ``layer`` pooled to at most ``cells`` per side (block maxima; exact when it fits): ``[head, s, t]``."""
     if att.n_queries <= cells and att.n_keys <= cells:
         return np.asarray(att.pattern(layer), dtype=np.float32)
     return np.stack([att.overview(layer, h, size=cells, reduce="max") for h in range(att.n_heads)])
@@ -211,7 +178,7 @@ CSV_MAX_SIDE = 1024  # a CSV of exact weights covers at most 1,024 × 1,024 toke
 def csv_region(
     att: AttentionTrace, q_range: tuple[int, int] | None, k_range: tuple[int, int] | None
 ) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """The region a CSV download covers (the zoom region), or None when it is too large to download."""
+    """The region a CSV download covers, or None when it is too large."""
     q0, q1 = q_range or (0, att.n_queries)
     k0, k1 = k_range or (0, att.n_keys)
     return ((q0, q1), (k0, k1)) if max(q1 - q0, k1 - k0) <= CSV_MAX_SIDE else None
@@ -225,11 +192,7 @@ def head_csv(
     k_range: tuple[int, int] | None = None,
     block_rows: int = 256,
 ) -> bytes:
-    """One head's exact weights as CSV (a row per query token, a column per key token), for a region.
-
-    Built a block of rows at a time (``AttentionTrace.pattern_rows``), never the whole n×n matrix; pages
-    pass this to ``st.download_button`` as a callable, so it runs only when the button is clicked.
-    """
+    """One head's exact weights in a region as CSV, built a block of rows at a time (never the n×n matrix)."""
 
     def cell(text: str) -> str:
         return '"' + text.replace('"', '""') + '"'

@@ -1,9 +1,5 @@
-"""The rollout's discard-rule picker and the sentence that says which rule a map used (Heads and ViT pages).
-
-The rules themselves are ``engine.analysis.rollout.DISCARD_RULES``: both drop the weakest share of a
-layer's off-diagonal weights before the layers are multiplied; ``keep-class-token`` never drops
-attention *to* the class token (position 0), ``all-off-diagonal`` may.
-"""
+"""The rollout's discard-rule picker (``engine.analysis.rollout.DISCARD_RULES``) and the sentence saying which rule a
+map used (Heads and ViT pages)."""
 
 from __future__ import annotations
 
@@ -18,12 +14,7 @@ SHORT = {"all-off-diagonal": "all off-diagonal", "keep-class-token": "class toke
 
 
 def discard_rule_picker(key: str, class_token: str) -> str:
-    """A radio for the discard rule; returns a valid rule (the default when the state holds anything else).
-
-    Args:
-        key: the session-state key.
-        class_token: how the page names position 0 ("`[CLS]`", "the first token"), in markdown.
-    """
+    """A radio for the discard rule; returns a valid rule. ``class_token``: how the page names position 0."""
     choose(key, DISCARD_RULES, DEFAULT_RULE)
     st.radio(
         "Discard rule",

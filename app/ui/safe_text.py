@@ -1,18 +1,5 @@
-"""User text shown literally in Streamlit's markdown (captions, messages, notices).
-
-Streamlit renders ``st.markdown``, ``st.caption``, ``st.error``, ``st.warning`` and ``st.info`` as GitHub-flavoured
-markdown with LaTeX and colour directives: a typed ``[x](http://…)`` is a link, ``![](http://…)`` an image the
-browser fetches, ``$…$`` maths, and a bare ``http://…`` or ``www.…`` a link too (GFM links those *after* parsing,
-so backslash escapes do not stop it). Two tools:
-
-- :func:`quoted` for the user's own input in a message (a model id, a file name, a sentence): an
-  inline code span, whose characters markdown shows as they are and never links; cut to ~80 characters.
-- :func:`md` for text that may contain a piece of user input (engine messages, notices, words of a
-  sentence): every ASCII punctuation character gets a backslash (CommonMark shows an escaped character
-  as itself), line breaks become spaces (a new line could start a heading or a list), and an invisible
-  WORD JOINER (U+2060) is put inside ``http:``, ``www.`` and ``@`` so that no bare link or e-mail
-  address is recognised; what is shown does not change.
-"""
+"""User text shown literally in Streamlit's markdown (which makes links, images and maths of typed text):
+:func:`quoted` as an inline code span, :func:`md` with every punctuation escaped and no autolink."""
 
 from __future__ import annotations
 
@@ -31,16 +18,15 @@ FSI, PDI = "\u2068", "\u2069"  # FIRST STRONG ISOLATE, POP DIRECTIONAL ISOLATE: 
 
 
 def md(text: object) -> str:
-    """``text`` as markdown that displays exactly ``text`` (on one line) and makes no link."""
+    """``text`` as markdown that displays exactly ``text`` on one line: ASCII punctuation escaped, and a WORD JOINER
+    inside ``http:``, ``www.`` and ``@`` so GFM autolinks nothing."""
     flat = " ".join(str(text).splitlines())
     flat = _AUTOLINK.sub(lambda m: (m.group(0) or "") + JOINER, flat)
     return _PUNCT.sub(r"\\\1", flat)
 
 
 def isolated(text: object) -> str:
-    """:func:`md` of ``text`` between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE: typed Hebrew or Arabic keeps
-    its own direction without pulling the label's text around it into its run (``… שלום · 1 answered`` showed the
-    count inside the right-to-left words)."""
+    """:func:`md` of ``text`` in a bidi isolate: typed right-to-left text does not pull the label around it along."""
     return f"{FSI}{md(text)}{PDI}"
 
 

@@ -1,9 +1,6 @@
-"""The sidebar's "Share this view": the page's full link (:func:`app.links.page_link`), a copy button, and a QR code.
+"""The sidebar's "Share this view": the page's link, a copy button and a QR code (also full screen).
 
-A teacher can lock controls in the link (``hide=``) without hiding them on their own screen. The QR code is a PNG
-drawn with ``segno`` (a link over about 2,900 bytes gets a note instead), also full screen in a dialog for a room to
-scan from the projector. A link shared from presenter mode leaves ``present=1`` out (phones open the normal view)
-unless the teacher ticks "Open in presenter mode".
+A teacher can lock controls in the link (``hide=``); ``present=1`` is left out unless "Open in presenter mode".
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from app.state import HIDEABLE, Look
 
 
 class Share:
-    """The share box's keys: the teacher's choices for the link (not part of it) and the full-screen QR code."""
+    """The share box's session keys."""
 
     lock = "share_lock"  # the teacher's "lock in the link" choice
     present_link = "share_present"  # the teacher's "open in presenter mode" choice for the shared link
@@ -38,9 +35,8 @@ LOCK_LABELS = {"causal": "causal mask", "max_tokens": "token limit", "block": "a
 
 
 def share_options():
-    """The "Share this view" expander, drawn each full run before the page: its options and the placeholder the link
-    is drawn into (:func:`draw_share`), or None while it is closed (a closed box builds no link, QR code or copy
-    button; opening it reruns the page)."""
+    """The "Share this view" expander with its options, drawn each full run before the page; None while closed (a
+    closed box builds no link or QR code)."""
     box = st.sidebar.expander("Share this view", icon=":material/share:", key=Share.open, on_change="rerun")
     if box.open is False:
         return None
@@ -71,7 +67,7 @@ def share_options():
 
 @st.dialog("Scan to open this view", width="large")
 def qr_dialog(link: str) -> None:
-    """The share box's QR code as large as the dialog, for a class to scan from the projector."""
+    """The share box's QR code as large as the dialog, for a class to scan."""
     png = qr_png(link, QR_BIG_SCALE)
     if png is None:
         st.write("This link is too long for a QR code: shorten the text to get one.")
@@ -86,9 +82,7 @@ def qr_dialog(link: str) -> None:
 
 
 def shared_link(link: str, hidden: tuple[str, ...]) -> str:
-    """The link to share: ``link`` with the teacher's locked controls added to its ``hide=`` (the ones the view
-    already hides stay), and ``present`` left out unless the teacher ticked "Open in presenter mode" (a class's
-    phones should open the normal view)."""
+    """``link`` with the teacher's locked controls added to its ``hide=``, and ``present`` only when ticked."""
     pairs = parse_qsl(urlsplit(link).query, keep_blank_values=True)
     wanted = [(name, value) for name, value in pairs if name != PRESENT]
     lock = [name for name in HIDEABLE if name in hidden or name in (st.session_state.get(Share.lock) or ())]
@@ -106,8 +100,7 @@ def shared_link(link: str, hidden: tuple[str, ...]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def qr_png(link: str, scale: int = QR_SCALE) -> bytes | None:
-    """The QR code of ``link`` as PNG bytes (error correction L, the most room); None when it does not fit. Kept
-    per link: a full rerun and the fragment inside it draw the same one."""
+    """The QR code of ``link`` as PNG bytes (error correction L); None when it does not fit."""
     try:
         code = segno.make(link, error="l", micro=False, boost_error=False)
     except segno.DataOverflowError:
@@ -118,7 +111,7 @@ def qr_png(link: str, scale: int = QR_SCALE) -> bytes | None:
 
 
 def copy_button_html(link: str) -> str:
-    """A button that copies ``link`` (the clipboard API where the page is a secure context, else a selection)."""
+    """A button that copies ``link`` (the clipboard API, else a selection)."""
     data = json.dumps(link).replace("<", "\\u003c")  # a JS string that cannot end the script element
     return f"""<!doctype html><html><head><style>
 body{{margin:0;font-family:"Source Sans Pro",sans-serif;font-size:14px;color-scheme:light dark}}
@@ -142,7 +135,7 @@ document.getElementById("copy").addEventListener("click", async () => {{
 
 
 def draw_share(slot, link: str, hidden: tuple[str, ...]) -> None:
-    """Fill ``slot`` (the placeholder under :func:`share_options`) with the link, a copy button and its QR code."""
+    """Fill ``slot`` with the link, a copy button and its QR code."""
     link = shared_link(link, hidden)
     st.session_state[Share.link] = link
     with slot.container():

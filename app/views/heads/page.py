@@ -234,7 +234,7 @@ def heads_panel(request: TraceRequest, family: str) -> None:
         # presenter mode: one row of layer, head, block and a popover with the token pills
         controls = st.columns([1, 1, 2, 1] if presenting() else [1, 1, 2], vertical_alignment="bottom")
         with controls[2]:
-            block = pick_block(list(trace.attention_blocks()))
+            block = pick_block(list(trace.attention_blocks()), key=Heads.block)
         if (attention := attempt(lambda: attention_block(trace, block))) is None:
             return
         layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
