@@ -398,7 +398,7 @@ def profile_table(cases: list[Case], rate: int) -> list[str]:
         "imports (`_find_and_load`); forward pass (`engine.trace`, `engine/model.py`, `engine/families/`, "
         "`engine/capture/`, torch, transformers); attention maps (`engine/analysis/`, `engine/traces/`); "
         "serialisation (`st.plotly_chart`'s `to_json`, then `json`, protobuf); figure building (plotly, "
-        "`app/components/` heatmap, theme, head_views, and charts but its `show_chart`; `app/figure_data/`); the rest "
+        "`app/ui/` heatmap, theme, head_views, map_data, and charts but its `show_chart`; `app/figures.py`); the rest "
         f"is Streamlit and page code. A cell is CPU milliseconds per script run (a sample stands for 1/{rate} s; "
         "script runs: the page opens and reruns the students timed) and, in brackets, its share of the script "
         "threads' samples. The sampled milliseconds are an estimate: py-spy leaves out most samples of a waiting "

@@ -6,7 +6,7 @@ start and the page's first run, one step after another under the GIL. The app's 
 starts this module in a child process before anything else: the child imports and loads on the other core
 while the server starts, traces the landing page's request and sends back the trace and the model's card.
 The server takes them instead of waiting for its own imports, which go on in the background for every later
-trace (``app/runtime/core.py``). Only plain data crosses the pipe: :mod:`engine.traces`' frozen dataclasses of
+trace (``app/runtime/models.py``, ``app/runtime/traces.py``). Only plain data crosses the pipe: :mod:`engine.traces`' frozen dataclasses of
 numpy arrays (pickled), so the server needs no torch to read them.
 
 Parent side::

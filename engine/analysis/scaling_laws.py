@@ -15,7 +15,7 @@ run that has seen T tokens spent C ≈ 6·N·T. The **compute-optimal frontier**
 against compute over every point of every run: for each compute, the lowest loss any run reached with at
 most that much compute. The points on it are the runs' own points that beat every point of less compute.
 
-Numpy in, numpy out; no torch (the page's services read the shipped curves through :func:`read_curves`).
+Numpy in, numpy out; no torch (the Scaling page's data module reads the shipped curves through :func:`read_curves`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Bahdanau attention page through AppTest: every number drawn equals the engine's trace of the same input.
 
 References are computed here directly with ``engine.trace`` (and, for the step tables, from the trace's
-captured energies and weights), independently of the page's services.
+captured energies and weights), independently of the page's data module.
 """
 
 from __future__ import annotations

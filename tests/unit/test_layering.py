@@ -3,7 +3,7 @@
 - ``app/ui`` is render-only (arrays and records in, elements out): it imports no ``app.runtime``, ``app.views`` or
   ``app.store``; the shared widgets that read session state and call the runtime live in ``app/controls``.
 - ``app/views``, ``app/controls`` and ``app/ui`` get a model's :class:`engine.records.ModelCard` from
-  ``runtime.core.get_card``; the torch-backed, shared ``Model`` stays inside the gateway: ``app/runtime`` and each
+  ``runtime.models.get_card``; the torch-backed, shared ``Model`` stays inside the gateway: ``app/runtime`` and each
   page folder's data modules (``data.py``, ``*_data.py``: the page's cached calls into the engine).
 - ``engine.families`` (the networks, adapters and loaders) never imports ``engine.training`` (which trains
   them); the shared pieces (vocabularies, toy corpora, the checkpoint format, the family table) are neutral.
@@ -67,7 +67,7 @@ def test_pages_receive_the_card_not_the_model(repo_root: Path) -> None:
     files = _page_files(repo_root)
     assert files
     offenders = {str(f.relative_to(repo_root)): hits for f in files if (hits := _model_calls_and_imports(f))}
-    assert not offenders, f"pages must use services.get_card (a ModelCard), never get_model or torch: {offenders}"
+    assert not offenders, f"pages must use runtime.models.get_card (a ModelCard), never get_model or torch: {offenders}"
 
 
 # ---- the model families and engine.training ----------------------------------------------------------
