@@ -1,12 +1,6 @@
-"""The class store: what a room shares (who joined, questions, answers, lessons), in one place every app process
-reaches.
-
-A classroom launch runs several app processes, and each student's browser is pinned to one of them, so a room
-lives in a database: SQLite in WAL mode in a data directory by default (``AP_DATA_DIR``, default ``data/`` in the
-checkout, created on first use), PostgreSQL when ``AP_DATABASE_URL`` is set (through ``psycopg``). Plain Python:
-no Streamlit, no torch, no ORM; every statement is a constant with parameters. ``db`` holds the connections,
-``migrations`` the numbered schema steps, ``rooms`` rooms, members, questions, answers and rate limits
-(:class:`Store`), ``lessons`` saved lessons, drafts and rooms' lessons.
+"""The class store: what a room shares (who joined, questions, answers, lessons), in one database every app process
+reaches: SQLite (WAL) in ``AP_DATA_DIR`` (default ``data/``), or PostgreSQL when ``AP_DATABASE_URL`` is set.
+Plain Python, no ORM: ``db`` the connections, ``migrations`` the schema, ``rooms`` (:class:`Store`), ``lessons``.
 """
 
 from __future__ import annotations
@@ -16,7 +10,7 @@ import threading
 from pathlib import Path
 
 from app.store.db import StoreUnavailable  # noqa: F401 — the store's API
-from app.store.rooms import ROOM_HOURS, Question, Room, RoomError, Store, normalise_code  # noqa: F401 — the store's API
+from app.store.rooms import ROOM_HOURS, Ask, Question, Room, RoomError, Store, normalise_code  # noqa: F401 — the API
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,13 +1,8 @@
 """Rooms, members, questions and answers: everything a class shares, read and written through :class:`Store`.
 
-A room has a 6-character code from :data:`ALPHABET` (no 0/O, 1/I/L: read off a projector without doubt),
-drawn with :mod:`secrets`: 31⁶ ≈ 8.9·10⁸ codes against a join limit of :data:`LIMITS` per browser, so a
-code is not found by trying. The teacher holds a second secret (the control link); the store keeps only
-its SHA-256. A room ends :data:`ROOM_HOURS` after it was made (or when the teacher closes it) and is
-deleted by the next room made after that; nothing in it names a person.
-
-Every refusal a student or teacher can cause (a forged, ended or closed room, a revealed or replaced
-question, bad text, too many tries) is a :class:`RoomError` whose message a page shows as it is.
+A room's code is 6 characters of :data:`ALPHABET` (no 0/O, 1/I/L) drawn with :mod:`secrets` (31⁶ codes against the
+join limit of :data:`LIMITS`); the teacher's secret is kept as its SHA-256. A room ends after :data:`ROOM_HOURS` or
+when closed, and is deleted by the next room made. Every refusal is a :class:`RoomError` a page shows as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.store.migrations import migrate
@@ -62,11 +57,20 @@ class Room:
 
 
 @dataclass(frozen=True)
+class Ask:
+    """A question as the teacher asks it: ``kind`` (:data:`KINDS`: typed ``"choice"``, or ``"predict"`` / ``"head"``
+    read from a model), prompt, options, the right option's index (None: none) and the kind's plain ``detail``."""
+
+    kind: str
+    prompt: object
+    options: Sequence[object]
+    answer: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Question:
-    """A question pushed to a room: ``kind`` ``"choice"`` (typed by the teacher), ``"predict"`` (which token a head
-    looks at) or ``"head"`` (which head made a map), both read from a model; ``answer`` the right option's index
-    (None: none marked); ``detail`` the kind's plain data (model, text, layer, head, and the row or map);
-    ``revealed`` once the teacher showed the answer (answers are closed)."""
+    """A question pushed to a room; ``revealed`` once the teacher showed the answer (it takes no more answers)."""
 
     id: str
     kind: str
@@ -225,21 +229,13 @@ class Store:
 
     # ---------------------------------------------------------------- questions
 
-    def push_question(
-        self,
-        code: object,
-        token: object,
-        kind: str,
-        prompt: object,
-        options: Sequence[object],
-        answer: int | None = None,
-        detail: dict | None = None,
-    ) -> Question:
+    def push_question(self, code: object, token: object, ask: Ask) -> Question:
         """Put a question on every student's screen (the room's previous question stops taking answers)."""
+        kind, answer = ask.kind, ask.answer
         if kind not in KINDS:
             raise RoomError("Unknown kind of question.")
-        prompt = clean_text(prompt, PROMPT_CHARS, "question")
-        options = tuple(clean_text(o, OPTION_CHARS, f"option {i + 1}") for i, o in enumerate(options))
+        prompt = clean_text(ask.prompt, PROMPT_CHARS, "question")
+        options = tuple(clean_text(o, OPTION_CHARS, f"option {i + 1}") for i, o in enumerate(ask.options))
         if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS[kind]:
             raise RoomError(
                 f"A question needs {MIN_OPTIONS} to {MAX_OPTIONS[kind]} options; this one has {len(options)}."
@@ -249,7 +245,7 @@ class Store:
         if answer is not None and not (isinstance(answer, int) and 0 <= answer < len(options)):
             raise RoomError("The right answer must be one of the options.")
         room = self.teacher_room(code, token)
-        question = Question(secrets.token_hex(8), kind, prompt, options, answer, dict(detail or {}), False)
+        question = Question(secrets.token_hex(8), kind, prompt, options, answer, dict(ask.detail), False)
         with self.db.transaction() as run:
             values = (question.id, room.code, kind, prompt, json.dumps(options), answer, json.dumps(question.detail))
             run(
@@ -270,8 +266,7 @@ class Store:
         return _question(rows[0]) if rows else None
 
     def earlier_questions(self, code: str, limit: int = 10) -> list[Question]:
-        """The room's questions before the one on screen, the latest first (at most ``limit``): their answers
-        no longer change (a replaced question takes none), so a page may draw them once."""
+        """The room's questions before the one on screen, the latest first (at most ``limit``; they take no answers)."""
         self.ready()
         rows = self.db.run(
             f"SELECT {QUESTION_COLUMNS} FROM questions q JOIN rooms r ON r.code = q.room "
@@ -289,11 +284,8 @@ class Store:
     # ---------------------------------------------------------------- answers
 
     def answer(self, code: object, question_id: str, browser: str, choice: object) -> None:
-        """Record (or replace) ``browser``'s answer; written at once, so a worker that dies loses nothing.
-
-        Refused with a :class:`RoomError` for a forged, ended or closed room, a browser that has not joined, a
-        replaced or revealed question, an option the question does not have, or too many tries.
-        """
+        """Record (or replace) ``browser``'s answer at once; a :class:`RoomError` for a closed room, a browser not
+        joined, a replaced or revealed question, an option it lacks or too many tries."""
         self.ready()
         now = self.clock()
         with self.db.transaction() as run:

@@ -18,7 +18,7 @@ import streamlit as st
 from app.links import app_link
 from app.runtime.rooms import HEAD_CHOICES, browser_id, class_store, head_question, predict_question
 from app.state import DEFAULT_TEXT, default_from
-from app.store import ROOM_HOURS, RoomError, StoreUnavailable
+from app.store import ROOM_HOURS, Ask, RoomError, StoreUnavailable
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import calm_errors, show_error
@@ -293,7 +293,7 @@ def _push_choice(code: str, token: str) -> None:
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_choice):
             lines = [line for line in options.splitlines() if line.strip()]
             answer = int(right) - 1 if right else None
-            _push(code, token, "choice", prompt, lines, answer, {})
+            _push(code, token, Ask("choice", prompt, lines, answer))
 
 
 def _push_model(code: str, token: str, kind: str) -> None:
@@ -332,12 +332,12 @@ def _push_model(code: str, token: str, kind: str) -> None:
             except Exception as exc:  # noqa: BLE001 — a RoomError or an engine error (the text, the model), calmly
                 show_error(str(exc) if isinstance(exc, RoomError) else exc)
                 return
-            _push(code, token, kind, asked.prompt, list(asked.options), asked.answer, asked.detail)
+            _push(code, token, Ask(kind, asked.prompt, asked.options, asked.answer, asked.detail))
 
 
-def _push(code: str, token: str, kind: str, prompt, options, answer, detail) -> None:
+def _push(code: str, token: str, ask: Ask) -> None:
     try:
-        class_store().push_question(code, token, kind, prompt, options, answer, detail)
+        class_store().push_question(code, token, ask)
     except (RoomError, StoreUnavailable) as exc:
         show_error(str(exc))
         return
