@@ -37,7 +37,8 @@ class StoreUnavailable(Exception):
 
 class _Pooled:
     """Open connections kept for the next caller (Streamlit runs each rerun in a new thread), each used by one thread
-    at a time; a connection that failed is closed instead of kept."""
+    at a time; a connection that failed is closed instead of kept. A database gives ``_open``, ``_begin``, ``_end``
+    (commit, or roll back on an exception) and ``_execute``."""
 
     errors: tuple[type[BaseException], ...] = ()  # what opening a connection can raise
     KEEP = 8  # idle connections kept per store
@@ -45,9 +46,6 @@ class _Pooled:
     def __init__(self) -> None:
         self._free: list[Any] = []
         self._lock = threading.Lock()
-
-    def _open(self) -> Any:
-        raise NotImplementedError
 
     def _usable(self, conn: Any) -> bool:
         return True
@@ -106,22 +104,11 @@ class _Pooled:
             raise _unavailable(exc) from exc
         self._give(conn)
 
-    def _begin(self, conn: Any) -> Any:
-        raise NotImplementedError
-
-    def _end(self, conn: Any, tx: Any, exc: BaseException | None) -> None:
-        """Commit (``exc`` None) or roll back."""
-        raise NotImplementedError
-
     def _rows(self, conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
         try:
             return self._execute(conn, sql, tuple(params))
         except self.errors as exc:
             raise _unavailable(exc) from exc
-
-    @staticmethod
-    def _execute(conn: Any, sql: str, params: tuple) -> list[tuple]:
-        raise NotImplementedError
 
 
 def _close(conn: Any) -> None:

@@ -88,7 +88,6 @@ class LessonStore:
         """Save a new lesson (``lesson_id`` None) or change one (with its secret); ``(id, edit secret)``. Each save
         counts against the browser's limit (``rooms.LIMITS["lesson"]``)."""
         store = self.store
-        store.ready()
         _fits(body, MAX_BODY)
         title = _title(title)
         now = store.clock()
@@ -109,13 +108,11 @@ class LessonStore:
 
     def lesson(self, lesson_id: object) -> SavedLesson:
         """The saved lesson with this id; :class:`LessonError` for a malformed or unknown id."""
-        self.store.ready()
         row = _row(self.store.db.run, "SELECT id, title, body, updated_at FROM lessons WHERE id = ?", lesson_id)
         return SavedLesson(row[0], row[1], row[2], float(row[3]))
 
     def can_edit(self, lesson_id: object, secret: object) -> bool:
         """True when ``secret`` is the lesson's edit secret."""
-        self.store.ready()
         try:
             self._check_author(self.store.db.run, lesson_id, secret)
         except LessonError:
@@ -134,7 +131,6 @@ class LessonStore:
         """Keep ``body`` as ``browser``'s draft ("": forget it), with ``saved``, the id and edit secret of the saved
         lesson it edits; drafts untouched for :data:`DRAFT_KEEP_S` are removed on the way."""
         store = self.store
-        store.ready()
         if not isinstance(browser, str) or not browser:
             raise LessonError("This browser has no id to keep a draft under.")
         _fits(body, MAX_BODY)
@@ -155,7 +151,6 @@ class LessonStore:
             )
 
     def _draft_row(self, browser: object) -> tuple | None:
-        self.store.ready()
         if not isinstance(browser, str) or not browser:
             return None
         rows = self.store.db.run(
@@ -218,7 +213,6 @@ class LessonStore:
 
     def room_lesson(self, code: str) -> RoomLesson | None:
         """The lesson the room is walking through, None when there is none."""
-        self.store.ready()
         rows = self.store.db.run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (code,))
         steps = tuple(json.loads(rows[0][1])) if rows else ()
         return RoomLesson(rows[0][0], steps, min(max(int(rows[0][2]), 0), len(steps) - 1)) if steps else None

@@ -118,7 +118,7 @@ class Store:
     """The class store on one database (:mod:`app.store.db`); migrated on first use, safe to share between threads."""
 
     def __init__(self, db, clock: Callable[[], float] = time.time, room_hours: float = ROOM_HOURS) -> None:
-        self.db = db
+        self._db = db
         self.clock = clock
         self.room_hours = room_hours
         self._migrated = False
@@ -127,20 +127,25 @@ class Store:
     @property
     def kind(self) -> str:
         """``"sqlite"`` or ``"postgresql"``."""
-        return self.db.kind
+        return self._db.kind
+
+    @property
+    def db(self):
+        """The database (:mod:`app.store.db`), its schema made ready first."""
+        self.ready()
+        return self._db
 
     def ready(self) -> None:
         """Create or upgrade the schema (once per store object); raises ``StoreUnavailable``."""
         with self._lock:
             if not self._migrated:
-                migrate(self.db, self.clock)
+                migrate(self._db, self.clock)
                 self._migrated = True
 
     # ---------------------------------------------------------------- rooms
 
     def create_room(self, browser: str) -> tuple[Room, str]:
         """A new room and the teacher's secret token (kept by the teacher's link only; the store keeps its hash)."""
-        self.ready()
         now = self.clock()
         token = secrets.token_urlsafe(18)
         with self.db.transaction() as run:
@@ -159,7 +164,6 @@ class Store:
 
     def room(self, code: object) -> Room:
         """The open room with ``code``; :class:`RoomError` for a malformed, unknown, ended or closed one."""
-        self.ready()
         return self._open_room(self.db.run, normalise_code(code), self.clock())
 
     def _open_room(self, run, code: str | None, now: float) -> Room:
@@ -187,7 +191,6 @@ class Store:
 
     def join(self, code: object, browser: str) -> Room:
         """Add ``browser`` to the room (joining twice is one member; a member's reload is not counted as a try)."""
-        self.ready()
         now = self.clock()
         wanted = normalise_code(code)
         if wanted and self.db.run("SELECT 1 FROM members WHERE room = ? AND browser = ?", (wanted, browser)):
@@ -204,7 +207,6 @@ class Store:
 
     def joined_room(self, browser: str) -> Room | None:
         """The open room ``browser`` joined last (a reload without the join link finds its class), None if none."""
-        self.ready()
         now = self.clock()
         rows = self.db.run(
             "SELECT r.code FROM members m JOIN rooms r ON r.code = m.room "
@@ -216,14 +218,12 @@ class Store:
 
     def leave(self, code: object, browser: str) -> None:
         """Take ``browser`` out of the room (its answers stay counted; joining again by the link is allowed)."""
-        self.ready()
         wanted = normalise_code(code)
         if wanted:
             self.db.run("DELETE FROM members WHERE room = ? AND browser = ?", (wanted, browser))
 
     def member_count(self, code: str) -> int:
         """How many browsers have joined the room."""
-        self.ready()
         (row,) = self.db.run("SELECT COUNT(*) FROM members WHERE room = ?", (code,))
         return int(row[0])
 
@@ -258,7 +258,6 @@ class Store:
 
     def current_question(self, code: str) -> Question | None:
         """The question on screen in the room now (open or revealed), None before the first."""
-        self.ready()
         rows = self.db.run(
             f"SELECT {QUESTION_COLUMNS} FROM rooms r JOIN questions q ON q.id = r.current_question WHERE r.code = ?",
             (code,),
@@ -267,7 +266,6 @@ class Store:
 
     def earlier_questions(self, code: str, limit: int = 10) -> list[Question]:
         """The room's questions before the one on screen, the latest first (at most ``limit``; they take no answers)."""
-        self.ready()
         rows = self.db.run(
             f"SELECT {QUESTION_COLUMNS} FROM questions q JOIN rooms r ON r.code = q.room "
             "WHERE q.room = ? AND q.id <> COALESCE(r.current_question, '') "
@@ -286,7 +284,6 @@ class Store:
     def answer(self, code: object, question_id: str, browser: str, choice: object) -> None:
         """Record (or replace) ``browser``'s answer at once; a :class:`RoomError` for a closed room, a browser not
         joined, a replaced or revealed question, an option it lacks or too many tries."""
-        self.ready()
         now = self.clock()
         with self.db.transaction() as run:
             self._allow(run, browser, "answer", now)
@@ -310,13 +307,11 @@ class Store:
 
     def my_answer(self, question_id: str, browser: str) -> int | None:
         """``browser``'s current answer to the question, None if none."""
-        self.ready()
         rows = self.db.run("SELECT choice FROM answers WHERE question = ? AND browser = ?", (question_id, browser))
         return int(rows[0][0]) if rows else None
 
     def distribution(self, question: Question) -> list[int]:
         """How many students picked each option, in the options' order."""
-        self.ready()
         counts = [0] * len(question.options)
         for choice, n in self.db.run(
             "SELECT choice, COUNT(*) FROM answers WHERE question = ? GROUP BY choice", (question.id,)
