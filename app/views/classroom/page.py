@@ -199,10 +199,6 @@ def _results(question, counts: list[int], prefix: str) -> None:
             _head_row(question, [float(w) for w in weights], f"{prefix}row_{question.id}")
 
 
-def _labels(question) -> list[str]:
-    return [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
-
-
 #: px per bar of a poll's chart; on the projector a long poll's bars share PRESENT_BARS_PX (so it fits 1280×720),
 #: never below BAR_PX_MIN (Plotly thins the labels that would overlap)
 BAR_PX, PRESENT_BARS_PX, BAR_PX_MIN = 28, 256, 8
@@ -215,7 +211,7 @@ def bar_px(n: int, projector: bool) -> int:
 
 def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
     """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
-    labels = _labels(question)
+    labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
     px = bar_px(len(labels), presenting())
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
     fig.update_layout(

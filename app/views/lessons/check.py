@@ -22,6 +22,8 @@ from app.views.lessons.keys import Lessons
 from app.views.lessons.lesson_file import Choice, Look, Predict, Step
 from app.views.vit.figures import overlay
 
+BARS = dict(height=260, margin=dict(l=10, r=10, t=30, b=10))  # a check's and a demo's bar chart
+
 
 def answers() -> dict[str, int]:
     """This session's answers (created empty on first use)."""
@@ -62,17 +64,11 @@ def row_figure(row: QueryRow, picked: int) -> go.Figure:
     """The revealed row as bars: the student's pick in orange, the head's top key in dark blue."""
     labels = [f"{i} · {s}" for i, s in enumerate(row.keys)]
     colours = ["#e8710a" if i == picked else "#1f3b73" if i == row.top else "#9db4d8" for i in range(len(labels))]
-    fig = go.Figure(
-        go.Bar(x=labels, y=row.weights, marker_color=colours, hovertemplate="%{x}: %{y:.3f}<extra></extra>")
+    hover = "%{x}: %{y:.3f}<extra></extra>"
+    fig = go.Figure(go.Bar(x=labels, y=row.weights, marker_color=colours, hovertemplate=hover))
+    return fig.update_layout(
+        BARS, yaxis_title="weight", title=f"Where “{row.query_label}” looks", xaxis_type="category"
     )
-    fig.update_layout(
-        height=260,
-        margin=dict(l=10, r=10, t=30, b=10),
-        yaxis_title="weight",
-        title=f"Where “{row.query_label}” looks",
-        xaxis=dict(type="category"),
-    )
-    return fig
 
 
 def predict_check(step: Step, check: Predict) -> None:

@@ -23,7 +23,7 @@ from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
-from app.views.lessons.check import answers, is_right, knowledge_check
+from app.views.lessons.check import BARS, answers, is_right, knowledge_check
 from app.views.lessons.data import LESSON_MAX_TOKENS, find_token
 from app.views.lessons.draft import TAKE_TAB, WRITE_TAB, open_tab, owned, use_button
 from app.views.lessons.editor import EDIT_PARAM, editor
@@ -121,20 +121,10 @@ def softmax_demo() -> None:
     k = np.array(SOFTMAX_SCORES, dtype=float)[:, None]  # (n, 1): one-number keys, so q·k = the score
     steps = calculator_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
     weights = steps.weights[0]
-    fig = go.Figure(
-        go.Bar(
-            x=list(SOFTMAX_KEYS),
-            y=weights,
-            marker_color="#1f3b73",
-            text=[f"{w:.2f}" for w in weights],
-            textposition="outside",
-        )
-    )
+    bars = go.Bar(x=SOFTMAX_KEYS, y=weights, marker_color="#1f3b73", text=[f"{w:.2f}" for w in weights])
+    fig = go.Figure(bars).update_traces(textposition="outside").update_layout(BARS, yaxis_range=[0, 1.1])
     fig.update_layout(
-        height=260,
-        margin=dict(l=10, r=10, t=30, b=10),
-        yaxis=dict(range=[0, 1.1], title="weight"),
-        title=f"softmax({', '.join(f'{s:g}' for s in SOFTMAX_SCORES)} × {scale:.1f})",
+        yaxis_title="weight", title=f"softmax({', '.join(map('{:g}'.format, SOFTMAX_SCORES))} × {scale:.1f})"
     )
     show_chart(fig, key=Lessons.softmax)
     st.caption(
