@@ -123,14 +123,10 @@ def _start(code: str, token: str) -> None:
     state = st.session_state
     pick = state.get(ROOM.lesson_pick) or "builtin"
     try:
-        if pick == "draft" and draft().steps:
-            steps, title = snapshot(draft()), draft().title
-        elif pick == "saved":
+        lesson = draft() if pick == "draft" and draft().steps else LESSON
+        if pick == "saved":
             lesson = read_lesson(lesson_store().lesson(lesson_id(state.get(ROOM.lesson_ref))).body)
-            steps, title = snapshot(lesson), lesson.title
-        else:
-            steps, title = snapshot(LESSON, markdown=True), LESSON.title
-        lesson_store().start_in_room(code, token, title, steps)
+        lesson_store().start_in_room(code, token, lesson.title, snapshot(lesson, markdown=lesson is LESSON))
     except (RoomError, StoreUnavailable, LessonFileError) as exc:
         state[ROOM.lesson_error] = str(exc)
 

@@ -133,9 +133,7 @@ def question_map(question, key: str) -> None:
     """The map a "which head is this?" question shows (``detail["map"]``), the head not named on it."""
     detail = question.detail
     grid, queries, keys = detail.get("map"), detail.get("queries"), detail.get("keys")
-    if not (
-        isinstance(grid, list) and isinstance(queries, list) and isinstance(keys, list) and len(grid) == len(queries)
-    ):
+    if not (all(isinstance(v, list) for v in (grid, queries, keys)) and len(grid) == len(queries)):
         return
     # the tokens' own labels, no numbers (the answers are numbered), kept apart after shortening
     x = unique_labels([safe_label(str(k)) for k in keys])

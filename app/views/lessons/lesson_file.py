@@ -149,9 +149,8 @@ def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
             raise LessonFileError(
                 f"Step {i}: the id {_show(step.id)} is used by an earlier step; give each step its own."
             )
-    return Lesson(
-        _text(doc, "title", "The file", TITLE_CHARS), out, _text(doc, "description", "The file", TEXT_CHARS, False)
-    )
+    description = _text(doc, "description", "The file", TEXT_CHARS, False)
+    return Lesson(_text(doc, "title", "The file", TITLE_CHARS), out, description)
 
 
 def _step(raw: dict, number: int, check_values: bool) -> Step:
@@ -171,15 +170,9 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
     demo = _text(raw, "demo", where, 40, False)
     if demo and demo not in DEMOS:
         raise LessonFileError(f"{where}: there is no demo {_show(demo)}; the demos are {', '.join(DEMOS)}.")
-    check = raw.get("check")
-    return Step(
-        sid,
-        title,
-        text,
-        tuple(_link(link, f"{where}, link {k}", check_values) for k, link in enumerate(links, 1)),
-        None if check is None else _check(check, f"{where}, check", check_values),
-        demo,
-    )
+    links = tuple(_link(link, f"{where}, link {k}", check_values) for k, link in enumerate(links, 1))
+    check = None if raw.get("check") is None else _check(raw["check"], f"{where}, check", check_values)
+    return Step(sid, title, text, links, check, demo)
 
 
 def _link(raw: dict, where: str, check_values: bool) -> Link:
@@ -252,9 +245,7 @@ def _check(raw: object, where: str, check_values: bool) -> Check:
         right = f"is the number of the right option, 1 to {len(options)}"
         values |= {"options": tuple(options), "answer": _number(raw, "answer", where, 1, len(options), right) - 1}
     elif cls is Look:
-        values["scene"] = _number(
-            raw, "scene", where, 0, 100_000, "is a held-out scene's number, a whole number from 0"
-        )
+        values["scene"] = _number(raw, "scene", where, 0, 100_000, "is a held-out scene's number, from 0")
     else:
         values["causal"] = raw.get("causal")
         if values["causal"] is not None and not isinstance(values["causal"], bool):
