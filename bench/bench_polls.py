@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
+from app.store import Ask
 from bench import self_check
 from bench.bench_class import _p95, _s  # the class benchmark's p95 and number format
 from bench.serve import ROOT, ProcSampler, Server, footer, load_average, run_context, running_server
@@ -145,7 +146,7 @@ async def run_case(server: Server, store, students: int, args: argparse.Namespac
     try:
         async with asyncio.timeout(max(300.0, 4 * students)):
             await opened.opened.wait()
-            store.push_question(room.code, token, "choice", "Which vector is compared with the query?", OPTIONS, 0)
+            store.push_question(room.code, token, Ask("choice", "Which vector is compared with the query?", OPTIONS, 0))
             pushed.set()
             results = await asyncio.gather(*tasks, return_exceptions=True)
         case.client_errors += [f"{type(r).__name__}: {r}" for r in results if isinstance(r, BaseException)]

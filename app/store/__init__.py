@@ -1,12 +1,6 @@
-"""The class store: what a room shares (who joined, questions, answers, lessons), in one place every app process
-reaches.
-
-A classroom launch runs several app processes, and each student's browser is pinned to one of them, so a room
-lives in a database: SQLite in WAL mode in a data directory by default (``AP_DATA_DIR``, default ``data/`` in the
-checkout, created on first use), PostgreSQL when ``AP_DATABASE_URL`` is set (through ``psycopg``). Plain Python:
-no Streamlit, no torch, no ORM; every statement is a constant with parameters. ``db`` holds the connections,
-``migrations`` the numbered schema steps, ``rooms`` rooms, members, questions, answers and rate limits
-(:class:`Store`), ``lessons`` saved lessons, drafts and rooms' lessons.
+"""The class store: what a room shares (who joined, questions, answers, lessons), in one database every app process
+reaches: SQLite (WAL) in ``AP_DATA_DIR`` (default ``data/``), or PostgreSQL when ``AP_DATABASE_URL`` is set.
+Plain Python, no ORM: ``db`` the connections, ``migrations`` the schema, ``rooms`` (:class:`Store`), ``lessons``.
 """
 
 from __future__ import annotations
@@ -16,14 +10,9 @@ import threading
 from pathlib import Path
 
 from app.store.db import StoreUnavailable  # noqa: F401 — the store's API
-from app.store.rooms import ROOM_HOURS, Question, Room, RoomError, Store, normalise_code  # noqa: F401 — the store's API
+from app.store.rooms import ROOM_HOURS, Ask, Question, Room, RoomError, Store, normalise_code  # noqa: F401 — the API
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def default_data_dir() -> Path:
-    """Where the SQLite file lives when ``AP_DATA_DIR`` is not set: ``data/`` in the checkout."""
-    return ROOT / "data"
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # without AP_DATA_DIR: data/ in the checkout
 
 
 def settings(env=None) -> tuple[str | None, Path]:
@@ -31,7 +20,7 @@ def settings(env=None) -> tuple[str | None, Path]:
     env = os.environ if env is None else env
     url = (env.get("AP_DATABASE_URL") or "").strip() or None
     folder = (env.get("AP_DATA_DIR") or "").strip()
-    return url, Path(folder).expanduser() if folder else default_data_dir()
+    return url, Path(folder).expanduser() if folder else DEFAULT_DATA_DIR
 
 
 def open_store(url: str | None = None, data_dir: str | Path | None = None, **kwargs) -> Store:
@@ -42,7 +31,7 @@ def open_store(url: str | None = None, data_dir: str | Path | None = None, **kwa
         return Store(Postgres(url), **kwargs)
     from app.store.db import Sqlite
 
-    return Store(Sqlite(Path(data_dir or default_data_dir()) / "classroom.sqlite3"), **kwargs)
+    return Store(Sqlite(Path(data_dir or DEFAULT_DATA_DIR) / "classroom.sqlite3"), **kwargs)
 
 
 _stores: dict[tuple, Store] = {}

@@ -1,11 +1,8 @@
-"""Connections to the class store: SQLite (WAL, the default) or PostgreSQL, behind one small interface.
+"""Connections to the class store: SQLite (WAL, ``synchronous=NORMAL``) or PostgreSQL, behind one small interface.
 
-Statements are written once, with ``?`` placeholders, and run on either database (for PostgreSQL the ``?`` of a
-*constant* statement becomes psycopg's ``%s``; values always travel as parameters). Connections are pooled: each
-is used by one thread at a time and kept for the next caller (Streamlit runs every script run in a new thread).
-Any failure to reach the database becomes :class:`StoreUnavailable`, whose message a page shows as it is; the
-cause goes to the log. SQLite runs in WAL mode with ``synchronous=NORMAL`` (a committed answer survives the app
-process being killed); several processes on one machine share the file, a writer waiting up to ``BUSY_S``.
+Constant statements with ``?`` placeholders run on either (``%s`` for psycopg); values always travel as parameters.
+Connections are pooled, one thread at a time each. Any failure to reach the database becomes
+:class:`StoreUnavailable`, whose message a page shows; the cause goes to the log.
 """
 
 from __future__ import annotations
@@ -39,11 +36,9 @@ class StoreUnavailable(Exception):
 
 
 class _Pooled:
-    """Open connections kept for the next caller, each used by one thread at a time.
-
-    Streamlit runs every script run in a new thread, so a connection per thread opened one per rerun
-    (a live fragment of every student polls each second or two: for PostgreSQL a new server process
-    each time). A connection that failed is closed instead of kept."""
+    """Open connections kept for the next caller (Streamlit runs each rerun in a new thread), each used by one thread
+    at a time; a connection that failed is closed instead of kept. A database gives ``_open``, ``_begin``, ``_end``
+    (commit, or roll back on an exception) and ``_execute``."""
 
     errors: tuple[type[BaseException], ...] = ()  # what opening a connection can raise
     KEEP = 8  # idle connections kept per store
@@ -51,9 +46,6 @@ class _Pooled:
     def __init__(self) -> None:
         self._free: list[Any] = []
         self._lock = threading.Lock()
-
-    def _open(self) -> Any:
-        raise NotImplementedError
 
     def _usable(self, conn: Any) -> bool:
         return True
@@ -91,8 +83,7 @@ class _Pooled:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Run]:
-        """A write transaction: its statements run through the function it yields; committed when the block ends,
-        rolled back when it raises."""
+        """A write transaction through the function it yields: committed at the end, rolled back if it raises."""
         conn = self._take()
         try:
             tx = self._begin(conn)
@@ -113,22 +104,11 @@ class _Pooled:
             raise _unavailable(exc) from exc
         self._give(conn)
 
-    def _begin(self, conn: Any) -> Any:
-        raise NotImplementedError
-
-    def _end(self, conn: Any, tx: Any, exc: BaseException | None) -> None:
-        """Commit (``exc`` None) or roll back."""
-        raise NotImplementedError
-
     def _rows(self, conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
         try:
             return self._execute(conn, sql, tuple(params))
         except self.errors as exc:
             raise _unavailable(exc) from exc
-
-    @staticmethod
-    def _execute(conn: Any, sql: str, params: tuple) -> list[tuple]:
-        raise NotImplementedError
 
 
 def _close(conn: Any) -> None:

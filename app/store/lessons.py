@@ -1,11 +1,8 @@
 """Lessons a teacher saves and shares by link, a browser's unsaved draft, and the lesson a room walks through.
 
-A saved lesson is the text of its lesson file (``app/views/lessons/lesson_file.py`` checks it before it gets here),
-kept under a random id (the share link's ``?lesson=ID``: 12 URL-safe characters, 72 bits) with the SHA-256 of its
-edit secret: anyone with the id reads it, only the secret (the author's session or edit link) changes it. Saved
-lessons do not expire. A room's lesson is a JSON snapshot of its steps (title, note, the first link's page, label
-and parameters), taken when the teacher starts it (a later edit does not move a class in the middle of it), and
-the step on screen, which every student's panel reads from any process.
+A saved lesson is its lesson file's text under a random 72-bit id (``?lesson=ID``) with the SHA-256 of its edit
+secret: anyone with the id reads it, only the secret changes it. A room's lesson is a JSON snapshot of its steps
+taken when the teacher starts it, and the step on screen.
 """
 
 from __future__ import annotations
@@ -65,8 +62,8 @@ class SavedLesson:
 
 @dataclass(frozen=True)
 class RoomLesson:
-    """The lesson a room is walking through: one plain dict per step (``title``, ``note``, and for its view ``page``,
-    ``label`` and ``params``, absent when the step has no link) and the step on screen (0-based)."""
+    """The lesson a room walks through: one dict per step (``title``, ``note``; ``page``, ``label``, ``params`` of its
+    first link) and the step on screen (0-based)."""
 
     title: str
     steps: tuple[dict[str, Any], ...]
@@ -88,13 +85,9 @@ class LessonStore:
     def save(
         self, browser: str, title: str, body: str, lesson_id: str | None = None, secret: str | None = None
     ) -> tuple[str, str]:
-        """Save a new lesson (``lesson_id`` None) or change one; ``(id, edit secret)``.
-
-        Changing needs the secret the first save returned; a new save counts against the browser's limit
-        (``rooms.LIMITS["lesson"]``), so a script cannot fill the database.
-        """
+        """Save a new lesson (``lesson_id`` None) or change one (with its secret); ``(id, edit secret)``. Each save
+        counts against the browser's limit (``rooms.LIMITS["lesson"]``)."""
         store = self.store
-        store.ready()
         _fits(body, MAX_BODY)
         title = _title(title)
         now = store.clock()
@@ -115,13 +108,11 @@ class LessonStore:
 
     def lesson(self, lesson_id: object) -> SavedLesson:
         """The saved lesson with this id; :class:`LessonError` for a malformed or unknown id."""
-        self.store.ready()
         row = _row(self.store.db.run, "SELECT id, title, body, updated_at FROM lessons WHERE id = ?", lesson_id)
         return SavedLesson(row[0], row[1], row[2], float(row[3]))
 
     def can_edit(self, lesson_id: object, secret: object) -> bool:
         """True when ``secret`` is the lesson's edit secret."""
-        self.store.ready()
         try:
             self._check_author(self.store.db.run, lesson_id, secret)
         except LessonError:
@@ -137,12 +128,9 @@ class LessonStore:
     # ---------------------------------------------------------------- a browser's unsaved draft
 
     def keep_draft(self, browser: str, body: str, saved: tuple[str, str] | None = None) -> None:
-        """Keep ``body`` (a lesson file's text) as ``browser``'s unsaved draft, replacing the one before; an empty
-        ``body`` forgets it. ``saved``: the id and edit secret of the saved lesson the draft edits (None: a draft
-        never saved), so "Save" after a reload changes that lesson (:meth:`kept_draft_lesson`). Drafts untouched for
-        :data:`DRAFT_KEEP_S` are removed on the way."""
+        """Keep ``body`` as ``browser``'s draft ("": forget it), with ``saved``, the id and edit secret of the saved
+        lesson it edits; drafts untouched for :data:`DRAFT_KEEP_S` are removed on the way."""
         store = self.store
-        store.ready()
         if not isinstance(browser, str) or not browser:
             raise LessonError("This browser has no id to keep a draft under.")
         _fits(body, MAX_BODY)
@@ -163,7 +151,6 @@ class LessonStore:
             )
 
     def _draft_row(self, browser: object) -> tuple | None:
-        self.store.ready()
         if not isinstance(browser, str) or not browser:
             return None
         rows = self.store.db.run(
@@ -178,8 +165,7 @@ class LessonStore:
         return row[0] if row else None
 
     def kept_draft_lesson(self, browser: object) -> tuple[str, str] | None:
-        """``(id, edit secret)`` of the saved lesson ``browser``'s kept draft edits; None for a draft never saved, no
-        draft, or a secret that no longer opens that lesson (the lesson is gone)."""
+        """``(id, edit secret)`` of the saved lesson ``browser``'s kept draft edits, None if none (or gone)."""
         row = self._draft_row(browser)
         if not row or row[1] is None or not self.can_edit(row[1], row[2]):
             return None
@@ -206,8 +192,7 @@ class LessonStore:
         return RoomLesson(title, tuple(steps), 0)
 
     def move_in_room(self, code: object, token: object, step: int, relative: bool = False) -> RoomLesson:
-        """Show step ``step`` (0-based; ``relative``: that many steps on from the one on screen, so two quick presses
-        of Next move two steps) to the room, kept inside the lesson."""
+        """Show step ``step`` (0-based; ``relative``: that many on from the one on screen) to the room."""
         room = self.store.teacher_room(code, token)
         with self.store.db.transaction() as run:
             rows = run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (room.code,))
@@ -228,7 +213,6 @@ class LessonStore:
 
     def room_lesson(self, code: str) -> RoomLesson | None:
         """The lesson the room is walking through, None when there is none."""
-        self.store.ready()
         rows = self.store.db.run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (code,))
         steps = tuple(json.loads(rows[0][1])) if rows else ()
         return RoomLesson(rows[0][0], steps, min(max(int(rows[0][2]), 0), len(steps) - 1)) if steps else None

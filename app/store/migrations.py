@@ -1,9 +1,7 @@
-"""The store's schema as numbered steps: step N runs once, in a transaction, and is recorded in ``schema_version``.
+"""The store's schema as numbered steps: step N runs once, in a transaction, recorded in ``schema_version``.
 
-A new column or table is a new step at the end of :data:`STEPS`; a step that has shipped is never edited
-(a database made by an older version of the app moves forward from the step it has). Types are the ones
-SQLite and PostgreSQL both read the same way (``TEXT``, ``INTEGER``, ``DOUBLE PRECISION``); times are Unix
-seconds. Nothing here is personal: a member is a random per-browser id, never a name.
+A change is a new step at the end of :data:`STEPS`; a shipped step is never edited. Types read the same on SQLite
+and PostgreSQL; times are Unix seconds; a member is a random per-browser id, never a name.
 """
 
 from __future__ import annotations
@@ -112,11 +110,8 @@ LATEST = STEPS[-1][0]
 
 
 def migrate(db, clock) -> int:
-    """Bring ``db`` (:class:`app.store.db.Sqlite` or ``Postgres``) to :data:`LATEST`; the version it had before.
-
-    Safe when several processes start at once: each step runs in a write transaction that re-reads the
-    version first (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's table lock), so a step never runs twice.
-    """
+    """Bring ``db`` to :data:`LATEST`; the version it had before. Each step's write transaction re-reads the version
+    first (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's table lock), so several processes never run a step twice."""
     db.run(
         "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
     )

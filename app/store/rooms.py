@@ -1,13 +1,8 @@
 """Rooms, members, questions and answers: everything a class shares, read and written through :class:`Store`.
 
-A room has a 6-character code from :data:`ALPHABET` (no 0/O, 1/I/L: read off a projector without doubt),
-drawn with :mod:`secrets`: 31⁶ ≈ 8.9·10⁸ codes against a join limit of :data:`LIMITS` per browser, so a
-code is not found by trying. The teacher holds a second secret (the control link); the store keeps only
-its SHA-256. A room ends :data:`ROOM_HOURS` after it was made (or when the teacher closes it) and is
-deleted by the next room made after that; nothing in it names a person.
-
-Every refusal a student or teacher can cause (a forged, ended or closed room, a revealed or replaced
-question, bad text, too many tries) is a :class:`RoomError` whose message a page shows as it is.
+A room's code is 6 characters of :data:`ALPHABET` (no 0/O, 1/I/L) drawn with :mod:`secrets` (31⁶ codes against the
+join limit of :data:`LIMITS`); the teacher's secret is kept as its SHA-256. A room ends after :data:`ROOM_HOURS` or
+when closed, and is deleted by the next room made. Every refusal is a :class:`RoomError` a page shows as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.store.migrations import migrate
@@ -62,11 +57,20 @@ class Room:
 
 
 @dataclass(frozen=True)
+class Ask:
+    """A question as the teacher asks it: ``kind`` (:data:`KINDS`: typed ``"choice"``, or ``"predict"`` / ``"head"``
+    read from a model), prompt, options, the right option's index (None: none) and the kind's plain ``detail``."""
+
+    kind: str
+    prompt: object
+    options: Sequence[object]
+    answer: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Question:
-    """A question pushed to a room: ``kind`` ``"choice"`` (typed by the teacher), ``"predict"`` (which token a head
-    looks at) or ``"head"`` (which head made a map), both read from a model; ``answer`` the right option's index
-    (None: none marked); ``detail`` the kind's plain data (model, text, layer, head, and the row or map);
-    ``revealed`` once the teacher showed the answer (answers are closed)."""
+    """A question pushed to a room; ``revealed`` once the teacher showed the answer (it takes no more answers)."""
 
     id: str
     kind: str
@@ -114,7 +118,7 @@ class Store:
     """The class store on one database (:mod:`app.store.db`); migrated on first use, safe to share between threads."""
 
     def __init__(self, db, clock: Callable[[], float] = time.time, room_hours: float = ROOM_HOURS) -> None:
-        self.db = db
+        self._db = db
         self.clock = clock
         self.room_hours = room_hours
         self._migrated = False
@@ -123,20 +127,25 @@ class Store:
     @property
     def kind(self) -> str:
         """``"sqlite"`` or ``"postgresql"``."""
-        return self.db.kind
+        return self._db.kind
+
+    @property
+    def db(self):
+        """The database (:mod:`app.store.db`), its schema made ready first."""
+        self.ready()
+        return self._db
 
     def ready(self) -> None:
         """Create or upgrade the schema (once per store object); raises ``StoreUnavailable``."""
         with self._lock:
             if not self._migrated:
-                migrate(self.db, self.clock)
+                migrate(self._db, self.clock)
                 self._migrated = True
 
     # ---------------------------------------------------------------- rooms
 
     def create_room(self, browser: str) -> tuple[Room, str]:
         """A new room and the teacher's secret token (kept by the teacher's link only; the store keeps its hash)."""
-        self.ready()
         now = self.clock()
         token = secrets.token_urlsafe(18)
         with self.db.transaction() as run:
@@ -155,7 +164,6 @@ class Store:
 
     def room(self, code: object) -> Room:
         """The open room with ``code``; :class:`RoomError` for a malformed, unknown, ended or closed one."""
-        self.ready()
         return self._open_room(self.db.run, normalise_code(code), self.clock())
 
     def _open_room(self, run, code: str | None, now: float) -> Room:
@@ -183,7 +191,6 @@ class Store:
 
     def join(self, code: object, browser: str) -> Room:
         """Add ``browser`` to the room (joining twice is one member; a member's reload is not counted as a try)."""
-        self.ready()
         now = self.clock()
         wanted = normalise_code(code)
         if wanted and self.db.run("SELECT 1 FROM members WHERE room = ? AND browser = ?", (wanted, browser)):
@@ -200,7 +207,6 @@ class Store:
 
     def joined_room(self, browser: str) -> Room | None:
         """The open room ``browser`` joined last (a reload without the join link finds its class), None if none."""
-        self.ready()
         now = self.clock()
         rows = self.db.run(
             "SELECT r.code FROM members m JOIN rooms r ON r.code = m.room "
@@ -212,34 +218,24 @@ class Store:
 
     def leave(self, code: object, browser: str) -> None:
         """Take ``browser`` out of the room (its answers stay counted; joining again by the link is allowed)."""
-        self.ready()
         wanted = normalise_code(code)
         if wanted:
             self.db.run("DELETE FROM members WHERE room = ? AND browser = ?", (wanted, browser))
 
     def member_count(self, code: str) -> int:
         """How many browsers have joined the room."""
-        self.ready()
         (row,) = self.db.run("SELECT COUNT(*) FROM members WHERE room = ?", (code,))
         return int(row[0])
 
     # ---------------------------------------------------------------- questions
 
-    def push_question(
-        self,
-        code: object,
-        token: object,
-        kind: str,
-        prompt: object,
-        options: Sequence[object],
-        answer: int | None = None,
-        detail: dict | None = None,
-    ) -> Question:
+    def push_question(self, code: object, token: object, ask: Ask) -> Question:
         """Put a question on every student's screen (the room's previous question stops taking answers)."""
+        kind, answer = ask.kind, ask.answer
         if kind not in KINDS:
             raise RoomError("Unknown kind of question.")
-        prompt = clean_text(prompt, PROMPT_CHARS, "question")
-        options = tuple(clean_text(o, OPTION_CHARS, f"option {i + 1}") for i, o in enumerate(options))
+        prompt = clean_text(ask.prompt, PROMPT_CHARS, "question")
+        options = tuple(clean_text(o, OPTION_CHARS, f"option {i + 1}") for i, o in enumerate(ask.options))
         if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS[kind]:
             raise RoomError(
                 f"A question needs {MIN_OPTIONS} to {MAX_OPTIONS[kind]} options; this one has {len(options)}."
@@ -249,7 +245,7 @@ class Store:
         if answer is not None and not (isinstance(answer, int) and 0 <= answer < len(options)):
             raise RoomError("The right answer must be one of the options.")
         room = self.teacher_room(code, token)
-        question = Question(secrets.token_hex(8), kind, prompt, options, answer, dict(detail or {}), False)
+        question = Question(secrets.token_hex(8), kind, prompt, options, answer, dict(ask.detail), False)
         with self.db.transaction() as run:
             values = (question.id, room.code, kind, prompt, json.dumps(options), answer, json.dumps(question.detail))
             run(
@@ -262,7 +258,6 @@ class Store:
 
     def current_question(self, code: str) -> Question | None:
         """The question on screen in the room now (open or revealed), None before the first."""
-        self.ready()
         rows = self.db.run(
             f"SELECT {QUESTION_COLUMNS} FROM rooms r JOIN questions q ON q.id = r.current_question WHERE r.code = ?",
             (code,),
@@ -270,9 +265,7 @@ class Store:
         return _question(rows[0]) if rows else None
 
     def earlier_questions(self, code: str, limit: int = 10) -> list[Question]:
-        """The room's questions before the one on screen, the latest first (at most ``limit``): their answers
-        no longer change (a replaced question takes none), so a page may draw them once."""
-        self.ready()
+        """The room's questions before the one on screen, the latest first (at most ``limit``; they take no answers)."""
         rows = self.db.run(
             f"SELECT {QUESTION_COLUMNS} FROM questions q JOIN rooms r ON r.code = q.room "
             "WHERE q.room = ? AND q.id <> COALESCE(r.current_question, '') "
@@ -289,12 +282,8 @@ class Store:
     # ---------------------------------------------------------------- answers
 
     def answer(self, code: object, question_id: str, browser: str, choice: object) -> None:
-        """Record (or replace) ``browser``'s answer; written at once, so a worker that dies loses nothing.
-
-        Refused with a :class:`RoomError` for a forged, ended or closed room, a browser that has not joined, a
-        replaced or revealed question, an option the question does not have, or too many tries.
-        """
-        self.ready()
+        """Record (or replace) ``browser``'s answer at once; a :class:`RoomError` for a closed room, a browser not
+        joined, a replaced or revealed question, an option it lacks or too many tries."""
         now = self.clock()
         with self.db.transaction() as run:
             self._allow(run, browser, "answer", now)
@@ -318,13 +307,11 @@ class Store:
 
     def my_answer(self, question_id: str, browser: str) -> int | None:
         """``browser``'s current answer to the question, None if none."""
-        self.ready()
         rows = self.db.run("SELECT choice FROM answers WHERE question = ? AND browser = ?", (question_id, browser))
         return int(rows[0][0]) if rows else None
 
     def distribution(self, question: Question) -> list[int]:
         """How many students picked each option, in the options' order."""
-        self.ready()
         counts = [0] * len(question.options)
         for choice, n in self.db.run(
             "SELECT choice, COUNT(*) FROM answers WHERE question = ? GROUP BY choice", (question.id,)

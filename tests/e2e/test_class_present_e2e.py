@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from app.store import open_store
+from app.store import Ask, open_store
 from app.views.classroom.browser_cookie import TEACHER_COOKIE
 from conftest import running_app  # the e2e conftest's (as the other e2e tests import it)
 from e2e_helpers import PLOT, expect_idle, expect_no_exception
@@ -73,10 +73,12 @@ def test_the_class_page_on_a_projector_shows_code_link_qr_and_answers_in_the_fir
             question = store.push_question(
                 code,
                 token,
-                "choice",
-                "Which vector does a query get compared with?",
-                ["the keys", "the values", "the queries"],
-                0,
+                Ask(
+                    "choice",
+                    "Which vector does a query get compared with?",
+                    ["the keys", "the values", "the queries"],
+                    0,
+                ),
             )
             for i, pick in enumerate(PICKS):
                 store.join(code, f"student-{i:02d}")
@@ -184,7 +186,7 @@ def test_an_eight_option_poll_and_a_revealed_which_token_poll_on_a_long_sentence
             expect(options_max).not_to_be_visible(timeout=LOAD_MS)
 
             store = open_store(None, data)
-            choice = store.push_question(code, token, "choice", "What does a query get compared with?", EIGHT, 0)
+            choice = store.push_question(code, token, Ask("choice", "What does a query get compared with?", EIGHT, 0))
             answered_by_all(page, store, code, choice, [i % len(EIGHT) for i in range(STUDENTS)])
             page.get_by_role("button", name="Reveal the answer").click()
             revealed = page.get_by_text(f"The answer: {EIGHT[0]}")
@@ -201,7 +203,7 @@ def test_an_eight_option_poll_and_a_revealed_which_token_poll_on_a_long_sentence
             asked = predict_question("minilm", LONG, 3, 1, "she")
             assert len(asked.options) == 32, asked.options
             predict = store.push_question(
-                code, token, "predict", asked.prompt, list(asked.options), asked.answer, asked.detail
+                code, token, Ask("predict", asked.prompt, list(asked.options), asked.answer, asked.detail)
             )
             answered_by_all(page, store, code, predict, [(3 * i) % len(asked.options) for i in range(STUDENTS)])
             page.get_by_role("button", name="Reveal the answer").click()

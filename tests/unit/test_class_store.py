@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from app.store import RoomError, StoreUnavailable, open_store
+from app.store import Ask, RoomError, StoreUnavailable, open_store
 from app.store.migrations import LATEST, STEPS
 from app.store.rooms import (
     ALPHABET,
@@ -125,9 +125,9 @@ def test_only_the_teachers_token_controls_the_room(store):
     room, token = store.create_room("teacher")
     for bad in ("", "x", token + "x", None):
         with pytest.raises(RoomError) as caught:
-            store.push_question(room.code, bad, "choice", "Q?", ["a", "b"])
+            store.push_question(room.code, bad, Ask("choice", "Q?", ["a", "b"]))
         assert str(caught.value) == NOT_TEACHER
-    question = store.push_question(room.code, token, "choice", "Q?", ["a", "b"])
+    question = store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"]))
     with pytest.raises(RoomError):
         store.reveal(room.code, "nope", question.id)
     assert not store.current_question(room.code).revealed
@@ -137,7 +137,7 @@ def test_one_answer_per_student_changeable_until_the_reveal(store):
     room, token = store.create_room("teacher")
     for b in ("b1", "b2", "b3"):
         store.join(room.code, b)
-    q = store.push_question(room.code, token, "choice", "Which is a key?", ["q", "k", "v"], answer=1)
+    q = store.push_question(room.code, token, Ask("choice", "Which is a key?", ["q", "k", "v"], 1))
     assert store.current_question(room.code) == q
     store.answer(room.code, q.id, "b1", 0)
     store.answer(room.code, q.id, "b1", 1)  # changed: still one answer
@@ -156,14 +156,14 @@ def test_one_answer_per_student_changeable_until_the_reveal(store):
 def test_answers_are_refused_from_strangers_for_old_questions_and_for_bad_options(store):
     room, token = store.create_room("teacher")
     store.join(room.code, "b1")
-    first = store.push_question(room.code, token, "choice", "One?", ["a", "b"])
+    first = store.push_question(room.code, token, Ask("choice", "One?", ["a", "b"]))
     with pytest.raises(RoomError) as caught:
         store.answer(room.code, first.id, "stranger", 0)
     assert str(caught.value) == NOT_JOINED
     for bad in (2, -1, True, "1", None, 1.0):
         with pytest.raises(RoomError, match="not one of this question's options"):
             store.answer(room.code, first.id, "b1", bad)
-    second = store.push_question(room.code, token, "choice", "Two?", ["c", "d"])
+    second = store.push_question(room.code, token, Ask("choice", "Two?", ["c", "d"]))
     for qid in (first.id, "forged-question"):
         with pytest.raises(RoomError) as caught:
             store.answer(room.code, qid, "b1", 0)
@@ -178,14 +178,14 @@ def test_answers_are_refused_from_strangers_for_old_questions_and_for_bad_option
 def test_rooms_end_after_four_hours_or_when_closed_and_are_purged(store, clock):
     room, token = store.create_room("teacher")
     store.join(room.code, "b1")
-    q = store.push_question(room.code, token, "choice", "Q?", ["a", "b"])
+    q = store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"]))
     clock.now += 4 * 3600 - 1
     store.answer(room.code, q.id, "b1", 0)
     clock.now += 1
     for action in (
         lambda: store.join(room.code, "b2"),
         lambda: store.answer(room.code, q.id, "b1", 1),
-        lambda: store.push_question(room.code, token, "choice", "Q?", ["a", "b"]),
+        lambda: store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"])),
     ):
         with pytest.raises(RoomError) as caught:
             action()
@@ -255,7 +255,7 @@ def test_a_browser_finds_the_room_it_joined_until_it_leaves_or_the_room_ends(sto
 def test_bad_questions_get_a_clear_message(store, prompt, message):
     room, token = store.create_room("teacher")
     with pytest.raises(RoomError, match=message):
-        store.push_question(room.code, token, "choice", prompt, ["a", "b"])
+        store.push_question(room.code, token, Ask("choice", prompt, ["a", "b"]))
 
 
 @pytest.mark.parametrize(
@@ -271,13 +271,13 @@ def test_bad_questions_get_a_clear_message(store, prompt, message):
 def test_bad_options_get_a_clear_message(store, options, message):
     room, token = store.create_room("teacher")
     with pytest.raises(RoomError, match=message):
-        store.push_question(room.code, token, "choice", "Q?", options)
+        store.push_question(room.code, token, Ask("choice", "Q?", options))
 
 
 def test_text_is_stored_as_typed_never_as_sql(store):
     room, token = store.create_room("teacher")
     prompt = "<script>alert(1)</script> '); DROP TABLE answers; -- ? %s 注意 \x00 😀"
-    q = store.push_question(room.code, token, "choice", prompt, ["<b>x</b>", "[l](http://e.x)"])
+    q = store.push_question(room.code, token, Ask("choice", prompt, ["<b>x</b>", "[l](http://e.x)"]))
     got = store.current_question(room.code)
     assert got.prompt == prompt.replace(" \x00", "")  # control characters removed, everything else kept
     assert got.options == ("<b>x</b>", "[l](http://e.x)") and got.id == q.id
@@ -291,7 +291,7 @@ def test_concurrent_answers_are_all_kept(store):
     browsers = [f"b{i}" for i in range(12)]
     for b in browsers:
         store.join(room.code, b)
-    q = store.push_question(room.code, token, "choice", "Q?", ["a", "b", "c"])
+    q = store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b", "c"]))
     errors = []
 
     def answer(b: str) -> None:
@@ -323,7 +323,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # a worker killed right after the answer
 def test_another_process_sees_answers_and_a_killed_worker_loses_none(store, backend):
     room, token = store.create_room("teacher")
     store.join(room.code, "here")
-    q = store.push_question(room.code, token, "choice", "Q?", ["a", "b"])
+    q = store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"]))
     store.answer(room.code, q.id, "here", 0)
     url, folder = backend
     done = subprocess.run(
@@ -373,8 +373,8 @@ def test_earlier_questions_are_the_rooms_replaced_ones_latest_first(store, clock
     asked = []
     for i in range(4):
         clock.now += 1
-        asked.append(store.push_question(room.code, token, "choice", f"Q{i}?", ["a", "b"], 0))
-    store.push_question(other.code, other_token, "choice", "Elsewhere?", ["a", "b"])
+        asked.append(store.push_question(room.code, token, Ask("choice", f"Q{i}?", ["a", "b"], 0)))
+    store.push_question(other.code, other_token, Ask("choice", "Elsewhere?", ["a", "b"]))
     store.reveal(room.code, token, asked[1].id)
     past = store.earlier_questions(room.code)
     assert [q.prompt for q in past] == ["Q2?", "Q1?", "Q0?"]  # not the one on screen, not another room's

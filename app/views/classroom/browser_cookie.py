@@ -1,11 +1,6 @@
-"""What a browser keeps for the class between reloads: two first-party cookies, written by a tiny script.
-
-Streamlit reads cookies (``st.context.cookies``: those sent when the page's websocket opened) but a page run has no
-HTTP response to set one on, so a one-line ``document.cookie`` script (``st.html``) writes it; the next connection
-(a reload, a new tab, another worker) sends it back. Both hold random values, nothing about the person:
-``BROWSER_COOKIE``, the anonymous id a room knows a student or teacher by (one member, the same answer and rate
-limits after a reload), and :data:`TEACHER_COOKIE`, ``CODE-TOKEN`` of the class this browser teaches (removed when
-the class ends). Values are checked against :data:`SAFE` before they reach the script.
+"""What a browser keeps for the class between reloads: two first-party cookies of random values, written by a
+one-line ``document.cookie`` script (a page run has no HTTP response) and read from ``st.context.cookies``:
+``BROWSER_COOKIE`` (the anonymous id) and :data:`TEACHER_COOKIE` (``CODE-TOKEN`` of the class it teaches).
 """
 
 from __future__ import annotations

@@ -16,11 +16,8 @@ class ROOM:
     # the Class page's widgets (``app/views/classroom/page.py``) and the student's panel (``room_panel``)
     start, restart, end, leave = "class_start", "class_restart", "class_end", "class_leave"
     q_prompt, q_options, q_right, ask_choice = "class_q_prompt", "class_q_options", "class_q_right", "class_ask_choice"
-    # the two forms of a question read from a model: "which token" (``p_``) and "which head" (``h_``)
-    p_model, p_text, p_layer, p_head = "class_p_model", "class_p_text", "class_p_layer", "class_p_head"
-    p_word, ask_predict = "class_p_word", "class_ask_predict"
-    h_model, h_text, h_layer, h_head = "class_h_model", "class_h_text", "class_h_layer", "class_h_head"
-    ask_head = "class_ask_head"
+    # the two forms of a question read from a model, "which token" (``p_``) and "which head" (``h_``): + a field
+    p_, h_, ask_predict, ask_head = "class_p_", "class_h_", "class_ask_predict", "class_ask_head"
     # the lesson a room walks through (``app/views/classroom/room_lesson.py``): the teacher's pick and buttons
     lesson_pick, lesson_ref, lesson_start = "class_lesson_pick", "class_lesson_ref", "class_lesson_start"
     lesson_prev, lesson_next, lesson_stop = "class_lesson_prev", "class_lesson_next", "class_lesson_stop"

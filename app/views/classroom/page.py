@@ -1,11 +1,8 @@
 """Class: a teacher starts a room, students join with a code, link or QR code, and answer live questions.
 
-Everything the room shares is in the class store (``class_store``: SQLite or PostgreSQL, read by every app
-process), so it works behind the classroom launch's several workers. The teacher's browser keeps the room's secret
-(the control link); students are anonymous and see questions above whatever page they are on (``room_panel``).
-This page shows the teacher, live, how many joined and how they answered, and reveals the answer. On a projector
-(``?present=1``) the first screen is what the room reads: the code in large type, the join link and its QR code,
-the live poll; the teacher's controls are folded in one expander under them.
+The room lives in the class store (every app process reads it); the teacher's browser keeps its secret (the control
+link); students see questions above any page (``room_panel``). On a projector (``?present=1``) the first screen is
+the code, the join link, its QR code and the live poll; the teacher's controls are folded under them.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import streamlit as st
 from app.links import app_link
 from app.runtime.rooms import HEAD_CHOICES, browser_id, class_store, head_question, predict_question
 from app.state import DEFAULT_TEXT, default_from
-from app.store import ROOM_HOURS, RoomError, StoreUnavailable
+from app.store import ROOM_HOURS, Ask, RoomError, StoreUnavailable
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import calm_errors, show_error
@@ -37,9 +34,7 @@ PREDICT_MODELS = ("minilm", "tiny-gpt-stories")
 #: the "which token" form's defaults: MiniLM's pronoun head, "it" → "animal" (the Lessons page's measured head)
 PREDICT_DEFAULT = (DEFAULT_TEXT, 3, 1, "it")
 HISTORY = 10  # earlier questions listed under the live one
-#: presenter mode: the join link breaks anywhere and keeps clear of its copy button (a long address stays whole,
-#: not hidden under the button), and the QR code's side follows the window's height (245 px at 720 px, 367 px at
-#: 1080 px; the column's width at most), scannable from the back of the room
+#: presenter mode: the join link wraps clear of its copy button; the QR code's side follows the window's height
 PROJECTED_CSS = f"""<style>
 .st-key-{ROOM.invite} pre {{ padding-right: 3.2rem !important; }}
 .st-key-{ROOM.invite} pre code {{ white-space: pre-wrap !important; word-break: break-all; }}
@@ -53,8 +48,8 @@ LIVE_S = 0.5  # seconds between the teacher's looks at the answers: an answer sh
 
 
 def _teacher() -> tuple[str, str] | None:
-    """The class this browser teaches: from the control link (then taken out of the address bar), the session,
-    or, in a new session (a reload, a worker that died), the browser's teacher cookie if its class is still open."""
+    """The class this browser teaches: from the control link (then taken out of the address bar), the session, or
+    the browser's teacher cookie if its class is still open."""
     state = st.session_state
     link = st.query_params.get(TEACHER_PARAM)
     if link:
@@ -185,34 +180,27 @@ def _reveal(code: str, token: str, question_id: str) -> None:
 
 
 def _results(question, counts: list[int], prefix: str) -> None:
-    """The class's answers; for a revealed "which token" question, the model's own row beside them (issue 21, 3)."""
-    if question.kind == "head":  # the map is the question: beside the answers all along (a long sentence: below)
-        keys = question.detail.get("keys")
-        half = isinstance(keys, list) and len(keys) <= QUESTION_MAP_HALF  # room for a label per token
-        left, right = st.columns([2, 3]) if half else (st.container(), st.container())
-        with left:
-            _distribution(question, counts, f"{prefix}answers_{question.id}", title="The class's answers")
-        with right:
-            question_map(question, f"{prefix}{ROOM.map}{question.id}")
-        return
+    """The class's answers; beside them a "which head" question's map (all along: it is the question; a long
+    sentence's below), or a revealed "which token" question's real row."""
+    head, keys = question.kind == "head", question.detail.get("keys")
     weights = question.detail.get("weights") if question.kind == "predict" and question.revealed else None
-    if not (isinstance(weights, list) and len(weights) == len(question.options)):
+    row = isinstance(weights, list) and len(weights) == len(question.options)
+    if not (head or row):
         _distribution(question, counts, f"{prefix}answers_{question.id}")
         return
-    left, right = st.columns(2)
+    wide = head and not (isinstance(keys, list) and len(keys) <= QUESTION_MAP_HALF)  # no room for a label per token
+    left, right = (st.container(), st.container()) if wide else st.columns([2, 3] if head else 2)
     with left:
         _distribution(question, counts, f"{prefix}answers_{question.id}", title="The class's answers")
     with right:
-        _head_row(question, [float(w) for w in weights], f"{prefix}row_{question.id}")
+        if head:
+            question_map(question, f"{prefix}{ROOM.map}{question.id}")
+        else:
+            _head_row(question, [float(w) for w in weights], f"{prefix}row_{question.id}")
 
 
-def _labels(question) -> list[str]:
-    return [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
-
-
-#: px per bar of a poll's chart; on the projector the bars of a long "which token" poll (up to 32 tokens) share
-#: PRESENT_BARS_PX, so the question, both charts and the revealed answer stay on a 1280×720 screen (28 px a bar
-#: drew a 32-token poll ~1,000 px tall), never below BAR_PX_MIN (Plotly thins the labels that would overlap).
+#: px per bar of a poll's chart; on the projector a long poll's bars share PRESENT_BARS_PX (so it fits 1280×720),
+#: never below BAR_PX_MIN (Plotly thins the labels that would overlap)
 BAR_PX, PRESENT_BARS_PX, BAR_PX_MIN = 28, 256, 8
 
 
@@ -223,7 +211,7 @@ def bar_px(n: int, projector: bool) -> int:
 
 def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
     """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
-    labels = _labels(question)
+    labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
     px = bar_px(len(labels), presenting())
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
     fig.update_layout(
@@ -293,27 +281,23 @@ def _push_choice(code: str, token: str) -> None:
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_choice):
             lines = [line for line in options.splitlines() if line.strip()]
             answer = int(right) - 1 if right else None
-            _push(code, token, "choice", prompt, lines, answer, {})
+            _push(code, token, Ask("choice", prompt, lines, answer))
 
 
 def _push_model(code: str, token: str, kind: str) -> None:
     """The form of a question read from a model: "which token does a head look at?" (``predict``: from a word) or
     "which head is this?" (``head``: its map, among :data:`HEAD_CHOICES` heads)."""
     predict = kind == "predict"
-    keys = (
-        (ROOM.p_model, ROOM.p_text, ROOM.p_layer, ROOM.p_head)
-        if predict
-        else (ROOM.h_model, ROOM.h_text, ROOM.h_layer, ROOM.h_head)
-    )
+    key = ROOM.p_ if predict else ROOM.h_
     text, layer, head, word = PREDICT_DEFAULT
     with st.form(f"class_{kind}_form", clear_on_submit=False):
-        model = st.selectbox("Model", PREDICT_MODELS, key=keys[0])
-        text = st.text_input("Sentence", value=text, max_chars=400, key=keys[1])
+        model = st.selectbox("Model", PREDICT_MODELS, key=f"{key}model")
+        text = st.text_input("Sentence", value=text, max_chars=400, key=f"{key}text")
         cols = st.columns(3 if predict else 2)
-        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=layer, key=keys[2])
-        head = cols[1].number_input("Head", min_value=0, max_value=63, value=head, key=keys[3])
+        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=layer, key=f"{key}layer")
+        head = cols[1].number_input("Head", min_value=0, max_value=63, value=head, key=f"{key}head")
         if predict:
-            word = cols[2].text_input("From the token", value=word, max_chars=40, key=ROOM.p_word)
+            word = cols[2].text_input("From the token", value=word, max_chars=40, key=f"{key}word")
             st.caption(
                 "Students pick the token they think this head looks at most from that token; the answer is read "
                 "from the model when you push the question."
@@ -332,12 +316,12 @@ def _push_model(code: str, token: str, kind: str) -> None:
             except Exception as exc:  # noqa: BLE001 — a RoomError or an engine error (the text, the model), calmly
                 show_error(str(exc) if isinstance(exc, RoomError) else exc)
                 return
-            _push(code, token, kind, asked.prompt, list(asked.options), asked.answer, asked.detail)
+            _push(code, token, Ask(kind, asked.prompt, asked.options, asked.answer, asked.detail))
 
 
-def _push(code: str, token: str, kind: str, prompt, options, answer, detail) -> None:
+def _push(code: str, token: str, ask: Ask) -> None:
     try:
-        class_store().push_question(code, token, kind, prompt, options, answer, detail)
+        class_store().push_question(code, token, ask)
     except (RoomError, StoreUnavailable) as exc:
         show_error(str(exc))
         return

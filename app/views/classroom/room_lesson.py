@@ -1,10 +1,6 @@
-"""A lesson walked through in a class, step by step.
-
-The teacher picks a lesson on the Class page (the built-in one, their draft, or a saved lesson by its link) and
-moves through it with Previous / Next; the room's step is in the class store (``LessonStore``), so every student's
-room panel, on whichever app process, shows "Step 3 of 10: <title>" with the step's note and a link that opens its
-view. The store keeps a snapshot of the steps (title, note, first link) taken when the lesson starts. Text from any
-lesson but the built-in one is shown literally.
+"""A lesson walked through in a class: the teacher picks one (built in, the draft, or a saved one's link) and moves
+through it; the room's step is in the class store, so every student's panel shows it with a link to its view.
+Text from any lesson but the built-in one is shown literally.
 """
 
 from __future__ import annotations
@@ -31,8 +27,7 @@ NOTE_CHARS = 600  # of a step's note shown in a student's panel (the view itself
 
 
 def snapshot(lesson: Lesson, markdown: bool = False) -> list[dict[str, Any]]:
-    """What students see of each step: title, note and the first link (``markdown``: the built-in lesson's text,
-    written as markdown by us; any other lesson's text is shown literally)."""
+    """What students see of each step: title, note and first link (``markdown``: the built-in lesson's own text)."""
     out = []
     for step in lesson.steps:
         item: dict[str, Any] = {"title": step.title, "note": step.text, "markdown": markdown}
@@ -128,14 +123,10 @@ def _start(code: str, token: str) -> None:
     state = st.session_state
     pick = state.get(ROOM.lesson_pick) or "builtin"
     try:
-        if pick == "draft" and draft().steps:
-            steps, title = snapshot(draft()), draft().title
-        elif pick == "saved":
+        lesson = draft() if pick == "draft" and draft().steps else LESSON
+        if pick == "saved":
             lesson = read_lesson(lesson_store().lesson(lesson_id(state.get(ROOM.lesson_ref))).body)
-            steps, title = snapshot(lesson), lesson.title
-        else:
-            steps, title = snapshot(LESSON, markdown=True), LESSON.title
-        lesson_store().start_in_room(code, token, title, steps)
+        lesson_store().start_in_room(code, token, lesson.title, snapshot(lesson, markdown=lesson is LESSON))
     except (RoomError, StoreUnavailable, LessonFileError) as exc:
         state[ROOM.lesson_error] = str(exc)
 

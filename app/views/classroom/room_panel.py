@@ -1,10 +1,6 @@
-"""A student's view of the class they joined: drawn by the entry point above every page.
-
-A join link (``/?room=CODE``, any page) joins the room once per link; the code is then kept in the session, and the
-browser keeps its anonymous id in a cookie, so a reload without the link finds the room again
-(``Store.joined_room``) as the same student. The panel polls the store every :data:`POLL_S` seconds for the
-question on screen: a student picks an option and sends it, can change it until the teacher reveals the answer,
-then sees the right one. Refusals are shown literally.
+"""A student's view of the class they joined, drawn above every page: a join link (``?room=CODE``) joins once, the
+browser's cookie finds the room again after a reload, and every :data:`POLL_S` seconds the panel reads the question
+on screen, which takes an answer until the teacher reveals it.
 """
 
 from __future__ import annotations
@@ -134,16 +130,12 @@ def _revealed(question, mine: int | None) -> None:
 
 
 def question_map(question, key: str) -> None:
-    """The map a "which head is this?" question shows (``detail["map"]``: read from the model when it was asked),
-    on the projector and on every student's screen; the head is not named on it."""
+    """The map a "which head is this?" question shows (``detail["map"]``), the head not named on it."""
     detail = question.detail
     grid, queries, keys = detail.get("map"), detail.get("queries"), detail.get("keys")
-    if not (
-        isinstance(grid, list) and isinstance(queries, list) and isinstance(keys, list) and len(grid) == len(queries)
-    ):
+    if not (all(isinstance(v, list) for v in (grid, queries, keys)) and len(grid) == len(queries)):
         return
-    # the tokens' own labels, no numbers (the answers number their options from 1): token_options already tells
-    # a repeated word's k-th appearance apart ("the (2)"), unique_labels what shortening long tokens might merge
+    # the tokens' own labels, no numbers (the answers are numbered), kept apart after shortening
     x = unique_labels([safe_label(str(k)) for k in keys])
     y = unique_labels([safe_label(str(q)) for q in queries])
     dense = len(x) > QUESTION_MAP_HALF  # every label printed, upright; past 16 in a smaller type

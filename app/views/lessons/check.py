@@ -1,11 +1,7 @@
-"""The knowledge check that ends a lesson step: predict, then see the real model; or multiple choice.
+"""The knowledge check that ends a lesson step: answer first, then see the real model (or the explained answer).
 
-Answering first and seeing the truth second is the point: a student who guessed *street* for "it" and then sees
-the head's bar on *animal* remembers it. A predict check reveals the real head's row (``data.row_for``: the
-numbers Explore shows for that sentence, layer and head); a look check shows a held-out scene cut into nine regions
-along the captioner's grid and reveals the word's α map in the model's own caption (``where_it_looks``: its peak
-cell and the region that holds it). Answers are kept per session (``Lessons.answers``: {step id: answer}), so
-coming back to a step shows the reveal again and the page can count the checks answered.
+A predict check reveals the head's real row (``data.row_for``, Explore's numbers); a look check reveals the word's
+α map over a held-out scene cut into nine regions. Answers are kept per session ({step id: answer}).
 """
 
 from __future__ import annotations
@@ -26,6 +22,8 @@ from app.views.lessons.keys import Lessons
 from app.views.lessons.lesson_file import Choice, Look, Predict, Step
 from app.views.vit.figures import overlay
 
+BARS = dict(height=260, margin=dict(l=10, r=10, t=30, b=10))  # a check's and a demo's bar chart
+
 
 def answers() -> dict[str, int]:
     """This session's answers (created empty on first use)."""
@@ -45,7 +43,7 @@ def _forget(step_id: str) -> None:
 
 
 def _picked(step: Step, n: int, key: str, label: str, names, help: str = "", radio: bool = False) -> int | None:
-    """The student's answer among ``n`` options, or None after drawing the pills (a radio) that ask for it."""
+    """The student's answer among ``n`` options, or None after drawing the pills (or radio) that ask for it."""
     picked = answers().get(step.id)
     if picked is not None and 0 <= picked < n:
         return picked
@@ -66,17 +64,11 @@ def row_figure(row: QueryRow, picked: int) -> go.Figure:
     """The revealed row as bars: the student's pick in orange, the head's top key in dark blue."""
     labels = [f"{i} · {s}" for i, s in enumerate(row.keys)]
     colours = ["#e8710a" if i == picked else "#1f3b73" if i == row.top else "#9db4d8" for i in range(len(labels))]
-    fig = go.Figure(
-        go.Bar(x=labels, y=row.weights, marker_color=colours, hovertemplate="%{x}: %{y:.3f}<extra></extra>")
+    hover = "%{x}: %{y:.3f}<extra></extra>"
+    fig = go.Figure(go.Bar(x=labels, y=row.weights, marker_color=colours, hovertemplate=hover))
+    return fig.update_layout(
+        BARS, yaxis_title="weight", title=f"Where “{row.query_label}” looks", xaxis_type="category"
     )
-    fig.update_layout(
-        height=260,
-        margin=dict(l=10, r=10, t=30, b=10),
-        yaxis_title="weight",
-        title=f"Where “{row.query_label}” looks",
-        xaxis=dict(type="category"),
-    )
-    return fig
 
 
 def predict_check(step: Step, check: Predict) -> None:
@@ -146,7 +138,7 @@ def where_check(step: Step, check: Look) -> None:
 
 
 def reveal_text(look: Peak, picked: int, word: str) -> str:
-    """ "You picked X; the model's map for “circle” peaks in cell (r, c), in the Y region (α = a)." """
+    """What the student picked and where the model's map for ``word`` peaks."""
     r, c = look.peak
     alpha = float(look.view.alphas[look.word, r, c])
     where = (
@@ -159,7 +151,7 @@ def reveal_text(look: Peak, picked: int, word: str) -> str:
 
 
 def is_right(step: Step, picked: int) -> bool:
-    """Whether an answer is right: the answer of a choice, the real model's top key or peak region otherwise."""
+    """Whether an answer is right: a choice's answer, else the real model's top key or peak region."""
     check = step.check
     if isinstance(check, Choice):
         return picked == check.answer

@@ -1,15 +1,12 @@
 """The lesson editor's knowledge check of a step: one field per key of a lesson file's ``[steps.check]`` table.
 
-:func:`kind_picker` is drawn above a step's edit form (a change of kind redraws the fields), :func:`fields` inside
-it; :func:`read_check` turns the submitted fields into the check (:class:`LessonFileError` names a field the file
-would refuse), and :func:`model_problem` asks the real model what a student's answer will ask it, so a check that
-cannot be answered (a layer or head the model lacks, a word that is not one of the sentence's tokens, an ``expect``
-that is not a key, a scene out of range, a word the captioner does not write) is refused here, not in front of the
-class. "Add this view to my lesson" makes a predict check with the same model list, trace and checks.
+:func:`read_check` turns the submitted fields into the check; :func:`model_problem` asks the real model what a
+student's answer will ask it, so a check it cannot answer is refused here, not in front of the class.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import fields as fields_of
 from dataclasses import replace
 
@@ -68,22 +65,19 @@ def _defaults(step: Step) -> dict[str, object]:
     return {getattr(Draft, f"edit_{name}") + step.id: value for name, value in values.items()}
 
 
-def _models(
-    families: set[str] | frozenset[str], current: str | None, also: frozenset[str] = frozenset()
-) -> dict[str, str]:
+def _models(families: Collection[str], current: str | None, also: Collection[str] = ()) -> dict[str, str]:
     """{id: label} of the catalog's models of ``families`` and the ids in ``also``, ``current`` (a file's own) kept."""
     models = {spec.id: spec.label for spec in list_models() if spec.family in families or spec.id in also}
     return models if current is None or current in models else {current: current, **models}
 
 
 def predict_models(current: str | None = None) -> dict[str, str]:
-    """{id: label} of the models a predict check reads: one head of a self-attention text model (not an
-    encoder-decoder, whose rows are cross-attention) or an RNN translator, ``current`` kept."""
-    return _models(text_families() - {"encoder-decoder"}, current, frozenset(BAHDANAU_MODELS.values()))
+    """{id: label} of the models a predict check reads: a self-attention text model or an RNN translator."""
+    return _models(text_families() - {"encoder-decoder"}, current, BAHDANAU_MODELS.values())
 
 
 def kind_picker(step: Step) -> str:
-    """The kind of check (drawn above the step's form, so a change shows that kind's fields); the kind picked."""
+    """The kind of check (above the step's form, so a change shows that kind's fields at once)."""
     defaults(_defaults(step))
     return st.radio(
         "Knowledge check",
@@ -157,8 +151,7 @@ def _whole(value: object, name: str, most: int) -> int:
 
 
 def choice_from(question: object, options: object, right: object, explain: str = "") -> Choice | None:
-    """A multiple-choice check from typed fields; None when question and options are both empty; LessonFileError
-    when half-done."""
+    """A multiple-choice check from typed fields; None when both are empty, :class:`LessonFileError` if half-done."""
     question = clean(question, False)
     lines = [clean(line, False) for line in str(options or "").splitlines() if line.strip()]
     if not question and not lines:
@@ -174,8 +167,7 @@ def choice_from(question: object, options: object, right: object, explain: str =
 
 
 def read_check(sid: str) -> Check | None:
-    """The check the step's submitted fields describe (None: "No check"); :class:`LessonFileError` names the field
-    to correct."""
+    """The check the step's submitted fields describe (None: "No check"); :class:`LessonFileError` names a field."""
     state = st.session_state
 
     def get(prefix: str) -> object:
@@ -213,9 +205,8 @@ def _tokens(strings) -> str:
 
 
 def model_problem(check: Check | None) -> str | None:
-    """What the real model says is wrong with a predict or look check (plain text), or None when a student's
-    answer will work: the same calls the Lessons page makes (``data.row_for``, ``where_it_looks``). An
-    empty ``expect`` is not asked (a check from a view on screen: :func:`with_top_key` fills it)."""
+    """What the real model says is wrong with a predict or look check, through the calls the Lessons page makes, or
+    None (an empty ``expect`` is not asked)."""
     try:
         if isinstance(check, Predict):
             return _predict_problem(check)
@@ -260,8 +251,7 @@ def _top_key(check: Predict) -> str:
 
 
 def with_top_key(check: Predict) -> Predict | str:
-    """``check`` (a view's, its ``expect`` still empty) with ``expect`` the head's real top key, or what the real
-    model says is wrong with it (:func:`model_problem`'s message)."""
+    """``check`` (a view's) with ``expect`` the head's real top key, or what the model says is wrong with it."""
     problem = model_problem(replace(check, expect=""))  # an empty expect is the one thing not asked
     try:
         return problem or replace(check, expect=_top_key(check))
@@ -270,7 +260,7 @@ def with_top_key(check: Predict) -> Predict | str:
 
 
 def top_key_note(check: Check | None) -> str:
-    """ " The head's top key is “X”, not the expected “Y”." for a predict check whose expect is not the top key."""
+    """A note for a predict check whose ``expect`` is not the head's top key, else ""."""
     if not isinstance(check, Predict):
         return ""
     try:

@@ -1,9 +1,5 @@
-"""The Lessons page's calls into the engine, and the Examples picker's vocabulary of a closed-vocabulary model.
-
-A knowledge check reveals one query row of one head, read from the same cached trace Explore draws
-(``traces.get_trace``), so the number a student sees in a lesson is the number Explore shows for that sentence,
-layer and head; the Bahdanau check reads the RNN's alignment row.
-"""
+"""The Lessons page's calls into the engine (a check's row from the cached trace Explore draws, so a lesson shows
+Explore's numbers), and the Examples picker's vocabulary of a closed-vocabulary model."""
 
 from __future__ import annotations
 
@@ -24,8 +20,7 @@ LESSON_MAX_TOKENS = 128  # lesson sentences are one or two short sentences
 
 @dataclass(frozen=True)
 class QueryRow:
-    """One query token's attention over the keys, as a knowledge check reveals it: the query's position and label,
-    the keys' labels and the row's ``[n_keys]`` softmax weights."""
+    """One query token's attention over the keys, as a knowledge check reveals it (``weights``: ``[n_keys]``)."""
 
     query: int
     query_label: str
@@ -47,14 +42,13 @@ def find_token(strings, word: str, occurrence: int = 0) -> int:
 
 
 def lesson_attention(model_id: str, text: str, causal: bool | None) -> AttentionTrace:
-    """The attention a predict check of a self-attention model reads: the sentence traced as Explore traces it, at
-    most :data:`LESSON_MAX_TOKENS` tokens; its ``tokens`` are the words a query can be."""
+    """The attention a predict check of a self-attention model reads (at most :data:`LESSON_MAX_TOKENS` tokens)."""
     return attention_block(get_trace(TraceRequest(model_id, text, causal, LESSON_MAX_TOKENS)))
 
 
 def row_for(check: Predict) -> QueryRow:
-    """The real row a predict check reveals: the translator's alignment row α(i, ·) of its French word over the
-    English, or the word's row (its ``occurrence``-th appearance) of one head of a self-attention model."""
+    """The real row a predict check reveals: the translator's alignment row of its French word, or the word's row
+    (its ``occurrence``-th appearance) of one head."""
     if check.model in BAHDANAU_MODELS.values():
         trace = bahdanau_trace(check.model, check.text)
         queries, keys = tuple(trace.target.strings), tuple(trace.source.strings)
@@ -69,11 +63,7 @@ def row_for(check: Predict) -> QueryRow:
 
 
 def model_vocabulary(model_id: str) -> tuple[str, ...] | None:
-    """The words a closed-vocabulary model knows (its specials left out), or None for an open tokenizer.
-
-    Our own models (the stories GPT, the translators, models trained on the Train page) map every word
-    outside this list to ``<unk>``; the pages show the list so a student can write sentences it reads.
-    """
+    """The words a closed-vocabulary model knows (specials left out; any other is ``<unk>``), None for an open one."""
     early = early_answer(model_id)  # a cold start: the launcher's child read it already
     if early is not None:
         return early.vocabulary

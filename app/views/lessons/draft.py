@@ -1,17 +1,9 @@
 """A teacher's own lesson: the draft, and "Add this view to my lesson" on every page (the editor: ``editor.py``).
 
-The draft is this session's :class:`Lesson` (``Draft.lesson``). Every change goes through :func:`replace_draft`,
-which writes the lesson file and reads it back with the checks an uploaded file gets, so the draft is always a
-lesson that can be downloaded, saved and opened again; a change that would break it gets a message and changes
-nothing. Each change is also kept in the class store under the browser's anonymous id (its cookie written while
-there is a draft), with the saved lesson it edits (``Draft.saved``: id and edit secret), so a reload starts from it
-and "Save changes" still updates that lesson.
-
-:func:`add_view_box` (a sidebar expander under "Share this view") makes the page on screen and its link parameters
-a step, with a note and a multiple-choice question; on a text page with one head on screen (:data:`PREDICT_PAGES`)
-the question may instead be "which token does this head look at from a word?", a predict check of the view whose
-``expect`` is the head's top key (the editor's model list, trace and checks: ``check_editor``). Typed text is shown
-literally (``safe_text.md``): a draft may come from anyone's file.
+Every change goes through :func:`replace_draft`, which writes the lesson file and reads it back, so the draft is
+always a valid lesson; it is also kept in the class store under the browser's anonymous id, with the saved lesson it
+edits, so a reload starts from it. :func:`add_view_box` makes the view on screen a step with a multiple-choice or
+(one head on screen) a "which token" question whose ``expect`` is the head's top key.
 """
 
 from __future__ import annotations
@@ -77,7 +69,7 @@ def draft() -> Lesson:
 
 
 def _kept() -> Lesson:
-    """The draft this browser kept in the class store (and the saved lesson it edits, remembered too), else empty."""
+    """The draft this browser kept in the class store (and the saved lesson it edits), else empty."""
     if browser_cookie_missing():  # a new browser (or one that never wrote a draft): nothing to look up
         return EMPTY
     try:
@@ -209,8 +201,7 @@ def add_view_box() -> None:
 
 
 def _view() -> Predict | str | None:
-    """The head on screen as a predict check reads it (its question, word and expect still empty); why it cannot
-    make one, or None on a page without one head."""
+    """The head on screen as a predict check (question, word, expect empty), why it cannot be one, or None."""
     state = st.session_state
     if (url_state.shown_page() or "explore") not in PREDICT_PAGES:
         return None
@@ -252,8 +243,7 @@ def _words(view: Predict) -> Words | str:
 
 
 def _question_kind() -> tuple[Predict | None, Words]:
-    """The kind of question (outside the form: a new kind shows its fields at once), offered where the view can
-    make a predict check; the view and its words when that kind is picked."""
+    """The kind of question (outside the form, so a new kind shows its fields at once); the view and its words."""
     view = _view()
     if not isinstance(view, Predict):
         settle(Draft.add_kind, "choice")
@@ -272,8 +262,7 @@ def _question_kind() -> tuple[Predict | None, Words]:
 
 
 def _predict_fields(view: Predict, words: Words) -> None:
-    """The "which token" question's one field, the word (first: the token highlighted on the page, Step by step's
-    query, else the sentence's first word), under what the view fixes."""
+    """The "which token" question's one field, the word (first: the token highlighted on the page, else the first)."""
     mask = "" if view.causal is None else ", causal mask " + ("on" if view.causal else "off")
     label = check_editor.predict_models()[view.model]
     st.caption(
@@ -298,7 +287,7 @@ def _nth(n: int) -> str:
 
 
 def _view_check() -> Predict | str:
-    """The predict check of the view and the picked word (at submit: the last full run's view), or why not."""
+    """The predict check of the view and the picked word, or why not."""
     view = _view()
     if not isinstance(view, Predict):
         return "This view cannot ask which token a head looks at" + (f": {view}" if view else ".")

@@ -1,8 +1,5 @@
-"""The Lessons page's "Write a lesson" tab: the draft's steps with Up / Down / Delete and an edit form each (title,
-note and a knowledge check of any kind: ``check_editor.py``); save it in the class store (a share link ``?lesson=ID``
-that opens it read only, and an edit link for the author), download it as a TOML file or an offline pack, open a
-file, or start from the built-in lesson. The draft itself and its keeping: ``draft.py``.
-"""
+"""The Lessons page's "Write a lesson" tab: the draft's steps (move, delete, edit: ``check_editor.py``), save and
+share links, the TOML file and offline pack, open a file or the built-in lesson (the draft itself: ``draft.py``)."""
 
 from __future__ import annotations
 

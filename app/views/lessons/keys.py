@@ -14,9 +14,8 @@ from app.url_params import Param, as_text, integer
 
 
 class Lessons:
-    """The Lessons page's keys (``app/views/lessons/page.py``, ``app/views/lessons/check.py``); ``lesson`` and
-    ``step`` are also its URL parameters (``app/url_params.py``). Prefixes: ``prev`` / ``next`` per place (``top``,
-    ``bottom``), ``goto`` per step, and per check ``row`` / ``again`` with the step's id."""
+    """The Lessons page's keys; ``lesson`` and ``step`` are also its URL parameters. Prefixes: ``prev`` / ``next`` +
+    ``top`` or ``bottom``, ``goto`` + a step's number, ``row`` / ``again`` / ``region`` / ``look`` + a step's id."""
 
     lesson = "lesson"  # the saved lesson on screen, by id ("": the built-in one)
     builtin = "lesson_builtin"  # a saved lesson's "Back to the built-in lesson" button
@@ -28,9 +27,8 @@ class Lessons:
 
 
 class Draft:
-    """A teacher's lesson: the draft in this session and "Add this view to my lesson" (the sidebar of every page,
-    ``draft.py``), the editor (``editor.py``) and the Lessons page's tabs. Prefixes + a step's id: ``up``,
-    ``down``, ``delete`` and the ``edit_*`` form of each step (its knowledge check's fields: ``check_editor.py``)."""
+    """A teacher's lesson: the draft, "Add this view to my lesson", the editor and the page's tabs. Prefixes + a
+    step's id: ``up``, ``down``, ``delete`` and each step's ``edit_*`` form."""
 
     lesson, saved, owned, said = "draft_lesson", "draft_saved", "draft_owned", "draft_said"
     tab = "lessons_tab"  # the Lessons page's tabs: take a lesson / write a lesson
@@ -56,8 +54,7 @@ EDIT_FIELDS = tuple(v for k, v in vars(Draft).items() if k.startswith("edit_") a
 
 
 class Offline:
-    """The offline lesson pack's buttons (``app/views/lessons/offline_pack.py``): ``build`` / ``download`` + a place
-    (``walk``, ``draft``, ``view``); ``built``: {place: (what the pack is of, its HTML)} kept in this session."""
+    """The offline pack's buttons: ``build`` / ``download`` + a place; ``built``: {place: (what it is of, its HTML)}."""
 
     build, download, built = "offline_build_", "offline_download_", "offline_built"
 
@@ -76,9 +73,8 @@ def lesson_ref(raw: str) -> str:
 
 
 def lesson_steps() -> int:
-    """How many steps the lesson on the Lessons page has: the saved one ``lesson`` names, else the built-in one (also
-    when the saved one cannot be read: the page then shows the built-in lesson and says why). Counted from the file's
-    ``[[steps]]`` tables: the page itself reads and checks the lesson."""
+    """How many ``[[steps]]`` the lesson on the Lessons page has: the saved one ``lesson`` names, else (also when it
+    cannot be read) the built-in one."""
     builtin = len(tomllib.loads(BUILTIN_FILE.read_text(encoding="utf-8"))["steps"])
     lid = st.session_state.get(Lessons.lesson)
     try:

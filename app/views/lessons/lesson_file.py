@@ -1,16 +1,9 @@
-"""Lessons as data, and as a readable TOML file a teacher can keep under version control.
+"""Lessons as data, and as a readable TOML file: a title and steps, each a heading, a note, links (a page and its URL
+parameters) and an optional knowledge check (``choice``, ``predict``, ``look``: :data:`CHECK_KINDS`).
 
-A lesson is a title and steps. A step is a heading, a note, links that open a page of the app in a given state
-(the page and its URL parameters, ``app/url_params.py``) and, optionally, a knowledge check: ``choice`` (a
-multiple-choice question, its answer counted from 1 in the file), ``predict`` ("which token does this word look
-at?": model, sentence, layer, head and word; the answer is read from the real model when a student answers, never
-written) or ``look`` ("where will the captioner look?": model, held-out scene, word; the answer read the same way).
-
-:func:`read_lesson` reads the built-in lesson (``assets/lessons/attention-in-eleven-steps.toml``), an upload and a
-lesson saved in the class store alike: size, TOML syntax, every key (an unknown one is named, with the keys allowed
-there), types, lengths, each link's page and each parameter through the page's own reader; a
-:class:`LessonFileError` names the step and the key. :func:`write_lesson` writes TOML by hand (``tomllib`` only
-reads), escaping every string, so ``read_lesson(write_lesson(lesson)) == lesson``. Plain data, no widgets.
+:func:`read_lesson` reads the built-in lesson, an upload and a saved lesson alike, checking every key, type, length
+and link parameter (through the page's own reader); a :class:`LessonFileError` names the step and the key.
+:func:`write_lesson` writes TOML by hand, so ``read_lesson(write_lesson(lesson)) == lesson``.
 """
 
 from __future__ import annotations
@@ -37,14 +30,8 @@ PARAM_CHARS = TEXT_LINK_MAX  # a link's longest value
 PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}  # the pages a link may open, by stem
 DEMOS = ("steps", "softmax")  # the small live charts the Lessons page can draw inside a step (page.DEMOS)
 #: a check's text keys and their longest values
-CHECK_TEXTS = {
-    "question": QUESTION_CHARS,
-    "model": 300,
-    "text": SENTENCE_CHARS,
-    "word": WORD_CHARS,
-    "expect": WORD_CHARS,
-    "explain": EXPLAIN_CHARS,
-}
+CHECK_TEXTS = {"question": QUESTION_CHARS, "model": 300, "text": SENTENCE_CHARS, "word": WORD_CHARS}
+CHECK_TEXTS |= {"expect": WORD_CHARS, "explain": EXPLAIN_CHARS}
 
 
 class LessonFileError(ValueError):
@@ -72,12 +59,8 @@ class Choice:
 
 @dataclass(frozen=True)
 class Predict:
-    """ "Click the token the query looks at", then the real head's row is revealed.
-
-    ``model`` reads ``text``; ``word`` is the query token (its ``occurrence``-th appearance; for the RNN translator
-    ``bahdanau-translator``, a French target word); ``expect`` is the key the explanation talks about (tests check it
-    is the head's top key); ``causal`` None is the model's own mask.
-    """
+    """ "Click the token ``word`` (its ``occurrence``-th appearance; a French word for the RNN translator) looks at",
+    then the head's real row is revealed; ``expect``: the key the explanation names; ``causal`` None: the model's."""
 
     question: str
     model: str
@@ -93,8 +76,7 @@ class Predict:
 
 @dataclass(frozen=True)
 class Look:
-    """ "Where will it look?": the region of held-out ``scene`` the captioner ``model`` looks at while it writes
-    ``word``, read from the model when the student answers (``captions.data.where_it_looks``)."""
+    """ "Where will it look?": the region of held-out ``scene`` the captioner looks at while it writes ``word``."""
 
     question: str
     model: str
@@ -114,8 +96,7 @@ def kind_of(check: Check | None) -> str:
 
 @dataclass(frozen=True)
 class Step:
-    """One step: a stable ``id`` (answers are kept under it), a heading ("": the page says "Step k"), the teacher's
-    note, links, the knowledge check that ends it, and the name of a small live chart drawn inline (:data:`DEMOS`)."""
+    """One step: a stable ``id`` (answers are kept under it), a heading, a note, links, a check and a demo's name."""
 
     id: str
     title: str
@@ -138,8 +119,7 @@ class Lesson:
 
 
 def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
-    """The lesson in ``data`` (a file's bytes or its text); :class:`LessonFileError` says what is wrong.
-    ``check_values``: read every link parameter with its page's reader and every model id against the catalog."""
+    """The lesson in ``data`` (bytes or text); ``check_values``: read link values and model ids against the app."""
     size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
     if size > MAX_BYTES:
         raise LessonFileError(f"The file is {size:,} bytes long; a lesson file may be at most {MAX_BYTES:,} bytes.")
@@ -169,9 +149,8 @@ def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
             raise LessonFileError(
                 f"Step {i}: the id {_show(step.id)} is used by an earlier step; give each step its own."
             )
-    return Lesson(
-        _text(doc, "title", "The file", TITLE_CHARS), out, _text(doc, "description", "The file", TEXT_CHARS, False)
-    )
+    description = _text(doc, "description", "The file", TEXT_CHARS, False)
+    return Lesson(_text(doc, "title", "The file", TITLE_CHARS), out, description)
 
 
 def _step(raw: dict, number: int, check_values: bool) -> Step:
@@ -191,15 +170,9 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
     demo = _text(raw, "demo", where, 40, False)
     if demo and demo not in DEMOS:
         raise LessonFileError(f"{where}: there is no demo {_show(demo)}; the demos are {', '.join(DEMOS)}.")
-    check = raw.get("check")
-    return Step(
-        sid,
-        title,
-        text,
-        tuple(_link(link, f"{where}, link {k}", check_values) for k, link in enumerate(links, 1)),
-        None if check is None else _check(check, f"{where}, check", check_values),
-        demo,
-    )
+    links = tuple(_link(link, f"{where}, link {k}", check_values) for k, link in enumerate(links, 1))
+    check = None if raw.get("check") is None else _check(raw["check"], f"{where}, check", check_values)
+    return Step(sid, title, text, links, check, demo)
 
 
 def _link(raw: dict, where: str, check_values: bool) -> Link:
@@ -228,8 +201,7 @@ def _link(raw: dict, where: str, check_values: bool) -> Link:
 
 
 def check_param(page: str, name: str, value: str, where: str, check_values: bool = True) -> None:
-    """:class:`LessonFileError` unless ``page``'s links carry ``name`` and (``check_values``) its reader accepts ``value``
-    (its ``check`` where the reader depends on the session, e.g. a lesson step's bound)."""
+    """:class:`LessonFileError` unless ``page`` carries ``name`` and (``check_values``) its reader accepts ``value``."""
     param = BY_NAME.get(name)
     if param is None or (param.pages is not None and page not in param.pages):
         raise LessonFileError(f"{where}: the page {page} has no link parameter {_show(name)}.")
@@ -239,7 +211,7 @@ def check_param(page: str, name: str, value: str, where: str, check_values: bool
         (param.check or param.read)(value)
     except ValueError as exc:  # every reader refuses a value with ValueError (app/url_params.py; a test pins it)
         raise LessonFileError(
-            f"{where}: {name} = {_show(value)} is not a value the page reads ({_short(exc)})."
+            f"{where}: {name} = {_show(value)} is not a value the page reads ({_show(exc, 120)})."
         ) from None
 
 
@@ -273,9 +245,7 @@ def _check(raw: object, where: str, check_values: bool) -> Check:
         right = f"is the number of the right option, 1 to {len(options)}"
         values |= {"options": tuple(options), "answer": _number(raw, "answer", where, 1, len(options), right) - 1}
     elif cls is Look:
-        values["scene"] = _number(
-            raw, "scene", where, 0, 100_000, "is a held-out scene's number, a whole number from 0"
-        )
+        values["scene"] = _number(raw, "scene", where, 0, 100_000, "is a held-out scene's number, from 0")
     else:
         values["causal"] = raw.get("causal")
         if values["causal"] is not None and not isinstance(values["causal"], bool):
@@ -323,13 +293,8 @@ def _text(table: dict, key: str, where: str, limit: int, required: bool = True) 
 
 
 def _show(value: object, limit: int = 40) -> str:
-    """A value from the file, quoted and cut, for a message (pages show messages literally)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _short(exc: BaseException, limit: int = 120) -> str:
-    text = " ".join(str(exc).split())
+    """A value from the file quoted (an error's text as it is) and cut, for a message (pages show it literally)."""
+    text = " ".join(str(value).split()) if isinstance(value, BaseException) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

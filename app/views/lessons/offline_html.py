@@ -1,10 +1,8 @@
-"""The offline lesson pack's HTML: one file a student opens on a laptop with neither the server nor the internet.
+"""The offline lesson pack's HTML: one file that opens with neither the server nor the internet.
 
-Everything is inside it: the steps' text, each chart's Plotly JSON (in a ``<script type="application/json">``
-beside the ``<div>`` it is drawn into) and plotly.js itself, given by the caller. A Content-Security-Policy in the
-file forbids every fetch. A lesson's text is anyone's: every title, note, question and option is HTML-escaped and
-shown literally (line breaks kept); only the built-in lesson may ask for ``emphasis``, its ``**bold**`` and
-``*italic*`` made ``<strong>``/``<em>`` after escaping, so no markup of the text itself reaches the page.
+Each chart's Plotly JSON sits in a ``<script type="application/json">`` beside its ``<div>``, plotly.js inline, and
+a Content-Security-Policy forbids every fetch. All text is HTML-escaped; only the built-in lesson's ``emphasis``
+turns ``**bold**`` and ``*italic*`` into tags, after escaping.
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ class Note:
 
 @dataclass(frozen=True)
 class PackStep:
-    """One step as the pack shows it: its heading, note, knowledge check (question, a choice's options, and the
-    answer shown behind "Show the answer"; "" for none) and its charts and notes in the order of its links."""
+    """One step as the pack shows it: heading, note, check (question, options, answer; "" for none), charts."""
 
     title: str
     text: str = ""
@@ -88,8 +85,7 @@ def _text(value: str, emphasis: bool) -> str:
 
 
 def script_json(text: str) -> str:
-    """JSON text that cannot end (or open) an HTML element: ``<``, ``>`` and ``&`` as JSON ``\\u`` escapes (they
-    only occur inside JSON strings, where the escapes read back as the same characters)."""
+    """JSON text that cannot end (or open) an HTML element: ``<``, ``>`` and ``&`` as JSON ``\\u`` escapes."""
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
@@ -138,8 +134,7 @@ def render(
     about: str = "",
     emphasis: bool = False,
 ) -> str:
-    """The whole pack: one HTML document with its charts and plotly.js inside (``about``: how the file was made and
-    what it holds, under the lesson's description; ``emphasis``: the built-in lesson's bold and italic as markup)."""
+    """The whole pack: one HTML document with its charts and plotly.js inside (``about``: how it was made)."""
     body, n = [], 0
     for number, step in enumerate(steps, start=1):
         section, n = _step(number, step, n, emphasis)

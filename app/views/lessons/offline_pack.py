@@ -1,12 +1,8 @@
 """The offline lesson pack: a lesson, or one view, as one HTML file that opens from disk.
 
-For each step: its title, note and question, and for each of its links the charts the link's page draws first
-(``offline_views.pack_view``), drawn in the default look by the app's own figure builders as Plotly JSON.
-plotly.js is read from the installed ``plotly`` package when the pack is built (never a CDN) and
-``offline_html.py`` writes the page. A view with no static chart, or one that fails, becomes a note. The Lessons
-page (the lesson being taken, or the draft) and the Share box (the view on screen) offer it: a pack takes a few
-seconds, so it is built on a button's click with a progress bar and kept in this session until the lesson or view
-changes; a download button then serves it.
+Each step's text and question, and each link's first charts (``offline_views.pack_view``) as Plotly JSON in the
+default look, with plotly.js from the installed package (never a CDN). Built on a button's click, kept in the
+session until the lesson or view changes, then served by a download button.
 """
 
 from __future__ import annotations
@@ -40,8 +36,7 @@ def plotly_js() -> tuple[str, str]:
 
 
 def _json(fig) -> str:
-    """The figure as JSON, its axes making room for their labels (Streamlit's own Plotly template does that in the
-    app; a bare plotly.js leaves the map's margins as the builders set them and cut the row labels off)."""
+    """The figure as JSON, its axes making room for their labels (as Streamlit's Plotly template does in the app)."""
     from plotly.utils import PlotlyJSONEncoder
 
     layout = dict(fig.spec.get("layout", {}))
@@ -149,9 +144,8 @@ def pack_buttons(
     download_label: str,
     name: str,
 ) -> None:
-    """A button that builds the pack (a progress bar while it does), then the download button that serves it.
-    ``place`` ("walk", "draft", "view") keys the buttons and the kept pack, which ``fingerprint`` (what the pack is
-    of) must still match; ``build`` makes the HTML, reporting through the progress function it is given."""
+    """A button that builds the pack (with a progress bar), then the download button that serves it. ``place``
+    ("walk", "draft", "view") keys the buttons and the kept pack, which must still match ``fingerprint``."""
     kept: dict = default(Offline.built, {})
     if st.button(
         build_label,

@@ -1,10 +1,5 @@
-"""The offline pack's first charts of the pages that are not text pages, each drawn by the page's own builders.
-
-``offline_views.pack_view`` hands a link's values to the page's function here, which reads the numbers the page
-draws first from the same services and caches; its view's ``figures()`` are the page's figures, each with a caption
-in the page's words. A view only the app can show (a live run, an upload, a measurement, a tab of sliders) raises
-:class:`Unchartable` with the reason, which becomes a note.
-"""
+"""The offline pack's first charts of the pages that are not text pages, drawn by the pages' own builders from the
+same caches; a view only the app can show raises :class:`Unchartable`, whose reason becomes a note."""
 
 from __future__ import annotations
 
@@ -90,8 +85,7 @@ class Biases:
 
 
 def _matrix(values: np.ndarray, title: str, x: str, y: str, name: str, source: str, bound: float | None = None):
-    """A numeric matrix as the Positional page draws it (``bound``: a symmetric colour range, else the 99.5th
-    percentile of |value|)."""
+    """A matrix as the Positional page draws it (``bound``: a symmetric colour range, else its 99.5th percentile)."""
     fig = matrix_heatmap(values, x_title=x, y_title=y, title=title, value_name=name, bound=bound or 0.0)
     return with_source(ready(fig), source_line(source))
 
@@ -199,8 +193,7 @@ def _within(value: object, count: int) -> int:  # a link's index kept inside ``c
 
 
 def vision(values: dict[str, object]) -> PatchAttention | WindowAttention:
-    """[CLS]'s attention in the link's layer (every head; the link's head chosen) over its sample image, or a
-    Swin's query patch in its window."""
+    """[CLS]'s attention in the link's layer over its sample image, or a Swin's query patch in its window."""
     model_id = _model(values, Vit.hub_id, Vit.model)
     source = str(values[Vit.source])
     if source == "digit":
@@ -291,8 +284,7 @@ def caption(values: dict[str, object]) -> WordMaps:
 
 
 def pretraining(values: dict[str, object]) -> Drawn:
-    """The fill-in-the-blank tab's first blank (the model's guesses and where the blank looks, layer by layer), or
-    the objectives tab's three real maps; the fine-tuning, next-sentence and cost tabs are live or measured."""
+    """The fill-in-the-blank tab's first blank (guesses, where it looks), or the objectives tab's three real maps."""
     tab = values["pretraining_tab"]
     if tab in (PRETRAINING_TABS["finetune"], PRETRAINING_TABS["nsp"]):
         raise _live("This tab fine-tunes a copy of the model live while you watch")
@@ -323,8 +315,7 @@ def pretraining(values: dict[str, object]) -> Drawn:
 
 
 def _objectives(values: dict[str, object]) -> Drawn:
-    """The objectives tab's three "Real" maps (masked LM, next token, span corruption's cross-attention) of the
-    link's sentence (lower-cased, 24 words at most) in its layer, as the Pretraining page draws them."""
+    """The objectives tab's three "Real" maps of the link's sentence (lower-cased, 24 words at most) in its layer."""
     words = tuple(str(values["objectives_text"]).lower().split())[:24]
     if len(words) < 2:
         raise EngineError("The link's sentence has fewer than two words.")
@@ -369,8 +360,7 @@ def scaling(values: dict[str, object]) -> Drawn:
 
 
 def explain(values: dict[str, object]) -> Drawn:
-    """The six importances of the page's first prediction: a link carries no sentence, so the page opens on its
-    first model and example with the methods' default settings."""
+    """The six importances of the page's first model and example (a link carries no sentence)."""
     model_id = Explain.DEFAULTS[Explain.model]
     request = explain_data.ExplainRequest(
         model_id,

@@ -1,17 +1,8 @@
-"""What an offline lesson pack shows for each link of a lesson: the first chart of the view the link opens.
+"""What an offline lesson pack shows for each link: the first chart of the view it opens, or a :class:`NoChart`.
 
-A link names a page and its URL parameters. :func:`pack_view` reads them as the page would (each value through its
-parameter's reader; a value the reader refuses falls back to the default, as in a browser), traces through the
-shared caches and returns a view whose ``figures()`` the pack draws:
-
-- the text pages (Explore, Step by step, Heads, bertviz views): the head the link names, as
-  :func:`app.runtime.maps.head_view` gives it to Explore, at most :data:`PACK_CELLS`² cells (a longer input is
-  pooled into block maxima; a link's token limit is at most :data:`PACK_MAX_TOKENS`, since one click traces every
-  link of a lesson); for the Heads page also its model view, every head as tiles;
-- the Bahdanau page: the RNN translator's alignment map, with the toy grammar's gold links;
-- the other pages with a static first chart: ``offline_pages.py``.
-
-A view with nothing static to draw and a view whose model fails come back as :class:`NoChart` with the reason.
+:func:`pack_view` reads a link's parameters as the page would (a value its reader refuses falls back to the default)
+and traces through the shared caches: a text page's head as Explore's map of at most :data:`PACK_CELLS`² cells
+(pooled into block maxima), the Bahdanau page's alignment map, the other pages in ``offline_pages.py``.
 """
 
 from __future__ import annotations
@@ -35,7 +26,7 @@ from app.views.bahdanau.data import BAHDANAU_MODELS, bahdanau_agreement, bahdana
 from app.views.bahdanau.figures import alignment_map
 from app.views.bahdanau.keys import Bahdanau
 from app.views.heads.keys import Heads
-from app.views.lessons.offline_pages import PAGE_DATA, Figures, Unchartable
+from app.views.lessons.offline_pages import PAGE_DATA, Drawn, Figures, Unchartable
 from app.views.step_by_step.keys import Step
 from engine import EngineError
 from engine.text import error_message
@@ -68,9 +59,8 @@ LIVE_PAGES = {
 
 @dataclass(frozen=True, eq=False)
 class HeadMap:
-    """One head of a text model, as the map a text page draws first: ``n_tokens`` (queries, keys) before pooling;
-    ``cut``: the link asked for more than :data:`PACK_MAX_TOKENS` tokens of a longer text; ``tiles``: the Heads
-    page's model view, every head ``[layer, head, s, t]`` of block maxima (None on the other pages)."""
+    """One head of a text model as a text page draws it first (``cut``: the text was cut at :data:`PACK_MAX_TOKENS`
+    tokens; ``tiles``: the Heads page's model view, every head ``[layer, head, s, t]``, else None)."""
 
     data: MapData
     request: TraceRequest
@@ -110,30 +100,6 @@ class HeadMap:
         return [*out, (fig, f"{PAGE_SAYS.get(self.page, '')}{ROWS_SAY}{pooled}{cut}")]
 
 
-@dataclass(frozen=True, eq=False)
-class Alignment:
-    """An RNN translator's alignment map (target rows × source columns) and the grammar's gold links."""
-
-    weights: np.ndarray
-    target: tuple[str, ...]
-    source: tuple[str, ...]
-    gold: tuple[tuple[int, int], ...] | None
-    title: str
-    model_id: str
-    text: str
-
-    def figures(self) -> Figures:
-        gold = list(self.gold or ()) or None
-        fig = alignment_map(
-            self.weights, list(self.target), list(self.source), gold=gold, title=self.title, meta="offline_alignment"
-        )
-        says = (
-            "Each row is a French word being written, each column an English word; a white cell: the decoder looked "
-            "almost only at that word. Orange squares: the grammar's gold word links."
-        )
-        return [(with_source(ready(fig), source_line(self.model_id, self.text)), says)]
-
-
 @dataclass(frozen=True)
 class NoChart:
     """Why a link's view has no chart in the pack (shown as a note in its place)."""
@@ -145,8 +111,8 @@ class NoChart:
 
 
 def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
-    """The link's values for ``page``: each parameter the page carries, read by its own reader, or its default
-    (a callable default, the causal mask's, becomes None: the model's own setting)."""
+    """The link's values for ``page``: each of its parameters by its own reader, else its default (a callable
+    default, the causal mask's, is None: the model's own)."""
     out: dict[str, object] = {}
     for name, param in BY_NAME.items():
         if param.pages is not None and page not in param.pages:
@@ -161,8 +127,7 @@ def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
 
 
 def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS):
-    """The first chart ``page`` draws for ``params`` (a lesson link's page stem and parameters), or
-    :class:`NoChart` with a reason when the page has no static chart or the view cannot be computed."""
+    """The first chart ``page`` (a page stem) draws for ``params``, or :class:`NoChart` with the reason."""
     page = page.removesuffix(".py")
     try:
         if page in TEXT_PAGES:
@@ -205,7 +170,7 @@ def _head_map(page: str, values: dict[str, object], size: int) -> HeadMap:
     return HeadMap(data, request, layer, head, title, (att.n_queries, att.n_keys), page, cut, tiles)
 
 
-def _alignment(values: dict[str, object]) -> Alignment:
+def _alignment(values: dict[str, object]) -> Drawn:
     text = str(values[Bahdanau.text])[:BAHDANAU_CHARS]
     if not text.strip():
         raise EngineError("The link has no sentence to translate.")
@@ -213,7 +178,18 @@ def _alignment(values: dict[str, object]) -> Alignment:
     model_id = BAHDANAU_MODELS.get(variant, BAHDANAU_MODELS["additive"])
     trace = bahdanau_trace(model_id, text)
     agreement, _ = bahdanau_agreement(model_id, text)
-    gold = tuple((r.gold_index, r.target_index) for r in agreement.rows) if agreement else None
+    gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
     title = f"Alignment map α(i, j), {VARIANT_LABELS.get(variant, variant)}"
-    source = tuple(trace.source.strings)
-    return Alignment(np.asarray(trace.alignment), tuple(trace.target.strings), source, gold, title, model_id, text)
+    fig = alignment_map(
+        np.asarray(trace.alignment),
+        list(trace.target.strings),
+        list(trace.source.strings),
+        gold=gold or None,
+        title=title,
+        meta="offline_alignment",
+    )
+    says = (
+        "Each row is a French word being written, each column an English word; a white cell: the decoder looked "
+        "almost only at that word. Orange squares: the grammar's gold word links."
+    )
+    return Drawn([(with_source(ready(fig), source_line(model_id, text)), says)])

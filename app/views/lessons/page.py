@@ -1,10 +1,5 @@
-"""Lessons: a guided path through the topics of a transformers lecture, one step at a time, and the lessons
-teachers write.
-
-Each step of the built-in lesson (``plan.py``) or of a saved one (``?lesson=ID``, read only, its text shown
-literally) is a short text, links that open the page showing it in the right state, a knowledge check and, for a
-few, a small live chart. The step on screen is ``?lesson_step=k`` (1-based, a URL parameter as every page's), so a
-teacher can send the class to step k with a link. The "Write a lesson" tab is the editor (``editor.py``).
+"""Lessons: the built-in lesson (``plan.py``) or a saved one (``?lesson=ID``, its text shown literally) step by step
+(``?lesson_step=k``), each a text, links, a knowledge check and a few live charts; "Write a lesson" is ``editor.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
-from app.views.lessons.check import answers, is_right, knowledge_check
+from app.views.lessons.check import BARS, answers, is_right, knowledge_check
 from app.views.lessons.data import LESSON_MAX_TOKENS, find_token
 from app.views.lessons.draft import TAKE_TAB, WRITE_TAB, open_tab, owned, use_button
 from app.views.lessons.editor import EDIT_PARAM, editor
@@ -88,8 +83,7 @@ def progress(k: int, steps: tuple[Step, ...]) -> None:
 
 
 def steps_demo() -> None:
-    """The query "it" of the Q, K, V step's MiniLM head through q·k, the scale and the softmax: its 5 strongest
-    keys (the numbers Step by step shows for the same head, cut to the keys that matter)."""
+    """The query "it" of the Q, K, V step's MiniLM head through q·k, the scale and the softmax (5 strongest keys)."""
     layer, head = QKV_HEAD
     try:
         trace = get_trace(TraceRequest("minilm", IT_SENTENCE, False, LESSON_MAX_TOKENS))
@@ -127,20 +121,10 @@ def softmax_demo() -> None:
     k = np.array(SOFTMAX_SCORES, dtype=float)[:, None]  # (n, 1): one-number keys, so q·k = the score
     steps = calculator_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
     weights = steps.weights[0]
-    fig = go.Figure(
-        go.Bar(
-            x=list(SOFTMAX_KEYS),
-            y=weights,
-            marker_color="#1f3b73",
-            text=[f"{w:.2f}" for w in weights],
-            textposition="outside",
-        )
-    )
+    bars = go.Bar(x=SOFTMAX_KEYS, y=weights, marker_color="#1f3b73", text=[f"{w:.2f}" for w in weights])
+    fig = go.Figure(bars).update_traces(textposition="outside").update_layout(BARS, yaxis_range=[0, 1.1])
     fig.update_layout(
-        height=260,
-        margin=dict(l=10, r=10, t=30, b=10),
-        yaxis=dict(range=[0, 1.1], title="weight"),
-        title=f"softmax({', '.join(f'{s:g}' for s in SOFTMAX_SCORES)} × {scale:.1f})",
+        yaxis_title="weight", title=f"softmax({', '.join(map('{:g}'.format, SOFTMAX_SCORES))} × {scale:.1f})"
     )
     show_chart(fig, key=Lessons.softmax)
     st.caption(
@@ -161,8 +145,7 @@ def line_chart(text: str) -> str:
 
 
 def literal(step: Step, scope: str) -> Step:
-    """A step of a lesson someone wrote, its text made literal (no links, images or maths from markdown) and its id
-    made the lesson's own (answers are kept per step id)."""
+    """A step of a lesson someone wrote, its text made literal and its id the lesson's own (answers are per id)."""
     check = step.check
     if check is not None:
         check = replace(check, question=line_chart(check.question), explain=line_chart(check.explain))
@@ -175,8 +158,8 @@ def literal(step: Step, scope: str) -> Step:
 
 
 def shared_lesson() -> tuple[str, Lesson] | None:
-    """The saved lesson ``?lesson=ID`` names (read only), None without one; ``&lesson_edit=SECRET`` (the author's edit
-    link) lets this session change it, and is taken out of the address bar at once."""
+    """The saved lesson ``?lesson=ID`` names, None without one; ``&lesson_edit=SECRET`` (the author's edit link) lets
+    this session change it, and leaves the address bar at once."""
     lid = st.session_state.get(Lessons.lesson)
     if not lid:
         return None

@@ -1,11 +1,4 @@
-"""The built-in lesson: the topics of a transformers lecture in order, each a short text, links and a knowledge check.
-
-The lesson is a lesson file (``assets/lessons/attention-in-eleven-steps.toml``) read by the same code as a teacher's
-own, so a teacher can download it, change it and open it again without touching Python. Its predict checks name
-only the model, sentence, layer, head and word: tests/app/test_lessons.py checks each head's top key is still the
-one the text talks about, so a retrained checkpoint that changes it fails a test instead of misleading a class.
-What stays here is what the page's two inline demos draw (``page.DEMOS``): their sentence, head and scores.
-"""
+"""The built-in lesson, read from its lesson file like a teacher's own, and what the page's two demos draw."""
 
 from __future__ import annotations
 
