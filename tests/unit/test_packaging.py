@@ -183,6 +183,19 @@ def test_pyproject_sets_the_line_length_the_code_uses():
     assert sum(n <= ruff["line-length"] for n in lines) / len(lines) > 0.98
 
 
+def test_the_formatter_is_never_switched_off():
+    """pyproject's rule: ``ruff format`` lays out the whole tree, so no line opts out of it."""
+    markers = ("# fmt: " + "skip", "# fmt: " + "off")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("app", "engine", "tests", "bench", "scripts")
+        for path in (ROOT / folder).rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if any(marker in line for marker in markers)
+    ]
+    assert not found, found
+
+
 def test_the_test_command_lints_with_the_projects_rules():
     script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
     assert "python3 -m ruff check ." in script and "-r requirements-test.txt" in script
