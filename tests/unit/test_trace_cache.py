@@ -137,6 +137,18 @@ class _Stopped(BaseException):
     """Like Streamlit's StopException: the caller's page run was stopped, not the computation refused."""
 
 
+class WatchedEvent(threading.Event):
+    """An event that says when someone first waits on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited_on = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited_on.set()
+        return super().wait(timeout)
+
+
 def owner_and_waiter(cache: TraceCache, error: BaseException, waiter_compute) -> dict:
     """Two calls of ``cache.get("k", ...)``: the owner's computation raises ``error`` once the waiter waits on it;
     returns what each call returned or raised (``"owner"``, ``"waiter"``)."""
@@ -149,8 +161,9 @@ def owner_and_waiter(cache: TraceCache, error: BaseException, waiter_compute) ->
 
     owner = call_in_thread(lambda: cache.get("k", raising), out, "owner")
     started.wait(5)
+    cache._pending["k"].done = done = WatchedEvent()  # the owner's computation in flight: see when it is waited on
     waiter = call_in_thread(lambda: cache.get("k", waiter_compute), out, "waiter")
-    time.sleep(0.05)  # the waiter is waiting on the owner's computation
+    assert done.waited_on.wait(5), "the waiter never waited on the owner's computation"
     release.set()
     owner.join(5), waiter.join(5)
     return out
