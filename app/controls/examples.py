@@ -4,13 +4,17 @@ and the picker that puts one in the shared text box."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
 from app.controls.pickers import open_head, use_text
 from app.state import current_text
 from app.views.lessons.data import model_vocabulary
+from engine.registry import CHECKPOINTS
 from engine.vocab import tokenize
 
 
@@ -29,159 +33,50 @@ class Example:
     head: int | None = None
 
 
-COREF, PREV, INDUCTION, SINK, AGREEMENT = (
-    "Coreference “it”",
-    "Previous token",
-    "Induction / repeated text",
-    "Attention sink",
-    "Long-range agreement",
-)
+PREV, INDUCTION = "Previous token", "Induction / repeated text"  # phenomena tests/app/test_train_induction.py reads
+EXAMPLES_FILE = CHECKPOINTS.parent / "examples.toml"
+REQUIRED = ("phenomenon", "text", "look")
 
-_ENGLISH = (
-    Example(
-        COREF,
-        "The animal didn't cross the street because it was too tired.",
-        "Pick the query “it”: which noun does it look at, *animal* or *street*?",
-    ),
-    Example(
-        PREV,
-        "One two three four five six seven eight nine ten.",
-        "A previous-token head draws a line just below the diagonal.",
-    ),
-    Example(
-        INDUCTION,
-        "Harry Potter went to London. Later, Harry Potter went to Paris.",
-        "In the second copy, tokens look back at the first copy (or at the token after their earlier twin).",
-    ),
-    Example(
-        SINK,
-        "The cat sat on the mat.",
-        "Many heads park most of their weight on one marker token ([CLS], [SEP] or the first token).",
-    ),
-    Example(
-        AGREEMENT,
-        "The keys to the old wooden cabinet in the hall are on the table.",
-        "Query “are”: does any head reach back over the long phrase to *keys*?",
-    ),
-)
+
+def _example(where: str, entry: object) -> Example:
+    """One ``[[SET]]`` table as an :class:`Example`; a ValueError naming ``where`` if it is malformed."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: an example is a [[SET]] table, not {entry!r}")
+    if missing := [k for k in REQUIRED if not isinstance(entry.get(k), str) or not entry[k]]:
+        raise ValueError(f"{where}: needs a non-empty text for {', '.join(missing)}")
+    if unknown := sorted(set(entry) - {*REQUIRED, "layer", "head"}):
+        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    layer, head = entry.get("layer"), entry.get("head")
+    ints = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (layer, head))
+    if (layer is None) != (head is None) or (layer is not None and not ints):
+        raise ValueError(f"{where}: layer and head are both whole numbers >= 0, or both left out")
+    return Example(entry["phenomenon"], entry["text"], entry["look"], layer, head)
+
+
+@functools.cache
+def read_examples(path: Path = EXAMPLES_FILE) -> dict[str, tuple[Example, ...]]:
+    """The example sets of ``path``: ``[[SET]]`` tables per set, and ``[families]`` naming the set each family
+    shares (that set then appears under its families only)."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the example sets: {exc}") from exc
+    families = doc.pop("families", {})
+    if not isinstance(families, dict) or not all(isinstance(s, str) for s in families.values()):
+        raise ValueError(f"{path}: [families] maps each family to the name of a set")
+    sets: dict[str, tuple[Example, ...]] = {}
+    for name, entries in doc.items():
+        if not isinstance(entries, list) or not entries:
+            raise ValueError(f"{path}: {name!r} is not a list of [[{name}]] examples")
+        sets[name] = tuple(_example(f"{path}: [[{name}]] entry {i}", e) for i, e in enumerate(entries, 1))
+    if unknown := {f: s for f, s in families.items() if s not in sets}:
+        raise ValueError(f"{path}: [families] names sets the file does not have: {unknown}")
+    shared = set(families.values())
+    return {name: s for name, s in sets.items() if name not in shared} | {f: sets[s] for f, s in families.items()}
+
 
 #: example sets: by model id (heads measured there) and by family (open tokenizers, no head named)
-EXAMPLES: dict[str, tuple[Example, ...]] = {
-    "minilm": (
-        Example(
-            COREF,
-            "The animal didn't cross the street because it was too tired.",
-            "Query “it”: this head puts its largest weight on *animal*, not *street*.",
-            3,
-            1,
-        ),
-        Example(
-            PREV,
-            "One two three four five six seven eight nine ten.",
-            "A previous-token head: a line just below the diagonal.",
-            0,
-            2,
-        ),
-        Example(
-            INDUCTION,
-            "Harry Potter went to London. Later, Harry Potter went to Paris.",
-            "Query the second “potter”: it looks back at the first one.",
-            2,
-            9,
-        ),
-        Example(
-            SINK,
-            "The cat sat on the mat.",
-            "Almost every row puts its weight on [CLS]: the head's “nothing to do” place.",
-            4,
-            5,
-        ),
-        Example(
-            AGREEMENT,
-            "The keys to the old wooden cabinet in the hall are on the table.",
-            "Query “are”: it reaches back over the long phrase to its subject, *keys*.",
-            3,
-            1,
-        ),
-    ),
-    "tiny-gpt-stories": (
-        Example(
-            COREF,
-            "Lily found a red ball in the park. She gave it to Tom.",
-            "Query “she”: this head's largest weight is on *lily*, back at the start of the story.",
-            2,
-            2,
-        ),
-        Example(
-            PREV,
-            "Tom saw a big blue boat. He liked it very much.",
-            "This small model's strongest previous-token head (Heads → Per-head metrics gives its share).",
-            0,
-            3,
-        ),
-        Example(
-            INDUCTION,
-            "Mia had a green kite. Ben had a pink drum. Mia had a green kite.",
-            "Its most induction-like head: in the repeated sentence, words look a little at the word after "
-            "their earlier twin.",
-            1,
-            2,
-        ),
-        Example(
-            SINK,
-            "One day, Sam went to the garden. Sam was happy.",
-            "The head that rests most on <bos>, the first token, when nothing else is useful.",
-            0,
-            1,
-        ),
-        Example(
-            AGREEMENT,
-            "Anna and Leo played in the yard. They were tired.",
-            "Query “they”: it looks back at the pair's names (*leo*) for its plural.",
-            2,
-            0,
-        ),
-    ),
-    "tiny-translator": (
-        Example(
-            "Adjective after the noun",
-            "the red car is fast .",
-            "Block “cross”: *voiture* reads *car*, then *rouge* goes back to *red* (a crossing).",
-        ),
-        Example(
-            "Gender agreement",
-            "she sees the small black dog .",
-            "Cross-attention: the article *le* reads the noun *dog* to pick its gender.",
-        ),
-        Example("Elision", "i have an umbrella .", "“j'ai”: two English words become one French token."),
-        Example(
-            "Plural agreement",
-            "the girls are happy and tired .",
-            "The adjectives take the plural feminine ending: they read *girls*.",
-        ),
-        Example("Dates", "21 November 2026", "Written date → ISO: each output digit reads its source digit."),
-    ),
-    "induction-2l-attn-only": (  # each letter is one token; heads measured in tests/app/test_train_induction.py
-        Example(
-            INDUCTION,
-            "qfkzwbmr qfkzwbmr",
-            "Each letter of the second copy looks at the letter that followed it in the first copy: a stripe "
-            "7 keys left of the diagonal, and the model predicts that letter.",
-            1,
-            2,
-        ),
-        Example(
-            PREV,
-            "qfkzwbmr qfkzwbmr",
-            "Each letter looks at the letter just before it: what lets layer 1 find the earlier copy.",
-            0,
-            1,
-        ),
-    ),
-    "encoder": _ENGLISH,
-    "decoder": _ENGLISH,
-    "encoder-decoder": _ENGLISH,
-}
+EXAMPLES = read_examples()
 
 #: sets written in a closed vocabulary: a model trained on the Train page gets those it reads in full
 WORD_LEVEL_SETS = ("tiny-gpt-stories", "tiny-translator")
