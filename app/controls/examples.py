@@ -14,7 +14,6 @@ import streamlit as st
 from app.controls.pickers import open_head, use_text
 from app.state import current_text
 from app.views.lessons.data import model_vocabulary
-from engine.registry import CHECKPOINTS
 from engine.vocab import tokenize
 
 
@@ -34,7 +33,7 @@ class Example:
 
 
 PREV, INDUCTION = "Previous token", "Induction / repeated text"  # phenomena tests/app/test_train_induction.py reads
-EXAMPLES_FILE = CHECKPOINTS.parent / "examples.toml"
+EXAMPLES_FILE = Path(__file__).resolve().parents[2] / "assets" / "examples.toml"
 REQUIRED = ("phenomenon", "text", "look")
 
 
