@@ -265,8 +265,5 @@ def top_key_note(check: Check | None) -> str:
         top = _top_key(check)
     except Exception:  # noqa: BLE001 — model_problem has spoken already
         return ""
-    return (
-        ""
-        if top.casefold() == check.expect.casefold()
-        else f" Note: the head's top key is “{top}”, not “{check.expect}”."
-    )
+    same = top.casefold() == check.expect.casefold()
+    return "" if same else f" Note: the head's top key is “{top}”, not “{check.expect}”."
