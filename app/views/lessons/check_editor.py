@@ -21,19 +21,16 @@ from app.views.lessons.data import lesson_attention, row_for
 from app.views.lessons.keys import Draft
 from app.views.lessons.lesson_file import (
     CHECK_NUMBERS,
-    EXPLAIN_CHARS,
+    CHECK_TEXTS,
     MAX_NUMBER,
     MAX_OPTIONS,
-    QUESTION_CHARS,
-    SENTENCE_CHARS,
-    WORD_CHARS,
     Check,
     Choice,
-    LessonFileError,
     Look,
     Predict,
     Step,
     kind_of,
+    require,
 )
 from engine.families import text_families
 
@@ -44,6 +41,19 @@ KINDS = {
     "look": "Where does the captioner look?",
 }
 CAUSAL = {"own": "the model's own mask", "on": "causal (each token sees only earlier ones)", "off": "not causal"}
+#: the predict check's fields after its model, row by row: {field: (column width, label)}
+PREDICT_ROWS = (
+    {"text": (1, "Sentence the model reads")},
+    {"word": (3, "Word (the query token)"), "occurrence": (1, "Occurrence")},
+    {"layer": (1, "Layer"), "head": (1, "Head"), "causal": (2, "Mask")},
+    {"expect": (1, "Expected key token")},
+)
+PREDICT_HELP = {
+    "word": "A token of the sentence as the model reads it; for a translator, a word of its French output.",
+    "occurrence": "0: its first.",
+    "expect": "The token your explanation talks about (the file's expect); the editor says if the head's top key "
+    "is another one.",
+}
 
 
 #: each field's first value for a step without that key (the field's key: ``Draft.edit_<name>`` + the step's id)
@@ -90,51 +100,44 @@ def kind_picker(step: Step) -> str:
     )
 
 
+def _field(place, sid: str, name: str, label: str, help_text: str | None = None) -> None:
+    """One field of a check in ``place`` (``st`` or a column), its widget picked by its name."""
+    key = getattr(Draft, f"edit_{name}") + sid
+    if name in CHECK_NUMBERS:
+        place.number_input(label, min_value=0, max_value=MAX_NUMBER, key=key, help=help_text)
+    elif name == "causal":
+        place.selectbox(label, list(CAUSAL), format_func=CAUSAL.get, key=key, help=help_text)
+    elif name == "text":
+        place.text_area(label, key=key, max_chars=CHECK_TEXTS[name], height=68, help=help_text)
+    else:
+        place.text_input(label, key=key, max_chars=CHECK_TEXTS[name], help=help_text)
+
+
 def fields(step: Step, kind: str) -> None:
     """The fields of a ``kind`` check, inside the step's edit form."""
     sid = step.id
     if kind == "none":
         st.caption("This step ends without a check. Pick a kind above to add one; Save removes the step's check.")
         return
-    st.text_input("Question", key=Draft.edit_question + sid, max_chars=QUESTION_CHARS)
+    _field(st, sid, "question", "Question")
     if kind == "choice":
         st.text_area("Its options, one per line", key=Draft.edit_options + sid, height=80)
         st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.edit_right + sid)
     elif kind == "predict":
         models = predict_models(st.session_state[Draft.edit_model + sid])
         st.selectbox("Model", list(models), format_func=models.get, key=Draft.edit_model + sid)
-        st.text_area("Sentence the model reads", key=Draft.edit_text + sid, max_chars=SENTENCE_CHARS, height=68)
-        word, occurrence = st.columns([3, 1])
-        word.text_input(
-            "Word (the query token)",
-            key=Draft.edit_word + sid,
-            max_chars=WORD_CHARS,
-            help="A token of the sentence as the model reads it; for a translator, a word of its French output.",
-        )
-        occurrence.number_input(
-            "Occurrence", min_value=0, max_value=MAX_NUMBER, key=Draft.edit_occurrence + sid, help="0: its first."
-        )
-        layer, head, causal = st.columns([1, 1, 2])
-        layer.number_input("Layer", min_value=0, max_value=MAX_NUMBER, key=Draft.edit_layer + sid)
-        head.number_input("Head", min_value=0, max_value=MAX_NUMBER, key=Draft.edit_head + sid)
-        causal.selectbox("Mask", list(CAUSAL), format_func=CAUSAL.get, key=Draft.edit_causal + sid)
-        st.text_input(
-            "Expected key token",
-            key=Draft.edit_expect + sid,
-            max_chars=WORD_CHARS,
-            help="The token your explanation talks about (the file's expect); the editor says if the head's top key "
-            "is another one.",
-        )
+        for row in PREDICT_ROWS:
+            places = st.columns([width for width, _ in row.values()]) if len(row) > 1 else [st]
+            for place, (name, (_, label)) in zip(places, row.items()):
+                _field(place, sid, name, label, PREDICT_HELP.get(name))
     else:
         models = _models(("captioner",), st.session_state[Draft.edit_captioner + sid])
         st.selectbox("Captioner", list(models), format_func=models.get, key=Draft.edit_captioner + sid)
         scene, word = st.columns([1, 2])
         most = max(HELD_OUT_SCENES - 1, st.session_state[Draft.edit_scene + sid])  # a file's own, checked
         scene.number_input("Held-out scene", min_value=0, max_value=most, key=Draft.edit_scene + sid)
-        word.text_input(
-            "Word it writes", key=Draft.edit_word + sid, max_chars=WORD_CHARS, help="A word of the scene's caption."
-        )
-    st.text_area("Explanation (shown after the answer)", key=Draft.edit_explain + sid, max_chars=EXPLAIN_CHARS)
+        _field(word, sid, "word", "Word it writes", "A word of the scene's caption.")
+    st.text_area("Explanation (shown after the answer)", key=Draft.edit_explain + sid, max_chars=CHECK_TEXTS["explain"])
 
 
 def clean(value: object, lines: bool = True) -> str:
@@ -145,8 +148,8 @@ def clean(value: object, lines: bool = True) -> str:
 
 
 def _whole(value: object, name: str, most: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
-        raise LessonFileError(f"{name} must be a whole number from 0 to {most}.")
+    whole = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= most
+    require(whole, f"{name} must be a whole number from 0 to {most}.")
     return value
 
 
@@ -156,13 +159,13 @@ def choice_from(question: object, options: object, right: object, explain: str =
     lines = [clean(line, False) for line in str(options or "").splitlines() if line.strip()]
     if not question and not lines:
         return None
-    if not question:
-        raise LessonFileError("Write the question, or clear its options.")
-    if not 2 <= len(lines) <= MAX_OPTIONS:
-        raise LessonFileError(f"A question needs 2 to {MAX_OPTIONS} options, one per line (it has {len(lines)}).")
+    require(question, "Write the question, or clear its options.")
+    require(
+        2 <= len(lines) <= MAX_OPTIONS,
+        f"A question needs 2 to {MAX_OPTIONS} options, one per line (it has {len(lines)}).",
+    )
     number = right if isinstance(right, int) and not isinstance(right, bool) else 0
-    if not 1 <= number <= len(lines):
-        raise LessonFileError(f"The number of the right option must be 1 to {len(lines)}.")
+    require(1 <= number <= len(lines), f"The number of the right option must be 1 to {len(lines)}.")
     return Choice(question, tuple(lines), number - 1, explain)
 
 
@@ -176,24 +179,19 @@ def read_check(sid: str) -> Check | None:
     kind, explain = get(Draft.edit_kind), clean(get(Draft.edit_explain))
     if kind == "choice":
         check = choice_from(get(Draft.edit_question), get(Draft.edit_options), get(Draft.edit_right), explain)
-        if check is None:
-            raise LessonFileError("Write the question and its options, or pick “No check”.")
+        require(check, "Write the question and its options, or pick “No check”.")
         return check
     if kind not in ("predict", "look"):
         return None
     question, word = clean(get(Draft.edit_question), False), clean(get(Draft.edit_word), False)
-    if not question:
-        raise LessonFileError("Write the question students are asked.")
-    if not word:
-        raise LessonFileError("Write the word: " + ("the query token." if kind == "predict" else "a word it writes."))
+    require(question, "Write the question students are asked.")
+    require(word, "Write the word: " + ("the query token." if kind == "predict" else "a word it writes."))
     if kind == "look":
         scene = _whole(get(Draft.edit_scene), "The scene", HELD_OUT_SCENES - 1)
         return Look(question, str(get(Draft.edit_captioner) or ""), scene, word, explain)
     text, expect = clean(get(Draft.edit_text)), clean(get(Draft.edit_expect), False)
-    if not text:
-        raise LessonFileError("Write the sentence the model reads.")
-    if not expect:
-        raise LessonFileError("Write the expected key token: the token your explanation talks about.")
+    require(text, "Write the sentence the model reads.")
+    require(expect, "Write the expected key token: the token your explanation talks about.")
     numbers = {key: _whole(get(getattr(Draft, f"edit_{key}")), f"The {key}", MAX_NUMBER) for key in CHECK_NUMBERS}
     causal = {"on": True, "off": False}.get(get(Draft.edit_causal))
     return Predict(question, str(get(Draft.edit_model) or ""), text, word, expect, explain, causal=causal, **numbers)
@@ -267,8 +265,5 @@ def top_key_note(check: Check | None) -> str:
         top = _top_key(check)
     except Exception:  # noqa: BLE001 — model_problem has spoken already
         return ""
-    return (
-        ""
-        if top.casefold() == check.expect.casefold()
-        else f" Note: the head's top key is “{top}”, not “{check.expect}”."
-    )
+    same = top.casefold() == check.expect.casefold()
+    return "" if same else f" Note: the head's top key is “{top}”, not “{check.expect}”."

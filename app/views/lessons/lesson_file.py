@@ -38,6 +38,12 @@ class LessonFileError(ValueError):
     """A lesson file (or a lesson's text) that cannot be read, with a message for the person who gave it."""
 
 
+def require(condition: object, message: str) -> None:
+    """:class:`LessonFileError` with ``message`` unless ``condition``."""
+    if not condition:
+        raise LessonFileError(message)
+
+
 @dataclass(frozen=True)
 class Link:
     """A link that opens ``page`` (a file under ``app/views/``, ``"explore.py"``) with URL parameters ``params``."""
@@ -121,8 +127,7 @@ class Lesson:
 def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
     """The lesson in ``data`` (bytes or text); ``check_values``: read link values and model ids against the app."""
     size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
-    if size > MAX_BYTES:
-        raise LessonFileError(f"The file is {size:,} bytes long; a lesson file may be at most {MAX_BYTES:,} bytes.")
+    require(size <= MAX_BYTES, f"The file is {size:,} bytes long; a lesson file may be at most {MAX_BYTES:,} bytes.")
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
@@ -136,19 +141,18 @@ def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
             'format = 1 and title = "…", then one [[steps]] table per step.'
         ) from None
     _keys(doc, ("format", "title", "description", "steps"), ("title", "steps"), "The file")
-    if doc.get("format", FORMAT) != FORMAT:
-        raise LessonFileError(f"The file says format = {_show(doc['format'])}; this app reads format = {FORMAT}.")
+    form = doc.get("format", FORMAT)
+    require(form == FORMAT, f"The file says format = {_show(form)}; this app reads format = {FORMAT}.")
     steps = doc["steps"]
-    if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
-        raise LessonFileError("The file has no steps: each step is a [[steps]] table.")
-    if len(steps) > MAX_STEPS:
-        raise LessonFileError(f"The file has {len(steps)} steps; a lesson may have at most {MAX_STEPS}.")
+    require(
+        isinstance(steps, list) and steps and all(isinstance(s, dict) for s in steps),
+        "The file has no steps: each step is a [[steps]] table.",
+    )
+    require(len(steps) <= MAX_STEPS, f"The file has {len(steps)} steps; a lesson may have at most {MAX_STEPS}.")
     out = tuple(_step(raw, i, check_values) for i, raw in enumerate(steps, start=1))
     for i, step in enumerate(out, start=1):
-        if step.id in (s.id for s in out[: i - 1]):
-            raise LessonFileError(
-                f"Step {i}: the id {_show(step.id)} is used by an earlier step; give each step its own."
-            )
+        earlier = step.id in (s.id for s in out[: i - 1])
+        require(not earlier, f"Step {i}: the id {_show(step.id)} is used by an earlier step; give each step its own.")
     description = _text(doc, "description", "The file", TEXT_CHARS, False)
     return Lesson(_text(doc, "title", "The file", TITLE_CHARS), out, description)
 
@@ -157,19 +161,16 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
     where = f"Step {number}"
     _keys(raw, ("id", "title", "text", "links", "check", "demo"), (), where)
     sid = raw.get("id", f"step-{number}")
-    if not isinstance(sid, str) or not ID_RE.fullmatch(sid):
-        raise LessonFileError(f"{where}: id must be 1 to 40 letters, digits, - or _ (it is {_show(sid)}).")
+    valid_id = isinstance(sid, str) and ID_RE.fullmatch(sid)
+    require(valid_id, f"{where}: id must be 1 to 40 letters, digits, - or _ (it is {_show(sid)}).")
     title, text = _text(raw, "title", where, TITLE_CHARS, False), _text(raw, "text", where, TEXT_CHARS, False)
-    if not title and not text:
-        raise LessonFileError(f"{where}: give it a title or a text.")
+    require(title or text, f"{where}: give it a title or a text.")
     links = raw.get("links", [])
-    if not isinstance(links, list) or not all(isinstance(link, dict) for link in links):
-        raise LessonFileError(f"{where}: links must be [[steps.links]] tables.")
-    if len(links) > MAX_LINKS:
-        raise LessonFileError(f"{where} has {len(links)} links; a step may have at most {MAX_LINKS}.")
+    tables = isinstance(links, list) and all(isinstance(link, dict) for link in links)
+    require(tables, f"{where}: links must be [[steps.links]] tables.")
+    require(len(links) <= MAX_LINKS, f"{where} has {len(links)} links; a step may have at most {MAX_LINKS}.")
     demo = _text(raw, "demo", where, 40, False)
-    if demo and demo not in DEMOS:
-        raise LessonFileError(f"{where}: there is no demo {_show(demo)}; the demos are {', '.join(DEMOS)}.")
+    require(not demo or demo in DEMOS, f"{where}: there is no demo {_show(demo)}; the demos are {', '.join(DEMOS)}.")
     links = tuple(_link(link, f"{where}, link {k}", check_values) for k, link in enumerate(links, 1))
     check = None if raw.get("check") is None else _check(raw["check"], f"{where}, check", check_values)
     return Step(sid, title, text, links, check, demo)
@@ -178,23 +179,18 @@ def _step(raw: dict, number: int, check_values: bool) -> Step:
 def _link(raw: dict, where: str, check_values: bool) -> Link:
     _keys(raw, ("page", "label", "params"), ("page", "label"), where)
     page = _text(raw, "page", where, 40)
-    if page not in PAGE_TITLES:
-        raise LessonFileError(f"{where}: there is no page {_show(page)}; the pages are {', '.join(PAGE_TITLES)}.")
+    require(page in PAGE_TITLES, f"{where}: there is no page {_show(page)}; the pages are {', '.join(PAGE_TITLES)}.")
     params = raw.get("params", {})
-    if not isinstance(params, dict):
-        raise LessonFileError(f'{where}: params must be a table, e.g. params = {{ layer = "3", head = "1" }}.')
-    if len(params) > MAX_PARAMS:
-        raise LessonFileError(f"{where} has {len(params)} parameters; a link may have at most {MAX_PARAMS}.")
+    require(isinstance(params, dict), f'{where}: params must be a table, e.g. params = {{ layer = "3", head = "1" }}.')
+    require(len(params) <= MAX_PARAMS, f"{where} has {len(params)} parameters; a link may have at most {MAX_PARAMS}.")
     out: dict[str, str] = {}
     for name, value in params.items():
         if isinstance(value, bool):
             value = "1" if value else "0"
         elif isinstance(value, (int, float)):
             value = str(value)
-        if not isinstance(value, str) or len(value) > PARAM_CHARS:
-            raise LessonFileError(
-                f"{where}: the parameter {_show(name)} must be text of at most {PARAM_CHARS:,} characters."
-            )
+        fits = isinstance(value, str) and len(value) <= PARAM_CHARS
+        require(fits, f"{where}: the parameter {_show(name)} must be text of at most {PARAM_CHARS:,} characters.")
         check_param(page, name, value, where, check_values)
         out[name] = value
     return Link(f"{page}.py", _text(raw, "label", where, LABEL_CHARS), out)
@@ -203,8 +199,8 @@ def _link(raw: dict, where: str, check_values: bool) -> Link:
 def check_param(page: str, name: str, value: str, where: str, check_values: bool = True) -> None:
     """:class:`LessonFileError` unless ``page`` carries ``name`` and (``check_values``) its reader accepts ``value``."""
     param = BY_NAME.get(name)
-    if param is None or (param.pages is not None and page not in param.pages):
-        raise LessonFileError(f"{where}: the page {page} has no link parameter {_show(name)}.")
+    carried = param is not None and (param.pages is None or page in param.pages)
+    require(carried, f"{where}: the page {page} has no link parameter {_show(name)}.")
     if not check_values:
         return
     try:
@@ -217,12 +213,10 @@ def check_param(page: str, name: str, value: str, where: str, check_values: bool
 
 def _check(raw: object, where: str, check_values: bool) -> Check:
     """A ``[steps.check]`` table: its kind's fields are its keys (those without a default required)."""
-    if not isinstance(raw, dict):
-        raise LessonFileError(f"{where}: a check is a [steps.check] table.")
+    require(isinstance(raw, dict), f"{where}: a check is a [steps.check] table.")
     kind = raw.get("kind")
     cls = CHECK_KINDS.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise LessonFileError(f'{where}: kind must be "choice", "predict" or "look" (it is {_show(kind)}).')
+    require(cls, f'{where}: kind must be "choice", "predict" or "look" (it is {_show(kind)}).')
     required = tuple(f.name for f in fields(cls) if f.default is MISSING)
     _keys(raw, ("kind", *(f.name for f in fields(cls))), required, where)
     values: dict[str, object] = {}
@@ -235,21 +229,23 @@ def _check(raw: object, where: str, check_values: bool) -> Check:
         check_model(str(values["model"]), where)
     if cls is Choice:
         options = raw["options"]
-        if not isinstance(options, list) or not MIN_OPTIONS <= len(options) <= MAX_OPTIONS:
-            raise LessonFileError(f"{where}: options must be a list of {MIN_OPTIONS} to {MAX_OPTIONS} answers.")
+        listed = isinstance(options, list) and MIN_OPTIONS <= len(options) <= MAX_OPTIONS
+        require(listed, f"{where}: options must be a list of {MIN_OPTIONS} to {MAX_OPTIONS} answers.")
         for k, option in enumerate(options, start=1):
-            if not isinstance(option, str) or not option.strip() or len(option) > OPTION_CHARS:
-                raise LessonFileError(f"{where}: option {k} must be text of 1 to {OPTION_CHARS} characters.")
-        if len({o.strip().casefold() for o in options}) < len(options):
-            raise LessonFileError(f"{where}: two options are the same; make each one different.")
+            fits = isinstance(option, str) and option.strip() and len(option) <= OPTION_CHARS
+            require(fits, f"{where}: option {k} must be text of 1 to {OPTION_CHARS} characters.")
+        distinct = len({o.strip().casefold() for o in options}) == len(options)
+        require(distinct, f"{where}: two options are the same; make each one different.")
         right = f"is the number of the right option, 1 to {len(options)}"
         values |= {"options": tuple(options), "answer": _number(raw, "answer", where, 1, len(options), right) - 1}
     elif cls is Look:
         values["scene"] = _number(raw, "scene", where, 0, 100_000, "is a held-out scene's number, from 0")
     else:
-        values["causal"] = raw.get("causal")
-        if values["causal"] is not None and not isinstance(values["causal"], bool):
-            raise LessonFileError(f"{where}: causal must be true or false, or left out (the model's own mask).")
+        values["causal"] = causal = raw.get("causal")
+        require(
+            causal is None or isinstance(causal, bool),
+            f"{where}: causal must be true or false, or left out (the model's own mask).",
+        )
     return cls(**values)
 
 
@@ -262,20 +258,16 @@ def check_model(model: str, where: str) -> None:
 
 
 def _keys(table: dict, allowed: tuple[str, ...], required: tuple[str, ...], where: str) -> None:
-    unknown = [k for k in table if k not in allowed]
-    if unknown:
-        raise LessonFileError(
-            f"{where}: unknown key {_show(unknown[0])}; the keys allowed here are {', '.join(allowed)}."
-        )
-    missing = [k for k in required if k not in table]
-    if missing:
-        raise LessonFileError(f"{where}: {missing[0]} is missing.")
+    unknown = next((k for k in table if k not in allowed), None)
+    require(unknown is None, f"{where}: unknown key {_show(unknown)}; the keys allowed here are {', '.join(allowed)}.")
+    missing = next((k for k in required if k not in table), None)
+    require(missing is None, f"{where}: {missing} is missing.")
 
 
 def _number(table: dict, key: str, where: str, low: int, high: int, what: str) -> int:
     value = table.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise LessonFileError(f"{where}: {key} {what} (it is {_show(value)}).")
+    whole = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    require(whole, f"{where}: {key} {what} (it is {_show(value)}).")
     return value
 
 
@@ -283,12 +275,10 @@ def _text(table: dict, key: str, where: str, limit: int, required: bool = True) 
     value = table.get(key)
     if value is None and not required:
         return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise LessonFileError(f"{where}: {key} must be text" + (", not empty." if required else "."))
-    if len(value) > limit:
-        raise LessonFileError(f"{where}: {key} is {len(value):,} characters long; at most {limit:,} fit.")
-    if any(ord(c) < 32 and c not in "\t\n" for c in value):
-        raise LessonFileError(f"{where}: {key} holds control characters.")
+    given = isinstance(value, str) and (not required or value.strip())
+    require(given, f"{where}: {key} must be text" + (", not empty." if required else "."))
+    require(len(value) <= limit, f"{where}: {key} is {len(value):,} characters long; at most {limit:,} fit.")
+    require(all(ord(c) >= 32 or c in "\t\n" for c in value), f"{where}: {key} holds control characters.")
     return value
 
 
