@@ -31,7 +31,7 @@ from app.views.lessons.keys import Draft, Lessons
 from app.views.lessons.lesson_file import Choice, Lesson, LessonFileError, Link, Step, read_lesson
 from app.views.lessons.offline_pack import lesson_pack_buttons
 from app.views.lessons.plan import IT_SENTENCE, LESSON, QKV_HEAD, SOFTMAX_KEYS, SOFTMAX_SCORES, STEPS
-from app.views.step_by_step.data import calculator_steps, query_steps
+from engine.analysis.stepwise import attention_steps, query_steps
 
 
 def _go(k: int, n: int) -> None:
@@ -119,7 +119,7 @@ def softmax_demo() -> None:
     st.slider("Scale (multiplies the scores)", 0.0, 5.0, 1.0, 0.1, key=Lessons.softmax_scale, **PERSIST)
     scale = float(np.clip(float(st.session_state.get(Lessons.softmax_scale) or 0.0), 0.0, 5.0))
     k = np.array(SOFTMAX_SCORES, dtype=float)[:, None]  # (n, 1): one-number keys, so q·k = the score
-    steps = calculator_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
+    steps = attention_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
     weights = steps.weights[0]
     bars = go.Bar(x=SOFTMAX_KEYS, y=weights, marker_color="#1f3b73", text=[f"{w:.2f}" for w in weights])
     fig = go.Figure(bars).update_traces(textposition="outside").update_layout(BARS, yaxis_range=[0, 1.1])

@@ -13,10 +13,10 @@ import streamlit as st
 
 from app.state import PERSIST, clamp, settle
 from app.ui.guard import show_error
-from app.views.step_by_step.data import calculator_example, calculator_matrix, calculator_steps
 from app.views.step_by_step.keys import Step
 from app.views.step_by_step.tables import frame_table, rounded, text_column
 from engine import EngineError
+from engine.analysis.stepwise import attention_steps, calculator_example, to_matrix
 
 SCALE_MAX = 3.0
 
@@ -85,11 +85,11 @@ def calculator() -> None:
     tokens, q0, k0, v0 = calculator_example(n, d)
     edited = _editors(tokens, {"Q": q0, "K": k0, "V": v0}, n, d)
     try:
-        q, k, v = (calculator_matrix(edited[name], name, (n, d)) for name in ("Q", "K", "V"))
+        q, k, v = (to_matrix(edited[name], name, (n, d)) for name in ("Q", "K", "V"))
     except EngineError as err:
         show_error(f"{err} The steps update once every cell holds a number.", level="error")
         return
-    steps = calculator_steps(q, k, v, scale, causal)
+    steps = attention_steps(q, k, v, scale, causal)
     show_calculator_steps(steps, list(tokens), scale, d, causal)
 
 

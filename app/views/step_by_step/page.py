@@ -22,10 +22,10 @@ from app.ui.linked_tokens import focus, set_focus
 from app.ui.safe_text import md, quoted
 from app.ui.theme import controls as folded_controls
 from app.views.step_by_step.calculator import calculator
-from app.views.step_by_step.data import query_steps
 from app.views.step_by_step.keys import Step
 from app.views.step_by_step.sections import render_steps
 from app.views.step_by_step.tables import steps_csv
+from engine.analysis.stepwise import query_steps
 
 MAX_TOKENS_LIMIT = 1024
 
