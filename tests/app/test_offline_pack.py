@@ -28,8 +28,8 @@ from app.views.lessons.draft import WRITE_TAB
 from app.views.lessons.keys import Draft, Offline
 from app.views.lessons.lesson_file import Choice, Lesson, Link, Step
 from app.views.lessons.offline_pack import lesson_html, view_html
-from app.views.lessons.offline_pages import Biases
-from app.views.lessons.offline_views import PACK_CELLS, PACK_MAX_TOKENS, HeadMap, pack_view
+from app.views.lessons.offline_pages import Drawn
+from app.views.lessons.offline_views import PACK_CELLS, PACK_MAX_TOKENS, pack_view
 from app.views.positional.data import pos_alibi, pos_learned_table, pos_sinusoidal
 from app.views.pretraining.data import (
     MLM_MODEL,
@@ -76,7 +76,7 @@ def test_a_head_map_holds_the_services_numbers_and_the_models():
     page = view_html("explore", {K.layer: "3", K.head: "1"})
     (fig,) = charts(page)
     view = pack_view("explore", {K.layer: "3", K.head: "1"})
-    assert isinstance(view, HeadMap) and (view.layer, view.head) == (3, 1)
+    assert isinstance(view, Drawn) and (view.layer, view.head) == (3, 1)
     drawn = decode(fig["data"][0]["z"])
     np.testing.assert_array_equal(drawn, view.data.values)  # the service's map, value for value
     att = attention_block(get_trace(TraceRequest("minilm", DEFAULT_TEXT, None, 128)))
@@ -264,7 +264,7 @@ def test_positional_draws_the_open_tabs_matrices_as_the_page_and_a_bad_tab_falls
     np.testing.assert_array_equal(decode(cosine["data"][0]["z"]), cos_sim[:128, :128].astype(np.float32))
     view = pack_view("positional", {"pos_tab": "alibi"})
     slopes, bias = pos_alibi(8, 12)
-    assert isinstance(view, Biases) and view.heads == (0, 3, 7)
+    assert isinstance(view, Drawn) and view.heads == (0, 3, 7)
     np.testing.assert_array_equal(view.bias, bias)
     (grid,) = charts(view_html("positional", {"pos_tab": "alibi"}))
     from app.ui.head_views import GAP

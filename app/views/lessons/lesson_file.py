@@ -359,6 +359,11 @@ def write_lesson(lesson: Lesson) -> str:
     return "\n".join(out) + "\n"
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: "1 step", "3 steps"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def slug(title: str) -> str:
     """A title as the stem of a file name: its words in lower case joined by dashes ("lesson" without any)."""
     return "-".join(re.findall(r"[a-z0-9]+", title.lower()))[:60].strip("-") or "lesson"
