@@ -55,20 +55,17 @@ def _picked(step: Step, n: int, key: str, label: str, names, help: str = "", rad
 
 def _try_again(step: Step, explain: str) -> None:
     st.caption(explain)
-    st.button(
-        "Try again", key=f"{Lessons.again}{step.id}", on_click=once(_forget), args=(step.id,), icon=":material/replay:"
-    )
+    key, icon = f"{Lessons.again}{step.id}", ":material/replay:"
+    st.button("Try again", key=key, on_click=once(_forget), args=(step.id,), icon=icon)
 
 
 def row_figure(row: QueryRow, picked: int) -> go.Figure:
     """The revealed row as bars: the student's pick in orange, the head's top key in dark blue."""
     labels = [f"{i} · {s}" for i, s in enumerate(row.keys)]
     colours = ["#e8710a" if i == picked else "#1f3b73" if i == row.top else "#9db4d8" for i in range(len(labels))]
-    hover = "%{x}: %{y:.3f}<extra></extra>"
-    fig = go.Figure(go.Bar(x=labels, y=row.weights, marker_color=colours, hovertemplate=hover))
-    return fig.update_layout(
-        BARS, yaxis_title="weight", title=f"Where “{row.query_label}” looks", xaxis_type="category"
-    )
+    bars = go.Bar(x=labels, y=row.weights, marker_color=colours, hovertemplate="%{x}: %{y:.3f}<extra></extra>")
+    title = f"Where “{row.query_label}” looks"
+    return go.Figure(bars).update_layout(BARS, yaxis_title="weight", title=title, xaxis_type="category")
 
 
 def predict_check(step: Step, check: Predict) -> None:

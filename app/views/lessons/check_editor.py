@@ -115,7 +115,7 @@ def _field(place, sid: str, name: str, label: str, help_text: str | None = None)
 
 def fields(step: Step, kind: str) -> None:
     """The fields of a ``kind`` check, inside the step's edit form."""
-    sid = step.id
+    sid, state = step.id, st.session_state
     if kind == "none":
         st.caption("This step ends without a check. Pick a kind above to add one; Save removes the step's check.")
         return
@@ -124,17 +124,17 @@ def fields(step: Step, kind: str) -> None:
         st.text_area("Its options, one per line", key=Draft.edit_options + sid, height=80)
         st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.edit_right + sid)
     elif kind == "predict":
-        models = predict_models(st.session_state[Draft.edit_model + sid])
+        models = predict_models(state[Draft.edit_model + sid])
         st.selectbox("Model", list(models), format_func=models.get, key=Draft.edit_model + sid)
         for row in PREDICT_ROWS:
             places = st.columns([width for width, _ in row.values()]) if len(row) > 1 else [st]
             for place, (name, (_, label)) in zip(places, row.items()):
                 _field(place, sid, name, label, PREDICT_HELP.get(name))
     else:
-        models = _models(("captioner",), st.session_state[Draft.edit_captioner + sid])
+        models = _models(("captioner",), state[Draft.edit_captioner + sid])
         st.selectbox("Captioner", list(models), format_func=models.get, key=Draft.edit_captioner + sid)
         scene, word = st.columns([1, 2])
-        most = max(HELD_OUT_SCENES - 1, st.session_state[Draft.edit_scene + sid])  # a file's own, checked
+        most = max(HELD_OUT_SCENES - 1, state[Draft.edit_scene + sid])  # a file's own, checked
         scene.number_input("Held-out scene", min_value=0, max_value=most, key=Draft.edit_scene + sid)
         _field(word, sid, "word", "Word it writes", "A word of the scene's caption.")
     st.text_area("Explanation (shown after the answer)", key=Draft.edit_explain + sid, max_chars=CHECK_TEXTS["explain"])
@@ -171,30 +171,29 @@ def choice_from(question: object, options: object, right: object, explain: str =
 
 def read_check(sid: str) -> Check | None:
     """The check the step's submitted fields describe (None: "No check"); :class:`LessonFileError` names a field."""
-    state = st.session_state
 
-    def get(prefix: str) -> object:
-        return state.get(prefix + sid)
+    def get(name: str) -> object:
+        return st.session_state.get(getattr(Draft, f"edit_{name}") + sid)
 
-    kind, explain = get(Draft.edit_kind), clean(get(Draft.edit_explain))
+    kind, explain = get("kind"), clean(get("explain"))
     if kind == "choice":
-        check = choice_from(get(Draft.edit_question), get(Draft.edit_options), get(Draft.edit_right), explain)
+        check = choice_from(get("question"), get("options"), get("right"), explain)
         require(check, "Write the question and its options, or pick “No check”.")
         return check
     if kind not in ("predict", "look"):
         return None
-    question, word = clean(get(Draft.edit_question), False), clean(get(Draft.edit_word), False)
+    question, word = clean(get("question"), False), clean(get("word"), False)
     require(question, "Write the question students are asked.")
     require(word, "Write the word: " + ("the query token." if kind == "predict" else "a word it writes."))
     if kind == "look":
-        scene = _whole(get(Draft.edit_scene), "The scene", HELD_OUT_SCENES - 1)
-        return Look(question, str(get(Draft.edit_captioner) or ""), scene, word, explain)
-    text, expect = clean(get(Draft.edit_text)), clean(get(Draft.edit_expect), False)
+        scene = _whole(get("scene"), "The scene", HELD_OUT_SCENES - 1)
+        return Look(question, str(get("captioner") or ""), scene, word, explain)
+    text, expect = clean(get("text")), clean(get("expect"), False)
     require(text, "Write the sentence the model reads.")
     require(expect, "Write the expected key token: the token your explanation talks about.")
-    numbers = {key: _whole(get(getattr(Draft, f"edit_{key}")), f"The {key}", MAX_NUMBER) for key in CHECK_NUMBERS}
-    causal = {"on": True, "off": False}.get(get(Draft.edit_causal))
-    return Predict(question, str(get(Draft.edit_model) or ""), text, word, expect, explain, causal=causal, **numbers)
+    numbers = {key: _whole(get(key), f"The {key}", MAX_NUMBER) for key in CHECK_NUMBERS}
+    causal = {"on": True, "off": False}.get(get("causal"))
+    return Predict(question, str(get("model") or ""), text, word, expect, explain, causal=causal, **numbers)
 
 
 def _tokens(strings) -> str:

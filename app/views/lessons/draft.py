@@ -1,6 +1,6 @@
 """A teacher's own lesson: the draft, and "Add this view to my lesson" on every page (the editor: ``editor.py``).
 
-Every change goes through :func:`replace_draft`, which writes the lesson file and reads it back, so the draft is
+Every change goes through :func:`change`, which writes the lesson file and reads it back, so the draft is
 always a valid lesson; it is also kept in the class store under the browser's anonymous id, with the saved lesson it
 edits, so a reload starts from it. :func:`add_view_box` makes the view on screen a step with a multiple-choice or
 (one head on screen) a "which token" question whose ``expect`` is the head's top key.
@@ -41,6 +41,7 @@ from app.views.lessons.lesson_file import (
     Link,
     Predict,
     Step,
+    counted,
     read_lesson,
     write_lesson,
 )
@@ -104,24 +105,27 @@ def owned() -> dict[str, str]:
     return default(Draft.owned, {})
 
 
-def replace_draft(lesson: Lesson) -> str | None:
-    """Make ``lesson`` the draft when it reads back from its own file; else the reason (the draft is unchanged)."""
+def change(lesson: Lesson, place: str = "editor", done: str = "") -> bool:
+    """Make ``lesson`` the draft when it reads back from its own file and say ``done`` (if any) in ``place``; else
+    say why there (the draft is unchanged)."""
     try:
         checked = read_lesson(write_lesson(lesson)) if lesson.steps else lesson
     except LessonFileError as exc:
-        return str(exc)
+        say(place, "warning", str(exc))
+        return False
     st.session_state[Draft.lesson] = checked
     keep(checked)
-    return None
+    if done:
+        say(place, "success", done)
+    return True
 
 
 def use(lesson: Lesson, saved: tuple[str, str] | None = None) -> None:
     """Put ``lesson`` in the editor (``saved``: the id and edit secret of the stored lesson it is, if any)."""
     before = st.session_state.get(Draft.saved)
     st.session_state[Draft.saved] = saved  # first, so the kept draft names the lesson it edits
-    if problem := replace_draft(lesson):
+    if not change(lesson):
         st.session_state[Draft.saved] = before
-        say("editor", "warning", problem)
         return
     st.session_state[Draft.title] = lesson.title
     for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(EDIT_FIELDS)]:
@@ -168,35 +172,24 @@ def add_view_box() -> None:
         return
     with box:
         remember()
-        n = len(draft().steps)
         st.caption(
-            f"Your lesson has {n} step{'s' if n != 1 else ''}. This page, as it is now, becomes the next one: "
+            f"Your lesson has {counted(len(draft().steps), 'step')}. This page, as it is now, becomes the next one: "
             "reorder, edit, save, share or download it on the Lessons page, tab “Write a lesson”."
         )
         st.caption(KEEP_IT, help=KEEP_IT_HELP)
         view, words = _question_kind()
         with st.form(key=Draft.add_form, border=False):
             st.text_input("Step title (optional)", key=Draft.add_title, max_chars=TITLE_CHARS)
-            st.text_area(
-                "Note for the class",
-                key=Draft.add_note,
-                max_chars=TEXT_CHARS,
-                height=90,
-                placeholder="What to look at in this view, and why.",
-            )
+            note = "What to look at in this view, and why."
+            st.text_area("Note for the class", key=Draft.add_note, max_chars=TEXT_CHARS, height=90, placeholder=note)
             if words:
                 _predict_fields(view, words)
             else:
                 st.text_input("A question (optional)", key=Draft.add_question, max_chars=QUESTION_CHARS)
                 st.text_area("Its options, one per line", key=Draft.add_options, height=80)
                 st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.add_right)
-            st.form_submit_button(
-                "Add this view to my lesson",
-                type="primary",
-                icon=":material/playlist_add:",
-                key=Draft.add,
-                on_click=once(_add_view),
-            )
+            add, icon = "Add this view to my lesson", ":material/playlist_add:"
+            st.form_submit_button(add, type="primary", icon=icon, key=Draft.add, on_click=once(_add_view))
         said("add")
 
 
@@ -206,8 +199,7 @@ def _view() -> Predict | str | None:
     if (url_state.shown_page() or "explore") not in PREDICT_PAGES:
         return None
     model, text, _ = shown_view()  # the model and sentence the page traces (a typed Hub id or folder included)
-    models = check_editor.predict_models()
-    if model not in models:
+    if model not in check_editor.predict_models():
         return (
             f"the model on screen (“{model}”) is not one a lesson's “which token” question reads: one of this "
             "server's encoders or decoders of the model list (not an encoder-decoder, a typed or trained model)."
@@ -235,23 +227,21 @@ def _words(view: Predict) -> Words | str:
     words: Words = {}
     for i, (string, special) in enumerate(zip(tokens.strings, tokens.special)):
         word = string.strip()
-        occurrence = seen[word.lower()]  # as find_token counts them
-        seen[word.lower()] += 1
+        seen[word.lower()] += 1  # the occurrence, as find_token counts them
         if word and not special and len(word) <= WORD_CHARS:
-            words[i] = (word, occurrence)
+            words[i] = (word, seen[word.lower()] - 1)
     return words or "the sentence on screen has no word a question can ask about."
 
 
 def _question_kind() -> tuple[Predict | None, Words]:
     """The kind of question (outside the form, so a new kind shows its fields at once); the view and its words."""
     view = _view()
-    if not isinstance(view, Predict):
+    if not isinstance(view, Predict) or st.session_state.get(Draft.add_kind) not in ADD_KINDS:
         settle(Draft.add_kind, "choice")
+    if not isinstance(view, Predict):
         if view:
             st.caption(md("Multiple choice only: " + view))
         return None, {}
-    if st.session_state.get(Draft.add_kind) not in ADD_KINDS:
-        settle(Draft.add_kind, "choice")
     if st.radio("Kind of question", list(ADD_KINDS), format_func=ADD_KINDS.get, key=Draft.add_kind) != "predict":
         return view, {}
     words = _words(view)
@@ -322,13 +312,11 @@ def _add_view() -> None:
     title, note, lesson = clean(state.get(Draft.add_title), False), clean(state.get(Draft.add_note)), draft()
     taken = {step.id for step in lesson.steps}
     sid = next(sid for sid in iter(lambda: f"s{secrets.token_hex(3)}", None) if sid not in taken)
-    step = Step(
-        sid, title or ("" if note else name), note, (Link(f"{page}.py", f"Open this view: {name}", params),), check
-    )
-    if problem := replace_draft(replace(lesson, steps=(*lesson.steps, step))):
-        say("add", "warning", problem)
-        return
-    for key in (Draft.add_title, Draft.add_note, Draft.add_question, Draft.add_options):
-        state[key] = ""
-    open_tab(WRITE_TAB)  # the Lessons page opens on the editor
-    say("add", "success", f"Added as step {len(lesson.steps) + 1} of your lesson.")
+    link = Link(f"{page}.py", f"Open this view: {name}", params)
+    step = Step(sid, title or ("" if note else name), note, (link,), check)
+    if change(
+        replace(lesson, steps=(*lesson.steps, step)), "add", f"Added as step {len(lesson.steps) + 1} of your lesson."
+    ):
+        for key in (Draft.add_title, Draft.add_note, Draft.add_question, Draft.add_options):
+            state[key] = ""
+        open_tab(WRITE_TAB)  # the Lessons page opens on the editor

@@ -9,7 +9,7 @@ import streamlit as st
 
 from app.links import app_link
 from app.runtime.rooms import browser_id, lesson_store
-from app.state import default
+from app.state import default, defaults
 from app.store import RoomError, StoreUnavailable
 from app.ui.clicks import once
 from app.ui.guard import show_error
@@ -17,7 +17,7 @@ from app.ui.safe_text import md, quoted
 from app.views.lessons import check_editor
 from app.views.lessons.check import summary
 from app.views.lessons.check_editor import clean
-from app.views.lessons.draft import EMPTY, draft, keep, owned, remember, replace_draft, said, say, use_button
+from app.views.lessons.draft import EMPTY, change, draft, keep, owned, remember, said, say, use_button
 from app.views.lessons.keys import Draft, Lessons
 from app.views.lessons.lesson_file import (
     MAX_BYTES,
@@ -42,6 +42,15 @@ MOVES = (
     ("Down", Draft.down, "arrow_downward", 1),
     ("Delete", Draft.delete, "delete", None),
 )
+NO_STEPS = (
+    "Your lesson has no steps yet. On any page, open **Add this view to my lesson** in the sidebar: the view on screen "
+    "becomes a step, with your note and, if you like, a question. Or start from the built-in lesson or open a lesson "
+    "file, below."
+)
+KEEP_DRAFT = (
+    "This draft is kept in this browser only, for a day (a reload brings it back; another browser or device does not "
+    "see it). To keep it, **save** it below (a link opens it again, on any device) or **download** it as a lesson file."
+)
 
 
 def editor() -> None:
@@ -50,20 +59,10 @@ def editor() -> None:
     remember()
     default(Draft.title, lesson.title)
     st.text_input("Title of your lesson", key=Draft.title, max_chars=TITLE_CHARS, on_change=_retitle)
-    if not lesson.steps:
-        st.info(
-            "Your lesson has no steps yet. On any page, open **Add this view to my lesson** in the sidebar: the "
-            "view on screen becomes a step, with your note and, if you like, a question. Or start from the "
-            "built-in lesson or open a lesson file, below.",
-            icon=":material/info:",
-        )
+    if lesson.steps:
+        st.info(KEEP_DRAFT, icon=":material/save:")
     else:
-        st.info(
-            "This draft is kept in this browser only, for a day (a reload brings it back; another browser or "
-            "device does not see it). To keep it, **save** it below (a link opens it again, on any device) or "
-            "**download** it as a lesson file.",
-            icon=":material/save:",
-        )
+        st.info(NO_STEPS, icon=":material/info:")
     for i, step in enumerate(lesson.steps):
         _step_row(i, step, len(lesson.steps))
     said("editor")
@@ -82,15 +81,10 @@ def _step_row(i: int, step: Step, n: int) -> None:
         head, *buttons = st.columns([5, 1.1, 1.4, 1.4], vertical_alignment="center")
         head.markdown(f"**{i + 1}. {md(step.title or step.text[:80])}**")
         for column, (label, prefix, icon, by) in zip(buttons, MOVES):
-            column.button(
-                label,
-                key=f"{prefix}{step.id}",
-                icon=f":material/{icon}:",
-                on_click=once(_move),
-                args=(step.id, by),
-                disabled=(by == -1 and i == 0) or (by == 1 and i == n - 1),
-                help=f"{label} this step" if by is None else f"Move this step {label.lower()}",
-            )
+            help = f"{label} this step" if by is None else f"Move this step {label.lower()}"
+            edge = (by == -1 and i == 0) or (by == 1 and i == n - 1)
+            key, icon = f"{prefix}{step.id}", f":material/{icon}:"
+            column.button(label, key=key, icon=icon, on_click=once(_move), args=(step.id, by), disabled=edge, help=help)
         if step.text and step.title:
             st.caption(md(step.text if len(step.text) <= 300 else step.text[:299] + "…"))
         for link in step.links:
@@ -99,16 +93,13 @@ def _step_row(i: int, step: Step, n: int) -> None:
             st.caption(summary(step.check))
         with st.expander("Edit this step", icon=":material/edit:"):
             sid = step.id
-            default(f"{Draft.edit_title}{sid}", step.title)
-            default(f"{Draft.edit_note}{sid}", step.text)
+            defaults({Draft.edit_title + sid: step.title, Draft.edit_note + sid: step.text})
             kind = check_editor.kind_picker(step)  # outside the form: a new kind shows its fields at once
-            with st.form(key=f"{Draft.edit_form}{sid}", border=False):
-                st.text_input("Title", key=f"{Draft.edit_title}{sid}", max_chars=TITLE_CHARS)
-                st.text_area("Note", key=f"{Draft.edit_note}{sid}", max_chars=TEXT_CHARS, height=120)
+            with st.form(key=Draft.edit_form + sid, border=False):
+                st.text_input("Title", key=Draft.edit_title + sid, max_chars=TITLE_CHARS)
+                st.text_area("Note", key=Draft.edit_note + sid, max_chars=TEXT_CHARS, height=120)
                 check_editor.fields(step, kind)
-                st.form_submit_button(
-                    "Save this step", key=f"{Draft.edit_save}{sid}", on_click=once(_edit), args=(sid,)
-                )
+                st.form_submit_button("Save this step", key=Draft.edit_save + sid, on_click=once(_edit), args=(sid,))
 
 
 def _find(sid: str) -> tuple[Lesson, int]:
@@ -126,7 +117,7 @@ def _move(sid: str, by: int | None) -> None:
         del steps[i]
     else:
         steps[i], steps[i + by] = steps[i + by], steps[i]
-    replace_draft(replace(lesson, steps=tuple(steps)))
+    change(replace(lesson, steps=tuple(steps)))
 
 
 def _edit(sid: str) -> None:
@@ -140,23 +131,19 @@ def _edit(sid: str) -> None:
         problem = check_editor.model_problem(check) if check != step.check else None  # ask the model what changed
     except LessonFileError as exc:
         problem = str(exc)
-    title, note = clean(state.get(f"{Draft.edit_title}{sid}"), False), clean(state.get(f"{Draft.edit_note}{sid}"))
+    title, note = clean(state.get(Draft.edit_title + sid), False), clean(state.get(Draft.edit_note + sid))
     if not problem and not title and not note:
         problem = "give it a title or a note."
     if problem:
         say("editor", "warning", f"Step {i + 1}: {problem}")
         return
-    changed = replace(step, title=title, text=note, check=check)
-    if problem := replace_draft(replace(lesson, steps=lesson.steps[:i] + (changed,) + lesson.steps[i + 1 :])):
-        say("editor", "warning", problem)
-    else:
-        say("editor", "success", f"Step {i + 1} changed." + check_editor.top_key_note(check))
+    steps = (*lesson.steps[:i], replace(step, title=title, text=note, check=check), *lesson.steps[i + 1 :])
+    change(replace(lesson, steps=steps), done=f"Step {i + 1} changed." + check_editor.top_key_note(check))
 
 
 def _retitle() -> None:
     title = clean(st.session_state.get(Draft.title), False) or EMPTY.title
-    if problem := replace_draft(replace(draft(), title=title)):
-        say("editor", "warning", problem)
+    change(replace(draft(), title=title))
 
 
 # ---------------------------------------------------------------- save, share, download, open
@@ -212,13 +199,8 @@ def _file_box(lesson: Lesson) -> None:
     st.caption("A plain text file you can keep, change in any editor, put under version control and open here again.")
     lesson_pack_buttons("draft", lesson)
     st.caption("The offline pack: the steps with their charts and data in one HTML file a student opens from disk.")
-    upload = st.file_uploader(
-        "Open a lesson file",
-        type=["toml"],
-        key=Draft.upload,
-        max_upload_size=1,
-        help=f"A .toml lesson file, at most {MAX_BYTES // 1000} kB.",
-    )
+    help = f"A .toml lesson file, at most {MAX_BYTES // 1000} kB."
+    upload = st.file_uploader("Open a lesson file", ["toml"], key=Draft.upload, max_upload_size=1, help=help)
     if upload is not None:
         try:
             opened = read_lesson(upload.getvalue())
@@ -226,13 +208,8 @@ def _file_box(lesson: Lesson) -> None:
             show_error(str(exc), before=f"{quoted(upload.name, 40)} cannot be opened: ")
         else:
             st.caption(f"{quoted(upload.name, 40)}: {md(opened.title)}, {len(opened.steps)} steps.")
-            use_button(
-                st,
-                "Put it in the editor (replaces your draft)",
-                Draft.use_upload,
-                opened,
-                icon=":material/upload_file:",
-            )
+            put = "Put it in the editor (replaces your draft)"
+            use_button(st, put, Draft.use_upload, opened, icon=":material/upload_file:")
     left, right = st.columns(2)
     help = "Replaces your draft with the built-in lesson's steps, to change as you like."
     use_button(left, "Start from the built-in lesson", Draft.builtin, LESSON, help=help)

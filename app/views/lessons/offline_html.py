@@ -8,7 +8,9 @@ turns ``**bold**`` and ``*italic*`` into tags, after escaping.
 from __future__ import annotations
 
 import html
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 #: no fetch of any kind: scripts and styles inline only, pictures only from data: URLs
@@ -94,23 +96,20 @@ def inline_script(js: str) -> str:
     return re.sub(r"(?i)</(script)", r"<\\/\1", js).replace("<!--", "<\\!--")
 
 
-def _step(number: int, step: PackStep, first_chart: int, emphasis: bool) -> tuple[str, int]:
-    parts = [
-        f'<section id="step-{number}">',
-        f"<h2>{number}. {_text(step.title, emphasis) if step.title else f'Step {number}'}</h2>",
-    ]
+def _step(number: int, step: PackStep, chart_ids: Iterator[int], emphasis: bool) -> str:
+    title = _text(step.title, emphasis) if step.title else f"Step {number}"
+    parts = [f'<section id="step-{number}">', f"<h2>{number}. {title}</h2>"]
     if step.text:
         parts.append(f'<div class="text">{_text(step.text, emphasis)}</div>')
-    n = first_chart
     for item in step.items:
         if isinstance(item, Chart):
+            n = next(chart_ids)
             parts.append(f'<div class="chart" id="chart-{n}"></div>')
             parts.append(
                 f'<script type="application/json" id="chart-{n}-data">{script_json(item.figure_json)}</script>'
             )
             if item.caption:
                 parts.append(f'<p class="caption">{_text(item.caption, False)}</p>')
-            n += 1
         else:
             parts.append(f'<p class="note" role="note">{_text(item.text, False)}</p>')
     if step.question:
@@ -121,8 +120,7 @@ def _step(number: int, step: PackStep, first_chart: int, emphasis: bool) -> tupl
         if step.answer:
             parts.append(f"<details><summary>Show the answer</summary><p>{_text(step.answer, emphasis)}</p></details>")
         parts.append("</div>")
-    parts.append("</section>")
-    return "\n".join(parts), n
+    return "\n".join([*parts, "</section>"])
 
 
 def render(
@@ -135,38 +133,25 @@ def render(
     emphasis: bool = False,
 ) -> str:
     """The whole pack: one HTML document with its charts and plotly.js inside (``about``: how it was made)."""
-    body, n = [], 0
-    for number, step in enumerate(steps, start=1):
-        section, n = _step(number, step, n, emphasis)
-        body.append(section)
-    contents = ""
-    if len(steps) > 1:
-        contents = (
-            "<nav><ol>"
-            + "".join(
-                f'<li><a href="#step-{i}">{_text(s.title or f"Step {i}", emphasis)}</a></li>'
-                for i, s in enumerate(steps, start=1)
-            )
-            + "</ol></nav>"
-        )
-    return "\n".join(
-        [
-            "<!doctype html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{html.escape(CSP, quote=True)}">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{html.escape(title)}</title>",
-            f"<style>{STYLE}</style>",
-            f"<script>{inline_script(plotly_js)}</script>",
-            "</head><body><main>",
-            f"<h1>{_text(title, emphasis)}</h1>",
-            f'<p class="text">{_text(description, emphasis)}</p>' if description else "",
-            f'<p class="about">{_text(about, False)}</p>' if about else "",
-            contents,
-            *body,
-            "</main>",
-            f"<script>{DRAW}</script>",
-            "</body></html>",
-            "",
-        ]
+    chart_ids = itertools.count()
+    body = "\n".join(_step(number, step, chart_ids, emphasis) for number, step in enumerate(steps, start=1))
+    titles = "".join(
+        f'<li><a href="#step-{i}">{_text(s.title or f"Step {i}", emphasis)}</a></li>' for i, s in enumerate(steps, 1)
     )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{html.escape(CSP, quote=True)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
+<style>{STYLE}</style>
+<script>{inline_script(plotly_js)}</script>
+</head><body><main>
+<h1>{_text(title, emphasis)}</h1>
+{f'<p class="text">{_text(description, emphasis)}</p>' if description else ""}
+{f'<p class="about">{_text(about, False)}</p>' if about else ""}
+{f"<nav><ol>{titles}</ol></nav>" if len(steps) > 1 else ""}
+{body}
+</main>
+<script>{DRAW}</script>
+</body></html>
+"""

@@ -283,15 +283,9 @@ def scaling(values: dict[str, object]) -> Drawn:
 def explain(values: dict[str, object]) -> Drawn:
     """The six importances of the page's first model and example (a link carries no sentence)."""
     model_id = Explain.DEFAULTS[Explain.model]
-    request = explain_data.ExplainRequest(
-        model_id,
-        explain_data.EXPLAIN_EXAMPLES[model_id],
-        "",
-        explain_data.EXPLAIN_MAX_TOKENS,
-        int(Explain.DEFAULTS[Explain.steps]),
-        str(Explain.DEFAULTS[Explain.baseline]),
-        str(Explain.DEFAULTS[Explain.loo]),
-    )
+    text, first = explain_data.EXPLAIN_EXAMPLES[model_id], Explain.DEFAULTS
+    steps, baseline, loo = int(first[Explain.steps]), str(first[Explain.baseline]), str(first[Explain.loo])
+    request = explain_data.ExplainRequest(model_id, text, "", explain_data.EXPLAIN_MAX_TOKENS, steps, baseline, loo)
     pred = explain_data.explain_prediction(request)
     methods = explain_data.explain_methods()
     scores = [np.asarray(explain_data.explain_importance(request, m).scores) for m in methods]
