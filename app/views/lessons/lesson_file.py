@@ -226,7 +226,10 @@ def _check(raw: object, where: str, check_values: bool) -> Check:
         elif name in CHECK_NUMBERS:
             values[name] = _number(raw, name, where, 0, MAX_NUMBER, "must be a whole number from 0")
     if check_values and "model" in values:
-        check_model(str(values["model"]), where)
+        try:
+            catalog_model()(str(values["model"]))
+        except ValueError:
+            raise LessonFileError(f"{where}: there is no model {_show(values['model'])} on this server.") from None
     if cls is Choice:
         options = raw["options"]
         listed = isinstance(options, list) and MIN_OPTIONS <= len(options) <= MAX_OPTIONS
@@ -247,14 +250,6 @@ def _check(raw: object, where: str, check_values: bool) -> Check:
             f"{where}: causal must be true or false, or left out (the model's own mask).",
         )
     return cls(**values)
-
-
-def check_model(model: str, where: str) -> None:
-    """:class:`LessonFileError` unless ``model`` is a model of this server's catalog."""
-    try:
-        catalog_model()(model)
-    except ValueError:
-        raise LessonFileError(f"{where}: there is no model {_show(model)} on this server.") from None
 
 
 def _keys(table: dict, allowed: tuple[str, ...], required: tuple[str, ...], where: str) -> None:

@@ -102,12 +102,8 @@ def steps_demo() -> None:
             "softmax weight": steps.weights[0, order],
         }
     )
-    st.dataframe(
-        frame,
-        hide_index=True,
-        key=Lessons.steps_table,
-        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns[1:]},
-    )
+    numbers = {c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns[1:]}
+    st.dataframe(frame, hide_index=True, key=Lessons.steps_table, column_config=numbers)
     st.caption(
         f"MiniLM, layer {layer} head {head}, query “it”: the raw dot products, times the scale 1/√d, "
         "then the softmax over all keys (only the five largest weights are listed)."
@@ -122,10 +118,9 @@ def softmax_demo() -> None:
     steps = attention_steps(np.ones((1, 1)), k, np.eye(len(k)), scale, False)
     weights = steps.weights[0]
     bars = go.Bar(x=SOFTMAX_KEYS, y=weights, marker_color="#1f3b73", text=[f"{w:.2f}" for w in weights])
-    fig = go.Figure(bars).update_traces(textposition="outside").update_layout(BARS, yaxis_range=[0, 1.1])
-    fig.update_layout(
-        yaxis_title="weight", title=f"softmax({', '.join(map('{:g}'.format, SOFTMAX_SCORES))} × {scale:.1f})"
-    )
+    title = f"softmax({', '.join(map('{:g}'.format, SOFTMAX_SCORES))} × {scale:.1f})"
+    fig = go.Figure(bars).update_traces(textposition="outside")
+    fig.update_layout(BARS, yaxis_range=[0, 1.1], yaxis_title="weight", title=title)
     show_chart(fig, key=Lessons.softmax)
     st.caption(
         "Scores 2, 1, 0.5 and −1 for four keys. Scale 0: every key gets 1/4. Scale 5: nearly all weight "
