@@ -40,6 +40,10 @@ KINDS = {
     "predict": "Which token does a word look at?",
     "look": "Where does the captioner look?",
 }
+KIND_HELP = (
+    "Each kind has the fields of a lesson file's [steps.check] table. The model's checks are read from the real model "
+    "when a student answers; the editor asks the model first, so a check it cannot answer is refused."
+)
 CAUSAL = {"own": "the model's own mask", "on": "causal (each token sees only earlier ones)", "off": "not causal"}
 #: the predict check's fields after its model, row by row: {field: (column width, label)}
 PREDICT_ROWS = (
@@ -89,15 +93,8 @@ def predict_models(current: str | None = None) -> dict[str, str]:
 def kind_picker(step: Step) -> str:
     """The kind of check (above the step's form, so a change shows that kind's fields at once)."""
     defaults(_defaults(step))
-    return st.radio(
-        "Knowledge check",
-        list(KINDS),
-        format_func=KINDS.get,
-        key=Draft.edit_kind + step.id,
-        horizontal=True,
-        help="Each kind has the fields of a lesson file's [steps.check] table. The model's checks are read from the "
-        "real model when a student answers; the editor asks the model first, so a check it cannot answer is refused.",
-    )
+    key = Draft.edit_kind + step.id
+    return st.radio("Knowledge check", list(KINDS), format_func=KINDS.get, key=key, horizontal=True, help=KIND_HELP)
 
 
 def _field(place, sid: str, name: str, label: str, help_text: str | None = None) -> None:

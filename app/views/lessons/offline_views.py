@@ -7,6 +7,8 @@ and traces through the shared caches: a text page's head as Explore's map of at 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from app.runtime.heads import attention_block, model_view_tiles
@@ -78,18 +80,15 @@ def read_params(page: str, params: dict[str, str]) -> dict[str, object]:
 def pack_view(page: str, params: dict[str, str], size: int = PACK_CELLS) -> Drawn | str:
     """The first charts ``page`` (a page stem) draws for ``params``, or the reason it has none in the pack."""
     page = page.removesuffix(".py")
+    draw = functools.partial(_head_map, page, size=size) if page in TEXT_PAGES else DRAWN_BY.get(page)
+    if draw is None:
+        return f"No chart in the offline pack: {LIVE_PAGES.get(page, 'open the link in the app.')}"
     try:
-        if page in TEXT_PAGES:
-            return _head_map(page, read_params(page, params), size)
-        if page == "bahdanau":
-            return _alignment(read_params(page, params))
-        if page in PAGE_DATA:
-            return PAGE_DATA[page](read_params(page, params))
+        return draw(read_params(page, params))
     except Unchartable as why:
         return f"No chart in the offline pack: {why}"
     except Exception as err:  # noqa: BLE001 — every failure becomes the note's reason
         return f"This view could not be drawn for the pack: {error_message(err)}"
-    return f"No chart in the offline pack: {LIVE_PAGES.get(page, 'open the link in the app.')}"
 
 
 def _head_map(page: str, values: dict[str, object], size: int) -> Drawn:
@@ -144,16 +143,14 @@ def _alignment(values: dict[str, object]) -> Drawn:
     agreement, _ = bahdanau_agreement(model_id, text)
     gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
     title = f"Alignment map α(i, j), {VARIANT_LABELS.get(variant, variant)}"
-    fig = alignment_map(
-        np.asarray(trace.alignment),
-        list(trace.target.strings),
-        list(trace.source.strings),
-        gold=gold or None,
-        title=title,
-        meta="offline_alignment",
-    )
+    words = list(trace.target.strings), list(trace.source.strings)
+    fig = alignment_map(np.asarray(trace.alignment), *words, gold=gold or None, title=title, meta="offline_alignment")
     says = (
         "Each row is a French word being written, each column an English word; a white cell: the decoder looked "
         "almost only at that word. Orange squares: the grammar's gold word links."
     )
     return Drawn(drawn=[chart(fig, source_line(model_id, text), says)])
+
+
+#: the first charts of a page that is not a text page, by page stem
+DRAWN_BY = {**PAGE_DATA, "bahdanau": _alignment}
