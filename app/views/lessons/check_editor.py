@@ -17,21 +17,10 @@ from app.state import DEFAULT_MODEL, defaults
 from app.ui.guard import plain_error
 from app.views.bahdanau.data import BAHDANAU_MODELS
 from app.views.captions.data import CAPTION_MODEL, HELD_OUT_SCENES, where_it_looks
+from app.views.lessons import lesson_file
 from app.views.lessons.data import lesson_attention, row_for
 from app.views.lessons.keys import Draft
-from app.views.lessons.lesson_file import (
-    CHECK_NUMBERS,
-    CHECK_TEXTS,
-    MAX_NUMBER,
-    MAX_OPTIONS,
-    Check,
-    Choice,
-    Look,
-    Predict,
-    Step,
-    kind_of,
-    require,
-)
+from app.views.lessons.lesson_file import Check, Choice, Look, Predict, Step, kind_of, require
 from engine.families import text_families
 
 KINDS = {
@@ -100,14 +89,14 @@ def kind_picker(step: Step) -> str:
 def _field(place, sid: str, name: str, label: str, help_text: str | None = None) -> None:
     """One field of a check in ``place`` (``st`` or a column), its widget picked by its name."""
     key = getattr(Draft, f"edit_{name}") + sid
-    if name in CHECK_NUMBERS:
-        place.number_input(label, min_value=0, max_value=MAX_NUMBER, key=key, help=help_text)
+    if name in lesson_file.CHECK_NUMBERS:
+        place.number_input(label, min_value=0, max_value=lesson_file.MAX_NUMBER, key=key, help=help_text)
     elif name == "causal":
         place.selectbox(label, list(CAUSAL), format_func=CAUSAL.get, key=key, help=help_text)
     elif name == "text":
-        place.text_area(label, key=key, max_chars=CHECK_TEXTS[name], height=68, help=help_text)
+        place.text_area(label, key=key, max_chars=lesson_file.CHECK_TEXTS[name], height=68, help=help_text)
     else:
-        place.text_input(label, key=key, max_chars=CHECK_TEXTS[name], help=help_text)
+        place.text_input(label, key=key, max_chars=lesson_file.CHECK_TEXTS[name], help=help_text)
 
 
 def fields(step: Step, kind: str) -> None:
@@ -119,7 +108,9 @@ def fields(step: Step, kind: str) -> None:
     _field(st, sid, "question", "Question")
     if kind == "choice":
         st.text_area("Its options, one per line", key=Draft.edit_options + sid, height=80)
-        st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.edit_right + sid)
+        st.number_input(
+            "Number of the right option", min_value=1, max_value=lesson_file.MAX_OPTIONS, key=Draft.edit_right + sid
+        )
     elif kind == "predict":
         models = predict_models(state[Draft.edit_model + sid])
         st.selectbox("Model", list(models), format_func=models.get, key=Draft.edit_model + sid)
@@ -134,7 +125,11 @@ def fields(step: Step, kind: str) -> None:
         most = max(HELD_OUT_SCENES - 1, state[Draft.edit_scene + sid])  # a file's own, checked
         scene.number_input("Held-out scene", min_value=0, max_value=most, key=Draft.edit_scene + sid)
         _field(word, sid, "word", "Word it writes", "A word of the scene's caption.")
-    st.text_area("Explanation (shown after the answer)", key=Draft.edit_explain + sid, max_chars=CHECK_TEXTS["explain"])
+    st.text_area(
+        "Explanation (shown after the answer)",
+        key=Draft.edit_explain + sid,
+        max_chars=lesson_file.CHECK_TEXTS["explain"],
+    )
 
 
 def clean(value: object, lines: bool = True) -> str:
@@ -158,8 +153,8 @@ def choice_from(question: object, options: object, right: object, explain: str =
         return None
     require(question, "Write the question, or clear its options.")
     require(
-        2 <= len(lines) <= MAX_OPTIONS,
-        f"A question needs 2 to {MAX_OPTIONS} options, one per line (it has {len(lines)}).",
+        2 <= len(lines) <= lesson_file.MAX_OPTIONS,
+        f"A question needs 2 to {lesson_file.MAX_OPTIONS} options, one per line (it has {len(lines)}).",
     )
     number = right if isinstance(right, int) and not isinstance(right, bool) else 0
     require(1 <= number <= len(lines), f"The number of the right option must be 1 to {len(lines)}.")
@@ -188,7 +183,7 @@ def read_check(sid: str) -> Check | None:
     text, expect = clean(get("text")), clean(get("expect"), False)
     require(text, "Write the sentence the model reads.")
     require(expect, "Write the expected key token: the token your explanation talks about.")
-    numbers = {key: _whole(get(key), f"The {key}", MAX_NUMBER) for key in CHECK_NUMBERS}
+    numbers = {key: _whole(get(key), f"The {key}", lesson_file.MAX_NUMBER) for key in lesson_file.CHECK_NUMBERS}
     causal = {"on": True, "off": False}.get(get("causal"))
     return Predict(question, str(get("model") or ""), text, word, expect, explain, causal=causal, **numbers)
 

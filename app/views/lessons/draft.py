@@ -24,18 +24,11 @@ from app.ui.guard import plain_error, show_error
 from app.ui.safe_text import md
 from app.url_params import shown_view
 from app.views.classroom.browser_cookie import remember_browser
-from app.views.lessons import check_editor
+from app.views.lessons import check_editor, lesson_file
 from app.views.lessons.check_editor import choice_from, clean
 from app.views.lessons.data import lesson_attention
 from app.views.lessons.keys import EDIT_FIELDS, Draft
 from app.views.lessons.lesson_file import (
-    MAX_OPTIONS,
-    PAGE_TITLES,
-    QUESTION_CHARS,
-    SENTENCE_CHARS,
-    TEXT_CHARS,
-    TITLE_CHARS,
-    WORD_CHARS,
     Lesson,
     LessonFileError,
     Link,
@@ -179,15 +172,19 @@ def add_view_box() -> None:
         st.caption(KEEP_IT, help=KEEP_IT_HELP)
         view, words = _question_kind()
         with st.form(key=Draft.add_form, border=False):
-            st.text_input("Step title (optional)", key=Draft.add_title, max_chars=TITLE_CHARS)
+            st.text_input("Step title (optional)", key=Draft.add_title, max_chars=lesson_file.TITLE_CHARS)
             note = "What to look at in this view, and why."
-            st.text_area("Note for the class", key=Draft.add_note, max_chars=TEXT_CHARS, height=90, placeholder=note)
+            st.text_area(
+                "Note for the class", key=Draft.add_note, max_chars=lesson_file.TEXT_CHARS, height=90, placeholder=note
+            )
             if words:
                 _predict_fields(view, words)
             else:
-                st.text_input("A question (optional)", key=Draft.add_question, max_chars=QUESTION_CHARS)
+                st.text_input("A question (optional)", key=Draft.add_question, max_chars=lesson_file.QUESTION_CHARS)
                 st.text_area("Its options, one per line", key=Draft.add_options, height=80)
-                st.number_input("Number of the right option", min_value=1, max_value=MAX_OPTIONS, key=Draft.add_right)
+                st.number_input(
+                    "Number of the right option", min_value=1, max_value=lesson_file.MAX_OPTIONS, key=Draft.add_right
+                )
             add, icon = "Add this view to my lesson", ":material/playlist_add:"
             st.form_submit_button(add, type="primary", icon=icon, key=Draft.add, on_click=once(_add_view))
         said("add")
@@ -206,10 +203,8 @@ def _view() -> Predict | str | None:
         )
     if not text.strip():
         return "the sentence on screen is empty."
-    if len(text) > SENTENCE_CHARS:
-        return (
-            f"the sentence on screen has {len(text):,} characters; a lesson's question holds at most {SENTENCE_CHARS}."
-        )
+    if len(text) > (most := lesson_file.SENTENCE_CHARS):
+        return f"the sentence on screen has {len(text):,} characters; a lesson's question holds at most {most}."
     causal, own = state.get(K.causal), state.get(K.causal_default)
     if state.get(K.causal_for) != model or own is None or bool(causal) == bool(own):
         causal = None  # the model's own mask (what the page shows unless the toggle changed it)
@@ -228,7 +223,7 @@ def _words(view: Predict) -> Words | str:
     for i, (string, special) in enumerate(zip(tokens.strings, tokens.special)):
         word = string.strip()
         seen[word.lower()] += 1  # the occurrence, as find_token counts them
-        if word and not special and len(word) <= WORD_CHARS:
+        if word and not special and len(word) <= lesson_file.WORD_CHARS:
             words[i] = (word, seen[word.lower()] - 1)
     return words or "the sentence on screen has no word a question can ask about."
 
@@ -308,7 +303,7 @@ def _add_view() -> None:
     except LessonFileError as exc:
         say("add", "warning", str(exc))
         return
-    name = PAGE_TITLES.get(page, page)
+    name = lesson_file.PAGE_TITLES.get(page, page)
     title, note, lesson = clean(state.get(Draft.add_title), False), clean(state.get(Draft.add_note)), draft()
     taken = {step.id for step in lesson.steps}
     sid = next(sid for sid in iter(lambda: f"s{secrets.token_hex(3)}", None) if sid not in taken)

@@ -14,24 +14,12 @@ from app.store import RoomError, StoreUnavailable
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md, quoted
-from app.views.lessons import check_editor
+from app.views.lessons import check_editor, lesson_file
 from app.views.lessons.check import summary
 from app.views.lessons.check_editor import clean
 from app.views.lessons.draft import EMPTY, change, draft, keep, owned, remember, said, say, use_button
 from app.views.lessons.keys import Draft, Lessons
-from app.views.lessons.lesson_file import (
-    MAX_BYTES,
-    PAGE_TITLES,
-    TEXT_CHARS,
-    TITLE_CHARS,
-    Lesson,
-    LessonFileError,
-    Link,
-    Step,
-    file_name,
-    read_lesson,
-    write_lesson,
-)
+from app.views.lessons.lesson_file import Lesson, LessonFileError, Link, Step, file_name, read_lesson, write_lesson
 from app.views.lessons.offline_pack import lesson_pack_buttons
 from app.views.lessons.plan import LESSON
 
@@ -58,7 +46,7 @@ def editor() -> None:
     lesson = draft()
     remember()
     default(Draft.title, lesson.title)
-    st.text_input("Title of your lesson", key=Draft.title, max_chars=TITLE_CHARS, on_change=_retitle)
+    st.text_input("Title of your lesson", key=Draft.title, max_chars=lesson_file.TITLE_CHARS, on_change=_retitle)
     if lesson.steps:
         st.info(KEEP_DRAFT, icon=":material/save:")
     else:
@@ -73,7 +61,9 @@ def editor() -> None:
 def _describe(link: Link) -> str:
     """ "Explore: model minilm · layer 3 · head 1" (the text is left out: it is long)."""
     shown = [f"{name} {value}" for name, value in link.params.items() if len(value) <= 40]
-    return PAGE_TITLES.get(link.page.removesuffix(".py"), link.page) + (": " + " · ".join(shown) if shown else "")
+    return lesson_file.PAGE_TITLES.get(link.page.removesuffix(".py"), link.page) + (
+        ": " + " · ".join(shown) if shown else ""
+    )
 
 
 def _step_row(i: int, step: Step, n: int) -> None:
@@ -96,8 +86,8 @@ def _step_row(i: int, step: Step, n: int) -> None:
             defaults({Draft.edit_title + sid: step.title, Draft.edit_note + sid: step.text})
             kind = check_editor.kind_picker(step)  # outside the form: a new kind shows its fields at once
             with st.form(key=Draft.edit_form + sid, border=False):
-                st.text_input("Title", key=Draft.edit_title + sid, max_chars=TITLE_CHARS)
-                st.text_area("Note", key=Draft.edit_note + sid, max_chars=TEXT_CHARS, height=120)
+                st.text_input("Title", key=Draft.edit_title + sid, max_chars=lesson_file.TITLE_CHARS)
+                st.text_area("Note", key=Draft.edit_note + sid, max_chars=lesson_file.TEXT_CHARS, height=120)
                 check_editor.fields(step, kind)
                 st.form_submit_button("Save this step", key=Draft.edit_save + sid, on_click=once(_edit), args=(sid,))
 
@@ -199,7 +189,7 @@ def _file_box(lesson: Lesson) -> None:
     st.caption("A plain text file you can keep, change in any editor, put under version control and open here again.")
     lesson_pack_buttons("draft", lesson)
     st.caption("The offline pack: the steps with their charts and data in one HTML file a student opens from disk.")
-    help = f"A .toml lesson file, at most {MAX_BYTES // 1000} kB."
+    help = f"A .toml lesson file, at most {lesson_file.MAX_BYTES // 1000} kB."
     upload = st.file_uploader("Open a lesson file", ["toml"], key=Draft.upload, max_upload_size=1, help=help)
     if upload is not None:
         try:
