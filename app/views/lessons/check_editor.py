@@ -108,9 +108,8 @@ def fields(step: Step, kind: str) -> None:
     _field(st, sid, "question", "Question")
     if kind == "choice":
         st.text_area("Its options, one per line", key=Draft.edit_options + sid, height=80)
-        st.number_input(
-            "Number of the right option", min_value=1, max_value=lesson_file.MAX_OPTIONS, key=Draft.edit_right + sid
-        )
+        most = lesson_file.MAX_OPTIONS
+        st.number_input("Number of the right option", min_value=1, max_value=most, key=Draft.edit_right + sid)
     elif kind == "predict":
         models = predict_models(state[Draft.edit_model + sid])
         st.selectbox("Model", list(models), format_func=models.get, key=Draft.edit_model + sid)
@@ -125,11 +124,8 @@ def fields(step: Step, kind: str) -> None:
         most = max(HELD_OUT_SCENES - 1, state[Draft.edit_scene + sid])  # a file's own, checked
         scene.number_input("Held-out scene", min_value=0, max_value=most, key=Draft.edit_scene + sid)
         _field(word, sid, "word", "Word it writes", "A word of the scene's caption.")
-    st.text_area(
-        "Explanation (shown after the answer)",
-        key=Draft.edit_explain + sid,
-        max_chars=lesson_file.CHECK_TEXTS["explain"],
-    )
+    explain = "Explanation (shown after the answer)"
+    st.text_area(explain, key=Draft.edit_explain + sid, max_chars=lesson_file.CHECK_TEXTS["explain"])
 
 
 def clean(value: object, lines: bool = True) -> str:

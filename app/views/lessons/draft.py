@@ -182,9 +182,8 @@ def add_view_box() -> None:
             else:
                 st.text_input("A question (optional)", key=Draft.add_question, max_chars=lesson_file.QUESTION_CHARS)
                 st.text_area("Its options, one per line", key=Draft.add_options, height=80)
-                st.number_input(
-                    "Number of the right option", min_value=1, max_value=lesson_file.MAX_OPTIONS, key=Draft.add_right
-                )
+                most = lesson_file.MAX_OPTIONS
+                st.number_input("Number of the right option", min_value=1, max_value=most, key=Draft.add_right)
             add, icon = "Add this view to my lesson", ":material/playlist_add:"
             st.form_submit_button(add, type="primary", icon=icon, key=Draft.add, on_click=once(_add_view))
         said("add")

@@ -65,10 +65,15 @@ def within(value: object, count: int) -> int:  # a link's index kept inside ``co
 # ---------------------------------------------------------------- Positional encodings
 
 
-def _matrix(values: np.ndarray, title: str, x: str, y: str, name: str, source: str, says: str, bound: float = 0.0):
-    """A matrix as the Positional page draws it (``bound``: a symmetric colour range, else its 99.5th percentile)."""
-    fig = matrix_heatmap(values, x_title=x, y_title=y, title=title, value_name=name, bound=bound)
-    return chart(fig, source_line(source), says)
+def _tables(table: np.ndarray, sim: np.ndarray, source: str, titles, names, says, bound: float = 0.0) -> Drawn:
+    """A position table and its positions' similarity as the Positional page draws them (``bound``: the similarity's
+    symmetric colour range, else its 99.5th percentile); ``titles``, ``names`` and ``says``: (table's, similarity's)."""
+    line = source_line(source)
+    table_fig = matrix_heatmap(table, x_title="dimension", y_title="position", title=titles[0], value_name=names[0])
+    sim_fig = matrix_heatmap(
+        sim, x_title="position q", y_title="position p", title=titles[1], value_name=names[1], bound=bound
+    )
+    return Drawn(drawn=[chart(table_fig, line, says[0]), chart(sim_fig, line, says[1])])
 
 
 def positional(values: dict[str, object]) -> Drawn:
@@ -77,36 +82,27 @@ def positional(values: dict[str, object]) -> Drawn:
     if tab == "Sinusoidal":
         n_pos, d = SIN_OPENS
         table, sim, spread = positional_data.pos_sinusoidal(n_pos, d)
-        source = f"sinusoidal, d = {d}"
-        table_says = "The vector added at each position (rows), one column per dimension: left columns wave fast."
-        sim_says = (
+        says = (
+            "The vector added at each position (rows), one column per dimension: left columns wave fast.",
             f"The dot product of two position vectors: largest on the diagonal (d/2 = {d // 2}) and the same along "
-            f"every diagonal, it depends only on |p − q| (largest spread along a diagonal: {spread:.1e})."
+            f"every diagonal, it depends only on |p − q| (largest spread along a diagonal: {spread:.1e}).",
         )
-        title = f"PE table: {n_pos} positions × {d} dimensions"
-        return Drawn(
-            drawn=[
-                _matrix(table, title, "dimension", "position", "PE", source, table_says),
-                _matrix(sim, "Similarity PE(p)·PE(q)", "position q", "position p", "PE(p)·PE(q)", source, sim_says),
-            ]
-        )
+        titles = (f"PE table: {n_pos} positions × {d} dimensions", "Similarity PE(p)·PE(q)")
+        return _tables(table, sim, f"sinusoidal, d = {d}", titles, ("PE", "PE(p)·PE(q)"), says)
     if tab == "Learned":
         model_id = link_model(values)
         table, cos_sim = positional_data.pos_learned_table(model_id)
         n = min(LEARNED_OPENS, table.values.shape[0], cos_sim.shape[0])
-        title = f"{table.source} ({n} of {table.values.shape[0]} positions × {table.values.shape[1]})"
-        table_says = "The learned table, one row per position (colours clipped at the 99.5th percentile of |value|)."
-        sim_says = (
+        says = (
+            "The learned table, one row per position (colours clipped at the 99.5th percentile of |value|).",
             "The cosine similarity of every pair of learned position vectors: bright along the diagonal, training "
-            "gave neighbouring positions similar vectors."
+            "gave neighbouring positions similar vectors.",
         )
-        sim_title = "Learned: cosine similarity"
-        return Drawn(
-            drawn=[
-                _matrix(table.values[:n], title, "dimension", "position", "value", model_id, table_says),
-                _matrix(cos_sim[:n, :n], sim_title, "position q", "position p", "cosine", model_id, sim_says, 1),
-            ]
+        titles = (
+            f"{table.source} ({n} of {table.values.shape[0]} positions × {table.values.shape[1]})",
+            "Learned: cosine similarity",
         )
+        return _tables(table.values[:n], cos_sim[:n, :n], model_id, titles, ("value", "cosine"), says, 1)
     if tab == "ALiBi":
         n_heads, n_pos, heads = ALIBI_OPENS
         slopes, bias = positional_data.pos_alibi(n_heads, n_pos)
