@@ -77,9 +77,16 @@ def _check(check: Check | None) -> dict[str, object]:
     }
 
 
-def pack_html(title: str, steps: tuple[Step, ...], *, what: str, progress: Progress | None = None, **page) -> str:
+def pack_html(
+    title: str,
+    steps: tuple[Step, ...],
+    what: str,
+    progress: Progress | None,
+    description: str = "",
+    emphasis: bool = False,
+) -> str:
     """The pack of ``steps`` with their links' charts (``progress(fraction, text)`` after each link); ``what`` opens
-    its "about" line; ``page``: :func:`render`'s ``description`` and ``emphasis``."""
+    its "about" line (``emphasis``: see :func:`render`)."""
     total = max(1, sum(len(step.links) for step in steps))
     done, used, out = 0, 0, []
     for number, step in enumerate(steps, start=1):
@@ -88,12 +95,11 @@ def pack_html(title: str, steps: tuple[Step, ...], *, what: str, progress: Progr
             if progress is not None:
                 progress(done / total, f"Step {number} of {len(steps)}: drawing “{link.label[:60]}”…")
             for item in link_items(link):
-                used += len(item.figure_json) if isinstance(item, Chart) else 0
-                if isinstance(item, Chart) and used > MAX_CHART_CHARS:
-                    item = Note(
-                        f"{link.label}: left out, the pack already holds {MAX_CHART_CHARS // 1_000_000} MB "
-                        "of charts (its limit)."
-                    )
+                if isinstance(item, Chart):
+                    used += len(item.figure_json)
+                    if used > MAX_CHART_CHARS:
+                        full = f"the pack already holds {MAX_CHART_CHARS // 1_000_000} MB of charts (its limit)"
+                        item = Note(f"{link.label}: left out, {full}.")
                 items.append(item)
             done += 1
         out.append(PackStep(step.title, step.text, items=tuple(items), **_check(step.check)))
@@ -107,22 +113,20 @@ def pack_html(title: str, steps: tuple[Step, ...], *, what: str, progress: Progr
         f"holds at most {PACK_CELLS} × {PACK_CELLS} cells: a longer input is drawn as blocks, "
         "each showing the largest weight in it. Hover a cell to read its weight."
     )
-    return render(title, out, js, about=about, **page)
+    return render(title, out, js, description=description, about=about, emphasis=emphasis)
 
 
 def lesson_html(lesson: Lesson, progress: Progress | None = None, *, emphasis: bool = False) -> str:
     """The offline pack of ``lesson`` (``emphasis``: the built-in lesson's ``**bold**`` as bold)."""
     what = f"A lesson of {counted(len(lesson.steps), 'step')}"
-    return pack_html(
-        lesson.title, lesson.steps, what=what, progress=progress, description=lesson.description, emphasis=emphasis
-    )
+    return pack_html(lesson.title, lesson.steps, what, progress, lesson.description, emphasis)
 
 
 def view_html(page: str, params: dict[str, str], progress: Progress | None = None) -> str:
     """The offline pack of one view: ``page`` (a file stem of app/views/) opened with ``params``."""
     title = PAGE_TITLES.get(page, page)
     step = Step("view", title, "", (Link(f"{page}.py", f"This view of the {title} page", params),))
-    return pack_html(f"{title}: one view", (step,), what="One view", progress=progress)
+    return pack_html(f"{title}: one view", (step,), "One view", progress)
 
 
 def file_name(title: str) -> str:
