@@ -221,21 +221,23 @@ def _words(view: Predict) -> Words | str:
     words: Words = {}
     for i, (string, special) in enumerate(zip(tokens.strings, tokens.special)):
         word = string.strip()
-        seen[word.lower()] += 1  # the occurrence, as find_token counts them
+        occurrence = seen[word.lower()]  # as find_token counts them
+        seen[word.lower()] += 1
         if word and not special and len(word) <= lesson_file.WORD_CHARS:
-            words[i] = (word, seen[word.lower()] - 1)
+            words[i] = (word, occurrence)
     return words or "the sentence on screen has no word a question can ask about."
 
 
 def _question_kind() -> tuple[Predict | None, Words]:
     """The kind of question (outside the form, so a new kind shows its fields at once); the view and its words."""
     view = _view()
-    if not isinstance(view, Predict) or st.session_state.get(Draft.add_kind) not in ADD_KINDS:
-        settle(Draft.add_kind, "choice")
     if not isinstance(view, Predict):
+        settle(Draft.add_kind, "choice")
         if view:
             st.caption(md("Multiple choice only: " + view))
         return None, {}
+    if st.session_state.get(Draft.add_kind) not in ADD_KINDS:
+        settle(Draft.add_kind, "choice")
     if st.radio("Kind of question", list(ADD_KINDS), format_func=ADD_KINDS.get, key=Draft.add_kind) != "predict":
         return view, {}
     words = _words(view)
@@ -308,9 +310,8 @@ def _add_view() -> None:
     sid = next(sid for sid in iter(lambda: f"s{secrets.token_hex(3)}", None) if sid not in taken)
     link = Link(f"{page}.py", f"Open this view: {name}", params)
     step = Step(sid, title or ("" if note else name), note, (link,), check)
-    if change(
-        replace(lesson, steps=(*lesson.steps, step)), "add", f"Added as step {len(lesson.steps) + 1} of your lesson."
-    ):
+    added = f"Added as step {len(lesson.steps) + 1} of your lesson."
+    if change(replace(lesson, steps=(*lesson.steps, step)), "add", added):
         for key in (Draft.add_title, Draft.add_note, Draft.add_question, Draft.add_options):
             state[key] = ""
         open_tab(WRITE_TAB)  # the Lessons page opens on the editor

@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import plotly.graph_objects as go
 
 from app.runtime.models import get_card
 from app.state import K
@@ -44,7 +45,7 @@ class Drawn(SimpleNamespace):
     """A view's figures (``drawn``: :data:`Figures`) and, by name, the numbers they were drawn from."""
 
 
-def chart(fig, source: str, says: str) -> tuple[ReadyFigure, str]:
+def chart(fig: go.Figure | dict, source: str, says: str) -> tuple[ReadyFigure, str]:
     """A builder's figure in the pack: ready, ``source`` as its subtitle, ``says`` as its caption."""
     return with_source(ready(fig), source), says
 
