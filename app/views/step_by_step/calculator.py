@@ -67,17 +67,9 @@ def calculator() -> None:
     size[0].number_input("Tokens", min_value=3, max_value=5, step=1, key=Step.calc_tokens, **PERSIST)
     size[1].number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=Step.calc_width, **PERSIST)
     settle(scale_key(d), _scale(st.session_state.get(scale_key(d), 1 / math.sqrt(d)), d))
-    with size[2]:
-        st.slider(
-            "Scale (like 1 / temperature)",
-            min_value=0.0,
-            max_value=SCALE_MAX,
-            step=0.01,
-            key=scale_key(d),
-            **PERSIST,
-            help=f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights "
-            "(low temperature); 0 = every key the same weight (infinite temperature).",
-        )
+    says = f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights (low temperature); "
+    says += "0 = every key the same weight (infinite temperature)."
+    size[2].slider("Scale (like 1 / temperature)", 0.0, SCALE_MAX, step=0.01, key=scale_key(d), **PERSIST, help=says)
     help_causal = "Each token may look only at itself and earlier tokens."
     causal = bool(size[3].toggle("Causal mask (M)", value=False, key=Step.calc_causal, **PERSIST, help=help_causal))
     scale = _scale(st.session_state.get(scale_key(d)), d)

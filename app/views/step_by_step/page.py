@@ -1,9 +1,5 @@
-"""Step by step: what Q, K, V and the softmax do, number by number, for one query token.
-
-z(i) = softmax(q(i)·Kᵀ · scale + bias + mask) V — every number on this page is read from the
-trace (its Q, K, V, scale, mask and ALiBi bias) through ``engine.analysis.stepwise``; a calculator
-at the bottom runs the same steps on tiny tables the student types.
-"""
+"""Step by step: z(i) = softmax(q(i)·Kᵀ · scale + bias + mask) V for one query token, every number read from the
+trace through ``engine.analysis.stepwise``; a calculator below runs the same steps on tiny typed tables."""
 
 from __future__ import annotations
 
@@ -52,16 +48,9 @@ def pick_query(labels: list[str], strings, linked: bool = True) -> int:
         if linked:
             set_focus(st.session_state.get(Step.query))
 
-    query = st.selectbox(
-        "Query token",
-        list(range(n)),
-        format_func=lambda i: labels[i],
-        key=Step.query,
-        **PERSIST,
-        on_change=share,
-        help="The token whose attention is worked out below: where does it look, and what does it get?",
-    )
-    return int(query)
+    says = "The token whose attention is worked out below: where does it look, and what does it get?"
+    kwargs = dict(format_func=labels.__getitem__, key=Step.query, on_change=share, help=says)
+    return int(st.selectbox("Query token", range(n), **kwargs, **PERSIST))
 
 
 def walkthrough() -> None:
@@ -103,12 +92,13 @@ def walkthrough() -> None:
         f"**{md(labels[query])}**" + (" · causal mask on" if attention.causal else "")
     )
     render_steps(attention, steps, key_labels, query, head, query_label=labels[query])
+    name = f"steps_L{layer}_H{head}_q{query}"
     st.download_button(
         "Download these steps as CSV",
         steps_csv(steps, key_labels),
+        f"{name}.csv",
+        "text/csv",
         icon=":material/download:",
-        file_name=f"steps_L{layer}_H{head}_q{query}.csv",
-        mime="text/csv",
     )
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
@@ -117,7 +107,7 @@ def walkthrough() -> None:
     json_button(
         "Download the numbers as JSON",
         lambda: steps_record(model_id=model_id, att=load(), steps=steps, settings=settings, link=link, **where),
-        f"steps_L{layer}_H{head}_q{query}.json",
+        f"{name}.json",
         key=Step.json,
     )
 

@@ -25,23 +25,18 @@ BAR_COLOR = "#1f77b4"
 BLOCKED_COLOR = "#bdbdbd"
 
 
+INFINITIES = {MINUS_INF: -np.inf, "+∞": np.inf}
+
+
 def fmt(value: float) -> str:
     """One number for a text column: ``−∞`` / ``+∞`` or rounded to ``DECIMALS``."""
-    if np.isneginf(value):
-        return MINUS_INF
-    if np.isposinf(value):
-        return "+∞"
-    return f"{float(value):.{DECIMALS}f}"
+    return (MINUS_INF if value < 0 else "+∞") if np.isinf(value) else f"{float(value):.{DECIMALS}f}"
 
 
 def parse(text: str) -> float:
     """Inverse of :func:`fmt` (tests read the tables back with it)."""
     text = str(text).strip()
-    if text == MINUS_INF:
-        return -np.inf
-    if text == "+∞":
-        return np.inf
-    return float(text)
+    return INFINITIES[text] if text in INFINITIES else float(text)
 
 
 def text_column(values: np.ndarray) -> list[str]:
@@ -84,17 +79,10 @@ def weights_bar(weights: np.ndarray, key_labels: list[str], blocked: np.ndarray,
     labels = [safe_label(t) for t in key_labels]
     n = len(labels)
     step = max(1, -(-n // 60))  # at most ~60 tick labels
-    fig = go.Figure(
-        go.Bar(
-            x=list(range(n)),
-            y=np.asarray(weights, dtype=float),
-            marker_color=[BLOCKED_COLOR if b else BAR_COLOR for b in blocked],
-            customdata=np.array(
-                [[lab, "blocked by the mask" if b else ""] for lab, b in zip(labels, blocked)], dtype=object
-            ),
-            hovertemplate="key %{x} <b>%{customdata[0]}</b><br>weight %{y:.4f} %{customdata[1]}<extra></extra>",
-        )
-    )
+    hover = "key %{x} <b>%{customdata[0]}</b><br>weight %{y:.4f} %{customdata[1]}<extra></extra>"
+    notes = np.array([[lab, "blocked by the mask" if b else ""] for lab, b in zip(labels, blocked)], dtype=object)
+    colours, y = [BLOCKED_COLOR if b else BAR_COLOR for b in blocked], np.asarray(weights, dtype=float)
+    fig = go.Figure(go.Bar(x=list(range(n)), y=y, marker_color=colours, customdata=notes, hovertemplate=hover))
     fig.update_layout(
         title=dict(text=html.escape(title, quote=True), x=0.0, font=dict(size=15)),
         height=360,
