@@ -88,8 +88,7 @@ def main() -> None:
     top_left, top_right = st.columns([3, 2])
     with top_right:
         model_id = pick_model(BERTVIZ_FAMILIES)
-    card = load_model(model_id)
-    if card is None:
+    if (card := load_model(model_id)) is None:
         return
     family = card.family
     with top_left:
@@ -115,13 +114,8 @@ def main() -> None:
             "so bertviz's views (one token-to-token map per head) do not fit it. The Vision Transformer page "
             "shows its windows."
         )
-        listed = any(s.id == model_id for s in list_models())
-        open_page(
-            "vit.py",
-            "Vision Transformer: this Swin's windows",
-            {Vit.model if listed else Vit.hub_id: model_id},
-            icon=":material/image:",
-        )
+        key = Vit.model if any(s.id == model_id for s in list_models()) else Vit.hub_id
+        open_page("vit.py", "Vision Transformer: this Swin's windows", {key: model_id}, icon=":material/image:")
         return
     if family == "vit":
         st.caption(f"Prediction: **{trace.prediction}**. Tokens: [CLS] and patches p0–p15, row by row.")

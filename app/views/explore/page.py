@@ -1,8 +1,6 @@
-"""Explore: type a sentence, pick a model, layer and head, and see where each token looks.
-
-Two nested fragments, :func:`explore_panel` (model, token limit, examples, mask) and :func:`sentence_panel` (the
-sentence, its trace, :func:`head_panel`): a new sentence does not redraw the controls above it. Only the open tab runs.
-"""
+"""Explore: type a sentence, pick a model, layer and head, and see where each token looks. Two nested fragments,
+:func:`explore_panel` (model, token limit, examples, mask) and :func:`sentence_panel` (the sentence, its trace,
+:func:`head_panel`): a new sentence does not redraw the controls above it. Only the open tab runs."""
 
 from __future__ import annotations
 
@@ -166,21 +164,15 @@ def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
         tiles, pooled = layer_grid(request, layer)
     per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
     view = ("explore_grid", request_key(request), layer, head, per_row)
-    st.image(
-        shared_picture(view, lambda: grid_png(tiles, head, per_row)),
-        alt=GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head),
-    )
+    alt = GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head)
+    st.image(shared_picture(view, lambda: grid_png(tiles, head, per_row)), alt=alt)
     head_pills(Explore.grid_pills, trace.n_heads, head)
+    blocks = f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
     st.caption(
         f"All {trace.n_heads} heads of layer {layer}, left to right and row by row; **pick one** with the buttons to "
         "open it above (red frame: the chosen head). Each thumbnail is coloured from 0 to its own maximum, so compare "
         "shapes, not shades. Heads in one layer often specialise: some look at the previous token, some at "
-        "[CLS]/[SEP] or the first token, some spread out."
-        + (
-            f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
-            if pooled
-            else ""
-        )
+        "[CLS]/[SEP] or the first token, some spread out." + (blocks if pooled else "")
     )
 
 
@@ -317,25 +309,17 @@ def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) ->
     show_notices(trace, model.max_positions)
     if seq2seq:
         show_output(trace)
-        head_panel(request, model.spec.family)
-        return
-    if presenting():  # the projector: the map comes first
-        head_panel(request, model.spec.family)
-        return
-    with st.container(horizontal=True, vertical_alignment="center"):  # one line: the first chart stays on screen
-        st.caption(
-            f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
-            f"d_head {trace.d_head} · running on {device_label()}"
-            + (" · untrained weights: patterns are random" if "random" in model_id else ""),
-            width="content",
-        )
-        if trace.pos_encoding is not None:
-            open_page(
-                "positional.py",
-                "See the positional encodings this model adds to this sentence",
-                {Positional.tab: "learned"},
-                icon=":material/timeline:",
+    elif not presenting():  # the projector: the map comes first
+        with st.container(horizontal=True, vertical_alignment="center"):  # one line: the first chart stays on screen
+            untrained = " · untrained weights: patterns are random" if "random" in model_id else ""
+            st.caption(
+                f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
+                f"d_head {trace.d_head} · running on {device_label()}{untrained}",
+                width="content",
             )
+            if trace.pos_encoding is not None:
+                link = "See the positional encodings this model adds to this sentence"
+                open_page("positional.py", link, {Positional.tab: "learned"}, icon=":material/timeline:")
     head_panel(request, model.spec.family)
 
 

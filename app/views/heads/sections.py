@@ -103,12 +103,11 @@ def compare_section(ctx: HeadsContext) -> None:
     """Two heads side by side; then one head on two sentences with their difference."""
     att = ctx.attention
     st.subheader("Two heads, one sentence")
-    pick_a, pick_b = st.columns(2)
-    with pick_a:
-        a = _head_picker("Head A", Heads.cmp_a, att.n_layers, att.n_heads, (ctx.layer, ctx.head))
-    with pick_b:
-        b = _head_picker("Head B", Heads.cmp_b, att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
-    heads = {"A": a, "B": b}
+    starts = {"A": (Heads.cmp_a, ctx.head), "B": (Heads.cmp_b, (ctx.head + 1) % att.n_heads)}
+    heads = {}
+    for column, (name, (prefix, head)) in zip(st.columns(2), starts.items()):
+        with column:
+            heads[name] = _head_picker(f"Head {name}", prefix, att.n_layers, att.n_heads, (ctx.layer, head))
     side_maps(
         [one_head(f"{Heads.cmp}{n}", f"{n}: layer {ly}, head {h}", att, ly, h) for n, (ly, h) in heads.items()], 440
     )

@@ -13,7 +13,7 @@ from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from app.state import PERSIST, clamp, current_text, default_from
 from app.ui.export import json_button, steps_record
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.linked_tokens import focus, set_focus
 from app.ui.safe_text import md, quoted
 from app.ui.theme import controls as folded_controls
@@ -61,20 +61,15 @@ def walkthrough() -> None:
             examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
     if card is None:
         return
-    text = current_text()
-    family = card.family
     controls = st.columns([1, 1, 2, 2])
     with controls[3]:
-        causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
-    try:
-        with st.spinner("Running the model…"):
-            request = TraceRequest(model_id, text, causal, max_tokens)
-            trace = get_trace(request)
-        with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
-            block = pick_block(list(trace.attention_blocks()), key=Step.block)
-        attention = attention_block(trace, block)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+        causal = None if card.family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
+    request = TraceRequest(model_id, current_text(), causal, max_tokens)
+    if (trace := attempt(lambda: get_trace(request), "Running the model…")) is None:
+        return
+    with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
+        block = pick_block(list(trace.attention_blocks()), key=Step.block)
+    if (attention := attempt(lambda: attention_block(trace, block))) is None:
         return
     layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
     labels = token_labels(attention.tokens.strings)
@@ -93,13 +88,8 @@ def walkthrough() -> None:
     )
     render_steps(attention, steps, key_labels, query, head, query_label=labels[query])
     name = f"steps_L{layer}_H{head}_q{query}"
-    st.download_button(
-        "Download these steps as CSV",
-        steps_csv(steps, key_labels),
-        f"{name}.csv",
-        "text/csv",
-        icon=":material/download:",
-    )
+    csv = steps_csv(steps, key_labels)
+    st.download_button("Download these steps as CSV", csv, f"{name}.csv", "text/csv", icon=":material/download:")
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
     load = block_loader(request.with_block(block))  # the button holds the request, not the trace

@@ -131,15 +131,9 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
 
 def show_softmax(steps, labels: list[str]) -> None:
     step_heading(5, "Softmax", r"w_{ij} = \frac{e^{\tilde s_{ij}}}{\sum_{j'} e^{\tilde s_{ij'}}}")
-    frame = frame_table(
-        {
-            "softmax input": text_column(steps.masked[0]),
-            "exp(x − max)": rounded(steps.exp[0]),
-            "weight": rounded(steps.weights[0]),
-        },
-        labels,
-    )
-    st.dataframe(frame, key=Step.weights, height=TABLE_HEIGHT)
+    columns = {"softmax input": text_column(steps.masked[0]), "exp(x − max)": rounded(steps.exp[0])}
+    columns["weight"] = rounded(steps.weights[0])
+    st.dataframe(frame_table(columns, labels), key=Step.weights, height=TABLE_HEIGHT)
     st.caption(
         "Take e to the power of each score (minus the row's largest, which changes nothing but avoids overflow) and "
         f"divide by their total: the weights are positive and sum to {steps.weights[0].sum():.4f}."
