@@ -33,14 +33,9 @@ def next_token_figure(tokens: tuple[str, ...], probs: list[float], temperature: 
     labels = unique_labels([safe_label(t) for t in tokens])
     bars = dict(x=probs, y=labels, orientation="h", text=[f"{p:.1%}" for p in probs], textposition="outside")
     fig = go.Figure(go.Bar(**bars, cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
-    fig.update_layout(
-        title=f"Next token at temperature {temperature:.1f}",
-        height=360,
-        xaxis={"title": "probability", "range": [0, 1.12]},  # room for the numbers
-        yaxis={"autorange": "reversed", "type": "category"},
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
-    )
-    return fig
+    axes = dict(xaxis={"title": "probability", "range": [0, 1.12]}, yaxis={"autorange": "reversed", "type": "category"})
+    margin = {"l": 10, "r": 10, "t": 40, "b": 40}  # the x range leaves room for the numbers
+    return fig.update_layout(title=f"Next token at temperature {temperature:.1f}", height=360, margin=margin, **axes)
 
 
 def show_next_token(request: TraceRequest, family: str) -> None:

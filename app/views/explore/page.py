@@ -61,11 +61,8 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     picked query's row as bars. ``says``: the display options' caption."""
     data = head_view(request, view)
     window = trace.window_of(view.layer)
-    title = (
-        f"Layer {view.layer}, head {view.head}"
-        + (" · causal mask on" if trace.causal else "")
-        + (f" · sliding window {window}" if window is not None else "")
-    )
+    title = f"Layer {view.layer}, head {view.head}" + (" · causal mask on" if trace.causal else "")
+    title += f" · sliding window {window}" if window is not None else ""
     fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
     fig = shared_chart(
         ("explore_head", request_key(request), view, title, fill),

@@ -40,14 +40,9 @@ def settings_form(
 ) -> tuple | None:
     """The decoding settings form (Write more; an encoder-decoder's decoding on Explore); on submit, the settings
     in ``DecodeSettings`` field order (checked there: see :func:`remembered`)."""
-    mode = st.radio(
-        "How to pick each token",
-        MODES,
-        key=f"{prefix}_mode",
-        horizontal=True,
-        help="Greedy: always the most likely token (the same text every time). Sampled: draw "
-        "at random from the likely tokens (a seed makes it repeatable).",
-    )
+    says = "Greedy: always the most likely token (the same text every time). Sampled: draw at random from the likely "
+    says += "tokens (a seed makes it repeatable)."
+    mode = st.radio("How to pick each token", MODES, key=f"{prefix}_mode", horizontal=True, help=says)
     greedy = mode != "Sampled"
     off = " Greedy ignores it: pick Sampled to use it." if greedy else ""
     with st.form(form_key, enter_to_submit=True, border=True):

@@ -54,25 +54,14 @@ def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[s
     block = "self"
     if family == "encoder-decoder":
         choose(Explore.ablation_block, BLOCKS, "cross")
-        block = (
-            st.segmented_control(
-                "Attention block",
-                list(BLOCKS),
-                format_func=BLOCKS.get,
-                key=Explore.ablation_block,
-                help="The translator has three kinds of attention; pick whose heads to switch off.",
-                **PERSIST,
-            )
-            or "cross"
-        )
-    chosen = []
+        says = "The translator has three kinds of attention; pick whose heads to switch off."
+        picker = dict(format_func=BLOCKS.get, key=Explore.ablation_block, help=says, **PERSIST)
+        block = st.segmented_control("Attention block", list(BLOCKS), **picker) or "cross"
+    chosen, layer_names = [], [f"Layer {layer}" for layer in range(n_layers)]
     for column, key, options, label, hint, says in zip(
         st.columns([3, 2]),
         (Explore.ablation_heads, Explore.ablation_layers),
-        (
-            [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)],
-            list(map("Layer {}".format, range(n_layers))),
-        ),
+        ([f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)], layer_names),
         ("Heads to switch off", "Whole layers off"),
         ("e.g. L0 H3", "none"),
         ("L = layer, H = head, counted from 0.", "Switch off every head of these layers at once."),
@@ -80,14 +69,11 @@ def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[s
         _keep_valid(key, options)  # a smaller model: remembered choices it lacks are dropped
         chosen.append(column.multiselect(label, options, key=key, placeholder=hint, help=says, **PERSIST))
     picked, layers = chosen
-    keep_only = st.toggle(
-        "Keep only these heads (switch off all the others)",
-        key=Explore.ablation_keep,
-        **PERSIST,
-        help="Turns the selection around: what can the chosen heads do on their own?",
-    )
+    says = "Turns the selection around: what can the chosen heads do on their own?"
+    label = "Keep only these heads (switch off all the others)"
+    keep_only = st.toggle(label, key=Explore.ablation_keep, help=says, **PERSIST)
     off = {(block, int(m[1]), int(m[2])) for m in map(_LABEL.match, map(str, picked)) if m}
-    off |= {(block, int(str(label).rsplit(" ", 1)[-1]), None) for label in layers}
+    off |= {(block, int(str(name).rsplit(" ", 1)[-1]), None) for name in layers}
     ordered = sorted(off, key=lambda r: (r[1], -1 if r[2] is None else r[2]))
     return tuple(ordered), bool(keep_only)
 
@@ -100,16 +86,11 @@ def next_token_figure(result) -> go.Figure:
     for name, values, colour in ((BEFORE, result.top_before, "#1f77b4"), (AFTER, result.top_after, "#ff7f0e")):
         hover = "next token %{x}<br>" + name + ": %{y:.4f}<extra></extra>"
         fig.add_bar(name=name, x=labels, y=list(values), marker_color=colour, hovertemplate=hover)
-    fig.update_layout(
-        barmode="group",
-        height=380,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title="Next-token probabilities at the last position",
-        yaxis_title="probability",
-        xaxis_title="next token",
-        legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+    legend = dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom")
+    fig.update_layout(barmode="group", height=380, margin=dict(l=10, r=10, t=40, b=10), legend=legend)
+    return fig.update_layout(
+        title="Next-token probabilities at the last position", xaxis_title="next token", yaxis_title="probability"
     )
-    return fig
 
 
 def top_change(result) -> str:

@@ -36,13 +36,9 @@ def layer_head_heatmap(
     fig = go.Figure(go.Heatmap(z=values.astype(float), customdata=labels, hovertemplate=hover, **cells, **axes))
     frame = dict(color="#d62728", width=3)
     fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5, line=frame)
-    return fig.update_layout(
-        title=TITLE | {"text": name},
-        height=max(240, 34 * n_layers + 110),
-        margin=MARGIN,
-        xaxis=dict(title="head", dtick=1, side="top"),
-        yaxis=dict(title="layer", dtick=1, autorange="reversed"),
-    )
+    fig.update_layout(title=TITLE | {"text": name}, height=max(240, 34 * n_layers + 110), margin=MARGIN)
+    axes = dict(xaxis=dict(title="head", dtick=1, side="top"), yaxis=dict(title="layer", dtick=1, autorange="reversed"))
+    return fig.update_layout(**axes)
 
 
 def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarray) -> go.Figure:
@@ -59,13 +55,11 @@ def similarity_figure(divergence: np.ndarray, labels: list[str], order: np.ndarr
     ticks = names[:: max(1, math.ceil(n * label_px / (side - 140)))]
     # across, the plot is as wide as the page's column (~700 px at a 1280 px window): thinned for that
     x_ticks = names[:: max(1, math.ceil(n * label_px / SIMILARITY_WIDTH_PX))]
-    fig.update_layout(
-        height=side,
-        margin=dict(l=10, r=10, t=10, b=10),
-        xaxis=CATEGORIES | dict(tickvals=x_ticks, ticktext=x_ticks, tickangle=-90, side="top"),
-        yaxis=CATEGORIES | dict(tickvals=ticks, ticktext=ticks, autorange="reversed"),
+    fig.update_layout(height=side, margin=dict(l=10, r=10, t=10, b=10))
+    x_axis = CATEGORIES | dict(tickvals=x_ticks, ticktext=x_ticks, tickangle=-90, side="top")
+    return fig.update_layout(
+        xaxis=x_axis, yaxis=CATEGORIES | dict(tickvals=ticks, ticktext=ticks, autorange="reversed")
     )
-    return fig
 
 
 def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: list[str], title: str) -> go.Figure:
@@ -80,15 +74,9 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
     xv, xt = tick_labels(k_lab, side - 160)
     yv, yt = tick_labels(q_lab, side - 160)
     keys = dict(CATEGORIES, title="key (attended to)", tickvals=xv, ticktext=xt, tickangle=-60, side="top")
-    fig.update_layout(
-        title=TITLE | {"text": html.escape(title)},
-        height=side,
-        margin=MARGIN,
-        plot_bgcolor=MASKED_COLOR,
-        xaxis=keys | dict(scaleanchor="y", constrain="domain"),  # square cells
-        yaxis=CATEGORIES | dict(title="query (attending)", tickvals=yv, ticktext=yt, autorange="reversed"),
-    )
-    return fig
+    fig.update_layout(title=TITLE | {"text": html.escape(title)}, height=side, margin=MARGIN, plot_bgcolor=MASKED_COLOR)
+    queries = dict(CATEGORIES, title="query (attending)", tickvals=yv, ticktext=yt, autorange="reversed")
+    return fig.update_layout(xaxis=keys | dict(scaleanchor="y", constrain="domain"), yaxis=queries)  # square cells
 
 
 def pick_grid_head(chart_key: str, n_heads: int, per_row: int) -> None:

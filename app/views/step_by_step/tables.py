@@ -81,15 +81,10 @@ def weights_bar(weights: np.ndarray, key_labels: list[str], blocked: np.ndarray,
     notes = np.array([[lab, "blocked by the mask" if b else ""] for lab, b in zip(labels, blocked)], dtype=object)
     colours, y = [BLOCKED_COLOR if b else BAR_COLOR for b in blocked], np.asarray(weights, dtype=float)
     fig = go.Figure(go.Bar(x=list(range(n)), y=y, marker_color=colours, customdata=notes, hovertemplate=hover))
-    fig.update_layout(
-        title=dict(text=html.escape(title, quote=True), x=0.0, font=dict(size=15)),
-        height=360,
-        margin=dict(l=10, r=10, t=40, b=10),
-        xaxis=dict(title="key token (attended to)", tickangle=-60, **ticks),
-        yaxis=dict(title="softmax weight", range=[0, 1.02]),
-        bargap=0.15,
-    )
-    return fig
+    title = dict(text=html.escape(title, quote=True), x=0.0, font=dict(size=15))
+    fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40, b=10), bargap=0.15)
+    xaxis = dict(title="key token (attended to)", tickangle=-60, **ticks)
+    return fig.update_layout(xaxis=xaxis, yaxis=dict(title="softmax weight", range=[0, 1.02]))
 
 
 def steps_csv(steps, key_labels: list[str]) -> bytes:
