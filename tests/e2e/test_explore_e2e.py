@@ -180,6 +180,19 @@ def test_on_a_dense_screen_the_grid_is_drawn_in_sharp_pixels(browser: Browser, a
         context.close()
 
 
+def test_on_a_laptop_screen_the_head_map_starts_above_the_fold(browser: Browser, app_url: str, artifacts: Path):
+    """A 1280×800 laptop: the default page's first chart (the head map) starts inside the first screen."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        open_app(page, app_url)
+        box = main_chart(page).bounding_box()
+        page.screenshot(path=str(artifacts / "explore-1280x800.png"))
+        assert box is not None and box["y"] < 800, box
+    finally:
+        context.close()
+
+
 def test_what_comes_next_on_the_stories_model(page: Page, app_url: str, artifacts: Path):
     """A decoder's next-token bars, and the temperature slider redrawing them."""
     open_app(page, app_url)

@@ -1,8 +1,5 @@
-"""bertviz views: Jesse Vig's head view, model view and neuron view, for every model family, offline.
-
-Each view is a self-contained HTML document built in the engine (engine/views/bertviz_html.py) with
-d3 and jQuery inlined from installed packages, shown in an iframe: nothing loads from a CDN.
-"""
+"""bertviz views: Jesse Vig's head, model and neuron views for every model family, offline: each a self-contained
+HTML document (engine/views/bertviz_html.py, d3 and jQuery inlined) in an iframe; nothing loads from a CDN."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ from app.controls.pickers import causal_toggle, load_model, max_tokens_input, pi
 from app.links import open_page
 from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
-from app.state import PERSIST, K
+from app.state import PERSIST, K, bounded
 from app.ui.guard import attempt
 from app.ui.safe_text import md
 from app.views.bertviz_views.data import bertviz_view, source_trace
@@ -45,21 +42,10 @@ def pick_source(family: str) -> str | int:
     """The sentence (shared with the other pages), or for a ViT one of the bundled 8×8 digits."""
     if family != "vit":
         return text_box()
-    last = vit_digit_count() - 1
-    index = st.number_input(
-        "Digit image (scikit-learn's 8×8 digits)",
-        min_value=0,
-        max_value=last,
-        value=0,
-        step=1,
-        key=Bertviz.digit,
-        **PERSIST,
-        help="The ViT cuts the image into 16 patches of 2×2 pixels and adds a [CLS] token.",
-    )
-    try:
-        return min(max(int(index), 0), last)
-    except (TypeError, ValueError):
-        return 0
+    last, says = vit_digit_count() - 1, "The ViT cuts the image into 16 patches of 2×2 pixels and adds a [CLS] token."
+    label = "Digit image (scikit-learn's 8×8 digits)"
+    index = st.number_input(label, 0, last, 0, 1, key=Bertviz.digit, **PERSIST, help=says)
+    return bounded(index, 0, last)
 
 
 def link_own_views(reason: str) -> None:
@@ -86,13 +72,9 @@ def show_view(view: str, source: TraceRequest | tuple[str, int]) -> None:
         return
     st.iframe(result["html"], height=result["height"], alt=f"bertviz {view} view")
     st.caption(CAPTIONS[view])
+    label, name = "Download this view as HTML (works offline)", f"bertviz_{view}_view.html"
     st.download_button(
-        "Download this view as HTML (works offline)",
-        result["html"].encode("utf-8"),
-        file_name=f"bertviz_{view}_view.html",
-        mime="text/html",
-        icon=":material/download:",
-        key=f"{Bertviz.download}{view}",
+        label, result["html"], name, "text/html", f"{Bertviz.download}{view}", icon=":material/download:"
     )
 
 
@@ -106,8 +88,7 @@ def main() -> None:
     top_left, top_right = st.columns([3, 2])
     with top_right:
         model_id = pick_model(BERTVIZ_FAMILIES)
-    card = load_model(model_id)
-    if card is None:
+    if (card := load_model(model_id)) is None:
         return
     family = card.family
     with top_left:
@@ -133,13 +114,8 @@ def main() -> None:
             "so bertviz's views (one token-to-token map per head) do not fit it. The Vision Transformer page "
             "shows its windows."
         )
-        listed = any(s.id == model_id for s in list_models())
-        open_page(
-            "vit.py",
-            "Vision Transformer: this Swin's windows",
-            {Vit.model if listed else Vit.hub_id: model_id},
-            icon=":material/image:",
-        )
+        key = Vit.model if any(s.id == model_id for s in list_models()) else Vit.hub_id
+        open_page("vit.py", "Vision Transformer: this Swin's windows", {key: model_id}, icon=":material/image:")
         return
     if family == "vit":
         st.caption(f"Prediction: **{trace.prediction}**. Tokens: [CLS] and patches p0–p15, row by row.")

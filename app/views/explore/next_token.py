@@ -20,9 +20,7 @@ from engine.analysis.next_token import probabilities
 
 def _temperature() -> float:
     """The slider's value, checked on the server (a forged value falls back to 1.0)."""
-    value = st.slider(
-        "Temperature", min_value=0.1, max_value=2.0, value=1.0, step=0.1, key=Explore.temperature, **PERSIST
-    )
+    value = st.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=Explore.temperature, **PERSIST)
     try:
         t = float(value)
     except (TypeError, ValueError):
@@ -33,25 +31,11 @@ def _temperature() -> float:
 def next_token_figure(tokens: tuple[str, ...], probs: list[float], temperature: float) -> go.Figure:
     """Horizontal bars, the most likely token on top; labels escaped like every other chart's."""
     labels = unique_labels([safe_label(t) for t in tokens])
-    fig = go.Figure(
-        go.Bar(
-            x=probs,
-            y=labels,
-            orientation="h",
-            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-            text=[f"{p:.1%}" for p in probs],
-            textposition="outside",
-            cliponaxis=False,
-        )
-    )
-    fig.update_layout(
-        title=f"Next token at temperature {temperature:.1f}",
-        height=360,
-        xaxis={"title": "probability", "range": [0, 1.12]},  # room for the numbers
-        yaxis={"autorange": "reversed", "type": "category"},
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
-    )
-    return fig
+    bars = dict(x=probs, y=labels, orientation="h", text=[f"{p:.1%}" for p in probs], textposition="outside")
+    fig = go.Figure(go.Bar(**bars, cliponaxis=False, hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    axes = dict(xaxis={"title": "probability", "range": [0, 1.12]}, yaxis={"autorange": "reversed", "type": "category"})
+    margin = {"l": 10, "r": 10, "t": 40, "b": 40}  # the x range leaves room for the numbers
+    return fig.update_layout(title=f"Next token at temperature {temperature:.1f}", height=360, margin=margin, **axes)
 
 
 def show_next_token(request: TraceRequest, family: str) -> None:

@@ -1,9 +1,6 @@
-"""Explore: type a sentence, pick a model, layer and head, and see where each token looks.
-
-Two nested fragments, :func:`explore_panel` (model, token limit, examples, mask) and :func:`sentence_panel` (the
-sentence, its trace, then :func:`head_panel`), so a new sentence does not redraw the controls above it. Only the
-open tab runs; downloads are built on click; long inputs are drawn as block maxima with a zoom.
-"""
+"""Explore: type a sentence, pick a model, layer and head, and see where each token looks. Two nested fragments,
+:func:`explore_panel` (model, token limit, examples, mask) and :func:`sentence_panel` (the sentence, its trace,
+:func:`head_panel`): a new sentence does not redraw the controls above it. Only the open tab runs."""
 
 from __future__ import annotations
 
@@ -64,11 +61,8 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     picked query's row as bars. ``says``: the display options' caption."""
     data = head_view(request, view)
     window = trace.window_of(view.layer)
-    title = (
-        f"Layer {view.layer}, head {view.head}"
-        + (" · causal mask on" if trace.causal else "")
-        + (f" · sliding window {window}" if window is not None else "")
-    )
+    title = f"Layer {view.layer}, head {view.head}" + (" · causal mask on" if trace.causal else "")
+    title += f" · sliding window {window}" if window is not None else ""
     fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
     fig = shared_chart(
         ("explore_head", request_key(request), view, title, fill),
@@ -81,12 +75,14 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
             show_chart(fill_height(fig), key=Explore.main_map, height="stretch")
     else:
         show_chart(fig, key=Explore.main_map)
+        if request.block != "cross":  # under the map (in presenter mode, in the popover above it)
+            focus_picker(trace.tokens.strings, "explore")
     if current().compact:
         show_query_row(data, title)
     rows, cols = data.values.shape
     parts = [
-        "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
-        "(the key).",
+        "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look "
+        "at (the key).",
         says,
     ]
     if trace.causal:
@@ -95,16 +91,16 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
         parts.append("No mask: every token can look at every other token, ahead or behind.")
     if window is not None:
         parts.append(
-            f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "
-            "than the window, which this layer never sees."
+            f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther "
+            "away than the window, which this layer never sees."
         )
     if data.pooled:
         parts.append(
-            f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
-            f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
-            "Open **Zoom** above the map to see exact weights."
+            f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as "
+            f"{rows} × {cols} cells; each cell shows the **largest** weight in its block, so a sharp "
+            "one-token pattern stays visible. Open **Zoom** above the map to see exact weights."
         )
-    st.caption(" ".join(parts) + " " + kv_sharing(trace, view.head))
+    st.caption(" ".join([*parts, kv_sharing(trace, view.head)]))
     load = block_loader(request)
     csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load)
     decode = list(astuple(request.decode)) if request.decode else None
@@ -115,40 +111,24 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
 def show_query_row(data, title: str) -> None:
     """The highlighted query token's row (else the first row) as horizontal bars: what a phone can read."""
     picked = focus()
-    row = row_of(data, picked) if picked is not None else None
-    row = 0 if row is None else row
+    row = (row_of(data, picked) if picked is not None else None) or 0
     weights = np.nan_to_num(np.asarray(data.values[row], dtype=float))
     keys = [str(label) for label in data.k_labels]
     query = str(data.q_labels[row])
     if len(keys) > PHONE_BARS:  # a long input: the largest weights, in the text's order
         kept = np.sort(np.argsort(-weights, kind="stable")[:PHONE_BARS])
         weights, keys = weights[kept], [keys[i] for i in kept]
-    spec = {
-        "data": [
-            {
-                "type": "bar",
-                "orientation": "h",
-                "x": weights,
-                "y": list(range(len(keys))),
-                "text": [f"{w:.2f}" for w in weights],
-                "textposition": "outside",
-                "cliponaxis": False,
-                "hovertemplate": "%{x:.3f}<extra></extra>",
-            }
-        ],
-        "layout": {
-            "title": {"text": f"Where “{safe_label(query)}” looks", "x": 0.0},
-            "height": 24 * len(keys) + 90,
-            "margin": {"l": 10, "r": 40, "t": 50, "b": 10},
-            "xaxis": {"title": {"text": "weight"}, "rangemode": "tozero"},
-            "yaxis": {
-                "tickmode": "array",
-                "tickvals": list(range(len(keys))),
-                "ticktext": [safe_label(k) for k in keys],
-                "autorange": "reversed",
-            },
-        },
-    }
+    at = list(range(len(keys)))
+    bars = dict(type="bar", orientation="h", x=weights, y=at, text=[f"{w:.2f}" for w in weights], cliponaxis=False)
+    layout = dict(
+        title={"text": f"Where “{safe_label(query)}” looks", "x": 0.0},
+        height=24 * len(keys) + 90,
+        margin={"l": 10, "r": 40, "t": 50, "b": 10},
+        xaxis={"title": {"text": "weight"}, "rangemode": "tozero"},
+        yaxis={"tickmode": "array", "tickvals": at, "ticktext": [safe_label(k) for k in keys], "autorange": "reversed"},
+    )
+    bars.update(textposition="outside", hovertemplate="%{x:.3f}<extra></extra>")
+    spec = {"data": [bars], "layout": layout}
     show_chart(spec, key=Explore.query_bars)
     st.caption(
         f"{title}: the weights of one query token's row, as bars"
@@ -181,21 +161,15 @@ def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
         tiles, pooled = layer_grid(request, layer)
     per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
     view = ("explore_grid", request_key(request), layer, head, per_row)
-    st.image(
-        shared_picture(view, lambda: grid_png(tiles, head, per_row)),
-        alt=GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head),
-    )
+    alt = GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head)
+    st.image(shared_picture(view, lambda: grid_png(tiles, head, per_row)), alt=alt)
     head_pills(Explore.grid_pills, trace.n_heads, head)
+    blocks = f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
     st.caption(
         f"All {trace.n_heads} heads of layer {layer}, left to right and row by row; **pick one** with the buttons to "
         "open it above (red frame: the chosen head). Each thumbnail is coloured from 0 to its own maximum, so compare "
         "shapes, not shades. Heads in one layer often specialise: some look at the previous token, some at "
-        "[CLS]/[SEP] or the first token, some spread out."
-        + (
-            f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
-            if pooled
-            else ""
-        )
+        "[CLS]/[SEP] or the first token, some spread out." + (blocks if pooled else "")
     )
 
 
@@ -244,7 +218,7 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
         request = request.with_block(block)
         layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
         with columns[-1], tools():  # presenter mode: a popover in the row above the map
-            if block != "cross":  # one sequence on both axes: a token has a row and a column
+            if block != "cross" and presenting():  # one sequence on both axes: a token has a row and a column
                 focus_picker(trace.tokens.strings, "explore")
             view, says = map_controls(trace, "explore", layer, head)
         show_head(request, trace, view, says)
@@ -332,23 +306,17 @@ def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) ->
     show_notices(trace, model.max_positions)
     if seq2seq:
         show_output(trace)
-        head_panel(request, model.spec.family)
-        return
-    if presenting():  # the projector: the map comes first
-        head_panel(request, model.spec.family)
-        return
-    st.caption(
-        f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
-        f"d_head {trace.d_head} · running on {device_label()}"
-        + (" · untrained weights: patterns are random" if "random" in model_id else "")
-    )
-    if trace.pos_encoding is not None:
-        open_page(
-            "positional.py",
-            "See the positional encodings this model adds to this sentence",
-            {Positional.tab: "learned"},
-            icon=":material/timeline:",
-        )
+    elif not presenting():  # the projector: the map comes first
+        with st.container(horizontal=True, vertical_alignment="center"):  # one line: the first chart stays on screen
+            untrained = " · untrained weights: patterns are random" if "random" in model_id else ""
+            st.caption(
+                f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
+                f"d_head {trace.d_head} · running on {device_label()}{untrained}",
+                width="content",
+            )
+            if trace.pos_encoding is not None:
+                link = "See the positional encodings this model adds to this sentence"
+                open_page("positional.py", link, {Positional.tab: "learned"}, icon=":material/timeline:")
     head_panel(request, model.spec.family)
 
 

@@ -1,8 +1,6 @@
-"""Explore's "Write more" tab: a decoder continues the user's text; its attention over prompt + output.
-
-The settings sit in a form, remembered with the text and model they were for (``Explore.write_request``); the model
-writes on the long-work queue (``data.request_generation``) while the tab follows the job.
-"""
+"""Explore's "Write more" tab: a decoder continues the user's text on the long-work queue
+(``data.request_generation``); its attention over prompt + output. The form's settings are remembered with the text
+and model they were for (``Explore.write_request``)."""
 
 from __future__ import annotations
 
@@ -28,82 +26,42 @@ MODES = ("Greedy", "Sampled")
 GENERATED_COLOR = "#c2410c"  # dark orange: the generated part, on text and on the chart's tick labels
 
 
+#: the sampled-only settings: (label, widget, min, max, default, step, help); the key is the prefix + the label
+SAMPLING = (
+    ("Temperature", st.slider, 0.1, 2.0, 1.0, 0.1, "below 1 sharpens the guesses, above 1 flattens them."),
+    ("Top-p", st.slider, 0.05, 1.0, 1.0, 0.05, "keep the fewest likely tokens that add up to probability p (1: all)."),
+    ("Top-k", st.number_input, 0, 1000, 0, 1, "keep only the k most likely tokens (0: all)."),
+    ("Seed", st.number_input, 0, 2**32 - 1, 0, 1, "the same seed and settings write the same text."),
+)
+
+
 def settings_form(
     form_key: str = Explore.write_form, button: str = "Write more", tokens: int = 20, prefix: str = Explore.write_prefix
 ) -> tuple | None:
-    """The decoding settings form (Write more; an encoder-decoder's decoding on Explore); on submit, the settings as
-    plain values in ``DecodeSettings`` field order (checked by ``DecodeSettings``: see :func:`remembered`)."""
-    mode = st.radio(
-        "How to pick each token",
-        MODES,
-        key=f"{prefix}_mode",
-        horizontal=True,
-        help="Greedy: always the most likely token (the same text every time). Sampled: draw "
-        "at random from the likely tokens (a seed makes it repeatable).",
-    )
+    """The decoding settings form (Write more; an encoder-decoder's decoding on Explore); on submit, the settings
+    in ``DecodeSettings`` field order (checked there: see :func:`remembered`)."""
+    says = "Greedy: always the most likely token (the same text every time). Sampled: draw at random from the likely "
+    says += "tokens (a seed makes it repeatable)."
+    mode = st.radio("How to pick each token", MODES, key=f"{prefix}_mode", horizontal=True, help=says)
     greedy = mode != "Sampled"
     off = " Greedy ignores it: pick Sampled to use it." if greedy else ""
     with st.form(form_key, enter_to_submit=True, border=True):
         left, mid, right = st.columns(3)
-        with left:
-            n_new = st.number_input(
-                "Tokens to write",
-                min_value=1,
-                max_value=MAX_NEW_TOKENS,
-                value=tokens,
-                step=1,
-                key=f"{prefix}_tokens",
-                help="How many tokens the model writes, one forward "
-                "pass each. It stops earlier if it writes its end token.",
-            )
-        with mid:
-            temperature = st.slider(
-                "Temperature",
-                0.1,
-                2.0,
-                1.0,
-                0.1,
-                key=f"{prefix}_temperature",
-                disabled=greedy,
-                help="Sampled only: below 1 sharpens the guesses, above 1 flattens them." + off,
-            )
-            top_p = st.slider(
-                "Top-p",
-                0.05,
-                1.0,
-                1.0,
-                0.05,
-                key=f"{prefix}_top_p",
-                disabled=greedy,
-                help="Sampled only: keep the fewest likely tokens whose probabilities add up to p (1: all)." + off,
-            )
-        with right:
-            top_k = st.number_input(
-                "Top-k",
-                min_value=0,
-                max_value=1000,
-                value=0,
-                step=1,
-                key=f"{prefix}_top_k",
-                disabled=greedy,
-                help="Sampled only: keep only the k most likely tokens (0: all)." + off,
-            )
-            seed = st.number_input(
-                "Seed",
-                min_value=0,
-                max_value=2**32 - 1,
-                value=0,
-                step=1,
-                key=f"{prefix}_seed",
-                disabled=greedy,
-                help="Sampled only: the same seed and settings write the same text." + off,
-            )
+        says = "How many tokens the model writes, one forward pass each. It stops earlier if it writes its end token."
+        n_new = left.number_input("Tokens to write", 1, MAX_NEW_TOKENS, tokens, 1, key=f"{prefix}_tokens", help=says)
+        sampling = {}
+        for column, (label, widget, low, high, value, step, says) in zip((mid, mid, right, right), SAMPLING):
+            key = f"{prefix}_{label.lower().replace('-', '_')}"
+            with column:
+                sampling[label] = widget(
+                    label, low, high, value, step, key=key, disabled=greedy, help=f"Sampled only: {says}{off}"
+                )
         pressed = st.form_submit_button(button, type="primary", icon=":material/edit_note:")
     if not pressed:
         return None
     if greedy:  # greedy ignores the rest: one cache entry however the sliders stand
         return (n_new, False, 1.0, 0, 1.0, 0)
-    return (n_new, True, temperature, top_k, top_p, seed)
+    return (n_new, True, *(sampling[name] for name in ("Temperature", "Top-k", "Top-p", "Seed")))
 
 
 def remembered(key: str, asked: tuple | None, request: TraceRequest) -> DecodeSettings | None:

@@ -1,9 +1,6 @@
-"""Head ablation panel: switch off chosen heads and see what changes in the model's output.
-
-A head is switched off by setting its output ``z_h`` to zero just before the layer mixes its heads with the output
-projection (``engine.analysis.ablation``). What is compared depends on the model: the next-token probabilities
-(decoders), the sentence embedding's direction (encoders) or the greedy translation (the translator).
-"""
+"""Head ablation: heads switched off (their output ``z_h`` zeroed before the output projection,
+``engine.analysis.ablation``) and what changes: next-token probabilities (decoders), the sentence embedding's
+direction (encoders) or the greedy translation (the translator)."""
 
 from __future__ import annotations
 
@@ -16,8 +13,9 @@ import streamlit as st
 
 from app.runtime.heads import get_ablation
 from app.runtime.request import TraceRequest
-from app.state import PERSIST, bounded, choose
+from app.state import PERSIST, bounded, choose, settle
 from app.ui.charts import show_chart
+from app.ui.export import csv_button
 from app.ui.guard import attempt
 from app.ui.heatmap import safe_label
 from app.ui.safe_text import md
@@ -36,27 +34,19 @@ ABLATION_NOTE = (
     "heads; every other head, layer and weight of the network stays exactly as it was."
 )
 BEFORE, AFTER = "All heads on", "Chosen heads off"
+METRIC_HELP = {
+    "KL divergence (nats)": "How surprised the original distribution is by the new one; 0 = no change.",
+    "Total variation": "The largest change in probability of any group of tokens (0 = same, 1 = completely different).",
+    "Most likely next token": "The next token the model likes best with all heads on → with the chosen heads off.",
+    "Cosine similarity, before vs after": "1 = the sentence embedding points the same way; lower = the heads mattered more.",
+}
 _LABEL = re.compile(r"^L(\d+) H(\d+)$")
 
 
-def head_label(layer: int, head: int) -> str:
-    """``"L0 H3"``: how a head is named in the picker."""
-    return f"L{layer} H{head}"
-
-
-def parse_head_label(label: str) -> tuple[int, int] | None:
-    """``"L0 H3"`` → ``(0, 3)``; None for anything else."""
-    match = _LABEL.match(str(label))
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
 def _keep_valid(key: str, options: list[str]) -> None:
-    """Drop remembered choices that this model does not have (e.g. after switching to a smaller model)."""
     value = st.session_state.get(key)
     if value is not None:
-        valid = [v for v in value if v in options] if isinstance(value, (list, tuple)) else []
-        if list(valid) != list(value):
-            st.session_state[key] = valid
+        settle(key, [v for v in value if v in options] if isinstance(value, (list, tuple)) else [])
 
 
 def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[str, int, int | None], ...], bool]:
@@ -64,83 +54,43 @@ def _pick_heads(n_layers: int, n_heads: int, family: str) -> tuple[tuple[tuple[s
     block = "self"
     if family == "encoder-decoder":
         choose(Explore.ablation_block, BLOCKS, "cross")
-        block = (
-            st.segmented_control(
-                "Attention block",
-                list(BLOCKS),
-                format_func=BLOCKS.get,
-                key=Explore.ablation_block,
-                help="The translator has three kinds of attention; pick whose heads to switch off.",
-                **PERSIST,
-            )
-            or "cross"
-        )
-    head_options = [head_label(layer, head) for layer in range(n_layers) for head in range(n_heads)]
-    layer_options = [f"Layer {layer}" for layer in range(n_layers)]
-    _keep_valid(Explore.ablation_heads, head_options)
-    _keep_valid(Explore.ablation_layers, layer_options)
-    left, right = st.columns([3, 2])
-    with left:
-        picked = st.multiselect(
-            "Heads to switch off",
-            head_options,
-            key=Explore.ablation_heads,
-            placeholder="e.g. L0 H3",
-            help="L = layer, H = head, counted from 0.",
-            **PERSIST,
-        )
-    with right:
-        layers = st.multiselect(
-            "Whole layers off",
-            layer_options,
-            key=Explore.ablation_layers,
-            placeholder="none",
-            help="Switch off every head of these layers at once.",
-            **PERSIST,
-        )
-    keep_only = st.toggle(
-        "Keep only these heads (switch off all the others)",
-        key=Explore.ablation_keep,
-        **PERSIST,
-        help="Turns the selection around: what can the chosen heads do on their own?",
-    )
-    chosen = {(block, *parsed) for parsed in map(parse_head_label, picked) if parsed is not None}
-    chosen |= {(block, int(str(label).rsplit(" ", 1)[-1]), None) for label in layers}
-    ordered = sorted(chosen, key=lambda r: (r[1], -1 if r[2] is None else r[2]))
+        says = "The translator has three kinds of attention; pick whose heads to switch off."
+        picker = dict(format_func=BLOCKS.get, key=Explore.ablation_block, help=says, **PERSIST)
+        block = st.segmented_control("Attention block", list(BLOCKS), **picker) or "cross"
+    chosen, layer_names = [], [f"Layer {layer}" for layer in range(n_layers)]
+    for column, key, options, label, hint, says in zip(
+        st.columns([3, 2]),
+        (Explore.ablation_heads, Explore.ablation_layers),
+        ([f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)], layer_names),
+        ("Heads to switch off", "Whole layers off"),
+        ("e.g. L0 H3", "none"),
+        ("L = layer, H = head, counted from 0.", "Switch off every head of these layers at once."),
+    ):
+        _keep_valid(key, options)  # a smaller model: remembered choices it lacks are dropped
+        chosen.append(column.multiselect(label, options, key=key, placeholder=hint, help=says, **PERSIST))
+    picked, layers = chosen
+    says = "Turns the selection around: what can the chosen heads do on their own?"
+    label = "Keep only these heads (switch off all the others)"
+    keep_only = st.toggle(label, key=Explore.ablation_keep, help=says, **PERSIST)
+    off = {(block, int(m[1]), int(m[2])) for m in map(_LABEL.match, map(str, picked)) if m}
+    off |= {(block, int(str(name).rsplit(" ", 1)[-1]), None) for name in layers}
+    ordered = sorted(off, key=lambda r: (r[1], -1 if r[2] is None else r[2]))
     return tuple(ordered), bool(keep_only)
 
 
-def _unique(labels: list[str], ids: tuple[int, ...]) -> list[str]:
-    seen: dict[str, int] = {}
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-    return [f"{label} (id {i})" if seen[label] > 1 else label for label, i in zip(labels, ids)]
-
-
 def next_token_figure(result) -> go.Figure:
-    """Grouped bars: the most likely next tokens, probability before vs after."""
-    labels = _unique([safe_label(t) for t in result.top_tokens], result.top_ids)
+    """Grouped bars: the most likely next tokens, probability before vs after (equal names told apart by id)."""
+    labels = [safe_label(t) for t in result.top_tokens]
+    labels = [f"{t} (id {i})" if labels.count(t) > 1 else t for t, i in zip(labels, result.top_ids)]
     fig = go.Figure()
     for name, values, colour in ((BEFORE, result.top_before, "#1f77b4"), (AFTER, result.top_after, "#ff7f0e")):
-        fig.add_trace(
-            go.Bar(
-                name=name,
-                x=labels,
-                y=list(values),
-                marker_color=colour,
-                hovertemplate="next token %{x}<br>" + name + ": %{y:.4f}<extra></extra>",
-            )
-        )
-    fig.update_layout(
-        barmode="group",
-        height=380,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title="Next-token probabilities at the last position",
-        yaxis_title="probability",
-        xaxis_title="next token",
-        legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+        hover = "next token %{x}<br>" + name + ": %{y:.4f}<extra></extra>"
+        fig.add_bar(name=name, x=labels, y=list(values), marker_color=colour, hovertemplate=hover)
+    legend = dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom")
+    fig.update_layout(barmode="group", height=380, margin=dict(l=10, r=10, t=40, b=10), legend=legend)
+    return fig.update_layout(
+        title="Next-token probabilities at the last position", xaxis_title="next token", yaxis_title="probability"
     )
-    return fig
 
 
 def top_change(result) -> str:
@@ -151,11 +101,10 @@ def top_change(result) -> str:
     return best[0] if best[0] == best[1] else f"{best[0]} → {best[1]}"
 
 
-def _csv(result) -> bytes:
-    frame = pd.DataFrame(
-        {"token": result.top_tokens, "id": result.top_ids, "p_before": result.top_before, "p_after": result.top_after}
-    )
-    return frame.to_csv(index=False, float_format="%.8f").encode("utf-8")
+def show_metrics(values: dict[str, str]) -> None:
+    """One metric a column, with its help from :data:`METRIC_HELP`."""
+    for col, (label, value) in zip(st.columns(len(values)), values.items()):
+        col.metric(label, value, help=METRIC_HELP.get(label))
 
 
 def _show_next_token(result) -> None:
@@ -164,41 +113,21 @@ def _show_next_token(result) -> None:
         "For the last word of your text, the bars show how likely the model thinks each next token is: blue with "
         "every head working, orange with the chosen heads switched off. " + ABLATION_NOTE
     )
-    cols = st.columns(3)
-    cols[0].metric(
-        "KL divergence (nats)",
-        f"{result.kl:.4f}",
-        help="How surprised the original distribution is by the new one; 0 = no change.",
+    show_metrics(
+        {
+            "KL divergence (nats)": f"{result.kl:.4f}",
+            "Total variation": f"{result.tv:.4f}",
+            "Most likely next token": top_change(result),
+        }
     )
-    cols[1].metric(
-        "Total variation",
-        f"{result.tv:.4f}",
-        help="The largest change in probability of any group of tokens (0 = same, 1 = completely different).",
-    )
-    cols[2].metric(
-        "Most likely next token",
-        top_change(result),
-        help="The next token the model likes best with all heads on → with the chosen heads off.",
-    )
-    st.download_button(
-        "Download these probabilities as CSV",
-        _csv(result),
-        file_name="ablation_next_token.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key=Explore.ablation_csv,
-    )
+    top = {"token": result.top_tokens, "id": result.top_ids, "p_before": result.top_before, "p_after": result.top_after}
+    name, key = "ablation_next_token.csv", Explore.ablation_csv
+    csv_button("Download these probabilities as CSV", pd.DataFrame(top), name, key, index=False, float_format="%.8f")
 
 
 def _show_embedding(result) -> None:
     angle = math.degrees(math.acos(max(-1.0, min(1.0, result.cosine))))
-    cols = st.columns(2)
-    cols[0].metric(
-        "Cosine similarity, before vs after",
-        f"{result.cosine:.4f}",
-        help="1 = the sentence embedding points the same way; lower = the heads mattered more.",
-    )
-    cols[1].metric("Angle between them", f"{angle:.2f}°")
+    show_metrics({"Cosine similarity, before vs after": f"{result.cosine:.4f}", "Angle between them": f"{angle:.2f}°"})
     st.caption(
         "The sentence embedding is what MiniLM gives a search engine: the average of its last layer's token "
         "vectors, scaled to length 1. The cosine similarity compares its direction with all heads on and with the "

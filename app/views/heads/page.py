@@ -1,11 +1,9 @@
-"""Heads: every layer × head at once, what each head does (metrics), which heads are alike, comparisons, rollout.
-
-``main()`` draws the shared controls and builds a :class:`HeadsContext`; each tab of ``keys.TABS`` is a function
-of it in ``SECTIONS`` (``pickers.page_tabs``: only the open one runs).
-"""
+"""Heads: every layer × head at once, what each head does (metrics), which heads are alike, comparisons, rollout;
+each tab of ``keys.TABS`` is a function of a :class:`HeadsContext` in ``SECTIONS`` (only the open one runs)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import streamlit as st
@@ -29,8 +27,8 @@ from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, request_key
 from app.sidebar import synced
 from app.state import PERSIST, current_text
+from app.ui import export
 from app.ui.charts import fill_height, ready, show_chart
-from app.ui.export import head_json_button
 from app.ui.guard import attempt, calm_errors
 from app.ui.head_views import PHONE_TILES_PER_ROW, clicked_in, head_pills, model_view_spec
 from app.ui.heatmap import map_spec
@@ -50,8 +48,7 @@ WHOLE_MODEL_LIMIT = 2048  # tabs that need every head's full n×n pattern stop h
 
 def _select_clicked_head(n_layers: int, n_heads: int) -> None:
     """on_select of the model view: a clicked tile becomes the shared layer/head."""
-    picked = clicked_in(Heads.model_view, n_layers, n_heads)
-    if picked is not None:
+    if (picked := clicked_in(Heads.model_view, n_layers, n_heads)) is not None:
         open_head(*picked)
 
 
@@ -60,54 +57,40 @@ def model_view_section(ctx: HeadsContext) -> None:
     att = ctx.attention
     with st.spinner("Drawing every head…"):
         tiles, pooled = model_view_tiles(ctx.request)
-    n_heads = att.n_heads  # a callback, kept with the session's widgets, must not hold the trace
+    n_layers, n_heads = (
+        att.n_layers,
+        att.n_heads,
+    )  # a callback, kept with the session's widgets, must not hold the trace
+    chart = dict(key=Heads.model_view, selection_mode="points", config={"displayModeBar": False})
     if current().compact:  # a phone: one layer's heads three to a row (tiles large enough to tap) and a pill each
-        show_chart(
-            phone_grid_spec(tiles[ctx.layer : ctx.layer + 1], ctx.head),
-            key=Heads.model_view,
-            on_select=lambda: pick_grid_head(Heads.model_view, n_heads, PHONE_TILES_PER_ROW),
-            selection_mode="points",
-            config={"displayModeBar": False},
-        )
+        pick = partial(pick_grid_head, Heads.model_view, n_heads, PHONE_TILES_PER_ROW)
+        show_chart(phone_grid_spec(tiles[ctx.layer : ctx.layer + 1], ctx.head), on_select=pick, **chart)
         head_pills(Heads.grid_pills, att.n_heads, ctx.head)
         st.caption(
             f"The {att.n_heads} heads of layer {ctx.layer} (pick another layer above), three to a row: each tile "
             "is one head's pattern, coloured from 0 to its own maximum, so compare *shapes*. **Tap a head's "
             "button** to open it large below. On a wider screen every layer shows at once."
         )
-    else:
-        _whole_model_view(att, tiles, pooled, ctx)
-    _chosen_head(ctx)
-
-
-def _whole_model_view(att, tiles, pooled: bool, ctx: HeadsContext) -> None:
+        _chosen_head(ctx)
+        return
     view = ("heads_model_view", request_key(ctx.request), ctx.layer, ctx.head)  # everything it shows
     fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(ctx.layer, ctx.head)))  # once per process
-    n_layers, n_heads = att.n_layers, att.n_heads  # the callback, kept with the session's widgets, holds no trace
-    chart = dict(
-        key=Heads.model_view,
-        on_select=lambda: _select_clicked_head(n_layers, n_heads),
-        selection_mode="points",
-        config={"displayModeBar": False},
-    )
+    chart["on_select"] = partial(_select_clicked_head, n_layers, n_heads)
     if presenting():  # the projector: every layer on the screen, the grid as tall as the window less the controls
         st.html(map_css(Heads.grid_box, PRESENTER_GRID_OFF_PX))
         with st.container(key=Heads.grid_box):  # square tiles (scaleanchor): the grid narrows to fit the height
             show_chart(fill_height(ready(fig)), height="stretch", **chart)
     else:
         show_chart(fig, **chart)
+    blocks = f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
     st.caption(
         f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns). Each tile is one head's attention pattern: "
         "rows are queries, columns are keys, as in the large view. Every tile is coloured from 0 to its own maximum, "
-        "so compare *shapes*: a line just below the diagonal is a previous-token head, the diagonal itself a self head, a dark first column "
-        "a first-token/sink head, an even wash a broad head. **Click a tile** (or use Layer/Head above) to open it "
-        "large; the red frame marks the chosen head."
-        + (
-            f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
-            if pooled
-            else ""
-        )
+        "so compare *shapes*: a line just below the diagonal is a previous-token head, the diagonal itself a self "
+        "head, a dark first column a first-token/sink head, an even wash a broad head. **Click a tile** (or use "
+        "Layer/Head above) to open it large; the red frame marks the chosen head." + (blocks if pooled else "")
     )
+    _chosen_head(ctx)
 
 
 def _chosen_head(ctx: HeadsContext) -> None:
@@ -120,21 +103,16 @@ def _chosen_head(ctx: HeadsContext) -> None:
         ("heads_large", request_key(ctx.request), view, title), lambda: map_spec(data, title=title, scale=view.scale)
     )
     show_chart(outline(fig, data, focus()) if block_is_square(ctx.block) else fig, key=Heads.large)
+    pooled = "Long input: each cell is the largest weight of its block; open **Zoom** above the map for exact weights. "
     st.caption(
-        "The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. "
-        + says
-        + " "
+        f"The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. {says} "
         + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
-        + (
-            "Long input: each cell is the largest weight of its block; open **Zoom** above the map for exact weights. "
-            if data.pooled
-            else ""
-        )
+        + (pooled if data.pooled else "")
     )
     load = block_loader(ctx.request)
     csv_button(att, view, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
     settings = {"causal": bool(att.causal), "max_tokens": ctx.request.max_tokens}
-    head_json_button(ctx.request.model_id, att, view, ctx.block, data, settings, load, "heads")
+    export.head_json_button(ctx.request.model_id, att, view, ctx.block, data, settings, load, "heads")
 
 
 def metrics_section(ctx: HeadsContext) -> None:
@@ -171,14 +149,7 @@ def metrics_section(ctx: HeadsContext) -> None:
         "sink), broadness, self share, next-token share (self-attention), and alignment (cross-attention); "
         "**score** is that value (0–1)."
     )
-    st.download_button(
-        "Download the metrics as CSV",
-        lambda: frame.to_csv(index=False, float_format="%.6f").encode("utf-8"),
-        file_name="head_metrics.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        on_click="ignore",
-    )
+    export.csv_button("Download the metrics as CSV", frame, "head_metrics.csv", index=False, float_format="%.6f")
 
 
 def _best_heads(frame) -> None:

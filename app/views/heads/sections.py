@@ -17,6 +17,7 @@ from app.runtime.heads import (
 )
 from app.state import PERSIST, bounded, clamp, defaults
 from app.ui.charts import show_chart
+from app.ui.export import csv_button
 from app.ui.guard import show_error
 from app.ui.heatmap import attention_heatmap
 from app.ui.rollout_controls import discard_rule_picker, discard_sentence
@@ -55,36 +56,15 @@ def similarity_section(ctx: HeadsContext) -> None:
         st.info(
             f"Only the first {n_layers} of {att.n_layers} layers are compared (at most {SIMILARITY_MAX_HEADS} heads)."
         )
-    pairs = _closest_pairs(divergence, labels)
-    st.dataframe(
-        pairs,
-        hide_index=True,
-        key=Heads.pairs,
-        column_config={"JS divergence (nats)": st.column_config.NumberColumn(format="%.4f")},
-    )
+    rows, cols = np.triu_indices(len(labels), k=1)  # the closest pairs: the smallest divergences
+    best = np.argsort(divergence[rows, cols], kind="stable")[:10]
+    pairs = {"head A": [labels[i] for i in rows[best]], "head B": [labels[j] for j in cols[best]]}
+    pairs["JS divergence (nats)"] = divergence[rows[best], cols[best]]
+    js = {"JS divergence (nats)": st.column_config.NumberColumn(format="%.4f")}
+    st.dataframe(pd.DataFrame(pairs), hide_index=True, key=Heads.pairs, column_config=js)
     st.caption("The most alike pairs of heads (smallest divergence).")
     full = pd.DataFrame(divergence, index=labels, columns=labels)
-    st.download_button(
-        "Download the divergence matrix as CSV",
-        lambda: full.to_csv(float_format="%.6f").encode("utf-8"),
-        file_name="head_similarity.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        on_click="ignore",
-    )
-
-
-def _closest_pairs(divergence: np.ndarray, labels: list[str], count: int = 10) -> pd.DataFrame:
-    upper = np.triu_indices(len(labels), k=1)
-    values = divergence[upper]
-    best = np.argsort(values, kind="stable")[:count]
-    return pd.DataFrame(
-        {
-            "head A": [labels[upper[0][i]] for i in best],
-            "head B": [labels[upper[1][i]] for i in best],
-            "JS divergence (nats)": values[best],
-        }
-    )
+    csv_button("Download the divergence matrix as CSV", full, "head_similarity.csv", float_format="%.6f")
 
 
 def shared_top(*maps: np.ndarray) -> float:
@@ -123,21 +103,17 @@ def compare_section(ctx: HeadsContext) -> None:
     """Two heads side by side; then one head on two sentences with their difference."""
     att = ctx.attention
     st.subheader("Two heads, one sentence")
-    pick_a, pick_b = st.columns(2)
-    with pick_a:
-        a = _head_picker("Head A", Heads.cmp_a, att.n_layers, att.n_heads, (ctx.layer, ctx.head))
-    with pick_b:
-        b = _head_picker("Head B", Heads.cmp_b, att.n_layers, att.n_heads, (ctx.layer, (ctx.head + 1) % att.n_heads))
-    heads = {"A": a, "B": b}
+    starts = {"A": (Heads.cmp_a, ctx.head), "B": (Heads.cmp_b, (ctx.head + 1) % att.n_heads)}
+    heads = {}
+    for column, (name, (prefix, head)) in zip(st.columns(2), starts.items()):
+        with column:
+            heads[name] = _head_picker(f"Head {name}", prefix, att.n_layers, att.n_heads, (ctx.layer, head))
     side_maps(
         [one_head(f"{Heads.cmp}{n}", f"{n}: layer {ly}, head {h}", att, ly, h) for n, (ly, h) in heads.items()], 440
     )
     frame = head_metrics_table(ctx.request)
     st.dataframe(
-        _metric_rows(frame, heads),
-        hide_index=True,
-        key=Heads.cmp_metrics,
-        column_config=metric_columns(frame.columns),
+        _metric_rows(frame, heads), hide_index=True, key=Heads.cmp_metrics, column_config=metric_columns(frame.columns)
     )
     st.caption(
         "Two heads of the same model reading the same sentence. Heads in one layer see the same input but "
@@ -216,26 +192,11 @@ def rollout_section(ctx: HeadsContext) -> None:
     first = ctx.attention.tokens
     class_token = f"`{first.strings[0]}`" if len(first) and first.special[0] else "the first token"
     left, middle, right = st.columns([1, 1, 2])
-    with left:
-        fusion = st.selectbox(
-            "Head fusion",
-            FUSIONS,
-            key=Heads.fusion,
-            **PERSIST,
-            help="How the heads of a layer become one map: their mean (as in the paper), max or min.",
-        )
-    with middle:
-        st.slider(
-            "Discard the weakest share of weights",
-            0.0,
-            0.9,
-            0.0,
-            0.05,
-            key=Heads.discard,
-            **PERSIST,
-            help="Drops that share of each layer's smallest off-diagonal weights before rolling out; sharper "
-            "maps. The discard rule says which weights may go.",
-        )
+    says = "How the heads of a layer become one map: their mean (as in the paper), max or min."
+    fusion = left.selectbox("Head fusion", FUSIONS, key=Heads.fusion, **PERSIST, help=says)
+    says = "Drops that share of each layer's smallest off-diagonal weights before rolling out; sharper maps. The "
+    says += "discard rule says which weights may go."
+    middle.slider("Discard the weakest share of weights", 0.0, 0.9, 0.0, 0.05, key=Heads.discard, **PERSIST, help=says)
     with right:
         rule = discard_rule_picker(Heads.discard_rule, class_token)
     fusion = fusion if fusion in FUSIONS else "mean"

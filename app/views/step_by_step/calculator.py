@@ -1,7 +1,5 @@
-"""The Step-by-step calculator: type a tiny Q, K and V and watch every step of attention update
-(scores = Q Kᵀ → × scale → + mask → softmax → weights · V). The typed tables are checked on the server
-(``engine.analysis.stepwise.to_matrix``): a bad cell or size gives a message, not a traceback.
-"""
+"""The Step-by-step calculator: a typed tiny Q, K and V through every step (Q Kᵀ → × scale → + mask → softmax →
+· V); the tables are checked on the server (``stepwise.to_matrix``): a bad cell gives a message, not a traceback."""
 
 from __future__ import annotations
 
@@ -21,16 +19,6 @@ from engine.analysis.stepwise import attention_steps, calculator_example, to_mat
 SCALE_MAX = 3.0
 
 
-def editor_key(name: str, n: int, d: int) -> str:
-    """Key of one typed table; it changes with the size, so a new size starts from the example."""
-    return f"{Step.calc}{name.lower()}_{n}x{d}"
-
-
-def scale_key(d: int) -> str:
-    """Key of the scale slider; one per width so its default follows 1/√d_k."""
-    return f"{Step.calc_scale}{d}"
-
-
 def _scale(value, d: int) -> float:
     """The slider's value, checked server-side: finite and inside [0, SCALE_MAX], else 1/√d."""
     try:
@@ -48,13 +36,9 @@ def _editors(tokens: tuple[str, ...], examples: dict[str, np.ndarray], n: int, d
         with col:
             st.markdown(f"**{name}**")
             frame = pd.DataFrame(matrix, index=list(tokens), columns=columns)
-            edited[name] = st.data_editor(
-                frame,
-                key=editor_key(name, n, d),
-                num_rows="fixed",
-                column_config=config,
-                alt=f"{name}: one row per token, {d} numbers each",
-            )
+            key = f"{Step.calc}{name.lower()}_{n}x{d}"  # a new size starts from the example
+            alt = f"{name}: one row per token, {d} numbers each"
+            edited[name] = st.data_editor(frame, key=key, num_rows="fixed", column_config=config, alt=alt)
     return edited
 
 
@@ -66,21 +50,14 @@ def calculator() -> None:
     d = clamp(Step.calc_width, 2, 4)
     size[0].number_input("Tokens", min_value=3, max_value=5, step=1, key=Step.calc_tokens, **PERSIST)
     size[1].number_input("Vector width d_k", min_value=2, max_value=4, step=1, key=Step.calc_width, **PERSIST)
-    settle(scale_key(d), _scale(st.session_state.get(scale_key(d), 1 / math.sqrt(d)), d))
-    with size[2]:
-        st.slider(
-            "Scale (like 1 / temperature)",
-            min_value=0.0,
-            max_value=SCALE_MAX,
-            step=0.01,
-            key=scale_key(d),
-            **PERSIST,
-            help=f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights "
-            "(low temperature); 0 = every key the same weight (infinite temperature).",
-        )
+    scale_key = f"{Step.calc_scale}{d}"  # one per width: its default follows 1/√d_k
+    settle(scale_key, _scale(st.session_state.get(scale_key, 1 / math.sqrt(d)), d))
+    says = f"Multiplies QKᵀ. Default 1/√d_k = {1 / math.sqrt(d):.4f}. Higher = sharper weights (low temperature); "
+    says += "0 = every key the same weight (infinite temperature)."
+    size[2].slider("Scale (like 1 / temperature)", 0.0, SCALE_MAX, step=0.01, key=scale_key, **PERSIST, help=says)
     help_causal = "Each token may look only at itself and earlier tokens."
     causal = bool(size[3].toggle("Causal mask (M)", value=False, key=Step.calc_causal, **PERSIST, help=help_causal))
-    scale = _scale(st.session_state.get(scale_key(d)), d)
+    scale = _scale(st.session_state.get(scale_key), d)
 
     tokens, q0, k0, v0 = calculator_example(n, d)
     edited = _editors(tokens, {"Q": q0, "K": k0, "V": v0}, n, d)

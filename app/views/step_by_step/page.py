@@ -1,9 +1,5 @@
-"""Step by step: what Q, K, V and the softmax do, number by number, for one query token.
-
-z(i) = softmax(q(i)·Kᵀ · scale + bias + mask) V — every number on this page is read from the
-trace (its Q, K, V, scale, mask and ALiBi bias) through ``engine.analysis.stepwise``; a calculator
-at the bottom runs the same steps on tiny tables the student types.
-"""
+"""Step by step: z(i) = softmax(q(i)·Kᵀ · scale + bias + mask) V for one query token, every number read from the
+trace through ``engine.analysis.stepwise``; a calculator below runs the same steps on tiny typed tables."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
 from app.state import PERSIST, clamp, current_text, default_from
 from app.ui.export import json_button, steps_record
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.linked_tokens import focus, set_focus
 from app.ui.safe_text import md, quoted
 from app.ui.theme import controls as folded_controls
@@ -52,16 +48,9 @@ def pick_query(labels: list[str], strings, linked: bool = True) -> int:
         if linked:
             set_focus(st.session_state.get(Step.query))
 
-    query = st.selectbox(
-        "Query token",
-        list(range(n)),
-        format_func=lambda i: labels[i],
-        key=Step.query,
-        **PERSIST,
-        on_change=share,
-        help="The token whose attention is worked out below: where does it look, and what does it get?",
-    )
-    return int(query)
+    says = "The token whose attention is worked out below: where does it look, and what does it get?"
+    kwargs = dict(format_func=labels.__getitem__, key=Step.query, on_change=share, help=says)
+    return int(st.selectbox("Query token", range(n), **kwargs, **PERSIST))
 
 
 def walkthrough() -> None:
@@ -72,20 +61,15 @@ def walkthrough() -> None:
             examples_picker(model_id, card)  # curated sentences per phenomenon; a closed vocabulary's words
     if card is None:
         return
-    text = current_text()
-    family = card.family
     controls = st.columns([1, 1, 2, 2])
     with controls[3]:
-        causal = None if family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
-    try:
-        with st.spinner("Running the model…"):
-            request = TraceRequest(model_id, text, causal, max_tokens)
-            trace = get_trace(request)
-        with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
-            block = pick_block(list(trace.attention_blocks()), key=Step.block)
-        attention = attention_block(trace, block)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+        causal = None if card.family == "encoder-decoder" else causal_toggle(model_id, card.default_causal)
+    request = TraceRequest(model_id, current_text(), causal, max_tokens)
+    if (trace := attempt(lambda: get_trace(request), "Running the model…")) is None:
+        return
+    with controls[3]:  # an encoder-decoder's encoder, decoder or cross-attention (the decoder is the causal one)
+        block = pick_block(list(trace.attention_blocks()), key=Step.block)
+    if (attention := attempt(lambda: attention_block(trace, block))) is None:
         return
     layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
     labels = token_labels(attention.tokens.strings)
@@ -103,13 +87,9 @@ def walkthrough() -> None:
         f"**{md(labels[query])}**" + (" · causal mask on" if attention.causal else "")
     )
     render_steps(attention, steps, key_labels, query, head, query_label=labels[query])
-    st.download_button(
-        "Download these steps as CSV",
-        steps_csv(steps, key_labels),
-        icon=":material/download:",
-        file_name=f"steps_L{layer}_H{head}_q{query}.csv",
-        mime="text/csv",
-    )
+    name = f"steps_L{layer}_H{head}_q{query}"
+    csv = steps_csv(steps, key_labels)
+    st.download_button("Download these steps as CSV", csv, f"{name}.csv", "text/csv", icon=":material/download:")
     settings = {"causal": bool(attention.causal), "max_tokens": max_tokens}
     link = current_link("step_by_step")
     load = block_loader(request.with_block(block))  # the button holds the request, not the trace
@@ -117,7 +97,7 @@ def walkthrough() -> None:
     json_button(
         "Download the numbers as JSON",
         lambda: steps_record(model_id=model_id, att=load(), steps=steps, settings=settings, link=link, **where),
-        f"steps_L{layer}_H{head}_q{query}.json",
+        f"{name}.json",
         key=Step.json,
     )
 

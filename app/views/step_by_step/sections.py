@@ -1,9 +1,5 @@
-"""The six sections of the Step-by-step page for one query token.
-
-    1 q, K, V  →  2 q·k  →  3 × scale  →  4 + bias + mask  →  5 softmax (table and bars)  →  6 z = Σ w·v
-
-Every number comes from an ``AttentionSteps`` read from the trace (``data.query_steps``).
-"""
+"""The six sections of the Step-by-step page for one query token, read from an ``AttentionSteps``
+(``engine.analysis.stepwise.query_steps``): 1 q, K, V → 2 q·k → 3 × scale → 4 + bias + mask → 5 softmax → 6 z."""
 
 from __future__ import annotations
 
@@ -26,15 +22,14 @@ def render_steps(trace, steps, labels: list[str], query: int, head: int, query_l
     ``query_label`` the query (cross-attention's query is an output token)."""
     query_label = labels[query] if query_label is None else query_label
     show_qkv(trace, steps, labels, query, query_label)
-    left, right = st.columns(2, gap="large")
-    with left:
+    two, three, four, five = (*st.columns(2, gap="large"), *st.columns(2, gap="large"))
+    with two:
         show_dot_products(steps, labels, query)
-    with right:
+    with three:
         show_scaling(trace, steps, labels)
-    left, right = st.columns(2, gap="large")
-    with left:
+    with four:
         show_masking(trace, steps, labels, query, head)
-    with right:
+    with five:
         show_softmax(steps, labels)
     show_weights_chart(steps, labels, query_label)
     show_output(trace, steps, labels, query, query_label)
@@ -57,17 +52,13 @@ def show_qkv(trace, steps, labels: list[str], query: int, query_label: str) -> N
     with right:
         st.markdown("**V**: one value per token")
         show_vectors("V", steps.v, labels, key=Step.v, height=TABLE_HEIGHT)
-    rope = (
-        " For this RoPE model q and k are already rotated by their positions."
-        if trace.pos_encoding_kind == "rope"
-        else ""
-    )
+    rope = " For this RoPE model q and k are already rotated by their positions."
     st.caption(
         f"Every token's vector is multiplied by three learned matrices. The **query** says what token {query} is "
         "looking for, each **key** what a token offers, each **value** what a token hands over when it is looked at. "
         f"This head works in d_head = {d} dimensions"
         + (f"; the tables show the first 8, open the expanders for all {d}." if d > 8 else ".")
-        + rope
+        + (rope if trace.pos_encoding_kind == "rope" else "")
     )
 
 
@@ -140,15 +131,9 @@ def show_masking(trace, steps, labels: list[str], query: int, head: int) -> None
 
 def show_softmax(steps, labels: list[str]) -> None:
     step_heading(5, "Softmax", r"w_{ij} = \frac{e^{\tilde s_{ij}}}{\sum_{j'} e^{\tilde s_{ij'}}}")
-    frame = frame_table(
-        {
-            "softmax input": text_column(steps.masked[0]),
-            "exp(x − max)": rounded(steps.exp[0]),
-            "weight": rounded(steps.weights[0]),
-        },
-        labels,
-    )
-    st.dataframe(frame, key=Step.weights, height=TABLE_HEIGHT)
+    columns = {"softmax input": text_column(steps.masked[0]), "exp(x − max)": rounded(steps.exp[0])}
+    columns["weight"] = rounded(steps.weights[0])
+    st.dataframe(frame_table(columns, labels), key=Step.weights, height=TABLE_HEIGHT)
     st.caption(
         "Take e to the power of each score (minus the row's largest, which changes nothing but avoids overflow) and "
         f"divide by their total: the weights are positive and sum to {steps.weights[0].sum():.4f}."

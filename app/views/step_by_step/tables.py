@@ -1,8 +1,5 @@
-"""Tables and the weights chart of the Step-by-step page (the numbers: ``engine.analysis.stepwise.AttentionSteps``).
-
-Numbers are rounded to ``DECIMALS``; columns that can hold −∞ (the mask, the softmax input) are text, so "−∞" reads
-as such. Token labels in Plotly are HTML-escaped.
-"""
+"""Tables and the weights chart of the Step-by-step page (``engine.analysis.stepwise.AttentionSteps``): numbers
+rounded to ``DECIMALS``; columns that can hold −∞ (the mask, the softmax input) are text; Plotly labels escaped."""
 
 from __future__ import annotations
 
@@ -25,23 +22,18 @@ BAR_COLOR = "#1f77b4"
 BLOCKED_COLOR = "#bdbdbd"
 
 
+INFINITIES = {MINUS_INF: -np.inf, "+∞": np.inf}
+
+
 def fmt(value: float) -> str:
     """One number for a text column: ``−∞`` / ``+∞`` or rounded to ``DECIMALS``."""
-    if np.isneginf(value):
-        return MINUS_INF
-    if np.isposinf(value):
-        return "+∞"
-    return f"{float(value):.{DECIMALS}f}"
+    return (MINUS_INF if value < 0 else "+∞") if np.isinf(value) else f"{float(value):.{DECIMALS}f}"
 
 
 def parse(text: str) -> float:
     """Inverse of :func:`fmt` (tests read the tables back with it)."""
     text = str(text).strip()
-    if text == MINUS_INF:
-        return -np.inf
-    if text == "+∞":
-        return np.inf
-    return float(text)
+    return INFINITIES[text] if text in INFINITIES else float(text)
 
 
 def text_column(values: np.ndarray) -> list[str]:
@@ -84,45 +76,20 @@ def weights_bar(weights: np.ndarray, key_labels: list[str], blocked: np.ndarray,
     labels = [safe_label(t) for t in key_labels]
     n = len(labels)
     step = max(1, -(-n // 60))  # at most ~60 tick labels
-    fig = go.Figure(
-        go.Bar(
-            x=list(range(n)),
-            y=np.asarray(weights, dtype=float),
-            marker_color=[BLOCKED_COLOR if b else BAR_COLOR for b in blocked],
-            customdata=np.array(
-                [[lab, "blocked by the mask" if b else ""] for lab, b in zip(labels, blocked)], dtype=object
-            ),
-            hovertemplate="key %{x} <b>%{customdata[0]}</b><br>weight %{y:.4f} %{customdata[1]}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title=dict(text=html.escape(title, quote=True), x=0.0, font=dict(size=15)),
-        height=360,
-        margin=dict(l=10, r=10, t=40, b=10),
-        xaxis=dict(
-            title="key token (attended to)",
-            tickmode="array",
-            tickvals=list(range(0, n, step)),
-            ticktext=labels[::step],
-            tickangle=-60,
-        ),
-        yaxis=dict(title="softmax weight", range=[0, 1.02]),
-        bargap=0.15,
-    )
-    return fig
+    ticks = dict(tickmode="array", tickvals=list(range(0, n, step)), ticktext=labels[::step])
+    hover = "key %{x} <b>%{customdata[0]}</b><br>weight %{y:.4f} %{customdata[1]}<extra></extra>"
+    notes = np.array([[lab, "blocked by the mask" if b else ""] for lab, b in zip(labels, blocked)], dtype=object)
+    colours, y = [BLOCKED_COLOR if b else BAR_COLOR for b in blocked], np.asarray(weights, dtype=float)
+    fig = go.Figure(go.Bar(x=list(range(n)), y=y, marker_color=colours, customdata=notes, hovertemplate=hover))
+    title = dict(text=html.escape(title, quote=True), x=0.0, font=dict(size=15))
+    fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40, b=10), bargap=0.15)
+    xaxis = dict(title="key token (attended to)", tickangle=-60, **ticks)
+    return fig.update_layout(xaxis=xaxis, yaxis=dict(title="softmax weight", range=[0, 1.02]))
 
 
 def steps_csv(steps, key_labels: list[str]) -> bytes:
     """One query's steps as CSV (full precision; −∞ written as ``-inf``)."""
-    frame = pd.DataFrame(
-        {
-            "key": key_labels,
-            "q_dot_k": steps.raw[0],
-            "scaled": steps.scaled[0],
-            **({"bias": steps.bias[0]} if steps.bias is not None else {}),
-            "mask": steps.mask[0],
-            "softmax_input": steps.masked[0],
-            "weight": steps.weights[0],
-        }
-    )
-    return frame.to_csv(index=False, float_format="%.8g").encode("utf-8")
+    columns = {"key": key_labels, "q_dot_k": steps.raw[0], "scaled": steps.scaled[0]}
+    columns |= {"bias": steps.bias[0]} if steps.bias is not None else {}
+    columns |= {"mask": steps.mask[0], "softmax_input": steps.masked[0], "weight": steps.weights[0]}
+    return pd.DataFrame(columns).to_csv(index=False, float_format="%.8g").encode("utf-8")
