@@ -1,23 +1,11 @@
 // One layer's attention heads drawn in the browser: a head, a layer or a highlighted token changes here, in the
-// same frame, with no message to the server. The data comes as bytes (app/ui/layer_view.py): a 4-byte length, a
-// JSON header, then every head's cells as little-endian float16 (NaN where the mask blocks a cell).
-// The view owns ?layer, ?head and ?focus in the address bar while it is on the page: Streamlit rewrites the
-// query string from the server's copy, so every write is merged with the view's parameters (see DESIGN.md).
+// same frame, with no message to the server. The data comes as bytes (engine/views/layer_view.py): a 4-byte length,
+// a JSON header, then every head's cells as little-endian uint16 counts of the header's step (0xFFFF: blocked).
+// On a page the view owns ?layer, ?head and ?focus in the address bar: Streamlit rewrites the query string from
+// the server's copy, so every write is merged with the view's parameters. In a notebook it leaves the URL alone.
 
 const views = new Map(); // component key → its view's state (kept across the server's reruns)
 let historyWrapped = false;
-
-const F16 = (() => {
-  // every float16 bit pattern's value, once
-  const table = new Float32Array(65536);
-  for (let h = 0; h < 65536; h++) {
-    const sign = h & 0x8000 ? -1 : 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-    table[h] = exp === 0 ? sign * 2 ** -14 * (frac / 1024)
-      : exp === 31 ? (frac ? NaN : sign * Infinity)
-      : sign * 2 ** (exp - 15) * (1 + frac / 1024);
-  }
-  return table;
-})();
 
 function decode(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -31,7 +19,8 @@ function decode(bytes) {
     const z = new Float32Array(cells);
     let top = 0;
     for (let c = 0; c < cells; c++) {
-      z[c] = F16[bits[i * cells + c]];
+      const count = bits[i * cells + c];
+      z[c] = count === 0xffff ? NaN : count * header.step;
       if (z[c] > top) top = z[c];
     }
     heads.push({ z, top: top || 1 });
@@ -104,13 +93,14 @@ export default function (component) {
   const state = fresh ? { layer: d.layer, head: d.head, focus: d.focus } : known;
   state.server = { layer: d.layer, head: d.head, focus: d.focus };
   state.live = true;
-  state.params = () => ({
+  const owns = Boolean(d.params); // a page's view keeps its URL parameters; a notebook's leaves the address bar alone
+  state.params = () => owns ? {
     [d.params.layer]: String(state.layer),
     [d.params.head]: String(state.head),
     [d.params.focus]: state.focus === null ? null : String(state.focus),
-  });
+  } : {};
   views.set(key, state);
-  wrapHistory();
+  if (owns) wrapHistory();
   const layerIndex = () => Math.max(0, d.layers.indexOf(state.layer));
   const head = () => d.heads[layerIndex() * d.n_heads + state.head];
 
@@ -231,7 +221,7 @@ export default function (component) {
 
   function choose(change) {
     Object.assign(state, change);
-    history.pushState(history.state, "", window.location.href); // a new entry: Back walks the views
+    if (owns) history.pushState(history.state, "", window.location.href); // a new entry: Back walks the views
     draw();
   }
 
@@ -281,13 +271,13 @@ export default function (component) {
     state.focus = read(d.params.focus, d.rows);
     draw();
   };
-  window.addEventListener("popstate", onPop);
+  if (owns) window.addEventListener("popstate", onPop);
   caption.textContent = d.caption;
   tip.hidden = true;
   const resized = new ResizeObserver(() => draw());
   resized.observe(box);
   draw();
-  history.replaceState(history.state, "", window.location.href); // the address bar says what is drawn
+  if (owns) history.replaceState(history.state, "", window.location.href); // the address bar says what is drawn
   return () => {
     resized.disconnect();
     window.removeEventListener("popstate", onPop);
