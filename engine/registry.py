@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sysconfig
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -16,8 +17,16 @@ from engine.families import FAMILIES, KINDS
 from engine.records import ModelSpec, ModelUnavailableError
 from engine.text import quote_input
 
+#: the shipped files (checkpoints, snapshots, curves, lessons): ``assets/`` beside ``engine/`` in a checkout or an
+#: editable install, else where ``pip install .`` put them (pyproject.toml's data-files: ``<prefix>/share/...``)
+CHECKOUT = Path(__file__).resolve().parents[1] / "assets"
+INSTALLED = tuple(
+    Path(sysconfig.get_path("data", scheme)) / "share" / "attention-playground" / "assets"
+    for scheme in (sysconfig.get_default_scheme(), sysconfig.get_preferred_scheme("user"))
+)
+ASSETS = next((folder for folder in (CHECKOUT, *INSTALLED) if (folder / "checkpoints").is_dir()), CHECKOUT)
 #: where our own trained checkpoints live (``python -m engine.training.pretrain NAME`` writes them)
-CHECKPOINTS = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"
+CHECKPOINTS = ASSETS / "checkpoints"
 
 MINILM = ModelSpec(
     id="minilm",

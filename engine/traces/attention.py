@@ -237,6 +237,12 @@ class AttentionTrace:
         norms = self.output_norms(layer, head)
         return (self.pattern(layer, head) * norms[None, :]).astype(np.float32)
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the trace as the in-browser view of every layer and head (offline)."""
+        from engine.views.layer_view import show  # the view's module reads its script files: only when drawn
+
+        return show(self)._repr_html_()
+
     def window_of(self, layer: int) -> int | None:
         """The sliding-window size of ``layer``, or None."""
         layer = self._layer(layer)

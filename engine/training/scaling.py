@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.analysis.scaling_laws import FLOPS_PER_TOKEN_PER_PARAM, FORMAT, Run, analyse
+from engine.registry import ASSETS
 
-ROOT = Path(__file__).resolve().parents[2]
-CURVES = ROOT / "assets" / "scaling" / "stories-scaling.json"
+CURVES = ASSETS / "scaling" / "stories-scaling.json"
 COMMAND = "python -m engine.training.scaling"
 
 

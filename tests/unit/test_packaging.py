@@ -1,4 +1,5 @@
-"""The project as a package (pyproject.toml): what ``pip install -e .`` would install, without installing.
+"""The project as a package (pyproject.toml): what ``pip install -e .`` would install, read without installing, and
+one wheel built and installed into a scratch environment (``pip install .``).
 
 setuptools reads pyproject.toml here exactly as a build would (package discovery, the dependencies read
 from requirements.txt), so these checks see the real metadata: engine/ and app/ with every subpackage,
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
 import sys
 import threading
 import tomllib
+import venv
 from importlib import metadata
 from pathlib import Path
 
@@ -222,3 +225,32 @@ def test_the_server_runs_its_event_loop_on_uvloop():
     thread.start()
     thread.join(30)
     assert seen and seen[0].__module__.startswith("uvloop"), seen
+
+
+def test_a_wheel_install_runs_the_engine_with_its_checkpoints_and_view(tmp_path):
+    """``pip install .`` (not ``-e``): the wheel's engine, away from the checkout, loads a shipped checkpoint from
+    the installed assets and draws the notebook view from its installed script."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", tmp_path, ROOT],
+        check=True,
+        capture_output=True,
+    )
+    venv.create(tmp_path / "env", system_site_packages=True, with_pip=False)  # torch and the rest from here
+    python = tmp_path / "env" / "bin" / "python"
+    wheel = next(tmp_path.glob("attention_playground-*.whl"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel],
+        check=True,
+        capture_output=True,
+    )
+    script = (
+        "import base64, engine, engine.registry, engine.views, engine.views.layer_view as lv\n"
+        "trace = engine.trace(engine.load('tiny-gpt-stories'), 'Lily found a ball.')\n"
+        "inlined = 'export default' in lv.JS and base64.b64encode(lv.JS.encode()).decode() in engine.views.show(trace)._repr_html_()\n"
+        "print(engine.__file__, engine.registry.ASSETS, trace.n_layers, inlined)\n"
+    )
+    out = subprocess.run(
+        [python, "-c", script], cwd=tmp_path, check=True, capture_output=True, text=True
+    ).stdout.split()
+    env = str(tmp_path / "env")
+    assert out[0].startswith(env) and out[1].startswith(env) and out[2:] == ["3", "True"]

@@ -20,6 +20,7 @@ import torch
 
 from engine.analysis.induction import EARLY, LATE, icl_score, phase_change_step
 from engine.checkpoint import save_checkpoint
+from engine.registry import ASSETS
 from engine.training.induction import (
     CONTEXT,
     DEFAULT_BATCH,
@@ -41,7 +42,7 @@ from engine.training.induction import (
 from engine.training.recipes.common import Run, log_line, run_fields
 
 NAME = "induction-2l-attn-only"
-SNAPSHOTS = Path(__file__).resolve().parents[3] / "assets" / "snapshots"
+SNAPSHOTS = ASSETS / "snapshots"
 
 
 def _moment(point: InductionPoint) -> dict:

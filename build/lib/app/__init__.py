@@ -1,0 +1,1 @@
+"""Attention Playground's Streamlit UI (pages, render helpers, cached engine calls)."""

@@ -1,0 +1,188 @@
+"""Connections to the class store: SQLite (WAL, ``synchronous=NORMAL``) or PostgreSQL, behind one small interface.
+
+Constant statements with ``?`` placeholders run on either (``%s`` for psycopg); values always travel as parameters.
+Connections are pooled, one thread at a time each. Any failure to reach the database becomes
+:class:`StoreUnavailable`, whose message a page shows; the cause goes to the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+BUSY_S = 10.0  # seconds a SQLite writer waits for another process's write
+CONNECT_S = 5  # seconds to reach PostgreSQL before the page is told the store is away
+
+Run = Callable[[str, Sequence[Any]], list[tuple]]
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be reached (a missing or read-only data directory, a database that is down)."""
+
+    MESSAGE = (
+        "The class store cannot be reached right now, so rooms and polls are paused. Your pages still work; "
+        "try again in a minute, and if it lasts, tell whoever runs this server."
+    )
+
+    def __init__(self, message: str = MESSAGE) -> None:
+        super().__init__(message)
+
+
+class _Pooled:
+    """Open connections kept for the next caller (Streamlit runs each rerun in a new thread), each used by one thread
+    at a time; a connection that failed is closed instead of kept. A database gives ``_open``, ``_begin``, ``_end``
+    (commit, or roll back on an exception) and ``_execute``."""
+
+    errors: tuple[type[BaseException], ...] = ()  # what opening a connection can raise
+    KEEP = 8  # idle connections kept per store
+
+    def __init__(self) -> None:
+        self._free: list[Any] = []
+        self._lock = threading.Lock()
+
+    def _usable(self, conn: Any) -> bool:
+        return True
+
+    def _take(self) -> Any:
+        with self._lock:
+            conn = self._free.pop() if self._free else None
+        if conn is not None and self._usable(conn):
+            return conn
+        if conn is not None:
+            _close(conn)
+        try:
+            return self._open()
+        except self.errors as exc:
+            raise _unavailable(exc) from exc
+
+    def _give(self, conn: Any, broken: bool = False) -> None:
+        if not broken:
+            with self._lock:
+                if len(self._free) < self.KEEP:
+                    self._free.append(conn)
+                    return
+        _close(conn)
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """One statement in its own transaction; the rows it returns (none for a write)."""
+        conn = self._take()
+        try:
+            rows = self._rows(conn, sql, params)
+        except StoreUnavailable:
+            self._give(conn, broken=True)
+            raise
+        self._give(conn)
+        return rows
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Run]:
+        """A write transaction through the function it yields: committed at the end, rolled back if it raises."""
+        conn = self._take()
+        try:
+            tx = self._begin(conn)
+        except self.errors as exc:
+            self._give(conn, broken=True)
+            raise _unavailable(exc) from exc
+        try:
+            yield lambda sql, params=(): self._rows(conn, sql, params)
+        except BaseException as exc:
+            with contextlib.suppress(*self.errors):
+                self._end(conn, tx, exc)
+            self._give(conn, broken=isinstance(exc, (StoreUnavailable, *self.errors)))
+            raise
+        try:
+            self._end(conn, tx, None)
+        except self.errors as exc:
+            self._give(conn, broken=True)
+            raise _unavailable(exc) from exc
+        self._give(conn)
+
+    def _rows(self, conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+        try:
+            return self._execute(conn, sql, tuple(params))
+        except self.errors as exc:
+            raise _unavailable(exc) from exc
+
+
+def _close(conn: Any) -> None:
+    with contextlib.suppress(Exception):
+        conn.close()
+
+
+class Sqlite(_Pooled):
+    """The embedded default: one file, WAL mode, pooled connections."""
+
+    kind = "sqlite"
+    lock_schema = None  # BEGIN IMMEDIATE already serialises writers
+    errors = (OSError, sqlite3.Error)
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # the write lock is taken at once, so read-then-write is safe
+
+    def _end(self, conn: sqlite3.Connection, tx: None, exc: BaseException | None) -> None:
+        conn.execute("ROLLBACK" if exc else "COMMIT")
+
+    @staticmethod
+    def _execute(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
+        return conn.execute(sql, params).fetchall()
+
+
+class Postgres(_Pooled):
+    """PostgreSQL through psycopg 3 (``AP_DATABASE_URL``), autocommit outside explicit transactions."""
+
+    kind = "postgresql"
+    lock_schema = "LOCK TABLE schema_version IN EXCLUSIVE MODE"  # one process migrates at a time
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        super().__init__()
+        self.url = url
+        self.errors = (psycopg.Error,)
+
+    def _open(self):
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_S)
+
+    def _usable(self, conn) -> bool:
+        return not (conn.closed or conn.broken)
+
+    def _begin(self, conn):
+        tx = conn.transaction()
+        tx.__enter__()
+        return tx
+
+    def _end(self, conn, tx, exc: BaseException | None) -> None:
+        tx.__exit__(*((type(exc), exc, exc.__traceback__) if exc else (None, None, None)))
+
+    @staticmethod
+    def _execute(conn, sql: str, params: tuple) -> list[tuple]:
+        cur = conn.execute(sql.replace("?", "%s"), params)
+        return cur.fetchall() if cur.description else []
+
+
+def _unavailable(exc: BaseException) -> StoreUnavailable:
+    """Log the cause (with its traceback) and return the calm error a page shows."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    log.warning("class store unavailable: %s: %s", type(exc).__name__, exc, exc_info=exc)
+    return StoreUnavailable()

@@ -1,0 +1,324 @@
+"""``show_chart``: the one way pages put a Plotly figure on screen, themed and with a PNG/SVG download. A figure is
+themed as its JSON dict, once, in a read-only :class:`ReadyFigure` that may be sent to every session."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import re
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.state import Look
+from app.ui import theme
+
+#: pixels of the exported picture when the chart does not fix its own width (a 16:9 slide's width)
+EXPORT_WIDTH = 1600
+SCALE_PNG = 2  # PNGs at twice the size: sharp on a projector; SVG is vector and needs none
+
+
+class ReadyFigure(go.Figure):
+    """A themed figure already in Plotly's JSON form: ``to_dict()`` answers the dict it holds. Read-only."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:  # noqa: D107 — go.Figure's own init is skipped on purpose
+        self._spec = spec
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self._spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._spec
+
+    def to_plotly_json(self) -> dict[str, Any]:
+        return self._spec
+
+    def __repr__(self) -> str:
+        return f"ReadyFigure({self._spec.get('layout', {}).get('title', {}).get('text', '')!r})"
+
+
+_TEMPLATE: list[dict] = []
+
+
+def _default_template() -> dict[str, Any]:
+    """Plotly's default template, made once, shared, never changed."""
+    if not _TEMPLATE:
+        _TEMPLATE.append(go.Figure().to_dict()["layout"]["template"])
+    return _TEMPLATE[0]
+
+
+_LEAN: dict[tuple[frozenset[str], bool], dict[str, Any]] = {}
+#: what of the default template's layout is colour defaults for traces (the traces' colours, colour scales)
+_TRACE_COLOURS = ("colorway", "colorscale", "coloraxis")
+
+
+def _own_colours(trace: Any) -> bool:
+    """A trace that reads no colour of the template: a heatmap with its own scale, or markers in one colour."""
+    if not isinstance(trace, dict):
+        return False
+    if trace.get("type") == "heatmap":
+        return trace.get("colorscale") is not None and "coloraxis" not in trace
+    marker = trace.get("marker")
+    return (
+        trace.get("type") == "scatter"
+        and trace.get("mode") == "markers"
+        and isinstance(marker, dict)
+        and isinstance(marker.get("color"), str)
+    )
+
+
+def lean_template(fig: ReadyFigure) -> ReadyFigure:
+    """A new ``fig`` whose default template keeps only the trace types it draws, and no colours when no trace reads
+    them (the rest is bytes to hash and send). A figure with a template of its own is returned as it is."""
+    layout = fig.spec.get("layout")
+    template = layout.get("template") if isinstance(layout, dict) else None
+    default = _default_template()
+    if not isinstance(template, dict) or not (template is default or template == default):
+        return fig
+    traces = fig.spec.get("data") or ()
+    types = frozenset(str(trace.get("type") or "scatter") for trace in traces if isinstance(trace, dict))
+    colourless = bool(traces) and all(_own_colours(trace) for trace in traces)
+    lean = _LEAN.get((types, colourless))
+    if lean is None:
+        data = default.get("data", {})
+        lean = {**default, "data": {name: data[name] for name in data if name in types}}
+        if colourless:
+            lean["layout"] = {k: v for k, v in lean.get("layout", {}).items() if k not in _TRACE_COLOURS}
+            lean["data"] = {
+                name: [{k: v for k, v in d.items() if k != "colorscale"} for d in defaults]
+                for name, defaults in lean["data"].items()
+            }
+        _LEAN[(types, colourless)] = lean  # a few kinds of figure in all: kept for the process, never changed
+    return ReadyFigure({**fig.spec, "layout": {**layout, "template": lean}})
+
+
+def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure:
+    """``fig`` (a ``go.Figure``, or a builder's plain dict, taken over) as a themed :class:`ReadyFigure`, in the
+    session's theme unless ``look`` is given."""
+    if isinstance(fig, ReadyFigure):
+        return fig
+    if isinstance(fig, dict):
+        typed_arrays(fig)
+        layout = fig.setdefault("layout", {})
+        layout.setdefault("template", _default_template())
+        return lean_template(ReadyFigure(theme.style(fig, look)))
+    return lean_template(ReadyFigure(theme.style(fig.to_dict(), look)))
+
+
+#: numpy dtype → plotly.js typed-array type ("int8" → "i1", "float32" → "f4": the dtypes plotly.js reads)
+_TYPED = {
+    name: np.dtype(name).str[1:]
+    for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64")
+}
+_NOT_ARRAYS = frozenset({"geojson", "layer", "layers", "range"})  # keys Plotly's encoder leaves as they are
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def typed_arrays(obj: Any) -> None:
+    """Every numpy array in a figure's dict as a plotly.js typed array, in place, as Plotly's ``to_dict`` writes it
+    (walking only dicts and lists); other array-likes go to Plotly's encoder."""
+    from _plotly_utils.basevalidators import is_homogeneous_array
+    from _plotly_utils.utils import to_typed_array_spec
+
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in _NOT_ARRAYS or isinstance(value, _SCALARS):
+                continue
+            if isinstance(value, np.ndarray) and value.size and value.dtype.isnative:
+                value = _narrowed(value)
+                short = _TYPED.get(value.dtype.name)
+                if short is not None:
+                    obj[key] = {
+                        "dtype": short,
+                        "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii"),
+                        **({"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {}),
+                    }
+                    continue
+            if isinstance(value, (dict, list, tuple)):
+                typed_arrays(value)
+            elif is_homogeneous_array(value):
+                obj[key] = to_typed_array_spec(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            if isinstance(value, (dict, list, tuple)):
+                typed_arrays(value)
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """64-bit integers as the narrowest integer type that holds them (plotly.js has none of 64 bits)."""
+    kind = values.dtype.name
+    if kind not in ("int64", "uint64"):
+        return values
+    low, high = values.min(), values.max()
+    for narrow in ("uint8", "uint16", "uint32") if kind == "uint64" else ("int8", "int16", "int32"):
+        limits = np.iinfo(narrow)
+        if limits.min <= low and high <= limits.max:
+            return values.astype(narrow)
+    return values
+
+
+def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:
+    """A new figure: ``fig`` plus ``shapes`` on top (``fig``, perhaps shared, is not changed)."""
+    if not shapes:
+        return fig
+    layout = fig.spec.get("layout", {})
+    return ReadyFigure({**fig.spec, "layout": {**layout, "shapes": [*layout.get("shapes", ()), *shapes]}})
+
+
+SOURCE_CHARS = 70  # characters of the sentence a chart's subtitle quotes
+NARROW_SOURCE_CHARS = 28  # the same for a chart a third of the page wide (its model and sentence on two lines)
+
+
+def source_line(model: str, text: str = "", chars: int = SOURCE_CHARS) -> str:
+    """A chart's subtitle: the model and the text cut to ``chars`` characters, HTML-escaped."""
+    import html
+
+    words = " ".join(str(text).split())
+    if len(words) > chars:
+        words = words[: chars - 1].rstrip() + "…"
+    return html.escape(f"{model} · “{words}”" if words else model, quote=False)
+
+
+def _source_key() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return f"{Look.source}:{ctx.page_script_hash if ctx is not None else ''}"
+
+
+def set_source(model: str, text: str = "") -> None:
+    """Name the model and text under every :func:`show_chart` title of this page (kept per page)."""
+    st.session_state[_source_key()] = source_line(model, text)
+    st.session_state[_source_key() + ":narrow"] = source_line(model, text, NARROW_SOURCE_CHARS)
+
+
+def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -> ReadyFigure:
+    """A new figure: ``fig`` with ``source`` as its title's subtitle (``narrow``: model and sentence on two lines)."""
+    if not source:
+        return fig
+    layout = fig.spec.get("layout", {})
+    title = layout.get("title") if isinstance(layout.get("title"), dict) else {}
+    look = theme.current()
+    lines = 1
+    if (look.compact or narrow) and " · " in source:  # model and sentence on two lines
+        model, _, words = source.partition(" · ")
+        source, lines = f"{model}<br>{words}", 2
+    margin = dict(layout.get("margin") or {})
+    subtitle_px = max(11, look.tick_px - 1)
+    title_px = look.title_px if title.get("text") else 0
+    room = title_px + lines * (subtitle_px + 6) + 24 + top_labels_px(layout, look)  # title, subtitle, labels
+    before = int(margin.get("t") or 0)
+    margin["t"] = max(before, room)
+    subtitle = {"text": source, "font": {"size": subtitle_px, "color": look.text}}
+    layout = {**layout, "margin": margin, "title": {**title, "subtitle": subtitle}}
+    if isinstance(layout.get("height"), (int, float)):  # the plot keeps the size its builder gave it (square tiles)
+        layout["height"] = layout["height"] + margin["t"] - before
+    return ReadyFigure({**fig.spec, "layout": layout})
+
+
+def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
+    """Pixels that column labels on top of the plot and their axis title take (the top margin holds them too)."""
+    import math
+
+    need = 0
+    for name, axis in layout.items():
+        if not (re.fullmatch(r"xaxis\d*", name) and isinstance(axis, dict) and axis.get("side") == "top"):
+            continue
+        texts = [re.sub(r"<[^>]+>|&#?\w+;", "x", str(t)) for t in axis.get("ticktext") or ()]
+        longest = max((len(t) for t in texts), default=3)
+        angle = math.radians(abs(float(axis.get("tickangle") or 0)))
+        labels = longest * theme.CHAR_EM * look.tick_px * math.sin(angle) + look.tick_px * (1 + math.cos(angle))
+        titled = bool((axis.get("title") or {}).get("text")) if isinstance(axis.get("title"), dict) else False
+        need = max(need, int(labels + (look.axis_title_px + 14 if titled else 0) + 8))
+    return need
+
+
+def content_key(data: Any) -> Hashable:
+    """A cache key equal exactly when two inputs are: arrays by a digest of their bytes, containers and dataclasses
+    item by item, anything else as it is (hashable)."""
+    if isinstance(data, np.ndarray) and data.dtype.hasobject:  # its bytes are pointers: key the items themselves
+        return ("object array", data.shape, content_key(data.ravel().tolist()))
+    if isinstance(data, np.ndarray):  # a digest, not the bytes: a cache key outlives the call (a 224² image is 1 MB)
+        return (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data).data, digest_size=16).digest())
+    if isinstance(data, dict):
+        return tuple((str(name), content_key(values)) for name, values in data.items())
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):  # a view's record: field by field
+        fields = dataclasses.fields(data)
+        return (type(data).__qualname__, tuple((f.name, content_key(getattr(data, f.name))) for f in fields))
+    if isinstance(data, (list, tuple)):  # every item: a dataclass argument (a caption's view) is keyed field by field
+        return tuple(content_key(item) for item in data)
+    return data
+
+
+def _layout(fig) -> dict[str, Any]:
+    return fig.spec.get("layout", {}) if isinstance(fig, ReadyFigure) else fig.layout.to_plotly_json()
+
+
+def file_stem(fig, key: str | None) -> str:
+    """A file name for the chart: its title, else its key, reduced to letters, digits, '-' and '_'."""
+    title = _layout(fig).get("title") or {}
+    text = re.sub(r"<[^>]+>", "", str(title.get("text") or "")) if isinstance(title, dict) else ""
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", text or key or "chart").strip("_")
+    return (stem or "chart")[:80]
+
+
+def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Plotly's ``config``: the modebar's download in the chosen format; ``extra`` wins but cannot hide the bar."""
+    fmt = theme.download_format()
+    layout = _layout(fig)
+    height = layout.get("height") or 450
+    width = layout.get("width") or EXPORT_WIDTH
+    config: dict[str, Any] = {
+        "toImageButtonOptions": {
+            "format": fmt,
+            "filename": file_stem(fig, key),
+            "height": int(height),
+            "width": int(width),
+            "scale": SCALE_PNG if fmt == "png" else 1,
+        },
+        "displaylogo": False,
+    }
+    for name, value in (extra or {}).items():
+        if name == "displayModeBar" and value is False:
+            continue  # keep the bar: it holds the download button
+        config[name] = value
+    if theme.current().compact:  # a phone: the bar covered the chart's title, and a phone rarely saves a slide
+        config["displayModeBar"] = False
+    return config
+
+
+def fill_height(fig: ReadyFigure) -> ReadyFigure:
+    """A new figure: ``fig`` without its fixed height, so Plotly sizes it to its box (presenter mode)."""
+    layout = {name: value for name, value in fig.spec.get("layout", {}).items() if name != "height"}
+    return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
+
+
+def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int | None:
+    """The square (row-major, ``size`` pixels on a ``rows`` × ``cols`` grid) under a new click on chart ``key``, or
+    None; the point is kept under ``memo`` so a selection Streamlit still holds is read once."""
+    state = st.session_state.get(key)
+    try:
+        first = list(state["selection"]["points"])[0] if state else None
+        point = float(first["x"]), float(first["y"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    if st.session_state.get(memo) == point:
+        return None
+    st.session_state[memo] = point
+    r, c = int((point[1] + 0.5) // size), int((point[0] + 0.5) // size)
+    return r * cols + c if 0 <= r < rows and 0 <= c < cols else None
+
+
+def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False, **kwargs):
+    """Draw ``fig`` with a PNG/SVG download; other arguments go to ``st.plotly_chart``. ``source``: the line under
+    its title (default: the page's :func:`set_source`, "" for none); ``narrow``: a chart a third of the page wide."""
+    if source is None:
+        source = st.session_state.get(_source_key() + (":narrow" if narrow else ""))
+    fig = with_source(ready(fig), source, narrow=narrow)
+    config = chart_config(fig, key, kwargs.pop("config", None))
+    return st.plotly_chart(fig, key=key, config=config, **kwargs)

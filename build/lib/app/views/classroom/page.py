@@ -1,0 +1,392 @@
+"""Class: a teacher starts a room, students join with a code, link or QR code, and answer live questions.
+
+The room lives in the class store (every app process reads it); the teacher's browser keeps its secret (the control
+link); students see questions above any page (``room_panel``). On a projector (``?present=1``) the first screen is
+the code, the join link, its QR code and the live poll; the teacher's controls are folded under them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.links import app_link
+from app.runtime.rooms import HEAD_CHOICES, browser_id, class_store, head_question, predict_question
+from app.state import DEFAULT_TEXT, default_from
+from app.store import ROOM_HOURS, Ask, RoomError, StoreUnavailable
+from app.ui.charts import show_chart
+from app.ui.clicks import once
+from app.ui.guard import calm_errors, show_error
+from app.ui.heatmap import safe_label
+from app.ui.safe_text import isolated, md
+from app.ui.share_box import qr_png
+from app.ui.theme import controls, presenting
+from app.views.classroom.browser_cookie import TEACHER_COOKIE, read_cookie, remember_browser, write_cookie
+from app.views.classroom.keys import ROOM
+from app.views.classroom.room_lesson import teacher_controls
+from app.views.classroom.room_panel import QUESTION_MAP_HALF, question_map
+
+PAGE_PATH = "classroom"  # this page's URL path (its file name)
+TEACHER_PARAM = "teacher"  # the control link's parameter: CODE-TOKEN
+PREDICT_MODELS = ("minilm", "tiny-gpt-stories")
+#: the "which token" form's defaults: MiniLM's pronoun head, "it" → "animal" (the Lessons page's measured head)
+PREDICT_DEFAULT = (DEFAULT_TEXT, 3, 1, "it")
+HISTORY = 10  # earlier questions listed under the live one
+#: presenter mode: the join link wraps clear of its copy button; the QR code's side follows the window's height
+PROJECTED_CSS = f"""<style>
+.st-key-{ROOM.invite} pre {{ padding-right: 3.2rem !important; }}
+.st-key-{ROOM.invite} pre code {{ white-space: pre-wrap !important; word-break: break-all; }}
+.st-key-{ROOM.invite} [data-testid="stElementContainer"]:has([data-testid="stImage"]) {{ width: 100% !important; }}
+.st-key-{ROOM.invite} [data-testid="stFullScreenFrame"] > div {{ width: min(34vh, 100%) !important; }}
+.st-key-{ROOM.invite} [data-testid="stImage"], .st-key-{ROOM.invite} [data-testid="stImageContainer"],
+.st-key-{ROOM.invite} [data-testid="stImage"] img {{ width: 100% !important; }}
+</style>"""
+FOLDED = "Ask a question, run a lesson, end the class"  # presenter mode: the expander that holds the controls
+LIVE_S = 0.5  # seconds between the teacher's looks at the answers: an answer shows within 2 s (tests/e2e/test_class_room_e2e.py)
+
+
+def _teacher() -> tuple[str, str] | None:
+    """The class this browser teaches: from the control link (then taken out of the address bar), the session, or
+    the browser's teacher cookie if its class is still open."""
+    state = st.session_state
+    link = st.query_params.get(TEACHER_PARAM)
+    if link:
+        del st.query_params[TEACHER_PARAM]  # the secret does not stay on a projected screen or in the share box
+        code, _, token = link.partition("-")
+        state[ROOM.teacher] = (code, token)
+    else:
+        default_from(ROOM.teacher, _teacher_from_cookie)
+    return state.get(ROOM.teacher)
+
+
+def _teacher_from_cookie() -> tuple[str, str] | None:
+    """A new session's class: the one in the browser's teacher cookie, if it is still open."""
+    kept = read_cookie(TEACHER_COOKIE)
+    if not kept:
+        return None
+    code, _, token = kept.partition("-")
+    try:
+        class_store().teacher_room(code, token)
+    except RoomError:
+        return None  # that class has ended: the page offers a new one (and forgets the cookie)
+    except StoreUnavailable:
+        pass  # main() says the store is away; the class may still be there
+    return code, token
+
+
+def _keep_teacher(code: str, token: str) -> None:
+    """The browser keeps the class it teaches (and its anonymous id) for a reload or a reconnect."""
+    remember_browser()
+    if read_cookie(TEACHER_COOKIE) != f"{code}-{token}":
+        write_cookie(TEACHER_COOKIE, f"{code}-{token}", int(ROOM_HOURS * 3600))
+
+
+def _start() -> None:
+    st.write(
+        "Start a class and your students join with a six-character code, a link or a QR code: no accounts, no "
+        "names. Then push questions to every student's screen and watch the answers come in."
+    )
+    if st.button("Start a class", type="primary", icon=":material/groups:", key=ROOM.start):
+        try:
+            room, token = class_store().create_room(browser_id())
+        except (RoomError, StoreUnavailable) as exc:
+            show_error(str(exc))
+            return
+        st.session_state[ROOM.teacher] = (room.code, token)
+        st.rerun()
+
+
+def _invite(code: str, token: str) -> None:
+    join = app_link("", {"room": code})
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown(f"Class code: **`{code}`**")
+        st.caption("Students open this link (or scan the code) on any page of the app:")
+        st.code(join, language=None, wrap_lines=True)
+        with st.expander("Your control link (keep it to yourself)", icon=":material/key:"):
+            _control_link(code, token)
+    with right:
+        _join_qr(code, join)
+    _class_note()
+
+
+def _projected_invite(code: str) -> None:
+    """Presenter mode: what the room needs to join, readable from the back: the code large, the link, the QR code."""
+    join = app_link("", {"room": code})
+    st.html(PROJECTED_CSS)
+    with st.container(key=ROOM.invite):
+        st.markdown(f"## Class code: `{code}`")
+        st.caption("Open this link or scan the code, on any page of the app:")
+        st.code(join, language=None, wrap_lines=True)
+        _join_qr(code, join)
+
+
+def _join_qr(code: str, join: str) -> None:
+    png = qr_png(join)
+    if png is not None:
+        st.image(png, caption=f"Scan to join class {code}", alt="QR code of the join link")
+
+
+def _control_link(code: str, token: str) -> None:
+    st.caption("Open it on another device to run this class from there. Anyone with it controls the class.")
+    st.code(app_link(PAGE_PATH, {TEACHER_PARAM: f"{code}-{token}"}), language=None, wrap_lines=True)
+
+
+def _class_note() -> None:
+    st.caption(f"A class lasts {ROOM_HOURS:g} hours. Nothing about students is kept but an anonymous id per browser.")
+
+
+@st.fragment(run_every=LIVE_S)
+def _live(code: str, token: str) -> None:
+    with calm_errors("class live"):
+        store = class_store()
+        try:
+            count = store.member_count(code)
+            question = store.current_question(code)
+            counts = None if question is None else store.distribution(question)
+        except StoreUnavailable as exc:
+            show_error(str(exc), level="error")
+            return
+        st.metric("Students joined", count)
+        if question is None:
+            st.caption("No question yet: push one below.")
+            return
+        st.markdown(f"**{md(question.prompt)}**")
+        st.caption(f"{sum(counts)} of {count} answered" + (" · answer revealed" if question.revealed else " · live"))
+        answer = st.empty()  # the projector: the answer above the charts, inside the first screen; else below them
+        _results(question, counts, ROOM.results)
+        if question.revealed and question.answer is not None:
+            with answer.container() if presenting() else contextlib.nullcontext():
+                st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
+        if not question.revealed:  # a callback: it runs before the fragment draws again, which then shows the answer
+            st.button(
+                "Reveal the answer",
+                key=f"{ROOM.reveal}{question.id}",
+                type="primary",
+                on_click=once(_reveal),
+                args=(code, token, question.id),
+            )
+        if problem := st.session_state.pop(ROOM.reveal_error, None):
+            show_error(problem)
+
+
+def _reveal(code: str, token: str, question_id: str) -> None:
+    try:
+        class_store().reveal(code, token, question_id)
+    except (RoomError, StoreUnavailable) as exc:
+        st.session_state[ROOM.reveal_error] = str(exc)
+
+
+def _results(question, counts: list[int], prefix: str) -> None:
+    """The class's answers; beside them a "which head" question's map (all along: it is the question; a long
+    sentence's below), or a revealed "which token" question's real row."""
+    head, keys = question.kind == "head", question.detail.get("keys")
+    weights = question.detail.get("weights") if question.kind == "predict" and question.revealed else None
+    row = isinstance(weights, list) and len(weights) == len(question.options)
+    if not (head or row):
+        _distribution(question, counts, f"{prefix}answers_{question.id}")
+        return
+    wide = head and not (isinstance(keys, list) and len(keys) <= QUESTION_MAP_HALF)  # no room for a label per token
+    left, right = (st.container(), st.container()) if wide else st.columns([2, 3] if head else 2)
+    with left:
+        _distribution(question, counts, f"{prefix}answers_{question.id}", title="The class's answers")
+    with right:
+        if head:
+            question_map(question, f"{prefix}{ROOM.map}{question.id}")
+        else:
+            _head_row(question, [float(w) for w in weights], f"{prefix}row_{question.id}")
+
+
+#: px per bar of a poll's chart; on the projector a long poll's bars share PRESENT_BARS_PX (so it fits 1280×720),
+#: never below BAR_PX_MIN (Plotly thins the labels that would overlap)
+BAR_PX, PRESENT_BARS_PX, BAR_PX_MIN = 28, 256, 8
+
+
+def bar_px(n: int, projector: bool) -> int:
+    """Height of one bar of ``n``: :data:`BAR_PX`, or on the projector what fits :data:`PRESENT_BARS_PX`."""
+    return max(BAR_PX_MIN, min(BAR_PX, PRESENT_BARS_PX // max(n, 1))) if projector else BAR_PX
+
+
+def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
+    """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
+    labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
+    px = bar_px(len(labels), presenting())
+    fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
+    fig.update_layout(
+        height=80 + px * len(labels) + (30 if title else 0),
+        margin=dict(l=10, r=10, t=40 if title else 10, b=30),
+        title=dict(text=title) if title else None,
+        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=min(12, max(px, 10)))),
+    )
+    return fig
+
+
+def _distribution(question, counts: list[int], key: str, title: str = "") -> None:
+    right = question.answer if question.revealed else None
+    colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(counts))]
+    fig = _bars(counts, question, colours, title, "%{y}: %{x}<extra></extra>")
+    fig.update_layout(
+        xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
+    )
+    show_chart(fig, key=key, width="stretch")
+    st.caption(
+        "Each bar is one answer, numbered in the order students see them; its length is how many students picked "
+        "it" + (" (green: the right answer)." if right is not None else ". The right one turns green when revealed.")
+    )
+
+
+def _head_row(question, weights: list[float], key: str) -> None:
+    """The real head's weights from the question's token over every token of the sentence (read when it was asked)."""
+    detail = question.detail
+    best = max(range(len(weights)), key=weights.__getitem__)
+    colours = ["#2ca02c" if i == best else "#f58518" for i in range(len(weights))]
+    query = question.options[detail["query"]] if 0 <= detail.get("query", -1) < len(question.options) else "?"
+    title = f"The model: layer {detail.get('layer')} head {detail.get('head')} from “{safe_label(query)}”"
+    fig = _bars(weights, question, colours, title, "%{y}: %{x:.3f}<extra></extra>")
+    fig.update_layout(xaxis=dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05]))
+    show_chart(fig, key=key, width="stretch")
+
+
+def _history(code: str) -> None:
+    """The room's earlier questions with their answers: a replaced question's results stay on the page."""
+    store = class_store()
+    try:
+        past = [(q, store.distribution(q)) for q in store.earlier_questions(code, HISTORY)]
+    except StoreUnavailable:
+        return  # the live part above already says the store is away
+    if not past:
+        return
+    st.subheader("Earlier questions")
+    for i, (question, counts) in enumerate(past):
+        with st.expander(f"{isolated(question.prompt)} · {sum(counts)} answered", expanded=i == 0):
+            if question.answer is not None:
+                said = "The answer" if question.revealed else "The answer (not revealed to the class)"
+                st.caption(f"{said}: **{md(question.options[question.answer])}**")
+            _results(question, counts, ROOM.past)
+
+
+def _push_choice(code: str, token: str) -> None:
+    with st.form("class_choice_form", clear_on_submit=False):
+        prompt = st.text_input(
+            "Question", max_chars=300, key=ROOM.q_prompt, placeholder="Which vector does a query get compared with?"
+        )
+        options = st.text_area(
+            "Options, one per line (2 to 8)", key=ROOM.q_options, placeholder="the keys\nthe values\nthe queries"
+        )
+        right = st.number_input(
+            "Number of the right option (0: none)", min_value=0, max_value=8, value=0, key=ROOM.q_right
+        )
+        if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_choice):
+            lines = [line for line in options.splitlines() if line.strip()]
+            answer = int(right) - 1 if right else None
+            _push(code, token, Ask("choice", prompt, lines, answer))
+
+
+def _push_model(code: str, token: str, kind: str) -> None:
+    """The form of a question read from a model: "which token does a head look at?" (``predict``: from a word) or
+    "which head is this?" (``head``: its map, among :data:`HEAD_CHOICES` heads)."""
+    predict = kind == "predict"
+    key = ROOM.p_ if predict else ROOM.h_
+    text, layer, head, word = PREDICT_DEFAULT
+    with st.form(f"class_{kind}_form", clear_on_submit=False):
+        model = st.selectbox("Model", PREDICT_MODELS, key=f"{key}model")
+        text = st.text_input("Sentence", value=text, max_chars=400, key=f"{key}text")
+        cols = st.columns(3 if predict else 2)
+        layer = cols[0].number_input("Layer", min_value=0, max_value=63, value=layer, key=f"{key}layer")
+        head = cols[1].number_input("Head", min_value=0, max_value=63, value=head, key=f"{key}head")
+        if predict:
+            word = cols[2].text_input("From the token", value=word, max_chars=40, key=f"{key}word")
+            st.caption(
+                "Students pick the token they think this head looks at most from that token; the answer is read "
+                "from the model when you push the question."
+            )
+        else:
+            st.caption(
+                f"Students see this head's map of the sentence (not its name) and pick it among {HEAD_CHOICES} "
+                "heads of the same model; the map is read from the model when you push the question."
+            )
+        if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict if predict else ROOM.ask_head):
+            try:
+                if predict:
+                    asked = predict_question(model, text, int(layer), int(head), word)
+                else:
+                    asked = head_question(model, text, int(layer), int(head))
+            except Exception as exc:  # noqa: BLE001 — a RoomError or an engine error (the text, the model), calmly
+                show_error(str(exc) if isinstance(exc, RoomError) else exc)
+                return
+            _push(code, token, Ask(kind, asked.prompt, asked.options, asked.answer, asked.detail))
+
+
+def _push(code: str, token: str, ask: Ask) -> None:
+    try:
+        class_store().push_question(code, token, ask)
+    except (RoomError, StoreUnavailable) as exc:
+        show_error(str(exc))
+        return
+    st.rerun()
+
+
+def main() -> None:
+    teacher = _teacher()
+    if teacher is None:
+        st.title("Class")
+        if read_cookie(TEACHER_COOKIE):
+            write_cookie(TEACHER_COOKIE, "", 0)  # its class ended: a reload starts clean
+        _start()
+        return
+    code, token = teacher
+    try:
+        class_store().teacher_room(code, token)
+    except (RoomError, StoreUnavailable) as exc:
+        st.title("Class")
+        show_error(str(exc))
+        if st.button("Start a new class", key=ROOM.restart):
+            st.session_state[ROOM.teacher] = None
+            st.rerun()
+        return
+    _keep_teacher(code, token)
+    if presenting():  # the projector: the code, link, QR code and the poll fill the first screen; controls folded
+        invite, live = st.columns([2, 3], gap="large")
+        with invite:
+            _projected_invite(code)
+        with live:
+            _live(code, token)
+        with controls(FOLDED):
+            st.markdown("**Your control link** (keep it to yourself)")
+            _control_link(code, token)
+            _class_note()
+            _teacher_tools(code, token)
+        _history(code)
+        return
+    st.title("Class")
+    _invite(code, token)
+    _live(code, token)
+    _history(code)
+    _teacher_tools(code, token)
+
+
+def _teacher_tools(code: str, token: str) -> None:
+    """Asking a question, running a lesson and ending the class."""
+    st.subheader("Ask a question")
+    choice, predict, which = st.tabs(["Multiple choice", "Which token does a head look at?", "Which head is this?"])
+    with choice:
+        _push_choice(code, token)
+    with predict:
+        _push_model(code, token, "predict")
+    with which:
+        _push_model(code, token, "head")
+    st.subheader("Run a lesson")
+    teacher_controls(code, token)
+    if st.button("End the class", key=ROOM.end, icon=":material/logout:"):
+        try:
+            class_store().close_room(code, token)
+        except (RoomError, StoreUnavailable) as exc:
+            show_error(str(exc))
+            return
+        st.session_state[ROOM.teacher] = None
+        st.rerun()
+
+
+main()

@@ -1,0 +1,355 @@
+"""Explore: type a sentence, pick a model, layer and head, and see where each token looks.
+
+Two nested fragments, :func:`explore_panel` (model, token limit, examples, mask) and :func:`sentence_panel` (the
+sentence, its trace, then :func:`head_panel`), so a new sentence does not redraw the controls above it. Only the
+open tab runs; downloads are built on click; long inputs are drawn as block maxima with a zoom.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import astuple
+
+import numpy as np
+import streamlit as st
+
+from app.controls.examples import example_hint, examples_picker
+from app.controls.pickers import (
+    causal_toggle,
+    kv_sharing,
+    layer_head,
+    long_text_button,
+    max_tokens_input,
+    model_card,
+    name_source,
+    page_tabs,
+    pick_block,
+    pick_model,
+    show_notices,
+    text_box,
+)
+from app.figures import shared_chart, shared_picture
+from app.links import open_page
+from app.runtime.heads import attention_block, block_loader
+from app.runtime.maps import grid_is_quick, head_view, layer_grid
+from app.runtime.models import device_label, model_loaded
+from app.runtime.request import TraceRequest
+from app.runtime.traces import get_trace, request_key, trace_is_quick
+from app.sidebar import synced
+from app.state import current_text
+from app.ui.charts import fill_height, show_chart
+from app.ui.export import head_json_button
+from app.ui.guard import busy, calm_errors, show_error
+from app.ui.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
+from app.ui.heatmap import map_figure, map_spec, safe_label
+from app.ui.linked_tokens import focus, focus_picker, outline, row_of
+from app.ui.long_view import csv_button, map_controls
+from app.ui.map_data import MapView
+from app.ui.safe_text import quoted
+from app.ui.theme import PRESENTER_MAP_ROWS_PX, controls, current, map_css, presenting, side_by_side, tools
+from app.views.explore.keys import TABS as TAB_LABELS
+from app.views.explore.keys import Explore
+from app.views.explore.next_token import show_next_token
+from app.views.explore.write_more import remembered, settings_form, show_write_more
+from app.views.positional.keys import Positional
+from engine.generation import SEQ2SEQ_NEW_TOKENS
+
+MAX_TOKENS_LIMIT = 16_384
+TABS = tuple(TAB_LABELS.values())
+PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the largest weights)
+
+
+def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
+    """The chosen head, large (an overview with a zoom for long inputs), and its downloads; compact view adds the
+    picked query's row as bars. ``says``: the display options' caption."""
+    data = head_view(request, view)
+    window = trace.window_of(view.layer)
+    title = (
+        f"Layer {view.layer}, head {view.head}"
+        + (" · causal mask on" if trace.causal else "")
+        + (f" · sliding window {window}" if window is not None else "")
+    )
+    fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
+    fig = shared_chart(
+        ("explore_head", request_key(request), view, title, fill),
+        lambda: map_spec(data, title=title, scale=view.scale, rows_px=PRESENTER_MAP_ROWS_PX if fill else None),
+    )
+    fig = outline(fig, data, focus()) if request.block != "cross" else fig
+    if fill:
+        st.html(map_css(Explore.map_box))
+        with st.container(key=Explore.map_box):  # its CSS height is the window's; the chart stretches to it
+            show_chart(fill_height(fig), key=Explore.main_map, height="stretch")
+    else:
+        show_chart(fig, key=Explore.main_map)
+    if current().compact:
+        show_query_row(data, title)
+    rows, cols = data.values.shape
+    parts = [
+        "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look at "
+        "(the key).",
+        says,
+    ]
+    if trace.causal:
+        parts.append("Grey cells are blocked by the causal mask: a token cannot look ahead.")
+    elif window is None:
+        parts.append("No mask: every token can look at every other token, ahead or behind.")
+    if window is not None:
+        parts.append(
+            f"This layer has a **sliding window** of {window} tokens: grey cells also mark keys farther away "
+            "than the window, which this layer never sees."
+        )
+    if data.pooled:
+        parts.append(
+            f"**Overview:** {data.q_edges[-1] - data.q_edges[0]} × {data.k_pos.size} tokens drawn as {rows} × {cols} "
+            f"cells; each cell shows the **largest** weight in its block, so a sharp one-token pattern stays visible. "
+            "Open **Zoom** above the map to see exact weights."
+        )
+    st.caption(" ".join(parts) + " " + kv_sharing(trace, view.head))
+    load = block_loader(request)
+    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load)
+    decode = list(astuple(request.decode)) if request.decode else None
+    settings = {"causal": bool(trace.causal), "max_tokens": request.max_tokens, "decode": decode}
+    head_json_button(request.model_id, trace, view, request.block, data, settings, load, "explore")
+
+
+def show_query_row(data, title: str) -> None:
+    """The highlighted query token's row (else the first row) as horizontal bars: what a phone can read."""
+    picked = focus()
+    row = row_of(data, picked) if picked is not None else None
+    row = 0 if row is None else row
+    weights = np.nan_to_num(np.asarray(data.values[row], dtype=float))
+    keys = [str(label) for label in data.k_labels]
+    query = str(data.q_labels[row])
+    if len(keys) > PHONE_BARS:  # a long input: the largest weights, in the text's order
+        kept = np.sort(np.argsort(-weights, kind="stable")[:PHONE_BARS])
+        weights, keys = weights[kept], [keys[i] for i in kept]
+    spec = {
+        "data": [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": weights,
+                "y": list(range(len(keys))),
+                "text": [f"{w:.2f}" for w in weights],
+                "textposition": "outside",
+                "cliponaxis": False,
+                "hovertemplate": "%{x:.3f}<extra></extra>",
+            }
+        ],
+        "layout": {
+            "title": {"text": f"Where “{safe_label(query)}” looks", "x": 0.0},
+            "height": 24 * len(keys) + 90,
+            "margin": {"l": 10, "r": 40, "t": 50, "b": 10},
+            "xaxis": {"title": {"text": "weight"}, "rangemode": "tozero"},
+            "yaxis": {
+                "tickmode": "array",
+                "tickvals": list(range(len(keys))),
+                "ticktext": [safe_label(k) for k in keys],
+                "autorange": "reversed",
+            },
+        },
+    }
+    show_chart(spec, key=Explore.query_bars)
+    st.caption(
+        f"{title}: the weights of one query token's row, as bars"
+        + (f" (its {PHONE_BARS} largest)" if len(data.k_labels) > PHONE_BARS else "")
+        + ". Highlight another token to see its row."
+    )
+
+
+def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
+    """The same weights traced with the causal mask off and on, side by side, on one colour scale."""
+    with st.spinner("Running the model with and without the mask…"):
+        views = [
+            head_view(request.with_causal(causal).with_block("self"), MapView(layer, head)) for causal in (False, True)
+        ]
+    top = max(float(np.nanmax(v.values)) for v in views)
+    for col, causal, data in zip(side_by_side(2), (False, True), views):  # presenter mode: one under the other
+        with col:
+            fig = map_figure(data, title="Causal mask ON" if causal else "Causal mask OFF", height=420, zmax=top)
+            show_chart(outline(fig, data, focus()), key=f"{Explore.mask}{causal}")
+    st.caption(
+        "The same model and weights run twice: left without a mask, right with the causal mask that GPT-style "
+        "models use, on one colour scale. Masking changes every later layer too, because each layer reads the one "
+        "before."
+    )
+
+
+def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
+    """Every head of the layer as thumbnails in one picture (the chosen one framed), and a button per head."""
+    with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", grid_is_quick(request, layer)):
+        tiles, pooled = layer_grid(request, layer)
+    per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
+    view = ("explore_grid", request_key(request), layer, head, per_row)
+    st.image(
+        shared_picture(view, lambda: grid_png(tiles, head, per_row)),
+        alt=GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head),
+    )
+    head_pills(Explore.grid_pills, trace.n_heads, head)
+    st.caption(
+        f"All {trace.n_heads} heads of layer {layer}, left to right and row by row; **pick one** with the buttons to "
+        "open it above (red frame: the chosen head). Each thumbnail is coloured from 0 to its own maximum, so compare "
+        "shapes, not shades. Heads in one layer often specialise: some look at the previous token, some at "
+        "[CLS]/[SEP] or the first token, some spread out."
+        + (
+            f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
+            if pooled
+            else ""
+        )
+    )
+
+
+def decoding() -> tuple | None:
+    """An encoder-decoder's decoding settings form in an expander: the settings asked on submit."""
+    with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
+        st.caption(
+            "The output is written one token at a time. Greedy takes the most likely token each step; "
+            "sampling draws among the likely ones (temperature, top-k, top-p), repeatably with a seed."
+        )
+        return settings_form(Explore.decode_form, "Decode again", SEQ2SEQ_NEW_TOKENS, prefix=Explore.decode_prefix)
+
+
+def show_output(trace) -> None:
+    """An encoder-decoder's input and output, and what its three kinds of attention are."""
+    st.markdown(f"**Output:** {quoted(trace.output_text or '(nothing)')}")
+    st.caption(
+        f"**{len(trace.source)} source tokens → {len(trace.target)} output tokens** (the start token, then what the "
+        f"model wrote) · {trace.encoder.n_layers} encoder and {trace.decoder.n_layers} decoder layers × "
+        f"{trace.encoder.n_heads} heads · running on {device_label()}. Pick the **attention block**: the "
+        "encoder reads the source, the decoder reads the output written so far, and cross-attention lets each output "
+        "token read the source (each cross-attention row is named by the token that step wrote)."
+    )
+
+
+def head_panel(request: TraceRequest, family: str = "") -> None:
+    """Everything that depends on the layer, head and display settings (not a fragment: a layer or head change
+    reruns the sentence panel around it, on the cached trace)."""
+    with calm_errors("head_panel"):
+        try:
+            full = get_trace(request)  # a cache hit: the page just traced it
+            seq2seq = family == "encoder-decoder"
+            if presenting():  # one row: layer, head, block, then the display options' popover
+                columns = st.columns([1, 1, 2, 1] if seq2seq else [1, 1, 1], vertical_alignment="bottom")
+            elif seq2seq:  # the display options follow the row in place (no container of their own: a block less)
+                columns = [*st.columns([1, 1, 2]), contextlib.nullcontext()]
+            else:  # layer and head share one row, a block (columns were three)
+                row = st.container(horizontal=True)
+                columns = [row, row, contextlib.nullcontext()]
+            with columns[2] if seq2seq else contextlib.nullcontext():  # one block ("self"): pick_block draws nothing
+                block = pick_block(list(full.attention_blocks()), key=Explore.block)
+            trace = attention_block(full, block)
+        except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+            show_error(err)
+            return
+        request = request.with_block(block)
+        layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
+        with columns[-1], tools():  # presenter mode: a popover in the row above the map
+            if block != "cross":  # one sequence on both axes: a token has a row and a column
+                focus_picker(trace.tokens.strings, "explore")
+            view, says = map_controls(trace, "explore", layer, head)
+        show_head(request, trace, view, says)
+        if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
+            show_grid(request, trace, layer, head)
+            return
+        sections = (  # only the open tab runs: a second pass for the mask, one for the next token, writing on a button
+            lambda: show_grid(request, trace, layer, head),
+            lambda: show_mask_comparison(request, layer, head),
+            lambda: show_next_token(request, family),
+            lambda: show_write_more(request, family, layer, head),
+        )
+        for tab, section in zip(page_tabs(list(TABS), key=Explore.tab), sections):
+            if tab.open:
+                with tab:
+                    section()
+
+
+def main() -> None:
+    st.html(GRID_CSS)  # the grid's picture drawn sharp on a high-density screen (once a page, not once a sentence)
+    if not presenting():  # the projector: the chart's own title and subtitle say what it shows
+        st.title("Explore attention")
+        st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")
+    explore_panel()
+
+
+@st.fragment
+@synced  # a new model, token limit, mask or example reruns this panel only (not the sidebar and the entry point)
+def explore_panel() -> None:
+    """The model, the examples and the mask, then the sentence panel drawn for them."""
+    with calm_errors("explore_panel"):
+        projector = presenting()
+        with controls("Sentence, model and mask"):  # presenter mode: folded away, the chart gets the screen
+            left, right = st.columns([2, 3])
+            with left:
+                model_id, max_tokens = pick_model(), max_tokens_input(MAX_TOKENS_LIMIT)
+            # a model still loading (a server's first seconds): the sentence box first, usable while it loads,
+            # then the examples and the mask, which need the model, beside it once it has loaded
+            box_first = not projector and not model_loaded(model_id)
+            if box_first:
+                text_box()
+            with left:
+                model = model_card(model_id)
+            if model is None:
+                return
+            seq2seq = model.family == "encoder-decoder"
+            with right:
+                examples_picker(model_id, model, hint=False)  # curated sentences per phenomenon; a vocabulary's words
+                with st.container(horizontal=True, vertical_alignment="center"):
+                    causal = None if seq2seq else causal_toggle(model_id, model.default_causal)
+                    long_text_button(MAX_TOKENS_LIMIT)
+            if projector:  # the projector: one folded row of controls (a fragment's box could not sit in it)
+                text_box()
+        if projector or box_first:  # one presenter reruns it all; no second row of controls above the map
+            show_sentence(model_id, max_tokens, model, causal)
+        else:
+            sentence_panel(model_id, max_tokens, model, causal)
+
+
+@st.fragment
+@synced  # a new sentence reruns this panel only: the model, examples and mask above are not drawn again
+def sentence_panel(model_id: str, max_tokens: int, model, causal: bool | None) -> None:
+    """The sentence box, then :func:`show_sentence`: what a new sentence changes."""
+    with calm_errors("sentence_panel"):
+        text_box()
+        show_sentence(model_id, max_tokens, model, causal)
+
+
+def show_sentence(model_id: str, max_tokens: int, model, causal: bool | None) -> None:
+    """The trace of the sentence in the box, its notices and caption, and the head panel."""
+    seq2seq = model.family == "encoder-decoder"
+    name_source(model_id, model)
+    example_hint(model_id, model)  # where to look, while the box holds the example picked above
+    request = TraceRequest(model_id, current_text(), causal, max_tokens)
+    asked = decoding() if seq2seq else None
+    try:
+        settings = remembered(Explore.decode, asked, request) if seq2seq else None
+        request = request.with_decode(settings) if settings else request
+        with busy("Running the model…", trace_is_quick(request)):
+            trace = get_trace(request)
+    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
+        show_error(err)
+        return
+
+    show_notices(trace, model.max_positions)
+    if seq2seq:
+        show_output(trace)
+        head_panel(request, model.spec.family)
+        return
+    if presenting():  # the projector: the map comes first
+        head_panel(request, model.spec.family)
+        return
+    st.caption(
+        f"**{len(trace.tokens)} tokens** · {trace.n_layers} layers × {trace.n_heads} heads · "
+        f"d_head {trace.d_head} · running on {device_label()}"
+        + (" · untrained weights: patterns are random" if "random" in model_id else "")
+    )
+    if trace.pos_encoding is not None:
+        open_page(
+            "positional.py",
+            "See the positional encodings this model adds to this sentence",
+            {Positional.tab: "learned"},
+            icon=":material/timeline:",
+        )
+    head_panel(request, model.spec.family)
+
+
+main()

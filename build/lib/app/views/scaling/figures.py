@@ -1,0 +1,120 @@
+"""The Scaling page's figures: loss against parameters and against compute, on log-log axes (``Run`` and
+``PowerLaw`` records in). Shipped sizes go light to dark blue, sizes trained here are orange, fits dashed grey."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.colors
+import plotly.graph_objects as go
+
+from engine.analysis.scaling_laws import PowerLaw, Run
+
+FIT, FRONTIER, LIVE = "#666666", "#000000", "#e66101"
+
+
+def size_colours(n: int) -> list[str]:
+    """``n`` colours from light to dark blue (Plotly's Blues, its lightest quarter left out)."""
+    scale = plotly.colors.sequential.Blues
+    return plotly.colors.sample_colorscale(scale, list(np.linspace(0.35, 1.0, n))) if n > 1 else [scale[-1]]
+
+
+def _log_axes(fig: go.Figure, x_title: str, title: str, height: int) -> go.Figure:
+    # the legend hangs from the figure's bottom edge (yref container): wrapped rows never climb onto the x title
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=50, b=10),
+        title=dict(text=title),
+        xaxis=dict(type="log", title=dict(text=x_title)),
+        yaxis=dict(type="log", title=dict(text="held-out loss (nats/token)")),
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),
+    )
+    return fig
+
+
+def loss_vs_params(runs: Sequence[Run], fit: PowerLaw, live: Sequence[Run] = (), *, height: int = 420) -> go.Figure:
+    """Each size's final held-out loss against its non-embedding parameters, and the fitted L(N)."""
+    fig = go.Figure()
+    n_all = [r.n_params for r in (*runs, *live)]
+    xs = np.geomspace(min(n_all) / 1.5, max(n_all) * 1.5, 60)
+    fit_name = f"fit: L = (N_c / N)^{fit.alpha:.3f}"
+    hover = "N %{x:,.0f}: fit %{y:.3f}<extra></extra>"
+    line = dict(color=FIT, dash="dash")
+    fig.add_trace(go.Scatter(x=xs, y=fit.predict(xs), mode="lines", line=line, name=fit_name, hovertemplate=hover))
+    shipped = dict(size=11, color=size_colours(len(runs)))
+    for group, name, where, marker in (
+        (runs, "shipped sizes", ("top right", ""), shipped),
+        (live, "trained here", ("bottom left", " (trained here)"), dict(size=13, color=LIVE, symbol="diamond")),
+    ):
+        if group:
+            fig.add_trace(
+                go.Scatter(
+                    x=[r.n_params for r in group],
+                    y=[r.final_loss for r in group],
+                    mode="markers+text",
+                    name=name,
+                    text=[r.name for r in group],
+                    textposition=where[0],
+                    marker=marker,
+                    hovertemplate=f"%{{text}}{where[1]}: N %{{x:,.0f}}, loss %{{y:.3f}}<extra></extra>",
+                )
+            )
+    fig = _log_axes(fig, "non-embedding parameters N", "Loss against parameters", height)
+    fig.update_xaxes(range=[np.log10(xs[0]), np.log10(xs[-1] * 2.5)])  # room for the largest size's label
+    return fig
+
+
+def loss_vs_compute(
+    runs: Sequence[Run],
+    frontier: Sequence[tuple[str, int]],
+    compute_fit: PowerLaw,
+    live: Sequence[Run] = (),
+    *,
+    height: int = 420,
+) -> go.Figure:
+    """Each size's held-out curve against compute C = 6·N·tokens, the frontier and its power law."""
+    fig = go.Figure()
+    lines = [(run, run.name, dict(color=colour, width=2)) for run, colour in zip(runs, size_colours(len(runs)))]
+    lines += [(run, f"{run.name} (trained here)", dict(color=LIVE, width=2, dash="dash")) for run in live]
+    for run, name, line in lines:
+        seen = run.compute > 0  # step 0 has no place on a log axis
+        fig.add_trace(
+            go.Scatter(
+                x=run.compute[seen],
+                y=run.held_out_loss[seen],
+                mode="lines",
+                name=name,
+                line=line,
+                customdata=run.step[seen],
+                hovertemplate=f"{name}, step %{{customdata:.0f}}: C %{{x:.3g}}, loss %{{y:.3f}}<extra></extra>",
+            )
+        )
+    by_name = {r.name: r for r in runs}
+    fx = np.array([by_name[name].compute[i] for name, i in frontier])
+    fy = np.array([by_name[name].held_out_loss[i] for name, i in frontier])
+    fig.add_trace(
+        go.Scatter(
+            x=fx,
+            y=fy,
+            mode="lines+markers",
+            name="compute-optimal frontier",
+            line=dict(color=FRONTIER, width=4),
+            marker=dict(size=7, color=FRONTIER),
+            text=[name for name, _ in frontier],
+            hovertemplate="frontier (%{text}): C %{x:.3g}, loss %{y:.3f}<extra></extra>",
+        )
+    )
+    if fx.size:
+        xs = np.geomspace(fx.min(), fx.max(), 60)
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=compute_fit.predict(xs),
+                mode="lines",
+                line=dict(color=FIT, dash="dot"),
+                name=f"frontier fit: L = (C_c / C)^{compute_fit.alpha:.3f}",
+                hovertemplate="C %{x:.3g}: fit %{y:.3f}<extra></extra>",
+            )
+        )
+    return _log_axes(fig, "compute C = 6·N·tokens (floating-point operations)", "Loss against compute", height)

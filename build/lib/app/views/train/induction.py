@@ -1,0 +1,290 @@
+"""Train live's "Induction heads" tab: the phase change of a two-layer attention-only model, shipped and live.
+
+:func:`draw` draws one run's document (the shipped file's, or a live run's through ``run_document``): the loss and
+in-context-learning curves, each head's scores, the loss at each position, the probe's attention before and after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.controls.long_job import run_job
+from app.runtime.long_work import INDUCTION, long_status
+from app.state import defaults
+from app.ui.charts import show_chart
+from app.ui.clicks import once
+from app.ui.guard import show_error
+from app.ui.theme import side_by_side
+from app.views.train import data
+from app.views.train.charts import attention_grid, line_chart
+from app.views.train.keys import Train
+
+SCORES = {
+    "prefix_matching": (
+        "Prefix matching (layer 1)",
+        1,
+        "attention from a letter's second copy to the letter after its first copy: TransformerLens's induction score",
+    ),
+    "previous_token": ("Previous token (layer 0)", 0, "attention from each position to the one just before it"),
+    "copying": (
+        "Copying (layer 1)",
+        1,
+        "Σλ/Σ|λ| over the eigenvalues of the head's OV circuit from letters to the "
+        "letters' logits: +1 = raises the logit of the letter it looks at",
+    ),
+}
+SHIPPED, YOURS = "The shipped run", "Your run"
+
+
+def key(name: str) -> str:
+    return f"{Train.prefix}ind_{name}"
+
+
+def curves_frame(doc: dict[str, Any]) -> pd.DataFrame:
+    """One row per snapshot: step, losses, ICL score and every head's three scores (columns like ``L1 H2 prefix_matching``)."""
+    c = doc["curves"]
+    frame = pd.DataFrame(
+        {"step": c["step"], "training loss": c["loss"], "evaluation loss": c["eval_loss"], "ICL score": c["icl"]}
+    )
+    for name in SCORES:
+        grids = np.array([s[name] for s in c["scores"]], dtype=float)  # [points, L, H]
+        for layer, head in np.ndindex(grids.shape[1:]):
+            frame[f"L{layer} H{head} {name}"] = grids[:, layer, head]
+    return frame
+
+
+def learning_figure(doc: dict[str, Any]) -> dict:
+    columns, title = ["training loss", "ICL score"], "Loss and in-context learning"
+    return line_chart(curves_frame(doc), columns, title=title, y_title="nats", rule_step=doc.get("phase_change_step"))
+
+
+def scores_figure(doc: dict[str, Any], name: str) -> dict:
+    """Each head's ``name`` score per snapshot, for the heads of the layer it is measured in."""
+    label, layer, _ = SCORES[name]
+    frame = curves_frame(doc)
+    heads = {c: c.removesuffix(f" {name}") for c in frame.columns if c.startswith(f"L{layer} ") and c.endswith(name)}
+    return line_chart(
+        frame[["step", *heads]].rename(columns=heads),
+        list(heads.values()),
+        title=f"{label} score of each head",
+        y_title="score",
+        y_range=[-1.02 if name == "copying" else 0.0, 1.02],
+        rule_step=doc.get("phase_change_step"),
+    )
+
+
+def moment_labels(doc: dict[str, Any]) -> dict[str, str]:
+    """The two moments' names: around the phase change, or the run's start and end when there was none (yet)."""
+    if doc.get("phase_change_step") is None:
+        return {"before": "At the start", "after": "At the end"}
+    return {"before": "Before the phase change", "after": "After the phase change"}
+
+
+def position_figure(doc: dict[str, Any]) -> go.Figure:
+    """The loss at each position at the two moments; grey bands where the ICL score compares."""
+    line = {"type": "scatter", "mode": "lines", "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>"}
+    traces = []
+    for moment, label in moment_labels(doc).items():
+        m = doc[moment]
+        y = [np.nan if v is None else v for v in m["loss_by_position"]]
+        traces.append({**line, "x": list(range(len(y))), "y": y, "name": f"{label.lower()} (step {m['step']})"})
+    band = {"type": "rect", "xref": "x", "yref": "paper", "y0": 0, "y1": 1, "fillcolor": "#9e9e9e", "opacity": 0.18}
+    bands = [{**band, "x0": a - 0.5, "x1": b + 0.5, "line": {"width": 0}} for a, b in (doc["early"], doc["late"])]
+    return go.Figure(
+        {
+            "data": traces,
+            "layout": {
+                "title": {"text": "Loss at each position of the context", "x": 0.0},
+                "height": 300,
+                "shapes": bands,
+                "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+                "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+                "xaxis": {"title": {"text": "position in the context (predicting the next letter)"}},
+                "yaxis": {"title": {"text": "loss (nats)"}, "rangemode": "tozero"},
+            },
+        }
+    )
+
+
+def best_heads(doc: dict[str, Any]) -> tuple[int, int]:
+    """(layer-0 head with the highest previous-token score, layer-1 head with the highest prefix-matching score) after."""
+    scores = doc["after"]["scores"]
+    return int(np.argmax(scores["previous_token"][0])), int(np.argmax(scores["prefix_matching"][1]))
+
+
+def scores_table(doc: dict[str, Any]) -> pd.DataFrame:
+    """Every head's three scores at the two moments, one row per moment and head."""
+    rows = []
+    for moment, label in moment_labels(doc).items():
+        s, when = doc[moment]["scores"], f"{label.lower()} (step {doc[moment]['step']})"
+        for layer, head in np.ndindex(np.shape(s["previous_token"])):
+            scores = {SCORES[n][0].split(" (")[0].lower(): round(float(s[n][layer][head]), 3) for n in SCORES}
+            rows.append({"moment": when, "head": f"L{layer} H{head}", **scores})
+    return pd.DataFrame(rows)
+
+
+def draw(doc: dict[str, Any], where: str) -> None:
+    """Every figure of one run (``where``: a key prefix, so the shipped run and yours never share widget keys)."""
+    phase = doc.get("phase_change_step")
+    after = doc["after"]
+    prev, ind = best_heads(doc)
+    cols = st.columns(4)
+    cols[0].metric(
+        "ICL score (end)",
+        f"{after['icl']:+.2f} nats",
+        help=f"Mean loss at positions {doc['late'][0]}–{doc['late'][1]} minus positions "
+        f"{doc['early'][0]}–{doc['early'][1]} (Olsson et al. compare token 500 with token 50).",
+    )
+    cols[1].metric(
+        "Phase change at step",
+        "none yet" if phase is None else f"{phase:,}",
+        help="The first snapshot where the ICL score is halfway from its first value to its last, once it has "
+        "fallen by at least 1.5 nats over the run (learning which letters a run uses takes it to about −0.5 … −0.9).",
+    )
+    cols[2].metric(
+        f"Induction head L1 H{ind}",
+        f"{after['scores']['prefix_matching'][1][ind]:.2f}",
+        help="Its prefix-matching score at the end.",
+    )
+    cols[3].metric(
+        f"Previous-token head L0 H{prev}",
+        f"{after['scores']['previous_token'][0][prev]:.2f}",
+        help="Its previous-token score at the end.",
+    )
+    left, right = side_by_side(2)
+    with left:
+        show_chart(learning_figure(doc), key=key(f"{where}_learning"))
+        st.caption(
+            "Training loss and the in-context-learning score at each snapshot: the loss late in the context "
+            "minus the loss early in it (negative = the model predicts better the more it has read). The "
+            "dashed line marks the phase change (when there is one), where both fall suddenly together."
+        )
+    with right:
+        name = st.selectbox("Head score", list(SCORES), format_func=lambda n: SCORES[n][0], key=key(f"{where}_score"))
+        show_chart(scores_figure(doc, name), key=key(f"{where}_scores"))
+        st.caption(
+            f"{SCORES[name][0]}: {SCORES[name][2]}. One line per head, one point per snapshot; the dashed "
+            "line is the phase change (when there is one)."
+        )
+    labels = moment_labels(doc)
+    show_chart(position_figure(doc), key=key(f"{where}_positions"))
+    st.caption(
+        f"Loss of the prediction made at each position, on 128 fixed sequences: {labels['before'].lower()} and "
+        f"{labels['after'].lower()}. Until the run has been read once (8–24 letters) nothing can be known "
+        "(ln 26 ≈ 3.26); once induction heads have formed the model copies from the earlier copy. Grey bands: "
+        "the early and late positions the ICL score compares."
+    )
+    tokens = doc["probe_tokens"]
+    for moment, label in labels.items():
+        m = doc[moment]
+        show_chart(attention_grid(np.asarray(m["probe"], dtype=np.float32), tokens), key=key(f"{where}_{moment}_grid"))
+        if moment == "before":
+            look = "The heads still spread their attention: nothing points back yet."
+        elif phase is not None:
+            look = (
+                "A previous-token head draws the line just below the diagonal; an induction head in layer 1 "
+                "a stripe 11 keys back, from each letter of the second copy to the letter after its first copy."
+            )
+        else:
+            look = (
+                "Look for a line just below the diagonal (previous token) in layer 0 and a stripe 11 keys back "
+                "(induction) in layer 1: no phase change yet."
+            )
+        st.caption(
+            f"{label} (step {m['step']}): every head's attention on the probe "
+            f"`{' '.join(tokens)}` (rows: layers 0 and 1; in each square rows are queries, columns keys). " + look
+        )
+    table = scores_table(doc)
+    st.dataframe(table, hide_index=True, height=240)
+    st.caption("Every head's three scores before and after the phase change.")
+    frame = curves_frame(doc)
+    st.download_button(
+        "Download the curves as CSV",
+        lambda: frame.to_csv(index=False).encode(),
+        f"induction_{where}_curves.csv",
+        "text/csv",
+        icon=":material/download:",
+        key=key(f"{where}_csv"),
+        on_click="ignore",
+    )
+
+
+def start() -> None:
+    st.session_state.pop(key("error"), None)
+    try:
+        data.induction_start(st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")])
+    except ValueError as err:
+        st.session_state[key("error")] = str(err)
+
+
+def live_controls() -> Any:
+    options = data.induction_options()
+    defaults({key("steps"): options["steps"], key("lr"): options["lr"], key("seed"): 0})
+    a, b, c, d = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
+    (low, high), (slow, fast) = options["step_range"], options["lr_range"]
+    a.number_input("Steps", step=100, key=key("steps"), help=f"{low} to {high:,} optimizer updates.")
+    warm = f"{slow:g} to {fast:g}, constant after a short warm-up."
+    b.number_input("Learning rate", step=0.001, format="%.4f", key=key("lr"), help=warm)
+    other = "Some seeds stay longer on the plateau, or find another way to use the context (no prefix-matching head)"
+    c.number_input("Seed", step=1, key=key("seed"), help=f"{other}: try another.")
+    status = long_status(INDUCTION)
+    d.button(
+        "Train it here",
+        type="primary",
+        icon=":material/play_arrow:",
+        key=key("start"),
+        on_click=once(start),
+        disabled=status is not None and status.active,
+        use_container_width=True,
+    )
+    if (error := st.session_state.get(key("error"))) is not None:
+        show_error(error, level="error")
+    return run_job(INDUCTION, "Training", extra=live_curves)  # the finished run's last progress, or None
+
+
+def live_curves(status) -> None:
+    doc = data.run_document(status.latest)
+    if doc is not None and len(doc["curves"]["step"]) > 1:
+        left, right = side_by_side(2)
+        with left:
+            show_chart(learning_figure(doc), key=key("live_learning"))
+            st.caption("Your run so far: training loss and ICL score at each snapshot (every 20 steps).")
+        with right:
+            show_chart(scores_figure(doc, "prefix_matching"), key=key("live_scores"))
+            st.caption(
+                "Your run so far: each layer-1 head's prefix-matching score; the other scores follow when the run ends."
+            )
+
+
+def show() -> None:
+    """The tab's content."""
+    st.markdown(
+        "A **two-layer transformer without MLPs** reads runs of random letters repeated to fill 64 tokens "
+        "(`<bos> q f k q f k q …`, each letter one token). For a while it only learns which letters the run "
+        "uses; then, suddenly, a **previous-token head** in layer 0 and an **induction head** in layer 1 "
+        "form together, and the model copies from earlier in its context: in-context learning "
+        "(Olsson et al. 2022). The shipped run is drawn below at once; train your own to watch it happen."
+    )
+    finished = live_controls()
+    yours = data.run_document(finished) if finished is not None else None
+    shown = SHIPPED
+    if yours is not None:
+        shown = st.segmented_control("Show", [SHIPPED, YOURS], default=YOURS, key=key("shown"), required=True)
+    if shown == YOURS and yours is not None:
+        draw(yours, "yours")
+        return
+    try:
+        doc = data.induction_shipped()
+    except ValueError as err:
+        show_error(str(err))
+        return
+    st.markdown(
+        f"**{SHIPPED}**: `{data.INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "
+        "2-layer attention-only*; type letters, then the same letters again)."
+    )
+    draw(doc, "shipped")

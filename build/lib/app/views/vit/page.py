@@ -1,0 +1,265 @@
+"""Vision Transformer: an image cut into patches, where [CLS] and each patch look, rollout, occlusion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app.controls.pickers import load_model, pick_family_model, pick_index, pick_int, upload_field
+from app.figures import shared_build
+from app.state import PERSIST, defaults
+from app.ui.charts import clicked_square, show_chart
+from app.ui.export import csv_button, grid_table
+from app.ui.guard import attempt
+from app.ui.rollout_controls import SHORT, discard_rule_picker, discard_sentence
+from app.ui.safe_text import quoted
+from app.ui.theme import side_by_side
+from app.views.vit.data import (
+    Rollout,
+    get_vision_trace,
+    vit_cls_maps,
+    vit_last_layer_map,
+    vit_occlusion,
+    vit_read_upload,
+    vit_rollout_map,
+    vit_sample,
+    vit_windowed,
+)
+from app.views.vit.figures import image_with_grid, overlay, overlay_grid, probability_bars
+from app.views.vit.keys import Vit
+from app.views.vit.swin import pick_patch, show_windows
+from engine import samples
+from engine.analysis.vision import patch_map
+from engine.families import hub_labels
+
+DEFAULT_MODEL = Vit.DEFAULTS[Vit.model]
+INTRO = (
+    "A Vision Transformer cuts an image into square patches and treats each one like a word. "
+    "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer."
+)
+SOURCES = {
+    "digit": "Digit (scikit-learn)",
+    "shape": "Shape (drawn)",
+    "photo": "Photo (scikit-learn)",
+    "upload": "Upload your own",
+}
+MODEL_HELP = "The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT, DeiT and Swin download from the Hub."
+OTHER_MODEL = (
+    Vit.hub_id,
+    "Another ViT",
+    "e.g. google/vit-base-patch16-224",
+    ", ".join(hub_labels("vit")) + " image classifiers.",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Picture:
+    """The input image, its source (``SOURCES``), a few words that name it and its decoding notices."""
+
+    image: np.ndarray
+    source: str
+    described: str
+    notices: tuple[str, ...] = ()
+
+
+def pick_image() -> Picture | None:
+    """The input image (None, with a note, while there is none)."""
+    source = st.radio("Image", list(SOURCES), format_func=SOURCES.get, key=Vit.source, horizontal=True, **PERSIST)
+    source = source if source in SOURCES else "digit"
+    if source == "digit":
+        n = samples.n_digits()
+        help = (
+            f"scikit-learn's {n:,} hand-written digits. The own ViT trained on 80% of them; the caption says whether "
+            "this one is in the 20% it never saw."
+        )
+        index = pick_int(st.number_input, "Digit sample number", 0, n - 1, Vit.digit, help=help)
+        seen = "one of the own ViT's training images"
+        seen = "held out: the own ViT never trained on it" if samples.digit_held_out(index) else seen
+        described = f"digit sample {index} (true label {samples.digit(index)[1]}; {seen})"
+        return Picture(vit_sample("digit", str(index)), source, described)
+    if source in ("shape", "photo"):
+        options = Vit.OPTIONS[getattr(Vit, source)]
+        name = st.selectbox(source.title(), options, key=getattr(Vit, source), **PERSIST)
+        name = name if name in options else options[0]
+        described = f"a drawn {name}" if source == "shape" else f"the photo '{name}'"
+        return Picture(vit_sample(source, name), source, described)
+    empty = "Choose an image file to see where the model looks."
+    if (upload := upload_field("Your image", Vit.upload, empty, vit_read_upload)) is None:
+        return None
+    (pixels, notices), name = upload
+    return Picture(pixels, source, f"your image {quoted(name)}", tuple(notices))
+
+
+def show_input(picture: Picture, trace, model_id: str) -> None:
+    source, described = picture.source, picture.described
+    tokens = ", plus a [CLS] token that collects the answer"
+    if vit_windowed(trace):
+        tokens = "; there is no [CLS] token: the answer reads the average of the last stage's patches"
+    if model_id == DEFAULT_MODEL and source != "digit":
+        st.warning(
+            "This tiny model only learned the hand-written digits 0–9 from 8×8 images, so its answer for "
+            f"{described} is a guess that means little. Where it looks is still worth seeing."
+        )
+    rows, cols = trace.grid
+    *original, left, right = st.columns(2 if source == "digit" else [2, 3, 3])
+    for column in original:
+        column.image(picture.image, caption="The original", clamp=True)
+    with left:
+        fig = shared_build(image_with_grid, trace.image, trace.patch_size, title="What the model sees")
+        show_chart(fig, key=Vit.image)
+        height, width = trace.image.shape[:2]
+        st.caption(
+            f"{described[:1].upper() + described[1:]}, as the model reads it: {height}×{width} pixels cut into "
+            f"{rows}×{cols} = {rows * cols} patches of {trace.patch_size}×{trace.patch_size} pixels (blue lines). "
+            f"Each patch becomes one token{tokens}."
+        )
+    with right:
+        if len(trace.labels):
+            show_chart(shared_build(probability_bars, tuple(trace.labels), trace.probs), key=Vit.probs)
+            st.caption(
+                f"The model's answer is **{trace.prediction}** ({trace.probs.max():.0%}). Bars: the probability "
+                "of each class (the softmax of the class head's outputs), most likely first."
+            )
+        else:
+            st.info("This model has no classification head, so there is no prediction; its attention is still shown.")
+
+
+def show_cls(trace, layer: int, head: int) -> None:
+    maps = vit_cls_maps(trace, layer)
+    left, right = side_by_side([2, 3])
+    with left:
+        title = f"[CLS] → patches, layer {layer}, head {head}"
+        show_chart(shared_build(overlay, trace.image, maps[head], trace.patch_size, title=title), key=Vit.cls)
+        st.caption(
+            "Where the [CLS] token looks: the brighter a patch, the more of its information [CLS] takes in this "
+            "head (the [CLS] row of the attention pattern; the patches' weights plus [CLS]'s own sum to 1)."
+        )
+        csv_button("Download as CSV", grid_table(maps[head]), f"vit_cls_L{layer}_H{head}.csv", float_format="%.6f")
+    with right:
+        show_chart(shared_build(overlay_grid, trace.image, maps, trace.patch_size, selected=head), key=Vit.heads)
+        st.caption(
+            f"All {maps.shape[0]} heads of layer {layer} (the chosen one marked ▶), each coloured from 0 to its "
+            "own maximum: compare where they look, not how bright they are."
+        )
+
+
+def show_patch(trace, layer: int, head: int) -> None:
+    rows, cols = trace.grid
+    hit = clicked_square(Vit.patch_map, Vit.last_click, trace.patch_size, rows, cols)
+    left, right = st.columns([1, 2])
+    with left:
+        patch = pick_patch(Vit.patch, rows * cols, hit)
+        r, c = divmod(patch, cols)
+        st.caption(f"Patch {patch} is row {r}, column {c} of the {rows}×{cols} grid.")
+    with right:
+        grid = patch_map(trace, layer, head, patch)
+        title = f"Patch {patch} → patches, layer {layer}, head {head}"
+        fig = shared_build(overlay, trace.image, grid, trace.patch_size, mark=patch, clickable=True, title=title)
+        show_chart(fig, key=Vit.patch_map, on_select="rerun", selection_mode="points")
+        st.caption(
+            "The outlined patch is the query: colours show how much it attends to every patch (its row of the "
+            "attention pattern). Click another patch to make it the query. Patches often look at neighbours "
+            "or at patches with similar content."
+        )
+
+
+def pick_rollout() -> Rollout:
+    st.subheader("Attention rollout: following attention through all layers")
+    c1, c2, c3 = st.columns([1, 1, 2])
+    fusions = Vit.OPTIONS[Vit.fusion]
+    help = "How the heads of a layer become one map: their mean (the paper), max or min."
+    fusion = c1.radio("Head fusion", fusions, key=Vit.fusion, horizontal=True, help=help, **PERSIST)
+    help = "Drop this share of each layer's weakest weights before multiplying (sharper maps); the rule says which."
+    c2.slider("Discard ratio", 0.0, 0.9, step=0.1, key=Vit.discard, help=help, **PERSIST)
+    with c3:
+        rule = discard_rule_picker(Vit.discard_rule, "`[CLS]`")
+    discard = min(max(float(st.session_state.get(Vit.discard) or 0.0), 0.0), 0.9)
+    return Rollout(fusion if fusion in fusions else "mean", discard, rule)
+
+
+def show_rollout(model_id: str, image: np.ndarray, trace, how: Rollout) -> None:
+    left, right = side_by_side(2)
+    last = trace.attention.n_layers - 1
+    title = f"Rollout, heads fused by {how.fusion}, discard {how.discard:.1f}"
+    title += f" ({SHORT[how.rule]})" if how.discard > 0 else ""
+    with left:
+        grid = vit_rollout_map(model_id, image, how)
+        show_chart(shared_build(overlay, trace.image, grid, trace.patch_size, title=title), key=Vit.rollout)
+    with right:
+        grid = vit_last_layer_map(trace, how.fusion)
+        title = f"Raw attention of the last layer ({last}), {how.fusion} of heads"
+        show_chart(shared_build(overlay, trace.image, grid, trace.patch_size, title=title), key=Vit.last)
+    st.caption(
+        "Raw attention (right) only says where [CLS] looks in the last layer's *input*, which is already a mix "
+        "of patches. Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
+        "half-and-half with the residual connection, to estimate how much each *original* patch flows into "
+        "[CLS]. " + discard_sentence(how.discard, how.rule, "`[CLS]`")
+    )
+
+
+def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> None:
+    st.subheader("Occlusion check: does the model need what it attends to?")
+    if not len(trace.labels):
+        st.info("This model has no classification head, so there is no prediction to test.")
+        return
+    n = trace.grid[0] * trace.grid[1]
+    k = pick_int(st.slider, "Patches to hide (k)", 0, n, Vit.k)
+    with st.spinner("Re-classifying with patches hidden…"):
+        result = vit_occlusion(model_id, image, k, how)
+    table = pd.DataFrame(
+        [(r.strategy, ", ".join(map(str, r.patches)) or "none", r.prediction, r.p_original) for r in result.rows],
+        columns=["hidden patches", "which", "prediction", f"p({result.original})"],
+    )
+    table["change"] = table[f"p({result.original})"] - result.p_original
+    table = table.round(4)
+    st.dataframe(table, hide_index=True)
+    st.caption(
+        f"With nothing hidden the model says **{result.original}** ({result.p_original:.0%}). Each row hides k "
+        "patches (painted with the background/mean colour): the k the rollout ranks highest, k random ones, or the "
+        "k it ranks lowest. If the rollout points at what the model uses, hiding its top patches should lower the "
+        "probability the most. Often it does not: attention is not the same as importance."
+    )
+    csv_button("Download the table as CSV", table, "vit_occlusion.csv", index=False)
+
+
+def main() -> None:
+    defaults(Vit.DEFAULTS)
+    st.title("Vision Transformer")
+    st.write(INTRO)
+    top_left, top_right = st.columns([3, 2])
+    with top_left:
+        picture = pick_image()
+    with top_right:
+        model_id = pick_family_model("vit", Vit.model, DEFAULT_MODEL, MODEL_HELP, OTHER_MODEL)
+    if picture is None or (card := load_model(model_id)) is None:
+        return
+    if card.family != "vit":
+        st.error(f"{quoted(model_id)} is not a Vision Transformer (it is a {card.family} model). Pick a ViT.")
+        return
+    image = picture.image
+    if (trace := attempt(lambda: get_vision_trace(model_id, image), "Running the model…")) is None:
+        return
+    if notices := (*picture.notices, *trace.notices):
+        st.info("\n".join(f"- {notice}" for notice in notices))
+    show_input(picture, trace, model_id)
+    if vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
+        show_windows(trace)
+        return
+    st.subheader("Where [CLS] looks")
+    c1, c2 = st.columns(2)
+    with c1:
+        layer = pick_index("Layer", trace.attention.n_layers, Vit.layer)
+    with c2:
+        head = pick_index("Head", trace.attention.n_heads, Vit.head)
+    show_cls(trace, layer, head)
+    st.subheader("Where one patch looks")
+    show_patch(trace, layer, head)
+    how = pick_rollout()
+    show_rollout(model_id, image, trace, how)
+    show_occlusion(model_id, image, trace, how)
+
+
+main()

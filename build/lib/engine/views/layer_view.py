@@ -1,0 +1,150 @@
+"""One layer's heads as bytes for the in-browser view (``layer_view.js``, ``layer_view.css``), and that view in a
+notebook: ``show(trace)`` draws it offline, no server and no CDN. A cell travels as a uint16 count of
+``step`` (0.001 for weights: the 3 decimals the pages print, exactly; :data:`BLOCKED` where the mask blocks it):
+a 4-byte little-endian length, a JSON header, padding to 8 bytes, then the cells, half of float32's bytes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine.traces.overview import overview_edges
+
+HERE = Path(__file__).resolve().parent
+JS = (HERE / "layer_view.js").read_text(encoding="utf-8")
+CSS = (HERE / "layer_view.css").read_text(encoding="utf-8")
+#: a notebook's view holds every layer while its cells fit this many bytes (then each head is pooled smaller)
+NOTEBOOK_BYTES = 8 << 20
+DIGITS = 3  # decimals a hover prints (fewer only when a weighting's values pass 65.534)
+BLOCKED = 0xFFFF
+#: the look where no theme is given (the app passes its own): Plotly's "Blues" stops, the app's text colour
+LOOK = {
+    "colors": ["#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"],
+    "text_color": "#1b2430",
+    "font_px": 13,
+}
+
+
+@dataclass(frozen=True)
+class LayerData:
+    """What the view draws: ``values`` ``[layers, heads, rows, cols]`` (NaN: blocked), the sent ``layers``' numbers
+    and a label per row and column (``square``: one sequence on both axes, so a token can be highlighted)."""
+
+    values: np.ndarray
+    layers: tuple[int, ...]
+    q_labels: tuple[str, ...]
+    k_labels: tuple[str, ...]
+    square: bool = True
+    value_name: str = "weight"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the view opens on and says: the layer, head and highlighted token, the title's ``suffix``, a caption,
+    the look and the URL parameters it keeps (None: it leaves the address bar alone, as in a notebook)."""
+
+    layer: int = 0
+    head: int = 0
+    focus: int | None = None
+    suffix: str = ""
+    caption: str = ""
+    look: dict = field(default_factory=lambda: LOOK)
+    params: dict[str, str] | None = None
+
+
+def short(label: str) -> str:
+    """A label as the canvas draws it (text, not HTML: nothing to escape), long tokens shortened."""
+    return label if len(label) <= 24 else label[:23] + "…"
+
+
+def encode(data: LayerData, choice: Choice) -> bytes:
+    """The view's bytes."""
+    _, n_heads, rows, cols = data.values.shape
+    focus = choice.focus if data.square and choice.focus is not None and 0 <= choice.focus < rows else None
+    header = {
+        **choice.look,
+        "layers": list(data.layers),
+        "n_heads": n_heads,
+        "rows": rows,
+        "cols": cols,
+        "q": [short(t) for t in data.q_labels],
+        "k": [short(t) for t in data.k_labels],
+        "square": data.square,
+        "value_name": data.value_name,
+        "layer": choice.layer if choice.layer in data.layers else data.layers[0],
+        "head": min(max(choice.head, 0), n_heads - 1),
+        "focus": focus,
+        "suffix": choice.suffix,
+        "caption": choice.caption,
+        "params": choice.params,
+    }
+    cells, header["digits"], header["step"] = counts(data.values)
+    text = json.dumps(header).encode()
+    pad = -(4 + len(text)) % 8
+    return len(text).to_bytes(4, "little") + text + b"\0" * pad + cells.astype("<u2").tobytes()
+
+
+def counts(values: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """``values`` as uint16 counts of ``10**-digits`` (NaN or negative: :data:`BLOCKED`), with digits and step."""
+    finite = np.isfinite(values) & (values >= 0)
+    top = float(values[finite].max()) if finite.any() else 0.0
+    digits = DIGITS
+    while digits > -4 and top * 10**digits > BLOCKED - 1:
+        digits -= 1
+    step = 10.0**-digits
+    cells = np.full(values.shape, BLOCKED, dtype=np.uint16)
+    cells[finite] = np.rint(values[finite].astype(np.float64) / step).astype(np.uint16)
+    return cells, max(digits, 0), step
+
+
+def from_trace(trace, layers: tuple[int, ...] | None = None, budget: int = NOTEBOOK_BYTES) -> LayerData:
+    """Every head of ``layers`` (default all) of an attention trace: exact where the cells fit ``budget`` bytes
+    (blocked cells NaN), else each head pooled to block maxima (``trace.overview``), never the n×n matrix."""
+    layers = tuple(range(trace.n_layers)) if layers is None else tuple(layers)
+    heads, n_q, n_k = trace.n_heads, trace.n_queries, trace.n_keys
+    if len(layers) * heads * n_q * n_k * 2 <= budget:
+        values = np.stack([np.where(np.isinf(trace.mask(layer)), np.nan, trace.pattern(layer)) for layer in layers])
+        q_labels, k_labels = trace.tokens.labels(), trace.key_tokens.labels()
+    else:
+        side = max(8, int((budget / (2 * len(layers) * heads)) ** 0.5))  # cells a side that fit the budget
+        values = np.stack([[trace.overview(layer, h, size=side) for h in range(heads)] for layer in layers])
+        q_labels = pooled_labels(trace.tokens.labels(), values.shape[-2])
+        k_labels = pooled_labels(trace.key_tokens.labels(), values.shape[-1])
+    return LayerData(values.astype(np.float32), layers, tuple(q_labels), tuple(k_labels), square=n_q == n_k)
+
+
+def pooled_labels(labels: list[str], cells: int) -> list[str]:
+    """A block's label: its one token, or its first–last positions."""
+    edges = overview_edges(len(labels), cells)
+    return [labels[a] if b - a == 1 else f"{a}–{b - 1}" for a, b in zip(edges[:-1], edges[1:])]
+
+
+class NotebookView:
+    """A view a notebook draws (its ``_repr_html_``): the module and the bytes inline, nothing fetched."""
+
+    def __init__(self, data: LayerData, choice: Choice) -> None:
+        self.data, self.choice = data, choice
+
+    def _repr_html_(self) -> str:
+        key = f"ap-lv-{uuid.uuid4().hex[:12]}"
+        module = base64.b64encode(JS.encode()).decode()
+        cells = base64.b64encode(encode(self.data, self.choice)).decode()
+        return (
+            f'<style>{CSS}</style><div id="{key}"></div><script type="module">\n'
+            f"const bytes = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));\n"
+            f'const url = URL.createObjectURL(new Blob([bytes("{module}")], {{type: "text/javascript"}}));\n'
+            "const view = await import(url);\n"
+            f'const data = bytes("{cells}");\n'
+            f'view.default({{data, key: "{key}", parentElement: document.getElementById("{key}")}});\n'
+            "</script>"
+        )
+
+
+def show(trace, layer: int = 0, head: int = 0, focus: int | None = None) -> NotebookView:
+    """The in-browser view of an attention trace in a notebook: every layer and head, switched in the browser."""
+    return NotebookView(from_trace(trace), Choice(layer=layer, head=head, focus=focus))

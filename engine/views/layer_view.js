@@ -1,0 +1,286 @@
+// One layer's attention heads drawn in the browser: a head, a layer or a highlighted token changes here, in the
+// same frame, with no message to the server. The data comes as bytes (engine/views/layer_view.py): a 4-byte length,
+// a JSON header, then every head's cells as little-endian uint16 counts of the header's step (0xFFFF: blocked).
+// On a page the view owns ?layer, ?head and ?focus in the address bar: Streamlit rewrites the query string from
+// the server's copy, so every write is merged with the view's parameters. In a notebook it leaves the URL alone.
+
+const views = new Map(); // component key → its view's state (kept across the server's reruns)
+let historyWrapped = false;
+
+function decode(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const size = view.getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + size)));
+  const start = 4 + size + ((8 - ((4 + size) % 8)) % 8); // the cells start on an 8-byte boundary
+  const bits = new Uint16Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.byteLength));
+  const cells = header.rows * header.cols;
+  const heads = [];
+  for (let i = 0; i < bits.length / cells; i++) {
+    const z = new Float32Array(cells);
+    let top = 0;
+    for (let c = 0; c < cells; c++) {
+      const count = bits[i * cells + c];
+      z[c] = count === 0xffff ? NaN : count * header.step;
+      if (z[c] > top) top = z[c];
+    }
+    heads.push({ z, top: top || 1 });
+  }
+  return { ...header, heads };
+}
+
+function palette(colours) {
+  // 256 RGB triples along the theme's colour stops
+  const rgb = colours.map((c) => c.startsWith("#")
+    ? [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16))
+    : c.replace(/[^\d.,]/g, "").split(",").slice(0, 3).map(Number));
+  const out = new Uint8ClampedArray(256 * 3);
+  for (let i = 0; i < 256; i++) {
+    const at = (i / 255) * (rgb.length - 1), lo = Math.floor(at), hi = Math.min(lo + 1, rgb.length - 1);
+    for (let ch = 0; ch < 3; ch++) out[i * 3 + ch] = rgb[lo][ch] + (rgb[hi][ch] - rgb[lo][ch]) * (at - lo);
+  }
+  return out;
+}
+
+function paint(canvas, z, rows, cols, top, lut) {
+  // one cell a pixel; CSS scales it up without smoothing
+  canvas.width = cols;
+  canvas.height = rows;
+  const ctx = canvas.getContext("2d");
+  const img = ctx.createImageData(cols, rows);
+  for (let c = 0; c < z.length; c++) {
+    const v = z[c];
+    if (Number.isNaN(v)) {
+      img.data.set([205, 208, 214, 255], c * 4); // blocked: the grey of the server's maps
+      continue;
+    }
+    const level = Math.max(0, Math.min(255, Math.round((v / top) * 255))) * 3;
+    img.data.set([lut[level], lut[level + 1], lut[level + 2], 255], c * 4);
+  }
+  ctx.putImageData(img, 0, 0);
+}
+
+function wrapHistory() {
+  // Streamlit writes the whole query string from the server's copy: keep each live view's parameters in it
+  if (historyWrapped) return;
+  historyWrapped = true;
+  for (const name of ["pushState", "replaceState"]) {
+    const write = history[name].bind(history);
+    history[name] = (state, unused, url) => write(state, unused, url === undefined ? url : withViews(url));
+  }
+}
+
+function withViews(url) {
+  const out = new URL(url, window.location.href);
+  for (const state of views.values()) if (state.live) for (const [k, v] of Object.entries(state.params())) {
+    if (v === null) out.searchParams.delete(k);
+    else out.searchParams.set(k, v);
+  }
+  return out.toString();
+}
+
+function labelEvery(cellPx, fontPx) {
+  return Math.max(1, Math.ceil((fontPx + 2) / Math.max(cellPx, 0.1)));
+}
+
+export default function (component) {
+  const { data, parentElement, key } = component;
+  if (!data) return;
+  const d = decode(data);
+  const lut = palette(d.colors);
+  const known = views.get(key);
+  // the server's choice wins when it changed (a link, a lesson step); else the browser's last choice stays
+  const fresh = !known || known.server.layer !== d.layer || known.server.head !== d.head || known.server.focus !== d.focus;
+  const state = fresh ? { layer: d.layer, head: d.head, focus: d.focus } : known;
+  state.server = { layer: d.layer, head: d.head, focus: d.focus };
+  state.live = true;
+  const owns = Boolean(d.params); // a page's view keeps its URL parameters; a notebook's leaves the address bar alone
+  state.params = () => owns ? {
+    [d.params.layer]: String(state.layer),
+    [d.params.head]: String(state.head),
+    [d.params.focus]: state.focus === null ? null : String(state.focus),
+  } : {};
+  views.set(key, state);
+  if (owns) wrapHistory();
+  const layerIndex = () => Math.max(0, d.layers.indexOf(state.layer));
+  const head = () => d.heads[layerIndex() * d.n_heads + state.head];
+
+  parentElement.querySelectorAll(".lv").forEach((old) => old.remove());
+  const root = document.createElement("div");
+  root.className = "lv";
+  parentElement.appendChild(root);
+  const layerBar = d.layers.length > 1 ? root.appendChild(document.createElement("div")) : null;
+  const headBar = root.appendChild(document.createElement("div"));
+  const title = root.appendChild(document.createElement("h3"));
+  const box = root.appendChild(document.createElement("div"));
+  const plot = box.appendChild(document.createElement("canvas"));
+  const labels = box.appendChild(document.createElement("canvas"));
+  const tip = box.appendChild(document.createElement("div"));
+  const legend = root.appendChild(document.createElement("div"));
+  const caption = root.appendChild(document.createElement("p"));
+  legend.className = "legend";
+  const ramp = legend.appendChild(document.createElement("canvas"));
+  const scaleText = legend.appendChild(document.createElement("span"));
+  paint(ramp, Float32Array.from({ length: 256 }, (_, i) => i / 255), 1, 256, 1, lut);
+  box.className = "box";
+  tip.className = "tip";
+  tip.setAttribute("role", "status");
+  plot.className = "cells";
+  labels.className = "labels";
+  labels.tabIndex = 0;
+  labels.setAttribute("aria-label", "Attention map: arrow keys pick another head or token");
+  caption.className = "caption";
+  const bar = (el, label) => {
+    el.className = "bar";
+    el.setAttribute("role", "toolbar");
+    el.setAttribute("aria-label", label);
+  };
+  if (layerBar) {
+    bar(layerBar, "Layers");
+    d.layers.forEach((layer) => {
+      const b = layerBar.appendChild(document.createElement("button"));
+      b.textContent = `L${layer}`;
+      b.setAttribute("aria-label", `Layer ${layer}`);
+      b.onclick = () => choose({ layer });
+    });
+  }
+  bar(headBar, "Heads");
+  const thumbs = [];
+  for (let h = 0; h < d.n_heads; h++) {
+    const b = headBar.appendChild(document.createElement("button"));
+    const thumb = b.appendChild(document.createElement("canvas"));
+    b.appendChild(document.createElement("span")).textContent = `H${h}`;
+    b.onclick = () => choose({ head: h });
+    thumbs.push({ b, thumb });
+  }
+
+  let geometry = null;
+  function draw() {
+    const t0 = performance.now();
+    const { z, top } = head();
+    title.textContent = `Layer ${state.layer}, head ${state.head}${d.suffix}`;
+    thumbs.forEach(({ b, thumb }, h) => {
+      const own = d.heads[layerIndex() * d.n_heads + h];
+      b.setAttribute("aria-label", `Layer ${state.layer}, head ${h}`);
+      b.setAttribute("aria-pressed", String(h === state.head));
+      paint(thumb, own.z, d.rows, d.cols, own.top, lut);
+    });
+    layerBar?.querySelectorAll("button").forEach((b, i) => b.setAttribute("aria-pressed", String(d.layers[i] === state.layer)));
+    paint(plot, z, d.rows, d.cols, top, lut);
+    scaleText.textContent = `0 … ${top.toFixed(d.digits)} ${d.value_name} (this head's largest)`;
+    // the labels: every token while they fit, else every k-th; the highlighted one always
+    const width = Math.max(240, box.clientWidth || 600);
+    const font = d.font_px;
+    const ctx = labels.getContext("2d");
+    ctx.font = `${font}px sans-serif`;
+    const widest = (names) => Math.min(180, Math.max(...names.map((n) => ctx.measureText(n).width)) + 8);
+    const left = widest(d.q), colText = widest(d.k);
+    const room = (width - left - 8 - (colText * 0.5)) / d.cols; // a rotated label leans right of its column
+    const cell = Math.max(0.5, Math.min(64, room, Math.max(360, window.innerHeight * 0.75) / d.rows));
+    const rotate = cell < colText;
+    const topPx = rotate ? Math.min(140, colText * 0.87 + font) : font + 8;
+    const h = topPx + cell * d.rows + 4, w = left + cell * d.cols + (rotate ? colText * 0.5 : 4);
+    const dpr = window.devicePixelRatio || 1;
+    labels.width = Math.round(w * dpr);
+    labels.height = Math.round(h * dpr);
+    labels.style.width = `${w}px`;
+    labels.style.height = `${h}px`;
+    Object.assign(plot.style, { left: `${left}px`, top: `${topPx}px`, width: `${cell * d.cols}px`, height: `${cell * d.rows}px` });
+    box.style.height = `${h}px`;
+    ctx.scale(dpr, dpr);
+    ctx.font = `${font}px sans-serif`;
+    ctx.fillStyle = d.text_color;
+    ctx.textBaseline = "middle";
+    const everyRow = labelEvery(cell, font), everyCol = labelEvery(cell, rotate ? font : colText);
+    d.q.forEach((name, i) => {
+      if (i % everyRow && i !== state.focus) return;
+      ctx.font = `${i === state.focus ? "bold " : ""}${font}px sans-serif`;
+      ctx.textAlign = "right";
+      ctx.fillText(name, left - 4, topPx + (i + 0.5) * cell, left - 6);
+    });
+    d.k.forEach((name, j) => {
+      if (j % everyCol && j !== state.focus) return;
+      ctx.save();
+      ctx.font = `${j === state.focus ? "bold " : ""}${font}px sans-serif`;
+      ctx.translate(left + (j + 0.5) * cell, topPx - 4);
+      if (rotate) {
+        ctx.rotate(-Math.PI / 3);
+        ctx.textAlign = "left";
+      } else ctx.textAlign = "center";
+      ctx.fillText(name, 0, 0, 170);
+      ctx.restore();
+    });
+    if (state.focus !== null && d.square && state.focus < d.rows) {
+      ctx.strokeStyle = "#d62728";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(left, topPx + state.focus * cell, cell * d.cols, cell);
+      ctx.strokeRect(left + state.focus * cell, topPx, cell, cell * d.rows);
+    }
+    geometry = { left, top: topPx, cell };
+    root.dataset.drawMs = (performance.now() - t0).toFixed(1);
+  }
+
+  function choose(change) {
+    Object.assign(state, change);
+    if (owns) history.pushState(history.state, "", window.location.href); // a new entry: Back walks the views
+    draw();
+  }
+
+  function cellAt(event) {
+    if (!geometry) return null;
+    const r = labels.getBoundingClientRect();
+    const col = Math.floor((event.clientX - r.left - geometry.left) / geometry.cell);
+    const row = Math.floor((event.clientY - r.top - geometry.top) / geometry.cell);
+    return row >= 0 && row < d.rows && col >= 0 && col < d.cols ? { row, col } : null;
+  }
+
+  labels.onmousemove = (event) => {
+    const at = cellAt(event);
+    if (!at) {
+      tip.textContent = "";
+      tip.hidden = true;
+      return;
+    }
+    const v = head().z[at.row * d.cols + at.col];
+    tip.hidden = false;
+    tip.textContent = `${d.q[at.row]} → ${d.k[at.col]}: ${Number.isNaN(v) ? "blocked" : v.toFixed(d.digits)}`;
+    tip.style.left = `${event.clientX - labels.getBoundingClientRect().left + 12}px`;
+    tip.style.top = `${event.clientY - labels.getBoundingClientRect().top + 12}px`;
+  };
+  labels.onmouseleave = () => (tip.hidden = true);
+  labels.onclick = (event) => {
+    const at = cellAt(event);
+    if (at && d.square) choose({ focus: state.focus === at.row ? null : at.row });
+  };
+  labels.onkeydown = (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    const move = { ArrowDown: 1, ArrowUp: -1 }[event.key];
+    if (step) choose({ head: (state.head + step + d.n_heads) % d.n_heads });
+    else if (move && d.square) choose({ focus: Math.max(0, Math.min(d.rows - 1, (state.focus ?? -move) + move)) });
+    else return;
+    event.preventDefault();
+  };
+  const onPop = () => {
+    const url = new URL(window.location.href);
+    const read = (name, high) => {
+      const v = Number.parseInt(url.searchParams.get(name) ?? "", 10);
+      return Number.isInteger(v) && v >= 0 && v < high ? v : null;
+    };
+    const head = read(d.params.head, d.n_heads), layer = read(d.params.layer, 1 + Math.max(...d.layers));
+    if (head !== null) state.head = head;
+    if (layer !== null && d.layers.includes(layer)) state.layer = layer;
+    state.focus = read(d.params.focus, d.rows);
+    draw();
+  };
+  if (owns) window.addEventListener("popstate", onPop);
+  caption.textContent = d.caption;
+  tip.hidden = true;
+  const resized = new ResizeObserver(() => draw());
+  resized.observe(box);
+  draw();
+  if (owns) history.replaceState(history.state, "", window.location.href); // the address bar says what is drawn
+  return () => {
+    resized.disconnect();
+    window.removeEventListener("popstate", onPop);
+    state.live = false; // another page's URL is not this view's; its choice is kept for when it comes back
+  };
+}

@@ -1,0 +1,59 @@
+"""The in-browser view's bytes (engine/views/layer_view.py), read back here as layer_view.js reads them: the
+header, then uint16 counts of ``step`` that give back every weight to the printed decimals, blocked cells marked."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import engine
+from engine.views.layer_view import BLOCKED, Choice, LayerData, encode, from_trace
+
+
+def decode(raw: bytes) -> tuple[dict, np.ndarray]:
+    size = int.from_bytes(raw[:4], "little")
+    header = json.loads(raw[4 : 4 + size])
+    start = 4 + size + (-(4 + size) % 8)
+    assert start % 8 == 0 and set(raw[4 + size : start]) <= {0}
+    shape = (len(header["layers"]), header["n_heads"], header["rows"], header["cols"])
+    return header, np.frombuffer(raw[start:], dtype="<u2").reshape(shape)
+
+
+def test_weights_come_back_to_three_decimals_and_blocked_cells_are_marked():
+    values = np.random.default_rng(1).random((2, 3, 5, 5)).astype(np.float32)
+    values[0, 1, 0, 4] = np.nan
+    data = LayerData(values, (4, 5), tuple("abcde"), tuple("abcde"))
+    header, cells = decode(encode(data, Choice(layer=5, head=9, focus=7)))
+    assert (header["layer"], header["head"], header["focus"], header["digits"]) == (5, 2, None, 3)
+    assert cells[0, 1, 0, 4] == BLOCKED and (cells != BLOCKED).sum() == values.size - 1
+    shown = np.where(cells == BLOCKED, np.nan, cells * header["step"])
+    assert [f"{v:.3f}" for v in shown.ravel()] == [f"{v:.3f}" for v in values.ravel()]
+
+
+def test_large_values_keep_fewer_decimals_but_fit():
+    values = np.array([[[[0.0, 120.4567], [7.25, 1.0]]]], dtype=np.float32)  # α·‖v‖ can pass 65.5
+    header, cells = decode(encode(LayerData(values, (0,), ("a", "b"), ("a", "b")), Choice()))
+    assert header["digits"] == 2 and np.allclose(cells * header["step"], values, atol=0.005)
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return engine.trace(engine.load("tiny-gpt-stories"), "Lily found a red ball. She gave the ball to Tom.")
+
+
+def test_a_trace_is_sent_exact_with_its_mask(trace):
+    data = from_trace(trace)
+    assert data.values.shape == (trace.n_layers, trace.n_heads, trace.n_queries, trace.n_keys)
+    blocked = np.isinf(trace.mask(1))
+    assert np.array_equal(np.isnan(data.values[1, 0]), blocked) and blocked.any()  # a decoder: causal
+    assert np.allclose(data.values[1, 2][~blocked], trace.pattern(1, 2)[~blocked])
+
+
+def test_a_trace_too_large_for_the_budget_is_pooled_to_block_maxima(trace):
+    n = trace.n_queries
+    data = from_trace(trace, layers=(0,), budget=trace.n_heads * 8 * 8 * 2)
+    assert data.values.shape[-2:] == (8, 8) and len(data.q_labels) == 8
+    assert np.allclose(data.values[0, 3], trace.overview(0, 3, size=8))
+    assert n > 8 and data.q_labels[-1].endswith(f"–{n - 1}")  # a block's first–last positions
