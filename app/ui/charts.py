@@ -3,9 +3,11 @@ themed as its JSON dict, once, in a read-only :class:`ReadyFigure` that may be s
 
 from __future__ import annotations
 
-import base64
 import dataclasses
+import functools
 import hashlib
+import html
+import math
 import re
 from collections.abc import Hashable
 from typing import Any
@@ -42,14 +44,10 @@ class ReadyFigure(go.Figure):
         return f"ReadyFigure({self._spec.get('layout', {}).get('title', {}).get('text', '')!r})"
 
 
-_TEMPLATE: list[dict] = []
-
-
+@functools.cache
 def _default_template() -> dict[str, Any]:
     """Plotly's default template, made once, shared, never changed."""
-    if not _TEMPLATE:
-        _TEMPLATE.append(go.Figure().to_dict()["layout"]["template"])
-    return _TEMPLATE[0]
+    return go.Figure().to_dict()["layout"]["template"]
 
 
 _LEAN: dict[tuple[frozenset[str], bool], dict[str, Any]] = {}
@@ -110,56 +108,27 @@ def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure
     return lean_template(ReadyFigure(theme.style(fig.to_dict(), look)))
 
 
-#: numpy dtype → plotly.js typed-array type ("int8" → "i1", "float32" → "f4": the dtypes plotly.js reads)
-_TYPED = {
-    name: np.dtype(name).str[1:]
-    for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64")
-}
-_NOT_ARRAYS = frozenset({"geojson", "layer", "layers", "range"})  # keys Plotly's encoder leaves as they are
 _SCALARS = (str, int, float, bool, type(None))
 
 
 def typed_arrays(obj: Any) -> None:
-    """Every numpy array in a figure's dict as a plotly.js typed array, in place, as Plotly's ``to_dict`` writes it
-    (walking only dicts and lists); other array-likes go to Plotly's encoder."""
+    """Every array in a figure's dict as a plotly.js typed array, in place, as Plotly's ``convert_to_base64`` writes
+    it, asking only what is not a scalar (a tick label) whether it is an array."""
     from _plotly_utils.basevalidators import is_homogeneous_array
-    from _plotly_utils.utils import to_typed_array_spec
+    from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
 
     if isinstance(obj, dict):
         for key, value in obj.items():
-            if key in _NOT_ARRAYS or isinstance(value, _SCALARS):
+            if isinstance(value, _SCALARS) or is_skipped_key(key):
                 continue
-            if isinstance(value, np.ndarray) and value.size and value.dtype.isnative:
-                value = _narrowed(value)
-                short = _TYPED.get(value.dtype.name)
-                if short is not None:
-                    obj[key] = {
-                        "dtype": short,
-                        "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii"),
-                        **({"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {}),
-                    }
-                    continue
-            if isinstance(value, (dict, list, tuple)):
-                typed_arrays(value)
-            elif is_homogeneous_array(value):
+            if is_homogeneous_array(value):
                 obj[key] = to_typed_array_spec(value)
+            else:
+                typed_arrays(value)
     elif isinstance(obj, (list, tuple)):
         for value in obj:
-            if isinstance(value, (dict, list, tuple)):
+            if not isinstance(value, _SCALARS):
                 typed_arrays(value)
-
-
-def _narrowed(values: np.ndarray) -> np.ndarray:
-    """64-bit integers as the narrowest integer type that holds them (plotly.js has none of 64 bits)."""
-    kind = values.dtype.name
-    if kind not in ("int64", "uint64"):
-        return values
-    low, high = values.min(), values.max()
-    for narrow in ("uint8", "uint16", "uint32") if kind == "uint64" else ("int8", "int16", "int32"):
-        limits = np.iinfo(narrow)
-        if limits.min <= low and high <= limits.max:
-            return values.astype(narrow)
-    return values
 
 
 def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:
@@ -176,8 +145,6 @@ NARROW_SOURCE_CHARS = 28  # the same for a chart a third of the page wide (its m
 
 def source_line(model: str, text: str = "", chars: int = SOURCE_CHARS) -> str:
     """A chart's subtitle: the model and the text cut to ``chars`` characters, HTML-escaped."""
-    import html
-
     words = " ".join(str(text).split())
     if len(words) > chars:
         words = words[: chars - 1].rstrip() + "…"
@@ -192,9 +159,8 @@ def _source_key() -> str:
 
 
 def set_source(model: str, text: str = "") -> None:
-    """Name the model and text under every :func:`show_chart` title of this page (kept per page)."""
-    st.session_state[_source_key()] = source_line(model, text)
-    st.session_state[_source_key() + ":narrow"] = source_line(model, text, NARROW_SOURCE_CHARS)
+    """Name the model and text under every :func:`show_chart` title of this page (kept per page; wide, narrow)."""
+    st.session_state[_source_key()] = (source_line(model, text), source_line(model, text, NARROW_SOURCE_CHARS))
 
 
 def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -> ReadyFigure:
@@ -223,14 +189,11 @@ def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -
 
 def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
     """Pixels that column labels on top of the plot and their axis title take (the top margin holds them too)."""
-    import math
-
     need = 0
     for name, axis in layout.items():
         if not (re.fullmatch(r"xaxis\d*", name) and isinstance(axis, dict) and axis.get("side") == "top"):
             continue
-        texts = [re.sub(r"<[^>]+>|&#?\w+;", "x", str(t)) for t in axis.get("ticktext") or ()]
-        longest = max((len(t) for t in texts), default=3)
+        longest = max((theme.shown_chars(t) for t in axis.get("ticktext") or ()), default=3)
         angle = math.radians(abs(float(axis.get("tickangle") or 0)))
         labels = longest * theme.CHAR_EM * look.tick_px * math.sin(angle) + look.tick_px * (1 + math.cos(angle))
         titled = bool((axis.get("title") or {}).get("text")) if isinstance(axis.get("title"), dict) else False
@@ -298,12 +261,19 @@ def fill_height(fig: ReadyFigure) -> ReadyFigure:
     return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
 
 
+def clicked_points(key: str) -> list[dict]:
+    """The points selected (clicked) on chart ``key``, as Streamlit keeps them."""
+    try:
+        return list(st.session_state[key]["selection"]["points"])
+    except (KeyError, TypeError):
+        return []
+
+
 def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int | None:
     """The square (row-major, ``size`` pixels on a ``rows`` × ``cols`` grid) under a new click on chart ``key``, or
     None; the point is kept under ``memo`` so a selection Streamlit still holds is read once."""
-    state = st.session_state.get(key)
     try:
-        first = list(state["selection"]["points"])[0] if state else None
+        first = clicked_points(key)[0]
         point = float(first["x"]), float(first["y"])
     except (KeyError, TypeError, ValueError, IndexError):
         return None
@@ -318,7 +288,7 @@ def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False
     """Draw ``fig`` with a PNG/SVG download; other arguments go to ``st.plotly_chart``. ``source``: the line under
     its title (default: the page's :func:`set_source`, "" for none); ``narrow``: a chart a third of the page wide."""
     if source is None:
-        source = st.session_state.get(_source_key() + (":narrow" if narrow else ""))
+        source = st.session_state.get(_source_key(), (None, None))[narrow]
     fig = with_source(ready(fig), source, narrow=narrow)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

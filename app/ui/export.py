@@ -146,17 +146,17 @@ def head_json_button(
     )
 
 
+def download(
+    label: str, data: Callable[[], bytes], file_name: str, mime: str, key: str | None = None, icon: str = "download"
+) -> None:
+    """A download button whose file ``data()`` writes on click, outside the script run (it must close over plain
+    data only)."""
+    st.download_button(label, data, file_name, mime, key, icon=f":material/{icon}:", on_click="ignore")
+
+
 def json_button(label: str, build: Callable[[], dict[str, Any]], file_name: str, key: str) -> None:
-    """A download button whose JSON is built on click (``build`` must close over plain data only)."""
-    st.download_button(
-        label,
-        lambda: to_json(build()),
-        file_name=file_name,
-        mime="application/json",
-        icon=":material/data_object:",
-        key=key,
-        on_click="ignore",
-    )
+    """A download button whose JSON record ``build()`` makes on click."""
+    download(label, lambda: to_json(build()), file_name, "application/json", key, "data_object")
 
 
 def grid_table(grid: np.ndarray) -> pd.DataFrame:
@@ -167,8 +167,4 @@ def grid_table(grid: np.ndarray) -> pd.DataFrame:
 
 def csv_button(label: str, frame, file_name: str, key: str | None = None, **to_csv: Any) -> None:
     """A download button whose CSV is written from the table ``frame`` on click."""
-
-    def data() -> bytes:  # written on click
-        return frame.to_csv(**to_csv).encode("utf-8")
-
-    st.download_button(label, data, file_name, "text/csv", key, icon=":material/download:", on_click="ignore")
+    download(label, lambda: frame.to_csv(**to_csv).encode("utf-8"), file_name, "text/csv", key)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from app.state import K
 from app.ui import theme
+from app.ui.charts import clicked_points
 from app.ui.heatmap import colorscale_stops, label_axis, label_margin
 
 GAP = 1  # empty cells between tiles
@@ -29,37 +30,52 @@ def tile_peak(tile: np.ndarray) -> float:
     return float(np.max(tile[finite])) if finite.any() else 0.0
 
 
+def mosaic(tiles: np.ndarray, fill: float) -> np.ndarray:
+    """``[rows, cols, s, t]`` tiles as one array of their type, ``fill`` in the gaps between them."""
+    n_rows, n_cols, s, t = tiles.shape
+    out = np.full((n_rows, s + GAP, n_cols, t + GAP), fill, dtype=tiles.dtype)
+    out[:, :s, :, :t] = tiles.transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(out.reshape(n_rows * (s + GAP), n_cols * (t + GAP))[:-GAP, :-GAP])
+
+
 def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
     """``[rows, cols, s, t]`` tiles as one float32 array, NaN gaps between them; ``normalise``: each by its maximum."""
-    n_rows, n_cols, s, t = tiles.shape
-    z = np.full((n_rows * (s + GAP) - GAP, n_cols * (t + GAP) - GAP), np.nan, dtype=np.float32)
-    for r in range(n_rows):
-        for c in range(n_cols):
-            tile = tiles[r, c].astype(np.float32)
-            if normalise:
-                tile = tile / (tile_peak(tile) or 1.0)
-            z[r * (s + GAP) : r * (s + GAP) + s, c * (t + GAP) : c * (t + GAP) + t] = tile
-    return z
+    tiles = np.asarray(tiles, dtype=np.float32)
+    if normalise:
+        peaks = [[tile_peak(tile) or 1.0 for tile in row] for row in tiles]
+        tiles = tiles / np.asarray(peaks, dtype=np.float32)[:, :, None, None]
+    return mosaic(tiles, np.nan)
 
 
-SHARE_LEVELS = 100  # a shapes-only grid's cells: whole percents of their head's maximum
+SHARE_LEVELS = 100  # a head view's cells: whole percents of their head's maximum
+#: a mosaic cell that is no head's (the gaps between tiles, a blocked cell): one byte above every share, drawn clear
+OFF_TILE = 255
+
+
+def share_levels(tiles: np.ndarray, off: int = OFF_TILE) -> np.ndarray:
+    """Each ``[..., s, t]`` tile's cells as whole percents of its maximum (``uint8``), ``off`` where a cell is not a
+    weight (not finite, or negative)."""
+    tiles = np.asarray(tiles, dtype=np.float32)
+    shown = np.isfinite(tiles) & (tiles >= 0.0)
+    weights = np.where(shown, tiles, np.float32(0.0))
+    peaks = weights.max(axis=(-2, -1), keepdims=True)
+    levels = np.rint(weights / np.where(peaks > 0, peaks, np.float32(1.0)) * np.float32(SHARE_LEVELS))
+    return np.where(shown, np.minimum(levels, SHARE_LEVELS), off).astype(np.uint8)
 
 
 def share_tiles(tiles: np.ndarray) -> list[dict]:
     """``[rows, cols, s, t]`` tiles as one small heatmap trace each, every cell a whole percent of its tile's maximum
-    (``uint8``; float where a cell is not a finite weight)."""
+    (``uint8``; float with NaN holes where a cell is not a weight)."""
     n_rows, n_cols, s, t = tiles.shape
-    stops = colorscale_stops()
+    levels, stops = share_levels(tiles), colorscale_stops()
     out = []
     for r in range(n_rows):
         for c in range(n_cols):
-            tile = np.asarray(tiles[r, c], dtype=np.float32)
-            share = tile * np.float32(SHARE_LEVELS / (tile_peak(tile) or 1.0))
-            whole = bool(np.isfinite(share).all()) and float(share.min()) >= 0.0
+            z = levels[r, c]
             out.append(
                 {
                     "type": "heatmap",
-                    "z": np.rint(share).astype(np.uint8) if whole else share,
+                    "z": z if (z != OFF_TILE).all() else np.where(z == OFF_TILE, np.float32(np.nan), z),
                     "x0": c * (t + GAP),
                     "y0": r * (s + GAP),
                     "colorscale": stops,
@@ -73,23 +89,15 @@ def share_tiles(tiles: np.ndarray) -> list[dict]:
     return out
 
 
-#: a mosaic cell that is no head's (the gaps between tiles, a blocked cell): one byte above every share, drawn clear
-OFF_TILE = 255
-
-
 def share_mosaic(tiles: np.ndarray) -> dict:
     """``[rows, cols, s, t]`` tiles as one ``uint8`` heatmap of whole percents, gaps :data:`OFF_TILE` (drawn clear);
     no hover of its own: the head's marker names it."""
-    shares = tile_mosaic(tiles, normalise=True) * np.float32(SHARE_LEVELS)
-    z = np.full(shares.shape, OFF_TILE, dtype=np.uint8)
-    shown = np.isfinite(shares) & (shares >= 0.0)
-    z[shown] = np.rint(np.minimum(shares[shown], SHARE_LEVELS)).astype(np.uint8)
     top = SHARE_LEVELS / OFF_TILE  # where the theme's scale ends on a 0–255 axis; above it, clear
     clear = "rgba(255,255,255,0)"
     stops = [[position * top, colour] for position, colour in colorscale_stops()]
     return {
         "type": "heatmap",
-        "z": z,
+        "z": mosaic(share_levels(tiles), OFF_TILE),
         "colorscale": [*stops, [(SHARE_LEVELS + 0.5) / OFF_TILE, clear], [1.0, clear]],
         "zmin": 0,
         "zmax": OFF_TILE,
@@ -166,9 +174,7 @@ def model_view_spec(
 
 def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:
     """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key``, or None."""
-    event = st.session_state.get(chart_key)
-    points = event.get("selection", {}).get("points", []) if event else []
-    return clicked_head(points, n_layers, n_heads)
+    return clicked_head(clicked_points(chart_key), n_layers, n_heads)
 
 
 def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, int] | None:
@@ -287,12 +293,7 @@ def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
     tile_h, tile_w = s * scale, t * scale
     cell_h, cell_w = label_px + tile_h + 2 * GRID_PAD_PX, tile_w + 2 * GRID_PAD_PX
     rows = -(-n_heads // per_row)
-    # every head's cells at once: a whole percent of its maximum; a cell that is not a weight shows the page
-    finite = np.isfinite(shares) & (shares >= 0.0)
-    weights = np.where(finite, shares, np.float32(0.0))
-    peaks = weights.max(axis=(1, 2))
-    levels = np.rint(weights * (SHARE_LEVELS / np.where(peaks > 0, peaks, 1.0))[:, None, None].astype(np.float32))
-    levels = np.where(finite, np.minimum(levels, SHARE_LEVELS), _PAPER).astype(np.uint8)
+    levels = share_levels(shares, off=_PAPER)  # a cell that is not a weight shows the page
     # each head's cell of the picture: its label strip, padding, a 1 px edge and the thumbnail, whole pixels a cell
     cells = np.full((rows * per_row, cell_h, cell_w), _PAPER, dtype=np.uint8)
     y, x = label_px + GRID_PAD_PX, GRID_PAD_PX

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from typing import Literal
 
 import numpy as np
@@ -48,19 +47,14 @@ def tick_labels(labels: list[str], plot_px: int, need_px: int | None = None) -> 
 def label_margin(labels: list[str], title: str, look: theme.Theme | None = None) -> int:
     """The left margin (px) y tick ``labels`` and an axis ``title`` need, set up front (no automargin redraw)."""
     look = look or theme.current()
-    widest = max((len(_shown(label)) for label in labels), default=0)
+    widest = max((theme.shown_chars(label) for label in labels), default=0)
     return int(math.ceil(widest * theme.CHAR_EM * look.tick_px + (look.axis_title_px if title else 0) + 46))
-
-
-def _shown(label: str) -> str:
-    """A label as the browser shows it, for counting characters."""
-    return re.sub(r"<[^>]+>|&#?\w+;", "x", str(label)).replace("\u200b", "")
 
 
 def colorbar_margin(title: str, look: theme.Theme | None = None) -> int:
     """The right margin (px) a vertical colour bar with ``title`` needs."""
     look = look or theme.current()
-    return int(math.ceil(max(5, len(_shown(title))) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
+    return int(math.ceil(max(5, theme.shown_chars(title)) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
 
 
 def unique_labels(labels: list[str]) -> list[str]:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from app.state import PERSIST, settle
 from app.ui.clicks import once
+from app.ui.export import download
 from app.ui.heatmap import SCALES
 from app.ui.map_data import CSV_MAX_SIDE, OVERVIEW_SIZE, MapView, csv_region, head_csv
 
@@ -100,13 +101,10 @@ def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
     return scale, weighting, hide, " ".join(notes)
 
 
-def _valid_range(value, n: int) -> bool:
-    return (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) for v in value)
-        and 0 <= value[0] < value[1] <= n
-    )
+def _range_in(value, n: int) -> tuple[int, int] | None:
+    """``value`` as a range ``(start, stop)`` of ``0 … n`` with start < stop, or None."""
+    ok = isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) for v in value)
+    return (int(value[0]), int(value[1])) if ok and 0 <= value[0] < value[1] <= n else None
 
 
 def _typed(key: str, n: int) -> None:
@@ -118,7 +116,7 @@ def _typed(key: str, n: int) -> None:
 
 def _range_control(label: str, key: str, n: int) -> tuple[int, int]:
     """A range slider with "from" and "to" number boxes under it; the slider's key holds the range."""
-    if not _valid_range(st.session_state.get(key), n):
+    if _range_in(st.session_state.get(key), n) is None:
         settle(key, (0, n))
     elif f"{key}_from" not in st.session_state:  # drawn again (the panel reopened): the browser forgot the value
         st.session_state[key] = tuple(st.session_state[key])
@@ -137,11 +135,6 @@ def _range_control(label: str, key: str, n: int) -> tuple[int, int]:
 
 
 ZOOM_LABEL = f"Zoom: pick a region of ≤ {OVERVIEW_SIZE} tokens a side to see its exact weights"
-
-
-def _kept_range(key: str, n: int) -> tuple[int, int]:
-    value = st.session_state.get(key)
-    return (int(value[0]), int(value[1])) if _valid_range(value, n) else (0, n)
 
 
 def _reset(*ranges: tuple[str, int]) -> None:
@@ -168,7 +161,8 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
         _forget_boxes(key_prefix, ())
         return None, None
     q_key, k_key = f"{key_prefix}_zoom_q_{n_q}", f"{key_prefix}_zoom_k_{n_k}"
-    q_range, k_range = _kept_range(q_key, n_q), _kept_range(k_key, n_k)
+    q_range = _range_in(st.session_state.get(q_key), n_q) or (0, n_q)
+    k_range = _range_in(st.session_state.get(k_key), n_k) or (0, n_k)
     panel = st.expander(ZOOM_LABEL, key=f"{key_prefix}_zoom_open", on_change="rerun")
     _forget_boxes(key_prefix, (q_key, k_key) if panel.open else ())
     if panel.open:
@@ -203,11 +197,4 @@ def csv_button(att, view: MapView, file_name: str, load) -> None:
         if whole
         else f"Download this region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
     )
-    st.download_button(
-        label,
-        lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)),
-        on_click="ignore",
-        file_name=file_name,
-        mime="text/csv",
-        icon=":material/download:",
-    )
+    download(label, lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)), file_name, "text/csv")

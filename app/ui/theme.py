@@ -52,6 +52,12 @@ class Theme:
 #: a tick label's average character width, in font sizes (Source Sans): what margin estimates count per character
 CHAR_EM = 0.55
 
+
+def shown_chars(label: object) -> int:
+    """Characters of a Plotly label as the browser shows it (a tag: none, an entity: one; zero-width spaces: none)."""
+    return len(re.sub(r"<[^>]+>|&#?\w+;", "x", str(label)).replace("\u200b", ""))
+
+
 DEFAULT = Theme(name="default")
 PRESENTER_CSS = """
 <style>
@@ -240,21 +246,11 @@ def map_css(key: str, off_px: int = PRESENTER_MAP_OFF_PX) -> str:
     return f"<style>.st-key-{key} {{ flex: 0 0 {size} !important; height: {size} !important; }}</style>"
 
 
-@contextlib.contextmanager
 def tools(label: str = "Display options"):
     """A map's secondary controls in place; in presenter mode in a popover above the map."""
-    if current().stack:
-        with st.popover(label, icon=":material/tune:"):
-            yield
-    else:
-        yield
+    return st.popover(label, icon=":material/tune:") if current().stack else contextlib.nullcontext()
 
 
-@contextlib.contextmanager
 def controls(label: str = "Controls"):
     """Page controls as they are; in presenter mode inside a collapsed expander."""
-    if current().stack:
-        with st.expander(label, icon=":material/tune:", expanded=False):
-            yield
-    else:
-        yield
+    return st.expander(label, icon=":material/tune:", expanded=False) if current().stack else contextlib.nullcontext()
