@@ -37,8 +37,7 @@ class ReadyFigure(go.Figure):
     def to_dict(self) -> dict[str, Any]:
         return self._spec
 
-    def to_plotly_json(self) -> dict[str, Any]:
-        return self._spec
+    to_plotly_json = to_dict
 
     def __repr__(self) -> str:
         return f"ReadyFigure({self._spec.get('layout', {}).get('title', {}).get('text', '')!r})"
@@ -50,7 +49,6 @@ def _default_template() -> dict[str, Any]:
     return go.Figure().to_dict()["layout"]["template"]
 
 
-_LEAN: dict[tuple[frozenset[str], bool], dict[str, Any]] = {}
 #: what of the default template's layout is colour defaults for traces (the traces' colours, colour scales)
 _TRACE_COLOURS = ("colorway", "colorscale", "coloraxis")
 
@@ -80,19 +78,21 @@ def lean_template(fig: ReadyFigure) -> ReadyFigure:
         return fig
     traces = fig.spec.get("data") or ()
     types = frozenset(str(trace.get("type") or "scatter") for trace in traces if isinstance(trace, dict))
-    colourless = bool(traces) and all(_own_colours(trace) for trace in traces)
-    lean = _LEAN.get((types, colourless))
-    if lean is None:
-        data = default.get("data", {})
-        lean = {**default, "data": {name: data[name] for name in data if name in types}}
-        if colourless:
-            lean["layout"] = {k: v for k, v in lean.get("layout", {}).items() if k not in _TRACE_COLOURS}
-            lean["data"] = {
-                name: [{k: v for k, v in d.items() if k != "colorscale"} for d in defaults]
-                for name, defaults in lean["data"].items()
-            }
-        _LEAN[(types, colourless)] = lean  # a few kinds of figure in all: kept for the process, never changed
+    lean = _lean(types, bool(traces) and all(_own_colours(trace) for trace in traces))
     return ReadyFigure({**fig.spec, "layout": {**layout, "template": lean}})
+
+
+@functools.cache
+def _lean(types: frozenset[str], colourless: bool) -> dict[str, Any]:
+    """The default template cut to ``types``' defaults, and to no colours when ``colourless`` (a few kinds of figure
+    in all: kept for the process, never changed)."""
+    default = _default_template()
+    data = {name: defaults for name, defaults in default.get("data", {}).items() if name in types}
+    if not colourless:
+        return {**default, "data": data}
+    layout = {k: v for k, v in default.get("layout", {}).items() if k not in _TRACE_COLOURS}
+    data = {name: [{k: v for k, v in d.items() if k != "colorscale"} for d in ds] for name, ds in data.items()}
+    return {**default, "layout": layout, "data": data}
 
 
 def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure:
@@ -129,6 +129,11 @@ def typed_arrays(obj: Any) -> None:
         for value in obj:
             if not isinstance(value, _SCALARS):
                 typed_arrays(value)
+
+
+def frame(x0: float, x1: float, y0: float, y1: float, color: str) -> dict[str, Any]:
+    """A rectangle's 3 px outline in data coordinates (the chosen head, a highlighted token's row or column)."""
+    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": {"color": color, "width": 3}}
 
 
 def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:

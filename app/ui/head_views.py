@@ -12,10 +12,11 @@ import streamlit as st
 
 from app.state import K
 from app.ui import theme
-from app.ui.charts import clicked_points
+from app.ui.charts import clicked_points, frame
 from app.ui.heatmap import colorscale_stops, label_axis, label_margin
 
 GAP = 1  # empty cells between tiles
+FRAME = "#d62728"  # the chosen head's outline
 
 
 def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -140,18 +141,8 @@ def model_view_spec(
     }
     shapes = []
     if selected is not None:
-        layer, head = selected
-        r0, c0 = layer * (s + GAP), head * (t + GAP)
-        shapes.append(
-            {
-                "type": "rect",
-                "x0": c0 - 0.5,
-                "x1": c0 + t - 0.5,
-                "y0": r0 - 0.5,
-                "y1": r0 + s - 0.5,
-                "line": {"color": "#d62728", "width": 3},
-            }
-        )
+        r0, c0 = selected[0] * (s + GAP) - 0.5, selected[1] * (t + GAP) - 0.5
+        shapes = [frame(c0, c0 + t, r0, r0 + s, FRAME)]
     tile_px = max(30, width_px // max(n_heads, 1))
     row_names = layer_names or [f"L{layer}" for layer in range(n_layers)]
     return {
@@ -224,7 +215,6 @@ GRID_TILE_PX = 96  # about this many pixels a side per thumbnail at the default 
 GRID_MOST_PER_ROW = 8  # heads to a row at most on a wide screen (12 heads: two rows of 6)
 GRID_PAD_PX = 6  # around each thumbnail: room for the chosen head's red frame
 FRAME_PX = 3
-FRAME_RGB = (214, 39, 40)  # the red frame of the chosen head, as the charts' outline ("#d62728")
 EDGE_RGB = (200, 206, 214)  # a thumbnail's 1 px edge: the scale's lightest shade meets a white page
 # palette indices of a grid picture: 0–100 the share of the head's maximum, then these
 _PAPER, _FRAME, _TEXT, _EDGE = SHARE_LEVELS + 1, SHARE_LEVELS + 2, SHARE_LEVELS + 3, SHARE_LEVELS + 4
@@ -249,27 +239,20 @@ def grid_palette(colors: tuple[str, ...], paper: str, text: str) -> bytes:
     scale = plotly.colors.sample_colorscale(list(colors), [i / SHARE_LEVELS for i in range(SHARE_LEVELS + 1)])
     table = np.zeros((256, 3), dtype=np.uint8)
     table[: SHARE_LEVELS + 1] = [_rgb(c) for c in scale]
-    table[_PAPER], table[_FRAME], table[_TEXT], table[_EDGE] = _rgb(paper), FRAME_RGB, _rgb(text), EDGE_RGB
+    table[_PAPER], table[_FRAME], table[_TEXT], table[_EDGE] = _rgb(paper), _rgb(FRAME), _rgb(text), EDGE_RGB
     return table.tobytes()
-
-
-@functools.lru_cache(maxsize=4)
-def _label_font(size: int):
-    from PIL import ImageFont
-
-    return ImageFont.load_default(size=size)  # Pillow's own font (FreeType); a bitmap font without it
 
 
 @functools.lru_cache(maxsize=32)
 def _label_pixels(n_heads: int, per_row: int, cell: tuple[int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
     """The (rows, columns) of the pixels of a grid picture's labels ("H0", "H1" …): drawn once, then stamped."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw, ImageFont
 
     cell_h, cell_w = cell
     rows = -(-n_heads // per_row)
     mask = Image.new("L", (per_row * cell_w, rows * cell_h), 0)
     draw = ImageDraw.Draw(mask)
-    font = _label_font(size)
+    font = ImageFont.load_default(size=size)  # Pillow's own font (FreeType); a bitmap font without it
     for h in range(n_heads):
         r, c = divmod(h, per_row)
         draw.text((c * cell_w + GRID_PAD_PX - 1, r * cell_h + 2), f"H{h}", fill=255, font=font)
@@ -300,8 +283,8 @@ def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
     cells[:n_heads, y - 1 : y + tile_h + 1, x - 1 : x + tile_w + 1] = _EDGE
     cells[:n_heads, y : y + tile_h, x : x + tile_w] = levels.repeat(scale, axis=1).repeat(scale, axis=2)
     f = FRAME_PX + 1  # the chosen head's frame: in the padding, outside the thumbnail's edge
-    frame = cells[min(max(head, 0), n_heads - 1), y - f : y + tile_h + f, x - f : x + tile_w + f]
-    frame[: f - 1], frame[-(f - 1) :], frame[:, : f - 1], frame[:, -(f - 1) :] = _FRAME, _FRAME, _FRAME, _FRAME
+    ring = cells[min(max(head, 0), n_heads - 1), y - f : y + tile_h + f, x - f : x + tile_w + f]
+    ring[: f - 1], ring[-(f - 1) :], ring[:, : f - 1], ring[:, -(f - 1) :] = _FRAME, _FRAME, _FRAME, _FRAME
     canvas = cells.reshape(rows, per_row, cell_h, cell_w).transpose(0, 2, 1, 3).reshape(rows * cell_h, -1)
     canvas[_label_pixels(n_heads, per_row, (cell_h, cell_w), look.tick_px)] = _TEXT
     picture = Image.frombuffer("P", (canvas.shape[1], canvas.shape[0]), np.ascontiguousarray(canvas), "raw", "P", 0, 1)

@@ -135,12 +135,9 @@ def looking(look: Theme):
 
 def current() -> Theme:
     """The theme of this session's run (or the one :func:`looking` sets)."""
-    forced = _FORCED.get()
-    if forced is not None:
+    if (forced := _FORCED.get()) is not None:
         return forced
-    if compact():
-        return PRESENTER_COMPACT if presenting() else COMPACT
-    return PRESENTER if presenting() else DEFAULT
+    return ((DEFAULT, PRESENTER), (COMPACT, PRESENTER_COMPACT))[compact()][presenting()]
 
 
 def download_format() -> str:
@@ -163,8 +160,8 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
     """Write the theme's fonts and colours into a figure's JSON dict, in place, as Plotly's ``update_layout`` /
     ``update_xaxes`` would (without their validation); return it."""
     t = theme or current()
-    tick = {"size": t.tick_px, "color": t.text}
-    axis = {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}, "color": t.text}
+    tick, title = {"size": t.tick_px, "color": t.text}, {"font": {"size": t.axis_title_px, "color": t.text}}
+    axis = {"tickfont": tick, "title": title, "color": t.text}
     layout = spec.setdefault("layout", {})
     _merge(
         layout,
@@ -183,9 +180,7 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
             _merge(layout.setdefault(name, {}), axis)
     for trace in spec.get("data", ()):  # colour bars of heatmaps
         if trace.get("type") in {"heatmap", "histogram2d", "contour"} and trace.get("showscale") is not False:
-            _merge(
-                trace, {"colorbar": {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}}}
-            )
+            _merge(trace, {"colorbar": {"tickfont": tick, "title": title}})
     if t.stack:  # bigger annotations (head names over thumbnails) and a margin for bigger ticks
         for note in layout.get("annotations", ()):
             size = (note.get("font") or {}).get("size") or 0
@@ -195,10 +190,9 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
 
 def _phone_browser() -> bool:
     try:
-        agent = st.context.headers.get("User-Agent")
+        return is_phone(st.context.headers.get("User-Agent"))
     except Exception:  # noqa: BLE001 — Streamlit's context without a browser (AppTest): not a phone
-        agent = None
-    return is_phone(agent)
+        return False
 
 
 def init_presenter() -> bool:
