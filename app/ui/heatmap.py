@@ -105,19 +105,12 @@ def map_spec(
     get when the browser sizes the map (presenter mode)."""
     values = np.asarray(data.values, dtype=np.float32)
     n_q, n_k = values.shape
-    q_lab = unique_labels([safe_label(t) for t in data.q_labels])
-    k_lab = unique_labels([safe_label(t) for t in data.k_labels])
-    finite = values[np.isfinite(values)]
-    top = float(zmax) if zmax is not None else (float(finite.max()) if finite.size else 1.0)
+    q_lab, k_lab = (unique_labels([safe_label(t) for t in labels]) for labels in (data.q_labels, data.k_labels))
+    top = float(zmax) if zmax is not None else float(np.max(values, where=np.isfinite(values), initial=0.0))
     top = top if top > 0 else 1.0
     what = "share of row max" if scale == "row" and data.value_name == "weight" else data.value_name
-    cell = f"{data.reduce} over block" if data.pooled else ""
-    hover = (
-        "query <b>%{y}</b> → key <b>%{x}</b><br>"
-        + html.escape(what)
-        + (f" ({cell})" if cell else "")
-        + " %{z:.3f}<extra></extra>"
-    )
+    cell = f" ({data.reduce} over block)" if data.pooled else ""
+    hover = "query <b>%{y}</b> → key <b>%{x}</b><br>" + html.escape(what) + cell + " %{z:.3f}<extra></extra>"
     colorbar = dict(title={"text": html.escape(what) + (" (log colour)" if scale == "log" else "")}, thickness=12)
     if scale == "log":
         colorbar.update(tickvals=[top * 10.0**-k for k in range(LOG_DECADES, -1, -1)][-3:], tickformat=".3g")
@@ -125,10 +118,8 @@ def map_spec(
     row_px = max(22, look.label_px + 2)  # presenter mode: taller rows, so every label still fits
     side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
     across = width if width is not None and not look.stack else side
-    if rows_px is not None:  # rows sized by the browser: thinned only where one em per label does not fit
-        yv, yt = tick_labels(q_lab, rows_px, look.tick_px)
-    else:
-        yv, yt = tick_labels(q_lab, side - 140)
+    # rows sized by the browser (rows_px): thinned only where one em per label does not fit
+    yv, yt = tick_labels(q_lab, rows_px, look.tick_px) if rows_px is not None else tick_labels(q_lab, side - 140)
     if width is None:  # a map of its own: margins set for its labels and colour bar, so it is drawn once
         margin_l = label_margin(yt, y_title, look)
         margin_r = colorbar_margin(colorbar["title"]["text"], look) if showscale else 10
@@ -155,13 +146,7 @@ def map_spec(
             }
         ],
         "layout": {
-            "title": {
-                "text": html.escape(title),
-                "x": 0.0,
-                "font": {"size": 15},
-                "yref": "container",
-                "automargin": True,
-            },
+            "title": dict(text=html.escape(title), x=0.0, font={"size": 15}, yref="container", automargin=True),
             "height": side,
             "margin": {"l": margin_l, "r": margin_r, "t": 40 if title else 10, "b": 10},
             "plot_bgcolor": MASKED_COLOR,

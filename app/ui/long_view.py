@@ -15,11 +15,7 @@ SCALE_HELP = (
     "Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
     "still shows the true weight. Per-row max: each row divided by its own largest weight, so every query's strongest key is darkest."
 )
-SHOW = {
-    "attention": "weights α",
-    "contribution": "contribution ‖α·f(x)‖",
-    "value": "α·‖v‖",
-}  # the help says: value length only
+SHOW = {"attention": "weights α", "contribution": "contribution ‖α·f(x)‖", "value": "α·‖v‖"}  # value: its length only
 SHOW_HELP = (
     "α: how much each query looks at each key (rows sum to 1). ‖α·f(x)‖: the length of what the key "
     "actually adds to the query's output through this head, α times ‖v·W_O‖, the key's value vector "
@@ -37,6 +33,10 @@ COLOUR_SAYS = {
     "value": "Colour: **α·‖v‖**, each weight times the length of that key's value vector only, so rows no longer sum "
     "to 1. It leaves out the output projection, so it only approximates how much the key adds to the output; "
     "**contribution** shows the exact measure.",
+}
+SCALE_SAYS = {
+    "log": ["Colour: log scale, so weights down to 1/10,000 of the largest get a shade."],
+    "row": ["Colour: each row divided by its own largest weight (hover shows that share, not the weight)."],
 }
 HIDE_HELP = (
     "Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
@@ -85,11 +85,7 @@ def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
             or "attention"
         )
         hide = bool(st.toggle("Hide sink columns", key=hide_key, help=HIDE_HELP, **PERSIST))
-    notes = [COLOUR_SAYS.get(weighting, COLOUR_SAYS["attention"])]
-    if scale == "log":
-        notes.append("Colour: log scale, so weights down to 1/10,000 of the largest get a shade.")
-    elif scale == "row":
-        notes.append("Colour: each row divided by its own largest weight (hover shows that share, not the weight).")
+    notes = [COLOUR_SAYS.get(weighting, COLOUR_SAYS["attention"]), *SCALE_SAYS.get(scale, ())]
     if hide:
         notes.append("Special-token and first-token columns are hidden, so rows no longer sum to 1.")
     if scale == "log" and not st.session_state.get(chosen_key):

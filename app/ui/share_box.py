@@ -31,6 +31,7 @@ class Share:
 PRESENT, HIDE = Look.present, Look.hide  # the presenter mode and locked controls parameters
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
 QR_BIG_SCALE = 16  # pixels per module of the full-screen QR code (sharp when the dialog stretches it)
+TOO_LONG = "The link is {n:,} characters long, too long for a QR code (about 2,900 fit): shorten the text to get one."
 LOCK_LABELS = {"causal": "causal mask", "max_tokens": "token limit", "block": "attention block"}  # others: the name
 
 
@@ -70,8 +71,7 @@ def qr_dialog(link: str) -> None:
     """The share box's QR code as large as the dialog, for a class to scan."""
     png = qr_png(link, QR_BIG_SCALE)
     if png is None:
-        st.write("This link is too long for a QR code: shorten the text to get one.")
-        return
+        return st.write(TOO_LONG.format(n=len(link)))
     st.html(
         f"<style>.st-key-{Share.qr_big} {{ align-items: center; }} .st-key-{Share.qr_big} img {{ max-height: calc(100vh - 14rem); width: auto !important; "
         "max-width: 100%; margin: 0 auto; display: block; image-rendering: pixelated; }</style>"
@@ -145,10 +145,7 @@ def draw_share(slot, link: str, hidden: tuple[str, ...]) -> None:
             st.caption(f"This view came from a link that hides: {', '.join(LOCK_LABELS.get(n, n) for n in hidden)}.")
         png = qr_png(link)
         if png is None:
-            st.caption(
-                f"The link is {len(link):,} characters long, too long for a QR code (about 2,900 fit): "
-                "shorten the text to get one."
-            )
+            st.caption(TOO_LONG.format(n=len(link)))
         else:
             st.image(png, caption="Scan to open this view on a phone", alt="QR code of the link above")
         st.caption(
