@@ -18,7 +18,7 @@ from typing import Any
 import plotly.colors
 import streamlit as st
 
-from app.state import Look, choose, default_from
+from app.state import BOOLEAN_WORDS, Look, choose, default_from
 
 PHONE_WORDS = ("iphone", "android", "mobile", "ipod", "windows phone")  # User-Agents of phones (and small tablets)
 DOWNLOAD_FORMATS = ("png", "svg")
@@ -97,7 +97,7 @@ PRESENTER_MAP_ROWS_PX = 720 - PRESENTER_MAP_OFF_PX - 230
 
 def presenting_link() -> bool:
     """True when this run's URL says ``?present=1``."""
-    return st.query_params.get(Look.present, "").strip().lower() in {"1", "true", "yes", "on"}
+    return BOOLEAN_WORDS.get(st.query_params.get(Look.present, "").strip().lower(), False)
 
 
 def _session(key: str, default: Any) -> Any:
