@@ -237,24 +237,11 @@ def file_stem(fig, key: str | None) -> str:
 
 def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Plotly's ``config``: the modebar's download in the chosen format; ``extra`` wins but cannot hide the bar."""
-    fmt = theme.download_format()
-    layout = _layout(fig)
-    height = layout.get("height") or 450
-    width = layout.get("width") or EXPORT_WIDTH
-    config: dict[str, Any] = {
-        "toImageButtonOptions": {
-            "format": fmt,
-            "filename": file_stem(fig, key),
-            "height": int(height),
-            "width": int(width),
-            "scale": SCALE_PNG if fmt == "png" else 1,
-        },
-        "displaylogo": False,
-    }
-    for name, value in (extra or {}).items():
-        if name == "displayModeBar" and value is False:
-            continue  # keep the bar: it holds the download button
-        config[name] = value
+    fmt, layout = theme.download_format(), _layout(fig)
+    image = {"format": fmt, "filename": file_stem(fig, key), "scale": SCALE_PNG if fmt == "png" else 1}
+    image |= {"height": int(layout.get("height") or 450), "width": int(layout.get("width") or EXPORT_WIDTH)}
+    config: dict[str, Any] = {"toImageButtonOptions": image, "displaylogo": False}
+    config |= {name: value for name, value in (extra or {}).items() if (name, value) != ("displayModeBar", False)}
     if theme.current().compact:  # a phone: the bar covered the chart's title, and a phone rarely saves a slide
         config["displayModeBar"] = False
     return config
