@@ -156,27 +156,24 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
     if max(n_q, n_k) <= OVERVIEW_SIZE:
         _forget_boxes(key_prefix, ())
         return None, None
-    q_key, k_key = f"{key_prefix}_zoom_q_{n_q}", f"{key_prefix}_zoom_k_{n_k}"
-    q_range = _range_in(st.session_state.get(q_key), n_q) or (0, n_q)
-    k_range = _range_in(st.session_state.get(k_key), n_k) or (0, n_k)
+    sides = {f"{key_prefix}_zoom_q_{n_q}": n_q, f"{key_prefix}_zoom_k_{n_k}": n_k}  # rows, columns
+    ranges = [_range_in(st.session_state.get(key), n) or (0, n) for key, n in sides.items()]
     panel = st.expander(ZOOM_LABEL, key=f"{key_prefix}_zoom_open", on_change="rerun")
-    _forget_boxes(key_prefix, (q_key, k_key) if panel.open else ())
+    _forget_boxes(key_prefix, tuple(sides) if panel.open else ())
     if panel.open:
         with panel:
-            left, right = st.columns(2)
-            with left:
-                q_range = _range_control("Query tokens (rows)", q_key, n_q)
-            with right:
-                k_range = _range_control("Key tokens (columns)", k_key, n_k)
+            labels = ("Query tokens (rows)", "Key tokens (columns)")
+            for i, (column, label, (key, n)) in enumerate(zip(st.columns(2), labels, sides.items())):
+                with column:
+                    ranges[i] = _range_control(label, key, n)
             st.button(
                 "Show everything",
                 key=f"{key_prefix}_zoom_reset",
                 icon=":material/zoom_out_map:",
                 on_click=once(_reset),
-                args=((q_key, n_q), (k_key, n_k)),
+                args=tuple(sides.items()),
             )
-    q_range = None if q_range == (0, n_q) else q_range
-    k_range = None if k_range == (0, n_k) else k_range
+    q_range, k_range = (None if r == (0, n) else r for r, n in zip(ranges, sides.values()))
     return q_range, k_range
 
 
@@ -188,9 +185,6 @@ def csv_button(att, view: MapView, file_name: str, load) -> None:
         return
     (q0, q1), (k0, k1) = region
     whole = (q0, q1, k0, k1) == (0, att.n_queries, 0, att.n_keys)
-    label = (
-        "Download this head as CSV"
-        if whole
-        else f"Download this region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
-    )
+    region_csv = f"region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
+    label = f"Download this {'head as CSV' if whole else region_csv}"
     download(label, lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)), file_name, "text/csv")
