@@ -102,10 +102,8 @@ def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure
         return fig
     if isinstance(fig, dict):
         typed_arrays(fig)
-        layout = fig.setdefault("layout", {})
-        layout.setdefault("template", _default_template())
-        return lean_template(ReadyFigure(theme.style(fig, look)))
-    return lean_template(ReadyFigure(theme.style(fig.to_dict(), look)))
+        fig.setdefault("layout", {}).setdefault("template", _default_template())
+    return lean_template(ReadyFigure(theme.style(fig if isinstance(fig, dict) else fig.to_dict(), look)))
 
 
 _SCALARS = (str, int, float, bool, type(None))
