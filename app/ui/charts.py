@@ -253,8 +253,9 @@ def fill_height(fig: ReadyFigure) -> ReadyFigure:
 
 def clicked_points(key: str) -> list[dict]:
     """The points selected (clicked) on chart ``key``, as Streamlit keeps them."""
+    event = st.session_state.get(key)
     try:
-        return list(st.session_state[key]["selection"]["points"])
+        return list(event["selection"]["points"])
     except (KeyError, TypeError):
         return []
 
