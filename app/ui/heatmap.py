@@ -16,11 +16,7 @@ from app.ui.map_data import MapData, exact_map
 MASKED_COLOR = "#d9d9d9"
 LABEL_PX = 15  # vertical pixels one tick label needs; with more labels than fit, every k-th is printed
 Scale = Literal["linear", "log", "row"]
-SCALES: dict[str, str] = {  # short labels: the help text of the control says what each does
-    "linear": "linear",
-    "log": "log",
-    "row": "per-row max",
-}
+SCALES: dict[str, str] = {"linear": "linear", "log": "log", "row": "per-row max"}  # the control's help says more
 PHONE_PLOT_PX = 200  # px across a map's plot on a 390 px phone (page padding, row labels and colour bar taken)
 PHONE_LABEL_PX = 24  # px apart that two upright column labels need there (a line and a gap, measured)
 LOG_DECADES = 4  # the log colour scale spans 10⁻⁴ × max … max
@@ -39,9 +35,8 @@ def colorscale() -> str:
 def tick_labels(labels: list[str], plot_px: int, need_px: int | None = None) -> tuple[list, list[str]]:
     """Every k-th label, so that the printed ones fit ``plot_px`` pixels, ``need_px`` each (default the theme's)."""
     fit = max(4, plot_px // (need_px or max(LABEL_PX, theme.current().label_px)))
-    step = max(1, math.ceil(len(labels) / fit))
-    idx = list(range(0, len(labels), step))
-    return [labels[i] for i in idx], [labels[i] for i in idx]
+    shown = list(labels[:: max(1, math.ceil(len(labels) / fit))])
+    return shown, list(shown)
 
 
 def label_margin(labels: list[str], title: str, look: theme.Theme | None = None) -> int:
@@ -62,9 +57,8 @@ def unique_labels(labels: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     for label in labels:
-        k = seen.get(label, 0)
-        seen[label] = k + 1
-        out.append(label + "\u200b" * k)
+        seen[label] = seen.get(label, -1) + 1
+        out.append(label + "\u200b" * seen[label])
     return out
 
 

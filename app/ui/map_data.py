@@ -84,11 +84,9 @@ def hidden_keys(att: AttentionTrace) -> np.ndarray:
 
 
 def _block_labels(labels: list[str], positions: np.ndarray, edges: np.ndarray) -> tuple[str, ...]:
-    out = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        first, last = int(positions[a]), int(positions[b - 1])
-        out.append(labels[first] if b - a == 1 else f"{first}–{last}")
-    return tuple(out)
+    """Each block's label: its token's when it holds one, else "first–last" positions."""
+    spans = [(int(positions[a]), int(positions[b - 1])) for a, b in zip(edges[:-1], edges[1:])]
+    return tuple(labels[first] if first == last else f"{first}–{last}" for first, last in spans)
 
 
 def _blocked_cells(
@@ -122,17 +120,8 @@ def head_map(att: AttentionTrace, view: MapView) -> MapData:
         if k_pos.size == 0:
             k_pos = np.arange(k0, k1)  # nothing but sinks in view: show them rather than nothing
     size, row_scale = view.size, view.scale == "row"
-    values = att.overview(
-        view.layer,
-        view.head,
-        size=size,
-        reduce="max",
-        q_range=(q0, q1),
-        k_range=(k0, k1),
-        keys=k_pos,
-        row_scale=row_scale,
-        weighting=view.weighting,
-    )
+    region_of = dict(q_range=(q0, q1), k_range=(k0, k1), keys=k_pos, row_scale=row_scale, weighting=view.weighting)
+    values = att.overview(view.layer, view.head, size=size, reduce="max", **region_of)
     q_edges = q0 + overview_edges(q1 - q0, size)
     k_edges = overview_edges(k_pos.size, size)
     pooled = values.shape != (q1 - q0, k_pos.size)
