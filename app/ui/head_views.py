@@ -63,26 +63,21 @@ def share_tiles(tiles: np.ndarray) -> list[dict]:
     """``[rows, cols, s, t]`` tiles as one small heatmap trace each, every cell a whole percent of its tile's maximum
     (``uint8``; float with NaN holes where a cell is not a weight)."""
     n_rows, n_cols, s, t = tiles.shape
-    levels, stops = share_levels(tiles), colorscale_stops()
-    out = []
-    for r in range(n_rows):
-        for c in range(n_cols):
-            z = levels[r, c]
-            out.append(
-                {
-                    "type": "heatmap",
-                    "z": z if (z != OFF_TILE).all() else np.where(z == OFF_TILE, np.float32(np.nan), z),
-                    "x0": c * (t + GAP),
-                    "y0": r * (s + GAP),
-                    "colorscale": stops,
-                    "zmin": 0,
-                    "zmax": SHARE_LEVELS,
-                    "showscale": False,
-                    "hoverongaps": False,
-                    "hovertemplate": "%{z:.0f}% of this head's max (exact weights: open the head large)<extra></extra>",
-                }
-            )
-    return out
+    levels = share_levels(tiles)
+    holes = np.where(levels == OFF_TILE, np.float32(np.nan), levels)
+    hover = "%{z:.0f}% of this head's max (exact weights: open the head large)<extra></extra>"
+    common = dict(type="heatmap", colorscale=colorscale_stops(), zmin=0, zmax=SHARE_LEVELS, showscale=False)
+    common |= dict(hoverongaps=False, hovertemplate=hover)
+    return [
+        {
+            **common,
+            "z": holes[r, c] if (levels[r, c] == OFF_TILE).any() else levels[r, c],
+            "x0": c * (t + GAP),
+            "y0": r * (s + GAP),
+        }
+        for r in range(n_rows)
+        for c in range(n_cols)
+    ]
 
 
 def share_mosaic(tiles: np.ndarray) -> dict:
