@@ -28,7 +28,6 @@ class Share:
     open = "share_open"  # the box is open (its expander's state)
 
 
-PRESENT, HIDE = Look.present, Look.hide  # the presenter mode and locked controls parameters
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
 QR_BIG_SCALE = 16  # pixels per module of the full-screen QR code (sharp when the dialog stretches it)
 TOO_LONG = "The link is {n:,} characters long, too long for a QR code (about 2,900 fit): shorten the text to get one."
@@ -84,12 +83,12 @@ def qr_dialog(link: str) -> None:
 def shared_link(link: str, hidden: tuple[str, ...]) -> str:
     """``link`` with the teacher's locked controls added to its ``hide=``, and ``present`` only when ticked."""
     pairs = parse_qsl(urlsplit(link).query, keep_blank_values=True)
-    wanted = [(name, value) for name, value in pairs if name != PRESENT]
+    wanted = [(name, value) for name, value in pairs if name != Look.present]
     lock = [name for name in HIDEABLE if name in hidden or name in (st.session_state.get(Share.lock) or ())]
     if lock and set(lock) != set(hidden):
-        wanted = [(name, value) for name, value in wanted if name != HIDE] + [(HIDE, ",".join(lock))]
+        wanted = [(name, value) for name, value in wanted if name != Look.hide] + [(Look.hide, ",".join(lock))]
     if st.session_state.get(Share.present_link):
-        wanted.append((PRESENT, "1"))
+        wanted.append((Look.present, "1"))
     if wanted == pairs:
         return link
     grouped: dict[str, list[str]] = {}
