@@ -59,13 +59,8 @@ def _own_colours(trace: Any) -> bool:
         return False
     if trace.get("type") == "heatmap":
         return trace.get("colorscale") is not None and "coloraxis" not in trace
-    marker = trace.get("marker")
-    return (
-        trace.get("type") == "scatter"
-        and trace.get("mode") == "markers"
-        and isinstance(marker, dict)
-        and isinstance(marker.get("color"), str)
-    )
+    marker = trace.get("marker") if trace.get("type") == "scatter" and trace.get("mode") == "markers" else None
+    return isinstance(marker, dict) and isinstance(marker.get("color"), str)
 
 
 def lean_template(fig: ReadyFigure) -> ReadyFigure:
