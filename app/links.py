@@ -9,17 +9,14 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import streamlit as st
 
 from app.routes import page as view_page
+from app.url_params import as_text
 from app.url_state import page_params
 
 
 def query(params: Mapping[str, object]) -> dict[str, str | list[str]]:
-    """``params`` as URL values: booleans as ``"1"``/``"0"``, lists and tuples item by item, None left out."""
-
-    def text(value: object) -> str:
-        return "1" if value is True else "0" if value is False else str(value)
-
+    """``params`` as URL values (:func:`app.url_params.as_text`), lists and tuples item by item, None left out."""
     return {
-        name: [text(v) for v in value] if isinstance(value, (list, tuple)) else text(value)
+        name: [as_text(v) for v in value] if isinstance(value, (list, tuple)) else as_text(value)
         for name, value in params.items()
         if value is not None
     }

@@ -62,7 +62,4 @@ def pages() -> list[st.Page]:
 
 def page(file: str) -> st.Page | None:
     """The page of ``file`` (``"explore.py"``) for ``st.page_link``, or None."""
-    for (name, _title, _icon), made in zip(PAGES, _pages(), strict=True):
-        if name == file:
-            return made
-    return None
+    return dict(zip((name for name, _title, _icon in PAGES), _pages(), strict=True)).get(file)

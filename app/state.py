@@ -58,6 +58,8 @@ HIDEABLE = ("text", "model", "layer", "head", "causal", "max_tokens", "block", "
 #: browser when a page opened without ``?text=``)
 DEFAULTS: dict[str, Any] = {K.model: DEFAULT_MODEL, K.hub_id: "", K.layer: 0, K.head: 0, K.max_tokens: 128}
 PERSIST: dict[str, Any] = {"persist_state": "session"}  # keyword arguments every shared widget gets
+#: the words a link may spell on and off with (any case)
+BOOLEAN_WORDS = {**dict.fromkeys(("1", "true", "on", "yes"), True), **dict.fromkeys(("0", "false", "off", "no"), False)}
 
 
 def hidden(control: str) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 import streamlit as st
 
 from app.runtime.models import list_models, policy, session_models
-from app.state import DEFAULT_TEXT, DEFAULTS, HIDEABLE, K, Look, bounded, current_text
+from app.state import BOOLEAN_WORDS, DEFAULT_TEXT, DEFAULTS, HIDEABLE, K, Look, bounded, current_text
 
 TEXT_PAGES = frozenset({"explore", "step_by_step", "heads", "bertviz_views"})  # pages by their app/views folder
 TEXT_LINK_MAX = 16_000  # longer sentences are not written into a link (a browser URL of ~50 kB is unwieldy)
@@ -55,18 +55,6 @@ def number(low: float, high: float, digits: int | None = None) -> Reader:
         return round(value, digits) if digits is not None else value
 
     return read
-
-
-BOOLEAN_WORDS = {
-    "1": True,
-    "true": True,
-    "on": True,
-    "yes": True,
-    "0": False,
-    "false": False,
-    "off": False,
-    "no": False,
-}
 
 
 def boolean(raw: str) -> bool:

@@ -74,9 +74,9 @@ def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
 
     from app.runtime.maps import grid_cells
     from app.ui import charts, theme
-    from app.ui.head_views import grid_per_row, grid_png
     from app.ui.heatmap import map_spec
     from app.ui.map_data import MapView, head_map, layer_tiles
+    from app.views.explore.grid_picture import grid_per_row, grid_png
 
     with theme.looking(theme.DEFAULT):
         head = charts.ready(map_spec(head_map(trace, MapView(0, 0)), title="Layer 0, head 0"))

@@ -3,9 +3,11 @@ themed as its JSON dict, once, in a read-only :class:`ReadyFigure` that may be s
 
 from __future__ import annotations
 
-import base64
 import dataclasses
+import functools
 import hashlib
+import html
+import math
 import re
 from collections.abc import Hashable
 from typing import Any
@@ -35,24 +37,18 @@ class ReadyFigure(go.Figure):
     def to_dict(self) -> dict[str, Any]:
         return self._spec
 
-    def to_plotly_json(self) -> dict[str, Any]:
-        return self._spec
+    to_plotly_json = to_dict
 
     def __repr__(self) -> str:
         return f"ReadyFigure({self._spec.get('layout', {}).get('title', {}).get('text', '')!r})"
 
 
-_TEMPLATE: list[dict] = []
-
-
+@functools.cache
 def _default_template() -> dict[str, Any]:
     """Plotly's default template, made once, shared, never changed."""
-    if not _TEMPLATE:
-        _TEMPLATE.append(go.Figure().to_dict()["layout"]["template"])
-    return _TEMPLATE[0]
+    return go.Figure().to_dict()["layout"]["template"]
 
 
-_LEAN: dict[tuple[frozenset[str], bool], dict[str, Any]] = {}
 #: what of the default template's layout is colour defaults for traces (the traces' colours, colour scales)
 _TRACE_COLOURS = ("colorway", "colorscale", "coloraxis")
 
@@ -63,13 +59,8 @@ def _own_colours(trace: Any) -> bool:
         return False
     if trace.get("type") == "heatmap":
         return trace.get("colorscale") is not None and "coloraxis" not in trace
-    marker = trace.get("marker")
-    return (
-        trace.get("type") == "scatter"
-        and trace.get("mode") == "markers"
-        and isinstance(marker, dict)
-        and isinstance(marker.get("color"), str)
-    )
+    marker = trace.get("marker") if trace.get("type") == "scatter" and trace.get("mode") == "markers" else None
+    return isinstance(marker, dict) and isinstance(marker.get("color"), str)
 
 
 def lean_template(fig: ReadyFigure) -> ReadyFigure:
@@ -82,19 +73,21 @@ def lean_template(fig: ReadyFigure) -> ReadyFigure:
         return fig
     traces = fig.spec.get("data") or ()
     types = frozenset(str(trace.get("type") or "scatter") for trace in traces if isinstance(trace, dict))
-    colourless = bool(traces) and all(_own_colours(trace) for trace in traces)
-    lean = _LEAN.get((types, colourless))
-    if lean is None:
-        data = default.get("data", {})
-        lean = {**default, "data": {name: data[name] for name in data if name in types}}
-        if colourless:
-            lean["layout"] = {k: v for k, v in lean.get("layout", {}).items() if k not in _TRACE_COLOURS}
-            lean["data"] = {
-                name: [{k: v for k, v in d.items() if k != "colorscale"} for d in defaults]
-                for name, defaults in lean["data"].items()
-            }
-        _LEAN[(types, colourless)] = lean  # a few kinds of figure in all: kept for the process, never changed
+    lean = _lean(types, bool(traces) and all(_own_colours(trace) for trace in traces))
     return ReadyFigure({**fig.spec, "layout": {**layout, "template": lean}})
+
+
+@functools.cache
+def _lean(types: frozenset[str], colourless: bool) -> dict[str, Any]:
+    """The default template cut to ``types``' defaults, and to no colours when ``colourless`` (a few kinds of figure
+    in all: kept for the process, never changed)."""
+    default = _default_template()
+    data = {name: defaults for name, defaults in default.get("data", {}).items() if name in types}
+    if not colourless:
+        return {**default, "data": data}
+    layout = {k: v for k, v in default.get("layout", {}).items() if k not in _TRACE_COLOURS}
+    data = {name: [{k: v for k, v in d.items() if k != "colorscale"} for d in ds] for name, ds in data.items()}
+    return {**default, "layout": layout, "data": data}
 
 
 def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure:
@@ -104,62 +97,36 @@ def ready(fig: go.Figure | dict, look: theme.Theme | None = None) -> ReadyFigure
         return fig
     if isinstance(fig, dict):
         typed_arrays(fig)
-        layout = fig.setdefault("layout", {})
-        layout.setdefault("template", _default_template())
-        return lean_template(ReadyFigure(theme.style(fig, look)))
-    return lean_template(ReadyFigure(theme.style(fig.to_dict(), look)))
+        fig.setdefault("layout", {}).setdefault("template", _default_template())
+    return lean_template(ReadyFigure(theme.style(fig if isinstance(fig, dict) else fig.to_dict(), look)))
 
 
-#: numpy dtype → plotly.js typed-array type ("int8" → "i1", "float32" → "f4": the dtypes plotly.js reads)
-_TYPED = {
-    name: np.dtype(name).str[1:]
-    for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64")
-}
-_NOT_ARRAYS = frozenset({"geojson", "layer", "layers", "range"})  # keys Plotly's encoder leaves as they are
 _SCALARS = (str, int, float, bool, type(None))
 
 
 def typed_arrays(obj: Any) -> None:
-    """Every numpy array in a figure's dict as a plotly.js typed array, in place, as Plotly's ``to_dict`` writes it
-    (walking only dicts and lists); other array-likes go to Plotly's encoder."""
+    """Every array in a figure's dict as a plotly.js typed array, in place, as Plotly's ``convert_to_base64`` writes
+    it, asking only what is not a scalar (a tick label) whether it is an array."""
     from _plotly_utils.basevalidators import is_homogeneous_array
-    from _plotly_utils.utils import to_typed_array_spec
+    from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
 
     if isinstance(obj, dict):
         for key, value in obj.items():
-            if key in _NOT_ARRAYS or isinstance(value, _SCALARS):
+            if isinstance(value, _SCALARS) or is_skipped_key(key):
                 continue
-            if isinstance(value, np.ndarray) and value.size and value.dtype.isnative:
-                value = _narrowed(value)
-                short = _TYPED.get(value.dtype.name)
-                if short is not None:
-                    obj[key] = {
-                        "dtype": short,
-                        "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii"),
-                        **({"shape": ", ".join(map(str, value.shape))} if value.ndim > 1 else {}),
-                    }
-                    continue
-            if isinstance(value, (dict, list, tuple)):
-                typed_arrays(value)
-            elif is_homogeneous_array(value):
+            if is_homogeneous_array(value):
                 obj[key] = to_typed_array_spec(value)
+            else:
+                typed_arrays(value)
     elif isinstance(obj, (list, tuple)):
         for value in obj:
-            if isinstance(value, (dict, list, tuple)):
+            if not isinstance(value, _SCALARS):
                 typed_arrays(value)
 
 
-def _narrowed(values: np.ndarray) -> np.ndarray:
-    """64-bit integers as the narrowest integer type that holds them (plotly.js has none of 64 bits)."""
-    kind = values.dtype.name
-    if kind not in ("int64", "uint64"):
-        return values
-    low, high = values.min(), values.max()
-    for narrow in ("uint8", "uint16", "uint32") if kind == "uint64" else ("int8", "int16", "int32"):
-        limits = np.iinfo(narrow)
-        if limits.min <= low and high <= limits.max:
-            return values.astype(narrow)
-    return values
+def frame(x0: float, x1: float, y0: float, y1: float, color: str) -> dict[str, Any]:
+    """A rectangle's 3 px outline in data coordinates (the chosen head, a highlighted token's row or column)."""
+    return {"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": {"color": color, "width": 3}}
 
 
 def with_shapes(fig: ReadyFigure, shapes: list[dict[str, Any]]) -> ReadyFigure:
@@ -176,8 +143,6 @@ NARROW_SOURCE_CHARS = 28  # the same for a chart a third of the page wide (its m
 
 def source_line(model: str, text: str = "", chars: int = SOURCE_CHARS) -> str:
     """A chart's subtitle: the model and the text cut to ``chars`` characters, HTML-escaped."""
-    import html
-
     words = " ".join(str(text).split())
     if len(words) > chars:
         words = words[: chars - 1].rstrip() + "…"
@@ -192,9 +157,8 @@ def _source_key() -> str:
 
 
 def set_source(model: str, text: str = "") -> None:
-    """Name the model and text under every :func:`show_chart` title of this page (kept per page)."""
-    st.session_state[_source_key()] = source_line(model, text)
-    st.session_state[_source_key() + ":narrow"] = source_line(model, text, NARROW_SOURCE_CHARS)
+    """Name the model and text under every :func:`show_chart` title of this page (kept per page; wide, narrow)."""
+    st.session_state[_source_key()] = (source_line(model, text), source_line(model, text, NARROW_SOURCE_CHARS))
 
 
 def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -> ReadyFigure:
@@ -223,14 +187,11 @@ def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -
 
 def top_labels_px(layout: dict[str, Any], look: theme.Theme) -> int:
     """Pixels that column labels on top of the plot and their axis title take (the top margin holds them too)."""
-    import math
-
     need = 0
     for name, axis in layout.items():
         if not (re.fullmatch(r"xaxis\d*", name) and isinstance(axis, dict) and axis.get("side") == "top"):
             continue
-        texts = [re.sub(r"<[^>]+>|&#?\w+;", "x", str(t)) for t in axis.get("ticktext") or ()]
-        longest = max((len(t) for t in texts), default=3)
+        longest = max((theme.shown_chars(t) for t in axis.get("ticktext") or ()), default=3)
         angle = math.radians(abs(float(axis.get("tickangle") or 0)))
         labels = longest * theme.CHAR_EM * look.tick_px * math.sin(angle) + look.tick_px * (1 + math.cos(angle))
         titled = bool((axis.get("title") or {}).get("text")) if isinstance(axis.get("title"), dict) else False
@@ -269,24 +230,11 @@ def file_stem(fig, key: str | None) -> str:
 
 def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Plotly's ``config``: the modebar's download in the chosen format; ``extra`` wins but cannot hide the bar."""
-    fmt = theme.download_format()
-    layout = _layout(fig)
-    height = layout.get("height") or 450
-    width = layout.get("width") or EXPORT_WIDTH
-    config: dict[str, Any] = {
-        "toImageButtonOptions": {
-            "format": fmt,
-            "filename": file_stem(fig, key),
-            "height": int(height),
-            "width": int(width),
-            "scale": SCALE_PNG if fmt == "png" else 1,
-        },
-        "displaylogo": False,
-    }
-    for name, value in (extra or {}).items():
-        if name == "displayModeBar" and value is False:
-            continue  # keep the bar: it holds the download button
-        config[name] = value
+    fmt, layout = theme.download_format(), _layout(fig)
+    image = {"format": fmt, "filename": file_stem(fig, key), "scale": SCALE_PNG if fmt == "png" else 1}
+    image |= {"height": int(layout.get("height") or 450), "width": int(layout.get("width") or EXPORT_WIDTH)}
+    config: dict[str, Any] = {"toImageButtonOptions": image, "displaylogo": False}
+    config |= {name: value for name, value in (extra or {}).items() if (name, value) != ("displayModeBar", False)}
     if theme.current().compact:  # a phone: the bar covered the chart's title, and a phone rarely saves a slide
         config["displayModeBar"] = False
     return config
@@ -298,12 +246,20 @@ def fill_height(fig: ReadyFigure) -> ReadyFigure:
     return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
 
 
+def clicked_points(key: str) -> list[dict]:
+    """The points selected (clicked) on chart ``key``, as Streamlit keeps them."""
+    event = st.session_state.get(key)
+    try:
+        return list(event["selection"]["points"])
+    except (KeyError, TypeError):
+        return []
+
+
 def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int | None:
     """The square (row-major, ``size`` pixels on a ``rows`` × ``cols`` grid) under a new click on chart ``key``, or
     None; the point is kept under ``memo`` so a selection Streamlit still holds is read once."""
-    state = st.session_state.get(key)
     try:
-        first = list(state["selection"]["points"])[0] if state else None
+        first = clicked_points(key)[0]
         point = float(first["x"]), float(first["y"])
     except (KeyError, TypeError, ValueError, IndexError):
         return None
@@ -318,7 +274,7 @@ def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False
     """Draw ``fig`` with a PNG/SVG download; other arguments go to ``st.plotly_chart``. ``source``: the line under
     its title (default: the page's :func:`set_source`, "" for none); ``narrow``: a chart a third of the page wide."""
     if source is None:
-        source = st.session_state.get(_source_key() + (":narrow" if narrow else ""))
+        source = st.session_state.get(_source_key(), (None, None))[narrow]
     fig = with_source(ready(fig), source, narrow=narrow)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

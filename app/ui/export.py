@@ -13,7 +13,7 @@ import streamlit as st
 
 from app.links import current_link
 from app.ui.heatmap import colorscale
-from app.ui.map_data import MapData, MapView
+from app.ui.map_data import MapData, MapView, region
 
 FORMAT = "attention-playground/view@1"
 #: exact weights go into a JSON file for regions up to this many tokens a side (512² numbers ≈ 3 MB)
@@ -86,14 +86,7 @@ def head_record(
 
 
 def _head_fields(page: str, model_id: str, layer: int, head: int, block: str) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "page": page,
-        "model_id": model_id,
-        "layer": int(layer),
-        "head": int(head),
-        "block": block,
-    }
+    return dict(format=FORMAT, page=page, model_id=model_id, layer=int(layer), head=int(head), block=block)
 
 
 def steps_record(
@@ -105,11 +98,7 @@ def steps_record(
         "query": int(query),
         "tokens": {"query": list(att.tokens.strings), "key": list(att.key_tokens.strings)},
         "scale": float(steps.scale),
-        "scores": {
-            "raw": matrix(steps.raw[0]),
-            "scaled": matrix(steps.scaled[0]),
-            "softmax_input": matrix(steps.masked[0]),
-        },
+        "scores": dict(raw=matrix(steps.raw[0]), scaled=matrix(steps.scaled[0]), softmax_input=matrix(steps.masked[0])),
         "pattern": [matrix(steps.weights[0])],
         "output": matrix(np.asarray(steps.z).reshape(-1)),
         "settings": settings,
@@ -127,36 +116,29 @@ def head_json_button(
 ) -> None:
     """Explore's and Heads' button: the head in ``view`` as JSON (:func:`head_record`), built on click from
     ``load()`` (the button holds no trace); ``data``: the map as drawn."""
-    layer, head = view.layer, view.head
-    region = (tuple(view.q_range or (0, att.n_queries)), tuple(view.k_range or (0, att.n_keys)))
-    settings = {
-        **settings,
-        "colour_scale": view.scale,
-        "colorscale": colorscale(),
-        "weighting": view.weighting,
-        "hide_sink_columns": bool(view.hide_sinks),
-    }
-    where = {"page": page, "model_id": model_id, "layer": layer, "head": head, "block": block, "region": region}
-    link = current_link(page)
-    json_button(
-        "Download the numbers as JSON",
-        lambda: head_record(**where, att=load(), settings=settings, link=link, shown=data),
-        f"{page}_L{layer}_H{head}.json",
-        key=f"{page}_json",
-    )
+    layer, head, link = view.layer, view.head, current_link(page)
+    shown = region(att, view.q_range, view.k_range)
+    look = dict(colour_scale=view.scale, colorscale=colorscale(), weighting=view.weighting)
+    settings = {**settings, **look, "hide_sink_columns": bool(view.hide_sinks)}
+
+    def record() -> dict[str, Any]:  # on click: the trace loaded then
+        where = dict(page=page, model_id=model_id, layer=layer, head=head, block=block, region=shown, link=link)
+        return head_record(**where, att=load(), settings=settings, shown=data)
+
+    json_button("Download the numbers as JSON", record, f"{page}_L{layer}_H{head}.json", key=f"{page}_json")
+
+
+def download(
+    label: str, data: Callable[[], bytes], file_name: str, mime: str, key: str | None = None, icon: str = "download"
+) -> None:
+    """A download button whose file ``data()`` writes on click, outside the script run (it must close over plain
+    data only)."""
+    st.download_button(label, data, file_name, mime, key, icon=f":material/{icon}:", on_click="ignore")
 
 
 def json_button(label: str, build: Callable[[], dict[str, Any]], file_name: str, key: str) -> None:
-    """A download button whose JSON is built on click (``build`` must close over plain data only)."""
-    st.download_button(
-        label,
-        lambda: to_json(build()),
-        file_name=file_name,
-        mime="application/json",
-        icon=":material/data_object:",
-        key=key,
-        on_click="ignore",
-    )
+    """A download button whose JSON record ``build()`` makes on click."""
+    download(label, lambda: to_json(build()), file_name, "application/json", key, "data_object")
 
 
 def grid_table(grid: np.ndarray) -> pd.DataFrame:
@@ -167,8 +149,4 @@ def grid_table(grid: np.ndarray) -> pd.DataFrame:
 
 def csv_button(label: str, frame, file_name: str, key: str | None = None, **to_csv: Any) -> None:
     """A download button whose CSV is written from the table ``frame`` on click."""
-
-    def data() -> bytes:  # written on click
-        return frame.to_csv(**to_csv).encode("utf-8")
-
-    st.download_button(label, data, file_name, "text/csv", key, icon=":material/download:", on_click="ignore")
+    download(label, lambda: frame.to_csv(**to_csv).encode("utf-8"), file_name, "text/csv", key)

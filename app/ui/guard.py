@@ -28,9 +28,7 @@ Level = Literal["info", "warning", "error"]
 
 def plain_error(problem: BaseException | str) -> str:
     """``problem`` as plain text (an offline pack's note), bounded in length."""
-    if isinstance(problem, BaseException):
-        return error_message(problem)
-    return shorten(str(problem), MESSAGE_LIMIT)
+    return error_message(problem) if isinstance(problem, BaseException) else shorten(str(problem), MESSAGE_LIMIT)
 
 
 def show_error(problem: BaseException | str, *, before: str = "", level: Level | None = None) -> None:
@@ -44,7 +42,7 @@ def show_error(problem: BaseException | str, *, before: str = "", level: Level |
 def attempt(work: Callable[[], T], spinner: str = "") -> T | None:
     """``work()`` (under ``spinner``), or None once its error is shown."""
     try:
-        with st.spinner(spinner) if spinner else contextlib.nullcontext():
+        with busy(spinner, done=not spinner):
             return work()
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)

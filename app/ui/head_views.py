@@ -1,20 +1,17 @@
-"""Whole-model head views: every layer × head in one plot (each cell a whole percent of its head's maximum, a click
-on a tile's marker selects the head), and one layer's heads as one palette PNG (Explore's grid)."""
+"""Whole-model head views: every layer × head in one plot, each cell a whole percent of its head's maximum, a click
+on a tile's marker selects the head (Explore's grid picture: ``app/views/explore/grid_picture.py``)."""
 
 from __future__ import annotations
 
-import functools
-import io
-
 import numpy as np
-import plotly.colors
 import streamlit as st
 
 from app.state import K
-from app.ui import theme
+from app.ui.charts import clicked_points, frame
 from app.ui.heatmap import colorscale_stops, label_axis, label_margin
 
 GAP = 1  # empty cells between tiles
+FRAME = "#d62728"  # the chosen head's outline
 
 
 def tile_centres(n_layers: int, n_heads: int, s: int, t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -29,67 +26,69 @@ def tile_peak(tile: np.ndarray) -> float:
     return float(np.max(tile[finite])) if finite.any() else 0.0
 
 
+def mosaic(tiles: np.ndarray, fill: float) -> np.ndarray:
+    """``[rows, cols, s, t]`` tiles as one array of their type, ``fill`` in the gaps between them."""
+    n_rows, n_cols, s, t = tiles.shape
+    out = np.full((n_rows, s + GAP, n_cols, t + GAP), fill, dtype=tiles.dtype)
+    out[:, :s, :, :t] = tiles.transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(out.reshape(n_rows * (s + GAP), n_cols * (t + GAP))[:-GAP, :-GAP])
+
+
 def tile_mosaic(tiles: np.ndarray, *, normalise: bool = False) -> np.ndarray:
     """``[rows, cols, s, t]`` tiles as one float32 array, NaN gaps between them; ``normalise``: each by its maximum."""
-    n_rows, n_cols, s, t = tiles.shape
-    z = np.full((n_rows * (s + GAP) - GAP, n_cols * (t + GAP) - GAP), np.nan, dtype=np.float32)
-    for r in range(n_rows):
-        for c in range(n_cols):
-            tile = tiles[r, c].astype(np.float32)
-            if normalise:
-                tile = tile / (tile_peak(tile) or 1.0)
-            z[r * (s + GAP) : r * (s + GAP) + s, c * (t + GAP) : c * (t + GAP) + t] = tile
-    return z
+    tiles = np.asarray(tiles, dtype=np.float32)
+    if normalise:
+        peaks = [[tile_peak(tile) or 1.0 for tile in row] for row in tiles]
+        tiles = tiles / np.asarray(peaks, dtype=np.float32)[:, :, None, None]
+    return mosaic(tiles, np.nan)
 
 
-SHARE_LEVELS = 100  # a shapes-only grid's cells: whole percents of their head's maximum
+SHARE_LEVELS = 100  # a head view's cells: whole percents of their head's maximum
+#: a mosaic cell that is no head's (the gaps between tiles, a blocked cell): one byte above every share, drawn clear
+OFF_TILE = 255
+
+
+def share_levels(tiles: np.ndarray, off: int = OFF_TILE) -> np.ndarray:
+    """Each ``[..., s, t]`` tile's cells as whole percents of its maximum (``uint8``), ``off`` where a cell is not a
+    weight (not finite, or negative)."""
+    tiles = np.asarray(tiles, dtype=np.float32)
+    shown = np.isfinite(tiles) & (tiles >= 0.0)
+    weights = np.where(shown, tiles, np.float32(0.0))
+    peaks = weights.max(axis=(-2, -1), keepdims=True)
+    levels = np.rint(weights / np.where(peaks > 0, peaks, np.float32(1.0)) * np.float32(SHARE_LEVELS))
+    return np.where(shown, np.minimum(levels, SHARE_LEVELS), off).astype(np.uint8)
 
 
 def share_tiles(tiles: np.ndarray) -> list[dict]:
     """``[rows, cols, s, t]`` tiles as one small heatmap trace each, every cell a whole percent of its tile's maximum
-    (``uint8``; float where a cell is not a finite weight)."""
+    (``uint8``; float with NaN holes where a cell is not a weight)."""
     n_rows, n_cols, s, t = tiles.shape
-    stops = colorscale_stops()
-    out = []
-    for r in range(n_rows):
-        for c in range(n_cols):
-            tile = np.asarray(tiles[r, c], dtype=np.float32)
-            share = tile * np.float32(SHARE_LEVELS / (tile_peak(tile) or 1.0))
-            whole = bool(np.isfinite(share).all()) and float(share.min()) >= 0.0
-            out.append(
-                {
-                    "type": "heatmap",
-                    "z": np.rint(share).astype(np.uint8) if whole else share,
-                    "x0": c * (t + GAP),
-                    "y0": r * (s + GAP),
-                    "colorscale": stops,
-                    "zmin": 0,
-                    "zmax": SHARE_LEVELS,
-                    "showscale": False,
-                    "hoverongaps": False,
-                    "hovertemplate": "%{z:.0f}% of this head's max (exact weights: open the head large)<extra></extra>",
-                }
-            )
-    return out
-
-
-#: a mosaic cell that is no head's (the gaps between tiles, a blocked cell): one byte above every share, drawn clear
-OFF_TILE = 255
+    levels = share_levels(tiles)
+    holes = np.where(levels == OFF_TILE, np.float32(np.nan), levels)
+    hover = "%{z:.0f}% of this head's max (exact weights: open the head large)<extra></extra>"
+    common = dict(type="heatmap", colorscale=colorscale_stops(), zmin=0, zmax=SHARE_LEVELS, showscale=False)
+    common |= dict(hoverongaps=False, hovertemplate=hover)
+    return [
+        {
+            **common,
+            "z": holes[r, c] if (levels[r, c] == OFF_TILE).any() else levels[r, c],
+            "x0": c * (t + GAP),
+            "y0": r * (s + GAP),
+        }
+        for r in range(n_rows)
+        for c in range(n_cols)
+    ]
 
 
 def share_mosaic(tiles: np.ndarray) -> dict:
     """``[rows, cols, s, t]`` tiles as one ``uint8`` heatmap of whole percents, gaps :data:`OFF_TILE` (drawn clear);
     no hover of its own: the head's marker names it."""
-    shares = tile_mosaic(tiles, normalise=True) * np.float32(SHARE_LEVELS)
-    z = np.full(shares.shape, OFF_TILE, dtype=np.uint8)
-    shown = np.isfinite(shares) & (shares >= 0.0)
-    z[shown] = np.rint(np.minimum(shares[shown], SHARE_LEVELS)).astype(np.uint8)
     top = SHARE_LEVELS / OFF_TILE  # where the theme's scale ends on a 0–255 axis; above it, clear
     clear = "rgba(255,255,255,0)"
     stops = [[position * top, colour] for position, colour in colorscale_stops()]
     return {
         "type": "heatmap",
-        "z": z,
+        "z": mosaic(share_levels(tiles), OFF_TILE),
         "colorscale": [*stops, [(SHARE_LEVELS + 0.5) / OFF_TILE, clear], [1.0, clear]],
         "zmin": 0,
         "zmax": OFF_TILE,
@@ -114,17 +113,14 @@ def model_view_spec(
     grid_x, grid_y = np.meshgrid(xs, ys)
     heads, layers = np.meshgrid(np.arange(n_heads), np.arange(n_layers))
     heatmaps = share_tiles(tiles) if per_tile else [share_mosaic(tiles)]
+    marker = {"size": max(8, min(40, int(width_px / n_heads * 0.5))), "color": "rgba(0,0,0,0.01)", "symbol": "square"}
     markers = {  # invisible, one per tile: a click selects that head
         "type": "scatter",
         "x": grid_x.ravel(),
         "y": grid_y.ravel(),
         "mode": "markers",
         "showlegend": False,
-        "marker": {
-            "size": max(8, min(40, int(width_px / n_heads * 0.5))),
-            "color": "rgba(0,0,0,0.01)",
-            "symbol": "square",
-        },
+        "marker": marker,
         "customdata": np.stack([layers.ravel(), heads.ravel()], axis=-1),
         "name": "heads",
         "hovertemplate": "layer %{customdata[0]}, head %{customdata[1]}<br>click to open it large (its exact "
@@ -132,18 +128,8 @@ def model_view_spec(
     }
     shapes = []
     if selected is not None:
-        layer, head = selected
-        r0, c0 = layer * (s + GAP), head * (t + GAP)
-        shapes.append(
-            {
-                "type": "rect",
-                "x0": c0 - 0.5,
-                "x1": c0 + t - 0.5,
-                "y0": r0 - 0.5,
-                "y1": r0 + s - 0.5,
-                "line": {"color": "#d62728", "width": 3},
-            }
-        )
+        r0, c0 = selected[0] * (s + GAP) - 0.5, selected[1] * (t + GAP) - 0.5
+        shapes = [frame(c0, c0 + t, r0, r0 + s, FRAME)]
     tile_px = max(30, width_px // max(n_heads, 1))
     row_names = layer_names or [f"L{layer}" for layer in range(n_layers)]
     return {
@@ -166,9 +152,7 @@ def model_view_spec(
 
 def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:
     """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key``, or None."""
-    event = st.session_state.get(chart_key)
-    points = event.get("selection", {}).get("points", []) if event else []
-    return clicked_head(points, n_layers, n_heads)
+    return clicked_head(clicked_points(chart_key), n_layers, n_heads)
 
 
 def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, int] | None:
@@ -203,108 +187,3 @@ def head_pills(key: str, n_heads: int, head: int) -> None:
             st.session_state[K.head] = st.session_state[key]
 
     st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=key, on_change=picked)
-
-
-# ---- a layer's heads as one picture (Explore's grid: thumbnails to compare shapes; the head is picked with pills)
-
-GRID_ALT = "Thumbnails of the {heads} heads of layer {layer}, head {head} framed in red"  # the picture's alt text
-#: on a screen of ≥ 2 device pixels a CSS pixel the picture is drawn nearest-neighbour (sharp cells)
-GRID_CSS = (
-    "<style>@media (min-resolution: 2dppx) { img[alt^='"
-    + GRID_ALT.split("{", 1)[0]
-    + "'] { image-rendering: pixelated; } }</style>"
-)
-GRID_TILE_PX = 96  # about this many pixels a side per thumbnail at the default type size (whole pixels a cell)
-GRID_MOST_PER_ROW = 8  # heads to a row at most on a wide screen (12 heads: two rows of 6)
-GRID_PAD_PX = 6  # around each thumbnail: room for the chosen head's red frame
-FRAME_PX = 3
-FRAME_RGB = (214, 39, 40)  # the red frame of the chosen head, as the charts' outline ("#d62728")
-EDGE_RGB = (200, 206, 214)  # a thumbnail's 1 px edge: the scale's lightest shade meets a white page
-# palette indices of a grid picture: 0–100 the share of the head's maximum, then these
-_PAPER, _FRAME, _TEXT, _EDGE = SHARE_LEVELS + 1, SHARE_LEVELS + 2, SHARE_LEVELS + 3, SHARE_LEVELS + 4
-
-
-def grid_per_row(n_heads: int, most: int = GRID_MOST_PER_ROW) -> int:
-    """Heads to a row of the grid picture: rows as even as can be, at most ``most`` to a row."""
-    rows = -(-max(n_heads, 1) // most)
-    return -(-max(n_heads, 1) // rows)
-
-
-def _rgb(colour: str) -> tuple[int, int, int]:
-    """A Plotly colour ("#rrggbb" or "rgb(r, g, b)") as three bytes."""
-    if colour.startswith("#"):
-        return tuple(int(c) for c in plotly.colors.hex_to_rgb(colour))
-    return tuple(int(round(float(c))) for c in plotly.colors.unlabel_rgb(colour))
-
-
-@functools.lru_cache(maxsize=8)
-def grid_palette(colors: tuple[str, ...], paper: str, text: str) -> bytes:
-    """A grid picture's 256-colour palette: the scale at 0 … 100 %, then paper, frame, text and edge colours."""
-    scale = plotly.colors.sample_colorscale(list(colors), [i / SHARE_LEVELS for i in range(SHARE_LEVELS + 1)])
-    table = np.zeros((256, 3), dtype=np.uint8)
-    table[: SHARE_LEVELS + 1] = [_rgb(c) for c in scale]
-    table[_PAPER], table[_FRAME], table[_TEXT], table[_EDGE] = _rgb(paper), FRAME_RGB, _rgb(text), EDGE_RGB
-    return table.tobytes()
-
-
-@functools.lru_cache(maxsize=4)
-def _label_font(size: int):
-    from PIL import ImageFont
-
-    return ImageFont.load_default(size=size)  # Pillow's own font (FreeType); a bitmap font without it
-
-
-@functools.lru_cache(maxsize=32)
-def _label_pixels(n_heads: int, per_row: int, cell: tuple[int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (rows, columns) of the pixels of a grid picture's labels ("H0", "H1" …): drawn once, then stamped."""
-    from PIL import Image, ImageDraw
-
-    cell_h, cell_w = cell
-    rows = -(-n_heads // per_row)
-    mask = Image.new("L", (per_row * cell_w, rows * cell_h), 0)
-    draw = ImageDraw.Draw(mask)
-    font = _label_font(size)
-    for h in range(n_heads):
-        r, c = divmod(h, per_row)
-        draw.text((c * cell_w + GRID_PAD_PX - 1, r * cell_h + 2), f"H{h}", fill=255, font=font)
-    ys, xs = np.nonzero(np.asarray(mask) >= 128)
-    ys.flags.writeable = xs.flags.writeable = False
-    return ys, xs
-
-
-def grid_png(tiles: np.ndarray, head: int, per_row: int) -> bytes:
-    """One layer's heads ``[1, heads, s, t]`` as one palette PNG (Explore's grid): ``per_row`` named thumbnails to a
-    row, each coloured to its own maximum, ``head`` framed in red."""
-    from PIL import Image
-
-    look = theme.current()
-    shares = np.asarray(tiles[0], dtype=np.float32)
-    n_heads, s, t = shares.shape
-    # larger with the type on a projector; a phone keeps the default size (three a row fit its width)
-    tile_px = GRID_TILE_PX * (1 if look.compact else look.tick_px / theme.DEFAULT.tick_px)
-    scale = max(1, round(tile_px / max(s, t)))  # whole screen pixels a cell
-    label_px = look.tick_px + 5
-    tile_h, tile_w = s * scale, t * scale
-    cell_h, cell_w = label_px + tile_h + 2 * GRID_PAD_PX, tile_w + 2 * GRID_PAD_PX
-    rows = -(-n_heads // per_row)
-    # every head's cells at once: a whole percent of its maximum; a cell that is not a weight shows the page
-    finite = np.isfinite(shares) & (shares >= 0.0)
-    weights = np.where(finite, shares, np.float32(0.0))
-    peaks = weights.max(axis=(1, 2))
-    levels = np.rint(weights * (SHARE_LEVELS / np.where(peaks > 0, peaks, 1.0))[:, None, None].astype(np.float32))
-    levels = np.where(finite, np.minimum(levels, SHARE_LEVELS), _PAPER).astype(np.uint8)
-    # each head's cell of the picture: its label strip, padding, a 1 px edge and the thumbnail, whole pixels a cell
-    cells = np.full((rows * per_row, cell_h, cell_w), _PAPER, dtype=np.uint8)
-    y, x = label_px + GRID_PAD_PX, GRID_PAD_PX
-    cells[:n_heads, y - 1 : y + tile_h + 1, x - 1 : x + tile_w + 1] = _EDGE
-    cells[:n_heads, y : y + tile_h, x : x + tile_w] = levels.repeat(scale, axis=1).repeat(scale, axis=2)
-    f = FRAME_PX + 1  # the chosen head's frame: in the padding, outside the thumbnail's edge
-    frame = cells[min(max(head, 0), n_heads - 1), y - f : y + tile_h + f, x - f : x + tile_w + f]
-    frame[: f - 1], frame[-(f - 1) :], frame[:, : f - 1], frame[:, -(f - 1) :] = _FRAME, _FRAME, _FRAME, _FRAME
-    canvas = cells.reshape(rows, per_row, cell_h, cell_w).transpose(0, 2, 1, 3).reshape(rows * cell_h, -1)
-    canvas[_label_pixels(n_heads, per_row, (cell_h, cell_w), look.tick_px)] = _TEXT
-    picture = Image.frombuffer("P", (canvas.shape[1], canvas.shape[0]), np.ascontiguousarray(canvas), "raw", "P", 0, 1)
-    picture.putpalette(grid_palette(tuple(look.colors), look.paper, look.text))
-    out = io.BytesIO()
-    picture.save(out, format="PNG", compress_level=1)
-    return out.getvalue()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from typing import Literal
 
 import numpy as np
@@ -17,11 +16,7 @@ from app.ui.map_data import MapData, exact_map
 MASKED_COLOR = "#d9d9d9"
 LABEL_PX = 15  # vertical pixels one tick label needs; with more labels than fit, every k-th is printed
 Scale = Literal["linear", "log", "row"]
-SCALES: dict[str, str] = {  # short labels: the help text of the control says what each does
-    "linear": "linear",
-    "log": "log",
-    "row": "per-row max",
-}
+SCALES: dict[str, str] = {"linear": "linear", "log": "log", "row": "per-row max"}  # the control's help says more
 PHONE_PLOT_PX = 200  # px across a map's plot on a 390 px phone (page padding, row labels and colour bar taken)
 PHONE_LABEL_PX = 24  # px apart that two upright column labels need there (a line and a gap, measured)
 LOG_DECADES = 4  # the log colour scale spans 10⁻⁴ × max … max
@@ -40,27 +35,21 @@ def colorscale() -> str:
 def tick_labels(labels: list[str], plot_px: int, need_px: int | None = None) -> tuple[list, list[str]]:
     """Every k-th label, so that the printed ones fit ``plot_px`` pixels, ``need_px`` each (default the theme's)."""
     fit = max(4, plot_px // (need_px or max(LABEL_PX, theme.current().label_px)))
-    step = max(1, math.ceil(len(labels) / fit))
-    idx = list(range(0, len(labels), step))
-    return [labels[i] for i in idx], [labels[i] for i in idx]
+    shown = list(labels[:: max(1, math.ceil(len(labels) / fit))])
+    return shown, list(shown)
 
 
 def label_margin(labels: list[str], title: str, look: theme.Theme | None = None) -> int:
     """The left margin (px) y tick ``labels`` and an axis ``title`` need, set up front (no automargin redraw)."""
     look = look or theme.current()
-    widest = max((len(_shown(label)) for label in labels), default=0)
+    widest = max((theme.shown_chars(label) for label in labels), default=0)
     return int(math.ceil(widest * theme.CHAR_EM * look.tick_px + (look.axis_title_px if title else 0) + 46))
-
-
-def _shown(label: str) -> str:
-    """A label as the browser shows it, for counting characters."""
-    return re.sub(r"<[^>]+>|&#?\w+;", "x", str(label)).replace("\u200b", "")
 
 
 def colorbar_margin(title: str, look: theme.Theme | None = None) -> int:
     """The right margin (px) a vertical colour bar with ``title`` needs."""
     look = look or theme.current()
-    return int(math.ceil(max(5, len(_shown(title))) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
+    return int(math.ceil(max(5, theme.shown_chars(title)) * 0.45 * max(look.tick_px, look.axis_title_px) + 48))
 
 
 def unique_labels(labels: list[str]) -> list[str]:
@@ -68,9 +57,8 @@ def unique_labels(labels: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     for label in labels:
-        k = seen.get(label, 0)
-        seen[label] = k + 1
-        out.append(label + "\u200b" * k)
+        seen[label] = seen.get(label, -1) + 1
+        out.append(label + "\u200b" * seen[label])
     return out
 
 
@@ -111,19 +99,12 @@ def map_spec(
     get when the browser sizes the map (presenter mode)."""
     values = np.asarray(data.values, dtype=np.float32)
     n_q, n_k = values.shape
-    q_lab = unique_labels([safe_label(t) for t in data.q_labels])
-    k_lab = unique_labels([safe_label(t) for t in data.k_labels])
-    finite = values[np.isfinite(values)]
-    top = float(zmax) if zmax is not None else (float(finite.max()) if finite.size else 1.0)
+    q_lab, k_lab = (unique_labels([safe_label(t) for t in labels]) for labels in (data.q_labels, data.k_labels))
+    top = float(zmax) if zmax is not None else float(np.max(values, where=np.isfinite(values), initial=0.0))
     top = top if top > 0 else 1.0
     what = "share of row max" if scale == "row" and data.value_name == "weight" else data.value_name
-    cell = f"{data.reduce} over block" if data.pooled else ""
-    hover = (
-        "query <b>%{y}</b> → key <b>%{x}</b><br>"
-        + html.escape(what)
-        + (f" ({cell})" if cell else "")
-        + " %{z:.3f}<extra></extra>"
-    )
+    cell = f" ({data.reduce} over block)" if data.pooled else ""
+    hover = "query <b>%{y}</b> → key <b>%{x}</b><br>" + html.escape(what) + cell + " %{z:.3f}<extra></extra>"
     colorbar = dict(title={"text": html.escape(what) + (" (log colour)" if scale == "log" else "")}, thickness=12)
     if scale == "log":
         colorbar.update(tickvals=[top * 10.0**-k for k in range(LOG_DECADES, -1, -1)][-3:], tickformat=".3g")
@@ -131,10 +112,8 @@ def map_spec(
     row_px = max(22, look.label_px + 2)  # presenter mode: taller rows, so every label still fits
     side = height or max(320, min(900, row_px * max(n_q, n_k) + 140))
     across = width if width is not None and not look.stack else side
-    if rows_px is not None:  # rows sized by the browser: thinned only where one em per label does not fit
-        yv, yt = tick_labels(q_lab, rows_px, look.tick_px)
-    else:
-        yv, yt = tick_labels(q_lab, side - 140)
+    # rows sized by the browser (rows_px): thinned only where one em per label does not fit
+    yv, yt = tick_labels(q_lab, rows_px, look.tick_px) if rows_px is not None else tick_labels(q_lab, side - 140)
     if width is None:  # a map of its own: margins set for its labels and colour bar, so it is drawn once
         margin_l = label_margin(yt, y_title, look)
         margin_r = colorbar_margin(colorbar["title"]["text"], look) if showscale else 10
@@ -161,13 +140,7 @@ def map_spec(
             }
         ],
         "layout": {
-            "title": {
-                "text": html.escape(title),
-                "x": 0.0,
-                "font": {"size": 15},
-                "yref": "container",
-                "automargin": True,
-            },
+            "title": dict(text=html.escape(title), x=0.0, font={"size": 15}, yref="container", automargin=True),
             "height": side,
             "margin": {"l": margin_l, "r": margin_r, "t": 40 if title else 10, "b": 10},
             "plot_bgcolor": MASKED_COLOR,

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from app.state import PERSIST, Look, settle
-from app.ui.charts import ReadyFigure, with_shapes
+from app.ui.charts import ReadyFigure, frame, with_shapes
 from app.ui.map_data import MapData
 from app.ui.safe_text import md
 
@@ -84,14 +84,9 @@ def outline_shapes(data: MapData, position: int | None) -> list[dict]:
     if position is None:
         return []
     n_rows, n_cols = np.asarray(data.values).shape
-    line = {"color": FOCUS_COLOR, "width": 3}
     row, col = row_of(data, position), column_of(data, position)
-    shapes = []
-    if row is not None:
-        shapes.append({"type": "rect", "x0": -0.5, "x1": n_cols - 0.5, "y0": row - 0.5, "y1": row + 0.5, "line": line})
-    if col is not None:
-        shapes.append({"type": "rect", "x0": col - 0.5, "x1": col + 0.5, "y0": -0.5, "y1": n_rows - 0.5, "line": line})
-    return shapes
+    shapes = [] if row is None else [frame(-0.5, n_cols - 0.5, row - 0.5, row + 0.5, FOCUS_COLOR)]
+    return shapes + ([] if col is None else [frame(col - 0.5, col + 0.5, -0.5, n_rows - 0.5, FOCUS_COLOR)])
 
 
 def outline(fig, data: MapData, position: int | None):

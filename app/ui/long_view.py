@@ -7,6 +7,7 @@ import streamlit as st
 
 from app.state import PERSIST, settle
 from app.ui.clicks import once
+from app.ui.export import download
 from app.ui.heatmap import SCALES
 from app.ui.map_data import CSV_MAX_SIDE, OVERVIEW_SIZE, MapView, csv_region, head_csv
 
@@ -14,11 +15,7 @@ SCALE_HELP = (
     "Linear: colour follows the weight. Log: weak weights (0.001, 0.01) get visible shades too; hover "
     "still shows the true weight. Per-row max: each row divided by its own largest weight, so every query's strongest key is darkest."
 )
-SHOW = {
-    "attention": "weights α",
-    "contribution": "contribution ‖α·f(x)‖",
-    "value": "α·‖v‖",
-}  # the help says: value length only
+SHOW = {"attention": "weights α", "contribution": "contribution ‖α·f(x)‖", "value": "α·‖v‖"}  # value: its length only
 SHOW_HELP = (
     "α: how much each query looks at each key (rows sum to 1). ‖α·f(x)‖: the length of what the key "
     "actually adds to the query's output through this head, α times ‖v·W_O‖, the key's value vector "
@@ -36,6 +33,10 @@ COLOUR_SAYS = {
     "value": "Colour: **α·‖v‖**, each weight times the length of that key's value vector only, so rows no longer sum "
     "to 1. It leaves out the output projection, so it only approximates how much the key adds to the output; "
     "**contribution** shows the exact measure.",
+}
+SCALE_SAYS = {
+    "log": ["Colour: log scale, so weights down to 1/10,000 of the largest get a shade."],
+    "row": ["Colour: each row divided by its own largest weight (hover shows that share, not the weight)."],
 }
 HIDE_HELP = (
     "Special tokens ([CLS], [SEP], <bos>) and the first token often soak up most of the weight (an "
@@ -84,11 +85,7 @@ def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
             or "attention"
         )
         hide = bool(st.toggle("Hide sink columns", key=hide_key, help=HIDE_HELP, **PERSIST))
-    notes = [COLOUR_SAYS.get(weighting, COLOUR_SAYS["attention"])]
-    if scale == "log":
-        notes.append("Colour: log scale, so weights down to 1/10,000 of the largest get a shade.")
-    elif scale == "row":
-        notes.append("Colour: each row divided by its own largest weight (hover shows that share, not the weight).")
+    notes = [COLOUR_SAYS.get(weighting, COLOUR_SAYS["attention"]), *SCALE_SAYS.get(scale, ())]
     if hide:
         notes.append("Special-token and first-token columns are hidden, so rows no longer sum to 1.")
     if scale == "log" and not st.session_state.get(chosen_key):
@@ -100,13 +97,10 @@ def display_options(trace, key_prefix: str) -> tuple[str, str, bool, str]:
     return scale, weighting, hide, " ".join(notes)
 
 
-def _valid_range(value, n: int) -> bool:
-    return (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) for v in value)
-        and 0 <= value[0] < value[1] <= n
-    )
+def _range_in(value, n: int) -> tuple[int, int] | None:
+    """``value`` as a range ``(start, stop)`` of ``0 … n`` with start < stop, or None."""
+    ok = isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) for v in value)
+    return (int(value[0]), int(value[1])) if ok and 0 <= value[0] < value[1] <= n else None
 
 
 def _typed(key: str, n: int) -> None:
@@ -118,7 +112,7 @@ def _typed(key: str, n: int) -> None:
 
 def _range_control(label: str, key: str, n: int) -> tuple[int, int]:
     """A range slider with "from" and "to" number boxes under it; the slider's key holds the range."""
-    if not _valid_range(st.session_state.get(key), n):
+    if _range_in(st.session_state.get(key), n) is None:
         settle(key, (0, n))
     elif f"{key}_from" not in st.session_state:  # drawn again (the panel reopened): the browser forgot the value
         st.session_state[key] = tuple(st.session_state[key])
@@ -137,11 +131,6 @@ def _range_control(label: str, key: str, n: int) -> tuple[int, int]:
 
 
 ZOOM_LABEL = f"Zoom: pick a region of ≤ {OVERVIEW_SIZE} tokens a side to see its exact weights"
-
-
-def _kept_range(key: str, n: int) -> tuple[int, int]:
-    value = st.session_state.get(key)
-    return (int(value[0]), int(value[1])) if _valid_range(value, n) else (0, n)
 
 
 def _reset(*ranges: tuple[str, int]) -> None:
@@ -167,26 +156,24 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
     if max(n_q, n_k) <= OVERVIEW_SIZE:
         _forget_boxes(key_prefix, ())
         return None, None
-    q_key, k_key = f"{key_prefix}_zoom_q_{n_q}", f"{key_prefix}_zoom_k_{n_k}"
-    q_range, k_range = _kept_range(q_key, n_q), _kept_range(k_key, n_k)
+    sides = {f"{key_prefix}_zoom_q_{n_q}": n_q, f"{key_prefix}_zoom_k_{n_k}": n_k}  # rows, columns
+    ranges = [_range_in(st.session_state.get(key), n) or (0, n) for key, n in sides.items()]
     panel = st.expander(ZOOM_LABEL, key=f"{key_prefix}_zoom_open", on_change="rerun")
-    _forget_boxes(key_prefix, (q_key, k_key) if panel.open else ())
+    _forget_boxes(key_prefix, tuple(sides) if panel.open else ())
     if panel.open:
         with panel:
-            left, right = st.columns(2)
-            with left:
-                q_range = _range_control("Query tokens (rows)", q_key, n_q)
-            with right:
-                k_range = _range_control("Key tokens (columns)", k_key, n_k)
+            labels = ("Query tokens (rows)", "Key tokens (columns)")
+            for i, (column, label, (key, n)) in enumerate(zip(st.columns(2), labels, sides.items())):
+                with column:
+                    ranges[i] = _range_control(label, key, n)
             st.button(
                 "Show everything",
                 key=f"{key_prefix}_zoom_reset",
                 icon=":material/zoom_out_map:",
                 on_click=once(_reset),
-                args=((q_key, n_q), (k_key, n_k)),
+                args=tuple(sides.items()),
             )
-    q_range = None if q_range == (0, n_q) else q_range
-    k_range = None if k_range == (0, n_k) else k_range
+    q_range, k_range = (None if r == (0, n) else r for r, n in zip(ranges, sides.values()))
     return q_range, k_range
 
 
@@ -198,16 +185,6 @@ def csv_button(att, view: MapView, file_name: str, load) -> None:
         return
     (q0, q1), (k0, k1) = region
     whole = (q0, q1, k0, k1) == (0, att.n_queries, 0, att.n_keys)
-    label = (
-        "Download this head as CSV"
-        if whole
-        else f"Download this region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
-    )
-    st.download_button(
-        label,
-        lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)),
-        on_click="ignore",
-        file_name=file_name,
-        mime="text/csv",
-        icon=":material/download:",
-    )
+    region_csv = f"region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
+    label = f"Download this {'head as CSV' if whole else region_csv}"
+    download(label, lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)), file_name, "text/csv")

@@ -12,6 +12,7 @@ from engine import AttentionTrace
 from engine.analysis.metrics import sink_positions
 from engine.traces.overview import overview_edges
 
+Range = tuple[int, int]  # positions from … to (the end excluded)
 OVERVIEW_SIZE = 256  # cells per side sent to the browser: 256² float32 ≈ 350 kB of base64
 #: what a cell holds under each weighting but plain weights
 WEIGHTED = {"contribution": "‖α·f(x)‖", "value": "α·‖v‖"}
@@ -25,8 +26,8 @@ class MapView:
 
     layer: int
     head: int
-    q_range: tuple[int, int] | None = None
-    k_range: tuple[int, int] | None = None
+    q_range: Range | None = None
+    k_range: Range | None = None
     hide_sinks: bool = False
     scale: str = "linear"
     weighting: str = "attention"
@@ -72,17 +73,9 @@ def exact_map(
     if (len(q_tokens), len(k_tokens)) != (n_q, n_k):
         raise ValueError(f"pattern is {n_q}×{n_k} but there are {len(q_tokens)} query and {len(k_tokens)} key tokens")
     v = np.asarray(values, dtype=np.float32)
-    if blocked is not None:
-        v = np.where(blocked, np.float32(np.nan), v)
-    return MapData(
-        values=v,
-        q_labels=tuple(q_tokens),
-        k_labels=tuple(k_tokens),
-        q_edges=np.arange(n_q + 1),
-        k_pos=np.arange(n_k),
-        k_edges=np.arange(n_k + 1),
-        value_name=value_name,
-    )
+    v = v if blocked is None else np.where(blocked, np.float32(np.nan), v)
+    edges = dict(q_edges=np.arange(n_q + 1), k_pos=np.arange(n_k), k_edges=np.arange(n_k + 1))
+    return MapData(v, tuple(q_tokens), tuple(k_tokens), **edges, value_name=value_name)
 
 
 def hidden_keys(att: AttentionTrace) -> np.ndarray:
@@ -91,11 +84,9 @@ def hidden_keys(att: AttentionTrace) -> np.ndarray:
 
 
 def _block_labels(labels: list[str], positions: np.ndarray, edges: np.ndarray) -> tuple[str, ...]:
-    out = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        first, last = int(positions[a]), int(positions[b - 1])
-        out.append(labels[first] if b - a == 1 else f"{first}–{last}")
-    return tuple(out)
+    """Each block's label: its token's when it holds one, else "first–last" positions."""
+    spans = [(int(positions[a]), int(positions[b - 1])) for a, b in zip(edges[:-1], edges[1:])]
+    return tuple(labels[first] if first == last else f"{first}–{last}" for first, last in spans)
 
 
 def _blocked_cells(
@@ -122,25 +113,15 @@ def _blocked_cells(
 
 def head_map(att: AttentionTrace, view: MapView) -> MapData:
     """One head of ``att`` as at most ``view.size`` cells a side: exact where the region fits, else block maxima."""
-    q0, q1 = view.q_range or (0, att.n_queries)
-    k0, k1 = view.k_range or (0, att.n_keys)
+    (q0, q1), (k0, k1) = region(att, view.q_range, view.k_range)
     k_pos = np.arange(k0, k1)
     if view.hide_sinks:
         k_pos = np.setdiff1d(k_pos, hidden_keys(att))
         if k_pos.size == 0:
             k_pos = np.arange(k0, k1)  # nothing but sinks in view: show them rather than nothing
     size, row_scale = view.size, view.scale == "row"
-    values = att.overview(
-        view.layer,
-        view.head,
-        size=size,
-        reduce="max",
-        q_range=(q0, q1),
-        k_range=(k0, k1),
-        keys=k_pos,
-        row_scale=row_scale,
-        weighting=view.weighting,
-    )
+    region_of = dict(q_range=(q0, q1), k_range=(k0, k1), keys=k_pos, row_scale=row_scale, weighting=view.weighting)
+    values = att.overview(view.layer, view.head, size=size, reduce="max", **region_of)
     q_edges = q0 + overview_edges(q1 - q0, size)
     k_edges = overview_edges(k_pos.size, size)
     pooled = values.shape != (q1 - q0, k_pos.size)
@@ -175,12 +156,14 @@ def layer_tiles(att: AttentionTrace, layer: int, cells: int) -> np.ndarray:
 CSV_MAX_SIDE = 1024  # a CSV of exact weights covers at most 1,024 × 1,024 tokens (~9 MB)
 
 
-def csv_region(
-    att: AttentionTrace, q_range: tuple[int, int] | None, k_range: tuple[int, int] | None
-) -> tuple[tuple[int, int], tuple[int, int]] | None:
+def region(att: AttentionTrace, q_range: Range | None, k_range: Range | None) -> tuple[Range, Range]:
+    """The query and key ranges of ``att`` that ``q_range`` and ``k_range`` name (None: all)."""
+    return tuple(q_range or (0, att.n_queries)), tuple(k_range or (0, att.n_keys))
+
+
+def csv_region(att: AttentionTrace, q_range: Range | None, k_range: Range | None) -> tuple[Range, Range] | None:
     """The region a CSV download covers, or None when it is too large."""
-    q0, q1 = q_range or (0, att.n_queries)
-    k0, k1 = k_range or (0, att.n_keys)
+    (q0, q1), (k0, k1) = region(att, q_range, k_range)
     return ((q0, q1), (k0, k1)) if max(q1 - q0, k1 - k0) <= CSV_MAX_SIDE else None
 
 
@@ -188,8 +171,8 @@ def head_csv(
     att: AttentionTrace,
     layer: int,
     head: int,
-    q_range: tuple[int, int] | None = None,
-    k_range: tuple[int, int] | None = None,
+    q_range: Range | None = None,
+    k_range: Range | None = None,
     block_rows: int = 256,
 ) -> bytes:
     """One head's exact weights in a region as CSV, built a block of rows at a time (never the n×n matrix)."""
@@ -197,8 +180,7 @@ def head_csv(
     def cell(text: str) -> str:
         return '"' + text.replace('"', '""') + '"'
 
-    q0, q1 = q_range or (0, att.n_queries)
-    k0, k1 = k_range or (0, att.n_keys)
+    (q0, q1), (k0, k1) = region(att, q_range, k_range)
     q_labels, k_labels = att.tokens.labels(), att.key_tokens.labels()
     buf = io.StringIO()
     buf.write("query \\ key," + ",".join(cell(t) for t in k_labels[k0:k1]) + "\n")

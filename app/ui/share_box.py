@@ -28,9 +28,9 @@ class Share:
     open = "share_open"  # the box is open (its expander's state)
 
 
-PRESENT, HIDE = Look.present, Look.hide  # the presenter mode and locked controls parameters
 QR_SCALE, QR_BORDER = 4, 2  # pixels per module, quiet-zone modules
 QR_BIG_SCALE = 16  # pixels per module of the full-screen QR code (sharp when the dialog stretches it)
+TOO_LONG = "The link is {n:,} characters long, too long for a QR code (about 2,900 fit): shorten the text to get one."
 LOCK_LABELS = {"causal": "causal mask", "max_tokens": "token limit", "block": "attention block"}  # others: the name
 
 
@@ -70,8 +70,7 @@ def qr_dialog(link: str) -> None:
     """The share box's QR code as large as the dialog, for a class to scan."""
     png = qr_png(link, QR_BIG_SCALE)
     if png is None:
-        st.write("This link is too long for a QR code: shorten the text to get one.")
-        return
+        return st.write(TOO_LONG.format(n=len(link)))
     st.html(
         f"<style>.st-key-{Share.qr_big} {{ align-items: center; }} .st-key-{Share.qr_big} img {{ max-height: calc(100vh - 14rem); width: auto !important; "
         "max-width: 100%; margin: 0 auto; display: block; image-rendering: pixelated; }</style>"
@@ -84,12 +83,12 @@ def qr_dialog(link: str) -> None:
 def shared_link(link: str, hidden: tuple[str, ...]) -> str:
     """``link`` with the teacher's locked controls added to its ``hide=``, and ``present`` only when ticked."""
     pairs = parse_qsl(urlsplit(link).query, keep_blank_values=True)
-    wanted = [(name, value) for name, value in pairs if name != PRESENT]
+    wanted = [(name, value) for name, value in pairs if name != Look.present]
     lock = [name for name in HIDEABLE if name in hidden or name in (st.session_state.get(Share.lock) or ())]
     if lock and set(lock) != set(hidden):
-        wanted = [(name, value) for name, value in wanted if name != HIDE] + [(HIDE, ",".join(lock))]
+        wanted = [(name, value) for name, value in wanted if name != Look.hide] + [(Look.hide, ",".join(lock))]
     if st.session_state.get(Share.present_link):
-        wanted.append((PRESENT, "1"))
+        wanted.append((Look.present, "1"))
     if wanted == pairs:
         return link
     grouped: dict[str, list[str]] = {}
@@ -145,10 +144,7 @@ def draw_share(slot, link: str, hidden: tuple[str, ...]) -> None:
             st.caption(f"This view came from a link that hides: {', '.join(LOCK_LABELS.get(n, n) for n in hidden)}.")
         png = qr_png(link)
         if png is None:
-            st.caption(
-                f"The link is {len(link):,} characters long, too long for a QR code (about 2,900 fit): "
-                "shorten the text to get one."
-            )
+            st.caption(TOO_LONG.format(n=len(link)))
         else:
             st.image(png, caption="Scan to open this view on a phone", alt="QR code of the link above")
         st.caption(

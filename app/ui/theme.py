@@ -18,7 +18,7 @@ from typing import Any
 import plotly.colors
 import streamlit as st
 
-from app.state import Look, choose, default_from
+from app.state import BOOLEAN_WORDS, Look, choose, default_from
 
 PHONE_WORDS = ("iphone", "android", "mobile", "ipod", "windows phone")  # User-Agents of phones (and small tablets)
 DOWNLOAD_FORMATS = ("png", "svg")
@@ -51,6 +51,12 @@ class Theme:
 
 #: a tick label's average character width, in font sizes (Source Sans): what margin estimates count per character
 CHAR_EM = 0.55
+
+
+def shown_chars(label: object) -> int:
+    """Characters of a Plotly label as the browser shows it (a tag: none, an entity: one; zero-width spaces: none)."""
+    return len(re.sub(r"<[^>]+>|&#?\w+;", "x", str(label)).replace("\u200b", ""))
+
 
 DEFAULT = Theme(name="default")
 PRESENTER_CSS = """
@@ -91,7 +97,7 @@ PRESENTER_MAP_ROWS_PX = 720 - PRESENTER_MAP_OFF_PX - 230
 
 def presenting_link() -> bool:
     """True when this run's URL says ``?present=1``."""
-    return st.query_params.get(Look.present, "").strip().lower() in {"1", "true", "yes", "on"}
+    return BOOLEAN_WORDS.get(st.query_params.get(Look.present, "").strip().lower(), False)
 
 
 def _session(key: str, default: Any) -> Any:
@@ -129,12 +135,9 @@ def looking(look: Theme):
 
 def current() -> Theme:
     """The theme of this session's run (or the one :func:`looking` sets)."""
-    forced = _FORCED.get()
-    if forced is not None:
+    if (forced := _FORCED.get()) is not None:
         return forced
-    if compact():
-        return PRESENTER_COMPACT if presenting() else COMPACT
-    return PRESENTER if presenting() else DEFAULT
+    return ((DEFAULT, PRESENTER), (COMPACT, PRESENTER_COMPACT))[compact()][presenting()]
 
 
 def download_format() -> str:
@@ -157,8 +160,8 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
     """Write the theme's fonts and colours into a figure's JSON dict, in place, as Plotly's ``update_layout`` /
     ``update_xaxes`` would (without their validation); return it."""
     t = theme or current()
-    tick = {"size": t.tick_px, "color": t.text}
-    axis = {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}, "color": t.text}
+    tick, title = {"size": t.tick_px, "color": t.text}, {"font": {"size": t.axis_title_px, "color": t.text}}
+    axis = {"tickfont": tick, "title": title, "color": t.text}
     layout = spec.setdefault("layout", {})
     _merge(
         layout,
@@ -177,9 +180,7 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
             _merge(layout.setdefault(name, {}), axis)
     for trace in spec.get("data", ()):  # colour bars of heatmaps
         if trace.get("type") in {"heatmap", "histogram2d", "contour"} and trace.get("showscale") is not False:
-            _merge(
-                trace, {"colorbar": {"tickfont": tick, "title": {"font": {"size": t.axis_title_px, "color": t.text}}}}
-            )
+            _merge(trace, {"colorbar": {"tickfont": tick, "title": title}})
     if t.stack:  # bigger annotations (head names over thumbnails) and a margin for bigger ticks
         for note in layout.get("annotations", ()):
             size = (note.get("font") or {}).get("size") or 0
@@ -189,10 +190,9 @@ def style(spec: dict, theme: Theme | None = None) -> dict:
 
 def _phone_browser() -> bool:
     try:
-        agent = st.context.headers.get("User-Agent")
+        return is_phone(st.context.headers.get("User-Agent"))
     except Exception:  # noqa: BLE001 — Streamlit's context without a browser (AppTest): not a phone
-        agent = None
-    return is_phone(agent)
+        return False
 
 
 def init_presenter() -> bool:
@@ -240,21 +240,11 @@ def map_css(key: str, off_px: int = PRESENTER_MAP_OFF_PX) -> str:
     return f"<style>.st-key-{key} {{ flex: 0 0 {size} !important; height: {size} !important; }}</style>"
 
 
-@contextlib.contextmanager
 def tools(label: str = "Display options"):
     """A map's secondary controls in place; in presenter mode in a popover above the map."""
-    if current().stack:
-        with st.popover(label, icon=":material/tune:"):
-            yield
-    else:
-        yield
+    return st.popover(label, icon=":material/tune:") if current().stack else contextlib.nullcontext()
 
 
-@contextlib.contextmanager
 def controls(label: str = "Controls"):
     """Page controls as they are; in presenter mode inside a collapsed expander."""
-    if current().stack:
-        with st.expander(label, icon=":material/tune:", expanded=False):
-            yield
-    else:
-        yield
+    return st.expander(label, icon=":material/tune:", expanded=False) if current().stack else contextlib.nullcontext()

@@ -153,7 +153,7 @@ FRAME_RGB = (214, 39, 40)  # the chosen head's frame
 
 
 def picture_tiles(png: bytes, s: int, t: int) -> tuple[list[np.ndarray], int | None, list[tuple[int, ...]]]:
-    """A grid picture (``head_views.grid_png``) read back from its pixels: each thumbnail's ``[s, t]`` cells as
+    """A grid picture (``grid_picture.grid_png``) read back from its pixels: each thumbnail's ``[s, t]`` cells as
     palette levels (0–100: the share of its head's maximum), row by row; the head framed in red (None if none);
     and the palette's RGB triples. Thumbnails are found as the rectangles of level pixels; each cell must be a
     square block of one level (whole pixels a cell)."""

@@ -1,4 +1,4 @@
-"""Explore's grid of heads as one picture (``head_views.grid_png``), read back from its pixels.
+"""Explore's grid of heads as one picture (``grid_picture.grid_png``), read back from its pixels.
 
 The grid was a Plotly chart of a dozen heatmaps, which cost Chromium 115–150 ms of every press; it is now one
 palette PNG. These tests decode the PNG (``apptest_helpers.picture_tiles``: thumbnails found as rectangles of
@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from app.ui import theme
-from app.ui.head_views import GRID_TILE_PX, grid_per_row, grid_png
+from app.views.explore.grid_picture import GRID_TILE_PX, grid_per_row, grid_png
 from apptest_helpers import FRAME_RGB, picture_tiles  # noqa: E402  (tests/app is on sys.path)
 
 

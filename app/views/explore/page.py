@@ -37,13 +37,14 @@ from app.state import current_text
 from app.ui.charts import fill_height, show_chart
 from app.ui.export import head_json_button
 from app.ui.guard import busy, calm_errors, show_error
-from app.ui.head_views import GRID_ALT, GRID_CSS, PHONE_TILES_PER_ROW, grid_per_row, grid_png, head_pills
+from app.ui.head_views import PHONE_TILES_PER_ROW, head_pills
 from app.ui.heatmap import map_figure, map_spec, safe_label
 from app.ui.linked_tokens import focus, focus_picker, outline, row_of
 from app.ui.long_view import csv_button, map_controls
 from app.ui.map_data import MapView
 from app.ui.safe_text import quoted
 from app.ui.theme import PRESENTER_MAP_ROWS_PX, controls, current, map_css, presenting, side_by_side, tools
+from app.views.explore.grid_picture import GRID_ALT, GRID_CSS, grid_per_row, grid_png
 from app.views.explore.keys import TABS as TAB_LABELS
 from app.views.explore.keys import Explore
 from app.views.explore.next_token import show_next_token
