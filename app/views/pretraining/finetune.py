@@ -21,12 +21,14 @@ from app.controls.long_job import run_job
 from app.runtime.long_work import FINETUNE, NSP
 from app.state import default
 from app.ui.charts import show_chart
+from app.ui.export import csv_button
 from app.ui.guard import show_error
 from app.ui.heatmap import attention_heatmap
 from app.ui.theme import side_by_side
 from app.views.pretraining.data import fine_tune_start, nsp_examples
 from app.views.pretraining.keys import FINETUNE_LRS
 from app.views.pretraining.keys import Pretraining as P
+from app.views.train.charts import line_chart
 from engine.job_records import JobStatus
 from engine.text import shorten
 
@@ -134,31 +136,20 @@ def before_after(figures: dict[str, Any], key: str) -> None:
 def running_figure(steps: list[int], accuracy: list[float], total: int, chance: float | None = 0.5) -> dict:
     """The held-out accuracy so far on fixed axes (steps 0 to ``total``, 0 to 100 %) and a dashed line at
     ``chance`` (none when None). A plain dict: the page redraws it every poll, and Plotly's validation costs."""
-    layout: dict = {
-        "height": 240,
-        "margin": {"l": 5, "r": 5, "t": 30, "b": 5},
-        "title": {"text": "Held-out accuracy so far", "x": 0.0},
-        "xaxis": {"title": {"text": "step"}, "range": [0, max(total, 1)]},
-        "yaxis": {"title": {"text": "held-out accuracy"}, "range": [0, 1], "tickformat": ".0%"},
-        "showlegend": False,
-    }
+    frame = pd.DataFrame({"step": steps, "held-out accuracy": accuracy})
+    title, y_title = "Held-out accuracy so far", "held-out accuracy"
+    fig = line_chart(
+        frame, [y_title], title=title, y_title=y_title, fmt=".0%", y_range=[0, 1], height=240, x_title="step"
+    )
+    fig["layout"].update(margin={"l": 5, "r": 5, "t": 30, "b": 5}, showlegend=False)
+    fig["layout"]["xaxis"]["range"] = [0, max(total, 1)]
+    fig["layout"]["yaxis"]["tickformat"] = ".0%"
     if chance is not None:
-        line = {"color": GREY, "dash": "dash"}
-        layout["shapes"] = [
-            {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": chance, "y1": chance, "line": line}
-        ]
+        line = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": chance, "y1": chance}
+        fig["layout"]["shapes"] = [{**line, "line": {"color": GREY, "dash": "dash"}}]
         note = {"xref": "paper", "x": 0, "y": chance, "xanchor": "left", "yanchor": "bottom", "showarrow": False}
-        layout["annotations"] = [{"text": "chance", **note}]
-    trace = {
-        "type": "scatter",
-        "x": list(steps),
-        "y": list(accuracy),
-        "mode": "lines+markers",
-        "name": "held-out",
-        "line": {"width": 2, "color": BLUE},
-        "hovertemplate": "step %{x}: %{y:.0%}<extra>held-out accuracy</extra>",
-    }
-    return {"data": [trace], "layout": layout}
+        fig["layout"]["annotations"] = [{"text": "chance", **note}]
+    return fig
 
 
 # --- the colour task
@@ -265,13 +256,13 @@ def loss_figure(curve) -> go.Figure:
     return small_layout(fig, "Loss while fine-tuning", -0.25, **axes)
 
 
-def curve_csv(curve) -> bytes:
-    """The loss curve as CSV: one row per step, the held-out columns filled where they were measured."""
+def curve_frame(curve) -> pd.DataFrame:
+    """The loss curve: one row per step, the held-out columns filled where they were measured."""
     frame = pd.DataFrame({"step": np.arange(len(curve.train_loss) + 1), "training loss": [np.nan, *curve.train_loss]})
     held = pd.DataFrame(
         {"step": curve.eval_steps, "held-out loss": curve.eval_loss, "held-out accuracy": curve.eval_accuracy}
     )
-    return frame.merge(held, on="step", how="left").to_csv(index=False, float_format="%.6f").encode("utf-8")
+    return frame.merge(held, on="step", how="left")
 
 
 def shares_figure(before: np.ndarray, after: np.ndarray, title: str) -> go.Figure:
@@ -301,13 +292,13 @@ def show_nsp_result(result) -> None:
         "bold, all the held-out pairs, measured every few steps. The dashed line is ln 2 ≈ 0.69, the loss "
         "of always answering ½: below it, the model knows something about which B's belong."
     )
-    st.download_button(
+    csv_button(
         "Download the loss curve as CSV",
-        curve_csv(result.curve),
-        file_name="nsp_loss_curve.csv",
-        mime="text/csv",
-        key=P.nsp_curve_csv,
-        on_click="ignore",
+        curve_frame(result.curve),
+        "nsp_loss_curve.csv",
+        P.nsp_curve_csv,
+        index=False,
+        float_format="%.6f",
     )
     left, right = side_by_side(2)
     with left:

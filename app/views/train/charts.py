@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,37 +33,36 @@ def line_chart(
     y_range: list[float] | None = None,
     rule_step: int | None = None,
     height: int = CURVE_HEIGHT,
+    x: str = "step",
+    x_title: str = "training step",
+    shapes: Sequence[dict] = (),
 ) -> dict:
-    """One line (with points) per column of ``frame`` against its ``step``; a dashed rule at ``rule_step``."""
-    steps = frame["step"].to_numpy()
+    """One line (with points) per column of ``frame`` against its column ``x``; a dashed rule at ``rule_step``."""
     data = [
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "x": steps,
+            "x": frame[x].to_numpy(),
             "y": frame[c].to_numpy(dtype=float),
             "name": html.escape(str(c)),
             "marker": {"size": 5},
-            "hovertemplate": f"step %{{x}}<br>{html.escape(str(c))} %{{y:{fmt}}}<extra></extra>",
+            "hovertemplate": f"{x} %{{x}}<br>{html.escape(str(c))} %{{y:{fmt}}}<extra></extra>",
         }
         for c in columns
     ]
     rule = {"type": "line", "xref": "x", "yref": "paper", "x0": rule_step, "x1": rule_step, "y0": 0, "y1": 1}
     rule.update(line={"color": RULE_COLOR, "dash": "dash", "width": 2}, name="time-lapse step")
-    shapes = [] if rule_step is None else [rule]
     yaxis = {"title": {"text": y_title}, "rangemode": "tozero", "showgrid": True}
-    if y_range is not None:
-        yaxis["range"] = y_range
     return {
         "data": data,
         "layout": {
             "title": {"text": html.escape(title), "x": 0.0},
             "height": height,
-            "shapes": shapes,
+            "shapes": [*shapes, *([] if rule_step is None else [rule])],
             "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
             "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
-            "xaxis": {"title": {"text": "training step"}, "showgrid": True},
-            "yaxis": yaxis,
+            "xaxis": {"title": {"text": x_title}, "showgrid": True},
+            "yaxis": yaxis if y_range is None else {**yaxis, "range": y_range},
         },
     }
 

@@ -170,39 +170,11 @@ def induction_start(steps: Any, lr: Any, seed: Any) -> JobStatus:
 
 def run_document(progress: Any) -> dict[str, Any] | None:
     """A live run's ``InductionProgress`` as the shipped file's document (None before its first point)."""
-    from engine.analysis.induction import EARLY, LATE, phase_change_step
+    from engine.analysis.induction import phase_change_step
+    from engine.training.recipes.induction import snapshot_document
 
     points = list(getattr(progress, "points", ()) or ())
     if not points:
         return None
-    steps = [p.step for p in points]
-    icl = [p.icl for p in points]
-    phase = phase_change_step(steps, icl) if len(points) > 1 else None
-    index = steps.index(phase) if phase is not None else 0
-
-    def moment(p) -> dict[str, Any]:
-        return {
-            "step": p.step,
-            "icl": p.icl,
-            "probe": p.probe.tolist(),
-            "scores": p.scores.to_dict(),
-            "loss_by_position": [None if v != v else float(v) for v in p.curve],
-        }
-
-    return {
-        "model": "your run",
-        "early": list(EARLY),
-        "late": list(LATE),
-        "phase_change_step": phase,
-        "probe_tokens": list(progress.probe_tokens),
-        "curves": {
-            "step": steps,
-            "loss": [p.loss for p in points],
-            "eval_loss": [p.eval_loss for p in points],
-            "icl": icl,
-            "scores": [p.scores.to_dict() for p in points],
-        },
-        "before": moment(points[max(0, index - 2)]),
-        "after": moment(points[-1]),
-        "total_steps": progress.total_steps,
-    }
+    phase = phase_change_step([p.step for p in points], [p.icl for p in points]) if len(points) > 1 else None
+    return snapshot_document(points, progress.probe_tokens, phase, model="your run", exact=True)
