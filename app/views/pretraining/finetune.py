@@ -22,7 +22,7 @@ from app.runtime.long_work import FINETUNE, NSP
 from app.state import default
 from app.ui.charts import show_chart
 from app.ui.export import csv_button
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.heatmap import attention_heatmap
 from app.ui.theme import side_by_side
 from app.views.pretraining.data import fine_tune_start, nsp_examples
@@ -210,11 +210,7 @@ def next_sentence() -> None:
         "masked-LM encoder learns it, and you can see which heads change to answer."
     )
     st.info(NO_SEGMENTS, icon=":material/info:")
-    try:
-        pairs = nsp_examples()
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
-    else:
+    if (pairs := attempt(nsp_examples)) is not None:  # a model run may raise anything: shown, the tab goes on
         tail = [" ".join(p.a) for p in pairs]
         frame = pd.DataFrame(
             {

@@ -17,7 +17,7 @@ from app.controls.pickers import page_tabs
 from app.runtime.long_work import MEASURE
 from app.state import default
 from app.ui.charts import show_chart
-from app.ui.guard import calm_errors, show_error
+from app.ui.guard import attempt, calm_errors
 from app.ui.heatmap import attention_heatmap, layer_mean_map
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
@@ -63,11 +63,8 @@ def fill_in_the_blank() -> None:
         key=P.fill_pick,
         on_change=lambda: _mask_word(st.session_state.get(P.fill_pick)),
     )
-    try:
-        with st.spinner("Filling in…"):
-            result = data.get_fill_mask(text)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    result = attempt(lambda: data.get_fill_mask(text), "Filling in…")  # a model run may raise anything: shown
+    if result is None:
         return
     for notice in result.notices:
         st.info(md(notice))
@@ -101,10 +98,8 @@ def objective_column(title: str, mask: np.ndarray, labels: tuple, mask_title: st
     st.subheader(title)
     fig = attention_heatmap(mask.astype(np.float32), *labels, blocked=~mask, title=mask_title, height=320, zmax=1.0)
     show_chart(fig, key=keys[0])
-    try:
-        show_chart(layer_mean_map(data.objective_attention(*real)), key=keys[1])
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (fig := attempt(lambda: layer_mean_map(data.objective_attention(*real)))) is not None:
+        show_chart(fig, key=keys[1])
 
 
 def objectives_side_by_side() -> None:

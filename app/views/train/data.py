@@ -19,6 +19,7 @@ import engine.registry
 from app.runtime.long_work import INDUCTION, connected, submit_long
 from app.runtime.models import bound_threads, model_pass, session_id
 from engine.job_records import JobStatus
+from engine.records import EngineError
 
 if TYPE_CHECKING:
     from engine.training.budget import Estimate
@@ -133,12 +134,12 @@ SETUP_S, STEP_S = 2.0, 0.05
 
 @functools.lru_cache(maxsize=1)
 def induction_shipped() -> dict[str, Any]:
-    """The shipped run's document (read once per process; callers must not change it); ValueError when the file
+    """The shipped run's document (read once per process; callers must not change it); EngineError when the file
     cannot be read (the message names the command that rebuilds it)."""
     try:
         return json.loads(SNAPSHOT_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise ValueError(
+        raise EngineError(
             f"The shipped induction run ({SNAPSHOT_FILE.name}) cannot be read ({type(err).__name__}). "
             f"Rebuild it with `python -m engine.training.pretrain {INDUCTION_MODEL}`."
         ) from err

@@ -17,7 +17,7 @@ from app.runtime.long_work import INDUCTION, long_status
 from app.state import defaults
 from app.ui.charts import show_chart
 from app.ui.export import csv_button
-from app.ui.guard import show_error
+from app.ui.guard import attempt, show_error
 from app.ui.theme import side_by_side
 from app.views.train import data
 from app.views.train.charts import attention_grid, line_chart
@@ -253,10 +253,7 @@ def show() -> None:
     if shown == YOURS and yours is not None:
         draw(yours, "yours")
         return
-    try:
-        doc = data.induction_shipped()
-    except ValueError as err:
-        show_error(str(err))
+    if (doc := attempt(data.induction_shipped)) is None:
         return
     st.markdown(
         f"**{SHIPPED}**: `{data.INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "
