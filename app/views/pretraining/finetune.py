@@ -1,9 +1,5 @@
-"""The Pretraining page's two fine-tuning tabs: the masked-LM encoder learns a colour task, then next-sentence
-prediction with a linear head on [CLS], and the charts show what that changed in its attention.
-
-Both run as this session's long job (``FINETUNE``, ``NSP``) through one :func:`fine_tune_tab`: the controls, the
-job's queue place and progress, then the result record (plain numbers) drawn here.
-"""
+"""The Pretraining page's fine-tuning tabs (the colour task; next-sentence prediction on [CLS]), both one
+:func:`fine_tune_tab` over this session's long job, and what the fine-tuning changed in the encoder's attention."""
 
 from __future__ import annotations
 
@@ -178,18 +174,11 @@ def show_colour_result(result) -> None:
             f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}."
         )
     layer, head = (int(x) for x in best)
+    where, text = f"Layer {layer}, head {head}", shorten(result.probe_text)
     tokens = [f"{i} {t}" for i, t in enumerate(result.tokens)]
-    text = shorten(result.probe_text)
     figures = {
-        when: attention_heatmap(
-            patterns[layer, head],
-            tokens,
-            tokens,
-            zmax=1.0,
-            height=360,
-            title=f"Layer {layer}, head {head}, {when}: {text}",
-        )
-        for when, patterns in (("before", result.before_patterns), ("after", result.after_patterns))
+        when: attention_heatmap(p[layer, head], tokens, tokens, zmax=1.0, height=360, title=f"{where}, {when}: {text}")
+        for when, p in (("before", result.before_patterns), ("after", result.after_patterns))
     }
     before_after(figures, P.finetune)
     st.caption(

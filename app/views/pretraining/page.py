@@ -1,9 +1,5 @@
-"""Pretraining objectives: how BERT, GPT and T5 learn from plain text, and what attention costs.
-
-Five tabs: fill in the blank with our masked-LM encoder; the three objectives' masks, real attention and training
-examples on one sentence; the two fine-tuning tabs (``finetune.py``); the cost of attention against a recurrent
-and a convolutional layer, counted and measured on the long-work lane.
-"""
+"""Pretraining objectives: fill in the blank, the three objectives side by side, the two fine-tuning tabs
+(``finetune.py``) and the cost of attention against an RNN and a convolution (counted, and measured as a long job)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Scaling: six sizes of our stories GPT, the same data and schedule, and the power law their losses follow.
-
-The curves are precomputed (``python -m engine.training.scaling``): loss against non-embedding parameters with the
-fitted L(N) = (N_c / N)^α, and loss against compute with its frontier. "Train one more size" adds a point live.
-"""
+"""Scaling: six sizes of our stories GPT trained alike (``python -m engine.training.scaling``), loss against N with
+the fitted L(N) = (N_c / N)^α and against compute with its frontier; "Train one more size" adds a point live."""
 
 from __future__ import annotations
 

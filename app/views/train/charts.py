@@ -1,9 +1,5 @@
-"""Charts of a live training run: loss and accuracy curves, head scores, every head's attention on the probe.
-
-Render-only (numbers and arrays in). Each is the plain dict ``go.Figure`` would take: the page redraws them on
-every poll while a model trains, and Plotly's validation of four figures per poll held up other sessions' reruns.
-A curve can carry a dashed rule at the step the time-lapse slider shows.
-"""
+"""Charts of a live training run (curves, head scores, every head's attention on the probe): render-only plain
+figure dicts, redrawn on every poll without Plotly's validation; a curve can carry a dashed rule at a step."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The Train page's calls: this session's Train live job (``engine.training.jobs``, keyed by ``session_id()``),
-its snapshots and what the finished model can do (answer, zip, open on the other pages); the induction tab's
-shipped run (a JSON file, no torch) and live run on the long-work lane.
-
-Both induction runs reach the page as the same plain document (what ``engine.training.recipes.induction`` writes:
-every snapshot's ``curves``, the moments ``before`` and ``after`` the phase change, the probe's tokens); a live
-run's ``InductionProgress`` becomes one through :func:`run_document`.
-"""
+"""The Train page's calls: this session's Train live job (``engine.training.jobs``, keyed by ``session_id()``) and
+what its finished model can do; the induction tab's shipped run (a JSON file) and live run, both as the document
+``engine.training.recipes.induction.snapshot_document`` writes."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Train live's "Induction heads" tab: the phase change of a two-layer attention-only model, shipped and live.
-
-:func:`draw` draws one run's document (the shipped file's, or a live run's through ``run_document``): the loss and
-in-context-learning curves, each head's scores, the loss at each position, the probe's attention before and after.
-"""
+"""Train live's "Induction heads" tab: the phase change of a two-layer attention-only model, shipped and live;
+:func:`draw` draws one run's document (curves, head scores, loss by position, the probe before and after)."""
 
 from __future__ import annotations
 

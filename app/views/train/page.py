@@ -1,9 +1,5 @@
-"""Train live: train a tiny transformer here and watch its attention patterns form, head by head.
-
-Two tabs: "Your own model" (below) and "Induction heads" (``induction.py``). Training is this session's job of
-kind ``TRAIN`` on the long-work queue, followed by ``app/controls/long_job.py`` (queue place, progress, Pause/Resume
-and Stop); the run's snapshots are drawn under it.
-"""
+"""Train live: train a tiny transformer here and watch its attention patterns form, head by head. Tabs: "Your own
+model" (below; this session's ``TRAIN`` job, followed by ``app/controls/long_job.py``) and "Induction heads"."""
 
 from __future__ import annotations
 
