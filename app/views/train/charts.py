@@ -150,11 +150,13 @@ def curve_frame(snapshots, metric_name: str) -> pd.DataFrame:
     )
 
 
+def head_columns(grids, suffix: str = "") -> dict[str, np.ndarray]:
+    """Scores ``[points, layers, heads]`` as a column per head, named "L0 H1" + ``suffix``."""
+    grids = np.asarray(grids, dtype=float)
+    return {f"L{layer} H{head}{suffix}": grids[:, layer, head] for layer, head in np.ndindex(grids.shape[1:])}
+
+
 def score_frame(snapshots, scores) -> pd.DataFrame:
     """Per-snapshot ``[layers, heads]`` scores → one row per snapshot: its step, then a column per head ("L0 H1")."""
     n = min(len(snapshots), len(scores))
-    grids = np.stack([np.asarray(g, dtype=float) for g in scores[:n]])  # [snapshots, layers, heads]
-    n_layers, n_heads = grids.shape[1:]
-    columns = {"step": [s.step for s in snapshots[:n]]}
-    columns.update({f"L{layer} H{head}": grids[:, layer, head] for layer in range(n_layers) for head in range(n_heads)})
-    return pd.DataFrame(columns)
+    return pd.DataFrame({"step": [s.step for s in snapshots[:n]], **head_columns(np.stack(scores[:n]))})

@@ -17,7 +17,7 @@ from app.ui.export import csv_button
 from app.ui.guard import attempt, show_error
 from app.ui.theme import side_by_side
 from app.views.train import data
-from app.views.train.charts import attention_grid, line_chart
+from app.views.train.charts import attention_grid, head_columns, line_chart
 from app.views.train.keys import Train
 
 SCORES = {
@@ -44,14 +44,10 @@ def key(name: str) -> str:
 def curves_frame(doc: dict[str, Any]) -> pd.DataFrame:
     """One row per snapshot: step, losses, ICL score and every head's three scores (columns like ``L1 H2 prefix_matching``)."""
     c = doc["curves"]
-    frame = pd.DataFrame(
-        {"step": c["step"], "training loss": c["loss"], "evaluation loss": c["eval_loss"], "ICL score": c["icl"]}
-    )
+    columns = {"step": c["step"], "training loss": c["loss"], "evaluation loss": c["eval_loss"], "ICL score": c["icl"]}
     for name in SCORES:
-        grids = np.array([s[name] for s in c["scores"]], dtype=float)  # [points, L, H]
-        for layer, head in np.ndindex(grids.shape[1:]):
-            frame[f"L{layer} H{head} {name}"] = grids[:, layer, head]
-    return frame
+        columns.update(head_columns([s[name] for s in c["scores"]], f" {name}"))
+    return pd.DataFrame(columns)
 
 
 def learning_figure(doc: dict[str, Any]) -> dict:
