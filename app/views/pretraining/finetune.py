@@ -130,8 +130,7 @@ def before_after(figures: dict[str, Any], key: str) -> None:
 
 
 def running_figure(steps: list[int], accuracy: list[float], total: int, chance: float | None = 0.5) -> dict:
-    """The held-out accuracy so far on fixed axes (steps 0 to ``total``, 0 to 100 %) and a dashed line at
-    ``chance`` (none when None). A plain dict: the page redraws it every poll, and Plotly's validation costs."""
+    """The held-out accuracy so far on fixed axes (steps 0 to ``total``, 0 to 100 %), a dashed line at ``chance``."""
     frame = pd.DataFrame({"step": steps, "held-out accuracy": accuracy})
     title, y_title = "Held-out accuracy so far", "held-out accuracy"
     fig = line_chart(

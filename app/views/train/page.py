@@ -158,13 +158,13 @@ def numbers(p) -> None:
 def pick_snapshot(p) -> int:
     """Index of the snapshot to show: the latest while following, else the time-lapse slider's."""
     steps = [s.step for s in p.snapshots]
-    follow = st.toggle(
+    latest = st.toggle(
         "Follow the latest snapshot",
         value=True,
         key=key("follow"),
         help="Off: replay how the patterns formed with the time-lapse slider.",
     )
-    if follow or len(steps) < 2:
+    if latest or len(steps) < 2:
         return len(steps) - 1
     chosen = st.select_slider("Time-lapse: training step", options=steps, value=steps[-1], key=key("timelapse"))
     return steps.index(chosen) if chosen in steps else len(steps) - 1
