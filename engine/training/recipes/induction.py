@@ -44,8 +44,12 @@ NAME = "induction-2l-attn-only"
 SNAPSHOTS = Path(__file__).resolve().parents[3] / "assets" / "snapshots"
 
 
+def _as_is(value: float, _digits: int) -> float:
+    return value
+
+
 def _moment(point: InductionPoint, exact: bool) -> dict:
-    r = (lambda v, _digits: v) if exact else round
+    r = _as_is if exact else round
     return {
         "step": point.step,
         "icl": r(point.icl, 4),
@@ -61,7 +65,7 @@ def snapshot_document(
     """The JSON the page draws: curves of every point, and the two moments before and after the phase change (the
     start and the end without one). The file keeps 4 digits (3 for the probe); ``exact`` (a live run) keeps all."""
     index = next((i for i, p in enumerate(points) if p.step == phase), 0)
-    r = (lambda v, _digits: v) if exact else round
+    r = _as_is if exact else round
     return {
         "model": model,
         "early": list(EARLY),
