@@ -91,9 +91,7 @@ def head_change_chart(change: np.ndarray, title: str, key: str, zmax: float | No
     layers = [f"layer {i}" for i in range(change.shape[0])]
     heads = [f"head {h}" for h in range(change.shape[1])]
     fig = attention_heatmap(change, layers, heads, title=title, height=300, zmax=zmax)
-    fig.update_xaxes(title_text="head")
-    fig.update_yaxes(title_text="layer")
-    show_chart(fig, key=key)
+    show_chart(fig.update_xaxes(title_text="head").update_yaxes(title_text="layer"), key=key)
 
 
 def moved(change: np.ndarray, title: str, key: str, over: str) -> None:

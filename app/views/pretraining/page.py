@@ -69,11 +69,11 @@ def fill_in_the_blank() -> None:
         left, right = side_by_side([2, 3])
         with left:
             fig = probability_bars(blank.words, blank.probs, top=len(blank.words))
-            fig.update_layout(title=dict(text=f"Guesses for the blank at {blank.position}"))
-            show_chart(fig, key=f"{P.fill_bars}{n}")
-            best = blank.words[0]
+            show_chart(
+                fig.update_layout(title_text=f"Guesses for the blank at {blank.position}"), key=f"{P.fill_bars}{n}"
+            )
             st.caption(
-                f"The model's top guess is {quoted(best)} ({blank.probs[0]:.0%}). The bars are the softmax of "
+                f"The model's top guess is {quoted(blank.words[0])} ({blank.probs[0]:.0%}). The bars are the softmax of "
                 "its scores at the blank over all the words it knows: a blank that many words fit spreads "
                 "out, one the context decides (a pronoun that refers back) is nearly certain."
             )
