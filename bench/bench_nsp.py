@@ -9,7 +9,7 @@ Each run is what the tab's job runs (``engine.training.nsp.finetune_nsp`` on ``t
 page's learning rate 1e-3, batch 32), on one torch thread as the long-work lane's workers. Reported per
 seed: building the pairs, the whole run's wall seconds (the 128 held-out pairs' patterns before and after
 included), the held-out accuracy before and after. The colour task (``engine.training.finetune.finetune``, same steps) is timed in the same run for the ratio. The
-page's estimate is ``NSP_SETUP_S + NSP_STEP_S × steps`` (``app/views/pretraining/data.py``). The CPU model and
+page's estimate is ``SECONDS[NSP]``: setup + per step × steps (``app/views/pretraining/data.py``). The CPU model and
 the load average are printed: timings are only comparable within one run.
 """
 

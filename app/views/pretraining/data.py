@@ -13,7 +13,7 @@ import numpy as np
 
 from app.runtime.caches import TRACES
 from app.runtime.heads import attention_block
-from app.runtime.long_work import MEASURE, NSP, long_status, submit_long
+from app.runtime.long_work import FINETUNE, MEASURE, NSP, long_status, submit_long
 from app.runtime.models import get_model, model_pass
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
@@ -21,9 +21,8 @@ from engine.analysis import cost, objectives
 from engine.cache import TraceCache
 from engine.job_records import JobStatus
 
-#: expected seconds of fine-tuning (setting up, then per step, one thread); NSP's inputs are longer (bench_nsp.py)
-FINETUNE_SETUP_S, FINETUNE_STEP_S = 2.5, 0.02
-NSP_SETUP_S, NSP_STEP_S = 4.0, 0.07
+#: expected seconds of fine-tuning, setting up and per step (one thread), by kind; NSP's inputs are longer (bench_nsp.py)
+SECONDS = {FINETUNE: (2.5, 0.02), NSP: (4.0, 0.07)}
 #: layer timings measured on this server, shared by every session (small dicts: bounded by entries)
 MEASURED = TraceCache(max_bytes=2**20, max_entries=128)
 
@@ -139,23 +138,17 @@ def fine_tune_start(kind: str, steps: int, lr: float) -> JobStatus:
     """Fine-tune a copy of the masked-LM encoder as this session's long job of ``kind``: ``FINETUNE`` on the colour
     task (``engine.training.finetune``), ``NSP`` with a linear head on [CLS] (``engine.training.nsp``). The worker
     copies the shared model under its lock (no forward pass meanwhile) and trains the copy."""
-    if kind == NSP:
-        from engine.training.nsp import NspResult as Result
-        from engine.training.nsp import finetune_nsp as fine_tune
+    from engine.training.finetune import FinetuneResult, finetune
+    from engine.training.nsp import NspResult, finetune_nsp
 
-        setup_s, step_s = NSP_SETUP_S, NSP_STEP_S
-    else:
-        from engine.training.finetune import FinetuneResult as Result
-        from engine.training.finetune import finetune as fine_tune
-
-        setup_s, step_s = FINETUNE_SETUP_S, FINETUNE_STEP_S
-    model, steps, lr = get_model(MLM_MODEL), int(steps), float(lr)
+    fine_tune, result = {FINETUNE: (finetune, FinetuneResult), NSP: (finetune_nsp, NspResult)}[kind]
+    (setup_s, step_s), model, steps, lr = SECONDS[kind], get_model(MLM_MODEL), int(steps), float(lr)
 
     def work():
         with model.lock:
             encoder, vocab = copy.deepcopy(model.module), model.tokenizer
         for item in fine_tune(encoder, vocab, steps=steps, lr=lr):
-            if isinstance(item, Result):
+            if isinstance(item, result):
                 return item
             yield item
 

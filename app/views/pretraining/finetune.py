@@ -1,9 +1,5 @@
-"""The Pretraining page's two fine-tuning tabs: the masked-LM encoder learns a colour task, then next-sentence
-prediction with a linear head on [CLS], and the charts show what that changed in its attention.
-
-Both run as this session's long job (``FINETUNE``, ``NSP``) through one :func:`fine_tune_tab`: the controls, the
-job's queue place and progress, then the result record (plain numbers) drawn here.
-"""
+"""The Pretraining page's fine-tuning tabs (the colour task; next-sentence prediction on [CLS]), both one
+:func:`fine_tune_tab` over this session's long job, and what the fine-tuning changed in the encoder's attention."""
 
 from __future__ import annotations
 
@@ -21,12 +17,14 @@ from app.controls.long_job import run_job
 from app.runtime.long_work import FINETUNE, NSP
 from app.state import default
 from app.ui.charts import show_chart
-from app.ui.guard import show_error
+from app.ui.export import csv_button
+from app.ui.guard import attempt
 from app.ui.heatmap import attention_heatmap
 from app.ui.theme import side_by_side
 from app.views.pretraining.data import fine_tune_start, nsp_examples
 from app.views.pretraining.keys import FINETUNE_LRS
 from app.views.pretraining.keys import Pretraining as P
+from app.views.train.charts import line_chart
 from engine.job_records import JobStatus
 from engine.text import shorten
 
@@ -93,9 +91,7 @@ def head_change_chart(change: np.ndarray, title: str, key: str, zmax: float | No
     layers = [f"layer {i}" for i in range(change.shape[0])]
     heads = [f"head {h}" for h in range(change.shape[1])]
     fig = attention_heatmap(change, layers, heads, title=title, height=300, zmax=zmax)
-    fig.update_xaxes(title_text="head")
-    fig.update_yaxes(title_text="layer")
-    show_chart(fig, key=key)
+    show_chart(fig.update_xaxes(title_text="head").update_yaxes(title_text="layer"), key=key)
 
 
 def moved(change: np.ndarray, title: str, key: str, over: str) -> None:
@@ -132,33 +128,21 @@ def before_after(figures: dict[str, Any], key: str) -> None:
 
 
 def running_figure(steps: list[int], accuracy: list[float], total: int, chance: float | None = 0.5) -> dict:
-    """The held-out accuracy so far on fixed axes (steps 0 to ``total``, 0 to 100 %) and a dashed line at
-    ``chance`` (none when None). A plain dict: the page redraws it every poll, and Plotly's validation costs."""
-    layout: dict = {
-        "height": 240,
-        "margin": {"l": 5, "r": 5, "t": 30, "b": 5},
-        "title": {"text": "Held-out accuracy so far", "x": 0.0},
-        "xaxis": {"title": {"text": "step"}, "range": [0, max(total, 1)]},
-        "yaxis": {"title": {"text": "held-out accuracy"}, "range": [0, 1], "tickformat": ".0%"},
-        "showlegend": False,
-    }
+    """The held-out accuracy so far on fixed axes (steps 0 to ``total``, 0 to 100 %), a dashed line at ``chance``."""
+    frame = pd.DataFrame({"step": steps, "held-out accuracy": accuracy})
+    title, y_title = "Held-out accuracy so far", "held-out accuracy"
+    fig = line_chart(
+        frame, [y_title], title=title, y_title=y_title, fmt=".0%", y_range=[0, 1], height=240, x_title="step"
+    )
+    fig["layout"].update(margin={"l": 5, "r": 5, "t": 30, "b": 5}, showlegend=False)
+    fig["layout"]["xaxis"]["range"] = [0, max(total, 1)]
+    fig["layout"]["yaxis"]["tickformat"] = ".0%"
     if chance is not None:
-        line = {"color": GREY, "dash": "dash"}
-        layout["shapes"] = [
-            {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": chance, "y1": chance, "line": line}
-        ]
+        line = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": chance, "y1": chance}
+        fig["layout"]["shapes"] = [{**line, "line": {"color": GREY, "dash": "dash"}}]
         note = {"xref": "paper", "x": 0, "y": chance, "xanchor": "left", "yanchor": "bottom", "showarrow": False}
-        layout["annotations"] = [{"text": "chance", **note}]
-    trace = {
-        "type": "scatter",
-        "x": list(steps),
-        "y": list(accuracy),
-        "mode": "lines+markers",
-        "name": "held-out",
-        "line": {"width": 2, "color": BLUE},
-        "hovertemplate": "step %{x}: %{y:.0%}<extra>held-out accuracy</extra>",
-    }
-    return {"data": [trace], "layout": layout}
+        fig["layout"]["annotations"] = [{"text": "chance", **note}]
+    return fig
 
 
 # --- the colour task
@@ -187,18 +171,11 @@ def show_colour_result(result) -> None:
             f"first token's attention on the colour word; after, {result.colour_after[best]:.0%}."
         )
     layer, head = (int(x) for x in best)
+    where, text = f"Layer {layer}, head {head}", shorten(result.probe_text)
     tokens = [f"{i} {t}" for i, t in enumerate(result.tokens)]
-    text = shorten(result.probe_text)
     figures = {
-        when: attention_heatmap(
-            patterns[layer, head],
-            tokens,
-            tokens,
-            zmax=1.0,
-            height=360,
-            title=f"Layer {layer}, head {head}, {when}: {text}",
-        )
-        for when, patterns in (("before", result.before_patterns), ("after", result.after_patterns))
+        when: attention_heatmap(p[layer, head], tokens, tokens, zmax=1.0, height=360, title=f"{where}, {when}: {text}")
+        for when, p in (("before", result.before_patterns), ("after", result.after_patterns))
     }
     before_after(figures, P.finetune)
     st.caption(
@@ -219,11 +196,7 @@ def next_sentence() -> None:
         "masked-LM encoder learns it, and you can see which heads change to answer."
     )
     st.info(NO_SEGMENTS, icon=":material/info:")
-    try:
-        pairs = nsp_examples()
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
-    else:
+    if (pairs := attempt(nsp_examples)) is not None:  # a model run may raise anything: shown, the tab goes on
         tail = [" ".join(p.a) for p in pairs]
         frame = pd.DataFrame(
             {
@@ -265,13 +238,13 @@ def loss_figure(curve) -> go.Figure:
     return small_layout(fig, "Loss while fine-tuning", -0.25, **axes)
 
 
-def curve_csv(curve) -> bytes:
-    """The loss curve as CSV: one row per step, the held-out columns filled where they were measured."""
+def curve_frame(curve) -> pd.DataFrame:
+    """The loss curve: one row per step, the held-out columns filled where they were measured."""
     frame = pd.DataFrame({"step": np.arange(len(curve.train_loss) + 1), "training loss": [np.nan, *curve.train_loss]})
     held = pd.DataFrame(
         {"step": curve.eval_steps, "held-out loss": curve.eval_loss, "held-out accuracy": curve.eval_accuracy}
     )
-    return frame.merge(held, on="step", how="left").to_csv(index=False, float_format="%.6f").encode("utf-8")
+    return frame.merge(held, on="step", how="left")
 
 
 def shares_figure(before: np.ndarray, after: np.ndarray, title: str) -> go.Figure:
@@ -301,13 +274,13 @@ def show_nsp_result(result) -> None:
         "bold, all the held-out pairs, measured every few steps. The dashed line is ln 2 ≈ 0.69, the loss "
         "of always answering ½: below it, the model knows something about which B's belong."
     )
-    st.download_button(
+    csv_button(
         "Download the loss curve as CSV",
-        curve_csv(result.curve),
-        file_name="nsp_loss_curve.csv",
-        mime="text/csv",
-        key=P.nsp_curve_csv,
-        on_click="ignore",
+        curve_frame(result.curve),
+        "nsp_loss_curve.csv",
+        P.nsp_curve_csv,
+        index=False,
+        float_format="%.6f",
     )
     left, right = side_by_side(2)
     with left:

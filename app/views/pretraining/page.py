@@ -1,9 +1,5 @@
-"""Pretraining objectives: how BERT, GPT and T5 learn from plain text, and what attention costs.
-
-Five tabs: fill in the blank with our masked-LM encoder; the three objectives' masks, real attention and training
-examples on one sentence; the two fine-tuning tabs (``finetune.py``); the cost of attention against a recurrent
-and a convolutional layer, counted and measured on the long-work lane.
-"""
+"""Pretraining objectives: fill in the blank, the three objectives side by side, the two fine-tuning tabs
+(``finetune.py``) and the cost of attention against an RNN and a convolution (counted, and measured as a long job)."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from app.controls.pickers import page_tabs
 from app.runtime.long_work import MEASURE
 from app.state import default
 from app.ui.charts import show_chart
-from app.ui.guard import calm_errors, show_error
+from app.ui.guard import attempt, calm_errors
 from app.ui.heatmap import attention_heatmap, layer_mean_map
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
@@ -63,11 +59,8 @@ def fill_in_the_blank() -> None:
         key=P.fill_pick,
         on_change=lambda: _mask_word(st.session_state.get(P.fill_pick)),
     )
-    try:
-        with st.spinner("Filling in…"):
-            result = data.get_fill_mask(text)
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    result = attempt(lambda: data.get_fill_mask(text), "Filling in…")  # a model run may raise anything: shown
+    if result is None:
         return
     for notice in result.notices:
         st.info(md(notice))
@@ -76,11 +69,11 @@ def fill_in_the_blank() -> None:
         left, right = side_by_side([2, 3])
         with left:
             fig = probability_bars(blank.words, blank.probs, top=len(blank.words))
-            fig.update_layout(title=dict(text=f"Guesses for the blank at {blank.position}"))
-            show_chart(fig, key=f"{P.fill_bars}{n}")
-            best = blank.words[0]
+            show_chart(
+                fig.update_layout(title_text=f"Guesses for the blank at {blank.position}"), key=f"{P.fill_bars}{n}"
+            )
             st.caption(
-                f"The model's top guess is {quoted(best)} ({blank.probs[0]:.0%}). The bars are the softmax of "
+                f"The model's top guess is {quoted(blank.words[0])} ({blank.probs[0]:.0%}). The bars are the softmax of "
                 "its scores at the blank over all the words it knows: a blank that many words fit spreads "
                 "out, one the context decides (a pronoun that refers back) is nearly certain."
             )
@@ -101,10 +94,8 @@ def objective_column(title: str, mask: np.ndarray, labels: tuple, mask_title: st
     st.subheader(title)
     fig = attention_heatmap(mask.astype(np.float32), *labels, blocked=~mask, title=mask_title, height=320, zmax=1.0)
     show_chart(fig, key=keys[0])
-    try:
-        show_chart(layer_mean_map(data.objective_attention(*real)), key=keys[1])
-    except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
-        show_error(err)
+    if (fig := attempt(lambda: layer_mean_map(data.objective_attention(*real)))) is not None:
+        show_chart(fig, key=keys[1])
 
 
 def objectives_side_by_side() -> None:

@@ -20,9 +20,13 @@ def size_colours(n: int) -> list[str]:
     return plotly.colors.sample_colorscale(scale, list(np.linspace(0.35, 1.0, n))) if n > 1 else [scale[-1]]
 
 
+def _trace(x, y, name: str, hover: str, mode: str = "lines", **style) -> go.Scatter:
+    return go.Scatter(x=x, y=y, name=name, mode=mode, hovertemplate=f"{hover}<extra></extra>", **style)
+
+
 def _log_axes(fig: go.Figure, x_title: str, title: str, height: int) -> go.Figure:
     # the legend hangs from the figure's bottom edge (yref container): wrapped rows never climb onto the x title
-    fig.update_layout(
+    return fig.update_layout(
         height=height,
         margin=dict(l=10, r=10, t=50, b=10),
         title=dict(text=title),
@@ -30,39 +34,26 @@ def _log_axes(fig: go.Figure, x_title: str, title: str, height: int) -> go.Figur
         yaxis=dict(type="log", title=dict(text="held-out loss (nats/token)")),
         legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"),
     )
-    return fig
 
 
 def loss_vs_params(runs: Sequence[Run], fit: PowerLaw, live: Sequence[Run] = (), *, height: int = 420) -> go.Figure:
     """Each size's final held-out loss against its non-embedding parameters, and the fitted L(N)."""
-    fig = go.Figure()
     n_all = [r.n_params for r in (*runs, *live)]
     xs = np.geomspace(min(n_all) / 1.5, max(n_all) * 1.5, 60)
-    fit_name = f"fit: L = (N_c / N)^{fit.alpha:.3f}"
-    hover = "N %{x:,.0f}: fit %{y:.3f}<extra></extra>"
-    line = dict(color=FIT, dash="dash")
-    fig.add_trace(go.Scatter(x=xs, y=fit.predict(xs), mode="lines", line=line, name=fit_name, hovertemplate=hover))
+    fit_name, line = f"fit: L = (N_c / N)^{fit.alpha:.3f}", dict(color=FIT, dash="dash")
+    fig = go.Figure(_trace(xs, fit.predict(xs), fit_name, "N %{x:,.0f}: fit %{y:.3f}", line=line))
     shipped = dict(size=11, color=size_colours(len(runs)))
-    for group, name, where, marker in (
+    for group, name, (where, note), marker in (
         (runs, "shipped sizes", ("top right", ""), shipped),
         (live, "trained here", ("bottom left", " (trained here)"), dict(size=13, color=LIVE, symbol="diamond")),
     ):
         if group:
-            fig.add_trace(
-                go.Scatter(
-                    x=[r.n_params for r in group],
-                    y=[r.final_loss for r in group],
-                    mode="markers+text",
-                    name=name,
-                    text=[r.name for r in group],
-                    textposition=where[0],
-                    marker=marker,
-                    hovertemplate=f"%{{text}}{where[1]}: N %{{x:,.0f}}, loss %{{y:.3f}}<extra></extra>",
-                )
-            )
+            x, y = [r.n_params for r in group], [r.final_loss for r in group]
+            hover = f"%{{text}}{note}: N %{{x:,.0f}}, loss %{{y:.3f}}"
+            style = dict(text=[r.name for r in group], textposition=where, marker=marker)
+            fig.add_trace(_trace(x, y, name, hover, "markers+text", **style))
     fig = _log_axes(fig, "non-embedding parameters N", "Loss against parameters", height)
-    fig.update_xaxes(range=[np.log10(xs[0]), np.log10(xs[-1] * 2.5)])  # room for the largest size's label
-    return fig
+    return fig.update_xaxes(range=[np.log10(xs[0]), np.log10(xs[-1] * 2.5)])  # room for the largest size's label
 
 
 def loss_vs_compute(
@@ -79,42 +70,20 @@ def loss_vs_compute(
     lines += [(run, f"{run.name} (trained here)", dict(color=LIVE, width=2, dash="dash")) for run in live]
     for run, name, line in lines:
         seen = run.compute > 0  # step 0 has no place on a log axis
+        hover = f"{name}, step %{{customdata:.0f}}: C %{{x:.3g}}, loss %{{y:.3f}}"
         fig.add_trace(
-            go.Scatter(
-                x=run.compute[seen],
-                y=run.held_out_loss[seen],
-                mode="lines",
-                name=name,
-                line=line,
-                customdata=run.step[seen],
-                hovertemplate=f"{name}, step %{{customdata:.0f}}: C %{{x:.3g}}, loss %{{y:.3f}}<extra></extra>",
-            )
+            _trace(run.compute[seen], run.held_out_loss[seen], name, hover, line=line, customdata=run.step[seen])
         )
     by_name = {r.name: r for r in runs}
     fx = np.array([by_name[name].compute[i] for name, i in frontier])
     fy = np.array([by_name[name].held_out_loss[i] for name, i in frontier])
-    fig.add_trace(
-        go.Scatter(
-            x=fx,
-            y=fy,
-            mode="lines+markers",
-            name="compute-optimal frontier",
-            line=dict(color=FRONTIER, width=4),
-            marker=dict(size=7, color=FRONTIER),
-            text=[name for name, _ in frontier],
-            hovertemplate="frontier (%{text}): C %{x:.3g}, loss %{y:.3f}<extra></extra>",
-        )
-    )
+    style = dict(line=dict(color=FRONTIER, width=4), marker=dict(size=7, color=FRONTIER), text=[n for n, _ in frontier])
+    hover = "frontier (%{text}): C %{x:.3g}, loss %{y:.3f}"
+    fig.add_trace(_trace(fx, fy, "compute-optimal frontier", hover, "lines+markers", **style))
     if fx.size:
         xs = np.geomspace(fx.min(), fx.max(), 60)
+        name = f"frontier fit: L = (C_c / C)^{compute_fit.alpha:.3f}"
         fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=compute_fit.predict(xs),
-                mode="lines",
-                line=dict(color=FIT, dash="dot"),
-                name=f"frontier fit: L = (C_c / C)^{compute_fit.alpha:.3f}",
-                hovertemplate="C %{x:.3g}: fit %{y:.3f}<extra></extra>",
-            )
+            _trace(xs, compute_fit.predict(xs), name, "C %{x:.3g}: fit %{y:.3f}", line=dict(color=FIT, dash="dot"))
         )
     return _log_axes(fig, "compute C = 6·N·tokens (floating-point operations)", "Loss against compute", height)

@@ -1,8 +1,5 @@
-"""Scaling: six sizes of our stories GPT, the same data and schedule, and the power law their losses follow.
-
-The curves are precomputed (``python -m engine.training.scaling``): loss against non-embedding parameters with the
-fitted L(N) = (N_c / N)^α, and loss against compute with its frontier. "Train one more size" adds a point live.
-"""
+"""Scaling: six sizes of our stories GPT trained alike (``python -m engine.training.scaling``), loss against N with
+the fitted L(N) = (N_c / N)^α and against compute with its frontier; "Train one more size" adds a point live."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ from app.controls.long_job import run_job
 from app.runtime.long_work import SCALE
 from app.state import choose, default
 from app.ui.charts import show_chart
-from app.ui.guard import show_error
+from app.ui.guard import attempt
 from app.ui.theme import side_by_side
 from app.views.scaling import data
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
@@ -138,10 +135,8 @@ def page() -> None:
         "the compute spent on it. Here six sizes of our stories GPT (d_model 16 → 96, 1 → 4 layers) were "
         "trained on the same stories, in the same order, with the same schedule."
     )
-    try:
-        curves = data.scaling_curves()
-    except Exception as err:  # noqa: BLE001 — a missing or damaged curves file
-        show_error(err)
+    curves = attempt(data.scaling_curves)  # a missing or damaged curves file: its message
+    if curves is None:
         return
     live = list(_live_runs().values())
     charts(curves, live)

@@ -1,14 +1,11 @@
-"""Charts of a live training run: loss and accuracy curves, head scores, every head's attention on the probe.
-
-Render-only (numbers and arrays in). Each is the plain dict ``go.Figure`` would take: the page redraws them on
-every poll while a model trains, and Plotly's validation of four figures per poll held up other sessions' reruns.
-A curve can carry a dashed rule at the step the time-lapse slider shows.
-"""
+"""Charts of a live training run (curves, head scores, every head's attention on the probe): render-only plain
+figure dicts, redrawn on every poll without Plotly's validation; a curve can carry a dashed rule at a step."""
 
 from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,37 +29,36 @@ def line_chart(
     y_range: list[float] | None = None,
     rule_step: int | None = None,
     height: int = CURVE_HEIGHT,
+    x: str = "step",
+    x_title: str = "training step",
+    shapes: Sequence[dict] = (),
 ) -> dict:
-    """One line (with points) per column of ``frame`` against its ``step``; a dashed rule at ``rule_step``."""
-    steps = frame["step"].to_numpy()
+    """One line (with points) per column of ``frame`` against its column ``x``; a dashed rule at ``rule_step``."""
     data = [
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "x": steps,
+            "x": frame[x].to_numpy(),
             "y": frame[c].to_numpy(dtype=float),
             "name": html.escape(str(c)),
             "marker": {"size": 5},
-            "hovertemplate": f"step %{{x}}<br>{html.escape(str(c))} %{{y:{fmt}}}<extra></extra>",
+            "hovertemplate": f"{x} %{{x}}<br>{html.escape(str(c))} %{{y:{fmt}}}<extra></extra>",
         }
         for c in columns
     ]
     rule = {"type": "line", "xref": "x", "yref": "paper", "x0": rule_step, "x1": rule_step, "y0": 0, "y1": 1}
     rule.update(line={"color": RULE_COLOR, "dash": "dash", "width": 2}, name="time-lapse step")
-    shapes = [] if rule_step is None else [rule]
     yaxis = {"title": {"text": y_title}, "rangemode": "tozero", "showgrid": True}
-    if y_range is not None:
-        yaxis["range"] = y_range
     return {
         "data": data,
         "layout": {
             "title": {"text": html.escape(title), "x": 0.0},
             "height": height,
-            "shapes": shapes,
+            "shapes": [*shapes, *([] if rule_step is None else [rule])],
             "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
             "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
-            "xaxis": {"title": {"text": "training step"}, "showgrid": True},
-            "yaxis": yaxis,
+            "xaxis": {"title": {"text": x_title}, "showgrid": True},
+            "yaxis": yaxis if y_range is None else {**yaxis, "range": y_range},
         },
     }
 
@@ -154,11 +150,13 @@ def curve_frame(snapshots, metric_name: str) -> pd.DataFrame:
     )
 
 
+def head_columns(grids, suffix: str = "") -> dict[str, np.ndarray]:
+    """Scores ``[points, layers, heads]`` as a column per head, named "L0 H1" + ``suffix``."""
+    grids = np.asarray(grids, dtype=float)
+    return {f"L{layer} H{head}{suffix}": grids[:, layer, head] for layer, head in np.ndindex(grids.shape[1:])}
+
+
 def score_frame(snapshots, scores) -> pd.DataFrame:
     """Per-snapshot ``[layers, heads]`` scores → one row per snapshot: its step, then a column per head ("L0 H1")."""
     n = min(len(snapshots), len(scores))
-    grids = np.stack([np.asarray(g, dtype=float) for g in scores[:n]])  # [snapshots, layers, heads]
-    n_layers, n_heads = grids.shape[1:]
-    columns = {"step": [s.step for s in snapshots[:n]]}
-    columns.update({f"L{layer} H{head}": grids[:, layer, head] for layer in range(n_layers) for head in range(n_heads)})
-    return pd.DataFrame(columns)
+    return pd.DataFrame({"step": [s.step for s in snapshots[:n]], **head_columns(np.stack(scores[:n]))})

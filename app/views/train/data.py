@@ -1,11 +1,6 @@
-"""The Train page's calls: this session's Train live job (``engine.training.jobs``, keyed by ``session_id()``),
-its snapshots and what the finished model can do (answer, zip, open on the other pages); the induction tab's
-shipped run (a JSON file, no torch) and live run on the long-work lane.
-
-Both induction runs reach the page as the same plain document (what ``engine.training.recipes.induction`` writes:
-every snapshot's ``curves``, the moments ``before`` and ``after`` the phase change, the probe's tokens); a live
-run's ``InductionProgress`` becomes one through :func:`run_document`.
-"""
+"""The Train page's calls: this session's Train live job (``engine.training.jobs``, keyed by ``session_id()``) and
+what its finished model can do; the induction tab's shipped run (a JSON file) and live run, both as the document
+``engine.training.recipes.induction.snapshot_document`` writes."""
 
 from __future__ import annotations
 
@@ -19,6 +14,7 @@ import engine.registry
 from app.runtime.long_work import INDUCTION, connected, submit_long
 from app.runtime.models import bound_threads, model_pass, session_id
 from engine.job_records import JobStatus
+from engine.records import EngineError
 
 if TYPE_CHECKING:
     from engine.training.budget import Estimate
@@ -133,12 +129,12 @@ SETUP_S, STEP_S = 2.0, 0.05
 
 @functools.lru_cache(maxsize=1)
 def induction_shipped() -> dict[str, Any]:
-    """The shipped run's document (read once per process; callers must not change it); ValueError when the file
+    """The shipped run's document (read once per process; callers must not change it); EngineError when the file
     cannot be read (the message names the command that rebuilds it)."""
     try:
         return json.loads(SNAPSHOT_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise ValueError(
+        raise EngineError(
             f"The shipped induction run ({SNAPSHOT_FILE.name}) cannot be read ({type(err).__name__}). "
             f"Rebuild it with `python -m engine.training.pretrain {INDUCTION_MODEL}`."
         ) from err
@@ -170,39 +166,11 @@ def induction_start(steps: Any, lr: Any, seed: Any) -> JobStatus:
 
 def run_document(progress: Any) -> dict[str, Any] | None:
     """A live run's ``InductionProgress`` as the shipped file's document (None before its first point)."""
-    from engine.analysis.induction import EARLY, LATE, phase_change_step
+    from engine.analysis.induction import phase_change_step
+    from engine.training.recipes.induction import snapshot_document
 
     points = list(getattr(progress, "points", ()) or ())
     if not points:
         return None
-    steps = [p.step for p in points]
-    icl = [p.icl for p in points]
-    phase = phase_change_step(steps, icl) if len(points) > 1 else None
-    index = steps.index(phase) if phase is not None else 0
-
-    def moment(p) -> dict[str, Any]:
-        return {
-            "step": p.step,
-            "icl": p.icl,
-            "probe": p.probe.tolist(),
-            "scores": p.scores.to_dict(),
-            "loss_by_position": [None if v != v else float(v) for v in p.curve],
-        }
-
-    return {
-        "model": "your run",
-        "early": list(EARLY),
-        "late": list(LATE),
-        "phase_change_step": phase,
-        "probe_tokens": list(progress.probe_tokens),
-        "curves": {
-            "step": steps,
-            "loss": [p.loss for p in points],
-            "eval_loss": [p.eval_loss for p in points],
-            "icl": icl,
-            "scores": [p.scores.to_dict() for p in points],
-        },
-        "before": moment(points[max(0, index - 2)]),
-        "after": moment(points[-1]),
-        "total_steps": progress.total_steps,
-    }
+    phase = phase_change_step([p.step for p in points], [p.icl for p in points]) if len(points) > 1 else None
+    return snapshot_document(points, progress.probe_tokens, phase, model="your run", exact=True)

@@ -1,8 +1,5 @@
-"""Train live's "Induction heads" tab: the phase change of a two-layer attention-only model, shipped and live.
-
-:func:`draw` draws one run's document (the shipped file's, or a live run's through ``run_document``): the loss and
-in-context-learning curves, each head's scores, the loss at each position, the probe's attention before and after.
-"""
+"""Train live's "Induction heads" tab: the phase change of a two-layer attention-only model, shipped and live;
+:func:`draw` draws one run's document (curves, head scores, loss by position, the probe before and after)."""
 
 from __future__ import annotations
 
@@ -10,18 +7,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from app.controls.long_job import run_job
 from app.runtime.long_work import INDUCTION, long_status
 from app.state import defaults
 from app.ui.charts import show_chart
-from app.ui.clicks import once
-from app.ui.guard import show_error
+from app.ui.export import csv_button
+from app.ui.guard import attempt, show_error
 from app.ui.theme import side_by_side
 from app.views.train import data
-from app.views.train.charts import attention_grid, line_chart
+from app.views.train.charts import attention_grid, head_columns, line_chart
 from app.views.train.keys import Train
 
 SCORES = {
@@ -48,14 +44,10 @@ def key(name: str) -> str:
 def curves_frame(doc: dict[str, Any]) -> pd.DataFrame:
     """One row per snapshot: step, losses, ICL score and every head's three scores (columns like ``L1 H2 prefix_matching``)."""
     c = doc["curves"]
-    frame = pd.DataFrame(
-        {"step": c["step"], "training loss": c["loss"], "evaluation loss": c["eval_loss"], "ICL score": c["icl"]}
-    )
+    columns = {"step": c["step"], "training loss": c["loss"], "evaluation loss": c["eval_loss"], "ICL score": c["icl"]}
     for name in SCORES:
-        grids = np.array([s[name] for s in c["scores"]], dtype=float)  # [points, L, H]
-        for layer, head in np.ndindex(grids.shape[1:]):
-            frame[f"L{layer} H{head} {name}"] = grids[:, layer, head]
-    return frame
+        columns.update(head_columns([s[name] for s in c["scores"]], f" {name}"))
+    return pd.DataFrame(columns)
 
 
 def learning_figure(doc: dict[str, Any]) -> dict:
@@ -85,29 +77,19 @@ def moment_labels(doc: dict[str, Any]) -> dict[str, str]:
     return {"before": "Before the phase change", "after": "After the phase change"}
 
 
-def position_figure(doc: dict[str, Any]) -> go.Figure:
+def position_figure(doc: dict[str, Any]) -> dict:
     """The loss at each position at the two moments; grey bands where the ICL score compares."""
-    line = {"type": "scatter", "mode": "lines", "hovertemplate": "position %{x}<br>loss %{y:.3f}<extra></extra>"}
-    traces = []
-    for moment, label in moment_labels(doc).items():
-        m = doc[moment]
-        y = [np.nan if v is None else v for v in m["loss_by_position"]]
-        traces.append({**line, "x": list(range(len(y))), "y": y, "name": f"{label.lower()} (step {m['step']})"})
+    lines = {
+        f"{label.lower()} (step {doc[m]['step']})": doc[m]["loss_by_position"]
+        for m, label in moment_labels(doc).items()
+    }
+    frame = pd.DataFrame({"position": range(len(next(iter(lines.values())))), **lines})
     band = {"type": "rect", "xref": "x", "yref": "paper", "y0": 0, "y1": 1, "fillcolor": "#9e9e9e", "opacity": 0.18}
     bands = [{**band, "x0": a - 0.5, "x1": b + 0.5, "line": {"width": 0}} for a, b in (doc["early"], doc["late"])]
-    return go.Figure(
-        {
-            "data": traces,
-            "layout": {
-                "title": {"text": "Loss at each position of the context", "x": 0.0},
-                "height": 300,
-                "shapes": bands,
-                "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
-                "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
-                "xaxis": {"title": {"text": "position in the context (predicting the next letter)"}},
-                "yaxis": {"title": {"text": "loss (nats)"}, "rangemode": "tozero"},
-            },
-        }
+    x_title = "position in the context (predicting the next letter)"
+    title = "Loss at each position of the context"
+    return line_chart(
+        frame, list(lines), title=title, y_title="loss (nats)", x="position", x_title=x_title, shapes=bands
     )
 
 
@@ -133,29 +115,27 @@ def draw(doc: dict[str, Any], where: str) -> None:
     phase = doc.get("phase_change_step")
     after = doc["after"]
     prev, ind = best_heads(doc)
-    cols = st.columns(4)
-    cols[0].metric(
-        "ICL score (end)",
-        f"{after['icl']:+.2f} nats",
-        help=f"Mean loss at positions {doc['late'][0]}–{doc['late'][1]} minus positions "
-        f"{doc['early'][0]}–{doc['early'][1]} (Olsson et al. compare token 500 with token 50).",
+    icl_help = (
+        f"Mean loss at positions {doc['late'][0]}–{doc['late'][1]} minus positions {doc['early'][0]}–"
+        f"{doc['early'][1]} (Olsson et al. compare token 500 with token 50)."
     )
-    cols[1].metric(
-        "Phase change at step",
-        "none yet" if phase is None else f"{phase:,}",
-        help="The first snapshot where the ICL score is halfway from its first value to its last, once it has "
-        "fallen by at least 1.5 nats over the run (learning which letters a run uses takes it to about −0.5 … −0.9).",
+    phase_help = (
+        "The first snapshot where the ICL score is halfway from its first value to its last, once it has fallen "
+        "by at least 1.5 nats over the run (learning which letters a run uses takes it to about −0.5 … −0.9)."
     )
-    cols[2].metric(
-        f"Induction head L1 H{ind}",
-        f"{after['scores']['prefix_matching'][1][ind]:.2f}",
-        help="Its prefix-matching score at the end.",
+    s = after["scores"]
+    metrics = (
+        ("ICL score (end)", f"{after['icl']:+.2f} nats", icl_help),
+        ("Phase change at step", "none yet" if phase is None else f"{phase:,}", phase_help),
+        (f"Induction head L1 H{ind}", f"{s['prefix_matching'][1][ind]:.2f}", "Its prefix-matching score at the end."),
+        (
+            f"Previous-token head L0 H{prev}",
+            f"{s['previous_token'][0][prev]:.2f}",
+            "Its previous-token score at the end.",
+        ),
     )
-    cols[3].metric(
-        f"Previous-token head L0 H{prev}",
-        f"{after['scores']['previous_token'][0][prev]:.2f}",
-        help="Its previous-token score at the end.",
-    )
+    for col, (label, value, why) in zip(st.columns(4), metrics):
+        col.metric(label, value, help=why)
     left, right = side_by_side(2)
     with left:
         show_chart(learning_figure(doc), key=key(f"{where}_learning"))
@@ -202,24 +182,15 @@ def draw(doc: dict[str, Any], where: str) -> None:
     table = scores_table(doc)
     st.dataframe(table, hide_index=True, height=240)
     st.caption("Every head's three scores before and after the phase change.")
-    frame = curves_frame(doc)
-    st.download_button(
-        "Download the curves as CSV",
-        lambda: frame.to_csv(index=False).encode(),
-        f"induction_{where}_curves.csv",
-        "text/csv",
-        icon=":material/download:",
-        key=key(f"{where}_csv"),
-        on_click="ignore",
-    )
+    file_name, csv_key = f"induction_{where}_curves.csv", key(f"{where}_csv")
+    csv_button("Download the curves as CSV", curves_frame(doc), file_name, csv_key, index=False)
 
 
 def start() -> None:
-    st.session_state.pop(key("error"), None)
     try:
-        data.induction_start(st.session_state[key("steps")], st.session_state[key("lr")], st.session_state[key("seed")])
-    except ValueError as err:
-        st.session_state[key("error")] = str(err)
+        data.induction_start(*(st.session_state[key(name)] for name in ("steps", "lr", "seed")))
+    except ValueError as err:  # a setting out of range (which and why): nothing started
+        show_error(str(err), level="error")
 
 
 def live_controls() -> Any:
@@ -233,18 +204,15 @@ def live_controls() -> Any:
     other = "Some seeds stay longer on the plateau, or find another way to use the context (no prefix-matching head)"
     c.number_input("Seed", step=1, key=key("seed"), help=f"{other}: try another.")
     status = long_status(INDUCTION)
-    d.button(
+    pressed = d.button(
         "Train it here",
         type="primary",
         icon=":material/play_arrow:",
         key=key("start"),
-        on_click=once(start),
         disabled=status is not None and status.active,
         use_container_width=True,
     )
-    if (error := st.session_state.get(key("error"))) is not None:
-        show_error(error, level="error")
-    return run_job(INDUCTION, "Training", extra=live_curves)  # the finished run's last progress, or None
+    return run_job(INDUCTION, "Training", start if pressed else None, extra=live_curves)  # the last progress, or None
 
 
 def live_curves(status) -> None:
@@ -278,10 +246,7 @@ def show() -> None:
     if shown == YOURS and yours is not None:
         draw(yours, "yours")
         return
-    try:
-        doc = data.induction_shipped()
-    except ValueError as err:
-        show_error(str(err))
+    if (doc := attempt(data.induction_shipped)) is None:
         return
     st.markdown(
         f"**{SHIPPED}**: `{data.INDUCTION_MODEL}` (open it on any page as the model *Induction heads: "

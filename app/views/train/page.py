@@ -1,9 +1,5 @@
-"""Train live: train a tiny transformer here and watch its attention patterns form, head by head.
-
-Two tabs: "Your own model" (below) and "Induction heads" (``induction.py``). Training is this session's job of
-kind ``TRAIN`` on the long-work queue, followed by ``app/controls/long_job.py`` (queue place, progress, Pause/Resume
-and Stop); the run's snapshots are drawn under it.
-"""
+"""Train live: train a tiny transformer here and watch its attention patterns form, head by head. Tabs: "Your own
+model" (below; this session's ``TRAIN`` job, followed by ``app/controls/long_job.py``) and "Induction heads"."""
 
 from __future__ import annotations
 
@@ -18,6 +14,7 @@ from app.runtime.long_work import TRAIN, long_status
 from app.state import PERSIST, K, default, defaults
 from app.ui.charts import show_chart
 from app.ui.clicks import once
+from app.ui.export import csv_button
 from app.ui.guard import show_error
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
@@ -147,24 +144,27 @@ def status_line(p) -> None:
 
 def numbers(p) -> None:
     last = p.snapshots[-1]
-    cols = st.columns(5)
-    cols[0].metric("Loss", f"{last.loss:.3f}")
-    cols[1].metric(last.metric_name.capitalize(), f"{last.metric:.1%}")
-    cols[2].metric("Tokens / s", f"{last.tokens_per_s:,.0f}")
-    cols[3].metric("Elapsed", f"{last.elapsed_s:.1f} s")
-    cols[4].metric("Device", p.device or "—")
+    shown = {
+        "Loss": f"{last.loss:.3f}",
+        last.metric_name.capitalize(): f"{last.metric:.1%}",
+        "Tokens / s": f"{last.tokens_per_s:,.0f}",
+        "Elapsed": f"{last.elapsed_s:.1f} s",
+        "Device": p.device or "—",
+    }
+    for col, (label, value) in zip(st.columns(len(shown)), shown.items()):
+        col.metric(label, value)
 
 
 def pick_snapshot(p) -> int:
     """Index of the snapshot to show: the latest while following, else the time-lapse slider's."""
     steps = [s.step for s in p.snapshots]
-    follow = st.toggle(
+    latest = st.toggle(
         "Follow the latest snapshot",
         value=True,
         key=key("follow"),
         help="Off: replay how the patterns formed with the time-lapse slider.",
     )
-    if follow or len(steps) < 2:
+    if latest or len(steps) < 2:
         return len(steps) - 1
     chosen = st.select_slider("Time-lapse: training step", options=steps, value=steps[-1], key=key("timelapse"))
     return steps.index(chosen) if chosen in steps else len(steps) - 1
@@ -205,15 +205,7 @@ def curves(p, index: int) -> None:
             f"{metric.capitalize()}: the share of evaluation examples answered entirely right; token accuracy: "
             "the share of answer tokens right."
         )
-    st.download_button(
-        "Download the curves as CSV",
-        lambda: frame.to_csv(index=False).encode(),
-        "training_curves.csv",
-        "text/csv",
-        icon=":material/download:",
-        key=key("curves_csv"),
-        on_click="ignore",
-    )
+    csv_button("Download the curves as CSV", frame, "training_curves.csv", key("curves_csv"), index=False)
 
 
 def head_scores(p, index: int) -> None:
@@ -320,33 +312,28 @@ def main() -> None:
     if not own.open:
         return
     with own:
-        own_model()
-
-
-def own_model() -> None:
-    st.write(
-        "Train a tiny transformer right here and watch attention patterns form, head by head. "
-        "The defaults learn to reverse letters in well under a minute."
-    )
-    setup_widgets()
-    task = st.session_state[key("task")]
-    if not st.session_state[key("causal")] and task != "previous-token":
-        st.warning(
-            "Without the causal mask every token also sees the tokens after it, including the answer it "
-            "is asked to predict: the model can learn to copy from the future instead of solving the task."
+        st.write(
+            "Train a tiny transformer right here and watch attention patterns form, head by head. "
+            "The defaults learn to reverse letters in well under a minute."
         )
-    if task == "translation":
-        st.caption(
-            "Translation is trained as one decoder-only model reading `<bos> English <sep> French <eos>`, "
-            "scored on the French part only (a prefix language model)."
-        )
-    over_time = estimate_line()
-    p = data.train_progress()
-    controls(p, fits=over_time is None)
-    refused = st.session_state.get(key("error"))
-    if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
-        show_error(refused[1], level="error")
-    live()
+        setup_widgets()
+        task = st.session_state[key("task")]
+        if not st.session_state[key("causal")] and task != "previous-token":
+            st.warning(
+                "Without the causal mask every token also sees the tokens after it, including the answer it "
+                "is asked to predict: the model can learn to copy from the future instead of solving the task."
+            )
+        if task == "translation":
+            st.caption(
+                "Translation is trained as one decoder-only model reading `<bos> English <sep> French <eos>`, "
+                "scored on the French part only (a prefix language model)."
+            )
+        over_time = estimate_line()
+        controls(data.train_progress(), fits=over_time is None)
+        refused = st.session_state.get(key("error"))
+        if refused is not None and refused[0] == settings_from_state() and refused[1] != over_time:
+            show_error(refused[1], level="error")
+        live()
 
 
 main()

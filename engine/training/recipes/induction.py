@@ -45,34 +45,43 @@ NAME = "induction-2l-attn-only"
 SNAPSHOTS = ASSETS / "snapshots"
 
 
-def _moment(point: InductionPoint) -> dict:
+def _as_is(value: float, _digits: int) -> float:
+    return value
+
+
+def _moment(point: InductionPoint, exact: bool) -> dict:
+    r = _as_is if exact else round
     return {
         "step": point.step,
-        "icl": round(point.icl, 4),
-        "probe": np.round(point.probe, 3).tolist(),  # [layer][head][query][key]
-        "loss_by_position": [None if not np.isfinite(v) else round(float(v), 4) for v in point.curve],
+        "icl": r(point.icl, 4),
+        "probe": (point.probe if exact else np.round(point.probe, 3)).tolist(),  # [layer][head][query][key]
+        "loss_by_position": [None if not np.isfinite(v) else r(float(v), 4) for v in point.curve],
         "scores": point.scores.to_dict(),
     }
 
 
-def snapshot_document(points: list[InductionPoint], tokens: tuple[str, ...], phase: int) -> dict:
-    """The JSON the page draws: curves of every point, and the two moments before and after the phase change."""
-    index = next(i for i, p in enumerate(points) if p.step == phase)
+def snapshot_document(
+    points: list[InductionPoint], tokens: tuple[str, ...], phase: int | None, *, model: str = NAME, exact: bool = False
+) -> dict:
+    """The JSON the page draws: curves of every point, and the two moments before and after the phase change (the
+    start and the end without one). The file keeps 4 digits (3 for the probe); ``exact`` (a live run) keeps all."""
+    index = next((i for i, p in enumerate(points) if p.step == phase), 0)
+    r = _as_is if exact else round
     return {
-        "model": NAME,
+        "model": model,
         "early": list(EARLY),
         "late": list(LATE),
         "phase_change_step": phase,
         "probe_tokens": list(tokens),
         "curves": {
             "step": [p.step for p in points],
-            "loss": [round(p.loss, 4) for p in points],
-            "eval_loss": [round(p.eval_loss, 4) for p in points],
-            "icl": [round(p.icl, 4) for p in points],
+            "loss": [r(p.loss, 4) for p in points],
+            "eval_loss": [r(p.eval_loss, 4) for p in points],
+            "icl": [r(p.icl, 4) for p in points],
             "scores": [p.scores.to_dict() for p in points],
         },
-        "before": _moment(points[max(0, index - 2)]),
-        "after": _moment(points[-1]),
+        "before": _moment(points[max(0, index - 2)], exact),
+        "after": _moment(points[-1], exact),
     }
 
 
