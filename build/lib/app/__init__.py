@@ -1,1 +1,0 @@
-"""Attention Playground's Streamlit UI (pages, render helpers, cached engine calls)."""
