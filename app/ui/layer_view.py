@@ -1,5 +1,6 @@
 """A layer's heads drawn in the browser (``engine/views/layer_view.js``): picking a head, a layer or a token there
-sends nothing to the server. The view keeps the page's ``layer``, ``head`` and ``focus`` URL parameters."""
+sends nothing to the server. The view keeps the page's ``layer``, ``head`` and ``focus`` URL parameters, and tells
+the server its choice just before another control makes it run (it lands in session state as if picked there)."""
 
 from __future__ import annotations
 
@@ -18,4 +19,17 @@ def layer_view(key: str, data: LayerData, layer: int, head: int, focus: int | No
     """Mount the view on ``layer``, ``head`` and ``focus`` (``text``: its title's ``suffix`` and its ``caption``)."""
     look = current()
     colours = {"colors": list(look.colors), "text_color": look.text, "font_px": look.tick_px}
-    mount(key=key, data=encode(data, Choice(layer, head, focus, look=colours, params=PARAMS, **text)))
+    choice = Choice(layer, head, focus, look=colours, params=PARAMS, **text)
+    _, n_heads, rows, _ = data.values.shape
+    fits = {"layer": data.layers.__contains__, "head": range(n_heads).__contains__, "focus": range(rows).__contains__}
+    mount(key=key, data=encode(data, choice), on_view_change=lambda: take(key, fits))
+
+
+def take(key: str, fits: dict) -> None:
+    """The view's choice into the session's shared keys, for the run it asked; a value the view could not have sent
+    (a forged message: ``fits`` says what it could) is dropped."""
+    told = (st.session_state.get(key) or {}).get("view") or {}
+    for name, target in PARAMS.items():
+        value = told.get(name)
+        if (type(value) is int and fits[name](value)) or (name == "focus" and value is None and "focus" in told):
+            st.session_state[target] = value

@@ -6,6 +6,29 @@
 
 const views = new Map(); // component key → its view's state (kept across the server's reruns)
 let historyWrapped = false;
+let listening = false;
+
+function listen() {
+  // Before another control makes the server run, each live view tells it its choice, so that run sees it (one
+  // message: Streamlit coalesces the two). A page link waits for the server's answer: the page change would
+  // otherwise leave before the view's message, and the run that merges them would stay on this page.
+  if (listening) return;
+  listening = true;
+  const tell = (event) => {
+    for (const state of views.values()) {
+      if (!state.live || !state.untold() || state.contains(event.target)) continue;
+      state.tell();
+      const link = event.type === "click" && event.target.closest?.("a[href]");
+      if (link) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        state.pendingLink = link.getAttribute("href");
+      }
+    }
+  };
+  document.addEventListener("click", tell, true);
+  document.addEventListener("keydown", (event) => event.key === "Enter" || event.key === " " ? tell(event) : null, true);
+}
 
 function decode(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -83,16 +106,20 @@ function labelEvery(cellPx, fontPx) {
 }
 
 export default function (component) {
-  const { data, parentElement, key } = component;
+  const { data, parentElement, key, setStateValue } = component;
   if (!data) return;
   const d = decode(data);
   const lut = palette(d.colors);
   const known = views.get(key);
   // the server's choice wins when it changed (a link, a lesson step); else the browser's last choice stays
   const fresh = !known || known.server.layer !== d.layer || known.server.head !== d.head || known.server.focus !== d.focus;
-  const state = fresh ? { layer: d.layer, head: d.head, focus: d.focus } : known;
+  const state = fresh ? { layer: d.layer, head: d.head, focus: d.focus, pendingLink: known?.pendingLink } : known;
   state.server = { layer: d.layer, head: d.head, focus: d.focus };
   state.live = true;
+  const mine = () => ({ layer: state.layer, head: state.head, focus: state.focus });
+  state.untold = () => Boolean(setStateValue) && JSON.stringify(mine()) !== JSON.stringify(state.server);
+  state.tell = () => setStateValue("view", mine());
+  state.contains = (node) => root.contains(node) || parentElement.host?.contains?.(node) || parentElement.contains(node);
   const owns = Boolean(d.params); // a page's view keeps its URL parameters; a notebook's leaves the address bar alone
   state.params = () => owns ? {
     [d.params.layer]: String(state.layer),
@@ -101,6 +128,7 @@ export default function (component) {
   } : {};
   views.set(key, state);
   if (owns) wrapHistory();
+  if (setStateValue) listen();
   const layerIndex = () => Math.max(0, d.layers.indexOf(state.layer));
   const head = () => d.heads[layerIndex() * d.n_heads + state.head];
 
@@ -278,6 +306,12 @@ export default function (component) {
   resized.observe(box);
   draw();
   if (owns) history.replaceState(history.state, "", window.location.href); // the address bar says what is drawn
+  if (state.pendingLink && !state.untold()) {
+    // the server has the view's choice: now follow the page link that waited for it
+    const href = state.pendingLink;
+    state.pendingLink = null;
+    setTimeout(() => document.querySelector(`a[href="${CSS.escape(href)}"]`)?.click(), 0);
+  }
   return () => {
     resized.disconnect();
     window.removeEventListener("popstate", onPop);

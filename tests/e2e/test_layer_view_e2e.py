@@ -59,6 +59,20 @@ def test_a_head_switch_sends_nothing_and_the_url_follows(page: Page, url: str):
     expect(page.get_by_role("heading", name="Layer 0, head 1 · causal mask on")).to_be_visible()
 
 
+def test_the_server_learns_the_views_choice_with_the_next_control_and_before_a_page_switch(page: Page, url: str):
+    sent = open_view(page, url)
+    page.get_by_role("button", name="Layer 0, head 3").click()
+    expect(page.get_by_text("server has head 1, focus None, presses 0")).to_be_visible()  # nothing sent yet
+    page.get_by_role("button", name="Rerun").click()  # one run: the button's press and the view's head
+    expect(page.get_by_text("server has head 3, focus None, presses 1")).to_be_visible()
+    expect(page.get_by_text("server runs: 2")).to_be_visible()
+    before = len(sent)
+    page.get_by_role("button", name="Layer 0, head 0").click()
+    assert len(sent) == before
+    page.get_by_text("To the other page").click()  # waits for the server to have head 0, then switches
+    expect(page.get_by_text("the other page has head 0")).to_be_visible()
+
+
 def test_hover_prints_the_weight_and_a_click_highlights_a_token(page: Page, url: str):
     sent = open_view(page, url)
     weights = APP.patterns(1, APP.HEADS, 12)[0, 1]

@@ -5,6 +5,7 @@ blocked), so a browser test can compare what it draws and hovers with numbers it
 import numpy as np
 import streamlit as st
 
+from app.state import K, Look
 from app.ui.layer_view import LayerData, layer_view
 
 HEADS = 4
@@ -18,16 +19,25 @@ def patterns(layers: int, heads: int, n: int) -> np.ndarray:
     return np.where(np.isfinite(scores), weights, np.nan).astype(np.float32)
 
 
-def main() -> None:
+def view() -> None:
+    state = st.session_state
     n = int(st.query_params.get("n", 12))
-    layers = int(st.query_params.get("layers", 1))
     tokens = tuple(f"{i} tok{i}" for i in range(n))
-    st.session_state["runs"] = st.session_state.get("runs", 0) + 1
-    st.write(f"server runs: {st.session_state['runs']}")
-    data = LayerData(patterns(layers, HEADS, n), tuple(range(layers)), tokens, tokens)
-    layer_view("view", data, 0, 1, None, suffix=" · causal mask on", caption="Rows ask, columns answer.")
-    st.button("Rerun")
+    state["runs"] = state.get("runs", 0) + 1
+    st.write(f"server runs: {state['runs']}")
+    data = LayerData(patterns(1, HEADS, n), (0,), tokens, tokens)
+    head, focus = state.setdefault(K.head, 1), state.setdefault(Look.focus, None)
+    layer_view("view", data, 0, head, focus, suffix=" · causal mask on", caption="Rows ask, columns answer.")
+    if st.button("Rerun"):
+        state["presses"] = state.get("presses", 0) + 1
+    st.write(f"server has head {state[K.head]}, focus {state[Look.focus]}, presses {state.get('presses', 0)}")
+    st.page_link(OTHER, label="To the other page")
+
+
+def other() -> None:
+    st.write(f"the other page has head {st.session_state.get(K.head)}")
 
 
 if __name__ == "__main__":  # streamlit run; the browser test imports patterns()
-    main()
+    OTHER = st.Page(other, title="other", url_path="other")
+    st.navigation([st.Page(view, title="view", default=True), OTHER]).run()
