@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
 import streamlit as st
 
 from app.runtime.rooms import lesson_store
 from app.store import RoomError, StoreUnavailable
 from app.url_params import Param, as_text, integer
+from engine.registry import ASSETS
 
 
 class Lessons:
@@ -59,7 +59,7 @@ class Offline:
     build, download, built = "offline_build_", "offline_download_", "offline_built"
 
 
-BUILTIN_FILE = Path(__file__).resolve().parents[3] / "assets" / "lessons" / "attention-in-eleven-steps.toml"
+BUILTIN_FILE = ASSETS / "lessons" / "attention-in-eleven-steps.toml"
 MAX_STEPS = 40  # steps a lesson may have
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,40}")  # a saved lesson's id, a step's id
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import engine.registry
@@ -122,7 +121,7 @@ def train_task_info(task: str) -> dict:
 
 #: the shipped checkpoint and its snapshot file (written by ``python -m engine.training.pretrain induction-2l-attn-only``)
 INDUCTION_MODEL = "induction-2l-attn-only"
-SNAPSHOT_FILE = Path(__file__).resolve().parents[3] / "assets" / "snapshots" / f"{INDUCTION_MODEL}.json"
+SNAPSHOT_FILE = engine.registry.ASSETS / "snapshots" / f"{INDUCTION_MODEL}.json"
 #: expected seconds: setting up, then per step on one thread of a busy 2-core server, measuring included
 SETUP_S, STEP_S = 2.0, 0.05
 
