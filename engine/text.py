@@ -11,7 +11,7 @@ import logging
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from engine.records import EmptyInputError, EngineError, Tokens
 
@@ -263,31 +263,53 @@ def display_tokens(tokenizer, ids: Sequence[int], byte_level: bool) -> Tokens:
     return Tokens(strings=strings, ids=tuple(ids), special=special)
 
 
-def tokenize_text(tokenizer, text: str, max_tokens: int, byte_level: bool) -> tuple[list[int], Tokens, int]:
-    """Token ids of ``text`` (special tokens added, cut to ``max_tokens``), display tokens, the uncut count.
+class Tokenized(NamedTuple):
+    """A text as a Hugging Face model reads it: ids (special tokens added, cut to the limit), display tokens, the
+    uncut count and the notices (what was cut, what became the unknown token)."""
+
+    ids: list[int]
+    tokens: Tokens
+    n_total: int
+    notices: list[str]
+
+
+def prepare_text(model: Model, text: str, max_tokens: int, byte_level: bool, ceiling: int | None = None) -> Tokenized:
+    """Clean, check and tokenize ``text`` for a Hugging Face ``model`` (decoder, encoder or an encoder-decoder's
+    source), at most ``ceiling`` tokens (default the model's positions).
 
     Raises:
         EmptyInputError: only special tokens.
     """
+    text, cut_chars = clean_input(text)
+    tokenizer = model.tokenizer
+    requested = check_max_tokens(max_tokens, tokenizer.num_special_tokens_to_add() + 1)
+    ceiling = model.max_positions if ceiling is None else ceiling
+    limit = min(requested, ceiling)
     full = tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-    n_total = len(full)
-    if n_total > max_tokens:
-        ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_tokens)["input_ids"]
+    if len(full) > limit:
+        ids = list(tokenizer(text, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"])
     else:
         ids = list(full)
     tokens = display_tokens(tokenizer, ids, byte_level)
     if all(tokens.special):
         raise EmptyInputError("The text has no tokens this model can read (only special tokens).")
-    return list(ids), tokens, n_total
+    notices = length_notices(len(full), len(ids), max_tokens=requested, max_positions=ceiling, cut_chars=cut_chars)
+    unknown = unknown_pieces(tokenizer, text, ids)
+    if unknown:
+        lead = f"This model's vocabulary has no pieces for these, so they are shown as {tokenizer.unk_token}"
+        notices.append(unknown_words_notice(unknown, lead=lead))
+    return Tokenized(ids, tokens, len(full), notices)
 
 
-def prepare_text(model: Model, text: str, max_tokens: int, byte_level: bool) -> tuple[list[int], Tokens, int, int, int]:
-    """Clean, check and tokenize ``text`` for a Hugging Face ``model`` (decoder, encoder or an encoder-decoder's
-    source): ``(ids, tokens, uncut count, max_tokens as asked, characters cut)``."""
-    text, cut_chars = clean_input(text)
-    requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
-    ids, tokens, n_total = tokenize_text(model.tokenizer, text, min(requested, model.max_positions), byte_level)
-    return ids, tokens, n_total, requested, cut_chars
+def unknown_pieces(tokenizer, text: str, ids: list[int]) -> list[str]:
+    """The pieces of ``text`` that became the tokenizer's unknown token among ``ids`` (in order, each once);
+    empty when it has none or cannot say where its tokens came from (a slow tokenizer)."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None or unk not in ids or not getattr(tokenizer, "is_fast", False):
+        return []
+    spans = tokenizer(text, add_special_tokens=True, truncation=True, max_length=len(ids), return_offsets_mapping=True)
+    found = [text[a:b] for i, (a, b) in zip(spans["input_ids"], spans["offset_mapping"]) if i == unk and b > a]
+    return list(dict.fromkeys(found))
 
 
 def check_max_tokens(value: object, minimum: int) -> int:
@@ -307,7 +329,9 @@ def check_max_tokens(value: object, minimum: int) -> int:
 UNKNOWN_WORDS_LEAD = "Words this model never saw in training are shown as <unk>"
 
 
-def unknown_words_notice(unknown: list[str], suggest: Callable[[str], list[str]] | None = None) -> str | None:
+def unknown_words_notice(
+    unknown: list[str], suggest: Callable[[str], list[str]] | None = None, lead: str = UNKNOWN_WORDS_LEAD
+) -> str | None:
     """The notice naming words a vocabulary lacks (with close known words when ``suggest`` is given)."""
     if not unknown:
         return None
@@ -317,7 +341,7 @@ def unknown_words_notice(unknown: list[str], suggest: Callable[[str], list[str]]
         word = shorten(word, WORD_LIMIT)
         shown.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
     more = " …" if len(unknown) > MAX_UNKNOWN_LISTED else ""
-    return f"{UNKNOWN_WORDS_LEAD}: {', '.join(shown)}{more}."
+    return f"{lead}: {', '.join(shown)}{more}."
 
 
 def length_notices(

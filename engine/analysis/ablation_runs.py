@@ -27,7 +27,7 @@ from engine.families.seq2seq.network import Seq2SeqTransformer
 from engine.families.transformer.network import Transformer
 from engine.generation import named_only
 from engine.records import EngineError, Tokens
-from engine.text import check_max_tokens, clean_input, display_tokens, length_notices, named_ids
+from engine.text import display_tokens, named_ids
 from engine.vocab import BOS_ID, decoder_input
 
 
@@ -126,15 +126,11 @@ class HFRunner:
         return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
 
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        text, cut_chars = clean_input(text)
-        requested = check_max_tokens(max_tokens, model.tokenizer.num_special_tokens_to_add() + 1)
         ceiling = model.max_positions
         if self.output == "embedding":
             ceiling = min(ceiling, sentence_max_length(model) or ceiling)
-        limit = min(requested, ceiling)
-        ids, tokens, n_total = self.adapter.tokenize(model.tokenizer, text, limit)
-        notices = length_notices(n_total, len(ids), max_tokens=requested, max_positions=ceiling, cut_chars=cut_chars)
-        return Prepared(tuple(ids), tokens, tuple(notices), causal)
+        ready = self.adapter.prepare(model, text, max_tokens, ceiling)
+        return Prepared(tuple(ready.ids), ready.tokens, tuple(ready.notices), causal)
 
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], _before) -> Any:
         n = len(prep.ids)

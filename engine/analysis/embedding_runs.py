@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from engine.records import EngineError, Tokens
-from engine.text import display_tokens, length_notices
+from engine.text import display_tokens
 from engine.vocab import MASK, PAD_ID, UNK_ID, decoder_input
 
 Task = Literal["next-token", "masked-word", "embedding"]
@@ -109,10 +109,8 @@ def read_text(model, task: Task, text: str, max_tokens: int) -> tuple[Tokens, li
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
         return inp.tokens, list(inp.notices)
 
-    ids, tokens, n_total, requested, cut_chars = model.adapter.prepare(model, text, max_tokens)
-    return tokens, length_notices(
-        n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
-    )
+    ready = model.adapter.prepare(model, text, max_tokens)
+    return ready.tokens, ready.notices
 
 
 def token_label(model, token_id: int) -> str:

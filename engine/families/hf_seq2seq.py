@@ -41,7 +41,7 @@ from engine.families.hub import byte_level, sdpa_builder
 from engine.generation import SEQ2SEQ_NEW_TOKENS, DecodeSettings, TokenPicker
 from engine.model import Model, pick_device
 from engine.records import EngineError, ModelSpec, ModelUnavailableError, Tokens
-from engine.text import display_tokens, error_reason, length_notices, named_ids, prepare_text, quote_input
+from engine.text import display_tokens, error_reason, named_ids, prepare_text, quote_input
 from engine.traces.attention import AttentionTrace
 from engine.traces.seq2seq import Seq2SeqTrace, written_tokens
 
@@ -120,10 +120,7 @@ class Seq2SeqHFAdapter:
     # ---- tokens ------------------------------------------------------------------------------
     def source(self, model: Model, text: str, max_tokens: int) -> tuple[list[int], Tokens, list[str], int]:
         """Source ids (cut to ``max_tokens``), display tokens, notices and the uncut count."""
-        ids, tokens, n_total, requested, cut_chars = prepare_text(model, text, max_tokens, self.byte_level)
-        notices = length_notices(
-            n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
-        )
+        ids, tokens, n_total, notices = prepare_text(model, text, max_tokens, self.byte_level)
         return ids, tokens, notices, n_total
 
     def position_table(self, module: nn.Module) -> tuple[np.ndarray, str, str] | None:

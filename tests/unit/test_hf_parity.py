@@ -314,6 +314,22 @@ def test_minilm_truncated_at_512(minilm, minilm_ref) -> None:
     assert_equals_eager(tr, ref)
 
 
+def test_minilm_names_what_became_unk(minilm, minilm_ref) -> None:
+    """MiniLM's WordPiece has no piece for emoji: the trace says which parts of the text became [UNK] (the
+    tokenizer's own offsets are the reference), and a text with none says nothing of it."""
+    _, tok = minilm_ref
+    text = "I love pizza 🍕 and ∰ so much"
+    enc = tok(text, return_offsets_mapping=True)
+    unknown = [text[a:b] for i, (a, b) in zip(enc["input_ids"], enc["offset_mapping"]) if i == tok.unk_token_id]
+    assert unknown == ["🍕", "∰"]
+    tr = engine.trace(minilm, text)
+    assert tr.tokens.strings.count("[UNK]") == 2
+    assert [n for n in tr.notices if "[UNK]" in n] == [
+        "This model's vocabulary has no pieces for these, so they are shown as [UNK]: 🍕, ∰."
+    ]
+    assert not [n for n in engine.trace(minilm, "I love pizza").notices if "[UNK]" in n]
+
+
 def test_minilm_causal_matches_additive_float_mask(minilm, minilm_ref) -> None:
     ref, _ = minilm_ref
     module = minilm.module

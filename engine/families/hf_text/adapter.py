@@ -44,11 +44,7 @@ from engine.capture.hf import layer_records, per_query_head, recording
 from engine.families.hf_text.generate import generate
 from engine.model import Model
 from engine.records import EmptyInputError, EngineError, ModelUnavailableError, Tokens
-from engine.text import (
-    length_notices,
-    prepare_text,
-    tokenize_text,
-)
+from engine.text import Tokenized, prepare_text
 from engine.traces.attention import AttentionTrace
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
@@ -165,14 +161,10 @@ class HFTextAdapter:
         )
 
     # ---- tokens ------------------------------------------------------------------------------
-    def tokenize(self, tokenizer, text: str, max_tokens: int) -> tuple[list[int], Tokens, int]:
-        """Token ids (cut to ``max_tokens``), display tokens, and the uncut token count."""
-        return tokenize_text(tokenizer, text, max_tokens, self.byte_level)
-
-    def prepare(self, model: Model, text: str, max_tokens: int) -> tuple[list[int], Tokens, int, int, int]:
-        """Clean, check and tokenize ``text`` for ``model``: ``(ids, tokens, uncut count, max_tokens as
-        asked, characters cut)``; what every trace of a Hugging Face text model starts with."""
-        return prepare_text(model, text, max_tokens, self.byte_level)
+    def prepare(self, model: Model, text: str, max_tokens: int, ceiling: int | None = None) -> Tokenized:
+        """Clean, check and tokenize ``text`` for ``model`` (:func:`engine.text.prepare_text`): what every trace of
+        a Hugging Face text model starts with."""
+        return prepare_text(model, text, max_tokens, self.byte_level, ceiling)
 
     # ---- causal toggle -----------------------------------------------------------------------
     def causal_kwargs(self, module: nn.Module, n: int, causal: bool, device: torch.device, *, default: bool) -> dict:
@@ -217,10 +209,7 @@ class HFTextAdapter:
     # ---- trace -------------------------------------------------------------------------------
     def trace(self, model: Model, text: str, *, causal: bool | None, max_tokens: int) -> AttentionTrace:
         """Tokenize ``text`` (cut to ``max_tokens`` and the model's positions) and trace it (:meth:`trace_ids`)."""
-        ids, tokens, n_total, requested, cut_chars = self.prepare(model, text, max_tokens)
-        notices = length_notices(
-            n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
-        )
+        ids, tokens, n_total, notices = self.prepare(model, text, max_tokens)
         return self.trace_ids(model, ids, tokens, causal=causal, notices=notices, n_input_tokens=n_total)
 
     def trace_ids(
@@ -313,12 +302,9 @@ class HFTextAdapter:
         prepared: list = []
         for text, limit in zip(texts, max_tokens, strict=True):
             try:
-                ids, tokens, n_total, requested, cut_chars = self.prepare(model, text, limit)
+                ids, tokens, n_total, notes = self.prepare(model, text, limit)
                 if not ids:
                     raise EmptyInputError("There are no tokens to trace.")
-                notes = length_notices(
-                    n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
-                )
                 prepared.append((ids, tokens, notes, n_total))
             except Exception as err:  # noqa: BLE001 — this item's own error, handed back in its place
                 prepared.append(err)

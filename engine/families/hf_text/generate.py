@@ -20,7 +20,7 @@ from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_
 from engine.generation import DecodeSettings
 from engine.model import Model
 from engine.records import EngineError
-from engine.text import display_tokens, length_notices, named_ids
+from engine.text import display_tokens, named_ids
 from engine.traces.attention import AttentionTrace
 
 
@@ -43,10 +43,7 @@ def generate(adapter, model: Model, prompt: str, settings: DecodeSettings, *, ma
     """
     if adapter.family != "decoder" or model.spec.family != "decoder" or not model.default_causal:
         raise EngineError(NEEDS_DECODER)
-    ids, _tokens, n_total, requested, cut_chars = adapter.prepare(model, prompt, max_tokens)
-    notices = length_notices(
-        n_total, len(ids), max_tokens=requested, max_positions=model.max_positions, cut_chars=cut_chars
-    )
+    ids, _tokens, n_total, notices = adapter.prepare(model, prompt, max_tokens)
     n_new = room_for(len(ids), settings, model.max_positions)
     stops = stop_ids(model)
 
