@@ -16,14 +16,7 @@ from app.ui.export import csv_button
 from app.ui.guard import attempt
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
-from app.views.bahdanau.data import (
-    BAHDANAU_MODELS,
-    TRANSFORMER_TRANSLATOR,
-    bahdanau_agreement,
-    bahdanau_disagreement,
-    bahdanau_step,
-    bahdanau_trace,
-)
+from app.views.bahdanau import data
 from app.views.bahdanau.figures import alignment_map, context_figure, energies_and_weights, state_strip, table
 from app.views.bahdanau.keys import Bahdanau
 from engine.analysis.toy_grammar import EXAMPLES, reference, vocabulary_by_kind
@@ -84,7 +77,7 @@ def show_translation(trace, text: str) -> None:
 
 def show_map(trace, text: str, model_id: str) -> None:
     """The alignment map with the gold links, its caption and the agreement with the gold alignment."""
-    agreement, why = bahdanau_agreement(model_id, text)
+    agreement, why = data.bahdanau_agreement(model_id, text)
     gold = [(r.gold_index, r.target_index) for r in agreement.rows] if agreement else None
     target, source = list(trace.target.strings), list(trace.source.strings)
     title = f"Alignment map α(i, j), {VARIANT_LABELS[trace.variant]}"
@@ -124,7 +117,7 @@ def show_agreement(agreement, why: str, model_id: str, text: str) -> None:
             )
         )
     with st.spinner("Searching the grammar for a sentence where attention and gold links differ…"):
-        found = bahdanau_disagreement(model_id)
+        found = data.bahdanau_disagreement(model_id)
     if found is None:
         st.caption("A search over generated grammar sentences found none where attention and gold links differ.")
         return
@@ -208,7 +201,7 @@ def show_pieces(b, rows: list[str]) -> None:
 def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
     """The step picker and every number of the chosen step."""
     step = pick_step(target)
-    b = bahdanau_step(model_id, text, step)
+    b = data.bahdanau_step(model_id, text, step)
     rows = [f"{j} {w}" for j, w in enumerate(b.source)]
     st.latex(FORMULAS[b.variant])
     left, right = st.columns([1, 2])
@@ -243,7 +236,7 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         f"“{md(b.target_word)}”."
     )
     frame = pd.DataFrame({"source": list(b.source), "energy": b.energies, "alpha": b.alignment}, index=rows)
-    name = f"bahdanau_step{step + 1}.csv"
+    name = f"data.bahdanau_step{step + 1}.csv"
     csv_button("Download this step (energies, weights) as CSV", frame, name, Bahdanau.step_csv, float_format="%.6f")
 
 
@@ -258,10 +251,10 @@ def show_compare(text: str) -> None:
 
     for column, (variant, label) in zip(columns, VARIANT_LABELS.items()):
         with column:
-            rnn = bahdanau_trace(BAHDANAU_MODELS[variant], text)
+            rnn = data.bahdanau_trace(data.BAHDANAU_MODELS[variant], text)
             compare(rnn.alignment, rnn.target.strings, rnn.source.strings, label, Bahdanau.cmp + variant)
             st.caption(f"Output: {md(rnn.output_text)}")
-    s2s = bahdanau_trace(TRANSFORMER_TRANSLATOR, text)
+    s2s = data.bahdanau_trace(data.TRANSFORMER_TRANSLATOR, text)
     cross = s2s.cross
     with columns[2]:
         left, right = st.columns(2)
@@ -300,8 +293,8 @@ def main() -> None:
     if len(text) > MAX_CHARS:
         st.warning(f"The text is long: only its first {MAX_CHARS} characters are translated.")
         text = text[:MAX_CHARS]
-    model_id = BAHDANAU_MODELS.get(variant, BAHDANAU_MODELS["additive"])
-    if (trace := attempt(lambda: bahdanau_trace(model_id, text), "Translating…")) is None:
+    model_id = data.BAHDANAU_MODELS.get(variant, data.BAHDANAU_MODELS["additive"])
+    if (trace := attempt(lambda: data.bahdanau_trace(model_id, text), "Translating…")) is None:
         return
     for notice in trace.notices:
         st.info(md(notice))

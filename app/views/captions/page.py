@@ -22,23 +22,7 @@ from app.ui.guard import attempt, busy, show_error
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.bahdanau.keys import Bahdanau
-from app.views.captions.data import (
-    CAPTION_IMAGE_SIZE,
-    CAPTION_MAX_BEAM,
-    CAPTION_MODEL,
-    HELD_OUT_SCENES,
-    PRETRAINED_UPLOAD_SIZE,
-    CaptionRequest,
-    DrawnObject,
-    as_seen,
-    caption_attention,
-    caption_layers,
-    caption_mistakes,
-    caption_picture,
-    caption_trace,
-    is_pretrained_captioner,
-    read_caption_upload,
-)
+from app.views.captions import data
 from app.views.captions.figures import gate_bars, picture_with_boxes, word_map, word_panels
 from app.views.captions.keys import Captions
 from engine.corpora import scenes
@@ -48,7 +32,7 @@ VIEWS = {"caption": "Caption a picture", "mistakes": "Mistakes on held-out scene
 SOURCES = {"scene": "A held-out scene", "draw": "Draw one", "upload": "Upload your own"}
 SEARCHES = {"greedy": "Greedy", "beam": "Beam search"}
 SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZES)  # what the scenes draw
-SIDE = CAPTION_IMAGE_SIZE
+SIDE = data.CAPTION_IMAGE_SIZE
 ROW = dict(horizontal=True, **PERSIST)  # a radio's options in a row, its value kept across pages
 OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
 PLACES = (("Down (row of its centre)", Captions.row), ("Across (column of its centre)", Captions.col))  # its sliders
@@ -76,7 +60,7 @@ def _defaults() -> None:
         choose(key, options)
 
 
-def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
+def draw_controls() -> tuple[tuple[data.DrawnObject, ...], bool]:
     """One or two objects: shape, colour, size and where (the centre, in pixels of the 64×64 picture)."""
     st.radio("Objects", [1, 2], key=Captions.count, **ROW)
     count = bounded(st.session_state.get(Captions.count), 1, 2)
@@ -91,7 +75,7 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
             for label, prefix in PLACES:
                 st.slider(label, 0, SIDE - 1, key=f"{prefix}{i}", **PERSIST)
                 chosen.append(bounded(st.session_state.get(f"{prefix}{i}"), 0, SIDE - 1))
-            objects.append(DrawnObject(*chosen))
+            objects.append(data.DrawnObject(*chosen))
     st.checkbox("Textured background", key=Captions.textured, **PERSIST)
     st.caption(
         "Shapes near an edge are moved in until they fit. Two objects need a clear relation: one clearly "
@@ -100,24 +84,26 @@ def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
     return tuple(objects), bool(st.session_state.get(Captions.textured))
 
 
-def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple[str, ...]]:
+def pick_picture(pretrained: bool = False) -> tuple[data.CaptionRequest | None, tuple[str, ...]]:
     """The source and its controls: the request without its decoding (None while there is no picture yet)."""
     source = st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, **ROW)
     if source == "scene":
-        help = f"The {HELD_OUT_SCENES} scenes the captioner's card was measured on; it never trained on them."
-        scene = pick_int(st.number_input, "Held-out scene number", 0, HELD_OUT_SCENES - 1, Captions.scene, help=help)
-        return CaptionRequest(source="scene", scene=scene), ()
+        help = f"The {data.HELD_OUT_SCENES} scenes the captioner's card was measured on; it never trained on them."
+        scene = pick_int(
+            st.number_input, "Held-out scene number", 0, data.HELD_OUT_SCENES - 1, Captions.scene, help=help
+        )
+        return data.CaptionRequest(source="scene", scene=scene), ()
     if source == "draw":
         objects, textured = draw_controls()
-        return CaptionRequest(source="draw", drawing=objects, textured=textured), ()
+        return data.CaptionRequest(source="draw", drawing=objects, textured=textured), ()
     empty = "Choose a picture file to see what the captioner writes and where it looks."
     empty += "" if pretrained else " It only ever saw flat shapes on a light background, so draw a few on a plain page."
-    side = PRETRAINED_UPLOAD_SIZE if pretrained else CAPTION_IMAGE_SIZE
-    upload = upload_field("Your picture", Captions.upload, empty, lambda data: read_caption_upload(data, side))
+    side = data.PRETRAINED_UPLOAD_SIZE if pretrained else data.CAPTION_IMAGE_SIZE
+    upload = upload_field("Your picture", Captions.upload, empty, lambda raw: data.read_caption_upload(raw, side))
     if upload is None:
         return None, ()
     (pixels, notices), _name = upload
-    return CaptionRequest(source="upload", upload=pixels), notices
+    return data.CaptionRequest(source="upload", upload=pixels), notices
 
 
 def pick_decoding() -> int:
@@ -128,7 +114,7 @@ def pick_decoding() -> int:
     )
     if st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, help=help, **ROW) == "greedy":
         return 1
-    return pick_int(st.slider, "Beam width", 2, CAPTION_MAX_BEAM, Captions.beam)
+    return pick_int(st.slider, "Beam width", 2, data.CAPTION_MAX_BEAM, Captions.beam)
 
 
 def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
@@ -242,13 +228,15 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     if request is None:
         return
     request = dataclasses.replace(request, beam=beam, model_id=model_id)
-    if (found := attempt(lambda: (caption_picture(request), caption_trace(request)), "Writing the caption…")) is None:
+    if (
+        found := attempt(lambda: (data.caption_picture(request), data.caption_trace(request)), "Writing the caption…")
+    ) is None:
         return
     picture, trace = found
-    layer, head = pick_layer_head(*shape) if (shape := caption_layers(trace)) else (None, None)
-    if (view := attempt(lambda: caption_attention(request, layer, head))) is None:
+    layer, head = pick_layer_head(*shape) if (shape := data.caption_layers(trace)) else (None, None)
+    if (view := attempt(lambda: data.caption_attention(request, layer, head))) is None:
         return
-    picture = as_seen(picture, trace)
+    picture = data.as_seen(picture, trace)
     set_source(model_id, picture.described)
     notices = (*notices, *trace.notices)
     if notices:
@@ -286,8 +274,8 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
             "trained to write: pick it as the model to see them."
         )
         return
-    n = HELD_OUT_SCENES
-    if (mistakes := attempt(lambda: caption_mistakes(model_id), f"Captioning the {n} held-out scenes…")) is None:
+    n = data.HELD_OUT_SCENES
+    if (mistakes := attempt(lambda: data.caption_mistakes(model_id), f"Captioning the {n} held-out scenes…")) is None:
         return
     st.write(
         f"Greedy decoding gets **{n - len(mistakes)} of {n}** held-out scenes exactly right. Here are the other "
@@ -304,8 +292,8 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     )
     names = [f"scene {m.scene}: {m.written}" for m in mistakes]
     chosen = mistakes[pick_index("Look at", len(mistakes), Captions.mistake, format_func=names.__getitem__)]
-    request = CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
-    if (found := attempt(lambda: (caption_picture(request), caption_attention(request)))) is None:
+    request = data.CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
+    if (found := attempt(lambda: (data.caption_picture(request), data.caption_attention(request)))) is None:
         return
     picture, view = found
     set_source(model_id, picture.described)
@@ -346,10 +334,10 @@ def main() -> None:
     with top_left:
         view = st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, **ROW)
     with top_right:
-        model_id = pick_family_model("captioner", Captions.model, CAPTION_MODEL, MODEL_HELP, OTHER_MODEL)
+        model_id = pick_family_model("captioner", Captions.model, data.CAPTION_MODEL, MODEL_HELP, OTHER_MODEL)
     try:
         with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", model_loaded(model_id)):
-            pretrained = is_pretrained_captioner(model_id)
+            pretrained = data.is_pretrained_captioner(model_id)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return

@@ -18,14 +18,7 @@ from app.ui.guard import attempt, show_error
 from app.ui.heatmap import attention_heatmap
 from app.ui.safe_text import md
 from app.ui.theme import side_by_side
-from app.views.positional.data import (
-    pos_alibi,
-    pos_learned_table,
-    pos_order_blindness,
-    pos_rope,
-    pos_shift_check,
-    pos_sinusoidal,
-)
+from app.views.positional import data
 from app.views.positional.figures import bias_grid, dimension_curves, matrix_heatmap, rope_pair_figure
 from app.views.positional.keys import TABS, Positional
 from engine.text import shorten
@@ -63,7 +56,7 @@ def shift_check_view(n_pos: int, d_model: int) -> None:
         r"\begin{pmatrix}\sin p\omega_i\\ \cos p\omega_i\end{pmatrix}"
     )
     k = pick_int(st.number_input, "Shift k", 1, n_pos - 1, Positional.sin_k, start=5)
-    check = pos_shift_check(n_pos, d_model, k)
+    check = data.pos_shift_check(n_pos, d_model, k)
     left, right = st.columns(2)
     shown = sorted({0, 1, 7, 23, n_pos - k - 1} & set(range(n_pos - k)))
     errors = {"pos": shown, "pos + k": [p + k for p in shown]}
@@ -94,7 +87,7 @@ def sinusoidal_section() -> None:
     d_model = choose(Positional.sin_d, D_MODELS, 64)
     left.select_slider("d_model (width of each vector)", D_MODELS, key=Positional.sin_d, **PERSIST)
     n_pos = pick_int(right.slider, "Length (number of positions)", 2, MAX_LEN, Positional.sin_len, start=64)
-    table, sim, spread = pos_sinusoidal(n_pos, d_model)
+    table, sim, spread = data.pos_sinusoidal(n_pos, d_model)
     left, right = side_by_side(2)
     with left:
         title = f"PE table: {n_pos} positions × {d_model} dimensions"
@@ -136,7 +129,7 @@ def learned_section() -> None:
     if load_model(model_id) is None:
         return
     try:
-        table, cos_sim = pos_learned_table(model_id)
+        table, cos_sim = data.pos_learned_table(model_id)
     except Exception as err:  # noqa: BLE001 — no learned table (rope, alibi) or a load that failed: a message
         show_error(err, level="info")
         return
@@ -151,7 +144,7 @@ def learned_section() -> None:
         "The learned table, one row per position, one column per dimension (colours clipped at the "
         "99.5th percentile of |value| so a few large entries do not wash out the rest)."
     )
-    _table, dot, _spread = pos_sinusoidal(n, d_model + d_model % 2)
+    _table, dot, _spread = data.pos_sinusoidal(n, d_model + d_model % 2)
     norms = np.sqrt(np.diag(dot))
     cosine = dict(by_position=True, value_name="cosine", height=460, bound=1.0)
     left, right = side_by_side(2)
@@ -209,7 +202,7 @@ def rope_section() -> None:
     n = pick_int(cols[3].slider, "Key position n", 0, last, Positional.rope_n, start=1)
     k = pick_int(st.number_input, "Offset k for the table (key at p + k)", -20, 20, Positional.rope_k, start=2)
     starts = tuple(p for p in ROPE_STARTS if p + k >= 0)
-    q, key_vec, q_rot, k_rot, thetas, scores = pos_rope(d_head, k, 0, ROPE_POSITIONS, starts)
+    q, key_vec, q_rot, k_rot, thetas, scores = data.pos_rope(d_head, k, 0, ROPE_POSITIONS, starts)
     left, right = st.columns([3, 2])
     with left:
         sl = slice(2 * pair, 2 * pair + 2)
@@ -253,7 +246,7 @@ def alibi_section() -> None:
     default(Positional.alibi_causal, True)
     help = "On, as in the paper: a token only sees earlier tokens."
     causal = bool(cols[3].toggle("Causal mask", key=Positional.alibi_causal, **PERSIST, help=help))
-    slopes, bias = pos_alibi(n_heads, n_pos)
+    slopes, bias = data.pos_alibi(n_heads, n_pos)
     left, right = st.columns([5, 2])
     with left:
         if heads:
@@ -288,7 +281,7 @@ def order_section() -> None:
     cols = st.columns(4)
     seed = pick_int(cols[0].number_input, "Shuffle number", 0, 9999, Positional.blind_seed, start=1)
     text = st.session_state.get(Positional.blind_text) or ""
-    result = attempt(lambda: pos_order_blindness(text, seed, BLIND_MAX_TOKENS), "Running the two copies…")
+    result = attempt(lambda: data.pos_order_blindness(text, seed, BLIND_MAX_TOKENS), "Running the two copies…")
     if result is None:
         return
     for notice in result.notices:

@@ -17,18 +17,7 @@ from app.ui.guard import attempt
 from app.ui.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.ui.safe_text import quoted
 from app.ui.theme import side_by_side
-from app.views.vit.data import (
-    Rollout,
-    get_vision_trace,
-    swin_window_row,
-    vit_cls_maps,
-    vit_last_layer_map,
-    vit_occlusion,
-    vit_read_upload,
-    vit_rollout_map,
-    vit_sample,
-    vit_windowed,
-)
+from app.views.vit import data
 from app.views.vit.figures import image_with_grid, overlay, overlay_grid, probability_bars, window_overlay
 from app.views.vit.keys import Vit
 from engine import samples
@@ -36,10 +25,6 @@ from engine.analysis.vision import patch_map
 from engine.families import hub_labels
 
 DEFAULT_MODEL = Vit.DEFAULTS[Vit.model]
-INTRO = (
-    "A Vision Transformer cuts an image into square patches and treats each one like a word. "
-    "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer."
-)
 SOURCES = {
     "digit": "Digit (scikit-learn)",
     "shape": "Shape (drawn)",
@@ -47,12 +32,8 @@ SOURCES = {
     "upload": "Upload your own",
 }
 MODEL_HELP = "The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT, DeiT and Swin download from the Hub."
-OTHER_MODEL = (
-    Vit.hub_id,
-    "Another ViT",
-    "e.g. google/vit-base-patch16-224",
-    ", ".join(hub_labels("vit")) + " image classifiers.",
-)
+HUB_HELP = ", ".join(hub_labels("vit")) + " image classifiers."
+OTHER_MODEL = (Vit.hub_id, "Another ViT", "e.g. google/vit-base-patch16-224", HUB_HELP)
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,15 +60,15 @@ def pick_image() -> Picture | None:
         seen = "one of the own ViT's training images"
         seen = "held out: the own ViT never trained on it" if samples.digit_held_out(index) else seen
         described = f"digit sample {index} (true label {samples.digit(index)[1]}; {seen})"
-        return Picture(vit_sample("digit", str(index)), source, described)
+        return Picture(data.vit_sample("digit", str(index)), source, described)
     if source in ("shape", "photo"):
         options = Vit.OPTIONS[getattr(Vit, source)]
         name = st.selectbox(source.title(), options, key=getattr(Vit, source), **PERSIST)
         name = name if name in options else options[0]
         described = f"a drawn {name}" if source == "shape" else f"the photo '{name}'"
-        return Picture(vit_sample(source, name), source, described)
+        return Picture(data.vit_sample(source, name), source, described)
     empty = "Choose an image file to see where the model looks."
-    if (upload := upload_field("Your image", Vit.upload, empty, vit_read_upload)) is None:
+    if (upload := upload_field("Your image", Vit.upload, empty, data.vit_read_upload)) is None:
         return None
     (pixels, notices), name = upload
     return Picture(pixels, source, f"your image {quoted(name)}", tuple(notices))
@@ -96,7 +77,7 @@ def pick_image() -> Picture | None:
 def show_input(picture: Picture, trace, model_id: str) -> None:
     source, described = picture.source, picture.described
     tokens = ", plus a [CLS] token that collects the answer"
-    if vit_windowed(trace):
+    if data.vit_windowed(trace):
         tokens = "; there is no [CLS] token: the answer reads the average of the last stage's patches"
     if model_id == DEFAULT_MODEL and source != "digit":
         st.warning(
@@ -128,7 +109,7 @@ def show_input(picture: Picture, trace, model_id: str) -> None:
 
 
 def show_cls(trace, layer: int, head: int) -> None:
-    maps = vit_cls_maps(trace, layer)
+    maps = data.vit_cls_maps(trace, layer)
     left, right = side_by_side([2, 3])
     with left:
         title = f"[CLS] → patches, layer {layer}, head {head}"
@@ -148,10 +129,9 @@ def show_cls(trace, layer: int, head: int) -> None:
 
 def show_patch(trace, layer: int, head: int) -> None:
     rows, cols = trace.grid
-    hit = clicked_square(Vit.patch_map, Vit.last_click, trace.patch_size, rows, cols)
     left, right = st.columns([1, 2])
     with left:
-        patch = pick_patch(Vit.patch, rows * cols, hit)
+        patch = pick_patch(Vit.patch, Vit.patch_map, Vit.last_click, trace.patch_size, rows, cols)
         r, c = divmod(patch, cols)
         st.caption(f"Patch {patch} is row {r}, column {c} of the {rows}×{cols} grid.")
     with right:
@@ -166,7 +146,7 @@ def show_patch(trace, layer: int, head: int) -> None:
         )
 
 
-def pick_rollout() -> Rollout:
+def pick_rollout() -> data.Rollout:
     st.subheader("Attention rollout: following attention through all layers")
     c1, c2, c3 = st.columns([1, 1, 2])
     fusions = Vit.OPTIONS[Vit.fusion]
@@ -177,30 +157,30 @@ def pick_rollout() -> Rollout:
     with c3:
         rule = discard_rule_picker(Vit.discard_rule, "`[CLS]`")
     discard = min(max(float(st.session_state.get(Vit.discard) or 0.0), 0.0), 0.9)
-    return Rollout(fusion if fusion in fusions else "mean", discard, rule)
+    return data.Rollout(fusion if fusion in fusions else "mean", discard, rule)
 
 
-def show_rollout(model_id: str, image: np.ndarray, trace, how: Rollout) -> None:
+def show_rollout(model_id: str, image: np.ndarray, trace, how: data.Rollout) -> None:
     left, right = side_by_side(2)
     last = trace.attention.n_layers - 1
-    title = f"Rollout, heads fused by {how.fusion}, discard {how.discard:.1f}"
+    title = f"data.Rollout, heads fused by {how.fusion}, discard {how.discard:.1f}"
     title += f" ({SHORT[how.rule]})" if how.discard > 0 else ""
     with left:
-        grid = vit_rollout_map(model_id, image, how)
+        grid = data.vit_rollout_map(model_id, image, how)
         show_chart(shared_build(overlay, trace.image, grid, trace.patch_size, title=title), key=Vit.rollout)
     with right:
-        grid = vit_last_layer_map(trace, how.fusion)
+        grid = data.vit_last_layer_map(trace, how.fusion)
         title = f"Raw attention of the last layer ({last}), {how.fusion} of heads"
         show_chart(shared_build(overlay, trace.image, grid, trace.patch_size, title=title), key=Vit.last)
     st.caption(
         "Raw attention (right) only says where [CLS] looks in the last layer's *input*, which is already a mix "
-        "of patches. Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
+        "of patches. data.Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
         "half-and-half with the residual connection, to estimate how much each *original* patch flows into "
         "[CLS]. " + discard_sentence(how.discard, how.rule, "`[CLS]`")
     )
 
 
-def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> None:
+def show_occlusion(model_id: str, image: np.ndarray, trace, how: data.Rollout) -> None:
     st.subheader("Occlusion check: does the model need what it attends to?")
     if not len(trace.labels):
         st.info("This model has no classification head, so there is no prediction to test.")
@@ -208,7 +188,7 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> Non
     n = trace.grid[0] * trace.grid[1]
     k = pick_int(st.slider, "Patches to hide (k)", 0, n, Vit.k)
     with st.spinner("Re-classifying with patches hidden…"):
-        result = vit_occlusion(model_id, image, k, how)
+        result = data.vit_occlusion(model_id, image, k, how)
     table = pd.DataFrame(
         [(r.strategy, ", ".join(map(str, r.patches)) or "none", r.prediction, r.p_original) for r in result.rows],
         columns=["hidden patches", "which", "prediction", f"p({result.original})"],
@@ -222,14 +202,14 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> Non
         "k it ranks lowest. If the rollout points at what the model uses, hiding its top patches should lower the "
         "probability the most. Often it does not: attention is not the same as importance."
     )
-    csv_button("Download the table as CSV", table, "vit_occlusion.csv", index=False)
+    csv_button("Download the table as CSV", table, "data.vit_occlusion.csv", index=False)
 
 
-def pick_patch(key: str, n: int, clicked: int | None) -> int:
-    """The query patch: the one ``clicked`` on the chart, else the typed one, kept inside the ``n`` patches."""
-    if clicked is not None:
+def pick_patch(key: str, chart: str, memo: str, size: int, rows: int, cols: int) -> int:
+    """The query patch: the one last clicked on ``chart`` (``size``-pixel patches), else the typed one."""
+    if (clicked := clicked_square(chart, memo, size, rows, cols)) is not None:
         st.session_state[key] = clicked
-    return pick_int(st.number_input, "Patch (click one in the chart, or type its number)", 0, n - 1, key, step=1)
+    return pick_int(st.number_input, "Patch (click one in the chart, or type its number)", 0, rows * cols - 1, key)
 
 
 def _pickers(trace) -> tuple[int, int, int]:
@@ -300,11 +280,10 @@ def show_windows(trace) -> None:
     b = trace.block_at(stage, block)
     rows, cols = b.grid
     cell = trace.cell_size(stage)
-    hit = clicked_square(Vit.swin_map, Vit.swin_click, cell, rows, cols)
     left, right = st.columns([1, 2])
     with left:
-        patch = pick_patch(Vit.swin_patch, rows * cols, hit)
-        row = swin_window_row(trace, stage, block, head, patch)
+        patch = pick_patch(Vit.swin_patch, Vit.swin_map, Vit.swin_click, cell, rows, cols)
+        row = data.swin_window_row(trace, stage, block, head, patch)
         r, c = divmod(patch, cols)
         st.caption(
             f"Patch {patch} is row {r}, column {c} of stage {stage}'s {rows}×{cols} grid; it sits in window "
@@ -322,7 +301,10 @@ def show_windows(trace) -> None:
 def main() -> None:
     defaults(Vit.DEFAULTS)
     st.title("Vision Transformer")
-    st.write(INTRO)
+    st.write(
+        "A Vision Transformer cuts an image into square patches and treats each one like a word. "
+        "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer."
+    )
     top_left, top_right = st.columns([3, 2])
     with top_left:
         picture = pick_image()
@@ -334,12 +316,12 @@ def main() -> None:
         st.error(f"{quoted(model_id)} is not a Vision Transformer (it is a {card.family} model). Pick a ViT.")
         return
     image = picture.image
-    if (trace := attempt(lambda: get_vision_trace(model_id, image), "Running the model…")) is None:
+    if (trace := attempt(lambda: data.get_vision_trace(model_id, image), "Running the model…")) is None:
         return
     if notices := (*picture.notices, *trace.notices):
         st.info("\n".join(f"- {notice}" for notice in notices))
     show_input(picture, trace, model_id)
-    if vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
+    if data.vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
         show_windows(trace)
         return
     st.subheader("Where [CLS] looks")
