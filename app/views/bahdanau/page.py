@@ -236,7 +236,7 @@ def show_step(model_id: str, text: str, target: tuple[str, ...]) -> None:
         f"“{md(b.target_word)}”."
     )
     frame = pd.DataFrame({"source": list(b.source), "energy": b.energies, "alpha": b.alignment}, index=rows)
-    name = f"data.bahdanau_step{step + 1}.csv"
+    name = f"bahdanau_step{step + 1}.csv"
     csv_button("Download this step (energies, weights) as CSV", frame, name, Bahdanau.step_csv, float_format="%.6f")
 
 

@@ -163,7 +163,7 @@ def pick_rollout() -> data.Rollout:
 def show_rollout(model_id: str, image: np.ndarray, trace, how: data.Rollout) -> None:
     left, right = side_by_side(2)
     last = trace.attention.n_layers - 1
-    title = f"data.Rollout, heads fused by {how.fusion}, discard {how.discard:.1f}"
+    title = f"Rollout, heads fused by {how.fusion}, discard {how.discard:.1f}"
     title += f" ({SHORT[how.rule]})" if how.discard > 0 else ""
     with left:
         grid = data.vit_rollout_map(model_id, image, how)
@@ -174,7 +174,7 @@ def show_rollout(model_id: str, image: np.ndarray, trace, how: data.Rollout) -> 
         show_chart(shared_build(overlay, trace.image, grid, trace.patch_size, title=title), key=Vit.last)
     st.caption(
         "Raw attention (right) only says where [CLS] looks in the last layer's *input*, which is already a mix "
-        "of patches. data.Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
+        "of patches. Rollout (left, Abnar & Zuidema 2020) multiplies the attention of every layer, each mixed "
         "half-and-half with the residual connection, to estimate how much each *original* patch flows into "
         "[CLS]. " + discard_sentence(how.discard, how.rule, "`[CLS]`")
     )
@@ -202,7 +202,7 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: data.Rollout) -
         "k it ranks lowest. If the rollout points at what the model uses, hiding its top patches should lower the "
         "probability the most. Often it does not: attention is not the same as importance."
     )
-    csv_button("Download the table as CSV", table, "data.vit_occlusion.csv", index=False)
+    csv_button("Download the table as CSV", table, "vit_occlusion.csv", index=False)
 
 
 def pick_patch(key: str, chart: str, memo: str, size: int, rows: int, cols: int) -> int:
