@@ -32,7 +32,7 @@ VIEWS = {"caption": "Caption a picture", "mistakes": "Mistakes on held-out scene
 SOURCES = {"scene": "A held-out scene", "draw": "Draw one", "upload": "Upload your own"}
 SEARCHES = {"greedy": "Greedy", "beam": "Beam search"}
 SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZES)  # what the scenes draw
-SIDE = data.CAPTION_IMAGE_SIZE
+SIDE, SCENES = data.CAPTION_IMAGE_SIZE, data.HELD_OUT_SCENES
 ROW = dict(horizontal=True, **PERSIST)  # a radio's options in a row, its value kept across pages
 OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
 PLACES = (("Down (row of its centre)", Captions.row), ("Across (column of its centre)", Captions.col))  # its sliders
@@ -88,10 +88,8 @@ def pick_picture(pretrained: bool = False) -> tuple[data.CaptionRequest | None, 
     """The source and its controls: the request without its decoding (None while there is no picture yet)."""
     source = st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, **ROW)
     if source == "scene":
-        help = f"The {data.HELD_OUT_SCENES} scenes the captioner's card was measured on; it never trained on them."
-        scene = pick_int(
-            st.number_input, "Held-out scene number", 0, data.HELD_OUT_SCENES - 1, Captions.scene, help=help
-        )
+        help = f"The {SCENES} scenes the captioner's card was measured on; it never trained on them."
+        scene = pick_int(st.number_input, "Held-out scene number", 0, SCENES - 1, Captions.scene, help=help)
         return data.CaptionRequest(source="scene", scene=scene), ()
     if source == "draw":
         objects, textured = draw_controls()
@@ -163,8 +161,7 @@ def show_words(image: np.ndarray, view) -> int:
     )
     help = "Step through the caption one written word at a time."
     st.select_slider("Word", range(n), format_func=view.labels.__getitem__, key=Captions.word, help=help, **PERSIST)
-    hit = clicked_square(Captions.large, Captions.last_click, view.cell_px, view.grid, view.grid)
-    if hit is not None:
+    if (hit := clicked_square(Captions.large, Captions.last_click, view.cell_px, view.grid, view.grid)) is not None:
         st.session_state[Captions.cell] = hit
     cell = clamp(Captions.cell, 0, view.grid * view.grid - 1)
     left, right = side_by_side([3, 2])
@@ -228,9 +225,8 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     if request is None:
         return
     request = dataclasses.replace(request, beam=beam, model_id=model_id)
-    if (
-        found := attempt(lambda: (data.caption_picture(request), data.caption_trace(request)), "Writing the caption…")
-    ) is None:
+    found = attempt(lambda: (data.caption_picture(request), data.caption_trace(request)), "Writing the caption…")
+    if found is None:
         return
     picture, trace = found
     layer, head = pick_layer_head(*shape) if (shape := data.caption_layers(trace)) else (None, None)
@@ -238,8 +234,7 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
         return
     picture = data.as_seen(picture, trace)
     set_source(model_id, picture.described)
-    notices = (*notices, *trace.notices)
-    if notices:
+    if notices := (*notices, *trace.notices):
         st.info("\n".join(f"- {md(notice)}" for notice in notices))
     if shape is not None:
         which = "the mean over its heads" if head is None else f"head {head}"
@@ -274,7 +269,7 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
             "trained to write: pick it as the model to see them."
         )
         return
-    n = data.HELD_OUT_SCENES
+    n = SCENES
     if (mistakes := attempt(lambda: data.caption_mistakes(model_id), f"Captioning the {n} held-out scenes…")) is None:
         return
     st.write(
@@ -300,9 +295,8 @@ def mistakes_section(model_id: str, pretrained: bool = False) -> None:
     st.markdown(f"**Reference**: {md(chosen.reference)}  \n**Written**: :red[{md(chosen.written)}]")
     left, right = side_by_side([1, 3])
     with left:
-        fig = shared_build(
-            picture_with_boxes, picture.image, picture.boxes, view.cell_px, title=f"Scene {chosen.scene}"
-        )
+        title = f"Scene {chosen.scene}"
+        fig = shared_build(picture_with_boxes, picture.image, picture.boxes, view.cell_px, title=title)
         show_chart(fig, key=Captions.mistake_picture)
         st.caption("The scene with its objects' true boxes (dotted) and the 8×8 attention grid.")
     with right:

@@ -191,13 +191,10 @@ def overlay_grid(
         customdata=weights, hovertemplate=f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"
     )
     pitch = side + patch_size  # pixels from one thumbnail to the next
-    note = dict(xref="x", yref="y", yanchor="bottom", showarrow=False, font={"size": 12})
     names = [html.escape(label) for label in labels] if labels is not None else [f"head {h}" for h in range(n)]
-    names = [f"<b>▶ {name}</b>" if h == selected else name for h, name in enumerate(names)]
-    notes = [
-        dict(note, text=name, x=(h % cols) * pitch + side / 2 - 0.5, y=(h // cols) * pitch - 0.5)
-        for h, name in enumerate(names)
-    ]
+    notes = tile_notes(
+        [f"<b>▶ {name}</b>" if h == selected else name for h, name in enumerate(names)], cols, pitch, side
+    )
     shapes = []
     if selected is not None:
         r, c = divmod(selected, cols)
@@ -208,6 +205,15 @@ def overlay_grid(
     fig.update_yaxes(range=[y_end - 0.5, -0.5 - patch_size])
     fig.update_layout(annotations=notes, plot_bgcolor="white", margin=dict(t=30))
     return fig
+
+
+def tile_notes(names: list[str], cols: int, pitch: float, side: float) -> list[dict]:
+    """A name above each ``side``-wide tile of a mosaic ``cols`` tiles across, ``pitch`` apart (in data units)."""
+    note = dict(xref="x", yref="y", yanchor="bottom", showarrow=False, font={"size": 12})
+    return [
+        dict(note, text=t, x=(i % cols) * pitch + side / 2 - 0.5, y=(i // cols) * pitch - 0.5)
+        for i, t in enumerate(names)
+    ]
 
 
 def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10) -> go.Figure:
