@@ -35,6 +35,7 @@ SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZE
 SIDE, SCENES = data.CAPTION_IMAGE_SIZE, data.HELD_OUT_SCENES
 ROW = dict(horizontal=True, **PERSIST)  # a radio's options in a row, its value kept across pages
 OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
+CHOICES = (("Shape", SHAPES), ("Colour", COLOURS), ("Size", SIZES))  # their labels and options
 PLACES = (("Down (row of its centre)", Captions.row), ("Across (column of its centre)", Captions.col))  # its sliders
 BAHDANAU_SENTENCE = "the red car is fast"
 MODEL_HELP = (
@@ -49,14 +50,7 @@ OTHER_MODEL = (Captions.hub_id, "A pretrained captioner", "e.g. Salesforce/blip-
 def _defaults() -> None:
     """Defaults once per session; a choice that is not one of its options (forged) goes back to its default."""
     defaults({**Captions.DEFAULTS, **Captions.DRAW_DEFAULTS})
-    choices = {**Captions.OPTIONS, Captions.count: (1, 2)}
-    for i, (shape, colour, size, row, col) in enumerate(Captions.DRAWING):
-        for prefix, value, options in zip(OBJECT, (shape, colour, size), (SHAPES, COLOURS, SIZES)):
-            choices[f"{prefix}{i}"] = options
-            default(f"{prefix}{i}", value)
-        clamp(f"{Captions.row}{i}", 0, SIDE - 1, start=row)
-        clamp(f"{Captions.col}{i}", 0, SIDE - 1, start=col)
-    for key, options in choices.items():
+    for key, options in {**Captions.OPTIONS, Captions.count: (1, 2)}.items():
         choose(key, options)
 
 
@@ -65,23 +59,23 @@ def draw_controls() -> tuple[tuple[data.DrawnObject, ...], bool]:
     st.radio("Objects", [1, 2], key=Captions.count, **ROW)
     count = bounded(st.session_state.get(Captions.count), 1, 2)
     objects = []
-    for i, column in enumerate(st.columns(2)[:count]):
+    for i, (column, start) in enumerate(zip(st.columns(2)[:count], Captions.DRAWING)):
         with column:
             st.markdown(f"**Object {i + 1}**")
-            chosen = [
-                st.selectbox(label, options, key=f"{prefix}{i}", **PERSIST)
-                for label, options, prefix in zip(("Shape", "Colour", "Size"), (SHAPES, COLOURS, SIZES), OBJECT)
-            ]
-            for label, prefix in PLACES:
-                st.slider(label, 0, SIDE - 1, key=f"{prefix}{i}", **PERSIST)
-                chosen.append(bounded(st.session_state.get(f"{prefix}{i}"), 0, SIDE - 1))
+            chosen = []
+            for (label, options), prefix, value in zip(CHOICES, OBJECT, start):
+                default(key := f"{prefix}{i}", value)  # a new session's drawing; a forged choice: the first option
+                choose(key, options)
+                chosen.append(st.selectbox(label, options, key=key, **PERSIST))
+            for (label, prefix), value in zip(PLACES, start[3:]):
+                chosen.append(pick_int(st.slider, label, 0, SIDE - 1, f"{prefix}{i}", start=value))
             objects.append(data.DrawnObject(*chosen))
-    st.checkbox("Textured background", key=Captions.textured, **PERSIST)
+    textured = st.checkbox("Textured background", key=Captions.textured, **PERSIST)
     st.caption(
         "Shapes near an edge are moved in until they fit. Two objects need a clear relation: one clearly "
         "above, below, left or right of the other, not overlapping."
     )
-    return tuple(objects), bool(st.session_state.get(Captions.textured))
+    return tuple(objects), bool(textured)
 
 
 def pick_picture(pretrained: bool = False) -> tuple[data.CaptionRequest | None, tuple[str, ...]]:
@@ -106,10 +100,8 @@ def pick_picture(pretrained: bool = False) -> tuple[data.CaptionRequest | None, 
 
 def pick_decoding() -> int:
     """Greedy or beam search; returns the beam width (1: greedy)."""
-    help = (
-        "Greedy writes the most probable word at every step. Beam search keeps the best few partial captions and "
-        "returns the most probable whole caption."
-    )
+    help = "Greedy writes the most probable word at every step. Beam search keeps the best few partial captions and "
+    help += "returns the most probable whole caption."
     if st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, help=help, **ROW) == "greedy":
         return 1
     return pick_int(st.slider, "Beam width", 2, data.CAPTION_MAX_BEAM, Captions.beam)
