@@ -56,8 +56,7 @@ def inputs() -> tuple[str, str]:
         )
         for kind, words in vocabulary_by_kind().items():
             st.markdown(f"**{kind}**: " + ", ".join(f"`{w}`" for w in words))
-    text = str(st.session_state.get(TEXT) or "")
-    return text, st.session_state.get(VARIANT) or Bahdanau.DEFAULTS[VARIANT]
+    return str(st.session_state.get(TEXT) or ""), st.session_state.get(VARIANT) or Bahdanau.DEFAULTS[VARIANT]
 
 
 def show_translation(trace, text: str) -> None:

@@ -248,9 +248,8 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
 
 def _open_mistake(scene: int) -> None:
     """on_click of "Open this scene": the caption view on that held-out scene, greedy as the list was made."""
-    st.session_state.update(
-        {Captions.view: "caption", Captions.source: "scene", Captions.scene: scene, Captions.search: "greedy"}
-    )
+    opened = {Captions.view: "caption", Captions.source: "scene", Captions.scene: scene, Captions.search: "greedy"}
+    st.session_state.update(opened)
 
 
 def mistakes_section(model_id: str, pretrained: bool = False) -> None:

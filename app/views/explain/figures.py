@@ -64,9 +64,8 @@ def importance_bars(tokens: list[str], scores: np.ndarray, title: str) -> go.Fig
 
 def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str) -> go.Figure:
     """A method × method correlation matrix (−1 … 1) with its numbers printed in the cells."""
-    trace = dict(
-        texttemplate="%{z:.2f}", colorbar=dict(thickness=12), hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"
-    )
+    trace = dict(texttemplate="%{z:.2f}", colorbar=dict(thickness=12))
+    trace["hovertemplate"] = "%{y} vs %{x}: %{z:.3f}<extra></extra>"
     return labelled_heatmap(matrix, methods, methods, title, height=340, tickangle=-30, **trace)
 
 

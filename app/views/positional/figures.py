@@ -55,9 +55,8 @@ def rope_pair_figure(q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, 
         dots = go.Scatter(x=path[:, 0], y=path[:, 1], mode="markers", marker=marker, hovertemplate=hover)
         fig.add_trace(dots.update(name=f"{name} at positions 0…{len(path) - 1}"))
     for path, pos, name, color in ((q_path, m, "q", "#d62728"), (k_path, n, "k", "#1f77b4")):
-        style = dict(
-            name=f"{name} at position {pos}", line=dict(color=color, width=4), marker=dict(size=[0, 12], color=color)
-        )
+        style = dict(name=f"{name} at position {pos}", line=dict(color=color, width=4))
+        style["marker"] = dict(size=[0, 12], color=color)
         fig.add_trace(go.Scatter(x=[0, float(path[pos, 0])], y=[0, float(path[pos, 1])], mode="lines+markers", **style))
     radius = float(max(np.abs(q_path).max(), np.abs(k_path).max(), 1e-6)) * 1.15
     axis = dict(range=[-radius, radius], zeroline=True)
