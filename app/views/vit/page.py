@@ -189,12 +189,10 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: data.Rollout) -
     k = pick_int(st.slider, "Patches to hide (k)", 0, n, Vit.k)
     with st.spinner("Re-classifying with patches hidden…"):
         result = data.vit_occlusion(model_id, image, k, how)
-    table = pd.DataFrame(
-        [(r.strategy, ", ".join(map(str, r.patches)) or "none", r.prediction, r.p_original) for r in result.rows],
-        columns=["hidden patches", "which", "prediction", f"p({result.original})"],
-    )
-    table["change"] = table[f"p({result.original})"] - result.p_original
-    table = table.round(4)
+    p = f"p({result.original})"
+    rows = [(r.strategy, ", ".join(map(str, r.patches)) or "none", r.prediction, r.p_original) for r in result.rows]
+    table = pd.DataFrame(rows, columns=["hidden patches", "which", "prediction", p])
+    table = table.assign(change=table[p] - result.p_original).round(4)
     st.dataframe(table, hide_index=True)
     st.caption(
         f"With nothing hidden the model says **{result.original}** ({result.p_original:.0%}). Each row hides k "
