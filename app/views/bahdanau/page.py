@@ -148,10 +148,8 @@ def pick_step(target: tuple[str, ...]) -> int:
         return 0
     help = "Each step writes one word; before writing, the decoder looks back at every source word."
     names = [f"{i + 1}: {word}" for i, word in enumerate(target)]
-    label = "Decoding step i (the word it writes)"
-    return int(
-        st.select_slider(label, range(n), key=Bahdanau.step, format_func=names.__getitem__, help=help, **PERSIST)
-    )
+    options = dict(key=Bahdanau.step, format_func=names.__getitem__, help=help, **PERSIST)
+    return int(st.select_slider("Decoding step i (the word it writes)", range(n), **options))
 
 
 def show_pieces(b, rows: list[str]) -> None:

@@ -165,12 +165,11 @@ def learned_section() -> None:
 
 def sentence_length(model_id: str) -> int | None:
     """Token count of the shared sentence for this model (from the cached trace), or None."""
-    text = current_text()
     try:
-        trace = get_trace(TraceRequest(model_id, text, None, bounded(st.session_state.get(K.max_tokens), 4, 1024)))
+        limit = bounded(st.session_state.get(K.max_tokens), 4, 1024)
+        return len(get_trace(TraceRequest(model_id, current_text(), None, limit)).tokens)
     except Exception:  # noqa: BLE001 — the count is a detail; the page works without it
         return None
-    return len(trace.tokens)
 
 
 def pick_some(key: str, label: str, n: int, start: list[int]) -> list[int]:
