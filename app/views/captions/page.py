@@ -64,7 +64,8 @@ def draw_controls() -> tuple[tuple[data.DrawnObject, ...], bool]:
             st.markdown(f"**Object {i + 1}**")
             chosen = []
             for (label, options), prefix, value in zip(CHOICES, OBJECT, start):
-                default(key := f"{prefix}{i}", value)  # a new session's drawing; a forged choice: the first option
+                key = f"{prefix}{i}"
+                default(key, value)  # a new session's drawing; a forged choice: the first option
                 choose(key, options)
                 chosen.append(st.selectbox(label, options, key=key, **PERSIST))
             for (label, prefix), value in zip(PLACES, start[3:]):
