@@ -41,51 +41,24 @@ def alignment_map(
     if (len(target), len(source)) != (n_t, n_s):
         raise ValueError(f"weights are {n_t}×{n_s} but there are {len(target)} target and {len(source)} source words")
     y_lab, x_lab = labels(target), labels(source)  # unique ("2 rouge"): categorical axes carry the hover
-    fig = go.Figure(
-        go.Heatmap(
-            z=weights.astype(np.float32),
-            x=x_lab,
-            y=y_lab,
-            zmin=0.0,
-            zmax=float(zmax),
-            colorscale=PAPER_GREYS,
-            colorbar=dict(title="α", thickness=10),
-            showscale=not compact,
-            hovertemplate="writing %{y} ← reading %{x}<br>α = %{z:.3f}<extra></extra>",
-        )
-    )
+    heatmap = go.Heatmap(z=weights.astype(np.float32), x=x_lab, y=y_lab, zmin=0.0, zmax=float(zmax))
+    hover, colorbar = "writing %{y} ← reading %{x}<br>α = %{z:.3f}<extra></extra>", dict(title="α", thickness=10)
+    heatmap.update(colorscale=PAPER_GREYS, colorbar=colorbar, showscale=not compact, hovertemplate=hover)
+    fig = go.Figure(heatmap)
     if gold:
-        fig.add_trace(
-            go.Scatter(
-                x=[x_lab[s] for s, _ in gold],
-                y=[y_lab[t] for _, t in gold],
-                mode="markers",
-                name="gold link",
-                marker=dict(symbol="square-open", size=18, color=GOLD_COLOR, line=dict(width=2)),
-                hovertemplate="gold link<extra></extra>",
-            )
-        )
+        marker = dict(symbol="square-open", size=18, color=GOLD_COLOR, line=dict(width=2))
+        links = go.Scatter(x=[x_lab[s] for s, _ in gold], y=[y_lab[t] for _, t in gold], mode="markers", marker=marker)
+        fig.add_trace(links.update(name="gold link", hovertemplate="gold link<extra></extra>"))
+    x_title, y_title = (None, None) if compact else ("source (English)", "target (written)")
     axis = dict(type="category", tickmode="array", showgrid=False, zeroline=False)
-    fig.update_layout(
-        title=dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top"),
-        meta=meta,
-        height=420 if compact else max(300, min(700, 34 * n_t + 170)),
-        margin=dict(l=10, r=45 if compact else 10, t=95, b=10),
-        showlegend=bool(gold),
-        legend=dict(orientation="h", y=-0.02, yanchor="top"),
-        xaxis=dict(
-            axis,
-            title=None if compact else "source (English)",
-            tickvals=x_lab,
-            ticktext=x_lab,
-            tickangle=-45,
-            side="top",
-        ),
-        yaxis=dict(
-            axis, title=None if compact else "target (written)", tickvals=y_lab, ticktext=y_lab, autorange="reversed"
-        ),
-    )
-    return fig
+    xaxis = dict(axis, title=x_title, tickvals=x_lab, ticktext=x_lab, tickangle=-45, side="top")
+    yaxis = dict(axis, title=y_title, tickvals=y_lab, ticktext=y_lab, autorange="reversed")
+    title = dict(text=html.escape(title), font=dict(size=14), yref="container", y=0.99, yanchor="top")
+    height = 420 if compact else max(300, min(700, 34 * n_t + 170))
+    margin = dict(l=10, r=45 if compact else 10, t=95, b=10)
+    legend = dict(orientation="h", y=-0.02, yanchor="top")
+    layout = dict(title=title, meta=meta, height=height, margin=margin, showlegend=bool(gold), legend=legend)
+    return fig.update_layout(xaxis=xaxis, yaxis=yaxis, **layout)
 
 
 def state_strip(vector: np.ndarray, *, title: str) -> go.Figure:

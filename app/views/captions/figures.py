@@ -43,9 +43,8 @@ def gate_bars(view: CaptionView, selected: int) -> go.Figure:
     hover = f"%{{x}}<br>{name} %{{y:.3f}}<br>{peak} %{{customdata:.3f}}<extra></extra>"
     bars.update(textposition="outside", hovertemplate=hover)
     layout = dict(yaxis=dict(title=name, range=[0, 1.15]), xaxis=dict(type="category"))
-    return go.Figure(bars).update_layout(
-        height=300, margin=dict(l=10, r=10, t=40, b=10), title=dict(text=title, x=0.0), **layout
-    )
+    layout |= dict(height=300, margin=dict(l=10, r=10, t=40, b=10), title=dict(text=title, x=0.0))
+    return go.Figure(bars).update_layout(**layout)
 
 
 def picture_with_boxes(image: np.ndarray, boxes, cell_px: int, *, title: str = "") -> go.Figure:
@@ -53,14 +52,8 @@ def picture_with_boxes(image: np.ndarray, boxes, cell_px: int, *, title: str = "
     fig = image_with_grid(image, cell_px, title=title)
     for name, (top, left, bottom, right) in boxes:
         fig.add_shape(square_outline(top, bottom + 1, left, right + 1, 1, BOX, 2, "dot"))
-        fig.add_annotation(
-            x=(left + right) / 2,
-            y=top - 0.5,
-            text=html.escape(name),
-            showarrow=False,
-            yanchor="bottom",
-            font=dict(color=BOX, size=12),
-        )
+        note = dict(text=html.escape(name), showarrow=False, yanchor="bottom", font=dict(color=BOX, size=12))
+        fig.add_annotation(x=(left + right) / 2, y=top - 0.5, **note)
     return fig
 
 

@@ -69,17 +69,11 @@ def caption_view(
     ``ValueError`` when the arrays do not fit the words or the grid does not divide the picture."""
     a = np.ascontiguousarray(alphas, dtype=np.float32)
     b, r = (None if x is None else np.ascontiguousarray(x, dtype=np.float32) for x in (betas, rest))
-    words = tuple(str(w) for w in words)
-    if (
-        a.ndim != 3
-        or a.shape[1] != a.shape[2]
-        or a.shape[0] != len(words)
-        or any(x is not None and x.shape != (len(words),) for x in (b, r))
-    ):
-        raise ValueError(
-            f"{len(words)} words need alphas [words, L, L] and betas/rest [words]; got {a.shape}, "
-            f"{None if b is None else b.shape} and {None if r is None else r.shape}"
-        )
+    words, (b_shape, r_shape) = tuple(str(w) for w in words), (None if x is None else x.shape for x in (b, r))
+    square = a.ndim == 3 and a.shape[1] == a.shape[2]
+    if not square or a.shape[0] != len(words) or {b_shape, r_shape} - {None, (len(words),)}:
+        need = f"{len(words)} words need alphas [words, L, L] and betas/rest [words]"
+        raise ValueError(f"{need}; got {a.shape}, {b_shape} and {r_shape}")
     if image_size % a.shape[1]:
         raise ValueError(f"a {a.shape[1]}×{a.shape[1]} grid does not divide a {image_size}-pixel picture")
     peaks = tuple(int(np.argmax(m)) for m in a.reshape(len(words), -1))

@@ -10,36 +10,21 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.controls.pickers import pick_family_model, pick_head, pick_int, upload_field
+from app.controls.pickers import pick_family_model, pick_head, pick_index, pick_int, upload_field
 from app.figures import shared_build
 from app.links import open_page
 from app.runtime.models import model_loaded
 from app.state import PERSIST, bounded, choose, clamp, default, defaults
 from app.ui.charts import clicked_square, set_source, show_chart
+from app.ui.clicks import once
 from app.ui.export import csv_button, grid_table
 from app.ui.guard import attempt, busy, show_error
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
 from app.views.bahdanau.keys import Bahdanau
-from app.views.captions.data import (
-    CAPTION_IMAGE_SIZE,
-    CAPTION_MAX_BEAM,
-    CAPTION_MODEL,
-    HELD_OUT_SCENES,
-    PRETRAINED_UPLOAD_SIZE,
-    CaptionRequest,
-    DrawnObject,
-    as_seen,
-    caption_attention,
-    caption_layers,
-    caption_picture,
-    caption_trace,
-    is_pretrained_captioner,
-    read_caption_upload,
-)
+from app.views.captions import data
 from app.views.captions.figures import gate_bars, picture_with_boxes, word_map, word_panels
 from app.views.captions.keys import Captions
-from app.views.captions.mistakes import mistakes_section
 from engine.corpora import scenes
 from engine.families import hub_labels
 
@@ -47,9 +32,10 @@ VIEWS = {"caption": "Caption a picture", "mistakes": "Mistakes on held-out scene
 SOURCES = {"scene": "A held-out scene", "draw": "Draw one", "upload": "Upload your own"}
 SEARCHES = {"greedy": "Greedy", "beam": "Beam search"}
 SHAPES, COLOURS, SIZES = scenes.SHAPES, tuple(scenes.COLOURS), tuple(scenes.SIZES)  # what the scenes draw
-SIDE = CAPTION_IMAGE_SIZE
+SIDE, SCENES = data.CAPTION_IMAGE_SIZE, data.HELD_OUT_SCENES
 ROW = dict(horizontal=True, **PERSIST)  # a radio's options in a row, its value kept across pages
 OBJECT = (Captions.shape, Captions.colour, Captions.size)  # an object's choices, each key + its number
+CHOICES = (("Shape", SHAPES), ("Colour", COLOURS), ("Size", SIZES))  # their labels and options
 PLACES = (("Down (row of its centre)", Captions.row), ("Across (column of its centre)", Captions.col))  # its sliders
 BAHDANAU_SENTENCE = "the red car is fast"
 MODEL_HELP = (
@@ -64,70 +50,62 @@ OTHER_MODEL = (Captions.hub_id, "A pretrained captioner", "e.g. Salesforce/blip-
 def _defaults() -> None:
     """Defaults once per session; a choice that is not one of its options (forged) goes back to its default."""
     defaults({**Captions.DEFAULTS, **Captions.DRAW_DEFAULTS})
-    choices = {**Captions.OPTIONS, Captions.count: (1, 2)}
-    for i, (shape, colour, size, row, col) in enumerate(Captions.DRAWING):
-        for prefix, value, options in zip(OBJECT, (shape, colour, size), (SHAPES, COLOURS, SIZES)):
-            choices[f"{prefix}{i}"] = options
-            default(f"{prefix}{i}", value)
-        clamp(f"{Captions.row}{i}", 0, SIDE - 1, start=row)
-        clamp(f"{Captions.col}{i}", 0, SIDE - 1, start=col)
-    for key, options in choices.items():
+    for key, options in {**Captions.OPTIONS, Captions.count: (1, 2)}.items():
         choose(key, options)
 
 
-def draw_controls() -> tuple[tuple[DrawnObject, ...], bool]:
+def draw_controls() -> tuple[tuple[data.DrawnObject, ...], bool]:
     """One or two objects: shape, colour, size and where (the centre, in pixels of the 64×64 picture)."""
     st.radio("Objects", [1, 2], key=Captions.count, **ROW)
     count = bounded(st.session_state.get(Captions.count), 1, 2)
     objects = []
-    for i, column in enumerate(st.columns(2)[:count]):
+    for i, (column, start) in enumerate(zip(st.columns(2)[:count], Captions.DRAWING)):
         with column:
             st.markdown(f"**Object {i + 1}**")
-            chosen = [
-                st.selectbox(label, options, key=f"{prefix}{i}", **PERSIST)
-                for label, options, prefix in zip(("Shape", "Colour", "Size"), (SHAPES, COLOURS, SIZES), OBJECT)
-            ]
-            for label, prefix in PLACES:
-                st.slider(label, 0, SIDE - 1, key=f"{prefix}{i}", **PERSIST)
-                chosen.append(bounded(st.session_state.get(f"{prefix}{i}"), 0, SIDE - 1))
-            objects.append(DrawnObject(*chosen))
-    st.checkbox("Textured background", key=Captions.textured, **PERSIST)
+            chosen = []
+            for (label, options), prefix, value in zip(CHOICES, OBJECT, start):
+                key = f"{prefix}{i}"
+                default(key, value)  # a new session's drawing; a forged choice: the first option
+                choose(key, options)
+                chosen.append(st.selectbox(label, options, key=key, **PERSIST))
+            for (label, prefix), value in zip(PLACES, start[3:]):
+                chosen.append(pick_int(st.slider, label, 0, SIDE - 1, f"{prefix}{i}", start=value))
+            objects.append(data.DrawnObject(*chosen))
+    textured = st.checkbox("Textured background", key=Captions.textured, **PERSIST)
     st.caption(
         "Shapes near an edge are moved in until they fit. Two objects need a clear relation: one clearly "
         "above, below, left or right of the other, not overlapping."
     )
-    return tuple(objects), bool(st.session_state.get(Captions.textured))
+    return tuple(objects), bool(textured)
 
 
-def pick_picture(pretrained: bool = False) -> tuple[CaptionRequest | None, tuple[str, ...]]:
+def pick_picture(pretrained: bool = False) -> tuple[data.CaptionRequest | None, tuple[str, ...]]:
     """The source and its controls: the request without its decoding (None while there is no picture yet)."""
     source = st.radio("Picture", list(SOURCES), format_func=SOURCES.get, key=Captions.source, **ROW)
     if source == "scene":
-        help = f"The {HELD_OUT_SCENES} scenes the captioner's card was measured on; it never trained on them."
-        scene = pick_int(st.number_input, "Held-out scene number", 0, HELD_OUT_SCENES - 1, Captions.scene, help=help)
-        return CaptionRequest(source="scene", scene=scene), ()
+        help = f"The {SCENES} scenes the captioner's card was measured on; it never trained on them."
+        scene = pick_int(st.number_input, "Held-out scene number", 0, SCENES - 1, Captions.scene, help=help)
+        return data.CaptionRequest(source="scene", scene=scene), ()
     if source == "draw":
         objects, textured = draw_controls()
-        return CaptionRequest(source="draw", drawing=objects, textured=textured), ()
+        return data.CaptionRequest(source="draw", drawing=objects, textured=textured), ()
     empty = "Choose a picture file to see what the captioner writes and where it looks."
     empty += "" if pretrained else " It only ever saw flat shapes on a light background, so draw a few on a plain page."
-    side = PRETRAINED_UPLOAD_SIZE if pretrained else CAPTION_IMAGE_SIZE
-    upload = upload_field("Your picture", Captions.upload, empty, lambda data: read_caption_upload(data, side))
+    side = data.PRETRAINED_UPLOAD_SIZE if pretrained else data.CAPTION_IMAGE_SIZE
+    upload = upload_field("Your picture", Captions.upload, empty, lambda raw: data.read_caption_upload(raw, side))
     if upload is None:
         return None, ()
     (pixels, notices), _name = upload
-    return CaptionRequest(source="upload", upload=pixels), notices
+    return data.CaptionRequest(source="upload", upload=pixels), notices
 
 
 def pick_decoding() -> int:
     """Greedy or beam search; returns the beam width (1: greedy)."""
-    help = (
-        "Greedy writes the most probable word at every step. Beam search keeps the best few partial captions and "
-        "returns the most probable whole caption."
-    )
+    help = "Greedy writes the most probable word at every step. Beam search keeps the best few partial captions and "
+    help += "returns the most probable whole caption."
     if st.radio("Decoding", SEARCHES, format_func=SEARCHES.get, key=Captions.search, help=help, **ROW) == "greedy":
         return 1
-    return pick_int(st.slider, "Beam width", 2, CAPTION_MAX_BEAM, Captions.beam)
+    return pick_int(st.slider, "Beam width", 2, data.CAPTION_MAX_BEAM, Captions.beam)
 
 
 def pick_layer_head(layers: int, heads: int) -> tuple[int, int | None]:
@@ -176,8 +154,7 @@ def show_words(image: np.ndarray, view) -> int:
     )
     help = "Step through the caption one written word at a time."
     st.select_slider("Word", range(n), format_func=view.labels.__getitem__, key=Captions.word, help=help, **PERSIST)
-    hit = clicked_square(Captions.large, Captions.last_click, view.cell_px, view.grid, view.grid)
-    if hit is not None:
+    if (hit := clicked_square(Captions.large, Captions.last_click, view.cell_px, view.grid, view.grid)) is not None:
         st.session_state[Captions.cell] = hit
     cell = clamp(Captions.cell, 0, view.grid * view.grid - 1)
     left, right = side_by_side([3, 2])
@@ -241,16 +218,16 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     if request is None:
         return
     request = dataclasses.replace(request, beam=beam, model_id=model_id)
-    if (found := attempt(lambda: (caption_picture(request), caption_trace(request)), "Writing the caption…")) is None:
+    found = attempt(lambda: (data.caption_picture(request), data.caption_trace(request)), "Writing the caption…")
+    if found is None:
         return
     picture, trace = found
-    layer, head = pick_layer_head(*shape) if (shape := caption_layers(trace)) else (None, None)
-    if (view := attempt(lambda: caption_attention(request, layer, head))) is None:
+    layer, head = pick_layer_head(*shape) if (shape := data.caption_layers(trace)) else (None, None)
+    if (view := attempt(lambda: data.caption_attention(request, layer, head))) is None:
         return
-    picture = as_seen(picture, trace)
+    picture = data.as_seen(picture, trace)
     set_source(model_id, picture.described)
-    notices = (*notices, *trace.notices)
-    if notices:
+    if notices := (*notices, *trace.notices):
         st.info("\n".join(f"- {md(notice)}" for notice in notices))
     if shape is not None:
         which = "the mean over its heads" if head is None else f"head {head}"
@@ -268,6 +245,61 @@ def caption_section(model_id: str, pretrained: bool = False) -> None:
     word = show_words(picture.image, view)
     st.subheader("The numbers of one cell")
     show_cell_numbers(view, word)
+
+
+def _open_mistake(scene: int) -> None:
+    """on_click of "Open this scene": the caption view on that held-out scene, greedy as the list was made."""
+    opened = {Captions.view: "caption", Captions.source: "scene", Captions.scene: scene, Captions.search: "greedy"}
+    st.session_state.update(opened)
+
+
+def mistakes_section(model_id: str, pretrained: bool = False) -> None:
+    """The held-out scenes the model captions wrongly, and where it looked while writing one of them."""
+    if pretrained:
+        st.info(
+            "The mistakes view needs the held-out scenes' grammar captions, which only the scene captioner was "
+            "trained to write: pick it as the model to see them."
+        )
+        return
+    n = SCENES
+    if (mistakes := attempt(lambda: data.caption_mistakes(model_id), f"Captioning the {n} held-out scenes…")) is None:
+        return
+    st.write(
+        f"Greedy decoding gets **{n - len(mistakes)} of {n}** held-out scenes exactly right. Here are the other "
+        f"{len(mistakes)}, with where the model looked while it wrote the wrong caption."
+    )
+    if not mistakes:
+        st.info("No mistakes to show: every held-out caption is right.")
+        return
+    table = pd.DataFrame([dataclasses.asdict(m) for m in mistakes])  # scene, reference, written
+    st.dataframe(table, hide_index=True, key=Captions.mistakes, height=240)
+    st.caption(
+        "Held-out scenes (never trained on) whose greedy caption differs from the grammar's: the scene "
+        "number, the true caption and the written one."
+    )
+    names = [f"scene {m.scene}: {m.written}" for m in mistakes]
+    chosen = mistakes[pick_index("Look at", len(mistakes), Captions.mistake, format_func=names.__getitem__)]
+    request = data.CaptionRequest(source="scene", scene=chosen.scene, model_id=model_id)
+    if (found := attempt(lambda: (data.caption_picture(request), data.caption_attention(request)))) is None:
+        return
+    picture, view = found
+    set_source(model_id, picture.described)
+    st.markdown(f"**Reference**: {md(chosen.reference)}  \n**Written**: :red[{md(chosen.written)}]")
+    left, right = side_by_side([1, 3])
+    with left:
+        title = f"Scene {chosen.scene}"
+        fig = shared_build(picture_with_boxes, picture.image, picture.boxes, view.cell_px, title=title)
+        show_chart(fig, key=Captions.mistake_picture)
+        st.caption("The scene with its objects' true boxes (dotted) and the 8×8 attention grid.")
+    with right:
+        show_chart(shared_build(word_panels, picture.image, view), key=Captions.mistake_panels)
+        st.caption(
+            "Where the model looked for each word it wrote (each map on its own colour scale). At the wrong "
+            "word, does its map sit on the other object, spread out over the background, or on the right "
+            "object after all (then the mistake is not in where it looked)?"
+        )
+    click = dict(key=Captions.open_mistake, on_click=once(_open_mistake), args=(chosen.scene,))
+    st.button("Open this scene in the captioner", icon=":material/open_in_new:", **click)
 
 
 def main() -> None:
@@ -288,10 +320,10 @@ def main() -> None:
     with top_left:
         view = st.radio("View", list(VIEWS), format_func=VIEWS.get, key=Captions.view, **ROW)
     with top_right:
-        model_id = pick_family_model("captioner", Captions.model, CAPTION_MODEL, MODEL_HELP, OTHER_MODEL)
+        model_id = pick_family_model("captioner", Captions.model, data.CAPTION_MODEL, MODEL_HELP, OTHER_MODEL)
     try:
         with busy(f"Loading {quoted(model_id)} (the first load takes a few seconds)…", model_loaded(model_id)):
-            pretrained = is_pretrained_captioner(model_id)
+            pretrained = data.is_pretrained_captioner(model_id)
     except Exception as err:  # noqa: BLE001 — every failure becomes a message
         show_error(err)
         return

@@ -50,11 +50,8 @@ def explain_methods() -> dict[str, str]:
 
 def explain_prediction(request: ExplainRequest):
     """``engine.analysis.attribution.predict`` of the request (cached, shared, read-only)."""
-    model = get_model(request.model_id)
-    return shared_map(
-        _key(request, "prediction"),
-        lambda: _run(lambda: predict(model, request.text, reference=request.reference, max_tokens=request.max_tokens)),
-    )
+    model, how = get_model(request.model_id), dict(reference=request.reference, max_tokens=request.max_tokens)
+    return shared_map(_key(request, "prediction"), lambda: _run(lambda: predict(model, request.text, **how)))
 
 
 def importance_key(request: ExplainRequest, method: str) -> tuple:
@@ -122,7 +119,5 @@ def explain_swap(request: ExplainRequest, test: Swap, progress: Progress = None)
     """``engine.analysis.attention_swap.swap_test`` of ``test`` (cached)."""
     pred, model = explain_prediction(request), get_model(request.model_id)
     heads = None if test.head is None else (test.head,)
-    how = dict(runs=test.runs, seed=test.seed, progress=progress)
-    return shared_map(
-        test.key(request), lambda: _run(lambda: swap_test(model, pred, test.layer, heads, test.kind, **how))
-    )
+    how = dict(heads=heads, kind=test.kind, runs=test.runs, seed=test.seed, progress=progress)
+    return shared_map(test.key(request), lambda: _run(lambda: swap_test(model, pred, test.layer, **how)))

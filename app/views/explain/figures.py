@@ -38,18 +38,12 @@ def framed(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
 
 def importance_heatmap(tokens: list[str], methods: list[str], scores: list[np.ndarray]) -> go.Figure:
     """Methods (rows) × tokens (columns), each row divided by its largest size; hover shows the raw score."""
-    return labelled_heatmap(
-        np.stack([normalised(s) for s in scores]),
-        token_labels(tokens),
-        methods,
-        "Importance of each token, by method",
-        height=340,
-        tickangle=-60,
-        customdata=np.stack([np.asarray(s, dtype=np.float64) for s in scores]),
-        zmid=0,
-        colorbar=dict(title=dict(text="share of<br>the largest"), thickness=12),
-        hovertemplate="%{y}<br>%{x}: %{customdata:.4g} (%{z:.2f} of the largest)<extra></extra>",
-    )
+    raw = np.stack([np.asarray(s, dtype=np.float64) for s in scores])
+    hover = "%{y}<br>%{x}: %{customdata:.4g} (%{z:.2f} of the largest)<extra></extra>"
+    colorbar = dict(title=dict(text="share of<br>the largest"), thickness=12)
+    title, z, x = "Importance of each token, by method", np.stack([normalised(s) for s in scores]), token_labels(tokens)
+    trace = dict(customdata=raw, zmid=0, colorbar=colorbar, hovertemplate=hover)
+    return labelled_heatmap(z, x, methods, title, height=340, tickangle=-60, **trace)
 
 
 EVERY_LABEL = 16  # tokens: up to this many, each bar of importance_bars is labelled
@@ -70,17 +64,9 @@ def importance_bars(tokens: list[str], scores: np.ndarray, title: str) -> go.Fig
 
 def agreement_heatmap(matrix: np.ndarray, methods: list[str], title: str) -> go.Figure:
     """A method × method correlation matrix (−1 … 1) with its numbers printed in the cells."""
-    return labelled_heatmap(
-        matrix,
-        methods,
-        methods,
-        title,
-        height=340,
-        tickangle=-30,
-        texttemplate="%{z:.2f}",
-        colorbar=dict(thickness=12),
-        hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
-    )
+    trace = dict(texttemplate="%{z:.2f}", colorbar=dict(thickness=12))
+    trace["hovertemplate"] = "%{y} vs %{x}: %{z:.3f}<extra></extra>"
+    return labelled_heatmap(matrix, methods, methods, title, height=340, tickangle=-30, **trace)
 
 
 def swap_scatter(attention_change: np.ndarray, output_change: np.ndarray, *, output_label: str) -> go.Figure:
@@ -88,8 +74,7 @@ def swap_scatter(attention_change: np.ndarray, output_change: np.ndarray, *, out
     x, y = np.asarray(attention_change, dtype=np.float64), np.asarray(output_change, dtype=np.float64)
     dots = go.Scatter(x=x, y=y, mode="markers", marker=dict(size=9, color=UP, opacity=0.75))
     dots.update(hovertemplate="attention moved %{x:.3f} nats<br>output moved %{y:.4f}<extra></extra>")
-    xaxis = dict(
-        title=dict(text="attention change: mean JSD(α′, α), nats (max ln 2 ≈ 0.69)"), range=[0, float(np.log(2)) * 1.05]
-    )
+    xaxis = dict(title=dict(text="attention change: mean JSD(α′, α), nats (max ln 2 ≈ 0.69)"))
+    xaxis["range"] = [0, float(np.log(2)) * 1.05]
     yaxis = dict(title=dict(text=output_label), rangemode="tozero")
     return framed(go.Figure(dots), "Attention moved vs output moved, one point per run", 320, xaxis=xaxis, yaxis=yaxis)

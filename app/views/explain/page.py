@@ -19,20 +19,7 @@ from app.ui.export import csv_button
 from app.ui.guard import attempt
 from app.ui.safe_text import md, quoted
 from app.ui.theme import side_by_side
-from app.views.explain.data import (
-    EXPLAIN_EXAMPLES,
-    EXPLAIN_MAX_TOKENS,
-    EXPLAIN_MODELS,
-    EXPLAIN_REFERENCE,
-    Swap,
-    explain_agreement,
-    explain_importance,
-    explain_layout,
-    explain_methods,
-    explain_prediction,
-    explain_swap,
-    importance_key,
-)
+from app.views.explain import data
 from app.views.explain.figures import agreement_heatmap, importance_bars, importance_heatmap, swap_scatter
 from app.views.explain.keys import Explain as E
 
@@ -58,14 +45,14 @@ change the prediction.
 
 def controls() -> ExplainRequest:
     """The prediction and the methods' settings as one request."""
-    models = list(EXPLAIN_MODELS)
+    models = list(data.EXPLAIN_MODELS)
     choose(E.model, models, E.DEFAULTS[E.model])
     help = "Three models, three kinds of output."
-    names = EXPLAIN_MODELS.get
+    names = data.EXPLAIN_MODELS.get
     model_id = st.radio("What to explain", models, format_func=names, key=E.model, horizontal=True, help=help)
     index = models.index(model_id)
     text_key = f"{E.text}{index}"
-    default(text_key, EXPLAIN_EXAMPLES[model_id])
+    default(text_key, data.EXPLAIN_EXAMPLES[model_id])
     label = "Text with [MASK]" if model_id == "tiny-bert-stories" else "Text"
     helps = {
         "tiny-gpt-stories": "Our GPT predicts the word after this text; it knows the words of simple stories.",
@@ -75,7 +62,7 @@ def controls() -> ExplainRequest:
     text = st.text_input(label, key=text_key, max_chars=300, help=helps[model_id]) or ""
     reference = ""
     if model_id == "minilm":
-        default(E.reference, EXPLAIN_REFERENCE)
+        default(E.reference, data.EXPLAIN_REFERENCE)
         help = "The number explained is the cosine similarity of the two embeddings."
         reference = st.text_input("Reference sentence", key=E.reference, max_chars=300, help=help) or ""
     with st.expander("Settings of the methods"):
@@ -94,7 +81,7 @@ def controls() -> ExplainRequest:
         help = "They often draw much attention without carrying a word; left out of the rankings by default."
         st.checkbox("Rank special tokens too (`[CLS]`, `[SEP]`, `<bos>`)", key=E.special, help=help)
     set_source(model_id, text)
-    return ExplainRequest(model_id, text, reference, EXPLAIN_MAX_TOKENS, bounded(steps, 4, 128), baseline, loo)
+    return ExplainRequest(model_id, text, reference, data.EXPLAIN_MAX_TOKENS, bounded(steps, 4, 128), baseline, loo)
 
 
 def show_prediction(pred) -> None:
@@ -126,21 +113,21 @@ def progress(text: str, cached: bool):
 
 def importances(request: ExplainRequest) -> dict:
     """Every method's importance; a progress bar while some are still to compute."""
-    methods = explain_methods()
+    methods = data.explain_methods()
     results = {}
-    with progress("Computing the importances…", all(has_map(importance_key(request, m)) for m in methods)) as step:
+    with progress("Computing the importances…", all(has_map(data.importance_key(request, m)) for m in methods)) as step:
         for i, (method, label) in enumerate(methods.items()):
 
             def report(share: float, i: int = i, label: str = label) -> None:
                 step((i + share) / len(methods), f"{label}…")
 
             report(0.0)
-            results[method] = explain_importance(request, method, progress=report)
+            results[method] = data.explain_importance(request, method, progress=report)
     return results
 
 
 def show_importances(pred, results: dict) -> None:
-    methods = explain_methods()
+    methods = data.explain_methods()
     tokens = list(pred.tokens.strings)
     labels = list(methods.values())
     show_chart(shared_build(importance_heatmap, tokens, labels, [r.scores for r in results.values()]), key=E.heat)
@@ -168,8 +155,8 @@ def show_importances(pred, results: dict) -> None:
 
 def show_agreement(request: ExplainRequest) -> None:
     st.subheader("Do the methods agree?")
-    agree = explain_agreement(request, bool(st.session_state.get(E.special)))
-    labels = list(explain_methods().values())
+    agree = data.explain_agreement(request, bool(st.session_state.get(E.special)))
+    labels = list(data.explain_methods().values())
     left, right = side_by_side(2)
     with left:
         show_chart(shared_build(agreement_heatmap, agree.spearman, labels, "Spearman's ρ of the rankings"), key=E.rho)
@@ -188,7 +175,7 @@ def show_swap(request: ExplainRequest, pred) -> None:
         "Replace one head's attention (or a whole layer's) in the forward pass and watch the output. If attention "
         "explained the prediction, shuffled or very different weights should change it."
     )
-    n_layers, n_heads = explain_layout(request.model_id)
+    n_layers, n_heads = data.explain_layout(request.model_id)
     clamp(E.layer, 0, n_layers - 1, start=n_layers - 1)
     a, b, c, d = st.columns(4)
     layer = a.selectbox("Layer", list(range(n_layers)), key=E.layer)
@@ -199,9 +186,9 @@ def show_swap(request: ExplainRequest, pred) -> None:
     clamp(E.runs, 5, 100)
     runs = d.slider("Permutations", 5, 100, step=5, key=E.runs, disabled=kind != "permuted")
     runs = bounded(runs, 5, 100) if kind == "permuted" else 1
-    test = Swap(int(layer), head, kind, runs)
+    test = data.Swap(int(layer), head, kind, runs)
     with progress("Running the test…", has_map(test.key(request))) as step:
-        result = explain_swap(request, test, step)
+        result = data.explain_swap(request, test, step)
     embedding = pred.task == "embedding"
     what = "cosine" if embedding else f"p({pred.target})"
     m1, m2, m3, m4 = st.columns(4)
@@ -238,7 +225,7 @@ def main() -> None:
     )
     defaults(E.DEFAULTS)
     request = controls()
-    if (pred := attempt(lambda: explain_prediction(request))) is None:
+    if (pred := attempt(lambda: data.explain_prediction(request))) is None:
         return
     show_prediction(pred)
     if (results := attempt(lambda: importances(request))) is None:

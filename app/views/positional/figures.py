@@ -1,5 +1,4 @@
-"""Plotly figures for the positional-encodings page: tables, similarity matrices, RoPE pairs, ALiBi biases.
-Render only (numpy in, figure out); token text is escaped with :func:`app.ui.heatmap.safe_label`."""
+"""Plotly figures for the positional-encodings page: tables, similarity matrices, RoPE pairs, ALiBi biases."""
 
 from __future__ import annotations
 
@@ -9,8 +8,11 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from app.ui.head_views import GAP, tile_mosaic
+from app.ui.heatmap import MASKED_COLOR
+from app.views.vit.figures import tile_notes
+
 DIVERGING = "RdBu_r"  # red positive, blue negative, white 0
-MASKED_COLOR = "#d9d9d9"
 
 
 def matrix_heatmap(
@@ -26,15 +28,11 @@ def matrix_heatmap(
     colorbar = dict(title=value_name, thickness=12)
     heatmap = go.Heatmap(z=z, colorscale=DIVERGING, zmin=-bound, zmax=bound, hoverongaps=False, colorbar=colorbar)
     fig = go.Figure(heatmap.update(hovertemplate=hover))
-    fig.update_layout(
-        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
-        height=height,
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        plot_bgcolor=MASKED_COLOR,
-    )
+    margin = dict(l=10, r=10, t=40 if title else 10, b=10)
+    title = dict(text=html.escape(title), x=0.0, font=dict(size=15))
+    fig.update_layout(title=title, height=height, margin=margin, plot_bgcolor=MASKED_COLOR)
     fig.update_xaxes(title=x_title, showgrid=False, zeroline=False)
-    fig.update_yaxes(title=y_title, showgrid=False, zeroline=False, autorange="reversed")
-    return fig
+    return fig.update_yaxes(title=y_title, showgrid=False, zeroline=False, autorange="reversed")
 
 
 def dimension_curves(table: np.ndarray, dims: list[int]) -> go.Figure:
@@ -53,20 +51,12 @@ def rope_pair_figure(q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, 
     hold ``(x[2i], x[2i+1])`` at positions 0 … n_pos − 1; arrows from the origin at positions ``m`` and ``n``."""
     fig = go.Figure()
     for path, name, color in ((q_path, "query", "#d62728"), (k_path, "key", "#1f77b4")):
-        fig.add_trace(
-            go.Scatter(
-                x=path[:, 0],
-                y=path[:, 1],
-                mode="markers",
-                name=f"{name} at positions 0…{len(path) - 1}",
-                marker=dict(size=5, color=color, opacity=0.3),
-                hovertemplate=f"{name} at position %{{pointNumber}}<extra></extra>",
-            )
-        )
+        hover, marker = f"{name} at position %{{pointNumber}}<extra></extra>", dict(size=5, color=color, opacity=0.3)
+        dots = go.Scatter(x=path[:, 0], y=path[:, 1], mode="markers", marker=marker, hovertemplate=hover)
+        fig.add_trace(dots.update(name=f"{name} at positions 0…{len(path) - 1}"))
     for path, pos, name, color in ((q_path, m, "q", "#d62728"), (k_path, n, "k", "#1f77b4")):
-        style = dict(
-            name=f"{name} at position {pos}", line=dict(color=color, width=4), marker=dict(size=[0, 12], color=color)
-        )
+        style = dict(name=f"{name} at position {pos}", line=dict(color=color, width=4))
+        style["marker"] = dict(size=[0, 12], color=color)
         fig.add_trace(go.Scatter(x=[0, float(path[pos, 0])], y=[0, float(path[pos, 1])], mode="lines+markers", **style))
     radius = float(max(np.abs(q_path).max(), np.abs(k_path).max(), 1e-6)) * 1.15
     axis = dict(range=[-radius, radius], zeroline=True)
@@ -78,8 +68,6 @@ def rope_pair_figure(q_path: np.ndarray, k_path: np.ndarray, m: int, n: int, *, 
 def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal: bool) -> go.Figure:
     """ALiBi bias matrices of the chosen heads side by side (grey above the diagonal when causal): one heatmap of
     tiles (one empty cell between them), each head named above its tile."""
-    from app.ui.head_views import GAP, tile_mosaic
-
     cols = max(1, min(len(heads), 4))
     rows = max(1, math.ceil(len(heads) / cols))
     n = bias.shape[-1]
@@ -89,27 +77,11 @@ def bias_grid(bias: np.ndarray, heads: list[int], slopes: np.ndarray, *, causal:
     for idx, h in enumerate(heads):
         tiles[idx] = np.where(blocked, np.nan, bias[h])
     z = tile_mosaic(tiles.reshape(rows, cols, n, n))
-    pitch = n + GAP
-    note = dict(xref="x", yref="y", yanchor="bottom", showarrow=False, font={"size": 12})
-    notes = [
-        dict(
-            note,
-            text=f"head {h}: slope {slopes[h]:.4g}",
-            x=(i % cols) * pitch + (n - 1) / 2,
-            y=(i // cols) * pitch - 0.5,
-        )
-        for i, h in enumerate(heads)
-    ]
+    notes = tile_notes([f"head {h}: slope {slopes[h]:.4g}" for h in heads], cols, n + GAP, n)
     colorbar = dict(title=dict(text="bias"), thickness=12)
     heatmap = go.Heatmap(z=z, colorscale="Blues_r", zmin=low, zmax=0.0, hoverongaps=False, colorbar=colorbar)
     fig = go.Figure(heatmap.update(hovertemplate="bias %{z:.3f} (−slope × distance)<extra></extra>"))
     axis = dict(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_layout(
-        height=max(300, 280 * rows),
-        margin=dict(l=5, r=5, t=40, b=5),
-        plot_bgcolor=MASKED_COLOR,
-        annotations=notes,
-        xaxis=axis,
-        yaxis=dict(axis, autorange="reversed", scaleanchor="x", constrain="domain"),
-    )
-    return fig
+    yaxis = dict(axis, autorange="reversed", scaleanchor="x", constrain="domain")
+    layout = dict(height=max(300, 280 * rows), margin=dict(l=5, r=5, t=40, b=5), plot_bgcolor=MASKED_COLOR)
+    return fig.update_layout(annotations=notes, xaxis=axis, yaxis=yaxis, **layout)

@@ -37,11 +37,10 @@ def attention_layer(
     rows, cols = z.shape
     heatmap = go.Heatmap(z=z, **centred(size), customdata=np.arange(rows * cols).reshape(rows, cols), name="attention")
     zmax = zmax if zmax is not None else (float(np.nanmax(z)) or 1.0)
-    heatmap.update(
-        colorscale=OVERLAY_SCALE, opacity=theme.current().overlay_opacity, zmin=0, zmax=zmax, hoverongaps=False
-    )
+    heatmap.update(colorscale=OVERLAY_SCALE, opacity=theme.current().overlay_opacity, zmin=0, zmax=zmax)
     hover = f"{unit} %{{customdata}}<br>weight %{{z:.3f}}<extra></extra>"
-    return heatmap.update(showscale=showscale, colorbar=dict(title="weight", thickness=12), hovertemplate=hover)
+    colorbar = dict(title="weight", thickness=12)
+    return heatmap.update(showscale=showscale, colorbar=colorbar, hovertemplate=hover, hoverongaps=False)
 
 
 def centred(size: int) -> dict:
@@ -54,9 +53,8 @@ def square_markers(rows: int, cols: int, size: int, unit: str = "patch") -> go.S
     centres = np.arange(max(rows, cols)) * size + (size - 1) / 2
     xs, ys = np.meshgrid(centres[:cols], centres[:rows])
     invisible = dict(size=max(6, 240 // max(rows, cols)), opacity=0, symbol="square")
-    markers = go.Scatter(
-        x=xs.ravel(), y=ys.ravel(), mode="markers", customdata=np.arange(rows * cols), marker=invisible
-    )
+    markers = go.Scatter(x=xs.ravel(), y=ys.ravel(), mode="markers", customdata=np.arange(rows * cols))
+    markers.update(marker=invisible)
     markers.update(unselected=dict(marker=dict(opacity=0)), selected=dict(marker=dict(opacity=0)), showlegend=False)
     return markers.update(hovertemplate=f"{unit} %{{customdata}}<extra></extra>", name="patches")
 
@@ -65,12 +63,8 @@ def square_outline(
     r0: float, r1: float, c0: float, c1: float, size: int, color: str, width: float = 3, dash: str = "solid"
 ) -> dict:
     """A rectangle round rows ``r0 … r1`` and columns ``c0 … c1`` of ``size``-pixel squares."""
-    return {
-        "type": "rect",
-        **{"x0": c0 * size - 0.5, "x1": c1 * size - 0.5, "y0": r0 * size - 0.5, "y1": r1 * size - 0.5},
-        "line": {"color": color, "width": width, "dash": dash},
-        "layer": "above",
-    }
+    box = {"x0": c0 * size - 0.5, "x1": c1 * size - 0.5, "y0": r0 * size - 0.5, "y1": r1 * size - 0.5}
+    return {"type": "rect", **box, "line": {"color": color, "width": width, "dash": dash}, "layer": "above"}
 
 
 def grid_lines(ys: list, xs: list, right: float, bottom: float, color: str, width: float, dash: str = "solid") -> list:
@@ -88,12 +82,9 @@ def square_figure(
     axis = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False, constrain="domain")
     fig.update_xaxes(range=[-0.5, side - 0.5], **axis)
     fig.update_yaxes(range=[side - 0.5, -0.5], scaleanchor="x", **axis)
-    fig.update_layout(
-        title=dict(text=html.escape(title), x=0.0, font=dict(size=15)),
-        height=height,
-        shapes=list(shapes),
-        margin=dict(l=5, r=5, t=40 if title else 5, b=5),
-    )
+    margin = dict(l=5, r=5, t=40 if title else 5, b=5)
+    title = dict(text=html.escape(title), x=0.0, font=dict(size=15))
+    fig.update_layout(title=title, height=height, shapes=list(shapes), margin=margin)
     if clickable:
         fig.update_layout(clickmode="event+select", dragmode=False)
     return fig
@@ -118,14 +109,17 @@ def overlay(
     mark: int | None = None,
     clickable: bool = False,
     unit: str = "patch",
+    height: int = 380,
+    shapes: tuple | list = (),
 ) -> go.Figure:
-    """One map ``[rows, cols]`` of ``size``-pixel squares over the image; ``mark`` outlines the query square;
-    ``clickable`` adds invisible markers so a click picks a square; ``unit`` names a square on hover."""
+    """One map ``[rows, cols]`` of ``size``-pixel squares over the image; ``mark`` outlines the query square (over
+    ``shapes``); ``clickable`` adds invisible markers so a click picks a square; ``unit`` names a square on hover."""
     rows, cols = attention.shape
     traces = [image_trace(np.asarray(image) * UNDER_OVERLAY), attention_layer(attention, size, unit=unit)]
     traces += [square_markers(rows, cols, size, unit)] if clickable else []
-    shapes = [] if mark is None else [query_outline(mark, cols, size)]
-    return square_figure(traces, image.shape[0], title=title, height=380, shapes=shapes, clickable=clickable)
+    shapes = [*shapes, *([] if mark is None else [query_outline(mark, cols, size)])]
+    side = max(*image.shape[:2], rows * size, cols * size)
+    return square_figure(traces, side, title=title, height=height, shapes=shapes, clickable=clickable)
 
 
 def query_outline(square: int, cols: int, size: int) -> dict:
@@ -139,20 +133,13 @@ def window_overlay(image: np.ndarray, row, cell: int, patch: int, *, title: str 
     ``image``: the block's window borders thin, the query's window outlined (dashed: pieces a shifted window brings
     round from the opposite edge, which the mask hides), the query in cyan; a click picks a patch."""
     rows, cols = row.weights.shape
-    side = max(image.shape[0], image.shape[1], rows * cell, cols * cell)
     shown = np.where(row.visible, row.weights, np.nan).astype(np.float32)
-    traces = [
-        image_trace(np.asarray(image) * UNDER_OVERLAY),
-        attention_layer(shown, cell),
-        square_markers(rows, cols, cell),
-    ]
     ys, xs = ([e * cell - 0.5 for e in edges] for edges in (row.row_edges, row.col_edges))
     shapes = grid_lines(ys, xs, cols * cell - 0.5, rows * cell - 0.5, "rgba(255,255,255,0.55)", 1.5)
     for r0, r1, c0, c1 in row.pieces:
         seen = bool(row.visible[r0:r1, c0:c1].any())
         shapes.append(square_outline(r0, r1, c0, c1, cell, "#ffffff", 2.5 if seen else 2, "solid" if seen else "dash"))
-    shapes.append(query_outline(patch, cols, cell))
-    return square_figure(traces, side, title=title, height=420, shapes=shapes, clickable=True)
+    return overlay(image, shown, cell, title=title, mark=patch, clickable=True, height=420, shapes=shapes)
 
 
 def overlay_grid(
@@ -169,9 +156,8 @@ def overlay_grid(
     (default ``head h``); ``unit`` is what one map is on hover. One image mosaic and one overlay mosaic (tiles one
     patch apart), not a subplot per map."""
     n, grid, width = maps.shape
-    cols = min(n, per_row)
+    cols, side = min(n, per_row), image.shape[0]
     rows = math.ceil(n / cols)
-    side = image.shape[0]
     tiles = np.full((rows * cols, grid, width), np.nan, dtype=np.float32)  # NaN: the last row's empty places
     tiles[:n] = maps
     tiles = tiles.reshape(rows, cols, grid, width)
@@ -187,17 +173,11 @@ def overlay_grid(
     picture = image_trace(canvas, max_side=max(canvas.shape[:2]))
     picture.update(centred(step))
     attention = attention_layer(shown, patch_size, zmax=1.0, showscale=False)
-    attention.update(
-        customdata=weights, hovertemplate=f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"
-    )
+    hover = f"weight %{{customdata:.3f}} (%{{z:.0%}} of this {unit}'s max)<extra></extra>"
+    attention.update(customdata=weights, hovertemplate=hover)
     pitch = side + patch_size  # pixels from one thumbnail to the next
-    note = dict(xref="x", yref="y", yanchor="bottom", showarrow=False, font={"size": 12})
     names = [html.escape(label) for label in labels] if labels is not None else [f"head {h}" for h in range(n)]
     names = [f"<b>▶ {name}</b>" if h == selected else name for h, name in enumerate(names)]
-    notes = [
-        dict(note, text=name, x=(h % cols) * pitch + side / 2 - 0.5, y=(h // cols) * pitch - 0.5)
-        for h, name in enumerate(names)
-    ]
     shapes = []
     if selected is not None:
         r, c = divmod(selected, cols)
@@ -206,8 +186,14 @@ def overlay_grid(
     x_end, y_end = cols * pitch - patch_size, rows * pitch - patch_size
     fig.update_xaxes(range=[-0.5, x_end - 0.5])
     fig.update_yaxes(range=[y_end - 0.5, -0.5 - patch_size])
-    fig.update_layout(annotations=notes, plot_bgcolor="white", margin=dict(t=30))
-    return fig
+    return fig.update_layout(annotations=tile_notes(names, cols, pitch, side), plot_bgcolor="white", margin=dict(t=30))
+
+
+def tile_notes(names: list[str], cols: int, pitch: float, side: float) -> list[dict]:
+    """A name above each ``side``-wide tile of a mosaic ``cols`` tiles across, ``pitch`` apart (in data units)."""
+    note = dict(xref="x", yref="y", yanchor="bottom", showarrow=False, font={"size": 12})
+    places = [((i % cols) * pitch + side / 2 - 0.5, (i // cols) * pitch - 0.5) for i in range(len(names))]
+    return [dict(note, text=text, x=x, y=y) for text, (x, y) in zip(names, places)]
 
 
 def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 10) -> go.Figure:
@@ -218,6 +204,5 @@ def probability_bars(labels: tuple[str, ...], probs: np.ndarray, *, top: int = 1
     bars = go.Bar(x=probs[order], y=names, orientation="h", marker_color="#1f5fbf", text=text)
     bars.update(textposition="auto", hovertemplate="%{y}: %{x:.3f}<extra></extra>")
     axes = dict(xaxis=dict(title="probability", range=[0, 1]), yaxis=dict(autorange="reversed", type="category"))
-    return go.Figure(bars).update_layout(
-        height=320, margin=dict(l=5, r=5, t=30, b=5), title=dict(text="Prediction", x=0.0), **axes
-    )
+    layout = dict(height=320, margin=dict(l=5, r=5, t=30, b=5), title=dict(text="Prediction", x=0.0))
+    return go.Figure(bars).update_layout(**layout, **axes)

@@ -17,29 +17,14 @@ from app.ui.guard import attempt
 from app.ui.rollout_controls import SHORT, discard_rule_picker, discard_sentence
 from app.ui.safe_text import quoted
 from app.ui.theme import side_by_side
-from app.views.vit.data import (
-    Rollout,
-    get_vision_trace,
-    vit_cls_maps,
-    vit_last_layer_map,
-    vit_occlusion,
-    vit_read_upload,
-    vit_rollout_map,
-    vit_sample,
-    vit_windowed,
-)
-from app.views.vit.figures import image_with_grid, overlay, overlay_grid, probability_bars
+from app.views.vit import data
+from app.views.vit.figures import image_with_grid, overlay, overlay_grid, probability_bars, window_overlay
 from app.views.vit.keys import Vit
-from app.views.vit.swin import pick_patch, show_windows
 from engine import samples
 from engine.analysis.vision import patch_map
 from engine.families import hub_labels
 
 DEFAULT_MODEL = Vit.DEFAULTS[Vit.model]
-INTRO = (
-    "A Vision Transformer cuts an image into square patches and treats each one like a word. "
-    "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer."
-)
 SOURCES = {
     "digit": "Digit (scikit-learn)",
     "shape": "Shape (drawn)",
@@ -47,12 +32,8 @@ SOURCES = {
     "upload": "Upload your own",
 }
 MODEL_HELP = "The tiny ViT trained here on 8×8 digits works offline; ImageNet ViT, DeiT and Swin download from the Hub."
-OTHER_MODEL = (
-    Vit.hub_id,
-    "Another ViT",
-    "e.g. google/vit-base-patch16-224",
-    ", ".join(hub_labels("vit")) + " image classifiers.",
-)
+HUB_HELP = ", ".join(hub_labels("vit")) + " image classifiers."
+OTHER_MODEL = (Vit.hub_id, "Another ViT", "e.g. google/vit-base-patch16-224", HUB_HELP)
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,15 +60,15 @@ def pick_image() -> Picture | None:
         seen = "one of the own ViT's training images"
         seen = "held out: the own ViT never trained on it" if samples.digit_held_out(index) else seen
         described = f"digit sample {index} (true label {samples.digit(index)[1]}; {seen})"
-        return Picture(vit_sample("digit", str(index)), source, described)
+        return Picture(data.vit_sample("digit", str(index)), source, described)
     if source in ("shape", "photo"):
         options = Vit.OPTIONS[getattr(Vit, source)]
         name = st.selectbox(source.title(), options, key=getattr(Vit, source), **PERSIST)
         name = name if name in options else options[0]
         described = f"a drawn {name}" if source == "shape" else f"the photo '{name}'"
-        return Picture(vit_sample(source, name), source, described)
+        return Picture(data.vit_sample(source, name), source, described)
     empty = "Choose an image file to see where the model looks."
-    if (upload := upload_field("Your image", Vit.upload, empty, vit_read_upload)) is None:
+    if (upload := upload_field("Your image", Vit.upload, empty, data.vit_read_upload)) is None:
         return None
     (pixels, notices), name = upload
     return Picture(pixels, source, f"your image {quoted(name)}", tuple(notices))
@@ -96,7 +77,7 @@ def pick_image() -> Picture | None:
 def show_input(picture: Picture, trace, model_id: str) -> None:
     source, described = picture.source, picture.described
     tokens = ", plus a [CLS] token that collects the answer"
-    if vit_windowed(trace):
+    if data.vit_windowed(trace):
         tokens = "; there is no [CLS] token: the answer reads the average of the last stage's patches"
     if model_id == DEFAULT_MODEL and source != "digit":
         st.warning(
@@ -128,7 +109,7 @@ def show_input(picture: Picture, trace, model_id: str) -> None:
 
 
 def show_cls(trace, layer: int, head: int) -> None:
-    maps = vit_cls_maps(trace, layer)
+    maps = data.vit_cls_maps(trace, layer)
     left, right = side_by_side([2, 3])
     with left:
         title = f"[CLS] → patches, layer {layer}, head {head}"
@@ -148,10 +129,9 @@ def show_cls(trace, layer: int, head: int) -> None:
 
 def show_patch(trace, layer: int, head: int) -> None:
     rows, cols = trace.grid
-    hit = clicked_square(Vit.patch_map, Vit.last_click, trace.patch_size, rows, cols)
     left, right = st.columns([1, 2])
     with left:
-        patch = pick_patch(Vit.patch, rows * cols, hit)
+        patch = pick_patch(Vit.patch, Vit.patch_map, Vit.last_click, trace.patch_size, rows, cols)
         r, c = divmod(patch, cols)
         st.caption(f"Patch {patch} is row {r}, column {c} of the {rows}×{cols} grid.")
     with right:
@@ -166,7 +146,7 @@ def show_patch(trace, layer: int, head: int) -> None:
         )
 
 
-def pick_rollout() -> Rollout:
+def pick_rollout() -> data.Rollout:
     st.subheader("Attention rollout: following attention through all layers")
     c1, c2, c3 = st.columns([1, 1, 2])
     fusions = Vit.OPTIONS[Vit.fusion]
@@ -177,19 +157,19 @@ def pick_rollout() -> Rollout:
     with c3:
         rule = discard_rule_picker(Vit.discard_rule, "`[CLS]`")
     discard = min(max(float(st.session_state.get(Vit.discard) or 0.0), 0.0), 0.9)
-    return Rollout(fusion if fusion in fusions else "mean", discard, rule)
+    return data.Rollout(fusion if fusion in fusions else "mean", discard, rule)
 
 
-def show_rollout(model_id: str, image: np.ndarray, trace, how: Rollout) -> None:
+def show_rollout(model_id: str, image: np.ndarray, trace, how: data.Rollout) -> None:
     left, right = side_by_side(2)
     last = trace.attention.n_layers - 1
     title = f"Rollout, heads fused by {how.fusion}, discard {how.discard:.1f}"
     title += f" ({SHORT[how.rule]})" if how.discard > 0 else ""
     with left:
-        grid = vit_rollout_map(model_id, image, how)
+        grid = data.vit_rollout_map(model_id, image, how)
         show_chart(shared_build(overlay, trace.image, grid, trace.patch_size, title=title), key=Vit.rollout)
     with right:
-        grid = vit_last_layer_map(trace, how.fusion)
+        grid = data.vit_last_layer_map(trace, how.fusion)
         title = f"Raw attention of the last layer ({last}), {how.fusion} of heads"
         show_chart(shared_build(overlay, trace.image, grid, trace.patch_size, title=title), key=Vit.last)
     st.caption(
@@ -200,7 +180,7 @@ def show_rollout(model_id: str, image: np.ndarray, trace, how: Rollout) -> None:
     )
 
 
-def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> None:
+def show_occlusion(model_id: str, image: np.ndarray, trace, how: data.Rollout) -> None:
     st.subheader("Occlusion check: does the model need what it attends to?")
     if not len(trace.labels):
         st.info("This model has no classification head, so there is no prediction to test.")
@@ -208,13 +188,11 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> Non
     n = trace.grid[0] * trace.grid[1]
     k = pick_int(st.slider, "Patches to hide (k)", 0, n, Vit.k)
     with st.spinner("Re-classifying with patches hidden…"):
-        result = vit_occlusion(model_id, image, k, how)
-    table = pd.DataFrame(
-        [(r.strategy, ", ".join(map(str, r.patches)) or "none", r.prediction, r.p_original) for r in result.rows],
-        columns=["hidden patches", "which", "prediction", f"p({result.original})"],
-    )
-    table["change"] = table[f"p({result.original})"] - result.p_original
-    table = table.round(4)
+        result = data.vit_occlusion(model_id, image, k, how)
+    p = f"p({result.original})"
+    rows = [(r.strategy, ", ".join(map(str, r.patches)) or "none", r.prediction, r.p_original) for r in result.rows]
+    table = pd.DataFrame(rows, columns=["hidden patches", "which", "prediction", p])
+    table = table.assign(change=table[p] - result.p_original).round(4)
     st.dataframe(table, hide_index=True)
     st.caption(
         f"With nothing hidden the model says **{result.original}** ({result.p_original:.0%}). Each row hides k "
@@ -225,10 +203,106 @@ def show_occlusion(model_id: str, image: np.ndarray, trace, how: Rollout) -> Non
     csv_button("Download the table as CSV", table, "vit_occlusion.csv", index=False)
 
 
+def pick_patch(key: str, chart: str, memo: str, size: int, rows: int, cols: int) -> int:
+    """The query patch: the one last clicked on ``chart`` (``size``-pixel patches), else the typed one."""
+    if (clicked := clicked_square(chart, memo, size, rows, cols)) is not None:
+        st.session_state[key] = clicked
+    return pick_int(st.number_input, "Patch (click one in the chart, or type its number)", 0, rows * cols - 1, key)
+
+
+def _pickers(trace) -> tuple[int, int, int]:
+    """Stage, block and head (each kept inside what this model has)."""
+    c1, c2, c3 = st.columns(3)
+
+    def stage_name(s: int) -> str:
+        rows, cols = trace.stage_blocks(s)[0].grid
+        return f"{s}: {rows}×{cols} patches of {trace.cell_size(s)} px"
+
+    def block_name(b: int) -> str:
+        return f"{b}: windows shifted by {blocks[b].shift}" if blocks[b].shift else f"{b}: regular windows"
+
+    help = "Between stages Swin merges each 2×2 group of patches into one: fewer, larger patches, like a conv-net."
+    with c1:
+        stage = pick_index("Stage", trace.n_stages, Vit.swin_stage, format_func=stage_name, help=help)
+    blocks = trace.stage_blocks(stage)
+    help = "Even blocks cut the grid into regular windows; odd blocks shift the windows by half a window."
+    with c2:
+        block = pick_index("Block", len(blocks), Vit.swin_block, format_func=block_name, help=help)
+    with c3:
+        head = pick_index("Head", blocks[block].n_heads, Vit.swin_head)
+    return stage, block, head
+
+
+def _explain(trace, stage: int, block: int, row) -> str:
+    """The caption under the window chart: what is drawn, and what a shift does in this block."""
+    b = trace.block_at(stage, block)
+    w, s = b.window, b.shift
+    text = (
+        f"Swin lets a patch attend only inside its window of {w}×{w} patches (white outline): colours are the "
+        f"query's weights (they sum to 1 over the window), the thin lines are this block's window borders, and "
+        f"the query is outlined in cyan. Click another patch to make it the query."
+    )
+    after = [x for x in trace.stage_blocks(stage) if x.block == block + 1 and x.shift]
+    if b.n_windows == 1 and not s:
+        text += " This stage's grid fits in one window, so here attention covers the whole image and nothing shifts."
+    elif s:
+        text += (
+            f" **Shifted windows:** before cutting windows, block {block} rolls the grid {s} patches up and to the "
+            f"left, so its windows start {s} patches further down and right than in the block before and straddle "
+            "that block's borders: this is how information crosses from one window to the next, while each "
+            "attention stays small."
+        )
+        if len(row.pieces) > 1:
+            text += (
+                " The roll wraps round at the edges, so this window also holds patches from the opposite edge "
+                "(dashed): a mask stops the query from looking at them, and only its own side gets weight."
+            )
+    elif after:
+        text += f" The next block shifts these windows by half a window ({after[0].shift} patches): pick it to see."
+    if row.padding > 5e-4:
+        text += (
+            f" {row.padding:.1%} of the weight goes to padding (the grid is padded to a multiple of {w}); it is "
+            "not on the map."
+        )
+    return text
+
+
+def show_windows(trace) -> None:
+    """Stage/block/head pickers, the query patch (clicked or typed) and its window over the image."""
+    st.subheader("Where one patch looks: attention inside windows")
+    st.write(
+        "A Swin Transformer has no [CLS] token and never attends over the whole image at once: each block "
+        "splits the patches into small windows and runs attention inside each window only."
+    )
+    stage, block, head = _pickers(trace)
+    b = trace.block_at(stage, block)
+    rows, cols = b.grid
+    cell = trace.cell_size(stage)
+    left, right = st.columns([1, 2])
+    with left:
+        patch = pick_patch(Vit.swin_patch, Vit.swin_map, Vit.swin_click, cell, rows, cols)
+        row = data.swin_window_row(trace, stage, block, head, patch)
+        r, c = divmod(patch, cols)
+        st.caption(
+            f"Patch {patch} is row {r}, column {c} of stage {stage}'s {rows}×{cols} grid; it sits in window "
+            f"{row.window_index} of {b.n_windows} in this block."
+        )
+        name = f"swin_S{stage}_B{block}_H{head}_P{patch}.csv"
+        csv_button("Download the weights as CSV", grid_table(row.weights), name, float_format="%.6f")
+    with right:
+        title = f"Patch {patch} → its window, stage {stage}, block {block}, head {head}"
+        fig = window_overlay(trace.image, row, cell, patch, title=title)
+        show_chart(fig, key=Vit.swin_map, on_select="rerun", selection_mode="points")
+        st.caption(_explain(trace, stage, block, row))
+
+
 def main() -> None:
     defaults(Vit.DEFAULTS)
     st.title("Vision Transformer")
-    st.write(INTRO)
+    st.write(
+        "A Vision Transformer cuts an image into square patches and treats each one like a word. "
+        "See where its [CLS] token looks, where each patch looks, and whether that matters for the answer."
+    )
     top_left, top_right = st.columns([3, 2])
     with top_left:
         picture = pick_image()
@@ -240,12 +314,12 @@ def main() -> None:
         st.error(f"{quoted(model_id)} is not a Vision Transformer (it is a {card.family} model). Pick a ViT.")
         return
     image = picture.image
-    if (trace := attempt(lambda: get_vision_trace(model_id, image), "Running the model…")) is None:
+    if (trace := attempt(lambda: data.get_vision_trace(model_id, image), "Running the model…")) is None:
         return
     if notices := (*picture.notices, *trace.notices):
         st.info("\n".join(f"- {notice}" for notice in notices))
     show_input(picture, trace, model_id)
-    if vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
+    if data.vit_windowed(trace):  # a Swin: windows instead of [CLS], rollout and occlusion
         show_windows(trace)
         return
     st.subheader("Where [CLS] looks")
