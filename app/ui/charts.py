@@ -158,7 +158,7 @@ def _source_key() -> str:
 
 def set_source(model: str, text: str = "") -> None:
     """Name the model and text under every :func:`show_chart` title of this page (kept per page; wide, narrow)."""
-    st.session_state[_source_key()] = (source_line(model, text), source_line(model, text, NARROW_SOURCE_CHARS))
+    st.session_state[_source_key()] = (source_line(model, text), source_line(model, text, NARROW_SOURCE_CHARS), model)
 
 
 def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -> ReadyFigure:
@@ -270,11 +270,15 @@ def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int 
     return r * cols + c if 0 <= r < rows and 0 <= c < cols else None
 
 
-def show_chart(fig, *, key: str, source: str | None = None, narrow: bool = False, **kwargs):
+def show_chart(fig, *, key: str, source: str | None = None, text: str | None = None, narrow: bool = False, **kwargs):
     """Draw ``fig`` with a PNG/SVG download; other arguments go to ``st.plotly_chart``. ``source``: the line under
-    its title (default: the page's :func:`set_source`, "" for none); ``narrow``: a chart a third of the page wide."""
-    if source is None:
-        source = st.session_state.get(_source_key(), (None, None))[narrow]
+    its title (default: the page's :func:`set_source`, "" for none); ``text``: the sentence it shows when not the
+    page's (the page's model, this text); ``narrow``: a chart a third of the page wide."""
+    page = st.session_state.get(_source_key(), (None, None, None))
+    if source is None and text is not None and page[2] is not None:
+        source = source_line(page[2], text, NARROW_SOURCE_CHARS if narrow else SOURCE_CHARS)
+    elif source is None:
+        source = page[narrow]
     fig = with_source(ready(fig), source, narrow=narrow)
     config = chart_config(fig, key, kwargs.pop("config", None))
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

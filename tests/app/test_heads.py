@@ -234,6 +234,12 @@ def test_sentence_difference_equals_the_difference_of_patterns():
     assert any("tired→wide" in label for label in diff["layout"]["yaxis"]["ticktext"])
     # two heads side by side: A is the chosen head, B the next one
     np.testing.assert_allclose(decode(figure_titled(at, "A: layer 3, head 5")["data"][0]["z"]), a, atol=1e-6)
+    # each map names the sentence it shows (the page's own sentence is neither), the difference both
+    subtitle = {t: figure_titled(at, t)["layout"]["title"]["subtitle"]["text"] for t in ("Sentence A", "Sentence B")}
+    assert "too tired." in subtitle["Sentence A"] and "too wide." in subtitle["Sentence B"], subtitle
+    assert "all-MiniLM" in subtitle["Sentence A"]
+    pair = diff["layout"]["title"]["subtitle"]["text"]
+    assert "A → B: tired→wide" in pair, pair
 
 
 def test_sentences_of_different_lengths_are_explained_not_crashed():

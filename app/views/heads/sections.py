@@ -73,14 +73,15 @@ def shared_top(*maps: np.ndarray) -> float:
     return max(tops, default=1.0) or 1.0
 
 
-def side_maps(maps: list[tuple[str, str, np.ndarray, list[str], list[str], np.ndarray]], height: int) -> None:
+def side_maps(maps: list[tuple], height: int, texts: tuple[str | None, ...] = (None, None)) -> None:
     """Two maps side by side on one colour scale (the same shade is the same weight in both): each ``(chart key,
-    title, pattern, query labels, key labels, blocked)``; presenter mode stacks them."""
+    title, pattern, query labels, key labels, blocked)``, ``texts`` the sentences they show when not the page's;
+    presenter mode stacks them."""
     top = shared_top(*(pattern for _, _, pattern, *_ in maps))
-    for col, (key, title, pattern, q_labels, k_labels, blocked) in zip(side_by_side(2), maps):
+    for col, (key, title, pattern, q_labels, k_labels, blocked), text in zip(side_by_side(2), maps, texts):
         with col:
             fig = attention_heatmap(pattern, q_labels, k_labels, blocked=blocked, title=title, height=height, zmax=top)
-            show_chart(fig, key=key)
+            show_chart(fig, key=key, text=text)
 
 
 def one_head(key: str, title: str, att: AttentionTrace, layer: int, head: int) -> tuple:
@@ -153,12 +154,16 @@ def sentence_pair(ctx: HeadsContext) -> None:
     layer, head = ctx.layer, ctx.head
     pat_a, pat_b = att_a.pattern(layer, head), att_b.pattern(layer, head)
     side_maps(
-        [one_head(f"{Heads.sent}{n}", f"Sentence {n}", att, layer, head) for n, att in zip("AB", (att_a, att_b))], 440
+        [one_head(f"{Heads.sent}{n}", f"Sentence {n}", att, layer, head) for n, att in zip("AB", (att_a, att_b))],
+        440,
+        (texts["A"], texts["B"]),
     )
     if pat_a.shape == pat_b.shape:
         q_lab = _merged_labels(att_a.tokens.strings, att_b.tokens.strings)
         k_lab = _merged_labels(att_a.key_tokens.strings, att_b.key_tokens.strings)
-        show_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key=Heads.diff)
+        changed = [f"{x}→{y}" for x, y in zip(att_a.tokens.strings, att_b.tokens.strings) if x != y]
+        pair = "A → B: " + ", ".join(changed or ["the same tokens"])
+        show_chart(difference_heatmap(pat_b - pat_a, q_lab, k_lab, "Difference B − A"), key=Heads.diff, text=pair)
         st.caption(
             "The same head reading two sentences that differ in one place. Below them: B's weights minus A's — **red** "
             "where sentence B attends more, **blue** where A does; words that differ are shown as A→B. Watch the row "
