@@ -57,15 +57,11 @@ LIVE_S = 0.5  # seconds between the teacher's looks at the answers: an answer sh
 def _teacher() -> tuple[str, str] | None:
     """The class this browser teaches: from the control link (then taken out of the address bar), the session, or
     the browser's teacher cookie if its class is still open."""
-    state = st.session_state
-    link = st.query_params.get(TEACHER_PARAM)
-    if link:
+    if link := st.query_params.get(TEACHER_PARAM):
         del st.query_params[TEACHER_PARAM]  # the secret does not stay on a projected screen or in the share box
         code, _, token = link.partition("-")
-        state[ROOM.teacher] = (code, token)
-    else:
-        default_from(ROOM.teacher, _teacher_from_cookie)
-    return state.get(ROOM.teacher)
+        st.session_state[ROOM.teacher] = (code, token)
+    return default_from(ROOM.teacher, _teacher_from_cookie)
 
 
 def _teacher_from_cookie() -> tuple[str, str] | None:
@@ -192,28 +188,27 @@ def bar_px(n: int, projector: bool) -> int:
     return max(BAR_PX_MIN, min(BAR_PX, PRESENT_BARS_PX // max(n, 1))) if projector else BAR_PX
 
 
-def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
+def _bars(question, values, colours, key: str, xaxis: dict, title: str = "", hover: str = "%{x}") -> None:
     """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
     labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
     px = bar_px(len(labels), presenting())
+    hover = f"%{{y}}: {hover}<extra></extra>"
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
     fig.update_layout(
         height=80 + px * len(labels) + (30 if title else 0),
         margin=dict(l=10, r=10, t=40 if title else 10, b=30),
         title=dict(text=title) if title else None,
+        xaxis=xaxis,
         yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=min(12, max(px, 10)))),
     )
-    return fig
+    show_chart(fig, key=key, width="stretch")
 
 
 def _distribution(question, counts: list[int], key: str, title: str = "") -> None:
     right = question.answer if question.revealed else None
     colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(counts))]
-    fig = _bars(counts, question, colours, title, "%{y}: %{x}<extra></extra>")
-    fig.update_layout(
-        xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
-    )
-    show_chart(fig, key=key, width="stretch")
+    xaxis = dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
+    _bars(question, counts, colours, key, xaxis, title)
     st.caption(
         "Each bar is one answer, numbered in the order students see them; its length is how many students picked "
         "it" + (" (green: the right answer)." if right is not None else ". The right one turns green when revealed.")
@@ -227,9 +222,8 @@ def _head_row(question, weights: list[float], key: str) -> None:
     colours = ["#2ca02c" if i == best else "#f58518" for i in range(len(weights))]
     query = question.options[detail["query"]] if 0 <= detail.get("query", -1) < len(question.options) else "?"
     title = f"The model: layer {detail.get('layer')} head {detail.get('head')} from “{safe_label(query)}”"
-    fig = _bars(weights, question, colours, title, "%{y}: %{x:.3f}<extra></extra>")
-    fig.update_layout(xaxis=dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05]))
-    show_chart(fig, key=key, width="stretch")
+    xaxis = dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05])
+    _bars(question, weights, colours, key, xaxis, title, hover="%{x:.3f}")
 
 
 def _history(code: str) -> None:
