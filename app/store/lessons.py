@@ -195,15 +195,16 @@ class LessonStore:
         """Show step ``step`` (0-based; ``relative``: that many on from the one on screen) to the room."""
         room = self.store.teacher_room(code, token)
         with self.store.db.transaction() as run:
-            rows = run(ROOM_LESSON, (room.code,))
+            rows = run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (room.code,))
             if not rows:
                 raise LessonError("No lesson is running in this class: start one first.")
-            lesson = _room_lesson(rows[0], int(step) + (int(rows[0][2]) if relative else 0))
+            steps = tuple(json.loads(rows[0][1]))
+            step = int(step) + (int(rows[0][2]) if relative else 0)
+            step = min(max(step, 0), len(steps) - 1)
             run(
-                "UPDATE room_lessons SET step = ?, updated_at = ? WHERE room = ?",
-                (lesson.step, self.store.clock(), room.code),
+                "UPDATE room_lessons SET step = ?, updated_at = ? WHERE room = ?", (step, self.store.clock(), room.code)
             )
-        return lesson
+        return RoomLesson(rows[0][0], steps, step)
 
     def stop_in_room(self, code: object, token: object) -> None:
         """The room's lesson ends (its students' panels no longer show a step)."""
@@ -212,14 +213,6 @@ class LessonStore:
 
     def room_lesson(self, code: str) -> RoomLesson | None:
         """The lesson the room is walking through, None when there is none."""
-        rows = self.store.db.run(ROOM_LESSON, (code,))
-        return _room_lesson(rows[0], int(rows[0][2])) if rows else None
-
-
-ROOM_LESSON = "SELECT title, steps, step FROM room_lessons WHERE room = ?"
-
-
-def _room_lesson(row: tuple, step: int) -> RoomLesson | None:
-    """A ``room_lessons`` row at ``step``, kept inside its steps (None: it has none)."""
-    steps = tuple(json.loads(row[1]))
-    return RoomLesson(row[0], steps, min(max(step, 0), len(steps) - 1)) if steps else None
+        rows = self.store.db.run("SELECT title, steps, step FROM room_lessons WHERE room = ?", (code,))
+        steps = tuple(json.loads(rows[0][1])) if rows else ()
+        return RoomLesson(rows[0][0], steps, min(max(int(rows[0][2]), 0), len(steps) - 1)) if steps else None
