@@ -50,12 +50,9 @@ def _find_my_room() -> None:
     st.session_state[ROOM.looked_up] = True
     if browser_cookie_missing():  # a fresh id has joined nothing: no query for every visitor
         return
-    try:
-        room = class_store().joined_room(browser_id())
-    except StoreUnavailable:
-        return  # the panel is a bonus on this page: the page itself keeps working
-    if room is not None:
-        st.session_state[ROOM.joined] = room.code
+    with contextlib.suppress(StoreUnavailable):  # the panel is a bonus on this page: the page itself keeps working
+        if (room := class_store().joined_room(browser_id())) is not None:
+            st.session_state[ROOM.joined] = room.code
 
 
 @st.fragment(run_every=POLL_S)
