@@ -15,7 +15,7 @@ import streamlit as st
 from app.runtime.models import session_id
 from app.state import default_from
 from app.store import RoomError, StoreUnavailable
-from app.ui.guard import show_error
+from app.ui.guard import Level, show_error
 from app.views.classroom.keys import ROOM
 
 BROWSER_COOKIE, TEACHER_COOKIE = "ap_browser", "ap_teacher"
@@ -65,13 +65,13 @@ def read_cookie(name: str) -> str | None:
 
 
 @contextlib.contextmanager
-def refused(keep: str | None = None, *more: type[Exception]) -> Iterator[None]:
-    """Run store calls; a refusal or an unreachable store (or one of ``more``) ends the block with its message shown,
-    or kept under ``keep`` for the page to show (a button's callback draws nothing)."""
+def refused(keep: str | None = None, *more: type[Exception], level: Level | None = None) -> Iterator[None]:
+    """Run store calls; a refusal or an unreachable store (or one of ``more``) ends the block with its message shown
+    (at ``level``), or kept under ``keep`` for the page to show (a button's callback draws nothing)."""
     try:
         yield
     except (RoomError, StoreUnavailable, *more) as exc:
         if keep:
             st.session_state[keep] = str(exc)
         else:
-            show_error(str(exc))
+            show_error(str(exc), level=level)

@@ -121,15 +121,10 @@ def _class_note() -> None:
 
 @st.fragment(run_every=LIVE_S)
 def _live(code: str, token: str) -> None:
-    with calm_errors("class live"):
+    with calm_errors("class live"), refused(level="error"):
         store = class_store()
-        try:
-            count = store.member_count(code)
-            question = store.current_question(code)
-            counts = None if question is None else store.distribution(question)
-        except StoreUnavailable as exc:
-            show_error(str(exc), level="error")
-            return
+        count, question = store.member_count(code), store.current_question(code)
+        counts = None if question is None else store.distribution(question)
         st.metric("Students joined", count)
         if question is None:
             st.caption("No question yet: push one below.")
