@@ -140,7 +140,7 @@ def examples_picker(model_id: str, card, hint: bool = True) -> None:
                 + "; where a head was measured for it, that layer and head are opened.",
             )
             if hint:
-                _hint(set_name, examples)
+                example_hint(model_id, card)
     if right is not None:
         with right:
             with st.expander(f"Words this model knows ({len(vocab)})", icon=":material/menu_book:"):
@@ -149,17 +149,11 @@ def examples_picker(model_id: str, card, hint: bool = True) -> None:
 
 
 def example_hint(model_id: str, card) -> None:
-    """Where to look, while the box still holds the example last picked."""
-    if not st.session_state.get(Examples.applied):
+    """Where to look (and the head to open), while the box still holds the example last picked."""
+    if not (applied := st.session_state.get(Examples.applied)):
         return
     set_name, examples, _ = _examples(model_id, card)
-    _hint(set_name, examples)
-
-
-def _hint(set_name: str, examples) -> None:
-    applied = st.session_state.get(Examples.applied)
-    if applied and applied[0] == set_name and applied[1] < len(examples):
+    if applied[0] == set_name and applied[1] < len(examples) and examples[applied[1]].text == current_text():
         example = examples[applied[1]]
-        if example.text == current_text():  # the head to open, and what to see there
-            head = f"Look at **layer {example.layer} head {example.head}**. " if example.layer is not None else ""
-            st.caption(head + example.look)
+        head = f"Look at **layer {example.layer} head {example.head}**. " if example.layer is not None else ""
+        st.caption(head + example.look)

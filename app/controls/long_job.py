@@ -80,12 +80,10 @@ def show(kind: str, status: JobStatus, what: str, extra: Extra | None, pause: bo
         )
     else:
         st.progress(status.fraction, text=md(status.text) if status.text else f"{what}…")
-    cols = iter(st.columns(4))
-    if pause and status.status != "queued":
-        name = "resume" if status.status == "paused" else "pause"
-        click = dict(on_click=once(control_long), args=(kind, name))
-        next(cols).button(name.capitalize(), icon=f":material/{name}:", key=f"{kind}_{name}", **click)
-    click = dict(on_click=once(control_long), args=(kind, "cancel"))
-    next(cols).button("Stop", icon=":material/stop:", key=f"{kind}_stop", **click)
+    actions = [("resume" if status.status == "paused" else "pause")] if pause and status.status != "queued" else []
+    for column, action in zip(st.columns(4), [*actions, "cancel"]):
+        name = "stop" if action == "cancel" else action  # the button's label, icon and key
+        click = dict(on_click=once(control_long), args=(kind, action))
+        column.button(name.capitalize(), icon=f":material/{name}:", key=f"{kind}_{name}", **click)
     if extra is not None and status.status != "queued":
         extra(status)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -54,35 +54,30 @@ def _use_long_example(limit: int) -> None:
 
 
 def pick_model(families: frozenset[str] | None = None) -> str:
-    """The model picker over ``families`` (default the text families) and a field for any Hub id or folder;
-    returns the id to load."""
+    """The model picker over ``families`` (default the text families), this session's trained models first, and a
+    field for any Hub id or folder; returns the id to load."""
     families = text_families() if families is None else families
     specs = [s for s in (*session_models(), *list_models()) if s.family in families]
-    by_id = {s.id: s for s in specs}
-    choose(K.model, by_id)  # the first spec's id
+    help = "Offline models work anywhere; Hub models download the first time (internet needed)."
+    _model_box(specs, K.model, help, hide=hidden("model"))
+    kinds = f"{', '.join(hub_labels('encoder', 'decoder'))} models, and the "
+    kinds += f"{', '.join(hub_labels('encoder-decoder'))} encoder-decoders (e.g. google-t5/t5-small)."
+    typed = typed_model_field(K.hub_id, "Another model", "e.g. gpt2, bert-base-uncased", kinds, hide=hidden("model"))
+    return typed or st.session_state[K.model]
 
-    def label(model_id: str) -> str:
-        spec = by_id[model_id]
-        return spec.label if spec.offline else f"{spec.label} — needs internet"
 
-    if not hidden("model"):
-        st.selectbox(
-            "Model",
-            list(by_id),
-            format_func=label,
-            key=K.model,
-            **PERSIST,
-            help="Offline models work anywhere; Hub models download the first time (internet needed).",
-        )
-    custom = typed_model_field(
-        K.hub_id,
-        "Another model",
-        "e.g. gpt2, bert-base-uncased",
-        f"{', '.join(hub_labels('encoder', 'decoder'))} models, and the "
-        f"{', '.join(hub_labels('encoder-decoder'))} encoder-decoders (e.g. google-t5/t5-small).",
-        hide=hidden("model"),
-    )
-    return custom or st.session_state[K.model]
+def pick_family_model(family: str, key: str, fallback: str, help: str, hub: tuple[str, str, str, str]) -> str:
+    """The "Model" box over the catalog's ``family`` models and a field for another (``hub``: its arguments)."""
+    _model_box([s for s in list_models() if s.family == family], key, help, fallback)
+    return typed_model_field(*hub) or st.session_state[key]
+
+
+def _model_box(specs, key: str, help: str, fallback: str | None = None, hide: bool = False) -> None:
+    """The "Model" selectbox over ``specs`` (a Hub model's label says it needs internet), kept among them."""
+    labels = {s.id: s.label if s.offline else f"{s.label} — needs internet" for s in specs} or {fallback: fallback}
+    choose(key, labels)
+    if not hide:
+        st.selectbox("Model", list(labels), format_func=labels.get, key=key, **PERSIST, help=help)
 
 
 def typed_model_field(key: str, title: str, example: str, families_help: str, hide: bool = False) -> str:
@@ -173,14 +168,9 @@ def open_head(layer: int, head: int) -> None:
 def layer_head(n_layers: int, n_heads: int, columns) -> tuple[int, int]:
     """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first)."""
     left, right = columns
-    layer, head = clamp(K.layer, 0, n_layers - 1), clamp(K.head, 0, n_heads - 1)
-    if not hidden("layer"):
-        with left:
-            layer = st.selectbox("Layer", range(n_layers), key=K.layer, **PERSIST)
-    if not hidden("head"):
-        with right:
-            head = st.selectbox("Head", range(n_heads), key=K.head, **PERSIST)
-    return int(layer), int(head)
+    layer = clamp(K.layer, 0, n_layers - 1) if hidden("layer") else pick_index("Layer", n_layers, K.layer, left)
+    head = clamp(K.head, 0, n_heads - 1) if hidden("head") else pick_index("Head", n_heads, K.head, right)
+    return layer, head
 
 
 def pick_block(blocks: list[str], key: str) -> str:
@@ -290,17 +280,12 @@ def max_tokens_input(limit: int = 1024) -> int:
     return token_limit(limit)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Section:
+class _Section(contextlib.nullcontext):
     """One of a page's sections: ``open`` or not; usable in ``with``."""
 
-    open: bool
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    def __init__(self, open: bool) -> None:
+        super().__init__(self)
+        self.open = open
 
 
 def page_tabs(labels: list[str], key: str) -> list:
@@ -318,20 +303,17 @@ def page_tabs(labels: list[str], key: str) -> list:
     return [_Section(label == chosen) for label in labels]
 
 
-def pick_index(label: str, n: int, key: str, **kwargs) -> int:
-    """A selectbox over 0 … n − 1 (a layer, a head), its value kept inside this model's range first."""
+def pick_index(label: str, n: int, key: str, where=st, **kwargs) -> int:
+    """A selectbox over 0 … n − 1 (a layer, a head) in ``where``, its value kept inside this model's range first."""
     clamp(key, 0, n - 1)
-    return int(st.selectbox(label, range(n), key=key, **PERSIST, **kwargs))
+    return int(where.selectbox(label, range(n), key=key, **PERSIST, **kwargs))
 
 
 def pick_head(n: int, key: str, every: str, persist: bool = True) -> int | None:
     """A head selectbox whose first option (−1), named ``every``, stands for all heads; returns None for it."""
     clamp(key, -1, n - 1)
-
-    def name(h: int) -> str:
-        return every if h < 0 else f"head {h}"
-
-    head = st.selectbox("Head", range(-1, n), key=key, format_func=name, **(PERSIST if persist else {}))
+    keep = PERSIST if persist else {}
+    head = st.selectbox("Head", range(-1, n), key=key, format_func=lambda h: every if h < 0 else f"head {h}", **keep)
     return None if head < 0 else int(head)
 
 
@@ -340,15 +322,6 @@ def pick_int(widget, label: str, low: int, high: int, key: str, start: int | Non
     clamp(key, low, high, start=start)
     widget(label, low, high, key=key, **PERSIST, **kwargs)
     return bounded(st.session_state.get(key), low, high)
-
-
-def pick_family_model(family: str, key: str, fallback: str, help: str, hub: tuple[str, str, str, str]) -> str:
-    """The "Model" box over the catalog's ``family`` models and a field for another (``hub``: its arguments)."""
-    specs = [s for s in list_models() if s.family == family]
-    labels = {s.id: s.label if s.offline else f"{s.label} — needs internet" for s in specs} or {fallback: fallback}
-    choose(key, labels)
-    st.selectbox("Model", list(labels), format_func=labels.get, key=key, **PERSIST, help=help)
-    return typed_model_field(*hub) or st.session_state[key]
 
 
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "gif", "bmp", "webp", "tif", "tiff"]  # what engine.images.read_image reads

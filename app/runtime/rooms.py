@@ -1,32 +1,24 @@
-"""A class in one room: the pages' way to the class store, the browser's anonymous id, and the questions whose
-answer is read from a real model (through the same cached trace the other pages draw), never typed by the teacher.
+"""A class in one room: the pages' way to the class store, and the questions whose answer is read from a real model
+(through the same cached trace the other pages draw), never typed by the teacher.
 """
 
 from __future__ import annotations
 
-import re
 import zlib
-from dataclasses import dataclass
 
 import numpy as np
-import streamlit as st
 
 from app.runtime.heads import attention_block
-from app.runtime.models import list_models, session_id
+from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace
-from app.state import default_from
-from app.store import RoomError, Store, get_store
+from app.store import Ask, RoomError, Store, get_store
 from app.store.lessons import LessonStore
 from app.store.rooms import MAX_OPTIONS
-from app.views.classroom.keys import ROOM
 
 PREDICT_READ_TOKENS = 128  # tokens traced (as the Lessons page), so a longer sentence is noticed, not cut silently
 PREDICT_MAX_TOKENS = MAX_OPTIONS["predict"]  # each token of the sentence is one option
 HEAD_CHOICES = 4  # options of a "which head is this?" question: the head that made the map and three others
-BROWSER_COOKIE = "ap_browser"  # the anonymous browser id, kept by the browser across reloads (no name)
-BROWSER_ID_RE = re.compile(r"[0-9a-f]{32}")  # what runtime.models.session_id makes: uuid4().hex
-BROWSER_COOKIE_S = 24 * 3600  # a day: longer than a class (4 h), short enough not to follow a laptop for weeks
 
 
 def class_store() -> Store:
@@ -35,35 +27,8 @@ def class_store() -> Store:
 
 
 def lesson_store() -> LessonStore:
-    """Saved lessons and the lessons rooms walk through (issue 21, 3), on the same class store."""
+    """Saved lessons and the lessons rooms walk through, on the same class store."""
     return LessonStore(get_store())
-
-
-def browser_id() -> str:
-    """The anonymous id a room knows this browser by: read once per session from :data:`BROWSER_COOKIE` when it
-    holds a well-formed id, else this session's own (the same after a reload once the cookie is written)."""
-
-    def from_cookie() -> str:
-        cookie = st.context.cookies.get(BROWSER_COOKIE)
-        return cookie if isinstance(cookie, str) and BROWSER_ID_RE.fullmatch(cookie) else session_id()
-
-    return default_from(ROOM.browser, from_cookie)
-
-
-def browser_cookie_missing() -> bool:
-    """True while the browser's cookie does not hold :func:`browser_id` yet (so the panel writes it)."""
-    return st.context.cookies.get(BROWSER_COOKIE) != browser_id()
-
-
-@dataclass(frozen=True)
-class PredictQuestion:
-    """A question read from a model, with the model's own answer and ``detail``, the plain data the reveal draws
-    (model, text, layer, head, and the query's row of weights or the head's map)."""
-
-    prompt: str
-    options: tuple[str, ...]
-    answer: int
-    detail: dict
 
 
 def token_options(strings) -> tuple[str, ...]:
@@ -87,7 +52,7 @@ def _read(model_id: str, text: str, layer: int, head: int):
     return attention
 
 
-def predict_question(model_id: str, text: str, layer: int, head: int, word: str) -> PredictQuestion:
+def predict_question(model_id: str, text: str, layer: int, head: int, word: str) -> Ask:
     """ "Which token does head L.H look at from ``word``?": ``word``'s row of ``pattern(layer, head)``, one option
     per key token; :class:`RoomError` (for the teacher) for a bad sentence, head or word."""
     if isinstance(text, str) and text.strip() and (not isinstance(word, str) or not word.strip()):
@@ -114,7 +79,7 @@ def predict_question(model_id: str, text: str, layer: int, head: int, word: str)
     )
     detail = {"model": model_id, "text": text, "layer": layer, "head": head, "query": query}
     detail["weights"] = [round(float(w), 4) for w in weights]
-    return PredictQuestion(prompt, options, int(np.argmax(weights)), detail)
+    return Ask("predict", prompt, options, int(np.argmax(weights)), detail)
 
 
 def model_name(model_id: str) -> str:
@@ -123,7 +88,7 @@ def model_name(model_id: str) -> str:
     return label.split(" (")[0].strip() or model_id
 
 
-def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQuestion:
+def head_question(model_id: str, text: str, layer: int, head: int) -> Ask:
     """ "Which head made this map?": ``pattern(layer, head)`` among :data:`HEAD_CHOICES` heads, drawn from a seed of
     the question itself (the same heads in the same order each time)."""
     attention = _read(model_id, text, layer, head)
@@ -146,4 +111,5 @@ def head_question(model_id: str, text: str, layer: int, head: int) -> PredictQue
     detail["keys"] = list(token_options(attention.key_tokens.strings))
     detail["map"] = [[round(float(w), 4) for w in row] for row in weights]
     prompt = f"{model_name(model_id)} read “{' '.join(text.split())[:80]}”: which head made this map?"
-    return PredictQuestion(prompt, tuple(f"layer {ly} head {h}" for ly, h in heads), heads.index((layer, head)), detail)
+    options = tuple(f"layer {ly} head {h}" for ly, h in heads)
+    return Ask("head", prompt, options, heads.index((layer, head)), detail)

@@ -9,7 +9,7 @@ import os
 import threading
 from pathlib import Path
 
-from app.store.db import StoreUnavailable  # noqa: F401 — the store's API
+from app.store.db import Postgres, Sqlite, StoreUnavailable  # noqa: F401 — StoreUnavailable: the API
 from app.store.rooms import ROOM_HOURS, Ask, Question, Room, RoomError, Store, normalise_code  # noqa: F401 — the API
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # without AP_DATA_DIR: data/ in the checkout
@@ -25,13 +25,8 @@ def settings(env=None) -> tuple[str | None, Path]:
 
 def open_store(url: str | None = None, data_dir: str | Path | None = None, **kwargs) -> Store:
     """A store on PostgreSQL (``url``) or on ``data_dir/classroom.sqlite3`` (migrated on first use)."""
-    if url:
-        from app.store.db import Postgres
-
-        return Store(Postgres(url), **kwargs)
-    from app.store.db import Sqlite
-
-    return Store(Sqlite(Path(data_dir or DEFAULT_DATA_DIR) / "classroom.sqlite3"), **kwargs)
+    db = Postgres(url) if url else Sqlite(Path(data_dir or DEFAULT_DATA_DIR) / "classroom.sqlite3")
+    return Store(db, **kwargs)
 
 
 _stores: dict[tuple, Store] = {}

@@ -1,8 +1,9 @@
 """Connections to the class store: SQLite (WAL, ``synchronous=NORMAL``) or PostgreSQL, behind one small interface.
 
 Constant statements with ``?`` placeholders run on either (``%s`` for psycopg); values always travel as parameters.
-Connections are pooled, one thread at a time each. Any failure to reach the database becomes
-:class:`StoreUnavailable`, whose message a page shows; the cause goes to the log.
+Both run in autocommit mode, a write transaction between explicit ``BEGIN`` and ``COMMIT``. Connections are pooled,
+one thread at a time each. Any failure to reach the database becomes :class:`StoreUnavailable`, whose message a page
+shows; the cause goes to the log.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ class StoreUnavailable(Exception):
         super().__init__(message)
 
 
-class _Pooled:
+class Database:
     """Open connections kept for the next caller (Streamlit runs each rerun in a new thread), each used by one thread
-    at a time; a connection that failed is closed instead of kept. A database gives ``_open``, ``_begin``, ``_end``
-    (commit, or roll back on an exception) and ``_execute``."""
+    at a time; a connection that failed is closed instead of kept. A database gives ``_open`` and ``_usable``."""
 
-    errors: tuple[type[BaseException], ...] = ()  # what opening a connection can raise
+    begin = "BEGIN"  # starts a write transaction
+    mark = "?"  # the driver's placeholder
+    lock_schema: str | None = None  # the statement that lets one process at a time migrate (None: ``begin`` does)
+    errors: tuple[type[BaseException], ...] = ()  # what the driver raises
     KEEP = 8  # idle connections kept per store
 
     def __init__(self) -> None:
@@ -50,17 +53,25 @@ class _Pooled:
     def _usable(self, conn: Any) -> bool:
         return True
 
-    def _take(self) -> Any:
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled (or new) connection for the block, closed instead of kept if the store failed in it."""
         with self._lock:
             conn = self._free.pop() if self._free else None
-        if conn is not None and self._usable(conn):
-            return conn
-        if conn is not None:
+        if conn is not None and not self._usable(conn):
             _close(conn)
+            conn = None
+        if conn is None:
+            try:
+                conn = self._open()
+            except self.errors as exc:
+                raise _unavailable(exc) from exc
         try:
-            return self._open()
-        except self.errors as exc:
-            raise _unavailable(exc) from exc
+            yield conn
+        except BaseException as exc:
+            self._give(conn, broken=isinstance(exc, StoreUnavailable))
+            raise
+        self._give(conn)
 
     def _give(self, conn: Any, broken: bool = False) -> None:
         if not broken:
@@ -72,41 +83,26 @@ class _Pooled:
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """One statement in its own transaction; the rows it returns (none for a write)."""
-        conn = self._take()
-        try:
-            rows = self._rows(conn, sql, params)
-        except StoreUnavailable:
-            self._give(conn, broken=True)
-            raise
-        self._give(conn)
-        return rows
+        with self._connection() as conn:
+            return self._rows(conn, sql, params)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Run]:
         """A write transaction through the function it yields: committed at the end, rolled back if it raises."""
-        conn = self._take()
-        try:
-            tx = self._begin(conn)
-        except self.errors as exc:
-            self._give(conn, broken=True)
-            raise _unavailable(exc) from exc
-        try:
-            yield lambda sql, params=(): self._rows(conn, sql, params)
-        except BaseException as exc:
-            with contextlib.suppress(*self.errors):
-                self._end(conn, tx, exc)
-            self._give(conn, broken=isinstance(exc, (StoreUnavailable, *self.errors)))
-            raise
-        try:
-            self._end(conn, tx, None)
-        except self.errors as exc:
-            self._give(conn, broken=True)
-            raise _unavailable(exc) from exc
-        self._give(conn)
+        with self._connection() as conn:
+            self._rows(conn, self.begin)
+            try:
+                yield lambda sql, params=(): self._rows(conn, sql, params)
+            except BaseException:
+                with contextlib.suppress(StoreUnavailable):
+                    self._rows(conn, "ROLLBACK")
+                raise
+            self._rows(conn, "COMMIT")
 
-    def _rows(self, conn: Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+    def _rows(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         try:
-            return self._execute(conn, sql, tuple(params))
+            cur = conn.execute(sql.replace("?", self.mark), tuple(params))
+            return cur.fetchall() if cur.description else []
         except self.errors as exc:
             raise _unavailable(exc) from exc
 
@@ -116,11 +112,10 @@ def _close(conn: Any) -> None:
         conn.close()
 
 
-class Sqlite(_Pooled):
+class Sqlite(Database):
     """The embedded default: one file, WAL mode, pooled connections."""
 
-    kind = "sqlite"
-    lock_schema = None  # BEGIN IMMEDIATE already serialises writers
+    begin = "BEGIN IMMEDIATE"  # the write lock is taken at once, so read-then-write is safe (and migrating too)
     errors = (OSError, sqlite3.Error)
 
     def __init__(self, path: Path) -> None:
@@ -134,22 +129,12 @@ class Sqlite(_Pooled):
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
 
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")  # the write lock is taken at once, so read-then-write is safe
 
-    def _end(self, conn: sqlite3.Connection, tx: None, exc: BaseException | None) -> None:
-        conn.execute("ROLLBACK" if exc else "COMMIT")
+class Postgres(Database):
+    """PostgreSQL through psycopg 3 (``AP_DATABASE_URL``)."""
 
-    @staticmethod
-    def _execute(conn: sqlite3.Connection, sql: str, params: tuple) -> list[tuple]:
-        return conn.execute(sql, params).fetchall()
-
-
-class Postgres(_Pooled):
-    """PostgreSQL through psycopg 3 (``AP_DATABASE_URL``), autocommit outside explicit transactions."""
-
-    kind = "postgresql"
-    lock_schema = "LOCK TABLE schema_version IN EXCLUSIVE MODE"  # one process migrates at a time
+    mark = "%s"
+    lock_schema = "LOCK TABLE schema_version IN EXCLUSIVE MODE"
 
     def __init__(self, url: str) -> None:
         import psycopg
@@ -166,23 +151,8 @@ class Postgres(_Pooled):
     def _usable(self, conn) -> bool:
         return not (conn.closed or conn.broken)
 
-    def _begin(self, conn):
-        tx = conn.transaction()
-        tx.__enter__()
-        return tx
-
-    def _end(self, conn, tx, exc: BaseException | None) -> None:
-        tx.__exit__(*((type(exc), exc, exc.__traceback__) if exc else (None, None, None)))
-
-    @staticmethod
-    def _execute(conn, sql: str, params: tuple) -> list[tuple]:
-        cur = conn.execute(sql.replace("?", "%s"), params)
-        return cur.fetchall() if cur.description else []
-
 
 def _unavailable(exc: BaseException) -> StoreUnavailable:
     """Log the cause (with its traceback) and return the calm error a page shows."""
-    if isinstance(exc, StoreUnavailable):
-        return exc
     log.warning("class store unavailable: %s: %s", type(exc).__name__, exc, exc_info=exc)
     return StoreUnavailable()

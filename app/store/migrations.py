@@ -62,8 +62,8 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (
         2,
         (
-            # a lesson a teacher saved (issue 21, 3): its text is the lesson file (TOML, app/views/lessons/lesson_file.py), its id
-            # the share link's ?lesson=, its edit secret kept as a SHA-256 hash (the author's edit link holds it)
+            # a lesson a teacher saved: its text is the lesson file (TOML, app/views/lessons/lesson_file.py), its id the
+            # share link's ?lesson=, its edit secret kept as a SHA-256 hash (the author's edit link holds it)
             """CREATE TABLE lessons (
             id TEXT PRIMARY KEY,
             edit_hash TEXT NOT NULL,

@@ -125,11 +125,6 @@ class Store:
         self._lock = threading.Lock()
 
     @property
-    def kind(self) -> str:
-        """``"sqlite"`` or ``"postgresql"``."""
-        return self._db.kind
-
-    @property
     def db(self):
         """The database (:mod:`app.store.db`), its schema made ready first."""
         self.ready()

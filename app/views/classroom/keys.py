@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class ROOM:
-    """Session keys of a class in one room (issue 21); the room itself lives in the class store (``app.store``)."""
+    """Session keys of a class in one room; the room itself lives in the class store (``app.store``)."""
 
     joined = "class_joined"  # the code of the room this browser joined
     link_seen = "class_link_seen"  # the ?room= value already acted on (a join is tried once per link, not per rerun)

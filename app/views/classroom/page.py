@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.links import app_link
-from app.runtime.rooms import HEAD_CHOICES, browser_id, class_store, head_question, predict_question
+from app.runtime.rooms import HEAD_CHOICES, class_store, head_question, predict_question
 from app.state import DEFAULT_TEXT, default_from
 from app.store import ROOM_HOURS, Ask, RoomError, StoreUnavailable
 from app.ui.charts import show_chart
@@ -23,7 +23,14 @@ from app.ui.heatmap import safe_label
 from app.ui.safe_text import isolated, md
 from app.ui.share_box import qr_png
 from app.ui.theme import controls, presenting
-from app.views.classroom.browser_cookie import TEACHER_COOKIE, read_cookie, remember_browser, write_cookie
+from app.views.classroom.browser_cookie import (
+    TEACHER_COOKIE,
+    browser_id,
+    read_cookie,
+    refused,
+    remember_browser,
+    write_cookie,
+)
 from app.views.classroom.keys import ROOM
 from app.views.classroom.room_lesson import teacher_controls
 from app.views.classroom.room_panel import QUESTION_MAP_HALF, question_map
@@ -50,15 +57,11 @@ LIVE_S = 0.5  # seconds between the teacher's looks at the answers: an answer sh
 def _teacher() -> tuple[str, str] | None:
     """The class this browser teaches: from the control link (then taken out of the address bar), the session, or
     the browser's teacher cookie if its class is still open."""
-    state = st.session_state
-    link = st.query_params.get(TEACHER_PARAM)
-    if link:
+    if link := st.query_params.get(TEACHER_PARAM):
         del st.query_params[TEACHER_PARAM]  # the secret does not stay on a projected screen or in the share box
         code, _, token = link.partition("-")
-        state[ROOM.teacher] = (code, token)
-    else:
-        default_from(ROOM.teacher, _teacher_from_cookie)
-    return state.get(ROOM.teacher)
+        st.session_state[ROOM.teacher] = (code, token)
+    return default_from(ROOM.teacher, _teacher_from_cookie)
 
 
 def _teacher_from_cookie() -> tuple[str, str] | None:
@@ -76,57 +79,35 @@ def _teacher_from_cookie() -> tuple[str, str] | None:
     return code, token
 
 
-def _keep_teacher(code: str, token: str) -> None:
-    """The browser keeps the class it teaches (and its anonymous id) for a reload or a reconnect."""
-    remember_browser()
-    if read_cookie(TEACHER_COOKIE) != f"{code}-{token}":
-        write_cookie(TEACHER_COOKIE, f"{code}-{token}", int(ROOM_HOURS * 3600))
-
-
 def _start() -> None:
     st.write(
         "Start a class and your students join with a six-character code, a link or a QR code: no accounts, no "
         "names. Then push questions to every student's screen and watch the answers come in."
     )
     if st.button("Start a class", type="primary", icon=":material/groups:", key=ROOM.start):
-        try:
+        with refused():
             room, token = class_store().create_room(browser_id())
-        except (RoomError, StoreUnavailable) as exc:
-            show_error(str(exc))
-            return
-        st.session_state[ROOM.teacher] = (room.code, token)
-        st.rerun()
+            st.session_state[ROOM.teacher] = (room.code, token)
+            st.rerun()
 
 
-def _invite(code: str, token: str) -> None:
-    join = app_link("", {"room": code})
-    left, right = st.columns([3, 2])
+def _invite(code: str, token: str | None = None) -> None:
+    """The code, the join link and its QR code; without ``token`` (presenter mode) readable from the back of the room,
+    else beside the teacher's control link."""
+    join, projected = app_link("", {"room": code}), token is None
+    if projected:
+        st.html(PROJECTED_CSS)
+    left, right = [st.container(key=ROOM.invite)] * 2 if projected else st.columns([3, 2])
     with left:
-        st.markdown(f"Class code: **`{code}`**")
+        st.markdown(f"## Class code: `{code}`" if projected else f"Class code: **`{code}`**")
         st.caption("Students open this link (or scan the code) on any page of the app:")
         st.code(join, language=None, wrap_lines=True)
-        with st.expander("Your control link (keep it to yourself)", icon=":material/key:"):
-            _control_link(code, token)
+        if token:
+            with st.expander("Your control link (keep it to yourself)", icon=":material/key:"):
+                _control_link(code, token)
     with right:
-        _join_qr(code, join)
-    _class_note()
-
-
-def _projected_invite(code: str) -> None:
-    """Presenter mode: what the room needs to join, readable from the back: the code large, the link, the QR code."""
-    join = app_link("", {"room": code})
-    st.html(PROJECTED_CSS)
-    with st.container(key=ROOM.invite):
-        st.markdown(f"## Class code: `{code}`")
-        st.caption("Open this link or scan the code, on any page of the app:")
-        st.code(join, language=None, wrap_lines=True)
-        _join_qr(code, join)
-
-
-def _join_qr(code: str, join: str) -> None:
-    png = qr_png(join)
-    if png is not None:
-        st.image(png, caption=f"Scan to join class {code}", alt="QR code of the join link")
+        if (png := qr_png(join)) is not None:
+            st.image(png, caption=f"Scan to join class {code}", alt="QR code of the join link")
 
 
 def _control_link(code: str, token: str) -> None:
@@ -140,15 +121,10 @@ def _class_note() -> None:
 
 @st.fragment(run_every=LIVE_S)
 def _live(code: str, token: str) -> None:
-    with calm_errors("class live"):
+    with calm_errors("class live"), refused(level="error"):
         store = class_store()
-        try:
-            count = store.member_count(code)
-            question = store.current_question(code)
-            counts = None if question is None else store.distribution(question)
-        except StoreUnavailable as exc:
-            show_error(str(exc), level="error")
-            return
+        count, question = store.member_count(code), store.current_question(code)
+        counts = None if question is None else store.distribution(question)
         st.metric("Students joined", count)
         if question is None:
             st.caption("No question yet: push one below.")
@@ -173,10 +149,8 @@ def _live(code: str, token: str) -> None:
 
 
 def _reveal(code: str, token: str, question_id: str) -> None:
-    try:
+    with refused(ROOM.reveal_error):
         class_store().reveal(code, token, question_id)
-    except (RoomError, StoreUnavailable) as exc:
-        st.session_state[ROOM.reveal_error] = str(exc)
 
 
 def _results(question, counts: list[int], prefix: str) -> None:
@@ -209,28 +183,27 @@ def bar_px(n: int, projector: bool) -> int:
     return max(BAR_PX_MIN, min(BAR_PX, PRESENT_BARS_PX // max(n, 1))) if projector else BAR_PX
 
 
-def _bars(values, question, colours, title: str, hover: str) -> go.Figure:
+def _bars(question, values, colours, key: str, xaxis: dict, title: str = "", hover: str = "%{x}") -> None:
     """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
     labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
     px = bar_px(len(labels), presenting())
+    hover = f"%{{y}}: {hover}<extra></extra>"
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
     fig.update_layout(
         height=80 + px * len(labels) + (30 if title else 0),
         margin=dict(l=10, r=10, t=40 if title else 10, b=30),
         title=dict(text=title) if title else None,
+        xaxis=xaxis,
         yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=min(12, max(px, 10)))),
     )
-    return fig
+    show_chart(fig, key=key, width="stretch")
 
 
 def _distribution(question, counts: list[int], key: str, title: str = "") -> None:
     right = question.answer if question.revealed else None
     colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(counts))]
-    fig = _bars(counts, question, colours, title, "%{y}: %{x}<extra></extra>")
-    fig.update_layout(
-        xaxis=dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
-    )
-    show_chart(fig, key=key, width="stretch")
+    xaxis = dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
+    _bars(question, counts, colours, key, xaxis, title)
     st.caption(
         "Each bar is one answer, numbered in the order students see them; its length is how many students picked "
         "it" + (" (green: the right answer)." if right is not None else ". The right one turns green when revealed.")
@@ -244,9 +217,8 @@ def _head_row(question, weights: list[float], key: str) -> None:
     colours = ["#2ca02c" if i == best else "#f58518" for i in range(len(weights))]
     query = question.options[detail["query"]] if 0 <= detail.get("query", -1) < len(question.options) else "?"
     title = f"The model: layer {detail.get('layer')} head {detail.get('head')} from “{safe_label(query)}”"
-    fig = _bars(weights, question, colours, title, "%{y}: %{x:.3f}<extra></extra>")
-    fig.update_layout(xaxis=dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05]))
-    show_chart(fig, key=key, width="stretch")
+    xaxis = dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05])
+    _bars(question, weights, colours, key, xaxis, title, hover="%{x:.3f}")
 
 
 def _history(code: str) -> None:
@@ -308,32 +280,26 @@ def _push_model(code: str, token: str, kind: str) -> None:
                 "heads of the same model; the map is read from the model when you push the question."
             )
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict if predict else ROOM.ask_head):
+            read = (model, text, int(layer), int(head))
             try:
-                if predict:
-                    asked = predict_question(model, text, int(layer), int(head), word)
-                else:
-                    asked = head_question(model, text, int(layer), int(head))
+                asked = predict_question(*read, word) if predict else head_question(*read)
             except Exception as exc:  # noqa: BLE001 — a RoomError or an engine error (the text, the model), calmly
                 show_error(str(exc) if isinstance(exc, RoomError) else exc)
                 return
-            _push(code, token, Ask(kind, asked.prompt, asked.options, asked.answer, asked.detail))
+            _push(code, token, asked)
 
 
 def _push(code: str, token: str, ask: Ask) -> None:
-    try:
+    with refused():
         class_store().push_question(code, token, ask)
-    except (RoomError, StoreUnavailable) as exc:
-        show_error(str(exc))
-        return
-    st.rerun()
+        st.rerun()
 
 
 def main() -> None:
     teacher = _teacher()
     if teacher is None:
         st.title("Class")
-        if read_cookie(TEACHER_COOKIE):
-            write_cookie(TEACHER_COOKIE, "", 0)  # its class ended: a reload starts clean
+        write_cookie(TEACHER_COOKIE, "", 0)  # its class ended (if any): a reload starts clean
         _start()
         return
     code, token = teacher
@@ -346,11 +312,12 @@ def main() -> None:
             st.session_state[ROOM.teacher] = None
             st.rerun()
         return
-    _keep_teacher(code, token)
+    remember_browser()  # the browser keeps the class it teaches (and its anonymous id) for a reload or a reconnect
+    write_cookie(TEACHER_COOKIE, f"{code}-{token}", int(ROOM_HOURS * 3600))
     if presenting():  # the projector: the code, link, QR code and the poll fill the first screen; controls folded
         invite, live = st.columns([2, 3], gap="large")
         with invite:
-            _projected_invite(code)
+            _invite(code)
         with live:
             _live(code, token)
         with controls(FOLDED):
@@ -362,6 +329,7 @@ def main() -> None:
         return
     st.title("Class")
     _invite(code, token)
+    _class_note()
     _live(code, token)
     _history(code)
     _teacher_tools(code, token)
@@ -380,13 +348,10 @@ def _teacher_tools(code: str, token: str) -> None:
     st.subheader("Run a lesson")
     teacher_controls(code, token)
     if st.button("End the class", key=ROOM.end, icon=":material/logout:"):
-        try:
+        with refused():
             class_store().close_room(code, token)
-        except (RoomError, StoreUnavailable) as exc:
-            show_error(str(exc))
-            return
-        st.session_state[ROOM.teacher] = None
-        st.rerun()
+            st.session_state[ROOM.teacher] = None
+            st.rerun()
 
 
 main()

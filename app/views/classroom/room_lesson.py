@@ -12,11 +12,12 @@ import streamlit as st
 
 from app.links import open_page
 from app.runtime.rooms import lesson_store
-from app.store import RoomError, StoreUnavailable
+from app.store import StoreUnavailable
 from app.store.lessons import RoomLesson
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md
+from app.views.classroom.browser_cookie import refused
 from app.views.classroom.keys import ROOM
 from app.views.lessons.draft import draft
 from app.views.lessons.keys import Lessons
@@ -122,21 +123,17 @@ def _pick(code: str, token: str) -> None:
 def _start(code: str, token: str) -> None:
     state = st.session_state
     pick = state.get(ROOM.lesson_pick) or "builtin"
-    try:
+    with refused(ROOM.lesson_error, LessonFileError):
         lesson = draft() if pick == "draft" and draft().steps else LESSON
         if pick == "saved":
             lesson = read_lesson(lesson_store().lesson(lesson_id(state.get(ROOM.lesson_ref))).body)
         lesson_store().start_in_room(code, token, lesson.title, snapshot(lesson, markdown=lesson is LESSON))
-    except (RoomError, StoreUnavailable, LessonFileError) as exc:
-        state[ROOM.lesson_error] = str(exc)
 
 
 def _act(code: str, token: str, by: int | None) -> None:
     """on_click of Previous / Next (``by`` steps on) and Stop (``by`` None)."""
-    try:
+    with refused(ROOM.lesson_error):
         if by is None:
             lesson_store().stop_in_room(code, token)
         else:
             lesson_store().move_in_room(code, token, by, relative=True)
-    except (RoomError, StoreUnavailable) as exc:
-        st.session_state[ROOM.lesson_error] = str(exc)

@@ -10,13 +10,13 @@ import contextlib
 import plotly.graph_objects as go
 import streamlit as st
 
-from app.runtime.rooms import browser_cookie_missing, browser_id, class_store, lesson_store
+from app.runtime.rooms import class_store, lesson_store
 from app.store import RoomError, StoreUnavailable
 from app.ui.charts import ready, show_chart
 from app.ui.guard import calm_errors, show_error
 from app.ui.heatmap import safe_label, unique_labels
 from app.ui.safe_text import md, quoted
-from app.views.classroom.browser_cookie import remember_browser
+from app.views.classroom.browser_cookie import browser_cookie_missing, browser_id, refused, remember_browser
 from app.views.classroom.keys import ROOM
 from app.views.classroom.room_lesson import show_step
 
@@ -34,10 +34,8 @@ def student_panel() -> None:
     if link is not None and state.get(ROOM.link_seen) != link:
         state[ROOM.link_seen] = link
         state[ROOM.join_error] = None
-        try:
+        with refused(ROOM.join_error):
             state[ROOM.joined] = class_store().join(link, browser_id()).code
-        except (RoomError, StoreUnavailable) as exc:
-            state[ROOM.join_error] = str(exc)
     elif link is None and not state.get(ROOM.joined) and not state.get(ROOM.looked_up):
         _find_my_room()
     if link is not None and state.get(ROOM.join_error):
@@ -52,12 +50,9 @@ def _find_my_room() -> None:
     st.session_state[ROOM.looked_up] = True
     if browser_cookie_missing():  # a fresh id has joined nothing: no query for every visitor
         return
-    try:
-        room = class_store().joined_room(browser_id())
-    except StoreUnavailable:
-        return  # the panel is a bonus on this page: the page itself keeps working
-    if room is not None:
-        st.session_state[ROOM.joined] = room.code
+    with contextlib.suppress(StoreUnavailable):  # the panel is a bonus on this page: the page itself keeps working
+        if (room := class_store().joined_room(browser_id())) is not None:
+            st.session_state[ROOM.joined] = room.code
 
 
 @st.fragment(run_every=POLL_S)
@@ -99,11 +94,9 @@ def _question(code: str) -> None:
             horizontal=len(labels) > 4,
         )
         if st.button("Send my answer", key=f"{ROOM.send}{question.id}", disabled=pick is None, type="primary"):
-            try:
+            with refused():
                 store.answer(room.code, question.id, browser_id(), pick)
                 mine = pick
-            except (RoomError, StoreUnavailable) as exc:
-                show_error(str(exc))
         if mine is not None:
             st.caption(
                 f"Your answer is in: **{labels[mine]}**. You can change it until the teacher reveals the answer."

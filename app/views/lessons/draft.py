@@ -15,7 +15,7 @@ from dataclasses import replace
 import streamlit as st
 
 from app import url_state
-from app.runtime.rooms import browser_cookie_missing, browser_id, lesson_store
+from app.runtime.rooms import lesson_store
 from app.state import K, bounded, default, default_from, settle
 from app.state import Look as Shown
 from app.store import RoomError, StoreUnavailable
@@ -23,7 +23,7 @@ from app.ui.clicks import once
 from app.ui.guard import plain_error, show_error
 from app.ui.safe_text import md
 from app.url_params import shown_view
-from app.views.classroom.browser_cookie import remember_browser
+from app.views.classroom.browser_cookie import browser_cookie_missing, browser_id, remember_browser
 from app.views.lessons import check_editor, lesson_file
 from app.views.lessons.check_editor import choice_from, clean
 from app.views.lessons.data import lesson_attention

@@ -8,12 +8,13 @@ from dataclasses import replace
 import streamlit as st
 
 from app.links import app_link
-from app.runtime.rooms import browser_id, lesson_store
+from app.runtime.rooms import lesson_store
 from app.state import default, defaults
 from app.store import RoomError, StoreUnavailable
 from app.ui.clicks import once
 from app.ui.guard import show_error
 from app.ui.safe_text import md, quoted
+from app.views.classroom.browser_cookie import browser_id
 from app.views.lessons import check_editor, lesson_file
 from app.views.lessons.check import summary
 from app.views.lessons.check_editor import clean
