@@ -189,12 +189,13 @@ def _offline(bertviz_html: str, title: str, extra_css: str = "") -> str:
     return offline_document(body, title=title, extra_css=extra_css)
 
 
-def head_view_html(trace, layer: int = 0, *, enforce_limits: bool = True) -> str:
+def head_view_html(trace, layer: int = 0, head: int | None = None, *, enforce_limits: bool = True) -> str:
     """bertviz's head view (one layer, every head in colour; hover a token to isolate its lines).
 
     Args:
         trace: any trace (an RNN's alignment shows as one "Cross" head).
         layer: the layer selected at first (clamped to the model's layers).
+        head: the one head shown at first (its colour square shows the others); None, or none such: every head.
         enforce_limits: refuse inputs above :data:`MAX_TOKENS` / :data:`MAX_CELLS` (benchmarks turn it off).
 
     Returns:
@@ -208,8 +209,9 @@ def head_view_html(trace, layer: int = 0, *, enforce_limits: bool = True) -> str
     if enforce_limits:
         _check_size(trace, "head")
     kwargs = _bertviz_kwargs(trace)
-    n_layers = len(next(v for k, v in kwargs.items() if k.endswith("attention")))
-    html_obj = head_view(**kwargs, layer=min(max(int(layer), 0), n_layers - 1), html_action="return")
+    layers = next(v for k, v in kwargs.items() if k.endswith("attention"))
+    heads = [int(head)] if head is not None and 0 <= int(head) < layers[0].shape[1] else None
+    html_obj = head_view(**kwargs, layer=min(max(int(layer), 0), len(layers) - 1), heads=heads, html_action="return")
     return _offline(html_obj.data, "bertviz head view")
 
 
@@ -225,22 +227,6 @@ def model_view_html(trace, *, enforce_limits: bool = True) -> str:
         _check_size(trace, "model")
     html_obj = model_view(**_bertviz_kwargs(trace), display_mode="light", html_action="return")
     return _offline(_fit_script() + html_obj.data, "bertviz model view")
-
-
-def head_view_height(trace) -> int:
-    """Pixels the head view needs (bertviz: 22.5 px a token row + controls and head checkboxes)."""
-    return int(n_tokens(trace) * 22.5 + 110)
-
-
-def model_view_height(trace) -> int:
-    """Pixels the model view needs (bertviz: layers × thumbnail rows, or the enlarged head)."""
-    if not trace.attention_blocks():  # RNN attention: one alignment map, no heads
-        return int(n_tokens(trace) * 18 + 140)
-    parts = attention_parts(trace)
-    n, heads = n_tokens(trace), parts[0].trace.n_heads
-    layers = max(p.trace.n_layers for p in parts)
-    thumbnails = layers * (n * 7 * 12 / heads + 10) + 38
-    return int(max(thumbnails, n * 18 + 55) + 60)
 
 
 # ---------------------------------------------------------------- neuron view (queries and keys)
@@ -323,11 +309,6 @@ def neuron_view_html(trace, layer: int = 0, head: int = 0, *, enforce_limits: bo
     )
     # rows beyond the first part's key count (cross-attention: more targets than sources) stay visible
     return offline_document(body, title="bertviz neuron view", extra_css="#vis svg{overflow:visible}")
-
-
-def neuron_view_height(trace) -> int:
-    """Pixels the neuron view needs (bertviz: 26 px a token row + headings)."""
-    return int(n_tokens(trace) * 26 + 170)
 
 
 # ---------------------------------------------------------------- reading a built page back (tests, benchmarks)

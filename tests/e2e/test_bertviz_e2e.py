@@ -125,3 +125,36 @@ def test_translator_cross_attention_offline(offline_page, app_url: str, artifact
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "bertviz-translator-cross.png"))
     assert needed(aborted) == [], f"requests outside the app were needed: {aborted}"
+
+
+def frame_fits(page: Page, title: str) -> None:
+    """The view's frame is as tall as its drawing: no blank band under it, nothing cut (within a few pixels)."""
+    frame = page.locator(f'iframe[title="{title}"]')
+    inner = page.frame_locator(f'iframe[title="{title}"]').locator("body")
+    expect(inner.locator("svg").first).to_be_attached(timeout=REDRAW_MS)
+    page.wait_for_function(
+        """(title) => {
+          const frame = document.querySelector(`iframe[title="${title}"]`);
+          const body = frame && frame.contentDocument && frame.contentDocument.body;
+          return !!body && Math.abs(frame.getBoundingClientRect().height - body.scrollHeight) <= 8;
+        }""",
+        arg=title,
+        timeout=REDRAW_MS,
+    )
+    assert frame.bounding_box()["height"] > 200
+
+
+def test_views_open_on_the_apps_layer_head_and_token_and_fit_their_frames(page: Page, app_url: str):
+    page.goto(f"{app_url}/bertviz_views?layer=2&head=5&focus=3")
+    head = page.frame_locator('iframe[title="bertviz head view"]')
+    expect(head.locator("select#layer")).to_have_value("2", timeout=FIRST_DRAW_MS)
+    # the highlighted token's lines alone, as hovering it shows them (bertviz: the other lines hidden)
+    shown = head.locator("#attention line[visibility='visible']")
+    expect(shown.first).to_be_attached(timeout=REDRAW_MS)
+    assert set(shown.evaluate_all("ls => ls.map(l => l.getAttribute('left-token-index'))")) == {"3"}
+    frame_fits(page, "bertviz head view")
+    pick_view(page, "Model view")  # taller
+    frame_fits(page, "bertviz model view")
+    pick_view(page, "Neuron view (queries · keys)")  # shorter again: the frame shrinks with it
+    frame_fits(page, "bertviz neuron view")
+    expect_no_exception(page)

@@ -113,6 +113,12 @@ def test_head_and_model_payload_equal_the_trace(minilm_trace):
             np.testing.assert_allclose(attn[layer], minilm_trace.pattern(layer), atol=W_TOL, rtol=0)
 
 
+def test_the_head_view_opens_on_the_apps_layer_and_head(minilm_trace):
+    params = bv.read_payload(bv.head_view_html(minilm_trace, layer=3, head=5))
+    assert (params["layer"], params["heads"]) == (3, [5])  # the other heads: one click on their colour square
+    assert bv.read_payload(bv.head_view_html(minilm_trace, layer=3, head=99))["heads"] is None  # none such: all
+
+
 def test_hand_worked_three_tokens():
     """softmax([1,0,1]), softmax([0,1,1]), softmax([1,1,2]) (q·k with scale 1)."""
     tr = three_token_trace()

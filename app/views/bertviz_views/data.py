@@ -25,7 +25,7 @@ def source_trace(source: TraceRequest | tuple[str, int]) -> Trace:
 @st.cache_data(show_spinner=False, max_entries=32, ttl=3600)
 def bertviz_view(view: str, source: TraceRequest | tuple[str, int], layer: int = 0, head: int = 0) -> dict:
     """One bertviz view ("head", "model" or "neuron") of :func:`source_trace`'s trace as an offline HTML document,
-    ``layer`` and ``head`` shown first: ``{"html", "height", "reason", "n_tokens"}``, ``html`` None and ``reason``
+    ``layer`` and ``head`` shown first: ``{"html", "reason", "n_tokens"}``, ``html`` None and ``reason``
     saying why when the view is too big or does not exist for the model."""
     from engine.views import bertviz_html as bv
 
@@ -35,11 +35,10 @@ def bertviz_view(view: str, source: TraceRequest | tuple[str, int], layer: int =
     no_qk = view == "neuron" and not trace.attention_blocks()  # RNN attention: no queries or keys
     reason = "no-qk" if no_qk else bv.too_big(trace, view)
     if reason:
-        return {"html": None, "height": 0, "n_tokens": n, "reason": reason}
+        return {"html": None, "n_tokens": n, "reason": reason}
     html = {
-        "head": lambda: bv.head_view_html(trace, layer),
+        "head": lambda: bv.head_view_html(trace, layer, head),
         "model": lambda: bv.model_view_html(trace),
         "neuron": lambda: bv.neuron_view_html(trace, layer, head),
     }[view]()
-    height = {"head": bv.head_view_height, "model": bv.model_view_height, "neuron": bv.neuron_view_height}[view]
-    return {"html": html, "height": height(trace), "n_tokens": n, "reason": None}
+    return {"html": html, "n_tokens": n, "reason": None}

@@ -11,6 +11,7 @@ from app.runtime.models import list_models
 from app.runtime.request import TraceRequest
 from app.state import PERSIST, K, bounded
 from app.ui.guard import attempt
+from app.ui.linked_tokens import focus
 from app.ui.safe_text import md
 from app.views.bertviz_views.data import bertviz_view, source_trace
 from app.views.bertviz_views.keys import Bertviz
@@ -36,6 +37,39 @@ CAPTIONS = {
     "by 1/√d) and the softmax that turns scores into the weights the lines show. Blue = positive, "
     "orange = negative.",
 }
+
+
+#: Streamlit sizes a frame to its document, which is never shorter than the frame itself: a shorter view after a
+#: taller one kept the taller one's height (~200 px blank). The drawing says its body's height itself, after
+#: Streamlit's own measure of each change (which counts the frame's height).
+FIT_FRAME = """<script>(function () {
+  let waiting = 0;
+  function say() {
+    const height = Math.ceil(Math.max(document.body.scrollHeight, document.body.getBoundingClientRect().bottom));
+    window.parent.postMessage({type: "streamlit:iframe:setSize", width: document.body.scrollWidth, height}, "*");
+  }
+  function later() {
+    clearTimeout(waiting);
+    waiting = setTimeout(say, 30);
+  }
+  new MutationObserver(later).observe(document.body, {childList: true, subtree: true, attributes: true});
+  window.addEventListener("load", later);
+  later();
+})();</script>"""
+
+
+#: the head view opens on the page's highlighted token: its lines alone, as hovering it shows them (each draw)
+HIGHLIGHT = """<script>(function () {
+  function show() {
+    const token = document.querySelectorAll("#left > g:not(.attentionBoxes) > g")[%d];
+    if (token && !token.dataset.shown) {
+      token.dataset.shown = "1";
+      token.dispatchEvent(new MouseEvent("mouseover", {bubbles: true}));
+    }
+  }
+  new MutationObserver(show).observe(document.body, {childList: true, subtree: true});
+  show();
+})();</script>"""
 
 
 def pick_source(family: str) -> str | int:
@@ -70,7 +104,9 @@ def show_view(view: str, source: TraceRequest | tuple[str, int]) -> None:
     if result["reason"]:
         link_own_views(result["reason"])
         return
-    st.iframe(result["html"], height=result["height"], alt=f"bertviz {view} view")
+    token = focus() if view == "head" and isinstance(source, TraceRequest) else None
+    mark = HIGHLIGHT % token if token is not None and token < result["n_tokens"] else ""
+    st.iframe(result["html"] + FIT_FRAME + mark, height="content", alt=f"bertviz {view} view")
     st.caption(CAPTIONS[view])
     label, name = "Download this view as HTML (works offline)", f"bertviz_{view}_view.html"
     st.download_button(
