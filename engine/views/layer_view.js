@@ -148,6 +148,24 @@ export default function (component) {
   legend.className = "legend";
   const ramp = legend.appendChild(document.createElement("canvas"));
   const scaleText = legend.appendChild(document.createElement("span"));
+  const save = legend.appendChild(document.createElement("button"));
+  save.textContent = "Download PNG";
+  save.onclick = () => {
+    // the map as drawn (cells scaled without smoothing, then the labels over them), named by its head
+    const out = document.createElement("canvas");
+    [out.width, out.height] = [labels.width, labels.height];
+    const ctx = out.getContext("2d");
+    const scale = labels.width / parseFloat(labels.style.width);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, out.width, out.height);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(plot, geometry.left * scale, geometry.top * scale, geometry.cell * d.cols * scale, geometry.cell * d.rows * scale);
+    ctx.drawImage(labels, 0, 0);
+    const link = document.createElement("a");
+    link.download = `attention_L${state.layer}_H${state.head}.png`;
+    link.href = out.toDataURL("image/png");
+    link.click();
+  };
   paint(ramp, Float32Array.from({ length: 256 }, (_, i) => i / 255), 1, 256, 1, lut);
   box.className = "box";
   tip.className = "tip";

@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from PIL import Image
 from playwright.sync_api import Page, expect
 
 from conftest import running_app
@@ -102,3 +103,24 @@ def test_keys_pick_the_next_head_and_token(page: Page, url: str):
     page.keyboard.press("ArrowDown")
     page.wait_for_function("() => new URL(location.href).searchParams.get('focus') === '1'")
     assert len(sent) == before
+
+
+def test_the_png_download_is_the_drawn_map_of_the_shown_head(page: Page, url: str, tmp_path):
+    sent = open_view(page, url)
+    page.get_by_role("button", name="Layer 0, head 2").click()
+    before = len(sent)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download PNG").click()
+    assert download.value.suggested_filename == "attention_L0_H2.png" and len(sent) == before
+    path = tmp_path / "map.png"
+    download.value.save_as(path)
+    picture = Image.open(path).convert("RGB")
+    shown = page.locator(".lv canvas.labels").bounding_box()
+    scale = page.evaluate("window.devicePixelRatio")
+    assert picture.size == (round(shown["width"] * scale), round(shown["height"] * scale))
+    box, whole = page.locator(".lv canvas.cells").bounding_box(), page.locator(".lv canvas.labels").bounding_box()
+    side = box["width"] / 12
+    for row, col in ((11, 0), (0, 11)):  # a weight's colour, then a blocked cell's grey
+        x, y = box["x"] - whole["x"] + (col + 0.5) * side, box["y"] - whole["y"] + (row + 0.5) * side
+        pixel = picture.getpixel((int(x * scale), int(y * scale)))
+        assert (pixel == (205, 208, 214)) == (col > row), pixel
