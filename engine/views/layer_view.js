@@ -30,12 +30,14 @@ function listen() {
   document.addEventListener("keydown", (event) => event.key === "Enter" || event.key === " " ? tell(event) : null, true);
 }
 
-function decode(bytes) {
+async function decode(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const size = view.getUint32(0, true);
   const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + size)));
   const start = 4 + size + ((8 - ((4 + size) % 8)) % 8); // the cells start on an 8-byte boundary
-  const bits = new Uint16Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.byteLength));
+  const packed = bytes.slice(start); // a copy at offset 0
+  const inflate = () => new Response(new Blob([packed]).stream().pipeThrough(new DecompressionStream("deflate")));
+  const bits = new Uint16Array(header.deflate ? await inflate().arrayBuffer() : packed.buffer);
   const cells = header.rows * header.cols;
   const heads = [];
   for (let i = 0; i < bits.length / cells; i++) {
@@ -106,9 +108,19 @@ function labelEvery(cellPx, fontPx) {
 }
 
 export default function (component) {
-  const { data, parentElement, key, setStateValue } = component;
+  // the cells arrive deflated: drawn once inflated (a few ms), unless the server sent newer data meanwhile
+  const { data, parentElement } = component;
   if (!data) return;
-  const d = decode(data);
+  const mine = (parentElement.__layerViewData = data);
+  let cleanup = null;
+  decode(data).then((d) => {
+    if (parentElement.__layerViewData === mine) cleanup = mount(component, d);
+  });
+  return () => cleanup?.();
+}
+
+function mount(component, d) {
+  const { parentElement, key, setStateValue } = component;
   const lut = palette(d.colors);
   const known = views.get(key);
   // the server's choice wins when it changed (a link, a lesson step); else the browser's last choice stays

@@ -1,13 +1,15 @@
 """One layer's heads as bytes for the in-browser view (``layer_view.js``, ``layer_view.css``), and that view in a
 notebook: ``show(trace)`` draws it offline, no server and no CDN. A cell travels as a uint16 count of
-``step`` (0.001 for weights: the 3 decimals the pages print, exactly; :data:`BLOCKED` where the mask blocks it):
-a 4-byte little-endian length, a JSON header, padding to 8 bytes, then the cells, half of float32's bytes."""
+``step`` (0.001 for weights: the 3 decimals the pages print, exactly; :data:`BLOCKED` where the mask blocks it),
+deflated (zlib level 1: a MiniLM layer at 512 tokens, 12 heads of 256² block maxima, 1.58 MB → 0.37 MB): a 4-byte
+little-endian length, a JSON header, padding to 8 bytes, then the cells."""
 
 from __future__ import annotations
 
 import base64
 import json
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,9 +86,10 @@ def encode(data: LayerData, choice: Choice) -> bytes:
         "params": choice.params,
     }
     cells, header["digits"], header["step"] = counts(data.values)
+    header["deflate"] = True
     text = json.dumps(header).encode()
     pad = -(4 + len(text)) % 8
-    return len(text).to_bytes(4, "little") + text + b"\0" * pad + cells.astype("<u2").tobytes()
+    return len(text).to_bytes(4, "little") + text + b"\0" * pad + zlib.compress(cells.astype("<u2").tobytes(), 1)
 
 
 def counts(values: np.ndarray) -> tuple[np.ndarray, int, float]:

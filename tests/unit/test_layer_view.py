@@ -4,6 +4,7 @@ header, then uint16 counts of ``step`` that give back every weight to the printe
 from __future__ import annotations
 
 import json
+import zlib
 
 import numpy as np
 import pytest
@@ -18,7 +19,8 @@ def decode(raw: bytes) -> tuple[dict, np.ndarray]:
     start = 4 + size + (-(4 + size) % 8)
     assert start % 8 == 0 and set(raw[4 + size : start]) <= {0}
     shape = (len(header["layers"]), header["n_heads"], header["rows"], header["cols"])
-    return header, np.frombuffer(raw[start:], dtype="<u2").reshape(shape)
+    assert header["deflate"]
+    return header, np.frombuffer(zlib.decompress(raw[start:]), dtype="<u2").reshape(shape)
 
 
 def test_weights_come_back_to_three_decimals_and_blocked_cells_are_marked():
@@ -57,3 +59,18 @@ def test_a_trace_too_large_for_the_budget_is_pooled_to_block_maxima(trace):
     assert data.values.shape[-2:] == (8, 8) and len(data.q_labels) == 8
     assert np.allclose(data.values[0, 3], trace.overview(0, 3, size=8))
     assert n > 8 and data.q_labels[-1].endswith(f"–{n - 1}")  # a block's first–last positions
+
+
+def test_a_layer_at_512_tokens_fits_the_first_draw():
+    """Issue 41's wire budget: at 512 MiniLM tokens a layer's 12 heads (256² block maxima, as the page pools them)
+    take under 1 MB, every head exactly (512²) under 4 MB; the cells read back are the counts sent."""
+    text = " ".join(["The animal did not cross the street because it was too tired and the road was wide."] * 30)
+    trace = engine.trace(engine.load("minilm"), text, max_tokens=512)
+    assert trace.n_queries == 512
+    pooled = from_trace(trace, layers=(3,), budget=12 * 256 * 256 * 2)
+    exact = from_trace(trace, layers=(3,))
+    assert pooled.values.shape == (1, 12, 256, 256) and exact.values.shape == (1, 12, 512, 512)
+    for data, limit in ((pooled, 1 << 20), (exact, 4 << 20)):
+        raw = encode(data, Choice(layer=3))
+        header, cells = decode(raw)
+        assert len(raw) < limit and np.allclose(cells * header["step"], np.nan_to_num(data.values), atol=6e-4)
