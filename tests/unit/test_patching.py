@@ -119,7 +119,7 @@ def _own_case(model, ex):
     split = characters if model.spec.id == "induction-2l-attn-only" else tokenize
     ids = [[BOS_ID, *model.tokenizer.encode(split(text))] for text in (ex.clean, ex.corrupt)]
     answer, wrong = (model.tokenizer.id(split(word)[0]) for word in (ex.answer, ex.wrong))
-    return (lambda x: model.module(torch.tensor([x]))), ids, answer, wrong
+    return (lambda x: model.module(torch.tensor([x], device=model.device))), ids, answer, wrong
 
 
 def _hf_case(ref, tok, clean: str, corrupt: str, answer: str, wrong: str):
