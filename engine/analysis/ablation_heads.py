@@ -8,7 +8,8 @@ A head's contribution to a layer's output is its slice of the concatenated head 
 So zeroing ``z_h`` just before ``W_O`` removes head ``h`` and nothing else: the other heads, the
 residual stream, the MLPs and every later layer run as usual (they see the changed sum). It is done
 with a forward *pre*-hook on the output projection module that returns ``z`` with those columns set
-to 0; the weights are never edited. :func:`heads_off` removes its hooks in ``finally``.
+to 0; the weights are never edited. :func:`heads_off` removes its hooks in ``finally``. The same hook
+with another run's ``z`` in place of 0 patches heads (:mod:`engine.analysis.patching`).
 
 Heads are named ``(block, layer, head)``. Single-stack models (our decoder, BERT, GPT-2) have one
 block, ``"self"``; the translator has ``"encoder"`` (self-attention), ``"decoder"`` (causal
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import torch
 from torch import nn
@@ -92,48 +93,63 @@ def normalise_heads(
     return tuple(sorted(chosen, key=lambda r: (order[r[0]], r[1], r[2])))
 
 
-def zero_heads_hook(heads: Iterable[int], n_heads: int):
-    """A forward pre-hook that zeroes the given heads' slices of the projection's input ``z``.
+def replace_hook(chosen: torch.Tensor, source: torch.Tensor | None = None, n_heads: int | None = None):
+    """A forward pre-hook that replaces its module's first input ``x`` where ``chosen`` is True.
 
-    ``z`` is ``[..., n_heads · d_head]`` with the heads one after another (head-major), as every
-    family here concatenates them.
+    ``x`` becomes ``where(chosen, source, x)`` (``source`` None: 0); ``chosen`` and ``source`` broadcast against
+    ``x``. With ``n_heads``, ``chosen`` is per head (``[..., n_heads]``) and ``x`` is an output projection's input
+    ``z`` ``[..., n_heads · d_head]`` with the heads one after another (head-major), as every family here
+    concatenates them: each head's flag covers its ``d_head`` columns.
     """
-    off = sorted(set(int(h) for h in heads))
 
     def hook(_module: nn.Module, args: tuple) -> tuple:
-        z = args[0]  # (..., H·dh)
-        d_head = z.shape[-1] // n_heads
-        blocked = torch.zeros(n_heads, dtype=torch.bool, device=z.device)  # (H,)
-        blocked[off] = True
-        blocked = blocked.repeat_interleave(d_head)  # (H·dh,), True inside a switched-off head
-        return (z.masked_fill(blocked, 0.0), *args[1:])
+        x = args[0]
+        mask = chosen.to(x.device)
+        if n_heads is not None:
+            mask = mask.repeat_interleave(x.shape[-1] // n_heads, dim=-1)  # (..., H·dh)
+        new = torch.zeros((), dtype=x.dtype, device=x.device) if source is None else source.to(x)
+        return (torch.where(mask, new, x), *args[1:])
 
     return hook
 
 
+def zero_heads_hook(heads: Iterable[int], n_heads: int):
+    """A forward pre-hook that zeroes the given heads' slices of the projection's input ``z`` (:func:`replace_hook`)."""
+    chosen = torch.zeros(n_heads, dtype=torch.bool)  # (H,)
+    chosen[sorted(set(int(h) for h in heads))] = True
+    return replace_hook(chosen, n_heads=n_heads)
+
+
 @contextmanager
+def hooked(
+    pre: Iterable[tuple[nn.Module, object]] = (), post: Iterable[tuple[nn.Module, object]] = ()
+) -> Iterator[None]:
+    """Forward pre-hooks ``pre`` and forward hooks ``post`` (``(module, hook)`` pairs) during the ``with`` block.
+
+    The caller holds the model's lock: hooks are global state on a shared module. Every hook added here is
+    removed in ``finally``, also when the forward pass raises.
+    """
+    handles = []
+    try:
+        handles += [module.register_forward_pre_hook(fn) for module, fn in pre]
+        handles += [module.register_forward_hook(fn) for module, fn in post]
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def heads_off(
     projections: Mapping[tuple[str, int], nn.Module], heads: Iterable[HeadRef], n_heads: Mapping[str, int]
-) -> Iterator[None]:
-    """Switch off ``heads`` during the forward passes run inside the ``with`` block.
+) -> AbstractContextManager[None]:
+    """Switch off ``heads`` during the forward passes run inside the ``with`` block (:func:`hooked`).
 
     Args:
         projections: ``{(block, layer): output projection module}``.
         heads: ``(block, layer, head)`` to switch off (validated already).
         n_heads: heads per layer of each block.
-
-    The caller holds the model's lock: hooks are global state on a shared module. Every hook added
-    here is removed in ``finally``, also when the forward pass raises.
     """
     by_layer: dict[tuple[str, int], list[int]] = {}
     for block, layer, head in heads:
         by_layer.setdefault((block, layer), []).append(head)
-    handles = []
-    try:
-        for (block, layer), hs in by_layer.items():
-            module = projections[(block, layer)]
-            handles.append(module.register_forward_pre_hook(zero_heads_hook(hs, n_heads[block])))
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
+    return hooked(pre=[(projections[key], zero_heads_hook(hs, n_heads[key[0]])) for key, hs in by_layer.items()])

@@ -24,6 +24,7 @@ from engine.corpora import target_text
 from engine.families.hf_text.adapter import HFTextAdapter
 from engine.families.seq2seq.adapter import source_input
 from engine.families.seq2seq.network import Seq2SeqTransformer
+from engine.families.transformer.adapter import words_of
 from engine.families.transformer.network import Transformer
 from engine.generation import named_only
 from engine.records import EngineError, Tokens
@@ -82,15 +83,25 @@ class OwnDecoderRunner:
     def projections(module: nn.Module) -> dict[tuple[str, int], nn.Module]:
         return {(SELF, i): block.attn.w_o for i, block in enumerate(module.blocks)}
 
+    @staticmethod
+    def layers(module: nn.Module) -> list[nn.Module]:
+        """The blocks; each takes the residual stream as its first argument and returns it."""
+        return list(module.blocks)
+
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
-        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions)
+        inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
         return Prepared(inp.ids, inp.tokens, inp.notices, causal)
+
+    @staticmethod
+    def logits(module: nn.Module, ids: torch.Tensor, causal: bool | None) -> torch.Tensor:
+        """``ids`` ``(B, T)`` → logits ``(B, T, V)``."""
+        return module(ids, causal=causal)
 
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], _before) -> Any:
         ids = torch.tensor([list(prep.ids)], dtype=torch.long, device=device)  # (1, T)
         n_heads = {SELF: module.cfg.n_heads}
         with heads_off(self.projections(module), off, n_heads):
-            logits = module(ids, causal=prep.causal)  # (1, T, V)
+            logits = self.logits(module, ids, prep.causal)  # (1, T, V)
         return _log_probs(logits[0, -1])
 
     def summarise(self, prep: Prepared, before, after, top_k: int) -> dict:
@@ -125,6 +136,10 @@ class HFRunner:
         name = self.adapter.out_proj  # per family: engine.families.hf_text.settings
         return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
 
+    def layers(self, module: nn.Module) -> list[nn.Module]:
+        """The decoder layers; each takes the residual stream as its first argument and returns it."""
+        return self.adapter.layers(module)
+
     def prepare(self, model, text: str, *, causal: bool | None, max_tokens: int) -> Prepared:
         ceiling = model.max_positions
         if self.output == "embedding":
@@ -132,14 +147,21 @@ class HFRunner:
         ready = self.adapter.prepare(model, text, max_tokens, ceiling)
         return Prepared(tuple(ready.ids), ready.tokens, tuple(ready.notices), causal)
 
+    def causal_kwargs(self, module: nn.Module, n: int, causal: bool | None, device: torch.device) -> dict:
+        """Tracing's causal toggle (:meth:`HFTextAdapter.causal_kwargs`); None keeps the model's own mask."""
+        causal = self.default_causal if causal is None else bool(causal)
+        return self.adapter.causal_kwargs(module, n, causal, device, default=self.default_causal)
+
+    def logits(self, module: nn.Module, ids: torch.Tensor, causal: bool | None) -> torch.Tensor:
+        """``ids`` ``(B, T)`` → logits ``(B, T, V)`` (decoders)."""
+        return module(input_ids=ids, **self.causal_kwargs(module, ids.shape[1], causal, ids.device)).logits
+
     def run(self, module: nn.Module, device: torch.device, prep: Prepared, off: tuple[HeadRef, ...], _before) -> Any:
-        n = len(prep.ids)
         input_ids = torch.tensor([list(prep.ids)], device=device)  # (1, T)
-        causal = self.default_causal if prep.causal is None else bool(prep.causal)
-        kwargs = self.adapter.causal_kwargs(module, n, causal, device, default=self.default_causal)  # tracing's toggle
         with heads_off(self.projections(module), off, {SELF: self.layout[SELF][1]}):
             if self.output == "next-token":
-                return _log_probs(module(input_ids=input_ids, **kwargs).logits[0, -1], named_ids(self.tokenizer))
+                return _log_probs(self.logits(module, input_ids, prep.causal)[0, -1], named_ids(self.tokenizer))
+            kwargs = self.causal_kwargs(module, len(prep.ids), prep.causal, device)
             hidden = self.adapter.base(module)(input_ids=input_ids, **kwargs).last_hidden_state[0]  # (T, D)
         pooled = hidden.float().mean(dim=0)  # mean pooling; every token is real (mask all ones)
         return F.normalize(pooled, p=2, dim=0).cpu().numpy()  # (D,) unit length

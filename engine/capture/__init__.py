@@ -44,6 +44,7 @@ def capture(
     targets: Mapping[str, nn.Module] | nn.Module,
     names: list[str] | None = None,
     transform: Mapping[str, Transform] | None = None,
+    inputs: bool = False,
 ) -> Iterator[dict[str, torch.Tensor]]:
     """Record module outputs during the forward passes run inside the ``with`` block.
 
@@ -52,6 +53,8 @@ def capture(
         names: with a model, only these hook names (default: all).
         transform: optional ``{name: fn}`` applied to an output before it is stored (e.g. to split a
             fused QKV projection); stored tensors are always detached.
+        inputs: record each module's first positional input instead of its output (a layer's residual
+            stream in, an output projection's concatenated heads ``z``).
 
     Yields:
         A dict filled with ``{name: tensor}`` as the forward pass runs.
@@ -75,8 +78,9 @@ def capture(
     def make_hook(name: str):
         fn = transform.get(name)
 
-        def hook(_module: nn.Module, _inputs: tuple, output: torch.Tensor) -> None:
-            out = output[0] if isinstance(output, tuple) else output
+        def hook(_module: nn.Module, args: tuple, output: torch.Tensor) -> None:
+            out = args[0] if inputs else output
+            out = out[0] if isinstance(out, tuple) else out
             out = out.detach()
             store[name] = fn(out) if fn is not None else out
 

@@ -91,6 +91,13 @@ def test_next_token_summary_keeps_both_winners():
 # ---------------------------------------------------------------- no heads off = the plain run
 
 
+def test_letters_model_reads_text_as_the_trace_does():
+    """induction-2l-attn-only reads one token per letter: ablation's input is the trace's, with no <unk>."""
+    model = engine.load("induction-2l-attn-only")
+    r = ablate(model, "abc dab", [(1, 2)])
+    assert r.tokens.strings == engine.trace(model, "abc dab").tokens.strings == ("<bos>", *"abcdab")
+
+
 @pytest.mark.parametrize("causal", [None, False])
 def test_no_heads_equals_plain_run_own(tiny_stories, causal):
     r = ablate(tiny_stories, STORY, [], causal=causal, top_k=20)
