@@ -273,12 +273,15 @@ def all_points(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray, list[tuple[
     return compute, loss, where
 
 
-def analyse(runs: Sequence[Run]) -> tuple[PowerLaw, PowerLaw, tuple[tuple[str, int], ...]]:
-    """The fits and the frontier of ``runs``: L(N) on the final held-out losses, the frontier, L(C) on it."""
-    fit = fit_power_law([r.n_params for r in runs], [r.final_loss for r in runs])
+def analyse(
+    runs: Sequence[Run], *, irreducible: bool = False
+) -> tuple[PowerLaw, PowerLaw, tuple[tuple[str, int], ...]]:
+    """The fits and the frontier of ``runs``: L(N) on the final held-out losses, the frontier, L(C) on it (each
+    fit with an irreducible term E when ``irreducible``)."""
+    fit = fit_power_law([r.n_params for r in runs], [r.final_loss for r in runs], irreducible=irreducible)
     compute, loss, where = all_points(runs)
     on = frontier(compute, loss)
-    compute_fit = fit_power_law(compute[on], loss[on])
+    compute_fit = fit_power_law(compute[on], loss[on], irreducible=irreducible)
     return fit, compute_fit, tuple(where[i] for i in on)
 
 
