@@ -88,18 +88,18 @@ def _law(log_x: np.ndarray, y: np.ndarray, e: float) -> tuple[float, float, floa
             part = np.exp(design @ t)
         return np.log(part + e) - log_y, part / (part + e)  # residual, d residual / d(a + b·log_x)
 
-    r, slope = residual(theta)
+    r, weight = residual(theta)
     for _ in range(100 if e > 0 else 0):  # e = 0: the line is the answer
-        step = np.linalg.lstsq(design * slope[:, None], -r, rcond=None)[0]
+        step = np.linalg.lstsq(design * weight[:, None], -r, rcond=None)[0]
         for _ in range(40):
-            r_new, slope_new = residual(theta + step)
+            r_new, weight_new = residual(theta + step)
             if r_new @ r_new <= r @ r:
                 break
             step = step / 2
         else:
             break
         gain = r @ r - r_new @ r_new
-        theta, r, slope = theta + step, r_new, slope_new
+        theta, r, weight = theta + step, r_new, weight_new
         if gain <= 1e-13 * (r @ r):
             break
     return float(theta[0]), float(theta[1]), float(r @ r)

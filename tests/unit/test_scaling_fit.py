@@ -71,7 +71,7 @@ def test_with_one_percent_noise_e_stays_near_its_true_value():
         assert log_error(N, loss, fit) <= sse * (1 + 1e-6)
         found.append(fit.irreducible)
     found = np.array(found)
-    assert found.min() > 1.3 and found.max() < 1.7, found  # the old fit of log(L − E) gave E < 0.1 in 64%
+    assert found.min() > 1.3 and found.max() < 1.7, found  # the old fit of log(L − E): E < 0.1 in 12 of these 30
     assert np.median(found) == pytest.approx(1.5, abs=0.05)
 
 
