@@ -9,7 +9,8 @@ changes, gradients) can be compared::
 over the n(n−1)/2 pairs of tokens: C pairs both scores order the same way (concordant), D the opposite
 way, n₀ = n(n−1)/2, T_a / T_b the pairs tied in the first / second score (τ_b, the variant with ties, as
 ``scipy.stats.kendalltau``'s default). Both are 1 for the same order, −1 for the reversed one, and NaN
-when a score gives every token the same value (no order to compare) or fewer than two tokens are kept.
+when a score gives every token the same value (no order to compare), holds a NaN, or fewer than two
+tokens are kept.
 Written here so the engine needs no SciPy; tested against hand-worked examples.
 """
 
@@ -37,11 +38,11 @@ def ranks(x: np.ndarray) -> np.ndarray:
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's ρ of two scores of the same tokens (NaN: fewer than two tokens, or a constant score)."""
+    """Spearman's ρ of two scores of the same tokens (NaN: fewer than two tokens, a constant score, or a NaN)."""
     ra, rb = ranks(a), ranks(b)
     if len(ra) != len(rb):
         raise ValueError(f"scores of {len(ra)} and {len(rb)} tokens")
-    if len(ra) < 2:
+    if len(ra) < 2 or np.isnan(a).any() or np.isnan(b).any():  # a NaN has no rank (argsort would put it last)
         return float("nan")
     da, db = ra - ra.mean(), rb - rb.mean()
     denominator = np.sqrt((da * da).sum() * (db * db).sum())

@@ -5,10 +5,12 @@ falls as a power law in its non-embedding parameters N when data and steps do no
 
     L(N) = (N_c / N) ** alpha                  (optionally + E, a loss no model size removes)
 
-In log space that is a straight line, ``log L = alpha·log N_c − alpha·log N``, so the fit here is numpy's
+In log space that is a straight line, ``log L = alpha·log N_c − alpha·log N``, so the pure law is numpy's
 least squares on ``(log N, log L)``: the slope is ``−alpha`` and the intercept ``alpha·log N_c``. With an
-irreducible term E the line holds for ``log(L − E)``; E is found by a bounded one-dimensional search that
-minimises the squared log residuals (for each E the line is solved exactly).
+irreducible term E (Henighan et al. 2020's L_∞, Chinchilla's E) the fit still minimises the squared error of
+``log L``, now against ``log((N_c / N)^alpha + E)``: for each E, Gauss–Newton on (log N_c, alpha) from the line
+through ``log(L − E)``; E itself by a bounded search over ``[0, min L)`` (a grid, then golden section). The
+error of ``log(L − E)`` would be a different quantity for each E, growing as E nears min L, and would pull E to 0.
 
 Compute: one training token costs about 6·N floating-point operations (2·N forward, 4·N backward), so a
 run that has seen T tokens spent C ≈ 6·N·T. The **compute-optimal frontier** is the lower envelope of loss
@@ -42,13 +44,13 @@ class CurvesError(EngineError):
 
 @dataclass(frozen=True)
 class PowerLaw:
-    """``y = (scale / x) ** alpha + irreducible``, fitted in log space.
+    """``y = (scale / x) ** alpha + irreducible``, fitted by least squares on ``log y``.
 
     Attributes:
         alpha: the exponent (a loss that falls with x has alpha > 0).
         scale: N_c (or C_c): where the power-law part alone would be 1.
         irreducible: E, the part no x removes (0 for a pure power law).
-        r2: share of the variance of log(y − E) the line explains.
+        r2: share of the variance of log y the fitted curve explains (comparable with and without E).
         n_points: points fitted.
     """
 
@@ -73,12 +75,55 @@ class PowerLaw:
         }
 
 
-def _line(log_x: np.ndarray, log_y: np.ndarray) -> tuple[float, float, float]:
-    """Least-squares ``log_y ≈ a + b·log_x``: (a, b, squared residual sum)."""
-    design = np.stack([np.ones_like(log_x), log_x], axis=1)  # (n, 2)
-    (a, b), *_ = np.linalg.lstsq(design, log_y, rcond=None)
-    residual = log_y - (a + b * log_x)
-    return float(a), float(b), float(residual @ residual)
+def _law(log_x: np.ndarray, y: np.ndarray, e: float) -> tuple[float, float, float]:
+    """Least squares ``log y ≈ log(exp(a + b·log_x) + e)`` for a fixed ``e``: (a, b, squared error).
+
+    The line through ``log(y − e)`` (the exact answer when e = 0), then Gauss–Newton steps, each halved until
+    the error falls."""
+    design, log_y = np.stack([np.ones_like(log_x), log_x], axis=1), np.log(y)  # (n, 2), (n,)
+    theta = np.linalg.lstsq(design, np.log(y - e), rcond=None)[0]
+
+    def residual(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(over="ignore"):  # an overlong trial step: inf, then halved
+            part = np.exp(design @ t)
+        return np.log(part + e) - log_y, part / (part + e)  # residual, d residual / d(a + b·log_x)
+
+    r, weight = residual(theta)
+    for _ in range(100 if e > 0 else 0):  # e = 0: the line is the answer
+        step = np.linalg.lstsq(design * weight[:, None], -r, rcond=None)[0]
+        for _ in range(40):
+            r_new, weight_new = residual(theta + step)
+            if r_new @ r_new <= r @ r:
+                break
+            step = step / 2
+        else:
+            break
+        gain = r @ r - r_new @ r_new
+        theta, r, weight = theta + step, r_new, weight_new
+        if gain <= 1e-13 * (r @ r):
+            break
+    return float(theta[0]), float(theta[1]), float(r @ r)
+
+
+def _best_irreducible(log_x: np.ndarray, y: np.ndarray) -> float:
+    """E in ``[0, min y)`` with the least squared error of ``log y`` (each E's law by :func:`_law`)."""
+
+    def error(e: float) -> float:
+        return _law(log_x, y, e)[2]
+
+    top = float(y.min())
+    grid = top * (1 - np.geomspace(1.0, 1e-6, 200))  # denser near min(y), where the fit bends most
+    errors = [error(float(g)) for g in grid]
+    i = int(np.argmin(errors))
+    lo, hi = grid[max(0, i - 1)], grid[min(len(grid) - 1, i + 1)]
+    for _ in range(80):  # golden-section search inside the best grid cell's neighbours
+        m1, m2 = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
+        if error(m1) <= error(m2):
+            hi = m2
+        else:
+            lo = m1
+    e = float((lo + hi) / 2)
+    return e if error(e) <= errors[i] else float(grid[i])
 
 
 def _checked(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +140,7 @@ def _checked(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
 def fit_power_law(
     x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, irreducible: bool = False
 ) -> PowerLaw:
-    """Fit ``y = (scale / x) ** alpha (+ E)`` by least squares in log space.
+    """Fit ``y = (scale / x) ** alpha (+ E)`` by least squares on ``log y``.
 
     Args:
         x: sizes (parameters, compute), all > 0.
@@ -113,34 +158,16 @@ def fit_power_law(
         >>> n = np.array([1e3, 1e4, 1e5]); fit_power_law(n, (5e4 / n) ** 0.3).alpha  # 0.3
     """
     x, y = _checked(x, y)
-    log_x = np.log(x)
-
-    def solve(e: float) -> tuple[float, float, float]:
-        return _line(log_x, np.log(y - e))
-
+    log_x, log_y = np.log(x), np.log(y)
     e = 0.0
     if irreducible:
         if x.size < 3:
             raise ValueError("fit_power_law: an irreducible term needs at least three points")
-        top = float(y.min())
-        grid = top * (1 - np.geomspace(1.0, 1e-6, 200))  # denser near min(y), where the fit bends most
-        sse = [solve(float(g))[2] for g in grid]
-        i = int(np.argmin(sse))
-        lo, hi = grid[max(0, i - 1)], grid[min(len(grid) - 1, i + 1)]
-        for _ in range(80):  # golden-section search inside the best grid cell's neighbours
-            m1, m2 = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
-            if solve(m1)[2] <= solve(m2)[2]:
-                hi = m2
-            else:
-                lo = m1
-        e = float((lo + hi) / 2)
-        if sse[i] < solve(e)[2]:
-            e = float(grid[i])
-    a, b, sse_e = solve(e)
+        e = _best_irreducible(log_x, y)
+    a, b, error = _law(log_x, y, e)
     alpha = -b
-    log_y = np.log(y - e)
     total = float(((log_y - log_y.mean()) ** 2).sum())
-    r2 = 1.0 - sse_e / total if total > 0 else 1.0
+    r2 = 1.0 - error / total if total > 0 else 1.0
     scale = math.exp(a / alpha) if alpha != 0 else math.inf
     return PowerLaw(alpha=float(alpha), scale=float(scale), irreducible=e, r2=float(r2), n_points=int(x.size))
 
@@ -246,12 +273,15 @@ def all_points(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray, list[tuple[
     return compute, loss, where
 
 
-def analyse(runs: Sequence[Run]) -> tuple[PowerLaw, PowerLaw, tuple[tuple[str, int], ...]]:
-    """The fits and the frontier of ``runs``: L(N) on the final held-out losses, the frontier, L(C) on it."""
-    fit = fit_power_law([r.n_params for r in runs], [r.final_loss for r in runs])
+def analyse(
+    runs: Sequence[Run], *, irreducible: bool = False
+) -> tuple[PowerLaw, PowerLaw, tuple[tuple[str, int], ...]]:
+    """The fits and the frontier of ``runs``: L(N) on the final held-out losses, the frontier, L(C) on it (each
+    fit with an irreducible term E when ``irreducible``)."""
+    fit = fit_power_law([r.n_params for r in runs], [r.final_loss for r in runs], irreducible=irreducible)
     compute, loss, where = all_points(runs)
     on = frontier(compute, loss)
-    compute_fit = fit_power_law(compute[on], loss[on])
+    compute_fit = fit_power_law(compute[on], loss[on], irreducible=irreducible)
     return fit, compute_fit, tuple(where[i] for i in on)
 
 

@@ -1,5 +1,6 @@
-"""The Scaling page through AppTest: the shipped curves drawn as they are, the fit's line and exponent, the frontier,
-one more size trained live on the long-work lane, and calm messages for a refused size or a missing file."""
+"""The Scaling page through AppTest: the shipped curves drawn as they are, both fits' lines (the pure power law and the
+law with an irreducible term) with their exponents and r² of log L, the frontier, one more size trained live on the
+long-work lane, and calm messages for a refused size or a missing file."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from app.views.scaling import data as scaling_service
 from app.views.scaling.data import scaling_start
 from apptest_helpers import assert_clean, decode, figures, messages, open_page, run_until, title
-from engine.analysis.scaling_laws import read_curves
+from engine.analysis.scaling_laws import analyse, read_curves
 from engine.records import EngineError
 from engine.training.scaling import CURVES
 
@@ -47,6 +48,42 @@ def test_the_page_draws_the_shipped_curves_the_fit_and_the_frontier():
     assert at.dataframe[0].value["size"].tolist() == [r.name for r in curves.runs]
 
 
+def r2_of_log(x: np.ndarray, y: np.ndarray, e: float, alpha: float, scale: float) -> float:
+    """r² of log y under y ≈ e + (scale / x)^alpha (the formula, written here)."""
+    residual = np.log(y) - np.log(e + (scale / x) ** alpha)
+    return 1 - float(residual @ residual) / float(((np.log(y) - np.log(y).mean()) ** 2).sum())
+
+
+def test_both_laws_are_drawn_and_the_better_one_is_named():
+    curves = read_curves(CURVES)
+    fit_e, compute_e, _ = analyse(curves.runs, irreducible=True)
+    at = open_page("scaling")
+    assert_clean(at)
+    figs = _by_title(at)
+    n = np.array([r.n_params for r in curves.runs], dtype=np.float64)
+    loss = np.array([r.final_loss for r in curves.runs])
+    for fig, law, prefix, v in (
+        (figs["Loss against parameters"], fit_e, "fit with E", "N"),
+        (figs["Loss against compute"], compute_e, "frontier fit with E", "C"),
+    ):
+        line = _trace(fig, prefix)
+        assert line["name"] == f"{prefix}: L = {law.irreducible:.2f} + ({v}_c / {v})^{law.alpha:.3f}"
+        x = decode(line["x"])
+        np.testing.assert_allclose(decode(line["y"]), law.irreducible + (law.scale / x) ** law.alpha, rtol=1e-9)
+    pure = r2_of_log(n, loss, 0.0, curves.fit.alpha, curves.fit.scale)
+    with_e = r2_of_log(n, loss, fit_e.irreducible, fit_e.alpha, fit_e.scale)
+    assert with_e > pure + 0.05  # 0.955 against 0.844 on the shipped sizes
+    captions = " ".join(messages(at.caption))
+    assert f"r² = {pure:.3f}" in captions and f"r² = {with_e:.3f}" in captions
+    assert f"E = {fit_e.irreducible:.2f} nats, α = {fit_e.alpha:.3f}" in captions
+    assert f"The law with E fits better** (r² {with_e:.3f} against {pure:.3f})" in captions
+    assert "Chinchilla" in captions and "entropy" in captions
+    by_name = {r.name: r for r in curves.runs}
+    c = np.array([by_name[name].compute[i] for name, i in curves.frontier])
+    on = np.array([by_name[name].held_out_loss[i] for name, i in curves.frontier])
+    assert f"r² = {r2_of_log(c, on, compute_e.irreducible, compute_e.alpha, compute_e.scale):.3f}" in captions
+
+
 def test_one_more_size_trains_live_and_joins_the_charts():
     at = open_page("scaling")
     at.radio(key="scaling_live_size").set_value("d20-L1")
@@ -65,7 +102,7 @@ def test_one_more_size_trains_live_and_joins_the_charts():
     assert any(t["name"] == "d20-L1 (trained here)" for t in _by_title(at)["Loss against compute"]["data"])
     table = at.dataframe[0].value
     assert table["trained"].tolist()[-1] == "here" and table["size"].tolist()[-1] == "d20-L1"
-    assert any("trained here" in m and "α =" in m for m in messages(at.caption))
+    assert any("trained here" in m and "α =" in m and "with E: E = " in m for m in messages(at.caption))
 
 
 def test_a_forged_size_is_refused_before_anything_runs():

@@ -1,4 +1,5 @@
-"""The Scaling page in Chromium: the two log-log charts drawn at once, then one more size trained live joins them."""
+"""The Scaling page in Chromium: the two log-log charts drawn at once with both laws (pure, and with an irreducible
+term), then one more size trained live joins them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from engine.analysis.scaling_laws import analyse, read_curves
 
 pytestmark = pytest.mark.e2e
 
@@ -19,6 +21,7 @@ CURVES = Path(__file__).resolve().parents[2] / "assets" / "scaling" / "stories-s
 
 def test_scaling_page_walk(page: Page, app_url: str, artifacts: Path, publish_screenshot):
     alpha = json.loads(CURVES.read_text())["fit"]["alpha"]
+    with_e, compute_e, _ = analyse(read_curves(CURVES).runs, irreducible=True)
     page.goto(app_url)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Scaling", exact=True).click()
     expect(page.get_by_role("heading", name="Scaling laws, in miniature", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
@@ -30,7 +33,11 @@ def test_scaling_page_walk(page: Page, app_url: str, artifacts: Path, publish_sc
     assert params.evaluate("el => el._fullLayout.xaxis.type") == "log"
     names = params.evaluate("el => el._fullData.map(t => t.name)")
     assert f"fit: L = (N_c / N)^{alpha:.3f}" in names and "trained here" not in names
+    assert f"fit with E: L = {with_e.irreducible:.2f} + (N_c / N)^{with_e.alpha:.3f}" in names
+    compute_names = page.locator(PLOT).nth(1).evaluate("el => el._fullData.map(t => t.name)")
+    assert f"frontier fit with E: L = {compute_e.irreducible:.2f} + (C_c / C)^{compute_e.alpha:.3f}" in compute_names
     expect(page.get_by_text(f"α = {alpha:.3f}").first).to_be_visible()
+    expect(page.get_by_text("The law with E fits better")).to_be_visible()
     page.screenshot(path=str(artifacts / "scaling.png"), full_page=True)
     publish_screenshot(artifacts / "scaling.png", "scaling.png")
 

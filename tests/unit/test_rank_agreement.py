@@ -54,3 +54,13 @@ def test_scipy_agrees_where_installed():
         a, b = rng.integers(0, 5, 12).astype(float), rng.normal(size=12)
         assert spearman(a, b) == pytest.approx(stats.spearmanr(a, b)[0], abs=1e-12)
         assert kendall(a, b) == pytest.approx(stats.kendalltau(a, b)[0], abs=1e-12)
+
+
+def test_a_nan_score_has_no_order():
+    a, b = np.array([0.3, np.nan, 0.9, 0.5]), np.array([1.0, 2, 3, 4])
+    for x, y in ((a, b), (b, a), (a, a)):
+        assert math.isnan(spearman(x, y)) and math.isnan(kendall(x, y))
+    rho, tau = agreement({"a": a, "b": b})
+    assert math.isnan(rho[0, 1]) and math.isnan(tau[0, 1]) and rho[1, 1] == pytest.approx(1)
+    stats = pytest.importorskip("scipy.stats")  # scipy's default (nan_policy="propagate") agrees
+    assert math.isnan(stats.spearmanr(a, b)[0]) and math.isnan(stats.kendalltau(a, b)[0])

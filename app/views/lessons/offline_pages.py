@@ -23,7 +23,7 @@ from app.views.positional.figures import bias_grid, matrix_heatmap
 from app.views.positional.keys import Positional
 from app.views.pretraining import data as pretraining_data
 from app.views.pretraining.keys import TABS as PRETRAINING_TABS
-from app.views.scaling.data import scaling_curves
+from app.views.scaling.data import fits_with_e, scaling_curves
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
 from app.views.vit import data as vit_data
 from app.views.vit.figures import overlay, overlay_grid, probability_bars, window_overlay
@@ -263,17 +263,18 @@ def _objectives(values: dict[str, object]) -> Drawn:
 def scaling(values: dict[str, object]) -> Drawn:
     """The shipped curves (the page's two charts; the sizes a visitor trains live are not in a link)."""
     curves = scaling_curves()
-    fit = curves.fit
+    fit, (fit_e, compute_e) = curves.fit, fits_with_e()
     params_says = (
-        f"Each size's held-out loss against its non-embedding parameters N (log-log) and the fitted power law "
-        f"L(N) = (N_c / N)^α: α = {fit.alpha:.3f}, r² = {fit.r2:.3f} over {fit.n_points} sizes."
+        f"Each size's held-out loss against its non-embedding parameters N (log-log) and two laws fitted on log L: "
+        f"L(N) = (N_c / N)^α, α = {fit.alpha:.3f}, r² = {fit.r2:.3f}, and L(N) = E + (N_c / N)^α, "
+        f"E = {fit_e.irreducible:.2f}, α = {fit_e.alpha:.3f}, r² = {fit_e.r2:.3f} (over {fit.n_points} sizes)."
     )
     compute_says = (
         "Each size's loss as training goes on against the compute spent (C ≈ 6·N·tokens); the thick line is the "
-        "compute-optimal frontier."
+        "compute-optimal frontier, with the same two laws fitted to it."
     )
-    params_fig = loss_vs_params(curves.runs, fit)
-    compute_fig = loss_vs_compute(curves.runs, curves.frontier, curves.compute_fit)
+    params_fig = loss_vs_params(curves.runs, fit, with_e=fit_e)
+    compute_fig = loss_vs_compute(curves.runs, curves.frontier, curves.compute_fit, with_e=compute_e)
     return Drawn(drawn=[chart(params_fig, "", params_says), chart(compute_fig, "", compute_says)])
 
 

@@ -8,7 +8,7 @@ import functools
 import numpy as np
 
 from app.runtime.long_work import SCALE, long_queue, submit_long
-from engine.analysis.scaling_laws import Curves, PowerLaw, Run, fit_power_law, read_curves
+from engine.analysis.scaling_laws import Curves, PowerLaw, Run, analyse, fit_power_law, read_curves
 from engine.job_limits import about
 from engine.job_records import JobStatus
 from engine.records import EngineError
@@ -58,6 +58,15 @@ def scaling_start(name: str) -> JobStatus:
     return submit_long(SCALE, work, key=name, estimate_s=estimate)
 
 
-def refit(runs: tuple[Run, ...]) -> PowerLaw:
-    """L(N) over the final held-out losses of ``runs`` (the shipped ones and the live ones together)."""
-    return fit_power_law([r.n_params for r in runs], [r.final_loss for r in runs])
+@functools.lru_cache(maxsize=1)
+def fits_with_e() -> tuple[PowerLaw, PowerLaw]:
+    """L(N) and the frontier's L(C) with an irreducible term E, on the shipped curves (fitted once per process)."""
+    fit, compute_fit, _ = analyse(scaling_curves().runs, irreducible=True)
+    return fit, compute_fit
+
+
+def refit(runs: tuple[Run, ...]) -> tuple[PowerLaw, PowerLaw]:
+    """L(N) over the final held-out losses of ``runs`` (the shipped ones and the live ones together): the pure
+    power law and the law with an irreducible term."""
+    n, loss = [r.n_params for r in runs], [r.final_loss for r in runs]
+    return fit_power_law(n, loss), fit_power_law(n, loss, irreducible=True)

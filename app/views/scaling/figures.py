@@ -1,5 +1,6 @@
 """The Scaling page's figures: loss against parameters and against compute, on log-log axes (``Run`` and
-``PowerLaw`` records in). Shipped sizes go light to dark blue, sizes trained here are orange, fits dashed grey."""
+``PowerLaw`` records in). Shipped sizes go light to dark blue, sizes trained here are orange; the pure power law is
+grey, the law with an irreducible term E purple."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import plotly.graph_objects as go
 
 from engine.analysis.scaling_laws import PowerLaw, Run
 
-FIT, FRONTIER, LIVE = "#666666", "#000000", "#e66101"
+FIT, FIT_E, FRONTIER, LIVE = "#666666", "#5e3c99", "#000000", "#e66101"
 
 
 def size_colours(n: int) -> list[str]:
@@ -36,12 +37,34 @@ def _log_axes(fig: go.Figure, x_title: str, title: str, height: int) -> go.Figur
     )
 
 
-def loss_vs_params(runs: Sequence[Run], fit: PowerLaw, live: Sequence[Run] = (), *, height: int = 420) -> go.Figure:
-    """Each size's final held-out loss against its non-embedding parameters, and the fitted L(N)."""
+def law_name(fit: PowerLaw, x: str) -> str:
+    """``L = (N_c / N)^α`` or ``L = E + (N_c / N)^α`` with the fitted numbers (``x``: "N" or "C")."""
+    e = f"{fit.irreducible:.2f} + " if fit.irreducible else ""
+    return f"L = {e}({x}_c / {x})^{fit.alpha:.3f}"
+
+
+def _fits(fig: go.Figure, xs: np.ndarray, fits: Sequence[PowerLaw], x: str, prefix: str, dash: str) -> None:
+    """The pure law (grey, ``dash``) and, when ``fits`` holds a second, the law with E (purple, dash-dot)."""
+    x_hover = "%{x:,.0f}" if x == "N" else "%{x:.3g}"
+    for fit, colour, style, with_e in zip(fits, (FIT, FIT_E), (dash, "dashdot"), ("", " with E")):
+        name, line = f"{prefix}{with_e}: {law_name(fit, x)}", dict(color=colour, dash=style)
+        fig.add_trace(_trace(xs, fit.predict(xs), name, f"{x} {x_hover}: fit{with_e} %{{y:.3f}}", line=line))
+
+
+def loss_vs_params(
+    runs: Sequence[Run],
+    fit: PowerLaw,
+    live: Sequence[Run] = (),
+    *,
+    with_e: PowerLaw | None = None,
+    height: int = 420,
+) -> go.Figure:
+    """Each size's final held-out loss against its non-embedding parameters, the fitted L(N) and, given, the
+    fitted law with an irreducible term."""
     n_all = [r.n_params for r in (*runs, *live)]
     xs = np.geomspace(min(n_all) / 1.5, max(n_all) * 1.5, 60)
-    fit_name, line = f"fit: L = (N_c / N)^{fit.alpha:.3f}", dict(color=FIT, dash="dash")
-    fig = go.Figure(_trace(xs, fit.predict(xs), fit_name, "N %{x:,.0f}: fit %{y:.3f}", line=line))
+    fig = go.Figure()
+    _fits(fig, xs, [fit, with_e] if with_e else [fit], "N", "fit", "dash")
     shipped = dict(size=11, color=size_colours(len(runs)))
     for group, name, (where, note), marker in (
         (runs, "shipped sizes", ("top right", ""), shipped),
@@ -62,9 +85,11 @@ def loss_vs_compute(
     compute_fit: PowerLaw,
     live: Sequence[Run] = (),
     *,
+    with_e: PowerLaw | None = None,
     height: int = 420,
 ) -> go.Figure:
-    """Each size's held-out curve against compute C = 6·N·tokens, the frontier and its power law."""
+    """Each size's held-out curve against compute C = 6·N·tokens, the frontier, its power law and, given, its law
+    with an irreducible term."""
     fig = go.Figure()
     lines = [(run, run.name, dict(color=colour, width=2)) for run, colour in zip(runs, size_colours(len(runs)))]
     lines += [(run, f"{run.name} (trained here)", dict(color=LIVE, width=2, dash="dash")) for run in live]
@@ -82,8 +107,5 @@ def loss_vs_compute(
     fig.add_trace(_trace(fx, fy, "compute-optimal frontier", hover, "lines+markers", **style))
     if fx.size:
         xs = np.geomspace(fx.min(), fx.max(), 60)
-        name = f"frontier fit: L = (C_c / C)^{compute_fit.alpha:.3f}"
-        fig.add_trace(
-            _trace(xs, compute_fit.predict(xs), name, "C %{x:.3g}: fit %{y:.3f}", line=dict(color=FIT, dash="dot"))
-        )
+        _fits(fig, xs, [compute_fit, with_e] if with_e else [compute_fit], "C", "frontier fit", "dot")
     return _log_axes(fig, "compute C = 6·N·tokens (floating-point operations)", "Loss against compute", height)

@@ -1,5 +1,6 @@
 """Scaling: six sizes of our stories GPT trained alike (``python -m engine.training.scaling``), loss against N with
-the fitted L(N) = (N_c / N)^α and against compute with its frontier; "Train one more size" adds a point live."""
+the fitted L(N) = (N_c / N)^α and E + (N_c / N)^α and against compute with its frontier and the same two laws;
+"Train one more size" adds a point live."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from app.ui.theme import side_by_side
 from app.views.scaling import data
 from app.views.scaling.figures import loss_vs_compute, loss_vs_params
 from app.views.scaling.keys import Scaling as S
-from engine.analysis.scaling_laws import Run
+from engine.analysis.scaling_laws import PowerLaw, Run
 from engine.job_limits import about
 
 
@@ -26,35 +27,58 @@ def _live_runs() -> dict:
     return default(S.live_runs, {})
 
 
+def verdict(pure: PowerLaw, with_e: PowerLaw) -> str:
+    """Which law fits better, by r² of log L (the measure both fits minimise)."""
+    if with_e.r2 - pure.r2 > 0.005:
+        return (
+            f"**The law with E fits better** (r² {with_e.r2:.3f} against {pure.r2:.3f}): the losses flatten as the "
+            "models grow, and a pure power law, a straight line on these axes, cannot bend."
+        )
+    return f"The pure law fits as well (r² {pure.r2:.3f} against {with_e.r2:.3f}): E adds nothing the line misses."
+
+
 def charts(curves, live: list) -> None:
     fit, settings = curves.fit, curves.settings
+    fit_e, cfit_e = data.fits_with_e()
     left, right = side_by_side(2)
     with left:
-        show_chart(loss_vs_params(curves.runs, fit, live), key=S.params_chart, source="")
+        show_chart(loss_vs_params(curves.runs, fit, live, with_e=fit_e), key=S.params_chart, source="")
         st.caption(
             f"Each point is one size's held-out loss after the same {settings['steps']} steps "
             f"({settings['steps'] * settings['batch_size'] * settings['seq_len']:,} tokens), against its "
-            f"non-embedding parameters N (log-log). The dashed line is the power law "
-            f"L(N) = (N_c / N)^α fitted by least squares in log space: **α = {fit.alpha:.3f}**, "
-            f"N_c = {fit.scale:.3g} (r² = {fit.r2:.3f} over {fit.n_points} sizes). Kaplan et al. 2020 "
-            "measured α ≈ 0.076 for models trained to convergence on far more data; ours are tiny and "
-            "trained briefly, so the exponent is only this mini-lab's."
+            "non-embedding parameters N (log-log). Two laws, each fitted by least squares on log L: the grey "
+            f"dashed line is the pure power law L(N) = (N_c / N)^α, **α = {fit.alpha:.3f}**, N_c = {fit.scale:.3g} "
+            f"(r² = {fit.r2:.3f} over {fit.n_points} sizes); the purple dash-dot one adds an irreducible loss E, "
+            f"L(N) = E + (N_c / N)^α: **E = {fit_e.irreducible:.2f} nats, α = {fit_e.alpha:.3f}**, "
+            f"N_c = {fit_e.scale:.3g} (r² = {fit_e.r2:.3f}). {verdict(fit, fit_e)}"
+        )
+        st.caption(
+            "Why E: part of the loss is the entropy of the text itself, which no model, however large, removes, so "
+            "the loss levels off at E instead of falling towards 0. Chinchilla's law (Hoffmann et al. 2022) "
+            "writes it L(N, D) = E + A/N^α + B/D^β, and Kaplan's group's (Henighan et al. 2020) L = L_∞ + "
+            "(x₀/x)^α. Kaplan et al. 2020 fitted the pure law over their range (noting that it must level off, "
+            "since text has non-zero entropy) and measured α ≈ 0.076 for models trained to convergence on far more data; ours are tiny and trained "
+            "briefly, so the exponents are only this mini-lab's."
         )
         if live:
-            both = data.refit(tuple(curves.runs) + tuple(live))
+            both, both_e = data.refit(tuple(curves.runs) + tuple(live))
             sizes = "the size" if len(live) == 1 else f"the {len(live)} sizes"
             st.caption(
-                f"With {sizes} trained here (orange) in the fit as well: α = {both.alpha:.3f} (r² = {both.r2:.3f})."
+                f"With {sizes} trained here (orange) in the fit as well: α = {both.alpha:.3f} (r² = {both.r2:.3f}); "
+                f"with E: E = {both_e.irreducible:.2f}, α = {both_e.alpha:.3f} (r² = {both_e.r2:.3f})."
             )
     with right:
         cfit = curves.compute_fit
-        show_chart(loss_vs_compute(curves.runs, curves.frontier, cfit, live), key=S.compute_chart, source="")
+        figure = loss_vs_compute(curves.runs, curves.frontier, cfit, live, with_e=cfit_e)
+        show_chart(figure, key=S.compute_chart, source="")
         st.caption(
             "Each line is one size's held-out loss as training goes on, against the compute spent so far, "
             "C ≈ 6·N·tokens (log-log). The thick black line is the compute-optimal frontier: for each "
             "compute, the lowest loss any size reached with no more compute (the lower envelope of all "
-            f"the curves). A power law fitted to it: **L(C) = (C_c / C)^{cfit.alpha:.3f}**. Small models "
-            "lead at small compute, larger ones take over later: for a fixed budget there is a best size."
+            f"the curves). A power law fitted to it: **L(C) = (C_c / C)^{cfit.alpha:.3f}** (grey, r² = "
+            f"{cfit.r2:.3f}); with E (purple): L(C) = {cfit_e.irreducible:.2f} + (C_c / C)^{cfit_e.alpha:.3f} "
+            f"(r² = {cfit_e.r2:.3f}). Small models lead at small compute, larger ones take over later: for a fixed "
+            "budget there is a best size."
         )
 
 
@@ -124,7 +148,7 @@ def train_one_more(curves) -> None:
         _live_runs()[run.name] = run  # the session keeps it, whatever the queue forgets
     st.caption(
         "The new size trains with exactly the shipped settings (steps, batch, data order, schedule); when it "
-        "ends its point joins both charts in orange. Does it land on the fitted line?"
+        "ends its point joins both charts in orange. Does it land on the fitted lines?"
     )
 
 
