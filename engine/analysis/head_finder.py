@@ -45,6 +45,7 @@ N_TEXTS, CORPUS_SEED = 200, 2042
 #: repeated random tokens: how many sequences, the run's length n (at most what fits the model), the seed
 SEQUENCES, PERIOD, REPEAT_SEED = 32, 20, 4321
 MAX_BYTES = 1_000_000
+TOP = 3  # snippets kept per head: the texts where it puts the most weight on one non-sink key
 DIGITS = 4  # decimals kept in the JSON
 CORPUS_METRICS = ("previous_token", "self", "first_token", "sink", "entropy", "mean_distance")
 REPEAT_METRICS = ("induction", "duplicate_token")
@@ -207,6 +208,17 @@ def repeat_metrics(p: np.ndarray, ids: Sequence[int], lead: int, n: int) -> dict
     return {"induction": prefix_matching_score(q, n), "duplicate_token": M.duplicate_share(q, list(ids)[window])}
 
 
+def strongest_cells(p: np.ndarray, special: Sequence[bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per head of ``p`` ``[H, q, k]``, the cell with the most weight on a key that is not a sink (the first token or
+    a marker): ``(query [H], key [H], weight [H])``, weight NaN where every key is a sink."""
+    keep = np.ones(p.shape[-1], dtype=bool)
+    keep[list(M.sink_positions(special))] = False
+    masked = np.where(keep, p, -np.inf).reshape(p.shape[0], -1)  # [H, q·k]
+    best = masked.argmax(axis=-1)
+    weight = masked[np.arange(p.shape[0]), best]
+    return best // p.shape[-1], best % p.shape[-1], np.where(np.isfinite(weight), weight, np.nan)
+
+
 def head_table(
     model: "Model",
     texts: Sequence[str],
@@ -227,8 +239,10 @@ def head_table(
         batch: texts per ``engine.trace_many`` call.
 
     Returns:
-        One dict per head, block by block, layer-major: ``{"block", "layer", "head", <METRICS>}``, a metric None
-        where it does not apply (cross-attention; induction on a model that cannot be traced from ids).
+        One dict per head, block by block, layer-major: ``{"block", "layer", "head", <METRICS>, "top"}``, a metric
+        None where it does not apply (cross-attention; induction on a model that cannot be traced from ids); ``top``:
+        up to :data:`TOP` ``[text index, query, key, weight]`` of :func:`strongest_cells`, one per text, strongest
+        first (positions count the model's tokens, ``<bos>`` / ``[CLS]`` included).
     """
     import engine
 
@@ -236,17 +250,23 @@ def head_table(
         raise ValueError("the head finder needs at least one text")
     runs = repeated_runs(model, sequences, period, seed)
     total = len(texts) + (len(runs[0]) if runs else 0)
-    means, shapes = _Means(), {}
+    means, shapes, tops = _Means(), {}, {}
     for start in range(0, len(texts), batch):
-        for item in engine.trace_many(model, texts[start : start + batch]):
+        for t, item in enumerate(engine.trace_many(model, texts[start : start + batch]), start):
             if isinstance(item, Exception):
                 raise item
             for block, att in item.attention_blocks().items():
                 shapes[block] = (att.n_layers, att.n_heads)
+                special = att.key_tokens.special
                 for layer in range(att.n_layers):
-                    found = corpus_metrics(att.pattern(layer), att.key_tokens.special, square=block != "cross")
-                    for name, values in found.items():
+                    p = att.pattern(layer)
+                    for name, values in corpus_metrics(p, special, square=block != "cross").items():
                         means.add(block, name, layer, values, att.n_layers)
+                    for head, cell in enumerate(zip(*strongest_cells(p, special))):
+                        if math.isfinite(cell[2]):
+                            tops.setdefault((block, layer, head), []).append(
+                                [t, int(cell[0]), int(cell[1]), float(cell[2])]
+                            )
         if progress:
             done = min(start + batch, len(texts))
             progress(done / total, f"{done} of {len(texts)} texts")
@@ -266,6 +286,7 @@ def head_table(
                 for name, v in values.items():
                     x = None if v is None else float(v[layer, head])
                     row[name] = None if x is None or not math.isfinite(x) else x
+                row["top"] = sorted(tops.get((block, layer, head), []), key=lambda c: -c[3])[:TOP]
                 rows.append(row)
     return rows
 
@@ -275,6 +296,8 @@ def finder_document(model: "Model", corpus: Corpus, *, progress: Progress | None
     runs = repeated_runs(model)
     rows = head_table(model, corpus.texts, progress=progress)
     rounded = [{k: round(v, DIGITS) if isinstance(v, float) else v for k, v in row.items()} for row in rows]
+    for row in rounded:
+        row["top"] = [[*cell[:3], round(cell[3], DIGITS)] for cell in row["top"]]
     repeats = (
         {"sequences": SEQUENCES, "period": runs[2], "seed": REPEAT_SEED, "example": runs[0][0]}
         if runs
@@ -289,6 +312,9 @@ def finder_document(model: "Model", corpus: Corpus, *, progress: Progress | None
             "averaging": "each metric is a mean over a sequence's query rows, then over the sequences",
             "repeated_random_tokens": repeats,
             "decimals": DIGITS,
+            "top": f"per head, up to {TOP} [text index, query, key, weight]: the texts where the head puts the most "
+            "weight on one key that is not a sink (not the first token, not a marker), strongest first; positions "
+            "count the model's tokens (<bos> / [CLS] included)",
             "definitions": DEFINITIONS,
         },
         "heads": rounded,
