@@ -36,11 +36,11 @@ import numpy as np
 
 from engine.analysis import metrics as M
 from engine.analysis.induction import prefix_matching_score
+from engine.registry import ASSETS
 
 if TYPE_CHECKING:
     from engine.model import Model
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "heads"
 N_TEXTS, CORPUS_SEED = 200, 2042
 #: repeated random tokens: how many sequences, the run's length n (at most what fits the model), the seed
 SEQUENCES, PERIOD, REPEAT_SEED = 32, 20, 4321
@@ -321,8 +321,19 @@ def finder_document(model: "Model", corpus: Corpus, *, progress: Progress | None
     }
 
 
-def write_table(model_id: str, out: Path = ASSETS, *, progress: Progress | None = None) -> Path:
-    """Compute and write ``out/<model-id>.json`` (``/`` in a hub id becomes ``--``)."""
+def table_path(model_id: str, folder: Path = ASSETS / "heads") -> Path:
+    """Where a model's table is kept: ``folder/<model-id>.json`` (``/`` in a hub id becomes ``--``)."""
+    return folder / f"{model_id.replace('/', '--')}.json"
+
+
+def shipped_table(model_id: str) -> dict[str, Any] | None:
+    """The table shipped in ``assets/heads`` for ``model_id`` (:func:`finder_document`'s dict), or None."""
+    path = table_path(model_id)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def write_table(model_id: str, out: Path = ASSETS / "heads", *, progress: Progress | None = None) -> Path:
+    """Compute and write :func:`table_path` in ``out``."""
     import engine
 
     model = engine.load(model_id)
@@ -331,7 +342,7 @@ def write_table(model_id: str, out: Path = ASSETS, *, progress: Progress | None 
     if len(text.encode()) > MAX_BYTES:
         raise ValueError(f"{model_id}: the table is {len(text.encode()):,} bytes, over {MAX_BYTES:,}")
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{model_id.replace('/', '--')}.json"
+    path = table_path(model_id, out)
     path.write_text(text + "\n", encoding="utf-8")
     return path
 
@@ -339,7 +350,7 @@ def write_table(model_id: str, out: Path = ASSETS, *, progress: Progress | None 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Write every head's metrics over a corpus to assets/heads/.")
     parser.add_argument("models", nargs="+", help="model ids, e.g. minilm tiny-gpt-stories")
-    parser.add_argument("--out", type=Path, default=ASSETS)
+    parser.add_argument("--out", type=Path, default=ASSETS / "heads")
     args = parser.parse_args(argv)
     import engine
 
