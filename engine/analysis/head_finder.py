@@ -234,7 +234,7 @@ def head_table(
 
     Args:
         model: from ``engine.load``; each text is traced with the model's own mask.
-        texts: the corpus (a text that cannot be traced raises).
+        texts: the corpus (a text that cannot be traced raises; so does a model without Q/K heads: EngineError).
         progress: called as ``progress(fraction done, what)`` after each batch of texts and each run.
         batch: texts per ``engine.trace_many`` call.
 
@@ -277,6 +277,10 @@ def head_table(
                 means.add("self", name, layer, values, att.n_layers)
         if progress:
             progress((len(texts) + i + 1) / total, f"{i + 1} of {len(runs[0])} repeated random runs")
+    if not shapes:
+        from engine.records import EngineError
+
+        raise EngineError(f"{model.spec.label} has no transformer attention heads to rank.")
     rows = []
     for block, (n_layers, n_heads) in shapes.items():
         values = {name: means.get(block, name) for name in METRICS}

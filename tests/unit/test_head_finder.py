@@ -216,3 +216,8 @@ def test_the_script_writes_the_table(tmp_path: Path, capsys) -> None:
     assert written["corpus"] == shipped["corpus"] and written["settings"] == shipped["settings"]
     assert len(written["heads"]) == len(shipped["heads"]) and "bytes" in capsys.readouterr().out
     assert F.shipped_table("no-such-model") is None
+
+
+def test_a_model_without_heads_is_refused() -> None:
+    with pytest.raises(engine.EngineError, match="no transformer attention heads"):
+        F.head_table(engine.load("bahdanau-translator"), ["the red car is fast."])
