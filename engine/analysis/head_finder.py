@@ -34,9 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import engine
 from engine.analysis import metrics as M
 from engine.analysis.induction import prefix_matching_score
+from engine.corpora.stories import generate_stories
+from engine.corpora.translation.generator import generate_pairs
+from engine.records import EngineError
 from engine.registry import ASSETS
+from engine.text import display_tokens
+from engine.vocab import BOS_ID, MASK, SPECIALS, Vocab
 
 if TYPE_CHECKING:
     from engine.model import Model
@@ -94,13 +100,9 @@ def corpus_for(model_id: str, n: int = N_TEXTS, seed: int = CORPUS_SEED) -> Corp
         )
         return Corpus("repeated-letters", what, seed, tuple(texts))
     if model_id == "tiny-translator":
-        from engine.corpora.translation.generator import generate_pairs
-
         texts = [english for english, _ in generate_pairs(n, seed)]
         what = "English sentences of the toy English→French grammar (engine.corpora.translation); the decoder reads "
         return Corpus("toy-english", what + "the model's own greedy translation", seed, tuple(texts))
-    from engine.corpora.stories import generate_stories
-
     what = "children's stories of 2–5 sentences from the story grammar (engine.corpora.stories.generate_stories)"
     return Corpus("stories", what, seed, tuple(generate_stories(n, seed)))
 
@@ -109,8 +111,6 @@ def corpus_for(model_id: str, n: int = N_TEXTS, seed: int = CORPUS_SEED) -> Corp
 def repeat_layout(model: "Model") -> tuple[list[int], list[int], list[int]] | None:
     """``(ordinary token ids, ids before the run, ids after it)`` for a model traced from ids; None where the model's
     adapter has no ``trace_ids`` (encoder-decoders, vision). The last id before the run is its lead token."""
-    from engine.vocab import BOS_ID, MASK, SPECIALS, Vocab
-
     if getattr(model.adapter, "trace_ids", None) is None:
         return None
     tok = model.tokenizer
@@ -150,9 +150,6 @@ def repeated_runs(model: "Model", sequences: int = SEQUENCES, period: int = PERI
 
 def trace_ids(model: "Model", ids: Sequence[int]):
     """The model's ``AttentionTrace`` of exactly ``ids`` (its adapter's ``trace_ids``, the model's own mask)."""
-    from engine.text import display_tokens
-    from engine.vocab import Vocab
-
     tok = model.tokenizer
     tokens = (
         tok.tokens_for_display(ids)
@@ -244,8 +241,6 @@ def head_table(
         up to :data:`TOP` ``[text index, query, key, weight]`` of :func:`strongest_cells`, one per text, strongest
         first (positions count the model's tokens, ``<bos>`` / ``[CLS]`` included).
     """
-    import engine
-
     if not texts:
         raise ValueError("the head finder needs at least one text")
     runs = repeated_runs(model, sequences, period, seed)
@@ -278,8 +273,6 @@ def head_table(
         if progress:
             progress((len(texts) + i + 1) / total, f"{i + 1} of {len(runs[0])} repeated random runs")
     if not shapes:
-        from engine.records import EngineError
-
         raise EngineError(f"{model.spec.label} has no transformer attention heads to rank.")
     rows = []
     for block, (n_layers, n_heads) in shapes.items():
@@ -338,8 +331,6 @@ def shipped_table(model_id: str) -> dict[str, Any] | None:
 
 def write_table(model_id: str, out: Path = ASSETS / "heads", *, progress: Progress | None = None) -> Path:
     """Compute and write :func:`table_path` in ``out``."""
-    import engine
-
     model = engine.load(model_id)
     doc = finder_document(model, corpus_for(model_id), progress=progress)
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
@@ -356,8 +347,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("models", nargs="+", help="model ids, e.g. minilm tiny-gpt-stories")
     parser.add_argument("--out", type=Path, default=ASSETS / "heads")
     args = parser.parse_args(argv)
-    import engine
-
     engine.set_threads(1)
     for model_id in args.models:
         path = write_table(model_id, args.out, progress=lambda f, what: print(f"\r{model_id}: {what}", end=""))
