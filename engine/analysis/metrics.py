@@ -7,6 +7,7 @@ quantity averaged over the query rows ``i`` (rows whose keys are all blocked are
     mean distance   D(i) = Σ_j w(i,j) · |i − j|            tokens
     sink share      S(i) = Σ_{j ∈ sinks} w(i,j)            sinks: marker tokens and the first token
     previous token  P(i) = w(i, i−1)                       rows i ≥ 1
+    duplicate token U(i) = Σ_{j < i, t_j = t_i} w(i,j)       rows whose token t_i occurred before
     self            w(i, i)
     next token      N(i) = w(i, i+1)                       rows i ≤ n−2
     broadness       B(i) = H(i) / ln k(i)                  k(i): keys row i may see (rows with k(i) ≥ 2)
@@ -130,6 +131,26 @@ def offset_share(patterns: np.ndarray, offset: int) -> np.ndarray:
         return np.full(p.shape[:-2], np.nan)
     values = p[..., rows, rows + offset]  # [..., len(rows)]
     return _row_mean(values, _live_rows(p)[..., rows])
+
+
+def duplicate_share(patterns: np.ndarray, ids: Sequence[int]) -> np.ndarray:
+    """Mean weight on earlier copies of the query's own token, over the rows whose token occurred before (square only).
+
+    Args:
+        patterns: ``[..., n, n]``.
+        ids: the ``n`` token ids (what makes two positions "the same token").
+
+    Returns:
+        ``[...]``; NaN when no token repeats.
+    """
+    p = _as_array(patterns)
+    _require_square(p, "duplicate-token share")
+    t = np.asarray(ids)
+    if t.shape != (p.shape[-1],):
+        raise ValueError(f"{t.shape[0] if t.ndim == 1 else t.shape} token ids for a pattern of {p.shape[-1]} positions")
+    earlier = (t[:, None] == t[None, :]) & np.tri(t.size, k=-1, dtype=bool)  # [q, k]: key j < i holds i's token
+    rows = earlier.any(axis=-1)
+    return _row_mean(np.einsum("...ij,ij->...i", p, earlier.astype(np.float64)), rows & _live_rows(p))
 
 
 def broadness(

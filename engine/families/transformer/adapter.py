@@ -132,6 +132,13 @@ class OwnTextAdapter:
         inp = decoder_input(text, model.tokenizer, max_tokens, model.max_positions, split=words_of(model))
         return trace_input(model, inp, causal)
 
+    def trace_ids(self, model: Model, ids: list[int], tokens: Tokens, *, causal: bool | None) -> AttentionTrace:
+        """Trace one given id sequence (``<bos>`` and all), as the Hugging Face adapter's ``trace_ids`` does."""
+        ids = [int(i) for i in ids]
+        if len(ids) > model.max_positions:
+            raise EngineError(f"This model reads at most {model.max_positions} tokens; got {len(ids)}.")
+        return trace_input(model, WordInput(tuple(ids), tokens, (), len(ids), False), causal)
+
     def generate(self, model: Model, prompt: str, settings, *, max_tokens: int) -> AttentionTrace:
         """Write up to ``settings.max_new_tokens`` words after ``prompt``; the trace of prompt + words.
 
