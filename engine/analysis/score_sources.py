@@ -1,0 +1,270 @@
+"""One raw score ``q·k`` as a sum over (query source, key source) pairs of the residual stream.
+
+The residual stream at a layer's input is a sum of sources: the token embedding, the position embedding (and
+BERT's segment embedding), each earlier head's output ``z_h W_O^h``, each earlier MLP's output, and one
+``bias`` source (every bias the stream picked up: the output projections' and MLPs' biases, the LayerNorms'
+β). A LayerNorm is linear once its scale ``1/σ`` is held at the value it had on this input (TransformerLens's
+"frozen LayerNorm"): ``LN(Σ s) = Σ γ·(s − mean s)/σ + β``. So every source becomes a query part and a key part
+(``q = Σ q_s``, the query bias going to the ``bias`` source; RoPE rotates each part, a linear map) and
+``q·k = Σ_s Σ_t q_s·k_t``, one term per pair, named ``"head 0.3 · token"`` (query source first).
+
+Head outputs come from the trace (``trace.z``: the scores the trace shows), MLP outputs from one forward pass of
+the model on the trace's token ids with the trace's mask. Families: our own transformer (pre- and post-norm,
+attention-only, every position encoding), GPT-2, and BERT-likes (BERT, RoBERTa, XLM-R, CamemBERT: post-norm).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from engine.capture import capture
+from engine.capture.contribution import module_blocks
+from engine.families.transformer.network import Transformer
+from engine.records import EngineError
+from engine.traces.attention import AttentionTrace
+
+BIAS = "bias"
+#: Hugging Face model types read as BERT (post-norm; the paths of ``engine.families.hf_text.settings.BERT_LIKE``)
+BERT_TYPES = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "electra"})
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A LayerNorm's ``γ``, ``β`` (or None) and ``ε``."""
+
+    weight: np.ndarray
+    bias: np.ndarray | None
+    eps: float
+
+    @classmethod
+    def of(cls, ln: nn.LayerNorm) -> Norm:
+        return cls(_np(ln.weight), None if ln.bias is None else _np(ln.bias), float(ln.eps))
+
+    def freeze(self, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """This LayerNorm applied to the sum of ``parts`` ``{name: [rows, D]}``, written as one part per source:
+        ``γ·(s − mean s)/σ`` with ``σ`` of the sum, and ``β`` added to the ``bias`` part."""
+        sigma = np.sqrt(sum(parts.values()).var(-1, keepdims=True) + self.eps)  # [rows, 1]
+        out = {name: (p - p.mean(-1, keepdims=True)) / sigma * self.weight for name, p in parts.items()}
+        if self.bias is not None:
+            out[BIAS] = out[BIAS] + self.bias
+        return out
+
+
+@dataclass(frozen=True)
+class Layer:
+    """What one earlier layer adds to the stream, at the rows read (``[rows, D]`` each)."""
+
+    heads: np.ndarray  # [head, rows, D]: z_h W_O^h
+    out_bias: np.ndarray  # [D] the output projection's bias
+    mlp: np.ndarray | None  # [rows, D] the MLP's output, its bias included; None: attention-only
+    mlp_bias: np.ndarray | None  # [D]
+    after_attn: Norm | None = None  # post-norm: LN(x + attn)
+    after_mlp: Norm | None = None  # post-norm: LN(x + mlp)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How layer ``len(layers)``'s head reads the stream at two rows (the query's and the key's position)."""
+
+    embeds: dict[str, np.ndarray]  # name -> [rows, D]
+    embed_norm: Norm | None
+    layers: list[Layer]
+    read_norm: Norm | None  # pre-norm: the LayerNorm before attention
+    w_q: np.ndarray  # [D, d_head]
+    b_q: np.ndarray  # [d_head]
+    w_k: np.ndarray
+    b_k: np.ndarray
+    rotate: Callable[[np.ndarray, int], np.ndarray] | None = None  # RoPE: (parts [S, d_head], row) -> rotated
+
+
+def stream_sources(reading: Reading) -> dict[str, np.ndarray]:
+    """The residual stream at the rows read as ``{source: [rows, D]}`` (float64), ``bias`` last."""
+    first = next(iter(reading.embeds.values()))
+    parts = {**reading.embeds, BIAS: np.zeros_like(first)}
+    if reading.embed_norm is not None:
+        parts = reading.embed_norm.freeze(parts)
+    for index, layer in enumerate(reading.layers):
+        for head, out in enumerate(layer.heads):
+            parts[f"head {index}.{head}"] = out
+        parts[BIAS] = parts[BIAS] + layer.out_bias
+        if layer.after_attn is not None:
+            parts = layer.after_attn.freeze(parts)
+        if layer.mlp is not None:
+            parts[f"MLP {index}"] = layer.mlp - layer.mlp_bias
+            parts[BIAS] = parts[BIAS] + layer.mlp_bias
+        if layer.after_mlp is not None:
+            parts = layer.after_mlp.freeze(parts)
+    return {**{n: p for n, p in parts.items() if n != BIAS}, BIAS: parts[BIAS]}
+
+
+def pair_terms(reading: Reading) -> dict[str, float]:
+    """``q_s · k_t`` for every (query source s, key source t): row 0 is the query's position, row 1 the key's."""
+    parts = stream_sources(reading)
+    if reading.read_norm is not None:
+        parts = reading.read_norm.freeze(parts)
+    names = list(parts)
+    stacked = np.stack([parts[n] for n in names])  # [S, 2, D]
+    q = stacked[:, 0] @ reading.w_q  # [S, d_head]
+    k = stacked[:, 1] @ reading.w_k
+    q[-1] += reading.b_q  # the bias source is last
+    k[-1] += reading.b_k
+    if reading.rotate is not None:
+        q, k = reading.rotate(q, 0), reading.rotate(k, 1)
+    grid = q @ k.T  # [S, S]
+    return {f"{a} · {b}": float(grid[i, j]) for i, a in enumerate(names) for j, b in enumerate(names)}
+
+
+def _head_outputs(trace: AttentionTrace, layer: int, out_proj: nn.Module, rows: list[int]) -> np.ndarray:
+    """``z_h W_O^h`` of every head of ``layer`` at ``rows``: ``[head, rows, D]`` float64."""
+    z = trace.z(layer).astype(np.float64)[:, rows]  # [H, rows, d_head]
+    return np.einsum("hrd,hdo->hro", z, module_blocks(out_proj, trace.n_heads))
+
+
+def _head_columns(weight: torch.Tensor, bias: torch.Tensor | None, head: int, d_head: int, transposed: bool):
+    """Head ``head``'s ``[D, d_head]`` block of a projection (``nn.Linear``: weight ``[out, in]``; ``Conv1D``:
+    ``[in, out]``) and its ``[d_head]`` bias (zeros when there is none)."""
+    cols = slice(head * d_head, (head + 1) * d_head)
+    w = _np(weight)
+    block = w[:, cols] if transposed else w[cols].T
+    return block, np.zeros(d_head) if bias is None else _np(bias)[cols]
+
+
+def _mlp_outputs(run, mlps: dict[str, nn.Module], rows: list[int]) -> dict[str, np.ndarray]:
+    """The outputs ``[rows, D]`` of ``mlps`` during ``run()`` (one forward pass; none when there is no MLP)."""
+    if not mlps:
+        return {}
+    with torch.no_grad(), capture(mlps) as acts:
+        run()
+    return {name: _np(out[0])[rows] for name, out in acts.items()}
+
+
+def own_reading(module: Transformer, trace: AttentionTrace, layer: int, head: int, rows: list[int], device) -> Reading:
+    """:class:`Reading` of our own transformer (:mod:`engine.families.transformer.network`)."""
+    cfg, blocks = module.cfg, module.blocks
+    ids = torch.tensor([list(trace.tokens.ids)], dtype=torch.long, device=device)
+    mlps = {} if cfg.attn_only else {str(i): blocks[i].mlp for i in range(layer)}
+    outs = _mlp_outputs(lambda: module(ids, causal=trace.causal, attn_impl="sdpa"), mlps, rows)
+    embeds = {"token": _np(module.embed.weight)[list(trace.tokens.ids)][rows]}
+    pos = module.position_vectors(len(trace.tokens))
+    if pos is not None:
+        embeds["position"] = _np(pos)[rows]
+    post = cfg.norm == "post"
+    layers = [
+        Layer(
+            heads=_head_outputs(trace, i, blocks[i].attn.w_o, rows),
+            out_bias=_np(blocks[i].attn.w_o.bias),
+            mlp=outs.get(str(i)),
+            mlp_bias=None if cfg.attn_only else _np(blocks[i].mlp.fc_out.bias),
+            after_attn=Norm.of(blocks[i].ln1) if post else None,
+            after_mlp=Norm.of(blocks[i].ln2) if post and not cfg.attn_only else None,
+        )
+        for i in range(layer)
+    ]
+    attn = blocks[layer].attn
+    w_q, b_q = _head_columns(attn.w_q.weight, attn.w_q.bias, head, cfg.d_head, transposed=False)
+    w_k, b_k = _head_columns(attn.w_k.weight, attn.w_k.bias, head, cfg.d_head, transposed=False)
+    rotate = None
+    if cfg.pos_encoding == "rope":
+        cos, sin = _np(module.rope_cos)[rows], _np(module.rope_sin)[rows]  # [2, d_head/2]
+        rotate = lambda x, r: rotate_pairs(x, cos[r], sin[r])  # noqa: E731
+    read = None if post else Norm.of(blocks[layer].ln1)
+    return Reading(embeds, None, layers, read, w_q, b_q, w_k, b_k, rotate)
+
+
+def rotate_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """RoPE on interleaved pairs ``(x[2i], x[2i+1])`` (:func:`engine.families.transformer.positional.apply_rope`)."""
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return np.stack((even * cos - odd * sin, even * sin + odd * cos), axis=-1).reshape(x.shape)
+
+
+def hf_reading(model, module: nn.Module, trace: AttentionTrace, layer: int, head: int, rows: list[int], device):
+    """:class:`Reading` of a GPT-2 or BERT-like Hugging Face model (module paths as in transformers 5.23)."""
+    adapter = model.adapter
+    base = adapter.base(module)
+    kind = getattr(module.config, "model_type", None)
+    if trace.pos_encoding is None or (kind not in BERT_TYPES and kind != "gpt2"):
+        raise EngineError(
+            f"Splitting a score into its sources is done for our own transformers, GPT-2 and BERT-like models; "
+            f"not for {kind or 'this model'}."
+        )
+    if hasattr(base, "embeddings_project"):
+        raise EngineError("Splitting a score into its sources is not done for ELECTRA's projected embeddings.")
+    ids = list(trace.tokens.ids)
+    n_heads, d_head = trace.n_heads, trace.d_head
+    kwargs = adapter.causal_kwargs(module, len(ids), trace.causal, device, default=bool(model.default_causal))
+    if adapter.caches:
+        kwargs["use_cache"] = False
+    blocks = adapter.layers(module)
+    gpt2 = kind == "gpt2"
+    mlps = {str(i): blocks[i].mlp if gpt2 else blocks[i].output.dense for i in range(layer)}
+    ids_t = torch.tensor([ids], dtype=torch.long, device=device)
+    outs = _mlp_outputs(lambda: base(input_ids=ids_t, **kwargs), mlps, rows)
+    if gpt2:
+        embeds = {"token": _np(base.wte.weight)[ids][rows], "position": trace.pos_encoding[rows].astype(np.float64)}
+        layers = [
+            Layer(
+                heads=_head_outputs(trace, i, blocks[i].attn.c_proj, rows),
+                out_bias=_np(blocks[i].attn.c_proj.bias),
+                mlp=outs[str(i)],
+                mlp_bias=_np(blocks[i].mlp.c_proj.bias),
+            )
+            for i in range(layer)
+        ]
+        attn, width = blocks[layer].attn.c_attn, n_heads * d_head
+        w, b = attn.weight, attn.bias
+        w_q, b_q = _head_columns(w[:, :width], b[:width], head, d_head, transposed=True)
+        w_k, b_k = _head_columns(w[:, width : 2 * width], b[width : 2 * width], head, d_head, transposed=True)
+        return Reading(embeds, None, layers, Norm.of(blocks[layer].ln_1), w_q, b_q, w_k, b_k)
+    emb = base.embeddings
+    embeds = {
+        "token": _np(emb.word_embeddings.weight)[ids][rows],
+        "position": trace.pos_encoding[rows].astype(np.float64),
+        "segment": np.broadcast_to(_np(emb.token_type_embeddings.weight[0]), (len(rows), trace.pos_encoding.shape[1])),
+    }
+    layers = [
+        Layer(
+            heads=_head_outputs(trace, i, blocks[i].attention.output.dense, rows),
+            out_bias=_np(blocks[i].attention.output.dense.bias),
+            mlp=outs[str(i)],
+            mlp_bias=_np(blocks[i].output.dense.bias),
+            after_attn=Norm.of(blocks[i].attention.output.LayerNorm),
+            after_mlp=Norm.of(blocks[i].output.LayerNorm),
+        )
+        for i in range(layer)
+    ]
+    attn = blocks[layer].attention.self
+    w_q, b_q = _head_columns(attn.query.weight, attn.query.bias, head, d_head, transposed=False)
+    w_k, b_k = _head_columns(attn.key.weight, attn.key.bias, head, d_head, transposed=False)
+    return Reading(embeds, Norm.of(emb.LayerNorm), layers, None, w_q, b_q, w_k, b_k)
+
+
+def source_terms(model, trace: AttentionTrace, layer: int, head: int, query: int, key: int) -> dict[str, float]:
+    """``trace``'s raw score at (``query``, ``key``) of ``layer``/``head`` as ``{"query source · key source":
+    term}`` (module docstring); ``model`` is the loaded model the trace was made with.
+
+    Raises:
+        EngineError: a model of another family, or a trace of another model.
+    """
+    if getattr(model, "spec", None) is None or model.spec.id != trace.model_id:
+        raise EngineError(
+            f"The sources split needs the model the trace was made with ({trace.model_id!r}), got "
+            f"{getattr(getattr(model, 'spec', None), 'id', type(model).__name__)!r}."
+        )
+    rows = [query, key]
+
+    def read(module: nn.Module, device: torch.device) -> dict[str, float]:
+        if isinstance(module, Transformer):
+            return pair_terms(own_reading(module, trace, layer, head, rows, device))
+        return pair_terms(hf_reading(model, module, trace, layer, head, rows, device))
+
+    terms, _device, _notice = model.run(read)
+    return terms
