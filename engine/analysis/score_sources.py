@@ -10,7 +10,8 @@ BERT's segment embedding), each earlier head's output ``z_h W_O^h``, each earlie
 
 Head outputs come from the trace (``trace.z``: the scores the trace shows), MLP outputs from one forward pass of
 the model on the trace's token ids with the trace's mask. Families: our own transformer (pre- and post-norm,
-attention-only, every position encoding), GPT-2, and BERT-likes (BERT, RoBERTa, XLM-R, CamemBERT: post-norm).
+attention-only, every position encoding), GPT-2, BERT-likes (BERT, RoBERTa, XLM-R, CamemBERT: post-norm) and
+Llama-likes (Llama, Mistral, Qwen2: RMSNorm, frozen the same way, ``Σ γ·s/rms``; RoPE rotates each part).
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from engine.records import EngineError
 from engine.traces.attention import AttentionTrace
 
 BIAS = "bias"
-#: Hugging Face model types read as BERT (post-norm; the paths of ``engine.families.hf_text.settings.BERT_LIKE``)
-BERT_TYPES = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "electra"})
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -44,15 +43,23 @@ class Norm:
     weight: np.ndarray
     bias: np.ndarray | None
     eps: float
+    centred: bool = True  # False: RMSNorm, x·γ/√(mean x² + ε)
 
     @classmethod
-    def of(cls, ln: nn.LayerNorm) -> Norm:
-        return cls(_np(ln.weight), None if ln.bias is None else _np(ln.bias), float(ln.eps))
+    def of(cls, ln: nn.Module) -> Norm:
+        """A torch ``LayerNorm`` or a Hugging Face RMSNorm (``variance_epsilon``, no bias)."""
+        if isinstance(ln, nn.LayerNorm):
+            return cls(_np(ln.weight), None if ln.bias is None else _np(ln.bias), float(ln.eps))
+        return cls(_np(ln.weight), None, float(ln.variance_epsilon), centred=False)
 
     def freeze(self, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """This LayerNorm applied to the sum of ``parts`` ``{name: [rows, D]}``, written as one part per source:
         ``γ·(s − mean s)/σ`` with ``σ`` of the sum, and ``β`` added to the ``bias`` part."""
-        sigma = np.sqrt(sum(parts.values()).var(-1, keepdims=True) + self.eps)  # [rows, 1]
+        total = sum(parts.values())
+        if not self.centred:  # RMSNorm
+            rms = np.sqrt(np.mean(total**2, axis=-1, keepdims=True) + self.eps)
+            return {name: p / rms * self.weight for name, p in parts.items()}
+        sigma = np.sqrt(total.var(-1, keepdims=True) + self.eps)  # [rows, 1]
         out = {name: (p - p.mean(-1, keepdims=True)) / sigma * self.weight for name, p in parts.items()}
         if self.bias is not None:
             out[BIAS] = out[BIAS] + self.bias
@@ -187,48 +194,92 @@ def rotate_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
 
 
 def hf_reading(model, module: nn.Module, trace: AttentionTrace, layer: int, head: int, rows: list[int], device):
-    """:class:`Reading` of a GPT-2 or BERT-like Hugging Face model (module paths as in transformers 5.23)."""
+    """:class:`Reading` of a GPT-2, BERT-like or Llama-like Hugging Face model (paths as in transformers 5.23)."""
     adapter = model.adapter
-    base = adapter.base(module)
-    kind = getattr(module.config, "model_type", None)
-    if trace.pos_encoding is None or (kind not in BERT_TYPES and kind != "gpt2"):
+    reader = layout_reader(adapter.base(module), adapter.layers(module))
+    if reader is None:
+        kind = getattr(module.config, "model_type", None)
         raise EngineError(
-            f"Splitting a score into its sources is done for our own transformers, GPT-2 and BERT-like models; "
-            f"not for {kind or 'this model'}."
+            "Splitting a score into its sources is done for our own transformers, GPT-2, BERT-likes and "
+            f"Llama-likes (Llama, Mistral, Qwen2); not for {kind or 'this model'}."
         )
-    if hasattr(base, "embeddings_project"):
-        raise EngineError("Splitting a score into its sources is not done for ELECTRA's projected embeddings.")
     ids = list(trace.tokens.ids)
-    n_heads, d_head = trace.n_heads, trace.d_head
     kwargs = adapter.causal_kwargs(module, len(ids), trace.causal, device, default=bool(model.default_causal))
     if adapter.caches:
         kwargs["use_cache"] = False
-    blocks = adapter.layers(module)
-    gpt2 = kind == "gpt2"
-    mlps = {str(i): blocks[i].mlp if gpt2 else blocks[i].output.dense for i in range(layer)}
+    blocks, base = adapter.layers(module), adapter.base(module)
     ids_t = torch.tensor([ids], dtype=torch.long, device=device)
+    mlps = {str(i): blocks[i].output.dense if reader is _bert else blocks[i].mlp for i in range(layer)}
     outs = _mlp_outputs(lambda: base(input_ids=ids_t, **kwargs), mlps, rows)
-    if gpt2:
-        embeds = {"token": _np(base.wte.weight)[ids][rows], "position": trace.pos_encoding[rows].astype(np.float64)}
-        layers = [
-            Layer(
-                heads=_head_outputs(trace, i, blocks[i].attn.c_proj, rows),
-                out_bias=_np(blocks[i].attn.c_proj.bias),
-                mlp=outs[str(i)],
-                mlp_bias=_np(blocks[i].mlp.c_proj.bias),
-            )
-            for i in range(layer)
-        ]
-        attn, width = blocks[layer].attn.c_attn, n_heads * d_head
-        w, b = attn.weight, attn.bias
-        w_q, b_q = _head_columns(w[:, :width], b[:width], head, d_head, transposed=True)
-        w_k, b_k = _head_columns(w[:, width : 2 * width], b[width : 2 * width], head, d_head, transposed=True)
-        return Reading(embeds, None, layers, Norm.of(blocks[layer].ln_1), w_q, b_q, w_k, b_k)
-    emb = base.embeddings
+    return reader(base, blocks, outs, trace, layer, head, rows)
+
+
+def _has(module: nn.Module, *paths: str) -> bool:
+    for path in paths:
+        obj = module
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+        if obj is None:
+            return False
+    return True
+
+
+def layout_reader(base: nn.Module, blocks: list[nn.Module]):
+    """The reader of a Hugging Face model laid out as GPT-2, BERT or Llama (read from its modules), or None.
+
+    BERT: not ELECTRA's projected embeddings. Llama: separate ``q_proj``/``k_proj``, RMSNorm ``γ·x̂`` (Llama's
+    ``variance_epsilon``; Gemma's ``(1 + γ)`` norm keeps ``eps``), no per-head q/k norms (Qwen3).
+    """
+    block = blocks[0]
+    if _has(base, "wte") and _has(block, "attn.c_attn", "attn.c_proj", "ln_1", "mlp.c_proj"):
+        return _gpt2
+    bert_paths = ("attention.self.query", "attention.output.LayerNorm", "output.dense", "output.LayerNorm")
+    if _has(base, "embeddings.token_type_embeddings") and _has(block, *bert_paths):
+        return None if _has(base, "embeddings_project") else _bert
+    llama_paths = ("self_attn.q_proj", "self_attn.k_proj", "input_layernorm.variance_epsilon", "mlp.down_proj")
+    if _has(base, "embed_tokens", "rotary_emb") and _has(block, *llama_paths) and not _has(block, "self_attn.q_norm"):
+        return _rotary
+    return None
+
+
+def _bias(linear: nn.Module, width: int) -> np.ndarray:
+    return np.zeros(width) if linear.bias is None else _np(linear.bias)
+
+
+def _gpt2(base, blocks, outs, trace: AttentionTrace, layer: int, head: int, rows: list[int]) -> Reading:
+    """GPT-2: pre-norm, learned positions, fused ``c_attn`` Conv1D ``[D, 3D]`` (q | k | v)."""
+    embeds = {"token": _np(base.wte.weight)[list(trace.tokens.ids)][rows], "position": _positions(trace, rows)}
+    layers = [
+        Layer(
+            heads=_head_outputs(trace, i, blocks[i].attn.c_proj, rows),
+            out_bias=_np(blocks[i].attn.c_proj.bias),
+            mlp=outs[str(i)],
+            mlp_bias=_np(blocks[i].mlp.c_proj.bias),
+        )
+        for i in range(layer)
+    ]
+    attn, width, d_head = blocks[layer].attn.c_attn, trace.n_heads * trace.d_head, trace.d_head
+    w, b = attn.weight, attn.bias
+    w_q, b_q = _head_columns(w[:, :width], b[:width], head, d_head, transposed=True)
+    w_k, b_k = _head_columns(w[:, width : 2 * width], b[width : 2 * width], head, d_head, transposed=True)
+    return Reading(embeds, None, layers, Norm.of(blocks[layer].ln_1), w_q, b_q, w_k, b_k)
+
+
+def _positions(trace: AttentionTrace, rows: list[int]) -> np.ndarray:
+    """The position vectors the model added at ``rows`` (the trace read them from the model's position module)."""
+    if trace.pos_encoding is None:
+        raise EngineError("This trace kept no position vectors, so the position source cannot be written.")
+    return trace.pos_encoding[rows].astype(np.float64)
+
+
+def _bert(base, blocks, outs, trace: AttentionTrace, layer: int, head: int, rows: list[int]) -> Reading:
+    """BERT-likes: embeddings (token + position + segment 0) then LayerNorm; post-norm blocks."""
+    emb, d_head = base.embeddings, trace.d_head
+    position = _positions(trace, rows)
     embeds = {
-        "token": _np(emb.word_embeddings.weight)[ids][rows],
-        "position": trace.pos_encoding[rows].astype(np.float64),
-        "segment": np.broadcast_to(_np(emb.token_type_embeddings.weight[0]), (len(rows), trace.pos_encoding.shape[1])),
+        "token": _np(emb.word_embeddings.weight)[list(trace.tokens.ids)][rows],
+        "position": position,
+        "segment": np.broadcast_to(_np(emb.token_type_embeddings.weight[0]), position.shape),
     }
     layers = [
         Layer(
@@ -245,6 +296,38 @@ def hf_reading(model, module: nn.Module, trace: AttentionTrace, layer: int, head
     w_q, b_q = _head_columns(attn.query.weight, attn.query.bias, head, d_head, transposed=False)
     w_k, b_k = _head_columns(attn.key.weight, attn.key.bias, head, d_head, transposed=False)
     return Reading(embeds, Norm.of(emb.LayerNorm), layers, None, w_q, b_q, w_k, b_k)
+
+
+def _rotary(base, blocks, outs, trace: AttentionTrace, layer: int, head: int, rows: list[int]) -> Reading:
+    """Llama, Mistral, Qwen2: RMSNorm before each sublayer, no position vectors, RoPE on halves ``(i, i + r/2)``
+    of the first ``r`` coordinates with the model's own angles (its ``rotary_emb``, scaling included)."""
+    d_head, width = trace.d_head, base.config.hidden_size
+    embeds = {"token": _np(base.embed_tokens.weight)[list(trace.tokens.ids)][rows]}
+    layers = [
+        Layer(
+            heads=_head_outputs(trace, i, blocks[i].self_attn.o_proj, rows),
+            out_bias=_bias(blocks[i].self_attn.o_proj, width),
+            mlp=outs[str(i)],
+            mlp_bias=_bias(blocks[i].mlp.down_proj, width),
+        )
+        for i in range(layer)
+    ]
+    attn = blocks[layer].self_attn
+    w_q, b_q = _head_columns(attn.q_proj.weight, attn.q_proj.bias, head, d_head, transposed=False)
+    w_k, b_k = _head_columns(attn.k_proj.weight, attn.k_proj.bias, trace.key_head(head), d_head, transposed=False)
+    weight = base.embed_tokens.weight
+    positions = torch.tensor([rows], dtype=torch.long, device=weight.device)
+    cos, sin = (_np(t[0]) for t in base.rotary_emb(weight[:1], positions))  # [2, r] each
+    rotate = lambda x, r: rotate_halves(x, cos[r], sin[r])  # noqa: E731
+    return Reading(embeds, None, layers, Norm.of(blocks[layer].input_layernorm), w_q, b_q, w_k, b_k, rotate)
+
+
+def rotate_halves(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """Hugging Face's RoPE (``x·cos + rotate_half(x)·sin``) on the first ``len(cos)`` coordinates of ``x``."""
+    r = cos.shape[-1]
+    turned = x[..., :r]
+    half = np.concatenate((-turned[..., r // 2 :], turned[..., : r // 2]), axis=-1)
+    return np.concatenate((turned * cos + half * sin, x[..., r:]), axis=-1)
 
 
 def source_terms(model, trace: AttentionTrace, layer: int, head: int, query: int, key: int) -> dict[str, float]:

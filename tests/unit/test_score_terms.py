@@ -189,18 +189,34 @@ def test_rope_bands_equal_the_rotation_of_the_unrotated_q_and_k(induction) -> No
     )
 
 
-def test_rope_bands_of_a_llama_pair_halves(tmp_path) -> None:
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    """A tiny random Llama (grouped-query attention, biases on q, k, v, o) loaded through the engine, its trace and
+    the transformers module it was saved from."""
     import transformers as tf
 
     from engine.families.hf_text.tiny_gpt2 import build_tokenizer
 
     tokenizer = build_tokenizer()
     torch.manual_seed(0)
-    ref = tf.AutoModelForCausalLM.from_config(tiny_llama(len(tokenizer), tokenizer.eos_token_id)).eval()
-    ref.save_pretrained(tmp_path)
-    tokenizer.save_pretrained(tmp_path)
-    model = engine.load(str(tmp_path))
-    tr = engine.trace(model, "The cat sat on the mat because it was tired.")
+    config = tiny_llama(len(tokenizer), tokenizer.eos_token_id, attention_bias=True)
+    ref = tf.AutoModelForCausalLM.from_config(config).eval()
+    folder = tmp_path_factory.mktemp("score_llama")
+    ref.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    model = engine.load(str(folder))
+    return model, engine.trace(model, "The cat sat on the mat because it was tired."), ref
+
+
+def test_sources_add_up_on_a_llama(llama) -> None:
+    model, tr, _ = llama
+    assert tr.kv_heads == 2
+    assert_adds_up(tr, model)
+    assert "head 0.3 · MLP 0" in score_terms(tr, 1, 2, 9, 4, model=model)
+
+
+def test_rope_bands_of_a_llama_pair_halves(llama) -> None:
+    model, tr, ref = llama
     attn, d = ref.model.layers[1].self_attn, tr.d_head
     ids = torch.tensor([list(tr.tokens.ids)])
     with torch.no_grad(), capture({"q": attn.q_proj, "k": attn.k_proj}) as acts:
