@@ -145,12 +145,27 @@ def _head_columns(weight: torch.Tensor, bias: torch.Tensor | None, head: int, d_
     return block, np.zeros(d_head) if bias is None else _np(bias)[cols]
 
 
+class _Enough(Exception):
+    """Raised by a hook on the last MLP read: the rest of the forward pass is not needed."""
+
+
+def _stop(_module: nn.Module, _inputs: tuple, _output: torch.Tensor) -> None:
+    raise _Enough
+
+
 def _mlp_outputs(run, mlps: dict[str, nn.Module], rows: list[int]) -> dict[str, np.ndarray]:
-    """The outputs ``[rows, D]`` of ``mlps`` during ``run()`` (one forward pass; none when there is no MLP)."""
+    """The outputs ``[rows, D]`` of ``mlps`` during ``run()``, one forward pass stopped after the last of them
+    (none when there is no MLP to read)."""
     if not mlps:
         return {}
     with torch.no_grad(), capture(mlps) as acts:
-        run()
+        handle = list(mlps.values())[-1].register_forward_hook(_stop)  # after capture's own hook: stored first
+        try:
+            run()
+        except _Enough:
+            pass
+        finally:
+            handle.remove()
     return {name: _np(out[0])[rows] for name, out in acts.items()}
 
 
