@@ -10,14 +10,15 @@ BERT's segment embedding), each earlier head's output ``z_h W_O^h``, each earlie
 
 Head outputs come from the trace (``trace.z``: the scores the trace shows), MLP outputs from one forward pass of
 the model on the trace's token ids with the trace's mask. Families: our own transformer (pre- and post-norm,
-attention-only, every position encoding), GPT-2, BERT-likes (BERT, RoBERTa, XLM-R, CamemBERT: post-norm) and
+attention-only, every position encoding), GPT-2, BERT-likes (BERT, RoBERTa, XLM-R, CamemBERT, DistilBERT: post-norm) and
 Llama-likes (Llama, Mistral, Qwen2: RMSNorm, frozen the same way, ``Σ γ·s/rms``; RoPE rotates each part).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -211,20 +212,22 @@ def rotate_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
 def hf_reading(model, module: nn.Module, trace: AttentionTrace, layer: int, head: int, rows: list[int], device):
     """:class:`Reading` of a GPT-2, BERT-like or Llama-like Hugging Face model (paths as in transformers 5.23)."""
     adapter = model.adapter
-    reader = layout_reader(adapter.base(module), adapter.layers(module))
-    if reader is None:
-        kind = getattr(module.config, "model_type", None)
+    text_model = hasattr(adapter, "base") and hasattr(adapter, "layers")  # engine.families.hf_text's adapter
+    layout = layout_reader(adapter.base(module), adapter.layers(module)) if text_model else None
+    if layout is None:
+        kind = getattr(getattr(module, "config", None), "model_type", None) or model.spec.id
         raise EngineError(
-            "Splitting a score into its sources is done for our own transformers, GPT-2, BERT-likes and "
-            f"Llama-likes (Llama, Mistral, Qwen2); not for {kind or 'this model'}."
+            "Splitting a score into its sources is done for our own transformers, GPT-2, BERT-likes, DistilBERT "
+            f"and Llama-likes (Llama, Mistral, Qwen2); not for {kind}."
         )
+    reader, mlp_path = layout
     ids = list(trace.tokens.ids)
     kwargs = adapter.causal_kwargs(module, len(ids), trace.causal, device, default=bool(model.default_causal))
     if adapter.caches:
         kwargs["use_cache"] = False
     blocks, base = adapter.layers(module), adapter.base(module)
     ids_t = torch.tensor([ids], dtype=torch.long, device=device)
-    mlps = {str(i): blocks[i].output.dense if reader is _bert else blocks[i].mlp for i in range(layer)}
+    mlps = {str(i): blocks[i].get_submodule(mlp_path) for i in range(layer)}
     outs = _mlp_outputs(lambda: base(input_ids=ids_t, **kwargs), mlps, rows)
     return reader(base, blocks, outs, trace, layer, head, rows)
 
@@ -240,20 +243,21 @@ def _has(module: nn.Module, *paths: str) -> bool:
 
 
 def layout_reader(base: nn.Module, blocks: list[nn.Module]):
-    """The reader of a Hugging Face model laid out as GPT-2, BERT or Llama (read from its modules), or None.
+    """``(reader, path of the MLP in a layer)`` of a Hugging Face model laid out as GPT-2, BERT, DistilBERT or
+    Llama (read from its modules), or None.
 
     BERT: not ELECTRA's projected embeddings. Llama: separate ``q_proj``/``k_proj``, RMSNorm ``γ·x̂`` (Llama's
     ``variance_epsilon``; Gemma's ``(1 + γ)`` norm keeps ``eps``), no per-head q/k norms (Qwen3).
     """
     block = blocks[0]
     if _has(base, "wte") and _has(block, "attn.c_attn", "attn.c_proj", "ln_1", "mlp.c_proj"):
-        return _gpt2
-    bert_paths = ("attention.self.query", "attention.output.LayerNorm", "output.dense", "output.LayerNorm")
-    if _has(base, "embeddings.token_type_embeddings") and _has(block, *bert_paths):
-        return None if _has(base, "embeddings_project") else _bert
+        return _gpt2, "mlp"
+    for paths in (BERT, DISTILBERT):
+        if _has(base, "embeddings.word_embeddings", "embeddings.LayerNorm") and _has(block, *astuple(paths)):
+            return None if _has(base, "embeddings_project") else (partial(_post_norm, paths), paths.mlp)
     llama_paths = ("self_attn.q_proj", "self_attn.k_proj", "input_layernorm.variance_epsilon", "mlp.down_proj")
     if _has(base, "embed_tokens", "rotary_emb") and _has(block, *llama_paths) and not _has(block, "self_attn.q_norm"):
-        return _rotary
+        return _rotary, "mlp"
     return None
 
 
@@ -287,29 +291,56 @@ def _positions(trace: AttentionTrace, rows: list[int]) -> np.ndarray:
     return trace.pos_encoding[rows].astype(np.float64)
 
 
-def _bert(base, blocks, outs, trace: AttentionTrace, layer: int, head: int, rows: list[int]) -> Reading:
-    """BERT-likes: embeddings (token + position + segment 0) then LayerNorm; post-norm blocks."""
+@dataclass(frozen=True)
+class PostNormPaths:
+    """Where a post-norm encoder layer keeps its parts (``LN(x + attn)``, ``LN(x + MLP)``)."""
+
+    query: str
+    key: str
+    out: str
+    attn_norm: str
+    mlp: str  # the MLP's output before the residual add
+    mlp_out: str  # its last linear layer (the MLP's output bias)
+    mlp_norm: str
+
+
+BERT = PostNormPaths(
+    "attention.self.query",
+    "attention.self.key",
+    "attention.output.dense",
+    "attention.output.LayerNorm",
+    "output.dense",
+    "output.dense",
+    "output.LayerNorm",
+)
+DISTILBERT = PostNormPaths(
+    "attention.q_lin", "attention.k_lin", "attention.out_lin", "sa_layer_norm", "ffn", "ffn.lin2", "output_layer_norm"
+)
+
+
+def _post_norm(
+    paths: PostNormPaths, base, blocks, outs, trace: AttentionTrace, layer: int, head: int, rows: list[int]
+) -> Reading:
+    """BERT-likes and DistilBERT: embeddings (token + position + BERT's segment 0) then LayerNorm; post-norm."""
     emb, d_head = base.embeddings, trace.d_head
     position = _positions(trace, rows)
-    embeds = {
-        "token": _np(emb.word_embeddings.weight)[list(trace.tokens.ids)][rows],
-        "position": position,
-        "segment": np.broadcast_to(_np(emb.token_type_embeddings.weight[0]), position.shape),
-    }
+    embeds = {"token": _np(emb.word_embeddings.weight)[list(trace.tokens.ids)][rows], "position": position}
+    if _has(emb, "token_type_embeddings"):
+        embeds["segment"] = np.broadcast_to(_np(emb.token_type_embeddings.weight[0]), position.shape)
     layers = [
         Layer(
-            heads=_head_outputs(trace, i, blocks[i].attention.output.dense, rows),
-            out_bias=_np(blocks[i].attention.output.dense.bias),
+            heads=_head_outputs(trace, i, blocks[i].get_submodule(paths.out), rows),
+            out_bias=_np(blocks[i].get_submodule(paths.out).bias),
             mlp=outs[str(i)],
-            mlp_bias=_np(blocks[i].output.dense.bias),
-            after_attn=Norm.of(blocks[i].attention.output.LayerNorm),
-            after_mlp=Norm.of(blocks[i].output.LayerNorm),
+            mlp_bias=_np(blocks[i].get_submodule(paths.mlp_out).bias),
+            after_attn=Norm.of(blocks[i].get_submodule(paths.attn_norm)),
+            after_mlp=Norm.of(blocks[i].get_submodule(paths.mlp_norm)),
         )
         for i in range(layer)
     ]
-    attn = blocks[layer].attention.self
-    w_q, b_q = _head_columns(attn.query.weight, attn.query.bias, head, d_head, transposed=False)
-    w_k, b_k = _head_columns(attn.key.weight, attn.key.bias, head, d_head, transposed=False)
+    query, key = blocks[layer].get_submodule(paths.query), blocks[layer].get_submodule(paths.key)
+    w_q, b_q = _head_columns(query.weight, query.bias, head, d_head, transposed=False)
+    w_k, b_k = _head_columns(key.weight, key.bias, head, d_head, transposed=False)
     return Reading(embeds, Norm.of(emb.LayerNorm), layers, None, w_q, b_q, w_k, b_k)
 
 

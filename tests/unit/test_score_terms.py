@@ -103,7 +103,7 @@ def test_sources_add_up_on_every_own_layout(tmp_path, settings) -> None:
     assert_adds_up(tr, model)
 
 
-@pytest.mark.parametrize("kind", ["roberta", "gpt2-layerscale"])
+@pytest.mark.parametrize("kind", ["roberta", "distilbert", "gpt2-layerscale"])
 def test_sources_add_up_on_tiny_hf_models(tiny_hf_folders, kind) -> None:
     model = engine.load(str(tiny_hf_folders[kind]))
     tr = engine.trace(model, "The quick brown fox jumps over the lazy dog, and the cat watches it.")
@@ -246,7 +246,7 @@ def test_alibi_terms_are_the_content_and_the_slope_times_distance(tmp_path) -> N
 
 
 # ---- where a split does not apply ---------------------------------------------------------------
-def test_a_split_that_does_not_apply_says_so(stories, induction, tiny_hf_folders) -> None:
+def test_a_split_that_does_not_apply_says_so(stories, induction) -> None:
     model, tr = stories
     with pytest.raises(EngineError, match="RoPE"):
         score_terms(tr, 0, 0, 3, 1, by="rope_bands")
@@ -258,9 +258,10 @@ def test_a_split_that_does_not_apply_says_so(stories, induction, tiny_hf_folders
         score_terms(induction[1], 0, 0, 3, 1, model=model)  # another model's trace
     with pytest.raises(EngineError, match="ALiBi"):
         score_terms(induction[1], 0, 0, 3, 1, by="alibi")
-    distil = engine.load(str(tiny_hf_folders["distilbert"]))
-    with pytest.raises(EngineError, match="distilbert"):
-        score_terms(engine.trace(distil, "The cat sat."), 0, 0, 2, 1, model=distil)
+    translator = engine.load("tiny-translator")
+    encoder = engine.trace(translator, "the cat sees the dog").attention_blocks()["encoder"]
+    with pytest.raises(EngineError, match="not for tiny-translator"):
+        score_terms(encoder, 1, 0, 2, 1, model=translator)
     with pytest.raises(ValueError, match="by must be"):
         score_terms(tr, 0, 0, 3, 1, by="heads")
     with pytest.raises(IndexError, match="query"):
