@@ -9,9 +9,10 @@ BERT's segment embedding), each earlier head's output ``z_h W_O^h``, each earlie
 ``q·k = Σ_s Σ_t q_s·k_t``, one term per pair, named ``"head 0.3 · token"`` (query source first).
 
 Head outputs come from the trace (``trace.z``: the scores the trace shows), MLP outputs from one forward pass of
-the model on the trace's token ids with the trace's mask. Families: our own transformer (pre- and post-norm,
-attention-only, every position encoding), GPT-2, BERT-likes (BERT, RoBERTa, XLM-R, CamemBERT, DistilBERT: post-norm) and
-Llama-likes (Llama, Mistral, Qwen2: RMSNorm, frozen the same way, ``Σ γ·s/rms``; RoPE rotates each part).
+the model on the trace's token ids with the trace's mask (stopped after the last MLP read). Families: our own
+transformer (pre- and post-norm, attention-only, every position encoding), GPT-2, BERT-likes (BERT, RoBERTa,
+XLM-R, CamemBERT, DistilBERT: post-norm) and Llama-likes (Llama, Mistral, Qwen2: RMSNorm, frozen the same way,
+``Σ γ·s/rms``; RoPE rotates each part). Which one a Hugging Face model is, is read from the modules it has.
 """
 
 from __future__ import annotations

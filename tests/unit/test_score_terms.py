@@ -19,6 +19,7 @@ from engine.capture import capture
 from engine.checkpoint import save_checkpoint
 from engine.families.transformer.adapter import load_own
 from engine.families.transformer.network import Transformer, TransformerConfig
+from engine.model import Model
 from engine.records import EngineError, ModelSpec
 from engine.vocab import Vocab
 from tests.hf_helpers import tiny_llama
@@ -41,7 +42,7 @@ def assert_adds_up(tr, model) -> None:
         assert sum(terms.values()) == pytest.approx(raw, rel=RTOL), (layer, head, q, k)
 
 
-def own_model(tmp_path, name: str, **settings) -> engine.Model:
+def own_model(tmp_path, name: str, **settings) -> Model:
     """A random own transformer (weights far from GPT-2's small init) saved and loaded as a checkpoint."""
     vocab = Vocab.from_words(WORDS)
     cfg = TransformerConfig(vocab_size=len(vocab), d_model=32, n_layers=3, n_heads=4, d_mlp=64, max_len=32, **settings)
