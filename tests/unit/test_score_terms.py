@@ -39,7 +39,9 @@ def assert_adds_up(tr, model) -> None:
     for layer, head, q, k in cells(tr):
         terms = score_terms(tr, layer, head, q, k, model=model)
         raw = float(tr.scores(layer, head, stage="raw")[q, k])
-        assert sum(terms.values()) == pytest.approx(raw, rel=RTOL), (layer, head, q, k)
+        # float32 parts: a score that nearly cancels (−0.035 from parts of ~1) is held to the parts' own size
+        size = max(abs(raw), sum(abs(v) for v in terms.values()))
+        assert sum(terms.values()) == pytest.approx(raw, rel=RTOL, abs=RTOL * size), (layer, head, q, k)
 
 
 def own_model(tmp_path, name: str, **settings) -> Model:
