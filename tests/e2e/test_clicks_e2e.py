@@ -17,6 +17,7 @@ from e2e_helpers import IDLE_MS, SLOW_FLUSH, press_while_a_timer_ticks
 
 PRESSES = 3
 HOLD_MS = 200  # ten ticks of the page's 20 ms timer
+RETRIES = 2  # a press Streamlit dropped (no run at all, upstream) is pressed again; a double count still fails
 
 
 def _counts(page) -> tuple[int, int]:
@@ -47,8 +48,14 @@ def test_a_press_runs_its_callback_once_while_a_fragment_ticks(browser):
         _settled(page)
         plain = _counts(page)[0]
         for k in range(1, PRESSES + 1):
-            press_while_a_timer_ticks(page, page.get_by_role("button", name="Once"), HOLD_MS)
-            expect(page.get_by_text(f"counts: plain={plain} once={k}")).to_be_visible(timeout=IDLE_MS)
+            for _ in range(RETRIES + 1):  # Streamlit now and then drops a press held back this long: press again
+                press_while_a_timer_ticks(page, page.get_by_role("button", name="Once"), HOLD_MS)
+                _settled(page)
+                counted = _counts(page)
+                assert counted in ((plain, k - 1), (plain, k)), counted  # never twice for one press
+                if counted[1] == k:
+                    break
+            assert _counts(page) == (plain, k), "the press was dropped every time"
         _settled(page)
         assert _counts(page) == (plain, PRESSES)
         page.close()
