@@ -92,6 +92,25 @@ function wrapHistory() {
     const write = history[name].bind(history);
     history[name] = (state, unused, url) => write(state, unused, url === undefined ? url : withViews(url));
   }
+  window.addEventListener("popstate", () => {
+    for (const state of views.values()) {
+      if (!state.live) continue;
+      fromUrl(state);
+      state.redraw?.();
+    }
+  });
+}
+
+function fromUrl(state) {
+  // the view's layer, head and token as the address bar says (Back, Forward), where they fit this view
+  const url = new URL(window.location.href);
+  const read = (name, fits) => {
+    const v = Number.parseInt(url.searchParams.get(state.names[name]) ?? "", 10);
+    return Number.isInteger(v) && fits(v) ? v : null;
+  };
+  state.head = read("head", (v) => v >= 0 && v < state.bounds.heads) ?? state.head;
+  state.layer = read("layer", (v) => state.bounds.layers.includes(v)) ?? state.layer;
+  state.focus = read("focus", (v) => v >= 0 && v < state.bounds.rows);
 }
 
 function withViews(url) {
@@ -139,7 +158,10 @@ function mount(component, d) {
     [d.params.focus]: state.focus === null ? null : String(state.focus),
   } : {};
   views.set(key, state);
+  state.names = d.params;
+  state.bounds = { heads: d.n_heads, layers: d.layers, rows: d.square ? d.rows : 0 };
   if (owns) wrapHistory();
+  if (owns && !fresh) fromUrl(state); // a run that Back or Forward asked for: the address bar's view
   if (setStateValue) listen();
   const layerIndex = () => Math.max(0, d.layers.indexOf(state.layer));
   const head = () => d.heads[layerIndex() * d.n_heads + state.head];
@@ -317,23 +339,11 @@ function mount(component, d) {
     else return;
     event.preventDefault();
   };
-  const onPop = () => {
-    const url = new URL(window.location.href);
-    const read = (name, high) => {
-      const v = Number.parseInt(url.searchParams.get(name) ?? "", 10);
-      return Number.isInteger(v) && v >= 0 && v < high ? v : null;
-    };
-    const head = read(d.params.head, d.n_heads), layer = read(d.params.layer, 1 + Math.max(...d.layers));
-    if (head !== null) state.head = head;
-    if (layer !== null && d.layers.includes(layer)) state.layer = layer;
-    state.focus = read(d.params.focus, d.rows);
-    draw();
-  };
-  if (owns) window.addEventListener("popstate", onPop);
   caption.textContent = d.caption;
   tip.hidden = true;
   const resized = new ResizeObserver(() => draw());
   resized.observe(box);
+  state.redraw = draw;
   draw();
   if (owns) history.replaceState(history.state, "", window.location.href); // the address bar says what is drawn
   if (state.pendingLink && !state.untold()) {
@@ -344,7 +354,6 @@ function mount(component, d) {
   }
   return () => {
     resized.disconnect();
-    window.removeEventListener("popstate", onPop);
     state.live = false; // another page's URL is not this view's; its choice is kept for when it comes back
   };
 }

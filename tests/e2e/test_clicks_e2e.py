@@ -45,17 +45,16 @@ def test_a_press_runs_its_callback_once_while_a_fragment_ticks(browser):
         # the bare callback: each press counted more than once, so the page reproduces Streamlit's double run
         press_while_a_timer_ticks(page, page.get_by_role("button", name="Plain"), HOLD_MS)
         expect(page.get_by_text(re.compile(r"^counts: plain=([2-9]|\d\d+) once=0$"))).to_be_visible(timeout=IDLE_MS)
-        _settled(page)
-        plain = _counts(page)[0]
+        # (the bare callback may still count a late repeat of its press: only "Once" is counted from here on)
         for k in range(1, PRESSES + 1):
             for _ in range(RETRIES + 1):  # Streamlit now and then drops a press held back this long: press again
                 press_while_a_timer_ticks(page, page.get_by_role("button", name="Once"), HOLD_MS)
                 _settled(page)
-                counted = _counts(page)
-                assert counted in ((plain, k - 1), (plain, k)), counted  # never twice for one press
-                if counted[1] == k:
+                once = _counts(page)[1]
+                assert once in (k - 1, k), once  # never twice for one press
+                if once == k:
                     break
-            assert _counts(page) == (plain, k), "the press was dropped every time"
+            assert _counts(page)[1] == k, "the press was dropped every time"
         _settled(page)
-        assert _counts(page) == (plain, PRESSES)
+        assert _counts(page)[1] == PRESSES
         page.close()
