@@ -27,6 +27,7 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("pretraining.py", "Pretraining objectives", ":material/school:"),
     ("scaling.py", "Scaling", ":material/trending_down:"),
     ("explain.py", "Is attention the explanation?", ":material/fact_check:"),
+    ("why.py", "Which heads carry the answer?", ":material/troubleshoot:"),
     ("classroom.py", "Class", ":material/groups:"),
 )
 

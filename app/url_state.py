@@ -30,8 +30,22 @@ from app.views.pretraining import keys as pretraining
 from app.views.step_by_step import keys as step_by_step
 from app.views.train import keys as train
 from app.views.vit import keys as vit
+from app.views.why import keys as why
 
-PAGES = (explore, heads, step_by_step, positional, bertviz_views, vit, captions, bahdanau, train, pretraining, lessons)
+PAGES = (
+    explore,
+    heads,
+    step_by_step,
+    positional,
+    bertviz_views,
+    vit,
+    captions,
+    bahdanau,
+    train,
+    pretraining,
+    lessons,
+    why,
+)
 #: every parameter, in the order a link is read
 PARAMS: tuple[Param, ...] = (*SHARED, *(param for page in PAGES for param in page.PARAMS))
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
