@@ -41,6 +41,10 @@ def open_step_page(page: Page, app_url: str) -> None:
     box.press("Control+a")
     box.press_sequentially(SENTENCE)
     box.press("Control+Enter")
+    # the server has the sentence once Explore's map shows it (idle alone can be seen before the run starts)
+    expect(page.locator(PLOT).first.locator("g.ytick text").filter(has_text="warm").first).to_be_visible(
+        timeout=REDRAW_MS
+    )
     expect_idle(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Step by step").click()
     expect(page.get_by_role("heading", name="Step by step", level=1)).to_be_visible(timeout=REDRAW_MS)
