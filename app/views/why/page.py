@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app.state import PERSIST, choose, defaults
+from app.state import PERSIST, choose
 from app.ui.charts import show_chart
 from app.ui.guard import attempt
 from app.ui.heatmap import safe_label
@@ -46,23 +46,29 @@ def grid(z: np.ndarray, x: list[str], y: list[str], title: str) -> dict:
     }
 
 
+FIELDS = {Why.clean: "clean", Why.corrupt: "corrupt", Why.answer: "answer", Why.wrong: "wrong"}
+
+
+def use_example() -> None:
+    """The chosen model's built-in experiment in the four boxes (each model's words differ: the stories model's names,
+    the induction model's letters)."""
+    built_in = data.example(st.session_state[Why.model])
+    for key, field in FIELDS.items():
+        st.session_state[key] = getattr(built_in, field)
+
+
 def main() -> None:
     st.title("Which heads carry the answer?")
     st.write(
         "Run the model on a **clean** prompt and on a **corrupted** one that differs in one place, then copy one "
         "head's output from the clean run into the corrupted run and see how much of the right answer comes back."
     )
-    model_id = choose(Why.model, list(MODELS))
-    model_id = st.selectbox("Model", MODELS, key=Why.model, **PERSIST)
+    choose(Why.model, list(MODELS))
+    if Why.clean not in st.session_state:  # a first visit (a link's prompts are already there)
+        use_example()
+    model_id = st.selectbox("Model", MODELS, key=Why.model, on_change=use_example, **PERSIST)
     built_in = data.example(model_id)
-    defaults({Why.clean: built_in.clean, Why.corrupt: built_in.corrupt, Why.answer: built_in.answer})
-    defaults({Why.wrong: built_in.wrong})
-    if st.button("Use this model's example", icon=":material/restart_alt:"):
-        for key, value in zip(
-            (Why.clean, Why.corrupt, Why.answer, Why.wrong),
-            (built_in.clean, built_in.corrupt, built_in.answer, built_in.wrong),
-        ):
-            st.session_state[key] = value
+    st.button("Use this model's example", icon=":material/restart_alt:", on_click=use_example)
     left, right = st.columns(2)
     clean = left.text_input("Clean prompt", key=Why.clean, max_chars=PROMPT_CHARS, **PERSIST)
     corrupt = right.text_input("Corrupted prompt", key=Why.corrupt, max_chars=PROMPT_CHARS, **PERSIST)
