@@ -9,6 +9,7 @@ import streamlit as st
 
 from app.state import PERSIST, choose
 from app.ui.charts import show_chart
+from app.ui.clicks import once
 from app.ui.guard import attempt
 from app.ui.heatmap import safe_label
 from app.ui.safe_text import quoted
@@ -68,7 +69,7 @@ def main() -> None:
         use_example()
     model_id = st.selectbox("Model", MODELS, key=Why.model, on_change=use_example, **PERSIST)
     built_in = data.example(model_id)
-    st.button("Use this model's example", icon=":material/restart_alt:", on_click=use_example)
+    st.button("Use this model's example", icon=":material/restart_alt:", on_click=once(use_example))
     left, right = st.columns(2)
     clean = left.text_input("Clean prompt", key=Why.clean, max_chars=PROMPT_CHARS, **PERSIST)
     corrupt = right.text_input("Corrupted prompt", key=Why.corrupt, max_chars=PROMPT_CHARS, **PERSIST)
