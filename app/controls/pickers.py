@@ -166,10 +166,13 @@ def open_head(layer: int, head: int) -> None:
 
 
 def layer_head(n_layers: int, n_heads: int, columns) -> tuple[int, int]:
-    """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first)."""
+    """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first); a column
+    None draws no box (a view in the browser picks it)."""
     left, right = columns
     layer = clamp(K.layer, 0, n_layers - 1) if hidden("layer") else pick_index("Layer", n_layers, K.layer, left)
-    head = clamp(K.head, 0, n_heads - 1) if hidden("head") else pick_index("Head", n_heads, K.head, right)
+    head = (
+        clamp(K.head, 0, n_heads - 1) if hidden("head") or right is None else pick_index("Head", n_heads, K.head, right)
+    )
     return layer, head
 
 
@@ -288,16 +291,22 @@ class _Section(contextlib.nullcontext):
         self.open = open
 
 
-def page_tabs(labels: list[str], key: str) -> list:
+def page_tabs(labels: list[str], key: str, closed: bool = False) -> list:
     """A page's sections, one open at a time under a segmented control (unlike ``st.tabs`` only the open one runs);
-    one object per label. The open label is kept under ``key``; ``hide=tabs`` draws no buttons."""
-    if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
-        st.session_state[key] = labels[0]
+    one object per label. The open label is kept under ``key``; ``hide=tabs`` draws no buttons. ``closed``: none
+    is open until one is picked (each costs the server a model pass), and a second click closes it again."""
+    if st.session_state.get(key) not in labels and not (closed and st.session_state.get(key) is None):
+        st.session_state[key] = None if closed else labels[0]  # a stale or never-set value
     chosen = (
         st.session_state[key]
         if hidden("tabs")
         else st.segmented_control(
-            "Section", labels, key=key, required=True, default=labels[0], label_visibility="collapsed"
+            "Section",
+            labels,
+            key=key,
+            required=not closed,
+            default=None if closed else labels[0],
+            label_visibility="collapsed",
         )
     )
     return [_Section(label == chosen) for label in labels]

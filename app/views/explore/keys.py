@@ -13,9 +13,8 @@ class Explore:
     and ``write_request`` are also URL parameters."""
 
     tab, block = "explore_tab", "explore_block"
-    grid_pills = "explore_grid_pills"  # a button per head under the picture of the layer's heads
-    map_box = "explore_map_box"  # presenter mode: the container the head map fills
-    main_map, query_bars, mask = "main_heatmap", "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
+    view = "explore_layer_view"  # the layer's heads, drawn in the browser
+    query_bars, mask = "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
     decode = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
     decode_form, decode_prefix = "decode_form", "decode"  # its "Decode again" form; prefix of that form's widgets
     write_request = "write_request"  # Write more: the settings asked, with the text and model they were for
@@ -28,7 +27,6 @@ class Explore:
 
 
 TABS = {
-    "heads": "Every head of this layer",
     "mask": "Causal mask off vs on",
     "next": "What comes next?",
     "write": "Write more",
