@@ -1,6 +1,7 @@
 // One layer's attention heads drawn in the browser: a head, a layer or a highlighted token changes here, in the
 // same frame, with no message to the server. The data comes as bytes (engine/views/layer_view.py): a 4-byte length,
-// a JSON header, then every head's cells as little-endian uint16 counts of the header's step (0xFFFF: blocked).
+// a JSON header, then every head's cells as little-endian uint16 counts of the header's step (from 0xF000: a weight
+// under half a step, 64 codes a decade of -log10; 0xFFFF: blocked).
 // On a page the view owns ?layer, ?head and ?focus in the address bar: Streamlit rewrites the query string from
 // the server's copy, so every write is merged with the view's parameters. In a notebook it leaves the URL alone.
 
@@ -18,16 +19,26 @@ function listen() {
     for (const state of views.values()) {
       if (!state.live || !state.untold() || state.contains(event.target)) continue;
       state.tell();
-      const link = event.type === "click" && event.target.closest?.("a[href]");
-      if (link) {
+      const held = event.type === "click" && heldTarget(event.target);
+      if (held) {
         event.preventDefault();
         event.stopImmediatePropagation();
-        state.pendingLink = link.getAttribute("href");
+        state.pendingClick = held;
       }
     }
   };
   document.addEventListener("click", tell, true);
   document.addEventListener("keydown", (event) => event.key === "Enter" || event.key === " " ? tell(event) : null, true);
+}
+
+function heldTarget(node) {
+  // a click that must wait for the server to have the view's choice: a page link (it would leave first), or a
+  // download (its file is built for the server's head): a selector that finds it again after the server's run
+  const link = node.closest?.("a[href]");
+  if (link) return `a[href="${CSS.escape(link.getAttribute("href"))}"]`;
+  const keyed = node.closest?.('[data-testid="stDownloadButton"]')?.closest('[class*="st-key-"]');
+  const key = keyed && [...keyed.classList].find((c) => c.startsWith("st-key-"));
+  return key ? `.${CSS.escape(key)} button, .${CSS.escape(key)} a` : null;
 }
 
 async function decode(bytes) {
@@ -45,7 +56,7 @@ async function decode(bytes) {
     let top = 0;
     for (let c = 0; c < cells; c++) {
       const count = bits[i * cells + c];
-      z[c] = count === 0xffff ? NaN : count * header.step;
+      z[c] = count === 0xffff ? NaN : count >= 0xf000 ? 10 ** (-(count - 0xf000) / 64) : count * header.step;
       if (z[c] > top) top = z[c];
     }
     heads.push({ z, top: top || 1 });
@@ -66,7 +77,7 @@ function palette(colours) {
   return out;
 }
 
-function paint(canvas, z, rows, cols, top, lut) {
+function paint(canvas, z, rows, cols, top, lut, log = false) {
   // one cell a pixel; CSS scales it up without smoothing
   canvas.width = cols;
   canvas.height = rows;
@@ -78,7 +89,8 @@ function paint(canvas, z, rows, cols, top, lut) {
       img.data.set([205, 208, 214, 255], c * 4); // blocked: the grey of the server's maps
       continue;
     }
-    const level = Math.max(0, Math.min(255, Math.round((v / top) * 255))) * 3;
+    const share = log ? 1 + Math.log10(Math.max(v / top, 1e-4)) / 4 : v / top; // log: 10⁻⁴ × max … max
+    const level = Math.max(0, Math.min(255, Math.round(share * 255))) * 3;
     img.data.set([lut[level], lut[level + 1], lut[level + 2], 255], c * 4);
   }
   ctx.putImageData(img, 0, 0);
@@ -144,7 +156,7 @@ function mount(component, d) {
   const known = views.get(key);
   // the server's choice wins when it changed (a link, a lesson step); else the browser's last choice stays
   const fresh = !known || known.server.layer !== d.layer || known.server.head !== d.head || known.server.focus !== d.focus;
-  const state = fresh ? { layer: d.layer, head: d.head, focus: d.focus, pendingLink: known?.pendingLink } : known;
+  const state = fresh ? { layer: d.layer, head: d.head, focus: d.focus, pendingClick: known?.pendingClick } : known;
   state.server = { layer: d.layer, head: d.head, focus: d.focus };
   state.live = true;
   const mine = () => ({ layer: state.layer, head: state.head, focus: state.focus });
@@ -242,11 +254,12 @@ function mount(component, d) {
       const own = d.heads[layerIndex() * d.n_heads + h];
       b.setAttribute("aria-label", `Layer ${state.layer}, head ${h}`);
       b.setAttribute("aria-pressed", String(h === state.head));
-      paint(thumb, own.z, d.rows, d.cols, own.top, lut);
+      paint(thumb, own.z, d.rows, d.cols, own.top, lut, d.log);
     });
     layerBar?.querySelectorAll("button").forEach((b, i) => b.setAttribute("aria-pressed", String(d.layers[i] === state.layer)));
-    paint(plot, z, d.rows, d.cols, top, lut);
-    scaleText.textContent = `0 … ${top.toFixed(d.digits)} ${d.value_name} (this head's largest)`;
+    paint(plot, z, d.rows, d.cols, top, lut, d.log);
+    const low = d.log ? `${(top / 1e4).toExponential(0)} (log colour)` : "0";
+    scaleText.textContent = `${low} … ${top.toFixed(d.digits)} ${d.value_name} (this head's largest)`;
     // the labels: every token while they fit, else every k-th; the highlighted one always
     const width = Math.max(240, box.clientWidth || 600);
     const font = d.font_px;
@@ -322,7 +335,8 @@ function mount(component, d) {
     }
     const v = head().z[at.row * d.cols + at.col];
     tip.hidden = false;
-    tip.textContent = `${d.q[at.row]} → ${d.k[at.col]}: ${Number.isNaN(v) ? "blocked" : v.toFixed(d.digits)}`;
+    const shown = Number.isNaN(v) ? "blocked" : v > 0 && v < d.step / 2 ? `≈${v.toPrecision(2)}` : v.toFixed(d.digits);
+    tip.textContent = `${d.q[at.row]} → ${d.k[at.col]}: ${shown}`;
     tip.style.left = `${event.clientX - labels.getBoundingClientRect().left + 12}px`;
     tip.style.top = `${event.clientY - labels.getBoundingClientRect().top + 12}px`;
   };
@@ -346,11 +360,11 @@ function mount(component, d) {
   state.redraw = draw;
   draw();
   if (owns) history.replaceState(history.state, "", window.location.href); // the address bar says what is drawn
-  if (state.pendingLink && !state.untold()) {
-    // the server has the view's choice: now follow the page link that waited for it
-    const href = state.pendingLink;
-    state.pendingLink = null;
-    setTimeout(() => document.querySelector(`a[href="${CSS.escape(href)}"]`)?.click(), 0);
+  if (state.pendingClick && !state.untold()) {
+    // the server has the view's choice: now the link or download that waited for it
+    const held = state.pendingClick;
+    state.pendingClick = null;
+    setTimeout(() => document.querySelector(held)?.click(), 0);
   }
   return () => {
     resized.disconnect();

@@ -1,6 +1,7 @@
 """One layer's heads as bytes for the in-browser view (``layer_view.js``, ``layer_view.css``), and that view in a
 notebook: ``show(trace)`` draws it offline, no server and no CDN. A cell travels as a uint16 count of
-``step`` (0.001 for weights: the 3 decimals the pages print, exactly; :data:`BLOCKED` where the mask blocks it),
+``step`` (0.001 for weights: the 3 decimals the pages print, exactly; smaller weights on a log scale, see
+:func:`counts`; :data:`BLOCKED` where the mask blocks it),
 deflated (zlib level 1: a MiniLM layer at 512 tokens, 12 heads of 256² block maxima, 1.58 MB → 0.37 MB): a 4-byte
 little-endian length, a JSON header, padding to 8 bytes, then the cells."""
 
@@ -24,6 +25,7 @@ CSS = (HERE / "layer_view.css").read_text(encoding="utf-8")
 NOTEBOOK_BYTES = 8 << 20
 DIGITS = 3  # decimals a hover prints (fewer only when a weighting's values pass 65.534)
 BLOCKED = 0xFFFF
+TINY, TINY_PER_DECADE = 0xF000, 64  # codes from TINY: values under half a step, on a log scale (see counts)
 #: the look where no theme is given (the app passes its own): Plotly's "Blues" stops, the app's text colour
 LOOK = {
     "colors": ["#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"],
@@ -43,6 +45,7 @@ class LayerData:
     k_labels: tuple[str, ...]
     square: bool = True
     value_name: str = "weight"
+    log: bool = False  # coloured on a log scale (10⁻⁴ × a head's largest … its largest)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ def encode(data: LayerData, choice: Choice) -> bytes:
         "k": [short(t) for t in data.k_labels],
         "square": data.square,
         "value_name": data.value_name,
+        "log": data.log,
         "layer": choice.layer if choice.layer in data.layers else data.layers[0],
         "head": min(max(choice.head, 0), n_heads - 1),
         "focus": focus,
@@ -92,16 +96,32 @@ def encode(data: LayerData, choice: Choice) -> bytes:
     return len(text).to_bytes(4, "little") + text + b"\0" * pad + zlib.compress(cells.astype("<u2").tobytes(), 1)
 
 
+def decode(raw: bytes) -> tuple[dict, np.ndarray]:
+    """:func:`encode`'s bytes back: the header and the cells as float weights ``[layers, heads, rows, cols]`` (NaN:
+    blocked), rounded as the view shows them."""
+    size = int.from_bytes(raw[:4], "little")
+    header = json.loads(raw[4 : 4 + size])
+    shape = (len(header["layers"]), header["n_heads"], header["rows"], header["cols"])
+    cells = np.frombuffer(zlib.decompress(raw[4 + size + (-(4 + size) % 8) :]), dtype="<u2").reshape(shape)
+    tiny = 10.0 ** -((cells.astype(np.float64) - TINY) / TINY_PER_DECADE)
+    return header, np.where(cells == BLOCKED, np.nan, np.where(cells >= TINY, tiny, cells * header["step"]))
+
+
 def counts(values: np.ndarray) -> tuple[np.ndarray, int, float]:
-    """``values`` as uint16 counts of ``10**-digits`` (NaN or negative: :data:`BLOCKED`), with digits and step."""
+    """``values`` as uint16 counts of ``10**-digits`` below :data:`TINY`; a positive value under half a step as
+    ``TINY + 64·(−log10 v)`` (a long input's weights, ~1/n, keep their colour on the log scale: 3.7 % steps);
+    NaN or negative: :data:`BLOCKED`. Returns the cells, digits and step."""
     finite = np.isfinite(values) & (values >= 0)
     top = float(values[finite].max()) if finite.any() else 0.0
     digits = DIGITS
-    while digits > -4 and top * 10**digits > BLOCKED - 1:
+    while digits > -4 and top * 10**digits > TINY - 1:
         digits -= 1
     step = 10.0**-digits
     cells = np.full(values.shape, BLOCKED, dtype=np.uint16)
     cells[finite] = np.rint(values[finite].astype(np.float64) / step).astype(np.uint16)
+    tiny = finite & (cells == 0) & (values > 0)
+    decades = -np.log10(values[tiny].astype(np.float64))
+    cells[tiny] = TINY + np.minimum(np.rint(decades * TINY_PER_DECADE), BLOCKED - TINY - 1).astype(np.uint16)
     return cells, max(digits, 0), step
 
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
 import numpy as np
 import streamlit as st
@@ -62,7 +62,7 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     window = trace.window_of(view.layer)
     suffix = (" · causal mask on" if trace.causal else "") + (f" · sliding window {window}" if window else "")
     with busy(f"Drawing the {trace.n_heads} heads of layer {view.layer}…", layer_is_quick(request, view)):
-        heads = layer_view_data(request, view)
+        heads = replace(layer_view_data(request, view), log=view.scale == "log")
     rows, cols = data.values.shape
     parts = [
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look "
@@ -94,7 +94,7 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     if current().compact:
         show_query_row(data, f"Layer {view.layer}, head {view.head}")
     load = block_loader(request)
-    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load)
+    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load, key="explore_csv")
     decode = list(astuple(request.decode)) if request.decode else None
     settings = {"causal": bool(trace.causal), "max_tokens": request.max_tokens, "decode": decode}
     head_json_button(request.model_id, trace, view, request.block, data, settings, load, "explore")
