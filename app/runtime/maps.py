@@ -29,12 +29,15 @@ def layer_view_data(request: TraceRequest, view: MapView) -> LayerData:
     view (``app/ui/layer_view.py``), shared."""
 
     def build() -> LayerData:
-        n_heads = heads_attention(request).n_heads
-        maps = [head_view(request, replace(view, head=h)) for h in range(n_heads)]
+        att = heads_attention(request)
+        maps = [head_view(request, replace(view, head=h)) for h in range(att.n_heads)]
         first = maps[0]
         values = np.stack([m.values for m in maps])[None]
+        q_edges, k_pos, k_edges = first.q_edges, first.k_pos, first.k_edges
+        spans = (q_edges[:-1], q_edges[1:] - 1, k_pos[k_edges[:-1]], k_pos[k_edges[1:] - 1])
         square = request.block != "cross"
-        return LayerData(values, (view.layer,), first.q_labels, first.k_labels, square, first.value_name)
+        labels = (first.q_labels, first.k_labels)
+        return LayerData(values, (view.layer,), *labels, square, first.value_name, spans=spans, n_tokens=att.n_queries)
 
     return shared_map(layer_key(request, view), build)
 

@@ -21,7 +21,8 @@ def layer_view(key: str, data: LayerData, layer: int, head: int, focus: int | No
     colours = {"colors": list(look.colors), "text_color": look.text, "font_px": look.tick_px}
     choice = Choice(layer, head, focus, look=colours, params=PARAMS, **text)
     _, n_heads, rows, _ = data.values.shape
-    fits = {"layer": data.layers.__contains__, "head": range(n_heads).__contains__, "focus": range(rows).__contains__}
+    tokens = range(rows if data.n_tokens is None else data.n_tokens)
+    fits = {"layer": data.layers.__contains__, "head": range(n_heads).__contains__, "focus": tokens.__contains__}
     mount(key=key, data=encode(data, choice), on_view_change=lambda: take(key, fits))
 
 

@@ -122,7 +122,7 @@ function fromUrl(state) {
   };
   state.head = read("head", (v) => v >= 0 && v < state.bounds.heads) ?? state.head;
   state.layer = read("layer", (v) => state.bounds.layers.includes(v)) ?? state.layer;
-  state.focus = read("focus", (v) => v >= 0 && v < state.bounds.rows);
+  state.focus = read("focus", (v) => v >= 0 && v < state.bounds.tokens);
 }
 
 function withViews(url) {
@@ -171,7 +171,13 @@ function mount(component, d) {
   } : {};
   views.set(key, state);
   state.names = d.params;
-  state.bounds = { heads: d.n_heads, layers: d.layers, rows: d.square ? d.rows : 0 };
+  state.bounds = { heads: d.n_heads, layers: d.layers, tokens: d.square ? d.n_tokens : 0 };
+  // the highlighted token (a position) ↔ the row and the column that hold it (a block of a long input's overview)
+  const holding = (first, last) => (t) => {
+    const i = t === null ? -1 : first.findIndex((f, j) => f <= t && t <= last[j]);
+    return i < 0 ? null : i;
+  };
+  const rowOf = holding(d.q_first, d.q_last), colOf = holding(d.k_first, d.k_last);
   if (owns) wrapHistory();
   if (owns && !fresh) fromUrl(state); // a run that Back or Forward asked for: the address bar's view
   if (setStateValue) listen();
@@ -248,6 +254,7 @@ function mount(component, d) {
   let geometry = null;
   function draw() {
     const t0 = performance.now();
+    const row = rowOf(state.focus), col = colOf(state.focus);
     const { z, top } = head();
     title.textContent = `Layer ${state.layer}, head ${state.head}${d.suffix}`;
     thumbs.forEach(({ b, thumb }, h) => {
@@ -285,15 +292,15 @@ function mount(component, d) {
     ctx.textBaseline = "middle";
     const everyRow = labelEvery(cell, font), everyCol = labelEvery(cell, rotate ? font : colText);
     d.q.forEach((name, i) => {
-      if (i % everyRow && i !== state.focus) return;
-      ctx.font = `${i === state.focus ? "bold " : ""}${font}px sans-serif`;
+      if (i % everyRow && i !== row) return;
+      ctx.font = `${i === row ? "bold " : ""}${font}px sans-serif`;
       ctx.textAlign = "right";
       ctx.fillText(name, left - 4, topPx + (i + 0.5) * cell, left - 6);
     });
     d.k.forEach((name, j) => {
-      if (j % everyCol && j !== state.focus) return;
+      if (j % everyCol && j !== col) return;
       ctx.save();
-      ctx.font = `${j === state.focus ? "bold " : ""}${font}px sans-serif`;
+      ctx.font = `${j === col ? "bold " : ""}${font}px sans-serif`;
       ctx.translate(left + (j + 0.5) * cell, topPx - 4);
       if (rotate) {
         ctx.rotate(-Math.PI / 3);
@@ -302,12 +309,10 @@ function mount(component, d) {
       ctx.fillText(name, 0, 0, 170);
       ctx.restore();
     });
-    if (state.focus !== null && d.square && state.focus < d.rows) {
-      ctx.strokeStyle = "#d62728";
-      ctx.lineWidth = 2;
-      ctx.strokeRect(left, topPx + state.focus * cell, cell * d.cols, cell);
-      ctx.strokeRect(left + state.focus * cell, topPx, cell, cell * d.rows);
-    }
+    ctx.strokeStyle = "#d62728";
+    ctx.lineWidth = 2;
+    if (row !== null) ctx.strokeRect(left, topPx + row * cell, cell * d.cols, cell);
+    if (col !== null) ctx.strokeRect(left + col * cell, topPx, cell, cell * d.rows);
     geometry = { left, top: topPx, cell };
     root.dataset.drawMs = (performance.now() - t0).toFixed(1);
   }
@@ -343,13 +348,16 @@ function mount(component, d) {
   labels.onmouseleave = () => (tip.hidden = true);
   labels.onclick = (event) => {
     const at = cellAt(event);
-    if (at && d.square) choose({ focus: state.focus === at.row ? null : at.row });
+    if (at && d.square) choose({ focus: rowOf(state.focus) === at.row ? null : d.q_first[at.row] });
   };
   labels.onkeydown = (event) => {
     const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
     const move = { ArrowDown: 1, ArrowUp: -1 }[event.key];
     if (step) choose({ head: (state.head + step + d.n_heads) % d.n_heads });
-    else if (move && d.square) choose({ focus: Math.max(0, Math.min(d.rows - 1, (state.focus ?? -move) + move)) });
+    else if (move && d.square) {
+      const next = Math.max(0, Math.min(d.rows - 1, (rowOf(state.focus) ?? -move) + move));
+      choose({ focus: d.q_first[next] });
+    }
     else return;
     event.preventDefault();
   };

@@ -37,7 +37,9 @@ LOOK = {
 @dataclass(frozen=True)
 class LayerData:
     """What the view draws: ``values`` ``[layers, heads, rows, cols]`` (NaN: blocked), the sent ``layers``' numbers
-    and a label per row and column (``square``: one sequence on both axes, so a token can be highlighted)."""
+    and a label per row and column (``square``: one sequence on both axes, so a token can be highlighted); ``spans``:
+    the first and last token position of each row and column (a block of an overview, a zoomed region; None: row
+    and column i hold token i)."""
 
     values: np.ndarray
     layers: tuple[int, ...]
@@ -46,6 +48,8 @@ class LayerData:
     square: bool = True
     value_name: str = "weight"
     log: bool = False  # coloured on a log scale (10⁻⁴ × a head's largest … its largest)
+    spans: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
+    n_tokens: int | None = None  # the sequence's length (a highlight may lie outside a zoomed region)
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,9 @@ def short(label: str) -> str:
 def encode(data: LayerData, choice: Choice) -> bytes:
     """The view's bytes."""
     _, n_heads, rows, cols = data.values.shape
-    focus = choice.focus if data.square and choice.focus is not None and 0 <= choice.focus < rows else None
+    n_tokens = rows if data.n_tokens is None else data.n_tokens
+    focus = choice.focus if data.square and choice.focus is not None and 0 <= choice.focus < n_tokens else None
+    spans = data.spans or (tuple(range(rows)),) * 2 + (tuple(range(cols)),) * 2
     header = {
         **choice.look,
         "layers": list(data.layers),
@@ -80,6 +86,8 @@ def encode(data: LayerData, choice: Choice) -> bytes:
         "q": [short(t) for t in data.q_labels],
         "k": [short(t) for t in data.k_labels],
         "square": data.square,
+        "n_tokens": n_tokens,
+        **{name: [int(p) for p in span] for name, span in zip(("q_first", "q_last", "k_first", "k_last"), spans)},
         "value_name": data.value_name,
         "log": data.log,
         "layer": choice.layer if choice.layer in data.layers else data.layers[0],
@@ -130,21 +138,23 @@ def from_trace(trace, layers: tuple[int, ...] | None = None, budget: int = NOTEB
     (blocked cells NaN), else each head pooled to block maxima (``trace.overview``), never the n×n matrix."""
     layers = tuple(range(trace.n_layers)) if layers is None else tuple(layers)
     heads, n_q, n_k = trace.n_heads, trace.n_queries, trace.n_keys
+    square = n_q == n_k
     if len(layers) * heads * n_q * n_k * 2 <= budget:
         values = np.stack([np.where(np.isinf(trace.mask(layer)), np.nan, trace.pattern(layer)) for layer in layers])
-        q_labels, k_labels = trace.tokens.labels(), trace.key_tokens.labels()
-    else:
-        side = max(8, int((budget / (2 * len(layers) * heads)) ** 0.5))  # cells a side that fit the budget
-        values = np.stack([[trace.overview(layer, h, size=side) for h in range(heads)] for layer in layers])
-        q_labels = pooled_labels(trace.tokens.labels(), values.shape[-2])
-        k_labels = pooled_labels(trace.key_tokens.labels(), values.shape[-1])
-    return LayerData(values.astype(np.float32), layers, tuple(q_labels), tuple(k_labels), square=n_q == n_k)
+        return LayerData(values, layers, tuple(trace.tokens.labels()), tuple(trace.key_tokens.labels()), square)
+    side = max(8, int((budget / (2 * len(layers) * heads)) ** 0.5))  # cells a side that fit the budget
+    values = np.stack([[trace.overview(layer, h, size=side) for h in range(heads)] for layer in layers])
+    q_labels, q_first, q_last = pooled_labels(trace.tokens.labels(), values.shape[-2])
+    k_labels, k_first, k_last = pooled_labels(trace.key_tokens.labels(), values.shape[-1])
+    spans = (q_first, q_last, k_first, k_last)
+    return LayerData(values.astype(np.float32), layers, q_labels, k_labels, square, spans=spans, n_tokens=n_q)
 
 
-def pooled_labels(labels: list[str], cells: int) -> list[str]:
-    """A block's label: its one token, or its first–last positions."""
+def pooled_labels(labels: list[str], cells: int) -> tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]:
+    """Each block's label (its one token, or its first–last positions), first and last position."""
     edges = overview_edges(len(labels), cells)
-    return [labels[a] if b - a == 1 else f"{a}–{b - 1}" for a, b in zip(edges[:-1], edges[1:])]
+    first, last = tuple(int(a) for a in edges[:-1]), tuple(int(b) - 1 for b in edges[1:])
+    return tuple(labels[a] if a == b else f"{a}–{b}" for a, b in zip(first, last)), first, last
 
 
 class NotebookView:

@@ -372,6 +372,7 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     pooled = shown.z
     assert pooled.shape == (256, 256), "512 tokens are sent as 256 × 256 block maxima"
     assert len(shown.rows) == 256 and shown.rows[1] == "2–3"
+    assert (shown.header["q_first"][1], shown.header["q_last"][1], shown.header["n_tokens"]) == (2, 3, 512)
     # against the full pattern pooled by hand
     import engine
     from app.runtime.request import TraceRequest
@@ -401,6 +402,7 @@ def test_long_input_is_an_overview_with_a_zoom_to_exact_cells():
     shown = layer_shown(at)
     np.testing.assert_allclose(shown.z, full[100:200, 0:120], rtol=0, atol=SHOWN)
     assert shown.rows[0].startswith("100 ") and shown.header["k"][0] == "0 [CLS]"
+    assert shown.header["q_first"][:2] == [100, 101]  # a highlighted token finds its row in the zoomed region
     # closed again, the panel keeps the region
     at.session_state["explore_zoom_open"] = False
     at.run()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.url_params import Param, as_text, block, boolean, integer, number, shown_view, tab_bar
+from app.url_params import Param, as_text, block, boolean, choice, integer, number, shown_view
 from engine.generation import MAX_NEW_TOKENS
 
 
@@ -67,7 +67,7 @@ PAGE = frozenset({"explore"})
 #: a decoding request is read after the sentence and the model (the shared parameters come first)
 PARAMS = (
     block(Explore.block, PAGE),
-    tab_bar(Explore.tab, TABS, PAGE),
+    Param(Explore.tab, choice(TABS), None, PAGE, {v: k for k, v in TABS.items()}, "tabs"),  # none open at first
     Param(Explore.decode, read_decoding, None, PAGE, show=show_decoding),  # an encoder-decoder's decoding
     Param(Explore.write_request, read_decoding, None, PAGE, show=show_decoding),  # a decoder's "Write more"
 )
