@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.state import K, Look
-from app.ui.theme import current
+from app.ui.theme import current, download_format
 from engine.views.layer_view import CSS, JS, Choice, LayerData, encode
 
 __all__ = ["LayerData", "layer_view"]
@@ -18,7 +18,12 @@ mount = st.components.v2.component("attention_playground.layer_view", js=JS, css
 def layer_view(key: str, data: LayerData, layer: int, head: int, focus: int | None, **text: str) -> None:
     """Mount the view on ``layer``, ``head`` and ``focus`` (``text``: its title's ``suffix`` and its ``caption``)."""
     look = current()
-    colours = {"colors": list(look.colors), "text_color": look.text, "font_px": look.tick_px}
+    colours = {
+        "colors": list(look.colors),
+        "text_color": look.text,
+        "font_px": look.tick_px,
+        "download": download_format(),
+    }
     choice = Choice(layer, head, focus, look=colours, params=PARAMS, **text)
     _, n_heads, rows, _ = data.values.shape
     tokens = range(rows if data.n_tokens is None else data.n_tokens)

@@ -201,23 +201,43 @@ function mount(component, d) {
   const ramp = legend.appendChild(document.createElement("canvas"));
   const scaleText = legend.appendChild(document.createElement("span"));
   const save = legend.appendChild(document.createElement("button"));
-  save.textContent = "Download PNG";
+  const format = d.download === "svg" ? "svg" : "png";
+  save.textContent = `Download ${format.toUpperCase()}`;
   save.onclick = () => {
-    // the map as drawn (cells scaled without smoothing, then the labels over them), named by its head
+    // the map as drawn, named by its head: cells scaled without smoothing, then the labels over them (an SVG holds
+    // the cells as one image, as Plotly's SVG of a heatmap does, and the labels as text)
     const out = document.createElement("canvas");
     [out.width, out.height] = [labels.width, labels.height];
     const ctx = out.getContext("2d");
     const scale = labels.width / parseFloat(labels.style.width);
-    ctx.fillStyle = "#ffffff";
-    ctx.fillRect(0, 0, out.width, out.height);
+    const { left, top, cell } = geometry;
     ctx.imageSmoothingEnabled = false;
-    ctx.drawImage(plot, geometry.left * scale, geometry.top * scale, geometry.cell * d.cols * scale, geometry.cell * d.rows * scale);
-    ctx.drawImage(labels, 0, 0);
+    if (format === "png") {
+      ctx.fillStyle = "#ffffff";
+      ctx.fillRect(0, 0, out.width, out.height);
+    }
+    ctx.drawImage(plot, left * scale, top * scale, cell * d.cols * scale, cell * d.rows * scale);
+    if (format === "png") ctx.drawImage(labels, 0, 0);
+    const name = `attention_L${state.layer}_H${state.head}.${format}`;
     const link = document.createElement("a");
-    link.download = `attention_L${state.layer}_H${state.head}.png`;
-    link.href = out.toDataURL("image/png");
+    link.download = name;
+    link.href = format === "png" ? out.toDataURL("image/png") : URL.createObjectURL(new Blob([svg(out)], { type: "image/svg+xml" }));
     link.click();
   };
+  function svg(cells) {
+    // the title, the cells and every label drawn (as text a reader can search and a screen reader can read)
+    const esc = (t) => t.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+    const { left, top, cell } = geometry;
+    const w = parseFloat(labels.style.width), h = parseFloat(labels.style.height);
+    const font = `font-family="sans-serif" font-size="${d.font_px}" fill="${esc(d.text_color)}"`;
+    const rows = d.q.map((t, i) => `<text x="${left - 4}" y="${top + (i + 0.5) * cell}" text-anchor="end" dominant-baseline="middle">${esc(t)}</text>`);
+    const cols = d.k.map((t, j) => `<text transform="translate(${left + (j + 0.5) * cell},${top - 4}) rotate(-60)">${esc(t)}</text>`);
+    return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h + d.font_px * 2}" viewBox="0 ${-d.font_px * 2} ${w} ${h + d.font_px * 2}">`
+      + `<title>${esc(title.textContent)}</title><rect x="0" y="${-d.font_px * 2}" width="${w}" height="${h + d.font_px * 2}" fill="#ffffff"/>`
+      + `<text x="0" y="${-d.font_px * 0.6}" ${font} font-weight="bold">${esc(title.textContent)}</text>`
+      + `<image x="0" y="0" width="${w}" height="${h}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${cells.toDataURL("image/png")}"/>`
+      + `<g ${font}>${rows.join("")}${cols.join("")}</g></svg>`;
+  }
   paint(ramp, Float32Array.from({ length: 256 }, (_, i) => i / 255), 1, 256, 1, lut);
   box.className = "box";
   tip.className = "tip";
