@@ -194,16 +194,17 @@ def pick_block(blocks: list[str], key: str) -> str:
     )
 
 
-def kv_sharing(trace, head: int) -> str:
-    """ " Heads 0–3 share key/value head 0 (grouped-query attention)." for a grouped-query trace, else ""."""
+def kv_sharing(trace, head: int | None = None) -> str:
+    """ " Heads 0–3 share key/value head 0 (grouped-query attention…)." for a grouped-query trace (every group of the
+    layer where ``head`` is None), else ""."""
     if getattr(trace, "kv_heads", None) is None:
         return ""
-    kv = trace.key_head(head)
     group = trace.n_heads // trace.kv_heads
-    first, last = kv * group, kv * group + group - 1
+    kvs = range(trace.kv_heads) if head is None else [trace.key_head(head)]
+    spans = ", ".join(f"heads {kv * group}–{kv * group + group - 1} share key/value head {kv}" for kv in kvs)
     return (
-        f" Heads {first}–{last} share key/value head {kv} (grouped-query attention: this model has "
-        f"{trace.kv_heads} key/value heads for {trace.n_heads} query heads), so their keys and values are the same."
+        f" {spans[0].upper()}{spans[1:]} (grouped-query attention: this model has {trace.kv_heads} key/value heads "
+        f"for {trace.n_heads} query heads), so their keys and values are the same."
     )
 
 

@@ -13,6 +13,7 @@ import streamlit as st
 from app.controls.examples import example_hint, examples_picker
 from app.controls.pickers import (
     causal_toggle,
+    kv_sharing,
     layer_head,
     long_text_button,
     max_tokens_input,
@@ -85,12 +86,9 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
             f"{rows} × {cols} cells; each cell shows the **largest** weight in its block, so a sharp "
             "one-token pattern stays visible. Open **Zoom** above the map to see exact weights."
         )
-    if getattr(trace, "kv_heads", None):
-        group = trace.n_heads // trace.kv_heads
-        parts.append(f"Each {group} heads in a row share one key/value head (grouped-query attention).")
     picked = focus() if request.block != "cross" else None
     layer_view(Explore.view, heads, view.layer, view.head, picked, suffix=suffix)
-    st.caption(" ".join(parts))
+    st.caption(" ".join(parts) + kv_sharing(trace))
     if current().compact:
         show_query_row(data, f"Layer {view.layer}, head {view.head}")
     load = block_loader(request)
