@@ -191,6 +191,10 @@ function mount(component, d) {
   const layerBar = d.layers.length > 1 ? root.appendChild(document.createElement("div")) : null;
   const headBar = root.appendChild(document.createElement("div"));
   const title = root.appendChild(document.createElement("h3"));
+  const source = root.appendChild(document.createElement("p"));
+  source.className = "source";
+  source.textContent = d.source || "";
+  source.hidden = !d.source;
   const box = root.appendChild(document.createElement("div"));
   const plot = box.appendChild(document.createElement("canvas"));
   const labels = box.appendChild(document.createElement("canvas"));
@@ -206,18 +210,24 @@ function mount(component, d) {
   save.onclick = () => {
     // the map as drawn, named by its head: cells scaled without smoothing, then the labels over them (an SVG holds
     // the cells as one image, as Plotly's SVG of a heatmap does, and the labels as text)
-    const out = document.createElement("canvas");
-    [out.width, out.height] = [labels.width, labels.height];
-    const ctx = out.getContext("2d");
     const scale = labels.width / parseFloat(labels.style.width);
+    const head = format === "png" ? Math.round(d.font_px * 3.4 * scale) : 0; // the title and source lines
+    const out = document.createElement("canvas");
+    [out.width, out.height] = [labels.width, labels.height + head];
+    const ctx = out.getContext("2d");
     const { left, top, cell } = geometry;
     ctx.imageSmoothingEnabled = false;
     if (format === "png") {
       ctx.fillStyle = "#ffffff";
       ctx.fillRect(0, 0, out.width, out.height);
+      ctx.fillStyle = d.text_color;
+      ctx.font = `bold ${d.font_px * scale}px sans-serif`;
+      ctx.fillText(title.textContent, 4 * scale, d.font_px * 1.2 * scale);
+      ctx.font = `${(d.font_px - 1) * scale}px sans-serif`;
+      ctx.fillText(d.source || "", 4 * scale, d.font_px * 2.6 * scale, out.width - 8 * scale);
     }
-    ctx.drawImage(plot, left * scale, top * scale, cell * d.cols * scale, cell * d.rows * scale);
-    if (format === "png") ctx.drawImage(labels, 0, 0);
+    ctx.drawImage(plot, left * scale, top * scale + head, cell * d.cols * scale, cell * d.rows * scale);
+    if (format === "png") ctx.drawImage(labels, 0, head);
     const name = `attention_L${state.layer}_H${state.head}.${format}`;
     const link = document.createElement("a");
     link.download = name;
@@ -234,7 +244,8 @@ function mount(component, d) {
     const cols = d.k.map((t, j) => `<text transform="translate(${left + (j + 0.5) * cell},${top - 4}) rotate(-60)">${esc(t)}</text>`);
     return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h + d.font_px * 2}" viewBox="0 ${-d.font_px * 2} ${w} ${h + d.font_px * 2}">`
       + `<title>${esc(title.textContent)}</title><rect x="0" y="${-d.font_px * 2}" width="${w}" height="${h + d.font_px * 2}" fill="#ffffff"/>`
-      + `<text x="0" y="${-d.font_px * 0.6}" ${font} font-weight="bold">${esc(title.textContent)}</text>`
+      + `<text x="0" y="${-d.font_px * 1.1}" ${font} font-weight="bold">${esc(title.textContent)}</text>`
+      + `<text x="0" y="${-d.font_px * 0.1}" ${font}>${esc(d.source || "")}</text>`
       + `<image x="0" y="0" width="${w}" height="${h}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${cells.toDataURL("image/png")}"/>`
       + `<g ${font}>${rows.join("")}${cols.join("")}</g></svg>`;
   }
