@@ -7,7 +7,8 @@ calling the function registered under ``config._attn_implementation`` with the p
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,
 ``sliding_window``. These models are loaded with ``attn_implementation="ap_capture"``: the function
 registered here records Q, K, V and those arguments when a trace asked for them (a context variable
-the trace sets, so concurrent sessions never mix; the model's lock serialises forward passes) and
+the trace sets, so concurrent sessions never mix; the model's lock serialises forward passes; the tensors stay
+on the model's device until :func:`engine.capture.transfer.to_host` brings a trace's back in one copy) and
 always hands the call to transformers' own SDPA function, so the model runs its fast path and no
 n×n array is kept. The mask builder for ``ap_capture`` is transformers' SDPA one. A softcapped call
 (Gemma 2), which SDPA cannot do, runs :func:`_softcapped` instead: a chunk of query rows at a time.
@@ -35,17 +36,21 @@ NOT_CAPTURING = (
     "(attn_implementation='ap_capture'). Load it with engine.load."
 )
 
+#: a captured tensor while the forward pass runs, its numpy copy after
+Array = np.ndarray | torch.Tensor
+
 _REGISTERED = threading.Lock()
 _done = False
 
 
 @dataclass
 class LayerRecord:
-    """What one layer's attention call received (numpy, float32, batch 0)."""
+    """What one layer's attention call received (batch 0): tensors on the model's device as recorded, float32
+    numpy arrays once :func:`engine.capture.transfer.to_host` has brought a trace's records back."""
 
-    query: np.ndarray  # [H, n, d] (batch 0); [B, H, n, d] when the recorder keeps the whole batch
-    key: np.ndarray  # [H_kv, n, d] (or [B, H_kv, n, d])
-    value: np.ndarray  # [H_kv, n, d] (or [B, H_kv, n, d])
+    query: Array  # [H, n, d] (batch 0); [B, H, n, d] when the recorder keeps the whole batch
+    key: Array  # [H_kv, n, d] (or [B, H_kv, n, d])
+    value: Array  # [H_kv, n, d] (or [B, H_kv, n, d])
     scaling: float | None
     sliding_window: int | None
     softcap: float | None
@@ -55,7 +60,7 @@ class LayerRecord:
     relative_bias: np.ndarray | None = None
     #: ``[H, n_k]`` ‖v^h_j W_O^h‖ (``AttentionTrace.value_out_norms``), set by adapters that read the
     #: output projection from the calling module; None until then
-    out_norms: np.ndarray | None = None
+    out_norms: Array | None = None
 
     @property
     def scale(self) -> float:
@@ -111,19 +116,16 @@ _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_
 _OVERRIDE: contextvars.ContextVar = contextvars.ContextVar("ap_capture_override", default=None)
 
 
-def _numpy(t, whole_batch: bool = False) -> np.ndarray:
-    return (t if whole_batch else t[0]).detach().float().cpu().numpy()
-
-
 def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     recorder = _RECORDER.get()
     if recorder is not None:
+        rows = slice(None) if recorder.whole_batch else 0  # kept on the device: no copy, no wait here
         record = LayerRecord(
-            query=_numpy(query, recorder.whole_batch),
-            key=_numpy(key, recorder.whole_batch),
-            value=_numpy(value, recorder.whole_batch),
+            query=query[rows].detach(),
+            key=key[rows].detach(),
+            value=value[rows].detach(),
             scaling=None if scaling is None else float(scaling),
             sliding_window=None if kwargs.get("sliding_window") is None else int(kwargs["sliding_window"]),
             softcap=None if kwargs.get("softcap") is None else float(kwargs["softcap"]),
@@ -288,8 +290,10 @@ def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Mo
     return found
 
 
-def per_query_head(x: np.ndarray, n_heads: int) -> np.ndarray:
-    """Grouped-query keys/values ``[H_kv, n, d]`` → ``[H, n, d]``: head ``h`` reads ``h // (H / H_kv)``,
-    as transformers' ``repeat_kv``; returned as is when every query head has its own."""
-    n_rep = n_heads // x.shape[0]
-    return np.repeat(x, n_rep, axis=0) if n_rep > 1 else x
+def per_query_head(x: Array, n_heads: int) -> Array:
+    """Grouped-query keys/values ``[..., H_kv, n, d]`` → ``[..., H, n, d]`` (numpy or torch): head ``h`` reads
+    ``h // (H / H_kv)``, as transformers' ``repeat_kv``; returned as is when every query head has its own."""
+    n_rep = n_heads // x.shape[-3]
+    if n_rep == 1:
+        return x
+    return x.repeat_interleave(n_rep, dim=-3) if isinstance(x, torch.Tensor) else np.repeat(x, n_rep, axis=-3)
