@@ -55,9 +55,9 @@ class LayerRecord:
     sliding_window: int | None
     softcap: float | None
     masked: bool  # a mask tensor was passed (False: none, SDPA's is_causal path or no mask at all)
-    #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``);
-    #: None when the call had none or an all-zero one. Layers given the same tensor share the array.
-    relative_bias: np.ndarray | None = None
+    #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``), all zeros
+    #: where the model's is; None when the call had none. Layers given the same tensor share one.
+    relative_bias: Array | None = None
     #: ``[H, n_k]`` ‖v^h_j W_O^h‖ (``AttentionTrace.value_out_norms``), set by adapters that read the
     #: output projection from the calling module; None until then
     out_norms: Array | None = None
@@ -82,18 +82,17 @@ class Recorder:
     #: never computed (empty: the forward runs to its end)
     stop_after: frozenset[int] = frozenset()
     #: (address, shape) → (the tensor, kept alive so that no later tensor reuses its address; its vector)
-    _biases: dict[tuple, tuple[object, np.ndarray | None]] = field(default_factory=dict)
+    _biases: dict[tuple, tuple[object, torch.Tensor]] = field(default_factory=dict)
 
-    def relative(self, position_bias) -> np.ndarray | None:
+    def relative(self, position_bias) -> torch.Tensor | None:
         """``[1, H, n_q, n_k]`` relative bias → its ``[H, n_q + n_k − 1]`` diagonals (first column
-        bottom-up, then the first row), once per tensor; None when it is all zeros."""
+        bottom-up, then the first row), once per tensor, on its device; None when there is none."""
         if position_bias is None:
             return None
         memo = (position_bias.data_ptr(), tuple(position_bias.shape))
         if memo not in self._biases:
-            pb = position_bias[0].detach().float()  # [H, n_q, n_k]
-            vec = np.concatenate([pb[:, :, 0].flip(-1).cpu().numpy(), pb[:, 0, 1:].cpu().numpy()], axis=1)
-            self._biases[memo] = (position_bias, np.ascontiguousarray(vec, dtype=np.float32) if np.any(vec) else None)
+            pb = position_bias[0].detach()  # [H, n_q, n_k]
+            self._biases[memo] = (position_bias, torch.cat([pb[:, :, 0].flip(-1), pb[:, 0, 1:]], dim=1))
         return self._biases[memo][1]
 
     @property

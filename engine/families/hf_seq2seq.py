@@ -215,7 +215,7 @@ class Seq2SeqHFAdapter:
     def _attention(
         model: Model, records: list, queries: Tokens, keys: Tokens, causal: bool, kind: str, device: str
     ) -> AttentionTrace:
-        relative = [r.relative_bias for r in records]
+        relative = [None if r.relative_bias is None or not r.relative_bias.any() else r.relative_bias for r in records]
         return AttentionTrace(
             model_id=model.spec.id,
             family="encoder-decoder",
