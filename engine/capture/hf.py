@@ -7,7 +7,8 @@ calling the function registered under ``config._attn_implementation`` with the p
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,
 ``sliding_window``. These models are loaded with ``attn_implementation="ap_capture"``: the function
 registered here records Q, K, V and those arguments when a trace asked for them (a context variable
-the trace sets, so concurrent sessions never mix; the model's lock serialises forward passes) and
+the trace sets, so concurrent sessions never mix; the model's lock serialises forward passes; the tensors stay
+on the model's device until :func:`engine.capture.transfer.to_host` brings a trace's back in one copy) and
 always hands the call to transformers' own SDPA function, so the model runs its fast path and no
 n×n array is kept. The mask builder for ``ap_capture`` is transformers' SDPA one. A softcapped call
 (Gemma 2), which SDPA cannot do, runs :func:`_softcapped` instead: a chunk of query rows at a time.
@@ -35,27 +36,31 @@ NOT_CAPTURING = (
     "(attn_implementation='ap_capture'). Load it with engine.load."
 )
 
+#: a captured tensor while the forward pass runs, its numpy copy after
+Array = np.ndarray | torch.Tensor
+
 _REGISTERED = threading.Lock()
 _done = False
 
 
 @dataclass
 class LayerRecord:
-    """What one layer's attention call received (numpy, float32, batch 0)."""
+    """What one layer's attention call received (batch 0): tensors on the model's device as recorded, float32
+    numpy arrays once :func:`engine.capture.transfer.to_host` has brought a trace's records back."""
 
-    query: np.ndarray  # [H, n, d] (batch 0); [B, H, n, d] when the recorder keeps the whole batch
-    key: np.ndarray  # [H_kv, n, d] (or [B, H_kv, n, d])
-    value: np.ndarray  # [H_kv, n, d] (or [B, H_kv, n, d])
+    query: Array  # [H, n, d] (batch 0); [B, H, n, d] when the recorder keeps the whole batch
+    key: Array  # [H_kv, n, d] (or [B, H_kv, n, d])
+    value: Array  # [H_kv, n, d] (or [B, H_kv, n, d])
     scaling: float | None
     sliding_window: int | None
     softcap: float | None
     masked: bool  # a mask tensor was passed (False: none, SDPA's is_causal path or no mask at all)
-    #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``);
-    #: None when the call had none or an all-zero one. Layers given the same tensor share the array.
-    relative_bias: np.ndarray | None = None
+    #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``), all zeros
+    #: where the model's is; None when the call had none. Layers given the same tensor share one.
+    relative_bias: Array | None = None
     #: ``[H, n_k]`` ‖v^h_j W_O^h‖ (``AttentionTrace.value_out_norms``), set by adapters that read the
     #: output projection from the calling module; None until then
-    out_norms: np.ndarray | None = None
+    out_norms: Array | None = None
 
     @property
     def scale(self) -> float:
@@ -77,18 +82,17 @@ class Recorder:
     #: never computed (empty: the forward runs to its end)
     stop_after: frozenset[int] = frozenset()
     #: (address, shape) → (the tensor, kept alive so that no later tensor reuses its address; its vector)
-    _biases: dict[tuple, tuple[object, np.ndarray | None]] = field(default_factory=dict)
+    _biases: dict[tuple, tuple[object, torch.Tensor]] = field(default_factory=dict)
 
-    def relative(self, position_bias) -> np.ndarray | None:
+    def relative(self, position_bias) -> torch.Tensor | None:
         """``[1, H, n_q, n_k]`` relative bias → its ``[H, n_q + n_k − 1]`` diagonals (first column
-        bottom-up, then the first row), once per tensor; None when it is all zeros."""
+        bottom-up, then the first row), once per tensor, on its device; None when there is none."""
         if position_bias is None:
             return None
         memo = (position_bias.data_ptr(), tuple(position_bias.shape))
         if memo not in self._biases:
-            pb = position_bias[0].detach().float()  # [H, n_q, n_k]
-            vec = np.concatenate([pb[:, :, 0].flip(-1).cpu().numpy(), pb[:, 0, 1:].cpu().numpy()], axis=1)
-            self._biases[memo] = (position_bias, np.ascontiguousarray(vec, dtype=np.float32) if np.any(vec) else None)
+            pb = position_bias[0].detach()  # [H, n_q, n_k]
+            self._biases[memo] = (position_bias, torch.cat([pb[:, :, 0].flip(-1), pb[:, 0, 1:]], dim=1))
         return self._biases[memo][1]
 
     @property
@@ -111,19 +115,16 @@ _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_
 _OVERRIDE: contextvars.ContextVar = contextvars.ContextVar("ap_capture_override", default=None)
 
 
-def _numpy(t, whole_batch: bool = False) -> np.ndarray:
-    return (t if whole_batch else t[0]).detach().float().cpu().numpy()
-
-
 def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     recorder = _RECORDER.get()
     if recorder is not None:
+        rows = slice(None) if recorder.whole_batch else 0  # kept on the device: no copy, no wait here
         record = LayerRecord(
-            query=_numpy(query, recorder.whole_batch),
-            key=_numpy(key, recorder.whole_batch),
-            value=_numpy(value, recorder.whole_batch),
+            query=query[rows].detach(),
+            key=key[rows].detach(),
+            value=value[rows].detach(),
             scaling=None if scaling is None else float(scaling),
             sliding_window=None if kwargs.get("sliding_window") is None else int(kwargs["sliding_window"]),
             softcap=None if kwargs.get("softcap") is None else float(kwargs["softcap"]),
@@ -288,8 +289,10 @@ def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Mo
     return found
 
 
-def per_query_head(x: np.ndarray, n_heads: int) -> np.ndarray:
-    """Grouped-query keys/values ``[H_kv, n, d]`` → ``[H, n, d]``: head ``h`` reads ``h // (H / H_kv)``,
-    as transformers' ``repeat_kv``; returned as is when every query head has its own."""
-    n_rep = n_heads // x.shape[0]
-    return np.repeat(x, n_rep, axis=0) if n_rep > 1 else x
+def per_query_head(x: Array, n_heads: int) -> Array:
+    """Grouped-query keys/values ``[..., H_kv, n, d]`` → ``[..., H, n, d]`` (numpy or torch): head ``h`` reads
+    ``h // (H / H_kv)``, as transformers' ``repeat_kv``; returned as is when every query head has its own."""
+    n_rep = n_heads // x.shape[-3]
+    if n_rep == 1:
+        return x
+    return x.repeat_interleave(n_rep, dim=-3) if isinstance(x, torch.Tensor) else np.repeat(x, n_rep, axis=-3)
