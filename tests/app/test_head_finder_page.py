@@ -140,16 +140,24 @@ def test_the_induction_preset_opens_the_strongest_induction_head_on_a_repeated_r
     assert any(title(f) == "Layer 1, head 2 on your sentence" for f in figures(page))
 
 
-def test_a_model_without_a_table_is_measured_on_the_long_work_queue():
+@pytest.mark.parametrize("kind", ["catalog", "folder"])
+def test_a_model_without_a_table_is_measured_on_the_long_work_queue(kind, tiny_hf_folders, monkeypatch):
     from engine.analysis.head_finder import corpus_for, head_table
 
-    at = open_page("head_finder", finder_model="tiny-random-gpt2")
+    if kind == "folder":  # a Hugging Face GPT-2 folder typed into the field, inside the folder the server allows
+        monkeypatch.setenv("AP_MODEL_DIRS", str(tiny_hf_folders["gpt2"].parent))
+        model_id = str(tiny_hf_folders["gpt2"])
+        at = open_page("head_finder", finder_hub=model_id)
+    else:
+        model_id = "tiny-random-gpt2"
+        at = open_page("head_finder", finder_model=model_id)
+    assert_clean(at)
     assert not [f for f in figures(at) if title(f).startswith("Every head")]
     at.button(key="finder_measure").click().run()
     run_until(at, lambda a: any(title(f).startswith("Every head") for f in figures(a)), what="the measured table")
     assert_clean(at)
-    model = engine.load("tiny-random-gpt2")
-    rows = head_table(model, corpus_for("tiny-random-gpt2").texts)
+    rows = head_table(engine.load(model_id), corpus_for(model_id).texts)
     points = scatter(at)["data"][0]
     np.testing.assert_allclose(decode(points["x"]), [r["previous_token"] for r in rows], atol=5e-5)
     np.testing.assert_allclose(decode(points["y"]), [r["induction"] for r in rows], atol=5e-5)
+    assert at.query_params.get("finder_hub" if kind == "folder" else "finder_model") == model_id
