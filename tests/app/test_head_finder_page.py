@@ -76,6 +76,20 @@ def test_cross_attention_is_left_out_of_metrics_it_has_none_of(page):
     assert any("left out" in c.value for c in page.caption)
 
 
+def test_a_measure_no_head_of_the_model_has_is_not_offered():
+    """The translator is not traced from token ids: no induction or duplicate token (null in its table)."""
+    at = open_page("head_finder", finder_model="tiny-translator")
+    assert_clean(at)
+    rows = table("tiny-translator")["heads"]
+    assert all(r["induction"] is None and r["duplicate_token"] is None for r in rows)
+    offered = at.selectbox(key="finder_y").options
+    assert "Induction" not in offered and "Duplicate token" not in offered and "Entropy" in offered
+    x, y = at.selectbox(key="finder_x").value, at.selectbox(key="finder_y").value
+    assert x != y and "induction" not in (x, y)
+    drawn = [r for r in rows if r[x] is not None and r[y] is not None]
+    np.testing.assert_array_equal(decode(scatter(at)["data"][0]["y"]), [r[y] for r in drawn])
+
+
 @pytest.mark.parametrize(("model_id", "head"), [("induction-2l-attn-only", "1.2"), ("minilm", "2.7")])
 def test_a_heads_snippets_are_its_top_cells_with_the_query_and_key_marked(page, model_id, head):
     page.selectbox(key="finder_model").set_value(model_id).run()

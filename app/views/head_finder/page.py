@@ -124,12 +124,17 @@ def pick_clicked() -> None:
             return
 
 
-def metric_pickers() -> tuple[str, str, str]:
-    """The three metric boxes: across, up, colour."""
-    names = list(METRICS)
-    for key, start in ((Finder.x, "previous_token"), (Finder.y, "induction"), (Finder.colour, "entropy")):
+def metric_pickers(rows: list[dict]) -> tuple[str, str, str]:
+    """The three metric boxes (across, up, colour) over the metrics some head of ``rows`` has (an encoder-decoder
+    has no induction); a metric the table lacks gives way to the first one not on another box."""
+    names = [m for m in METRICS if plotted(rows, (m,))]
+    starts = {Finder.x: "previous_token", Finder.y: "induction", Finder.colour: "entropy"}
+    for key, start in starts.items():
+        if st.session_state.get(key, start) not in names:
+            taken = {st.session_state.get(other, starts[other]) for other in starts if other != key}
+            st.session_state[key] = next((m for m in names if m not in taken), names[0])
         choose(key, names, start)
-    boxes = zip(st.columns(3), ("Across (x axis)", "Up (y axis)", "Colour"), (Finder.x, Finder.y, Finder.colour))
+    boxes = zip(st.columns(3), ("Across (x axis)", "Up (y axis)", "Colour"), starts)
     return tuple(
         column.selectbox(label, names, key=key, format_func=METRICS.get, **PERSIST) for column, label, key in boxes
     )
@@ -182,6 +187,23 @@ def explore_link(model_id: str, row: dict) -> None:
     open_page("explore.py", f"Open {head_label(row).lower()} in Explore", params, icon=":material/grid_on:")
 
 
+def scatter_caption(doc: dict, x: str, y: str, colour: str) -> str:
+    """What the scatter shows: the three measures, the corpus they are averaged over (the table's own words), the
+    repeated runs, and the heads left out."""
+    rows, corpus, runs = doc["heads"], doc["corpus"], doc["settings"]["repeated_random_tokens"]
+    if isinstance(runs, dict):
+        runs = f"read on {runs['sequences']} runs of {runs['period']} random tokens, each repeated once"
+    left_out = len(rows) - len(plotted(rows, (x, y, colour)))
+    gone = "cross-attention has no previous token, self or distance"
+    return (
+        f"Each point is one of the {len(rows)} heads, placed by its **{METRICS[x]}** (across) and **{METRICS[y]}** "
+        f"(up), coloured by its **{METRICS[colour]}**, each a mean over the corpus: {md(corpus['description'])}, "
+        f"{len(corpus['texts'])} texts (seed {corpus['seed']}); induction and duplicate token {md(runs)}. Hover a "
+        "point for its numbers; click one, or pick a head below, to see its snippets. The red ring marks the chosen "
+        "head." + (f" {left_out} heads have none of these measures ({gone}) and are left out." if left_out else "")
+    )
+
+
 def main() -> None:
     st.title("Head finder")
     st.write(
@@ -204,35 +226,17 @@ def main() -> None:
     if doc is None:
         return
     rows = doc["heads"]
-    x, y, colour = metric_pickers()
+    x, y, colour = metric_pickers(rows)
     ids = [head_id(r["block"], r["layer"], r["head"]) for r in rows]
     default = ids[strongest(rows, y)]
     settle(Finder.head_default, default)
     choose(Finder.head, ids, default)
     chosen = ids.index(st.session_state[Finder.head])
     show_chart(scatter(rows, x, y, colour, chosen), key=Finder.scatter, on_select=pick_clicked, selection_mode="points")
-    corpus, settings = doc["corpus"], doc["settings"]
-    runs = settings["repeated_random_tokens"]
-    runs_line = (
-        f" Induction and duplicate token are read on {runs['sequences']} runs of {runs['period']} random tokens, "
-        "each repeated once."
-        if isinstance(runs, dict)
-        else ""
-    )
-    left_out = len(rows) - len(plotted(rows, (x, y, colour)))
-    st.caption(
-        f"Each point is one of the {len(rows)} heads, placed by its **{METRICS[x]}** (across) and **{METRICS[y]}** "
-        f"(up), coloured by its **{METRICS[colour]}**, each a mean over the corpus: {md(corpus['description'])}, "
-        f"{len(corpus['texts'])} texts (seed {corpus['seed']}).{runs_line} Hover a point for its numbers; click "
-        "one, or pick a head below, to see its snippets. The red ring marks the chosen head."
-        + (
-            f" {left_out} heads (cross-attention) have no value for these measures and are left out."
-            if left_out
-            else ""
-        )
-    )
+    st.caption(scatter_caption(doc, x, y, colour))
     with st.expander("What each measure means"):
-        st.markdown("\n".join(f"- **{METRICS[m]}**: {md(settings['definitions'][m])}" for m in METRICS))
+        meaning = doc["settings"]["definitions"]
+        st.markdown("\n".join(f"- **{METRICS[m]}**: {md(meaning[m])}" for m in METRICS if plotted(rows, (m,))))
     if not hidden("head"):
         st.selectbox("Head", ids, key=Finder.head, format_func=lambda h: head_label(rows[ids.index(h)]), **PERSIST)
     row = rows[ids.index(st.session_state[Finder.head])]
