@@ -169,7 +169,7 @@ def show_pattern(model_id: str, row: dict) -> None:
     view = attempt(lambda: head_view(request, MapView(row["layer"], row["head"])), "Tracing your sentence…")
     if view is None:
         return
-    show_chart(map_spec(view, title=f"{head_label(row)} on your sentence"), key=Finder.pattern)
+    show_chart(map_spec(view, title=f"{head_label(row)} on your sentence"), key=Finder.pattern, text=current_text())
     st.caption(
         "Each row is a token of your sentence, each column a token it can look at; dark cells carry most weight. "
         "A previous-token head draws the line just below the diagonal; an induction head lights up only on a "
