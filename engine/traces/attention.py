@@ -23,6 +23,7 @@ import numpy as np
 
 from engine.records import EngineError, Family, Tokens
 from engine.traces import overview as ov
+from engine.traces.kinds import check_pattern, window_kinds
 from engine.traces.overview import HeadRows, Reduce, Weighting
 
 Stage = Literal["raw", "scaled", "masked"]
@@ -53,6 +54,9 @@ class AttentionTrace:
             or None, or (): key ``j`` of query ``i`` adds ``relative_bias[layer][h, j − i + n_q − 1]``
             (positions counted from 0 on both sides, as T5 does without a cache). Layers that share one
             bias share the array.
+        layer_kinds: per layer, what kind of attention it is (:mod:`engine.traces.kinds`: ``"full"``,
+            ``"sliding W"``, ``"chunked C"``, ``"no positions"``, ``"linear"``: no softmax, so :meth:`scores` and
+            what reads it raise ValueError); () when made: read from ``window``.
         kv_heads: grouped-query attention: how many key/value heads the model has (query head ``h``
             reads key/value head ``h // (n_heads // kv_heads)``; ``keys``/``values`` hold one copy per
             query head); None when every query head has its own.
@@ -84,6 +88,7 @@ class AttentionTrace:
     key_padding: np.ndarray | None = None
     alibi_slopes: np.ndarray | None = None
     relative_bias: tuple[np.ndarray | None, ...] = ()
+    layer_kinds: tuple[str, ...] = ()
     kv_heads: int | None = None
     value_out_norms: tuple[np.ndarray, ...] = ()
     generated_from: int | None = None
@@ -118,6 +123,9 @@ class AttentionTrace:
                 )
         if self.window and len(self.window) != n_layers:
             raise ValueError(f"window needs one entry per layer (or none at all), got {len(self.window)}")
+        object.__setattr__(self, "layer_kinds", tuple(self.layer_kinds) or window_kinds(self.window, n_layers))
+        if len(self.layer_kinds) != n_layers:
+            raise ValueError(f"layer_kinds needs one entry per layer, got {len(self.layer_kinds)}")
         if self.softcap and len(self.softcap) != n_layers:
             raise ValueError(f"softcap needs one entry per layer (or none at all), got {len(self.softcap)}")
         if self.key_padding is not None and self.key_padding.shape != (len(self.key_tokens),):
@@ -251,10 +259,8 @@ class AttentionTrace:
     def mask(self, layer: int) -> np.ndarray:
         """Additive mask ``[q_pos, k_pos]``: 0 where attention is allowed, −∞ where blocked.
 
-        The mask is the same for every head of a layer; ``layer`` is validated for symmetry with
-        the other accessors (a later model family may mask layers differently). It is n×n: pages
-        must not call it (nor ``bias``, ``scores``, ``pattern``) on long inputs; use
-        :meth:`overview`, :meth:`pattern_rows` and :meth:`blocked_any`.
+        The same for every head of a layer. It is n×n: pages must not call it (nor ``bias``, ``scores``,
+        ``pattern``) on long inputs; use :meth:`overview`, :meth:`pattern_rows` and :meth:`blocked_any`.
         """
         self._layer(layer)
         n_q, n_k = self.n_queries, self.n_keys
@@ -324,6 +330,7 @@ class AttentionTrace:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
         layer = self._layer(layer)
+        check_pattern(self.layer_kinds, layer)
         heads = self._heads(head)
         q = self.queries[layer][heads]  # [h, q, d]
         k = self.keys[layer][heads]  # [h, k, d]
@@ -408,8 +415,8 @@ class AttentionTrace:
 
     def head_rows(self, layer: int, head: int) -> HeadRows:
         """One head's Q, K, scale and masking rules: what :mod:`engine.traces.overview` computes rows from."""
-        head = self._heads(head)[0]
-        layer = self._layer(layer)
+        head, layer = self._heads(head)[0], self._layer(layer)
+        check_pattern(self.layer_kinds, layer)
         rb = self.relative_bias_of(layer)
         cap = self.softcap[layer] if self.softcap else None
         padding = self.key_padding

@@ -194,6 +194,18 @@ def test_sliding_windows_are_shorter_than_the_input(folders) -> None:
         assert np.all(p[(i - j < WINDOW) & (j <= i)] > 0)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_layer_kinds_follow_the_config_and_the_windows_the_model_used(folders, kind: str) -> None:
+    """Each layer's kind is what its config says (``layer_types`` where it has them, else a ``sliding_window`` on
+    every layer) and what the model's own attention calls did (the window each call passed)."""
+    model, ref = _pair(kind, folders)
+    tr = engine.trace(model, SENTENCES["short"])
+    window = getattr(ref.config, "sliding_window", None)
+    types = getattr(ref.config, "layer_types", None) or ["sliding_attention" if window else "full_attention"] * 2
+    assert tr.layer_kinds == tuple(f"sliding {window}" if t == "sliding_attention" else "full" for t in types)
+    assert tr.layer_kinds == tuple("full" if w is None else f"sliding {w}" for w in (tr.window or (None, None)))
+
+
 def test_gqa_keys_are_repeated_per_query_head(folders) -> None:
     model, _ = _pair("qwen3", folders)  # 1 key/value head for 4 query heads
     tr = engine.trace(model, SENTENCES["short"])

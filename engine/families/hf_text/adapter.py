@@ -46,6 +46,7 @@ from engine.model import Model
 from engine.records import EmptyInputError, EngineError, ModelUnavailableError, Tokens
 from engine.text import Tokenized, prepare_text
 from engine.traces.attention import AttentionTrace
+from engine.traces.kinds import config_kinds
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
 MAX_MASK_TOKENS = 4096
@@ -274,6 +275,7 @@ class HFTextAdapter:
             causal=causal,
             window=_per_layer(r.sliding_window for r in records),
             softcap=_per_layer(r.softcap for r in records),
+            layer_kinds=config_kinds(model.module.config, len(records)),
             kv_heads=kv_heads if kv_heads < n_heads else None,
             value_out_norms=tuple(gram_norms(v, g) for v, g in zip(values, grams)),
             pos_encoding=pos,
