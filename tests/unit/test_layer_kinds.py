@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import engine
+from engine.analysis.stepwise import query_steps
 from engine.traces.kinds import config_kinds
 from tests.trace_helpers import random_trace
 
@@ -81,6 +82,8 @@ def test_a_linear_layer_has_no_pattern() -> None:
     ):
         with pytest.raises(ValueError, match="Layer 1 is a linear layer: .* no attention pattern"):
             read()
+    with pytest.raises(ValueError, match="Layer 1 is a linear layer"):
+        query_steps(two, 1, 0, 3)  # Step by step's numbers
     with pytest.raises(ValueError, match="one entry per layer"):
         replace(one, layer_kinds=("full", "full"))
 

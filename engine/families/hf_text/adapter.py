@@ -1,7 +1,7 @@
 """Tracing Hugging Face text models through one capture path.
 
 In transformers 5.23 every text family the engine reads (BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA,
-DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3) computes attention by
+DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3, gpt-oss) computes attention by
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query``, ``key``, ``value`` ``[b, heads, n, d_head]`` and the factor
 ``scaling`` it applies to QKᵀ. The engine loads them with ``attn_implementation="ap_capture"``
@@ -276,6 +276,7 @@ class HFTextAdapter:
             window=_per_layer(r.sliding_window for r in records),
             softcap=_per_layer(r.softcap for r in records),
             layer_kinds=config_kinds(model.module.config, len(records)),
+            sinks=_per_layer(r.sinks for r in records),
             kv_heads=kv_heads if kv_heads < n_heads else None,
             value_out_norms=tuple(gram_norms(v, g) for v, g in zip(values, grams)),
             pos_encoding=pos,
