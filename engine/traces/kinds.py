@@ -34,18 +34,20 @@ def config_kinds(config: Any, n_layers: int) -> tuple[str, ...]:
     ``no_rope_layers`` marks with 0 the layers whose Q and K get no rotary positions.
     """
     window, chunk = getattr(config, "sliding_window", None), getattr(config, "attention_chunk_size", None)
-    types = (
-        getattr(config, "layer_types", None)
-        or ["sliding_attention" if window and getattr(config, "use_sliding_window", True) else "full_attention"]
-        * n_layers
-    )
-    rope = getattr(config, "no_rope_layers", None) or [1] * n_layers
+    default = "sliding_attention" if window and getattr(config, "use_sliding_window", True) else "full_attention"
+    types = list(getattr(config, "layer_types", None) or [])
+    rope = list(getattr(config, "no_rope_layers", None) or [])
     kinds = []
-    for kind, positions in zip(types[:n_layers], rope[:n_layers], strict=True):
+    for i in range(n_layers):  # past the end of a list (not seen in transformers' configs): the defaults
+        kind, positions = types[i] if i < len(types) else default, rope[i] if i < len(rope) else 1
         if kind in NO_SOFTMAX:
             kinds.append(LINEAR)
             continue
-        name = {"sliding_attention": f"sliding {window}", "chunked_attention": f"chunked {chunk}"}.get(kind, FULL)
+        limited = {
+            "sliding_attention": window and f"sliding {window}",
+            "chunked_attention": chunk and f"chunked {chunk}",
+        }
+        name = limited.get(kind) or FULL  # never "sliding None" (a config no model runs)
         kinds.append(name if positions else NO_POSITIONS if name == FULL else f"{name}, {NO_POSITIONS}")
     return tuple(kinds)
 
