@@ -1,7 +1,7 @@
 """One capture path for every family that calls ``transformers.AttentionInterface``.
 
 BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, ViT, DeiT, Swin, Llama, Mistral, Qwen2,
-Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2 and Gemma 3 text (transformers 5.23) compute attention by
+Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2, Gemma 3 text and gpt-oss (transformers 5.23) compute attention by
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,
@@ -11,7 +11,8 @@ the trace sets, so concurrent sessions never mix; the model's lock serialises fo
 on the model's device until :func:`engine.capture.transfer.to_host` brings a trace's back in one copy) and
 always hands the call to transformers' own SDPA function, so the model runs its fast path and no
 n×n array is kept. The mask builder for ``ap_capture`` is transformers' SDPA one. A softcapped call
-(Gemma 2), which SDPA cannot do, runs :func:`_softcapped` instead: a chunk of query rows at a time.
+(Gemma 2) or one with sink logits (gpt-oss's ``s_aux``), which SDPA cannot do, runs :func:`_written_out`
+instead: a chunk of query rows at a time.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class LayerRecord:
     #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``), all zeros
     #: where the model's is; None when the call had none. Layers given the same tensor share one.
     relative_bias: Array | None = None
+    #: ``[H]`` learned sink logits (gpt-oss's ``s_aux``): one more logit in every row's softmax; None: none
+    sinks: Array | None = None
     #: ``[H, n_k]`` ‖v^h_j W_O^h‖ (``AttentionTrace.value_out_norms``), set by adapters that read the
     #: output projection from the calling module; None until then
     out_norms: Array | None = None
@@ -130,6 +133,7 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
             softcap=None if kwargs.get("softcap") is None else float(kwargs["softcap"]),
             masked=attention_mask is not None,
             relative_bias=recorder.relative(kwargs.get("position_bias")),
+            sinks=None if kwargs.get("s_aux") is None else kwargs["s_aux"].detach(),
         )
         recorder.calls.append((module, record))
         if id(module) in recorder.stop_after:
@@ -140,9 +144,9 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
         replaced = override(module, weights)
         if replaced is not None:
             return weighted_values(replaced, value), None
-    softcap = kwargs.pop("softcap", None)
-    if softcap is not None:  # Gemma 2: SDPA cannot cap the scores
-        return _softcapped(module, query, key, value, attention_mask, scaling, float(softcap), kwargs.get("is_causal"))
+    softcap, sinks = kwargs.pop("softcap", None), kwargs.pop("s_aux", None)
+    if softcap is not None or sinks is not None:  # Gemma 2, gpt-oss: SDPA cannot cap the scores nor add a sink
+        return _written_out(module, query, key, value, attention_mask, scaling, softcap, sinks, kwargs.get("is_causal"))
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
 
 
@@ -150,8 +154,9 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
 _SOFTCAP_CHUNK = 1 << 22
 
 
-def _softcapped(module, query, key, value, attention_mask, scaling, softcap, is_causal):
-    """Attention with ``scores = tanh(scores / cap) · cap`` before the mask, a chunk of query rows at a time.
+def _written_out(module, query, key, value, attention_mask, scaling, softcap, sinks, is_causal):
+    """Attention written out, a chunk of query rows at a time: with a ``softcap`` (``scores = tanh(scores / cap) ·
+    cap`` before the mask) and ``sinks`` (``[H]`` logits, one more in each row's softmax, then dropped: gpt-oss).
 
     ``attention_mask`` is what the SDPA mask builder gives: a bool ``[b, 1, n_q, n_k]`` (True where
     allowed), a float additive mask, or None (then causal unless ``is_causal`` is False, as SDPA).
@@ -168,21 +173,22 @@ def _softcapped(module, query, key, value, attention_mask, scaling, softcap, is_
     for a in range(0, n_q, rows):
         b = min(n_q, a + rows)
         s = torch.matmul(query[:, :, a:b], key.transpose(-1, -2)) * scale
-        s = torch.tanh(s / softcap) * softcap
+        if softcap is not None:
+            s = torch.tanh(s / softcap) * softcap
         if attention_mask is not None:
             m = attention_mask[:, :, a:b, :n_k]
             s = s.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else s + m
         elif causal and n_q > 1:
             i = torch.arange(a, b, device=s.device)[:, None] + (n_k - n_q)
             s = s.masked_fill(torch.arange(n_k, device=s.device)[None, :] > i, float("-inf"))
-        p = torch.softmax(s.float(), dim=-1).nan_to_num(0.0).to(value.dtype)
+        p = _softmax(s, sinks).nan_to_num(0.0).to(value.dtype)
         out[:, :, a:b] = torch.matmul(p, value)
     return out.transpose(1, 2).contiguous(), None
 
 
 def eager_weights(module, query, key, attention_mask, scaling, kwargs: dict):
     """The call's attention weights ``[b, H, n_q, n_k]`` written out (what SDPA computes inside): scaled scores,
-    T5's position bias, Gemma 2's softcap, the mask (bool: True where allowed; float: added; None: causal when
+    T5's position bias, Gemma 2's softcap, gpt-oss's sinks, the mask (bool: True where allowed; float: added; None: causal when
     SDPA would be), softmax in float32 (float64 kept); a fully blocked row is all zeros. n×n: for short inputs only
     (:func:`overriding`). Gradients flow through it."""
     n_rep = query.shape[1] // key.shape[1]
@@ -204,7 +210,17 @@ def eager_weights(module, query, key, attention_mask, scaling, kwargs: dict):
         if causal and n_q > 1:
             i = torch.arange(n_q, device=s.device)[:, None] + (n_k - n_q)
             s = s.masked_fill(torch.arange(n_k, device=s.device)[None, :] > i, float("-inf"))
-    return torch.softmax(s if s.dtype == torch.float64 else s.float(), dim=-1).nan_to_num(0.0)
+    return _softmax(s, kwargs.get("s_aux")).nan_to_num(0.0)
+
+
+def _softmax(scores, sinks):
+    """Softmax over the keys (float32 unless float64), with a sink logit per head in each row when ``sinks`` (``[H]``)
+    is given: the row keeps only the keys' part, so it sums to less than one."""
+    scores = scores if scores.dtype == torch.float64 else scores.float()
+    if sinks is None:
+        return torch.softmax(scores, dim=-1)
+    sink = sinks.to(scores.dtype).reshape(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
+    return torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :-1]
 
 
 def weighted_values(weights, value):

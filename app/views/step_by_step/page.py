@@ -71,7 +71,7 @@ def walkthrough() -> None:
         block = pick_block(list(trace.attention_blocks()), key=Step.block)
     if (attention := attempt(lambda: attention_block(trace, block))) is None:
         return
-    layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
+    layer, head = layer_head(attention.n_layers, attention.n_heads, controls[:2], attention.layer_kinds)
     labels = token_labels(attention.tokens.strings)
     key_labels = labels if attention.key_tokens is attention.tokens else token_labels(attention.key_tokens.strings)
     with controls[2]:

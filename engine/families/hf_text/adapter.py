@@ -1,7 +1,7 @@
 """Tracing Hugging Face text models through one capture path.
 
 In transformers 5.23 every text family the engine reads (BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA,
-DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3) computes attention by
+DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3, gpt-oss) computes attention by
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query``, ``key``, ``value`` ``[b, heads, n, d_head]`` and the factor
 ``scaling`` it applies to QKᵀ. The engine loads them with ``attn_implementation="ap_capture"``
@@ -47,6 +47,7 @@ from engine.model import Model
 from engine.records import EmptyInputError, EngineError, ModelUnavailableError, Tokens
 from engine.text import Tokenized, prepare_text
 from engine.traces.attention import AttentionTrace
+from engine.traces.kinds import config_kinds
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
 MAX_MASK_TOKENS = 4096
@@ -274,6 +275,8 @@ class HFTextAdapter:
             causal=causal,
             window=_per_layer(r.sliding_window for r in records),
             softcap=_per_layer(r.softcap for r in records),
+            layer_kinds=config_kinds(model.module.config, len(records)),
+            sinks=_per_layer(r.sinks for r in records),
             kv_heads=kv_heads if kv_heads < n_heads else None,
             value_out_norms=tuple(norms),
             pos_encoding=pos,
