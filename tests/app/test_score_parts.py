@@ -99,3 +99,34 @@ def test_a_split_that_does_not_apply_says_why_calmly():
     assert any("not for tiny" in m for m in messages(at.warning))
     assert "No other split applies here." in messages(at.caption)
     assert not [f for f in figures(at) if f["data"][0]["type"] == "waterfall"]
+
+
+@pytest.fixture
+def alibi_session(tmp_path):
+    """An own ALiBi transformer, as a session's trained model (``engine.registry.register_runtime``)."""
+    from engine.registry import register_runtime, unregister_runtime
+    from tests.unit.test_score_terms import own_model
+
+    model = own_model(tmp_path, "alibi-own", pos_encoding="alibi")
+    register_runtime("alibi-own", model, "alibi-session")
+    yield model
+    unregister_runtime("alibi-session")
+
+
+def test_alibi_splits_the_score_into_content_and_distance(alibi_session):
+    from tests.unit.test_score_terms import SENTENCE
+
+    state = dict(_session_id="alibi-session", model="alibi-own", text=SENTENCE, layer=1, head=2, step_query=9)
+    at = open_page("step_by_step", **state, step_parts=True, step_split="alibi")
+    at.run()
+    assert_clean(at)
+    assert at.radio(key="step_split").options == ["Where q and k come from", "Content and ALiBi distance"]
+    at.selectbox(key="step_key").set_value(3).run()
+    names, values = bars(at)
+    trace = engine.trace(alibi_session, SENTENCE)
+    masked, raw = (float(trace.scores(1, 2, stage=s)[9, 3]) for s in ("masked", "raw"))
+    assert names == ["content q·k·scale", "distance −m·|i−j|", "= score after scale and ALiBi"]
+    assert values[0] == pytest.approx(raw / np.sqrt(trace.d_head), rel=1e-5)  # the content: q·k × 1/√d
+    assert values[:2].sum() == pytest.approx(masked, rel=1e-5) and values[2] == pytest.approx(masked, rel=1e-5)
+    at.radio(key="step_split").set_value("sources").run()
+    assert_adds_up(at, raw)

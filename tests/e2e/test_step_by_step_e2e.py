@@ -116,3 +116,24 @@ def test_sidebar_from_a_fresh_session_keeps_the_default_sentence(page: Page, app
     expect(page.get_by_role("heading", name="Step by step", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
     expect_idle(page)
     expect(page.locator('[data-testid="stTextArea"] textarea')).to_have_value(re.compile("animal"), timeout=5_000)
+
+
+def test_what_made_this_score(page: Page, app_url: str, artifacts: Path):
+    """A student opens "What made this score?", picks a key and sees the score's parts as a waterfall ending in its
+    "= raw score" bar, the parts adding up to it; the key goes into the address bar."""
+    page.set_viewport_size({"width": 1280, "height": 2400})
+    open_step_page(page, app_url)
+    panel = page.locator('[data-testid="stExpander"]').filter(has_text="What made this score?")
+    panel.locator("summary").click()
+    pick(page, "Key token", "2 · cat")
+    chart = panel.locator(PLOT)
+    expect(chart.locator(".gtitle")).to_contain_text("8 · it → 2 · cat", timeout=REDRAW_MS)
+    expect(chart.locator("g.ytick text").filter(has_text="= raw score")).to_be_visible()
+    expect_idle(page)
+    expect_no_exception(page)
+    names, values = chart.evaluate("el => [Array.from(el._fullData[0].y), Array.from(el._fullData[0].x, Number)]")
+    assert names[-1] == "= raw score" and names[-2].startswith("other (")  # MiniLM's layer 0: 16 parts, 12 drawn
+    assert abs(sum(values[:-1]) - values[-1]) <= 1e-4 * max(1.0, sum(map(abs, values[:-1]))), values
+    expect(page).to_have_url(re.compile(r"step_key=2"))
+    chart.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "step_by_step-score-parts.png"))

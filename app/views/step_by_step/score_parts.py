@@ -75,13 +75,16 @@ def waterfall(parts: dict[str, float], total: float, total_label: str, title: st
         totals=dict(marker=dict(color=TOTAL_COLOR)),
         connector=dict(line=dict(width=1, dash="dot")),
     )
+    ends = np.concatenate([[0.0], np.cumsum(list(parts.values())), [total]])
+    low, high = float(ends.min()), float(ends.max())
+    pad = 0.2 * (high - low or 1.0)  # room for the numbers beside the bars
     fig = go.Figure(bar)
     fig.update_layout(
         title=dict(text=html.escape(title, quote=True), x=0.0, font=dict(size=15)),
         height=110 + 26 * len(names),
         margin=dict(l=10, r=40, t=40, b=10),
         yaxis=dict(autorange="reversed", automargin=True),
-        xaxis=dict(title="adds to the score", zeroline=True),
+        xaxis=dict(title="adds to the score", zeroline=True, range=[low - pad, high + pad]),
         showlegend=False,
     )
     return fig
@@ -117,7 +120,7 @@ def notice(terms: dict[str, float], by: str) -> str:
         why = "an earlier layer's output shapes where this head looks: a circuit across layers"
     else:
         why = MEANINGS.get(pair, "the query's and the key's sources meet in this pair")
-    text = f"Most of this score comes from **{' · '.join(pair)}** pairs ({groups[pair]:+.3f}): {why}."
+    text = f"The biggest push comes from **{' · '.join(pair)}** pairs ({groups[pair]:+.3f}): {why}."
     return text if kinds(single) == tuple(single.split(" · ")) else text + f" Its largest part: **{md(single)}**."
 
 
