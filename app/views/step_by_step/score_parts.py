@@ -142,8 +142,8 @@ def band_map(distances: np.ndarray, bands: dict[str, np.ndarray], picked: int) -
     fig = go.Figure(cells)
     fig.add_vline(x=picked, line=dict(color="black", width=1, dash="dot"))
     fig.update_layout(
-        title=dict(text="Each band's term against the query–key distance", x=0.0, font=dict(size=15)),
-        height=120 + 16 * len(bands),
+        title=dict(text="Each band's term by distance", x=0.0, font=dict(size=15)),
+        height=140 + len(bands) * max(8, min(26, 640 // len(bands))),
         margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="distance: query position − key position"),
         yaxis=dict(autorange="reversed"),
@@ -166,6 +166,10 @@ def band_caption(distances: np.ndarray, bands: dict[str, np.ndarray], picked: in
             f" At distance 1 (the previous token) **{prev}** adds the most ({bands[prev][at_one]:+.3f}); "
             f"**{flat}** varies least with the distance."
         )
+    if picked != 1 and picked in distances:
+        at = int(np.flatnonzero(distances == picked)[0])
+        most = max(bands, key=lambda b: bands[b][at])
+        text += f" At your key's distance {picked}, **{most}** adds the most ({bands[most][at]:+.3f})."
     return text
 
 
