@@ -224,7 +224,7 @@ def show_split(request: TraceRequest, steps, cell: tuple[int, int, int, int], na
     total = float((steps.masked if alibi else steps.raw)[0, key])
     total_label = "= score after scale and ALiBi" if alibi else "= raw score"
     parts = folded(terms)
-    title = f"q·k of {names[0]} → {names[1]}, layer {layer} head {head}"
+    title = f"{'Score' if alibi else 'q·k'} of {names[0]} → {names[1]}, layer {layer} head {head}"
     show_chart(waterfall(parts, total, total_label, title), key=Step.parts_chart)
     what = {
         "sources": "one per (query source · key source) pair, a source being the token or position embedding, an "
@@ -241,7 +241,10 @@ def show_split(request: TraceRequest, steps, cell: tuple[int, int, int, int], na
     with st.expander(f"All {len(terms)} parts as a table"):
         st.dataframe(frame_table({"adds": rounded(list(terms.values()))}, list(terms)), key=Step.parts_table)
     name = f"score_parts_{by}_L{layer}_H{head}_q{query}_k{key}.csv"
-    st.download_button("Download every part as CSV", parts_csv(terms), name, "text/csv", key=Step.parts_csv)
+    csv = parts_csv(terms)
+    st.download_button(
+        "Download every part as CSV", csv, name, "text/csv", key=Step.parts_csv, icon=":material/download:"
+    )
     return True
 
 
