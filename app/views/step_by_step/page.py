@@ -19,6 +19,7 @@ from app.ui.safe_text import md, quoted
 from app.ui.theme import controls as folded_controls
 from app.views.step_by_step.calculator import calculator
 from app.views.step_by_step.keys import Step
+from app.views.step_by_step.score_parts import score_section
 from app.views.step_by_step.sections import render_steps
 from app.views.step_by_step.tables import steps_csv
 from engine.analysis.stepwise import query_steps
@@ -100,6 +101,7 @@ def walkthrough() -> None:
         f"{name}.json",
         key=Step.json,
     )
+    score_section(request.with_block(block), attention, steps, (layer, head, query), key_labels, labels[query])
 
 
 def main() -> None:
