@@ -303,6 +303,13 @@ PAGE_LINKS = {
     "bertviz_views": {"bertviz_view": "model", "text": SENTENCE, "layer": "1"},
     "heads": {"heads_tab": "similarity", "head": "3"},
     "pretraining": {"pretraining_tab": "cost", "cost_n": "64", "cost_d": "32"},
+    "head_finder": {
+        "finder_model": "induction-2l-attn-only",
+        "finder_x": "self",
+        "finder_colour": "sink",
+        "finder_head": "0.1",
+        "text": "qwhkzqwhkz",
+    },
 }
 
 

@@ -187,7 +187,7 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
             show_error(err)
             return
         request = request.with_block(block)
-        layer, head = layer_head(trace.n_layers, trace.n_heads, columns=(columns[0], None))  # the view picks heads
+        layer, head = layer_head(trace.n_layers, trace.n_heads, (columns[0], None), getattr(trace, "layer_kinds", ()))
         with columns[-1], tools():  # presenter mode: a popover in the row above the map
             view, says = map_controls(trace, "explore", layer, head)
         show_head(request, trace, view, says)

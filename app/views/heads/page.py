@@ -208,7 +208,7 @@ def heads_panel(request: TraceRequest, family: str) -> None:
             block = pick_block(list(trace.attention_blocks()), key=Heads.block)
         if (attention := attempt(lambda: attention_block(trace, block))) is None:
             return
-        layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
+        layer, head = layer_head(attention.n_layers, attention.n_heads, controls[:2], attention.layer_kinds)
         if block_is_square(block):  # one sequence on both axes: a token has a row and a column
             with controls[3] if presenting() else st.container(), tools("Highlight a token"):
                 focus_picker(attention.tokens.strings, "heads")
