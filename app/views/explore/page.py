@@ -92,7 +92,7 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     if current().compact:
         show_query_row(data, f"Layer {view.layer}, head {view.head}")
     load = block_loader(request)
-    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load, key="explore_csv")
+    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load, key=Explore.csv)
     decode = list(astuple(request.decode)) if request.decode else None
     settings = {"causal": bool(trace.causal), "max_tokens": request.max_tokens, "decode": decode}
     head_json_button(request.model_id, trace, view, request.block, data, settings, load, "explore")
