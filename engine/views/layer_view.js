@@ -32,13 +32,16 @@ function listen() {
 }
 
 function heldTarget(node) {
-  // a click that must wait for the server to have the view's choice: a page link (it would leave first), or a
-  // download (its file is built for the server's head): a selector that finds it again after the server's run
+  // a click that must wait for the server to have the view's choice: a page link (it would leave first) or a
+  // download (its file is built for the server's head); a selector that finds it again after the server's run (by
+  // its keyed container: the link's address may name the view's head by then)
   const link = node.closest?.("a[href]");
-  if (link) return `a[href="${CSS.escape(link.getAttribute("href"))}"]`;
-  const keyed = node.closest?.('[data-testid="stDownloadButton"]')?.closest('[class*="st-key-"]');
+  const download = node.closest?.('[data-testid="stDownloadButton"]');
+  if (!link && !download) return null;
+  const keyed = (link || download).closest('[class*="st-key-"]');
   const key = keyed && [...keyed.classList].find((c) => c.startsWith("st-key-"));
-  return key ? `.${CSS.escape(key)} button, .${CSS.escape(key)} a` : null;
+  if (key) return `.${CSS.escape(key)} a, .${CSS.escape(key)} button`;
+  return link ? `a[href="${CSS.escape(link.getAttribute("href"))}"]` : null;
 }
 
 async function decode(bytes) {

@@ -592,3 +592,17 @@ def test_a_paste_past_the_character_cap_is_cut_with_a_notice():
     notes = messages(at.warning)
     assert any("longer than 100,000 characters: only the first 100,000 were read" in w for w in notes), notes
     assert any("Those characters have" in w and "only the first 128 were traced" in w for w in notes), notes
+
+
+def test_the_highlighted_token_links_to_what_made_its_strongest_score():
+    """Under the view: Step by step's "What made this score?" for the highlighted query and the key the open head
+    weighs most (the view holds the click until the server has its head: tests/e2e)."""
+    from urllib.parse import parse_qsl
+
+    at = run_app(focus=3, head=2)
+    assert_clean(at)
+    (link,) = [link for link in at.get("page_link") if link.proto.page == "step_by_step"]
+    key = int(np.argmax(trace_of(at).pattern(0, 2)[3]))
+    want = {"layer": "0", "head": "2", "step_query": "3", "step_key": str(key), "step_parts": "1"}
+    assert dict(parse_qsl(link.proto.query_string)) == want
+    assert link.proto.label.startswith("What made this score?")

@@ -14,7 +14,7 @@ class Explore:
 
     tab, block = "explore_tab", "explore_block"
     view = "explore_layer_view"  # the layer's heads, drawn in the browser
-    csv = "explore_csv"  # its exact download (a click waits until the server has the view's head)
+    csv, why = "explore_csv", "explore_why"  # a download and a link the view holds until the server has its head
     query_bars, mask = "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
     decode = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
     decode_form, decode_prefix = "decode_form", "decode"  # its "Decode again" form; prefix of that form's widgets
