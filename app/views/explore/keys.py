@@ -15,6 +15,7 @@ class Explore:
     tab, block = "explore_tab", "explore_block"
     view = "explore_layer_view"  # the layer's heads, drawn in the browser
     csv, why = "explore_csv", "explore_why"  # a download and a link the view holds until the server has its head
+    repeat = "explore_jobs_repeat"  # "Is each head doing its job?": the one-click edit
     query_bars, mask = "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
     decode = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
     decode_form, decode_prefix = "decode_form", "decode"  # its "Decode again" form; prefix of that form's widgets
@@ -28,6 +29,7 @@ class Explore:
 
 
 TABS = {
+    "jobs": "Is each head doing its job?",
     "mask": "Causal mask off vs on",
     "next": "What comes next?",
     "write": "Write more",

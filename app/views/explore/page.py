@@ -43,6 +43,7 @@ from app.ui.long_view import csv_button, map_controls
 from app.ui.map_data import MapView
 from app.ui.safe_text import quoted
 from app.ui.theme import controls, current, presenting, side_by_side, tools
+from app.views.explore.jobs import show_jobs
 from app.views.explore.keys import TABS as TAB_LABELS
 from app.views.explore.keys import Explore
 from app.views.explore.next_token import show_next_token
@@ -208,6 +209,7 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             return
         sections = (  # none open at first; a second pass for the mask, one for the next token, writing on a button
+            lambda: show_jobs(request, layer),
             lambda: show_mask_comparison(request, layer, head),
             lambda: show_next_token(request, family),
             lambda: show_write_more(request, family, layer, head),
