@@ -6,6 +6,7 @@
 // the server's copy, so every write is merged with the view's parameters. In a notebook it leaves the URL alone.
 
 const views = new Map(); // component key → its view's state (kept across the server's reruns)
+const SIDE = 256; // px of a column of head buttons beside the map, with its 24 px gap (three thumbnails a row)
 let historyWrapped = false;
 let listening = false;
 
@@ -276,6 +277,7 @@ function mount(component, d) {
     });
   }
   bar(headBar, "Heads");
+  headBar.classList.add("heads");
   const thumbs = [];
   for (let h = 0; h < d.n_heads; h++) {
     const b = headBar.appendChild(document.createElement("button"));
@@ -302,17 +304,32 @@ function mount(component, d) {
     const low = d.log ? `${(top / 1e4).toExponential(0)} (log colour)` : "0";
     scaleText.textContent = `${low} … ${top.toFixed(d.digits)} ${d.value_name} (this head's largest)`;
     // the labels: every token while they fit, else every k-th; the highlighted one always
-    const width = Math.max(240, box.clientWidth || 600);
     const font = d.font_px;
     const ctx = labels.getContext("2d");
     ctx.font = `${font}px sans-serif`;
     const widest = (names) => Math.min(180, Math.max(...names.map((n) => ctx.measureText(n).width)) + 8);
     const left = widest(d.q), colText = widest(d.k);
-    const room = (width - left - 8 - (colText * 0.5)) / d.cols; // a rotated label leans right of its column
-    const cell = Math.max(0.5, Math.min(64, room, Math.max(360, window.innerHeight * 0.75) / d.rows));
-    const rotate = cell < colText;
-    const topPx = rotate ? Math.min(140, colText * 0.87 + font) : font + 8;
-    const h = topPx + cell * d.rows + 4, w = left + cell * d.cols + (rotate ? colText * 0.5 : 4);
+    const full = Math.max(240, root.clientWidth || 600);
+    const sizes = (wide) => {
+      // the map's cell, label room and size; wide: the heads' buttons in a column of their own beside it
+      root.classList.toggle("wide", wide);
+      root.style.gridTemplateColumns = "";
+      const room = ((wide ? full - SIDE : full) - left - 8 - (colText * 0.5)) / d.cols; // rotated labels lean right
+      // the whole view (buttons, heading, labels, map) fits the window's height where it can: a projector shows it
+      // on one screen; a long input keeps at least 360 px of map
+      const above = box.offsetTop - root.offsetTop;
+      const fit = (topPx) => Math.max(360, window.innerHeight - above - topPx - 48) / d.rows; // 48: the legend
+      let cell = Math.max(0.5, Math.min(64, room, fit(font + 8)));
+      const rotate = cell < colText;
+      const topPx = rotate ? Math.min(140, colText * 0.87 + font) : font + 8;
+      if (rotate) cell = Math.max(0.5, Math.min(cell, fit(topPx)));
+      return { cell, rotate, topPx, h: topPx + cell * d.rows + 4, w: left + cell * d.cols + (rotate ? colText * 0.5 : 4) };
+    };
+    const narrow = sizes(false);
+    const side = narrow.cell < 64 && full > 2 * SIDE ? sizes(true) : null; // beside: only if the map stays as large
+    const { cell, rotate, topPx, h, w } = side && side.cell >= narrow.cell * 0.95 ? side : sizes(false);
+    if (root.classList.contains("wide")) root.style.gridTemplateColumns = `${Math.ceil(w)}px minmax(${SIDE - 24}px, 1fr)`;
+    box.style.width = `${w}px`;
     const dpr = window.devicePixelRatio || 1;
     labels.width = Math.round(w * dpr);
     labels.height = Math.round(h * dpr);
@@ -398,7 +415,7 @@ function mount(component, d) {
   caption.textContent = d.caption;
   tip.hidden = true;
   const resized = new ResizeObserver(() => draw());
-  resized.observe(box);
+  resized.observe(root);
   state.redraw = draw;
   draw();
   if (owns) history.replaceState(history.state, "", window.location.href); // the address bar says what is drawn

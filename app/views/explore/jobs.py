@@ -61,7 +61,8 @@ def show_jobs(request: TraceRequest, layer: int) -> None:
     st.caption(
         f"Each head of layer {layer} known for one role over the head finder's corpus ({len(doc['corpus']['texts'])} "
         f'texts), its average share there and on your sentence; "idle here": below {IDLE:.0%} of its corpus '
-        "average. A role is a share of each row: previous token, the token after an earlier copy (induction), ..."
+        "average. A role is each row's share on some keys: the token just before (previous token), the token after "
+        "an earlier copy of this one (induction), earlier copies of itself (duplicate token), itself, the first token."
     )
     if idle_repeats:
         st.button(
