@@ -70,7 +70,8 @@ PAGE = frozenset({"explore"})
 #: a decoding request is read after the sentence and the model (the shared parameters come first)
 PARAMS = (
     block(Explore.block, PAGE),
-    Param(Explore.tab, choice(TABS), None, PAGE, {v: k for k, v in TABS.items()}, "tabs"),  # none open at first
+    # none open at first; "heads", the grid's old tab (now the view), reads as none: an old link is left as it came
+    Param(Explore.tab, choice({**TABS, "heads": None}), None, PAGE, {v: k for k, v in TABS.items()}, "tabs"),
     Param(Explore.decode, read_decoding, None, PAGE, show=show_decoding),  # an encoder-decoder's decoding
     Param(Explore.write_request, read_decoding, None, PAGE, show=show_decoding),  # a decoder's "Write more"
 )
