@@ -6,13 +6,17 @@ Waits are on selectors or conditions (Playwright ``expect`` with timeouts), neve
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
+import engine
+from app.state import DEFAULT_TEXT
 from e2e_helpers import expect_idle, expect_no_exception, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -83,6 +87,9 @@ def test_heads_model_view_metrics_and_picking(page: Page, app_url: str, artifact
     with page.expect_download(timeout=REDRAW_MS) as download:
         page.locator(".st-key-heads_csv button").click()
     assert download.value.suggested_filename == "heads_L2_H3.csv"
+    rows = list(csv.reader(open(download.value.path(), encoding="utf-8")))[1:]
+    want = engine.trace(engine.load("minilm"), DEFAULT_TEXT, max_tokens=128).pattern(2, 3)  # the engine's own
+    np.testing.assert_allclose(np.array([row[1:] for row in rows], dtype=float), want, atol=5e-4)
     expect_idle(page)
     expect_no_exception(page)
 
