@@ -245,12 +245,6 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> d
     return config
 
 
-def fill_height(fig: ReadyFigure) -> ReadyFigure:
-    """A new figure: ``fig`` without its fixed height, so Plotly sizes it to its box (presenter mode)."""
-    layout = {name: value for name, value in fig.spec.get("layout", {}).items() if name != "height"}
-    return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
-
-
 def clicked_points(key: str) -> list[dict]:
     """The points selected (clicked) on chart ``key``, as Streamlit keeps them."""
     event = st.session_state.get(key)

@@ -7,6 +7,7 @@
 
 const views = new Map(); // component key → its view's state (kept across the server's reruns)
 const SIDE = 256; // px of a column of head buttons beside the map, with its 24 px gap (three thumbnails a row)
+const TILE = 46; // px a grid's thumbnail takes (40 px and its gap): the model view's every layer × head
 let historyWrapped = false;
 let listening = false;
 
@@ -187,12 +188,13 @@ function mount(component, d) {
   if (setStateValue) listen();
   const layerIndex = () => Math.max(0, d.layers.indexOf(state.layer));
   const head = () => d.heads[layerIndex() * d.n_heads + state.head];
+  const side = d.grid ? 24 + 32 + d.n_heads * TILE : SIDE; // the model view's grid: a row label and its heads
 
   parentElement.querySelectorAll(".lv").forEach((old) => old.remove());
   const root = document.createElement("div");
   root.className = "lv";
   parentElement.appendChild(root);
-  const layerBar = d.layers.length > 1 ? root.appendChild(document.createElement("div")) : null;
+  const layerBar = d.layers.length > 1 && !d.grid ? root.appendChild(document.createElement("div")) : null;
   const headBar = root.appendChild(document.createElement("div"));
   const title = root.appendChild(document.createElement("h3"));
   const source = root.appendChild(document.createElement("p"));
@@ -260,7 +262,8 @@ function mount(component, d) {
   plot.className = "cells";
   labels.className = "labels";
   labels.tabIndex = 0;
-  labels.setAttribute("aria-label", "Attention map: arrow keys pick another head or token");
+  const pages = d.layers.length > 1 ? ", Page Up and Page Down another layer" : "";
+  labels.setAttribute("aria-label", `Attention map: arrow keys pick another head or token${pages}`);
   caption.className = "caption";
   const bar = (el, label) => {
     el.className = "bar";
@@ -278,13 +281,27 @@ function mount(component, d) {
   }
   bar(headBar, "Heads");
   headBar.classList.add("heads");
+  headBar.classList.toggle("grid", Boolean(d.grid));
+  // a button per head: the open layer's (its layer null: the one open), or in a grid every sent layer's, a row each
   const thumbs = [];
-  for (let h = 0; h < d.n_heads; h++) {
-    const b = headBar.appendChild(document.createElement("button"));
-    const thumb = b.appendChild(document.createElement("canvas"));
-    b.appendChild(document.createElement("span")).textContent = `H${h}`;
-    b.onclick = () => choose({ head: h });
-    thumbs.push({ b, thumb });
+  const gridRow = (name) => {
+    const line = headBar.appendChild(document.createElement("div"));
+    line.appendChild(document.createElement("span")).textContent = name;
+    return line;
+  };
+  if (d.grid) {
+    const names = gridRow(""); // the columns' heads
+    for (let h = 0; h < d.n_heads; h++) names.appendChild(document.createElement("span")).textContent = `H${h}`;
+  }
+  for (const layer of d.grid ? d.layers : [null]) {
+    const line = d.grid ? gridRow(`L${layer}`) : headBar;
+    for (let h = 0; h < d.n_heads; h++) {
+      const b = line.appendChild(document.createElement("button"));
+      const thumb = b.appendChild(document.createElement("canvas"));
+      if (!d.grid) b.appendChild(document.createElement("span")).textContent = `H${h}`;
+      b.onclick = () => choose(d.grid ? { layer, head: h } : { head: h });
+      thumbs.push({ b, thumb, layer, h });
+    }
   }
 
   let geometry = null;
@@ -293,11 +310,13 @@ function mount(component, d) {
     const row = rowOf(state.focus), col = colOf(state.focus);
     const { z, top } = head();
     title.textContent = `Layer ${state.layer}, head ${state.head}${d.suffix}`;
-    thumbs.forEach(({ b, thumb }, h) => {
-      const own = d.heads[layerIndex() * d.n_heads + h];
-      b.setAttribute("aria-label", `Layer ${state.layer}, head ${h}`);
-      b.setAttribute("aria-pressed", String(h === state.head));
-      paint(thumb, own.z, d.rows, d.cols, own.top, lut, d.log);
+    thumbs.forEach(({ b, thumb, layer, h }) => {
+      const at = (layer ?? state.layer), index = d.layers.indexOf(at) * d.n_heads + h;
+      b.setAttribute("aria-label", `Layer ${at}, head ${h}`);
+      b.setAttribute("aria-pressed", String(h === state.head && at === state.layer));
+      if (thumb.shows === index) return; // painted already (a resize, a token)
+      thumb.shows = index;
+      paint(thumb, d.heads[index].z, d.rows, d.cols, d.heads[index].top, lut, d.log);
     });
     layerBar?.querySelectorAll("button").forEach((b, i) => b.setAttribute("aria-pressed", String(d.layers[i] === state.layer)));
     paint(plot, z, d.rows, d.cols, top, lut, d.log);
@@ -314,7 +333,7 @@ function mount(component, d) {
       // the map's cell, label room and size; wide: the heads' buttons in a column of their own beside it
       root.classList.toggle("wide", wide);
       root.style.gridTemplateColumns = "";
-      const room = ((wide ? full - SIDE : full) - left - 8 - (colText * 0.5)) / d.cols; // rotated labels lean right
+      const room = ((wide ? full - side : full) - left - 8 - (colText * 0.5)) / d.cols; // rotated labels lean right
       // the whole view (buttons, heading, labels, map) fits the window's height where it can: a projector shows it
       // on one screen; a long input keeps at least 360 px of map
       const above = box.offsetTop - root.offsetTop;
@@ -326,9 +345,10 @@ function mount(component, d) {
       return { cell, rotate, topPx, h: topPx + cell * d.rows + 4, w: left + cell * d.cols + (rotate ? colText * 0.5 : 4) };
     };
     const narrow = sizes(false);
-    const side = narrow.cell < 64 && full > 2 * SIDE ? sizes(true) : null; // beside: only if the map stays as large
-    const { cell, rotate, topPx, h, w } = side && side.cell >= narrow.cell * 0.95 ? side : sizes(false);
-    if (root.classList.contains("wide")) root.style.gridTemplateColumns = `${Math.ceil(w)}px minmax(${SIDE - 24}px, 1fr)`;
+    // beside: only if the map stays as large (and keeps 360 px beside a grid)
+    const beside = narrow.cell < 64 && full > side + (d.grid ? 360 : SIDE) ? sizes(true) : null;
+    const { cell, rotate, topPx, h, w } = beside && beside.cell >= narrow.cell * 0.95 ? beside : sizes(false);
+    if (root.classList.contains("wide")) root.style.gridTemplateColumns = `${Math.ceil(w)}px minmax(${side - 24}px, 1fr)`;
     box.style.width = `${w}px`;
     const dpr = window.devicePixelRatio || 1;
     labels.width = Math.round(w * dpr);
@@ -404,7 +424,9 @@ function mount(component, d) {
   labels.onkeydown = (event) => {
     const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
     const move = { ArrowDown: 1, ArrowUp: -1 }[event.key];
+    const page = { PageDown: 1, PageUp: -1 }[event.key], n = d.layers.length;
     if (step) choose({ head: (state.head + step + d.n_heads) % d.n_heads });
+    else if (page && n > 1) choose({ layer: d.layers[(layerIndex() + page + n) % n] });
     else if (move && d.square) {
       const next = Math.max(0, Math.min(d.rows - 1, (rowOf(state.focus) ?? -move) + move));
       choose({ focus: d.q_first[next] });

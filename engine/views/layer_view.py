@@ -65,6 +65,7 @@ class Choice:
     source: str = ""  # the line under the title: the model and the sentence (plain text)
     look: dict = field(default_factory=lambda: LOOK)
     params: dict[str, str] | None = None
+    grid: bool = False  # the model view: every sent layer × head as a grid of buttons (no layer bar)
 
 
 def short(label: str) -> str:
@@ -98,6 +99,7 @@ def encode(data: LayerData, choice: Choice) -> bytes:
         "caption": choice.caption,
         "source": choice.source,
         "params": choice.params,
+        "grid": choice.grid,
     }
     cells, header["digits"], header["step"] = counts(data.values)
     header["deflate"] = True
