@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.state import DEFAULT_TEXT
+from app.state import DEFAULT_TEXT, Look
 from app.views.classroom.keys import ROOM
 from apptest_helpers import APP, TIMEOUT, assert_clean, decode, messages, open_page, shown
 
@@ -305,3 +305,27 @@ def test_which_head_is_this_map_names_tokens_without_numbers_and_the_answers_hav
     answers = chart(teacher, f"class_answers_{qid}")
     assert [label.split(". ", 1)[0] for label in answers["data"][0]["y"]] == ["1", "2", "3", "4"]
     assert any("Each bar is one answer" in c.value and "how many students" in c.value for c in teacher.caption)
+
+
+def test_the_projector_never_shows_the_control_link_unless_the_teacher_asks():
+    """Presenter mode: no element carries the ``?teacher=`` link (a photo of the screen would give the class away)
+    until the teacher turns on its switch; the default view keeps it in its folded box."""
+    teacher = open_page("classroom", **{Look.present: True})
+    teacher.button(key=ROOM.start).click().run()
+    assert_clean(teacher)
+    code, token = teacher.session_state[ROOM.teacher]
+    secret = f"teacher={code}-{token}"
+
+    def showing() -> list[str]:
+        kinds = ("code", "markdown", "caption", "text", "info", "warning", "error", "success")
+        return [str(e.value) for kind in kinds for e in teacher.get(kind) if token in str(e.value)]
+
+    assert not showing(), showing()
+    assert "hidden on the projector" in " ".join(messages(teacher.caption))
+    teacher.toggle(key=ROOM.show_link).set_value(True).run()
+    assert_clean(teacher)
+    assert [c.value for c in teacher.code if token in c.value] == [f"/classroom?{secret}"]
+    teacher.toggle(key=ROOM.show_link).set_value(False).run()
+    assert not showing()
+    teacher.toggle(key=Look.present).set_value(False).run()  # the teacher's own screen: the link in its box
+    assert [c.value for c in teacher.code if token in c.value] == [f"/classroom?{secret}"]

@@ -4,7 +4,7 @@ A teacher starts a class in Chromium; twenty students join and answer a multiple
 store (the same store the server reads, another process: what the students' own browsers would write). At
 1280×720 the room code, the join link, the QR code and the poll's answer distribution are all inside the first
 screen, without scrolling (their bounding boxes in the viewport), and the teacher's controls (asking, the lesson,
-ending the class, the control link) are folded away. Screenshots at 1280×720 and 1920×1080 go to test-artifacts/.
+ending the class) are folded away and the control link is not on the screen until the teacher asks for it. Screenshots at 1280×720 and 1920×1080 go to test-artifacts/.
 
 Waits are on selectors or conditions, never sleeps.
 """
@@ -119,12 +119,14 @@ def test_the_class_page_on_a_projector_shows_code_link_qr_and_answers_in_the_fir
             expect(page.get_by_label("Options, one per line (2 to 8)")).not_to_be_visible()
             expect(page.get_by_role("button", name="End the class")).not_to_be_visible()
             secret = page.get_by_test_id("stCode").filter(has_text=f"teacher={code}-")
-            expect(secret).to_have_count(1)
-            expect(secret).not_to_be_visible()  # the control link is not on the projected screen
+            expect(secret).to_have_count(0)  # the control link is not on the projected screen, folded or not
             page.get_by_text("Ask a question, run a lesson, end the class").click()
             expect(page.get_by_role("button", name="End the class")).to_be_visible(timeout=LOAD_MS)
-            expect(secret).to_be_visible()
             expect(page.get_by_label("Options, one per line (2 to 8)")).to_be_visible()
+            expect(secret).to_have_count(0)  # the controls open: still hidden until the teacher asks for it
+            assert token not in page.inner_text("body")
+            page.get_by_text("Show my control link on this screen").click()
+            expect(secret).to_be_visible(timeout=LOAD_MS)
             expect_no_exception(page)
         finally:
             context.close()

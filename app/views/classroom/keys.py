@@ -26,4 +26,5 @@ class ROOM:
     # question (``results``) and of earlier ones (``past``)
     reveal, pick, send, results, past = "class_reveal_", "class_pick_", "class_send_", "class_", "class_past_"
     map = "class_map_"  # + a question's id: the map of a "which head is this?" question
+    show_link = "class_show_link"  # presenter mode: the switch that shows the control link on the projected screen
     invite = "class_invite"  # presenter mode: the container of the code, join link and QR code (its CSS sizes them)

@@ -115,6 +115,18 @@ def _control_link(code: str, token: str) -> None:
     st.code(app_link(PAGE_PATH, {TEACHER_PARAM: f"{code}-{token}"}), language=None, wrap_lines=True)
 
 
+def _projected_control_link(code: str, token: str) -> None:
+    """Presenter mode: the control link stays off the projected screen (a photo of it would give anyone the class)
+    until the teacher turns on the switch that shows it."""
+    if st.toggle("Show my control link on this screen (the room can read it)", key=ROOM.show_link):
+        _control_link(code, token)
+    else:
+        st.caption(
+            "Your control link is hidden on the projector: anyone who reads it controls the class. Show it for a "
+            "moment to copy it (the button beside it) and open it on another device, then hide it again."
+        )
+
+
 def _class_note() -> None:
     st.caption(f"A class lasts {ROOM_HOURS:g} hours. Nothing about students is kept but an anonymous id per browser.")
 
@@ -321,8 +333,7 @@ def main() -> None:
         with live:
             _live(code, token)
         with controls(FOLDED):
-            st.markdown("**Your control link** (keep it to yourself)")
-            _control_link(code, token)
+            _projected_control_link(code, token)
             _class_note()
             _teacher_tools(code, token)
         _history(code)
