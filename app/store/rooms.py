@@ -122,6 +122,7 @@ class Store:
         self.clock = clock
         self.room_hours = room_hours
         self._migrated = False
+        self._migrated_on: object = None  # the database's identity when migrated (a SQLite file's device and inode)
         self._lock = threading.Lock()
 
     @property
@@ -131,11 +132,12 @@ class Store:
         return self._db
 
     def ready(self) -> None:
-        """Create or upgrade the schema (once per store object); raises ``StoreUnavailable``."""
+        """Create or upgrade the schema (once per store object, and again on a new SQLite file where the old one was
+        deleted); raises ``StoreUnavailable``."""
         with self._lock:
-            if not self._migrated:
+            if not self._migrated or self._migrated_on != self._db.identity():
                 migrate(self._db, self.clock)
-                self._migrated = True
+                self._migrated, self._migrated_on = True, self._db.identity()
 
     # ---------------------------------------------------------------- rooms
 

@@ -403,3 +403,41 @@ def test_threads_one_after_another_share_one_connection(store):
         thread.join()
     assert counts == [0] * 5
     assert len(opened) <= 1  # at most one new connection for five runs (none when the pool had one idle)
+
+
+def test_a_deleted_sqlite_file_is_made_again_and_nothing_is_acknowledged_that_it_does_not_hold(tmp_path, clock):
+    """The file deleted under a running app (issue 44, item 7): the pooled connections wrote on into the unlinked
+    file, so answers and a new class were acknowledged and lost. Now a class that went with the file is refused,
+    a new class goes into a new file with its schema, and a fresh store (another process, a restart) reads it."""
+    data = tmp_path / "data"
+    store = open_store(None, data, clock=clock)
+    room, token = store.create_room("teacher")
+    store.join(room.code, "ana")
+    asked = store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"]))
+    store.answer(room.code, asked.id, "ana", 0)
+    (data / "classroom.sqlite3").unlink()  # as `rm classroom.sqlite3` does: its -wal and -shm stay
+
+    with pytest.raises(RoomError, match="no class with this code"):  # refused: that class went with the file
+        store.answer(room.code, asked.id, "ana", 1)
+    again, again_token = store.create_room("teacher-2")
+    store.join(again.code, "bo")
+    later = store.push_question(again.code, again_token, Ask("choice", "Q2?", ["a", "b"]))
+    store.answer(again.code, later.id, "bo", 1)
+
+    reopened = open_store(None, data, clock=clock)
+    assert reopened.teacher_room(again.code, again_token).code == again.code
+    assert reopened.my_answer(later.id, "bo") == 1
+
+
+def test_a_write_whose_sqlite_file_is_deleted_while_it_runs_is_refused(tmp_path, clock):
+    """Deleted between the connection's check and the commit: the write raises the calm error instead of
+    returning, and the next write goes to a new file."""
+    data = tmp_path / "data"
+    store = open_store(None, data, clock=clock)
+    store.create_room("teacher")
+    with pytest.raises(StoreUnavailable):
+        with store.db.transaction() as run:
+            run("INSERT INTO hits (browser, action, at) VALUES (?, ?, ?)", ("b", "join", clock()))
+            (data / "classroom.sqlite3").unlink()
+    room, token = store.create_room("teacher")
+    assert open_store(None, data, clock=clock).teacher_room(room.code, token).code == room.code
