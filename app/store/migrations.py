@@ -104,6 +104,15 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE lesson_drafts ADD COLUMN edit_secret TEXT",
         ),
     ),
+    (
+        5,
+        (
+            # a question's time limit as the moment it stops taking answers (NULL: none), and the teacher's Close
+            # (1; Reopen: 0 and no time limit)
+            "ALTER TABLE questions ADD COLUMN closes_at DOUBLE PRECISION",
+            "ALTER TABLE questions ADD COLUMN closed INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
 )
 
 LATEST = STEPS[-1][0]

@@ -8,6 +8,7 @@ the code, the join link, its QR code and the live poll; the teacher's controls a
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -15,7 +16,7 @@ import streamlit as st
 from app.links import app_link
 from app.runtime.rooms import HEAD_CHOICES, class_store, head_question, predict_question
 from app.state import DEFAULT_TEXT, default_from
-from app.store import ROOM_HOURS, Ask, RoomError, StoreUnavailable
+from app.store import MAX_SECONDS, ROOM_HOURS, Ask, RoomError, StoreUnavailable
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import calm_errors, show_error
@@ -31,6 +32,7 @@ from app.views.classroom.browser_cookie import (
     remember_browser,
     write_cookie,
 )
+from app.views.classroom.countdown import countdown
 from app.views.classroom.keys import ROOM
 from app.views.classroom.room_lesson import teacher_controls
 from app.views.classroom.room_panel import QUESTION_MAP_HALF, question_map
@@ -115,6 +117,18 @@ def _control_link(code: str, token: str) -> None:
     st.code(app_link(PAGE_PATH, {TEACHER_PARAM: f"{code}-{token}"}), language=None, wrap_lines=True)
 
 
+def _projected_control_link(code: str, token: str) -> None:
+    """Presenter mode: the control link stays off the projected screen (a photo of it would give anyone the class)
+    until the teacher turns on the switch that shows it."""
+    if st.toggle("Show my control link on this screen (the room can read it)", key=ROOM.show_link):
+        _control_link(code, token)
+    else:
+        st.caption(
+            "Your control link is hidden on the projector: anyone who reads it controls the class. Show it for a "
+            "moment to copy it (the button beside it) and open it on another device, then hide it again."
+        )
+
+
 def _class_note() -> None:
     st.caption(f"A class lasts {ROOM_HOURS:g} hours. Nothing about students is kept but an anonymous id per browser.")
 
@@ -130,27 +144,63 @@ def _live(code: str, token: str) -> None:
             st.caption("No question yet: push one below.")
             return
         st.markdown(f"**{md(question.prompt)}**")
-        st.caption(f"{sum(counts)} of {count} answered" + (" · answer revealed" if question.revealed else " · live"))
+        state = "answer revealed" if question.revealed else "closed: no more answers" if question.closed else "live"
+        st.caption(f"{sum(counts)} of {count} answered · {state}")
+        countdown(question, large=presenting())
         answer = st.empty()  # the projector: the answer above the charts, inside the first screen; else below them
         _results(question, counts, ROOM.results)
         if question.revealed and question.answer is not None:
             with answer.container() if presenting() else contextlib.nullcontext():
                 st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
-        if not question.revealed:  # a callback: it runs before the fragment draws again, which then shows the answer
-            st.button(
-                "Reveal the answer",
-                key=f"{ROOM.reveal}{question.id}",
-                type="primary",
-                on_click=once(_reveal),
-                args=(code, token, question.id),
-            )
+        if not question.revealed:
+            _question_buttons(code, token, question, sum(counts))
         if problem := st.session_state.pop(ROOM.reveal_error, None):
             show_error(problem)
 
 
-def _reveal(code: str, token: str, question_id: str) -> None:
+def _question_buttons(code: str, token: str, question, answered: int) -> None:
+    """Reveal, Close or Reopen, and Reset (after a confirmation) of the question on screen. Callbacks: each runs
+    before the fragment draws again, which then shows what it did."""
+    qid, store = question.id, class_store()
+    if st.session_state.get(ROOM.reset_asked) == qid:
+        plural = "" if answered == 1 else "s"
+        st.warning(f"Clear the {answered} answer{plural} to this question? Students can answer again while it is open.")
+        yes, no = st.columns(2)
+        yes.button(
+            "Clear the answers",
+            key=f"{ROOM.reset}yes_{qid}",
+            on_click=once(_act),
+            args=(store.reset_question, code, token, qid),
+        )
+        no.button("Keep them", key=f"{ROOM.reset}no_{qid}", on_click=once(_ask_reset), args=(None,))
+        return
+    reveal, toggle, reset = st.columns(3)
+    reveal.button(
+        "Reveal the answer",
+        key=f"{ROOM.reveal}{qid}",
+        type="primary",
+        on_click=once(_act),
+        args=(store.reveal, code, token, qid),
+    )
+    act = store.reopen_question if question.closed else store.close_question
+    label, icon = ("Reopen", "lock_open") if question.closed else ("Close", "lock")
+    toggle.button(
+        label, key=f"{ROOM.close}{qid}", icon=f":material/{icon}:", on_click=once(_act), args=(act, code, token, qid)
+    )
+    reset.button(
+        "Reset answers", key=f"{ROOM.reset}{qid}", icon=":material/restart_alt:", on_click=once(_ask_reset), args=(qid,)
+    )
+
+
+def _ask_reset(question_id: str | None) -> None:
+    st.session_state[ROOM.reset_asked] = question_id
+
+
+def _act(act, code: str, token: str, question_id: str) -> None:
+    """on_click of a question's buttons: ``act`` (the store's reveal, close, reopen or reset) on it."""
+    st.session_state[ROOM.reset_asked] = None
     with refused(ROOM.reveal_error):
-        class_store().reveal(code, token, question_id)
+        act(code, token, question_id)
 
 
 def _results(question, counts: list[int], prefix: str) -> None:
@@ -250,10 +300,17 @@ def _push_choice(code: str, token: str) -> None:
         right = st.number_input(
             "Number of the right option (0: none)", min_value=0, max_value=8, value=0, key=ROOM.q_right
         )
+        seconds = _time_limit(ROOM.q_seconds)
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_choice):
             lines = [line for line in options.splitlines() if line.strip()]
             answer = int(right) - 1 if right else None
-            _push(code, token, Ask("choice", prompt, lines, answer))
+            _push(code, token, Ask("choice", prompt, lines, answer, seconds=seconds))
+
+
+def _time_limit(key: str) -> int:
+    """A form's "Time limit (seconds)" box (0: none)."""
+    help = "0: no limit. When the time is up the question takes no more answers; every screen counts down."
+    return int(st.number_input("Time limit (seconds)", 0, MAX_SECONDS, 0, 10, key=key, help=help))
 
 
 def _push_model(code: str, token: str, kind: str) -> None:
@@ -279,6 +336,7 @@ def _push_model(code: str, token: str, kind: str) -> None:
                 f"Students see this head's map of the sentence (not its name) and pick it among {HEAD_CHOICES} "
                 "heads of the same model; the map is read from the model when you push the question."
             )
+        seconds = _time_limit(f"{key}seconds")
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict if predict else ROOM.ask_head):
             read = (model, text, int(layer), int(head))
             try:
@@ -286,7 +344,7 @@ def _push_model(code: str, token: str, kind: str) -> None:
             except Exception as exc:  # noqa: BLE001 — a RoomError or an engine error (the text, the model), calmly
                 show_error(str(exc) if isinstance(exc, RoomError) else exc)
                 return
-            _push(code, token, asked)
+            _push(code, token, replace(asked, seconds=seconds))
 
 
 def _push(code: str, token: str, ask: Ask) -> None:
@@ -321,8 +379,7 @@ def main() -> None:
         with live:
             _live(code, token)
         with controls(FOLDED):
-            st.markdown("**Your control link** (keep it to yourself)")
-            _control_link(code, token)
+            _projected_control_link(code, token)
             _class_note()
             _teacher_tools(code, token)
         _history(code)
