@@ -499,3 +499,39 @@ def test_a_bad_time_limit_gets_a_clear_message(store, seconds):
         store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"], seconds=seconds))
     assert store.current_question(room.code) is None
     assert store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"], seconds=12.0)).closes_in == 12
+
+
+def test_the_results_are_every_answer_with_pseudonyms_and_right_or_wrong(store, clock):
+    from app.store.results import class_answers
+
+    room, token = store.create_room("teacher")
+    for b in ("zed-browser", "amy-browser", "leaver"):
+        store.join(room.code, b)
+        clock.now += 1
+    first = store.push_question(room.code, token, Ask("choice", "Which is a key?", ["q", "=k", "v"], 1))
+    store.answer(room.code, first.id, "amy-browser", 1)
+    clock.now += 2
+    store.answer(room.code, first.id, "zed-browser", 0)
+    clock.now += 1
+    store.answer(room.code, first.id, "leaver", 2)
+    store.leave(room.code, "leaver")  # left: still in the results, numbered after those still in
+    clock.now += 4
+    second = store.push_question(room.code, token, Ask("choice", "Any thoughts?", ["yes", "no"]))
+    store.answer(room.code, second.id, "zed-browser", 1)
+    other, other_token = store.create_room("teacher")  # another class's answers stay out
+    store.join(other.code, "amy-browser")
+    store.answer(
+        other.code, store.push_question(other.code, other_token, Ask("choice", "X?", ["a", "b"])).id, "amy-browser", 0
+    )
+    rows = class_answers(store, room.code, token)
+    got = [(r.number, r.question, r.kind, r.student, r.answer, r.right_answer, r.right) for r in rows]
+    assert got == [
+        (1, "Which is a key?", "multiple choice", "S02", "=k", "=k", True),  # amy joined second
+        (1, "Which is a key?", "multiple choice", "S01", "q", "=k", False),
+        (1, "Which is a key?", "multiple choice", "S03", "v", "=k", False),
+        (2, "Any thoughts?", "multiple choice", "S01", "no", None, None),  # no right option: neither
+    ]
+    assert [r.at for r in rows] == [clock.now - 7, clock.now - 5, clock.now - 4, clock.now]
+    assert not any("browser" in r.student or r.student == "leaver" for r in rows)  # the ids never leave the store
+    with pytest.raises(RoomError, match="not valid for this class"):
+        class_answers(store, room.code, other_token)

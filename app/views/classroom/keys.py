@@ -31,3 +31,4 @@ class ROOM:
     map = "class_map_"  # + a question's id: the map of a "which head is this?" question
     show_link = "class_show_link"  # presenter mode: the switch that shows the control link on the projected screen
     invite = "class_invite"  # presenter mode: the container of the code, join link and QR code (its CSS sizes them)
+    csv_answers, csv_students = "class_csv_answers", "class_csv_students"  # the teacher's results to take home

@@ -34,6 +34,7 @@ from app.views.classroom.browser_cookie import (
 )
 from app.views.classroom.countdown import countdown
 from app.views.classroom.keys import ROOM
+from app.views.classroom.results import take_home
 from app.views.classroom.room_lesson import teacher_controls
 from app.views.classroom.room_panel import QUESTION_MAP_HALF, question_map
 
@@ -404,6 +405,8 @@ def _teacher_tools(code: str, token: str) -> None:
         _push_model(code, token, "head")
     st.subheader("Run a lesson")
     teacher_controls(code, token)
+    st.subheader("Results to take home")
+    take_home(code, token)
     if st.button("End the class", key=ROOM.end, icon=":material/logout:"):
         with refused():
             class_store().close_room(code, token)
