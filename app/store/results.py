@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from app.store.rooms import Store
 
 #: a question's kind as a results file names it
-KIND_NAMES = {"choice": "multiple choice", "predict": "which token", "head": "which head"}
+KIND_NAMES = {"choice": "multiple choice", "predict": "which token", "head": "which head", "text": "free text"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def class_answers(store: Store, code: object, token: object) -> list[AnswerRow]:
         "SELECT id, kind, prompt, options, answer FROM questions WHERE room = ? ORDER BY opened_at, id", (room.code,)
     )
     answers = run(
-        "SELECT a.question, a.browser, a.choice, a.answered_at FROM answers a JOIN questions q ON q.id = a.question "
+        "SELECT a.question, a.browser, a.choice, a.answered_at, a.text FROM answers a JOIN questions q ON q.id = a.question "
         "WHERE q.room = ? ORDER BY a.answered_at, a.browser",
         (room.code,),
     )
@@ -54,8 +54,8 @@ def class_answers(store: Store, code: object, token: object) -> list[AnswerRow]:
     for number, (qid, kind, prompt, options, answer) in enumerate(questions, start=1):
         options = json.loads(options)
         right = None if answer is None else options[int(answer)]
-        for _, browser, choice, at in by_question.get(qid, []):
-            said = options[int(choice)] if 0 <= int(choice) < len(options) else ""
+        for _, browser, choice, at, text in by_question.get(qid, []):
+            said = text if text is not None else options[int(choice)] if 0 <= int(choice) < len(options) else ""
             is_right = None if answer is None else int(choice) == int(answer)
             rows.append(
                 AnswerRow(
