@@ -26,10 +26,10 @@ def ask_text(teacher, prompt: str) -> None:
 
 def send(pupil, text: str) -> str:
     """``pupil`` types ``text`` in "Your answer" and presses "Send my answer"; the question's id."""
-    (box,) = [w for w in pupil.run().text_input if (w.key or "").startswith(ROOM.pick)]
+    (box,) = [w for w in pupil.run().text_input if (w.key or "").startswith(ROOM.write)]
     assert box.label == "Your answer"
     box.input(text).run()
-    qid = box.key.removeprefix(ROOM.pick)
+    qid = box.key.removeprefix(ROOM.write)
     (button,) = [b for b in pupil.button if b.key == f"{ROOM.send}{qid}"]
     assert button.label == "Send my answer"
     button.click().run()

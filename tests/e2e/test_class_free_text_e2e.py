@@ -1,12 +1,14 @@
 """A free-text question in Chromium (issue 44, item 2): the teacher asks it from the projector's folded controls, a
 student types an answer on their own page and sends it, and the projector's words chart shows its word; a rude answer
-sent meanwhile stays off the chart until the teacher shows it.
+sent meanwhile stays off the chart until the teacher shows it; the teacher's CSV, downloaded, holds both.
 
 Waits are on selectors or conditions, never sleeps.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
@@ -73,6 +75,15 @@ def test_a_students_answer_reaches_the_projectors_words_and_a_rude_one_waits(bro
 
             teacher.get_by_role("button", name="Show").click()
             chart_words(teacher, ["keys", "damn", "matching"])
+
+            with teacher.expect_download(timeout=POLL_MS) as got:  # the file is written from the store on the click
+                teacher.get_by_role("button", name="Download the results (CSV)").click()
+            rows = list(csv.reader(io.StringIO(Path(got.value.path()).read_text("utf-8-sig"), newline="")))
+            assert got.value.suggested_filename == f"class_{code}_answers.csv"
+            assert [(r[2], r[3], r[4], r[6]) for r in rows[1:]] == [
+                ("free text", "S01", "Matching keys", ""),
+                ("free text", "S02", "keys, damn it", ""),
+            ]
         finally:
             teacher_context.close()
             student_context.close()

@@ -83,7 +83,7 @@ def text_box(code: str, question) -> None:
         said = "You did not answer in time." if mine is None else f"Your answer is in: {md(mine.text)}"
         st.info(f"This question is closed: the teacher stopped taking answers. {said}", icon=":material/lock:")
         return
-    text = st.text_input("Your answer", max_chars=TEXT_CHARS, key=f"{ROOM.pick}{question.id}")
+    text = st.text_input("Your answer", max_chars=TEXT_CHARS, key=f"{ROOM.write}{question.id}")
     if st.button("Send my answer", key=f"{ROOM.send}{question.id}", type="primary"):
         with refused():
             texts.answer(code, question.id, browser_id(), text)

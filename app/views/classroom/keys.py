@@ -35,3 +35,4 @@ class ROOM:
     # the free-text form (``t_`` + prompt / seconds) and the teacher's Hide / Show of an answer (+ its handle)
     t_prompt, t_seconds, ask_text = "class_t_prompt", "class_t_seconds", "class_ask_text"
     moderate, moderate_error = "class_moderate_", "class_moderate_error"  # the error: why the last press failed
+    write = "class_write_"  # + a question's id: a student's "Your answer" box of a free-text question
