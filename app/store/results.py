@@ -30,9 +30,18 @@ class AnswerRow:
     at: float
 
 
-def class_answers(store: Store, code: object, token: object) -> list[AnswerRow]:
-    """Every answer in the teacher's class, question by question in the order asked, each question's answers in the
-    order they came; :class:`~app.store.rooms.RoomError` unless ``token`` is the class's teacher secret."""
+@dataclass(frozen=True)
+class ClassResults:
+    """A class's ``students`` (every pseudonym, in order: those who never answered too) and its ``answers``."""
+
+    students: list[str]
+    answers: list[AnswerRow]
+
+
+def class_results(store: Store, code: object, token: object) -> ClassResults:
+    """Every student and every answer in the teacher's class, question by question in the order asked, each
+    question's answers in the order they came; :class:`~app.store.rooms.RoomError` unless ``token`` is the class's
+    teacher secret."""
     room = store.teacher_room(code, token)
     run = store.db.run
     questions = run(
@@ -62,4 +71,4 @@ def class_answers(store: Store, code: object, token: object) -> list[AnswerRow]:
                     number, prompt, KIND_NAMES.get(kind, kind), students[browser], said, right, is_right, float(at)
                 )
             )
-    return rows
+    return ClassResults(list(students.values()), rows)

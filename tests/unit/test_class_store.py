@@ -502,7 +502,7 @@ def test_a_bad_time_limit_gets_a_clear_message(store, seconds):
 
 
 def test_the_results_are_every_answer_with_pseudonyms_and_right_or_wrong(store, clock):
-    from app.store.results import class_answers
+    from app.store.results import class_results
 
     room, token = store.create_room("teacher")
     for b in ("zed-browser", "amy-browser", "leaver"):
@@ -523,7 +523,9 @@ def test_the_results_are_every_answer_with_pseudonyms_and_right_or_wrong(store, 
     store.answer(
         other.code, store.push_question(other.code, other_token, Ask("choice", "X?", ["a", "b"])).id, "amy-browser", 0
     )
-    rows = class_answers(store, room.code, token)
+    results = class_results(store, room.code, token)
+    assert results.students == ["S01", "S02", "S03"]  # every student, the one who left too
+    rows = results.answers
     got = [(r.number, r.question, r.kind, r.student, r.answer, r.right_answer, r.right) for r in rows]
     assert got == [
         (1, "Which is a key?", "multiple choice", "S02", "=k", "=k", True),  # amy joined second
@@ -534,12 +536,12 @@ def test_the_results_are_every_answer_with_pseudonyms_and_right_or_wrong(store, 
     assert [r.at for r in rows] == [clock.now - 7, clock.now - 5, clock.now - 4, clock.now]
     assert not any("browser" in r.student or r.student == "leaver" for r in rows)  # the ids never leave the store
     with pytest.raises(RoomError, match="not valid for this class"):
-        class_answers(store, room.code, other_token)
+        class_results(store, room.code, other_token)
 
 
 def test_free_text_answers_are_one_line_per_student_and_the_filter_holds_rude_ones_back(store, clock):
     from app.store.free_text import NO_ANSWER, TEXT_CHARS, TextAnswers
-    from app.store.results import class_answers
+    from app.store.results import class_results
 
     texts = TextAnswers(store)
     room, token = store.create_room("teacher")
@@ -591,7 +593,7 @@ def test_free_text_answers_are_one_line_per_student_and_the_filter_holds_rude_on
     store.close_question(room.code, token, q.id)
     with pytest.raises(RoomError, match="This question is closed"):
         texts.answer(room.code, q.id, "ana", "late")
-    rows = [(r.number, r.kind, r.student, r.answer, r.right) for r in class_answers(store, room.code, token)]
+    rows = [(r.number, r.kind, r.student, r.answer, r.right) for r in class_results(store, room.code, token).answers]
     assert rows == [
         (2, "free text", "S01", "weighted average", None),
         (2, "free text", "S03", "<b>soft</b>max [x](http://e.com)", None),

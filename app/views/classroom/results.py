@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from app.runtime.rooms import class_store
-from app.store.results import AnswerRow, class_answers
+from app.store.results import AnswerRow, ClassResults, class_results
 from app.ui.export import download, spreadsheet_csv
 from app.views.classroom.keys import ROOM
 
@@ -41,30 +41,31 @@ def answers_table(rows: list[AnswerRow]) -> list[list[object]]:
     ]
 
 
-def summary_table(rows: list[AnswerRow]) -> list[list[object]]:
-    """One line per student who answered, under :data:`SUMMARY_HEADER`: right and wrong count the questions that
-    have a right option."""
-    students: dict[str, list[AnswerRow]] = {}
-    for row in rows:
-        students.setdefault(row.student, []).append(row)
+def summary_table(results: ClassResults) -> list[list[object]]:
+    """One line per student, under :data:`SUMMARY_HEADER` (one who never answered: 0 and no times): right and wrong
+    count the questions that have a right option."""
+    students: dict[str, list[AnswerRow]] = {s: [] for s in results.students}
+    for row in results.answers:
+        students[row.student].append(row)
     table = []
     for student in sorted(students):
         mine = students[student]
         times = [r.at for r in mine]
         right = sum(r.right is True for r in mine)
         wrong = sum(r.right is False for r in mine)
-        table.append([student, len(mine), right, wrong, utc(min(times)), utc(max(times))])
+        first, last = (utc(min(times)), utc(max(times))) if times else ("", "")
+        table.append([student, len(mine), right, wrong, first, last])
     return table
 
 
 def answers_csv(code: str, token: str) -> bytes:
     """The answers file, read from the store now."""
-    return spreadsheet_csv(ANSWER_HEADER, answers_table(class_answers(class_store(), code, token)))
+    return spreadsheet_csv(ANSWER_HEADER, answers_table(class_results(class_store(), code, token).answers))
 
 
 def students_csv(code: str, token: str) -> bytes:
     """The per-student file, read from the store now."""
-    return spreadsheet_csv(SUMMARY_HEADER, summary_table(class_answers(class_store(), code, token)))
+    return spreadsheet_csv(SUMMARY_HEADER, summary_table(class_results(class_store(), code, token)))
 
 
 def take_home(code: str, token: str) -> None:
