@@ -28,8 +28,9 @@ LIMITS = {"create": (5, 600.0), "join": (10, 60.0), "answer": (30, 60.0), "lesso
 PROMPT_CHARS, OPTION_CHARS = 300, 80
 MAX_SECONDS = 3600  # the longest time limit of a question
 MIN_OPTIONS = 2
-#: kind of question → the most options it may have (a "which token" question offers each token of its sentence)
-MAX_OPTIONS = {"choice": 8, "predict": 32, "head": 6}
+#: kind of question → the most options it may have (a "which token" question offers each token of its sentence;
+#: a free-text one none: ``app.store.free_text``)
+MAX_OPTIONS = {"choice": 8, "predict": 32, "head": 6, "text": 0}
 KINDS = tuple(MAX_OPTIONS)
 
 
@@ -60,9 +61,9 @@ class Room:
 
 @dataclass(frozen=True)
 class Ask:
-    """A question as the teacher asks it: ``kind`` (:data:`KINDS`: typed ``"choice"``, or ``"predict"`` / ``"head"``
-    read from a model), prompt, options, the right option's index (None: none), the kind's plain ``detail`` and the
-    time limit in ``seconds`` (0: none)."""
+    """A question as the teacher asks it: ``kind`` (:data:`KINDS`: typed ``"choice"`` or ``"text"`` (free text, no
+    options), or ``"predict"`` / ``"head"`` read from a model), prompt, options, the right option's index (None:
+    none), the kind's plain ``detail`` and the time limit in ``seconds`` (0: none)."""
 
     kind: str
     prompt: object
@@ -254,7 +255,9 @@ class Store:
             raise RoomError("Unknown kind of question.")
         prompt = clean_text(ask.prompt, PROMPT_CHARS, "question")
         options = tuple(clean_text(o, OPTION_CHARS, f"option {i + 1}") for i, o in enumerate(ask.options))
-        if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS[kind]:
+        if kind == "text" and options:
+            raise RoomError("A free-text question has no options.")
+        if kind != "text" and not MIN_OPTIONS <= len(options) <= MAX_OPTIONS[kind]:
             raise RoomError(
                 f"A question needs {MIN_OPTIONS} to {MAX_OPTIONS[kind]} options; this one has {len(options)}."
             )
@@ -322,31 +325,38 @@ class Store:
     # ---------------------------------------------------------------- answers
 
     def answer(self, code: object, question_id: str, browser: str, choice: object) -> None:
-        """Record (or replace) ``browser``'s answer at once; a :class:`RoomError` for a closed room, a browser not
-        joined, a replaced, revealed or closed question (its time is up), an option it lacks or too many tries."""
+        """Record (or replace) ``browser``'s answer at once; a :class:`RoomError` where :meth:`open_question` refuses
+        or for an option the question lacks."""
         now = self.clock()
         with self.db.transaction() as run:
-            self._allow(run, browser, "answer", now)
-            room = self._open_room(run, normalise_code(code), now)
-            if not run("SELECT 1 FROM members WHERE room = ? AND browser = ?", (room.code, browser)):
-                raise RoomError(NOT_JOINED)
-            sql = "SELECT options, revealed, closed, closes_at FROM questions WHERE id = ? AND room = ?"
-            rows = run(sql, (question_id, room.code))
-            if not rows or room.current_question != question_id:
-                raise RoomError(REPLACED)
-            if rows[0][1]:
-                raise RoomError(REVEALED)
-            if rows[0][2] or (rows[0][3] is not None and now >= float(rows[0][3])):
-                raise RoomError(CLOSED)
-            if not (
-                isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(json.loads(rows[0][0]))
-            ):
+            options = self.open_question(run, code, question_id, browser, now)
+            if not (isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(options)):
                 raise RoomError("That is not one of this question's options.")
             run(
                 "INSERT INTO answers (question, browser, choice, answered_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (question, browser) DO UPDATE SET choice = excluded.choice, answered_at = excluded.answered_at",
                 (question_id, browser, choice, now),
             )
+
+    def open_question(self, run, code: object, question_id: str, browser: str, now: float) -> list[str]:
+        """The options of the question ``browser`` may answer now, counting the try (in ``run``'s transaction); a
+        :class:`RoomError` for a closed room, a browser not joined, a replaced, revealed or closed question (its time
+        is up) or too many tries."""
+        self._allow(run, browser, "answer", now)
+        room = self._open_room(run, normalise_code(code), now)
+        if not run("SELECT 1 FROM members WHERE room = ? AND browser = ?", (room.code, browser)):
+            raise RoomError(NOT_JOINED)
+        rows = run(
+            "SELECT options, revealed, closed, closes_at FROM questions WHERE id = ? AND room = ?",
+            (question_id, room.code),
+        )
+        if not rows or room.current_question != question_id:
+            raise RoomError(REPLACED)
+        if rows[0][1]:
+            raise RoomError(REVEALED)
+        if rows[0][2] or (rows[0][3] is not None and now >= float(rows[0][3])):
+            raise RoomError(CLOSED)
+        return json.loads(rows[0][0])
 
     def my_answer(self, question_id: str, browser: str) -> int | None:
         """``browser``'s current answer to the question, None if none."""

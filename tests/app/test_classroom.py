@@ -58,6 +58,12 @@ def push_choice(teacher: AppTest, prompt: str, options: str, right: int) -> None
     assert_clean(teacher)
 
 
+def tab(at: AppTest, label: str):
+    """The teacher's question form tab named ``label``."""
+    (found,) = [t for t in at.tabs if t.label == label]
+    return found
+
+
 def current_question_id(at: AppTest) -> str:
     picks = [w.key for w in at.radio if (w.key or "").startswith("class_pick_")]
     assert picks, "no question on the student's screen"
@@ -234,8 +240,10 @@ def test_a_cookie_value_is_checked_before_it_reaches_the_script(value):
 def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_the_answer():
     teacher, code = start_class()
     pupil = student(code)
-    teacher.tabs[2].number_input(key="class_h_layer").set_value(2)  # MiniLM layer 2 head 5 on the default sentence
-    teacher.tabs[2].number_input(key="class_h_head").set_value(5)
+    tab(teacher, "Which head is this?").number_input(key="class_h_layer").set_value(
+        2
+    )  # MiniLM layer 2 head 5 on the default sentence
+    tab(teacher, "Which head is this?").number_input(key="class_h_head").set_value(5)
     teacher.button(key="class_ask_head").click().run()
     assert_clean(teacher)
     pupil.run()
@@ -275,7 +283,7 @@ def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_
 
 def test_which_head_is_this_refuses_a_head_the_model_does_not_have():
     teacher, _code = start_class()
-    teacher.tabs[2].number_input(key="class_h_layer").set_value(40)
+    tab(teacher, "Which head is this?").number_input(key="class_h_layer").set_value(40)
     teacher.button(key="class_ask_head").click().run()
     assert_clean(teacher)
     assert "This model has layers 0–5 and heads 0–11." in " ".join(messages(teacher.warning) + messages(teacher.error))

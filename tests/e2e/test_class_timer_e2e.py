@@ -46,7 +46,7 @@ def test_a_timed_question_counts_down_closes_on_time_and_is_reopened_closed_and_
             expect(pupil.get_by_text("you are in")).to_be_visible(timeout=LOAD_MS)
             expect_idle(pupil, LOAD_MS)
 
-            teacher.get_by_label("Question", exact=True).fill("Which vector is compared with the query?")
+            teacher.locator(".st-key-class_q_prompt input").fill("Which vector is compared with the query?")
             teacher.get_by_label("Options, one per line (2 to 8)").fill("the keys\nthe values")
             teacher.locator(".st-key-class_q_seconds input").fill(str(LIMIT_S))
             teacher.locator(".st-key-class_ask_choice button").click()

@@ -499,3 +499,103 @@ def test_a_bad_time_limit_gets_a_clear_message(store, seconds):
         store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"], seconds=seconds))
     assert store.current_question(room.code) is None
     assert store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"], seconds=12.0)).closes_in == 12
+
+
+def test_the_results_are_every_answer_with_pseudonyms_and_right_or_wrong(store, clock):
+    from app.store.results import class_results
+
+    room, token = store.create_room("teacher")
+    for b in ("zed-browser", "amy-browser", "leaver"):
+        store.join(room.code, b)
+        clock.now += 1
+    first = store.push_question(room.code, token, Ask("choice", "Which is a key?", ["q", "=k", "v"], 1))
+    store.answer(room.code, first.id, "amy-browser", 1)
+    clock.now += 2
+    store.answer(room.code, first.id, "zed-browser", 0)
+    clock.now += 1
+    store.answer(room.code, first.id, "leaver", 2)
+    store.leave(room.code, "leaver")  # left: still in the results, numbered after those still in
+    clock.now += 4
+    second = store.push_question(room.code, token, Ask("choice", "Any thoughts?", ["yes", "no"]))
+    store.answer(room.code, second.id, "zed-browser", 1)
+    other, other_token = store.create_room("teacher")  # another class's answers stay out
+    store.join(other.code, "amy-browser")
+    store.answer(
+        other.code, store.push_question(other.code, other_token, Ask("choice", "X?", ["a", "b"])).id, "amy-browser", 0
+    )
+    results = class_results(store, room.code, token)
+    assert results.students == ["S01", "S02", "S03"]  # every student, the one who left too
+    rows = results.answers
+    got = [(r.number, r.question, r.kind, r.student, r.answer, r.right_answer, r.right) for r in rows]
+    assert got == [
+        (1, "Which is a key?", "multiple choice", "S02", "=k", "=k", True),  # amy joined second
+        (1, "Which is a key?", "multiple choice", "S01", "q", "=k", False),
+        (1, "Which is a key?", "multiple choice", "S03", "v", "=k", False),
+        (2, "Any thoughts?", "multiple choice", "S01", "no", None, None),  # no right option: neither
+    ]
+    assert [r.at for r in rows] == [clock.now - 7, clock.now - 5, clock.now - 4, clock.now]
+    assert not any("browser" in r.student or r.student == "leaver" for r in rows)  # the ids never leave the store
+    with pytest.raises(RoomError, match="not valid for this class"):
+        class_results(store, room.code, other_token)
+
+
+def test_free_text_answers_are_one_line_per_student_and_the_filter_holds_rude_ones_back(store, clock):
+    from app.store.free_text import NO_ANSWER, TEXT_CHARS, TextAnswers
+    from app.store.results import class_results
+
+    texts = TextAnswers(store)
+    room, token = store.create_room("teacher")
+    for b in ("ana", "bo", "cy"):
+        store.join(room.code, b)
+    with pytest.raises(RoomError, match="no options"):
+        store.push_question(room.code, token, Ask("text", "Say it", ["a", "b"]))
+    choice = store.push_question(room.code, token, Ask("choice", "Pick", ["a", "b"]))
+    with pytest.raises(RoomError, match="picking one of its options"):
+        texts.answer(room.code, choice.id, "ana", "a")
+    clock.now += 1
+    q = store.push_question(room.code, token, Ask("text", "One word for attention?", [], seconds=60))
+    assert q.options == () and q.kind == "text"
+    with pytest.raises(RoomError, match="not one of this question's options"):
+        store.answer(room.code, q.id, "ana", 0)
+    for empty in ("", "   \n\t "):
+        with pytest.raises(RoomError, match="Write the answer"):
+            texts.answer(room.code, q.id, "ana", empty)
+    with pytest.raises(RoomError, match=f"at most {TEXT_CHARS} fit"):
+        texts.answer(room.code, q.id, "ana", "x" * (TEXT_CHARS + 1))
+    assert texts.answers(q.id) == []
+    assert texts.answer(room.code, q.id, "ana", "  weighted\n  average ") is False  # trimmed, on one line
+    clock.now += 1
+    assert texts.answer(room.code, q.id, "bo", "this is shit") is True  # the word filter holds it back
+    clock.now += 1
+    texts.answer(room.code, q.id, "cy", "<b>soft</b>max [x](http://e.com)")  # kept as typed
+    got = texts.answers(q.id)
+    assert [(a.text, a.flagged, a.shown, a.visible) for a in got] == [
+        ("weighted average", False, None, True),
+        ("this is shit", True, None, False),
+        ("<b>soft</b>max [x](http://e.com)", False, None, True),
+    ]
+    assert not any(b in a.handle for a in got for b in ("ana", "bo", "cy"))
+    assert texts.mine(q.id, "bo") == got[1] and texts.mine(q.id, "nobody") is None
+    with pytest.raises(RoomError, match="not valid for this class"):
+        texts.show(room.code, "forged", q.id, got[1].handle, True)
+    texts.show(room.code, token, q.id, got[1].handle, True)  # the teacher shows the flagged one
+    texts.show(room.code, token, q.id, got[0].handle, False)  # and hides a clean one
+    assert [a.visible for a in texts.answers(q.id)] == [False, True, True]
+    with pytest.raises(RoomError) as caught:
+        texts.show(room.code, token, q.id, "0" * 16, True)
+    assert str(caught.value) == NO_ANSWER
+    clock.now += 1
+    texts.answer(room.code, q.id, "bo", "queries and keys")  # a new answer: the teacher's say starts again
+    assert [(a.text, a.shown, a.visible) for a in texts.answers(q.id)][1:] == [
+        ("<b>soft</b>max [x](http://e.com)", None, True),
+        ("queries and keys", None, True),
+    ]
+    store.close_question(room.code, token, q.id)
+    with pytest.raises(RoomError, match="This question is closed"):
+        texts.answer(room.code, q.id, "ana", "late")
+    rows = [(r.number, r.kind, r.student, r.answer, r.right) for r in class_results(store, room.code, token).answers]
+    assert rows == [
+        (2, "free text", "S01", "weighted average", None),
+        (2, "free text", "S03", "<b>soft</b>max [x](http://e.com)", None),
+        (2, "free text", "S02", "queries and keys", None),
+    ]

@@ -31,3 +31,8 @@ class ROOM:
     map = "class_map_"  # + a question's id: the map of a "which head is this?" question
     show_link = "class_show_link"  # presenter mode: the switch that shows the control link on the projected screen
     invite = "class_invite"  # presenter mode: the container of the code, join link and QR code (its CSS sizes them)
+    csv_answers, csv_students = "class_csv_answers", "class_csv_students"  # the teacher's results to take home
+    # the free-text form (``t_`` + prompt / seconds) and the teacher's Hide / Show of an answer (+ its handle)
+    t_prompt, t_seconds, ask_text = "class_t_prompt", "class_t_seconds", "class_ask_text"
+    moderate, moderate_error = "class_moderate_", "class_moderate_error"  # the error: why the last press failed
+    write = "class_write_"  # + a question's id: a student's "Your answer" box of a free-text question

@@ -33,7 +33,9 @@ from app.views.classroom.browser_cookie import (
     write_cookie,
 )
 from app.views.classroom.countdown import countdown
+from app.views.classroom.free_text import answered, moderation, words_chart
 from app.views.classroom.keys import ROOM
+from app.views.classroom.results import take_home
 from app.views.classroom.room_lesson import teacher_controls
 from app.views.classroom.room_panel import QUESTION_MAP_HALF, question_map
 
@@ -145,7 +147,8 @@ def _live(code: str, token: str) -> None:
             return
         st.markdown(f"**{md(question.prompt)}**")
         state = "answer revealed" if question.revealed else "closed: no more answers" if question.closed else "live"
-        st.caption(f"{sum(counts)} of {count} answered · {state}")
+        n = answered(question) if question.kind == "text" else sum(counts)
+        st.caption(f"{n} of {count} answered · {state}")
         countdown(question, large=presenting())
         answer = st.empty()  # the projector: the answer above the charts, inside the first screen; else below them
         _results(question, counts, ROOM.results)
@@ -153,7 +156,7 @@ def _live(code: str, token: str) -> None:
             with answer.container() if presenting() else contextlib.nullcontext():
                 st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
         if not question.revealed:
-            _question_buttons(code, token, question, sum(counts))
+            _question_buttons(code, token, question, n)
         if problem := st.session_state.pop(ROOM.reveal_error, None):
             show_error(problem)
 
@@ -175,13 +178,14 @@ def _question_buttons(code: str, token: str, question, answered: int) -> None:
         no.button("Keep them", key=f"{ROOM.reset}no_{qid}", on_click=once(_ask_reset), args=(None,))
         return
     reveal, toggle, reset = st.columns(3)
-    reveal.button(
-        "Reveal the answer",
-        key=f"{ROOM.reveal}{qid}",
-        type="primary",
-        on_click=once(_act),
-        args=(store.reveal, code, token, qid),
-    )
+    if question.kind != "text":  # a free-text question has no answer to reveal
+        reveal.button(
+            "Reveal the answer",
+            key=f"{ROOM.reveal}{qid}",
+            type="primary",
+            on_click=once(_act),
+            args=(store.reveal, code, token, qid),
+        )
     act = store.reopen_question if question.closed else store.close_question
     label, icon = ("Reopen", "lock_open") if question.closed else ("Close", "lock")
     toggle.button(
@@ -206,6 +210,9 @@ def _act(act, code: str, token: str, question_id: str) -> None:
 def _results(question, counts: list[int], prefix: str) -> None:
     """The class's answers; beside them a "which head" question's map (all along: it is the question; a long
     sentence's below), or a revealed "which token" question's real row."""
+    if question.kind == "text":
+        words_chart(question, f"{prefix}words_{question.id}")
+        return
     head, keys = question.kind == "head", question.detail.get("keys")
     weights = question.detail.get("weights") if question.kind == "predict" and question.revealed else None
     row = isinstance(weights, list) and len(weights) == len(question.options)
@@ -276,13 +283,14 @@ def _history(code: str) -> None:
     store = class_store()
     try:
         past = [(q, store.distribution(q)) for q in store.earlier_questions(code, HISTORY)]
+        said = [answered(q) if q.kind == "text" else sum(counts) for q, counts in past]
     except StoreUnavailable:
         return  # the live part above already says the store is away
     if not past:
         return
     st.subheader("Earlier questions")
     for i, (question, counts) in enumerate(past):
-        with st.expander(f"{isolated(question.prompt)} · {sum(counts)} answered", expanded=i == 0):
+        with st.expander(f"{isolated(question.prompt)} · {said[i]} answered", expanded=i == 0):
             if question.answer is not None:
                 said = "The answer" if question.revealed else "The answer (not revealed to the class)"
                 st.caption(f"{said}: **{md(question.options[question.answer])}**")
@@ -380,6 +388,7 @@ def main() -> None:
             _live(code, token)
         with controls(FOLDED):
             _projected_control_link(code, token)
+            moderation(code, token, masked=True)
             _class_note()
             _teacher_tools(code, token)
         _history(code)
@@ -388,6 +397,7 @@ def main() -> None:
     _invite(code, token)
     _class_note()
     _live(code, token)
+    moderation(code, token, masked=False)
     _history(code)
     _teacher_tools(code, token)
 
@@ -395,15 +405,25 @@ def main() -> None:
 def _teacher_tools(code: str, token: str) -> None:
     """Asking a question, running a lesson and ending the class."""
     st.subheader("Ask a question")
-    choice, predict, which = st.tabs(["Multiple choice", "Which token does a head look at?", "Which head is this?"])
+    tabs = ["Multiple choice", "Free text", "Which token does a head look at?", "Which head is this?"]
+    choice, text, predict, which = st.tabs(tabs)
     with choice:
         _push_choice(code, token)
+    with text:
+        with st.form("class_text_form", clear_on_submit=False):
+            prompt = st.text_input("Question", max_chars=300, key=ROOM.t_prompt, placeholder="One word for attention?")
+            st.caption("Each student sends a short answer; the class sees their words, rude ones held back for you.")
+            seconds = _time_limit(ROOM.t_seconds)
+            if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_text):
+                _push(code, token, Ask("text", prompt, [], seconds=seconds))
     with predict:
         _push_model(code, token, "predict")
     with which:
         _push_model(code, token, "head")
     st.subheader("Run a lesson")
     teacher_controls(code, token)
+    st.subheader("Results to take home")
+    take_home(code, token)
     if st.button("End the class", key=ROOM.end, icon=":material/logout:"):
         with refused():
             class_store().close_room(code, token)

@@ -18,6 +18,7 @@ from app.ui.heatmap import safe_label, unique_labels
 from app.ui.safe_text import md, quoted
 from app.views.classroom.browser_cookie import browser_cookie_missing, browser_id, refused, remember_browser
 from app.views.classroom.countdown import countdown
+from app.views.classroom.free_text import text_box
 from app.views.classroom.keys import ROOM
 from app.views.classroom.room_lesson import show_step
 
@@ -82,6 +83,10 @@ def _question(code: str) -> None:
         st.markdown(f"**{md(question.prompt)}**")
         if question.kind == "head":
             question_map(question, f"{ROOM.map}{question.id}")
+        if question.kind == "text":
+            countdown(question)
+            text_box(room.code, question)
+            return
         labels = [md(o) for o in question.options]
         if question.revealed:
             _revealed(question, mine)
