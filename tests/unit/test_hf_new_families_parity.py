@@ -1,0 +1,98 @@
+"""The families added for issue 43 equal their own eager attention and their own ``generate``.
+
+Each is a tiny random model (two layers, four heads) with the offline byte-level tokenizer, saved with
+``save_pretrained``, loaded through ``engine.load(folder)`` (``ap_capture``) and compared with a separate copy
+loaded with ``attn_implementation="eager"``: every softmax layer's pattern to 1e-5, the layers' kinds as the
+config and the modelling code say, and greedy ids equal to the model's own ``generate``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import engine
+from engine.generation import DecodeSettings
+from tests.hf_helpers import TINY_TEXT
+from tests.unit.test_hf_interface_parity import SENTENCES, reference
+
+ATOL = 1e-5
+WINDOW = 3
+_COMMON = dict(**TINY_TEXT, max_position_embeddings=128, initializer_range=0.25)
+
+
+def _config(kind: str, ids: dict):
+    import transformers as tf
+
+    if kind == "smollm3":  # the second layer has no rotary positions (NoPE)
+        return tf.SmolLM3Config(num_key_value_heads=2, no_rope_layers=[1, 0], **_COMMON, **ids)
+    raise ValueError(kind)
+
+
+#: kind → each layer's kind as the trace names it
+KINDS = {
+    "smollm3": ("full", "no positions"),
+}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from engine.families.hf_text.tiny_gpt2 import build_tokenizer
+
+    return build_tokenizer()
+
+
+_PAIRS: dict[str, tuple] = {}
+
+
+def pair(kind: str, tokenizer, root: Path):
+    """``(engine model, eager reference)`` of a tiny ``kind`` saved under ``root`` (built once per session)."""
+    if kind not in _PAIRS:
+        from transformers import AutoModelForCausalLM
+
+        eos = tokenizer.eos_token_id
+        config = _config(kind, dict(vocab_size=len(tokenizer), bos_token_id=eos, eos_token_id=eos, pad_token_id=eos))
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(config).eval().save_pretrained(root / kind)
+        tokenizer.save_pretrained(root / kind)
+        ref = AutoModelForCausalLM.from_pretrained(root / kind, attn_implementation="eager").eval()
+        _PAIRS[kind] = (engine.load(str(root / kind)), ref)
+    return _PAIRS[kind]
+
+
+@pytest.fixture
+def folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.getbasetemp() / "tiny_new_families"
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_softmax_layer_equals_eager_output_attentions(kind: str, tokenizer, folder) -> None:
+    model, ref = pair(kind, tokenizer, folder)
+    assert model.spec.family == "decoder"
+    for sentence in SENTENCES.values():
+        tr = engine.trace(model, sentence)
+        atts = reference(ref, tr.tokens.ids)
+        assert tr.layer_kinds == KINDS[kind] and tr.causal and tr.n_heads == 4
+        softmax = [layer for layer, k in enumerate(tr.layer_kinds) if k != "linear"]
+        assert len(atts) == len(softmax) >= 1  # output_attentions holds the softmax layers only
+        spread = max(float(np.abs(a - a.mean(axis=-1, keepdims=True)).max()) for a in atts)
+        assert spread > 0.05, "reference patterns are nearly uniform: the comparison would mean little"
+        for layer, att in zip(softmax, atts, strict=True):
+            np.testing.assert_allclose(tr.pattern(layer), att, atol=ATOL, rtol=0, err_msg=f"{kind} layer {layer}")
+            n = len(tr.tokens)
+            np.testing.assert_allclose(tr.pattern_rows(layer, 1, 0, n), att[1], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_greedy_ids_equal_the_models_own_generate(kind: str, tokenizer, folder) -> None:
+    model, ref = pair(kind, tokenizer, folder)
+    tr = engine.generate(model, SENTENCES["short"], DecodeSettings(max_new_tokens=8))
+    prompt = list(tr.tokens.ids[: tr.generated_from])
+    with torch.no_grad():
+        out = ref.generate(torch.tensor([prompt]), max_new_tokens=8, do_sample=False)
+    assert list(tr.tokens.ids) == out[0].tolist() and tr.generated_from < len(tr.tokens)
+    last = max(layer for layer, k in enumerate(tr.layer_kinds) if k != "linear")
+    np.testing.assert_allclose(tr.pattern(last), reference(ref, tr.tokens.ids)[-1], atol=ATOL, rtol=0)
