@@ -207,6 +207,7 @@ TABLE: tuple[FamilyRecord, ...] = (
     _hf_text("gpt_neox", "decoder", "GPT_NEOX", "GPT-NeoX"),
     _hf_text("gpt_oss", "decoder", "ROTARY_DECODER", "gpt-oss"),
     _hf_text("smollm3", "decoder", "ROTARY_DECODER", "SmolLM3"),
+    _hf_text("cohere2", "decoder", "ROTARY_DECODER", "Cohere2"),
     # ---- Hugging Face encoder-decoders (hf_seq2seq.py) ----------------------------------------------------
     _hf_seq2seq("t5", "relative", "T5"),
     _hf_seq2seq("mt5", "relative", "mT5"),

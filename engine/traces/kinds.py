@@ -19,6 +19,8 @@ from typing import Any
 FULL, LINEAR, NO_POSITIONS = "full", "linear", "no positions"
 #: ``layer_types`` entries whose layer mixes tokens without a softmax over keys
 NO_SOFTMAX = frozenset({"linear_attention", "mamba", "conv", "recurrent"})
+#: ``model_type``s whose layers get rotary positions only where they have a window (Cohere2's global layers: NoPE)
+ROPE_ON_SLIDING_ONLY = frozenset({"cohere2"})
 
 
 def window_kinds(window: Sequence[int | None], n_layers: int) -> tuple[str, ...]:
@@ -31,12 +33,15 @@ def config_kinds(config: Any, n_layers: int) -> tuple[str, ...]:
 
     ``layer_types`` says it per layer where the config has it (``"hybrid"``: Falcon-H1's attention beside a Mamba
     mixer, whose attention is a full softmax); without it, a ``sliding_window`` applies to every layer (Mistral).
-    ``no_rope_layers`` marks with 0 the layers whose Q and K get no rotary positions.
+    ``no_rope_layers`` marks with 0 the layers whose Q and K get no rotary positions (Cohere2: its full layers,
+    :data:`ROPE_ON_SLIDING_ONLY`).
     """
     window, chunk = getattr(config, "sliding_window", None), getattr(config, "attention_chunk_size", None)
     default = "sliding_attention" if window and getattr(config, "use_sliding_window", True) else "full_attention"
     types = list(getattr(config, "layer_types", None) or [])
     rope = list(getattr(config, "no_rope_layers", None) or [])
+    if getattr(config, "model_type", None) in ROPE_ON_SLIDING_ONLY:
+        rope = [int(t == "sliding_attention") for t in types]
     kinds = []
     for i in range(n_layers):  # past the end of a list (not seen in transformers' configs): the defaults
         kind, positions = types[i] if i < len(types) else default, rope[i] if i < len(rope) else 1

@@ -29,12 +29,16 @@ def _config(kind: str, ids: dict):
 
     if kind == "smollm3":  # the second layer has no rotary positions (NoPE)
         return tf.SmolLM3Config(num_key_value_heads=2, no_rope_layers=[1, 0], **_COMMON, **ids)
+    if kind == "cohere2":  # a windowed layer with RoPE, then a global one without
+        layers = ["sliding_attention", "full_attention"]
+        return tf.Cohere2Config(num_key_value_heads=2, sliding_window=WINDOW, layer_types=layers, **_COMMON, **ids)
     raise ValueError(kind)
 
 
 #: kind → each layer's kind as the trace names it
 KINDS = {
     "smollm3": ("full", "no positions"),
+    "cohere2": (f"sliding {WINDOW}", "no positions"),
 }
 
 
