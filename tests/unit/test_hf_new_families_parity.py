@@ -32,6 +32,8 @@ def _config(kind: str, ids: dict):
     if kind == "cohere2":  # a windowed layer with RoPE, then a global one without
         layers = ["sliding_attention", "full_attention"]
         return tf.Cohere2Config(num_key_value_heads=2, sliding_window=WINDOW, layer_types=layers, **_COMMON, **ids)
+    if kind == "olmo2":  # Q and K normalised over all heads before RoPE
+        return tf.Olmo2Config(num_key_value_heads=2, **_COMMON, **ids)
     raise ValueError(kind)
 
 
@@ -39,6 +41,7 @@ def _config(kind: str, ids: dict):
 KINDS = {
     "smollm3": ("full", "no positions"),
     "cohere2": (f"sliding {WINDOW}", "no positions"),
+    "olmo2": ("full", "full"),
 }
 
 
