@@ -34,6 +34,8 @@ def _config(kind: str, ids: dict):
         return tf.Cohere2Config(num_key_value_heads=2, sliding_window=WINDOW, layer_types=layers, **_COMMON, **ids)
     if kind == "olmo2":  # Q and K normalised over all heads before RoPE
         return tf.Olmo2Config(num_key_value_heads=2, **_COMMON, **ids)
+    if kind == "granite":  # its own factor on QKᵀ (attention_multiplier), not 1/√d
+        return tf.GraniteConfig(num_key_value_heads=2, attention_multiplier=0.3, **_COMMON, **ids)
     raise ValueError(kind)
 
 
@@ -42,6 +44,7 @@ KINDS = {
     "smollm3": ("full", "no positions"),
     "cohere2": (f"sliding {WINDOW}", "no positions"),
     "olmo2": ("full", "full"),
+    "granite": ("full", "full"),
 }
 
 
