@@ -36,6 +36,10 @@ def _config(kind: str, ids: dict):
         return tf.Olmo2Config(num_key_value_heads=2, **_COMMON, **ids)
     if kind == "granite":  # its own factor on QKᵀ (attention_multiplier), not 1/√d
         return tf.GraniteConfig(num_key_value_heads=2, attention_multiplier=0.3, **_COMMON, **ids)
+    if kind == "deepseek_v3":  # multi-head latent attention: q and k of 8 non-rotary + 4 rotary dims, values of 6
+        mla = dict(kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=6)
+        moe = dict(n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1, moe_intermediate_size=16)
+        return tf.DeepseekV3Config(num_key_value_heads=4, first_k_dense_replace=1, **mla, **moe, **_COMMON, **ids)
     raise ValueError(kind)
 
 
@@ -45,6 +49,7 @@ KINDS = {
     "cohere2": (f"sliding {WINDOW}", "no positions"),
     "olmo2": ("full", "full"),
     "granite": ("full", "full"),
+    "deepseek_v3": ("full", "full"),
 }
 
 
@@ -106,3 +111,23 @@ def test_greedy_ids_equal_the_models_own_generate(kind: str, tokenizer, folder) 
     assert list(tr.tokens.ids) == out[0].tolist() and tr.generated_from < len(tr.tokens)
     last = max(layer for layer, k in enumerate(tr.layer_kinds) if k != "linear")
     np.testing.assert_allclose(tr.pattern(last), reference(ref, tr.tokens.ids)[-1], atol=ATOL, rtol=0)
+
+
+def test_deepseek_latent_attention_q_and_k_are_the_latents_projections(tokenizer, folder) -> None:
+    """MLA: each head's key is ``[k_nope, k_rope]``: 8 dims read from the shared key/value latent by ``kv_b_proj``,
+    then 4 rotary dims that every head shares; values are 6 wide. Layer 0's, from the weights by hand."""
+    model, ref = pair("deepseek_v3", tokenizer, folder)
+    tr = engine.trace(model, SENTENCES["short"])
+    attn, n = ref.model.layers[0].self_attn, len(tr.tokens)
+    assert tr.d_head == 12 and tr.v(0).shape == (4, n, 6)
+    with torch.no_grad():
+        x = ref.model.layers[0].input_layernorm(ref.model.embed_tokens(torch.tensor([list(tr.tokens.ids)])))
+        latent = attn.kv_a_layernorm(attn.kv_a_proj_with_mqa(x)[..., :16])  # [1, n, kv_lora_rank]
+        k_nope, v = attn.kv_b_proj(latent).view(n, 4, 14).transpose(0, 1).split([8, 6], dim=-1)
+        q_nope = attn.q_b_proj(attn.q_a_layernorm(attn.q_a_proj(x))).view(n, 4, 12).transpose(0, 1)[..., :8]
+    np.testing.assert_allclose(tr.k(0)[..., :8], k_nope.numpy(), atol=1e-6)
+    np.testing.assert_allclose(tr.v(0), v.numpy(), atol=1e-6)
+    np.testing.assert_allclose(tr.q(0)[..., :8], q_nope.numpy(), atol=1e-6)
+    for h in range(1, 4):  # one rotary key for all heads
+        np.testing.assert_array_equal(tr.k(0)[h, :, 8:], tr.k(0)[0, :, 8:])
+    assert not np.allclose(tr.k(0)[1, :, :8], tr.k(0)[0, :, :8])
