@@ -40,6 +40,9 @@ def _config(kind: str, ids: dict):
         mla = dict(kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=6)
         moe = dict(n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1, moe_intermediate_size=16)
         return tf.DeepseekV3Config(num_key_value_heads=4, first_k_dense_replace=1, **mla, **moe, **_COMMON, **ids)
+    if kind == "falcon_h1":  # each layer: attention beside a Mamba-2 mixer (layer_types "hybrid"); the attention traced
+        mamba = dict(mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8, mamba_d_state=8, mamba_chunk_size=4)
+        return tf.FalconH1Config(num_key_value_heads=2, head_dim=8, **mamba, **_COMMON, **ids)
     raise ValueError(kind)
 
 
@@ -50,6 +53,7 @@ KINDS = {
     "olmo2": ("full", "full"),
     "granite": ("full", "full"),
     "deepseek_v3": ("full", "full"),
+    "falcon_h1": ("full", "full"),
 }
 
 
