@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 FULL, LINEAR, NO_POSITIONS = "full", "linear", "no positions"
 #: ``layer_types`` entries whose layer mixes tokens without a softmax over keys
 NO_SOFTMAX = frozenset({"linear_attention", "mamba", "conv", "recurrent"})
@@ -55,6 +57,26 @@ def config_kinds(config: Any, n_layers: int) -> tuple[str, ...]:
         name = limited.get(kind) or FULL  # never "sliding None" (a config no model runs)
         kinds.append(name if positions else NO_POSITIONS if name == FULL else f"{name}, {NO_POSITIONS}")
     return tuple(kinds)
+
+
+def chunk_size(kind: str) -> int | None:
+    """``C`` of a ``"chunked C"`` layer (``"chunked C, no positions"`` too), else None."""
+    return int(kind.split()[1].rstrip(",")) if kind.startswith("chunked ") else None
+
+
+def blocked_pairs(n_q: int, n_k: int, causal: bool, window: int | None, chunk: int | None) -> np.ndarray:
+    """``[n_q, n_k]`` bool, True where query ``i`` may not see key ``j``; query ``i`` sits at position
+    ``p = i + n_k − n_q`` (aligned at the end). Causal: ``j > p`` blocked; a window ``w``: ``p − j >= w`` (causal) or
+    ``|p − j| > w`` (not); a chunk ``C``: ``j // C != p // C`` or ``j > p``, with or without the causal mask (Llama 4:
+    transformers' chunked mask is causal whatever ``is_causal`` says)."""
+    p = np.arange(n_q)[:, None] + (n_k - n_q)
+    j = np.arange(n_k)[None, :]
+    blocked = (j > p) if causal else np.zeros((n_q, n_k), dtype=bool)
+    if window is not None:
+        blocked |= (p - j >= window) if causal else (np.abs(p - j) > window)
+    if chunk is not None:
+        blocked |= (j // chunk != p // chunk) | (j > p)
+    return blocked
 
 
 def check_pattern(kinds: Sequence[str], layer: int) -> None:

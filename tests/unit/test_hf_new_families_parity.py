@@ -43,6 +43,11 @@ def _config(kind: str, ids: dict):
     if kind == "falcon_h1":  # each layer: attention beside a Mamba-2 mixer (layer_types "hybrid"); the attention traced
         mamba = dict(mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8, mamba_d_state=8, mamba_chunk_size=4)
         return tf.FalconH1Config(num_key_value_heads=2, head_dim=8, **mamba, **_COMMON, **ids)
+    if kind == "llama4_text":  # chunks of 4 keys with RoPE, then a global layer without; a mixture of 2 experts
+        moe = dict(num_local_experts=2, intermediate_size_mlp=64)
+        return tf.Llama4TextConfig(
+            num_key_value_heads=2, head_dim=8, attention_chunk_size=4, no_rope_layers=[1, 0], **moe, **_COMMON, **ids
+        )
     raise ValueError(kind)
 
 
@@ -54,6 +59,7 @@ KINDS = {
     "granite": ("full", "full"),
     "deepseek_v3": ("full", "full"),
     "falcon_h1": ("full", "full"),
+    "llama4_text": ("chunked 4", "no positions"),
 }
 
 
@@ -135,3 +141,28 @@ def test_deepseek_latent_attention_q_and_k_are_the_latents_projections(tokenizer
     for h in range(1, 4):  # one rotary key for all heads
         np.testing.assert_array_equal(tr.k(0)[h, :, 8:], tr.k(0)[0, :, 8:])
     assert not np.allclose(tr.k(0)[1, :, :8], tr.k(0)[0, :, :8])
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_llama4_chunks_hide_keys_outside_the_querys_block(causal: bool, tokenizer, folder) -> None:
+    """Llama 4's chunked layer: query i sees keys j <= i of its own block of 4 (transformers keeps the chunks causal
+    without the causal mask too; its global layer then sees every key), in the pattern, the long-input rows and
+    Step by step's numbers."""
+    from engine.analysis.stepwise import query_steps
+
+    model, ref = pair("llama4_text", tokenizer, folder)
+    tr = engine.trace(model, SENTENCES["odd"], causal=causal)
+    n, chunk = len(tr.tokens), 4
+    with torch.no_grad():
+        out = ref(input_ids=torch.tensor([list(tr.tokens.ids)]), is_causal=causal, output_attentions=True)
+    i, j = np.indices((n, n))
+    for layer, att in enumerate(out.attentions):
+        np.testing.assert_allclose(tr.pattern(layer), att[0].numpy(), atol=ATOL, rtol=0, err_msg=f"layer {layer}")
+    assert tr.chunk_of(0) == chunk and tr.chunk_of(1) is None and n > 3 * chunk and tr.blocked_any()
+    p = tr.pattern(0, 2)
+    assert np.all(p[(j // chunk != i // chunk) | (j > i)] == 0) and np.all(p[(j // chunk == i // chunk) & (j <= i)] > 0)
+    assert np.all(tr.pattern(1) > 0) != causal  # the global layer: every key without the causal mask
+    np.testing.assert_allclose(tr.pattern_rows(0, 2, 0, n), p, atol=1e-6)
+    np.testing.assert_allclose(tr.overview(0, 2, size=n), p, atol=1e-6)
+    steps = query_steps(tr, 0, 2, n - 2)
+    np.testing.assert_allclose(steps.weights[0], p[n - 2], atol=ATOL, rtol=0)

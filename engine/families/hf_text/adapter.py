@@ -116,8 +116,10 @@ class HFTextAdapter:
 
     # ---- model structure ---------------------------------------------------------------------
     def base(self, module: nn.Module) -> nn.Module:
-        """The base model below any task head (``GPT2LMHeadModel.transformer``)."""
-        return getattr(module, module.base_model_prefix, module) if hasattr(module, "base_model_prefix") else module
+        """The base model below any task head (``GPT2LMHeadModel.transformer``; ``.model`` where the class names a
+        prefix it has no attribute for, as ``Llama4ForCausalLM``'s ``language_model``)."""
+        found = getattr(module, getattr(module, "base_model_prefix", ""), None)
+        return found if isinstance(found, nn.Module) else getattr(module, "model", module)
 
     def _path(self, module: nn.Module, path: str):
         obj = self.base(module)
