@@ -277,12 +277,13 @@ def recording(whole_batch: bool = False, stop_after: Iterable[object] = ()) -> I
         _RECORDER.reset(token)
 
 
-def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Module]) -> list:
+def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Module], without=frozenset()) -> list:
     """One recorded attention call per layer, matched by module identity.
 
     Args:
         calls: ``Recorder.calls``, ``(attention module, record)`` in call order.
         layers: the model's layers in order; a call belongs to the layer whose submodules hold its module.
+        without: indices of layers that call no softmax attention (linear attention): None in their place.
 
     Raises:
         EngineError: nothing was recorded (the model does not run ``ap_capture``), a call outside
@@ -299,7 +300,7 @@ def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Mo
         if found[i] is not None:
             raise EngineError(f"layer {i} called attention twice; one self-attention per layer is expected")
         found[i] = record
-    missing = [i for i, r in enumerate(found) if r is None]
+    missing = [i for i, r in enumerate(found) if r is None and i not in without]
     if missing:
         raise EngineError(f"no attention was recorded for layers {missing} of 0–{len(layers) - 1}")
     return found

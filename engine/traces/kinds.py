@@ -18,11 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from engine.records import EngineError
+
 FULL, LINEAR, NO_POSITIONS = "full", "linear", "no positions"
 #: ``layer_types`` entries whose layer mixes tokens without a softmax over keys
 NO_SOFTMAX = frozenset({"linear_attention", "mamba", "conv", "recurrent"})
 #: ``model_type``s whose layers get rotary positions only where they have a window (Cohere2's global layers: NoPE)
 ROPE_ON_SLIDING_ONLY = frozenset({"cohere2"})
+
+
+class NoPatternError(EngineError, ValueError):
+    """A pattern was asked of a layer with no softmax over keys (a ValueError, shown calmly as an engine error)."""
 
 
 def window_kinds(window: Sequence[int | None], n_layers: int) -> tuple[str, ...]:
@@ -80,9 +86,26 @@ def blocked_pairs(n_q: int, n_k: int, causal: bool, window: int | None, chunk: i
 
 
 def check_pattern(kinds: Sequence[str], layer: int) -> None:
-    """Raise ValueError when layer ``layer`` (an index into ``kinds``) has no softmax pattern."""
+    """Raise :class:`NoPatternError` when layer ``layer`` (an index into ``kinds``) has no softmax pattern."""
     if kinds and kinds[layer] == LINEAR:
-        raise ValueError(
+        raise NoPatternError(
             f"Layer {layer} is a {LINEAR} layer: it mixes tokens through a running state (linear attention or a "
             "state-space update), not a softmax over keys, so it has no attention pattern."
+        )
+
+
+def softmax_layers(kinds: Sequence[str]) -> list[int]:
+    """The layers that have an attention pattern (every one but the ``"linear"`` ones), in order."""
+    return [i for i, kind in enumerate(kinds) if kind != LINEAR]
+
+
+def every_pattern(kinds: Sequence[str], what: str) -> None:
+    """Raise :class:`NoPatternError` naming the linear layers when ``what`` (a method that chains every layer's pattern, as
+    attention rollout) is asked of a model that has some."""
+    linear = [i for i, kind in enumerate(kinds) if kind == LINEAR]
+    if linear:
+        raise NoPatternError(
+            f"{what} multiplies every layer's attention pattern, but layer{'s' * (len(linear) > 1)} "
+            f"{', '.join(map(str, linear))} of this model {'are' if len(linear) > 1 else 'is a'} {LINEAR} "
+            f"layer{'s' * (len(linear) > 1)} (a running state, no softmax over keys), so it has no pattern to chain."
         )

@@ -21,6 +21,7 @@ from tests.unit.test_hf_interface_parity import SENTENCES, reference
 
 ATOL = 1e-5
 WINDOW = 3
+HYBRID = ["linear_attention", "full_attention"]
 _COMMON = dict(**TINY_TEXT, max_position_embeddings=128, initializer_range=0.25)
 
 
@@ -48,6 +49,12 @@ def _config(kind: str, ids: dict):
         return tf.Llama4TextConfig(
             num_key_value_heads=2, head_dim=8, attention_chunk_size=4, no_rope_layers=[1, 0], **moe, **_COMMON, **ids
         )
+    if kind == "qwen3_next":  # a gated delta-rule (linear attention) layer, then a gated full-attention one
+        linear = dict(linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=8)
+        moe = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=16)
+        return tf.Qwen3NextConfig(
+            num_key_value_heads=2, head_dim=8, layer_types=HYBRID, **linear, **moe, **_COMMON, **ids
+        )
     raise ValueError(kind)
 
 
@@ -60,6 +67,7 @@ KINDS = {
     "deepseek_v3": ("full", "full"),
     "falcon_h1": ("full", "full"),
     "llama4_text": ("chunked 4", "no positions"),
+    "qwen3_next": ("linear", "full"),
 }
 
 
@@ -166,3 +174,48 @@ def test_llama4_chunks_hide_keys_outside_the_querys_block(causal: bool, tokenize
     np.testing.assert_allclose(tr.overview(0, 2, size=n), p, atol=1e-6)
     steps = query_steps(tr, 0, 2, n - 2)
     np.testing.assert_allclose(steps.weights[0], p[n - 2], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("kind", [k for k, kinds in KINDS.items() if "linear" in kinds])
+def test_a_linear_attention_layer_has_no_pattern(kind: str, tokenizer, folder) -> None:
+    """Qwen3-Next's gated delta-rule layer computes no softmax: every reading of its pattern raises the error that
+    names its kind (also Step by step's and rollout's), while the full layer is traced (the parity test). Its gated
+    heads keep no per-key ‖v·W_O‖: a key's share would depend on the query's gate."""
+    from engine.analysis.attribution import importance, predict
+    from engine.analysis.stepwise import query_steps
+    from engine.records import EngineError
+
+    model, _ = pair(kind, tokenizer, folder)
+    tr = engine.trace(model, SENTENCES["short"])
+    n = len(tr.tokens)
+    for read in (
+        lambda: tr.pattern(0),
+        lambda: tr.scores(0, 1, "raw"),
+        lambda: tr.pattern_rows(0, 1, 0, n),
+        lambda: tr.overview(0, 1, size=4),
+        lambda: query_steps(tr, 0, 1, n - 1),
+    ):
+        with pytest.raises(ValueError, match="Layer 0 is a linear layer") as err:
+            read()
+        assert isinstance(err.value, EngineError)  # shown calmly on a page
+    assert tr.pattern(1).shape == (4, n, n) and not tr.has_contributions
+    assert tr.q(0).shape == tr.q(1).shape and not tr.q(0).any()  # a placeholder: zeros, one element in memory
+    pred = predict(model, SENTENCES["short"])
+    with pytest.raises(ValueError, match="layer 0 of this model is a linear layer"):
+        importance(model, pred, "rollout", trace=tr)
+    np.testing.assert_allclose(importance(model, pred, "attention", trace=tr).scores, tr.pattern(1)[:, -1].mean(0))
+
+
+@pytest.mark.parametrize("kind", [k for k, kinds in KINDS.items() if "linear" in kinds])
+def test_the_head_finder_ranks_only_the_softmax_layers(kind: str, tokenizer, folder) -> None:
+    """The head finder's metrics are the full layer's, read from its pattern; the linear layer's heads have none."""
+    from engine.analysis import metrics as M
+    from engine.analysis.head_finder import head_table
+
+    model, ref = pair(kind, tokenizer, folder)
+    rows = head_table(model, [SENTENCES["short"]], sequences=1, period=5)
+    assert [(r["layer"], r["head"]) for r in rows] == [(layer, h) for layer in range(2) for h in range(4)]
+    assert all(r["previous_token"] is None and r["induction"] is None for r in rows[:4])
+    ids = engine.trace(model, SENTENCES["short"]).tokens.ids
+    want = M.head_metrics(reference(ref, ids)[0], [], square=True)["previous"]
+    np.testing.assert_allclose([r["previous_token"] for r in rows[4:]], want, atol=1e-5)

@@ -66,6 +66,9 @@ ROTARY_DECODER = HFTextAdapter(
     batches=False,  # not checked with padding (sliding windows, softcaps): traced one by one
 )
 GPT_NEOX = replace(ROTARY_DECODER, out_proj="attention.dense")
+#: Qwen3-Next, Qwen3.5: linear-attention layers (no softmax: placeholders in the trace) between full ones whose heads'
+#: output is gated per query before ``o_proj``
+GATED_HYBRID = replace(ROTARY_DECODER, gated_output=True)
 
 
 def load_hf_text(
