@@ -214,6 +214,7 @@ TABLE: tuple[FamilyRecord, ...] = (
     _hf_text("falcon_h1", "decoder", "ROTARY_DECODER", "Falcon-H1"),
     _hf_text("llama4_text", "decoder", "ROTARY_DECODER", "Llama 4"),
     _hf_text("qwen3_next", "decoder", "GATED_HYBRID", "Qwen3-Next"),
+    _hf_text("qwen3_5_text", "decoder", "GATED_HYBRID", "Qwen3.5"),
     # ---- Hugging Face encoder-decoders (hf_seq2seq.py) ----------------------------------------------------
     _hf_seq2seq("t5", "relative", "T5"),
     _hf_seq2seq("mt5", "relative", "mT5"),

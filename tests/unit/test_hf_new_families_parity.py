@@ -55,6 +55,9 @@ def _config(kind: str, ids: dict):
         return tf.Qwen3NextConfig(
             num_key_value_heads=2, head_dim=8, layer_types=HYBRID, **linear, **moe, **_COMMON, **ids
         )
+    if kind == "qwen3_5_text":  # as Qwen3-Next without the experts
+        linear = dict(linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=8)
+        return tf.Qwen3_5TextConfig(num_key_value_heads=2, head_dim=8, layer_types=HYBRID, **linear, **_COMMON, **ids)
     raise ValueError(kind)
 
 
@@ -68,6 +71,7 @@ KINDS = {
     "falcon_h1": ("full", "full"),
     "llama4_text": ("chunked 4", "no positions"),
     "qwen3_next": ("linear", "full"),
+    "qwen3_5_text": ("linear", "full"),
 }
 
 
