@@ -132,6 +132,8 @@ class HFTextAdapter:
     reads_is_decoder: bool = False
     caches: bool = True
     position_offset: int = 0
+    #: sentences every trace of the family carries (a family outside the table: not verified by us)
+    notices: tuple[str, ...] = ()
     #: the heads' output is multiplied by a gate of the query's own before the output projection (Qwen3-Next,
     #: Qwen3.5): a key's contribution then depends on the query, so no ‖v·W_O‖ per key is kept
     gated_output: bool = False
@@ -312,7 +314,7 @@ class HFTextAdapter:
             truncated=n_input_tokens is not None and n_input_tokens > n,
             n_input_tokens=n if n_input_tokens is None else int(n_input_tokens),
             device=device.type,
-            notices=tuple(notices) + ((notice,) if notice else ()),
+            notices=(*notices, *self.notices, *((notice,) if notice else ())),
         )
 
     def trace_batch(

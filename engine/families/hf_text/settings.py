@@ -72,7 +72,13 @@ GATED_HYBRID = replace(ROTARY_DECODER, gated_output=True)
 
 
 def load_hf_text(
-    model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None, device: torch.device | None = None
+    model_id: str,
+    path: Path,
+    config: dict,
+    *,
+    spec: ModelSpec | None = None,
+    device: torch.device | None = None,
+    adapter: HFTextAdapter | None = None,
 ) -> Model:
     """A text model of a family in the table, with its tokenizer, read through ``ap_capture``.
 
@@ -82,9 +88,11 @@ def load_hf_text(
         config: its parsed ``config.json`` (its ``model_type`` names a text record of the table).
         spec: the catalog entry to report; defaults to one built from the id and family.
         device: defaults to CUDA when present, else CPU.
+        adapter: the settings to read it with; None: its record's (a family outside the table:
+            :mod:`engine.families.hf_text.unverified`).
     """
 
-    adapter: HFTextAdapter = resolve(hub_record(config.get("model_type")).adapter)
+    adapter = adapter or resolve(hub_record(config.get("model_type")).adapter)
     shown = quote_input(model_id)
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ModelUnavailableError(
