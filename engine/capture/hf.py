@@ -1,7 +1,8 @@
 """One capture path for every family that calls ``transformers.AttentionInterface``.
 
 BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, ViT, DeiT, Swin, Llama, Mistral, Qwen2,
-Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2, Gemma 3 text and gpt-oss (transformers 5.23) compute attention by
+Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2, Gemma 3 text, gpt-oss, SmolLM3, Cohere2, OLMo 2, Granite, Llama 4, DeepSeek-V3,
+Falcon-H1 and the full layers of Qwen3-Next and Qwen3.5 (transformers 5.23) compute attention by
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,

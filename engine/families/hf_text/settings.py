@@ -55,7 +55,8 @@ DISTILBERT = HFTextAdapter(
 GPT2 = HFTextAdapter(
     family="decoder", layers_path="h", out_proj="attn.c_proj", pos_path="wpe", byte_level=True, batches=True
 )
-#: decoders with rotary positions (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1–3, gpt-oss: its sinks come with each call)
+#: decoders with rotary positions (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1–3, gpt-oss: its sinks come with each call;
+#: SmolLM3, Cohere2, OLMo 2, Granite, Llama 4, DeepSeek-V3, Falcon-H1: what differs comes with each call too)
 ROTARY_DECODER = HFTextAdapter(
     family="decoder",
     layers_path="layers",
