@@ -223,3 +223,50 @@ def test_the_head_finder_ranks_only_the_softmax_layers(kind: str, tokenizer, fol
     ids = engine.trace(model, SENTENCES["short"]).tokens.ids
     want = M.head_metrics(reference(ref, ids)[0], [], square=True)["previous"]
     np.testing.assert_allclose([r["previous_token"] for r in rows[4:]], want, atol=1e-5)
+
+
+def test_ablation_and_patching_reach_only_the_heads_a_hybrid_has(tokenizer, folder) -> None:
+    """Qwen3-Next: switching off a full layer's head equals zeroing its columns of ``o_proj`` by hand; a linear layer
+    has no heads to switch off (a clear error) and its row of head patching is NaN, the full layer's row equals
+    patching the clean run's head output into the corrupted run by hand."""
+    import copy
+
+    from engine.analysis.ablation import ablate
+    from engine.analysis.patching import patch_heads
+    from engine.records import EngineError
+
+    model, ref = pair("qwen3_next", tokenizer, folder)
+    r = ablate(model, "The cat sat on the", [(1, 2)], top_k=12)
+    hand = copy.deepcopy(ref)
+    with torch.no_grad():
+        hand.model.layers[1].self_attn.o_proj.weight[:, 16:24] = 0.0  # head 2 of 4, 8 dims each
+        after = torch.softmax(hand(input_ids=torch.tensor([list(r.tokens.ids)])).logits[0, -1].double(), -1)
+    np.testing.assert_allclose(r.top_after, after.numpy()[list(r.top_ids)], atol=1e-6)
+    with pytest.raises(EngineError, match="Layer 0 has no attention heads to switch off"):
+        ablate(model, "The cat sat on the", [(0, 1)])
+
+    clean, corrupt = "The cat sat on the mat because it was", "The dog sat on the mat because it was"
+    got = patch_heads(model, clean, corrupt, "cat", "dog")
+    proj = ref.model.layers[1].self_attn.o_proj
+    ids = [torch.tensor([tokenizer(t)["input_ids"]]) for t in (clean, corrupt)]
+    a, w = (tokenizer(" " + t)["input_ids"][0] for t in ("cat", "dog"))
+    saved = {}
+    with torch.no_grad():
+        hook = proj.register_forward_pre_hook(lambda m, args: saved.setdefault("z", args[0].clone()))
+        d_clean = (lambda lg: lg[0, -1, a] - lg[0, -1, w])(ref(input_ids=ids[0]).logits).item()
+        hook.remove()
+        d_corrupt = (lambda lg: lg[0, -1, a] - lg[0, -1, w])(ref(input_ids=ids[1]).logits).item()
+        want = []
+        for h in range(4):
+
+            def put(m, args, h=h):
+                z = args[0].clone()
+                z[..., 8 * h : 8 * h + 8] = saved["z"][..., 8 * h : 8 * h + 8]
+                return (z,)
+
+            hook = proj.register_forward_pre_hook(put)
+            lg = ref(input_ids=ids[1]).logits
+            hook.remove()
+            want.append(((lg[0, -1, a] - lg[0, -1, w]).item() - d_corrupt) / (d_clean - d_corrupt))
+    assert np.isnan(got[0]).all()
+    np.testing.assert_allclose(got[1], want, atol=1e-4)
