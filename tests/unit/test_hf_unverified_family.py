@@ -4,7 +4,8 @@ Starcoder2 (grouped-query attention, a sliding window) is not in the family tabl
 and output projection from one recorded forward pass, checks the probe's patterns against its own eager attention,
 and serves it with a "not verified by us" notice; its patterns then equal eager ``output_attentions`` to 1e-5 and
 its greedy ids its own ``generate``. Families whose attention does not go through the interface are refused with
-the reason; a model type transformers has no causal LM for keeps the old message.
+the reason, as is one whose patterns differ from its eager attention's (a model type transformers has no causal LM
+for keeps the old message: test_hf_interface_parity.py).
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def _save(kind: str, root: Path) -> Path:
             initializer_range=0.25,
             **TINY_TEXT,
             **ids,
+        )
+    elif kind == "granite_swa":  # sinks that scale the output after a plain softmax (its eager weights omit them)
+        config = tf.GraniteSWAConfig(
+            num_key_value_heads=2, sliding_window=WINDOW, max_position_embeddings=128, **TINY_TEXT, **ids
         )
     elif kind == "bloom":  # ALiBi, its own attention code (no attention interface)
         config = tf.BloomConfig(hidden_size=32, n_layer=2, n_head=4, **ids)
@@ -89,3 +94,15 @@ def test_a_family_whose_attention_the_interface_never_sees_is_refused_with_the_r
     said = str(caught.value)
     assert f"is a '{kind}' model, a family not in the engine's table" in said
     assert said.endswith("no attention call went through transformers' attention interface")
+
+
+def test_a_family_whose_patterns_differ_from_its_eager_attention_is_refused(tmp_path) -> None:
+    """Granite-SWA reports each row's softmax before its sink scales the output (rows sum to one), while the capture
+    keeps the sink in the row (gpt-oss's convention): the probe sees patterns unlike its eager ones and refuses."""
+    folder = _save("granite_swa", tmp_path)
+    with pytest.raises(
+        ModelUnavailableError,
+        match=r"'granite_swa' model, a family not in the engine's table, and its "
+        r"attention cannot be read here: its traced patterns differ from its own eager attention by up to",
+    ):
+        engine.load(str(folder))
