@@ -17,10 +17,12 @@ import streamlit as st  # noqa: E402
 from app import routes, sidebar, state, url_state  # noqa: E402
 from app.runtime.traces import warm_up  # noqa: E402
 from app.ui.brand import favicon  # noqa: E402
+from app.ui.forged_values import guard_number_widgets  # noqa: E402
 from app.ui.guard import calm_errors  # noqa: E402
 from app.ui.theme import init_presenter, presenting, presenting_link  # noqa: E402
 from app.views.classroom.room_panel import student_panel  # noqa: E402
 
+guard_number_widgets()  # before any widget of the first run: a forged number falls back to the widget's default
 # a projector link (?present=1) opens with the sidebar folded away: the chart gets the screen
 st.set_page_config(
     page_title="Attention Playground",

@@ -180,13 +180,12 @@ def main() -> None:
     lines = [
         SECTION,
         "",
-        "Bytes one view sends to the browser (kB = 10³, MB = 10⁶ bytes). bertviz's columns are the app's offline",
-        f"documents: weights as JSON rounded to 4 decimals (q/k to 3) and {fmt_bytes(libs)} of d3, jQuery and the "
-        "require shim",
-        'inlined in each. "bertviz default" is `bertviz.model_view` on float32 tensors (its CDN scripts not counted).',
-        "Explore's column is what its in-browser view is sent: every head of a layer (uint16 counts of 0.001, deflated;",
-        "block maxima above 256 tokens a side), switched in the browser."
-        + (" Draw: headless Chromium, `set_content` → drawn SVG (— = not timed)." if args.draw else ""),
+        "Bytes a view sends (kB = 10³, MB = 10⁶). bertviz's columns are the app's offline documents (JSON weights to 4",
+        f'decimals, q/k to 3, and {fmt_bytes(libs)} of d3, jQuery and the require shim inlined); "bertviz default" is '
+        "`bertviz.model_view`",
+        "on float32 tensors (CDN scripts not counted). Explore's column: what its view gets, every head of a layer (uint16",
+        "counts of 0.001, deflated; block maxima above 256 tokens)."
+        + (" Draw: headless Chromium, `set_content` → drawn SVG." if args.draw else ""),
         "",
         f"`{command}` · {machine()} · load {load_average()}",
         "",

@@ -10,7 +10,16 @@ import threading
 from pathlib import Path
 
 from app.store.db import Postgres, Sqlite, StoreUnavailable  # noqa: F401 — StoreUnavailable: the API
-from app.store.rooms import ROOM_HOURS, Ask, Question, Room, RoomError, Store, normalise_code  # noqa: F401 — the API
+from app.store.rooms import (  # noqa: F401 — the API
+    MAX_SECONDS,
+    ROOM_HOURS,
+    Ask,
+    Question,
+    Room,
+    RoomError,
+    Store,
+    normalise_code,
+)
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"  # without AP_DATA_DIR: data/ in the checkout
 

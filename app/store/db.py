@@ -3,13 +3,17 @@
 Constant statements with ``?`` placeholders run on either (``%s`` for psycopg); values always travel as parameters.
 Both run in autocommit mode, a write transaction between explicit ``BEGIN`` and ``COMMIT``. Connections are pooled,
 one thread at a time each. Any failure to reach the database becomes :class:`StoreUnavailable`, whose message a page
-shows; the cause goes to the log.
+shows; the cause goes to the log. A SQLite file deleted or replaced under a running app is noticed by its identity
+(device and inode) when a connection is taken and again when it is handed back: the old file's connections are
+closed, and a statement that ran on the old file raises instead of returning, so nothing is acknowledged that the
+file on disk does not hold (the store then migrates the new file: ``rooms.Store.ready``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +57,10 @@ class Database:
     def _usable(self, conn: Any) -> bool:
         return True
 
+    def identity(self) -> object:
+        """What the data lives in (a SQLite file's device and inode); a new value means a new, empty database."""
+        return None
+
     @contextlib.contextmanager
     def _connection(self) -> Iterator[Any]:
         """A pooled (or new) connection for the block, closed instead of kept if the store failed in it."""
@@ -71,6 +79,10 @@ class Database:
         except BaseException as exc:
             self._give(conn, broken=isinstance(exc, StoreUnavailable))
             raise
+        if not self._usable(conn):  # the database went away while the block ran on it: what it wrote is lost
+            self._give(conn, broken=True)
+            log.warning("class store: the database changed under a running statement; refused")
+            raise StoreUnavailable()
         self._give(conn)
 
     def _give(self, conn: Any, broken: bool = False) -> None:
@@ -122,12 +134,41 @@ class Sqlite(Database):
         super().__init__()
         self.path = Path(path)
 
-    def _open(self) -> sqlite3.Connection:
+    def identity(self) -> tuple[int, int] | None:
+        """The file's (device, inode), None while there is no file."""
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _open(self) -> FileConnection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_S, isolation_level=None, check_same_thread=False, factory=FileConnection
+        )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        conn.file = self.identity()
         return conn
+
+    def _usable(self, conn: FileConnection) -> bool:
+        """Still on the file at :attr:`path`; if not, every idle connection is on the old file too: all closed (before
+        a new one opens the new file beside the old one's WAL)."""
+        if conn.file is not None and conn.file == self.identity():
+            return True
+        log.warning("class store: %s was deleted or replaced; its connections are closed", self.path)
+        with self._lock:
+            idle, self._free = self._free, []
+        for old in idle:
+            _close(old)
+        return False
+
+
+class FileConnection(sqlite3.Connection):
+    """A SQLite connection that knows the identity of the file it opened (:meth:`Sqlite.identity`)."""
+
+    file: tuple[int, int] | None = None
 
 
 class Postgres(Database):

@@ -104,6 +104,25 @@ STEPS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE lesson_drafts ADD COLUMN edit_secret TEXT",
         ),
     ),
+    (
+        5,
+        (
+            # a question's time limit as the moment it stops taking answers (NULL: none), and the teacher's Close
+            # (1; Reopen: 0 and no time limit)
+            "ALTER TABLE questions ADD COLUMN closes_at DOUBLE PRECISION",
+            "ALTER TABLE questions ADD COLUMN closed INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
+    (
+        6,
+        (
+            # a free-text answer (kind 'text': its choice is -1), the word filter's verdict (1: flagged, hidden until
+            # the teacher shows it) and the teacher's say (NULL: none; 1 shown, 0 hidden whatever the filter said)
+            "ALTER TABLE answers ADD COLUMN text TEXT",
+            "ALTER TABLE answers ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE answers ADD COLUMN shown INTEGER",
+        ),
+    ),
 )
 
 LATEST = STEPS[-1][0]

@@ -26,9 +26,11 @@ ROOM_HOURS = 4.0
 #: action → (most tries, per seconds), per browser id, counted in the store (so across every process)
 LIMITS = {"create": (5, 600.0), "join": (10, 60.0), "answer": (30, 60.0), "lesson": (30, 600.0)}
 PROMPT_CHARS, OPTION_CHARS = 300, 80
+MAX_SECONDS = 3600  # the longest time limit of a question
 MIN_OPTIONS = 2
-#: kind of question → the most options it may have (a "which token" question offers each token of its sentence)
-MAX_OPTIONS = {"choice": 8, "predict": 32, "head": 6}
+#: kind of question → the most options it may have (a "which token" question offers each token of its sentence;
+#: a free-text one none: ``app.store.free_text``)
+MAX_OPTIONS = {"choice": 8, "predict": 32, "head": 6, "text": 0}
 KINDS = tuple(MAX_OPTIONS)
 
 
@@ -41,6 +43,7 @@ ENDED = "This class has ended. Ask your teacher for a new link."
 NOT_TEACHER = "This teacher link is not valid for this class: open the control link you got when you started it."
 NOT_JOINED = "Join the class first: open the link or QR code on the teacher's screen."
 REVEALED = "The answer has been revealed: this question takes no more answers."
+CLOSED = "This question is closed: the teacher stopped taking answers. An answer you sent before is kept."
 REPLACED = "The teacher has moved on to another question: answer the one on screen now."
 TOO_MANY = "Too many tries from this browser in a short time: wait a minute, then try again."
 
@@ -58,19 +61,23 @@ class Room:
 
 @dataclass(frozen=True)
 class Ask:
-    """A question as the teacher asks it: ``kind`` (:data:`KINDS`: typed ``"choice"``, or ``"predict"`` / ``"head"``
-    read from a model), prompt, options, the right option's index (None: none) and the kind's plain ``detail``."""
+    """A question as the teacher asks it: ``kind`` (:data:`KINDS`: typed ``"choice"`` or ``"text"`` (free text, no
+    options), or ``"predict"`` / ``"head"`` read from a model), prompt, options, the right option's index (None:
+    none), the kind's plain ``detail`` and the time limit in ``seconds`` (0: none)."""
 
     kind: str
     prompt: object
     options: Sequence[object]
     answer: int | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    seconds: object = 0
 
 
 @dataclass(frozen=True)
 class Question:
-    """A question pushed to a room; ``revealed`` once the teacher showed the answer (it takes no more answers)."""
+    """A question pushed to a room, as read at one moment: ``revealed`` once the teacher showed the answer, ``closed``
+    once its time ran out or the teacher closed it (either way it takes no more answers); ``closes_in``: the seconds
+    its time limit had left (None: no limit)."""
 
     id: str
     kind: str
@@ -79,6 +86,8 @@ class Question:
     answer: int | None
     detail: dict[str, Any]
     revealed: bool
+    closed: bool = False
+    closes_in: float | None = None
 
 
 def normalise_code(text: object) -> str | None:
@@ -101,13 +110,26 @@ def clean_text(text: object, limit: int, what: str) -> str:
     return flat
 
 
-QUESTION_COLUMNS = "q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed"
+QUESTION_COLUMNS = "q.id, q.kind, q.prompt, q.options, q.answer, q.detail, q.revealed, q.closes_at, q.closed"
 
 
-def _question(row) -> Question:
-    qid, kind, prompt, options, answer, detail, revealed = row
+def _question(row, now: float) -> Question:
+    qid, kind, prompt, options, answer, detail, revealed, closes_at, closed = row
     answer = None if answer is None else int(answer)
-    return Question(qid, kind, prompt, tuple(json.loads(options)), answer, json.loads(detail), bool(revealed))
+    left = None if closes_at is None else max(0.0, float(closes_at) - now)
+    closed = bool(closed) or left == 0.0
+    return Question(
+        qid, kind, prompt, tuple(json.loads(options)), answer, json.loads(detail), bool(revealed), closed, left
+    )
+
+
+def time_limit(seconds: object) -> int:
+    """A question's time limit in whole seconds (0: none), or a :class:`RoomError` saying what is allowed."""
+    if isinstance(seconds, float) and seconds.is_integer():
+        seconds = int(seconds)
+    if not (isinstance(seconds, int) and not isinstance(seconds, bool) and 0 <= seconds <= MAX_SECONDS):
+        raise RoomError(f"The time limit is a whole number of seconds from 0 (none) to {MAX_SECONDS}.")
+    return seconds
 
 
 def token_hash(token: str) -> str:
@@ -122,6 +144,7 @@ class Store:
         self.clock = clock
         self.room_hours = room_hours
         self._migrated = False
+        self._migrated_on: object = None  # the database's identity when migrated (a SQLite file's device and inode)
         self._lock = threading.Lock()
 
     @property
@@ -131,11 +154,12 @@ class Store:
         return self._db
 
     def ready(self) -> None:
-        """Create or upgrade the schema (once per store object); raises ``StoreUnavailable``."""
+        """Create or upgrade the schema (once per store object, and again on a new SQLite file where the old one was
+        deleted); raises ``StoreUnavailable``."""
         with self._lock:
-            if not self._migrated:
+            if not self._migrated or self._migrated_on != self._db.identity():
                 migrate(self._db, self.clock)
-                self._migrated = True
+                self._migrated, self._migrated_on = True, self._db.identity()
 
     # ---------------------------------------------------------------- rooms
 
@@ -231,7 +255,9 @@ class Store:
             raise RoomError("Unknown kind of question.")
         prompt = clean_text(ask.prompt, PROMPT_CHARS, "question")
         options = tuple(clean_text(o, OPTION_CHARS, f"option {i + 1}") for i, o in enumerate(ask.options))
-        if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS[kind]:
+        if kind == "text" and options:
+            raise RoomError("A free-text question has no options.")
+        if kind != "text" and not MIN_OPTIONS <= len(options) <= MAX_OPTIONS[kind]:
             raise RoomError(
                 f"A question needs {MIN_OPTIONS} to {MAX_OPTIONS[kind]} options; this one has {len(options)}."
             )
@@ -239,14 +265,16 @@ class Store:
             raise RoomError("Two options are the same: make each one different.")
         if answer is not None and not (isinstance(answer, int) and 0 <= answer < len(options)):
             raise RoomError("The right answer must be one of the options.")
+        seconds = time_limit(ask.seconds)
         room = self.teacher_room(code, token)
-        question = Question(secrets.token_hex(8), kind, prompt, options, answer, dict(ask.detail), False)
+        now, limit = self.clock(), float(seconds) if seconds else None
+        question = Question(secrets.token_hex(8), kind, prompt, options, answer, dict(ask.detail), False, False, limit)
         with self.db.transaction() as run:
             values = (question.id, room.code, kind, prompt, json.dumps(options), answer, json.dumps(question.detail))
             run(
-                "INSERT INTO questions (id, room, kind, prompt, options, answer, detail, opened_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (*values, self.clock()),
+                "INSERT INTO questions (id, room, kind, prompt, options, answer, detail, opened_at, closes_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*values, now, now + seconds if seconds else None),
             )
             run("UPDATE rooms SET current_question = ? WHERE code = ?", (question.id, room.code))
         return question
@@ -257,7 +285,7 @@ class Store:
             f"SELECT {QUESTION_COLUMNS} FROM rooms r JOIN questions q ON q.id = r.current_question WHERE r.code = ?",
             (code,),
         )
-        return _question(rows[0]) if rows else None
+        return _question(rows[0], self.clock()) if rows else None
 
     def earlier_questions(self, code: str, limit: int = 10) -> list[Question]:
         """The room's questions before the one on screen, the latest first (at most ``limit``; they take no answers)."""
@@ -267,38 +295,68 @@ class Store:
             "ORDER BY q.opened_at DESC, q.id LIMIT ?",
             (code, int(limit)),
         )
-        return [_question(row) for row in rows]
+        now = self.clock()
+        return [_question(row, now) for row in rows]
 
     def reveal(self, code: object, token: object, question_id: str) -> None:
         """Show the answer: the question takes no more answers."""
         room = self.teacher_room(code, token)
         self.db.run("UPDATE questions SET revealed = 1 WHERE id = ? AND room = ?", (question_id, room.code))
 
+    def close_question(self, code: object, token: object, question_id: str) -> None:
+        """Stop taking answers now (the answers in are kept)."""
+        room = self.teacher_room(code, token)
+        self.db.run("UPDATE questions SET closed = 1 WHERE id = ? AND room = ?", (question_id, room.code))
+
+    def reopen_question(self, code: object, token: object, question_id: str) -> None:
+        """Take answers again, with no time limit, until the teacher closes it or reveals the answer."""
+        room = self.teacher_room(code, token)
+        sql = "UPDATE questions SET closed = 0, closes_at = NULL WHERE id = ? AND room = ?"
+        self.db.run(sql, (question_id, room.code))
+
+    def reset_question(self, code: object, token: object, question_id: str) -> None:
+        """Clear the question's answers (every student may answer it again while it is open)."""
+        room = self.teacher_room(code, token)
+        self.db.run(
+            "DELETE FROM answers WHERE question = (SELECT id FROM questions WHERE id = ? AND room = ?)",
+            (question_id, room.code),
+        )
+
     # ---------------------------------------------------------------- answers
 
     def answer(self, code: object, question_id: str, browser: str, choice: object) -> None:
-        """Record (or replace) ``browser``'s answer at once; a :class:`RoomError` for a closed room, a browser not
-        joined, a replaced or revealed question, an option it lacks or too many tries."""
+        """Record (or replace) ``browser``'s answer at once; a :class:`RoomError` where :meth:`open_question` refuses
+        or for an option the question lacks."""
         now = self.clock()
         with self.db.transaction() as run:
-            self._allow(run, browser, "answer", now)
-            room = self._open_room(run, normalise_code(code), now)
-            if not run("SELECT 1 FROM members WHERE room = ? AND browser = ?", (room.code, browser)):
-                raise RoomError(NOT_JOINED)
-            rows = run("SELECT options, revealed FROM questions WHERE id = ? AND room = ?", (question_id, room.code))
-            if not rows or room.current_question != question_id:
-                raise RoomError(REPLACED)
-            if rows[0][1]:
-                raise RoomError(REVEALED)
-            if not (
-                isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(json.loads(rows[0][0]))
-            ):
+            options = self.open_question(run, code, question_id, browser, now)
+            if not (isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(options)):
                 raise RoomError("That is not one of this question's options.")
             run(
                 "INSERT INTO answers (question, browser, choice, answered_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (question, browser) DO UPDATE SET choice = excluded.choice, answered_at = excluded.answered_at",
                 (question_id, browser, choice, now),
             )
+
+    def open_question(self, run, code: object, question_id: str, browser: str, now: float) -> list[str]:
+        """The options of the question ``browser`` may answer now, counting the try (in ``run``'s transaction); a
+        :class:`RoomError` for a closed room, a browser not joined, a replaced, revealed or closed question (its time
+        is up) or too many tries."""
+        self._allow(run, browser, "answer", now)
+        room = self._open_room(run, normalise_code(code), now)
+        if not run("SELECT 1 FROM members WHERE room = ? AND browser = ?", (room.code, browser)):
+            raise RoomError(NOT_JOINED)
+        rows = run(
+            "SELECT options, revealed, closed, closes_at FROM questions WHERE id = ? AND room = ?",
+            (question_id, room.code),
+        )
+        if not rows or room.current_question != question_id:
+            raise RoomError(REPLACED)
+        if rows[0][1]:
+            raise RoomError(REVEALED)
+        if rows[0][2] or (rows[0][3] is not None and now >= float(rows[0][3])):
+            raise RoomError(CLOSED)
+        return json.loads(rows[0][0])
 
     def my_answer(self, question_id: str, browser: str) -> int | None:
         """``browser``'s current answer to the question, None if none."""

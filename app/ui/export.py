@@ -3,6 +3,8 @@ closures hold plain data and the cached trace, never session state."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from typing import Any, Callable
@@ -150,3 +152,23 @@ def grid_table(grid: np.ndarray) -> pd.DataFrame:
 def csv_button(label: str, frame, file_name: str, key: str | None = None, **to_csv: Any) -> None:
     """A download button whose CSV is written from the table ``frame`` on click."""
     download(label, lambda: frame.to_csv(**to_csv).encode("utf-8"), file_name, "text/csv", key)
+
+
+#: what a spreadsheet may read as the start of a formula (OWASP's CSV injection list)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(value: object) -> str:
+    """``value`` as text a spreadsheet keeps as text: one starting like a formula gets a ``'`` in front (OWASP)."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def spreadsheet_csv(header: list[str], rows) -> bytes:
+    """A CSV file (UTF-8 with a byte-order mark, which spreadsheets need to read it as UTF-8) of ``header`` and
+    ``rows``, every cell through :func:`spreadsheet_cell`."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    for row in [header, *rows]:
+        writer.writerow([spreadsheet_cell(v) for v in row])
+    return out.getvalue().encode("utf-8-sig")

@@ -152,4 +152,6 @@ def heads_off(
     by_layer: dict[tuple[str, int], list[int]] = {}
     for block, layer, head in heads:
         by_layer.setdefault((block, layer), []).append(head)
+    for block, layer in by_layer.keys() - projections.keys():
+        raise EngineError(f"Layer {layer} has no attention heads to switch off: it is a linear-attention layer.")
     return hooked(pre=[(projections[key], zero_heads_hook(hs, n_heads[key[0]])) for key, hs in by_layer.items()])

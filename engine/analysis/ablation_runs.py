@@ -133,8 +133,10 @@ class HFRunner:
     default_causal: bool = False  # Model.default_causal: the mask the model applies by itself
 
     def projections(self, module: nn.Module) -> dict[tuple[str, int], nn.Module]:
-        name = self.adapter.out_proj  # per family: engine.families.hf_text.settings
-        return {(SELF, i): dict(layer.named_modules())[name] for i, layer in enumerate(self.adapter.layers(module))}
+        """Each layer's output projection (per family: engine.families.hf_text.settings); a linear-attention layer
+        (Qwen3-Next's) has none and is left out."""
+        found = [dict(layer.named_modules()).get(self.adapter.out_proj) for layer in self.adapter.layers(module)]
+        return {(SELF, i): proj for i, proj in enumerate(found) if proj is not None}
 
     def layers(self, module: nn.Module) -> list[nn.Module]:
         """The decoder layers; each takes the residual stream as its first argument and returns it."""

@@ -53,6 +53,7 @@ from engine.analysis.embedding_runs import (
 from engine.analysis.rollout import rollout
 from engine.records import EngineError, Tokens
 from engine.traces.attention import AttentionTrace
+from engine.traces.kinds import every_pattern
 from engine.vocab import MASK
 
 #: method id → label for people, in the order pages show them
@@ -253,6 +254,7 @@ def rollout_scores(trace: AttentionTrace, pred: Prediction) -> np.ndarray:
     """Attention rollout through every layer (mean over heads), the predicting row ``[tokens]``."""
 
     _check_trace(trace, pred)
+    every_pattern(trace.layer_kinds, "Attention rollout")
     return _row(pred, rollout([trace.pattern(layer) for layer in range(trace.n_layers)])[-1])
 
 

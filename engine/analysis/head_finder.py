@@ -42,6 +42,7 @@ from engine.corpora.translation.generator import generate_pairs
 from engine.records import EngineError
 from engine.registry import ASSETS
 from engine.text import display_tokens
+from engine.traces.kinds import softmax_layers
 from engine.vocab import BOS_ID, MASK, SPECIALS, Vocab
 
 if TYPE_CHECKING:
@@ -252,7 +253,8 @@ def head_table(
 
     Returns:
         One dict per head, block by block, layer-major: ``{"block", "layer", "head", <METRICS>, "top"}``, a metric
-        None where it does not apply (cross-attention; induction on a model that cannot be traced from ids); ``top``:
+        None where it does not apply (cross-attention; a linear-attention layer, which has no pattern; induction on a
+        model that cannot be traced from ids); ``top``:
         up to :data:`TOP` ``[text index, query, key, weight]`` of :func:`strongest_cells`, one per text, strongest
         first (positions count the model's tokens, ``<bos>`` / ``[CLS]`` included).
     """
@@ -268,7 +270,7 @@ def head_table(
             for block, att in item.attention_blocks().items():
                 shapes[block] = (att.n_layers, att.n_heads)
                 special = att.key_tokens.special
-                for layer in range(att.n_layers):
+                for layer in softmax_layers(att.layer_kinds):
                     p = att.pattern(layer)
                     for name, values in corpus_metrics(p, special, square=block != "cross").items():
                         means.add(block, name, layer, values, att.n_layers)
@@ -282,7 +284,7 @@ def head_table(
             progress(done / total, f"{done} of {len(texts)} texts")
     for i, ids in enumerate(runs[0] if runs else ()):
         att = trace_ids(model, ids)
-        for layer in range(att.n_layers):
+        for layer in softmax_layers(att.layer_kinds):
             for name, values in repeat_metrics(att.pattern(layer), ids, runs[1], runs[2]).items():
                 means.add("self", name, layer, values, att.n_layers)
         if progress:

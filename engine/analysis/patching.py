@@ -216,21 +216,25 @@ def patch_heads(model, clean: str, corrupt: str, answer: str, wrong: str) -> np.
             prompt after a space).
 
     Returns:
-        Float64 ``[layer, head]``: 0 = as the corrupted run, 1 = as the clean run (it can be below 0 or above 1).
+        Float64 ``[layer, head]``: 0 = as the corrupted run, 1 = as the clean run (it can be below 0 or above 1);
+        NaN on a linear-attention layer (no heads).
 
     Raises:
         EngineError: see :func:`experiment`; also when both prompts give the same logit difference.
     """
     ex = experiment(model, clean, corrupt, answer, wrong)
     n_layers, n_heads = ex.runner.layout[SELF]
+    layers = sorted(layer for _, layer in ex.runner.projections(model.module))  # a linear-attention layer has none
 
     def sites(module: nn.Module) -> list[Site]:
         projections = ex.runner.projections(module)
-        return [(projections[(SELF, layer)], False) for layer in range(n_layers)]
+        return [(projections[(SELF, layer)], False) for layer in layers]
 
     eye = torch.eye(n_heads, dtype=torch.bool)[:, None, :]  # (H, 1, H): row h chooses head h
-    rows = [(layer, eye[h]) for layer in range(n_layers) for h in range(n_heads)]
-    return _restored(model, ex, sites, rows, n_heads).reshape(n_layers, n_heads)
+    rows = [(site, eye[h]) for site in range(len(layers)) for h in range(n_heads)]
+    out = np.full((n_layers, n_heads), np.nan)
+    out[layers] = _restored(model, ex, sites, rows, n_heads).reshape(len(layers), n_heads)
+    return out
 
 
 def patch_residual(model, clean: str, corrupt: str, answer: str, wrong: str) -> np.ndarray:

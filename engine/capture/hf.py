@@ -1,7 +1,8 @@
 """One capture path for every family that calls ``transformers.AttentionInterface``.
 
 BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, ViT, DeiT, Swin, Llama, Mistral, Qwen2,
-Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2, Gemma 3 text and gpt-oss (transformers 5.23) compute attention by
+Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2, Gemma 3 text, gpt-oss, SmolLM3, Cohere2, OLMo 2, Granite, Llama 4, DeepSeek-V3,
+Falcon-H1 and the full layers of Qwen3-Next and Qwen3.5 (transformers 5.23) compute attention by
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,
@@ -277,12 +278,13 @@ def recording(whole_batch: bool = False, stop_after: Iterable[object] = ()) -> I
         _RECORDER.reset(token)
 
 
-def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Module]) -> list:
+def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Module], without=frozenset()) -> list:
     """One recorded attention call per layer, matched by module identity.
 
     Args:
         calls: ``Recorder.calls``, ``(attention module, record)`` in call order.
         layers: the model's layers in order; a call belongs to the layer whose submodules hold its module.
+        without: indices of layers that call no softmax attention (linear attention): None in their place.
 
     Raises:
         EngineError: nothing was recorded (the model does not run ``ap_capture``), a call outside
@@ -299,7 +301,7 @@ def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Mo
         if found[i] is not None:
             raise EngineError(f"layer {i} called attention twice; one self-attention per layer is expected")
         found[i] = record
-    missing = [i for i, r in enumerate(found) if r is None]
+    missing = [i for i, r in enumerate(found) if r is None and i not in without]
     if missing:
         raise EngineError(f"no attention was recorded for layers {missing} of 0–{len(layers) - 1}")
     return found

@@ -31,6 +31,7 @@ def hf() -> SimpleNamespace:
                 GPT2LMHeadModel,
                 PreTrainedTokenizerFast,
             )
+            from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
             _api = SimpleNamespace(
                 AutoImageProcessor=AutoImageProcessor,
@@ -42,5 +43,6 @@ def hf() -> SimpleNamespace:
                 GPT2Config=GPT2Config,
                 GPT2LMHeadModel=GPT2LMHeadModel,
                 PreTrainedTokenizerFast=PreTrainedTokenizerFast,
+                causal_lm_types=frozenset(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES),  # model types AutoModelForCausalLM builds
             )
         return _api

@@ -26,6 +26,8 @@ from torch import nn
 
 from engine.builds import BUILD_LOCK  # one build at a time per process: engine/builds.py
 from engine.families import HUB_TYPES, hub_record
+from engine.families import resolve as resolve_name
+from engine.families.hf_api import hf
 from engine.model import Model, freeze
 from engine.policy import GB, ServerPolicy
 from engine.records import ModelSpec, ModelUnavailableError
@@ -33,6 +35,8 @@ from engine.text import error_reason, quote_input
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 PROBE_TIMEOUT_S = 5.0
+#: the loader of a causal LM whose ``model_type`` the table lacks (imported when one is loaded)
+UNVERIFIED = "engine.families.hf_text.unverified:load_unverified"
 _FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt", "vocab.*"]
 
 
@@ -240,7 +244,8 @@ def load_hf(
     with its tokenizer, an encoder-decoder, or a ViT/DeiT with its image processor.
 
     The folder's ``config.model_type`` picks the family's record, whose loader reads it
-    (:mod:`engine.families.hf_text.settings`, :mod:`~engine.families.hf_seq2seq`, :mod:`~engine.families.hf_vit`).
+    (:mod:`engine.families.hf_text.settings`, :mod:`~engine.families.hf_seq2seq`, :mod:`~engine.families.hf_vit`); a
+    causal LM of a family the table lacks is read as its decoders are and checked on load (:data:`UNVERIFIED`).
     Every model is loaded with ``attn_implementation="ap_capture"``: transformers' SDPA, which also
     records each attention call's Q, K, V and scale while a trace asks for them
     (:mod:`engine.capture.hf`), so one capture path reads every family.
@@ -263,6 +268,10 @@ def load_hf(
         raise ModelUnavailableError("The model's config.json is not a JSON object, so it is not a model config.")
     model_type = config.get("model_type", "?")
     record = hub_record(model_type) if isinstance(model_type, str) else None
+    if (
+        record is None and isinstance(model_type, str) and model_type in hf().causal_lm_types
+    ):  # read as the table's decoders, checked on load
+        return resolve_name(UNVERIFIED)(model_id, path, config, spec=spec, device=device)
     if record is None:
         raise ModelUnavailableError(
             f"{quote_input(model_id)} is a {quote_input(model_type, 40)} model; supported here: {', '.join(sorted(HUB_TYPES))}."

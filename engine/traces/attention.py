@@ -23,7 +23,7 @@ import numpy as np
 
 from engine.records import EngineError, Family, Tokens
 from engine.traces import overview as ov
-from engine.traces.kinds import check_pattern, window_kinds
+from engine.traces.kinds import blocked_pairs, check_pattern, chunk_size, window_kinds
 from engine.traces.overview import HeadRows, Reduce, Weighting
 
 Stage = Literal["raw", "scaled", "masked"]
@@ -243,25 +243,18 @@ class AttentionTrace:
         layer = self._layer(layer)
         return self.window[layer] if self.window else None
 
+    def chunk_of(self, layer: int) -> int | None:
+        """The block size of a chunked layer (``"chunked C"``: a query sees keys of its own block only), or None."""
+        return chunk_size(self.layer_kinds[self._layer(layer)])
+
     def mask(self, layer: int) -> np.ndarray:
         """Additive mask ``[q_pos, k_pos]``: 0 where attention is allowed, −∞ where blocked.
 
         The same for every head of a layer. It is n×n: pages must not call it (nor ``bias``, ``scores``,
         ``pattern``) on long inputs; use :meth:`overview`, :meth:`pattern_rows` and :meth:`blocked_any`.
         """
-        self._layer(layer)
-        n_q, n_k = self.n_queries, self.n_keys
-        blocked = np.zeros((n_q, n_k), dtype=bool)
-        offset = n_k - n_q  # positions aligned at the end when the key side is longer (a prefix)
-        window = self.window_of(layer)
-        if self.causal:
-            # query i may see keys j <= i + offset
-            blocked |= np.triu(np.ones((n_q, n_k), dtype=bool), k=1 + offset)
-            if window is not None:  # and keys j with i + offset − j < window
-                blocked |= np.tril(np.ones((n_q, n_k), dtype=bool), k=offset - window)
-        elif window is not None:  # no causal mask: keys j with |i + offset − j| <= window
-            blocked |= np.tril(np.ones((n_q, n_k), dtype=bool), k=offset - window - 1)
-            blocked |= np.triu(np.ones((n_q, n_k), dtype=bool), k=offset + window + 1)
+        layer = self._layer(layer)
+        blocked = blocked_pairs(self.n_queries, self.n_keys, self.causal, self.window_of(layer), self.chunk_of(layer))
         if self.key_padding is not None:
             blocked |= self.key_padding[None, :]
         return np.where(blocked, -np.inf, 0.0).astype(np.float32)
@@ -299,7 +292,8 @@ class AttentionTrace:
         # farthest pair: i + offset − j reaches n_k − 1 (and, without a causal mask, 1 − n_q)
         reach = self.n_keys - 1 if self.causal else max(self.n_keys, self.n_queries) - 1
         windowed = bool(windows) and (reach >= min(windows) if self.causal else reach > min(windows))
-        return padded or (self.causal and self.n_queries > 1) or windowed
+        chunked = self.n_queries > 1 and any(chunk_size(k) for k in self.layer_kinds)  # causal in its block
+        return padded or (self.causal and self.n_queries > 1) or windowed or chunked
 
     # ---- lazy attention math -----------------------------------------------------------------
     def scores(self, layer: int, head: int | None = None, stage: Stage = "masked") -> np.ndarray:
@@ -331,7 +325,7 @@ class AttentionTrace:
             bias = self.bias(layer)
             if bias is not None:
                 out = out + bias[heads]
-            if self.causal or self.key_padding is not None or self.window_of(layer) is not None:
+            if self.causal or self.key_padding is not None or {self.window_of(layer), self.chunk_of(layer)} != {None}:
                 out = out + self.mask(layer)[None]
         out = out.astype(np.float32, copy=False)
         return out[0] if head is not None else out
@@ -425,6 +419,7 @@ class AttentionTrace:
             scale=np.float32(self.scales[layer]),
             causal=bool(self.causal),
             window=self.window_of(layer),
+            chunk=self.chunk_of(layer),
             softcap=None if cap is None else np.float32(cap),
             padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
             slope=None if self.alibi_slopes is None else np.float32(self.alibi_slopes[head]),

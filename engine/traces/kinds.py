@@ -16,9 +16,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from engine.records import EngineError
+
 FULL, LINEAR, NO_POSITIONS = "full", "linear", "no positions"
 #: ``layer_types`` entries whose layer mixes tokens without a softmax over keys
 NO_SOFTMAX = frozenset({"linear_attention", "mamba", "conv", "recurrent"})
+#: ``model_type``s whose layers get rotary positions only where they have a window (Cohere2's global layers: NoPE)
+ROPE_ON_SLIDING_ONLY = frozenset({"cohere2"})
+
+
+class NoPatternError(EngineError, ValueError):
+    """A pattern was asked of a layer with no softmax over keys (a ValueError, shown calmly as an engine error)."""
 
 
 def window_kinds(window: Sequence[int | None], n_layers: int) -> tuple[str, ...]:
@@ -31,12 +41,15 @@ def config_kinds(config: Any, n_layers: int) -> tuple[str, ...]:
 
     ``layer_types`` says it per layer where the config has it (``"hybrid"``: Falcon-H1's attention beside a Mamba
     mixer, whose attention is a full softmax); without it, a ``sliding_window`` applies to every layer (Mistral).
-    ``no_rope_layers`` marks with 0 the layers whose Q and K get no rotary positions.
+    ``no_rope_layers`` marks with 0 the layers whose Q and K get no rotary positions (Cohere2: its full layers,
+    :data:`ROPE_ON_SLIDING_ONLY`).
     """
     window, chunk = getattr(config, "sliding_window", None), getattr(config, "attention_chunk_size", None)
     default = "sliding_attention" if window and getattr(config, "use_sliding_window", True) else "full_attention"
     types = list(getattr(config, "layer_types", None) or [])
     rope = list(getattr(config, "no_rope_layers", None) or [])
+    if getattr(config, "model_type", None) in ROPE_ON_SLIDING_ONLY:
+        rope = [int(t == "sliding_attention") for t in types]
     kinds = []
     for i in range(n_layers):  # past the end of a list (not seen in transformers' configs): the defaults
         kind, positions = types[i] if i < len(types) else default, rope[i] if i < len(rope) else 1
@@ -52,10 +65,47 @@ def config_kinds(config: Any, n_layers: int) -> tuple[str, ...]:
     return tuple(kinds)
 
 
+def chunk_size(kind: str) -> int | None:
+    """``C`` of a ``"chunked C"`` layer (``"chunked C, no positions"`` too), else None."""
+    return int(kind.split()[1].rstrip(",")) if kind.startswith("chunked ") else None
+
+
+def blocked_pairs(n_q: int, n_k: int, causal: bool, window: int | None, chunk: int | None) -> np.ndarray:
+    """``[n_q, n_k]`` bool, True where query ``i`` may not see key ``j``; query ``i`` sits at position
+    ``p = i + n_k − n_q`` (aligned at the end). Causal: ``j > p`` blocked; a window ``w``: ``p − j >= w`` (causal) or
+    ``|p − j| > w`` (not); a chunk ``C``: ``j // C != p // C`` or ``j > p``, with or without the causal mask (Llama 4:
+    transformers' chunked mask is causal whatever ``is_causal`` says)."""
+    p = np.arange(n_q)[:, None] + (n_k - n_q)
+    j = np.arange(n_k)[None, :]
+    blocked = (j > p) if causal else np.zeros((n_q, n_k), dtype=bool)
+    if window is not None:
+        blocked |= (p - j >= window) if causal else (np.abs(p - j) > window)
+    if chunk is not None:
+        blocked |= (j // chunk != p // chunk) | (j > p)
+    return blocked
+
+
 def check_pattern(kinds: Sequence[str], layer: int) -> None:
-    """Raise ValueError when layer ``layer`` (an index into ``kinds``) has no softmax pattern."""
+    """Raise :class:`NoPatternError` when layer ``layer`` (an index into ``kinds``) has no softmax pattern."""
     if kinds and kinds[layer] == LINEAR:
-        raise ValueError(
+        raise NoPatternError(
             f"Layer {layer} is a {LINEAR} layer: it mixes tokens through a running state (linear attention or a "
             "state-space update), not a softmax over keys, so it has no attention pattern."
+        )
+
+
+def softmax_layers(kinds: Sequence[str]) -> list[int]:
+    """The layers that have an attention pattern (every one but the ``"linear"`` ones), in order."""
+    return [i for i, kind in enumerate(kinds) if kind != LINEAR]
+
+
+def every_pattern(kinds: Sequence[str], what: str) -> None:
+    """Raise :class:`NoPatternError` naming the linear layers when ``what`` (a method that chains every layer's pattern, as
+    attention rollout) is asked of a model that has some."""
+    linear = [i for i, kind in enumerate(kinds) if kind == LINEAR]
+    if linear:
+        raise NoPatternError(
+            f"{what} multiplies every layer's attention pattern, but layer{'s' * (len(linear) > 1)} "
+            f"{', '.join(map(str, linear))} of this model {'are' if len(linear) > 1 else 'is a'} {LINEAR} "
+            f"layer{'s' * (len(linear) > 1)} (a running state, no softmax over keys), so it has no pattern to chain."
         )

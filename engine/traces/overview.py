@@ -88,6 +88,7 @@ class HeadRows:
         None  # T5's relative bias of this head, [n_q + n_k − 1]: key j of row i adds [j − i + n_q − 1]
     )
     sink: np.float32 | None = None  # a learned sink logit (gpt-oss): in each row's softmax, given to no key
+    chunk: int | None = None  # chunked (Llama 4): row i sees keys j <= i + offset in its own block of C positions
 
     @property
     def n_q(self) -> int:
@@ -152,6 +153,11 @@ def _rows(h: HeadRows, start: int, stop: int, buffer: np.ndarray | None = None) 
             first_blocked = np.arange(start, stop) + (h.n_k - h.n_q) + h.window + 1
             for r in np.flatnonzero(first_blocked < n_keys):
                 s[r, max(first_blocked[r], 0) :] = -np.inf
+    if h.chunk is not None:  # keys before the row's own block of C positions, and after the row (causal always)
+        pos = np.arange(start, stop) + (h.n_k - h.n_q)
+        for r, (first, last) in enumerate(zip(pos // h.chunk * h.chunk, pos)):
+            s[r, : max(first, 0)] = -np.inf
+            s[r, max(last + 1, 0) :] = -np.inf
     if h.padding is not None:
         s[:, h.padding[:n_keys]] = -np.inf
     row_max = s.max(axis=1, keepdims=True)

@@ -157,6 +157,28 @@ def open_page(page: str, **state) -> AppTest:
     return at
 
 
+def forge(at: AppTest, key: str, **value) -> AppTest:
+    """Run ``at`` once as a client that sends its own value for the widget ``key`` over the websocket: ``value`` is
+    one field of Streamlit's WidgetState (``double_value=math.nan``, ``string_value="x"``, ``double_array_value=[…]``);
+    every other widget keeps the value the page sent. AppTest has no public way to send a value its widget classes
+    would not make, hence its internal ``_tree`` and ``_run``."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+    (target,) = [w.id for w in at._tree if getattr(w, "key", None) == key and hasattr(w, "_widget_state")]
+    states = WidgetStates()
+    for state in at._tree.get_widget_states().widgets:
+        if state.id != target:
+            states.widgets.add().CopyFrom(state)
+    forged = states.widgets.add()
+    forged.id = target
+    ((field, data),) = value.items()
+    if field.endswith("_array_value"):
+        getattr(forged, field).data.extend(data)
+    else:
+        setattr(forged, field, data)
+    return at._run(states)
+
+
 def run_until(at: AppTest, condition, timeout: float = 120.0, what: str = "the page") -> AppTest:
     """Rerun ``at`` until ``condition(at)`` holds: a long job (engine.jobs) ends in its own thread and the
     page's polling fragment does not tick under AppTest, so each ``run()`` plays one poll."""

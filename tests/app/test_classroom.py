@@ -5,12 +5,14 @@ the teacher and each student are separate AppTest sessions, as separate browsers
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.state import DEFAULT_TEXT
+from app.state import DEFAULT_TEXT, Look
+from app.store import get_store
 from app.views.classroom.keys import ROOM
 from apptest_helpers import APP, TIMEOUT, assert_clean, decode, messages, open_page, shown
 
@@ -54,6 +56,12 @@ def push_choice(teacher: AppTest, prompt: str, options: str, right: int) -> None
     teacher.number_input(key="class_q_right").set_value(right)
     teacher.button(key="class_ask_choice").click().run()
     assert_clean(teacher)
+
+
+def tab(at: AppTest, label: str):
+    """The teacher's question form tab named ``label``."""
+    (found,) = [t for t in at.tabs if t.label == label]
+    return found
 
 
 def current_question_id(at: AppTest) -> str:
@@ -232,8 +240,10 @@ def test_a_cookie_value_is_checked_before_it_reaches_the_script(value):
 def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_the_answer():
     teacher, code = start_class()
     pupil = student(code)
-    teacher.tabs[2].number_input(key="class_h_layer").set_value(2)  # MiniLM layer 2 head 5 on the default sentence
-    teacher.tabs[2].number_input(key="class_h_head").set_value(5)
+    tab(teacher, "Which head is this?").number_input(key="class_h_layer").set_value(
+        2
+    )  # MiniLM layer 2 head 5 on the default sentence
+    tab(teacher, "Which head is this?").number_input(key="class_h_head").set_value(5)
     teacher.button(key="class_ask_head").click().run()
     assert_clean(teacher)
     pupil.run()
@@ -273,7 +283,7 @@ def test_which_head_is_this_shows_the_heads_map_to_everyone_and_the_model_knows_
 
 def test_which_head_is_this_refuses_a_head_the_model_does_not_have():
     teacher, _code = start_class()
-    teacher.tabs[2].number_input(key="class_h_layer").set_value(40)
+    tab(teacher, "Which head is this?").number_input(key="class_h_layer").set_value(40)
     teacher.button(key="class_ask_head").click().run()
     assert_clean(teacher)
     assert "This model has layers 0–5 and heads 0–11." in " ".join(messages(teacher.warning) + messages(teacher.error))
@@ -305,3 +315,91 @@ def test_which_head_is_this_map_names_tokens_without_numbers_and_the_answers_hav
     answers = chart(teacher, f"class_answers_{qid}")
     assert [label.split(". ", 1)[0] for label in answers["data"][0]["y"]] == ["1", "2", "3", "4"]
     assert any("Each bar is one answer" in c.value and "how many students" in c.value for c in teacher.caption)
+
+
+def test_the_projector_never_shows_the_control_link_unless_the_teacher_asks():
+    """Presenter mode: no element carries the ``?teacher=`` link (a photo of the screen would give the class away)
+    until the teacher turns on its switch; the default view keeps it in its folded box."""
+    teacher = open_page("classroom", **{Look.present: True})
+    teacher.button(key=ROOM.start).click().run()
+    assert_clean(teacher)
+    code, token = teacher.session_state[ROOM.teacher]
+    secret = f"teacher={code}-{token}"
+
+    def showing() -> list[str]:
+        kinds = ("code", "markdown", "caption", "text", "info", "warning", "error", "success")
+        return [str(e.value) for kind in kinds for e in teacher.get(kind) if token in str(e.value)]
+
+    assert not showing(), showing()
+    assert "hidden on the projector" in " ".join(messages(teacher.caption))
+    teacher.toggle(key=ROOM.show_link).set_value(True).run()
+    assert_clean(teacher)
+    assert [c.value for c in teacher.code if token in c.value] == [f"/classroom?{secret}"]
+    teacher.toggle(key=ROOM.show_link).set_value(False).run()
+    assert not showing()
+    teacher.toggle(key=Look.present).set_value(False).run()  # the teacher's own screen: the link in its box
+    assert [c.value for c in teacher.code if token in c.value] == [f"/classroom?{secret}"]
+
+
+class Clock:
+    """The class store's clock, set by the test: a time limit runs out without waiting for it."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def countdowns(at: AppTest) -> list[str]:
+    return [h.proto.body for h in at.get("html") if "ap-countdown" in h.proto.body]
+
+
+def test_a_timed_question_counts_down_closes_on_time_and_the_teacher_reopens_closes_and_resets_it():
+    teacher, code = start_class()
+    clock = Clock()
+    get_store().clock = clock  # the store this process's pages use (AP_DATA_DIR of this test)
+    alice, bob = student(code), student(code)
+    teacher.number_input(key=ROOM.q_seconds).set_value(30)
+    push_choice(teacher, "Which vector is compared with the query?", "the keys\nthe values", 1)
+    qid = current_question_id(alice.run())
+    (shown_to_alice,) = countdowns(alice)
+    assert 'data-left="30.0"' in shown_to_alice and "Answers close in <b>30</b> s" in shown_to_alice
+    assert len(countdowns(teacher.run())) == 1 and "answered · live" in " ".join(messages(teacher.caption))
+    alice.radio(key=f"class_pick_{qid}").set_value(0).run()
+    alice.button(key=f"class_send_{qid}").click().run()
+    bob.run()
+
+    clock.now += 30  # the time is up
+    for pupil, said in ((alice, "Your answer is in: **the keys**"), (bob, "You did not answer in time")):
+        pupil.run()
+        assert_clean(pupil)
+        info = " ".join(messages(pupil.info))
+        assert "This question is closed" in info and said in info, info
+        assert not pupil.get("radio") and not countdowns(pupil)
+    teacher.run()
+    assert "1 of 2 answered · closed: no more answers" in " ".join(messages(teacher.caption))
+    assert answer_chart(teacher)["data"][0]["x"] == [1, 0]  # nothing already in is lost
+    assert not countdowns(teacher)
+
+    teacher.button(key=f"{ROOM.close}{qid}").click().run()  # Reopen: no time limit now
+    assert_clean(teacher)
+    bob.run()
+    bob.radio(key=f"class_pick_{qid}").set_value(1).run()
+    bob.button(key=f"class_send_{qid}").click().run()
+    assert_clean(bob)
+    assert not countdowns(bob)
+    assert answer_chart(teacher.run())["data"][0]["x"] == [1, 1]
+    assert teacher.button(key=f"{ROOM.close}{qid}").label == "Close"
+    teacher.button(key=f"{ROOM.close}{qid}").click().run()
+    assert "This question is closed" in " ".join(messages(alice.run().info))
+
+    teacher.button(key=f"{ROOM.reset}{qid}").click().run()  # asks first
+    assert "Clear the 2 answers to this question?" in " ".join(messages(teacher.warning))
+    teacher.button(key=f"{ROOM.reset}no_{qid}").click().run()
+    assert answer_chart(teacher)["data"][0]["x"] == [1, 1]
+    teacher.button(key=f"{ROOM.reset}{qid}").click().run()
+    teacher.button(key=f"{ROOM.reset}yes_{qid}").click().run()
+    assert_clean(teacher)
+    assert answer_chart(teacher)["data"][0]["x"] == [0, 0]
+    assert "0 of 2 answered · closed" in " ".join(messages(teacher.caption))

@@ -259,3 +259,11 @@ def test_the_add_box_and_the_editor_say_where_the_draft_lives():
     at.button(key=Draft.clear).click().run()
     assert "This draft is kept in this browser only" not in " ".join(messages(at.info))  # nothing to lose yet
     assert LessonStore(open_store(*settings())).kept_draft(at.session_state[ROOM.browser]) is None
+
+
+def test_a_lesson_file_nested_fifty_thousand_levels_deep_gets_a_message_naming_it():
+    at = open_page("lessons", **{Draft.tab: WRITE_TAB})
+    deep = ("format = 1\ntitle = 'x'\nx = " + "[" * 50_000 + "]" * 50_000 + "\n").encode()
+    at.file_uploader(key=Draft.upload).set_value(("deep.toml", deep, "application/toml")).run()
+    assert_clean(at)  # not the guard's "could not use one of its settings"
+    assert "`deep.toml` cannot be opened: The file is nested too deeply" in " ".join(messages(at.warning))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
+from app.views.classroom.browser_cookie import TEACHER_COOKIE
 from bench.serve import free_port, healthy  # noqa: F401 — one copy for the benchmarks and the browser tests
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "pick_model",
     "section",
     "section_body",
+    "start_class",
     "type_model_folder",
     "type_sentence",
 ]
@@ -150,3 +152,15 @@ def section_body(page: Page) -> Locator:
     """Where the open section is drawn: the page's main area (only the open section runs, so nothing of a closed
     one is on the page)."""
     return page.locator('[data-testid="stMain"]')
+
+
+def start_class(page: Page, url: str, present: bool = False, timeout_ms: int = 90_000) -> tuple[str, str]:
+    """A class started on the Class page (``present``: in presenter mode); its code and the teacher's secret, as the
+    browser keeps it in its teacher cookie (``CODE-TOKEN``)."""
+    page.goto(f"{url}/classroom" + ("?present=1" if present else ""))
+    page.get_by_role("button", name="Start a class").click(timeout=timeout_ms)
+    code_box = page.get_by_test_id("stMarkdown").filter(has_text="Class code")
+    expect(code_box).to_be_visible(timeout=timeout_ms)
+    code = re.search(r"Class code:?\s*([A-Z0-9]{6})", code_box.inner_text()).group(1)
+    kept = {c["name"]: c["value"] for c in page.context.cookies()}
+    return code, kept[TEACHER_COOKIE].partition("-")[2]

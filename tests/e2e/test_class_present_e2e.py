@@ -4,23 +4,21 @@ A teacher starts a class in Chromium; twenty students join and answer a multiple
 store (the same store the server reads, another process: what the students' own browsers would write). At
 1280×720 the room code, the join link, the QR code and the poll's answer distribution are all inside the first
 screen, without scrolling (their bounding boxes in the viewport), and the teacher's controls (asking, the lesson,
-ending the class, the control link) are folded away. Screenshots at 1280×720 and 1920×1080 go to test-artifacts/.
+ending the class) are folded away and the control link is not on the screen until the teacher asks for it. Screenshots at 1280×720 and 1920×1080 go to test-artifacts/.
 
 Waits are on selectors or conditions, never sleeps.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from app.store import Ask, open_store
-from app.views.classroom.browser_cookie import TEACHER_COOKIE
 from conftest import running_app  # the e2e conftest's (as the other e2e tests import it)
-from e2e_helpers import PLOT, expect_idle, expect_no_exception
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, start_class
 
 pytestmark = pytest.mark.e2e
 
@@ -61,13 +59,8 @@ def test_the_class_page_on_a_projector_shows_code_link_qr_and_answers_in_the_fir
         context = browser.new_context(viewport={"width": 1280, "height": 720})
         page = context.new_page()
         try:
-            page.goto(f"{url}/classroom?present=1")
-            page.get_by_role("button", name="Start a class").click(timeout=LOAD_MS)
+            code, token = start_class(page, url, present=True, timeout_ms=LOAD_MS)
             code_box = page.get_by_test_id("stMarkdown").filter(has_text="Class code")
-            expect(code_box).to_be_visible(timeout=LOAD_MS)
-            code = re.search(r"Class code:?\s*([A-Z0-9]{6})", code_box.inner_text()).group(1)
-            kept = {c["name"]: c["value"] for c in context.cookies()}
-            _, _, token = kept[TEACHER_COOKIE].partition("-")  # the teacher's secret, as this browser keeps it
 
             store = open_store(None, data)  # the server's store, from another process: the students' answers
             question = store.push_question(
@@ -119,12 +112,14 @@ def test_the_class_page_on_a_projector_shows_code_link_qr_and_answers_in_the_fir
             expect(page.get_by_label("Options, one per line (2 to 8)")).not_to_be_visible()
             expect(page.get_by_role("button", name="End the class")).not_to_be_visible()
             secret = page.get_by_test_id("stCode").filter(has_text=f"teacher={code}-")
-            expect(secret).to_have_count(1)
-            expect(secret).not_to_be_visible()  # the control link is not on the projected screen
+            expect(secret).to_have_count(0)  # the control link is not on the projected screen, folded or not
             page.get_by_text("Ask a question, run a lesson, end the class").click()
             expect(page.get_by_role("button", name="End the class")).to_be_visible(timeout=LOAD_MS)
-            expect(secret).to_be_visible()
             expect(page.get_by_label("Options, one per line (2 to 8)")).to_be_visible()
+            expect(secret).to_have_count(0)  # the controls open: still hidden until the teacher asks for it
+            assert token not in page.inner_text("body")
+            page.get_by_text("Show my control link on this screen").click()
+            expect(secret).to_be_visible(timeout=LOAD_MS)
             expect_no_exception(page)
         finally:
             context.close()
@@ -135,17 +130,6 @@ LONG = (  # 30 words that MiniLM reads as 32 tokens, the most a "which token" po
     "was very hot on that day in June."
 )
 EIGHT = ["the keys", "the values", "the queries", "the softmax", "the scale", "the mask", "the heads", "the output"]
-
-
-def start_projected_class(page: Page, url: str) -> tuple[str, str]:
-    """A class started in presenter mode; its code and the teacher's secret (as the browser keeps it)."""
-    page.goto(f"{url}/classroom?present=1")
-    page.get_by_role("button", name="Start a class").click(timeout=LOAD_MS)
-    code_box = page.get_by_test_id("stMarkdown").filter(has_text="Class code")
-    expect(code_box).to_be_visible(timeout=LOAD_MS)
-    code = re.search(r"Class code:?\s*([A-Z0-9]{6})", code_box.inner_text()).group(1)
-    kept = {c["name"]: c["value"] for c in page.context.cookies()}
-    return code, kept[TEACHER_COOKIE].partition("-")[2]
 
 
 def answered_by_all(page: Page, store, code: str, question, picks: list[int]) -> None:
@@ -178,7 +162,7 @@ def test_an_eight_option_poll_and_a_revealed_which_token_poll_on_a_long_sentence
         context = browser.new_context(viewport={"width": 1280, "height": 720})
         page = context.new_page()
         try:
-            code, token = start_projected_class(page, url)
+            code, token = start_class(page, url, present=True, timeout_ms=LOAD_MS)
             page.get_by_text(FOLDED).click()  # the teacher's form says 8 is its most
             options_max = page.get_by_label("Number of the right option (0: none)")
             expect(options_max).to_have_attribute("max", str(len(EIGHT)), timeout=LOAD_MS)

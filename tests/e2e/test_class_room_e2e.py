@@ -89,7 +89,7 @@ def expect_joined(teacher: Person, n: int, timeout_ms: int = 10_000) -> None:
 
 def push_choice(teacher: Person, prompt: str, options: list[str]) -> None:
     page = teacher.page
-    page.get_by_label("Question", exact=True).fill(prompt)
+    page.locator(".st-key-class_q_prompt input").fill(prompt)  # the multiple-choice form's "Question"
     page.get_by_label("Options, one per line (2 to 8)").fill("\n".join(options))
     page.locator(".st-key-class_ask_choice button").click()
     expect(page.get_by_text(prompt)).to_be_visible(timeout=10_000)

@@ -95,7 +95,7 @@ def test_minilm_attention_is_replaced_inside_the_capture_function(minilm):
     (weights,) = received  # one call of that layer
     np.testing.assert_allclose(weights[0].cpu().numpy(), trace.pattern(layer), atol=2e-6)
     torch.testing.assert_close(same, plain, rtol=1e-4, atol=1e-5)  # written out = SDPA
-    values = rec.layers[layer].value  # [H, n, d]
+    values = torch.as_tensor(rec.layers[layer].value).cpu().numpy()  # [H, n, d] (recorded on the model's device)
     permuted = permute_weights(weights, heads, index)[0].cpu().numpy()
     expected = np.concatenate([permuted[h] @ values[h] for h in heads], axis=-1)  # head-major, as the module
     np.testing.assert_allclose(outs[-1][0].cpu().numpy(), expected, rtol=1e-4, atol=1e-5)

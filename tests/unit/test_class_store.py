@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from app.store import Ask, RoomError, StoreUnavailable, open_store
+from app.store import MAX_SECONDS, Ask, RoomError, StoreUnavailable, open_store
 from app.store.migrations import LATEST, STEPS
 from app.store.rooms import (
     ALPHABET,
+    CLOSED,
     CODE_LENGTH,
     ENDED,
     LIMITS,
@@ -403,3 +404,198 @@ def test_threads_one_after_another_share_one_connection(store):
         thread.join()
     assert counts == [0] * 5
     assert len(opened) <= 1  # at most one new connection for five runs (none when the pool had one idle)
+
+
+def test_a_deleted_sqlite_file_is_made_again_and_nothing_is_acknowledged_that_it_does_not_hold(tmp_path, clock):
+    """The file deleted under a running app (issue 44, item 7): the pooled connections wrote on into the unlinked
+    file, so answers and a new class were acknowledged and lost. Now a class that went with the file is refused,
+    a new class goes into a new file with its schema, and a fresh store (another process, a restart) reads it."""
+    data = tmp_path / "data"
+    store = open_store(None, data, clock=clock)
+    room, token = store.create_room("teacher")
+    store.join(room.code, "ana")
+    asked = store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"]))
+    store.answer(room.code, asked.id, "ana", 0)
+    (data / "classroom.sqlite3").unlink()  # as `rm classroom.sqlite3` does: its -wal and -shm stay
+
+    with pytest.raises(RoomError, match="no class with this code"):  # refused: that class went with the file
+        store.answer(room.code, asked.id, "ana", 1)
+    again, again_token = store.create_room("teacher-2")
+    store.join(again.code, "bo")
+    later = store.push_question(again.code, again_token, Ask("choice", "Q2?", ["a", "b"]))
+    store.answer(again.code, later.id, "bo", 1)
+
+    reopened = open_store(None, data, clock=clock)
+    assert reopened.teacher_room(again.code, again_token).code == again.code
+    assert reopened.my_answer(later.id, "bo") == 1
+
+
+def test_a_write_whose_sqlite_file_is_deleted_while_it_runs_is_refused(tmp_path, clock):
+    """Deleted between the connection's check and the commit: the write raises the calm error instead of
+    returning, and the next write goes to a new file."""
+    data = tmp_path / "data"
+    store = open_store(None, data, clock=clock)
+    store.create_room("teacher")
+    with pytest.raises(StoreUnavailable):
+        with store.db.transaction() as run:
+            run("INSERT INTO hits (browser, action, at) VALUES (?, ?, ?)", ("b", "join", clock()))
+            (data / "classroom.sqlite3").unlink()
+    room, token = store.create_room("teacher")
+    assert open_store(None, data, clock=clock).teacher_room(room.code, token).code == room.code
+
+
+def test_a_time_limit_closes_the_question_and_the_answers_in_are_kept(store, clock):
+    room, token = store.create_room("teacher")
+    for b in ("ana", "bo", "cy"):
+        store.join(room.code, b)
+    q = store.push_question(room.code, token, Ask("choice", "Which is a key?", ["q", "k"], 1, seconds=30))
+    assert store.current_question(room.code) == q and q.closes_in == 30 and not q.closed
+    clock.now += 10
+    store.answer(room.code, q.id, "ana", 0)
+    clock.now += 19.5
+    store.answer(room.code, q.id, "bo", 1)
+    assert store.current_question(room.code).closes_in == pytest.approx(0.5)
+    clock.now += 0.5  # 30 s after it was asked: closed
+    assert store.current_question(room.code).closed and store.current_question(room.code).closes_in == 0
+    for late, pick in (("cy", 1), ("ana", 1)):  # a first answer and a change, both late
+        with pytest.raises(RoomError) as caught:
+            store.answer(room.code, q.id, late, pick)
+        assert str(caught.value) == CLOSED and str(caught.value).startswith("This question is closed")
+    assert store.distribution(q) == [1, 1] and store.my_answer(q.id, "ana") == 0
+
+
+def test_the_teacher_closes_reopens_and_resets_a_question(store):
+    room, token = store.create_room("teacher")
+    for b in ("ana", "bo"):
+        store.join(room.code, b)
+    q = store.push_question(room.code, token, Ask("choice", "Which is a key?", ["q", "k"], 1, seconds=60))
+    store.answer(room.code, q.id, "ana", 1)
+    for act in (store.close_question, store.reopen_question, store.reset_question):
+        with pytest.raises(RoomError, match="not valid for this class"):
+            act(room.code, "forged-token", q.id)
+    store.close_question(room.code, token, q.id)
+    assert store.current_question(room.code).closed
+    with pytest.raises(RoomError, match="This question is closed"):
+        store.answer(room.code, q.id, "bo", 0)
+    assert store.distribution(q) == [0, 1]  # nothing already in is lost
+    store.reopen_question(room.code, token, q.id)  # open again, with no time limit
+    reopened = store.current_question(room.code)
+    assert not reopened.closed and reopened.closes_in is None
+    store.answer(room.code, q.id, "bo", 0)
+    assert store.distribution(q) == [1, 1]
+    other, other_token = store.create_room("teacher")
+    store.reset_question(other.code, other_token, q.id)  # another room's teacher: nothing happens
+    assert store.distribution(q) == [1, 1]
+    store.reset_question(room.code, token, q.id)
+    assert store.distribution(q) == [0, 0] and store.my_answer(q.id, "ana") is None
+    store.answer(room.code, q.id, "ana", 0)  # after a reset, students answer again
+    assert store.distribution(q) == [1, 0]
+
+
+@pytest.mark.parametrize("seconds", [-1, MAX_SECONDS + 1, 1.5, "10", True, None, float("nan")])
+def test_a_bad_time_limit_gets_a_clear_message(store, seconds):
+    room, token = store.create_room("teacher")
+    with pytest.raises(RoomError, match=f"whole number of seconds from 0 \\(none\\) to {MAX_SECONDS}"):
+        store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"], seconds=seconds))
+    assert store.current_question(room.code) is None
+    assert store.push_question(room.code, token, Ask("choice", "Q?", ["a", "b"], seconds=12.0)).closes_in == 12
+
+
+def test_the_results_are_every_answer_with_pseudonyms_and_right_or_wrong(store, clock):
+    from app.store.results import class_results
+
+    room, token = store.create_room("teacher")
+    for b in ("zed-browser", "amy-browser", "leaver"):
+        store.join(room.code, b)
+        clock.now += 1
+    first = store.push_question(room.code, token, Ask("choice", "Which is a key?", ["q", "=k", "v"], 1))
+    store.answer(room.code, first.id, "amy-browser", 1)
+    clock.now += 2
+    store.answer(room.code, first.id, "zed-browser", 0)
+    clock.now += 1
+    store.answer(room.code, first.id, "leaver", 2)
+    store.leave(room.code, "leaver")  # left: still in the results, numbered after those still in
+    clock.now += 4
+    second = store.push_question(room.code, token, Ask("choice", "Any thoughts?", ["yes", "no"]))
+    store.answer(room.code, second.id, "zed-browser", 1)
+    other, other_token = store.create_room("teacher")  # another class's answers stay out
+    store.join(other.code, "amy-browser")
+    store.answer(
+        other.code, store.push_question(other.code, other_token, Ask("choice", "X?", ["a", "b"])).id, "amy-browser", 0
+    )
+    results = class_results(store, room.code, token)
+    assert results.students == ["S01", "S02", "S03"]  # every student, the one who left too
+    rows = results.answers
+    got = [(r.number, r.question, r.kind, r.student, r.answer, r.right_answer, r.right) for r in rows]
+    assert got == [
+        (1, "Which is a key?", "multiple choice", "S02", "=k", "=k", True),  # amy joined second
+        (1, "Which is a key?", "multiple choice", "S01", "q", "=k", False),
+        (1, "Which is a key?", "multiple choice", "S03", "v", "=k", False),
+        (2, "Any thoughts?", "multiple choice", "S01", "no", None, None),  # no right option: neither
+    ]
+    assert [r.at for r in rows] == [clock.now - 7, clock.now - 5, clock.now - 4, clock.now]
+    assert not any("browser" in r.student or r.student == "leaver" for r in rows)  # the ids never leave the store
+    with pytest.raises(RoomError, match="not valid for this class"):
+        class_results(store, room.code, other_token)
+
+
+def test_free_text_answers_are_one_line_per_student_and_the_filter_holds_rude_ones_back(store, clock):
+    from app.store.free_text import NO_ANSWER, TEXT_CHARS, TextAnswers
+    from app.store.results import class_results
+
+    texts = TextAnswers(store)
+    room, token = store.create_room("teacher")
+    for b in ("ana", "bo", "cy"):
+        store.join(room.code, b)
+    with pytest.raises(RoomError, match="no options"):
+        store.push_question(room.code, token, Ask("text", "Say it", ["a", "b"]))
+    choice = store.push_question(room.code, token, Ask("choice", "Pick", ["a", "b"]))
+    with pytest.raises(RoomError, match="picking one of its options"):
+        texts.answer(room.code, choice.id, "ana", "a")
+    clock.now += 1
+    q = store.push_question(room.code, token, Ask("text", "One word for attention?", [], seconds=60))
+    assert q.options == () and q.kind == "text"
+    with pytest.raises(RoomError, match="not one of this question's options"):
+        store.answer(room.code, q.id, "ana", 0)
+    for empty in ("", "   \n\t "):
+        with pytest.raises(RoomError, match="Write the answer"):
+            texts.answer(room.code, q.id, "ana", empty)
+    with pytest.raises(RoomError, match=f"at most {TEXT_CHARS} fit"):
+        texts.answer(room.code, q.id, "ana", "x" * (TEXT_CHARS + 1))
+    assert texts.answers(q.id) == []
+    assert texts.answer(room.code, q.id, "ana", "  weighted\n  average ") is False  # trimmed, on one line
+    clock.now += 1
+    assert texts.answer(room.code, q.id, "bo", "this is shit") is True  # the word filter holds it back
+    clock.now += 1
+    texts.answer(room.code, q.id, "cy", "<b>soft</b>max [x](http://e.com)")  # kept as typed
+    got = texts.answers(q.id)
+    assert [(a.text, a.flagged, a.shown, a.visible) for a in got] == [
+        ("weighted average", False, None, True),
+        ("this is shit", True, None, False),
+        ("<b>soft</b>max [x](http://e.com)", False, None, True),
+    ]
+    assert not any(b in a.handle for a in got for b in ("ana", "bo", "cy"))
+    assert texts.mine(q.id, "bo") == got[1] and texts.mine(q.id, "nobody") is None
+    with pytest.raises(RoomError, match="not valid for this class"):
+        texts.show(room.code, "forged", q.id, got[1].handle, True)
+    texts.show(room.code, token, q.id, got[1].handle, True)  # the teacher shows the flagged one
+    texts.show(room.code, token, q.id, got[0].handle, False)  # and hides a clean one
+    assert [a.visible for a in texts.answers(q.id)] == [False, True, True]
+    with pytest.raises(RoomError) as caught:
+        texts.show(room.code, token, q.id, "0" * 16, True)
+    assert str(caught.value) == NO_ANSWER
+    clock.now += 1
+    texts.answer(room.code, q.id, "bo", "queries and keys")  # a new answer: the teacher's say starts again
+    assert [(a.text, a.shown, a.visible) for a in texts.answers(q.id)][1:] == [
+        ("<b>soft</b>max [x](http://e.com)", None, True),
+        ("queries and keys", None, True),
+    ]
+    store.close_question(room.code, token, q.id)
+    with pytest.raises(RoomError, match="This question is closed"):
+        texts.answer(room.code, q.id, "ana", "late")
+    rows = [(r.number, r.kind, r.student, r.answer, r.right) for r in class_results(store, room.code, token).answers]
+    assert rows == [
+        (2, "free text", "S01", "weighted average", None),
+        (2, "free text", "S03", "<b>soft</b>max [x](http://e.com)", None),
+        (2, "free text", "S02", "queries and keys", None),
+    ]

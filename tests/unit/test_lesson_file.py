@@ -209,3 +209,19 @@ def test_hide_in_a_file_names_the_words_a_link_would_drop():
         read_lesson(write_lesson(_one_link("explore", hide="model,sparkles")))
     lesson = _one_link("explore", hide="model,causal")
     assert read_lesson(write_lesson(lesson)) == lesson
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x = " + "[" * 50_000 + "]" * 50_000,  # arrays: the TOML reader runs out of stack
+        "x = " + "{a = " * 30_000 + "1" + "}" * 30_000,  # inline tables
+        "x" + ".a" * 50_000 + " = 1",  # dotted keys: read, then 50,000 tables deep
+        '[[steps]]\ntitle = "t"\ntext' + ".a" * 9 + " = 1",  # just past the limit, where a step's text belongs
+    ],
+)
+def test_a_file_nested_too_deeply_is_named_so(body):
+    data = f'format = 1\ntitle = "Deep"\n{body}\n'
+    assert len(data.encode()) <= MAX_BYTES
+    with pytest.raises(LessonFileError, match="nested too deeply"):
+        read_lesson(data)

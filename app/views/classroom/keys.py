@@ -12,7 +12,8 @@ class ROOM:
     teacher = "class_teacher"  # (code, token) of the class this browser teaches
     browser = "class_browser"  # this browser's anonymous id (runtime.rooms.browser_id: from its cookie, else random)
     looked_up = "class_looked_up"  # True once this session asked the store which room this browser is in
-    reveal_error = "class_reveal_error"  # why the last Reveal press failed (shown once)
+    reveal_error = "class_reveal_error"  # why the last press of a live question's buttons failed (shown once)
+    reset_asked = "class_reset_asked"  # the id of the question whose Reset waits for its confirmation
     # the Class page's widgets (``app/views/classroom/page.py``) and the student's panel (``room_panel``)
     start, restart, end, leave = "class_start", "class_restart", "class_end", "class_leave"
     q_prompt, q_options, q_right, ask_choice = "class_q_prompt", "class_q_options", "class_q_right", "class_ask_choice"
@@ -25,5 +26,13 @@ class ROOM:
     # prefixes + a question's id: its Reveal button, a student's pick and Send button, the charts of the live
     # question (``results``) and of earlier ones (``past``)
     reveal, pick, send, results, past = "class_reveal_", "class_pick_", "class_send_", "class_", "class_past_"
+    close, reset = "class_close_", "class_reset_"  # + a question's id: its Close / Reopen and Reset buttons
+    q_seconds = "class_q_seconds"  # the multiple-choice form's time limit (the model forms': ``p_`` / ``h_`` + seconds)
     map = "class_map_"  # + a question's id: the map of a "which head is this?" question
+    show_link = "class_show_link"  # presenter mode: the switch that shows the control link on the projected screen
     invite = "class_invite"  # presenter mode: the container of the code, join link and QR code (its CSS sizes them)
+    csv_answers, csv_students = "class_csv_answers", "class_csv_students"  # the teacher's results to take home
+    # the free-text form (``t_`` + prompt / seconds) and the teacher's Hide / Show of an answer (+ its handle)
+    t_prompt, t_seconds, ask_text = "class_t_prompt", "class_t_seconds", "class_ask_text"
+    moderate, moderate_error = "class_moderate_", "class_moderate_error"  # the error: why the last press failed
+    write = "class_write_"  # + a question's id: a student's "Your answer" box of a free-text question

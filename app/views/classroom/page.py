@@ -8,6 +8,7 @@ the code, the join link, its QR code and the live poll; the teacher's controls a
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -15,7 +16,7 @@ import streamlit as st
 from app.links import app_link
 from app.runtime.rooms import HEAD_CHOICES, class_store, head_question, predict_question
 from app.state import DEFAULT_TEXT, default_from
-from app.store import ROOM_HOURS, Ask, RoomError, StoreUnavailable
+from app.store import MAX_SECONDS, ROOM_HOURS, Ask, RoomError, StoreUnavailable
 from app.ui.charts import show_chart
 from app.ui.clicks import once
 from app.ui.guard import calm_errors, show_error
@@ -31,7 +32,10 @@ from app.views.classroom.browser_cookie import (
     remember_browser,
     write_cookie,
 )
+from app.views.classroom.countdown import countdown
+from app.views.classroom.free_text import answered, moderation, words_chart
 from app.views.classroom.keys import ROOM
+from app.views.classroom.results import take_home
 from app.views.classroom.room_lesson import teacher_controls
 from app.views.classroom.room_panel import QUESTION_MAP_HALF, question_map
 
@@ -115,6 +119,18 @@ def _control_link(code: str, token: str) -> None:
     st.code(app_link(PAGE_PATH, {TEACHER_PARAM: f"{code}-{token}"}), language=None, wrap_lines=True)
 
 
+def _projected_control_link(code: str, token: str) -> None:
+    """Presenter mode: the control link stays off the projected screen (a photo of it would give anyone the class)
+    until the teacher turns on the switch that shows it."""
+    if st.toggle("Show my control link on this screen (the room can read it)", key=ROOM.show_link):
+        _control_link(code, token)
+    else:
+        st.caption(
+            "Your control link is hidden on the projector: anyone who reads it controls the class. Show it for a "
+            "moment to copy it (the button beside it) and open it on another device, then hide it again."
+        )
+
+
 def _class_note() -> None:
     st.caption(f"A class lasts {ROOM_HOURS:g} hours. Nothing about students is kept but an anonymous id per browser.")
 
@@ -130,32 +146,73 @@ def _live(code: str, token: str) -> None:
             st.caption("No question yet: push one below.")
             return
         st.markdown(f"**{md(question.prompt)}**")
-        st.caption(f"{sum(counts)} of {count} answered" + (" · answer revealed" if question.revealed else " · live"))
+        state = "answer revealed" if question.revealed else "closed: no more answers" if question.closed else "live"
+        n = answered(question) if question.kind == "text" else sum(counts)
+        st.caption(f"{n} of {count} answered · {state}")
+        countdown(question, large=presenting())
         answer = st.empty()  # the projector: the answer above the charts, inside the first screen; else below them
         _results(question, counts, ROOM.results)
         if question.revealed and question.answer is not None:
             with answer.container() if presenting() else contextlib.nullcontext():
                 st.success(f"The answer: **{md(question.options[question.answer])}**", icon=":material/check_circle:")
-        if not question.revealed:  # a callback: it runs before the fragment draws again, which then shows the answer
-            st.button(
-                "Reveal the answer",
-                key=f"{ROOM.reveal}{question.id}",
-                type="primary",
-                on_click=once(_reveal),
-                args=(code, token, question.id),
-            )
+        if not question.revealed:
+            _question_buttons(code, token, question, n)
         if problem := st.session_state.pop(ROOM.reveal_error, None):
             show_error(problem)
 
 
-def _reveal(code: str, token: str, question_id: str) -> None:
+def _question_buttons(code: str, token: str, question, answered: int) -> None:
+    """Reveal, Close or Reopen, and Reset (after a confirmation) of the question on screen. Callbacks: each runs
+    before the fragment draws again, which then shows what it did."""
+    qid, store = question.id, class_store()
+    if st.session_state.get(ROOM.reset_asked) == qid:
+        plural = "" if answered == 1 else "s"
+        st.warning(f"Clear the {answered} answer{plural} to this question? Students can answer again while it is open.")
+        yes, no = st.columns(2)
+        yes.button(
+            "Clear the answers",
+            key=f"{ROOM.reset}yes_{qid}",
+            on_click=once(_act),
+            args=(store.reset_question, code, token, qid),
+        )
+        no.button("Keep them", key=f"{ROOM.reset}no_{qid}", on_click=once(_ask_reset), args=(None,))
+        return
+    reveal, toggle, reset = st.columns(3)
+    if question.kind != "text":  # a free-text question has no answer to reveal
+        reveal.button(
+            "Reveal the answer",
+            key=f"{ROOM.reveal}{qid}",
+            type="primary",
+            on_click=once(_act),
+            args=(store.reveal, code, token, qid),
+        )
+    act = store.reopen_question if question.closed else store.close_question
+    label, icon = ("Reopen", "lock_open") if question.closed else ("Close", "lock")
+    toggle.button(
+        label, key=f"{ROOM.close}{qid}", icon=f":material/{icon}:", on_click=once(_act), args=(act, code, token, qid)
+    )
+    reset.button(
+        "Reset answers", key=f"{ROOM.reset}{qid}", icon=":material/restart_alt:", on_click=once(_ask_reset), args=(qid,)
+    )
+
+
+def _ask_reset(question_id: str | None) -> None:
+    st.session_state[ROOM.reset_asked] = question_id
+
+
+def _act(act, code: str, token: str, question_id: str) -> None:
+    """on_click of a question's buttons: ``act`` (the store's reveal, close, reopen or reset) on it."""
+    st.session_state[ROOM.reset_asked] = None
     with refused(ROOM.reveal_error):
-        class_store().reveal(code, token, question_id)
+        act(code, token, question_id)
 
 
 def _results(question, counts: list[int], prefix: str) -> None:
     """The class's answers; beside them a "which head" question's map (all along: it is the question; a long
     sentence's below), or a revealed "which token" question's real row."""
+    if question.kind == "text":
+        words_chart(question, f"{prefix}words_{question.id}")
+        return
     head, keys = question.kind == "head", question.detail.get("keys")
     weights = question.detail.get("weights") if question.kind == "predict" and question.revealed else None
     row = isinstance(weights, list) and len(weights) == len(question.options)
@@ -226,13 +283,14 @@ def _history(code: str) -> None:
     store = class_store()
     try:
         past = [(q, store.distribution(q)) for q in store.earlier_questions(code, HISTORY)]
+        said = [answered(q) if q.kind == "text" else sum(counts) for q, counts in past]
     except StoreUnavailable:
         return  # the live part above already says the store is away
     if not past:
         return
     st.subheader("Earlier questions")
     for i, (question, counts) in enumerate(past):
-        with st.expander(f"{isolated(question.prompt)} · {sum(counts)} answered", expanded=i == 0):
+        with st.expander(f"{isolated(question.prompt)} · {said[i]} answered", expanded=i == 0):
             if question.answer is not None:
                 said = "The answer" if question.revealed else "The answer (not revealed to the class)"
                 st.caption(f"{said}: **{md(question.options[question.answer])}**")
@@ -250,10 +308,17 @@ def _push_choice(code: str, token: str) -> None:
         right = st.number_input(
             "Number of the right option (0: none)", min_value=0, max_value=8, value=0, key=ROOM.q_right
         )
+        seconds = _time_limit(ROOM.q_seconds)
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_choice):
             lines = [line for line in options.splitlines() if line.strip()]
             answer = int(right) - 1 if right else None
-            _push(code, token, Ask("choice", prompt, lines, answer))
+            _push(code, token, Ask("choice", prompt, lines, answer, seconds=seconds))
+
+
+def _time_limit(key: str) -> int:
+    """A form's "Time limit (seconds)" box (0: none)."""
+    help = "0: no limit. When the time is up the question takes no more answers; every screen counts down."
+    return int(st.number_input("Time limit (seconds)", 0, MAX_SECONDS, 0, 10, key=key, help=help))
 
 
 def _push_model(code: str, token: str, kind: str) -> None:
@@ -279,6 +344,7 @@ def _push_model(code: str, token: str, kind: str) -> None:
                 f"Students see this head's map of the sentence (not its name) and pick it among {HEAD_CHOICES} "
                 "heads of the same model; the map is read from the model when you push the question."
             )
+        seconds = _time_limit(f"{key}seconds")
         if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_predict if predict else ROOM.ask_head):
             read = (model, text, int(layer), int(head))
             try:
@@ -286,7 +352,7 @@ def _push_model(code: str, token: str, kind: str) -> None:
             except Exception as exc:  # noqa: BLE001 — a RoomError or an engine error (the text, the model), calmly
                 show_error(str(exc) if isinstance(exc, RoomError) else exc)
                 return
-            _push(code, token, asked)
+            _push(code, token, replace(asked, seconds=seconds))
 
 
 def _push(code: str, token: str, ask: Ask) -> None:
@@ -321,8 +387,8 @@ def main() -> None:
         with live:
             _live(code, token)
         with controls(FOLDED):
-            st.markdown("**Your control link** (keep it to yourself)")
-            _control_link(code, token)
+            _projected_control_link(code, token)
+            moderation(code, token, masked=True)
             _class_note()
             _teacher_tools(code, token)
         _history(code)
@@ -331,6 +397,7 @@ def main() -> None:
     _invite(code, token)
     _class_note()
     _live(code, token)
+    moderation(code, token, masked=False)
     _history(code)
     _teacher_tools(code, token)
 
@@ -338,15 +405,25 @@ def main() -> None:
 def _teacher_tools(code: str, token: str) -> None:
     """Asking a question, running a lesson and ending the class."""
     st.subheader("Ask a question")
-    choice, predict, which = st.tabs(["Multiple choice", "Which token does a head look at?", "Which head is this?"])
+    tabs = ["Multiple choice", "Free text", "Which token does a head look at?", "Which head is this?"]
+    choice, text, predict, which = st.tabs(tabs)
     with choice:
         _push_choice(code, token)
+    with text:
+        with st.form("class_text_form", clear_on_submit=False):
+            prompt = st.text_input("Question", max_chars=300, key=ROOM.t_prompt, placeholder="One word for attention?")
+            st.caption("Each student sends a short answer; the class sees their words, rude ones held back for you.")
+            seconds = _time_limit(ROOM.t_seconds)
+            if st.form_submit_button("Ask the class", type="primary", key=ROOM.ask_text):
+                _push(code, token, Ask("text", prompt, [], seconds=seconds))
     with predict:
         _push_model(code, token, "predict")
     with which:
         _push_model(code, token, "head")
     st.subheader("Run a lesson")
     teacher_controls(code, token)
+    st.subheader("Results to take home")
+    take_home(code, token)
     if st.button("End the class", key=ROOM.end, icon=":material/logout:"):
         with refused():
             class_store().close_room(code, token)

@@ -1,6 +1,6 @@
 """A student's view of the class they joined, drawn above every page: a join link (``?room=CODE``) joins once, the
 browser's cookie finds the room again after a reload, and every :data:`POLL_S` seconds the panel reads the question
-on screen, which takes an answer until the teacher reveals it.
+on screen, which takes an answer until its time is up or the teacher closes it or reveals the answer.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from app.ui.guard import calm_errors, show_error
 from app.ui.heatmap import safe_label, unique_labels
 from app.ui.safe_text import md, quoted
 from app.views.classroom.browser_cookie import browser_cookie_missing, browser_id, refused, remember_browser
+from app.views.classroom.countdown import countdown
+from app.views.classroom.free_text import text_box
 from app.views.classroom.keys import ROOM
 from app.views.classroom.room_lesson import show_step
 
@@ -81,10 +83,19 @@ def _question(code: str) -> None:
         st.markdown(f"**{md(question.prompt)}**")
         if question.kind == "head":
             question_map(question, f"{ROOM.map}{question.id}")
+        if question.kind == "text":
+            countdown(question)
+            text_box(room.code, question)
+            return
         labels = [md(o) for o in question.options]
         if question.revealed:
             _revealed(question, mine)
             return
+        if question.closed:
+            said = "You did not answer in time." if mine is None else f"Your answer is in: **{labels[mine]}**."
+            st.info(f"This question is closed: the teacher stopped taking answers. {said}", icon=":material/lock:")
+            return
+        countdown(question)
         pick = st.radio(
             "Your answer",
             range(len(labels)),
@@ -99,7 +110,7 @@ def _question(code: str) -> None:
                 mine = pick
         if mine is not None:
             st.caption(
-                f"Your answer is in: **{labels[mine]}**. You can change it until the teacher reveals the answer."
+                f"Your answer is in: **{labels[mine]}**. You can change it until the question closes or the teacher reveals the answer."
             )
 
 

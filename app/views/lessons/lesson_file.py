@@ -25,6 +25,7 @@ TITLE_CHARS, TEXT_CHARS, LABEL_CHARS = 160, 4_000, 200
 QUESTION_CHARS, OPTION_CHARS, EXPLAIN_CHARS = 400, 160, 1_000
 MIN_OPTIONS, MAX_OPTIONS = 2, 8
 SENTENCE_CHARS, WORD_CHARS = 400, 40
+MAX_DEPTH = 8  # tables and lists inside one another: a lesson file needs 6 (a step's link's parameters)
 CHECK_NUMBERS, MAX_NUMBER = ("layer", "head", "occurrence"), 4_096  # a predict check's whole numbers, at most
 PARAM_CHARS = TEXT_LINK_MAX  # a link's longest value
 PAGE_TITLES = {file.removesuffix(".py"): title for file, title, _ in PAGES}  # the pages a link may open, by stem
@@ -133,6 +134,10 @@ def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
             data = data.decode("utf-8")
         except UnicodeDecodeError:
             raise LessonFileError("The file is not UTF-8 text: a lesson file is a TOML text file (.toml).") from None
+    nested = (
+        f"The file is nested too deeply: tables or lists inside one another more than {MAX_DEPTH} levels down "
+        "(a lesson file needs 6: the file, its steps, a step, its links, a link, its parameters)."
+    )
     try:
         doc = tomllib.loads(data.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
@@ -140,6 +145,9 @@ def read_lesson(data: bytes | str, *, check_values: bool = True) -> Lesson:
             f"The file is not readable TOML: {exc}. A lesson file starts with "
             'format = 1 and title = "…", then one [[steps]] table per step.'
         ) from None
+    except RecursionError:  # Python's TOML reader descends once per level: thousands of [ or { run out of stack
+        raise LessonFileError(nested) from None
+    require(_depth(doc) <= MAX_DEPTH, nested)  # dotted keys (a.b.c… = 1) nest without the reader descending
     _keys(doc, ("format", "title", "description", "steps"), ("title", "steps"), "The file")
     form = doc.get("format", FORMAT)
     require(form == FORMAT, f"The file says format = {_show(form)}; this app reads format = {FORMAT}.")
@@ -275,6 +283,17 @@ def _text(table: dict, key: str, where: str, limit: int, required: bool = True) 
     require(len(value) <= limit, f"{where}: {key} is {len(value):,} characters long; at most {limit:,} fit.")
     require(all(ord(c) >= 32 or c in "\t\n" for c in value), f"{where}: {key} holds control characters.")
     return value
+
+
+def _depth(value: object) -> int:
+    """How many tables and lists ``value`` has inside one another (1 for a flat table), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _show(value: object, limit: int = 40) -> str:

@@ -47,7 +47,7 @@ from engine.model import Model
 from engine.records import EmptyInputError, EngineError, ModelUnavailableError, Tokens
 from engine.text import Tokenized, prepare_text
 from engine.traces.attention import AttentionTrace
-from engine.traces.kinds import config_kinds
+from engine.traces.kinds import LINEAR, config_kinds
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
 MAX_MASK_TOKENS = 4096
@@ -65,6 +65,28 @@ def _row(x: np.ndarray, b: int, n: int, axis: int = 1) -> np.ndarray:
     if x.shape[0] == 1 and x.shape[axis + 1] == n:
         return x[0]
     return np.ascontiguousarray(x[b][(slice(None),) * axis + (slice(0, n),)])
+
+
+def _placeholders(records: list, norms: list) -> tuple[list, list]:
+    """Records and output norms with each linear-attention layer's None (no softmax, nothing recorded) replaced by
+    zeros shaped as a softmax layer's (read-only views of one zero: no memory); the trace's ``layer_kinds`` says
+    ``"linear"`` there, so its patterns raise instead of being drawn."""
+    real = next(r for r in records if r is not None)
+    zero = np.zeros((), np.float32)
+    blank = replace(
+        real,
+        query=np.broadcast_to(zero, real.query.shape),
+        key=np.broadcast_to(zero, real.key.shape),
+        value=np.broadcast_to(zero, real.value.shape),
+        scaling=1.0,
+        sliding_window=None,
+        softcap=None,
+        sinks=None,
+    )
+    shape = next((x.shape for x in norms if x is not None), None)
+    return [blank if r is None else r for r in records], [
+        np.broadcast_to(zero, shape) if x is None and shape else x for x in norms
+    ]
 
 
 def _or_error(fn):
@@ -110,14 +132,21 @@ class HFTextAdapter:
     reads_is_decoder: bool = False
     caches: bool = True
     position_offset: int = 0
+    #: sentences every trace of the family carries (a family outside the table: not verified by us)
+    notices: tuple[str, ...] = ()
+    #: the heads' output is multiplied by a gate of the query's own before the output projection (Qwen3-Next,
+    #: Qwen3.5): a key's contribution then depends on the query, so no ‖v·W_O‖ per key is kept
+    gated_output: bool = False
     #: several texts may share one padded forward pass (:meth:`trace_batch`): families whose padding mask is
     #: checked against single traces and eager attention (tests/unit/test_trace_batch.py)
     batches: bool = False
 
     # ---- model structure ---------------------------------------------------------------------
     def base(self, module: nn.Module) -> nn.Module:
-        """The base model below any task head (``GPT2LMHeadModel.transformer``)."""
-        return getattr(module, module.base_model_prefix, module) if hasattr(module, "base_model_prefix") else module
+        """The base model below any task head (``GPT2LMHeadModel.transformer``; ``.model`` where the class names a
+        prefix it has no attribute for, as ``Llama4ForCausalLM``'s ``language_model``)."""
+        found = getattr(module, getattr(module, "base_model_prefix", ""), None)
+        return found if isinstance(found, nn.Module) else getattr(module, "model", module)
 
     def _path(self, module: nn.Module, path: str):
         obj = self.base(module)
@@ -261,6 +290,7 @@ class HFTextAdapter:
     ) -> AttentionTrace:
         """The :class:`AttentionTrace` of one sequence from its per-layer records and output norms (its own row)."""
         n = len(tokens)
+        records, norms = _placeholders(records, norms)
         n_heads = records[0].query.shape[0]
         kv_heads = min(r.key.shape[0] for r in records)  # fewer than n_heads: grouped-query attention
         return AttentionTrace(
@@ -278,13 +308,13 @@ class HFTextAdapter:
             layer_kinds=config_kinds(model.module.config, len(records)),
             sinks=_per_layer(r.sinks for r in records),
             kv_heads=kv_heads if kv_heads < n_heads else None,
-            value_out_norms=tuple(norms),
+            value_out_norms=() if self.gated_output else tuple(norms),
             pos_encoding=pos,
             pos_encoding_kind=self.pos_encoding_kind,
             truncated=n_input_tokens is not None and n_input_tokens > n,
             n_input_tokens=n if n_input_tokens is None else int(n_input_tokens),
             device=device.type,
-            notices=tuple(notices) + ((notice,) if notice else ()),
+            notices=(*notices, *self.notices, *((notice,) if notice else ())),
         )
 
     def trace_batch(
@@ -335,11 +365,15 @@ class HFTextAdapter:
                 out[i] = self._assemble(model, records, norms, pos, device, notice, tokens, want, notes, n_total)
         return out
 
-    def output_grams(self, module: nn.Module, n_heads: int) -> list[torch.Tensor]:
+    def output_grams(self, module: nn.Module, n_heads: int, without=frozenset()) -> list[torch.Tensor | None]:
         """Per layer, the Gram matrices ``W_O^h W_O^hᵀ`` of the output projection (:attr:`out_proj`) split into one
         block per query head, ``[head, d_head, d_head]`` (:func:`engine.capture.contribution.projection_grams`:
-        computed once per weight, not per trace, and kept on the model's device)."""
-        return [projection_grams(layer.get_submodule(self.out_proj), n_heads) for layer in self.layers(module)]
+        computed once per weight, not per trace, and kept on the model's device); None for the layers ``without``
+        one (linear attention) and for every layer of a :attr:`gated_output` family."""
+        return [
+            None if i in without or self.gated_output else projection_grams(layer.get_submodule(self.out_proj), n_heads)
+            for i, layer in enumerate(self.layers(module))
+        ]
 
     def _forward(self, model: Model, ids: list[int], causal: bool, default_causal: bool):
         """Run the base model once on ``ids``, recording every attention call: ``(records per layer, output norms
@@ -380,14 +414,18 @@ class HFTextAdapter:
             pos_module = self.pos_module(module)
             targets = {} if pos_module is None else {"hook_pos_embed": pos_module}
             layers = self.layers(module)
-            # the base model only, and only up to the last layer's attention call: what comes after it (that
+            linear = frozenset(i for i, k in enumerate(config_kinds(module.config, len(layers))) if k == LINEAR)
+            last = max(set(range(len(layers))) - linear)
+            # the base model only, and only up to the last softmax layer's attention call: what comes after it (that
             # call's output, the last MLP, an LM head's [n, vocab] logits) is never read by a trace
-            with recording(whole_batch=True, stop_after=layers[-1].modules()) as rec, capture(targets) as acts:
+            with recording(whole_batch=True, stop_after=layers[last].modules()) as rec, capture(targets) as acts:
                 self.base(module)(input_ids=input_ids.to(device), **kwargs)
-            records = layer_records(rec.calls, layers)
-            n_heads = records[0].query.shape[1]
-            grams = self.output_grams(module, n_heads)  # [B, H, n] norms beside the values, on the device
-            norms = [gram_norms(per_query_head(r.value, n_heads), g) for r, g in zip(records, grams)]
+            records = layer_records(rec.calls, layers, linear)  # None for a linear-attention layer
+            n_heads = next(r for r in records if r is not None).query.shape[1]
+            grams = self.output_grams(module, n_heads, linear)  # [B, H, n] norms beside the values, on the device
+            norms = [
+                None if g is None else gram_norms(per_query_head(r.value, n_heads), g) for r, g in zip(records, grams)
+            ]
             return to_host((records, norms, acts.get("hook_pos_embed")))
 
         (records, norms, pos), device, notice = model.run(forward)
@@ -395,12 +433,13 @@ class HFTextAdapter:
         for b, ids in enumerate(rows):
             n = len(ids)
             own = [
-                replace(r, query=_row(r.query, b, n), key=_row(r.key, b, n), value=_row(r.value, b, n)) for r in records
+                r and replace(r, query=_row(r.query, b, n), key=_row(r.key, b, n), value=_row(r.value, b, n))
+                for r in records
             ]
             traced.append(
                 (
                     own,
-                    [_row(x, b, n) for x in norms],
+                    [None if x is None else _row(x, b, n) for x in norms],
                     None if pos is None else _row(pos, min(b, len(pos) - 1), n, axis=0),
                 )
             )

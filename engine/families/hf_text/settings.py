@@ -55,7 +55,8 @@ DISTILBERT = HFTextAdapter(
 GPT2 = HFTextAdapter(
     family="decoder", layers_path="h", out_proj="attn.c_proj", pos_path="wpe", byte_level=True, batches=True
 )
-#: decoders with rotary positions (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1–3, gpt-oss: its sinks come with each call)
+#: decoders with rotary positions (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1–3, gpt-oss: its sinks come with each call;
+#: SmolLM3, Cohere2, OLMo 2, Granite, Llama 4, DeepSeek-V3, Falcon-H1: what differs comes with each call too)
 ROTARY_DECODER = HFTextAdapter(
     family="decoder",
     layers_path="layers",
@@ -66,10 +67,19 @@ ROTARY_DECODER = HFTextAdapter(
     batches=False,  # not checked with padding (sliding windows, softcaps): traced one by one
 )
 GPT_NEOX = replace(ROTARY_DECODER, out_proj="attention.dense")
+#: Qwen3-Next, Qwen3.5: linear-attention layers (no softmax: placeholders in the trace) between full ones whose heads'
+#: output is gated per query before ``o_proj``
+GATED_HYBRID = replace(ROTARY_DECODER, gated_output=True)
 
 
 def load_hf_text(
-    model_id: str, path: Path, config: dict, *, spec: ModelSpec | None = None, device: torch.device | None = None
+    model_id: str,
+    path: Path,
+    config: dict,
+    *,
+    spec: ModelSpec | None = None,
+    device: torch.device | None = None,
+    adapter: HFTextAdapter | None = None,
 ) -> Model:
     """A text model of a family in the table, with its tokenizer, read through ``ap_capture``.
 
@@ -79,9 +89,11 @@ def load_hf_text(
         config: its parsed ``config.json`` (its ``model_type`` names a text record of the table).
         spec: the catalog entry to report; defaults to one built from the id and family.
         device: defaults to CUDA when present, else CPU.
+        adapter: the settings to read it with; None: its record's (a family outside the table:
+            :mod:`engine.families.hf_text.unverified`).
     """
 
-    adapter: HFTextAdapter = resolve(hub_record(config.get("model_type")).adapter)
+    adapter = adapter or resolve(hub_record(config.get("model_type")).adapter)
     shown = quote_input(model_id)
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ModelUnavailableError(
