@@ -298,7 +298,7 @@ function mount(component, d) {
     for (let h = 0; h < d.n_heads; h++) {
       const b = line.appendChild(document.createElement("button"));
       const thumb = b.appendChild(document.createElement("canvas"));
-      if (!d.grid) b.appendChild(document.createElement("span")).textContent = `H${h}`;
+      if (!d.grid) b.appendChild(document.createElement("span")).textContent = `head ${h}`; // in its name "Layer L, head H"
       b.onclick = () => choose(d.grid ? { layer, head: h } : { head: h });
       thumbs.push({ b, thumb, layer, h });
     }
