@@ -12,15 +12,16 @@ from bench.serve import free_port, healthy  # noqa: F401 — one copy for the be
 
 __all__ = [
     "ARTIFACTS",
-    "GRID",
     "IDLE_MS",
     "PLOT",
     "SLOW_FLUSH",
+    "VIEW",
     "click_cell",
     "press_while_a_timer_ticks",
-    "expect_grid",
     "expect_idle",
     "expect_no_exception",
+    "expect_view",
+    "expect_view_row",
     "free_port",
     "healthy",
     "log_file",
@@ -30,12 +31,29 @@ __all__ = [
     "section_body",
     "type_model_folder",
     "type_sentence",
+    "view_cell",
+    "view_rows",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # a Plotly chart that plotly.js has drawn
 IDLE_MS = 30_000
-GRID = '[data-testid="stImage"] img[alt^="Thumbnails of the"]'  # Explore's grid of heads: one picture
+VIEW = ".lv[data-draw-ms]"  # the in-browser layer view (engine/views/layer_view.js), drawn at least once
+# (in page scripts) the view's root: Playwright's selectors reach into its shadow root, the page's own do not
+FIND_VIEW = """() => [...document.querySelectorAll('[data-testid="stBidiComponentIsolated"]')]
+  .map((host) => host.shadowRoot?.querySelector('.lv[data-draw-ms]')).find(Boolean)"""
+# each row's name as the view's tooltip says it when the pointer is over that row (a mouse move it is sent)
+ROWS = """(root) => {
+  const labels = root.querySelector('canvas.labels'), cells = root.querySelector('canvas.cells');
+  const box = cells.getBoundingClientRect(), tip = root.querySelector('.tip'), names = [];
+  for (let row = 0; row < cells.height; row++) {
+    const at = { clientX: box.left + box.width / cells.width / 2, clientY: box.top + (row + 0.5) * box.height / cells.height };
+    labels.dispatchEvent(new MouseEvent('mousemove', at));
+    names.push(tip.textContent.split(' → ')[0]);
+  }
+  labels.dispatchEvent(new MouseEvent('mouseleave'));
+  return names;
+}"""
 
 # An init script (``page.add_init_script``): while ``window.__slowFlush`` holds a number of milliseconds, the page's
 # zero-delay timeouts wait that long. Streamlit's browser code sends a button's press on such a timeout, so a timed
@@ -72,13 +90,40 @@ def press_while_a_timer_ticks(page: Page, button: Locator, hold_ms: int) -> None
         page.evaluate("window.__slowFlush = 0")
 
 
-def expect_grid(page: Page, timeout_ms: int = IDLE_MS) -> Locator:
-    """Explore's grid of heads shown and loaded (one picture, decoded, wider than it is tall a row); returns it."""
-    grid = page.locator(GRID)
-    expect(grid).to_have_count(1, timeout=timeout_ms)
-    expect(grid).to_have_js_property("complete", True, timeout=timeout_ms)
-    assert grid.evaluate("img => img.naturalWidth") > 0, "the grid's picture did not load"
-    return grid
+def expect_view(page: Page, heading: str | re.Pattern | None = None, timeout_ms: int = IDLE_MS) -> Locator:
+    """The page's one in-browser layer view drawn, with the title ``heading`` when given (the whole text, e.g.
+    "Layer 0, head 5 · causal mask on", or a pattern); returns its root."""
+    view = page.locator(VIEW)
+    expect(view).to_have_count(1, timeout=timeout_ms)
+    if heading is not None:
+        expect(view.get_by_role("heading")).to_have_text(heading, timeout=timeout_ms)
+    return view
+
+
+def view_rows(page: Page) -> list[str]:
+    """The name of every row of the view's map, as its tooltip shows it (``"2 animal"``)."""
+    return page.locator(VIEW).evaluate(ROWS)
+
+
+def expect_view_row(page: Page, pattern: str, timeout_ms: int = IDLE_MS) -> None:
+    """Wait until a row of the view's map is named to match the regular expression ``pattern`` (a new sentence's
+    view drawn)."""
+    script = f"(pattern) => {{ const root = ({FIND_VIEW})(); return root && ({ROWS})(root).some((n) => new RegExp(pattern).test(n)); }}"
+    page.wait_for_function(script, arg=pattern, timeout=timeout_ms)
+
+
+def view_cell(page: Page, row: int, col: int, click: bool = False) -> str:
+    """Move the mouse to the middle of cell (``row``, ``col``) of the view's map (and click it); returns what the
+    view's tooltip then says ("query → key: weight")."""
+    cells = page.locator(f"{VIEW} canvas.cells")
+    cells.scroll_into_view_if_needed()
+    box = cells.bounding_box()
+    cols, rows = cells.evaluate("c => [c.width, c.height]")  # one cell a pixel of the canvas
+    x, y = box["x"] + (col + 0.5) * box["width"] / cols, box["y"] + (row + 0.5) * box["height"] / rows
+    page.mouse.move(x, y)
+    if click:
+        page.mouse.click(x, y)
+    return page.locator(f"{VIEW} .tip").text_content() or ""
 
 
 def expect_no_exception(page: Page) -> None:
@@ -112,11 +157,11 @@ def pick_model(page: Page, name: str) -> None:
 
 
 def open_in_sidebar(page: Page, url: str, name: str, timeout_ms: int = 60_000) -> None:
-    """Open the app at ``url`` and wait for its first chart (the first page draws one once torch is imported: a page
+    """Open the app at ``url`` and wait for Explore's view (the first page draws it once torch is imported: a page
     that imports scikit-learn while the background warm-up still imports torch can fail), then open page ``name``
     from the sidebar and wait for its first chart and the end of the rerun."""
     page.goto(url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=timeout_ms)
+    expect_view(page, timeout_ms=timeout_ms)
     expect_idle(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_text(name).click()
     expect(page.get_by_role("heading", name=name)).to_be_visible(timeout=timeout_ms)
