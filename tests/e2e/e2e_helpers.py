@@ -32,6 +32,8 @@ __all__ = [
     "type_model_folder",
     "type_sentence",
     "view_cell",
+    "view_labelled",
+    "view_outlined",
     "view_rows",
 ]
 
@@ -47,12 +49,30 @@ ROWS = """(root) => {
   const labels = root.querySelector('canvas.labels'), cells = root.querySelector('canvas.cells');
   const box = cells.getBoundingClientRect(), tip = root.querySelector('.tip'), names = [];
   for (let row = 0; row < cells.height; row++) {
-    const at = { clientX: box.left + box.width / cells.width / 2, clientY: box.top + (row + 0.5) * box.height / cells.height };
+    const at = { clientX: box.left + box.width / cells.width / 2,
+      clientY: box.top + (row + 0.5) * box.height / cells.height };
     labels.dispatchEvent(new MouseEvent('mousemove', at));
     names.push(tip.textContent.split(' → ')[0]);
   }
   labels.dispatchEvent(new MouseEvent('mouseleave'));
   return names;
+}"""
+# the map's geometry in the labels canvas's pixels, and whether any pixel of a box of it is drawn (``red``: in the
+# red of the highlight's outline)
+PIXELS = """(root) => {
+  const labels = root.querySelector('canvas.labels'), cells = root.querySelector('canvas.cells');
+  const a = labels.getBoundingClientRect(), b = cells.getBoundingClientRect(), s = labels.width / a.width;
+  const g = { left: (b.left - a.left) * s, top: (b.top - a.top) * s, w: b.width * s / cells.width,
+    h: b.height * s / cells.height, rows: cells.height, cols: cells.width, s };
+  const ctx = labels.getContext('2d');
+  g.drawn = (x0, y0, x1, y1, red = false) => {
+    const [x, y] = [Math.max(0, Math.round(x0)), Math.max(0, Math.round(y0))];
+    const px = ctx.getImageData(x, y, Math.max(1, Math.round(x1) - x), Math.max(1, Math.round(y1) - y)).data;
+    for (let i = 0; i < px.length; i += 4)
+      if (px[i + 3] > 200 && (!red || (px[i] > 170 && px[i + 1] < 90 && px[i + 2] < 90))) return true;
+    return false;
+  };
+  return g;
 }"""
 
 # An init script (``page.add_init_script``): while ``window.__slowFlush`` holds a number of milliseconds, the page's
@@ -108,8 +128,31 @@ def view_rows(page: Page) -> list[str]:
 def expect_view_row(page: Page, pattern: str, timeout_ms: int = IDLE_MS) -> None:
     """Wait until a row of the view's map is named to match the regular expression ``pattern`` (a new sentence's
     view drawn)."""
-    script = f"(pattern) => {{ const root = ({FIND_VIEW})(); return root && ({ROWS})(root).some((n) => new RegExp(pattern).test(n)); }}"
+    named = f"({ROWS})(root).some((n) => new RegExp(pattern).test(n))"
+    script = f"(pattern) => {{ const root = ({FIND_VIEW})(); return Boolean(root) && {named}; }}"
     page.wait_for_function(script, arg=pattern, timeout=timeout_ms)
+
+
+def view_labelled(page: Page) -> tuple[list[bool], list[bool]]:
+    """Which rows of the view's map have a name drawn left of them, and which columns one drawn just above them."""
+    script = f"""(root) => {{ const g = ({PIXELS})(root);
+      const rows = [...Array(g.rows).keys()].map((i) =>
+        g.drawn(0, g.top + i * g.h + 1, g.left - 2, g.top + (i + 1) * g.h - 1));
+      const cols = [...Array(g.cols).keys()].map((j) =>
+        g.drawn(g.left + (j + 0.3) * g.w, g.top - 10 * g.s, g.left + (j + 0.7) * g.w, g.top - 2 * g.s));
+      return [rows, cols]; }}"""
+    rows, cols = page.locator(VIEW).evaluate(script)
+    return rows, cols
+
+
+def view_outlined(page: Page, row: int | None = None, col: int | None = None) -> bool:
+    """Whether the view's map outlines ``row`` (a red line along its top edge) or ``col`` (along its left edge): the
+    highlighted token's row and column."""
+    script = """(root, [row, col]) => { const g = (PIXELS)(root);
+      const [x, y] = row !== null ? [g.left + g.cols * g.w / 2, g.top + row * g.h]
+        : [g.left + col * g.w, g.top + g.rows * g.h / 2];
+      return g.drawn(x - 2, y - 2, x + 3, y + 3, true); }"""
+    return page.locator(VIEW).evaluate(script.replace("(PIXELS)", f"({PIXELS})"), [row, col])
 
 
 def view_cell(page: Page, row: int, col: int, click: bool = False) -> str:

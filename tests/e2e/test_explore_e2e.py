@@ -25,6 +25,7 @@ from e2e_helpers import (  # noqa: E402
     expect_view_row,
     section,
     view_cell,
+    view_outlined,
     view_rows,
 )
 
@@ -32,15 +33,6 @@ pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 60_000  # fresh server: torch import + MiniLM load
 REDRAW_MS = 20_000
-# whether the view's map outlines row ``row`` (the highlighted token: a red line along the row's top edge)
-OUTLINED = """(root, row) => {
-  const labels = root.querySelector('canvas.labels'), cells = root.querySelector('canvas.cells');
-  const a = labels.getBoundingClientRect(), b = cells.getBoundingClientRect(), s = labels.width / a.width;
-  const x = Math.round((b.left - a.left + b.width / 2) * s);
-  const y = Math.round((b.top - a.top + row * b.height / cells.height) * s);
-  const px = labels.getContext('2d').getImageData(x, y - 2, 1, 5).data;
-  return [0, 1, 2, 3, 4].some((i) => px[i * 4] > 170 && px[i * 4 + 1] < 90 && px[i * 4 + 2] < 90 && px[i * 4 + 3] > 200);
-}"""
 
 
 def params(page: Page) -> dict[str, str]:
@@ -208,18 +200,16 @@ def test_a_highlighted_token_survives_a_layer_switch(page: Page, app_url: str):
     """A click on a row highlights its token in the browser; picking another layer (a server run) keeps it: the
     view told the server before that run."""
     open_app(page, app_url)
-    view = page.locator(VIEW)
     assert view_cell(page, 2, 0, click=True).startswith("2 animal → 0 [CLS]: ")
     page.wait_for_function("() => new URL(location.href).searchParams.get('focus') === '2'")
-    assert view.evaluate(OUTLINED, 2) and not view.evaluate(OUTLINED, 5)
+    assert view_outlined(page, row=2) and view_outlined(page, col=2) and not view_outlined(page, row=5)
 
     page.get_by_role("combobox", name="Layer").click()
     page.get_by_role("option", name="1", exact=True).click()
     expect_view(page, "Layer 1, head 0", REDRAW_MS)
     expect_settled(page)
     assert params(page)["layer"] == "1" and params(page)["focus"] == "2", page.url
-    view = page.locator(VIEW)
-    assert view.evaluate(OUTLINED, 2) and not view.evaluate(OUTLINED, 5)
+    assert view_outlined(page, row=2) and view_outlined(page, col=2) and not view_outlined(page, row=5)
     expect_no_exception(page)
 
 
