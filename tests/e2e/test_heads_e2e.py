@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, section  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, expect_view, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -23,7 +23,7 @@ LARGE_TITLE = '[data-testid="stPlotlyChart"] .gtitle'
 def open_heads(page: Page, url: str) -> None:
     # Explore first (the model is warm when Heads opens); deep links are covered by test_deep_links_e2e.py.
     page.goto(url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)  # Explore drew
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)  # Explore drew
     page.goto(f"{url}/heads")
     expect(page.get_by_role("heading", name="Heads")).to_be_visible(timeout=FIRST_DRAW_MS)
     expect(page.locator(LARGE_TITLE).filter(has_text=re.compile(r"^Layer \d+, head \d+"))).to_have_count(
