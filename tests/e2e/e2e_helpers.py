@@ -32,6 +32,7 @@ __all__ = [
     "type_model_folder",
     "type_sentence",
     "view_cell",
+    "view_header",
     "view_labelled",
     "view_outlined",
     "view_rows",
@@ -118,6 +119,13 @@ def expect_view(page: Page, heading: str | re.Pattern | None = None, timeout_ms:
     if heading is not None:
         expect(view.get_by_role("heading")).to_have_text(heading, timeout=timeout_ms)
     return view
+
+
+def view_header(page: Page) -> dict:
+    """The header of the bytes the view was sent (engine/views/layer_view.py: its labels, font, colours, ...)."""
+    return page.locator(VIEW).evaluate("""(root) => { const bytes = root.parentNode.__layerViewData;
+      const size = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
+      return JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + size))); }""")
 
 
 def view_rows(page: Page) -> list[str]:

@@ -17,7 +17,16 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, Frame, Page, expect
 
-from e2e_helpers import PLOT, VIEW, expect_idle, expect_no_exception, expect_view, section_body, view_rows  # noqa: E402
+from e2e_helpers import (  # noqa: E402
+    PLOT,
+    VIEW,
+    expect_idle,
+    expect_no_exception,
+    expect_view,
+    section_body,
+    view_header,
+    view_rows,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -59,12 +68,10 @@ def contrast(fg: str, bg: str) -> float:
 def tick_style(page: Page) -> dict:
     """The font size and colour Explore's view draws its names in (its header), the page's colour behind it, and
     its rows' names (as its tooltip shows them)."""
-    view = expect_view(page, timeout_ms=REDRAW_MS)
-    style = view.evaluate("""(root) => { const bytes = root.parentNode.__layerViewData;
-        const size = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
-        const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + size)));
-        const paper = getComputedStyle(document.querySelector('[data-testid="stApp"]')).backgroundColor;
-        return {size: header.font_px, fill: header.text_color, paper}; }""")
+    expect_view(page, timeout_ms=REDRAW_MS)
+    header = view_header(page)
+    paper = page.locator('[data-testid="stApp"]').evaluate("el => getComputedStyle(el).backgroundColor")
+    style = {"size": header["font_px"], "fill": header["text_color"], "paper": paper}
     return {**style, "ticks": view_rows(page)}
 
 

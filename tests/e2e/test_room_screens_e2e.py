@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from e2e_helpers import VIEW, expect_idle, expect_no_exception, expect_view, view_labelled  # noqa: E402
+from e2e_helpers import VIEW, expect_idle, expect_no_exception, expect_view, view_header, view_labelled  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -26,10 +26,6 @@ IPHONE_UA = (
     "Version/17.0 Mobile/15E148 Safari/604.1"
 )
 MAP = f"{VIEW} canvas.labels"  # the map as drawn: its names and its cells
-# the font size the view draws its names in (its header: engine/views/layer_view.py)
-FONT_PX = """(root) => { const bytes = root.parentNode.__layerViewData;
-  const size = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
-  return JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + size))).font_px; }"""
 
 
 def overlap(a: list[float], b: list[float]) -> bool:
@@ -110,7 +106,7 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path, publi
         rows, cols = view_labelled(page)  # every column named (6 of 17 were), its names apart: neighbours'
         assert len(cols) == 16 and all(cols) and all(rows), (rows, cols)  # baselines a font's height apart at least
         cell = page.locator(f"{VIEW} canvas.cells").bounding_box()["width"] / len(cols)
-        assert cell * math.sin(math.radians(60)) >= view.evaluate(FONT_PX), cell
+        assert cell * math.sin(math.radians(60)) >= view_header(page)["font_px"], cell
         assert_title_clear(page)
         # the picked query token's row as bars
         bars = page.locator(".st-key-query_row_bars .js-plotly-plot")
