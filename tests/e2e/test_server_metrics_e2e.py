@@ -29,7 +29,9 @@ def test_metrics_count_the_traces_a_new_sentence_adds(fresh_app_url: str) -> Non
     async def student() -> tuple[dict[str, int], dict[str, int]]:
         session = Session(app_url)
         try:
-            opened = await session.open({"text": "the metrics page counts the cat that sat on the mat"})
+            # the Heads page: its charts are shared figures (Explore's view of the layer's heads is a map, no figure)
+            text = "the metrics page counts the cat that sat on the mat"
+            opened = await session.open({"text": text}, page_name="heads")
             assert opened.failure is None, opened.failure
             before = _kept(app_url)
             box = session.widget_id("text_area", "Your text")
