@@ -18,6 +18,7 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("lessons.py", "Lessons", ":material/cast_for_education:"),
     ("step_by_step.py", "Step by step", ":material/calculate:"),
     ("heads.py", "Heads", ":material/view_module:"),
+    ("head_finder.py", "Head finder", ":material/travel_explore:"),
     ("bertviz_views.py", "bertviz views", ":material/hub:"),
     ("positional.py", "Positional encodings", ":material/timeline:"),
     ("vit.py", "Vision Transformer", ":material/image:"),

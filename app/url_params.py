@@ -200,7 +200,7 @@ def _hide_text(words: frozenset[str]) -> str | None:
 SHARED: tuple[Param, ...] = (
     Param(Look.present, boolean, False),  # presenter mode, so a shared link opens on the projector as it is
     Param(Look.hide, hide_words, frozenset(), show=_hide_text, check=lambda raw: hide_words(raw, exact=True)),
-    Param(K.text, text(TEXT_READ_MAX), DEFAULT_TEXT, TEXT_PAGES, hide="text"),
+    Param(K.text, text(TEXT_READ_MAX), DEFAULT_TEXT, TEXT_PAGES | {"head_finder"}, hide="text"),
     Param(K.model, catalog_model(), DEFAULTS[K.model], TEXT_PAGES | {"positional"}, hide="model"),
     Param(K.hub_id, model_ref, "", TEXT_PAGES | {"positional"}, hide="model"),
     Param(K.layer, integer(0, 4096), 0, TEXT_PAGES, hide="layer"),

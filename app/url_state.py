@@ -12,42 +12,20 @@ left out. A value a reader refuses is ignored with a log line: a bad link still 
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
+from app.routes import PAGES
 from app.state import K, Url
 from app.url_params import SHARED, Param
-from app.views.bahdanau import keys as bahdanau
-from app.views.bertviz_views import keys as bertviz_views
-from app.views.captions import keys as captions
-from app.views.explore import keys as explore
-from app.views.heads import keys as heads
-from app.views.lessons import keys as lessons
-from app.views.positional import keys as positional
-from app.views.pretraining import keys as pretraining
-from app.views.step_by_step import keys as step_by_step
-from app.views.train import keys as train
-from app.views.vit import keys as vit
-from app.views.why import keys as why
 
-PAGES = (
-    explore,
-    heads,
-    step_by_step,
-    positional,
-    bertviz_views,
-    vit,
-    captions,
-    bahdanau,
-    train,
-    pretraining,
-    lessons,
-    why,
-)
+#: every page's ``app/views/<page>/keys.py``, in the sidebar's order (a page without ``PARAMS`` carries none)
+KEYS = tuple(importlib.import_module(f"app.views.{file.removesuffix('.py')}.keys") for file, _title, _icon in PAGES)
 #: every parameter, in the order a link is read
-PARAMS: tuple[Param, ...] = (*SHARED, *(param for page in PAGES for param in page.PARAMS))
+PARAMS: tuple[Param, ...] = (*SHARED, *(param for keys in KEYS for param in getattr(keys, "PARAMS", ())))
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
 log = logging.getLogger(__name__)
 

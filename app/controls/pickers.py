@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -165,11 +165,16 @@ def open_head(layer: int, head: int) -> None:
     st.session_state[K.layer], st.session_state[K.head] = layer, head
 
 
-def layer_head(n_layers: int, n_heads: int, columns) -> tuple[int, int]:
-    """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first); a column
-    None draws no box (a view in the browser picks it)."""
+def layer_head(n_layers: int, n_heads: int, columns, kinds: Sequence[str] = ()) -> tuple[int, int]:
+    """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first; a column
+    None draws no box: a view in the browser picks it); a model whose layers differ in ``kinds``
+    (``AttentionTrace.layer_kinds``) shows each layer's kind: "3 · sliding 4096"."""
     left, right = columns
-    layer = clamp(K.layer, 0, n_layers - 1) if hidden("layer") else pick_index("Layer", n_layers, K.layer, left)
+    badge = {"format_func": lambda i: f"{i} · {kinds[i]}"} if len(set(kinds)) > 1 else {}
+    if hidden("layer"):
+        layer = clamp(K.layer, 0, n_layers - 1)
+    else:
+        layer = pick_index("Layer", n_layers, K.layer, left, **badge)
     head = (
         clamp(K.head, 0, n_heads - 1) if hidden("head") or right is None else pick_index("Head", n_heads, K.head, right)
     )

@@ -20,6 +20,7 @@ NSP = "nsp"  # fine-tuning a classifier on [CLS] for next-sentence prediction (P
 SCALE = "scale"  # the Scaling page's "train one more size"
 INDUCTION = "induction"  # Train live's induction-heads run (app/views/train/data.py)
 TRAIN = "train"  # Train live's own model (engine.training.jobs.KIND)
+HEAD_FINDER = "head_finder"  # the Head finder measuring a model without a shipped table
 #: after submitting, the page waits this long for the job before it starts polling (most jobs are done by then)
 QUICK_WAIT_S = 1.0
 

@@ -1,5 +1,5 @@
-"""The maps pages draw: one head (exact or pooled) and one layer's heads for the in-browser view, from the cached
-trace.
+"""The maps pages draw: one head (exact or pooled), one layer's heads or every layer's for the in-browser view, from
+the cached trace.
 
 The engine pools at most ``size`` × ``size`` cells per head (``AttentionTrace.overview``: never an n×n matrix);
 results sit in ``caches.MAPS`` under ``request_key(request)`` and the view, one read-only object for every session.
@@ -17,6 +17,9 @@ from app.runtime.request import TraceRequest
 from app.runtime.traces import QUICK_CHARS, request_key
 from app.ui.map_data import MapData, MapView, head_map
 from engine.views.layer_view import LayerData
+
+#: the Heads model view holds every layer while its cells fit this many bytes (MiniLM: up to ~120 tokens)
+MODEL_VIEW_BYTES = 2 << 20
 
 
 def head_view(request: TraceRequest, view: MapView) -> MapData:
@@ -40,6 +43,21 @@ def layer_view_data(request: TraceRequest, view: MapView) -> LayerData:
         return LayerData(values, (view.layer,), *labels, square, first.value_name, spans=spans, n_tokens=att.n_queries)
 
     return shared_map(layer_key(request, view), build)
+
+
+def model_view_data(request: TraceRequest, view: MapView, budget: int = MODEL_VIEW_BYTES) -> LayerData:
+    """Every layer's heads (:func:`layer_view_data` each, stacked) while their cells fit ``budget`` bytes as the
+    view's uint16 counts, else ``view.layer``'s alone (another layer is then the server's), shared."""
+    one = layer_view_data(request, view)
+    n_layers = heads_attention(request).n_layers
+    if n_layers == 1 or one.values.size * 2 * n_layers > budget:
+        return one
+
+    def build() -> LayerData:
+        stacked = [layer_view_data(request, replace(view, layer=layer)).values for layer in range(n_layers)]
+        return replace(one, values=np.concatenate(stacked), layers=tuple(range(n_layers)))
+
+    return shared_map(("model", *layer_key(request, replace(view, layer=0))[1:]), build)
 
 
 def prefetch_head_view(key: tuple, attention, view: MapView) -> None:

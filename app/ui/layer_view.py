@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.state import K, Look
+from app.ui.charts import page_source
 from app.ui.theme import current, download_format
 from engine.views.layer_view import CSS, JS, Choice, LayerData, encode
 
@@ -15,8 +16,11 @@ PARAMS = {"layer": K.layer, "head": K.head, "focus": Look.focus}
 mount = st.components.v2.component("attention_playground.layer_view", js=JS, css=CSS)
 
 
-def layer_view(key: str, data: LayerData, layer: int, head: int, focus: int | None, **text: str) -> None:
-    """Mount the view on ``layer``, ``head`` and ``focus`` (``text``: its title's ``suffix`` and its ``caption``)."""
+def layer_view(
+    key: str, data: LayerData, layer: int, head: int, focus: int | None, grid: bool = False, **text: str
+) -> None:
+    """Mount the view on ``layer``, ``head`` and ``focus`` (``text``: its title's ``suffix`` and its ``caption``;
+    ``grid``: every sent layer × head as one grid of buttons, the model view)."""
     look = current()
     colours = {
         "colors": list(look.colors),
@@ -24,7 +28,7 @@ def layer_view(key: str, data: LayerData, layer: int, head: int, focus: int | No
         "font_px": look.tick_px,
         "download": download_format(),
     }
-    choice = Choice(layer, head, focus, look=colours, params=PARAMS, **text)
+    choice = Choice(layer, head, focus, look=colours, params=PARAMS, source=page_source(), grid=grid, **text)
     _, n_heads, rows, _ = data.values.shape
     tokens = range(rows if data.n_tokens is None else data.n_tokens)
     fits = {"layer": data.layers.__contains__, "head": range(n_heads).__contains__, "focus": tokens.__contains__}

@@ -81,6 +81,32 @@ def rope_band_rows(trace: AttentionTrace, layer: int, head: int, query: int, mod
     return out
 
 
+def rope_band_distances(
+    trace: AttentionTrace, layer: int, head: int, model=None
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Each band's mean term over the query–key pairs at each distance ``i − j`` (query position minus key
+    position; a causal trace's pairs with ``j ≤ i`` only): ``(distances, {band name: [distance]})``, the names
+    and ``model`` as in :func:`rope_band_rows`. A band whose mean swings with the distance carries position; one
+    that stays flat carries content.
+
+    Raises:
+        EngineError: the model does not use rotary positions.
+    """
+    n_k, offset = trace.n_keys, trace.n_keys - trace.n_queries  # queries aligned with the last keys
+    low = 0 if trace.causal else 1 - n_k
+    distances = np.arange(low, n_k)
+    counts, sums = np.zeros(len(distances)), {}
+    for query in range(trace.n_queries):
+        at = query + offset - np.arange(n_k)  # [k_pos]
+        keep = at >= low
+        slot = at[keep] - low
+        counts += np.bincount(slot, minlength=len(distances))
+        for name, row in rope_band_rows(trace, layer, head, query, model).items():
+            sums[name] = sums.get(name, 0.0) + np.bincount(slot, weights=row[keep], minlength=len(distances))
+    seen = counts > 0
+    return distances[seen], {name: total[seen] / counts[seen] for name, total in sums.items()}
+
+
 def alibi_terms(trace: AttentionTrace, layer: int, head: int, query: int, key: int) -> dict[str, float]:
     """The content term ``q·k·scale`` and the ALiBi penalty ``−m_h·|i − j|`` of one score (module docstring).
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from engine.records import EngineError
 from engine.traces.attention import AttentionTrace
+from engine.traces.kinds import check_pattern
 
 #: largest absolute value the calculator accepts (exp() of bigger scores overflows nothing here,
 #: but such numbers teach nothing and make every weight 0 or 1)
@@ -55,6 +56,8 @@ class AttentionSteps:
         z: ``[n_q, d_v]`` ``weights V``.
         query_positions: ``[n_q]`` the position of each query row among the keys.
         softcap: the logit cap c applied to the scaled scores (Gemma 2), or None.
+        sink: a learned sink logit (gpt-oss), or None: one more term in the softmax's total that no key gets, so the
+            weights sum to less than one (:attr:`sink_weight` is the rest).
     """
 
     q: np.ndarray
@@ -70,6 +73,7 @@ class AttentionSteps:
     z: np.ndarray
     query_positions: np.ndarray
     softcap: float | None = None
+    sink: float | None = None
 
     @property
     def blocked(self) -> np.ndarray:
@@ -78,26 +82,35 @@ class AttentionSteps:
 
     @property
     def exp(self) -> np.ndarray:
-        """``exp(masked − row max)``: the softmax numerators (0 where blocked)."""
-        row_max = np.max(self.masked, axis=-1, keepdims=True)
-        row_max = np.where(np.isfinite(row_max), row_max, 0.0)
-        return np.exp(self.masked - row_max)
+        """``exp(masked − row max)``: the softmax numerators (0 where blocked; the max counts the sink)."""
+        return np.exp(self.masked - _row_max(self.masked, self.sink))
+
+    @property
+    def sink_weight(self) -> np.ndarray:
+        """``[n_q]`` the share of each row's softmax that the sink takes (0 without one)."""
+        return 1.0 - self.weights.sum(axis=-1) if self.sink is not None else np.zeros(len(self.weights))
 
 
-def softmax(scores: np.ndarray) -> np.ndarray:
+def _row_max(scores: np.ndarray, sink: float | None) -> np.ndarray:
+    row_max = np.max(scores, axis=-1, keepdims=True)
+    row_max = np.maximum(row_max, sink) if sink is not None else row_max
+    return np.where(np.isfinite(row_max), row_max, 0.0)  # an all −∞ row: exp(−∞) = 0 everywhere
+
+
+def softmax(scores: np.ndarray, sink: float | None = None) -> np.ndarray:
     """Row-wise softmax that maps ``-inf`` to exactly 0 and an all ``-inf`` row to zeros.
 
     Args:
         scores: ``[..., n_k]`` scores, possibly with ``-inf``.
+        sink: a sink logit in every row's total (gpt-oss), given to no key: rows then sum to less than one.
 
     Returns:
         float64 weights of the same shape.
     """
     scores = np.asarray(scores, dtype=np.float64)
-    row_max = np.max(scores, axis=-1, keepdims=True)
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # an all −∞ row: exp(−∞) = 0 everywhere
+    row_max = _row_max(scores, sink)
     e = np.exp(scores - row_max)
-    total = e.sum(axis=-1, keepdims=True)
+    total = e.sum(axis=-1, keepdims=True) + (0.0 if sink is None else np.exp(sink - row_max))
     return e / np.where(total > 0, total, 1.0)
 
 
@@ -124,6 +137,7 @@ def attention_steps(
     mask: Any = None,
     query_positions: Any = None,
     softcap: float | None = None,
+    sink: float | None = None,
 ) -> AttentionSteps:
     """Scaled dot-product attention with every step kept.
 
@@ -139,6 +153,7 @@ def attention_steps(
             last ``n_q`` positions (all of them when ``n_q == n_k``).
         softcap: a logit cap c: the scaled scores become ``c · tanh(scaled / c)`` before bias and
             mask (Gemma 2); None for none.
+        sink: a sink logit in the softmax's total (gpt-oss), given to no key; None for none.
 
     Returns:
         An :class:`AttentionSteps` (float64).
@@ -176,7 +191,7 @@ def attention_steps(
         add_bias = np.broadcast_to(np.asarray(bias, dtype=np.float64), (n_q, n_k)).copy()
     capped = scaled if softcap is None else np.tanh(scaled / float(softcap)) * float(softcap)
     masked = capped + (add_bias if add_bias is not None else 0.0) + add_mask
-    weights = softmax(masked)
+    weights = softmax(masked, None if sink is None else float(sink))
     z = weights @ v2  # [n_q, d_v]
     return AttentionSteps(
         q=q2,
@@ -192,13 +207,14 @@ def attention_steps(
         z=z,
         query_positions=pos,
         softcap=None if softcap is None else float(softcap),
+        sink=None if sink is None else float(sink),
     )
 
 
 def query_steps(trace: AttentionTrace, layer: int, head: int, query: int) -> AttentionSteps:
     """One query row's attention steps, read from a trace.
 
-    Q, K, V, the scale, the mask (causal and padding) and any ALiBi bias all come from the trace;
+    Q, K, V, the scale, the mask (causal and padding), any ALiBi bias, softcap and sink come from the trace;
     the arithmetic is :func:`attention_steps`. The result's rows equal
     ``trace.scores(layer, head, stage)[query]`` for every stage, ``trace.pattern(layer, head)[query]``
     and ``trace.z(layer, head)[query]``.
@@ -212,7 +228,7 @@ def query_steps(trace: AttentionTrace, layer: int, head: int, query: int) -> Att
         :class:`AttentionSteps` with one query row (``q`` is ``[1, d_head]``).
 
     Raises:
-        IndexError: layer, head or query out of range.
+        IndexError: layer, head or query out of range. ValueError: a layer with no softmax (``"linear"``).
     """
     n_q = trace.n_queries
     if not -n_q <= int(query) < n_q:
@@ -221,16 +237,19 @@ def query_steps(trace: AttentionTrace, layer: int, head: int, query: int) -> Att
     if not -trace.n_heads <= int(head) < trace.n_heads:
         raise IndexError(f"head {head} out of range: this model has {trace.n_heads} heads")
     q = trace.q(layer)[head]  # [q_pos, d_head]
-    bias = trace.bias(layer)
+    bias, layer = trace.bias(layer), trace._layer(layer)
+    check_pattern(trace.layer_kinds, layer)
+    sinks = trace.sinks[layer] if trace.sinks else None
     return attention_steps(
         q[i : i + 1],
         trace.k(layer)[head],
         trace.v(layer)[head],
-        trace.scales[trace._layer(layer)],
+        trace.scales[layer],
         bias=None if bias is None else bias[head, i : i + 1],
         mask=trace.mask(layer)[i : i + 1],
         query_positions=[i + trace.n_keys - n_q],
-        softcap=trace.softcap[trace._layer(layer)] if trace.softcap else None,
+        softcap=trace.softcap[layer] if trace.softcap else None,
+        sink=None if sinks is None else float(sinks[head]),
     )
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -27,11 +26,6 @@ class HookPoint(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
-
-
-def heads_first(t: torch.Tensor) -> np.ndarray:
-    """A captured ``(1, T, H, dh)`` activation as float32 numpy ``[H, T, dh]`` on the CPU (a trace's layout)."""
-    return np.ascontiguousarray(t[0].permute(1, 0, 2).to(device="cpu", dtype=torch.float32).numpy())
 
 
 def hook_point_names(model: nn.Module) -> list[str]:

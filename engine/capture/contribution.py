@@ -18,16 +18,19 @@ vector is the shared key/value head's, ``W_O^h`` is the query head's own block.
 The norms are computed from the ``d_head × d_head`` Gram matrix ``G_h = W_O^h W_O^hᵀ`` in float64:
 ``‖v W_O^h‖² = v G_h vᵀ``, O(n · d_head · d_model) per layer instead of building ``[n, d_model]``
 vectors per head. ``G_h`` depends on the weights alone: :func:`projection_grams` keeps it per weight tensor
-(and its version), so a served model's traces compute it once per layer, not once per trace (nor copy
-W_O from a GPU every trace).
+(and its version) on the weight's device, so a served model's traces compute it once per layer, not once
+per trace, and never copy W_O or G_h to the host: a trace's norms are computed beside its values
+(:func:`gram_norms`) and come back with them (:mod:`engine.capture.transfer`).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 
 import numpy as np
+import torch
 
 from engine.records import EngineError
 
@@ -35,8 +38,8 @@ from engine.records import EngineError
 _ROWS = 4096
 
 
-def head_blocks(weight: np.ndarray, n_heads: int, *, transposed: bool) -> np.ndarray:
-    """The output projection as one ``W_O^h`` per head: ``[head, d_head, d_out]`` float64.
+def head_blocks(weight: np.ndarray | torch.Tensor, n_heads: int, *, transposed: bool) -> np.ndarray | torch.Tensor:
+    """The output projection as one ``W_O^h`` per head: ``[head, d_head, d_out]`` float64 (numpy or torch, as given).
 
     Args:
         weight: the projection's weight: ``nn.Linear`` stores ``[d_out, heads · d_head]``
@@ -46,27 +49,30 @@ def head_blocks(weight: np.ndarray, n_heads: int, *, transposed: bool) -> np.nda
     Raises:
         ValueError: the input side does not split into ``n_heads`` equal blocks.
     """
-    w = np.asarray(weight, dtype=np.float64)
+    w = weight.double() if isinstance(weight, torch.Tensor) else np.asarray(weight, dtype=np.float64)
     w = w if transposed else w.T  # [heads · d_head, d_out]
     if w.ndim != 2 or w.shape[0] % n_heads:
         raise ValueError(f"an output projection with {w.shape[0]} inputs does not split into {n_heads} heads")
     return w.reshape(n_heads, w.shape[0] // n_heads, w.shape[1])  # [H, d_head, d_out]
 
 
+def _is_conv1d(proj) -> bool:
+    return type(proj).__name__ == "Conv1D"  # GPT-2's projection: its weight is stored [d_in, d_out]
+
+
 def module_blocks(proj, n_heads: int) -> np.ndarray:
     """:func:`head_blocks` of a torch output projection: an ``nn.Linear`` or GPT-2's ``Conv1D`` (``nf`` outputs)."""
-    weight = proj.weight.detach().to("cpu").double().numpy()
-    return head_blocks(weight, n_heads, transposed=type(proj).__name__ == "Conv1D")
+    return head_blocks(proj.weight.detach().to("cpu").double().numpy(), n_heads, transposed=_is_conv1d(proj))
 
 
-def grams(blocks: np.ndarray) -> np.ndarray:
+def grams(blocks: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
     """``G_h = W_O^h W_O^hᵀ`` for every head of ``blocks`` ``[head, d_head, d_out]``: ``[head, d_head, d_head]``."""
-    return np.matmul(blocks, blocks.transpose(0, 2, 1))
+    return blocks @ blocks.swapaxes(1, 2)
 
 
 #: id(weight) -> (a weak reference to it, its state, its read-only grams). Keyed by id, not a WeakKeyDictionary: a
 #: tensor's ``==`` is elementwise, and that dictionary compares keys with it. The entry goes when the weight does.
-_GRAMS: dict[int, tuple[weakref.ref, tuple, np.ndarray]] = {}
+_GRAMS: dict[int, tuple[weakref.ref, tuple, torch.Tensor]] = {}
 _GRAMS_LOCK = threading.RLock()  # re-entrant: a weight collected while the lock is held forgets itself
 
 
@@ -75,23 +81,28 @@ def _forget(key: int) -> None:
         _GRAMS.pop(key, None)
 
 
-def projection_grams(proj, n_heads: int) -> np.ndarray:
-    """:func:`grams` of the projection ``proj``, computed once per weight: kept while the weight tensor lives, for
-    as long as it is unchanged (its version counter, storage, dtype and device; an optimizer's in-place step, a
-    ``load_state_dict`` or a move to another device computes them again). Read-only: traces of every session
-    share it. A weight that keeps no version (made under ``torch.inference_mode``) is never kept."""
+def _grams_on_device(proj, n_heads: int) -> torch.Tensor:
+    with torch.inference_mode():
+        return grams(head_blocks(proj.weight.detach(), n_heads, transposed=_is_conv1d(proj)))
+
+
+def projection_grams(proj, n_heads: int) -> torch.Tensor:
+    """:func:`grams` of the projection ``proj`` as a float64 tensor on its weight's device, computed there once per
+    weight: kept while the weight tensor lives, for as long as it is unchanged (its version counter, storage, dtype
+    and device; an optimizer's in-place step, a ``load_state_dict`` or a move to another device computes them
+    again). Read-only (an inference tensor: writing to it outside ``torch.inference_mode`` raises): traces of every
+    session share it. A weight that keeps no version (made under ``torch.inference_mode``) is never kept."""
     weight = proj.weight
     try:
         state = (n_heads, int(weight._version), weight.data_ptr(), str(weight.dtype), str(weight.device))
     except RuntimeError:  # an inference tensor: no version counter, so nothing says when it changed
-        return grams(module_blocks(proj, n_heads))
+        return _grams_on_device(proj, n_heads)
     key = id(weight)
     with _GRAMS_LOCK:
         kept = _GRAMS.get(key)
     if kept is not None and kept[0]() is weight and kept[1] == state:
         return kept[2]
-    result = grams(module_blocks(proj, n_heads))
-    result.flags.writeable = False
+    result = _grams_on_device(proj, n_heads)
     with _GRAMS_LOCK:
         _GRAMS[key] = (weakref.ref(weight, lambda _ref, key=key: _forget(key)), state, result)
     return result
@@ -113,18 +124,21 @@ def output_norms(values: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     return gram_norms(values, grams(blocks))
 
 
-def gram_norms(values: np.ndarray, gram: np.ndarray) -> np.ndarray:
-    """:func:`output_norms` from the heads' Gram matrices (:func:`grams`, :func:`projection_grams`)."""
-    if values.ndim != 3 or gram.ndim != 3 or values.shape[0] != gram.shape[0] or values.shape[2] != gram.shape[1]:
+def gram_norms(values: np.ndarray | torch.Tensor, gram: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
+    """:func:`output_norms` from the heads' Gram matrices (:func:`grams`, :func:`projection_grams`), computed on the
+    Gram matrices' device in float64: ``values`` ``[..., head, key, d_head]`` → ``[..., head, key]`` float32, a numpy
+    array for numpy values, else a tensor left on that device."""
+    if values.ndim < 3 or gram.ndim != 3 or values.shape[-3] != gram.shape[0] or values.shape[-1] != gram.shape[1]:
         raise ValueError(f"values {values.shape} and Gram matrices {gram.shape} do not match (head, ·, d_head)")
-    out = np.empty(values.shape[:2], dtype=np.float32)
-    rows = max(16, _ROWS // values.shape[0])  # every head at once, in chunks of positions (one call per chunk)
-    gram = np.asarray(gram, dtype=np.float64)
-    for a in range(0, values.shape[1], rows):
-        v = np.asarray(values[:, a : a + rows], dtype=np.float64)  # [head, rows, d_head]
-        squared = np.einsum("hnd,hnd->hn", v @ gram, v)
-        out[:, a : a + rows] = np.sqrt(np.maximum(squared, 0.0))
-    return out
+    gram = torch.as_tensor(gram, dtype=torch.float64)
+    v = torch.as_tensor(values, device=gram.device)
+    out = torch.empty(v.shape[:-1], dtype=torch.float32, device=gram.device)
+    rows = max(16, _ROWS // max(1, math.prod(v.shape[:-2])))  # every head at once, in chunks of positions
+    for a in range(0, v.shape[-2], rows):
+        chunk = v[..., a : a + rows, :].double()  # [..., head, rows, d_head]
+        squared = ((chunk @ gram) * chunk).sum(-1)
+        out[..., a : a + rows] = squared.clamp_min(0.0).sqrt()
+    return out.cpu().numpy() if isinstance(values, np.ndarray) else out
 
 
 #: attribute names of the output projection on an attention module that owns it (ViT's and Llama's
@@ -150,6 +164,6 @@ def attention_output(attention) -> object:
     )
 
 
-def attention_norms(attention, values: np.ndarray) -> np.ndarray:
-    """:func:`output_norms` of ``values`` ``[head, key, d_head]`` through the projection ``attention`` owns."""
-    return gram_norms(values, projection_grams(attention_output(attention), values.shape[0]))
+def attention_norms(attention, values: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
+    """:func:`gram_norms` of ``values`` ``[..., head, key, d_head]`` through the projection ``attention`` owns."""
+    return gram_norms(values, projection_grams(attention_output(attention), values.shape[-3]))

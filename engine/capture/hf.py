@@ -1,16 +1,18 @@
 """One capture path for every family that calls ``transformers.AttentionInterface``.
 
 BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, GPT-2, ViT, DeiT, Swin, Llama, Mistral, Qwen2,
-Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2 and Gemma 3 text (transformers 5.23) compute attention by
+Qwen3, GPT-NeoX, Phi-3, Gemma, Gemma 2, Gemma 3 text and gpt-oss (transformers 5.23) compute attention by
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query`` ``[b, H, n, d]``, ``key`` / ``value`` ``[b, H_kv, n, d]`` (grouped-query
 attention: fewer key/value heads), the mask, ``scaling`` and, where the layer has one,
 ``sliding_window``. These models are loaded with ``attn_implementation="ap_capture"``: the function
 registered here records Q, K, V and those arguments when a trace asked for them (a context variable
-the trace sets, so concurrent sessions never mix; the model's lock serialises forward passes) and
+the trace sets, so concurrent sessions never mix; the model's lock serialises forward passes; the tensors stay
+on the model's device until :func:`engine.capture.transfer.to_host` brings a trace's back in one copy) and
 always hands the call to transformers' own SDPA function, so the model runs its fast path and no
 n×n array is kept. The mask builder for ``ap_capture`` is transformers' SDPA one. A softcapped call
-(Gemma 2), which SDPA cannot do, runs :func:`_softcapped` instead: a chunk of query rows at a time.
+(Gemma 2) or one with sink logits (gpt-oss's ``s_aux``), which SDPA cannot do, runs :func:`_written_out`
+instead: a chunk of query rows at a time.
 """
 
 from __future__ import annotations
@@ -35,27 +37,33 @@ NOT_CAPTURING = (
     "(attn_implementation='ap_capture'). Load it with engine.load."
 )
 
+#: a captured tensor while the forward pass runs, its numpy copy after
+Array = np.ndarray | torch.Tensor
+
 _REGISTERED = threading.Lock()
 _done = False
 
 
 @dataclass
 class LayerRecord:
-    """What one layer's attention call received (numpy, float32, batch 0)."""
+    """What one layer's attention call received (batch 0): tensors on the model's device as recorded, float32
+    numpy arrays once :func:`engine.capture.transfer.to_host` has brought a trace's records back."""
 
-    query: np.ndarray  # [H, n, d] (batch 0); [B, H, n, d] when the recorder keeps the whole batch
-    key: np.ndarray  # [H_kv, n, d] (or [B, H_kv, n, d])
-    value: np.ndarray  # [H_kv, n, d] (or [B, H_kv, n, d])
+    query: Array  # [H, n, d] (batch 0); [B, H, n, d] when the recorder keeps the whole batch
+    key: Array  # [H_kv, n, d] (or [B, H_kv, n, d])
+    value: Array  # [H_kv, n, d] (or [B, H_kv, n, d])
     scaling: float | None
     sliding_window: int | None
     softcap: float | None
     masked: bool  # a mask tensor was passed (False: none, SDPA's is_causal path or no mask at all)
-    #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``);
-    #: None when the call had none or an all-zero one. Layers given the same tensor share the array.
-    relative_bias: np.ndarray | None = None
+    #: T5's relative position bias as ``[H, n_q + n_k − 1]`` (see ``AttentionTrace.relative_bias``), all zeros
+    #: where the model's is; None when the call had none. Layers given the same tensor share one.
+    relative_bias: Array | None = None
+    #: ``[H]`` learned sink logits (gpt-oss's ``s_aux``): one more logit in every row's softmax; None: none
+    sinks: Array | None = None
     #: ``[H, n_k]`` ‖v^h_j W_O^h‖ (``AttentionTrace.value_out_norms``), set by adapters that read the
     #: output projection from the calling module; None until then
-    out_norms: np.ndarray | None = None
+    out_norms: Array | None = None
 
     @property
     def scale(self) -> float:
@@ -77,18 +85,17 @@ class Recorder:
     #: never computed (empty: the forward runs to its end)
     stop_after: frozenset[int] = frozenset()
     #: (address, shape) → (the tensor, kept alive so that no later tensor reuses its address; its vector)
-    _biases: dict[tuple, tuple[object, np.ndarray | None]] = field(default_factory=dict)
+    _biases: dict[tuple, tuple[object, torch.Tensor]] = field(default_factory=dict)
 
-    def relative(self, position_bias) -> np.ndarray | None:
+    def relative(self, position_bias) -> torch.Tensor | None:
         """``[1, H, n_q, n_k]`` relative bias → its ``[H, n_q + n_k − 1]`` diagonals (first column
-        bottom-up, then the first row), once per tensor; None when it is all zeros."""
+        bottom-up, then the first row), once per tensor, on its device; None when there is none."""
         if position_bias is None:
             return None
         memo = (position_bias.data_ptr(), tuple(position_bias.shape))
         if memo not in self._biases:
-            pb = position_bias[0].detach().float()  # [H, n_q, n_k]
-            vec = np.concatenate([pb[:, :, 0].flip(-1).cpu().numpy(), pb[:, 0, 1:].cpu().numpy()], axis=1)
-            self._biases[memo] = (position_bias, np.ascontiguousarray(vec, dtype=np.float32) if np.any(vec) else None)
+            pb = position_bias[0].detach()  # [H, n_q, n_k]
+            self._biases[memo] = (position_bias, torch.cat([pb[:, :, 0].flip(-1), pb[:, 0, 1:]], dim=1))
         return self._biases[memo][1]
 
     @property
@@ -111,24 +118,22 @@ _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("ap_
 _OVERRIDE: contextvars.ContextVar = contextvars.ContextVar("ap_capture_override", default=None)
 
 
-def _numpy(t, whole_batch: bool = False) -> np.ndarray:
-    return (t if whole_batch else t[0]).detach().float().cpu().numpy()
-
-
 def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     recorder = _RECORDER.get()
     if recorder is not None:
+        rows = slice(None) if recorder.whole_batch else 0  # kept on the device: no copy, no wait here
         record = LayerRecord(
-            query=_numpy(query, recorder.whole_batch),
-            key=_numpy(key, recorder.whole_batch),
-            value=_numpy(value, recorder.whole_batch),
+            query=query[rows].detach(),
+            key=key[rows].detach(),
+            value=value[rows].detach(),
             scaling=None if scaling is None else float(scaling),
             sliding_window=None if kwargs.get("sliding_window") is None else int(kwargs["sliding_window"]),
             softcap=None if kwargs.get("softcap") is None else float(kwargs["softcap"]),
             masked=attention_mask is not None,
             relative_bias=recorder.relative(kwargs.get("position_bias")),
+            sinks=None if kwargs.get("s_aux") is None else kwargs["s_aux"].detach(),
         )
         recorder.calls.append((module, record))
         if id(module) in recorder.stop_after:
@@ -139,9 +144,9 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
         replaced = override(module, weights)
         if replaced is not None:
             return weighted_values(replaced, value), None
-    softcap = kwargs.pop("softcap", None)
-    if softcap is not None:  # Gemma 2: SDPA cannot cap the scores
-        return _softcapped(module, query, key, value, attention_mask, scaling, float(softcap), kwargs.get("is_causal"))
+    softcap, sinks = kwargs.pop("softcap", None), kwargs.pop("s_aux", None)
+    if softcap is not None or sinks is not None:  # Gemma 2, gpt-oss: SDPA cannot cap the scores nor add a sink
+        return _written_out(module, query, key, value, attention_mask, scaling, softcap, sinks, kwargs.get("is_causal"))
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
 
 
@@ -149,8 +154,9 @@ def _capture_attention(module, query, key, value, attention_mask, dropout=0.0, s
 _SOFTCAP_CHUNK = 1 << 22
 
 
-def _softcapped(module, query, key, value, attention_mask, scaling, softcap, is_causal):
-    """Attention with ``scores = tanh(scores / cap) · cap`` before the mask, a chunk of query rows at a time.
+def _written_out(module, query, key, value, attention_mask, scaling, softcap, sinks, is_causal):
+    """Attention written out, a chunk of query rows at a time: with a ``softcap`` (``scores = tanh(scores / cap) ·
+    cap`` before the mask) and ``sinks`` (``[H]`` logits, one more in each row's softmax, then dropped: gpt-oss).
 
     ``attention_mask`` is what the SDPA mask builder gives: a bool ``[b, 1, n_q, n_k]`` (True where
     allowed), a float additive mask, or None (then causal unless ``is_causal`` is False, as SDPA).
@@ -167,21 +173,22 @@ def _softcapped(module, query, key, value, attention_mask, scaling, softcap, is_
     for a in range(0, n_q, rows):
         b = min(n_q, a + rows)
         s = torch.matmul(query[:, :, a:b], key.transpose(-1, -2)) * scale
-        s = torch.tanh(s / softcap) * softcap
+        if softcap is not None:
+            s = torch.tanh(s / softcap) * softcap
         if attention_mask is not None:
             m = attention_mask[:, :, a:b, :n_k]
             s = s.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else s + m
         elif causal and n_q > 1:
             i = torch.arange(a, b, device=s.device)[:, None] + (n_k - n_q)
             s = s.masked_fill(torch.arange(n_k, device=s.device)[None, :] > i, float("-inf"))
-        p = torch.softmax(s.float(), dim=-1).nan_to_num(0.0).to(value.dtype)
+        p = _softmax(s, sinks).nan_to_num(0.0).to(value.dtype)
         out[:, :, a:b] = torch.matmul(p, value)
     return out.transpose(1, 2).contiguous(), None
 
 
 def eager_weights(module, query, key, attention_mask, scaling, kwargs: dict):
     """The call's attention weights ``[b, H, n_q, n_k]`` written out (what SDPA computes inside): scaled scores,
-    T5's position bias, Gemma 2's softcap, the mask (bool: True where allowed; float: added; None: causal when
+    T5's position bias, Gemma 2's softcap, gpt-oss's sinks, the mask (bool: True where allowed; float: added; None: causal when
     SDPA would be), softmax in float32 (float64 kept); a fully blocked row is all zeros. n×n: for short inputs only
     (:func:`overriding`). Gradients flow through it."""
     n_rep = query.shape[1] // key.shape[1]
@@ -203,7 +210,17 @@ def eager_weights(module, query, key, attention_mask, scaling, kwargs: dict):
         if causal and n_q > 1:
             i = torch.arange(n_q, device=s.device)[:, None] + (n_k - n_q)
             s = s.masked_fill(torch.arange(n_k, device=s.device)[None, :] > i, float("-inf"))
-    return torch.softmax(s if s.dtype == torch.float64 else s.float(), dim=-1).nan_to_num(0.0)
+    return _softmax(s, kwargs.get("s_aux")).nan_to_num(0.0)
+
+
+def _softmax(scores, sinks):
+    """Softmax over the keys (float32 unless float64), with a sink logit per head in each row when ``sinks`` (``[H]``)
+    is given: the row keeps only the keys' part, so it sums to less than one."""
+    scores = scores if scores.dtype == torch.float64 else scores.float()
+    if sinks is None:
+        return torch.softmax(scores, dim=-1)
+    sink = sinks.to(scores.dtype).reshape(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
+    return torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :-1]
 
 
 def weighted_values(weights, value):
@@ -288,8 +305,10 @@ def layer_records(calls: Sequence[tuple[object, object]], layers: Sequence[nn.Mo
     return found
 
 
-def per_query_head(x: np.ndarray, n_heads: int) -> np.ndarray:
-    """Grouped-query keys/values ``[H_kv, n, d]`` → ``[H, n, d]``: head ``h`` reads ``h // (H / H_kv)``,
-    as transformers' ``repeat_kv``; returned as is when every query head has its own."""
-    n_rep = n_heads // x.shape[0]
-    return np.repeat(x, n_rep, axis=0) if n_rep > 1 else x
+def per_query_head(x: Array, n_heads: int) -> Array:
+    """Grouped-query keys/values ``[..., H_kv, n, d]`` → ``[..., H, n, d]`` (numpy or torch): head ``h`` reads
+    ``h // (H / H_kv)``, as transformers' ``repeat_kv``; returned as is when every query head has its own."""
+    n_rep = n_heads // x.shape[-3]
+    if n_rep == 1:
+        return x
+    return x.repeat_interleave(n_rep, dim=-3) if isinstance(x, torch.Tensor) else np.repeat(x, n_rep, axis=-3)

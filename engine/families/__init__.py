@@ -205,6 +205,7 @@ TABLE: tuple[FamilyRecord, ...] = (
     _hf_text("gemma2", "decoder", "ROTARY_DECODER", "Gemma 2"),
     _hf_text("gemma3_text", "decoder", "ROTARY_DECODER", "Gemma 3"),
     _hf_text("gpt_neox", "decoder", "GPT_NEOX", "GPT-NeoX"),
+    _hf_text("gpt_oss", "decoder", "ROTARY_DECODER", "gpt-oss"),
     # ---- Hugging Face encoder-decoders (hf_seq2seq.py) ----------------------------------------------------
     _hf_seq2seq("t5", "relative", "T5"),
     _hf_seq2seq("mt5", "relative", "mT5"),

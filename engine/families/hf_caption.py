@@ -41,6 +41,7 @@ from torch import nn
 
 from engine.capture import capture
 from engine.capture.hf import recording, register
+from engine.capture.transfer import to_host
 from engine.decoding import decode_loop
 from engine.families import TABLE, hub_record
 from engine.families.hf_api import hf
@@ -186,8 +187,8 @@ class HFCaptionAdapter:
             found = {id(m): r for m, r in rec.calls if id(m) in wanted}
             if len(found) != len(layers):
                 raise EngineError("The decoder's cross-attention was not recorded (the model does not run ap_capture).")
-            records = [found[id(m)] for m in layers]
-            return [(r.query, r.key, r.value, r.scale) for r in records], out.logits[0].float().cpu()
+            records, logits = to_host(([found[id(m)] for m in layers], out.logits[0]))  # one copy from the device
+            return [(r.query, r.key, r.value, r.scale) for r in records], torch.from_numpy(logits)
         names = {
             f"{i}.{part}": getattr(layer, part) for i, layer in enumerate(layers) for part in ("query", "key", "value")
         }

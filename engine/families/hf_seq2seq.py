@@ -35,6 +35,7 @@ from torch import nn
 
 from engine.capture.contribution import attention_norms
 from engine.capture.hf import per_query_head, recording, register
+from engine.capture.transfer import to_host
 from engine.families import hub_record
 from engine.families.hf_api import hf
 from engine.families.hub import byte_level, sdpa_builder
@@ -201,20 +202,20 @@ class Seq2SeqHFAdapter:
         parts: dict[str, list] = {"encoder": [], "decoder": [], "cross": []}
         for mod, record in rec.calls:
             # what each key adds through each head: the value carried through the module's own o / out_proj
-            record.out_norms = attention_norms(mod, per_query_head(record.value, record.query.shape[0]))
+            record.out_norms = attention_norms(mod, per_query_head(record.value, record.query.shape[-3]))
             parts[part_of(names.get(id(mod), ""))].append(record)
         if not parts["encoder"] or len(parts["decoder"]) != len(parts["cross"]):
             raise EngineError(
                 f"captured {', '.join(f'{k}: {len(v)}' for k, v in parts.items())} attention calls; "
                 "expected an encoder and one cross-attention per decoder layer"
             )
-        return parts
+        return to_host(parts)
 
     @staticmethod
     def _attention(
         model: Model, records: list, queries: Tokens, keys: Tokens, causal: bool, kind: str, device: str
     ) -> AttentionTrace:
-        relative = [r.relative_bias for r in records]
+        relative = [None if r.relative_bias is None or not r.relative_bias.any() else r.relative_bias for r in records]
         return AttentionTrace(
             model_id=model.spec.id,
             family="encoder-decoder",

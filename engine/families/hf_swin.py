@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from engine.capture.hf import layer_records, recording
+from engine.capture.transfer import to_host
 from engine.families.hf_vit import HFViTAdapter, load_image_model
 from engine.model import Model
 from engine.records import ModelSpec, ModelUnavailableError
@@ -82,9 +83,8 @@ class HFSwinAdapter(HFViTAdapter):
             blocks = swin_blocks(module)
             records = layer_records(rec.calls, [layer.attention for _, _, layer in blocks])
             geometry = [(s, b, int(layer.window_size), int(layer.shift_size)) for s, b, layer in blocks]
-            biases = [
-                layer.attention.relative_position_bias()[0].detach().float().cpu().numpy() for _, _, layer in blocks
-            ]
+            biases = [layer.attention.relative_position_bias()[0] for _, _, layer in blocks]
+            records, biases = to_host((records, biases))  # one copy from the model's device
             return records, geometry, biases, self._probs(module, out), self._labels(module)
 
         (records, geometry, biases, probs, labels), device, notice = model.run(forward)

@@ -28,6 +28,7 @@ from torch import nn
 
 from engine.capture.contribution import attention_norms
 from engine.capture.hf import layer_records, recording, register
+from engine.capture.transfer import to_host
 from engine.families.hf_api import hf
 from engine.families.hub import sdpa_builder
 from engine.images import to_unit_range
@@ -114,7 +115,7 @@ class HFViTAdapter:
             records = layer_records(rec.calls, modules)
             for attention, record in zip(modules, records):  # ‖v W_O^h‖ through each layer's o_proj
                 record.out_norms = attention_norms(attention, record.value)
-            return records, self._probs(module, out), self._labels(module)
+            return to_host(records), self._probs(module, out), self._labels(module)
 
         (records, probs, labels), device, notice = model.run(forward)
         queries = tuple(r.query for r in records)

@@ -178,16 +178,46 @@ def sdpa_builder(cls, path: Path, model_id: str, attn: str = "sdpa") -> Callable
     def build(dev: torch.device) -> nn.Module:
         with BUILD_LOCK:
             try:
-                module = cls.from_pretrained(path, use_safetensors=True, attn_implementation=attn)
+                module, info = cls.from_pretrained(
+                    path, use_safetensors=True, attn_implementation=attn, output_loading_info=True
+                )
             # transformers' loaders, on files from anywhere, raise OSError, ValueError, KeyError, RuntimeError
             # (shapes), ImportError (a missing extra), the Rust tokenizers' bare Exception and more: each is "cannot
             # load this model", its cause chained for Python (every engine loader's tokenizer/processor catch says
             # the same)
             except Exception as err:  # noqa: BLE001 — any error of from_pretrained (above)
                 raise ModelUnavailableError(f"Loading {quote_input(model_id)} failed: {error_reason(err)}") from err
+            check_weights(info["missing_keys"], module, model_id)
             return freeze(module.to(dev))
 
     return build
+
+
+#: weights a checkpoint may lack although the model has them: the pooler of BERT-likes (``AutoModel`` adds one;
+#: sentence-embedding checkpoints such as MiniLM's are often saved without it, and no page reads it). transformers
+#: already leaves out of its report what each family initialises itself: tied output embeddings (``lm_head``),
+#: ``position_ids`` and rotary ``inv_freq`` buffers, BART's ``final_logits_bias``, Marian's sinusoidal positions.
+MAY_BE_MISSING = re.compile(r"(^|\.)pooler\.")
+
+
+def check_weights(missing: set[str] | list[str], module: nn.Module, model_id: str) -> None:
+    """Refuse a model whose weights file lacks some of its tensors (other than :data:`MAY_BE_MISSING`):
+    transformers would fill them with random numbers and run it under the model's name.
+
+    Args:
+        missing: the names ``from_pretrained(..., output_loading_info=True)`` reports as missing.
+        module: the model built (its ``state_dict`` is every weight it has).
+
+    Raises:
+        ModelUnavailableError: naming how many of the model's weights are missing, and one of them.
+    """
+    lacking = sorted(name for name in missing if not MAY_BE_MISSING.search(name))
+    if lacking:
+        total = len(module.state_dict())
+        raise ModelUnavailableError(
+            f"{len(lacking)} of the {total} weights of {quote_input(model_id)} are missing from its weights file "
+            f"(such as {quote_input(lacking[0])}): it would run with random numbers in their place, so it is not loaded."
+        )
 
 
 def byte_level(tokenizer) -> bool:

@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from engine.capture import heads_first
 from engine.capture.contribution import attention_norms
 from engine.checkpoint import load_checkpoint
 from engine.model import Adapter, Model, freeze, pick_device
@@ -136,7 +135,9 @@ def captured_heads(
     q: str = "hook_q",
     k: str = "hook_k",
 ) -> dict[str, tuple]:
-    """The :class:`~engine.traces.attention.AttentionTrace` fields of our own attention layers, one per prefix.
+    """The :class:`~engine.traces.attention.AttentionTrace` fields of our own attention layers, one per prefix, as
+    tensors left on the device the forward pass ran on (:func:`engine.capture.transfer.to_host` brings a trace's
+    tensors back in one copy).
 
     Args:
         acts: captured activations, ``[1, pos, head, d_head]`` at each of :func:`qkv_names`.
@@ -146,12 +147,16 @@ def captured_heads(
 
     Returns:
         ``queries``, ``keys``, ``values`` (``[head, pos, d_head]`` each), ``value_out_norms`` (‖v^h_j W_O^h‖ per
-        head and key, through each module's ``w_o``) and ``scales``.
+        head and key, through each module's ``w_o``, computed beside the values) and ``scales``.
     """
-    values = tuple(heads_first(acts[f"{prefix}.hook_v"]) for prefix in prefixes)
+
+    def heads(name: str) -> torch.Tensor:
+        return acts[name][0].permute(1, 0, 2)  # [1, pos, head, d_head] → [head, pos, d_head]: a view
+
+    values = tuple(heads(f"{prefix}.hook_v") for prefix in prefixes)
     return {
-        "queries": tuple(heads_first(acts[f"{prefix}.{q}"]) for prefix in prefixes),
-        "keys": tuple(heads_first(acts[f"{prefix}.{k}"]) for prefix in prefixes),
+        "queries": tuple(heads(f"{prefix}.{q}") for prefix in prefixes),
+        "keys": tuple(heads(f"{prefix}.{k}") for prefix in prefixes),
         "values": values,
         "value_out_norms": tuple(attention_norms(module, v) for module, v in zip(modules, values)),
         "scales": tuple(float(module.scale) for module in modules),

@@ -23,6 +23,7 @@ import numpy as np
 
 from engine.records import EngineError, Family, Tokens
 from engine.traces import overview as ov
+from engine.traces.kinds import check_pattern, window_kinds
 from engine.traces.overview import HeadRows, Reduce, Weighting
 
 Stage = Literal["raw", "scaled", "masked"]
@@ -53,6 +54,11 @@ class AttentionTrace:
             or None, or (): key ``j`` of query ``i`` adds ``relative_bias[layer][h, j − i + n_q − 1]``
             (positions counted from 0 on both sides, as T5 does without a cache). Layers that share one
             bias share the array.
+        layer_kinds: per layer, what kind of attention it is (:mod:`engine.traces.kinds`: ``"full"``,
+            ``"sliding W"``, ``"chunked C"``, ``"no positions"``, ``"linear"``: no softmax, so :meth:`scores` and
+            what reads it raise ValueError); () when made: read from ``window``.
+        sinks: per layer, ``[head]`` learned sink logits (gpt-oss) or None, or (): one more logit in each row's
+            softmax that no key receives, so rows sum to less than one (:meth:`sink_mass`).
         kv_heads: grouped-query attention: how many key/value heads the model has (query head ``h``
             reads key/value head ``h // (n_heads // kv_heads)``; ``keys``/``values`` hold one copy per
             query head); None when every query head has its own.
@@ -84,6 +90,8 @@ class AttentionTrace:
     key_padding: np.ndarray | None = None
     alibi_slopes: np.ndarray | None = None
     relative_bias: tuple[np.ndarray | None, ...] = ()
+    layer_kinds: tuple[str, ...] = ()
+    sinks: tuple[np.ndarray | None, ...] = ()
     kv_heads: int | None = None
     value_out_norms: tuple[np.ndarray, ...] = ()
     generated_from: int | None = None
@@ -116,36 +124,23 @@ class AttentionTrace:
                     f"{list(self.tokens.strings)[:20]}, {k.shape[1]} key rows for "
                     f"{len(self.key_tokens)} key tokens"
                 )
-        if self.window and len(self.window) != n_layers:
-            raise ValueError(f"window needs one entry per layer (or none at all), got {len(self.window)}")
-        if self.softcap and len(self.softcap) != n_layers:
-            raise ValueError(f"softcap needs one entry per layer (or none at all), got {len(self.softcap)}")
+        for name in ("window", "softcap", "relative_bias", "value_out_norms", "sinks"):
+            if getattr(self, name) and len(getattr(self, name)) != n_layers:
+                raise ValueError(f"{name} needs one entry per layer (or none at all), got {len(getattr(self, name))}")
+        object.__setattr__(self, "layer_kinds", tuple(self.layer_kinds) or window_kinds(self.window, n_layers))
+        if len(self.layer_kinds) != n_layers:
+            raise ValueError(f"layer_kinds needs one entry per layer, got {len(self.layer_kinds)}")
         if self.key_padding is not None and self.key_padding.shape != (len(self.key_tokens),):
             raise ValueError(f"key_padding must have one flag per key token, got shape {self.key_padding.shape}")
         if self.alibi_slopes is not None and self.alibi_slopes.shape != (self.queries[0].shape[0],):
             raise ValueError(f"alibi_slopes must have one slope per head, got shape {self.alibi_slopes.shape}")
-        if self.relative_bias:
-            if len(self.relative_bias) != n_layers:
-                raise ValueError(
-                    f"relative_bias needs one entry per layer (or none at all), got {len(self.relative_bias)}"
-                )
-            want = (self.queries[0].shape[0], len(self.tokens) + len(self.key_tokens) - 1)
-            for layer, rb in enumerate(self.relative_bias):
-                if rb is not None and rb.shape != want:
-                    raise ValueError(
-                        f"layer {layer}: relative_bias must be [head, n_q + n_k − 1] = {want}, got {rb.shape}"
-                    )
-        if self.value_out_norms:
-            if len(self.value_out_norms) != n_layers:
-                raise ValueError(
-                    f"value_out_norms needs one entry per layer (or none at all), got {len(self.value_out_norms)}"
-                )
-            want = (self.queries[0].shape[0], len(self.key_tokens))
-            for layer, norms in enumerate(self.value_out_norms):
-                if norms.shape != want:
-                    raise ValueError(
-                        f"layer {layer}: value_out_norms must be [head, k_pos] = {want}, got {norms.shape}"
-                    )
+        heads, n_q, n_k = self.queries[0].shape[0], len(self.tokens), len(self.key_tokens)
+        shapes = {"relative_bias": ("[head, n_q + n_k − 1]", (heads, n_q + n_k - 1)), "sinks": ("[head]", (heads,))}
+        shapes["value_out_norms"] = ("[head, k_pos]", (heads, n_k))
+        for name, (named, want) in shapes.items():
+            for layer, given in enumerate(getattr(self, name)):
+                if given is not None and given.shape != want:
+                    raise ValueError(f"layer {layer}: {name} must be {named} = {want}, got {given.shape}")
         if self.kv_heads is not None and (self.kv_heads < 1 or self.queries[0].shape[0] % self.kv_heads):
             raise ValueError(f"kv_heads must divide the {self.queries[0].shape[0]} query heads, got {self.kv_heads}")
         if self.generated_from is not None and not 0 <= self.generated_from <= len(self.tokens):
@@ -251,10 +246,8 @@ class AttentionTrace:
     def mask(self, layer: int) -> np.ndarray:
         """Additive mask ``[q_pos, k_pos]``: 0 where attention is allowed, −∞ where blocked.
 
-        The mask is the same for every head of a layer; ``layer`` is validated for symmetry with
-        the other accessors (a later model family may mask layers differently). It is n×n: pages
-        must not call it (nor ``bias``, ``scores``, ``pattern``) on long inputs; use
-        :meth:`overview`, :meth:`pattern_rows` and :meth:`blocked_any`.
+        The same for every head of a layer. It is n×n: pages must not call it (nor ``bias``, ``scores``,
+        ``pattern``) on long inputs; use :meth:`overview`, :meth:`pattern_rows` and :meth:`blocked_any`.
         """
         self._layer(layer)
         n_q, n_k = self.n_queries, self.n_keys
@@ -324,6 +317,7 @@ class AttentionTrace:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
         layer = self._layer(layer)
+        check_pattern(self.layer_kinds, layer)
         heads = self._heads(head)
         q = self.queries[layer][heads]  # [h, q, d]
         k = self.keys[layer][heads]  # [h, k, d]
@@ -345,15 +339,27 @@ class AttentionTrace:
     def pattern(self, layer: int, head: int | None = None) -> np.ndarray:
         """Softmax attention weights ``[q_pos, k_pos]`` (one head) or ``[head, q_pos, k_pos]``.
 
-        Rows sum to 1 and blocked entries are exactly 0; a row whose keys are all blocked is all
-        zeros (as in torch's SDPA).
+        Rows sum to 1 (less with a sink: :meth:`sink_mass` is the rest) and blocked entries are exactly 0; a row
+        whose keys are all blocked is all zeros (as in torch's SDPA).
         """
+        return self._softmax(layer, head)[0]
+
+    def sink_mass(self, layer: int, head: int | None = None) -> np.ndarray:
+        """The weight each query row gives its sink instead of a key, ``[q_pos]`` or ``[head, q_pos]`` (zeros for a
+        layer with no sink): ``1 − pattern(layer, head).sum(-1)`` computed directly."""
+        return self._softmax(layer, head)[1]
+
+    def _softmax(self, layer: int, head: int | None) -> tuple[np.ndarray, np.ndarray]:
         s = self.scores(layer, head, "masked")
-        row_max = np.max(s, axis=-1, keepdims=True)
+        sinks = self.sinks[self._layer(layer)] if self.sinks else None
+        shape = s.shape[:-2] + (1, 1)  # one sink logit per head, for every row
+        sink = np.float32(-np.inf) if sinks is None else np.asarray(sinks[self._heads(head)], np.float32).reshape(shape)
+        row_max = np.maximum(np.max(s, axis=-1, keepdims=True), sink)
         row_max = np.where(np.isfinite(row_max), row_max, 0.0)
-        e = np.exp(s - row_max)
-        total = e.sum(axis=-1, keepdims=True)
-        return (e / np.where(total > 0, total, 1.0)).astype(np.float32)
+        e, e_sink = np.exp(s - row_max), np.exp(sink - row_max)
+        total = e.sum(axis=-1, keepdims=True) + e_sink
+        total = np.where(total > 0, total, 1.0)
+        return (e / total).astype(np.float32), (e_sink / total)[..., 0].astype(np.float32)
 
     def z(self, layer: int, head: int | None = None) -> np.ndarray:
         """Head outputs Σ_j pattern[i, j] · v[j]: ``[q_pos, d_head]`` or ``[head, q_pos, d_head]``."""
@@ -408,8 +414,8 @@ class AttentionTrace:
 
     def head_rows(self, layer: int, head: int) -> HeadRows:
         """One head's Q, K, scale and masking rules: what :mod:`engine.traces.overview` computes rows from."""
-        head = self._heads(head)[0]
-        layer = self._layer(layer)
+        head, layer = self._heads(head)[0], self._layer(layer)
+        check_pattern(self.layer_kinds, layer)
         rb = self.relative_bias_of(layer)
         cap = self.softcap[layer] if self.softcap else None
         padding = self.key_padding
@@ -423,6 +429,7 @@ class AttentionTrace:
             padding=None if padding is None or not padding.any() else np.asarray(padding, dtype=bool),
             slope=None if self.alibi_slopes is None else np.float32(self.alibi_slopes[head]),
             relative=None if rb is None else np.asarray(rb[head], dtype=np.float32),
+            sink=None if not self.sinks or self.sinks[layer] is None else np.float32(self.sinks[layer][head]),
         )
 
     # ---- helpers -----------------------------------------------------------------------------

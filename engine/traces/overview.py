@@ -10,6 +10,7 @@ only their pooled cells::
     s       = s − slope · |i − j|               # ALiBi, when the model has it
     s[i, j] = −∞ where blocked                  # causal: j > i + (n_k − n_q); window w: i + (n_k − n_q) − j >= w, or |…| > w without causal; padded keys
     p       = softmax(s) over ALL keys          # the model's real weights: hiding keys never renormalises
+                                                # (and a sink logit, gpt-oss: then rows sum below one)
     p[i, j] = p[i, j] · ‖v_j W_O‖               # weighting="contribution": ‖α f(x_j)‖ (Kobayashi et al. 2020)
     p[i, j] = p[i, j] · ‖v_j‖                   # weighting="value": the value's length only, α·‖v‖
     p       = p / max_{j ∈ keys} p[i, j]        # row_scale only ("per-row max" colouring)
@@ -86,6 +87,7 @@ class HeadRows:
     relative: np.ndarray | None = (
         None  # T5's relative bias of this head, [n_q + n_k − 1]: key j of row i adds [j − i + n_q − 1]
     )
+    sink: np.float32 | None = None  # a learned sink logit (gpt-oss): in each row's softmax, given to no key
 
     @property
     def n_q(self) -> int:
@@ -153,6 +155,8 @@ def _rows(h: HeadRows, start: int, stop: int, buffer: np.ndarray | None = None) 
     if h.padding is not None:
         s[:, h.padding[:n_keys]] = -np.inf
     row_max = s.max(axis=1, keepdims=True)
+    if h.sink is not None:
+        np.maximum(row_max, h.sink, out=row_max)
     row_max[~np.isfinite(row_max)] = 0.0  # a fully blocked row: exp(−∞) = 0 everywhere
     s -= row_max
     # flush what would be subnormal (x86 computes those ~10× slower): exp(s) <= exp(floor) → 0,
@@ -162,6 +166,8 @@ def _rows(h: HeadRows, start: int, stop: int, buffer: np.ndarray | None = None) 
     np.exp(s, out=s)
     np.copyto(s, np.float32(0.0), where=s <= np.exp(floor))
     total = s.sum(axis=1, keepdims=True)
+    if h.sink is not None:  # the sink's share is in the total: the rows keep their sum below one
+        total += np.exp(h.sink - row_max)
     total[total <= 0] = 1.0
     s /= total
     return s

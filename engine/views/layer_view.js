@@ -6,6 +6,8 @@
 // the server's copy, so every write is merged with the view's parameters. In a notebook it leaves the URL alone.
 
 const views = new Map(); // component key → its view's state (kept across the server's reruns)
+const SIDE = 256; // px of a column of head buttons beside the map, with its 24 px gap (three thumbnails a row)
+const TILE = 46; // px a grid's thumbnail takes (40 px and its gap): the model view's every layer × head
 let historyWrapped = false;
 let listening = false;
 
@@ -32,13 +34,16 @@ function listen() {
 }
 
 function heldTarget(node) {
-  // a click that must wait for the server to have the view's choice: a page link (it would leave first), or a
-  // download (its file is built for the server's head): a selector that finds it again after the server's run
+  // a click that must wait for the server to have the view's choice: a page link (it would leave first) or a
+  // download (its file is built for the server's head); a selector that finds it again after the server's run (by
+  // its keyed container: the link's address may name the view's head by then)
   const link = node.closest?.("a[href]");
-  if (link) return `a[href="${CSS.escape(link.getAttribute("href"))}"]`;
-  const keyed = node.closest?.('[data-testid="stDownloadButton"]')?.closest('[class*="st-key-"]');
+  const download = node.closest?.('[data-testid="stDownloadButton"]');
+  if (!link && !download) return null;
+  const keyed = (link || download).closest('[class*="st-key-"]');
   const key = keyed && [...keyed.classList].find((c) => c.startsWith("st-key-"));
-  return key ? `.${CSS.escape(key)} button, .${CSS.escape(key)} a` : null;
+  if (key) return `.${CSS.escape(key)} a, .${CSS.escape(key)} button`;
+  return link ? `a[href="${CSS.escape(link.getAttribute("href"))}"]` : null;
 }
 
 async function decode(bytes) {
@@ -183,14 +188,19 @@ function mount(component, d) {
   if (setStateValue) listen();
   const layerIndex = () => Math.max(0, d.layers.indexOf(state.layer));
   const head = () => d.heads[layerIndex() * d.n_heads + state.head];
+  const side = d.grid ? 24 + 32 + d.n_heads * TILE : SIDE; // the model view's grid: a row label and its heads
 
   parentElement.querySelectorAll(".lv").forEach((old) => old.remove());
   const root = document.createElement("div");
   root.className = "lv";
   parentElement.appendChild(root);
-  const layerBar = d.layers.length > 1 ? root.appendChild(document.createElement("div")) : null;
+  const layerBar = d.layers.length > 1 && !d.grid ? root.appendChild(document.createElement("div")) : null;
   const headBar = root.appendChild(document.createElement("div"));
   const title = root.appendChild(document.createElement("h3"));
+  const source = root.appendChild(document.createElement("p"));
+  source.className = "source";
+  source.textContent = d.source || "";
+  source.hidden = !d.source;
   const box = root.appendChild(document.createElement("div"));
   const plot = box.appendChild(document.createElement("canvas"));
   const labels = box.appendChild(document.createElement("canvas"));
@@ -206,18 +216,24 @@ function mount(component, d) {
   save.onclick = () => {
     // the map as drawn, named by its head: cells scaled without smoothing, then the labels over them (an SVG holds
     // the cells as one image, as Plotly's SVG of a heatmap does, and the labels as text)
-    const out = document.createElement("canvas");
-    [out.width, out.height] = [labels.width, labels.height];
-    const ctx = out.getContext("2d");
     const scale = labels.width / parseFloat(labels.style.width);
+    const head = format === "png" ? Math.round(d.font_px * 3.4 * scale) : 0; // the title and source lines
+    const out = document.createElement("canvas");
+    [out.width, out.height] = [labels.width, labels.height + head];
+    const ctx = out.getContext("2d");
     const { left, top, cell } = geometry;
     ctx.imageSmoothingEnabled = false;
     if (format === "png") {
       ctx.fillStyle = "#ffffff";
       ctx.fillRect(0, 0, out.width, out.height);
+      ctx.fillStyle = d.text_color;
+      ctx.font = `bold ${d.font_px * scale}px sans-serif`;
+      ctx.fillText(title.textContent, 4 * scale, d.font_px * 1.2 * scale);
+      ctx.font = `${(d.font_px - 1) * scale}px sans-serif`;
+      ctx.fillText(d.source || "", 4 * scale, d.font_px * 2.6 * scale, out.width - 8 * scale);
     }
-    ctx.drawImage(plot, left * scale, top * scale, cell * d.cols * scale, cell * d.rows * scale);
-    if (format === "png") ctx.drawImage(labels, 0, 0);
+    ctx.drawImage(plot, left * scale, top * scale + head, cell * d.cols * scale, cell * d.rows * scale);
+    if (format === "png") ctx.drawImage(labels, 0, head);
     const name = `attention_L${state.layer}_H${state.head}.${format}`;
     const link = document.createElement("a");
     link.download = name;
@@ -234,7 +250,8 @@ function mount(component, d) {
     const cols = d.k.map((t, j) => `<text transform="translate(${left + (j + 0.5) * cell},${top - 4}) rotate(-60)">${esc(t)}</text>`);
     return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h + d.font_px * 2}" viewBox="0 ${-d.font_px * 2} ${w} ${h + d.font_px * 2}">`
       + `<title>${esc(title.textContent)}</title><rect x="0" y="${-d.font_px * 2}" width="${w}" height="${h + d.font_px * 2}" fill="#ffffff"/>`
-      + `<text x="0" y="${-d.font_px * 0.6}" ${font} font-weight="bold">${esc(title.textContent)}</text>`
+      + `<text x="0" y="${-d.font_px * 1.1}" ${font} font-weight="bold">${esc(title.textContent)}</text>`
+      + `<text x="0" y="${-d.font_px * 0.1}" ${font}>${esc(d.source || "")}</text>`
       + `<image x="0" y="0" width="${w}" height="${h}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${cells.toDataURL("image/png")}"/>`
       + `<g ${font}>${rows.join("")}${cols.join("")}</g></svg>`;
   }
@@ -245,7 +262,8 @@ function mount(component, d) {
   plot.className = "cells";
   labels.className = "labels";
   labels.tabIndex = 0;
-  labels.setAttribute("aria-label", "Attention map: arrow keys pick another head or token");
+  const pages = d.layers.length > 1 ? ", Page Up and Page Down another layer" : "";
+  labels.setAttribute("aria-label", `Attention map: arrow keys pick another head or token${pages}`);
   caption.className = "caption";
   const bar = (el, label) => {
     el.className = "bar";
@@ -262,13 +280,28 @@ function mount(component, d) {
     });
   }
   bar(headBar, "Heads");
+  headBar.classList.add("heads");
+  headBar.classList.toggle("grid", Boolean(d.grid));
+  // a button per head: the open layer's (its layer null: the one open), or in a grid every sent layer's, a row each
   const thumbs = [];
-  for (let h = 0; h < d.n_heads; h++) {
-    const b = headBar.appendChild(document.createElement("button"));
-    const thumb = b.appendChild(document.createElement("canvas"));
-    b.appendChild(document.createElement("span")).textContent = `H${h}`;
-    b.onclick = () => choose({ head: h });
-    thumbs.push({ b, thumb });
+  const gridRow = (name) => {
+    const line = headBar.appendChild(document.createElement("div"));
+    line.appendChild(document.createElement("span")).textContent = name;
+    return line;
+  };
+  if (d.grid) {
+    const names = gridRow(""); // the columns' heads
+    for (let h = 0; h < d.n_heads; h++) names.appendChild(document.createElement("span")).textContent = `H${h}`;
+  }
+  for (const layer of d.grid ? d.layers : [null]) {
+    const line = d.grid ? gridRow(`L${layer}`) : headBar;
+    for (let h = 0; h < d.n_heads; h++) {
+      const b = line.appendChild(document.createElement("button"));
+      const thumb = b.appendChild(document.createElement("canvas"));
+      if (!d.grid) b.appendChild(document.createElement("span")).textContent = `H${h}`;
+      b.onclick = () => choose(d.grid ? { layer, head: h } : { head: h });
+      thumbs.push({ b, thumb, layer, h });
+    }
   }
 
   let geometry = null;
@@ -277,28 +310,46 @@ function mount(component, d) {
     const row = rowOf(state.focus), col = colOf(state.focus);
     const { z, top } = head();
     title.textContent = `Layer ${state.layer}, head ${state.head}${d.suffix}`;
-    thumbs.forEach(({ b, thumb }, h) => {
-      const own = d.heads[layerIndex() * d.n_heads + h];
-      b.setAttribute("aria-label", `Layer ${state.layer}, head ${h}`);
-      b.setAttribute("aria-pressed", String(h === state.head));
-      paint(thumb, own.z, d.rows, d.cols, own.top, lut, d.log);
+    thumbs.forEach(({ b, thumb, layer, h }) => {
+      const at = (layer ?? state.layer), index = d.layers.indexOf(at) * d.n_heads + h;
+      b.setAttribute("aria-label", `Layer ${at}, head ${h}`);
+      b.setAttribute("aria-pressed", String(h === state.head && at === state.layer));
+      if (thumb.shows === index) return; // painted already (a resize, a token)
+      thumb.shows = index;
+      paint(thumb, d.heads[index].z, d.rows, d.cols, d.heads[index].top, lut, d.log);
     });
     layerBar?.querySelectorAll("button").forEach((b, i) => b.setAttribute("aria-pressed", String(d.layers[i] === state.layer)));
     paint(plot, z, d.rows, d.cols, top, lut, d.log);
     const low = d.log ? `${(top / 1e4).toExponential(0)} (log colour)` : "0";
     scaleText.textContent = `${low} … ${top.toFixed(d.digits)} ${d.value_name} (this head's largest)`;
     // the labels: every token while they fit, else every k-th; the highlighted one always
-    const width = Math.max(240, box.clientWidth || 600);
     const font = d.font_px;
     const ctx = labels.getContext("2d");
     ctx.font = `${font}px sans-serif`;
     const widest = (names) => Math.min(180, Math.max(...names.map((n) => ctx.measureText(n).width)) + 8);
     const left = widest(d.q), colText = widest(d.k);
-    const room = (width - left - 8 - (colText * 0.5)) / d.cols; // a rotated label leans right of its column
-    const cell = Math.max(0.5, Math.min(64, room, Math.max(360, window.innerHeight * 0.75) / d.rows));
-    const rotate = cell < colText;
-    const topPx = rotate ? Math.min(140, colText * 0.87 + font) : font + 8;
-    const h = topPx + cell * d.rows + 4, w = left + cell * d.cols + (rotate ? colText * 0.5 : 4);
+    const full = Math.max(240, root.clientWidth || 600);
+    const sizes = (wide) => {
+      // the map's cell, label room and size; wide: the heads' buttons in a column of their own beside it
+      root.classList.toggle("wide", wide);
+      root.style.gridTemplateColumns = "";
+      const room = ((wide ? full - side : full) - left - 8 - (colText * 0.5)) / d.cols; // rotated labels lean right
+      // the whole view (buttons, heading, labels, map) fits the window's height where it can: a projector shows it
+      // on one screen; a long input keeps at least 360 px of map
+      const above = box.offsetTop - root.offsetTop;
+      const fit = (topPx) => Math.max(360, window.innerHeight - above - topPx - 48) / d.rows; // 48: the legend
+      let cell = Math.max(0.5, Math.min(64, room, fit(font + 8)));
+      const rotate = cell < colText;
+      const topPx = rotate ? Math.min(140, colText * 0.87 + font) : font + 8;
+      if (rotate) cell = Math.max(0.5, Math.min(cell, fit(topPx)));
+      return { cell, rotate, topPx, h: topPx + cell * d.rows + 4, w: left + cell * d.cols + (rotate ? colText * 0.5 : 4) };
+    };
+    const narrow = sizes(false);
+    // beside: only if the map stays as large (and keeps 360 px beside a grid)
+    const beside = narrow.cell < 64 && full > side + (d.grid ? 360 : SIDE) ? sizes(true) : null;
+    const { cell, rotate, topPx, h, w } = beside && beside.cell >= narrow.cell * 0.95 ? beside : sizes(false);
+    if (root.classList.contains("wide")) root.style.gridTemplateColumns = `${Math.ceil(w)}px minmax(${side - 24}px, 1fr)`;
+    box.style.width = `${w}px`;
     const dpr = window.devicePixelRatio || 1;
     labels.width = Math.round(w * dpr);
     labels.height = Math.round(h * dpr);
@@ -373,7 +424,9 @@ function mount(component, d) {
   labels.onkeydown = (event) => {
     const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
     const move = { ArrowDown: 1, ArrowUp: -1 }[event.key];
+    const page = { PageDown: 1, PageUp: -1 }[event.key], n = d.layers.length;
     if (step) choose({ head: (state.head + step + d.n_heads) % d.n_heads });
+    else if (page && n > 1) choose({ layer: d.layers[(layerIndex() + page + n) % n] });
     else if (move && d.square) {
       const next = Math.max(0, Math.min(d.rows - 1, (rowOf(state.focus) ?? -move) + move));
       choose({ focus: d.q_first[next] });
@@ -384,7 +437,7 @@ function mount(component, d) {
   caption.textContent = d.caption;
   tip.hidden = true;
   const resized = new ResizeObserver(() => draw());
-  resized.observe(box);
+  resized.observe(root);
   state.redraw = draw;
   draw();
   if (owns) history.replaceState(history.state, "", window.location.href); // the address bar says what is drawn

@@ -54,16 +54,18 @@ class LayerData:
 
 @dataclass(frozen=True)
 class Choice:
-    """What the view opens on and says: the layer, head and highlighted token, the title's ``suffix``, a caption,
-    the look and the URL parameters it keeps (None: it leaves the address bar alone, as in a notebook)."""
+    """What the view opens on and says: the layer, head and highlighted token, the title's ``suffix``, its source line,
+    a caption, the look and the URL parameters it keeps (None: it leaves the address bar alone, as in a notebook)."""
 
     layer: int = 0
     head: int = 0
     focus: int | None = None
     suffix: str = ""
     caption: str = ""
+    source: str = ""  # the line under the title: the model and the sentence (plain text)
     look: dict = field(default_factory=lambda: LOOK)
     params: dict[str, str] | None = None
+    grid: bool = False  # the model view: every sent layer × head as a grid of buttons (no layer bar)
 
 
 def short(label: str) -> str:
@@ -95,7 +97,9 @@ def encode(data: LayerData, choice: Choice) -> bytes:
         "focus": focus,
         "suffix": choice.suffix,
         "caption": choice.caption,
+        "source": choice.source,
         "params": choice.params,
+        "grid": choice.grid,
     }
     cells, header["digits"], header["step"] = counts(data.values)
     header["deflate"] = True

@@ -18,7 +18,7 @@ from apptest_helpers import assert_clean, messages, open_page
 from tests.seq2seq_models import save_tiny_seq2seq
 
 PAGES = ("explore", "step_by_step", "heads", "bertviz_views", "positional")
-FAMILIES = ("bert", "distilbert", "gpt2", "llama", "gemma2", "t5", "bart")
+FAMILIES = ("bert", "distilbert", "gpt2", "llama", "gemma2", "gpt_oss", "t5", "bart")
 TEXT = "The cat sat on the mat and it was warm."
 
 
@@ -32,7 +32,7 @@ def folders(tmp_path_factory, tiny_hf_folders) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("allowed")
     tokenizer = build_tokenizer()
-    for kind in ("llama", "gemma2"):
+    for kind in ("llama", "gemma2", "gpt_oss"):
         torch.manual_seed(0)
         AutoModelForCausalLM.from_config(_config(kind, len(tokenizer), tokenizer.eos_token_id)).save_pretrained(
             root / kind
@@ -57,7 +57,7 @@ def test_every_text_page_reads_every_family(folders, monkeypatch, family, page):
         captions = " ".join(messages(at.caption))
         if family in {"t5", "bart"}:
             assert at.selectbox(key="explore_block").value == "encoder"
-        elif family in {"llama", "gemma2"}:
+        elif family in {"llama", "gemma2", "gpt_oss"}:
             assert "share key/value head" in captions, captions
         else:
             assert "2 layers" in captions, captions

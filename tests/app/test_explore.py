@@ -90,10 +90,10 @@ def test_sections_are_one_row_of_buttons_and_a_click_opens_one():
     assert not at.tabs
     row = at.segmented_control(key="explore_tab")
     assert row.options == list(TABS) and row.value is None
-    row.set_value(TABS[0]).run()
+    row.set_value(TABS[1]).run()
     assert_clean(at)
     assert [c.key for c in at.get("plotly_chart")] == ["mask_False", "mask_True"]
-    assert at.segmented_control(key="explore_tab").value == TABS[0]
+    assert at.segmented_control(key="explore_tab").value == TABS[1]
 
 
 def test_default_main_chart_shows_the_sentence(default_app: AppTest):
@@ -592,3 +592,48 @@ def test_a_paste_past_the_character_cap_is_cut_with_a_notice():
     notes = messages(at.warning)
     assert any("longer than 100,000 characters: only the first 100,000 were read" in w for w in notes), notes
     assert any("Those characters have" in w and "only the first 128 were traced" in w for w in notes), notes
+
+
+def test_the_highlighted_token_links_to_what_made_its_strongest_score():
+    """Under the view: Step by step's "What made this score?" for the highlighted query and the key the open head
+    weighs most (the view holds the click until the server has its head: tests/e2e)."""
+    from urllib.parse import parse_qsl
+
+    at = run_app(focus=3, head=2)
+    assert_clean(at)
+    (link,) = [link for link in at.get("page_link") if link.proto.page == "step_by_step"]
+    key = int(np.argmax(trace_of(at).pattern(0, 2)[3]))
+    want = {"layer": "0", "head": "2", "step_query": "3", "step_key": str(key), "step_parts": "1"}
+    assert dict(parse_qsl(link.proto.query_string)) == want
+    assert link.proto.label.startswith("What made this score?")
+
+
+def test_each_head_of_the_layer_is_checked_against_its_corpus_role():
+    """ "Is each head doing its job?": each head known for a role over the head finder's corpus, its shipped corpus
+    average and its share on the typed sentence (head_finder.sentence_metrics, checked by hand in
+    tests/unit/test_head_finder.py); no repeated token: a one-click edit repeats the sentence, and the induction
+    model's head 1.2 then does its job."""
+    import json
+
+    from app.views.explore.jobs import ROLES, role_of
+    from engine.analysis.head_finder import sentence_metrics
+
+    text = "qwertyuiop"
+    at = run_app(model="induction-2l-attn-only", text=text, layer=1, explore_tab="Is each head doing its job?")
+    assert_clean(at)
+    doc = json.loads((ROOT / "assets" / "heads" / "induction-2l-attn-only.json").read_text())
+    means = {r: np.mean([h[r] for h in doc["heads"]]) for r in ROLES}
+    heads = {f"1.{h['head']}": h for h in doc["heads"] if h["layer"] == 1 and role_of(h, means)}
+    table = at.dataframe[0].value
+    assert list(table["head"]) == list(heads) and "1.2" in heads and role_of(heads["1.2"], means) == "induction"
+    row = table[table["head"] == "1.2"].iloc[0]
+    assert row["role"] == "Induction" and row["over the corpus"] == heads["1.2"]["induction"]
+    assert np.isnan(row["on your sentence"]) and row["verdict"] == "no repeated token here"
+    at.button(key="explore_jobs_repeat").click().run()
+    assert_clean(at)
+    assert at.text_area(key="text").value == f"{text} {text}"
+    row = at.dataframe[0].value.set_index("head").loc["1.2"]
+    import engine
+
+    want = sentence_metrics(engine.trace(engine.load("induction-2l-attn-only"), f"{text} {text}"), 1)["induction"][2]
+    assert row["on your sentence"] == pytest.approx(want) and row["verdict"] == "doing it"

@@ -47,7 +47,7 @@ def test_the_highlight_follows_to_heads_and_step_by_step():
     at.run()
     at.switch_page(str(ROOT / "app" / "views" / "heads" / "page.py")).run()
     assert_clean(at)
-    assert at.pills(key="heads_focus_pills").value == 3 and frames(by_key(at, "heads_large"))
+    assert at.pills(key="heads_focus_pills").value == 3 and layer_shown(at).header["focus"] == 3
     at.switch_page(str(ROOT / "app" / "views" / "step_by_step" / "page.py")).run()
     assert_clean(at)
     assert at.selectbox(key="step_query").value == 3  # the query token is the highlighted one

@@ -127,7 +127,8 @@ def test_heads_on_the_projector_folds_its_controls_into_one_row():
     assert not at.title
     assert [p.proto.popover.label for p in at.get("popover")] == ["Highlight a token"]
     assert any(e.label.startswith("Sentence, model") for e in at.expander)
-    assert "heads_model_view" in charts(at)
+    shown = layer_shown(at)  # the model view: every layer × head, drawn in the browser
+    assert shown.header["grid"] and shown.header["layers"] == list(range(6)) and shown.title == "Layer 0, head 0"
 
 
 def test_a_long_row_keeps_its_largest_weights_as_bars():
@@ -151,19 +152,17 @@ def test_a_phone_opens_the_head_its_view_chose():
     assert bars["layout"]["title"]["text"].startswith("Where")
 
 
-def test_heads_on_a_phone_shows_one_layer_s_heads_large_enough_to_tap():
+def test_heads_on_a_phone_sends_one_layer_s_heads_and_opens_the_one_tapped():
     at = run(**{Look.compact: True})
     at.selectbox(key="layer").set_value(2).run()
     at.switch_page("views/heads/page.py")
     at.run()
     assert_clean(at)
-    grid, config = charts(at)["heads_model_view"]
-    assert config["displayModeBar"] is False
-    tiles = np.nan_to_num(decode(grid["data"][0]["z"]))
-    assert tiles.shape[1] // tiles.shape[0] < 2, "three heads to a row: the grid is about square, not 6 × 12"
-    assert "H0–2" in grid["layout"]["yaxis"]["ticktext"] and "L5" not in grid["layout"]["yaxis"]["ticktext"]
-    at.pills(key="heads_grid_pills").set_value(7).run()
+    shown = layer_shown(at)
+    assert shown.header["grid"] and shown.header["layers"] == [2] and shown.header["n_heads"] == 12  # fewer to tap
+    at.session_state["head"] = 7  # a tap on the view's head 7, told the server with the next run (layer_view.take)
+    at.run()
     assert_clean(at)
-    assert at.session_state["head"] == 7
-    large, _ = charts(at)["heads_large"]
-    assert large["layout"]["title"]["text"].startswith("Layer 2, head 7")
+    assert layer_shown(at).title == "Layer 2, head 7"
+    captions = " ".join(str(c.value) for c in at.caption)
+    assert "The 12 heads of layer 2" in captions and "wider screen" in captions, captions

@@ -81,7 +81,11 @@ def test_step_by_step_names_t5s_relative_bias(allowed):
 def test_heads_draws_every_block(allowed, block):
     at = open_page("heads", hub_id=allowed, text=TEXT, heads_block=block)
     assert_clean(at)
-    assert at.get("plotly_chart"), "the model view"
+    shown = layer_shown(at)  # the model view: every layer × head of the block, drawn in the browser
+    att = getattr(_reference(allowed), block)
+    assert shown.header["grid"] and shown.header["square"] is (block != "cross")
+    assert shown.values.shape[:2] == (att.n_layers, att.n_heads)
+    np.testing.assert_allclose(np.nan_to_num(shown.z), att.pattern(0, 0), atol=SHOWN)
 
 
 def test_bertviz_page_reads_a_pretrained_translator(allowed):

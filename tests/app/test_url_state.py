@@ -303,6 +303,13 @@ PAGE_LINKS = {
     "bertviz_views": {"bertviz_view": "model", "text": SENTENCE, "layer": "1"},
     "heads": {"heads_tab": "similarity", "head": "3"},
     "pretraining": {"pretraining_tab": "cost", "cost_n": "64", "cost_d": "32"},
+    "head_finder": {
+        "finder_model": "induction-2l-attn-only",
+        "finder_x": "self",
+        "finder_colour": "sink",
+        "finder_head": "0.1",
+        "text": "qwhkzqwhkz",
+    },
 }
 
 
@@ -390,3 +397,11 @@ def test_train_lives_tab_is_in_the_link_so_a_share_or_lesson_step_opens_inductio
     assert fresh.session_state["train_tab"] == TRAIN_TABS["induction"]
     assert fresh.button(key="train_ind_start")
     assert fresh.query_params == {"train_tab": "induction"}
+
+
+def test_an_old_link_to_explores_grid_tab_is_left_as_it_came():
+    """``explore_tab=heads`` named the grid of heads' tab, now the view itself: it opens no section and the address
+    bar keeps the link (a rewrite would push a history entry, and Back would need two presses)."""
+    at = app_with({"explore_tab": "heads", "layer": "2"})
+    assert at.session_state["explore_tab"] is None and at.selectbox(key="layer").value == 2
+    assert at.query_params == {"explore_tab": "heads", "layer": "2"}

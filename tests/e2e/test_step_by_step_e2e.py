@@ -114,3 +114,37 @@ def test_sidebar_from_a_fresh_session_keeps_the_default_sentence(page: Page, app
     expect(page.get_by_role("heading", name="Step by step", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
     expect_idle(page)
     expect(page.locator('[data-testid="stTextArea"] textarea')).to_have_value(re.compile("animal"), timeout=5_000)
+
+
+PARTS = '[data-testid="stExpander"]:has(summary:has-text("What made this score?"))'
+# the waterfall's bar names and values once its title names the chosen query and key, else null
+WATERFALL = """title => {
+  const el = [...document.querySelectorAll('[data-testid="stExpander"] .js-plotly-plot')].find(
+    p => p._fullData && p._fullData[0].type === "waterfall");
+  if (!el || !el.layout.title.text.includes(title)) return null;
+  return [Array.from(el._fullData[0].y), Array.from(el._fullData[0].x, Number)];
+}"""
+
+
+def test_what_made_this_score(page: Page, app_url: str, artifacts: Path):
+    """A student opens "What made this score?", picks a key and sees the score's parts as a waterfall ending in its
+    "= raw score" bar, the parts adding up to it; the key goes into the address bar."""
+    page.set_viewport_size({"width": 1280, "height": 2400})
+    open_step_page(page, app_url)
+    panel = page.locator(PARTS)
+    panel.locator("summary").click()
+    expect(panel.get_by_role("combobox", name="Key token")).to_be_visible(timeout=REDRAW_MS)
+    expect_idle(page)
+    pick(page, "Key token", "2 · cat")
+    # the bars plotly.js drew for the new key (it draws after the run ends, the old chart a moment longer)
+    drawn = page.wait_for_function(WATERFALL, arg="8 · it → 2 · cat", timeout=REDRAW_MS)
+    names, values = drawn.json_value()
+    expect_idle(page)
+    expect_no_exception(page)
+    chart = page.locator(f"{PARTS} {PLOT}")
+    expect(chart.locator("g.ytick text").filter(has_text="= raw score")).to_be_visible()
+    assert names[-1] == "= raw score" and names[-2].startswith("other (")  # MiniLM's layer 0: 16 parts, 12 drawn
+    assert abs(sum(values[:-1]) - values[-1]) <= 1e-4 * max(1.0, sum(map(abs, values[:-1]))), values
+    expect(page).to_have_url(re.compile(r"step_key=2"))
+    chart.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "step_by_step-score-parts.png"))

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import engine
+from engine.analysis.stepwise import query_steps
 from engine.records import ModelUnavailableError
 from tests.hf_helpers import TINY_TEXT
 
@@ -76,10 +77,21 @@ def _config(kind: str, vocab: int, eos: int):
             **_COMMON,
             **ids,
         )
+    if kind == "gpt_oss":  # learned sinks, a sliding layer then a full one, a mixture of 4 experts
+        return tf.GptOssConfig(
+            num_key_value_heads=2,
+            head_dim=8,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            sliding_window=WINDOW,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            **_COMMON,
+            **ids,
+        )
     raise ValueError(kind)
 
 
-KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma2", "gemma3_text")
+KINDS = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "phi3", "gemma", "gemma2", "gemma3_text", "gpt_oss")
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +204,70 @@ def test_sliding_windows_are_shorter_than_the_input(folders) -> None:
         i, j = np.indices((n, n))
         assert np.all(p[(i - j >= WINDOW) | (j > i)] == 0)
         assert np.all(p[(i - j < WINDOW) & (j <= i)] > 0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_layer_kinds_follow_the_config_and_the_windows_the_model_used(folders, kind: str) -> None:
+    """Each layer's kind is what its config says (``layer_types`` where it has them, else a ``sliding_window`` on
+    every layer) and what the model's own attention calls did (the window each call passed)."""
+    model, ref = _pair(kind, folders)
+    tr = engine.trace(model, SENTENCES["short"])
+    window = getattr(ref.config, "sliding_window", None)
+    types = getattr(ref.config, "layer_types", None) or ["sliding_attention" if window else "full_attention"] * 2
+    assert tr.layer_kinds == tuple(f"sliding {window}" if t == "sliding_attention" else "full" for t in types)
+    assert tr.layer_kinds == tuple("full" if w is None else f"sliding {w}" for w in (tr.window or (None, None)))
+
+
+def test_gpt_oss_rows_keep_what_the_sinks_take(folders) -> None:
+    """gpt-oss's rows sum to less than one, as its eager attention's do: ``sink_mass`` is the rest, and the long-input
+    rows (``pattern_rows``, ``overview``) keep it too."""
+    model, ref = _pair("gpt_oss", folders)
+    tr = engine.trace(model, SENTENCES["short"])
+    atts, n = reference(ref, tr.tokens.ids), len(tr.tokens)
+    for layer, att in enumerate(atts):
+        np.testing.assert_array_equal(tr.sinks[layer], ref.model.layers[layer].self_attn.sinks.detach().numpy())
+        sums = att.sum(-1)
+        assert sums.mean() < 0.95, "the sinks take a visible share of each row"
+        np.testing.assert_allclose(tr.sink_mass(layer), 1 - sums, atol=ATOL, rtol=0)
+        for head in range(tr.n_heads):
+            np.testing.assert_allclose(tr.sink_mass(layer, head), 1 - sums[head], atol=ATOL, rtol=0)
+            np.testing.assert_allclose(tr.pattern_rows(layer, head, 0, n), att[head], atol=ATOL, rtol=0)
+            np.testing.assert_allclose(tr.overview(layer, head, size=n), att[head], atol=ATOL, rtol=0)
+            steps = query_steps(tr, layer, head, n - 1)  # Step by step's numbers: the sink in the softmax too
+            np.testing.assert_allclose(steps.weights[0], att[head][-1], atol=ATOL, rtol=0)
+            np.testing.assert_allclose(steps.sink_weight, 1 - sums[head][-1:], atol=ATOL, rtol=0)
+    llama, _ = _pair("llama", folders)  # no sink: rows sum to one, nothing missing
+    np.testing.assert_array_equal(engine.trace(llama, SENTENCES["short"]).sink_mass(0), 0)
+
+
+def test_gpt_oss_weights_written_out_keep_the_sink(folders) -> None:
+    """An override (Jain & Wallace's test) receives gpt-oss's weights as its eager attention computes them, sinks
+    included, and handing them back unchanged gives the model's own output."""
+    from engine.capture.hf import overriding
+
+    model, ref = _pair("gpt_oss", folders)
+    ids = torch.tensor([list(engine.trace(model, SENTENCES["short"]).tokens.ids)])
+    seen = []
+    with model.lock, torch.no_grad():
+        plain = model.module(input_ids=ids, use_cache=False).logits
+        with overriding(lambda module, weights: seen.append(weights[0].numpy()) or weights):
+            kept = model.module(input_ids=ids, use_cache=False).logits
+    torch.testing.assert_close(kept, plain, atol=1e-5, rtol=0)
+    for got, want in zip(seen, reference(ref, ids[0].tolist()), strict=True):
+        np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
+
+
+def test_gpt_oss_writes_what_its_own_generate_writes(folders) -> None:
+    from engine.generation import DecodeSettings
+
+    model, ref = _pair("gpt_oss", folders)
+    tr = engine.generate(model, SENTENCES["short"], DecodeSettings(max_new_tokens=8))
+    prompt = list(tr.tokens.ids[: tr.generated_from])
+    with torch.no_grad():
+        out = ref.generate(torch.tensor([prompt]), max_new_tokens=8, do_sample=False)
+    assert list(tr.tokens.ids) == out[0].tolist()
+    assert tr.generated_from < len(tr.tokens)
+    np.testing.assert_allclose(tr.pattern(1), reference(ref, tr.tokens.ids)[1], atol=ATOL, rtol=0)
 
 
 def test_gqa_keys_are_repeated_per_query_head(folders) -> None:

@@ -38,6 +38,10 @@ def test_weights_come_back_to_three_decimals_and_blocked_cells_are_marked():
     assert cells[0, 1, 0, 4] == BLOCKED and (cells != BLOCKED).sum() == values.size - 1
     shown = weights(header, cells)
     assert [f"{v:.3f}" for v in shown.ravel()] == [f"{v:.3f}" for v in values.ravel()]
+    assert header["grid"] is False  # one layer's heads in a row (Explore, a notebook)
+    grid, cells = decode(encode(data, Choice(layer=4, head=1, grid=True)))  # Heads' model view: every layer × head
+    assert grid["grid"] is True and grid["layers"] == [4, 5] and (grid["layer"], grid["head"]) == (4, 1)
+    assert [f"{v:.3f}" for v in weights(grid, cells).ravel()] == [f"{v:.3f}" for v in values.ravel()]
 
 
 def test_weights_under_half_a_thousandth_keep_their_size_on_a_log_scale():

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import engine
-from engine.analysis.score_terms import CONTENT, DISTANCE, rope_band_rows, score_terms
+from engine.analysis.score_terms import CONTENT, DISTANCE, rope_band_distances, rope_band_rows, score_terms
 from engine.capture import capture
 from engine.checkpoint import save_checkpoint
 from engine.families.transformer.adapter import load_own
@@ -190,6 +190,32 @@ def test_rope_bands_equal_the_rotation_of_the_unrotated_q_and_k(induction) -> No
         rows[f"band {i}"][4] == pytest.approx(score_terms(tr, 0, 3, 8, 4, by="rope_bands")[f"band {i}"])
         for i in range(d // 2)
     )
+
+
+def test_rope_band_distances_average_the_rotated_bands_by_distance(induction) -> None:
+    """Each band's mean over the pairs (i, j ≤ i) at distance i − j, from RoPE's complex form of the unrotated q
+    and k captured by hand; summed over the bands, the mean raw score at that distance."""
+    model, tr = induction
+    d, n, (layer, head) = tr.d_head, len(tr.tokens), (1, 2)
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+    ids = torch.tensor([list(tr.tokens.ids)])
+    names = [f"blocks.{layer}.attn.hook_q", f"blocks.{layer}.attn.hook_k"]
+    with torch.no_grad(), capture(model.module, names=names) as acts:
+        model.module(ids, attn_impl="sdpa")
+    q_all, k_all = (acts[name][0, :, head].double().numpy() for name in names)  # [pos, d_head], unrotated
+    distances, bands = rope_band_distances(tr, layer, head)
+    assert list(distances) == list(range(n)) and list(bands) == [f"band {i}" for i in range(d // 2)]
+    raw = tr.scores(layer, head, stage="raw").astype(np.float64)
+    for gap in (0, 1, 7, n - 1):
+        pairs = [(i, i - gap) for i in range(gap, n)]
+        want = np.mean([complex_bands(q_all[i], k_all[j], i, j, theta, halves=False) for i, j in pairs], axis=0)
+        got = np.array([bands[f"band {b}"][gap] for b in range(d // 2)])
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+        assert got.sum() == pytest.approx(np.mean([raw[i, j] for i, j in pairs]), rel=RTOL)
+    both = engine.trace(model, "abcdefgabcdefg", causal=False)  # no mask: keys ahead too, distances below 0
+    assert list(rope_band_distances(both, 0, 0)[0]) == list(range(1 - n, n))
+    with pytest.raises(EngineError, match="RoPE"):
+        rope_band_distances(engine.trace(engine.load("tiny-gpt-stories"), "Lily found a ball ."), 0, 0)
 
 
 @pytest.fixture(scope="module")

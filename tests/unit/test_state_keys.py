@@ -245,7 +245,7 @@ def test_the_positional_tab_parameter_is_the_declared_key():
 
 def test_step_by_step_parameters_are_its_declared_keys():
     names = [p.name for p in PARAMS if p.pages == frozenset({"step_by_step"})]
-    assert names == [Step.block, Step.query]
+    assert names == [Step.block, Step.query, Step.parts, Step.key, Step.split]
 
 
 def test_heads_parameters_are_its_declared_keys():

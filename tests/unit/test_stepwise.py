@@ -88,6 +88,19 @@ def test_bias_is_added_before_the_softmax() -> None:
     np.testing.assert_array_equal(s.bias, bias)
 
 
+def test_a_sink_logit_takes_its_share_of_the_total() -> None:
+    s = attention_steps([1.0, 0.0], K, V, scale=0.5, sink=0.0, query_positions=[0])
+    # scores (1, 0, 0) and the sink's 0: the total is e + 1 + 1 + 1; the weights are (e, 1, 1) / (e + 3)
+    total = math.e + 3
+    np.testing.assert_allclose(s.weights, [[math.e / total, 1 / total, 1 / total]], atol=1e-12)
+    np.testing.assert_allclose(s.sink_weight, [1 / total], atol=1e-12)
+    np.testing.assert_allclose(s.exp, [[math.e / math.e, 1 / math.e, 1 / math.e]])  # the max is the scores' (1 > 0)
+    np.testing.assert_allclose(s.z, [[(math.e + 1) / total, 2 / total]], atol=1e-12)  # V's rows with those weights
+    big = attention_steps([1.0, 0.0], K, V, scale=0.5, sink=5.0, query_positions=[0])  # the max is the sink's
+    np.testing.assert_allclose(big.weights, np.array([[math.e, 1, 1]]) / (math.e + 2 + math.exp(5)), atol=1e-12)
+    np.testing.assert_array_equal(attention_steps(Q, K, V, scale=0.5).sink_weight, [0, 0, 0])
+
+
 def test_fully_masked_row_is_minus_infinity_and_weight_zero() -> None:
     mask = [[-INF, -INF, -INF], [0.0, -INF, 0.0], [0.0, 0.0, 0.0]]
     s = attention_steps(Q, K, V, scale=0.5, mask=mask)

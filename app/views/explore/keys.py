@@ -14,6 +14,8 @@ class Explore:
 
     tab, block = "explore_tab", "explore_block"
     view = "explore_layer_view"  # the layer's heads, drawn in the browser
+    csv, why = "explore_csv", "explore_why"  # a download and a link the view holds until the server has its head
+    repeat = "explore_jobs_repeat"  # "Is each head doing its job?": the one-click edit
     query_bars, mask = "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
     decode = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
     decode_form, decode_prefix = "decode_form", "decode"  # its "Decode again" form; prefix of that form's widgets
@@ -27,6 +29,7 @@ class Explore:
 
 
 TABS = {
+    "jobs": "Is each head doing its job?",
     "mask": "Causal mask off vs on",
     "next": "What comes next?",
     "write": "Write more",
@@ -67,7 +70,8 @@ PAGE = frozenset({"explore"})
 #: a decoding request is read after the sentence and the model (the shared parameters come first)
 PARAMS = (
     block(Explore.block, PAGE),
-    Param(Explore.tab, choice(TABS), None, PAGE, {v: k for k, v in TABS.items()}, "tabs"),  # none open at first
+    # none open at first; "heads", the grid's old tab (now the view), reads as none: an old link is left as it came
+    Param(Explore.tab, choice({**TABS, "heads": None}), None, PAGE, {v: k for k, v in TABS.items()}, "tabs"),
     Param(Explore.decode, read_decoding, None, PAGE, show=show_decoding),  # an encoder-decoder's decoding
     Param(Explore.write_request, read_decoding, None, PAGE, show=show_decoding),  # a decoder's "Write more"
 )

@@ -32,7 +32,7 @@ from app.runtime.models import device_label, model_loaded
 from app.runtime.request import TraceRequest
 from app.runtime.traces import get_trace, trace_is_quick
 from app.sidebar import synced
-from app.state import current_text
+from app.state import K, current_text
 from app.ui.charts import show_chart
 from app.ui.export import head_json_button
 from app.ui.guard import busy, calm_errors, show_error
@@ -43,11 +43,13 @@ from app.ui.long_view import csv_button, map_controls
 from app.ui.map_data import MapView
 from app.ui.safe_text import quoted
 from app.ui.theme import controls, current, presenting, side_by_side, tools
+from app.views.explore.jobs import show_jobs
 from app.views.explore.keys import TABS as TAB_LABELS
 from app.views.explore.keys import Explore
 from app.views.explore.next_token import show_next_token
 from app.views.explore.write_more import remembered, settings_form, show_write_more
 from app.views.positional.keys import Positional
+from app.views.step_by_step.keys import Step
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384
@@ -92,10 +94,23 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
     if current().compact:
         show_query_row(data, f"Layer {view.layer}, head {view.head}")
     load = block_loader(request)
-    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load, key="explore_csv")
+    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load, key=Explore.csv)
     decode = list(astuple(request.decode)) if request.decode else None
     settings = {"causal": bool(trace.causal), "max_tokens": request.max_tokens, "decode": decode}
     head_json_button(request.model_id, trace, view, request.block, data, settings, load, "explore")
+    if request.block == "self":
+        why_this_score(trace, view, picked)
+
+
+def why_this_score(trace, view: MapView, picked: int | None) -> None:
+    """A link to Step by step's "What made this score?" for the highlighted token (else the last) and the key this
+    head weighs most; a keyed container, so a click waits until the server has the view's head and token."""
+    query = trace.n_queries - 1 if picked is None else picked
+    key = int(np.argmax(trace.pattern_rows(view.layer, view.head, query, query + 1)[0]))
+    cell = {K.layer: view.layer, K.head: view.head, Step.query: query, Step.key: key, Step.parts: True}
+    with st.container(key=Explore.why):
+        label = "What made this score? The highlighted token's strongest key, taken apart"
+        open_page("step_by_step.py", label, cell, icon=":material/calculate:")
 
 
 def show_query_row(data, title: str) -> None:
@@ -187,13 +202,14 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
             show_error(err)
             return
         request = request.with_block(block)
-        layer, head = layer_head(trace.n_layers, trace.n_heads, columns=(columns[0], None))  # the view picks heads
+        layer, head = layer_head(trace.n_layers, trace.n_heads, (columns[0], None), getattr(trace, "layer_kinds", ()))
         with columns[-1], tools():  # presenter mode: a popover in the row above the map
             view, says = map_controls(trace, "explore", layer, head)
         show_head(request, trace, view, says)
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
             return
         sections = (  # none open at first; a second pass for the mask, one for the next token, writing on a button
+            lambda: show_jobs(request, layer),
             lambda: show_mask_comparison(request, layer, head),
             lambda: show_next_token(request, family),
             lambda: show_write_more(request, family, layer, head),

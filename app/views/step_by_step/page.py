@@ -19,6 +19,7 @@ from app.ui.safe_text import md, quoted
 from app.ui.theme import controls as folded_controls
 from app.views.step_by_step.calculator import calculator
 from app.views.step_by_step.keys import Step
+from app.views.step_by_step.score_parts import score_section
 from app.views.step_by_step.sections import render_steps
 from app.views.step_by_step.tables import steps_csv
 from engine.analysis.stepwise import query_steps
@@ -71,7 +72,7 @@ def walkthrough() -> None:
         block = pick_block(list(trace.attention_blocks()), key=Step.block)
     if (attention := attempt(lambda: attention_block(trace, block))) is None:
         return
-    layer, head = layer_head(attention.n_layers, attention.n_heads, columns=controls[:2])
+    layer, head = layer_head(attention.n_layers, attention.n_heads, controls[:2], attention.layer_kinds)
     labels = token_labels(attention.tokens.strings)
     key_labels = labels if attention.key_tokens is attention.tokens else token_labels(attention.key_tokens.strings)
     with controls[2]:
@@ -100,6 +101,7 @@ def walkthrough() -> None:
         f"{name}.json",
         key=Step.json,
     )
+    score_section(request.with_block(block), attention, steps, (layer, head, query), key_labels, labels[query])
 
 
 def main() -> None:

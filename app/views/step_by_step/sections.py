@@ -134,9 +134,16 @@ def show_softmax(steps, labels: list[str]) -> None:
     columns = {"softmax input": text_column(steps.masked[0]), "exp(x − max)": rounded(steps.exp[0])}
     columns["weight"] = rounded(steps.weights[0])
     st.dataframe(frame_table(columns, labels), key=Step.weights, height=TABLE_HEIGHT)
+    total = f"divide by their total: the weights are positive and sum to {steps.weights[0].sum():.4f}."
+    if steps.sink is not None:  # gpt-oss: a learned logit in the total that no key gets
+        total = (
+            f"divide by their total, which also holds e^(sink − max) for this head's learned sink logit "
+            f"{steps.sink:.3f}: no key gets that share, so the weights sum to {steps.weights[0].sum():.4f} and the "
+            f"sink keeps {steps.sink_weight[0]:.4f}."
+        )
     st.caption(
         "Take e to the power of each score (minus the row's largest, which changes nothing but avoids overflow) and "
-        f"divide by their total: the weights are positive and sum to {steps.weights[0].sum():.4f}."
+        + total
     )
 
 

@@ -1,7 +1,7 @@
 """Tracing Hugging Face text models through one capture path.
 
 In transformers 5.23 every text family the engine reads (BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA,
-DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3) computes attention by
+DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, GPT-NeoX, Phi-3, Gemma 1–3, gpt-oss) computes attention by
 calling the function registered under ``config._attn_implementation`` with the projected
 (position-encoded, for RoPE) ``query``, ``key``, ``value`` ``[b, heads, n, d_head]`` and the factor
 ``scaling`` it applies to QKᵀ. The engine loads them with ``attn_implementation="ap_capture"``
@@ -41,11 +41,13 @@ from engine.batching import length_groups
 from engine.capture import capture
 from engine.capture.contribution import gram_norms, projection_grams
 from engine.capture.hf import layer_records, per_query_head, recording
+from engine.capture.transfer import to_host
 from engine.families.hf_text.generate import generate
 from engine.model import Model
 from engine.records import EmptyInputError, EngineError, ModelUnavailableError, Tokens
 from engine.text import Tokenized, prepare_text
 from engine.traces.attention import AttentionTrace
+from engine.traces.kinds import config_kinds
 
 #: longest input a causal toggle may build its ``[1, 1, n, n]`` float mask for (64 MB in float32)
 MAX_MASK_TOKENS = 4096
@@ -251,17 +253,16 @@ class HFTextAdapter:
             raise EngineError(f"This model reads at most {model.max_positions} tokens; got {n}.")
         default_causal = bool(model.default_causal)
         causal = default_causal if causal is None else bool(causal)
-        records, grams, pos, device, notice = self._forward(model, ids, causal, default_causal)
-        return self._assemble(model, records, grams, pos, device, notice, tokens, causal, notices, n_input_tokens)
+        records, norms, pos, device, notice = self._forward(model, ids, causal, default_causal)
+        return self._assemble(model, records, norms, pos, device, notice, tokens, causal, notices, n_input_tokens)
 
     def _assemble(
-        self, model: Model, records, grams, pos, device, notice, tokens: Tokens, causal: bool, notices, n_input_tokens
+        self, model: Model, records, norms, pos, device, notice, tokens: Tokens, causal: bool, notices, n_input_tokens
     ) -> AttentionTrace:
-        """The :class:`AttentionTrace` of one sequence from its per-layer records (batch row 0's arrays)."""
+        """The :class:`AttentionTrace` of one sequence from its per-layer records and output norms (its own row)."""
         n = len(tokens)
         n_heads = records[0].query.shape[0]
         kv_heads = min(r.key.shape[0] for r in records)  # fewer than n_heads: grouped-query attention
-        values = tuple(per_query_head(r.value, n_heads) for r in records)
         return AttentionTrace(
             model_id=model.spec.id,
             family=model.spec.family,
@@ -269,13 +270,15 @@ class HFTextAdapter:
             key_tokens=tokens,
             queries=tuple(r.query for r in records),
             keys=tuple(per_query_head(r.key, n_heads) for r in records),
-            values=values,
+            values=tuple(per_query_head(r.value, n_heads) for r in records),
             scales=tuple(r.scale for r in records),
             causal=causal,
             window=_per_layer(r.sliding_window for r in records),
             softcap=_per_layer(r.softcap for r in records),
+            layer_kinds=config_kinds(model.module.config, len(records)),
+            sinks=_per_layer(r.sinks for r in records),
             kv_heads=kv_heads if kv_heads < n_heads else None,
-            value_out_norms=tuple(gram_norms(v, g) for v, g in zip(values, grams)),
+            value_out_norms=tuple(norms),
             pos_encoding=pos,
             pos_encoding_kind=self.pos_encoding_kind,
             truncated=n_input_tokens is not None and n_input_tokens > n,
@@ -326,33 +329,33 @@ class HFTextAdapter:
         out: list = list(prepared)
         for group in length_groups([len(prepared[i][0]) for i in ready], PASS_TOKENS):
             rows = [ready[g] for g in group]  # texts of similar lengths: one pass each run (short ones padded less)
-            traced, grams, device, notice = self._forward_batch(model, [prepared[i][0] for i in rows])
-            for i, (records, pos) in zip(rows, traced, strict=True):
+            traced, device, notice = self._forward_batch(model, [prepared[i][0] for i in rows])
+            for i, (records, norms, pos) in zip(rows, traced, strict=True):
                 _, tokens, notes, n_total = prepared[i]
-                out[i] = self._assemble(model, records, grams, pos, device, notice, tokens, want, notes, n_total)
+                out[i] = self._assemble(model, records, norms, pos, device, notice, tokens, want, notes, n_total)
         return out
 
-    def output_grams(self, module: nn.Module, n_heads: int) -> list[np.ndarray]:
+    def output_grams(self, module: nn.Module, n_heads: int) -> list[torch.Tensor]:
         """Per layer, the Gram matrices ``W_O^h W_O^hᵀ`` of the output projection (:attr:`out_proj`) split into one
         block per query head, ``[head, d_head, d_head]`` (:func:`engine.capture.contribution.projection_grams`:
-        computed once per weight, not per trace)."""
+        computed once per weight, not per trace, and kept on the model's device)."""
         return [projection_grams(layer.get_submodule(self.out_proj), n_heads) for layer in self.layers(module)]
 
     def _forward(self, model: Model, ids: list[int], causal: bool, default_causal: bool):
-        """Run the base model once on ``ids``, recording every attention call: ``(records per layer, output
-        projection's Gram matrices per layer (:meth:`output_grams`), position vectors or None, device, notice)``."""
+        """Run the base model once on ``ids``, recording every attention call: ``(records per layer, output norms
+        ‖v^h_j W_O^h‖ per layer, position vectors or None, device, notice)``."""
         n = len(ids)
-        traced, grams, device, notice = self._run(
+        traced, device, notice = self._run(
             model,
             [ids],
             lambda module, device: self.causal_kwargs(module, n, causal, device=device, default=default_causal),
         )
-        records, pos = traced[0]
-        return records, grams, pos, device, notice
+        records, norms, pos = traced[0]
+        return records, norms, pos, device, notice
 
     def _forward_batch(self, model: Model, rows: list[list[int]]):
         """:meth:`_forward` for several id sequences at once, right-padded, with the model's own mask and the
-        padding masked out: ``(records and positions per row, grams, device, notice)``."""
+        padding masked out: ``(records, norms and positions per row, device, notice)``."""
         attention_mask = torch.zeros((len(rows), max(len(r) for r in rows)), dtype=torch.long)
         for b, ids in enumerate(rows):
             attention_mask[b, : len(ids)] = 1
@@ -361,7 +364,8 @@ class HFTextAdapter:
     def _run(self, model: Model, rows: list[list[int]], mask_kwargs):
         """One forward pass of the base model over ``rows`` (right-padded to the longest with the tokenizer's
         padding id), stopped after the last layer's attention call. Returns, per row, its records (its own
-        tokens only) and position vectors, then the Gram matrices, the device and any notice (``Model.run``).
+        tokens only), output norms and position vectors, then the device and any notice (``Model.run``).
+        Everything stays on the model's device until one copy brings it all back (:func:`to_host`).
         ``mask_kwargs(module, device)``: the mask arguments of the call."""
         longest = max(len(r) for r in rows)
         pad = getattr(model.tokenizer, "pad_token_id", None)
@@ -380,17 +384,24 @@ class HFTextAdapter:
             # call's output, the last MLP, an LM head's [n, vocab] logits) is never read by a trace
             with recording(whole_batch=True, stop_after=layers[-1].modules()) as rec, capture(targets) as acts:
                 self.base(module)(input_ids=input_ids.to(device), **kwargs)
-            pos = acts.get("hook_pos_embed")
             records = layer_records(rec.calls, layers)
-            grams = self.output_grams(module, records[0].query.shape[1])
-            return records, grams, None if pos is None else pos.float().cpu().numpy()
+            n_heads = records[0].query.shape[1]
+            grams = self.output_grams(module, n_heads)  # [B, H, n] norms beside the values, on the device
+            norms = [gram_norms(per_query_head(r.value, n_heads), g) for r, g in zip(records, grams)]
+            return to_host((records, norms, acts.get("hook_pos_embed")))
 
-        (records, grams, pos), device, notice = model.run(forward)
+        (records, norms, pos), device, notice = model.run(forward)
         traced = []
         for b, ids in enumerate(rows):
             n = len(ids)
             own = [
                 replace(r, query=_row(r.query, b, n), key=_row(r.key, b, n), value=_row(r.value, b, n)) for r in records
             ]
-            traced.append((own, None if pos is None else _row(pos, min(b, len(pos) - 1), n, axis=0)))
-        return traced, grams, device, notice
+            traced.append(
+                (
+                    own,
+                    [_row(x, b, n) for x in norms],
+                    None if pos is None else _row(pos, min(b, len(pos) - 1), n, axis=0),
+                )
+            )
+        return traced, device, notice

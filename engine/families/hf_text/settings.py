@@ -55,7 +55,7 @@ DISTILBERT = HFTextAdapter(
 GPT2 = HFTextAdapter(
     family="decoder", layers_path="h", out_proj="attn.c_proj", pos_path="wpe", byte_level=True, batches=True
 )
-#: decoders with rotary positions (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1–3)
+#: decoders with rotary positions (Llama, Mistral, Qwen2/3, Phi-3, Gemma 1–3, gpt-oss: its sinks come with each call)
 ROTARY_DECODER = HFTextAdapter(
     family="decoder",
     layers_path="layers",

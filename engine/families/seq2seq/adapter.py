@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from engine.capture import capture
+from engine.capture.transfer import to_host
 from engine.corpora import target_text
 from engine.corpora.dates import to_tokens_src
 from engine.corpora.translation import suggest, tokenize
@@ -80,17 +81,20 @@ def trace_seq2seq(
     tgt = torch.tensor([tgt_ids], device=device)  # (1, T)
     with torch.no_grad(), capture(model, names=names) as acts:
         model(src, tgt, attn_impl="sdpa")
-    pos_src = model.encoder.position_vectors(len(src_ids)).detach().to("cpu", torch.float32).numpy().copy()
-    pos_tgt = model.decoder.position_vectors(len(tgt_ids)).detach().to("cpu", torch.float32).numpy().copy()
+        heads = {}
+        for part, prefix in parts.items():
+            prefixes = [prefix.format(layer) for layer in layers]
+            heads[part] = captured_heads(acts, prefixes, [model.get_submodule(p) for p in prefixes])
+        pos_src, pos_tgt = model.encoder.position_vectors(len(src_ids)), model.decoder.position_vectors(len(tgt_ids))
+    heads, pos_src, pos_tgt = to_host((heads, pos_src, pos_tgt))  # one copy from the model's device
 
     def attention(part: str, queries: Tokens, keys: Tokens, causal: bool, pos: np.ndarray | None) -> AttentionTrace:
-        prefixes = [parts[part].format(layer) for layer in layers]
         return AttentionTrace(
             model_id=model_id,
             family="encoder-decoder",
             tokens=queries,
             key_tokens=keys,
-            **captured_heads(acts, prefixes, [model.get_submodule(prefix) for prefix in prefixes]),
+            **heads[part],
             causal=causal,
             pos_encoding=pos,
             pos_encoding_kind=cfg.pos_encoding,

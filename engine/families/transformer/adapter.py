@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from engine.capture import capture
+from engine.capture.transfer import to_host
 from engine.decoding import NEEDS_DECODER, decode_loop, generation_notice, room_for
 from engine.families.own import captured_heads, checkpoint_model, qkv_names
 from engine.families.transformer.network import Transformer
@@ -72,16 +73,18 @@ def trace_own(
     with torch.no_grad(), capture(model, names=names) as acts:
         model(ids, causal=causal, attn_impl="sdpa")
         pos = model.position_vectors(len(token_ids))  # (T, D) or None
+        heads = captured_heads(acts, prefixes, [block.attn for block in model.blocks], q_name, k_name)
     slopes = model.alibi_slopes if cfg.pos_encoding == "alibi" else None  # (H,) or None
+    heads, slopes, pos = to_host((heads, slopes, pos))  # one copy from the model's device
     return AttentionTrace(
         model_id=model_id,
         family="decoder" if causal else "encoder",
         tokens=tokens,
         key_tokens=tokens,
-        **captured_heads(acts, prefixes, [block.attn for block in model.blocks], q_name, k_name),
+        **heads,
         causal=bool(causal),
-        alibi_slopes=None if slopes is None else slopes.to("cpu", torch.float32).numpy().copy(),
-        pos_encoding=None if pos is None else pos.detach().to("cpu", torch.float32).numpy().copy(),
+        alibi_slopes=slopes,
+        pos_encoding=pos,
         pos_encoding_kind=cfg.pos_encoding,
         n_input_tokens=len(token_ids),
         device=device.type,

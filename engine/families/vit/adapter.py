@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from engine.capture import capture
+from engine.capture.transfer import to_host
 from engine.families.own import captured_heads, checkpoint_model, qkv_names
 from engine.families.vit.images import preprocess
 from engine.families.vit.network import ViT, ViTConfig
@@ -60,16 +61,18 @@ def trace_vit(model: ViT, image: Any, *, model_id: str) -> VisionTrace:
     device = next(model.parameters()).device
     with torch.no_grad(), capture(model, names=names) as acts:
         logits = model(pixels[None].to(device), attn_impl="sdpa")  # (1, n_classes)
-    probs = torch.softmax(logits[0].float(), dim=-1).cpu().numpy()  # (n_classes,)
+        heads = captured_heads(acts, prefixes, [block.attn for block in model.blocks])
+        probs = torch.softmax(logits[0].float(), dim=-1)  # (n_classes,)
+    heads, probs, pos = to_host((heads, probs, model.pos_embed.weight))  # one copy from the model's device
     tokens = patch_tokens(cfg)
     attention = AttentionTrace(
         model_id=model_id,
         family="vit",
         tokens=tokens,
         key_tokens=tokens,
-        **captured_heads(acts, prefixes, [block.attn for block in model.blocks]),
+        **heads,
         causal=False,
-        pos_encoding=model.pos_embed.weight.detach().to("cpu", torch.float32).numpy().copy(),
+        pos_encoding=pos,
         pos_encoding_kind="learned",
         n_input_tokens=cfg.n_tokens,
         device=device.type,
