@@ -8,7 +8,7 @@ import streamlit as st
 
 from app.state import K, Look
 from app.ui.charts import page_source
-from app.ui.theme import current, download_format
+from app.ui.theme import current, download_format, presenting
 from engine.views.layer_view import CSS, JS, Choice, LayerData, encode
 
 __all__ = ["LayerData", "layer_view"]
@@ -27,8 +27,9 @@ def layer_view(
         "text_color": look.text,
         "font_px": look.tick_px,
         "download": download_format(),
+        "fill": presenting(),  # the projector: the map fills the first screen
     }
-    choice = Choice(layer, head, focus, look=colours, params=PARAMS, source=page_source(), grid=grid, **text)
+    choice = Choice(layer, head, focus, look=colours, params=PARAMS, source=page_source(), grid=grid, id=key, **text)
     _, n_heads, rows, _ = data.values.shape
     tokens = range(rows if data.n_tokens is None else data.n_tokens)
     fits = {"layer": data.layers.__contains__, "head": range(n_heads).__contains__, "focus": tokens.__contains__}

@@ -19,7 +19,7 @@ function listen() {
   listening = true;
   const tell = (event) => {
     for (const state of views.values()) {
-      if (!state.live || !state.untold() || state.contains(event.target)) continue;
+      if (!state.alive() || !state.untold() || state.contains(event.target)) continue;
       state.tell();
       const held = event.type === "click" && heldTarget(event.target);
       if (held) {
@@ -34,15 +34,16 @@ function listen() {
 }
 
 function heldTarget(node) {
-  // a click that must wait for the server to have the view's choice: a page link (it would leave first) or a
-  // download (its file is built for the server's head); a selector that finds it again after the server's run (by
-  // its keyed container: the link's address may name the view's head by then)
+  // a click that must wait for the server to have the view's choice: a page link (it would leave first), a download
+  // (its file is built for the server's head) or a keyed expander's summary (its own rerun is lost when the view's
+  // message goes first); a selector that finds it again after the server's run (by its keyed container: a link's
+  // address may name the view's head by then)
   const link = node.closest?.("a[href]");
-  const download = node.closest?.('[data-testid="stDownloadButton"]');
-  if (!link && !download) return null;
-  const keyed = (link || download).closest('[class*="st-key-"]');
+  const held = link || node.closest?.('[data-testid="stDownloadButton"], summary');
+  if (!held) return null;
+  const keyed = held.closest('[class*="st-key-"]');
   const key = keyed && [...keyed.classList].find((c) => c.startsWith("st-key-"));
-  if (key) return `.${CSS.escape(key)} a, .${CSS.escape(key)} button`;
+  if (key) return `.${CSS.escape(key)} a, .${CSS.escape(key)} button, .${CSS.escape(key)} summary`;
   return link ? `a[href="${CSS.escape(link.getAttribute("href"))}"]` : null;
 }
 
@@ -111,7 +112,7 @@ function wrapHistory() {
   }
   window.addEventListener("popstate", () => {
     for (const state of views.values()) {
-      if (!state.live) continue;
+      if (!state.alive()) continue;
       fromUrl(state);
       state.redraw?.();
     }
@@ -132,7 +133,7 @@ function fromUrl(state) {
 
 function withViews(url) {
   const out = new URL(url, window.location.href);
-  for (const state of views.values()) if (state.live) for (const [k, v] of Object.entries(state.params())) {
+  for (const state of views.values()) if (state.alive()) for (const [k, v] of Object.entries(state.params())) {
     if (v === null) out.searchParams.delete(k);
     else out.searchParams.set(k, v);
   }
@@ -156,7 +157,8 @@ export default function (component) {
 }
 
 function mount(component, d) {
-  const { parentElement, key, setStateValue } = component;
+  const { parentElement, setStateValue } = component;
+  const key = d.id || component.key; // the page's key: Streamlit may give a remounted element a new one
   const lut = palette(d.colors);
   const known = views.get(key);
   // the server's choice wins when it changed (a link, a lesson step); else the browser's last choice stays
@@ -164,6 +166,8 @@ function mount(component, d) {
   const state = fresh ? { layer: d.layer, head: d.head, focus: d.focus, pendingClick: known?.pendingClick } : known;
   state.server = { layer: d.layer, head: d.head, focus: d.focus };
   state.live = true;
+  // live while mounted and in the page: a page change may drop the element without unmounting it
+  state.alive = () => state.live && root.isConnected;
   const mine = () => ({ layer: state.layer, head: state.head, focus: state.focus });
   state.untold = () => Boolean(setStateValue) && JSON.stringify(mine()) !== JSON.stringify(state.server);
   state.tell = () => setStateValue("view", mine());
@@ -336,8 +340,9 @@ function mount(component, d) {
       const room = ((wide ? full - side : full) - left - 8 - (colText * 0.5)) / d.cols; // rotated labels lean right
       // the whole view (buttons, heading, labels, map) fits the window's height where it can: a projector shows it
       // on one screen; a long input keeps at least 360 px of map
-      const above = box.offsetTop - root.offsetTop;
-      const fit = (topPx) => Math.max(360, window.innerHeight - above - topPx - 48) / d.rows; // 48: the legend
+      // (a projector, ``fill``: the map ends at the first screen's bottom, wherever the view starts on the page)
+      const above = d.fill ? box.getBoundingClientRect().top + window.scrollY : box.offsetTop - root.offsetTop;
+      const fit = (topPx) => Math.max(d.fill ? 200 : 360, window.innerHeight - above - topPx - (d.fill ? 8 : 48)) / d.rows;
       let cell = Math.max(0.5, Math.min(64, room, fit(font + 8)));
       const rotate = cell < colText;
       const topPx = rotate ? Math.min(140, colText * 0.87 + font) : font + 8;

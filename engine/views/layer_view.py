@@ -65,6 +65,7 @@ class Choice:
     source: str = ""  # the line under the title: the model and the sentence (plain text)
     look: dict = field(default_factory=lambda: LOOK)
     params: dict[str, str] | None = None
+    id: str = ""  # the page's key for the view (its choice is kept across the server's reruns under it)
     grid: bool = False  # the model view: every sent layer × head as a grid of buttons (no layer bar)
 
 
@@ -99,6 +100,7 @@ def encode(data: LayerData, choice: Choice) -> bytes:
         "caption": choice.caption,
         "source": choice.source,
         "params": choice.params,
+        "id": choice.id,
         "grid": choice.grid,
     }
     cells, header["digits"], header["step"] = counts(data.values)
