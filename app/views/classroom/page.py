@@ -215,7 +215,9 @@ def _results(question, counts: list[int], prefix: str) -> None:
     wide = head and not (isinstance(keys, list) and len(keys) <= QUESTION_MAP_HALF)  # no room for a label per token
     left, right = (st.container(), st.container()) if wide else st.columns([2, 3] if head else 2)
     with left:
-        _distribution(question, counts, f"{prefix}answers_{question.id}", title="The class's answers")
+        _distribution(
+            question, counts, f"{prefix}answers_{question.id}", title=("The class's answers", f"{sum(counts)} answered")
+        )
     with right:
         if head:
             question_map(question, f"{prefix}{ROOM.map}{question.id}")
@@ -233,19 +235,20 @@ def bar_px(n: int, projector: bool) -> int:
     return max(BAR_PX_MIN, min(BAR_PX, PRESENT_BARS_PX // max(n, 1))) if projector else BAR_PX
 
 
-def _bars(question, values, colours, key: str, xaxis: dict, title: str = "", hover: str = "%{x}") -> None:
-    """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side.
-    Every bar is labelled (a label no taller than its bar: Plotly would drop every other one); a title breaks at
-    ``<br>``; on the projector no toolbar covers the title."""
+def _bars(question, values, colours, key: str, xaxis: dict, title=("", ""), hover: str = "%{x}") -> None:
+    """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side
+    (a titled chart keeps room for a title and a subtitle, ``title``). Every bar is labelled (in a type no taller
+    than its bar: Plotly would drop every other label); on the projector no toolbar covers the title."""
     labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
-    px, lines = bar_px(len(labels), presenting()), title.count("<br>") + 1 if title else 0
+    px, look, (title, subtitle) = bar_px(len(labels), presenting()), current(), title
+    subtitle_px = max(11, look.tick_px - 1)
+    above = look.title_px + subtitle_px + 30 if title else 0  # as charts.with_source counts a title and subtitle
     hover = f"%{{y}}: {hover}<extra></extra>"
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
-    look = current()
     fig.update_layout(
-        height=80 + px * len(labels) + lines * look.title_px * 3 // 2,
-        margin=dict(l=10, r=10, t=10 + lines * look.title_px * 3 // 2, b=30),
-        title=dict(text=title, y=1, yanchor="top", yref="container", pad=dict(t=8)) if title else None,
+        height=80 + px * len(labels) + above,
+        margin=dict(l=10, r=10, t=10 + above, b=30),
+        title=dict(text=title, subtitle=dict(text=subtitle, font=dict(size=subtitle_px))) if title else None,
         xaxis=xaxis,
         yaxis=dict(autorange="reversed", type="category", tickmode="array", tickvals=labels, ticktext=labels),
     )
@@ -254,7 +257,7 @@ def _bars(question, values, colours, key: str, xaxis: dict, title: str = "", hov
     show_chart(themed, key=key, width="stretch", toolbar=not presenting())
 
 
-def _distribution(question, counts: list[int], key: str, title: str = "") -> None:
+def _distribution(question, counts: list[int], key: str, title: tuple[str, str] = ("", "")) -> None:
     right = question.answer if question.revealed else None
     colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(counts))]
     xaxis = dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
@@ -271,7 +274,7 @@ def _head_row(question, weights: list[float], key: str) -> None:
     best = max(range(len(weights)), key=weights.__getitem__)
     colours = ["#2ca02c" if i == best else "#f58518" for i in range(len(weights))]
     query = question.options[detail["query"]] if 0 <= detail.get("query", -1) < len(question.options) else "?"
-    title = f"The model: layer {detail.get('layer')} head {detail.get('head')}<br>from “{safe_label(query)}”"
+    title = f"The model: layer {detail.get('layer')} head {detail.get('head')}", f"from “{safe_label(query)}”"
     xaxis = dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05])
     _bars(question, weights, colours, key, xaxis, title, hover="%{x:.3f}")
 
