@@ -48,7 +48,8 @@ DRAWN = """(chart) => {
   const labels = Array.from(chart.querySelectorAll('.yaxislayer-above .ytick text'));
   return {labels: labels.map((t) => t.textContent), boxes: labels.map(box),
           size: labels.length ? parseFloat(getComputedStyle(labels[0]).fontSize) : 0,
-          title: box(chart.querySelector('.gtitle')), svg: box(chart.querySelector('.main-svg')),
+          title: box(chart.querySelector('.gtitle')), subtitle: box(chart.querySelector('.gtitle-subtitle')),
+          svg: box(chart.querySelector('.main-svg')),
           area: box(chart.querySelector('.nsewdrag')), toolbar: chart.querySelectorAll('.modebar-btn').length};
 }"""
 
@@ -235,9 +236,32 @@ def test_a_revealed_which_token_question_on_the_projector_labels_every_token_wit
             assert drawn["toolbar"] == 0  # no toolbar over the title
             svg, title, area = drawn["svg"], drawn["title"], drawn["area"]
             assert svg["left"] <= title["left"] and title["right"] <= svg["right"] + 1, (svg, title)  # not clipped
-            assert svg["top"] <= title["top"] and title["bottom"] <= area["top"], (svg, title, area)  # above the bars
+            assert svg["top"] <= title["top"] and title["bottom"] <= drawn["subtitle"]["top"] + 1, drawn  # in order
+            assert drawn["subtitle"]["bottom"] <= area["top"], drawn  # both above the bars
             middles = [(box["top"] + box["bottom"]) / 2 for box in drawn["boxes"]]  # in order, a capital apart
             assert all(b - a >= 0.7 * drawn["size"] for a, b in zip(middles, middles[1:])), drawn
         expect_no_exception(projector)
+    finally:
+        context.close()
+
+
+def test_the_full_screen_qr_code_opens_from_a_share_box_just_opened(room, browser: Browser):
+    """The share box's first run comes before the page writes its link: the button must not wait for another run."""
+    url, *_ = room
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        page.goto(f"{url}/?present=1")
+        expect(page.locator(PLOT).first).to_be_visible(timeout=LOAD_MS)
+        expect_idle(page, LOAD_MS)
+        page.get_by_test_id("stExpandSidebarButton").click()
+        page.get_by_text("Share this view").click()
+        expect(page.get_by_test_id("stSidebar").get_by_test_id("stCode")).to_contain_text("http", timeout=POLL_MS)
+        button = page.get_by_role("button", name="Show the QR code full screen")
+        expect(button).to_be_enabled()
+        button.click()
+        image = page.get_by_role("dialog").get_by_role("img", name="QR code of the shared link, full screen")
+        expect(image).to_be_visible(timeout=POLL_MS)
+        expect_no_exception(page)
     finally:
         context.close()

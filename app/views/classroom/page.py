@@ -242,12 +242,12 @@ def _bars(question, values, colours, key: str, xaxis: dict, title=("", ""), hove
     labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
     px, look, (title, subtitle) = bar_px(len(labels), presenting()), current(), title
     subtitle_px = max(11, look.tick_px - 1)
-    above = look.title_px + subtitle_px + 30 if title else 0  # as charts.with_source counts a title and subtitle
+    top = look.title_px + subtitle_px + 24 if title else 10  # a title and its subtitle (charts.with_source's room)
     hover = f"%{{y}}: {hover}<extra></extra>"
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
     fig.update_layout(
-        height=80 + px * len(labels) + above,
-        margin=dict(l=10, r=10, t=10 + above, b=30),
+        height=70 + px * len(labels) + top,
+        margin=dict(l=10, r=10, t=top, b=30),
         title=dict(text=title, subtitle=dict(text=subtitle, font=dict(size=subtitle_px))) if title else None,
         xaxis=xaxis,
         yaxis=dict(autorange="reversed", type="category", tickmode="array", tickvals=labels, ticktext=labels),

@@ -28,6 +28,7 @@ QUESTION_MAP_TICK_PX = 11  # up to 32 upright labels, none overlapping, across t
 POLL_S = 2.0  # seconds between a student's looks at the room (30 students: 15 small reads a second)
 #: the answer's controls as touch targets of at least 44 × 44 px (a radio's row is 22 px tall by default)
 ANSWER_CSS = f"""<style>
+[class*="st-key-{ROOM.pick}"] [role="radiogroup"] {{ row-gap: 0; }}
 [class*="st-key-{ROOM.pick}"] label[data-testid="stRadioOption"] {{ display: flex; align-items: center;
   min-height: 44px; min-width: 44px; padding-right: 0.75rem; }}
 [class*="st-key-{ROOM.send}"] button, [class*="st-key-{ROOM.token_list}"] [role="group"] {{ min-height: 44px; }}
