@@ -48,8 +48,7 @@ DRAWN = """(chart) => {
   const labels = Array.from(chart.querySelectorAll('.yaxislayer-above .ytick text'));
   return {labels: labels.map((t) => t.textContent), boxes: labels.map(box),
           size: labels.length ? parseFloat(getComputedStyle(labels[0]).fontSize) : 0,
-          title: box(chart.querySelector('.gtitle')), subtitle: box(chart.querySelector('.gtitle-subtitle')),
-          svg: box(chart.querySelector('.main-svg')),
+          title: box(chart.querySelector('.gtitle')), svg: box(chart.querySelector('.main-svg')),
           area: box(chart.querySelector('.nsewdrag')), toolbar: chart.querySelectorAll('.modebar-btn').length};
 }"""
 
@@ -236,8 +235,7 @@ def test_a_revealed_which_token_question_on_the_projector_labels_every_token_wit
             assert drawn["toolbar"] == 0  # no toolbar over the title
             svg, title, area = drawn["svg"], drawn["title"], drawn["area"]
             assert svg["left"] <= title["left"] and title["right"] <= svg["right"] + 1, (svg, title)  # not clipped
-            assert svg["top"] <= title["top"] and title["bottom"] <= drawn["subtitle"]["top"] + 1, drawn  # in order
-            assert drawn["subtitle"]["bottom"] <= area["top"], drawn  # both above the bars
+            assert svg["top"] <= title["top"] and title["bottom"] <= area["top"], drawn  # whole, above the bars
             middles = [(box["top"] + box["bottom"]) / 2 for box in drawn["boxes"]]  # in order, a capital apart
             assert all(b - a >= 0.7 * drawn["size"] for a, b in zip(middles, middles[1:])), drawn
         expect_no_exception(projector)

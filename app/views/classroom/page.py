@@ -215,9 +215,7 @@ def _results(question, counts: list[int], prefix: str) -> None:
     wide = head and not (isinstance(keys, list) and len(keys) <= QUESTION_MAP_HALF)  # no room for a label per token
     left, right = (st.container(), st.container()) if wide else st.columns([2, 3] if head else 2)
     with left:
-        _distribution(
-            question, counts, f"{prefix}answers_{question.id}", title=("The class's answers", f"{sum(counts)} answered")
-        )
+        _distribution(question, counts, f"{prefix}answers_{question.id}", title="The class's answers")
     with right:
         if head:
             question_map(question, f"{prefix}{ROOM.map}{question.id}")
@@ -235,29 +233,32 @@ def bar_px(n: int, projector: bool) -> int:
     return max(BAR_PX_MIN, min(BAR_PX, PRESENT_BARS_PX // max(n, 1))) if projector else BAR_PX
 
 
-def _bars(question, values, colours, key: str, xaxis: dict, title=("", ""), hover: str = "%{x}") -> None:
+def _bars(question, values, colours, key: str, xaxis: dict, title: str = "", hover: str = "%{x}") -> None:
     """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side
-    (a titled chart keeps room for a title and a subtitle, ``title``). Every bar is labelled (in a type no taller
-    than its bar: Plotly would drop every other label); on the projector no toolbar covers the title."""
+    (a one-line title, at most 20 px: half the projector's width holds "The model: layer 3 head 1"). Every bar is
+    labelled (in a type no taller than its bar: Plotly would drop every other label); on the projector no toolbar
+    covers the title."""
     labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
-    px, look, (title, subtitle) = bar_px(len(labels), presenting()), current(), title
-    subtitle_px = max(11, look.tick_px - 1)
-    top = look.title_px + subtitle_px + 24 if title else 10  # a title and its subtitle (charts.with_source's room)
+    px, look = bar_px(len(labels), presenting()), current()
+    title_px = min(look.title_px, 20)
+    top = title_px + 24 if title else 10
     hover = f"%{{y}}: {hover}<extra></extra>"
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
     fig.update_layout(
         height=70 + px * len(labels) + top,
         margin=dict(l=10, r=10, t=top, b=30),
-        title=dict(text=title, subtitle=dict(text=subtitle, font=dict(size=subtitle_px))) if title else None,
+        title=dict(text=title, y=1, yref="container", yanchor="top", pad=dict(t=8)) if title else None,
         xaxis=xaxis,
         yaxis=dict(autorange="reversed", type="category", tickmode="array", tickvals=labels, ticktext=labels),
     )
     themed = ready(fig)
     themed.spec["layout"]["yaxis"]["tickfont"]["size"] = min(look.tick_px, px)
+    if title:
+        themed.spec["layout"]["title"]["font"]["size"] = title_px
     show_chart(themed, key=key, width="stretch", toolbar=not presenting())
 
 
-def _distribution(question, counts: list[int], key: str, title: tuple[str, str] = ("", "")) -> None:
+def _distribution(question, counts: list[int], key: str, title: str = "") -> None:
     right = question.answer if question.revealed else None
     colours = ["#2ca02c" if i == right else "#4c78a8" for i in range(len(counts))]
     xaxis = dict(title="students", rangemode="tozero", dtick=1 if max(counts, default=0) < 10 else None)
@@ -274,8 +275,8 @@ def _head_row(question, weights: list[float], key: str) -> None:
     best = max(range(len(weights)), key=weights.__getitem__)
     colours = ["#2ca02c" if i == best else "#f58518" for i in range(len(weights))]
     query = question.options[detail["query"]] if 0 <= detail.get("query", -1) < len(question.options) else "?"
-    title = f"The model: layer {detail.get('layer')} head {detail.get('head')}", f"from “{safe_label(query)}”"
-    xaxis = dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05])
+    title = f"The model: layer {detail.get('layer')} head {detail.get('head')}"
+    xaxis = dict(title=f"attention weight from “{safe_label(query)}”", range=[0, max(max(weights), 1e-6) * 1.05])
     _bars(question, weights, colours, key, xaxis, title, hover="%{x:.3f}")
 
 
