@@ -11,12 +11,18 @@ APT_PACKAGES=()
 command -v chromium >/dev/null 2>&1 || APT_PACKAGES+=(chromium)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || APT_PACKAGES+=(haproxy)
 compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || APT_PACKAGES+=(postgresql)
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 if [ "${#APT_PACKAGES[@]}" -gt 0 ]; then
   echo "Installing Debian's ${APT_PACKAGES[*]} for the tests…"
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${APT_PACKAGES[@]}" >/dev/null
+fi
+
+# axe-core for the accessibility browser tests (tests/e2e/test_class_access_e2e.py), pinned in tests/e2e/axe
+if [ ! -f tests/e2e/axe/node_modules/axe-core/axe.min.js ]; then
+  command -v npm >/dev/null 2>&1 || { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq npm >/dev/null; }
+  npm ci --prefix tests/e2e/axe --no-audit --no-fund --loglevel=error
 fi
 
 export HF_HUB_OFFLINE=1          # tests never reach the network

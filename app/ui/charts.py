@@ -233,14 +233,15 @@ def file_stem(fig, key: str | None) -> str:
     return (stem or "chart")[:80]
 
 
-def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Plotly's ``config``: the modebar's download in the chosen format; ``extra`` wins but cannot hide the bar."""
+def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None, toolbar: bool = True) -> dict[str, Any]:
+    """Plotly's ``config``: the modebar's download in the chosen format; ``extra`` wins but cannot hide the bar (only
+    ``toolbar=False`` or the phone view do)."""
     fmt, layout = theme.download_format(), _layout(fig)
     image = {"format": fmt, "filename": file_stem(fig, key), "scale": SCALE_PNG if fmt == "png" else 1}
     image |= {"height": int(layout.get("height") or 450), "width": int(layout.get("width") or EXPORT_WIDTH)}
     config: dict[str, Any] = {"toImageButtonOptions": image, "displaylogo": False}
     config |= {name: value for name, value in (extra or {}).items() if (name, value) != ("displayModeBar", False)}
-    if theme.current().compact:  # a phone: the bar covered the chart's title, and a phone rarely saves a slide
+    if not toolbar or theme.current().compact:  # a phone: the bar covered the title, and a phone rarely saves one
         config["displayModeBar"] = False
     return config
 
@@ -269,15 +270,25 @@ def clicked_square(key: str, memo: str, size: int, rows: int, cols: int) -> int 
     return r * cols + c if 0 <= r < rows and 0 <= c < cols else None
 
 
-def show_chart(fig, *, key: str, source: str | None = None, text: str | None = None, narrow: bool = False, **kwargs):
+def show_chart(
+    fig,
+    *,
+    key: str,
+    source: str | None = None,
+    text: str | None = None,
+    narrow: bool = False,
+    toolbar: bool = True,
+    **kwargs,
+):
     """Draw ``fig`` with a PNG/SVG download; other arguments go to ``st.plotly_chart``. ``source``: the line under
     its title (default: the page's :func:`set_source`, "" for none); ``text``: the sentence it shows when not the
-    page's (the page's model, this text); ``narrow``: a chart a third of the page wide."""
+    page's (the page's model, this text); ``narrow``: a chart a third of the page wide; ``toolbar``: False for none
+    (a projected room screen, where the bar covers a title and nobody downloads)."""
     page = st.session_state.get(_source_key(), (None, None, None))
     if source is None and text is not None and page[2] is not None:
         source = source_line(page[2], text, NARROW_SOURCE_CHARS if narrow else SOURCE_CHARS)
     elif source is None:
         source = page[narrow]
     fig = with_source(ready(fig), source, narrow=narrow)
-    config = chart_config(fig, key, kwargs.pop("config", None))
+    config = chart_config(fig, key, kwargs.pop("config", None), toolbar=toolbar)
     return st.plotly_chart(fig, key=key, config=config, **kwargs)

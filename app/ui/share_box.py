@@ -55,13 +55,11 @@ def share_options():
             key=Share.present_link,
             help="Off: the link opens the normal view (what phones and laptops need), even when you present.",
         )
-        if st.button(
-            "Show the QR code full screen",
-            icon=":material/qr_code_2:",
-            key=Share.qr_button,
-            disabled=not st.session_state.get(Share.link),
-        ):
-            qr_dialog(st.session_state[Share.link])
+        # always enabled: this runs before the page, so a box just opened has no link yet, but a press comes after a
+        # run that drew the box and so wrote the link it shows
+        pressed = st.button("Show the QR code full screen", icon=":material/qr_code_2:", key=Share.qr_button)
+        if pressed and (link := st.session_state.get(Share.link)):
+            qr_dialog(link)
     return box
 
 

@@ -29,6 +29,7 @@ class ROOM:
     close, reset = "class_close_", "class_reset_"  # + a question's id: its Close / Reopen and Reset buttons
     q_seconds = "class_q_seconds"  # the multiple-choice form's time limit (the model forms': ``p_`` / ``h_`` + seconds)
     map = "class_map_"  # + a question's id: the map of a "which head is this?" question
+    token_list = "class_list_"  # + a question's id: a "which token" question's list of the tokens (beside the radio)
     show_link = "class_show_link"  # presenter mode: the switch that shows the control link on the projected screen
     invite = "class_invite"  # presenter mode: the container of the code, join link and QR code (its CSS sizes them)
     csv_answers, csv_students = "class_csv_answers", "class_csv_students"  # the teacher's results to take home

@@ -17,13 +17,13 @@ from app.links import app_link
 from app.runtime.rooms import HEAD_CHOICES, class_store, head_question, predict_question
 from app.state import DEFAULT_TEXT, default_from
 from app.store import MAX_SECONDS, ROOM_HOURS, Ask, RoomError, StoreUnavailable
-from app.ui.charts import show_chart
+from app.ui.charts import ready, show_chart
 from app.ui.clicks import once
 from app.ui.guard import calm_errors, show_error
 from app.ui.heatmap import safe_label
 from app.ui.safe_text import isolated, md
 from app.ui.share_box import qr_png
-from app.ui.theme import controls, presenting
+from app.ui.theme import controls, current, presenting
 from app.views.classroom.browser_cookie import (
     TEACHER_COOKIE,
     browser_id,
@@ -241,19 +241,28 @@ def bar_px(n: int, projector: bool) -> int:
 
 
 def _bars(question, values, colours, key: str, xaxis: dict, title: str = "", hover: str = "%{x}") -> None:
-    """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side."""
+    """Horizontal bars, one per option in the options' order: the answers and the head's row line up side by side
+    (a one-line title, at most 20 px: half the projector's width holds "The model: layer 3 head 1"). Every bar is
+    labelled (in a type no taller than its bar: Plotly would drop every other label); on the projector no toolbar
+    covers the title."""
     labels = [f"{i + 1}. {safe_label(o)}" for i, o in enumerate(question.options)]  # numbered: always distinct
-    px = bar_px(len(labels), presenting())
+    px, look = bar_px(len(labels), presenting()), current()
+    title_px = min(look.title_px, 20)
+    top = title_px + 24 if title else 10
     hover = f"%{{y}}: {hover}<extra></extra>"
     fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colours, hovertemplate=hover))
     fig.update_layout(
-        height=80 + px * len(labels) + (30 if title else 0),
-        margin=dict(l=10, r=10, t=40 if title else 10, b=30),
-        title=dict(text=title) if title else None,
+        height=70 + px * len(labels) + top,
+        margin=dict(l=10, r=10, t=top, b=30),
+        title=dict(text=title, y=1, yref="container", yanchor="top", pad=dict(t=8)) if title else None,
         xaxis=xaxis,
-        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=min(12, max(px, 10)))),
+        yaxis=dict(autorange="reversed", type="category", tickmode="array", tickvals=labels, ticktext=labels),
     )
-    show_chart(fig, key=key, width="stretch")
+    themed = ready(fig)
+    themed.spec["layout"]["yaxis"]["tickfont"]["size"] = min(look.tick_px, px)
+    if title:
+        themed.spec["layout"]["title"]["font"]["size"] = title_px
+    show_chart(themed, key=key, width="stretch", toolbar=not presenting())
 
 
 def _distribution(question, counts: list[int], key: str, title: str = "") -> None:
@@ -273,8 +282,8 @@ def _head_row(question, weights: list[float], key: str) -> None:
     best = max(range(len(weights)), key=weights.__getitem__)
     colours = ["#2ca02c" if i == best else "#f58518" for i in range(len(weights))]
     query = question.options[detail["query"]] if 0 <= detail.get("query", -1) < len(question.options) else "?"
-    title = f"The model: layer {detail.get('layer')} head {detail.get('head')} from “{safe_label(query)}”"
-    xaxis = dict(title="attention weight", range=[0, max(max(weights), 1e-6) * 1.05])
+    title = f"The model: layer {detail.get('layer')} head {detail.get('head')}"
+    xaxis = dict(title=f"attention weight from “{safe_label(query)}”", range=[0, max(max(weights), 1e-6) * 1.05])
     _bars(question, weights, colours, key, xaxis, title, hover="%{x:.3f}")
 
 

@@ -27,6 +27,13 @@ from app.views.classroom.room_lesson import show_step
 QUESTION_MAP_HALF = 16
 QUESTION_MAP_TICK_PX = 11  # up to 32 upright labels, none overlapping, across the page (its plot ~590 px)
 POLL_S = 2.0  # seconds between a student's looks at the room (30 students: 15 small reads a second)
+#: the answer's controls as touch targets of at least 44 × 44 px (a radio's row is 22 px tall by default)
+ANSWER_CSS = f"""<style>
+[class*="st-key-{ROOM.pick}"] [role="radiogroup"] {{ row-gap: 0; }}
+[class*="st-key-{ROOM.pick}"] label[data-testid="stRadioOption"] {{ display: flex; align-items: center;
+  min-height: 44px; min-width: 44px; padding-right: 0.75rem; }}
+[class*="st-key-{ROOM.send}"] button, [class*="st-key-{ROOM.token_list}"] [role="group"] {{ min-height: 44px; }}
+</style>"""
 
 
 def student_panel() -> None:
@@ -96,14 +103,29 @@ def _question(code: str) -> None:
             st.info(f"This question is closed: the teacher stopped taking answers. {said}", icon=":material/lock:")
             return
         countdown(question)
+        st.html(ANSWER_CSS)
+        pick_key, list_key = f"{ROOM.pick}{question.id}", f"{ROOM.token_list}{question.id}"
         pick = st.radio(
             "Your answer",
             range(len(labels)),
             index=mine,
             format_func=lambda i: labels[i],
-            key=f"{ROOM.pick}{question.id}",
+            key=pick_key,
             horizontal=len(labels) > 4,
+            on_change=_copy,
+            args=(pick_key, list_key),
         )
+        if question.kind == "predict":  # the sentence's tokens as a list too: easier than a tap on a phone
+            st.selectbox(
+                "Or pick the token from a list",
+                range(len(labels)),
+                index=mine,
+                format_func=lambda i: labels[i],
+                key=list_key,
+                placeholder="Choose a token",
+                on_change=_copy,
+                args=(list_key, pick_key),
+            )
         if st.button("Send my answer", key=f"{ROOM.send}{question.id}", disabled=pick is None, type="primary"):
             with refused():
                 store.answer(room.code, question.id, browser_id(), pick)
@@ -112,6 +134,11 @@ def _question(code: str) -> None:
             st.caption(
                 f"Your answer is in: **{labels[mine]}**. You can change it until the question closes or the teacher reveals the answer."
             )
+
+
+def _copy(source: str, target: str) -> None:
+    """on_change of a "which token" answer's radio or list: the other one shows the same token."""
+    st.session_state[target] = st.session_state.get(source)
 
 
 def _leave(code: str) -> None:
