@@ -3,7 +3,6 @@ builders meet the runtime's figure cache here."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -18,15 +17,6 @@ def shared_chart(view: tuple, build: Callable[[], go.Figure | dict]) -> ReadyFig
     """The read-only figure of ``view`` (naming everything it shows) in this session's theme, built once per process."""
     look = theme.current()
     return shared_figure(view + (look.name,), lambda: ready(build(), look))
-
-
-def shared_picture(view: tuple, build: Callable[[], bytes]) -> str:
-    """The PNG ``build()`` returns as a ``data:`` URL (``st.image`` passes it on unhashed), built as :func:`shared_chart`."""
-
-    def encoded() -> str:
-        return "data:image/png;base64," + base64.b64encode(build()).decode("ascii")
-
-    return shared_figure(view + ("png", theme.current().name), encoded)
 
 
 def shared_build(build: Callable[..., go.Figure | dict], *args: Any, **kwargs: Any) -> ReadyFigure:

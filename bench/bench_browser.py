@@ -9,7 +9,8 @@ answers). For each press it measures
 - Enter → drawn: from the key press until the rerun's ``script_finished`` message has arrived, every
   visible ``[data-testid="stPlotlyChart"]`` has been drawn again since the press (plotly.js fires
   ``plotly_afterplot`` after each draw; a chart that is new holds a ``.main-svg``), every visible picture
-  (``[data-testid="stImage"] img``: Explore's grid of heads) has loaded from a new address, and the status
+  (``[data-testid="stImage"] img``) has loaded from a new address, every in-browser layer view (Explore's heads) has
+  been mounted again and drawn (its ``data-draw-ms``), and the status
   widget is gone, then two animation frames (``time.perf_counter`` in this process around Playwright's waits);
   also Enter → ``script_finished`` alone (the server's part and the network);
 - bytes: the payload sizes of the websocket frames the page received between the press and drawn
@@ -77,7 +78,10 @@ FINAL = {
 }
 # Before a press: count each Plotly chart's draws (plotly.js fires plotly_afterplot after every plot and react)
 # and remember the count, so that "drawn" means drawn again, not still showing the last sentence's chart; and
-# remember each picture's address (Explore's grid of heads is a PNG: a new sentence is a new ``data:`` URL).
+# remember each picture's address (a new sentence is a new ``data:`` URL); and mark each in-browser layer view
+# (engine/views/layer_view.js, in its component's shadow root): new data mounts a new one.
+VIEWS = """[...document.querySelectorAll('[data-testid="stBidiComponentIsolated"]')]
+  .map((host) => host.shadowRoot && host.shadowRoot.querySelector('.lv')).filter(Boolean)"""
 ARM_JS = """() => {
   for (const gd of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) {
     if (!gd.__apHooked && gd.on) {
@@ -87,14 +91,19 @@ ARM_JS = """() => {
     gd.__apBase = gd.__apDraws || 0;
   }
   for (const img of document.querySelectorAll('[data-testid="stImage"] img')) img.__apSrc = img.src;
-}"""
+  const views = VIEWS;
+  for (const view of views) view.__apOld = true;
+  window.__apViews = views.length;  // as many drawn again (a host mounted anew is empty until its data is decoded)
+}""".replace("VIEWS", VIEWS)
 DISARM_JS = """() => {
   for (const gd of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) gd.__apBase = undefined;
   for (const img of document.querySelectorAll('[data-testid="stImage"] img')) img.__apSrc = undefined;
-}"""
+  for (const view of VIEWS) view.__apOld = undefined;
+  window.__apViews = 0;
+}""".replace("VIEWS", VIEWS)
 # every visible Plotly chart drawn by plotly.js since the press (a chart that was there before: drawn again; a
-# new one: holds its SVG), every visible picture loaded from a new address (a new element: loaded) and no
-# "running" status widget (charts in hidden tabs ignored)
+# new one: holds its SVG), every visible picture loaded from a new address (a new element: loaded), every layer
+# view mounted since the press and drawn, and no "running" status widget (charts in hidden tabs ignored)
 DRAWN_JS = """() => {
   const shown = c => c.checkVisibility ? c.checkVisibility() : c.offsetParent !== null;
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].filter(shown);
@@ -104,9 +113,13 @@ DRAWN_JS = """() => {
     return gd && gd.querySelector('.main-svg') && (gd.__apBase === undefined || (gd.__apDraws || 0) > gd.__apBase);
   };
   const loaded = img => img.complete && img.naturalWidth > 0 && (img.__apSrc === undefined || img.src !== img.__apSrc);
-  const drawn = charts.every(fresh) && pictures.every(loaded) && !document.querySelector('[data-testid="stStatusWidget"]');
-  return drawn ? {charts: charts.length + pictures.length} : false;
-}"""
+  const views = VIEWS;
+  const mounted = (v) => !v.__apOld && v.dataset.drawMs !== undefined;
+  const drawn = charts.every(fresh) && pictures.every(loaded) && views.every(mounted)
+    && views.length >= (window.__apViews || 0)
+    && !document.querySelector('[data-testid="stStatusWidget"]');
+  return drawn ? {charts: charts.length + pictures.length + views.length} : false;
+}""".replace("VIEWS", VIEWS)
 TWO_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
 
 
@@ -318,13 +331,13 @@ def measure_long(page, meter: Meter, timeout_ms: float, heads: int = 3) -> dict:
         "switch_seconds": [],
         "switch_bytes": [],
     }
-    for head in range(1, heads + 1):
-
-        def pick(head=head):
-            page.get_by_role("combobox", name="Head").click()
-            page.get_by_role("option", name=str(head), exact=True).click()
-
-        seconds, received, _, _ = submit_and_wait(page, meter, pick, timeout_ms)
+    for head in range(1, heads + 1):  # in the browser: no rerun, so click → the view's title says the head
+        meter.bytes = 0
+        start = time.perf_counter()
+        page.get_by_role("button", name=f"Layer 0, head {head}").click()
+        page.locator(".lv[data-draw-ms] h3").filter(has_text=f"Layer 0, head {head}").wait_for(timeout=timeout_ms)
+        page.evaluate(TWO_FRAMES_JS)
+        seconds, received = time.perf_counter() - start, meter.bytes
         out["switch_seconds"].append(seconds)
         out["switch_bytes"].append(received)
     print(f"long input: {out}", flush=True)
@@ -346,7 +359,8 @@ def run_browser(servers: list[Server], args: argparse.Namespace) -> tuple[list[l
                 meter.attach(page)
                 start = time.perf_counter()
                 page.goto(f"{server.url}/{PAGES[args.page][0]}", timeout=timeout_ms)
-                page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=timeout_ms)
+                first = ".lv[data-draw-ms]" if args.page == "explore" else '[data-testid="stPlotlyChart"] .main-svg'
+                page.locator(first).first.wait_for(timeout=timeout_ms)  # Explore's view, the Heads page's chart
                 page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout_ms)
                 first_loads.append(time.perf_counter() - start)
                 limits.append(set_token_limit(page, meter, max(args.sizes) + 16, timeout_ms))
@@ -460,8 +474,8 @@ def section(results: list[list[dict]], info: dict, args: argparse.Namespace, con
         "different last word (the server's cache never answers). **Enter → drawn**: from Control+Enter in the "
         "sentence box until the rerun's `script_finished` has arrived, every visible Plotly chart has been drawn "
         "again since the press (plotly.js's `plotly_afterplot` event, counted per chart; a new chart: holds its "
-        "`.main-svg`), every visible picture has loaded from a new address (Explore's grid of heads is one PNG) "
-        "and the status widget is gone, then two animation frames (Python's `perf_counter` around "
+        "`.main-svg`), every visible picture has loaded from a new address, every in-browser view "
+        "(Explore's heads) has been mounted again and drawn, and the status widget is gone, then two animation frames (Python's `perf_counter` around "
         "Playwright's waits, so a few ms of Playwright round trips are included); **of which Enter → "
         "script_finished**: until the run's last message reached the page (the server's part and the network; "
         "the rest is the browser's). **Bytes**: websocket "

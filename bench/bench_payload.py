@@ -1,15 +1,14 @@
 """Bytes sent to the browser: bertviz's views (offline HTML) vs the app's own Plotly views.
 
 bertviz ships every layer × head × n² weight as JSON text inside its HTML (the model view and the
-head view alike); Explore sends one head as a Plotly heatmap (base64 float32) plus one layer's grid
-of heads as one PNG (at most 48×48 cells per head). For MiniLM (6 × 12 heads, d_head 32) at n tokens, and
+head view alike); Explore sends one layer's heads to its in-browser view (engine/views/layer_view.py: uint16
+counts of 0.001, deflated; at most 256 × 256 cells a head), which switches head and token with no server run. For MiniLM (6 × 12 heads, d_head 32) at n tokens, and
 for a 12 × 12-head, d_head 64 shape (BERT-base/GPT-2-small; random Q/K, the sizes do not depend on
 the values), this measures, in one run:
 
 - our offline bertviz documents (weights rounded to 4 decimals, q/k to 3; + ~330 kB of inlined d3
   and jQuery), and bertviz called the usual way on float32 tensors (CDN JS, not counted);
-- Explore's one-head figure (``plotly.io.to_json``, what ``st.plotly_chart`` sends) and its grid of heads (the
-  PNG, sent to ``st.image`` as a ``data:`` URL: a third more as base64);
+- Explore's view: the bytes ``app.runtime.maps.layer_view_data`` → ``layer_view.encode`` gives the page;
 - with ``--draw``, the time Chromium takes to load and draw each offline document (network off).
 
 Run from the repository root::
@@ -22,11 +21,13 @@ It replaces the section "bertviz views: payload" at the end of docs/BENCHMARKS.m
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 
+from bench.serve import machine
 from bench.trace_report import write_section
 from engine.records import Tokens
 from engine.traces.attention import AttentionTrace
@@ -63,26 +64,15 @@ def bertviz_default_bytes(trace: AttentionTrace) -> int:
     return len(model_view(attention, list(trace.tokens.strings), html_action="return").data.encode())
 
 
-def own_bytes(trace: AttentionTrace) -> tuple[int, int]:
-    """Explore's payload: (one head's map as the JSON bytes ``st.plotly_chart`` sends, one layer's grid of heads as
-    PNG bytes; the page sends them base64-encoded in a ``data:`` URL, a third more).
+def own_bytes(trace: AttentionTrace) -> int:
+    """Explore's payload: layer 0's heads as its in-browser view is sent them (each head as ``head_map`` pools it:
+    exact up to 256 tokens a side, block maxima above), in the default theme."""
+    from app.ui.map_data import MapView, head_map
+    from engine.views.layer_view import Choice, LayerData, encode
 
-    Built as Explore builds them, in the default theme: ``head_map`` → ``map_spec`` (exact weights up to 256 tokens a
-    side, block maxima above) through ``charts.ready``, and the layer's tiles (``layer_tiles`` at ``grid_cells``) →
-    ``grid_png`` (six heads a row for MiniLM's twelve)."""
-    import plotly.io as pio
-
-    from app.runtime.maps import grid_cells
-    from app.ui import charts, theme
-    from app.ui.heatmap import map_spec
-    from app.ui.map_data import MapView, head_map, layer_tiles
-    from app.views.explore.grid_picture import grid_per_row, grid_png
-
-    with theme.looking(theme.DEFAULT):
-        head = charts.ready(map_spec(head_map(trace, MapView(0, 0)), title="Layer 0, head 0"))
-        tiles = layer_tiles(trace, 0, grid_cells(trace.n_heads, max(trace.n_queries, trace.n_keys)))
-        grid = grid_png(tiles[None], 0, grid_per_row(trace.n_heads))
-    return len(pio.to_json(head, validate=False).encode()), len(grid)
+    maps = [head_map(trace, MapView(0, h)) for h in range(trace.n_heads)]
+    data = LayerData(np.stack([m.values for m in maps])[None], (0,), maps[0].q_labels, maps[0].k_labels)
+    return len(encode(data, Choice()))
 
 
 def draw_seconds(documents: dict[str, str], timeout_s: float = 60) -> dict[str, float | None]:
@@ -116,15 +106,13 @@ def measure(trace: AttentionTrace, draw: bool) -> dict:
     head = bv.head_view_html(trace, enforce_limits=False)
     model = bv.model_view_html(trace, enforce_limits=False)
     neuron = bv.neuron_view_html(trace, enforce_limits=False)
-    one_head, grid = own_bytes(trace)
     row = {
         "n": n,
         "model": len(model.encode()),
         "head": len(head.encode()),
         "neuron": len(neuron.encode()),
         "default": bertviz_default_bytes(trace),
-        "one_head": one_head,
-        "grid": grid,
+        "view": own_bytes(trace),
     }
     if draw:
         times = draw_seconds({"model": model, "head": head, "neuron": neuron})
@@ -134,7 +122,7 @@ def measure(trace: AttentionTrace, draw: bool) -> dict:
 
 def load_average() -> str:
     try:
-        return " / ".join(f"{x:.1f}" for x in __import__("os").getloadavg()) + " (1 / 5 / 15 min)"
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg()) + " (1 / 5 / 15 min)"
     except OSError:
         return "unknown"
 
@@ -147,20 +135,16 @@ def fmt_s(t) -> str:
     return "—" if t is None else f"{t:.2f} s"
 
 
-def table(title: str, rows: list[dict], draw: bool) -> list[str]:
+def table(rows: list[tuple[str, dict]], draw: bool) -> list[str]:
     lines = [
-        f"**{title}**",
-        "",
-        "| tokens | bertviz model view | bertviz head view | neuron view | bertviz default (float32, CDN) "
-        "| Explore: one head | Explore: head grid | model view ÷ (head + grid) |"
-        + (" draw: model / head / neuron |" if draw else ""),
-        "|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if draw else ""),
+        "| model | tokens | model view | head view | neuron view | bertviz default | Explore: the layer's heads "
+        "| model view ÷ Explore |" + (" draw: model / head / neuron |" if draw else ""),
+        "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if draw else ""),
     ]
-    for r in rows:
-        ratio = r["model"] / (r["one_head"] + r["grid"])
+    for name, r in rows:
         line = (
-            f"| {r['n']} | {fmt_bytes(r['model'])} | {fmt_bytes(r['head'])} | {fmt_bytes(r['neuron'])} | "
-            f"{fmt_bytes(r['default'])} | {fmt_bytes(r['one_head'])} | {fmt_bytes(r['grid'])} | {ratio:.1f}× |"
+            f"| {name} | {r['n']} | {fmt_bytes(r['model'])} | {fmt_bytes(r['head'])} | {fmt_bytes(r['neuron'])} | "
+            f"{fmt_bytes(r['default'])} | {fmt_bytes(r['view'])} | {r['model'] / r['view']:.1f}× |"
         )
         if draw:
             line += f" {fmt_s(r.get('t_model'))} / {fmt_s(r.get('t_head'))} / {fmt_s(r.get('t_neuron'))} |"
@@ -182,43 +166,30 @@ def main() -> None:
     engine.set_threads(1)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     shape_sizes = [int(s) for s in args.shape_sizes.split(",") if s]
-    minilm_rows, shape_rows = [], []
-    for rows, make, ns in ((minilm_rows, minilm_trace, sizes), (shape_rows, shape_trace, shape_sizes)):
-        for n in ns:
-            rows.append(measure(make(n), args.draw and n <= args.draw_max))
+    rows = []
+    names = ("MiniLM (6 × 12 heads, d_head 32)", "12 × 12 heads, d_head 64 (random Q/K)")
+    for name, make, ns in zip(names, (minilm_trace, shape_trace), (sizes, shape_sizes)):
+        for i, n in enumerate(ns):
+            rows.append((name if i == 0 else "", measure(make(n), args.draw and n <= args.draw_max)))
             print(f"{make.__name__}: {n} tokens measured", flush=True)
 
-    libs = sum(len(bv.offline_document("", title="").encode()) for _ in range(1))
+    libs = len(bv.offline_document("", title="").encode())
+    command = "OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 python -m bench.bench_payload" + (
+        " --draw" if args.draw else ""
+    )
     lines = [
         SECTION,
         "",
-        "Bytes one view sends to the browser (MB = 10⁶ bytes). bertviz columns are the app's offline documents: "
-        f"JSON weights rounded to 4 decimals (q/k to 3) + {fmt_bytes(libs)} of d3, jQuery and the require shim "
-        'inlined in every document. "bertviz default" is `bertviz.model_view` on float32 tensors as its docs '
-        "call it (full-precision numbers; its CDN scripts not counted). Explore's figures are "
-        "`plotly.io.to_json` of the figures Explore draws: one head (`map_spec`, base64 float32, block maxima above "
-        "256 tokens a side) and the layer's grid of heads (`grid_png`, the PNG's bytes; the page sends them as a "
-        "base64 `data:` URL, a third more: exact tiles up to 48 tokens, 32 × 32 block maxima above)."
-        + (
-            " Draw: Chromium (headless, network aborted), from `set_content` to "
-            "drawn SVG; — = not timed (above `--draw-max`) or not drawn within 60 s. "
-            "Draw times are upper bounds on a shared machine: see the load average "
-            "below."
-            if args.draw
-            else ""
-        ),
+        "Bytes a view sends (kB = 10³, MB = 10⁶). bertviz's columns are the app's offline documents (JSON weights to 4",
+        f'decimals, q/k to 3, and {fmt_bytes(libs)} of d3, jQuery and the require shim inlined); "bertviz default" is '
+        "`bertviz.model_view`",
+        "on float32 tensors (CDN scripts not counted). Explore's column: what its view gets, every head of a layer (uint16",
+        "counts of 0.001, deflated; block maxima above 256 tokens)."
+        + (" Draw: headless Chromium, `set_content` → drawn SVG." if args.draw else ""),
         "",
-        *table("MiniLM (6 layers × 12 heads, d_head 32)", minilm_rows, args.draw),
-        *table("12 layers × 12 heads, d_head 64 (BERT-base / GPT-2-small shape, random Q/K)", shape_rows, args.draw),
-        f"Limits used by the bertviz views page (engine/views/bertviz_html.py): tokens {bv.MAX_TOKENS}, "
-        f"numbers per payload {bv.MAX_CELLS}.",
+        f"`{command}` · {machine()} · load {load_average()}",
         "",
-        f"Load average while measuring: {load_average()}.",
-        "",
-        "Reproduce (from the repository root; ~5 min on 2 cores): "
-        "`OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1 python -m bench.bench_payload"
-        + (" --draw" if args.draw else "")
-        + "`",
+        *table(rows, args.draw),
     ]
     write_section(Path(args.out), "\n".join(lines))  # this section only: the others and hand notes stay
     print("\n".join(lines))

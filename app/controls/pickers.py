@@ -166,15 +166,18 @@ def open_head(layer: int, head: int) -> None:
 
 
 def layer_head(n_layers: int, n_heads: int, columns, kinds: Sequence[str] = ()) -> tuple[int, int]:
-    """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first); a model
-    whose layers differ in ``kinds`` (``AttentionTrace.layer_kinds``) shows each layer's kind: "3 · sliding 4096"."""
+    """Layer and head selectboxes in the two ``columns`` (shared keys, clamped to this model's size first; a column
+    None draws no box: a view in the browser picks it); a model whose layers differ in ``kinds``
+    (``AttentionTrace.layer_kinds``) shows each layer's kind: "3 · sliding 4096"."""
     left, right = columns
     badge = {"format_func": lambda i: f"{i} · {kinds[i]}"} if len(set(kinds)) > 1 else {}
     if hidden("layer"):
         layer = clamp(K.layer, 0, n_layers - 1)
     else:
         layer = pick_index("Layer", n_layers, K.layer, left, **badge)
-    head = clamp(K.head, 0, n_heads - 1) if hidden("head") else pick_index("Head", n_heads, K.head, right)
+    head = (
+        clamp(K.head, 0, n_heads - 1) if hidden("head") or right is None else pick_index("Head", n_heads, K.head, right)
+    )
     return layer, head
 
 
@@ -196,16 +199,17 @@ def pick_block(blocks: list[str], key: str) -> str:
     )
 
 
-def kv_sharing(trace, head: int) -> str:
-    """ " Heads 0–3 share key/value head 0 (grouped-query attention)." for a grouped-query trace, else ""."""
+def kv_sharing(trace, head: int | None = None) -> str:
+    """ " Heads 0–3 share key/value head 0 (grouped-query attention…)." for a grouped-query trace (every group of the
+    layer where ``head`` is None), else ""."""
     if getattr(trace, "kv_heads", None) is None:
         return ""
-    kv = trace.key_head(head)
     group = trace.n_heads // trace.kv_heads
-    first, last = kv * group, kv * group + group - 1
+    kvs = range(trace.kv_heads) if head is None else [trace.key_head(head)]
+    spans = ", ".join(f"heads {kv * group}–{kv * group + group - 1} share key/value head {kv}" for kv in kvs)
     return (
-        f" Heads {first}–{last} share key/value head {kv} (grouped-query attention: this model has "
-        f"{trace.kv_heads} key/value heads for {trace.n_heads} query heads), so their keys and values are the same."
+        f" {spans[0].upper()}{spans[1:]} (grouped-query attention: this model has {trace.kv_heads} key/value heads "
+        f"for {trace.n_heads} query heads), so their keys and values are the same."
     )
 
 
@@ -293,16 +297,22 @@ class _Section(contextlib.nullcontext):
         self.open = open
 
 
-def page_tabs(labels: list[str], key: str) -> list:
+def page_tabs(labels: list[str], key: str, closed: bool = False) -> list:
     """A page's sections, one open at a time under a segmented control (unlike ``st.tabs`` only the open one runs);
-    one object per label. The open label is kept under ``key``; ``hide=tabs`` draws no buttons."""
-    if st.session_state.get(key) not in labels:  # a stale or never-set value: the first section
-        st.session_state[key] = labels[0]
+    one object per label. The open label is kept under ``key``; ``hide=tabs`` draws no buttons. ``closed``: none
+    is open until one is picked (each costs the server a model pass), and a second click closes it again."""
+    if st.session_state.get(key) not in labels and not (closed and st.session_state.get(key) is None):
+        st.session_state[key] = None if closed else labels[0]  # a stale or never-set value
     chosen = (
         st.session_state[key]
         if hidden("tabs")
         else st.segmented_control(
-            "Section", labels, key=key, required=True, default=labels[0], label_visibility="collapsed"
+            "Section",
+            labels,
+            key=key,
+            required=not closed,
+            default=None if closed else labels[0],
+            label_visibility="collapsed",
         )
     )
     return [_Section(label == chosen) for label in labels]

@@ -1,4 +1,5 @@
-"""The maps pages draw: one head (exact or pooled) and one layer's thumbnails, from the cached trace.
+"""The maps pages draw: one head (exact or pooled), one layer's heads or every layer's for the in-browser view, from
+the cached trace.
 
 The engine pools at most ``size`` × ``size`` cells per head (``AttentionTrace.overview``: never an n×n matrix);
 results sit in ``caches.MAPS`` under ``request_key(request)`` and the view, one read-only object for every session.
@@ -6,32 +7,57 @@ results sit in ``caches.MAPS`` under ``request_key(request)`` and the view, one 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from app.runtime.caches import has_map, shared_map
 from app.runtime.heads import heads_attention
 from app.runtime.request import TraceRequest
 from app.runtime.traces import QUICK_CHARS, request_key
-from app.ui.map_data import MapData, MapView, head_map, layer_tiles
+from app.ui.map_data import MapData, MapView, head_map
+from engine.views.layer_view import LayerData
 
-#: inputs up to this many tokens get exact thumbnails in a layer's grid (a cell a token: a diagonal stays a diagonal)
-GRID_EXACT = 48
-#: thumbnail cells per side of a longer input (block maxima): a thumbnail is ~60–90 px wide, 2–3 px a cell
-GRID_CELLS = 32
-GRID_HEADS = 12  # heads a grid holds at these sizes; more heads get fewer cells (at least 16), the same total
-
-
-def grid_cells(n_heads: int, n_tokens: int) -> int:
-    """Cells per side of a layer's thumbnails: exact up to ``GRID_EXACT`` tokens, else ``GRID_CELLS`` block maxima;
-    both shrink for more than ``GRID_HEADS`` heads."""
-    share = np.sqrt(GRID_HEADS / max(n_heads, 1))
-    exact = int(max(16, min(GRID_EXACT, GRID_EXACT * share)))
-    return exact if n_tokens <= exact else int(max(16, min(GRID_CELLS, GRID_CELLS * share)))
+#: the Heads model view holds every layer while its cells fit this many bytes (MiniLM: up to ~120 tokens)
+MODEL_VIEW_BYTES = 2 << 20
 
 
 def head_view(request: TraceRequest, view: MapView) -> MapData:
     """One head of ``request.block`` as ``view`` shows it (:func:`app.ui.map_data.head_map`), shared."""
     return shared_map(("head", request_key(request), view.numbers), lambda: head_map(heads_attention(request), view))
+
+
+def layer_view_data(request: TraceRequest, view: MapView) -> LayerData:
+    """Every head of ``view.layer`` as ``view`` shows it (:func:`head_view` for each), stacked for the in-browser
+    view (``app/ui/layer_view.py``), shared."""
+
+    def build() -> LayerData:
+        att = heads_attention(request)
+        maps = [head_view(request, replace(view, head=h)) for h in range(att.n_heads)]
+        first = maps[0]
+        values = np.stack([m.values for m in maps])[None]
+        q_edges, k_pos, k_edges = first.q_edges, first.k_pos, first.k_edges
+        spans = (q_edges[:-1], q_edges[1:] - 1, k_pos[k_edges[:-1]], k_pos[k_edges[1:] - 1])
+        square = request.block != "cross"
+        labels = (first.q_labels, first.k_labels)
+        return LayerData(values, (view.layer,), *labels, square, first.value_name, spans=spans, n_tokens=att.n_queries)
+
+    return shared_map(layer_key(request, view), build)
+
+
+def model_view_data(request: TraceRequest, view: MapView, budget: int = MODEL_VIEW_BYTES) -> LayerData:
+    """Every layer's heads (:func:`layer_view_data` each, stacked) while their cells fit ``budget`` bytes as the
+    view's uint16 counts, else ``view.layer``'s alone (another layer is then the server's), shared."""
+    one = layer_view_data(request, view)
+    n_layers = heads_attention(request).n_layers
+    if n_layers == 1 or one.values.size * 2 * n_layers > budget:
+        return one
+
+    def build() -> LayerData:
+        stacked = [layer_view_data(request, replace(view, layer=layer)).values for layer in range(n_layers)]
+        return replace(one, values=np.concatenate(stacked), layers=tuple(range(n_layers)))
+
+    return shared_map(("model", *layer_key(request, replace(view, layer=0))[1:]), build)
 
 
 def prefetch_head_view(key: tuple, attention, view: MapView) -> None:
@@ -40,17 +66,10 @@ def prefetch_head_view(key: tuple, attention, view: MapView) -> None:
     shared_map(("head", key, view.numbers), lambda: head_map(attention, view))
 
 
-def grid_is_quick(request: TraceRequest, layer: int) -> bool:
-    """True when the grid is cached or its input short (no spinner needed)."""
-    return len(request.text) <= QUICK_CHARS or has_map(("grid", request_key(request), layer))
+def layer_is_quick(request: TraceRequest, view: MapView) -> bool:
+    """True when :func:`layer_view_data` is cached or its input short (no spinner needed)."""
+    return len(request.text) <= QUICK_CHARS or has_map(layer_key(request, view))
 
 
-def layer_grid(request: TraceRequest, layer: int) -> tuple[np.ndarray, bool]:
-    """Every head of ``layer`` as thumbnails ``[1, head, s, t]`` of block maxima, and whether they are pooled."""
-
-    def build() -> tuple[np.ndarray, bool]:
-        att = heads_attention(request)
-        tiles = layer_tiles(att, layer, grid_cells(att.n_heads, max(att.n_queries, att.n_keys)))
-        return tiles[None].astype(np.float32), tiles.shape[-2:] != (att.n_queries, att.n_keys)
-
-    return shared_map(("grid", request_key(request), layer), build)
+def layer_key(request: TraceRequest, view: MapView) -> tuple:
+    return ("layer", request_key(request), replace(view.numbers, head=0))

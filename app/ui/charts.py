@@ -161,6 +161,11 @@ def set_source(model: str, text: str = "") -> None:
     st.session_state[_source_key()] = (source_line(model, text), source_line(model, text, NARROW_SOURCE_CHARS), model)
 
 
+def page_source() -> str:
+    """The page's :func:`set_source` line as plain text (for a view that draws text, not markup), "" if none."""
+    return html.unescape(st.session_state.get(_source_key(), ("",))[0] or "")
+
+
 def with_source(fig: ReadyFigure, source: str | None, *, narrow: bool = False) -> ReadyFigure:
     """A new figure: ``fig`` with ``source`` as its title's subtitle (``narrow``: model and sentence on two lines)."""
     if not source:
@@ -239,12 +244,6 @@ def chart_config(fig, key: str | None, extra: dict[str, Any] | None = None, tool
     if not toolbar or theme.current().compact:  # a phone: the bar covered the title, and a phone rarely saves one
         config["displayModeBar"] = False
     return config
-
-
-def fill_height(fig: ReadyFigure) -> ReadyFigure:
-    """A new figure: ``fig`` without its fixed height, so Plotly sizes it to its box (presenter mode)."""
-    layout = {name: value for name, value in fig.spec.get("layout", {}).items() if name != "height"}
-    return ReadyFigure({**fig.spec, "layout": {**layout, "autosize": True}})
 
 
 def clicked_points(key: str) -> list[dict]:

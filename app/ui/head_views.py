@@ -1,13 +1,11 @@
-"""Whole-model head views: every layer × head in one plot, each cell a whole percent of its head's maximum, a click
-on a tile's marker selects the head (Explore's grid picture: ``app/views/explore/grid_picture.py``)."""
+"""Whole-model head views: every layer × head in one plot, each cell a whole percent of its head's maximum, each tile
+with a marker naming its head (Explore's grid picture: ``app/views/explore/grid_picture.py``)."""
 
 from __future__ import annotations
 
 import numpy as np
-import streamlit as st
 
-from app.state import K
-from app.ui.charts import clicked_points, frame
+from app.ui.charts import frame
 from app.ui.heatmap import colorscale_stops, label_axis, label_margin
 
 GAP = 1  # empty cells between tiles
@@ -148,42 +146,3 @@ def model_view_spec(
             ),
         },
     }
-
-
-def clicked_in(chart_key: str, n_layers: int, n_heads: int) -> tuple[int, int] | None:
-    """``(layer, head)`` of the tile clicked in the model-view chart ``chart_key``, or None."""
-    return clicked_head(clicked_points(chart_key), n_layers, n_heads)
-
-
-def clicked_head(points: list[dict], n_layers: int, n_heads: int) -> tuple[int, int] | None:
-    """The ``(layer, head)`` of the first clicked marker (``customdata`` a list or ``{"0": .., "1": ..}``), or None."""
-    for point in points or []:
-        data = point.get("customdata")
-        if isinstance(data, dict):
-            data = [data.get("0"), data.get("1")]
-        if not isinstance(data, (list, tuple)) or len(data) != 2:
-            continue
-        try:
-            layer, head = int(data[0]), int(data[1])
-        except (TypeError, ValueError):
-            continue
-        if 0 <= layer < n_layers and 0 <= head < n_heads:
-            return layer, head
-    return None
-
-
-# ---- a phone's grid of one layer's heads (Explore's grid, the Heads page's model view in compact view)
-
-PHONE_GRID_PX = 250  # px across the grid's plot on a 390 px phone (row names and the page's padding taken)
-PHONE_TILES_PER_ROW = 3  # compact view: the heads of a layer three to a row (~80 px tiles on a phone: tappable)
-
-
-def head_pills(key: str, n_heads: int, head: int) -> None:
-    """One pill per head under a grid of heads (a picture, and a tap on a chart selects nothing on a phone)."""
-    st.session_state[key] = head  # the head chosen anywhere (the Head box, a link)
-
-    def picked() -> None:
-        if st.session_state.get(key) is not None:
-            st.session_state[K.head] = st.session_state[key]
-
-    st.pills("Open a head", list(range(n_heads)), format_func=lambda h: f"H{h}", key=key, on_change=picked)

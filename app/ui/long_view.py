@@ -177,7 +177,7 @@ def zoom_controls(trace, key_prefix: str) -> tuple[tuple[int, int] | None, tuple
     return q_range, k_range
 
 
-def csv_button(att, view: MapView, file_name: str, load) -> None:
+def csv_button(att, view: MapView, file_name: str, load, key: str | None = None) -> None:
     """A CSV download of the exact weights in ``view``, built on click from ``load()`` (the button holds no trace)."""
     region = csv_region(att, view.q_range, view.k_range)
     if region is None:
@@ -187,4 +187,4 @@ def csv_button(att, view: MapView, file_name: str, load) -> None:
     whole = (q0, q1, k0, k1) == (0, att.n_queries, 0, att.n_keys)
     region_csv = f"region as CSV (queries {q0}–{q1 - 1}, keys {k0}–{k1 - 1})"
     label = f"Download this {'head as CSV' if whole else region_csv}"
-    download(label, lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)), file_name, "text/csv")
+    download(label, lambda: head_csv(load(), view.layer, view.head, (q0, q1), (k0, k1)), file_name, "text/csv", key)

@@ -99,8 +99,6 @@ COMPACT = dataclasses.replace(DEFAULT, name="compact", compact=True)
 PRESENTER_COMPACT = dataclasses.replace(PRESENTER, name="presenter-compact", compact=True)
 #: presenter mode: the main map's height is the window's less the one row of controls above it
 PRESENTER_MAP_OFF_PX = 190
-#: presenter mode: the Heads page's grid sits below a row of controls and the tabs
-PRESENTER_GRID_OFF_PX = 260
 #: pixels the main map's rows get in presenter mode on a 1280×720 projector (the server never knows the window)
 PRESENTER_MAP_ROWS_PX = 720 - PRESENTER_MAP_OFF_PX - 230
 
@@ -241,12 +239,6 @@ def side_by_side(spec: int | list[float], **kwargs) -> list:
     if current().stack:
         return [st.container() for _ in range(spec if isinstance(spec, int) else len(spec))]
     return list(st.columns(spec, **kwargs))
-
-
-def map_css(key: str, off_px: int = PRESENTER_MAP_OFF_PX) -> str:
-    """Presenter mode's CSS giving container ``key`` the window's height less ``off_px``."""
-    size = f"calc(100vh - {off_px}px)"
-    return f"<style>.st-key-{key} {{ flex: 0 0 {size} !important; height: {size} !important; }}</style>"
 
 
 def tools(label: str = "Display options"):

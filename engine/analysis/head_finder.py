@@ -206,6 +206,21 @@ def repeat_metrics(p: np.ndarray, ids: Sequence[int], lead: int, n: int) -> dict
     return {"induction": prefix_matching_score(q, n), "duplicate_token": M.duplicate_share(q, list(ids)[window])}
 
 
+def sentence_metrics(trace, layer: int) -> dict[str, np.ndarray]:
+    """Every head of ``layer`` on a trace's own sentence (self-attention): the corpus metrics, and induction and
+    duplicate-token read on the sentence's own repeats (NaN where no token repeats), ``[H]`` each."""
+    p, ids = np.asarray(trace.pattern(layer), dtype=np.float64), np.asarray(trace.tokens.ids)
+    got = corpus_metrics(p, trace.tokens.special)
+    earlier = (ids[:, None] == ids[None, :]) & np.tri(ids.size, k=-1, dtype=bool)  # key j < i holds i's token
+    after = np.zeros_like(earlier)
+    after[:, 1:] = earlier[:, :-1]  # key j + 1 after such a copy, still before the query
+    after &= np.tri(ids.size, k=-1, dtype=bool)
+    for name, keys in (("duplicate_token", earlier), ("induction", after)):
+        rows = keys.any(axis=-1)
+        got[name] = (p * keys).sum(-1)[:, rows].mean(-1) if rows.any() else np.full(p.shape[0], np.nan)
+    return got
+
+
 def strongest_cells(p: np.ndarray, special: Sequence[bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per head of ``p`` ``[H, q, k]``, the cell with the most weight on a key that is not a sink (the first token or
     a marker): ``(query [H], key [H], weight [H])``, weight NaN where every key is a sink."""

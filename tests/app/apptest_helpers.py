@@ -9,10 +9,13 @@ from __future__ import annotations
 import base64
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
+
+from engine.views.layer_view import decode as decode_view
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app" / "streamlit_app.py"  # absolute: AppTest resolves relative paths against the caller
@@ -64,6 +67,34 @@ def main_figure(at: AppTest) -> dict:
     figs = figures(at)
     assert figs, "no plotly chart on the page"
     return figs[0]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What an in-browser layer view (``app/ui/layer_view.py``) was sent: its header and every head's weights
+    ``[layers, heads, rows, cols]`` (NaN: blocked) as the view shows them (3 decimals)."""
+
+    header: dict
+    values: np.ndarray
+
+    @property
+    def title(self) -> str:  # as the view's heading reads
+        return f"Layer {self.header['layer']}, head {self.header['head']}{self.header['suffix']}"
+
+    @property
+    def z(self) -> np.ndarray:  # the open head
+        return self.values[self.header["layers"].index(self.header["layer"]), self.header["head"]]
+
+    @property
+    def rows(self) -> list[str]:
+        return self.header["q"]
+
+
+def layer_shown(at: AppTest, index: int = 0) -> Shown:
+    """The ``index``-th in-browser layer view of the last run."""
+    views = at.get("bidi_component")
+    assert len(views) > index, "no in-browser layer view on the page"
+    return Shown(*decode_view(views[index].proto.bytes))
 
 
 def y_labels(fig: dict) -> list[str]:
@@ -163,59 +194,11 @@ def run_until(at: AppTest, condition, timeout: float = 120.0, what: str = "the p
     return at
 
 
-def grid_picture(at: AppTest) -> bytes:
-    """The PNG of Explore's grid of heads as the last run sent it (the page's one picture, a ``data:`` URL)."""
-    (image,) = at.get("image")
-    head, _, data = image.proto.imgs[0].url.partition(",")
-    assert head == "data:image/png;base64", head[:40]
-    return base64.b64decode(data)
-
-
-FRAME_RGB = (214, 39, 40)  # the chosen head's frame
-
-
-def picture_tiles(png: bytes, s: int, t: int) -> tuple[list[np.ndarray], int | None, list[tuple[int, ...]]]:
-    """A grid picture (``grid_picture.grid_png``) read back from its pixels: each thumbnail's ``[s, t]`` cells as
-    palette levels (0–100: the share of its head's maximum), row by row; the head framed in red (None if none);
-    and the palette's RGB triples. Thumbnails are found as the rectangles of level pixels; each cell must be a
-    square block of one level (whole pixels a cell)."""
-    import io
-
-    from PIL import Image
-
-    picture = Image.open(io.BytesIO(png))
-    assert picture.mode == "P", picture.mode
-    pixels = np.asarray(picture)
-    palette = [tuple(picture.getpalette()[3 * i : 3 * i + 3]) for i in range(256)]
-    level = pixels <= 100
-
-    def runs(mask: np.ndarray) -> list[tuple[int, int]]:
-        edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
-        return list(zip(edges[::2], edges[1::2]))
-
-    tiles, boxes = [], []
-    for y0, y1 in runs(level.any(axis=1)):
-        for x0, x1 in runs(level[y0:y1].any(axis=0)):
-            block = pixels[y0:y1, x0:x1]
-            scale = block.shape[0] // s
-            assert block.shape == (s * scale, t * scale), (block.shape, s, t)
-            cells = block[::scale, ::scale]
-            assert (cells.repeat(scale, 0).repeat(scale, 1) == block).all(), "a cell is not one square of one level"
-            tiles.append(cells.astype(int))
-            boxes.append((y0, y1, x0, x1))
-    framed = np.isin(pixels, [i for i, rgb in enumerate(palette) if rgb == FRAME_RGB])
-    head = None
-    if framed.any():
-        ys, xs = np.nonzero(framed)
-        cy, cx = (ys.min() + ys.max()) / 2, (xs.min() + xs.max()) / 2
-        inside = [i for i, (y0, y1, x0, x1) in enumerate(boxes) if y0 <= cy < y1 and x0 <= cx < x1]
-        assert len(inside) == 1, "the frame surrounds one thumbnail"
-        head = inside[0]
-    return tiles, head, palette
-
-
-def assert_head_and_grid(at: AppTest) -> None:
-    """Explore drew both of its default views: the chosen head (a chart) and its layer's heads (one picture)."""
-    assert [c.key for c in at.get("plotly_chart")] == ["main_heatmap"], [c.key for c in at.get("plotly_chart")]
-    alts = [image.proto.imgs[0].alt for image in at.get("image")]
-    assert len(alts) == 1 and alts[0].startswith("Thumbnails of the "), alts
+def assert_head_and_grid(at: AppTest, n_heads: int | None = None) -> Shown:
+    """Explore drew its default view: the layer's heads in the browser view (no Plotly map, no picture), each head a
+    pattern of the open layer; returns what the view was sent."""
+    assert not at.get("plotly_chart") and not at.get("image"), [c.key for c in at.get("plotly_chart")]
+    shown = layer_shown(at)
+    assert len(at.get("bidi_component")) == 1 and shown.header["layer"] in shown.header["layers"]
+    assert n_heads is None or shown.header["n_heads"] == n_heads
+    return shown

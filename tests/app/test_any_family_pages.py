@@ -51,7 +51,9 @@ def test_every_text_page_reads_every_family(folders, monkeypatch, family, page):
     assert_clean(at)
     assert not at.error, messages(at.error)
     if page != "positional":
-        assert at.get("plotly_chart") or at.get("iframe"), f"{page} drew nothing for {family}"
+        assert at.get("plotly_chart") or at.get("iframe") or at.get("bidi_component"), (
+            f"{page} drew nothing for {family}"
+        )
         assert not at.warning, messages(at.warning)
     if page == "explore":  # the folder was read, not the default model
         captions = " ".join(messages(at.caption))

@@ -8,7 +8,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 import engine  # noqa: E402
-from apptest_helpers import APP, TIMEOUT, assert_clean, figures, run_app  # noqa: E402
+from apptest_helpers import APP, TIMEOUT, assert_clean, figures, layer_shown, run_app  # noqa: E402
 
 SENTENCE = "The <b>tired</b> cat sat on the mat because it was warm"
 
@@ -18,20 +18,22 @@ def _subtitle(fig: dict) -> str | None:
 
 
 def test_explore_charts_name_the_model_and_the_sentence_escaped():
-    at = run_app(text=SENTENCE)
+    at = run_app(text=SENTENCE, explore_tab="Causal mask off vs on")
     assert_clean(at)
     label = next(s.label for s in engine.list_models() if s.id == "minilm")
     subtitles = [_subtitle(f) for f in figures(at)]
-    assert len(subtitles) == 1  # the head (the layer's grid is a picture, named by its alt text)
+    assert len(subtitles) == 2  # the mask pair
     for text in subtitles:
         assert text == f"{label} · “The &lt;b&gt;tired&lt;/b&gt; cat sat on the mat because it was warm”"
-    at.selectbox(key="head").set_value(3).run()  # a fragment rerun alone still names them
+    # the view draws its source line as text (no markup to escape), in its PNG and SVG too
+    assert layer_shown(at).header["source"] == f"{label} · “{SENTENCE}”"
+    at.selectbox(key="layer").set_value(3).run()
     assert {_subtitle(f) for f in figures(at)} == set(subtitles)
 
 
 def test_a_long_sentence_is_cut_in_the_subtitle():
     at = run_app(text="word " * 100)
-    text = _subtitle(figures(at)[0])
+    text = layer_shown(at).header["source"]
     assert text.endswith("…”") and len(text) < 120
 
 

@@ -21,7 +21,7 @@ from app.runtime import caches, models, traces
 from app.runtime.request import TraceRequest
 from app.state import K, landing_request
 from app.views.lessons.data import model_vocabulary
-from apptest_helpers import APP, TIMEOUT, assert_clean, assert_head_and_grid, main_figure, messages, y_labels
+from apptest_helpers import APP, TIMEOUT, assert_clean, assert_head_and_grid, messages
 from engine import prefetch
 from engine.cache import TraceCache
 from engine.records import ModelCard
@@ -67,8 +67,7 @@ def test_explores_first_run_takes_the_card_and_trace_from_the_prefetch_without_l
     assert_clean(at)
     assert not at.error, messages(at.error)
     assert box_drawn_before_load and box_drawn_before_load[0], "the sentence box must come before the model load"
-    assert_head_and_grid(at)
-    assert any("animal" in label for label in y_labels(main_figure(at)))
+    assert any("animal" in label for label in assert_head_and_grid(at).rows)
     key = traces.request_key(TraceRequest(*cold.key), (None, models.policy()))
     assert caches.TRACES.get(key, lambda: None) is cold.trace  # the page's request is the one prefetched
     assert loads == [], "the model was loaded here although the prefetch answered"

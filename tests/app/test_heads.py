@@ -2,7 +2,8 @@
 
 References are computed here from ``engine.trace`` directly (not through the app's services):
 the metrics table against ``engine.analysis.metrics`` on ``trace.pattern()``, the difference map
-against the difference of two traces' patterns, the large view against ``trace.pattern``.
+against the difference of two traces' patterns, the model view (drawn in the browser: what it was sent) against
+``trace.pattern`` to the 3 decimals it prints.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from app.ui.head_views import clicked_head
-from apptest_helpers import assert_clean, decode, figures, messages, open_page, title
+from apptest_helpers import assert_clean, decode, figures, layer_shown, messages, open_page, title
 from engine.analysis import metrics as M
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -71,28 +71,21 @@ def minilm_page() -> AppTest:
 # ---------------------------------------------------------------- model view
 
 
-def test_model_view_draws_every_head_and_the_chosen_one_large(minilm_page: AppTest):
-    at = minilm_page
+SHOWN = 5e-4 + 1e-6  # the view's cells: weights to 3 decimals
+
+
+def test_model_view_sends_every_layer_s_heads_and_opens_the_chosen_one():
+    at = heads_page()
     assert not at.error and not at.warning, messages(at.error) + messages(at.warning)
-    grid, large = figures(at)
-    heat, markers = grid["data"]
-    assert heat["type"] == "heatmap" and markers["type"] == "scatter"
-    assert len(decode(markers["x"])) == 6 * 12  # one clickable marker per head
-    assert grid["layout"]["xaxis"]["ticktext"] == [f"H{h}" for h in range(12)]
-    assert grid["layout"]["yaxis"]["ticktext"] == [f"L{layer}" for layer in range(6)]
+    shown = layer_shown(at)
     att = engine_attention("minilm", TEXT)
-    n = att.n_queries
-    assert heat["z"]["dtype"] == "u1"  # one byte a cell: whole percents of each head's maximum
-    shares = decode(heat["z"])  # tiles separated by one cell of 255, drawn clear
-    pattern = att.pattern(2, 3)
-    np.testing.assert_allclose(
-        shares[(n + 1) * 2 : (n + 1) * 2 + n, (n + 1) * 3 : (n + 1) * 3 + n],
-        pattern / pattern.max() * 100,
-        atol=0.5 + 1e-6,
-    )
-    assert (shares[n, :] == 255).all() and (shares[:, n] == 255).all()
-    assert title(large).startswith("Layer 0, head 0")
-    np.testing.assert_allclose(decode(large["data"][0]["z"]), att.pattern(0, 0), atol=1e-6)
+    assert shown.header["grid"] and shown.header["layers"] == list(range(6)) and shown.header["n_heads"] == 12
+    patterns = np.stack([att.pattern(layer) for layer in range(att.n_layers)])
+    np.testing.assert_allclose(shown.values, patterns, atol=SHOWN)  # every layer × head, to 3 decimals
+    assert shown.title == "Layer 0, head 0" and shown.rows == [f"{i} {t}" for i, t in enumerate(att.tokens.strings)]
+    np.testing.assert_allclose(shown.z, att.pattern(0, 0), atol=SHOWN)
+    assert at.query_params.get("layer") in (None, "0")
+    assert "All 6 layers (rows) × 12 heads" in " ".join(str(c.value) for c in at.caption)
 
 
 def test_the_large_head_can_show_value_weighted_contributions():
@@ -100,15 +93,15 @@ def test_the_large_head_can_show_value_weighted_contributions():
     at.segmented_control(key="heads_weighting").set_value("value").run()
     assert_clean(at)
     att = engine_attention("minilm", TEXT)
-    large = figure_titled(at, "Layer 0, head 0")
+    shown = layer_shown(at)
     want = att.pattern(0, 0) * att.value_norms(0, 0)[None, :]
-    np.testing.assert_allclose(decode(large["data"][0]["z"]), want, rtol=1e-5, atol=1e-6)
-    assert "α·‖v‖" in large["data"][0]["hovertemplate"]
+    np.testing.assert_allclose(shown.z, want, atol=shown.header["step"] / 2 + 1e-6)
+    assert "α·‖v‖" in shown.header["value_name"]
     at.segmented_control(key="heads_weighting").set_value("contribution").run()
     assert_clean(at)
-    large = figure_titled(at, "Layer 0, head 0")
-    np.testing.assert_allclose(decode(large["data"][0]["z"]), att.contributions(0, 0), rtol=1e-5, atol=1e-6)
-    assert "‖α·f(x)‖" in large["data"][0]["hovertemplate"]
+    shown = layer_shown(at)
+    np.testing.assert_allclose(shown.z, att.contributions(0, 0), atol=shown.header["step"] / 2 + 1e-6)
+    assert "‖α·f(x)‖" in shown.header["value_name"]
 
 
 def test_picking_a_head_opens_it_large():
@@ -116,16 +109,21 @@ def test_picking_a_head_opens_it_large():
     at.selectbox(key="layer").set_value(4).run()
     at.selectbox(key="head").set_value(9).run()
     assert_clean(at)
-    large = figure_titled(at, "Layer 4, head 9")
-    np.testing.assert_allclose(decode(large["data"][0]["z"]), engine_attention("minilm", TEXT).pattern(4, 9), atol=1e-6)
+    shown = layer_shown(at)
+    assert shown.title == "Layer 4, head 9" and at.query_params["layer"] == "4" and at.query_params["head"] == "9"
+    np.testing.assert_allclose(shown.z, engine_attention("minilm", TEXT).pattern(4, 9), atol=SHOWN)
 
 
-def test_a_click_maps_to_layer_and_head():
-    assert clicked_head([{"customdata": {"0": 2, "1": 3}}], 6, 12) == (2, 3)
-    assert clicked_head([{"customdata": [5, 11]}], 6, 12) == (5, 11)
-    assert clicked_head([{"customdata": [6, 0]}], 6, 12) is None  # out of range
-    assert clicked_head([{"x": 1.0}], 6, 12) is None  # the heatmap itself, not a marker
-    assert clicked_head([], 6, 12) is None
+def test_a_head_picked_in_the_view_reaches_the_server_and_its_downloads():
+    """A click in the view's grid is the browser's; the next run it asks for brings its layer and head (as
+    ``layer_view.take`` writes them), and the exact downloads below follow."""
+    at = heads_page()
+    at.session_state["layer"], at.session_state["head"] = 3, 7
+    at.run()
+    assert_clean(at)
+    assert layer_shown(at).title == "Layer 3, head 7"
+    keys = [b.proto.id.rsplit("-", 1)[-1] for b in at.get("download_button")]
+    assert keys == ["heads_csv", "heads_json"], keys  # keyed: the view holds their click until the server has its head
 
 
 # ---------------------------------------------------------------- metrics
@@ -189,7 +187,14 @@ def test_metric_picker_changes_the_map():
 @pytest.mark.parametrize("tab", TABS)
 def test_every_tab_renders_for_the_stories_model(tab: str):
     at = show_tab(heads_page(model="tiny-gpt-stories", text="Lily found a red ball."), tab)
-    assert figures(at) or at.dataframe
+    if tab == "Model view":  # drawn in the browser: every layer × head
+        shown = layer_shown(at)
+        assert (
+            shown.header["grid"]
+            and len(shown.header["layers"]) == engine_attention("tiny-gpt-stories", "Lily found a red ball.").n_layers
+        )
+    else:
+        assert figures(at) or at.dataframe
 
 
 @pytest.mark.parametrize("block", ["encoder", "decoder", "cross"])
@@ -199,9 +204,10 @@ def test_every_tab_renders_for_each_translator_block(block: str):
     assert_clean(at)
     assert at.selectbox(key="heads_block").value == block
     att = engine_attention("tiny-translator", text, block)
-    large = decode(figure_titled(at, "Layer 0, head 0")["data"][0]["z"])
-    np.testing.assert_array_equal(np.isnan(large), np.isneginf(att.mask(0)))  # decoder: causal cells grey
-    np.testing.assert_allclose(np.nan_to_num(large), att.pattern(0, 0), atol=1e-6)
+    shown = layer_shown(at)
+    assert shown.title.startswith("Layer 0, head 0") and shown.header["square"] is (block != "cross")
+    np.testing.assert_array_equal(np.isnan(shown.z), np.isneginf(att.mask(0)))  # decoder: causal cells grey
+    np.testing.assert_allclose(np.nan_to_num(shown.z), att.pattern(0, 0), atol=SHOWN)
     for tab in TABS:
         show_tab(at, tab)
         if tab == "Per-head metrics":
@@ -314,13 +320,22 @@ def test_html_in_the_text_is_escaped_on_every_tab():
             assert "<script" not in blob and "<b>bold" not in blob, tab
 
 
-def test_long_input_is_pooled_and_coarsened_with_notes():
-    text = " ".join(["The quick brown fox jumps over the lazy dog."] * 12)  # > 100 tokens
+def test_long_input_sends_one_layer_at_a_time_with_notes():
+    """Past the model view's budget (every layer's cells as uint16 ≤ 2 MB: MiniLM's 72 heads up to ~120 tokens) the
+    view holds the open layer's heads alone; the Layer box brings another."""
+    text = " ".join(["The quick brown fox jumps over the lazy dog."] * 12)  # > 120 tokens
     at = heads_page(text=text)
+    att = engine_attention("minilm", text)
+    assert 72 * att.n_queries**2 * 2 > 2 << 20
+    shown = layer_shown(at)
+    assert shown.header["grid"] and shown.header["layers"] == [0]
+    np.testing.assert_allclose(np.nan_to_num(shown.values[0]), att.pattern(0), atol=SHOWN)
     captions = " ".join(str(c.value) for c in at.caption)
-    assert "block maxima, 32×32 cells per head" in captions, captions  # 72 heads → 32 cells per side
-    grid = figures(at)[0]
-    assert decode(grid["data"][0]["z"]).shape == (6 * 33 - 1, 12 * 33 - 1)
+    assert "The 12 heads of layer 0" in captions and "one layer at a time" in captions, captions
+    at.selectbox(key="layer").set_value(3).run()
+    shown = layer_shown(at)
+    assert shown.header["layers"] == [3] and shown.title == "Layer 3, head 0"
+    np.testing.assert_allclose(np.nan_to_num(shown.values[0]), att.pattern(3), atol=SHOWN)
     show_tab(at, "Head similarity")
     assert any("64 evenly spaced query rows" in m for m in messages(at.info)), messages(at.info)
 

@@ -151,7 +151,7 @@ def test_the_translator_link_opens_the_head_where_the_crossing_shows():
     """Issue 20: lesson 8's link opened layer 0 head 0 in a fresh tab, where no crossing shows. Its layer and
     head, opened as a new tab would, must show it: the row that writes *voiture* reads *car* most and the row
     that writes *rouge* reads *red* (rows are named by the word written, not the word read in)."""
-    from apptest_helpers import main_figure, y_labels, z
+    from apptest_helpers import layer_shown
 
     step = next(s for s in STEPS if s.id == "cross")
     link = next(link for link in step.links if link.params.get("model") == "tiny-translator")
@@ -161,10 +161,10 @@ def test_the_translator_link_opens_the_head_where_the_crossing_shows():
     at.run()
     assert_clean(at)
     assert at.selectbox(key="explore_block").value == "cross"
-    fig = main_figure(at)
-    rows = [label.split(" ", 1)[1] for label in y_labels(fig)]
-    cols = [label.split(" ", 1)[1] for label in fig["layout"]["xaxis"]["ticktext"]]
-    weights = z(fig)
+    shown = layer_shown(at)
+    rows = [label.split(" ", 1)[1] for label in shown.rows]
+    cols = [label.split(" ", 1)[1] for label in shown.header["k"]]
+    weights = shown.z
     assert rows[:3] == ["la", "voiture", "rouge"], rows
     reads = {word: cols[int(np.argmax(weights[rows.index(word)]))] for word in ("voiture", "rouge")}
     assert reads == {"voiture": "car", "rouge": "red"}

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from app.ui.linked_tokens import FOCUS_COLOR, column_of, outline, row_of
 from app.ui.map_data import exact_map
-from apptest_helpers import ROOT, assert_clean, run_app
+from apptest_helpers import ROOT, assert_clean, layer_shown, run_app
 
 SENTENCE = "The cat sat on the mat because it was warm."
 
@@ -24,19 +24,17 @@ def by_key(at, key: str) -> dict:
 
 
 def test_picking_a_token_outlines_its_row_and_column_on_explore():
+    """The view draws the outline itself (a row clicked there: ``layer_view.take`` leaves it in session state as
+    below); the server's maps (the mask pair) outline the same token and the link keeps it."""
     at = run_app(text=SENTENCE)
     assert_clean(at)
-    assert not frames(by_key(at, "main_heatmap"))
-    strings = at.session_state["explore_focus_pills"] if "explore_focus_pills" in at.session_state else None
-    assert strings is None
-    at.pills(key="explore_focus_pills").set_value(8).run()  # "it"
+    assert layer_shown(at).header["focus"] is None
+    at.session_state["focus"] = 8  # "it"
+    at.run()
     assert_clean(at)
-    assert at.session_state["focus"] == 8
-    boxes = frames(by_key(at, "main_heatmap"))
-    n = len(by_key(at, "main_heatmap")["layout"]["yaxis"]["ticktext"])
-    assert {(b["y0"], b["y1"]) for b in boxes if b["x0"] == -0.5} == {(7.5, 8.5)}  # the row of "it"
-    assert {(b["x0"], b["x1"]) for b in boxes if b["y0"] == -0.5} == {(7.5, 8.5)}  # its column
-    assert all(b["x1"] == n - 0.5 or b["y1"] == n - 0.5 for b in boxes)
+    header = layer_shown(at).header
+    assert header["focus"] == 8 and header["q"][8].endswith(" it") and header["square"]
+    assert header["q_first"][8] == header["k_first"][8] == 8  # a row and a column a token: the 9th of each
     at.session_state["explore_tab"] = "Causal mask off vs on"
     at.run()
     assert frames(by_key(at, "mask_False")) and frames(by_key(at, "mask_True"))  # the pair too
@@ -45,22 +43,27 @@ def test_picking_a_token_outlines_its_row_and_column_on_explore():
 
 def test_the_highlight_follows_to_heads_and_step_by_step():
     at = run_app(text=SENTENCE)
-    at.pills(key="explore_focus_pills").set_value(3).run()
+    at.session_state["focus"] = 3
+    at.run()
     at.switch_page(str(ROOT / "app" / "views" / "heads" / "page.py")).run()
     assert_clean(at)
-    assert at.pills(key="heads_focus_pills").value == 3 and frames(by_key(at, "heads_large"))
+    assert at.pills(key="heads_focus_pills").value == 3 and layer_shown(at).header["focus"] == 3
     at.switch_page(str(ROOT / "app" / "views" / "step_by_step" / "page.py")).run()
     assert_clean(at)
     assert at.selectbox(key="step_query").value == 3  # the query token is the highlighted one
     at.selectbox(key="step_query").set_value(5).run()
     assert at.session_state["focus"] == 5  # and back: picking a query highlights it elsewhere
+    at.switch_page(str(ROOT / "app" / "views" / "explore" / "page.py")).run()
+    assert layer_shown(at).header["focus"] == 5
 
 
 def test_clearing_the_highlight():
     at = run_app(text=SENTENCE, focus=2)
-    at.pills(key="explore_focus_pills").set_value(None).run()
+    assert layer_shown(at).header["focus"] == 2
+    at.session_state["focus"] = None
+    at.run()
     assert_clean(at)
-    assert at.session_state["focus"] is None and not frames(by_key(at, "main_heatmap"))
+    assert layer_shown(at).header["focus"] is None and "focus" not in at.query_params
 
 
 def test_row_and_column_of_a_pooled_map_are_the_blocks_that_hold_the_token():

@@ -19,7 +19,7 @@ from app import links
 from app.state import Look
 from app.ui import charts, export, theme
 from app.ui.map_data import MapView, head_map
-from apptest_helpers import assert_clean, figures, open_page, run_app
+from apptest_helpers import assert_clean, layer_shown, open_page, run_app
 from engine.analysis.stepwise import query_steps
 from engine.traces.attention import AttentionTrace
 from tests.trace_helpers import random_trace
@@ -124,9 +124,8 @@ def test_present_in_the_url_turns_presenter_mode_on():
     at = run_app(query={"present": "1"})
     assert_clean(at)
     assert at.toggle(key=Look.present).value is True
-    fig = figures(at)[0]
-    assert fig["layout"]["xaxis"]["tickfont"]["size"] >= 16
-    assert fig["data"][0]["colorscale"][0][1] == theme.PRESENTER.colors[0]  # Cividis
+    look = layer_shown(at).header  # the map is drawn in the browser with the projector's font and colours
+    assert look["font_px"] >= 16 and look["colors"] == list(theme.PRESENTER.colors)  # Cividis
     assert any(e.label.startswith("Sentence, model") for e in at.expander)  # controls folded away
 
 
@@ -144,8 +143,9 @@ def test_default_view_has_dark_ticks_and_json_download():
 
 
 def test_svg_setting_reaches_every_chart():
-    at = run_app(**{Look.download: "svg"})
+    at = run_app(**{Look.download: "svg", "explore_tab": "Causal mask off vs on"})
     assert_clean(at)
+    assert layer_shown(at).header["download"] == "svg"  # the view's own button saves an SVG too
     configs = [json.loads(c.proto.config) for c in at.get("plotly_chart")]
     assert configs and all(c["toImageButtonOptions"]["format"] == "svg" for c in configs)
 

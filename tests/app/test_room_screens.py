@@ -4,9 +4,7 @@ tests/e2e/test_room_screens_e2e.py."""
 
 from __future__ import annotations
 
-import io
 import json
-import math
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
@@ -14,7 +12,9 @@ from streamlit.testing.v1 import AppTest
 from app.state import Look
 from app.ui import share_box, theme
 from app.ui.share_box import Share
-from apptest_helpers import APP, TIMEOUT, assert_clean, decode, grid_picture, picture_tiles
+from apptest_helpers import APP, TIMEOUT, assert_clean, decode, layer_shown
+
+SHOWN = 5e-4 + 1e-6  # the view's weights travel to 3 decimals
 
 IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
@@ -51,79 +51,56 @@ def test_a_phone_is_told_from_its_user_agent():
 
 
 def test_the_projector_shows_the_map_first():
+    """The view draws its map as tall as the window allows and thins labels that would collide
+    (tests/e2e/test_room_screens_e2e.py measures both); the server sends it the projector's font."""
     at = run(present=True)
-    assert not at.title, "presenter mode: the chart's own title says what it shows"
+    assert not at.title, "presenter mode: the view's own heading says what it shows"
     assert any(e.label.startswith("Sentence, model") for e in at.expander)
-    assert [p.proto.popover.label for p in at.get("popover")] == [
-        "Display options"
-    ]  # token pills and display options folded
-    fig, config = charts(at)["main_heatmap"]
-    assert "height" not in fig["layout"] and fig["layout"]["autosize"] is True  # sized by its box: the window
-    assert "displayModeBar" not in config or config["displayModeBar"] is not False  # downloadable on the projector
-    css = "".join(h.proto.body for h in at.get("html"))
-    assert ".st-key-explore_map_box" in css and "vh" in css
-    rows = fig["layout"]["yaxis"]["ticktext"]
-    assert len(fig["data"][0]["y"]) == 16  # the default sentence's tokens
-    assert rows == fig["data"][0]["y"]  # 16 rows fit a 720 px projector's map at its font size: none thinned
-    assert len(rows) * theme.PRESENTER.tick_px <= theme.PRESENTER_MAP_ROWS_PX  # one em of height per label
+    assert [p.proto.popover.label for p in at.get("popover")] == ["Display options"]  # folded into one row
+    shown = layer_shown(at)
+    assert shown.header["font_px"] == theme.PRESENTER.tick_px > theme.DEFAULT.tick_px
+    assert len(shown.rows) == 16 and not at.get("plotly_chart")  # every label sent: the browser thins them
 
 
-def test_the_projector_thins_row_labels_only_where_they_collide():
-    """A sentence too long for the projector's map: every k-th row label, the fewest dropped so that one em of
-    the tick font fits each printed label in the rows' height."""
-    words = " ".join(["word"] * 40)
-    at = run(present=True, text=words)
-    fig, _ = charts(at)["main_heatmap"]
-    n = len(fig["data"][0]["y"])
-    rows = fig["layout"]["yaxis"]["tickvals"]
-    step = math.ceil(n / (theme.PRESENTER_MAP_ROWS_PX // theme.PRESENTER.tick_px))
-    assert step > 1 and rows == fig["data"][0]["y"][::step]
+def test_the_projector_sends_every_label_of_a_long_sentence():
+    """A sentence too long for the projector's map: every label travels (the browser prints every k-th, the
+    fewest dropped so that one em of the font fits each: tests/e2e/test_room_screens_e2e.py)."""
+    at = run(present=True, text=" ".join(["word"] * 40))
+    shown = layer_shown(at)
+    assert len(shown.rows) == len(shown.header["k"]) == 42 and shown.header["font_px"] == theme.PRESENTER.tick_px
 
 
 def test_the_default_view_is_unchanged_by_the_projector_code():
     at = run()
     assert at.title and at.title[0].value == "Explore attention"
     assert not at.get("popover")
-    fig, config = charts(at)["main_heatmap"]
-    assert fig["layout"]["height"] > 0 and fig["layout"]["xaxis"]["tickangle"] == -60
-    assert config.get("displayModeBar") is not False
+    assert layer_shown(at).header["font_px"] == theme.DEFAULT.tick_px
     assert "query_row_bars" not in charts(at)
 
 
-def test_a_phone_gets_upright_thinned_labels_no_toolbar_and_the_row_as_bars():
+def test_a_phone_gets_the_view_and_the_row_as_bars_with_no_toolbar():
     at = run(**{Look.compact: True})
     assert at.toggle(key=Look.compact).value is True
     shown = charts(at)
-    fig, config = shown["main_heatmap"]
-    xaxis = fig["layout"]["xaxis"]
-    n_keys = len(fig["data"][0]["x"])
-    assert xaxis["tickangle"] == -90
-    assert 3 <= len(xaxis["ticktext"]) <= 8 < n_keys  # 17 keys: every third label
+    assert list(shown) == ["query_row_bars"]  # the view draws the map; the bars are what a phone can read
     assert all(c.get("displayModeBar") is False for _, c in shown.values())  # no toolbar over any title
     bars, _ = shown["query_row_bars"]
     trace = bars["data"][0]
     assert trace["type"] == "bar" and trace["orientation"] == "h"
-    row = decode(fig["data"][0]["z"])[0]
-    np.testing.assert_allclose(decode(trace["x"]), np.nan_to_num(row), atol=1e-6)  # the first query's row
-    assert abs(float(np.nansum(row)) - 1.0) < 1e-4
-    # the layer's heads: one picture, three thumbnails a row (large enough to see on a 390 px phone)
-    from PIL import Image
-
-    png = grid_picture(at)
-    tiles, framed, _ = picture_tiles(png, n_keys, n_keys)
-    assert len(tiles) == 12 and framed == 0  # MiniLM's heads
-    assert Image.open(io.BytesIO(png)).width <= 340
+    view = layer_shown(at)
+    row = view.z[0]
+    np.testing.assert_allclose(decode(trace["x"]), np.nan_to_num(row), atol=SHOWN)  # the first query's row
+    assert abs(float(np.nansum(row)) - 1.0) < 17 * SHOWN
+    assert view.header["n_heads"] == 12  # the layer's heads travel with it: a tap on one sends nothing
 
 
 def test_the_picked_token_s_row_is_drawn_as_bars():
-    at = run(**{Look.compact: True})
-    at.pills(key="explore_focus_pills").set_value(2).run()
-    assert_clean(at)
+    at = run(**{Look.compact: True, "focus": 2})
     shown = charts(at)
-    fig, _ = shown["main_heatmap"]
+    view = layer_shown(at)
     bars, _ = shown["query_row_bars"]
-    np.testing.assert_allclose(decode(bars["data"][0]["x"]), np.nan_to_num(decode(fig["data"][0]["z"])[2]), atol=1e-6)
-    assert fig["data"][0]["y"][2].split(" ", 1)[-1] in bars["layout"]["title"]["text"]
+    np.testing.assert_allclose(decode(bars["data"][0]["x"]), np.nan_to_num(view.z[2]), atol=SHOWN)
+    assert view.rows[2].split(" ", 1)[-1] in bars["layout"]["title"]["text"]
 
 
 def test_the_qr_code_opens_full_screen_and_the_link_leaves_presenter_mode_out():
@@ -150,45 +127,42 @@ def test_heads_on_the_projector_folds_its_controls_into_one_row():
     assert not at.title
     assert [p.proto.popover.label for p in at.get("popover")] == ["Highlight a token"]
     assert any(e.label.startswith("Sentence, model") for e in at.expander)
-    assert "heads_model_view" in charts(at)
+    shown = layer_shown(at)  # the model view: every layer × head, drawn in the browser
+    assert shown.header["grid"] and shown.header["layers"] == list(range(6)) and shown.title == "Layer 0, head 0"
 
 
 def test_a_long_row_keeps_its_largest_weights_as_bars():
     at = run(**{Look.compact: True})
     at.text_area(key="text").input(" ".join(["the cat sat on the mat and looked at the dog"] * 6)).run()
     assert_clean(at)
-    fig, _ = charts(at)["main_heatmap"]
     bars, _ = charts(at)["query_row_bars"]
-    row = np.nan_to_num(decode(fig["data"][0]["z"])[0])
+    row = np.nan_to_num(layer_shown(at).z[0])
     shown = decode(bars["data"][0]["x"])
     assert row.size > 30 and shown.size == 30
-    np.testing.assert_allclose(np.sort(shown), np.sort(row)[-30:], atol=1e-6)  # the 30 largest of the row
+    np.testing.assert_allclose(np.sort(shown), np.sort(row)[-30:], atol=SHOWN)  # the 30 largest of the row
 
 
-def test_a_phone_opens_a_head_with_the_grid_s_buttons():
+def test_a_phone_opens_the_head_its_view_chose():
     at = run(**{Look.compact: True})
-    assert at.pills(key="explore_grid_pills").value == 0  # follows the head on screen
-    at.pills(key="explore_grid_pills").set_value(4).run()
+    at.session_state["head"] = 4  # a tap on the view's head 4, told the server with the next run (layer_view.take)
+    at.run()
     assert_clean(at)
-    assert at.selectbox(key="head").value == 4
-    fig, _ = charts(at)["main_heatmap"]
-    assert fig["layout"]["title"]["text"] == "Layer 0, head 4"
-    assert at.pills(key="explore_grid_pills").value == 4
+    assert layer_shown(at).title == "Layer 0, head 4"
+    bars, _ = charts(at)["query_row_bars"]
+    assert bars["layout"]["title"]["text"].startswith("Where")
 
 
-def test_heads_on_a_phone_shows_one_layer_s_heads_large_enough_to_tap():
+def test_heads_on_a_phone_sends_one_layer_s_heads_and_opens_the_one_tapped():
     at = run(**{Look.compact: True})
     at.selectbox(key="layer").set_value(2).run()
     at.switch_page("views/heads/page.py")
     at.run()
     assert_clean(at)
-    grid, config = charts(at)["heads_model_view"]
-    assert config["displayModeBar"] is False
-    tiles = np.nan_to_num(decode(grid["data"][0]["z"]))
-    assert tiles.shape[1] // tiles.shape[0] < 2, "three heads to a row: the grid is about square, not 6 × 12"
-    assert "H0–2" in grid["layout"]["yaxis"]["ticktext"] and "L5" not in grid["layout"]["yaxis"]["ticktext"]
-    at.pills(key="heads_grid_pills").set_value(7).run()
+    shown = layer_shown(at)
+    assert shown.header["grid"] and shown.header["layers"] == [2] and shown.header["n_heads"] == 12  # fewer to tap
+    at.session_state["head"] = 7  # a tap on the view's head 7, told the server with the next run (layer_view.take)
+    at.run()
     assert_clean(at)
-    assert at.session_state["head"] == 7
-    large, _ = charts(at)["heads_large"]
-    assert large["layout"]["title"]["text"].startswith("Layer 2, head 7")
+    assert layer_shown(at).title == "Layer 2, head 7"
+    captions = " ".join(str(c.value) for c in at.caption)
+    assert "The 12 heads of layer 2" in captions and "wider screen" in captions, captions

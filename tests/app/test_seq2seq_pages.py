@@ -8,15 +8,15 @@ Explore too.
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pytest
 
 import engine
 from app.state import DEFAULT_TEXT
-from apptest_helpers import assert_clean, assert_head_and_grid, main_figure, messages, open_page, run_app, y_labels, z
+from apptest_helpers import assert_clean, assert_head_and_grid, layer_shown, messages, open_page, run_app
 from tests.seq2seq_models import save_tiny_seq2seq
+
+SHOWN = 5e-4 + 1e-6  # the view's weights travel to 3 decimals
 
 TEXT = "the cat sat on the mat"
 
@@ -47,12 +47,12 @@ def test_explore_shows_the_output_and_each_block(allowed):
     assert not [t for t in at.toggle if t.label == "Causal mask"]  # nothing to toggle: the decoder is always causal
     picker = at.selectbox(key="explore_block")
     assert picker.value == "encoder"
-    np.testing.assert_allclose(z(main_figure(at)), ref.encoder.pattern(0, 0), atol=1e-6)
+    np.testing.assert_allclose(layer_shown(at).z, ref.encoder.pattern(0, 0), atol=SHOWN)
     picker.set_value("cross").run()
     assert_clean(at)
-    fig = main_figure(at)
-    assert z(fig).shape == (len(ref.target), len(ref.source))
-    np.testing.assert_allclose(z(fig), ref.cross.pattern(0, 0), atol=1e-6)
+    shown = layer_shown(at)
+    assert shown.z.shape == (len(ref.target), len(ref.source)) and not shown.header["square"]
+    np.testing.assert_allclose(shown.z, ref.cross.pattern(0, 0), atol=SHOWN)
 
 
 def test_step_by_step_walks_a_cross_attention_query(allowed):
@@ -81,7 +81,11 @@ def test_step_by_step_names_t5s_relative_bias(allowed):
 def test_heads_draws_every_block(allowed, block):
     at = open_page("heads", hub_id=allowed, text=TEXT, heads_block=block)
     assert_clean(at)
-    assert at.get("plotly_chart"), "the model view"
+    shown = layer_shown(at)  # the model view: every layer × head of the block, drawn in the browser
+    att = getattr(_reference(allowed), block)
+    assert shown.header["grid"] and shown.header["square"] is (block != "cross")
+    assert shown.values.shape[:2] == (att.n_layers, att.n_heads)
+    np.testing.assert_allclose(np.nan_to_num(shown.z), att.pattern(0, 0), atol=SHOWN)
 
 
 def test_bertviz_page_reads_a_pretrained_translator(allowed):
@@ -110,7 +114,7 @@ def test_explore_decodes_again_with_sampling(allowed):
 
     at = run_app(hub_id=allowed, text=TEXT)
     assert_clean(at)
-    greedy_rows = z(main_figure(at)).shape
+    greedy_rows = layer_shown(at).z.shape
     at.radio(key="decode_mode").set_value("Sampled").run()  # outside the form: enables the sampling controls
     at.number_input(key="decode_tokens").set_value(5)
     at.number_input(key="decode_top_k").set_value(3)
@@ -120,9 +124,9 @@ def test_explore_decodes_again_with_sampling(allowed):
     ref = engine.generate(engine.load(allowed), TEXT, DecodeSettings(max_new_tokens=5, sample=True, top_k=3, seed=4))
     assert any("sampled" in m for m in messages(at.info))
     at.selectbox(key="explore_block").set_value("cross").run()
-    fig = main_figure(at)
-    assert z(fig).shape == (len(ref.target), len(ref.source)) != greedy_rows
-    np.testing.assert_allclose(z(fig), ref.cross.pattern(0, 0), atol=1e-6)
+    shown = layer_shown(at)
+    assert shown.z.shape == (len(ref.target), len(ref.source)) != greedy_rows
+    np.testing.assert_allclose(shown.z, ref.cross.pattern(0, 0), atol=SHOWN)
 
 
 def test_forged_decoding_settings_get_a_message(allowed):
@@ -147,10 +151,10 @@ def _shows_the_decoded_output(at, ref) -> None:
     assert any(m.value.startswith("**Output:**") and ref.output_text.split()[0] in m.value for m in at.markdown)
     at.selectbox(key="explore_block").set_value("cross").run()
     assert_clean(at)
-    assert_head_and_grid(at)  # the head map and the picture of every head
-    np.testing.assert_allclose(z(main_figure(at)), ref.cross.pattern(0, 0), atol=1e-6)
+    shown = assert_head_and_grid(at)  # every head of the layer in the view
+    np.testing.assert_allclose(shown.z, ref.cross.pattern(0, 0), atol=SHOWN)
     # rows named by the word each step wrote (the last one the end token, or "(cut)"), not the one read in
-    rows = [html.unescape(label.split(" ", 1)[1]) for label in y_labels(main_figure(at))]
+    rows = [label.split(" ", 1)[1] for label in shown.rows]  # as typed: the view draws text, not markup
     finished = not any("did not end" in n for n in ref.notices)
     assert rows == [*ref.target.strings[1:], "<eos>" if finished else "(cut)"], rows
 

@@ -89,7 +89,7 @@ def test_open_in_explore_offers_the_model_to_this_session_only():
     picker = at.selectbox(key="model")
     assert picker.value == model_id and picker.options[0].startswith("Trained here: reverse, 1 layer × 4 heads")
     assert not at.error, messages(at.error)
-    assert at.get("plotly_chart"), "Explore drew nothing"
+    assert at.get("bidi_component"), "Explore drew nothing"
     other = open_page("explore")
     assert not any(o.startswith("Trained here") for o in other.selectbox(key="model").options)
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import APP, ROOT, TIMEOUT, assert_clean, figures, main_figure, title  # noqa: E402
+from apptest_helpers import APP, ROOT, TIMEOUT, assert_clean, figures, layer_shown, title  # noqa: E402
 
 SENTENCE = "Lily found a red ball. She gave it to Tom."
 STORIES = "tiny-gpt-stories"
@@ -43,10 +43,10 @@ def test_a_link_restores_every_shared_control():
     at = app_with({"text": SENTENCE, "model": STORIES, "layer": "2", "head": "1", "causal": "0", "max_tokens": "64"})
     assert at.text_area(key="text").value == SENTENCE
     assert at.selectbox(key="model").value == STORIES
-    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (2, 1)
+    assert (at.selectbox(key="layer").value, at.session_state["head"]) == (2, 1)
     assert at.toggle(key="causal").value is False  # the stories model masks by itself: the link turned it off
     assert at.number_input(key="max_tokens").value == 64
-    assert title(main_figure(at)) == "Layer 2, head 1"
+    assert layer_shown(at).title == "Layer 2, head 1"  # the view opens on the link's head
     # the page writes back the same link (nothing else, nothing lost)
     assert at.query_params == {
         "text": SENTENCE,
@@ -95,7 +95,8 @@ def test_a_late_url_does_not_undo_a_change():
     at.selectbox(key="layer").set_value(3).run()
     at.selectbox(key="layer").set_value(1).run()
     at.query_params["layer"] = "3"  # the address bar had not caught up yet
-    at.selectbox(key="head").set_value(2).run()
+    at.session_state["head"] = 2  # the view's head button (layer_view.take)
+    at.run()
     assert (at.selectbox(key="layer").value, at.query_params["layer"]) == (1, "1")
 
 
@@ -136,7 +137,7 @@ def test_bad_link_values_are_ignored_calmly(bad: dict[str, str]):
     at = app_with(bad)
     assert not at.error and not at.warning, [e.value for e in (*at.error, *at.warning)]
     assert at.selectbox(key="model").value == "minilm"
-    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (0, 0)
+    assert (at.selectbox(key="layer").value, layer_shown(at).header["head"]) == (0, 0)
     assert at.number_input(key="max_tokens").value == 128
     assert at.text_area(key="text").value.startswith("The animal")
     assert at.query_params == {}  # nothing of the bad link is written back
@@ -148,12 +149,12 @@ def test_hide_flags_hide_the_controls_and_keep_the_links_values():
     )
     assert not at.text_area and "causal" not in keys(at.toggle)
     assert "model" not in keys(at.selectbox) and "layer" not in keys(at.selectbox)
-    assert "head" in keys(at.selectbox)  # not hidden
     assert "max_tokens" not in keys(at.number_input)
-    assert title(main_figure(at)) == "Layer 1, head 0"  # layer 1 of the stories model, mask off
+    assert layer_shown(at).title == "Layer 1, head 0"  # layer 1 of the stories model, mask off
     assert at.query_params["hide"] == "model,causal,text,layer,max_tokens"  # as the link spelled it
-    at.selectbox(key="head").set_value(2).run()  # the visible head still works; the lock stays in the link
-    assert title(main_figure(at)) == "Layer 1, head 2"
+    at.session_state["head"] = 2  # the view's heads still work (layer_view.take); the lock stays in the link
+    at.run()
+    assert layer_shown(at).title == "Layer 1, head 2"
     assert at.query_params["hide"] == "text,model,layer,causal,max_tokens"
 
 
@@ -161,7 +162,8 @@ def test_hidden_tabs_show_only_the_tab_the_link_names():
     at = app_with({"explore_tab": "mask", "hide": "tabs"})
     assert not at.tabs
     assert not [bar for bar in at.segmented_control if bar.key == "explore_tab"]  # no row of section buttons
-    assert [title(f) for f in figures(at)] == ["Layer 0, head 0", "Causal mask OFF", "Causal mask ON"]
+    assert [title(f) for f in figures(at)] == ["Causal mask OFF", "Causal mask ON"]
+    assert layer_shown(at).title == "Layer 0, head 0"
 
 
 def test_a_write_more_request_is_carried_by_the_link():
@@ -395,3 +397,11 @@ def test_train_lives_tab_is_in_the_link_so_a_share_or_lesson_step_opens_inductio
     assert fresh.session_state["train_tab"] == TRAIN_TABS["induction"]
     assert fresh.button(key="train_ind_start")
     assert fresh.query_params == {"train_tab": "induction"}
+
+
+def test_an_old_link_to_explores_grid_tab_is_left_as_it_came():
+    """``explore_tab=heads`` named the grid of heads' tab, now the view itself: it opens no section and the address
+    bar keeps the link (a rewrite would push a history entry, and Back would need two presses)."""
+    at = app_with({"explore_tab": "heads", "layer": "2"})
+    assert at.session_state["explore_tab"] is None and at.selectbox(key="layer").value == 2
+    assert at.query_params == {"explore_tab": "heads", "layer": "2"}

@@ -13,15 +13,16 @@ from bench.serve import free_port, healthy  # noqa: F401 — one copy for the be
 
 __all__ = [
     "ARTIFACTS",
-    "GRID",
     "IDLE_MS",
     "PLOT",
     "SLOW_FLUSH",
+    "VIEW",
     "click_cell",
     "press_while_a_timer_ticks",
-    "expect_grid",
     "expect_idle",
     "expect_no_exception",
+    "expect_view",
+    "expect_view_row",
     "free_port",
     "healthy",
     "log_file",
@@ -32,12 +33,50 @@ __all__ = [
     "start_class",
     "type_model_folder",
     "type_sentence",
+    "view_cell",
+    "view_header",
+    "view_labelled",
+    "view_outlined",
+    "view_rows",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # a Plotly chart that plotly.js has drawn
 IDLE_MS = 30_000
-GRID = '[data-testid="stImage"] img[alt^="Thumbnails of the"]'  # Explore's grid of heads: one picture
+VIEW = ".lv[data-draw-ms]"  # the in-browser layer view (engine/views/layer_view.js), drawn at least once
+# (in page scripts) the view's root: Playwright's selectors reach into its shadow root, the page's own do not
+FIND_VIEW = """() => [...document.querySelectorAll('[data-testid="stBidiComponentIsolated"]')]
+  .map((host) => host.shadowRoot?.querySelector('.lv[data-draw-ms]')).find(Boolean)"""
+# each row's name as the view's tooltip says it when the pointer is over that row (a mouse move it is sent)
+ROWS = """(root) => {
+  const labels = root.querySelector('canvas.labels'), cells = root.querySelector('canvas.cells');
+  const box = cells.getBoundingClientRect(), tip = root.querySelector('.tip'), names = [];
+  for (let row = 0; row < cells.height; row++) {
+    const at = { clientX: box.left + box.width / cells.width / 2,
+      clientY: box.top + (row + 0.5) * box.height / cells.height };
+    labels.dispatchEvent(new MouseEvent('mousemove', at));
+    names.push(tip.textContent.split(' → ')[0]);
+  }
+  labels.dispatchEvent(new MouseEvent('mouseleave'));
+  return names;
+}"""
+# the map's geometry in the labels canvas's pixels, and whether any pixel of a box of it is drawn (``red``: in the
+# red of the highlight's outline)
+PIXELS = """(root) => {
+  const labels = root.querySelector('canvas.labels'), cells = root.querySelector('canvas.cells');
+  const a = labels.getBoundingClientRect(), b = cells.getBoundingClientRect(), s = labels.width / a.width;
+  const g = { left: (b.left - a.left) * s, top: (b.top - a.top) * s, w: b.width * s / cells.width,
+    h: b.height * s / cells.height, rows: cells.height, cols: cells.width, s };
+  const ctx = labels.getContext('2d');
+  g.drawn = (x0, y0, x1, y1, red = false) => {
+    const [x, y] = [Math.max(0, Math.round(x0)), Math.max(0, Math.round(y0))];
+    const px = ctx.getImageData(x, y, Math.max(1, Math.round(x1) - x), Math.max(1, Math.round(y1) - y)).data;
+    for (let i = 0; i < px.length; i += 4)
+      if (px[i + 3] > 200 && (!red || (px[i] > 170 && px[i + 1] < 90 && px[i + 2] < 90))) return true;
+    return false;
+  };
+  return g;
+}"""
 
 # An init script (``page.add_init_script``): while ``window.__slowFlush`` holds a number of milliseconds, the page's
 # zero-delay timeouts wait that long. Streamlit's browser code sends a button's press on such a timeout, so a timed
@@ -74,13 +113,70 @@ def press_while_a_timer_ticks(page: Page, button: Locator, hold_ms: int) -> None
         page.evaluate("window.__slowFlush = 0")
 
 
-def expect_grid(page: Page, timeout_ms: int = IDLE_MS) -> Locator:
-    """Explore's grid of heads shown and loaded (one picture, decoded, wider than it is tall a row); returns it."""
-    grid = page.locator(GRID)
-    expect(grid).to_have_count(1, timeout=timeout_ms)
-    expect(grid).to_have_js_property("complete", True, timeout=timeout_ms)
-    assert grid.evaluate("img => img.naturalWidth") > 0, "the grid's picture did not load"
-    return grid
+def expect_view(page: Page, heading: str | re.Pattern | None = None, timeout_ms: int = IDLE_MS) -> Locator:
+    """The page's one in-browser layer view drawn, with the title ``heading`` when given (the whole text, e.g.
+    "Layer 0, head 5 · causal mask on", or a pattern); returns its root."""
+    view = page.locator(VIEW)
+    expect(view).to_have_count(1, timeout=timeout_ms)
+    if heading is not None:
+        expect(view.get_by_role("heading")).to_have_text(heading, timeout=timeout_ms)
+    return view
+
+
+def view_header(page: Page) -> dict:
+    """The header of the bytes the view was sent (engine/views/layer_view.py: its labels, font, colours, ...)."""
+    return page.locator(VIEW).evaluate("""(root) => { const bytes = root.parentNode.__layerViewData;
+      const size = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
+      return JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + size))); }""")
+
+
+def view_rows(page: Page) -> list[str]:
+    """The name of every row of the view's map, as its tooltip shows it (``"2 animal"``)."""
+    return page.locator(VIEW).evaluate(ROWS)
+
+
+def expect_view_row(page: Page, pattern: str, timeout_ms: int = IDLE_MS) -> None:
+    """Wait until a row of the view's map is named to match the regular expression ``pattern`` (a new sentence's
+    view drawn)."""
+    named = f"({ROWS})(root).some((n) => new RegExp(pattern).test(n))"
+    script = f"(pattern) => {{ const root = ({FIND_VIEW})(); return Boolean(root) && {named}; }}"
+    page.wait_for_function(script, arg=pattern, timeout=timeout_ms)
+
+
+def view_labelled(page: Page) -> tuple[list[bool], list[bool]]:
+    """Which rows of the view's map have a name drawn left of them, and which columns one drawn just above them."""
+    script = f"""(root) => {{ const g = ({PIXELS})(root);
+      const rows = [...Array(g.rows).keys()].map((i) =>
+        g.drawn(0, g.top + i * g.h + 1, g.left - 2, g.top + (i + 1) * g.h - 1));
+      const cols = [...Array(g.cols).keys()].map((j) =>
+        g.drawn(g.left + (j + 0.3) * g.w, g.top - 10 * g.s, g.left + (j + 0.7) * g.w, g.top - 2 * g.s));
+      return [rows, cols]; }}"""
+    rows, cols = page.locator(VIEW).evaluate(script)
+    return rows, cols
+
+
+def view_outlined(page: Page, row: int | None = None, col: int | None = None) -> bool:
+    """Whether the view's map outlines ``row`` (a red line along its top edge) or ``col`` (along its left edge): the
+    highlighted token's row and column."""
+    script = """(root, [row, col]) => { const g = (PIXELS)(root);
+      const [x, y] = row !== null ? [g.left + g.cols * g.w / 2, g.top + row * g.h]
+        : [g.left + col * g.w, g.top + g.rows * g.h / 2];
+      return g.drawn(x - 2, y - 2, x + 3, y + 3, true); }"""
+    return page.locator(VIEW).evaluate(script.replace("(PIXELS)", f"({PIXELS})"), [row, col])
+
+
+def view_cell(page: Page, row: int, col: int, click: bool = False) -> str:
+    """Move the mouse to the middle of cell (``row``, ``col``) of the view's map (and click it); returns what the
+    view's tooltip then says ("query → key: weight")."""
+    cells = page.locator(f"{VIEW} canvas.cells")
+    cells.scroll_into_view_if_needed()
+    box = cells.bounding_box()
+    cols, rows = cells.evaluate("c => [c.width, c.height]")  # one cell a pixel of the canvas
+    x, y = box["x"] + (col + 0.5) * box["width"] / cols, box["y"] + (row + 0.5) * box["height"] / rows
+    page.mouse.move(x, y)
+    if click:
+        page.mouse.click(x, y)
+    return page.locator(f"{VIEW} .tip").text_content() or ""
 
 
 def expect_no_exception(page: Page) -> None:
@@ -114,11 +210,11 @@ def pick_model(page: Page, name: str) -> None:
 
 
 def open_in_sidebar(page: Page, url: str, name: str, timeout_ms: int = 60_000) -> None:
-    """Open the app at ``url`` and wait for its first chart (the first page draws one once torch is imported: a page
+    """Open the app at ``url`` and wait for Explore's view (the first page draws it once torch is imported: a page
     that imports scikit-learn while the background warm-up still imports torch can fail), then open page ``name``
     from the sidebar and wait for its first chart and the end of the rerun."""
     page.goto(url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=timeout_ms)
+    expect_view(page, timeout_ms=timeout_ms)
     expect_idle(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_text(name).click()
     expect(page.get_by_role("heading", name=name)).to_be_visible(timeout=timeout_ms)

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from e2e_helpers import expect_no_exception  # noqa: E402
+from e2e_helpers import expect_no_exception, expect_view  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +47,7 @@ def offline_page(page: Page):
 def open_page(page: Page, app_url: str) -> None:
     """Start on the app's first page, as a visitor does, then follow the sidebar link."""
     page.goto(app_url)
-    expect(page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)  # Explore's view of the layer's heads
     page.locator('[data-testid="stSidebarNav"]').get_by_text("bertviz views", exact=True).click()
     expect(page.get_by_role("radiogroup", name="View")).to_be_visible(timeout=REDRAW_MS)
     expect(page.locator('[data-testid="stTextArea"] textarea')).to_have_value(re.compile("animal"))  # kept

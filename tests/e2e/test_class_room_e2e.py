@@ -45,7 +45,7 @@ class Person:
     context: BrowserContext
     page: Page
     worker: str
-    served_by: set = field(default_factory=set)  # X-AP-Worker of every response the page got
+    served_by: set = field(default_factory=set)  # X-AP-Worker of every HTTP response the page got
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,8 @@ def person(browser: Browser, classroom: Classroom, worker: str) -> Person:
     context.add_cookies([{"name": "SERVERID", "value": worker, "url": classroom.url}])
     page = context.new_page()
     who = Person(context, page, worker)
-    page.on("response", lambda r: who.served_by.add(r.headers.get("x-ap-worker")))
+    # HTTP responses only: a blob: URL is the page's own memory (a component's script), no worker answered it
+    page.on("response", lambda r: r.url.startswith("http") and who.served_by.add(r.headers.get("x-ap-worker")))
     return who
 
 

@@ -13,7 +13,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_grid, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, expect_view, expect_view_row, view_rows  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -31,12 +31,11 @@ def test_a_sentence_typed_as_soon_as_the_box_appears_is_the_one_charted(page: Pa
     box.press_sequentially(SENTENCE)
     box.press("Control+Enter")
 
-    ticks = page.locator('[data-testid="stPlotlyChart"]').first.locator(".ytick text")
-    expect(ticks.filter(has_text=re.compile(r"^\d+ lily$"))).not_to_have_count(0, timeout=LOAD_MS)
-    expect(page.locator(PLOT)).to_have_count(1, timeout=LOAD_MS)  # the head
-    expect_grid(page, LOAD_MS)  # and its layer's grid of heads
+    expect_view_row(page, r"^\d+ lily$", LOAD_MS)  # the layer's heads, in the browser
+    expect_view(page, "Layer 0, head 0", LOAD_MS)
+    expect(page.locator(PLOT)).to_have_count(0)  # nothing else drawn: every section starts closed
     expect_idle(page, LOAD_MS)
-    texts = [t.strip() for t in ticks.all_text_contents()]
+    texts = view_rows(page)
     assert not any(t.endswith(" animal") for t in texts), texts  # the landing sentence is gone
     expect(box).to_have_value(SENTENCE)
     pickers = page.locator('[data-testid="stSelectbox"]')

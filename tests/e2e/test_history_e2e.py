@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from app.views.lessons.plan import STEPS
-from e2e_helpers import PLOT, expect_idle, expect_no_exception
+from e2e_helpers import expect_idle, expect_no_exception, expect_view
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +24,7 @@ LOAD_MS = 90_000
 
 def _explore_drawn(page: Page) -> None:
     expect(page.get_by_role("heading", name="Explore attention", level=1)).to_be_visible(timeout=LOAD_MS)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=LOAD_MS)
+    expect_view(page, timeout_ms=LOAD_MS)
     expect_idle(page, LOAD_MS)
     expect_no_exception(page)
 

@@ -117,10 +117,14 @@ def test_the_png_download_is_the_drawn_map_of_the_shown_head(page: Page, url: st
     picture = Image.open(path).convert("RGB")
     shown = page.locator(".lv canvas.labels").bounding_box()
     scale = page.evaluate("window.devicePixelRatio")
-    assert picture.size == (round(shown["width"] * scale), round(shown["height"] * scale))
+    # the map as drawn, under two lines that say what it is (its title and the source line)
+    head = picture.size[1] - round(shown["height"] * scale)
+    assert picture.size[0] == round(shown["width"] * scale) and head > 0
+    title = picture.crop((0, 0, picture.size[0], head)).convert("L")
+    assert title.getextrema()[0] < 128, "the title is drawn above the map"
     box, whole = page.locator(".lv canvas.cells").bounding_box(), page.locator(".lv canvas.labels").bounding_box()
     side = box["width"] / 12
     for row, col in ((11, 0), (0, 11)):  # a weight's colour, then a blocked cell's grey
         x, y = box["x"] - whole["x"] + (col + 0.5) * side, box["y"] - whole["y"] + (row + 0.5) * side
-        pixel = picture.getpixel((int(x * scale), int(y * scale)))
+        pixel = picture.getpixel((int(x * scale), int(y * scale) + head))
         assert (pixel == (205, 208, 214)) == (col > row), pixel

@@ -26,6 +26,7 @@ from e2e_helpers import (
     SLOW_FLUSH,
     expect_idle,
     expect_no_exception,
+    expect_view,
     press_while_a_timer_ticks,
     section,
     section_body,
@@ -328,7 +329,7 @@ def test_a_view_of_explore_is_added_with_a_which_token_question(page: Page, app_
     view's model, sentence, layer and head and a word picked from the sentence; the editor shows the check and
     the downloaded file holds it, its expected key the head's top key as the engine computes it."""
     page.goto(f"{app_url}/?layer=3&head=1")
-    expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible(timeout=LOAD_MS)
+    expect_view(page, "Layer 3, head 1", LOAD_MS)
     expect_idle(page, LOAD_MS)
     box = open_box(page)
     box.get_by_text("Which token does this head look at from a word?").click()

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from app.views.lessons.lesson_file import Predict
 from app.views.lessons.plan import STEPS, STORY
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, expect_view  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +69,9 @@ def test_walk_the_lesson_answer_a_check_and_open_a_step(page: Page, app_url: str
         re.compile("GPT trained on stories", re.I), timeout=LOAD_MS
     )
     expect(page.get_by_role("combobox", name="Layer")).to_have_value(link.params["layer"])
-    expect(page.get_by_role("combobox", name="Head")).to_have_value(link.params["head"])
+    layer, head = link.params["layer"], link.params["head"]  # the view opens on the step's head
+    expect_view(page, f"Layer {layer}, head {head} · causal mask on", LOAD_MS)
+    expect(page.get_by_role("button", name=f"Layer {layer}, head {head}")).to_have_attribute("aria-pressed", "true")
     expect_idle(page, LOAD_MS)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "lessons_link_explore.png"))

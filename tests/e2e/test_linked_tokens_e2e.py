@@ -1,4 +1,5 @@
-"""Linked tokens in Chromium: click a token on Explore, its row and column are outlined; Step by step opens on it."""
+"""Linked tokens in Chromium: click a token's row on Explore's view, its row and column are outlined; Step by step
+opens on it."""
 
 from __future__ import annotations
 
@@ -8,23 +9,24 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import expect_idle, expect_no_exception, expect_view, view_cell, view_outlined  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 60_000
 REDRAW_MS = 20_000
-FRAMES = "el => (el.layout.shapes || []).filter(s => s.line && s.line.color === '#e8590c').length"
 
 
 def test_click_a_token_and_every_map_outlines_it(page: Page, app_url: str, artifacts: Path):
     page.goto(app_url)
-    chart = page.locator(PLOT).first
-    expect(chart).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, "Layer 0, head 0", FIRST_DRAW_MS)
     expect_idle(page)
-    assert chart.evaluate(FRAMES) == 0
-    page.get_by_role("radiogroup", name="Highlight a token").get_by_role("radio", name="it", exact=True).click()
-    page.wait_for_function(f"sel => ({FRAMES})(document.querySelector(sel)) === 2", arg=PLOT, timeout=REDRAW_MS)
+    assert not any(view_outlined(page, row=i) or view_outlined(page, col=i) for i in range(16))
+    tip = view_cell(page, 10, 3, click=True)
+    assert tip.startswith("10 it → 3 didn: "), tip  # a click on row "10 it"
+    page.wait_for_function("() => new URL(location.href).searchParams.get('focus') === '10'", timeout=REDRAW_MS)
+    assert view_outlined(page, row=10) and view_outlined(page, col=10)
+    assert not view_outlined(page, row=3) and not view_outlined(page, col=3)
     expect_idle(page)
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "linked_tokens.png"), full_page=True)

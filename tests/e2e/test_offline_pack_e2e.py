@@ -20,7 +20,7 @@ from app.views.captions.keys import Captions
 from app.views.lessons.lesson_file import Lesson, Link, Step
 from app.views.lessons.offline_pack import lesson_html
 from app.views.vit.keys import Vit
-from e2e_helpers import PLOT, expect_idle, expect_no_exception
+from e2e_helpers import expect_idle, expect_no_exception, expect_view
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +95,7 @@ def test_the_pack_draws_its_charts_from_disk_with_the_network_cut(page: Page, pa
 
 def test_the_share_box_saves_the_view_on_screen_as_a_file_that_draws_offline(page: Page, app_url: str, tmp_path):
     page.goto(f"{app_url}/?layer=2&head=3")
-    expect(page.locator(PLOT).first).to_be_visible(timeout=LOAD_MS)
+    expect_view(page, "Layer 2, head 3", LOAD_MS)
     expect_idle(page)
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text("Share this view").click()

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import expect_idle, expect_no_exception, expect_view  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -50,7 +50,7 @@ def token_limit(page: Page):
 
 def test_shared_controls_follow_the_sidebar_to_other_pages(page: Page, app_url: str):
     page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     expect_idle(page)
     limit = token_limit(page)
     limit.fill("48")
@@ -58,7 +58,8 @@ def test_shared_controls_follow_the_sidebar_to_other_pages(page: Page, app_url: 
     expect(page).to_have_url(re.compile(r"max_tokens=48"), timeout=REDRAW_MS)
     expect_idle(page)
     pick(page, "Layer", "2")
-    pick(page, "Head", "3")
+    page.get_by_role("button", name="Layer 2, head 3").click()  # Explore's view: the server learns it next
+    expect_view(page, "Layer 2, head 3")
     expect(page).to_have_url(re.compile(r"head=3"), timeout=REDRAW_MS)
     expect_idle(page)
     for name, path in (("Heads", "heads"), ("Step by step", "step_by_step")):

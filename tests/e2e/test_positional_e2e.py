@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, section, section_body  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, expect_view, section, section_body  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -42,7 +42,7 @@ def slider_thumb(page: Page, label: str) -> Locator:
 def test_positional_tabs_draw_and_redraw(page: Page, app_url: str, artifacts: Path, publish_screenshot):
     # Enter through the front page (Explore, MiniLM) and follow its link: it opens the Learned tab.
     page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     page.get_by_role("link", name=re.compile("See the positional encodings")).click()
     expect(page.get_by_role("heading", name="Positional encodings")).to_be_visible(timeout=REDRAW_MS)
     expect(section(page, "Learned")).to_have_attribute("aria-checked", "true")

@@ -1,9 +1,9 @@
 """Classroom mode in a real browser: what a projector shows, and what a teacher can take away.
 
-Measured, not assumed: the tick labels' computed font size and the contrast of their fill colour
-against the chart's paper (WCAG 2 formula), at 1920×1080 with ``?present=1`` and in the normal view;
+Measured, not assumed: the font size Explore's view draws its names in and the contrast of their colour
+against the page (WCAG 2 formula), at 1920×1080 with ``?present=1`` and in the normal view;
 bertviz's model view fitting its frame at a 1280 px window; a chart's SVG download parsed as XML;
-the JSON download parsed and compared with what the page draws.
+the JSON download parsed and compared with what the view prints over each cell.
 """
 
 from __future__ import annotations
@@ -17,13 +17,32 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, Frame, Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, section_body  # noqa: E402
+from e2e_helpers import (  # noqa: E402
+    PLOT,
+    VIEW,
+    expect_idle,
+    expect_no_exception,
+    expect_view,
+    section_body,
+    view_header,
+    view_rows,
+)
 
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 90_000  # fresh server: torch import + MiniLM load + plotly.js
 REDRAW_MS = 30_000
 
+# the view's tooltip over every cell of its map, row by row (a mouse move it is sent over each)
+TIPS = """(root) => {
+  const labels = root.querySelector('canvas.labels'), cells = root.querySelector('canvas.cells');
+  const box = cells.getBoundingClientRect(), tip = root.querySelector('.tip'), w = box.width / cells.width;
+  const h = box.height / cells.height;
+  return [...Array(cells.height).keys()].map((i) => [...Array(cells.width).keys()].map((j) => {
+    labels.dispatchEvent(new MouseEvent('mousemove', { clientX: box.left + (j + 0.5) * w, clientY: box.top + (i + 0.5) * h }));
+    return tip.textContent;
+  }));
+}"""
 # what each test measured, written to test-artifacts/presenter-measurements.json for the report
 MEASURED: dict[str, dict] = {}
 
@@ -34,6 +53,8 @@ def luminance(rgb: tuple[float, float, float]) -> float:
 
 
 def parse_rgb(css: str) -> tuple[float, float, float]:
+    if re.fullmatch(r"#[0-9a-fA-F]{6}", css):
+        return int(css[1:3], 16), int(css[3:5], 16), int(css[5:7], 16)
     values = [float(v) for v in re.findall(r"[\d.]+", css)[:3]]
     assert len(values) == 3, css
     return values[0], values[1], values[2]
@@ -45,17 +66,13 @@ def contrast(fg: str, bg: str) -> float:
 
 
 def tick_style(page: Page) -> dict:
-    """Computed font size and fill of the main chart's x tick labels, and its paper colour."""
-    chart = page.locator(PLOT).first
-    expect(chart.locator(".xtick text").first).to_be_attached(timeout=REDRAW_MS)
-    return chart.evaluate("""(gd) => {
-        const tick = gd.querySelector('.xtick text');
-        const cs = getComputedStyle(tick);
-        const svg = gd.querySelector('.main-svg');
-        return {size: parseFloat(cs.fontSize), fill: cs.fill,
-                paper: getComputedStyle(svg).backgroundColor || svg.style.background,
-                ticks: Array.from(gd.querySelectorAll('.ytick text')).map(t => t.textContent)};
-    }""")
+    """The font size and colour Explore's view draws its names in (its header), the page's colour behind it, and
+    its rows' names (as its tooltip shows them)."""
+    expect_view(page, timeout_ms=REDRAW_MS)
+    header = view_header(page)
+    paper = page.locator('[data-testid="stApp"]').evaluate("el => getComputedStyle(el).backgroundColor")
+    style = {"size": header["font_px"], "fill": header["text_color"], "paper": paper}
+    return {**style, "ticks": view_rows(page)}
 
 
 def measure(page: Page, view: str) -> dict:
@@ -69,7 +86,7 @@ def measure(page: Page, view: str) -> dict:
 
 def open_explore(page: Page, url: str) -> None:
     page.goto(url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     expect_idle(page)
     expect_no_exception(page)
 
@@ -99,18 +116,16 @@ def test_normal_view_ticks_contrast_svg_and_json(page: Page, app_url: str, artif
     (artifacts / "presenter-measurements.json").write_text(json.dumps(MEASURED, indent=1))
     assert style["contrast"] >= 4.5, style
 
-    # SVG: pick it in the sidebar, then the chart's own download button
+    # SVG: pick it in the sidebar, then the view's own download button
     page.locator('[data-testid="stSidebar"]').get_by_role("radio", name="SVG").click()
     expect_idle(page)
-    chart = page.locator(PLOT).first
-    chart.hover()
-    button = chart.locator(".modebar-btn[data-title^='Download plot']")
+    button = page.locator(VIEW).get_by_role("button", name="Download SVG")
     expect(button).to_have_count(1, timeout=REDRAW_MS)
     with page.expect_download(timeout=REDRAW_MS) as info:
         button.click()
     svg_path = artifacts / "presenter-chart.svg"
     info.value.save_as(svg_path)
-    assert info.value.suggested_filename.endswith(".svg"), info.value.suggested_filename
+    assert info.value.suggested_filename == "attention_L0_H0.svg", info.value.suggested_filename
     root = ET.parse(svg_path).getroot()
     assert root.tag.endswith("svg")
     assert any("animal" in (el.text or "") for el in root.iter()), "the tick labels are in the SVG"
@@ -124,14 +139,16 @@ def test_normal_view_ticks_contrast_svg_and_json(page: Page, app_url: str, artif
     labels = [f"{i} {t}" for i, t in enumerate(data["tokens"]["query"])]
     shown = [t.strip() for t in style["ticks"]]
     assert shown and all(t in labels for t in shown), (shown, labels)
-    z = chart.evaluate("""(gd) => {  // what plotly.js draws: its decoded copy of the figure's z
-        const z = gd._fullData[0].z;
-        return Array.from(z, row => Array.from(row, v => (v === null || Number.isNaN(v)) ? null : v));
-    }""")
-    drawn = np.array(z, dtype=float)
+    tips = page.locator(VIEW).evaluate(TIPS)  # what the view prints over each cell: 3 decimals, or ≈ a tiny one
     pattern = np.array(data["pattern"], dtype=float)
-    assert drawn.shape == pattern.shape
-    np.testing.assert_allclose(np.nan_to_num(drawn), pattern, atol=1e-6)
+    assert np.array(tips).shape == pattern.shape
+    for row, printed in zip(pattern, tips):
+        for weight, tip in zip(row, printed):
+            value = tip.rsplit(": ", 1)[1]
+            if value.startswith("≈"):
+                assert weight < 0.0005 and abs(float(value[1:]) - weight) <= 0.05 * weight, (tip, weight)
+            else:
+                assert value == f"{weight:.3f}", (tip, weight)
     np.testing.assert_allclose(pattern.sum(axis=1), 1.0, atol=1e-4)
     assert data["model_id"] == "minilm" and data["link"].startswith("http")
     expect_no_exception(page)
@@ -150,7 +167,7 @@ def fitted_view(page: Page, view: str, title: str) -> Frame:
 def test_bertviz_model_view_shows_every_head_at_1280(page: Page, app_url: str, artifacts: Path):
     page.set_viewport_size({"width": 1280, "height": 1000})
     page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("bertviz views", exact=True).click()
     fit = fitted_view(page, "Model view", "bertviz model view").evaluate("""() => {
         const svg = document.querySelector('#vis > svg');

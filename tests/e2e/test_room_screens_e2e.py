@@ -1,58 +1,49 @@
 """The room's screens as a class sees them (issue 21, item 7): a projector at 1280×720 and a phone at 390×844.
 
-Projector (``?present=1``): Explore's head map starts within the first screen and fills most of its height;
-the share box's "Show the QR code full screen" opens a dialog whose QR image is large; the shared link
-leaves ``present`` out until the teacher asks for it. Phone (an iPhone's User-Agent, as the server sees
-it): no two column labels of the map overlap (their bounding boxes), no toolbar sits over the title, and
-the picked query token's row is drawn as bars.
+Projector (``?present=1``): Explore's view starts within the first screen and its map fills most of its height,
+every row named; the share box's "Show the QR code full screen" opens a dialog whose QR image is large; the
+shared link leaves ``present`` out until the teacher asks for it. Phone (an iPhone's User-Agent, as the server sees
+it): every column of the map named, its names apart, the title above the map, and the picked query token's row
+drawn as bars.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from e2e_helpers import expect_grid, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import VIEW, expect_idle, expect_no_exception, expect_view, view_header, view_labelled  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
-FIRST_DRAW_MS = 90_000  # fresh server: torch import + MiniLM load + plotly.js
+FIRST_DRAW_MS = 90_000  # fresh server: torch import + MiniLM load
 REDRAW_MS = 30_000
 IPHONE_UA = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
     "Version/17.0 Mobile/15E148 Safari/604.1"
 )
-MAIN_MAP = ".st-key-main_heatmap .js-plotly-plot"
-
-
-def open_explore(page: Page, url: str) -> None:
-    page.goto(url)
-    expect(page.locator(MAIN_MAP)).to_be_visible(timeout=FIRST_DRAW_MS)
-    expect(page.locator(MAIN_MAP + " .main-svg").first).to_be_attached(timeout=REDRAW_MS)
-    expect_idle(page)
-    expect_no_exception(page)
-
-
-def boxes_of(page: Page, selector: str) -> list[list[float]]:
-    """[left, top, right, bottom] of every element ``selector`` matches inside the main map."""
-    return page.locator(MAIN_MAP).evaluate(f"""(gd) => Array.from(gd.querySelectorAll('{selector}')).map(t => {{
-        const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];}})""")
+MAP = f"{VIEW} canvas.labels"  # the map as drawn: its names and its cells
 
 
 def overlap(a: list[float], b: list[float]) -> bool:
     return not (a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1])
 
 
+def open_explore(page: Page, url: str) -> None:
+    page.goto(url)
+    expect_view(page, "Layer 0, head 0", FIRST_DRAW_MS)
+    expect_idle(page)
+    expect_no_exception(page)
+
+
 def assert_title_clear(page: Page) -> None:
-    """The map's title and subtitle (model and sentence) are not written over its column labels."""
-    titles = boxes_of(page, ".gtitle, .gtitle-subtitle")
-    labels = boxes_of(page, ".xtick text")
-    assert len(titles) == 2 and labels, (titles, labels)
-    for t in titles:
-        for label in labels:
-            assert not overlap(t, label), (t, label)
+    """The view's title is drawn above its map (the column names), not over it."""
+    title, drawn = page.locator(f"{VIEW} h3").bounding_box(), page.locator(MAP).bounding_box()
+    assert title is not None and drawn is not None and title["y"] + title["height"] <= drawn["y"], (title, drawn)
 
 
 def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(
@@ -64,19 +55,10 @@ def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(
         open_explore(page, app_url + "/?present=1")
         page.screenshot(path=str(artifacts / "projector-1280x720.png"))
         publish_screenshot(artifacts / "projector-1280x720.png", "projector.png")
-        box = page.locator(MAIN_MAP + " .main-svg").first.bounding_box()  # what Plotly drew, not its box
-        assert box is not None
-        assert 0 <= box["y"] < 720 / 3, box  # the map starts in the first screen's top third (one row of controls)
-        assert box["height"] >= 720 * 0.6, box  # and it fills most of the screen's height
-        assert box["y"] + box["height"] <= 720 + 2, box  # without running off the bottom
         assert_title_clear(page)
-        # every one of the 16 rows keeps its label, one em of the tick font apart at least: none collide
-        rows = page.locator(MAIN_MAP).evaluate("""(gd) => Array.from(gd.querySelectorAll('.ytick text')).map(t => {
-            const r = t.getBoundingClientRect();
-            return [(r.top + r.bottom) / 2, parseFloat(getComputedStyle(t).fontSize)];})""")
-        assert len(rows) == 16, rows
-        assert all(b[0] - a[0] >= a[1] - 0.5 for a, b in zip(rows, rows[1:])), rows
-        assert rows[-1][0] <= 720, rows
+        rows, cols = view_labelled(page)  # every one of the 16 rows and columns keeps its name
+        assert len(rows) == 16 and all(rows) and all(cols), (rows, cols)
+        view, box = page.locator(VIEW).bounding_box(), page.locator(MAP).bounding_box()  # checked last, below
 
         # the teacher opens the sidebar's share box; the shared link leaves presenter mode out
         page.get_by_test_id("stExpandSidebarButton").click()
@@ -96,6 +78,11 @@ def test_projector_map_fills_the_first_screen_and_qr_goes_full_screen(
         assert qr is not None and min(qr["width"], qr["height"]) >= 400, qr  # the sidebar's was ~190 px
         assert qr["y"] >= 0 and qr["y"] + qr["height"] <= 720, qr  # whole on the screen: scannable
         expect_no_exception(page)
+
+        assert view is not None and box is not None
+        assert 0 <= view["y"] < 720 / 3, view  # the view starts in the first screen's top third (one row of controls)
+        assert box["height"] >= 720 * 0.6, box  # its map fills most of the screen's height
+        assert box["y"] + box["height"] <= 720 + 2, box  # without running off the bottom
     finally:
         context.close()
 
@@ -111,36 +98,31 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path, publi
     page = context.new_page()
     try:
         open_explore(page, app_url + "/")
-        chart = page.locator(MAIN_MAP)
-        chart.scroll_into_view_if_needed()
+        view = page.locator(VIEW)
+        view.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "phone-390x844.png"))
-        boxes = boxes_of(page, ".xtick text")
-        assert len(boxes) >= 3, boxes
-        for i, a in enumerate(boxes):
-            for b in boxes[i + 1 :]:
-                assert not overlap(a, b), (a, b)
-        # no toolbar over the title: the phone view has no modebar at all, and the title is drawn
-        assert page.locator(MAIN_MAP + " .modebar-container .modebar-btn").count() == 0
-        expect(chart.locator(".gtitle")).to_contain_text("Layer")
+        box = view.bounding_box()
+        drawn = page.locator(MAP).bounding_box()
+        assert box["x"] >= 0 and drawn["x"] + drawn["width"] <= 390, (box, drawn)  # inside the phone's width
+        rows, cols = view_labelled(page)  # every column named (6 of 17 were), its names apart: neighbours'
+        assert len(cols) == 16 and all(cols) and all(rows), (rows, cols)  # baselines a font's height apart at least
+        cell = page.locator(f"{VIEW} canvas.cells").bounding_box()["width"] / len(cols)
+        assert cell * math.sin(math.radians(60)) >= view_header(page)["font_px"], cell
         assert_title_clear(page)
         # the picked query token's row as bars
         bars = page.locator(".st-key-query_row_bars .js-plotly-plot")
         expect(bars).to_be_visible(timeout=REDRAW_MS)
         assert bars.locator(".bars .point").count() >= 3
 
-        # the layer's heads three to a row (MiniLM: 12 heads, 4 rows): one picture inside the phone's width
-        grid = expect_grid(page, REDRAW_MS)
-        grid.scroll_into_view_if_needed()
-        box = grid.bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
-        assert box["width"] / 3 >= 90 and box["height"] > box["width"], box  # a tile ≥ 90 px across (was ~25)
-        page.screenshot(path=str(artifacts / "phone-grid-390x844.png"))
+        # the layer's heads as buttons a finger can press (MiniLM: 12 heads), inside the phone's width
+        heads = page.get_by_role("toolbar", name="Heads").get_by_role("button")
+        expect(heads).to_have_count(12)
+        for head in (b.bounding_box() for b in heads.all()):
+            assert head["x"] >= 0 and head["x"] + head["width"] <= 390 and min(head["width"], head["height"]) >= 44
+        page.get_by_role("toolbar", name="Heads").screenshot(path=str(artifacts / "phone-grid-390x844.png"))
         publish_screenshot(artifacts / "phone-grid-390x844.png", "phone.png")
-        # a finger opens a head with the grid's buttons, one per head
-        page.locator(".st-key-explore_grid_pills").get_by_text("H7", exact=True).tap()
-        expect(page.locator(MAIN_MAP + " .gtitle").filter(has_text="Layer 0, head 7")).to_have_count(
-            1, timeout=REDRAW_MS
-        )
+        page.get_by_role("button", name="Layer 0, head 7").tap()
+        expect_view(page, "Layer 0, head 7", REDRAW_MS)
         expect_no_exception(page)
     finally:
         context.close()
@@ -148,33 +130,27 @@ def test_phone_view_reads(browser: Browser, app_url: str, artifacts: Path, publi
 
 def test_projector_heads_grid_shows_every_layer_with_square_tiles(browser: Browser, app_url: str, artifacts: Path):
     """Heads at 1280×720 in presenter mode: all six layers of MiniLM's grid are on the first screen (each row label
-    and the whole mosaic above the fold), and its tiles stay square."""
-    from app.ui.head_views import GAP
-
-    grid = ".st-key-heads_model_view .js-plotly-plot"
+    and every head's button above the fold), its thumbnails square and large enough to click."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     try:
         page.goto(app_url + "/heads?present=1")
-        expect(page.locator(grid + " .heatmaplayer image")).to_be_attached(timeout=FIRST_DRAW_MS)
+        grid = page.get_by_role("toolbar", name="Heads")
+        expect(grid.get_by_role("button", name=re.compile(r"^Layer \d, head \d+$"))).to_have_count(
+            72, timeout=FIRST_DRAW_MS
+        )
         expect_idle(page)
         expect_no_exception(page)
-        page.wait_for_timeout(500)  # plotly's relayout to the container's height
         page.screenshot(path=str(artifacts / "projector-heads-1280x720.png"))
-        rows = page.locator(grid).evaluate("""(gd) => Array.from(gd.querySelectorAll('.ytick text')).map(t => {
-            const r = t.getBoundingClientRect(); return [t.textContent, r.top, r.bottom];})""")
-        assert [name for name, _, _ in rows] == [f"L{layer}" for layer in range(6)], rows
+        rows = grid.locator(":scope > div > span:first-child").evaluate_all(
+            "(spans) => spans.map((s) => { const r = s.getBoundingClientRect(); return [s.textContent, r.top, r.bottom]; })"
+        )
+        assert [name for name, _, _ in rows] == [""] + [f"L{layer}" for layer in range(6)], rows
         assert all(0 <= top and bottom <= 720 for _, top, bottom in rows), rows
-        mosaic = page.locator(grid + " .heatmaplayer image").bounding_box()
-        assert mosaic is not None and mosaic["y"] >= 0 and mosaic["y"] + mosaic["height"] <= 720 + 1, mosaic
-        n_tokens = page.locator(grid).evaluate(
-            "(gd) => gd.calcdata[0][0].z[0].length"
-        )  # one mosaic row: 12 tiles + gaps
-        t = (n_tokens - 11 * GAP) / 12  # cells across one tile (the tiles are s × t cells, s = t here)
-        cell_w = mosaic["width"] / n_tokens
-        cell_h = mosaic["height"] / (6 * t + 5 * GAP)
-        assert abs(cell_w - cell_h) <= 0.05 * cell_w, (cell_w, cell_h)  # square cells: square tiles
-        assert t * cell_w >= 40, t * cell_w  # tiles still large enough to read and click
+        thumbs = grid.locator("button canvas").evaluate_all(
+            "(cs) => cs.map((c) => { const r = c.getBoundingClientRect(); return [r.width, r.height, r.bottom]; })"
+        )
+        assert len(thumbs) == 72 and all(w == h >= 36 and bottom <= 720 for w, h, bottom in thumbs), thumbs
     finally:
         context.close()
 

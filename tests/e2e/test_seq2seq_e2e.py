@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, type_model_folder, type_sentence  # noqa: E402
+from e2e_helpers import PLOT, VIEW, expect_idle, expect_no_exception, expect_view, type_model_folder, type_sentence  # noqa: E402
 from tests.seq2seq_models import save_tiny_seq2seq
 
 pytestmark = pytest.mark.e2e
 
 FIRST_DRAW_MS = 60_000
 REDRAW_MS = 20_000
-ROWS_COLS = "el => [el._fullData[0].z.length, el._fullData[0].z[0].length]"
 
 
 def save_model(root: Path) -> Path:
@@ -36,7 +35,7 @@ def pick(page: Page, label: str, option: str) -> None:
 def test_type_a_t5_folder_and_read_cross_attention(page: Page, folder_server, artifacts: Path):
     url, folder = folder_server
     page.goto(url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     type_sentence(page, "the cat sat on the mat")
     expect_idle(page)
     type_model_folder(page, "Another model", folder)
@@ -44,17 +43,13 @@ def test_type_a_t5_folder_and_read_cross_attention(page: Page, folder_server, ar
     expect(page.get_by_role("combobox", name="Attention block")).to_have_value("Encoder self-attention")
     expect_idle(page)
     expect_no_exception(page)
-    chart = page.locator(PLOT).first
-    n_src = chart.evaluate(ROWS_COLS)[0]
+    cells = page.locator(f"{VIEW} canvas.cells")  # one cell a pixel: its width the columns, its height the rows
+    n_src, rows = cells.evaluate("c => [c.width, c.height]")
+    assert rows == n_src  # the encoder's self-attention: source × source
     pick(page, "Attention block", "Cross-attention")
     expect_idle(page)
-    page.wait_for_function(
-        "([sel, n]) => { const z = document.querySelector(sel)._fullData[0].z; "
-        "return z[0].length === n && z.length !== n; }",
-        arg=[PLOT, n_src],
-        timeout=REDRAW_MS,
-    )
-    rows, cols = chart.evaluate(ROWS_COLS)
+    expect(cells).not_to_have_js_property("height", n_src, timeout=REDRAW_MS)
+    cols, rows = cells.evaluate("c => [c.width, c.height]")
     assert cols == n_src and rows > 1  # output tokens × source tokens
     expect_no_exception(page)
     page.screenshot(path=str(artifacts / "seq2seq_explore.png"), full_page=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, section, type_sentence  # noqa: E402
+from e2e_helpers import VIEW, expect_idle, expect_no_exception, expect_view, section, type_sentence  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -25,7 +25,7 @@ TITLE = "Layer 2, head 3 · causal mask on"
 
 
 def chart_title(page: Page):
-    return page.locator('[data-testid="stPlotlyChart"]').first.locator(".gtitle")
+    return page.locator(VIEW).get_by_role("heading")
 
 
 def pick(page: Page, label: str, option: str) -> None:
@@ -46,17 +46,18 @@ def share_code(page: Page):
 def type_the_sentence(page: Page, url: str) -> None:
     """Open Explore at ``url`` and type :data:`SENTENCE`: the address bar then holds it."""
     page.goto(url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     expect_idle(page)
     type_sentence(page, SENTENCE)
     expect(page).to_have_url(re.compile(r"text=Lily\+found"), timeout=REDRAW_MS)
 
 
-def expect_view(page: Page) -> None:
-    """The sentence, layer 2, head 3 and the causal mask, in the widgets and in the chart's title."""
+def expect_restored(page: Page) -> None:
+    """The sentence, layer 2, head 3 and the causal mask, in the widgets and in the view (its title, its pressed
+    head)."""
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(SENTENCE, timeout=FIRST_DRAW_MS)
     expect(page.get_by_role("combobox", name="Layer").first).to_have_value("2", timeout=REDRAW_MS)
-    expect(page.get_by_role("combobox", name="Head").first).to_have_value("3")
+    expect(page.get_by_role("button", name="Layer 2, head 3")).to_have_attribute("aria-pressed", "true")
     expect(page.get_by_role("switch", name="Causal mask")).to_be_checked()
     expect(chart_title(page)).to_have_text(TITLE, timeout=REDRAW_MS)
     expect_no_exception(page)
@@ -70,12 +71,12 @@ def test_a_shared_link_restores_the_view_in_a_new_browser(page: Page, app_url: s
     expect_idle(page)
     pick(page, "Layer", "2")  # a fragment rerun
     expect(chart_title(page)).to_have_text("Layer 2, head 0 · causal mask on", timeout=REDRAW_MS)
-    pick(page, "Head", "3")  # a fragment rerun
+    page.get_by_role("button", name="Layer 2, head 3").click()  # in the browser: the server learns it next
     expect(chart_title(page)).to_have_text(TITLE, timeout=REDRAW_MS)
     expect_idle(page)
 
     code = share_code(page)
-    expect(code).to_contain_text("head=3", timeout=REDRAW_MS)  # the box followed the fragment's rerun
+    expect(code).to_contain_text("head=3", timeout=REDRAW_MS)  # opening the box told the server the view's head
     link = code.text_content().strip()
     assert link.startswith(app_url + "/?"), link
     for part in ("text=Lily+found+a+red+ball.+She+gave+it+to+Tom.", "layer=2", "head=3", "causal=1"):
@@ -92,7 +93,7 @@ def test_a_shared_link_restores_the_view_in_a_new_browser(page: Page, app_url: s
     try:
         fresh = other.new_page()
         fresh.goto(link)
-        expect_view(fresh)
+        expect_restored(fresh)
         fresh.screenshot(path=str(artifacts / "share-link-opened.png"))
     finally:
         other.close()
@@ -103,7 +104,7 @@ def test_a_reload_keeps_the_typed_sentence(page: Page, app_url: str):
     expect_idle(page)
     page.reload()
     expect(page.locator('[data-testid="stTextArea"] textarea').first).to_have_value(SENTENCE, timeout=FIRST_DRAW_MS)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=REDRAW_MS)
+    expect_view(page, timeout_ms=REDRAW_MS)
     expect_no_exception(page)
     # and the sentence follows to another page through the sidebar (whose navigation drops the query string)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Step by step", exact=True).click()
@@ -116,7 +117,7 @@ def test_a_link_inside_the_app_opens_the_tab_it_names(page: Page, app_url: str):
     """``st.page_link(..., query_params=...)`` in a running session (Explore → Positional's Learned tab; the
     Lessons page links to views the same way): the new page reads the link's values, then writes its own."""
     page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     expect_idle(page)
     page.get_by_text("See the positional encodings this model adds to this sentence").click()
     expect(section(page, "Learned")).to_have_attribute("aria-checked", "true", timeout=REDRAW_MS)

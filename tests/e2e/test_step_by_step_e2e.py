@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, expect_view, expect_view_row  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -35,16 +35,14 @@ SENTENCE = "The cat sat on the mat because it was warm."
 def open_step_page(page: Page, app_url: str) -> None:
     """Type a sentence on Explore, then go to Step by step through the sidebar, as a student does."""
     page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     box = page.locator('[data-testid="stTextArea"] textarea')
     box.click()
     box.press("Control+a")
     box.press_sequentially(SENTENCE)
     box.press("Control+Enter")
     # the server has the sentence once Explore's map shows it (idle alone can be seen before the run starts)
-    expect(page.locator(PLOT).first.locator("g.ytick text").filter(has_text="warm").first).to_be_visible(
-        timeout=REDRAW_MS
-    )
+    expect_view_row(page, r"^\d+ warm$", REDRAW_MS)
     expect_idle(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Step by step").click()
     expect(page.get_by_role("heading", name="Step by step", level=1)).to_be_visible(timeout=REDRAW_MS)
@@ -111,7 +109,7 @@ def test_calculator_scale_slider_by_keyboard(page: Page, app_url: str, artifacts
 
 def test_sidebar_from_a_fresh_session_keeps_the_default_sentence(page: Page, app_url: str):
     page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Step by step").click()
     expect(page.get_by_role("heading", name="Step by step", level=1)).to_be_visible(timeout=FIRST_DRAW_MS)
     expect_idle(page)

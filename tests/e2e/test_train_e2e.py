@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, log_file  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, expect_view, expect_view_row, log_file  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -97,7 +97,7 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     try:
         other = other_context.new_page()
         other.goto(app_url)
-        expect(other.locator(PLOT).first).to_be_visible(timeout=OTHER_SESSION_BOUND_S * 1000)
+        expect_view(other, timeout_ms=OTHER_SESSION_BOUND_S * 1000)
         expect(other.locator('[data-testid="stException"]')).to_have_count(0)
     finally:
         other_context.close()
@@ -132,12 +132,11 @@ def test_train_live(page: Page, browser: Browser, app_url: str, artifacts: Path,
     # the trained model opens in Explore (this session only), on the probe input
     button(page, "Open this model in Explore").click()
     expect(page.get_by_text("Explore attention")).to_be_visible(timeout=UPDATE_MS)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=UPDATE_MS)
+    expect_view(page, timeout_ms=UPDATE_MS)
     expect(page.get_by_role("combobox", name="Model")).to_have_value(
         re.compile(r"^Trained here: reverse"), timeout=UPDATE_MS
     )
-    ticks = page.locator('[data-testid="stPlotlyChart"]').first.locator(".ytick text")
-    expect(ticks.filter(has_text=re.compile(r"^\d+ <sep>$"))).not_to_have_count(0, timeout=UPDATE_MS)
+    expect_view_row(page, r"^\d+ <sep>$", UPDATE_MS)
     expect_no_exception(page)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, pick_model, section  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, expect_view, expect_view_row, pick_model, section  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -20,14 +20,12 @@ PROMPT = "Lily found a red ball. She"
 
 def test_write_more_on_the_stories_model(page: Page, app_url: str, artifacts: Path):
     page.goto(app_url)
-    expect(page.locator(PLOT).first).to_be_visible(timeout=FIRST_DRAW_MS)
+    expect_view(page, timeout_ms=FIRST_DRAW_MS)
     pick_model(page, "GPT trained on stories")
     box = page.locator('[data-testid="stTextArea"] textarea')
     box.fill(PROMPT)
     box.press("Control+Enter")
-    head = page.locator('[data-testid="stPlotlyChart"]').first
-    lily = head.locator(".ytick text").filter(has_text=re.compile(r"^\d+ lily$"))
-    expect(lily).not_to_have_count(0, timeout=REDRAW_MS)
+    expect_view_row(page, r"^\d+ lily$", REDRAW_MS)  # the view of the typed prompt
     expect_idle(page)  # the model switch and the new sentence fully redrawn: one row of section buttons, not two
     expect(section(page, "Write more")).to_have_count(1, timeout=REDRAW_MS)
     section(page, "Write more").click()
@@ -39,8 +37,8 @@ def test_write_more_on_the_stories_model(page: Page, app_url: str, artifacts: Pa
     expect(written.first).to_be_visible(timeout=REDRAW_MS)
     paragraph = page.locator('[data-testid="stMarkdownContainer"] p').filter(has=page.locator("strong"))
     expect(paragraph.filter(has_text="lily found a red ball . she")).to_have_count(1)  # prompt plain, then bold
-    expect(page.locator(PLOT)).to_have_count(2, timeout=REDRAW_MS)
-    chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+    expect(page.locator(PLOT)).to_have_count(1, timeout=REDRAW_MS)  # under the view: the only Plotly chart
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
     expect(chart.locator(".gtitle")).to_contain_text("prompt + generated")
     expect(chart.locator(".shapelayer path")).to_have_count(2)  # the dashed boundary lines
     expect(chart.locator(".ytick text tspan[style*='fill']").first).to_be_attached()  # coloured generated labels

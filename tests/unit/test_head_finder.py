@@ -221,3 +221,32 @@ def test_the_script_writes_the_table(tmp_path: Path, capsys) -> None:
 def test_a_model_without_heads_is_refused() -> None:
     with pytest.raises(engine.EngineError, match="no transformer attention heads"):
         F.head_table(engine.load("bahdanau-translator"), ["the red car is fast."])
+
+
+def test_a_sentence_s_own_repeats_give_its_induction_and_duplicate_token_scores() -> None:
+    """Explore's "doing its job?" reads the typed sentence: the hand-worked run's second copy (rows 4–6) has an
+    earlier copy of its token (duplicate-token) and the token after that copy (induction); a sentence with no
+    repeat has neither (NaN)."""
+    from types import SimpleNamespace
+
+    p = hand_patterns()
+
+    def trace(ids):
+        tokens = SimpleNamespace(ids=tuple(ids), special=(True,) + (False,) * (len(ids) - 1))
+        return SimpleNamespace(pattern=lambda layer: p[:, : len(ids), : len(ids)], tokens=tokens)
+
+    got = F.sentence_metrics(trace(IDS), 0)
+    assert got["duplicate_token"] == pytest.approx([(0.2 + 0.1 + 0.15) / 3, 0.0])
+    assert got["induction"] == pytest.approx([(0.5 + 0.6 + 0.7) / 3, 0.0])
+    assert got["previous_token"] == pytest.approx(F.corpus_metrics(p, trace(IDS).tokens.special)["previous_token"])
+    fresh = F.sentence_metrics(trace([1, 7, 8, 9]), 0)
+    assert np.isnan(fresh["induction"]).all() and np.isnan(fresh["duplicate_token"]).all()
+
+
+def test_the_induction_checkpoint_s_heads_light_up_on_a_repeated_sentence() -> None:
+    """On the induction model's own letters, repeated: its card's induction head 1.2 scores high on the sentence and
+    far above the layer's other heads, as over the corpus."""
+    model = engine.load("induction-2l-attn-only")
+    text = "qwertyuiop" * 2
+    got = F.sentence_metrics(engine.trace(model, text), 1)
+    assert got["induction"][2] > 0.5 and got["induction"][2] == max(got["induction"])

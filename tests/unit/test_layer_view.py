@@ -23,6 +23,12 @@ def decode(raw: bytes) -> tuple[dict, np.ndarray]:
     return header, np.frombuffer(zlib.decompress(raw[start:]), dtype="<u2").reshape(shape)
 
 
+def weights(header: dict, cells: np.ndarray) -> np.ndarray:
+    """As layer_view.js reads them: counts of ``step``, from 0xF000 64 codes a decade of −log10, 0xFFFF blocked."""
+    tiny = 10.0 ** (-(cells.astype(float) - 0xF000) / 64)
+    return np.where(cells == 0xFFFF, np.nan, np.where(cells >= 0xF000, tiny, cells * header["step"]))
+
+
 def test_weights_come_back_to_three_decimals_and_blocked_cells_are_marked():
     values = np.random.default_rng(1).random((2, 3, 5, 5)).astype(np.float32)
     values[0, 1, 0, 4] = np.nan
@@ -30,14 +36,30 @@ def test_weights_come_back_to_three_decimals_and_blocked_cells_are_marked():
     header, cells = decode(encode(data, Choice(layer=5, head=9, focus=7)))
     assert (header["layer"], header["head"], header["focus"], header["digits"]) == (5, 2, None, 3)
     assert cells[0, 1, 0, 4] == BLOCKED and (cells != BLOCKED).sum() == values.size - 1
-    shown = np.where(cells == BLOCKED, np.nan, cells * header["step"])
+    shown = weights(header, cells)
     assert [f"{v:.3f}" for v in shown.ravel()] == [f"{v:.3f}" for v in values.ravel()]
+    assert header["grid"] is False  # one layer's heads in a row (Explore, a notebook)
+    grid, cells = decode(encode(data, Choice(layer=4, head=1, grid=True)))  # Heads' model view: every layer × head
+    assert grid["grid"] is True and grid["layers"] == [4, 5] and (grid["layer"], grid["head"]) == (4, 1)
+    assert [f"{v:.3f}" for v in weights(grid, cells).ravel()] == [f"{v:.3f}" for v in values.ravel()]
+
+
+def test_weights_under_half_a_thousandth_keep_their_size_on_a_log_scale():
+    """A long input's weights (~1/n: 6e-5 at 16k tokens) would all read 0 in thousandths: they keep two digits."""
+    values = np.array([[[[1.0, 6.1e-5, 3e-7, 0.0], [0.0004, 0.0005, 2e-3, np.nan]]]], dtype=np.float32)
+    header, cells = decode(encode(LayerData(values, (0,), ("a", "b"), tuple("abcd"), square=False), Choice()))
+    shown = weights(header, cells)
+    assert shown[0, 0, 0, 3] == 0 and np.isnan(shown[0, 0, 1, 3])
+    tiny = np.array([6.1e-5, 3e-7, 0.0004])
+    got = np.array([shown[0, 0, 0, 1], shown[0, 0, 0, 2], shown[0, 0, 1, 0]])
+    np.testing.assert_allclose(got, tiny, rtol=0.019)  # half of 10**(1/64) − 1
+    assert shown[0, 0, 1, 1] == pytest.approx(0.001) and shown[0, 0, 1, 2] == pytest.approx(0.002)
 
 
 def test_large_values_keep_fewer_decimals_but_fit():
     values = np.array([[[[0.0, 120.4567], [7.25, 1.0]]]], dtype=np.float32)  # α·‖v‖ can pass 65.5
     header, cells = decode(encode(LayerData(values, (0,), ("a", "b"), ("a", "b")), Choice()))
-    assert header["digits"] == 2 and np.allclose(cells * header["step"], values, atol=0.005)
+    assert header["digits"] == 2 and np.allclose(weights(header, cells), values, atol=0.005)
 
 
 @pytest.fixture(scope="module")
@@ -73,4 +95,4 @@ def test_a_layer_at_512_tokens_fits_the_first_draw():
     for data, limit in ((pooled, 1 << 20), (exact, 4 << 20)):
         raw = encode(data, Choice(layer=3))
         header, cells = decode(raw)
-        assert len(raw) < limit and np.allclose(cells * header["step"], np.nan_to_num(data.values), atol=6e-4)
+        assert len(raw) < limit and np.allclose(weights(header, cells), np.nan_to_num(data.values), atol=6e-4)

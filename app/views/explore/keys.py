@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.url_params import Param, as_text, block, boolean, integer, number, shown_view, tab_bar
+from app.url_params import Param, as_text, block, boolean, choice, integer, number, shown_view
 from engine.generation import MAX_NEW_TOKENS
 
 
@@ -13,9 +13,10 @@ class Explore:
     and ``write_request`` are also URL parameters."""
 
     tab, block = "explore_tab", "explore_block"
-    grid_pills = "explore_grid_pills"  # a button per head under the picture of the layer's heads
-    map_box = "explore_map_box"  # presenter mode: the container the head map fills
-    main_map, query_bars, mask = "main_heatmap", "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
+    view = "explore_layer_view"  # the layer's heads, drawn in the browser
+    csv, why = "explore_csv", "explore_why"  # a download and a link the view holds until the server has its head
+    repeat = "explore_jobs_repeat"  # "Is each head doing its job?": the one-click edit
+    query_bars, mask = "query_row_bars", "mask_"  # charts; ``mask`` + the causal flag
     decode = "explore_decode"  # (model, text, token limit, decoding settings) of an encoder-decoder
     decode_form, decode_prefix = "decode_form", "decode"  # its "Decode again" form; prefix of that form's widgets
     write_request = "write_request"  # Write more: the settings asked, with the text and model they were for
@@ -28,7 +29,7 @@ class Explore:
 
 
 TABS = {
-    "heads": "Every head of this layer",
+    "jobs": "Is each head doing its job?",
     "mask": "Causal mask off vs on",
     "next": "What comes next?",
     "write": "Write more",
@@ -69,7 +70,8 @@ PAGE = frozenset({"explore"})
 #: a decoding request is read after the sentence and the model (the shared parameters come first)
 PARAMS = (
     block(Explore.block, PAGE),
-    tab_bar(Explore.tab, TABS, PAGE),
+    # none open at first; "heads", the grid's old tab (now the view), reads as none: an old link is left as it came
+    Param(Explore.tab, choice({**TABS, "heads": None}), None, PAGE, {v: k for k, v in TABS.items()}, "tabs"),
     Param(Explore.decode, read_decoding, None, PAGE, show=show_decoding),  # an encoder-decoder's decoding
     Param(Explore.write_request, read_decoding, None, PAGE, show=show_decoding),  # a decoder's "Write more"
 )

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
 import numpy as np
 import streamlit as st
@@ -25,31 +25,31 @@ from app.controls.pickers import (
     show_notices,
     text_box,
 )
-from app.figures import shared_chart, shared_picture
 from app.links import open_page
 from app.runtime.heads import attention_block, block_loader
-from app.runtime.maps import grid_is_quick, head_view, layer_grid
+from app.runtime.maps import head_view, layer_is_quick, layer_view_data
 from app.runtime.models import device_label, model_loaded
 from app.runtime.request import TraceRequest
-from app.runtime.traces import get_trace, request_key, trace_is_quick
+from app.runtime.traces import get_trace, trace_is_quick
 from app.sidebar import synced
-from app.state import current_text
-from app.ui.charts import fill_height, show_chart
+from app.state import K, current_text
+from app.ui.charts import show_chart
 from app.ui.export import head_json_button
 from app.ui.guard import busy, calm_errors, show_error
-from app.ui.head_views import PHONE_TILES_PER_ROW, head_pills
-from app.ui.heatmap import map_figure, map_spec, safe_label
-from app.ui.linked_tokens import focus, focus_picker, outline, row_of
+from app.ui.heatmap import map_figure, safe_label
+from app.ui.layer_view import layer_view
+from app.ui.linked_tokens import focus, outline, row_of
 from app.ui.long_view import csv_button, map_controls
 from app.ui.map_data import MapView
 from app.ui.safe_text import quoted
-from app.ui.theme import PRESENTER_MAP_ROWS_PX, controls, current, map_css, presenting, side_by_side, tools
-from app.views.explore.grid_picture import GRID_ALT, GRID_CSS, grid_per_row, grid_png
+from app.ui.theme import controls, current, presenting, side_by_side, tools
+from app.views.explore.jobs import show_jobs
 from app.views.explore.keys import TABS as TAB_LABELS
 from app.views.explore.keys import Explore
 from app.views.explore.next_token import show_next_token
 from app.views.explore.write_more import remembered, settings_form, show_write_more
 from app.views.positional.keys import Positional
+from app.views.step_by_step.keys import Step
 from engine.generation import SEQ2SEQ_NEW_TOKENS
 
 MAX_TOKENS_LIMIT = 16_384
@@ -58,32 +58,19 @@ PHONE_BARS = 30  # compact view: at most this many bars of the query's row (the 
 
 
 def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
-    """The chosen head, large (an overview with a zoom for long inputs), and its downloads; compact view adds the
+    """Every head of the layer in the browser (a head, a token or a key press there sends nothing to the server;
+    an overview with a zoom for long inputs), and the chosen head's exact downloads; compact view adds the
     picked query's row as bars. ``says``: the display options' caption."""
-    data = head_view(request, view)
+    data = head_view(request, view)  # the server's head: its downloads, its row's bars, the overview's sizes
     window = trace.window_of(view.layer)
-    title = f"Layer {view.layer}, head {view.head}" + (" · causal mask on" if trace.causal else "")
-    title += f" · sliding window {window}" if window is not None else ""
-    fill = presenting()  # the projector: the map is as tall as the window less the row of controls above it
-    fig = shared_chart(
-        ("explore_head", request_key(request), view, title, fill),
-        lambda: map_spec(data, title=title, scale=view.scale, rows_px=PRESENTER_MAP_ROWS_PX if fill else None),
-    )
-    fig = outline(fig, data, focus()) if request.block != "cross" else fig
-    if fill:
-        st.html(map_css(Explore.map_box))
-        with st.container(key=Explore.map_box):  # its CSS height is the window's; the chart stretches to it
-            show_chart(fill_height(fig), key=Explore.main_map, height="stretch")
-    else:
-        show_chart(fig, key=Explore.main_map)
-        if request.block != "cross":  # under the map (in presenter mode, in the popover above it)
-            focus_picker(trace.tokens.strings, "explore")
-    if current().compact:
-        show_query_row(data, title)
+    suffix = (" · causal mask on" if trace.causal else "") + (f" · sliding window {window}" if window else "")
+    with busy(f"Drawing the {trace.n_heads} heads of layer {view.layer}…", layer_is_quick(request, view)):
+        heads = replace(layer_view_data(request, view), log=view.scale == "log")
     rows, cols = data.values.shape
     parts = [
         "Each **row** is a token asking *where should I look?* (the query); each **column** a token it can look "
-        "at (the key).",
+        "at (the key). Pick a head above the map, click a row (or press ↑ ↓ on the map) to highlight a token, "
+        "← → for the next head: the page answers at once.",
         says,
     ]
     if trace.causal:
@@ -101,12 +88,29 @@ def show_head(request: TraceRequest, trace, view: MapView, says: str) -> None:
             f"{rows} × {cols} cells; each cell shows the **largest** weight in its block, so a sharp "
             "one-token pattern stays visible. Open **Zoom** above the map to see exact weights."
         )
-    st.caption(" ".join([*parts, kv_sharing(trace, view.head)]))
+    picked = focus() if request.block != "cross" else None
+    layer_view(Explore.view, heads, view.layer, view.head, picked, suffix=suffix)
+    st.caption(" ".join(parts) + kv_sharing(trace))
+    if current().compact:
+        show_query_row(data, f"Layer {view.layer}, head {view.head}")
     load = block_loader(request)
-    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load)
+    csv_button(trace, view, f"attention_L{view.layer}_H{view.head}.csv", load, key=Explore.csv)
     decode = list(astuple(request.decode)) if request.decode else None
     settings = {"causal": bool(trace.causal), "max_tokens": request.max_tokens, "decode": decode}
     head_json_button(request.model_id, trace, view, request.block, data, settings, load, "explore")
+    if request.block == "self":
+        why_this_score(trace, view, picked)
+
+
+def why_this_score(trace, view: MapView, picked: int | None) -> None:
+    """A link to Step by step's "What made this score?" for the highlighted token (else the last) and the key this
+    head weighs most; a keyed container, so a click waits until the server has the view's head and token."""
+    query = trace.n_queries - 1 if picked is None else picked
+    key = int(np.argmax(trace.pattern_rows(view.layer, view.head, query, query + 1)[0]))
+    cell = {K.layer: view.layer, K.head: view.head, Step.query: query, Step.key: key, Step.parts: True}
+    with st.container(key=Explore.why):
+        label = "What made this score? The highlighted token's strongest key, taken apart"
+        open_page("step_by_step.py", label, cell, icon=":material/calculate:")
 
 
 def show_query_row(data, title: str) -> None:
@@ -156,24 +160,6 @@ def show_mask_comparison(request: TraceRequest, layer: int, head: int) -> None:
     )
 
 
-def show_grid(request: TraceRequest, trace, layer: int, head: int) -> None:
-    """Every head of the layer as thumbnails in one picture (the chosen one framed), and a button per head."""
-    with busy(f"Drawing the {trace.n_heads} heads of layer {layer}…", grid_is_quick(request, layer)):
-        tiles, pooled = layer_grid(request, layer)
-    per_row = PHONE_TILES_PER_ROW if current().compact else grid_per_row(trace.n_heads)
-    view = ("explore_grid", request_key(request), layer, head, per_row)
-    alt = GRID_ALT.format(heads=trace.n_heads, layer=layer, head=head)
-    st.image(shared_picture(view, lambda: grid_png(tiles, head, per_row)), alt=alt)
-    head_pills(Explore.grid_pills, trace.n_heads, head)
-    blocks = f" Long input: thumbnails show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
-    st.caption(
-        f"All {trace.n_heads} heads of layer {layer}, left to right and row by row; **pick one** with the buttons to "
-        "open it above (red frame: the chosen head). Each thumbnail is coloured from 0 to its own maximum, so compare "
-        "shapes, not shades. Heads in one layer often specialise: some look at the previous token, some at "
-        "[CLS]/[SEP] or the first token, some spread out." + (blocks if pooled else "")
-    )
-
-
 def decoding() -> tuple | None:
     """An encoder-decoder's decoding settings form in an expander: the settings asked on submit."""
     with st.expander("Decoding: greedy or sampled", icon=":material/tune:"):
@@ -203,43 +189,38 @@ def head_panel(request: TraceRequest, family: str = "") -> None:
         try:
             full = get_trace(request)  # a cache hit: the page just traced it
             seq2seq = family == "encoder-decoder"
-            if presenting():  # one row: layer, head, block, then the display options' popover
-                columns = st.columns([1, 1, 2, 1] if seq2seq else [1, 1, 1], vertical_alignment="bottom")
+            if presenting():  # one row: layer, block, then the display options' popover
+                columns = st.columns([1, 2, 1] if seq2seq else [1, 1], vertical_alignment="bottom")
             elif seq2seq:  # the display options follow the row in place (no container of their own: a block less)
-                columns = [*st.columns([1, 1, 2]), contextlib.nullcontext()]
-            else:  # layer and head share one row, a block (columns were three)
-                row = st.container(horizontal=True)
-                columns = [row, row, contextlib.nullcontext()]
-            with columns[2] if seq2seq else contextlib.nullcontext():  # one block ("self"): pick_block draws nothing
+                columns = [*st.columns([1, 2]), contextlib.nullcontext()]
+            else:
+                columns = [st.container(horizontal=True), contextlib.nullcontext()]
+            with columns[1] if seq2seq else contextlib.nullcontext():  # one block ("self"): pick_block draws nothing
                 block = pick_block(list(full.attention_blocks()), key=Explore.block)
             trace = attention_block(full, block)
         except Exception as err:  # noqa: BLE001 — a section: its model run may raise anything; the rest of the page draws
             show_error(err)
             return
         request = request.with_block(block)
-        layer, head = layer_head(trace.n_layers, trace.n_heads, columns=columns[:2])
+        layer, head = layer_head(trace.n_layers, trace.n_heads, (columns[0], None), getattr(trace, "layer_kinds", ()))
         with columns[-1], tools():  # presenter mode: a popover in the row above the map
-            if block != "cross" and presenting():  # one sequence on both axes: a token has a row and a column
-                focus_picker(trace.tokens.strings, "explore")
             view, says = map_controls(trace, "explore", layer, head)
         show_head(request, trace, view, says)
         if family == "encoder-decoder":  # no mask to toggle (the decoder is always causal) and no next token
-            show_grid(request, trace, layer, head)
             return
-        sections = (  # only the open tab runs: a second pass for the mask, one for the next token, writing on a button
-            lambda: show_grid(request, trace, layer, head),
+        sections = (  # none open at first; a second pass for the mask, one for the next token, writing on a button
+            lambda: show_jobs(request, layer),
             lambda: show_mask_comparison(request, layer, head),
             lambda: show_next_token(request, family),
             lambda: show_write_more(request, family, layer, head),
         )
-        for tab, section in zip(page_tabs(list(TABS), key=Explore.tab), sections):
+        for tab, section in zip(page_tabs(list(TABS), key=Explore.tab, closed=True), sections):
             if tab.open:
                 with tab:
                     section()
 
 
 def main() -> None:
-    st.html(GRID_CSS)  # the grid's picture drawn sharp on a high-density screen (once a page, not once a sentence)
     if not presenting():  # the projector: the chart's own title and subtitle say what it shows
         st.title("Explore attention")
         st.write("Type a sentence and see, for every layer and head, how much each token attends to every other token.")

@@ -8,10 +8,11 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from app.runtime.caches import shared_map
 from app.runtime.long_work import HEAD_FINDER, submit_long
 from app.runtime.models import get_model, session_id, trained_model
 from app.runtime.request import TraceRequest
-from app.runtime.traces import get_trace
+from app.runtime.traces import get_trace, request_key
 from engine import DEFAULT_MAX_TOKENS
 from engine.analysis import head_finder
 from engine.cache import TraceCache
@@ -62,6 +63,12 @@ def table(model_id: str) -> dict[str, Any] | None:
         return MEASURED.get(_key(model_id), _not_measured)
     except LookupError:  # evicted between the two lines
         return None
+
+
+def sentence_metrics(request: TraceRequest, layer: int) -> dict[str, Any]:
+    """Every head of ``layer`` on the request's own sentence (``head_finder.sentence_metrics``), shared by sessions."""
+    build = lambda: head_finder.sentence_metrics(get_trace(request), layer)  # noqa: E731
+    return shared_map(("sentence_metrics", request_key(request), layer), build)
 
 
 def _not_measured() -> dict[str, Any]:

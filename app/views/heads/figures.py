@@ -1,4 +1,4 @@
-"""The Heads page's figures: a metric per head, heads compared, one head on two sentences, a phone's grid."""
+"""The Heads page's figures: a metric per head, heads compared, one head on two sentences."""
 
 from __future__ import annotations
 
@@ -7,11 +7,8 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 
-from app.state import K
 from app.ui import theme
-from app.ui.head_views import PHONE_GRID_PX, PHONE_TILES_PER_ROW, clicked_in, model_view_spec
 from app.ui.heatmap import MASKED_COLOR, safe_label, tick_labels
 
 DIVERGING = "RdBu"
@@ -77,33 +74,3 @@ def difference_heatmap(diff: np.ndarray, query_tokens: list[str], key_tokens: li
     fig.update_layout(title=TITLE | {"text": html.escape(title)}, height=side, margin=MARGIN, plot_bgcolor=MASKED_COLOR)
     queries = dict(CATEGORIES, title="query (attending)", tickvals=yv, ticktext=yt, autorange="reversed")
     return fig.update_layout(xaxis=keys | dict(scaleanchor="y", constrain="domain"), yaxis=queries)  # square cells
-
-
-def pick_grid_head(chart_key: str, n_heads: int, per_row: int) -> None:
-    """on_select of a phone's grid of heads (rows of ``per_row`` heads): the clicked head is chosen."""
-    picked = clicked_in(chart_key, -(-n_heads // per_row), per_row)
-    if picked is not None and picked[0] * per_row + picked[1] < n_heads:
-        st.session_state[K.head] = picked[0] * per_row + picked[1]
-
-
-def phone_grid_spec(tiles: np.ndarray, head: int, per_row: int = PHONE_TILES_PER_ROW) -> dict:
-    """One layer's heads ``[1, heads, s, t]`` as rows of ``per_row`` tiles (a phone's grid), each row named by
-    its heads; a click's ``[row, column]`` is turned back into a head by :func:`pick_grid_head`."""
-    n_heads = tiles.shape[1]
-    rows = -(-n_heads // per_row)
-    padded = np.zeros((rows * per_row, *tiles.shape[2:]), dtype=tiles.dtype)
-    padded[:n_heads] = tiles[0]
-    spec = model_view_spec(
-        padded.reshape(rows, per_row, *tiles.shape[2:]),
-        selected=divmod(head, per_row),
-        width_px=PHONE_GRID_PX,
-        per_tile=True,
-        layer_names=[f"H{r * per_row}–{min(n_heads, (r + 1) * per_row) - 1}" for r in range(rows)],
-    )
-    layout = spec["layout"]
-    layout["xaxis"].update(ticktext=[f"+{c}" for c in range(per_row)], title={"text": "head (row's first + …)"})
-    layout["yaxis"]["title"] = {"text": "heads"}
-    markers = spec["data"][-1]
-    markers["text"] = [str(i) if i < n_heads else "" for i in range(rows * per_row)]  # row by row, as the markers
-    markers["hovertemplate"] = "head %{text}<br>tap to open it large<extra></extra>"
-    return spec

@@ -10,8 +10,8 @@ class Heads:
     zoom controls), ``cmp_a`` / ``cmp_b`` (Compare's head pickers), ``cmp`` and ``sent`` (a chart per head or sentence)."""
 
     tab, block, display = "heads_tab", "heads_block", "heads"
-    model_view, large, grid_pills = "heads_model_view", "heads_large", "heads_grid_pills"  # pills: a phone's heads
-    grid_box = "heads_grid_box"  # presenter mode: the container the grid of every head fills (the window's height)
+    view = "heads_layer_view"  # the model view: every layer × head and the chosen one large, drawn in the browser
+    csv = "heads_csv"  # the chosen head's CSV (its JSON: "heads_json"); the view holds a click until the server has it
     metric, metric_map, metrics_table = "heads_metric", "heads_metric_map", "heads_metrics_table"
     similarity, pairs = "heads_similarity", "heads_pairs"
     cmp_a, cmp_b, cmp, cmp_metrics = "heads_cmp_a", "heads_cmp_b", "heads_cmp_", "heads_cmp_metrics"

@@ -3,7 +3,7 @@ each tab of ``keys.TABS`` is a function of a :class:`HeadsContext` in ``SECTIONS
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import replace
 from typing import Callable
 
 import streamlit as st
@@ -13,32 +13,29 @@ from app.controls.pickers import (
     causal_toggle,
     kv_sharing,
     layer_head,
-    open_head,
     page_tabs,
     pick_block,
     show_notices,
     text_and_model,
 )
-from app.figures import shared_chart
-from app.runtime.heads import attention_block, block_is_square, block_loader, head_metrics_table, model_view_tiles
-from app.runtime.maps import head_view
+from app.runtime.heads import attention_block, block_is_square, block_loader, head_metrics_table
+from app.runtime.maps import head_view, layer_is_quick, layer_view_data, model_view_data
 from app.runtime.models import device_label
 from app.runtime.request import TraceRequest
-from app.runtime.traces import get_trace, request_key
+from app.runtime.traces import get_trace
 from app.sidebar import synced
 from app.state import PERSIST, current_text
 from app.ui import export
-from app.ui.charts import fill_height, ready, show_chart
-from app.ui.guard import attempt, calm_errors
-from app.ui.head_views import PHONE_TILES_PER_ROW, clicked_in, head_pills, model_view_spec
-from app.ui.heatmap import map_spec
-from app.ui.linked_tokens import focus, focus_picker, outline
+from app.ui.charts import show_chart
+from app.ui.guard import attempt, busy, calm_errors
+from app.ui.layer_view import layer_view
+from app.ui.linked_tokens import focus, focus_picker
 from app.ui.long_view import csv_button, map_controls
 from app.ui.safe_text import quoted
-from app.ui.theme import PRESENTER_GRID_OFF_PX, controls, current, map_css, presenting, tools
+from app.ui.theme import controls, current, presenting, tools
 from app.views.heads.ablation import render_ablation
 from app.views.heads.context import METRICS, HeadsContext, metric_columns
-from app.views.heads.figures import layer_head_heatmap, phone_grid_spec, pick_grid_head
+from app.views.heads.figures import layer_head_heatmap
 from app.views.heads.keys import TABS, Heads
 from app.views.heads.sections import compare_section, rollout_section, similarity_section
 
@@ -46,71 +43,38 @@ MAX_TOKENS_LIMIT = 16_384
 WHOLE_MODEL_LIMIT = 2048  # tabs that need every head's full n×n pattern stop here
 
 
-def _select_clicked_head(n_layers: int, n_heads: int) -> None:
-    """on_select of the model view: a clicked tile becomes the shared layer/head."""
-    if (picked := clicked_in(Heads.model_view, n_layers, n_heads)) is not None:
-        open_head(*picked)
-
-
 def model_view_section(ctx: HeadsContext) -> None:
-    """Every layer × head as small tiles; the chosen head large below (an overview with a zoom on long inputs)."""
-    att = ctx.attention
-    with st.spinner("Drawing every head…"):
-        tiles, pooled = model_view_tiles(ctx.request)
-    n_layers, n_heads = (
-        att.n_layers,
-        att.n_heads,
-    )  # a callback, kept with the session's widgets, must not hold the trace
-    chart = dict(key=Heads.model_view, selection_mode="points", config={"displayModeBar": False})
-    if current().compact:  # a phone: one layer's heads three to a row (tiles large enough to tap) and a pill each
-        pick = partial(pick_grid_head, Heads.model_view, n_heads, PHONE_TILES_PER_ROW)
-        show_chart(phone_grid_spec(tiles[ctx.layer : ctx.layer + 1], ctx.head), on_select=pick, **chart)
-        head_pills(Heads.grid_pills, att.n_heads, ctx.head)
-        st.caption(
-            f"The {att.n_heads} heads of layer {ctx.layer} (pick another layer above), three to a row: each tile "
-            "is one head's pattern, coloured from 0 to its own maximum, so compare *shapes*. **Tap a head's "
-            "button** to open it large below. On a wider screen every layer shows at once."
-        )
-        _chosen_head(ctx)
-        return
-    view = ("heads_model_view", request_key(ctx.request), ctx.layer, ctx.head)  # everything it shows
-    fig = shared_chart(view, lambda: model_view_spec(tiles, selected=(ctx.layer, ctx.head)))  # once per process
-    chart["on_select"] = partial(_select_clicked_head, n_layers, n_heads)
-    if presenting():  # the projector: every layer on the screen, the grid as tall as the window less the controls
-        st.html(map_css(Heads.grid_box, PRESENTER_GRID_OFF_PX))
-        with st.container(key=Heads.grid_box):  # square tiles (scaleanchor): the grid narrows to fit the height
-            show_chart(fill_height(ready(fig)), height="stretch", **chart)
-    else:
-        show_chart(fig, **chart)
-    blocks = f" Long input: tiles show block maxima, {tiles.shape[-2]}×{tiles.shape[-1]} cells per head."
-    st.caption(
-        f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns). Each tile is one head's attention pattern: "
-        "rows are queries, columns are keys, as in the large view. Every tile is coloured from 0 to its own maximum, "
-        "so compare *shapes*: a line just below the diagonal is a previous-token head, the diagonal itself a self "
-        "head, a dark first column a first-token/sink head, an even wash a broad head. **Click a tile** (or use "
-        "Layer/Head above) to open it large; the red frame marks the chosen head." + (blocks if pooled else "")
-    )
-    _chosen_head(ctx)
-
-
-def _chosen_head(ctx: HeadsContext) -> None:
-    """The chosen head large below the model view (an overview with a zoom on long inputs)."""
+    """Every layer × head as a grid of buttons and the chosen head large, drawn in the browser (a click or a key
+    there sends nothing to the server); its exact downloads below. A long input, or a phone, gets the open layer's
+    heads only (another layer: the Layer box above)."""
     att = ctx.attention
     view, says = map_controls(att, Heads.display, ctx.layer, ctx.head)
-    data = head_view(ctx.request, view)
-    title = f"Layer {ctx.layer}, head {ctx.head}" + (f" · {ctx.block_label}" if ctx.block_label else "")
-    fig = shared_chart(
-        ("heads_large", request_key(ctx.request), view, title), lambda: map_spec(data, title=title, scale=view.scale)
-    )
-    show_chart(outline(fig, data, focus()) if block_is_square(ctx.block) else fig, key=Heads.large)
-    pooled = "Long input: each cell is the largest weight of its block; open **Zoom** above the map for exact weights. "
+    whole = not current().compact
+    with busy(f"Drawing the {att.n_layers * att.n_heads} heads…", layer_is_quick(ctx.request, view)):
+        heads = model_view_data(ctx.request, view) if whole else layer_view_data(ctx.request, view)
+    heads = replace(heads, log=view.scale == "log")
+    picked = focus() if block_is_square(ctx.block) else None
+    suffix = f" · {ctx.block_label}" if ctx.block_label else ""
+    layer_view(Heads.view, heads, ctx.layer, ctx.head, picked, grid=True, suffix=suffix)
+    data = head_view(ctx.request, view)  # the server's head: its downloads
+    every = len(heads.layers) == att.n_layers
+    if every:
+        where = f"All {att.n_layers} layers (rows) × {att.n_heads} heads (columns)"
+    else:
+        why = "a long input sends one layer at a time" if whole else "on a wider screen every layer shows at once"
+        where = f"The {att.n_heads} heads of layer {ctx.layer} (pick another layer above: {why})"
+    keys = "← → the next head" + (", Page Up/Down the layer" if every and att.n_layers > 1 else "")
     st.caption(
-        f"The chosen head, large. Each **row** is a query token, each **column** a key token it can look at. {says} "
+        f"{where}. Each small map is one head's attention pattern, coloured from 0 to its own maximum, so compare "
+        "*shapes*: a line just below the diagonal is a previous-token head, the diagonal itself a self head, a dark "
+        f"first column a first-token/sink head, an even wash a broad head. **Click one** to open it large ({keys}, "
+        f"↑ ↓ a token: the page answers at once). Each **row** of the large map is a query token, each **column** a "
+        f"key. {says} "
         + ("Grey cells are blocked by the causal mask. " if att.blocked_any() else "")
-        + (pooled if data.pooled else "")
+        + ("Long input: each cell is the largest weight of its block; open **Zoom** for exact weights." * data.pooled)
     )
     load = block_loader(ctx.request)
-    csv_button(att, view, f"heads_L{ctx.layer}_H{ctx.head}.csv", load)
+    csv_button(att, view, f"heads_L{ctx.layer}_H{ctx.head}.csv", load, key=Heads.csv)
     settings = {"causal": bool(att.causal), "max_tokens": ctx.request.max_tokens}
     export.head_json_button(ctx.request.model_id, att, view, ctx.block, data, settings, load, "heads")
 
