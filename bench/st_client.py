@@ -49,6 +49,7 @@ WIDGET_KINDS = (
     "button",
     "file_uploader",
     "plotly_chart",
+    "bidi_component",
 )  # elements with an id
 FINAL = {
     ForwardMsg.FINISHED_SUCCESSFULLY: None,

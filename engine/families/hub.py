@@ -271,7 +271,10 @@ def load_hf(
     if (
         record is None and isinstance(model_type, str) and model_type in hf().causal_lm_types
     ):  # read as the table's decoders, checked on load
-        return resolve_name(UNVERIFIED)(model_id, path, config, spec=spec, device=device)
+        try:
+            return resolve_name(UNVERIFIED)(model_id, path, config, spec=spec, device=device)
+        except ModelUnavailableError as err:
+            raise ModelUnavailableError(f"{err} The families checked here: {', '.join(sorted(HUB_TYPES))}.") from None
     if record is None:
         raise ModelUnavailableError(
             f"{quote_input(model_id)} is a {quote_input(model_type, 40)} model; supported here: {', '.join(sorted(HUB_TYPES))}."

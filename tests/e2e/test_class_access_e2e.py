@@ -25,7 +25,7 @@ from playwright.sync_api import Browser, Page, expect
 from app.store import Ask, open_store
 from app.views.classroom.keys import ROOM
 from conftest import running_app  # the e2e conftest's (as the other e2e tests import it)
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, start_class
+from e2e_helpers import PLOT, VIEW, expect_idle, expect_no_exception, start_class
 
 pytestmark = pytest.mark.e2e
 
@@ -126,8 +126,8 @@ def test_axe_finds_nothing_serious_on_any_page_a_student_sees(room, browser: Bro
         for path in PAGES:
             join(page, url, code, path, MODES[mode])
             expect(page.locator(LIST).get_by_role("combobox")).to_be_visible(timeout=POLL_MS)
-            if path == "":
-                expect(page.locator(PLOT).first).to_be_visible(timeout=LOAD_MS)
+            if path == "":  # Explore's in-browser view of the layer's heads
+                expect(page.locator(VIEW)).to_be_visible(timeout=LOAD_MS)
             findings[path or "explore"] = serious_findings(page)
             page.screenshot(path=str(artifacts / f"class-access-{path or 'explore'}-{mode}.png"))
         page.locator(PICK).get_by_text(question.options[1].strip(), exact=True).click()  # an answer sent: its note
@@ -250,7 +250,7 @@ def test_the_full_screen_qr_code_opens_from_a_share_box_just_opened(room, browse
     page = context.new_page()
     try:
         page.goto(f"{url}/?present=1")
-        expect(page.locator(PLOT).first).to_be_visible(timeout=LOAD_MS)
+        expect(page.locator(VIEW)).to_be_visible(timeout=LOAD_MS)
         expect_idle(page, LOAD_MS)
         page.get_by_test_id("stExpandSidebarButton").click()
         page.get_by_text("Share this view").click()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e_helpers import PLOT, expect_idle, expect_no_exception, pick_model  # noqa: E402
+from e2e_helpers import PLOT, expect_idle, expect_no_exception, expect_view, pick_model  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 FIRST_MS = 90_000
@@ -48,6 +48,5 @@ def test_a_student_finds_the_induction_head_reads_its_snippets_and_opens_it_in_e
 
     page.get_by_role("link", name="Open layer 1, head 2 in Explore").click()
     expect(page).to_have_url(re.compile(r"/explore\?.*layer=1.*head=2|/\?.*layer=1.*head=2"), timeout=REDRAW_MS)
-    title = page.locator('[data-testid="stPlotlyChart"] .gtitle').filter(has_text=re.compile(r"^Layer 1, head 2"))
-    expect(title.first).to_be_visible(timeout=FIRST_MS)
+    expect_view(page, re.compile(r"^Layer 1, head 2"), timeout_ms=FIRST_MS)  # Explore's view opens on that head
     expect_no_exception(page)

@@ -4,8 +4,8 @@ Every selectbox and text box of a rerun reads the whole session state (Streamlit
 check one key), so a state that grows by one widget per sentence makes each rerun slower the longer a lecture
 lasts, and keeps the old widgets' values in memory. Explore's grid of heads was a new widget for every sentence
 (a selectable chart, its figure part of its identity): it grew by one per sentence while it sat in a fragment
-nested inside the sentence panel, whose reruns never forget a nested fragment's widgets. The grid is now a picture
-with a button per head (the same widget for every sentence).
+nested inside the sentence panel, whose reruns never forget a nested fragment's widgets. The heads are now one
+in-browser view under a fixed key (the same widget for every sentence).
 
 The server is the split benchmark's (``bench/split_server.py``: ``streamlit run`` that notes the state's size
 after each script run); the client is the load benchmarks' (``bench/st_client.py``).
@@ -68,7 +68,7 @@ def test_typing_sentences_does_not_grow_the_session_state(tmp_path, monkeypatch)
 
     with running_server("split", "test-session-state.log") as server:
         entries, kinds = run_async(student(server))
-    assert ("button_group", "Open a head") in kinds, "the grid of heads' buttons were not drawn"
+    assert "bidi_component" in [kind for kind, _ in kinds], "the in-browser view of the layer's heads was not drawn"
     assert len(entries) == TYPED
     # one entry may come and go between runs (a value a page sets on some reruns); growth by one per sentence
     # (six sentences: six more entries) is what this pins

@@ -93,7 +93,8 @@ def test_a_family_whose_attention_the_interface_never_sees_is_refused_with_the_r
         engine.load(str(folder))
     said = str(caught.value)
     assert f"is a '{kind}' model, a family not in the engine's table" in said
-    assert said.endswith("no attention call went through transformers' attention interface")
+    reason, _, table = said.partition(" The families checked here: ")
+    assert reason.endswith("no attention call went through transformers' attention interface") and "llama" in table
 
 
 def test_a_family_whose_patterns_differ_from_its_eager_attention_is_refused(tmp_path) -> None:
