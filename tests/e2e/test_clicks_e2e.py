@@ -43,7 +43,11 @@ def test_a_press_runs_its_callback_once_while_a_fragment_ticks(browser):
         page.goto(url)
         expect(page.get_by_text("counts: plain=0 once=0")).to_be_visible(timeout=IDLE_MS)
         # the bare callback: each press counted more than once, so the page reproduces Streamlit's double run
-        press_while_a_timer_ticks(page, page.get_by_role("button", name="Plain"), HOLD_MS)
+        for _ in range(RETRIES + 1):  # a press Streamlit drops (held back this long) is pressed again, as below
+            press_while_a_timer_ticks(page, page.get_by_role("button", name="Plain"), HOLD_MS)
+            _settled(page)
+            if _counts(page)[0]:
+                break
         expect(page.get_by_text(re.compile(r"^counts: plain=([2-9]|\d\d+) once=0$"))).to_be_visible(timeout=IDLE_MS)
         # (the bare callback may still count a late repeat of its press: only "Once" is counted from here on)
         for k in range(1, PRESSES + 1):
